@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: MIT
+# penny: make, make test, make asan, make tsan, make install, make lab-test
+CC ?= cc
+ifeq ($(origin CC),default)
+CC = cc
+endif
+PKG_CONFIG ?= pkg-config
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+PLUGINDIR ?= $(LIBDIR)/penny
+
+B ?= build
+OPT ?= -O2 -g
+SAN ?=
+PKGS := libibverbs libibumad hwloc ncursesw
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+
+WARN := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter -Wno-format-truncation -Wno-unknown-warning-option
+override CFLAGS := $(OPT) $(SAN) $(WARN) -MMD -MP -fPIC $(PKG_CFLAGS) \
+	-DPENNY_PLUGINDIR='"$(PLUGINDIR)"' $(CFLAGS)
+override LDFLAGS := $(SAN) $(LDFLAGS)
+LIBS := $(PKG_LIBS) -lm -lpthread -ldl -lrt
+
+LIB_SRC := $(sort $(wildcard src/*.c src/*/*.c))
+CMD_SRC := $(sort $(wildcard cmd/*.c))
+UNIT_SRC := $(sort $(wildcard tests/unit/t_*.c))
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
+CMD_OBJ := $(CMD_SRC:%.c=$(B)/%.o)
+UNIT_BIN := $(UNIT_SRC:%.c=$(B)/%)
+HELPER_SRC := $(sort $(wildcard tests/helpers/*.c))
+HELPER_BIN := $(HELPER_SRC:%.c=$(B)/%)
+
+# The default build puts the binary at ./penny; other builds (asan) in $(B).
+ifeq ($(B),build)
+PENNY_BIN := penny
+else
+PENNY_BIN := $(B)/penny
+endif
+
+.PHONY: all test check unit asan tsan install uninstall clean lab-test bench plugins
+all: $(PENNY_BIN) $(UNIT_BIN) $(HELPER_BIN) plugins
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(B)/libpenny.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(PENNY_BIN): $(CMD_OBJ) $(B)/libpenny.a
+	$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(B)/libpenny.a $(LIBS)
+
+$(B)/tests/unit/%: tests/unit/%.c $(B)/libpenny.a tests/unit/unit.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libpenny.a $(LIBS)
+
+$(B)/tests/helpers/%: tests/helpers/%.c $(B)/libpenny.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libpenny.a $(LIBS)
+
+-include plugins/plugins.mk
+
+test check: all
+	@PENNY=$(abspath $(PENNY_BIN)) BUILD=$(abspath $(B)) bash tests/run.sh $(TESTS)
+
+unit: all
+	@PENNY=$(abspath $(PENNY_BIN)) BUILD=$(abspath $(B)) bash tests/run.sh unit
+
+lab-test: all
+	@PENNY=$(abspath $(PENNY_BIN)) BUILD=$(abspath $(B)) bash tests/run.sh lab
+
+asan:
+	$(MAKE) B=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
+		SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" test
+
+tsan:
+	$(MAKE) B=build-tsan OPT="-O1 -g" SAN="-fsanitize=thread" TESTS=unit test
+
+bench: all
+	bash tests/bench/host-allreduce.sh
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
+	install -m 755 $(PENNY_BIN) $(DESTDIR)$(BINDIR)/penny
+	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 completions/penny.bash $(DESTDIR)$(BASHCOMPDIR)/penny
+	install -m 644 completions/_penny $(DESTDIR)$(ZSHCOMPDIR)/_penny
+	$(install_plugins)
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/penny $(DESTDIR)$(BASHCOMPDIR)/penny $(DESTDIR)$(ZSHCOMPDIR)/_penny
+	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man1/%,$(wildcard man/*.1))
+	rm -rf $(DESTDIR)$(PLUGINDIR)
+
+clean:
+	rm -rf build build-asan build-tsan build-clang penny
+
+-include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)
+
+# Fresh Debian machine: install what is missing (apt-get; sudo when not root).
+.PHONY: setup setup-test run
+setup:
+	bash tests/install-deps.sh build
+setup-test:
+	bash tests/install-deps.sh test
+# The main job: a local 4-rank allreduce sweep over every algorithm.
+run: all
+	./$(PENNY_BIN) allreduce-test --np 4 -b 8 -e 16M -f 4 --algo all

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * penny: one binary, one table of subcommands.  run_cmd() does the setup a
+ * command's flags ask for (sysfs root, debug mask, output, self-launch), so
+ * the subcommands stay thin clients of libpenny.
+ */
+#define _GNU_SOURCE
+#include "penny.h"
+
+#include "../src/boot.h"
+#include "../src/log.h"
+#include "../src/sysfs.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct pn_cli pn_cli = { .rank = -1, .nranks = -1, .timeout = 60.0 };
+
+static const struct pn_cmd commands[] = {
+	{ "topo", cmd_not_built, no_options, CMD_SYSFS | CMD_NOT_BUILT, "",
+	  "GPU/NIC/NUMA topology, PCIe path classes and rails" },
+	{ "bw", cmd_not_built, no_options, CMD_SYSFS | CMD_LAUNCH | CMD_NOT_BUILT, "[HOST]",
+	  "RDMA bandwidth and latency test (like ib_write_bw)" },
+	{ "ring-plan", cmd_not_built, no_options, CMD_SYSFS | CMD_NOT_BUILT, "",
+	  "rail-aligned ring planner, validation and NCCL graph export" },
+	{ "allreduce-test", cmd_not_built, no_options, CMD_SYSFS | CMD_LAUNCH, "",
+	  "allreduce correctness and performance sweep (like all_reduce_perf)" },
+	{ "top", cmd_not_built, no_options, CMD_SYSFS | CMD_NOT_BUILT, "",
+	  "live per-NIC traffic view" },
+};
+
+static const struct pn_opt common_options[] = {
+	{ "json", 0, OPT_BOOL, &pn_cli.json, NULL, "print JSON instead of text", NULL, NULL },
+	{ "debug", 'v', OPT_OPTSTRING, &pn_cli.debug, "SUBSYS",
+	  "debug log on stderr for SUBSYS (INIT,BOOT,NET,SHM,COLL,TOPO,NIC,PLUGIN,VERBS,TUNE; "
+	  "default ALL)",
+	  "ALL INIT BOOT NET SHM COLL TOPO NIC PLUGIN VERBS TUNE", NULL },
+	{ "sysfs-root", 0, OPT_STRING, &pn_cli.sysroot, "DIR",
+	  "read /sys and /proc below DIR (also PENNY_SYSROOT)", NULL, NULL },
+	{ "help", 'h', OPT_BOOL, &pn_cli.help, NULL, "show this help", NULL, NULL },
+	OPT_TABLE_END
+};
+
+static const struct pn_opt launch_options[] = {
+	{ "np", 0, OPT_INT, &pn_cli.np, "N", "start N local ranks (self-launch)", NULL, NULL },
+	{ "rank", 0, OPT_INT, &pn_cli.rank, "R", "this process's rank (with --nranks, --root)",
+	  NULL, NULL },
+	{ "nranks", 0, OPT_INT, &pn_cli.nranks, "N", "number of ranks in the job", NULL, NULL },
+	{ "root", 0, OPT_STRING, &pn_cli.root, "HOST:PORT",
+	  "rendezvous address of rank 0 (also PENNY_ROOT, MASTER_ADDR/MASTER_PORT)", NULL, NULL },
+	{ "timeout", 0, OPT_SECONDS, &pn_cli.timeout, "SEC",
+	  "bound on every wait; a silent peer fails the job (default 60)", NULL, NULL },
+	{ "transport", 0, OPT_STRING, &pn_cli.transport, "NAME",
+	  "force a transport between ranks: shm, tcp, verbs (default: probe)", "shm tcp verbs",
+	  NULL },
+	OPT_TABLE_END
+};
+
+static const struct pn_cmd *find_cmd(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+void pn_cmd_error(const struct pn_ctx *ctx, int code)
+{
+	fprintf(stderr, "penny %s: %s\n", ctx->name, pn_errmsg(code));
+}
+
+int pn_cmd_fail(const struct pn_ctx *ctx, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "penny %s: ", ctx->name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: penny [--version] [help] <command> [options]\n\ncommands:\n");
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-16s %s%s\n", commands[i].name, commands[i].summary,
+			commands[i].flags & CMD_NOT_BUILT ? " (not built)" : "");
+	fprintf(f, "\n'penny help <command>' or 'penny <command> --help' shows a command's "
+		   "options.\n");
+}
+
+static void cmd_help(const struct pn_cmd *c, FILE *f)
+{
+	fprintf(f, "usage: penny %s [options]%s%s\n\n%s\n", c->name, c->args[0] ? " " : "",
+		c->args, c->summary);
+	pn_opt_help(f, "options", c->opts);
+	if (c->flags & CMD_LAUNCH)
+		pn_opt_help(f, "launch options", launch_options);
+	pn_opt_help(f, "common options", common_options);
+}
+
+static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
+{
+	const struct pn_opt *tables[4] = { c->opts, common_options, NULL, NULL };
+	struct pn_ctx ctx = { .name = c->name, .rank = -1 };
+	const char *root;
+	int nargs = 0, ret, is_parent = 0, status = 0;
+
+	if (c->flags & CMD_LAUNCH)
+		tables[2] = launch_options;
+	ret = pn_opt_parse(c->name, tables, argc, argv, &nargs);
+	if (ret)
+		return ret;
+	if (pn_cli.help) {
+		cmd_help(c, stdout);
+		return fflush(stdout) || ferror(stdout) ? 1 : 0;
+	}
+	if (pn_cli.debug) {
+		ret = pn_debug_parse(pn_cli.debug, &pn_debug_mask);
+		if (ret) {
+			pn_cmd_error(&ctx, ret);
+			return 2;
+		}
+	} else if (getenv("PENNY_DEBUG")) {
+		if (pn_debug_parse(getenv("PENNY_DEBUG"), &pn_debug_mask))
+			pn_debug_mask = 0;
+	}
+	root = pn_cli.sysroot ? pn_cli.sysroot : getenv("PENNY_SYSROOT");
+	if ((c->flags & CMD_SYSFS) && root) {
+		ret = pn_sysfs_set_root(root);
+		if (ret) {
+			pn_cmd_error(&ctx, ret);
+			return 2;
+		}
+	}
+	if (c->flags & CMD_LAUNCH) {
+		if (pn_cli.np < 0 || pn_cli.np > 1024)
+			return pn_cmd_fail(&ctx, 2, "--np must be between 1 and 1024");
+		if (pn_cli.timeout <= 0)
+			return pn_cmd_fail(&ctx, 2, "--timeout must be positive");
+		if (pn_cli.np > 0) {
+			struct pn_boot_cfg cfg;
+
+			pn_boot_cfg_init(&cfg);
+			cfg.timeout = pn_cli.timeout;
+			fflush(NULL);
+			ret = pn_boot_selflaunch(pn_cli.np, &cfg, &is_parent, &status);
+			if (ret) {
+				pn_cmd_error(&ctx, ret);
+				return 2;
+			}
+			if (is_parent)
+				return status;
+			ctx.rank = cfg.rank;
+		}
+	}
+	ctx.out = pn_out_new(stdout, pn_cli.json);
+	if (!ctx.out)
+		return pn_cmd_fail(&ctx, 1, "out of memory");
+	ret = c->fn(&ctx, nargs, argv);
+	if (pn_out_free(ctx.out) && !ret) {
+		fprintf(stderr, "penny %s: write error on standard output\n", c->name);
+		ret = 1;
+	}
+	return ret;
+}
+
+/* Hidden helpers for the shell completions: the tables are the truth. */
+static int complete(int argc, char **argv)
+{
+	const struct pn_cmd *c;
+	size_t i;
+
+	if (argc < 2) {
+		for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			printf("%s\n", commands[i].name);
+		printf("help\n");
+		return 0;
+	}
+	c = find_cmd(argv[1]);
+	if (!c)
+		return 1;
+	pn_opt_complete(stdout, c->opts);
+	if (c->flags & CMD_LAUNCH)
+		pn_opt_complete(stdout, launch_options);
+	pn_opt_complete(stdout, common_options);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const struct pn_cmd *c;
+	int ret;
+
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("penny %s\n", PENNY_VERSION);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "__complete"))
+		return complete(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "help")) {
+		if (argc < 3) {
+			usage(stdout);
+			return 0;
+		}
+		c = find_cmd(argv[2]);
+		if (!c) {
+			fprintf(stderr, "penny: unknown command '%s' (see 'penny --help')\n", argv[2]);
+			return 2;
+		}
+		cmd_help(c, stdout);
+		return 0;
+	}
+	if (argv[1][0] == '-') {
+		fprintf(stderr, "penny: unknown option '%s' (see 'penny --help')\n", argv[1]);
+		return 2;
+	}
+	c = find_cmd(argv[1]);
+	if (!c) {
+		fprintf(stderr, "penny: unknown command '%s' (see 'penny --help')\n", argv[1]);
+		return 2;
+	}
+	ret = run_cmd(c, argc - 1, argv + 1);
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "penny: write error on standard output\n");
+		return ret ? ret : 1;
+	}
+	return ret;
+}

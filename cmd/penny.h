@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared by the subcommands in cmd/: the command table entry and context. */
+#ifndef PENNY_CMD_H
+#define PENNY_CMD_H
+
+#include "opt.h"
+#include "../src/out.h"
+
+#define PENNY_VERSION "0.1.0"
+
+/* Setup flags of a subcommand (cmd/penny.c commands[]). */
+#define CMD_SYSFS (1u << 0)	/* reads /sys: honours --sysfs-root / PENNY_SYSROOT */
+#define CMD_LAUNCH (1u << 1)	/* multi-rank: launch options, self-launch with --np */
+#define CMD_NOT_BUILT (1u << 2) /* listed, not implemented in this build */
+
+/* Common and launch option values (cmd/penny.c). */
+struct pn_cli {
+	int json;
+	const char *debug;
+	const char *sysroot;
+	int help;
+	/* launch */
+	int np;
+	int rank;
+	int nranks;
+	const char *root;
+	double timeout;
+	const char *transport;
+};
+extern struct pn_cli pn_cli;
+
+struct pn_ctx {
+	const char *name;	/* subcommand */
+	struct pn_out *out;	/* stdout, text or JSON */
+	int rank;		/* after self-launch: this process's rank (-1 unknown) */
+};
+
+typedef int (*pn_cmd_fn)(struct pn_ctx *ctx, int argc, char **argv);
+
+struct pn_cmd {
+	const char *name;
+	pn_cmd_fn fn;
+	const struct pn_opt *opts;
+	unsigned flags;
+	const char *args;	/* positional arguments in the usage line */
+	const char *summary;
+};
+
+/* Print "penny CMD: <engine message>" for a negative engine return code. */
+void pn_cmd_error(const struct pn_ctx *ctx, int code);
+/* Print "penny CMD: <formatted>" on stderr; returns code. */
+int pn_cmd_fail(const struct pn_ctx *ctx, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Subcommands. */
+int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv);
+extern const struct pn_opt allreduce_test_options[];
+int cmd_not_built(struct pn_ctx *ctx, int argc, char **argv);
+extern const struct pn_opt no_options[];
+
+#endif

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Bootstrap: who am I (rank, size, local rank) and a TCP rendezvous through
+ * rank 0 ("the root").  Every message is a versioned, length-prefixed struct
+ * carrying the job cookie; a connection with the wrong magic, version,
+ * cookie or size is dropped and logged, never trusted.  Every wait is
+ * bounded by the timeout; a dead peer is reported by rank and host.
+ */
+#ifndef PENNY_BOOT_H
+#define PENNY_BOOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PN_BOOT_MAGIC 0x50454e4eu /* "PENN" */
+#define PN_BOOT_VERSION 1
+#define PN_HOSTID_LEN 96
+
+struct pn_boot_cfg {
+	int rank;		/* -1: from the launcher's environment */
+	int nranks;		/* -1: from the environment */
+	int local_rank;		/* -1: derived from host identities */
+	const char *root;	/* "host:port"; NULL: PENNY_ROOT, MASTER_ADDR:MASTER_PORT */
+	double timeout;		/* seconds for every wait (default 60) */
+	uint8_t cookie[16];
+	int have_cookie;
+	int listen_fd;		/* self-launch: rank 0 inherits the bound root socket */
+	char launcher[16];	/* out: "self", "mpirun", "srun", "pmi", "torchrun", "explicit" */
+	char jobid[64];		/* launcher's job id when known ("" otherwise) */
+};
+
+void pn_boot_cfg_init(struct pn_boot_cfg *cfg);
+/*
+ * Fill rank/nranks/root/cookie from the environment where not set:
+ * OMPI_COMM_WORLD_*, SLURM_*, PMI_RANK/PMI_SIZE, RANK/WORLD_SIZE/LOCAL_RANK,
+ * PENNY_ROOT, MASTER_ADDR/MASTER_PORT, PENNY_COOKIE.  With no launcher and
+ * no explicit rank it is a single-rank job.
+ */
+int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg);
+
+/*
+ * Self-launch np local ranks: bind a root socket on 127.0.0.1, make a
+ * cookie, fork.  In a child it returns 0 with cfg set for that rank and
+ * *parent = 0.  In the parent it waits for all children (killing the rest
+ * when one fails and the others have not ended within the timeout) and
+ * returns 0 with *parent = 1 and *status the worst exit status.
+ */
+int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status);
+
+/* Host identity: hostname + network namespace (netns hosts are hosts). */
+const char *pn_host_id(void);
+
+struct pn_boot;
+
+int pn_boot_init(struct pn_boot **b, const struct pn_boot_cfg *cfg);
+void pn_boot_free(struct pn_boot *b);
+int pn_boot_rank(const struct pn_boot *b);
+int pn_boot_nranks(const struct pn_boot *b);
+int pn_boot_local_rank(const struct pn_boot *b);
+int pn_boot_local_size(const struct pn_boot *b);
+/* Node index (ranks grouped by host identity, in order of first rank). */
+int pn_boot_node(const struct pn_boot *b, int rank);
+int pn_boot_nnodes(const struct pn_boot *b);
+const char *pn_boot_host(const struct pn_boot *b, int rank); /* hostname */
+const char *pn_boot_host_id(const struct pn_boot *b, int rank);
+int pn_boot_pid(const struct pn_boot *b, int rank);
+double pn_boot_timeout(const struct pn_boot *b);
+
+/* Typed collectives over the rendezvous (through the root). */
+int pn_boot_allgather(struct pn_boot *b, const void *mine, void *all, size_t len);
+int pn_boot_bcast(struct pn_boot *b, void *buf, size_t len, int root);
+int pn_boot_barrier(struct pn_boot *b);
+/* Logical AND of ok over all ranks (error agreement); *all_ok out. */
+int pn_boot_agree(struct pn_boot *b, int ok, int *all_ok);
+
+/* Wire format, exposed for tests. */
+struct pn_wire_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint8_t cookie[16];
+	uint32_t src;		/* sending rank */
+	uint32_t seq;		/* collective sequence number */
+	uint64_t len;		/* payload bytes after the header */
+};
+
+enum pn_wire_type {
+	PN_MSG_HELLO = 1,	/* rank -> root: struct pn_wire_hello */
+	PN_MSG_TABLE = 2,	/* root -> rank: hello of every rank */
+	PN_MSG_GATHER = 3,	/* rank -> root: contribution */
+	PN_MSG_GATHERED = 4,	/* root -> rank: all contributions */
+	PN_MSG_ABORT = 5,	/* either way: a rank failed; payload is the text */
+};
+
+struct pn_wire_hello {
+	uint32_t rank;
+	uint32_t nranks;
+	int32_t pid;
+	uint32_t reserved;
+	char host[64];
+	char host_id[PN_HOSTID_LEN];
+};
+
+#define PN_WIRE_MAX_PAYLOAD (64u << 20)
+
+void pn_wire_hdr_init(struct pn_wire_hdr *h, const uint8_t cookie[16], uint16_t type,
+		      uint32_t src, uint32_t seq, uint64_t len);
+/* Check magic/version/cookie/size; returns 0 or -EPROTO with a message. */
+int pn_wire_hdr_check(const struct pn_wire_hdr *h, const uint8_t cookie[16], uint16_t type,
+		      uint64_t max_len);
+
+#endif

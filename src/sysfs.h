@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Every /sys and /proc read of penny goes through one root directory
+ * (--sysfs-root DIR, PENNY_SYSROOT), like hwloc's HWLOC_FSROOT, so captured
+ * trees replay real machines.  Paths are absolute ("/sys/class/...") and are
+ * resolved relative to the root; printf-style formats build them.
+ */
+#ifndef PENNY_SYSFS_H
+#define PENNY_SYSFS_H
+
+#include <dirent.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define PN_FMT(a, b) __attribute__((format(printf, a, b)))
+
+/* NULL or "/" selects the live system.  Returns 0 or -errno with a message. */
+int pn_sysfs_set_root(const char *dir);
+/* The root directory as given ("/" for the live system). */
+const char *pn_sysfs_root(void);
+int pn_sysfs_is_live(void);
+
+int pn_sys_open(int flags, const char *fmt, ...) PN_FMT(2, 3);
+/* Read a file, strip trailing white space; returns its length or -errno. */
+int pn_sys_read(char *buf, size_t len, const char *fmt, ...) PN_FMT(3, 4);
+/* Read a decimal or 0x-hex unsigned number. */
+int pn_sys_u64(uint64_t *v, const char *fmt, ...) PN_FMT(2, 3);
+int pn_sys_int(int *v, const char *fmt, ...) PN_FMT(2, 3);
+DIR *pn_sys_opendir(const char *fmt, ...) PN_FMT(1, 2);
+ssize_t pn_sys_readlink(char *buf, size_t len, const char *fmt, ...) PN_FMT(3, 4);
+int pn_sys_exists(const char *fmt, ...) PN_FMT(1, 2);
+
+#endif

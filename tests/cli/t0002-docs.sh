@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# --help, man pages and completions come from one option table per command:
+# every option in a table is in the man page, every option in a man page is
+# in the table, and the completion scripts list what the tables say.
+. "$(dirname "$0")/../lib.sh"
+
+man_opts() { grep -oE '\\-\\-[a-z0-9][a-z0-9-]*' "$1" | sed 's/\\//g' | sort -u; }
+table_opts() { penny __complete "$1" | cut -f1 | sort -u; }
+common_opts() { penny __complete allreduce-test | cut -f1 | sort -u >all_ar
+	printf -- '--json\n--debug\n--sysfs-root\n--help\n'; }
+
+test_expect_success 'penny(1) documents every command and the common options' '
+	for c in $(penny __complete); do
+		[ "$c" = help ] && continue
+		grep -q "$c" "$TOP/man/penny.1" || { echo "penny.1 lacks $c"; exit 1; }
+	done
+	for o in --json --debug --sysfs-root --help --version; do
+		grep -q -- "\\\\$o" "$TOP/man/penny.1" || grep -q -- "\\\\-\\\\${o#-}" "$TOP/man/penny.1" ||
+			{ echo "penny.1 lacks $o"; exit 1; }
+	done
+'
+for c in $(penny __complete); do
+	[ "$c" = help ] && continue
+	page=$TOP/man/penny-$c.1
+	if [ ! -f "$page" ]; then
+		test_expect_success "man page for $c exists or $c is not built" '
+			penny $c 2>&1 | grep -q "not built"
+		'
+		continue
+	fi
+	test_expect_success "penny-$c.1 and the option table agree" '
+		table_opts '"$c"' >table &&
+		man_opts '"$page"' >man &&
+		grep -vxF -e --json -e --debug -e --sysfs-root -e --help table >table.own &&
+		missing=$(comm -23 table.own man) && extra=$(comm -13 table man) &&
+		if [ -n "$missing$extra" ]; then
+			echo "in table, not in man page: $missing"; echo "in man page, not in table: $extra"; exit 1
+		fi
+	'
+done
+test_expect_success 'bash completion completes commands and options from the tables' '
+	PATH=$(dirname "$PENNY"):$PATH bash -c "
+		. \"$TOP/completions/penny.bash\"
+		COMP_WORDS=(penny all); COMP_CWORD=1; _penny
+		[ \"\${COMPREPLY[*]}\" = allreduce-test ] || { echo \"got: \${COMPREPLY[*]}\"; exit 1; }
+		COMP_WORDS=(penny allreduce-test --tim); COMP_CWORD=2; _penny
+		[ \"\${COMPREPLY[*]}\" = --timeout ] || { echo \"got: \${COMPREPLY[*]}\"; exit 1; }
+		COMP_WORDS=(penny allreduce-test --transport \"\"); COMP_CWORD=3; _penny
+		[ \"\${COMPREPLY[*]}\" = \"shm tcp verbs\" ] || { echo \"got: \${COMPREPLY[*]}\"; exit 1; }
+	"
+'
+test_expect_success 'zsh completion script is syntactically valid' '
+	if command -v zsh >/dev/null; then zsh -n "$TOP/completions/_penny"; else
+		grep -q "penny __complete" "$TOP/completions/_penny"; fi
+'
+test_expect_success 'every man page is valid roff' '
+	for p in "$TOP"/man/*.1; do
+		LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$p" 2>warn >/dev/null || exit 1
+		if [ -s warn ]; then cat warn; exit 1; fi
+	done
+'
+test_done

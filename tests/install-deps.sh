@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Install the Debian packages penny needs, only those missing.
+#   tests/install-deps.sh build   compilers and -dev libraries
+#   tests/install-deps.sh test    + what the test suite and the lab use
+set -eu
+want=${1:-build}
+pkgs=(gcc make pkg-config libibverbs-dev libibumad-dev libhwloc-dev libncurses-dev)
+if [ "$want" = test ]; then
+	pkgs+=(clang python3 openmpi-bin libopenmpi-dev iproute2 procps tmux man-db zsh
+		hwloc-nox rdma-core ibverbs-utils infiniband-diags perftest
+		qemu-system-x86 busybox-static cpio kmod xz-utils)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+sudo=
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+echo "installing: ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+	"${missing[@]}" >/dev/null

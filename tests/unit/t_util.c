@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/* Pure helpers: natural sort, size/duration parsing, rate/state parsing, JSON output. */
+#define _GNU_SOURCE
+#include "unit.h"
+
+#include "../../src/log.h"
+#include "../../src/nic.h"
+#include "../../src/out.h"
+#include "../../src/util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+TEST(natural_sort)
+{
+	const char *v[] = { "mlx5_10", "mlx5_2", "mlx5_1", "rxe0", "mlx5_0", "mlx4_0", "mlx5_02" };
+	qsort(v, PN_ARRAY_SIZE(v), sizeof(v[0]), pn_natcmp_qsort);
+	CHECK_STR(v[0], "mlx4_0");
+	CHECK_STR(v[1], "mlx5_0");
+	CHECK_STR(v[2], "mlx5_1");
+	CHECK(!strcmp(v[3], "mlx5_2") || !strcmp(v[3], "mlx5_02"));
+	CHECK_STR(v[5], "mlx5_10");
+	CHECK_STR(v[6], "rxe0");
+	CHECK(pn_natcmp("a", "a") == 0);
+	CHECK(pn_natcmp("a", "ab") < 0);
+	CHECK(pn_natcmp("a9", "a10") < 0);
+	CHECK(pn_natcmp("a10b", "a10a") > 0);
+}
+
+TEST(size_parsing)
+{
+	uint64_t v = 0;
+
+	CHECK(!pn_parse_size("8", &v) && v == 8);
+	CHECK(!pn_parse_size("1K", &v) && v == 1024);
+	CHECK(!pn_parse_size("64KiB", &v) && v == 65536);
+	CHECK(!pn_parse_size("8M", &v) && v == 8u << 20);
+	CHECK(!pn_parse_size("2MB", &v) && v == 2u << 20);
+	CHECK(!pn_parse_size("1G", &v) && v == 1u << 30);
+	CHECK(!pn_parse_size("12B", &v) && v == 12);
+	CHECK(pn_parse_size("", &v) == -EINVAL);
+	CHECK(pn_parse_size("-1", &v) == -EINVAL);
+	CHECK(pn_parse_size("1Q", &v) == -EINVAL);
+	CHECK(pn_parse_size("1KX", &v) == -EINVAL);
+	CHECK(pn_parse_size("K", &v) == -EINVAL);
+	CHECK(pn_parse_size("99999999999999999999", &v) < 0);
+	CHECK(pn_parse_size("20000000000T", &v) == -ERANGE);
+}
+
+TEST(size_formatting)
+{
+	char b[32];
+
+	CHECK_STR(pn_fmt_size(b, sizeof(b), 0), "0 B");
+	CHECK_STR(pn_fmt_size(b, sizeof(b), 1000), "1000 B");
+	CHECK_STR(pn_fmt_size(b, sizeof(b), 8u << 20), "8 MiB");
+	CHECK_STR(pn_fmt_size(b, sizeof(b), 1536), "1536 B");
+}
+
+TEST(number_and_duration_parsing)
+{
+	double d;
+	int i;
+
+	CHECK(!pn_parse_seconds("60", &d) && d == 60);
+	CHECK(!pn_parse_seconds("500ms", &d) && d == 0.5);
+	CHECK(!pn_parse_seconds("2s", &d) && d == 2);
+	CHECK(!pn_parse_seconds("1m", &d) && d == 60);
+	CHECK(pn_parse_seconds("-1", &d) == -EINVAL);
+	CHECK(pn_parse_seconds("1y", &d) == -EINVAL);
+	CHECK(!pn_parse_int("-3", &i) && i == -3);
+	CHECK(pn_parse_int("3x", &i) == -EINVAL);
+	CHECK(pn_parse_int("99999999999", &i) == -EINVAL);
+	CHECK(pn_parse_double("nan", &d) == -EINVAL);
+}
+
+TEST(hostport_parsing)
+{
+	char h[64];
+	int p;
+
+	CHECK(!pn_parse_hostport("node1:2900", h, sizeof(h), &p) && !strcmp(h, "node1") && p == 2900);
+	CHECK(!pn_parse_hostport("[::1]:80", h, sizeof(h), &p) && !strcmp(h, "::1") && p == 80);
+	CHECK(pn_parse_hostport("node1", h, sizeof(h), &p) < 0);
+	CHECK(pn_parse_hostport("node1:99999", h, sizeof(h), &p) < 0);
+	CHECK(pn_parse_hostport("node1:x", h, sizeof(h), &p) < 0);
+}
+
+TEST(rate_and_state_parsing)
+{
+	char name[32];
+
+	CHECK(pn_parse_rate("400 Gb/sec (4X NDR)") == 400);
+	CHECK(pn_parse_rate("2.5 Gb/sec (1X SDR)") == 2.5);
+	CHECK(pn_parse_rate("100 Gb/sec (2X HDR)") == 100);
+	CHECK(pn_parse_rate("10 Mb/sec") == 0.01);
+	CHECK(pn_parse_rate("garbage") == 0);
+	CHECK(pn_parse_rate("") == 0);
+	CHECK(pn_parse_state("4: ACTIVE", name, sizeof(name)) == 4 && !strcmp(name, "ACTIVE"));
+	CHECK(pn_parse_state("5: LinkUp", name, sizeof(name)) == 5 && !strcmp(name, "LinkUp"));
+	CHECK(pn_parse_state("ACTIVE", name, sizeof(name)) == -1);
+	CHECK(pn_port_state_from_name("active") == 4);
+	CHECK(pn_port_state_from_name("DOWN") == 1);
+	CHECK(pn_port_state_from_name("sleeping") == -1);
+}
+
+TEST(debug_subsystems)
+{
+	unsigned m = 0;
+
+	CHECK(!pn_debug_parse("BOOT,net", &m) && m == (PN_LOG_BOOT | PN_LOG_NET));
+	CHECK(!pn_debug_parse("^SHM", &m) && !(m & PN_LOG_SHM) && (m & PN_LOG_BOOT));
+	CHECK(!pn_debug_parse("", &m) && m == PN_LOG_ALL);
+	CHECK(pn_debug_parse("BOOT,NOPE", &m) == -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "'NOPE'") != NULL);
+}
+
+static char *render(int json, void (*fn)(struct pn_out *))
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct pn_out *o = pn_out_new(f, json);
+
+	fn(o);
+	pn_out_free(o);
+	fclose(f);
+	return buf;
+}
+
+static void sample(struct pn_out *o)
+{
+	pn_out_open_object(o, NULL);
+	pn_out_str(o, PN_ANY, "name", "%-8s", "mlx5_0");
+	pn_out_uint(o, PN_ANY, "port", " %u", 1);
+	pn_out_float(o, PN_ANY, "rate", " %6.1f", 400.0);
+	pn_out_float(o, PN_ANY, "bad", " %6.1f", 0.0 / 0.0);
+	pn_out_str(o, PN_JSON, "quote", NULL, "a\"b\\c\n\x01");
+	pn_out_open_array(o, "list");
+	pn_out_int(o, PN_JSON, NULL, NULL, -1);
+	pn_out_int(o, PN_JSON, NULL, NULL, 2);
+	pn_out_close_array(o);
+	pn_out_open_object(o, "nested");
+	pn_out_bool(o, PN_ANY, "ok", " %s", 1);
+	pn_out_null(o, PN_JSON, "none", NULL);
+	pn_out_close_object(o);
+	pn_out_text(o, "\n");
+	pn_out_close_object(o);
+}
+
+TEST(one_output_path)
+{
+	char *t = render(0, sample), *j = render(1, sample);
+
+	CHECK_STR(t, "mlx5_0   1  400.0    n/a yes\n");
+	CHECK_STR(j, "{\"name\":\"mlx5_0\",\"port\":1,\"rate\":400,\"bad\":null,"
+		     "\"quote\":\"a\\\"b\\\\c\\n\\u0001\",\"list\":[-1,2],"
+		     "\"nested\":{\"ok\":true,\"none\":null}}\n");
+	free(t);
+	free(j);
+}
+
+int main(void)
+{
+	RUN(natural_sort);
+	RUN(size_parsing);
+	RUN(size_formatting);
+	RUN(number_and_duration_parsing);
+	RUN(hostport_parsing);
+	RUN(rate_and_state_parsing);
+	RUN(debug_subsystems);
+	RUN(one_output_path);
+	return unit_done();
+}
