@@ -27,7 +27,7 @@ static const struct pn_cmd commands[] = {
 	  "RDMA bandwidth and latency test (like ib_write_bw)" },
 	{ "ring-plan", cmd_not_built, no_options, CMD_SYSFS | CMD_NOT_BUILT, "",
 	  "rail-aligned ring planner, validation and NCCL graph export" },
-	{ "allreduce-test", cmd_not_built, no_options, CMD_SYSFS | CMD_LAUNCH, "",
+	{ "allreduce-test", cmd_allreduce_test, allreduce_test_options, CMD_SYSFS | CMD_LAUNCH, "",
 	  "allreduce correctness and performance sweep (like all_reduce_perf)" },
 	{ "top", cmd_not_built, no_options, CMD_SYSFS | CMD_NOT_BUILT, "",
 	  "live per-NIC traffic view" },
@@ -143,14 +143,14 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 			return 2;
 		}
 	}
+	static struct pn_boot_cfg cfg;
+
 	if (c->flags & CMD_LAUNCH) {
 		if (pn_cli.np < 0 || pn_cli.np > 1024)
 			return pn_cmd_fail(&ctx, 2, "--np must be between 1 and 1024");
 		if (pn_cli.timeout <= 0)
 			return pn_cmd_fail(&ctx, 2, "--timeout must be positive");
 		if (pn_cli.np > 0) {
-			struct pn_boot_cfg cfg;
-
 			pn_boot_cfg_init(&cfg);
 			cfg.timeout = pn_cli.timeout;
 			fflush(NULL);
@@ -162,6 +162,7 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 			if (is_parent)
 				return status;
 			ctx.rank = cfg.rank;
+			ctx.launch = &cfg;
 		}
 	}
 	ctx.out = pn_out_new(stdout, pn_cli.json);
