@@ -90,7 +90,7 @@ static void hex_cookie(const char *s, uint8_t cookie[16], int *have)
 
 int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg)
 {
-	int r = -1, n = -1, lr = -1;
+	int r = -1, n = -1, lr = -1, ls = -1;
 	const char *s;
 	static char rootbuf[300];
 
@@ -102,11 +102,13 @@ int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg)
 	} else if (!env_int("OMPI_COMM_WORLD_RANK", &r) && !env_int("OMPI_COMM_WORLD_SIZE", &n)) {
 		env_int("OMPI_COMM_WORLD_LOCAL_RANK", &lr);
 		snprintf(cfg->launcher, sizeof(cfg->launcher), "mpirun");
+		cfg->single_node = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", &ls) == 0 && ls == n;
 		if ((s = getenv("OMPI_MCA_ess_base_jobid")) || (s = getenv("PMIX_NAMESPACE")))
 			snprintf(cfg->jobid, sizeof(cfg->jobid), "%s", s);
 	} else if (!env_int("SLURM_PROCID", &r) && !env_int("SLURM_NTASKS", &n)) {
 		env_int("SLURM_LOCALID", &lr);
 		snprintf(cfg->launcher, sizeof(cfg->launcher), "srun");
+		cfg->single_node = env_int("SLURM_NNODES", &ls) == 0 && ls == 1;
 		if ((s = getenv("SLURM_JOB_ID")))
 			snprintf(cfg->jobid, sizeof(cfg->jobid), "%s.%s", s,
 				 getenv("SLURM_STEP_ID") ? getenv("SLURM_STEP_ID") : "0");
@@ -116,6 +118,7 @@ int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg)
 	} else if (!env_int("RANK", &r) && !env_int("WORLD_SIZE", &n)) {
 		env_int("LOCAL_RANK", &lr);
 		snprintf(cfg->launcher, sizeof(cfg->launcher), "torchrun");
+		cfg->single_node = env_int("LOCAL_WORLD_SIZE", &ls) == 0 && ls == n;
 		if ((s = getenv("TORCHELASTIC_RUN_ID")))
 			snprintf(cfg->jobid, sizeof(cfg->jobid), "%s", s);
 	} else {
@@ -664,6 +667,86 @@ static int root_accept(struct pn_boot *b, double deadline)
 	return 0;
 }
 
+/*
+ * Launchers that give no rendezvous address but say the job is on one host:
+ * rank 0 listens on loopback and publishes "HOST:PORT COOKIE" in a file
+ * only this user can read, named after the job id; the others wait for it.
+ */
+static int file_rendezvous(struct pn_boot *b, double deadline)
+{
+	static char root[64];
+	char path[256], tmp[300], line[128];
+	const char *dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	struct pn_boot_cfg *cfg = &b->cfg;
+	int i;
+
+	snprintf(path, sizeof(path), "%s/penny-%d-%s.root", dir, (int)getuid(), cfg->jobid);
+	if (b->rank == 0) {
+		struct sockaddr_in sa = { .sin_family = AF_INET };
+		socklen_t sl = sizeof(sa);
+		FILE *f;
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+		if (fd < 0)
+			return pn_err(-errno, "socket: %s", strerror(errno));
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 1024) ||
+		    getsockname(fd, (struct sockaddr *)&sa, &sl) ||
+		    random_bytes(cfg->cookie, sizeof(cfg->cookie))) {
+			close(fd);
+			return pn_err(-EIO, "cannot listen on 127.0.0.1 for the rendezvous");
+		}
+		cfg->listen_fd = fd;
+		cfg->have_cookie = 1;
+		snprintf(root, sizeof(root), "127.0.0.1:%d", ntohs(sa.sin_port));
+		snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		f = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (!f)
+			return pn_err(-errno, "cannot write '%s': %s", tmp, strerror(errno));
+		fprintf(f, "%s ", root);
+		for (i = 0; i < 16; i++)
+			fprintf(f, "%02x", cfg->cookie[i]);
+		fprintf(f, "\n");
+		if (fclose(f) || rename(tmp, path))
+			return pn_err(-errno, "cannot write '%s': %s", path, strerror(errno));
+		cfg->root = root;
+		return 0;
+	}
+	for (;;) {
+		FILE *f = fopen(path, "r");
+		char hex[40];
+
+		if (f) {
+			int ok = fgets(line, sizeof(line), f) != NULL;
+
+			fclose(f);
+			if (ok && sscanf(line, "%63s %39s", root, hex) == 2) {
+				hex_cookie(hex, cfg->cookie, &cfg->have_cookie);
+				cfg->root = root;
+				return 0;
+			}
+		}
+		if (pn_now() > deadline)
+			return pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for rank 0 to publish "
+				      "'%s'", cfg->timeout, path);
+		usleep(10000);
+	}
+}
+
+/* Rank 0 removes the rendezvous file once everyone has joined. */
+static void file_rendezvous_done(struct pn_boot *b)
+{
+	char path[256];
+	const char *dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+
+	if (b->rank != 0 || !b->cfg.single_node || !b->cfg.jobid[0])
+		return;
+	snprintf(path, sizeof(path), "%s/penny-%d-%s.root", dir, (int)getuid(), b->cfg.jobid);
+	unlink(path);
+}
+
 static void fill_hello(struct pn_wire_hello *h, int rank, int nranks)
 {
 	memset(h, 0, sizeof(*h));
@@ -723,6 +806,12 @@ int pn_boot_init(struct pn_boot **out, const struct pn_boot_cfg *cfg)
 		b->fds[i] = -1;
 	fill_hello(&b->hello[b->rank], b->rank, b->nranks);
 	deadline = pn_now() + cfg->timeout;
+	if (b->nranks > 1 && !cfg->root && cfg->single_node && cfg->jobid[0]) {
+		ret = file_rendezvous(b, deadline);
+		if (ret)
+			goto fail;
+		cfg = &b->cfg;
+	}
 	if (b->nranks > 1) {
 		if (!cfg->root) {
 			ret = pn_err(-EINVAL, "no rendezvous address for %d ranks: give --root HOST:PORT "
@@ -745,6 +834,7 @@ int pn_boot_init(struct pn_boot **out, const struct pn_boot_cfg *cfg)
 				goto fail;
 		}
 		ret = root_accept(b, deadline);
+		file_rendezvous_done(b);
 		close(b->cfg.listen_fd);
 		b->cfg.listen_fd = -1;
 		if (ret)

@@ -27,6 +27,7 @@ struct pn_boot_cfg {
 	int listen_fd;		/* self-launch: rank 0 inherits the bound root socket */
 	char launcher[16];	/* out: "self", "mpirun", "srun", "pmi", "torchrun", "explicit" */
 	char jobid[64];		/* launcher's job id when known ("" otherwise) */
+	int single_node;	/* the launcher says every rank is on this host */
 };
 
 void pn_boot_cfg_init(struct pn_boot_cfg *cfg);

@@ -175,8 +175,15 @@ int pn_comm_check(struct pn_comm *c, int waiting_for, double since)
 	if (pn_shm_get_abort(c, msg, sizeof(msg)))
 		return pn_err(-ECANCELED, "%s", msg);
 	now = pn_now();
-	/* a long wait on a busy machine: let the peer we wait for run */
-	if (now - since > 20e-6)
+	/*
+	 * A long wait means more ranks than free cores: let the peer we wait
+	 * for run (yield, then short sleeps).  Short waits stay pure spinning.
+	 */
+	if (now - since > 5e-3)
+		usleep(200);
+	else if (now - since > 200e-6)
+		usleep(20);
+	else if (now - since > 20e-6)
 		sched_yield();
 	if (now - c->last_check < 0.02 && now - since < c->timeout)
 		return 0;
