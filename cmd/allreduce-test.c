@@ -47,8 +47,8 @@ const struct pn_opt allreduce_test_options[] = {
 	  "int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double", NULL },
 	{ "op", 'o', OPT_STRING, &opt_op, "OP", "reduction: sum prod min max avg (default sum)",
 	  "sum prod min max avg", NULL },
-	{ "root", 'r', OPT_INT, &opt_root, "R", "accepted for nccl-tests compatibility (allreduce "
-	  "has no root)", NULL, NULL },
+	{ "root-rank", 'r', OPT_INT, &opt_root, "R", "accepted for nccl-tests' -r (allreduce has "
+	  "no root; --root is the rendezvous address)", NULL, NULL },
 	{ "algo", 'A', OPT_STRING, &opt_algo, "NAME",
 	  "ring, simple-ring, one-shot, two-shot, hierarchical, multiring, auto or all; a comma "
 	  "list runs several (default auto)",

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-struct pn_cli pn_cli = { .rank = -1, .nranks = -1, .timeout = 60.0 };
+struct pn_cli pn_cli = { .np = -1, .rank = -1, .nranks = -1, .timeout = 60.0 };
 
 static const struct pn_cmd commands[] = {
 	{ "topo", cmd_not_built, no_options, CMD_SYSFS | CMD_NOT_BUILT, "",
@@ -70,20 +70,42 @@ static const struct pn_cmd *find_cmd(const char *name)
 	return NULL;
 }
 
+/* One write per message, so the lines of several ranks never interleave. */
+static void say(const char *cmd, const char *fmt, va_list ap)
+{
+	char line[1024];
+	int n = snprintf(line, sizeof(line), "penny %s: ", cmd);
+
+	if (n < 0 || n >= (int)sizeof(line))
+		n = 0;
+	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	n = (int)strlen(line);
+	line[n++] = '\n';
+	if (write(STDERR_FILENO, line, (size_t)n) < 0)
+		return;
+}
+
+static void say_fmt(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(cmd, fmt, ap);
+	va_end(ap);
+}
+
 void pn_cmd_error(const struct pn_ctx *ctx, int code)
 {
-	fprintf(stderr, "penny %s: %s\n", ctx->name, pn_errmsg(code));
+	say_fmt(ctx->name, "%s", pn_errmsg(code));
 }
 
 int pn_cmd_fail(const struct pn_ctx *ctx, int code, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "penny %s: ", ctx->name);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say(ctx->name, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return code;
 }
 
@@ -146,7 +168,7 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 	static struct pn_boot_cfg cfg;
 
 	if (c->flags & CMD_LAUNCH) {
-		if (pn_cli.np < 0 || pn_cli.np > 1024)
+		if (pn_cli.np == 0 || pn_cli.np > 1024 || pn_cli.np < -1)
 			return pn_cmd_fail(&ctx, 2, "--np must be between 1 and 1024");
 		if (pn_cli.timeout <= 0)
 			return pn_cmd_fail(&ctx, 2, "--timeout must be positive");

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* shm.c */
 int pn_shm_node_init(struct pn_comm *c);
@@ -93,6 +94,7 @@ int pn_comm_init(struct pn_comm **out, struct pn_boot *b, const struct pn_comm_c
 	c->local_size = pn_boot_local_size(b);
 	c->nchannels = cfg && cfg->nchannels > 0 ? cfg->nchannels : 1;
 	c->timeout = pn_boot_timeout(b);
+	c->oversubscribed = c->local_size > sysconf(_SC_NPROCESSORS_ONLN);
 	c->peers = calloc((size_t)c->nranks, sizeof(*c->peers));
 	c->conns = calloc((size_t)c->nranks * (size_t)c->nchannels, sizeof(*c->conns));
 	c->local_ranks = calloc((size_t)c->local_size, sizeof(int));
@@ -169,8 +171,9 @@ int pn_comm_check(struct pn_comm *c, int waiting_for, double since)
 	double now;
 	int ret;
 
-	/* the clock and the checks below every 256 spins */
-	if (++c->spin_checks & 255)
+	/* the clock and the checks below every 256 spins (16 when there are
+	 * more local ranks than cores: then the peer needs our core) */
+	if (++c->spin_checks & (c->oversubscribed ? 15 : 255))
 		return 0;
 	if (pn_shm_get_abort(c, msg, sizeof(msg)))
 		return pn_err(-ECANCELED, "%s", msg);
@@ -181,9 +184,9 @@ int pn_comm_check(struct pn_comm *c, int waiting_for, double since)
 	 */
 	if (now - since > 5e-3)
 		usleep(200);
-	else if (now - since > 200e-6)
+	else if (now - since > (c->oversubscribed ? 1e-3 : 200e-6))
 		usleep(20);
-	else if (now - since > 20e-6)
+	else if (c->oversubscribed || now - since > 20e-6)
 		sched_yield();
 	if (now - c->last_check < 0.02 && now - since < c->timeout)
 		return 0;

@@ -46,6 +46,7 @@ struct pn_comm {
 	uint64_t spin_checks;
 	double last_check;
 	int failed;		/* an error was reported; stop waiting */
+	int oversubscribed;	/* more local ranks than online CPUs */
 };
 
 int pn_comm_init(struct pn_comm **c, struct pn_boot *b, const struct pn_comm_cfg *cfg);
