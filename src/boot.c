@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +169,32 @@ static int random_bytes(uint8_t *buf, size_t len)
 	return n == (ssize_t)len ? 0 : -EIO;
 }
 
+/*
+ * Like mpirun's default for small jobs: when every rank can have a core of
+ * its own, pin rank i to the i-th allowed CPU (PENNY_BIND=none keeps them
+ * free).  Busy-polling ranks then do not chase each other across cores.
+ */
+static void bind_rank(int i, int np)
+{
+	cpu_set_t allowed, one;
+	const char *b = getenv("PENNY_BIND");
+	int cpu, k = 0;
+
+	if ((b && !strcmp(b, "none")) || sched_getaffinity(0, sizeof(allowed), &allowed) ||
+	    np > CPU_COUNT(&allowed))
+		return;
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &allowed))
+			continue;
+		if (k++ == i) {
+			CPU_ZERO(&one);
+			CPU_SET(cpu, &one);
+			sched_setaffinity(0, sizeof(one), &one);
+			return;
+		}
+	}
+}
+
 int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
@@ -224,6 +251,7 @@ int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status
 		}
 		if (pid == 0) {
 			free(pids);
+			bind_rank(i, np);
 			cfg->rank = i;
 			cfg->local_rank = i;
 			if (i == 0) {
@@ -400,16 +428,26 @@ static int read_full(int fd, void *buf, size_t len, double deadline)
 	return 0;
 }
 
+/* Header and payload in one buffer, one send: no Nagle/delayed-ACK stall. */
 static int send_msg(struct pn_boot *b, int fd, uint16_t type, const void *payload, size_t len,
 		    double deadline)
 {
 	struct pn_wire_hdr h;
+	char small[512], *buf = small;
 	int ret;
 
 	pn_wire_hdr_init(&h, b->cfg.cookie, type, (uint32_t)b->rank, b->seq, len);
-	ret = write_full(fd, &h, sizeof(h), deadline);
-	if (!ret && len)
-		ret = write_full(fd, payload, len, deadline);
+	if (sizeof(h) + len > sizeof(small)) {
+		buf = malloc(sizeof(h) + len);
+		if (!buf)
+			return -ENOMEM;
+	}
+	memcpy(buf, &h, sizeof(h));
+	if (len)
+		memcpy(buf + sizeof(h), payload, len);
+	ret = write_full(fd, buf, sizeof(h) + len, deadline);
+	if (buf != small)
+		free(buf);
 	return ret;
 }
 
@@ -605,6 +643,9 @@ static int root_accept(struct pn_boot *b, double deadline)
 			int fd = accept4(b->cfg.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 			if (fd >= 0) {
+				int one = 1;
+
+				setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 				if (npend < (int)PN_ARRAY_SIZE(pend)) {
 					memset(&pend[npend], 0, sizeof(pend[npend]));
 					pend[npend].fd = fd;

@@ -179,15 +179,20 @@ int pn_comm_check(struct pn_comm *c, int waiting_for, double since)
 		return pn_err(-ECANCELED, "%s", msg);
 	now = pn_now();
 	/*
-	 * A long wait means more ranks than free cores: let the peer we wait
-	 * for run (yield, then short sleeps).  Short waits stay pure spinning.
+	 * More local ranks than cores: the peer we wait for needs our core, so
+	 * yield, then sleep briefly.  Otherwise spin like MPI and NCCL do, and
+	 * only nap when a wait has lasted long (a slow remote peer).
 	 */
-	if (now - since > 5e-3)
-		usleep(200);
-	else if (now - since > (c->oversubscribed ? 1e-3 : 200e-6))
-		usleep(20);
-	else if (c->oversubscribed || now - since > 20e-6)
-		sched_yield();
+	if (c->oversubscribed) {
+		if (now - since > 5e-3)
+			usleep(200);
+		else if (now - since > 1e-3)
+			usleep(20);
+		else
+			sched_yield();
+	} else if (now - since > 0.1) {
+		usleep(100);
+	}
 	if (now - c->last_check < 0.02 && now - since < c->timeout)
 		return 0;
 	c->last_check = now;
