@@ -145,7 +145,7 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 		return ret;
 	if (pn_cli.help) {
 		cmd_help(c, stdout);
-		return fflush(stdout) || ferror(stdout) ? 1 : 0;
+		return 0;
 	}
 	if (pn_cli.debug) {
 		ret = pn_debug_parse(pn_cli.debug, &pn_debug_mask);
@@ -220,10 +220,9 @@ static int complete(int argc, char **argv)
 	return 0;
 }
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
 	const struct pn_cmd *c;
-	int ret;
 
 	if (argc < 2) {
 		usage(stderr);
@@ -261,7 +260,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "penny: unknown command '%s' (see 'penny --help')\n", argv[1]);
 		return 2;
 	}
-	ret = run_cmd(c, argc - 1, argv + 1);
+	return run_cmd(c, argc - 1, argv + 1);
+}
+
+int main(int argc, char **argv)
+{
+	int ret = dispatch(argc, argv);
+
+	/* like git's run_builtin: a result that could not be written is a failure */
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, "penny: write error on standard output\n");
 		return ret ? ret : 1;
