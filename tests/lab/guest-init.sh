@@ -61,6 +61,11 @@ nolocal() {
 		echo 0 >"/proc/sys/net/ipv4/conf/$k/rp_filter"
 	done
 }
+# rxe sends a burst of packets per message (an 8 MiB read answer is 8192 of
+# them at MTU 1024); the default backlog of 1000 drops most of it, and the
+# 6.1 rxe's read retry path then completes work requests wrongly (a WARN in
+# rxe_completer, then flushed errors).  A real NIC paces its traffic.
+sysctl -qw net.core.netdev_max_backlog=100000
 devs=() netdevs=() ips=() pairs=()
 case $MODE in
 rxe)
