@@ -1279,7 +1279,7 @@ int pn_verbs_post(struct pn_verbs_conn *c, const struct pn_verbs_wr *w)
 {
 	size_t maxmsg = c->d->port.max_msg ? c->d->port.max_msg : (1u << 30);
 	size_t chunk, off, plen, npieces, pi = 0;
-	int q, x, ret, nq, with_imm;
+	int q, x, ret = 0, nq, with_imm;
 	char *buf = w->buf;
 
 	if (c->failed)
