@@ -27,7 +27,13 @@ struct pn_peer {
 	int pid;
 };
 
+/* What every rank publishes at init (allgathered). */
+struct pn_rank_info {
+	char verbs_dev[64];	/* "rxe0:1" when this rank has an ACTIVE RDMA port */
+};
+
 struct pn_node_shm;		/* shm.c */
+struct pn_verbs_state;		/* verbs_tp.c */
 struct pn_tcp_state;		/* tcp.c */
 
 struct pn_comm {
@@ -42,6 +48,8 @@ struct pn_comm {
 	struct pn_conn *conns;	/* [peer * nchannels + chan] */
 	struct pn_node_shm *shm;
 	struct pn_tcp_state *tcp;
+	struct pn_verbs_state *verbs;
+	struct pn_rank_info *info; /* [rank] */
 	uint64_t barrier_epoch;
 	uint64_t spin_checks;
 	double last_check;
