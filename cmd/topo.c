@@ -402,15 +402,12 @@ static void run_checks(struct checks *c, const struct pn_topo *t, int want_state
 	}
 }
 
-static int save_json(struct pn_ctx *ctx, const struct pn_topo *t, char **viol, int nv,
+static int save_json(struct pn_ctx *ctx, FILE *f, const struct pn_topo *t, char **viol, int nv,
 		     int checks)
 {
-	FILE *f = fopen(opt.save, "we");
 	struct pn_out *o;
 	int err;
 
-	if (!f)
-		return pn_cmd_fail(ctx, 2, "cannot write '%s': %s", opt.save, strerror(errno));
 	o = pn_out_new(f, 1);
 	if (!o) {
 		fclose(f);
@@ -419,7 +416,7 @@ static int save_json(struct pn_ctx *ctx, const struct pn_topo *t, char **viol, i
 	print_topo(o, t, opt.pcie, viol, nv, checks);
 	err = pn_out_free(o);
 	if (fclose(f) || err)
-		return pn_cmd_fail(ctx, 2, "cannot write '%s': %s", opt.save, strerror(EIO));
+		return pn_cmd_fail(ctx, 2, "write error on '%s'", opt.save);
 	return 0;
 }
 
@@ -428,6 +425,7 @@ int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 	struct pn_topo_cfg cfg = { 0 };
 	struct checks c = { 0 };
 	struct pn_topo t;
+	FILE *save = NULL;
 	int ret, i, want_state = -1, checks;
 
 	if (argc > 0)
@@ -451,6 +449,10 @@ int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 		pn_cmd_error(ctx, ret);
 		return 2;
 	}
+	if (opt.save && !(save = fopen(opt.save, "we"))) {
+		ret = pn_cmd_fail(ctx, 2, "cannot write '%s': %s", opt.save, strerror(errno));
+		goto out;
+	}
 	if (checks)
 		run_checks(&c, &t, want_state);
 	ret = 0;
@@ -459,8 +461,10 @@ int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	print_topo(ctx->out, &t, opt.pcie, c.v, c.n, checks);
-	if (opt.save)
-		ret = save_json(ctx, &t, c.v, c.n, checks);
+	if (save) {
+		ret = save_json(ctx, save, &t, c.v, c.n, checks);
+		save = NULL;
+	}
 	if (!ret && c.n) {
 		fflush(stdout);
 		for (i = 0; i < c.n; i++)
@@ -468,6 +472,8 @@ int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 		ret = 1;
 	}
 out:
+	if (save)
+		fclose(save);
 	for (i = 0; i < c.n; i++)
 		free(c.v[i]);
 	free(c.v);

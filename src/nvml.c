@@ -55,6 +55,13 @@ int pn_nvml_links_from_bw(unsigned long long mbps)
 	return 0;
 }
 
+int pn_nvml_forced(void)
+{
+	const char *p = getenv("PENNY_NVML_LIB");
+
+	return p && *p;
+}
+
 static void *sym(void *lib, const char *name, int *missing)
 {
 	void *p = dlsym(lib, name);

@@ -24,6 +24,12 @@
 int pn_nvml_links(int n, const char *const *busids, int *links);
 
 /*
+ * PENNY_NVML_LIB is set: NVML is asked even for a replayed sysfs root (the
+ * live NVML does not describe a captured machine; a test's fake one does).
+ */
+int pn_nvml_forced(void);
+
+/*
  * NVLink count from an hwloc "NVLinkBandwidth" value in MB/s: hwloc counts
  * 20000 per NVLink 1.0 link and 25000 per later link.  Returns 0 when the
  * value matches neither.

@@ -712,19 +712,24 @@ static int hwloc_locality(struct build *b, hwloc_obj_t obj, struct pn_topo_dev *
 	return d->cpus ? 0 : -ENOMEM;
 }
 
-/* NUMA node and CPU list of a PCI function from sysfs (what nvidia-smi shows). */
-static int sysfs_locality(struct build *b, hwloc_obj_t obj, struct pn_topo_dev *d)
+/*
+ * NUMA node and CPU list of PCI function busid from sysfs (what nvidia-smi
+ * shows), else from hwloc.
+ */
+static int sysfs_locality(struct build *b, hwloc_obj_t obj, const char *busid,
+			  struct pn_topo_dev *d)
 {
 	char buf[4096];
 	int numa;
 
-	if (!d->pci_busid[0] || !pn_sys_exists("/sys/bus/pci/devices/%s", d->pci_busid))
+	if (!d->cpus && !(d->cpus = strdup("")))
+		return -ENOMEM;
+	if (!busid[0] || !pn_sys_exists("/sys/bus/pci/devices/%s", busid))
 		return obj ? hwloc_locality(b, obj, d) : 0;
 	d->numa = -1;
-	if (!pn_sys_int(&numa, "/sys/bus/pci/devices/%s/numa_node", d->pci_busid) && numa >= 0)
+	if (!pn_sys_int(&numa, "/sys/bus/pci/devices/%s/numa_node", busid) && numa >= 0)
 		d->numa = numa;
-	if (pn_sys_read(buf, sizeof(buf), "/sys/bus/pci/devices/%s/local_cpulist", d->pci_busid) <
-	    0) {
+	if (pn_sys_read(buf, sizeof(buf), "/sys/bus/pci/devices/%s/local_cpulist", busid) < 0) {
 		if (obj)
 			return hwloc_locality(b, obj, d);
 		buf[0] = 0;
@@ -773,7 +778,7 @@ static int find_gpus(struct build *b, struct pn_topo_dev **gpus, int *n, int *ca
 		d->device_id = obj->attr->pcidev.device_id;
 		d->class_id = obj->attr->pcidev.class_id;
 		d->node = node_of(b, obj);
-		ret = live ? sysfs_locality(b, obj, d) : hwloc_locality(b, obj, d);
+		ret = live ? sysfs_locality(b, obj, d->pci_busid, d) : hwloc_locality(b, obj, d);
 		if (ret)
 			return ret;
 	}
@@ -808,7 +813,7 @@ static int find_nics_sysfs(struct build *b, struct pn_topo_dev **nics, int *n, i
 	for (i = 0; i < l.n; i++) {
 		struct pn_topo_dev *d = add_dev(nics, n, cap);
 		hwloc_obj_t obj = NULL;
-		char link[512];
+		char link[512], busid[16];
 
 		if (!d) {
 			ret = -ENOMEM;
@@ -817,24 +822,26 @@ static int find_nics_sysfs(struct build *b, struct pn_topo_dev **nics, int *n, i
 		d->nic = l.nics[i]; /* takes the ports */
 		memset(&l.nics[i], 0, sizeof(l.nics[i]));
 		snprintf(d->pci_busid, sizeof(d->pci_busid), "%s", d->nic.pci_busid);
-		/* rxe/siw: the PCI function of the netdev they are bound to, if any */
-		if (!d->pci_busid[0] && d->nic.parent[0] &&
+		/* rxe/siw: placed at the PCI function of the netdev they are bound to, if any */
+		snprintf(busid, sizeof(busid), "%s", d->pci_busid);
+		if (!busid[0] && d->nic.parent[0] &&
 		    pn_sys_readlink(link, sizeof(link), "/sys/class/net/%s/device", d->nic.parent) > 0)
-			busid_from_link(link, d->pci_busid, sizeof(d->pci_busid));
-		if (d->pci_busid[0])
-			obj = hwloc_get_pcidev_by_busidstring(b->topo, d->pci_busid);
-		if (obj) {
+			busid_from_link(link, busid, sizeof(busid));
+		if (busid[0])
+			obj = hwloc_get_pcidev_by_busidstring(b->topo, busid);
+		if (obj && d->pci_busid[0]) {
 			d->node = node_of(b, obj);
 			d->vendor_id = obj->attr->pcidev.vendor_id;
 			d->device_id = obj->attr->pcidev.device_id;
 			d->class_id = obj->attr->pcidev.class_id;
 		} else {
+			d->node = obj ? node_of(b, obj) : -1;
 			d->vendor_id = d->nic.vendor_id;
 			d->device_id = d->nic.device_id;
 		}
-		PN_DBG(PN_LOG_TOPO, "nic %s: pci %s node %d", d->nic.name,
-		       d->pci_busid[0] ? d->pci_busid : "-", d->node);
-		ret = sysfs_locality(b, obj, d);
+		PN_DBG(PN_LOG_TOPO, "nic %s: pci %s node %d", d->nic.name, busid[0] ? busid : "-",
+		       d->node);
+		ret = sysfs_locality(b, obj, busid, d);
 		if (ret)
 			break;
 	}
@@ -1119,7 +1126,7 @@ static int model(struct build *b, const struct pn_topo_cfg *cfg)
 			return pn_err(-ENOMEM, "out of memory");
 		if (!strcmp(t->source, "xml"))
 			nvlinks_from_xml(b);
-		else if (!strcmp(t->source, "live") && !cfg->no_nvml)
+		else if (!cfg->no_nvml && (!strcmp(t->source, "live") || pn_nvml_forced()))
 			nvlinks_from_nvml(t);
 	}
 	return 0;

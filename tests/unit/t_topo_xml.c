@@ -150,6 +150,76 @@ TEST(malformed)
 	CHECK(strstr(pn_errmsg(-EINVAL), "malformed") != NULL);
 }
 
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+		buf = malloc((size_t)n + 1);
+		if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+			free(buf);
+			buf = NULL;
+		}
+		if (buf) {
+			buf[n] = 0;
+			*len = (size_t)n;
+		}
+	}
+	fclose(f);
+	return buf;
+}
+
+/*
+ * The hwloc 2 copies of the v3 fixtures (tests/fixtures/hwloc/v2, read by
+ * lstopo 2.x in the benchmark) are exactly what the conversion gives;
+ * PENNY_UPDATE_GOLDEN=1 rewrites them.
+ */
+TEST(fixture_copies)
+{
+	static const char *const names[] = { "192em64t-12gr2n8c2t", "24em64t-2n6c2t-pci",
+					     "32em64t-2n8c2t-pci-normalio",
+					     "power8gpudistances" };
+	const char *top = getenv("TOP") ? getenv("TOP") : ".";
+	const char *update = getenv("PENNY_UPDATE_GOLDEN");
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char path[4096], path2[4096];
+		char *in, *want = NULL, *out = NULL;
+		size_t len = 0, wlen = 0, olen = 0;
+
+		snprintf(path, sizeof(path), "%s/tests/fixtures/hwloc/%s.xml", top, names[i]);
+		snprintf(path2, sizeof(path2), "%s/tests/fixtures/hwloc/v2/%s.xml", top, names[i]);
+		in = slurp(path, &len);
+		CHECK(in != NULL);
+		if (!in)
+			continue;
+		CHECK_EQ_INT(pn_topo_xml_version(in, len), 3);
+		CHECK_EQ_INT(pn_topo_xml_downgrade(in, len, &out, &olen), 0);
+		if (out && update && *update == '1') {
+			FILE *f = fopen(path2, "wb");
+
+			CHECK(f && fwrite(out, 1, olen, f) == olen);
+			if (f)
+				fclose(f);
+		}
+		want = slurp(path2, &wlen);
+		CHECK(want != NULL);
+		if (want && out) {
+			CHECK_EQ_INT(olen, wlen);
+			CHECK(olen == wlen && !memcmp(out, want, olen));
+			CHECK_EQ_INT(pn_topo_xml_version(want, wlen), 2);
+		}
+		free(in);
+		free(out);
+		free(want);
+	}
+}
+
 int main(void)
 {
 	RUN(version_detection);
@@ -157,5 +227,6 @@ int main(void)
 	RUN(downgraded_loads_in_hwloc);
 	RUN(self_closing_root);
 	RUN(malformed);
+	RUN(fixture_copies);
 	return unit_done();
 }
