@@ -142,6 +142,8 @@ static void count_links(struct nvml_api *a, nvml_dev dev, int i, int n,
 		j = r == NVML_OK ? find_gpu(n, ids, &pci) : -1;
 		PN_DBG(PN_LOG_TOPO, "nvml: GPU%d link %u active, remote type %d %04x:%02x:%02x", i,
 		       link, type, pci.domain, pci.bus, pci.device);
+		if (type < 0 && r == NVML_OK && j < 0 && (pci.pci_device_id & 0xffff) == 0x10de)
+			type = NVML_LINK_SWITCH; /* type unknown: an NVIDIA device that is no GPU of ours */
 		if (type == NVML_LINK_SWITCH)
 			(*sw)++;
 		else if (j >= 0 && j != i && (type < 0 || type == NVML_LINK_GPU))
@@ -179,16 +181,20 @@ int pn_nvml_links(int n, const char *const *busids, int *links)
 		ret = -ENOENT;
 		goto out_close;
 	}
+	ret = -ENOENT;
 	for (i = 0; i < n; i++) {
 		nvml_dev dev = NULL;
 
+		/* not an NVIDIA GPU, or hidden from NVML: no NVLinks for it */
 		if (a.by_busid(busids[i], &dev) != NVML_OK) {
 			PN_DBG(PN_LOG_TOPO, "nvml: no device for %s", busids[i]);
-			ret = -ENOENT;
-			goto out_shutdown;
+			continue;
 		}
 		count_links(&a, dev, i, n, (const unsigned(*)[3])ids, direct, &sw[i]);
+		ret = 0;
 	}
+	if (ret)
+		goto out_shutdown;
 	for (i = 0; i < n; i++)
 		for (j = 0; j < n; j++) {
 			int d = PN_MAX(direct[i * n + j], direct[j * n + i]);
@@ -199,7 +205,6 @@ int pn_nvml_links(int n, const char *const *busids, int *links)
 				d += sw[i] < sw[j] ? sw[i] : sw[j];
 			links[i * n + j] = d;
 		}
-	ret = 0;
 out_shutdown:
 	a.shutdown();
 out_close:

@@ -17,9 +17,10 @@
  * counts (so a fully switched HGX board gives NV18 everywhere, as
  * nvidia-smi shows).  The diagonal is 0.
  *
- * Returns 0 when NVML answered (links may still be all zero), -ENOENT when
- * NVML is not available (library missing, init failed, no such GPU), never
- * another error; links is zeroed in every case.
+ * GPUs NVML does not know (other vendors, hidden ones) have no NVLinks.
+ * Returns 0 when NVML answered for at least one GPU (links may still be all
+ * zero), -ENOENT when NVML is not available (library missing, init failed,
+ * none of the GPUs known), never another error.
  */
 int pn_nvml_links(int n, const char *const *busids, int *links);
 
