@@ -36,6 +36,14 @@ for f in "$X"/*.xml; do
 			lstopo-no-graphics --if xml -i "'"$X/v2/$n.xml"'" >lstopo.txt &&
 			grep -q "^Machine" lstopo.txt
 		'
+		# hwloc 1.x XML has no NVLinkBandwidth: compare PCIe classes
+		test_expect_success "xml $n: an hwloc 1.x export (lstopo) gives the same PCIe matrix" '
+			rm -f v1.xml && lstopo-no-graphics --if xml -i "'"$X/v2/$n.xml"'" --of xml \
+				--export-xml-flags v1 v1.xml && head -3 v1.xml | grep -q "^<topology>$" &&
+			penny topo --topo-xml v1.xml --pcie --json | sed "s/\"nvlink_source\":\"[a-z]*\"//" >v1.json &&
+			penny topo --topo-xml "'"$f"'" --pcie --json | sed "s/\"nvlink_source\":\"[a-z]*\"//" \
+				>v3.json && test_cmp v3.json v1.json
+		'
 	else
 		test_skip "xml $n: lstopo reads the hwloc 2 copy" "no lstopo-no-graphics (hwloc-nox)"
 	fi
