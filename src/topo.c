@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------ */
 /* Class names                                                          */
@@ -1132,6 +1135,38 @@ static int model(struct build *b, const struct pn_topo_cfg *cfg)
 	return 0;
 }
 
+/*
+ * Load once in a child process first, stderr to /dev/null: libhwloc 2.9
+ * crashes on some malformed XML (NULL cpusets) and prints to stderr on
+ * others whatever HWLOC_HIDE_ERRORS says.  Returns 0 when the child loaded
+ * the topology, 1 when hwloc refused it, -ECHILD when the child died, or a
+ * negative errno when there could be no child (then the caller loads anyway).
+ */
+static int probe_load(hwloc_topology_t topo)
+{
+	int status, fd;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return 0;
+	if (pid == 0) {
+		fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (fd >= 0 && !(pn_debug_mask & PN_LOG_TOPO))
+			dup2(fd, STDERR_FILENO);
+		_exit(hwloc_topology_load(topo) ? 1 : 0);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return 0;
+	if (WIFSIGNALED(status)) {
+		PN_DBG(PN_LOG_TOPO, "hwloc load died with signal %d", WTERMSIG(status));
+		return -ECHILD;
+	}
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
 int pn_topo_load(struct pn_topo *t, const struct pn_topo_cfg *cfg)
 {
 	struct pn_topo_cfg none = { 0 };
@@ -1139,7 +1174,7 @@ int pn_topo_load(struct pn_topo *t, const struct pn_topo_cfg *cfg)
 	hwloc_topology_t topo;
 	char *conv = NULL;
 	size_t i;
-	int ret, xml;
+	int ret, xml, probe;
 
 	memset(t, 0, sizeof(*t));
 	t->nvlink_source = "";
@@ -1167,8 +1202,16 @@ int pn_topo_load(struct pn_topo *t, const struct pn_topo_cfg *cfg)
 		if (ret)
 			goto out;
 	}
-	if (hwloc_topology_load(topo)) {
-		int e = errno ? errno : EINVAL;
+	probe = xml || !pn_sysfs_is_live() ? probe_load(topo) : 0;
+	if (probe == -ECHILD) {
+		ret = pn_err(-EINVAL, "hwloc crashed reading %s '%s': invalid topology",
+			     xml ? "hwloc XML" : "sysfs root",
+			     xml ? (cfg->xml_file ? cfg->xml_file : "buffer") : pn_sysfs_root());
+		goto out;
+	}
+	errno = 0;
+	if (probe > 0 || hwloc_topology_load(topo)) {
+		int e = probe > 0 || !errno ? EINVAL : errno;
 
 		if (xml)
 			ret = pn_err(-EINVAL, "cannot load hwloc XML '%s': invalid or unsupported topology",

@@ -46,6 +46,27 @@ test_expect_success 'hwloc XML broken inside (bad object type, bad cpuset)' '
 		"$X/v2/24em64t-2n6c2t-pci.xml" >bad2.xml &&
 	one_line_exit2 "cannot load hwloc XML .bad2.xml." penny topo --topo-xml bad2.xml
 '
+# A PU without complete_cpuset before a sibling: libhwloc 2.9 dereferences NULL.
+cat >crash.xml <<'XML'
+<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE topology SYSTEM "hwloc2.dtd">
+<topology version="2.0">
+  <object type="Machine" os_index="0" cpuset="0x00000003" complete_cpuset="0x00000003" nodeset="0x00000001" complete_nodeset="0x00000001" gp_index="1">
+    <object type="NUMANode" os_index="0" cpuset="0x00000003" complete_cpuset="0x00000003" nodeset="0x00000001" complete_nodeset="0x00000001" gp_index="2"/>
+    <object type="PU" os_index="0" cpuset="0x00000001" gp_index="3"/>
+    <object type="PU" os_index="1" cpuset="0x00000002" complete_cpuset="0x00000002" gp_index="4"/>
+  </object>
+</topology>
+XML
+test_expect_success 'XML that crashes libhwloc: one line, exit 2, no crash' '
+	one_line_exit2 "^penny topo: hwloc crashed reading hwloc XML .crash.xml.: invalid topology$" \
+		penny topo --topo-xml crash.xml
+'
+test_expect_success 'hwloc messages on stderr are kept out (XML without NUMA node)' '
+	grep -v "type=\"NUMANode\"" crash.xml | sed "s/<object type=\"PU\" os_index=\"0\" cpuset=\"0x00000001\"/& complete_cpuset=\"0x00000001\"/" >nonuma.xml &&
+	one_line_exit2 "^penny topo: cannot load hwloc XML .nonuma.xml.: invalid or unsupported topology$" \
+		penny topo --topo-xml nonuma.xml
+'
 test_expect_success 'unsupported hwloc XML version' '
 	sed "s/version=\"3.0\"/version=\"9.1\"/" "$X/24em64t-2n6c2t-pci.xml" >v9.xml &&
 	one_line_exit2 "^penny topo: .v9.xml.: hwloc XML version 9 is not supported$" \
