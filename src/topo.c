@@ -669,8 +669,9 @@ static int compute_osdev(hwloc_obj_t c)
 
 /*
  * GPUs: display controllers (VGA 0x0300, 3D 0x0302, other 0x0380) except
- * console/BMC chips, and any PCI function hwloc found a CUDA, NVML, ROCm
- * SMI, Level Zero or OpenCL GPU device on.
+ * console/BMC chips, AMD processing accelerators (0x1200: Instinct MI300),
+ * and any PCI function hwloc found a CUDA, NVML, ROCm SMI, Level Zero or
+ * OpenCL GPU device on.
  */
 static int is_gpu(hwloc_obj_t pci)
 {
@@ -680,6 +681,8 @@ static int is_gpu(hwloc_obj_t pci)
 	for (c = pci->io_first_child; c; c = c->next_sibling)
 		if (compute_osdev(c))
 			return 1;
+	if (cls == 0x1200 && pci->attr->pcidev.vendor_id == 0x1002)
+		return 1;
 	if (cls != 0x0300 && cls != 0x0302 && cls != 0x0380)
 		return 0;
 	return !console_display(pci->attr->pcidev.vendor_id, pci->attr->pcidev.device_id);

@@ -334,6 +334,8 @@ TEST(gpu_detection)
 	xb_pci(&x, "0000:00:04.0", 0x0380, 0x1002, 0x74a1, NULL); /* AMD Instinct: yes */
 	xb_pci(&x, "0000:00:05.0", 0x0302, 0x10de, 0x2335, NULL); /* NVIDIA 3D: yes */
 	xb_pci(&x, "0000:00:06.0", 0x0200, 0x8086, 0x1521, NULL); /* Ethernet: no */
+	xb_pci(&x, "0000:00:07.0", 0x1200, 0x1002, 0x74b5, NULL); /* AMD MI300X: yes */
+	xb_pci(&x, "0000:00:08.0", 0x1200, 0x1da3, 0x1020, NULL); /* Gaudi accelerator: no */
 	xb_close(&x);
 	xb_close(&x);
 	xb_end(&x, NULL);
@@ -341,13 +343,14 @@ TEST(gpu_detection)
 		CHECK(0);
 		return;
 	}
-	CHECK_EQ_INT(t.ngpus, 3);
+	CHECK_EQ_INT(t.ngpus, 4);
 	CHECK_EQ_INT(t.nnics, 0);
-	if (t.ngpus == 3) {
+	if (t.ngpus == 4) {
 		CHECK_STR(t.devs[0].pci_busid, "0000:00:03.0");
 		CHECK_EQ_INT(t.devs[1].vendor_id, 0x1002);
 		CHECK_EQ_INT(t.devs[2].device_id, 0x2335);
 		CHECK_STR(t.devs[2].name, "GPU2");
+		CHECK_STR(t.devs[3].pci_busid, "0000:00:07.0");
 	}
 	pn_topo_release(&t);
 }
