@@ -1145,6 +1145,8 @@ static int model(struct build *b, const struct pn_topo_cfg *cfg)
  * the topology, 1 when hwloc refused it, -ECHILD when the child died, or a
  * negative errno when there could be no child (then the caller loads anyway).
  */
+#define PROBE_REFUSED 42
+
 static int probe_load(hwloc_topology_t topo)
 {
 	int status, fd;
@@ -1158,16 +1160,18 @@ static int probe_load(hwloc_topology_t topo)
 		fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 		if (fd >= 0 && !(pn_debug_mask & PN_LOG_TOPO))
 			dup2(fd, STDERR_FILENO);
-		_exit(hwloc_topology_load(topo) ? 1 : 0);
+		_exit(hwloc_topology_load(topo) ? PROBE_REFUSED : 0);
 	}
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return 0;
-	if (WIFSIGNALED(status)) {
-		PN_DBG(PN_LOG_TOPO, "hwloc load died with signal %d", WTERMSIG(status));
-		return -ECHILD;
-	}
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == PROBE_REFUSED)
+		return 1;
+	/* a signal, or a sanitizer's exit after one */
+	PN_DBG(PN_LOG_TOPO, "hwloc load died (wait status 0x%x)", (unsigned)status);
+	return -ECHILD;
 }
 
 int pn_topo_load(struct pn_topo *t, const struct pn_topo_cfg *cfg)
