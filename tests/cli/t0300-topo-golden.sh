@@ -112,4 +112,16 @@ assert all(d[\"matrix\"][\"NIC4\"][k] == \"SYS\" for k in d[\"matrix\"] if k != 
 assert d[\"matrix\"][\"NIC5\"][\"NIC3\"] == \"PIX\"   # rxe1 rides mlx5_10s netdev
 "
 '
+test_expect_success 'xml + sysfs root: ports of the XML NICs from the sysfs root' '
+	penny topo --topo-xml "$X/32em64t-2n8c2t-pci-normalio.xml" --sysfs-root ports --json >xs.json &&
+	python3 -c "
+import json
+d = json.load(open(\"xs.json\"))
+assert d[\"source\"] == \"xml\" and d[\"host\"] == \"conan\"
+p = d[\"nics\"][0][\"ports\"]
+assert d[\"nics\"][0][\"device\"] == \"mlx5_0\" and len(p) == 1 and p[0][\"rate_gbps\"] == 400, p
+" &&
+	penny topo --topo-xml "$X/32em64t-2n8c2t-pci-normalio.xml" --json >x.json &&
+	grep -q "\"ports\":\[\]" x.json
+'
 test_done
