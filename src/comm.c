@@ -90,8 +90,10 @@ static int publish_info(struct pn_comm *c, const char *force)
 	if (!c->info)
 		return pn_err(-ENOMEM, "out of memory");
 	if ((!force || !strcmp(force, "verbs")) && c->nranks > 1 &&
-	    !(getenv("PENNY_IB_DISABLE") && atoi(getenv("PENNY_IB_DISABLE"))))
+	    !(getenv("PENNY_IB_DISABLE") && atoi(getenv("PENNY_IB_DISABLE")))) {
 		pn_verbs_pick_device(c->local_rank, mine.verbs_dev, sizeof(mine.verbs_dev));
+		mine.nrails = pn_verbs_rails(mine.rail_dev, PN_MAX_RAILS);
+	}
 	if (force && !strcmp(force, "verbs") && !mine.verbs_dev[0])
 		return pn_err(-ENODEV, "--transport verbs: rank %d (host %s) has no ACTIVE RDMA port",
 			      c->rank, pn_boot_host(c->boot, c->rank));

@@ -28,8 +28,13 @@ struct pn_peer {
 };
 
 /* What every rank publishes at init (allgathered). */
+#define PN_MAX_RAILS 8
 struct pn_rank_info {
 	char verbs_dev[64];	/* "rxe0:1" when this rank has an ACTIVE RDMA port */
+	/* with several channels (multiring): one port per rail, channel c on
+	 * rail c % nrails, the same rail index on every rank */
+	int nrails;
+	char rail_dev[PN_MAX_RAILS][32];
 };
 
 struct pn_node_shm;		/* shm.c */

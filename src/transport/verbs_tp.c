@@ -35,8 +35,9 @@ struct vconn {
 };
 
 struct pn_verbs_state {
-	struct pn_verbs_dev *dev;
-	char devname[64];
+	struct pn_verbs_dev *dev[PN_MAX_RAILS];
+	char devname[PN_MAX_RAILS][64];
+	int ndev;
 };
 
 static struct pn_verbs_state *vstate(struct pn_comm *c)
@@ -44,38 +45,56 @@ static struct pn_verbs_state *vstate(struct pn_comm *c)
 	return c->verbs;
 }
 
-/* This rank's device: PENNY_IB_HCA (comma list, by local rank), else the
- * ACTIVE ports in natural order, by local rank. */
-int pn_verbs_pick_device(int local_rank, char *out, size_t len)
+/* This rank's ports: PENNY_IB_HCA (comma list) or the ACTIVE ports in
+ * natural order. */
+int pn_verbs_rails(char (*specs)[32], int max)
 {
 	const char *env = getenv("PENNY_IB_HCA");
 	struct pn_nic_list l;
-	char specs[16][64];
 	int n = 0, i, p;
 
-	out[0] = 0;
 	if (env && *env) {
 		char *dup = strdup(env), *tok, *save = NULL;
 
 		if (!dup)
-			return -ENOMEM;
-		for (tok = strtok_r(dup, ",", &save); tok && n < 16; tok = strtok_r(NULL, ",", &save))
-			snprintf(specs[n++], sizeof(specs[0]), "%s", tok);
-		free(dup);
-	} else {
-		if (pn_nic_list_read(&l))
 			return 0;
-		for (i = 0; i < l.n && n < 16; i++)
-			for (p = 0; p < l.nics[i].nports && n < 16; p++)
-				if (l.nics[i].ports[p].state == PN_PORT_ACTIVE)
-					snprintf(specs[n++], sizeof(specs[0]), "%s:%d", l.nics[i].name,
-						 l.nics[i].ports[p].port);
-		pn_nic_list_release(&l);
+		for (tok = strtok_r(dup, ",", &save); tok && n < max; tok = strtok_r(NULL, ",", &save))
+			snprintf(specs[n++], 32, "%s", tok);
+		free(dup);
+		return n;
 	}
+	if (pn_nic_list_read(&l))
+		return 0;
+	for (i = 0; i < l.n && n < max; i++)
+		for (p = 0; p < l.nics[i].nports && n < max; p++)
+			if (l.nics[i].ports[p].state == PN_PORT_ACTIVE)
+				snprintf(specs[n++], 32, "%s:%d", l.nics[i].name, l.nics[i].ports[p].port);
+	pn_nic_list_release(&l);
+	return n;
+}
+
+/* One channel: the local rank's share of the ports. */
+int pn_verbs_pick_device(int local_rank, char *out, size_t len)
+{
+	char specs[PN_MAX_RAILS][32];
+	int n = pn_verbs_rails(specs, PN_MAX_RAILS);
+
+	out[0] = 0;
 	if (!n)
 		return 0;
 	snprintf(out, len, "%s", specs[local_rank % n]);
 	return 1;
+}
+
+/* Device index of a channel: one channel uses the rank's own port; several
+ * channels are rails, channel c on rail c % nrails on every rank. */
+static int chan_dev(const struct pn_comm *c, int chan)
+{
+	const struct pn_rank_info *me = &c->info[c->rank];
+
+	if (c->nchannels > 1 && me->nrails > 1)
+		return chan % me->nrails;
+	return 0;
 }
 
 static int verbs_can_connect(struct pn_comm *c, int peer)
@@ -105,9 +124,15 @@ static int verbs_setup(struct pn_comm *c)
 	}
 	c->verbs = vs;
 	if (need) {
+		const struct pn_rank_info *me = &c->info[c->rank];
+
 		pn_verbs_dev_cfg_init(&dcfg);
-		snprintf(vs->devname, sizeof(vs->devname), "%s", c->info[c->rank].verbs_dev);
-		ret = pn_verbs_dev_open(&vs->dev, vs->devname, &dcfg);
+		vs->ndev = c->nchannels > 1 && me->nrails > 1 ? PN_MIN(me->nrails, c->nchannels) : 1;
+		for (i = 0; !ret && i < vs->ndev; i++) {
+			snprintf(vs->devname[i], sizeof(vs->devname[i]), "%s",
+				 vs->ndev > 1 ? me->rail_dev[i] : me->verbs_dev);
+			ret = pn_verbs_dev_open(&vs->dev[i], vs->devname[i], &dcfg);
+		}
 	}
 	pn_verbs_conn_cfg_init(&ccfg);
 	ccfg.timeout = c->timeout;
@@ -133,7 +158,7 @@ static int verbs_setup(struct pn_comm *c)
 			}
 			memset(v->ring, 0, RING_BYTES + 64);
 			*v->tailword = 0;
-			ret = pn_verbs_conn_create(&v->qc, vs->dev, &ccfg);
+			ret = pn_verbs_conn_create(&v->qc, vs->dev[chan_dev(c, ch)], &ccfg);
 			if (!ret)
 				ret = pn_verbs_conn_expose(v->qc, v->ring, RING_BYTES + 64);
 			for (i = 0; !ret && i < PN_FIFO_SLOTS * 2; i++) {
@@ -171,8 +196,8 @@ static int verbs_setup(struct pn_comm *c)
 						 pn_boot_host(c->boot, p));
 		}
 	}
-	if (!ret && need)
-		PN_DBG(PN_LOG_VERBS, "verbs transport on %s", vs->devname);
+	for (i = 0; !ret && i < vs->ndev; i++)
+		PN_DBG(PN_LOG_VERBS, "verbs transport on %s", vs->devname[i]);
 	/* nobody writes before every QP is ready to receive */
 	if (!ret)
 		ret = pn_boot_barrier(c->boot);
@@ -295,7 +320,7 @@ static int verbs_progress(struct pn_comm *c)
 static void verbs_close(struct pn_comm *c)
 {
 	struct pn_verbs_state *vs = vstate(c);
-	int p, ch;
+	int p, ch, i;
 
 	if (!vs)
 		return;
@@ -310,10 +335,12 @@ static void verbs_close(struct pn_comm *c)
 				continue;
 			if (v->qc)
 				pn_verbs_conn_free(v->qc);
-			if (vs->dev) {
-				pn_verbs_invalidate(vs->dev, v->sbuf, RING_BYTES);
-				pn_verbs_invalidate(vs->dev, v->tailword, 64);
-				pn_verbs_invalidate(vs->dev, v->ring, RING_BYTES + 64);
+			if (vs->dev[chan_dev(c, ch)]) {
+				struct pn_verbs_dev *d = vs->dev[chan_dev(c, ch)];
+
+				pn_verbs_invalidate(d, v->sbuf, RING_BYTES);
+				pn_verbs_invalidate(d, v->tailword, 64);
+				pn_verbs_invalidate(d, v->ring, RING_BYTES + 64);
 			}
 			free(v->ring);
 			free(v->sbuf);
@@ -322,8 +349,9 @@ static void verbs_close(struct pn_comm *c)
 			k->priv = NULL;
 		}
 	}
-	if (vs->dev)
-		pn_verbs_dev_close(vs->dev);
+	for (i = 0; i < vs->ndev; i++)
+		if (vs->dev[i])
+			pn_verbs_dev_close(vs->dev[i]);
 	free(vs);
 	c->verbs = NULL;
 }
