@@ -12,10 +12,11 @@ common_opts() { penny __complete allreduce-test | cut -f1 | sort -u >all_ar
 test_expect_success 'penny(1) documents every command and the common options' '
 	for c in $(penny __complete); do
 		[ "$c" = help ] && continue
-		grep -q "$c" "$TOP/man/penny.1" || { echo "penny.1 lacks $c"; exit 1; }
+		grep -qF -e "$c" -e "${c//-/\\-}" "$TOP/man/penny.1" || { echo "penny.1 lacks $c"; exit 1; }
 	done
 	for o in --json --debug --sysfs-root --help --version; do
 		grep -q -- "\\\\$o" "$TOP/man/penny.1" || grep -q -- "\\\\-\\\\${o#-}" "$TOP/man/penny.1" ||
+			grep -qF -- "${o//-/\\-}" "$TOP/man/penny.1" ||
 			{ echo "penny.1 lacks $o"; exit 1; }
 	done
 '
