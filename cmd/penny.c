@@ -197,6 +197,16 @@ static int complete(int argc, char **argv)
 	return 0;
 }
 
+/* 0, or 1 after a write error on standard output (/dev/full) */
+static int stdout_status(void)
+{
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "penny: write error on standard output\n");
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const struct pn_cmd *c;
@@ -208,18 +218,18 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
 		printf("penny %s\n", PENNY_VERSION);
-		return 0;
+		return stdout_status();
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
-		return 0;
+		return stdout_status();
 	}
 	if (!strcmp(argv[1], "__complete"))
 		return complete(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "help")) {
 		if (argc < 3) {
 			usage(stdout);
-			return 0;
+			return stdout_status();
 		}
 		c = find_cmd(argv[2]);
 		if (!c) {
@@ -227,7 +237,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		cmd_help(c, stdout);
-		return 0;
+		return stdout_status();
 	}
 	if (argv[1][0] == '-') {
 		fprintf(stderr, "penny: unknown option '%s' (see 'penny --help')\n", argv[1]);
