@@ -29,7 +29,7 @@ static const struct pn_cmd commands[] = {
 	  "rail-aligned ring planner, validation and NCCL graph export" },
 	{ "allreduce-test", cmd_not_built, no_options, CMD_SYSFS | CMD_LAUNCH, "",
 	  "allreduce correctness and performance sweep (like all_reduce_perf)" },
-	{ "top", cmd_not_built, no_options, CMD_SYSFS | CMD_NOT_BUILT, "",
+	{ "top", cmd_top, top_options, CMD_SYSFS, "",
 	  "live per-NIC traffic view" },
 };
 
