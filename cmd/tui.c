@@ -573,7 +573,7 @@ static void draw_list(struct tui *t, const struct pn_ctr_set *v, const struct tu
 			show_dev = 0; /* grouped by device */
 		list_row(t, &l, y, p, show_dev, i == sel);
 	}
-	footer(t, "q:quit j/k:move s:sort f:filter e:errors +/-:interval p:pause Enter:detail "
+	footer(t, "q:quit j/k:move s:sort f:filter e:err +/-:interval p:pause Enter:detail "
 		  "?:help");
 }
 
@@ -598,9 +598,9 @@ static void draw_detail(struct tui *t, const struct pn_ctr_set *v, const struct 
 		snprintf(a, sizeof(a), "%s", p->dev);
 	else
 		snprintf(a, sizeof(a), "%s port %d", p->dev, p->port);
-	snprintf(buf, sizeof(buf), "%s  %s%s%s%s  %s  %s%s%s  bytes from %s%s", a,
-		 p->state_name[0] ? p->state_name : "?", p->phys_state[0] ? " (" : "",
-		 p->phys_state, p->phys_state[0] ? ")" : "", p->rate[0] ? p->rate : "rate unknown",
+	snprintf(buf, sizeof(buf), "%s  %s%s%s  %s  %s%s%s  bytes: %s%s", a,
+		 p->state_name[0] ? p->state_name : "?", p->phys_state[0] ? "/" : "",
+		 p->phys_state, p->rate[0] ? p->rate : "rate unknown",
 		 p->link_layer, p->netdev[0] && p->type != PN_PT_NETDEV ? "  netdev " : "",
 		 p->type != PN_PT_NETDEV ? p->netdev : "",
 		 p->data_group >= 0 ? pn_ctr_group_name(p->data_group) : "nowhere",
