@@ -656,6 +656,8 @@ static int screen(struct top_run *r)
 				dirty = 1;
 				break;
 			}
+			/* the detail view's port gets every counter read */
+			pn_ctr_sampler_set_detail(r->sampler, tui_detail(t));
 		}
 	}
 	tui_close(t);
@@ -719,6 +721,9 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 	cfg.remote = remote;
 	cfg.nremote = nremote;
 	cfg.pq = pq;
+	/* the screen's list and the table need bytes, errors and discards
+	 * only; JSON and Prometheus output carry every counter */
+	cfg.brief = !pn_out_is_json(ctx->out) && !topt.prom;
 	pn_ctr_set_init(&set, &cfg);
 	/* the screen shows rates after a short first interval */
 	ret = pn_ctr_sampler_start(&r.sampler, &set, topt.interval,

@@ -17,6 +17,7 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
+#include <wchar.h>
 
 enum { MODE_LIST, MODE_DETAIL, MODE_HELP };
 enum { C_HEAD = 1, C_ALERT, C_WARN, C_BAR, C_SPARK, C_TITLE, C_GOOD };
@@ -176,19 +177,24 @@ static attr_t attr_of(const struct tui *t, int pair, attr_t mono)
 /* ASCII text s into [x, x+w) on row y, padded, cut, left or right aligned. */
 static void put(int y, int x, int w, int right, attr_t a, const char *s)
 {
-	int len = (int)strlen(s);
+	char buf[512];
+	int len = (int)strlen(s), pad;
 
 	if (w <= 0 || x >= COLS)
 		return;
 	if (x + w > COLS)
 		w = COLS - x;
+	if (w >= (int)sizeof(buf))
+		w = (int)sizeof(buf) - 1;
 	if (len > w)
 		len = w;
+	pad = w - len;
+	/* padded by hand: printw's formatting showed in the profile */
+	memset(buf, ' ', (size_t)w);
+	memcpy(buf + (right ? pad : 0), s, (size_t)len);
+	buf[w] = 0;
 	attron(a);
-	if (right)
-		mvprintw(y, x, "%*.*s", w, len, s);
-	else
-		mvprintw(y, x, "%-*.*s", w, len, s);
+	mvaddnstr(y, x, buf, w);
 	attroff(a);
 }
 
@@ -234,9 +240,12 @@ static void bar(const struct tui *t, int y, int x, int w, double f, attr_t a)
 static void sparkline(const struct tui *t, int y, int x, int w, const struct pn_ctr_port *p,
 		      attr_t a)
 {
-	const char *const *blk = t->utf8 ? blocks_utf8 : blocks_ascii;
-	int n = p->hist_n < w ? p->hist_n : w, i;
+	static const wchar_t wblocks[9] = { L' ', 0x2581, 0x2582, 0x2583, 0x2584,
+					    0x2585, 0x2586, 0x2587, 0x2588 };
+	int n = p->hist_n < w ? p->hist_n : w, i, k = 0;
 	double max = 0, rx, tx, v;
+	wchar_t ws[PN_CTR_HIST + 1];
+	char cs[PN_CTR_HIST + 1];
 
 	if (w <= 0)
 		return;
@@ -246,22 +255,28 @@ static void sparkline(const struct tui *t, int y, int x, int w, const struct pn_
 		if (v > max)
 			max = v;
 	}
-	move(y, x);
-	for (i = 0; i < w - n; i++)
-		addch(' ');
-	attron(a);
-	for (i = p->hist_n - n; i < p->hist_n; i++) {
-		int level;
+	/* one call per line, in wide characters: ncurses' cost is per call
+	 * and per multibyte decode as much as per cell (profiled) */
+	for (i = p->hist_n - n; i < p->hist_n; i++, k++) {
+		int level = 0;
 
 		pn_ctr_hist(p, i, &rx, &tx);
-		if (!isfinite(rx) && !isfinite(tx)) {
-			addch(' ');
-			continue;
+		if (isfinite(rx) || isfinite(tx)) {
+			v = fmax(isfinite(rx) ? rx : 0, isfinite(tx) ? tx : 0);
+			level = max > 0 ? 1 + (int)lround(v / max * 7) : 1;
+			if (level > 8)
+				level = 8;
 		}
-		v = fmax(isfinite(rx) ? rx : 0, isfinite(tx) ? tx : 0);
-		level = max > 0 ? 1 + (int)lround(v / max * 7) : 1;
-		addstr(blk[level > 8 ? 8 : level]);
+		ws[k] = wblocks[level];
+		cs[k] = blocks_ascii[level][0];
 	}
+	ws[k] = 0;
+	cs[k] = 0;
+	attron(a);
+	if (t->utf8)
+		mvaddnwstr(y, x + w - n, ws, k);
+	else
+		mvaddnstr(y, x + w - n, cs, k);
 	attroff(a);
 }
 
@@ -414,16 +429,21 @@ static void layout(const struct tui *t, const struct pn_ctr_set *v, struct layou
 	rest = COLS - x - (t->show_err ? 2 * (l->err + 1) : 0);
 	if (rest < 0)
 		rest = 0;
-	l->bar = rest / 3;
-	if (l->bar > 24)
-		l->bar = 24;
-	if (l->bar < 4)
-		l->bar = rest >= 4 ? 4 : 0;
+	/* history up to a minute of samples; the bar gets the rest, up to 40 */
+	l->spark = rest * 2 / 3;
+	if (l->spark > 60)
+		l->spark = 60;
+	l->bar = rest - l->spark - 1;
+	if (l->bar > 40)
+		l->bar = 40;
+	if (l->bar < 4) {
+		l->bar = rest >= 9 ? 4 : 0;
+		l->spark = rest - l->bar - (l->bar ? 1 : 0);
+		if (l->spark < 0)
+			l->spark = 0;
+	}
 	l->x_bar = x;
 	x += l->bar + (l->bar ? 1 : 0);
-	l->spark = rest - l->bar - (l->bar ? 1 : 0);
-	if (l->spark < 0)
-		l->spark = 0;
 	l->x_spark = x;
 	x += l->spark;
 	l->x_err = x + 1;
@@ -738,6 +758,13 @@ void tui_draw(struct tui *t, const struct pn_ctr_set *v, const struct tui_status
 }
 
 /* ---- input ---- */
+
+const char *tui_detail(const struct tui *t)
+{
+	if (t->mode == MODE_DETAIL || (t->mode == MODE_HELP && t->prev_mode == MODE_DETAIL))
+		return t->sel;
+	return NULL;
+}
 
 int tui_getkey(struct tui *t)
 {

@@ -53,6 +53,8 @@ const char *tui_fmt_speed(char *buf, size_t len, double gbps);
 int tui_open(struct tui **t, const char *filter, int sort);
 void tui_close(struct tui *t);
 void tui_draw(struct tui *t, const struct pn_ctr_set *view, const struct tui_status *st);
+/* The port of the detail view, NULL in the list and help. */
+const char *tui_detail(const struct tui *t);
 /* Next key without waiting, or -1. */
 int tui_getkey(struct tui *t);
 /* Apply a key to the view state; returns an enum tui_action. */

@@ -507,6 +507,11 @@ static int see(struct pn_ctr_set *s, char **marks, int *mcap, int i)
 	return 0;
 }
 
+/*
+ * Devices come and go as a whole: one readdir of the class per sample.  A
+ * device already known (same name, same directory inode) keeps its ports;
+ * ports/ of a new one is read once.
+ */
 static int scan_rdma(struct pn_ctr_set *s, char **marks, int *mcap)
 {
 	struct dirent *de, *pe;
@@ -517,24 +522,35 @@ static int scan_rdma(struct pn_ctr_set *s, char **marks, int *mcap)
 	if (!d)
 		return 0; /* no RDMA devices (any more) */
 	while (!ret && (de = readdir(d))) {
+		int known = 0, i;
+
 		if (de->d_name[0] == '.')
 			continue;
+		for (i = 0; i < s->n && !ret; i++) {
+			const struct pn_ctr_port *p = &s->ports[i];
+
+			if (p->type == PN_PT_RDMA && p->dev_ino == (uint64_t)de->d_ino &&
+			    !strcmp(p->dev, de->d_name)) {
+				known = 1;
+				ret = see(s, marks, mcap, i);
+			}
+		}
+		if (known)
+			continue;
+		/* new, or replaced under the same name: the old ports are dropped */
 		pd = pn_sys_opendir(IB_CLASS "/%s/ports", de->d_name);
 		while (!ret && pd && (pe = readdir(pd))) {
-			int port, i;
+			int port;
 
 			if (pn_parse_int(pe->d_name, &port) || port <= 0)
 				continue;
-			i = find_port(s, PN_PT_RDMA, de->d_name, port);
-			if (i < 0) {
-				ret = add_rdma_port(s, de->d_name, port);
-				if (ret <= 0)
-					continue;
-				ret = 0;
-				s->added++;
-				i = s->n - 1;
-			}
-			ret = see(s, marks, mcap, i);
+			ret = add_rdma_port(s, de->d_name, port);
+			if (ret <= 0)
+				continue;
+			ret = 0;
+			s->added++;
+			s->ports[s->n - 1].dev_ino = (uint64_t)de->d_ino;
+			ret = see(s, marks, mcap, s->n - 1);
 		}
 		if (pd)
 			closedir(pd);
@@ -702,9 +718,16 @@ static void ctr_path(const struct pn_ctr_port *p, const struct pn_ctr *c, char *
 	}
 }
 
+/* phys_state and rate change with the state: re-read then, and now and again */
+static int refresh_attrs(const struct pn_ctr_port *p, int old_state)
+{
+	return p->nsamples % 16 == 0 || p->state != old_state;
+}
+
 static void read_rdma_attrs(struct pn_ctr_set *s, struct pn_ctr_port *p)
 {
 	char path[PATH_MAX], buf[128];
+	int old = p->state;
 
 	snprintf(path, sizeof(path), IB_CLASS "/%s/ports/%d/state", p->dev, p->port);
 	if (held_read(s, &p->io->fd_state, buf, sizeof(buf), path) >= 0)
@@ -713,6 +736,8 @@ static void read_rdma_attrs(struct pn_ctr_set *s, struct pn_ctr_port *p)
 		p->state = -1;
 	if (p->state < 0)
 		p->state_name[0] = 0;
+	if (!refresh_attrs(p, old))
+		return;
 	snprintf(path, sizeof(path), IB_CLASS "/%s/ports/%d/phys_state", p->dev, p->port);
 	p->phys_state[0] = 0;
 	if (held_read(s, &p->io->fd_phys, buf, sizeof(buf), path) >= 0)
@@ -729,6 +754,7 @@ static void read_rdma_attrs(struct pn_ctr_set *s, struct pn_ctr_port *p)
 static void read_netdev_attrs(struct pn_ctr_set *s, struct pn_ctr_port *p)
 {
 	char path[PATH_MAX], buf[64];
+	int old = p->state;
 	uint64_t mbps;
 
 	snprintf(path, sizeof(path), NET_CLASS "/%s/operstate", p->dev);
@@ -744,6 +770,8 @@ static void read_netdev_attrs(struct pn_ctr_set *s, struct pn_ctr_port *p)
 		for (char *c = p->state_name; *c; c++)
 			*c = (char)toupper((unsigned char)*c);
 	}
+	if (!refresh_attrs(p, old))
+		return;
 	/* speed is in Mb/s; reading it fails (EINVAL) or gives -1 when down */
 	snprintf(path, sizeof(path), NET_CLASS "/%s/speed", p->dev);
 	p->rate[0] = 0;
@@ -787,7 +815,7 @@ static void sample_port(struct pn_ctr_set *s, struct pn_ctr_port *p)
 	uint64_t raw[PN_CTR_MAX], t0, t1, t, rmax;
 	char ok[PN_CTR_MAX], path[PATH_MAX], buf[64];
 	double elapsed, line_Bps;
-	int i;
+	int i, brief = s->cfg.brief && strcmp(p->name, s->cfg.detail);
 
 	if (s->cfg.progress)
 		s->cfg.progress(s->cfg.progress_arg, p->name);
@@ -800,8 +828,15 @@ static void sample_port(struct pn_ctr_set *s, struct pn_ctr_port *p)
 		read_remote(s, p, raw, ok);
 	} else {
 		for (i = 0; i < p->nctr; i++) {
-			int *fd = &p->io->fd[i];
-			int n = held_read(s, fd, buf, sizeof(buf), NULL);
+			int *fd = &p->io->fd[i], n;
+
+			if (brief && (p->ctr[i].kind == PN_CK_OTHER ||
+				      p->ctr[i].kind == PN_CK_RX_PKTS ||
+				      p->ctr[i].kind == PN_CK_TX_PKTS)) {
+				ok[i] = -1; /* not read */
+				continue;
+			}
+			n = held_read(s, fd, buf, sizeof(buf), NULL);
 
 			if (n == -EBADF) { /* not open (yet, or any more) */
 				ctr_path(p, &p->ctr[i], path, sizeof(path));
@@ -827,6 +862,12 @@ static void sample_port(struct pn_ctr_set *s, struct pn_ctr_port *p)
 		int data = c->kind == PN_CK_RX_BYTES || c->kind == PN_CK_TX_BYTES;
 
 		/* a plausible delta is bounded by twice the line rate */
+		if (ok[i] < 0) { /* not read (brief) */
+			c->flags = 0;
+			c->delta = 0;
+			c->rate = NAN;
+			continue;
+		}
 		rmax = data && line_Bps > 0 && elapsed > 0
 			       ? (uint64_t)(2 * line_Bps * elapsed / c->scale) + 1
 			       : 0;
@@ -958,7 +999,8 @@ struct pn_ctr_sampler {
 	struct pn_ctr_set snap;	/* newest results, under lock */
 	int efd;
 	double interval, first_delay;
-	int stop, done, err;
+	int stop, done, err, kick, brief;
+	char detail[80];	/* for live.cfg.detail, under lock */
 	char busy_what[80];
 	uint64_t busy_since;	/* 0: idle */
 	struct pn_ctr_sampler *next_abandoned;
@@ -1004,6 +1046,8 @@ static void *sampler_main(void *arg)
 		}
 		s->busy_since = pn_now_ns();
 		s->busy_what[0] = 0;
+		s->kick = 0;
+		memcpy(s->live.cfg.detail, s->detail, sizeof(s->detail));
 		pthread_mutex_unlock(&s->lock);
 
 		start = pn_now_ns();
@@ -1030,7 +1074,7 @@ static void *sampler_main(void *arg)
 			struct timespec ts;
 
 			next = start + (uint64_t)(wait * 1e9);
-			if (s->stop || pn_now_ns() >= next)
+			if (s->stop || s->kick || pn_now_ns() >= next)
 				break;
 			ns_to_ts(next, &ts);
 			pthread_cond_timedwait(&s->cond, &s->lock, &ts);
@@ -1079,6 +1123,7 @@ int pn_ctr_sampler_start(struct pn_ctr_sampler **sp, struct pn_ctr_set *set, dou
 	s->snap.owner = 0;
 	s->interval = interval;
 	s->first_delay = first_delay;
+	s->brief = s->live.cfg.brief;
 	/* signals (SIGWINCH, SIGINT) stay with the caller's thread */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -1135,6 +1180,19 @@ void pn_ctr_sampler_set_interval(struct pn_ctr_sampler *s, double interval)
 	pthread_mutex_lock(&s->lock);
 	s->interval = interval;
 	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void pn_ctr_sampler_set_detail(struct pn_ctr_sampler *s, const char *name)
+{
+	pthread_mutex_lock(&s->lock);
+	if (strcmp(s->detail, name ? name : "")) {
+		snprintf(s->detail, sizeof(s->detail), "%s", name ? name : "");
+		if (s->brief && name) {
+			s->kick = 1; /* read its counters now */
+			pthread_cond_broadcast(&s->cond);
+		}
+	}
 	pthread_mutex_unlock(&s->lock);
 }
 

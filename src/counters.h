@@ -17,8 +17,11 @@
  *  - Ports that appear or disappear between samples are added or dropped.
  *
  * Files are opened once and re-read with pread() at offset 0 (sysfs
- * regenerates an attribute on every read from offset 0): a sample of 32 ports
- * costs a few hundred microseconds instead of milliseconds of open/close.
+ * regenerates an attribute on every read from offset 0): measured here, a
+ * sample of 32 ports x 44 files costs 1.3 ms of CPU instead of 6.4 ms with
+ * open/read/close.  A port's phys_state and rate are re-read when its state
+ * changes and every 16th sample.  (On real NICs every counters/ read is a
+ * PMA query to the firmware: reading fewer files matters twice.)
  *
  * The sampler runs pn_ctr_set_sample() on its own thread at a fixed cadence
  * and publishes snapshots (htop's model/screen split): the screen never
@@ -117,6 +120,7 @@ struct pn_ctr_port {
 	float hist_rx[PN_CTR_HIST], hist_tx[PN_CTR_HIST];
 
 	struct pn_ctr_io *io;	/* held files; NULL in copies */
+	uint64_t dev_ino;	/* inode of the device's class entry (identity) */
 	int ix[PN_CK_COUNT];	/* index of the first counter of each kind, -1 */
 	int nctr;
 	struct pn_ctr ctr[PN_CTR_MAX]; /* last member: copies stop at nctr */
@@ -133,6 +137,13 @@ struct pn_ctr_remote {
 struct pn_ctr_cfg {
 	int ethernet;		/* also plain netdevs from /sys/class/net (not lo) */
 	int hold_files;		/* keep counter files open between samples (default 1) */
+	/*
+	 * brief: read only what byte rates, errors and discards need (bytes,
+	 * error and discard counters) except for the port named detail,
+	 * which gets every counter; the others are n/a (not read).
+	 */
+	int brief;
+	char detail[80];
 	int nremote;		/* remote ports, queried through pq */
 	struct pn_ctr_remote *remote;
 	struct pn_pq *pq;	/* borrowed, may be NULL when nremote == 0 */
@@ -202,6 +213,8 @@ int pn_ctr_sampler_fd(const struct pn_ctr_sampler *s);
  */
 int pn_ctr_sampler_take(struct pn_ctr_sampler *s, struct pn_ctr_set *view);
 void pn_ctr_sampler_set_interval(struct pn_ctr_sampler *s, double interval);
+/* In brief mode: the port that gets every counter (NULL none); samples now. */
+void pn_ctr_sampler_set_detail(struct pn_ctr_sampler *s, const char *name);
 double pn_ctr_sampler_interval(struct pn_ctr_sampler *s);
 /*
  * If a sample is in progress: what it is reading (port name) and for how

@@ -286,6 +286,75 @@ TEST(devices_appear_and_disappear)
 	pn_ctr_set_release(&s);
 }
 
+TEST(a_device_replaced_under_its_name_starts_over)
+{
+	struct pn_ctr_set s;
+	const struct pn_ctr_port *p;
+	char from[512], to[512];
+
+	fake_reset();
+	fake_ib_port("mlx5_0", 1);
+	fake_ctr("mlx5_0", 1, "port_xmit_data", 1000);
+	set_init(&s, 0);
+	fake_ns = SEC;
+	pn_ctr_set_sample(&s);
+	fake_ns += SEC;
+	pn_ctr_set_sample(&s);
+	CHECK(isfinite(s.ports[0].tx_Bps));
+	/* driver reload between two samples: another directory, same name,
+	 * counters from zero and one more counter (the old one is moved
+	 * aside, so its inode cannot be reused) */
+	snprintf(from, sizeof(from), "%s/sys/class/infiniband/mlx5_0", fake_root);
+	snprintf(to, sizeof(to), "%s/old-mlx5_0", fake_root);
+	CHECK_EQ_INT(rename(from, to), 0);
+	fake_ib_port("mlx5_0", 1);
+	fake_hw("mlx5_0", 1, "rx_write_requests", 5);
+	fake_ns += SEC;
+	pn_ctr_set_sample(&s);
+	CHECK_EQ_INT(s.n, 1);
+	CHECK_EQ_INT(s.added, 1);
+	CHECK_EQ_INT(s.removed, 1);
+	p = &s.ports[0];
+	CHECK(isnan(p->tx_Bps)); /* a new baseline, not a reset */
+	CHECK(ctr(p, PN_CG_HW, "rx_write_requests") != NULL);
+	CHECK_EQ_INT(ctr(p, PN_CG_IB, "port_xmit_data")->value, 0);
+	fake_rm("old-mlx5_0");
+	pn_ctr_set_release(&s);
+}
+
+TEST(brief_reads_only_what_the_list_shows)
+{
+	struct pn_ctr_set s;
+	struct pn_ctr_cfg cfg;
+	const struct pn_ctr_port *p, *q;
+
+	fake_reset();
+	fake_ib_port("mlx5_0", 1);
+	fake_ib_port("mlx5_1", 1);
+	pn_ctr_cfg_init(&cfg);
+	cfg.clock_ns = fake_clock;
+	cfg.brief = 1;
+	snprintf(cfg.detail, sizeof(cfg.detail), "mlx5_1/1");
+	pn_ctr_set_init(&s, &cfg);
+	fake_ns = SEC;
+	pn_ctr_set_sample(&s);
+	fake_ctr("mlx5_0", 1, "port_xmit_data", 10);
+	fake_ctr("mlx5_0", 1, "symbol_error", 1);
+	fake_hw("mlx5_0", 1, "np_cnp_sent", 4);
+	fake_ns += SEC;
+	pn_ctr_set_sample(&s);
+	p = pn_ctr_set_find(&s, "mlx5_0/1");
+	q = pn_ctr_set_find(&s, "mlx5_1/1");
+	CHECK(near(p->tx_Bps, 40));
+	CHECK_EQ_INT(p->err_delta, 1);
+	CHECK(!(ctr(p, PN_CG_HW, "np_cnp_sent")->flags & PN_CF_VALID)); /* not read */
+	CHECK(isnan(p->tx_pps));
+	CHECK_EQ_INT(p->nunreadable, 0);
+	CHECK(ctr(q, PN_CG_HW, "np_cnp_sent")->flags & PN_CF_DELTA); /* the detail port */
+	CHECK(isfinite(q->tx_pps));
+	pn_ctr_set_release(&s);
+}
+
 TEST(unreadable_files_are_na)
 {
 	struct pn_ctr_set s;
@@ -579,6 +648,8 @@ int main(void)
 	RUN(wrap_reset_errors_in_a_port);
 	RUN(port_down_and_back);
 	RUN(devices_appear_and_disappear);
+	RUN(a_device_replaced_under_its_name_starts_over);
+	RUN(brief_reads_only_what_the_list_shows);
 	RUN(unreadable_files_are_na);
 	RUN(without_held_files_a_replaced_file_is_reread);
 	RUN(soft_roce_uses_parent_netdev);

@@ -87,6 +87,44 @@ TEST(snapshots_at_the_interval)
 	pn_ctr_set_release(&view);
 }
 
+TEST(a_detail_port_is_read_at_once_and_in_full)
+{
+	struct pn_ctr_set set, view;
+	struct pn_ctr_sampler *s;
+	struct pn_ctr_cfg cfg;
+	const struct pn_ctr_port *p;
+	double t0;
+	int i, other = -1;
+
+	fake_reset();
+	fake_ib_port("mlx5_0", 1);
+	pn_ctr_cfg_init(&cfg);
+	cfg.brief = 1;
+	pn_ctr_set_init(&set, &cfg);
+	memset(&view, 0, sizeof(view));
+	CHECK_EQ_INT(pn_ctr_sampler_start(&s, &set, 30.0, 0.05), 0);
+	CHECK(wait_fd(s, 3000));
+	CHECK_EQ_INT(pn_ctr_sampler_take(s, &view), 1);
+	p = &view.ports[0];
+	for (i = 0; i < p->nctr; i++)
+		if (!strcmp(p->ctr[i].name, "np_cnp_sent"))
+			other = i;
+	CHECK(other >= 0 && !(p->ctr[other].flags & PN_CF_VALID));
+	CHECK(wait_fd(s, 3000)); /* the short first interval */
+	pn_ctr_sampler_take(s, &view);
+	/* the next sample is 30 s away: a detail port asks for one now */
+	t0 = pn_now();
+	pn_ctr_sampler_set_detail(s, "mlx5_0/1");
+	CHECK(wait_fd(s, 3000));
+	CHECK(pn_now() - t0 < 2.0);
+	CHECK_EQ_INT(pn_ctr_sampler_take(s, &view), 1);
+	p = &view.ports[0];
+	CHECK(other >= 0 && (p->ctr[other].flags & PN_CF_VALID));
+	pn_ctr_sampler_set_detail(s, NULL);
+	CHECK_EQ_INT(pn_ctr_sampler_stop(s, 5.0), 0);
+	pn_ctr_set_release(&view);
+}
+
 struct opener {
 	char path[600];
 	int delay_ms;
@@ -175,6 +213,7 @@ int main(void)
 	}
 	RUN(snapshots_at_the_interval);
 	RUN(start_rejects_a_bad_interval);
+	RUN(a_detail_port_is_read_at_once_and_in_full);
 	/* last: it leaves an abandoned thread behind, which may still be
 	 * finishing its sample (so the sysfs root is not reset here) */
 	RUN(a_blocked_read_does_not_block_the_caller);
