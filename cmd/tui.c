@@ -6,6 +6,7 @@
 #include "../src/util.h"
 
 #include <curses.h>
+#include <term.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <langinfo.h>
@@ -117,7 +118,8 @@ int tui_order(const struct pn_ctr_set *s, const char *filter, int sort, int *idx
 	for (i = 0; i < s->n; i++)
 		if (tui_match(filter, &s->ports[i]))
 			idx[n++] = i;
-	qsort_r(idx, (size_t)n, sizeof(int), order_cmp, &c);
+	if (n > 1)
+		qsort_r(idx, (size_t)n, sizeof(int), order_cmp, &c);
 	return n;
 }
 
@@ -704,7 +706,7 @@ static void draw_detail(struct tui *t, const struct pn_ctr_set *v, const struct 
 
 static void draw_help(struct tui *t, const struct pn_ctr_set *v, const struct tui_status *st)
 {
-	static const char *const lines[] = {
+	static const char *const help_text[] = {
 		"penny top: live per-port traffic of RDMA NICs (and netdevs with -e)",
 		"",
 		"  q           quit",
@@ -734,8 +736,8 @@ static void draw_help(struct tui *t, const struct pn_ctr_set *v, const struct tu
 		move(y, 0);
 		clrtoeol();
 	}
-	for (i = 0, y = 3; i < PN_ARRAY_SIZE(lines) && y < LINES - 1; i++, y++)
-		line(y, 2, i == 0 ? A_BOLD : A_NORMAL, lines[i]);
+	for (i = 0, y = 3; i < PN_ARRAY_SIZE(help_text) && y < LINES - 1; i++, y++)
+		line(y, 2, i == 0 ? A_BOLD : A_NORMAL, help_text[i]);
 	footer(t, "any key:back q:quit");
 }
 
@@ -943,6 +945,7 @@ int tui_open(struct tui **tp, const char *filter, int sort)
 {
 	struct tui *t = calloc(1, sizeof(*t));
 	const char *cs;
+	int err = 0;
 
 	*tp = NULL;
 	if (!t)
@@ -954,6 +957,13 @@ int tui_open(struct tui **tp, const char *filter, int sort)
 	t->sort = sort >= 0 && sort < TUI_SORT_COUNT ? sort : TUI_SORT_NAME;
 	snprintf(t->filter, sizeof(t->filter), "%s", filter ? filter : "");
 	t->show_err = 1;
+	/* a terminal type that terminfo does not know: newterm() would leak
+	 * its half-made screen, setupterm() does not */
+	if (setupterm(NULL, fileno(stdout), &err) != OK) {
+		free(t);
+		return -ENOTTY;
+	}
+	del_curterm(cur_term);
 	t->scr = newterm(NULL, stdout, stdin);
 	if (!t->scr) {
 		free(t);
