@@ -607,28 +607,29 @@ static int screen(struct top_run *r)
 	struct tui_status st = { .interval = topt.interval };
 	char what[80] = "";
 	struct tui *t;
-	int ret, quit = 0, dirty = 1, was_busy = 0;
+	int ret, quit = 0, dirty = 1, was_busy = 0, err = 0, poll_errno = 0;
 
 	ret = tui_open(&t, topt.filter, r->sort);
 	if (ret)
 		return pn_cmd_fail(r->ctx, 2, "cannot open the terminal (TERM=%s)",
 				   getenv("TERM") ? getenv("TERM") : "");
-	while (!quit && !got_signal) {
-		int key;
+	while (!quit && !got_signal && !err) {
+		int key, action;
 
 		if (dirty) {
 			tui_draw(t, &r->view, &st);
 			dirty = 0;
 		}
 		/* paused: leave the snapshots queued, look only at the keyboard */
-		ret = poll(pfd, st.paused ? 1 : 2, 1000);
-		if (ret < 0 && errno != EINTR)
+		if (poll(pfd, st.paused ? 1 : 2, 1000) < 0 && errno != EINTR) {
+			poll_errno = errno;
 			break;
+		}
 		if (!st.paused) {
 			ret = pn_ctr_sampler_take(r->sampler, &r->view);
 			if (ret < 0)
-				break;
-			if (ret > 0)
+				err = ret;
+			else if (ret > 0)
 				dirty = 1;
 		}
 		st.busy = pn_ctr_sampler_busy(r->sampler, what, sizeof(what), &st.busy_secs) &&
@@ -638,13 +639,14 @@ static int screen(struct top_run *r)
 			dirty = 1;
 		was_busy = st.busy;
 		while ((key = tui_getkey(t)) >= 0) {
-			switch (tui_key(t, key, &r->view)) {
+			action = tui_key(t, key, &r->view);
+			switch (action) {
 			case TUI_QUIT:
 				quit = 1;
 				break;
 			case TUI_SLOWER:
 			case TUI_FASTER:
-				st.interval = next_interval(st.interval, key == '+' || key == '=' ? 1 : -1);
+				st.interval = next_interval(st.interval, action == TUI_SLOWER ? 1 : -1);
 				pn_ctr_sampler_set_interval(r->sampler, st.interval);
 				dirty = 1;
 				break;
@@ -661,10 +663,10 @@ static int screen(struct top_run *r)
 		}
 	}
 	tui_close(t);
-	if (ret < 0 && !quit && !got_signal) {
-		if (ret == -1)
-			return pn_cmd_fail(r->ctx, 2, "poll: %s", strerror(errno));
-		pn_cmd_error(r->ctx, ret);
+	if (poll_errno)
+		return pn_cmd_fail(r->ctx, 2, "poll: %s", strerror(poll_errno));
+	if (err) {
+		pn_cmd_error(r->ctx, err);
 		return 2;
 	}
 	return got_signal ? 128 + got_signal : 0;
