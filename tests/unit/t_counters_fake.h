@@ -36,33 +36,31 @@ static inline void fake_mkdirs(const char *path)
 	mkdir(tmp, 0755);
 }
 
-/* Write "<root>/<rel>" in place: truncate and write, parents created. */
+/*
+ * Write "<root>/<rel>" in place (parents created): one pwrite at offset 0,
+ * then cut to length.  Counters are written at a fixed width, so a reader
+ * on another thread sees the old value or the new one, never an empty file.
+ */
 static inline void fake_write(const char *rel, const char *fmt, ...)
 {
-	char path[1024], dir[1024], *slash;
+	char path[1024], dir[1024], buf[256], *slash;
 	va_list ap;
-	FILE *f;
+	int fd, n;
 
 	snprintf(path, sizeof(path), "%s/%s", fake_root, rel);
 	snprintf(dir, sizeof(dir), "%s", path);
 	slash = strrchr(dir, '/');
 	*slash = 0;
 	fake_mkdirs(dir);
-	f = fopen(path, "r+");
-	if (!f)
-		f = fopen(path, "w");
-	if (!f) {
-		printf("# cannot write %s: %s\n", path, strerror(errno));
-		return;
-	}
-	if (ftruncate(fileno(f), 0)) {
-		/* a fresh file anyway */
-	}
 	va_start(ap, fmt);
-	vfprintf(f, fmt, ap);
+	n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
 	va_end(ap);
-	fputc('\n', f);
-	fclose(f);
+	buf[n++] = '\n';
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	if (fd < 0 || pwrite(fd, buf, (size_t)n, 0) != n || ftruncate(fd, n))
+		printf("# cannot write %s: %s\n", path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
 }
 
 static inline void fake_ctr(const char *dev, int port, const char *name, uint64_t v)
@@ -70,7 +68,7 @@ static inline void fake_ctr(const char *dev, int port, const char *name, uint64_
 	char rel[512];
 
 	snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/ports/%d/counters/%s", dev, port, name);
-	fake_write(rel, "%llu", (unsigned long long)v);
+	fake_write(rel, "%20llu", (unsigned long long)v);
 }
 
 static inline void fake_hw(const char *dev, int port, const char *name, uint64_t v)
@@ -79,7 +77,7 @@ static inline void fake_hw(const char *dev, int port, const char *name, uint64_t
 
 	snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/ports/%d/hw_counters/%s", dev, port,
 		 name);
-	fake_write(rel, "%llu", (unsigned long long)v);
+	fake_write(rel, "%20llu", (unsigned long long)v);
 }
 
 static inline void fake_net(const char *ifname, const char *name, uint64_t v)
@@ -87,7 +85,7 @@ static inline void fake_net(const char *ifname, const char *name, uint64_t v)
 	char rel[512];
 
 	snprintf(rel, sizeof(rel), "sys/class/net/%s/statistics/%s", ifname, name);
-	fake_write(rel, "%llu", (unsigned long long)v);
+	fake_write(rel, "%20llu", (unsigned long long)v);
 }
 
 static inline void fake_port_attr(const char *dev, int port, const char *attr, const char *v)
