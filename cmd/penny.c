@@ -29,7 +29,7 @@ static const struct pn_cmd commands[] = {
 	  "rail-aligned ring planner, validation and NCCL graph export" },
 	{ "allreduce-test", cmd_allreduce_test, allreduce_test_options, CMD_SYSFS | CMD_LAUNCH, "",
 	  "allreduce correctness and performance sweep (like all_reduce_perf)" },
-	{ "top", cmd_not_built, no_options, CMD_SYSFS | CMD_NOT_BUILT, "",
+	{ "top", cmd_top, top_options, CMD_SYSFS, "",
 	  "live per-NIC traffic view" },
 };
 
@@ -230,7 +230,7 @@ static int dispatch(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
 		printf("penny %s\n", PENNY_VERSION);
-		return 0;
+		return stdout_status();
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
