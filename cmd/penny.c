@@ -230,18 +230,18 @@ static int dispatch(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
 		printf("penny %s\n", PENNY_VERSION);
-		return stdout_status();
+		return 0;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
-		return fflush(stdout) || ferror(stdout) ? 1 : 0;
+		return 0;
 	}
 	if (!strcmp(argv[1], "__complete"))
 		return complete(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "help")) {
 		if (argc < 3) {
 			usage(stdout);
-			return fflush(stdout) || ferror(stdout) ? 1 : 0;
+			return 0;
 		}
 		c = find_cmd(argv[2]);
 		if (!c) {
@@ -249,7 +249,7 @@ static int dispatch(int argc, char **argv)
 			return 2;
 		}
 		cmd_help(c, stdout);
-		return fflush(stdout) || ferror(stdout) ? 1 : 0;
+		return 0;
 	}
 	if (argv[1][0] == '-') {
 		fprintf(stderr, "penny: unknown option '%s' (see 'penny --help')\n", argv[1]);
