@@ -4,6 +4,7 @@
 #define PENNY_CMD_H
 
 #include "opt.h"
+#include "../src/boot.h"
 #include "../src/out.h"
 
 #define PENNY_VERSION "0.1.0"
@@ -33,6 +34,7 @@ struct pn_ctx {
 	const char *name;	/* subcommand */
 	struct pn_out *out;	/* stdout, text or JSON */
 	int rank;		/* after self-launch: this process's rank (-1 unknown) */
+	const struct pn_boot_cfg *launch; /* self-launch: rank, root, cookie; else NULL */
 };
 
 typedef int (*pn_cmd_fn)(struct pn_ctx *ctx, int argc, char **argv);
@@ -55,6 +57,10 @@ int pn_cmd_fail(const struct pn_ctx *ctx, int code, const char *fmt, ...)
 /* Subcommands. */
 int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv);
 extern const struct pn_opt allreduce_test_options[];
+int cmd_topo(struct pn_ctx *ctx, int argc, char **argv);
+extern const struct pn_opt topo_options[];
+int cmd_top(struct pn_ctx *ctx, int argc, char **argv);
+extern const struct pn_opt top_options[];
 int cmd_not_built(struct pn_ctx *ctx, int argc, char **argv);
 extern const struct pn_opt no_options[];
 
