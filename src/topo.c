@@ -719,6 +719,33 @@ static int hwloc_locality(struct build *b, hwloc_obj_t obj, struct pn_topo_dev *
 }
 
 /*
+ * A device whose firmware gives no NUMA node (numa_node -1, as in many VMs):
+ * the one NUMA node its local CPUs belong to, as nvidia-smi reports it;
+ * -1 when they span several nodes or none is known.
+ */
+static int numa_of_cpus(struct build *b, const char *cpulist)
+{
+	hwloc_bitmap_t set = hwloc_bitmap_alloc();
+	hwloc_obj_t node = NULL;
+	int found = -1, n = 0;
+
+	if (!set)
+		return -1;
+	if (!cpulist[0] || hwloc_bitmap_list_sscanf(set, cpulist) < 0 || hwloc_bitmap_iszero(set)) {
+		hwloc_bitmap_free(set);
+		return -1;
+	}
+	while ((node = hwloc_get_next_obj_by_type(b->topo, HWLOC_OBJ_NUMANODE, node))) {
+		if (node->cpuset && hwloc_bitmap_intersects(node->cpuset, set)) {
+			found = (int)node->os_index;
+			n++;
+		}
+	}
+	hwloc_bitmap_free(set);
+	return n == 1 ? found : -1;
+}
+
+/*
  * NUMA node and CPU list of PCI function busid from sysfs (what nvidia-smi
  * shows), else from hwloc.
  */
@@ -742,7 +769,11 @@ static int sysfs_locality(struct build *b, hwloc_obj_t obj, const char *busid,
 	}
 	free(d->cpus);
 	d->cpus = strdup(buf);
-	return d->cpus ? 0 : -ENOMEM;
+	if (!d->cpus)
+		return -ENOMEM;
+	if (d->numa < 0)
+		d->numa = numa_of_cpus(b, buf);
+	return 0;
 }
 
 static struct pn_topo_dev *add_dev(struct pn_topo_dev **devs, int *n, int *cap)
