@@ -212,14 +212,14 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
-		return 0;
+		return fflush(stdout) || ferror(stdout) ? 1 : 0;
 	}
 	if (!strcmp(argv[1], "__complete"))
 		return complete(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "help")) {
 		if (argc < 3) {
 			usage(stdout);
-			return 0;
+			return fflush(stdout) || ferror(stdout) ? 1 : 0;
 		}
 		c = find_cmd(argv[2]);
 		if (!c) {
@@ -227,7 +227,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		cmd_help(c, stdout);
-		return 0;
+		return fflush(stdout) || ferror(stdout) ? 1 : 0;
 	}
 	if (argv[1][0] == '-') {
 		fprintf(stderr, "penny: unknown option '%s' (see 'penny --help')\n", argv[1]);

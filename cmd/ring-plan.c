@@ -165,14 +165,12 @@ static void print_msgs(struct pn_out *out, const char *key, const char *label,
 static void print_shape(struct pn_out *out, const struct pn_plan_model *m)
 {
 	const struct pn_plan_layout *l0 = layout_of(m, 0);
-	int i, uni_g = 1, uni_n = 1, act = 0;
+	int i, uni_g = 1, uni_n = 1;
 
 	for (i = 0; i < m->nnodes; i++) {
 		uni_g &= layout_of(m, i)->ngpus == l0->ngpus;
 		uni_n &= layout_of(m, i)->nnics == l0->nnics;
 	}
-	for (i = 0; i < l0->nnics; i++)
-		act += l0->nics[i].active;
 	pn_out_text(out, "%d node%s", m->nnodes, m->nnodes == 1 ? "" : "s");
 	if (uni_g)
 		pn_out_text(out, " x %d GPUs", l0->ngpus);

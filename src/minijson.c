@@ -712,7 +712,7 @@ int pn_json_int(const struct pn_jval *v, long long *out)
 
 	if (pn_json_num(v, &d))
 		return -EINVAL;
-	if (d != floor(d) || d > 9007199254740992.0 || d < -9007199254740992.0)
+	if (d != floor(d) || d >= 9007199254740992.0 || d <= -9007199254740992.0)
 		return -EINVAL;
 	*out = (long long)d;
 	return 0;

@@ -70,7 +70,7 @@ const struct pn_jval *pn_json_at(const struct pn_jval *v, unsigned i);
 unsigned pn_json_len(const struct pn_jval *v);
 /* The string, or NULL when v is not a string. */
 const char *pn_json_str(const struct pn_jval *v);
-/* An integral number in [-2^53, 2^53]: 0, or -EINVAL (absent, not a number, not integral). */
+/* An integral number in (-2^53, 2^53), exact in a double: 0, or -EINVAL otherwise. */
 int pn_json_int(const struct pn_jval *v, long long *out);
 /* A number: 0, or -EINVAL. */
 int pn_json_num(const struct pn_jval *v, double *out);

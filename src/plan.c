@@ -19,8 +19,7 @@
 
 struct pn_plan_best {
 	int in, out;
-	int score;	/* worst step (entry, hops, exit) */
-	int sum;	/* sum of step scores */
+	long long cost;	/* see path_cost() */
 	int n;
 	int8_t path[PN_PLAN_MAX_GPUS];
 };
@@ -764,213 +763,185 @@ int pn_plan_model_finish(struct pn_plan_model *m)
 
 /* ------------------------------------------------------------ best path */
 
-static int gg_score(const struct pn_plan_layout *l, int a, int b)
+/*
+ * Cost of a GPU order through a node: the sum over its steps (NIC to first
+ * GPU, GPU to GPU, last GPU to NIC; the closing hop on a one-node ring) of
+ * 18^class.  A path has at most 17 steps, so one step over a worse class
+ * outweighs any number over better ones: comparing costs compares how many
+ * steps each class needs, worst class first.
+ */
+#define LEVELS (PN_PATH_UNKNOWN + 1)
+
+static long long level_w(int level)
 {
-	return pn_path_score(l->gg[a][b]);
+	long long w = 1;
+
+	while (level-- > 0)
+		w *= 18;
+	return w;
 }
 
-static int gn_score(const struct pn_plan_layout *l, int g, int nic)
+static int step_level(struct pn_plan_path p)
 {
-	if (nic < 0)
-		return 0;
-	return pn_path_score(l->gn[g * l->nnics + nic]);
+	return p.cls <= PN_PATH_UNKNOWN ? p.cls : PN_PATH_UNKNOWN;
 }
 
-static int cmp_int(const void *a, const void *b)
+/* Per class: how many steps; also the first step at each class, for messages. */
+struct steps {
+	int count[LEVELS];
+	int from[LEVELS], to[LEVELS];	/* GPU positions; -1 - nic for a NIC end */
+};
+
+static void path_steps(const struct pn_plan_layout *l, int in, int out, int cycle,
+		       const int8_t *path, int n, struct steps *st)
 {
-	int x = *(const int *)a, y = *(const int *)b;
+	int i, lv;
 
-	return x < y ? -1 : x > y;
-}
-
-/* Cost of a given order: worst step and sum. */
-static void path_cost(const struct pn_plan_layout *l, int in, int out, int cycle,
-		      const int8_t *path, int n, int *worst, int *sum)
-{
-	int w, s, i, v;
-
-	w = s = gn_score(l, path[0], in);
-	for (i = 0; i + 1 < n; i++) {
-		v = gg_score(l, path[i], path[i + 1]);
-		s += v;
-		if (v > w)
-			w = v;
-	}
+	memset(st->count, 0, sizeof(st->count));
+#define STEP(p, a, b)                                                                          \
+	do {                                                                                   \
+		lv = step_level(p);                                                            \
+		if (!st->count[lv]++) {                                                        \
+			st->from[lv] = (a);                                                    \
+			st->to[lv] = (b);                                                      \
+		}                                                                              \
+	} while (0)
+	if (in >= 0)
+		STEP(l->gn[path[0] * l->nnics + in], -1 - in, path[0]);
+	for (i = 0; i + 1 < n; i++)
+		STEP(l->gg[path[i]][path[i + 1]], path[i], path[i + 1]);
 	if (cycle && n > 1)
-		v = gg_score(l, path[n - 1], path[0]);
-	else
-		v = gn_score(l, path[n - 1], out);
-	s += v;
-	if (v > w)
-		w = v;
-	*worst = w;
-	*sum = s;
+		STEP(l->gg[path[n - 1]][path[0]], path[n - 1], path[0]);
+	if (out >= 0)
+		STEP(l->gn[path[n - 1] * l->nnics + out], path[n - 1], -1 - out);
+#undef STEP
+}
+
+static long long steps_cost(const struct steps *st)
+{
+	long long c = 0;
+	int lv;
+
+	for (lv = 0; lv < LEVELS; lv++)
+		c += st->count[lv] * level_w(lv);
+	return c;
+}
+
+static long long path_cost(const struct pn_plan_layout *l, int in, int out, int cycle,
+			   const int8_t *path, int n)
+{
+	struct steps st;
+
+	path_steps(l, in, out, cycle, path, n, &st);
+	return steps_cost(&st);
+}
+
+static long long gg_w(const struct pn_plan_layout *l, int a, int b)
+{
+	return level_w(step_level(l->gg[a][b]));
+}
+
+static long long gn_w(const struct pn_plan_layout *l, int g, int nic)
+{
+	return nic < 0 ? 0 : level_w(step_level(l->gn[g * l->nnics + nic]));
 }
 
 /*
- * Exact search over orders of the node's GPUs (G <= 16): the smallest
- * worst step, then the smallest sum of steps; among equals the natural
- * order (start, following GPUs in index order, end) when it is one of them.
+ * The natural order from GPU s to GPU e: s, the GPUs after s by index
+ * (wrapping), e.  With e = s - 1 that is s, s+1, ..., s-1.
+ */
+static void natural(int G, int s, int e, int8_t *nat)
+{
+	int k, n = 0;
+
+	nat[n++] = (int8_t)s;
+	for (k = 1; k < G; k++)
+		if ((s + k) % G != e)
+			nat[n++] = (int8_t)((s + k) % G);
+	if (e != s)
+		nat[n++] = (int8_t)e;
+}
+
+/*
+ * Exact search over the orders of the node's GPUs (G <= 16) for the least
+ * cost; the natural order (first GPU, the following ones by index, last GPU)
+ * when it is one of the best, so plans read well.
  */
 static int compute_best(const struct pn_plan_layout *l, int in, int out, struct pn_plan_best *b)
 {
-	int G = l->ngpus, cycle = in < 0 && out < 0, full = (1 << G) - 1;
-	int th[PN_PLAN_MAX_GPUS * PN_PLAN_MAX_GPUS + 2 * PN_PLAN_MAX_GPUS];
-	int nth = 0, t, ti, a, c, s, e, mask;
-	uint32_t adj[PN_PLAN_MAX_GPUS], starts = 0, ends = 0;
-	uint32_t *reach = NULL;
-	int *cost = NULL;
+	int G = l->ngpus, cycle = in < 0 && out < 0, full = (1 << G) - 1, a, c, s, e, mask;
+	long long *cost = NULL, best = LLONG_MAX;
 	int8_t *par = NULL;
-	int best_sum = INT_MAX, best_e = -1, ret = 0;
+	int best_e = -1;
 
 	b->in = in;
 	b->out = out;
 	b->n = G;
 	if (G == 1) {
 		b->path[0] = 0;
-		path_cost(l, in, out, cycle, b->path, 1, &b->score, &b->sum);
+		b->cost = path_cost(l, in, out, cycle, b->path, 1);
 		return 0;
 	}
-	for (a = 0; a < G; a++) {
-		for (c = 0; c < G; c++)
-			if (a != c)
-				th[nth++] = gg_score(l, a, c);
-		th[nth++] = gn_score(l, a, in);
-		th[nth++] = gn_score(l, a, out);
-	}
-	qsort(th, (size_t)nth, sizeof(int), cmp_int);
-	reach = malloc(sizeof(*reach) << G);
-	if (!reach)
-		return pn_err(-ENOMEM, "out of memory");
-	for (ti = 0; ti < nth; ti++) {
-		if (ti && th[ti] == th[ti - 1])
-			continue;
-		t = th[ti];
-		starts = ends = 0;
-		for (a = 0; a < G; a++) {
-			adj[a] = 0;
-			for (c = 0; c < G; c++)
-				if (a != c && gg_score(l, a, c) <= t)
-					adj[a] |= 1u << c;
-			if (cycle) {
-				if (gg_score(l, a, 0) <= t && a != 0)
-					ends |= 1u << a;
-			} else {
-				if (gn_score(l, a, in) <= t)
-					starts |= 1u << a;
-				if (gn_score(l, a, out) <= t)
-					ends |= 1u << a;
-			}
-		}
-		if (cycle)
-			starts = 1;
-		memset(reach, 0, sizeof(*reach) << G);
-		for (a = 0; a < G; a++)
-			if (starts & (1u << a))
-				reach[1u << a] = 1u << a;
-		for (mask = 1; mask <= full; mask++) {
-			uint32_t r = reach[mask];
-
-			while (r) {
-				int last = __builtin_ctz(r);
-				uint32_t nx = adj[last] & ~(uint32_t)mask;
-
-				r &= r - 1;
-				while (nx) {
-					int nb = __builtin_ctz(nx);
-
-					nx &= nx - 1;
-					reach[mask | (1 << nb)] |= 1u << nb;
-				}
-			}
-		}
-		if (reach[full] & ends)
-			break;
-	}
-	if (ti == nth) { /* cannot happen: the largest threshold allows every step */
-		ret = pn_err(-EINVAL, "no order of the GPUs found");
-		goto out;
-	}
-	/* Smallest sum with steps <= t. */
 	cost = malloc(sizeof(*cost) * ((size_t)G << G));
 	par = malloc((size_t)G << G);
 	if (!cost || !par) {
-		ret = pn_err(-ENOMEM, "out of memory");
-		goto out;
+		free(cost);
+		free(par);
+		return pn_err(-ENOMEM, "out of memory");
 	}
 	for (mask = 0; mask <= full; mask++)
 		for (a = 0; a < G; a++)
-			cost[(mask * G) + a] = INT_MAX;
-	for (a = 0; a < G; a++)
-		if (starts & (1u << a))
-			cost[(1 << a) * G + a] = gn_score(l, a, in);
+			cost[mask * G + a] = LLONG_MAX;
+	for (a = 0; a < (cycle ? 1 : G); a++)
+		cost[(1 << a) * G + a] = gn_w(l, a, in);
 	for (mask = 1; mask <= full; mask++) {
 		for (a = 0; a < G; a++) {
-			int cv = cost[mask * G + a];
-			uint32_t nx;
+			long long cv = cost[mask * G + a];
 
-			if (cv == INT_MAX)
+			if (cv == LLONG_MAX)
 				continue;
-			nx = adj[a] & ~(uint32_t)mask;
-			while (nx) {
-				int nb = __builtin_ctz(nx), nm = mask | (1 << nb);
-				int v = cv + gg_score(l, a, nb);
+			for (c = 0; c < G; c++) {
+				int nm = mask | (1 << c);
+				long long v;
 
-				nx &= nx - 1;
-				if (v < cost[nm * G + nb]) {
-					cost[nm * G + nb] = v;
-					par[nm * G + nb] = (int8_t)a;
+				if (mask & (1 << c))
+					continue;
+				v = cv + gg_w(l, a, c);
+				if (v < cost[nm * G + c]) {
+					cost[nm * G + c] = v;
+					par[nm * G + c] = (int8_t)a;
 				}
 			}
 		}
 	}
 	for (e = 0; e < G; e++) {
-		int v;
+		long long v;
 
-		if (!(ends & (1u << e)) || cost[full * G + e] == INT_MAX)
+		if (cost[full * G + e] == LLONG_MAX)
 			continue;
-		v = cost[full * G + e] + (cycle ? gg_score(l, e, 0) : gn_score(l, e, out));
-		if (v < best_sum) {
-			best_sum = v;
+		v = cost[full * G + e] + (cycle ? gg_w(l, e, 0) : gn_w(l, e, out));
+		if (v < best) {
+			best = v;
 			best_e = e;
 		}
 	}
-	b->score = t;
-	b->sum = best_sum;
-	/* Natural order, if optimal. */
-	for (s = 0; s < G; s++) {
-		if (!(starts & (1u << s)))
-			continue;
-		for (e = 0; e < G; e++) {
+	b->cost = best;
+	/* natural order, if it is one of the best (a one-node ring: 0, 1, ..., G-1) */
+	for (s = 0; s < (cycle ? 1 : G); s++) {
+		int d;
+
+		for (d = 1; d < G; d++) {
 			int8_t nat[PN_PLAN_MAX_GPUS];
-			int k, n = 0, w, sum;
 
-			if (e == s || !(ends & (1u << e)))
-				continue;
-			nat[n++] = (int8_t)s;
-			for (k = 1; k < G; k++) {
-				int g = (s + k) % G;
-
-				if (g != e)
-					nat[n++] = (int8_t)g;
-			}
-			nat[n++] = (int8_t)e;
-			if (cycle) { /* a cycle: 0, 1, ..., G-1 */
-				for (k = 0; k < G; k++)
-					nat[k] = (int8_t)k;
-			}
-			path_cost(l, in, out, cycle, nat, G, &w, &sum);
-			if (w <= t && sum == best_sum) {
+			natural(G, s, (s - d + G) % G, nat);
+			if (path_cost(l, in, out, cycle, nat, G) == best) {
 				memcpy(b->path, nat, (size_t)G);
 				goto out;
 			}
 			if (cycle)
 				break;
 		}
-		if (cycle)
-			break;
 	}
-	/* Reconstruct from the table. */
 	mask = full;
 	a = best_e;
 	for (c = G - 1; c >= 0; c--) {
@@ -984,10 +955,9 @@ static int compute_best(const struct pn_plan_layout *l, int in, int out, struct 
 		a = pa;
 	}
 out:
-	free(reach);
 	free(cost);
 	free(par);
-	return ret;
+	return 0;
 }
 
 static const struct pn_plan_best *get_best(struct pn_plan_layout *l, int in, int out)
@@ -1016,29 +986,35 @@ static const struct pn_plan_best *get_best(struct pn_plan_layout *l, int in, int
 	return b;
 }
 
-int pn_plan_best_score(struct pn_plan_layout *l, int in, int out)
+long long pn_plan_best_cost(struct pn_plan_layout *l, int in, int out)
 {
 	const struct pn_plan_best *b = get_best(l, in, out);
 
-	return b ? b->score : -ENOMEM;
+	return b ? b->cost : -ENOMEM;
 }
 
-int pn_plan_seg_score(const struct pn_plan *p, const struct pn_plan_ring *r,
-		      const struct pn_plan_seg *s, int nnodes)
+long long pn_plan_seg_cost(const struct pn_plan *p, const struct pn_plan_ring *r,
+			   const struct pn_plan_seg *s, int nnodes)
 {
 	const struct pn_plan_layout *l = &p->model->layouts[p->model->nodes[s->node].layout];
 	int8_t path[PN_PLAN_MAX_GPUS];
-	int i, w, sum, cycle = nnodes == 1 && s->in_nic < 0 && s->out_nic < 0;
+	int i, cycle = nnodes == 1 && s->in_nic < 0 && s->out_nic < 0;
 
 	if (s->n < 1 || s->n > PN_PLAN_MAX_GPUS)
-		return INT_MAX;
+		return LLONG_MAX;
 	for (i = 0; i < s->n; i++)
 		path[i] = (int8_t)r->gpus[s->off + i];
-	path_cost(l, s->in_nic, s->out_nic, cycle, path, s->n, &w, &sum);
-	return w;
+	return path_cost(l, s->in_nic, s->out_nic, cycle, path, s->n);
 }
 
 /* ---------------------------------------------------------------- rails */
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return x < y ? -1 : x > y;
+}
 
 int pn_plan_usable_rails(const struct pn_plan_model *m, int **rails, int *nrails,
 			 struct pn_plan_msgs *notes)
@@ -1282,7 +1258,7 @@ static int choose_path(struct layout_build *lb, struct pn_plan_layout *l, int pa
 		       int out, const int *u, int8_t *path)
 {
 	const struct pn_plan_best *b;
-	int G = l->ngpus, i, s, e, k;
+	int G = l->ngpus, i, s, e;
 	int bk[3] = { INT_MAX, INT_MAX, INT_MAX };
 
 	for (i = 0; i < lb->n; i++) {
@@ -1297,22 +1273,18 @@ static int choose_path(struct layout_build *lb, struct pn_plan_layout *l, int pa
 	memcpy(path, b->path, (size_t)G);
 	/* natural orders as good as the best: best entry, best exit, least used ends */
 	for (s = 0; s < G && G > 1; s++) {
-		for (e = 0; e < G; e++) {
-			int8_t nat[PN_PLAN_MAX_GPUS];
-			int n = 0, w, sum, key[3];
+		int d;
 
-			if (e == s)
+		for (d = 1; d < G; d++) {
+			int8_t nat[PN_PLAN_MAX_GPUS];
+			int key[3];
+
+			e = (s - d + G) % G;
+			natural(G, s, e, nat);
+			if (path_cost(l, in, out, 0, nat, G) != b->cost)
 				continue;
-			nat[n++] = (int8_t)s;
-			for (k = 1; k < G; k++)
-				if ((s + k) % G != e)
-					nat[n++] = (int8_t)((s + k) % G);
-			nat[n++] = (int8_t)e;
-			path_cost(l, in, out, 0, nat, G, &w, &sum);
-			if (w != b->score || sum != b->sum)
-				continue;
-			key[0] = gn_score(l, s, in);
-			key[1] = gn_score(l, e, out);
+			key[0] = step_level(l->gn[s * l->nnics + in]);
+			key[1] = step_level(l->gn[e * l->nnics + out]);
 			key[2] = u[s] + u[e];
 			if (key[0] < bk[0] || (key[0] == bk[0] && (key[1] < bk[1] ||
 			    (key[1] == bk[1] && key[2] < bk[2])))) {
@@ -1343,14 +1315,13 @@ static int reverse_or_best(struct pn_plan_layout *l, int in, int out, int8_t *pa
 {
 	const struct pn_plan_best *b = get_best(l, in, out);
 	int8_t r[PN_PLAN_MAX_GPUS];
-	int k, w, sum;
+	int k;
 
 	if (!b)
 		return -ENOMEM;
 	for (k = 0; k < l->ngpus; k++)
 		r[k] = path[l->ngpus - 1 - k];
-	path_cost(l, in, out, 0, r, l->ngpus, &w, &sum);
-	if (w <= b->score && sum <= b->sum)
+	if (path_cost(l, in, out, 0, r, l->ngpus) <= b->cost)
 		memcpy(path, r, (size_t)l->ngpus);
 	else
 		memcpy(path, b->path, (size_t)l->ngpus);
@@ -1809,68 +1780,51 @@ static int nic_rail(const struct pn_plan_model *m, int node, int nic)
 	return m->layouts[m->nodes[node].layout].nics[nic].rail;
 }
 
-/* Worst step of a segment, described. */
-static void worst_step(const struct pn_plan *p, const struct pn_plan_ring *r,
-		       const struct pn_plan_seg *s, int N, char *buf, size_t len)
+static const char *level_name(int lv)
 {
-	const struct pn_plan_layout *l = &p->model->layouts[p->model->nodes[s->node].layout];
-	const int *g = r->gpus + s->off;
-	int k, w = -1, v;
-	char c[16];
+	static const char *const names[] = { "X", "NVLink", "PIX", "PXB", "PHB", "NODE", "SYS",
+					     "an unknown class" };
 
-	buf[0] = 0;
-	if (s->in_nic >= 0) {
-		w = pn_path_score(l->gn[g[0] * l->nnics + s->in_nic]);
-		snprintf(buf, len, "%s->%s over %s", l->nics[s->in_nic].name, l->gpus[g[0]].name,
-			 pn_path_name(l->gn[g[0] * l->nnics + s->in_nic], c, sizeof(c)));
-	}
-	for (k = 0; k + 1 < s->n; k++) {
-		v = pn_path_score(l->gg[g[k]][g[k + 1]]);
-		if (v > w) {
-			w = v;
-			snprintf(buf, len, "%s->%s over %s", l->gpus[g[k]].name, l->gpus[g[k + 1]].name,
-				 pn_path_name(l->gg[g[k]][g[k + 1]], c, sizeof(c)));
-		}
-	}
-	if (N == 1 && s->in_nic < 0 && s->n > 1) {
-		v = pn_path_score(l->gg[g[s->n - 1]][g[0]]);
-		if (v > w) {
-			w = v;
-			snprintf(buf, len, "%s->%s over %s", l->gpus[g[s->n - 1]].name,
-				 l->gpus[g[0]].name, pn_path_name(l->gg[g[s->n - 1]][g[0]], c, sizeof(c)));
-		}
-	}
-	if (s->out_nic >= 0) {
-		int e = g[s->n - 1];
-
-		v = pn_path_score(l->gn[e * l->nnics + s->out_nic]);
-		if (v > w)
-			snprintf(buf, len, "%s->%s over %s", l->gpus[e].name,
-				 l->nics[s->out_nic].name,
-				 pn_path_name(l->gn[e * l->nnics + s->out_nic], c, sizeof(c)));
-	}
+	return names[lv < LEVELS ? lv : LEVELS - 1];
 }
 
-static const char *score_name(int score)
+static void end_name(const struct pn_plan_layout *l, int v, char *buf, size_t len)
 {
-	if (score == 0)
-		return "X";
-	if (score < 100)
-		return "NVLink";
-	switch (score) {
-	case 100:
-		return "PIX";
-	case 200:
-		return "PXB";
-	case 300:
-		return "PHB";
-	case 400:
-		return "NODE";
-	case 500:
-		return "SYS";
-	default:
-		return "unknown";
-	}
+	snprintf(buf, len, "%s", v < 0 ? l->nics[-1 - v].name : l->gpus[v].name);
+}
+
+/*
+ * A segment whose GPU order is worse than the best for its NICs: the worst
+ * class where it needs more steps, e.g. "2 steps over SYS (first GPU1->GPU2)
+ * where 1 suffices".
+ */
+static void path_excess(struct pn_plan *p, const struct pn_plan_ring *r,
+			const struct pn_plan_seg *s, int N, char *buf, size_t len)
+{
+	struct pn_plan_layout *l = &p->model->layouts[p->model->nodes[s->node].layout];
+	int cycle = N == 1 && s->in_nic < 0 && s->out_nic < 0, lv, k;
+	const struct pn_plan_best *b = get_best(l, cycle ? -1 : s->in_nic, cycle ? -1 : s->out_nic);
+	int8_t path[PN_PLAN_MAX_GPUS];
+	struct steps have, best;
+	char x[PN_PLAN_NAME], y[PN_PLAN_NAME];
+
+	buf[0] = 0;
+	if (!b)
+		return;
+	for (k = 0; k < s->n; k++)
+		path[k] = (int8_t)r->gpus[s->off + k];
+	path_steps(l, s->in_nic, s->out_nic, cycle, path, s->n, &have);
+	path_steps(l, b->in, b->out, cycle, b->path, b->n, &best);
+	for (lv = LEVELS - 1; lv >= 0; lv--)
+		if (have.count[lv] != best.count[lv])
+			break;
+	if (lv < 0 || have.count[lv] < best.count[lv])
+		return;
+	end_name(l, have.from[lv], x, sizeof(x));
+	end_name(l, have.to[lv], y, sizeof(y));
+	snprintf(buf, len, "%d step%s over %s (first %s->%s) where %d suffice%s", have.count[lv],
+		 have.count[lv] == 1 ? "" : "s", level_name(lv), x, y, best.count[lv],
+		 best.count[lv] == 1 ? "s" : "");
 }
 
 int pn_plan_validate(struct pn_plan *p, struct pn_plan_msgs *viol)
@@ -1878,7 +1832,7 @@ int pn_plan_validate(struct pn_plan *p, struct pn_plan_msgs *viol)
 	struct pn_plan_model *m = p->model;
 	int N = m->nnodes, r, i, k, found = 0, *rails = NULL, nrails = 0, ret;
 	unsigned *seen = NULL, *nseen = NULL;
-	char a[96];
+	char a[256];
 
 #define VIOL(...)                                                                              \
 	do {                                                                                   \
@@ -1964,20 +1918,19 @@ int pn_plan_validate(struct pn_plan *p, struct pn_plan_msgs *viol)
 		for (i = 0; i < ring->nseg; i++) {
 			const struct pn_plan_seg *s = &ring->seg[i];
 			struct pn_plan_layout *l = &m->layouts[m->nodes[s->node].layout];
-			int have, best;
+			long long have, best;
 
 			if (s->n != l->ngpus)
 				continue;
-			have = pn_plan_seg_score(p, ring, s, N);
-			best = pn_plan_best_score(l, N == 1 ? -1 : s->in_nic, N == 1 ? -1 : s->out_nic);
+			have = pn_plan_seg_cost(p, ring, s, N);
+			best = pn_plan_best_cost(l, N == 1 ? -1 : s->in_nic, N == 1 ? -1 : s->out_nic);
 			if (best < 0) {
-				ret = best;
+				ret = (int)best;
 				goto fail;
 			}
 			if (have > best) {
-				worst_step(p, ring, s, N, a, sizeof(a));
-				VIOL("ring %d: %s path %s, but %s is possible%s%s%s%s", r,
-				     m->nodes[s->node].host, a, score_name(best),
+				path_excess(p, ring, s, N, a, sizeof(a));
+				VIOL("ring %d: %s order takes %s%s%s%s%s", r, m->nodes[s->node].host, a,
 				     s->in_nic >= 0 ? " from " : "",
 				     s->in_nic >= 0 ? l->nics[s->in_nic].name : "",
 				     s->out_nic >= 0 ? " to " : "",

@@ -90,7 +90,7 @@ struct pn_plan_layout {
 	struct pn_plan_path gg[PN_PLAN_MAX_GPUS][PN_PLAN_MAX_GPUS];
 	struct pn_plan_path *gn;	/* [gpu * nnics + nic] */
 	uint64_t hash;			/* of the content above, to share layouts */
-	struct pn_plan_best *best;	/* cache of best paths (pn_plan_best_score) */
+	struct pn_plan_best *best;	/* cache of best paths (pn_plan_best_cost) */
 	int nbest, capbest;
 };
 
@@ -215,11 +215,15 @@ int pn_plan_analyze(struct pn_plan *p, double pcie_gbs);
 /* Append one line per violation; returns the number found (>= 0) or -errno. */
 int pn_plan_validate(struct pn_plan *p, struct pn_plan_msgs *viol);
 
-/* Best achievable path class (score) through a node for given in/out NICs. */
-int pn_plan_best_score(struct pn_plan_layout *l, int in_nic, int out_nic);
-/* Worst score along one segment (entry, GPU hops, exit; wrap for a one-node ring). */
-int pn_plan_seg_score(const struct pn_plan *p, const struct pn_plan_ring *r,
-		      const struct pn_plan_seg *s, int nnodes);
+/*
+ * Path cost through a node (steps NIC->GPU, GPU->GPU, GPU->NIC, and the
+ * closing hop of a one-node ring): lower is better, comparing the number of
+ * steps per path class, worst class first.  Best achievable for given NICs
+ * (-1: none), and that of one segment of a ring.
+ */
+long long pn_plan_best_cost(struct pn_plan_layout *l, int in_nic, int out_nic);
+long long pn_plan_seg_cost(const struct pn_plan *p, const struct pn_plan_ring *r,
+			   const struct pn_plan_seg *s, int nnodes);
 
 /* Allocate a ring with room for nseg segments and ngpus GPU entries. */
 int pn_plan_ring_alloc(struct pn_plan_ring *r, int nseg, int ngpus);

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# penny ring-plan: golden plans (1, 2, 3, 4, 16 nodes x 8 GPUs x 8 NICs, uneven
+# inputs from topology files), JSON, option errors and exit codes.
+# PENNY_UPDATE_GOLDEN=1 rewrites tests/fixtures/plan/golden/.
+. "$(dirname "$0")/../lib.sh"
+
+FIX=$TOP/tests/fixtures/plan
+GOLD=$FIX/golden
+T=$FIX/topo
+
+# golden NAME ARGS...: the text output must match $GOLD/NAME.txt
+golden() {
+	local name=$1
+	shift
+	penny ring-plan "$@" >"$name.out" 2>"$name.err"
+	echo "exit $?" >>"$name.out"
+	if [ "${PENNY_UPDATE_GOLDEN:-}" = 1 ]; then
+		cp "$name.out" "$GOLD/$name.txt"
+	fi
+	test_cmp "$GOLD/$name.txt" "$name.out"
+}
+
+for n in 1 2 3 4 16; do
+	test_expect_success "golden plan: $n nodes x 8 GPUs x 8 NICs" "
+		golden synth-${n}x8x8 --nodes $n --gpus 8 --nics 8
+	"
+done
+test_expect_success 'golden plan: 3 nodes x 4 GPUs x 2 NICs, PCIe only, 2 GPUs per NIC' '
+	golden synth-3x4x2-pcie --nodes 3 --gpus 4 --nics 2 --gpus-per-nic 2 --nvlinks 0
+'
+test_expect_success 'golden plan: 2 nodes x 4 GPUs x 8 NICs (two NICs per GPU)' '
+	golden synth-2x4x8 --nodes 2 --gpus 4 --nics 8
+'
+test_expect_success 'golden plan: topology files, node03 lacks mlx5_5 (rail 5 left out)' '
+	golden topo-missing-nic --topo-file $T/h100-node01.json,$T/h100-node02.json \
+		--topo-file $T/uneven-node03-no-mlx5_5.json,$T/h100-node04.json &&
+	grep -q "^note: rail 5 left out: node03 has no NIC on rail 5$" topo-missing-nic.out &&
+	grep -q "^note: degraded: 7 of 8 rails in use" topo-missing-nic.out
+'
+test_expect_success 'golden plan: topology files, a port down, a GPU without a rail' '
+	golden topo-port-down --topo-file $T/h100-node01.json,$T/uneven-node02-port-down.json &&
+	grep -q "rail 1 left out: node02 mlx5_1 port 1 is DOWN" topo-port-down.out &&
+	golden topo-gpu-norail --topo-file $T/h100-node01.json,$T/uneven-node02-gpu3-norail.json &&
+	grep -q "no GPU is near mlx5_3 (rail 3) on node02" topo-gpu-norail.out
+'
+test_expect_success 'golden plan: topology files, mismatched rail counts (8 and 4 NICs)' '
+	golden topo-4nics --topo-file $T/h100-node01.json,$T/uneven-node05-4nics.json --summary
+'
+test_expect_success 'golden plan: storage NICs left out with --rails, nodes ordered by --hosts' '
+	golden topo-rails --topo-file $T/h100s-node01.json,$T/h100s-node02.json \
+		--rails mlx5_0:1:0,mlx5_1:1:1,mlx5_2:1:2,mlx5_3:1:3,mlx5_4:1:4,mlx5_5:1:5,mlx5_6:1:6,mlx5_7:1:7 \
+		--hosts snode02,snode01
+'
+test_expect_success 'every golden plan has every ring on every node and no violations' '
+	for f in "$GOLD"/synth-*.txt "$GOLD"/topo-*.txt; do
+		grep -q "^0 violations$" "$f" && grep -q "^exit 0$" "$f" || { echo "$f"; exit 1; }
+	done
+'
+test_expect_success 'the 16-node plan: 8 rings of 16 node lines, all NICs 1 send + 1 receive' '
+	test "$(grep -c "^  node" synth-16x8x8.out)" -eq 128 &&
+	test "$(grep -cE "^  mlx5_[0-7] +[0-7] +1 +1  all 16$" synth-16x8x8.out)" -eq 8
+'
+test_expect_success '--json is one valid JSON object with the rings and loads' '
+	penny ring-plan --nodes 3 --gpus 4 --nics 4 --json >p.json &&
+	json_valid p.json && test "$(wc -l <p.json)" -eq 1 &&
+	python3 -c "
+import json; d = json.load(open(\"p.json\"))
+assert d[\"nnodes\"] == 3 and d[\"nranks\"] == 12 and d[\"nrings\"] == 4, d
+assert d[\"violations\"] == [] and d[\"degraded\"] is False
+r = d[\"rings\"][0]
+assert [s[\"node\"] for s in r[\"segments\"]] == [\"node01\", \"node02\", \"node03\"]
+for ring in d[\"rings\"]:
+    for h in ring[\"hops\"]:
+        assert h[\"rail\"] == h[\"recv_rail\"], h
+assert all(x[\"send\"] == 1 and x[\"recv\"] == 1 for x in d[\"nic_load\"])
+assert d[\"bandwidth\"][\"busbw_gbs\"] == 200
+"
+'
+test_expect_success 'no model: live planning needs penny topo, exit 2 with a clear line' '
+	test_exit 2 penny ring-plan 2>err &&
+	test "$(wc -l <err)" -eq 1 && grep -q "no cluster model: give --topo-file" err &&
+	grep -q "needs .penny topo., which this build does not have" err
+'
+test_expect_success 'usage errors exit 2 with one line' '
+	test_exit 2 penny ring-plan --nodes 2 --topo-file $T/h100-node01.json 2>err &&
+	grep -q "not both" err &&
+	test_exit 2 penny ring-plan --gpus 4 2>err && grep -q "needs --nodes" err &&
+	test_exit 2 penny ring-plan --nodes 2 --gpus 17 2>err && grep -q "between 1 and 16" err &&
+	test_exit 2 penny ring-plan --nodes 2 --rails mlx5_0:1 2>err && grep -q "dev:port:rail" err &&
+	test_exit 2 penny ring-plan --nodes 2 --rings 3 2>err && grep -q "not a multiple" err &&
+	test_exit 2 penny ring-plan --nodes 2 --hosts a,b,c 2>err && grep -q "more hosts" err &&
+	test_exit 2 penny ring-plan --topo-file nope.json 2>err && grep -q "cannot open .nope.json." err &&
+	test_exit 2 penny ring-plan --nodes 2 extra 2>err && grep -q "unexpected argument" err &&
+	test_exit 2 penny ring-plan --check x.json --rings 2 2>err && grep -q "for planning" err
+'
+test_expect_success 'broken topology files are refused precisely' '
+	printf "{\"version\": 1, \"host\": \"h\", \"gpus\": [{\"name\": \"GPU0\"}], \"rails\": [{\"gpu\": \"GPU9\", \"nics\": []}]}" >bad.json &&
+	test_exit 2 penny ring-plan --topo-file bad.json 2>err &&
+	grep -q "bad.json. line 1: rails: unknown GPU .GPU9." err &&
+	printf "{\"version\": 1,\n \"host\": }" >bad2.json &&
+	test_exit 2 penny ring-plan --topo-file bad2.json 2>err && grep -q "bad2.json.: line 2 column 10" err &&
+	test_exit 2 penny ring-plan --topo-file $T/h100-node01.json,$T/h100-node01.json 2>err &&
+	grep -q "host .node01. appears twice" err
+'
+test_expect_success 'no rail usable on every node: refused with the reason, exit 2' '
+	test_exit 2 penny ring-plan --topo-file $T/h100-node01.json,$T/uneven-node06-nonics.json 2>err &&
+	grep -q "no rail has an active NIC on every node (8 rails; first: node06 has no NIC on rail 0)" err
+'
+test_expect_success '--no-degrade refuses a degraded cluster with exit 1 and the reasons' '
+	test_exit 1 penny ring-plan --no-degrade --topo-file $T/h100-node01.json,$T/uneven-node02-port-down.json 2>err &&
+	grep -q "rail 1 left out: node02 mlx5_1 port 1 is DOWN" err &&
+	grep -q "refusing to plan around 1 missing rail" err &&
+	penny ring-plan --no-degrade --nodes 2 --summary >/dev/null
+'
+test_expect_success 'completion lists the ring-plan options' '
+	penny __complete ring-plan | cut -f1 | grep -qx -- --nccl-graph &&
+	penny __complete ring-plan | cut -f1 | grep -qx -- --topo-file
+'
+test_done
