@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-struct pn_cli pn_cli = { .rank = -1, .nranks = -1, .timeout = 60.0 };
+struct pn_cli pn_cli = { .np = -1, .rank = -1, .nranks = -1, .timeout = 60.0 };
 
 static const struct pn_cmd commands[] = {
 	{ "topo", cmd_not_built, no_options, CMD_SYSFS | CMD_NOT_BUILT, "",
@@ -27,7 +27,7 @@ static const struct pn_cmd commands[] = {
 	  "RDMA bandwidth and latency test (like ib_write_bw)" },
 	{ "ring-plan", cmd_ring_plan, ring_plan_options, CMD_SYSFS, "",
 	  "rail-aligned ring planner, validation and NCCL graph export" },
-	{ "allreduce-test", cmd_not_built, no_options, CMD_SYSFS | CMD_LAUNCH, "",
+	{ "allreduce-test", cmd_allreduce_test, allreduce_test_options, CMD_SYSFS | CMD_LAUNCH, "",
 	  "allreduce correctness and performance sweep (like all_reduce_perf)" },
 	{ "top", cmd_not_built, no_options, CMD_SYSFS | CMD_NOT_BUILT, "",
 	  "live per-NIC traffic view" },
@@ -70,20 +70,42 @@ static const struct pn_cmd *find_cmd(const char *name)
 	return NULL;
 }
 
+/* One write per message, so the lines of several ranks never interleave. */
+static void say(const char *cmd, const char *fmt, va_list ap)
+{
+	char line[1024];
+	int n = snprintf(line, sizeof(line), "penny %s: ", cmd);
+
+	if (n < 0 || n >= (int)sizeof(line))
+		n = 0;
+	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	n = (int)strlen(line);
+	line[n++] = '\n';
+	if (write(STDERR_FILENO, line, (size_t)n) < 0)
+		return;
+}
+
+static void say_fmt(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(cmd, fmt, ap);
+	va_end(ap);
+}
+
 void pn_cmd_error(const struct pn_ctx *ctx, int code)
 {
-	fprintf(stderr, "penny %s: %s\n", ctx->name, pn_errmsg(code));
+	say_fmt(ctx->name, "%s", pn_errmsg(code));
 }
 
 int pn_cmd_fail(const struct pn_ctx *ctx, int code, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "penny %s: ", ctx->name);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say(ctx->name, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return code;
 }
 
@@ -123,7 +145,7 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 		return ret;
 	if (pn_cli.help) {
 		cmd_help(c, stdout);
-		return fflush(stdout) || ferror(stdout) ? 1 : 0;
+		return 0;
 	}
 	if (pn_cli.debug) {
 		ret = pn_debug_parse(pn_cli.debug, &pn_debug_mask);
@@ -143,14 +165,14 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 			return 2;
 		}
 	}
+	static struct pn_boot_cfg cfg;
+
 	if (c->flags & CMD_LAUNCH) {
-		if (pn_cli.np < 0 || pn_cli.np > 1024)
+		if (pn_cli.np == 0 || pn_cli.np > 1024 || pn_cli.np < -1)
 			return pn_cmd_fail(&ctx, 2, "--np must be between 1 and 1024");
 		if (pn_cli.timeout <= 0)
 			return pn_cmd_fail(&ctx, 2, "--timeout must be positive");
 		if (pn_cli.np > 0) {
-			struct pn_boot_cfg cfg;
-
 			pn_boot_cfg_init(&cfg);
 			cfg.timeout = pn_cli.timeout;
 			fflush(NULL);
@@ -162,6 +184,7 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 			if (is_parent)
 				return status;
 			ctx.rank = cfg.rank;
+			ctx.launch = &cfg;
 		}
 	}
 	ctx.out = pn_out_new(stdout, pn_cli.json);
@@ -197,10 +220,9 @@ static int complete(int argc, char **argv)
 	return 0;
 }
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
 	const struct pn_cmd *c;
-	int ret;
 
 	if (argc < 2) {
 		usage(stderr);
@@ -212,14 +234,14 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
-		return fflush(stdout) || ferror(stdout) ? 1 : 0;
+		return 0;
 	}
 	if (!strcmp(argv[1], "__complete"))
 		return complete(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "help")) {
 		if (argc < 3) {
 			usage(stdout);
-			return fflush(stdout) || ferror(stdout) ? 1 : 0;
+			return 0;
 		}
 		c = find_cmd(argv[2]);
 		if (!c) {
@@ -227,7 +249,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		cmd_help(c, stdout);
-		return fflush(stdout) || ferror(stdout) ? 1 : 0;
+		return 0;
 	}
 	if (argv[1][0] == '-') {
 		fprintf(stderr, "penny: unknown option '%s' (see 'penny --help')\n", argv[1]);
@@ -238,7 +260,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "penny: unknown command '%s' (see 'penny --help')\n", argv[1]);
 		return 2;
 	}
-	ret = run_cmd(c, argc - 1, argv + 1);
+	return run_cmd(c, argc - 1, argv + 1);
+}
+
+int main(int argc, char **argv)
+{
+	int ret = dispatch(argc, argv);
+
+	/* like git's run_builtin: a result that could not be written is a failure */
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, "penny: write error on standard output\n");
 		return ret ? ret : 1;

@@ -4,6 +4,7 @@
 #define PENNY_CMD_H
 
 #include "opt.h"
+#include "../src/boot.h"
 #include "../src/out.h"
 
 #define PENNY_VERSION "0.1.0"
@@ -33,6 +34,7 @@ struct pn_ctx {
 	const char *name;	/* subcommand */
 	struct pn_out *out;	/* stdout, text or JSON */
 	int rank;		/* after self-launch: this process's rank (-1 unknown) */
+	const struct pn_boot_cfg *launch; /* self-launch: rank, root, cookie; else NULL */
 };
 
 typedef int (*pn_cmd_fn)(struct pn_ctx *ctx, int argc, char **argv);

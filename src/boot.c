@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,7 +91,7 @@ static void hex_cookie(const char *s, uint8_t cookie[16], int *have)
 
 int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg)
 {
-	int r = -1, n = -1, lr = -1;
+	int r = -1, n = -1, lr = -1, ls = -1;
 	const char *s;
 	static char rootbuf[300];
 
@@ -102,11 +103,13 @@ int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg)
 	} else if (!env_int("OMPI_COMM_WORLD_RANK", &r) && !env_int("OMPI_COMM_WORLD_SIZE", &n)) {
 		env_int("OMPI_COMM_WORLD_LOCAL_RANK", &lr);
 		snprintf(cfg->launcher, sizeof(cfg->launcher), "mpirun");
+		cfg->single_node = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", &ls) == 0 && ls == n;
 		if ((s = getenv("OMPI_MCA_ess_base_jobid")) || (s = getenv("PMIX_NAMESPACE")))
 			snprintf(cfg->jobid, sizeof(cfg->jobid), "%s", s);
 	} else if (!env_int("SLURM_PROCID", &r) && !env_int("SLURM_NTASKS", &n)) {
 		env_int("SLURM_LOCALID", &lr);
 		snprintf(cfg->launcher, sizeof(cfg->launcher), "srun");
+		cfg->single_node = env_int("SLURM_NNODES", &ls) == 0 && ls == 1;
 		if ((s = getenv("SLURM_JOB_ID")))
 			snprintf(cfg->jobid, sizeof(cfg->jobid), "%s.%s", s,
 				 getenv("SLURM_STEP_ID") ? getenv("SLURM_STEP_ID") : "0");
@@ -116,6 +119,7 @@ int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg)
 	} else if (!env_int("RANK", &r) && !env_int("WORLD_SIZE", &n)) {
 		env_int("LOCAL_RANK", &lr);
 		snprintf(cfg->launcher, sizeof(cfg->launcher), "torchrun");
+		cfg->single_node = env_int("LOCAL_WORLD_SIZE", &ls) == 0 && ls == n;
 		if ((s = getenv("TORCHELASTIC_RUN_ID")))
 			snprintf(cfg->jobid, sizeof(cfg->jobid), "%s", s);
 	} else {
@@ -163,6 +167,32 @@ static int random_bytes(uint8_t *buf, size_t len)
 	n = read(fd, buf, len);
 	close(fd);
 	return n == (ssize_t)len ? 0 : -EIO;
+}
+
+/*
+ * Like mpirun's default for small jobs: when every rank can have a core of
+ * its own, pin rank i to the i-th allowed CPU (PENNY_BIND=none keeps them
+ * free).  Busy-polling ranks then do not chase each other across cores.
+ */
+static void bind_rank(int i, int np)
+{
+	cpu_set_t allowed, one;
+	const char *b = getenv("PENNY_BIND");
+	int cpu, k = 0;
+
+	if ((b && !strcmp(b, "none")) || sched_getaffinity(0, sizeof(allowed), &allowed) ||
+	    np > CPU_COUNT(&allowed))
+		return;
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &allowed))
+			continue;
+		if (k++ == i) {
+			CPU_ZERO(&one);
+			CPU_SET(cpu, &one);
+			sched_setaffinity(0, sizeof(one), &one);
+			return;
+		}
+	}
 }
 
 int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status)
@@ -221,6 +251,7 @@ int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status
 		}
 		if (pid == 0) {
 			free(pids);
+			bind_rank(i, np);
 			cfg->rank = i;
 			cfg->local_rank = i;
 			if (i == 0) {
@@ -273,5 +304,795 @@ int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status
 	}
 	free(pids);
 	*status = worst;
+	return 0;
+}
+
+/* ---- wire format ---- */
+
+void pn_wire_hdr_init(struct pn_wire_hdr *h, const uint8_t cookie[16], uint16_t type,
+		      uint32_t src, uint32_t seq, uint64_t len)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = PN_BOOT_MAGIC;
+	h->version = PN_BOOT_VERSION;
+	h->type = type;
+	memcpy(h->cookie, cookie, 16);
+	h->src = src;
+	h->seq = seq;
+	h->len = len;
+}
+
+int pn_wire_hdr_check(const struct pn_wire_hdr *h, const uint8_t cookie[16], uint16_t type,
+		      uint64_t max_len)
+{
+	if (h->magic != PN_BOOT_MAGIC)
+		return pn_err(-EPROTO, "bad magic 0x%08x", h->magic);
+	if (h->version != PN_BOOT_VERSION)
+		return pn_err(-EPROTO, "protocol version %u, expected %u", h->version,
+			      PN_BOOT_VERSION);
+	if (memcmp(h->cookie, cookie, 16))
+		return pn_err(-EPROTO, "wrong job cookie");
+	if (type && h->type != type && h->type != PN_MSG_ABORT)
+		return pn_err(-EPROTO, "message type %u, expected %u", h->type, type);
+	if (h->len > max_len)
+		return pn_err(-EPROTO, "message of %llu bytes, at most %llu expected",
+			      (unsigned long long)h->len, (unsigned long long)max_len);
+	return 0;
+}
+
+/* ---- sockets with deadlines ---- */
+
+struct pn_boot {
+	struct pn_boot_cfg cfg;
+	int rank, nranks;
+	int *fds;		/* root: fd per rank; others: fds[0] = root */
+	struct pn_wire_hello *hello; /* every rank's hello */
+	int *node;		/* node index per rank */
+	int nnodes, local_rank, local_size;
+	uint32_t seq;
+	char *buf;		/* root's gather buffer */
+	size_t buflen;
+};
+
+static double deadline_left(double deadline)
+{
+	double l = deadline - pn_now();
+
+	return l > 0 ? l : 0;
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ? -errno : 0;
+}
+
+/* Write all bytes before the deadline. */
+static int write_full(int fd, const void *buf, size_t len, double deadline)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+			int ms = (int)(deadline_left(deadline) * 1000);
+
+			if (ms <= 0)
+				return -ETIMEDOUT;
+			poll(&pfd, 1, ms > 100 ? 100 : ms);
+			continue;
+		}
+		return n < 0 ? -errno : -EPIPE;
+	}
+	return 0;
+}
+
+/* Read exactly len bytes before the deadline; -EPIPE when the peer closed. */
+static int read_full(int fd, void *buf, size_t len, double deadline)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = recv(fd, p, len, 0);
+
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return -EPIPE;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			struct pollfd pfd = { .fd = fd, .events = POLLIN };
+			int ms = (int)(deadline_left(deadline) * 1000);
+
+			if (ms <= 0)
+				return -ETIMEDOUT;
+			poll(&pfd, 1, ms > 100 ? 100 : ms);
+			continue;
+		}
+		return -errno;
+	}
+	return 0;
+}
+
+/* Header and payload in one buffer, one send: no Nagle/delayed-ACK stall. */
+static int send_msg(struct pn_boot *b, int fd, uint16_t type, const void *payload, size_t len,
+		    double deadline)
+{
+	struct pn_wire_hdr h;
+	char small[512], *buf = small;
+	int ret;
+
+	pn_wire_hdr_init(&h, b->cfg.cookie, type, (uint32_t)b->rank, b->seq, len);
+	if (sizeof(h) + len > sizeof(small)) {
+		buf = malloc(sizeof(h) + len);
+		if (!buf)
+			return -ENOMEM;
+	}
+	memcpy(buf, &h, sizeof(h));
+	if (len)
+		memcpy(buf + sizeof(h), payload, len);
+	ret = write_full(fd, buf, sizeof(h) + len, deadline);
+	if (buf != small)
+		free(buf);
+	return ret;
+}
+
+static const char *rank_host(const struct pn_boot *b, int r)
+{
+	return b->hello && b->hello[r].host[0] ? b->hello[r].host : "?";
+}
+
+static int peer_error(struct pn_boot *b, int r, int ret, const char *what)
+{
+	if (ret == -ETIMEDOUT)
+		return pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for rank %d (host %s) in %s",
+			      b->cfg.timeout, r, rank_host(b, r), what);
+	if (ret == -EPIPE || ret == -ECONNRESET)
+		return pn_err(-EPIPE, "rank %d (host %s) closed the connection during %s: "
+			      "it failed or was killed", r, rank_host(b, r), what);
+	if (ret == -ECANCELED)
+		return ret; /* message already set (abort from a peer) */
+	return pn_err(ret, "%s with rank %d (host %s): %s", what, r, rank_host(b, r),
+		      strerror(-ret));
+}
+
+/* Receive one message of the expected type from rank r into buf (len exact). */
+static int recv_msg(struct pn_boot *b, int r, uint16_t type, void *buf, size_t len,
+		    double deadline, const char *what)
+{
+	struct pn_wire_hdr h;
+	int fd = b->rank == 0 ? b->fds[r] : b->fds[0];
+	int ret;
+
+	ret = read_full(fd, &h, sizeof(h), deadline);
+	if (ret)
+		return peer_error(b, r, ret, what);
+	ret = pn_wire_hdr_check(&h, b->cfg.cookie, type, PN_WIRE_MAX_PAYLOAD);
+	if (ret)
+		return pn_err_ctx(ret, "bad message from rank %d (host %s)", r, rank_host(b, r));
+	if (h.type == PN_MSG_ABORT) {
+		char text[256] = "";
+		size_t n = h.len < sizeof(text) - 1 ? h.len : sizeof(text) - 1;
+
+		read_full(fd, text, n, deadline);
+		return pn_err(-ECANCELED, "%s", text[0] ? text : "a peer aborted the job");
+	}
+	if (h.len != len || h.seq != b->seq)
+		return pn_err(-EPROTO, "rank %d (host %s) sent %llu bytes for step %u, expected %zu for "
+			      "step %u (ranks disagree on the work)", r, rank_host(b, r),
+			      (unsigned long long)h.len, h.seq, len, b->seq);
+	if (len) {
+		ret = read_full(fd, buf, len, deadline);
+		if (ret)
+			return peer_error(b, r, ret, what);
+	}
+	return 0;
+}
+
+static int resolve(const char *host, int port, struct sockaddr_storage *ss, socklen_t *sl)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL;
+	char ps[16];
+	int ret;
+
+	snprintf(ps, sizeof(ps), "%d", port);
+	ret = getaddrinfo(host, ps, &hints, &res);
+	if (ret || !res)
+		return pn_err(-EHOSTUNREACH, "cannot resolve '%s': %s", host, gai_strerror(ret));
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	*sl = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}
+
+static int root_listen(struct pn_boot *b, const char *host, int port)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	int fd, one = 1, ret;
+
+	ret = resolve(host, port, &ss, &sl);
+	if (ret)
+		return ret;
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return pn_err(-errno, "socket: %s", strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, sl)) {
+		/* the root name may not be a local address (NAT, alias): any */
+		struct sockaddr_in any = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+
+		if (ss.ss_family != AF_INET || bind(fd, (struct sockaddr *)&any, sizeof(any))) {
+			ret = pn_err(-errno, "cannot listen on %s:%d: %s", host, port, strerror(errno));
+			close(fd);
+			return ret;
+		}
+	}
+	if (listen(fd, 1024)) {
+		ret = pn_err(-errno, "listen on %s:%d: %s", host, port, strerror(errno));
+		close(fd);
+		return ret;
+	}
+	b->cfg.listen_fd = fd;
+	return 0;
+}
+
+static int connect_root(struct pn_boot *b, const char *host, int port, double deadline)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	int ret, delay_ms = 10;
+
+	ret = resolve(host, port, &ss, &sl);
+	if (ret)
+		return ret;
+	for (;;) {
+		int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+		if (fd < 0)
+			return pn_err(-errno, "socket: %s", strerror(errno));
+		if (!connect(fd, (struct sockaddr *)&ss, sl)) {
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+			set_nonblock(fd);
+			b->fds[0] = fd;
+			return 0;
+		}
+		ret = -errno;
+		close(fd);
+		if (ret != -ECONNREFUSED && ret != -ETIMEDOUT && ret != -EHOSTUNREACH &&
+		    ret != -ENETUNREACH)
+			return pn_err(ret, "cannot connect to rank 0 at %s:%d: %s", host, port,
+				      strerror(-ret));
+		if (pn_now() + delay_ms / 1000.0 > deadline)
+			return pn_err(-ETIMEDOUT, "timed out after %.0f s connecting to rank 0 at %s:%d",
+				      b->cfg.timeout, host, port);
+		usleep((useconds_t)delay_ms * 1000);
+		if (delay_ms < 200)
+			delay_ms *= 2;
+	}
+}
+
+/* A connection to the root that has not yet said who it is. */
+struct pending {
+	int fd;
+	size_t got;
+	double since;
+	struct {
+		struct pn_wire_hdr h;
+		struct pn_wire_hello hello;
+	} msg;
+};
+
+_Static_assert(sizeof(struct pn_wire_hdr) == 40, "wire header layout");
+_Static_assert(sizeof(((struct pending *)0)->msg) ==
+		       sizeof(struct pn_wire_hdr) + sizeof(struct pn_wire_hello),
+	       "hello message has no padding");
+
+/*
+ * Root: accept until every rank said a valid hello.  Strangers (wrong magic,
+ * version, cookie, size, duplicate rank) are logged and dropped; a
+ * connection that says nothing within a few seconds is dropped too.
+ */
+static int root_accept(struct pn_boot *b, double deadline)
+{
+	struct pending pend[64];
+	int npend = 0, have = 1, i;
+
+	memset(pend, 0, sizeof(pend));
+	set_nonblock(b->cfg.listen_fd);
+	while (have < b->nranks) {
+		struct pollfd pfd[65];
+		int ms = (int)(deadline_left(deadline) * 1000);
+
+		if (ms <= 0) {
+			char missing[256] = "";
+			size_t n = 0;
+
+			for (i = 1; i < b->nranks && n < sizeof(missing) - 16; i++)
+				if (b->fds[i] < 0)
+					n += (size_t)snprintf(missing + n, sizeof(missing) - n, "%s%d",
+							      n ? "," : "", i);
+			for (i = 0; i < npend; i++)
+				close(pend[i].fd);
+			return pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for ranks %s to join "
+				      "(%d of %d joined)", b->cfg.timeout, missing, have, b->nranks);
+		}
+		pfd[0].fd = b->cfg.listen_fd;
+		pfd[0].events = POLLIN;
+		for (i = 0; i < npend; i++) {
+			pfd[i + 1].fd = pend[i].fd;
+			pfd[i + 1].events = POLLIN;
+		}
+		poll(pfd, (nfds_t)npend + 1, ms > 200 ? 200 : ms);
+		if (pfd[0].revents & POLLIN) {
+			int fd = accept4(b->cfg.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+			if (fd >= 0) {
+				int one = 1;
+
+				setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+				if (npend < (int)PN_ARRAY_SIZE(pend)) {
+					memset(&pend[npend], 0, sizeof(pend[npend]));
+					pend[npend].fd = fd;
+					pend[npend].since = pn_now();
+					npend++;
+				} else {
+					close(fd);
+				}
+			}
+		}
+		for (i = 0; i < npend; i++) {
+			struct pending *p = &pend[i];
+			ssize_t n = recv(p->fd, (char *)&p->msg + p->got, sizeof(p->msg) - p->got, 0);
+			const char *why = NULL;
+			int r;
+
+			if (n > 0)
+				p->got += (size_t)n;
+			if (n == 0)
+				why = "closed before saying hello";
+			else if (p->got >= sizeof(p->msg.h) &&
+				 pn_wire_hdr_check(&p->msg.h, b->cfg.cookie, PN_MSG_HELLO,
+						   sizeof(p->msg.hello)))
+				why = pn_errmsg(-EPROTO);
+			else if (p->got >= sizeof(p->msg.h) &&
+				 p->msg.h.len != sizeof(p->msg.hello))
+				why = "hello of the wrong size";
+			else if (p->got < sizeof(p->msg) && pn_now() - p->since > 5.0)
+				why = "silent for 5 s";
+			if (!why && p->got == sizeof(p->msg)) {
+				r = (int)p->msg.hello.rank;
+				if (r <= 0 || r >= b->nranks || (int)p->msg.hello.nranks != b->nranks)
+					why = "rank or size out of range";
+				else if (b->fds[r] >= 0)
+					why = "duplicate rank";
+				if (!why) {
+					b->hello[r] = p->msg.hello;
+					b->hello[r].host[sizeof(b->hello[r].host) - 1] = 0;
+					b->hello[r].host_id[sizeof(b->hello[r].host_id) - 1] = 0;
+					b->fds[r] = p->fd;
+					have++;
+					PN_DBG(PN_LOG_BOOT, "rank %d joined from %s", r, b->hello[r].host);
+					pend[i] = pend[--npend];
+					i--;
+					continue;
+				}
+			}
+			if (why) {
+				PN_DBG(PN_LOG_BOOT, "dropped a connection to the rendezvous: %s", why);
+				fprintf(stderr, "penny: rank 0: dropped a connection to the rendezvous: %s\n",
+					why);
+				close(p->fd);
+				pend[i] = pend[--npend];
+				i--;
+			}
+		}
+	}
+	for (i = 0; i < npend; i++)
+		close(pend[i].fd);
+	return 0;
+}
+
+/*
+ * Launchers that give no rendezvous address but say the job is on one host:
+ * rank 0 listens on loopback and publishes "HOST:PORT COOKIE" in a file
+ * only this user can read, named after the job id; the others wait for it.
+ */
+static int file_rendezvous(struct pn_boot *b, double deadline)
+{
+	static char root[64];
+	char path[256], tmp[300], line[128];
+	const char *dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	struct pn_boot_cfg *cfg = &b->cfg;
+	int i;
+
+	snprintf(path, sizeof(path), "%s/penny-%d-%s.root", dir, (int)getuid(), cfg->jobid);
+	if (b->rank == 0) {
+		struct sockaddr_in sa = { .sin_family = AF_INET };
+		socklen_t sl = sizeof(sa);
+		FILE *f;
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+		if (fd < 0)
+			return pn_err(-errno, "socket: %s", strerror(errno));
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 1024) ||
+		    getsockname(fd, (struct sockaddr *)&sa, &sl) ||
+		    random_bytes(cfg->cookie, sizeof(cfg->cookie))) {
+			close(fd);
+			return pn_err(-EIO, "cannot listen on 127.0.0.1 for the rendezvous");
+		}
+		cfg->listen_fd = fd;
+		cfg->have_cookie = 1;
+		snprintf(root, sizeof(root), "127.0.0.1:%d", ntohs(sa.sin_port));
+		snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		f = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (!f)
+			return pn_err(-errno, "cannot write '%s': %s", tmp, strerror(errno));
+		fprintf(f, "%s ", root);
+		for (i = 0; i < 16; i++)
+			fprintf(f, "%02x", cfg->cookie[i]);
+		fprintf(f, "\n");
+		if (fclose(f) || rename(tmp, path))
+			return pn_err(-errno, "cannot write '%s': %s", path, strerror(errno));
+		cfg->root = root;
+		return 0;
+	}
+	for (;;) {
+		FILE *f = fopen(path, "r");
+		char hex[40];
+
+		if (f) {
+			int ok = fgets(line, sizeof(line), f) != NULL;
+
+			fclose(f);
+			if (ok && sscanf(line, "%63s %39s", root, hex) == 2) {
+				hex_cookie(hex, cfg->cookie, &cfg->have_cookie);
+				cfg->root = root;
+				return 0;
+			}
+		}
+		if (pn_now() > deadline)
+			return pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for rank 0 to publish "
+				      "'%s'", cfg->timeout, path);
+		usleep(10000);
+	}
+}
+
+/* Rank 0 removes the rendezvous file once everyone has joined. */
+static void file_rendezvous_done(struct pn_boot *b)
+{
+	char path[256];
+	const char *dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+
+	if (b->rank != 0 || !b->cfg.single_node || !b->cfg.jobid[0])
+		return;
+	snprintf(path, sizeof(path), "%s/penny-%d-%s.root", dir, (int)getuid(), b->cfg.jobid);
+	unlink(path);
+}
+
+static void fill_hello(struct pn_wire_hello *h, int rank, int nranks)
+{
+	memset(h, 0, sizeof(*h));
+	h->rank = (uint32_t)rank;
+	h->nranks = (uint32_t)nranks;
+	h->pid = (int32_t)getpid();
+	snprintf(h->host, sizeof(h->host), "%s", pn_hostname());
+	snprintf(h->host_id, sizeof(h->host_id), "%s", pn_host_id());
+}
+
+static void compute_nodes(struct pn_boot *b)
+{
+	int r, s;
+
+	b->nnodes = 0;
+	for (r = 0; r < b->nranks; r++) {
+		b->node[r] = -1;
+		for (s = 0; s < r; s++)
+			if (!strcmp(b->hello[s].host_id, b->hello[r].host_id)) {
+				b->node[r] = b->node[s];
+				break;
+			}
+		if (b->node[r] < 0)
+			b->node[r] = b->nnodes++;
+	}
+	b->local_rank = 0;
+	b->local_size = 0;
+	for (r = 0; r < b->nranks; r++) {
+		if (b->node[r] != b->node[b->rank])
+			continue;
+		if (r < b->rank)
+			b->local_rank++;
+		b->local_size++;
+	}
+}
+
+int pn_boot_init(struct pn_boot **out, const struct pn_boot_cfg *cfg)
+{
+	struct pn_boot *b = calloc(1, sizeof(*b));
+	double deadline;
+	char host[256];
+	int port = 0, ret = 0, i;
+
+	if (!b)
+		return pn_err(-ENOMEM, "out of memory");
+	b->cfg = *cfg;
+	b->rank = cfg->rank < 0 ? 0 : cfg->rank;
+	b->nranks = cfg->nranks < 1 ? 1 : cfg->nranks;
+	b->fds = malloc(sizeof(int) * (size_t)b->nranks);
+	b->hello = calloc((size_t)b->nranks, sizeof(*b->hello));
+	b->node = calloc((size_t)b->nranks, sizeof(int));
+	if (!b->fds || !b->hello || !b->node) {
+		ret = pn_err(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (i = 0; i < b->nranks; i++)
+		b->fds[i] = -1;
+	fill_hello(&b->hello[b->rank], b->rank, b->nranks);
+	deadline = pn_now() + cfg->timeout;
+	if (b->nranks > 1 && !cfg->root && cfg->single_node && cfg->jobid[0]) {
+		ret = file_rendezvous(b, deadline);
+		if (ret)
+			goto fail;
+		cfg = &b->cfg;
+	}
+	if (b->nranks > 1) {
+		if (!cfg->root) {
+			ret = pn_err(-EINVAL, "no rendezvous address for %d ranks: give --root HOST:PORT "
+				     "or set PENNY_ROOT (or MASTER_ADDR and MASTER_PORT)", b->nranks);
+			goto fail;
+		}
+		if (!cfg->have_cookie) {
+			ret = pn_err(-EINVAL, "no job cookie: set PENNY_COOKIE");
+			goto fail;
+		}
+		if (pn_parse_hostport(cfg->root, host, sizeof(host), &port) || !host[0]) {
+			ret = pn_err(-EINVAL, "bad rendezvous address '%s' (want HOST:PORT)", cfg->root);
+			goto fail;
+		}
+	}
+	if (b->nranks > 1 && b->rank == 0) {
+		if (b->cfg.listen_fd < 0) {
+			ret = root_listen(b, host, port);
+			if (ret)
+				goto fail;
+		}
+		ret = root_accept(b, deadline);
+		file_rendezvous_done(b);
+		close(b->cfg.listen_fd);
+		b->cfg.listen_fd = -1;
+		if (ret)
+			goto fail;
+		for (i = 1; i < b->nranks; i++) {
+			ret = send_msg(b, b->fds[i], PN_MSG_TABLE, b->hello,
+				       sizeof(*b->hello) * (size_t)b->nranks, deadline);
+			if (ret) {
+				ret = peer_error(b, i, ret, "rendezvous");
+				goto fail;
+			}
+		}
+	} else if (b->nranks > 1) {
+		ret = connect_root(b, host, port, deadline);
+		if (ret)
+			goto fail;
+		ret = send_msg(b, b->fds[0], PN_MSG_HELLO, &b->hello[b->rank],
+			       sizeof(b->hello[b->rank]), deadline);
+		if (!ret)
+			ret = recv_msg(b, 0, PN_MSG_TABLE, b->hello,
+				       sizeof(*b->hello) * (size_t)b->nranks, deadline, "rendezvous");
+		else
+			ret = peer_error(b, 0, ret, "rendezvous");
+		if (ret)
+			goto fail;
+	}
+	b->seq = 1;
+	compute_nodes(b);
+	PN_DBG(PN_LOG_BOOT, "rank %d/%d node %d/%d local %d/%d launcher %s", b->rank, b->nranks,
+	       b->node[b->rank], b->nnodes, b->local_rank, b->local_size, cfg->launcher);
+	*out = b;
+	return 0;
+fail:
+	pn_boot_free(b);
+	return ret;
+}
+
+void pn_boot_free(struct pn_boot *b)
+{
+	int i;
+
+	if (!b)
+		return;
+	for (i = 0; b->fds && i < b->nranks; i++)
+		if (b->fds[i] >= 0)
+			close(b->fds[i]);
+	if (b->cfg.listen_fd >= 0)
+		close(b->cfg.listen_fd);
+	free(b->fds);
+	free(b->hello);
+	free(b->node);
+	free(b->buf);
+	free(b);
+}
+
+int pn_boot_rank(const struct pn_boot *b) { return b->rank; }
+int pn_boot_nranks(const struct pn_boot *b) { return b->nranks; }
+int pn_boot_local_rank(const struct pn_boot *b) { return b->local_rank; }
+int pn_boot_local_size(const struct pn_boot *b) { return b->local_size; }
+int pn_boot_node(const struct pn_boot *b, int rank) { return b->node[rank]; }
+int pn_boot_nnodes(const struct pn_boot *b) { return b->nnodes; }
+const char *pn_boot_host(const struct pn_boot *b, int rank) { return rank_host(b, rank); }
+const char *pn_boot_host_id(const struct pn_boot *b, int rank) { return b->hello[rank].host_id; }
+int pn_boot_pid(const struct pn_boot *b, int rank) { return b->hello[rank].pid; }
+double pn_boot_timeout(const struct pn_boot *b) { return b->cfg.timeout; }
+const uint8_t *pn_boot_cookie(const struct pn_boot *b) { return b->cfg.cookie; }
+
+int pn_boot_local_addr(const struct pn_boot *b, void *ss, unsigned *len)
+{
+	socklen_t sl = sizeof(struct sockaddr_storage);
+	int fd = b->rank == 0 ? (b->nranks > 1 ? b->fds[1] : -1) : b->fds[0];
+
+	if (fd < 0)
+		return -ENOTCONN;
+	if (getsockname(fd, (struct sockaddr *)ss, &sl))
+		return -errno;
+	*len = sl;
+	return 0;
+}
+
+int pn_boot_allgather(struct pn_boot *b, const void *mine, void *all, size_t len)
+{
+	double deadline = pn_now() + b->cfg.timeout;
+	char *out = all;
+	int i, ret = 0;
+
+	if ((uint64_t)len * (uint64_t)b->nranks > PN_WIRE_MAX_PAYLOAD)
+		return pn_err(-E2BIG, "allgather of %zu bytes per rank is too large", len);
+	memmove(out + len * (size_t)b->rank, mine, len);
+	if (b->nranks == 1)
+		goto done;
+	if (b->rank == 0) {
+		/* gather from everyone in rank order: a silent rank is named */
+		for (i = 1; i < b->nranks; i++) {
+			ret = recv_msg(b, i, PN_MSG_GATHER, out + len * (size_t)i, len, deadline,
+				       "allgather");
+			if (ret)
+				goto done;
+		}
+		for (i = 1; i < b->nranks; i++) {
+			ret = send_msg(b, b->fds[i], PN_MSG_GATHERED, out, len * (size_t)b->nranks,
+				       deadline);
+			if (ret) {
+				ret = peer_error(b, i, ret, "allgather");
+				goto done;
+			}
+		}
+	} else {
+		ret = send_msg(b, b->fds[0], PN_MSG_GATHER, mine, len, deadline);
+		if (ret) {
+			ret = peer_error(b, 0, ret, "allgather");
+			goto done;
+		}
+		ret = recv_msg(b, 0, PN_MSG_GATHERED, out, len * (size_t)b->nranks, deadline,
+			       "allgather");
+	}
+done:
+	b->seq++;
+	return ret;
+}
+
+int pn_boot_bcast(struct pn_boot *b, void *buf, size_t len, int root)
+{
+	char *all = malloc(len * (size_t)b->nranks + 1);
+	int ret;
+
+	if (!all)
+		return pn_err(-ENOMEM, "out of memory");
+	ret = pn_boot_allgather(b, buf, all, len);
+	if (!ret)
+		memcpy(buf, all + len * (size_t)root, len);
+	free(all);
+	return ret;
+}
+
+int pn_boot_barrier(struct pn_boot *b)
+{
+	char c = 0;
+	char *all = malloc((size_t)b->nranks);
+	int ret;
+
+	if (!all)
+		return pn_err(-ENOMEM, "out of memory");
+	ret = pn_boot_allgather(b, &c, all, 1);
+	free(all);
+	return ret;
+}
+
+int pn_boot_agree(struct pn_boot *b, int ok, int *all_ok)
+{
+	char c = ok ? 1 : 0;
+	char *all = malloc((size_t)b->nranks);
+	int ret, i;
+
+	if (!all)
+		return pn_err(-ENOMEM, "out of memory");
+	ret = pn_boot_allgather(b, &c, all, 1);
+	*all_ok = 1;
+	for (i = 0; !ret && i < b->nranks; i++)
+		if (!all[i])
+			*all_ok = 0;
+	free(all);
+	return ret;
+}
+
+/* Tell the others this rank failed (best effort, never blocks long). */
+void pn_boot_abort(struct pn_boot *b, const char *why)
+{
+	double deadline = pn_now() + 0.5;
+	int i;
+
+	if (!b || b->nranks == 1)
+		return;
+	if (b->rank == 0) {
+		for (i = 1; i < b->nranks; i++)
+			if (b->fds[i] >= 0)
+				send_msg(b, b->fds[i], PN_MSG_ABORT, why, strlen(why), deadline);
+	} else if (b->fds[0] >= 0) {
+		send_msg(b, b->fds[0], PN_MSG_ABORT, why, strlen(why), deadline);
+	}
+}
+
+/*
+ * Non-blocking check for an ABORT from the root (or, on the root, from any
+ * rank, which it forwards).  Returns -ECANCELED with the message, -EPIPE
+ * naming a rank whose connection closed, or 0.
+ */
+int pn_boot_poll_abort(struct pn_boot *b)
+{
+	int i, lo = b->rank == 0 ? 1 : 0, hi = b->rank == 0 ? b->nranks : 1;
+
+	if (b->nranks == 1)
+		return 0;
+	for (i = lo; i < hi; i++) {
+		struct pn_wire_hdr h;
+		ssize_t n;
+
+		if (b->fds[i] < 0)
+			continue;
+		n = recv(b->fds[i], &h, sizeof(h), MSG_PEEK | MSG_DONTWAIT);
+		if (n == 0) {
+			int r = b->rank == 0 ? i : 0;
+
+			return pn_err(-EPIPE, "rank %d (host %s, pid %d) closed its connection: it "
+				      "failed or was killed", r, rank_host(b, r), b->hello[r].pid);
+		}
+		if (n == (ssize_t)sizeof(h) && h.type == PN_MSG_ABORT &&
+		    !pn_wire_hdr_check(&h, b->cfg.cookie, PN_MSG_ABORT, 4096)) {
+			char text[300] = "";
+			size_t tl = h.len < sizeof(text) - 1 ? h.len : sizeof(text) - 1;
+
+			recv(b->fds[i], &h, sizeof(h), MSG_DONTWAIT);
+			read_full(b->fds[i], text, tl, pn_now() + 0.5);
+			if (b->rank == 0)
+				pn_boot_abort(b, text);
+			return pn_err(-ECANCELED, "%s", text[0] ? text : "a peer aborted the job");
+		}
+	}
 	return 0;
 }

@@ -27,6 +27,7 @@ struct pn_boot_cfg {
 	int listen_fd;		/* self-launch: rank 0 inherits the bound root socket */
 	char launcher[16];	/* out: "self", "mpirun", "srun", "pmi", "torchrun", "explicit" */
 	char jobid[64];		/* launcher's job id when known ("" otherwise) */
+	int single_node;	/* the launcher says every rank is on this host */
 };
 
 void pn_boot_cfg_init(struct pn_boot_cfg *cfg);
@@ -65,6 +66,9 @@ const char *pn_boot_host(const struct pn_boot *b, int rank); /* hostname */
 const char *pn_boot_host_id(const struct pn_boot *b, int rank);
 int pn_boot_pid(const struct pn_boot *b, int rank);
 double pn_boot_timeout(const struct pn_boot *b);
+const uint8_t *pn_boot_cookie(const struct pn_boot *b);
+/* Local address of the connection towards rank 0 (the interface peers reach). */
+int pn_boot_local_addr(const struct pn_boot *b, void *sockaddr_storage, unsigned *len);
 
 /* Typed collectives over the rendezvous (through the root). */
 int pn_boot_allgather(struct pn_boot *b, const void *mine, void *all, size_t len);
@@ -109,4 +113,10 @@ void pn_wire_hdr_init(struct pn_wire_hdr *h, const uint8_t cookie[16], uint16_t 
 int pn_wire_hdr_check(const struct pn_wire_hdr *h, const uint8_t cookie[16], uint16_t type,
 		      uint64_t max_len);
 
+
+
+/* Best-effort notice to every rank that this one failed (text = reason). */
+void pn_boot_abort(struct pn_boot *b, const char *why);
+/* Non-blocking: -ECANCELED if a peer aborted, -EPIPE if a connection closed. */
+int pn_boot_poll_abort(struct pn_boot *b);
 #endif

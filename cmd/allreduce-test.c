@@ -1,0 +1,533 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * penny allreduce-test: correctness and performance sweep with the table of
+ * nccl-tests' all_reduce_perf (out-of-place, then in-place), over the
+ * engine's algorithms.  busbw = algbw * 2(n-1)/n.  Only rank 0 prints.
+ */
+#define _GNU_SOURCE
+#include "penny.h"
+
+#include "../src/boot.h"
+#include "../src/coll.h"
+#include "../src/log.h"
+#include "../src/reduce.h"
+#include "../src/util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t opt_minbytes = 8, opt_maxbytes = 32u << 20, opt_stepbytes = 1u << 20;
+static double opt_factor;
+static int opt_iters = 20, opt_warmup = 5, opt_check = 1;
+static const char *opt_dtype = "float", *opt_op = "sum", *opt_algo = "auto";
+static const char *opt_backend = "host", *opt_csv, *opt_plot, *opt_tune_out;
+static double opt_min_busbw = -1;
+static int opt_root = -1;
+static uint64_t opt_seed;
+
+const struct pn_opt allreduce_test_options[] = {
+	{ "minbytes", 'b', OPT_SIZE, &opt_minbytes, "SIZE", "smallest size (default 8)", NULL, NULL },
+	{ "maxbytes", 'e', OPT_SIZE, &opt_maxbytes, "SIZE", "largest size (default 32M)", NULL, NULL },
+	{ "stepbytes", 'i', OPT_SIZE, &opt_stepbytes, "SIZE",
+	  "size increment when no factor is given (default 1M)", NULL, NULL },
+	{ "stepfactor", 'f', OPT_DOUBLE, &opt_factor, "F", "multiply the size by F each step", NULL,
+	  NULL },
+	{ "iters", 'n', OPT_INT, &opt_iters, "N", "timed iterations per size (default 20)", NULL,
+	  NULL },
+	{ "warmup_iters", 'w', OPT_INT, &opt_warmup, "N", "warm-up iterations (default 5)", NULL,
+	  NULL },
+	{ "check", 'c', OPT_INT, &opt_check, "0|1", "check results against the exact reference "
+	  "(default 1)", "0 1", NULL },
+	{ "datatype", 'd', OPT_STRING, &opt_dtype, "TYPE", "element type (default float)",
+	  "int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double", NULL },
+	{ "op", 'o', OPT_STRING, &opt_op, "OP", "reduction: sum prod min max avg (default sum)",
+	  "sum prod min max avg", NULL },
+	{ "root-rank", 'r', OPT_INT, &opt_root, "R", "accepted for nccl-tests' -r (allreduce has "
+	  "no root; --root is the rendezvous address)", NULL, NULL },
+	{ "algo", 'A', OPT_STRING, &opt_algo, "NAME",
+	  "ring, simple-ring, one-shot, two-shot, hierarchical, multiring, auto or all; a comma "
+	  "list runs several (default auto)",
+	  "auto all ring simple-ring one-shot two-shot hierarchical multiring", NULL },
+	{ "backend", 0, OPT_APPEND, &opt_backend, "NAME", "where the data lives: host", "host",
+	  NULL },
+	{ "csv", 0, OPT_STRING, &opt_csv, "FILE", "also write the rows as CSV to FILE", NULL, NULL },
+	{ "plot", 0, OPT_STRING, &opt_plot, "FILE", "draw busbw and time against size as SVG",
+	  NULL, NULL },
+	{ "min-busbw", 0, OPT_DOUBLE, &opt_min_busbw, "GBPS",
+	  "fail (exit 1, FAILED) when the average bus bandwidth is below GBPS", NULL, NULL },
+	{ "tune-out", 0, OPT_STRING, &opt_tune_out, "FILE",
+	  "write the fastest algorithm per size as a tuning table (use with --algo all)", NULL,
+	  NULL },
+	{ "seed", 0, OPT_U64, &opt_seed, "N", "seed of the check data (default: from the clock)",
+	  NULL, NULL },
+	OPT_TABLE_END
+};
+
+struct row {
+	enum pn_algo algo;
+	size_t bytes, count;
+	double time_us[2], algbw[2], busbw[2];
+	uint64_t wrong[2];
+};
+
+struct job {
+	struct pn_ctx *ctx;
+	struct pn_boot *boot;
+	struct pn_comm *comm;
+	struct pn_coll coll;
+	struct pn_reg *sreg, *rreg;
+	enum pn_dtype dtype;
+	enum pn_redop op;
+	size_t es;
+	int rank, nranks;
+	struct row *rows;
+	size_t nrows, caprows;
+	FILE *csv;
+	int progress;
+};
+
+static int size_list(uint64_t **out, size_t *n, size_t es)
+{
+	uint64_t *v = NULL, b;
+	size_t cap = 0, k = 0;
+
+	for (b = opt_minbytes; b <= opt_maxbytes;) {
+		uint64_t nb;
+
+		if (k == cap) {
+			uint64_t *nv = realloc(v, (cap = cap ? 2 * cap : 32) * sizeof(*v));
+
+			if (!nv) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = nv;
+		}
+		v[k++] = b / es * es;
+		if (opt_factor > 1)
+			nb = (uint64_t)((double)b * opt_factor);
+		else
+			nb = b + opt_stepbytes;
+		if (nb <= b)
+			break;
+		b = nb;
+	}
+	*out = v;
+	*n = k;
+	return 0;
+}
+
+static double busbw_factor(int n)
+{
+	return n > 1 ? 2.0 * (n - 1) / n : 1.0;
+}
+
+/* Largest value over ranks (time), sum over ranks (wrong) via the rendezvous. */
+static int reduce_stats(struct job *j, double *t, uint64_t *wrong)
+{
+	struct {
+		double t;
+		uint64_t w;
+	} mine = { *t, *wrong }, *all = calloc((size_t)j->nranks, sizeof(mine));
+	int r, ret;
+
+	if (!all)
+		return pn_err(-ENOMEM, "out of memory");
+	ret = pn_boot_allgather(j->boot, &mine, all, sizeof(mine));
+	if (!ret) {
+		*t = 0;
+		*wrong = 0;
+		for (r = 0; r < j->nranks; r++) {
+			*t = PN_MAX(*t, all[r].t);
+			*wrong += all[r].w;
+		}
+	}
+	free(all);
+	return ret;
+}
+
+static int run_size(struct job *j, enum pn_algo algo, size_t bytes, int ip, uint64_t seed,
+		    double *time_us, uint64_t *wrong)
+{
+	size_t count = bytes / j->es;
+	void *send = ip ? j->rreg->ptr : j->sreg->ptr, *recv = j->rreg->ptr;
+	double t0, t;
+	int i, ret;
+
+	pn_data_fill(send, count, j->dtype, j->op, j->rank, seed);
+	/* align the ranks: the rendezvous barrier leaves them microseconds
+	 * apart; the warm-up absorbs that and a shared-memory barrier (one
+	 * host) starts the clock within a cache-line transfer */
+	ret = pn_boot_barrier(j->boot);
+	for (i = 0; !ret && i < opt_warmup; i++)
+		ret = pn_allreduce(&j->coll, send, recv, count, j->dtype, j->op, algo,
+				   ip ? j->rreg : j->sreg, j->rreg);
+	if (!ret && j->comm->nnodes == 1)
+		ret = pn_comm_local_barrier(j->comm);
+	if (ret)
+		return ret;
+	t0 = pn_now();
+	for (i = 0; i < opt_iters; i++) {
+		ret = pn_allreduce(&j->coll, send, recv, count, j->dtype, j->op, algo,
+				   ip ? j->rreg : j->sreg, j->rreg);
+		if (ret)
+			return ret;
+	}
+	t = opt_iters ? (pn_now() - t0) / opt_iters * 1e6 : 0;
+	*wrong = 0;
+	if (opt_check) {
+		/* fresh data, a poisoned output, one more run, exact check */
+		pn_data_fill(send, count, j->dtype, j->op, j->rank, seed + 1);
+		if (!ip)
+			pn_data_poison(recv, bytes);
+		ret = pn_allreduce(&j->coll, send, recv, count, j->dtype, j->op, algo,
+				   ip ? j->rreg : j->sreg, j->rreg);
+		if (ret)
+			return ret;
+		*wrong = pn_data_check(recv, count, j->dtype, j->op, j->nranks, seed + 1);
+	}
+	ret = reduce_stats(j, &t, wrong);
+	*time_us = t;
+	return ret;
+}
+
+static void print_header(struct job *j, const char *algo_name)
+{
+	struct pn_out *o = j->ctx->out;
+
+	pn_out_text(o, "#\n# algorithm: %s\n#\n", algo_name);
+	pn_out_text(o, "#%63s%37s\n", "out-of-place", "in-place");
+	pn_out_text(o, "#%11s %13s %9s %7s %7s %9s %7s %7s %6s %9s %7s %7s %6s\n", "size", "count",
+		    "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
+		    "busbw", "#wrong");
+	pn_out_text(o, "#%11s %13s %9s %7s %7s %9s %7s %7s %6s %9s %7s %7s %6s\n", "(B)",
+		    "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
+		    "(GB/s)", "");
+}
+
+static void print_row(struct job *j, const struct row *rw)
+{
+	struct pn_out *o = j->ctx->out;
+	int k;
+
+	pn_out_open_object(o, NULL);
+	pn_out_str(o, PN_JSON, "algo", NULL, pn_algo_name(rw->algo));
+	pn_out_uint(o, PN_ANY, "size", " %11llu", (unsigned long long)rw->bytes);
+	pn_out_uint(o, PN_ANY, "count", " %13llu", (unsigned long long)rw->count);
+	pn_out_str(o, PN_ANY, "type", " %9s", pn_dtype_name(j->dtype));
+	pn_out_str(o, PN_ANY, "redop", " %7s", pn_redop_name(j->op));
+	pn_out_int(o, PN_ANY, "root", " %7lld", -1);
+	for (k = 0; k < 2; k++) {
+		pn_out_open_object(o, k ? "ip" : "oop");
+		pn_out_float(o, PN_ANY, "time_us", rw->time_us[k] >= 1e4 ? " %9.0f" : " %9.2f",
+			     rw->time_us[k]);
+		pn_out_float(o, PN_ANY, "algbw", " %7.2f", rw->algbw[k]);
+		pn_out_float(o, PN_ANY, "busbw", " %7.2f", rw->busbw[k]);
+		if (opt_check)
+			pn_out_uint(o, PN_ANY, "wrong", " %6llu", (unsigned long long)rw->wrong[k]);
+		else
+			pn_out_str(o, PN_ANY, "wrong", " %6s", "N/A");
+		pn_out_close_object(o);
+	}
+	pn_out_text(o, "\n");
+	pn_out_close_object(o);
+	fflush(pn_out_file(o));
+	if (j->csv)
+		fprintf(j->csv, "%s,%zu,%zu,%s,%s,%.3f,%.4f,%.4f,%llu,%.3f,%.4f,%.4f,%llu\n",
+			pn_algo_name(rw->algo), rw->bytes, rw->count, pn_dtype_name(j->dtype),
+			pn_redop_name(j->op), rw->time_us[0], rw->algbw[0], rw->busbw[0],
+			(unsigned long long)rw->wrong[0], rw->time_us[1], rw->algbw[1], rw->busbw[1],
+			(unsigned long long)rw->wrong[1]);
+}
+
+static int parse_algos(struct pn_ctx *ctx, enum pn_algo *algos, int *n)
+{
+	char *list = strdup(opt_algo), *tok, *save = NULL;
+	int k = 0, ret = 0, i;
+
+	if (!list)
+		return -ENOMEM;
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		enum pn_algo a;
+
+		if (!strcmp(tok, "all")) {
+			for (i = 0; i < PN_NALGOS && k < 16; i++)
+				algos[k++] = (enum pn_algo)i;
+			continue;
+		}
+		ret = pn_algo_parse(tok, &a);
+		if (ret) {
+			pn_cmd_error(ctx, ret);
+			break;
+		}
+		if (k < 16)
+			algos[k++] = a;
+	}
+	free(list);
+	*n = k;
+	return ret;
+}
+
+static int sweep(struct job *j, enum pn_algo algo, const uint64_t *sizes, size_t nsizes,
+		 double *avg_busbw, uint64_t *wrong_total)
+{
+	double sum = 0;
+	size_t i, nb = 0;
+	int ret, k;
+	uint64_t seed = opt_seed ? opt_seed : 0x9e3779b97f4a7c15ull;
+
+	if (j->rank == 0)
+		print_header(j, pn_algo_name(algo));
+	for (i = 0; i < nsizes; i++) {
+		struct row rw;
+
+		memset(&rw, 0, sizeof(rw));
+		rw.algo = algo;
+		rw.bytes = sizes[i];
+		rw.count = sizes[i] / j->es;
+		for (k = 0; k < 2; k++) {
+			ret = run_size(j, algo, rw.bytes, k, seed + 2 * i * 7919 + (uint64_t)k * 104729,
+				       &rw.time_us[k], &rw.wrong[k]);
+			if (ret)
+				return ret;
+			rw.algbw[k] = rw.time_us[k] > 0 ? (double)rw.bytes / rw.time_us[k] / 1e3 : 0;
+			rw.busbw[k] = rw.algbw[k] * busbw_factor(j->nranks);
+			*wrong_total += rw.wrong[k];
+		}
+		sum += rw.busbw[0];
+		nb++;
+		if (j->rank == 0) {
+			print_row(j, &rw);
+			if (j->progress)
+				fprintf(stderr, "\r%s %zu/%zu sizes ", pn_algo_name(algo), i + 1, nsizes);
+			if (j->nrows == j->caprows) {
+				struct row *nr = realloc(j->rows, sizeof(*nr) * (j->caprows = j->caprows
+							? 2 * j->caprows : 64));
+
+				if (!nr)
+					return pn_err(-ENOMEM, "out of memory");
+				j->rows = nr;
+			}
+			j->rows[j->nrows++] = rw;
+		}
+	}
+	if (j->rank == 0 && j->progress)
+		fprintf(stderr, "\r%40s\r", "");
+	*avg_busbw = nb ? sum / (double)nb : 0;
+	return 0;
+}
+
+static int write_tune(struct job *j, const uint64_t *sizes, size_t nsizes)
+{
+	size_t *bytes = calloc(nsizes, sizeof(size_t)), i, r;
+	enum pn_algo *best = calloc(nsizes, sizeof(*best));
+	int ret;
+
+	if (!bytes || !best) {
+		free(bytes);
+		free(best);
+		return -ENOMEM;
+	}
+	for (i = 0; i < nsizes; i++) {
+		double bt = INFINITY;
+
+		bytes[i] = sizes[i];
+		best[i] = PN_ALGO_RING;
+		for (r = 0; r < j->nrows; r++)
+			if (j->rows[r].bytes == sizes[i] && j->rows[r].time_us[0] < bt &&
+			    !j->rows[r].wrong[0]) {
+				bt = j->rows[r].time_us[0];
+				best[i] = j->rows[r].algo;
+			}
+	}
+	ret = pn_tune_save(opt_tune_out, j->nranks, j->comm->nnodes, bytes, best, (int)nsizes);
+	free(bytes);
+	free(best);
+	return ret;
+}
+
+int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
+{
+	struct pn_boot_cfg cfg;
+	struct pn_comm_cfg ccfg = { .transport = pn_cli.transport };
+	struct job j;
+	enum pn_algo algos[16];
+	uint64_t *sizes = NULL, wrong_total = 0;
+	size_t nsizes = 0;
+	int nalgos = 0, a, ret, failed = 0, rc = 0;
+	double worst_avg = INFINITY;
+
+	memset(&j, 0, sizeof(j));
+	j.ctx = ctx;
+	if (argc > 0)
+		return pn_cmd_fail(ctx, 2, "unexpected argument '%s'", argv[0]);
+	if (strcmp(opt_backend, "host"))
+		return pn_cmd_fail(ctx, 2, "backend '%s' is not available (this build has: host)",
+				   opt_backend);
+	if (pn_dtype_parse(opt_dtype, &j.dtype) || pn_redop_parse(opt_op, &j.op)) {
+		pn_cmd_error(ctx, -EINVAL);
+		return 2;
+	}
+	if (opt_iters < 0 || opt_warmup < 0 || (opt_check != 0 && opt_check != 1))
+		return pn_cmd_fail(ctx, 2, "-n and -w must be >= 0, -c 0 or 1");
+	if (opt_minbytes > opt_maxbytes)
+		return pn_cmd_fail(ctx, 2, "-b %llu is larger than -e %llu",
+				   (unsigned long long)opt_minbytes, (unsigned long long)opt_maxbytes);
+	if (opt_factor != 0 && opt_factor <= 1)
+		return pn_cmd_fail(ctx, 2, "-f must be larger than 1");
+	if (opt_factor == 0 && opt_stepbytes == 0)
+		return pn_cmd_fail(ctx, 2, "-i must be positive");
+	if (parse_algos(ctx, algos, &nalgos))
+		return 2;
+	j.es = pn_dtype_size(j.dtype);
+	if (size_list(&sizes, &nsizes, j.es))
+		return pn_cmd_fail(ctx, 1, "out of memory");
+
+	if (ctx->launch) {
+		cfg = *ctx->launch;
+	} else {
+		pn_boot_cfg_init(&cfg);
+		cfg.rank = pn_cli.rank;
+		cfg.nranks = pn_cli.nranks;
+		cfg.root = pn_cli.root;
+	}
+	cfg.timeout = pn_cli.timeout;
+	ret = pn_boot_cfg_from_env(&cfg);
+	if (ret)
+		goto fail;
+	j.rank = cfg.rank;
+	j.nranks = cfg.nranks;
+	ret = pn_boot_init(&j.boot, &cfg);
+	if (ret)
+		goto fail;
+	j.rank = pn_boot_rank(j.boot);
+	j.nranks = pn_boot_nranks(j.boot);
+	for (a = 0; a < nalgos; a++)
+		if (algos[a] == PN_ALGO_MULTIRING)
+			ccfg.nchannels = 2;
+	ret = pn_comm_init(&j.comm, j.boot, &ccfg);
+	if (ret)
+		goto fail;
+	ret = pn_coll_init(&j.coll, j.comm);
+	if (ret)
+		goto fail;
+	ret = pn_comm_alloc(j.comm, opt_maxbytes, &j.sreg);
+	if (!ret)
+		ret = pn_comm_alloc(j.comm, opt_maxbytes, &j.rreg);
+	if (ret)
+		goto fail;
+	if (j.rank == 0 && opt_csv) {
+		j.csv = fopen(opt_csv, "w");
+		if (!j.csv) {
+			ret = pn_err(-errno, "cannot write '%s': %m", opt_csv);
+			goto fail;
+		}
+		fprintf(j.csv, "algo,size,count,type,redop,oop_time_us,oop_algbw,oop_busbw,"
+			       "oop_wrong,ip_time_us,ip_algbw,ip_busbw,ip_wrong\n");
+	}
+	j.progress = isatty(STDERR_FILENO) && !pn_cli.json && nsizes > 8;
+	if (j.rank != 0) {
+		/* only rank 0 presents */
+		pn_out_free(ctx->out);
+		ctx->out = pn_out_new(fopen("/dev/null", "w"), pn_cli.json);
+	}
+	pn_out_open_object(ctx->out, NULL);
+	pn_out_text(ctx->out, "# penny allreduce-test: %d ranks on %d nodes, backend %s, "
+		    "type %s, op %s\n", j.nranks, j.comm->nnodes, opt_backend,
+		    pn_dtype_name(j.dtype), pn_redop_name(j.op));
+	pn_out_str(ctx->out, PN_JSON, "command", NULL, "allreduce-test");
+	pn_out_int(ctx->out, PN_JSON, "nranks", NULL, j.nranks);
+	pn_out_int(ctx->out, PN_JSON, "nnodes", NULL, j.comm->nnodes);
+	pn_out_str(ctx->out, PN_JSON, "backend", NULL, opt_backend);
+	pn_out_str(ctx->out, PN_JSON, "launcher", NULL, cfg.launcher);
+	pn_out_int(ctx->out, PN_JSON, "iters", NULL, opt_iters);
+	pn_out_int(ctx->out, PN_JSON, "warmup_iters", NULL, opt_warmup);
+	pn_out_text(ctx->out, "# minBytes %llu maxBytes %llu step: %g(%s) warmup iters: %d iters: "
+		    "%d validation: %d\n#\n# Ranks\n", (unsigned long long)opt_minbytes,
+		    (unsigned long long)opt_maxbytes,
+		    opt_factor > 1 ? opt_factor : (double)opt_stepbytes,
+		    opt_factor > 1 ? "factor" : "bytes", opt_warmup, opt_iters, opt_check);
+	pn_out_open_array(ctx->out, "ranks");
+	for (a = 0; a < j.nranks; a++) {
+		pn_out_open_object(ctx->out, NULL);
+		pn_out_int(ctx->out, PN_ANY, "rank", "#  Rank %3lld", a);
+		pn_out_int(ctx->out, PN_ANY, "node", " Node %3lld", pn_boot_node(j.boot, a));
+		pn_out_int(ctx->out, PN_ANY, "pid", " Pid %7lld", pn_boot_pid(j.boot, a));
+		pn_out_str(ctx->out, PN_ANY, "host", " on %s", pn_boot_host(j.boot, a));
+		pn_out_str(ctx->out, PN_ANY, "transport", " via %s\n",
+			   pn_comm_transport_name(j.comm, a == 0 ? (j.nranks > 1 ? 1 : 0) : a));
+		pn_out_close_object(ctx->out);
+	}
+	pn_out_close_array(ctx->out);
+	pn_out_open_array(ctx->out, "results");
+	for (a = 0; a < nalgos; a++) {
+		struct pn_sched_job sj = { .rank = j.rank, .nranks = j.nranks, .node = j.coll.node };
+		double avg = 0;
+		uint64_t wrong = 0;
+
+		if (algos[a] != PN_ALGO_AUTO && pn_sched_supported(algos[a], &sj)) {
+			if (j.rank == 0)
+				fprintf(stderr, "penny allreduce-test: skipping %s: %s\n",
+					pn_algo_name(algos[a]), pn_errmsg(-EINVAL));
+			continue;
+		}
+		ret = sweep(&j, algos[a], sizes, nsizes, &avg, &wrong);
+		if (ret)
+			goto fail;
+		wrong_total += wrong;
+		worst_avg = PN_MIN(worst_avg, avg);
+		pn_out_text(ctx->out, "# Out of bounds values : %llu %s\n# Avg bus bandwidth    : %g \n",
+			    (unsigned long long)wrong, wrong ? "FAILED" : "OK", avg);
+	}
+	pn_out_close_array(ctx->out);
+	if (!isfinite(worst_avg))
+		worst_avg = 0;
+	failed = wrong_total > 0 || (opt_min_busbw >= 0 && worst_avg < opt_min_busbw);
+	pn_out_open_object(ctx->out, "summary");
+	pn_out_uint(ctx->out, PN_JSON, "wrong", NULL, (unsigned long long)wrong_total);
+	pn_out_float(ctx->out, PN_JSON, "avg_busbw", NULL, worst_avg);
+	if (opt_min_busbw >= 0)
+		pn_out_float(ctx->out, PN_JSON, "min_busbw", NULL, opt_min_busbw);
+	pn_out_bool(ctx->out, PN_JSON, "passed", NULL, !failed);
+	pn_out_close_object(ctx->out);
+	pn_out_close_object(ctx->out);
+	if (j.rank == 0 && failed) {
+		if (wrong_total)
+			fprintf(stdout, "%sFAILED: %llu wrong values\n", pn_cli.json ? "" : "# ",
+				(unsigned long long)wrong_total);
+		else
+			fprintf(stdout, "%sFAILED: average bus bandwidth %.2f GB/s is below %.2f GB/s\n",
+				pn_cli.json ? "" : "# ", worst_avg, opt_min_busbw);
+	}
+	if (pn_cli.json && failed && j.rank == 0)
+		fprintf(stderr, "penny allreduce-test: FAILED\n");
+	if (j.rank == 0 && opt_tune_out) {
+		ret = write_tune(&j, sizes, nsizes);
+		if (ret)
+			goto fail;
+	}
+	rc = failed ? 1 : 0;
+	goto out;
+fail:
+	pn_cmd_fail(ctx, 1, "rank %d: %s", j.rank, pn_errmsg(ret));
+	rc = ret == -EINVAL ? 2 : 1;
+out:
+	if (j.csv && fclose(j.csv) && !rc)
+		rc = pn_cmd_fail(ctx, 1, "write error on '%s'", opt_csv);
+	if (j.comm) {
+		pn_comm_reg_free(j.comm, j.sreg);
+		pn_comm_reg_free(j.comm, j.rreg);
+	}
+	if (j.coll.comm)
+		pn_coll_release(&j.coll);
+	pn_comm_free(j.comm);
+	pn_boot_free(j.boot);
+	free(j.rows);
+	free(sizes);
+	return rc;
+}

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include "coll.h"
+#include "log.h"
+#include "util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pn_coll_init(struct pn_coll *co, struct pn_comm *c)
+{
+	int r, ret;
+	const char *tf = getenv("PENNY_TUNE_FILE");
+
+	memset(co, 0, sizeof(*co));
+	co->comm = c;
+	co->nchannels = c->nchannels > 1 ? c->nchannels : 2;
+	co->node = malloc(sizeof(int) * (size_t)c->nranks);
+	if (!co->node)
+		return pn_err(-ENOMEM, "out of memory");
+	for (r = 0; r < c->nranks; r++)
+		co->node[r] = c->peers[r].node;
+	if (tf && *tf) {
+		ret = pn_tune_load(tf);
+		if (ret) {
+			free(co->node);
+			return ret;
+		}
+	}
+	ret = pn_exec_init(&co->exec, c);
+	if (ret)
+		free(co->node);
+	return ret;
+}
+
+void pn_coll_release(struct pn_coll *co)
+{
+	if (co->cache_valid)
+		pn_sched_release(&co->cache);
+	pn_exec_release(&co->exec);
+	free(co->node);
+	memset(co, 0, sizeof(*co));
+}
+
+int pn_coll_schedule(struct pn_coll *co, size_t count, enum pn_dtype t, enum pn_algo algo,
+		     int direct, int inplace, const struct pn_sched **out)
+{
+	struct pn_comm *c = co->comm;
+	struct pn_sched_job job;
+	size_t es = pn_dtype_size(t);
+	int ret;
+
+	if (algo == PN_ALGO_AUTO)
+		algo = pn_tune_pick(c->nranks, c->nnodes, count * es, direct);
+	if (co->cache_valid && co->cache_algo == algo && co->cache_count == count &&
+	    co->cache_esize == es && co->cache_direct == direct && co->cache_inplace == inplace) {
+		*out = &co->cache;
+		return 0;
+	}
+	if (co->cache_valid) {
+		pn_sched_release(&co->cache);
+		co->cache_valid = 0;
+	}
+	memset(&job, 0, sizeof(job));
+	job.rank = c->rank;
+	job.nranks = c->nranks;
+	job.node = co->node;
+	job.nchannels = algo == PN_ALGO_MULTIRING ? co->nchannels : 1;
+	job.direct = direct;
+	job.inplace = inplace;
+	ret = pn_sched_build(&co->cache, algo, &job, count, es);
+	if (ret)
+		return ret;
+	if (co->cache.nchan > c->nchannels) {
+		pn_sched_release(&co->cache);
+		return pn_err(-EINVAL, "%s needs %d channels, the communicator has %d",
+			      pn_algo_name(algo), job.nchannels, c->nchannels);
+	}
+	co->cache_valid = 1;
+	co->cache_algo = algo;
+	co->cache_count = count;
+	co->cache_esize = es;
+	co->cache_direct = direct;
+	co->cache_inplace = inplace;
+	*out = &co->cache;
+	return 0;
+}
+
+int pn_allreduce(struct pn_coll *co, const void *sendbuf, void *recvbuf, size_t count,
+		 enum pn_dtype t, enum pn_redop op, enum pn_algo algo, struct pn_reg *sreg,
+		 struct pn_reg *rreg)
+{
+	struct pn_comm *c = co->comm;
+	const struct pn_sched *s;
+	struct pn_exec_args a;
+	int direct, ret, p;
+
+	/* direct loads need every rank on this host over shm, and registrations */
+	direct = sreg && rreg && c->nnodes == 1;
+	for (p = 0; direct && p < c->nranks; p++)
+		if (p != c->rank && c->peers[p].transport != &pn_transport_shm)
+			direct = 0;
+	ret = pn_coll_schedule(co, count, t, algo, direct, sendbuf == recvbuf, &s);
+	if (ret)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.sendbuf = sendbuf;
+	a.recvbuf = recvbuf;
+	a.sreg = sreg;
+	a.rreg = rreg;
+	a.dtype = t;
+	a.op = op;
+	return pn_exec_run(&co->exec, s, &a);
+}
+
+/* ---- tuning ---- */
+
+struct tune_entry {
+	int nranks, nnodes;
+	size_t max_bytes;
+	enum pn_algo algo;
+};
+
+static struct tune_entry *tune_tab;
+static int tune_n;
+
+enum pn_algo pn_tune_pick(int nranks, int nnodes, size_t bytes, int direct)
+{
+	int i, best = -1;
+
+	for (i = 0; i < tune_n; i++) {
+		const struct tune_entry *t = &tune_tab[i];
+
+		if (t->nranks != nranks || t->nnodes != nnodes || t->max_bytes < bytes)
+			continue;
+		if (best < 0 || t->max_bytes < tune_tab[best].max_bytes)
+			best = i;
+	}
+	if (best >= 0)
+		return tune_tab[best].algo;
+	/* built-in table, measured on the host backend (README: Tuning) */
+	if (nranks == 1)
+		return PN_ALGO_RING;
+	if (nnodes == 1) {
+		if (direct)
+			return bytes <= (64u << 10) ? PN_ALGO_ONE_SHOT : PN_ALGO_TWO_SHOT;
+		return bytes <= (16u << 10) ? PN_ALGO_ONE_SHOT : PN_ALGO_RING;
+	}
+	if (bytes <= (16u << 10))
+		return PN_ALGO_SIMPLE_RING;
+	if (nranks > nnodes && nranks % nnodes == 0)
+		return PN_ALGO_HIER;
+	return PN_ALGO_RING;
+}
+
+int pn_tune_load(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[256];
+	int lineno = 0;
+
+	if (!f)
+		return pn_err(-errno, "cannot open tuning file '%s': %m", path);
+	free(tune_tab);
+	tune_tab = NULL;
+	tune_n = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char algo[64], sz[64];
+		struct tune_entry e;
+		uint64_t b;
+		struct tune_entry *nt;
+
+		lineno++;
+		if (line[0] == '#' || line[strspn(line, " \t\r\n")] == 0)
+			continue;
+		if (sscanf(line, "%d %d %63s %63s", &e.nranks, &e.nnodes, sz, algo) != 4 ||
+		    pn_parse_size(sz, &b) || pn_algo_parse(algo, &e.algo) || e.algo == PN_ALGO_AUTO ||
+		    e.nranks < 1 || e.nnodes < 1) {
+			fclose(f);
+			return pn_err(-EINVAL, "%s:%d: want \"nranks nnodes max_bytes algorithm\"", path,
+				      lineno);
+		}
+		e.max_bytes = b;
+		nt = realloc(tune_tab, sizeof(*nt) * (size_t)(tune_n + 1));
+		if (!nt) {
+			fclose(f);
+			return pn_err(-ENOMEM, "out of memory");
+		}
+		tune_tab = nt;
+		tune_tab[tune_n++] = e;
+	}
+	fclose(f);
+	return 0;
+}
+
+int pn_tune_save(const char *path, int nranks, int nnodes, const size_t *bytes,
+		 const enum pn_algo *algo, int n)
+{
+	FILE *f = fopen(path, "w");
+	int i;
+
+	if (!f)
+		return pn_err(-errno, "cannot write '%s': %m", path);
+	fprintf(f, "# penny tuning table: nranks nnodes max_bytes algorithm\n");
+	for (i = 0; i < n; i++)
+		fprintf(f, "%d %d %zu %s\n", nranks, nnodes, bytes[i], pn_algo_name(algo[i]));
+	if (fclose(f))
+		return pn_err(-EIO, "write error on '%s'", path);
+	return 0;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The collective engine's entry point: pn_allreduce() picks an algorithm
+ * (tuning table or forced), builds and caches its schedule, and runs it on
+ * the host executor.
+ */
+#ifndef PENNY_COLL_H
+#define PENNY_COLL_H
+
+#include "comm.h"
+#include "dtype.h"
+#include "exec.h"
+#include "sched.h"
+
+struct pn_coll {
+	struct pn_comm *comm;
+	struct pn_exec exec;
+	int *node;		/* node of every rank */
+	int nchannels;		/* multiring */
+	struct pn_sched cache;	/* last schedule built */
+	int cache_valid;
+	enum pn_algo cache_algo;
+	size_t cache_count, cache_esize;
+	int cache_direct, cache_inplace;
+};
+
+int pn_coll_init(struct pn_coll *co, struct pn_comm *c);
+void pn_coll_release(struct pn_coll *co);
+
+/* Registered buffers (pn_comm_alloc) let single-node algorithms load peers'
+ * data directly; NULL registrations use the FIFOs. */
+int pn_allreduce(struct pn_coll *co, const void *sendbuf, void *recvbuf, size_t count,
+		 enum pn_dtype t, enum pn_redop op, enum pn_algo algo, struct pn_reg *sreg,
+		 struct pn_reg *rreg);
+
+/* The schedule pn_allreduce would run (for printing); valid until the next call. */
+int pn_coll_schedule(struct pn_coll *co, size_t count, enum pn_dtype t, enum pn_algo algo,
+		     int direct, int inplace, const struct pn_sched **out);
+
+/* Tuning: the algorithm for (nranks, nnodes, bytes); PENNY_TUNE_FILE lines
+ * "nranks nnodes max_bytes algo" override the built-in table. */
+enum pn_algo pn_tune_pick(int nranks, int nnodes, size_t bytes, int direct);
+int pn_tune_load(const char *path);
+int pn_tune_save(const char *path, int nranks, int nnodes, const size_t *bytes,
+		 const enum pn_algo *algo, int n);
+
+#endif

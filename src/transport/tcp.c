@@ -1,0 +1,470 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * TCP between any two ranks: one nonblocking socket per peer, channels
+ * multiplexed by a small frame header.  progress() writes posted slots and
+ * reads into free receive slots of every peer, so two ranks sending to each
+ * other at once never deadlock.
+ */
+#define _GNU_SOURCE
+#include "../comm.h"
+#include "../log.h"
+#include "../util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define TCP_HELLO_MAGIC 0x50544350u /* "PTCP" */
+
+struct tcp_frame {
+	uint32_t chan;
+	uint32_t len;
+};
+
+struct tcp_hello {
+	uint32_t magic;
+	uint32_t version;
+	uint8_t cookie[16];
+	uint32_t rank;
+	uint32_t nchannels;
+};
+
+struct tcp_conn {
+	char *sbuf, *rbuf;
+	size_t slen[PN_FIFO_SLOTS], rlen[PN_FIFO_SLOTS];
+	uint64_t head, done;	/* posted, fully written */
+	uint64_t filled, rtail;	/* fully received, consumed */
+};
+
+struct tcp_peer {
+	int fd;
+	int rank;
+	/* posted slots in order: channel of each */
+	int *q;
+	uint64_t qhead, qtail;
+	size_t qcap;
+	size_t off;		/* bytes of the current item written (frame + data) */
+	/* receive state */
+	struct tcp_frame fr;
+	size_t fr_got, data_got;
+};
+
+struct pn_tcp_state {
+	int listen_fd;
+	int npeers;
+	struct tcp_peer *peers;	/* [rank], fd -1 when not tcp */
+};
+
+struct tcp_addr {
+	struct sockaddr_storage ss;
+	uint32_t len;
+	uint32_t ok;
+};
+
+static int tcp_can_connect(struct pn_comm *c, int peer)
+{
+	(void)c;
+	(void)peer;
+	return 1;
+}
+
+static int peer_gone(struct pn_comm *c, int r, const char *what, int err)
+{
+	return pn_err(-EPIPE, "rank %d (host %s) %s: %s", r, pn_boot_host(c->boot, r), what,
+		      err ? strerror(err) : "connection closed (the rank failed or was killed)");
+}
+
+static int tcp_listen(struct pn_comm *c, struct tcp_addr *me)
+{
+	struct pn_tcp_state *t = c->tcp;
+	socklen_t sl;
+	unsigned l = 0;
+	int fd, ret;
+
+	memset(me, 0, sizeof(*me));
+	if (pn_boot_local_addr(c->boot, &me->ss, &l)) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&me->ss;
+
+		in->sin_family = AF_INET;
+		in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		l = sizeof(*in);
+	}
+	if (me->ss.ss_family == AF_INET)
+		((struct sockaddr_in *)&me->ss)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)&me->ss)->sin6_port = 0;
+	fd = socket(me->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return pn_err(-errno, "socket: %s", strerror(errno));
+	sl = l;
+	if (bind(fd, (struct sockaddr *)&me->ss, sl) || listen(fd, 1024) ||
+	    getsockname(fd, (struct sockaddr *)&me->ss, &sl)) {
+		ret = pn_err(-errno, "tcp transport cannot listen: %s", strerror(errno));
+		close(fd);
+		return ret;
+	}
+	me->len = sl;
+	me->ok = 1;
+	t->listen_fd = fd;
+	return 0;
+}
+
+static void tune_socket(int fd)
+{
+	int one = 1, buf = 4 << 20;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+}
+
+static int alloc_conns(struct pn_comm *c, int p)
+{
+	struct tcp_peer *tp = &c->tcp->peers[p];
+	int ch;
+
+	tp->qcap = (size_t)PN_FIFO_SLOTS * (size_t)c->nchannels;
+	tp->q = calloc(tp->qcap, sizeof(int));
+	if (!tp->q)
+		return pn_err(-ENOMEM, "out of memory");
+	for (ch = 0; ch < c->nchannels; ch++) {
+		struct pn_conn *k = pn_comm_conn(c, p, ch);
+		struct tcp_conn *tc = calloc(1, sizeof(*tc));
+
+		if (!tc)
+			return pn_err(-ENOMEM, "out of memory");
+		tc->sbuf = malloc((size_t)PN_FIFO_SLOTS * PN_FIFO_SLOT_BYTES);
+		tc->rbuf = malloc((size_t)PN_FIFO_SLOTS * PN_FIFO_SLOT_BYTES);
+		k->priv = tc;
+		if (!tc->sbuf || !tc->rbuf)
+			return pn_err(-ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+static int tcp_setup(struct pn_comm *c)
+{
+	struct pn_tcp_state *t;
+	struct tcp_addr me, *all;
+	struct tcp_hello hello;
+	double deadline = pn_now() + c->timeout;
+	int p, ret, need = 0, naccept = 0;
+
+	for (p = 0; p < c->nranks; p++)
+		if (c->peers[p].transport == &pn_transport_tcp)
+			need = 1;
+	t = calloc(1, sizeof(*t));
+	all = calloc((size_t)c->nranks, sizeof(*all));
+	if (!t || !all) {
+		free(t);
+		free(all);
+		return pn_err(-ENOMEM, "out of memory");
+	}
+	c->tcp = t;
+	t->listen_fd = -1;
+	t->npeers = c->nranks;
+	t->peers = calloc((size_t)c->nranks, sizeof(*t->peers));
+	if (!t->peers) {
+		free(all);
+		return pn_err(-ENOMEM, "out of memory");
+	}
+	for (p = 0; p < c->nranks; p++) {
+		t->peers[p].fd = -1;
+		t->peers[p].rank = p;
+	}
+	memset(&me, 0, sizeof(me));
+	ret = need ? tcp_listen(c, &me) : 0;
+	if (ret) {
+		free(all);
+		return ret;
+	}
+	/* everyone takes part: the pairs are known from both sides */
+	ret = pn_boot_allgather(c->boot, &me, all, sizeof(me));
+	if (ret) {
+		free(all);
+		return ret;
+	}
+	memset(&hello, 0, sizeof(hello));
+	hello.magic = TCP_HELLO_MAGIC;
+	hello.version = 1;
+	memcpy(hello.cookie, pn_boot_cookie(c->boot), 16);
+	hello.rank = (uint32_t)c->rank;
+	hello.nchannels = (uint32_t)c->nchannels;
+	/* connect to lower ranks, accept from higher ranks */
+	for (p = 0; p < c->nranks && !ret; p++) {
+		int fd;
+
+		if (c->peers[p].transport != &pn_transport_tcp)
+			continue;
+		ret = alloc_conns(c, p);
+		if (ret)
+			break;
+		if (p > c->rank) {
+			naccept++;
+			continue;
+		}
+		if (!all[p].ok) {
+			ret = pn_err(-EPROTO, "rank %d has no tcp listener", p);
+			break;
+		}
+		fd = socket(all[p].ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&all[p].ss, all[p].len) ||
+		    send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) != (ssize_t)sizeof(hello)) {
+			ret = pn_err(-errno, "tcp connect to rank %d (host %s): %s", p,
+				     pn_boot_host(c->boot, p), strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			break;
+		}
+		tune_socket(fd);
+		t->peers[p].fd = fd;
+	}
+	while (!ret && naccept > 0) {
+		struct pollfd pfd = { .fd = t->listen_fd, .events = POLLIN };
+		struct tcp_hello h;
+		int fd, ms = (int)((deadline - pn_now()) * 1000);
+		ssize_t n = 0;
+		double hd;
+
+		if (ms <= 0) {
+			ret = pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for %d tcp connections",
+				     c->timeout, naccept);
+			break;
+		}
+		if (poll(&pfd, 1, ms) <= 0)
+			continue;
+		fd = accept4(t->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		/* the hello must come at once; strangers are dropped */
+		hd = pn_now() + 5.0;
+		while (n < (ssize_t)sizeof(h) && pn_now() < hd) {
+			struct pollfd q = { .fd = fd, .events = POLLIN };
+			ssize_t m;
+
+			if (poll(&q, 1, 100) <= 0)
+				continue;
+			m = recv(fd, (char *)&h + n, sizeof(h) - (size_t)n, 0);
+			if (m <= 0)
+				break;
+			n += m;
+		}
+		if (n != (ssize_t)sizeof(h) || h.magic != TCP_HELLO_MAGIC || h.version != 1 ||
+		    memcmp(h.cookie, pn_boot_cookie(c->boot), 16) || (int)h.rank <= c->rank ||
+		    (int)h.rank >= c->nranks || c->peers[h.rank].transport != &pn_transport_tcp ||
+		    t->peers[h.rank].fd >= 0 || (int)h.nchannels != c->nchannels) {
+			PN_DBG(PN_LOG_NET, "dropped a stranger on the tcp listener");
+			close(fd);
+			continue;
+		}
+		tune_socket(fd);
+		t->peers[h.rank].fd = fd;
+		naccept--;
+	}
+	for (p = 0; p < c->nranks; p++)
+		if (t->peers[p].fd >= 0)
+			fcntl(t->peers[p].fd, F_SETFL, fcntl(t->peers[p].fd, F_GETFL) | O_NONBLOCK);
+	free(all);
+	return ret;
+}
+
+static void *tcp_send_slot(struct pn_conn *k, size_t *cap)
+{
+	struct tcp_conn *tc = k->priv;
+
+	if (tc->head - tc->done >= PN_FIFO_SLOTS)
+		return NULL;
+	*cap = PN_FIFO_SLOT_BYTES;
+	return tc->sbuf + (tc->head % PN_FIFO_SLOTS) * PN_FIFO_SLOT_BYTES;
+}
+
+/* Write as much of the posted queue as the socket takes. */
+static int peer_write(struct pn_comm *c, struct tcp_peer *tp)
+{
+	while (tp->qtail < tp->qhead) {
+		int ch = tp->q[tp->qtail % tp->qcap];
+		struct tcp_conn *tc = pn_comm_conn(c, tp->rank, ch)->priv;
+		size_t slot = tc->done % PN_FIFO_SLOTS, len = tc->slen[slot];
+		struct tcp_frame fr = { .chan = (uint32_t)ch, .len = (uint32_t)len };
+		struct iovec iov[2];
+		struct msghdr mh = { .msg_iov = iov };
+		ssize_t n;
+
+		if (tp->off < sizeof(fr)) {
+			iov[0].iov_base = (char *)&fr + tp->off;
+			iov[0].iov_len = sizeof(fr) - tp->off;
+			iov[1].iov_base = tc->sbuf + slot * PN_FIFO_SLOT_BYTES;
+			iov[1].iov_len = len;
+			mh.msg_iovlen = 2;
+		} else {
+			iov[0].iov_base = tc->sbuf + slot * PN_FIFO_SLOT_BYTES + (tp->off - sizeof(fr));
+			iov[0].iov_len = len - (tp->off - sizeof(fr));
+			mh.msg_iovlen = 1;
+		}
+		n = sendmsg(tp->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+				return 0;
+			return peer_gone(c, tp->rank, "tcp send failed", errno);
+		}
+		tp->off += (size_t)n;
+		if (tp->off < sizeof(fr) + len)
+			return 0;
+		tp->off = 0;
+		tp->qtail++;
+		tc->done++;
+	}
+	return 0;
+}
+
+/* Read frames into free receive slots; stop when the channel's FIFO is full. */
+static int peer_read(struct pn_comm *c, struct tcp_peer *tp)
+{
+	for (;;) {
+		struct tcp_conn *tc;
+		ssize_t n;
+
+		if (tp->fr_got < sizeof(tp->fr)) {
+			n = recv(tp->fd, (char *)&tp->fr + tp->fr_got, sizeof(tp->fr) - tp->fr_got,
+				 MSG_DONTWAIT);
+			if (n == 0)
+				return peer_gone(c, tp->rank, "closed the tcp connection", 0);
+			if (n < 0)
+				return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR
+					       ? 0
+					       : peer_gone(c, tp->rank, "tcp receive failed", errno);
+			tp->fr_got += (size_t)n;
+			if (tp->fr_got < sizeof(tp->fr))
+				return 0;
+			if ((int)tp->fr.chan >= c->nchannels || tp->fr.len > PN_FIFO_SLOT_BYTES)
+				return pn_err(-EPROTO, "rank %d (host %s) sent a bad tcp frame "
+					      "(channel %u, %u bytes)", tp->rank,
+					      pn_boot_host(c->boot, tp->rank), tp->fr.chan, tp->fr.len);
+			tp->data_got = 0;
+		}
+		tc = pn_comm_conn(c, tp->rank, (int)tp->fr.chan)->priv;
+		if (tc->filled - tc->rtail >= PN_FIFO_SLOTS)
+			return 0; /* receiver is behind: back-pressure */
+		if (tp->data_got < tp->fr.len) {
+			n = recv(tp->fd, tc->rbuf + (tc->filled % PN_FIFO_SLOTS) * PN_FIFO_SLOT_BYTES +
+						 tp->data_got,
+				 tp->fr.len - tp->data_got, MSG_DONTWAIT);
+			if (n == 0)
+				return peer_gone(c, tp->rank, "closed the tcp connection", 0);
+			if (n < 0)
+				return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR
+					       ? 0
+					       : peer_gone(c, tp->rank, "tcp receive failed", errno);
+			tp->data_got += (size_t)n;
+			if (tp->data_got < tp->fr.len)
+				return 0;
+		}
+		tc->rlen[tc->filled % PN_FIFO_SLOTS] = tp->fr.len;
+		tc->filled++;
+		tp->fr_got = 0;
+	}
+}
+
+static int tcp_send_post(struct pn_conn *k, size_t len)
+{
+	struct tcp_conn *tc = k->priv;
+	struct tcp_peer *tp = &k->comm->tcp->peers[k->peer];
+
+	tc->slen[tc->head % PN_FIFO_SLOTS] = len;
+	tc->head++;
+	tp->q[tp->qhead % tp->qcap] = k->chan;
+	tp->qhead++;
+	return peer_write(k->comm, tp);
+}
+
+static const void *tcp_recv_slot(struct pn_conn *k, size_t *len)
+{
+	struct tcp_conn *tc = k->priv;
+
+	if (tc->filled == tc->rtail)
+		return NULL;
+	*len = tc->rlen[tc->rtail % PN_FIFO_SLOTS];
+	return tc->rbuf + (tc->rtail % PN_FIFO_SLOTS) * PN_FIFO_SLOT_BYTES;
+}
+
+static int tcp_recv_release(struct pn_conn *k)
+{
+	struct tcp_conn *tc = k->priv;
+
+	tc->rtail++;
+	return 0;
+}
+
+static int tcp_progress(struct pn_comm *c)
+{
+	struct pn_tcp_state *t = c->tcp;
+	int p, ret;
+
+	if (!t)
+		return 0;
+	for (p = 0; p < t->npeers; p++) {
+		struct tcp_peer *tp = &t->peers[p];
+
+		if (tp->fd < 0)
+			continue;
+		ret = peer_write(c, tp);
+		if (!ret)
+			ret = peer_read(c, tp);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static void tcp_close(struct pn_comm *c)
+{
+	struct pn_tcp_state *t = c->tcp;
+	int p, ch;
+
+	if (!t)
+		return;
+	for (p = 0; p < t->npeers; p++) {
+		if (t->peers[p].fd >= 0)
+			close(t->peers[p].fd);
+		free(t->peers[p].q);
+		if (c->peers[p].transport != &pn_transport_tcp)
+			continue;
+		for (ch = 0; ch < c->nchannels; ch++) {
+			struct pn_conn *k = pn_comm_conn(c, p, ch);
+			struct tcp_conn *tc = k->priv;
+
+			if (tc) {
+				free(tc->sbuf);
+				free(tc->rbuf);
+				free(tc);
+			}
+			k->priv = NULL;
+		}
+	}
+	if (t->listen_fd >= 0)
+		close(t->listen_fd);
+	free(t->peers);
+	free(t);
+	c->tcp = NULL;
+}
+
+const struct pn_transport pn_transport_tcp = {
+	.name = "tcp",
+	.can_connect = tcp_can_connect,
+	.setup = tcp_setup,
+	.send_slot = tcp_send_slot,
+	.send_post = tcp_send_post,
+	.recv_slot = tcp_recv_slot,
+	.recv_release = tcp_recv_release,
+	.progress = tcp_progress,
+	.close = tcp_close,
+};

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# penny allreduce-test end to end: self-launched ranks, every algorithm,
+# every type and operation, odd and unaligned sizes, 0 wrong values.
+. "$(dirname "$0")/../lib.sh"
+
+ar() { penny allreduce-test --timeout 30 -n 1 -w 0 "$@"; }
+types="int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double"
+ops="sum prod min max avg"
+
+for np in 1 2 3 4 8; do
+	i=0
+	for t in $types; do
+		op=$(echo $ops | cut -d' ' -f$((i % 5 + 1)))
+		i=$((i + 1))
+		test_expect_success "np=$np $t $op: every algorithm, sizes 0..14641 B, 0 wrong" '
+			ar --np '$np' -d '$t' -o '$op' --algo all -b 1 -e 16K -f 11 --json >out &&
+			json_valid out &&
+			python3 -c "import json; d=json.load(open(\"out\"))
+assert d[\"summary\"][\"wrong\"] == 0 and d[\"summary\"][\"passed\"]
+algos = {r[\"algo\"] for r in d[\"results\"]}
+assert len(algos) >= 5, algos
+assert all(r[\"oop\"][\"wrong\"] == 0 and r[\"ip\"][\"wrong\"] == 0 for r in d[\"results\"])"
+		'
+	done
+	test_expect_success "np=$np: 3 MiB+4 B (several loop chunks), every algorithm" '
+		ar --np '$np' -d float -o sum --algo all -b 3145732 -e 3145732 >out &&
+		! grep -q FAILED out && test "$(grep -c "Out of bounds values : 0 OK" out)" -ge 5
+	'
+done
+for op in $ops; do
+	test_expect_success "np=3 bfloat16 $op, 300 KiB + 2 B, every algorithm" '
+		ar --np 3 -d bfloat16 -o '$op' --algo all -b 307202 -e 307202 >out &&
+		! grep -q FAILED out && test "$(grep -c "Out of bounds values : 0 OK" out)" -ge 5
+	'
+done
+
+test_expect_success 'text table has the nccl-tests columns' '
+	ar --np 2 -b 8 -e 64 -f 2 >out &&
+	grep -q "size *count *type *redop *root *time *algbw *busbw *#wrong *time *algbw *busbw *#wrong" out &&
+	grep -q "^# Avg bus bandwidth" out && test "$(grep -c "^ *[0-9]" out)" -eq 4
+'
+test_expect_success 'busbw = algbw * 2(n-1)/n' '
+	ar --np 4 -b 1M -e 1M --json >out &&
+	python3 -c "import json; r=json.load(open(\"out\"))[\"results\"][0][\"oop\"]
+assert abs(r[\"busbw\"] - r[\"algbw\"] * 1.5) < 1e-6 * max(1, r[\"busbw\"]), r"
+'
+test_expect_success 'tcp transport between local ranks' '
+	ar --np 3 --transport tcp --algo all -b 1 -e 1M -f 31 >out && grep -q "via tcp" out &&
+	! grep -q FAILED out
+'
+test_expect_success '--csv writes one line per size and algorithm' '
+	ar --np 2 --algo ring,one-shot -b 8 -e 1K -f 4 --csv rows.csv >/dev/null &&
+	test "$(wc -l <rows.csv)" -eq 9 && head -1 rows.csv | grep -q "^algo,size,count"
+'
+test_expect_success '--min-busbw: an impossible gate fails with FAILED, exit 1' '
+	test_exit 1 ar --np 2 -b 1K -e 1K --min-busbw 1e9 >out && grep -q FAILED out
+'
+test_expect_success '--min-busbw: a trivial gate passes' '
+	ar --np 2 -b 1K -e 1K --min-busbw 0 >out && ! grep -q FAILED out
+'
+test_expect_success '--tune-out writes a table that PENNY_TUNE_FILE loads' '
+	ar --np 2 --algo all -b 1K -e 64K -f 8 --tune-out tune.txt >/dev/null &&
+	test "$(grep -vc "^#" tune.txt)" -eq 3 &&
+	PENNY_TUNE_FILE=tune.txt ar --np 2 -b 1K -e 64K -f 8 >out && ! grep -q FAILED out
+'
+test_expect_success 'a bad tuning file is one clear line' '
+	echo "2 1 lots ring" >bad.txt &&
+	! PENNY_TUNE_FILE=bad.txt ar --np 2 -b 1K -e 1K 2>err >/dev/null &&
+	grep -q "bad.txt:1" err
+'
+test_expect_success 'bad arguments: one line, exit 2' '
+	test_exit 2 ar -d float7 2>err && test "$(wc -l <err)" -eq 1 &&
+	test_exit 2 ar -o sqrt 2>err && test "$(wc -l <err)" -eq 1 &&
+	test_exit 2 ar --algo fastest 2>err && test "$(wc -l <err)" -eq 1 &&
+	test_exit 2 ar -b 2M -e 1M 2>err && test "$(wc -l <err)" -eq 1 &&
+	test_exit 2 ar -f 0.5 2>err && test "$(wc -l <err)" -eq 1 &&
+	test_exit 2 ar --np 0 2>err && test "$(wc -l <err)" -eq 1 &&
+	test_exit 2 ar --transport carrier-pigeon 2>err && grep -q "unknown transport" err
+'
+test_done
