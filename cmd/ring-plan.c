@@ -11,6 +11,7 @@
 #include "../src/log.h"
 #include "../src/minijson.h"
 #include "../src/plan.h"
+#include "../src/sched.h"
 #include "../src/util.h"
 
 #include <errno.h>
@@ -20,9 +21,11 @@
 
 static struct {
 	int nodes, gpus, nics, gpus_per_nic, nvlinks, rings, summary, no_degrade;
+	int show_schedule, schedule_rank;
 	double nic_rate, pcie_rate;
+	uint64_t schedule_size;
 	const char *topo_files, *rails, *hosts, *nccl_graph, *check;
-} o = { .nics = -1, .nvlinks = -1 };
+} o = { .nics = -1, .nvlinks = -1, .schedule_size = 1 << 20 };
 
 const struct pn_opt ring_plan_options[] = {
 	{ "nodes", 0, OPT_INT, &o.nodes, "N", "synthetic cluster: N nodes", NULL, NULL },
@@ -50,6 +53,12 @@ const struct pn_opt ring_plan_options[] = {
 	  "refuse (exit 1) instead of planning around a missing or down rail", NULL, NULL },
 	{ "summary", 0, OPT_BOOL, &o.summary, NULL, "text: leave out the per-ring diagrams", NULL,
 	  NULL },
+	{ "show-schedule", 0, OPT_BOOL, &o.show_schedule, NULL,
+	  "print the multiring allreduce schedule the engine runs for these rings", NULL, NULL },
+	{ "schedule-rank", 0, OPT_INT, &o.schedule_rank, "R",
+	  "--show-schedule: the rank whose steps are printed (default 0)", NULL, NULL },
+	{ "schedule-size", 0, OPT_SIZE, &o.schedule_size, "SIZE",
+	  "--show-schedule: allreduce size in bytes, float32 (default 1M)", NULL, NULL },
 	{ "nccl-graph", 0, OPT_STRING, &o.nccl_graph, "FILE",
 	  "write NCCL_GRAPH_FILE XML; %h or %n in FILE: one file per node", NULL, NULL },
 	{ "check", 0, OPT_STRING, &o.check, "FILE[,FILE...]",
@@ -421,7 +430,107 @@ static void print_bandwidth(struct pn_out *out, const struct pn_plan *p)
 	pn_out_close_object(out);
 }
 
-static void print_plan(struct pn_out *out, const struct pn_plan *p, const struct pn_plan_msgs *viol)
+/* The engine's multiring schedule for one rank over the planned rings (src/sched.h). */
+static int build_schedule(const struct pn_plan *p, struct pn_sched *sc)
+{
+	const struct pn_plan_model *m = p->model;
+	struct pn_sched_job job = { 0 };
+	int **rings = NULL, *node = NULL, r, i, k, n, ret;
+
+	rings = calloc((size_t)p->nrings, sizeof(*rings));
+	node = malloc(sizeof(int) * (size_t)m->nranks);
+	if (!rings || !node) {
+		ret = pn_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < m->nnodes; i++)
+		for (k = 0; k < layout_of(m, i)->ngpus; k++)
+			node[m->nodes[i].rank0 + k] = i;
+	for (r = 0; r < p->nrings; r++) {
+		const struct pn_plan_ring *ring = &p->rings[r];
+
+		rings[r] = malloc(sizeof(int) * (size_t)m->nranks);
+		if (!rings[r]) {
+			ret = pn_err(-ENOMEM, "out of memory");
+			goto out;
+		}
+		for (i = 0, n = 0; i < ring->nseg; i++)
+			for (k = 0; k < ring->seg[i].n && n < m->nranks; k++)
+				rings[r][n++] = m->nodes[ring->seg[i].node].rank0 +
+						ring->gpus[ring->seg[i].off + k];
+	}
+	job.rank = o.schedule_rank;
+	job.nranks = m->nranks;
+	job.node = node;
+	job.nchannels = p->nrings;
+	job.inplace = 1;
+	job.rings = (const int *const *)rings;
+	ret = pn_sched_build(sc, PN_ALGO_MULTIRING, &job, (size_t)(o.schedule_size / 4), 4);
+out:
+	for (r = 0; rings && r < p->nrings; r++)
+		free(rings[r]);
+	free(rings);
+	free(node);
+	return ret;
+}
+
+static void print_schedule(struct pn_out *out, const struct pn_plan *p, const struct pn_sched *sc)
+{
+	const struct pn_plan_model *m = p->model;
+	int c, lo = 0, hi = m->nnodes - 1;
+	size_t i;
+	char sz[32];
+
+	while (lo < hi) { /* node of the rank */
+		int mid = (lo + hi + 1) / 2;
+
+		if (m->nodes[mid].rank0 <= sc->rank)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	pn_out_open_object(out, "schedule");
+	pn_out_str(out, PN_ANY, "algo", "\nschedule: %s", pn_algo_name(sc->algo));
+	pn_out_int(out, PN_ANY, "rank", ", rank %lld", sc->rank);
+	pn_out_str(out, PN_ANY, "node", " (%s", m->nodes[lo].host);
+	pn_out_str(out, PN_ANY, "gpu", " %s)",
+		   layout_of(m, lo)->gpus[sc->rank - m->nodes[lo].rank0].name);
+	pn_out_text(out, ", %s", pn_fmt_size(sz, sizeof(sz), sc->count * sc->esize));
+	pn_out_uint(out, PN_ANY, "count", " = %llu float32", sc->count);
+	pn_out_uint(out, PN_JSON, "esize", NULL, sc->esize);
+	pn_out_int(out, PN_ANY, "nchannels", ", %lld channels (one per ring)\n", sc->nchan);
+	pn_out_open_array(out, "channels");
+	for (c = 0; c < sc->nchan; c++) {
+		const struct pn_sched_chan *ch = &sc->ch[c];
+
+		pn_out_open_object(out, NULL);
+		pn_out_int(out, PN_ANY, "channel", "channel %lld", c);
+		pn_out_uint(out, PN_ANY, "nsteps", ": %llu steps\n", ch->n);
+		pn_out_text(out, "  %5s  %-24s %6s %6s %10s %10s\n", "step", "op", "recv", "send",
+			    "offset", "count");
+		pn_out_open_array(out, "steps");
+		for (i = 0; i < ch->n; i++) {
+			const struct pn_step *st = &ch->steps[i];
+
+			pn_out_open_object(out, NULL);
+			pn_out_text(out, "  %5zu  ", i);
+			pn_out_str(out, PN_ANY, "op", "%-24s", pn_step_op_name((enum pn_step_op)st->op));
+			pn_out_int(out, PN_ANY, "recv", " %6lld", st->recv_peer);
+			pn_out_int(out, PN_ANY, "send", " %6lld", st->send_peer);
+			pn_out_uint(out, PN_ANY, "offset", " %10llu", st->off);
+			pn_out_uint(out, PN_ANY, "count", " %10llu\n", st->count);
+			pn_out_bool(out, PN_JSON, "final", NULL, st->final);
+			pn_out_close_object(out);
+		}
+		pn_out_close_array(out);
+		pn_out_close_object(out);
+	}
+	pn_out_close_array(out);
+	pn_out_close_object(out);
+}
+
+static void print_plan(struct pn_out *out, const struct pn_plan *p, const struct pn_plan_msgs *viol,
+		       const struct pn_sched *sc)
 {
 	const struct pn_plan_model *m = p->model;
 	int i;
@@ -467,6 +576,8 @@ static void print_plan(struct pn_out *out, const struct pn_plan *p, const struct
 	print_msgs(out, "notes", "note", &m->notes, &p->notes);
 	print_msgs(out, "violations", "violation", viol, NULL);
 	pn_out_text(out, "%s%d violations\n", viol->n ? "" : "\n", viol->n + viol->dropped);
+	if (sc)
+		print_schedule(out, p, sc);
 	pn_out_close_object(out);
 }
 
@@ -612,6 +723,7 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 	struct pn_plan plan;
 	struct pn_plan_msgs viol = { 0 };
 	struct pn_plan_opts po = { 0 };
+	struct pn_sched sc = { 0 };
 	int ret, rc;
 
 	if (argc > 0)
@@ -621,9 +733,11 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 		return pn_cmd_fail(ctx, 2, "counts must not be negative");
 	if (o.nic_rate < 0 || o.pcie_rate < 0)
 		return pn_cmd_fail(ctx, 2, "rates must be positive");
-	if (o.check && (o.nccl_graph || o.summary || o.rings || o.no_degrade))
-		return pn_cmd_fail(ctx, 2, "--check reads a plan; --nccl-graph, --summary, --rings "
-					   "and --no-degrade are for planning");
+	if (o.check && (o.nccl_graph || o.summary || o.rings || o.no_degrade || o.show_schedule))
+		return pn_cmd_fail(ctx, 2, "--check reads a plan; --nccl-graph, --summary, --rings, "
+					   "--no-degrade and --show-schedule are for planning");
+	if (o.schedule_size < 4 || o.schedule_size > ((uint64_t)1 << 40))
+		return pn_cmd_fail(ctx, 2, "--schedule-size must be between 4 bytes and 1T");
 	pn_plan_model_init(&model);
 	rc = load_model(ctx, &model, !o.check);
 	if (rc)
@@ -672,7 +786,20 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 			goto out_plan;
 		}
 	}
-	print_plan(ctx->out, &plan, &viol);
+	if (o.show_schedule) {
+		if (o.schedule_rank < 0 || o.schedule_rank >= model.nranks) {
+			rc = pn_cmd_fail(ctx, 2, "--schedule-rank must be between 0 and %d",
+					 model.nranks - 1);
+			goto out_plan;
+		}
+		ret = build_schedule(&plan, &sc);
+		if (ret) {
+			pn_cmd_error(ctx, ret);
+			rc = 2;
+			goto out_plan;
+		}
+	}
+	print_plan(ctx->out, &plan, &viol, o.show_schedule ? &sc : NULL);
 	rc = viol.n || viol.dropped ? 1 : 0;
 	if (o.nccl_graph) {
 		ret = write_graphs(ctx, &plan);
@@ -680,6 +807,7 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 			rc = ret;
 	}
 out_plan:
+	pn_sched_release(&sc);
 	pn_plan_msgs_release(&viol);
 	pn_plan_release(&plan);
 out_model:

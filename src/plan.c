@@ -1218,13 +1218,18 @@ static void note_far_rails(struct pn_plan *p, const int *rails, int nrails)
 			int nic = pn_plan_layout_nic_on_rail(l, rails[k]);
 
 			if (nic >= 0 && !near_set(l, rails[k])) {
+				char where[PN_PLAN_NAME + 32];
+
+				if (count > 1)
+					snprintf(where, sizeof(where), "%s and %d more nodes",
+						 m->nodes[first].host, count - 1);
+				else
+					snprintf(where, sizeof(where), "%s", m->nodes[first].host);
 				p->degraded = 1;
 				pn_plan_msg(&p->notes,
-					    "no GPU is near %s (rail %d) on %s%s%.0d%s: rings reach it "
-					    "over a longer path",
-					    l->nics[nic].name, rails[k], m->nodes[first].host,
-					    count > 1 ? " and " : "", count > 1 ? count - 1 : 0,
-					    count > 1 ? " more nodes" : "");
+					    "no GPU is near %s (rail %d) on %s: rings reach it over a "
+					    "longer path",
+					    l->nics[nic].name, rails[k], where);
 			}
 		}
 		for (i = 0; i < l->ngpus; i++)
@@ -1383,15 +1388,18 @@ int pn_plan_build(struct pn_plan *p, struct pn_plan_model *m, const struct pn_pl
 	ret = pn_plan_usable_rails(m, &rails, &nrails, &dropped);
 	if (ret)
 		goto out;
-	total_rails = nrails;
-	for (i = 0; i < dropped.n; i++)
-		if (!strncmp(dropped.v[i], "rail ", 5) && strstr(dropped.v[i], "left out"))
-			total_rails++;
+	total_rails = nrails + dropped.n; /* one note per rail left out */
 	if (!nrails) {
 		const char *why = dropped.n ? strstr(dropped.v[0], "left out: ") : NULL;
 
-		ret = pn_err(-EINVAL, "no rail has an active NIC on every node (%d rails; first: %s)",
-			     total_rails, why ? why + 10 : "no NICs");
+		if (!total_rails)
+			ret = pn_err(-EINVAL, "no node has a usable NIC port: rings across %d nodes need "
+					      "a rail active on every node",
+				     N);
+		else
+			ret = pn_err(-EINVAL, "no rail has an active NIC on every node (%d rails; "
+					      "first: %s)",
+				     total_rails, why ? why + 10 : "?");
 		goto out;
 	}
 	if (dropped.n && o->no_degrade) {
@@ -1827,6 +1835,15 @@ static void path_excess(struct pn_plan *p, const struct pn_plan_ring *r,
 		 best.count[lv] == 1 ? "s" : "");
 }
 
+static const char *range(int lo, int hi, char *buf, size_t len)
+{
+	if (lo == hi)
+		snprintf(buf, len, "%d", lo);
+	else
+		snprintf(buf, len, "%d-%d", lo, hi);
+	return buf;
+}
+
 int pn_plan_validate(struct pn_plan *p, struct pn_plan_msgs *viol)
 {
 	struct pn_plan_model *m = p->model;
@@ -1963,6 +1980,7 @@ int pn_plan_validate(struct pn_plan *p, struct pn_plan_msgs *viol)
 			for (j = 0; j < nrails; j++) {
 				int nic = pn_plan_layout_nic_on_rail(l, rails[j]);
 				int sd, rv;
+				char bal[32];
 
 				if (nic < 0)
 					continue;
@@ -1972,16 +1990,16 @@ int pn_plan_validate(struct pn_plan *p, struct pn_plan_msgs *viol)
 					VIOL("%s %s (rail %d) sends for no ring", m->nodes[i].host,
 					     l->nics[nic].name, rails[j]);
 				else if (sd < loS || sd > hiS)
-					VIOL("%s %s (rail %d) sends for %d rings, balanced is %d%s%.0d",
-					     m->nodes[i].host, l->nics[nic].name, rails[j], sd, loS,
-					     hiS != loS ? "-" : "", hiS != loS ? hiS : 0);
+					VIOL("%s %s (rail %d) sends for %d rings, balanced is %s",
+					     m->nodes[i].host, l->nics[nic].name, rails[j], sd,
+					     range(loS, hiS, bal, sizeof(bal)));
 				if (!rv)
 					VIOL("%s %s (rail %d) receives for no ring", m->nodes[i].host,
 					     l->nics[nic].name, rails[j]);
 				else if (rv < loR || rv > hiR)
-					VIOL("%s %s (rail %d) receives for %d rings, balanced is %d%s%.0d",
-					     m->nodes[i].host, l->nics[nic].name, rails[j], rv, loR,
-					     hiR != loR ? "-" : "", hiR != loR ? hiR : 0);
+					VIOL("%s %s (rail %d) receives for %d rings, balanced is %s",
+					     m->nodes[i].host, l->nics[nic].name, rails[j], rv,
+					     range(loR, hiR, bal, sizeof(bal)));
 			}
 		}
 	}

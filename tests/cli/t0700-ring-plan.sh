@@ -76,6 +76,30 @@ assert all(x[\"send\"] == 1 and x[\"recv\"] == 1 for x in d[\"nic_load\"])
 assert d[\"bandwidth\"][\"busbw_gbs\"] == 200
 "
 '
+test_expect_success '--show-schedule: the engine steps follow the planned rings, every channel' '
+	for r in 0 5 11; do
+		penny ring-plan --nodes 3 --gpus 4 --nics 4 --json --show-schedule --schedule-rank $r \
+			--schedule-size 4K >s$r.json || exit 1
+		python3 - s$r.json $r <<-PY || exit 1
+		import json, sys
+		d = json.load(open(sys.argv[1])); me = int(sys.argv[2])
+		rank0 = {n["host"]: n["rank0"] for n in d["nodes"]}
+		sc = d["schedule"]
+		assert sc["algo"] == "multiring" and sc["rank"] == me and sc["nchannels"] == d["nrings"], sc
+		assert sum(1 for c in sc["channels"] for s in c["steps"]) > 0
+		for k, ring in enumerate(d["rings"]):
+		    order = [rank0[s["node"]] + g for s in ring["segments"] for g in s["gpus"]]
+		    i = order.index(me)
+		    nxt, prv = order[(i + 1) % len(order)], order[i - 1]
+		    for st in sc["channels"][k]["steps"]:
+		        assert st["send"] in (-1, nxt) and st["recv"] in (-1, prv), (k, st, nxt, prv)
+		PY
+	done &&
+	penny ring-plan --nodes 2 --gpus 2 --nics 2 --show-schedule --schedule-size 256 >t.out &&
+	grep -q "^schedule: multiring, rank 0 (node01 GPU0), 256 B = 64 float32, 2 channels" t.out &&
+	test_exit 2 penny ring-plan --nodes 2 --show-schedule --schedule-rank 16 2>err &&
+	grep -q "between 0 and 15" err
+'
 test_expect_success 'no model: live planning needs penny topo, exit 2 with a clear line' '
 	test_exit 2 penny ring-plan 2>err &&
 	test "$(wc -l <err)" -eq 1 && grep -q "no cluster model: give --topo-file" err &&
