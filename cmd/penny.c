@@ -21,7 +21,7 @@
 struct pn_cli pn_cli = { .np = -1, .rank = -1, .nranks = -1, .timeout = 60.0 };
 
 static const struct pn_cmd commands[] = {
-	{ "topo", cmd_not_built, no_options, CMD_SYSFS | CMD_NOT_BUILT, "",
+	{ "topo", cmd_topo, topo_options, CMD_SYSFS, "",
 	  "GPU/NIC/NUMA topology, PCIe path classes and rails" },
 	{ "bw", cmd_not_built, no_options, CMD_SYSFS | CMD_LAUNCH | CMD_NOT_BUILT, "[HOST]",
 	  "RDMA bandwidth and latency test (like ib_write_bw)" },
@@ -234,14 +234,14 @@ static int dispatch(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
-		return 0;
+		return fflush(stdout) || ferror(stdout) ? 1 : 0;
 	}
 	if (!strcmp(argv[1], "__complete"))
 		return complete(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "help")) {
 		if (argc < 3) {
 			usage(stdout);
-			return 0;
+			return fflush(stdout) || ferror(stdout) ? 1 : 0;
 		}
 		c = find_cmd(argv[2]);
 		if (!c) {
@@ -249,7 +249,7 @@ static int dispatch(int argc, char **argv)
 			return 2;
 		}
 		cmd_help(c, stdout);
-		return 0;
+		return fflush(stdout) || ferror(stdout) ? 1 : 0;
 	}
 	if (argv[1][0] == '-') {
 		fprintf(stderr, "penny: unknown option '%s' (see 'penny --help')\n", argv[1]);

@@ -20,6 +20,7 @@ int pn_shm_get_abort(struct pn_comm *c, char *buf, size_t len);
 
 const struct pn_transport *const pn_transports[] = {
 	&pn_transport_shm,
+	&pn_transport_verbs,
 	&pn_transport_tcp,
 	NULL,
 };
@@ -54,7 +55,8 @@ static int choose_transports(struct pn_comm *c, const char *force)
 	if (force) {
 		forced = pn_transport_find(force);
 		if (!forced)
-			return pn_err(-EINVAL, "unknown transport '%s' (this build has: shm, tcp)", force);
+			return pn_err(-EINVAL, "unknown transport '%s' (this build has: shm, verbs, tcp)",
+				      force);
 	}
 	for (p = 0; p < c->nranks; p++) {
 		if (p == c->rank)
@@ -76,6 +78,26 @@ static int choose_transports(struct pn_comm *c, const char *force)
 		c->peers[p].transport = pn_transports[i];
 	}
 	return 0;
+}
+
+/* Allgather what the transports' probes need to know of every rank. */
+static int publish_info(struct pn_comm *c, const char *force)
+{
+	struct pn_rank_info mine;
+
+	memset(&mine, 0, sizeof(mine));
+	c->info = calloc((size_t)c->nranks, sizeof(*c->info));
+	if (!c->info)
+		return pn_err(-ENOMEM, "out of memory");
+	if ((!force || !strcmp(force, "verbs")) && c->nranks > 1 &&
+	    !(getenv("PENNY_IB_DISABLE") && atoi(getenv("PENNY_IB_DISABLE")))) {
+		pn_verbs_pick_device(c->local_rank, mine.verbs_dev, sizeof(mine.verbs_dev));
+		mine.nrails = pn_verbs_rails(mine.rail_dev, PN_MAX_RAILS);
+	}
+	if (force && !strcmp(force, "verbs") && !mine.verbs_dev[0])
+		return pn_err(-ENODEV, "--transport verbs: rank %d (host %s) has no ACTIVE RDMA port",
+			      c->rank, pn_boot_host(c->boot, c->rank));
+	return pn_boot_allgather(c->boot, &mine, c->info, sizeof(mine));
 }
 
 int pn_comm_init(struct pn_comm **out, struct pn_boot *b, const struct pn_comm_cfg *cfg)
@@ -118,6 +140,8 @@ int pn_comm_init(struct pn_comm **out, struct pn_boot *b, const struct pn_comm_c
 	}
 	ret = pn_shm_node_init(c);
 	if (!ret)
+		ret = publish_info(c, cfg ? cfg->transport : NULL);
+	if (!ret)
 		ret = choose_transports(c, cfg ? cfg->transport : NULL);
 	for (i = 0; !ret && pn_transports[i]; i++)
 		ret = pn_transports[i]->setup(c);
@@ -150,6 +174,7 @@ void pn_comm_free(struct pn_comm *c)
 	free(c->peers);
 	free(c->conns);
 	free(c->local_ranks);
+	free(c->info);
 	free(c);
 }
 

@@ -27,7 +27,18 @@ struct pn_peer {
 	int pid;
 };
 
+/* What every rank publishes at init (allgathered). */
+#define PN_MAX_RAILS 8
+struct pn_rank_info {
+	char verbs_dev[64];	/* "rxe0:1" when this rank has an ACTIVE RDMA port */
+	/* with several channels (multiring): one port per rail, channel c on
+	 * rail c % nrails, the same rail index on every rank */
+	int nrails;
+	char rail_dev[PN_MAX_RAILS][32];
+};
+
 struct pn_node_shm;		/* shm.c */
+struct pn_verbs_state;		/* verbs_tp.c */
 struct pn_tcp_state;		/* tcp.c */
 
 struct pn_comm {
@@ -42,6 +53,8 @@ struct pn_comm {
 	struct pn_conn *conns;	/* [peer * nchannels + chan] */
 	struct pn_node_shm *shm;
 	struct pn_tcp_state *tcp;
+	struct pn_verbs_state *verbs;
+	struct pn_rank_info *info; /* [rank] */
 	uint64_t barrier_epoch;
 	uint64_t spin_checks;
 	double last_check;

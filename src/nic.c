@@ -290,8 +290,8 @@ int pn_nic_list_read(struct pn_nic_list *l)
 		}
 		n++;
 	}
-	qsort(names, n, sizeof(*names), pn_natcmp_qsort);
 	if (n) {
+		qsort(names, n, sizeof(*names), pn_natcmp_qsort); /* names is NULL when n == 0 */
 		l->nics = calloc(n, sizeof(*l->nics));
 		if (!l->nics) {
 			ret = pn_err(-ENOMEM, "out of memory");

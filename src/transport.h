@@ -49,6 +49,13 @@ struct pn_conn {
 
 extern const struct pn_transport pn_transport_shm;
 extern const struct pn_transport pn_transport_tcp;
+extern const struct pn_transport pn_transport_verbs;
+
+/* This rank's RDMA port for the verbs transport: PENNY_IB_HCA ("dev[:port]"
+ * list, by local rank) or the ACTIVE ports by local rank.  1 found, 0 none. */
+int pn_verbs_pick_device(int local_rank, char *out, size_t len);
+/* All of this rank's rail ports, in order (PENNY_IB_HCA or ACTIVE ports). */
+int pn_verbs_rails(char (*out)[32], int max);
 
 /* Ordered probe list (NULL-terminated) and lookup by name. */
 extern const struct pn_transport *const pn_transports[];

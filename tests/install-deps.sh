@@ -7,7 +7,7 @@ want=${1:-build}
 pkgs=(gcc make pkg-config libibverbs-dev libibumad-dev libhwloc-dev libncurses-dev)
 if [ "$want" = test ]; then
 	pkgs+=(clang python3 openmpi-bin libopenmpi-dev iproute2 procps tmux man-db zsh
-		hwloc-nox rdma-core ibverbs-utils infiniband-diags perftest
+		hwloc-nox rdma-core ibverbs-providers ibverbs-utils infiniband-diags perftest
 		qemu-system-x86 busybox-static cpio kmod xz-utils)
 fi
 missing=()

@@ -4,7 +4,7 @@
 # in the table, and the completion scripts list what the tables say.
 . "$(dirname "$0")/../lib.sh"
 
-man_opts() { grep -oE '\\-\\-[a-z0-9]([a-z0-9_]|\\-)*' "$1" | sed 's/\\//g' | sort -u; }
+man_opts() { grep -oE '\\-\\-[a-z0-9]([a-z0-9_-]|\\-)*' "$1" | sed 's/\\//g' | sort -u; }
 table_opts() { penny __complete "$1" | cut -f1 | sort -u; }
 common_opts() { penny __complete allreduce-test | cut -f1 | sort -u >all_ar
 	printf -- '--json\n--debug\n--sysfs-root\n--help\n'; }

@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine's verbs transport: the FIFO of a (peer, channel) pair as an
+ * RDMA ring.  The receiver exposes PN_FIFO_SLOTS slots plus a credit word;
+ * the sender writes a slot with RDMA write-with-immediate (the immediate is
+ * the length: put with signal), the receiver learns of it from the receive
+ * completion and, once it has consumed the slot, RDMA-writes its consumed
+ * count into the sender's credit word.  One RC QP per channel, so slots
+ * arrive in order.  Chosen between ranks on different hosts when both have
+ * an ACTIVE RDMA port (PENNY_IB_HCA picks devices; --transport verbs forces).
+ */
+#define _GNU_SOURCE
+#include "../comm.h"
+#include "../log.h"
+#include "../nic.h"
+#include "../util.h"
+#include "verbs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RING_BYTES ((size_t)PN_FIFO_SLOTS * PN_FIFO_SLOT_BYTES)
+#define CREDIT_OFF RING_BYTES
+
+struct vconn {
+	struct pn_verbs_conn *qc;
+	char *ring;		/* exposed: slots, then the credit word */
+	char *sbuf;		/* local send slots */
+	uint64_t *tailword;	/* our consumed count, written to the peer */
+	uint64_t head, sdone;	/* slots posted, send completions */
+	uint64_t filled, rtail;	/* slots received, consumed */
+	size_t rlen[PN_FIFO_SLOTS];
+};
+
+struct pn_verbs_state {
+	struct pn_verbs_dev *dev[PN_MAX_RAILS];
+	char devname[PN_MAX_RAILS][64];
+	int ndev;
+};
+
+static struct pn_verbs_state *vstate(struct pn_comm *c)
+{
+	return c->verbs;
+}
+
+/* This rank's ports: PENNY_IB_HCA (comma list) or the ACTIVE ports in
+ * natural order. */
+int pn_verbs_rails(char (*specs)[32], int max)
+{
+	const char *env = getenv("PENNY_IB_HCA");
+	struct pn_nic_list l;
+	int n = 0, i, p;
+
+	if (env && *env) {
+		char *dup = strdup(env), *tok, *save = NULL;
+
+		if (!dup)
+			return 0;
+		for (tok = strtok_r(dup, ",", &save); tok && n < max; tok = strtok_r(NULL, ",", &save))
+			snprintf(specs[n++], 32, "%s", tok);
+		free(dup);
+		return n;
+	}
+	if (pn_nic_list_read(&l))
+		return 0;
+	for (i = 0; i < l.n && n < max; i++)
+		for (p = 0; p < l.nics[i].nports && n < max; p++)
+			if (l.nics[i].ports[p].state == PN_PORT_ACTIVE)
+				snprintf(specs[n++], 32, "%s:%d", l.nics[i].name, l.nics[i].ports[p].port);
+	pn_nic_list_release(&l);
+	return n;
+}
+
+/* One channel: the local rank's share of the ports. */
+int pn_verbs_pick_device(int local_rank, char *out, size_t len)
+{
+	char specs[PN_MAX_RAILS][32];
+	int n = pn_verbs_rails(specs, PN_MAX_RAILS);
+
+	out[0] = 0;
+	if (!n)
+		return 0;
+	snprintf(out, len, "%s", specs[local_rank % n]);
+	return 1;
+}
+
+/* Device index of a channel: one channel uses the rank's own port; several
+ * channels are rails, channel c on rail c % nrails on every rank. */
+static int chan_dev(const struct pn_comm *c, int chan)
+{
+	const struct pn_rank_info *me = &c->info[c->rank];
+
+	if (c->nchannels > 1 && me->nrails > 1)
+		return chan % me->nrails;
+	return 0;
+}
+
+static int verbs_can_connect(struct pn_comm *c, int peer)
+{
+	return c->info[c->rank].verbs_dev[0] && c->info[peer].verbs_dev[0];
+}
+
+static int verbs_setup(struct pn_comm *c)
+{
+	struct pn_verbs_state *vs;
+	struct pn_verbs_info *mine = NULL, *all = NULL;
+	struct pn_verbs_conn_cfg ccfg;
+	struct pn_verbs_dev_cfg dcfg;
+	size_t per = (size_t)c->nranks * (size_t)c->nchannels;
+	int p, ch, ret = 0, need = 0, i;
+
+	for (p = 0; p < c->nranks; p++)
+		if (c->peers[p].transport == &pn_transport_verbs)
+			need = 1;
+	/* collective: every rank takes part in the exchange */
+	mine = calloc(per, sizeof(*mine));
+	all = calloc(per * (size_t)c->nranks, sizeof(*all));
+	vs = calloc(1, sizeof(*vs));
+	if (!mine || !all || !vs) {
+		ret = pn_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	c->verbs = vs;
+	if (need) {
+		const struct pn_rank_info *me = &c->info[c->rank];
+
+		pn_verbs_dev_cfg_init(&dcfg);
+		vs->ndev = c->nchannels > 1 && me->nrails > 1 ? PN_MIN(me->nrails, c->nchannels) : 1;
+		for (i = 0; !ret && i < vs->ndev; i++) {
+			snprintf(vs->devname[i], sizeof(vs->devname[i]), "%s",
+				 vs->ndev > 1 ? me->rail_dev[i] : me->verbs_dev);
+			ret = pn_verbs_dev_open(&vs->dev[i], vs->devname[i], &dcfg);
+		}
+	}
+	pn_verbs_conn_cfg_init(&ccfg);
+	ccfg.timeout = c->timeout;
+	ccfg.rq_depth = PN_FIFO_SLOTS * 2;
+	ccfg.sq_depth = 256;
+	for (p = 0; !ret && p < c->nranks; p++) {
+		if (c->peers[p].transport != &pn_transport_verbs)
+			continue;
+		for (ch = 0; !ret && ch < c->nchannels; ch++) {
+			struct pn_conn *k = pn_comm_conn(c, p, ch);
+			struct vconn *v = calloc(1, sizeof(*v));
+
+			if (!v) {
+				ret = pn_err(-ENOMEM, "out of memory");
+				break;
+			}
+			k->priv = v;
+			if (posix_memalign((void **)&v->ring, 4096, RING_BYTES + 64) ||
+			    posix_memalign((void **)&v->sbuf, 4096, RING_BYTES) ||
+			    posix_memalign((void **)&v->tailword, 64, 64)) {
+				ret = pn_err(-ENOMEM, "out of memory");
+				break;
+			}
+			memset(v->ring, 0, RING_BYTES + 64);
+			*v->tailword = 0;
+			ret = pn_verbs_conn_create(&v->qc, vs->dev[chan_dev(c, ch)], &ccfg);
+			if (!ret)
+				ret = pn_verbs_conn_expose(v->qc, v->ring, RING_BYTES + 64);
+			for (i = 0; !ret && i < PN_FIFO_SLOTS * 2; i++) {
+				struct pn_verbs_wr wr = { .op = PN_VERBS_RECV, .qp = 0 };
+
+				ret = pn_verbs_post(v->qc, &wr);
+			}
+			if (!ret)
+				pn_verbs_conn_info(v->qc, &mine[(size_t)p * (size_t)c->nchannels + (size_t)ch]);
+		}
+	}
+	{
+		int ok, ret2 = pn_boot_agree(c->boot, ret == 0, &ok);
+
+		if (!ret && !ret2 && !ok)
+			ret = pn_err(-EIO, "another rank could not set up its verbs device");
+		if (!ret)
+			ret = ret2;
+	}
+	if (!ret)
+		ret = pn_boot_allgather(c->boot, mine, all, per * sizeof(*mine));
+	for (p = 0; !ret && p < c->nranks; p++) {
+		if (c->peers[p].transport != &pn_transport_verbs)
+			continue;
+		for (ch = 0; !ret && ch < c->nchannels; ch++) {
+			struct vconn *v = pn_comm_conn(c, p, ch)->priv;
+			const struct pn_verbs_info *pi =
+				&all[(size_t)p * per + (size_t)c->rank * (size_t)c->nchannels + (size_t)ch];
+
+			ret = pn_verbs_info_check(pi);
+			if (!ret)
+				ret = pn_verbs_conn_connect(v->qc, pi);
+			if (ret)
+				ret = pn_err_ctx(ret, "verbs to rank %d (host %s)", p,
+						 pn_boot_host(c->boot, p));
+		}
+	}
+	for (i = 0; !ret && i < vs->ndev; i++)
+		PN_DBG(PN_LOG_VERBS, "verbs transport on %s", vs->devname[i]);
+	/* nobody writes before every QP is ready to receive */
+	if (!ret)
+		ret = pn_boot_barrier(c->boot);
+out:
+	free(mine);
+	free(all);
+	return ret;
+}
+
+static void *verbs_send_slot(struct pn_conn *k, size_t *cap)
+{
+	struct vconn *v = k->priv;
+	uint64_t credit = __atomic_load_n((uint64_t *)(v->ring + CREDIT_OFF), __ATOMIC_ACQUIRE);
+
+	if (v->head - credit >= PN_FIFO_SLOTS || v->head - v->sdone >= PN_FIFO_SLOTS)
+		return NULL;
+	*cap = PN_FIFO_SLOT_BYTES;
+	return v->sbuf + (v->head % PN_FIFO_SLOTS) * PN_FIFO_SLOT_BYTES;
+}
+
+static int verbs_send_post(struct pn_conn *k, size_t len)
+{
+	struct vconn *v = k->priv;
+	size_t slot = v->head % PN_FIFO_SLOTS;
+	struct pn_verbs_wr wr = {
+		.op = PN_VERBS_WRITE_IMM,
+		.qp = 0,
+		.buf = v->sbuf + slot * PN_FIFO_SLOT_BYTES,
+		.len = len,
+		.roff = slot * PN_FIFO_SLOT_BYTES,
+		.imm = (uint32_t)len,
+		.id = 1,
+	};
+	int ret;
+
+	if (!len) {
+		/* a zero-byte write still carries the immediate */
+		wr.buf = NULL;
+	}
+	ret = pn_verbs_post(v->qc, &wr);
+	if (ret)
+		return pn_err_ctx(ret, "verbs send to rank %d", k->peer);
+	v->head++;
+	return 0;
+}
+
+static const void *verbs_recv_slot(struct pn_conn *k, size_t *len)
+{
+	struct vconn *v = k->priv;
+
+	if (v->filled == v->rtail)
+		return NULL;
+	*len = v->rlen[v->rtail % PN_FIFO_SLOTS];
+	return v->ring + (v->rtail % PN_FIFO_SLOTS) * PN_FIFO_SLOT_BYTES;
+}
+
+static int verbs_recv_release(struct pn_conn *k)
+{
+	struct vconn *v = k->priv;
+	struct pn_verbs_wr wr = {
+		.op = PN_VERBS_WRITE,
+		.qp = 0,
+		.buf = v->tailword,
+		.len = sizeof(uint64_t),
+		.roff = CREDIT_OFF,
+		.id = 2,
+	};
+
+	v->rtail++;
+	*v->tailword = v->rtail;
+	return pn_verbs_post(v->qc, &wr);
+}
+
+static int harvest(struct pn_comm *c, struct pn_conn *k)
+{
+	struct vconn *v = k->priv;
+	struct pn_verbs_cqe cqe[32];
+	int n, i, ret;
+
+	n = pn_verbs_poll(v->qc, cqe, 32, 0);
+	if (n < 0)
+		return pn_err_ctx(n, "verbs with rank %d (host %s)", k->peer,
+				  pn_boot_host(c->boot, k->peer));
+	for (i = 0; i < n; i++) {
+		if (cqe[i].op == PN_VERBS_RECV) {
+			struct pn_verbs_wr wr = { .op = PN_VERBS_RECV, .qp = 0 };
+
+			if (!cqe[i].has_imm)
+				continue;
+			v->rlen[v->filled % PN_FIFO_SLOTS] = cqe[i].imm;
+			v->filled++;
+			ret = pn_verbs_post(v->qc, &wr);
+			if (ret)
+				return ret;
+		} else if (cqe[i].op == PN_VERBS_WRITE_IMM) {
+			v->sdone++;
+		}
+	}
+	return 0;
+}
+
+static int verbs_progress(struct pn_comm *c)
+{
+	int p, ch, ret;
+
+	if (!c->verbs)
+		return 0;
+	for (p = 0; p < c->nranks; p++) {
+		if (c->peers[p].transport != &pn_transport_verbs)
+			continue;
+		for (ch = 0; ch < c->nchannels; ch++) {
+			ret = harvest(c, pn_comm_conn(c, p, ch));
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+static void verbs_close(struct pn_comm *c)
+{
+	struct pn_verbs_state *vs = vstate(c);
+	int p, ch, i;
+
+	if (!vs)
+		return;
+	for (p = 0; p < c->nranks; p++) {
+		if (c->peers[p].transport != &pn_transport_verbs)
+			continue;
+		for (ch = 0; ch < c->nchannels; ch++) {
+			struct pn_conn *k = pn_comm_conn(c, p, ch);
+			struct vconn *v = k->priv;
+
+			if (!v)
+				continue;
+			if (v->qc)
+				pn_verbs_conn_free(v->qc);
+			if (vs->dev[chan_dev(c, ch)]) {
+				struct pn_verbs_dev *d = vs->dev[chan_dev(c, ch)];
+
+				pn_verbs_invalidate(d, v->sbuf, RING_BYTES);
+				pn_verbs_invalidate(d, v->tailword, 64);
+				pn_verbs_invalidate(d, v->ring, RING_BYTES + 64);
+			}
+			free(v->ring);
+			free(v->sbuf);
+			free(v->tailword);
+			free(v);
+			k->priv = NULL;
+		}
+	}
+	for (i = 0; i < vs->ndev; i++)
+		if (vs->dev[i])
+			pn_verbs_dev_close(vs->dev[i]);
+	free(vs);
+	c->verbs = NULL;
+}
+
+const struct pn_transport pn_transport_verbs = {
+	.name = "verbs",
+	.can_connect = verbs_can_connect,
+	.setup = verbs_setup,
+	.send_slot = verbs_send_slot,
+	.send_post = verbs_send_post,
+	.recv_slot = verbs_recv_slot,
+	.recv_release = verbs_recv_release,
+	.progress = verbs_progress,
+	.close = verbs_close,
+};

@@ -1,0 +1,47 @@
+# SPDX-License-Identifier: MIT
+# Sourced by guest-side TAP scripts (run through lab_tap): the TAP helpers of
+# tests/lib.sh, numbering continued from the host's test file, and helpers for
+# perftest pairs.  End with guest_done (no plan: the host file prints it).
+. "$(dirname "${BASH_SOURCE[0]}")/../../lib.sh"
+[ "${LAB_GUEST:-}" = 1 ] || { echo "not in the lab guest (run through tests/lab/vm.sh)" >&2; exit 125; }
+TEST_N=${LAB_TAP_BASE:-0}
+
+guest_done() { [ "$TEST_FAILED" -eq 0 ]; }
+
+# GID index 1 of a device, as sysfs prints it
+gid1() { cat "/sys/class/infiniband/$1/ports/1/gids/1"; }
+
+# The IPv4-mapped GID sysfs shows for a dotted address
+v4gid() {
+	local IFS=. a b c d
+	read -r a b c d <<<"$1"
+	printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n' "$a" "$b" "$c" "$d"
+}
+
+# wait_listen PORT: until a TCP listener is on PORT (at most 10 s)
+wait_listen() {
+	local i
+	for i in $(seq 100); do
+		[ -n "$(ss -Hltn "sport = :$1")" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# perftest_pair TOOL SERVER_DEV CLIENT_DEV SERVER_ADDR ARGS...: run the server
+# in the background and the client against it; the client's output is on
+# stdout, the server's in srv.out; both bounded by 60 s.
+perftest_pair() {
+	local tool=$1 sdev=$2 cdev=$3 addr=$4 rc srv
+	shift 4
+	timeout 60 "$tool" -d "$sdev" -x 1 "$@" >srv.out 2>&1 &
+	srv=$!
+	wait_listen 18515
+	timeout 60 "$tool" -d "$cdev" -x 1 "$@" "$addr"
+	rc=$?
+	wait "$srv" || rc=$((rc ? rc : 1))
+	return "$rc"
+}
+
+# Average bandwidth (MB/s) from a perftest _bw report on stdin
+bw_avg() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 {v = $4} END {if (v == "") exit 1; print v}'; }

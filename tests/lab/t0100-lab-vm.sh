@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The lab harness itself: options, exit status, output streams, shares, the
+# environment, and the whole-VM timeout.
+. "$(dirname "$0")/../lib.sh"
+. "$TOP/tests/lab/lib-lab.sh"
+
+test_expect_success 'vm.sh: bad option values are usage errors (exit 2, no boot)' '
+	test_exit 2 lab_vm --pairs x true 2>err && grep -q "positive number" err &&
+	test_exit 2 lab_vm --frob true 2>err && grep -q "unknown option" err &&
+	test_exit 2 lab_vm 2>err && grep -q "usage:" err
+'
+lab_require
+
+mkdir share
+test_expect_success 'one rxe device; exit status, stdout and stderr come back; shares are writable' '
+	export LAB_T_MARK=mark-$$ &&
+	{ lab_vm --rxe 1 --share "$TRASH/share" -- "ibv_devinfo -l; echo \$LAB_T_MARK >&2;
+		echo \$LAB_DEVS > $TRASH/share/devs; exit 3" >out 2>err; rc=$?; } &&
+	test "$rc" = 3 &&
+	grep -q "^1 HCA found" out && grep -qx "[[:space:]]*rxe0" out &&
+	grep -q "^mark-$$\$" err &&
+	test "$(cat share/devs)" = rxe0
+'
+test_expect_success 'the whole-VM timeout stops a hanging guest (exit 124)' '
+	t0=$(date +%s) &&
+	{ lab_vm --none --timeout 20 -- "echo started; sleep 1000" >out 2>err; rc=$?; } &&
+	t=$(($(date +%s) - t0)) &&
+	echo "# lab: timeout run took ${t} s" &&
+	test "$rc" = 124 && grep -q started out && grep -q "timed out" err &&
+	test "$t" -lt 45
+'
+test_expect_success 'a reader that goes away stops the VM instead of hanging it' '
+	t0=$(date +%s) &&
+	{ lab_vm --none --timeout 120 -- "yes penny" | head -n 3 >out; } &&
+	t=$(($(date +%s) - t0)) &&
+	test "$(cat out | wc -l)" = 3 && test "$t" -lt 60
+'
+test_done
