@@ -12,6 +12,7 @@
 #include "../src/minijson.h"
 #include "../src/plan.h"
 #include "../src/sched.h"
+#include "../src/topo.h"
 #include "../src/util.h"
 
 #include <errno.h>
@@ -24,7 +25,7 @@ static struct {
 	int show_schedule, schedule_rank;
 	double nic_rate, pcie_rate;
 	uint64_t schedule_size;
-	const char *topo_files, *rails, *hosts, *nccl_graph, *check;
+	const char *topo_files, *topo_xml, *rails, *hosts, *nccl_graph, *check;
 } o = { .nics = -1, .nvlinks = -1, .schedule_size = 1 << 20 };
 
 const struct pn_opt ring_plan_options[] = {
@@ -40,6 +41,8 @@ const struct pn_opt ring_plan_options[] = {
 	  "synthetic: NIC port rate in Gb/s (default 400)", NULL, NULL },
 	{ "topo-file", 0, OPT_APPEND, &o.topo_files, "FILE,...",
 	  "one `penny topo --save` file per node (repeatable)", NULL, NULL },
+	{ "topo-xml", 0, OPT_STRING, &o.topo_xml, "FILE",
+	  "plan one node from an hwloc XML file (as penny topo --topo-xml)", NULL, NULL },
 	{ "rails", 0, OPT_STRING, &o.rails, "DEV:PORT:RAIL,...",
 	  "rail ids of NIC ports (NCCL_IB_HCA style); unlisted ports are not used", NULL, NULL },
 	{ "hosts", 0, OPT_STRING, &o.hosts, "H1,H2,...",
@@ -74,8 +77,8 @@ static int load_model(struct pn_ctx *ctx, struct pn_plan_model *m, int need)
 	int synth = o.nodes || o.gpus || o.nics >= 0 || o.gpus_per_nic || o.nvlinks >= 0 || o.nic_rate;
 	int ret;
 
-	if (synth && o.topo_files)
-		return pn_cmd_fail(ctx, 2, "give either --topo-file or a synthetic shape "
+	if ((synth != 0) + (o.topo_files != NULL) + (o.topo_xml != NULL) > 1)
+		return pn_cmd_fail(ctx, 2, "give one of --topo-file, --topo-xml or a synthetic shape "
 					   "(--nodes ...), not both");
 	if (synth && !o.nodes)
 		return pn_cmd_fail(ctx, 2, "a synthetic cluster needs --nodes N");
@@ -120,13 +123,20 @@ static int load_model(struct pn_ctx *ctx, struct pn_plan_model *m, int need)
 			return pn_cmd_fail(ctx, 2, "--topo-file names no file");
 		if (!ret && o.hosts)
 			ret = pn_plan_model_order_hosts(m, o.hosts);
+	} else if (need || o.topo_xml) {
+		/* this node: live (or the --sysfs-root tree), or an hwloc XML file */
+		struct pn_topo t;
+		struct pn_topo_cfg cfg = { .xml_file = o.topo_xml };
+
+		memset(&t, 0, sizeof(t));
+		ret = pn_topo_load(&t, &cfg);
+		if (!ret)
+			ret = pn_plan_model_add_topology(m, &t);
+		pn_topo_release(&t);
+		if (!ret && o.hosts)
+			ret = pn_plan_model_order_hosts(m, o.hosts);
 	} else {
-		if (!need)
-			return 0;
-		return pn_cmd_fail(ctx, 2, "no cluster model: give --topo-file FILE,... (from `penny "
-					   "topo --save` on each node) or --nodes N [--gpus G --nics K]; "
-					   "planning from this node's live topology needs `penny topo`, "
-					   "which this build does not have");
+		return 0;
 	}
 	if (!ret && o.rails)
 		ret = pn_plan_model_set_rails(m, o.rails);
@@ -397,13 +407,13 @@ static void print_layouts(struct pn_out *out, const struct pn_plan_model *m)
 		for (g = 0; g < l->ngpus; g++) {
 			pn_out_open_object(out, l->gpus[g].name);
 			for (h = 0; h < l->ngpus; h++)
-				if (l->gg[g][h].cls != PN_PATH_UNKNOWN)
+				if (l->gg[g][h].cls != PN_PLAN_PATH_UNKNOWN)
 					pn_out_str(out, PN_JSON, l->gpus[h].name, NULL,
-						   pn_path_name(l->gg[g][h], c, sizeof(c)));
+						   pn_plan_path_name(l->gg[g][h], c, sizeof(c)));
 			for (k = 0; k < l->nnics; k++)
-				if (l->gn[g * l->nnics + k].cls != PN_PATH_UNKNOWN)
+				if (l->gn[g * l->nnics + k].cls != PN_PLAN_PATH_UNKNOWN)
 					pn_out_str(out, PN_JSON, l->nics[k].name, NULL,
-						   pn_path_name(l->gn[g * l->nnics + k], c, sizeof(c)));
+						   pn_plan_path_name(l->gn[g * l->nnics + k], c, sizeof(c)));
 			pn_out_close_object(out);
 		}
 		pn_out_close_object(out);

@@ -26,51 +26,29 @@ struct pn_plan_best {
 
 /* ---------------------------------------------------------------- paths */
 
-int pn_path_parse(const char *s, struct pn_plan_path *p)
+int pn_plan_path_parse(const char *s, struct pn_plan_path *p)
 {
-	static const struct {
-		const char *name;
-		enum pn_path cls;
-	} names[] = {
-		{ "X", PN_PATH_X },	{ "PIX", PN_PATH_PIX },	  { "PXB", PN_PATH_PXB },
-		{ "PHB", PN_PATH_PHB }, { "NODE", PN_PATH_NODE }, { "SYS", PN_PATH_SYS },
-	};
-	size_t i;
+	int nv = 0, cls = pn_path_parse(s, &nv);
 
+	p->cls = 0;
 	p->nv = 0;
-	if (!s)
+	if (cls < 0 || (cls == PN_PATH_NV && nv > 255))
 		return -EINVAL;
-	if (!strncmp(s, "NV", 2) && s[2] >= '1' && s[2] <= '9') {
-		char *end;
-		long n = strtol(s + 2, &end, 10);
-
-		if (*end || n < 1 || n > 255)
-			return -EINVAL;
-		p->cls = PN_PATH_NV;
-		p->nv = (uint8_t)n;
-		return 0;
-	}
-	for (i = 0; i < PN_ARRAY_SIZE(names); i++) {
-		if (!strcmp(s, names[i].name)) {
-			p->cls = (uint8_t)names[i].cls;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	p->cls = (uint8_t)cls;
+	p->nv = (uint8_t)nv;
+	return 0;
 }
 
-const char *pn_path_name(struct pn_plan_path p, char *buf, size_t len)
+const char *pn_plan_path_name(struct pn_plan_path p, char *buf, size_t len)
 {
-	static const char *const names[] = { "X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS", "?" };
-
-	if (p.cls == PN_PATH_NV)
-		snprintf(buf, len, "NV%u", p.nv);
-	else
-		snprintf(buf, len, "%s", names[p.cls <= PN_PATH_UNKNOWN ? p.cls : PN_PATH_UNKNOWN]);
-	return buf;
+	if (p.cls >= PN_PLAN_PATH_UNKNOWN) {
+		snprintf(buf, len, "?");
+		return buf;
+	}
+	return pn_path_name(p.cls, p.nv, buf, len);
 }
 
-int pn_path_score(struct pn_plan_path p)
+int pn_plan_path_score(struct pn_plan_path p)
 {
 	switch (p.cls) {
 	case PN_PATH_X:
@@ -92,7 +70,7 @@ int pn_path_score(struct pn_plan_path p)
 	}
 }
 
-const char *pn_path_nccl(struct pn_plan_path p)
+const char *pn_plan_path_nccl(struct pn_plan_path p)
 {
 	switch (p.cls) {
 	case PN_PATH_X:
@@ -770,7 +748,7 @@ int pn_plan_model_finish(struct pn_plan_model *m)
  * outweighs any number over better ones: comparing costs compares how many
  * steps each class needs, worst class first.
  */
-#define LEVELS (PN_PATH_UNKNOWN + 1)
+#define LEVELS (PN_PLAN_PATH_UNKNOWN + 1)
 
 static long long level_w(int level)
 {
@@ -783,7 +761,7 @@ static long long level_w(int level)
 
 static int step_level(struct pn_plan_path p)
 {
-	return p.cls <= PN_PATH_UNKNOWN ? p.cls : PN_PATH_UNKNOWN;
+	return p.cls <= PN_PLAN_PATH_UNKNOWN ? p.cls : PN_PLAN_PATH_UNKNOWN;
 }
 
 /* Per class: how many steps; also the first step at each class, for messages. */
@@ -1609,13 +1587,13 @@ static void describe(const struct pn_plan_model *m, const struct lim *w, char *b
 		char c[16];
 
 		snprintf(buf, len, "%s %s->%s over %s", host, l->gpus[w->a].name, l->gpus[w->b].name,
-			 pn_path_name(l->gg[w->a][w->b], c, sizeof(c)));
+			 pn_plan_path_name(l->gg[w->a][w->b], c, sizeof(c)));
 	} else if (!strcmp(w->kind, "nichop")) {
 		char c[16];
 
 		snprintf(buf, len, "%s %s<->%s over %s", host, l->gpus[w->a].name,
 			 l->nics[w->b].name,
-			 pn_path_name(l->gn[w->a * l->nnics + w->b], c, sizeof(c)));
+			 pn_plan_path_name(l->gn[w->a * l->nnics + w->b], c, sizeof(c)));
 	} else {
 		snprintf(buf, len, "%s %s %s", host, l->gpus[w->a].name, w->kind);
 	}

@@ -24,6 +24,8 @@
 #ifndef PENNY_PLAN_H
 #define PENNY_PLAN_H
 
+#include "topo.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,31 +41,22 @@ struct pn_plan_best;
 #define PN_PLAN_PCIE_GBS 63.0	 /* PCIe Gen5 x16 (default of --pcie-rate) */
 #define PN_PLAN_SYS_GBS 10.0	 /* a hop across CPU sockets (NCCL's figure) */
 
-/* Path classes, best first (nvidia-smi topo -m names). */
-enum pn_path {
-	PN_PATH_X,	/* same device */
-	PN_PATH_NV,	/* NVLink, with a link count */
-	PN_PATH_PIX,	/* one PCIe switch */
-	PN_PATH_PXB,	/* several PCIe switches, no host bridge */
-	PN_PATH_PHB,	/* through a host bridge */
-	PN_PATH_NODE,	/* host bridges of one NUMA node */
-	PN_PATH_SYS,	/* across NUMA nodes */
-	PN_PATH_UNKNOWN,
-};
+/* Path classes: topo.h's enum pn_path (X NV PIX PXB PHB NODE SYS), plus unknown. */
+#define PN_PLAN_PATH_UNKNOWN (PN_PATH_SYS + 1)
 
 struct pn_plan_path {
-	uint8_t cls;	/* enum pn_path */
+	uint8_t cls;	/* enum pn_path, or PN_PLAN_PATH_UNKNOWN */
 	uint8_t nv;	/* NVLink count for PN_PATH_NV */
 };
 
-/* "NV18" -> {NV,18}, "PIX", ...; -EINVAL for anything else. */
-int pn_path_parse(const char *s, struct pn_plan_path *p);
+/* "NV18" -> {NV,18}, "PIX", ... (topo.h's names); -EINVAL for anything else. */
+int pn_plan_path_parse(const char *s, struct pn_plan_path *p);
 /* "NV18", "PIX", ... into buf. */
-const char *pn_path_name(struct pn_plan_path p, char *buf, size_t len);
+const char *pn_plan_path_name(struct pn_plan_path p, char *buf, size_t len);
 /* Order of goodness: lower is better (X 0, NV18 82, PIX 100, ... SYS 500). */
-int pn_path_score(struct pn_plan_path p);
+int pn_plan_path_score(struct pn_plan_path p);
 /* NCCL's graph type name for a path: LOC NVL PIX PXB PHB SYS. */
-const char *pn_path_nccl(struct pn_plan_path p);
+const char *pn_plan_path_nccl(struct pn_plan_path p);
 
 struct pn_plan_gpu {
 	char name[16];		/* "GPU0" */
@@ -143,6 +136,12 @@ void pn_plan_layout_release(struct pn_plan_layout *l);
 /* Add one node from the JSON text of `penny topo --save` (file name for messages). */
 int pn_plan_model_add_topo(struct pn_plan_model *m, const char *text, size_t len,
 			   const char *file);
+/*
+ * Add this node from a loaded topology (penny topo's model: live, sysfs
+ * root or hwloc XML): classes from pn_topo_path, nearest NICs from
+ * pn_topo_rail, one NIC entry per port.  -EINVAL when it has no GPU.
+ */
+int pn_plan_model_add_topology(struct pn_plan_model *m, const struct pn_topo *t);
 /* Apply "dev:port:rail,..." (NCCL_IB_HCA style): listed ports get the rail, others are unused. */
 int pn_plan_model_set_rails(struct pn_plan_model *m, const char *spec);
 /* Reorder nodes to follow "h1,h2,..." (every node named exactly once). */

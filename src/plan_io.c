@@ -61,12 +61,12 @@ static int matrix_class(const struct pn_jval *row, const char *key, const char *
 	if (!v && key2)
 		v = pn_json_get(row, key2);
 	if (!v) {
-		out->cls = PN_PATH_UNKNOWN;
+		out->cls = PN_PLAN_PATH_UNKNOWN;
 		out->nv = 0;
 		(*missing)++;
 		return 0;
 	}
-	if (!pn_json_str(v) || pn_path_parse(pn_json_str(v), out))
+	if (!pn_json_str(v) || pn_plan_path_parse(pn_json_str(v), out))
 		return pn_err(-EINVAL, "'%s' line %u: path class for '%s' must be X, NV<n>, PIX, "
 				       "PXB, PHB, NODE or SYS",
 			      file, v->line, key);
@@ -296,7 +296,7 @@ int pn_plan_model_add_topo(struct pn_plan_model *m, const char *text, size_t len
 	for (i = 0; i < (unsigned)l.ngpus; i++)
 		for (j = i + 1; j < (unsigned)l.ngpus; j++)
 			if (memcmp(&l.gg[i][j], &l.gg[j][i], sizeof(l.gg[i][j]))) {
-				if (pn_path_score(l.gg[i][j]) > pn_path_score(l.gg[j][i]))
+				if (pn_plan_path_score(l.gg[i][j]) > pn_plan_path_score(l.gg[j][i]))
 					l.gg[j][i] = l.gg[i][j];
 				else
 					l.gg[i][j] = l.gg[j][i];
@@ -352,7 +352,7 @@ int pn_plan_model_add_topo(struct pn_plan_model *m, const char *text, size_t len
 			int best = INT_MAX, bn = -1;
 
 			for (k = 0; k < (unsigned)l.nnics; k++) {
-				int sc = pn_path_score(l.gn[i * l.nnics + k]);
+				int sc = pn_plan_path_score(l.gn[i * l.nnics + k]);
 
 				if (sc < best && sc < 600) {
 					best = sc;
@@ -837,15 +837,15 @@ int pn_plan_write_nccl(const struct pn_plan *p, int node, FILE *f)
 			return pn_err(-EINVAL, "ring %d does not pass %s", c, m->nodes[src].host);
 		g = p->rings[c].gpus + s->off;
 		for (k = 0; k + 1 < s->n; k++)
-			if (pn_path_score(l->gg[g[k]][g[k + 1]]) > pn_path_score(wi))
+			if (pn_plan_path_score(l->gg[g[k]][g[k + 1]]) > pn_plan_path_score(wi))
 				wi = l->gg[g[k]][g[k + 1]];
-		if (N == 1 && s->n > 1 && pn_path_score(l->gg[g[s->n - 1]][g[0]]) > pn_path_score(wi))
+		if (N == 1 && s->n > 1 && pn_plan_path_score(l->gg[g[s->n - 1]][g[0]]) > pn_plan_path_score(wi))
 			wi = l->gg[g[s->n - 1]][g[0]];
-		if (s->in_nic >= 0 && pn_path_score(l->gn[g[0] * l->nnics + s->in_nic]) >
-					      pn_path_score(wn))
+		if (s->in_nic >= 0 && pn_plan_path_score(l->gn[g[0] * l->nnics + s->in_nic]) >
+					      pn_plan_path_score(wn))
 			wn = l->gn[g[0] * l->nnics + s->in_nic];
-		if (s->out_nic >= 0 && pn_path_score(l->gn[g[s->n - 1] * l->nnics + s->out_nic]) >
-					       pn_path_score(wn))
+		if (s->out_nic >= 0 && pn_plan_path_score(l->gn[g[s->n - 1] * l->nnics + s->out_nic]) >
+					       pn_plan_path_score(wn))
 			wn = l->gn[g[s->n - 1] * l->nnics + s->out_nic];
 	}
 	gbs = (double)(long)(p->ring_gbs * 100 + 0.5) / 100;
@@ -876,8 +876,8 @@ int pn_plan_write_nccl(const struct pn_plan *p, int node, FILE *f)
 		"  <graph id=\"0\" pattern=\"4\" crossnic=\"%d\" nchannels=\"%d\" speedintra=\"%s\" "
 		"speedinter=\"%s\" latencyinter=\"0\" typeintra=\"%s\" typeinter=\"%s\" "
 		"samechannels=\"0\">\n",
-		shared && N > 1 ? 2 : 0, p->nrings, num, num, pn_path_nccl(wi),
-		N > 1 ? pn_path_nccl(wn) : "PIX");
+		shared && N > 1 ? 2 : 0, p->nrings, num, num, pn_plan_path_nccl(wi),
+		N > 1 ? pn_plan_path_nccl(wn) : "PIX");
 	for (c = 0; c < p->nrings; c++) {
 		const struct pn_plan_seg *s = seg_of(&p->rings[c], src);
 		const int *g = p->rings[c].gpus + s->off;
@@ -1481,9 +1481,9 @@ static int derive_layout(const struct ngraph *ng, struct pn_plan_layout *l)
 		snprintf(l->gpus[a].name, sizeof(l->gpus[a].name), "GPU%ld", gd[a]);
 		l->gpus[a].index = (int)gd[a];
 		for (b = 0; b < ng_; b++)
-			l->gg[a][b].cls = a == b ? PN_PATH_X : PN_PATH_UNKNOWN;
+			l->gg[a][b].cls = a == b ? PN_PATH_X : PN_PLAN_PATH_UNKNOWN;
 		for (b = 0; b < nn; b++)
-			l->gn[a * nn + b].cls = PN_PATH_UNKNOWN;
+			l->gn[a * nn + b].cls = PN_PLAN_PATH_UNKNOWN;
 	}
 	for (b = 0; b < nn; b++) {
 		snprintf(l->nics[b].name, sizeof(l->nics[b].name), "net%ld", nd[b]);
@@ -1704,5 +1704,99 @@ out:
 		free(gs[i].ch);
 	free(roots);
 	free(gs);
+	return ret;
+}
+
+/* ------------------------------------------------------ live topology */
+
+int pn_plan_model_add_topology(struct pn_plan_model *m, const struct pn_topo *t)
+{
+	struct pn_plan_layout l;
+	int first[PN_PLAN_MAX_NICS], count[PN_PLAN_MAX_NICS];
+	int g, h, n, k, nports = 0, ret;
+
+	memset(&l, 0, sizeof(l));
+	if (t->ngpus < 1)
+		return pn_err(-EINVAL, "%s has no GPU, so there is nothing to plan (give --topo-file "
+				       "FILE,... or --nodes N)",
+			      t->host);
+	if (t->ngpus > PN_PLAN_MAX_GPUS)
+		return pn_err(-EINVAL, "%s has %d GPUs, at most %d per node", t->host, t->ngpus,
+			      PN_PLAN_MAX_GPUS);
+	if (t->nnics > PN_PLAN_MAX_NICS)
+		return pn_err(-EINVAL, "%s has %d NICs, at most %d", t->host, t->nnics,
+			      PN_PLAN_MAX_NICS);
+	for (n = 0; n < t->nnics; n++)
+		nports += t->devs[t->ngpus + n].nic.nports ? t->devs[t->ngpus + n].nic.nports : 1;
+	if (nports > PN_PLAN_MAX_NICS)
+		return pn_err(-EINVAL, "%s has %d NIC ports, at most %d", t->host, nports,
+			      PN_PLAN_MAX_NICS);
+	l.ngpus = t->ngpus;
+	if (nports) {
+		l.nics = calloc((size_t)nports, sizeof(*l.nics));
+		l.gn = calloc((size_t)(nports * t->ngpus), sizeof(*l.gn));
+		if (!l.nics || !l.gn) {
+			ret = pn_err(-ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+	for (n = 0; n < t->nnics; n++) {
+		const struct pn_topo_dev *d = &t->devs[t->ngpus + n];
+		int np = d->nic.nports;
+
+		first[n] = l.nnics;
+		count[n] = np ? np : 1;
+		if (!np)
+			pn_plan_msg(&m->notes, "%s: %s has no ports: not used", t->host, d->nic.name);
+		for (k = 0; k < count[n]; k++) {
+			struct pn_plan_nic *c = &l.nics[l.nnics++];
+			const struct pn_port *pt = np ? &d->nic.ports[k] : NULL;
+
+			snprintf(c->device, sizeof(c->device), "%s", d->nic.name);
+			if (np > 1)
+				snprintf(c->name, sizeof(c->name), "%s:%d", d->nic.name, pt->port);
+			else
+				snprintf(c->name, sizeof(c->name), "%s", d->nic.name);
+			snprintf(c->label, sizeof(c->label), "%s", d->name);
+			snprintf(c->state, sizeof(c->state), "%s",
+				 pt && pt->state_name[0] ? pt->state_name : "NONE");
+			c->port = pt ? pt->port : 1;
+			c->rate_gbps = pt ? pt->rate_gbps : 0;
+			c->active = pt && pt->state == PN_PORT_ACTIVE;
+			c->netdev = -1;
+		}
+	}
+	for (g = 0; g < t->ngpus; g++) {
+		int nics[PN_PLAN_MAX_NICS + 1], cls, nr;
+
+		snprintf(l.gpus[g].name, sizeof(l.gpus[g].name), "%s", t->devs[g].name);
+		l.gpus[g].index = g; /* PCI order, as penny topo numbers them */
+		for (h = 0; h < t->ngpus; h++) {
+			int nv = 0, c = g == h ? PN_PATH_X : pn_topo_path(t, g, h, 0, &nv);
+
+			l.gg[g][h].cls = (uint8_t)(c < 0 ? PN_PLAN_PATH_UNKNOWN : c);
+			l.gg[g][h].nv = (uint8_t)(nv > 255 ? 255 : nv);
+		}
+		for (n = 0; n < t->nnics; n++) {
+			int c = pn_topo_path(t, g, t->ngpus + n, 0, NULL);
+
+			for (k = 0; k < count[n]; k++)
+				l.gn[g * nports + first[n] + k].cls =
+					(uint8_t)(c < 0 ? PN_PLAN_PATH_UNKNOWN : c);
+		}
+		nr = t->nnics ? pn_topo_rail(t, g, nics, &cls) : 0;
+		for (h = 0; h < nr; h++) {
+			n = nics[h] - t->ngpus;
+			if (n < 0 || n >= t->nnics)
+				continue;
+			for (k = 0; k < count[n]; k++)
+				l.gpus[g].near |= 1ull << (first[n] + k);
+		}
+	}
+	if (!m->source[0])
+		snprintf(m->source, sizeof(m->source), "%s", t->source ? t->source : "live");
+	ret = pn_plan_model_add_node(m, t->host[0] ? t->host : "localhost", &l);
+out:
+	pn_plan_layout_release(&l);
 	return ret;
 }

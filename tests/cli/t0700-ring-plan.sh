@@ -51,8 +51,22 @@ test_expect_success 'golden plan: storage NICs left out with --rails, nodes orde
 		--rails mlx5_0:1:0,mlx5_1:1:1,mlx5_2:1:2,mlx5_3:1:3,mlx5_4:1:4,mlx5_5:1:5,mlx5_6:1:6,mlx5_7:1:7 \
 		--hosts snode02,snode01
 '
+test_expect_success 'files written by penny topo plan across nodes (its sysfs-switches fixture)' '
+	for h in a b c; do
+		python3 -c "import json, sys
+d = json.load(open(sys.argv[1])); d[\"host\"] = sys.argv[2]; json.dump(d, open(sys.argv[2] + \".json\", \"w\"))" \
+			$TOP/tests/fixtures/topo/sysfs-switches.json $h || exit 1
+	done &&
+	penny ring-plan --topo-file a.json,b.json,c.json --json >abc.json &&
+	python3 -c "
+import json; d = json.load(open(\"abc.json\"))
+assert d[\"nnodes\"] == 3 and d[\"nrings\"] == 2 and d[\"violations\"] == [], d[\"violations\"]
+assert all(x[\"send\"] == 1 and x[\"recv\"] == 1 for x in d[\"nic_load\"] if x[\"active\"])
+" &&
+	penny ring-plan --check abc.json >out && grep -q "^0 violations$" out
+'
 test_expect_success 'every golden plan has every ring on every node and no violations' '
-	for f in "$GOLD"/synth-*.txt "$GOLD"/topo-*.txt; do
+	for f in "$GOLD"/synth-*.txt "$GOLD"/topo-*.txt "$GOLD"/xml-*.txt; do
 		grep -q "^0 violations$" "$f" && grep -q "^exit 0$" "$f" || { echo "$f"; exit 1; }
 	done
 '
@@ -100,13 +114,22 @@ test_expect_success '--show-schedule: the engine steps follow the planned rings,
 	test_exit 2 penny ring-plan --nodes 2 --show-schedule --schedule-rank 16 2>err &&
 	grep -q "between 0 and 15" err
 '
-test_expect_success 'no model: live planning needs penny topo, exit 2 with a clear line' '
-	test_exit 2 penny ring-plan 2>err &&
-	test "$(wc -l <err)" -eq 1 && grep -q "no cluster model: give --topo-file" err &&
-	grep -q "needs .penny topo., which this build does not have" err
+test_expect_success 'golden plan: one node from an hwloc XML (power8, NV2 pairs, SYS between)' '
+	golden xml-power8 --topo-xml $TOP/tests/fixtures/hwloc/power8gpudistances.xml &&
+	grep -q "^  drac-12.grenoble.grid5000.fr GPU0 GPU1 GPU2 GPU3 > GPU0$" xml-power8.out
+'
+test_expect_success 'this node (live, sysfs root or XML) without GPUs: nothing to plan, exit 2' '
+	test_exit 2 penny ring-plan --topo-xml $TOP/tests/fixtures/hwloc/192em64t-12gr2n8c2t.xml 2>err &&
+	test "$(wc -l <err)" -eq 1 && grep -q "has no GPU, so there is nothing to plan" err &&
+	test_exit 2 penny ring-plan --sysfs-root /nonexistent/dir 2>err && test "$(wc -l <err)" -eq 1 &&
+	{ penny ring-plan >live.out 2>err; rc=$?; } &&
+	{ [ $rc -eq 0 ] && grep -q "^0 violations$" live.out ||
+	  { [ $rc -eq 2 ] && grep -q "has no GPU" err; }; }
 '
 test_expect_success 'usage errors exit 2 with one line' '
 	test_exit 2 penny ring-plan --nodes 2 --topo-file $T/h100-node01.json 2>err &&
+	grep -q "not both" err &&
+	test_exit 2 penny ring-plan --topo-xml x.xml --topo-file $T/h100-node01.json 2>err &&
 	grep -q "not both" err &&
 	test_exit 2 penny ring-plan --gpus 4 2>err && grep -q "needs --nodes" err &&
 	test_exit 2 penny ring-plan --nodes 2 --gpus 17 2>err && grep -q "between 1 and 16" err &&

@@ -101,18 +101,19 @@ TEST(path_classes)
 	struct pn_plan_path p;
 	char b[16];
 
-	CHECK(!pn_path_parse("NV18", &p) && p.cls == PN_PATH_NV && p.nv == 18);
-	CHECK_STR(pn_path_name(p, b, sizeof(b)), "NV18");
-	CHECK_STR(pn_path_nccl(p), "NVL");
-	CHECK(!pn_path_parse("PIX", &p) && p.cls == PN_PATH_PIX);
-	CHECK(!pn_path_parse("NODE", &p) && !strcmp(pn_path_nccl(p), "PHB"));
-	CHECK(!pn_path_parse("SYS", &p) && pn_path_score(p) == 500);
-	CHECK(pn_path_parse("NV0", &p) == -EINVAL);
-	CHECK(pn_path_parse("NV256", &p) == -EINVAL);
-	CHECK(pn_path_parse("NV1x", &p) == -EINVAL);
-	CHECK(pn_path_parse("pix", &p) == -EINVAL);
-	CHECK(pn_path_parse("", &p) == -EINVAL);
-	CHECK(pn_path_parse(NULL, &p) == -EINVAL);
+	CHECK(!pn_plan_path_parse("NV18", &p) && p.cls == PN_PATH_NV && p.nv == 18);
+	CHECK_STR(pn_plan_path_name(p, b, sizeof(b)), "NV18");
+	CHECK_STR(pn_plan_path_nccl(p), "NVL");
+	CHECK(!pn_plan_path_parse("PIX", &p) && p.cls == PN_PATH_PIX);
+	CHECK(!pn_plan_path_parse("NODE", &p) && !strcmp(pn_plan_path_nccl(p), "PHB"));
+	CHECK(!pn_plan_path_parse("SYS", &p) && pn_plan_path_score(p) == 500);
+	CHECK(pn_plan_path_parse("NV0", &p) == -EINVAL);
+	CHECK(pn_plan_path_parse("NV256", &p) == -EINVAL);
+	CHECK(pn_plan_path_parse("NV1x", &p) == -EINVAL);
+	CHECK(!pn_plan_path_parse("pix", &p) && p.cls == PN_PATH_PIX); /* as penny topo reads it */
+	CHECK(pn_plan_path_parse("PIXX", &p) == -EINVAL);
+	CHECK(pn_plan_path_parse("", &p) == -EINVAL);
+	CHECK(pn_plan_path_parse(NULL, &p) == -EINVAL);
 }
 
 TEST(two_nodes_alternate)
@@ -733,6 +734,44 @@ TEST(topo_file_errors)
 	}
 }
 
+TEST(from_topology)
+{
+	struct pn_plan_model m;
+	struct pn_plan p;
+	struct pn_plan_msgs v = { 0 };
+	struct pn_plan_opts o = { 0 };
+	struct pn_topo t;
+	struct pn_topo_cfg cfg = { 0 };
+	char path[1024];
+	char c[16];
+
+	/* penny topo's model of an hwloc XML: 4 GPUs, NV2 pairs (0,1) and (2,3), SYS between */
+	snprintf(path, sizeof(path), "%s/tests/fixtures/hwloc/power8gpudistances.xml", top());
+	cfg.xml_file = path;
+	memset(&t, 0, sizeof(t));
+	CHECK(!pn_topo_load(&t, &cfg));
+	pn_plan_model_init(&m);
+	CHECK(!pn_plan_model_add_topology(&m, &t));
+	pn_topo_release(&t);
+	CHECK(!pn_plan_model_finish(&m));
+	CHECK_EQ_INT(m.nnodes, 1);
+	CHECK_EQ_INT(m.layouts[0].ngpus, 4);
+	CHECK_STR(pn_plan_path_name(m.layouts[0].gg[0][1], c, sizeof(c)), "NV2");
+	CHECK_STR(pn_plan_path_name(m.layouts[0].gg[1][2], c, sizeof(c)), "SYS");
+	CHECK_STR(m.source, "xml");
+	CHECK(!pn_plan_build(&p, &m, &o));
+	CHECK(gpu_order(&p, 0, 0, "0 1 2 3"));
+	CHECK_EQ_INT(pn_plan_validate(&p, &v), 0);
+	/* the cycle 0 2 1 3 crosses SYS four times where two suffice */
+	p.rings[0].gpus[1] = 2;
+	p.rings[0].gpus[2] = 1;
+	CHECK_EQ_INT(pn_plan_validate(&p, &v), 1);
+	CHECK(has_msg(&v, "order takes 4 steps over SYS (first GPU0->GPU2) where 2 suffice"));
+	pn_plan_msgs_release(&v);
+	pn_plan_release(&p);
+	pn_plan_model_release(&m);
+}
+
 TEST(bandwidth_model)
 {
 	struct pn_plan_model m;
@@ -772,6 +811,7 @@ int main(void)
 	RUN(nccl_dump_from_nccl_2_28);
 	RUN(json_read_back_errors);
 	RUN(topo_file_errors);
+	RUN(from_topology);
 	RUN(bandwidth_model);
 	return unit_done();
 }
