@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "penny.h"
+#include "plot.h"
 
 #include "../src/boot.h"
 #include "../src/coll.h"
@@ -322,6 +323,60 @@ static int sweep(struct job *j, enum pn_algo algo, const uint64_t *sizes, size_t
 	return 0;
 }
 
+/* One series per algorithm: out-of-place busbw and time against size. */
+static int write_plot(struct job *j, const enum pn_algo *algos, int nalgos)
+{
+	struct pn_plot_series *series = calloc((size_t)nalgos, sizeof(*series));
+	struct pn_plot_point *pts = calloc(j->nrows + 1, sizeof(*pts));
+	char title[160], *labels = calloc((size_t)nalgos, 32);
+	struct pn_plot plot;
+	size_t r, k = 0;
+	int a, ret = 0, ns = 0;
+	FILE *f;
+
+	if (!series || !pts || !labels) {
+		ret = pn_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	for (a = 0; a < nalgos; a++) {
+		size_t first = k;
+
+		for (r = 0; r < j->nrows; r++) {
+			if (j->rows[r].algo != algos[a])
+				continue;
+			pts[k].size_bytes = (double)j->rows[r].bytes;
+			pts[k].busbw_gbps = j->rows[r].busbw[0];
+			pts[k].time_us = j->rows[r].time_us[0];
+			k++;
+		}
+		if (k == first)
+			continue;
+		snprintf(labels + 32 * ns, 32, "%s (%s)", pn_algo_name(algos[a]), opt_backend);
+		series[ns].label = labels + 32 * ns;
+		series[ns].pts = pts + first;
+		series[ns].n = k - first;
+		ns++;
+	}
+	snprintf(title, sizeof(title), "penny allreduce-test: %d ranks on %d nodes, %s %s, out of place",
+		 j->nranks, j->comm->nnodes, pn_dtype_name(j->dtype), pn_redop_name(j->op));
+	plot.title = title;
+	plot.series = series;
+	plot.nseries = (size_t)ns;
+	f = fopen(opt_plot, "w");
+	if (!f) {
+		ret = pn_err(-errno, "cannot write '%s': %m", opt_plot);
+		goto out;
+	}
+	ret = pn_plot_svg(f, &plot);
+	if (fclose(f) && !ret)
+		ret = pn_err(-EIO, "write error on '%s'", opt_plot);
+out:
+	free(series);
+	free(pts);
+	free(labels);
+	return ret;
+}
+
 static int write_tune(struct job *j, const uint64_t *sizes, size_t nsizes)
 {
 	size_t *bytes = calloc(nsizes, sizeof(size_t)), i, r;
@@ -508,6 +563,11 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		fprintf(stderr, "penny allreduce-test: FAILED\n");
 	if (j.rank == 0 && opt_tune_out) {
 		ret = write_tune(&j, sizes, nsizes);
+		if (ret)
+			goto fail;
+	}
+	if (j.rank == 0 && opt_plot) {
+		ret = write_plot(&j, algos, nalgos);
 		if (ret)
 			goto fail;
 	}

@@ -52,6 +52,16 @@ test_expect_success '--csv writes one line per size and algorithm' '
 	ar --np 2 --algo ring,one-shot -b 8 -e 1K -f 4 --csv rows.csv >/dev/null &&
 	test "$(wc -l <rows.csv)" -eq 9 && head -1 rows.csv | grep -q "^algo,size,count"
 '
+test_expect_success '--plot draws one labelled line per algorithm (valid SVG)' '
+	ar --np 2 --algo ring,one-shot,two-shot -b 8 -e 64K -f 8 --plot ar.svg >/dev/null &&
+	python3 -c "import xml.etree.ElementTree as E; E.parse(\"ar.svg\")" &&
+	grep -q "ring (host)" ar.svg && grep -q "one-shot (host)" ar.svg && grep -q "two-shot (host)" ar.svg &&
+	grep -q "message size" ar.svg && grep -q "bus bandwidth" ar.svg
+'
+test_expect_success '--plot to an unwritable place: one clear line, exit 1' '
+	test_exit 1 ar --np 2 -b 8 -e 8 --plot /nonexistent/dir/ar.svg >/dev/null 2>err &&
+	grep -q "/nonexistent/dir/ar.svg" err
+'
 test_expect_success '--min-busbw: an impossible gate fails with FAILED, exit 1' '
 	test_exit 1 ar --np 2 -b 1K -e 1K --min-busbw 1e9 >out && grep -q FAILED out
 '

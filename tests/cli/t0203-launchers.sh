@@ -6,7 +6,7 @@
 if command -v mpirun >/dev/null; then
 	test_expect_success 'mpirun -np 4: ranks from OMPI_COMM_WORLD_*, 0 wrong' '
 		timeout 120 mpirun --allow-run-as-root --oversubscribe -np 4 "$PENNY" allreduce-test \
-			--timeout 30 -b 8 -e 256K -f 8 --algo all -n 2 --json >out 2>err &&
+			--timeout 30 -b 8 -e 64K -f 8 --algo ring,two-shot,simple-ring -n 2 --json >out 2>err &&
 		python3 -c "import json; d=json.load(open(\"out\"))
 assert d[\"launcher\"] == \"mpirun\" and d[\"nranks\"] == 4, d
 assert d[\"summary\"][\"wrong\"] == 0"
@@ -41,11 +41,11 @@ if netns_ok; then
 		for r in 1 2 3; do
 			ns=$A; [ $r -ge 2 ] && ns=$B
 			ip netns exec $ns "$PENNY" allreduce-test --rank $r --nranks 4 --root 10.231.0.1:$port \
-				--timeout 30 --algo all -b 1 -e 2M -f 11 -d float -o sum >/dev/null 2>err$r &
+				--timeout 30 --algo all -b 1 -e 300K -f 23 -d float -o sum >/dev/null 2>err$r &
 			pids="$pids $!"
 		done
 		ip netns exec $A "$PENNY" allreduce-test --rank 0 --nranks 4 --root 10.231.0.1:$port \
-			--timeout 30 --algo all -b 1 -e 2M -f 11 -d float -o sum >out 2>err0 &&
+			--timeout 30 --algo all -b 1 -e 300K -f 23 -d float -o sum >out 2>err0 &&
 		for p in $pids; do wait $p || { cat err*; exit 1; }; done &&
 		cat out | head -12 &&
 		grep -q "4 ranks on 2 nodes" out && grep -q "via tcp" out &&

@@ -508,10 +508,32 @@ TEST(reduce2_matrix)
 	}
 }
 
+/* The OR of element k's bits in x and y, as a NaN min/max result stores it, into out. */
+static void or_bits(void *out, const void *x, const void *y, size_t k, enum pn_dtype t)
+{
+	if (t == PN_DOUBLE) {
+		uint64_t a, b;
+
+		memcpy(&a, (const double *)x + k, 8);
+		memcpy(&b, (const double *)y + k, 8);
+		a |= b;
+		memcpy(out, &a, 8);
+	} else if (t == PN_FLOAT) {
+		uint32_t v = fbits(((const float *)x)[k]) | fbits(((const float *)y)[k]);
+
+		memcpy(out, &v, 4);
+	} else {
+		uint16_t v = round16(ffrom(fbits(load16(x, k, t)) | fbits(load16(y, k, t))), t);
+
+		memcpy(out, &v, 2);
+	}
+}
+
 /* Every pair of NaN/Inf/zero/normal specials through min and max, in each float type. */
 TEST(minmax_nan_and_zero)
 {
-	static const float fa[] = { NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1.0f, -2.0f, 0.5f };
+	/* the last one is replaced by a signalling NaN with a low payload */
+	static const float fa[] = { NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1.0f, -2.0f, 0.5f, 0.0f };
 	enum { N = sizeof(fa) / sizeof(fa[0]) };
 	static const enum pn_dtype types[] = { PN_FLOAT, PN_DOUBLE, PN_HALF, PN_BFLOAT16 };
 
@@ -537,6 +559,25 @@ TEST(minmax_nan_and_zero)
 				}
 			}
 		}
+		for (size_t k = 0; k < N; k++) {
+			size_t last = (N - 1) * N + k, col = k * N + N - 1;
+
+			switch (t) {
+			case PN_FLOAT:
+				((float *)x)[last] = ((float *)y)[col] = ffrom(0x7f800001);
+				break;
+			case PN_DOUBLE: {
+				uint64_t snan = 0x7ff0000000000001ull;
+
+				memcpy((double *)x + last, &snan, 8);
+				memcpy((double *)y + col, &snan, 8);
+				break;
+			}
+			default:
+				((uint16_t *)x)[last] = ((uint16_t *)y)[col] = t == PN_HALF ? 0x7c01 : 0x7f81;
+				break;
+			}
+		}
 		pn_reduce2(lo, x, y, N * N, t, PN_MIN);
 		pn_reduce2(hi, x, y, N * N, t, PN_MAX);
 		pn_reduce2(lo2, y, x, N * N, t, PN_MIN);
@@ -547,7 +588,12 @@ TEST(minmax_nan_and_zero)
 			double l = as_double_f(lo, k, t), h = as_double_f(hi, k, t);
 
 			if (isnan(a) || isnan(b)) {
+				/* documented: the OR of both inputs' bits (16-bit types: quieted) */
+				unsigned char want[8];
+
+				or_bits(want, x, y, k, t);
 				CHECK(isnan(l) && isnan(h));
+				CHECK(!memcmp(lo + k * es, want, es) && !memcmp(hi + k * es, want, es));
 			} else if (a == 0 && b == 0) {
 				CHECK(!!signbit(l) == (signbit(a) || signbit(b)));
 				CHECK(!!signbit(h) == (signbit(a) && signbit(b)));

@@ -25,8 +25,20 @@ run_job() {
 
 test_expect_success '2 nodes x 2 rails, multiring: 0 wrong, both rails carry traffic both ways' '
 	snap >before &&
-	run_job --algo multiring -b 1 -e 4M -f 16 -d float &&
+	"$PENNY" top --json --count 8 --interval 0.5 --filter rxe >top.jsonl &
+	topp=$!
+	run_job --algo multiring -b 1 -e 4M -f 16 -d float -n 20 &&
+	wait $topp &&
 	snap >after && cat out | grep -E "via|Out of" &&
+	python3 -c "import json
+seen = {}
+for line in open(\"top.jsonl\"):
+    for p in json.loads(line)[\"ports\"]:
+        d = seen.setdefault(p[\"device\"], [0, 0])
+        d[0] = max(d[0], p[\"rx_bytes_per_sec\"] or 0)
+        d[1] = max(d[1], p[\"tx_bytes_per_sec\"] or 0)
+print(\"penny top, peak rx/tx B/s:\", seen)
+assert all(seen.get(d, [0, 0])[0] > 0 and seen.get(d, [0, 0])[1] > 0 for d in (\"rxe0\", \"rxe1\", \"rxe2\", \"rxe3\")), seen" &&
 	test "$(grep -c "Out of bounds values : 0 OK" out)" -eq 1 &&
 	paste before after | awk "{ s = \$5 - \$2; r = \$6 - \$3; print \$1, s, r; if (s < 100 || r < 100) bad = 1 }
 		END { exit bad }" >delta && cat delta &&
@@ -35,7 +47,8 @@ test_expect_success '2 nodes x 2 rails, multiring: 0 wrong, both rails carry tra
 	     END { exit !(s0 == r1 && s1 == r0 && s2 == r3 && s3 == r2) }" delta
 '
 test_expect_success 'rails follow the channels: each rank opened rail 0 and rail 1' '
-	run_job --algo multiring -b 1M -e 1M --debug=VERBS &&
+	{ run_job --algo multiring -b 1M -e 1M --debug=VERBS || { cat err*; false; }; } &&
+	grep -h "verbs transport on" err* &&
 	test "$(cat err* | grep -c "verbs transport on rxe[02]")" -eq 4 &&
 	test "$(cat err* | grep -c "verbs transport on rxe[13]")" -eq 4
 '

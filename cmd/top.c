@@ -1,0 +1,752 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * penny top: live per-port traffic of RDMA NICs.
+ *
+ * The counter model (src/counters.h) samples on its own thread; this file
+ * chooses the presentation: the ncurses screen (cmd/tui.c) on a terminal, or
+ * batch output for scripts: a table per sample, JSON Lines (--json), a
+ * Prometheus textfile (--prom FILE).
+ */
+#define _GNU_SOURCE
+#include "penny.h"
+#include "tui.h"
+
+#include "../src/counters.h"
+#include "../src/log.h"
+#include "../src/nic.h"
+#include "../src/perfquery.h"
+#include "../src/sysfs.h"
+#include "../src/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MIN_INTERVAL 0.05
+#define MAX_INTERVAL 86400.0
+
+static struct {
+	double interval;
+	int count;
+	int once;
+	const char *prom;
+	int ethernet;
+	const char *lids;
+	const char *ca;
+	const char *filter;
+	const char *sort;
+} topt = { .interval = 1.0 };
+
+const struct pn_opt top_options[] = {
+	{ "interval", 'i', OPT_SECONDS, &topt.interval, "SEC",
+	  "time between samples (default 1 s; ms, s, m suffixes)", NULL, NULL },
+	{ "count", 'n', OPT_INT, &topt.count, "N", "print N samples, then exit", NULL, NULL },
+	{ "once", 0, OPT_BOOL, &topt.once, NULL, "one sample over one interval, then exit", NULL,
+	  NULL },
+	{ "prom", 0, OPT_STRING, &topt.prom, "FILE",
+	  "write Prometheus textfile-collector metrics to FILE at every sample", NULL, NULL },
+	{ "ethernet", 'e', OPT_BOOL, &topt.ethernet, NULL,
+	  "also show plain netdevs from /sys/class/net", NULL, NULL },
+	{ "lid", 0, OPT_APPEND, &topt.lids, "LID[:PORT]",
+	  "also show a remote InfiniBand port, read with PerfMgt MADs (repeatable)", NULL, NULL },
+	{ "ca", 0, OPT_STRING, &topt.ca, "DEV[:PORT]",
+	  "local InfiniBand port that sends the MADs of --lid (default: first active)", NULL,
+	  NULL },
+	{ "filter", 'f', OPT_STRING, &topt.filter, "PATTERN",
+	  "only ports whose name contains PATTERN (or matches it as a glob)", NULL, NULL },
+	{ "sort", 's', OPT_STRING, &topt.sort, "KEY", "order of the rows: name, rx, tx, util, errors",
+	  "name rx tx util errors", NULL },
+	OPT_TABLE_END
+};
+
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig)
+{
+	got_signal = sig;
+}
+
+static void catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+/* Counter files stay open between samples: make room for 16 NICs' worth. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	if (rl.rlim_cur < 16384 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max < 16384 ? rl.rlim_max : 16384;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* ---- JSON and text table ---- */
+
+static const char *or_null(const char *s)
+{
+	return s && *s ? s : NULL;
+}
+
+static void out_ctr_value(struct pn_out *o, const char *key, const struct pn_ctr_port *p, int kind)
+{
+	const struct pn_ctr *c = p->ix[kind] >= 0 ? &p->ctr[p->ix[kind]] : NULL;
+
+	if (c && (c->flags & PN_CF_VALID))
+		pn_out_uint(o, PN_JSON, key, NULL, c->value);
+	else
+		pn_out_null(o, PN_JSON, key, NULL);
+}
+
+static void out_counters(struct pn_out *o, const struct pn_ctr_port *p)
+{
+	int g, i;
+
+	pn_out_open_object(o, "counters");
+	for (g = 0; g < PN_CG_COUNT; g++) {
+		int opened = 0;
+
+		for (i = 0; i < p->nctr; i++) {
+			const struct pn_ctr *c = &p->ctr[i];
+
+			if (c->group != g)
+				continue;
+			if (!opened) {
+				pn_out_open_object(o, pn_ctr_group_name(g));
+				opened = 1;
+			}
+			pn_out_open_object(o, c->name);
+			if (c->flags & PN_CF_VALID)
+				pn_out_uint(o, PN_JSON, "value", NULL, c->raw);
+			else
+				pn_out_null(o, PN_JSON, "value", NULL);
+			if (c->flags & PN_CF_DELTA)
+				pn_out_uint(o, PN_JSON, "delta", NULL, c->delta / c->scale);
+			else
+				pn_out_null(o, PN_JSON, "delta", NULL);
+			pn_out_close_object(o);
+		}
+		if (opened)
+			pn_out_close_object(o);
+	}
+	pn_out_close_object(o);
+}
+
+static void print_sample(struct pn_out *o, const struct pn_ctr_set *v, const int *idx, int n,
+			 double interval, int first)
+{
+	char buf[64], when[40] = "";
+	time_t t = (time_t)v->wall;
+	struct tm tm;
+	int k;
+
+	localtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+	if (!first)
+		pn_out_nl(o);
+	pn_out_text(o, "# %s  %s  interval %g s  measured %.3f s\n", pn_hostname(), when, interval,
+		    v->elapsed);
+	pn_out_text(o, "%-16s %-7s %6s %11s %11s %6s %6s %6s\n", "PORT", "STATE", "SPEED", "RX",
+		    "TX", "UTIL", "ERR", "DISC");
+	pn_out_open_object(o, NULL);
+	pn_out_str(o, PN_JSON, "host", NULL, pn_hostname());
+	pn_out_float(o, PN_JSON, "timestamp", NULL, floor(v->wall * 1000) / 1000);
+	pn_out_float(o, PN_JSON, "interval", NULL, interval);
+	pn_out_float(o, PN_JSON, "elapsed", NULL, v->elapsed);
+	pn_out_uint(o, PN_JSON, "sample", NULL, v->seq - 1);
+	pn_out_open_array(o, "ports");
+	for (k = 0; k < n; k++) {
+		const struct pn_ctr_port *p = &v->ports[idx[k]];
+
+		pn_out_open_object(o, NULL);
+		pn_out_str(o, PN_ANY, "name", "%-16s ", p->name);
+		pn_out_str(o, PN_JSON, "device", NULL, p->dev);
+		pn_out_int(o, PN_JSON, "port", NULL, p->port);
+		pn_out_str(o, PN_JSON, "type", NULL, pn_port_type_name(p->type));
+		pn_out_str(o, PN_ANY, "state", "%-7s ", or_null(p->state_name));
+		pn_out_str(o, PN_JSON, "phys_state", NULL, or_null(p->phys_state));
+		pn_out_str(o, PN_JSON, "link_layer", NULL, or_null(p->link_layer));
+		pn_out_str(o, PN_JSON, "rate", NULL, or_null(p->rate));
+		pn_out_str(o, PN_TEXT, NULL, "%6s ", tui_fmt_speed(buf, sizeof(buf), p->rate_gbps));
+		pn_out_float(o, PN_JSON, "rate_gbps", NULL, p->rate_gbps > 0 ? p->rate_gbps : NAN);
+		pn_out_str(o, PN_JSON, "netdev", NULL, or_null(p->netdev));
+		pn_out_str(o, PN_JSON, "source", NULL,
+			   p->data_group >= 0 ? pn_ctr_group_name(p->data_group) : NULL);
+		pn_out_float(o, PN_JSON, "elapsed", NULL, p->elapsed);
+		pn_out_str(o, PN_TEXT, NULL, "%11s ", tui_fmt_bps(buf, sizeof(buf), p->rx_Bps));
+		pn_out_str(o, PN_TEXT, NULL, "%11s ", tui_fmt_bps(buf, sizeof(buf), p->tx_Bps));
+		pn_out_float(o, PN_JSON, "rx_bytes_per_sec", NULL, p->rx_Bps);
+		pn_out_float(o, PN_JSON, "tx_bytes_per_sec", NULL, p->tx_Bps);
+		pn_out_float(o, PN_JSON, "rx_packets_per_sec", NULL, p->rx_pps);
+		pn_out_float(o, PN_JSON, "tx_packets_per_sec", NULL, p->tx_pps);
+		pn_out_float(o, PN_TEXT, NULL, "%5.1f%% ", isfinite(p->util) ? p->util * 100 : NAN);
+		pn_out_float(o, PN_JSON, "utilization", NULL, p->util);
+		if (p->err_valid)
+			pn_out_uint(o, PN_ANY, "errors", "%6llu ", p->err_delta);
+		else
+			pn_out_null(o, PN_ANY, "errors", "%6s ");
+		if (p->disc_valid)
+			pn_out_uint(o, PN_ANY, "discards", "%6llu", p->disc_delta);
+		else
+			pn_out_null(o, PN_ANY, "discards", "%6s");
+		out_ctr_value(o, "rx_bytes", p, PN_CK_RX_BYTES);
+		out_ctr_value(o, "tx_bytes", p, PN_CK_TX_BYTES);
+		out_ctr_value(o, "rx_packets", p, PN_CK_RX_PKTS);
+		out_ctr_value(o, "tx_packets", p, PN_CK_TX_PKTS);
+		pn_out_uint(o, PN_JSON, "errors_total", NULL, p->err_total);
+		pn_out_uint(o, PN_JSON, "discards_total", NULL, p->disc_total);
+		pn_out_int(o, PN_JSON, "unreadable", NULL, p->nunreadable);
+		pn_out_bool(o, PN_JSON, "wrapped", NULL, !!(p->flags & PN_CF_WRAP));
+		pn_out_bool(o, PN_JSON, "reset", NULL, !!(p->flags & PN_CF_RESET));
+		pn_out_bool(o, PN_JSON, "saturated", NULL, !!(p->flags & PN_CF_SAT));
+		out_counters(o, p);
+		pn_out_nl(o);
+		pn_out_close_object(o);
+	}
+	pn_out_close_array(o);
+	pn_out_close_object(o);
+	fflush(pn_out_file(o));
+}
+
+/* ---- Prometheus textfile ---- */
+
+static void prom_label(FILE *f, const char *key, const char *v, int first)
+{
+	fprintf(f, "%s%s=\"", first ? "" : ",", key);
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fputc('\\', f), fputc(*v, f);
+		else if (*v == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*v, f);
+	}
+	fputc('"', f);
+}
+
+static void prom_labels(FILE *f, const struct pn_ctr_port *p)
+{
+	char port[16];
+
+	snprintf(port, sizeof(port), "%d", p->port);
+	prom_label(f, "device", p->dev, 1);
+	prom_label(f, "port", port, 0);
+}
+
+enum { M_INFO, M_UP, M_SPEED, M_RX_BYTES, M_TX_BYTES, M_RX_PKTS, M_TX_PKTS, M_RX_BPS, M_TX_BPS,
+       M_RX_PPS, M_TX_PPS, M_UTIL, M_ERR, M_DISC, M_COUNT };
+
+static const struct {
+	const char *name, *type, *help;
+} metrics[M_COUNT] = {
+	[M_INFO] = { "penny_port_info", "gauge",
+		     "Port attributes as labels (value 1)." },
+	[M_UP] = { "penny_port_up", "gauge", "1 when the port is ACTIVE (a netdev: up), else 0." },
+	[M_SPEED] = { "penny_port_speed_bytes", "gauge", "Line rate in bytes per second." },
+	[M_RX_BYTES] = { "penny_port_rcv_bytes_total", "counter",
+			 "Bytes received (port_rcv_data x 4, or the netdev's rx_bytes)." },
+	[M_TX_BYTES] = { "penny_port_xmit_bytes_total", "counter",
+			 "Bytes sent (port_xmit_data x 4, or the netdev's tx_bytes)." },
+	[M_RX_PKTS] = { "penny_port_rcv_packets_total", "counter", "Packets received." },
+	[M_TX_PKTS] = { "penny_port_xmit_packets_total", "counter", "Packets sent." },
+	[M_RX_BPS] = { "penny_port_rcv_bytes_per_second", "gauge",
+		       "Receive rate over the last interval." },
+	[M_TX_BPS] = { "penny_port_xmit_bytes_per_second", "gauge",
+		       "Send rate over the last interval." },
+	[M_RX_PPS] = { "penny_port_rcv_packets_per_second", "gauge",
+		       "Receive packet rate over the last interval." },
+	[M_TX_PPS] = { "penny_port_xmit_packets_per_second", "gauge",
+		       "Send packet rate over the last interval." },
+	[M_UTIL] = { "penny_port_utilization_ratio", "gauge",
+		     "max(receive, send) rate / line rate over the last interval." },
+	[M_ERR] = { "penny_port_errors_total", "counter",
+		    "Sum of the port's error counters (symbol, receive, link downed, ...)." },
+	[M_DISC] = { "penny_port_discards_total", "counter",
+		     "Sum of the port's discard counters (xmit discards, out of buffer, drops)." },
+};
+
+static int ctr_of(const struct pn_ctr_port *p, int kind, double *v)
+{
+	const struct pn_ctr *c = p->ix[kind] >= 0 ? &p->ctr[p->ix[kind]] : NULL;
+
+	if (!c || !(c->flags & PN_CF_VALID))
+		return 0;
+	*v = (double)c->value;
+	return 1;
+}
+
+static int metric_value(const struct pn_ctr_port *p, int m, double *v)
+{
+	switch (m) {
+	case M_INFO:
+		*v = 1;
+		return 1;
+	case M_UP:
+		*v = p->state == PN_PORT_ACTIVE;
+		return p->state >= 0 || p->type != PN_PT_REMOTE;
+	case M_SPEED:
+		*v = p->rate_gbps * 1e9 / 8;
+		return p->rate_gbps > 0;
+	case M_RX_BYTES:
+		return ctr_of(p, PN_CK_RX_BYTES, v);
+	case M_TX_BYTES:
+		return ctr_of(p, PN_CK_TX_BYTES, v);
+	case M_RX_PKTS:
+		return ctr_of(p, PN_CK_RX_PKTS, v);
+	case M_TX_PKTS:
+		return ctr_of(p, PN_CK_TX_PKTS, v);
+	case M_RX_BPS:
+		*v = p->rx_Bps;
+		break;
+	case M_TX_BPS:
+		*v = p->tx_Bps;
+		break;
+	case M_RX_PPS:
+		*v = p->rx_pps;
+		break;
+	case M_TX_PPS:
+		*v = p->tx_pps;
+		break;
+	case M_UTIL:
+		*v = p->util;
+		break;
+	case M_ERR:
+		*v = (double)p->err_total;
+		return p->ix[PN_CK_ERR] >= 0;
+	case M_DISC:
+		*v = (double)p->disc_total;
+		return p->ix[PN_CK_DISC] >= 0;
+	}
+	return isfinite(*v);
+}
+
+static void write_metrics(FILE *f, const struct pn_ctr_set *v, const int *idx, int n,
+			  double interval)
+{
+	int m, k, i;
+	double x;
+
+	for (m = 0; m < M_COUNT; m++) {
+		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", metrics[m].name, metrics[m].help,
+			metrics[m].name, metrics[m].type);
+		for (k = 0; k < n; k++) {
+			const struct pn_ctr_port *p = &v->ports[idx[k]];
+
+			if (!metric_value(p, m, &x))
+				continue;
+			fprintf(f, "%s{", metrics[m].name);
+			prom_labels(f, p);
+			if (m == M_INFO) {
+				prom_label(f, "type", pn_port_type_name(p->type), 0);
+				prom_label(f, "state", p->state_name, 0);
+				prom_label(f, "link_layer", p->link_layer, 0);
+				prom_label(f, "rate", p->rate, 0);
+				prom_label(f, "netdev", p->netdev, 0);
+				prom_label(f, "source",
+					   p->data_group >= 0 ? pn_ctr_group_name(p->data_group) : "",
+					   0);
+			}
+			if (x == floor(x) && fabs(x) < 1e18)
+				fprintf(f, "} %.0f\n", x);
+			else
+				fprintf(f, "} %.10g\n", x);
+		}
+	}
+	fprintf(f, "# HELP penny_port_counter_total Every counter file as read (port_*_data in "
+		   "4-byte words).\n# TYPE penny_port_counter_total counter\n");
+	for (k = 0; k < n; k++) {
+		const struct pn_ctr_port *p = &v->ports[idx[k]];
+
+		for (i = 0; i < p->nctr; i++) {
+			const struct pn_ctr *c = &p->ctr[i];
+
+			if (!(c->flags & PN_CF_VALID))
+				continue;
+			fprintf(f, "penny_port_counter_total{");
+			prom_labels(f, p);
+			prom_label(f, "group", pn_ctr_group_name(c->group), 0);
+			prom_label(f, "counter", c->name, 0);
+			fprintf(f, "} %llu\n", (unsigned long long)c->raw);
+		}
+	}
+	fprintf(f, "# HELP penny_top_sample_timestamp_seconds When the sample was taken.\n"
+		   "# TYPE penny_top_sample_timestamp_seconds gauge\n"
+		   "penny_top_sample_timestamp_seconds %.3f\n",
+		v->wall);
+	fprintf(f, "# HELP penny_top_interval_seconds Time between samples.\n"
+		   "# TYPE penny_top_interval_seconds gauge\npenny_top_interval_seconds %g\n",
+		interval);
+}
+
+/* Write to a temporary file in FILE's directory, then rename over FILE. */
+static int write_prom(const char *path, const struct pn_ctr_set *v, const int *idx, int n,
+		      double interval)
+{
+	char dirbuf[PATH_MAX], basebuf[PATH_MAX], tmp[PATH_MAX];
+	FILE *f;
+	int fd, e;
+
+	snprintf(dirbuf, sizeof(dirbuf), "%s", path);
+	snprintf(basebuf, sizeof(basebuf), "%s", path);
+	/* not ending in .prom: the collector ignores it while it is written */
+	if (snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dirname(dirbuf), basename(basebuf)) >=
+	    (int)sizeof(tmp))
+		return pn_err(-ENAMETOOLONG, "cannot write '%s': name too long", path);
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		return pn_err(-errno, "cannot write '%s': %s", path, strerror(errno));
+	if (fchmod(fd, 0644)) {
+		/* keep mkstemp's 0600: still readable by the owner */
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		e = errno;
+		close(fd);
+		unlink(tmp);
+		return pn_err(-e, "cannot write '%s': %s", path, strerror(e));
+	}
+	write_metrics(f, v, idx, n, interval);
+	if (fflush(f) || ferror(f)) {
+		e = errno ? errno : EIO;
+		fclose(f);
+		unlink(tmp);
+		return pn_err(-e, "cannot write '%s': %s", path, strerror(e));
+	}
+	if (fclose(f)) {
+		e = errno;
+		unlink(tmp);
+		return pn_err(-e, "cannot write '%s': %s", path, strerror(e));
+	}
+	if (rename(tmp, path)) {
+		e = errno;
+		unlink(tmp);
+		return pn_err(-e, "cannot rename onto '%s': %s", path, strerror(e));
+	}
+	return 0;
+}
+
+/* ---- options ---- */
+
+static int parse_remote(const char *list, struct pn_ctr_remote **out, int *n)
+{
+	char *copy, *tok, *save = NULL;
+	int cap = 0, ret = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!list)
+		return 0;
+	copy = strdup(list);
+	if (!copy)
+		return pn_err(-ENOMEM, "out of memory");
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		struct pn_ctr_remote r;
+
+		ret = pn_pq_parse_lid(tok, &r.lid, &r.port);
+		if (ret)
+			break;
+		if (*n == cap) {
+			struct pn_ctr_remote *nr;
+
+			cap = cap ? 2 * cap : 4;
+			nr = realloc(*out, (size_t)cap * sizeof(*nr));
+			if (!nr) {
+				ret = pn_err(-ENOMEM, "out of memory");
+				break;
+			}
+			*out = nr;
+		}
+		(*out)[(*n)++] = r;
+	}
+	free(copy);
+	if (ret) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return ret;
+}
+
+static int open_fabric(const char *ca_arg, struct pn_pq **pq)
+{
+	char ca[64] = "";
+	int port = 0, ret;
+
+	if (ca_arg) {
+		const char *colon = strchr(ca_arg, ':');
+
+		snprintf(ca, sizeof(ca), "%.*s", colon ? (int)(colon - ca_arg) : (int)strlen(ca_arg),
+			 ca_arg);
+		if (colon && (pn_parse_int(colon + 1, &port) || port < 1))
+			return pn_err(-EINVAL, "invalid port in --ca '%s'", ca_arg);
+	}
+	ret = pn_pq_open(pq, ca[0] ? ca : NULL, port);
+	if (ret)
+		return pn_err_ctx(ret, "--lid");
+	PN_DBG(PN_LOG_NIC, "PerfMgt queries from '%s' port %d", pn_pq_ca(*pq, &port), port);
+	return 0;
+}
+
+/* ---- the two ways to run ---- */
+
+static double stall_limit(double interval)
+{
+	return interval * 10 > 5 ? interval * 10 : 5;
+}
+
+struct top_run {
+	struct pn_ctx *ctx;
+	struct pn_ctr_sampler *sampler;
+	struct pn_ctr_set view;
+	int sort;
+	int *idx;
+};
+
+static int order(struct top_run *r, int sort)
+{
+	int *ni = realloc(r->idx, (size_t)(r->view.n ? r->view.n : 1) * sizeof(int));
+
+	if (!ni)
+		return -1;
+	r->idx = ni;
+	return tui_order(&r->view, topt.filter, sort, r->idx);
+}
+
+static int batch(struct top_run *r)
+{
+	int want = topt.once ? 1 : topt.count, printed = 0;
+	/* with --prom, stdout stays quiet unless --json asks for it too */
+	int to_stdout = !topt.prom || pn_out_is_json(r->ctx->out);
+	struct pollfd pfd = { .fd = pn_ctr_sampler_fd(r->sampler), .events = POLLIN };
+
+	while (!got_signal) {
+		char what[80];
+		double secs;
+		int ret, n;
+
+		ret = poll(&pfd, 1, 250);
+		if (ret < 0 && errno != EINTR)
+			return pn_cmd_fail(r->ctx, 2, "poll: %s", strerror(errno));
+		ret = pn_ctr_sampler_take(r->sampler, &r->view);
+		if (ret < 0) {
+			pn_cmd_error(r->ctx, ret);
+			return 2;
+		}
+		if (ret == 0) {
+			if (pn_ctr_sampler_busy(r->sampler, what, sizeof(what), &secs) &&
+			    secs > stall_limit(topt.interval))
+				return pn_cmd_fail(r->ctx, 2,
+						   "reading the counters of '%s' has not returned for "
+						   "%.0f s",
+						   what[0] ? what : "the device list", secs);
+			continue;
+		}
+		n = order(r, r->sort);
+		if (n < 0)
+			return pn_cmd_fail(r->ctx, 2, "out of memory");
+		if (topt.prom) {
+			ret = write_prom(topt.prom, &r->view, r->idx, n, topt.interval);
+			if (ret) {
+				pn_cmd_error(r->ctx, ret);
+				return 2;
+			}
+		}
+		if (r->view.seq < 2)
+			continue; /* the baseline: no rates yet */
+		if (to_stdout)
+			print_sample(r->ctx->out, &r->view, r->idx, n, topt.interval, printed == 0);
+		printed++;
+		if (want && printed >= want)
+			break;
+	}
+	return got_signal ? 128 + got_signal : 0;
+}
+
+static double next_interval(double cur, int dir)
+{
+	static const double steps[] = { 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60 };
+	int i;
+
+	if (dir > 0) {
+		for (i = 0; i < (int)PN_ARRAY_SIZE(steps); i++)
+			if (steps[i] > cur + 1e-9)
+				return steps[i];
+		return cur;
+	}
+	for (i = (int)PN_ARRAY_SIZE(steps) - 1; i >= 0; i--)
+		if (steps[i] < cur - 1e-9)
+			return steps[i];
+	return cur;
+}
+
+static int screen(struct top_run *r)
+{
+	struct pollfd pfd[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
+				 { .fd = pn_ctr_sampler_fd(r->sampler), .events = POLLIN } };
+	struct tui_status st = { .interval = topt.interval };
+	char what[80] = "";
+	struct tui *t;
+	int ret, quit = 0, dirty = 1, was_busy = 0, err = 0, poll_errno = 0;
+
+	ret = tui_open(&t, topt.filter, r->sort);
+	if (ret)
+		return pn_cmd_fail(r->ctx, 2, "cannot open the terminal (TERM=%s)",
+				   getenv("TERM") ? getenv("TERM") : "");
+	while (!quit && !got_signal && !err) {
+		int key, action;
+
+		if (dirty) {
+			tui_draw(t, &r->view, &st);
+			dirty = 0;
+		}
+		/* paused: leave the snapshots queued, look only at the keyboard */
+		if (poll(pfd, st.paused ? 1 : 2, 1000) < 0 && errno != EINTR) {
+			poll_errno = errno;
+			break;
+		}
+		if (!st.paused) {
+			ret = pn_ctr_sampler_take(r->sampler, &r->view);
+			if (ret < 0)
+				err = ret;
+			else if (ret > 0)
+				dirty = 1;
+		}
+		st.busy = pn_ctr_sampler_busy(r->sampler, what, sizeof(what), &st.busy_secs) &&
+			  st.busy_secs > (st.interval > 1 ? st.interval : 1);
+		st.busy_what = what;
+		if (st.busy || was_busy)
+			dirty = 1;
+		was_busy = st.busy;
+		while ((key = tui_getkey(t)) >= 0) {
+			action = tui_key(t, key, &r->view);
+			switch (action) {
+			case TUI_QUIT:
+				quit = 1;
+				break;
+			case TUI_SLOWER:
+			case TUI_FASTER:
+				st.interval = next_interval(st.interval, action == TUI_SLOWER ? 1 : -1);
+				pn_ctr_sampler_set_interval(r->sampler, st.interval);
+				dirty = 1;
+				break;
+			case TUI_PAUSE:
+				st.paused = !st.paused;
+				dirty = 1;
+				break;
+			case TUI_REDRAW:
+				dirty = 1;
+				break;
+			}
+			/* the detail view's port gets every counter read */
+			pn_ctr_sampler_set_detail(r->sampler, tui_detail(t));
+		}
+	}
+	tui_close(t);
+	if (poll_errno)
+		return pn_cmd_fail(r->ctx, 2, "poll: %s", strerror(poll_errno));
+	if (err) {
+		pn_cmd_error(r->ctx, err);
+		return 2;
+	}
+	return got_signal ? 128 + got_signal : 0;
+}
+
+int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
+{
+	struct top_run r = { .ctx = ctx };
+	struct pn_ctr_remote *remote = NULL;
+	struct pn_ctr_cfg cfg;
+	struct pn_ctr_set set;
+	struct pn_pq *pq = NULL;
+	int nremote = 0, ret, use_screen;
+
+	if (argc > 0)
+		return pn_cmd_fail(ctx, 2, "unexpected argument '%s'", argv[0]);
+	if (!(topt.interval >= MIN_INTERVAL && topt.interval <= MAX_INTERVAL))
+		return pn_cmd_fail(ctx, 2, "--interval must be between %g s and %g s", MIN_INTERVAL,
+				   MAX_INTERVAL);
+	if (topt.count < 0)
+		return pn_cmd_fail(ctx, 2, "--count must be at least 1");
+	if (topt.once && topt.count)
+		return pn_cmd_fail(ctx, 2, "--once and --count exclude each other");
+	r.sort = topt.sort ? tui_sort_parse(topt.sort) : TUI_SORT_NAME;
+	if (r.sort < 0)
+		return pn_cmd_fail(ctx, 2, "unknown sort key '%s' (name, rx, tx, util, errors)",
+				   topt.sort);
+	if (topt.prom && !*topt.prom)
+		return pn_cmd_fail(ctx, 2, "--prom needs a file name");
+	ret = parse_remote(topt.lids, &remote, &nremote);
+	if (ret) {
+		pn_cmd_error(ctx, ret);
+		return 2;
+	}
+	if (topt.ca && !nremote) {
+		free(remote);
+		return pn_cmd_fail(ctx, 2, "--ca is for --lid");
+	}
+	if (nremote) {
+		ret = open_fabric(topt.ca, &pq);
+		if (ret) {
+			pn_cmd_error(ctx, ret);
+			free(remote);
+			return 2;
+		}
+	}
+	use_screen = !pn_out_is_json(ctx->out) && !topt.once && !topt.count && !topt.prom &&
+		     isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
+	raise_fd_limit();
+	catch_signals();
+
+	pn_ctr_cfg_init(&cfg);
+	cfg.ethernet = topt.ethernet;
+	cfg.remote = remote;
+	cfg.nremote = nremote;
+	cfg.pq = pq;
+	/* the screen's list and the table need bytes, errors and discards
+	 * only; JSON and Prometheus output carry every counter */
+	cfg.brief = !pn_out_is_json(ctx->out) && !topt.prom;
+	pn_ctr_set_init(&set, &cfg);
+	/* the screen shows rates after a short first interval */
+	ret = pn_ctr_sampler_start(&r.sampler, &set, topt.interval,
+				   use_screen ? fmin(topt.interval, 0.25) : 0);
+	if (ret) {
+		pn_ctr_set_release(&set);
+		pn_cmd_error(ctx, ret);
+		ret = 2;
+		goto out;
+	}
+	memset(&r.view, 0, sizeof(r.view));
+	ret = use_screen ? screen(&r) : batch(&r);
+	pn_ctr_set_release(&r.view);
+	free(r.idx);
+	if (pn_ctr_sampler_stop(r.sampler, 1.0)) {
+		/* stuck in a read: it may still use pq and remote; the process ends */
+		PN_DBG(PN_LOG_NIC, "%s", pn_errmsg(-ETIMEDOUT));
+		return ret;
+	}
+out:
+	pn_pq_close(pq);
+	free(remote);
+	return ret;
+}

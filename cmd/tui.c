@@ -1,0 +1,1005 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include "tui.h"
+
+#include "../src/nic.h"
+#include "../src/util.h"
+
+#include <curses.h>
+#include <term.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+#include <wchar.h>
+
+enum { MODE_LIST, MODE_DETAIL, MODE_HELP };
+enum { C_HEAD = 1, C_ALERT, C_WARN, C_BAR, C_SPARK, C_TITLE, C_GOOD };
+enum { K_ESC = 27, K_CTRL_L = 12 };
+
+struct tui {
+	int sort;
+	char filter[64], saved_filter[64];
+	int show_err;
+	int mode, prev_mode;
+	int prompt;		/* editing the filter */
+	char sel[80];		/* selected port, by name */
+	int top;		/* first list row on screen */
+	int dtop;		/* first counter row in the detail view */
+	int list_rows;		/* list rows that fit (for paging) */
+	int utf8, color;
+	SCREEN *scr;
+	int *idx;
+	int idx_cap;
+};
+
+static const char *const sort_names[TUI_SORT_COUNT] = { "name", "rx", "tx", "util", "errors" };
+
+int tui_sort_parse(const char *s)
+{
+	int i;
+
+	for (i = 0; i < TUI_SORT_COUNT; i++)
+		if (!strcasecmp(s, sort_names[i]))
+			return i;
+	return -1;
+}
+
+const char *tui_sort_name(int sort)
+{
+	return sort >= 0 && sort < TUI_SORT_COUNT ? sort_names[sort] : "?";
+}
+
+int tui_match(const char *pattern, const struct pn_ctr_port *p)
+{
+	if (!pattern || !*pattern)
+		return 1;
+	if (strpbrk(pattern, "*?["))
+		return !fnmatch(pattern, p->name, 0) || !fnmatch(pattern, p->dev, 0) ||
+		       (p->netdev[0] && !fnmatch(pattern, p->netdev, 0));
+	return strcasestr(p->name, pattern) || (p->netdev[0] && strcasestr(p->netdev, pattern));
+}
+
+struct order_ctx {
+	const struct pn_ctr_set *s;
+	int sort;
+};
+
+static double sort_key(const struct pn_ctr_port *p, int sort)
+{
+	double v = NAN;
+
+	switch (sort) {
+	case TUI_SORT_RX:
+		v = p->rx_Bps;
+		break;
+	case TUI_SORT_TX:
+		v = p->tx_Bps;
+		break;
+	case TUI_SORT_UTIL:
+		v = p->util;
+		break;
+	case TUI_SORT_ERRORS:
+		/* errors in the last interval first, then all-time totals */
+		v = (double)(p->err_delta + p->disc_delta) * 1e12 +
+		    (double)(p->err_total + p->disc_total);
+		break;
+	}
+	return isfinite(v) ? v : -1;
+}
+
+static int order_cmp(const void *a, const void *b, void *arg)
+{
+	const struct order_ctx *c = arg;
+	int ia = *(const int *)a, ib = *(const int *)b;
+
+	if (c->sort != TUI_SORT_NAME) {
+		double ka = sort_key(&c->s->ports[ia], c->sort);
+		double kb = sort_key(&c->s->ports[ib], c->sort);
+
+		if (ka != kb)
+			return ka > kb ? -1 : 1; /* largest first */
+	}
+	return ia - ib; /* the set is in natural order */
+}
+
+int tui_order(const struct pn_ctr_set *s, const char *filter, int sort, int *idx)
+{
+	struct order_ctx c = { s, sort };
+	int i, n = 0;
+
+	for (i = 0; i < s->n; i++)
+		if (tui_match(filter, &s->ports[i]))
+			idx[n++] = i;
+	if (n > 1)
+		qsort_r(idx, (size_t)n, sizeof(int), order_cmp, &c);
+	return n;
+}
+
+const char *tui_fmt_bps(char *buf, size_t len, double Bps)
+{
+	static const char *units[] = { "b/s", "kb/s", "Mb/s", "Gb/s", "Tb/s" };
+	double v = Bps * 8;
+	int u = 0;
+
+	if (!isfinite(Bps) || Bps < 0) {
+		snprintf(buf, len, "n/a");
+		return buf;
+	}
+	while (v >= 999.5 && u < 4) {
+		v /= 1000;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%.0f %s", v, units[u]);
+	else
+		snprintf(buf, len, v < 9.995 ? "%.2f %s" : v < 99.95 ? "%.1f %s" : "%.0f %s", v,
+			 units[u]);
+	return buf;
+}
+
+const char *tui_fmt_speed(char *buf, size_t len, double gbps)
+{
+	if (!(gbps > 0))
+		snprintf(buf, len, "-");
+	else if (gbps >= 1)
+		snprintf(buf, len, "%.4gG", gbps);
+	else
+		snprintf(buf, len, "%.4gM", gbps * 1000);
+	return buf;
+}
+
+static const char *fmt_pps(char *buf, size_t len, double pps)
+{
+	if (!isfinite(pps))
+		snprintf(buf, len, "n/a");
+	else if (pps >= 1e6)
+		snprintf(buf, len, "%.2f Mpps", pps / 1e6);
+	else if (pps >= 1e3)
+		snprintf(buf, len, "%.1f kpps", pps / 1e3);
+	else
+		snprintf(buf, len, "%.0f pps", pps);
+	return buf;
+}
+
+/* ---- drawing primitives ---- */
+
+static attr_t attr_of(const struct tui *t, int pair, attr_t mono)
+{
+	return t->color ? (attr_t)COLOR_PAIR(pair) : mono;
+}
+
+/* ASCII text s into [x, x+w) on row y, padded, cut, left or right aligned. */
+static void put(int y, int x, int w, int right, attr_t a, const char *s)
+{
+	char buf[512];
+	int len = (int)strlen(s), pad;
+
+	if (w <= 0 || x >= COLS)
+		return;
+	if (x + w > COLS)
+		w = COLS - x;
+	if (w >= (int)sizeof(buf))
+		w = (int)sizeof(buf) - 1;
+	if (len > w)
+		len = w;
+	pad = w - len;
+	/* padded by hand: printw's formatting showed in the profile */
+	memset(buf, ' ', (size_t)w);
+	memcpy(buf + (right ? pad : 0), s, (size_t)len);
+	buf[w] = 0;
+	attron(a);
+	mvaddnstr(y, x, buf, w);
+	attroff(a);
+}
+
+/* Row y from x to the end of the line: text, cut at the edge. */
+static void line(int y, int x, attr_t a, const char *s)
+{
+	put(y, x, COLS - x, 0, a, s);
+}
+
+static const char *const blocks_utf8[9] = { " ", "\u2581", "\u2582", "\u2583", "\u2584",
+					    "\u2585", "\u2586", "\u2587", "\u2588" };
+static const char *const blocks_ascii[9] = { " ", "_", "_", ".", "-", "-", "=", "*", "#" };
+static const char *const hblocks_utf8[9] = { "", "\u258f", "\u258e", "\u258d", "\u258c",
+					     "\u258b", "\u258a", "\u2589", "\u2588" };
+
+/* Horizontal bar of w cells for fraction f (0..1). */
+static void bar(const struct tui *t, int y, int x, int w, double f, attr_t a)
+{
+	int eighths, full, i;
+
+	if (w <= 0)
+		return;
+	if (!isfinite(f) || f < 0)
+		f = 0;
+	if (f > 1)
+		f = 1;
+	eighths = (int)lround(f * w * 8);
+	full = eighths / 8;
+	move(y, x);
+	attron(a);
+	for (i = 0; i < w; i++) {
+		if (i < full)
+			addstr(t->utf8 ? hblocks_utf8[8] : "|");
+		else if (i == full && eighths % 8 && t->utf8)
+			addstr(hblocks_utf8[eighths % 8]);
+		else
+			addch(' ');
+	}
+	attroff(a);
+}
+
+/* Sparkline of the last w samples of max(rx, tx), scaled to their maximum. */
+static void sparkline(const struct tui *t, int y, int x, int w, const struct pn_ctr_port *p,
+		      attr_t a)
+{
+	static const wchar_t wblocks[9] = { L' ', 0x2581, 0x2582, 0x2583, 0x2584,
+					    0x2585, 0x2586, 0x2587, 0x2588 };
+	int n = p->hist_n < w ? p->hist_n : w, i, k = 0;
+	double max = 0, rx, tx, v;
+	wchar_t ws[PN_CTR_HIST + 1];
+	char cs[PN_CTR_HIST + 1];
+
+	if (w <= 0)
+		return;
+	for (i = p->hist_n - n; i < p->hist_n; i++) {
+		pn_ctr_hist(p, i, &rx, &tx);
+		v = fmax(isfinite(rx) ? rx : 0, isfinite(tx) ? tx : 0);
+		if (v > max)
+			max = v;
+	}
+	/* one call per line, in wide characters: ncurses' cost is per call
+	 * and per multibyte decode as much as per cell (profiled) */
+	for (i = p->hist_n - n; i < p->hist_n; i++, k++) {
+		int level = 0;
+
+		pn_ctr_hist(p, i, &rx, &tx);
+		if (isfinite(rx) || isfinite(tx)) {
+			v = fmax(isfinite(rx) ? rx : 0, isfinite(tx) ? tx : 0);
+			level = max > 0 ? 1 + (int)lround(v / max * 7) : 1;
+			if (level > 8)
+				level = 8;
+		}
+		ws[k] = wblocks[level];
+		cs[k] = blocks_ascii[level][0];
+	}
+	ws[k] = 0;
+	cs[k] = 0;
+	attron(a);
+	if (t->utf8)
+		mvaddnwstr(y, x + w - n, ws, k);
+	else
+		mvaddnstr(y, x + w - n, cs, k);
+	attroff(a);
+}
+
+/* Vertical chart of one direction over h rows and w columns. */
+static void chart(const struct tui *t, int y, int x, int w, int h, const struct pn_ctr_port *p,
+		  int tx_side, attr_t a)
+{
+	int n = p->hist_n < w ? p->hist_n : w, i, r;
+	double max = 0, rx, tx, v;
+	char buf[32], label[64];
+
+	for (i = p->hist_n - n; i < p->hist_n; i++) {
+		pn_ctr_hist(p, i, &rx, &tx);
+		v = tx_side ? tx : rx;
+		if (isfinite(v) && v > max)
+			max = v;
+	}
+	snprintf(label, sizeof(label), "%s  (top of scale %s, %d samples)", tx_side ? "TX" : "RX",
+		 tui_fmt_bps(buf, sizeof(buf), max), n);
+	line(y, x, A_BOLD, label);
+	for (r = 0; r < h; r++) {
+		move(y + 1 + r, x);
+		clrtoeol();
+	}
+	attron(a);
+	for (i = 0; i < n; i++) {
+		int col = x + w - n + i, cells;
+
+		pn_ctr_hist(p, p->hist_n - n + i, &rx, &tx);
+		v = tx_side ? tx : rx;
+		if (!isfinite(v) || max <= 0)
+			continue;
+		cells = (int)lround(v / max * h * 8); /* in eighths of a row */
+		for (r = 0; r < h && cells > 0; r++, cells -= 8) {
+			int lvl = cells >= 8 ? 8 : cells;
+
+			mvaddstr(y + h - r, col, t->utf8 ? blocks_utf8[lvl] : (lvl >= 4 ? "#" : "."));
+		}
+	}
+	attroff(a);
+}
+
+/* ---- views ---- */
+
+static void header(struct tui *t, const struct pn_ctr_set *v, const struct tui_status *st)
+{
+	char buf[512], rx[32], tx[32], clock[16] = "--:--:--";
+	double srx = 0, stx = 0;
+	int i, active = 0, shown = 0, have = 0;
+
+	for (i = 0; i < v->n; i++) {
+		const struct pn_ctr_port *p = &v->ports[i];
+
+		if (!tui_match(t->filter, p))
+			continue;
+		shown++;
+		if (p->state == PN_PORT_ACTIVE)
+			active++;
+		if (isfinite(p->rx_Bps))
+			srx += p->rx_Bps, have = 1;
+		if (isfinite(p->tx_Bps))
+			stx += p->tx_Bps, have = 1;
+	}
+	if (v->seq) {
+		time_t now = (time_t)v->wall;
+		struct tm tm;
+
+		localtime_r(&now, &tm);
+		strftime(clock, sizeof(clock), "%H:%M:%S", &tm);
+	}
+	snprintf(buf, sizeof(buf), "penny top  %s  %s  %gs  %d ports, %d up  RX %s  TX %s",
+		 pn_hostname(), clock, st->interval, shown, active,
+		 tui_fmt_bps(rx, sizeof(rx), have ? srx : NAN),
+		 tui_fmt_bps(tx, sizeof(tx), have ? stx : NAN));
+	move(0, 0);
+	clrtoeol();
+	line(0, 0, A_BOLD, buf);
+	if (st->paused && COLS > 10)
+		put(0, COLS - 8, 8, 1, A_BOLD | A_REVERSE, "PAUSED");
+	move(1, 0);
+	clrtoeol();
+	if (st->busy) {
+		snprintf(buf, sizeof(buf), "waiting %.1f s on a slow sysfs read (%s); the screen stays live",
+			 st->busy_secs, st->busy_what && *st->busy_what ? st->busy_what : "scanning");
+		line(1, 0, attr_of(t, C_WARN, A_BOLD), buf);
+	} else if (v->seq == 0) {
+		line(1, 0, A_NORMAL, "reading counters...");
+	} else if (v->seq == 1) {
+		line(1, 0, A_NORMAL, "first sample taken: rates after the next one");
+	} else {
+		snprintf(buf, sizeof(buf), "sort %s%s%s%s", sort_names[t->sort],
+			 t->filter[0] ? "  filter '" : "", t->filter, t->filter[0] ? "'" : "");
+		line(1, 0, A_NORMAL, buf);
+	}
+}
+
+static void footer(struct tui *t, const char *keys)
+{
+	char buf[128];
+
+	move(LINES - 1, 0);
+	clrtoeol();
+	if (t->prompt) {
+		snprintf(buf, sizeof(buf), "filter: %s", t->filter);
+		line(LINES - 1, 0, A_BOLD, buf);
+		move(LINES - 1, (int)strlen(buf) < COLS ? (int)strlen(buf) : COLS - 1);
+		return;
+	}
+	line(LINES - 1, 0, attr_of(t, C_TITLE, A_REVERSE), keys);
+}
+
+struct layout {
+	int dev, port, state, speed, rate, pct, bar, spark, err;
+	int x_port, x_state, x_speed, x_rx, x_tx, x_pct, x_bar, x_spark, x_err, x_disc;
+};
+
+static void layout(const struct tui *t, const struct pn_ctr_set *v, struct layout *l)
+{
+	int i, rest, x;
+
+	memset(l, 0, sizeof(*l));
+	l->dev = 6;
+	for (i = 0; i < v->n; i++) {
+		int len = (int)strlen(v->ports[i].dev);
+
+		if (len > l->dev)
+			l->dev = len;
+	}
+	if (l->dev > 16)
+		l->dev = 16;
+	l->port = 4;
+	l->state = 6;
+	l->speed = 5;
+	l->rate = 10;
+	l->pct = 4;
+	l->err = t->show_err ? 6 : 0;
+	x = l->dev + 1;
+	l->x_port = x;
+	x += l->port + 1;
+	l->x_state = x;
+	x += l->state + 1;
+	l->x_speed = x;
+	x += l->speed + 1;
+	l->x_rx = x;
+	x += l->rate + 1;
+	l->x_tx = x;
+	x += l->rate + 1;
+	l->x_pct = x;
+	x += l->pct + 1;
+	rest = COLS - x - (t->show_err ? 2 * (l->err + 1) : 0);
+	if (rest < 0)
+		rest = 0;
+	/* history up to a minute of samples; the bar gets the rest, up to 40 */
+	l->spark = rest * 2 / 3;
+	if (l->spark > 60)
+		l->spark = 60;
+	l->bar = rest - l->spark - 1;
+	if (l->bar > 40)
+		l->bar = 40;
+	if (l->bar < 4) {
+		l->bar = rest >= 9 ? 4 : 0;
+		l->spark = rest - l->bar - (l->bar ? 1 : 0);
+		if (l->spark < 0)
+			l->spark = 0;
+	}
+	l->x_bar = x;
+	x += l->bar + (l->bar ? 1 : 0);
+	l->x_spark = x;
+	x += l->spark;
+	l->x_err = x + 1;
+	l->x_disc = l->x_err + l->err + 1;
+}
+
+static void delta_cell(const struct tui *t, int y, int x, int w, int valid, uint64_t d)
+{
+	char buf[32];
+
+	if (!valid) {
+		put(y, x, w, 1, A_DIM, "-");
+		return;
+	}
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)d);
+	put(y, x, w, 1, d ? attr_of(t, C_ALERT, A_BOLD | A_UNDERLINE) | A_BOLD : A_NORMAL, buf);
+}
+
+static void list_row(struct tui *t, const struct layout *l, int y, const struct pn_ctr_port *p,
+		     int show_dev, int selected)
+{
+	char buf[64];
+	attr_t st_attr = A_NORMAL;
+
+	move(y, 0);
+	clrtoeol();
+	put(y, 0, l->dev, 0, A_BOLD, show_dev ? p->dev : "");
+	if (p->type == PN_PT_NETDEV)
+		snprintf(buf, sizeof(buf), "-");
+	else
+		snprintf(buf, sizeof(buf), "%d", p->port);
+	put(y, l->x_port, l->port, 1, A_NORMAL, buf);
+	if (p->state != PN_PORT_ACTIVE)
+		st_attr = attr_of(t, C_WARN, A_BOLD);
+	put(y, l->x_state, l->state, 0, st_attr, p->state_name[0] ? p->state_name : "?");
+	put(y, l->x_speed, l->speed, 1, A_NORMAL, tui_fmt_speed(buf, sizeof(buf), p->rate_gbps));
+	put(y, l->x_rx, l->rate, 1, A_NORMAL, tui_fmt_bps(buf, sizeof(buf), p->rx_Bps));
+	put(y, l->x_tx, l->rate, 1, A_NORMAL, tui_fmt_bps(buf, sizeof(buf), p->tx_Bps));
+	if (isfinite(p->util))
+		snprintf(buf, sizeof(buf), "%.0f%%", p->util * 100);
+	else
+		snprintf(buf, sizeof(buf), "-");
+	put(y, l->x_pct, l->pct, 1, A_NORMAL, buf);
+	bar(t, y, l->x_bar, l->bar, p->util, attr_of(t, C_BAR, A_NORMAL));
+	sparkline(t, y, l->x_spark, l->spark, p, attr_of(t, C_SPARK, A_NORMAL));
+	if (t->show_err) {
+		delta_cell(t, y, l->x_err, l->err, p->err_valid, p->err_delta);
+		delta_cell(t, y, l->x_disc, l->err, p->disc_valid, p->disc_delta);
+	}
+	if (selected)
+		mvchgat(y, 0, -1, A_REVERSE, 0, NULL);
+}
+
+static int ensure_idx(struct tui *t, int n)
+{
+	if (n <= t->idx_cap)
+		return 0;
+	int *ni = realloc(t->idx, (size_t)n * sizeof(int));
+
+	if (!ni)
+		return -ENOMEM;
+	t->idx = ni;
+	t->idx_cap = n;
+	return 0;
+}
+
+/* Position of the selection in the order; selects the first row if lost. */
+static int sel_pos(struct tui *t, const struct pn_ctr_set *v, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(v->ports[t->idx[i]].name, t->sel))
+			return i;
+	if (n > 0) {
+		snprintf(t->sel, sizeof(t->sel), "%s", v->ports[t->idx[0]].name);
+		return 0;
+	}
+	t->sel[0] = 0;
+	return -1;
+}
+
+static void draw_list(struct tui *t, const struct pn_ctr_set *v, const struct tui_status *st)
+{
+	struct layout l;
+	int n, i, y, sel, rows;
+	char buf[160];
+
+	header(t, v, st);
+	layout(t, v, &l);
+	move(2, 0);
+	clrtoeol();
+	attron(attr_of(t, C_TITLE, A_REVERSE));
+	mvhline(2, 0, ' ', COLS);
+	attroff(attr_of(t, C_TITLE, A_REVERSE));
+	{
+		attr_t a = attr_of(t, C_TITLE, A_REVERSE);
+
+		put(2, 0, l.dev, 0, a, "DEVICE");
+		put(2, l.x_port, l.port, 1, a, "PORT");
+		put(2, l.x_state, l.state, 0, a, "STATE");
+		put(2, l.x_speed, l.speed, 1, a, "SPEED");
+		put(2, l.x_rx, l.rate, 1, a, "RX");
+		put(2, l.x_tx, l.rate, 1, a, "TX");
+		put(2, l.x_pct, l.pct, 1, a, "UTIL");
+		if (l.spark)
+			put(2, l.x_spark, l.spark, 1, a, "HISTORY");
+		if (t->show_err) {
+			put(2, l.x_err, l.err, 1, a, "ERR");
+			put(2, l.x_disc, l.err, 1, a, "DISC");
+		}
+	}
+	n = ensure_idx(t, v->n) ? 0 : tui_order(v, t->filter, t->sort, t->idx);
+	rows = LINES - 4;
+	t->list_rows = rows > 0 ? rows : 1;
+	sel = sel_pos(t, v, n);
+	if (sel >= 0) {
+		if (sel < t->top)
+			t->top = sel;
+		if (sel >= t->top + rows)
+			t->top = sel - rows + 1;
+	}
+	if (t->top > n - rows)
+		t->top = n - rows;
+	if (t->top < 0)
+		t->top = 0;
+	for (y = 3; y < LINES - 1; y++) {
+		move(y, 0);
+		clrtoeol();
+	}
+	if (n == 0) {
+		if (t->filter[0])
+			snprintf(buf, sizeof(buf), "no port matches '%s'", t->filter);
+		else if (v->seq)
+			snprintf(buf, sizeof(buf), "no RDMA ports in /sys/class/infiniband%s",
+				 v->cfg.ethernet ? " and no netdevs" : " (-e adds netdevs)");
+		else
+			buf[0] = 0;
+		line(4, 2, A_NORMAL, buf);
+	}
+	for (i = t->top, y = 3; i < n && y < LINES - 1; i++, y++) {
+		const struct pn_ctr_port *p = &v->ports[t->idx[i]];
+		int show_dev = 1;
+
+		if (t->sort == TUI_SORT_NAME && i > t->top && p->type != PN_PT_NETDEV &&
+		    !strcmp(v->ports[t->idx[i - 1]].dev, p->dev))
+			show_dev = 0; /* grouped by device */
+		list_row(t, &l, y, p, show_dev, i == sel);
+	}
+	footer(t, "q:quit j/k:move s:sort f:filter e:err +/-:interval p:pause Enter:detail "
+		  "?:help");
+}
+
+static void draw_detail(struct tui *t, const struct pn_ctr_set *v, const struct tui_status *st)
+{
+	const struct pn_ctr_port *p = pn_ctr_set_find(v, t->sel);
+	char buf[512], a[96], b[32], c[32], d[32];
+	int y, gh, i, rows;
+
+	header(t, v, st);
+	for (y = 2; y < LINES; y++) {
+		move(y, 0);
+		clrtoeol();
+	}
+	if (!p) {
+		snprintf(buf, sizeof(buf), "port %s went away (Esc: back to the list)", t->sel);
+		line(3, 2, attr_of(t, C_WARN, A_BOLD), buf);
+		footer(t, "Esc:back q:quit ?:help");
+		return;
+	}
+	if (p->type == PN_PT_NETDEV)
+		snprintf(a, sizeof(a), "%s", p->dev);
+	else
+		snprintf(a, sizeof(a), "%s port %d", p->dev, p->port);
+	snprintf(buf, sizeof(buf), "%s  %s%s%s  %s  %s%s%s  bytes: %s%s", a,
+		 p->state_name[0] ? p->state_name : "?", p->phys_state[0] ? "/" : "",
+		 p->phys_state, p->rate[0] ? p->rate : "rate unknown",
+		 p->link_layer, p->netdev[0] && p->type != PN_PT_NETDEV ? "  netdev " : "",
+		 p->type != PN_PT_NETDEV ? p->netdev : "",
+		 p->data_group >= 0 ? pn_ctr_group_name(p->data_group) : "nowhere",
+		 p->data_group >= 0 ? "/" : "");
+	line(2, 0, A_BOLD, buf);
+	{
+		char u[16] = "n/a", e[32] = "n/a", ds[32] = "n/a";
+
+		if (isfinite(p->util))
+			snprintf(u, sizeof(u), "%.1f%%", p->util * 100);
+		if (p->err_valid)
+			snprintf(e, sizeof(e), "+%llu", (unsigned long long)p->err_delta);
+		if (p->disc_valid)
+			snprintf(ds, sizeof(ds), "+%llu", (unsigned long long)p->disc_delta);
+		snprintf(buf, sizeof(buf), "RX %s %s   TX %s %s   util %s   errors %s   discards %s",
+			 tui_fmt_bps(a, sizeof(a), p->rx_Bps), fmt_pps(b, sizeof(b), p->rx_pps),
+			 tui_fmt_bps(c, sizeof(c), p->tx_Bps), fmt_pps(d, sizeof(d), p->tx_pps), u, e,
+			 ds);
+	}
+	line(3, 0, A_NORMAL, buf);
+	gh = (LINES - 10) / 4;
+	if (gh > 8)
+		gh = 8;
+	y = 4;
+	if (gh >= 2) {
+		chart(t, y, 0, COLS, gh, p, 0, attr_of(t, C_SPARK, A_NORMAL));
+		y += gh + 1;
+		chart(t, y, 0, COLS, gh, p, 1, attr_of(t, C_BAR, A_NORMAL));
+		y += gh + 1;
+	}
+	attron(attr_of(t, C_TITLE, A_REVERSE));
+	mvhline(y, 0, ' ', COLS);
+	attroff(attr_of(t, C_TITLE, A_REVERSE));
+	{
+		attr_t ta = attr_of(t, C_TITLE, A_REVERSE);
+		int w = COLS - 3 * 15 - 3;
+
+		if (w < 20)
+			w = 20;
+		put(y, 0, w, 0, ta, "COUNTER");
+		put(y, w + 1, 15, 1, ta, "VALUE");
+		put(y, w + 17, 15, 1, ta, "DELTA");
+		put(y, w + 33, 14, 1, ta, "PER SEC");
+		y++;
+		rows = LINES - 1 - y;
+		if (t->dtop > p->nctr - rows)
+			t->dtop = p->nctr - rows;
+		if (t->dtop < 0)
+			t->dtop = 0;
+		for (i = t->dtop; i < p->nctr && y < LINES - 1; i++, y++) {
+			const struct pn_ctr *k = &p->ctr[i];
+			attr_t da = A_NORMAL;
+
+			snprintf(buf, sizeof(buf), "%s/%s%s%s%s", pn_ctr_group_name(k->group), k->name,
+				 k->flags & PN_CF_WRAP ? " (wrapped)" : "",
+				 k->flags & PN_CF_RESET ? " (reset)" : "",
+				 k->flags & PN_CF_SAT ? " (saturated)" : "");
+			put(y, 0, w, 0, A_NORMAL, buf);
+			if (k->flags & PN_CF_VALID)
+				snprintf(buf, sizeof(buf), "%llu", (unsigned long long)k->raw);
+			else
+				snprintf(buf, sizeof(buf), "n/a");
+			put(y, w + 1, 15, 1, A_NORMAL, buf);
+			if (k->flags & PN_CF_DELTA) {
+				snprintf(buf, sizeof(buf), "%llu", (unsigned long long)(k->delta / k->scale));
+				if (k->delta && (k->kind == PN_CK_ERR || k->kind == PN_CK_DISC))
+					da = attr_of(t, C_ALERT, A_BOLD | A_UNDERLINE) | A_BOLD;
+			} else {
+				snprintf(buf, sizeof(buf), "-");
+			}
+			put(y, w + 17, 15, 1, da, buf);
+			if (isfinite(k->rate))
+				snprintf(buf, sizeof(buf), "%.1f", k->rate / k->scale);
+			else
+				snprintf(buf, sizeof(buf), "-");
+			put(y, w + 33, 14, 1, A_NORMAL, buf);
+		}
+	}
+	footer(t, "Esc:back j/k:scroll +/-:interval p:pause q:quit ?:help");
+}
+
+static void draw_help(struct tui *t, const struct pn_ctr_set *v, const struct tui_status *st)
+{
+	static const char *const help_text[] = {
+		"penny top: live per-port traffic of RDMA NICs (and netdevs with -e)",
+		"",
+		"  q           quit",
+		"  Up/Down j/k move the selection (detail view: scroll)",
+		"  PgUp/PgDn   page; Home/End (g/G) first/last",
+		"  s           sort: name, rx, tx, util, errors",
+		"  f or /      filter by name (substring, or a glob with * ? [ ]);",
+		"              Enter keeps it, Esc restores the previous one",
+		"  e           show/hide the error and discard columns",
+		"  + / -       longer/shorter interval",
+		"  p or Space  pause the display (sampling goes on)",
+		"  Enter       detail view: every counter with its delta, history graphs",
+		"  Esc         back from the detail view",
+		"  Ctrl-L      redraw",
+		"  ?           this help; any key returns",
+		"",
+		"RX/TX are bits per second over the measured time between two reads.",
+		"UTIL = max(RX, TX) / line rate.  ERR/DISC: errors and discards in the",
+		"last interval.  port_{xmit,rcv}_data count 4-byte words (shown x4).",
+		"n/a: a file that could not be read or no rate yet.",
+	};
+	size_t i;
+	int y;
+
+	header(t, v, st);
+	for (y = 2; y < LINES; y++) {
+		move(y, 0);
+		clrtoeol();
+	}
+	for (i = 0, y = 3; i < PN_ARRAY_SIZE(help_text) && y < LINES - 1; i++, y++)
+		line(y, 2, i == 0 ? A_BOLD : A_NORMAL, help_text[i]);
+	footer(t, "any key:back q:quit");
+}
+
+void tui_draw(struct tui *t, const struct pn_ctr_set *v, const struct tui_status *st)
+{
+	if (COLS < 40 || LINES < 8) {
+		erase();
+		mvprintw(0, 0, "penny top: terminal too small (%dx%d, need 40x8)", COLS, LINES);
+		refresh();
+		return;
+	}
+	if (t->mode == MODE_HELP)
+		draw_help(t, v, st);
+	else if (t->mode == MODE_DETAIL)
+		draw_detail(t, v, st);
+	else
+		draw_list(t, v, st);
+	curs_set(t->prompt ? 1 : 0);
+	refresh();
+}
+
+/* ---- input ---- */
+
+const char *tui_detail(const struct tui *t)
+{
+	if (t->mode == MODE_DETAIL || (t->mode == MODE_HELP && t->prev_mode == MODE_DETAIL))
+		return t->sel;
+	return NULL;
+}
+
+int tui_getkey(struct tui *t)
+{
+	int ch = getch();
+
+	(void)t;
+	return ch == ERR ? -1 : ch;
+}
+
+static int edit_filter(struct tui *t, int key)
+{
+	size_t len = strlen(t->filter);
+
+	if (key == '\n' || key == '\r' || key == KEY_ENTER) {
+		t->prompt = 0;
+	} else if (key == K_ESC) {
+		snprintf(t->filter, sizeof(t->filter), "%s", t->saved_filter);
+		t->prompt = 0;
+	} else if (key == KEY_BACKSPACE || key == 127 || key == 8) {
+		if (len)
+			t->filter[len - 1] = 0;
+	} else if (key == 21) { /* Ctrl-U */
+		t->filter[0] = 0;
+	} else if (key >= 32 && key < 127 && len + 1 < sizeof(t->filter)) {
+		t->filter[len] = (char)key;
+		t->filter[len + 1] = 0;
+	}
+	t->top = 0;
+	return TUI_REDRAW;
+}
+
+static int move_sel(struct tui *t, const struct pn_ctr_set *v, int key)
+{
+	int n, pos, page = t->list_rows > 1 ? t->list_rows - 1 : 1;
+
+	if (ensure_idx(t, v->n))
+		return TUI_NONE;
+	n = tui_order(v, t->filter, t->sort, t->idx);
+	pos = sel_pos(t, v, n);
+	if (pos < 0)
+		return TUI_NONE;
+	switch (key) {
+	case KEY_UP:
+	case 'k':
+		pos--;
+		break;
+	case KEY_DOWN:
+	case 'j':
+		pos++;
+		break;
+	case KEY_PPAGE:
+		pos -= page;
+		break;
+	case KEY_NPAGE:
+		pos += page;
+		break;
+	case KEY_HOME:
+	case 'g':
+		pos = 0;
+		break;
+	case KEY_END:
+	case 'G':
+		pos = n - 1;
+		break;
+	}
+	if (pos < 0)
+		pos = 0;
+	if (pos >= n)
+		pos = n - 1;
+	snprintf(t->sel, sizeof(t->sel), "%s", v->ports[t->idx[pos]].name);
+	return TUI_REDRAW;
+}
+
+int tui_key(struct tui *t, int key, const struct pn_ctr_set *v)
+{
+	if (key < 0)
+		return TUI_NONE;
+	if (t->prompt)
+		return edit_filter(t, key);
+	if (key == KEY_RESIZE)
+		return TUI_REDRAW;
+	if (key == K_CTRL_L) {
+		clearok(curscr, TRUE);
+		return TUI_REDRAW;
+	}
+	if (key == 'q' || key == 'Q')
+		return TUI_QUIT;
+	if (t->mode == MODE_HELP) {
+		t->mode = t->prev_mode;
+		return TUI_REDRAW;
+	}
+	switch (key) {
+	case '?':
+		t->prev_mode = t->mode;
+		t->mode = MODE_HELP;
+		return TUI_REDRAW;
+	case '+':
+	case '=':
+		return TUI_SLOWER;
+	case '-':
+	case '_':
+		return TUI_FASTER;
+	case 'p':
+	case ' ':
+		return TUI_PAUSE;
+	case 'e':
+		t->show_err = !t->show_err;
+		return TUI_REDRAW;
+	}
+	if (t->mode == MODE_DETAIL) {
+		switch (key) {
+		case K_ESC:
+		case KEY_BACKSPACE:
+		case 127:
+		case KEY_LEFT:
+		case 'h':
+		case '\n':
+		case '\r':
+		case KEY_ENTER:
+			t->mode = MODE_LIST;
+			return TUI_REDRAW;
+		case KEY_UP:
+		case 'k':
+			t->dtop--;
+			return TUI_REDRAW;
+		case KEY_DOWN:
+		case 'j':
+			t->dtop++;
+			return TUI_REDRAW;
+		case KEY_PPAGE:
+			t->dtop -= 10;
+			return TUI_REDRAW;
+		case KEY_NPAGE:
+			t->dtop += 10;
+			return TUI_REDRAW;
+		}
+		return TUI_NONE;
+	}
+	switch (key) {
+	case KEY_UP:
+	case KEY_DOWN:
+	case KEY_PPAGE:
+	case KEY_NPAGE:
+	case KEY_HOME:
+	case KEY_END:
+	case 'j':
+	case 'k':
+	case 'g':
+	case 'G':
+		return move_sel(t, v, key);
+	case 's':
+		t->sort = (t->sort + 1) % TUI_SORT_COUNT;
+		t->top = 0;
+		return TUI_REDRAW;
+	case 'f':
+	case '/':
+		snprintf(t->saved_filter, sizeof(t->saved_filter), "%s", t->filter);
+		t->prompt = 1;
+		return TUI_REDRAW;
+	case '\n':
+	case '\r':
+	case KEY_ENTER:
+	case KEY_RIGHT:
+		if (t->sel[0] && pn_ctr_set_find(v, t->sel)) {
+			t->mode = MODE_DETAIL;
+			t->dtop = 0;
+		}
+		return TUI_REDRAW;
+	}
+	return TUI_NONE;
+}
+
+/* ---- setup ---- */
+
+int tui_open(struct tui **tp, const char *filter, int sort)
+{
+	struct tui *t = calloc(1, sizeof(*t));
+	const char *cs;
+	int err = 0;
+
+	*tp = NULL;
+	if (!t)
+		return -ENOMEM;
+	setlocale(LC_ALL, "");
+	setlocale(LC_NUMERIC, "C"); /* numbers keep their '.' */
+	cs = nl_langinfo(CODESET);
+	t->utf8 = cs && !strcasecmp(cs, "UTF-8");
+	t->sort = sort >= 0 && sort < TUI_SORT_COUNT ? sort : TUI_SORT_NAME;
+	snprintf(t->filter, sizeof(t->filter), "%s", filter ? filter : "");
+	t->show_err = 1;
+	/* a terminal type that terminfo does not know: newterm() would leak
+	 * its half-made screen, setupterm() does not */
+	if (setupterm(NULL, fileno(stdout), &err) != OK) {
+		free(t);
+		return -ENOTTY;
+	}
+	del_curterm(cur_term);
+	t->scr = newterm(NULL, stdout, stdin);
+	if (!t->scr) {
+		free(t);
+		return -ENOTTY;
+	}
+	cbreak();
+	noecho();
+	nonl();
+	keypad(stdscr, TRUE);
+	nodelay(stdscr, TRUE);
+	set_escdelay(25);
+	curs_set(0);
+	t->color = has_colors() && !getenv("NO_COLOR");
+	if (t->color) {
+		start_color();
+		use_default_colors();
+		init_pair(C_HEAD, COLOR_CYAN, -1);
+		init_pair(C_ALERT, COLOR_RED, -1);
+		init_pair(C_WARN, COLOR_YELLOW, -1);
+		init_pair(C_BAR, COLOR_GREEN, -1);
+		init_pair(C_SPARK, COLOR_CYAN, -1);
+		init_pair(C_TITLE, COLOR_BLACK, COLOR_GREEN);
+		init_pair(C_GOOD, COLOR_GREEN, -1);
+	}
+	erase();
+	*tp = t;
+	return 0;
+}
+
+void tui_close(struct tui *t)
+{
+	if (!t)
+		return;
+	curs_set(1);
+	endwin();
+	delscreen(t->scr);
+	free(t->idx);
+	free(t);
+}

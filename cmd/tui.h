@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The screen of `penny top` (ncursesw): a port list, a detail view of one
+ * port and a help page.  It only draws a snapshot of the counter model and
+ * turns keys into view changes or actions for the caller (quit, interval,
+ * pause); it never samples (htop's model/screen split).
+ *
+ * The formatting helpers are shared with the batch table.
+ */
+#ifndef PENNY_TUI_H
+#define PENNY_TUI_H
+
+#include "../src/counters.h"
+
+#include <stddef.h>
+
+enum tui_sort { TUI_SORT_NAME, TUI_SORT_RX, TUI_SORT_TX, TUI_SORT_UTIL, TUI_SORT_ERRORS,
+		TUI_SORT_COUNT };
+
+enum tui_action {
+	TUI_NONE = 0,
+	TUI_REDRAW,	/* the view changed */
+	TUI_QUIT,
+	TUI_SLOWER,	/* '+': longer interval */
+	TUI_FASTER,	/* '-': shorter interval */
+	TUI_PAUSE,	/* 'p': toggle */
+};
+
+/* What the caller knows beside the snapshot. */
+struct tui_status {
+	double interval;
+	int paused;
+	int busy;		/* the sampler is stuck: busy_what for busy_secs */
+	const char *busy_what;
+	double busy_secs;
+};
+
+struct tui;
+
+/* Filter and sort that apply before the screen opens (--filter, --sort). */
+int tui_sort_parse(const char *s);
+const char *tui_sort_name(int sort);
+/* Name (or netdev) matches: a glob when pattern has * ? [, else a substring. */
+int tui_match(const char *pattern, const struct pn_ctr_port *p);
+/* Indices of the ports to show, filtered and sorted; returns the count. */
+int tui_order(const struct pn_ctr_set *s, const char *filter, int sort, int *idx);
+
+/* Bits per second with a unit that fits: "12.35 Gb/s", "n/a". */
+const char *tui_fmt_bps(char *buf, size_t len, double bytes_per_sec);
+/* Line rate: "400G", "2.5G", "100M", "-". */
+const char *tui_fmt_speed(char *buf, size_t len, double gbps);
+
+int tui_open(struct tui **t, const char *filter, int sort);
+void tui_close(struct tui *t);
+void tui_draw(struct tui *t, const struct pn_ctr_set *view, const struct tui_status *st);
+/* The port of the detail view, NULL in the list and help. */
+const char *tui_detail(const struct tui *t);
+/* Next key without waiting, or -1. */
+int tui_getkey(struct tui *t);
+/* Apply a key to the view state; returns an enum tui_action. */
+int tui_key(struct tui *t, int key, const struct pn_ctr_set *view);
+
+#endif

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Counters of remote InfiniBand ports, read like perfquery does: PerfMgt
+ * (management class 0x04) Get(PortCounters) and Get(PortCountersExtended)
+ * MADs sent through libibumad from a local InfiniBand port.
+ *
+ * RoCE ports have no SMI/LIDs, so no fabric to query: opening such a port
+ * fails with a clear message.  libibumad may list a CA that does not exist
+ * (a phantom "mthca0" on hosts without RDMA): every CA is opened before it
+ * is trusted.
+ *
+ * The MAD encoding and decoding are pure functions, tested without hardware.
+ */
+#ifndef PENNY_PERFQUERY_H
+#define PENNY_PERFQUERY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PN_MAD_SIZE 256
+#define PN_PERF_CLASS 0x04
+#define PN_PERF_ATTR_CLASS_PORT_INFO 0x0001
+#define PN_PERF_ATTR_PORT_COUNTERS 0x0012
+#define PN_PERF_ATTR_PORT_COUNTERS_EXT 0x001D
+/* ClassPortInfo.CapabilityMask: PortCountersExtended (64-bit data) supported */
+#define PN_PERF_CAP_EXT_WIDTH (1u << 9)
+#define PN_PERF_CAP_EXT_WIDTH_NOIETF (1u << 10)
+
+/* Fields, named like the sysfs counter files of the same meaning. */
+enum pn_pq_field {
+	PN_PQ_XMIT_DATA,	/* 4-byte words */
+	PN_PQ_RCV_DATA,
+	PN_PQ_XMIT_PKTS,
+	PN_PQ_RCV_PKTS,
+	PN_PQ_UCAST_XMIT_PKTS,	/* extended only */
+	PN_PQ_UCAST_RCV_PKTS,
+	PN_PQ_MCAST_XMIT_PKTS,
+	PN_PQ_MCAST_RCV_PKTS,
+	PN_PQ_SYMBOL_ERROR,
+	PN_PQ_LINK_ERROR_RECOVERY,
+	PN_PQ_LINK_DOWNED,
+	PN_PQ_RCV_ERRORS,
+	PN_PQ_RCV_REMOTE_PHYS_ERRORS,
+	PN_PQ_RCV_SWITCH_RELAY_ERRORS,
+	PN_PQ_XMIT_DISCARDS,
+	PN_PQ_XMIT_CONSTRAINT_ERRORS,
+	PN_PQ_RCV_CONSTRAINT_ERRORS,
+	PN_PQ_LOCAL_LINK_INTEGRITY_ERRORS,
+	PN_PQ_EXCESSIVE_BUFFER_OVERRUN_ERRORS,
+	PN_PQ_VL15_DROPPED,
+	PN_PQ_XMIT_WAIT,
+	PN_PQ_NFIELDS
+};
+
+struct pn_pq_counters {
+	int ext;		/* 64-bit data/packet counters from PortCountersExtended */
+	uint32_t valid;		/* bit per field */
+	uint64_t v[PN_PQ_NFIELDS];
+};
+
+/* sysfs-style name ("port_xmit_data") and saturating width in bits. */
+const char *pn_pq_field_name(int field);
+int pn_pq_field_width(int field, int ext);
+
+/* "12", "0xc", "12:1" -> lid, port (port 1 when absent). */
+int pn_pq_parse_lid(const char *s, int *lid, int *port);
+
+/* Encode a PerfMgt Get of attr for port_select; tid is the transaction id. */
+void pn_pq_encode_get(uint8_t *mad, uint16_t attr, uint8_t port_select, uint64_t tid);
+/*
+ * Check a response: GetResp for attr with the low 32 bits of tid (the kernel
+ * owns the high half) and status 0.  Returns 0 or -errno with a message.
+ */
+int pn_pq_check_response(const uint8_t *mad, size_t len, uint16_t attr, uint64_t tid);
+void pn_pq_decode_port_counters(const uint8_t *mad, struct pn_pq_counters *c);
+void pn_pq_decode_port_counters_ext(const uint8_t *mad, struct pn_pq_counters *c);
+uint16_t pn_pq_decode_cap_mask(const uint8_t *mad);
+
+struct pn_pq;
+
+/*
+ * Open a local port for PerfMgt queries: ca NULL picks the first CA that
+ * opens and has an active InfiniBand port (port 0 = any port).
+ */
+int pn_pq_open(struct pn_pq **pq, const char *ca, int port);
+/* "mlx5_0" and port of the local port in use. */
+const char *pn_pq_ca(const struct pn_pq *pq, int *port);
+/* PortCounters, plus PortCountersExtended where the remote supports them. */
+int pn_pq_query(struct pn_pq *pq, int lid, int port, struct pn_pq_counters *c);
+void pn_pq_close(struct pn_pq *pq);
+
+#endif

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# CPU time and memory of `penny top` at a 1 s interval with 16 fake devices x
+# 2 ports whose counters move every 0.5 s: the ncurses screen (in tmux,
+# 200x50, every port on screen) and the JSON batch mode.
+#
+#   tests/bench/top-cpu.sh [SECONDS]      (default 60; env PENNY=path/to/penny)
+#
+# CPU time is the sum over the process's threads of /proc/PID/task/*/schedstat
+# (nanoseconds on the CPU), cross-checked with utime+stime of /proc/PID/stat
+# (clock ticks); RSS is sampled every 5 s after a 3 s warm-up.  Target for
+# the screen and the batch table: less than 0.2% of one core; RSS flat in
+# every mode.  The JSON mode reads and prints every counter (1,400 files,
+# 78 KB a second here): its CPU is reported, not judged.  Exits 1 when a
+# target is missed.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+PENNY=${PENNY:-$top/penny}
+secs=${1:-60}
+target=0.2
+work=$(mktemp -d "${TMPDIR:-/tmp}/penny-bench.XXXXXX")
+sock=penny-bench-$$
+runner=
+cleanup() {
+	[ -n "$runner" ] && kill "$runner" 2>/dev/null
+	tmux -L "$sock" kill-server 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+python3 "$top/tests/fixtures/top/fakesys.py" make "$work/tree" --devices 16 --ports 2 || exit 2
+rates=()
+for d in $(seq 0 15); do
+	rates+=(--rate "mlx5_$d/1=$((d * 1000000 + 1000000)):$((d * 2000000 + 500000))")
+	rates+=(--rate "mlx5_$d/2=$((d * 300000 + 4000)):$((d * 700000 + 4000))")
+done
+python3 "$top/tests/fixtures/top/fakesys.py" run "$work/tree" --period 0.5 "${rates[@]}" &
+runner=$!
+nfiles=$(find "$work/tree/sys/class/infiniband" -type f | wc -l)
+hz=$(getconf CLK_TCK)
+
+cpu_ns() { # sum of the threads' time on the CPU
+	local t s=0 v
+	for t in /proc/"$1"/task/*/schedstat; do
+		read -r v _ <"$t" 2>/dev/null && s=$((s + v))
+	done
+	echo "$s"
+}
+ticks() { awk '{print $14 + $15}' /proc/"$1"/stat; }
+rss_kb() { awk '/^VmRSS:/ {print $2}' /proc/"$1"/status; }
+
+# measure NAME PID [TARGET]: CPU over $secs seconds after a warm-up, RSS every
+# 5 s; without TARGET the CPU figure is for information
+fail=0
+measure() {
+	local name=$1 pid=$2 tgt=${3:-} c0 c1 k0 k1 t0 t1 rss=() i pct tpct rmin rmax
+	sleep 3
+	c0=$(cpu_ns "$pid") k0=$(ticks "$pid") t0=$(date +%s.%N)
+	for ((i = 0; i < secs; i += 5)); do
+		rss+=("$(rss_kb "$pid")")
+		sleep $((secs - i < 5 ? secs - i : 5))
+	done
+	rss+=("$(rss_kb "$pid")")
+	c1=$(cpu_ns "$pid") k1=$(ticks "$pid") t1=$(date +%s.%N)
+	read -r pct tpct rmin rmax < <(python3 -c "
+import sys
+c0, c1, k0, k1, t0, t1, hz = map(float, sys.argv[1:8])
+rss = [int(x) for x in sys.argv[8:]]
+wall = t1 - t0
+print(f'{(c1 - c0) / 1e9 / wall * 100:.4f} {(k1 - k0) / hz / wall * 100:.3f} {min(rss)} {max(rss)}')
+" "$c0" "$c1" "$k0" "$k1" "$t0" "$t1" "$hz" "${rss[@]}")
+	printf '%-22s CPU %.4f%% of one core (ticks: %s%%), %.2f ms per sample; RSS %s..%s KiB %s\n' \
+		"$name" "$pct" "$tpct" "$(python3 -c "print($pct / 100 * 1000)")" "$rmin" "$rmax" \
+		"(samples: ${rss[*]})"
+	if [ -z "$tgt" ]; then
+		echo "  (no CPU target: reads and prints every counter of every port)"
+	elif python3 -c "import sys; sys.exit(0 if $pct < $tgt else 1)"; then
+		echo "  ok: below the ${tgt}% target"
+	else
+		echo "  MISSED: ${tgt}% target"
+		fail=1
+	fi
+	# flat: the last reading within 64 KiB of the first (allocator noise)
+	if [ $((rss[-1] - rss[0])) -gt 64 ]; then
+		echo "  MISSED: RSS grew by $((rss[-1] - rss[0])) KiB"
+		fail=1
+	else
+		echo "  ok: RSS flat (last - first = $((rss[-1] - rss[0])) KiB)"
+	fi
+}
+
+echo "# penny top, 16 devices x 2 ports ($nfiles sysfs files), interval 1 s, ${secs} s, $(nproc) CPUs"
+if command -v tmux >/dev/null; then
+	tmux -L "$sock" -f /dev/null new-session -d -x 200 -y 50 -s b \
+		"exec env LANG=C.UTF-8 $PENNY top --sysfs-root $work/tree -i 1"
+	sleep 1
+	pid=$(tmux -L "$sock" list-panes -t b -F '#{pane_pid}')
+	if [ -r "/proc/$pid/stat" ] && grep -q penny "/proc/$pid/comm"; then
+		measure "screen (tmux 200x50)" "$pid" "$target"
+		tmux -L "$sock" capture-pane -p -t b | sed -n '1p;4p'
+	else
+		echo "screen: could not start penny top in tmux"
+		fail=1
+	fi
+	tmux -L "$sock" kill-server 2>/dev/null
+else
+	echo "screen: skipped (no tmux)"
+fi
+
+"$PENNY" top --sysfs-root "$work/tree" -i 1 >"$work/out.txt" &
+pid=$!
+measure "batch table" "$pid" "$target"
+kill "$pid"
+wait "$pid" 2>/dev/null
+"$PENNY" top --sysfs-root "$work/tree" -i 1 --json >"$work/out.json" &
+pid=$!
+measure "batch --json" "$pid"
+kill "$pid"
+wait "$pid" 2>/dev/null
+echo "  $(wc -l <"$work/out.json") JSON samples of $(head -c 1000000 "$work/out.json" | head -1 | wc -c) bytes"
+exit $fail

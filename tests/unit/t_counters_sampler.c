@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sampler thread (run under `make tsan` too): snapshots arrive at the
+ * interval, an interval change takes effect, and a read that blocks (a FIFO
+ * where a counter file should be) leaves the caller free: busy() names the
+ * port, take() returns nothing new, stop() gives up after its timeout.
+ */
+#include "t_counters_fake.h"
+#include "unit.h"
+
+#include "../../src/counters.h"
+#include "../../src/log.h"
+#include "../../src/sysfs.h"
+#include "../../src/util.h"
+
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+
+/* Wait until the sampler's fd polls readable; returns 1 or 0 on timeout. */
+static int wait_fd(struct pn_ctr_sampler *s, int ms)
+{
+	struct pollfd pfd = { .fd = pn_ctr_sampler_fd(s), .events = POLLIN };
+
+	return poll(&pfd, 1, ms) == 1;
+}
+
+TEST(snapshots_at_the_interval)
+{
+	struct pn_ctr_set set, view;
+	struct pn_ctr_sampler *s;
+	struct pn_ctr_cfg cfg;
+	double t0, dt, max_tx = 0;
+	int got = 0, i, nan_tx = 0;
+
+	fake_reset();
+	fake_ib_port("mlx5_0", 1);
+	fake_ib_port("mlx5_1", 1);
+	pn_ctr_cfg_init(&cfg);
+	pn_ctr_set_init(&set, &cfg);
+	memset(&view, 0, sizeof(view));
+	CHECK_EQ_INT(pn_ctr_sampler_start(&s, &set, 0.05, 0.02), 0);
+	CHECK(set.ports == NULL); /* taken over */
+	t0 = pn_now();
+	for (i = 0; i < 200 && got < 4; i++) {
+		int r;
+
+		if (!wait_fd(s, 1000))
+			break;
+		r = pn_ctr_sampler_take(s, &view);
+		CHECK(r >= 0);
+		if (r == 1) {
+			got++;
+			if (got > 1 && !isfinite(view.ports[1].tx_Bps))
+				nan_tx++;
+			if (got > 1 && view.ports[1].tx_Bps > max_tx)
+				max_tx = view.ports[1].tx_Bps;
+			fake_ctr("mlx5_1", 1, "port_xmit_data", (uint64_t)got * 1000);
+		}
+	}
+	dt = pn_now() - t0;
+	CHECK_EQ_INT(got, 4);
+	CHECK(view.seq >= 4);
+	CHECK_EQ_INT(view.n, 2);
+	CHECK(view.ports[0].io == NULL);
+	/* baseline, +20 ms, then every 50 ms */
+	CHECK(dt > 0.1 && dt < 2.0);
+	/* each write lands between two samples, unless this thread was slow */
+	CHECK_EQ_INT(nan_tx, 0);
+	CHECK(max_tx > 0);
+	CHECK(fabs(view.interval - 0.05) < 1e-9);
+	/* nothing new right after a take */
+	CHECK_EQ_INT(pn_ctr_sampler_take(s, &view), 0);
+
+	/* a longer interval: no snapshot for a while */
+	pn_ctr_sampler_set_interval(s, 0.5);
+	CHECK(fabs(pn_ctr_sampler_interval(s) - 0.5) < 1e-9);
+	while (wait_fd(s, 0) && pn_ctr_sampler_take(s, &view) == 1)
+		; /* one may have been on its way */
+	t0 = pn_now();
+	CHECK(wait_fd(s, 2000));
+	dt = pn_now() - t0;
+	CHECK(dt > 0.2);
+	CHECK_EQ_INT(pn_ctr_sampler_take(s, &view), 1);
+	CHECK(fabs(view.interval - 0.5) < 1e-9);
+	/* a shorter one wakes the sleeping thread at once */
+	t0 = pn_now();
+	pn_ctr_sampler_set_interval(s, 0.01);
+	CHECK(wait_fd(s, 2000));
+	CHECK(pn_now() - t0 < 0.4);
+	CHECK_EQ_INT(pn_ctr_sampler_stop(s, 5.0), 0);
+	pn_ctr_set_release(&view);
+}
+
+TEST(a_detail_port_is_read_at_once_and_in_full)
+{
+	struct pn_ctr_set set, view;
+	struct pn_ctr_sampler *s;
+	struct pn_ctr_cfg cfg;
+	const struct pn_ctr_port *p;
+	double t0;
+	int i, other = -1;
+
+	fake_reset();
+	fake_ib_port("mlx5_0", 1);
+	pn_ctr_cfg_init(&cfg);
+	cfg.brief = 1;
+	pn_ctr_set_init(&set, &cfg);
+	memset(&view, 0, sizeof(view));
+	CHECK_EQ_INT(pn_ctr_sampler_start(&s, &set, 30.0, 0.05), 0);
+	CHECK(wait_fd(s, 3000));
+	CHECK_EQ_INT(pn_ctr_sampler_take(s, &view), 1);
+	p = &view.ports[0];
+	for (i = 0; i < p->nctr; i++)
+		if (!strcmp(p->ctr[i].name, "np_cnp_sent"))
+			other = i;
+	CHECK(other >= 0 && !(p->ctr[other].flags & PN_CF_VALID));
+	CHECK(wait_fd(s, 3000)); /* the short first interval */
+	pn_ctr_sampler_take(s, &view);
+	/* the next sample is 30 s away: a detail port asks for one now */
+	t0 = pn_now();
+	pn_ctr_sampler_set_detail(s, "mlx5_0/1");
+	CHECK(wait_fd(s, 3000));
+	CHECK(pn_now() - t0 < 2.0);
+	CHECK_EQ_INT(pn_ctr_sampler_take(s, &view), 1);
+	p = &view.ports[0];
+	CHECK(other >= 0 && (p->ctr[other].flags & PN_CF_VALID));
+	pn_ctr_sampler_set_detail(s, NULL);
+	CHECK_EQ_INT(pn_ctr_sampler_stop(s, 5.0), 0);
+	pn_ctr_set_release(&view);
+}
+
+struct opener {
+	char path[600];
+	int delay_ms;
+};
+
+/* Opens the FIFO for writing after a delay: the blocked reader goes on. */
+static void *unblock(void *arg)
+{
+	struct opener *o = arg;
+	int fd;
+
+	usleep((useconds_t)o->delay_ms * 1000);
+	fd = open(o->path, O_WRONLY);
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+TEST(a_blocked_read_does_not_block_the_caller)
+{
+	struct pn_ctr_set set, view;
+	struct pn_ctr_sampler *s;
+	struct pn_ctr_cfg cfg;
+	struct opener o;
+	pthread_t th;
+	char what[80];
+	double secs = 0, t0;
+	int busy;
+
+	fake_reset();
+	fake_ib_port("mlx5_0", 1);
+	fake_ib_port("mlx5_3", 1);
+	snprintf(o.path, sizeof(o.path),
+		 "%s/sys/class/infiniband/mlx5_3/ports/1/counters/port_xmit_data", fake_root);
+	unlink(o.path);
+	CHECK_EQ_INT(mkfifo(o.path, 0644), 0);
+	pn_ctr_cfg_init(&cfg);
+	pn_ctr_set_init(&set, &cfg);
+	memset(&view, 0, sizeof(view));
+	CHECK_EQ_INT(pn_ctr_sampler_start(&s, &set, 0.05, 0), 0);
+	usleep(300 * 1000);
+	busy = pn_ctr_sampler_busy(s, what, sizeof(what), &secs);
+	CHECK_EQ_INT(busy, 1);
+	CHECK_STR(what, "mlx5_3/1");
+	CHECK(secs > 0.15);
+	CHECK_EQ_INT(pn_ctr_sampler_take(s, &view), 0); /* no sample yet, no wait */
+	/* the read comes back: the sample completes, with that counter n/a */
+	o.delay_ms = 0;
+	pthread_create(&th, NULL, unblock, &o);
+	CHECK(wait_fd(s, 3000));
+	CHECK_EQ_INT(pn_ctr_sampler_take(s, &view), 1);
+	pthread_join(th, NULL);
+	CHECK_EQ_INT(view.n, 2);
+	CHECK_EQ_INT(view.ports[1].nunreadable, 1);
+	/* it blocks again on the next sample; stop gives up after its timeout */
+	usleep(200 * 1000);
+	CHECK_EQ_INT(pn_ctr_sampler_busy(s, what, sizeof(what), NULL), 1);
+	t0 = pn_now();
+	CHECK_EQ_INT(pn_ctr_sampler_stop(s, 0.2), -ETIMEDOUT);
+	CHECK(pn_now() - t0 < 1.0);
+	CHECK(strstr(pn_errmsg(-ETIMEDOUT), "mlx5_3/1") != NULL);
+	/* let the abandoned thread finish its read and leave */
+	o.delay_ms = 0;
+	unblock(&o);
+	usleep(100 * 1000);
+	pn_ctr_set_release(&view);
+}
+
+TEST(start_rejects_a_bad_interval)
+{
+	struct pn_ctr_set set;
+	struct pn_ctr_sampler *s = (void *)1;
+
+	pn_ctr_set_init(&set, NULL);
+	CHECK_EQ_INT(pn_ctr_sampler_start(&s, &set, 0, 0), -EINVAL);
+	CHECK(s == NULL);
+	pn_ctr_set_release(&set);
+	CHECK_EQ_INT(pn_ctr_sampler_stop(NULL, 0), 0);
+}
+
+int main(void)
+{
+	if (fake_setup() || pn_sysfs_set_root(fake_root)) {
+		printf("not ok 1 - cannot set up a fake sysfs tree\n");
+		return 1;
+	}
+	RUN(snapshots_at_the_interval);
+	RUN(start_rejects_a_bad_interval);
+	RUN(a_detail_port_is_read_at_once_and_in_full);
+	/* last: it leaves an abandoned thread behind, which may still be
+	 * finishing its sample (so the sysfs root is not reset here) */
+	RUN(a_blocked_read_does_not_block_the_caller);
+	fake_teardown();
+	return unit_done();
+}
