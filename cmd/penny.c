@@ -25,7 +25,7 @@ static const struct pn_cmd commands[] = {
 	  "GPU/NIC/NUMA topology, PCIe path classes and rails" },
 	{ "bw", cmd_not_built, no_options, CMD_SYSFS | CMD_LAUNCH | CMD_NOT_BUILT, "[HOST]",
 	  "RDMA bandwidth and latency test (like ib_write_bw)" },
-	{ "ring-plan", cmd_not_built, no_options, CMD_SYSFS | CMD_NOT_BUILT, "",
+	{ "ring-plan", cmd_ring_plan, ring_plan_options, CMD_SYSFS, "",
 	  "rail-aligned ring planner, validation and NCCL graph export" },
 	{ "allreduce-test", cmd_allreduce_test, allreduce_test_options, CMD_SYSFS | CMD_LAUNCH, "",
 	  "allreduce correctness and performance sweep (like all_reduce_perf)" },
