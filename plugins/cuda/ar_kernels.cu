@@ -340,6 +340,16 @@ PN_DEV pn_v2 pn_load8(const char *p, uint64_t i, uint64_t bytes)
 	return d;
 }
 
+/* The last block of an LL kernel moves the epoch on (graph-safe: in memory). */
+PN_DEV void pn_ll_done(uint32_t *cnt, uint32_t epoch)
+{
+	pn_sync();
+	if (pn_tid() == 0 && pn_atomic_add(&cnt[PN_CNT_LL_DONE], 1) == pn_nbid() - 1) {
+		cnt[PN_CNT_LL_DONE] = 0;
+		cnt[PN_CNT_LL_EPOCH] = epoch;
+	}
+}
+
 template <typename T, int OP> PN_DEV void pn_ar_oneshot(const struct pn_ar_args &a)
 {
 	const int n = a.nranks, r = a.rank;
@@ -390,11 +400,111 @@ template <typename T, int OP> PN_DEV void pn_ar_oneshot(const struct pn_ar_args 
 		else
 			pn_st_bytes(recv + i * 8, &o, (unsigned)(bytes - i * 8));
 	}
-	pn_sync();
-	if (pn_tid() == 0 && pn_atomic_add(&cnt[PN_CNT_LL_DONE], 1) == pn_nbid() - 1) {
-		cnt[PN_CNT_LL_DONE] = 0;
-		cnt[PN_CNT_LL_EPOCH] = epoch;
+	pn_ll_done(cnt, epoch);
+}
+
+/*
+ * Two-shot with LL lines, for mid sizes: no barrier and no fence at all.
+ * The 8-byte lines are dealt out in n contiguous slices of L lines.
+ * Reduce-scatter: slice j goes, as LL lines, to rank j's slot [rank] (first
+ * half); rank j polls, reduces in rank order, writes its recv and sends the
+ * result as LL lines to every peer's slot [j] (second half); every rank
+ * polls those into its recv.  Each rank hears from every peer in both
+ * phases (the host runs it only when no slice is empty), which keeps the
+ * one-shot's parity argument.  The same thread handles line i in every loop,
+ * so in place is safe.
+ */
+template <typename T, int OP> PN_DEV void pn_ar_twoshot_ll(const struct pn_ar_args &a)
+{
+	const int n = a.nranks, r = a.rank;
+	uint32_t *cnt = pn_ws_u32(a.peer_ws[r], PN_WS_COUNTERS);
+	const uint32_t epoch = cnt[PN_CNT_LL_EPOCH] + 1, par = epoch & 1;
+	const uint64_t bytes = a.count * sizeof(T), lines = (bytes + 7) / 8;
+	const uint64_t L = (lines + n - 1) / n, half = a.ll_slot_bytes / 2;
+	const uint64_t stride = (uint64_t)pn_nbid() * pn_ntid();
+	const uint64_t first = (uint64_t)pn_bid() * pn_ntid() + pn_tid();
+	const char *send = (const char *)a.send;
+	char *recv = (char *)a.recv;
+	const char *mine = (const char *)(a.peer_ws[r] + PN_WS_LL) + (uint64_t)par * n * a.ll_slot_bytes;
+	pn_wait_state w = { false };
+
+#define PN_SLICE_LINES(j) ((uint64_t)(j) * L >= lines ? 0 : (lines - (uint64_t)(j) * L < L ? lines - (uint64_t)(j) * L : L))
+	/* reduce-scatter: my data of slice j to rank j */
+#pragma unroll
+	for (int q = 1; q < PN_AR_MAX_RANKS; q++) {
+		if (q >= n)
+			break;
+		const int j = (r + q) % n;
+		const uint64_t lj = PN_SLICE_LINES(j);
+		char *dst = (char *)(a.peer_ws[j] + PN_WS_LL) + ((uint64_t)par * n + r) * a.ll_slot_bytes;
+
+		for (uint64_t k = first; k < lj; k += stride) {
+			pn_v2 d = pn_load8(send, (uint64_t)j * L + k, bytes);
+
+			pn_maybe_yield();
+			pn_ll_store(dst + k * 16, d.x, d.y, epoch);
+		}
 	}
+	/* my slice: reduce in rank order, keep, send to everyone */
+	{
+		const uint64_t lr = PN_SLICE_LINES(r);
+
+		for (uint64_t k = first; k < lr; k += stride) {
+			const uint64_t i = (uint64_t)r * L + k;
+			pn_pack<T, OP, 8> pk;
+			pn_v2 o;
+
+#pragma unroll
+			for (int p = 0; p < PN_AR_MAX_RANKS; p++) {
+				if (p >= n)
+					break;
+				pn_v2 d = p == r ? pn_load8(send, i, bytes)
+						 : pn_ll_wait(a, mine + (uint64_t)p * a.ll_slot_bytes + k * 16,
+							      epoch, p, w);
+				if (p == 0)
+					pk.first(&d);
+				else
+					pk.add(&d);
+			}
+			pk.out(&o, n, true);
+#pragma unroll
+			for (int q = 1; q < PN_AR_MAX_RANKS; q++) {
+				if (q >= n)
+					break;
+				const int j = (r + q) % n;
+				char *dst = (char *)(a.peer_ws[j] + PN_WS_LL) +
+					    ((uint64_t)par * n + r) * a.ll_slot_bytes + half;
+
+				pn_maybe_yield();
+				pn_ll_store(dst + k * 16, o.x, o.y, epoch);
+			}
+			if (i * 8 + 8 <= bytes)
+				*(pn_v2 *)(recv + i * 8) = o;
+			else
+				pn_st_bytes(recv + i * 8, &o, (unsigned)(bytes - i * 8));
+		}
+	}
+	/* all-gather: the other slices, as their owners send them */
+#pragma unroll
+	for (int q = 1; q < PN_AR_MAX_RANKS; q++) {
+		if (q >= n)
+			break;
+		const int j = (r + q) % n;
+		const uint64_t lj = PN_SLICE_LINES(j);
+		const char *src = mine + (uint64_t)j * a.ll_slot_bytes + half;
+
+		for (uint64_t k = first; k < lj; k += stride) {
+			const uint64_t i = (uint64_t)j * L + k;
+			pn_v2 o = pn_ll_wait(a, src + k * 16, epoch, j, w);
+
+			if (i * 8 + 8 <= bytes)
+				*(pn_v2 *)(recv + i * 8) = o;
+			else
+				pn_st_bytes(recv + i * 8, &o, (unsigned)(bytes - i * 8));
+		}
+	}
+#undef PN_SLICE_LINES
+	pn_ll_done(cnt, epoch);
 }
 
 /* ---- flags ---- */
@@ -644,7 +754,7 @@ template <typename T, int OP> PN_DEV void pn_ar_ring(const struct pn_ar_args &a)
 	PN_AR_KERNEL(algo, T, tname, PENNY_AVG, avg)
 
 #ifndef PN_AR_ALGO
-#define PN_AR_ALGO_LIST(X) X(oneshot) X(twoshot) X(ring)
+#define PN_AR_ALGO_LIST(X) X(oneshot) X(twoshot_ll) X(twoshot) X(ring)
 #else
 #define PN_AR_ALGO_LIST(X) X(PN_AR_ALGO)
 #endif

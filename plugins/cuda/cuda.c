@@ -17,7 +17,15 @@
 #include <string.h>
 #include <strings.h>
 
-static const char *const algo_names[PENNY_NALGOS] = { "auto", "oneshot", "twoshot", "ring" };
+const char *const pn_kern_names[PN_NKERNS] = { "oneshot", "twoshot_ll", "twoshot", "ring" };
+
+int pn_kern_algo(int kern)
+{
+	static const int map[PN_NKERNS] = { PENNY_ALGO_ONESHOT, PENNY_ALGO_TWOSHOT,
+					    PENNY_ALGO_TWOSHOT, PENNY_ALGO_RING };
+
+	return kern >= 0 && kern < PN_NKERNS ? map[kern] : -1;
+}
 static const char *const type_names[PENNY_NDTYPES] = {
 	"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double",
 };
@@ -67,13 +75,13 @@ static int parse_size(const char *s, size_t len, uint64_t *out)
 	return 0;
 }
 
-static int algo_by_name(const char *s, size_t len)
+static int kern_by_name(const char *s, size_t len)
 {
-	int a;
+	int k;
 
-	for (a = PENNY_ALGO_ONESHOT; a < PENNY_NALGOS; a++)
-		if (strlen(algo_names[a]) == len && !strncmp(s, algo_names[a], len))
-			return a;
+	for (k = 0; k < PN_NKERNS; k++)
+		if (strlen(pn_kern_names[k]) == len && !strncmp(s, pn_kern_names[k], len))
+			return k;
 	return -1;
 }
 
@@ -89,9 +97,10 @@ int pn_tune_parse(const char *s, struct pn_tune *t)
 		int algo;
 
 		an = colon ? (size_t)(colon - p) : n;
-		algo = algo_by_name(p, an);
+		algo = kern_by_name(p, an);
 		if (algo < 0)
-			return pn_plugin_fail(-EINVAL, "PENNY_CUDA_TUNE: unknown algorithm '%.*s' in '%s'",
+			return pn_plugin_fail(-EINVAL, "PENNY_CUDA_TUNE: unknown kernel '%.*s' in '%s' "
+						       "(oneshot, twoshot_ll, twoshot, ring)",
 					      (int)an, p, s);
 		if (colon && parse_size(colon + 1, n - an - 1, &max))
 			return pn_plugin_fail(-EINVAL, "PENNY_CUDA_TUNE: bad size '%.*s' in '%s'",
@@ -102,7 +111,7 @@ int pn_tune_parse(const char *s, struct pn_tune *t)
 		if (t->nrows && max <= t->row[t->nrows - 1].max_bytes)
 			return pn_plugin_fail(-EINVAL, "PENNY_CUDA_TUNE: sizes must grow in '%s'", s);
 		t->row[t->nrows].max_bytes = max;
-		t->row[t->nrows].algo = algo;
+		t->row[t->nrows].kern = algo;
 		t->nrows++;
 		p += n;
 		if (*p == ',')
@@ -115,17 +124,24 @@ int pn_tune_parse(const char *s, struct pn_tune *t)
 }
 
 /*
- * Measured on nvidia-h200-x4 (tests/bench/results/): the one-shot wins
- * while its n-fold traffic costs less than two-shot's extra barrier.
+ * Measured on nvidia-h200-x4 (tests/bench/results/): LL one-shot while its
+ * n-fold traffic is cheap, LL two-shot for mid sizes, flag two-shot, and on
+ * more than two GPUs the ring for the largest buffers.
  */
 void pn_tune_default(struct pn_tune *t, int nranks)
 {
 	memset(t, 0, sizeof(*t));
-	t->nrows = 2;
-	t->row[0].algo = PENNY_ALGO_ONESHOT;
-	t->row[0].max_bytes = nranks <= 2 ? (512u << 10) : (256u << 10);
-	t->row[1].algo = PENNY_ALGO_TWOSHOT;
-	t->row[1].max_bytes = UINT64_MAX;
+	t->nrows = 0;
+	t->row[t->nrows].kern = PN_K_ONESHOT;
+	t->row[t->nrows++].max_bytes = nranks <= 2 ? (256u << 10) : (64u << 10);
+	t->row[t->nrows].kern = PN_K_TWOSHOT_LL;
+	t->row[t->nrows++].max_bytes = 1u << 20;
+	t->row[t->nrows].kern = PN_K_TWOSHOT;
+	t->row[t->nrows++].max_bytes = nranks <= 2 ? UINT64_MAX : (32u << 20);
+	if (nranks > 2) {
+		t->row[t->nrows].kern = PN_K_RING;
+		t->row[t->nrows++].max_bytes = UINT64_MAX;
+	}
 }
 
 int pn_tune_select(const struct pn_tune *t, uint64_t bytes)
@@ -134,8 +150,8 @@ int pn_tune_select(const struct pn_tune *t, uint64_t bytes)
 
 	for (i = 0; i < t->nrows; i++)
 		if (bytes <= t->row[i].max_bytes)
-			return t->row[i].algo;
-	return PENNY_ALGO_TWOSHOT;
+			return t->row[i].kern;
+	return PN_K_TWOSHOT;
 }
 
 void pn_tune_format(const struct pn_tune *t, char *buf, size_t len)
@@ -149,16 +165,16 @@ void pn_tune_format(const struct pn_tune *t, char *buf, size_t len)
 		int w;
 
 		if (m == UINT64_MAX)
-			w = snprintf(buf + used, len - used, "%s%s", i ? "," : "", algo_names[t->row[i].algo]);
+			w = snprintf(buf + used, len - used, "%s%s", i ? "," : "", pn_kern_names[t->row[i].kern]);
 		else if (m % (1ull << 20) == 0)
 			w = snprintf(buf + used, len - used, "%s%s<=%" PRIu64 "MiB", i ? "," : "",
-				     algo_names[t->row[i].algo], m >> 20);
+				     pn_kern_names[t->row[i].kern], m >> 20);
 		else if (m % 1024 == 0)
 			w = snprintf(buf + used, len - used, "%s%s<=%" PRIu64 "KiB", i ? "," : "",
-				     algo_names[t->row[i].algo], m >> 10);
+				     pn_kern_names[t->row[i].kern], m >> 10);
 		else
 			w = snprintf(buf + used, len - used, "%s%s<=%" PRIu64 "B", i ? "," : "",
-				     algo_names[t->row[i].algo], m);
+				     pn_kern_names[t->row[i].kern], m);
 		if (w < 0)
 			break;
 		used += (size_t)w;
@@ -167,32 +183,40 @@ void pn_tune_format(const struct pn_tune *t, char *buf, size_t len)
 
 /* ---- plans ---- */
 
-int pn_cuda_plan(const struct pn_cuda_cfg *cfg, int algo, uint64_t bytes, uintptr_t send,
+int pn_cuda_plan(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes, uintptr_t send,
 		 uintptr_t recv, const struct pn_reg *recv_reg, struct pn_plan *plan)
 {
 	int aligned = !((send | recv) & 15);
-	uint64_t chunk;
+	uint64_t limit;
 
-	plan->algo = algo;
-	if (algo == PENNY_ALGO_ONESHOT) {
+	plan->kern = kern;
+	switch (kern) {
+	case PN_K_ONESHOT:
+	case PN_K_TWOSHOT_LL:
 		plan->staged = !aligned;
-		chunk = cfg->ll_max;
-		if (plan->staged && cfg->stage_bytes < chunk)
-			chunk = cfg->stage_bytes;
-	} else if (algo == PENNY_ALGO_TWOSHOT || algo == PENNY_ALGO_RING) {
+		limit = kern == PN_K_ONESHOT ? cfg->ll_max : cfg->ll_max / 2 * (uint64_t)cfg->nranks;
+		if (plan->staged && cfg->stage_bytes < limit)
+			limit = cfg->stage_bytes;
+		break;
+	case PN_K_TWOSHOT:
+	case PN_K_RING:
 		plan->staged = !aligned || !recv_reg;
-		chunk = plan->staged ? cfg->stage_bytes : bytes;
-	} else {
-		return pn_plugin_fail(-EINVAL, "unknown algorithm %d", algo);
+		limit = plan->staged ? cfg->stage_bytes : UINT64_MAX;
+		break;
+	default:
+		return pn_plugin_fail(-EINVAL, "unknown kernel %d", kern);
 	}
-	chunk &= ~(uint64_t)15;
-	if (!chunk)
+	limit &= ~(uint64_t)15;
+	if (!limit)
 		return pn_plugin_fail(-EINVAL, "the %s buffer is too small",
-				      plan->staged ? "staging" : "one-shot");
-	plan->chunk = chunk < bytes ? chunk : bytes;
-	if (!plan->chunk)
-		plan->chunk = chunk;
+				      plan->staged ? "staging" : "LL");
+	plan->chunk = bytes && bytes < limit ? bytes : limit;
 	return 0;
+}
+
+uint64_t pn_cuda_twoshot_ll_min(int nranks)
+{
+	return (uint64_t)nranks * 4096;
 }
 
 static unsigned round_up(unsigned v, unsigned m)
@@ -200,29 +224,37 @@ static unsigned round_up(unsigned v, unsigned m)
 	return (v + m - 1) / m * m;
 }
 
-void pn_cuda_geometry(const struct pn_cuda_cfg *cfg, int nranks, int algo, uint64_t bytes,
+static void ll_geometry(uint64_t lines, uint64_t blocks, struct pn_launch *l)
+{
+	uint64_t g;
+
+	l->threads = lines >= 512 ? 512 : round_up((unsigned)lines, 32);
+	if (l->threads < 64)
+		l->threads = 64;
+	g = (lines + l->threads - 1) / l->threads;
+	l->grid = (unsigned)(g < 1 ? 1 : g > blocks ? blocks : g);
+	l->tile = 0;
+}
+
+void pn_cuda_geometry(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes,
 		      struct pn_launch *l)
 {
-	uint64_t blocks = cfg->blocks ? cfg->blocks : 1;
+	uint64_t blocks = cfg->blocks ? cfg->blocks : 1, n = (uint64_t)cfg->nranks;
 
-	if (algo == PENNY_ALGO_ONESHOT) {
-		uint64_t lines = (bytes + 7) / 8, g;
-
-		l->threads = lines >= 512 ? 512 : round_up((unsigned)lines, 32);
-		if (l->threads < 64)
-			l->threads = 64;
-		g = (lines + l->threads - 1) / l->threads;
-		l->grid = (unsigned)(g < 1 ? 1 : g > blocks ? blocks : g);
-		l->tile = 0;
+	if (kern == PN_K_ONESHOT) {
+		ll_geometry((bytes + 7) / 8, blocks, l);
+	} else if (kern == PN_K_TWOSHOT_LL) {
+		ll_geometry(((bytes + 7) / 8 + n - 1) / n, blocks, l);
 	} else {
-		uint64_t t = (bytes + (uint64_t)nranks * blocks - 1) / ((uint64_t)nranks * blocks), nt;
+		uint64_t cap = kern == PN_K_RING ? cfg->tile_ring : cfg->tile_twoshot;
+		uint64_t t = (bytes + n * blocks - 1) / (n * blocks), nt;
 
 		t = (t + 15) / 16 * 16;
 		if (t < 512)
 			t = 512;
-		if (t > cfg->slot_bytes)
-			t = cfg->slot_bytes;
-		nt = (bytes + t * nranks - 1) / (t * nranks);
+		if (t > cap)
+			t = cap;
+		nt = (bytes + t * n - 1) / (t * n);
 		l->tile = (uint32_t)t;
 		l->grid = (unsigned)(nt < 1 ? 1 : nt > blocks ? blocks : nt);
 		l->threads = round_up((unsigned)(t / 16), 32);
@@ -233,6 +265,22 @@ void pn_cuda_geometry(const struct pn_cuda_cfg *cfg, int nranks, int algo, uint6
 	}
 }
 
+int pn_cuda_kernel_for(const struct pn_cuda_cfg *cfg, const struct pn_tune *t, int algo,
+		       uint64_t bytes)
+{
+	switch (algo) {
+	case PENNY_ALGO_AUTO:
+		return pn_tune_select(t, bytes);
+	case PENNY_ALGO_ONESHOT:
+		return PN_K_ONESHOT;
+	case PENNY_ALGO_TWOSHOT:
+		return bytes <= cfg->twoshot_ll_max ? PN_K_TWOSHOT_LL : PN_K_TWOSHOT;
+	case PENNY_ALGO_RING:
+		return PN_K_RING;
+	}
+	return pn_plugin_fail(-EINVAL, "unknown algorithm %d", algo);
+}
+
 /* ---- the backend ---- */
 
 struct pn_cuda {
@@ -241,8 +289,8 @@ struct pn_cuda {
 	int rank, n;
 	struct pn_cuda_cfg cfg;
 	struct pn_tune tune;
-	CUmodule mod[PENNY_NALGOS];
-	CUfunction fn[PENNY_NALGOS][PENNY_NDTYPES][PENNY_NREDOPS];
+	CUmodule mod[PN_NKERNS];
+	CUfunction fn[PN_NKERNS][PENNY_NDTYPES][PENNY_NREDOPS];
 	struct pn_reg *regs;
 	uint32_t next_id;
 	struct pn_reg *ws, *stage;
@@ -255,8 +303,8 @@ struct pn_cuda_hello {
 	uint32_t magic, version;
 	char busid[32];
 	int32_t nsm, blocks;
-	uint64_t ll_max, stage_bytes, timeout_ns;
-	uint32_t slot_bytes;
+	uint64_t ll_max, twoshot_ll_max, stage_bytes, timeout_ns;
+	uint32_t tile_twoshot, tile_ring;
 	int32_t ok;
 	char tune[96];
 };
@@ -284,8 +332,11 @@ static int read_cfg(struct pn_cuda *c)
 	int bad = 0;
 	uint64_t v;
 
+	c->cfg.nranks = c->n;
 	c->cfg.ll_max = env_size("PENNY_CUDA_ONESHOT_MAX", 1u << 20, &bad);
-	c->cfg.slot_bytes = (uint32_t)env_size("PENNY_CUDA_TILE", 32u << 10, &bad);
+	c->cfg.twoshot_ll_max = env_size("PENNY_CUDA_TWOSHOT_LL_MAX", 1u << 20, &bad);
+	c->cfg.tile_twoshot = (uint32_t)env_size("PENNY_CUDA_TILE", c->n <= 2 ? 64u << 10 : 32u << 10, &bad);
+	c->cfg.tile_ring = (uint32_t)env_size("PENNY_CUDA_RING_TILE", 64u << 10, &bad);
 	c->cfg.stage_bytes = env_size("PENNY_CUDA_STAGING", 64u << 20, &bad);
 	v = env_size("PENNY_CUDA_TIMEOUT", 30, &bad);
 	c->cfg.timeout_ns = v * 1000000000ull;
@@ -296,14 +347,19 @@ static int read_cfg(struct pn_cuda *c)
 		return -EINVAL;
 	if (c->cfg.blocks > (uint32_t)c->g.nsm && c->g.nsm > 0)
 		c->cfg.blocks = (uint32_t)c->g.nsm;
-	if (c->cfg.ll_max < 16 || c->cfg.ll_max > (1ull << 30) || c->cfg.slot_bytes < 512 ||
-	    c->cfg.slot_bytes > (16u << 20) || c->cfg.slot_bytes % 16 || c->cfg.stage_bytes < 4096 ||
+	if (c->cfg.ll_max < 16 || c->cfg.ll_max > (1ull << 30) || c->cfg.tile_twoshot < 512 ||
+	    c->cfg.tile_twoshot > (16u << 20) || c->cfg.tile_twoshot % 16 || c->cfg.tile_ring < 512 ||
+	    c->cfg.tile_ring > (16u << 20) || c->cfg.tile_ring % 16 || c->cfg.stage_bytes < 4096 ||
 	    !c->cfg.blocks || c->cfg.blocks > PN_AR_MAX_BLOCKS)
 		return pn_plugin_fail(-EINVAL, "PENNY_CUDA_*: out of range (one-shot max 16 B..1 GiB, "
-					       "tile 512 B..16 MiB in 16 B steps, staging >= 4 KiB, "
+					       "tiles 512 B..16 MiB in 16 B steps, staging >= 4 KiB, "
 					       "blocks 1..%d)",
 				      PN_AR_MAX_BLOCKS);
+	c->cfg.slot_bytes = c->cfg.tile_twoshot > c->cfg.tile_ring ? c->cfg.tile_twoshot
+								    : c->cfg.tile_ring;
 	c->cfg.ll_max = (c->cfg.ll_max + 15) / 16 * 16;
+	if (c->cfg.twoshot_ll_max > c->cfg.ll_max / 2 * (uint64_t)c->n)
+		c->cfg.twoshot_ll_max = c->cfg.ll_max / 2 * (uint64_t)c->n;
 	if (tune && *tune)
 		return pn_tune_parse(tune, &c->tune);
 	pn_tune_default(&c->tune, c->n);
@@ -450,27 +506,27 @@ const struct pn_reg *pn_cuda_find_reg(void *be, const void *p, size_t bytes)
 
 static int load_modules(struct pn_cuda *c, const struct pn_cuda_images *im)
 {
-	int a;
+	int k;
 
-	for (a = PENNY_ALGO_ONESHOT; a < PENNY_NALGOS; a++) {
-		if (!im->algo[a])
+	for (k = 0; k < PN_NKERNS; k++) {
+		if (!im->kern[k])
 			return pn_plugin_fail(-ENOEXEC, "the cuda plugin was built without its %s kernels",
-					      algo_names[a]);
-		PN_CU(c->g.cu, ModuleLoadData(&c->mod[a], im->algo[a]), "cuModuleLoadData");
+					      pn_kern_names[k]);
+		PN_CU(c->g.cu, ModuleLoadData(&c->mod[k], im->kern[k]), "cuModuleLoadData");
 	}
 	return 0;
 }
 
-static int kernel(struct pn_cuda *c, int algo, int dt, int op, CUfunction *f)
+static int kernel(struct pn_cuda *c, int kern, int dt, int op, CUfunction *f)
 {
 	char name[64];
 
-	if (!c->fn[algo][dt][op]) {
-		snprintf(name, sizeof(name), "pn_ar_%s_%s_%s", algo_names[algo], type_names[dt],
+	if (!c->fn[kern][dt][op]) {
+		snprintf(name, sizeof(name), "pn_ar_%s_%s_%s", pn_kern_names[kern], type_names[dt],
 			 op_names[op]);
-		PN_CU(c->g.cu, ModuleGetFunction(&c->fn[algo][dt][op], c->mod[algo], name), name);
+		PN_CU(c->g.cu, ModuleGetFunction(&c->fn[kern][dt][op], c->mod[kern], name), name);
 	}
-	*f = c->fn[algo][dt][op];
+	*f = c->fn[kern][dt][op];
 	return 0;
 }
 
@@ -486,9 +542,11 @@ static int agree(struct pn_cuda *c)
 	mine.nsm = c->g.nsm;
 	mine.blocks = (int32_t)c->cfg.blocks;
 	mine.ll_max = c->cfg.ll_max;
+	mine.twoshot_ll_max = c->cfg.twoshot_ll_max;
 	mine.stage_bytes = c->cfg.stage_bytes;
 	mine.timeout_ns = c->cfg.timeout_ns;
-	mine.slot_bytes = c->cfg.slot_bytes;
+	mine.tile_twoshot = c->cfg.tile_twoshot;
+	mine.tile_ring = c->cfg.tile_ring;
 	mine.ok = 1;
 	pn_tune_format(&c->tune, mine.tune, sizeof(mine.tune));
 	all = calloc((size_t)c->n, sizeof(*all));
@@ -499,7 +557,9 @@ static int agree(struct pn_cuda *c)
 		if (all[p].magic != PN_CUDA_MAGIC || all[p].version != mine.version)
 			ret = pn_plugin_fail(-EPROTO, "rank %d runs another version of the cuda plugin", p);
 		else if (all[p].ll_max != mine.ll_max || all[p].stage_bytes != mine.stage_bytes ||
-			 all[p].slot_bytes != mine.slot_bytes || strcmp(all[p].tune, mine.tune))
+			 all[p].twoshot_ll_max != mine.twoshot_ll_max ||
+			 all[p].tile_twoshot != mine.tile_twoshot || all[p].tile_ring != mine.tile_ring ||
+			 strcmp(all[p].tune, mine.tune))
 			ret = pn_plugin_fail(-EINVAL, "PENNY_CUDA_* settings differ between rank %d and "
 						      "rank %d (tune '%s' vs '%s')",
 					     c->rank, p, mine.tune, all[p].tune);
@@ -570,10 +630,12 @@ int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *ho
 	pn_tune_format(&c->tune, tune, sizeof(tune));
 	snprintf(c->desc, sizeof(c->desc),
 		 "%s (%s) sm_%d%d %d SMs, CUDA driver %d.%d, rank %d of %d, %u blocks, "
-		 "one-shot <= %" PRIu64 " B, tile %u B, staging %" PRIu64 " B, auto %s",
+		 "one-shot <= %" PRIu64 " B, two-shot LL <= %" PRIu64 " B, tiles %u/%u B, "
+		 "staging %" PRIu64 " B, auto %s",
 		 c->g.name, c->g.busid, c->g.cc_major, c->g.cc_minor, c->g.nsm,
 		 c->g.driver_version / 1000, c->g.driver_version % 1000 / 10, c->rank, c->n,
-		 c->cfg.blocks, c->cfg.ll_max, c->cfg.slot_bytes, c->cfg.stage_bytes, tune);
+		 c->cfg.blocks, c->cfg.ll_max, c->cfg.twoshot_ll_max, c->cfg.tile_twoshot,
+		 c->cfg.tile_ring, c->cfg.stage_bytes, tune);
 	pn_gpu_log(host, PENNY_LOG_DEBUG, "cuda: %s", c->desc);
 	*be = c;
 	return 0;
@@ -589,9 +651,9 @@ fail_gpu:
 		c->g.cu->MemFree(r->base);
 		free(r);
 	}
-	for (int a = 0; a < PENNY_NALGOS; a++)
-		if (c->mod[a])
-			c->g.cu->ModuleUnload(c->mod[a]);
+	for (int k = 0; k < PN_NKERNS; k++)
+		if (c->mod[k])
+			c->g.cu->ModuleUnload(c->mod[k]);
 	pn_gpu_close(&c->g);
 fail_free:
 	free(c);
@@ -609,7 +671,7 @@ void pn_cuda_fini(void *be)
 	c->g.cu->StreamSynchronize(c->g.stream);
 	while (c->regs)
 		reg_release(c, c->regs);
-	for (a = 0; a < PENNY_NALGOS; a++)
+	for (a = 0; a < PN_NKERNS; a++)
 		if (c->mod[a])
 			c->g.cu->ModuleUnload(c->mod[a]);
 	pn_gpu_close(&c->g);
@@ -684,26 +746,18 @@ int pn_cuda_check(void *be, const void *buf, size_t count, int dtype, int op, ui
 	return ret ? ret : pn_gpu_check(&c->g, buf, count, dtype, op, seed, nranks, res);
 }
 
-static int resolve_algo(struct pn_cuda *c, int algo, uint64_t bytes)
-{
-	if (algo == PENNY_ALGO_AUTO)
-		return pn_tune_select(&c->tune, bytes);
-	if (algo < PENNY_ALGO_ONESHOT || algo >= PENNY_NALGOS)
-		return pn_plugin_fail(-EINVAL, "unknown algorithm %d", algo);
-	return algo;
-}
-
 int pn_cuda_select(void *be, size_t count, int dtype, int op, int algo)
 {
 	struct pn_cuda *c = be;
-	int ret = pn_gpu_check_args(count, dtype, op);
+	int ret = pn_gpu_check_args(count, dtype, op), k;
 
 	if (ret)
 		return ret;
-	return resolve_algo(c, algo, (uint64_t)count * pn_data_size(dtype));
+	k = pn_cuda_kernel_for(&c->cfg, &c->tune, algo, (uint64_t)count * pn_data_size(dtype));
+	return k < 0 ? k : pn_kern_algo(k);
 }
 
-static int launch(struct pn_cuda *c, int algo, int dt, int op, CUdeviceptr send, CUdeviceptr recv,
+static int launch(struct pn_cuda *c, int kern, int dt, int op, CUdeviceptr send, CUdeviceptr recv,
 		  uint64_t bytes, const struct pn_reg *reg)
 {
 	struct pn_ar_args a;
@@ -711,10 +765,10 @@ static int launch(struct pn_cuda *c, int algo, int dt, int op, CUdeviceptr send,
 	CUfunction f = NULL;
 	int p, ret;
 
-	ret = kernel(c, algo, dt, op, &f);
+	ret = kernel(c, kern, dt, op, &f);
 	if (ret)
 		return ret;
-	pn_cuda_geometry(&c->cfg, c->n, algo, bytes, &l);
+	pn_cuda_geometry(&c->cfg, kern, bytes, &l);
 	memset(&a, 0, sizeof(a));
 	a.send = send;
 	a.recv = recv;
@@ -733,16 +787,43 @@ static int launch(struct pn_cuda *c, int algo, int dt, int op, CUdeviceptr send,
 	return pn_gpu_launch(&c->g, f, l.grid, l.threads, &a);
 }
 
+/* Run kernel kern over [s, s + bytes) -> [d, ...): planned, chunked, staged. */
+static int run(struct pn_cuda *c, int kern, int dt, int op, CUdeviceptr s, CUdeviceptr d,
+	       uint64_t bytes)
+{
+	const struct pn_cudrv *cu = c->g.cu;
+	struct pn_reg *reg = find_reg(c, d, bytes);
+	struct pn_plan plan;
+	uint64_t off;
+	int ret;
+
+	ret = pn_cuda_plan(&c->cfg, kern, bytes, (uintptr_t)s, (uintptr_t)d, reg, &plan);
+	for (off = 0; off < bytes && !ret; off += plan.chunk) {
+		uint64_t len = bytes - off < plan.chunk ? bytes - off : plan.chunk;
+		int k = kern;
+		int flags = k == PN_K_TWOSHOT || k == PN_K_RING;
+
+		if (k == PN_K_TWOSHOT_LL && len < pn_cuda_twoshot_ll_min(c->n))
+			k = PN_K_ONESHOT;
+		if (!plan.staged) {
+			ret = launch(c, k, dt, op, s + off, d + off, len, flags ? reg : NULL);
+			continue;
+		}
+		PN_CU(cu, MemcpyAsync(c->stage->base, s + off, len, c->g.stream), "cuMemcpyAsync");
+		ret = launch(c, k, dt, op, c->stage->base, c->stage->base, len, flags ? c->stage : NULL);
+		if (!ret)
+			PN_CU(cu, MemcpyAsync(d + off, c->stage->base, len, c->g.stream), "cuMemcpyAsync");
+	}
+	return ret;
+}
+
 int pn_cuda_allreduce(void *be, const void *send, void *recv, size_t count, int dtype, int op,
 		      int algo)
 {
 	struct pn_cuda *c = be;
-	const struct pn_cudrv *cu = c->g.cu;
 	CUdeviceptr s = (CUdeviceptr)(uintptr_t)send, d = (CUdeviceptr)(uintptr_t)recv;
-	struct pn_plan plan;
-	struct pn_reg *reg;
-	uint64_t bytes, off;
-	int ret;
+	uint64_t bytes, main;
+	int ret, kern;
 
 	ret = pn_gpu_check_args(count, dtype, op);
 	if (ret || !count)
@@ -753,30 +834,19 @@ int pn_cuda_allreduce(void *be, const void *send, void *recv, size_t count, int 
 		return ret;
 	if (c->n == 1) {
 		if (s != d)
-			PN_CU(cu, MemcpyAsync(d, s, bytes, c->g.stream), "cuMemcpyAsync");
+			PN_CU(c->g.cu, MemcpyAsync(d, s, bytes, c->g.stream), "cuMemcpyAsync");
 		return 0;
 	}
-	algo = resolve_algo(c, algo, bytes);
-	if (algo < 0)
-		return algo;
-	reg = find_reg(c, d, bytes);
-	ret = pn_cuda_plan(&c->cfg, algo, bytes, (uintptr_t)s, (uintptr_t)d, reg, &plan);
-	if (ret)
-		return ret;
-	for (off = 0; off < bytes && !ret; off += plan.chunk) {
-		uint64_t len = bytes - off < plan.chunk ? bytes - off : plan.chunk;
-
-		if (!plan.staged) {
-			ret = launch(c, algo, dtype, op, s + off, d + off, len,
-				     algo == PENNY_ALGO_ONESHOT ? NULL : reg);
-			continue;
-		}
-		PN_CU(cu, MemcpyAsync(c->stage->base, s + off, len, c->g.stream), "cuMemcpyAsync");
-		ret = launch(c, algo, dtype, op, c->stage->base, c->stage->base, len,
-			     algo == PENNY_ALGO_ONESHOT ? NULL : c->stage);
-		if (!ret)
-			PN_CU(cu, MemcpyAsync(d + off, c->stage->base, len, c->g.stream), "cuMemcpyAsync");
-	}
+	kern = pn_cuda_kernel_for(&c->cfg, &c->tune, algo, bytes);
+	if (kern < 0)
+		return kern;
+	if (kern == PN_K_ONESHOT || kern == PN_K_TWOSHOT_LL)
+		return run(c, kern, dtype, op, s, d, bytes);
+	/* the flag kernels move whole 16-byte vectors; a last partial one goes by LL */
+	main = bytes & ~(uint64_t)15;
+	ret = main ? run(c, kern, dtype, op, s, d, main) : 0;
+	if (!ret && main < bytes)
+		ret = run(c, PN_K_ONESHOT, dtype, op, s + main, d + main, bytes - main);
 	return ret;
 }
 

@@ -11,10 +11,21 @@
 #include "../common/gpu.h"
 #include "../common/kargs.h"
 
+/*
+ * The kernels: the ABI's algorithms plus the protocol.  one-shot and
+ * twoshot_ll move LL lines (no barriers, for small and mid sizes); twoshot
+ * and ring use flags (for large sizes).  An explicit PENNY_ALGO_TWOSHOT runs
+ * twoshot_ll up to PENNY_CUDA_TWOSHOT_LL_MAX bytes.
+ */
+enum pn_kern { PN_K_ONESHOT = 0, PN_K_TWOSHOT_LL, PN_K_TWOSHOT, PN_K_RING, PN_NKERNS };
+extern const char *const pn_kern_names[PN_NKERNS];
+/* The ABI algorithm a kernel implements. */
+int pn_kern_algo(int kern);
+
 /* Kernel images (fatbins) the plugin embeds; NULL where not built. */
 struct pn_cuda_images {
 	const void *data;
-	const void *algo[PENNY_NALGOS];	/* [ONESHOT], [TWOSHOT], [RING] */
+	const void *kern[PN_NKERNS];
 };
 
 /* A buffer mapped into every local rank. */
@@ -26,38 +37,43 @@ struct pn_reg {
 	struct pn_reg *next;
 };
 
-/* Size table: the first row with bytes <= max_bytes wins. */
+/* Size table for auto: the first row with bytes <= max_bytes wins. */
 #define PN_TUNE_ROWS 8
 struct pn_tune {
 	int nrows;
 	struct {
 		uint64_t max_bytes;	/* UINT64_MAX: no limit */
-		int algo;
+		int kern;		/* enum pn_kern */
 	} row[PN_TUNE_ROWS];
 };
 
-/* Parse "oneshot:256K,twoshot:64M,ring" (last row without a size: no
+/* Parse "oneshot:64K,twoshot_ll:1M,twoshot:32M,ring" (the last row has no
  * limit); returns 0 or -EINVAL with the plugin error set. */
 int pn_tune_parse(const char *s, struct pn_tune *t);
 /* The measured default for nranks GPUs. */
 void pn_tune_default(struct pn_tune *t, int nranks);
+/* The kernel for bytes. */
 int pn_tune_select(const struct pn_tune *t, uint64_t bytes);
-/* "oneshot<=256KiB,twoshot" */
+/* "oneshot<=64KiB,twoshot_ll<=1MiB,twoshot" */
 void pn_tune_format(const struct pn_tune *t, char *buf, size_t len);
 
 /* Configuration, from the environment (PENNY_CUDA_*), agreed by all ranks. */
 struct pn_cuda_cfg {
+	int nranks;
 	uint64_t ll_max;	/* one-shot: bytes per launch (LL area = 4 * n * ll_max) */
-	uint32_t slot_bytes;	/* two-shot/ring: largest tile slice */
+	uint64_t twoshot_ll_max; /* explicit two-shot: LL lines up to this size */
+	uint32_t tile_twoshot;	/* two-shot: largest tile slice */
+	uint32_t tile_ring;	/* ring: largest tile slice */
+	uint32_t slot_bytes;	/* scratch slot = max of the tiles */
 	uint64_t stage_bytes;	/* staging buffer for unregistered or unaligned buffers */
-	uint32_t blocks;	/* largest grid (<= SMs x resident blocks) */
+	uint32_t blocks;	/* largest grid (<= SMs: every block resident at once) */
 	uint64_t timeout_ns;
 };
 
-/* How a call runs: directly on the user's buffers, or through the staging
- * buffer, in launches of at most chunk bytes. */
+/* How a call (or part of it) runs: directly on the user's buffers, or
+ * through the staging buffer, in launches of at most chunk bytes. */
 struct pn_plan {
-	int algo;
+	int kern;
 	int staged;
 	uint64_t chunk;
 };
@@ -69,14 +85,19 @@ struct pn_launch {
 };
 
 /*
- * recv_reg: the registration holding [recv, recv + bytes), or NULL.  One-shot
- * needs 16-byte aligned buffers; two-shot and ring also need recv
+ * recv_reg: the registration holding [recv, recv + bytes), or NULL.  The LL
+ * kernels need 16-byte aligned buffers; twoshot and ring also need recv
  * registered (peers store into it).  Otherwise the call is staged.
  */
-int pn_cuda_plan(const struct pn_cuda_cfg *cfg, int algo, uint64_t bytes, uintptr_t send,
+int pn_cuda_plan(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes, uintptr_t send,
 		 uintptr_t recv, const struct pn_reg *recv_reg, struct pn_plan *plan);
-void pn_cuda_geometry(const struct pn_cuda_cfg *cfg, int nranks, int algo, uint64_t bytes,
+/* twoshot_ll needs every slice non-empty: below this, one-shot runs. */
+uint64_t pn_cuda_twoshot_ll_min(int nranks);
+void pn_cuda_geometry(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes,
 		      struct pn_launch *l);
+/* The kernel an ABI algorithm runs for bytes (AUTO: from the table). */
+int pn_cuda_kernel_for(const struct pn_cuda_cfg *cfg, const struct pn_tune *t, int algo,
+		       uint64_t bytes);
 
 struct pn_cuda;
 int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *host, int device,

@@ -4,12 +4,13 @@
 
 extern const unsigned char pn_image_data[];
 extern const unsigned char pn_image_oneshot[];
+extern const unsigned char pn_image_twoshot_ll[];
 extern const unsigned char pn_image_twoshot[];
 extern const unsigned char pn_image_ring[];
 
 static const struct pn_cuda_images images = {
 	.data = pn_image_data,
-	.algo = { NULL, pn_image_oneshot, pn_image_twoshot, pn_image_ring },
+	.kern = { pn_image_oneshot, pn_image_twoshot_ll, pn_image_twoshot, pn_image_ring },
 };
 
 static int init(const struct penny_host_v1 *host, int device, void **be)
@@ -28,7 +29,7 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.abi = PENNY_PLUGIN_ABI_V1,
 	.size = sizeof(struct penny_plugin_v1),
 	.name = "cuda",
-	.version = "penny cuda plugin 1 (CUDA IPC over NVLink: one-shot LL, two-shot, ring)",
+	.version = "penny cuda plugin 1 (CUDA IPC over NVLink: one-shot LL, two-shot LL and flags, ring)",
 	.algos = (1u << PENNY_ALGO_AUTO) | (1u << PENNY_ALGO_ONESHOT) | (1u << PENNY_ALGO_TWOSHOT) |
 		 (1u << PENNY_ALGO_RING),
 	.caps = PENNY_CAP_GRAPH | PENNY_CAP_BW,

@@ -61,8 +61,13 @@ for np in $GPUS; do
 	run 300 --np "$np" --check --label "x$np" --out "$tsv"
 	run 400 --np "$np" --perf -b 1K -e "$MAXB" -f 2 --label "x$np" --out "$tsv"
 	if [ "$EXTRA" = 1 ]; then
-		PENNY_CUDA_TILE=64K run 200 --np "$np" --backend cuda --algos twoshot,ring --perf \
-			-b 16M -e "$MAXB" -f 4 --label "x$np-tile64K" --out "$tsv"
+		# variants that tune the size table: two-shot by flags only, bigger ring tiles
+		PENNY_CUDA_TWOSHOT_LL_MAX=0 run 200 --np "$np" --backend cuda --algos twoshot --perf \
+			-b 16K -e 8M -f 2 --label "x$np-twoshot-flags" --out "$tsv"
+		for t in 128K 256K; do
+			PENNY_CUDA_RING_TILE=$t run 200 --np "$np" --backend cuda --algos ring --perf \
+				-b 16M -e "$MAXB" -f 4 --label "x$np-ring$t" --out "$tsv"
+		done
 	fi
 done
 [ "$ngpu" -ge 2 ] && run 200 --bw
@@ -81,7 +86,7 @@ $1 == "perf" {
 END {
 	for (l in chk) printf("# correctness %s\n%s", l, chk[l])
 	for (l in labels) {
-		if (l ~ /tile/) continue
+		if (l ~ /-/) continue
 		for (g = 0; g <= 1; g++) {
 			printf("\n# %s, bfloat16 sum, %s CUDA graphs: penny (auto) vs NCCL\n", l, g ? "with" : "without")
 			printf("%12s %10s %10s %7s %9s %9s %7s %-14s %s\n", "bytes", "penny_us", "nccl_us",

@@ -16,6 +16,7 @@
 #include "../../src/log.h"
 #include "../../src/plugin.h"
 #include "../../src/util.h"
+#include "../../plugins/include/penny_data.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -302,11 +303,16 @@ static uint64_t check_one(struct backend *b, int algo, int dt, int op, size_t co
 		fail_call(b, ret, "checked allreduce");
 		res.wrong = UINT64_MAX / 2 / MAX_RANKS; /* a failed call ends the sweep */
 	}
-	if (res.wrong && !ret)
-		fprintf(stderr, "# rank %d: %s %s %s %s count %zu%s%s: %" PRIu64 " wrong, first at %" PRIu64 "\n",
+	if (res.wrong && !ret) {
+		uint64_t got = 0, want = pn_data_expected_bits(dt, op, seed, chan.nranks, res.first_bad);
+
+		b->ops->memcpy(b->be, &got, recv + res.first_bad * esz, (size_t)esz, PENNY_D2H);
+		fprintf(stderr, "# rank %d: %s %s %s %s count %zu%s%s: %" PRIu64 " wrong, first at %" PRIu64
+				" (0x%" PRIx64 ", want 0x%" PRIx64 ")\n",
 			chan.rank, b->name, algo_names[algo], dt_names[dt], op_names[op], count,
 			inplace ? " in place" : "", staged == 1 ? " unregistered" : staged == 2 ? " misaligned" : "",
-			res.wrong, res.first_bad);
+			res.wrong, res.first_bad, got, want);
+	}
 	return sum_u64(res.wrong);
 }
 
