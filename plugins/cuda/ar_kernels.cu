@@ -546,6 +546,60 @@ PN_DEV bool pn_wait_all(const struct pn_ar_args &a, unsigned b, uint32_t v, bool
 	return pn_sync_or(bad) != 0;
 }
 
+/* ---- one-shot with flags (mid sizes: plain 16-byte stores, one flag round) ---- */
+
+/*
+ * Each tile of the buffer goes to slot [rank] of every peer's scratch; one
+ * flag round; every rank reduces the n copies in rank order into its own
+ * recv.  Nothing is written into a peer's recv, so any aligned buffers do.
+ */
+template <typename T, int OP> PN_DEV void pn_ar_oneshot_fl(const struct pn_ar_args &a)
+{
+	const int n = a.nranks, r = a.rank;
+	const unsigned b = pn_bid(), nb = pn_nbid();
+	uint32_t *cnt = pn_ws_u32(a.peer_ws[r], PN_WS_COUNTERS);
+	uint32_t seq = cnt[PN_CNT_SEQ + b], tiles = cnt[PN_CNT_TILES + b];
+	const uint64_t bytes = a.count * sizeof(T), tile = a.tile;
+	const uint64_t ntiles = (bytes + tile - 1) / tile;
+	const char *send = (const char *)a.send;
+	char *recv = (char *)a.recv;
+	pn_wait_state w = { false };
+
+	for (uint64_t k = b; k < ntiles; k += nb, tiles++) {
+		const unsigned par = tiles & 1;
+		const uint64_t base = k * tile;
+		const uint64_t len = bytes - base < tile ? bytes - base : tile;
+		const char *src[PN_AR_MAX_RANKS];
+		bool remote[PN_AR_MAX_RANKS];
+		char *pdst[PN_AR_MAX_RANKS];
+
+		/* my tile into every peer's slot [r]: load once, store n-1 times */
+#pragma unroll
+		for (int q = 0; q < PN_AR_MAX_RANKS; q++) {
+			src[q] = send + base;
+			remote[q] = false;
+			pdst[q] = q + 2 < n ? (char *)pn_scratch(a, (r + q + 2) % n, b, par, r) : NULL;
+		}
+		pn_block_reduce<T, OP>(src, remote, 1, (char *)pn_scratch(a, (r + 1) % n, b, par, r), pdst,
+				       n - 2, len, n, false);
+		pn_sync();
+		seq++;
+		if ((int)pn_tid() < n && (int)pn_tid() != r)
+			pn_signal(a, (int)pn_tid(), b, seq, false);
+		pn_wait_all(a, b, seq, false, w);
+#pragma unroll
+		for (int p = 0; p < PN_AR_MAX_RANKS; p++) {
+			src[p] = p == r ? send + base : (p < n ? (const char *)pn_scratch(a, r, b, par, p) : send);
+			remote[p] = p != r;
+		}
+		pn_block_reduce<T, OP>(src, remote, n, recv + base, pdst, 0, len, n, true);
+	}
+	if (pn_tid() == 0) {
+		cnt[PN_CNT_SEQ + b] = seq;
+		cnt[PN_CNT_TILES + b] = tiles;
+	}
+}
+
 /* ---- two-shot ---- */
 
 template <typename T, int OP> PN_DEV void pn_ar_twoshot(const struct pn_ar_args &a)
@@ -754,7 +808,7 @@ template <typename T, int OP> PN_DEV void pn_ar_ring(const struct pn_ar_args &a)
 	PN_AR_KERNEL(algo, T, tname, PENNY_AVG, avg)
 
 #ifndef PN_AR_ALGO
-#define PN_AR_ALGO_LIST(X) X(oneshot) X(twoshot_ll) X(twoshot) X(ring)
+#define PN_AR_ALGO_LIST(X) X(oneshot) X(oneshot_fl) X(twoshot_ll) X(twoshot) X(ring)
 #else
 #define PN_AR_ALGO_LIST(X) X(PN_AR_ALGO)
 #endif

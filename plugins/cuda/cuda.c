@@ -17,11 +17,12 @@
 #include <string.h>
 #include <strings.h>
 
-const char *const pn_kern_names[PN_NKERNS] = { "oneshot", "twoshot_ll", "twoshot", "ring" };
+const char *const pn_kern_names[PN_NKERNS] = { "oneshot", "oneshot_fl", "twoshot_ll", "twoshot",
+						 "ring" };
 
 int pn_kern_algo(int kern)
 {
-	static const int map[PN_NKERNS] = { PENNY_ALGO_ONESHOT, PENNY_ALGO_TWOSHOT,
+	static const int map[PN_NKERNS] = { PENNY_ALGO_ONESHOT, PENNY_ALGO_ONESHOT, PENNY_ALGO_TWOSHOT,
 					    PENNY_ALGO_TWOSHOT, PENNY_ALGO_RING };
 
 	return kern >= 0 && kern < PN_NKERNS ? map[kern] : -1;
@@ -100,7 +101,7 @@ int pn_tune_parse(const char *s, struct pn_tune *t)
 		algo = kern_by_name(p, an);
 		if (algo < 0)
 			return pn_plugin_fail(-EINVAL, "PENNY_CUDA_TUNE: unknown kernel '%.*s' in '%s' "
-						       "(oneshot, twoshot_ll, twoshot, ring)",
+						       "(oneshot, oneshot_fl, twoshot_ll, twoshot, ring)",
 					      (int)an, p, s);
 		if (colon && parse_size(colon + 1, n - an - 1, &max))
 			return pn_plugin_fail(-EINVAL, "PENNY_CUDA_TUNE: bad size '%.*s' in '%s'",
@@ -133,9 +134,14 @@ void pn_tune_default(struct pn_tune *t, int nranks)
 	memset(t, 0, sizeof(*t));
 	t->nrows = 0;
 	t->row[t->nrows].kern = PN_K_ONESHOT;
-	t->row[t->nrows++].max_bytes = nranks <= 2 ? (256u << 10) : (64u << 10);
-	t->row[t->nrows].kern = PN_K_TWOSHOT_LL;
-	t->row[t->nrows++].max_bytes = 1u << 20;
+	t->row[t->nrows++].max_bytes = nranks <= 2 ? (256u << 10) : (128u << 10);
+	if (nranks <= 2) {
+		t->row[t->nrows].kern = PN_K_ONESHOT_FL;
+		t->row[t->nrows++].max_bytes = 2u << 20;
+	} else {
+		t->row[t->nrows].kern = PN_K_TWOSHOT_LL;
+		t->row[t->nrows++].max_bytes = 1u << 20;
+	}
 	t->row[t->nrows].kern = PN_K_TWOSHOT;
 	t->row[t->nrows++].max_bytes = nranks <= 2 ? UINT64_MAX : (32u << 20);
 	if (nranks > 2) {
@@ -198,6 +204,10 @@ int pn_cuda_plan(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes, uintpt
 		if (plan->staged && cfg->stage_bytes < limit)
 			limit = cfg->stage_bytes;
 		break;
+	case PN_K_ONESHOT_FL:
+		plan->staged = !aligned;
+		limit = plan->staged ? cfg->stage_bytes : UINT64_MAX;
+		break;
 	case PN_K_TWOSHOT:
 	case PN_K_RING:
 		plan->staged = !aligned || !recv_reg;
@@ -245,6 +255,22 @@ void pn_cuda_geometry(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes,
 		ll_geometry((bytes + 7) / 8, blocks, l);
 	} else if (kern == PN_K_TWOSHOT_LL) {
 		ll_geometry(((bytes + 7) / 8 + n - 1) / n, blocks, l);
+	} else if (kern == PN_K_ONESHOT_FL) {
+		uint64_t t = (bytes + blocks - 1) / blocks, nt;
+
+		t = (t + 15) / 16 * 16;
+		if (t < 512)
+			t = 512;
+		if (t > cfg->slot_bytes)
+			t = cfg->slot_bytes;
+		nt = (bytes + t - 1) / t;
+		l->tile = (uint32_t)t;
+		l->grid = (unsigned)(nt < 1 ? 1 : nt > blocks ? blocks : nt);
+		l->threads = round_up((unsigned)(t / 16), 32);
+		if (l->threads < 64)
+			l->threads = 64;
+		if (l->threads > 512)
+			l->threads = 512;
 	} else {
 		uint64_t cap = kern == PN_K_RING ? cfg->tile_ring : cfg->tile_twoshot;
 		uint64_t t = (bytes + n * blocks - 1) / (n * blocks), nt;
@@ -272,7 +298,7 @@ int pn_cuda_kernel_for(const struct pn_cuda_cfg *cfg, const struct pn_tune *t, i
 	case PENNY_ALGO_AUTO:
 		return pn_tune_select(t, bytes);
 	case PENNY_ALGO_ONESHOT:
-		return PN_K_ONESHOT;
+		return bytes <= cfg->oneshot_ll_max ? PN_K_ONESHOT : PN_K_ONESHOT_FL;
 	case PENNY_ALGO_TWOSHOT:
 		return bytes <= cfg->twoshot_ll_max ? PN_K_TWOSHOT_LL : PN_K_TWOSHOT;
 	case PENNY_ALGO_RING:
@@ -303,7 +329,7 @@ struct pn_cuda_hello {
 	uint32_t magic, version;
 	char busid[32];
 	int32_t nsm, blocks;
-	uint64_t ll_max, twoshot_ll_max, stage_bytes, timeout_ns;
+	uint64_t ll_max, oneshot_ll_max, twoshot_ll_max, stage_bytes, timeout_ns;
 	uint32_t tile_twoshot, tile_ring;
 	int32_t ok;
 	char tune[96];
@@ -334,6 +360,7 @@ static int read_cfg(struct pn_cuda *c)
 
 	c->cfg.nranks = c->n;
 	c->cfg.ll_max = env_size("PENNY_CUDA_ONESHOT_MAX", 1u << 20, &bad);
+	c->cfg.oneshot_ll_max = env_size("PENNY_CUDA_ONESHOT_LL_MAX", c->n <= 2 ? 512u << 10 : 128u << 10, &bad);
 	c->cfg.twoshot_ll_max = env_size("PENNY_CUDA_TWOSHOT_LL_MAX", 1u << 20, &bad);
 	c->cfg.tile_twoshot = (uint32_t)env_size("PENNY_CUDA_TILE", c->n <= 2 ? 64u << 10 : 32u << 10, &bad);
 	c->cfg.tile_ring = (uint32_t)env_size("PENNY_CUDA_RING_TILE", 64u << 10, &bad);
@@ -358,6 +385,8 @@ static int read_cfg(struct pn_cuda *c)
 	c->cfg.slot_bytes = c->cfg.tile_twoshot > c->cfg.tile_ring ? c->cfg.tile_twoshot
 								    : c->cfg.tile_ring;
 	c->cfg.ll_max = (c->cfg.ll_max + 15) / 16 * 16;
+	if (c->cfg.oneshot_ll_max > c->cfg.ll_max)
+		c->cfg.oneshot_ll_max = c->cfg.ll_max;
 	if (c->cfg.twoshot_ll_max > c->cfg.ll_max / 2 * (uint64_t)c->n)
 		c->cfg.twoshot_ll_max = c->cfg.ll_max / 2 * (uint64_t)c->n;
 	if (tune && *tune)
@@ -542,6 +571,7 @@ static int agree(struct pn_cuda *c)
 	mine.nsm = c->g.nsm;
 	mine.blocks = (int32_t)c->cfg.blocks;
 	mine.ll_max = c->cfg.ll_max;
+	mine.oneshot_ll_max = c->cfg.oneshot_ll_max;
 	mine.twoshot_ll_max = c->cfg.twoshot_ll_max;
 	mine.stage_bytes = c->cfg.stage_bytes;
 	mine.timeout_ns = c->cfg.timeout_ns;
@@ -558,6 +588,7 @@ static int agree(struct pn_cuda *c)
 			ret = pn_plugin_fail(-EPROTO, "rank %d runs another version of the cuda plugin", p);
 		else if (all[p].ll_max != mine.ll_max || all[p].stage_bytes != mine.stage_bytes ||
 			 all[p].twoshot_ll_max != mine.twoshot_ll_max ||
+			 all[p].oneshot_ll_max != mine.oneshot_ll_max ||
 			 all[p].tile_twoshot != mine.tile_twoshot || all[p].tile_ring != mine.tile_ring ||
 			 strcmp(all[p].tune, mine.tune))
 			ret = pn_plugin_fail(-EINVAL, "PENNY_CUDA_* settings differ between rank %d and "
@@ -630,11 +661,11 @@ int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *ho
 	pn_tune_format(&c->tune, tune, sizeof(tune));
 	snprintf(c->desc, sizeof(c->desc),
 		 "%s (%s) sm_%d%d %d SMs, CUDA driver %d.%d, rank %d of %d, %u blocks, "
-		 "one-shot <= %" PRIu64 " B, two-shot LL <= %" PRIu64 " B, tiles %u/%u B, "
+		 "LL one-shot <= %" PRIu64 " B, LL two-shot <= %" PRIu64 " B, tiles %u/%u B, "
 		 "staging %" PRIu64 " B, auto %s",
 		 c->g.name, c->g.busid, c->g.cc_major, c->g.cc_minor, c->g.nsm,
 		 c->g.driver_version / 1000, c->g.driver_version % 1000 / 10, c->rank, c->n,
-		 c->cfg.blocks, c->cfg.ll_max, c->cfg.twoshot_ll_max, c->cfg.tile_twoshot,
+		 c->cfg.blocks, c->cfg.oneshot_ll_max, c->cfg.twoshot_ll_max, c->cfg.tile_twoshot,
 		 c->cfg.tile_ring, c->cfg.stage_bytes, tune);
 	pn_gpu_log(host, PENNY_LOG_DEBUG, "cuda: %s", c->desc);
 	*be = c;
@@ -801,7 +832,7 @@ static int run(struct pn_cuda *c, int kern, int dt, int op, CUdeviceptr s, CUdev
 	for (off = 0; off < bytes && !ret; off += plan.chunk) {
 		uint64_t len = bytes - off < plan.chunk ? bytes - off : plan.chunk;
 		int k = kern;
-		int flags = k == PN_K_TWOSHOT || k == PN_K_RING;
+		int flags = k == PN_K_TWOSHOT || k == PN_K_RING; /* they store into peers' recv */
 
 		if (k == PN_K_TWOSHOT_LL && len < pn_cuda_twoshot_ll_min(c->n))
 			k = PN_K_ONESHOT;

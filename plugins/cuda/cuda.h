@@ -12,12 +12,14 @@
 #include "../common/kargs.h"
 
 /*
- * The kernels: the ABI's algorithms plus the protocol.  one-shot and
- * twoshot_ll move LL lines (no barriers, for small and mid sizes); twoshot
- * and ring use flags (for large sizes).  An explicit PENNY_ALGO_TWOSHOT runs
- * twoshot_ll up to PENNY_CUDA_TWOSHOT_LL_MAX bytes.
+ * The kernels: the ABI's algorithms times the protocol.  oneshot and
+ * twoshot_ll move LL lines (no barrier, no fence: small sizes); oneshot_fl,
+ * twoshot and ring move plain 16-byte stores and sync by flags (mid and
+ * large sizes).  An explicit PENNY_ALGO_ONESHOT runs the LL kernel up to
+ * PENNY_CUDA_ONESHOT_LL_MAX bytes, PENNY_ALGO_TWOSHOT up to
+ * PENNY_CUDA_TWOSHOT_LL_MAX; auto follows the size table.
  */
-enum pn_kern { PN_K_ONESHOT = 0, PN_K_TWOSHOT_LL, PN_K_TWOSHOT, PN_K_RING, PN_NKERNS };
+enum pn_kern { PN_K_ONESHOT = 0, PN_K_ONESHOT_FL, PN_K_TWOSHOT_LL, PN_K_TWOSHOT, PN_K_RING, PN_NKERNS };
 extern const char *const pn_kern_names[PN_NKERNS];
 /* The ABI algorithm a kernel implements. */
 int pn_kern_algo(int kern);
@@ -61,6 +63,7 @@ void pn_tune_format(const struct pn_tune *t, char *buf, size_t len);
 struct pn_cuda_cfg {
 	int nranks;
 	uint64_t ll_max;	/* one-shot: bytes per launch (LL area = 4 * n * ll_max) */
+	uint64_t oneshot_ll_max; /* explicit one-shot: LL lines up to this size */
 	uint64_t twoshot_ll_max; /* explicit two-shot: LL lines up to this size */
 	uint32_t tile_twoshot;	/* two-shot: largest tile slice */
 	uint32_t tile_ring;	/* ring: largest tile slice */

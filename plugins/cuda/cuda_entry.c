@@ -4,13 +4,15 @@
 
 extern const unsigned char pn_image_data[];
 extern const unsigned char pn_image_oneshot[];
+extern const unsigned char pn_image_oneshot_fl[];
 extern const unsigned char pn_image_twoshot_ll[];
 extern const unsigned char pn_image_twoshot[];
 extern const unsigned char pn_image_ring[];
 
 static const struct pn_cuda_images images = {
 	.data = pn_image_data,
-	.kern = { pn_image_oneshot, pn_image_twoshot_ll, pn_image_twoshot, pn_image_ring },
+	.kern = { pn_image_oneshot, pn_image_oneshot_fl, pn_image_twoshot_ll, pn_image_twoshot,
+		  pn_image_ring },
 };
 
 static int init(const struct penny_host_v1 *host, int device, void **be)

@@ -61,10 +61,10 @@ for np in $GPUS; do
 	run 300 --np "$np" --check --label "x$np" --out "$tsv"
 	run 400 --np "$np" --perf -b 1K -e "$MAXB" -f 2 --label "x$np" --out "$tsv"
 	if [ "$EXTRA" = 1 ]; then
-		# variants that tune the size table: two-shot by flags only, bigger ring tiles
-		PENNY_CUDA_TWOSHOT_LL_MAX=0 run 200 --np "$np" --backend cuda --algos twoshot --perf \
-			-b 16K -e 8M -f 2 --label "x$np-twoshot-flags" --out "$tsv"
-		for t in 128K 256K; do
+		# variants that tune the size table: each algorithm by flags only
+		PENNY_CUDA_ONESHOT_LL_MAX=0 PENNY_CUDA_TWOSHOT_LL_MAX=0 run 200 --np "$np" --backend cuda \
+			--algos oneshot,twoshot --perf -b 16K -e 8M -f 2 --label "x$np-flags" --out "$tsv"
+		[ "$np" -gt 2 ] && for t in 128K; do
 			PENNY_CUDA_RING_TILE=$t run 200 --np "$np" --backend cuda --algos ring --perf \
 				-b 16M -e "$MAXB" -f 4 --label "x$np-ring$t" --out "$tsv"
 		done

@@ -57,6 +57,7 @@ static std::map<std::string, emu_kernel_fn> kernels;
 static void register_kernels(void)
 {
 	REG_TYPES(oneshot)
+	REG_TYPES(oneshot_fl)
 	REG_TYPES(twoshot_ll)
 	REG_TYPES(twoshot)
 	REG_TYPES(ring)
@@ -68,8 +69,8 @@ static const char *tnames[] = { "int8", "uint8", "int32", "uint32", "int64",
 				"uint64", "half", "bfloat16", "float", "double" };
 static const char *onames[] = { "sum", "prod", "min", "max", "avg" };
 /* kernels, as the plugin's enum pn_kern */
-enum { K_ONESHOT, K_TWOSHOT_LL, K_TWOSHOT, K_RING, NK };
-static const char *anames[NK] = { "oneshot", "twoshot_ll", "twoshot", "ring" };
+enum { K_ONESHOT, K_ONESHOT_FL, K_TWOSHOT_LL, K_TWOSHOT, K_RING, NK };
+static const char *anames[NK] = { "oneshot", "oneshot_fl", "twoshot_ll", "twoshot", "ring" };
 
 /* The world: nranks workspaces laid out as the plugin lays them out. */
 struct world {
