@@ -34,7 +34,8 @@ endif
 # Test plugins for the loader's unit test (never installed).
 PL_TEST := $(B)/tests/plugins
 PL_FAKES := $(PL_TEST)/penny-fake.so $(PL_TEST)/penny-badabi.so $(PL_TEST)/penny-nosym.so \
-	$(PL_TEST)/penny-fake2.so $(PL_TEST)/penny-failinit.so
+	$(PL_TEST)/penny-fake2.so $(PL_TEST)/penny-failinit.so $(PL_TEST)/penny-fakewrong.so \
+	$(PL_TEST)/penny-fakedie.so
 
 PL_EMU :=
 ifneq ($(strip $(PN_CXX)),)
@@ -85,6 +86,12 @@ $(PL_TEST)/penny-fake2.so: plugins/test/fake.c plugins/include/penny_plugin.h
 $(PL_TEST)/penny-failinit.so: plugins/test/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_FAIL_INIT -DFAKE_NAME='"failinit"' -shared -o $@ $<
+$(PL_TEST)/penny-fakewrong.so: plugins/test/fake.c plugins/include/penny_plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -DFAKE_WRONG -DFAKE_NAME='"fakewrong"' -shared -o $@ $<
+$(PL_TEST)/penny-fakedie.so: plugins/test/fake.c plugins/include/penny_plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -DFAKE_DIE -DFAKE_NAME='"fakedie"' -shared -o $@ $<
 $(PL_TEST)/penny-badabi.so: plugins/test/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_ABI=7 -shared -o $@ $<
@@ -104,3 +111,5 @@ $(B)/tests/unit/t_plugin_emu: plugins/cuda/emu/t_emu.cc plugins/cuda/emu/emu.h \
 install_plugins = install -d $(DESTDIR)$(PLUGINDIR) && install -m 755 $(PLUGIN_SO) $(DESTDIR)$(PLUGINDIR)/
 
 -include $(PL_NCCL_OBJ:.o=.d) $(PL_CUDA_OBJ:.o=.d)
+# The plugin unit tests include plugin sources: rebuild them when those change.
+-include $(UNIT_BIN:%=%.d) $(HELPER_BIN:%=%.d)

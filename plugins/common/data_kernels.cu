@@ -10,7 +10,7 @@
 
 template <int DT> static __device__ void pn_store_bits(char *p, uint64_t bits)
 {
-	switch (pn_data_size(DT)) {
+	switch (penny_data_size(DT)) {
 	case 1:
 		*(uint8_t *)p = (uint8_t)bits;
 		break;
@@ -28,7 +28,7 @@ template <int DT> static __device__ void pn_store_bits(char *p, uint64_t bits)
 
 template <int DT> static __device__ uint64_t pn_load_bits(const char *p)
 {
-	switch (pn_data_size(DT)) {
+	switch (penny_data_size(DT)) {
 	case 1:
 		return *(const uint8_t *)p;
 	case 2:
@@ -47,8 +47,8 @@ template <int DT> static __device__ void pn_fill(const struct pn_data_args &a)
 	char *p = (char *)a.ptr;
 
 	for (; i < a.count; i += stride)
-		pn_store_bits<DT>(p + i * pn_data_size(DT),
-				  pn_data_input_bits(DT, a.op, a.seed, a.rank, i));
+		pn_store_bits<DT>(p + i * penny_data_size(DT),
+				  penny_data_input_bits(DT, a.op, a.seed, a.rank, i));
 }
 
 template <int DT> static __device__ void pn_check(const struct pn_data_args &a)
@@ -60,9 +60,9 @@ template <int DT> static __device__ void pn_check(const struct pn_data_args &a)
 	unsigned long long wrong = 0, first = ~0ull;
 
 	for (; i < a.count; i += stride) {
-		uint64_t got = pn_load_bits<DT>(p + i * pn_data_size(DT));
+		uint64_t got = pn_load_bits<DT>(p + i * penny_data_size(DT));
 
-		if (got != pn_data_expected_bits(DT, a.op, a.seed, a.nranks, i)) {
+		if (got != penny_data_expected_bits(DT, a.op, a.seed, a.nranks, i)) {
 			wrong++;
 			if (first == ~0ull)
 				first = i;

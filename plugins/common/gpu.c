@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const type_names[PENNY_NDTYPES] = {
+static const char *const data_type_names[PENNY_NDTYPES] = {
 	"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double",
 };
 
@@ -53,9 +53,9 @@ static int load_data_module(struct pn_gpu *g, const void *image)
 
 	PN_CU(g->cu, ModuleLoadData(&g->data_mod, image), "cuModuleLoadData (data kernels)");
 	for (i = 0; i < PENNY_NDTYPES; i++) {
-		snprintf(name, sizeof(name), "pn_fill_%s", type_names[i]);
+		snprintf(name, sizeof(name), "pn_fill_%s", data_type_names[i]);
 		PN_CU(g->cu, ModuleGetFunction(&g->fill_fn[i], g->data_mod, name), name);
-		snprintf(name, sizeof(name), "pn_check_%s", type_names[i]);
+		snprintf(name, sizeof(name), "pn_check_%s", data_type_names[i]);
 		PN_CU(g->cu, ModuleGetFunction(&g->check_fn[i], g->data_mod, name), name);
 	}
 	return 0;
@@ -233,7 +233,7 @@ int pn_gpu_fill(struct pn_gpu *g, void *buf, size_t count, int dtype, int op, ui
 		return pn_gpu_launch(g, g->fill_fn[dtype], data_grid(g, count), 256, &a);
 	}
 	/* host fallback: compute in chunks, copy up */
-	es = (size_t)pn_data_size(dtype);
+	es = (size_t)penny_data_size(dtype);
 	h = malloc(HOST_CHUNK);
 	if (!h)
 		return pn_plugin_fail(-ENOMEM, "out of memory");
@@ -241,7 +241,7 @@ int pn_gpu_fill(struct pn_gpu *g, void *buf, size_t count, int dtype, int op, ui
 		size_t n = count - done < HOST_CHUNK / es ? count - done : HOST_CHUNK / es;
 
 		for (i = 0; i < n; i++) {
-			uint64_t bits = pn_data_input_bits(dtype, op, seed, rank, done + i);
+			uint64_t bits = penny_data_input_bits(dtype, op, seed, rank, done + i);
 
 			memcpy(h + i * es, &bits, es);
 		}
@@ -287,7 +287,7 @@ int pn_gpu_check(struct pn_gpu *g, const void *buf, size_t count, int dtype, int
 		res->first_bad = out[0] ? out[1] : count;
 		return 0;
 	}
-	es = (size_t)pn_data_size(dtype);
+	es = (size_t)penny_data_size(dtype);
 	h = malloc(HOST_CHUNK);
 	if (!h)
 		return pn_plugin_fail(-ENOMEM, "out of memory");
@@ -298,7 +298,7 @@ int pn_gpu_check(struct pn_gpu *g, const void *buf, size_t count, int dtype, int
 		if (ret)
 			break;
 		for (i = 0; i < n; i++) {
-			uint64_t got = 0, want = pn_data_expected_bits(dtype, op, seed, nranks, done + i);
+			uint64_t got = 0, want = penny_data_expected_bits(dtype, op, seed, nranks, done + i);
 
 			memcpy(&got, h + i * es, es);
 			if (got != want) {

@@ -27,7 +27,7 @@ int pn_kern_algo(int kern)
 
 	return kern >= 0 && kern < PN_NKERNS ? map[kern] : -1;
 }
-static const char *const type_names[PENNY_NDTYPES] = {
+static const char *const ar_type_names[PENNY_NDTYPES] = {
 	"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double",
 };
 static const char *const op_names[PENNY_NREDOPS] = { "sum", "prod", "min", "max", "avg" };
@@ -551,7 +551,7 @@ static int kernel(struct pn_cuda *c, int kern, int dt, int op, CUfunction *f)
 	char name[64];
 
 	if (!c->fn[kern][dt][op]) {
-		snprintf(name, sizeof(name), "pn_ar_%s_%s_%s", pn_kern_names[kern], type_names[dt],
+		snprintf(name, sizeof(name), "pn_ar_%s_%s_%s", pn_kern_names[kern], ar_type_names[dt],
 			 op_names[op]);
 		PN_CU(c->g.cu, ModuleGetFunction(&c->fn[kern][dt][op], c->mod[kern], name), name);
 	}
@@ -784,7 +784,7 @@ int pn_cuda_select(void *be, size_t count, int dtype, int op, int algo)
 
 	if (ret)
 		return ret;
-	k = pn_cuda_kernel_for(&c->cfg, &c->tune, algo, (uint64_t)count * pn_data_size(dtype));
+	k = pn_cuda_kernel_for(&c->cfg, &c->tune, algo, (uint64_t)count * penny_data_size(dtype));
 	return k < 0 ? k : pn_kern_algo(k);
 }
 
@@ -807,7 +807,7 @@ static int launch(struct pn_cuda *c, int kern, int dt, int op, CUdeviceptr send,
 		a.peer_ws[p] = c->ws->peer[p];
 		a.peer_recv[p] = reg ? reg->peer[p] + (recv - reg->base) : 0;
 	}
-	a.count = bytes / (uint64_t)pn_data_size(dt);
+	a.count = bytes / (uint64_t)penny_data_size(dt);
 	a.desc = reg ? ((uint64_t)reg->id << 40 | (recv - reg->base)) : 0;
 	a.timeout_ns = c->cfg.timeout_ns;
 	a.tile = l.tile;
@@ -859,7 +859,7 @@ int pn_cuda_allreduce(void *be, const void *send, void *recv, size_t count, int 
 	ret = pn_gpu_check_args(count, dtype, op);
 	if (ret || !count)
 		return ret;
-	bytes = (uint64_t)count * pn_data_size(dtype);
+	bytes = (uint64_t)count * penny_data_size(dtype);
 	ret = pn_gpu_enter(&c->g);
 	if (ret)
 		return ret;

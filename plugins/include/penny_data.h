@@ -24,12 +24,12 @@
 #include "penny_plugin.h"
 
 #if defined(__CUDACC__)
-#define PN_DATA_FN static __host__ __device__ __forceinline__
+#define PENNY_DATA_FN static __host__ __device__ __forceinline__
 #else
-#define PN_DATA_FN static inline
+#define PENNY_DATA_FN static inline
 #endif
 
-PN_DATA_FN uint32_t pn_fmix32(uint32_t h)
+PENNY_DATA_FN uint32_t penny_fmix32(uint32_t h)
 {
 	h ^= h >> 16;
 	h *= 0x85ebca6bu;
@@ -39,24 +39,24 @@ PN_DATA_FN uint32_t pn_fmix32(uint32_t h)
 	return h;
 }
 
-PN_DATA_FN uint32_t pn_data_hash(uint32_t seed, uint32_t rank, uint64_t i)
+PENNY_DATA_FN uint32_t penny_data_hash(uint32_t seed, uint32_t rank, uint64_t i)
 {
-	return pn_fmix32(seed * 0x9E3779B1u + rank * 0x85EBCA77u + (uint32_t)i * 0xC2B2AE3Du);
+	return penny_fmix32(seed * 0x9E3779B1u + rank * 0x85EBCA77u + (uint32_t)i * 0xC2B2AE3Du);
 }
 
-PN_DATA_FN int pn_data_signed(int dtype)
+PENNY_DATA_FN int penny_data_signed(int dtype)
 {
 	return !(dtype == PENNY_UINT8 || dtype == PENNY_UINT32 || dtype == PENNY_UINT64);
 }
 
-PN_DATA_FN int pn_data_value(uint32_t h, int is_signed, int op)
+PENNY_DATA_FN int penny_data_value(uint32_t h, int is_signed, int op)
 {
 	if (op == PENNY_PROD)
 		return (h % 8 == 0) ? 2 : ((is_signed && (h & 16)) ? -1 : 1);
 	return is_signed ? (int)(h % 17) - 8 : (int)(h % 9);
 }
 
-PN_DATA_FN int pn_data_size(int dtype)
+PENNY_DATA_FN int penny_data_size(int dtype)
 {
 	switch (dtype) {
 	case PENNY_INT8:
@@ -77,7 +77,7 @@ PN_DATA_FN int pn_data_size(int dtype)
 	return 0;
 }
 
-PN_DATA_FN uint32_t pn_f32_bits(float f)
+PENNY_DATA_FN uint32_t penny_f32_bits(float f)
 {
 	uint32_t u;
 
@@ -85,7 +85,7 @@ PN_DATA_FN uint32_t pn_f32_bits(float f)
 	return u;
 }
 
-PN_DATA_FN float pn_bits_f32(uint32_t u)
+PENNY_DATA_FN float penny_bits_f32(uint32_t u)
 {
 	float f;
 
@@ -94,9 +94,9 @@ PN_DATA_FN float pn_bits_f32(uint32_t u)
 }
 
 /* float -> bfloat16, round to nearest even (NaN stays NaN). */
-PN_DATA_FN uint16_t pn_f32_to_bf16(float f)
+PENNY_DATA_FN uint16_t penny_f32_to_bf16(float f)
 {
-	uint32_t u = pn_f32_bits(f);
+	uint32_t u = penny_f32_bits(f);
 
 	if ((u & 0x7fffffffu) > 0x7f800000u)
 		return (uint16_t)((u >> 16) | 0x40);
@@ -104,15 +104,15 @@ PN_DATA_FN uint16_t pn_f32_to_bf16(float f)
 	return (uint16_t)(u >> 16);
 }
 
-PN_DATA_FN float pn_bf16_to_f32(uint16_t h)
+PENNY_DATA_FN float penny_bf16_to_f32(uint16_t h)
 {
-	return pn_bits_f32((uint32_t)h << 16);
+	return penny_bits_f32((uint32_t)h << 16);
 }
 
 /* float -> IEEE binary16, round to nearest even, with subnormals. */
-PN_DATA_FN uint16_t pn_f32_to_half(float f)
+PENNY_DATA_FN uint16_t penny_f32_to_half(float f)
 {
-	uint32_t x = pn_f32_bits(f);
+	uint32_t x = penny_f32_bits(f);
 	uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu, r, rem, e, m, shift, half;
 
 	if (ax >= 0x7f800000u)
@@ -139,7 +139,7 @@ PN_DATA_FN uint16_t pn_f32_to_half(float f)
 	return (uint16_t)(sign | r);
 }
 
-PN_DATA_FN float pn_half_to_f32(uint16_t h)
+PENNY_DATA_FN float penny_half_to_f32(uint16_t h)
 {
 	uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
 
@@ -148,12 +148,12 @@ PN_DATA_FN float pn_half_to_f32(uint16_t h)
 		return s ? -v : v;
 	}
 	if (e == 31)
-		return pn_bits_f32(s | 0x7f800000u | (m << 13));
-	return pn_bits_f32(s | ((e + 112) << 23) | (m << 13));
+		return penny_bits_f32(s | 0x7f800000u | (m << 13));
+	return penny_bits_f32(s | ((e + 112) << 23) | (m << 13));
 }
 
 /* The bits of an integer-valued v in dtype (v small enough to be exact). */
-PN_DATA_FN uint64_t pn_data_bits_of(int dtype, int64_t v)
+PENNY_DATA_FN uint64_t penny_data_bits_of(int dtype, int64_t v)
 {
 	double d;
 
@@ -168,11 +168,11 @@ PN_DATA_FN uint64_t pn_data_bits_of(int dtype, int64_t v)
 	case PENNY_UINT64:
 		return (uint64_t)v;
 	case PENNY_HALF:
-		return pn_f32_to_half((float)v);
+		return penny_f32_to_half((float)v);
 	case PENNY_BFLOAT16:
-		return pn_f32_to_bf16((float)v);
+		return penny_f32_to_bf16((float)v);
 	case PENNY_FLOAT:
-		return pn_f32_bits((float)v);
+		return penny_f32_bits((float)v);
 	case PENNY_DOUBLE: {
 		uint64_t u;
 
@@ -185,15 +185,15 @@ PN_DATA_FN uint64_t pn_data_bits_of(int dtype, int64_t v)
 }
 
 /* Bits of element i of rank's input. */
-PN_DATA_FN uint64_t pn_data_input_bits(int dtype, int op, uint32_t seed, int rank, uint64_t i)
+PENNY_DATA_FN uint64_t penny_data_input_bits(int dtype, int op, uint32_t seed, int rank, uint64_t i)
 {
-	uint32_t h = pn_data_hash(seed, (uint32_t)rank, i);
+	uint32_t h = penny_data_hash(seed, (uint32_t)rank, i);
 
-	return pn_data_bits_of(dtype, pn_data_value(h, pn_data_signed(dtype), op));
+	return penny_data_bits_of(dtype, penny_data_value(h, penny_data_signed(dtype), op));
 }
 
 /* Wrap an exact integer to the type's width (two's complement). */
-PN_DATA_FN int64_t pn_data_wrap(int dtype, int64_t v)
+PENNY_DATA_FN int64_t penny_data_wrap(int dtype, int64_t v)
 {
 	switch (dtype) {
 	case PENNY_INT8:
@@ -209,16 +209,16 @@ PN_DATA_FN int64_t pn_data_wrap(int dtype, int64_t v)
 }
 
 /* Bits of element i of the expected allreduce result over nranks ranks. */
-PN_DATA_FN uint64_t pn_data_expected_bits(int dtype, int op, uint32_t seed, int nranks,
+PENNY_DATA_FN uint64_t penny_data_expected_bits(int dtype, int op, uint32_t seed, int nranks,
 					  uint64_t i)
 {
-	int sgn = pn_data_signed(dtype);
+	int sgn = penny_data_signed(dtype);
 	int isint = dtype <= PENNY_UINT64;
 	int64_t acc = 0;
 	int r;
 
 	for (r = 0; r < nranks; r++) {
-		int64_t v = pn_data_value(pn_data_hash(seed, (uint32_t)r, i), sgn, op);
+		int64_t v = penny_data_value(penny_data_hash(seed, (uint32_t)r, i), sgn, op);
 
 		if (r == 0) {
 			acc = v;
@@ -239,14 +239,14 @@ PN_DATA_FN uint64_t pn_data_expected_bits(int dtype, int op, uint32_t seed, int 
 			break;
 		}
 		if (isint)
-			acc = pn_data_wrap(dtype, acc);
+			acc = penny_data_wrap(dtype, acc);
 	}
 	if (op != PENNY_AVG)
-		return pn_data_bits_of(dtype, acc);
+		return penny_data_bits_of(dtype, acc);
 	if (isint) {
 		if (dtype == PENNY_UINT64)
 			return (uint64_t)acc / (uint64_t)nranks;
-		return pn_data_bits_of(dtype, acc / nranks);
+		return penny_data_bits_of(dtype, acc / nranks);
 	}
 	if (dtype == PENNY_DOUBLE) {
 		double d = (double)acc / (double)nranks;
@@ -259,10 +259,10 @@ PN_DATA_FN uint64_t pn_data_expected_bits(int dtype, int op, uint32_t seed, int 
 		float f = (float)acc / (float)nranks;
 
 		if (dtype == PENNY_HALF)
-			return pn_f32_to_half(f);
+			return penny_f32_to_half(f);
 		if (dtype == PENNY_BFLOAT16)
-			return pn_f32_to_bf16(f);
-		return pn_f32_bits(f);
+			return penny_f32_to_bf16(f);
+		return penny_f32_bits(f);
 	}
 }
 

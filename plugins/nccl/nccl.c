@@ -12,14 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct pn_nccl_api real;
-static const struct pn_nccl_api *fake;
+static struct pn_nccl_api nccl_real;
+static const struct pn_nccl_api *nccl_fake;
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 static int loaded;
 
 void pn_nccl_set_api(const struct pn_nccl_api *f)
 {
-	fake = f;
+	nccl_fake = f;
 }
 
 static int resolve(void *dl, struct pn_nccl_api *a, char *why, size_t len)
@@ -28,7 +28,7 @@ static int resolve(void *dl, struct pn_nccl_api *a, char *why, size_t len)
 		const char *name;
 		size_t off;
 		int optional;
-	} syms[] = {
+	} nccl_syms[] = {
 		{ "ncclGetVersion", offsetof(struct pn_nccl_api, GetVersion), 0 },
 		{ "ncclGetUniqueId", offsetof(struct pn_nccl_api, GetUniqueId), 0 },
 		{ "ncclCommInitRank", offsetof(struct pn_nccl_api, CommInitRank), 0 },
@@ -41,14 +41,14 @@ static int resolve(void *dl, struct pn_nccl_api *a, char *why, size_t len)
 	};
 	size_t i;
 
-	for (i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
-		void *f = dlsym(dl, syms[i].name);
+	for (i = 0; i < sizeof(nccl_syms) / sizeof(nccl_syms[0]); i++) {
+		void *f = dlsym(dl, nccl_syms[i].name);
 
-		if (!f && !syms[i].optional) {
-			snprintf(why, len, "lacks '%s'", syms[i].name);
+		if (!f && !nccl_syms[i].optional) {
+			snprintf(why, len, "lacks '%s'", nccl_syms[i].name);
 			return -1;
 		}
-		memcpy((char *)a + syms[i].off, &f, sizeof(f));
+		memcpy((char *)a + nccl_syms[i].off, &f, sizeof(f));
 	}
 	return 0;
 }
@@ -64,7 +64,7 @@ static int try_lib(const char *path, char *tried, size_t len)
 		const char *e = dlerror();
 
 		snprintf(why, sizeof(why), "%s", e ? e : "not found");
-	} else if (resolve(dl, &real, why, sizeof(why))) {
+	} else if (resolve(dl, &nccl_real, why, sizeof(why))) {
 		dlclose(dl);
 		dl = NULL;
 	}
@@ -76,7 +76,7 @@ static int try_lib(const char *path, char *tried, size_t len)
 			 colon && !strncmp(why, path, (size_t)(colon - why)) ? colon + 2 : why);
 		return -1;
 	}
-	snprintf(real.path, sizeof(real.path), "%s", path);
+	snprintf(nccl_real.path, sizeof(nccl_real.path), "%s", path);
 	return 0;
 }
 
@@ -104,12 +104,12 @@ const struct pn_nccl_api *pn_nccl_api_get(void)
 	char dir[512], path[600];
 	int ok = 0;
 
-	if (fake)
-		return fake;
+	if (nccl_fake)
+		return nccl_fake;
 	pthread_mutex_lock(&load_lock);
 	if (loaded) {
 		pthread_mutex_unlock(&load_lock);
-		return &real;
+		return &nccl_real;
 	}
 	tried[0] = 0;
 	if (env && *env) {
@@ -135,7 +135,7 @@ const struct pn_nccl_api *pn_nccl_api_get(void)
 			       env && *env ? "" : " (set PENNY_NCCL_LIB to its path)");
 		return NULL;
 	}
-	return &real;
+	return &nccl_real;
 }
 
 int pn_nccl_dtype(int dtype)

@@ -4,7 +4,9 @@
  * allreduce goes through the host's allgather and reduces in rank order.
  * It lets the loader and the GPU driver be tested on machines without a
  * GPU.  Variants (-D): FAKE_ABI=N (wrong ABI), FAKE_NOSYM (no table),
- * FAKE_VERSION="..." (tell copies apart), FAKE_FAIL_INIT (init fails).
+ * FAKE_VERSION="..." (tell copies apart), FAKE_FAIL_INIT (init fails),
+ * FAKE_WRONG (element 1 of every result is off by one), FAKE_DIE (rank 1
+ * dies in its first allreduce).
  */
 #define _GNU_SOURCE
 #include "penny_data.h"
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifndef FAKE_ABI
 #define FAKE_ABI PENNY_PLUGIN_ABI_V1
@@ -105,14 +108,14 @@ static int fake_poison(void *be, void *buf, size_t bytes, int byte)
 
 static int fake_fill(void *be, void *buf, size_t count, int dt, int op, uint32_t seed, int rank)
 {
-	int es = pn_data_size(dt);
+	int es = penny_data_size(dt);
 	size_t i;
 
 	(void)be;
 	if (!es || op < 0 || op >= PENNY_NREDOPS)
 		return fail(-EINVAL, "bad type or op");
 	for (i = 0; i < count; i++) {
-		uint64_t bits = pn_data_input_bits(dt, op, seed, rank, i);
+		uint64_t bits = penny_data_input_bits(dt, op, seed, rank, i);
 
 		memcpy((char *)buf + i * es, &bits, (size_t)es);
 	}
@@ -122,7 +125,7 @@ static int fake_fill(void *be, void *buf, size_t count, int dt, int op, uint32_t
 static int fake_check(void *be, const void *buf, size_t count, int dt, int op, uint32_t seed,
 		      int nranks, struct penny_check_v1 *res)
 {
-	int es = pn_data_size(dt);
+	int es = penny_data_size(dt);
 	size_t i;
 
 	(void)be;
@@ -131,7 +134,7 @@ static int fake_check(void *be, const void *buf, size_t count, int dt, int op, u
 	res->wrong = 0;
 	res->first_bad = count;
 	for (i = 0; i < count; i++) {
-		uint64_t got = 0, want = pn_data_expected_bits(dt, op, seed, nranks, i);
+		uint64_t got = 0, want = penny_data_expected_bits(dt, op, seed, nranks, i);
 
 		memcpy(&got, (const char *)buf + i * es, (size_t)es);
 		if (got != want) {
@@ -153,10 +156,10 @@ static double as_double(int dt, const char *p)
 	switch (dt) {
 	case PENNY_HALF:
 		memcpy(&h, p, 2);
-		return pn_half_to_f32(h);
+		return penny_half_to_f32(h);
 	case PENNY_BFLOAT16:
 		memcpy(&h, p, 2);
-		return pn_bf16_to_f32(h);
+		return penny_bf16_to_f32(h);
 	case PENNY_FLOAT:
 		memcpy(&f, p, 4);
 		return f;
@@ -170,7 +173,7 @@ static int64_t as_int(int dt, const char *p)
 {
 	uint64_t u = 0;
 
-	memcpy(&u, p, (size_t)pn_data_size(dt));
+	memcpy(&u, p, (size_t)penny_data_size(dt));
 	switch (dt) {
 	case PENNY_INT8:
 		return (int8_t)u;
@@ -185,13 +188,17 @@ static int fake_allreduce(void *be, const void *send, void *recv, size_t count, 
 			  int algo)
 {
 	struct fake *f = be;
-	int n = f->host->nranks, es = pn_data_size(dt), r, ret;
+	int n = f->host->nranks, es = penny_data_size(dt), r, ret;
 	size_t i, bytes = count * (size_t)es;
 	char *all;
 
 	(void)algo;
 	if (!es)
 		return fail(-EINVAL, "bad type");
+#ifdef FAKE_DIE
+	if (f->host->rank == 1)
+		_exit(3);
+#endif
 	all = malloc(bytes * (size_t)n + 1);
 	if (!all)
 		return fail(-ENOMEM, "out of memory");
@@ -221,8 +228,8 @@ static int fake_allreduce(void *be, const void *send, void *recv, size_t count, 
 
 				if (op == PENNY_AVG)
 					x /= (float)n;
-				bits = dt == PENNY_HALF ? pn_f32_to_half(x)
-				       : dt == PENNY_BFLOAT16 ? pn_f32_to_bf16(x) : pn_f32_bits(x);
+				bits = dt == PENNY_HALF ? penny_f32_to_half(x)
+				       : dt == PENNY_BFLOAT16 ? penny_f32_to_bf16(x) : penny_f32_bits(x);
 			}
 		} else {
 			int64_t a = as_int(dt, all + i * es);
@@ -233,12 +240,16 @@ static int fake_allreduce(void *be, const void *send, void *recv, size_t count, 
 				a = op == PENNY_PROD ? (int64_t)((uint64_t)a * (uint64_t)v)
 				    : op == PENNY_MIN ? (v < a ? v : a)
 				    : op == PENNY_MAX ? (v > a ? v : a) : (int64_t)((uint64_t)a + (uint64_t)v);
-				a = pn_data_wrap(dt, a);
+				a = penny_data_wrap(dt, a);
 			}
 			if (op == PENNY_AVG)
 				a = dt == PENNY_UINT64 ? (int64_t)((uint64_t)a / (uint64_t)n) : a / n;
 			bits = (uint64_t)a;
 		}
+#ifdef FAKE_WRONG
+		if (i == 1)
+			bits ^= 1;
+#endif
 		memcpy((char *)recv + i * es, &bits, (size_t)es);
 	}
 	free(all);

@@ -304,7 +304,7 @@ static uint64_t check_one(struct backend *b, int algo, int dt, int op, size_t co
 		res.wrong = UINT64_MAX / 2 / MAX_RANKS; /* a failed call ends the sweep */
 	}
 	if (res.wrong && !ret) {
-		uint64_t got = 0, want = pn_data_expected_bits(dt, op, seed, chan.nranks, res.first_bad);
+		uint64_t got = 0, want = penny_data_expected_bits(dt, op, seed, chan.nranks, res.first_bad);
 
 		b->ops->memcpy(b->be, &got, recv + res.first_bad * esz, (size_t)esz, PENNY_D2H);
 		fprintf(stderr, "# rank %d: %s %s %s %s count %zu%s%s: %" PRIu64 " wrong, first at %" PRIu64
@@ -782,8 +782,11 @@ int main(int argc, char **argv)
 		if (waitpid(pids[r], &status, 0) < 0)
 			continue;
 		if (WIFEXITED(status)) {
-			if (WEXITSTATUS(status) > worst)
-				worst = WEXITSTATUS(status);
+			/* 2: could not run; anything else that is not 0 failed (1) */
+			int st = WEXITSTATUS(status) > 2 ? 1 : WEXITSTATUS(status);
+
+			if (st > worst)
+				worst = st;
 		} else {
 			fprintf(stderr, "penny-gpu-driver: rank %d died (signal %d)\n", r, WTERMSIG(status));
 			worst = worst > 1 ? worst : 1;

@@ -75,10 +75,10 @@ PN_DEV pn_v4 pn_ld(const void *p)
 
 PN_DEV void pn_st(void *p, pn_v4 v) { memcpy(p, &v, 16); }
 
-PN_DEV float pn_bf16_f(uint16_t h) { return pn_bf16_to_f32(h); }
-PN_DEV uint16_t pn_f_bf16(float f) { return pn_f32_to_bf16(f); }
-PN_DEV float pn_half_f(uint16_t h) { return pn_half_to_f32(h); }
-PN_DEV uint16_t pn_f_half(float f) { return pn_f32_to_half(f); }
+PN_DEV float pn_bf16_f(uint16_t h) { return penny_bf16_to_f32(h); }
+PN_DEV uint16_t pn_f_bf16(float f) { return penny_f32_to_bf16(f); }
+PN_DEV float pn_half_f(uint16_t h) { return penny_half_to_f32(h); }
+PN_DEV uint16_t pn_f_half(float f) { return penny_f32_to_half(f); }
 
 PN_DEV uint32_t pn_atomic_add(uint32_t *p, uint32_t v)
 {

@@ -137,15 +137,15 @@ static void snap_kernel(const void *p)
 
 static void call_alloc(const world &w, call &c)
 {
-	size_t bytes = c.count * pn_data_size(c.dt) + 16;
+	size_t bytes = c.count * penny_data_size(c.dt) + 16;
 
 	for (int r = 0; r < w.n; r++) {
 		char *s = (char *)aligned_alloc(256, (bytes + 255) / 256 * 256);
 		char *d = c.inplace ? s : (char *)aligned_alloc(256, (bytes + 255) / 256 * 256);
-		int es = pn_data_size(c.dt);
+		int es = penny_data_size(c.dt);
 
 		for (uint64_t i = 0; i < c.count; i++) {
-			uint64_t bits = pn_data_input_bits(c.dt, c.op, c.seed, r, i);
+			uint64_t bits = penny_data_input_bits(c.dt, c.op, c.seed, r, i);
 
 			memcpy(s + i * es, &bits, es);
 		}
@@ -183,7 +183,7 @@ static void call_enqueue(const world &w, const call &c, uint64_t desc_override_r
 		a.rank = r;
 		a.nranks = w.n;
 		emu_launch_kernel(r, fn, c.grid, c.block, &a, sizeof(a));
-		snap_args sa = { c.snap[r], c.recv[r], c.count * pn_data_size(c.dt) };
+		snap_args sa = { c.snap[r], c.recv[r], c.count * penny_data_size(c.dt) };
 		emu_launch_kernel(r, snap_kernel, 1, 1, &sa, sizeof(sa));
 	}
 }
@@ -192,12 +192,12 @@ static void call_enqueue(const world &w, const call &c, uint64_t desc_override_r
 static uint64_t call_wrong(const world &w, const call &c, uint64_t *first)
 {
 	uint64_t wrong = 0;
-	int es = pn_data_size(c.dt);
+	int es = penny_data_size(c.dt);
 
 	*first = ~0ull;
 	for (int r = 0; r < w.n; r++)
 		for (uint64_t i = 0; i < c.count; i++) {
-			uint64_t want = pn_data_expected_bits(c.dt, c.op, c.seed, w.n, i), got = 0;
+			uint64_t want = penny_data_expected_bits(c.dt, c.op, c.seed, w.n, i), got = 0;
 
 			memcpy(&got, c.snap[r] + i * es, es);
 			if (got != want) {
@@ -283,7 +283,7 @@ static void test_allreduce(int n, int algo, const std::vector<int> &dts, const s
 			uint64_t maxb = 0;
 
 			for (uint64_t c : counts)
-				maxb = c * pn_data_size(dt) > maxb ? c * pn_data_size(dt) : maxb;
+				maxb = c * penny_data_size(dt) > maxb ? c * penny_data_size(dt) : maxb;
 			world_init(w, n, grid, 64, (maxb + 7) / 8 * 16 + 16);
 			uint64_t bad = run_sequence(w, algo, dt, op, counts, grid, block, tile, why);
 			char name[160];
@@ -301,7 +301,7 @@ static void test_data_kernels(void)
 	for (int dt = 0; dt < PENNY_NDTYPES; dt++) {
 		const int op = dt % PENNY_NREDOPS, nr = 3;
 		const uint64_t count = 301;
-		int es = pn_data_size(dt);
+		int es = penny_data_size(dt);
 		std::vector<char> buf(count * es + 16);
 		unsigned long long res[2] = { 0, ~0ull };
 		struct pn_data_args a;
@@ -316,14 +316,14 @@ static void test_data_kernels(void)
 		emu_launch_kernel(0, kernels[std::string("fill_") + tnames[dt]], 2, 32, &a, sizeof(a));
 		emu_run();
 		for (uint64_t i = 0; i < count; i++) {
-			uint64_t got = 0, want = pn_data_input_bits(dt, op, 7, 2, i);
+			uint64_t got = 0, want = penny_data_input_bits(dt, op, 7, 2, i);
 
 			memcpy(&got, buf.data() + i * es, es);
 			ok = ok && got == want;
 		}
 		/* expected result in the buffer: check finds 0, then 2 after 2 flips */
 		for (uint64_t i = 0; i < count; i++) {
-			uint64_t want = pn_data_expected_bits(dt, op, 7, nr, i);
+			uint64_t want = penny_data_expected_bits(dt, op, 7, nr, i);
 
 			memcpy(buf.data() + i * es, &want, es);
 		}
