@@ -22,7 +22,7 @@ PL_NCCL_OBJ := $(PL_NCCL_SRC:%.c=$(PL)/obj/%.o)
 PL_CUDA_OBJ := $(PL_CUDA_SRC:%.c=$(PL)/obj/%.o)
 PL_KDEPS := plugins/common/pn_dev.cuh plugins/common/kargs.h plugins/include/penny_data.h \
 	plugins/include/penny_plugin.h
-PL_ALGOS := oneshot oneshot_fl twoshot_ll twoshot ring
+PL_ALGOS := oneshot oneshot_fl twoshot_ll twoshot ring twoshot_hy
 
 PLUGIN_SO := $(PL)/penny-nccl.so
 ifneq ($(strip $(NVCC)),)

@@ -671,6 +671,115 @@ template <typename T, int OP> PN_DEV void pn_ar_twoshot(const struct pn_ar_args 
 	}
 }
 
+/* ---- two-shot, hybrid: reduce-scatter by flags, all-gather by LL lines ---- */
+
+/*
+ * Mid sizes: the reduce-scatter is the flag two-shot's (plain 16-byte
+ * stores, one flag round per tile); the reduced slice then goes to every
+ * peer as LL lines (line = byte offset / 8 in slot [rank] of the LL area),
+ * which the peers poll into their recv: no second flag round, nothing
+ * stored into a peer's recv.  It uses the LL epoch like the LL kernels (the
+ * host runs it only when every rank owns data in the first tile, and on
+ * whole 16-byte vectors).
+ */
+template <typename T, int OP> PN_DEV void pn_ar_twoshot_hy(const struct pn_ar_args &a)
+{
+	const int n = a.nranks, r = a.rank;
+	const unsigned b = pn_bid(), nb = pn_nbid();
+	uint32_t *cnt = pn_ws_u32(a.peer_ws[r], PN_WS_COUNTERS);
+	uint32_t seq = cnt[PN_CNT_SEQ + b], tiles = cnt[PN_CNT_TILES + b];
+	const uint32_t epoch = cnt[PN_CNT_LL_EPOCH] + 1, lpar = epoch & 1;
+	const uint64_t bytes = a.count * sizeof(T), tile_bytes = (uint64_t)a.tile * n;
+	const uint64_t ntiles = (bytes + tile_bytes - 1) / tile_bytes, nt = pn_ntid();
+	const char *send = (const char *)a.send;
+	char *recv = (char *)a.recv;
+	const char *mine_ll = (const char *)(a.peer_ws[r] + PN_WS_LL) + (uint64_t)lpar * n * a.ll_slot_bytes;
+	pn_wait_state w = { false };
+
+	for (uint64_t k = b; k < ntiles; k += nb, tiles++) {
+		const unsigned par = tiles & 1;
+		const uint64_t base = k * tile_bytes;
+		const uint64_t len = bytes - base < tile_bytes ? bytes - base : tile_bytes;
+		const uint64_t slice = ((len + n - 1) / n + 15) / 16 * 16;
+
+		for (int q = 1; q < n; q++) {
+			int j = (r + q) % n;
+			uint64_t off = (uint64_t)j * slice;
+
+			if (off >= len)
+				continue;
+			pn_block_copy((char *)pn_scratch(a, j, b, par, r), send + base + off,
+				      len - off < slice ? len - off : slice, false, sizeof(T));
+		}
+		pn_sync();
+		seq++;
+		if ((int)pn_tid() < n && (int)pn_tid() != r)
+			pn_signal(a, (int)pn_tid(), b, seq, false);
+		pn_wait_all(a, b, seq, false, w);
+
+		/* my slice: reduce in rank order, keep it, send it as LL lines */
+		uint64_t off = (uint64_t)r * slice;
+
+		if (off < len) {
+			const uint64_t nv = (len - off < slice ? len - off : slice) / 16;
+
+			for (uint64_t v = pn_tid(); v < nv; v += nt) {
+				pn_pack<T, OP, 16> pk;
+				pn_v4 x[PN_AR_MAX_RANKS], o;
+				const uint64_t line = (base + off + v * 16) / 8;
+
+#pragma unroll
+				for (int p = 0; p < PN_AR_MAX_RANKS; p++)
+					if (p < n)
+						x[p] = p == r ? pn_ld(send + base + off + v * 16)
+							      : pn_ld_cg((const char *)pn_scratch(a, r, b, par, p) + v * 16);
+				pk.first(&x[0]);
+#pragma unroll
+				for (int p = 1; p < PN_AR_MAX_RANKS; p++)
+					if (p < n)
+						pk.add(&x[p]);
+				pk.out(&o, n, true);
+#pragma unroll
+				for (int q = 1; q < PN_AR_MAX_RANKS; q++) {
+					if (q >= n)
+						break;
+					char *dst = (char *)(a.peer_ws[(r + q) % n] + PN_WS_LL) +
+						    ((uint64_t)lpar * n + r) * a.ll_slot_bytes + line * 16;
+
+					pn_maybe_yield();
+					pn_ll_store(dst, o.x, o.y, epoch);
+					pn_ll_store(dst + 16, o.z, o.w, epoch);
+				}
+				pn_st(recv + base + off + v * 16, o);
+			}
+		}
+		/* the other slices of this tile, as their owners send them */
+		for (int q = 1; q < n; q++) {
+			const int j = (r + q) % n;
+			const uint64_t offj = (uint64_t)j * slice;
+
+			if (offj >= len)
+				continue;
+			const uint64_t nv = (len - offj < slice ? len - offj : slice) / 16;
+			const char *src = mine_ll + (uint64_t)j * a.ll_slot_bytes;
+
+			for (uint64_t v = pn_tid(); v < nv; v += nt) {
+				const uint64_t line = (base + offj + v * 16) / 8;
+				pn_v2 lo = pn_ll_wait(a, src + line * 16, epoch, j, w);
+				pn_v2 hi = pn_ll_wait(a, src + line * 16 + 16, epoch, j, w);
+				pn_v4 o = { lo.x, lo.y, hi.x, hi.y };
+
+				pn_st(recv + base + offj + v * 16, o);
+			}
+		}
+	}
+	if (pn_tid() == 0) {
+		cnt[PN_CNT_SEQ + b] = seq;
+		cnt[PN_CNT_TILES + b] = tiles;
+	}
+	pn_ll_done(cnt, epoch);
+}
+
 /* ---- ring ---- */
 
 template <typename T, int OP> PN_DEV void pn_ar_ring(const struct pn_ar_args &a)
@@ -808,7 +917,7 @@ template <typename T, int OP> PN_DEV void pn_ar_ring(const struct pn_ar_args &a)
 	PN_AR_KERNEL(algo, T, tname, PENNY_AVG, avg)
 
 #ifndef PN_AR_ALGO
-#define PN_AR_ALGO_LIST(X) X(oneshot) X(oneshot_fl) X(twoshot_ll) X(twoshot) X(ring)
+#define PN_AR_ALGO_LIST(X) X(oneshot) X(oneshot_fl) X(twoshot_ll) X(twoshot) X(ring) X(twoshot_hy)
 #else
 #define PN_AR_ALGO_LIST(X) X(PN_AR_ALGO)
 #endif

@@ -18,12 +18,12 @@
 #include <strings.h>
 
 const char *const pn_kern_names[PN_NKERNS] = { "oneshot", "oneshot_fl", "twoshot_ll", "twoshot",
-						 "ring" };
+						 "ring", "twoshot_hy" };
 
 int pn_kern_algo(int kern)
 {
 	static const int map[PN_NKERNS] = { PENNY_ALGO_ONESHOT, PENNY_ALGO_ONESHOT, PENNY_ALGO_TWOSHOT,
-					    PENNY_ALGO_TWOSHOT, PENNY_ALGO_RING };
+					    PENNY_ALGO_TWOSHOT, PENNY_ALGO_RING, PENNY_ALGO_TWOSHOT };
 
 	return kern >= 0 && kern < PN_NKERNS ? map[kern] : -1;
 }
@@ -101,7 +101,7 @@ int pn_tune_parse(const char *s, struct pn_tune *t)
 		algo = kern_by_name(p, an);
 		if (algo < 0)
 			return pn_plugin_fail(-EINVAL, "PENNY_CUDA_TUNE: unknown kernel '%.*s' in '%s' "
-						       "(oneshot, oneshot_fl, twoshot_ll, twoshot, ring)",
+						       "(oneshot, oneshot_fl, twoshot_ll, twoshot_hy, twoshot, ring)",
 					      (int)an, p, s);
 		if (colon && parse_size(colon + 1, n - an - 1, &max))
 			return pn_plugin_fail(-EINVAL, "PENNY_CUDA_TUNE: bad size '%.*s' in '%s'",
@@ -125,29 +125,35 @@ int pn_tune_parse(const char *s, struct pn_tune *t)
 }
 
 /*
- * Measured on nvidia-h200-x4 (tests/bench/results/): LL one-shot while its
- * n-fold traffic is cheap, LL two-shot for mid sizes, flag two-shot, and on
- * more than two GPUs the ring for the largest buffers.
+ * Measured on nvidia-h200-x4 and its 2-GPU subset, bfloat16 sum, with and
+ * without CUDA graphs (tests/bench/results/gpu-allreduce-2026-11-21-*):
+ * 2 GPUs: LL one-shot to 512 KiB, one-shot by flags to 4 MiB (both move the
+ * buffer once), then two-shot.  More GPUs: the one-shot's (n-1)-fold traffic
+ * soon costs more than a flag round: LL one-shot to 128 KiB, one-shot by
+ * flags to 256 KiB, hybrid two-shot to 1 MiB, two-shot to 16 MiB, then the
+ * ring with 128 KiB tiles.
  */
 void pn_tune_default(struct pn_tune *t, int nranks)
 {
 	memset(t, 0, sizeof(*t));
 	t->nrows = 0;
-	t->row[t->nrows].kern = PN_K_ONESHOT;
-	t->row[t->nrows++].max_bytes = nranks <= 2 ? (256u << 10) : (128u << 10);
+#define ROW(k, max)                                                                            \
+	do {                                                                                   \
+		t->row[t->nrows].kern = (k);                                                   \
+		t->row[t->nrows++].max_bytes = (max);                                          \
+	} while (0)
 	if (nranks <= 2) {
-		t->row[t->nrows].kern = PN_K_ONESHOT_FL;
-		t->row[t->nrows++].max_bytes = 2u << 20;
+		ROW(PN_K_ONESHOT, 512u << 10);
+		ROW(PN_K_ONESHOT_FL, 4u << 20);
+		ROW(PN_K_TWOSHOT, UINT64_MAX);
 	} else {
-		t->row[t->nrows].kern = PN_K_TWOSHOT_LL;
-		t->row[t->nrows++].max_bytes = 1u << 20;
+		ROW(PN_K_ONESHOT, 128u << 10);
+		ROW(PN_K_ONESHOT_FL, 256u << 10);
+		ROW(PN_K_TWOSHOT_HY, 1u << 20);
+		ROW(PN_K_TWOSHOT, 16u << 20);
+		ROW(PN_K_RING, UINT64_MAX);
 	}
-	t->row[t->nrows].kern = PN_K_TWOSHOT;
-	t->row[t->nrows++].max_bytes = nranks <= 2 ? UINT64_MAX : (32u << 20);
-	if (nranks > 2) {
-		t->row[t->nrows].kern = PN_K_RING;
-		t->row[t->nrows++].max_bytes = UINT64_MAX;
-	}
+#undef ROW
 }
 
 int pn_tune_select(const struct pn_tune *t, uint64_t bytes)
@@ -207,6 +213,12 @@ int pn_cuda_plan(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes, uintpt
 	case PN_K_ONESHOT_FL:
 		plan->staged = !aligned;
 		limit = plan->staged ? cfg->stage_bytes : UINT64_MAX;
+		break;
+	case PN_K_TWOSHOT_HY:
+		plan->staged = !aligned;
+		limit = cfg->ll_max;
+		if (plan->staged && cfg->stage_bytes < limit)
+			limit = cfg->stage_bytes;
 		break;
 	case PN_K_TWOSHOT:
 	case PN_K_RING:
@@ -271,7 +283,7 @@ void pn_cuda_geometry(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes,
 			l->threads = 64;
 		if (l->threads > 512)
 			l->threads = 512;
-	} else {
+	} else { /* twoshot, twoshot_hy, ring */
 		uint64_t cap = kern == PN_K_RING ? cfg->tile_ring : cfg->tile_twoshot;
 		uint64_t t = (bytes + n * blocks - 1) / (n * blocks), nt;
 
@@ -300,7 +312,9 @@ int pn_cuda_kernel_for(const struct pn_cuda_cfg *cfg, const struct pn_tune *t, i
 	case PENNY_ALGO_ONESHOT:
 		return bytes <= cfg->oneshot_ll_max ? PN_K_ONESHOT : PN_K_ONESHOT_FL;
 	case PENNY_ALGO_TWOSHOT:
-		return bytes <= cfg->twoshot_ll_max ? PN_K_TWOSHOT_LL : PN_K_TWOSHOT;
+		return bytes <= cfg->twoshot_ll_max	? PN_K_TWOSHOT_LL
+		       : bytes <= cfg->twoshot_hy_max ? PN_K_TWOSHOT_HY
+						      : PN_K_TWOSHOT;
 	case PENNY_ALGO_RING:
 		return PN_K_RING;
 	}
@@ -329,7 +343,7 @@ struct pn_cuda_hello {
 	uint32_t magic, version;
 	char busid[32];
 	int32_t nsm, blocks;
-	uint64_t ll_max, oneshot_ll_max, twoshot_ll_max, stage_bytes, timeout_ns;
+	uint64_t ll_max, oneshot_ll_max, twoshot_ll_max, twoshot_hy_max, stage_bytes, timeout_ns;
 	uint32_t tile_twoshot, tile_ring;
 	int32_t ok;
 	char tune[96];
@@ -361,9 +375,10 @@ static int read_cfg(struct pn_cuda *c)
 	c->cfg.nranks = c->n;
 	c->cfg.ll_max = env_size("PENNY_CUDA_ONESHOT_MAX", 1u << 20, &bad);
 	c->cfg.oneshot_ll_max = env_size("PENNY_CUDA_ONESHOT_LL_MAX", c->n <= 2 ? 512u << 10 : 128u << 10, &bad);
-	c->cfg.twoshot_ll_max = env_size("PENNY_CUDA_TWOSHOT_LL_MAX", 1u << 20, &bad);
+	c->cfg.twoshot_ll_max = env_size("PENNY_CUDA_TWOSHOT_LL_MAX", c->n <= 2 ? 1u << 20 : 0, &bad);
+	c->cfg.twoshot_hy_max = env_size("PENNY_CUDA_TWOSHOT_HY_MAX", c->n <= 2 ? 0 : 1u << 20, &bad);
 	c->cfg.tile_twoshot = (uint32_t)env_size("PENNY_CUDA_TILE", c->n <= 2 ? 64u << 10 : 32u << 10, &bad);
-	c->cfg.tile_ring = (uint32_t)env_size("PENNY_CUDA_RING_TILE", 64u << 10, &bad);
+	c->cfg.tile_ring = (uint32_t)env_size("PENNY_CUDA_RING_TILE", c->n <= 4 ? 128u << 10 : 64u << 10, &bad);
 	c->cfg.stage_bytes = env_size("PENNY_CUDA_STAGING", 64u << 20, &bad);
 	v = env_size("PENNY_CUDA_TIMEOUT", 30, &bad);
 	c->cfg.timeout_ns = v * 1000000000ull;
@@ -387,6 +402,8 @@ static int read_cfg(struct pn_cuda *c)
 	c->cfg.ll_max = (c->cfg.ll_max + 15) / 16 * 16;
 	if (c->cfg.oneshot_ll_max > c->cfg.ll_max)
 		c->cfg.oneshot_ll_max = c->cfg.ll_max;
+	if (c->cfg.twoshot_hy_max > c->cfg.ll_max)
+		c->cfg.twoshot_hy_max = c->cfg.ll_max;
 	if (c->cfg.twoshot_ll_max > c->cfg.ll_max / 2 * (uint64_t)c->n)
 		c->cfg.twoshot_ll_max = c->cfg.ll_max / 2 * (uint64_t)c->n;
 	if (tune && *tune)
@@ -573,6 +590,7 @@ static int agree(struct pn_cuda *c)
 	mine.ll_max = c->cfg.ll_max;
 	mine.oneshot_ll_max = c->cfg.oneshot_ll_max;
 	mine.twoshot_ll_max = c->cfg.twoshot_ll_max;
+	mine.twoshot_hy_max = c->cfg.twoshot_hy_max;
 	mine.stage_bytes = c->cfg.stage_bytes;
 	mine.timeout_ns = c->cfg.timeout_ns;
 	mine.tile_twoshot = c->cfg.tile_twoshot;
@@ -589,6 +607,7 @@ static int agree(struct pn_cuda *c)
 		else if (all[p].ll_max != mine.ll_max || all[p].stage_bytes != mine.stage_bytes ||
 			 all[p].twoshot_ll_max != mine.twoshot_ll_max ||
 			 all[p].oneshot_ll_max != mine.oneshot_ll_max ||
+			 all[p].twoshot_hy_max != mine.twoshot_hy_max ||
 			 all[p].tile_twoshot != mine.tile_twoshot || all[p].tile_ring != mine.tile_ring ||
 			 strcmp(all[p].tune, mine.tune))
 			ret = pn_plugin_fail(-EINVAL, "PENNY_CUDA_* settings differ between rank %d and "
@@ -661,11 +680,13 @@ int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *ho
 	pn_tune_format(&c->tune, tune, sizeof(tune));
 	snprintf(c->desc, sizeof(c->desc),
 		 "%s (%s) sm_%d%d %d SMs, CUDA driver %d.%d, rank %d of %d, %u blocks, "
-		 "LL one-shot <= %" PRIu64 " B, LL two-shot <= %" PRIu64 " B, tiles %u/%u B, "
+		 "LL one-shot <= %" PRIu64 " B, LL two-shot <= %" PRIu64 " B, hybrid two-shot <= %" PRIu64
+		 " B, tiles %u/%u B, "
 		 "staging %" PRIu64 " B, auto %s",
 		 c->g.name, c->g.busid, c->g.cc_major, c->g.cc_minor, c->g.nsm,
 		 c->g.driver_version / 1000, c->g.driver_version % 1000 / 10, c->rank, c->n,
-		 c->cfg.blocks, c->cfg.oneshot_ll_max, c->cfg.twoshot_ll_max, c->cfg.tile_twoshot,
+		 c->cfg.blocks, c->cfg.oneshot_ll_max, c->cfg.twoshot_ll_max, c->cfg.twoshot_hy_max,
+		 c->cfg.tile_twoshot,
 		 c->cfg.tile_ring, c->cfg.stage_bytes, tune);
 	pn_gpu_log(host, PENNY_LOG_DEBUG, "cuda: %s", c->desc);
 	*be = c;
@@ -834,7 +855,7 @@ static int run(struct pn_cuda *c, int kern, int dt, int op, CUdeviceptr s, CUdev
 		int k = kern;
 		int flags = k == PN_K_TWOSHOT || k == PN_K_RING; /* they store into peers' recv */
 
-		if (k == PN_K_TWOSHOT_LL && len < pn_cuda_twoshot_ll_min(c->n))
+		if ((k == PN_K_TWOSHOT_LL || k == PN_K_TWOSHOT_HY) && len < pn_cuda_twoshot_ll_min(c->n))
 			k = PN_K_ONESHOT;
 		if (!plan.staged) {
 			ret = launch(c, k, dt, op, s + off, d + off, len, flags ? reg : NULL);

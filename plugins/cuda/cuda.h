@@ -15,11 +15,21 @@
  * The kernels: the ABI's algorithms times the protocol.  oneshot and
  * twoshot_ll move LL lines (no barrier, no fence: small sizes); oneshot_fl,
  * twoshot and ring move plain 16-byte stores and sync by flags (mid and
- * large sizes).  An explicit PENNY_ALGO_ONESHOT runs the LL kernel up to
- * PENNY_CUDA_ONESHOT_LL_MAX bytes, PENNY_ALGO_TWOSHOT up to
- * PENNY_CUDA_TWOSHOT_LL_MAX; auto follows the size table.
+ * large sizes); twoshot_hy reduce-scatters by flags and all-gathers by LL
+ * lines (mid sizes).  An explicit PENNY_ALGO_ONESHOT runs the LL kernel up
+ * to PENNY_CUDA_ONESHOT_LL_MAX bytes, PENNY_ALGO_TWOSHOT the LL one up to
+ * PENNY_CUDA_TWOSHOT_LL_MAX and the hybrid up to PENNY_CUDA_TWOSHOT_HY_MAX;
+ * auto follows the size table.
  */
-enum pn_kern { PN_K_ONESHOT = 0, PN_K_ONESHOT_FL, PN_K_TWOSHOT_LL, PN_K_TWOSHOT, PN_K_RING, PN_NKERNS };
+enum pn_kern {
+	PN_K_ONESHOT = 0,
+	PN_K_ONESHOT_FL,
+	PN_K_TWOSHOT_LL,
+	PN_K_TWOSHOT,
+	PN_K_RING,
+	PN_K_TWOSHOT_HY,
+	PN_NKERNS
+};
 extern const char *const pn_kern_names[PN_NKERNS];
 /* The ABI algorithm a kernel implements. */
 int pn_kern_algo(int kern);
@@ -65,6 +75,7 @@ struct pn_cuda_cfg {
 	uint64_t ll_max;	/* one-shot: bytes per launch (LL area = 4 * n * ll_max) */
 	uint64_t oneshot_ll_max; /* explicit one-shot: LL lines up to this size */
 	uint64_t twoshot_ll_max; /* explicit two-shot: LL lines up to this size */
+	uint64_t twoshot_hy_max; /* then the hybrid up to this size */
 	uint32_t tile_twoshot;	/* two-shot: largest tile slice */
 	uint32_t tile_ring;	/* ring: largest tile slice */
 	uint32_t slot_bytes;	/* scratch slot = max of the tiles */
@@ -94,7 +105,7 @@ struct pn_launch {
  */
 int pn_cuda_plan(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes, uintptr_t send,
 		 uintptr_t recv, const struct pn_reg *recv_reg, struct pn_plan *plan);
-/* twoshot_ll needs every slice non-empty: below this, one-shot runs. */
+/* twoshot_ll and twoshot_hy need every rank to own data: below this, one-shot runs. */
 uint64_t pn_cuda_twoshot_ll_min(int nranks);
 void pn_cuda_geometry(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes,
 		      struct pn_launch *l);

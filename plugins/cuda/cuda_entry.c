@@ -8,11 +8,12 @@ extern const unsigned char pn_image_oneshot_fl[];
 extern const unsigned char pn_image_twoshot_ll[];
 extern const unsigned char pn_image_twoshot[];
 extern const unsigned char pn_image_ring[];
+extern const unsigned char pn_image_twoshot_hy[];
 
 static const struct pn_cuda_images images = {
 	.data = pn_image_data,
 	.kern = { pn_image_oneshot, pn_image_oneshot_fl, pn_image_twoshot_ll, pn_image_twoshot,
-		  pn_image_ring },
+		  pn_image_ring, pn_image_twoshot_hy },
 };
 
 static int init(const struct penny_host_v1 *host, int device, void **be)

@@ -8,7 +8,7 @@
 # table against the targets.
 #   tests/bench/gpu-allreduce.sh [OUTDIR]     (default: tests/bench/results)
 # Environment: B (build dir, default build-gpu), GPUS ("4 2"), MAXB (1G),
-# EXTRA=0 skips the tile-size variant; NGPU and BACKENDS (driver's --backend)
+# EXTRA=0 skips the flags-only variant; NGPU and BACKENDS (driver's --backend)
 # override for a dry run (BACKENDS=fake with PENNY_PLUGIN_PATH's test plugins).  NVLink SHARP/multicast stays off.
 set -u
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -61,13 +61,10 @@ for np in $GPUS; do
 	run 300 --np "$np" --check --label "x$np" --out "$tsv"
 	run 400 --np "$np" --perf -b 1K -e "$MAXB" -f 2 --label "x$np" --out "$tsv"
 	if [ "$EXTRA" = 1 ]; then
-		# variants that tune the size table: each algorithm by flags only
-		PENNY_CUDA_ONESHOT_LL_MAX=0 PENNY_CUDA_TWOSHOT_LL_MAX=0 run 200 --np "$np" --backend cuda \
+		# a variant that tunes the size table: one-shot and two-shot by flags only
+		PENNY_CUDA_ONESHOT_LL_MAX=0 PENNY_CUDA_TWOSHOT_LL_MAX=0 PENNY_CUDA_TWOSHOT_HY_MAX=0 \
+			run 200 --np "$np" --backend cuda \
 			--algos oneshot,twoshot --perf -b 16K -e 8M -f 2 --label "x$np-flags" --out "$tsv"
-		[ "$np" -gt 2 ] && for t in 128K; do
-			PENNY_CUDA_RING_TILE=$t run 200 --np "$np" --backend cuda --algos ring --perf \
-				-b 16M -e "$MAXB" -f 4 --label "x$np-ring$t" --out "$tsv"
-		done
 	fi
 done
 [ "$ngpu" -ge 2 ] && run 200 --bw

@@ -21,7 +21,7 @@
 static const char img[] = "fatbin";
 static const struct pn_cuda_images images = {
 	.data = img,
-	.kern = { img, img, img, img, img },
+	.kern = { img, img, img, img, img, img },
 };
 
 /* state shared by the rank threads of one test */
@@ -198,7 +198,8 @@ TEST(size_table)
 }
 
 static struct pn_cuda_cfg cfg4 = {
-	.nranks = 4, .ll_max = 1u << 20, .oneshot_ll_max = 128u << 10, .twoshot_ll_max = 1u << 20,
+	.nranks = 4, .ll_max = 1u << 20, .oneshot_ll_max = 128u << 10, .twoshot_ll_max = 256u << 10,
+	.twoshot_hy_max = 1u << 20,
 	.tile_twoshot = 32u << 10, .tile_ring = 64u << 10, .slot_bytes = 64u << 10,
 	.stage_bytes = 64u << 20, .blocks = 132, .timeout_ns = 1,
 };
@@ -216,6 +217,9 @@ TEST(staging_decisions)
 	/* LL two-shot: chunks of n * ll_max / 2 */
 	CHECK_EQ_INT(pn_cuda_plan(&cfg4, PN_K_TWOSHOT_LL, 5u << 20, 0x1000, 0x2000, NULL, &p), 0);
 	CHECK(!p.staged && p.chunk == 2u << 20);
+	/* hybrid two-shot: LL all-gather, so chunks of ll_max, no registration */
+	CHECK_EQ_INT(pn_cuda_plan(&cfg4, PN_K_TWOSHOT_HY, 5u << 20, 0x1000, 0x2000, NULL, &p), 0);
+	CHECK(!p.staged && p.chunk == 1u << 20);
 	/* one-shot by flags: no registration needed */
 	CHECK_EQ_INT(pn_cuda_plan(&cfg4, PN_K_ONESHOT_FL, 5u << 20, 0x1000, 0x2000, NULL, &p), 0);
 	CHECK(!p.staged && p.chunk == 5u << 20);
@@ -248,7 +252,8 @@ TEST(launch_geometry)
 				continue;
 			/* tiles: 16-byte multiples within the slot, covering the buffer */
 			CHECK(l.tile % 16 == 0 && l.tile >= 512 && l.tile <= cfg4.slot_bytes);
-			CHECK(l.tile <= (k == PN_K_TWOSHOT ? cfg4.tile_twoshot : cfg4.slot_bytes));
+			CHECK(l.tile <= (k == PN_K_RING ? cfg4.tile_ring : k == PN_K_ONESHOT_FL ? cfg4.slot_bytes
+											     : cfg4.tile_twoshot));
 			CHECK((uint64_t)l.tile * (k == PN_K_ONESHOT_FL ? 1 : 4) * 132 >= b ||
 			      l.grid == cfg4.blocks);
 		}
@@ -263,7 +268,8 @@ TEST(algorithm_for_a_call)
 	CHECK_EQ_INT(pn_cuda_kernel_for(&cfg4, &t, PENNY_ALGO_AUTO, 1ull << 30), PN_K_RING);
 	CHECK_EQ_INT(pn_cuda_kernel_for(&cfg4, &t, PENNY_ALGO_ONESHOT, 1024), PN_K_ONESHOT);
 	CHECK_EQ_INT(pn_cuda_kernel_for(&cfg4, &t, PENNY_ALGO_ONESHOT, 1u << 20), PN_K_ONESHOT_FL);
-	CHECK_EQ_INT(pn_cuda_kernel_for(&cfg4, &t, PENNY_ALGO_TWOSHOT, 1u << 20), PN_K_TWOSHOT_LL);
+	CHECK_EQ_INT(pn_cuda_kernel_for(&cfg4, &t, PENNY_ALGO_TWOSHOT, 256u << 10), PN_K_TWOSHOT_LL);
+	CHECK_EQ_INT(pn_cuda_kernel_for(&cfg4, &t, PENNY_ALGO_TWOSHOT, 1u << 20), PN_K_TWOSHOT_HY);
 	CHECK_EQ_INT(pn_cuda_kernel_for(&cfg4, &t, PENNY_ALGO_TWOSHOT, 2u << 20), PN_K_TWOSHOT);
 	CHECK_EQ_INT(pn_cuda_kernel_for(&cfg4, &t, PENNY_ALGO_RING, 16), PN_K_RING);
 	CHECK(pn_cuda_kernel_for(&cfg4, &t, 77, 16) < 0);

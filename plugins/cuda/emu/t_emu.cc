@@ -61,6 +61,7 @@ static void register_kernels(void)
 	REG_TYPES(twoshot_ll)
 	REG_TYPES(twoshot)
 	REG_TYPES(ring)
+	REG_TYPES(twoshot_hy)
 	REG_DATA(int8) REG_DATA(uint8) REG_DATA(int32) REG_DATA(uint32) REG_DATA(int64)
 	REG_DATA(uint64) REG_DATA(half) REG_DATA(bfloat16) REG_DATA(float) REG_DATA(double)
 }
@@ -69,8 +70,8 @@ static const char *tnames[] = { "int8", "uint8", "int32", "uint32", "int64",
 				"uint64", "half", "bfloat16", "float", "double" };
 static const char *onames[] = { "sum", "prod", "min", "max", "avg" };
 /* kernels, as the plugin's enum pn_kern */
-enum { K_ONESHOT, K_ONESHOT_FL, K_TWOSHOT_LL, K_TWOSHOT, K_RING, NK };
-static const char *anames[NK] = { "oneshot", "oneshot_fl", "twoshot_ll", "twoshot", "ring" };
+enum { K_ONESHOT, K_ONESHOT_FL, K_TWOSHOT_LL, K_TWOSHOT, K_RING, K_TWOSHOT_HY, NK };
+static const char *anames[NK] = { "oneshot", "oneshot_fl", "twoshot_ll", "twoshot", "ring", "twoshot_hy" };
 
 /* The world: nranks workspaces laid out as the plugin lays them out. */
 struct world {
@@ -426,17 +427,20 @@ int main(int argc, char **argv)
 	/* counts: tails, partial slices, several tiles per block, both parities */
 	std::vector<uint64_t> counts = { 1, 37, 203, 0 + 64, 5, 130 };
 
-	/* two-shot LL: every slice non-empty (the host runs it only then) */
+	/* two-shot LL: every slice non-empty (the host runs it only then);
+	 * hybrid: whole 16-byte vectors and a full first tile, too */
 	std::vector<uint64_t> ll_counts = { 333, 1000, 517, 2049 };
+	std::vector<uint64_t> hy_counts = { 256, 1024, 512, 2048, 272 };
 
 	for (int k = K_ONESHOT; k < NK; k++) {
-		const std::vector<uint64_t> &c = k == K_TWOSHOT_LL ? ll_counts : counts;
+		const std::vector<uint64_t> &c = k == K_TWOSHOT_LL ? ll_counts : k == K_TWOSHOT_HY ? hy_counts : counts;
 
 		test_allreduce(3, k, all, c, 2, 32, 32);
 		if (quick)
 			continue;
 		test_allreduce(2, k, some, c, 3, 32, 16);
-		test_allreduce(4, k, some, k == K_TWOSHOT_LL ? ll_counts : std::vector<uint64_t>{ 3, 250, 1000, 17 },
+		test_allreduce(4, k, some, k == K_TWOSHOT_LL ? ll_counts : k == K_TWOSHOT_HY ? hy_counts
+								     : std::vector<uint64_t>{ 3, 250, 1000, 17 },
 			       2, 64, 48);
 	}
 	test_desc_mismatch(K_TWOSHOT);
