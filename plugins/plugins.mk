@@ -1,4 +1,115 @@
-# Plugins are optional shared objects (cuda, nccl) loaded at run time.
-# Filled in by the plugin build; the core binary never links CUDA or NCCL.
-plugins:
-install_plugins =
+# SPDX-License-Identifier: MIT
+# Plugins: optional shared objects loaded at run time through
+# plugins/include/penny_plugin.h.  The core binary never links CUDA or NCCL.
+#   $(B)/plugins/penny-nccl.so   always (NCCL and the CUDA driver are opened with dlopen)
+#   $(B)/plugins/penny-cuda.so   when nvcc exists (kernels embedded as fatbins for sm_90)
+# NVCC= (empty) builds as if there were no nvcc.
+NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+NVCC_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+NVCC_FLAGS ?= -O3 -std=c++17 $(NVCC_ARCH) -diag-suppress 177
+BIN2C ?= $(dir $(NVCC))bin2c
+# The CPU emulator test of the kernels needs a C++ compiler (not nvcc).
+PN_CXX ?= $(shell for c in $(if $(findstring clang,$(CC)),clang++ g++,g++ clang++); do command -v $$c >/dev/null 2>&1 && { echo $$c; break; }; done)
+
+PL := $(B)/plugins
+PL_CFLAGS = $(CFLAGS) -fvisibility=hidden -Iplugins/include
+PL_LIBS := -ldl -lpthread
+
+PL_COMMON := plugins/common/cudrv.c plugins/common/gpu.c
+PL_NCCL_SRC := $(PL_COMMON) plugins/nccl/nccl.c plugins/nccl/nccl_entry.c
+PL_CUDA_SRC := $(PL_COMMON) plugins/cuda/cuda.c plugins/cuda/cuda_entry.c
+PL_NCCL_OBJ := $(PL_NCCL_SRC:%.c=$(PL)/obj/%.o)
+PL_CUDA_OBJ := $(PL_CUDA_SRC:%.c=$(PL)/obj/%.o)
+PL_KDEPS := plugins/common/pn_dev.cuh plugins/common/kargs.h plugins/include/penny_data.h \
+	plugins/include/penny_plugin.h
+PL_ALGOS := oneshot oneshot_fl twoshot_ll twoshot ring twoshot_hy
+
+PLUGIN_SO := $(PL)/penny-nccl.so
+ifneq ($(strip $(NVCC)),)
+PLUGIN_SO += $(PL)/penny-cuda.so
+PL_IMAGE_OBJ := $(PL)/obj/image_data.o
+PL_AR_IMAGE_OBJ := $(PL_ALGOS:%=$(PL)/obj/image_%.o)
+endif
+
+# Test plugins for the loader's unit test (never installed).
+PL_TEST := $(B)/tests/plugins
+PL_FAKES := $(PL_TEST)/penny-fake.so $(PL_TEST)/penny-badabi.so $(PL_TEST)/penny-nosym.so \
+	$(PL_TEST)/penny-fake2.so $(PL_TEST)/penny-failinit.so $(PL_TEST)/penny-fakewrong.so \
+	$(PL_TEST)/penny-fakedie.so
+
+PL_EMU :=
+ifneq ($(strip $(PN_CXX)),)
+PL_EMU := $(B)/tests/unit/t_plugin_emu
+endif
+
+plugins: $(PLUGIN_SO) $(PL_FAKES) $(PL_EMU)
+
+# The core's loader finds the plugins of this build tree too.
+$(B)/src/plugin.o: override CFLAGS += -DPENNY_BUILD_PLUGINDIR='"$(abspath $(PL))"'
+
+$(PL)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -c -o $@ $<
+
+$(PL)/penny-nccl.so: $(PL_NCCL_OBJ) $(PL_IMAGE_OBJ)
+	$(CC) -shared $(LDFLAGS) -o $@ $^ $(PL_LIBS)
+
+$(PL)/penny-cuda.so: $(PL_CUDA_OBJ) $(PL_IMAGE_OBJ) $(PL_AR_IMAGE_OBJ)
+	$(CC) -shared $(LDFLAGS) -o $@ $^ $(PL_LIBS)
+
+# Kernels: nvcc -> fatbin -> C array (bin2c) -> object.
+$(PL)/gen/data.fatbin: plugins/common/data_kernels.cu $(PL_KDEPS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -fatbin -o $@ $<
+
+$(PL)/gen/%.fatbin: plugins/cuda/ar_kernels.cu $(PL_KDEPS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -DPN_AR_ALGO=$* -fatbin -o $@ $<
+
+$(PL)/gen/image_%.c: $(PL)/gen/%.fatbin
+	$(BIN2C) -c -n pn_image_$* $< | \
+		sed 's/^const unsigned char/__attribute__((aligned(64), visibility("hidden"))) const unsigned char/' >$@.tmp
+	mv $@.tmp $@
+
+.SECONDARY: $(PL_ALGOS:%=$(PL)/gen/%.fatbin) $(PL_ALGOS:%=$(PL)/gen/image_%.c) \
+	$(PL)/gen/data.fatbin $(PL)/gen/image_data.c
+
+$(PL)/obj/image_%.o: $(PL)/gen/image_%.c
+	$(CC) $(OPT) -fPIC -c -o $@ $<
+
+$(PL_TEST)/penny-fake.so: plugins/test/fake.c plugins/include/penny_plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -shared -o $@ $<
+$(PL_TEST)/penny-fake2.so: plugins/test/fake.c plugins/include/penny_plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -DFAKE_VERSION='"second"' -shared -o $@ $<
+$(PL_TEST)/penny-failinit.so: plugins/test/fake.c plugins/include/penny_plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -DFAKE_FAIL_INIT -DFAKE_NAME='"failinit"' -shared -o $@ $<
+$(PL_TEST)/penny-fakewrong.so: plugins/test/fake.c plugins/include/penny_plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -DFAKE_WRONG -DFAKE_NAME='"fakewrong"' -shared -o $@ $<
+$(PL_TEST)/penny-fakedie.so: plugins/test/fake.c plugins/include/penny_plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -DFAKE_DIE -DFAKE_NAME='"fakedie"' -shared -o $@ $<
+$(PL_TEST)/penny-badabi.so: plugins/test/fake.c plugins/include/penny_plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -DFAKE_ABI=7 -shared -o $@ $<
+$(PL_TEST)/penny-nosym.so: plugins/test/fake.c plugins/include/penny_plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -DFAKE_NOSYM -Wno-unused-function -shared -o $@ $<
+
+# The kernels on the CPU emulator (no sanitizer: fibers switch stacks).
+$(B)/tests/unit/t_plugin_emu: plugins/cuda/emu/t_emu.cc plugins/cuda/emu/emu.h \
+		plugins/cuda/emu/emu_dev.h plugins/cuda/ar_kernels.cu plugins/common/data_kernels.cu \
+		$(PL_KDEPS)
+	@mkdir -p $(dir $@)
+	$(PN_CXX) -std=c++17 -O1 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -Wno-unused-function \
+		-Wno-unused-parameter -Wno-maybe-uninitialized -Wno-unknown-warning-option \
+		-o $@ $<
+
+install_plugins = install -d $(DESTDIR)$(PLUGINDIR) && install -m 755 $(PLUGIN_SO) $(DESTDIR)$(PLUGINDIR)/
+
+-include $(PL_NCCL_OBJ:.o=.d) $(PL_CUDA_OBJ:.o=.d)
+# The plugin unit tests include plugin sources: rebuild them when those change.
+-include $(UNIT_BIN:%=%.d) $(HELPER_BIN:%=%.d)

@@ -1,0 +1,601 @@
+/* SPDX-License-Identifier: MIT */
+/* One GPU for a plugin: memory, data kernels, timing, bandwidth matrix. */
+#define _GNU_SOURCE
+#include "gpu.h"
+
+#include "../include/penny_data.h"
+#include "kargs.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const data_type_names[PENNY_NDTYPES] = {
+	"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double",
+};
+
+void pn_gpu_log(const struct penny_host_v1 *h, int level, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	if (!h || !h->log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	h->log(h->ctx, level, buf);
+}
+
+int pn_gpu_check_args(size_t count, int dtype, int op)
+{
+	if (dtype < 0 || dtype >= PENNY_NDTYPES)
+		return pn_plugin_fail(-EINVAL, "unknown data type %d", dtype);
+	if (op < 0 || op >= PENNY_NREDOPS)
+		return pn_plugin_fail(-EINVAL, "unknown reduction op %d", op);
+	if (count > ((size_t)1 << 40))
+		return pn_plugin_fail(-EINVAL, "count %zu is too large", count);
+	return 0;
+}
+
+int pn_gpu_enter(struct pn_gpu *g)
+{
+	PN_CU(g->cu, CtxSetCurrent(g->ctx), "cuCtxSetCurrent");
+	return 0;
+}
+
+static int load_data_module(struct pn_gpu *g, const void *image)
+{
+	char name[64];
+	int i;
+
+	PN_CU(g->cu, ModuleLoadData(&g->data_mod, image), "cuModuleLoadData (data kernels)");
+	for (i = 0; i < PENNY_NDTYPES; i++) {
+		snprintf(name, sizeof(name), "pn_fill_%s", data_type_names[i]);
+		PN_CU(g->cu, ModuleGetFunction(&g->fill_fn[i], g->data_mod, name), name);
+		snprintf(name, sizeof(name), "pn_check_%s", data_type_names[i]);
+		PN_CU(g->cu, ModuleGetFunction(&g->check_fn[i], g->data_mod, name), name);
+	}
+	return 0;
+}
+
+int pn_gpu_open(struct pn_gpu *g, const struct penny_host_v1 *host, int device,
+		const void *data_image)
+{
+	const struct pn_cudrv *cu;
+	int n = 0, ret;
+
+	memset(g, 0, sizeof(*g));
+	g->host = host;
+	cu = pn_cudrv_get();
+	if (!cu)
+		return -ENODEV;
+	g->cu = cu;
+	PN_CU(cu, Init(0), "cuInit");
+	PN_CU(cu, DeviceGetCount(&n), "cuDeviceGetCount");
+	if (n <= 0)
+		return pn_plugin_fail(-ENODEV, "no CUDA device is visible");
+	if (device < 0)
+		device = (host ? host->local_rank : 0) % n;
+	if (device >= n)
+		return pn_plugin_fail(-ENODEV, "CUDA device %d does not exist (%d visible)", device, n);
+	g->ordinal = device;
+	PN_CU(cu, DeviceGet(&g->dev, device), "cuDeviceGet");
+	PN_CU(cu, DeviceGetName(g->name, sizeof(g->name), g->dev), "cuDeviceGetName");
+	PN_CU(cu, DeviceGetPCIBusId(g->busid, sizeof(g->busid), g->dev), "cuDeviceGetPCIBusId");
+	PN_CU(cu, DeviceGetAttribute(&g->nsm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, g->dev),
+	      "cuDeviceGetAttribute");
+	PN_CU(cu, DeviceGetAttribute(&g->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev),
+	      "cuDeviceGetAttribute");
+	PN_CU(cu, DeviceGetAttribute(&g->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->dev),
+	      "cuDeviceGetAttribute");
+	PN_CU(cu, DriverGetVersion(&g->driver_version), "cuDriverGetVersion");
+	PN_CU(cu, DevicePrimaryCtxRetain(&g->ctx, g->dev), "cuDevicePrimaryCtxRetain");
+	PN_CU_GOTO(cu, CtxSetCurrent(g->ctx), "cuCtxSetCurrent", ret, fail);
+	PN_CU_GOTO(cu, StreamCreate(&g->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate", ret, fail);
+	PN_CU_GOTO(cu, EventCreate(&g->ev0, CU_EVENT_DEFAULT), "cuEventCreate", ret, fail);
+	PN_CU_GOTO(cu, EventCreate(&g->ev1, CU_EVENT_DEFAULT), "cuEventCreate", ret, fail);
+	PN_CU_GOTO(cu, MemAlloc(&g->result, 16), "cuMemAlloc", ret, fail);
+	if (data_image) {
+		ret = load_data_module(g, data_image);
+		if (ret)
+			goto fail;
+	}
+	return 0;
+fail:
+	pn_gpu_close(g);
+	return ret;
+}
+
+void pn_gpu_close(struct pn_gpu *g)
+{
+	const struct pn_cudrv *cu = g->cu;
+
+	if (!cu || !g->ctx)
+		return;
+	cu->CtxSetCurrent(g->ctx);
+	if (g->stream)
+		cu->StreamSynchronize(g->stream);
+	if (g->data_mod)
+		cu->ModuleUnload(g->data_mod);
+	if (g->result)
+		cu->MemFree(g->result);
+	if (g->ev1)
+		cu->EventDestroy(g->ev1);
+	if (g->ev0)
+		cu->EventDestroy(g->ev0);
+	if (g->stream)
+		cu->StreamDestroy(g->stream);
+	cu->DevicePrimaryCtxRelease(g->dev);
+	g->ctx = NULL;
+}
+
+int pn_gpu_alloc(struct pn_gpu *g, size_t bytes, void **p)
+{
+	CUdeviceptr d = 0;
+
+	if (!bytes)
+		bytes = 1;
+	PN_CU(g->cu, MemAlloc(&d, bytes), "cuMemAlloc");
+	*p = (void *)(uintptr_t)d;
+	return 0;
+}
+
+int pn_gpu_free(struct pn_gpu *g, void *p)
+{
+	if (!p)
+		return 0;
+	PN_CU(g->cu, StreamSynchronize(g->stream), "cuStreamSynchronize");
+	PN_CU(g->cu, MemFree((CUdeviceptr)(uintptr_t)p), "cuMemFree");
+	return 0;
+}
+
+int pn_gpu_sync(struct pn_gpu *g)
+{
+	PN_CU(g->cu, StreamSynchronize(g->stream), "cuStreamSynchronize");
+	return 0;
+}
+
+int pn_gpu_memcpy(struct pn_gpu *g, void *dst, const void *src, size_t bytes, int dir)
+{
+	const struct pn_cudrv *cu = g->cu;
+
+	if (!bytes)
+		return 0;
+	switch (dir) {
+	case PENNY_H2D:
+		PN_CU(cu, StreamSynchronize(g->stream), "cuStreamSynchronize");
+		PN_CU(cu, MemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, bytes), "cuMemcpyHtoD");
+		return 0;
+	case PENNY_D2H:
+		PN_CU(cu, StreamSynchronize(g->stream), "cuStreamSynchronize");
+		PN_CU(cu, MemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, bytes), "cuMemcpyDtoH");
+		return 0;
+	case PENNY_D2D:
+		PN_CU(cu, MemcpyAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes,
+				      g->stream),
+		      "cuMemcpyAsync");
+		return 0;
+	}
+	return pn_plugin_fail(-EINVAL, "unknown copy direction %d", dir);
+}
+
+int pn_gpu_poison(struct pn_gpu *g, void *buf, size_t bytes, int byte)
+{
+	if (!bytes)
+		return 0;
+	PN_CU(g->cu, MemsetD8Async((CUdeviceptr)(uintptr_t)buf, (unsigned char)byte, bytes, g->stream),
+	      "cuMemsetD8Async");
+	return 0;
+}
+
+int pn_gpu_launch(struct pn_gpu *g, CUfunction f, unsigned grid, unsigned block, void *args)
+{
+	void *params[1] = { args };
+
+	PN_CU(g->cu, LaunchKernel(f, grid, 1, 1, block, 1, 1, 0, g->stream, params, NULL),
+	      "cuLaunchKernel");
+	return 0;
+}
+
+static unsigned data_grid(const struct pn_gpu *g, size_t count)
+{
+	size_t want = (count + 255) / 256;
+	size_t cap = (size_t)(g->nsm > 0 ? g->nsm : 1) * 8;
+
+	if (want < 1)
+		want = 1;
+	return (unsigned)(want < cap ? want : cap);
+}
+
+#define HOST_CHUNK ((size_t)16 << 20)
+
+int pn_gpu_fill(struct pn_gpu *g, void *buf, size_t count, int dtype, int op, uint32_t seed,
+		int rank)
+{
+	struct pn_data_args a;
+	unsigned char *h;
+	size_t es, done, i;
+	int ret;
+
+	ret = pn_gpu_check_args(count, dtype, op);
+	if (ret || !count)
+		return ret;
+	if (g->data_mod) {
+		memset(&a, 0, sizeof(a));
+		a.ptr = (uint64_t)(uintptr_t)buf;
+		a.count = count;
+		a.seed = seed;
+		a.rank = rank;
+		a.op = op;
+		return pn_gpu_launch(g, g->fill_fn[dtype], data_grid(g, count), 256, &a);
+	}
+	/* host fallback: compute in chunks, copy up */
+	es = (size_t)penny_data_size(dtype);
+	h = malloc(HOST_CHUNK);
+	if (!h)
+		return pn_plugin_fail(-ENOMEM, "out of memory");
+	for (done = 0; done < count && !ret; done += HOST_CHUNK / es) {
+		size_t n = count - done < HOST_CHUNK / es ? count - done : HOST_CHUNK / es;
+
+		for (i = 0; i < n; i++) {
+			uint64_t bits = penny_data_input_bits(dtype, op, seed, rank, done + i);
+
+			memcpy(h + i * es, &bits, es);
+		}
+		ret = pn_gpu_memcpy(g, (char *)buf + done * es, h, n * es, PENNY_H2D);
+	}
+	free(h);
+	return ret;
+}
+
+int pn_gpu_check(struct pn_gpu *g, const void *buf, size_t count, int dtype, int op,
+		 uint32_t seed, int nranks, struct penny_check_v1 *res)
+{
+	struct pn_data_args a;
+	uint64_t init[2] = { 0, count }, out[2];
+	unsigned char *h;
+	size_t es, done, i;
+	int ret;
+
+	res->wrong = 0;
+	res->first_bad = count;
+	ret = pn_gpu_check_args(count, dtype, op);
+	if (ret || !count)
+		return ret;
+	if (nranks < 1)
+		return pn_plugin_fail(-EINVAL, "check over %d ranks", nranks);
+	if (g->data_mod) {
+		ret = pn_gpu_memcpy(g, (void *)(uintptr_t)g->result, init, sizeof(init), PENNY_H2D);
+		if (ret)
+			return ret;
+		memset(&a, 0, sizeof(a));
+		a.ptr = (uint64_t)(uintptr_t)buf;
+		a.count = count;
+		a.result = g->result;
+		a.seed = seed;
+		a.nranks = nranks;
+		a.op = op;
+		ret = pn_gpu_launch(g, g->check_fn[dtype], data_grid(g, count), 256, &a);
+		if (!ret)
+			ret = pn_gpu_memcpy(g, out, (void *)(uintptr_t)g->result, sizeof(out), PENNY_D2H);
+		if (ret)
+			return ret;
+		res->wrong = out[0];
+		res->first_bad = out[0] ? out[1] : count;
+		return 0;
+	}
+	es = (size_t)penny_data_size(dtype);
+	h = malloc(HOST_CHUNK);
+	if (!h)
+		return pn_plugin_fail(-ENOMEM, "out of memory");
+	for (done = 0; done < count; done += HOST_CHUNK / es) {
+		size_t n = count - done < HOST_CHUNK / es ? count - done : HOST_CHUNK / es;
+
+		ret = pn_gpu_memcpy(g, h, (const char *)buf + done * es, n * es, PENNY_D2H);
+		if (ret)
+			break;
+		for (i = 0; i < n; i++) {
+			uint64_t got = 0, want = penny_data_expected_bits(dtype, op, seed, nranks, done + i);
+
+			memcpy(&got, h + i * es, es);
+			if (got != want) {
+				if (!res->wrong)
+					res->first_bad = done + i;
+				res->wrong++;
+			}
+		}
+	}
+	free(h);
+	return ret;
+}
+
+int pn_gpu_time(struct pn_gpu *g, pn_gpu_enqueue_fn enqueue, void *ctx, struct penny_time_v1 *t)
+{
+	const struct pn_cudrv *cu = g->cu;
+	CUgraph graph = NULL;
+	CUgraphExec exec = NULL;
+	float ms = 0;
+	int i, ret = 0, launches = 0;
+
+	if (t->iters <= 0 || t->warmup < 0 || t->graph < 0)
+		return pn_plugin_fail(-EINVAL, "time: iters must be positive (got %d)", t->iters);
+	for (i = 0; i < t->warmup && !ret; i++)
+		ret = enqueue(ctx);
+	if (!ret)
+		ret = pn_gpu_sync(g);
+	if (ret)
+		return ret;
+	if (t->graph > 0) {
+		CUresult r = cu->StreamBeginCapture(g->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+
+		if (r != CUDA_SUCCESS)
+			return pn_cu_fail(cu, r, "cuStreamBeginCapture");
+		for (i = 0; i < t->graph && !ret; i++)
+			ret = enqueue(ctx);
+		r = cu->StreamEndCapture(g->stream, &graph);
+		if (ret)
+			goto out;
+		if (r != CUDA_SUCCESS) {
+			ret = pn_cu_fail(cu, r, "cuStreamEndCapture");
+			goto out;
+		}
+		PN_CU_GOTO(cu, GraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiate", ret, out);
+		PN_CU_GOTO(cu, GraphLaunch(exec, g->stream), "cuGraphLaunch", ret, out);
+		ret = pn_gpu_sync(g);
+		if (ret)
+			goto out;
+		launches = (t->iters + t->graph - 1) / t->graph;
+	}
+	if (g->host && g->host->barrier) {
+		ret = g->host->barrier(g->host->ctx);
+		if (ret) {
+			pn_plugin_fail(ret, "barrier before timing failed");
+			goto out;
+		}
+	}
+	PN_CU_GOTO(cu, EventRecord(g->ev0, g->stream), "cuEventRecord", ret, out);
+	if (exec) {
+		for (i = 0; i < launches; i++)
+			PN_CU_GOTO(cu, GraphLaunch(exec, g->stream), "cuGraphLaunch", ret, out);
+		t->iters_run = launches * t->graph;
+	} else {
+		for (i = 0; i < t->iters && !ret; i++)
+			ret = enqueue(ctx);
+		if (ret)
+			goto out;
+		t->iters_run = t->iters;
+	}
+	PN_CU_GOTO(cu, EventRecord(g->ev1, g->stream), "cuEventRecord", ret, out);
+	PN_CU_GOTO(cu, EventSynchronize(g->ev1), "cuEventSynchronize", ret, out);
+	PN_CU_GOTO(cu, EventElapsedTime(&ms, g->ev0, g->ev1), "cuEventElapsedTime", ret, out);
+	t->usec = (double)ms * 1000.0 / t->iters_run;
+out:
+	if (exec)
+		cu->GraphExecDestroy(exec);
+	if (graph)
+		cu->GraphDestroy(graph);
+	return ret;
+}
+
+/* ---- bandwidth / latency matrix ---- */
+
+struct bw_dev {
+	CUdevice dev;
+	CUcontext ctx;
+	CUstream s;
+	CUevent e0, e1, ex;
+	CUdeviceptr src, dst;
+	CUmodule mod;
+	CUfunction copy, chase;
+	int nsm;
+};
+
+static int bw_setup(const struct pn_cudrv *cu, struct bw_dev *d, int i, size_t bytes,
+		    const void *image)
+{
+	PN_CU(cu, DeviceGet(&d->dev, i), "cuDeviceGet");
+	PN_CU(cu, DevicePrimaryCtxRetain(&d->ctx, d->dev), "cuDevicePrimaryCtxRetain");
+	PN_CU(cu, CtxSetCurrent(d->ctx), "cuCtxSetCurrent");
+	PN_CU(cu, DeviceGetAttribute(&d->nsm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d->dev),
+	      "cuDeviceGetAttribute");
+	PN_CU(cu, StreamCreate(&d->s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+	PN_CU(cu, EventCreate(&d->e0, CU_EVENT_DEFAULT), "cuEventCreate");
+	PN_CU(cu, EventCreate(&d->e1, CU_EVENT_DEFAULT), "cuEventCreate");
+	PN_CU(cu, EventCreate(&d->ex, CU_EVENT_DEFAULT), "cuEventCreate");
+	PN_CU(cu, MemAlloc(&d->src, bytes), "cuMemAlloc");
+	PN_CU(cu, MemAlloc(&d->dst, bytes), "cuMemAlloc");
+	PN_CU(cu, MemsetD8Async(d->src, 0x5a, bytes, d->s), "cuMemsetD8Async");
+	if (image) {
+		PN_CU(cu, ModuleLoadData(&d->mod, image), "cuModuleLoadData");
+		PN_CU(cu, ModuleGetFunction(&d->copy, d->mod, "pn_copy_sm"), "pn_copy_sm");
+		PN_CU(cu, ModuleGetFunction(&d->chase, d->mod, "pn_chase"), "pn_chase");
+	}
+	return 0;
+}
+
+static void bw_release(const struct pn_cudrv *cu, struct bw_dev *d)
+{
+	if (!d->ctx)
+		return;
+	cu->CtxSetCurrent(d->ctx);
+	if (d->s)
+		cu->StreamSynchronize(d->s);
+	if (d->mod)
+		cu->ModuleUnload(d->mod);
+	if (d->src)
+		cu->MemFree(d->src);
+	if (d->dst)
+		cu->MemFree(d->dst);
+	if (d->e0)
+		cu->EventDestroy(d->e0);
+	if (d->e1)
+		cu->EventDestroy(d->e1);
+	if (d->ex)
+		cu->EventDestroy(d->ex);
+	if (d->s)
+		cu->StreamDestroy(d->s);
+	cu->DevicePrimaryCtxRelease(d->dev);
+}
+
+/* One transfer from a to b (dst of b), enqueued on a's stream. */
+static int bw_one(const struct pn_cudrv *cu, const struct penny_bw_v1 *q, struct bw_dev *a,
+		  CUdeviceptr dst, size_t bytes)
+{
+	PN_CU(cu, CtxSetCurrent(a->ctx), "cuCtxSetCurrent");
+	if (q->engine == PENNY_BW_SM) {
+		struct pn_copy_args ca = { dst, a->src, bytes };
+		void *params[1] = { &ca };
+		unsigned grid = (unsigned)a->nsm * 2;
+
+		PN_CU(cu, LaunchKernel(a->copy, grid, 1, 1, 512, 1, 1, 0, a->s, params, NULL),
+		      "cuLaunchKernel");
+		return 0;
+	}
+	PN_CU(cu, MemcpyAsync(dst, a->src, bytes, a->s), "cuMemcpyAsync");
+	return 0;
+}
+
+static int bw_cell(const struct pn_cudrv *cu, const struct penny_bw_v1 *q, struct bw_dev *a,
+		   struct bw_dev *b, CUdeviceptr chain, double *out)
+{
+	int it, iters = q->iters > 0 ? q->iters : 10, ret;
+	size_t bytes = q->what == PENNY_BW_LATENCY ? 4 : (size_t)q->bytes;
+	float ms = 0;
+
+	/* warm up, then time; b's stream joins in for bidirectional */
+	for (it = -1; it < iters; it++) {
+		if (it == 0) {
+			PN_CU(cu, CtxSetCurrent(a->ctx), "cuCtxSetCurrent");
+			PN_CU(cu, StreamSynchronize(a->s), "cuStreamSynchronize");
+			PN_CU(cu, EventRecord(a->e0, a->s), "cuEventRecord");
+			if (q->bidir && b != a) {
+				PN_CU(cu, CtxSetCurrent(b->ctx), "cuCtxSetCurrent");
+				PN_CU(cu, StreamWaitEvent(b->s, a->e0, 0), "cuStreamWaitEvent");
+			}
+		}
+		if (q->what == PENNY_BW_LATENCY && q->engine == PENNY_BW_SM) {
+			if (it < 0)
+				continue;
+			struct pn_chase_args ch = { chain, a->src, 1000, 0 };
+			void *params[1] = { &ch };
+
+			PN_CU(cu, CtxSetCurrent(a->ctx), "cuCtxSetCurrent");
+			PN_CU(cu, LaunchKernel(a->chase, 1, 1, 1, 32, 1, 1, 0, a->s, params, NULL),
+			      "cuLaunchKernel");
+			continue;
+		}
+		ret = bw_one(cu, q, a, b->dst, bytes);
+		if (!ret && q->bidir && b != a)
+			ret = bw_one(cu, q, b, a->dst, bytes);
+		if (ret)
+			return ret;
+	}
+	if (q->bidir && b != a) {
+		PN_CU(cu, CtxSetCurrent(b->ctx), "cuCtxSetCurrent");
+		PN_CU(cu, EventRecord(b->ex, b->s), "cuEventRecord");
+		PN_CU(cu, CtxSetCurrent(a->ctx), "cuCtxSetCurrent");
+		PN_CU(cu, StreamWaitEvent(a->s, b->ex, 0), "cuStreamWaitEvent");
+	}
+	PN_CU(cu, CtxSetCurrent(a->ctx), "cuCtxSetCurrent");
+	PN_CU(cu, EventRecord(a->e1, a->s), "cuEventRecord");
+	PN_CU(cu, EventSynchronize(a->e1), "cuEventSynchronize");
+	PN_CU(cu, EventElapsedTime(&ms, a->e0, a->e1), "cuEventElapsedTime");
+	if (q->what == PENNY_BW_LATENCY)
+		*out = ms * 1000.0 / iters / (q->engine == PENNY_BW_SM ? 1000.0 : 1.0);
+	else
+		*out = (double)bytes * iters * (q->bidir && b != a ? 2 : 1) / (ms * 1e-3) / 1e9;
+	return 0;
+}
+
+/* A pointer-chasing cycle over 4096 entries 128 bytes apart, in dev's memory. */
+static int bw_chain(const struct pn_cudrv *cu, struct bw_dev *d, CUdeviceptr *chain)
+{
+	enum { N = 4096, STRIDE = 16 /* uint64 entries per 128 bytes */ };
+	uint64_t *h = calloc((size_t)N * STRIDE, sizeof(uint64_t));
+	uint32_t perm[N], i, x = 2463534242u;
+
+	if (!h)
+		return pn_plugin_fail(-ENOMEM, "out of memory");
+	for (i = 0; i < N; i++)
+		perm[i] = i;
+	for (i = N - 1; i > 0; i--) { /* Sattolo: one cycle through all entries */
+		uint32_t j, t;
+
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		j = x % i;
+		t = perm[i];
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+	for (i = 0; i < N; i++)
+		h[(size_t)i * STRIDE] = (uint64_t)perm[i] * STRIDE; /* next entry, in uint64 units */
+	*chain = d->dst;
+	PN_CU(cu, CtxSetCurrent(d->ctx), "cuCtxSetCurrent");
+	if (cu->MemcpyHtoD(d->dst, h, (size_t)N * STRIDE * 8) != CUDA_SUCCESS) {
+		free(h);
+		return pn_plugin_fail(-EIO, "cannot write the latency chain");
+	}
+	free(h);
+	return 0;
+}
+
+int pn_gpu_bw(const void *image, struct penny_bw_v1 *q)
+{
+	const struct pn_cudrv *cu = pn_cudrv_get();
+	struct bw_dev d[PENNY_BW_MAX_DEV];
+	size_t bytes;
+	int n = 0, i, j, ret = 0;
+
+	if (!cu)
+		return -ENODEV;
+	if (q->engine == PENNY_BW_SM && !image)
+		return pn_plugin_fail(-ENOTSUP, "SM copies need the plugin's kernels (built without nvcc)");
+	bytes = q->what == PENNY_BW_LATENCY ? ((size_t)4096 * 128) : (size_t)q->bytes;
+	if (bytes < 4096)
+		bytes = 4096;
+	memset(d, 0, sizeof(d));
+	PN_CU(cu, Init(0), "cuInit");
+	PN_CU(cu, DeviceGetCount(&n), "cuDeviceGetCount");
+	if (n <= 0)
+		return pn_plugin_fail(-ENODEV, "no CUDA device is visible");
+	if (n > PENNY_BW_MAX_DEV)
+		n = PENNY_BW_MAX_DEV;
+	q->ndev = n;
+	for (i = 0; i < n && !ret; i++) {
+		ret = bw_setup(cu, &d[i], i, bytes, image);
+		if (!ret && cu->DeviceGetName(q->name[i], sizeof(q->name[i]), d[i].dev) != CUDA_SUCCESS)
+			snprintf(q->name[i], sizeof(q->name[i]), "GPU %d", i);
+	}
+	for (i = 0; i < n && !ret; i++)
+		for (j = 0; j < n && !ret; j++) {
+			int can = 0;
+			CUresult r;
+
+			if (i == j)
+				continue;
+			cu->DeviceCanAccessPeer(&can, d[i].dev, d[j].dev);
+			if (!can)
+				continue;
+			cu->CtxSetCurrent(d[i].ctx);
+			r = cu->CtxEnablePeerAccess(d[j].ctx, 0);
+			if (r != CUDA_SUCCESS && r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+				ret = pn_cu_fail(cu, r, "cuCtxEnablePeerAccess");
+		}
+	for (i = 0; i < n && !ret; i++)
+		for (j = 0; j < n && !ret; j++) {
+			CUdeviceptr chain = 0;
+
+			if (q->what == PENNY_BW_LATENCY && q->engine == PENNY_BW_SM)
+				ret = bw_chain(cu, &d[j], &chain);
+			if (!ret)
+				ret = bw_cell(cu, q, &d[i], &d[j], chain, &q->value[i * n + j]);
+		}
+	for (i = 0; i < n; i++)
+		bw_release(cu, &d[i]);
+	return ret;
+}

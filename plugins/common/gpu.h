@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What both GPU plugins share: one device (primary context, one stream),
+ * device memory, the fill/check kernels (or a host fallback when the plugin
+ * was built without nvcc), the timing loop with CUDA events and graph
+ * capture, and the GPU-to-GPU bandwidth matrix.
+ */
+#ifndef PENNY_GPU_H
+#define PENNY_GPU_H
+
+#include "../include/penny_plugin.h"
+#include "cudrv.h"
+
+struct pn_gpu {
+	const struct pn_cudrv *cu;
+	const struct penny_host_v1 *host;
+	int ordinal;
+	CUdevice dev;
+	CUcontext ctx;
+	CUstream stream;
+	CUevent ev0, ev1;
+	int nsm, cc_major, cc_minor, driver_version;
+	char name[96], busid[32];
+	CUmodule data_mod;	/* NULL: fill/check on the host */
+	CUfunction fill_fn[PENNY_NDTYPES], check_fn[PENNY_NDTYPES];
+	CUdeviceptr result;	/* check: uint64_t[2] */
+};
+
+/* device < 0: host->local_rank modulo the visible devices.  data_image: the
+ * fatbin of data_kernels.cu, or NULL. */
+int pn_gpu_open(struct pn_gpu *g, const struct penny_host_v1 *host, int device,
+		const void *data_image);
+void pn_gpu_close(struct pn_gpu *g);
+/* Make the device's context current to the calling thread. */
+int pn_gpu_enter(struct pn_gpu *g);
+
+int pn_gpu_alloc(struct pn_gpu *g, size_t bytes, void **p);
+int pn_gpu_free(struct pn_gpu *g, void *p);
+int pn_gpu_memcpy(struct pn_gpu *g, void *dst, const void *src, size_t bytes, int dir);
+int pn_gpu_poison(struct pn_gpu *g, void *buf, size_t bytes, int byte);
+int pn_gpu_fill(struct pn_gpu *g, void *buf, size_t count, int dtype, int op, uint32_t seed,
+		int rank);
+int pn_gpu_check(struct pn_gpu *g, const void *buf, size_t count, int dtype, int op,
+		 uint32_t seed, int nranks, struct penny_check_v1 *res);
+int pn_gpu_sync(struct pn_gpu *g);
+int pn_gpu_launch(struct pn_gpu *g, CUfunction f, unsigned grid, unsigned block, void *args);
+
+/* The timing loop of penny_plugin_v1.time: enqueue() adds one call. */
+typedef int (*pn_gpu_enqueue_fn)(void *ctx);
+int pn_gpu_time(struct pn_gpu *g, pn_gpu_enqueue_fn enqueue, void *ctx, struct penny_time_v1 *t);
+
+/* penny_plugin_v1.bw over every visible device. */
+int pn_gpu_bw(const void *data_image, struct penny_bw_v1 *req);
+
+/* Checks shared by the plugins' entry points. */
+int pn_gpu_check_args(size_t count, int dtype, int op);
+
+void pn_gpu_log(const struct penny_host_v1 *h, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif

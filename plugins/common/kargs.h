@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Kernel parameter blocks, shared by the host code (C) and the kernels
+ * (CUDA).  Each kernel takes one of these by value; device addresses are
+ * uint64_t.
+ */
+#ifndef PENNY_KARGS_H
+#define PENNY_KARGS_H
+
+#include <stdint.h>
+
+/* pn_fill_<type>, pn_check_<type> */
+struct pn_data_args {
+	uint64_t ptr;
+	uint64_t count;
+	uint64_t result;	/* check: device uint64_t[2] = {wrong, first_bad} */
+	uint32_t seed;
+	int32_t rank;		/* fill: whose data */
+	int32_t nranks;		/* check: ranks reduced */
+	int32_t op;
+};
+
+/* pn_copy_sm: bytes from src to dst with 16-byte loads/stores */
+struct pn_copy_args {
+	uint64_t dst, src, bytes;
+};
+
+/* pn_chase: iters dependent loads through a chain of uint32 indices */
+struct pn_chase_args {
+	uint64_t buf, out;
+	uint32_t iters;
+	uint32_t pad;
+};
+
+/* Maximum ranks the allreduce kernels handle (one node). */
+#define PN_AR_MAX_RANKS 8
+/* Maximum blocks of one allreduce kernel (flag and counter arrays). */
+#define PN_AR_MAX_BLOCKS 512
+
+/*
+ * Allreduce kernels: pn_ar_<algo>_<type>_<op>.  The workspace of each rank
+ * (one IPC-mapped allocation) is laid out by pn_ws_* offsets below.
+ */
+struct pn_ar_args {
+	uint64_t send, recv;		/* local */
+	uint64_t peer_recv[PN_AR_MAX_RANKS];	/* recv of rank p (same offset), twoshot/ring */
+	uint64_t peer_ws[PN_AR_MAX_RANKS];	/* workspace of rank p (mine at [rank]) */
+	uint64_t count;			/* elements */
+	uint64_t desc;			/* buffer identity; must match on every rank */
+	uint64_t timeout_ns;		/* a wait longer than this fails the call */
+	uint32_t tile;			/* twoshot/ring: bytes per rank slice of a tile */
+	uint32_t slot_bytes;		/* twoshot/ring: capacity of one scratch slot */
+	uint64_t ll_slot_bytes;		/* oneshot: capacity of one LL slot (16 B per 8 B) */
+	int32_t rank, nranks;
+};
+
+/* Workspace layout (bytes from the start of a rank's workspace). */
+#define PN_WS_FLAGS 0	/* uint32 [MAX_BLOCKS][MAX_RANKS]: flag from rank p to block b */
+#define PN_WS_BFLAGS (PN_WS_FLAGS + 4 * PN_AR_MAX_BLOCKS * PN_AR_MAX_RANKS)
+#define PN_WS_DESCS (PN_WS_BFLAGS + 4 * PN_AR_MAX_BLOCKS * PN_AR_MAX_RANKS)	/* uint64 */
+#define PN_WS_COUNTERS (PN_WS_DESCS + 8 * PN_AR_MAX_BLOCKS * PN_AR_MAX_RANKS)
+/* counters: uint32 [0..MAX_BLOCKS) barrier seq, [MAX_BLOCKS..2*MAX_BLOCKS) tiles,
+ * [2*MAX_BLOCKS..3*MAX_BLOCKS) kernels, then LL epoch, LL done, error word,
+ * error detail */
+#define PN_CNT_SEQ 0
+#define PN_CNT_TILES PN_AR_MAX_BLOCKS
+#define PN_CNT_KERNELS (2 * PN_AR_MAX_BLOCKS)
+#define PN_CNT_LL_EPOCH (3 * PN_AR_MAX_BLOCKS)
+#define PN_CNT_LL_DONE (3 * PN_AR_MAX_BLOCKS + 1)
+#define PN_CNT_ERR (3 * PN_AR_MAX_BLOCKS + 2)
+#define PN_CNT_ERR_INFO (3 * PN_AR_MAX_BLOCKS + 3)
+#define PN_WS_LL (PN_WS_COUNTERS + 4 * (3 * PN_AR_MAX_BLOCKS + 64))
+/* LL area: [2 parities][MAX_RANKS slots][ll_slot_bytes]; then the tile
+ * scratch: [MAX_BLOCKS... blocks][2 parities][MAX_RANKS slots][slot_bytes]. */
+
+/* error word bits */
+#define PN_ERR_TIMEOUT 1u	/* a wait timed out; detail = peer rank */
+#define PN_ERR_DESC 2u		/* buffers differ between ranks */
+
+#endif

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Device primitives of penny's kernels: memory-model operations (acquire /
+ * release at system scope, LL volatile lines), 16-byte vector accesses,
+ * half/bfloat16 conversions, thread indices.  With PN_EMU defined they map to
+ * the host emulator (plugins/cuda/emu/emu.h), which runs the same kernel
+ * source on the CPU for the unit tests.
+ */
+#ifndef PENNY_DEV_CUH
+#define PENNY_DEV_CUH
+
+#include <stdint.h>
+#include <string.h>
+
+#include "../include/penny_data.h"
+
+struct __align__(16) pn_v4 {
+	uint32_t x, y, z, w;
+};
+
+struct __align__(8) pn_v2 {
+	uint32_t x, y;
+};
+
+#ifndef PN_EMU
+
+#define PN_DEV static __device__ __forceinline__
+
+PN_DEV unsigned pn_tid(void) { return threadIdx.x; }
+PN_DEV unsigned pn_ntid(void) { return blockDim.x; }
+PN_DEV unsigned pn_bid(void) { return blockIdx.x; }
+PN_DEV unsigned pn_nbid(void) { return gridDim.x; }
+PN_DEV void pn_sync(void) { __syncthreads(); }
+PN_DEV int pn_sync_or(int p) { return __syncthreads_or(p); }
+PN_DEV void pn_pause(void) {}
+PN_DEV void pn_maybe_yield(void) {}
+
+PN_DEV uint32_t pn_ld_acquire(const uint32_t *p)
+{
+	uint32_t v;
+
+	asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+}
+
+PN_DEV void pn_st_release(uint32_t *p, uint32_t v)
+{
+	asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+PN_DEV uint64_t pn_ld_volatile_u64(const uint64_t *p)
+{
+	uint64_t v;
+
+	asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+
+PN_DEV void pn_st_volatile_u64(uint64_t *p, uint64_t v)
+{
+	asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+PN_DEV uint64_t pn_clock_ns(void)
+{
+	uint64_t t;
+
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+/* LL line: 8 data bytes + two copies of the flag, one 16-byte store. */
+PN_DEV void pn_ll_store(void *p, uint32_t lo, uint32_t hi, uint32_t flag)
+{
+	asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(lo),
+		     "r"(flag), "r"(hi), "r"(flag)
+		     : "memory");
+}
+
+PN_DEV pn_v4 pn_ll_load(const void *p)
+{
+	pn_v4 v;
+
+	asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+		     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+		     : "l"(p)
+		     : "memory");
+	return v;
+}
+
+/* Data written by another GPU: read at L2 (not a stale L1 line). */
+PN_DEV pn_v4 pn_ld_cg(const void *p)
+{
+	uint4 u = __ldcg((const uint4 *)p);
+	pn_v4 v = { u.x, u.y, u.z, u.w };
+
+	return v;
+}
+
+PN_DEV pn_v4 pn_ld(const void *p)
+{
+	return *(const pn_v4 *)p;
+}
+
+PN_DEV void pn_st(void *p, pn_v4 v)
+{
+	*(pn_v4 *)p = v;
+}
+
+PN_DEV float pn_bf16_f(uint16_t h)
+{
+	return __uint_as_float((uint32_t)h << 16);
+}
+
+PN_DEV uint16_t pn_f_bf16(float f)
+{
+	uint16_t h;
+
+	asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+	return h;
+}
+
+PN_DEV float pn_half_f(uint16_t h)
+{
+	float f;
+
+	asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+	return f;
+}
+
+PN_DEV uint16_t pn_f_half(float f)
+{
+	uint16_t h;
+
+	asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+	return h;
+}
+
+PN_DEV uint32_t pn_atomic_add(uint32_t *p, uint32_t v) { return atomicAdd(p, v); }
+PN_DEV void pn_atomic_or(uint32_t *p, uint32_t v) { atomicOr(p, v); }
+PN_DEV void pn_atomic_add64(unsigned long long *p, unsigned long long v) { atomicAdd(p, v); }
+PN_DEV void pn_atomic_min64(unsigned long long *p, unsigned long long v) { atomicMin(p, v); }
+
+#else /* PN_EMU: the host emulator provides these */
+
+#define PN_DEV static inline
+#include "../cuda/emu/emu_dev.h"
+
+#endif
+
+/* Element types as stored. */
+struct pn_bf16_t {
+	uint16_t x;
+};
+struct pn_half_t {
+	uint16_t x;
+};
+
+#endif

@@ -1,0 +1,937 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * penny's allreduce kernels over CUDA IPC (NVLink): one-shot (LL lines),
+ * two-shot and ring.  Every kernel is pn_ar_<algo>_<type>_<op> and takes one
+ * struct pn_ar_args.
+ *
+ * Memory protocol (all data moves by stores into a peer's memory; every
+ * read is local):
+ *  - one-shot: each rank stores its input as LL lines (8 data bytes + the
+ *    call's epoch twice, one 16-byte volatile store) into slot [rank] of every
+ *    peer's LL area, then polls its own LL area and reduces the n inputs in
+ *    rank order 0..n-1.  No barrier, no fence.  Two parities of the area,
+ *    chosen by the epoch: a rank writes call k+2 only after it has read every
+ *    peer's call k+1, which each peer wrote after finishing call k.  The epoch
+ *    lives in device memory (the last block bumps it), so CUDA-graph replays
+ *    are safe.
+ *  - two-shot: the buffer is cut into tiles of n slices.  Reduce-scatter:
+ *    slice j goes to rank j's scratch slot [rank]; __syncthreads, then one
+ *    st.release.sys flag per peer (cumulative over the block's stores); the
+ *    peers poll with ld.acquire.sys.  Rank j reduces slice j in rank order,
+ *    writes it to its recv and stores it into every peer's recv (all-gather).
+ *    A last flag round ("done") tells each rank that all slices arrived.
+ *  - ring: per tile, n-1 reduce-scatter steps into the next rank's scratch,
+ *    then n-1 all-gather steps straight into the next rank's recv, each step
+ *    signalled by one flag to the next rank.
+ * Flags and tile counters are per block and monotonic (compared modulo
+ * 2^32); scratch has two parities per block, chosen by the block's tile
+ * count.  Every wait gives up after timeout_ns and records PN_ERR_TIMEOUT.
+ * Buffers written in a peer (its recv) must be the same allocation and
+ * offset there: the buffer identity (desc) travels with the flags and a
+ * mismatch records PN_ERR_DESC and writes nothing into the peer.
+ */
+#include "../common/kargs.h"
+#include "../common/pn_dev.cuh"
+
+#ifndef PN_EMU
+#define PN_DEVM __device__ __forceinline__
+#define PN_BOUNDS __launch_bounds__(512, 1)
+#else
+#define PN_DEVM inline
+#define PN_BOUNDS
+#endif
+
+/* ---- element types: accumulate half/bfloat16 in float ---- */
+
+template <typename T> struct pn_tr {
+	typedef T A;
+	static PN_DEVM A to(T v) { return v; }
+	static PN_DEVM T from(A a) { return a; }
+};
+template <> struct pn_tr<pn_bf16_t> {
+	typedef float A;
+	static PN_DEVM A to(pn_bf16_t v) { return pn_bf16_f(v.x); }
+	static PN_DEVM pn_bf16_t from(A a)
+	{
+		pn_bf16_t v;
+
+		v.x = pn_f_bf16(a);
+		return v;
+	}
+};
+template <> struct pn_tr<pn_half_t> {
+	typedef float A;
+	static PN_DEVM A to(pn_half_t v) { return pn_half_f(v.x); }
+	static PN_DEVM pn_half_t from(A a)
+	{
+		pn_half_t v;
+
+		v.x = pn_f_half(a);
+		return v;
+	}
+};
+
+/* Integer sum and product wrap (done in the unsigned type). */
+template <typename A> struct pn_ar {
+	static PN_DEVM A add(A a, A b) { return a + b; }
+	static PN_DEVM A mul(A a, A b) { return a * b; }
+	static PN_DEVM A div(A a, int n) { return a / (A)n; }
+};
+#define PN_AR_INT(S, U)                                                                        \
+	template <> struct pn_ar<S> {                                                          \
+		static PN_DEVM S add(S a, S b) { return (S)(U)((U)a + (U)b); }                 \
+		static PN_DEVM S mul(S a, S b) { return (S)(U)((U)a * (U)b); }                 \
+		static PN_DEVM S div(S a, int n) { return (S)(a / (S)n); }                     \
+	};
+PN_AR_INT(int8_t, uint8_t)
+PN_AR_INT(uint8_t, uint8_t)
+PN_AR_INT(int32_t, uint32_t)
+PN_AR_INT(uint32_t, uint32_t)
+PN_AR_INT(int64_t, uint64_t)
+PN_AR_INT(uint64_t, uint64_t)
+template <> struct pn_ar<float> {
+	static PN_DEVM float add(float a, float b) { return a + b; }
+	static PN_DEVM float mul(float a, float b) { return a * b; }
+	static PN_DEVM float div(float a, int n) { return a / (float)n; }
+};
+
+template <int OP, typename A> PN_DEVM A pn_comb(A a, A b)
+{
+	if (OP == PENNY_PROD)
+		return pn_ar<A>::mul(a, b);
+	if (OP == PENNY_MIN)
+		return b < a ? b : a;
+	if (OP == PENNY_MAX)
+		return b > a ? b : a;
+	return pn_ar<A>::add(a, b);
+}
+
+/* A pack of BYTES bytes of T, reduced element-wise in accumulator type. */
+template <typename T, int OP, int BYTES> struct pn_pack {
+	enum { N = BYTES / sizeof(T) };
+	typedef typename pn_tr<T>::A A;
+	A acc[N];
+
+	PN_DEVM void first(const void *raw)
+	{
+		T e[N];
+
+		memcpy(e, raw, BYTES);
+#pragma unroll
+		for (int i = 0; i < N; i++)
+			acc[i] = pn_tr<T>::to(e[i]);
+	}
+	PN_DEVM void add(const void *raw)
+	{
+		T e[N];
+
+		memcpy(e, raw, BYTES);
+#pragma unroll
+		for (int i = 0; i < N; i++)
+			acc[i] = pn_comb<OP, A>(acc[i], pn_tr<T>::to(e[i]));
+	}
+	/* fin: apply avg's division by n */
+	PN_DEVM void out(void *raw, int n, bool fin)
+	{
+		T e[N];
+
+#pragma unroll
+		for (int i = 0; i < N; i++) {
+			A a = acc[i];
+
+			if (OP == PENNY_AVG && fin)
+				a = pn_ar<A>::div(a, n);
+			e[i] = pn_tr<T>::from(a);
+		}
+		memcpy(raw, e, BYTES);
+	}
+};
+
+/* ---- waits ---- */
+
+struct pn_wait_state {
+	bool dead;	/* a wait timed out: stop waiting, finish the protocol */
+};
+
+PN_DEV void pn_fail(const struct pn_ar_args &a, uint32_t bit, uint32_t info)
+{
+	uint32_t *cnt = (uint32_t *)(a.peer_ws[a.rank] + PN_WS_COUNTERS);
+
+	pn_atomic_or(&cnt[PN_CNT_ERR], bit);
+	cnt[PN_CNT_ERR_INFO] = info;
+}
+
+/* Wait until *f >= target (mod 2^32). */
+PN_DEV void pn_wait_flag(const struct pn_ar_args &a, const uint32_t *f, uint32_t target,
+			 int peer, pn_wait_state &w)
+{
+	uint32_t spins = 0;
+	uint64_t t0 = 0;
+
+	while (!w.dead && (int32_t)(pn_ld_acquire(f) - target) < 0) {
+		pn_pause();
+		if (++spins < 1024)
+			continue;
+		spins = 0;
+		uint64_t now = pn_clock_ns();
+
+		if (!t0) {
+			t0 = now;
+		} else if (now - t0 > a.timeout_ns) {
+			pn_fail(a, PN_ERR_TIMEOUT, (uint32_t)peer);
+			w.dead = true;
+		}
+	}
+}
+
+PN_DEV pn_v2 pn_ll_wait(const struct pn_ar_args &a, const char *p, uint32_t epoch, int peer,
+			pn_wait_state &w)
+{
+	uint32_t spins = 0;
+	uint64_t t0 = 0;
+
+	for (;;) {
+		pn_v4 v = pn_ll_load(p);
+
+		if ((v.y == epoch && v.w == epoch) || w.dead) {
+			pn_v2 d = { v.x, v.z };
+
+			return d;
+		}
+		pn_pause();
+		if (++spins < 1024)
+			continue;
+		spins = 0;
+		uint64_t now = pn_clock_ns();
+
+		if (!t0) {
+			t0 = now;
+		} else if (now - t0 > a.timeout_ns) {
+			pn_fail(a, PN_ERR_TIMEOUT, (uint32_t)peer);
+			w.dead = true;
+		}
+	}
+}
+
+/* ---- byte helpers for tails (fewer than 16 bytes) ---- */
+
+PN_DEV void pn_ld_bytes(void *dst, const char *src, unsigned n, bool remote)
+{
+	unsigned char *d = (unsigned char *)dst;
+
+	for (unsigned i = 0; i < n; i++)
+		d[i] = remote ? *(const volatile unsigned char *)(src + i) : (unsigned char)src[i];
+}
+
+PN_DEV void pn_st_bytes(char *dst, const void *src, unsigned n)
+{
+	const unsigned char *s = (const unsigned char *)src;
+
+	for (unsigned i = 0; i < n; i++)
+		dst[i] = (char)s[i];
+}
+
+/* Copy len bytes (a multiple of the element size) with the whole block. */
+PN_DEV void pn_block_copy(char *dst, const char *src, uint64_t len, bool remote_src,
+			  unsigned esize)
+{
+	const uint64_t nv = len / 16, nt = pn_ntid();
+	uint64_t v = pn_tid();
+
+	for (; v < nv; v += 4 * nt) {
+		pn_v4 x[4];
+
+#pragma unroll
+		for (int u = 0; u < 4; u++)
+			if (v + u * nt < nv)
+				x[u] = remote_src ? pn_ld_cg(src + (v + u * nt) * 16)
+						  : pn_ld(src + (v + u * nt) * 16);
+#pragma unroll
+		for (int u = 0; u < 4; u++)
+			if (v + u * nt < nv) {
+				pn_maybe_yield();
+				pn_st(dst + (v + u * nt) * 16, x[u]);
+			}
+	}
+	for (uint64_t o = nv * 16 + (uint64_t)pn_tid() * esize; o < len; o += nt * esize) {
+		unsigned char e[8];
+
+		pn_ld_bytes(e, src + o, esize, remote_src);
+		pn_st_bytes(dst + o, e, esize);
+	}
+}
+
+/*
+ * Reduce len bytes from nsrc sources in order (src[i], remote[i]) into the
+ * local dst and the ndst extra (peer) destinations.
+ */
+template <typename T, int OP>
+PN_DEV void pn_block_reduce(const char *const *src, const bool *remote, int nsrc, char *dst,
+			    char *const *pdst, int npdst, uint64_t len, int n, bool fin)
+{
+	const uint64_t nv = len / 16, nt = pn_ntid();
+
+	for (uint64_t v = pn_tid(); v < nv; v += nt) {
+		pn_pack<T, OP, 16> pk;
+		pn_v4 x[PN_AR_MAX_RANKS], o;
+
+#pragma unroll
+		for (int s = 0; s < PN_AR_MAX_RANKS; s++)
+			if (s < nsrc)
+				x[s] = remote[s] ? pn_ld_cg(src[s] + v * 16) : pn_ld(src[s] + v * 16);
+		pk.first(&x[0]);
+#pragma unroll
+		for (int s = 1; s < PN_AR_MAX_RANKS; s++)
+			if (s < nsrc)
+				pk.add(&x[s]);
+		pk.out(&o, n, fin);
+		pn_st(dst + v * 16, o);
+#pragma unroll
+		for (int d = 0; d < PN_AR_MAX_RANKS; d++)
+			if (d < npdst) {
+				pn_maybe_yield();
+				pn_st(pdst[d] + v * 16, o);
+			}
+	}
+	for (uint64_t o = nv * 16 + (uint64_t)pn_tid() * sizeof(T); o < len; o += nt * sizeof(T)) {
+		pn_pack<T, OP, sizeof(T)> pk;
+		T e;
+
+#pragma unroll
+		for (int s = 0; s < PN_AR_MAX_RANKS; s++) {
+			if (s >= nsrc)
+				break;
+			pn_ld_bytes(&e, src[s] + o, sizeof(T), remote[s]);
+			if (s == 0)
+				pk.first(&e);
+			else
+				pk.add(&e);
+		}
+		pk.out(&e, n, fin);
+		pn_st_bytes(dst + o, &e, sizeof(T));
+#pragma unroll
+		for (int d = 0; d < PN_AR_MAX_RANKS; d++)
+			if (d < npdst)
+				pn_st_bytes(pdst[d] + o, &e, sizeof(T));
+	}
+}
+
+PN_DEV uint32_t *pn_ws_u32(uint64_t ws, uint64_t off)
+{
+	return (uint32_t *)(ws + off);
+}
+
+PN_DEV uint64_t pn_scratch(const struct pn_ar_args &a, int rank, unsigned b, unsigned par,
+			   int slot)
+{
+	return a.peer_ws[rank] + PN_WS_LL + 2ull * a.nranks * a.ll_slot_bytes +
+	       (((uint64_t)b * 2 + par) * a.nranks + slot) * a.slot_bytes;
+}
+
+/* ---- one-shot with LL lines ---- */
+
+PN_DEV pn_v2 pn_load8(const char *p, uint64_t i, uint64_t bytes)
+{
+	pn_v2 d = { 0, 0 };
+
+	if (i * 8 + 8 <= bytes)
+		return *(const pn_v2 *)(p + i * 8);
+	pn_ld_bytes(&d, p + i * 8, (unsigned)(bytes - i * 8), false);
+	return d;
+}
+
+/* The last block of an LL kernel moves the epoch on (graph-safe: in memory). */
+PN_DEV void pn_ll_done(uint32_t *cnt, uint32_t epoch)
+{
+	pn_sync();
+	if (pn_tid() == 0 && pn_atomic_add(&cnt[PN_CNT_LL_DONE], 1) == pn_nbid() - 1) {
+		cnt[PN_CNT_LL_DONE] = 0;
+		cnt[PN_CNT_LL_EPOCH] = epoch;
+	}
+}
+
+template <typename T, int OP> PN_DEV void pn_ar_oneshot(const struct pn_ar_args &a)
+{
+	const int n = a.nranks, r = a.rank;
+	uint32_t *cnt = pn_ws_u32(a.peer_ws[r], PN_WS_COUNTERS);
+	const uint32_t epoch = cnt[PN_CNT_LL_EPOCH] + 1, par = epoch & 1;
+	const uint64_t bytes = a.count * sizeof(T), lines = (bytes + 7) / 8;
+	const uint64_t stride = (uint64_t)pn_nbid() * pn_ntid();
+	const uint64_t first = (uint64_t)pn_bid() * pn_ntid() + pn_tid();
+	const char *send = (const char *)a.send;
+	char *recv = (char *)a.recv;
+	const char *mine = (const char *)(a.peer_ws[r] + PN_WS_LL) + (uint64_t)par * n * a.ll_slot_bytes;
+	pn_wait_state w = { false };
+
+	for (uint64_t i = first; i < lines; i += stride) {
+		pn_v2 d = pn_load8(send, i, bytes);
+
+#pragma unroll
+		for (int q = 1; q < PN_AR_MAX_RANKS; q++) {
+			if (q >= n)
+				break;
+			int p = (r + q) % n;
+			char *dst = (char *)(a.peer_ws[p] + PN_WS_LL) +
+				    ((uint64_t)par * n + r) * a.ll_slot_bytes + i * 16;
+
+			pn_maybe_yield();
+			pn_ll_store(dst, d.x, d.y, epoch);
+		}
+	}
+	for (uint64_t i = first; i < lines; i += stride) {
+		pn_pack<T, OP, 8> pk;
+		pn_v2 o;
+
+#pragma unroll
+		for (int p = 0; p < PN_AR_MAX_RANKS; p++) {
+			if (p >= n)
+				break;
+			pn_v2 d = p == r ? pn_load8(send, i, bytes)
+					 : pn_ll_wait(a, mine + (uint64_t)p * a.ll_slot_bytes + i * 16,
+						      epoch, p, w);
+			if (p == 0)
+				pk.first(&d);
+			else
+				pk.add(&d);
+		}
+		pk.out(&o, n, true);
+		if (i * 8 + 8 <= bytes)
+			*(pn_v2 *)(recv + i * 8) = o;
+		else
+			pn_st_bytes(recv + i * 8, &o, (unsigned)(bytes - i * 8));
+	}
+	pn_ll_done(cnt, epoch);
+}
+
+/*
+ * Two-shot with LL lines, for mid sizes: no barrier and no fence at all.
+ * The 8-byte lines are dealt out in n contiguous slices of L lines.
+ * Reduce-scatter: slice j goes, as LL lines, to rank j's slot [rank] (first
+ * half); rank j polls, reduces in rank order, writes its recv and sends the
+ * result as LL lines to every peer's slot [j] (second half); every rank
+ * polls those into its recv.  Each rank hears from every peer in both
+ * phases (the host runs it only when no slice is empty), which keeps the
+ * one-shot's parity argument.  The same thread handles line i in every loop,
+ * so in place is safe.
+ */
+template <typename T, int OP> PN_DEV void pn_ar_twoshot_ll(const struct pn_ar_args &a)
+{
+	const int n = a.nranks, r = a.rank;
+	uint32_t *cnt = pn_ws_u32(a.peer_ws[r], PN_WS_COUNTERS);
+	const uint32_t epoch = cnt[PN_CNT_LL_EPOCH] + 1, par = epoch & 1;
+	const uint64_t bytes = a.count * sizeof(T), lines = (bytes + 7) / 8;
+	const uint64_t L = (lines + n - 1) / n, half = a.ll_slot_bytes / 2;
+	const uint64_t stride = (uint64_t)pn_nbid() * pn_ntid();
+	const uint64_t first = (uint64_t)pn_bid() * pn_ntid() + pn_tid();
+	const char *send = (const char *)a.send;
+	char *recv = (char *)a.recv;
+	const char *mine = (const char *)(a.peer_ws[r] + PN_WS_LL) + (uint64_t)par * n * a.ll_slot_bytes;
+	pn_wait_state w = { false };
+
+#define PN_SLICE_LINES(j) ((uint64_t)(j) * L >= lines ? 0 : (lines - (uint64_t)(j) * L < L ? lines - (uint64_t)(j) * L : L))
+	/* reduce-scatter: my data of slice j to rank j */
+#pragma unroll
+	for (int q = 1; q < PN_AR_MAX_RANKS; q++) {
+		if (q >= n)
+			break;
+		const int j = (r + q) % n;
+		const uint64_t lj = PN_SLICE_LINES(j);
+		char *dst = (char *)(a.peer_ws[j] + PN_WS_LL) + ((uint64_t)par * n + r) * a.ll_slot_bytes;
+
+		for (uint64_t k = first; k < lj; k += stride) {
+			pn_v2 d = pn_load8(send, (uint64_t)j * L + k, bytes);
+
+			pn_maybe_yield();
+			pn_ll_store(dst + k * 16, d.x, d.y, epoch);
+		}
+	}
+	/* my slice: reduce in rank order, keep, send to everyone */
+	{
+		const uint64_t lr = PN_SLICE_LINES(r);
+
+		for (uint64_t k = first; k < lr; k += stride) {
+			const uint64_t i = (uint64_t)r * L + k;
+			pn_pack<T, OP, 8> pk;
+			pn_v2 o;
+
+#pragma unroll
+			for (int p = 0; p < PN_AR_MAX_RANKS; p++) {
+				if (p >= n)
+					break;
+				pn_v2 d = p == r ? pn_load8(send, i, bytes)
+						 : pn_ll_wait(a, mine + (uint64_t)p * a.ll_slot_bytes + k * 16,
+							      epoch, p, w);
+				if (p == 0)
+					pk.first(&d);
+				else
+					pk.add(&d);
+			}
+			pk.out(&o, n, true);
+#pragma unroll
+			for (int q = 1; q < PN_AR_MAX_RANKS; q++) {
+				if (q >= n)
+					break;
+				const int j = (r + q) % n;
+				char *dst = (char *)(a.peer_ws[j] + PN_WS_LL) +
+					    ((uint64_t)par * n + r) * a.ll_slot_bytes + half;
+
+				pn_maybe_yield();
+				pn_ll_store(dst + k * 16, o.x, o.y, epoch);
+			}
+			if (i * 8 + 8 <= bytes)
+				*(pn_v2 *)(recv + i * 8) = o;
+			else
+				pn_st_bytes(recv + i * 8, &o, (unsigned)(bytes - i * 8));
+		}
+	}
+	/* all-gather: the other slices, as their owners send them */
+#pragma unroll
+	for (int q = 1; q < PN_AR_MAX_RANKS; q++) {
+		if (q >= n)
+			break;
+		const int j = (r + q) % n;
+		const uint64_t lj = PN_SLICE_LINES(j);
+		const char *src = mine + (uint64_t)j * a.ll_slot_bytes + half;
+
+		for (uint64_t k = first; k < lj; k += stride) {
+			const uint64_t i = (uint64_t)j * L + k;
+			pn_v2 o = pn_ll_wait(a, src + k * 16, epoch, j, w);
+
+			if (i * 8 + 8 <= bytes)
+				*(pn_v2 *)(recv + i * 8) = o;
+			else
+				pn_st_bytes(recv + i * 8, &o, (unsigned)(bytes - i * 8));
+		}
+	}
+#undef PN_SLICE_LINES
+	pn_ll_done(cnt, epoch);
+}
+
+/* ---- flags ---- */
+
+PN_DEV void pn_signal(const struct pn_ar_args &a, int peer, unsigned b, uint32_t v, bool desc)
+{
+	if (desc) {
+		uint64_t *d = (uint64_t *)(a.peer_ws[peer] + PN_WS_DESCS) +
+			      (uint64_t)b * PN_AR_MAX_RANKS + a.rank;
+		pn_st_volatile_u64(d, a.desc);
+	}
+	pn_maybe_yield();
+	pn_st_release(pn_ws_u32(a.peer_ws[peer], PN_WS_FLAGS) + b * PN_AR_MAX_RANKS + a.rank, v);
+}
+
+/* Threads 0..n-1 wait for their peer's flag; returns true (block-wide) if a
+ * wait failed or, with check_desc, a peer's buffer differs. */
+PN_DEV bool pn_wait_all(const struct pn_ar_args &a, unsigned b, uint32_t v, bool check_desc,
+			pn_wait_state &w)
+{
+	int t = (int)pn_tid(), bad = 0;
+
+	if (t < a.nranks && t != a.rank) {
+		const uint32_t *f = pn_ws_u32(a.peer_ws[a.rank], PN_WS_FLAGS) + b * PN_AR_MAX_RANKS + t;
+
+		pn_wait_flag(a, f, v, t, w);
+		if (w.dead) {
+			bad = 1;
+		} else if (check_desc) {
+			const uint64_t *d = (const uint64_t *)(a.peer_ws[a.rank] + PN_WS_DESCS) +
+					    (uint64_t)b * PN_AR_MAX_RANKS + t;
+
+			if (pn_ld_volatile_u64(d) != a.desc) {
+				pn_fail(a, PN_ERR_DESC, (uint32_t)t);
+				bad = 1;
+			}
+		}
+	}
+	return pn_sync_or(bad) != 0;
+}
+
+/* ---- one-shot with flags (mid sizes: plain 16-byte stores, one flag round) ---- */
+
+/*
+ * Each tile of the buffer goes to slot [rank] of every peer's scratch; one
+ * flag round; every rank reduces the n copies in rank order into its own
+ * recv.  Nothing is written into a peer's recv, so any aligned buffers do.
+ */
+template <typename T, int OP> PN_DEV void pn_ar_oneshot_fl(const struct pn_ar_args &a)
+{
+	const int n = a.nranks, r = a.rank;
+	const unsigned b = pn_bid(), nb = pn_nbid();
+	uint32_t *cnt = pn_ws_u32(a.peer_ws[r], PN_WS_COUNTERS);
+	uint32_t seq = cnt[PN_CNT_SEQ + b], tiles = cnt[PN_CNT_TILES + b];
+	const uint64_t bytes = a.count * sizeof(T), tile = a.tile;
+	const uint64_t ntiles = (bytes + tile - 1) / tile;
+	const char *send = (const char *)a.send;
+	char *recv = (char *)a.recv;
+	pn_wait_state w = { false };
+
+	for (uint64_t k = b; k < ntiles; k += nb, tiles++) {
+		const unsigned par = tiles & 1;
+		const uint64_t base = k * tile;
+		const uint64_t len = bytes - base < tile ? bytes - base : tile;
+		const char *src[PN_AR_MAX_RANKS];
+		bool remote[PN_AR_MAX_RANKS];
+		char *pdst[PN_AR_MAX_RANKS];
+
+		/* my tile into every peer's slot [r]: load once, store n-1 times */
+#pragma unroll
+		for (int q = 0; q < PN_AR_MAX_RANKS; q++) {
+			src[q] = send + base;
+			remote[q] = false;
+			pdst[q] = q + 2 < n ? (char *)pn_scratch(a, (r + q + 2) % n, b, par, r) : NULL;
+		}
+		pn_block_reduce<T, OP>(src, remote, 1, (char *)pn_scratch(a, (r + 1) % n, b, par, r), pdst,
+				       n - 2, len, n, false);
+		pn_sync();
+		seq++;
+		if ((int)pn_tid() < n && (int)pn_tid() != r)
+			pn_signal(a, (int)pn_tid(), b, seq, false);
+		pn_wait_all(a, b, seq, false, w);
+#pragma unroll
+		for (int p = 0; p < PN_AR_MAX_RANKS; p++) {
+			src[p] = p == r ? send + base : (p < n ? (const char *)pn_scratch(a, r, b, par, p) : send);
+			remote[p] = p != r;
+		}
+		pn_block_reduce<T, OP>(src, remote, n, recv + base, pdst, 0, len, n, true);
+	}
+	if (pn_tid() == 0) {
+		cnt[PN_CNT_SEQ + b] = seq;
+		cnt[PN_CNT_TILES + b] = tiles;
+	}
+}
+
+/* ---- two-shot ---- */
+
+template <typename T, int OP> PN_DEV void pn_ar_twoshot(const struct pn_ar_args &a)
+{
+	const int n = a.nranks, r = a.rank;
+	const unsigned b = pn_bid(), nb = pn_nbid();
+	uint32_t *cnt = pn_ws_u32(a.peer_ws[r], PN_WS_COUNTERS);
+	uint32_t seq = cnt[PN_CNT_SEQ + b], tiles = cnt[PN_CNT_TILES + b];
+	const uint64_t bytes = a.count * sizeof(T), tile_bytes = (uint64_t)a.tile * n;
+	const uint64_t ntiles = (bytes + tile_bytes - 1) / tile_bytes;
+	const char *send = (const char *)a.send;
+	char *recv = (char *)a.recv;
+	pn_wait_state w = { false };
+	bool ok = true;
+
+	for (uint64_t k = b; k < ntiles; k += nb, tiles++) {
+		const unsigned par = tiles & 1;
+		const uint64_t base = k * tile_bytes;
+		const uint64_t len = bytes - base < tile_bytes ? bytes - base : tile_bytes;
+		const uint64_t slice = ((len + n - 1) / n + 15) / 16 * 16;
+
+		/* reduce-scatter: slice j to rank j's slot [r] */
+		for (int q = 1; q < n; q++) {
+			int j = (r + q) % n;
+			uint64_t off = (uint64_t)j * slice;
+
+			if (off >= len)
+				continue;
+			pn_block_copy((char *)pn_scratch(a, j, b, par, r), send + base + off,
+				      len - off < slice ? len - off : slice, false, sizeof(T));
+		}
+		pn_sync();
+		seq++;
+		if ((int)pn_tid() < n && (int)pn_tid() != r)
+			pn_signal(a, (int)pn_tid(), b, seq, true);
+		if (pn_wait_all(a, b, seq, true, w))
+			ok = false;
+
+		/* reduce slice r in rank order, all-gather it into every recv */
+		uint64_t off = (uint64_t)r * slice;
+
+		if (off < len) {
+			const char *src[PN_AR_MAX_RANKS];
+			bool remote[PN_AR_MAX_RANKS];
+			char *pdst[PN_AR_MAX_RANKS];
+
+			/* source p: my own input, or p's slice r in my scratch slot [p] */
+#pragma unroll
+			for (int p = 0; p < PN_AR_MAX_RANKS; p++) {
+				src[p] = p == r ? send + base + off
+						: (p < n ? (const char *)pn_scratch(a, r, b, par, p) : send);
+				remote[p] = p != r;
+				pdst[p] = p + 1 < n ? (char *)a.peer_recv[(r + p + 1) % n] + base + off
+						    : NULL;
+			}
+			pn_block_reduce<T, OP>(src, remote, n, recv + base + off, pdst, ok ? n - 1 : 0,
+					       len - off < slice ? len - off : slice, n, true);
+		}
+	}
+	/* done: every peer's slices are in my recv */
+	pn_sync();
+	seq++;
+	if ((int)pn_tid() < n && (int)pn_tid() != r)
+		pn_signal(a, (int)pn_tid(), b, seq, false);
+	pn_wait_all(a, b, seq, false, w);
+	if (pn_tid() == 0) {
+		cnt[PN_CNT_SEQ + b] = seq;
+		cnt[PN_CNT_TILES + b] = tiles;
+	}
+}
+
+/* ---- two-shot, hybrid: reduce-scatter by flags, all-gather by LL lines ---- */
+
+/*
+ * Mid sizes: the reduce-scatter is the flag two-shot's (plain 16-byte
+ * stores, one flag round per tile); the reduced slice then goes to every
+ * peer as LL lines (line = byte offset / 8 in slot [rank] of the LL area),
+ * which the peers poll into their recv: no second flag round, nothing
+ * stored into a peer's recv.  It uses the LL epoch like the LL kernels (the
+ * host runs it only when every rank owns data in the first tile, and on
+ * whole 16-byte vectors).
+ */
+template <typename T, int OP> PN_DEV void pn_ar_twoshot_hy(const struct pn_ar_args &a)
+{
+	const int n = a.nranks, r = a.rank;
+	const unsigned b = pn_bid(), nb = pn_nbid();
+	uint32_t *cnt = pn_ws_u32(a.peer_ws[r], PN_WS_COUNTERS);
+	uint32_t seq = cnt[PN_CNT_SEQ + b], tiles = cnt[PN_CNT_TILES + b];
+	const uint32_t epoch = cnt[PN_CNT_LL_EPOCH] + 1, lpar = epoch & 1;
+	const uint64_t bytes = a.count * sizeof(T), tile_bytes = (uint64_t)a.tile * n;
+	const uint64_t ntiles = (bytes + tile_bytes - 1) / tile_bytes, nt = pn_ntid();
+	const char *send = (const char *)a.send;
+	char *recv = (char *)a.recv;
+	const char *mine_ll = (const char *)(a.peer_ws[r] + PN_WS_LL) + (uint64_t)lpar * n * a.ll_slot_bytes;
+	pn_wait_state w = { false };
+
+	for (uint64_t k = b; k < ntiles; k += nb, tiles++) {
+		const unsigned par = tiles & 1;
+		const uint64_t base = k * tile_bytes;
+		const uint64_t len = bytes - base < tile_bytes ? bytes - base : tile_bytes;
+		const uint64_t slice = ((len + n - 1) / n + 15) / 16 * 16;
+
+		for (int q = 1; q < n; q++) {
+			int j = (r + q) % n;
+			uint64_t off = (uint64_t)j * slice;
+
+			if (off >= len)
+				continue;
+			pn_block_copy((char *)pn_scratch(a, j, b, par, r), send + base + off,
+				      len - off < slice ? len - off : slice, false, sizeof(T));
+		}
+		pn_sync();
+		seq++;
+		if ((int)pn_tid() < n && (int)pn_tid() != r)
+			pn_signal(a, (int)pn_tid(), b, seq, false);
+		pn_wait_all(a, b, seq, false, w);
+
+		/* my slice: reduce in rank order, keep it, send it as LL lines */
+		uint64_t off = (uint64_t)r * slice;
+
+		if (off < len) {
+			const uint64_t nv = (len - off < slice ? len - off : slice) / 16;
+
+			for (uint64_t v = pn_tid(); v < nv; v += nt) {
+				pn_pack<T, OP, 16> pk;
+				pn_v4 x[PN_AR_MAX_RANKS], o;
+				const uint64_t line = (base + off + v * 16) / 8;
+
+#pragma unroll
+				for (int p = 0; p < PN_AR_MAX_RANKS; p++)
+					if (p < n)
+						x[p] = p == r ? pn_ld(send + base + off + v * 16)
+							      : pn_ld_cg((const char *)pn_scratch(a, r, b, par, p) + v * 16);
+				pk.first(&x[0]);
+#pragma unroll
+				for (int p = 1; p < PN_AR_MAX_RANKS; p++)
+					if (p < n)
+						pk.add(&x[p]);
+				pk.out(&o, n, true);
+#pragma unroll
+				for (int q = 1; q < PN_AR_MAX_RANKS; q++) {
+					if (q >= n)
+						break;
+					char *dst = (char *)(a.peer_ws[(r + q) % n] + PN_WS_LL) +
+						    ((uint64_t)lpar * n + r) * a.ll_slot_bytes + line * 16;
+
+					pn_maybe_yield();
+					pn_ll_store(dst, o.x, o.y, epoch);
+					pn_ll_store(dst + 16, o.z, o.w, epoch);
+				}
+				pn_st(recv + base + off + v * 16, o);
+			}
+		}
+		/* the other slices of this tile, as their owners send them */
+		for (int q = 1; q < n; q++) {
+			const int j = (r + q) % n;
+			const uint64_t offj = (uint64_t)j * slice;
+
+			if (offj >= len)
+				continue;
+			const uint64_t nv = (len - offj < slice ? len - offj : slice) / 16;
+			const char *src = mine_ll + (uint64_t)j * a.ll_slot_bytes;
+
+			for (uint64_t v = pn_tid(); v < nv; v += nt) {
+				const uint64_t line = (base + offj + v * 16) / 8;
+				pn_v2 lo = pn_ll_wait(a, src + line * 16, epoch, j, w);
+				pn_v2 hi = pn_ll_wait(a, src + line * 16 + 16, epoch, j, w);
+				pn_v4 o = { lo.x, lo.y, hi.x, hi.y };
+
+				pn_st(recv + base + offj + v * 16, o);
+			}
+		}
+	}
+	if (pn_tid() == 0) {
+		cnt[PN_CNT_SEQ + b] = seq;
+		cnt[PN_CNT_TILES + b] = tiles;
+	}
+	pn_ll_done(cnt, epoch);
+}
+
+/* ---- ring ---- */
+
+template <typename T, int OP> PN_DEV void pn_ar_ring(const struct pn_ar_args &a)
+{
+	const int n = a.nranks, r = a.rank, next = (r + 1) % n, prev = (r + n - 1) % n;
+	const unsigned b = pn_bid(), nb = pn_nbid();
+	uint32_t *cnt = pn_ws_u32(a.peer_ws[r], PN_WS_COUNTERS);
+	uint32_t seq = cnt[PN_CNT_SEQ + b], tiles = cnt[PN_CNT_TILES + b];
+	const uint32_t kc = cnt[PN_CNT_KERNELS + b] + 1;
+	const uint64_t bytes = a.count * sizeof(T), tile_bytes = (uint64_t)a.tile * n;
+	const uint64_t ntiles = (bytes + tile_bytes - 1) / tile_bytes;
+	const char *send = (const char *)a.send;
+	char *recv = (char *)a.recv, *nrecv = (char *)a.peer_recv[next];
+	const uint32_t *from_prev = pn_ws_u32(a.peer_ws[r], PN_WS_FLAGS) + b * PN_AR_MAX_RANKS + prev;
+	pn_wait_state w = { false };
+	bool ok = true, checked = false;
+
+	/* prev stores into my recv: tell it which buffer this is */
+	if (pn_tid() == 0) {
+		uint64_t *d = (uint64_t *)(a.peer_ws[prev] + PN_WS_DESCS) + (uint64_t)b * PN_AR_MAX_RANKS + r;
+
+		pn_st_volatile_u64(d, a.desc);
+		pn_st_release(pn_ws_u32(a.peer_ws[prev], PN_WS_BFLAGS) + b * PN_AR_MAX_RANKS + r, kc);
+	}
+	for (uint64_t k = b; k < ntiles; k += nb, tiles++) {
+		const unsigned par = tiles & 1;
+		const uint64_t base = k * tile_bytes;
+		const uint64_t len = bytes - base < tile_bytes ? bytes - base : tile_bytes;
+		const uint64_t c = ((len + n - 1) / n + 15) / 16 * 16;
+#define PN_CHUNK_LEN(ch) ((uint64_t)(ch) * c >= len ? 0 : (len - (uint64_t)(ch) * c < c ? len - (uint64_t)(ch) * c : c))
+
+		/* reduce-scatter: step s sends chunk r-s (own data + what came from prev) */
+		for (int s = 0; s < n - 1; s++) {
+			int ch = (r - s + n) % n;
+			uint64_t off = (uint64_t)ch * c, l = PN_CHUNK_LEN(ch);
+			char *dst = (char *)pn_scratch(a, next, b, par, s);
+
+			if (l && s == 0) {
+				pn_block_copy(dst, send + base + off, l, false, sizeof(T));
+			} else if (l) {
+				const char *src[PN_AR_MAX_RANKS] = { (const char *)pn_scratch(a, r, b, par, s - 1),
+								     send + base + off };
+				const bool remote[PN_AR_MAX_RANKS] = { true, false };
+				char *pdst[PN_AR_MAX_RANKS] = { NULL };
+
+				pn_block_reduce<T, OP>(src, remote, 2, dst, pdst, 0, l, n, false);
+			}
+			pn_sync();
+			seq++;
+			if (pn_tid() == 0) {
+				pn_maybe_yield();
+				pn_st_release(pn_ws_u32(a.peer_ws[next], PN_WS_FLAGS) + b * PN_AR_MAX_RANKS + r, seq);
+				pn_wait_flag(a, from_prev, seq, prev, w);
+			}
+			pn_sync();
+		}
+		if (!checked) {
+			int bad = 0;
+
+			if (pn_tid() == 0) {
+				const uint32_t *bf = pn_ws_u32(a.peer_ws[r], PN_WS_BFLAGS) + b * PN_AR_MAX_RANKS + next;
+				const uint64_t *d = (const uint64_t *)(a.peer_ws[r] + PN_WS_DESCS) +
+						    (uint64_t)b * PN_AR_MAX_RANKS + next;
+
+				pn_wait_flag(a, bf, kc, next, w);
+				if (w.dead) {
+					bad = 1;
+				} else if (pn_ld_volatile_u64(d) != a.desc) {
+					pn_fail(a, PN_ERR_DESC, (uint32_t)next);
+					bad = 1;
+				}
+			}
+			if (pn_sync_or(bad))
+				ok = false;
+			checked = true;
+		}
+		/* the chunk r+1 is complete here: finish it, start the all-gather */
+		{
+			int ch = (r + 1) % n;
+			uint64_t off = (uint64_t)ch * c, l = PN_CHUNK_LEN(ch);
+
+			if (l) {
+				const char *src[PN_AR_MAX_RANKS] = { (const char *)pn_scratch(a, r, b, par, n - 2),
+								     send + base + off };
+				const bool remote[PN_AR_MAX_RANKS] = { true, false };
+				char *pdst[PN_AR_MAX_RANKS] = { nrecv + base + off };
+
+				pn_block_reduce<T, OP>(src, remote, 2, recv + base + off, pdst, ok ? 1 : 0,
+						       l, n, true);
+			}
+		}
+		pn_sync();
+		seq++;
+		if (pn_tid() == 0)
+			pn_st_release(pn_ws_u32(a.peer_ws[next], PN_WS_FLAGS) + b * PN_AR_MAX_RANKS + r, seq);
+		/* all-gather: forward what prev stored into my recv */
+		for (int s = 1; s < n - 1; s++) {
+			int ch = (r + 1 - s + n) % n;
+			uint64_t off = (uint64_t)ch * c, l = PN_CHUNK_LEN(ch);
+
+			if (pn_tid() == 0)
+				pn_wait_flag(a, from_prev, seq, prev, w);
+			pn_sync();
+			if (l && ok)
+				pn_block_copy(nrecv + base + off, recv + base + off, l, true, sizeof(T));
+			pn_sync();
+			seq++;
+			if (pn_tid() == 0) {
+				pn_maybe_yield();
+				pn_st_release(pn_ws_u32(a.peer_ws[next], PN_WS_FLAGS) + b * PN_AR_MAX_RANKS + r, seq);
+			}
+		}
+		if (pn_tid() == 0)
+			pn_wait_flag(a, from_prev, seq, prev, w);
+		pn_sync();
+#undef PN_CHUNK_LEN
+	}
+	if (pn_tid() == 0) {
+		cnt[PN_CNT_SEQ + b] = seq;
+		cnt[PN_CNT_TILES + b] = tiles;
+		cnt[PN_CNT_KERNELS + b] = kc;
+	}
+}
+
+#define PN_AR_KERNEL(algo, T, tname, OP, oname)                                                 \
+	extern "C" __global__ void PN_BOUNDS pn_ar_##algo##_##tname##_##oname(struct pn_ar_args a) \
+	{                                                                                      \
+		pn_ar_##algo<T, OP>(a);                                                        \
+	}
+#define PN_AR_OPS(algo, T, tname)                                                              \
+	PN_AR_KERNEL(algo, T, tname, PENNY_SUM, sum)                                           \
+	PN_AR_KERNEL(algo, T, tname, PENNY_PROD, prod)                                         \
+	PN_AR_KERNEL(algo, T, tname, PENNY_MIN, min)                                           \
+	PN_AR_KERNEL(algo, T, tname, PENNY_MAX, max)                                           \
+	PN_AR_KERNEL(algo, T, tname, PENNY_AVG, avg)
+
+#ifndef PN_AR_ALGO
+#define PN_AR_ALGO_LIST(X) X(oneshot) X(oneshot_fl) X(twoshot_ll) X(twoshot) X(ring) X(twoshot_hy)
+#else
+#define PN_AR_ALGO_LIST(X) X(PN_AR_ALGO)
+#endif
+
+#define PN_AR_TYPES(algo)                                                                      \
+	PN_AR_OPS(algo, int8_t, int8)                                                          \
+	PN_AR_OPS(algo, uint8_t, uint8)                                                        \
+	PN_AR_OPS(algo, int32_t, int32)                                                        \
+	PN_AR_OPS(algo, uint32_t, uint32)                                                      \
+	PN_AR_OPS(algo, int64_t, int64)                                                        \
+	PN_AR_OPS(algo, uint64_t, uint64)                                                      \
+	PN_AR_OPS(algo, pn_half_t, half)                                                       \
+	PN_AR_OPS(algo, pn_bf16_t, bfloat16)                                                   \
+	PN_AR_OPS(algo, float, float)                                                          \
+	PN_AR_OPS(algo, double, double)
+
+PN_AR_ALGO_LIST(PN_AR_TYPES)

@@ -1,0 +1,961 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The cuda plugin: allreduce over CUDA IPC between the GPUs of one node.
+ * Host side only (the kernels are in ar_kernels.cu); every CUDA call goes
+ * through the driver table of cudrv.h.
+ */
+#define _GNU_SOURCE
+#include "cuda.h"
+
+#include "../include/penny_data.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+const char *const pn_kern_names[PN_NKERNS] = { "oneshot", "oneshot_fl", "twoshot_ll", "twoshot",
+						 "ring", "twoshot_hy" };
+
+int pn_kern_algo(int kern)
+{
+	static const int map[PN_NKERNS] = { PENNY_ALGO_ONESHOT, PENNY_ALGO_ONESHOT, PENNY_ALGO_TWOSHOT,
+					    PENNY_ALGO_TWOSHOT, PENNY_ALGO_RING, PENNY_ALGO_TWOSHOT };
+
+	return kern >= 0 && kern < PN_NKERNS ? map[kern] : -1;
+}
+static const char *const ar_type_names[PENNY_NDTYPES] = {
+	"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double",
+};
+static const char *const op_names[PENNY_NREDOPS] = { "sum", "prod", "min", "max", "avg" };
+
+/* ---- size table ---- */
+
+static int parse_size(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t v = 0, mul = 1;
+	size_t i = 0;
+
+	if (len == 3 && !strncasecmp(s, "inf", 3)) {
+		*out = UINT64_MAX;
+		return 0;
+	}
+	if (!len || !isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	for (; i < len && isdigit((unsigned char)s[i]); i++) {
+		if (v > UINT64_MAX / 10)
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (i < len) {
+		switch (toupper((unsigned char)s[i])) {
+		case 'K':
+			mul = 1ull << 10;
+			break;
+		case 'M':
+			mul = 1ull << 20;
+			break;
+		case 'G':
+			mul = 1ull << 30;
+			break;
+		default:
+			return -EINVAL;
+		}
+		i++;
+		if (i < len && (s[i] == 'i' || s[i] == 'I'))
+			i++;
+		if (i < len && (s[i] == 'B' || s[i] == 'b'))
+			i++;
+	}
+	if (i != len || v > UINT64_MAX / mul)
+		return -EINVAL;
+	*out = v * mul;
+	return 0;
+}
+
+static int kern_by_name(const char *s, size_t len)
+{
+	int k;
+
+	for (k = 0; k < PN_NKERNS; k++)
+		if (strlen(pn_kern_names[k]) == len && !strncmp(s, pn_kern_names[k], len))
+			return k;
+	return -1;
+}
+
+int pn_tune_parse(const char *s, struct pn_tune *t)
+{
+	const char *p = s;
+
+	memset(t, 0, sizeof(*t));
+	while (*p) {
+		size_t n = strcspn(p, ","), an;
+		const char *colon = memchr(p, ':', n);
+		uint64_t max = UINT64_MAX;
+		int algo;
+
+		an = colon ? (size_t)(colon - p) : n;
+		algo = kern_by_name(p, an);
+		if (algo < 0)
+			return pn_plugin_fail(-EINVAL, "PENNY_CUDA_TUNE: unknown kernel '%.*s' in '%s' "
+						       "(oneshot, oneshot_fl, twoshot_ll, twoshot_hy, twoshot, ring)",
+					      (int)an, p, s);
+		if (colon && parse_size(colon + 1, n - an - 1, &max))
+			return pn_plugin_fail(-EINVAL, "PENNY_CUDA_TUNE: bad size '%.*s' in '%s'",
+					      (int)(n - an - 1), colon + 1, s);
+		if (t->nrows == PN_TUNE_ROWS)
+			return pn_plugin_fail(-EINVAL, "PENNY_CUDA_TUNE: more than %d rows in '%s'",
+					      PN_TUNE_ROWS, s);
+		if (t->nrows && max <= t->row[t->nrows - 1].max_bytes)
+			return pn_plugin_fail(-EINVAL, "PENNY_CUDA_TUNE: sizes must grow in '%s'", s);
+		t->row[t->nrows].max_bytes = max;
+		t->row[t->nrows].kern = algo;
+		t->nrows++;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	if (!t->nrows)
+		return pn_plugin_fail(-EINVAL, "PENNY_CUDA_TUNE is empty");
+	t->row[t->nrows - 1].max_bytes = UINT64_MAX;
+	return 0;
+}
+
+/*
+ * Measured on nvidia-h200-x4 and its 2-GPU subset, bfloat16 sum, with and
+ * without CUDA graphs (tests/bench/results/gpu-allreduce-2026-11-21-*):
+ * 2 GPUs: LL one-shot to 512 KiB, one-shot by flags to 4 MiB (both move the
+ * buffer once), then two-shot.  More GPUs: the one-shot's (n-1)-fold traffic
+ * soon costs more than a second flag round: LL one-shot to 128 KiB, one-shot
+ * by flags to 512 KiB, two-shot to 16 MiB, then the ring with 128 KiB tiles.
+ * The LL and hybrid two-shots measured slower than these on 4 GPUs (LL
+ * stores reach about 200 GB/s against 360 for plain stores), so no row
+ * names them; PENNY_CUDA_TUNE can.
+ */
+void pn_tune_default(struct pn_tune *t, int nranks)
+{
+	memset(t, 0, sizeof(*t));
+	t->nrows = 0;
+#define ROW(k, max)                                                                            \
+	do {                                                                                   \
+		t->row[t->nrows].kern = (k);                                                   \
+		t->row[t->nrows++].max_bytes = (max);                                          \
+	} while (0)
+	if (nranks <= 2) {
+		ROW(PN_K_ONESHOT, 512u << 10);
+		ROW(PN_K_ONESHOT_FL, 4u << 20);
+		ROW(PN_K_TWOSHOT, UINT64_MAX);
+	} else {
+		ROW(PN_K_ONESHOT, 128u << 10);
+		ROW(PN_K_ONESHOT_FL, 512u << 10);
+		ROW(PN_K_TWOSHOT, 16u << 20);
+		ROW(PN_K_RING, UINT64_MAX);
+	}
+#undef ROW
+}
+
+int pn_tune_select(const struct pn_tune *t, uint64_t bytes)
+{
+	int i;
+
+	for (i = 0; i < t->nrows; i++)
+		if (bytes <= t->row[i].max_bytes)
+			return t->row[i].kern;
+	return PN_K_TWOSHOT;
+}
+
+void pn_tune_format(const struct pn_tune *t, char *buf, size_t len)
+{
+	size_t used = 0;
+	int i;
+
+	buf[0] = 0;
+	for (i = 0; i < t->nrows && used < len; i++) {
+		uint64_t m = t->row[i].max_bytes;
+		int w;
+
+		if (m == UINT64_MAX)
+			w = snprintf(buf + used, len - used, "%s%s", i ? "," : "", pn_kern_names[t->row[i].kern]);
+		else if (m % (1ull << 20) == 0)
+			w = snprintf(buf + used, len - used, "%s%s<=%" PRIu64 "MiB", i ? "," : "",
+				     pn_kern_names[t->row[i].kern], m >> 20);
+		else if (m % 1024 == 0)
+			w = snprintf(buf + used, len - used, "%s%s<=%" PRIu64 "KiB", i ? "," : "",
+				     pn_kern_names[t->row[i].kern], m >> 10);
+		else
+			w = snprintf(buf + used, len - used, "%s%s<=%" PRIu64 "B", i ? "," : "",
+				     pn_kern_names[t->row[i].kern], m);
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+}
+
+/* ---- plans ---- */
+
+int pn_cuda_plan(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes, uintptr_t send,
+		 uintptr_t recv, const struct pn_reg *recv_reg, struct pn_plan *plan)
+{
+	int aligned = !((send | recv) & 15);
+	uint64_t limit;
+
+	plan->kern = kern;
+	switch (kern) {
+	case PN_K_ONESHOT:
+	case PN_K_TWOSHOT_LL:
+		plan->staged = !aligned;
+		limit = kern == PN_K_ONESHOT ? cfg->ll_max : cfg->ll_max / 2 * (uint64_t)cfg->nranks;
+		if (plan->staged && cfg->stage_bytes < limit)
+			limit = cfg->stage_bytes;
+		break;
+	case PN_K_ONESHOT_FL:
+		plan->staged = !aligned;
+		limit = plan->staged ? cfg->stage_bytes : UINT64_MAX;
+		break;
+	case PN_K_TWOSHOT_HY:
+		plan->staged = !aligned;
+		limit = cfg->ll_max;
+		if (plan->staged && cfg->stage_bytes < limit)
+			limit = cfg->stage_bytes;
+		break;
+	case PN_K_TWOSHOT:
+	case PN_K_RING:
+		plan->staged = !aligned || !recv_reg;
+		limit = plan->staged ? cfg->stage_bytes : UINT64_MAX;
+		break;
+	default:
+		return pn_plugin_fail(-EINVAL, "unknown kernel %d", kern);
+	}
+	limit &= ~(uint64_t)15;
+	if (!limit)
+		return pn_plugin_fail(-EINVAL, "the %s buffer is too small",
+				      plan->staged ? "staging" : "LL");
+	plan->chunk = bytes && bytes < limit ? bytes : limit;
+	return 0;
+}
+
+uint64_t pn_cuda_twoshot_ll_min(int nranks)
+{
+	return (uint64_t)nranks * 4096;
+}
+
+static unsigned round_up(unsigned v, unsigned m)
+{
+	return (v + m - 1) / m * m;
+}
+
+static void ll_geometry(uint64_t lines, uint64_t blocks, struct pn_launch *l)
+{
+	uint64_t g;
+
+	l->threads = lines >= 512 ? 512 : round_up((unsigned)lines, 32);
+	if (l->threads < 64)
+		l->threads = 64;
+	g = (lines + l->threads - 1) / l->threads;
+	l->grid = (unsigned)(g < 1 ? 1 : g > blocks ? blocks : g);
+	l->tile = 0;
+}
+
+void pn_cuda_geometry(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes,
+		      struct pn_launch *l)
+{
+	uint64_t blocks = cfg->blocks ? cfg->blocks : 1, n = (uint64_t)cfg->nranks;
+
+	if (kern == PN_K_ONESHOT) {
+		ll_geometry((bytes + 7) / 8, blocks, l);
+	} else if (kern == PN_K_TWOSHOT_LL) {
+		ll_geometry(((bytes + 7) / 8 + n - 1) / n, blocks, l);
+	} else if (kern == PN_K_ONESHOT_FL) {
+		uint64_t t = (bytes + blocks - 1) / blocks, nt;
+
+		t = (t + 15) / 16 * 16;
+		if (t < 512)
+			t = 512;
+		if (t > cfg->slot_bytes)
+			t = cfg->slot_bytes;
+		nt = (bytes + t - 1) / t;
+		l->tile = (uint32_t)t;
+		l->grid = (unsigned)(nt < 1 ? 1 : nt > blocks ? blocks : nt);
+		l->threads = round_up((unsigned)(t / 16), 32);
+		if (l->threads < 64)
+			l->threads = 64;
+		if (l->threads > 512)
+			l->threads = 512;
+	} else { /* twoshot, twoshot_hy, ring */
+		uint64_t cap = kern == PN_K_RING ? cfg->tile_ring : cfg->tile_twoshot;
+		uint64_t t = (bytes + n * blocks - 1) / (n * blocks), nt;
+
+		t = (t + 15) / 16 * 16;
+		if (t < 512)
+			t = 512;
+		if (t > cap)
+			t = cap;
+		nt = (bytes + t * n - 1) / (t * n);
+		l->tile = (uint32_t)t;
+		l->grid = (unsigned)(nt < 1 ? 1 : nt > blocks ? blocks : nt);
+		l->threads = round_up((unsigned)(t / 16), 32);
+		if (l->threads < 64)
+			l->threads = 64;
+		if (l->threads > 512)
+			l->threads = 512;
+	}
+}
+
+int pn_cuda_kernel_for(const struct pn_cuda_cfg *cfg, const struct pn_tune *t, int algo,
+		       uint64_t bytes)
+{
+	switch (algo) {
+	case PENNY_ALGO_AUTO:
+		return pn_tune_select(t, bytes);
+	case PENNY_ALGO_ONESHOT:
+		return bytes <= cfg->oneshot_ll_max ? PN_K_ONESHOT : PN_K_ONESHOT_FL;
+	case PENNY_ALGO_TWOSHOT:
+		return bytes <= cfg->twoshot_ll_max	? PN_K_TWOSHOT_LL
+		       : bytes <= cfg->twoshot_hy_max ? PN_K_TWOSHOT_HY
+						      : PN_K_TWOSHOT;
+	case PENNY_ALGO_RING:
+		return PN_K_RING;
+	}
+	return pn_plugin_fail(-EINVAL, "unknown algorithm %d", algo);
+}
+
+/* ---- the backend ---- */
+
+struct pn_cuda {
+	struct pn_gpu g;
+	const struct penny_host_v1 *host;
+	int rank, n;
+	struct pn_cuda_cfg cfg;
+	struct pn_tune tune;
+	CUmodule mod[PN_NKERNS];
+	CUfunction fn[PN_NKERNS][PENNY_NDTYPES][PENNY_NREDOPS];
+	struct pn_reg *regs;
+	uint32_t next_id;
+	struct pn_reg *ws, *stage;
+	size_t ws_bytes;
+	char desc[320];
+};
+
+/* What every rank announces at init; all but busid must agree. */
+struct pn_cuda_hello {
+	uint32_t magic, version;
+	char busid[32];
+	int32_t nsm, blocks;
+	uint64_t ll_max, oneshot_ll_max, twoshot_ll_max, twoshot_hy_max, stage_bytes, timeout_ns;
+	uint32_t tile_twoshot, tile_ring;
+	int32_t ok;
+	char tune[96];
+};
+
+#define PN_CUDA_MAGIC 0x70637564u /* "pcud" */
+
+static uint64_t env_size(const char *name, uint64_t def, int *bad)
+{
+	const char *s = getenv(name);
+	uint64_t v;
+
+	if (!s || !*s)
+		return def;
+	if (parse_size(s, strlen(s), &v) || v == UINT64_MAX) {
+		*bad = 1;
+		pn_plugin_fail(-EINVAL, "%s: invalid size '%s'", name, s);
+		return def;
+	}
+	return v;
+}
+
+static int read_cfg(struct pn_cuda *c)
+{
+	const char *tune = getenv("PENNY_CUDA_TUNE");
+	int bad = 0;
+	uint64_t v;
+
+	c->cfg.nranks = c->n;
+	c->cfg.ll_max = env_size("PENNY_CUDA_ONESHOT_MAX", 1u << 20, &bad);
+	c->cfg.oneshot_ll_max = env_size("PENNY_CUDA_ONESHOT_LL_MAX", c->n <= 2 ? 512u << 10 : 128u << 10, &bad);
+	c->cfg.twoshot_ll_max = env_size("PENNY_CUDA_TWOSHOT_LL_MAX", c->n <= 2 ? 1u << 20 : 0, &bad);
+	c->cfg.twoshot_hy_max = env_size("PENNY_CUDA_TWOSHOT_HY_MAX", 0, &bad);
+	c->cfg.tile_twoshot = (uint32_t)env_size("PENNY_CUDA_TILE", c->n <= 2 ? 64u << 10 : 32u << 10, &bad);
+	c->cfg.tile_ring = (uint32_t)env_size("PENNY_CUDA_RING_TILE", c->n <= 4 ? 128u << 10 : 64u << 10, &bad);
+	c->cfg.stage_bytes = env_size("PENNY_CUDA_STAGING", 64u << 20, &bad);
+	v = env_size("PENNY_CUDA_TIMEOUT", 30, &bad);
+	c->cfg.timeout_ns = v * 1000000000ull;
+	/* one block of 512 threads x 128 registers fills an SM: at most one per SM, so that
+	 * every block of a kernel is resident at once (they wait on each other's peers) */
+	c->cfg.blocks = (uint32_t)env_size("PENNY_CUDA_BLOCKS", (uint64_t)c->g.nsm, &bad);
+	if (bad)
+		return -EINVAL;
+	if (c->cfg.blocks > (uint32_t)c->g.nsm && c->g.nsm > 0)
+		c->cfg.blocks = (uint32_t)c->g.nsm;
+	if (c->cfg.ll_max < 16 || c->cfg.ll_max > (1ull << 30) || c->cfg.tile_twoshot < 512 ||
+	    c->cfg.tile_twoshot > (16u << 20) || c->cfg.tile_twoshot % 16 || c->cfg.tile_ring < 512 ||
+	    c->cfg.tile_ring > (16u << 20) || c->cfg.tile_ring % 16 || c->cfg.stage_bytes < 4096 ||
+	    !c->cfg.blocks || c->cfg.blocks > PN_AR_MAX_BLOCKS)
+		return pn_plugin_fail(-EINVAL, "PENNY_CUDA_*: out of range (one-shot max 16 B..1 GiB, "
+					       "tiles 512 B..16 MiB in 16 B steps, staging >= 4 KiB, "
+					       "blocks 1..%d)",
+				      PN_AR_MAX_BLOCKS);
+	c->cfg.slot_bytes = c->cfg.tile_twoshot > c->cfg.tile_ring ? c->cfg.tile_twoshot
+								    : c->cfg.tile_ring;
+	c->cfg.ll_max = (c->cfg.ll_max + 15) / 16 * 16;
+	if (c->cfg.oneshot_ll_max > c->cfg.ll_max)
+		c->cfg.oneshot_ll_max = c->cfg.ll_max;
+	if (c->cfg.twoshot_hy_max > c->cfg.ll_max)
+		c->cfg.twoshot_hy_max = c->cfg.ll_max;
+	if (c->cfg.twoshot_ll_max > c->cfg.ll_max / 2 * (uint64_t)c->n)
+		c->cfg.twoshot_ll_max = c->cfg.ll_max / 2 * (uint64_t)c->n;
+	if (tune && *tune)
+		return pn_tune_parse(tune, &c->tune);
+	pn_tune_default(&c->tune, c->n);
+	return 0;
+}
+
+static int allgather(struct pn_cuda *c, const void *mine, void *all, size_t len)
+{
+	int ret = c->host->allgather(c->host->ctx, mine, all, len);
+
+	if (ret)
+		return pn_plugin_fail(ret < 0 ? ret : -EIO, "allgather through the host failed");
+	return 0;
+}
+
+/* Collective: allocate, export, exchange, map every peer's buffer. */
+static int reg_alloc(struct pn_cuda *c, size_t bytes, struct pn_reg **out)
+{
+	const struct pn_cudrv *cu = c->g.cu;
+	struct {
+		CUipcMemHandle h;
+		uint64_t bytes;
+		uint32_t id;
+		int32_t ok;
+		char err[128];
+	} mine, *all = NULL;
+	struct pn_reg *r = calloc(1, sizeof(*r));
+	int ret = 0, p;
+
+	memset(&mine, 0, sizeof(mine));
+	mine.bytes = bytes;
+	mine.id = c->next_id;
+	mine.ok = 1;
+	all = calloc((size_t)c->n, sizeof(*all));
+	if (!r || !all) {
+		mine.ok = 0;
+		snprintf(mine.err, sizeof(mine.err), "out of memory");
+	} else {
+		CUresult e = cu->MemAlloc(&r->base, bytes ? bytes : 1);
+
+		if (e == CUDA_SUCCESS)
+			e = cu->IpcGetMemHandle(&mine.h, r->base);
+		if (e != CUDA_SUCCESS) {
+			pn_cu_fail(cu, e, "cuMemAlloc/cuIpcGetMemHandle");
+			mine.ok = 0;
+			snprintf(mine.err, sizeof(mine.err), "%s", pn_plugin_errmsg());
+		}
+	}
+	if (!all) {
+		ret = pn_plugin_fail(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	ret = allgather(c, &mine, all, sizeof(mine));
+	if (ret)
+		goto fail;
+	for (p = 0; p < c->n; p++) {
+		if (!all[p].ok) {
+			ret = pn_plugin_fail(-ENOMEM, "rank %d cannot allocate %" PRIu64 " bytes of GPU "
+						      "memory: %s", p, all[p].bytes, all[p].err);
+			goto fail;
+		}
+		if (all[p].bytes != bytes || all[p].id != mine.id) {
+			ret = pn_plugin_fail(-EINVAL, "registered allocation #%u differs between ranks: "
+						      "rank %d asked for %" PRIu64 " bytes, rank %d for %zu",
+					     mine.id, p, all[p].bytes, c->rank, bytes);
+			goto fail;
+		}
+	}
+	r->id = mine.id;
+	r->bytes = bytes;
+	for (p = 0; p < c->n; p++) {
+		if (p == c->rank) {
+			r->peer[p] = r->base;
+			continue;
+		}
+		CUresult e = cu->IpcOpenMemHandle(&r->peer[p], all[p].h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+
+		if (e != CUDA_SUCCESS) {
+			char why[256];
+
+			ret = pn_cu_fail(cu, e, "cuIpcOpenMemHandle");
+			snprintf(why, sizeof(why), "%s", pn_plugin_errmsg());
+			pn_plugin_fail(ret, "cannot map rank %d's GPU memory (CUDA IPC): %s", p, why);
+			goto fail;
+		}
+	}
+	c->next_id++;
+	r->next = c->regs;
+	c->regs = r;
+	*out = r;
+	free(all);
+	return 0;
+fail:
+	if (r) {
+		for (p = 0; p < c->n; p++)
+			if (p != c->rank && r->peer[p])
+				cu->IpcCloseMemHandle(r->peer[p]);
+		if (r->base)
+			cu->MemFree(r->base);
+		free(r);
+	}
+	free(all);
+	c->next_id++;
+	return ret;
+}
+
+/* Collective: unmap peers, wait until every rank did, free. */
+static int reg_release(struct pn_cuda *c, struct pn_reg *r)
+{
+	const struct pn_cudrv *cu = c->g.cu;
+	struct pn_reg **pp;
+	int p, ret = 0;
+
+	for (pp = &c->regs; *pp; pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	cu->StreamSynchronize(c->g.stream);
+	for (p = 0; p < c->n; p++)
+		if (p != c->rank && r->peer[p])
+			cu->IpcCloseMemHandle(r->peer[p]);
+	if (c->host->barrier && c->host->barrier(c->host->ctx))
+		ret = pn_plugin_fail(-EIO, "barrier before freeing a registered buffer failed");
+	cu->MemFree(r->base);
+	free(r);
+	return ret;
+}
+
+static struct pn_reg *find_reg(struct pn_cuda *c, CUdeviceptr p, uint64_t bytes)
+{
+	struct pn_reg *r;
+
+	for (r = c->regs; r; r = r->next)
+		if (r != c->ws && p >= r->base && p + bytes <= r->base + r->bytes && p + bytes >= p)
+			return r;
+	return NULL;
+}
+
+const struct pn_reg *pn_cuda_find_reg(void *be, const void *p, size_t bytes)
+{
+	return find_reg(be, (CUdeviceptr)(uintptr_t)p, bytes);
+}
+
+static int load_modules(struct pn_cuda *c, const struct pn_cuda_images *im)
+{
+	int k;
+
+	for (k = 0; k < PN_NKERNS; k++) {
+		if (!im->kern[k])
+			return pn_plugin_fail(-ENOEXEC, "the cuda plugin was built without its %s kernels",
+					      pn_kern_names[k]);
+		PN_CU(c->g.cu, ModuleLoadData(&c->mod[k], im->kern[k]), "cuModuleLoadData");
+	}
+	return 0;
+}
+
+static int kernel(struct pn_cuda *c, int kern, int dt, int op, CUfunction *f)
+{
+	char name[64];
+
+	if (!c->fn[kern][dt][op]) {
+		snprintf(name, sizeof(name), "pn_ar_%s_%s_%s", pn_kern_names[kern], ar_type_names[dt],
+			 op_names[op]);
+		PN_CU(c->g.cu, ModuleGetFunction(&c->fn[kern][dt][op], c->mod[kern], name), name);
+	}
+	*f = c->fn[kern][dt][op];
+	return 0;
+}
+
+static int agree(struct pn_cuda *c)
+{
+	struct pn_cuda_hello mine, *all;
+	int p, ret = 0;
+
+	memset(&mine, 0, sizeof(mine));
+	mine.magic = PN_CUDA_MAGIC;
+	mine.version = 1;
+	snprintf(mine.busid, sizeof(mine.busid), "%s", c->g.busid);
+	mine.nsm = c->g.nsm;
+	mine.blocks = (int32_t)c->cfg.blocks;
+	mine.ll_max = c->cfg.ll_max;
+	mine.oneshot_ll_max = c->cfg.oneshot_ll_max;
+	mine.twoshot_ll_max = c->cfg.twoshot_ll_max;
+	mine.twoshot_hy_max = c->cfg.twoshot_hy_max;
+	mine.stage_bytes = c->cfg.stage_bytes;
+	mine.timeout_ns = c->cfg.timeout_ns;
+	mine.tile_twoshot = c->cfg.tile_twoshot;
+	mine.tile_ring = c->cfg.tile_ring;
+	mine.ok = 1;
+	pn_tune_format(&c->tune, mine.tune, sizeof(mine.tune));
+	all = calloc((size_t)c->n, sizeof(*all));
+	if (!all)
+		return pn_plugin_fail(-ENOMEM, "out of memory");
+	ret = allgather(c, &mine, all, sizeof(mine));
+	for (p = 0; p < c->n && !ret; p++) {
+		if (all[p].magic != PN_CUDA_MAGIC || all[p].version != mine.version)
+			ret = pn_plugin_fail(-EPROTO, "rank %d runs another version of the cuda plugin", p);
+		else if (all[p].ll_max != mine.ll_max || all[p].stage_bytes != mine.stage_bytes ||
+			 all[p].twoshot_ll_max != mine.twoshot_ll_max ||
+			 all[p].oneshot_ll_max != mine.oneshot_ll_max ||
+			 all[p].twoshot_hy_max != mine.twoshot_hy_max ||
+			 all[p].tile_twoshot != mine.tile_twoshot || all[p].tile_ring != mine.tile_ring ||
+			 strcmp(all[p].tune, mine.tune))
+			ret = pn_plugin_fail(-EINVAL, "PENNY_CUDA_* settings differ between rank %d and "
+						      "rank %d (tune '%s' vs '%s')",
+					     c->rank, p, mine.tune, all[p].tune);
+		else if (all[p].blocks < (int32_t)c->cfg.blocks)
+			c->cfg.blocks = (uint32_t)all[p].blocks; /* the smallest GPU sets the grid */
+	}
+	for (p = 0; p < c->n && !ret; p++)
+		if (p != c->rank && !strcmp(all[p].busid, mine.busid))
+			pn_gpu_log(c->host, PENNY_LOG_INFO, "cuda: ranks %d and %d share GPU %s", c->rank,
+				   p, mine.busid);
+	free(all);
+	return ret;
+}
+
+int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *host, int device,
+		 void **be)
+{
+	struct pn_cuda *c;
+	char tune[96];
+	int ret;
+
+	*be = NULL;
+	if (!host || host->size < sizeof(struct penny_host_v1) || !host->allgather)
+		return pn_plugin_fail(-EINVAL, "the host passed no allgather service");
+	if (host->nranks < 1 || host->rank < 0 || host->rank >= host->nranks)
+		return pn_plugin_fail(-EINVAL, "bad rank %d of %d", host->rank, host->nranks);
+	if (host->nnodes > 1 || host->local_size != host->nranks)
+		return pn_plugin_fail(-ENOTSUP, "the cuda backend runs on one node; these %d ranks "
+						"span %d nodes (hierarchical allreduce is not built)",
+				      host->nranks, host->nnodes);
+	if (host->nranks > PN_AR_MAX_RANKS)
+		return pn_plugin_fail(-ENOTSUP, "the cuda backend handles at most %d GPUs (%d ranks)",
+				      PN_AR_MAX_RANKS, host->nranks);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return pn_plugin_fail(-ENOMEM, "out of memory");
+	c->host = host;
+	c->rank = host->rank;
+	c->n = host->nranks;
+	ret = pn_gpu_open(&c->g, host, device, im->data);
+	if (ret)
+		goto fail_free;
+	ret = read_cfg(c);
+	if (!ret)
+		ret = load_modules(c, im);
+	if (!ret)
+		ret = agree(c);
+	if (ret)
+		goto fail_gpu;
+	c->ws_bytes = PN_WS_LL + 4ull * c->n * c->cfg.ll_max +
+		      (uint64_t)c->cfg.blocks * 2 * c->n * c->cfg.slot_bytes;
+	ret = reg_alloc(c, c->ws_bytes, &c->ws);
+	if (ret)
+		goto fail_gpu;
+	/* zero flags and counters before anyone can signal: memset, then a barrier */
+	PN_CU_GOTO(c->g.cu, MemsetD8Async(c->ws->base, 0, c->ws_bytes, c->g.stream), "cuMemsetD8Async",
+		   ret, fail_gpu);
+	ret = pn_gpu_sync(&c->g);
+	if (ret)
+		goto fail_gpu;
+	ret = reg_alloc(c, c->cfg.stage_bytes, &c->stage);
+	if (ret)
+		goto fail_gpu;
+	if (host->barrier && host->barrier(host->ctx)) {
+		ret = pn_plugin_fail(-EIO, "barrier after mapping the peers' memory failed");
+		goto fail_gpu;
+	}
+	pn_tune_format(&c->tune, tune, sizeof(tune));
+	snprintf(c->desc, sizeof(c->desc),
+		 "%s (%s) sm_%d%d %d SMs, CUDA driver %d.%d, rank %d of %d, %u blocks, "
+		 "LL one-shot <= %" PRIu64 " B, LL two-shot <= %" PRIu64 " B, hybrid two-shot <= %" PRIu64
+		 " B, tiles %u/%u B, "
+		 "staging %" PRIu64 " B, auto %s",
+		 c->g.name, c->g.busid, c->g.cc_major, c->g.cc_minor, c->g.nsm,
+		 c->g.driver_version / 1000, c->g.driver_version % 1000 / 10, c->rank, c->n,
+		 c->cfg.blocks, c->cfg.oneshot_ll_max, c->cfg.twoshot_ll_max, c->cfg.twoshot_hy_max,
+		 c->cfg.tile_twoshot,
+		 c->cfg.tile_ring, c->cfg.stage_bytes, tune);
+	pn_gpu_log(host, PENNY_LOG_DEBUG, "cuda: %s", c->desc);
+	*be = c;
+	return 0;
+fail_gpu:
+	while (c->regs) {
+		struct pn_reg *r = c->regs;
+		int p;
+
+		c->regs = r->next;
+		for (p = 0; p < c->n; p++)
+			if (p != c->rank && r->peer[p])
+				c->g.cu->IpcCloseMemHandle(r->peer[p]);
+		c->g.cu->MemFree(r->base);
+		free(r);
+	}
+	for (int k = 0; k < PN_NKERNS; k++)
+		if (c->mod[k])
+			c->g.cu->ModuleUnload(c->mod[k]);
+	pn_gpu_close(&c->g);
+fail_free:
+	free(c);
+	return ret;
+}
+
+void pn_cuda_fini(void *be)
+{
+	struct pn_cuda *c = be;
+	int a;
+
+	if (!c)
+		return;
+	pn_gpu_enter(&c->g);
+	c->g.cu->StreamSynchronize(c->g.stream);
+	while (c->regs)
+		reg_release(c, c->regs);
+	for (a = 0; a < PN_NKERNS; a++)
+		if (c->mod[a])
+			c->g.cu->ModuleUnload(c->mod[a]);
+	pn_gpu_close(&c->g);
+	free(c);
+}
+
+const char *pn_cuda_describe(void *be)
+{
+	return ((struct pn_cuda *)be)->desc;
+}
+
+int pn_cuda_alloc(void *be, size_t bytes, unsigned flags, void **ptr)
+{
+	struct pn_cuda *c = be;
+	struct pn_reg *r;
+	int ret = pn_gpu_enter(&c->g);
+
+	if (ret)
+		return ret;
+	if (!(flags & PENNY_MEM_REGISTERED))
+		return pn_gpu_alloc(&c->g, bytes, ptr);
+	ret = reg_alloc(c, bytes, &r);
+	if (!ret)
+		*ptr = (void *)(uintptr_t)r->base;
+	return ret;
+}
+
+int pn_cuda_free(void *be, void *ptr)
+{
+	struct pn_cuda *c = be;
+	struct pn_reg *r;
+	int ret = pn_gpu_enter(&c->g);
+
+	if (ret || !ptr)
+		return ret;
+	for (r = c->regs; r; r = r->next)
+		if (r->base == (CUdeviceptr)(uintptr_t)ptr && r != c->ws && r != c->stage)
+			return reg_release(c, r);
+	return pn_gpu_free(&c->g, ptr);
+}
+
+int pn_cuda_memcpy(void *be, void *dst, const void *src, size_t bytes, int dir)
+{
+	struct pn_cuda *c = be;
+	int ret = pn_gpu_enter(&c->g);
+
+	return ret ? ret : pn_gpu_memcpy(&c->g, dst, src, bytes, dir);
+}
+
+int pn_cuda_poison(void *be, void *buf, size_t bytes, int byte)
+{
+	struct pn_cuda *c = be;
+	int ret = pn_gpu_enter(&c->g);
+
+	return ret ? ret : pn_gpu_poison(&c->g, buf, bytes, byte);
+}
+
+int pn_cuda_fill(void *be, void *buf, size_t count, int dtype, int op, uint32_t seed, int rank)
+{
+	struct pn_cuda *c = be;
+	int ret = pn_gpu_enter(&c->g);
+
+	return ret ? ret : pn_gpu_fill(&c->g, buf, count, dtype, op, seed, rank);
+}
+
+int pn_cuda_check(void *be, const void *buf, size_t count, int dtype, int op, uint32_t seed,
+		  int nranks, struct penny_check_v1 *res)
+{
+	struct pn_cuda *c = be;
+	int ret = pn_gpu_enter(&c->g);
+
+	return ret ? ret : pn_gpu_check(&c->g, buf, count, dtype, op, seed, nranks, res);
+}
+
+int pn_cuda_select(void *be, size_t count, int dtype, int op, int algo)
+{
+	struct pn_cuda *c = be;
+	int ret = pn_gpu_check_args(count, dtype, op), k;
+
+	if (ret)
+		return ret;
+	k = pn_cuda_kernel_for(&c->cfg, &c->tune, algo, (uint64_t)count * penny_data_size(dtype));
+	return k < 0 ? k : pn_kern_algo(k);
+}
+
+static int launch(struct pn_cuda *c, int kern, int dt, int op, CUdeviceptr send, CUdeviceptr recv,
+		  uint64_t bytes, const struct pn_reg *reg)
+{
+	struct pn_ar_args a;
+	struct pn_launch l;
+	CUfunction f = NULL;
+	int p, ret;
+
+	ret = kernel(c, kern, dt, op, &f);
+	if (ret)
+		return ret;
+	pn_cuda_geometry(&c->cfg, kern, bytes, &l);
+	memset(&a, 0, sizeof(a));
+	a.send = send;
+	a.recv = recv;
+	for (p = 0; p < c->n; p++) {
+		a.peer_ws[p] = c->ws->peer[p];
+		a.peer_recv[p] = reg ? reg->peer[p] + (recv - reg->base) : 0;
+	}
+	a.count = bytes / (uint64_t)penny_data_size(dt);
+	a.desc = reg ? ((uint64_t)reg->id << 40 | (recv - reg->base)) : 0;
+	a.timeout_ns = c->cfg.timeout_ns;
+	a.tile = l.tile;
+	a.slot_bytes = c->cfg.slot_bytes;
+	a.ll_slot_bytes = 2 * c->cfg.ll_max;
+	a.rank = c->rank;
+	a.nranks = c->n;
+	return pn_gpu_launch(&c->g, f, l.grid, l.threads, &a);
+}
+
+/* Run kernel kern over [s, s + bytes) -> [d, ...): planned, chunked, staged. */
+static int run(struct pn_cuda *c, int kern, int dt, int op, CUdeviceptr s, CUdeviceptr d,
+	       uint64_t bytes)
+{
+	const struct pn_cudrv *cu = c->g.cu;
+	struct pn_reg *reg = find_reg(c, d, bytes);
+	struct pn_plan plan;
+	uint64_t off;
+	int ret;
+
+	ret = pn_cuda_plan(&c->cfg, kern, bytes, (uintptr_t)s, (uintptr_t)d, reg, &plan);
+	for (off = 0; off < bytes && !ret; off += plan.chunk) {
+		uint64_t len = bytes - off < plan.chunk ? bytes - off : plan.chunk;
+		int k = kern;
+		int flags = k == PN_K_TWOSHOT || k == PN_K_RING; /* they store into peers' recv */
+
+		if ((k == PN_K_TWOSHOT_LL || k == PN_K_TWOSHOT_HY) && len < pn_cuda_twoshot_ll_min(c->n))
+			k = PN_K_ONESHOT;
+		if (!plan.staged) {
+			ret = launch(c, k, dt, op, s + off, d + off, len, flags ? reg : NULL);
+			continue;
+		}
+		PN_CU(cu, MemcpyAsync(c->stage->base, s + off, len, c->g.stream), "cuMemcpyAsync");
+		ret = launch(c, k, dt, op, c->stage->base, c->stage->base, len, flags ? c->stage : NULL);
+		if (!ret)
+			PN_CU(cu, MemcpyAsync(d + off, c->stage->base, len, c->g.stream), "cuMemcpyAsync");
+	}
+	return ret;
+}
+
+int pn_cuda_allreduce(void *be, const void *send, void *recv, size_t count, int dtype, int op,
+		      int algo)
+{
+	struct pn_cuda *c = be;
+	CUdeviceptr s = (CUdeviceptr)(uintptr_t)send, d = (CUdeviceptr)(uintptr_t)recv;
+	uint64_t bytes, main;
+	int ret, kern;
+
+	ret = pn_gpu_check_args(count, dtype, op);
+	if (ret || !count)
+		return ret;
+	bytes = (uint64_t)count * penny_data_size(dtype);
+	ret = pn_gpu_enter(&c->g);
+	if (ret)
+		return ret;
+	if (c->n == 1) {
+		if (s != d)
+			PN_CU(c->g.cu, MemcpyAsync(d, s, bytes, c->g.stream), "cuMemcpyAsync");
+		return 0;
+	}
+	kern = pn_cuda_kernel_for(&c->cfg, &c->tune, algo, bytes);
+	if (kern < 0)
+		return kern;
+	if (kern == PN_K_ONESHOT || kern == PN_K_TWOSHOT_LL)
+		return run(c, kern, dtype, op, s, d, bytes);
+	/* the flag kernels move whole 16-byte vectors; a last partial one goes by LL */
+	main = bytes & ~(uint64_t)15;
+	ret = main ? run(c, kern, dtype, op, s, d, main) : 0;
+	if (!ret && main < bytes)
+		ret = run(c, PN_K_ONESHOT, dtype, op, s + main, d + main, bytes - main);
+	return ret;
+}
+
+/* Errors the kernels recorded in the workspace since the last check. */
+static int kernel_errors(struct pn_cuda *c)
+{
+	uint32_t w[2], zero[2] = { 0, 0 };
+	CUdeviceptr at = c->ws->base + PN_WS_COUNTERS + 4 * PN_CNT_ERR;
+
+	PN_CU(c->g.cu, MemcpyDtoH(w, at, sizeof(w)), "cuMemcpyDtoH");
+	if (!w[0])
+		return 0;
+	PN_CU(c->g.cu, MemcpyHtoD(at, zero, sizeof(zero)), "cuMemcpyHtoD");
+	if (w[0] & PN_ERR_DESC)
+		return pn_plugin_fail(-EINVAL, "allreduce buffers differ between ranks (rank %u "
+					       "passed another buffer or offset, or a buffer registered "
+					       "on some ranks only)", w[1]);
+	return pn_plugin_fail(-ETIMEDOUT, "allreduce on rank %d timed out waiting for rank %u",
+			      c->rank, w[1]);
+}
+
+int pn_cuda_sync(void *be)
+{
+	struct pn_cuda *c = be;
+	int ret = pn_gpu_enter(&c->g);
+
+	if (!ret)
+		ret = pn_gpu_sync(&c->g);
+	if (!ret)
+		ret = kernel_errors(c);
+	return ret;
+}
+
+struct time_ctx {
+	struct pn_cuda *c;
+	const struct penny_time_v1 *t;
+};
+
+static int time_one(void *p)
+{
+	struct time_ctx *x = p;
+
+	return pn_cuda_allreduce(x->c, x->t->send, x->t->recv, x->t->count, x->t->dtype, x->t->op,
+				 x->t->algo);
+}
+
+int pn_cuda_time(void *be, struct penny_time_v1 *t)
+{
+	struct pn_cuda *c = be;
+	struct time_ctx x = { c, t };
+	int ret = pn_gpu_enter(&c->g);
+
+	if (ret)
+		return ret;
+	ret = pn_gpu_time(&c->g, time_one, &x, t);
+	if (!ret)
+		ret = kernel_errors(c);
+	return ret;
+}

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The cuda plugin's host side: registered (IPC-mapped) buffers, the
+ * workspace of flags, LL lines and scratch, algorithm choice, staging and
+ * kernel launches.  The pure parts (size table, launch plans) are exposed
+ * for the unit tests, which also drive the rest through a fake driver table.
+ */
+#ifndef PENNY_PLUGIN_CUDA_H
+#define PENNY_PLUGIN_CUDA_H
+
+#include "../common/gpu.h"
+#include "../common/kargs.h"
+
+/*
+ * The kernels: the ABI's algorithms times the protocol.  oneshot and
+ * twoshot_ll move LL lines (no barrier, no fence: small sizes); oneshot_fl,
+ * twoshot and ring move plain 16-byte stores and sync by flags (mid and
+ * large sizes); twoshot_hy reduce-scatters by flags and all-gathers by LL
+ * lines (mid sizes).  An explicit PENNY_ALGO_ONESHOT runs the LL kernel up
+ * to PENNY_CUDA_ONESHOT_LL_MAX bytes, PENNY_ALGO_TWOSHOT the LL one up to
+ * PENNY_CUDA_TWOSHOT_LL_MAX and the hybrid up to PENNY_CUDA_TWOSHOT_HY_MAX;
+ * auto follows the size table.
+ */
+enum pn_kern {
+	PN_K_ONESHOT = 0,
+	PN_K_ONESHOT_FL,
+	PN_K_TWOSHOT_LL,
+	PN_K_TWOSHOT,
+	PN_K_RING,
+	PN_K_TWOSHOT_HY,
+	PN_NKERNS
+};
+extern const char *const pn_kern_names[PN_NKERNS];
+/* The ABI algorithm a kernel implements. */
+int pn_kern_algo(int kern);
+
+/* Kernel images (fatbins) the plugin embeds; NULL where not built. */
+struct pn_cuda_images {
+	const void *data;
+	const void *kern[PN_NKERNS];
+};
+
+/* A buffer mapped into every local rank. */
+struct pn_reg {
+	uint32_t id;			/* same on every rank */
+	CUdeviceptr base;
+	size_t bytes;
+	CUdeviceptr peer[PN_AR_MAX_RANKS];	/* rank p's buffer as mapped here */
+	struct pn_reg *next;
+};
+
+/* Size table for auto: the first row with bytes <= max_bytes wins. */
+#define PN_TUNE_ROWS 8
+struct pn_tune {
+	int nrows;
+	struct {
+		uint64_t max_bytes;	/* UINT64_MAX: no limit */
+		int kern;		/* enum pn_kern */
+	} row[PN_TUNE_ROWS];
+};
+
+/* Parse "oneshot:64K,twoshot_ll:1M,twoshot:32M,ring" (the last row has no
+ * limit); returns 0 or -EINVAL with the plugin error set. */
+int pn_tune_parse(const char *s, struct pn_tune *t);
+/* The measured default for nranks GPUs. */
+void pn_tune_default(struct pn_tune *t, int nranks);
+/* The kernel for bytes. */
+int pn_tune_select(const struct pn_tune *t, uint64_t bytes);
+/* "oneshot<=64KiB,twoshot_ll<=1MiB,twoshot" */
+void pn_tune_format(const struct pn_tune *t, char *buf, size_t len);
+
+/* Configuration, from the environment (PENNY_CUDA_*), agreed by all ranks. */
+struct pn_cuda_cfg {
+	int nranks;
+	uint64_t ll_max;	/* one-shot: bytes per launch (LL area = 4 * n * ll_max) */
+	uint64_t oneshot_ll_max; /* explicit one-shot: LL lines up to this size */
+	uint64_t twoshot_ll_max; /* explicit two-shot: LL lines up to this size */
+	uint64_t twoshot_hy_max; /* then the hybrid up to this size */
+	uint32_t tile_twoshot;	/* two-shot: largest tile slice */
+	uint32_t tile_ring;	/* ring: largest tile slice */
+	uint32_t slot_bytes;	/* scratch slot = max of the tiles */
+	uint64_t stage_bytes;	/* staging buffer for unregistered or unaligned buffers */
+	uint32_t blocks;	/* largest grid (<= SMs: every block resident at once) */
+	uint64_t timeout_ns;
+};
+
+/* How a call (or part of it) runs: directly on the user's buffers, or
+ * through the staging buffer, in launches of at most chunk bytes. */
+struct pn_plan {
+	int kern;
+	int staged;
+	uint64_t chunk;
+};
+
+/* One kernel launch. */
+struct pn_launch {
+	unsigned grid, threads;
+	uint32_t tile;		/* two-shot/ring: bytes per rank slice of a tile */
+};
+
+/*
+ * recv_reg: the registration holding [recv, recv + bytes), or NULL.  The LL
+ * kernels need 16-byte aligned buffers; twoshot and ring also need recv
+ * registered (peers store into it).  Otherwise the call is staged.
+ */
+int pn_cuda_plan(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes, uintptr_t send,
+		 uintptr_t recv, const struct pn_reg *recv_reg, struct pn_plan *plan);
+/* twoshot_ll and twoshot_hy need every rank to own data: below this, one-shot runs. */
+uint64_t pn_cuda_twoshot_ll_min(int nranks);
+void pn_cuda_geometry(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes,
+		      struct pn_launch *l);
+/* The kernel an ABI algorithm runs for bytes (AUTO: from the table). */
+int pn_cuda_kernel_for(const struct pn_cuda_cfg *cfg, const struct pn_tune *t, int algo,
+		       uint64_t bytes);
+
+struct pn_cuda;
+int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *host, int device,
+		 void **be);
+void pn_cuda_fini(void *be);
+const char *pn_cuda_describe(void *be);
+int pn_cuda_alloc(void *be, size_t bytes, unsigned flags, void **ptr);
+int pn_cuda_free(void *be, void *ptr);
+int pn_cuda_memcpy(void *be, void *dst, const void *src, size_t bytes, int dir);
+int pn_cuda_poison(void *be, void *buf, size_t bytes, int byte);
+int pn_cuda_fill(void *be, void *buf, size_t count, int dtype, int op, uint32_t seed, int rank);
+int pn_cuda_check(void *be, const void *buf, size_t count, int dtype, int op, uint32_t seed,
+		  int nranks, struct penny_check_v1 *res);
+int pn_cuda_allreduce(void *be, const void *send, void *recv, size_t count, int dtype, int op,
+		      int algo);
+int pn_cuda_select(void *be, size_t count, int dtype, int op, int algo);
+int pn_cuda_time(void *be, struct penny_time_v1 *t);
+int pn_cuda_sync(void *be);
+/* The registration holding [p, p + bytes), or NULL (tests). */
+const struct pn_reg *pn_cuda_find_reg(void *be, const void *p, size_t bytes);
+
+#endif

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/* The cuda plugin's exported table (penny_plugin_v1) and embedded kernels. */
+#include "cuda.h"
+
+extern const unsigned char pn_image_data[];
+extern const unsigned char pn_image_oneshot[];
+extern const unsigned char pn_image_oneshot_fl[];
+extern const unsigned char pn_image_twoshot_ll[];
+extern const unsigned char pn_image_twoshot[];
+extern const unsigned char pn_image_ring[];
+extern const unsigned char pn_image_twoshot_hy[];
+
+static const struct pn_cuda_images images = {
+	.data = pn_image_data,
+	.kern = { pn_image_oneshot, pn_image_oneshot_fl, pn_image_twoshot_ll, pn_image_twoshot,
+		  pn_image_ring, pn_image_twoshot_hy },
+};
+
+static int init(const struct penny_host_v1 *host, int device, void **be)
+{
+	pn_plugin_clear_error();
+	return pn_cuda_init(&images, host, device, be);
+}
+
+static int bw(struct penny_bw_v1 *req)
+{
+	pn_plugin_clear_error();
+	return pn_gpu_bw(images.data, req);
+}
+
+__attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin_v1 = {
+	.abi = PENNY_PLUGIN_ABI_V1,
+	.size = sizeof(struct penny_plugin_v1),
+	.name = "cuda",
+	.version = "penny cuda plugin 1 (CUDA IPC over NVLink: one-shot LL, two-shot LL and flags, ring)",
+	.algos = (1u << PENNY_ALGO_AUTO) | (1u << PENNY_ALGO_ONESHOT) | (1u << PENNY_ALGO_TWOSHOT) |
+		 (1u << PENNY_ALGO_RING),
+	.caps = PENNY_CAP_GRAPH | PENNY_CAP_BW,
+	.errmsg = pn_plugin_errmsg,
+	.init = init,
+	.fini = pn_cuda_fini,
+	.describe = pn_cuda_describe,
+	.alloc = pn_cuda_alloc,
+	.free = pn_cuda_free,
+	.memcpy = pn_cuda_memcpy,
+	.poison = pn_cuda_poison,
+	.fill = pn_cuda_fill,
+	.check = pn_cuda_check,
+	.allreduce = pn_cuda_allreduce,
+	.select = pn_cuda_select,
+	.time = pn_cuda_time,
+	.sync = pn_cuda_sync,
+	.bw = bw,
+};

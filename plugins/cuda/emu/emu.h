@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A small CPU emulator for penny's kernels (unit tests without a GPU).
+ * Every CUDA thread is a fiber (ucontext) of one OS thread; fibers switch at
+ * __syncthreads, at every poll of a flag, and at random points before stores
+ * into a peer, so the ranks' kernels interleave in many orders.  Each rank
+ * has its own stream (a queue of launches run one after another), so ranks
+ * drift apart by whole kernels as on real GPUs.  It checks the protocols,
+ * index arithmetic and tails; it cannot check the GPU memory model.
+ *
+ * Include this before the kernel sources, in one C++ translation unit.
+ */
+#ifndef PENNY_EMU_H
+#define PENNY_EMU_H
+
+#define PN_EMU 1
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__
+#define __align__(n) alignas(n)
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucontext.h>
+
+#include <vector>
+
+typedef void (*emu_kernel_fn)(const void *args);
+
+struct emu_block {
+	unsigned nthreads, arrived, gen;
+	int or_acc, or_result;
+};
+
+struct emu_fiber {
+	ucontext_t ctx;
+	char *stack;
+	unsigned tid, bid, ntid, nbid;
+	int done;
+	struct emu_block *blk;
+	struct emu_launch *launch;
+};
+
+struct emu_launch {
+	emu_kernel_fn fn;
+	unsigned grid, block;
+	std::vector<char> args;
+	std::vector<emu_block> blocks;
+	std::vector<emu_fiber *> fibers;
+	unsigned live;
+};
+
+struct emu_state {
+	ucontext_t sched;
+	emu_fiber *cur;
+	uint64_t clock_ns;
+	uint64_t rng;
+	unsigned yield_every; /* random yield before 1 in N peer stores (0: never) */
+	std::vector<std::vector<emu_launch *> > streams; /* per rank */
+	uint64_t switches;
+};
+
+static emu_state emu;
+
+static inline uint32_t emu_rand(void)
+{
+	emu.rng = emu.rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)(emu.rng >> 33);
+}
+
+static inline void emu_yield(void)
+{
+	emu_fiber *f = emu.cur;
+
+	emu.switches++;
+	swapcontext(&f->ctx, &emu.sched);
+}
+
+static void emu_trampoline(void)
+{
+	emu_fiber *f = emu.cur;
+
+	f->launch->fn(f->launch->args.data());
+	f->done = 1;
+	/* uc_link returns to the scheduler */
+}
+
+#define EMU_STACK (64 * 1024)
+
+static void emu_start(emu_launch *l)
+{
+	l->blocks.assign(l->grid, emu_block());
+	for (unsigned b = 0; b < l->grid; b++) {
+		l->blocks[b].nthreads = l->block;
+		l->blocks[b].arrived = l->blocks[b].gen = 0;
+		l->blocks[b].or_acc = l->blocks[b].or_result = 0;
+	}
+	for (unsigned b = 0; b < l->grid; b++)
+		for (unsigned t = 0; t < l->block; t++) {
+			emu_fiber *f = new emu_fiber();
+
+			f->stack = (char *)malloc(EMU_STACK);
+			f->tid = t;
+			f->bid = b;
+			f->ntid = l->block;
+			f->nbid = l->grid;
+			f->done = 0;
+			f->blk = &l->blocks[b];
+			f->launch = l;
+			getcontext(&f->ctx);
+			f->ctx.uc_stack.ss_sp = f->stack;
+			f->ctx.uc_stack.ss_size = EMU_STACK;
+			f->ctx.uc_link = &emu.sched;
+			makecontext(&f->ctx, emu_trampoline, 0);
+			l->fibers.push_back(f);
+		}
+	l->live = l->grid * l->block;
+}
+
+/* Queue a kernel on rank's stream (args copied). */
+static void emu_launch_kernel(int rank, emu_kernel_fn fn, unsigned grid, unsigned block,
+			      const void *args, size_t len)
+{
+	emu_launch *l = new emu_launch();
+
+	l->fn = fn;
+	l->grid = grid;
+	l->block = block;
+	l->args.assign((const char *)args, (const char *)args + len);
+	l->live = 0;
+	if ((int)emu.streams.size() <= rank)
+		emu.streams.resize(rank + 1);
+	emu.streams[rank].push_back(l);
+}
+
+/* Run every stream to completion; returns the number of fiber switches. */
+static uint64_t emu_run(void)
+{
+	std::vector<emu_fiber *> ready;
+	uint64_t sw0 = emu.switches;
+
+	for (;;) {
+		ready.clear();
+		for (size_t r = 0; r < emu.streams.size(); r++) {
+			std::vector<emu_launch *> &q = emu.streams[r];
+
+			while (!q.empty() && q.front()->fibers.size() && !q.front()->live) {
+				emu_launch *l = q.front();
+
+				for (emu_fiber *f : l->fibers) {
+					free(f->stack);
+					delete f;
+				}
+				delete l;
+				q.erase(q.begin());
+			}
+			if (q.empty())
+				continue;
+			if (q.front()->fibers.empty())
+				emu_start(q.front());
+			for (emu_fiber *f : q.front()->fibers)
+				if (!f->done)
+					ready.push_back(f);
+		}
+		if (ready.empty())
+			break;
+		/* one round: every live fiber once, in a random order */
+		for (size_t i = ready.size(); i > 1; i--) {
+			size_t j = emu_rand() % i;
+			emu_fiber *t = ready[i - 1];
+
+			ready[i - 1] = ready[j];
+			ready[j] = t;
+		}
+		for (emu_fiber *f : ready) {
+			emu.cur = f;
+			swapcontext(&emu.sched, &f->ctx);
+			if (f->done)
+				f->launch->live--;
+		}
+		emu.clock_ns += 1000;
+	}
+	emu.cur = NULL;
+	return emu.switches - sw0;
+}
+
+#endif

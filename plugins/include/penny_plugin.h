@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * penny's plugin ABI, version 1.  Self-contained: a plugin needs only this
+ * header (and penny_data.h for the data formula).  A plugin is a shared
+ * object that exports one data symbol
+ *
+ *	const struct penny_plugin_v1 penny_plugin_v1 = { ... };
+ *
+ * The core looks the symbols up with dlsym, newest version first
+ * ("penny_plugin_v2" when it exists, then "penny_plugin_v1"), and accepts a
+ * table whose abi field matches and whose size is at least the size the core
+ * knows.  Later versions only append members.
+ *
+ * Conventions: every function returns 0 or a negative errno; after a
+ * failure, errmsg() gives one line (lowercase, no full stop) for the calling
+ * thread.  Pointers to device memory are plain void *.  All work is
+ * enqueued on the backend's own stream (one per backend); sync() waits for
+ * it.  Collective functions (init, alloc with PENNY_MEM_REGISTERED, free of
+ * such a buffer, allreduce, time, fini) must be called by every rank in the
+ * same order with the same sizes, like NCCL's.
+ */
+#ifndef PENNY_PLUGIN_H
+#define PENNY_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PENNY_PLUGIN_ABI_V1 1u
+#define PENNY_PLUGIN_SYMBOL_V1 "penny_plugin_v1"
+
+/* Element types: the same values as enum pn_dtype (src/dtype.h). */
+enum penny_dtype {
+	PENNY_INT8 = 0,
+	PENNY_UINT8,
+	PENNY_INT32,
+	PENNY_UINT32,
+	PENNY_INT64,
+	PENNY_UINT64,
+	PENNY_HALF,
+	PENNY_BFLOAT16,
+	PENNY_FLOAT,
+	PENNY_DOUBLE,
+	PENNY_NDTYPES
+};
+
+/* Reduction ops: the same values as enum pn_redop (src/dtype.h). */
+enum penny_redop {
+	PENNY_SUM = 0,
+	PENNY_PROD,
+	PENNY_MIN,
+	PENNY_MAX,
+	PENNY_AVG, /* sum, then divided by nranks once */
+	PENNY_NREDOPS
+};
+
+/* Allreduce algorithms.  A plugin lists the ones it accepts in .algos. */
+enum penny_algo {
+	PENNY_ALGO_AUTO = 0,	/* the plugin's choice from its size table */
+	PENNY_ALGO_ONESHOT,	/* every rank gets every input, reduces locally */
+	PENNY_ALGO_TWOSHOT,	/* reduce-scatter by direct exchange, then all-gather */
+	PENNY_ALGO_RING,	/* chunked, pipelined ring */
+	PENNY_NALGOS
+};
+
+/* Log levels of penny_host_v1.log. */
+enum penny_log_level { PENNY_LOG_ERROR = 0, PENNY_LOG_INFO = 1, PENNY_LOG_DEBUG = 2 };
+
+/*
+ * Host services the core hands to init().  allgather: every rank passes len
+ * bytes in mine and gets nranks * len bytes in all (rank order); barrier:
+ * returns when every rank has entered it.  Both return 0 or a negative
+ * errno and are bounded by the core's timeout.  The struct must stay valid
+ * until fini().  size = sizeof(struct penny_host_v1).
+ */
+struct penny_host_v1 {
+	uint32_t size;
+	int rank, nranks;
+	int local_rank, local_size;	/* among the ranks of this node */
+	int node, nnodes;
+	void *ctx;
+	int (*allgather)(void *ctx, const void *mine, void *all, size_t len);
+	int (*barrier)(void *ctx);
+	void (*log)(void *ctx, int level, const char *msg); /* may be NULL */
+};
+
+/* alloc() flags */
+#define PENNY_MEM_REGISTERED 1u /* collective: mapped into every local peer (CUDA IPC) */
+
+/* memcpy() directions */
+enum penny_copy { PENNY_H2D = 0, PENNY_D2H, PENNY_D2D };
+
+/* check() result: elements whose bits differ from the expected result. */
+struct penny_check_v1 {
+	uint64_t wrong;
+	uint64_t first_bad;	/* index of the first wrong element (count if none) */
+};
+
+/*
+ * time(): warmup calls, then (after a host barrier) iters calls between two
+ * events on the stream.  graph > 0: the calls are captured, graph at a time,
+ * into a CUDA graph that is replayed (like nccl-tests -G); iters is rounded
+ * up to a multiple of graph.  usec: mean time of one call on this rank.
+ */
+struct penny_time_v1 {
+	const void *send;
+	void *recv;
+	size_t count;
+	int dtype, op, algo;
+	int warmup, iters, graph;
+	double usec;		/* out */
+	int iters_run;		/* out: calls timed */
+};
+
+/* bw(): a GPU-to-GPU matrix over every visible GPU, in one process. */
+#define PENNY_BW_MAX_DEV 16
+enum penny_bw_engine { PENNY_BW_CE = 0, PENNY_BW_SM };
+enum penny_bw_what { PENNY_BW_BANDWIDTH = 0, PENNY_BW_LATENCY };
+struct penny_bw_v1 {
+	uint64_t bytes;		/* per copy (bandwidth); ignored for latency */
+	int iters;		/* timed repetitions per cell */
+	int engine;		/* PENNY_BW_CE: copy engine; PENNY_BW_SM: kernel loads/stores */
+	int bidir;		/* both directions at once (bandwidth counts both) */
+	int what;		/* PENNY_BW_BANDWIDTH (GB/s = 1e9 B/s) or PENNY_BW_LATENCY (us) */
+	int ndev;		/* out */
+	double value[PENNY_BW_MAX_DEV * PENNY_BW_MAX_DEV]; /* out: [src * ndev + dst] */
+	char name[PENNY_BW_MAX_DEV][64]; /* out: device names */
+};
+
+/* caps */
+#define PENNY_CAP_GRAPH 1u	/* time() supports graph > 0 */
+#define PENNY_CAP_BW 2u		/* bw() is provided */
+
+struct penny_plugin_v1 {
+	uint32_t abi;		/* PENNY_PLUGIN_ABI_V1 */
+	uint32_t size;		/* sizeof(struct penny_plugin_v1) */
+	const char *name;	/* "cuda", "nccl" */
+	const char *version;	/* the plugin's version text */
+	uint32_t algos;		/* accepted algorithms: bit (1u << PENNY_ALGO_*) */
+	uint32_t caps;		/* PENNY_CAP_* */
+
+	/* Last error message of the calling thread ("" if none). */
+	const char *(*errmsg)(void);
+
+	/* Open device (an index among the visible devices; -1: local_rank). */
+	int (*init)(const struct penny_host_v1 *host, int device, void **be);
+	void (*fini)(void *be);
+	/* One line: device, driver and library versions. */
+	const char *(*describe)(void *be);
+
+	/* Device memory.  REGISTERED buffers are collective and symmetric:
+	 * every rank passes the same offsets into the same allocation. */
+	int (*alloc)(void *be, size_t bytes, unsigned flags, void **ptr);
+	int (*free)(void *be, void *ptr);
+	int (*memcpy)(void *be, void *dst, const void *src, size_t bytes, int dir);
+	/* Fill bytes with one byte value (enqueued). */
+	int (*poison)(void *be, void *buf, size_t bytes, int byte);
+	/* Element i := the data formula (penny_data.h) of (seed, rank, i). */
+	int (*fill)(void *be, void *buf, size_t count, int dtype, int op, uint32_t seed, int rank);
+	/* Compare with the exact result over nranks ranks; synchronizes. */
+	int (*check)(void *be, const void *buf, size_t count, int dtype, int op, uint32_t seed,
+		     int nranks, struct penny_check_v1 *res);
+
+	/* Enqueue one allreduce (send == recv: in place). */
+	int (*allreduce)(void *be, const void *send, void *recv, size_t count, int dtype,
+			 int op, int algo);
+	/* The algorithm allreduce() would run for this call (AUTO resolved). */
+	int (*select)(void *be, size_t count, int dtype, int op, int algo);
+	int (*time)(void *be, struct penny_time_v1 *t);
+	/* Wait for the stream; reports errors raised by earlier calls. */
+	int (*sync)(void *be);
+
+	/* GPU-to-GPU matrix; needs no init().  NULL if not provided. */
+	int (*bw)(struct penny_bw_v1 *req);
+};
+
+typedef const struct penny_plugin_v1 penny_plugin_v1_t;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: MIT */
+/* The nccl plugin: ncclAllReduce on the plugin's stream, timed like penny's. */
+#define _GNU_SOURCE
+#include "nccl.h"
+
+#include "../include/penny_data.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct pn_nccl_api nccl_real;
+static const struct pn_nccl_api *nccl_fake;
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+static int loaded;
+
+void pn_nccl_set_api(const struct pn_nccl_api *f)
+{
+	nccl_fake = f;
+}
+
+static int resolve(void *dl, struct pn_nccl_api *a, char *why, size_t len)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+		int optional;
+	} nccl_syms[] = {
+		{ "ncclGetVersion", offsetof(struct pn_nccl_api, GetVersion), 0 },
+		{ "ncclGetUniqueId", offsetof(struct pn_nccl_api, GetUniqueId), 0 },
+		{ "ncclCommInitRank", offsetof(struct pn_nccl_api, CommInitRank), 0 },
+		{ "ncclCommFinalize", offsetof(struct pn_nccl_api, CommFinalize), 1 },
+		{ "ncclCommDestroy", offsetof(struct pn_nccl_api, CommDestroy), 0 },
+		{ "ncclCommGetAsyncError", offsetof(struct pn_nccl_api, CommGetAsyncError), 0 },
+		{ "ncclAllReduce", offsetof(struct pn_nccl_api, AllReduce), 0 },
+		{ "ncclGetErrorString", offsetof(struct pn_nccl_api, GetErrorString), 0 },
+		{ "ncclGetLastError", offsetof(struct pn_nccl_api, GetLastError), 1 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(nccl_syms) / sizeof(nccl_syms[0]); i++) {
+		void *f = dlsym(dl, nccl_syms[i].name);
+
+		if (!f && !nccl_syms[i].optional) {
+			snprintf(why, len, "lacks '%s'", nccl_syms[i].name);
+			return -1;
+		}
+		memcpy((char *)a + nccl_syms[i].off, &f, sizeof(f));
+	}
+	return 0;
+}
+
+/* Try one library; appends "where: why" to tried on failure. */
+static int try_lib(const char *path, char *tried, size_t len)
+{
+	void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	char why[200];
+	size_t used = strlen(tried);
+
+	if (!dl) {
+		const char *e = dlerror();
+
+		snprintf(why, sizeof(why), "%s", e ? e : "not found");
+	} else if (resolve(dl, &nccl_real, why, sizeof(why))) {
+		dlclose(dl);
+		dl = NULL;
+	}
+	if (!dl) {
+		/* dlerror() repeats the path; keep the reason short */
+		const char *colon = strstr(why, ": ");
+
+		snprintf(tried + used, len - used, "%s%s (%s)", used ? "; " : "", path,
+			 colon && !strncmp(why, path, (size_t)(colon - why)) ? colon + 2 : why);
+		return -1;
+	}
+	snprintf(nccl_real.path, sizeof(nccl_real.path), "%s", path);
+	return 0;
+}
+
+static int python_nccl_dir(char *dir, size_t len)
+{
+	FILE *f = popen("python3 -c 'import nvidia.nccl,os;print(nvidia.nccl.__path__[0])' 2>/dev/null",
+			"r");
+	size_t n;
+
+	if (!f)
+		return -1;
+	if (!fgets(dir, (int)len, f))
+		dir[0] = 0;
+	pclose(f);
+	n = strlen(dir);
+	while (n && (dir[n - 1] == '\n' || dir[n - 1] == '\r'))
+		dir[--n] = 0;
+	return n ? 0 : -1;
+}
+
+const struct pn_nccl_api *pn_nccl_api_get(void)
+{
+	static char tried[1024];
+	const char *env = getenv("PENNY_NCCL_LIB");
+	char dir[512], path[600];
+	int ok = 0;
+
+	if (nccl_fake)
+		return nccl_fake;
+	pthread_mutex_lock(&load_lock);
+	if (loaded) {
+		pthread_mutex_unlock(&load_lock);
+		return &nccl_real;
+	}
+	tried[0] = 0;
+	if (env && *env) {
+		ok = !try_lib(env, tried, sizeof(tried));
+	} else {
+		ok = !try_lib("libnccl.so.2", tried, sizeof(tried));
+		if (!ok) {
+			if (python_nccl_dir(dir, sizeof(dir)) == 0) {
+				snprintf(path, sizeof(path), "%s/lib/libnccl.so.2", dir);
+				ok = !try_lib(path, tried, sizeof(tried));
+			} else {
+				size_t used = strlen(tried);
+
+				snprintf(tried + used, sizeof(tried) - used,
+					 "; python3 nvidia.nccl (no such package)");
+			}
+		}
+	}
+	loaded = ok;
+	pthread_mutex_unlock(&load_lock);
+	if (!ok) {
+		pn_plugin_fail(-ENOENT, "cannot load NCCL: %s%s", tried,
+			       env && *env ? "" : " (set PENNY_NCCL_LIB to its path)");
+		return NULL;
+	}
+	return &nccl_real;
+}
+
+int pn_nccl_dtype(int dtype)
+{
+	static const int map[PENNY_NDTYPES] = {
+		[PENNY_INT8] = 0, [PENNY_UINT8] = 1, [PENNY_INT32] = 2, [PENNY_UINT32] = 3,
+		[PENNY_INT64] = 4, [PENNY_UINT64] = 5, [PENNY_HALF] = 6, [PENNY_FLOAT] = 7,
+		[PENNY_DOUBLE] = 8, [PENNY_BFLOAT16] = 9,
+	};
+
+	return dtype >= 0 && dtype < PENNY_NDTYPES ? map[dtype] : -1;
+}
+
+int pn_nccl_op(int op)
+{
+	static const int map[PENNY_NREDOPS] = {
+		[PENNY_SUM] = 0, [PENNY_PROD] = 1, [PENNY_MAX] = 2, [PENNY_MIN] = 3, [PENNY_AVG] = 4,
+	};
+
+	return op >= 0 && op < PENNY_NREDOPS ? map[op] : -1;
+}
+
+struct pn_nccl {
+	struct pn_gpu g;
+	const struct penny_host_v1 *host;
+	const struct pn_nccl_api *api;
+	ncclComm_t comm;
+	int version;
+	char desc[400];
+};
+
+static int nccl_fail(struct pn_nccl *c, ncclResult_t r, const char *what)
+{
+	const char *s = c->api->GetErrorString ? c->api->GetErrorString(r) : NULL;
+	const char *last = c->api->GetLastError && c->comm ? c->api->GetLastError(c->comm) : NULL;
+
+	return pn_plugin_fail(-EIO, "%s: %s%s%s (NCCL error %d)", what, s ? s : "error",
+			      last && *last ? ": " : "", last && *last ? last : "", r);
+}
+
+/* NVLink SHARP / multicast stays off on shared machines. */
+static void keep_nvls_off(const struct penny_host_v1 *host)
+{
+	const char *v = getenv("NCCL_NVLS_ENABLE");
+
+	if (v && strcmp(v, "0"))
+		pn_gpu_log(host, PENNY_LOG_INFO, "nccl: NCCL_NVLS_ENABLE=%s overridden to 0", v);
+	setenv("NCCL_NVLS_ENABLE", "0", 1);
+	setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
+}
+
+struct pn_nccl_hello {
+	int32_t ok;
+	char err[220];
+	ncclUniqueId id;
+};
+
+int pn_nccl_init(const void *data_image, const struct penny_host_v1 *host, int device, void **be)
+{
+	struct pn_nccl *c;
+	struct pn_nccl_hello mine, *all = NULL;
+	ncclResult_t r;
+	int ret = 0, p;
+
+	*be = NULL;
+	if (!host || host->size < sizeof(struct penny_host_v1) || !host->allgather)
+		return pn_plugin_fail(-EINVAL, "the host passed no allgather service");
+	if (host->nranks < 1 || host->rank < 0 || host->rank >= host->nranks)
+		return pn_plugin_fail(-EINVAL, "bad rank %d of %d", host->rank, host->nranks);
+	c = calloc(1, sizeof(*c));
+	all = calloc((size_t)host->nranks, sizeof(*all));
+	if (!c || !all) {
+		free(c);
+		free(all);
+		return pn_plugin_fail(-ENOMEM, "out of memory");
+	}
+	c->host = host;
+	keep_nvls_off(host);
+	/* every rank says whether it got this far, so that no rank waits alone in NCCL */
+	memset(&mine, 0, sizeof(mine));
+	c->api = pn_nccl_api_get();
+	if (!c->api)
+		ret = -ENOENT;
+	if (!ret)
+		ret = pn_gpu_open(&c->g, host, device, data_image);
+	if (!ret && host->rank == 0) {
+		r = c->api->GetUniqueId(&mine.id);
+		if (r)
+			ret = nccl_fail(c, r, "ncclGetUniqueId");
+	}
+	mine.ok = !ret;
+	if (ret)
+		snprintf(mine.err, sizeof(mine.err), "%s", pn_plugin_errmsg());
+	p = host->allgather(host->ctx, &mine, all, sizeof(mine));
+	if (p) {
+		ret = pn_plugin_fail(p < 0 ? p : -EIO, "allgather through the host failed");
+		goto fail;
+	}
+	if (ret)
+		goto fail;
+	for (p = 0; p < host->nranks; p++)
+		if (!all[p].ok) {
+			ret = pn_plugin_fail(-EIO, "rank %d failed: %s", p, all[p].err);
+			goto fail;
+		}
+	c->api->GetVersion(&c->version);
+	r = c->api->CommInitRank(&c->comm, host->nranks, all[0].id, host->rank);
+	if (r) {
+		c->comm = NULL;
+		ret = nccl_fail(c, r, "ncclCommInitRank");
+		goto fail;
+	}
+	snprintf(c->desc, sizeof(c->desc),
+		 "%s (%s) sm_%d%d %d SMs, CUDA driver %d.%d, rank %d of %d, NCCL %d.%d.%d from %s, "
+		 "NCCL_NVLS_ENABLE=0",
+		 c->g.name, c->g.busid, c->g.cc_major, c->g.cc_minor, c->g.nsm,
+		 c->g.driver_version / 1000, c->g.driver_version % 1000 / 10, host->rank,
+		 host->nranks, c->version / 10000, c->version / 100 % 100, c->version % 100,
+		 c->api->path[0] ? c->api->path : "(test)");
+	free(all);
+	*be = c;
+	return 0;
+fail:
+	pn_gpu_close(&c->g);
+	free(all);
+	free(c);
+	return ret;
+}
+
+void pn_nccl_fini(void *be)
+{
+	struct pn_nccl *c = be;
+
+	if (!c)
+		return;
+	pn_gpu_enter(&c->g);
+	c->g.cu->StreamSynchronize(c->g.stream);
+	if (c->comm) {
+		if (c->api->CommFinalize)
+			c->api->CommFinalize(c->comm);
+		c->api->CommDestroy(c->comm);
+	}
+	pn_gpu_close(&c->g);
+	free(c);
+}
+
+const char *pn_nccl_describe(void *be)
+{
+	return ((struct pn_nccl *)be)->desc;
+}
+
+#define ENTER(c)                                                                               \
+	do {                                                                                   \
+		int _e = pn_gpu_enter(&(c)->g);                                                \
+		if (_e)                                                                        \
+			return _e;                                                             \
+	} while (0)
+
+int pn_nccl_alloc(void *be, size_t bytes, unsigned flags, void **ptr)
+{
+	struct pn_nccl *c = be;
+
+	(void)flags; /* NCCL needs no registration */
+	ENTER(c);
+	return pn_gpu_alloc(&c->g, bytes, ptr);
+}
+
+int pn_nccl_free(void *be, void *ptr)
+{
+	struct pn_nccl *c = be;
+
+	ENTER(c);
+	return pn_gpu_free(&c->g, ptr);
+}
+
+int pn_nccl_memcpy(void *be, void *dst, const void *src, size_t bytes, int dir)
+{
+	struct pn_nccl *c = be;
+
+	ENTER(c);
+	return pn_gpu_memcpy(&c->g, dst, src, bytes, dir);
+}
+
+int pn_nccl_poison(void *be, void *buf, size_t bytes, int byte)
+{
+	struct pn_nccl *c = be;
+
+	ENTER(c);
+	return pn_gpu_poison(&c->g, buf, bytes, byte);
+}
+
+int pn_nccl_fill(void *be, void *buf, size_t count, int dtype, int op, uint32_t seed, int rank)
+{
+	struct pn_nccl *c = be;
+
+	ENTER(c);
+	return pn_gpu_fill(&c->g, buf, count, dtype, op, seed, rank);
+}
+
+int pn_nccl_check(void *be, const void *buf, size_t count, int dtype, int op, uint32_t seed,
+		  int nranks, struct penny_check_v1 *res)
+{
+	struct pn_nccl *c = be;
+
+	ENTER(c);
+	return pn_gpu_check(&c->g, buf, count, dtype, op, seed, nranks, res);
+}
+
+int pn_nccl_select(void *be, size_t count, int dtype, int op, int algo)
+{
+	int ret = pn_gpu_check_args(count, dtype, op);
+
+	(void)be;
+	if (ret)
+		return ret;
+	if (algo != PENNY_ALGO_AUTO)
+		return pn_plugin_fail(-ENOTSUP, "the nccl backend runs NCCL's own algorithm choice "
+						"(only auto)");
+	return PENNY_ALGO_AUTO;
+}
+
+int pn_nccl_allreduce(void *be, const void *send, void *recv, size_t count, int dtype, int op,
+		      int algo)
+{
+	struct pn_nccl *c = be;
+	ncclResult_t r;
+	int ret = pn_nccl_select(be, count, dtype, op, algo);
+
+	if (ret < 0)
+		return ret;
+	if (!count)
+		return 0;
+	ENTER(c);
+	r = c->api->AllReduce(send, recv, count, pn_nccl_dtype(dtype), pn_nccl_op(op), c->comm,
+			      c->g.stream);
+	return r ? nccl_fail(c, r, "ncclAllReduce") : 0;
+}
+
+static int async_error(struct pn_nccl *c)
+{
+	ncclResult_t e = 0, r = c->api->CommGetAsyncError(c->comm, &e);
+
+	if (r)
+		return nccl_fail(c, r, "ncclCommGetAsyncError");
+	return e ? nccl_fail(c, e, "NCCL") : 0;
+}
+
+int pn_nccl_sync(void *be)
+{
+	struct pn_nccl *c = be;
+	int ret;
+
+	ENTER(c);
+	ret = pn_gpu_sync(&c->g);
+	return ret ? ret : async_error(c);
+}
+
+struct time_ctx {
+	struct pn_nccl *c;
+	const struct penny_time_v1 *t;
+};
+
+static int time_one(void *p)
+{
+	struct time_ctx *x = p;
+
+	return pn_nccl_allreduce(x->c, x->t->send, x->t->recv, x->t->count, x->t->dtype, x->t->op,
+				 x->t->algo);
+}
+
+int pn_nccl_time(void *be, struct penny_time_v1 *t)
+{
+	struct pn_nccl *c = be;
+	struct time_ctx x = { c, t };
+	int ret;
+
+	ENTER(c);
+	ret = pn_gpu_time(&c->g, time_one, &x, t);
+	return ret ? ret : async_error(c);
+}

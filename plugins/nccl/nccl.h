@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The nccl plugin: NCCL's allreduce inside penny's harness, as the baseline.
+ * NCCL is opened at run time (no headers or libraries at build time): the
+ * few types and functions used are declared here.
+ */
+#ifndef PENNY_PLUGIN_NCCL_H
+#define PENNY_PLUGIN_NCCL_H
+
+#include "../common/gpu.h"
+
+typedef int ncclResult_t;
+typedef struct ncclComm *ncclComm_t;
+typedef struct {
+	char internal[128];
+} ncclUniqueId;
+
+struct pn_nccl_api {
+	ncclResult_t (*GetVersion)(int *v);
+	ncclResult_t (*GetUniqueId)(ncclUniqueId *id);
+	ncclResult_t (*CommInitRank)(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank);
+	ncclResult_t (*CommFinalize)(ncclComm_t comm);	/* may be NULL (NCCL < 2.14) */
+	ncclResult_t (*CommDestroy)(ncclComm_t comm);
+	ncclResult_t (*CommGetAsyncError)(ncclComm_t comm, ncclResult_t *err);
+	ncclResult_t (*AllReduce)(const void *send, void *recv, size_t count, int dtype, int op,
+				  ncclComm_t comm, CUstream stream);
+	const char *(*GetErrorString)(ncclResult_t r);
+	const char *(*GetLastError)(ncclComm_t comm);	/* may be NULL */
+	char path[256];	/* where it was loaded from */
+};
+
+/*
+ * Open NCCL: PENNY_NCCL_LIB (a path) if set, else libnccl.so.2 (ldconfig,
+ * LD_LIBRARY_PATH), else the Python nvidia.nccl package's lib/.  On failure
+ * the plugin error lists every place tried.  A table installed with
+ * pn_nccl_set_api() wins (tests).
+ */
+const struct pn_nccl_api *pn_nccl_api_get(void);
+void pn_nccl_set_api(const struct pn_nccl_api *fake);
+
+/* penny's dtype/op -> NCCL's enum values (-1 if none). */
+int pn_nccl_dtype(int dtype);
+int pn_nccl_op(int op);
+
+int pn_nccl_init(const void *data_image, const struct penny_host_v1 *host, int device, void **be);
+void pn_nccl_fini(void *be);
+const char *pn_nccl_describe(void *be);
+int pn_nccl_alloc(void *be, size_t bytes, unsigned flags, void **ptr);
+int pn_nccl_free(void *be, void *ptr);
+int pn_nccl_memcpy(void *be, void *dst, const void *src, size_t bytes, int dir);
+int pn_nccl_poison(void *be, void *buf, size_t bytes, int byte);
+int pn_nccl_fill(void *be, void *buf, size_t count, int dtype, int op, uint32_t seed, int rank);
+int pn_nccl_check(void *be, const void *buf, size_t count, int dtype, int op, uint32_t seed,
+		  int nranks, struct penny_check_v1 *res);
+int pn_nccl_allreduce(void *be, const void *send, void *recv, size_t count, int dtype, int op,
+		      int algo);
+int pn_nccl_select(void *be, size_t count, int dtype, int op, int algo);
+int pn_nccl_time(void *be, struct penny_time_v1 *t);
+int pn_nccl_sync(void *be);
+
+#endif

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* The nccl plugin's exported table (penny_plugin_v1). */
+#include "nccl.h"
+
+/* The data kernels (fill/check) are linked in when the build had nvcc;
+ * without them fill and check run on the host. */
+extern const unsigned char pn_image_data[] __attribute__((weak));
+
+static int init(const struct penny_host_v1 *host, int device, void **be)
+{
+	pn_plugin_clear_error();
+	return pn_nccl_init(pn_image_data, host, device, be);
+}
+
+__attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin_v1 = {
+	.abi = PENNY_PLUGIN_ABI_V1,
+	.size = sizeof(struct penny_plugin_v1),
+	.name = "nccl",
+	.version = "penny nccl plugin 1 (NCCL opened at run time)",
+	.algos = 1u << PENNY_ALGO_AUTO,
+	.caps = PENNY_CAP_GRAPH,
+	.errmsg = pn_plugin_errmsg,
+	.init = init,
+	.fini = pn_nccl_fini,
+	.describe = pn_nccl_describe,
+	.alloc = pn_nccl_alloc,
+	.free = pn_nccl_free,
+	.memcpy = pn_nccl_memcpy,
+	.poison = pn_nccl_poison,
+	.fill = pn_nccl_fill,
+	.check = pn_nccl_check,
+	.allreduce = pn_nccl_allreduce,
+	.select = pn_nccl_select,
+	.time = pn_nccl_time,
+	.sync = pn_nccl_sync,
+	.bw = NULL, /* penny bw --gpu uses the cuda plugin */
+};

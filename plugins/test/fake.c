@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A plugin for tests, on host memory: "device" buffers are malloc'd, the
+ * allreduce goes through the host's allgather and reduces in rank order.
+ * It lets the loader and the GPU driver be tested on machines without a
+ * GPU.  Variants (-D): FAKE_ABI=N (wrong ABI), FAKE_NOSYM (no table),
+ * FAKE_VERSION="..." (tell copies apart), FAKE_FAIL_INIT (init fails),
+ * FAKE_WRONG (element 1 of every result is off by one), FAKE_DIE (rank 1
+ * dies in its first allreduce).
+ */
+#define _GNU_SOURCE
+#include "penny_data.h"
+#include "penny_plugin.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef FAKE_ABI
+#define FAKE_ABI PENNY_PLUGIN_ABI_V1
+#endif
+#ifndef FAKE_NAME
+#define FAKE_NAME "fake"
+#endif
+#ifndef FAKE_VERSION
+#define FAKE_VERSION "first"
+#endif
+
+static _Thread_local char err[256];
+
+static const char *fake_errmsg(void)
+{
+	return err;
+}
+
+static int fail(int code, const char *msg)
+{
+	snprintf(err, sizeof(err), "%s", msg);
+	return code;
+}
+
+struct fake {
+	const struct penny_host_v1 *host;
+	char desc[128];
+};
+
+static int fake_init(const struct penny_host_v1 *host, int device, void **be)
+{
+	struct fake *f;
+
+#ifdef FAKE_FAIL_INIT
+	return fail(-ENODEV, "fake device is missing");
+#endif
+	if (!host || !host->allgather)
+		return fail(-EINVAL, "no allgather");
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return fail(-ENOMEM, "out of memory");
+	f->host = host;
+	snprintf(f->desc, sizeof(f->desc), "fake device %d of rank %d/%d", device, host->rank,
+		 host->nranks);
+	*be = f;
+	return 0;
+}
+
+static void fake_fini(void *be)
+{
+	free(be);
+}
+
+static const char *fake_describe(void *be)
+{
+	return ((struct fake *)be)->desc;
+}
+
+static int fake_alloc(void *be, size_t bytes, unsigned flags, void **p)
+{
+	(void)be;
+	(void)flags;
+	*p = malloc(bytes ? bytes : 1);
+	return *p ? 0 : fail(-ENOMEM, "out of memory");
+}
+
+static int fake_free(void *be, void *p)
+{
+	(void)be;
+	free(p);
+	return 0;
+}
+
+static int fake_memcpy(void *be, void *dst, const void *src, size_t bytes, int dir)
+{
+	(void)be;
+	(void)dir;
+	memmove(dst, src, bytes);
+	return 0;
+}
+
+static int fake_poison(void *be, void *buf, size_t bytes, int byte)
+{
+	(void)be;
+	memset(buf, byte, bytes);
+	return 0;
+}
+
+static int fake_fill(void *be, void *buf, size_t count, int dt, int op, uint32_t seed, int rank)
+{
+	int es = penny_data_size(dt);
+	size_t i;
+
+	(void)be;
+	if (!es || op < 0 || op >= PENNY_NREDOPS)
+		return fail(-EINVAL, "bad type or op");
+	for (i = 0; i < count; i++) {
+		uint64_t bits = penny_data_input_bits(dt, op, seed, rank, i);
+
+		memcpy((char *)buf + i * es, &bits, (size_t)es);
+	}
+	return 0;
+}
+
+static int fake_check(void *be, const void *buf, size_t count, int dt, int op, uint32_t seed,
+		      int nranks, struct penny_check_v1 *res)
+{
+	int es = penny_data_size(dt);
+	size_t i;
+
+	(void)be;
+	if (!es || op < 0 || op >= PENNY_NREDOPS)
+		return fail(-EINVAL, "bad type or op");
+	res->wrong = 0;
+	res->first_bad = count;
+	for (i = 0; i < count; i++) {
+		uint64_t got = 0, want = penny_data_expected_bits(dt, op, seed, nranks, i);
+
+		memcpy(&got, (const char *)buf + i * es, (size_t)es);
+		if (got != want) {
+			if (!res->wrong)
+				res->first_bad = i;
+			res->wrong++;
+		}
+	}
+	return 0;
+}
+
+/* Element i of rank r's contribution as a double or an integer. */
+static double as_double(int dt, const char *p)
+{
+	uint16_t h;
+	float f;
+	double d;
+
+	switch (dt) {
+	case PENNY_HALF:
+		memcpy(&h, p, 2);
+		return penny_half_to_f32(h);
+	case PENNY_BFLOAT16:
+		memcpy(&h, p, 2);
+		return penny_bf16_to_f32(h);
+	case PENNY_FLOAT:
+		memcpy(&f, p, 4);
+		return f;
+	default:
+		memcpy(&d, p, 8);
+		return d;
+	}
+}
+
+static int64_t as_int(int dt, const char *p)
+{
+	uint64_t u = 0;
+
+	memcpy(&u, p, (size_t)penny_data_size(dt));
+	switch (dt) {
+	case PENNY_INT8:
+		return (int8_t)u;
+	case PENNY_INT32:
+		return (int32_t)u;
+	default:
+		return (int64_t)u;
+	}
+}
+
+static int fake_allreduce(void *be, const void *send, void *recv, size_t count, int dt, int op,
+			  int algo)
+{
+	struct fake *f = be;
+	int n = f->host->nranks, es = penny_data_size(dt), r, ret;
+	size_t i, bytes = count * (size_t)es;
+	char *all;
+
+	(void)algo;
+	if (!es)
+		return fail(-EINVAL, "bad type");
+#ifdef FAKE_DIE
+	if (f->host->rank == 1)
+		_exit(3);
+#endif
+	all = malloc(bytes * (size_t)n + 1);
+	if (!all)
+		return fail(-ENOMEM, "out of memory");
+	ret = f->host->allgather(f->host->ctx, send, all, bytes);
+	if (ret) {
+		free(all);
+		return fail(ret, "allgather failed");
+	}
+	for (i = 0; i < count; i++) {
+		uint64_t bits;
+
+		if (dt >= PENNY_HALF) {
+			double a = as_double(dt, all + i * es);
+
+			for (r = 1; r < n; r++) {
+				double v = as_double(dt, all + (size_t)r * bytes + i * es);
+
+				a = op == PENNY_PROD ? a * v : op == PENNY_MIN ? (v < a ? v : a)
+					: op == PENNY_MAX ? (v > a ? v : a) : a + v;
+			}
+			if (dt == PENNY_DOUBLE) {
+				if (op == PENNY_AVG)
+					a /= n;
+				memcpy(&bits, &a, 8);
+			} else {
+				float x = (float)a;
+
+				if (op == PENNY_AVG)
+					x /= (float)n;
+				bits = dt == PENNY_HALF ? penny_f32_to_half(x)
+				       : dt == PENNY_BFLOAT16 ? penny_f32_to_bf16(x) : penny_f32_bits(x);
+			}
+		} else {
+			int64_t a = as_int(dt, all + i * es);
+
+			for (r = 1; r < n; r++) {
+				int64_t v = as_int(dt, all + (size_t)r * bytes + i * es);
+
+				a = op == PENNY_PROD ? (int64_t)((uint64_t)a * (uint64_t)v)
+				    : op == PENNY_MIN ? (v < a ? v : a)
+				    : op == PENNY_MAX ? (v > a ? v : a) : (int64_t)((uint64_t)a + (uint64_t)v);
+				a = penny_data_wrap(dt, a);
+			}
+			if (op == PENNY_AVG)
+				a = dt == PENNY_UINT64 ? (int64_t)((uint64_t)a / (uint64_t)n) : a / n;
+			bits = (uint64_t)a;
+		}
+#ifdef FAKE_WRONG
+		if (i == 1)
+			bits ^= 1;
+#endif
+		memcpy((char *)recv + i * es, &bits, (size_t)es);
+	}
+	free(all);
+	return 0;
+}
+
+static int fake_select(void *be, size_t count, int dt, int op, int algo)
+{
+	(void)be;
+	(void)count;
+	(void)dt;
+	(void)op;
+	return algo == PENNY_ALGO_AUTO ? PENNY_ALGO_ONESHOT : algo;
+}
+
+static int fake_time(void *be, struct penny_time_v1 *t)
+{
+	struct fake *f = be;
+	struct timespec a, b;
+	int i, ret = 0, n = t->graph > 0 ? (t->iters + t->graph - 1) / t->graph * t->graph : t->iters;
+
+	for (i = 0; i < t->warmup && !ret; i++)
+		ret = fake_allreduce(be, t->send, t->recv, t->count, t->dtype, t->op, t->algo);
+	if (!ret && f->host->barrier)
+		ret = f->host->barrier(f->host->ctx);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (i = 0; i < n && !ret; i++)
+		ret = fake_allreduce(be, t->send, t->recv, t->count, t->dtype, t->op, t->algo);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	t->iters_run = n;
+	t->usec = ((b.tv_sec - a.tv_sec) * 1e6 + (b.tv_nsec - a.tv_nsec) / 1e3) / (n ? n : 1);
+	return ret;
+}
+
+static int fake_sync(void *be)
+{
+	(void)be;
+	return 0;
+}
+
+#ifndef FAKE_NOSYM
+__attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin_v1 = {
+	.abi = FAKE_ABI,
+	.size = sizeof(struct penny_plugin_v1),
+	.name = FAKE_NAME,
+	.version = FAKE_VERSION,
+	.algos = (1u << PENNY_ALGO_AUTO) | (1u << PENNY_ALGO_ONESHOT),
+	.caps = PENNY_CAP_GRAPH,
+	.errmsg = fake_errmsg,
+	.init = fake_init,
+	.fini = fake_fini,
+	.describe = fake_describe,
+	.alloc = fake_alloc,
+	.free = fake_free,
+	.memcpy = fake_memcpy,
+	.poison = fake_poison,
+	.fill = fake_fill,
+	.check = fake_check,
+	.allreduce = fake_allreduce,
+	.select = fake_select,
+	.time = fake_time,
+	.sync = fake_sync,
+	.bw = NULL,
+};
+#else
+__attribute__((visibility("default"))) const int penny_plugin_something_else = 1;
+#endif

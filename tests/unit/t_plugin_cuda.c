@@ -1,0 +1,607 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The cuda plugin's host side with the GPU behind a fake driver table:
+ * IPC handle exchange over the host's allgather (ranks are threads), the
+ * settings every rank must agree on, registered buffers, the size table,
+ * staging and chunking decisions, the kernel arguments, graph capture in
+ * time(), errors raised by kernels, and a missing driver.
+ */
+#define _GNU_SOURCE
+#include "unit.h"
+
+#include "../../plugins/common/cudrv.c"
+#include "../../plugins/common/gpu.c"
+#include "../../plugins/cuda/cuda.c"
+
+#include "t_plugin_fakecu.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+
+static const char img[] = "fatbin";
+static const struct pn_cuda_images images = {
+	.data = img,
+	.kern = { img, img, img, img, img, img },
+};
+
+/* state shared by the rank threads of one test */
+static void *be[FAKE_MAX_RANKS];
+static int rets[FAKE_MAX_RANKS];
+static char msgs[FAKE_MAX_RANKS][512];
+static void *bufs[FAKE_MAX_RANKS][4];
+
+static void do_init(struct fake_world *w, int r)
+{
+	be[r] = NULL;
+	rets[r] = pn_cuda_init(&images, &w->host[r], r, &be[r]);
+	snprintf(msgs[r], sizeof(msgs[r]), "%s", pn_plugin_errmsg());
+}
+
+static void do_fini(struct fake_world *w, int r)
+{
+	(void)w;
+	pn_cuda_fini(be[r]);
+	be[r] = NULL;
+}
+
+static int all_ok(int n)
+{
+	for (int r = 0; r < n; r++)
+		if (rets[r]) {
+			printf("#   rank %d: %d %s\n", r, rets[r], msgs[r]);
+			return 0;
+		}
+	return 1;
+}
+
+TEST(init_maps_every_peers_workspace)
+{
+	struct fake_world w;
+
+	fake_world_init(&w, 4);
+	fake_run(&w, do_init);
+	CHECK(all_ok(4));
+	for (int r = 0; r < 4 && all_ok(4); r++) {
+		struct pn_cuda *c = be[r];
+
+		/* the smallest GPU (100 SMs) sets every rank's grid */
+		CHECK_EQ_INT(c->cfg.blocks, 100);
+		CHECK(strstr(pn_cuda_describe(c), "rank ") != NULL);
+		for (int p = 0; p < 4; p++) {
+			struct pn_cuda *q = be[p];
+
+			CHECK(c->ws->peer[p] == q->ws->base);
+			CHECK(c->stage->peer[p] == q->stage->base);
+			CHECK(c->ws->id == q->ws->id);
+		}
+		/* mapped: three peers x (workspace + staging) */
+		CHECK_EQ_INT(w.rank[r].ipc_open, 6);
+	}
+	fake_run(&w, do_fini);
+	for (int r = 0; r < 4; r++)
+		CHECK_EQ_INT(w.rank[r].ipc_close, 6);
+	fake_world_free(&w);
+}
+
+static void do_alloc(struct fake_world *w, int r)
+{
+	(void)w;
+	rets[r] = pn_cuda_alloc(be[r], 4096, PENNY_MEM_REGISTERED, &bufs[r][0]);
+	if (!rets[r])
+		rets[r] = pn_cuda_alloc(be[r], 4096, 0, &bufs[r][1]);
+	snprintf(msgs[r], sizeof(msgs[r]), "%s", pn_plugin_errmsg());
+}
+
+static void do_free(struct fake_world *w, int r)
+{
+	(void)w;
+	rets[r] = pn_cuda_free(be[r], bufs[r][0]);
+	if (!rets[r])
+		rets[r] = pn_cuda_free(be[r], bufs[r][1]);
+}
+
+TEST(registered_buffers_map_the_same_buffer_of_every_rank)
+{
+	struct fake_world w;
+
+	fake_world_init(&w, 3);
+	fake_run(&w, do_init);
+	fake_run(&w, do_alloc);
+	CHECK(all_ok(3));
+	for (int r = 0; r < 3 && all_ok(3); r++) {
+		const struct pn_reg *g = pn_cuda_find_reg(be[r], (char *)bufs[r][0] + 16, 100);
+
+		CHECK(g != NULL);
+		if (!g)
+			continue;
+		for (int p = 0; p < 3; p++)
+			CHECK(g->peer[p] == (CUdeviceptr)(uintptr_t)bufs[p][0]);
+		CHECK(pn_cuda_find_reg(be[r], bufs[r][0], 4097) == NULL); /* past the end */
+		CHECK(pn_cuda_find_reg(be[r], bufs[r][1], 16) == NULL);	 /* not registered */
+	}
+	fake_run(&w, do_free);
+	CHECK(all_ok(3));
+	CHECK(pn_cuda_find_reg(be[0], bufs[0][0], 16) == NULL);
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
+}
+
+static void do_alloc_mismatch(struct fake_world *w, int r)
+{
+	(void)w;
+	rets[r] = pn_cuda_alloc(be[r], r == 2 ? 8192 : 4096, PENNY_MEM_REGISTERED, &bufs[r][0]);
+	snprintf(msgs[r], sizeof(msgs[r]), "%s", pn_plugin_errmsg());
+}
+
+static void do_alloc_fail_rank1(struct fake_world *w, int r)
+{
+	w->rank[r].fail_alloc = r == 1;
+	rets[r] = pn_cuda_alloc(be[r], 4096, PENNY_MEM_REGISTERED, &bufs[r][0]);
+	snprintf(msgs[r], sizeof(msgs[r]), "%s", pn_plugin_errmsg());
+	w->rank[r].fail_alloc = 0;
+}
+
+TEST(registered_allocations_fail_together)
+{
+	struct fake_world w;
+
+	fake_world_init(&w, 3);
+	fake_run(&w, do_init);
+	fake_run(&w, do_alloc_mismatch);
+	for (int r = 0; r < 3; r++) {
+		CHECK_EQ_INT(rets[r], -EINVAL);
+		CHECK(strstr(msgs[r], "differs between ranks") != NULL);
+	}
+	fake_run(&w, do_alloc_fail_rank1);
+	for (int r = 0; r < 3; r++) {
+		CHECK_EQ_INT(rets[r], -ENOMEM);
+		CHECK(strstr(msgs[r], "rank 1 cannot allocate 4096 bytes") != NULL);
+	}
+	/* and the next collective allocation still pairs up */
+	fake_run(&w, do_alloc);
+	CHECK(all_ok(3));
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
+}
+
+TEST(size_table)
+{
+	struct pn_tune t;
+	char buf[128];
+
+	CHECK_EQ_INT(pn_tune_parse("oneshot:64K,twoshot_ll:1M,twoshot:32MiB,ring", &t), 0);
+	CHECK_EQ_INT(t.nrows, 4);
+	CHECK_EQ_INT(pn_tune_select(&t, 1), PN_K_ONESHOT);
+	CHECK_EQ_INT(pn_tune_select(&t, 65536), PN_K_ONESHOT);
+	CHECK_EQ_INT(pn_tune_select(&t, 65537), PN_K_TWOSHOT_LL);
+	CHECK_EQ_INT(pn_tune_select(&t, 32u << 20), PN_K_TWOSHOT);
+	CHECK_EQ_INT(pn_tune_select(&t, 1ull << 40), PN_K_RING);
+	pn_tune_format(&t, buf, sizeof(buf));
+	CHECK_STR(buf, "oneshot<=64KiB,twoshot_ll<=1MiB,twoshot<=32MiB,ring");
+	/* the last row has no limit, whatever it says */
+	CHECK_EQ_INT(pn_tune_parse("oneshot_fl:100", &t), 0);
+	CHECK_EQ_INT(pn_tune_select(&t, 1ull << 30), PN_K_ONESHOT_FL);
+	CHECK_EQ_INT(pn_tune_parse("oneshot:64K,bogus:1M", &t), -EINVAL);
+	CHECK(strstr(pn_plugin_errmsg(), "unknown kernel 'bogus'") != NULL);
+	CHECK_EQ_INT(pn_tune_parse("oneshot:1M,twoshot:64K,ring", &t), -EINVAL);
+	CHECK(strstr(pn_plugin_errmsg(), "sizes must grow") != NULL);
+	CHECK_EQ_INT(pn_tune_parse("oneshot:12Q", &t), -EINVAL);
+	CHECK_EQ_INT(pn_tune_parse("", &t), -EINVAL);
+	/* defaults: LL one-shot first, something without a limit last */
+	for (int n = 2; n <= 8; n++) {
+		pn_tune_default(&t, n);
+		CHECK_EQ_INT(t.row[0].kern, PN_K_ONESHOT);
+		CHECK(t.row[t.nrows - 1].max_bytes == UINT64_MAX);
+		for (int i = 1; i < t.nrows; i++)
+			CHECK(t.row[i].max_bytes > t.row[i - 1].max_bytes);
+	}
+}
+
+static struct pn_cuda_cfg cfg4 = {
+	.nranks = 4, .ll_max = 1u << 20, .oneshot_ll_max = 128u << 10, .twoshot_ll_max = 256u << 10,
+	.twoshot_hy_max = 1u << 20,
+	.tile_twoshot = 32u << 10, .tile_ring = 64u << 10, .slot_bytes = 64u << 10,
+	.stage_bytes = 64u << 20, .blocks = 132, .timeout_ns = 1,
+};
+
+TEST(staging_decisions)
+{
+	struct pn_reg reg = { .id = 1, .base = 0x100000, .bytes = 1 << 20 };
+	struct pn_plan p;
+
+	/* LL one-shot: any 16-byte aligned buffers, chunks of ll_max */
+	CHECK_EQ_INT(pn_cuda_plan(&cfg4, PN_K_ONESHOT, 3u << 20, 0x1000, 0x2000, NULL, &p), 0);
+	CHECK(!p.staged && p.chunk == 1u << 20);
+	CHECK_EQ_INT(pn_cuda_plan(&cfg4, PN_K_ONESHOT, 100, 0x1002, 0x2000, NULL, &p), 0);
+	CHECK(p.staged && p.chunk == 100);
+	/* LL two-shot: chunks of n * ll_max / 2 */
+	CHECK_EQ_INT(pn_cuda_plan(&cfg4, PN_K_TWOSHOT_LL, 5u << 20, 0x1000, 0x2000, NULL, &p), 0);
+	CHECK(!p.staged && p.chunk == 2u << 20);
+	/* hybrid two-shot: LL all-gather, so chunks of ll_max, no registration */
+	CHECK_EQ_INT(pn_cuda_plan(&cfg4, PN_K_TWOSHOT_HY, 5u << 20, 0x1000, 0x2000, NULL, &p), 0);
+	CHECK(!p.staged && p.chunk == 1u << 20);
+	/* one-shot by flags: no registration needed */
+	CHECK_EQ_INT(pn_cuda_plan(&cfg4, PN_K_ONESHOT_FL, 5u << 20, 0x1000, 0x2000, NULL, &p), 0);
+	CHECK(!p.staged && p.chunk == 5u << 20);
+	/* two-shot and ring store into the peers' recv: registered or staged */
+	CHECK_EQ_INT(pn_cuda_plan(&cfg4, PN_K_TWOSHOT, 1u << 20, 0x1000, 0x100000, &reg, &p), 0);
+	CHECK(!p.staged && p.chunk == 1u << 20);
+	CHECK_EQ_INT(pn_cuda_plan(&cfg4, PN_K_RING, 1u << 30, 0x1000, 0x2000, NULL, &p), 0);
+	CHECK(p.staged && p.chunk == 64u << 20);
+	CHECK_EQ_INT(pn_cuda_plan(&cfg4, PN_K_TWOSHOT, 64, 0x1008, 0x100000, &reg, &p), 0);
+	CHECK(p.staged);
+	/* a call of fewer than 16 bytes is still one launch */
+	CHECK_EQ_INT(pn_cuda_plan(&cfg4, PN_K_TWOSHOT, 2, 0x1000, 0x100000, &reg, &p), 0);
+	CHECK(p.chunk == 2);
+	CHECK_EQ_INT(pn_cuda_plan(&cfg4, 99, 2, 0x1000, 0x100000, &reg, &p), -EINVAL);
+}
+
+TEST(launch_geometry)
+{
+	static const uint64_t sizes[] = { 1, 16, 1000, 1 << 16, 1 << 20, 3000017, 1ull << 30 };
+
+	for (int k = 0; k < PN_NKERNS; k++)
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			struct pn_launch l;
+			uint64_t b = sizes[i];
+
+			pn_cuda_geometry(&cfg4, k, b, &l);
+			CHECK(l.grid >= 1 && l.grid <= cfg4.blocks);
+			CHECK(l.threads >= 64 && l.threads <= 512 && l.threads % 32 == 0);
+			if (k == PN_K_ONESHOT || k == PN_K_TWOSHOT_LL)
+				continue;
+			/* tiles: 16-byte multiples within the slot, covering the buffer */
+			CHECK(l.tile % 16 == 0 && l.tile >= 512 && l.tile <= cfg4.slot_bytes);
+			CHECK(l.tile <= (k == PN_K_RING ? cfg4.tile_ring : k == PN_K_ONESHOT_FL ? cfg4.slot_bytes
+											     : cfg4.tile_twoshot));
+			CHECK((uint64_t)l.tile * (k == PN_K_ONESHOT_FL ? 1 : 4) * 132 >= b ||
+			      l.grid == cfg4.blocks);
+		}
+}
+
+TEST(algorithm_for_a_call)
+{
+	struct pn_tune t;
+
+	pn_tune_default(&t, 4);
+	CHECK_EQ_INT(pn_cuda_kernel_for(&cfg4, &t, PENNY_ALGO_AUTO, 1024), PN_K_ONESHOT);
+	CHECK_EQ_INT(pn_cuda_kernel_for(&cfg4, &t, PENNY_ALGO_AUTO, 1ull << 30), PN_K_RING);
+	CHECK_EQ_INT(pn_cuda_kernel_for(&cfg4, &t, PENNY_ALGO_ONESHOT, 1024), PN_K_ONESHOT);
+	CHECK_EQ_INT(pn_cuda_kernel_for(&cfg4, &t, PENNY_ALGO_ONESHOT, 1u << 20), PN_K_ONESHOT_FL);
+	CHECK_EQ_INT(pn_cuda_kernel_for(&cfg4, &t, PENNY_ALGO_TWOSHOT, 256u << 10), PN_K_TWOSHOT_LL);
+	CHECK_EQ_INT(pn_cuda_kernel_for(&cfg4, &t, PENNY_ALGO_TWOSHOT, 1u << 20), PN_K_TWOSHOT_HY);
+	CHECK_EQ_INT(pn_cuda_kernel_for(&cfg4, &t, PENNY_ALGO_TWOSHOT, 2u << 20), PN_K_TWOSHOT);
+	CHECK_EQ_INT(pn_cuda_kernel_for(&cfg4, &t, PENNY_ALGO_RING, 16), PN_K_RING);
+	CHECK(pn_cuda_kernel_for(&cfg4, &t, 77, 16) < 0);
+	for (int k = 0; k < PN_NKERNS; k++)
+		CHECK(pn_kern_algo(k) >= PENNY_ALGO_ONESHOT && pn_kern_algo(k) <= PENNY_ALGO_RING);
+}
+
+/* ---- allreduce: what is launched with which arguments ---- */
+
+struct call {
+	int algo, dtype;
+	size_t count;
+	int regd;	/* recv registered */
+	int inplace;
+	size_t offset;	/* into the buffers, elements */
+};
+static struct call the_call;
+
+static void do_call(struct fake_world *w, int r)
+{
+	struct call *c = &the_call;
+	char *s, *d;
+
+	w->rank[r].nlaunch = w->rank[r].ncopy = 0;
+	rets[r] = pn_cuda_alloc(be[r], 8u << 20, PENNY_MEM_REGISTERED, &bufs[r][0]);
+	if (!rets[r])
+		rets[r] = pn_cuda_alloc(be[r], 8u << 20, c->regd ? PENNY_MEM_REGISTERED : 0, &bufs[r][1]);
+	if (rets[r])
+		return;
+	w->rank[r].nlaunch = w->rank[r].ncopy = 0;
+	s = (char *)bufs[r][0] + c->offset * penny_data_size(c->dtype);
+	d = c->inplace ? s : (char *)bufs[r][1] + c->offset * penny_data_size(c->dtype);
+	rets[r] = pn_cuda_allreduce(be[r], s, d, c->count, c->dtype, PENNY_SUM, c->algo);
+	if (!rets[r])
+		rets[r] = pn_cuda_sync(be[r]);
+	snprintf(msgs[r], sizeof(msgs[r]), "%s", pn_plugin_errmsg());
+}
+
+static void do_free_call(struct fake_world *w, int r)
+{
+	(void)w;
+	pn_cuda_free(be[r], bufs[r][1]);
+	pn_cuda_free(be[r], bufs[r][0]);
+}
+
+static void call_on(struct fake_world *w, struct call c)
+{
+	the_call = c;
+	fake_run(w, do_call);
+}
+
+TEST(registered_two_shot_runs_in_place_on_the_users_buffers)
+{
+	struct fake_world w;
+
+	fake_world_init(&w, 4);
+	fake_run(&w, do_init);
+	call_on(&w, (struct call){ PENNY_ALGO_TWOSHOT, PENNY_BFLOAT16, 1u << 20, 1, 0, 8 });
+	CHECK(all_ok(4));
+	for (int r = 0; r < 4 && all_ok(4); r++) {
+		struct fake_rank *f = &w.rank[r];
+		const struct pn_reg *g = pn_cuda_find_reg(be[r], bufs[r][1], 16);
+		uint64_t off = 8 * 2;
+
+		CHECK_EQ_INT(f->nlaunch, 1);
+		CHECK_EQ_INT(f->ncopy, 0);
+		CHECK_STR(f->launch[0].name, "pn_ar_twoshot_bfloat16_sum");
+		CHECK(f->launch[0].ar.send == (uint64_t)(uintptr_t)bufs[r][0] + off);
+		CHECK(f->launch[0].ar.recv == (uint64_t)(uintptr_t)bufs[r][1] + off);
+		CHECK_EQ_INT(f->launch[0].ar.count, 1u << 20);
+		CHECK_EQ_INT(f->launch[0].ar.rank, r);
+		CHECK_EQ_INT(f->launch[0].ar.nranks, 4);
+		CHECK(g && f->launch[0].ar.desc == ((uint64_t)g->id << 40 | off));
+		for (int p = 0; p < 4; p++)
+			CHECK(f->launch[0].ar.peer_recv[p] == (uint64_t)(uintptr_t)bufs[p][1] + off);
+		/* every rank computed the same geometry */
+		CHECK(f->launch[0].grid == w.rank[0].launch[0].grid);
+		CHECK(f->launch[0].ar.tile == w.rank[0].launch[0].ar.tile);
+	}
+	fake_run(&w, do_free_call);
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
+}
+
+TEST(unregistered_and_misaligned_buffers_go_through_staging)
+{
+	struct fake_world w;
+
+	fake_world_init(&w, 2);
+	fake_run(&w, do_init);
+	/* unregistered recv: 4 MiB of int32, one chunk of the 64 MiB staging buffer */
+	call_on(&w, (struct call){ PENNY_ALGO_RING, PENNY_INT32, 1u << 20, 0, 0, 0 });
+	CHECK(all_ok(2));
+	for (int r = 0; r < 2 && all_ok(2); r++) {
+		struct fake_rank *f = &w.rank[r];
+		struct pn_cuda *c = be[r];
+
+		CHECK_EQ_INT(f->nlaunch, 1);
+		CHECK_EQ_INT(f->ncopy, 2);
+		CHECK(f->copy[0].dst == c->stage->base && f->copy[0].bytes == 4u << 20);
+		CHECK(f->copy[1].src == c->stage->base &&
+		      f->copy[1].dst == (CUdeviceptr)(uintptr_t)bufs[r][1]);
+		CHECK(f->launch[0].ar.send == c->stage->base && f->launch[0].ar.recv == c->stage->base);
+		CHECK(f->launch[0].ar.peer_recv[1 - r] == ((struct pn_cuda *)be[1 - r])->stage->base);
+		CHECK(f->launch[0].ar.desc == (uint64_t)c->stage->id << 40);
+	}
+	fake_run(&w, do_free_call);
+	/* misaligned by one bfloat16: staged even when registered */
+	call_on(&w, (struct call){ PENNY_ALGO_TWOSHOT, PENNY_BFLOAT16, 3u << 20, 1, 0, 1 });
+	CHECK(all_ok(2));
+	CHECK_EQ_INT(w.rank[0].ncopy, 2);
+	CHECK_STR(w.rank[0].launch[0].name, "pn_ar_twoshot_bfloat16_sum");
+	fake_run(&w, do_free_call);
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
+}
+
+TEST(large_unregistered_calls_are_chunked_by_the_staging_buffer)
+{
+	struct fake_world w;
+
+	setenv("PENNY_CUDA_STAGING", "1M", 1);
+	fake_world_init(&w, 2);
+	fake_run(&w, do_init);
+	unsetenv("PENNY_CUDA_STAGING");
+	CHECK(all_ok(2));
+	call_on(&w, (struct call){ PENNY_ALGO_TWOSHOT, PENNY_FLOAT, (3u << 20) / 4 + 5, 0, 0, 0 });
+	CHECK(all_ok(2));
+	for (int r = 0; r < 2 && all_ok(2); r++) {
+		struct fake_rank *f = &w.rank[r];
+
+		/* 3 MiB + 20 bytes: three 1 MiB two-shot launches and one of 16 bytes, each
+		 * staged; the last 4 bytes by the LL one-shot, in place (aligned) */
+		CHECK_EQ_INT(f->nlaunch, 5);
+		for (int i = 0; i < 4; i++)
+			CHECK_STR(f->launch[i].name, "pn_ar_twoshot_float_sum");
+		CHECK_STR(f->launch[4].name, "pn_ar_oneshot_float_sum");
+		CHECK_EQ_INT(f->launch[3].ar.count, 4);
+		CHECK_EQ_INT(f->launch[4].ar.count, 1);
+		CHECK_EQ_INT(f->ncopy, 8);
+	}
+	fake_run(&w, do_free_call);
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
+}
+
+TEST(auto_follows_the_table_and_odd_tails_go_by_ll)
+{
+	struct fake_world w;
+
+	setenv("PENNY_CUDA_TUNE", "oneshot:4K,twoshot", 1);
+	fake_world_init(&w, 2);
+	fake_run(&w, do_init);
+	unsetenv("PENNY_CUDA_TUNE");
+	CHECK(all_ok(2));
+	call_on(&w, (struct call){ PENNY_ALGO_AUTO, PENNY_HALF, 1000, 1, 0, 0 });
+	CHECK_EQ_INT(w.rank[1].nlaunch, 1);
+	CHECK_STR(w.rank[1].launch[0].name, "pn_ar_oneshot_half_sum");
+	fake_run(&w, do_free_call);
+	call_on(&w, (struct call){ PENNY_ALGO_AUTO, PENNY_HALF, 262147, 1, 1, 0 });
+	CHECK(all_ok(2));
+	CHECK_EQ_INT(w.rank[1].nlaunch, 2);
+	CHECK_STR(w.rank[1].launch[0].name, "pn_ar_twoshot_half_sum");
+	CHECK_EQ_INT(w.rank[1].launch[0].ar.count, 262144);
+	CHECK_STR(w.rank[1].launch[1].name, "pn_ar_oneshot_half_sum");
+	CHECK_EQ_INT(w.rank[1].launch[1].ar.count, 3);
+	CHECK(w.rank[1].launch[1].ar.send == w.rank[1].launch[0].ar.send + 524288);
+	CHECK_EQ_INT(pn_cuda_select(be[0], 262147, PENNY_HALF, PENNY_SUM, PENNY_ALGO_AUTO),
+		     PENNY_ALGO_TWOSHOT);
+	CHECK_EQ_INT(pn_cuda_select(be[0], 10, PENNY_HALF, PENNY_SUM, PENNY_ALGO_AUTO),
+		     PENNY_ALGO_ONESHOT);
+	CHECK(pn_cuda_select(be[0], 10, 42, PENNY_SUM, PENNY_ALGO_AUTO) < 0);
+	fake_run(&w, do_free_call);
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
+}
+
+static void do_time(struct fake_world *w, int r)
+{
+	struct penny_time_v1 t;
+
+	memset(&t, 0, sizeof(t));
+	t.send = bufs[r][0];
+	t.recv = bufs[r][1];
+	t.count = 1024;
+	t.dtype = PENNY_FLOAT;
+	t.op = PENNY_SUM;
+	t.algo = PENNY_ALGO_ONESHOT;
+	t.warmup = 3;
+	t.iters = 25;
+	t.graph = 10;
+	w->rank[r].nlaunch = 0;
+	rets[r] = pn_cuda_time(be[r], &t);
+	/* 3 warm-up launches, 10 captured, 3 graph replays (30 calls) + 1 warm */
+	if (!rets[r] && (w->rank[r].nlaunch != 3 || w->rank[r].ncaptured != 10 ||
+			 w->rank[r].graph_launches != 4 || t.iters_run != 30 || t.usec <= 0))
+		rets[r] = -1000 - w->rank[r].graph_launches;
+	if (!rets[r]) {
+		t.graph = 0;
+		w->rank[r].nlaunch = 0;
+		rets[r] = pn_cuda_time(be[r], &t);
+		if (!rets[r] && (w->rank[r].nlaunch != 28 || t.iters_run != 25))
+			rets[r] = -2000;
+	}
+	snprintf(msgs[r], sizeof(msgs[r]), "%s", pn_plugin_errmsg());
+}
+
+TEST(time_captures_a_graph_of_n_calls)
+{
+	struct fake_world w;
+
+	fake_world_init(&w, 2);
+	fake_run(&w, do_init);
+	call_on(&w, (struct call){ PENNY_ALGO_ONESHOT, PENNY_FLOAT, 1024, 1, 0, 0 });
+	fake_run(&w, do_time);
+	CHECK(all_ok(2));
+	fake_run(&w, do_free_call);
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
+}
+
+TEST(errors_the_kernels_record_come_out_at_sync)
+{
+	struct fake_world w;
+	uint32_t *err;
+
+	fake_world_init(&w, 2);
+	fake_run(&w, do_init);
+	CHECK(all_ok(2));
+	if (!all_ok(2))
+		return;
+	err = (uint32_t *)(uintptr_t)(((struct pn_cuda *)be[0])->ws->base + PN_WS_COUNTERS) + PN_CNT_ERR;
+	err[0] = PN_ERR_TIMEOUT;
+	err[1] = 1;
+	CHECK_EQ_INT(pn_cuda_sync(be[0]), -ETIMEDOUT);
+	CHECK_STR(pn_plugin_errmsg(), "allreduce on rank 0 timed out waiting for rank 1");
+	CHECK_EQ_INT(pn_cuda_sync(be[0]), 0); /* reported once */
+	err[0] = PN_ERR_DESC;
+	err[1] = 1;
+	CHECK_EQ_INT(pn_cuda_sync(be[0]), -EINVAL);
+	CHECK(strstr(pn_plugin_errmsg(), "buffers differ between ranks") != NULL);
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
+}
+
+TEST(bad_arguments)
+{
+	struct fake_world w, w1;
+	struct penny_host_v1 h;
+	void *b = NULL;
+
+	fake_world_init(&w, 2);
+	fake_world_init(&w1, 1);
+	h = w.host[0];
+	h.nnodes = 2;
+	CHECK_EQ_INT(pn_cuda_init(&images, &h, 0, &b), -ENOTSUP);
+	CHECK(strstr(pn_plugin_errmsg(), "runs on one node") != NULL);
+	h = w.host[0];
+	h.nranks = h.local_size = 9;
+	CHECK_EQ_INT(pn_cuda_init(&images, &h, 0, &b), -ENOTSUP);
+	h = w.host[0];
+	h.allgather = NULL;
+	CHECK_EQ_INT(pn_cuda_init(&images, &h, 0, &b), -EINVAL);
+	setenv("PENNY_CUDA_TILE", "100", 1);
+	CHECK_EQ_INT(pn_cuda_init(&images, &w1.host[0], 0, &b), -EINVAL);
+	CHECK(strstr(pn_plugin_errmsg(), "out of range") != NULL);
+	setenv("PENNY_CUDA_TILE", "12X", 1);
+	CHECK_EQ_INT(pn_cuda_init(&images, &w1.host[0], 0, &b), -EINVAL);
+	CHECK(strstr(pn_plugin_errmsg(), "PENNY_CUDA_TILE: invalid size '12X'") != NULL);
+	unsetenv("PENNY_CUDA_TILE");
+	/* one rank: a copy, no kernel */
+	fake_me = &w1.rank[0];
+	CHECK_EQ_INT(pn_cuda_init(&images, &w1.host[0], 0, &b), 0);
+	if (b) {
+		void *x = NULL, *y = NULL;
+
+		w1.rank[0].nlaunch = w1.rank[0].ncopy = 0;
+		CHECK_EQ_INT(pn_cuda_alloc(b, 64, 0, &x), 0);
+		CHECK_EQ_INT(pn_cuda_alloc(b, 64, 0, &y), 0);
+		CHECK_EQ_INT(pn_cuda_allreduce(b, x, y, 16, PENNY_FLOAT, PENNY_AVG, PENNY_ALGO_AUTO), 0);
+		CHECK_EQ_INT(w1.rank[0].nlaunch, 0);
+		CHECK_EQ_INT(w1.rank[0].ncopy, 1);
+		CHECK_EQ_INT(pn_cuda_allreduce(b, x, y, 16, PENNY_FLOAT, 9, PENNY_ALGO_AUTO), -EINVAL);
+		CHECK_EQ_INT(pn_cuda_allreduce(b, x, y, 0, PENNY_FLOAT, PENNY_SUM, PENNY_ALGO_AUTO), 0);
+		pn_cuda_free(b, x);
+		pn_cuda_free(b, y);
+		pn_cuda_fini(b);
+	}
+	fake_me = NULL;
+	fake_world_free(&w1);
+	fake_world_free(&w);
+}
+
+TEST(without_a_driver_init_says_so_in_one_line)
+{
+	struct fake_world w;
+	void *b = NULL, *dl = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	int ret;
+
+	if (dl) {
+		dlclose(dl);
+		printf("# a CUDA driver is installed here; the missing-driver message is not tested\n");
+		return;
+	}
+	pn_cudrv_set(NULL);
+	fake_world_init(&w, 1);
+	ret = pn_cuda_init(&images, &w.host[0], 0, &b);
+	CHECK_EQ_INT(ret, -ENODEV);
+	CHECK(strstr(pn_plugin_errmsg(), "cannot load the CUDA driver 'libcuda.so.1'") != NULL);
+	CHECK(strchr(pn_plugin_errmsg(), '\n') == NULL);
+	fake_world_free(&w);
+	pn_cudrv_set(&fake_cu);
+}
+
+int main(void)
+{
+	pn_cudrv_set(&fake_cu);
+	RUN(init_maps_every_peers_workspace);
+	RUN(registered_buffers_map_the_same_buffer_of_every_rank);
+	RUN(registered_allocations_fail_together);
+	RUN(size_table);
+	RUN(staging_decisions);
+	RUN(launch_geometry);
+	RUN(algorithm_for_a_call);
+	RUN(registered_two_shot_runs_in_place_on_the_users_buffers);
+	RUN(unregistered_and_misaligned_buffers_go_through_staging);
+	RUN(large_unregistered_calls_are_chunked_by_the_staging_buffer);
+	RUN(auto_follows_the_table_and_odd_tails_go_by_ll);
+	RUN(time_captures_a_graph_of_n_calls);
+	RUN(errors_the_kernels_record_come_out_at_sync);
+	RUN(bad_arguments);
+	RUN(without_a_driver_init_says_so_in_one_line);
+	fake_funcs_free();
+	return unit_done();
+}

@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The nccl plugin with NCCL and the CUDA driver behind fakes: the unique id
+ * goes from rank 0 to every rank through the host's allgather, a rank that
+ * fails early stops the others before NCCL, penny's types and ops map to
+ * NCCL's (min and max are swapped there), NCCL's errors carry its message,
+ * NVLink SHARP stays off, and a missing NCCL is one line naming the tries.
+ */
+#define _GNU_SOURCE
+#include "unit.h"
+
+#include "../../plugins/common/cudrv.c"
+#include "../../plugins/common/gpu.c"
+#include "../../plugins/nccl/nccl.c"
+
+#include "t_plugin_fakecu.h"
+
+#include <errno.h>
+
+struct fake_nccl_rank {
+	int init_calls, init_nranks, init_rank;
+	ncclUniqueId id;
+	int ar_calls;
+	const void *ar_send;
+	void *ar_recv;
+	size_t ar_count;
+	int ar_dtype, ar_op;
+	CUstream ar_stream;
+	int fail_allreduce;
+	int async_error;
+	int destroyed;
+};
+static struct fake_nccl_rank nr[FAKE_MAX_RANKS];
+static _Thread_local int my_rank;
+static int getid_calls;
+
+static ncclResult_t n_version(int *v)
+{
+	*v = 22809;
+	return 0;
+}
+static ncclResult_t n_getid(ncclUniqueId *id)
+{
+	__atomic_add_fetch(&getid_calls, 1, __ATOMIC_SEQ_CST);
+	memset(id, 0, sizeof(*id));
+	snprintf(id->internal, sizeof(id->internal), "unique-id-from-rank-%d", my_rank);
+	return 0;
+}
+static ncclResult_t n_init(ncclComm_t *c, int n, ncclUniqueId id, int rank)
+{
+	struct fake_nccl_rank *f = &nr[my_rank];
+
+	f->init_calls++;
+	f->init_nranks = n;
+	f->init_rank = rank;
+	f->id = id;
+	*c = (ncclComm_t)(uintptr_t)(0x7000 + rank);
+	return 0;
+}
+static ncclResult_t n_finalize(ncclComm_t c)
+{
+	(void)c;
+	return 0;
+}
+static ncclResult_t n_destroy(ncclComm_t c)
+{
+	(void)c;
+	nr[my_rank].destroyed++;
+	return 0;
+}
+static ncclResult_t n_async(ncclComm_t c, ncclResult_t *e)
+{
+	(void)c;
+	*e = nr[my_rank].async_error;
+	return 0;
+}
+static ncclResult_t n_allreduce(const void *s, void *r, size_t count, int dt, int op, ncclComm_t c,
+				CUstream st)
+{
+	struct fake_nccl_rank *f = &nr[my_rank];
+
+	(void)c;
+	f->ar_calls++;
+	f->ar_send = s;
+	f->ar_recv = r;
+	f->ar_count = count;
+	f->ar_dtype = dt;
+	f->ar_op = op;
+	f->ar_stream = st;
+	return f->fail_allreduce;
+}
+static const char *n_errstr(ncclResult_t r)
+{
+	return r == 3 ? "internal error - please report this issue to the NCCL developers" : "error";
+}
+static const char *n_last(ncclComm_t c)
+{
+	(void)c;
+	return "fake NCCL says why";
+}
+
+static const struct pn_nccl_api fake_nccl = {
+	.GetVersion = n_version,
+	.GetUniqueId = n_getid,
+	.CommInitRank = n_init,
+	.CommFinalize = n_finalize,
+	.CommDestroy = n_destroy,
+	.CommGetAsyncError = n_async,
+	.AllReduce = n_allreduce,
+	.GetErrorString = n_errstr,
+	.GetLastError = n_last,
+	.path = "fake",
+};
+
+static void *be[FAKE_MAX_RANKS];
+static int rets[FAKE_MAX_RANKS];
+static char msgs[FAKE_MAX_RANKS][512];
+
+static void do_init(struct fake_world *w, int r)
+{
+	my_rank = r;
+	be[r] = NULL;
+	rets[r] = pn_nccl_init(NULL, &w->host[r], r, &be[r]);
+	snprintf(msgs[r], sizeof(msgs[r]), "%s", pn_plugin_errmsg());
+}
+
+static void do_fini(struct fake_world *w, int r)
+{
+	(void)w;
+	my_rank = r;
+	pn_nccl_fini(be[r]);
+	be[r] = NULL;
+}
+
+TEST(unique_id_of_rank_0_reaches_every_rank)
+{
+	struct fake_world w;
+
+	memset(nr, 0, sizeof(nr));
+	getid_calls = 0;
+	setenv("NCCL_NVLS_ENABLE", "1", 1);
+	fake_world_init(&w, 3);
+	fake_run(&w, do_init);
+	for (int r = 0; r < 3; r++) {
+		CHECK_EQ_INT(rets[r], 0);
+		CHECK_EQ_INT(nr[r].init_calls, 1);
+		CHECK_EQ_INT(nr[r].init_nranks, 3);
+		CHECK_EQ_INT(nr[r].init_rank, r);
+		CHECK_STR(nr[r].id.internal, "unique-id-from-rank-0");
+	}
+	CHECK_EQ_INT(getid_calls, 1);
+	CHECK_STR(getenv("NCCL_NVLS_ENABLE"), "0");
+	CHECK_STR(getenv("NVSHMEM_DISABLE_NVLS"), "1");
+	CHECK(be[0] && strstr(pn_nccl_describe(be[0]), "NCCL 2.28.9") != NULL);
+	fake_run(&w, do_fini);
+	for (int r = 0; r < 3; r++)
+		CHECK_EQ_INT(nr[r].destroyed, 1);
+	fake_world_free(&w);
+}
+
+static void do_init_rank1_fails(struct fake_world *w, int r)
+{
+	w->rank[r].fail_alloc = r == 1; /* pn_gpu_open's first cuMemAlloc */
+	do_init(w, r);
+	w->rank[r].fail_alloc = 0;
+}
+
+TEST(a_rank_that_fails_early_stops_every_rank_before_nccl)
+{
+	struct fake_world w;
+
+	memset(nr, 0, sizeof(nr));
+	fake_world_init(&w, 3);
+	fake_run(&w, do_init_rank1_fails);
+	for (int r = 0; r < 3; r++) {
+		CHECK(rets[r] < 0);
+		CHECK(be[r] == NULL);
+		CHECK_EQ_INT(nr[r].init_calls, 0);
+	}
+	CHECK(strstr(msgs[1], "cuMemAlloc: out of memory") != NULL);
+	CHECK(strstr(msgs[0], "rank 1 failed: cuMemAlloc: out of memory") != NULL);
+	fake_world_free(&w);
+}
+
+TEST(types_and_ops_map_to_nccls)
+{
+	CHECK_EQ_INT(pn_nccl_dtype(PENNY_INT8), 0);
+	CHECK_EQ_INT(pn_nccl_dtype(PENNY_UINT64), 5);
+	CHECK_EQ_INT(pn_nccl_dtype(PENNY_HALF), 6);
+	CHECK_EQ_INT(pn_nccl_dtype(PENNY_FLOAT), 7);
+	CHECK_EQ_INT(pn_nccl_dtype(PENNY_DOUBLE), 8);
+	CHECK_EQ_INT(pn_nccl_dtype(PENNY_BFLOAT16), 9);
+	CHECK_EQ_INT(pn_nccl_dtype(42), -1);
+	CHECK_EQ_INT(pn_nccl_op(PENNY_SUM), 0);
+	CHECK_EQ_INT(pn_nccl_op(PENNY_PROD), 1);
+	CHECK_EQ_INT(pn_nccl_op(PENNY_MAX), 2);
+	CHECK_EQ_INT(pn_nccl_op(PENNY_MIN), 3);
+	CHECK_EQ_INT(pn_nccl_op(PENNY_AVG), 4);
+	CHECK_EQ_INT(pn_nccl_op(-1), -1);
+}
+
+static void do_calls(struct fake_world *w, int r)
+{
+	struct pn_nccl *c;
+	void *s = NULL, *d = NULL;
+	struct penny_time_v1 t;
+
+	my_rank = r;
+	rets[r] = -1;
+	if (!be[r])
+		return;
+	c = be[r];
+	if (pn_nccl_alloc(be[r], 4096, PENNY_MEM_REGISTERED, &s) || pn_nccl_alloc(be[r], 4096, 0, &d))
+		return;
+	/* min is NCCL's 3 */
+	if (pn_nccl_allreduce(be[r], s, d, 100, PENNY_BFLOAT16, PENNY_MIN, PENNY_ALGO_AUTO) ||
+	    nr[r].ar_send != s || nr[r].ar_recv != d || nr[r].ar_count != 100 || nr[r].ar_dtype != 9 ||
+	    nr[r].ar_op != 3 || nr[r].ar_stream != c->g.stream)
+		return;
+	/* only auto: NCCL picks its own algorithm */
+	if (pn_nccl_allreduce(be[r], s, d, 100, PENNY_BFLOAT16, PENNY_SUM, PENNY_ALGO_RING) != -ENOTSUP)
+		return;
+	/* timed like the cuda plugin: warm-up, graph of 5, 2 replays + 1 */
+	memset(&t, 0, sizeof(t));
+	t.send = s;
+	t.recv = d;
+	t.count = 10;
+	t.dtype = PENNY_FLOAT;
+	t.warmup = 2;
+	t.iters = 10;
+	t.graph = 5;
+	nr[r].ar_calls = 0;
+	if (pn_nccl_time(be[r], &t) || nr[r].ar_calls != 7 || t.iters_run != 10 ||
+	    w->rank[r].graph_launches != 3)
+		return;
+	/* NCCL's errors carry its own words */
+	nr[r].fail_allreduce = 3;
+	if (pn_nccl_allreduce(be[r], s, d, 100, PENNY_FLOAT, PENNY_SUM, PENNY_ALGO_AUTO) != -EIO ||
+	    !strstr(pn_plugin_errmsg(), "ncclAllReduce: internal error") ||
+	    !strstr(pn_plugin_errmsg(), "fake NCCL says why"))
+		return;
+	nr[r].fail_allreduce = 0;
+	nr[r].async_error = 6;
+	if (pn_nccl_sync(be[r]) != -EIO)
+		return;
+	nr[r].async_error = 0;
+	if (pn_nccl_sync(be[r]))
+		return;
+	pn_nccl_free(be[r], s);
+	pn_nccl_free(be[r], d);
+	rets[r] = 0;
+}
+
+TEST(allreduce_runs_on_the_plugins_stream_with_nccls_enums)
+{
+	struct fake_world w;
+
+	memset(nr, 0, sizeof(nr));
+	fake_world_init(&w, 2);
+	fake_run(&w, do_init);
+	fake_run(&w, do_calls);
+	CHECK_EQ_INT(rets[0], 0);
+	CHECK_EQ_INT(rets[1], 0);
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
+}
+
+TEST(a_missing_nccl_is_one_line_naming_what_was_tried)
+{
+	const struct pn_nccl_api *a;
+
+	pn_nccl_set_api(NULL);
+	setenv("PENNY_NCCL_LIB", "/nonexistent/libnccl.so.2", 1);
+	a = pn_nccl_api_get();
+	CHECK(a == NULL);
+	CHECK(strstr(pn_plugin_errmsg(), "cannot load NCCL: /nonexistent/libnccl.so.2 (") != NULL);
+	CHECK(strchr(pn_plugin_errmsg(), '\n') == NULL);
+	unsetenv("PENNY_NCCL_LIB");
+	pn_nccl_set_api(&fake_nccl);
+}
+
+int main(void)
+{
+	pn_cudrv_set(&fake_cu);
+	pn_nccl_set_api(&fake_nccl);
+	RUN(unique_id_of_rank_0_reaches_every_rank);
+	RUN(a_rank_that_fails_early_stops_every_rank_before_nccl);
+	RUN(types_and_ops_map_to_nccls);
+	RUN(allreduce_runs_on_the_plugins_stream_with_nccls_enums);
+	RUN(a_missing_nccl_is_one_line_naming_what_was_tried);
+	fake_funcs_free();
+	return unit_done();
+}
