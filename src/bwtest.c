@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -344,6 +345,9 @@ static int wait_byte(struct pn_bw_link *l, volatile uint8_t *p, uint8_t want, do
 		if (++spins % 4096 == 0 && pn_now() > deadline)
 			return pn_err(-ETIMEDOUT, "timed out waiting for the peer's write on %s",
 				      pn_verbs_dev_name(pn_verbs_conn_dev(l->conn)));
+		/* give way after a while: soft-RoCE runs on these CPUs too */
+		if (spins > 1024)
+			sched_yield();
 	}
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	return 0;

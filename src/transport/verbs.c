@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1070,6 +1071,10 @@ static int cq_wait(struct pn_verbs_conn *c, double deadline)
 		/* the clock can be a system call (a VM's HPET): read it now and then */
 		if (++spins % 16 == 0 && pn_now() >= spin_end)
 			break;
+		/* a long spin gives way: soft-RoCE and the network stack need this
+		 * CPU too (a VM with as many spinners as CPUs stalls for ms) */
+		if (spins > 256)
+			sched_yield();
 	}
 	for (;;) {
 		struct pollfd pfd = { .fd = c->ch->fd, .events = POLLIN };

@@ -33,13 +33,11 @@ test_expect_success 'loopback on one device and between two devices' '
 	penny bw --loopback rxe2,rxe3 $N -s 4096 >two.out &&
 	grep -q "Link            : rxe2:1 -> rxe3:1" two.out && row 4096 two.out
 '
-test_expect_success 'read and send, several QPs, every size (-a), a duration (-D)' '
+test_expect_success 'read and send, several QPs, a duration (-D)' '
 	penny bw --loopback rxe0,rxe1 --op read -q 4 $N -s 65536 >rd.out && row 65536 rd.out &&
 	grep -q "RDMA_Read BW Test" rd.out && grep -q "Number of qps   : 4" rd.out &&
 	penny bw --loopback rxe0,rxe1 --op send -q 2 -n 20 -s 1M >sd.out && row 1048576 sd.out &&
 	grep -q "Send BW Test" sd.out &&
-	penny bw --loopback rxe0,rxe1 -a -n 4 >all.out &&
-	test "$(grep -cE "^ [0-9]+ +4 " all.out)" = 23 &&
 	penny bw --loopback rxe0,rxe1 -D 1 -s 4096 >dur.out &&
 	grep -q "for 1 s per size" dur.out && row 4096 dur.out
 '
@@ -49,18 +47,18 @@ test_expect_success 'bidirectional: both directions counted' '
 '
 test_expect_success 'latency: write, send and read, percentiles in order' '
 	for op in write send read; do
-		penny bw --loopback rxe0,rxe1 --lat --op $op -s 8 -n 300 --json >lat.json &&
+		penny bw --loopback rxe0,rxe1 --lat --op $op -s 8 -n 100 --json >lat.json &&
 		python3 -c "
 import json
 r = json.load(open(\"lat.json\"))[\"links\"][0][\"results\"][0]
 v = [r[k] for k in (\"lat_min_us\", \"lat_median_us\", \"lat_p99_us\", \"lat_p999_us\", \"lat_max_us\")]
-assert r[\"iterations\"] == 300 and v == sorted(v) and v[0] > 0, r
+assert r[\"iterations\"] == 100 and v == sorted(v) and v[0] > 0, r
 print(\"# rxe %s latency 8 B: median %.1f us, p99 %.1f us\" % (\"$op\", v[1], v[2]))
 " >&3 || exit 1
 	done
 ' 3>&1
-test_expect_success 'JSON: one object per size with the documented keys' '
-	penny bw --loopback rxe0,rxe1 -n 4 -a --json >bw.json && json_valid bw.json &&
+test_expect_success 'every size (-a), JSON: one object per size with the documented keys' '
+	penny bw --loopback rxe0,rxe1 -n 2 -a --json >bw.json && json_valid bw.json &&
 	python3 -c "
 import json
 d = json.load(open(\"bw.json\"))
