@@ -23,7 +23,7 @@ struct pn_cli pn_cli = { .np = -1, .rank = -1, .nranks = -1, .timeout = 60.0 };
 static const struct pn_cmd commands[] = {
 	{ "topo", cmd_topo, topo_options, CMD_SYSFS, "",
 	  "GPU/NIC/NUMA topology, PCIe path classes and rails" },
-	{ "bw", cmd_not_built, no_options, CMD_SYSFS | CMD_LAUNCH | CMD_NOT_BUILT, "[HOST]",
+	{ "bw", cmd_bw, bw_options, CMD_SYSFS | CMD_LAUNCH, "[HOST]",
 	  "RDMA bandwidth and latency test (like ib_write_bw)" },
 	{ "ring-plan", cmd_ring_plan, ring_plan_options, CMD_SYSFS, "",
 	  "rail-aligned ring planner, validation and NCCL graph export" },

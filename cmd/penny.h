@@ -63,6 +63,8 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv);
 extern const struct pn_opt top_options[];
 int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv);
 extern const struct pn_opt ring_plan_options[];
+int cmd_bw(struct pn_ctx *ctx, int argc, char **argv);
+extern const struct pn_opt bw_options[];
 int cmd_not_built(struct pn_ctx *ctx, int argc, char **argv);
 extern const struct pn_opt no_options[];
 

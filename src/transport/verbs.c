@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,11 +44,12 @@ struct vqp {
 	uint64_t sq_head, sq_tail;	/* next to post, oldest not retired */
 	struct rq_slot *rq;
 	uint64_t rq_head, rq_tail;
+	int unsig_ops;		/* unsignaled operations since the last signaled one */
 };
 
 struct xfer {
 	uint64_t id;
-	int op, qp, pending, next_free;
+	int op, qp, pending, next_free, count;
 	size_t len;
 };
 
@@ -894,6 +896,11 @@ uint32_t pn_verbs_conn_qpn(const struct pn_verbs_conn *c, int i)
 	return i >= 0 && i < c->nqp ? c->qps[i].qp->qp_num : 0;
 }
 
+struct pn_verbs_dev *pn_verbs_conn_dev(const struct pn_verbs_conn *c)
+{
+	return c->d;
+}
+
 int pn_verbs_conn_fd(const struct pn_verbs_conn *c)
 {
 	return c->ch->fd;
@@ -964,7 +971,7 @@ static int handle_send(struct pn_verbs_conn *c, const struct ibv_wc *wc)
 
 			if (--x->pending == 0) {
 				struct pn_verbs_cqe e = { .id = x->id, .op = x->op, .qp = x->qp,
-							  .len = x->len };
+							  .len = x->len, .count = x->count };
 
 				ret = ready_push(c, &e);
 				xfer_free(c, s->xfer);
@@ -999,6 +1006,7 @@ static int handle_recv(struct pn_verbs_conn *c, const struct ibv_wc *wc)
 	e.has_imm = !!(wc->wc_flags & IBV_WC_WITH_IMM);
 	e.imm = e.has_imm ? ntohl(wc->imm_data) : 0;
 	e.rdma = wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM;
+	e.count = 1;
 	return ready_push(c, &e);
 }
 
@@ -1053,14 +1061,20 @@ static int cq_harvest(struct pn_verbs_conn *c)
 static int cq_wait(struct pn_verbs_conn *c, double deadline)
 {
 	double spin_end = pn_now() + c->cfg.spin_us * 1e-6;
+	unsigned spins = 0;
 	int n;
 
 	for (;;) {
 		n = cq_harvest(c);
 		if (n)
 			return n;
-		if (pn_now() >= spin_end)
+		/* the clock can be a system call (a VM's HPET): read it now and then */
+		if (++spins % 16 == 0 && pn_now() >= spin_end)
 			break;
+		/* a long spin gives way: soft-RoCE and the network stack need this
+		 * CPU too (a VM with as many spinners as CPUs stalls for ms) */
+		if (spins > 256)
+			sched_yield();
 	}
 	for (;;) {
 		struct pollfd pfd = { .fd = c->ch->fd, .events = POLLIN };
@@ -1111,7 +1125,7 @@ static int timed_out(struct pn_verbs_conn *c, const char *what)
 
 int pn_verbs_poll(struct pn_verbs_conn *c, struct pn_verbs_cqe *out, int max, int min)
 {
-	double deadline = pn_now() + c->cfg.timeout;
+	double deadline = 0;
 	int n, ret;
 
 	if (c->failed)
@@ -1121,6 +1135,8 @@ int pn_verbs_poll(struct pn_verbs_conn *c, struct pn_verbs_cqe *out, int max, in
 	ret = cq_harvest(c);
 	if (ret < 0)
 		return ret;
+	if (c->rcount < min)
+		deadline = pn_now() + c->cfg.timeout;
 	while (c->rcount < min) {
 		ret = cq_wait(c, deadline);
 		if (ret < 0)
@@ -1141,9 +1157,12 @@ int pn_verbs_poll(struct pn_verbs_conn *c, struct pn_verbs_cqe *out, int max, in
 static int sq_room(struct pn_verbs_conn *c, int q)
 {
 	struct vqp *v = &c->qps[q];
-	double deadline = pn_now() + c->cfg.timeout;
+	double deadline;
 	int ret;
 
+	if (v->sq_head - v->sq_tail < (uint64_t)c->cfg.sq_depth)
+		return 0; /* the common case: no clock read */
+	deadline = pn_now() + c->cfg.timeout;
 	while (v->sq_head - v->sq_tail >= (uint64_t)c->cfg.sq_depth) {
 		ret = cq_wait(c, deadline);
 		if (ret < 0)
@@ -1318,13 +1337,27 @@ int pn_verbs_post(struct pn_verbs_conn *c, const struct pn_verbs_wr *w)
 	default:
 		return pn_err(-EINVAL, "unknown operation %d", w->op);
 	}
+	if (w->flags & PN_VERBS_F_UNSIGNALED) {
+		if (w->chunk || (w->len > maxmsg && w->op != PN_VERBS_SEND))
+			return pn_err(-EINVAL, "an unsignaled operation is one work request (no "
+					       "chunk, at most %zu bytes)", maxmsg);
+		with_imm = w->op == PN_VERBS_WRITE_IMM ||
+			   (w->op == PN_VERBS_SEND && (w->flags & PN_VERBS_F_IMM));
+		ret = post_piece(c, q, w->op, buf, w->len, w->roff, w->imm, with_imm, -1);
+		if (!ret)
+			c->qps[q].unsig_ops++;
+		return ret;
+	}
 	if (c->free_xfer < 0)
 		return pn_err(-ENOBUFS, "%s: too many operations outstanding", c->d->name);
 	x = c->free_xfer;
 	c->free_xfer = c->xfers[x].next_free;
 	c->live_xfers++;
 	c->xfers[x] = (struct xfer){ .id = w->id, .op = w->op, .qp = q, .len = w->len,
-				     .pending = 0, .next_free = -1 };
+				     .pending = 0, .next_free = -1,
+				     .count = 1 + (w->chunk ? 0 : c->qps[q].unsig_ops) };
+	if (!w->chunk)
+		c->qps[q].unsig_ops = 0;
 	/* one extra count held while posting, so no piece completes the transfer early */
 	c->xfers[x].pending = 1;
 	with_imm = w->op == PN_VERBS_WRITE_IMM || (w->op == PN_VERBS_SEND && (w->flags & PN_VERBS_F_IMM));
@@ -1358,7 +1391,7 @@ out:
 	if (--c->xfers[x].pending == 0) {
 		if (!ret) {
 			struct pn_verbs_cqe e = { .id = w->id, .op = w->op, .qp = c->xfers[x].qp,
-						  .len = w->len };
+						  .len = w->len, .count = c->xfers[x].count };
 
 			ret = ready_push(c, &e);
 		}

@@ -138,6 +138,7 @@ int pn_verbs_conn_connect(struct pn_verbs_conn *c, const struct pn_verbs_info *p
 int pn_verbs_conn_mtu(const struct pn_verbs_conn *c);
 int pn_verbs_conn_nqp(const struct pn_verbs_conn *c);
 uint32_t pn_verbs_conn_qpn(const struct pn_verbs_conn *c, int i);
+struct pn_verbs_dev *pn_verbs_conn_dev(const struct pn_verbs_conn *c);
 /* The completion channel's fd (readable when pn_verbs_poll has work). */
 int pn_verbs_conn_fd(const struct pn_verbs_conn *c);
 
@@ -150,6 +151,12 @@ enum pn_verbs_op {
 };
 
 #define PN_VERBS_F_IMM 1	/* SEND with immediate */
+/*
+ * No completion of its own: the operation is counted in the completion of
+ * the next signaled operation on the same QP (pn_verbs_cqe.count), which
+ * the caller must post (perftest's CQ moderation).  Not with chunk.
+ */
+#define PN_VERBS_F_UNSIGNALED 2
 
 struct pn_verbs_wr {
 	int op;			/* enum pn_verbs_op */
@@ -171,6 +178,8 @@ struct pn_verbs_cqe {
 	uint32_t imm;
 	int has_imm;		/* a receive that carried an immediate */
 	int rdma;		/* a receive consumed by a write with immediate */
+	int count;		/* operations this completion stands for: 1, plus the
+				 * unsignaled ones posted before it on its QP */
 };
 
 /* Post one operation; waits (bounded) for room in the send queues. */

@@ -262,10 +262,15 @@ cp "$here/guest-init.sh" "$RUN/stage2.sh" || die "no guest-init.sh"
 : >"$RUN/stderr"
 
 esc() { printf '%s' "${1//,/,,}"; } # qemu option values double their commas
+# Under emulation the kernel falls back to the HPET and every clock_gettime
+# becomes a system call plus an emulated device read; the emulated TSC is
+# monotonic, so let the vDSO use it.
+clock="tsc=reliable clocksource=tsc"
+[ "$ACCEL" = tcg ] || clock=""
 qemu=(qemu-system-x86_64 -nodefaults -no-user-config -display none -no-reboot
 	-machine pc -accel "$ACCEL" -cpu max -m "$mem" -smp "$smp"
 	-kernel "$KDIR/vmlinux" -initrd "$INITRD"
-	-append "console=ttyS0 panic=-1 quiet loglevel=4 mitigations=off"
+	-append "console=ttyS0 panic=-1 quiet loglevel=4 mitigations=off $clock"
 	-serial "file:$RUN/console.log"
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$(esc "$RUN"),mount_tag=labrun,security_model=none,multidevs=remap"

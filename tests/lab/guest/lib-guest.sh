@@ -8,6 +8,17 @@ TEST_N=${LAB_TAP_BASE:-0}
 
 guest_done() { [ "$TEST_FAILED" -eq 0 ]; }
 
+# Every check also says how long it took in the guest (the lab is slow:
+# this is where the minutes go).
+eval "_lab_$(declare -f test_expect_success)"
+test_expect_success() {
+	local t0 t1
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	_lab_test_expect_success "$@"
+	t1=$(cut -d' ' -f1 /proc/uptime)
+	echo "#   ($(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}') s)"
+}
+
 # GID index 1 of a device, as sysfs prints it
 gid1() { cat "/sys/class/infiniband/$1/ports/1/gids/1"; }
 

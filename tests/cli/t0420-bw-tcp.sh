@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# penny bw on this host, without RDMA: option errors, the one-line "no RDMA"
+# message, and the TCP path (--transport tcp) in every mode, gates included.
+# The verbs tests run in the lab (tests/lab/t0130-lab-bw.sh).
+. "$(dirname "$0")/../lib.sh"
+
+port() { echo $((20000 + RANDOM % 20000)); }
+mkdir empty
+
+test_expect_success 'usage errors: one line, exit 2' '
+	for args in "--op frob" "--lat -b" "-n 5 -D 1" "-q 0" "-q 33" "--mtu 300" \
+		"--tx-depth 0" "a b" "--expect 95 --loopback x" "--transport shm" \
+		"--expect=abc" "--all-rails --loopback x"; do
+		test_exit 2 penny bw $args 2>err || { echo "args: $args"; exit 1; }
+		test "$(wc -l <err)" = 1 || { echo "args: $args"; cat err; exit 1; }
+	done
+'
+test_expect_success '--expect PCT with a space is not taken for a host' '
+	test_exit 2 penny bw --expect 95 2>err && grep -q "write --expect=95" err
+'
+test_expect_success 'no RDMA device: one line saying so and naming --transport tcp, exit 2' '
+	test_exit 2 penny bw --sysfs-root empty --loopback rxe0 2>err &&
+	test "$(wc -l <err)" = 1 &&
+	grep -q "^penny bw: no RDMA devices (--transport tcp measures the TCP path instead)" err &&
+	test_exit 2 penny bw --sysfs-root empty -n 10 127.0.0.1 -p 1 2>err &&
+	grep -q "no RDMA devices" err
+'
+test_expect_success 'TCP loopback: labelled as the TCP path, perftest columns' '
+	penny bw --transport tcp --loopback lo -n 50 -s 4096 >out &&
+	grep -q "TCP BW Test -- no RDMA, the TCP path" out &&
+	grep -q "#bytes *#iterations *BW peak\[Gb/sec\] *BW average\[Gb/sec\] *MsgRate\[Mpps\] *% of link" out &&
+	grep -qE "^ 4096 +50 +[0-9.]+ +[0-9.]+ +[0-9.]+ +n/a" out
+'
+test_expect_success 'TCP loopback --json: every size an object with the documented keys' '
+	penny bw --transport tcp --loopback lo -n 20 -a --json >out.json &&
+	json_valid out.json &&
+	python3 -c "
+import json, sys
+d = json.load(open(\"out.json\"))
+assert d[\"command\"] == \"bw\" and d[\"transport\"] == \"tcp\" and d[\"mode\"] == \"loopback\"
+rows = d[\"links\"][0][\"results\"]
+assert [r[\"bytes\"] for r in rows] == [2 ** i for i in range(1, 24)], rows
+for r in rows:
+    for k in (\"bytes\", \"iterations\", \"bw_peak_gbps\", \"bw_avg_gbps\", \"msg_rate_mpps\",
+              \"link_gbps\", \"pct_of_link\"):
+        assert k in r, k
+    assert r[\"iterations\"] == 20 and r[\"bw_avg_gbps\"] > 0
+assert d[\"passed\"] is True
+"
+'
+test_expect_success 'TCP latency: percentiles in order' '
+	penny bw --transport tcp --loopback lo --lat -s 8 -n 200 --json >lat.json &&
+	python3 -c "
+import json
+r = json.load(open(\"lat.json\"))[\"links\"][0][\"results\"][0]
+v = [r[k] for k in (\"lat_min_us\", \"lat_median_us\", \"lat_p99_us\", \"lat_p999_us\", \"lat_max_us\")]
+assert r[\"iterations\"] == 200 and v == sorted(v) and v[0] > 0, r
+assert r[\"lat_min_us\"] <= r[\"lat_avg_us\"] <= r[\"lat_max_us\"]
+"
+'
+test_expect_success 'the gate: a low --min-gbps passes, an impossible one fails with one line' '
+	penny bw --transport tcp --loopback lo -n 20 --min-gbps 0.000001 >out &&
+	test_exit 1 penny bw --transport tcp --loopback lo -n 20 --min-gbps 100000 >out 2>err &&
+	test "$(grep -c "^penny bw: FAILED tcp:.* -> tcp:.*: .* Gb/s at 65536 bytes is below 100000.000 Gb/s (--min-gbps 100000)" err)" = 1 &&
+	test "$(wc -l <err)" = 1
+'
+test_expect_success '--expect needs a link rate: the TCP path has none, so it fails clearly' '
+	test_exit 1 penny bw --transport tcp --loopback lo -n 10 --expect 2>err &&
+	grep -q "link rate unknown, cannot check --expect" err
+'
+test_expect_success 'TCP server and client: both print the same row, exit 0' '
+	p=$(port) &&
+	{ penny bw --transport tcp -p $p -n 30 -s 1000 >srv.out 2>srv.err & } &&
+	penny bw --transport tcp -p $p -n 30 -s 1000 127.0.0.1 >cli.out &&
+	wait $! &&
+	grep "^ 1000 " cli.out >a && grep "^ 1000 " srv.out >b && test_cmp a b &&
+	grep -q "waiting for a client on TCP port $p" srv.err
+'
+test_expect_success 'server and client that disagree both say which option differs' '
+	p=$(port) &&
+	{ penny bw --transport tcp -p $p -n 30 -s 1000 >srv.out 2>srv.err & } &&
+	test_exit 1 penny bw --transport tcp -p $p -n 30 -s 2000 127.0.0.1 >cli.out 2>cli.err;
+	rc=$?; wait; test $rc = 0 &&
+	grep -q "the two sides disagree: -s: 2000 here, 1000 on the peer" cli.err &&
+	grep -q "the two sides disagree: -s: 1000 here, 2000 on the peer" srv.err
+'
+test_expect_success 'a client with no server fails within the timeout' '
+	t0=$(date +%s) &&
+	test_exit 1 penny bw --transport tcp -p $(port) --timeout 2 127.0.0.1 2>err &&
+	test $(($(date +%s) - t0)) -lt 10 && grep -q "cannot connect to 127.0.0.1 port" err
+'
+test_expect_success 'under a launcher (--np 2): ranks 0 -> 1 over TCP, rank 0 prints' '
+	penny bw --np 2 --transport tcp -n 30 -s 4096 >out &&
+	grep -q "Ranks           : 0 -> 1, rail 0" out && test "$(grep -c "^ 4096 " out)" = 1
+'
+test_expect_success 'under a launcher an odd number of ranks is refused' '
+	test_exit 1 penny bw --np 3 --transport tcp -n 10 2>err && grep -q "is odd" err
+'
+test_done

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Guest side of t0130: penny bw on soft-RoCE, two hosts x two rails
+# (vm.sh --pairs 2: rxe0<->rxe1 over veth0/1, rxe2<->rxe3 over veth2/3).
+. "$(dirname "$0")/lib-guest.sh"
+N="-n 100"
+
+# row of a given size from a text table
+row() { grep -E "^ $1 " "$2"; }
+# a server in the background on port $1, then the client; both outputs kept
+pair() {
+	local p=$1
+	shift
+	timeout 120 "$PENNY" bw -p "$p" "$@" >srv.out 2>srv.err &
+	wait_listen "$p"
+}
+
+test_expect_success 'server (rxe1) and client (rxe0) across the veth: same table on both sides' '
+	pair 18601 -d rxe1 $N &&
+	penny bw -p 18601 -d rxe0 $N 10.0.0.2 >cli.out && wait $! &&
+	grep -q "RDMA_Write BW Test" cli.out &&
+	grep -q "Link            : rxe0:1 -> rxe1:1" cli.out &&
+	grep -q "Link            : rxe0:1 -> rxe1:1" srv.out &&
+	row 65536 cli.out >a && row 65536 srv.out >b && test_cmp a b &&
+	grep -qE "^ 65536 +100 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$" cli.out &&
+	grep -q "Mtu             : 1024\[B\]   GID index : 1 (::ffff:10.0.0.1)" cli.out &&
+	grep -q "Link rate       : 10 Gb/s" cli.out &&
+	sed -n "/#bytes/,\$p" cli.out | sed "s/^/# /" >&3
+' 3>&1
+test_expect_success 'loopback on one device and between two devices' '
+	penny bw --loopback rxe0 $N -s 4096 >one.out &&
+	grep -q "Link            : rxe0:1 -> rxe0:1" one.out && row 4096 one.out &&
+	penny bw --loopback rxe2,rxe3 $N -s 4096 >two.out &&
+	grep -q "Link            : rxe2:1 -> rxe3:1" two.out && row 4096 two.out
+'
+test_expect_success 'read and send, several QPs, a duration (-D)' '
+	penny bw --loopback rxe0,rxe1 --op read -q 4 $N -s 65536 >rd.out && row 65536 rd.out &&
+	grep -q "RDMA_Read BW Test" rd.out && grep -q "Number of qps   : 4" rd.out &&
+	penny bw --loopback rxe0,rxe1 --op send -q 2 -n 20 -s 1M >sd.out && row 1048576 sd.out &&
+	grep -q "Send BW Test" sd.out &&
+	penny bw --loopback rxe0,rxe1 -D 1 -s 4096 >dur.out &&
+	grep -q "for 1 s per size" dur.out && row 4096 dur.out
+'
+test_expect_success 'bidirectional: both directions counted' '
+	penny bw --loopback rxe0,rxe1 -b $N -s 65536 >bi.out &&
+	grep -q "(bidirectional)" bi.out && grep -qE "^ 65536 +200 " bi.out
+'
+test_expect_success 'latency: write, send and read, percentiles in order' '
+	for op in write send read; do
+		penny bw --loopback rxe0,rxe1 --lat --op $op -s 8 -n 100 --json >lat.json &&
+		python3 -c "
+import json
+r = json.load(open(\"lat.json\"))[\"links\"][0][\"results\"][0]
+v = [r[k] for k in (\"lat_min_us\", \"lat_median_us\", \"lat_p99_us\", \"lat_p999_us\", \"lat_max_us\")]
+assert r[\"iterations\"] == 100 and v == sorted(v) and v[0] > 0, r
+print(\"# rxe %s latency 8 B: median %.1f us, p99 %.1f us\" % (\"$op\", v[1], v[2]))
+" >&3 || exit 1
+	done
+' 3>&1
+test_expect_success 'every size (-a), JSON: one object per size with the documented keys' '
+	penny bw --loopback rxe0,rxe1 -n 2 -a --json >bw.json && json_valid bw.json &&
+	python3 -c "
+import json
+d = json.load(open(\"bw.json\"))
+l = d[\"links\"][0]
+assert d[\"transport\"] == \"verbs\" and l[\"local\"] == \"rxe0:1\" and l[\"remote\"] == \"rxe1:1\"
+assert l[\"mtu\"] == 1024 and l[\"gid_index\"] == 1 and l[\"link_gbps\"] == 10
+assert len(l[\"results\"]) == 23
+for r in l[\"results\"]:
+    for k in (\"bytes\", \"iterations\", \"bw_peak_gbps\", \"bw_avg_gbps\", \"msg_rate_mpps\",
+              \"link_gbps\", \"pct_of_link\"):
+        assert k in r, k
+    assert r[\"bw_avg_gbps\"] > 0 and r[\"bw_peak_gbps\"] >= r[\"bw_avg_gbps\"]
+    assert abs(r[\"pct_of_link\"] - r[\"bw_avg_gbps\"] / 10 * 100) < 1e-6
+"
+'
+test_expect_success 'CI gate: a low threshold passes, an impossible one fails (one line per link)' '
+	penny bw --loopback rxe0,rxe1 $N --min-gbps 0.0001 >g.out &&
+	test_exit 1 penny bw --loopback rxe0,rxe1 $N --min-gbps 1000 >g.out 2>g.err &&
+	test "$(wc -l <g.err)" = 1 &&
+	grep -q "^penny bw: FAILED rxe0:1 -> rxe1:1: .* below 1000.000 Gb/s (--min-gbps 1000)" g.err &&
+	test_exit 1 penny bw --loopback rxe0,rxe1 $N --expect >g.out 2>g.err &&
+	grep -q "below 9.000 Gb/s (90% of 10 Gb/s)" g.err &&
+	test_exit 1 penny bw --loopback rxe0,rxe1 $N -b --expect=50 >g.out 2>g.err &&
+	grep -q "below 10.000 Gb/s (50% of 10 Gb/s x 2 directions)" g.err
+'
+test_expect_success 'path MTU 256 on request' '
+	penny bw --loopback rxe0,rxe1 $N -s 4096 --mtu 256 >m.out &&
+	grep -q "Mtu             : 256\[B\]" m.out && row 4096 m.out
+'
+test_expect_success 'a GID index of another kind on one side: both sides name both GIDs, no hang' '
+	t0=$(date +%s) &&
+	pair 18602 -d rxe1 $N &&
+	test_exit 1 penny bw -p 18602 -d rxe0 -x 0 $N 10.0.0.2 >c.out 2>c.err;
+	rc=$?; wait; test $rc = 0 &&
+	test $(($(date +%s) - t0)) -lt 30 &&
+	grep -q "GID mismatch: rxe0:1 uses index 0 fe80:.*peer rxe1:1 uses index 1 ::ffff:10.0.0.2" c.err &&
+	grep -q "GID mismatch: rxe1:1 uses index 1 ::ffff:10.0.0.2 .*peer rxe0:1 uses index 0 fe80:" srv.err
+'
+test_expect_success 'the server killed in the middle: the client fails within the timeout' '
+	pair 18603 -d rxe1 -n 100000 -s 65536 --timeout 5 &&
+	{ penny bw -p 18603 -d rxe0 -n 100000 -s 65536 --timeout 5 10.0.0.2 >k.out 2>k.err &
+	  cli=$!; } &&
+	sleep 4 && t0=$(date +%s) &&
+	kill -9 $(pgrep -f "bw -p 18603 -d rxe1") &&
+	{ wait $cli; rc=$?; } ; t=$(($(date +%s) - ${t0:-0})); cat k.err;
+	test "$rc" = 1 && test $t -lt 20 && grep -q "^penny bw: " k.err
+'
+test_expect_success 'under a launcher: explicit ranks, rxe0 (rank 0) -> rxe1 (rank 1)' '
+	R="--nranks 2 --root 127.0.0.1:29611" &&
+	{ penny bw -d rxe1 --rank 1 $R $N >r1.out 2>r1.err & } &&
+	penny bw -d rxe0 --rank 0 $R $N >r0.out && wait $! &&
+	grep -q "Ranks           : 0 -> 1, rail 0" r0.out && row 65536 r0.out &&
+	test ! -s r1.out
+'
+test_expect_success '--all-rails: both rails at once, each reported, the slowest named' '
+	R="--nranks 2 --root 127.0.0.1:29612" &&
+	{ penny bw --all-rails -d rxe1,rxe3 --rank 1 $R $N -s 4096 >/dev/null & } &&
+	penny bw --all-rails -d rxe0,rxe2 --rank 0 $R $N -s 4096 --json >rails.json && wait $! &&
+	python3 -c "
+import json
+d = json.load(open(\"rails.json\"))
+ls = d[\"links\"]
+assert [(l[\"local\"], l[\"remote\"], l[\"rail\"]) for l in ls] == [(\"rxe0:1\", \"rxe1:1\", 0), (\"rxe2:1\", \"rxe3:1\", 1)], ls
+assert all(l[\"results\"][0][\"iterations\"] == 100 for l in ls)
+assert d[\"slowest\"] in (\"rxe0:1@penny-lab -> rxe1:1@penny-lab\", \"rxe2:1@penny-lab -> rxe3:1@penny-lab\")
+for l in ls:
+    print(\"# rail %d %s -> %s: %.3f Gb/s\" % (l[\"rail\"], l[\"local\"], l[\"remote\"], l[\"results\"][0][\"bw_avg_gbps\"]))
+" >&3
+' 3>&1
+test_expect_success '--all-rails gate: one FAILED line per link' '
+	R="--nranks 2 --root 127.0.0.1:29613" &&
+	{ penny bw --all-rails -d rxe1,rxe3 --rank 1 $R $N -s 4096 --min-gbps 1000 >/dev/null 2>&1 & } &&
+	test_exit 1 penny bw --all-rails -d rxe0,rxe2 --rank 0 $R $N -s 4096 --min-gbps 1000 >ar.out 2>ar.err;
+	rc=$?; wait; test $rc = 0 &&
+	test "$(grep -c "^penny bw: FAILED" ar.err)" = 2 &&
+	grep -q "FAILED rxe0:1@penny-lab -> rxe1:1@penny-lab" ar.err &&
+	grep -q "FAILED rxe2:1@penny-lab -> rxe3:1@penny-lab" ar.err
+'
+guest_done

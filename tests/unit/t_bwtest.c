@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/* The pure parts of src/bwtest.c: percentiles, the peak window, the check
+ * that both sides of penny bw agree. */
+#include "unit.h"
+#include "../../src/bwtest.h"
+#include "../../src/log.h"
+
+#include <errno.h>
+#include <math.h>
+
+TEST(percentiles_nearest_rank)
+{
+	double s[1000], out[6];
+	int i;
+
+	for (i = 0; i < 1000; i++)
+		s[i] = 1000 - i; /* 1000 .. 1, unsorted */
+	pn_bw_percentiles(s, 1000, out);
+	CHECK(out[0] == 1);
+	CHECK(out[1] == 500.5);	/* even count: mean of the middle two */
+	CHECK(fabs(out[2] - 500.5) < 1e-9);
+	CHECK(out[3] == 990);		/* 99th of 1000: the 990th value */
+	CHECK(out[4] == 999);
+	CHECK(out[5] == 1000);
+	s[0] = 7;
+	pn_bw_percentiles(s, 1, out);
+	CHECK(out[0] == 7 && out[1] == 7 && out[3] == 7 && out[4] == 7 && out[5] == 7);
+	s[0] = 3, s[1] = 1, s[2] = 2;
+	pn_bw_percentiles(s, 3, out);
+	CHECK(out[1] == 2 && out[3] == 3);
+	pn_bw_percentiles(s, 0, out);
+	CHECK(out[0] == 0 && out[5] == 0);
+}
+
+TEST(peak_is_the_best_window)
+{
+	/* start at 0, then 10 completions 1 s apart, then 10 in 0.1 s steps */
+	double t[21];
+	int i;
+
+	t[0] = 0;
+	for (i = 1; i <= 10; i++)
+		t[i] = i;
+	for (i = 11; i <= 20; i++)
+		t[i] = 10 + (i - 10) * 0.1;
+	/* 1e9 bytes each: window of 5 in the fast part = 5 * 8 Gbit / 0.5 s */
+	CHECK(fabs(pn_bw_peak(t, 21, 5, 1e9) - 80) < 1e-6);
+	/* one window over everything = the average */
+	CHECK(fabs(pn_bw_peak(t, 21, 20, 1e9) - 20 * 8 / 11.0) < 1e-6);
+	/* too few completions for a window */
+	CHECK(pn_bw_peak(t, 3, 5, 1e9) == 0);
+	/* bursts with equal times do not make an infinite peak */
+	t[2] = t[1];
+	CHECK(isfinite(pn_bw_peak(t, 21, 1, 1e9)));
+}
+
+TEST(sides_must_agree)
+{
+	struct pn_bw_cfg a, b;
+
+	pn_bw_cfg_init(&a);
+	a.sizes[a.nsizes++] = 65536;
+	b = a;
+	CHECK_EQ_INT(pn_bw_cfg_check(&a, &b), 0);
+	b.sizes[0] = 4096;
+	CHECK_EQ_INT(pn_bw_cfg_check(&a, &b), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "-s: 65536 here, 4096 on the peer");
+	b = a;
+	b.nqp = 4;
+	CHECK_EQ_INT(pn_bw_cfg_check(&a, &b), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "-q: 1 here, 4 on the peer");
+	b = a;
+	b.flags = PN_BW_BIDIR;
+	CHECK_EQ_INT(pn_bw_cfg_check(&a, &b), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "-b: off here, on on the peer");
+	b = a;
+	b.op = PN_VERBS_READ;
+	CHECK_EQ_INT(pn_bw_cfg_check(&a, &b), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "--op: rdma write here, rdma read on the peer");
+	b = a;
+	b.version = 2;
+	CHECK_EQ_INT(pn_bw_cfg_check(&a, &b), -EPROTO);
+	b = a;
+	b.nsizes = 1000;
+	CHECK_EQ_INT(pn_bw_cfg_check(&a, &b), -EINVAL);
+}
+
+TEST(buffer_and_sum)
+{
+	struct pn_bw_cfg c;
+	struct pn_bw_row x = { .iters = 10, .seconds = 2, .peak_gbps = 5, .avg_gbps = 4,
+			       .msg_rate_mpps = 1 };
+	struct pn_bw_row y = { .iters = 10, .seconds = 3, .peak_gbps = 6, .avg_gbps = 3,
+			       .msg_rate_mpps = 2 };
+
+	pn_bw_cfg_init(&c);
+	c.sizes[c.nsizes++] = 4096;
+	c.sizes[c.nsizes++] = 1 << 20;
+	c.sizes[c.nsizes++] = 2;
+	CHECK_EQ_INT(pn_bw_max_size(&c), 1 << 20);
+	CHECK_EQ_INT(pn_bw_buflen(&c), 2 << 20);
+	pn_bw_row_add(&x, &y);
+	CHECK_EQ_INT(x.iters, 20);
+	CHECK(x.avg_gbps == 7 && x.peak_gbps == 11 && x.msg_rate_mpps == 3 && x.seconds == 3);
+}
+
+int main(void)
+{
+	RUN(percentiles_nearest_rank);
+	RUN(peak_is_the_best_window);
+	RUN(sides_must_agree);
+	RUN(buffer_and_sum);
+	return unit_done();
+}
