@@ -409,7 +409,7 @@ int pn_exec_run(struct pn_exec *e, const struct pn_sched *s, const struct pn_exe
 		return pn_err(-E2BIG, "too many channels");
 	r.es = pn_dtype_size(a->dtype);
 	r.slice = PN_FIFO_SLOT_BYTES / r.es;
-	memset(cs, 0, sizeof(cs));
+	memset(cs, 0, sizeof(cs[0]) * (size_t)s->nchan);
 	for (;;) {
 		int progressed = 0;
 
