@@ -322,7 +322,7 @@ static int run_check(struct backend *b)
 {
 	size_t counts[64], maxc = 0;
 	int ncounts = 0, a, dt, op, ip, st;
-	uint64_t total_wrong = 0, runs = 0;
+	uint64_t total_wrong = 0;
 	void *sreg = NULL, *rreg = NULL, *splain = NULL, *rplain = NULL;
 	uint32_t seed = 11;
 
@@ -375,7 +375,6 @@ static int run_check(struct backend *b)
 			fprintf(tsv, "check\t%s\t%s\t%s\t%d\t%" PRIu64 "\t%" PRIu64 "\n", opt.label, b->name,
 				algo_names[b->algos[a]], chan.nranks, runs_algo, wrong_algo);
 		total_wrong += wrong_algo;
-		runs += runs_algo;
 		continue;
 failed:
 		rank0("check %-6s %-8s %2d ranks: a call failed after %" PRIu64 " allreduces; stopped\n",

@@ -160,6 +160,7 @@ TEST(registered_allocations_fail_together)
 	/* and the next collective allocation still pairs up */
 	fake_run(&w, do_alloc);
 	CHECK(all_ok(3));
+	fake_run(&w, do_free);
 	fake_run(&w, do_fini);
 	fake_world_free(&w);
 }
