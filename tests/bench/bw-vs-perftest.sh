@@ -14,7 +14,7 @@ top=$(cd "$here/../.." && pwd)
 
 if [ "${1:-}" = --guest ]; then
 	rounds=$2
-	cd "$top"
+	penny() { "$top/penny" "$@"; }
 	srv() { # wait for the perftest server's port
 		for _ in $(seq 100); do
 			[ -n "$(ss -Hltn 'sport = :18515')" ] && return 0
@@ -24,23 +24,26 @@ if [ "${1:-}" = --guest ]; then
 	pt_bw() { # size iters -> Gb/s average
 		timeout 120 ib_write_bw -d rxe1 -x 1 -s "$1" -n "$2" -F --report_gbits >/dev/null 2>&1 &
 		srv
-		timeout 120 ib_write_bw -d rxe0 -x 1 -s "$1" -n "$2" -F --report_gbits 10.0.0.2 |
-			awk '$1 == "'"$1"'" {print $4}'
+		timeout 120 ib_write_bw -d rxe0 -x 1 -s "$1" -n "$2" -F --report_gbits 10.0.0.2 >pt.txt
 		wait
+		awk '$1 == "'"$1"'" {print $4}' pt.txt
 	}
+	# (outputs go to a file first: a parser starting in a pipe would take
+	# CPU from the run it parses)
 	pn_bw() {
-		./penny bw --loopback rxe0,rxe1 -s "$1" -n "$2" --json |
-			python3 -c 'import json,sys; print(json.load(sys.stdin)["links"][0]["results"][0]["bw_avg_gbps"])'
+		penny bw --loopback rxe0,rxe1 -s "$1" -n "$2" --json >pn.json &&
+			python3 -c 'import json,sys; print(json.load(sys.stdin)["links"][0]["results"][0]["bw_avg_gbps"])' <pn.json
 	}
 	pt_lat() { # median (t_typical)
 		timeout 120 ib_write_lat -d rxe1 -x 1 -s 2 -n "$1" -F >/dev/null 2>&1 &
 		srv
-		timeout 120 ib_write_lat -d rxe0 -x 1 -s 2 -n "$1" -F 10.0.0.2 | awk '$1 == "2" {print $5}'
+		timeout 120 ib_write_lat -d rxe0 -x 1 -s 2 -n "$1" -F 10.0.0.2 >pt.txt
 		wait
+		awk '$1 == "2" {print $5}' pt.txt
 	}
 	pn_lat() {
-		./penny bw --loopback rxe0,rxe1 --lat -s 2 -n "$1" --json |
-			python3 -c 'import json,sys; print(json.load(sys.stdin)["links"][0]["results"][0]["lat_median_us"])'
+		penny bw --loopback rxe0,rxe1 --lat -s 2 -n "$1" --json >pn.json &&
+			python3 -c 'import json,sys; print(json.load(sys.stdin)["links"][0]["results"][0]["lat_median_us"])' <pn.json
 	}
 	med() { sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 	printf '%-10s %8s %16s %16s %8s\n' size iters "ib_write_bw" "penny bw" ratio
@@ -65,7 +68,7 @@ if [ "${1:-}" = --guest ]; then
 	a=$(med <pt.lat) b=$(med <pn.lat)
 	printf '%-10s %8s %13.2f us %13.2f us %7.2fx   (latency, median; ratio = perftest / penny)\n' \
 		2 1000 "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN {print (b > 0 ? a / b : 0)}')"
-	rm -f pt.* pn.*
+	rm -f pt.* pn.* pt.txt pn.json
 	exit 0
 fi
 
