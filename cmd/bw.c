@@ -44,6 +44,7 @@
 static const char *opt_dev, *opt_op = "write", *opt_loopback, *opt_expect;
 static int opt_ibport, opt_gid = -1, opt_all, opt_iters = -1, opt_qps = 1, opt_bidir;
 static int opt_mtu, opt_lat, opt_txdepth = 128, opt_port = 18515, opt_all_rails;
+static int opt_inline = -1;
 static uint64_t opt_size = 65536;
 static double opt_duration, opt_min_gbps = -1;
 
@@ -73,6 +74,9 @@ const struct pn_opt bw_options[] = {
 	  "latency instead of bandwidth: min, median, average, p99, p99.9, max", NULL, NULL },
 	{ "tx-depth", 't', OPT_INT, &opt_txdepth, "N",
 	  "operations in flight per QP (default 128)", NULL, NULL },
+	{ "inline-size", 'I', OPT_INT, &opt_inline, "BYTES",
+	  "send writes and sends of up to BYTES inline (default 220 with --lat, else 0)", NULL,
+	  NULL },
 	{ "port", 'p', OPT_INT, &opt_port, "PORT",
 	  "TCP port of the server (default 18515)", NULL, NULL },
 	{ "loopback", 0, OPT_STRING, &opt_loopback, "DEV1[,DEV2]",
@@ -165,6 +169,8 @@ static int parse_cfg(struct bw *b)
 		return pn_cmd_fail(b->ctx, 2, "--lat uses one QP");
 	if (opt_txdepth < 1 || opt_txdepth > 8192)
 		return pn_cmd_fail(b->ctx, 2, "--tx-depth must be between 1 and 8192");
+	if (opt_inline < -1 || opt_inline > 4096)
+		return pn_cmd_fail(b->ctx, 2, "-I must be between 0 and 4096");
 	if (opt_mtu && !pn_verbs_mtu_valid(opt_mtu))
 		return pn_cmd_fail(b->ctx, 2, "--mtu must be 256, 512, 1024, 2048 or 4096");
 	if (opt_duration < 0 || opt_iters == 0 || opt_iters < -1)
@@ -284,6 +290,9 @@ static int open_rail(struct bw *b, struct rail *r, const char *spec)
 	cc.timeout = pn_cli.timeout;
 	/* a benchmark polls like perftest; sleeping on the channel costs wakeups */
 	cc.spin_us = 1000000;
+	/* like perftest: small latency messages go inline (the device may
+	 * allow less; the connection takes its limit) */
+	cc.max_inline = opt_inline >= 0 ? opt_inline : opt_lat && b->cfg.op != PN_VERBS_READ ? 220 : 0;
 	ret = pn_verbs_conn_create(&r->conn, r->dev, &cc);
 	if (ret)
 		return ret;
@@ -422,6 +431,8 @@ static void print_link(struct bw *b, const char *local, const char *remote, cons
 		pn_out_int(o, PN_ANY, "gid_index", "   GID index : %lld", p->gid_index);
 		pn_out_str(o, PN_ANY, "gid", " (%s)", p->gid_str);
 		pn_out_str(o, PN_ANY, "link_layer", "  %s\n", p->ethernet ? "Ethernet" : "InfiniBand");
+		pn_out_int(o, PN_ANY, "max_inline", " Max inline data : %lld[B]\n",
+			   pn_verbs_conn_max_inline(r->conn));
 	}
 	if (gbps > 0) {
 		pn_out_float(o, PN_ANY, "link_gbps", " Link rate       : %g Gb/s\n", gbps);

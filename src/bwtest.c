@@ -336,17 +336,29 @@ out:
 	return ret;
 }
 
-/* Busy-poll one byte of memory the peer writes, bounded by the timeout. */
+/* Busy-poll one byte of memory the peer writes, bounded by the timeout.  A
+ * pure spin first (as ib_write_lat: giving way costs the next packet a
+ * scheduler round trip); after a millisecond without the byte the CPU is
+ * probably needed by the one delivering it (soft-RoCE, more processes than
+ * CPUs), so the wait yields from then on. */
 static int wait_byte(struct pn_bw_link *l, volatile uint8_t *p, uint8_t want, double deadline)
 {
+	double start = 0, now;
 	unsigned spins = 0;
+	int yield = 0;
 
 	while (*p != want) {
-		if (++spins % 4096 == 0 && pn_now() > deadline)
+		if (++spins % 1024)
+			continue;
+		now = pn_now();
+		if (!start)
+			start = now;
+		else if (now - start > 1e-3)
+			yield = 1;
+		if (now > deadline)
 			return pn_err(-ETIMEDOUT, "timed out waiting for the peer's write on %s",
 				      pn_verbs_dev_name(pn_verbs_conn_dev(l->conn)));
-		/* give way after a while: soft-RoCE runs on these CPUs too */
-		if (spins > 1024)
+		if (yield)
 			sched_yield();
 	}
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);

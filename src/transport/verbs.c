@@ -886,6 +886,11 @@ int pn_verbs_conn_mtu(const struct pn_verbs_conn *c)
 	return c->mtu;
 }
 
+int pn_verbs_conn_max_inline(const struct pn_verbs_conn *c)
+{
+	return c->cfg.max_inline;
+}
+
 int pn_verbs_conn_nqp(const struct pn_verbs_conn *c)
 {
 	return c->nqp;

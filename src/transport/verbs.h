@@ -137,6 +137,8 @@ int pn_verbs_conn_connect(struct pn_verbs_conn *c, const struct pn_verbs_info *p
 /* After connecting: the path MTU in bytes, the QP count, QP i's number. */
 int pn_verbs_conn_mtu(const struct pn_verbs_conn *c);
 int pn_verbs_conn_nqp(const struct pn_verbs_conn *c);
+/* Inline limit in effect (the request, capped by the device). */
+int pn_verbs_conn_max_inline(const struct pn_verbs_conn *c);
 uint32_t pn_verbs_conn_qpn(const struct pn_verbs_conn *c, int i);
 struct pn_verbs_dev *pn_verbs_conn_dev(const struct pn_verbs_conn *c);
 /* The completion channel's fd (readable when pn_verbs_poll has work). */

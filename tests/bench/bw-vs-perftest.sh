@@ -47,7 +47,7 @@ if [ "${1:-}" = --guest ]; then
 	}
 	med() { sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 	printf '%-10s %8s %16s %16s %8s\n' size iters "ib_write_bw" "penny bw" ratio
-	for spec in 4096:2000 65536:1000 1048576:100; do
+	for spec in 4096:20000 65536:2000 1048576:200; do
 		s=${spec%%:*} n=${spec#*:}
 		: >pt.$s
 		: >pn.$s
@@ -58,6 +58,7 @@ if [ "${1:-}" = --guest ]; then
 		a=$(med <pt.$s) b=$(med <pn.$s)
 		printf '%-10s %8s %11.3f Gb/s %11.3f Gb/s %7.2fx\n' "$s" "$n" "$a" "$b" \
 			"$(awk -v a="$a" -v b="$b" 'BEGIN {print (a > 0 ? b / a : 0)}')"
+		echo "#   rounds: ib_write_bw $(tr '\n' ' ' <pt.$s)| penny $(tr '\n' ' ' <pn.$s)"
 	done
 	: >pt.lat
 	: >pn.lat
@@ -66,6 +67,7 @@ if [ "${1:-}" = --guest ]; then
 		pn_lat 1000 >>pn.lat
 	done
 	a=$(med <pt.lat) b=$(med <pn.lat)
+	echo "#   rounds: ib_write_lat $(tr '\n' ' ' <pt.lat)| penny $(tr '\n' ' ' <pn.lat)"
 	printf '%-10s %8s %13.2f us %13.2f us %7.2fx   (latency, median; ratio = perftest / penny)\n' \
 		2 1000 "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN {print (b > 0 ? a / b : 0)}')"
 	rm -f pt.* pn.* pt.txt pn.json

@@ -57,6 +57,17 @@ print(\"# rxe %s latency 8 B: median %.1f us, p99 %.1f us\" % (\"$op\", v[1], v[
 " >&3 || exit 1
 	done
 ' 3>&1
+test_expect_success 'inline data: 220 B by default with --lat, -I sets it' '
+	penny bw --loopback rxe0,rxe1 --lat -s 8 -n 50 >inl.out &&
+	grep -q "Max inline data : 220\[B\]" inl.out &&
+	penny bw --loopback rxe0,rxe1 -s 64 -n 50 >noinl.out &&
+	grep -q "Max inline data : 0\[B\]" noinl.out &&
+	penny bw --loopback rxe0,rxe1 --lat -I 0 -s 8 -n 50 >inl0.out &&
+	grep -q "Max inline data : 0\[B\]" inl0.out &&
+	penny bw --loopback rxe0,rxe1 --op send -I 64 -s 64 -n 200 >inls.out && row 64 inls.out &&
+	grep -q "Max inline data : 64\[B\]" inls.out &&
+	! penny bw --loopback rxe0,rxe1 -I 5000 2>err && grep -q "^penny bw: -I" err
+'
 test_expect_success 'every size (-a), JSON: one object per size with the documented keys' '
 	penny bw --loopback rxe0,rxe1 -n 2 -a --json >bw.json && json_valid bw.json &&
 	python3 -c "
