@@ -32,7 +32,7 @@ if [ "${1:-}" = --guest ]; then
 	# CPU from the run it parses)
 	pn_bw() {
 		penny bw --loopback rxe0,rxe1 -s "$1" -n "$2" --json >pn.json &&
-			python3 -c 'import json,sys; print(json.load(sys.stdin)["links"][0]["results"][0]["bw_avg_gbps"])' <pn.json
+			python3 -c 'import json,sys; print("%.3f" % json.load(sys.stdin)["links"][0]["results"][0]["bw_avg_gbps"])' <pn.json
 	}
 	pt_lat() { # median (t_typical)
 		timeout 120 ib_write_lat -d rxe1 -x 1 -s 2 -n "$1" -F >/dev/null 2>&1 &
@@ -43,7 +43,7 @@ if [ "${1:-}" = --guest ]; then
 	}
 	pn_lat() {
 		penny bw --loopback rxe0,rxe1 --lat -s 2 -n "$1" --json >pn.json &&
-			python3 -c 'import json,sys; print(json.load(sys.stdin)["links"][0]["results"][0]["lat_median_us"])' <pn.json
+			python3 -c 'import json,sys; print("%.2f" % json.load(sys.stdin)["links"][0]["results"][0]["lat_median_us"])' <pn.json
 	}
 	med() { sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 	printf '%-10s %8s %16s %16s %8s\n' size iters "ib_write_bw" "penny bw" ratio
