@@ -9,7 +9,7 @@
  * dies in its first allreduce), FAKE_NOGRAPH (no PENNY_CAP_GRAPH),
  * FAKE_MULTINODE (claims PENNY_CAP_MULTINODE), FAKE_OLD_SIZE (a table of
  * the first v1 size, without allgather), FAKE_ALGOS=bits (accepted
- * algorithms).  bw() measures memcpy between host buffers standing for
+ * algorithms), FAKE_NOBW (no bw(), like the nccl plugin).  bw() measures memcpy between host buffers standing for
  * PENNY_FAKE_GPUS devices (default 2).
  */
 #define _GNU_SOURCE
@@ -328,6 +328,7 @@ static int fake_allgather(void *be, const void *send, void *recv, size_t count, 
 }
 #endif
 
+#ifndef FAKE_NOBW
 static double now_us(void)
 {
 	struct timespec t;
@@ -404,6 +405,7 @@ static int fake_bw(struct penny_bw_v1 *q)
 	}
 	return ret;
 }
+#endif
 
 #ifndef FAKE_NOSYM
 __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin_v1 = {
@@ -416,7 +418,11 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.name = FAKE_NAME,
 	.version = FAKE_VERSION,
 	.algos = FAKE_ALGOS,
+#ifdef FAKE_NOBW
+	.caps = FAKE_CAP_GRAPH | FAKE_CAP_MULTINODE,
+#else
 	.caps = FAKE_CAP_GRAPH | FAKE_CAP_MULTINODE | PENNY_CAP_BW,
+#endif
 	.errmsg = fake_errmsg,
 	.init = fake_init,
 	.fini = fake_fini,
@@ -431,7 +437,11 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.select = fake_select,
 	.time = fake_time,
 	.sync = fake_sync,
+#ifdef FAKE_NOBW
+	.bw = NULL,
+#else
 	.bw = fake_bw,
+#endif
 #ifndef FAKE_OLD_SIZE
 	.allgather = fake_allgather,
 #endif
