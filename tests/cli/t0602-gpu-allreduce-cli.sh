@@ -109,6 +109,12 @@ test_expect_success 'a plugin whose init fails, or of another ABI: one line, exi
 	test_exit 2 penny allreduce-test --np 2 --backend badabi 2>err && one_line err &&
 	grep -q "has ABI 7" err
 '
+test_expect_success 'completion offers the backends, -G and -g come from the table' '
+	penny __complete allreduce-test | grep -q "^--backend	-	NAME	host cuda nccl$" &&
+	penny __complete allreduce-test | grep -q "^--cudagraph	-G	N" &&
+	penny __complete allreduce-test | grep -q "^--gpus	-g	LIST" &&
+	penny __complete bw | grep -q "^--gpu-engine	-	ENGINE	ce sm both$"
+'
 test_expect_success 'bad backend names: one line, exit 2' '
 	for b in "" "a/b" "host,host" "x,,y" "Cuda"; do
 		test_exit 2 penny allreduce-test --backend "$b" 2>err && one_line err || exit 1
