@@ -655,7 +655,8 @@ int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *ho
 		return pn_plugin_fail(-EINVAL, "bad rank %d of %d", host->rank, host->nranks);
 	if (host->nnodes > 1 || host->local_size != host->nranks)
 		return pn_plugin_fail(-ENOTSUP, "the cuda backend runs on one node; these %d ranks "
-						"span %d nodes (hierarchical allreduce is not built)",
+						"span %d nodes (penny's core runs it hierarchically: the "
+						"plugin on each node's ranks)",
 				      host->nranks, host->nnodes);
 	if (host->nranks > PN_AR_MAX_RANKS)
 		return pn_plugin_fail(-ENOTSUP, "the cuda backend handles at most %d GPUs (%d ranks)",
