@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "penny.h"
+#include "ar-gpu.h"
 #include "plot.h"
 
 #include "../src/boot.h"
@@ -26,7 +27,8 @@ static uint64_t opt_minbytes = 8, opt_maxbytes = 32u << 20, opt_stepbytes = 1u <
 static double opt_factor;
 static int opt_iters = 20, opt_warmup = 5, opt_check = 1;
 static const char *opt_dtype = "float", *opt_op = "sum", *opt_algo = "auto";
-static const char *opt_backend = "host", *opt_csv, *opt_plot, *opt_tune_out;
+static const char *opt_backend, *opt_csv, *opt_plot, *opt_tune_out, *opt_gpus;
+static int opt_graph;
 static double opt_min_busbw = -1;
 static int opt_root = -1;
 static uint64_t opt_seed;
@@ -54,8 +56,15 @@ const struct pn_opt allreduce_test_options[] = {
 	  "ring, simple-ring, one-shot, two-shot, hierarchical, multiring, auto or all; a comma "
 	  "list runs several (default auto)",
 	  "auto all ring simple-ring one-shot two-shot hierarchical multiring", NULL },
-	{ "backend", 0, OPT_APPEND, &opt_backend, "NAME", "where the data lives: host", "host",
-	  NULL },
+	{ "backend", 0, OPT_APPEND, &opt_backend, "NAME",
+	  "host (the engine, default) or a GPU plugin: cuda, nccl; a comma list or repeated runs "
+	  "each in turn, then a ratio table", "host cuda nccl", NULL },
+	{ "cudagraph", 'G', OPT_INT, &opt_graph, "N",
+	  "GPU backends: capture N calls into a CUDA graph and time its replays (nccl-tests -G)",
+	  NULL, NULL },
+	{ "gpus", 'g', OPT_STRING, &opt_gpus, "LIST",
+	  "GPU backends: the device of each local rank, like 0,1,2,3 (default: the local rank)",
+	  NULL, NULL },
 	{ "csv", 0, OPT_STRING, &opt_csv, "FILE", "also write the rows as CSV to FILE", NULL, NULL },
 	{ "plot", 0, OPT_STRING, &opt_plot, "FILE", "draw busbw and time against size as SVG",
 	  NULL, NULL },
@@ -69,13 +78,6 @@ const struct pn_opt allreduce_test_options[] = {
 	OPT_TABLE_END
 };
 
-struct row {
-	enum pn_algo algo;
-	size_t bytes, count;
-	double time_us[2], algbw[2], busbw[2];
-	uint64_t wrong[2];
-};
-
 struct job {
 	struct pn_ctx *ctx;
 	struct pn_boot *boot;
@@ -86,7 +88,7 @@ struct job {
 	enum pn_redop op;
 	size_t es;
 	int rank, nranks;
-	struct row *rows;
+	struct ar_row *rows;
 	size_t nrows, caprows;
 	FILE *csv;
 	int progress;
@@ -197,11 +199,11 @@ static int run_size(struct job *j, enum pn_algo algo, size_t bytes, int ip, uint
 	return ret;
 }
 
-static void print_header(struct job *j, const char *algo_name)
+static void print_header(struct job *j, const char *backend, const char *algo_name)
 {
 	struct pn_out *o = j->ctx->out;
 
-	pn_out_text(o, "#\n# algorithm: %s\n#\n", algo_name);
+	pn_out_text(o, "#\n# algorithm: %s, backend: %s\n#\n", algo_name, backend);
 	pn_out_text(o, "#%63s%37s\n", "out-of-place", "in-place");
 	pn_out_text(o, "#%11s %13s %9s %7s %7s %9s %7s %7s %6s %9s %7s %7s %6s\n", "size", "count",
 		    "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
@@ -211,13 +213,16 @@ static void print_header(struct job *j, const char *algo_name)
 		    "(GB/s)", "");
 }
 
-static void print_row(struct job *j, const struct row *rw)
+static void print_row(struct job *j, const struct ar_row *rw)
 {
 	struct pn_out *o = j->ctx->out;
 	int k;
 
 	pn_out_open_object(o, NULL);
-	pn_out_str(o, PN_JSON, "algo", NULL, pn_algo_name(rw->algo));
+	pn_out_str(o, PN_JSON, "backend", NULL, rw->backend);
+	pn_out_str(o, PN_JSON, "algo", NULL, rw->algo);
+	if (rw->ran[0])
+		pn_out_str(o, PN_JSON, "ran", NULL, rw->ran);
 	pn_out_uint(o, PN_ANY, "size", " %11llu", (unsigned long long)rw->bytes);
 	pn_out_uint(o, PN_ANY, "count", " %13llu", (unsigned long long)rw->count);
 	pn_out_str(o, PN_ANY, "type", " %9s", pn_dtype_name(j->dtype));
@@ -239,11 +244,11 @@ static void print_row(struct job *j, const struct row *rw)
 	pn_out_close_object(o);
 	fflush(pn_out_file(o));
 	if (j->csv)
-		fprintf(j->csv, "%s,%zu,%zu,%s,%s,%.3f,%.4f,%.4f,%llu,%.3f,%.4f,%.4f,%llu\n",
-			pn_algo_name(rw->algo), rw->bytes, rw->count, pn_dtype_name(j->dtype),
+		fprintf(j->csv, "%s,%zu,%zu,%s,%s,%.3f,%.4f,%.4f,%llu,%.3f,%.4f,%.4f,%llu,%s\n",
+			rw->algo, rw->bytes, rw->count, pn_dtype_name(j->dtype),
 			pn_redop_name(j->op), rw->time_us[0], rw->algbw[0], rw->busbw[0],
 			(unsigned long long)rw->wrong[0], rw->time_us[1], rw->algbw[1], rw->busbw[1],
-			(unsigned long long)rw->wrong[1]);
+			(unsigned long long)rw->wrong[1], rw->backend);
 }
 
 static int parse_algos(struct pn_ctx *ctx, enum pn_algo *algos, int *n)
@@ -274,6 +279,38 @@ static int parse_algos(struct pn_ctx *ctx, enum pn_algo *algos, int *n)
 	return ret;
 }
 
+/* Rank 0: print a row and keep it (plot, tuning, ratios). */
+static int add_row(struct job *j, const struct ar_row *rw)
+{
+	if (j->rank != 0)
+		return 0;
+	print_row(j, rw);
+	if (j->nrows == j->caprows) {
+		struct ar_row *nr = realloc(j->rows, sizeof(*nr) * (j->caprows = j->caprows
+					    ? 2 * j->caprows : 64));
+
+		if (!nr)
+			return pn_err(-ENOMEM, "out of memory");
+		j->rows = nr;
+	}
+	j->rows[j->nrows++] = *rw;
+	return 0;
+}
+
+/* The GPU backends present through the same header and rows. */
+static void sink_header(void *arg, const char *backend, const char *algo)
+{
+	struct job *j = arg;
+
+	if (j->rank == 0)
+		print_header(j, backend, algo);
+}
+
+static int sink_row(void *arg, const struct ar_row *rw)
+{
+	return add_row(arg, rw);
+}
+
 static int sweep(struct job *j, enum pn_algo algo, const uint64_t *sizes, size_t nsizes,
 		 double *avg_busbw, uint64_t *wrong_total)
 {
@@ -283,12 +320,14 @@ static int sweep(struct job *j, enum pn_algo algo, const uint64_t *sizes, size_t
 	uint64_t seed = opt_seed ? opt_seed : 0x9e3779b97f4a7c15ull;
 
 	if (j->rank == 0)
-		print_header(j, pn_algo_name(algo));
+		print_header(j, "host", pn_algo_name(algo));
 	for (i = 0; i < nsizes; i++) {
-		struct row rw;
+		struct ar_row rw;
 
 		memset(&rw, 0, sizeof(rw));
-		rw.algo = algo;
+		snprintf(rw.backend, sizeof(rw.backend), "host");
+		snprintf(rw.algo, sizeof(rw.algo), "%s", pn_algo_name(algo));
+		rw.host_algo = algo;
 		rw.bytes = sizes[i];
 		rw.count = sizes[i] / j->es;
 		for (k = 0; k < 2; k++) {
@@ -302,20 +341,11 @@ static int sweep(struct job *j, enum pn_algo algo, const uint64_t *sizes, size_t
 		}
 		sum += rw.busbw[0];
 		nb++;
-		if (j->rank == 0) {
-			print_row(j, &rw);
-			if (j->progress)
-				fprintf(stderr, "\r%s %zu/%zu sizes ", pn_algo_name(algo), i + 1, nsizes);
-			if (j->nrows == j->caprows) {
-				struct row *nr = realloc(j->rows, sizeof(*nr) * (j->caprows = j->caprows
-							? 2 * j->caprows : 64));
-
-				if (!nr)
-					return pn_err(-ENOMEM, "out of memory");
-				j->rows = nr;
-			}
-			j->rows[j->nrows++] = rw;
-		}
+		ret = add_row(j, &rw);
+		if (ret)
+			return ret;
+		if (j->rank == 0 && j->progress)
+			fprintf(stderr, "\r%s %zu/%zu sizes ", pn_algo_name(algo), i + 1, nsizes);
 	}
 	if (j->rank == 0 && j->progress)
 		fprintf(stderr, "\r%40s\r", "");
@@ -323,36 +353,40 @@ static int sweep(struct job *j, enum pn_algo algo, const uint64_t *sizes, size_t
 	return 0;
 }
 
-/* One series per algorithm: out-of-place busbw and time against size. */
-static int write_plot(struct job *j, const enum pn_algo *algos, int nalgos)
+/* One series per backend and algorithm: out-of-place busbw and time against size. */
+static int write_plot(struct job *j)
 {
-	struct pn_plot_series *series = calloc((size_t)nalgos, sizeof(*series));
+	struct pn_plot_series *series = calloc(j->nrows + 1, sizeof(*series));
 	struct pn_plot_point *pts = calloc(j->nrows + 1, sizeof(*pts));
-	char title[160], *labels = calloc((size_t)nalgos, 32);
+	char title[160], *labels = calloc(j->nrows + 1, 64);
 	struct pn_plot plot;
-	size_t r, k = 0;
-	int a, ret = 0, ns = 0;
+	size_t r, q, k = 0;
+	int ret = 0, ns = 0;
 	FILE *f;
 
 	if (!series || !pts || !labels) {
 		ret = pn_err(-ENOMEM, "out of memory");
 		goto out;
 	}
-	for (a = 0; a < nalgos; a++) {
+	for (r = 0; r < j->nrows; r++) {
+		const struct ar_row *a = &j->rows[r];
 		size_t first = k;
 
-		for (r = 0; r < j->nrows; r++) {
-			if (j->rows[r].algo != algos[a])
+		for (q = 0; q < r; q++)
+			if (!strcmp(j->rows[q].backend, a->backend) && !strcmp(j->rows[q].algo, a->algo))
+				break;
+		if (q < r)
+			continue; /* this series is drawn already */
+		for (q = r; q < j->nrows; q++) {
+			if (strcmp(j->rows[q].backend, a->backend) || strcmp(j->rows[q].algo, a->algo))
 				continue;
-			pts[k].size_bytes = (double)j->rows[r].bytes;
-			pts[k].busbw_gbps = j->rows[r].busbw[0];
-			pts[k].time_us = j->rows[r].time_us[0];
+			pts[k].size_bytes = (double)j->rows[q].bytes;
+			pts[k].busbw_gbps = j->rows[q].busbw[0];
+			pts[k].time_us = j->rows[q].time_us[0];
 			k++;
 		}
-		if (k == first)
-			continue;
-		snprintf(labels + 32 * ns, 32, "%s (%s)", pn_algo_name(algos[a]), opt_backend);
-		series[ns].label = labels + 32 * ns;
+		snprintf(labels + 64 * ns, 64, "%s (%s)", a->algo, a->backend);
+		series[ns].label = labels + 64 * ns;
 		series[ns].pts = pts + first;
 		series[ns].n = k - first;
 		ns++;
@@ -394,16 +428,88 @@ static int write_tune(struct job *j, const uint64_t *sizes, size_t nsizes)
 		bytes[i] = sizes[i];
 		best[i] = PN_ALGO_RING;
 		for (r = 0; r < j->nrows; r++)
-			if (j->rows[r].bytes == sizes[i] && j->rows[r].time_us[0] < bt &&
-			    !j->rows[r].wrong[0]) {
+			if (j->rows[r].host_algo != -2 && j->rows[r].bytes == sizes[i] &&
+			    j->rows[r].time_us[0] < bt && !j->rows[r].wrong[0]) {
 				bt = j->rows[r].time_us[0];
-				best[i] = j->rows[r].algo;
+				best[i] = (enum pn_algo)j->rows[r].host_algo;
 			}
 	}
 	ret = pn_tune_save(opt_tune_out, j->nranks, j->comm->nnodes, bytes, best, (int)nsizes);
 	free(bytes);
 	free(best);
 	return ret;
+}
+
+#define MAX_BACKENDS 8
+
+/* --backend: names (host or a plugin), each once; -G and -g need a GPU one. */
+static int check_backends(struct pn_ctx *ctx, const char *list, int *has_host, int *ngpu)
+{
+	char copy[512], *tok, *save = NULL, seen[MAX_BACKENDS][32];
+	int n = 0, k, dev[1024], ndev;
+
+	*has_host = 0;
+	*ngpu = 0;
+	if (strlen(list) >= sizeof(copy))
+		return pn_cmd_fail(ctx, 2, "--backend '%s' is too long", list);
+	snprintf(copy, sizeof(copy), "%s", list);
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!tok[0] || strlen(tok) >= 32 || strspn(tok, "abcdefghijklmnopqrstuvwxyz0123456789_-") !=
+								   strlen(tok))
+			return pn_cmd_fail(ctx, 2, "--backend '%s' is not a backend name (host, cuda, "
+						   "nccl or another plugin's)", tok);
+		for (k = 0; k < n; k++)
+			if (!strcmp(seen[k], tok))
+				return pn_cmd_fail(ctx, 2, "--backend %s is listed twice", tok);
+		if (n == MAX_BACKENDS)
+			return pn_cmd_fail(ctx, 2, "--backend: at most %d backends", MAX_BACKENDS);
+		snprintf(seen[n++], sizeof(seen[0]), "%s", tok);
+		if (!strcmp(tok, "host"))
+			*has_host = 1;
+		else
+			(*ngpu)++;
+	}
+	if (!n)
+		return pn_cmd_fail(ctx, 2, "--backend is empty");
+	if (opt_graph < 0)
+		return pn_cmd_fail(ctx, 2, "-G must be >= 0");
+	if (opt_graph > 0 && !*ngpu)
+		return pn_cmd_fail(ctx, 2, "-G captures CUDA graphs: it needs a GPU backend "
+					   "(--backend cuda or nccl)");
+	if (opt_gpus && !*ngpu)
+		return pn_cmd_fail(ctx, 2, "-g picks GPUs: it needs a GPU backend (--backend cuda or "
+					   "nccl)");
+	if (opt_gpus && ar_gpu_parse_list(ctx, opt_gpus, dev, 1024, &ndev))
+		return 2;
+	return 0;
+}
+
+/* The host backend: one table per algorithm of --algo. */
+static int run_host(struct job *j, const enum pn_algo *algos, int nalgos, const uint64_t *sizes,
+		    size_t nsizes, uint64_t *wrong_total, double *worst_avg)
+{
+	int a, ret;
+
+	for (a = 0; a < nalgos; a++) {
+		struct pn_sched_job sj = { .rank = j->rank, .nranks = j->nranks, .node = j->coll.node };
+		double avg = 0;
+		uint64_t wrong = 0;
+
+		if (algos[a] != PN_ALGO_AUTO && pn_sched_supported(algos[a], &sj)) {
+			if (j->rank == 0)
+				fprintf(stderr, "penny allreduce-test: skipping %s: %s\n",
+					pn_algo_name(algos[a]), pn_errmsg(-EINVAL));
+			continue;
+		}
+		ret = sweep(j, algos[a], sizes, nsizes, &avg, &wrong);
+		if (ret)
+			return ret;
+		*wrong_total += wrong;
+		*worst_avg = PN_MIN(*worst_avg, avg);
+		pn_out_text(j->ctx->out, "# Out of bounds values : %llu %s\n# Avg bus bandwidth    : %g \n",
+			    (unsigned long long)wrong, wrong ? "FAILED" : "OK", avg);
+	}
+	return 0;
 }
 
 int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
@@ -414,16 +520,18 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	enum pn_algo algos[16];
 	uint64_t *sizes = NULL, wrong_total = 0;
 	size_t nsizes = 0;
-	int nalgos = 0, a, ret, failed = 0, rc = 0;
+	int nalgos = 0, a, ret, failed = 0, rc = 0, has_host, ngpu, ng = 0;
 	double worst_avg = INFINITY;
+	const char *backends = opt_backend ? opt_backend : "host";
+	struct ar_gpu *gpus[MAX_BACKENDS];
+	char blist[512], *tok, *save = NULL;
 
 	memset(&j, 0, sizeof(j));
 	j.ctx = ctx;
 	if (argc > 0)
 		return pn_cmd_fail(ctx, 2, "unexpected argument '%s'", argv[0]);
-	if (strcmp(opt_backend, "host"))
-		return pn_cmd_fail(ctx, 2, "backend '%s' is not available (this build has: host)",
-				   opt_backend);
+	if (check_backends(ctx, backends, &has_host, &ngpu))
+		return 2;
 	if (pn_dtype_parse(opt_dtype, &j.dtype) || pn_redop_parse(opt_op, &j.op)) {
 		pn_cmd_error(ctx, -EINVAL);
 		return 2;
@@ -471,11 +579,25 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	ret = pn_coll_init(&j.coll, j.comm);
 	if (ret)
 		goto fail;
-	ret = pn_comm_alloc(j.comm, opt_maxbytes, &j.sreg);
-	if (!ret)
-		ret = pn_comm_alloc(j.comm, opt_maxbytes, &j.rreg);
-	if (ret)
-		goto fail;
+	if (has_host) {
+		ret = pn_comm_alloc(j.comm, opt_maxbytes, &j.sreg);
+		if (!ret)
+			ret = pn_comm_alloc(j.comm, opt_maxbytes, &j.rreg);
+		if (ret)
+			goto fail;
+	}
+	/* every GPU backend starts (and --algo, -G, -g suit it) before any runs */
+	snprintf(blist, sizeof(blist), "%s", backends);
+	for (tok = strtok_r(blist, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		struct ar_gpu_opts go = { .algos = opt_algo, .graph = opt_graph, .gpus = opt_gpus };
+
+		if (!strcmp(tok, "host"))
+			continue;
+		rc = ar_gpu_open(ctx, &j.coll, tok, &go, &gpus[ng]);
+		if (rc)
+			goto out;
+		ng++;
+	}
 	if (j.rank == 0 && opt_csv) {
 		j.csv = fopen(opt_csv, "w");
 		if (!j.csv) {
@@ -483,7 +605,7 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 			goto fail;
 		}
 		fprintf(j.csv, "algo,size,count,type,redop,oop_time_us,oop_algbw,oop_busbw,"
-			       "oop_wrong,ip_time_us,ip_algbw,ip_busbw,ip_wrong\n");
+			       "oop_wrong,ip_time_us,ip_algbw,ip_busbw,ip_wrong,backend\n");
 	}
 	j.progress = isatty(STDERR_FILENO) && !pn_cli.json && nsizes > 8;
 	if (j.rank != 0) {
@@ -493,12 +615,12 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	}
 	pn_out_open_object(ctx->out, NULL);
 	pn_out_text(ctx->out, "# penny allreduce-test: %d ranks on %d nodes, backend %s, "
-		    "type %s, op %s\n", j.nranks, j.comm->nnodes, opt_backend,
+		    "type %s, op %s\n", j.nranks, j.comm->nnodes, backends,
 		    pn_dtype_name(j.dtype), pn_redop_name(j.op));
 	pn_out_str(ctx->out, PN_JSON, "command", NULL, "allreduce-test");
 	pn_out_int(ctx->out, PN_JSON, "nranks", NULL, j.nranks);
 	pn_out_int(ctx->out, PN_JSON, "nnodes", NULL, j.comm->nnodes);
-	pn_out_str(ctx->out, PN_JSON, "backend", NULL, opt_backend);
+	pn_out_str(ctx->out, PN_JSON, "backend", NULL, backends);
 	pn_out_str(ctx->out, PN_JSON, "launcher", NULL, cfg.launcher);
 	pn_out_int(ctx->out, PN_JSON, "iters", NULL, opt_iters);
 	pn_out_int(ctx->out, PN_JSON, "warmup_iters", NULL, opt_warmup);
@@ -519,27 +641,36 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		pn_out_close_object(ctx->out);
 	}
 	pn_out_close_array(ctx->out);
-	pn_out_open_array(ctx->out, "results");
-	for (a = 0; a < nalgos; a++) {
-		struct pn_sched_job sj = { .rank = j.rank, .nranks = j.nranks, .node = j.coll.node };
-		double avg = 0;
-		uint64_t wrong = 0;
-
-		if (algos[a] != PN_ALGO_AUTO && pn_sched_supported(algos[a], &sj)) {
-			if (j.rank == 0)
-				fprintf(stderr, "penny allreduce-test: skipping %s: %s\n",
-					pn_algo_name(algos[a]), pn_errmsg(-EINVAL));
-			continue;
+	if (ng) {
+		pn_out_open_array(ctx->out, "gpu_backends");
+		for (a = 0; a < ng; a++) {
+			ret = ar_gpu_print_ranks(gpus[a], ctx->out);
+			if (ret)
+				goto fail;
 		}
-		ret = sweep(&j, algos[a], sizes, nsizes, &avg, &wrong);
+		pn_out_close_array(ctx->out);
+	}
+	pn_out_open_array(ctx->out, "results");
+	snprintf(blist, sizeof(blist), "%s", backends);
+	save = NULL;
+	for (tok = strtok_r(blist, ",", &save), a = 0; tok; tok = strtok_r(NULL, ",", &save)) {
+		struct ar_sweep sw = {
+			.dtype = j.dtype, .op = j.op, .sizes = sizes, .nsizes = nsizes,
+			.iters = opt_iters, .warmup = opt_warmup, .check = opt_check,
+			.seed = opt_seed ? opt_seed : 0x9e3779b97f4a7c15ull,
+			.sink = { .arg = &j, .header = sink_header, .row = sink_row },
+		};
+
+		if (!strcmp(tok, "host"))
+			ret = run_host(&j, algos, nalgos, sizes, nsizes, &wrong_total, &worst_avg);
+		else
+			ret = ar_gpu_sweep(gpus[a++], ctx->out, &sw, &worst_avg, &wrong_total);
 		if (ret)
 			goto fail;
-		wrong_total += wrong;
-		worst_avg = PN_MIN(worst_avg, avg);
-		pn_out_text(ctx->out, "# Out of bounds values : %llu %s\n# Avg bus bandwidth    : %g \n",
-			    (unsigned long long)wrong, wrong ? "FAILED" : "OK", avg);
 	}
 	pn_out_close_array(ctx->out);
+	if (j.rank == 0)
+		ar_ratio_table(ctx->out, j.rows, j.nrows, backends);
 	if (!isfinite(worst_avg))
 		worst_avg = 0;
 	failed = wrong_total > 0 || (opt_min_busbw >= 0 && worst_avg < opt_min_busbw);
@@ -567,7 +698,7 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 			goto fail;
 	}
 	if (j.rank == 0 && opt_plot) {
-		ret = write_plot(&j, algos, nalgos);
+		ret = write_plot(&j);
 		if (ret)
 			goto fail;
 	}
@@ -577,6 +708,8 @@ fail:
 	pn_cmd_fail(ctx, 1, "rank %d: %s", j.rank, pn_errmsg(ret));
 	rc = ret == -EINVAL ? 2 : 1;
 out:
+	while (ng > 0)
+		ar_gpu_close(gpus[--ng]);
 	if (j.csv && fclose(j.csv) && !rc)
 		rc = pn_cmd_fail(ctx, 1, "write error on '%s'", opt_csv);
 	if (j.comm) {

@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "penny.h"
+#include "bw-gpu.h"
 
 #include "../src/boot.h"
 #include "../src/bwtest.h"
@@ -45,7 +46,10 @@ static const char *opt_dev, *opt_op = "write", *opt_loopback, *opt_expect;
 static int opt_ibport, opt_gid = -1, opt_all, opt_iters = -1, opt_qps = 1, opt_bidir;
 static int opt_mtu, opt_lat, opt_txdepth = 128, opt_port = 18515, opt_all_rails;
 static int opt_inline = -1;
-static uint64_t opt_size = 65536;
+#define SIZE_UNSET UINT64_MAX
+static uint64_t opt_size = SIZE_UNSET; /* 65536 (RDMA) or 256 MiB (--gpu) when not given */
+static int opt_gpu;
+static const char *opt_gpu_engine;
 static double opt_duration, opt_min_gbps = -1;
 
 const struct pn_opt bw_options[] = {
@@ -56,7 +60,8 @@ const struct pn_opt bw_options[] = {
 	  NULL },
 	{ "gid-index", 'x', OPT_INT, &opt_gid, "INDEX",
 	  "GID index (default: an IPv4-mapped RoCE v2 GID; both sides must agree)", NULL, NULL },
-	{ "size", 's', OPT_SIZE, &opt_size, "SIZE", "message size (default 65536)", NULL, NULL },
+	{ "size", 's', OPT_SIZE, &opt_size, "SIZE",
+	  "message size (default 65536; --gpu: bytes per copy, default 256M)", NULL, NULL },
 	{ "all", 'a', OPT_BOOL, &opt_all, NULL, "every size from 2 bytes to 8 MiB", NULL, NULL },
 	{ "iters", 'n', OPT_INT, &opt_iters, "N",
 	  "operations per size (default 5000; latency 1000)", NULL, NULL },
@@ -88,6 +93,12 @@ const struct pn_opt bw_options[] = {
 	  NULL, NULL },
 	{ "min-gbps", 0, OPT_DOUBLE, &opt_min_gbps, "GBPS", "fail (exit 1) below GBPS Gb/s",
 	  NULL, NULL },
+	{ "gpu", 0, OPT_BOOL, &opt_gpu, NULL,
+	  "GPU-to-GPU bandwidth and latency matrices of this host's GPUs (the cuda plugin), "
+	  "like p2pBandwidthLatencyTest; -b: bidirectional only, --lat: latency only", NULL, NULL },
+	{ "gpu-engine", 0, OPT_STRING, &opt_gpu_engine, "ENGINE",
+	  "--gpu copies with ce (copy engines, default), sm (kernel loads and stores) or both",
+	  "ce sm both", NULL },
 	OPT_TABLE_END
 };
 
@@ -149,6 +160,10 @@ static int parse_cfg(struct bw *b)
 	int i;
 
 	pn_bw_cfg_init(c);
+	if (opt_size == SIZE_UNSET)
+		opt_size = 65536;
+	if (opt_gpu_engine)
+		return pn_cmd_fail(b->ctx, 2, "--gpu-engine goes with --gpu");
 	if (!strcmp(opt_op, "write"))
 		c->op = PN_VERBS_WRITE;
 	else if (!strcmp(opt_op, "read"))
@@ -1112,6 +1127,21 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 		return pn_cmd_fail(ctx, 1, "out of memory");
 	b->ctx = ctx;
 	b->fd = -1;
+	if (opt_gpu) {
+		struct bw_gpu_opts g = {
+			.bytes = opt_size == SIZE_UNSET ? 0 : opt_size, .iters = opt_iters,
+			.engine = opt_gpu_engine, .bidir = opt_bidir, .lat = opt_lat,
+		};
+
+		/* RDMA options have no meaning for GPU copies */
+		if (argc || opt_loopback || opt_all_rails || opt_dev || opt_duration > 0 || opt_all ||
+		    opt_expect || opt_min_gbps >= 0 || ctx->launch || opt_qps != 1 || strcmp(opt_op, "write"))
+			rc = pn_cmd_fail(ctx, 2, "--gpu measures this host's GPUs in one process: it takes "
+						 "-s, -n, -b, --lat and --gpu-engine only");
+		else
+			rc = bw_gpu(ctx, &g);
+		goto done;
+	}
 	rc = parse_cfg(b);
 	if (rc)
 		goto done;

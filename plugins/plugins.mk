@@ -35,7 +35,9 @@ endif
 PL_TEST := $(B)/tests/plugins
 PL_FAKES := $(PL_TEST)/penny-fake.so $(PL_TEST)/penny-badabi.so $(PL_TEST)/penny-nosym.so \
 	$(PL_TEST)/penny-fake2.so $(PL_TEST)/penny-failinit.so $(PL_TEST)/penny-fakewrong.so \
-	$(PL_TEST)/penny-fakedie.so
+	$(PL_TEST)/penny-fakedie.so $(PL_TEST)/penny-fakenograph.so $(PL_TEST)/penny-fakeflat.so \
+	$(PL_TEST)/penny-fakeold.so $(PL_TEST)/penny-fakeall.so $(PL_TEST)/cuda/penny-cuda.so \
+	$(PL_TEST)/nccl/penny-nccl.so $(PL_TEST)/cuda-nobw/penny-cuda.so
 
 PL_EMU :=
 ifneq ($(strip $(PN_CXX)),)
@@ -92,6 +94,29 @@ $(PL_TEST)/penny-fakewrong.so: plugins/test/fake.c plugins/include/penny_plugin.
 $(PL_TEST)/penny-fakedie.so: plugins/test/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_DIE -DFAKE_NAME='"fakedie"' -shared -o $@ $<
+$(PL_TEST)/penny-fakenograph.so: plugins/test/fake.c plugins/include/penny_plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -DFAKE_NOGRAPH -DFAKE_NAME='"fakenograph"' -shared -o $@ $<
+$(PL_TEST)/penny-fakeflat.so: plugins/test/fake.c plugins/include/penny_plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -DFAKE_MULTINODE -DFAKE_NAME='"fakeflat"' -shared -o $@ $<
+$(PL_TEST)/penny-fakeold.so: plugins/test/fake.c plugins/include/penny_plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -DFAKE_OLD_SIZE -DFAKE_NAME='"fakeold"' -shared -o $@ $<
+$(PL_TEST)/penny-fakeall.so: plugins/test/fake.c plugins/include/penny_plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -DFAKE_ALGOS=15u -DFAKE_NAME='"fakeall"' -shared -o $@ $<
+# A test plugin named cuda (its own directory): penny bw --gpu and --backend cuda.
+$(PL_TEST)/cuda/penny-cuda.so: plugins/test/fake.c plugins/include/penny_plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -DFAKE_ALGOS=15u -DFAKE_NAME='"cuda"' -DFAKE_VERSION='"fake cuda"' \
+		-shared -o $@ $<
+$(PL_TEST)/nccl/penny-nccl.so: plugins/test/fake.c plugins/include/penny_plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -DFAKE_NAME='"nccl"' -DFAKE_NOBW -shared -o $@ $<
+$(PL_TEST)/cuda-nobw/penny-cuda.so: plugins/test/fake.c plugins/include/penny_plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -DFAKE_NAME='"cuda"' -DFAKE_NOBW -shared -o $@ $<
 $(PL_TEST)/penny-badabi.so: plugins/test/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_ABI=7 -shared -o $@ $<

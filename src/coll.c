@@ -115,6 +115,86 @@ int pn_allreduce(struct pn_coll *co, const void *sendbuf, void *recvbuf, size_t 
 	return pn_exec_run(&co->exec, s, &a);
 }
 
+int pn_allreduce_group(struct pn_coll *co, const void *sendbuf, void *recvbuf, size_t count,
+		       enum pn_dtype t, enum pn_redop op, const int *group, int m)
+{
+	struct pn_comm *c = co->comm;
+	struct pn_sched_job job;
+	struct pn_sched s;
+	struct pn_exec_args a;
+	int ret;
+
+	memset(&job, 0, sizeof(job));
+	job.rank = c->rank;
+	job.nranks = c->nranks;
+	job.node = co->node;
+	job.inplace = sendbuf == recvbuf;
+	ret = pn_sched_build_ring_group(&s, &job, group, m, count, pn_dtype_size(t));
+	if (ret)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.sendbuf = sendbuf;
+	a.recvbuf = recvbuf;
+	a.dtype = t;
+	a.op = op;
+	a.avg_div = m;
+	ret = pn_exec_run(&co->exec, &s, &a);
+	pn_sched_release(&s);
+	return ret;
+}
+
+int pn_allgather_group(struct pn_coll *co, const void *mine, void *all, size_t len,
+		       const int *group, int m)
+{
+	struct pn_comm *c = co->comm;
+	size_t shard = PN_ALIGN_UP(len, 16), piece, off, n;
+	struct pn_sched_job job;
+	struct pn_sched s;
+	struct pn_exec_args a;
+	char *buf;
+	int ret, me = -1, k;
+
+	for (k = 0; k < m; k++)
+		if (group[k] == c->rank)
+			me = k;
+	if (me < 0)
+		return pn_err(-EINVAL, "rank %d is not in the group", c->rank);
+	memset(&job, 0, sizeof(job));
+	job.rank = c->rank;
+	job.nranks = c->nranks;
+	job.node = co->node;
+	ret = pn_sched_build_allgather_group(&s, &job, group, m, shard, 1);
+	if (ret)
+		return ret;
+	buf = calloc(1, shard * (size_t)m + 1);
+	if (!buf) {
+		pn_sched_release(&s);
+		return pn_err(-ENOMEM, "out of memory");
+	}
+	/* the schedule's chunk-major layout (sched.h), in and out */
+	piece = pn_sched_allgather_piece(&job, shard, 1);
+	for (off = 0; off < len; off += piece) {
+		n = PN_MIN(piece, shard - off);
+		memcpy(buf + off * (size_t)m + (size_t)me * n, (const char *)mine + off,
+		       PN_MIN(n, len - off));
+	}
+	memset(&a, 0, sizeof(a));
+	a.sendbuf = buf;
+	a.recvbuf = buf;
+	a.dtype = PN_UINT8;
+	a.op = PN_SUM;
+	ret = pn_exec_run(&co->exec, &s, &a);
+	pn_sched_release(&s);
+	for (k = 0; !ret && k < m; k++)
+		for (off = 0; off < len; off += piece) {
+			n = PN_MIN(piece, shard - off);
+			memcpy((char *)all + (size_t)k * len + off, buf + off * (size_t)m + (size_t)k * n,
+			       PN_MIN(n, len - off));
+		}
+	free(buf);
+	return ret;
+}
+
 /* ---- tuning ---- */
 
 struct tune_entry {

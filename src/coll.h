@@ -33,6 +33,19 @@ int pn_allreduce(struct pn_coll *co, const void *sendbuf, void *recvbuf, size_t 
 		 enum pn_dtype t, enum pn_redop op, enum pn_algo algo, struct pn_reg *sreg,
 		 struct pn_reg *rreg);
 
+/*
+ * Collectives over a group of ranks (global ranks, in order; this rank one of
+ * them), through the same executor and transports; every member calls with
+ * the same arguments, the other ranks do not take part.  Allreduce: a ring
+ * over the group, avg divided by the group's size.  Allgather: member i's
+ * bytes are at [i * len, (i + 1) * len) of all (nranks * len bytes); mine is
+ * copied from mine (which may be that place already).
+ */
+int pn_allreduce_group(struct pn_coll *co, const void *sendbuf, void *recvbuf, size_t count,
+		       enum pn_dtype t, enum pn_redop op, const int *group, int m);
+int pn_allgather_group(struct pn_coll *co, const void *mine, void *all, size_t len,
+		       const int *group, int m);
+
 /* The schedule pn_allreduce would run (for printing); valid until the next call. */
 int pn_coll_schedule(struct pn_coll *co, size_t count, enum pn_dtype t, enum pn_algo algo,
 		     int direct, int inplace, const struct pn_sched **out);

@@ -63,7 +63,8 @@ static char *dst_ptr(struct run *r, size_t el)
 static void finish(struct run *r, const struct pn_step *st, void *p, size_t n)
 {
 	if (st->final && r->a->op == PN_AVG)
-		pn_reduce_finish(p, n, r->a->dtype, r->a->op, r->c->nranks);
+		pn_reduce_finish(p, n, r->a->dtype, r->a->op,
+				 r->a->avg_div > 0 ? r->a->avg_div : r->c->nranks);
 }
 
 static size_t nslices(struct run *r, size_t count)

@@ -31,6 +31,7 @@ struct pn_exec_args {
 	struct pn_reg *sreg, *rreg; /* registered buffers (DIRECT_* steps) */
 	enum pn_dtype dtype;
 	enum pn_redop op;
+	int avg_div;		/* avg divides by this (0: the communicator's nranks) */
 };
 
 int pn_exec_run(struct pn_exec *e, const struct pn_sched *s, const struct pn_exec_args *a);

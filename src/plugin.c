@@ -30,7 +30,7 @@ static const struct {
 	unsigned abi;
 	size_t size;
 } versions[] = {
-	{ PENNY_PLUGIN_SYMBOL_V1, PENNY_PLUGIN_ABI_V1, sizeof(struct penny_plugin_v1) },
+	{ PENNY_PLUGIN_SYMBOL_V1, PENNY_PLUGIN_ABI_V1, PENNY_PLUGIN_V1_MIN_SIZE },
 };
 
 /*
@@ -179,6 +179,11 @@ void pn_plugin_unload(struct pn_plugin *p)
 	if (p->dl)
 		dlclose(p->dl);
 	free(p);
+}
+
+int pn_plugin_covers(const struct pn_plugin *p, size_t off)
+{
+	return p && p->ops && off + sizeof(void (*)(void)) <= p->ops->size;
 }
 
 int pn_plugin_err(const struct pn_plugin *p, int code, const char *what)

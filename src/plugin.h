@@ -42,6 +42,13 @@ void pn_plugin_unload(struct pn_plugin *p);
  * wording left out; returns the number of directories. */
 int pn_plugin_dirs(char *buf, size_t len);
 
+/*
+ * Whether the plugin's table covers an appended member (one at offset off):
+ * a plugin built against an older header has a shorter table.
+ *	if (pn_plugin_covers(p, offsetof(struct penny_plugin_v1, allgather)) && p->ops->allgather)
+ */
+int pn_plugin_covers(const struct pn_plugin *p, size_t off);
+
 /* Record "NAME plugin: WHAT: <plugin's message>" for a failed plugin call
  * and return code (negative). */
 int pn_plugin_err(const struct pn_plugin *p, int code, const char *what);

@@ -485,6 +485,101 @@ out:
 	return ret;
 }
 
+/* Common start of the group generators: checks the group, one channel. */
+static int group_begin(struct pn_sched *s, const struct pn_sched_job *job, const int *group,
+		       int m, size_t count, size_t esize, int *me)
+{
+	int i, k;
+
+	memset(s, 0, sizeof(*s));
+	*me = -1;
+	if (m < 1 || !group || esize == 0)
+		return pn_err(-EINVAL, "empty group");
+	for (i = 0; i < m; i++) {
+		if (group[i] < 0 || group[i] >= job->nranks)
+			return pn_err(-EINVAL, "group member %d is not a rank (0..%d)", group[i],
+				      job->nranks - 1);
+		for (k = 0; k < i; k++)
+			if (group[k] == group[i])
+				return pn_err(-EINVAL, "rank %d is twice in the group", group[i]);
+		if (group[i] == job->rank)
+			*me = i;
+	}
+	if (*me < 0)
+		return pn_err(-EINVAL, "rank %d is not in the group", job->rank);
+	s->algo = PN_ALGO_RING;
+	s->rank = job->rank;
+	s->nranks = job->nranks;
+	s->count = count;
+	s->esize = esize;
+	s->inplace = job->inplace;
+	s->nchan = 1;
+	s->ch = calloc(1, sizeof(*s->ch));
+	if (!s->ch)
+		return pn_err(-ENOMEM, "out of memory");
+	return 0;
+}
+
+int pn_sched_build_ring_group(struct pn_sched *s, const struct pn_sched_job *job,
+			      const int *group, int m, size_t count, size_t esize)
+{
+	size_t step_bytes = job->step_max_bytes ? job->step_max_bytes : PN_STEP_MAX_BYTES;
+	size_t step_el;
+	int me, ret;
+
+	ret = group_begin(s, job, group, m, count, esize, &me);
+	if (!ret) {
+		step_el = PN_MAX(step_bytes / esize / 16 * 16, 16);
+		ret = ring_allreduce(s, 0, group, m, 0, count, step_el, PN_SRC_IN);
+	}
+	if (ret)
+		pn_sched_release(s);
+	return ret;
+}
+
+size_t pn_sched_allgather_piece(const struct pn_sched_job *job, size_t shard, size_t esize)
+{
+	size_t step_bytes = job->step_max_bytes ? job->step_max_bytes : PN_STEP_MAX_BYTES;
+	size_t step_el = PN_MAX(step_bytes / esize / 16 * 16, 16);
+
+	return PN_MAX(PN_MIN(shard, step_el), 16);
+}
+
+int pn_sched_build_allgather_group(struct pn_sched *s, const struct pn_sched_job *job,
+				   const int *group, int m, size_t shard, size_t esize)
+{
+	size_t piece, c;
+	struct pn_step st;
+	int me, g, ret;
+
+	if (shard % 16)
+		return pn_err(-EINVAL, "allgather shards must be multiples of 16 elements (%zu)",
+			      shard);
+	if (m > 255)
+		return pn_err(-EINVAL, "an allgather group has at most 255 ranks");
+	ret = group_begin(s, job, group, m, shard * (size_t)m, esize, &me);
+	if (ret || m == 1)
+		goto out;
+	g = add_group(s, group, m);
+	if (g < 0) {
+		ret = g;
+		goto out;
+	}
+	piece = pn_sched_allgather_piece(job, shard, esize);
+	for (c = 0; !ret && c * piece < shard; c++) {
+		size_t len = PN_MIN(piece, shard - c * piece);
+
+		st = step(PN_OP_ALLGATHER, -1, -1, c * piece * (size_t)m, len * (size_t)m);
+		st.group = g;
+		st.shard = (uint8_t)me;
+		ret = push(s, 0, st);
+	}
+out:
+	if (ret)
+		pn_sched_release(s);
+	return ret;
+}
+
 void pn_sched_release(struct pn_sched *s)
 {
 	int i;

@@ -89,6 +89,21 @@ struct pn_sched_job {
 
 int pn_sched_build(struct pn_sched *s, enum pn_algo algo, const struct pn_sched_job *job,
 		   size_t count, size_t esize);
+/*
+ * Group collectives: the same steps over a subset of the ranks (group[0..m),
+ * global ranks, in ring/reduction order; job->rank must be one of them).
+ * Ring allreduce of count elements; avg's division is by the group's size
+ * (the executor's pn_exec_args.avg_div).  Allgather of shard elements per
+ * member (a multiple of 16), in loop chunks that fit the FIFO: the buffer
+ * (m * shard elements) is chunk-major, chunk c holds every member's piece c
+ * of len_c = min(piece, shard - c * piece) elements, member i's at
+ * c * m * piece + i * len_c, where piece = pn_sched_allgather_piece().
+ */
+size_t pn_sched_allgather_piece(const struct pn_sched_job *job, size_t shard, size_t esize);
+int pn_sched_build_ring_group(struct pn_sched *s, const struct pn_sched_job *job,
+			      const int *group, int m, size_t count, size_t esize);
+int pn_sched_build_allgather_group(struct pn_sched *s, const struct pn_sched_job *job,
+				   const int *group, int m, size_t shard, size_t esize);
 void pn_sched_release(struct pn_sched *s);
 
 const char *pn_algo_name(enum pn_algo a);

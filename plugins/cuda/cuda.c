@@ -346,8 +346,9 @@ struct pn_cuda_hello {
 	int32_t nsm, blocks;
 	uint64_t ll_max, oneshot_ll_max, twoshot_ll_max, twoshot_hy_max, stage_bytes, timeout_ns;
 	uint32_t tile_twoshot, tile_ring;
-	int32_t ok;
+	int32_t ok;		/* 0: this rank failed before the exchange (err says why) */
 	char tune[96];
+	char err[200];
 };
 
 #define PN_CUDA_MAGIC 0x70637564u /* "pcud" */
@@ -577,14 +578,19 @@ static int kernel(struct pn_cuda *c, int kern, int dt, int op, CUfunction *f)
 	return 0;
 }
 
-static int agree(struct pn_cuda *c)
+/*
+ * Every rank says whether it got this far (local: its result so far) and
+ * with which settings, so that a rank that cannot open its GPU does not
+ * leave the others waiting in a later exchange: all fail, naming it.
+ */
+static int agree(struct pn_cuda *c, int local)
 {
 	struct pn_cuda_hello mine, *all;
 	int p, ret = 0;
 
 	memset(&mine, 0, sizeof(mine));
 	mine.magic = PN_CUDA_MAGIC;
-	mine.version = 1;
+	mine.version = 2;
 	snprintf(mine.busid, sizeof(mine.busid), "%s", c->g.busid);
 	mine.nsm = c->g.nsm;
 	mine.blocks = (int32_t)c->cfg.blocks;
@@ -596,12 +602,22 @@ static int agree(struct pn_cuda *c)
 	mine.timeout_ns = c->cfg.timeout_ns;
 	mine.tile_twoshot = c->cfg.tile_twoshot;
 	mine.tile_ring = c->cfg.tile_ring;
-	mine.ok = 1;
+	mine.ok = !local;
+	if (local)
+		snprintf(mine.err, sizeof(mine.err), "%s", pn_plugin_errmsg());
 	pn_tune_format(&c->tune, mine.tune, sizeof(mine.tune));
 	all = calloc((size_t)c->n, sizeof(*all));
 	if (!all)
 		return pn_plugin_fail(-ENOMEM, "out of memory");
 	ret = allgather(c, &mine, all, sizeof(mine));
+	if (!ret && local) {
+		/* this rank's own message stands */
+		pn_plugin_fail(local, "%s", mine.err);
+		ret = local;
+	}
+	for (p = 0; p < c->n && !ret; p++)
+		if (all[p].magic == PN_CUDA_MAGIC && all[p].version == mine.version && !all[p].ok)
+			ret = pn_plugin_fail(-EIO, "rank %d failed: %s", p, all[p].err);
 	for (p = 0; p < c->n && !ret; p++) {
 		if (all[p].magic != PN_CUDA_MAGIC || all[p].version != mine.version)
 			ret = pn_plugin_fail(-EPROTO, "rank %d runs another version of the cuda plugin", p);
@@ -639,7 +655,8 @@ int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *ho
 		return pn_plugin_fail(-EINVAL, "bad rank %d of %d", host->rank, host->nranks);
 	if (host->nnodes > 1 || host->local_size != host->nranks)
 		return pn_plugin_fail(-ENOTSUP, "the cuda backend runs on one node; these %d ranks "
-						"span %d nodes (hierarchical allreduce is not built)",
+						"span %d nodes (penny's core runs it hierarchically: the "
+						"plugin on each node's ranks)",
 				      host->nranks, host->nnodes);
 	if (host->nranks > PN_AR_MAX_RANKS)
 		return pn_plugin_fail(-ENOTSUP, "the cuda backend handles at most %d GPUs (%d ranks)",
@@ -651,13 +668,11 @@ int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *ho
 	c->rank = host->rank;
 	c->n = host->nranks;
 	ret = pn_gpu_open(&c->g, host, device, im->data);
-	if (ret)
-		goto fail_free;
-	ret = read_cfg(c);
+	if (!ret)
+		ret = read_cfg(c);
 	if (!ret)
 		ret = load_modules(c, im);
-	if (!ret)
-		ret = agree(c);
+	ret = agree(c, ret);
 	if (ret)
 		goto fail_gpu;
 	c->ws_bytes = PN_WS_LL + 4ull * c->n * c->cfg.ll_max +
@@ -708,7 +723,6 @@ fail_gpu:
 		if (c->mod[k])
 			c->g.cu->ModuleUnload(c->mod[k]);
 	pn_gpu_close(&c->g);
-fail_free:
 	free(c);
 	return ret;
 }
@@ -900,6 +914,93 @@ int pn_cuda_allreduce(void *be, const void *send, void *recv, size_t count, int 
 	ret = main ? run(c, kern, dtype, op, s, d, main) : 0;
 	if (!ret && main < bytes)
 		ret = run(c, PN_K_ONESHOT, dtype, op, s + main, d + main, bytes - main);
+	return ret;
+}
+
+static int host_barrier(struct pn_cuda *c)
+{
+	char b = 0, *all;
+	int ret;
+
+	if (c->host->barrier)
+		ret = c->host->barrier(c->host->ctx);
+	else if (!(all = malloc((size_t)c->n)))
+		return pn_plugin_fail(-ENOMEM, "out of memory");
+	else {
+		ret = c->host->allgather(c->host->ctx, &b, all, 1);
+		free(all);
+	}
+	return ret ? pn_plugin_fail(ret < 0 ? ret : -EIO, "barrier through the host failed") : 0;
+}
+
+/*
+ * One round of the all-gather: every rank's [off + p * stride, + len) of
+ * registration r (as mapped here) lands at d + p * dstride.  The copies
+ * read the peers' memory over CUDA IPC (copy engines); host barriers order
+ * them after the peers' data is in place and before anyone changes it.
+ */
+static int gather_round(struct pn_cuda *c, const struct pn_reg *r, uint64_t off, uint64_t stride,
+			CUdeviceptr d, uint64_t dstride, uint64_t len)
+{
+	const struct pn_cudrv *cu = c->g.cu;
+	int p, ret = pn_gpu_sync(&c->g);
+
+	if (!ret)
+		ret = host_barrier(c);
+	for (p = 0; p < c->n && !ret; p++)
+		if (p != c->rank)
+			PN_CU(cu, MemcpyAsync(d + (uint64_t)p * dstride, r->peer[p] + off + (uint64_t)p * stride,
+					      len, c->g.stream),
+			      "cuMemcpyAsync (all-gather)");
+	if (!ret)
+		ret = pn_gpu_sync(&c->g);
+	if (!ret)
+		ret = host_barrier(c);
+	return ret;
+}
+
+/*
+ * All-gather (penny_plugin_v1.allgather): registered data is read where it
+ * is (in place: rank p's part of its registered recv; otherwise a
+ * registered send, at the same offset on every rank); anything else goes
+ * through the staging buffer, a slot per rank, in chunks.
+ */
+int pn_cuda_allgather(void *be, const void *send, void *recv, size_t count, int dtype)
+{
+	struct pn_cuda *c = be;
+	CUdeviceptr s = (CUdeviceptr)(uintptr_t)send, d = (CUdeviceptr)(uintptr_t)recv;
+	const struct pn_reg *reg;
+	uint64_t bytes, mine, chunk, off;
+	int ret = pn_gpu_check_args(count, dtype, PENNY_SUM);
+
+	if (ret || !count)
+		return ret;
+	ret = pn_gpu_enter(&c->g);
+	if (ret)
+		return ret;
+	bytes = (uint64_t)count * penny_data_size(dtype);
+	mine = d + (uint64_t)c->rank * bytes;
+	if (s != mine)
+		PN_CU(c->g.cu, MemcpyAsync(mine, s, bytes, c->g.stream), "cuMemcpyAsync");
+	if (c->n == 1)
+		return 0;
+	/* in place, rank p's part is at its recv + p * bytes; otherwise every
+	 * rank's send is at the same offset (every rank calls alike) */
+	if (s == mine && (reg = find_reg(c, d, bytes * (uint64_t)c->n)))
+		return gather_round(c, reg, d - reg->base, bytes, d, bytes, bytes);
+	if (s != mine && (reg = find_reg(c, s, bytes)))
+		return gather_round(c, reg, s - reg->base, 0, d, bytes, bytes);
+	chunk = c->cfg.stage_bytes / (uint64_t)c->n & ~(uint64_t)15;
+	if (!chunk)
+		return pn_plugin_fail(-EINVAL, "the staging buffer is too small for %d ranks", c->n);
+	for (off = 0; off < bytes && !ret; off += chunk) {
+		uint64_t len = bytes - off < chunk ? bytes - off : chunk;
+
+		PN_CU(c->g.cu, MemcpyAsync(c->stage->base + (uint64_t)c->rank * chunk, s + off, len,
+					   c->g.stream),
+		      "cuMemcpyAsync");
+		ret = gather_round(c, c->stage, 0, chunk, d + off, bytes, len);
+	}
 	return ret;
 }
 

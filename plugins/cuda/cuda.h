@@ -130,6 +130,7 @@ int pn_cuda_allreduce(void *be, const void *send, void *recv, size_t count, int 
 int pn_cuda_select(void *be, size_t count, int dtype, int op, int algo);
 int pn_cuda_time(void *be, struct penny_time_v1 *t);
 int pn_cuda_sync(void *be);
+int pn_cuda_allgather(void *be, const void *send, void *recv, size_t count, int dtype);
 /* The registration holding [p, p + bytes), or NULL (tests). */
 const struct pn_reg *pn_cuda_find_reg(void *be, const void *p, size_t bytes);
 

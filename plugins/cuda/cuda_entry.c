@@ -51,4 +51,5 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.time = pn_cuda_time,
 	.sync = pn_cuda_sync,
 	.bw = bw,
+	.allgather = pn_cuda_allgather,
 };

@@ -8,8 +8,10 @@
  *
  * The core looks the symbols up with dlsym, newest version first
  * ("penny_plugin_v2" when it exists, then "penny_plugin_v1"), and accepts a
- * table whose abi field matches and whose size is at least the size the core
- * knows.  Later versions only append members.
+ * table whose abi field matches and whose size covers at least the members
+ * of the first v1 table (up to bw).  Later versions only append members;
+ * the core reads an appended member only when size covers it (a plugin
+ * built against an older header simply lacks it).
  *
  * Conventions: every function returns 0 or a negative errno; after a
  * failure, errmsg() gives one line (lowercase, no full stop) for the calling
@@ -133,6 +135,8 @@ struct penny_bw_v1 {
 /* caps */
 #define PENNY_CAP_GRAPH 1u	/* time() supports graph > 0 */
 #define PENNY_CAP_BW 2u		/* bw() is provided */
+#define PENNY_CAP_MULTINODE 4u	/* allreduce() spans nodes by itself (NCCL); without
+				 * it the core runs it hierarchically across nodes */
 
 struct penny_plugin_v1 {
 	uint32_t abi;		/* PENNY_PLUGIN_ABI_V1 */
@@ -175,7 +179,17 @@ struct penny_plugin_v1 {
 
 	/* GPU-to-GPU matrix; needs no init().  NULL if not provided. */
 	int (*bw)(struct penny_bw_v1 *req);
+
+	/* ---- appended to v1 (read only when size covers them) ---- */
+
+	/* Enqueue an allgather (collective, like ncclAllGather): rank r's count
+	 * elements of send land at recv + r * count elements; send may be that
+	 * place in recv (in place).  NULL if not provided. */
+	int (*allgather)(void *be, const void *send, void *recv, size_t count, int dtype);
 };
+
+/* Size of the first v1 table (every member up to bw). */
+#define PENNY_PLUGIN_V1_MIN_SIZE (offsetof(struct penny_plugin_v1, bw) + sizeof(void (*)(void)))
 
 typedef const struct penny_plugin_v1 penny_plugin_v1_t;
 

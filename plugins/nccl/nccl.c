@@ -36,6 +36,7 @@ static int resolve(void *dl, struct pn_nccl_api *a, char *why, size_t len)
 		{ "ncclCommDestroy", offsetof(struct pn_nccl_api, CommDestroy), 0 },
 		{ "ncclCommGetAsyncError", offsetof(struct pn_nccl_api, CommGetAsyncError), 0 },
 		{ "ncclAllReduce", offsetof(struct pn_nccl_api, AllReduce), 0 },
+		{ "ncclAllGather", offsetof(struct pn_nccl_api, AllGather), 0 },
 		{ "ncclGetErrorString", offsetof(struct pn_nccl_api, GetErrorString), 0 },
 		{ "ncclGetLastError", offsetof(struct pn_nccl_api, GetLastError), 1 },
 	};
@@ -372,6 +373,21 @@ int pn_nccl_allreduce(void *be, const void *send, void *recv, size_t count, int 
 	r = c->api->AllReduce(send, recv, count, pn_nccl_dtype(dtype), pn_nccl_op(op), c->comm,
 			      c->g.stream);
 	return r ? nccl_fail(c, r, "ncclAllReduce") : 0;
+}
+
+int pn_nccl_allgather(void *be, const void *send, void *recv, size_t count, int dtype)
+{
+	struct pn_nccl *c = be;
+	ncclResult_t r;
+	int ret = pn_gpu_check_args(count, dtype, PENNY_SUM);
+
+	if (ret || !count)
+		return ret;
+	if (!c->api->AllGather)
+		return pn_plugin_fail(-ENOTSUP, "this NCCL has no ncclAllGather");
+	ENTER(c);
+	r = c->api->AllGather(send, recv, count, pn_nccl_dtype(dtype), c->comm, c->g.stream);
+	return r ? nccl_fail(c, r, "ncclAllGather") : 0;
 }
 
 static int async_error(struct pn_nccl *c)

@@ -24,6 +24,8 @@ struct pn_nccl_api {
 	ncclResult_t (*CommGetAsyncError)(ncclComm_t comm, ncclResult_t *err);
 	ncclResult_t (*AllReduce)(const void *send, void *recv, size_t count, int dtype, int op,
 				  ncclComm_t comm, CUstream stream);
+	ncclResult_t (*AllGather)(const void *send, void *recv, size_t count, int dtype,
+				  ncclComm_t comm, CUstream stream);
 	const char *(*GetErrorString)(ncclResult_t r);
 	const char *(*GetLastError)(ncclComm_t comm);	/* may be NULL */
 	char path[256];	/* where it was loaded from */
@@ -57,5 +59,6 @@ int pn_nccl_allreduce(void *be, const void *send, void *recv, size_t count, int 
 int pn_nccl_select(void *be, size_t count, int dtype, int op, int algo);
 int pn_nccl_time(void *be, struct penny_time_v1 *t);
 int pn_nccl_sync(void *be);
+int pn_nccl_allgather(void *be, const void *send, void *recv, size_t count, int dtype);
 
 #endif

@@ -18,7 +18,7 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.name = "nccl",
 	.version = "penny nccl plugin 1 (NCCL opened at run time)",
 	.algos = 1u << PENNY_ALGO_AUTO,
-	.caps = PENNY_CAP_GRAPH,
+	.caps = PENNY_CAP_GRAPH | PENNY_CAP_MULTINODE,
 	.errmsg = pn_plugin_errmsg,
 	.init = init,
 	.fini = pn_nccl_fini,
@@ -34,4 +34,5 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.time = pn_nccl_time,
 	.sync = pn_nccl_sync,
 	.bw = NULL, /* penny bw --gpu uses the cuda plugin */
+	.allgather = pn_nccl_allgather,
 };

@@ -6,7 +6,11 @@
  * GPU.  Variants (-D): FAKE_ABI=N (wrong ABI), FAKE_NOSYM (no table),
  * FAKE_VERSION="..." (tell copies apart), FAKE_FAIL_INIT (init fails),
  * FAKE_WRONG (element 1 of every result is off by one), FAKE_DIE (rank 1
- * dies in its first allreduce).
+ * dies in its first allreduce), FAKE_NOGRAPH (no PENNY_CAP_GRAPH),
+ * FAKE_MULTINODE (claims PENNY_CAP_MULTINODE), FAKE_OLD_SIZE (a table of
+ * the first v1 size, without allgather), FAKE_ALGOS=bits (accepted
+ * algorithms), FAKE_NOBW (no bw(), like the nccl plugin).  bw() measures memcpy between host buffers standing for
+ * PENNY_FAKE_GPUS devices (default 2).
  */
 #define _GNU_SOURCE
 #include "penny_data.h"
@@ -27,6 +31,19 @@
 #endif
 #ifndef FAKE_VERSION
 #define FAKE_VERSION "first"
+#endif
+#ifndef FAKE_ALGOS
+#define FAKE_ALGOS ((1u << PENNY_ALGO_AUTO) | (1u << PENNY_ALGO_ONESHOT))
+#endif
+#ifdef FAKE_NOGRAPH
+#define FAKE_CAP_GRAPH 0u
+#else
+#define FAKE_CAP_GRAPH PENNY_CAP_GRAPH
+#endif
+#ifdef FAKE_MULTINODE
+#define FAKE_CAP_MULTINODE PENNY_CAP_MULTINODE
+#else
+#define FAKE_CAP_MULTINODE 0u
 #endif
 
 static _Thread_local char err[256];
@@ -290,14 +307,122 @@ static int fake_sync(void *be)
 	return 0;
 }
 
+#ifndef FAKE_OLD_SIZE
+static int fake_allgather(void *be, const void *send, void *recv, size_t count, int dt)
+{
+	struct fake *f = be;
+	size_t bytes = count * (size_t)penny_data_size(dt);
+	char *all;
+	int ret;
+
+	if (!penny_data_size(dt))
+		return fail(-EINVAL, "bad type");
+	all = malloc(bytes * (size_t)f->host->nranks + 1);
+	if (!all)
+		return fail(-ENOMEM, "out of memory");
+	ret = f->host->allgather(f->host->ctx, send, all, bytes);
+	if (!ret)
+		memcpy(recv, all, bytes * (size_t)f->host->nranks);
+	free(all);
+	return ret ? fail(ret, "allgather failed") : 0;
+}
+#endif
+
+#ifndef FAKE_NOBW
+static double now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+/* "SM" copies: a loop of 8-byte loads and stores, not memcpy. */
+static void sm_copy(void *dst, const void *src, size_t bytes)
+{
+	volatile uint64_t *d = dst;
+	const uint64_t *s = src;
+	size_t i;
+
+	for (i = 0; i < bytes / 8; i++)
+		d[i] = s[i];
+}
+
+/* Host buffers stand for devices; every cell is measured. */
+static int fake_bw(struct penny_bw_v1 *q)
+{
+	const char *env = getenv("PENNY_FAKE_GPUS");
+	int n = env ? atoi(env) : 2, i, j, it, iters = q->iters > 0 ? q->iters : 10;
+	size_t bytes = q->what == PENNY_BW_LATENCY ? 8 : (size_t)q->bytes;
+	char *src[PENNY_BW_MAX_DEV] = { 0 }, *dst[PENNY_BW_MAX_DEV] = { 0 };
+	int ret = 0;
+
+	if (n < 1 || n > PENNY_BW_MAX_DEV)
+		return fail(-ENODEV, "PENNY_FAKE_GPUS must be 1..16");
+	if (bytes < 8 || bytes > (1u << 30))
+		return fail(-EINVAL, "bad size");
+	bytes &= ~(size_t)7;
+	q->ndev = n;
+	for (i = 0; i < n && !ret; i++) {
+		src[i] = malloc(bytes);
+		dst[i] = malloc(bytes);
+		if (!src[i] || !dst[i])
+			ret = fail(-ENOMEM, "out of memory");
+		else
+			memset(src[i], 0x5a, bytes);
+		snprintf(q->name[i], sizeof(q->name[i]), "Fake GPU %d", i);
+	}
+	for (i = 0; i < n && !ret; i++)
+		for (j = 0; j < n; j++) {
+			double t0 = 0, us;
+
+			for (it = -1; it < iters; it++) {
+				if (it == 0)
+					t0 = now_us();
+				if (q->engine == PENNY_BW_SM)
+					sm_copy(dst[j], src[i], bytes);
+				else
+					memcpy(dst[j], src[i], bytes);
+				if (q->bidir && i != j) {
+					if (q->engine == PENNY_BW_SM)
+						sm_copy(dst[i], src[j], bytes);
+					else
+						memcpy(dst[i], src[j], bytes);
+				}
+			}
+			us = now_us() - t0;
+			if (us <= 0)
+				us = 1e-3;
+			if (q->what == PENNY_BW_LATENCY)
+				q->value[i * n + j] = us / iters;
+			else
+				q->value[i * n + j] = (double)bytes * iters * (q->bidir && i != j ? 2 : 1) /
+						      (us * 1e-6) / 1e9;
+		}
+	for (i = 0; i < n; i++) {
+		free(src[i]);
+		free(dst[i]);
+	}
+	return ret;
+}
+#endif
+
 #ifndef FAKE_NOSYM
 __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin_v1 = {
 	.abi = FAKE_ABI,
+#ifdef FAKE_OLD_SIZE
+	.size = PENNY_PLUGIN_V1_MIN_SIZE,
+#else
 	.size = sizeof(struct penny_plugin_v1),
+#endif
 	.name = FAKE_NAME,
 	.version = FAKE_VERSION,
-	.algos = (1u << PENNY_ALGO_AUTO) | (1u << PENNY_ALGO_ONESHOT),
-	.caps = PENNY_CAP_GRAPH,
+	.algos = FAKE_ALGOS,
+#ifdef FAKE_NOBW
+	.caps = FAKE_CAP_GRAPH | FAKE_CAP_MULTINODE,
+#else
+	.caps = FAKE_CAP_GRAPH | FAKE_CAP_MULTINODE | PENNY_CAP_BW,
+#endif
 	.errmsg = fake_errmsg,
 	.init = fake_init,
 	.fini = fake_fini,
@@ -312,7 +437,14 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.select = fake_select,
 	.time = fake_time,
 	.sync = fake_sync,
+#ifdef FAKE_NOBW
 	.bw = NULL,
+#else
+	.bw = fake_bw,
+#endif
+#ifndef FAKE_OLD_SIZE
+	.allgather = fake_allgather,
+#endif
 };
 #else
 __attribute__((visibility("default"))) const int penny_plugin_something_else = 1;

@@ -3,13 +3,22 @@
 # GPU allreduce: penny's cuda plugin against NCCL, measured side by side in
 # one run.  Builds the plugins and the driver (nvcc there), then on 4 and on 2
 # GPUs: checks every dtype x op x count (odd ones too) for every algorithm
-# and NCCL, measures bfloat16 sum from 1 KiB to 1 GiB with and without CUDA
-# graphs, prints the GPU-to-GPU bandwidth matrix, and ends with a ratio
-# table against the issue's targets.
+# and NCCL (the driver, --check), measures bfloat16 sum from 1 KiB to 1 GiB
+# with and without CUDA graphs through penny's own CLI (penny allreduce-test
+# --backend cuda,nccl --algo all, then -G 100: its tables and ratio table,
+# text and JSON) and through the driver, prints the GPU-to-GPU bandwidth
+# matrices (penny bw --gpu, and the driver's), and ends with a ratio table
+# against the issue's targets (from the driver's rows).
 #   tests/bench/gpu-allreduce.sh [OUTDIR]     (default: tests/bench/results)
 # Environment: B (build dir, default build-gpu), GPUS ("4 2"), MAXB (1G),
 # EXTRA=0 skips the flags-only variant; NGPU and BACKENDS (driver's --backend)
-# override for a dry run (BACKENDS=fake with PENNY_PLUGIN_PATH's test plugins).  NVLink SHARP/multicast stays off.
+# override for a dry run (BACKENDS=fake with PENNY_PLUGIN_PATH's test plugins).
+# PENNY=path/to/penny uses a prebuilt binary (its shared libraries on
+# LD_LIBRARY_PATH) instead of building $B/penny, which needs the RDMA, hwloc
+# and curses development packages; without either, the penny runs are skipped.
+# PENNY_BACKENDS (cuda,nccl), ITERS (100) and WARMUP (20): the penny runs'
+# --backend, -n and -w; DRIVER_PERF=0 skips the driver's timing sweep.
+# NVLink SHARP/multicast stays off.
 set -u
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -43,6 +52,14 @@ if ! make -j"$(nproc)" B="$B" CFLAGS=-Wno-error "$B/tests/helpers/penny-gpu-driv
 	exit 2
 fi
 echo "# built in $(($(date +%s) - t0)) s"
+if [ -z "${PENNY:-}" ]; then
+	if make -j"$(nproc)" B="$B" CFLAGS=-Wno-error "$B/penny" >>"$out/build.log" 2>&1; then
+		PENNY=$top/$B/penny
+	else
+		echo "# penny itself did not build here (see $out/build.log; set PENNY=): penny runs skipped"
+	fi
+fi
+[ -n "${PENNY:-}" ] && echo "# penny: $PENNY ($("$PENNY" --version 2>&1))"
 drv=$top/$B/tests/helpers/penny-gpu-driver
 export PENNY_PLUGIN_PATH=${PENNY_PLUGIN_PATH:+$PENNY_PLUGIN_PATH:}$top/$B/plugins
 rc=0
@@ -56,10 +73,30 @@ run() {
 	return 0
 }
 
+# penny allreduce-test --backend cuda,nccl: every algorithm, without and with CUDA graphs
+run_penny() {
+	local np=$1 tag=$2
+	shift 2
+	[ -n "${PENNY:-}" ] || return 0
+	echo "## penny allreduce-test --np $np --backend ${PENNY_BACKENDS:-cuda,nccl} $*"
+	timeout 600 "$PENNY" allreduce-test --np "$np" --backend "${PENNY_BACKENDS:-cuda,nccl}" \
+		--algo all -b 1K -e "$MAXB" -f 2 -d bfloat16 -o sum -n "${ITERS:-100}" \
+		-w "${WARMUP:-20}" --timeout 120 --csv "$base-penny-$tag.csv" "$@"
+	local r=$?
+	[ $r -ne 0 ] && { echo "## exit $r: penny allreduce-test $tag"; rc=1; }
+	timeout 600 "$PENNY" allreduce-test --np "$np" --backend "${PENNY_BACKENDS:-cuda,nccl}" \
+		--algo all -b 1K -e "$MAXB" -f 2 -d bfloat16 -o sum -n "${ITERS:-100}" \
+		-w "${WARMUP:-20}" --timeout 120 --json "$@" >"$base-penny-$tag.json" 2>/dev/null ||
+		{ echo "## exit $?: penny allreduce-test $tag --json"; rc=1; }
+	return 0
+}
+
 for np in $GPUS; do
 	[ "$ngpu" -ge "$np" ] || { echo "# skip $np GPUs: only $ngpu"; continue; }
 	run 300 --np "$np" --check --label "x$np" --out "$tsv"
-	run 400 --np "$np" --perf -b 1K -e "$MAXB" -f 2 --label "x$np" --out "$tsv"
+	run_penny "$np" "x$np"
+	run_penny "$np" "x$np-G100" -G 100
+	[ "${DRIVER_PERF:-1}" = 1 ] && run 400 --np "$np" --perf -b 1K -e "$MAXB" -f 2 --label "x$np" --out "$tsv"
 	if [ "$EXTRA" = 1 ]; then
 		# a variant that tunes the size table: one-shot and two-shot by flags only
 		PENNY_CUDA_ONESHOT_LL_MAX=0 PENNY_CUDA_TWOSHOT_LL_MAX=0 PENNY_CUDA_TWOSHOT_HY_MAX=0 \
@@ -68,6 +105,10 @@ for np in $GPUS; do
 	fi
 done
 [ "$ngpu" -ge 2 ] && run 200 --bw
+if [ "$ngpu" -ge 2 ] && [ -n "${PENNY:-}" ]; then
+	echo "## penny bw --gpu --gpu-engine both"
+	timeout 300 "$PENNY" bw --gpu --gpu-engine both || { echo "## exit $?: penny bw --gpu"; rc=1; }
+fi
 
 # Ratio table: penny auto vs NCCL per size, same graph mode.
 awk -F'\t' '

@@ -52,6 +52,24 @@ TEST(loads_a_plugin_from_penny_plugin_path)
 	pn_plugin_unload(p);
 }
 
+TEST(a_table_of_the_first_v1_size_loads_without_the_appended_members)
+{
+	struct pn_plugin *p = NULL, *q = NULL;
+	size_t ag = offsetof(struct penny_plugin_v1, allgather);
+
+	setenv("PENNY_PLUGIN_PATH", fakes, 1);
+	CHECK_EQ_INT(pn_plugin_load("fakeold", &p), 0);
+	CHECK_EQ_INT(pn_plugin_load("fake", &q), 0);
+	if (!p || !q)
+		return;
+	CHECK_EQ_INT(p->ops->size, PENNY_PLUGIN_V1_MIN_SIZE);
+	CHECK(!pn_plugin_covers(p, ag));
+	CHECK(pn_plugin_covers(p, offsetof(struct penny_plugin_v1, bw)));
+	CHECK(pn_plugin_covers(q, ag) && q->ops->allgather != NULL);
+	pn_plugin_unload(p);
+	pn_plugin_unload(q);
+}
+
 TEST(first_directory_wins)
 {
 	char d1[300], d2[300], f[400], path[8300];
@@ -280,6 +298,7 @@ int main(void)
 	}
 	RUN(loads_a_plugin_from_penny_plugin_path);
 	RUN(first_directory_wins);
+	RUN(a_table_of_the_first_v1_size_loads_without_the_appended_members);
 	RUN(missing_plugin_is_one_line_naming_the_search);
 	RUN(wrong_abi_no_table_and_wrong_name_are_refused);
 	RUN(plugin_call_errors_carry_the_plugins_message);

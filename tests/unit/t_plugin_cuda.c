@@ -564,6 +564,86 @@ TEST(bad_arguments)
 	fake_world_free(&w);
 }
 
+/* all-gather: 1000 doubles per rank (not a multiple of 16 bytes per chunk) */
+#define AG_COUNT 1000
+
+static void do_allgather(struct fake_world *w, int r)
+{
+	size_t bytes = AG_COUNT * 8;
+	void *reg = NULL, *plain = NULL, *out = NULL;
+	double *v;
+	int n = w->n, ok = 1, p, mode;
+
+	rets[r] = -1;
+	if (pn_cuda_alloc(be[r], bytes * n, PENNY_MEM_REGISTERED, &reg) ||
+	    pn_cuda_alloc(be[r], bytes, 0, &plain) || pn_cuda_alloc(be[r], bytes * n, 0, &out))
+		return;
+	/* 0: in place in a registered buffer; 1: unregistered send, through staging */
+	for (mode = 0; mode < 2 && ok; mode++) {
+		double *dst = mode ? out : reg, *src = mode ? plain : (double *)reg + (size_t)r * AG_COUNT;
+
+		memset(dst, 0xff, bytes * n);
+		for (int i = 0; i < AG_COUNT; i++)
+			src[i] = r * 1e6 + i + mode * 0.5;
+		if (pn_cuda_allgather(be[r], src, dst, AG_COUNT, PENNY_DOUBLE) || pn_cuda_sync(be[r])) {
+			snprintf(msgs[r], sizeof(msgs[r]), "%s", pn_plugin_errmsg());
+			return;
+		}
+		v = dst;
+		for (p = 0; p < n; p++)
+			for (int i = 0; i < AG_COUNT; i++)
+				if (v[(size_t)p * AG_COUNT + i] != p * 1e6 + i + mode * 0.5)
+					ok = 0;
+		if (!ok)
+			snprintf(msgs[r], sizeof(msgs[r]), "wrong data after mode %d", mode);
+		/* nobody may change its data before every peer read it: the next
+		 * round starts after the closing barrier */
+	}
+	pn_cuda_free(be[r], reg);
+	pn_cuda_free(be[r], plain);
+	pn_cuda_free(be[r], out);
+	rets[r] = ok ? 0 : -1;
+}
+
+TEST(allgather_reads_registered_data_in_place_and_stages_the_rest)
+{
+	struct fake_world w;
+
+	setenv("PENNY_CUDA_STAGING", "4096", 1); /* 1360-byte slots: six rounds */
+	fake_world_init(&w, 3);
+	fake_run(&w, do_init);
+	CHECK(all_ok(3));
+	fake_run(&w, do_allgather);
+	CHECK(all_ok(3));
+	/* in place: two peers' parts copied directly; staged: six rounds of
+	 * (own slot + two peers) */
+	CHECK_EQ_INT(w.rank[1].ncopy, 2 + 6 * 3 + 1);
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
+	unsetenv("PENNY_CUDA_STAGING");
+}
+
+static void do_init_rank1_bad_device(struct fake_world *w, int r)
+{
+	be[r] = NULL;
+	rets[r] = pn_cuda_init(&images, &w->host[r], r == 1 ? 9 : r, &be[r]);
+	snprintf(msgs[r], sizeof(msgs[r]), "%s", pn_plugin_errmsg());
+}
+
+TEST(a_rank_that_cannot_open_its_gpu_fails_every_rank_naming_it)
+{
+	struct fake_world w;
+
+	fake_world_init(&w, 3);
+	fake_run(&w, do_init_rank1_bad_device);
+	for (int r = 0; r < 3; r++)
+		CHECK(rets[r] < 0 && be[r] == NULL);
+	CHECK(strstr(msgs[1], "CUDA device 9 does not exist") == msgs[1]);
+	CHECK(strstr(msgs[0], "rank 1 failed: CUDA device 9 does not exist") != NULL);
+	CHECK(strstr(msgs[2], "rank 1 failed: CUDA device 9 does not exist") != NULL);
+	fake_world_free(&w);
+}
+
 TEST(without_a_driver_init_says_so_in_one_line)
 {
 	struct fake_world w;
@@ -602,6 +682,8 @@ int main(void)
 	RUN(time_captures_a_graph_of_n_calls);
 	RUN(errors_the_kernels_record_come_out_at_sync);
 	RUN(bad_arguments);
+	RUN(allgather_reads_registered_data_in_place_and_stages_the_rest);
+	RUN(a_rank_that_cannot_open_its_gpu_fails_every_rank_naming_it);
 	RUN(without_a_driver_init_says_so_in_one_line);
 	fake_funcs_free();
 	return unit_done();

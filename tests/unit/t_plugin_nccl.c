@@ -20,7 +20,7 @@
 struct fake_nccl_rank {
 	int init_calls, init_nranks, init_rank;
 	ncclUniqueId id;
-	int ar_calls;
+	int ar_calls, ag_calls;
 	const void *ar_send;
 	void *ar_recv;
 	size_t ar_count;
@@ -89,6 +89,20 @@ static ncclResult_t n_allreduce(const void *s, void *r, size_t count, int dt, in
 	f->ar_stream = st;
 	return f->fail_allreduce;
 }
+static ncclResult_t n_allgather(const void *s, void *r, size_t count, int dt, ncclComm_t c,
+				CUstream st)
+{
+	struct fake_nccl_rank *f = &nr[my_rank];
+
+	(void)c;
+	f->ag_calls++;
+	f->ar_send = s;
+	f->ar_recv = r;
+	f->ar_count = count;
+	f->ar_dtype = dt;
+	f->ar_stream = st;
+	return 0;
+}
 static const char *n_errstr(ncclResult_t r)
 {
 	return r == 3 ? "internal error - please report this issue to the NCCL developers" : "error";
@@ -107,6 +121,7 @@ static const struct pn_nccl_api fake_nccl = {
 	.CommDestroy = n_destroy,
 	.CommGetAsyncError = n_async,
 	.AllReduce = n_allreduce,
+	.AllGather = n_allgather,
 	.GetErrorString = n_errstr,
 	.GetLastError = n_last,
 	.path = "fake",
@@ -245,6 +260,11 @@ static void do_calls(struct fake_world *w, int r)
 		return;
 	nr[r].async_error = 0;
 	if (pn_nccl_sync(be[r]))
+		return;
+	/* all-gather: NCCL's, on the same stream, NCCL's type enum */
+	if (pn_nccl_allgather(be[r], (char *)d + 8 * r, d, 4, PENNY_DOUBLE) || nr[r].ag_calls != 1 ||
+	    nr[r].ar_send != (char *)d + 8 * r || nr[r].ar_recv != d || nr[r].ar_count != 4 ||
+	    nr[r].ar_dtype != 8 || nr[r].ar_stream != c->g.stream)
 		return;
 	pn_nccl_free(be[r], s);
 	pn_nccl_free(be[r], d);

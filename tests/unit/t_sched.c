@@ -12,6 +12,7 @@
 #include "../../src/reduce.h"
 #include "../../src/sched.h"
 #include "../../src/transport.h"
+#include "../../src/util.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -39,6 +40,7 @@ struct sim {
 	int nq;
 	int barrier_wait[MAXR];
 	int sent[MAXR][4];	/* group step: sends done, waiting for receives */
+	int avg_n;		/* avg divides by this (group schedules) */
 };
 
 static size_t pending(struct sim *m, int src, int dst, int chan)
@@ -89,7 +91,7 @@ static char *src_of(struct sim *m, int r, const struct pn_step *st, size_t el)
 static void fin(struct sim *m, const struct pn_step *st, void *p, size_t n)
 {
 	if (st->final)
-		pn_reduce_finish(p, n, m->t, m->op, m->n);
+		pn_reduce_finish(p, n, m->t, m->op, m->avg_n ? m->avg_n : m->n);
 }
 
 /* Try to run step pc of rank r on channel c; 1 done, 0 blocked. */
@@ -288,12 +290,45 @@ blocked:
 	return 0;
 }
 
+/* Run every rank's steps until all are done or none can move; 1: deadlock. */
+static int run_all(struct sim *m)
+{
+	int n = m->n, r, c, progress, left;
+
+	do {
+		progress = 0;
+		left = 0;
+		for (r = 0; r < n; r++) {
+			if (m->barrier_wait[r] == 2) { /* released from a barrier */
+				m->barrier_wait[r] = 0;
+				for (c = 0; c < m->s[r].nchan; c++)
+					if (m->pc[r][c] < m->s[r].ch[c].n &&
+					    m->s[r].ch[c].steps[m->pc[r][c]].op == PN_OP_LOCAL_BARRIER) {
+						m->pc[r][c]++;
+						progress = 1;
+						break;
+					}
+			}
+			for (c = 0; c < m->s[r].nchan; c++) {
+				while (m->pc[r][c] < m->s[r].ch[c].n && m->barrier_wait[r] != 1 &&
+				       try_step(m, r, c)) {
+					m->pc[r][c]++;
+					progress = 1;
+				}
+				if (m->pc[r][c] < m->s[r].ch[c].n)
+					left++;
+			}
+		}
+	} while (left && progress);
+	return left ? 1 : 0;
+}
+
 /* Run the schedules of all ranks; returns 0 ok, 1 deadlock, 2 build error. */
 static int simulate(enum pn_algo algo, int n, const int *node, size_t count, enum pn_dtype t,
 		    enum pn_redop op, int direct, int inplace, size_t step_max, int nchan)
 {
 	struct sim *m = calloc(1, sizeof(*m));
-	int r, c, progress, left, ret = 0;
+	int r, ret = 0;
 	uint64_t seed = 1234 + count * 31 + (uint64_t)n;
 
 	m->n = n;
@@ -320,35 +355,10 @@ static int simulate(enum pn_algo algo, int n, const int *node, size_t count, enu
 		if (!inplace)
 			pn_data_poison(m->out[r], count * m->es);
 	}
-	do {
-		progress = 0;
-		left = 0;
-		for (r = 0; r < n; r++) {
-			if (m->barrier_wait[r] == 2) { /* released from a barrier */
-				m->barrier_wait[r] = 0;
-				for (c = 0; c < m->s[r].nchan; c++)
-					if (m->pc[r][c] < m->s[r].ch[c].n &&
-					    m->s[r].ch[c].steps[m->pc[r][c]].op == PN_OP_LOCAL_BARRIER) {
-						m->pc[r][c]++;
-						progress = 1;
-						break;
-					}
-			}
-			for (c = 0; c < m->s[r].nchan; c++) {
-				while (m->pc[r][c] < m->s[r].ch[c].n && m->barrier_wait[r] != 1 &&
-				       try_step(m, r, c)) {
-					m->pc[r][c]++;
-					progress = 1;
-				}
-				if (m->pc[r][c] < m->s[r].ch[c].n)
-					left++;
-			}
-		}
-	} while (left && progress);
-	if (left) {
-		ret = 1;
+	ret = run_all(m);
+	if (ret)
 		goto out;
-	}
+
 	if (m->nq)
 		ret = 3; /* messages nobody received */
 	for (r = 0; !ret && r < n; r++) {
@@ -372,6 +382,170 @@ out:
 }
 
 static int fails;
+
+/*
+ * Group schedules: n ranks split into L groups {k, k + L, k + 2L, ...} (the
+ * inter-node groups of a hierarchical run; odd k in reverse order), all
+ * groups at once.  kind 0: ring allreduce (member i holds rank i's data, the
+ * result is the reduction over the group's m members); kind 1: allgather of
+ * shard elements per member.  Returns like simulate(), 6: a non-member got
+ * messages or steps.
+ */
+static int simulate_groups(int kind, int n, int L, size_t count, enum pn_dtype t,
+			   enum pn_redop op, int inplace, size_t step_max)
+{
+	struct sim *m = calloc(1, sizeof(*m));
+	int groups[MAXR][MAXR], gm = n / L, r, k, i, ret = 0;
+	uint64_t seed = 777 + count * 7 + (uint64_t)n;
+	size_t shard = (count + 15) / 16 * 16, total = kind ? shard * (size_t)gm : count;
+
+	m->n = n;
+	m->t = t;
+	m->op = op;
+	m->es = pn_dtype_size(t);
+	m->avg_n = gm;
+	m->cap = step_max ? 2 * step_max : (size_t)PN_FIFO_SLOTS * PN_FIFO_SLOT_BYTES;
+	for (k = 0; k < L; k++)
+		for (i = 0; i < gm; i++)
+			groups[k][i] = k % 2 ? (gm - 1 - i) * L + k : i * L + k;
+	for (k = 0; k < L; k++)
+		for (i = 0; i < gm; i++) {
+			struct pn_sched_job job = { .rank = groups[k][i], .nranks = n, .inplace = inplace,
+						    .step_max_bytes = step_max };
+
+			r = groups[k][i];
+			ret = kind ? pn_sched_build_allgather_group(&m->s[r], &job, groups[k], gm, shard,
+								     m->es)
+				   : pn_sched_build_ring_group(&m->s[r], &job, groups[k], gm, count, m->es);
+			if (ret) {
+				ret = 2;
+				goto out;
+			}
+			m->in[r] = malloc(total * m->es + 64);
+			m->out[r] = inplace || kind ? m->in[r] : malloc(total * m->es + 64);
+			m->scratch[r] = malloc(total * m->es + 64);
+			if (kind) {
+				/* member i's data, laid out chunk-major (sched.h) */
+				size_t piece = pn_sched_allgather_piece(&job, shard, m->es), off;
+				char *mine = malloc(shard * m->es + 1);
+
+				pn_data_fill(mine, shard, t, op, i, seed);
+				pn_data_poison(m->out[r], total * m->es);
+				for (off = 0; off < shard; off += piece) {
+					size_t len = PN_MIN(piece, shard - off);
+
+					memcpy(m->out[r] + (off * (size_t)gm + (size_t)i * len) * m->es,
+					       mine + off * m->es, len * m->es);
+				}
+				free(mine);
+			} else {
+				pn_data_fill(m->in[r], count, t, op, i, seed);
+				if (!inplace)
+					pn_data_poison(m->out[r], count * m->es);
+			}
+		}
+	ret = run_all(m);
+	if (ret)
+		goto out;
+	if (m->nq)
+		ret = 3;
+	for (k = 0; !ret && k < L; k++)
+		for (i = 0; !ret && i < gm; i++) {
+			r = groups[k][i];
+			if (kind) {
+				/* member j's pieces must all be there: compare with a fresh fill */
+				struct pn_sched_job job = { .step_max_bytes = step_max };
+				size_t piece = pn_sched_allgather_piece(&job, shard, m->es), off;
+				char *want = malloc(shard * m->es + 1);
+
+				for (int j = 0; j < gm && !ret; j++) {
+					pn_data_fill(want, shard, t, op, j, seed);
+					for (off = 0; off < shard; off += piece) {
+						size_t len = PN_MIN(piece, shard - off);
+
+						if (memcmp(want + off * m->es,
+							   m->out[r] + (off * (size_t)gm + (size_t)j * len) * m->es,
+							   len * m->es))
+							ret = 4;
+					}
+				}
+				free(want);
+			} else {
+				if (pn_data_check(m->out[r], count, t, op, gm, seed))
+					ret = 4;
+				if (i && memcmp(m->out[r], m->out[groups[k][0]], count * m->es))
+					ret = 5;
+			}
+		}
+out:
+	for (r = 0; r < n; r++) {
+		pn_sched_release(&m->s[r]);
+		if (m->out[r] != m->in[r])
+			free(m->out[r]);
+		free(m->in[r]);
+		free(m->scratch[r]);
+	}
+	while (m->nq)
+		drop(m, 0);
+	free(m);
+	return ret;
+}
+
+TEST(group_ring_and_allgather)
+{
+	static const size_t counts[] = { 0, 1, 7, 16, 17, 333, 4099 };
+	static const size_t steps[] = { 0, 64 };
+	int n, L, ci, si, kind, ip;
+
+	for (n = 1; n <= MAXR; n++)
+		for (L = 1; L <= n; L++) {
+			if (n % L)
+				continue;
+			for (ci = 0; ci < (int)PN_ARRAY_SIZE_T(counts); ci++)
+				for (si = 0; si < 2; si++)
+					for (kind = 0; kind < 2; kind++)
+						for (ip = 0; ip < 2 - kind; ip++) {
+							enum pn_dtype t = (ci + ip) % 2 ? PN_FLOAT : PN_INT8;
+							enum pn_redop op = (enum pn_redop)((ci + n + L) % PN_NREDOPS);
+							int ret = simulate_groups(kind, n, L, counts[ci], t, op,
+										  ip, steps[si]);
+
+							if (ret) {
+								if (fails++ < 10)
+									printf("#   group %s n=%d groups=%d "
+									       "count=%zu step=%zu %s %s "
+									       "inplace=%d: %d\n",
+									       kind ? "allgather" : "ring", n, L,
+									       counts[ci], steps[si],
+									       pn_dtype_name(t), pn_redop_name(op),
+									       ip, ret);
+								unit_cur++;
+							}
+						}
+		}
+}
+
+TEST(group_errors)
+{
+	struct pn_sched s;
+	struct pn_sched_job job = { .rank = 1, .nranks = 4 };
+	int g1[2] = { 0, 2 }, g2[2] = { 1, 1 }, g3[2] = { 1, 4 }, g4[2] = { 1, 3 };
+
+	CHECK(pn_sched_build_ring_group(&s, &job, g1, 2, 10, 4) == -EINVAL);
+	CHECK(pn_sched_build_ring_group(&s, &job, g2, 2, 10, 4) == -EINVAL);
+	CHECK(pn_sched_build_ring_group(&s, &job, g3, 2, 10, 4) == -EINVAL);
+	CHECK(pn_sched_build_allgather_group(&s, &job, g4, 2, 10, 4) == -EINVAL);
+	CHECK(!pn_sched_build_allgather_group(&s, &job, g4, 2, 32, 4));
+	CHECK(s.nchan == 1 && s.ch[0].n == 1 && s.ch[0].steps[0].op == PN_OP_ALLGATHER &&
+	      s.ch[0].steps[0].shard == 0 && s.ch[0].steps[0].count == 64);
+	pn_sched_release(&s);
+	/* pieces of at most half a FIFO: 4 loop chunks of 2 x 16 elements */
+	job.step_max_bytes = 64;
+	CHECK(!pn_sched_build_allgather_group(&s, &job, g4, 2, 64, 4));
+	CHECK(s.ch[0].n == 4 && s.ch[0].steps[3].off == 96 && s.ch[0].steps[3].count == 32);
+	pn_sched_release(&s);
+}
+
 
 static void check_algo(enum pn_algo algo, int direct)
 {
@@ -472,5 +646,7 @@ int main(void)
 	RUN(hierarchical_needs_equal_nodes);
 	RUN(steps_fit_the_fifo);
 	RUN(algo_names);
+	RUN(group_ring_and_allgather);
+	RUN(group_errors);
 	return unit_done();
 }
