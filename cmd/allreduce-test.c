@@ -12,6 +12,7 @@
 #include "../src/boot.h"
 #include "../src/coll.h"
 #include "../src/log.h"
+#include "../src/plan_job.h"
 #include "../src/reduce.h"
 #include "../src/util.h"
 
@@ -27,7 +28,7 @@ static uint64_t opt_minbytes = 8, opt_maxbytes = 32u << 20, opt_stepbytes = 1u <
 static double opt_factor;
 static int opt_iters = 20, opt_warmup = 5, opt_check = 1;
 static const char *opt_dtype = "float", *opt_op = "sum", *opt_algo = "auto";
-static const char *opt_backend, *opt_csv, *opt_plot, *opt_tune_out, *opt_gpus;
+static const char *opt_backend, *opt_csv, *opt_plot, *opt_tune_out, *opt_gpus, *opt_plan;
 static int opt_graph;
 static double opt_min_busbw = -1;
 static int opt_root = -1;
@@ -73,13 +74,25 @@ const struct pn_opt allreduce_test_options[] = {
 	{ "tune-out", 0, OPT_STRING, &opt_tune_out, "FILE",
 	  "write the fastest algorithm per size as a tuning table (use with --algo all)", NULL,
 	  NULL },
+	{ "plan", 0, OPT_STRING, &opt_plan, "FILE",
+	  "run multiring over the rings of FILE (penny ring-plan --json): one channel per ring, "
+	  "its NICs on verbs; implies --algo multiring", NULL, NULL },
 	{ "seed", 0, OPT_U64, &opt_seed, "N", "seed of the check data (default: from the clock)",
 	  NULL, NULL },
 	OPT_TABLE_END
 };
 
+/* --plan: the plan, placed on this job's ranks (src/plan_job.h). */
+struct planned {
+	struct pn_plan_model model;
+	struct pn_plan plan;
+	struct pn_plan_job map;
+	int rank;
+};
+
 struct job {
 	struct pn_ctx *ctx;
+	struct planned *plan;
 	struct pn_boot *boot;
 	struct pn_comm *comm;
 	struct pn_coll coll;
@@ -93,6 +106,101 @@ struct job {
 	FILE *csv;
 	int progress;
 };
+
+static int plan_port(void *arg, int peer, int chan, char *out, size_t len)
+{
+	const struct planned *pl = arg;
+
+	return pn_plan_job_nic(&pl->map, pl->rank, peer, chan, out, len);
+}
+
+static void plan_free(struct planned *pl)
+{
+	if (!pl)
+		return;
+	pn_plan_job_release(&pl->map);
+	pn_plan_release(&pl->plan);
+	pn_plan_model_release(&pl->model);
+	free(pl);
+}
+
+/*
+ * Every rank reads the plan and places it on the job's nodes and ranks.
+ * A problem anywhere fails every rank with exit 2; only the lowest rank
+ * that found one says why (one line, not one per rank).
+ */
+static int plan_load(struct job *j, int *rc)
+{
+	struct pn_boot *b = j->boot;
+	struct planned *pl = calloc(1, sizeof(*pl));
+	int *node = calloc((size_t)j->nranks, sizeof(int)), *all = NULL;
+	const char **names = calloc((size_t)j->nranks, sizeof(char *));
+	int r, ret, mine, first = -1;
+
+	*rc = 0;
+	if (!pl || !node || !names) {
+		ret = pn_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	pn_plan_model_init(&pl->model);
+	pl->rank = j->rank;
+	for (r = 0; r < j->nranks; r++) {
+		node[r] = pn_boot_node(b, r);
+		if (!names[node[r]])
+			names[node[r]] = pn_boot_node_name(b, r);
+	}
+	mine = pn_plan_load_file(&pl->plan, &pl->model, opt_plan);
+	if (!mine)
+		mine = pn_plan_job_map(&pl->map, &pl->plan, j->nranks, node, pn_boot_nnodes(b),
+				       names);
+	all = calloc((size_t)j->nranks, sizeof(int));
+	ret = all ? pn_boot_allgather(b, &mine, all, sizeof(mine)) : pn_err(-ENOMEM, "out of memory");
+	if (ret)
+		goto out;
+	for (r = 0; r < j->nranks && first < 0; r++)
+		if (all[r])
+			first = r;
+	if (first >= 0) {
+		if (first == j->rank)
+			pn_cmd_fail(j->ctx, 2, "--plan: %s", pn_errmsg(mine));
+		*rc = mine == -ENOMEM || all[first] == -ENOMEM ? 1 : 2;
+		ret = 0;
+		goto out;
+	}
+	j->plan = pl;
+	pl = NULL;
+out:
+	plan_free(pl);
+	free(node);
+	free(names);
+	free(all);
+	return ret;
+}
+
+/* The plan in the header: the rings as ranks, in the order data moves. */
+static void plan_print(struct job *j)
+{
+	const struct pn_plan_job *m = &j->plan->map;
+	struct pn_out *o = j->ctx->out;
+	int k, i;
+
+	pn_out_open_object(o, "plan");
+	pn_out_str(o, PN_ANY, "file", "# Plan %s:", opt_plan);
+	pn_out_int(o, PN_ANY, "nrings", " %lld rings", m->nrings);
+	pn_out_bool(o, PN_JSON, "by_name", NULL, m->by_name);
+	pn_out_text(o, ", nodes matched by %s\n", m->by_name ? "host name" : "position");
+	pn_out_open_array(o, "rings");
+	for (k = 0; k < m->nrings; k++) {
+		pn_out_text(o, "#  Ring %d:", k);
+		pn_out_open_array(o, NULL);
+		for (i = 0; i < m->nranks; i++)
+			pn_out_int(o, PN_ANY, NULL, " %lld", m->rings[k][i]);
+		pn_out_close_array(o);
+		pn_out_text(o, "\n");
+	}
+	pn_out_close_array(o);
+	pn_out_close_object(o);
+}
 
 static int size_list(uint64_t **out, size_t *n, size_t es)
 {
@@ -545,6 +653,14 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		return pn_cmd_fail(ctx, 2, "-f must be larger than 1");
 	if (opt_factor == 0 && opt_stepbytes == 0)
 		return pn_cmd_fail(ctx, 2, "-i must be positive");
+	if (opt_plan && strcmp(opt_algo, "auto") && strcmp(opt_algo, "multiring"))
+		return pn_cmd_fail(ctx, 2, "--plan runs the multiring algorithm; it cannot run "
+				   "--algo %s", opt_algo);
+	if (opt_plan && ngpu)
+		return pn_cmd_fail(ctx, 2, "--plan runs the host engine's multiring; GPU backends "
+				   "plan their own paths");
+	if (opt_plan)
+		opt_algo = "multiring";
 	if (parse_algos(ctx, algos, &nalgos))
 		return 2;
 	j.es = pn_dtype_size(j.dtype);
@@ -573,12 +689,26 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	for (a = 0; a < nalgos; a++)
 		if (algos[a] == PN_ALGO_MULTIRING)
 			ccfg.nchannels = 2;
+	if (opt_plan) {
+		ret = plan_load(&j, &rc);
+		if (ret || rc)
+			goto fail;
+		ccfg.nchannels = j.plan->map.nrings;
+		ccfg.verbs_port = plan_port;
+		ccfg.verbs_port_arg = j.plan;
+	}
 	ret = pn_comm_init(&j.comm, j.boot, &ccfg);
 	if (ret)
 		goto fail;
 	ret = pn_coll_init(&j.coll, j.comm);
 	if (ret)
 		goto fail;
+	if (j.plan) {
+		ret = pn_coll_set_rings(&j.coll, j.plan->map.nrings,
+					(const int *const *)j.plan->map.rings);
+		if (ret)
+			goto fail;
+	}
 	if (has_host) {
 		ret = pn_comm_alloc(j.comm, opt_maxbytes, &j.sreg);
 		if (!ret)
@@ -641,6 +771,8 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		pn_out_close_object(ctx->out);
 	}
 	pn_out_close_array(ctx->out);
+	if (j.plan)
+		plan_print(&j);
 	if (ng) {
 		pn_out_open_array(ctx->out, "gpu_backends");
 		for (a = 0; a < ng; a++) {
@@ -705,8 +837,10 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	rc = failed ? 1 : 0;
 	goto out;
 fail:
-	pn_cmd_fail(ctx, 1, "rank %d: %s", j.rank, pn_errmsg(ret));
-	rc = ret == -EINVAL ? 2 : 1;
+	if (!rc) {
+		pn_cmd_fail(ctx, 1, "rank %d: %s", j.rank, pn_errmsg(ret));
+		rc = ret == -EINVAL ? 2 : 1;
+	}
 out:
 	while (ng > 0)
 		ar_gpu_close(gpus[--ng]);
@@ -720,6 +854,7 @@ out:
 		pn_coll_release(&j.coll);
 	pn_comm_free(j.comm);
 	pn_boot_free(j.boot);
+	plan_free(j.plan);
 	free(j.rows);
 	free(sizes);
 	return rc;

@@ -11,6 +11,7 @@
 #include "../src/log.h"
 #include "../src/minijson.h"
 #include "../src/plan.h"
+#include "../src/plan_job.h"
 #include "../src/sched.h"
 #include "../src/topo.h"
 #include "../src/util.h"
@@ -440,46 +441,36 @@ static void print_bandwidth(struct pn_out *out, const struct pn_plan *p)
 	pn_out_close_object(out);
 }
 
-/* The engine's multiring schedule for one rank over the planned rings (src/sched.h). */
+/*
+ * The schedule allreduce-test --plan runs at one rank for these rings: the
+ * plan placed on a job whose ranks are numbered node by node in plan order
+ * (pn_plan_job_map, as the engine does it), then src/sched.h's multiring
+ * generator with the planned orders, as pn_coll_schedule calls it.
+ */
 static int build_schedule(const struct pn_plan *p, struct pn_sched *sc)
 {
 	const struct pn_plan_model *m = p->model;
+	struct pn_plan_job pj;
 	struct pn_sched_job job = { 0 };
-	int **rings = NULL, *node = NULL, r, i, k, n, ret;
+	int *node, i, k, ret;
 
-	rings = calloc((size_t)p->nrings, sizeof(*rings));
 	node = malloc(sizeof(int) * (size_t)m->nranks);
-	if (!rings || !node) {
-		ret = pn_err(-ENOMEM, "out of memory");
-		goto out;
-	}
+	if (!node)
+		return pn_err(-ENOMEM, "out of memory");
 	for (i = 0; i < m->nnodes; i++)
 		for (k = 0; k < layout_of(m, i)->ngpus; k++)
 			node[m->nodes[i].rank0 + k] = i;
-	for (r = 0; r < p->nrings; r++) {
-		const struct pn_plan_ring *ring = &p->rings[r];
-
-		rings[r] = malloc(sizeof(int) * (size_t)m->nranks);
-		if (!rings[r]) {
-			ret = pn_err(-ENOMEM, "out of memory");
-			goto out;
-		}
-		for (i = 0, n = 0; i < ring->nseg; i++)
-			for (k = 0; k < ring->seg[i].n && n < m->nranks; k++)
-				rings[r][n++] = m->nodes[ring->seg[i].node].rank0 +
-						ring->gpus[ring->seg[i].off + k];
+	ret = pn_plan_job_map(&pj, p, m->nranks, node, m->nnodes, NULL);
+	if (!ret) {
+		job.rank = o.schedule_rank;
+		job.nranks = m->nranks;
+		job.node = node;
+		job.nchannels = pj.nrings;
+		job.inplace = 1;
+		job.rings = (const int *const *)pj.rings;
+		ret = pn_sched_build(sc, PN_ALGO_MULTIRING, &job, (size_t)(o.schedule_size / 4), 4);
+		pn_plan_job_release(&pj);
 	}
-	job.rank = o.schedule_rank;
-	job.nranks = m->nranks;
-	job.node = node;
-	job.nchannels = p->nrings;
-	job.inplace = 1;
-	job.rings = (const int *const *)rings;
-	ret = pn_sched_build(sc, PN_ALGO_MULTIRING, &job, (size_t)(o.schedule_size / 4), 4);
-out:
-	for (r = 0; rings && r < p->nrings; r++)
-		free(rings[r]);
-	free(rings);
 	free(node);
 	return ret;
 }
@@ -638,6 +629,7 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 	struct pn_plan_model own;
 	struct pn_plan plan;
 	struct pn_plan_msgs notes = { 0 }, viol = { 0 };
+	struct pn_sched sc = { 0 };
 	char **texts = NULL, **names = NULL;
 	size_t *lens = NULL;
 	int nf = 0, i, ret, rc = 2, xml;
@@ -677,6 +669,11 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 	}
 	fmt = texts[0] + strspn(texts[0], " \t\r\n");
 	xml = *fmt == '<';
+	if (xml && o.show_schedule) {
+		pn_cmd_fail(ctx, 2, "--show-schedule: the engine runs ring-plan JSON plans "
+			    "(allreduce-test --plan), not NCCL graph XML");
+		goto out;
+	}
 	if (!xml && nf > 1) {
 		pn_cmd_fail(ctx, 2, "--check takes several files only for NCCL graph XML, one per node");
 		goto out;
@@ -695,6 +692,18 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 		pn_cmd_error(ctx, ret);
 		goto out;
 	}
+	if (o.show_schedule && (o.schedule_rank < 0 || o.schedule_rank >= plan.model->nranks)) {
+		pn_cmd_fail(ctx, 2, "--schedule-rank must be between 0 and %d", plan.model->nranks - 1);
+		goto out;
+	}
+	/* the engine refuses a plan with violations: no schedule for it */
+	if (o.show_schedule && !viol.n && !viol.dropped) {
+		ret = build_schedule(&plan, &sc);
+		if (ret) {
+			pn_cmd_error(ctx, ret);
+			goto out;
+		}
+	}
 	pn_out_open_object(ctx->out, NULL);
 	pn_out_str(ctx->out, PN_ANY, "file", "check %s: ", o.check);
 	pn_out_str(ctx->out, PN_ANY, "format", "%s, ", xml ? "nccl-xml" : "json");
@@ -708,9 +717,12 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 	print_msgs(ctx->out, "violations", "violation", &viol, NULL);
 	pn_out_bool(ctx->out, PN_JSON, "ok", NULL, viol.n == 0 && !viol.dropped);
 	pn_out_text(ctx->out, "%d violations\n", viol.n + viol.dropped);
+	if (sc.ch)
+		print_schedule(ctx->out, &plan, &sc);
 	pn_out_close_object(ctx->out);
 	rc = viol.n || viol.dropped ? 1 : 0;
 out:
+	pn_sched_release(&sc);
 	for (i = 0; i < nf; i++) {
 		free(texts[i]);
 		free(names[i]);
@@ -743,9 +755,9 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 		return pn_cmd_fail(ctx, 2, "counts must not be negative");
 	if (o.nic_rate < 0 || o.pcie_rate < 0)
 		return pn_cmd_fail(ctx, 2, "rates must be positive");
-	if (o.check && (o.nccl_graph || o.summary || o.rings || o.no_degrade || o.show_schedule))
-		return pn_cmd_fail(ctx, 2, "--check reads a plan; --nccl-graph, --summary, --rings, "
-					   "--no-degrade and --show-schedule are for planning");
+	if (o.check && (o.nccl_graph || o.summary || o.rings || o.no_degrade))
+		return pn_cmd_fail(ctx, 2, "--check reads a plan; --nccl-graph, --summary, --rings "
+					   "and --no-degrade are for planning");
 	if (o.schedule_size < 4 || o.schedule_size > ((uint64_t)1 << 40))
 		return pn_cmd_fail(ctx, 2, "--schedule-size must be between 4 bytes and 1T");
 	pn_plan_model_init(&model);

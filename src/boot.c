@@ -939,6 +939,14 @@ int pn_boot_node(const struct pn_boot *b, int rank) { return b->node[rank]; }
 int pn_boot_nnodes(const struct pn_boot *b) { return b->nnodes; }
 const char *pn_boot_host(const struct pn_boot *b, int rank) { return rank_host(b, rank); }
 const char *pn_boot_host_id(const struct pn_boot *b, int rank) { return b->hello[rank].host_id; }
+
+const char *pn_boot_node_name(const struct pn_boot *b, int rank)
+{
+	const char *id = b->hello[rank].host_id;
+
+	/* pn_host_id(): "node:NAME" from PENNY_NODE_ID */
+	return !strncmp(id, "node:", 5) ? id + 5 : rank_host(b, rank);
+}
 int pn_boot_pid(const struct pn_boot *b, int rank) { return b->hello[rank].pid; }
 double pn_boot_timeout(const struct pn_boot *b) { return b->cfg.timeout; }
 const uint8_t *pn_boot_cookie(const struct pn_boot *b) { return b->cfg.cookie; }

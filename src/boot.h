@@ -64,6 +64,8 @@ int pn_boot_node(const struct pn_boot *b, int rank);
 int pn_boot_nnodes(const struct pn_boot *b);
 const char *pn_boot_host(const struct pn_boot *b, int rank); /* hostname */
 const char *pn_boot_host_id(const struct pn_boot *b, int rank);
+/* Name of the rank's node: its PENNY_NODE_ID when set, else the hostname. */
+const char *pn_boot_node_name(const struct pn_boot *b, int rank);
 int pn_boot_pid(const struct pn_boot *b, int rank);
 double pn_boot_timeout(const struct pn_boot *b);
 const uint8_t *pn_boot_cookie(const struct pn_boot *b);

@@ -35,13 +35,91 @@ int pn_coll_init(struct pn_coll *co, struct pn_comm *c)
 	return ret;
 }
 
+static void free_rings(struct pn_coll *co)
+{
+	int k;
+
+	for (k = 0; co->rings && k < co->nchannels; k++)
+		free(co->rings[k]);
+	free(co->rings);
+	co->rings = NULL;
+}
+
+int pn_coll_set_rings(struct pn_coll *co, int n, const int *const *rings)
+{
+	struct pn_comm *c = co->comm;
+	int k, r, *seen;
+
+	if (n < 1 || n > c->nchannels)
+		return pn_err(-EINVAL, "%d planned rings, the communicator has %d channels", n,
+			      c->nchannels);
+	seen = calloc((size_t)c->nranks, sizeof(int));
+	if (!seen)
+		return pn_err(-ENOMEM, "out of memory");
+	for (k = 0; k < n; k++)
+		for (r = 0; r < c->nranks; r++) {
+			int q = rings[k][r];
+
+			if (q < 0 || q >= c->nranks || seen[q] == k + 1) {
+				free(seen);
+				return pn_err(-EINVAL, "planned ring %d is not an order of all %d ranks",
+					      k, c->nranks);
+			}
+			seen[q] = k + 1;
+		}
+	free(seen);
+	if (co->cache_valid) {
+		pn_sched_release(&co->cache);
+		co->cache_valid = 0;
+	}
+	free_rings(co);
+	co->rings = calloc((size_t)n, sizeof(*co->rings));
+	if (!co->rings)
+		return pn_err(-ENOMEM, "out of memory");
+	co->nchannels = n;
+	for (k = 0; k < n; k++) {
+		co->rings[k] = malloc(sizeof(int) * (size_t)c->nranks);
+		if (!co->rings[k]) {
+			free_rings(co);
+			co->nchannels = c->nchannels > 1 ? c->nchannels : 2;
+			return pn_err(-ENOMEM, "out of memory");
+		}
+		memcpy(co->rings[k], rings[k], sizeof(int) * (size_t)c->nranks);
+	}
+	return 0;
+}
+
 void pn_coll_release(struct pn_coll *co)
 {
 	if (co->cache_valid)
 		pn_sched_release(&co->cache);
+	free_rings(co);
 	pn_exec_release(&co->exec);
 	free(co->node);
 	memset(co, 0, sizeof(*co));
+}
+
+/* What each channel of a multiring schedule does at this rank (tests compare
+ * it with the plan and with ring-plan --show-schedule). */
+static void log_multiring(const struct pn_sched *s, int planned)
+{
+	int k;
+	size_t i;
+
+	for (k = 0; k < s->nchan; k++) {
+		const struct pn_sched_chan *ch = &s->ch[k];
+		int to = -1, from = -1;
+
+		for (i = 0; i < ch->n && (to < 0 || from < 0); i++) {
+			if (to < 0 && ch->steps[i].send_peer >= 0)
+				to = ch->steps[i].send_peer;
+			if (from < 0 && ch->steps[i].recv_peer >= 0)
+				from = ch->steps[i].recv_peer;
+		}
+		PN_DBG(PN_LOG_COLL, "multiring schedule (%s rings), rank %d, %zu elements: channel %d "
+		       "sends to %d, receives from %d, %zu steps", planned ? "planned" : "generated",
+		       s->rank, s->count, k, to, from, ch->n);
+	}
 }
 
 int pn_coll_schedule(struct pn_coll *co, size_t count, enum pn_dtype t, enum pn_algo algo,
@@ -68,11 +146,14 @@ int pn_coll_schedule(struct pn_coll *co, size_t count, enum pn_dtype t, enum pn_
 	job.nranks = c->nranks;
 	job.node = co->node;
 	job.nchannels = algo == PN_ALGO_MULTIRING ? co->nchannels : 1;
+	job.rings = algo == PN_ALGO_MULTIRING ? (const int *const *)co->rings : NULL;
 	job.direct = direct;
 	job.inplace = inplace;
 	ret = pn_sched_build(&co->cache, algo, &job, count, es);
 	if (ret)
 		return ret;
+	if (algo == PN_ALGO_MULTIRING && (pn_debug_mask & PN_LOG_COLL))
+		log_multiring(&co->cache, co->rings != NULL);
 	if (co->cache.nchan > c->nchannels) {
 		pn_sched_release(&co->cache);
 		return pn_err(-EINVAL, "%s needs %d channels, the communicator has %d",

@@ -17,6 +17,7 @@ struct pn_coll {
 	struct pn_exec exec;
 	int *node;		/* node of every rank */
 	int nchannels;		/* multiring */
+	int **rings;		/* multiring: nchannels planned orders of all ranks, NULL: generated */
 	struct pn_sched cache;	/* last schedule built */
 	int cache_valid;
 	enum pn_algo cache_algo;
@@ -26,6 +27,12 @@ struct pn_coll {
 
 int pn_coll_init(struct pn_coll *co, struct pn_comm *c);
 void pn_coll_release(struct pn_coll *co);
+/*
+ * Multiring over planned rings (plan_job.h): channel c runs rings[c], an
+ * order of all ranks; n must not exceed the communicator's channels.  The
+ * orders are copied.
+ */
+int pn_coll_set_rings(struct pn_coll *co, int n, const int *const *rings);
 
 /* Registered buffers (pn_comm_alloc) let single-node algorithms load peers'
  * data directly; NULL registrations use the FIFOs. */

@@ -115,6 +115,8 @@ int pn_comm_init(struct pn_comm **out, struct pn_boot *b, const struct pn_comm_c
 	c->local_rank = pn_boot_local_rank(b);
 	c->local_size = pn_boot_local_size(b);
 	c->nchannels = cfg && cfg->nchannels > 0 ? cfg->nchannels : 1;
+	c->verbs_port = cfg ? cfg->verbs_port : NULL;
+	c->verbs_port_arg = cfg ? cfg->verbs_port_arg : NULL;
 	c->timeout = pn_boot_timeout(b);
 	c->oversubscribed = c->local_size > sysconf(_SC_NPROCESSORS_ONLN);
 	c->peers = calloc((size_t)c->nranks, sizeof(*c->peers));
@@ -145,6 +147,8 @@ int pn_comm_init(struct pn_comm **out, struct pn_boot *b, const struct pn_comm_c
 		ret = choose_transports(c, cfg ? cfg->transport : NULL);
 	for (i = 0; !ret && pn_transports[i]; i++)
 		ret = pn_transports[i]->setup(c);
+	c->verbs_port = NULL;
+	c->verbs_port_arg = NULL;
 	if (ret) {
 		pn_comm_free(c);
 		return ret;

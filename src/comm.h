@@ -15,9 +15,19 @@
 #include "boot.h"
 #include "transport.h"
 
+/*
+ * The RDMA port ("dev:port") this rank's verbs connection to peer on channel
+ * chan must use: 1 with out filled, 0 for the default choice (PENNY_IB_HCA
+ * or the ACTIVE ports; with several channels, channel c on rail c), or a
+ * negative error with a message.  Called while pn_comm_init sets up verbs.
+ */
+typedef int (*pn_verbs_port_fn)(void *arg, int peer, int chan, char *out, size_t len);
+
 struct pn_comm_cfg {
 	const char *transport;	/* NULL: probe; "shm", "tcp", "verbs": force */
 	int nchannels;		/* concurrent FIFO channels per pair (>= 1) */
+	pn_verbs_port_fn verbs_port;	/* NULL: the default choice (a ring plan binds NICs) */
+	void *verbs_port_arg;
 };
 
 struct pn_peer {
@@ -55,6 +65,8 @@ struct pn_comm {
 	struct pn_tcp_state *tcp;
 	struct pn_verbs_state *verbs;
 	struct pn_rank_info *info; /* [rank] */
+	pn_verbs_port_fn verbs_port;	/* from pn_comm_cfg, during init */
+	void *verbs_port_arg;
 	uint64_t barrier_epoch;
 	uint64_t spin_checks;
 	double last_check;

@@ -514,11 +514,6 @@ int pn_plan_model_set_rails(struct pn_plan_model *m, const char *spec)
 				ret = pn_err(-EINVAL, "--rails: '%s:%ld' is listed twice", item, port);
 				goto out;
 			}
-			if (rs[i].rail == rail) {
-				ret = pn_err(-EINVAL, "--rails: rail %ld given to both %s:%d and %s:%ld",
-					     rail, rs[i].dev, rs[i].port, item, port);
-				goto out;
-			}
 		}
 		if (!(nrs & (nrs - 1)) || !rs) {
 			struct rail_spec *n = realloc(rs, (size_t)(nrs ? nrs * 2 : 1) * sizeof(*n));
@@ -538,6 +533,28 @@ int pn_plan_model_set_rails(struct pn_plan_model *m, const char *spec)
 	if (!nrs) {
 		ret = pn_err(-EINVAL, "--rails is empty");
 		goto out;
+	}
+	/* one rail may have other device names on other nodes, not two ports on one */
+	for (i = 0; i < m->nlayouts; i++) {
+		const struct pn_plan_layout *l = &m->layouts[i];
+		int a, b;
+
+		for (j = 0; j < l->nnics; j++)
+			for (k = 0; k < j; k++) {
+				for (a = 0; a < nrs && (strcmp(rs[a].dev, l->nics[j].device) ||
+							rs[a].port != l->nics[j].port); a++)
+					;
+				for (b = 0; b < nrs && (strcmp(rs[b].dev, l->nics[k].device) ||
+							rs[b].port != l->nics[k].port); b++)
+					;
+				if (a < nrs && b < nrs && rs[a].rail == rs[b].rail) {
+					ret = pn_err(-EINVAL, "--rails: rail %d given to both %s:%d and "
+							      "%s:%d, ports of one node",
+						     rs[a].rail, rs[b].dev, rs[b].port, rs[a].dev,
+						     rs[a].port);
+					goto out;
+				}
+			}
 	}
 	for (i = 0; i < m->nlayouts; i++) {
 		struct pn_plan_layout *l = &m->layouts[i];

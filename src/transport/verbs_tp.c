@@ -8,6 +8,8 @@
  * count into the sender's credit word.  One RC QP per channel, so slots
  * arrive in order.  Chosen between ranks on different hosts when both have
  * an ACTIVE RDMA port (PENNY_IB_HCA picks devices; --transport verbs forces).
+ * Each connection has its own device: a ring plan binds (peer, channel) to
+ * a NIC (pn_comm_cfg.verbs_port); otherwise channel c is on rail c.
  */
 #define _GNU_SOURCE
 #include "../comm.h"
@@ -32,12 +34,17 @@ struct vconn {
 	uint64_t head, sdone;	/* slots posted, send completions */
 	uint64_t filled, rtail;	/* slots received, consumed */
 	size_t rlen[PN_FIFO_SLOTS];
+	int dev;		/* index into pn_verbs_state.dev */
+};
+
+struct vdev {
+	struct pn_verbs_dev *dev;
+	char name[64];		/* "dev:port" */
 };
 
 struct pn_verbs_state {
-	struct pn_verbs_dev *dev[PN_MAX_RAILS];
-	char devname[PN_MAX_RAILS][64];
-	int ndev;
+	struct vdev *dev;	/* opened devices, each once */
+	int ndev, capdev;
 };
 
 static struct pn_verbs_state *vstate(struct pn_comm *c)
@@ -86,14 +93,65 @@ int pn_verbs_pick_device(int local_rank, char *out, size_t len)
 	return 1;
 }
 
-/* Device index of a channel: one channel uses the rank's own port; several
+/* Default port of a channel: one channel uses the rank's own port; several
  * channels are rails, channel c on rail c % nrails on every rank. */
-static int chan_dev(const struct pn_comm *c, int chan)
+static const char *chan_port(const struct pn_comm *c, int chan)
 {
 	const struct pn_rank_info *me = &c->info[c->rank];
 
 	if (c->nchannels > 1 && me->nrails > 1)
-		return chan % me->nrails;
+		return me->rail_dev[chan % me->nrails];
+	return me->verbs_dev;
+}
+
+/* The opened device for spec ("dev" or "dev:port"), opening it the first time. */
+static int dev_get(struct pn_verbs_state *vs, const char *spec, int *idx)
+{
+	struct pn_verbs_dev_cfg dcfg;
+	char name[64];
+	int i, ret;
+
+	snprintf(name, sizeof(name), strchr(spec, ':') ? "%s" : "%s:1", spec);
+	for (i = 0; i < vs->ndev; i++)
+		if (!strcmp(vs->dev[i].name, name)) {
+			*idx = i;
+			return 0;
+		}
+	if (vs->ndev == vs->capdev) {
+		int cap = vs->capdev ? 2 * vs->capdev : 4;
+		struct vdev *n = realloc(vs->dev, sizeof(*n) * (size_t)cap);
+
+		if (!n)
+			return pn_err(-ENOMEM, "out of memory");
+		vs->dev = n;
+		vs->capdev = cap;
+	}
+	pn_verbs_dev_cfg_init(&dcfg);
+	ret = pn_verbs_dev_open(&vs->dev[vs->ndev].dev, name, &dcfg);
+	if (ret)
+		return ret;
+	snprintf(vs->dev[vs->ndev].name, sizeof(vs->dev[vs->ndev].name), "%s", name);
+	PN_DBG(PN_LOG_VERBS, "verbs transport on %s", spec);
+	*idx = vs->ndev++;
+	return 0;
+}
+
+/* Open (once) the device of the connection to peer on channel ch. */
+static int conn_dev(struct pn_comm *c, struct pn_verbs_state *vs, int peer, int ch, int *idx)
+{
+	char port[64];
+	int ret = 0;
+
+	if (c->verbs_port)
+		ret = c->verbs_port(c->verbs_port_arg, peer, ch, port, sizeof(port));
+	if (ret < 0)
+		return ret;
+	if (!ret)
+		return dev_get(vs, chan_port(c, ch), idx);
+	ret = dev_get(vs, port, idx);
+	if (ret)
+		return pn_err_ctx(ret, "rank %d (host %s): planned NIC '%s' for channel %d to rank %d",
+				  c->rank, pn_boot_host(c->boot, c->rank), port, ch, peer);
 	return 0;
 }
 
@@ -107,13 +165,9 @@ static int verbs_setup(struct pn_comm *c)
 	struct pn_verbs_state *vs;
 	struct pn_verbs_info *mine = NULL, *all = NULL;
 	struct pn_verbs_conn_cfg ccfg;
-	struct pn_verbs_dev_cfg dcfg;
 	size_t per = (size_t)c->nranks * (size_t)c->nchannels;
-	int p, ch, ret = 0, need = 0, i;
+	int p, ch, ret = 0, i;
 
-	for (p = 0; p < c->nranks; p++)
-		if (c->peers[p].transport == &pn_transport_verbs)
-			need = 1;
 	/* collective: every rank takes part in the exchange */
 	mine = calloc(per, sizeof(*mine));
 	all = calloc(per * (size_t)c->nranks, sizeof(*all));
@@ -123,17 +177,6 @@ static int verbs_setup(struct pn_comm *c)
 		goto out;
 	}
 	c->verbs = vs;
-	if (need) {
-		const struct pn_rank_info *me = &c->info[c->rank];
-
-		pn_verbs_dev_cfg_init(&dcfg);
-		vs->ndev = c->nchannels > 1 && me->nrails > 1 ? PN_MIN(me->nrails, c->nchannels) : 1;
-		for (i = 0; !ret && i < vs->ndev; i++) {
-			snprintf(vs->devname[i], sizeof(vs->devname[i]), "%s",
-				 vs->ndev > 1 ? me->rail_dev[i] : me->verbs_dev);
-			ret = pn_verbs_dev_open(&vs->dev[i], vs->devname[i], &dcfg);
-		}
-	}
 	pn_verbs_conn_cfg_init(&ccfg);
 	ccfg.timeout = c->timeout;
 	ccfg.rq_depth = PN_FIFO_SLOTS * 2;
@@ -150,6 +193,10 @@ static int verbs_setup(struct pn_comm *c)
 				break;
 			}
 			k->priv = v;
+			v->dev = -1;
+			ret = conn_dev(c, vs, p, ch, &v->dev);
+			if (ret)
+				break;
 			if (posix_memalign((void **)&v->ring, 4096, RING_BYTES + 64) ||
 			    posix_memalign((void **)&v->sbuf, 4096, RING_BYTES) ||
 			    posix_memalign((void **)&v->tailword, 64, 64)) {
@@ -158,7 +205,7 @@ static int verbs_setup(struct pn_comm *c)
 			}
 			memset(v->ring, 0, RING_BYTES + 64);
 			*v->tailword = 0;
-			ret = pn_verbs_conn_create(&v->qc, vs->dev[chan_dev(c, ch)], &ccfg);
+			ret = pn_verbs_conn_create(&v->qc, vs->dev[v->dev].dev, &ccfg);
 			if (!ret)
 				ret = pn_verbs_conn_expose(v->qc, v->ring, RING_BYTES + 64);
 			for (i = 0; !ret && i < PN_FIFO_SLOTS * 2; i++) {
@@ -196,8 +243,6 @@ static int verbs_setup(struct pn_comm *c)
 						 pn_boot_host(c->boot, p));
 		}
 	}
-	for (i = 0; !ret && i < vs->ndev; i++)
-		PN_DBG(PN_LOG_VERBS, "verbs transport on %s", vs->devname[i]);
 	/* nobody writes before every QP is ready to receive */
 	if (!ret)
 		ret = pn_boot_barrier(c->boot);
@@ -335,8 +380,8 @@ static void verbs_close(struct pn_comm *c)
 				continue;
 			if (v->qc)
 				pn_verbs_conn_free(v->qc);
-			if (vs->dev[chan_dev(c, ch)]) {
-				struct pn_verbs_dev *d = vs->dev[chan_dev(c, ch)];
+			if (v->dev >= 0) {
+				struct pn_verbs_dev *d = vs->dev[v->dev].dev;
 
 				pn_verbs_invalidate(d, v->sbuf, RING_BYTES);
 				pn_verbs_invalidate(d, v->tailword, 64);
@@ -350,8 +395,8 @@ static void verbs_close(struct pn_comm *c)
 		}
 	}
 	for (i = 0; i < vs->ndev; i++)
-		if (vs->dev[i])
-			pn_verbs_dev_close(vs->dev[i]);
+		pn_verbs_dev_close(vs->dev[i].dev);
+	free(vs->dev);
 	free(vs);
 	c->verbs = NULL;
 }

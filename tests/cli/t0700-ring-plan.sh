@@ -51,6 +51,16 @@ test_expect_success 'golden plan: storage NICs left out with --rails, nodes orde
 		--rails mlx5_0:1:0,mlx5_1:1:1,mlx5_2:1:2,mlx5_3:1:3,mlx5_4:1:4,mlx5_5:1:5,mlx5_6:1:6,mlx5_7:1:7 \
 		--hosts snode02,snode01
 '
+test_expect_success '--rails: one rail, other device names on other nodes (not two ports of one node)' '
+	sed "s/mlx5_0/mlx5_4/; s/mlx5_1/mlx5_5/" $T/pcie-node02.json >renamed.json &&
+	penny ring-plan --topo-file $T/pcie-node01.json,renamed.json \
+		--rails mlx5_0:1:0,mlx5_4:1:0,mlx5_1:1:1,mlx5_5:1:1 >out &&
+	grep -q "^rails in use: 0 1; 2 rings$" out && grep -q "^0 violations$" out &&
+	grep -q "^  pnode02    mlx5_5 r1 > GPU3 GPU2 GPU1 GPU0 > mlx5_4 r0$" out &&
+	test_exit 2 penny ring-plan --topo-file $T/pcie-node01.json,renamed.json \
+		--rails mlx5_0:1:0,mlx5_1:1:0 2>err &&
+	grep -qx "penny ring-plan: --rails: rail 0 given to both mlx5_0:1 and mlx5_1:1, ports of one node" err
+'
 test_expect_success 'files written by penny topo plan across nodes (its sysfs-switches fixture)' '
 	for h in a b c; do
 		python3 -c "import json, sys

@@ -4,7 +4,9 @@
 # --pairs 2: rxe0<->rxe1 is rail 0, rxe2<->rxe3 rail 1), 2 x 2 ranks, the
 # multiring algorithm with one channel per rail.  Traffic must appear on both
 # rails in both directions, and every packet a rail's device sends is one its
-# peer on the same rail receives (nothing crosses rails).
+# peer on the same rail receives (nothing crosses rails).  Then the same with
+# a ring plan (allreduce-test --plan, no PENNY_IB_HCA): the plan alone puts
+# every connection on its NICs.
 . "$(dirname "$0")/lib-guest.sh"
 
 pkts() { cat /sys/class/infiniband/$1/ports/1/hw_counters/$2; }
@@ -24,12 +26,15 @@ run_job() {
 }
 
 test_expect_success '2 nodes x 2 rails, multiring: 0 wrong, both rails carry traffic both ways' '
-	snap >before &&
-	"$PENNY" top --json --count 600 --interval 0.5 --filter rxe >top.jsonl &
+	snap >before || exit 1
+	"$PENNY" top --json --count 600 --interval 0.5 --filter rxe >top.jsonl 2>top.err &
 	topp=$!
 	sleep 1
-	run_job --algo multiring -b 1 -e 4M -f 16 -d float &&
-	sleep 1 && kill $topp && wait $topp;
+	rc=0
+	run_job --algo multiring -b 1 -e 4M -f 16 -d float || rc=1
+	sleep 1
+	kill $topp; wait $topp
+	test $rc -eq 0 &&
 	snap >after && cat out | grep -E "via|Out of" &&
 	python3 -c "import json
 first, last = {}, {}
@@ -57,4 +62,105 @@ test_expect_success 'rails follow the channels: each rank opened rail 0 and rail
 	test "$(cat err* | grep -c "verbs transport on rxe[02]")" -eq 4 &&
 	test "$(cat err* | grep -c "verbs transport on rxe[13]")" -eq 4
 '
+
+# topo_file HOST DEV0 DEV1: a `penny topo --save` file of a node with two GPUs,
+# GPU k next to (PIX) NIC k, whose RDMA device is DEVk (port 1, ACTIVE)
+topo_file() {
+	python3 - "$@" <<-'PY'
+	import json, sys
+	host, devs = sys.argv[1], sys.argv[2:]
+	gpus = [{"name": "GPU%d" % g, "index": g, "pci_busid": "0000:%02x:00.0" % (0x18 + g),
+	         "numa": 0, "cpus": "0-1"} for g in range(2)]
+	nics = [{"name": "NIC%d" % k, "device": d, "pci_busid": "0000:%02x:00.0" % (0x19 + k),
+	         "numa": 0, "cpus": "0-1", "ports": [{"port": 1, "state": "ACTIVE",
+	         "phys_state": "LinkUp", "rate_gbps": 10, "link_layer": "Ethernet"}]}
+	        for k, d in enumerate(devs)]
+	m = {}
+	for g in range(2):
+	    m["GPU%d" % g] = {"GPU%d" % h: "X" if g == h else "SYS" for h in range(2)}
+	    m["GPU%d" % g].update({"NIC%d" % k: "PIX" if g == k else "SYS" for k in range(2)})
+	rails = [{"gpu": "GPU%d" % g, "nics": ["NIC%d" % g], "class": "PIX"} for g in range(2)]
+	json.dump({"version": 1, "host": host, "source": "live", "gpus": gpus, "nics": nics,
+	           "matrix": m, "rails": rails}, sys.stdout, indent=1)
+	PY
+}
+
+# run_plan_job ARGS: 2 x 2 ranks, nodes a and b, no PENNY_IB_HCA
+run_plan_job() {
+	local port=$((20000 + RANDOM % 20000)) pids= r node rc=0
+	for r in 1 2 3; do
+		if [ $r -lt 2 ]; then node=a; else node=b; fi
+		PENNY_NODE_ID=$node "$PENNY" allreduce-test --rank $r --nranks 4 \
+			--root 127.0.0.1:$port --timeout 60 -n 5 -w 1 "$@" >/dev/null 2>err$r &
+		pids="$pids $!"
+	done
+	PENNY_NODE_ID=a "$PENNY" allreduce-test --rank 0 --nranks 4 \
+		--root 127.0.0.1:$port --timeout 60 -n 5 -w 1 "$@" >out 2>err0 || rc=1
+	for p in $pids; do wait $p || rc=1; done
+	return $rc
+}
+
+test_expect_success 'ring-plan for nodes a (rxe0, rxe2) and b (rxe1, rxe3), rails 0 and 1' '
+	topo_file a rxe0 rxe2 >a.json && topo_file b rxe1 rxe3 >b.json &&
+	"$PENNY" ring-plan --topo-file a.json,b.json --rails rxe0:1:0,rxe1:1:0,rxe2:1:1,rxe3:1:1 \
+		>plan.txt && cat plan.txt && grep -q "^0 violations$" plan.txt &&
+	grep -q "^  a          rxe0 r0 > GPU0 GPU1 > rxe2 r1$" plan.txt &&
+	"$PENNY" ring-plan --topo-file a.json,b.json --rails rxe0:1:0,rxe1:1:0,rxe2:1:1,rxe3:1:1 \
+		--json >plan.json && "$PENNY" ring-plan --check plan.json
+'
+test_expect_success 'multiring --plan: 0 wrong, both rails both ways, nothing crosses rails, planned NICs only' '
+	snap >before || exit 1
+	"$PENNY" top --json --count 600 --interval 0.5 --filter rxe >top.jsonl 2>top.err &
+	topp=$!
+	sleep 1
+	rc=0
+	run_plan_job --plan plan.json -b 1M -e 4M -f 4 --debug=VERBS,COLL || { cat err*; rc=1; }
+	sleep 1
+	kill $topp; wait $topp
+	test $rc -eq 0 &&
+	snap >after && grep -E "via|Plan|Ring|Out of" out &&
+	test "$(grep -c "Out of bounds values : 0 OK" out)" -eq 1 &&
+	grep -q "^# Plan plan.json: 2 rings, nodes matched by host name$" out &&
+	grep -q "^#  Ring 0: 0 1 3 2$" out && grep -q "^#  Ring 1: 1 0 2 3$" out &&
+	python3 -c "import json
+first, last = {}, {}
+for line in open(\"top.jsonl\"):
+    try:
+        sample = json.loads(line)
+    except ValueError:
+        continue
+    for p in sample[\"ports\"]:
+        first.setdefault(p[\"device\"], p)
+        last[p[\"device\"]] = p
+seen = {d: [last[d][\"rx_bytes\"] - first[d][\"rx_bytes\"], last[d][\"tx_bytes\"] - first[d][\"tx_bytes\"]] for d in first}
+for d, hop in ((\"rxe0\", \"a->b rail 0\"), (\"rxe1\", \"b->a rail 0\"), (\"rxe2\", \"a->b rail 1\"), (\"rxe3\", \"b->a rail 1\")):
+    print(\"penny top: %s tx %d B (%s), rx %d B\" % (d, seen.get(d, [0, 0])[1], hop, seen.get(d, [0, 0])[0]), file=open(\"traffic.txt\", \"a\"))
+assert all(seen.get(d, [0, 0])[0] > 0 and seen.get(d, [0, 0])[1] > 0 for d in (\"rxe0\", \"rxe1\", \"rxe2\", \"rxe3\")), seen" &&
+	cat traffic.txt &&
+	paste before after | awk "{ s = \$5 - \$2; r = \$6 - \$3; print \$1, s, r; if (s < 100 || r < 100) bad = 1 }
+		END { exit bad }" >delta && cat delta && sed "s/^/hw_counters sent_pkts rcvd_pkts: /" delta >>traffic.txt &&
+	awk "NR == 1 { s0 = \$2; r0 = \$3 } NR == 2 { s1 = \$2; r1 = \$3 }
+	     NR == 3 { s2 = \$2; r2 = \$3 } NR == 4 { s3 = \$2; r3 = \$3 }
+	     END { exit !(s0 == r1 && s1 == r0 && s2 == r3 && s3 == r2) }" delta &&
+	grep -h "verbs transport on" err* | sed "s/.*penny //" | sort | uniq -c &&
+	for r in 0 1; do
+		grep -q "verbs transport on rxe0:1" err$r && grep -q "verbs transport on rxe2:1" err$r &&
+		! grep -q "verbs transport on rxe[13]" err$r || exit 1
+	done &&
+	for r in 2 3; do
+		grep -q "verbs transport on rxe1:1" err$r && grep -q "verbs transport on rxe3:1" err$r &&
+		! grep -q "verbs transport on rxe[02]" err$r || exit 1
+	done
+'
+# what the plan run moved, per device (also when it passed: the log keeps it)
+[ -f traffic.txt ] && sed "s/^/#   /" traffic.txt
+test_expect_success 'a planned NIC the host lacks: every rank fails, the error names it' '
+	topo_file a rxe0 rxe9 >a9.json &&
+	"$PENNY" ring-plan --topo-file a9.json,b.json --rails rxe0:1:0,rxe1:1:0,rxe9:1:1,rxe3:1:1 \
+		--json >plan9.json &&
+	! run_plan_job --plan plan9.json -b 1M -e 1M && cat err* &&
+	grep -q "planned NIC .rxe9:1. for channel [01] to rank [23]" err0 err1 &&
+	grep -h "planned NIC" err0 err1 | head -n 1 >nicerr.txt
+'
+[ -f nicerr.txt ] && sed "s/^/#   /" nicerr.txt
 guest_done
