@@ -63,7 +63,7 @@ test_expect_success '2 nodes over tcp: the plan'"'"'s rings (not the generated 0
 	run4 2 --plan ab.json -b 1K -e 1M -f 32 --debug=COLL &&
 	cat rc0 rc1 rc2 rc3 | tr -d "\n" | grep -qx 0000 &&
 	grep -q "4 ranks on 2 nodes" out0 && grep -q "via tcp" out0 &&
-	grep -q "^# algorithm: multiring$" out0 &&
+	grep -q "^# algorithm: multiring, backend: host$" out0 &&
 	grep -q "^# Plan ab.json: 2 rings, nodes matched by host name$" out0 &&
 	test "$(grep -c "Out of bounds values : 0 OK" out0)" -eq 1 &&
 	check_rings "0 1 3 2/1 0 2 3"
