@@ -6,18 +6,21 @@
 # and NCCL (the driver, --check), measures bfloat16 sum from 1 KiB to 1 GiB
 # with and without CUDA graphs through penny's own CLI (penny allreduce-test
 # --backend cuda,nccl --algo all, then -G 100: its tables and ratio table,
-# text and JSON) and through the driver, prints the GPU-to-GPU bandwidth
+# text, CSV) and through the driver, prints the GPU-to-GPU bandwidth
 # matrices (penny bw --gpu, and the driver's), and ends with a ratio table
 # against the issue's targets (from the driver's rows).
 #   tests/bench/gpu-allreduce.sh [OUTDIR]     (default: tests/bench/results)
 # Environment: B (build dir, default build-gpu), GPUS ("4 2"), MAXB (1G),
 # EXTRA=0 skips the flags-only variant; NGPU and BACKENDS (driver's --backend)
 # override for a dry run (BACKENDS=fake with PENNY_PLUGIN_PATH's test plugins).
-# PENNY=path/to/penny uses a prebuilt binary (its shared libraries on
+# DRV=path/to/penny-gpu-driver uses a prebuilt driver (only the plugins are
+# built).  PENNY=path/to/penny uses a prebuilt binary (its shared libraries on
 # LD_LIBRARY_PATH) instead of building $B/penny, which needs the RDMA, hwloc
 # and curses development packages; without either, the penny runs are skipped.
 # PENNY_BACKENDS (cuda,nccl), ITERS (100) and WARMUP (20): the penny runs'
-# --backend, -n and -w; DRIVER_PERF=0 skips the driver's timing sweep.
+# --backend, -n and -w; JSON=1 repeats them with --json; DRIVER_PERF=0 skips
+# the driver's timing sweep.  With 4 GPUs, the hierarchical path runs too
+# (two PENNY_NODE_ID "nodes" of 2 GPUs, tcp between).
 # NVLink SHARP/multicast stays off.
 set -u
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -46,7 +49,9 @@ nvcc --version 2>&1 | tail -1 | sed 's/^/# /'
 
 cd "$top" || exit 2
 t0=$(date +%s)
-if ! make -j"$(nproc)" B="$B" CFLAGS=-Wno-error "$B/tests/helpers/penny-gpu-driver" plugins >"$out/build.log" 2>&1; then
+targets=plugins
+[ -n "${DRV:-}" ] || targets="$targets $B/tests/helpers/penny-gpu-driver"
+if ! make -j"$(nproc)" B="$B" CFLAGS=-Wno-error $targets >"$out/build.log" 2>&1; then
 	tail -n 40 "$out/build.log"
 	echo "# build failed"
 	exit 2
@@ -60,7 +65,7 @@ if [ -z "${PENNY:-}" ]; then
 	fi
 fi
 [ -n "${PENNY:-}" ] && echo "# penny: $PENNY ($("$PENNY" --version 2>&1))"
-drv=$top/$B/tests/helpers/penny-gpu-driver
+drv=${DRV:-$top/$B/tests/helpers/penny-gpu-driver}
 export PENNY_PLUGIN_PATH=${PENNY_PLUGIN_PATH:+$PENNY_PLUGIN_PATH:}$top/$B/plugins
 rc=0
 run() {
@@ -84,11 +89,45 @@ run_penny() {
 		-w "${WARMUP:-20}" --timeout 120 --csv "$base-penny-$tag.csv" "$@"
 	local r=$?
 	[ $r -ne 0 ] && { echo "## exit $r: penny allreduce-test $tag"; rc=1; }
+	[ "${JSON:-0}" = 1 ] || return 0
 	timeout 600 "$PENNY" allreduce-test --np "$np" --backend "${PENNY_BACKENDS:-cuda,nccl}" \
 		--algo all -b 1K -e "$MAXB" -f 2 -d bfloat16 -o sum -n "${ITERS:-100}" \
 		-w "${WARMUP:-20}" --timeout 120 --json "$@" >"$base-penny-$tag.json" 2>/dev/null ||
 		{ echo "## exit $?: penny allreduce-test $tag --json"; rc=1; }
 	return 0
+}
+
+# Hierarchical: the 4 GPUs as two "nodes" of 2 (PENNY_NODE_ID), tcp between
+# them: cuda inside a node, the engine's ring across; every type x op at odd
+# counts (0 wrong), then bfloat16 sum timed.
+hier_job() {
+	local port=$((20000 + RANDOM % 20000)) r n pids=""
+	for r in 1 2 3; do
+		n=$((r / 2))
+		PENNY_NODE_ID=n$n timeout 300 "$PENNY" allreduce-test --rank $r --nranks 4 \
+			--root 127.0.0.1:$port --transport tcp --backend cuda -g $((2 * n)),$((2 * n + 1)) \
+			--timeout 60 "$@" >/dev/null 2>"$out/hier-err$r" &
+		pids="$pids $!"
+	done
+	PENNY_NODE_ID=n0 timeout 300 "$PENNY" allreduce-test --rank 0 --nranks 4 \
+		--root 127.0.0.1:$port --transport tcp --backend cuda -g 0,1 --timeout 60 "$@"
+	r=$?
+	for n in $pids; do wait "$n" || r=1; done
+	[ $r -eq 0 ] || { cat "$out"/hier-err*; echo "## exit $r: hierarchical $*"; rc=1; }
+	rm -f "$out"/hier-err*
+}
+run_hier() {
+	local t o
+	[ -n "${PENNY:-}" ] && [ "$ngpu" -ge 4 ] || return 0
+	echo "## hierarchical cuda, 2 nodes x 2 GPUs (PENNY_NODE_ID), tcp between: every type x op"
+	for t in int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double; do
+		for o in sum prod min max avg; do
+			hier_job -d $t -o $o -b 1 -e 1000003 -f 37 -n 2 -w 1 | grep -E "Out of bounds" |
+				sed "s/^/## $t $o: /"
+		done
+	done
+	echo "## hierarchical cuda, bfloat16 sum, timed"
+	hier_job -d bfloat16 -o sum -b 1K -e 256M -f 4 -n 20 -w 5
 }
 
 for np in $GPUS; do
@@ -104,6 +143,7 @@ for np in $GPUS; do
 			--algos oneshot,twoshot --perf -b 16K -e 8M -f 2 --label "x$np-flags" --out "$tsv"
 	fi
 done
+run_hier
 [ "$ngpu" -ge 2 ] && run 200 --bw
 if [ "$ngpu" -ge 2 ] && [ -n "${PENNY:-}" ]; then
 	echo "## penny bw --gpu --gpu-engine both"
