@@ -168,6 +168,11 @@ int pn_gpu_memcpy(struct pn_gpu *g, void *dst, const void *src, size_t bytes, in
 	case PENNY_H2D:
 		PN_CU(cu, StreamSynchronize(g->stream), "cuStreamSynchronize");
 		PN_CU(cu, MemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, bytes), "cuMemcpyHtoD");
+		/* from pageable memory cuMemcpyHtoD returns once the data is
+		 * staged, before the DMA lands, on the legacy default stream
+		 * (which our stream does not wait for, nor does a peer reading
+		 * this memory over IPC after a host barrier): wait for it */
+		PN_CU(cu, StreamSynchronize(NULL), "cuStreamSynchronize (default stream)");
 		return 0;
 	case PENNY_D2H:
 		PN_CU(cu, StreamSynchronize(g->stream), "cuStreamSynchronize");
@@ -536,7 +541,8 @@ static int bw_chain(const struct pn_cudrv *cu, struct bw_dev *d, CUdeviceptr *ch
 		h[(size_t)i * STRIDE] = (uint64_t)perm[i] * STRIDE; /* next entry, in uint64 units */
 	*chain = d->dst;
 	PN_CU(cu, CtxSetCurrent(d->ctx), "cuCtxSetCurrent");
-	if (cu->MemcpyHtoD(d->dst, h, (size_t)N * STRIDE * 8) != CUDA_SUCCESS) {
+	if (cu->MemcpyHtoD(d->dst, h, (size_t)N * STRIDE * 8) != CUDA_SUCCESS ||
+	    cu->StreamSynchronize(NULL) != CUDA_SUCCESS) { /* the DMA has landed */
 		free(h);
 		return pn_plugin_fail(-EIO, "cannot write the latency chain");
 	}

@@ -1014,6 +1014,7 @@ static int kernel_errors(struct pn_cuda *c)
 	if (!w[0])
 		return 0;
 	PN_CU(c->g.cu, MemcpyHtoD(at, zero, sizeof(zero)), "cuMemcpyHtoD");
+	PN_CU(c->g.cu, StreamSynchronize(NULL), "cuStreamSynchronize (default stream)");
 	if (w[0] & PN_ERR_DESC)
 		return pn_plugin_fail(-EINVAL, "allreduce buffers differ between ranks (rank %u "
 					       "passed another buffer or offset, or a buffer registered "

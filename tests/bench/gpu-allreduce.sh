@@ -19,7 +19,7 @@
 # and curses development packages; without either, the penny runs are skipped.
 # PENNY_BACKENDS (cuda,nccl), ITERS (100) and WARMUP (20): the penny runs'
 # --backend, -n and -w; JSON=1 repeats them with --json; DRIVER_PERF=0 skips
-# the driver's timing sweep.  With 4 GPUs, the hierarchical path runs too
+# the driver's timing sweep; HIER_ONLY=1 runs only the hierarchical part.  With 4 GPUs, the hierarchical path runs too
 # (two PENNY_NODE_ID "nodes" of 2 GPUs, tcp between).
 # NVLink SHARP/multicast stays off.
 set -u
@@ -122,7 +122,7 @@ run_hier() {
 	echo "## hierarchical cuda, 2 nodes x 2 GPUs (PENNY_NODE_ID), tcp between: every type x op"
 	for t in int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double; do
 		for o in sum prod min max avg; do
-			hier_job -d $t -o $o -b 1 -e 1000003 -f 37 -n 2 -w 1 | grep -E "Out of bounds" |
+			hier_job -d $t -o $o -b 1 -e 10M -f 5 -n 2 -w 1 | grep -E "Out of bounds" |
 				sed "s/^/## $t $o: /"
 		done
 	done
@@ -130,6 +130,7 @@ run_hier() {
 	hier_job -d bfloat16 -o sum -b 1K -e 256M -f 4 -n 20 -w 5
 }
 
+[ "${HIER_ONLY:-0}" = 1 ] && GPUS=
 for np in $GPUS; do
 	[ "$ngpu" -ge "$np" ] || { echo "# skip $np GPUs: only $ngpu"; continue; }
 	run 300 --np "$np" --check --label "x$np" --out "$tsv"
@@ -144,6 +145,7 @@ for np in $GPUS; do
 	fi
 done
 run_hier
+[ "${HIER_ONLY:-0}" = 1 ] && { echo "# total $(($(date +%s) - t0)) s, exit $rc"; exit $rc; }
 [ "$ngpu" -ge 2 ] && run 200 --bw
 if [ "$ngpu" -ge 2 ] && [ -n "${PENNY:-}" ]; then
 	echo "## penny bw --gpu --gpu-engine both"

@@ -605,6 +605,54 @@ static void do_allgather(struct fake_world *w, int r)
 	rets[r] = ok ? 0 : -1;
 }
 
+/* the hierarchical path's pattern: a slice written from the host, then the
+ * all-gather; the peers must read the new data (a cuMemcpyHtoD from
+ * pageable memory has not landed when it returns) */
+static void do_htod_then_allgather(struct fake_world *w, int r)
+{
+	size_t bytes = AG_COUNT * 8;
+	double *reg = NULL, *h = malloc(bytes);
+	int n = w->n, ok = 1, p;
+
+	rets[r] = -1;
+	if (!h || pn_cuda_alloc(be[r], bytes * n, PENNY_MEM_REGISTERED, (void **)&reg)) {
+		free(h);
+		return;
+	}
+	memset(reg, 0, bytes * n);
+	for (int i = 0; i < AG_COUNT; i++)
+		h[i] = r * 1e6 + i;
+	if (pn_cuda_memcpy(be[r], reg + (size_t)r * AG_COUNT, h, bytes, PENNY_H2D) ||
+	    pn_cuda_allgather(be[r], reg + (size_t)r * AG_COUNT, reg, AG_COUNT, PENNY_DOUBLE) ||
+	    pn_cuda_sync(be[r])) {
+		snprintf(msgs[r], sizeof(msgs[r]), "%s", pn_plugin_errmsg());
+		free(h);
+		return;
+	}
+	for (p = 0; p < n; p++)
+		for (int i = 0; i < AG_COUNT; i++)
+			if (reg[(size_t)p * AG_COUNT + i] != p * 1e6 + i)
+				ok = 0;
+	if (!ok)
+		snprintf(msgs[r], sizeof(msgs[r]), "a peer's slice is stale after host write + all-gather");
+	pn_cuda_free(be[r], reg);
+	free(h);
+	rets[r] = ok ? 0 : -1;
+}
+
+TEST(a_slice_written_from_the_host_has_landed_before_peers_gather_it)
+{
+	struct fake_world w;
+
+	fake_world_init(&w, 3);
+	fake_run(&w, do_init);
+	CHECK(all_ok(3));
+	fake_run(&w, do_htod_then_allgather);
+	CHECK(all_ok(3));
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
+}
+
 TEST(allgather_reads_registered_data_in_place_and_stages_the_rest)
 {
 	struct fake_world w;
@@ -683,6 +731,7 @@ int main(void)
 	RUN(errors_the_kernels_record_come_out_at_sync);
 	RUN(bad_arguments);
 	RUN(allgather_reads_registered_data_in_place_and_stages_the_rest);
+	RUN(a_slice_written_from_the_host_has_landed_before_peers_gather_it);
 	RUN(a_rank_that_cannot_open_its_gpu_fails_every_rank_naming_it);
 	RUN(without_a_driver_init_says_so_in_one_line);
 	fake_funcs_free();

@@ -41,6 +41,11 @@ struct fake_rank {
 	int ncaptured, graph_launches;
 	int fail_alloc;		/* cuMemAlloc fails from now on */
 	int ipc_open, ipc_close;
+	/* cuMemcpyHtoD from pageable memory returns before its DMA lands (on
+	 * the legacy default stream): the copy waits here until that stream is
+	 * synchronized or the next synchronous copy */
+	void *htod_dst, *htod_data;
+	size_t htod_len;
 };
 
 static _Thread_local struct fake_rank *fake_me;
@@ -144,13 +149,32 @@ static CUresult f_free(CUdeviceptr p)
 	free((void *)(uintptr_t)p);
 	return 0;
 }
+static void f_htod_land(void)
+{
+	struct fake_rank *r = me();
+
+	if (r->htod_data) {
+		memcpy(r->htod_dst, r->htod_data, r->htod_len);
+		free(r->htod_data);
+		r->htod_data = NULL;
+	}
+}
 static CUresult f_htod(CUdeviceptr d, const void *s, size_t n)
 {
-	memcpy((void *)(uintptr_t)d, s, n);
+	struct fake_rank *r = me();
+
+	f_htod_land();
+	r->htod_data = malloc(n ? n : 1);
+	if (!r->htod_data)
+		return 2;
+	memcpy(r->htod_data, s, n);
+	r->htod_dst = (void *)(uintptr_t)d;
+	r->htod_len = n;
 	return 0;
 }
 static CUresult f_dtoh(void *d, CUdeviceptr s, size_t n)
 {
+	f_htod_land();
 	memcpy(d, (const void *)(uintptr_t)s, n);
 	return 0;
 }
@@ -183,7 +207,8 @@ static CUresult f_sdestroy(CUstream s)
 }
 static CUresult f_ssync(CUstream s)
 {
-	(void)s;
+	if (!s)
+		f_htod_land();
 	return 0;
 }
 static CUresult f_ecreate(CUevent *e, unsigned fl)
