@@ -18,6 +18,7 @@
 
 #include "../src/boot.h"
 #include "../src/bwtest.h"
+#include "../src/gpumem.h"
 #include "../src/log.h"
 #include "../src/nic.h"
 #include "../src/transport/verbs.h"
@@ -45,7 +46,7 @@
 static const char *opt_dev, *opt_op = "write", *opt_loopback, *opt_expect;
 static int opt_ibport, opt_gid = -1, opt_all, opt_iters = -1, opt_qps = 1, opt_bidir;
 static int opt_mtu, opt_lat, opt_txdepth = 128, opt_port = 18515, opt_all_rails;
-static int opt_inline = -1;
+static int opt_inline = -1, opt_use_cuda = -1;
 #define SIZE_UNSET UINT64_MAX
 static uint64_t opt_size = SIZE_UNSET; /* 65536 (RDMA) or 256 MiB (--gpu) when not given */
 static int opt_gpu;
@@ -82,6 +83,9 @@ const struct pn_opt bw_options[] = {
 	{ "inline-size", 'I', OPT_INT, &opt_inline, "BYTES",
 	  "send writes and sends of up to BYTES inline (default 220 with --lat, else 0)", NULL,
 	  NULL },
+	{ "use_cuda", 0, OPT_INT, &opt_use_cuda, "GPU",
+	  "the test buffers in the memory of GPU (an index), registered as a dma-buf "
+	  "(GPUDirect RDMA, like perftest's --use_cuda); needs the cuda plugin", NULL, NULL },
 	{ "port", 'p', OPT_INT, &opt_port, "PORT",
 	  "TCP port of the server (default 18515)", NULL, NULL },
 	{ "loopback", 0, OPT_STRING, &opt_loopback, "DEV1[,DEV2]",
@@ -121,6 +125,7 @@ struct hello {
 };
 
 struct rail {
+	struct pn_gpumem *gpu;		/* --use_cuda: the buffer is GPU memory */
 	struct pn_verbs_dev *dev;
 	struct pn_verbs_conn *conn;
 	struct pn_bw_link link;
@@ -184,6 +189,10 @@ static int parse_cfg(struct bw *b)
 		return pn_cmd_fail(b->ctx, 2, "--lat uses one QP");
 	if (opt_txdepth < 1 || opt_txdepth > 8192)
 		return pn_cmd_fail(b->ctx, 2, "--tx-depth must be between 1 and 8192");
+	if (opt_use_cuda < -1)
+		return pn_cmd_fail(b->ctx, 2, "--use_cuda takes a GPU index (0, 1, ...)");
+	if (opt_use_cuda >= 0 && opt_lat)
+		return pn_cmd_fail(b->ctx, 2, "--use_cuda measures bandwidth; --lat polls host memory");
 	if (opt_inline < -1 || opt_inline > 4096)
 		return pn_cmd_fail(b->ctx, 2, "-I must be between 0 and 4096");
 	if (opt_mtu && !pn_verbs_mtu_valid(opt_mtu))
@@ -314,6 +323,15 @@ static int open_rail(struct bw *b, struct rail *r, const char *spec)
 	r->link.conn = r->conn;
 	r->link.cfg = &b->cfg;
 	r->link.buflen = len;
+	if (opt_use_cuda >= 0) {
+		ret = pn_gpumem_open(&r->gpu, "cuda", opt_use_cuda, len);
+		if (!ret)
+			ret = pn_gpumem_register(r->gpu, r->dev);
+		if (ret)
+			return ret;
+		r->link.buf = pn_gpumem_ptr(r->gpu);
+		return pn_verbs_conn_expose(r->conn, r->link.buf, len);
+	}
 	r->link.buf = calloc(1, len);
 	if (!r->link.buf)
 		return pn_err(-ENOMEM, "out of memory");
@@ -329,7 +347,10 @@ static void close_rail(struct rail *r)
 			pn_verbs_invalidate(r->dev, r->link.buf, r->link.buflen);
 		pn_verbs_dev_close(r->dev);
 	}
-	free(r->link.buf);
+	if (r->gpu)
+		pn_gpumem_close(r->gpu);
+	else
+		free(r->link.buf);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -448,6 +469,9 @@ static void print_link(struct bw *b, const char *local, const char *remote, cons
 		pn_out_str(o, PN_ANY, "link_layer", "  %s\n", p->ethernet ? "Ethernet" : "InfiniBand");
 		pn_out_int(o, PN_ANY, "max_inline", " Max inline data : %lld[B]\n",
 			   pn_verbs_conn_max_inline(r->conn));
+		if (r->gpu)
+			pn_out_str(o, PN_ANY, "gpu_memory", " GPU memory      : %s (dma-buf)\n",
+				   pn_gpumem_describe(r->gpu));
 	}
 	if (gbps > 0) {
 		pn_out_float(o, PN_ANY, "link_gbps", " Link rate       : %g Gb/s\n", gbps);

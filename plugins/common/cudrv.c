@@ -41,9 +41,11 @@ static int loaded;
 struct sym {
 	const char *name;	/* newest first, '|' separates fallbacks */
 	size_t off;
+	int optional;		/* missing: the field stays NULL */
 };
 
-#define S(field, names) { names, offsetof(struct pn_cudrv, field) }
+#define S(field, names) { names, offsetof(struct pn_cudrv, field), 0 }
+#define OPT(field, names) { names, offsetof(struct pn_cudrv, field), 1 }
 static const struct sym syms[] = {
 	S(Init, "cuInit"),
 	S(DriverGetVersion, "cuDriverGetVersion"),
@@ -87,8 +89,10 @@ static const struct sym syms[] = {
 	S(IpcGetMemHandle, "cuIpcGetMemHandle"),
 	S(IpcOpenMemHandle, "cuIpcOpenMemHandle_v2"),
 	S(IpcCloseMemHandle, "cuIpcCloseMemHandle"),
+	OPT(MemGetHandleForAddressRange, "cuMemGetHandleForAddressRange"),
 };
 #undef S
+#undef OPT
 
 static void *lookup(void *dl, const char *names)
 {
@@ -129,6 +133,8 @@ static void load(void)
 	for (i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
 		void *f = lookup(dl, syms[i].name);
 
+		if (!f && syms[i].optional)
+			continue;
 		if (!f) {
 			snprintf(load_err, sizeof(load_err),
 				 "the CUDA driver 'libcuda.so.1' lacks '%s' (driver too old)",

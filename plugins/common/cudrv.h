@@ -35,6 +35,8 @@ typedef struct {
 #define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED 124
+#define CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD 1
 
 struct pn_cudrv {
 	CUresult (*Init)(unsigned flags);
@@ -82,6 +84,9 @@ struct pn_cudrv {
 	CUresult (*IpcGetMemHandle)(CUipcMemHandle *h, CUdeviceptr p);
 	CUresult (*IpcOpenMemHandle)(CUdeviceptr *p, CUipcMemHandle h, unsigned flags);
 	CUresult (*IpcCloseMemHandle)(CUdeviceptr p);
+	/* optional (CUDA 11.7+ drivers): NULL when the driver lacks it */
+	CUresult (*MemGetHandleForAddressRange)(void *handle, CUdeviceptr p, size_t bytes, int type,
+						unsigned long long flags);
 };
 
 /*

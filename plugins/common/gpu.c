@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const data_type_names[PENNY_NDTYPES] = {
 	"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double",
@@ -185,6 +186,39 @@ int pn_gpu_memcpy(struct pn_gpu *g, void *dst, const void *src, size_t bytes, in
 		return 0;
 	}
 	return pn_plugin_fail(-EINVAL, "unknown copy direction %d", dir);
+}
+
+int pn_gpu_export_dmabuf(struct pn_gpu *g, void *ptr, size_t bytes, int *fd, uint64_t *offset)
+{
+	const struct pn_cudrv *cu = g->cu;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), p = (uint64_t)(uintptr_t)ptr, base, end;
+	int ok = 0, f = -1;
+	CUresult r;
+
+	if (!bytes)
+		return pn_plugin_fail(-EINVAL, "nothing to export (0 bytes)");
+	if (!cu->MemGetHandleForAddressRange)
+		return pn_plugin_fail(-EOPNOTSUPP, "the CUDA driver has no cuMemGetHandleForAddressRange "
+						   "(dma-buf export needs a CUDA 11.7 or newer driver)");
+	if (cu->DeviceGetAttribute(&ok, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, g->dev) !=
+		    CUDA_SUCCESS ||
+	    !ok)
+		return pn_plugin_fail(-EOPNOTSUPP, "%s (%s) cannot export dma-bufs (the driver reports "
+						   "no DMA_BUF_SUPPORTED: open kernel modules and a "
+						   "dma-buf capable kernel are needed)",
+				      g->name, g->busid);
+	/* the range must be whole host pages; allocations are 2 MiB aligned */
+	base = p / page * page;
+	end = (p + bytes + page - 1) / page * page;
+	r = cu->MemGetHandleForAddressRange(&f, (CUdeviceptr)base, (size_t)(end - base),
+					    CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+	if (r != CUDA_SUCCESS)
+		return pn_cu_fail(cu, r, "cuMemGetHandleForAddressRange (dma-buf)");
+	if (f < 0)
+		return pn_plugin_fail(-EIO, "cuMemGetHandleForAddressRange gave no file descriptor");
+	*fd = f;
+	*offset = p - base;
+	return 0;
 }
 
 int pn_gpu_poison(struct pn_gpu *g, void *buf, size_t bytes, int byte)

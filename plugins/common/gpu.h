@@ -37,6 +37,8 @@ int pn_gpu_enter(struct pn_gpu *g);
 int pn_gpu_alloc(struct pn_gpu *g, size_t bytes, void **p);
 int pn_gpu_free(struct pn_gpu *g, void *p);
 int pn_gpu_memcpy(struct pn_gpu *g, void *dst, const void *src, size_t bytes, int dir);
+/* penny_plugin_v1.export_dmabuf on this device. */
+int pn_gpu_export_dmabuf(struct pn_gpu *g, void *ptr, size_t bytes, int *fd, uint64_t *offset);
 int pn_gpu_poison(struct pn_gpu *g, void *buf, size_t bytes, int byte);
 int pn_gpu_fill(struct pn_gpu *g, void *buf, size_t count, int dtype, int op, uint32_t seed,
 		int rank);

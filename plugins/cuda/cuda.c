@@ -1004,6 +1004,14 @@ int pn_cuda_allgather(void *be, const void *send, void *recv, size_t count, int 
 	return ret;
 }
 
+int pn_cuda_export_dmabuf(void *be, void *ptr, size_t bytes, int *fd, uint64_t *offset)
+{
+	struct pn_cuda *c = be;
+	int ret = pn_gpu_enter(&c->g);
+
+	return ret ? ret : pn_gpu_export_dmabuf(&c->g, ptr, bytes, fd, offset);
+}
+
 /* Errors the kernels recorded in the workspace since the last check. */
 static int kernel_errors(struct pn_cuda *c)
 {

@@ -131,6 +131,7 @@ int pn_cuda_select(void *be, size_t count, int dtype, int op, int algo);
 int pn_cuda_time(void *be, struct penny_time_v1 *t);
 int pn_cuda_sync(void *be);
 int pn_cuda_allgather(void *be, const void *send, void *recv, size_t count, int dtype);
+int pn_cuda_export_dmabuf(void *be, void *ptr, size_t bytes, int *fd, uint64_t *offset);
 /* The registration holding [p, p + bytes), or NULL (tests). */
 const struct pn_reg *pn_cuda_find_reg(void *be, const void *p, size_t bytes);
 

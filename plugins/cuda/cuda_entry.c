@@ -52,4 +52,5 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.sync = pn_cuda_sync,
 	.bw = bw,
 	.allgather = pn_cuda_allgather,
+	.export_dmabuf = pn_cuda_export_dmabuf,
 };

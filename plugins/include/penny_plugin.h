@@ -186,6 +186,13 @@ struct penny_plugin_v1 {
 	 * elements of send land at recv + r * count elements; send may be that
 	 * place in recv (in place).  NULL if not provided. */
 	int (*allgather)(void *be, const void *send, void *recv, size_t count, int dtype);
+
+	/* Export [ptr, ptr + bytes) of device memory from alloc() as a dma-buf
+	 * for RDMA registration (ibv_reg_dmabuf_mr: GPUDirect RDMA without
+	 * nvidia-peermem).  *fd (the caller closes it) covers the pages around
+	 * the range; ptr lies *offset bytes into it.  NULL if not provided;
+	 * -EOPNOTSUPP when the driver or device cannot. */
+	int (*export_dmabuf)(void *be, void *ptr, size_t bytes, int *fd, uint64_t *offset);
 };
 
 /* Size of the first v1 table (every member up to bw). */

@@ -17,11 +17,13 @@
 #include "penny_plugin.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #ifndef FAKE_ABI
 #define FAKE_ABI PENNY_PLUGIN_ABI_V1
@@ -53,9 +55,14 @@ static const char *fake_errmsg(void)
 	return err;
 }
 
-static int fail(int code, const char *msg)
+static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(int code, const char *fmt, ...)
 {
-	snprintf(err, sizeof(err), "%s", msg);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, sizeof(err), fmt, ap);
+	va_end(ap);
 	return code;
 }
 
@@ -107,6 +114,37 @@ static int fake_free(void *be, void *p)
 	free(p);
 	return 0;
 }
+
+/*
+ * No dma-buf exporter exists without a GPU (the lab's kernel has neither
+ * udmabuf nor dma-heaps): PENNY_FAKE_DMABUF=memfd hands out a memfd, which
+ * is not a dma-buf, so the core's ibv_reg_dmabuf_mr must fail and say so;
+ * unset, the export itself fails.
+ */
+#ifndef FAKE_OLD_SIZE
+static int fake_export_dmabuf(void *be, void *ptr, size_t bytes, int *fd, uint64_t *offset)
+{
+	const char *e = getenv("PENNY_FAKE_DMABUF");
+	int f;
+
+	(void)be;
+	if (!e || strcmp(e, "memfd"))
+		return fail(-EOPNOTSUPP, "fake: no dma-buf exporter (PENNY_FAKE_DMABUF=memfd "
+					 "hands out a memfd instead)");
+	f = memfd_create("penny-fake-dmabuf", MFD_CLOEXEC);
+	if (f < 0)
+		return fail(-errno, "fake: memfd_create: %s", strerror(errno));
+	if (ftruncate(f, (off_t)(bytes + 4096))) {
+		int e2 = errno;
+
+		close(f);
+		return fail(-e2, "fake: ftruncate: %s", strerror(e2));
+	}
+	*fd = f;
+	*offset = (uint64_t)(uintptr_t)ptr % 4096;
+	return 0;
+}
+#endif
 
 static int fake_memcpy(void *be, void *dst, const void *src, size_t bytes, int dir)
 {
@@ -444,6 +482,7 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 #endif
 #ifndef FAKE_OLD_SIZE
 	.allgather = fake_allgather,
+	.export_dmabuf = fake_export_dmabuf,
 #endif
 };
 #else

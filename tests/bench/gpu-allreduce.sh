@@ -147,6 +147,7 @@ done
 run_hier
 [ "${HIER_ONLY:-0}" = 1 ] && { echo "# total $(($(date +%s) - t0)) s, exit $rc"; exit $rc; }
 [ "$ngpu" -ge 2 ] && run 200 --bw
+[ "$ngpu" -ge 1 ] && run 60 --dmabuf
 if [ "$ngpu" -ge 2 ] && [ -n "${PENNY:-}" ]; then
 	echo "## penny bw --gpu --gpu-engine both"
 	timeout 300 "$PENNY" bw --gpu --gpu-engine both || { echo "## exit $?: penny bw --gpu"; rc=1; }

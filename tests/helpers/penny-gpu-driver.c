@@ -9,10 +9,12 @@
  *   --perf    bfloat16 sum from -b to -e, every backend/algorithm, without
  *             and with CUDA graphs (-G), time = slowest rank
  *   --bw      the GPU-to-GPU bandwidth/latency matrix (one process)
+ *   --dmabuf  GPU 0 memory exported as a dma-buf (GPUDirect RDMA registration)
  * Tables go to stdout (and --out FILE as TSV).  Exit 0: all good; 1: wrong
  * values or a failed call; 2: bad usage or a backend that cannot start.
  */
 #define _GNU_SOURCE
+#include "../../src/gpumem.h"
 #include "../../src/log.h"
 #include "../../src/plugin.h"
 #include "../../src/util.h"
@@ -48,7 +50,7 @@ static struct {
 	int ndevices;
 	char backends[256];
 	char algos[128];
-	int check, perf, bw;
+	int check, perf, bw, dmabuf;
 	uint64_t minb, maxb;
 	int factor;
 	int graph;
@@ -594,6 +596,37 @@ static int rank_main(int rank, int fd)
 	return ret ? 1 : failures ? 1 : 0;
 }
 
+/* --dmabuf: the cuda plugin's dma-buf export (GPUDirect RDMA registration
+ * needs it) on GPU 0, 64 MiB at an offset: the fd must be a dma-buf. */
+static int run_dmabuf(void)
+{
+	struct pn_gpumem *m;
+	char path[64], link[256] = "";
+	uint64_t off = 0;
+	int fd = -1, ret;
+	ssize_t n;
+
+	ret = pn_gpumem_open(&m, "cuda", 0, 64u << 20);
+	if (!ret)
+		ret = pn_gpumem_export(m, &fd, &off);
+	if (ret) {
+		printf("dmabuf: %s\n", pn_errmsg(ret));
+		if (m)
+			pn_gpumem_close(m);
+		return 1;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	link[n > 0 ? n : 0] = 0;
+	printf("dmabuf: %s: 64 MiB at %p exported as fd %d -> %s, offset %llu: %s\n",
+	       pn_gpumem_describe(m), pn_gpumem_ptr(m), fd, link, (unsigned long long)off,
+	       strstr(link, "dmabuf") ? "a dma-buf" : "NOT a dma-buf");
+	ret = strstr(link, "dmabuf") ? 0 : 1;
+	close(fd);
+	pn_gpumem_close(m);
+	return ret;
+}
+
 static int run_bw(void)
 {
 	static const struct {
@@ -660,7 +693,7 @@ int main(int argc, char **argv)
 		{ "algos", 1, 0, 'A' },	  { "check", 0, 0, 'C' },   { "perf", 0, 0, 'P' },
 		{ "bw", 0, 0, 'W' },	  { "out", 1, 0, 'o' },	    { "label", 1, 0, 'l' },
 		{ "counts", 1, 0, 'c' },  { "quick", 0, 0, 'q' },   { "timeout", 1, 0, 'T' },
-		{ "help", 0, 0, 'h' },	  { 0, 0, 0, 0 },
+		{ "dmabuf", 0, 0, 'M' },  { "help", 0, 0, 'h' },   { 0, 0, 0, 0 },
 	};
 	int c, r, fds[MAX_RANKS], status, worst = 0;
 	pid_t pids[MAX_RANKS];
@@ -694,6 +727,9 @@ int main(int argc, char **argv)
 			break;
 		case 'W':
 			opt.bw = 1;
+			break;
+		case 'M':
+			opt.dmabuf = 1;
 			break;
 		case 'o':
 			opt.out = optarg;
@@ -747,6 +783,8 @@ int main(int argc, char **argv)
 	setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
 	if (opt.bw)
 		worst = run_bw();
+	if (opt.dmabuf)
+		worst = PN_MAX(worst, run_dmabuf());
 	if (!opt.check && !opt.perf)
 		return worst;
 	fflush(NULL);

@@ -68,6 +68,18 @@ test_expect_success 'inline data: 220 B by default with --lat, -I sets it' '
 	grep -q "Max inline data : 64\[B\]" inls.out &&
 	! penny bw --loopback rxe0,rxe1 -I 5000 2>err && grep -q "^penny bw: -I" err
 '
+test_expect_success 'GPU memory (--use_cuda): the plugin'"'"'s dma-buf goes to ibv_reg_dmabuf_mr; refusals are one line' '
+	# the cuda-named test plugin; rxe cannot register dma-bufs (and no dma-buf
+	# exporter exists here): the call is made and its refusal reported
+	cu=${BUILD:-$TOP/build}/tests/plugins/cuda && test -f $cu/penny-cuda.so &&
+	! PENNY_PLUGIN_PATH=$cu PENNY_FAKE_DMABUF=memfd penny bw --loopback rxe0,rxe1 --use_cuda 0 \
+		-s 64K -n 10 >out 2>err &&
+	grep -q "^penny bw: ibv_reg_dmabuf_mr of 131072 bytes (fd [0-9]*, offset [0-9]*) on rxe0:1: Operation not supported$" err &&
+	! PENNY_PLUGIN_PATH=$cu penny bw --loopback rxe0,rxe1 --use_cuda 0 -s 64K -n 10 2>err &&
+	grep -q "^penny bw: cuda plugin: dma-buf export: fake: no dma-buf exporter" err &&
+	! PENNY_PLUGIN_PATH=$cu penny bw --loopback rxe0,rxe1 --use_cuda 0 --lat 2>err &&
+	test "$(wc -l <err)" -eq 1 && grep -q "use_cuda measures bandwidth" err
+'
 test_expect_success 'every size (-a), JSON: one object per size with the documented keys' '
 	penny bw --loopback rxe0,rxe1 -n 2 -a --json >bw.json && json_valid bw.json &&
 	python3 -c "
