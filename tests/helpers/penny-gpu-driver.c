@@ -621,6 +621,7 @@ static int run_dmabuf(void)
 	printf("dmabuf: %s: 64 MiB at %p exported as fd %d -> %s, offset %llu: %s\n",
 	       pn_gpumem_describe(m), pn_gpumem_ptr(m), fd, link, (unsigned long long)off,
 	       strstr(link, "dmabuf") ? "a dma-buf" : "NOT a dma-buf");
+	fflush(stdout);
 	ret = strstr(link, "dmabuf") ? 0 : 1;
 	close(fd);
 	pn_gpumem_close(m);
