@@ -169,13 +169,30 @@ int pn_coll_schedule(struct pn_coll *co, size_t count, enum pn_dtype t, enum pn_
 	return 0;
 }
 
+/* Execute one schedule; avg_div: divisor of avg (0: the communicator's size). */
+static int run(struct pn_coll *co, const struct pn_sched *s, const void *sendbuf, void *recvbuf,
+	       enum pn_dtype t, enum pn_redop op, struct pn_reg *sreg, struct pn_reg *rreg,
+	       int avg_div)
+{
+	struct pn_exec_args a;
+
+	memset(&a, 0, sizeof(a));
+	a.sendbuf = sendbuf;
+	a.recvbuf = recvbuf;
+	a.sreg = sreg;
+	a.rreg = rreg;
+	a.dtype = t;
+	a.op = op;
+	a.avg_div = avg_div;
+	return pn_exec_run(&co->exec, s, &a);
+}
+
 int pn_allreduce(struct pn_coll *co, const void *sendbuf, void *recvbuf, size_t count,
 		 enum pn_dtype t, enum pn_redop op, enum pn_algo algo, struct pn_reg *sreg,
 		 struct pn_reg *rreg)
 {
 	struct pn_comm *c = co->comm;
 	const struct pn_sched *s;
-	struct pn_exec_args a;
 	int direct, ret, p;
 
 	/* direct loads need every rank on this host over shm, and registrations */
@@ -186,14 +203,7 @@ int pn_allreduce(struct pn_coll *co, const void *sendbuf, void *recvbuf, size_t 
 	ret = pn_coll_schedule(co, count, t, algo, direct, sendbuf == recvbuf, &s);
 	if (ret)
 		return ret;
-	memset(&a, 0, sizeof(a));
-	a.sendbuf = sendbuf;
-	a.recvbuf = recvbuf;
-	a.sreg = sreg;
-	a.rreg = rreg;
-	a.dtype = t;
-	a.op = op;
-	return pn_exec_run(&co->exec, s, &a);
+	return run(co, s, sendbuf, recvbuf, t, op, sreg, rreg, 0);
 }
 
 int pn_allreduce_group(struct pn_coll *co, const void *sendbuf, void *recvbuf, size_t count,
@@ -202,7 +212,6 @@ int pn_allreduce_group(struct pn_coll *co, const void *sendbuf, void *recvbuf, s
 	struct pn_comm *c = co->comm;
 	struct pn_sched_job job;
 	struct pn_sched s;
-	struct pn_exec_args a;
 	int ret;
 
 	memset(&job, 0, sizeof(job));
@@ -213,13 +222,7 @@ int pn_allreduce_group(struct pn_coll *co, const void *sendbuf, void *recvbuf, s
 	ret = pn_sched_build_ring_group(&s, &job, group, m, count, pn_dtype_size(t));
 	if (ret)
 		return ret;
-	memset(&a, 0, sizeof(a));
-	a.sendbuf = sendbuf;
-	a.recvbuf = recvbuf;
-	a.dtype = t;
-	a.op = op;
-	a.avg_div = m;
-	ret = pn_exec_run(&co->exec, &s, &a);
+	ret = run(co, &s, sendbuf, recvbuf, t, op, NULL, NULL, m);
 	pn_sched_release(&s);
 	return ret;
 }

@@ -12,6 +12,37 @@
 pkts() { cat /sys/class/infiniband/$1/ports/1/hw_counters/$2; }
 snap() { for d in rxe0 rxe1 rxe2 rxe3; do echo "$d $(pkts $d sent_pkts) $(pkts $d rcvd_pkts)"; done; }
 
+# Bytes each rxe device sent and received while penny top --json ran (file
+# $1), one line per device; fails unless all four moved data both ways.
+top_traffic() {
+	python3 - "$1" <<'PY'
+import json, sys
+first, last = {}, {}
+for line in open(sys.argv[1]):
+    try:
+        sample = json.loads(line)
+    except ValueError:
+        continue
+    for p in sample["ports"]:
+        first.setdefault(p["device"], p)
+        last[p["device"]] = p
+seen = {d: [last[d]["rx_bytes"] - first[d]["rx_bytes"], last[d]["tx_bytes"] - first[d]["tx_bytes"]] for d in first}
+for d, hop in (("rxe0", "a->b rail 0"), ("rxe1", "b->a rail 0"), ("rxe2", "a->b rail 1"), ("rxe3", "b->a rail 1")):
+    print("penny top: %s tx %d B (%s), rx %d B" % (d, seen.get(d, [0, 0])[1], hop, seen.get(d, [0, 0])[0]))
+assert all(seen.get(d, [0, 0])[0] > 0 and seen.get(d, [0, 0])[1] > 0 for d in ("rxe0", "rxe1", "rxe2", "rxe3")), seen
+PY
+}
+
+# Packet counters (snap before, after): every device sent and received, and
+# each rail's two ends mirror each other: nothing crossed rails.  Leaves delta.
+rails_pair_up() {
+	paste before after | awk '{ s = $5 - $2; r = $6 - $3; print $1, s, r; if (s < 100 || r < 100) bad = 1 }
+		END { exit bad }' >delta && cat delta &&
+	awk 'NR == 1 { s0 = $2; r0 = $3 } NR == 2 { s1 = $2; r1 = $3 }
+	     NR == 3 { s2 = $2; r2 = $3 } NR == 4 { s3 = $2; r3 = $3 }
+	     END { exit !(s0 == r1 && s1 == r0 && s2 == r3 && s3 == r2) }' delta
+}
+
 run_job() {
 	local port=$((20000 + RANDOM % 20000)) pids= r hca node
 	for r in 1 2 3; do
@@ -36,25 +67,9 @@ test_expect_success '2 nodes x 2 rails, multiring: 0 wrong, both rails carry tra
 	kill $topp; wait $topp
 	test $rc -eq 0 &&
 	snap >after && cat out | grep -E "via|Out of" &&
-	python3 -c "import json
-first, last = {}, {}
-for line in open(\"top.jsonl\"):
-    try:
-        sample = json.loads(line)
-    except ValueError:
-        continue
-    for p in sample[\"ports\"]:
-        first.setdefault(p[\"device\"], p)
-        last[p[\"device\"]] = p
-seen = {d: [last[d][\"rx_bytes\"] - first[d][\"rx_bytes\"], last[d][\"tx_bytes\"] - first[d][\"tx_bytes\"]] for d in first}
-print(\"penny top, bytes rx/tx during the job:\", seen)
-assert all(seen.get(d, [0, 0])[0] > 0 and seen.get(d, [0, 0])[1] > 0 for d in (\"rxe0\", \"rxe1\", \"rxe2\", \"rxe3\")), seen" &&
+	top_traffic top.jsonl &&
 	test "$(grep -c "Out of bounds values : 0 OK" out)" -eq 1 &&
-	paste before after | awk "{ s = \$5 - \$2; r = \$6 - \$3; print \$1, s, r; if (s < 100 || r < 100) bad = 1 }
-		END { exit bad }" >delta && cat delta &&
-	awk "NR == 1 { s0 = \$2; r0 = \$3 } NR == 2 { s1 = \$2; r1 = \$3 }
-	     NR == 3 { s2 = \$2; r2 = \$3 } NR == 4 { s3 = \$2; r3 = \$3 }
-	     END { exit !(s0 == r1 && s1 == r0 && s2 == r3 && s3 == r2) }" delta
+	rails_pair_up
 '
 test_expect_success 'rails follow the channels: each rank opened rail 0 and rail 1' '
 	{ run_job --algo multiring -b 1M -e 1M --debug=VERBS || { cat err*; false; }; } &&
@@ -122,26 +137,9 @@ test_expect_success 'multiring --plan: 0 wrong, both rails both ways, nothing cr
 	test "$(grep -c "Out of bounds values : 0 OK" out)" -eq 1 &&
 	grep -q "^# Plan plan.json: 2 rings, nodes matched by host name$" out &&
 	grep -q "^#  Ring 0: 0 1 3 2$" out && grep -q "^#  Ring 1: 1 0 2 3$" out &&
-	python3 -c "import json
-first, last = {}, {}
-for line in open(\"top.jsonl\"):
-    try:
-        sample = json.loads(line)
-    except ValueError:
-        continue
-    for p in sample[\"ports\"]:
-        first.setdefault(p[\"device\"], p)
-        last[p[\"device\"]] = p
-seen = {d: [last[d][\"rx_bytes\"] - first[d][\"rx_bytes\"], last[d][\"tx_bytes\"] - first[d][\"tx_bytes\"]] for d in first}
-for d, hop in ((\"rxe0\", \"a->b rail 0\"), (\"rxe1\", \"b->a rail 0\"), (\"rxe2\", \"a->b rail 1\"), (\"rxe3\", \"b->a rail 1\")):
-    print(\"penny top: %s tx %d B (%s), rx %d B\" % (d, seen.get(d, [0, 0])[1], hop, seen.get(d, [0, 0])[0]), file=open(\"traffic.txt\", \"a\"))
-assert all(seen.get(d, [0, 0])[0] > 0 and seen.get(d, [0, 0])[1] > 0 for d in (\"rxe0\", \"rxe1\", \"rxe2\", \"rxe3\")), seen" &&
+	top_traffic top.jsonl >>traffic.txt &&
 	cat traffic.txt &&
-	paste before after | awk "{ s = \$5 - \$2; r = \$6 - \$3; print \$1, s, r; if (s < 100 || r < 100) bad = 1 }
-		END { exit bad }" >delta && cat delta && sed "s/^/hw_counters sent_pkts rcvd_pkts: /" delta >>traffic.txt &&
-	awk "NR == 1 { s0 = \$2; r0 = \$3 } NR == 2 { s1 = \$2; r1 = \$3 }
-	     NR == 3 { s2 = \$2; r2 = \$3 } NR == 4 { s3 = \$2; r3 = \$3 }
-	     END { exit !(s0 == r1 && s1 == r0 && s2 == r3 && s3 == r2) }" delta &&
+	rails_pair_up && sed "s/^/hw_counters sent_pkts rcvd_pkts: /" delta >>traffic.txt &&
 	grep -h "verbs transport on" err* | sed "s/.*penny //" | sort | uniq -c &&
 	for r in 0 1; do
 		grep -q "verbs transport on rxe0:1" err$r && grep -q "verbs transport on rxe2:1" err$r &&
