@@ -347,7 +347,8 @@ static int wait_byte(struct pn_bw_link *l, volatile uint8_t *p, uint8_t want, do
 	unsigned spins = 0;
 	int yield = 0;
 
-	while (*p != want) {
+	/* an acquire load: what the peer wrote before this byte is visible */
+	while (__atomic_load_n(p, __ATOMIC_ACQUIRE) != want) {
 		if (++spins % 1024)
 			continue;
 		now = pn_now();
@@ -361,7 +362,6 @@ static int wait_byte(struct pn_bw_link *l, volatile uint8_t *p, uint8_t want, do
 		if (yield)
 			sched_yield();
 	}
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	return 0;
 }
 

@@ -177,15 +177,27 @@ static int nccl_fail(struct pn_nccl *c, ncclResult_t r, const char *what)
 			      last && *last ? ": " : "", last && *last ? last : "", r);
 }
 
-/* NVLink SHARP / multicast stays off on shared machines. */
-static void keep_nvls_off(const struct penny_host_v1 *host)
+/* NVLink SHARP / multicast stays off on shared machines.  The environment
+ * is changed once per process (ranks may be threads of one process). */
+static pthread_once_t nvls_once = PTHREAD_ONCE_INIT;
+static char nvls_was[64];
+
+static void nvls_off_once(void)
 {
 	const char *v = getenv("NCCL_NVLS_ENABLE");
 
 	if (v && strcmp(v, "0"))
-		pn_gpu_log(host, PENNY_LOG_INFO, "nccl: NCCL_NVLS_ENABLE=%s overridden to 0", v);
+		snprintf(nvls_was, sizeof(nvls_was), "%s", v);
 	setenv("NCCL_NVLS_ENABLE", "0", 1);
 	setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
+}
+
+static void keep_nvls_off(const struct penny_host_v1 *host)
+{
+	pthread_once(&nvls_once, nvls_off_once);
+	if (nvls_was[0])
+		pn_gpu_log(host, PENNY_LOG_INFO, "nccl: NCCL_NVLS_ENABLE=%s overridden to 0",
+			   nvls_was);
 }
 
 struct pn_nccl_hello {
