@@ -3,12 +3,15 @@
 # this machine, same sizes, type (float), op (sum), warm-up and iterations,
 # in one run.  Prints per size both times and the speed-up MPI/penny.
 #   tests/bench/host-allreduce.sh [NP...]      (default: 2 4)
-# Environment: ITERS (default 200), WARMUP (20), MINB (8), MAXB (16M),
+# Environment: ITERS (default 200), WARMUP (20), MINB (8), MAXB (16777216;
+# byte counts in digits),
 # ROUNDS (3: alternate the two programs, keep the best time of each).
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 PENNY=${PENNY:-$top/penny}
 iters=${ITERS:-200} warmup=${WARMUP:-20} minb=${MINB:-8} maxb=${MAXB:-16777216}
+[[ $minb =~ ^[0-9]+$ && $maxb =~ ^[0-9]+$ && $minb -le $maxb ]] ||
+	{ echo "MINB and MAXB are byte counts in digits, MINB <= MAXB" >&2; exit 2; }
 rounds=${ROUNDS:-3}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
