@@ -133,7 +133,7 @@ static int plan_load(struct job *j, int *rc)
 {
 	struct pn_boot *b = j->boot;
 	struct planned *pl = calloc(1, sizeof(*pl));
-	int *node = calloc((size_t)j->nranks, sizeof(int)), *all = NULL;
+	int *node = calloc((size_t)j->nranks, sizeof(int));
 	const char **names = calloc((size_t)j->nranks, sizeof(char *));
 	int r, ret, mine, first = -1;
 
@@ -153,27 +153,22 @@ static int plan_load(struct job *j, int *rc)
 	if (!mine)
 		mine = pn_plan_job_map(&pl->map, &pl->plan, j->nranks, node, pn_boot_nnodes(b),
 				       names);
-	all = calloc((size_t)j->nranks, sizeof(int));
-	ret = all ? pn_boot_allgather(b, &mine, all, sizeof(mine)) : pn_err(-ENOMEM, "out of memory");
-	if (ret)
-		goto out;
-	for (r = 0; r < j->nranks && first < 0; r++)
-		if (all[r])
-			first = r;
+	ret = pn_boot_agree_err(b, mine, 0, &first);
 	if (first >= 0) {
 		if (first == j->rank)
-			pn_cmd_fail(j->ctx, 2, "--plan: %s", pn_errmsg(mine));
-		*rc = mine == -ENOMEM || all[first] == -ENOMEM ? 1 : 2;
+			pn_cmd_fail(j->ctx, 2, "--plan: %s", pn_errmsg(ret));
+		*rc = mine == -ENOMEM || ret == -ENOMEM ? 1 : 2;
 		ret = 0;
 		goto out;
 	}
+	if (ret)
+		goto out;
 	j->plan = pl;
 	pl = NULL;
 out:
 	plan_free(pl);
 	free(node);
 	free(names);
-	free(all);
 	return ret;
 }
 

@@ -140,30 +140,13 @@ static int parse_algos(struct ar_gpu *g, const char *list, char *why, size_t wle
  */
 static int agree(struct ar_gpu *g, const char *why)
 {
-	struct {
-		int32_t bad;
-		char why[300];
-	} mine, *all;
-	int r, rc = 0;
+	int ret = pn_boot_agree_err(g->c->boot, why ? pn_err(-EINVAL, "%s", why) : 0, 0, NULL);
 
-	memset(&mine, 0, sizeof(mine));
-	mine.bad = why != NULL;
-	if (why)
-		snprintf(mine.why, sizeof(mine.why), "%s", why);
-	all = calloc((size_t)g->c->nranks, sizeof(mine));
-	if (!all || pn_boot_allgather(g->c->boot, &mine, all, sizeof(mine))) {
-		free(all);
-		pn_cmd_fail(g->ctx, 0, "rank %d: %s", g->c->rank, why ? why : pn_errmsg(-EIO));
-		return 2;
-	}
-	for (r = 0; r < g->c->nranks && !rc; r++)
-		if (all[r].bad) {
-			if (g->c->rank == 0)
-				pn_cmd_fail(g->ctx, 0, "%s", all[r].why);
-			rc = 2;
-		}
-	free(all);
-	return rc;
+	if (!ret)
+		return 0;
+	if (g->c->rank == 0)
+		pn_cmd_fail(g->ctx, 0, "%s", pn_errmsg(ret));
+	return 2;
 }
 
 int ar_gpu_open(struct pn_ctx *ctx, struct pn_coll *coll, const char *name,

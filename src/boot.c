@@ -1049,6 +1049,42 @@ int pn_boot_agree(struct pn_boot *b, int ok, int *all_ok)
 	return ret;
 }
 
+int pn_boot_agree_err(struct pn_boot *b, int code, int name_rank, int *first)
+{
+	struct verdict {
+		int32_t code;
+		char msg[300];
+	} mine, *all = calloc((size_t)b->nranks, sizeof(mine));
+	int ret, r, f = -1, nfail = 0;
+
+	if (first)
+		*first = -1;
+	memset(&mine, 0, sizeof(mine));
+	mine.code = code;
+	if (code)
+		snprintf(mine.msg, sizeof(mine.msg), "%s", pn_errmsg(code));
+	if (!all)
+		return pn_err(-ENOMEM, "out of memory");
+	ret = pn_boot_allgather(b, &mine, all, sizeof(mine));
+	for (r = 0; !ret && r < b->nranks; r++)
+		if (all[r].code) {
+			nfail++;
+			if (f < 0)
+				f = r;
+		}
+	if (!ret && f >= 0) {
+		if (name_rank && nfail < b->nranks)
+			ret = pn_err(all[f].code, "rank %d (host %s): %s", f, rank_host(b, f),
+				     all[f].msg);
+		else
+			ret = pn_err(all[f].code, "%s", all[f].msg);
+		if (first)
+			*first = f;
+	}
+	free(all);
+	return ret;
+}
+
 /* Tell the others this rank failed (best effort, never blocks long). */
 void pn_boot_abort(struct pn_boot *b, const char *why)
 {

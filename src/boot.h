@@ -78,6 +78,14 @@ int pn_boot_bcast(struct pn_boot *b, void *buf, size_t len, int root);
 int pn_boot_barrier(struct pn_boot *b);
 /* Logical AND of ok over all ranks (error agreement); *all_ok out. */
 int pn_boot_agree(struct pn_boot *b, int ok, int *all_ok);
+/*
+ * Every rank's verdict on a step, with the reason: code is 0 or a negative
+ * errno whose message (pn_errmsg) travels to every rank.  Returns 0 when all
+ * are fine; else, on every rank, the first failing rank's code with its
+ * message set, prefixed "rank R (host H): " when name_rank and not every
+ * rank failed; *first (may be NULL) is that rank, or -1.
+ */
+int pn_boot_agree_err(struct pn_boot *b, int code, int name_rank, int *first);
 
 /* Wire format, exposed for tests. */
 struct pn_wire_hdr {

@@ -60,44 +60,12 @@ static void host_log(void *ctx, int level, const char *msg)
 		PN_DBG(PN_LOG_PLUGIN, "%s plugin: %s", g->cfg.plugin, msg);
 }
 
-/*
- * Every rank says how its step went (through the rendezvous, which no
+/* Every rank says how its step went (through the rendezvous, which no
  * plugin collective can be blocking); all fail with the first failing
- * rank's message.
- */
-struct status {
-	int32_t code;
-	char msg[300];
-};
-
+ * rank's message. */
 static int agree(struct pn_gpucoll *g, int code)
 {
-	struct pn_comm *c = g->c;
-	struct status mine, *all = calloc((size_t)c->nranks, sizeof(mine));
-	int ret, r, first = -1, nfail = 0;
-
-	memset(&mine, 0, sizeof(mine));
-	mine.code = code;
-	if (code)
-		snprintf(mine.msg, sizeof(mine.msg), "%s", pn_errmsg(code));
-	if (!all)
-		return pn_err(-ENOMEM, "out of memory");
-	ret = pn_boot_allgather(c->boot, &mine, all, sizeof(mine));
-	for (r = 0; !ret && r < c->nranks; r++)
-		if (all[r].code) {
-			nfail++;
-			if (first < 0)
-				first = r;
-		}
-	if (!ret && first >= 0) {
-		if (nfail == c->nranks)
-			ret = pn_err(all[first].code, "%s", all[first].msg);
-		else
-			ret = pn_err(all[first].code, "rank %d (host %s): %s", first,
-				     pn_boot_host(c->boot, first), all[first].msg);
-	}
-	free(all);
-	return ret;
+	return pn_boot_agree_err(g->c->boot, code, 1, NULL);
 }
 
 /* Groups: this node's ranks, and the ranks of my local index on every node. */
