@@ -63,3 +63,51 @@ test_done() {
 	echo "1..$TEST_N"
 	[ "$TEST_FAILED" -eq 0 ]
 }
+
+# Fault-suite helpers.
+# shm_snapshot FILE: the penny segments in /dev/shm now (compare with shm_leftovers).
+shm_snapshot() { ls /dev/shm 2>/dev/null | grep '^penny-' | sort >"$1"; }
+# shm_leftovers FILE: fail, listing them, if penny segments appeared since shm_snapshot FILE.
+shm_leftovers() {
+	local now
+	now=$(ls /dev/shm 2>/dev/null | grep '^penny-' | sort | comm -13 "$1" -)
+	[ -z "$now" ] || { echo "left in /dev/shm: $now" >&2; return 1; }
+}
+# no_procs_left [SECONDS]: fail if a process running this build's penny
+# binary ($PENNY, matched by /proc/PID/exe) still lives after SECONDS
+# (default 3); kills them so one test's leak cannot break the next.
+penny_procs() {
+	local exe p
+	exe=$(readlink -f "$PENNY")
+	for p in $(pgrep -x penny; pgrep -f 'penny '); do
+		[ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$exe" ] && echo "$p"
+	done | sort -u
+}
+no_procs_left() {
+	local wait=${1:-3} i left
+	for ((i = 0; i < wait * 10; i++)); do
+		[ -z "$(penny_procs)" ] && return 0
+		sleep 0.1
+	done
+	left=$(penny_procs | xargs -r ps -o pid=,stat=,args= -p)
+	penny_procs | xargs -r kill -9
+	echo "processes left: $left" >&2
+	return 1
+}
+# within SECONDS CMD...: run CMD, fail if it ran longer than SECONDS (its own
+# exit code is kept in $WITHIN_RC, and the wall time in $WITHIN_SECS).
+within() {
+	local limit=$1 t0
+	shift
+	t0=$(date +%s.%N)
+	"$@"
+	WITHIN_RC=$?
+	WITHIN_SECS=$(python3 -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 2))" \
+		"$(date +%s.%N)" "$t0")
+	if python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= float(sys.argv[2]) else 1)" \
+		"$WITHIN_SECS" "$limit"; then
+		return 0
+	fi
+	echo "took ${WITHIN_SECS}s, limit ${limit}s: $*" >&2
+	return 1
+}
