@@ -15,24 +15,23 @@ int pn_coll_init(struct pn_coll *co, struct pn_comm *c)
 	const char *tf = getenv("PENNY_TUNE_FILE");
 
 	memset(co, 0, sizeof(*co));
-	co->comm = c;
-	co->nchannels = c->nchannels > 1 ? c->nchannels : 2;
 	co->node = malloc(sizeof(int) * (size_t)c->nranks);
 	if (!co->node)
 		return pn_err(-ENOMEM, "out of memory");
 	for (r = 0; r < c->nranks; r++)
 		co->node[r] = c->peers[r].node;
-	if (tf && *tf) {
-		ret = pn_tune_load(tf);
-		if (ret) {
-			free(co->node);
-			return ret;
-		}
-	}
-	ret = pn_exec_init(&co->exec, c);
-	if (ret)
+	ret = tf && *tf ? pn_tune_load(tf) : 0;
+	if (!ret)
+		ret = pn_exec_init(&co->exec, c);
+	if (ret) {
+		/* nothing is left to release: a caller's pn_coll_release is harmless */
 		free(co->node);
-	return ret;
+		memset(co, 0, sizeof(*co));
+		return ret;
+	}
+	co->comm = c;
+	co->nchannels = c->nchannels > 1 ? c->nchannels : 2;
+	return 0;
 }
 
 static void free_rings(struct pn_coll *co)

@@ -25,6 +25,7 @@ struct pn_coll {
 	int cache_direct, cache_inplace;
 };
 
+/* On failure *co is left zeroed (co->comm NULL): pn_coll_release on it does nothing. */
 int pn_coll_init(struct pn_coll *co, struct pn_comm *c);
 void pn_coll_release(struct pn_coll *co);
 /*
