@@ -430,9 +430,11 @@ static int sweep(struct job *j, enum pn_algo algo, const uint64_t *sizes, size_t
 		memset(&rw, 0, sizeof(rw));
 		snprintf(rw.backend, sizeof(rw.backend), "host");
 		snprintf(rw.algo, sizeof(rw.algo), "%s", pn_algo_name(algo));
-		rw.host_algo = algo;
 		rw.bytes = sizes[i];
 		rw.count = sizes[i] / j->es;
+		/* what ran (auto: the pick), which is what a tuning table may name */
+		rw.host_algo = pn_allreduce_algo(&j->coll, rw.count, j->dtype, algo, j->sreg,
+						 j->rreg);
 		for (k = 0; k < 2; k++) {
 			ret = run_size(j, algo, rw.bytes, k, seed + 2 * i * 7919 + (uint64_t)k * 104729,
 				       &rw.time_us[k], &rw.wrong[k]);

@@ -54,6 +54,10 @@ int pn_allreduce_group(struct pn_coll *co, const void *sendbuf, void *recvbuf, s
 int pn_allgather_group(struct pn_coll *co, const void *mine, void *all, size_t len,
 		       const int *group, int m);
 
+/* The algorithm pn_allreduce runs for algo (auto: the tuning table's pick). */
+enum pn_algo pn_allreduce_algo(const struct pn_coll *co, size_t count, enum pn_dtype t,
+			       enum pn_algo algo, const struct pn_reg *sreg, const struct pn_reg *rreg);
+
 /* The schedule pn_allreduce would run (for printing); valid until the next call. */
 int pn_coll_schedule(struct pn_coll *co, size_t count, enum pn_dtype t, enum pn_algo algo,
 		     int direct, int inplace, const struct pn_sched **out);
@@ -62,6 +66,8 @@ int pn_coll_schedule(struct pn_coll *co, size_t count, enum pn_dtype t, enum pn_
  * "nranks nnodes max_bytes algo" override the built-in table. */
 enum pn_algo pn_tune_pick(int nranks, int nnodes, size_t bytes, int direct);
 int pn_tune_load(const char *path);
+/* Lines pn_tune_load accepts; an algorithm outside the runnable ones (auto)
+ * is -EINVAL and writes nothing. */
 int pn_tune_save(const char *path, int nranks, int nnodes, const size_t *bytes,
 		 const enum pn_algo *algo, int n);
 

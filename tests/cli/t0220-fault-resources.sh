@@ -16,4 +16,14 @@ test_expect_success 'a tuning file that cannot be read: one line, no crash (was 
 	no_procs_left && shm_leftovers shm0
 '
 
+test_expect_success '--tune-out without --algo all writes what ran, and PENNY_TUNE_FILE loads it' '
+	penny allreduce-test --np 2 -b 8 -e 256K -f 8 --tune-out t.tune >out &&
+	cat t.tune && grep -q " two-shot$" t.tune &&
+	test "$(grep -vc "^#" t.tune)" -eq 6 &&
+	! grep -q " auto$" t.tune &&
+	PENNY_TUNE_FILE=t.tune penny allreduce-test --np 2 -b 8 -e 256K -f 8 >out2 2>err2 &&
+	! grep -q FAILED out2 && test ! -s err2 &&
+	no_procs_left
+'
+
 test_done
