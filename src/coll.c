@@ -325,7 +325,7 @@ enum pn_algo pn_tune_pick(int nranks, int nnodes, size_t bytes, int direct)
 		return PN_ALGO_RING;
 	if (nnodes == 1) {
 		if (direct)
-			return bytes <= (64u << 10) ? PN_ALGO_ONE_SHOT : PN_ALGO_TWO_SHOT;
+			return bytes <= PN_TUNE_ONE_SHOT_MAX ? PN_ALGO_ONE_SHOT : PN_ALGO_TWO_SHOT;
 		return bytes <= (16u << 10) ? PN_ALGO_ONE_SHOT : PN_ALGO_RING;
 	}
 	if (bytes <= (16u << 10))

@@ -65,6 +65,9 @@ int pn_coll_schedule(struct pn_coll *co, size_t count, enum pn_dtype t, enum pn_
 /* Tuning: the algorithm for (nranks, nnodes, bytes); PENNY_TUNE_FILE lines
  * "nranks nnodes max_bytes algo" override the built-in table. */
 enum pn_algo pn_tune_pick(int nranks, int nnodes, size_t bytes, int direct);
+/* The built-in table's largest size for one-shot (which reduces in place
+ * into a scratch buffer of the whole size). */
+#define PN_TUNE_ONE_SHOT_MAX (64u << 10)
 int pn_tune_load(const char *path);
 /* Lines pn_tune_load accepts; an algorithm outside the runnable ones (auto)
  * is -EINVAL and writes nothing. */

@@ -73,6 +73,16 @@ static size_t node_size(int nlocal, int nchan)
 	       FIFO_BYTES * (size_t)nlocal * (size_t)nlocal * (size_t)nchan;
 }
 
+uint64_t pn_shm_node_bytes(int nlocal, int nchan)
+{
+	return node_size(nlocal, nchan);
+}
+
+uint64_t pn_shm_fifo_bytes(void)
+{
+	return FIFO_BYTES;
+}
+
 static void shm_name(char *buf, size_t len, const struct pn_comm *c, const char *what, int a,
 		     uint64_t b)
 {
