@@ -12,6 +12,7 @@
 #include "../src/boot.h"
 #include "../src/coll.h"
 #include "../src/log.h"
+#include "../src/mem.h"
 #include "../src/plan_job.h"
 #include "../src/reduce.h"
 #include "../src/util.h"
@@ -354,6 +355,7 @@ static void print_row(struct job *j, const struct ar_row *rw)
 			(unsigned long long)rw->wrong[1], rw->backend);
 }
 
+/* ctx NULL: quiet */
 static int parse_algos(struct pn_ctx *ctx, enum pn_algo *algos, int *n)
 {
 	char *list = strdup(opt_algo), *tok, *save = NULL;
@@ -371,7 +373,8 @@ static int parse_algos(struct pn_ctx *ctx, enum pn_algo *algos, int *n)
 		}
 		ret = pn_algo_parse(tok, &a);
 		if (ret) {
-			pn_cmd_error(ctx, ret);
+			if (ctx)
+				pn_cmd_error(ctx, ret);
 			break;
 		}
 		if (k < 16)
@@ -430,9 +433,11 @@ static int sweep(struct job *j, enum pn_algo algo, const uint64_t *sizes, size_t
 		memset(&rw, 0, sizeof(rw));
 		snprintf(rw.backend, sizeof(rw.backend), "host");
 		snprintf(rw.algo, sizeof(rw.algo), "%s", pn_algo_name(algo));
-		rw.host_algo = algo;
 		rw.bytes = sizes[i];
 		rw.count = sizes[i] / j->es;
+		/* what ran (auto: the pick), which is what a tuning table may name */
+		rw.host_algo = pn_allreduce_algo(&j->coll, rw.count, j->dtype, algo, j->sreg,
+						 j->rreg);
 		for (k = 0; k < 2; k++) {
 			ret = run_size(j, algo, rw.bytes, k, seed + 2 * i * 7919 + (uint64_t)k * 104729,
 				       &rw.time_us[k], &rw.wrong[k]);
@@ -587,6 +592,96 @@ static int check_backends(struct pn_ctx *ctx, const char *list, int *has_host, i
 	return 0;
 }
 
+/*
+ * The planned memory of this host's ranks (src/mem.h): the node segment;
+ * with the host backend a send and a receive buffer of -e each in /dev/shm,
+ * and one-shot's scratch for in-place runs (auto runs one-shot up to
+ * PN_TUNE_ONE_SHOT_MAX, a tuning file at any size); FIFOs to the ranks
+ * on other hosts, or to all when a transport other than shm is forced.
+ */
+static void mem_job(struct pn_mem_job *mj, int nlocal, int nranks, int nchan, int host,
+		    const enum pn_algo *algos, int nalgos, uint64_t base)
+{
+	const char *t = pn_cli.transport;
+	int a;
+
+	memset(mj, 0, sizeof(*mj));
+	mj->nlocal = nlocal;
+	mj->nremote = t && strcmp(t, "shm") ? nranks - 1 : nranks - nlocal;
+	mj->nchannels = nchan > 0 ? nchan : 1;
+	mj->node_segment = 1;
+	mj->base_bytes = base;
+	if (!host)
+		return;
+	mj->nbufs = 2;
+	mj->buf_bytes = opt_maxbytes;
+	for (a = 0; a < nalgos; a++) {
+		uint64_t s = 0;
+
+		if (algos[a] == PN_ALGO_ONE_SHOT ||
+		    (algos[a] == PN_ALGO_AUTO && getenv("PENNY_TUNE_FILE")))
+			s = opt_maxbytes;
+		else if (algos[a] == PN_ALGO_AUTO)
+			s = PN_MIN(opt_maxbytes, PN_TUNE_ONE_SHOT_MAX);
+		mj->scratch_bytes = PN_MAX(mj->scratch_bytes, s);
+	}
+}
+
+static int has_multiring(const enum pn_algo *algos, int nalgos)
+{
+	int a;
+
+	for (a = 0; a < nalgos; a++)
+		if (algos[a] == PN_ALGO_MULTIRING)
+			return 1;
+	return 0;
+}
+
+/* --np: the planned memory of the ranks about to be forked (a --plan's rings
+ * are not read yet: one channel, the ranks check again with them). */
+int allreduce_test_prelaunch(struct pn_ctx *ctx, int np)
+{
+	const char *backends = opt_backend ? opt_backend : "host";
+	char copy[512], *tok, *save = NULL;
+	enum pn_algo algos[16];
+	struct pn_mem_job mj;
+	int nalgos, host = 0, ret;
+
+	/* options that do not parse are the ranks' to report */
+	if (parse_algos(NULL, algos, &nalgos))
+		return 0;
+	snprintf(copy, sizeof(copy), "%s", backends);
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		host |= !strcmp(tok, "host");
+	mem_job(&mj, np, np, has_multiring(algos, nalgos) ? 2 : 1, host, algos, nalgos,
+		PN_MEM_RANK_BASE);
+	ret = pn_mem_check(&mj);
+	return ret ? pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret)) : 0;
+}
+
+/*
+ * Every rank checks its host's planned memory before anything is mapped;
+ * a host that cannot fit fails every rank with exit 2, and only the lowest
+ * rank that found it says why.
+ */
+static int check_memory(struct job *j, int nchan, int host, const enum pn_algo *algos,
+			int nalgos, int *rc)
+{
+	struct pn_mem_job mj;
+	int first = -1, ret;
+
+	*rc = 0;
+	mem_job(&mj, pn_boot_local_size(j->boot), j->nranks, nchan, host, algos, nalgos, 0);
+	ret = pn_boot_agree_err(j->boot, pn_mem_check(&mj), 1, &first);
+	if (first >= 0) {
+		if (first == j->rank)
+			pn_cmd_fail(j->ctx, 2, "%s", pn_errmsg(ret));
+		*rc = 2;
+		return 0;
+	}
+	return ret;
+}
+
 /* The host backend: one table per algorithm of --algo. */
 static int run_host(struct job *j, const enum pn_algo *algos, int nalgos, const uint64_t *sizes,
 		    size_t nsizes, uint64_t *wrong_total, double *worst_avg)
@@ -692,6 +787,9 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		ccfg.verbs_port = plan_port;
 		ccfg.verbs_port_arg = j.plan;
 	}
+	ret = check_memory(&j, ccfg.nchannels, has_host, algos, nalgos, &rc);
+	if (ret || rc)
+		goto fail;
 	ret = pn_comm_init(&j.comm, j.boot, &ccfg);
 	if (ret)
 		goto fail;
@@ -834,7 +932,8 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 fail:
 	if (!rc) {
 		pn_cmd_fail(ctx, 1, "rank %d: %s", j.rank, pn_errmsg(ret));
-		rc = ret == -EINVAL ? 2 : 1;
+		/* usage, or shared memory this host cannot give: could not run */
+		rc = ret == -EINVAL || ret == -ENOSPC ? 2 : 1;
 	}
 out:
 	while (ng > 0)

@@ -22,7 +22,7 @@ struct ar_row {
 	char backend[32];	/* "host", "cuda", ... */
 	char algo[24];		/* as asked: "ring", "auto" */
 	char ran[24];		/* what ran (GPU auto: the plugin's choice at this size) */
-	int host_algo;		/* host rows: enum pn_algo (tuning table); -2 otherwise */
+	int host_algo;		/* host rows: the enum pn_algo that ran (auto: its pick); -2 otherwise */
 	size_t bytes, count;
 	double time_us[2], algbw[2], busbw[2];
 	uint64_t wrong[2];

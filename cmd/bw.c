@@ -20,6 +20,7 @@
 #include "../src/bwtest.h"
 #include "../src/gpumem.h"
 #include "../src/log.h"
+#include "../src/mem.h"
 #include "../src/nic.h"
 #include "../src/transport/verbs.h"
 #include "../src/util.h"
@@ -228,6 +229,30 @@ static int parse_cfg(struct bw *b)
 		c->sizes[c->nsizes++] = opt_size;
 	}
 	return 0;
+}
+
+/*
+ * Planned memory (src/mem.h): every rank holds twice the largest size per
+ * rail (pn_bw_buflen: the verbs buffer; tcp needs one size), one rail
+ * counted (the devices are not picked yet).
+ */
+static int bw_mem_fail(struct pn_ctx *ctx, int nlocal, uint64_t buflen, uint64_t base)
+{
+	struct pn_mem_job mj = { .nlocal = nlocal, .private_bytes = buflen, .base_bytes = base };
+	int ret = pn_mem_check(&mj);
+
+	return ret ? pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret)) : 0;
+}
+
+/* --np: before the ranks are forked (options that do not parse are theirs
+ * to report; -a's largest size is 8 MiB) */
+int bw_prelaunch(struct pn_ctx *ctx, int np)
+{
+	uint64_t max = opt_all ? 1ull << 23 : opt_size == SIZE_UNSET ? 65536 : opt_size;
+
+	if (opt_gpu)
+		return 0;
+	return bw_mem_fail(ctx, np, max > UINT64_MAX / 2 ? UINT64_MAX : 2 * max, PN_MEM_RANK_BASE);
 }
 
 static int transport_tcp(struct bw *b)
@@ -1167,6 +1192,9 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 		goto done;
 	}
 	rc = parse_cfg(b);
+	/* this process (and the loopback peer it forks); --np checked them all */
+	if (!rc && !ctx->launch)
+		rc = bw_mem_fail(ctx, opt_loopback ? 2 : 1, pn_bw_buflen(&b->cfg), 0);
 	if (rc)
 		goto done;
 	tcp = transport_tcp(b);

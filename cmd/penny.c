@@ -22,15 +22,16 @@ struct pn_cli pn_cli = { .np = -1, .rank = -1, .nranks = -1, .timeout = 60.0 };
 
 static const struct pn_cmd commands[] = {
 	{ "topo", cmd_topo, topo_options, CMD_SYSFS, "",
-	  "GPU/NIC/NUMA topology, PCIe path classes and rails" },
+	  "GPU/NIC/NUMA topology, PCIe path classes and rails", NULL },
 	{ "bw", cmd_bw, bw_options, CMD_SYSFS | CMD_LAUNCH, "[HOST]",
-	  "RDMA bandwidth and latency test (like ib_write_bw)" },
+	  "RDMA bandwidth and latency test (like ib_write_bw)", bw_prelaunch },
 	{ "ring-plan", cmd_ring_plan, ring_plan_options, CMD_SYSFS, "",
-	  "rail-aligned ring planner, validation and NCCL graph export" },
+	  "rail-aligned ring planner, validation and NCCL graph export", NULL },
 	{ "allreduce-test", cmd_allreduce_test, allreduce_test_options, CMD_SYSFS | CMD_LAUNCH, "",
-	  "allreduce correctness and performance sweep (like all_reduce_perf)" },
+	  "allreduce correctness and performance sweep (like all_reduce_perf)",
+	  allreduce_test_prelaunch },
 	{ "top", cmd_top, top_options, CMD_SYSFS, "",
-	  "live per-NIC traffic view" },
+	  "live per-NIC traffic view", NULL },
 };
 
 static const struct pn_opt common_options[] = {
@@ -172,6 +173,11 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 			return pn_cmd_fail(&ctx, 2, "--np must be between 1 and 1024");
 		if (pn_cli.timeout <= 0)
 			return pn_cmd_fail(&ctx, 2, "--timeout must be positive");
+		if (pn_cli.np > 0 && c->prelaunch) {
+			ret = c->prelaunch(&ctx, pn_cli.np);
+			if (ret)
+				return ret;
+		}
 		if (pn_cli.np > 0) {
 			pn_boot_cfg_init(&cfg);
 			cfg.timeout = pn_cli.timeout;

@@ -46,6 +46,9 @@ struct pn_cmd {
 	unsigned flags;
 	const char *args;	/* positional arguments in the usage line */
 	const char *summary;
+	/* --np N: checks before any rank is forked (planned memory); returns
+	 * an exit code, 0 to launch */
+	int (*prelaunch)(struct pn_ctx *ctx, int np);
 };
 
 /* Print "penny CMD: <engine message>" for a negative engine return code. */
@@ -56,6 +59,7 @@ int pn_cmd_fail(const struct pn_ctx *ctx, int code, const char *fmt, ...)
 
 /* Subcommands. */
 int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv);
+int allreduce_test_prelaunch(struct pn_ctx *ctx, int np);
 extern const struct pn_opt allreduce_test_options[];
 int cmd_topo(struct pn_ctx *ctx, int argc, char **argv);
 extern const struct pn_opt topo_options[];
@@ -64,6 +68,7 @@ extern const struct pn_opt top_options[];
 int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv);
 extern const struct pn_opt ring_plan_options[];
 int cmd_bw(struct pn_ctx *ctx, int argc, char **argv);
+int bw_prelaunch(struct pn_ctx *ctx, int np);
 extern const struct pn_opt bw_options[];
 int cmd_not_built(struct pn_ctx *ctx, int argc, char **argv);
 extern const struct pn_opt no_options[];

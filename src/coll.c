@@ -15,24 +15,23 @@ int pn_coll_init(struct pn_coll *co, struct pn_comm *c)
 	const char *tf = getenv("PENNY_TUNE_FILE");
 
 	memset(co, 0, sizeof(*co));
-	co->comm = c;
-	co->nchannels = c->nchannels > 1 ? c->nchannels : 2;
 	co->node = malloc(sizeof(int) * (size_t)c->nranks);
 	if (!co->node)
 		return pn_err(-ENOMEM, "out of memory");
 	for (r = 0; r < c->nranks; r++)
 		co->node[r] = c->peers[r].node;
-	if (tf && *tf) {
-		ret = pn_tune_load(tf);
-		if (ret) {
-			free(co->node);
-			return ret;
-		}
-	}
-	ret = pn_exec_init(&co->exec, c);
-	if (ret)
+	ret = tf && *tf ? pn_tune_load(tf) : 0;
+	if (!ret)
+		ret = pn_exec_init(&co->exec, c);
+	if (ret) {
+		/* nothing is left to release: a caller's pn_coll_release is harmless */
 		free(co->node);
-	return ret;
+		memset(co, 0, sizeof(*co));
+		return ret;
+	}
+	co->comm = c;
+	co->nchannels = c->nchannels > 1 ? c->nchannels : 2;
+	return 0;
 }
 
 static void free_rings(struct pn_coll *co)
@@ -187,20 +186,37 @@ static int run(struct pn_coll *co, const struct pn_sched *s, const void *sendbuf
 	return pn_exec_run(&co->exec, s, &a);
 }
 
+/* Direct loads need every rank on this host over shm, and registrations. */
+static int can_direct(const struct pn_coll *co, const struct pn_reg *sreg,
+		      const struct pn_reg *rreg)
+{
+	const struct pn_comm *c = co->comm;
+	int direct = sreg && rreg && c->nnodes == 1, p;
+
+	for (p = 0; direct && p < c->nranks; p++)
+		if (p != c->rank && c->peers[p].transport != &pn_transport_shm)
+			direct = 0;
+	return direct;
+}
+
+enum pn_algo pn_allreduce_algo(const struct pn_coll *co, size_t count, enum pn_dtype t,
+			       enum pn_algo algo, const struct pn_reg *sreg, const struct pn_reg *rreg)
+{
+	if (algo != PN_ALGO_AUTO)
+		return algo;
+	return pn_tune_pick(co->comm->nranks, co->comm->nnodes, count * pn_dtype_size(t),
+			    can_direct(co, sreg, rreg));
+}
+
 int pn_allreduce(struct pn_coll *co, const void *sendbuf, void *recvbuf, size_t count,
 		 enum pn_dtype t, enum pn_redop op, enum pn_algo algo, struct pn_reg *sreg,
 		 struct pn_reg *rreg)
 {
-	struct pn_comm *c = co->comm;
 	const struct pn_sched *s;
-	int direct, ret, p;
+	int ret;
 
-	/* direct loads need every rank on this host over shm, and registrations */
-	direct = sreg && rreg && c->nnodes == 1;
-	for (p = 0; direct && p < c->nranks; p++)
-		if (p != c->rank && c->peers[p].transport != &pn_transport_shm)
-			direct = 0;
-	ret = pn_coll_schedule(co, count, t, algo, direct, sendbuf == recvbuf, &s);
+	ret = pn_coll_schedule(co, count, t, algo, can_direct(co, sreg, rreg), sendbuf == recvbuf,
+			       &s);
 	if (ret)
 		return ret;
 	return run(co, s, sendbuf, recvbuf, t, op, sreg, rreg, 0);
@@ -309,7 +325,7 @@ enum pn_algo pn_tune_pick(int nranks, int nnodes, size_t bytes, int direct)
 		return PN_ALGO_RING;
 	if (nnodes == 1) {
 		if (direct)
-			return bytes <= (64u << 10) ? PN_ALGO_ONE_SHOT : PN_ALGO_TWO_SHOT;
+			return bytes <= PN_TUNE_ONE_SHOT_MAX ? PN_ALGO_ONE_SHOT : PN_ALGO_TWO_SHOT;
 		return bytes <= (16u << 10) ? PN_ALGO_ONE_SHOT : PN_ALGO_RING;
 	}
 	if (bytes <= (16u << 10))
@@ -362,9 +378,16 @@ int pn_tune_load(const char *path)
 int pn_tune_save(const char *path, int nranks, int nnodes, const size_t *bytes,
 		 const enum pn_algo *algo, int n)
 {
-	FILE *f = fopen(path, "w");
+	FILE *f;
 	int i;
 
+	/* only what pn_tune_load accepts: an algorithm that runs, never "auto" */
+	for (i = 0; i < n; i++)
+		if (algo[i] < 0 || algo[i] >= PN_NALGOS || nranks < 1 || nnodes < 1)
+			return pn_err(-EINVAL, "tuning table '%s': %d ranks, %d nodes, %zu bytes: "
+				      "'%s' is not an algorithm that runs", path, nranks, nnodes,
+				      bytes[i], pn_algo_name(algo[i]));
+	f = fopen(path, "w");
 	if (!f)
 		return pn_err(-errno, "cannot write '%s': %m", path);
 	fprintf(f, "# penny tuning table: nranks nnodes max_bytes algorithm\n");

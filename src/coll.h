@@ -25,6 +25,7 @@ struct pn_coll {
 	int cache_direct, cache_inplace;
 };
 
+/* On failure *co is left zeroed (co->comm NULL): pn_coll_release on it does nothing. */
 int pn_coll_init(struct pn_coll *co, struct pn_comm *c);
 void pn_coll_release(struct pn_coll *co);
 /*
@@ -53,6 +54,10 @@ int pn_allreduce_group(struct pn_coll *co, const void *sendbuf, void *recvbuf, s
 int pn_allgather_group(struct pn_coll *co, const void *mine, void *all, size_t len,
 		       const int *group, int m);
 
+/* The algorithm pn_allreduce runs for algo (auto: the tuning table's pick). */
+enum pn_algo pn_allreduce_algo(const struct pn_coll *co, size_t count, enum pn_dtype t,
+			       enum pn_algo algo, const struct pn_reg *sreg, const struct pn_reg *rreg);
+
 /* The schedule pn_allreduce would run (for printing); valid until the next call. */
 int pn_coll_schedule(struct pn_coll *co, size_t count, enum pn_dtype t, enum pn_algo algo,
 		     int direct, int inplace, const struct pn_sched **out);
@@ -60,7 +65,12 @@ int pn_coll_schedule(struct pn_coll *co, size_t count, enum pn_dtype t, enum pn_
 /* Tuning: the algorithm for (nranks, nnodes, bytes); PENNY_TUNE_FILE lines
  * "nranks nnodes max_bytes algo" override the built-in table. */
 enum pn_algo pn_tune_pick(int nranks, int nnodes, size_t bytes, int direct);
+/* The built-in table's largest size for one-shot (which reduces in place
+ * into a scratch buffer of the whole size). */
+#define PN_TUNE_ONE_SHOT_MAX (64u << 10)
 int pn_tune_load(const char *path);
+/* Lines pn_tune_load accepts; an algorithm outside the runnable ones (auto)
+ * is -EINVAL and writes nothing. */
 int pn_tune_save(const char *path, int nranks, int nnodes, const size_t *bytes,
 		 const enum pn_algo *algo, int n);
 

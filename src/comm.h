@@ -100,6 +100,11 @@ struct pn_reg {
 int pn_comm_alloc(struct pn_comm *c, size_t len, struct pn_reg **reg);
 void pn_comm_reg_free(struct pn_comm *c, struct pn_reg *reg);
 
+/* Planning (mem.h): bytes of the node segment for nlocal ranks and nchan
+ * channels (nchan 0: its header and barrier flags), and of one FIFO in it. */
+uint64_t pn_shm_node_bytes(int nlocal, int nchan);
+uint64_t pn_shm_fifo_bytes(void);
+
 /* Barrier among the local ranks through shared flags (busy-polled). */
 int pn_comm_local_barrier(struct pn_comm *c);
 /* Barrier over all ranks (rendezvous: slow, for setup). */

@@ -73,6 +73,16 @@ static size_t node_size(int nlocal, int nchan)
 	       FIFO_BYTES * (size_t)nlocal * (size_t)nlocal * (size_t)nchan;
 }
 
+uint64_t pn_shm_node_bytes(int nlocal, int nchan)
+{
+	return node_size(nlocal, nchan);
+}
+
+uint64_t pn_shm_fifo_bytes(void)
+{
+	return FIFO_BYTES;
+}
+
 static void shm_name(char *buf, size_t len, const struct pn_comm *c, const char *what, int a,
 		     uint64_t b)
 {
@@ -82,10 +92,15 @@ static void shm_name(char *buf, size_t len, const struct pn_comm *c, const char 
 		 k[3], k[4], k[5], k[6], k[7], what, a, (unsigned long long)b);
 }
 
-/* Create (creator) or open a segment; map it. */
+/*
+ * Create (creator) or open a segment; map it.  The creator reserves every
+ * page now (posix_fallocate), so a full /dev/shm is this error and not a
+ * SIGBUS when a page is first touched; on any failure after shm_open the
+ * creator unlinks the name, so nothing is left behind.
+ */
 static int seg_map(const char *name, size_t size, int create, void **out)
 {
-	int fd, ret = 0;
+	int fd, e;
 	void *p;
 
 	if (create) {
@@ -94,12 +109,16 @@ static int seg_map(const char *name, size_t size, int create, void **out)
 			shm_unlink(name);
 			fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
 		}
-		if (fd >= 0 && ftruncate(fd, (off_t)size)) {
-			ret = -errno;
-			close(fd);
-			shm_unlink(name);
-			return pn_err(ret, "cannot size shared memory '%s' to %zu bytes: %s", name, size,
-				      strerror(-ret));
+		if (fd >= 0) {
+			do
+				e = posix_fallocate(fd, 0, (off_t)size);
+			while (e == EINTR);
+			if (e) {
+				close(fd);
+				shm_unlink(name);
+				return pn_err(-e, "cannot reserve %zu bytes of shared memory for '%s' "
+					      "in /dev/shm: %s", size, name, strerror(e));
+			}
 		}
 	} else {
 		fd = shm_open(name, O_RDWR, 0600);
@@ -108,11 +127,14 @@ static int seg_map(const char *name, size_t size, int create, void **out)
 		return pn_err(-errno, "cannot %s shared memory '%s': %s", create ? "create" : "open",
 			      name, strerror(errno));
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	ret = errno;
+	e = errno;
 	close(fd);
-	if (p == MAP_FAILED)
-		return pn_err(-ret, "cannot map shared memory '%s' (%zu bytes): %s", name, size,
-			      strerror(ret));
+	if (p == MAP_FAILED) {
+		if (create)
+			shm_unlink(name);
+		return pn_err(-e, "cannot map shared memory '%s' (%zu bytes): %s", name, size,
+			      strerror(e));
+	}
 	*out = p;
 	return 0;
 }
