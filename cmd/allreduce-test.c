@@ -32,53 +32,59 @@ static const char *opt_backend, *opt_csv, *opt_plot, *opt_tune_out, *opt_gpus, *
 static int opt_graph;
 static double opt_min_busbw = -1;
 static int opt_root = -1;
-static uint64_t opt_seed;
+static uint64_t opt_seed = 0x9e3779b97f4a7c15ull;
+
+#define MAX_BYTES (1ull << 40)
 
 const struct pn_opt allreduce_test_options[] = {
-	{ "minbytes", 'b', OPT_SIZE, &opt_minbytes, "SIZE", "smallest size (default 8)", NULL, NULL },
-	{ "maxbytes", 'e', OPT_SIZE, &opt_maxbytes, "SIZE", "largest size (default 32M)", NULL, NULL },
+	{ "minbytes", 'b', OPT_SIZE, &opt_minbytes, "SIZE", "smallest size (default 8)", NULL,
+	  OPT_RANGE(0, MAX_BYTES) },
+	{ "maxbytes", 'e', OPT_SIZE, &opt_maxbytes, "SIZE", "largest size (default 32M)", NULL,
+	  OPT_RANGE(0, MAX_BYTES) },
 	{ "stepbytes", 'i', OPT_SIZE, &opt_stepbytes, "SIZE",
-	  "size increment when no factor is given (default 1M)", NULL, NULL },
+	  "size increment when no factor is given (default 1M)", NULL, OPT_RANGE(1, MAX_BYTES) },
 	{ "stepfactor", 'f', OPT_DOUBLE, &opt_factor, "F", "multiply the size by F each step", NULL,
-	  NULL },
-	{ "iters", 'n', OPT_INT, &opt_iters, "N", "timed iterations per size (default 20)", NULL,
-	  NULL },
+	  OPT_RANGE(1.01, 1024) },
+	{ "iters", 'n', OPT_INT, &opt_iters, "N",
+	  "timed iterations per size (default 20; 0: the check only)", NULL, OPT_RANGE(0, 1000000) },
 	{ "warmup_iters", 'w', OPT_INT, &opt_warmup, "N", "warm-up iterations (default 5)", NULL,
-	  NULL },
+	  OPT_RANGE(0, 1000000) },
 	{ "check", 'c', OPT_INT, &opt_check, "0|1", "check results against the exact reference "
-	  "(default 1)", "0 1", NULL },
+	  "(default 1)", "0 1", OPT_RANGE(0, 1) },
 	{ "datatype", 'd', OPT_STRING, &opt_dtype, "TYPE", "element type (default float)",
 	  "int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double", NULL },
 	{ "op", 'o', OPT_STRING, &opt_op, "OP", "reduction: sum prod min max avg (default sum)",
 	  "sum prod min max avg", NULL },
 	{ "root-rank", 'r', OPT_INT, &opt_root, "R", "accepted for nccl-tests' -r (allreduce has "
-	  "no root; --root is the rendezvous address)", NULL, NULL },
+	  "no root; --root is the rendezvous address)", NULL, OPT_RANGE(0, 65535) },
 	{ "algo", 'A', OPT_STRING, &opt_algo, "NAME",
 	  "ring, simple-ring, one-shot, two-shot, hierarchical, multiring, auto or all; a comma "
 	  "list runs several (default auto)",
-	  "auto all ring simple-ring one-shot two-shot hierarchical multiring", NULL },
+	  "auto all ring simple-ring one-shot two-shot hierarchical multiring", OPT_LIST },
 	{ "backend", 0, OPT_APPEND, &opt_backend, "NAME",
 	  "host (the engine, default) or a GPU plugin: cuda, nccl; a comma list or repeated runs "
-	  "each in turn, then a ratio table", "host cuda nccl", NULL },
+	  "each in turn, then a ratio table", "host cuda nccl", OPT_LIST },
 	{ "cudagraph", 'G', OPT_INT, &opt_graph, "N",
 	  "GPU backends: capture N calls into a CUDA graph and time its replays (nccl-tests -G)",
-	  NULL, NULL },
+	  NULL, OPT_RANGE(0, 100000) },
 	{ "gpus", 'g', OPT_STRING, &opt_gpus, "LIST",
 	  "GPU backends: the device of each local rank, like 0,1,2,3 (default: the local rank)",
-	  NULL, NULL },
+	  NULL, OPT_LIST },
 	{ "csv", 0, OPT_STRING, &opt_csv, "FILE", "also write the rows as CSV to FILE", NULL, NULL },
 	{ "plot", 0, OPT_STRING, &opt_plot, "FILE", "draw busbw and time against size as SVG",
 	  NULL, NULL },
 	{ "min-busbw", 0, OPT_DOUBLE, &opt_min_busbw, "GBPS",
-	  "fail (exit 1, FAILED) when the average bus bandwidth is below GBPS", NULL, NULL },
+	  "fail (exit 1, FAILED) when the average bus bandwidth is below GBPS", NULL,
+	  OPT_RANGE(0, 1e9) },
 	{ "tune-out", 0, OPT_STRING, &opt_tune_out, "FILE",
 	  "write the fastest algorithm per size as a tuning table (use with --algo all)", NULL,
 	  NULL },
 	{ "plan", 0, OPT_STRING, &opt_plan, "FILE",
 	  "run multiring over the rings of FILE (penny ring-plan --json): one channel per ring, "
 	  "its NICs on verbs; implies --algo multiring", NULL, NULL },
-	{ "seed", 0, OPT_U64, &opt_seed, "N", "seed of the check data (default: from the clock)",
-	  NULL, NULL },
+	{ "seed", 0, OPT_U64, &opt_seed, "N",
+	  "seed of the check data (default: a fixed seed, the same on every rank)", NULL,
+	  OPT_RANGE(0, OPT_U64_MAX) },
 	OPT_TABLE_END
 };
 
@@ -420,7 +426,7 @@ static int sweep(struct job *j, enum pn_algo algo, const uint64_t *sizes, size_t
 	double sum = 0;
 	size_t i, nb = 0;
 	int ret, k;
-	uint64_t seed = opt_seed ? opt_seed : 0x9e3779b97f4a7c15ull;
+	uint64_t seed = opt_seed;
 
 	if (j->rank == 0)
 		print_header(j, "host", pn_algo_name(algo));
@@ -574,8 +580,6 @@ static int check_backends(struct pn_ctx *ctx, const char *list, int *has_host, i
 	}
 	if (!n)
 		return pn_cmd_fail(ctx, 2, "--backend is empty");
-	if (opt_graph < 0)
-		return pn_cmd_fail(ctx, 2, "-G must be >= 0");
 	if (opt_graph > 0 && !*ngpu)
 		return pn_cmd_fail(ctx, 2, "-G captures CUDA graphs: it needs a GPU backend "
 					   "(--backend cuda or nccl)");
@@ -639,15 +643,10 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		pn_cmd_error(ctx, -EINVAL);
 		return 2;
 	}
-	if (opt_iters < 0 || opt_warmup < 0 || (opt_check != 0 && opt_check != 1))
-		return pn_cmd_fail(ctx, 2, "-n and -w must be >= 0, -c 0 or 1");
+	/* -n -w -c -b -e -i -f -G are in range (the table); -f 0: not given */
 	if (opt_minbytes > opt_maxbytes)
 		return pn_cmd_fail(ctx, 2, "-b %llu is larger than -e %llu",
 				   (unsigned long long)opt_minbytes, (unsigned long long)opt_maxbytes);
-	if (opt_factor != 0 && opt_factor <= 1)
-		return pn_cmd_fail(ctx, 2, "-f must be larger than 1");
-	if (opt_factor == 0 && opt_stepbytes == 0)
-		return pn_cmd_fail(ctx, 2, "-i must be positive");
 	if (opt_plan && strcmp(opt_algo, "auto") && strcmp(opt_algo, "multiring"))
 		return pn_cmd_fail(ctx, 2, "--plan runs the multiring algorithm; it cannot run "
 				   "--algo %s", opt_algo);
@@ -784,7 +783,7 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		struct ar_sweep sw = {
 			.dtype = j.dtype, .op = j.op, .sizes = sizes, .nsizes = nsizes,
 			.iters = opt_iters, .warmup = opt_warmup, .check = opt_check,
-			.seed = opt_seed ? opt_seed : 0x9e3779b97f4a7c15ull,
+			.seed = opt_seed,
 			.sink = { .arg = &j, .header = sink_header, .row = sink_row },
 		};
 

@@ -56,47 +56,51 @@ static double opt_duration, opt_min_gbps = -1;
 const struct pn_opt bw_options[] = {
 	{ "ib-dev", 'd', OPT_STRING, &opt_dev, "DEV[:PORT]",
 	  "RDMA device and port (default: the first with an ACTIVE port); a comma list with "
-	  "--all-rails", NULL, NULL },
+	  "--all-rails", NULL, OPT_LIST },
 	{ "ib-port", 'i', OPT_INT, &opt_ibport, "PORT", "port of the device (default 1)", NULL,
-	  NULL },
+	  OPT_RANGE(1, 255) },
 	{ "gid-index", 'x', OPT_INT, &opt_gid, "INDEX",
-	  "GID index (default: an IPv4-mapped RoCE v2 GID; both sides must agree)", NULL, NULL },
+	  "GID index (default: an IPv4-mapped RoCE v2 GID; both sides must agree)", NULL,
+	  OPT_RANGE(0, 255) },
 	{ "size", 's', OPT_SIZE, &opt_size, "SIZE",
-	  "message size (default 65536; --gpu: bytes per copy, default 256M)", NULL, NULL },
+	  "message size (default 65536; --gpu: bytes per copy, 4K..1G, default 256M)", NULL,
+	  OPT_RANGE(0, 1 << 30) },
 	{ "all", 'a', OPT_BOOL, &opt_all, NULL, "every size from 2 bytes to 8 MiB", NULL, NULL },
 	{ "iters", 'n', OPT_INT, &opt_iters, "N",
-	  "operations per size (default 5000; latency 1000)", NULL, NULL },
+	  "operations per size (default 5000; latency 1000)", NULL, OPT_RANGE(1, 1000000000) },
 	{ "duration", 'D', OPT_SECONDS, &opt_duration, "SEC", "run each size for SEC seconds",
-	  NULL, NULL },
-	{ "qp", 'q', OPT_INT, &opt_qps, "QPS", "queue pairs (default 1)", NULL, NULL },
+	  NULL, OPT_RANGE(0.1, 86400) },
+	{ "qp", 'q', OPT_INT, &opt_qps, "QPS", "queue pairs (default 1)", NULL,
+	  OPT_RANGE(1, PN_VERBS_MAX_QPS) },
 	{ "bidirectional", 'b', OPT_BOOL, &opt_bidir, NULL,
 	  "both sides send at once (the sum is reported)", NULL, NULL },
 	{ "mtu", 0, OPT_INT, &opt_mtu, "BYTES",
 	  "path MTU: 256, 512, 1024, 2048 or 4096 (default: the ports')",
-	  "256 512 1024 2048 4096", NULL },
+	  "256 512 1024 2048 4096", OPT_RANGE(256, 4096) },
 	{ "op", 0, OPT_STRING, &opt_op, "OP", "write (default), read or send",
 	  "write read send", NULL },
 	{ "lat", 0, OPT_BOOL, &opt_lat, NULL,
 	  "latency instead of bandwidth: min, median, average, p99, p99.9, max", NULL, NULL },
 	{ "tx-depth", 't', OPT_INT, &opt_txdepth, "N",
-	  "operations in flight per QP (default 128)", NULL, NULL },
+	  "operations in flight per QP (default 128)", NULL, OPT_RANGE(1, 8192) },
 	{ "inline-size", 'I', OPT_INT, &opt_inline, "BYTES",
 	  "send writes and sends of up to BYTES inline (default 220 with --lat, else 0)", NULL,
-	  NULL },
+	  OPT_RANGE(0, 4096) },
 	{ "use_cuda", 0, OPT_INT, &opt_use_cuda, "GPU",
 	  "the test buffers in the memory of GPU (an index), registered as a dma-buf "
-	  "(GPUDirect RDMA, like perftest's --use_cuda); needs the cuda plugin", NULL, NULL },
+	  "(GPUDirect RDMA, like perftest's --use_cuda); needs the cuda plugin", NULL,
+	  OPT_RANGE(0, 1023) },
 	{ "port", 'p', OPT_INT, &opt_port, "PORT",
-	  "TCP port of the server (default 18515)", NULL, NULL },
+	  "TCP port of the server (default 18515)", NULL, OPT_RANGE(1, 65535) },
 	{ "loopback", 0, OPT_STRING, &opt_loopback, "DEV1[,DEV2]",
-	  "both ends in this host: on one device, or a link between two", NULL, NULL },
+	  "both ends in this host: on one device, or a link between two", NULL, OPT_LIST },
 	{ "all-rails", 0, OPT_BOOL, &opt_all_rails, NULL,
 	  "under a launcher: test every NIC pair of the same index at once", NULL, NULL },
 	{ "expect", 0, OPT_OPTSTRING, &opt_expect, "PCT",
 	  "fail (exit 1) below PCT % of the link rate, doubled when bidirectional (default 90)",
-	  NULL, NULL },
+	  NULL, OPT_RANGE(1, 100) },
 	{ "min-gbps", 0, OPT_DOUBLE, &opt_min_gbps, "GBPS", "fail (exit 1) below GBPS Gb/s",
-	  NULL, NULL },
+	  NULL, OPT_RANGE(0, 1e9) },
 	{ "gpu", 0, OPT_BOOL, &opt_gpu, NULL,
 	  "GPU-to-GPU bandwidth and latency matrices of this host's GPUs (the cuda plugin), "
 	  "like p2pBandwidthLatencyTest; -b: bidirectional only, --lat: latency only", NULL, NULL },
@@ -181,37 +185,22 @@ static int parse_cfg(struct bw *b)
 		c->flags |= PN_BW_LAT;
 	if (opt_bidir)
 		c->flags |= PN_BW_BIDIR;
+	/*
+	 * Ranges are the table's (-q -t -I -n -D -p -s --mtu --use_cuda
+	 * --expect); the initial values -1 and 0 mean "not given".
+	 */
 	if (opt_lat && opt_bidir)
 		return pn_cmd_fail(b->ctx, 2, "--lat and -b do not go together");
-	if (opt_qps < 1 || opt_qps > PN_VERBS_MAX_QPS)
-		return pn_cmd_fail(b->ctx, 2, "-q must be between 1 and %d", PN_VERBS_MAX_QPS);
 	if (opt_lat && opt_qps != 1)
 		return pn_cmd_fail(b->ctx, 2, "--lat uses one QP");
-	if (opt_txdepth < 1 || opt_txdepth > 8192)
-		return pn_cmd_fail(b->ctx, 2, "--tx-depth must be between 1 and 8192");
-	if (opt_use_cuda < -1)
-		return pn_cmd_fail(b->ctx, 2, "--use_cuda takes a GPU index (0, 1, ...)");
 	if (opt_use_cuda >= 0 && opt_lat)
 		return pn_cmd_fail(b->ctx, 2, "--use_cuda measures bandwidth; --lat polls host memory");
-	if (opt_inline < -1 || opt_inline > 4096)
-		return pn_cmd_fail(b->ctx, 2, "-I must be between 0 and 4096");
 	if (opt_mtu && !pn_verbs_mtu_valid(opt_mtu))
 		return pn_cmd_fail(b->ctx, 2, "--mtu must be 256, 512, 1024, 2048 or 4096");
-	if (opt_duration < 0 || opt_iters == 0 || opt_iters < -1)
-		return pn_cmd_fail(b->ctx, 2, "-n and -D must be positive");
 	if (opt_duration > 0 && opt_iters > 0)
 		return pn_cmd_fail(b->ctx, 2, "-n and -D exclude each other");
 	if (opt_duration > 0 && opt_lat)
 		return pn_cmd_fail(b->ctx, 2, "--lat counts iterations (-n), not seconds");
-	if (opt_port < 1 || opt_port > 65535)
-		return pn_cmd_fail(b->ctx, 2, "-p must be a TCP port");
-	if (opt_expect && opt_expect[0]) {
-		double pct;
-
-		if (pn_parse_double(opt_expect, &pct) || pct <= 0 || pct > 1000)
-			return pn_cmd_fail(b->ctx, 2, "invalid --expect '%s' (a percentage)",
-					   opt_expect);
-	}
 	c->nqp = (uint32_t)opt_qps;
 	c->tx_depth = (uint32_t)opt_txdepth;
 	c->mtu = (uint32_t)opt_mtu;
@@ -221,8 +210,6 @@ static int parse_cfg(struct bw *b)
 		for (i = 1; i <= 23; i++)
 			c->sizes[c->nsizes++] = 1ull << i;
 	} else {
-		if (opt_size > (1ull << 30))
-			return pn_cmd_fail(b->ctx, 2, "-s is at most 1G");
 		if (opt_lat && !opt_size)
 			return pn_cmd_fail(b->ctx, 2, "--lat needs -s of at least 1");
 		c->sizes[c->nsizes++] = opt_size;

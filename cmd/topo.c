@@ -39,12 +39,13 @@ const struct pn_opt topo_options[] = {
 	{ "save", 0, OPT_STRING, &opt.save, "FILE",
 	  "also write the JSON to FILE (input of penny ring-plan --topo-file)", NULL, NULL },
 	{ "device", 'd', OPT_APPEND, &opt.devices, "DEV[:PORT]",
-	  "check only these RDMA devices or ports (repeat or comma-separate)", NULL, NULL },
-	{ "expect-gpus", 0, OPT_INT, &opt.expect_gpus, "N", "check: exactly N GPUs", NULL, NULL },
+	  "check only these RDMA devices or ports (repeat or comma-separate)", NULL, OPT_LIST },
+	{ "expect-gpus", 0, OPT_INT, &opt.expect_gpus, "N", "check: exactly N GPUs", NULL,
+	  OPT_RANGE(0, 1024) },
 	{ "expect-nics", 0, OPT_INT, &opt.expect_nics, "N", "check: exactly N RDMA NICs", NULL,
-	  NULL },
+	  OPT_RANGE(0, 1024) },
 	{ "expect-rate", 0, OPT_DOUBLE, &opt.expect_rate, "GBPS",
-	  "check: every checked port runs at GBPS Gb/s or more", NULL, NULL },
+	  "check: every checked port runs at GBPS Gb/s or more", NULL, OPT_RANGE(1, 100000) },
 	{ "expect-state", 0, OPT_STRING, &opt.expect_state, "STATE",
 	  "check: every checked port is in STATE", "ACTIVE INIT ARMED DOWN", NULL },
 	{ "expect-rail", 0, OPT_BOOL, &opt.expect_rail, NULL,
@@ -437,10 +438,7 @@ int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 					   "invalid port state '%s' (DOWN, INIT, ARMED, ACTIVE)",
 					   opt.expect_state);
 	}
-	if (opt.expect_gpus < -1 || opt.expect_nics < -1)
-		return pn_cmd_fail(ctx, 2, "--expect-gpus and --expect-nics need a count >= 0");
-	if (isnan(opt.expect_rate) || (opt.expect_rate < 0 && opt.expect_rate != -1))
-		return pn_cmd_fail(ctx, 2, "--expect-rate needs a rate >= 0 (Gb/s)");
+	/* --expect-gpus, -nics, -rate are in range (the table); -1: not given */
 	checks = opt.expect_gpus >= 0 || opt.expect_nics >= 0 || opt.expect_rate >= 0 ||
 		 want_state >= 0 || opt.expect_rail;
 	cfg.xml_file = opt.xml;
