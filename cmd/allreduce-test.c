@@ -203,6 +203,9 @@ static void plan_print(struct job *j)
 	pn_out_close_object(o);
 }
 
+#define MAX_SIZES 100000
+
+/* The sizes of the sweep; -E2BIG beyond MAX_SIZES of them. */
 static int size_list(uint64_t **out, size_t *n, size_t es)
 {
 	uint64_t *v = NULL, b;
@@ -211,6 +214,10 @@ static int size_list(uint64_t **out, size_t *n, size_t es)
 	for (b = opt_minbytes; b <= opt_maxbytes;) {
 		uint64_t nb;
 
+		if (k == MAX_SIZES) {
+			free(v);
+			return -E2BIG;
+		}
 		if (k == cap) {
 			uint64_t *nv = realloc(v, (cap = cap ? 2 * cap : 32) * sizeof(*v));
 
@@ -225,8 +232,9 @@ static int size_list(uint64_t **out, size_t *n, size_t es)
 			nb = (uint64_t)((double)b * opt_factor);
 		else
 			nb = b + opt_stepbytes;
+		/* a factor that rounds back to b (-b 0, -b 1 -f 1.5) still steps */
 		if (nb <= b)
-			break;
+			nb = b + 1;
 		b = nb;
 	}
 	*out = v;
@@ -360,28 +368,41 @@ static void print_row(struct job *j, const struct ar_row *rw)
 			(unsigned long long)rw->wrong[1], rw->backend);
 }
 
+/* --algo: each algorithm once ("all" is every one but auto); at most 16. */
 static int parse_algos(struct pn_ctx *ctx, enum pn_algo *algos, int *n)
 {
 	char *list = strdup(opt_algo), *tok, *save = NULL;
-	int k = 0, ret = 0, i;
+	int k = 0, ret = 0, i, m;
 
 	if (!list)
 		return -ENOMEM;
-	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		enum pn_algo a;
+	for (tok = strtok_r(list, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
+		enum pn_algo a[PN_NALGOS];
+		int na = 0;
 
 		if (!strcmp(tok, "all")) {
-			for (i = 0; i < PN_NALGOS && k < 16; i++)
-				algos[k++] = (enum pn_algo)i;
-			continue;
+			for (i = 0; i < PN_NALGOS; i++)
+				a[na++] = (enum pn_algo)i;
+		} else {
+			ret = pn_algo_parse(tok, &a[na++]);
+			if (ret) {
+				pn_cmd_error(ctx, ret);
+				break;
+			}
 		}
-		ret = pn_algo_parse(tok, &a);
-		if (ret) {
-			pn_cmd_error(ctx, ret);
-			break;
+		for (i = 0; i < na && !ret; i++) {
+			for (m = 0; m < k; m++)
+				if (algos[m] == a[i])
+					break;
+			if (m < k)
+				ret = pn_cmd_fail(ctx, -EINVAL, "--algo '%s' names %s twice", opt_algo,
+						  pn_algo_name(a[i]));
+			else if (k == 16)
+				ret = pn_cmd_fail(ctx, -EINVAL, "--algo '%s': at most 16 algorithms",
+						  opt_algo);
+			else
+				algos[k++] = a[i];
 		}
-		if (k < 16)
-			algos[k++] = a;
 	}
 	free(list);
 	*n = k;
@@ -658,7 +679,10 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	if (parse_algos(ctx, algos, &nalgos))
 		return 2;
 	j.es = pn_dtype_size(j.dtype);
-	if (size_list(&sizes, &nsizes, j.es))
+	ret = size_list(&sizes, &nsizes, j.es);
+	if (ret == -E2BIG)
+		return pn_cmd_fail(ctx, 2, "-b, -e and -i or -f give more than %d sizes", MAX_SIZES);
+	if (ret)
 		return pn_cmd_fail(ctx, 1, "out of memory");
 
 	if (ctx->launch) {

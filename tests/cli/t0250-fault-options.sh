@@ -29,6 +29,8 @@ allreduce-test -A 	-A must not be empty
 allreduce-test -A ring,,one-shot	-A 'ring,,one-shot' has an empty element
 allreduce-test -A ,ring	has an empty element
 allreduce-test -A ring,	has an empty element
+allreduce-test -A ring,ring	names ring twice
+allreduce-test -A all,two-shot	names two-shot twice
 allreduce-test --np -1	--np must be 1..1024, got -1
 allreduce-test --np 0	--np must be 1..1024, got 0
 allreduce-test --np 1025	--np must be 1..1024, got 1025
@@ -39,6 +41,7 @@ allreduce-test -f 1	-f must be 1.01..1024, got 1
 allreduce-test -f 1e9	-f must be 1.01..1024, got 1e9
 allreduce-test -i 0	-i must be 1..1T, got 0
 allreduce-test -e 2T	-e must be 0..1T, got 2T
+allreduce-test -b 0 -e 1M -i 1	more than 100000 sizes
 allreduce-test -G -1	-G must be 0..100000, got -1
 allreduce-test --min-busbw -1	--min-busbw must be 0..1000000000, got -1
 allreduce-test --timeout 0	--timeout must be 10ms..24h, got 0
@@ -167,6 +170,12 @@ test_expect_success '--help shows the range of a ranged option' '
 	penny ring-plan --help >help &&
 	grep -q -- "--gpus G .* \[1\.\.16\]$" help &&
 	penny top --help | grep -q -- "--interval SEC .* \[50ms\.\.24h\]$"
+'
+
+test_expect_success 'a factor that rounds back to the same size still steps (-b 1 -f 1.5)' '
+	penny allreduce-test --np 2 -b 1 -e 64 -f 1.5 -n 1 -w 0 -d int8 >out &&
+	grep -E "^ +[0-9]+ +[0-9]+ +int8" out | awk "{ print \$1 }" | tr "\n" " " >sizes &&
+	test "$(cat sizes)" = "1 2 3 4 6 9 13 19 28 42 63 "
 '
 
 test_done
