@@ -73,7 +73,11 @@ topo --expect-gpus -1	--expect-gpus must be 0..1024, got -1
 topo --expect-nics -1	--expect-nics must be 0..1024, got -1
 topo --expect-rate 0	--expect-rate must be 1..100000, got 0
 topo --expect-rate nan	invalid number
+topo -d nonexistent	-d picks the ports that --expect-state and --expect-rate check
 topo -d mlx5_0,,mlx5_1 --expect-state ACTIVE	has an empty element
+topo -d mlx5_0:x --expect-state ACTIVE	-d 'mlx5_0:x': want DEV or DEV:PORT, PORT 1..255
+topo -d mlx5_0:0 --expect-state ACTIVE	-d 'mlx5_0:0': want DEV or DEV:PORT
+topo -d :1 --expect-state ACTIVE	-d ':1': want DEV or DEV:PORT
 topo --sysfs-root 	--sysfs-root must not be empty
 topo --save 	--save must not be empty
 topo --topo-xml 	--topo-xml must not be empty
