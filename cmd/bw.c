@@ -217,6 +217,32 @@ static int parse_cfg(struct bw *b)
 	return 0;
 }
 
+static int list_len(const char *list)
+{
+	int n = 1;
+
+	for (; *list; list++)
+		n += *list == ',';
+	return n;
+}
+
+/* -d and --loopback name what their mode uses (no empty element: the table). */
+static int check_devices(struct pn_ctx *ctx)
+{
+	int nd = opt_dev ? list_len(opt_dev) : 0;
+
+	if (opt_loopback && list_len(opt_loopback) > 2)
+		return pn_cmd_fail(ctx, 2, "--loopback takes DEV1 or DEV1,DEV2, not '%s'",
+				   opt_loopback);
+	if (opt_loopback && opt_dev)
+		return pn_cmd_fail(ctx, 2, "--loopback names the devices; -d is for the other modes");
+	if (nd > MAX_RAILS)
+		return pn_cmd_fail(ctx, 2, "-d names %d devices, at most %d", nd, MAX_RAILS);
+	if (nd > 1 && !opt_all_rails)
+		return pn_cmd_fail(ctx, 2, "-d names %d devices: a list is for --all-rails", nd);
+	return 0;
+}
+
 static int transport_tcp(struct bw *b)
 {
 	const char *t = pn_cli.transport;
@@ -901,9 +927,6 @@ static int run_launcher(struct bw *b, const struct pn_boot_cfg *cfg)
 	b->rank = pn_boot_rank(b->boot);
 	b->nranks = pn_boot_nranks(b->boot);
 	b->print = b->rank == 0;
-	if (b->nranks % 2)
-		return pn_err(-EINVAL, "penny bw pairs ranks 2k and 2k+1: %d ranks is odd",
-			      b->nranks);
 	b->initiator = !(b->rank % 2);
 	if (!b->tcp) {
 		ret = pick_devices(b, opt_dev);
@@ -1175,6 +1198,9 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 		rc = pn_cmd_fail(ctx, 2, "--all-rails runs under a launcher (mpirun, srun, --np)");
 		goto done;
 	}
+	rc = check_devices(ctx);
+	if (rc)
+		goto done;
 	signal(SIGPIPE, SIG_IGN);
 	if (ctx->launch) {
 		cfg = *ctx->launch;
@@ -1185,6 +1211,32 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 		cfg.root = pn_cli.root;
 	}
 	cfg.timeout = pn_cli.timeout;
+	ret = pn_boot_cfg_from_env(&cfg);
+	if (ret) {
+		rc = pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
+		goto done;
+	}
+	/*
+	 * Ranks pair up (2k, 2k+1): an odd count is refused before anyone waits
+	 * (rank 0 says so).  One rank of an outside launcher (srun -n 1) is a
+	 * plain process: server, client or loopback; --np 1 or --nranks 1 is not.
+	 */
+	if (cfg.nranks % 2 && (cfg.nranks > 1 || ctx->launch || !strcmp(cfg.launcher, "explicit"))) {
+		rc = 2;
+		if (cfg.rank == 0)
+			pn_cmd_fail(ctx, 2, "ranks 2k and 2k+1 pair up: %d rank%s is odd%s",
+				    cfg.nranks, cfg.nranks == 1 ? "" : "s",
+				    cfg.nranks == 1 ? " (the server is 'penny bw' without --np)" : "");
+		goto done;
+	}
+	if (cfg.nranks > 1 && (argc || opt_loopback)) {
+		rc = 2;
+		if (cfg.rank == 0)
+			pn_cmd_fail(ctx, 2, "%s runs one pair of processes; under a launcher (%s) "
+					    "ranks 2k and 2k+1 pair up", argc ? "HOST" : "--loopback",
+				    cfg.launcher);
+		goto done;
+	}
 	if (opt_loopback) {
 		b->mode = "loopback";
 		ret = loopback(b);
@@ -1196,10 +1248,10 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 			b->fd = connect_to(argv[0], opt_port, pn_cli.timeout);
 			ret = b->fd < 0 ? b->fd : socket_side(b, opt_dev);
 		}
-	} else if ((ret = pn_boot_cfg_from_env(&cfg)) == 0 && cfg.nranks > 1) {
+	} else if (cfg.nranks > 1) {
 		b->mode = "launcher";
 		ret = run_launcher(b, &cfg);
-	} else if (!ret) {
+	} else {
 		int lfd;
 
 		b->mode = "server";

@@ -98,8 +98,16 @@ bw --expect=101 --transport tcp --loopback lo	--expect must be 1..100, got 101
 bw --min-gbps -1	--min-gbps must be 0..1000000000, got -1
 bw -d 	-d must not be empty
 bw -d mlx5_0,	has an empty element
+bw -d mlx5_0,mlx5_1	-d names 2 devices: a list is for --all-rails
+bw -d a,b,c,d,e,f,g,h,i --all-rails	-d names 9 devices, at most 8
 bw --loopback 	--loopback must not be empty
+bw --loopback a,b,c	--loopback takes DEV1 or DEV1,DEV2
 bw --loopback a, --transport tcp	has an empty element
+bw --loopback a -d b	--loopback names the devices; -d is for the other modes
+bw --np 1 --transport tcp	1 rank is odd
+bw --np 3 --transport tcp	3 ranks is odd
+bw --np 2 --transport tcp 127.0.0.1	HOST runs one pair of processes
+bw --np 2 --transport tcp --loopback lo	--loopback runs one pair of processes
 top -n 0	-n must be 1..1000000000, got 0
 top -n -1	-n must be 1..1000000000, got -1
 top -i 0	-i must be 50ms..24h, got 0
@@ -182,4 +190,14 @@ test_expect_success 'a factor that rounds back to the same size still steps (-b 
 	test "$(cat sizes)" = "1 2 3 4 6 9 13 19 28 42 63 "
 '
 
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+test_expect_success 'bw under a launcher with one rank is a plain process (srun -n 1 style)' '
+	p=$(free_port) &&
+	{ SLURM_PROCID=0 SLURM_NTASKS=1 "$PENNY" bw --transport tcp -p $p -n 20 -s 100 \
+		--timeout 20 >srv.out 2>srv.err & } && srv=$! &&
+	SLURM_PROCID=0 SLURM_NTASKS=1 penny bw --transport tcp -p $p -n 20 -s 100 --timeout 20 \
+		127.0.0.1 >cli.out && wait $srv &&
+	grep -q "^ 100 " cli.out && grep -q "^ 100 " srv.out
+'
 test_done
