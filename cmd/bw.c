@@ -26,6 +26,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -33,6 +34,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -685,13 +687,16 @@ static void tune_socket(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-/* Exchange hellos over fd; then agree and connect. */
-static int socket_handshake(struct bw *b)
+/* Exchange hellos over fd (only send ours when the server read the peer's); agree, connect. */
+static int socket_handshake(struct bw *b, int have_peer)
 {
 	int ret;
 
 	hello_init(b);
-	ret = pn_bw_xchg_fd(b->fd, &b->me, &b->peer, sizeof(b->me), pn_cli.timeout);
+	if (have_peer)
+		ret = pn_bw_send_fd(b->fd, &b->me, sizeof(b->me), pn_cli.timeout);
+	else
+		ret = pn_bw_xchg_fd(b->fd, &b->me, &b->peer, sizeof(b->me), pn_cli.timeout);
 	if (ret)
 		return pn_err_ctx(ret, "exchanging the setup with the peer");
 	ret = agree_and_connect(b);
@@ -720,6 +725,162 @@ static int accept_one(int lfd, double timeout)
 	if (fd < 0)
 		return pn_err(-errno, "accept: %s", strerror(errno));
 	tune_socket(fd);
+	return fd;
+}
+
+/* ------------------------------------------------------------ the server */
+
+#define MAX_PENDING 16
+
+/* A connection the server accepted that has not said a whole hello yet. */
+struct pending {
+	int fd;
+	double deadline;	/* accepted + --timeout */
+	size_t got;
+	char who[80];		/* "address:port" */
+	struct hello h;
+};
+
+/* NULL: the bytes so far can start a penny bw hello; else why they cannot. */
+static const char *hello_wrong(const struct hello *h, size_t got, char *why, size_t len)
+{
+	int i;
+
+	if (got >= sizeof(h->magic) && h->magic != HELLO_MAGIC)
+		return "not a penny bw client";
+	if (got >= offsetof(struct hello, tcp) && (h->version != 1 || h->size != sizeof(*h))) {
+		snprintf(why, len, "penny bw hello version %u of %u bytes; this is version 1 of %zu",
+			 h->version, h->size, sizeof(*h));
+		return why;
+	}
+	if (got < sizeof(*h))
+		return NULL;
+	if (h->tcp > 1 || h->nrails > MAX_RAILS || !memchr(h->host, 0, sizeof(h->host)) ||
+	    !memchr(h->addr, 0, sizeof(h->addr)) || !memchr(h->err, 0, sizeof(h->err)))
+		return "a malformed penny bw hello";
+	for (i = 0; i < MAX_RAILS; i++)
+		if (!memchr(h->dev[i], 0, sizeof(h->dev[i])))
+			return "a malformed penny bw hello";
+	return NULL;
+}
+
+static void drop(struct pending *p, int n, int i, const char *why)
+{
+	fprintf(stderr, "penny bw: dropped a connection from %s: %s\n", p[i].who, why);
+	close(p[i].fd);
+	p[i] = p[n - 1];
+}
+
+static void peer_name(int fd, char *out, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[64] = "?";
+	int port = 0;
+
+	if (!getpeername(fd, (struct sockaddr *)&ss, &sl)) {
+		if (ss.ss_family == AF_INET) {
+			inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof(host));
+			port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		} else if (ss.ss_family == AF_INET6) {
+			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host,
+				  sizeof(host));
+			port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+		}
+	}
+	snprintf(out, len, "%s:%d", host, port);
+}
+
+/*
+ * The server's wait for a client: connections are accepted for --timeout;
+ * each has --timeout from its accept to say a whole hello.  One that is not
+ * a penny bw client of this version (garbage, another version, closed at
+ * once, silent until its time is up or MAX_PENDING newer ones wait) is
+ * dropped with one line, and the server goes on waiting.  The first whole
+ * hello wins: its socket is returned (blocking), the hello is in b->peer.
+ */
+static int accept_client(struct bw *b, int lfd, double timeout)
+{
+	struct pending *p = calloc(MAX_PENDING, sizeof(*p));
+	struct pollfd pfd[MAX_PENDING + 1];
+	double until = pn_now() + timeout;
+	int n = 0, i, fd = -1;
+	char why[160];
+
+	if (!p)
+		return pn_err(-ENOMEM, "out of memory");
+	while (fd < 0) {
+		double now = pn_now(), next = now < until ? until : INFINITY;
+		int k = 0, listening = now < until;
+
+		for (i = n - 1; i >= 0; i--)
+			if (p[i].deadline <= now)
+				drop(p, n--, i, "said no hello within the timeout");
+		if (!listening && !n) {
+			fd = pn_err(-ETIMEDOUT, "no client connected within %g s (--timeout)", timeout);
+			break;
+		}
+		if (listening)
+			pfd[k++] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+		for (i = 0; i < n; i++) {
+			pfd[k++] = (struct pollfd){ .fd = p[i].fd, .events = POLLIN };
+			next = PN_MIN(next, p[i].deadline);
+		}
+		if (poll(pfd, (nfds_t)k, (int)((next - now) * 1000) + 1) < 0) {
+			if (errno == EINTR)
+				continue;
+			fd = pn_err(-errno, "poll: %s", strerror(errno));
+			break;
+		}
+		/* the pending ones first: pfd[listening + i] is p[i] until one goes */
+		for (i = n - 1; i >= 0 && fd < 0; i--) {
+			const char *bad;
+			ssize_t got;
+
+			if (!(pfd[listening + i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			got = recv(p[i].fd, (char *)&p[i].h + p[i].got, sizeof(p[i].h) - p[i].got, 0);
+			if (got < 0 && (errno == EAGAIN || errno == EINTR))
+				continue;
+			if (got <= 0) {
+				drop(p, n--, i, got ? strerror(errno) : "closed before saying a whole hello");
+				continue;
+			}
+			p[i].got += (size_t)got;
+			bad = hello_wrong(&p[i].h, p[i].got, why, sizeof(why));
+			if (bad) {
+				drop(p, n--, i, bad);
+			} else if (p[i].got == sizeof(p[i].h)) {
+				fd = p[i].fd;
+				b->peer = p[i].h;
+				p[i] = p[--n];
+			}
+		}
+		if (fd < 0 && listening && (pfd[0].revents & POLLIN)) {
+			int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+			if (c < 0)
+				continue;
+			if (n == MAX_PENDING) {
+				int old = 0;
+
+				for (i = 1; i < n; i++)
+					if (p[i].deadline < p[old].deadline)
+						old = i;
+				drop(p, n--, old, "said no hello while newer connections waited");
+			}
+			p[n] = (struct pending){ .fd = c, .deadline = pn_now() + timeout };
+			peer_name(c, p[n].who, sizeof(p[n].who));
+			n++;
+		}
+	}
+	for (i = n - 1; i >= 0; i--)
+		drop(p, n--, i, fd >= 0 ? "another client said its hello first" : "the server gave up");
+	free(p);
+	if (fd >= 0) {
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+		tune_socket(fd);
+	}
 	return fd;
 }
 
@@ -828,7 +989,7 @@ static void send_failure(struct bw *b, int code)
 		return;
 }
 
-static int socket_side(struct bw *b, const char *devspec)
+static int socket_side(struct bw *b, const char *devspec, int have_peer)
 {
 	int ret;
 
@@ -841,7 +1002,7 @@ static int socket_side(struct bw *b, const char *devspec)
 			return ret;
 		}
 	}
-	ret = socket_handshake(b);
+	ret = socket_handshake(b, have_peer);
 	if (!ret)
 		ret = run_socket(b);
 	return ret;
@@ -1121,7 +1282,7 @@ static int loopback(struct bw *b)
 			ret = 0;
 		}
 		if (!ret)
-			ret = socket_side(b, b->tcp ? NULL : d2);
+			ret = socket_side(b, b->tcp ? NULL : d2, 0);
 		if (ret)
 			fprintf(stderr, "penny bw: loopback peer (%s): %s\n", b->tcp ? "tcp" : d2,
 				pn_errmsg(ret));
@@ -1138,7 +1299,7 @@ static int loopback(struct bw *b)
 		ret = 0;
 	}
 	if (!ret)
-		ret = socket_side(b, b->tcp ? NULL : d1);
+		ret = socket_side(b, b->tcp ? NULL : d1, 0);
 	if (b->fd >= 0)
 		close(b->fd);
 	b->fd = -1;
@@ -1246,7 +1407,7 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 		ret = b->tcp ? 0 : pick_devices(b, opt_dev);
 		if (!ret) {
 			b->fd = connect_to(argv[0], opt_port, pn_cli.timeout);
-			ret = b->fd < 0 ? b->fd : socket_side(b, opt_dev);
+			ret = b->fd < 0 ? b->fd : socket_side(b, opt_dev, 0);
 		}
 	} else if (cfg.nranks > 1) {
 		b->mode = "launcher";
@@ -1266,9 +1427,9 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 			if (!pn_cli.json)
 				fprintf(stderr, "penny bw: waiting for a client on TCP port %d\n",
 					opt_port);
-			b->fd = accept_one(lfd, pn_cli.timeout);
+			b->fd = accept_client(b, lfd, pn_cli.timeout);
 			close(lfd);
-			ret = b->fd < 0 ? b->fd : socket_side(b, opt_dev);
+			ret = b->fd < 0 ? b->fd : socket_side(b, opt_dev, 1);
 		}
 	}
 	if (ret) {

@@ -192,6 +192,57 @@ test_expect_success 'a factor that rounds back to the same size still steps (-b 
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
+test_expect_success 'bw server: strangers are dropped with one line each, the client still runs' '
+	p=$(free_port) &&
+	{ "$PENNY" bw --transport tcp -p $p -n 30 -s 1000 --timeout 20 >srv.out 2>srv.err & } &&
+	srv=$! &&
+	python3 - $p <<-PY &&
+	import socket, struct, sys, time
+	port = int(sys.argv[1])
+	def conn():
+	    for _ in range(100):
+	        try:
+	            return socket.create_connection(("127.0.0.1", port))
+	        except OSError:
+	            time.sleep(0.05)
+	    raise SystemExit("no listener")
+	silent = conn()                                                  # says nothing
+	s = conn(); s.close()                                            # closes at once
+	s = conn(); s.sendall(b"GET / HTTP/1.0\r\n\r\n" * 10); time.sleep(0.2); s.close()
+	s = conn(); s.sendall(struct.pack("<IHH", 0x5042574f, 9, 100) + bytes(100)); time.sleep(0.2); s.close()
+	s = conn(); s.sendall(struct.pack("<IHH", 0x5042574f, 1, 12)); time.sleep(0.2); s.close()
+	s = conn(); s.sendall(bytes(range(256)) * 4); time.sleep(0.2); s.close()
+	time.sleep(0.3)
+	PY
+	penny bw --transport tcp -p $p -n 30 -s 1000 --timeout 20 127.0.0.1 >cli.out 2>cli.err &&
+	wait $srv && cat srv.err &&
+	test "$(grep -c "^penny bw: dropped a connection from 127.0.0.1:[0-9]*: " srv.err)" -ge 5 &&
+	grep -q "not a penny bw client" srv.err && grep -q "hello version 9" srv.err &&
+	grep -q "closed before saying a whole hello" srv.err &&
+	grep "^ 1000 " cli.out >a && grep "^ 1000 " srv.out >b && test_cmp a b &&
+	no_procs_left
+'
+
+test_expect_success 'bw server: a silent stranger does not hold the server past its timeout' '
+	p=$(free_port) || exit 1
+	python3 - $p <<-PY &
+	import socket, sys, time
+	port = int(sys.argv[1])
+	for _ in range(100):
+	    try:
+	        s = socket.create_connection(("127.0.0.1", port)); break
+	    except OSError:
+	        time.sleep(0.05)
+	time.sleep(10)
+	PY
+	py=$!
+	within 6 penny bw --transport tcp -p $p --timeout 2 >out 2>err
+	kill $py 2>/dev/null; wait $py
+	test "$WITHIN_RC" = 1 && cat err &&
+	grep -q "dropped a connection from .*: said no hello within the timeout" err &&
+	grep -q "no client connected within 2 s" err
+'
+
 test_expect_success 'bw under a launcher with one rank is a plain process (srun -n 1 style)' '
 	p=$(free_port) &&
 	{ SLURM_PROCID=0 SLURM_NTASKS=1 "$PENNY" bw --transport tcp -p $p -n 20 -s 100 \
