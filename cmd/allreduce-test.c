@@ -11,7 +11,9 @@
 
 #include "../src/boot.h"
 #include "../src/coll.h"
+#include "../src/jobparams.h"
 #include "../src/log.h"
+#include "../src/minijson.h"
 #include "../src/plan_job.h"
 #include "../src/reduce.h"
 #include "../src/util.h"
@@ -175,6 +177,70 @@ out:
 	plan_free(pl);
 	free(node);
 	free(names);
+	return ret;
+}
+
+/*
+ * Every option that changes the data or the schedule, compared across the
+ * ranks before anything runs (per-rank options such as -g and the output
+ * files are not).  A mismatch fails every rank with exit 2 and no table;
+ * rank 0 and the ranks that differ from it say which option and ranks.
+ */
+static int agree_params(struct job *j, const enum pn_algo *algos, int nalgos,
+			const char *backends, int *rc)
+{
+	struct pn_job_param p[PN_JOB_MAX_PARAMS];
+	char list[160] = "";
+	int n = 0, a, differs, ret;
+
+	*rc = 0;
+	pn_job_param_set(&p[n++], "-b", "%llu", (unsigned long long)opt_minbytes);
+	pn_job_param_set(&p[n++], "-e", "%llu", (unsigned long long)opt_maxbytes);
+	if (opt_factor > 1) {
+		pn_job_param_set(&p[n++], "-f", "%.15g", opt_factor);
+		pn_job_param_set(&p[n++], "-i", "unused (-f)");
+	} else {
+		pn_job_param_set(&p[n++], "-f", "none");
+		pn_job_param_set(&p[n++], "-i", "%llu", (unsigned long long)opt_stepbytes);
+	}
+	pn_job_param_set(&p[n++], "-n", "%d", opt_iters);
+	pn_job_param_set(&p[n++], "-w", "%d", opt_warmup);
+	pn_job_param_set(&p[n++], "-c", "%d", opt_check);
+	pn_job_param_set(&p[n++], "-d", "%s", pn_dtype_name(j->dtype));
+	pn_job_param_set(&p[n++], "-o", "%s", pn_redop_name(j->op));
+	for (a = 0; a < nalgos; a++)
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", a ? "," : "",
+			 pn_algo_name(algos[a]));
+	pn_job_param_set(&p[n++], "-A", "%s", list);
+	pn_job_param_set(&p[n++], "--backend", "%s", backends);
+	pn_job_param_set(&p[n++], "-G", "%d", opt_graph);
+	pn_job_param_set(&p[n++], "--seed", "%llu", (unsigned long long)opt_seed);
+	if (opt_plan) {
+		char *text;
+		size_t len;
+
+		/* the content: the same file name may hold different plans */
+		if (pn_read_file(opt_plan, &text, &len)) {
+			pn_job_param_set(&p[n++], "--plan", "unreadable");
+		} else {
+			pn_job_param_content(&p[n++], "--plan", text, len);
+			free(text);
+		}
+	} else {
+		pn_job_param_set(&p[n++], "--plan", "none");
+	}
+	pn_job_param_set(&p[n++], "--transport", "%s", pn_cli.transport ? pn_cli.transport : "probe");
+	if (opt_min_busbw >= 0)
+		pn_job_param_set(&p[n++], "--min-busbw", "%.15g", opt_min_busbw);
+	else
+		pn_job_param_set(&p[n++], "--min-busbw", "none");
+	ret = pn_job_params_agree(j->boot, p, n, &differs);
+	if (ret == -EINVAL) {
+		if (j->rank == 0 || differs)
+			pn_cmd_fail(j->ctx, 2, "%s", pn_errmsg(ret));
+		*rc = 2;
+		ret = 0;
+	}
 	return ret;
 }
 
@@ -704,6 +770,9 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		goto fail;
 	j.rank = pn_boot_rank(j.boot);
 	j.nranks = pn_boot_nranks(j.boot);
+	ret = agree_params(&j, algos, nalgos, backends, &rc);
+	if (ret || rc)
+		goto fail;
 	for (a = 0; a < nalgos; a++)
 		if (algos[a] == PN_ALGO_MULTIRING)
 			ccfg.nchannels = 2;

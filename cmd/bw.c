@@ -19,6 +19,7 @@
 #include "../src/boot.h"
 #include "../src/bwtest.h"
 #include "../src/gpumem.h"
+#include "../src/jobparams.h"
 #include "../src/log.h"
 #include "../src/nic.h"
 #include "../src/transport/verbs.h"
@@ -159,6 +160,7 @@ struct bw {
 	int print;		/* this process presents */
 	int quiet;		/* the loopback peer: no gate lines either */
 	int failed_links;
+	int said;		/* the failure is told already: the exit status */
 	double slowest;
 	char slowest_name[96];
 };
@@ -1069,6 +1071,55 @@ static int launcher_tcp(struct bw *b, int *lfd)
 	return 0;
 }
 
+/*
+ * Under a launcher every rank runs the same test: the settings that shape
+ * it are compared across all ranks before any connects (per-rank ones, -d
+ * -i -x --use_cuda, and the gate rank 0 alone applies, are not).  A
+ * mismatch fails every rank with exit 2; rank 0 and the ranks that differ
+ * from it say which option and ranks.
+ */
+static int agree_params(struct bw *b)
+{
+	const struct pn_bw_cfg *c = &b->cfg;
+	struct pn_job_param p[PN_JOB_MAX_PARAMS];
+	int n = 0, differs, ret;
+
+	if (opt_all)
+		pn_job_param_set(&p[n++], "-s", "-a (2..8M)");
+	else
+		pn_job_param_set(&p[n++], "-s", "%llu", (unsigned long long)c->sizes[0]);
+	if (c->iters)
+		pn_job_param_set(&p[n++], "-n", "%llu", (unsigned long long)c->iters);
+	else
+		pn_job_param_set(&p[n++], "-n", "none (-D)");
+	if (c->duration > 0)
+		pn_job_param_set(&p[n++], "-D", "%.15g", c->duration);
+	else
+		pn_job_param_set(&p[n++], "-D", "none");
+	pn_job_param_set(&p[n++], "-q", "%u", c->nqp);
+	pn_job_param_set(&p[n++], "-t", "%u", c->tx_depth);
+	pn_job_param_set(&p[n++], "--op", "%s", opt_op);
+	pn_job_param_set(&p[n++], "--lat", "%s", opt_lat ? "on" : "off");
+	pn_job_param_set(&p[n++], "-b", "%s", opt_bidir ? "on" : "off");
+	if (c->mtu)
+		pn_job_param_set(&p[n++], "--mtu", "%u", c->mtu);
+	else
+		pn_job_param_set(&p[n++], "--mtu", "the ports'");
+	if (opt_inline >= 0)
+		pn_job_param_set(&p[n++], "-I", "%d", opt_inline);
+	else
+		pn_job_param_set(&p[n++], "-I", "default");
+	pn_job_param_set(&p[n++], "--all-rails", "%s", opt_all_rails ? "on" : "off");
+	pn_job_param_set(&p[n++], "--transport", "%s", b->tcp ? "tcp" : "verbs");
+	ret = pn_job_params_agree(b->boot, p, n, &differs);
+	if (ret == -EINVAL) {
+		if (b->rank == 0 || differs)
+			pn_cmd_fail(b->ctx, 2, "%s", pn_errmsg(ret));
+		b->said = 2;
+	}
+	return ret;
+}
+
 static int run_launcher(struct bw *b, const struct pn_boot_cfg *cfg)
 {
 	struct pn_out *o = b->ctx->out;
@@ -1088,6 +1139,9 @@ static int run_launcher(struct bw *b, const struct pn_boot_cfg *cfg)
 	b->rank = pn_boot_rank(b->boot);
 	b->nranks = pn_boot_nranks(b->boot);
 	b->print = b->rank == 0;
+	ret = agree_params(b);
+	if (ret)
+		return ret;
 	b->initiator = !(b->rank % 2);
 	if (!b->tcp) {
 		ret = pick_devices(b, opt_dev);
@@ -1431,6 +1485,10 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 			close(lfd);
 			ret = b->fd < 0 ? b->fd : socket_side(b, opt_dev, 1);
 		}
+	}
+	if (ret && b->said) {
+		rc = b->said;
+		goto done;
 	}
 	if (ret) {
 		if (b->boot)
