@@ -11,8 +11,10 @@
 
 #include "../src/boot.h"
 #include "../src/coll.h"
+#include "../src/jobparams.h"
 #include "../src/log.h"
 #include "../src/mem.h"
+#include "../src/minijson.h"
 #include "../src/plan_job.h"
 #include "../src/reduce.h"
 #include "../src/util.h"
@@ -33,53 +35,59 @@ static const char *opt_backend, *opt_csv, *opt_plot, *opt_tune_out, *opt_gpus, *
 static int opt_graph;
 static double opt_min_busbw = -1;
 static int opt_root = -1;
-static uint64_t opt_seed;
+static uint64_t opt_seed = 0x9e3779b97f4a7c15ull;
+
+#define MAX_BYTES (1ull << 40)
 
 const struct pn_opt allreduce_test_options[] = {
-	{ "minbytes", 'b', OPT_SIZE, &opt_minbytes, "SIZE", "smallest size (default 8)", NULL, NULL },
-	{ "maxbytes", 'e', OPT_SIZE, &opt_maxbytes, "SIZE", "largest size (default 32M)", NULL, NULL },
+	{ "minbytes", 'b', OPT_SIZE, &opt_minbytes, "SIZE", "smallest size (default 8)", NULL,
+	  OPT_RANGE(0, MAX_BYTES) },
+	{ "maxbytes", 'e', OPT_SIZE, &opt_maxbytes, "SIZE", "largest size (default 32M)", NULL,
+	  OPT_RANGE(0, MAX_BYTES) },
 	{ "stepbytes", 'i', OPT_SIZE, &opt_stepbytes, "SIZE",
-	  "size increment when no factor is given (default 1M)", NULL, NULL },
+	  "size increment when no factor is given (default 1M)", NULL, OPT_RANGE(1, MAX_BYTES) },
 	{ "stepfactor", 'f', OPT_DOUBLE, &opt_factor, "F", "multiply the size by F each step", NULL,
-	  NULL },
-	{ "iters", 'n', OPT_INT, &opt_iters, "N", "timed iterations per size (default 20)", NULL,
-	  NULL },
+	  OPT_RANGE(1.01, 1024) },
+	{ "iters", 'n', OPT_INT, &opt_iters, "N",
+	  "timed iterations per size (default 20; 0: the check only)", NULL, OPT_RANGE(0, 1000000) },
 	{ "warmup_iters", 'w', OPT_INT, &opt_warmup, "N", "warm-up iterations (default 5)", NULL,
-	  NULL },
+	  OPT_RANGE(0, 1000000) },
 	{ "check", 'c', OPT_INT, &opt_check, "0|1", "check results against the exact reference "
-	  "(default 1)", "0 1", NULL },
+	  "(default 1)", "0 1", OPT_RANGE(0, 1) },
 	{ "datatype", 'd', OPT_STRING, &opt_dtype, "TYPE", "element type (default float)",
 	  "int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double", NULL },
 	{ "op", 'o', OPT_STRING, &opt_op, "OP", "reduction: sum prod min max avg (default sum)",
 	  "sum prod min max avg", NULL },
 	{ "root-rank", 'r', OPT_INT, &opt_root, "R", "accepted for nccl-tests' -r (allreduce has "
-	  "no root; --root is the rendezvous address)", NULL, NULL },
+	  "no root; --root is the rendezvous address)", NULL, OPT_RANGE(0, 65535) },
 	{ "algo", 'A', OPT_STRING, &opt_algo, "NAME",
 	  "ring, simple-ring, one-shot, two-shot, hierarchical, multiring, auto or all; a comma "
 	  "list runs several (default auto)",
-	  "auto all ring simple-ring one-shot two-shot hierarchical multiring", NULL },
+	  "auto all ring simple-ring one-shot two-shot hierarchical multiring", OPT_LIST },
 	{ "backend", 0, OPT_APPEND, &opt_backend, "NAME",
 	  "host (the engine, default) or a GPU plugin: cuda, nccl; a comma list or repeated runs "
-	  "each in turn, then a ratio table", "host cuda nccl", NULL },
+	  "each in turn, then a ratio table", "host cuda nccl", OPT_LIST },
 	{ "cudagraph", 'G', OPT_INT, &opt_graph, "N",
 	  "GPU backends: capture N calls into a CUDA graph and time its replays (nccl-tests -G)",
-	  NULL, NULL },
+	  NULL, OPT_RANGE(0, 100000) },
 	{ "gpus", 'g', OPT_STRING, &opt_gpus, "LIST",
 	  "GPU backends: the device of each local rank, like 0,1,2,3 (default: the local rank)",
-	  NULL, NULL },
+	  NULL, OPT_LIST },
 	{ "csv", 0, OPT_STRING, &opt_csv, "FILE", "also write the rows as CSV to FILE", NULL, NULL },
 	{ "plot", 0, OPT_STRING, &opt_plot, "FILE", "draw busbw and time against size as SVG",
 	  NULL, NULL },
 	{ "min-busbw", 0, OPT_DOUBLE, &opt_min_busbw, "GBPS",
-	  "fail (exit 1, FAILED) when the average bus bandwidth is below GBPS", NULL, NULL },
+	  "fail (exit 1, FAILED) when the average bus bandwidth is below GBPS", NULL,
+	  OPT_RANGE(0, 1e9) },
 	{ "tune-out", 0, OPT_STRING, &opt_tune_out, "FILE",
 	  "write the fastest algorithm per size as a tuning table (use with --algo all)", NULL,
 	  NULL },
 	{ "plan", 0, OPT_STRING, &opt_plan, "FILE",
 	  "run multiring over the rings of FILE (penny ring-plan --json): one channel per ring, "
 	  "its NICs on verbs; implies --algo multiring", NULL, NULL },
-	{ "seed", 0, OPT_U64, &opt_seed, "N", "seed of the check data (default: from the clock)",
-	  NULL, NULL },
+	{ "seed", 0, OPT_U64, &opt_seed, "N",
+	  "seed of the check data (default: a fixed seed, the same on every rank)", NULL,
+	  OPT_RANGE(0, OPT_U64_MAX) },
 	OPT_TABLE_END
 };
 
@@ -173,6 +181,70 @@ out:
 	return ret;
 }
 
+/*
+ * Every option that changes the data or the schedule, compared across the
+ * ranks before anything runs (per-rank options such as -g and the output
+ * files are not).  A mismatch fails every rank with exit 2 and no table;
+ * rank 0 and the ranks that differ from it say which option and ranks.
+ */
+static int agree_params(struct job *j, const enum pn_algo *algos, int nalgos,
+			const char *backends, int *rc)
+{
+	struct pn_job_param p[PN_JOB_MAX_PARAMS];
+	char list[160] = "";
+	int n = 0, a, differs, ret;
+
+	*rc = 0;
+	pn_job_param_set(&p[n++], "-b", "%llu", (unsigned long long)opt_minbytes);
+	pn_job_param_set(&p[n++], "-e", "%llu", (unsigned long long)opt_maxbytes);
+	if (opt_factor > 1) {
+		pn_job_param_set(&p[n++], "-f", "%.15g", opt_factor);
+		pn_job_param_set(&p[n++], "-i", "unused (-f)");
+	} else {
+		pn_job_param_set(&p[n++], "-f", "none");
+		pn_job_param_set(&p[n++], "-i", "%llu", (unsigned long long)opt_stepbytes);
+	}
+	pn_job_param_set(&p[n++], "-n", "%d", opt_iters);
+	pn_job_param_set(&p[n++], "-w", "%d", opt_warmup);
+	pn_job_param_set(&p[n++], "-c", "%d", opt_check);
+	pn_job_param_set(&p[n++], "-d", "%s", pn_dtype_name(j->dtype));
+	pn_job_param_set(&p[n++], "-o", "%s", pn_redop_name(j->op));
+	for (a = 0; a < nalgos; a++)
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", a ? "," : "",
+			 pn_algo_name(algos[a]));
+	pn_job_param_set(&p[n++], "-A", "%s", list);
+	pn_job_param_set(&p[n++], "--backend", "%s", backends);
+	pn_job_param_set(&p[n++], "-G", "%d", opt_graph);
+	pn_job_param_set(&p[n++], "--seed", "%llu", (unsigned long long)opt_seed);
+	if (opt_plan) {
+		char *text;
+		size_t len;
+
+		/* the content: the same file name may hold different plans */
+		if (pn_read_file(opt_plan, &text, &len)) {
+			pn_job_param_set(&p[n++], "--plan", "unreadable");
+		} else {
+			pn_job_param_content(&p[n++], "--plan", text, len);
+			free(text);
+		}
+	} else {
+		pn_job_param_set(&p[n++], "--plan", "none");
+	}
+	pn_job_param_set(&p[n++], "--transport", "%s", pn_cli.transport ? pn_cli.transport : "probe");
+	if (opt_min_busbw >= 0)
+		pn_job_param_set(&p[n++], "--min-busbw", "%.15g", opt_min_busbw);
+	else
+		pn_job_param_set(&p[n++], "--min-busbw", "none");
+	ret = pn_job_params_agree(j->boot, p, n, &differs);
+	if (ret == -EINVAL) {
+		if (j->rank == 0 || differs)
+			pn_cmd_fail(j->ctx, 2, "%s", pn_errmsg(ret));
+		*rc = 2;
+		ret = 0;
+	}
+	return ret;
+}
+
 /* The plan in the header: the rings as ranks, in the order data moves. */
 static void plan_print(struct job *j)
 {
@@ -198,6 +270,9 @@ static void plan_print(struct job *j)
 	pn_out_close_object(o);
 }
 
+#define MAX_SIZES 100000
+
+/* The sizes of the sweep; -E2BIG beyond MAX_SIZES of them. */
 static int size_list(uint64_t **out, size_t *n, size_t es)
 {
 	uint64_t *v = NULL, b;
@@ -206,6 +281,10 @@ static int size_list(uint64_t **out, size_t *n, size_t es)
 	for (b = opt_minbytes; b <= opt_maxbytes;) {
 		uint64_t nb;
 
+		if (k == MAX_SIZES) {
+			free(v);
+			return -E2BIG;
+		}
 		if (k == cap) {
 			uint64_t *nv = realloc(v, (cap = cap ? 2 * cap : 32) * sizeof(*v));
 
@@ -220,8 +299,9 @@ static int size_list(uint64_t **out, size_t *n, size_t es)
 			nb = (uint64_t)((double)b * opt_factor);
 		else
 			nb = b + opt_stepbytes;
+		/* a factor that rounds back to b (-b 0, -b 1 -f 1.5) still steps */
 		if (nb <= b)
-			break;
+			nb = b + 1;
 		b = nb;
 	}
 	*out = v;
@@ -355,30 +435,45 @@ static void print_row(struct job *j, const struct ar_row *rw)
 			(unsigned long long)rw->wrong[1], rw->backend);
 }
 
-/* ctx NULL: quiet */
+/*
+ * --algo: each algorithm once ("all" is every one but auto); at most 16.
+ * ctx NULL: quiet (the prelaunch memory plan; the ranks report).
+ */
 static int parse_algos(struct pn_ctx *ctx, enum pn_algo *algos, int *n)
 {
 	char *list = strdup(opt_algo), *tok, *save = NULL;
-	int k = 0, ret = 0, i;
+	int k = 0, ret = 0, i, m;
 
 	if (!list)
 		return -ENOMEM;
-	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		enum pn_algo a;
+	for (tok = strtok_r(list, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
+		enum pn_algo a[PN_NALGOS];
+		int na = 0;
 
 		if (!strcmp(tok, "all")) {
-			for (i = 0; i < PN_NALGOS && k < 16; i++)
-				algos[k++] = (enum pn_algo)i;
-			continue;
+			for (i = 0; i < PN_NALGOS; i++)
+				a[na++] = (enum pn_algo)i;
+		} else {
+			ret = pn_algo_parse(tok, &a[na++]);
+			if (ret) {
+				if (ctx)
+					pn_cmd_error(ctx, ret);
+				break;
+			}
 		}
-		ret = pn_algo_parse(tok, &a);
-		if (ret) {
-			if (ctx)
-				pn_cmd_error(ctx, ret);
-			break;
+		for (i = 0; i < na && !ret; i++) {
+			for (m = 0; m < k; m++)
+				if (algos[m] == a[i])
+					break;
+			if (m < k)
+				ret = ctx ? pn_cmd_fail(ctx, -EINVAL, "--algo '%s' names %s twice",
+							opt_algo, pn_algo_name(a[i])) : -EINVAL;
+			else if (k == 16)
+				ret = ctx ? pn_cmd_fail(ctx, -EINVAL, "--algo '%s': at most 16 algorithms",
+							opt_algo) : -EINVAL;
+			else
+				algos[k++] = a[i];
 		}
-		if (k < 16)
-			algos[k++] = a;
 	}
 	free(list);
 	*n = k;
@@ -423,7 +518,7 @@ static int sweep(struct job *j, enum pn_algo algo, const uint64_t *sizes, size_t
 	double sum = 0;
 	size_t i, nb = 0;
 	int ret, k;
-	uint64_t seed = opt_seed ? opt_seed : 0x9e3779b97f4a7c15ull;
+	uint64_t seed = opt_seed;
 
 	if (j->rank == 0)
 		print_header(j, "host", pn_algo_name(algo));
@@ -579,8 +674,6 @@ static int check_backends(struct pn_ctx *ctx, const char *list, int *has_host, i
 	}
 	if (!n)
 		return pn_cmd_fail(ctx, 2, "--backend is empty");
-	if (opt_graph < 0)
-		return pn_cmd_fail(ctx, 2, "-G must be >= 0");
 	if (opt_graph > 0 && !*ngpu)
 		return pn_cmd_fail(ctx, 2, "-G captures CUDA graphs: it needs a GPU backend "
 					   "(--backend cuda or nccl)");
@@ -734,15 +827,10 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		pn_cmd_error(ctx, -EINVAL);
 		return 2;
 	}
-	if (opt_iters < 0 || opt_warmup < 0 || (opt_check != 0 && opt_check != 1))
-		return pn_cmd_fail(ctx, 2, "-n and -w must be >= 0, -c 0 or 1");
+	/* -n -w -c -b -e -i -f -G are in range (the table); -f 0: not given */
 	if (opt_minbytes > opt_maxbytes)
 		return pn_cmd_fail(ctx, 2, "-b %llu is larger than -e %llu",
 				   (unsigned long long)opt_minbytes, (unsigned long long)opt_maxbytes);
-	if (opt_factor != 0 && opt_factor <= 1)
-		return pn_cmd_fail(ctx, 2, "-f must be larger than 1");
-	if (opt_factor == 0 && opt_stepbytes == 0)
-		return pn_cmd_fail(ctx, 2, "-i must be positive");
 	if (opt_plan && strcmp(opt_algo, "auto") && strcmp(opt_algo, "multiring"))
 		return pn_cmd_fail(ctx, 2, "--plan runs the multiring algorithm; it cannot run "
 				   "--algo %s", opt_algo);
@@ -754,7 +842,10 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	if (parse_algos(ctx, algos, &nalgos))
 		return 2;
 	j.es = pn_dtype_size(j.dtype);
-	if (size_list(&sizes, &nsizes, j.es))
+	ret = size_list(&sizes, &nsizes, j.es);
+	if (ret == -E2BIG)
+		return pn_cmd_fail(ctx, 2, "-b, -e and -i or -f give more than %d sizes", MAX_SIZES);
+	if (ret)
 		return pn_cmd_fail(ctx, 1, "out of memory");
 
 	if (ctx->launch) {
@@ -776,6 +867,9 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		goto fail;
 	j.rank = pn_boot_rank(j.boot);
 	j.nranks = pn_boot_nranks(j.boot);
+	ret = agree_params(&j, algos, nalgos, backends, &rc);
+	if (ret || rc)
+		goto fail;
 	for (a = 0; a < nalgos; a++)
 		if (algos[a] == PN_ALGO_MULTIRING)
 			ccfg.nchannels = 2;
@@ -882,7 +976,7 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		struct ar_sweep sw = {
 			.dtype = j.dtype, .op = j.op, .sizes = sizes, .nsizes = nsizes,
 			.iters = opt_iters, .warmup = opt_warmup, .check = opt_check,
-			.seed = opt_seed ? opt_seed : 0x9e3779b97f4a7c15ull,
+			.seed = opt_seed,
 			.sink = { .arg = &j, .header = sink_header, .row = sink_row },
 		};
 

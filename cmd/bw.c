@@ -19,6 +19,7 @@
 #include "../src/boot.h"
 #include "../src/bwtest.h"
 #include "../src/gpumem.h"
+#include "../src/jobparams.h"
 #include "../src/log.h"
 #include "../src/mem.h"
 #include "../src/nic.h"
@@ -27,6 +28,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -34,6 +36,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,47 +60,51 @@ static double opt_duration, opt_min_gbps = -1;
 const struct pn_opt bw_options[] = {
 	{ "ib-dev", 'd', OPT_STRING, &opt_dev, "DEV[:PORT]",
 	  "RDMA device and port (default: the first with an ACTIVE port); a comma list with "
-	  "--all-rails", NULL, NULL },
+	  "--all-rails", NULL, OPT_LIST },
 	{ "ib-port", 'i', OPT_INT, &opt_ibport, "PORT", "port of the device (default 1)", NULL,
-	  NULL },
+	  OPT_RANGE(1, 255) },
 	{ "gid-index", 'x', OPT_INT, &opt_gid, "INDEX",
-	  "GID index (default: an IPv4-mapped RoCE v2 GID; both sides must agree)", NULL, NULL },
+	  "GID index (default: an IPv4-mapped RoCE v2 GID; both sides must agree)", NULL,
+	  OPT_RANGE(0, 255) },
 	{ "size", 's', OPT_SIZE, &opt_size, "SIZE",
-	  "message size (default 65536; --gpu: bytes per copy, default 256M)", NULL, NULL },
+	  "message size (default 65536; --gpu: bytes per copy, 4K..1G, default 256M)", NULL,
+	  OPT_RANGE(0, 1 << 30) },
 	{ "all", 'a', OPT_BOOL, &opt_all, NULL, "every size from 2 bytes to 8 MiB", NULL, NULL },
 	{ "iters", 'n', OPT_INT, &opt_iters, "N",
-	  "operations per size (default 5000; latency 1000)", NULL, NULL },
+	  "operations per size (default 5000; latency 1000)", NULL, OPT_RANGE(1, 1000000000) },
 	{ "duration", 'D', OPT_SECONDS, &opt_duration, "SEC", "run each size for SEC seconds",
-	  NULL, NULL },
-	{ "qp", 'q', OPT_INT, &opt_qps, "QPS", "queue pairs (default 1)", NULL, NULL },
+	  NULL, OPT_RANGE(0.1, 86400) },
+	{ "qp", 'q', OPT_INT, &opt_qps, "QPS", "queue pairs (default 1)", NULL,
+	  OPT_RANGE(1, PN_VERBS_MAX_QPS) },
 	{ "bidirectional", 'b', OPT_BOOL, &opt_bidir, NULL,
 	  "both sides send at once (the sum is reported)", NULL, NULL },
 	{ "mtu", 0, OPT_INT, &opt_mtu, "BYTES",
 	  "path MTU: 256, 512, 1024, 2048 or 4096 (default: the ports')",
-	  "256 512 1024 2048 4096", NULL },
+	  "256 512 1024 2048 4096", OPT_RANGE(256, 4096) },
 	{ "op", 0, OPT_STRING, &opt_op, "OP", "write (default), read or send",
 	  "write read send", NULL },
 	{ "lat", 0, OPT_BOOL, &opt_lat, NULL,
 	  "latency instead of bandwidth: min, median, average, p99, p99.9, max", NULL, NULL },
 	{ "tx-depth", 't', OPT_INT, &opt_txdepth, "N",
-	  "operations in flight per QP (default 128)", NULL, NULL },
+	  "operations in flight per QP (default 128)", NULL, OPT_RANGE(1, 8192) },
 	{ "inline-size", 'I', OPT_INT, &opt_inline, "BYTES",
 	  "send writes and sends of up to BYTES inline (default 220 with --lat, else 0)", NULL,
-	  NULL },
+	  OPT_RANGE(0, 4096) },
 	{ "use_cuda", 0, OPT_INT, &opt_use_cuda, "GPU",
 	  "the test buffers in the memory of GPU (an index), registered as a dma-buf "
-	  "(GPUDirect RDMA, like perftest's --use_cuda); needs the cuda plugin", NULL, NULL },
+	  "(GPUDirect RDMA, like perftest's --use_cuda); needs the cuda plugin", NULL,
+	  OPT_RANGE(0, 1023) },
 	{ "port", 'p', OPT_INT, &opt_port, "PORT",
-	  "TCP port of the server (default 18515)", NULL, NULL },
+	  "TCP port of the server (default 18515)", NULL, OPT_RANGE(1, 65535) },
 	{ "loopback", 0, OPT_STRING, &opt_loopback, "DEV1[,DEV2]",
-	  "both ends in this host: on one device, or a link between two", NULL, NULL },
+	  "both ends in this host: on one device, or a link between two", NULL, OPT_LIST },
 	{ "all-rails", 0, OPT_BOOL, &opt_all_rails, NULL,
 	  "under a launcher: test every NIC pair of the same index at once", NULL, NULL },
 	{ "expect", 0, OPT_OPTSTRING, &opt_expect, "PCT",
 	  "fail (exit 1) below PCT % of the link rate, doubled when bidirectional (default 90)",
-	  NULL, NULL },
+	  NULL, OPT_RANGE(1, 100) },
 	{ "min-gbps", 0, OPT_DOUBLE, &opt_min_gbps, "GBPS", "fail (exit 1) below GBPS Gb/s",
-	  NULL, NULL },
+	  NULL, OPT_RANGE(0, 1e9) },
 	{ "gpu", 0, OPT_BOOL, &opt_gpu, NULL,
 	  "GPU-to-GPU bandwidth and latency matrices of this host's GPUs (the cuda plugin), "
 	  "like p2pBandwidthLatencyTest; -b: bidirectional only, --lat: latency only", NULL, NULL },
@@ -154,6 +161,7 @@ struct bw {
 	int print;		/* this process presents */
 	int quiet;		/* the loopback peer: no gate lines either */
 	int failed_links;
+	int said;		/* the failure is told already: the exit status */
 	double slowest;
 	char slowest_name[96];
 };
@@ -182,37 +190,22 @@ static int parse_cfg(struct bw *b)
 		c->flags |= PN_BW_LAT;
 	if (opt_bidir)
 		c->flags |= PN_BW_BIDIR;
+	/*
+	 * Ranges are the table's (-q -t -I -n -D -p -s --mtu --use_cuda
+	 * --expect); the initial values -1 and 0 mean "not given".
+	 */
 	if (opt_lat && opt_bidir)
 		return pn_cmd_fail(b->ctx, 2, "--lat and -b do not go together");
-	if (opt_qps < 1 || opt_qps > PN_VERBS_MAX_QPS)
-		return pn_cmd_fail(b->ctx, 2, "-q must be between 1 and %d", PN_VERBS_MAX_QPS);
 	if (opt_lat && opt_qps != 1)
 		return pn_cmd_fail(b->ctx, 2, "--lat uses one QP");
-	if (opt_txdepth < 1 || opt_txdepth > 8192)
-		return pn_cmd_fail(b->ctx, 2, "--tx-depth must be between 1 and 8192");
-	if (opt_use_cuda < -1)
-		return pn_cmd_fail(b->ctx, 2, "--use_cuda takes a GPU index (0, 1, ...)");
 	if (opt_use_cuda >= 0 && opt_lat)
 		return pn_cmd_fail(b->ctx, 2, "--use_cuda measures bandwidth; --lat polls host memory");
-	if (opt_inline < -1 || opt_inline > 4096)
-		return pn_cmd_fail(b->ctx, 2, "-I must be between 0 and 4096");
 	if (opt_mtu && !pn_verbs_mtu_valid(opt_mtu))
 		return pn_cmd_fail(b->ctx, 2, "--mtu must be 256, 512, 1024, 2048 or 4096");
-	if (opt_duration < 0 || opt_iters == 0 || opt_iters < -1)
-		return pn_cmd_fail(b->ctx, 2, "-n and -D must be positive");
 	if (opt_duration > 0 && opt_iters > 0)
 		return pn_cmd_fail(b->ctx, 2, "-n and -D exclude each other");
 	if (opt_duration > 0 && opt_lat)
 		return pn_cmd_fail(b->ctx, 2, "--lat counts iterations (-n), not seconds");
-	if (opt_port < 1 || opt_port > 65535)
-		return pn_cmd_fail(b->ctx, 2, "-p must be a TCP port");
-	if (opt_expect && opt_expect[0]) {
-		double pct;
-
-		if (pn_parse_double(opt_expect, &pct) || pct <= 0 || pct > 1000)
-			return pn_cmd_fail(b->ctx, 2, "invalid --expect '%s' (a percentage)",
-					   opt_expect);
-	}
 	c->nqp = (uint32_t)opt_qps;
 	c->tx_depth = (uint32_t)opt_txdepth;
 	c->mtu = (uint32_t)opt_mtu;
@@ -222,8 +215,6 @@ static int parse_cfg(struct bw *b)
 		for (i = 1; i <= 23; i++)
 			c->sizes[c->nsizes++] = 1ull << i;
 	} else {
-		if (opt_size > (1ull << 30))
-			return pn_cmd_fail(b->ctx, 2, "-s is at most 1G");
 		if (opt_lat && !opt_size)
 			return pn_cmd_fail(b->ctx, 2, "--lat needs -s of at least 1");
 		c->sizes[c->nsizes++] = opt_size;
@@ -253,6 +244,32 @@ int bw_prelaunch(struct pn_ctx *ctx, int np)
 	if (opt_gpu)
 		return 0;
 	return bw_mem_fail(ctx, np, max > UINT64_MAX / 2 ? UINT64_MAX : 2 * max, PN_MEM_RANK_BASE);
+}
+
+static int list_len(const char *list)
+{
+	int n = 1;
+
+	for (; *list; list++)
+		n += *list == ',';
+	return n;
+}
+
+/* -d and --loopback name what their mode uses (no empty element: the table). */
+static int check_devices(struct pn_ctx *ctx)
+{
+	int nd = opt_dev ? list_len(opt_dev) : 0;
+
+	if (opt_loopback && list_len(opt_loopback) > 2)
+		return pn_cmd_fail(ctx, 2, "--loopback takes DEV1 or DEV1,DEV2, not '%s'",
+				   opt_loopback);
+	if (opt_loopback && opt_dev)
+		return pn_cmd_fail(ctx, 2, "--loopback names the devices; -d is for the other modes");
+	if (nd > MAX_RAILS)
+		return pn_cmd_fail(ctx, 2, "-d names %d devices, at most %d", nd, MAX_RAILS);
+	if (nd > 1 && !opt_all_rails)
+		return pn_cmd_fail(ctx, 2, "-d names %d devices: a list is for --all-rails", nd);
+	return 0;
 }
 
 static int transport_tcp(struct bw *b)
@@ -697,13 +714,16 @@ static void tune_socket(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-/* Exchange hellos over fd; then agree and connect. */
-static int socket_handshake(struct bw *b)
+/* Exchange hellos over fd (only send ours when the server read the peer's); agree, connect. */
+static int socket_handshake(struct bw *b, int have_peer)
 {
 	int ret;
 
 	hello_init(b);
-	ret = pn_bw_xchg_fd(b->fd, &b->me, &b->peer, sizeof(b->me), pn_cli.timeout);
+	if (have_peer)
+		ret = pn_bw_send_fd(b->fd, &b->me, sizeof(b->me), pn_cli.timeout);
+	else
+		ret = pn_bw_xchg_fd(b->fd, &b->me, &b->peer, sizeof(b->me), pn_cli.timeout);
 	if (ret)
 		return pn_err_ctx(ret, "exchanging the setup with the peer");
 	ret = agree_and_connect(b);
@@ -732,6 +752,162 @@ static int accept_one(int lfd, double timeout)
 	if (fd < 0)
 		return pn_err(-errno, "accept: %s", strerror(errno));
 	tune_socket(fd);
+	return fd;
+}
+
+/* ------------------------------------------------------------ the server */
+
+#define MAX_PENDING 16
+
+/* A connection the server accepted that has not said a whole hello yet. */
+struct pending {
+	int fd;
+	double deadline;	/* accepted + --timeout */
+	size_t got;
+	char who[80];		/* "address:port" */
+	struct hello h;
+};
+
+/* NULL: the bytes so far can start a penny bw hello; else why they cannot. */
+static const char *hello_wrong(const struct hello *h, size_t got, char *why, size_t len)
+{
+	int i;
+
+	if (got >= sizeof(h->magic) && h->magic != HELLO_MAGIC)
+		return "not a penny bw client";
+	if (got >= offsetof(struct hello, tcp) && (h->version != 1 || h->size != sizeof(*h))) {
+		snprintf(why, len, "penny bw hello version %u of %u bytes; this is version 1 of %zu",
+			 h->version, h->size, sizeof(*h));
+		return why;
+	}
+	if (got < sizeof(*h))
+		return NULL;
+	if (h->tcp > 1 || h->nrails > MAX_RAILS || !memchr(h->host, 0, sizeof(h->host)) ||
+	    !memchr(h->addr, 0, sizeof(h->addr)) || !memchr(h->err, 0, sizeof(h->err)))
+		return "a malformed penny bw hello";
+	for (i = 0; i < MAX_RAILS; i++)
+		if (!memchr(h->dev[i], 0, sizeof(h->dev[i])))
+			return "a malformed penny bw hello";
+	return NULL;
+}
+
+static void drop(struct pending *p, int n, int i, const char *why)
+{
+	fprintf(stderr, "penny bw: dropped a connection from %s: %s\n", p[i].who, why);
+	close(p[i].fd);
+	p[i] = p[n - 1];
+}
+
+static void peer_name(int fd, char *out, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[64] = "?";
+	int port = 0;
+
+	if (!getpeername(fd, (struct sockaddr *)&ss, &sl)) {
+		if (ss.ss_family == AF_INET) {
+			inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof(host));
+			port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		} else if (ss.ss_family == AF_INET6) {
+			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host,
+				  sizeof(host));
+			port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+		}
+	}
+	snprintf(out, len, "%s:%d", host, port);
+}
+
+/*
+ * The server's wait for a client: connections are accepted for --timeout;
+ * each has --timeout from its accept to say a whole hello.  One that is not
+ * a penny bw client of this version (garbage, another version, closed at
+ * once, silent until its time is up or MAX_PENDING newer ones wait) is
+ * dropped with one line, and the server goes on waiting.  The first whole
+ * hello wins: its socket is returned (blocking), the hello is in b->peer.
+ */
+static int accept_client(struct bw *b, int lfd, double timeout)
+{
+	struct pending *p = calloc(MAX_PENDING, sizeof(*p));
+	struct pollfd pfd[MAX_PENDING + 1];
+	double until = pn_now() + timeout;
+	int n = 0, i, fd = -1;
+	char why[160];
+
+	if (!p)
+		return pn_err(-ENOMEM, "out of memory");
+	while (fd < 0) {
+		double now = pn_now(), next = now < until ? until : INFINITY;
+		int k = 0, listening = now < until;
+
+		for (i = n - 1; i >= 0; i--)
+			if (p[i].deadline <= now)
+				drop(p, n--, i, "said no hello within the timeout");
+		if (!listening && !n) {
+			fd = pn_err(-ETIMEDOUT, "no client connected within %g s (--timeout)", timeout);
+			break;
+		}
+		if (listening)
+			pfd[k++] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+		for (i = 0; i < n; i++) {
+			pfd[k++] = (struct pollfd){ .fd = p[i].fd, .events = POLLIN };
+			next = PN_MIN(next, p[i].deadline);
+		}
+		if (poll(pfd, (nfds_t)k, (int)((next - now) * 1000) + 1) < 0) {
+			if (errno == EINTR)
+				continue;
+			fd = pn_err(-errno, "poll: %s", strerror(errno));
+			break;
+		}
+		/* the pending ones first: pfd[listening + i] is p[i] until one goes */
+		for (i = n - 1; i >= 0 && fd < 0; i--) {
+			const char *bad;
+			ssize_t got;
+
+			if (!(pfd[listening + i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			got = recv(p[i].fd, (char *)&p[i].h + p[i].got, sizeof(p[i].h) - p[i].got, 0);
+			if (got < 0 && (errno == EAGAIN || errno == EINTR))
+				continue;
+			if (got <= 0) {
+				drop(p, n--, i, got ? strerror(errno) : "closed before saying a whole hello");
+				continue;
+			}
+			p[i].got += (size_t)got;
+			bad = hello_wrong(&p[i].h, p[i].got, why, sizeof(why));
+			if (bad) {
+				drop(p, n--, i, bad);
+			} else if (p[i].got == sizeof(p[i].h)) {
+				fd = p[i].fd;
+				b->peer = p[i].h;
+				p[i] = p[--n];
+			}
+		}
+		if (fd < 0 && listening && (pfd[0].revents & POLLIN)) {
+			int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+			if (c < 0)
+				continue;
+			if (n == MAX_PENDING) {
+				int old = 0;
+
+				for (i = 1; i < n; i++)
+					if (p[i].deadline < p[old].deadline)
+						old = i;
+				drop(p, n--, old, "said no hello while newer connections waited");
+			}
+			p[n] = (struct pending){ .fd = c, .deadline = pn_now() + timeout };
+			peer_name(c, p[n].who, sizeof(p[n].who));
+			n++;
+		}
+	}
+	for (i = n - 1; i >= 0; i--)
+		drop(p, n--, i, fd >= 0 ? "another client said its hello first" : "the server gave up");
+	free(p);
+	if (fd >= 0) {
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+		tune_socket(fd);
+	}
 	return fd;
 }
 
@@ -840,7 +1016,7 @@ static void send_failure(struct bw *b, int code)
 		return;
 }
 
-static int socket_side(struct bw *b, const char *devspec)
+static int socket_side(struct bw *b, const char *devspec, int have_peer)
 {
 	int ret;
 
@@ -853,7 +1029,7 @@ static int socket_side(struct bw *b, const char *devspec)
 			return ret;
 		}
 	}
-	ret = socket_handshake(b);
+	ret = socket_handshake(b, have_peer);
 	if (!ret)
 		ret = run_socket(b);
 	return ret;
@@ -920,6 +1096,55 @@ static int launcher_tcp(struct bw *b, int *lfd)
 	return 0;
 }
 
+/*
+ * Under a launcher every rank runs the same test: the settings that shape
+ * it are compared across all ranks before any connects (per-rank ones, -d
+ * -i -x --use_cuda, and the gate rank 0 alone applies, are not).  A
+ * mismatch fails every rank with exit 2; rank 0 and the ranks that differ
+ * from it say which option and ranks.
+ */
+static int agree_params(struct bw *b)
+{
+	const struct pn_bw_cfg *c = &b->cfg;
+	struct pn_job_param p[PN_JOB_MAX_PARAMS];
+	int n = 0, differs, ret;
+
+	if (opt_all)
+		pn_job_param_set(&p[n++], "-s", "-a (2..8M)");
+	else
+		pn_job_param_set(&p[n++], "-s", "%llu", (unsigned long long)c->sizes[0]);
+	if (c->iters)
+		pn_job_param_set(&p[n++], "-n", "%llu", (unsigned long long)c->iters);
+	else
+		pn_job_param_set(&p[n++], "-n", "none (-D)");
+	if (c->duration > 0)
+		pn_job_param_set(&p[n++], "-D", "%.15g", c->duration);
+	else
+		pn_job_param_set(&p[n++], "-D", "none");
+	pn_job_param_set(&p[n++], "-q", "%u", c->nqp);
+	pn_job_param_set(&p[n++], "-t", "%u", c->tx_depth);
+	pn_job_param_set(&p[n++], "--op", "%s", opt_op);
+	pn_job_param_set(&p[n++], "--lat", "%s", opt_lat ? "on" : "off");
+	pn_job_param_set(&p[n++], "-b", "%s", opt_bidir ? "on" : "off");
+	if (c->mtu)
+		pn_job_param_set(&p[n++], "--mtu", "%u", c->mtu);
+	else
+		pn_job_param_set(&p[n++], "--mtu", "the ports'");
+	if (opt_inline >= 0)
+		pn_job_param_set(&p[n++], "-I", "%d", opt_inline);
+	else
+		pn_job_param_set(&p[n++], "-I", "default");
+	pn_job_param_set(&p[n++], "--all-rails", "%s", opt_all_rails ? "on" : "off");
+	pn_job_param_set(&p[n++], "--transport", "%s", b->tcp ? "tcp" : "verbs");
+	ret = pn_job_params_agree(b->boot, p, n, &differs);
+	if (ret == -EINVAL) {
+		if (b->rank == 0 || differs)
+			pn_cmd_fail(b->ctx, 2, "%s", pn_errmsg(ret));
+		b->said = 2;
+	}
+	return ret;
+}
+
 static int run_launcher(struct bw *b, const struct pn_boot_cfg *cfg)
 {
 	struct pn_out *o = b->ctx->out;
@@ -939,9 +1164,9 @@ static int run_launcher(struct bw *b, const struct pn_boot_cfg *cfg)
 	b->rank = pn_boot_rank(b->boot);
 	b->nranks = pn_boot_nranks(b->boot);
 	b->print = b->rank == 0;
-	if (b->nranks % 2)
-		return pn_err(-EINVAL, "penny bw pairs ranks 2k and 2k+1: %d ranks is odd",
-			      b->nranks);
+	ret = agree_params(b);
+	if (ret)
+		return ret;
 	b->initiator = !(b->rank % 2);
 	if (!b->tcp) {
 		ret = pick_devices(b, opt_dev);
@@ -1136,7 +1361,7 @@ static int loopback(struct bw *b)
 			ret = 0;
 		}
 		if (!ret)
-			ret = socket_side(b, b->tcp ? NULL : d2);
+			ret = socket_side(b, b->tcp ? NULL : d2, 0);
 		if (ret)
 			fprintf(stderr, "penny bw: loopback peer (%s): %s\n", b->tcp ? "tcp" : d2,
 				pn_errmsg(ret));
@@ -1153,7 +1378,7 @@ static int loopback(struct bw *b)
 		ret = 0;
 	}
 	if (!ret)
-		ret = socket_side(b, b->tcp ? NULL : d1);
+		ret = socket_side(b, b->tcp ? NULL : d1, 0);
 	if (b->fd >= 0)
 		close(b->fd);
 	b->fd = -1;
@@ -1216,6 +1441,9 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 		rc = pn_cmd_fail(ctx, 2, "--all-rails runs under a launcher (mpirun, srun, --np)");
 		goto done;
 	}
+	rc = check_devices(ctx);
+	if (rc)
+		goto done;
 	signal(SIGPIPE, SIG_IGN);
 	if (ctx->launch) {
 		cfg = *ctx->launch;
@@ -1226,6 +1454,32 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 		cfg.root = pn_cli.root;
 	}
 	cfg.timeout = pn_cli.timeout;
+	ret = pn_boot_cfg_from_env(&cfg);
+	if (ret) {
+		rc = pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
+		goto done;
+	}
+	/*
+	 * Ranks pair up (2k, 2k+1): an odd count is refused before anyone waits
+	 * (rank 0 says so).  One rank of an outside launcher (srun -n 1) is a
+	 * plain process: server, client or loopback; --np 1 or --nranks 1 is not.
+	 */
+	if (cfg.nranks % 2 && (cfg.nranks > 1 || ctx->launch || !strcmp(cfg.launcher, "explicit"))) {
+		rc = 2;
+		if (cfg.rank == 0)
+			pn_cmd_fail(ctx, 2, "ranks 2k and 2k+1 pair up: %d rank%s is odd%s",
+				    cfg.nranks, cfg.nranks == 1 ? "" : "s",
+				    cfg.nranks == 1 ? " (the server is 'penny bw' without --np)" : "");
+		goto done;
+	}
+	if (cfg.nranks > 1 && (argc || opt_loopback)) {
+		rc = 2;
+		if (cfg.rank == 0)
+			pn_cmd_fail(ctx, 2, "%s runs one pair of processes; under a launcher (%s) "
+					    "ranks 2k and 2k+1 pair up", argc ? "HOST" : "--loopback",
+				    cfg.launcher);
+		goto done;
+	}
 	if (opt_loopback) {
 		b->mode = "loopback";
 		ret = loopback(b);
@@ -1235,12 +1489,12 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 		ret = b->tcp ? 0 : pick_devices(b, opt_dev);
 		if (!ret) {
 			b->fd = connect_to(argv[0], opt_port, pn_cli.timeout);
-			ret = b->fd < 0 ? b->fd : socket_side(b, opt_dev);
+			ret = b->fd < 0 ? b->fd : socket_side(b, opt_dev, 0);
 		}
-	} else if ((ret = pn_boot_cfg_from_env(&cfg)) == 0 && cfg.nranks > 1) {
+	} else if (cfg.nranks > 1) {
 		b->mode = "launcher";
 		ret = run_launcher(b, &cfg);
-	} else if (!ret) {
+	} else {
 		int lfd;
 
 		b->mode = "server";
@@ -1255,10 +1509,14 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 			if (!pn_cli.json)
 				fprintf(stderr, "penny bw: waiting for a client on TCP port %d\n",
 					opt_port);
-			b->fd = accept_one(lfd, pn_cli.timeout);
+			b->fd = accept_client(b, lfd, pn_cli.timeout);
 			close(lfd);
-			ret = b->fd < 0 ? b->fd : socket_side(b, opt_dev);
+			ret = b->fd < 0 ? b->fd : socket_side(b, opt_dev, 1);
 		}
+	}
+	if (ret && b->said) {
+		rc = b->said;
+		goto done;
 	}
 	if (ret) {
 		if (b->boot)

@@ -20,8 +20,33 @@ enum pn_opt_type {
 	OPT_STRING,	/* const char * */
 	OPT_OPTSTRING,	/* const char *, optional value ("" when absent) */
 	OPT_APPEND,	/* const char *: repeated values joined with ',' */
-	OPT_CALLBACK,	/* cb(arg) */
+	OPT_CALLBACK,	/* ext->cb(arg) */
 };
+
+/* pn_opt_ext.flags */
+#define OPT_F_RANGE (1u << 0)	 /* numeric value (OPT_OPTSTRING: when given) in [min, max] */
+#define OPT_F_LIST (1u << 1)	 /* comma list: no empty element */
+#define OPT_F_EMPTY_OK (1u << 2) /* a string value may be "" */
+
+/*
+ * What the table says about a value beyond its type: its range, list-ness.
+ * Every numeric option has a range (a test checks it); a value outside it
+ * is refused at parsing, "penny CMD: --gpus must be 1..16, got 0", exit 2.
+ * A default the user cannot type (-1 for "not given") stays possible: it is
+ * the variable's initial value, never checked.  String values may not be
+ * empty unless OPT_F_EMPTY_OK.
+ */
+struct pn_opt_ext {
+	double min, max;	/* OPT_F_RANGE, inclusive; U64/SIZE compare as integers */
+	unsigned flags;
+	int (*cb)(const char *arg); /* OPT_CALLBACK: 0 ok, <0 invalid value */
+};
+
+/* The largest OPT_U64 bound (UINT64_MAX, printed as such). */
+#define OPT_U64_MAX 18446744073709551615.0
+
+#define OPT_RANGE(lo, hi) (&(const struct pn_opt_ext){ .min = (lo), .max = (hi), .flags = OPT_F_RANGE })
+#define OPT_LIST (&(const struct pn_opt_ext){ .flags = OPT_F_LIST })
 
 struct pn_opt {
 	const char *lng;
@@ -31,7 +56,7 @@ struct pn_opt {
 	const char *arg;	/* value name in --help, "SIZE" */
 	const char *help;
 	const char *choices;	/* space-separated values, for completion */
-	int (*cb)(const char *arg); /* OPT_CALLBACK: 0 ok, <0 invalid value */
+	const struct pn_opt_ext *ext; /* range, list, callback; NULL: none */
 };
 
 #define OPT_TABLE_END { NULL, 0, OPT_END, NULL, NULL, NULL, NULL, NULL }
@@ -44,7 +69,12 @@ struct pn_opt {
 int pn_opt_parse(const char *cmd, const struct pn_opt *const *tables, int argc, char **argv,
 		 int *nargs);
 void pn_opt_help(FILE *f, const char *title, const struct pn_opt *opts);
-/* Completion listing: "long\tshort\targ\tchoices" per option. */
+/* The range of a ranged option as help and the man pages write it ("1..16"); "" if none. */
+const char *pn_opt_range_str(const struct pn_opt *o, char *buf, size_t len);
+/*
+ * Completion listing: "long\tshort\targ\trange\tchoices" per option ("-":
+ * none; range "unchecked": a number without a range, a bug t0002 finds).
+ */
 void pn_opt_complete(FILE *f, const struct pn_opt *opts);
 
 #endif

@@ -39,7 +39,7 @@ static const struct pn_opt common_options[] = {
 	{ "debug", 'v', OPT_OPTSTRING, &pn_cli.debug, "SUBSYS",
 	  "debug log on stderr for SUBSYS (INIT,BOOT,NET,SHM,COLL,TOPO,NIC,PLUGIN,VERBS,TUNE; "
 	  "default ALL)",
-	  "ALL INIT BOOT NET SHM COLL TOPO NIC PLUGIN VERBS TUNE", NULL },
+	  "ALL INIT BOOT NET SHM COLL TOPO NIC PLUGIN VERBS TUNE", OPT_LIST },
 	{ "sysfs-root", 0, OPT_STRING, &pn_cli.sysroot, "DIR",
 	  "read /sys and /proc below DIR (also PENNY_SYSROOT)", NULL, NULL },
 	{ "help", 'h', OPT_BOOL, &pn_cli.help, NULL, "show this help", NULL, NULL },
@@ -47,14 +47,17 @@ static const struct pn_opt common_options[] = {
 };
 
 static const struct pn_opt launch_options[] = {
-	{ "np", 0, OPT_INT, &pn_cli.np, "N", "start N local ranks (self-launch)", NULL, NULL },
+	{ "np", 0, OPT_INT, &pn_cli.np, "N", "start N local ranks (self-launch)", NULL,
+	  OPT_RANGE(1, 1024) },
 	{ "rank", 0, OPT_INT, &pn_cli.rank, "R", "this process's rank (with --nranks, --root)",
-	  NULL, NULL },
-	{ "nranks", 0, OPT_INT, &pn_cli.nranks, "N", "number of ranks in the job", NULL, NULL },
+	  NULL, OPT_RANGE(0, 65535) },
+	{ "nranks", 0, OPT_INT, &pn_cli.nranks, "N", "number of ranks in the job", NULL,
+	  OPT_RANGE(1, 65536) },
 	{ "root", 0, OPT_STRING, &pn_cli.root, "HOST:PORT",
 	  "rendezvous address of rank 0 (also PENNY_ROOT, MASTER_ADDR/MASTER_PORT)", NULL, NULL },
 	{ "timeout", 0, OPT_SECONDS, &pn_cli.timeout, "SEC",
-	  "bound on every wait; a silent peer fails the job (default 60)", NULL, NULL },
+	  "bound on every wait; a silent peer fails the job (default 60)", NULL,
+	  OPT_RANGE(0.01, 86400) },
 	{ "transport", 0, OPT_STRING, &pn_cli.transport, "NAME",
 	  "force a transport between ranks: shm, tcp, verbs (default: probe)", "shm tcp verbs",
 	  NULL },
@@ -168,11 +171,8 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 	}
 	static struct pn_boot_cfg cfg;
 
+	/* --np and --timeout are in range (the table); -1: no --np */
 	if (c->flags & CMD_LAUNCH) {
-		if (pn_cli.np == 0 || pn_cli.np > 1024 || pn_cli.np < -1)
-			return pn_cmd_fail(&ctx, 2, "--np must be between 1 and 1024");
-		if (pn_cli.timeout <= 0)
-			return pn_cmd_fail(&ctx, 2, "--timeout must be positive");
 		if (pn_cli.np > 0 && c->prelaunch) {
 			ret = c->prelaunch(&ctx, pn_cli.np);
 			if (ret)

@@ -30,29 +30,34 @@ static struct {
 } o = { .nics = -1, .nvlinks = -1, .schedule_size = 1 << 20 };
 
 const struct pn_opt ring_plan_options[] = {
-	{ "nodes", 0, OPT_INT, &o.nodes, "N", "synthetic cluster: N nodes", NULL, NULL },
-	{ "gpus", 0, OPT_INT, &o.gpus, "G", "synthetic: GPUs per node (default 8)", NULL, NULL },
+	{ "nodes", 0, OPT_INT, &o.nodes, "N", "synthetic cluster: N nodes", NULL,
+	  OPT_RANGE(1, 1 << 20) },
+	{ "gpus", 0, OPT_INT, &o.gpus, "G", "synthetic: GPUs per node (default 8)", NULL,
+	  OPT_RANGE(1, PN_PLAN_MAX_GPUS) },
 	{ "nics", 0, OPT_INT, &o.nics, "K", "synthetic: NIC ports per node (default: --gpus)", NULL,
-	  NULL },
+	  OPT_RANGE(0, PN_PLAN_MAX_NICS) },
 	{ "gpus-per-nic", 0, OPT_INT, &o.gpus_per_nic, "M",
-	  "synthetic: GPUs i*M..i*M+M-1 are nearest to NIC i (default: spread evenly)", NULL, NULL },
+	  "synthetic: GPUs i*M..i*M+M-1 are nearest to NIC i (default: spread evenly)", NULL,
+	  OPT_RANGE(1, PN_PLAN_MAX_GPUS) },
 	{ "nvlinks", 0, OPT_INT, &o.nvlinks, "N",
-	  "synthetic: NVLinks between GPUs (default 18; 0: PCIe only)", NULL, NULL },
+	  "synthetic: NVLinks between GPUs (default 18; 0: PCIe only)", NULL, OPT_RANGE(0, 64) },
 	{ "nic-rate", 0, OPT_DOUBLE, &o.nic_rate, "GBPS",
-	  "synthetic: NIC port rate in Gb/s (default 400)", NULL, NULL },
+	  "synthetic: NIC port rate in Gb/s (default 400)", NULL, OPT_RANGE(0.001, 100000) },
 	{ "topo-file", 0, OPT_APPEND, &o.topo_files, "FILE,...",
-	  "one `penny topo --save` file per node (repeatable)", NULL, NULL },
+	  "one `penny topo --save` file per node (repeatable)", NULL, OPT_LIST },
 	{ "topo-xml", 0, OPT_STRING, &o.topo_xml, "FILE",
 	  "plan one node from an hwloc XML file (as penny topo --topo-xml)", NULL, NULL },
 	{ "rails", 0, OPT_STRING, &o.rails, "DEV:PORT:RAIL,...",
-	  "rail ids of NIC ports (NCCL_IB_HCA style); unlisted ports are not used", NULL, NULL },
+	  "rail ids of NIC ports (NCCL_IB_HCA style); unlisted ports are not used", NULL,
+	  OPT_LIST },
 	{ "hosts", 0, OPT_STRING, &o.hosts, "H1,H2,...",
-	  "node order of the rings (physical placement); names synthetic nodes", NULL, NULL },
+	  "node order of the rings (physical placement); names synthetic nodes", NULL, OPT_LIST },
 	{ "rings", 0, OPT_INT, &o.rings, "N",
-	  "number of rings (one node: any; several: a multiple of one per rail)", NULL, NULL },
+	  "number of rings (one node: any; several: a multiple of one per rail)", NULL,
+	  OPT_RANGE(1, 4096) },
 	{ "pcie-rate", 0, OPT_DOUBLE, &o.pcie_rate, "GBS",
 	  "PCIe link rate for the prediction, GB/s per direction (default 63, Gen5 x16)", NULL,
-	  NULL },
+	  OPT_RANGE(0.001, 10000) },
 	{ "no-degrade", 0, OPT_BOOL, &o.no_degrade, NULL,
 	  "refuse (exit 1) instead of planning around a missing or down rail", NULL, NULL },
 	{ "summary", 0, OPT_BOOL, &o.summary, NULL, "text: leave out the per-ring diagrams", NULL,
@@ -60,14 +65,16 @@ const struct pn_opt ring_plan_options[] = {
 	{ "show-schedule", 0, OPT_BOOL, &o.show_schedule, NULL,
 	  "print the multiring allreduce schedule the engine runs for these rings", NULL, NULL },
 	{ "schedule-rank", 0, OPT_INT, &o.schedule_rank, "R",
-	  "--show-schedule: the rank whose steps are printed (default 0)", NULL, NULL },
+	  "--show-schedule: the rank whose steps are printed (default 0)", NULL,
+	  OPT_RANGE(0, (1 << 24) - 1) },
 	{ "schedule-size", 0, OPT_SIZE, &o.schedule_size, "SIZE",
-	  "--show-schedule: allreduce size in bytes, float32 (default 1M)", NULL, NULL },
+	  "--show-schedule: allreduce size in bytes, float32 (default 1M)", NULL,
+	  OPT_RANGE(4, 1ull << 40) },
 	{ "nccl-graph", 0, OPT_STRING, &o.nccl_graph, "FILE",
 	  "write NCCL_GRAPH_FILE XML; %h or %n in FILE: one file per node", NULL, NULL },
 	{ "check", 0, OPT_STRING, &o.check, "FILE[,FILE...]",
 	  "validate a plan: ring-plan JSON, or NCCL graph XML (one shared or one per node)", NULL,
-	  NULL },
+	  OPT_LIST },
 	OPT_TABLE_END
 };
 
@@ -750,16 +757,10 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 
 	if (argc > 0)
 		return pn_cmd_fail(ctx, 2, "unexpected argument '%s'", argv[0]);
-	if (o.nodes < 0 || o.gpus < 0 || o.gpus_per_nic < 0 || o.rings < 0 || o.nics < -1 ||
-	    o.nvlinks < -1)
-		return pn_cmd_fail(ctx, 2, "counts must not be negative");
-	if (o.nic_rate < 0 || o.pcie_rate < 0)
-		return pn_cmd_fail(ctx, 2, "rates must be positive");
+	/* counts and rates are in range (the table); 0 and -1 mean "not given" */
 	if (o.check && (o.nccl_graph || o.summary || o.rings || o.no_degrade))
 		return pn_cmd_fail(ctx, 2, "--check reads a plan; --nccl-graph, --summary, --rings "
 					   "and --no-degrade are for planning");
-	if (o.schedule_size < 4 || o.schedule_size > ((uint64_t)1 << 40))
-		return pn_cmd_fail(ctx, 2, "--schedule-size must be between 4 bytes and 1T");
 	pn_plan_model_init(&model);
 	rc = load_model(ctx, &model, !o.check);
 	if (rc)

@@ -50,8 +50,10 @@ static struct {
 
 const struct pn_opt top_options[] = {
 	{ "interval", 'i', OPT_SECONDS, &topt.interval, "SEC",
-	  "time between samples (default 1 s; ms, s, m suffixes)", NULL, NULL },
-	{ "count", 'n', OPT_INT, &topt.count, "N", "print N samples, then exit", NULL, NULL },
+	  "time between samples (default 1 s; ms, s, m suffixes)", NULL,
+	  OPT_RANGE(MIN_INTERVAL, MAX_INTERVAL) },
+	{ "count", 'n', OPT_INT, &topt.count, "N", "print N samples, then exit", NULL,
+	  OPT_RANGE(1, 1000000000) },
 	{ "once", 0, OPT_BOOL, &topt.once, NULL, "one sample over one interval, then exit", NULL,
 	  NULL },
 	{ "prom", 0, OPT_STRING, &topt.prom, "FILE",
@@ -59,7 +61,8 @@ const struct pn_opt top_options[] = {
 	{ "ethernet", 'e', OPT_BOOL, &topt.ethernet, NULL,
 	  "also show plain netdevs from /sys/class/net", NULL, NULL },
 	{ "lid", 0, OPT_APPEND, &topt.lids, "LID[:PORT]",
-	  "also show a remote InfiniBand port, read with PerfMgt MADs (repeatable)", NULL, NULL },
+	  "also show a remote InfiniBand port, read with PerfMgt MADs (repeatable)", NULL,
+	  OPT_LIST },
 	{ "ca", 0, OPT_STRING, &topt.ca, "DEV[:PORT]",
 	  "local InfiniBand port that sends the MADs of --lid (default: first active)", NULL,
 	  NULL },
@@ -683,11 +686,7 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 
 	if (argc > 0)
 		return pn_cmd_fail(ctx, 2, "unexpected argument '%s'", argv[0]);
-	if (!(topt.interval >= MIN_INTERVAL && topt.interval <= MAX_INTERVAL))
-		return pn_cmd_fail(ctx, 2, "--interval must be between %g s and %g s", MIN_INTERVAL,
-				   MAX_INTERVAL);
-	if (topt.count < 0)
-		return pn_cmd_fail(ctx, 2, "--count must be at least 1");
+	/* --interval and --count are in range (the table); --count 0: not given */
 	if (topt.once && topt.count)
 		return pn_cmd_fail(ctx, 2, "--once and --count exclude each other");
 	r.sort = topt.sort ? tui_sort_parse(topt.sort) : TUI_SORT_NAME;

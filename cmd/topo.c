@@ -39,12 +39,14 @@ const struct pn_opt topo_options[] = {
 	{ "save", 0, OPT_STRING, &opt.save, "FILE",
 	  "also write the JSON to FILE (input of penny ring-plan --topo-file)", NULL, NULL },
 	{ "device", 'd', OPT_APPEND, &opt.devices, "DEV[:PORT]",
-	  "check only these RDMA devices or ports (repeat or comma-separate)", NULL, NULL },
-	{ "expect-gpus", 0, OPT_INT, &opt.expect_gpus, "N", "check: exactly N GPUs", NULL, NULL },
+	  "the port checks look only at these RDMA devices or ports (repeat or comma-separate)",
+	  NULL, OPT_LIST },
+	{ "expect-gpus", 0, OPT_INT, &opt.expect_gpus, "N", "check: exactly N GPUs", NULL,
+	  OPT_RANGE(0, 1024) },
 	{ "expect-nics", 0, OPT_INT, &opt.expect_nics, "N", "check: exactly N RDMA NICs", NULL,
-	  NULL },
+	  OPT_RANGE(0, 1024) },
 	{ "expect-rate", 0, OPT_DOUBLE, &opt.expect_rate, "GBPS",
-	  "check: every checked port runs at GBPS Gb/s or more", NULL, NULL },
+	  "check: every checked port runs at GBPS Gb/s or more", NULL, OPT_RANGE(1, 100000) },
 	{ "expect-state", 0, OPT_STRING, &opt.expect_state, "STATE",
 	  "check: every checked port is in STATE", "ACTIVE INIT ARMED DOWN", NULL },
 	{ "expect-rail", 0, OPT_BOOL, &opt.expect_rail, NULL,
@@ -402,6 +404,36 @@ static void run_checks(struct checks *c, const struct pn_topo *t, int want_state
 	}
 }
 
+/*
+ * -d: only with a port check, at most 64 entries, each DEV or DEV:PORT with
+ * PORT 1..255 (empty entries are refused by the table).  A device or port
+ * that does not exist is a failed check (exit 1), as a vanished NIC is.
+ */
+static int check_devices(struct pn_ctx *ctx, int want_state)
+{
+	char *list, *tok, *save = NULL;
+	int n = 0, ret = 0;
+
+	if (want_state < 0 && opt.expect_rate < 0)
+		return pn_cmd_fail(ctx, 2, "-d picks the ports that --expect-state and --expect-rate "
+					   "check; give one of them");
+	list = strdup(opt.devices);
+	if (!list)
+		return pn_cmd_fail(ctx, 2, "out of memory");
+	for (tok = strtok_r(list, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
+		char *colon = strrchr(tok, ':');
+		int port;
+
+		if (++n > 64)
+			ret = pn_cmd_fail(ctx, 2, "-d names more than 64 devices or ports");
+		else if (colon && (colon == tok || pn_parse_int(colon + 1, &port) || port < 1 ||
+				   port > 255))
+			ret = pn_cmd_fail(ctx, 2, "-d '%s': want DEV or DEV:PORT, PORT 1..255", tok);
+	}
+	free(list);
+	return ret;
+}
+
 static int save_json(struct pn_ctx *ctx, FILE *f, const struct pn_topo *t, char **viol, int nv,
 		     int checks)
 {
@@ -437,10 +469,9 @@ int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 					   "invalid port state '%s' (DOWN, INIT, ARMED, ACTIVE)",
 					   opt.expect_state);
 	}
-	if (opt.expect_gpus < -1 || opt.expect_nics < -1)
-		return pn_cmd_fail(ctx, 2, "--expect-gpus and --expect-nics need a count >= 0");
-	if (isnan(opt.expect_rate) || (opt.expect_rate < 0 && opt.expect_rate != -1))
-		return pn_cmd_fail(ctx, 2, "--expect-rate needs a rate >= 0 (Gb/s)");
+	/* --expect-gpus, -nics, -rate are in range (the table); -1: not given */
+	if (opt.devices && check_devices(ctx, want_state))
+		return 2;
 	checks = opt.expect_gpus >= 0 || opt.expect_nics >= 0 || opt.expect_rate >= 0 ||
 		 want_state >= 0 || opt.expect_rail;
 	cfg.xml_file = opt.xml;

@@ -22,7 +22,8 @@ _penny()
 		return
 	fi
 	# value of the previous option: its choices, or files for FILE/DIR values
-	while IFS=$'\t' read -r long short arg choices; do
+	# (lines are "long short arg range choices"; "-" is an empty field)
+	while IFS=$'\t' read -r long short arg range choices; do
 		if [[ $prev == "$long" || $prev == "$short" ]]; then
 			[[ $arg == - ]] && break
 			if [[ -n $choices ]]; then

@@ -531,6 +531,11 @@ int pn_bw_xchg_fd(int fd, const void *mine, void *theirs, size_t len, double tim
 	return ret ? ret : tcp_io(fd, theirs, len, 0, deadline);
 }
 
+int pn_bw_send_fd(int fd, const void *buf, size_t len, double timeout)
+{
+	return tcp_io(fd, (void *)buf, len, 1, pn_now() + timeout);
+}
+
 int pn_bw_tcp_run(int fd, const struct pn_bw_cfg *c, int sender, int k, double timeout,
 		  struct pn_bw_row *row)
 {

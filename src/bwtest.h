@@ -90,6 +90,8 @@ int pn_bw_tcp_run(int fd, const struct pn_bw_cfg *cfg, int sender, int k, double
 
 /* Send mine, then read the peer's (same length), bounded by the timeout. */
 int pn_bw_xchg_fd(int fd, const void *mine, void *theirs, size_t len, double timeout);
+/* Send len bytes, bounded by the timeout (the peer's part was read already). */
+int pn_bw_send_fd(int fd, const void *buf, size_t len, double timeout);
 
 /* Helpers (exposed for the unit tests). */
 /* min, median, average, p99, p99.9, max of n samples (sorted in place). */

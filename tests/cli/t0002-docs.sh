@@ -38,6 +38,54 @@ for c in $(penny __complete); do
 		fi
 	'
 done
+# The man entry (.TP paragraph) of every option whose table has a range
+# states it as --help prints it ("1..16"), in the command's page or, for
+# the launch and common options, in penny(1).
+cat >ranges.py <<'PY'
+import re, subprocess, sys
+penny, top, cmd = sys.argv[1:4]
+def entries(path):
+    text = open(path).read()
+    plain = re.sub(r"\\f[BIRP]", "", text).replace("\\-", "-").replace("\\", "")
+    out, cur = [], None
+    for line in plain.split("\n"):
+        if line.startswith((".TP", ".SH", ".SS", ".PP")):
+            cur = [] if line.startswith(".TP") else None
+            if cur is not None:
+                out.append(cur)
+        elif cur is not None:
+            cur.append(line)
+    return out
+def entry(blocks, opt):
+    for b in blocks:
+        if b and re.search(re.escape(opt) + r"(?![a-z0-9_-])", b[0]):
+            return " ".join(b)
+    return None
+own, common = entries(f"{top}/man/penny-{cmd}.1"), entries(f"{top}/man/penny.1")
+bad = 0
+for line in subprocess.run([penny, "__complete", cmd], capture_output=True, text=True).stdout.splitlines():
+    lng, short, arg, rng = line.split("\t")[:4]
+    if rng in ("-", "unchecked"):
+        continue
+    text = entry(own, lng) or entry(common, lng)
+    if text is None or rng not in text:
+        print(f"{cmd} {lng}: man entry does not state the range {rng}: {text!r}")
+        bad = 1
+sys.exit(bad)
+PY
+for c in $(penny __complete); do
+	[ "$c" = help ] || [ ! -f "$TOP/man/penny-$c.1" ] && continue
+	test_expect_success "penny-$c.1 states the range of every ranged option" '
+		python3 ranges.py "$PENNY" "$TOP" '"$c"'
+	'
+done
+test_expect_success 'every numeric option has a range in its table' '
+	for c in $(penny __complete); do
+		[ "$c" = help ] && continue
+		penny __complete $c | awk -F "\t" -v c=$c "\$4 == \"unchecked\" { print c, \$1; bad = 1 }
+			END { exit bad }" || exit 1
+	done
+'
 test_expect_success 'bash completion completes commands and options from the tables' '
 	PATH=$(dirname "$PENNY"):$PATH bash -c "
 		. \"$TOP/completions/penny.bash\"

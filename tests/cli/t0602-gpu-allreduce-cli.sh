@@ -110,10 +110,10 @@ test_expect_success 'a plugin whose init fails, or of another ABI: one line, exi
 	grep -q "has ABI 7" err
 '
 test_expect_success 'completion offers the backends, -G and -g come from the table' '
-	penny __complete allreduce-test | grep -q "^--backend	-	NAME	host cuda nccl$" &&
-	penny __complete allreduce-test | grep -q "^--cudagraph	-G	N" &&
+	penny __complete allreduce-test | grep -q "^--backend	-	NAME	-	host cuda nccl$" &&
+	penny __complete allreduce-test | grep -q "^--cudagraph	-G	N	0..100000	$" &&
 	penny __complete allreduce-test | grep -q "^--gpus	-g	LIST" &&
-	penny __complete bw | grep -q "^--gpu-engine	-	ENGINE	ce sm both$"
+	penny __complete bw | grep -q "^--gpu-engine	-	ENGINE	-	ce sm both$"
 '
 test_expect_success 'bad backend names: one line, exit 2' '
 	for b in "" "a/b" "host,host" "x,,y" "Cuda"; do

@@ -142,7 +142,7 @@ test_expect_success 'usage errors exit 2 with one line' '
 	test_exit 2 penny ring-plan --topo-xml x.xml --topo-file $T/h100-node01.json 2>err &&
 	grep -q "not both" err &&
 	test_exit 2 penny ring-plan --gpus 4 2>err && grep -q "needs --nodes" err &&
-	test_exit 2 penny ring-plan --nodes 2 --gpus 17 2>err && grep -q "between 1 and 16" err &&
+	test_exit 2 penny ring-plan --nodes 2 --gpus 17 2>err && grep -q "^penny ring-plan: --gpus must be 1..16, got 17$" err &&
 	test_exit 2 penny ring-plan --nodes 2 --rails mlx5_0:1 2>err && grep -q "dev:port:rail" err &&
 	test_exit 2 penny ring-plan --nodes 2 --rings 3 2>err && grep -q "not a multiple" err &&
 	test_exit 2 penny ring-plan --nodes 2 --hosts a,b,c 2>err && grep -q "more hosts" err &&
