@@ -12,6 +12,7 @@
 #include "../src/boot.h"
 #include "../src/coll.h"
 #include "../src/log.h"
+#include "../src/ofile.h"
 #include "../src/plan_job.h"
 #include "../src/reduce.h"
 #include "../src/util.h"
@@ -103,6 +104,8 @@ struct job {
 	int rank, nranks;
 	struct ar_row *rows;
 	size_t nrows, caprows;
+	/* rank 0's outputs, opened before the work, committed after it */
+	struct pn_ofile *csv_of, *plot_of, *tune_of;
 	FILE *csv;
 	int progress;
 };
@@ -169,6 +172,39 @@ out:
 	plan_free(pl);
 	free(node);
 	free(names);
+	return ret;
+}
+
+/*
+ * Rank 0 writes --csv, --plot and --tune-out: it opens them (src/ofile.h)
+ * before any work, and every rank agrees on the outcome, so a path that
+ * cannot be written fails the whole job at once, exit 2 on every rank, with
+ * one line naming it.
+ */
+static int open_outputs(struct job *j, int *rc)
+{
+	static const char *const names[] = { "--csv", "--plot", "--tune-out" };
+	const char *paths[] = { opt_csv, opt_plot, opt_tune_out };
+	struct pn_ofile **ofs[] = { &j->csv_of, &j->plot_of, &j->tune_of };
+	int k, mine = 0, ret, first;
+
+	*rc = 0;
+	for (k = 0; j->rank == 0 && k < (int)PN_ARRAY_SIZE(paths) && !mine; k++) {
+		if (!paths[k])
+			continue;
+		mine = pn_ofile_open(ofs[k], paths[k], PN_OFILE_SYNC);
+		if (mine)
+			pn_err_ctx(mine, "%s", names[k]);
+	}
+	if (j->csv_of)
+		j->csv = pn_ofile_file(j->csv_of);
+	ret = pn_boot_agree_err(j->boot, mine, 0, &first);
+	if (first >= 0) {
+		if (first == j->rank)
+			pn_cmd_fail(j->ctx, 2, "%s", pn_errmsg(ret));
+		*rc = 2;
+		return 0;
+	}
 	return ret;
 }
 
@@ -465,7 +501,6 @@ static int write_plot(struct job *j)
 	struct pn_plot plot;
 	size_t r, q, k = 0;
 	int ret = 0, ns = 0;
-	FILE *f;
 
 	if (!series || !pts || !labels) {
 		ret = pn_err(-ENOMEM, "out of memory");
@@ -499,14 +534,11 @@ static int write_plot(struct job *j)
 	plot.title = title;
 	plot.series = series;
 	plot.nseries = (size_t)ns;
-	f = fopen(opt_plot, "w");
-	if (!f) {
-		ret = pn_err(-errno, "cannot write '%s': %m", opt_plot);
-		goto out;
+	ret = pn_plot_svg(pn_ofile_file(j->plot_of), &plot);
+	if (!ret) {
+		ret = pn_ofile_commit(j->plot_of);
+		j->plot_of = NULL;
 	}
-	ret = pn_plot_svg(f, &plot);
-	if (fclose(f) && !ret)
-		ret = pn_err(-EIO, "write error on '%s'", opt_plot);
 out:
 	free(series);
 	free(pts);
@@ -537,7 +569,12 @@ static int write_tune(struct job *j, const uint64_t *sizes, size_t nsizes)
 				best[i] = (enum pn_algo)j->rows[r].host_algo;
 			}
 	}
-	ret = pn_tune_save(opt_tune_out, j->nranks, j->comm->nnodes, bytes, best, (int)nsizes);
+	ret = pn_tune_save(pn_ofile_file(j->tune_of), opt_tune_out, j->nranks, j->comm->nnodes,
+			   bytes, best, (int)nsizes);
+	if (!ret) {
+		ret = pn_ofile_commit(j->tune_of);
+		j->tune_of = NULL;
+	}
 	free(bytes);
 	free(best);
 	return ret;
@@ -681,6 +718,9 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		goto fail;
 	j.rank = pn_boot_rank(j.boot);
 	j.nranks = pn_boot_nranks(j.boot);
+	ret = open_outputs(&j, &rc);
+	if (ret || rc)
+		goto fail;
 	for (a = 0; a < nalgos; a++)
 		if (algos[a] == PN_ALGO_MULTIRING)
 			ccfg.nchannels = 2;
@@ -723,12 +763,7 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 			goto out;
 		ng++;
 	}
-	if (j.rank == 0 && opt_csv) {
-		j.csv = fopen(opt_csv, "w");
-		if (!j.csv) {
-			ret = pn_err(-errno, "cannot write '%s': %m", opt_csv);
-			goto fail;
-		}
+	if (j.csv) {
 		fprintf(j.csv, "algo,size,count,type,redop,oop_time_us,oop_algbw,oop_busbw,"
 			       "oop_wrong,ip_time_us,ip_algbw,ip_busbw,ip_wrong,backend\n");
 	}
@@ -819,13 +854,20 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	}
 	if (pn_cli.json && failed && j.rank == 0)
 		fprintf(stderr, "penny allreduce-test: FAILED\n");
-	if (j.rank == 0 && opt_tune_out) {
+	if (j.tune_of) {
 		ret = write_tune(&j, sizes, nsizes);
 		if (ret)
 			goto fail;
 	}
-	if (j.rank == 0 && opt_plot) {
+	if (j.plot_of) {
 		ret = write_plot(&j);
+		if (ret)
+			goto fail;
+	}
+	if (j.csv_of) {
+		ret = pn_ofile_commit(j.csv_of);
+		j.csv_of = NULL;
+		j.csv = NULL;
 		if (ret)
 			goto fail;
 	}
@@ -839,8 +881,10 @@ fail:
 out:
 	while (ng > 0)
 		ar_gpu_close(gpus[--ng]);
-	if (j.csv && fclose(j.csv) && !rc)
-		rc = pn_cmd_fail(ctx, 1, "write error on '%s'", opt_csv);
+	/* not committed: a failed run leaves the files as they were */
+	pn_ofile_abort(j.csv_of);
+	pn_ofile_abort(j.plot_of);
+	pn_ofile_abort(j.tune_of);
 	if (j.comm) {
 		pn_comm_reg_free(j.comm, j.sreg);
 		pn_comm_reg_free(j.comm, j.rreg);

@@ -14,13 +14,14 @@
 #include "../src/counters.h"
 #include "../src/log.h"
 #include "../src/nic.h"
+#include "../src/ofile.h"
+#include "../src/out.h"
 #include "../src/perfquery.h"
 #include "../src/sysfs.h"
 #include "../src/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
@@ -399,51 +400,19 @@ static void write_metrics(FILE *f, const struct pn_ctr_set *v, const int *idx, i
 		interval);
 }
 
-/* Write to a temporary file in FILE's directory, then rename over FILE. */
+/* A new file renamed over FILE (src/ofile.h): a collector reads the whole
+ * of one sample or the whole of the next.  No fsync: the next sample
+ * replaces it within one interval. */
 static int write_prom(const char *path, const struct pn_ctr_set *v, const int *idx, int n,
 		      double interval)
 {
-	char dirbuf[PATH_MAX], basebuf[PATH_MAX], tmp[PATH_MAX];
-	FILE *f;
-	int fd, e;
+	struct pn_ofile *of;
+	int ret = pn_ofile_open(&of, path, 0);
 
-	snprintf(dirbuf, sizeof(dirbuf), "%s", path);
-	snprintf(basebuf, sizeof(basebuf), "%s", path);
-	/* not ending in .prom: the collector ignores it while it is written */
-	if (snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dirname(dirbuf), basename(basebuf)) >=
-	    (int)sizeof(tmp))
-		return pn_err(-ENAMETOOLONG, "cannot write '%s': name too long", path);
-	fd = mkstemp(tmp);
-	if (fd < 0)
-		return pn_err(-errno, "cannot write '%s': %s", path, strerror(errno));
-	if (fchmod(fd, 0644)) {
-		/* keep mkstemp's 0600: still readable by the owner */
-	}
-	f = fdopen(fd, "w");
-	if (!f) {
-		e = errno;
-		close(fd);
-		unlink(tmp);
-		return pn_err(-e, "cannot write '%s': %s", path, strerror(e));
-	}
-	write_metrics(f, v, idx, n, interval);
-	if (fflush(f) || ferror(f)) {
-		e = errno ? errno : EIO;
-		fclose(f);
-		unlink(tmp);
-		return pn_err(-e, "cannot write '%s': %s", path, strerror(e));
-	}
-	if (fclose(f)) {
-		e = errno;
-		unlink(tmp);
-		return pn_err(-e, "cannot write '%s': %s", path, strerror(e));
-	}
-	if (rename(tmp, path)) {
-		e = errno;
-		unlink(tmp);
-		return pn_err(-e, "cannot rename onto '%s': %s", path, strerror(e));
-	}
-	return 0;
+	if (ret)
+		return ret;
+	write_metrics(pn_ofile_file(of), v, idx, n, interval);
+	return pn_ofile_commit(of);
 }
 
 /* ---- options ---- */
@@ -696,6 +665,14 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 				   topt.sort);
 	if (topt.prom && !*topt.prom)
 		return pn_cmd_fail(ctx, 2, "--prom needs a file name");
+	/* before any sampling: a file that cannot be written fails at once */
+	if (topt.prom) {
+		ret = pn_ofile_check(topt.prom);
+		if (ret) {
+			pn_cmd_error(ctx, ret);
+			return 2;
+		}
+	}
 	ret = parse_remote(topt.lids, &remote, &nremote);
 	if (ret) {
 		pn_cmd_error(ctx, ret);

@@ -359,18 +359,15 @@ int pn_tune_load(const char *path)
 	return 0;
 }
 
-int pn_tune_save(const char *path, int nranks, int nnodes, const size_t *bytes,
+int pn_tune_save(FILE *f, const char *path, int nranks, int nnodes, const size_t *bytes,
 		 const enum pn_algo *algo, int n)
 {
-	FILE *f = fopen(path, "w");
 	int i;
 
-	if (!f)
-		return pn_err(-errno, "cannot write '%s': %m", path);
 	fprintf(f, "# penny tuning table: nranks nnodes max_bytes algorithm\n");
 	for (i = 0; i < n; i++)
 		fprintf(f, "%d %d %zu %s\n", nranks, nnodes, bytes[i], pn_algo_name(algo[i]));
-	if (fclose(f))
+	if (fflush(f) || ferror(f))
 		return pn_err(-EIO, "write error on '%s'", path);
 	return 0;
 }

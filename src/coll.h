@@ -12,6 +12,8 @@
 #include "exec.h"
 #include "sched.h"
 
+#include <stdio.h>
+
 struct pn_coll {
 	struct pn_comm *comm;
 	struct pn_exec exec;
@@ -61,7 +63,9 @@ int pn_coll_schedule(struct pn_coll *co, size_t count, enum pn_dtype t, enum pn_
  * "nranks nnodes max_bytes algo" override the built-in table. */
 enum pn_algo pn_tune_pick(int nranks, int nnodes, size_t bytes, int direct);
 int pn_tune_load(const char *path);
-int pn_tune_save(const char *path, int nranks, int nnodes, const size_t *bytes,
+/* Write the table to f (an output file the caller opened, src/ofile.h);
+ * name is f's path for messages. */
+int pn_tune_save(FILE *f, const char *name, int nranks, int nnodes, const size_t *bytes,
 		 const enum pn_algo *algo, int n);
 
 #endif
