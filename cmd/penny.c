@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 struct pn_cli pn_cli = { .np = -1, .rank = -1, .nranks = -1, .timeout = 60.0 };
+/* a write error on stdout was reported already (by run_cmd) */
+static int stdout_error_said;
 
 static const struct pn_cmd commands[] = {
 	{ "topo", cmd_topo, topo_options, CMD_SYSFS, "",
@@ -193,6 +195,7 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 	ret = c->fn(&ctx, nargs, argv);
 	if (pn_out_free(ctx.out) && !ret) {
 		fprintf(stderr, "penny %s: write error on standard output\n", c->name);
+		stdout_error_said = 1;
 		ret = 1;
 	}
 	return ret;
@@ -269,7 +272,8 @@ int main(int argc, char **argv)
 
 	/* like git's run_builtin: a result that could not be written is a failure */
 	if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "penny: write error on standard output\n");
+		if (!stdout_error_said)
+			fprintf(stderr, "penny: write error on standard output\n");
 		return ret ? ret : 1;
 	}
 	return ret;

@@ -73,6 +73,19 @@ const struct pn_opt top_options[] = {
 
 static volatile sig_atomic_t got_signal;
 
+/* The host the counters are of: under --sysfs-root the tree's own host
+ * name (its /proc/sys/kernel/hostname), else the tree's path. */
+static const char *top_host(void)
+{
+	static char host[256];
+
+	if (pn_sysfs_is_live())
+		return pn_hostname();
+	if (!host[0] && pn_sys_read(host, sizeof(host), "/proc/sys/kernel/hostname") <= 0)
+		snprintf(host, sizeof(host), "%s", pn_sysfs_root());
+	return host;
+}
+
 static void on_signal(int sig)
 {
 	got_signal = sig;
@@ -166,12 +179,12 @@ static void print_sample(struct pn_out *o, const struct pn_ctr_set *v, const int
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
 	if (!first)
 		pn_out_nl(o);
-	pn_out_text(o, "# %s  %s  interval %g s  measured %.3f s\n", pn_hostname(), when, interval,
+	pn_out_text(o, "# %s  %s  interval %g s  measured %.3f s\n", top_host(), when, interval,
 		    v->elapsed);
 	pn_out_text(o, "%-16s %-7s %6s %11s %11s %6s %6s %6s\n", "PORT", "STATE", "SPEED", "RX",
 		    "TX", "UTIL", "ERR", "DISC");
 	pn_out_open_object(o, NULL);
-	pn_out_str(o, PN_JSON, "host", NULL, pn_hostname());
+	pn_out_str(o, PN_JSON, "host", NULL, top_host());
 	pn_out_float(o, PN_JSON, "timestamp", NULL, floor(v->wall * 1000) / 1000);
 	pn_out_float(o, PN_JSON, "interval", NULL, interval);
 	pn_out_float(o, PN_JSON, "elapsed", NULL, v->elapsed);
@@ -201,7 +214,10 @@ static void print_sample(struct pn_out *o, const struct pn_ctr_set *v, const int
 		pn_out_float(o, PN_JSON, "tx_bytes_per_sec", NULL, p->tx_Bps);
 		pn_out_float(o, PN_JSON, "rx_packets_per_sec", NULL, p->rx_pps);
 		pn_out_float(o, PN_JSON, "tx_packets_per_sec", NULL, p->tx_pps);
-		pn_out_float(o, PN_TEXT, NULL, "%5.1f%% ", isfinite(p->util) ? p->util * 100 : NAN);
+		if (isfinite(p->util))
+			pn_out_float(o, PN_TEXT, NULL, "%5.1f%% ", p->util * 100);
+		else
+			pn_out_str(o, PN_TEXT, NULL, "%6s ", "n/a");
 		pn_out_float(o, PN_JSON, "utilization", NULL, p->util);
 		if (p->err_valid)
 			pn_out_uint(o, PN_ANY, "errors", "%6llu ", p->err_delta);
@@ -573,7 +589,7 @@ static int screen(struct top_run *r)
 {
 	struct pollfd pfd[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
 				 { .fd = pn_ctr_sampler_fd(r->sampler), .events = POLLIN } };
-	struct tui_status st = { .interval = topt.interval };
+	struct tui_status st = { .interval = topt.interval, .host = top_host() };
 	char what[80] = "";
 	struct tui *t;
 	int ret, quit = 0, dirty = 1, was_busy = 0, err = 0, poll_errno = 0;

@@ -350,7 +350,7 @@ static void header(struct tui *t, const struct pn_ctr_set *v, const struct tui_s
 		strftime(clock, sizeof(clock), "%H:%M:%S", &tm);
 	}
 	snprintf(buf, sizeof(buf), "penny top  %s  %s  %gs  %d ports, %d up  RX %s  TX %s",
-		 pn_hostname(), clock, st->interval, shown, active,
+		 st->host ? st->host : pn_hostname(), clock, st->interval, shown, active,
 		 tui_fmt_bps(rx, sizeof(rx), have ? srx : NAN),
 		 tui_fmt_bps(tx, sizeof(tx), have ? stx : NAN));
 	move(0, 0);

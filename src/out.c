@@ -210,14 +210,36 @@ void pn_out_uint(struct pn_out *o, int where, const char *key, const char *fmt,
 	}
 }
 
+/* Literal text of a format: n bytes of s, "%%" written as "%". */
+static void fmt_literal(FILE *f, const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (s[i] == '%' && i + 1 < n && s[i + 1] == '%')
+			i++;
+		fputc(s[i], f);
+	}
+}
+
+/* The conversion of a format: its first '%' that is not "%%". */
+static const char *fmt_conversion(const char *fmt)
+{
+	const char *p = fmt;
+
+	while ((p = strchr(p, '%')) && p[1] == '%')
+		p += 2;
+	return p;
+}
+
 /* Text width of a printf conversion such as "%8.2f " for the n/a case. */
 static void text_na(FILE *f, const char *fmt)
 {
-	const char *p = strchr(fmt, '%');
+	const char *p = fmt_conversion(fmt);
 	int width = 0;
 
 	if (p) {
-		fwrite(fmt, 1, (size_t)(p - fmt), f);
+		fmt_literal(f, fmt, (size_t)(p - fmt));
 		p++;
 		while (*p == '-' || *p == '+' || *p == ' ' || *p == '0')
 			p++;
@@ -229,7 +251,7 @@ static void text_na(FILE *f, const char *fmt)
 	}
 	fprintf(f, "%*s", width, "n/a");
 	if (p)
-		fputs(p, f);
+		fmt_literal(f, p, strlen(p));
 }
 
 void pn_out_float(struct pn_out *o, int where, const char *key, const char *fmt, double v)

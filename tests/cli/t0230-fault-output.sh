@@ -5,6 +5,8 @@
 # replaced by rename; "-" and /dev/stdout are written in place; a device,
 # FIFO, directory or symbolic link is refused with one line, exit 2, and
 # left as it was; outputs are opened before the work.
+# top's small defects: UTIL "n/a%%", the live host in the header under
+# --sysfs-root, a counter reset above 100 %, a stdout write error said twice.
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/fixtures/sysfs/trees.sh"
 . "$TOP/tests/fixtures/top/top-lib.sh"
@@ -128,4 +130,44 @@ test_expect_success 'ring-plan: a host name in %h cannot lead the file elsewhere
 	test "$(ls d | tr "\n" " ")" = "a g-node01-0.xml g-node02-1.xml "
 '
 
+# ---- top's small defects ----
+
+test_expect_success 'top: UTIL of a port without a rate is n/a, not n/a%%' '
+	penny top --sysfs-root T --once -i 0.1 >out &&
+	grep -q "^mlx5_1/1  *DOWN  *10G  *n/a  *n/a  *n/a  " out && ! grep -q "%%" out
+'
+
+test_expect_success 'top: under --sysfs-root the header names the tree host, not this one' '
+	penny top --sysfs-root T --once -i 0.1 >out && head -1 out | grep -q "^# node-ports  " &&
+	penny top --sysfs-root T --once -i 0.1 --json >out.json &&
+	grep -q "\"host\":\"node-ports\"" out.json &&
+	mkdir -p bare/sys && penny top --sysfs-root bare --once -i 0.1 >out &&
+	head -1 out | grep -q "^# bare  "
+'
+
+test_expect_success 'top: a counter reset above the line rate shows no rate, never > 100 %' '
+	fake r --devices 1 &&
+	ctr_set r mlx5_0 1 port_xmit_data 5000000000000 &&
+	{ "$PENNY" top --sysfs-root r --count 1 -i 1.5 --json --prom r.prom >r.json 2>err & } &&
+	pid=$! && wait_for 10 test -s r.prom &&
+	ctr_set r mlx5_0 1 port_xmit_data 4000000000000 &&
+	wait $pid && test ! -s err &&
+	python3 -c "
+import json
+p = json.loads(open(\"r.json\").readline())[\"ports\"][0]
+assert p[\"reset\"], p
+assert p[\"tx_bytes_per_sec\"] is None, p[\"tx_bytes_per_sec\"]
+assert p[\"utilization\"] is not None and p[\"utilization\"] <= 1, p[\"utilization\"]
+assert p[\"counters\"][\"counters\"][\"port_xmit_data\"][\"delta\"] is None, p
+"
+'
+
+test_expect_success 'a write error on standard output is reported once' '
+	if [ -w /dev/full ]; then
+		test_exit 1 penny topo --sysfs-root T >/dev/full 2>err &&
+		test "$(wc -l <err)" -eq 1 && grep -q "^penny topo: write error on standard output$" err &&
+		test_exit 1 penny top --sysfs-root F --once -i 0.1 >/dev/full 2>err &&
+		test "$(wc -l <err)" -eq 1
+	fi
+'
 test_done

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* Output safety: the output-file helper (src/ofile.h). */
+/* Output safety: text for unknown values and the output-file helper
+ * (src/ofile.h). */
 #define _GNU_SOURCE
 #include "unit.h"
 
 #include "../../src/log.h"
 #include "../../src/ofile.h"
+#include "../../src/out.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,6 +15,35 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+
+static char *render(int json_mode, void (*fn)(struct pn_out *))
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct pn_out *o = pn_out_new(f, json_mode);
+
+	fn(o);
+	pn_out_free(o);
+	fclose(f);
+	return buf;
+}
+
+static void unknowns(struct pn_out *o)
+{
+	pn_out_float(o, PN_TEXT, NULL, "%5.1f%% ", 0.0 / 0.0);
+	pn_out_float(o, PN_TEXT, NULL, "%%%4.0f|", 0.0 / 0.0);
+	pn_out_null(o, PN_TEXT, NULL, "[%6s]%%");
+}
+
+TEST(out_na_keeps_the_format_text)
+{
+	char *t = render(0, unknowns);
+
+	/* "%%" around an unknown value is one '%', as printf writes it */
+	CHECK_STR(t, "  n/a% % n/a|[   n/a]%");
+	free(t);
+}
 
 /* ---- output files ---- */
 
@@ -211,6 +242,7 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
+	RUN(out_na_keeps_the_format_text);
 	RUN(ofile_new_and_replaced_files);
 	RUN(ofile_refuses_what_is_not_a_regular_file);
 	RUN(ofile_commit_checks_again);
