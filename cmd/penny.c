@@ -72,15 +72,20 @@ static const struct pn_cmd *find_cmd(const char *name)
 	return NULL;
 }
 
-/* One write per message, so the lines of several ranks never interleave. */
+/* One write per message, so the lines of several ranks never interleave.
+ * Names in it (paths, hosts, devices) may hold any byte: control
+ * characters and invalid UTF-8 are shown as \xNN, so a message stays one
+ * line and never drives the terminal. */
 static void say(const char *cmd, const char *fmt, va_list ap)
 {
-	char line[1024];
-	int n = snprintf(line, sizeof(line), "penny %s: ", cmd);
+	char msg[1024], line[1024];
+	int n;
 
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = snprintf(line, sizeof(line), "penny %s: ", cmd);
 	if (n < 0 || n >= (int)sizeof(line))
 		n = 0;
-	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	pn_text_escape(line + n, sizeof(line) - (size_t)n - 1, msg, 0);
 	n = (int)strlen(line);
 	line[n++] = '\n';
 	if (write(STDERR_FILENO, line, (size_t)n) < 0)

@@ -855,7 +855,7 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 		free(rails);
 		if (!ret && why.n) {
 			for (i = 0; i < why.n; i++)
-				fprintf(stderr, "penny %s: %s\n", ctx->name, why.v[i]);
+				pn_cmd_fail(ctx, 1, "%s", why.v[i]);
 			fprintf(stderr, "penny %s: --no-degrade: refusing to plan around %d missing "
 					"rail%s\n",
 				ctx->name, why.n, why.n == 1 ? "" : "s");

@@ -250,16 +250,13 @@ static void print_sample(struct pn_out *o, const struct pn_ctr_set *v, const int
 
 static void prom_label(FILE *f, const char *key, const char *v, int first)
 {
-	fprintf(f, "%s%s=\"", first ? "" : ",", key);
-	for (; *v; v++) {
-		if (*v == '\\' || *v == '"')
-			fputc('\\', f), fputc(*v, f);
-		else if (*v == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*v, f);
-	}
-	fputc('"', f);
+	char small[256], *big = NULL;
+	size_t need = pn_prom_escape(small, sizeof(small), v);
+
+	if (need >= sizeof(small) && (big = malloc(need + 1)))
+		pn_prom_escape(big, need + 1, v);
+	fprintf(f, "%s%s=\"%s\"", first ? "" : ",", key, big ? big : small);
+	free(big);
 }
 
 static void prom_labels(FILE *f, const struct pn_ctr_port *p)

@@ -482,7 +482,7 @@ int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 	if (!ret && c.n) {
 		fflush(stdout);
 		for (i = 0; i < c.n; i++)
-			fprintf(stderr, "penny topo: check failed: %s\n", c.v[i]);
+			pn_cmd_fail(ctx, 1, "check failed: %s", c.v[i]);
 		ret = 1;
 	}
 out:

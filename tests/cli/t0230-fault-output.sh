@@ -7,6 +7,8 @@
 # left as it was; outputs are opened before the work.
 # top's small defects: UTIL "n/a%%", the live host in the header under
 # --sysfs-root, a counter reset above 100 %, a stdout write error said twice.
+# Names with invalid UTF-8 and control characters stay valid JSON and
+# Prometheus text and never reach a terminal raw.
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/fixtures/sysfs/trees.sh"
 . "$TOP/tests/fixtures/top/top-lib.sh"
@@ -170,4 +172,92 @@ test_expect_success 'a write error on standard output is reported once' '
 		test "$(wc -l <err)" -eq 1
 	fi
 '
+# ---- names that are not UTF-8, and control characters ----
+
+# A copy of the ports machine whose host, device, rate, link layer, GID,
+# parent and a hw_counter carry invalid UTF-8 and control characters.
+BAD=$(printf 'mlx5_\377\033[2J')
+tree_ports U >/dev/null
+printf 'h\377\033[31mst\n' >U/proc/sys/kernel/hostname
+mv U/sys/class/infiniband/mlx5_10 "U/sys/class/infiniband/$BAD"
+M=$(readlink -f U/sys/class/infiniband/mlx5_0)
+printf '400 Gb/sec (4X \376NDR)\n' >"$M/ports/1/rate"
+printf 'InfiniBand\300\n' >"$M/ports/1/link_layer"
+printf 'fe80:0000:0000:0000:0c42:a103:00fa:10\3770\n' >"$M/ports/1/gids/0"
+printf 'veth\377\0330\n' >U/sys/devices/virtual/infiniband/rxe0/parent
+echo 5 >"$M/ports/1/hw_counters/$(printf 'bad\377\033name')"
+
+# strict UTF-8 and no ESC byte
+utf8_file() { python3 -c 'import sys; sys.stdin.buffer.read().decode("utf-8", "strict")' <"$1"; }
+no_esc() { ! grep -q "$(printf '\033')" "$1"; }
+
+test_expect_success 'topo --json and --save: valid UTF-8 JSON, invalid bytes as U+FFFD' '
+	penny topo --sysfs-root U --json >u.json && json_valid u.json &&
+	python3 -c "
+import json
+d = json.load(open(\"u.json\", encoding=\"utf-8\"))
+assert d[\"host\"] == \"h\ufffd\x1b[31mst\", d[\"host\"]
+devs = [n[\"device\"] for n in d[\"nics\"]]
+assert \"mlx5_\ufffd\x1b[2J\" in devs, devs
+p = d[\"nics\"][0][\"ports\"][0]
+assert p[\"link_layer\"] == \"InfiniBand\ufffd\" and \"\ufffd\" in p[\"gid\"], p
+" &&
+	penny topo --sysfs-root U --save u-saved.json >/dev/null && test_cmp u.json u-saved.json
+'
+
+test_expect_success 'ring-plan reads back the topo --save of such a machine' '
+	penny ring-plan --topo-file u-saved.json --summary >out 2>err && test ! -s err &&
+	grep -q "^ring plan: 1 node" out
+'
+
+test_expect_success 'topo text: control characters and invalid bytes shown as \xNN' '
+	penny topo --sysfs-root U >u.txt && utf8_file u.txt && no_esc u.txt &&
+	grep -qF "Host h\\xff\\x1b[31mst," u.txt && grep -qF "mlx5_\\xff\\x1b[2J" u.txt
+'
+
+test_expect_success 'top --json and --prom: valid UTF-8, the checker passes' '
+	penny top --sysfs-root U --once -i 0.1 --json --prom u.prom >u.jsonl &&
+	json_valid u.jsonl lines && utf8_file u.jsonl && utf8_file u.prom &&
+	python3 "$FIX/check_prom.py" u.prom \
+		--expect "penny_port_info{device=\"mlx5_0\",link_layer=\"$(printf "InfiniBand\357\277\275")\"}=1" &&
+	python3 -c "
+import json
+s = json.loads(open(\"u.jsonl\", encoding=\"utf-8\").readline())
+assert s[\"host\"] == \"h\ufffd\x1b[31mst\", s[\"host\"]
+assert \"mlx5_\ufffd\x1b[2J/1\" in [p[\"name\"] for p in s[\"ports\"]]
+hw = s[\"ports\"][0][\"counters\"][\"hw_counters\"]
+assert \"bad\ufffd\x1bname\" in hw, list(hw)
+"
+'
+
+test_expect_success 'top text table: no raw control character, one line per port' '
+	penny top --sysfs-root U --once -i 0.1 >u.txt && utf8_file u.txt && no_esc u.txt &&
+	head -1 u.txt | grep -qF "# h\\xff\\x1b[31mst " && test "$(wc -l <u.txt)" -eq 8
+'
+
+test_expect_success 'error lines: control characters in a path are escaped, one line' '
+	test_exit 2 penny topo --sysfs-root T --save "$(printf "x\033[2J\n/y")" 2>err &&
+	test "$(wc -l <err)" -eq 1 && no_esc err && grep -qF "x\\x1b[2J\\x0a/y" err
+'
+
+if command -v tmux >/dev/null; then
+	SOCK=penny-t0230-$$
+	TM() { tmux -L "$SOCK" -f /dev/null "$@"; }
+	trap 'TM kill-server 2>/dev/null; rm -rf "$TRASH"' EXIT
+	test_expect_success 'the top screen shows such names with ? and keeps its layout' '
+		printf "tab\there\nnext\n" >U/proc/sys/kernel/hostname &&
+		TM new-session -d -x 100 -y 20 -s top \
+			"env LANG=C.UTF-8 $PENNY top --sysfs-root $PWD/U -i 0.2; echo \$? >$PWD/rc" &&
+		wait_for 10 sh -c "tmux -L $SOCK capture-pane -p -t top | grep -q \"^sort name\"" &&
+		TM capture-pane -p -t top >screen &&
+		head -1 screen | grep -q "^penny top  tab?here?next  " &&
+		sed -n 2p screen | grep -q "^sort name" &&
+		grep -q "^mlx5_??\[2J " screen &&
+		TM send-keys -t top q && wait_for 5 test -s rc && test "$(cat rc)" = 0
+	'
+	TM kill-server 2>/dev/null
+else
+	test_skip "top screen with hostile names" "tmux is not installed"
+fi
+
 test_done

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Output safety: text for unknown values and the output-file helper
- * (src/ofile.h). */
+/* Output safety: the escapers (JSON, Prometheus, terminal text), the text
+ * of unknown values and the output-file helper (src/ofile.h). */
 #define _GNU_SOURCE
 #include "unit.h"
 
@@ -16,6 +16,91 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+static char esc_buf[1024];
+
+static const char *json(const char *s)
+{
+	pn_json_escape(esc_buf, sizeof(esc_buf), s);
+	return esc_buf;
+}
+
+static const char *prom(const char *s)
+{
+	pn_prom_escape(esc_buf, sizeof(esc_buf), s);
+	return esc_buf;
+}
+
+static const char *text(const char *s, int layout)
+{
+	pn_text_escape(esc_buf, sizeof(esc_buf), s, layout);
+	return esc_buf;
+}
+
+/* Every byte of s is part of valid UTF-8. */
+static int valid_utf8(const char *s)
+{
+	int n;
+
+	for (; *s; s += n)
+		if (!(n = pn_utf8_len(s)))
+			return 0;
+	return 1;
+}
+
+TEST(utf8_classes)
+{
+	CHECK_EQ_INT(pn_utf8_len("a"), 1);
+	CHECK_EQ_INT(pn_utf8_len("\xc3\xa9"), 2);		/* U+00E9 */
+	CHECK_EQ_INT(pn_utf8_len("\xe2\x82\xac"), 3);		/* U+20AC */
+	CHECK_EQ_INT(pn_utf8_len("\xf0\x9f\x98\x80"), 4);	/* U+1F600 */
+	CHECK_EQ_INT(pn_utf8_len("\xff"), 0);
+	CHECK_EQ_INT(pn_utf8_len("\x80"), 0);			/* stray continuation */
+	CHECK_EQ_INT(pn_utf8_len("\xc0\xaf"), 0);		/* overlong '/' */
+	CHECK_EQ_INT(pn_utf8_len("\xe0\x80\xaf"), 0);		/* overlong */
+	CHECK_EQ_INT(pn_utf8_len("\xed\xa0\x80"), 0);		/* surrogate */
+	CHECK_EQ_INT(pn_utf8_len("\xf4\x90\x80\x80"), 0);	/* above U+10FFFF */
+	CHECK_EQ_INT(pn_utf8_len("\xe2\x82"), 0);		/* cut by the end */
+	CHECK_EQ_INT(pn_utf8_len("\xe2\x82x"), 0);
+}
+
+TEST(json_escape_invalid_utf8)
+{
+	CHECK_STR(json("mlx5_0"), "mlx5_0");
+	CHECK_STR(json("a\"b\\c\n\t\x01\x1b"), "a\\\"b\\\\c\\n\\t\\u0001\\u001b");
+	CHECK_STR(json("caf\xc3\xa9"), "caf\xc3\xa9");
+	CHECK_STR(json("bad\xffname"), "bad\\ufffdname");
+	CHECK_STR(json("\xe2\x82"), "\\ufffd\\ufffd");
+	CHECK_STR(json("\xed\xa0\x80x"), "\\ufffd\\ufffd\\ufffdx");
+	CHECK(valid_utf8(json("\xff\xfe\xc0\xaf\xf4\x90\x80\x80 ok")));
+	/* the needed length is returned, the buffer always terminated */
+	{
+		char small[4];
+
+		CHECK_EQ_INT(pn_json_escape(small, sizeof(small), "\xff"), 6);
+		CHECK_EQ_INT(strlen(small), 3);
+	}
+}
+
+TEST(prom_escape_label_value)
+{
+	CHECK_STR(prom("mlx5_0"), "mlx5_0");
+	CHECK_STR(prom("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+	CHECK_STR(prom("x\xffy"), "x\xef\xbf\xbdy");
+	CHECK_STR(prom("caf\xc3\xa9"), "caf\xc3\xa9");
+	CHECK(valid_utf8(prom("\x80\xc1\xbf\xed\xbf\xbf")));
+}
+
+TEST(text_escape_controls_and_bytes)
+{
+	CHECK_STR(text("mlx5_0", 0), "mlx5_0");
+	CHECK_STR(text("\x1b[31mred\x1b[0m", 0), "\\x1b[31mred\\x1b[0m");
+	CHECK_STR(text("a\nb\tc\r\x7f", 0), "a\\x0ab\\x09c\\x0d\\x7f");
+	CHECK_STR(text("a\nb\tc\r", 1), "a\nb\tc\\x0d");
+	CHECK_STR(text("bad\xff", 0), "bad\\xff");
+	CHECK_STR(text("csi\xc2\x9b", 0), "csi\\xc2\\x9b");	/* C1 CSI */
+	CHECK_STR(text("caf\xc3\xa9 \xc2\xa0", 0), "caf\xc3\xa9 \xc2\xa0");
+}
+
 static char *render(int json_mode, void (*fn)(struct pn_out *))
 {
 	char *buf = NULL;
@@ -27,6 +112,26 @@ static char *render(int json_mode, void (*fn)(struct pn_out *))
 	pn_out_free(o);
 	fclose(f);
 	return buf;
+}
+
+static void hostile(struct pn_out *o)
+{
+	pn_out_open_object(o, NULL);
+	pn_out_str(o, PN_ANY, "host", "%-8s|", "h\x1b]0;x\x07\xff");
+	pn_out_text(o, "# %s\t%s\n", "esc\x1b[2J", "ok");
+	pn_out_str(o, PN_JSON, "\xff key", NULL, "v\xc0");
+	pn_out_close_object(o);
+}
+
+TEST(out_escapes_names_in_text_and_json)
+{
+	char *t = render(0, hostile), *j = render(1, hostile);
+
+	CHECK_STR(t, "h\\x1b]0;x\\x07\\xff|# esc\\x1b[2J\tok\n");
+	CHECK_STR(j, "{\"host\":\"h\\u001b]0;x\\u0007\\ufffd\",\"\\ufffd key\":\"v\\ufffd\"}\n");
+	CHECK(valid_utf8(j));
+	free(t);
+	free(j);
 }
 
 static void unknowns(struct pn_out *o)
@@ -242,6 +347,11 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
+	RUN(utf8_classes);
+	RUN(json_escape_invalid_utf8);
+	RUN(prom_escape_label_value);
+	RUN(text_escape_controls_and_bytes);
+	RUN(out_escapes_names_in_text_and_json);
 	RUN(out_na_keeps_the_format_text);
 	RUN(ofile_new_and_replaced_files);
 	RUN(ofile_refuses_what_is_not_a_regular_file);
