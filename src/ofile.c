@@ -93,10 +93,11 @@ static void tmp_name(struct pn_ofile *of)
 
 static int make_temp(struct pn_ofile *of)
 {
+	mode_t mode = of->flags & PN_OFILE_PRIVATE ? 0600 : 0644;
 	int i, e;
 
 	/* unnamed until commit: a run that is killed leaves nothing behind */
-	of->fd = openat(of->dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+	of->fd = openat(of->dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
 	if (of->fd >= 0)
 		return 0;
 	e = errno;
@@ -105,7 +106,7 @@ static int make_temp(struct pn_ofile *of)
 	for (i = 0; i < 100; i++) {
 		tmp_name(of);
 		of->fd = openat(of->dirfd, of->tmp,
-				O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+				O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 		if (of->fd >= 0)
 			return 0;
 		if (errno != EEXIST)
@@ -220,7 +221,7 @@ int pn_ofile_open(struct pn_ofile **ofp, const char *path, unsigned flags)
 		if (geteuid() == 0 && (st.st_uid != geteuid() || st.st_gid != getegid()) &&
 		    fchown(of->fd, st.st_uid, st.st_gid)) {
 		}
-		if (fchmod(of->fd, st.st_mode & 0777)) {
+		if (!(flags & PN_OFILE_PRIVATE) && fchmod(of->fd, st.st_mode & 0777)) {
 		}
 	}
 	of->f = fdopen(of->fd, "w");

@@ -22,7 +22,8 @@
  *   a directory                  refused (-EISDIR)
  *   a device, FIFO or socket     refused (-EINVAL)
  * The check is made again at commit, so a name that became a device or a
- * link in between is refused then.
+ * link in between is refused then.  PN_OFILE_PRIVATE files (secrets, like
+ * the rendezvous file) are 0600 whatever they replace.
  */
 #ifndef PENNY_OFILE_H
 #define PENNY_OFILE_H
@@ -30,7 +31,8 @@
 #include <stdio.h>
 
 enum {
-	PN_OFILE_SYNC = 1u << 0, /* fsync before the rename (one-shot results) */
+	PN_OFILE_SYNC = 1u << 0,    /* fsync before the rename (one-shot results) */
+	PN_OFILE_PRIVATE = 1u << 1, /* mode 0600, a replaced file's mode too (secrets) */
 };
 
 struct pn_ofile;

@@ -226,6 +226,19 @@ TEST(ofile_new_and_replaced_files)
 	CHECK(!stat(p, &b) && b.st_ino != a.st_ino && (b.st_mode & 0777) == 0600);
 	CHECK_EQ_INT(nentries(), 1);
 
+	/* private (a secret): 0600, whatever the mode of what it replaces */
+	CHECK_EQ_INT(pn_ofile_open(&of, p, PN_OFILE_PRIVATE), 0);
+	fputs("two\n", pn_ofile_file(of));
+	chmod(p, 0644);
+	CHECK_EQ_INT(pn_ofile_commit(of), 0);
+	CHECK(!stat(p, &b) && (b.st_mode & 0777) == 0600);
+	unlink(p);
+	CHECK_EQ_INT(pn_ofile_open(&of, p, PN_OFILE_PRIVATE), 0);
+	fputs("two\n", pn_ofile_file(of));
+	CHECK_EQ_INT(pn_ofile_commit(of), 0);
+	CHECK(!stat(p, &b) && (b.st_mode & 0777) == 0600);
+	CHECK_EQ_INT(nentries(), 1);
+
 	/* abort: the old file stays, nothing else appears */
 	CHECK_EQ_INT(pn_ofile_open(&of, p, 0), 0);
 	fputs("three\n", pn_ofile_file(of));
