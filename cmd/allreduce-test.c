@@ -535,7 +535,9 @@ static int write_plot(struct job *j)
 	plot.series = series;
 	plot.nseries = (size_t)ns;
 	ret = pn_plot_svg(pn_ofile_file(j->plot_of), &plot);
-	if (!ret) {
+	if (ret) {
+		pn_err_ctx(ret, "'%s'", opt_plot);
+	} else {
 		ret = pn_ofile_commit(j->plot_of);
 		j->plot_of = NULL;
 	}
@@ -555,7 +557,7 @@ static int write_tune(struct job *j, const uint64_t *sizes, size_t nsizes)
 	if (!bytes || !best) {
 		free(bytes);
 		free(best);
-		return -ENOMEM;
+		return pn_err(-ENOMEM, "out of memory");
 	}
 	for (i = 0; i < nsizes; i++) {
 		double bt = INFINITY;
@@ -578,6 +580,32 @@ static int write_tune(struct job *j, const uint64_t *sizes, size_t nsizes)
 	free(bytes);
 	free(best);
 	return ret;
+}
+
+/* Rank 0, after the sweep: the tuning table and the plot written, every
+ * output committed. */
+static int finish_outputs(struct job *j, const uint64_t *sizes, size_t nsizes)
+{
+	int ret;
+
+	if (j->tune_of) {
+		ret = write_tune(j, sizes, nsizes);
+		if (ret)
+			return ret;
+	}
+	if (j->plot_of) {
+		ret = write_plot(j);
+		if (ret)
+			return ret;
+	}
+	if (j->csv_of) {
+		ret = pn_ofile_commit(j->csv_of);
+		j->csv_of = NULL;
+		j->csv = NULL;
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 #define MAX_BACKENDS 8
@@ -854,22 +882,11 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	}
 	if (pn_cli.json && failed && j.rank == 0)
 		fprintf(stderr, "penny allreduce-test: FAILED\n");
-	if (j.tune_of) {
-		ret = write_tune(&j, sizes, nsizes);
-		if (ret)
-			goto fail;
-	}
-	if (j.plot_of) {
-		ret = write_plot(&j);
-		if (ret)
-			goto fail;
-	}
-	if (j.csv_of) {
-		ret = pn_ofile_commit(j.csv_of);
-		j.csv_of = NULL;
-		j.csv = NULL;
-		if (ret)
-			goto fail;
+	ret = finish_outputs(&j, sizes, nsizes);
+	if (ret) {
+		/* the results could not be kept: could not run (rank 0 only) */
+		rc = pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
+		goto out;
 	}
 	rc = failed ? 1 : 0;
 	goto out;

@@ -368,6 +368,6 @@ int pn_tune_save(FILE *f, const char *path, int nranks, int nnodes, const size_t
 	for (i = 0; i < n; i++)
 		fprintf(f, "%d %d %zu %s\n", nranks, nnodes, bytes[i], pn_algo_name(algo[i]));
 	if (fflush(f) || ferror(f))
-		return pn_err(-EIO, "write error on '%s'", path);
+		return pn_err(-EIO, "write error on '%s': %s", path, strerror(errno ? errno : EIO));
 	return 0;
 }

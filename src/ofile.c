@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -255,6 +256,12 @@ void pn_ofile_abort(struct pn_ofile *of)
 {
 	if (!of)
 		return;
+	if (of->inplace && ferror(of->f)) {
+		/* the caller says why it gives up: the final flush of stdout
+		 * must not report the same write error again */
+		__fpurge(of->f);
+		clearerr(of->f);
+	}
 	if (!of->inplace) {
 		if (of->f)
 			fclose(of->f);

@@ -179,7 +179,12 @@ test_expect_success 'a write error on standard output is reported once' '
 		test_exit 1 penny topo --sysfs-root T >/dev/full 2>err &&
 		test "$(wc -l <err)" -eq 1 && grep -q "^penny topo: write error on standard output$" err &&
 		test_exit 1 penny top --sysfs-root F --once -i 0.1 >/dev/full 2>err &&
-		test "$(wc -l <err)" -eq 1
+		test "$(wc -l <err)" -eq 1 &&
+		for w in $OUTPUTS; do
+			run_out $w - >/dev/full 2>err
+			test $? -eq 2 && test "$(wc -l <err)" -eq 1 && grep -q ".-.:.*No space left" err ||
+				{ echo "$w:"; cat err; exit 1; }
+		done
 	fi
 '
 # ---- names that are not UTF-8, and control characters ----
