@@ -15,6 +15,7 @@
 #include "../src/log.h"
 #include "../src/mem.h"
 #include "../src/minijson.h"
+#include "../src/ofile.h"
 #include "../src/plan_job.h"
 #include "../src/reduce.h"
 #include "../src/util.h"
@@ -112,6 +113,8 @@ struct job {
 	int rank, nranks;
 	struct ar_row *rows;
 	size_t nrows, caprows;
+	/* rank 0's outputs, opened before the work, committed after it */
+	struct pn_ofile *csv_of, *plot_of, *tune_of;
 	FILE *csv;
 	int progress;
 };
@@ -241,6 +244,39 @@ static int agree_params(struct job *j, const enum pn_algo *algos, int nalgos,
 			pn_cmd_fail(j->ctx, 2, "%s", pn_errmsg(ret));
 		*rc = 2;
 		ret = 0;
+	}
+	return ret;
+}
+
+/*
+ * Rank 0 writes --csv, --plot and --tune-out: it opens them (src/ofile.h)
+ * before any work, and every rank agrees on the outcome, so a path that
+ * cannot be written fails the whole job at once, exit 2 on every rank, with
+ * one line naming it.
+ */
+static int open_outputs(struct job *j, int *rc)
+{
+	static const char *const names[] = { "--csv", "--plot", "--tune-out" };
+	const char *paths[] = { opt_csv, opt_plot, opt_tune_out };
+	struct pn_ofile **ofs[] = { &j->csv_of, &j->plot_of, &j->tune_of };
+	int k, mine = 0, ret, first;
+
+	*rc = 0;
+	for (k = 0; j->rank == 0 && k < (int)PN_ARRAY_SIZE(paths) && !mine; k++) {
+		if (!paths[k])
+			continue;
+		mine = pn_ofile_open(ofs[k], paths[k], PN_OFILE_SYNC);
+		if (mine)
+			pn_err_ctx(mine, "%s", names[k]);
+	}
+	if (j->csv_of)
+		j->csv = pn_ofile_file(j->csv_of);
+	ret = pn_boot_agree_err(j->boot, mine, 0, &first);
+	if (first >= 0) {
+		if (first == j->rank)
+			pn_cmd_fail(j->ctx, 2, "%s", pn_errmsg(ret));
+		*rc = 2;
+		return 0;
 	}
 	return ret;
 }
@@ -565,7 +601,6 @@ static int write_plot(struct job *j)
 	struct pn_plot plot;
 	size_t r, q, k = 0;
 	int ret = 0, ns = 0;
-	FILE *f;
 
 	if (!series || !pts || !labels) {
 		ret = pn_err(-ENOMEM, "out of memory");
@@ -599,14 +634,13 @@ static int write_plot(struct job *j)
 	plot.title = title;
 	plot.series = series;
 	plot.nseries = (size_t)ns;
-	f = fopen(opt_plot, "w");
-	if (!f) {
-		ret = pn_err(-errno, "cannot write '%s': %m", opt_plot);
-		goto out;
+	ret = pn_plot_svg(pn_ofile_file(j->plot_of), &plot);
+	if (ret) {
+		pn_err_ctx(ret, "'%s'", opt_plot);
+	} else {
+		ret = pn_ofile_commit(j->plot_of);
+		j->plot_of = NULL;
 	}
-	ret = pn_plot_svg(f, &plot);
-	if (fclose(f) && !ret)
-		ret = pn_err(-EIO, "write error on '%s'", opt_plot);
 out:
 	free(series);
 	free(pts);
@@ -623,7 +657,7 @@ static int write_tune(struct job *j, const uint64_t *sizes, size_t nsizes)
 	if (!bytes || !best) {
 		free(bytes);
 		free(best);
-		return -ENOMEM;
+		return pn_err(-ENOMEM, "out of memory");
 	}
 	for (i = 0; i < nsizes; i++) {
 		double bt = INFINITY;
@@ -637,10 +671,41 @@ static int write_tune(struct job *j, const uint64_t *sizes, size_t nsizes)
 				best[i] = (enum pn_algo)j->rows[r].host_algo;
 			}
 	}
-	ret = pn_tune_save(opt_tune_out, j->nranks, j->comm->nnodes, bytes, best, (int)nsizes);
+	ret = pn_tune_save(pn_ofile_file(j->tune_of), opt_tune_out, j->nranks, j->comm->nnodes,
+			   bytes, best, (int)nsizes);
+	if (!ret) {
+		ret = pn_ofile_commit(j->tune_of);
+		j->tune_of = NULL;
+	}
 	free(bytes);
 	free(best);
 	return ret;
+}
+
+/* Rank 0, after the sweep: the tuning table and the plot written, every
+ * output committed. */
+static int finish_outputs(struct job *j, const uint64_t *sizes, size_t nsizes)
+{
+	int ret;
+
+	if (j->tune_of) {
+		ret = write_tune(j, sizes, nsizes);
+		if (ret)
+			return ret;
+	}
+	if (j->plot_of) {
+		ret = write_plot(j);
+		if (ret)
+			return ret;
+	}
+	if (j->csv_of) {
+		ret = pn_ofile_commit(j->csv_of);
+		j->csv_of = NULL;
+		j->csv = NULL;
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 #define MAX_BACKENDS 8
@@ -868,6 +933,8 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	j.rank = pn_boot_rank(j.boot);
 	j.nranks = pn_boot_nranks(j.boot);
 	ret = agree_params(&j, algos, nalgos, backends, &rc);
+	if (!ret && !rc)
+		ret = open_outputs(&j, &rc);
 	if (ret || rc)
 		goto fail;
 	for (a = 0; a < nalgos; a++)
@@ -915,12 +982,7 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 			goto out;
 		ng++;
 	}
-	if (j.rank == 0 && opt_csv) {
-		j.csv = fopen(opt_csv, "w");
-		if (!j.csv) {
-			ret = pn_err(-errno, "cannot write '%s': %m", opt_csv);
-			goto fail;
-		}
+	if (j.csv) {
 		fprintf(j.csv, "algo,size,count,type,redop,oop_time_us,oop_algbw,oop_busbw,"
 			       "oop_wrong,ip_time_us,ip_algbw,ip_busbw,ip_wrong,backend\n");
 	}
@@ -1011,15 +1073,11 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	}
 	if (pn_cli.json && failed && j.rank == 0)
 		fprintf(stderr, "penny allreduce-test: FAILED\n");
-	if (j.rank == 0 && opt_tune_out) {
-		ret = write_tune(&j, sizes, nsizes);
-		if (ret)
-			goto fail;
-	}
-	if (j.rank == 0 && opt_plot) {
-		ret = write_plot(&j);
-		if (ret)
-			goto fail;
+	ret = finish_outputs(&j, sizes, nsizes);
+	if (ret) {
+		/* the results could not be kept: could not run (rank 0 only) */
+		rc = pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
+		goto out;
 	}
 	rc = failed ? 1 : 0;
 	goto out;
@@ -1032,8 +1090,10 @@ fail:
 out:
 	while (ng > 0)
 		ar_gpu_close(gpus[--ng]);
-	if (j.csv && fclose(j.csv) && !rc)
-		rc = pn_cmd_fail(ctx, 1, "write error on '%s'", opt_csv);
+	/* not committed: a failed run leaves the files as they were */
+	pn_ofile_abort(j.csv_of);
+	pn_ofile_abort(j.plot_of);
+	pn_ofile_abort(j.tune_of);
 	if (j.comm) {
 		pn_comm_reg_free(j.comm, j.sreg);
 		pn_comm_reg_free(j.comm, j.rreg);

@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 struct pn_cli pn_cli = { .np = -1, .rank = -1, .nranks = -1, .timeout = 60.0 };
+/* a write error on stdout was reported already (by run_cmd) */
+static int stdout_error_said;
 
 static const struct pn_cmd commands[] = {
 	{ "topo", cmd_topo, topo_options, CMD_SYSFS, "",
@@ -74,15 +76,20 @@ static const struct pn_cmd *find_cmd(const char *name)
 	return NULL;
 }
 
-/* One write per message, so the lines of several ranks never interleave. */
+/* One write per message, so the lines of several ranks never interleave.
+ * Names in it (paths, hosts, devices) may hold any byte: control
+ * characters and invalid UTF-8 are shown as \xNN, so a message stays one
+ * line and never drives the terminal. */
 static void say(const char *cmd, const char *fmt, va_list ap)
 {
-	char line[1024];
-	int n = snprintf(line, sizeof(line), "penny %s: ", cmd);
+	char msg[1024], line[1024];
+	int n;
 
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = snprintf(line, sizeof(line), "penny %s: ", cmd);
 	if (n < 0 || n >= (int)sizeof(line))
 		n = 0;
-	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	pn_text_escape(line + n, sizeof(line) - (size_t)n - 1, msg, 0);
 	n = (int)strlen(line);
 	line[n++] = '\n';
 	if (write(STDERR_FILENO, line, (size_t)n) < 0)
@@ -199,6 +206,7 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 	ret = c->fn(&ctx, nargs, argv);
 	if (pn_out_free(ctx.out) && !ret) {
 		fprintf(stderr, "penny %s: write error on standard output\n", c->name);
+		stdout_error_said = 1;
 		ret = 1;
 	}
 	return ret;
@@ -275,7 +283,8 @@ int main(int argc, char **argv)
 
 	/* like git's run_builtin: a result that could not be written is a failure */
 	if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "penny: write error on standard output\n");
+		if (!stdout_error_said)
+			fprintf(stderr, "penny: write error on standard output\n");
 		return ret ? ret : 1;
 	}
 	return ret;

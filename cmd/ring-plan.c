@@ -10,6 +10,7 @@
 
 #include "../src/log.h"
 #include "../src/minijson.h"
+#include "../src/ofile.h"
 #include "../src/plan.h"
 #include "../src/plan_job.h"
 #include "../src/sched.h"
@@ -591,40 +592,113 @@ static void print_plan(struct pn_out *out, const struct pn_plan *p, const struct
 
 /* ----------------------------------------------------------- NCCL graph */
 
+static int graphs_per_node(void)
+{
+	return strstr(o.nccl_graph, "%h") || strstr(o.nccl_graph, "%n");
+}
+
+/* Node i's file: --nccl-graph with %h (its host name) and %n (its index). */
+static int graph_name(const struct pn_plan_model *m, int i, char *path, size_t len)
+{
+	const char *q, *add;
+	char one[2] = "", num[16];
+	size_t n = 0, k;
+
+	for (q = o.nccl_graph; *q; q++) {
+		if (q[0] == '%' && q[1] == 'h') {
+			add = m->nodes[i].host;
+			if (strchr(add, '/'))
+				return pn_err(-EINVAL, "--nccl-graph: the host name '%s' of node %d "
+					      "cannot be part of a file name", add, i);
+			q++;
+		} else if (q[0] == '%' && q[1] == 'n') {
+			snprintf(num, sizeof(num), "%d", i);
+			add = num;
+			q++;
+		} else {
+			one[0] = *q;
+			add = one;
+		}
+		k = strlen(add);
+		if (n + k >= len)
+			return pn_err(-ENAMETOOLONG, "--nccl-graph: the file name of node %d is too "
+				      "long", i);
+		memcpy(path + n, add, k);
+		n += k;
+	}
+	path[n] = 0;
+	return 0;
+}
+
+struct graph_file {
+	char *name;
+	int node;
+};
+
+static int graph_cmp(const void *a, const void *b)
+{
+	const struct graph_file *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : x->node - y->node;
+}
+
+/* Before the planning: every file can be written, no two nodes share one. */
+static int check_graphs(struct pn_ctx *ctx, const struct pn_plan_model *m)
+{
+	int n = graphs_per_node() ? m->nnodes : 1, i, ret = 0;
+	struct graph_file *g = calloc((size_t)n, sizeof(*g));
+	char path[4096];
+
+	if (!g)
+		return pn_cmd_fail(ctx, 2, "out of memory");
+	for (i = 0; i < n && !ret; i++) {
+		ret = graph_name(m, i, path, sizeof(path));
+		if (!ret && !(g[i].name = strdup(path)))
+			ret = pn_err(-ENOMEM, "out of memory");
+		g[i].node = i;
+	}
+	if (!ret)
+		qsort(g, (size_t)n, sizeof(*g), graph_cmp);
+	for (i = 1; i < n && !ret; i++)
+		if (!strcmp(g[i - 1].name, g[i].name))
+			ret = pn_err(-EINVAL, "--nccl-graph: nodes %d and %d would both write '%s'",
+				     g[i - 1].node, g[i].node, g[i].name);
+	for (i = 0; i < n && !ret; i++)
+		ret = pn_ofile_check(g[i].name);
+	for (i = 0; i < n; i++)
+		free(g[i].name);
+	free(g);
+	if (ret) {
+		pn_cmd_error(ctx, ret);
+		return 2;
+	}
+	return 0;
+}
+
 static int write_graphs(struct pn_ctx *ctx, const struct pn_plan *p)
 {
 	const struct pn_plan_model *m = p->model;
-	const char *pat = o.nccl_graph;
-	int per_node = strstr(pat, "%h") || strstr(pat, "%n"), i, ret = 0;
+	int per_node = graphs_per_node(), i, ret = 0;
 
-	for (i = 0; i < (per_node ? m->nnodes : 1); i++) {
+	for (i = 0; i < (per_node ? m->nnodes : 1) && !ret; i++) {
+		struct pn_ofile *of;
 		char path[4096];
-		size_t n = 0;
-		const char *q;
-		FILE *f;
 
-		for (q = pat; *q && n + 80 < sizeof(path); q++) {
-			if (q[0] == '%' && q[1] == 'h') {
-				n += (size_t)snprintf(path + n, sizeof(path) - n, "%s", m->nodes[i].host);
-				q++;
-			} else if (q[0] == '%' && q[1] == 'n') {
-				n += (size_t)snprintf(path + n, sizeof(path) - n, "%d", i);
-				q++;
-			} else {
-				path[n++] = *q;
-			}
-		}
-		path[n] = 0;
-		f = fopen(path, "w");
-		if (!f)
-			return pn_cmd_fail(ctx, 2, "cannot write '%s': %s", path, strerror(errno));
-		ret = pn_plan_write_nccl(p, per_node ? i : -1, f);
-		if (fclose(f) && !ret)
-			ret = pn_err(-EIO, "write error on '%s'", path);
-		if (ret) {
-			pn_cmd_error(ctx, ret);
-			return 2;
-		}
+		ret = graph_name(m, i, path, sizeof(path));
+		if (!ret)
+			ret = pn_ofile_open(&of, path, PN_OFILE_SYNC);
+		if (ret)
+			break;
+		ret = pn_plan_write_nccl(p, per_node ? i : -1, pn_ofile_file(of));
+		if (ret)
+			pn_ofile_abort(of);
+		else
+			ret = pn_ofile_commit(of);
+	}
+	if (ret) {
+		pn_cmd_error(ctx, ret);
+		return 2;
 	}
 	return 0;
 }
@@ -769,6 +843,11 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 		rc = check(ctx, &model);
 		goto out_model;
 	}
+	if (o.nccl_graph) {
+		rc = check_graphs(ctx, &model);
+		if (rc)
+			goto out_model;
+	}
 	if (o.no_degrade && model.nnodes > 1) {
 		struct pn_plan_msgs why = { 0 };
 		int *rails, nrails, i;
@@ -777,7 +856,7 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 		free(rails);
 		if (!ret && why.n) {
 			for (i = 0; i < why.n; i++)
-				fprintf(stderr, "penny %s: %s\n", ctx->name, why.v[i]);
+				pn_cmd_fail(ctx, 1, "%s", why.v[i]);
 			fprintf(stderr, "penny %s: --no-degrade: refusing to plan around %d missing "
 					"rail%s\n",
 				ctx->name, why.n, why.n == 1 ? "" : "s");

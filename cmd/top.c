@@ -14,13 +14,14 @@
 #include "../src/counters.h"
 #include "../src/log.h"
 #include "../src/nic.h"
+#include "../src/ofile.h"
+#include "../src/out.h"
 #include "../src/perfquery.h"
 #include "../src/sysfs.h"
 #include "../src/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
@@ -74,6 +75,19 @@ const struct pn_opt top_options[] = {
 };
 
 static volatile sig_atomic_t got_signal;
+
+/* The host the counters are of: under --sysfs-root the tree's own host
+ * name (its /proc/sys/kernel/hostname), else the tree's path. */
+static const char *top_host(void)
+{
+	static char host[256];
+
+	if (pn_sysfs_is_live())
+		return pn_hostname();
+	if (!host[0] && pn_sys_read(host, sizeof(host), "/proc/sys/kernel/hostname") <= 0)
+		snprintf(host, sizeof(host), "%s", pn_sysfs_root());
+	return host;
+}
 
 static void on_signal(int sig)
 {
@@ -168,12 +182,12 @@ static void print_sample(struct pn_out *o, const struct pn_ctr_set *v, const int
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
 	if (!first)
 		pn_out_nl(o);
-	pn_out_text(o, "# %s  %s  interval %g s  measured %.3f s\n", pn_hostname(), when, interval,
+	pn_out_text(o, "# %s  %s  interval %g s  measured %.3f s\n", top_host(), when, interval,
 		    v->elapsed);
 	pn_out_text(o, "%-16s %-7s %6s %11s %11s %6s %6s %6s\n", "PORT", "STATE", "SPEED", "RX",
 		    "TX", "UTIL", "ERR", "DISC");
 	pn_out_open_object(o, NULL);
-	pn_out_str(o, PN_JSON, "host", NULL, pn_hostname());
+	pn_out_str(o, PN_JSON, "host", NULL, top_host());
 	pn_out_float(o, PN_JSON, "timestamp", NULL, floor(v->wall * 1000) / 1000);
 	pn_out_float(o, PN_JSON, "interval", NULL, interval);
 	pn_out_float(o, PN_JSON, "elapsed", NULL, v->elapsed);
@@ -203,7 +217,10 @@ static void print_sample(struct pn_out *o, const struct pn_ctr_set *v, const int
 		pn_out_float(o, PN_JSON, "tx_bytes_per_sec", NULL, p->tx_Bps);
 		pn_out_float(o, PN_JSON, "rx_packets_per_sec", NULL, p->rx_pps);
 		pn_out_float(o, PN_JSON, "tx_packets_per_sec", NULL, p->tx_pps);
-		pn_out_float(o, PN_TEXT, NULL, "%5.1f%% ", isfinite(p->util) ? p->util * 100 : NAN);
+		if (isfinite(p->util))
+			pn_out_float(o, PN_TEXT, NULL, "%5.1f%% ", p->util * 100);
+		else
+			pn_out_str(o, PN_TEXT, NULL, "%6s ", "n/a");
 		pn_out_float(o, PN_JSON, "utilization", NULL, p->util);
 		if (p->err_valid)
 			pn_out_uint(o, PN_ANY, "errors", "%6llu ", p->err_delta);
@@ -236,16 +253,13 @@ static void print_sample(struct pn_out *o, const struct pn_ctr_set *v, const int
 
 static void prom_label(FILE *f, const char *key, const char *v, int first)
 {
-	fprintf(f, "%s%s=\"", first ? "" : ",", key);
-	for (; *v; v++) {
-		if (*v == '\\' || *v == '"')
-			fputc('\\', f), fputc(*v, f);
-		else if (*v == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*v, f);
-	}
-	fputc('"', f);
+	char small[256], *big = NULL;
+	size_t need = pn_prom_escape(small, sizeof(small), v);
+
+	if (need >= sizeof(small) && (big = malloc(need + 1)))
+		pn_prom_escape(big, need + 1, v);
+	fprintf(f, "%s%s=\"%s\"", first ? "" : ",", key, big ? big : small);
+	free(big);
 }
 
 static void prom_labels(FILE *f, const struct pn_ctr_port *p)
@@ -402,51 +416,19 @@ static void write_metrics(FILE *f, const struct pn_ctr_set *v, const int *idx, i
 		interval);
 }
 
-/* Write to a temporary file in FILE's directory, then rename over FILE. */
+/* A new file renamed over FILE (src/ofile.h): a collector reads the whole
+ * of one sample or the whole of the next.  No fsync: the next sample
+ * replaces it within one interval. */
 static int write_prom(const char *path, const struct pn_ctr_set *v, const int *idx, int n,
 		      double interval)
 {
-	char dirbuf[PATH_MAX], basebuf[PATH_MAX], tmp[PATH_MAX];
-	FILE *f;
-	int fd, e;
+	struct pn_ofile *of;
+	int ret = pn_ofile_open(&of, path, 0);
 
-	snprintf(dirbuf, sizeof(dirbuf), "%s", path);
-	snprintf(basebuf, sizeof(basebuf), "%s", path);
-	/* not ending in .prom: the collector ignores it while it is written */
-	if (snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dirname(dirbuf), basename(basebuf)) >=
-	    (int)sizeof(tmp))
-		return pn_err(-ENAMETOOLONG, "cannot write '%s': name too long", path);
-	fd = mkstemp(tmp);
-	if (fd < 0)
-		return pn_err(-errno, "cannot write '%s': %s", path, strerror(errno));
-	if (fchmod(fd, 0644)) {
-		/* keep mkstemp's 0600: still readable by the owner */
-	}
-	f = fdopen(fd, "w");
-	if (!f) {
-		e = errno;
-		close(fd);
-		unlink(tmp);
-		return pn_err(-e, "cannot write '%s': %s", path, strerror(e));
-	}
-	write_metrics(f, v, idx, n, interval);
-	if (fflush(f) || ferror(f)) {
-		e = errno ? errno : EIO;
-		fclose(f);
-		unlink(tmp);
-		return pn_err(-e, "cannot write '%s': %s", path, strerror(e));
-	}
-	if (fclose(f)) {
-		e = errno;
-		unlink(tmp);
-		return pn_err(-e, "cannot write '%s': %s", path, strerror(e));
-	}
-	if (rename(tmp, path)) {
-		e = errno;
-		unlink(tmp);
-		return pn_err(-e, "cannot rename onto '%s': %s", path, strerror(e));
-	}
-	return 0;
+	if (ret)
+		return ret;
+	write_metrics(pn_ofile_file(of), v, idx, n, interval);
+	return pn_ofile_commit(of);
 }
 
 /* ---- options ---- */
@@ -607,7 +589,7 @@ static int screen(struct top_run *r)
 {
 	struct pollfd pfd[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
 				 { .fd = pn_ctr_sampler_fd(r->sampler), .events = POLLIN } };
-	struct tui_status st = { .interval = topt.interval };
+	struct tui_status st = { .interval = topt.interval, .host = top_host() };
 	char what[80] = "";
 	struct tui *t;
 	int ret, quit = 0, dirty = 1, was_busy = 0, err = 0, poll_errno = 0;
@@ -695,6 +677,14 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 				   topt.sort);
 	if (topt.prom && !*topt.prom)
 		return pn_cmd_fail(ctx, 2, "--prom needs a file name");
+	/* before any sampling: a file that cannot be written fails at once */
+	if (topt.prom) {
+		ret = pn_ofile_check(topt.prom);
+		if (ret) {
+			pn_cmd_error(ctx, ret);
+			return 2;
+		}
+	}
 	ret = parse_remote(topt.lids, &remote, &nremote);
 	if (ret) {
 		pn_cmd_error(ctx, ret);

@@ -8,6 +8,7 @@
 
 #include "../src/log.h"
 #include "../src/nic.h"
+#include "../src/ofile.h"
 #include "../src/topo.h"
 #include "../src/util.h"
 
@@ -434,21 +435,29 @@ static int check_devices(struct pn_ctx *ctx, int want_state)
 	return ret;
 }
 
-static int save_json(struct pn_ctx *ctx, FILE *f, const struct pn_topo *t, char **viol, int nv,
-		     int checks)
+/* Write the JSON into the file opened before the work and commit it. */
+static int save_json(struct pn_ctx *ctx, struct pn_ofile *of, const struct pn_topo *t,
+		     char **viol, int nv, int checks)
 {
 	struct pn_out *o;
-	int err;
+	int ret;
 
-	o = pn_out_new(f, 1);
+	o = pn_out_new(pn_ofile_file(of), 1);
 	if (!o) {
-		fclose(f);
+		pn_ofile_abort(of);
 		return pn_cmd_fail(ctx, 2, "out of memory");
 	}
 	print_topo(o, t, opt.pcie, viol, nv, checks);
-	err = pn_out_free(o);
-	if (fclose(f) || err)
-		return pn_cmd_fail(ctx, 2, "write error on '%s'", opt.save);
+	if (pn_out_free(o)) {
+		ret = errno ? errno : EIO;
+		pn_ofile_abort(of);
+		return pn_cmd_fail(ctx, 2, "write error on '%s': %s", opt.save, strerror(ret));
+	}
+	ret = pn_ofile_commit(of);
+	if (ret) {
+		pn_cmd_error(ctx, ret);
+		return 2;
+	}
 	return 0;
 }
 
@@ -457,7 +466,7 @@ int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 	struct pn_topo_cfg cfg = { 0 };
 	struct checks c = { 0 };
 	struct pn_topo t;
-	FILE *save = NULL;
+	struct pn_ofile *save = NULL;
 	int ret, i, want_state = -1, checks;
 
 	if (argc > 0)
@@ -475,14 +484,19 @@ int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 	checks = opt.expect_gpus >= 0 || opt.expect_nics >= 0 || opt.expect_rate >= 0 ||
 		 want_state >= 0 || opt.expect_rail;
 	cfg.xml_file = opt.xml;
+	/* the output first: a file that cannot be written fails before the work */
+	if (opt.save) {
+		ret = pn_ofile_open(&save, opt.save, PN_OFILE_SYNC);
+		if (ret) {
+			pn_cmd_error(ctx, ret);
+			return 2;
+		}
+	}
 	ret = pn_topo_load(&t, &cfg);
 	if (ret) {
+		pn_ofile_abort(save);
 		pn_cmd_error(ctx, ret);
 		return 2;
-	}
-	if (opt.save && !(save = fopen(opt.save, "we"))) {
-		ret = pn_cmd_fail(ctx, 2, "cannot write '%s': %s", opt.save, strerror(errno));
-		goto out;
 	}
 	if (checks)
 		run_checks(&c, &t, want_state);
@@ -499,12 +513,11 @@ int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 	if (!ret && c.n) {
 		fflush(stdout);
 		for (i = 0; i < c.n; i++)
-			fprintf(stderr, "penny topo: check failed: %s\n", c.v[i]);
+			pn_cmd_fail(ctx, 1, "check failed: %s", c.v[i]);
 		ret = 1;
 	}
 out:
-	if (save)
-		fclose(save);
+	pn_ofile_abort(save);
 	for (i = 0; i < c.n; i++)
 		free(c.v[i]);
 	free(c.v);

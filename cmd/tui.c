@@ -176,11 +176,13 @@ static attr_t attr_of(const struct tui *t, int pair, attr_t mono)
 	return t->color ? (attr_t)COLOR_PAIR(pair) : mono;
 }
 
-/* ASCII text s into [x, x+w) on row y, padded, cut, left or right aligned. */
+/* ASCII text s into [x, x+w) on row y, padded, cut, left or right aligned.
+ * Names read from the system may hold any byte: a control character (ESC
+ * too) or a byte outside ASCII shows as '?', never reaches the terminal. */
 static void put(int y, int x, int w, int right, attr_t a, const char *s)
 {
 	char buf[512];
-	int len = (int)strlen(s), pad;
+	int len = (int)strlen(s), pad, i;
 
 	if (w <= 0 || x >= COLS)
 		return;
@@ -194,6 +196,9 @@ static void put(int y, int x, int w, int right, attr_t a, const char *s)
 	/* padded by hand: printw's formatting showed in the profile */
 	memset(buf, ' ', (size_t)w);
 	memcpy(buf + (right ? pad : 0), s, (size_t)len);
+	for (i = 0; i < w; i++)
+		if ((unsigned char)buf[i] < 0x20 || (unsigned char)buf[i] >= 0x7f)
+			buf[i] = '?';
 	buf[w] = 0;
 	attron(a);
 	mvaddnstr(y, x, buf, w);
@@ -350,7 +355,7 @@ static void header(struct tui *t, const struct pn_ctr_set *v, const struct tui_s
 		strftime(clock, sizeof(clock), "%H:%M:%S", &tm);
 	}
 	snprintf(buf, sizeof(buf), "penny top  %s  %s  %gs  %d ports, %d up  RX %s  TX %s",
-		 pn_hostname(), clock, st->interval, shown, active,
+		 st->host ? st->host : pn_hostname(), clock, st->interval, shown, active,
 		 tui_fmt_bps(rx, sizeof(rx), have ? srx : NAN),
 		 tui_fmt_bps(tx, sizeof(tx), have ? stx : NAN));
 	move(0, 0);

@@ -28,6 +28,7 @@ enum tui_action {
 
 /* What the caller knows beside the snapshot. */
 struct tui_status {
+	const char *host;	/* whose counters: the header names it */
 	double interval;
 	int paused;
 	int busy;		/* the sampler is stuck: busy_what for busy_secs */

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "boot.h"
 #include "log.h"
+#include "ofile.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -716,7 +717,7 @@ static int root_accept(struct pn_boot *b, double deadline)
 static int file_rendezvous(struct pn_boot *b, double deadline)
 {
 	static char root[64];
-	char path[256], tmp[300], line[128];
+	char path[256], line[128];
 	const char *dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	struct pn_boot_cfg *cfg = &b->cfg;
 	int i;
@@ -725,8 +726,8 @@ static int file_rendezvous(struct pn_boot *b, double deadline)
 	if (b->rank == 0) {
 		struct sockaddr_in sa = { .sin_family = AF_INET };
 		socklen_t sl = sizeof(sa);
-		FILE *f;
-		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+		struct pn_ofile *of;
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, ret;
 
 		if (fd < 0)
 			return pn_err(-errno, "socket: %s", strerror(errno));
@@ -741,17 +742,17 @@ static int file_rendezvous(struct pn_boot *b, double deadline)
 		cfg->listen_fd = fd;
 		cfg->have_cookie = 1;
 		snprintf(root, sizeof(root), "127.0.0.1:%d", ntohs(sa.sin_port));
-		snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
-		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		f = fd >= 0 ? fdopen(fd, "w") : NULL;
-		if (!f)
-			return pn_err(-errno, "cannot write '%s': %s", tmp, strerror(errno));
-		fprintf(f, "%s ", root);
+		/* in a shared directory: never through a link someone left there */
+		ret = pn_ofile_open(&of, path, PN_OFILE_PRIVATE);
+		if (ret)
+			return ret;
+		fprintf(pn_ofile_file(of), "%s ", root);
 		for (i = 0; i < 16; i++)
-			fprintf(f, "%02x", cfg->cookie[i]);
-		fprintf(f, "\n");
-		if (fclose(f) || rename(tmp, path))
-			return pn_err(-errno, "cannot write '%s': %s", path, strerror(errno));
+			fprintf(pn_ofile_file(of), "%02x", cfg->cookie[i]);
+		fprintf(pn_ofile_file(of), "\n");
+		ret = pn_ofile_commit(of);
+		if (ret)
+			return ret;
 		cfg->root = root;
 		return 0;
 	}

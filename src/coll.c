@@ -375,10 +375,9 @@ int pn_tune_load(const char *path)
 	return 0;
 }
 
-int pn_tune_save(const char *path, int nranks, int nnodes, const size_t *bytes,
+int pn_tune_save(FILE *f, const char *path, int nranks, int nnodes, const size_t *bytes,
 		 const enum pn_algo *algo, int n)
 {
-	FILE *f;
 	int i;
 
 	/* only what pn_tune_load accepts: an algorithm that runs, never "auto" */
@@ -387,13 +386,10 @@ int pn_tune_save(const char *path, int nranks, int nnodes, const size_t *bytes,
 			return pn_err(-EINVAL, "tuning table '%s': %d ranks, %d nodes, %zu bytes: "
 				      "'%s' is not an algorithm that runs", path, nranks, nnodes,
 				      bytes[i], pn_algo_name(algo[i]));
-	f = fopen(path, "w");
-	if (!f)
-		return pn_err(-errno, "cannot write '%s': %m", path);
 	fprintf(f, "# penny tuning table: nranks nnodes max_bytes algorithm\n");
 	for (i = 0; i < n; i++)
 		fprintf(f, "%d %d %zu %s\n", nranks, nnodes, bytes[i], pn_algo_name(algo[i]));
-	if (fclose(f))
-		return pn_err(-EIO, "write error on '%s'", path);
+	if (fflush(f) || ferror(f))
+		return pn_err(-EIO, "write error on '%s': %s", path, strerror(errno ? errno : EIO));
 	return 0;
 }

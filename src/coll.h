@@ -12,6 +12,8 @@
 #include "exec.h"
 #include "sched.h"
 
+#include <stdio.h>
+
 struct pn_coll {
 	struct pn_comm *comm;
 	struct pn_exec exec;
@@ -69,9 +71,10 @@ enum pn_algo pn_tune_pick(int nranks, int nnodes, size_t bytes, int direct);
  * into a scratch buffer of the whole size). */
 #define PN_TUNE_ONE_SHOT_MAX (64u << 10)
 int pn_tune_load(const char *path);
-/* Lines pn_tune_load accepts; an algorithm outside the runnable ones (auto)
- * is -EINVAL and writes nothing. */
-int pn_tune_save(const char *path, int nranks, int nnodes, const size_t *bytes,
+/* Write the table to f (an output file the caller opened, src/ofile.h);
+ * name is f's path for messages.  Only lines pn_tune_load accepts: an
+ * algorithm outside the runnable ones (auto) is -EINVAL and writes nothing. */
+int pn_tune_save(FILE *f, const char *name, int nranks, int nnodes, const size_t *bytes,
 		 const enum pn_algo *algo, int n);
 
 #endif

@@ -872,6 +872,14 @@ static void sample_port(struct pn_ctr_set *s, struct pn_ctr_port *p)
 			       ? (uint64_t)(2 * line_Bps * elapsed / c->scale) + 1
 			       : 0;
 		pn_ctr_update(c, ok[i], raw[i], rmax);
+		/* a reset counts from zero only as far as the line could have
+		 * carried in the interval; more is not traffic of this interval
+		 * (a new device, a restored value): no rate, never above 100 % */
+		if (data && (c->flags & PN_CF_RESET) && line_Bps > 0 &&
+		    (double)c->delta > line_Bps * elapsed) {
+			c->flags &= ~(uint32_t)PN_CF_DELTA;
+			c->delta = 0;
+		}
 		if (!ok[i])
 			p->nunreadable++;
 		if ((c->flags & PN_CF_DELTA) && elapsed > 0)

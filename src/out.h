@@ -39,7 +39,25 @@ void pn_out_null(struct pn_out *o, int where, const char *key, const char *fmt);
 void pn_out_text(struct pn_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define pn_out_nl(o) pn_out_text((o), "\n")
 
-/* JSON string escaping into buf (always terminated); returns needed length. */
+/*
+ * Escaping of names read from the system (host, device, rate, counter
+ * names ...), which can hold any byte.  Each writes into buf (always
+ * terminated when len > 0) and returns the length it needs, without the
+ * terminating NUL.
+ *
+ * JSON: '"', '\\' and control characters escaped (\n, \t, \u00XX); a byte
+ * that is not part of valid UTF-8 becomes U+FFFD, written \ufffd, so the
+ * output is always valid UTF-8.
+ */
 size_t pn_json_escape(char *buf, size_t len, const char *s);
+/* Prometheus label value: '\\', '"' and newline escaped (the text format's
+ * only escapes), invalid UTF-8 bytes replaced by U+FFFD. */
+size_t pn_prom_escape(char *buf, size_t len, const char *s);
+/* Terminal text: control characters (C0 incl. ESC, DEL, C1) and invalid
+ * UTF-8 bytes shown as \xNN; layout keeps newline and tab as they are. */
+size_t pn_text_escape(char *buf, size_t len, const char *s, int layout);
+/* Length (1-4) of the valid UTF-8 character at s, 0 for an invalid byte
+ * (stray continuation, overlong form, surrogate, above U+10FFFF, cut). */
+int pn_utf8_len(const char *s);
 
 #endif

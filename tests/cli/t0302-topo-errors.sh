@@ -105,7 +105,7 @@ test_expect_success '--save to an unwritable place: one line, exit 2' '
 	if [ -w /dev/full ]; then
 		test_exit 2 penny topo --topo-xml "$X/v2/24em64t-2n6c2t-pci.xml" --save /dev/full \
 			>/dev/null 2>err && test "$(wc -l <err)" -eq 1 &&
-		grep -q "write error on ./dev/full." err
+		grep -q "refusing to write ./dev/full.: it is a character device" err
 	fi
 '
 test_expect_success 'write error on standard output is reported' '

@@ -5,11 +5,10 @@
 #include "unit.h"
 
 #include "../../src/coll.h"
+#include "../../src/ofile.h"
 #include "../../src/log.h"
 #include "../../src/util.h"
-#include "../../src/util.h"
 
-#include <errno.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +20,24 @@ static char dir[] = "/tmp/penny-t-coll.XXXXXX";
 static void path_of(char *buf, size_t len, const char *name)
 {
 	snprintf(buf, len, "%s/%s", dir, name);
+}
+
+/* pn_tune_save through an output file, as allreduce-test --tune-out writes it:
+ * committed on success, nothing at path on failure. */
+static int save(const char *path, int nranks, int nnodes, const size_t *bytes,
+		const enum pn_algo *algo, int n)
+{
+	struct pn_ofile *of;
+	int ret = pn_ofile_open(&of, path, 0);
+
+	if (ret)
+		return ret;
+	ret = pn_tune_save(pn_ofile_file(of), path, nranks, nnodes, bytes, algo, n);
+	if (ret) {
+		pn_ofile_abort(of);
+		return ret;
+	}
+	return pn_ofile_commit(of);
 }
 
 /* Everything pn_tune_save can write, pn_tune_load reads back to the same picks. */
@@ -46,14 +63,14 @@ TEST(tune_round_trip)
 				/* every algorithm at every size, in every position */
 				algo[i] = (enum pn_algo)((a + (int)i) % PN_NALGOS);
 			}
-			CHECK_EQ_INT(pn_tune_save(path, nr, nn, bytes, algo,
-						  (int)PN_ARRAY_SIZE(sizes)), 0);
+			CHECK_EQ_INT(save(path, nr, nn, bytes, algo,
+					  (int)PN_ARRAY_SIZE(sizes)), 0);
 			CHECK_EQ_INT(pn_tune_load(path), 0);
 			for (i = 0; i < PN_ARRAY_SIZE(sizes); i++)
 				CHECK_EQ_INT(pn_tune_pick(nr, nn, sizes[i], 0), algo[i]);
 		}
 	/* an empty table (no sizes) is just the comment line, and loads */
-	CHECK_EQ_INT(pn_tune_save(path, 2, 1, bytes, algo, 0), 0);
+	CHECK_EQ_INT(save(path, 2, 1, bytes, algo, 0), 0);
 	CHECK_EQ_INT(pn_tune_load(path), 0);
 	unlink(path);
 }
@@ -66,14 +83,14 @@ TEST(tune_save_refuses_auto)
 	char path[256];
 
 	path_of(path, sizeof(path), "auto");
-	CHECK(pn_tune_save(path, 2, 1, bytes, algo, 2) == -EINVAL);
+	CHECK(save(path, 2, 1, bytes, algo, 2) == -EINVAL);
 	CHECK(access(path, F_OK) != 0);
 	CHECK(strstr(pn_errmsg(-EINVAL), "'auto'") != NULL);
 	algo[1] = PN_NALGOS;
-	CHECK(pn_tune_save(path, 2, 1, bytes, algo, 2) == -EINVAL);
+	CHECK(save(path, 2, 1, bytes, algo, 2) == -EINVAL);
 	algo[1] = PN_ALGO_RING;
-	CHECK(pn_tune_save(path, 0, 1, bytes, algo, 2) == -EINVAL);
-	CHECK(pn_tune_save(path, 2, 0, bytes, algo, 2) == -EINVAL);
+	CHECK(save(path, 0, 1, bytes, algo, 2) == -EINVAL);
+	CHECK(save(path, 2, 0, bytes, algo, 2) == -EINVAL);
 	CHECK(access(path, F_OK) != 0);
 	/* and the loader keeps refusing what the writer refuses */
 	{

@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: MIT */
+/* Output safety: the escapers (JSON, Prometheus, terminal text), the text
+ * of unknown values and the output-file helper (src/ofile.h). */
+#define _GNU_SOURCE
+#include "unit.h"
+
+#include "../../src/log.h"
+#include "../../src/ofile.h"
+#include "../../src/out.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+static char esc_buf[1024];
+
+static const char *json(const char *s)
+{
+	pn_json_escape(esc_buf, sizeof(esc_buf), s);
+	return esc_buf;
+}
+
+static const char *prom(const char *s)
+{
+	pn_prom_escape(esc_buf, sizeof(esc_buf), s);
+	return esc_buf;
+}
+
+static const char *text(const char *s, int layout)
+{
+	pn_text_escape(esc_buf, sizeof(esc_buf), s, layout);
+	return esc_buf;
+}
+
+/* Every byte of s is part of valid UTF-8. */
+static int valid_utf8(const char *s)
+{
+	int n;
+
+	for (; *s; s += n)
+		if (!(n = pn_utf8_len(s)))
+			return 0;
+	return 1;
+}
+
+TEST(utf8_classes)
+{
+	CHECK_EQ_INT(pn_utf8_len("a"), 1);
+	CHECK_EQ_INT(pn_utf8_len("\xc3\xa9"), 2);		/* U+00E9 */
+	CHECK_EQ_INT(pn_utf8_len("\xe2\x82\xac"), 3);		/* U+20AC */
+	CHECK_EQ_INT(pn_utf8_len("\xf0\x9f\x98\x80"), 4);	/* U+1F600 */
+	CHECK_EQ_INT(pn_utf8_len("\xff"), 0);
+	CHECK_EQ_INT(pn_utf8_len("\x80"), 0);			/* stray continuation */
+	CHECK_EQ_INT(pn_utf8_len("\xc0\xaf"), 0);		/* overlong '/' */
+	CHECK_EQ_INT(pn_utf8_len("\xe0\x80\xaf"), 0);		/* overlong */
+	CHECK_EQ_INT(pn_utf8_len("\xed\xa0\x80"), 0);		/* surrogate */
+	CHECK_EQ_INT(pn_utf8_len("\xf4\x90\x80\x80"), 0);	/* above U+10FFFF */
+	CHECK_EQ_INT(pn_utf8_len("\xe2\x82"), 0);		/* cut by the end */
+	CHECK_EQ_INT(pn_utf8_len("\xe2\x82x"), 0);
+}
+
+TEST(json_escape_invalid_utf8)
+{
+	CHECK_STR(json("mlx5_0"), "mlx5_0");
+	CHECK_STR(json("a\"b\\c\n\t\x01\x1b"), "a\\\"b\\\\c\\n\\t\\u0001\\u001b");
+	CHECK_STR(json("caf\xc3\xa9"), "caf\xc3\xa9");
+	CHECK_STR(json("bad\xffname"), "bad\\ufffdname");
+	CHECK_STR(json("\xe2\x82"), "\\ufffd\\ufffd");
+	CHECK_STR(json("\xed\xa0\x80x"), "\\ufffd\\ufffd\\ufffdx");
+	CHECK(valid_utf8(json("\xff\xfe\xc0\xaf\xf4\x90\x80\x80 ok")));
+	/* the needed length is returned, the buffer always terminated */
+	{
+		char small[4];
+
+		CHECK_EQ_INT(pn_json_escape(small, sizeof(small), "\xff"), 6);
+		CHECK_EQ_INT(strlen(small), 3);
+	}
+}
+
+TEST(prom_escape_label_value)
+{
+	CHECK_STR(prom("mlx5_0"), "mlx5_0");
+	CHECK_STR(prom("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+	CHECK_STR(prom("x\xffy"), "x\xef\xbf\xbdy");
+	CHECK_STR(prom("caf\xc3\xa9"), "caf\xc3\xa9");
+	CHECK(valid_utf8(prom("\x80\xc1\xbf\xed\xbf\xbf")));
+}
+
+TEST(text_escape_controls_and_bytes)
+{
+	CHECK_STR(text("mlx5_0", 0), "mlx5_0");
+	CHECK_STR(text("\x1b[31mred\x1b[0m", 0), "\\x1b[31mred\\x1b[0m");
+	CHECK_STR(text("a\nb\tc\r\x7f", 0), "a\\x0ab\\x09c\\x0d\\x7f");
+	CHECK_STR(text("a\nb\tc\r", 1), "a\nb\tc\\x0d");
+	CHECK_STR(text("bad\xff", 0), "bad\\xff");
+	CHECK_STR(text("csi\xc2\x9b", 0), "csi\\xc2\\x9b");	/* C1 CSI */
+	CHECK_STR(text("caf\xc3\xa9 \xc2\xa0", 0), "caf\xc3\xa9 \xc2\xa0");
+}
+
+static char *render(int json_mode, void (*fn)(struct pn_out *))
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct pn_out *o = pn_out_new(f, json_mode);
+
+	fn(o);
+	pn_out_free(o);
+	fclose(f);
+	return buf;
+}
+
+static void hostile(struct pn_out *o)
+{
+	pn_out_open_object(o, NULL);
+	pn_out_str(o, PN_ANY, "host", "%-8s|", "h\x1b]0;x\x07\xff");
+	pn_out_text(o, "# %s\t%s\n", "esc\x1b[2J", "ok");
+	pn_out_str(o, PN_JSON, "\xff key", NULL, "v\xc0");
+	pn_out_close_object(o);
+}
+
+TEST(out_escapes_names_in_text_and_json)
+{
+	char *t = render(0, hostile), *j = render(1, hostile);
+
+	CHECK_STR(t, "h\\x1b]0;x\\x07\\xff|# esc\\x1b[2J\tok\n");
+	CHECK_STR(j, "{\"host\":\"h\\u001b]0;x\\u0007\\ufffd\",\"\\ufffd key\":\"v\\ufffd\"}\n");
+	CHECK(valid_utf8(j));
+	free(t);
+	free(j);
+}
+
+static void unknowns(struct pn_out *o)
+{
+	pn_out_float(o, PN_TEXT, NULL, "%5.1f%% ", 0.0 / 0.0);
+	pn_out_float(o, PN_TEXT, NULL, "%%%4.0f|", 0.0 / 0.0);
+	pn_out_null(o, PN_TEXT, NULL, "[%6s]%%");
+}
+
+TEST(out_na_keeps_the_format_text)
+{
+	char *t = render(0, unknowns);
+
+	/* "%%" around an unknown value is one '%', as printf writes it */
+	CHECK_STR(t, "  n/a% % n/a|[   n/a]%");
+	free(t);
+}
+
+/* ---- output files ---- */
+
+static char dir[256];
+
+static void path_of(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s", dir, name);
+}
+
+static int nentries(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void put_file(const char *p, const char *s, mode_t mode)
+{
+	FILE *f = fopen(p, "w");
+
+	if (f) {
+		fputs(s, f);
+		fclose(f);
+	}
+	chmod(p, mode);
+}
+
+static int file_is(const char *p, const char *s)
+{
+	char buf[256] = "";
+	FILE *f = fopen(p, "r");
+	size_t n;
+
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return !strcmp(buf, s);
+}
+
+TEST(ofile_new_and_replaced_files)
+{
+	struct pn_ofile *of;
+	char p[512];
+	struct stat a, b;
+	mode_t um = umask(022);
+
+	path_of(p, sizeof(p), "new.txt");
+	CHECK_EQ_INT(pn_ofile_open(&of, p, PN_OFILE_SYNC), 0);
+	CHECK(!pn_ofile_inplace(of));
+	fputs("one\n", pn_ofile_file(of));
+	CHECK(access(p, F_OK) != 0); /* nothing at the name before the commit */
+	CHECK_EQ_INT(pn_ofile_commit(of), 0);
+	CHECK(file_is(p, "one\n"));
+	CHECK(!stat(p, &a) && (a.st_mode & 0777) == 0644);
+	CHECK_EQ_INT(nentries(), 1);
+
+	/* replaced by rename: a new inode, the old mode, no temporary left */
+	chmod(p, 0600);
+	stat(p, &a);
+	CHECK_EQ_INT(pn_ofile_open(&of, p, 0), 0);
+	fputs("two\n", pn_ofile_file(of));
+	CHECK(file_is(p, "one\n"));
+	CHECK_EQ_INT(pn_ofile_commit(of), 0);
+	CHECK(file_is(p, "two\n"));
+	CHECK(!stat(p, &b) && b.st_ino != a.st_ino && (b.st_mode & 0777) == 0600);
+	CHECK_EQ_INT(nentries(), 1);
+
+	/* private (a secret): 0600, whatever the mode of what it replaces */
+	CHECK_EQ_INT(pn_ofile_open(&of, p, PN_OFILE_PRIVATE), 0);
+	fputs("two\n", pn_ofile_file(of));
+	chmod(p, 0644);
+	CHECK_EQ_INT(pn_ofile_commit(of), 0);
+	CHECK(!stat(p, &b) && (b.st_mode & 0777) == 0600);
+	unlink(p);
+	CHECK_EQ_INT(pn_ofile_open(&of, p, PN_OFILE_PRIVATE), 0);
+	fputs("two\n", pn_ofile_file(of));
+	CHECK_EQ_INT(pn_ofile_commit(of), 0);
+	CHECK(!stat(p, &b) && (b.st_mode & 0777) == 0600);
+	CHECK_EQ_INT(nentries(), 1);
+
+	/* abort: the old file stays, nothing else appears */
+	CHECK_EQ_INT(pn_ofile_open(&of, p, 0), 0);
+	fputs("three\n", pn_ofile_file(of));
+	pn_ofile_abort(of);
+	CHECK(file_is(p, "two\n"));
+	CHECK_EQ_INT(nentries(), 1);
+	CHECK_EQ_INT(pn_ofile_check(p), 0);
+	CHECK_EQ_INT(nentries(), 1);
+	unlink(p);
+	umask(um);
+}
+
+TEST(ofile_refuses_what_is_not_a_regular_file)
+{
+	struct pn_ofile *of = NULL;
+	char p[512], q[512];
+	struct stat st;
+
+	/* a character device like /dev/null (root only), left as it was */
+	path_of(p, sizeof(p), "null");
+	if (!mknod(p, S_IFCHR | 0666, makedev(1, 3))) {
+		CHECK_EQ_INT(pn_ofile_open(&of, p, 0), -EINVAL);
+		CHECK(strstr(pn_errmsg(-EINVAL), "character device") != NULL);
+		CHECK(strstr(pn_errmsg(-EINVAL), p) != NULL);
+		CHECK(!lstat(p, &st) && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3));
+		unlink(p);
+	}
+	path_of(p, sizeof(p), "fifo");
+	CHECK(!mkfifo(p, 0644));
+	CHECK_EQ_INT(pn_ofile_open(&of, p, 0), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "a FIFO") != NULL);
+	CHECK(!lstat(p, &st) && S_ISFIFO(st.st_mode));
+	unlink(p);
+
+	path_of(p, sizeof(p), "sub");
+	CHECK(!mkdir(p, 0755));
+	CHECK_EQ_INT(pn_ofile_open(&of, p, 0), -EISDIR);
+	path_of(p, sizeof(p), "sub/");
+	CHECK_EQ_INT(pn_ofile_open(&of, p, 0), -EISDIR);
+	path_of(p, sizeof(p), "sub");
+	rmdir(p);
+
+	/* a symbolic link is neither replaced nor followed */
+	path_of(p, sizeof(p), "target");
+	put_file(p, "kept\n", 0644);
+	path_of(q, sizeof(q), "link");
+	CHECK(!symlink("target", q));
+	CHECK_EQ_INT(pn_ofile_open(&of, q, 0), -ELOOP);
+	CHECK(strstr(pn_errmsg(-ELOOP), "symbolic link") != NULL);
+	CHECK(!lstat(q, &st) && S_ISLNK(st.st_mode) && file_is(p, "kept\n"));
+	unlink(q);
+	unlink(p);
+
+	path_of(p, sizeof(p), "nodir/x");
+	CHECK_EQ_INT(pn_ofile_open(&of, p, 0), -ENOENT);
+	CHECK(strstr(pn_errmsg(-ENOENT), p) != NULL);
+	CHECK_EQ_INT(pn_ofile_open(&of, "", 0), -EINVAL);
+	CHECK(of == NULL);
+	CHECK_EQ_INT(nentries(), 0);
+}
+
+TEST(ofile_commit_checks_again)
+{
+	struct pn_ofile *of;
+	char p[512];
+	struct stat st;
+
+	/* the name became a FIFO while the work ran: refused at commit */
+	path_of(p, sizeof(p), "late");
+	CHECK_EQ_INT(pn_ofile_open(&of, p, 0), 0);
+	fputs("x\n", pn_ofile_file(of));
+	CHECK(!mkfifo(p, 0644));
+	CHECK_EQ_INT(pn_ofile_commit(of), -EINVAL);
+	CHECK(!lstat(p, &st) && S_ISFIFO(st.st_mode));
+	CHECK_EQ_INT(nentries(), 1);
+	unlink(p);
+}
+
+TEST(ofile_standard_output_in_place)
+{
+	struct pn_ofile *of;
+	char p[512];
+	int saved = dup(1), fd;
+	struct stat st;
+
+	CHECK_EQ_INT(pn_ofile_open(&of, "-", 0), 0);
+	CHECK(pn_ofile_inplace(of) && pn_ofile_file(of) == stdout);
+	pn_ofile_abort(of);
+	/* stdout on a file: /dev/stdout is written in place, not replaced */
+	fflush(stdout);
+	path_of(p, sizeof(p), "stdout.txt");
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	stat(p, &st);
+	dup2(fd, 1);
+	close(fd);
+	CHECK_EQ_INT(pn_ofile_open(&of, "/dev/stdout", 0), 0);
+	if (of) {
+		CHECK(pn_ofile_inplace(of));
+		fputs("in place\n", pn_ofile_file(of));
+		CHECK_EQ_INT(pn_ofile_commit(of), 0);
+	}
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	CHECK(file_is(p, "in place\n"));
+	{
+		struct stat now;
+
+		CHECK(!stat(p, &now) && now.st_ino == st.st_ino);
+	}
+	unlink(p);
+}
+
+int main(void)
+{
+	snprintf(dir, sizeof(dir), "%s/penny-t_out.XXXXXX",
+		 getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	RUN(utf8_classes);
+	RUN(json_escape_invalid_utf8);
+	RUN(prom_escape_label_value);
+	RUN(text_escape_controls_and_bytes);
+	RUN(out_escapes_names_in_text_and_json);
+	RUN(out_na_keeps_the_format_text);
+	RUN(ofile_new_and_replaced_files);
+	RUN(ofile_refuses_what_is_not_a_regular_file);
+	RUN(ofile_commit_checks_again);
+	RUN(ofile_standard_output_in_place);
+	rmdir(dir);
+	return unit_done();
+}
