@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -54,11 +55,70 @@ const char *pn_host_id(void)
 	return id;
 }
 
-static int env_int(const char *name, int *v)
+/*
+ * A launcher variable: absent (1), a decimal number in [lo, hi] (0), or
+ * -EINVAL with a message naming it.
+ */
+static int env_num(const char *name, int lo, int hi, int *v)
 {
-	const char *s = getenv(name);
+	const char *s = getenv(name), *p;
+	long long x = 0;
 
-	return s && !pn_parse_int(s, v) ? 0 : -1;
+	if (!s)
+		return 1;
+	for (p = s; *p >= '0' && *p <= '9'; p++)
+		if (x <= hi)
+			x = x * 10 + (*p - '0');
+	if (!*s || *p)
+		return pn_err(-EINVAL, "%s='%.40s' is not a number", name, s);
+	if (x > hi)
+		return pn_err(-EINVAL, "%s=%.40s is more than %d", name, s, hi);
+	if (x < lo)
+		return pn_err(-EINVAL, "%s=%lld is less than %d", name, x, lo);
+	*v = (int)x;
+	return 0;
+}
+
+struct launcher_env {
+	const char *name, *rank, *size, *local_rank, *local_size;
+	int by_rank;		/* its rank variable alone says it is this launcher */
+};
+
+static const struct launcher_env launchers[] = {
+	{ "mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+	  "OMPI_COMM_WORLD_LOCAL_SIZE", 1 },
+	{ "srun", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", NULL, 0 },
+	{ "pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", NULL, 1 },
+	/* RANK alone is too common a name to mean torchrun */
+	{ "torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", 0 },
+};
+
+/* rank, size and local rank/size of launcher l; every variable set must be valid */
+static int launcher_read(const struct launcher_env *l, int *r, int *n, int *lr, int *ls)
+{
+	int ret;
+
+	*lr = -1;
+	*ls = -1;
+	ret = env_num(l->size, 1, PN_BOOT_MAX_RANKS, n);
+	if (ret > 0)
+		return pn_err(-EINVAL, "%s is set but %s is not", l->rank, l->size);
+	if (ret || (ret = env_num(l->rank, 0, INT_MAX, r)) < 0)
+		return ret;
+	if (ret > 0)
+		return pn_err(-EINVAL, "%s is set but %s is not", l->size, l->rank);
+	if (*r >= *n)
+		return pn_err(-EINVAL, "%s=%d is not below %s=%d", l->rank, *r, l->size, *n);
+	if (l->local_size && (ret = env_num(l->local_size, 1, *n, ls)) < 0)
+		return ret;
+	if ((ret = env_num(l->local_rank, 0, INT_MAX, lr)) < 0)
+		return ret;
+	if (*lr >= (*ls > 0 ? *ls : *n))
+		return *ls > 0 ? pn_err(-EINVAL, "%s=%d is not below %s=%d", l->local_rank, *lr,
+					l->local_size, *ls)
+			       : pn_err(-EINVAL, "%s=%d is not below %s=%d", l->local_rank, *lr,
+					l->size, *n);
+	return 0;
 }
 
 static void hex_cookie(const char *s, uint8_t cookie[16], int *have)
@@ -91,46 +151,57 @@ static void hex_cookie(const char *s, uint8_t cookie[16], int *have)
 
 int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg)
 {
-	int r = -1, n = -1, lr = -1, ls = -1;
+	int r = -1, n = -1, lr = -1, ls = -1, ret;
+	const struct launcher_env *l = NULL;
 	const char *s;
 	static char rootbuf[300];
+	size_t i;
 
 	if (cfg->rank >= 0 || cfg->nranks >= 0) {
+		if (cfg->nranks > PN_BOOT_MAX_RANKS)
+			return pn_err(-EINVAL, "--nranks %d is more than %d, the most ranks a job can have",
+				      cfg->nranks, PN_BOOT_MAX_RANKS);
 		if (cfg->rank < 0 || cfg->nranks <= 0 || cfg->rank >= cfg->nranks)
 			return pn_err(-EINVAL, "--rank and --nranks go together, with 0 <= rank < nranks");
 		if (!cfg->launcher[0])
 			snprintf(cfg->launcher, sizeof(cfg->launcher), "explicit");
-	} else if (!env_int("OMPI_COMM_WORLD_RANK", &r) && !env_int("OMPI_COMM_WORLD_SIZE", &n)) {
-		env_int("OMPI_COMM_WORLD_LOCAL_RANK", &lr);
-		snprintf(cfg->launcher, sizeof(cfg->launcher), "mpirun");
-		cfg->single_node = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", &ls) == 0 && ls == n;
-		if ((s = getenv("OMPI_MCA_ess_base_jobid")) || (s = getenv("PMIX_NAMESPACE")))
-			snprintf(cfg->jobid, sizeof(cfg->jobid), "%s", s);
-	} else if (!env_int("SLURM_PROCID", &r) && !env_int("SLURM_NTASKS", &n)) {
-		env_int("SLURM_LOCALID", &lr);
-		snprintf(cfg->launcher, sizeof(cfg->launcher), "srun");
-		cfg->single_node = env_int("SLURM_NNODES", &ls) == 0 && ls == 1;
-		if ((s = getenv("SLURM_JOB_ID")))
-			snprintf(cfg->jobid, sizeof(cfg->jobid), "%s.%s", s,
-				 getenv("SLURM_STEP_ID") ? getenv("SLURM_STEP_ID") : "0");
-	} else if (!env_int("PMI_RANK", &r) && !env_int("PMI_SIZE", &n)) {
-		env_int("MPI_LOCALRANKID", &lr);
-		snprintf(cfg->launcher, sizeof(cfg->launcher), "pmi");
-	} else if (!env_int("RANK", &r) && !env_int("WORLD_SIZE", &n)) {
-		env_int("LOCAL_RANK", &lr);
-		snprintf(cfg->launcher, sizeof(cfg->launcher), "torchrun");
-		cfg->single_node = env_int("LOCAL_WORLD_SIZE", &ls) == 0 && ls == n;
-		if ((s = getenv("TORCHELASTIC_RUN_ID")))
-			snprintf(cfg->jobid, sizeof(cfg->jobid), "%s", s);
 	} else {
+		for (i = 0; i < PN_ARRAY_SIZE(launchers) && !l; i++)
+			if (getenv(launchers[i].rank) &&
+			    (launchers[i].by_rank || getenv(launchers[i].size)))
+				l = &launchers[i];
+	}
+	if (l) {
+		ret = launcher_read(l, &r, &n, &lr, &ls);
+		if (ret)
+			return pn_err_ctx(ret, "launcher environment (%s)", l->name);
+		snprintf(cfg->launcher, sizeof(cfg->launcher), "%s", l->name);
+		if (l->local_size)
+			cfg->single_node = ls == n;
+		if (!strcmp(l->name, "mpirun")) {
+			if ((s = getenv("OMPI_MCA_ess_base_jobid")) || (s = getenv("PMIX_NAMESPACE")))
+				snprintf(cfg->jobid, sizeof(cfg->jobid), "%s", s);
+		} else if (!strcmp(l->name, "srun")) {
+			ret = env_num("SLURM_NNODES", 1, n, &ls);
+			if (ret < 0)
+				return pn_err_ctx(ret, "launcher environment (srun)");
+			cfg->single_node = ret == 0 && ls == 1;
+			if ((s = getenv("SLURM_JOB_ID")))
+				snprintf(cfg->jobid, sizeof(cfg->jobid), "%s.%s", s,
+					 getenv("SLURM_STEP_ID") ? getenv("SLURM_STEP_ID") : "0");
+		} else if (!strcmp(l->name, "torchrun")) {
+			if ((s = getenv("TORCHELASTIC_RUN_ID")))
+				snprintf(cfg->jobid, sizeof(cfg->jobid), "%s", s);
+		}
+	} else if (cfg->rank < 0) {
+		if (cfg->root)
+			return pn_err(-EINVAL, "--root %s needs --rank and --nranks (or a launcher's "
+				      "environment)", cfg->root);
 		r = 0;
 		n = 1;
 		snprintf(cfg->launcher, sizeof(cfg->launcher), "none");
 	}
 	if (cfg->rank < 0) {
-		if (n <= 0 || r < 0 || r >= n)
-			return pn_err(-EINVAL, "launcher environment (%s) gives rank %d of %d",
-				      cfg->launcher, r, n);
 		cfg->rank = r;
 		cfg->nranks = n;
 		if (cfg->local_rank < 0)

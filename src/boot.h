@@ -16,6 +16,15 @@
 #define PN_BOOT_VERSION 1
 #define PN_HOSTID_LEN 96
 
+/*
+ * Limits, checked before anything is allocated or started: ranks in a job
+ * (--nranks, a launcher's size) and local ranks of a self-launch (--np).
+ * Rank 0 holds one socket per rank and relays every collective (see the
+ * model in boot.c), which is what bounds the job size.
+ */
+#define PN_BOOT_MAX_RANKS 8192
+#define PN_BOOT_MAX_NP 1024
+
 struct pn_boot_cfg {
 	int rank;		/* -1: from the launcher's environment */
 	int nranks;		/* -1: from the environment */
@@ -35,7 +44,12 @@ void pn_boot_cfg_init(struct pn_boot_cfg *cfg);
  * Fill rank/nranks/root/cookie from the environment where not set:
  * OMPI_COMM_WORLD_*, SLURM_*, PMI_RANK/PMI_SIZE, RANK/WORLD_SIZE/LOCAL_RANK,
  * PENNY_ROOT, MASTER_ADDR/MASTER_PORT, PENNY_COOKIE.  With no launcher and
- * no explicit rank it is a single-rank job.
+ * no explicit rank it is a single-rank job.  A launcher is recognised by its
+ * rank variable (OMPI_COMM_WORLD_RANK, PMI_RANK) or by both of its rank and
+ * size variables (SLURM_PROCID and SLURM_NTASKS, RANK and WORLD_SIZE); each
+ * of its variables that is set must then be a number in range, else
+ * -EINVAL naming it.  A root address (cfg->root) without a rank from
+ * --rank or a launcher is refused (-EINVAL).
  */
 int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg);
 

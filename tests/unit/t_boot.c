@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Bootstrap pieces that need no peers: poll timeouts that cannot overflow.
+ * Bootstrap pieces that need no peers: the launcher environment (every
+ * variable set must be a number in range), poll timeouts that cannot
+ * overflow.
  */
 #define _GNU_SOURCE
 #include "unit.h"
 
+#include "../../src/boot.h"
 #include "../../src/log.h"
 #include "../../src/util.h"
 
@@ -12,6 +15,118 @@
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
+
+static const char *const launcher_vars[] = {
+	"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+	"OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "SLURM_PROCID",
+	"SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NNODES", "SLURM_JOB_ID", "PMI_RANK", "PMI_SIZE",
+	"MPI_LOCALRANKID", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "PENNY_ROOT",
+	"MASTER_ADDR", "MASTER_PORT", "PENNY_COOKIE", "TORCHELASTIC_RUN_ID",
+};
+
+/* pn_boot_cfg_from_env with only "NAME=VALUE" pairs set; its return */
+static int from_env(struct pn_boot_cfg *cfg, const char *const *kv)
+{
+	size_t i;
+
+	for (i = 0; i < PN_ARRAY_SIZE(launcher_vars); i++)
+		unsetenv(launcher_vars[i]);
+	for (; kv && *kv; kv++) {
+		char name[64];
+		const char *eq = strchr(*kv, '=');
+
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - *kv), *kv);
+		setenv(name, eq + 1, 1);
+	}
+	pn_boot_cfg_init(cfg);
+	return pn_boot_cfg_from_env(cfg);
+}
+
+TEST(launcher_env)
+{
+	struct pn_boot_cfg c;
+
+	CHECK_EQ_INT(from_env(&c, NULL), 0);
+	CHECK_STR(c.launcher, "none");
+	CHECK_EQ_INT(c.nranks, 1);
+	CHECK_EQ_INT(from_env(&c, (const char *[]){ "OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_SIZE=4",
+					     "OMPI_COMM_WORLD_LOCAL_SIZE=4", NULL }), 0);
+	CHECK_STR(c.launcher, "mpirun");
+	CHECK(c.rank == 3 && c.nranks == 4 && c.single_node);
+	CHECK_EQ_INT(from_env(&c, (const char *[]){ "SLURM_PROCID=1", "SLURM_NTASKS=2",
+					     "SLURM_NNODES=1", NULL }), 0);
+	CHECK(!strcmp(c.launcher, "srun") && c.rank == 1 && c.single_node);
+	CHECK_EQ_INT(from_env(&c, (const char *[]){ "RANK=1", "WORLD_SIZE=2", NULL }), 0);
+	CHECK(!strcmp(c.launcher, "torchrun") && c.rank == 1 && c.nranks == 2);
+	/* RANK alone is too common a name: not a launcher */
+	CHECK_EQ_INT(from_env(&c, (const char *[]){ "RANK=x", NULL }), 0);
+	CHECK_STR(c.launcher, "none");
+}
+
+TEST(launcher_env_refused)
+{
+	const char *const *bad[] = {
+		(const char *[]){ "OMPI_COMM_WORLD_RANK=x", NULL },
+		(const char *[]){ "OMPI_COMM_WORLD_RANK=x", "OMPI_COMM_WORLD_SIZE=2", NULL },
+		(const char *[]){ "OMPI_COMM_WORLD_RANK=2", "OMPI_COMM_WORLD_SIZE=2", NULL },
+		(const char *[]){ "OMPI_COMM_WORLD_RANK=-1", "OMPI_COMM_WORLD_SIZE=2", NULL },
+		(const char *[]){ "OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=0", NULL },
+		(const char *[]){ "OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2000000000", NULL },
+		(const char *[]){ "OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=99999999999999999999",
+				  NULL },
+		(const char *[]){ "OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2 ", NULL },
+		(const char *[]){ "OMPI_COMM_WORLD_RANK=", "OMPI_COMM_WORLD_SIZE=2", NULL },
+		(const char *[]){ "OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=4",
+				  "OMPI_COMM_WORLD_LOCAL_RANK=2", "OMPI_COMM_WORLD_LOCAL_SIZE=2", NULL },
+		(const char *[]){ "OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=4",
+				  "OMPI_COMM_WORLD_LOCAL_SIZE=5", NULL },
+		(const char *[]){ "SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_NNODES=two", NULL },
+		(const char *[]){ "SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_LOCALID=9", NULL },
+		(const char *[]){ "PMI_RANK=0", NULL },
+		(const char *[]){ "PMI_RANK=0", "PMI_SIZE=1e3", NULL },
+		(const char *[]){ "RANK=1", "WORLD_SIZE=0x2", NULL },
+		(const char *[]){ "RANK=3", "WORLD_SIZE=2", NULL },
+	};
+	struct pn_boot_cfg c;
+	size_t i;
+
+	for (i = 0; i < PN_ARRAY_SIZE(bad); i++) {
+		int ret = from_env(&c, bad[i]);
+
+		CHECK_EQ_INT(ret, -EINVAL);
+		if (ret != -EINVAL)
+			printf("#   accepted: %s %s\n", bad[i][0], bad[i][1] ? bad[i][1] : "");
+		CHECK(strstr(pn_errmsg(ret), "launcher environment") != NULL);
+	}
+}
+
+TEST(explicit_ranks)
+{
+	struct pn_boot_cfg c;
+
+	from_env(&c, NULL);
+	pn_boot_cfg_init(&c);
+	c.rank = 0;
+	c.nranks = 2000000000;
+	CHECK_EQ_INT(pn_boot_cfg_from_env(&c), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "more than 8192") != NULL);
+	pn_boot_cfg_init(&c);
+	c.rank = 0;
+	c.nranks = PN_BOOT_MAX_RANKS;
+	CHECK_EQ_INT(pn_boot_cfg_from_env(&c), 0);
+	/* --root without --rank: refused, not ignored */
+	pn_boot_cfg_init(&c);
+	c.root = "127.0.0.1:5000";
+	CHECK_EQ_INT(pn_boot_cfg_from_env(&c), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "needs --rank") != NULL);
+	/* ... but with a launcher it is the rendezvous address */
+	from_env(&c, (const char *[]){ "PMI_RANK=1", "PMI_SIZE=2", NULL });
+	pn_boot_cfg_init(&c);
+	c.root = "10.0.0.1:5000";
+	CHECK_EQ_INT(pn_boot_cfg_from_env(&c), 0);
+	CHECK(c.rank == 1 && c.have_cookie);
+	from_env(&c, NULL);
+}
 
 TEST(poll_ms)
 {
@@ -27,6 +142,9 @@ TEST(poll_ms)
 
 int main(void)
 {
+	RUN(launcher_env);
+	RUN(launcher_env_refused);
+	RUN(explicit_ranks);
 	RUN(poll_ms);
 	return unit_done();
 }
