@@ -46,7 +46,8 @@ static const struct pn_opt common_options[] = {
 };
 
 static const struct pn_opt launch_options[] = {
-	{ "np", 0, OPT_INT, &pn_cli.np, "N", "start N local ranks (self-launch)", NULL, NULL },
+	{ "np", 0, OPT_INT, &pn_cli.np, "N", "start N local ranks (self-launch, 1 to 1024)", NULL,
+	  NULL },
 	{ "rank", 0, OPT_INT, &pn_cli.rank, "R", "this process's rank (with --nranks, --root)",
 	  NULL, NULL },
 	{ "nranks", 0, OPT_INT, &pn_cli.nranks, "N", "number of ranks in the job (at most 8192)",
@@ -71,17 +72,33 @@ static const struct pn_cmd *find_cmd(const char *name)
 	return NULL;
 }
 
+/*
+ * A self-launched rank says its errors to the launcher (without the
+ * prefix), which prints them once for all ranks (pn_boot_collapse).
+ */
+static int say_fd = -1;
+
+static void say_fmt(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* One write per message, so the lines of several ranks never interleave. */
 static void say(const char *cmd, const char *fmt, va_list ap)
 {
 	char line[1024];
-	int n = snprintf(line, sizeof(line), "penny %s: ", cmd);
+	int n = say_fd >= 0 ? 0 : snprintf(line, sizeof(line), "penny %s: ", cmd), k;
 
 	if (n < 0 || n >= (int)sizeof(line))
 		n = 0;
+	k = n;
 	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	n = (int)strlen(line);
 	line[n++] = '\n';
+	if (say_fd >= 0 && write(say_fd, line, (size_t)n) == n)
+		return;
+	if (say_fd >= 0 && k == 0) { /* the launcher is gone: say it here */
+		say_fd = -1;
+		say_fmt(cmd, "%.*s", n - 1, line);
+		return;
+	}
 	if (write(STDERR_FILENO, line, (size_t)n) < 0)
 		return;
 }
@@ -174,18 +191,27 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 		if (pn_cli.timeout <= 0)
 			return pn_cmd_fail(&ctx, 2, "--timeout must be positive");
 		if (pn_cli.np > 0) {
+			char *report = NULL, *line, *save = NULL;
+
 			pn_boot_cfg_init(&cfg);
 			cfg.timeout = pn_cli.timeout;
 			fflush(NULL);
-			ret = pn_boot_selflaunch(pn_cli.np, &cfg, &is_parent, &status);
+			ret = pn_boot_selflaunch(pn_cli.np, &cfg, &is_parent, &status, &report);
 			if (ret) {
 				pn_cmd_error(&ctx, ret);
 				return 2;
 			}
-			if (is_parent)
+			if (is_parent) {
+				/* every rank's errors, each said once */
+				for (line = report ? strtok_r(report, "\n", &save) : NULL; line;
+				     line = strtok_r(NULL, "\n", &save))
+					say_fmt(c->name, "%s", line);
+				free(report);
 				return status;
+			}
 			ctx.rank = cfg.rank;
 			ctx.launch = &cfg;
+			say_fd = cfg.err_fd;
 		}
 	}
 	ctx.out = pn_out_new(stdout, pn_cli.json);

@@ -37,6 +37,7 @@ struct pn_boot_cfg {
 	char launcher[16];	/* out: "self", "mpirun", "srun", "pmi", "torchrun", "explicit" */
 	char jobid[64];		/* launcher's job id when known ("" otherwise) */
 	int single_node;	/* the launcher says every rank is on this host */
+	int err_fd;		/* self-launch child: where its error lines go (-1: none) */
 };
 
 void pn_boot_cfg_init(struct pn_boot_cfg *cfg);
@@ -56,11 +57,27 @@ int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg);
 /*
  * Self-launch np local ranks: bind a root socket on 127.0.0.1, make a
  * cookie, fork.  In a child it returns 0 with cfg set for that rank and
- * *parent = 0.  In the parent it waits for all children (killing the rest
- * when one fails and the others have not ended within the timeout) and
- * returns 0 with *parent = 1 and *status the worst exit status.
+ * *parent = 0; the child dies with the parent (SIGTERM, then it removes the
+ * job's shared-memory segments) and writes its error lines, without the
+ * command's prefix, to cfg->err_fd.  In the parent it waits for all children
+ * and returns 0 with *parent = 1, *status the worst exit status (128 + the
+ * signal when the parent itself was terminated) and *report the ranks' error
+ * lines with identical ones collapsed (pn_boot_collapse; free() it, may be
+ * NULL).  Once one rank has failed the others get PN_BOOT_GRACE seconds to
+ * end before they are killed; a SIGTERM, SIGINT or SIGHUP to the parent is
+ * forwarded to every rank.  The job's /dev/shm segments are removed.
  */
-int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status);
+int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status,
+		       char **report);
+#define PN_BOOT_GRACE 2.0
+
+/*
+ * Collapse error lines of several ranks: lines "rank N: TEXT" with the same
+ * TEXT become one "ranks A,B-C: TEXT" (in order of first appearance), other
+ * identical lines one line.  in: lines ending in '\n'; returns a malloc'd
+ * string (NULL when out of memory).
+ */
+char *pn_boot_collapse(const char *in, size_t len);
 
 /* Host identity: hostname + network namespace (netns hosts are hosts). */
 const char *pn_host_id(void);

@@ -14,6 +14,13 @@ test_expect_success '--np 260: one-shot over a group of 260 ranks (no fixed limi
 	test $ok -eq 0 && test "$WITHIN_RC" -eq 0 && grep -q "Out of bounds values : 0 OK" out && test ! -s err
 '
 
+test_expect_success '--np 300 under ulimit -n 200: refused before starting, naming the limit' '
+	(ulimit -n 200 && within 3 test_exit 2 penny allreduce-test --np 300 -b 8 -e 8 --timeout 5 \
+		>out 2>err); ok=$?; cat err &&
+	test $ok -eq 0 && test "$(wc -l <err)" -eq 1 && grep -q "needs 364 open files.*limit is 200" err &&
+	test ! -s out && no_procs_left
+'
+
 test_expect_success '--nranks 2000000000: one line, exit 2, at once' '
 	within 2 test_exit 2 penny allreduce-test --rank 0 --nranks 2000000000 \
 		--root 127.0.0.1:$(free_port) 2>err && cat err &&

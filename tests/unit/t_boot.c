@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Bootstrap pieces that need no peers: the launcher environment (every
- * variable set must be a number in range), poll timeouts that cannot
- * overflow.
+ * variable set must be a number in range), collapsing the ranks' error
+ * lines, poll timeouts that cannot overflow.
  */
 #define _GNU_SOURCE
 #include "unit.h"
@@ -128,6 +128,35 @@ TEST(explicit_ranks)
 	from_env(&c, NULL);
 }
 
+static void check_collapse(const char *in, const char *want)
+{
+	char *out = pn_boot_collapse(in, strlen(in));
+
+	CHECK(out != NULL);
+	if (out)
+		CHECK_STR(out, want);
+	free(out);
+}
+
+TEST(collapse)
+{
+	check_collapse("", "");
+	check_collapse("rank 3: boom\n", "rank 3: boom\n");
+	check_collapse("rank 3: rank 2 died\nrank 0: rank 2 died\nrank 1: rank 2 died\n",
+		       "ranks 0,1,3: rank 2 died\n");
+	check_collapse("rank 0: a\nrank 1: a\nrank 2: a\nrank 5: a\nrank 7: b\nrank 6: a\n",
+		       "ranks 0-2,5,6: a\nrank 7: b\n");
+	/* other lines: once each, in order; a missing last newline is fine */
+	check_collapse("x\nrank 1: a\nx\nranks: y\nrank 2 died\nrank 1: a",
+		       "x\nrank 1: a\nranks: y\nrank 2 died\n");
+	check_collapse("\n\nrank 9999999999999: z\n", "rank 9999999999999: z\n");
+	/* a rank naming itself says the same as the others naming themselves */
+	check_collapse("rank 2: x: rank 2 (host a) has none\nrank 12: x: rank 12 (host a) has none\n"
+		       "rank 1: x: rank 12 (host a) has none\nrank 3: rank 31 and rank 3b\n",
+		       "ranks 2,12: x: this rank (host a) has none\n"
+		       "rank 1: x: rank 12 (host a) has none\nrank 3: rank 31 and rank 3b\n");
+}
+
 TEST(poll_ms)
 {
 	CHECK_EQ_INT(pn_poll_ms(0, 100), 0);
@@ -145,6 +174,7 @@ int main(void)
 	RUN(launcher_env);
 	RUN(launcher_env_refused);
 	RUN(explicit_ranks);
+	RUN(collapse);
 	RUN(poll_ms);
 	return unit_done();
 }
