@@ -851,6 +851,7 @@ struct pn_boot {
 	uint32_t seq;
 	char *buf;		/* root's gather buffer */
 	size_t buflen;
+	char rdv_file[320];	/* rank 0: the rendezvous file it published */
 };
 
 static double deadline_left(double deadline)
@@ -1210,81 +1211,147 @@ static int root_accept(struct pn_boot *b, double deadline)
 /*
  * Launchers that give no rendezvous address but say the job is on one host:
  * rank 0 listens on loopback and publishes "HOST:PORT COOKIE" in a file
- * only this user can read, named after the job id; the others wait for it.
+ * named after the job id, in a directory only this user can write:
+ * ${TMPDIR:-/tmp}/penny-<euid>, created 0700.  Another user could plant a
+ * directory or file there first (or a symbolic link): the directory must be
+ * a real directory of ours with mode 0700, the file a regular file of ours
+ * with mode 0600 (opened without following links), or it is refused.
  */
-static int file_rendezvous(struct pn_boot *b, double deadline)
+static int rdv_dir(char *dir, size_t len)
 {
-	static char root[64];
-	char path[256], tmp[300], line[128];
-	const char *dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-	struct pn_boot_cfg *cfg = &b->cfg;
-	int i;
+	const char *base = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	uid_t me = geteuid();
+	struct stat st;
+	int dfd;
 
-	snprintf(path, sizeof(path), "%s/penny-%d-%s.root", dir, (int)getuid(), cfg->jobid);
-	if (b->rank == 0) {
-		struct sockaddr_in sa = { .sin_family = AF_INET };
-		socklen_t sl = sizeof(sa);
-		FILE *f;
-		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-
-		if (fd < 0)
-			return pn_err(-errno, "socket: %s", strerror(errno));
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 1024) ||
-		    getsockname(fd, (struct sockaddr *)&sa, &sl) ||
-		    random_bytes(cfg->cookie, sizeof(cfg->cookie))) {
-			close(fd);
-			return pn_err(-EIO, "cannot listen on 127.0.0.1 for the rendezvous");
-		}
-		cfg->listen_fd = fd;
-		cfg->have_cookie = 1;
-		snprintf(root, sizeof(root), "127.0.0.1:%d", ntohs(sa.sin_port));
-		snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
-		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		f = fd >= 0 ? fdopen(fd, "w") : NULL;
-		if (!f)
-			return pn_err(-errno, "cannot write '%s': %s", tmp, strerror(errno));
-		fprintf(f, "%s ", root);
-		for (i = 0; i < 16; i++)
-			fprintf(f, "%02x", cfg->cookie[i]);
-		fprintf(f, "\n");
-		if (fclose(f) || rename(tmp, path))
-			return pn_err(-errno, "cannot write '%s': %s", path, strerror(errno));
-		cfg->root = root;
-		return 0;
+	snprintf(dir, len, "%s/penny-%u", base, (unsigned)me);
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return pn_err(-errno, "cannot create '%s': %s", dir, strerror(errno));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return pn_err(errno == ELOOP || errno == ENOTDIR ? -EPERM : -errno,
+			      "refusing '%s' for the rendezvous: %s", dir,
+			      errno == ELOOP || errno == ENOTDIR ? "not a directory (a symbolic link?)"
+								 : strerror(errno));
+	if (fstat(dfd, &st) || st.st_uid != me || (st.st_mode & 077)) {
+		close(dfd);
+		return pn_err(-EPERM, "refusing '%s' for the rendezvous: owned by uid %u with mode %03o, "
+			      "not by uid %u with mode 700", dir, (unsigned)st.st_uid,
+			      (unsigned)(st.st_mode & 0777), (unsigned)me);
 	}
-	for (;;) {
-		FILE *f = fopen(path, "r");
-		char hex[40];
-
-		if (f) {
-			int ok = fgets(line, sizeof(line), f) != NULL;
-
-			fclose(f);
-			if (ok && sscanf(line, "%63s %39s", root, hex) == 2) {
-				hex_cookie(hex, cfg->cookie, &cfg->have_cookie);
-				cfg->root = root;
-				return 0;
-			}
-		}
-		if (pn_now() > deadline)
-			return pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for rank 0 to publish "
-				      "'%s'", cfg->timeout, path);
-		usleep(10000);
-	}
+	return dfd;
 }
 
-/* Rank 0 removes the rendezvous file once everyone has joined. */
-static void file_rendezvous_done(struct pn_boot *b)
+/* The file's name: the job id, with what could leave the directory replaced. */
+static void rdv_name(char *name, size_t len, const char *jobid)
 {
-	char path[256];
-	const char *dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	size_t i;
 
-	if (b->rank != 0 || !b->cfg.single_node || !b->cfg.jobid[0])
-		return;
-	snprintf(path, sizeof(path), "%s/penny-%d-%s.root", dir, (int)getuid(), b->cfg.jobid);
-	unlink(path);
+	snprintf(name, len, "%s.root", jobid);
+	for (i = 0; name[i]; i++)
+		if (!isalnum((unsigned char)name[i]) && !strchr("._-", name[i]))
+			name[i] = '_';
+}
+
+static int rdv_publish(struct pn_boot *b, int dfd, const char *dir, const char *name)
+{
+	static char root[64];
+	struct pn_boot_cfg *cfg = &b->cfg;
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	char tmp[300], line[128];
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, n, i, ret = 0;
+
+	if (fd < 0)
+		return pn_err(-errno, "socket: %s", strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 4096) ||
+	    getsockname(fd, (struct sockaddr *)&sa, &sl) ||
+	    random_bytes(cfg->cookie, sizeof(cfg->cookie))) {
+		close(fd);
+		return pn_err(-EIO, "cannot listen on 127.0.0.1 for the rendezvous");
+	}
+	cfg->listen_fd = fd;
+	cfg->have_cookie = 1;
+	snprintf(root, sizeof(root), "127.0.0.1:%d", ntohs(sa.sin_port));
+	n = snprintf(line, sizeof(line), "%s ", root);
+	for (i = 0; i < 16; i++)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "%02x", cfg->cookie[i]);
+	n += snprintf(line + n, sizeof(line) - (size_t)n, "\n");
+	snprintf(tmp, sizeof(tmp), "%s.%d", name, (int)getpid());
+	unlinkat(dfd, tmp, 0); /* ours, from a process with our pid */
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, line, (size_t)n) != n || close(fd) ||
+	    renameat(dfd, tmp, dfd, name)) {
+		ret = pn_err(-errno, "cannot write '%s/%s': %s", dir, name, strerror(errno));
+		if (fd >= 0)
+			unlinkat(dfd, tmp, 0);
+		return ret;
+	}
+	snprintf(b->rdv_file, sizeof(b->rdv_file), "%s/%s", dir, name);
+	cfg->root = root;
+	return 0;
+}
+
+/* 1: not there yet; 0: read; <0: refused or unreadable */
+static int rdv_read(struct pn_boot *b, int dfd, const char *dir, const char *name)
+{
+	static char root[64];
+	struct pn_boot_cfg *cfg = &b->cfg;
+	char line[128], hex[40];
+	struct stat st;
+	ssize_t n;
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), i;
+
+	if (fd < 0 && errno == ENOENT)
+		return 1;
+	if (fd < 0)
+		return pn_err(errno == ELOOP ? -EPERM : -errno, "refusing '%s/%s' for the rendezvous: %s",
+			      dir, name, errno == ELOOP ? "a symbolic link" : strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		close(fd);
+		return pn_err(-EPERM, "refusing '%s/%s' for the rendezvous: not a regular file of uid "
+			      "%u with mode 600", dir, name, (unsigned)geteuid());
+	}
+	n = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (n <= 0)
+		return 1;
+	line[n] = 0;
+	if (sscanf(line, "%63s %39s", root, hex) != 2 || strlen(hex) != 32)
+		return 1; /* rename makes it whole; a partial one is not ours */
+	for (i = 0; i < 32; i++)
+		if (!isxdigit((unsigned char)hex[i]))
+			return pn_err(-EPROTO, "'%s/%s' holds no job cookie", dir, name);
+	hex_cookie(hex, cfg->cookie, &cfg->have_cookie);
+	cfg->root = root;
+	return 0;
+}
+
+static int file_rendezvous(struct pn_boot *b, double deadline)
+{
+	char dir[300], name[80];
+	int dfd = rdv_dir(dir, sizeof(dir)), ret;
+
+	if (dfd < 0)
+		return dfd;
+	rdv_name(name, sizeof(name), b->cfg.jobid);
+	if (b->rank == 0) {
+		ret = rdv_publish(b, dfd, dir, name);
+		close(dfd);
+		return ret;
+	}
+	while ((ret = rdv_read(b, dfd, dir, name)) > 0) {
+		if (pn_now() > deadline) {
+			ret = pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for rank 0 to publish "
+				     "'%s/%s'", b->cfg.timeout, dir, name);
+			break;
+		}
+		usleep(10000);
+	}
+	close(dfd);
+	return ret;
 }
 
 static void fill_hello(struct pn_wire_hello *h, int rank, int nranks)
@@ -1374,7 +1441,8 @@ int pn_boot_init(struct pn_boot **out, const struct pn_boot_cfg *cfg)
 				goto fail;
 		}
 		ret = root_accept(b, deadline);
-		file_rendezvous_done(b);
+		if (b->rdv_file[0])
+			unlink(b->rdv_file);
 		close(b->cfg.listen_fd);
 		b->cfg.listen_fd = -1;
 		if (ret)

@@ -43,4 +43,70 @@ test_expect_success '--root without --rank: refused, not ignored' '
 	test_exit 2 penny allreduce-test --root 127.0.0.1:$(free_port) -b 8 -e 8 >out 2>err && cat err &&
 	test "$(wc -l <err)" -eq 1 && grep -q "needs --rank" err && test ! -s out
 '
+# A listener that counts who connects (the attacker's side of a planted file).
+listen_count() {
+	python3 - "$1" "$2" <<-PY
+	import socket, sys, time
+	s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+	s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8); s.settimeout(0.2)
+	n, t = 0, time.time()
+	while time.time() - t < float(sys.argv[2]):
+	    try:
+	        c, _ = s.accept(); n += 1; c.close()
+	    except OSError:
+	        pass
+	print(n)
+	PY
+}
+
+if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
+	as_nobody() { setpriv --reuid nobody --regid "$(id -g nobody)" --clear-groups sh -c "$1"; }
+	test_expect_success 'a rendezvous file planted by another user is never read' '
+		port=$(free_port) && job=penny-t0210-$$ || exit 1
+		listen_count $port 4 >count & lc=$!
+		as_nobody "echo 127.0.0.1:$port 00112233445566778899aabbccddeeff >/tmp/penny-0-$job.root" &&
+		within 6 env OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_SIZE=2 \
+			OMPI_MCA_ess_base_jobid=$job timeout 10 "$PENNY" allreduce-test --timeout 2 -b 8 -e 8 \
+			2>err; ok=$? rc=$WITHIN_RC
+		rm -f /tmp/penny-0-$job.root; wait $lc
+		cat err; echo "rc=$rc connections=$(cat count)"
+		test $ok -eq 0 && test "$rc" -ne 0 && test "$(cat count)" -eq 0 && test "$(wc -l <err)" -eq 1
+	'
+	test_expect_success 'a rendezvous directory of another user, or a link, is refused with one line' '
+		tmp=$(mktemp -d /tmp/penny-t0210.XXXXXX) && chmod 1777 $tmp && job=4242 &&
+		trap "rm -rf $tmp" EXIT &&
+		as_nobody "mkdir $tmp/penny-0 && chmod 777 $tmp/penny-0 &&
+			echo 127.0.0.1:1 00112233445566778899aabbccddeeff >$tmp/penny-0/$job.root" &&
+		for r in 0 1; do
+			within 4 env TMPDIR=$tmp OMPI_COMM_WORLD_RANK=$r OMPI_COMM_WORLD_SIZE=2 \
+				OMPI_COMM_WORLD_LOCAL_SIZE=2 OMPI_MCA_ess_base_jobid=$job \
+				"$PENNY" allreduce-test --timeout 2 -b 8 -e 8 2>err$r; ok=$?
+			echo "rank $r: rc=$WITHIN_RC $(cat err$r)"
+			test $ok -eq 0 && test "$WITHIN_RC" -ne 0 && test "$(wc -l <err$r)" -eq 1 &&
+			grep -q "refusing .*/penny-0. for the rendezvous: owned by uid 65534" err$r || exit 1
+		done &&
+		rm -rf $tmp/penny-0 && as_nobody "ln -s /tmp $tmp/penny-0" &&
+		within 4 env TMPDIR=$tmp OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 \
+			OMPI_COMM_WORLD_LOCAL_SIZE=2 OMPI_MCA_ess_base_jobid=$job \
+			"$PENNY" allreduce-test --timeout 2 -b 8 -e 8 2>err; ok=$?; cat err &&
+		test $ok -eq 0 && test "$WITHIN_RC" -ne 0 && grep -q "refusing .*not a directory" err
+	'
+	test_expect_success 'our own rendezvous file with the wrong mode, or a link to one, is refused' '
+		mkdir tmp2 && job=t0210 && dir=$PWD/tmp2/penny-0 &&
+		mkdir -m 700 $dir && echo "127.0.0.1:1 00112233445566778899aabbccddeeff" >$dir/x &&
+		chmod 644 $dir/x && ln -s x $dir/$job.root &&
+		within 4 env TMPDIR=$PWD/tmp2 OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 \
+			OMPI_COMM_WORLD_LOCAL_SIZE=2 OMPI_MCA_ess_base_jobid=$job \
+			"$PENNY" allreduce-test --timeout 2 -b 8 -e 8 2>err; ok=$?; cat err &&
+		test $ok -eq 0 && test "$WITHIN_RC" -ne 0 && grep -q "refusing .*symbolic link" err &&
+		rm $dir/$job.root && mv $dir/x $dir/$job.root &&
+		within 4 env TMPDIR=$PWD/tmp2 OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 \
+			OMPI_COMM_WORLD_LOCAL_SIZE=2 OMPI_MCA_ess_base_jobid=$job \
+			"$PENNY" allreduce-test --timeout 2 -b 8 -e 8 2>err; ok=$?; cat err &&
+		test $ok -eq 0 && test "$WITHIN_RC" -ne 0 && grep -q "refusing .*mode 600" err
+	'
+else
+	test_skip 'rendezvous files planted by another user' 'needs root, user nobody and setpriv'
+fi
+
 test_done
