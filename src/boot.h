@@ -134,7 +134,8 @@ enum pn_wire_type {
 	PN_MSG_TABLE = 2,	/* root -> rank: hello of every rank */
 	PN_MSG_GATHER = 3,	/* rank -> root: contribution */
 	PN_MSG_GATHERED = 4,	/* root -> rank: all contributions */
-	PN_MSG_ABORT = 5,	/* either way: a rank failed; payload is the text */
+	PN_MSG_ABORT = 5,	/* either way: a rank failed; payload is the text;
+				 * during the rendezvous seq is the errno */
 };
 
 struct pn_wire_hello {
@@ -153,6 +154,16 @@ void pn_wire_hdr_init(struct pn_wire_hdr *h, const uint8_t cookie[16], uint16_t 
 /* Check magic/version/cookie/size; returns 0 or -EPROTO with a message. */
 int pn_wire_hdr_check(const struct pn_wire_hdr *h, const uint8_t cookie[16], uint16_t type,
 		      uint64_t max_len);
+/*
+ * Rank 0's check of the first len bytes a connection sent (a header, then
+ * a hello), for a job of nranks: -EAGAIN while they are a valid beginning,
+ * 0 when a whole valid hello arrived (copied to *out, strings terminated),
+ * -EPROTO for a stranger (magic, version, cookie, type, size, sender) and
+ * -EINVAL for a hello with the job's cookie that cannot be of this job
+ * (rank 0 or out of range, another job size): both with a message.
+ */
+int pn_wire_hello_check(const void *buf, size_t len, const uint8_t cookie[16], int nranks,
+			struct pn_wire_hello *out);
 
 
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Bootstrap pieces that need no peers: the launcher environment (every
- * variable set must be a number in range), collapsing the ranks' error
- * lines, poll timeouts that cannot overflow.
+ * variable set must be a number in range), the rendezvous hello check,
+ * collapsing the ranks' error lines, poll timeouts that cannot overflow.
  */
 #define _GNU_SOURCE
 #include "unit.h"
@@ -128,6 +128,64 @@ TEST(explicit_ranks)
 	from_env(&c, NULL);
 }
 
+static const uint8_t cookie[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+
+struct hello_msg {
+	struct pn_wire_hdr h;
+	struct pn_wire_hello m;
+};
+
+static void hello_msg(struct hello_msg *x, uint32_t rank, uint32_t nranks)
+{
+	memset(x, 0, sizeof(*x));
+	pn_wire_hdr_init(&x->h, cookie, PN_MSG_HELLO, rank, 0, sizeof(x->m));
+	x->m.rank = rank;
+	x->m.nranks = nranks;
+	x->m.pid = 77;
+	snprintf(x->m.host, sizeof(x->m.host), "a");
+	snprintf(x->m.host_id, sizeof(x->m.host_id), "a/ns");
+}
+
+TEST(hello_check)
+{
+	struct hello_msg x;
+	struct pn_wire_hello out;
+	size_t k;
+
+	hello_msg(&x, 2, 4);
+	for (k = 0; k < sizeof(x); k++)
+		CHECK_EQ_INT(pn_wire_hello_check(&x, k, cookie, 4, &out), -EAGAIN);
+	CHECK_EQ_INT(pn_wire_hello_check(&x, sizeof(x), cookie, 4, &out), 0);
+	CHECK(out.rank == 2 && out.pid == 77 && !strcmp(out.host, "a"));
+	/* strangers: dropped */
+	CHECK_EQ_INT(pn_wire_hello_check("GET /", 5, cookie, 4, &out), -EPROTO);
+	CHECK_EQ_INT(pn_wire_hello_check("P", 1, cookie, 4, &out), -EPROTO);
+	x.h.cookie[3] ^= 1;
+	CHECK_EQ_INT(pn_wire_hello_check(&x, sizeof(x.h), cookie, 4, &out), -EPROTO);
+	hello_msg(&x, 2, 4);
+	x.h.len = 1ull << 40;
+	CHECK_EQ_INT(pn_wire_hello_check(&x, sizeof(x.h), cookie, 4, &out), -EPROTO);
+	hello_msg(&x, 2, 4);
+	x.h.type = PN_MSG_ABORT;
+	CHECK_EQ_INT(pn_wire_hello_check(&x, sizeof(x), cookie, 4, &out), -EPROTO);
+	hello_msg(&x, 2, 4);
+	x.h.src = 1;
+	CHECK_EQ_INT(pn_wire_hello_check(&x, sizeof(x), cookie, 4, &out), -EPROTO);
+	/* the job's cookie but not of this job: the job fails */
+	hello_msg(&x, 2, 8);
+	CHECK_EQ_INT(pn_wire_hello_check(&x, sizeof(x), cookie, 4, &out), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "job of 8 ranks") != NULL);
+	hello_msg(&x, 0, 4);
+	CHECK_EQ_INT(pn_wire_hello_check(&x, sizeof(x), cookie, 4, &out), -EINVAL);
+	hello_msg(&x, 4, 4);
+	CHECK_EQ_INT(pn_wire_hello_check(&x, sizeof(x), cookie, 4, &out), -EINVAL);
+	/* what goes to a terminal is printable and terminated */
+	hello_msg(&x, 1, 4);
+	memset(x.m.host, '\033', sizeof(x.m.host));
+	CHECK_EQ_INT(pn_wire_hello_check(&x, sizeof(x), cookie, 4, &out), 0);
+	CHECK(strlen(out.host) == sizeof(out.host) - 1 && !strchr(out.host, '\033'));
+}
+
 static void check_collapse(const char *in, const char *want)
 {
 	char *out = pn_boot_collapse(in, strlen(in));
@@ -174,6 +232,7 @@ int main(void)
 	RUN(launcher_env);
 	RUN(launcher_env_refused);
 	RUN(explicit_ranks);
+	RUN(hello_check);
 	RUN(collapse);
 	RUN(poll_ms);
 	return unit_done();
