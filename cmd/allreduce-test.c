@@ -923,8 +923,10 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	}
 	cfg.timeout = pn_cli.timeout;
 	ret = pn_boot_cfg_from_env(&cfg);
-	if (ret)
-		goto fail;
+	if (ret) {
+		rc = pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
+		goto out;
+	}
 	j.rank = cfg.rank;
 	j.nranks = cfg.nranks;
 	ret = pn_boot_init(&j.boot, &cfg);

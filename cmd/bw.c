@@ -29,6 +29,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -742,7 +743,7 @@ static int socket_handshake(struct bw *b, int have_peer)
 static int accept_one(int lfd, double timeout)
 {
 	struct pollfd p = { .fd = lfd, .events = POLLIN };
-	int fd, ret = poll(&p, 1, (int)(timeout * 1000));
+	int fd, ret = poll(&p, 1, pn_poll_ms(timeout, INT_MAX));
 
 	if (ret == 0)
 		return pn_err(-ETIMEDOUT, "no client connected within %g s (--timeout)", timeout);

@@ -50,11 +50,11 @@ static const struct pn_opt common_options[] = {
 
 static const struct pn_opt launch_options[] = {
 	{ "np", 0, OPT_INT, &pn_cli.np, "N", "start N local ranks (self-launch)", NULL,
-	  OPT_RANGE(1, 1024) },
+	  OPT_RANGE(1, PN_BOOT_MAX_NP) },
 	{ "rank", 0, OPT_INT, &pn_cli.rank, "R", "this process's rank (with --nranks, --root)",
-	  NULL, OPT_RANGE(0, 65535) },
+	  NULL, OPT_RANGE(0, PN_BOOT_MAX_RANKS - 1) },
 	{ "nranks", 0, OPT_INT, &pn_cli.nranks, "N", "number of ranks in the job", NULL,
-	  OPT_RANGE(1, 65536) },
+	  OPT_RANGE(1, PN_BOOT_MAX_RANKS) },
 	{ "root", 0, OPT_STRING, &pn_cli.root, "HOST:PORT",
 	  "rendezvous address of rank 0 (also PENNY_ROOT, MASTER_ADDR/MASTER_PORT)", NULL, NULL },
 	{ "timeout", 0, OPT_SECONDS, &pn_cli.timeout, "SEC",
@@ -76,6 +76,14 @@ static const struct pn_cmd *find_cmd(const char *name)
 	return NULL;
 }
 
+/*
+ * A self-launched rank says its errors to the launcher (without the
+ * prefix), which prints them once for all ranks (pn_boot_collapse).
+ */
+static int say_fd = -1;
+
+static void say_fmt(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* One write per message, so the lines of several ranks never interleave.
  * Names in it (paths, hosts, devices) may hold any byte: control
  * characters and invalid UTF-8 are shown as \xNN, so a message stays one
@@ -83,15 +91,22 @@ static const struct pn_cmd *find_cmd(const char *name)
 static void say(const char *cmd, const char *fmt, va_list ap)
 {
 	char msg[1024], line[1024];
-	int n;
+	int n = say_fd >= 0 ? 0 : snprintf(line, sizeof(line), "penny %s: ", cmd), k;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	n = snprintf(line, sizeof(line), "penny %s: ", cmd);
 	if (n < 0 || n >= (int)sizeof(line))
 		n = 0;
+	k = n;
 	pn_text_escape(line + n, sizeof(line) - (size_t)n - 1, msg, 0);
 	n = (int)strlen(line);
 	line[n++] = '\n';
+	if (say_fd >= 0 && write(say_fd, line, (size_t)n) == n)
+		return;
+	if (say_fd >= 0 && k == 0) { /* the launcher is gone: say it here */
+		say_fd = -1;
+		say_fmt(cmd, "%.*s", n - 1, line);
+		return;
+	}
 	if (write(STDERR_FILENO, line, (size_t)n) < 0)
 		return;
 }
@@ -186,18 +201,27 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 				return ret;
 		}
 		if (pn_cli.np > 0) {
+			char *report = NULL, *line, *save = NULL;
+
 			pn_boot_cfg_init(&cfg);
 			cfg.timeout = pn_cli.timeout;
 			fflush(NULL);
-			ret = pn_boot_selflaunch(pn_cli.np, &cfg, &is_parent, &status);
+			ret = pn_boot_selflaunch(pn_cli.np, &cfg, &is_parent, &status, &report);
 			if (ret) {
 				pn_cmd_error(&ctx, ret);
 				return 2;
 			}
-			if (is_parent)
+			if (is_parent) {
+				/* every rank's errors, each said once */
+				for (line = report ? strtok_r(report, "\n", &save) : NULL; line;
+				     line = strtok_r(NULL, "\n", &save))
+					say_fmt(c->name, "%s", line);
+				free(report);
 				return status;
+			}
 			ctx.rank = cfg.rank;
 			ctx.launch = &cfg;
+			say_fd = cfg.err_fd;
 		}
 	}
 	ctx.out = pn_out_new(stdout, pn_cli.json);

@@ -16,6 +16,15 @@
 #define PN_BOOT_VERSION 1
 #define PN_HOSTID_LEN 96
 
+/*
+ * Limits, checked before anything is allocated or started: ranks in a job
+ * (--nranks, a launcher's size) and local ranks of a self-launch (--np).
+ * Rank 0 holds one socket per rank and relays every collective (see the
+ * model in boot.c), which is what bounds the job size.
+ */
+#define PN_BOOT_MAX_RANKS 8192
+#define PN_BOOT_MAX_NP 1024
+
 struct pn_boot_cfg {
 	int rank;		/* -1: from the launcher's environment */
 	int nranks;		/* -1: from the environment */
@@ -28,6 +37,7 @@ struct pn_boot_cfg {
 	char launcher[16];	/* out: "self", "mpirun", "srun", "pmi", "torchrun", "explicit" */
 	char jobid[64];		/* launcher's job id when known ("" otherwise) */
 	int single_node;	/* the launcher says every rank is on this host */
+	int err_fd;		/* self-launch child: where its error lines go (-1: none) */
 };
 
 void pn_boot_cfg_init(struct pn_boot_cfg *cfg);
@@ -35,18 +45,39 @@ void pn_boot_cfg_init(struct pn_boot_cfg *cfg);
  * Fill rank/nranks/root/cookie from the environment where not set:
  * OMPI_COMM_WORLD_*, SLURM_*, PMI_RANK/PMI_SIZE, RANK/WORLD_SIZE/LOCAL_RANK,
  * PENNY_ROOT, MASTER_ADDR/MASTER_PORT, PENNY_COOKIE.  With no launcher and
- * no explicit rank it is a single-rank job.
+ * no explicit rank it is a single-rank job.  A launcher is recognised by its
+ * rank variable (OMPI_COMM_WORLD_RANK, PMI_RANK) or by both of its rank and
+ * size variables (SLURM_PROCID and SLURM_NTASKS, RANK and WORLD_SIZE); each
+ * of its variables that is set must then be a number in range, else
+ * -EINVAL naming it.  A root address (cfg->root) without a rank from
+ * --rank or a launcher is refused (-EINVAL).
  */
 int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg);
 
 /*
  * Self-launch np local ranks: bind a root socket on 127.0.0.1, make a
  * cookie, fork.  In a child it returns 0 with cfg set for that rank and
- * *parent = 0.  In the parent it waits for all children (killing the rest
- * when one fails and the others have not ended within the timeout) and
- * returns 0 with *parent = 1 and *status the worst exit status.
+ * *parent = 0; the child dies with the parent (SIGTERM, then it removes the
+ * job's shared-memory segments) and writes its error lines, without the
+ * command's prefix, to cfg->err_fd.  In the parent it waits for all children
+ * and returns 0 with *parent = 1, *status the worst exit status (128 + the
+ * signal when the parent itself was terminated) and *report the ranks' error
+ * lines with identical ones collapsed (pn_boot_collapse; free() it, may be
+ * NULL).  Once one rank has failed the others get PN_BOOT_GRACE seconds to
+ * end before they are killed; a SIGTERM, SIGINT or SIGHUP to the parent is
+ * forwarded to every rank.  The job's /dev/shm segments are removed.
  */
-int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status);
+int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status,
+		       char **report);
+#define PN_BOOT_GRACE 2.0
+
+/*
+ * Collapse error lines of several ranks: lines "rank N: TEXT" with the same
+ * TEXT become one "ranks A,B-C: TEXT" (in order of first appearance), other
+ * identical lines one line.  in: lines ending in '\n'; returns a malloc'd
+ * string (NULL when out of memory).
+ */
+char *pn_boot_collapse(const char *in, size_t len);
 
 /* Host identity: hostname + network namespace (netns hosts are hosts). */
 const char *pn_host_id(void);
@@ -103,7 +134,8 @@ enum pn_wire_type {
 	PN_MSG_TABLE = 2,	/* root -> rank: hello of every rank */
 	PN_MSG_GATHER = 3,	/* rank -> root: contribution */
 	PN_MSG_GATHERED = 4,	/* root -> rank: all contributions */
-	PN_MSG_ABORT = 5,	/* either way: a rank failed; payload is the text */
+	PN_MSG_ABORT = 5,	/* either way: a rank failed; payload is the text;
+				 * during the rendezvous seq is the errno */
 };
 
 struct pn_wire_hello {
@@ -122,6 +154,16 @@ void pn_wire_hdr_init(struct pn_wire_hdr *h, const uint8_t cookie[16], uint16_t 
 /* Check magic/version/cookie/size; returns 0 or -EPROTO with a message. */
 int pn_wire_hdr_check(const struct pn_wire_hdr *h, const uint8_t cookie[16], uint16_t type,
 		      uint64_t max_len);
+/*
+ * Rank 0's check of the first len bytes a connection sent (a header, then
+ * a hello), for a job of nranks: -EAGAIN while they are a valid beginning,
+ * 0 when a whole valid hello arrived (copied to *out, strings terminated),
+ * -EPROTO for a stranger (magic, version, cookie, type, size, sender) and
+ * -EINVAL for a hello with the job's cookie that cannot be of this job
+ * (rank 0 or out of range, another job size): both with a message.
+ */
+int pn_wire_hello_check(const void *buf, size_t len, const uint8_t cookie[16], int nranks,
+			struct pn_wire_hello *out);
 
 
 

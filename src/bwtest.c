@@ -5,6 +5,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <sched.h>
@@ -507,7 +508,7 @@ static int tcp_io(int fd, void *buf, size_t len, int wr, double deadline)
 
 		if (left <= 0)
 			return pn_err(-ETIMEDOUT, "TCP: timed out waiting for the peer");
-		if (poll(&p, 1, (int)(left * 1000) + 1) <= 0)
+		if (poll(&p, 1, pn_poll_ms(left, INT_MAX - 1) + 1) <= 0)
 			continue;
 		n = wr ? send(fd, (char *)buf + done, len - done, MSG_NOSIGNAL)
 		       : recv(fd, (char *)buf + done, len - done, 0);

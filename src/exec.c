@@ -23,7 +23,8 @@ int pn_exec_init(struct pn_exec *e, struct pn_comm *c)
 	e->npeer = c->nranks;
 	e->psent = calloc((size_t)c->nranks, sizeof(size_t));
 	e->precv = calloc((size_t)c->nranks, sizeof(size_t));
-	if (!e->psent || !e->precv) {
+	e->srcs = calloc((size_t)c->nranks, sizeof(*e->srcs));
+	if (!e->psent || !e->precv || !e->srcs) {
 		pn_exec_release(e);
 		return pn_err(-ENOMEM, "out of memory");
 	}
@@ -35,6 +36,7 @@ void pn_exec_release(struct pn_exec *e)
 	free(e->scratch);
 	free(e->psent);
 	free(e->precv);
+	free(e->srcs);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -195,7 +197,7 @@ static int group_sends(struct run *r, const struct pn_step *st, const struct pn_
 static int step_group(struct run *r, const struct pn_step *st, struct chan_state *cs, int chan)
 {
 	const struct pn_sched_group *g = &r->s->groups[st->group];
-	const void *srcs[256];
+	const void **srcs = r->e->srcs;
 	size_t off = st->off, cnt = st->count, ns, i;
 	int m, ret, all_sent = 1;
 
@@ -204,8 +206,8 @@ static int step_group(struct run *r, const struct pn_step *st, struct chan_state
 		memset(r->e->precv, 0, sizeof(size_t) * (size_t)r->e->npeer);
 		cs->started = 1;
 	}
-	if (g->n > (int)PN_ARRAY_SIZE(srcs))
-		return pn_err(-E2BIG, "group of %d ranks is too large", g->n);
+	if (g->n > r->e->npeer)
+		return pn_err(-E2BIG, "group of %d ranks in a job of %d", g->n, r->e->npeer);
 	ret = group_sends(r, st, g, chan);
 	if (ret)
 		return ret;
@@ -315,13 +317,13 @@ static int step_direct(struct run *r, const struct pn_step *st)
 {
 	const struct pn_sched_group *g = &r->s->groups[st->group];
 	const struct pn_exec_args *a = r->a;
-	const void *srcs[256];
+	const void **srcs = r->e->srcs;
 	int m;
 
 	if (!a->sreg || !a->rreg)
 		return pn_err(-EINVAL, "direct steps need registered buffers");
-	if (g->n > (int)PN_ARRAY_SIZE(srcs))
-		return pn_err(-E2BIG, "group too large");
+	if (g->n > r->e->npeer)
+		return pn_err(-E2BIG, "group of %d ranks in a job of %d", g->n, r->e->npeer);
 	if (st->op == PN_OP_DIRECT_REDUCE) {
 		size_t so = reg_off(a->sreg, a->sendbuf) + st->off * r->es;
 		char *dst = dst_ptr(r, st->off);

@@ -19,6 +19,7 @@ struct pn_exec {
 	void *scratch;
 	size_t scratch_len;
 	size_t *psent, *precv;	/* per group member progress */
+	const void **srcs;	/* per group member source (a group has at most npeer) */
 	int npeer;
 };
 

@@ -196,6 +196,15 @@ double pn_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+int pn_poll_ms(double seconds, int cap_ms)
+{
+	double ms = ceil(seconds * 1000);
+
+	if (!(ms > 0)) /* also NaN */
+		return 0;
+	return ms < (double)cap_ms ? (int)ms : cap_ms;
+}
+
 uint64_t pn_now_ns(void)
 {
 	struct timespec ts;

@@ -30,6 +30,12 @@ int pn_parse_seconds(const char *s, double *out);
 /* Monotonic clock in seconds / nanoseconds. */
 double pn_now(void);
 uint64_t pn_now_ns(void);
+/*
+ * A poll(2) timeout in ms for a wait of seconds, rounded up: 0 when not
+ * positive, at most cap_ms (>= 0); no overflow whatever the seconds (a
+ * --timeout of years, inf, NaN).
+ */
+int pn_poll_ms(double seconds, int cap_ms);
 
 /* Hostname (cached, never empty). */
 const char *pn_hostname(void);

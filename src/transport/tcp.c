@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -231,7 +232,7 @@ static int tcp_setup(struct pn_comm *c)
 	while (!ret && naccept > 0) {
 		struct pollfd pfd = { .fd = t->listen_fd, .events = POLLIN };
 		struct tcp_hello h;
-		int fd, ms = (int)((deadline - pn_now()) * 1000);
+		int fd, ms = pn_poll_ms(deadline - pn_now(), INT_MAX);
 		ssize_t n = 0;
 		double hd;
 

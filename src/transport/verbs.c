@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
@@ -1095,7 +1096,7 @@ static int cq_wait(struct pn_verbs_conn *c, double deadline)
 		left = deadline - pn_now();
 		if (left <= 0)
 			return 0;
-		ret = poll(&pfd, 1, (int)(left * 1000) + 1);
+		ret = poll(&pfd, 1, pn_poll_ms(left, INT_MAX - 1) + 1);
 		if (ret < 0 && errno != EINTR)
 			return conn_fail(c, -errno, "poll on the completion channel of %s: %s",
 					 c->d->name, strerror(errno));

@@ -166,9 +166,19 @@ static int verbs_setup(struct pn_comm *c)
 	struct pn_verbs_info *mine = NULL, *all = NULL;
 	struct pn_verbs_conn_cfg ccfg;
 	size_t per = (size_t)c->nranks * (size_t)c->nchannels;
-	int p, ch, ret = 0, i;
+	int p, ch, ret = 0, i, used = 0, none;
 
-	/* collective: every rank takes part in the exchange */
+	/* collective: every rank takes part in the exchange, unless no rank
+	 * has a verbs peer (one host, or tcp only): then nothing is exchanged,
+	 * and nothing of nranks^2 size is allocated */
+	for (p = 0; p < c->nranks; p++)
+		used |= c->peers[p].transport == &pn_transport_verbs;
+	ret = pn_boot_agree(c->boot, !used, &none);
+	if (ret || none)
+		return ret;
+	if (per > SIZE_MAX / sizeof(*mine) / (size_t)c->nranks)
+		return pn_err(-E2BIG, "verbs connection info of %d ranks x %d channels does not fit "
+			      "in memory", c->nranks, c->nchannels);
 	mine = calloc(per, sizeof(*mine));
 	all = calloc(per * (size_t)c->nranks, sizeof(*all));
 	vs = calloc(1, sizeof(*vs));

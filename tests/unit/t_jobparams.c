@@ -137,6 +137,7 @@ static void run_round(int round, char out[3][600])
 {
 	struct pn_boot_cfg cfg;
 	int pfd[2], parent = 0, status = 0, i;
+	char *report = NULL;
 	FILE *f;
 
 	memset(out, 0, 3 * 600);
@@ -145,7 +146,7 @@ static void run_round(int round, char out[3][600])
 	pn_boot_cfg_init(&cfg);
 	cfg.timeout = 10;
 	fflush(NULL);
-	if (pn_boot_selflaunch(3, &cfg, &parent, &status)) {
+	if (pn_boot_selflaunch(3, &cfg, &parent, &status, &report)) {
 		close(pfd[0]);
 		close(pfd[1]);
 		return;
@@ -154,6 +155,7 @@ static void run_round(int round, char out[3][600])
 		close(pfd[0]);
 		child(&cfg, round, pfd[1]);
 	}
+	free(report);
 	close(pfd[1]);
 	f = fdopen(pfd[0], "r");
 	for (i = 0; f && i < 3; i++) {

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# Faults at the rendezvous: job sizes past the old fixed limits, launcher
+# variables that are not numbers, huge --nranks and --timeout, rendezvous
+# files planted by another user, floods of idle strangers, two jobs on one
+# address.  Each fails with one line and exit 2 (or completes), in bounded time.
+. "$(dirname "$0")/../lib.sh"
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+shm_snapshot shm0
+
+test_expect_success '--np 260: one-shot over a group of 260 ranks (no fixed limit of 256)' '
+	within 30 timeout 40 "$PENNY" allreduce-test --np 260 --algo one-shot -b 8 -e 8 -n 1 -w 0 \
+		--timeout 20 >out 2>err; ok=$?; cat err &&
+	test $ok -eq 0 && test "$WITHIN_RC" -eq 0 && grep -q "Out of bounds values : 0 OK" out && test ! -s err
+'
+
+test_expect_success '--np 560: the ranks meet without an allgather of nranks^2 (no verbs peer)' '
+	within 40 timeout 50 "$PENNY" allreduce-test --np 560 --algo one-shot -b 8 -e 8 -n 0 -w 0 -c 0 \
+		--timeout 30 >out 2>err; ok=$?; head -3 err &&
+	test $ok -eq 0 && test "$WITHIN_RC" -eq 0 && grep -q "560 ranks on 1 nodes" out && test ! -s err &&
+	no_procs_left && shm_leftovers shm0
+'
+
+test_expect_success '--np 300 under ulimit -n 200: refused before starting, naming the limit' '
+	(ulimit -n 200 && within 3 test_exit 2 penny allreduce-test --np 300 -b 8 -e 8 --timeout 5 \
+		>out 2>err); ok=$?; cat err &&
+	test $ok -eq 0 && test "$(wc -l <err)" -eq 1 && grep -q "needs 364 open files.*limit is 200" err &&
+	test ! -s out && no_procs_left
+'
+
+test_expect_success '--nranks 2000000000: one line, exit 2, at once' '
+	within 2 test_exit 2 penny allreduce-test --rank 0 --nranks 2000000000 \
+		--root 127.0.0.1:$(free_port) 2>err && cat err &&
+	test "$(wc -l <err)" -eq 1 && grep -q "more than 8192" err
+'
+
+test_expect_success '--timeout 2147484 (2^31 ms): the job runs over tcp, no wait overflows' '
+	port=$(free_port) || exit 1
+	PENNY_NODE_ID=b penny allreduce-test --rank 1 --nranks 2 --root 127.0.0.1:$port \
+		--timeout 2147484 -b 8 -e 1K -f 4 >/dev/null 2>err1 &
+	r1=$!
+	within 20 env PENNY_NODE_ID=a timeout 20 "$PENNY" allreduce-test --rank 0 --nranks 2 \
+		--root 127.0.0.1:$port --timeout 2147484 -b 8 -e 1K -f 4 >out 2>err0; ok=$? rc0=$WITHIN_RC
+	( sleep 5; kill -9 $r1 2>/dev/null ) & guard=$!
+	wait $r1; rc1=$?
+	kill $guard 2>/dev/null
+	cat err0 err1; echo "rc0=$rc0 rc1=$rc1"
+	test $ok -eq 0 && test "$rc0" -eq 0 && test "$rc1" -eq 0 && grep -q "0 OK" out &&
+	grep -q "via tcp" out
+'
+
+test_expect_success 'launcher variables that are not numbers or out of range: one line, exit 2' '
+	for env in "OMPI_COMM_WORLD_RANK=x" "OMPI_COMM_WORLD_RANK=x OMPI_COMM_WORLD_SIZE=2" \
+		"OMPI_COMM_WORLD_RANK=2 OMPI_COMM_WORLD_SIZE=2" "OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=-3" \
+		"SLURM_PROCID=1 SLURM_NTASKS=99999" "PMI_RANK=0 PMI_SIZE=2x" "RANK=1 WORLD_SIZE=1" \
+		"OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=y"; do
+		env $env timeout 10 "$PENNY" allreduce-test -b 8 -e 8 --timeout 2 >out 2>err; rc=$?
+		echo "$env: rc=$rc $(cat err)"
+		test "$rc" -eq 2 && test "$(wc -l <err)" -eq 1 && grep -q "launcher environment" err &&
+		test ! -s out || exit 1
+	done
+'
+
+test_expect_success '--root without --rank: refused, not ignored' '
+	test_exit 2 penny allreduce-test --root 127.0.0.1:$(free_port) -b 8 -e 8 >out 2>err && cat err &&
+	test "$(wc -l <err)" -eq 1 && grep -q "needs --rank" err && test ! -s out
+'
+
+# A listener that counts who connects (the attacker's side of a planted file).
+listen_count() {
+	python3 - "$1" "$2" <<-PY
+	import socket, sys, time
+	s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+	s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8); s.settimeout(0.2)
+	n, t = 0, time.time()
+	while time.time() - t < float(sys.argv[2]):
+	    try:
+	        c, _ = s.accept(); n += 1; c.close()
+	    except OSError:
+	        pass
+	print(n)
+	PY
+}
+
+if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
+	as_nobody() { setpriv --reuid nobody --regid "$(id -g nobody)" --clear-groups sh -c "$1"; }
+	test_expect_success 'a rendezvous file planted by another user is never read' '
+		port=$(free_port) && job=penny-t0210-$$ || exit 1
+		listen_count $port 4 >count & lc=$!
+		as_nobody "echo 127.0.0.1:$port 00112233445566778899aabbccddeeff >/tmp/penny-0-$job.root" &&
+		within 6 env OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_SIZE=2 \
+			OMPI_MCA_ess_base_jobid=$job timeout 10 "$PENNY" allreduce-test --timeout 2 -b 8 -e 8 \
+			2>err; ok=$? rc=$WITHIN_RC
+		rm -f /tmp/penny-0-$job.root; wait $lc
+		cat err; echo "rc=$rc connections=$(cat count)"
+		test $ok -eq 0 && test "$rc" -ne 0 && test "$(cat count)" -eq 0 && test "$(wc -l <err)" -eq 1
+	'
+	test_expect_success 'a rendezvous directory of another user, or a link, is refused with one line' '
+		tmp=$(mktemp -d /tmp/penny-t0210.XXXXXX) && chmod 1777 $tmp && job=4242 &&
+		trap "rm -rf $tmp" EXIT &&
+		as_nobody "mkdir $tmp/penny-0 && chmod 777 $tmp/penny-0 &&
+			echo 127.0.0.1:1 00112233445566778899aabbccddeeff >$tmp/penny-0/$job.root" &&
+		for r in 0 1; do
+			within 4 env TMPDIR=$tmp OMPI_COMM_WORLD_RANK=$r OMPI_COMM_WORLD_SIZE=2 \
+				OMPI_COMM_WORLD_LOCAL_SIZE=2 OMPI_MCA_ess_base_jobid=$job \
+				"$PENNY" allreduce-test --timeout 2 -b 8 -e 8 2>err$r; ok=$?
+			echo "rank $r: rc=$WITHIN_RC $(cat err$r)"
+			test $ok -eq 0 && test "$WITHIN_RC" -ne 0 && test "$(wc -l <err$r)" -eq 1 &&
+			grep -q "refusing .*/penny-0. for the rendezvous: owned by uid 65534" err$r || exit 1
+		done &&
+		rm -rf $tmp/penny-0 && as_nobody "ln -s /tmp $tmp/penny-0" &&
+		within 4 env TMPDIR=$tmp OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 \
+			OMPI_COMM_WORLD_LOCAL_SIZE=2 OMPI_MCA_ess_base_jobid=$job \
+			"$PENNY" allreduce-test --timeout 2 -b 8 -e 8 2>err; ok=$?; cat err &&
+		test $ok -eq 0 && test "$WITHIN_RC" -ne 0 && grep -q "refusing .*not a directory" err
+	'
+	test_expect_success 'our own rendezvous file with the wrong mode, or a link to one, is refused' '
+		mkdir tmp2 && job=t0210 && dir=$PWD/tmp2/penny-0 &&
+		mkdir -m 700 $dir && echo "127.0.0.1:1 00112233445566778899aabbccddeeff" >$dir/x &&
+		chmod 644 $dir/x && ln -s x $dir/$job.root &&
+		within 4 env TMPDIR=$PWD/tmp2 OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 \
+			OMPI_COMM_WORLD_LOCAL_SIZE=2 OMPI_MCA_ess_base_jobid=$job \
+			"$PENNY" allreduce-test --timeout 2 -b 8 -e 8 2>err; ok=$?; cat err &&
+		test $ok -eq 0 && test "$WITHIN_RC" -ne 0 && grep -q "refusing .*symbolic link" err &&
+		rm $dir/$job.root && mv $dir/x $dir/$job.root &&
+		within 4 env TMPDIR=$PWD/tmp2 OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 \
+			OMPI_COMM_WORLD_LOCAL_SIZE=2 OMPI_MCA_ess_base_jobid=$job \
+			"$PENNY" allreduce-test --timeout 2 -b 8 -e 8 2>err; ok=$?; cat err &&
+		test $ok -eq 0 && test "$WITHIN_RC" -ne 0 && grep -q "refusing .*mode 600" err
+	'
+else
+	test_skip 'rendezvous files planted by another user' 'needs root, user nobody and setpriv'
+fi
+
+test_expect_success 'a flood of idle strangers: the rank joins, the job completes' '
+	port=$(free_port) || exit 1
+	export PENNY_COOKIE=00112233445566778899aabbccddeeff
+	penny allreduce-test --rank 0 --nranks 2 --root 127.0.0.1:$port --timeout 5 -b 8 -e 1K -f 4 \
+		>out0 2>err0 &
+	r0=$!
+	python3 - $port >flood <<-PY &
+	import socket, sys, time
+	port, socks, t = int(sys.argv[1]), [], time.time()
+	while time.time() - t < 4 and len(socks) < 600:
+	    try:
+	        socks.append(socket.create_connection(("127.0.0.1", port), timeout=0.5))
+	    except OSError:
+	        time.sleep(0.01)
+	print(len(socks)); time.sleep(max(0, 4 - (time.time() - t)))
+	PY
+	fl=$!
+	sleep 1
+	within 6 penny allreduce-test --rank 1 --nranks 2 --root 127.0.0.1:$port --timeout 5 \
+		-b 8 -e 1K -f 4 >out1 2>err1; ok=$? rc1=$WITHIN_RC
+	wait $r0; rc0=$?; wait $fl
+	echo "strangers: $(cat flood) rc0=$rc0 rc1=$rc1"; head -3 err0; cat err1
+	test $ok -eq 0 && test "$rc0" -eq 0 && test "$rc1" -eq 0 && test "$(cat flood)" -ge 64 &&
+	grep -q "Out of bounds values : 0 OK" out0 && test "$(wc -l <err0)" -le 10
+'
+
+test_expect_success 'a rank that joins twice (two jobs on one address): every rank says so, exit 2' '
+	port=$(free_port) || exit 1
+	for i in 1 2; do
+		penny allreduce-test --rank 1 --nranks 3 --root 127.0.0.1:$port --timeout 5 -b 8 -e 8 \
+			>/dev/null 2>err$i &
+		eval p$i=$!
+		sleep 0.3
+	done
+	within 7 test_exit 2 penny allreduce-test --rank 0 --nranks 3 --root 127.0.0.1:$port \
+		--timeout 5 -b 8 -e 8 >/dev/null 2>err0; ok=$?
+	wait $p1; rc1=$?; wait $p2; rc2=$?
+	cat err0 err1 err2; echo "rc1=$rc1 rc2=$rc2"
+	test $ok -eq 0 && test "$rc1" -eq 2 && test "$rc2" -eq 2 &&
+	for i in 0 1 2; do
+		test "$(wc -l <err$i)" -eq 1 && grep -q "rank 1 joined twice" err$i || exit 1
+	done
+'
+
+test_expect_success 'a rank of a job of another size: both ranks say so, exit 2' '
+	port=$(free_port) || exit 1
+	penny allreduce-test --rank 1 --nranks 3 --root 127.0.0.1:$port --timeout 5 -b 8 -e 8 \
+		>/dev/null 2>err1 &
+	p1=$!
+	within 7 test_exit 2 penny allreduce-test --rank 0 --nranks 2 --root 127.0.0.1:$port \
+		--timeout 5 -b 8 -e 8 >/dev/null 2>err0; ok=$?
+	wait $p1; rc1=$?
+	cat err0 err1
+	test $ok -eq 0 && test "$rc1" -eq 2 &&
+	grep -q "in a job of 3 ranks, rank 0 in one of 2" err0 &&
+	grep -q "in a job of 3 ranks, rank 0 in one of 2" err1 &&
+	no_procs_left && shm_leftovers shm0
+'
+test_done

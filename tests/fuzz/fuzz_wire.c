@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fuzz rank 0's check of what a connection to the rendezvous says first: a
+ * header, then a hello (pn_wire_hello_check, src/boot.c).  The input is the
+ * byte stream, for a job of 4 ranks with the cookie 00112233..eeff (what the
+ * seeds in corpus/wire/ were written with).  Checked for every prefix, as
+ * rank 0 sees the bytes arrive: only 0, -EAGAIN, -EPROTO or -EINVAL; the
+ * first verdict that is not -EAGAIN is the verdict on the whole input; a
+ * hello that passes is of this job (rank 1..3, 4 ranks, a pid, printable
+ * terminated strings).
+ */
+#include "../../src/boot.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NRANKS 4
+
+static const uint8_t cookie[16] = { 0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
+				    0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff };
+
+static void printable(const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len && s[i]; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			abort();
+	if (i == len)
+		abort(); /* not terminated */
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const size_t whole = sizeof(struct pn_wire_hdr) + sizeof(struct pn_wire_hello);
+	struct pn_wire_hello h;
+	int first = -EAGAIN, ret = -EAGAIN;
+	size_t k, n = size < whole ? size : whole;
+	uint8_t *buf = malloc(n ? n : 1);
+
+	if (!buf)
+		return 0;
+	/* an exact copy: reads past what arrived are caught */
+	for (k = 0; k <= n; k++) {
+		memcpy(buf, data, k);
+		memset(&h, 0x5a, sizeof(h));
+		ret = pn_wire_hello_check(buf, k, cookie, NRANKS, &h);
+		if (ret != 0 && ret != -EAGAIN && ret != -EPROTO && ret != -EINVAL)
+			abort();
+		if (ret == 0) {
+			if (k != whole || h.rank < 1 || h.rank >= NRANKS || h.nranks != NRANKS ||
+			    h.pid <= 0)
+				abort();
+			printable(h.host, sizeof(h.host));
+			printable(h.host_id, sizeof(h.host_id));
+		}
+		if (first == -EAGAIN)
+			first = ret;
+		else if (ret != first)
+			abort(); /* a verdict changed as more bytes came */
+	}
+	if (ret == -EAGAIN && n == whole)
+		abort(); /* a whole hello always gets a verdict */
+	free(buf);
+	return 0;
+}
