@@ -1086,8 +1086,7 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 fail:
 	if (!rc) {
 		pn_cmd_fail(ctx, 1, "rank %d: %s", j.rank, pn_errmsg(ret));
-		/* usage, or shared memory this host cannot give: could not run */
-		rc = ret == -EINVAL || ret == -ENOSPC ? 2 : 1;
+		rc = pn_cmd_exit_code(ret);
 	}
 out:
 	while (ng > 0)

@@ -1523,7 +1523,7 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 		if (b->boot)
 			rc = pn_cmd_fail(ctx, 1, "rank %d: %s", b->rank, pn_errmsg(ret));
 		else
-			rc = pn_cmd_fail(ctx, ret == -ENODEV ? 2 : 1, "%s", pn_errmsg(ret));
+			rc = pn_cmd_fail(ctx, pn_cmd_exit_code(ret), "%s", pn_errmsg(ret));
 		goto done;
 	}
 	rc = b->failed_links ? 1 : 0;

@@ -125,6 +125,22 @@ void pn_cmd_error(const struct pn_ctx *ctx, int code)
 	say_fmt(ctx->name, "%s", pn_errmsg(code));
 }
 
+int pn_cmd_exit_code(int err)
+{
+	switch (err) {
+	case -EINVAL:
+	case -ENOSPC:
+	case -ENOMEM:
+	case -EMFILE:
+	case -EPERM:
+	case -EACCES:
+	case -ENODEV:
+		return 2;
+	default:
+		return 1;
+	}
+}
+
 int pn_cmd_fail(const struct pn_ctx *ctx, int code, const char *fmt, ...)
 {
 	va_list ap;

@@ -54,6 +54,11 @@ struct pn_cmd {
 /* Print "penny CMD: <engine message>" for a negative engine return code. */
 void pn_cmd_error(const struct pn_ctx *ctx, int code);
 /* Print "penny CMD: <formatted>" on stderr; returns code. */
+/* The exit status for an engine error: 2 when the job could not run here
+ * (usage, a job the host cannot hold: memory, /dev/shm, open files, a
+ * refused rendezvous file, no device), 1 when it ran and failed (a dead or
+ * silent peer, a timeout, wrong values). */
+int pn_cmd_exit_code(int err);
 int pn_cmd_fail(const struct pn_ctx *ctx, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

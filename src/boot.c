@@ -1056,6 +1056,10 @@ static int recv_abort(struct pn_boot *b, int fd, const struct pn_wire_hdr *h, do
 	text[n] = 0;
 	printable(text, sizeof(text));
 	b->abort_code = h->seq > 0 && h->seq < 4096 ? -(int)h->seq : -ECANCELED;
+	/* rank 0 passes it on, as pn_boot_poll_abort does: otherwise the other
+	 * ranks see only rank 0's connection close, and blame rank 0 */
+	if (b->rank == 0 && text[0])
+		pn_boot_abort(b, text);
 	return pn_err(-ECANCELED, "%s", text[0] ? text : "a peer aborted the job");
 }
 

@@ -46,8 +46,8 @@ allreduce-test -G -1	-G must be 0..100000, got -1
 allreduce-test --min-busbw -1	--min-busbw must be 0..1000000000, got -1
 allreduce-test --timeout 0	--timeout must be 10ms..24h, got 0
 allreduce-test --timeout 25h	--timeout must be 10ms..24h, got 25h
-allreduce-test --rank -1	--rank must be 0..65535, got -1
-allreduce-test --nranks 0	--nranks must be 1..65536, got 0
+allreduce-test --rank -1	--rank must be 0..8191, got -1
+allreduce-test --nranks 0	--nranks must be 1..8192, got 0
 allreduce-test --backend host,,nccl	has an empty element
 allreduce-test -g 0,,1	has an empty element
 allreduce-test --csv 	--csv must not be empty

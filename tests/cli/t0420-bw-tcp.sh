@@ -80,7 +80,7 @@ test_expect_success 'TCP server and client: both print the same row, exit 0' '
 test_expect_success 'server and client that disagree both say which option differs' '
 	p=$(port) &&
 	{ penny bw --transport tcp -p $p -n 30 -s 1000 >srv.out 2>srv.err & } &&
-	test_exit 1 penny bw --transport tcp -p $p -n 30 -s 2000 127.0.0.1 >cli.out 2>cli.err;
+	test_exit 2 penny bw --transport tcp -p $p -n 30 -s 2000 127.0.0.1 >cli.out 2>cli.err;
 	rc=$?; wait; test $rc = 0 &&
 	grep -q "the two sides disagree: -s: 2000 here, 1000 on the peer" cli.err &&
 	grep -q "the two sides disagree: -s: 1000 here, 2000 on the peer" srv.err
