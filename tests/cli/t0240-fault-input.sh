@@ -56,4 +56,43 @@ test_expect_success 'allreduce-test --plan: the same, one line for all ranks' '
 			penny allreduce-test --np 2 --plan "$f" -b 1K -e 1K --timeout 5 || exit 1
 	done
 '
+test_expect_success 'topo --topo-xml and ring-plan --topo-xml: the same' '
+	for f in $INPUTS; do
+		refused 2 "^penny topo: $(what $f)$" penny topo --topo-xml "$f" &&
+		refused 2 "^penny ring-plan: $(what $f)$" penny ring-plan --topo-xml "$f" || exit 1
+	done
+'
+test_expect_success 'a FIFO where hwloc reads (port state): exit 2 after the 5 s bound, one line' '
+	tree_switches t2 &&
+	s=t2/sys/class/infiniband/mlx5_0/ports/1/state && rm $s && mkfifo $s &&
+	within 9 timeout 20 "$PENNY" topo --sysfs-root t2 >out 2>err &&
+	test "$WITHIN_RC" -eq 2 && test "$(wc -l <err)" -eq 1 &&
+	grep -q "^penny topo: hwloc did not finish reading sysfs root .t2. within 5 s" err &&
+	within 9 timeout 20 "$PENNY" ring-plan --sysfs-root t2 >out 2>err &&
+	test "$WITHIN_RC" -eq 2 && grep -q "hwloc did not finish" err
+'
+
+# XML: one root element, closed, nothing after it.
+test_expect_success 'hwloc XML v2 and v3: a second root element, content after it, an unclosed element' '
+	for v in "$X/v2/24em64t-2n6c2t-pci.xml" "$X/24em64t-2n6c2t-pci.xml"; do
+		{ cat "$v"; echo "<topology version=\"2.0\"></topology>"; } >two.xml &&
+		{ cat "$v"; echo "trailing"; } >trail.xml &&
+		sed "\$d" "$v" >open.xml &&
+		refused 2 "^penny topo: .two.xml.: malformed XML at line [0-9]*: a second root element$" \
+			penny topo --topo-xml two.xml &&
+		refused 2 "^penny topo: .trail.xml.: malformed XML at line [0-9]*: content after the root element$" \
+			penny topo --topo-xml trail.xml &&
+		refused 2 "^penny topo: .open.xml.: malformed XML at line 3: element <topology> is not closed$" \
+			penny topo --topo-xml open.xml &&
+		refused 2 "^penny ring-plan: .two.xml.: malformed XML" penny ring-plan --topo-xml two.xml ||
+			exit 1
+	done
+'
+test_expect_success 'NCCL graph XML: a second root element or trailing content is refused' '
+	penny ring-plan --nodes 1 --gpus 4 --nics 0 --nccl-graph g.xml >/dev/null &&
+	{ cat g.xml; echo "<graphs version=\"1\"/>"; } >g2.xml &&
+	{ cat g.xml; echo "junk"; } >g3.xml &&
+	refused 2 "content after the root element" penny ring-plan --check g2.xml &&
+	refused 2 "content after the root element" penny ring-plan --check g3.xml
+'
 test_done
