@@ -34,6 +34,8 @@ CMD_OBJ := $(CMD_SRC:%.c=$(B)/%.o)
 UNIT_BIN := $(UNIT_SRC:%.c=$(B)/%)
 HELPER_SRC := $(sort $(wildcard tests/helpers/*.c))
 HELPER_BIN := $(HELPER_SRC:%.c=$(B)/%)
+PRELOAD_SRC := $(sort $(wildcard tests/preload/*.c))
+PRELOAD_SO := $(PRELOAD_SRC:%.c=$(B)/%.so)
 
 # The default build puts the binary at ./penny; other builds (asan) in $(B).
 ifeq ($(B),build)
@@ -43,7 +45,7 @@ PENNY_BIN := $(B)/penny
 endif
 
 .PHONY: all test check unit asan tsan install uninstall clean lab-test bench plugins
-all: $(PENNY_BIN) $(UNIT_BIN) $(HELPER_BIN) plugins
+all: $(PENNY_BIN) $(UNIT_BIN) $(HELPER_BIN) $(PRELOAD_SO) plugins
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -63,6 +65,11 @@ $(B)/tests/unit/%: tests/unit/%.c $(B)/libpenny.a tests/unit/unit.h
 $(B)/tests/helpers/%: tests/helpers/%.c $(B)/libpenny.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libpenny.a $(LIBS)
+
+# LD_PRELOAD shims for the tests (no sanitizer: they go before its runtime)
+$(B)/tests/preload/%.so: tests/preload/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(OPT) $(WARN) -fPIC -shared -o $@ $< -ldl
 
 -include plugins/plugins.mk
 

@@ -57,28 +57,52 @@ static int vpath(char *buf, size_t len, const char *fmt, va_list ap)
 	return 0;
 }
 
+/*
+ * Never blocks: O_NONBLOCK makes opening a FIFO (a captured tree may hold
+ * one; real sysfs and procfs never do) return at once.
+ */
 static int open_path(const char *path, int flags)
 {
+	flags |= O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
 	if (root_fd < 0)
-		return open(path, flags | O_CLOEXEC);
+		return open(path, flags);
 	while (*path == '/')
 		path++;
-	return openat(root_fd, *path ? path : ".", flags | O_CLOEXEC);
+	return openat(root_fd, *path ? path : ".", flags);
+}
+
+/*
+ * Open a file to read values from: a regular file only, as every sysfs
+ * attribute and procfs file is.  A FIFO, device or socket in a --sysfs-root
+ * tree is refused (-EINVAL, with a message) before anything reads from it.
+ */
+static int open_regular(const char *path, int flags)
+{
+	struct stat st;
+	int fd = open_path(path, flags);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return pn_err(-EINVAL, "'%s%s' is not a regular file", root_fd < 0 ? "" : root_name,
+			      path);
+	}
+	return fd;
 }
 
 int pn_sys_open(int flags, const char *fmt, ...)
 {
 	char path[PATH_MAX];
 	va_list ap;
-	int ret, fd;
+	int ret;
 
 	va_start(ap, fmt);
 	ret = vpath(path, sizeof(path), fmt, ap);
 	va_end(ap);
 	if (ret)
 		return ret;
-	fd = open_path(path, flags);
-	return fd < 0 ? -errno : fd;
+	return open_regular(path, flags);
 }
 
 static int read_path(const char *path, char *buf, size_t len)
@@ -88,9 +112,9 @@ static int read_path(const char *path, char *buf, size_t len)
 
 	if (!len)
 		return -EINVAL;
-	fd = open_path(path, O_RDONLY);
+	fd = open_regular(path, O_RDONLY);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	n = read(fd, buf, len - 1);
 	if (n < 0) {
 		int e = errno;

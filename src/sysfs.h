@@ -20,6 +20,12 @@ int pn_sysfs_set_root(const char *dir);
 const char *pn_sysfs_root(void);
 int pn_sysfs_is_live(void);
 
+/*
+ * Nothing here blocks: files are opened non-blocking, and only regular files
+ * (what sysfs attributes and procfs files are) are opened or read; a FIFO,
+ * device or socket in a --sysfs-root tree gives -EINVAL with a message.
+ * Reads never go past the caller's buffer.
+ */
 int pn_sys_open(int flags, const char *fmt, ...) PN_FMT(2, 3);
 /* Read a file, strip trailing white space; returns its length or -errno. */
 int pn_sys_read(char *buf, size_t len, const char *fmt, ...) PN_FMT(3, 4);

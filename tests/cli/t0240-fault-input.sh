@@ -62,6 +62,15 @@ test_expect_success 'topo --topo-xml and ring-plan --topo-xml: the same' '
 		refused 2 "^penny ring-plan: $(what $f)$" penny ring-plan --topo-xml "$f" || exit 1
 	done
 '
+
+# --sysfs-root trees with a FIFO: penny's own reads refuse it; hwloc's reads
+# (it opens files itself) are bounded: its child is killed after 5 s.
+test_expect_success 'a FIFO where penny reads (hostname): ignored at once, exit 0' '
+	tree_switches t1 &&
+	rm t1/proc/sys/kernel/hostname && mkfifo t1/proc/sys/kernel/hostname &&
+	within 5 timeout 10 "$PENNY" topo --sysfs-root t1 >out 2>err &&
+	test "$WITHIN_RC" -eq 0 && test ! -s err && grep -q "^GPU0" out
+'
 test_expect_success 'a FIFO where hwloc reads (port state): exit 2 after the 5 s bound, one line' '
 	tree_switches t2 &&
 	s=t2/sys/class/infiniband/mlx5_0/ports/1/state && rm $s && mkfifo $s &&
@@ -70,6 +79,20 @@ test_expect_success 'a FIFO where hwloc reads (port state): exit 2 after the 5 s
 	grep -q "^penny topo: hwloc did not finish reading sysfs root .t2. within 5 s" err &&
 	within 9 timeout 20 "$PENNY" ring-plan --sysfs-root t2 >out 2>err &&
 	test "$WITHIN_RC" -eq 2 && grep -q "hwloc did not finish" err
+'
+test_expect_success 'top: a FIFO for a port state or a counter is n/a at once' '
+	tree_ports t3 &&
+	p=t3/sys/class/infiniband/mlx5_0/ports/1 &&
+	rm $p/state && mkfifo $p/state &&
+	rm $p/counters/port_rcv_data && mkfifo $p/counters/port_rcv_data &&
+	within 5 timeout 10 "$PENNY" top --sysfs-root t3 --once -i 0.1 >out 2>err &&
+	test "$WITHIN_RC" -eq 0 && test ! -s err &&
+	grep -q "^mlx5_0/1  *n/a  *400G  *n/a " out
+'
+test_expect_success '--sysfs-root or PENNY_SYSROOT naming a FIFO or a device: exit 2 at once' '
+	refused 2 "cannot open sysfs root .fifo.: Not a directory" penny topo --sysfs-root fifo &&
+	refused 2 "cannot open sysfs root ./dev/zero.: Not a directory" env PENNY_SYSROOT=/dev/zero \
+		"$PENNY" top --once
 '
 
 # XML: one root element, closed, nothing after it.
