@@ -60,7 +60,26 @@ int pn_coll_schedule(struct pn_coll *co, size_t count, enum pn_dtype t, enum pn_
 /* Tuning: the algorithm for (nranks, nnodes, bytes); PENNY_TUNE_FILE lines
  * "nranks nnodes max_bytes algo" override the built-in table. */
 enum pn_algo pn_tune_pick(int nranks, int nnodes, size_t bytes, int direct);
+/* Read a tuning file (pn_read_file: a regular file, bounded) and use its table. */
 int pn_tune_load(const char *path);
+
+struct pn_tune_entry {
+	int nranks, nnodes;
+	size_t max_bytes;
+	enum pn_algo algo;
+};
+
+#define PN_TUNE_MAX_LINE 255
+#define PN_TUNE_MAX_ENTRIES 4096
+/*
+ * Parse the text of a tuning file (a pure function): lines "nranks nnodes
+ * max_bytes algorithm", blank lines and '#' comments; at most
+ * PN_TUNE_MAX_LINE bytes a line and PN_TUNE_MAX_ENTRIES entries.  *tab is
+ * malloc'ed (NULL when there are no entries).  0, or -EINVAL ("name:line:
+ * ...") / -ENOMEM with a message.
+ */
+int pn_tune_parse(const char *text, size_t len, const char *name, struct pn_tune_entry **tab,
+		  int *n);
 int pn_tune_save(const char *path, int nranks, int nnodes, const size_t *bytes,
 		 const enum pn_algo *algo, int n);
 
