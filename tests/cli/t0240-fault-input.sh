@@ -116,6 +116,81 @@ test_expect_success '--sysfs-root or PENNY_SYSROOT naming a FIFO or a device: ex
 		"$PENNY" top --once
 '
 
+# One validator: what ring-plan --check passes, allreduce-test --plan runs.
+test_expect_success 'plans that ring-plan --check passed and --plan refused or misread' '
+	penny ring-plan --nodes 2 --gpus 2 --nics 2 --json >p.json &&
+	penny ring-plan --nodes 1 --gpus 2 --nics 0 --json >one.json &&
+	python3 - <<-PY
+	import copy, json
+	d = json.load(open("p.json"))
+	def bad(name, edit, src=d):
+	    e = copy.deepcopy(src)
+	    edit(e)
+	    json.dump(e, open(name, "w"))
+	bad("nranks.json", lambda e: e.update(nranks=-2))
+	bad("nodes.json", lambda e: e.update(nnodes=7))
+	bad("nrings.json", lambda e: e.update(nrings=3))
+	bad("norank.json", lambda e: e.pop("nranks"))
+	bad("rails.json", lambda e: e.update(rails=[0, 5]))
+	bad("rank0.json", lambda e: e["nodes"][1].update(rank0=3))
+	bad("hopnic.json", lambda e: e["rings"][0]["hops"][0].update(send_nic="mlx5_9"))
+	bad("hopgpu.json", lambda e: e["rings"][1]["hops"][1].update(to_gpu=7))
+	bad("hops.json", lambda e: e["rings"][0]["hops"].pop())
+	bad("segrail.json", lambda e: e["rings"][0]["segments"][0]["recv"].update(rail=5))
+	bad("id.json", lambda e: e["rings"][1].update(id=0))
+	o = json.load(open("one.json"))
+	r = o["rings"][0]
+	bad("r10k.json", lambda e: e.update(nrings=10000, rings=[dict(r, id=i) for i in range(10000)]), o)
+	PY
+'
+test_expect_success 'ring-plan --check: exit 1, the violation named' '
+	for c in "nranks:the plan.s \"nranks\" is -2; it has 4 ranks" \
+		"nodes:the plan.s \"nnodes\" is 7; it has 2 nodes" \
+		"nrings:the plan.s \"nrings\" is 3; it has 2 rings" \
+		"norank:the plan lacks \"nranks\"" \
+		"rails:the plan.s \"rails\" lists 0 5; its rings use 0 1" \
+		"rank0:the plan.s node node02: \"rank0\" must be 2" \
+		"hopnic:ring 0 hop 0 (node01 -> node02): \"send_nic\" does not match" \
+		"hopgpu:ring 1 hop 1 (node02 -> node01): \"to_gpu\" does not match" \
+		"hops:ring 0: \"hops\" must list its 2 hops" \
+		"segrail:ring 0 segment 0 (node01): recv \"rail\" must be 0, the rail of mlx5_0" \
+		"id:ring 1: \"id\" must be 1" \
+		"r10k:the plan has 10000 rings; the engine runs at most 64"; do
+		f=${c%%:*}.json
+		within 5 timeout 10 "$PENNY" ring-plan --check $f >out 2>&1 &&
+		test "$WITHIN_RC" -eq 1 && grep -q "^violation: ${c#*:}" out ||
+			{ echo "$f: exit $WITHIN_RC"; cat out; exit 1; }
+	done
+'
+test_expect_success 'allreduce-test --plan refuses the same plans before running (exit 2)' '
+	for f in nranks nodes hopnic segrail r10k; do
+		refused 2 "^penny allreduce-test: --plan: plan .$f.json. fails validation: " \
+			penny allreduce-test --np 4 --plan $f.json -b 1K -e 1K --timeout 5 || exit 1
+	done &&
+	grep -q "engine runs at most 64" err
+'
+test_expect_success 'two ranks on two nodes: each ring keeps one NIC; a plan that does not fails' '
+	penny ring-plan --nodes 2 --gpus 1 --nics 2 --json >solo.json &&
+	penny ring-plan --check solo.json >out && grep -q "^0 violations$" out &&
+	python3 - <<-PY &&
+	import json
+	d = json.load(open("solo.json"))
+	for r in d["rings"]:
+	    for s in r["segments"]:
+	        assert s["recv"]["nic"] == s["send"]["nic"], s
+	s = d["rings"][0]["segments"]
+	s[0]["send"] = dict(s[0]["recv"], nic="mlx5_1" if s[0]["recv"]["nic"] == "mlx5_0" else "mlx5_0")
+	for r in d["rings"]:
+	    r.pop("hops"); r.pop("rails")
+	d.pop("rails")
+	for s in d["rings"][0]["segments"]:
+	    s["send"].pop("rail"); s["recv"].pop("rail")
+	json.dump(d, open("solo-bad.json", "w"))
+	PY
+	test_exit 1 penny ring-plan --check solo-bad.json >out &&
+	grep -q "^violation: ring 0: node01 receives on mlx5_[01] and sends on mlx5_[01], both with its one peer; one connection uses one NIC$" out
+'
+
 # XML: one root element, closed, nothing after it.
 test_expect_success 'hwloc XML v2 and v3: a second root element, content after it, an unclosed element' '
 	for v in "$X/v2/24em64t-2n6c2t-pci.xml" "$X/24em64t-2n6c2t-pci.xml"; do
