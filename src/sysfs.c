@@ -143,7 +143,7 @@ int pn_sys_read(char *buf, size_t len, const char *fmt, ...)
 	return read_path(path, buf, len);
 }
 
-static int parse_u64(const char *s, uint64_t *v)
+int pn_sys_parse_u64(const char *s, uint64_t *v)
 {
 	char *end;
 	unsigned long long x;
@@ -174,14 +174,26 @@ int pn_sys_u64(uint64_t *v, const char *fmt, ...)
 	ret = read_path(path, buf, sizeof(buf));
 	if (ret < 0)
 		return ret;
-	return parse_u64(buf, v);
+	return pn_sys_parse_u64(buf, v);
+}
+
+int pn_sys_parse_int(const char *s, int *v)
+{
+	char *end;
+	long x;
+
+	errno = 0;
+	x = strtol(s, &end, 0);
+	if (errno || end == s || x < INT_MIN || x > INT_MAX)
+		return -EINVAL;
+	*v = (int)x;
+	return 0;
 }
 
 int pn_sys_int(int *v, const char *fmt, ...)
 {
-	char path[PATH_MAX], buf[64], *end;
+	char path[PATH_MAX], buf[64];
 	va_list ap;
-	long x;
 	int ret;
 
 	va_start(ap, fmt);
@@ -192,12 +204,7 @@ int pn_sys_int(int *v, const char *fmt, ...)
 	ret = read_path(path, buf, sizeof(buf));
 	if (ret < 0)
 		return ret;
-	errno = 0;
-	x = strtol(buf, &end, 0);
-	if (errno || end == buf || x < INT_MIN || x > INT_MAX)
-		return -EINVAL;
-	*v = (int)x;
-	return 0;
+	return pn_sys_parse_int(buf, v);
 }
 
 DIR *pn_sys_opendir(const char *fmt, ...)

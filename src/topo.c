@@ -1034,17 +1034,28 @@ static int find_gpus(struct build *b, struct pn_topo_dev **gpus, int *n, int *ca
 	return b->err;
 }
 
-/* PCI bus id from a sysfs device link ("../../../0000:3b:00.0"). */
-static int busid_from_link(const char *link, char *busid, size_t len)
+int pn_topo_busid_from_link(const char *link, char *busid, size_t len)
 {
-	const char *base = strrchr(link, '/');
-	unsigned d, bus, dev, fn;
-	char extra;
+	/* domain (VMD domains are 0x10000 and up), bus, device, function */
+	static const unsigned long max[4] = { 0xffffff, 0xff, 0x1f, 0x7 };
+	static const char sep[4] = { ':', ':', '.', 0 };
+	const char *p = strrchr(link, '/');
+	unsigned long v[4];
+	int i;
 
-	base = base ? base + 1 : link;
-	if (sscanf(base, "%x:%x:%x.%x%c", &d, &bus, &dev, &fn, &extra) != 4)
-		return -EINVAL;
-	snprintf(busid, len, "%04x:%02x:%02x.%01x", d, bus, dev, fn);
+	p = p ? p + 1 : link;
+	for (i = 0; i < 4; i++) {
+		char *end;
+
+		if (!isxdigit((unsigned char)p[0]) || (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')))
+			return -EINVAL;
+		errno = 0;
+		v[i] = strtoul(p, &end, 16);
+		if (errno || v[i] > max[i] || *end != sep[i])
+			return -EINVAL;
+		p = end + 1;
+	}
+	snprintf(busid, len, "%04lx:%02lx:%02lx.%01lx", v[0], v[1], v[2], v[3]);
 	return 0;
 }
 
@@ -1073,7 +1084,7 @@ static int find_nics_sysfs(struct build *b, struct pn_topo_dev **nics, int *n, i
 		snprintf(busid, sizeof(busid), "%s", d->pci_busid);
 		if (!busid[0] && d->nic.parent[0] &&
 		    pn_sys_readlink(link, sizeof(link), "/sys/class/net/%s/device", d->nic.parent) > 0)
-			busid_from_link(link, busid, sizeof(busid));
+			pn_topo_busid_from_link(link, busid, sizeof(busid));
 		if (busid[0])
 			obj = hwloc_get_pcidev_by_busidstring(b->topo, busid);
 		if (obj && d->pci_busid[0]) {

@@ -126,6 +126,12 @@ int pn_topo_rail(const struct pn_topo *t, int g, int *nics, int *cls);
  * object, pci_locality dropped, gp_index from id.  *out is malloc'ed.
  */
 int pn_topo_xml_downgrade(const char *in, size_t len, char **out, size_t *outlen);
+/*
+ * PCI bus id ("0000:3b:00.0") from a sysfs device link ("../../../0000:3b:00.0"):
+ * 0, or -EINVAL when the last component is not domain:bus:device.function
+ * in range (domain up to 0xffffff, bus 0xff, device 0x1f, function 7).
+ */
+int pn_topo_busid_from_link(const char *link, char *busid, size_t len);
 /* Major version of an hwloc XML document (1 when unversioned); -1 not hwloc XML. */
 int pn_topo_xml_version(const char *buf, size_t len);
 /*
