@@ -409,14 +409,20 @@ static size_t xml_name_len(const char *in, size_t len, size_t i)
 	return k - i;
 }
 
+#define XML_CHECK_ATTRS 64 /* what the converter handles (object_v2) */
+
 /*
  * A start tag at in[i] == '<' with its name already read (up to k): the
- * attributes (name="value", separated by white space), then '>' or '/>'.
- * Returns the index after the tag, 0 when it is malformed (*why says how).
+ * attributes (name="value", separated by white space, each name once, at
+ * most XML_CHECK_ATTRS), then '>' or '/>'.  Returns the index after the
+ * tag, 0 when it is malformed (*why says how).
  */
 static size_t xml_start_tag(const char *in, size_t len, size_t k, int *selfclose,
 			    const char **why)
 {
+	size_t at[XML_CHECK_ATTRS], alen[XML_CHECK_ATTRS];
+	int na = 0, a;
+
 	for (;;) {
 		size_t ws = k, n;
 		char q;
@@ -442,6 +448,17 @@ static size_t xml_start_tag(const char *in, size_t len, size_t k, int *selfclose
 			*why = "malformed attribute";
 			return 0;
 		}
+		for (a = 0; a < na; a++)
+			if (alen[a] == n && !memcmp(in + at[a], in + k, n)) {
+				*why = "repeated attribute";
+				return 0;
+			}
+		if (na == XML_CHECK_ATTRS) {
+			*why = "too many attributes";
+			return 0;
+		}
+		at[na] = k;
+		alen[na++] = n;
 		k += n;
 		while (k < len && isspace((unsigned char)in[k]))
 			k++;
@@ -489,8 +506,9 @@ int pn_topo_xml_check(const char *in, size_t len)
 		if (!depth) /* before or after the root element: white space only */
 			for (k = i; k < text; k++)
 				if (!isspace((unsigned char)in[k]))
-					return xml_bad(in, k, roots ? "content after the root element"
-								    : "text before the root element");
+					return xml_bad(in, k,
+						       roots ? "content after the root element"
+							     : "text before the root element");
 		if (!lt)
 			break;
 		i = text;
@@ -503,31 +521,25 @@ int pn_topo_xml_check(const char *in, size_t len)
 			continue;
 		}
 		if (len - i >= 2 && in[i + 1] == '?') {
-			const char *e = memmem(in + i + 2, len - i - 2, "?>", 2);
+			/* ends at its first '>' (as penny's converter reads it), which is "?>" */
+			const char *e = memchr(in + i + 2, '>', len - i - 2);
 
 			if (!e)
 				return xml_bad(in, i, "unterminated processing instruction");
-			i = (size_t)(e - in) + 2;
-			continue;
-		}
-		if (len - i >= 9 && !memcmp(in + i, "<![CDATA[", 9)) {
-			const char *e = memmem(in + i + 9, len - i - 9, "]]>", 3);
-
-			if (!depth)
-				return xml_bad(in, i, "CDATA outside the root element");
-			if (!e)
-				return xml_bad(in, i, "unterminated CDATA section");
-			i = (size_t)(e - in) + 3;
+			if (e[-1] != '?' || e - in < (ptrdiff_t)i + 3)
+				return xml_bad(in, i, "'>' inside a processing instruction");
+			i = (size_t)(e - in) + 1;
 			continue;
 		}
 		if (len - i >= 2 && in[i + 1] == '!') {
+			/* hwloc writes no CDATA section: refused like any other declaration */
 			if (len - i < 9 || memcmp(in + i, "<!DOCTYPE", 9) || depth || roots)
 				return xml_bad(in, i, "unexpected markup declaration");
 			k = tag_end(in, len, i);
 			if (!k)
 				return xml_bad(in, i, "unterminated DOCTYPE");
 			if (memchr(in + i, '[', k - i))
-				return xml_bad(in, i, "a DOCTYPE with an internal subset is not accepted");
+				return xml_bad(in, i, "a DOCTYPE with an internal subset");
 			i = k;
 			continue;
 		}
@@ -675,7 +687,7 @@ int pn_topo_xml_downgrade(const char *in, size_t len, char **out, size_t *outlen
 			endtag = in[i + 1] == '/';
 			selfclose = !endtag && in[e - 2] == '/';
 			top = depth == 1;
-			drop = skip >= 0 || !strncmp(in + i, "<!--", 4) ||
+			drop = skip >= 0 || (len - i >= 4 && !memcmp(in + i, "<!--", 4)) ||
 			       (top && !endtag && (!strcmp(name, "info") || !strcmp(name, "pci_locality")));
 			if (pass && skip < 0 && !(drop && all_space(in + pend, pend_len)))
 				sb_put(&o, in + pend, pend_len);

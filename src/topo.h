@@ -136,9 +136,11 @@ int pn_topo_busid_from_link(const char *link, char *busid, size_t len);
 int pn_topo_xml_version(const char *buf, size_t len);
 /*
  * Is buf well-formed XML as penny accepts it: one root element, every
- * element closed by a matching tag, quoted attributes, nothing but white
- * space, comments and processing instructions around the root (a DOCTYPE
- * before it), no NUL byte.  0, or -EINVAL with "line L: ...".
+ * element closed by a matching tag, quoted attributes (each once, at most
+ * 64 a tag), nothing but white space, comments and processing instructions
+ * around the root (a DOCTYPE before it), no CDATA, no '>' inside a
+ * processing instruction, no NUL byte.  0, or -EINVAL with "malformed XML
+ * at line L: ...".
  */
 int pn_topo_xml_check(const char *buf, size_t len);
 
