@@ -336,12 +336,13 @@ int pn_tune_parse(const char *text, size_t len, const char *name, struct pn_tune
 		if (line[strspn(line, " \t")] == '#' || line[strspn(line, " \t")] == 0)
 			continue;
 		if (tune_line(line, &e)) {
-			ret = pn_err(-EINVAL, "%s:%d: want \"nranks nnodes max_bytes algorithm\"", name,
-				     lineno);
+			ret = pn_err(-EINVAL, "%s:%d: want \"nranks nnodes max_bytes algorithm\"",
+				     name, lineno);
 			break;
 		}
 		if (n == PN_TUNE_MAX_ENTRIES) {
-			ret = pn_err(-EINVAL, "%s: more than %d entries", name, PN_TUNE_MAX_ENTRIES);
+			ret = pn_err(-EINVAL, "%s: more than %d entries", name,
+				     PN_TUNE_MAX_ENTRIES);
 			break;
 		}
 		if (n == cap) {

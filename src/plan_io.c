@@ -775,7 +775,8 @@ static void check_fields(struct pn_plan *p, const struct pn_jval *root,
 			}
 			if (pn_json_get(nv, "rank0") &&
 			    !hop_int_is(pn_json_get(nv, "rank0"), m->nodes[q].rank0))
-				FVIOL("the plan's node %s: \"rank0\" must be %d", host, m->nodes[q].rank0);
+				FVIOL("the plan's node %s: \"rank0\" must be %d", host,
+				      m->nodes[q].rank0);
 		}
 	} else if (nodes) {
 		FVIOL("the plan's \"nodes\" must be an array");
