@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# penny: make, make test, make asan, make tsan, make install, make lab-test
+# penny: make, make test, make asan, make tsan, make fuzz, make install, make lab-test
 CC ?= cc
 ifeq ($(origin CC),default)
 CC = cc
@@ -34,6 +34,10 @@ CMD_OBJ := $(CMD_SRC:%.c=$(B)/%.o)
 UNIT_BIN := $(UNIT_SRC:%.c=$(B)/%)
 HELPER_SRC := $(sort $(wildcard tests/helpers/*.c))
 HELPER_BIN := $(HELPER_SRC:%.c=$(B)/%)
+PRELOAD_SRC := $(sort $(wildcard tests/preload/*.c))
+PRELOAD_SO := $(PRELOAD_SRC:%.c=$(B)/%.so)
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+REPLAY_BIN := $(FUZZ_SRC:tests/fuzz/fuzz_%.c=$(B)/tests/fuzz/replay_%)
 
 # The default build puts the binary at ./penny; other builds (asan) in $(B).
 ifeq ($(B),build)
@@ -42,8 +46,10 @@ else
 PENNY_BIN := $(B)/penny
 endif
 
-.PHONY: all test check unit asan tsan install uninstall clean lab-test bench plugins
-all: $(PENNY_BIN) $(UNIT_BIN) $(HELPER_BIN) plugins
+.PHONY: all test check unit asan tsan install uninstall clean lab-test bench plugins fuzz
+FUZZ_SECONDS ?= 180
+FUZZ_CC ?= clang
+all: $(PENNY_BIN) $(UNIT_BIN) $(HELPER_BIN) $(PRELOAD_SO) $(REPLAY_BIN) plugins
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -63,6 +69,26 @@ $(B)/tests/unit/%: tests/unit/%.c $(B)/libpenny.a tests/unit/unit.h
 $(B)/tests/helpers/%: tests/helpers/%.c $(B)/libpenny.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libpenny.a $(LIBS)
+
+# Fuzz harnesses: replayed over their corpora by make test (no libFuzzer);
+# make fuzz builds them with libFuzzer into build-fuzz/ (tests/fuzz/run.sh).
+.SECONDARY: $(B)/tests/fuzz/replay.o
+$(B)/tests/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(B)/tests/fuzz/replay.o $(B)/libpenny.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/tests/fuzz/replay.o $(B)/libpenny.a $(LIBS)
+
+$(B)/tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(B)/libpenny.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(FUZZ_LINK) $(LDFLAGS) -o $@ $< $(B)/libpenny.a $(LIBS)
+
+fuzz:
+	@FUZZ_SECONDS="$(FUZZ_SECONDS)" FUZZ_RUNS="$(FUZZ_RUNS)" FUZZ="$(FUZZ)" \
+		FUZZ_CC="$(FUZZ_CC)" bash tests/fuzz/run.sh
+
+# LD_PRELOAD shims for the tests (no sanitizer: they go before its runtime)
+$(B)/tests/preload/%.so: tests/preload/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(OPT) $(WARN) -fPIC -shared -o $@ $< -ldl
 
 -include plugins/plugins.mk
 
@@ -100,7 +126,7 @@ uninstall:
 	rm -rf $(DESTDIR)$(PLUGINDIR)
 
 clean:
-	rm -rf build build-asan build-tsan build-clang penny
+	rm -rf build build-asan build-tsan build-clang build-fuzz penny
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)
 

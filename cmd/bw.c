@@ -45,8 +45,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define MAX_RAILS 8
-#define HELLO_MAGIC 0x5042574fu /* "PBWO" */
+#define MAX_RAILS PN_BW_MAX_RAILS
+#define HELLO_MAGIC PN_BW_HELLO_MAGIC
 
 static const char *opt_dev, *opt_op = "write", *opt_loopback, *opt_expect;
 static int opt_ibport, opt_gid = -1, opt_all, opt_iters = -1, opt_qps = 1, opt_bidir;
@@ -115,24 +115,6 @@ const struct pn_opt bw_options[] = {
 	OPT_TABLE_END
 };
 
-/* One side's description, exchanged before connecting. */
-struct hello {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t size;
-	uint32_t tcp;		/* 1: TCP test */
-	uint32_t nrails;
-	uint32_t port_tcp;	/* launcher + TCP: the data port */
-	uint32_t reserved;
-	struct pn_bw_cfg cfg;
-	char host[64];
-	char addr[64];		/* launcher + TCP: the data address */
-	char dev[MAX_RAILS][40];
-	double link_gbps[MAX_RAILS];
-	struct pn_verbs_info info[MAX_RAILS];
-	char err[160];		/* this side failed before connecting: why */
-};
-
 struct rail {
 	struct pn_gpumem *gpu;		/* --use_cuda: the buffer is GPU memory */
 	struct pn_verbs_dev *dev;
@@ -152,7 +134,7 @@ struct bw {
 	struct rail rails[MAX_RAILS];
 	char devs[MAX_RAILS][40];
 	int ndevs;
-	struct hello me, peer;
+	struct pn_bw_hello me, peer;
 	/* socket modes */
 	int fd;
 	const char *mode;	/* "server", "client", "loopback", "launcher" */
@@ -421,11 +403,12 @@ static void hello_init(struct bw *b)
 /* After the exchange: the peer agrees with us, then the QPs are connected. */
 static int agree_and_connect(struct bw *b)
 {
-	const struct hello *p = &b->peer;
+	const struct pn_bw_hello *p = &b->peer;
 	int i, ret;
 
-	if (p->magic != HELLO_MAGIC || p->version != 1 || p->size != sizeof(*p))
-		return pn_err(-EPROTO, "the peer is not a penny bw of this version");
+	ret = pn_bw_hello_decode(&b->peer, &b->peer, sizeof(b->peer));
+	if (ret)
+		return ret;
 	if (p->err[0])
 		return pn_err(-EIO, "the peer on %.64s failed: %.160s", p->host, p->err);
 	if (p->tcp != (uint32_t)b->tcp)
@@ -766,29 +749,27 @@ struct pending {
 	double deadline;	/* accepted + --timeout */
 	size_t got;
 	char who[80];		/* "address:port" */
-	struct hello h;
+	struct pn_bw_hello h;
 };
 
 /* NULL: the bytes so far can start a penny bw hello; else why they cannot. */
-static const char *hello_wrong(const struct hello *h, size_t got, char *why, size_t len)
+static const char *hello_wrong(const struct pn_bw_hello *h, size_t got, char *why, size_t len)
 {
-	int i;
+	struct pn_bw_hello whole;
 
 	if (got >= sizeof(h->magic) && h->magic != HELLO_MAGIC)
 		return "not a penny bw client";
-	if (got >= offsetof(struct hello, tcp) && (h->version != 1 || h->size != sizeof(*h))) {
+	if (got >= offsetof(struct pn_bw_hello, tcp) && (h->version != 1 || h->size != sizeof(*h))) {
 		snprintf(why, len, "penny bw hello version %u of %u bytes; this is version 1 of %zu",
 			 h->version, h->size, sizeof(*h));
 		return why;
 	}
 	if (got < sizeof(*h))
 		return NULL;
-	if (h->tcp > 1 || h->nrails > MAX_RAILS || !memchr(h->host, 0, sizeof(h->host)) ||
-	    !memchr(h->addr, 0, sizeof(h->addr)) || !memchr(h->err, 0, sizeof(h->err)))
-		return "a malformed penny bw hello";
-	for (i = 0; i < MAX_RAILS; i++)
-		if (!memchr(h->dev[i], 0, sizeof(h->dev[i])))
-			return "a malformed penny bw hello";
+	if (pn_bw_hello_decode(&whole, h, sizeof(*h))) {
+		snprintf(why, len, "%s", pn_errmsg(-EPROTO));
+		return why;
+	}
 	return NULL;
 }
 
@@ -1005,7 +986,7 @@ static int open_rails(struct bw *b, int n)
 /* Tell the peer why we cannot go on (best effort), so it does not wait. */
 static void send_failure(struct bw *b, int code)
 {
-	struct hello h;
+	struct pn_bw_hello h;
 
 	memset(&h, 0, sizeof(h));
 	h.magic = HELLO_MAGIC;
@@ -1149,7 +1130,7 @@ static int agree_params(struct bw *b)
 static int run_launcher(struct bw *b, const struct pn_boot_cfg *cfg)
 {
 	struct pn_out *o = b->ctx->out;
-	struct hello *all_hello = NULL;
+	struct pn_bw_hello *all_hello = NULL;
 	struct gathered *mine = NULL, *all_rows = NULL;
 	int i, k, p, ret, lfd = -1;
 
@@ -1188,6 +1169,8 @@ static int run_launcher(struct bw *b, const struct pn_boot_cfg *cfg)
 	if (ret)
 		goto out;
 	ret = agree_and_connect(b);
+	for (i = 0; !ret && i < b->nranks; i++) /* rank 0 prints them all */
+		ret = pn_bw_hello_decode(&all_hello[i], &all_hello[i], sizeof(all_hello[i]));
 	if (!ret && b->tcp) {
 		b->fd = b->initiator ? accept_one(lfd, pn_cli.timeout)
 				     : connect_to(b->peer.addr, (int)b->peer.port_tcp, pn_cli.timeout);
@@ -1255,7 +1238,7 @@ static int run_launcher(struct bw *b, const struct pn_boot_cfg *cfg)
 	pn_out_int(o, PN_JSON, "nranks", NULL, b->nranks);
 	pn_out_open_array(o, "links");
 	for (p = 0; p < b->nranks / 2; p++) {
-		const struct hello *ha = &all_hello[2 * p], *hb = &all_hello[2 * p + 1];
+		const struct pn_bw_hello *ha = &all_hello[2 * p], *hb = &all_hello[2 * p + 1];
 		int nr = (int)PN_MIN(ha->nrails, hb->nrails);
 
 		if (b->tcp)

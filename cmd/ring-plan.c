@@ -55,7 +55,7 @@ const struct pn_opt ring_plan_options[] = {
 	  "node order of the rings (physical placement); names synthetic nodes", NULL, OPT_LIST },
 	{ "rings", 0, OPT_INT, &o.rings, "N",
 	  "number of rings (one node: any; several: a multiple of one per rail)", NULL,
-	  OPT_RANGE(1, 4096) },
+	  OPT_RANGE(1, PN_PLAN_MAX_RINGS) },
 	{ "pcie-rate", 0, OPT_DOUBLE, &o.pcie_rate, "GBS",
 	  "PCIe link rate for the prediction, GB/s per direction (default 63, Gen5 x16)", NULL,
 	  OPT_RANGE(0.001, 10000) },
@@ -759,16 +759,15 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 		pn_cmd_fail(ctx, 2, "--check takes several files only for NCCL graph XML, one per node");
 		goto out;
 	}
-	if (xml)
+	if (xml) {
 		ret = pn_plan_read_nccl(&plan, model, (const char *const *)texts, lens,
 					(const char *const *)names, nf, &notes, &viol);
-	else
-		ret = pn_plan_read_json(&plan, &own, model, texts[0], lens[0]);
-	if (ret) {
-		pn_cmd_error(ctx, ret);
-		goto out;
+		if (!ret)
+			ret = pn_plan_validate(&plan, &viol);
+	} else {
+		/* the validator of allreduce-test --plan (plan_job.h) */
+		ret = pn_plan_load_json(&plan, &own, model, texts[0], lens[0], &viol);
 	}
-	ret = pn_plan_validate(&plan, &viol);
 	if (ret < 0) {
 		pn_cmd_error(ctx, ret);
 		goto out;

@@ -81,6 +81,43 @@ int pn_bw_cfg_check(const struct pn_bw_cfg *a, const struct pn_bw_cfg *b)
 	return 0;
 }
 
+/* ------------------------------------------------------------------ hello */
+
+static int terminated(const char *s, size_t len)
+{
+	return memchr(s, 0, len) != NULL;
+}
+
+int pn_bw_hello_decode(struct pn_bw_hello *h, const void *buf, size_t len)
+{
+	const char *why = NULL;
+	int i;
+
+	if (len != sizeof(*h))
+		return pn_err(-EPROTO, "the peer is not a penny bw of this version (%zu bytes of "
+				       "setup)", len);
+	memmove(h, buf, sizeof(*h));
+	if (h->magic != PN_BW_HELLO_MAGIC || h->version != 1 || h->size != sizeof(*h))
+		return pn_err(-EPROTO, "the peer is not a penny bw of this version");
+	if (h->tcp > 1)
+		why = "transport";
+	else if (h->nrails > PN_BW_MAX_RAILS)
+		why = "rail count";
+	else if (h->port_tcp > 65535)
+		why = "TCP port";
+	else if (h->cfg.nsizes > PN_BW_MAX_SIZES)
+		why = "size count";
+	else if (!terminated(h->host, sizeof(h->host)) || !terminated(h->addr, sizeof(h->addr)) ||
+		 !terminated(h->err, sizeof(h->err)))
+		why = "string";
+	for (i = 0; !why && i < PN_BW_MAX_RAILS; i++)
+		if (!terminated(h->dev[i], sizeof(h->dev[i])))
+			why = "device name";
+	if (why)
+		return pn_err(-EPROTO, "the peer's setup is malformed (%s)", why);
+	return 0;
+}
+
 /* ------------------------------------------------------------- statistics */
 
 static int cmp_double(const void *a, const void *b)

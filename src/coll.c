@@ -2,9 +2,11 @@
 #define _GNU_SOURCE
 #include "coll.h"
 #include "log.h"
+#include "minijson.h"
 #include "util.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,21 +299,96 @@ int pn_allgather_group(struct pn_coll *co, const void *mine, void *all, size_t l
 
 /* ---- tuning ---- */
 
-struct tune_entry {
-	int nranks, nnodes;
-	size_t max_bytes;
-	enum pn_algo algo;
-};
-
-static struct tune_entry *tune_tab;
+static struct pn_tune_entry *tune_tab;
 static int tune_n;
+
+/* One line "nranks nnodes max_bytes algorithm" (NUL-terminated, no newline). */
+static int tune_line(char *line, struct pn_tune_entry *e)
+{
+	char *f[5], *save = NULL, *tok;
+	uint64_t b;
+	int n = 0;
+
+	for (tok = strtok_r(line, " \t", &save); tok && n < 5; tok = strtok_r(NULL, " \t", &save))
+		f[n++] = tok;
+	if (n != 4 || pn_parse_int(f[0], &e->nranks) || pn_parse_int(f[1], &e->nnodes) ||
+	    pn_parse_size(f[2], &b) || pn_algo_parse(f[3], &e->algo) || e->algo == PN_ALGO_AUTO ||
+	    e->nranks < 1 || e->nnodes < 1 || b > SIZE_MAX)
+		return -EINVAL;
+	e->max_bytes = (size_t)b;
+	return 0;
+}
+
+int pn_tune_parse(const char *text, size_t len, const char *name, struct pn_tune_entry **tab,
+		  int *count)
+{
+	struct pn_tune_entry *t = NULL;
+	const char *p = text, *end = text + len;
+	int n = 0, cap = 0, lineno = 0, ret = 0;
+
+	*tab = NULL;
+	*count = 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t ll = (size_t)((nl ? nl : end) - p);
+		char line[PN_TUNE_MAX_LINE + 1];
+		struct pn_tune_entry e;
+
+		lineno++;
+		if (ll && p[ll - 1] == '\r')
+			ll--;
+		if (ll > PN_TUNE_MAX_LINE) {
+			ret = pn_err(-EINVAL, "%s:%d: line longer than %d bytes", name, lineno,
+				     PN_TUNE_MAX_LINE);
+			break;
+		}
+		memcpy(line, p, ll);
+		line[ll] = 0;
+		p = nl ? nl + 1 : end;
+		if (memchr(line, 0, ll)) {
+			ret = pn_err(-EINVAL, "%s:%d: NUL byte", name, lineno);
+			break;
+		}
+		if (line[strspn(line, " \t")] == '#' || line[strspn(line, " \t")] == 0)
+			continue;
+		if (tune_line(line, &e)) {
+			ret = pn_err(-EINVAL, "%s:%d: want \"nranks nnodes max_bytes algorithm\"",
+				     name, lineno);
+			break;
+		}
+		if (n == PN_TUNE_MAX_ENTRIES) {
+			ret = pn_err(-EINVAL, "%s: more than %d entries", name,
+				     PN_TUNE_MAX_ENTRIES);
+			break;
+		}
+		if (n == cap) {
+			struct pn_tune_entry *nt;
+
+			cap = cap ? 2 * cap : 16;
+			nt = realloc(t, sizeof(*nt) * (size_t)cap);
+			if (!nt) {
+				ret = pn_err(-ENOMEM, "out of memory");
+				break;
+			}
+			t = nt;
+		}
+		t[n++] = e;
+	}
+	if (ret) {
+		free(t);
+		return ret;
+	}
+	*tab = t;
+	*count = n;
+	return 0;
+}
 
 enum pn_algo pn_tune_pick(int nranks, int nnodes, size_t bytes, int direct)
 {
 	int i, best = -1;
 
 	for (i = 0; i < tune_n; i++) {
-		const struct tune_entry *t = &tune_tab[i];
+		const struct pn_tune_entry *t = &tune_tab[i];
 
 		if (t->nranks != nranks || t->nnodes != nnodes || t->max_bytes < bytes)
 			continue;
@@ -337,41 +414,21 @@ enum pn_algo pn_tune_pick(int nranks, int nnodes, size_t bytes, int direct)
 
 int pn_tune_load(const char *path)
 {
-	FILE *f = fopen(path, "r");
-	char line[256];
-	int lineno = 0;
+	struct pn_tune_entry *t;
+	char *text;
+	size_t len;
+	int n, ret;
 
-	if (!f)
-		return pn_err(-errno, "cannot open tuning file '%s': %m", path);
+	ret = pn_read_file(path, &text, &len);
+	if (ret)
+		return pn_err_ctx(ret, "tuning file");
+	ret = pn_tune_parse(text, len, path, &t, &n);
+	free(text);
+	if (ret)
+		return ret;
 	free(tune_tab);
-	tune_tab = NULL;
-	tune_n = 0;
-	while (fgets(line, sizeof(line), f)) {
-		char algo[64], sz[64];
-		struct tune_entry e;
-		uint64_t b;
-		struct tune_entry *nt;
-
-		lineno++;
-		if (line[0] == '#' || line[strspn(line, " \t\r\n")] == 0)
-			continue;
-		if (sscanf(line, "%d %d %63s %63s", &e.nranks, &e.nnodes, sz, algo) != 4 ||
-		    pn_parse_size(sz, &b) || pn_algo_parse(algo, &e.algo) || e.algo == PN_ALGO_AUTO ||
-		    e.nranks < 1 || e.nnodes < 1) {
-			fclose(f);
-			return pn_err(-EINVAL, "%s:%d: want \"nranks nnodes max_bytes algorithm\"", path,
-				      lineno);
-		}
-		e.max_bytes = b;
-		nt = realloc(tune_tab, sizeof(*nt) * (size_t)(tune_n + 1));
-		if (!nt) {
-			fclose(f);
-			return pn_err(-ENOMEM, "out of memory");
-		}
-		tune_tab = nt;
-		tune_tab[tune_n++] = e;
-	}
-	fclose(f);
+	tune_tab = t;
+	tune_n = n;
 	return 0;
 }
 

@@ -70,7 +70,26 @@ enum pn_algo pn_tune_pick(int nranks, int nnodes, size_t bytes, int direct);
 /* The built-in table's largest size for one-shot (which reduces in place
  * into a scratch buffer of the whole size). */
 #define PN_TUNE_ONE_SHOT_MAX (64u << 10)
+/* Read a tuning file (pn_read_file: a regular file, bounded) and use its table. */
 int pn_tune_load(const char *path);
+
+struct pn_tune_entry {
+	int nranks, nnodes;
+	size_t max_bytes;
+	enum pn_algo algo;
+};
+
+#define PN_TUNE_MAX_LINE 255
+#define PN_TUNE_MAX_ENTRIES 4096
+/*
+ * Parse the text of a tuning file (a pure function): lines "nranks nnodes
+ * max_bytes algorithm", blank lines and '#' comments; at most
+ * PN_TUNE_MAX_LINE bytes a line and PN_TUNE_MAX_ENTRIES entries.  *tab is
+ * malloc'ed (NULL when there are no entries).  0, or -EINVAL ("name:line:
+ * ...") / -ENOMEM with a message.
+ */
+int pn_tune_parse(const char *text, size_t len, const char *name, struct pn_tune_entry **tab,
+		  int *n);
 /* Write the table to f (an output file the caller opened, src/ofile.h);
  * name is f's path for messages.  Only lines pn_tune_load accepts: an
  * algorithm outside the runnable ones (auto) is -EINVAL and writes nothing. */

@@ -682,7 +682,7 @@ again:
 	return (int)n;
 }
 
-static int parse_counter(const char *s, uint64_t *v)
+int pn_ctr_parse_value(const char *s, uint64_t *v)
 {
 	unsigned long long x;
 	char *end;
@@ -776,8 +776,8 @@ static void read_netdev_attrs(struct pn_ctr_set *s, struct pn_ctr_port *p)
 	snprintf(path, sizeof(path), NET_CLASS "/%s/speed", p->dev);
 	p->rate[0] = 0;
 	p->rate_gbps = 0;
-	if (held_read(s, &p->io->fd_rate, buf, sizeof(buf), path) >= 0 && !parse_counter(buf, &mbps) &&
-	    mbps > 0 && mbps < 10000000) {
+	if (held_read(s, &p->io->fd_rate, buf, sizeof(buf), path) >= 0 &&
+	    !pn_ctr_parse_value(buf, &mbps) && mbps > 0 && mbps < 10000000) {
 		p->rate_gbps = (double)mbps / 1000.0;
 		snprintf(p->rate, sizeof(p->rate), "%g Gb/sec", p->rate_gbps);
 	}
@@ -842,7 +842,7 @@ static void sample_port(struct pn_ctr_set *s, struct pn_ctr_port *p)
 				ctr_path(p, &p->ctr[i], path, sizeof(path));
 				n = held_read(s, fd, buf, sizeof(buf), path);
 			}
-			ok[i] = n >= 0 && !parse_counter(buf, &raw[i]);
+			ok[i] = n >= 0 && !pn_ctr_parse_value(buf, &raw[i]);
 		}
 	}
 	t1 = clock_ns(s);

@@ -188,6 +188,8 @@ const struct pn_ctr_port *pn_ctr_set_find(const struct pn_ctr_set *s, const char
  * 32-bit wrap would exceed it is taken as a reset.
  */
 void pn_ctr_update(struct pn_ctr *c, int ok, uint64_t raw, uint64_t max_raw);
+/* A counter file's text: decimal digits, white space around; 0 or -EINVAL/-ERANGE. */
+int pn_ctr_parse_value(const char *s, uint64_t *v);
 /* History sample i (0 = oldest of hist_n) of rx and tx bytes/s. */
 void pn_ctr_hist(const struct pn_ctr_port *p, int i, double *rx, double *tx);
 const char *pn_ctr_group_name(int group);	/* "counters", "hw_counters", ... */

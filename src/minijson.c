@@ -591,15 +591,50 @@ out:
 	return ret;
 }
 
+static const char *file_kind(mode_t m)
+{
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISCHR(m))
+		return "a character device";
+	if (S_ISBLK(m))
+		return "a block device";
+	if (S_ISSOCK(m))
+		return "a socket";
+	return "not a regular file";
+}
+
 int pn_read_file(const char *path, char **buf, size_t *len)
 {
-	size_t cap = 65536, n = 0;
+	size_t cap, n = 0;
+	struct stat st;
 	char *b = NULL;
 	int fd, ret = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/*
+	 * O_NONBLOCK: opening a FIFO (or a device) must not wait; what was
+	 * opened is checked with fstat before anything is read from it.
+	 */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return pn_err(-errno, "cannot open '%s': %s", path, strerror(errno));
+	if (fstat(fd, &st)) {
+		ret = pn_err(-errno, "cannot read '%s': %s", path, strerror(errno));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ret = pn_err(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
+			     "'%s' is %s, not a regular file", path, file_kind(st.st_mode));
+		goto fail;
+	}
+	if (st.st_size > PN_READ_MAX) {
+		ret = pn_err(-EFBIG, "'%s' is larger than %d MiB", path, PN_READ_MAX >> 20);
+		goto fail;
+	}
+	/* the size may be 0 (procfs) or change while reading: read to the end, bounded */
+	cap = (size_t)st.st_size + 1 > 4096 ? (size_t)st.st_size + 2 : 4096;
 	for (;;) {
 		ssize_t r;
 
@@ -607,7 +642,7 @@ int pn_read_file(const char *path, char **buf, size_t *len)
 			char *nb;
 
 			if (b)
-				cap *= 2;
+				cap = cap > PN_READ_MAX / 2 ? (size_t)PN_READ_MAX + 2 : cap * 2;
 			nb = realloc(b, cap);
 			if (!nb) {
 				ret = pn_err(-ENOMEM, "out of memory reading '%s'", path);
@@ -625,6 +660,10 @@ int pn_read_file(const char *path, char **buf, size_t *len)
 		if (r == 0)
 			break;
 		n += (size_t)r;
+		if (n > PN_READ_MAX) {
+			ret = pn_err(-EFBIG, "'%s' is larger than %d MiB", path, PN_READ_MAX >> 20);
+			goto fail;
+		}
 	}
 	close(fd);
 	b[n] = 0;

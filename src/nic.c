@@ -71,8 +71,7 @@ int pn_port_state_from_name(const char *s)
 	return -1;
 }
 
-/* A GID of all zeros is an empty table slot. */
-static int gid_empty(const char *g)
+int pn_gid_empty(const char *g)
 {
 	for (; *g; g++)
 		if (*g != '0' && *g != ':')
@@ -80,7 +79,7 @@ static int gid_empty(const char *g)
 	return 1;
 }
 
-static int gid_ipv4_mapped(const char *g)
+int pn_gid_ipv4_mapped(const char *g)
 {
 	return !strncmp(g, "0000:0000:0000:0000:0000:ffff:", 30);
 }
@@ -99,7 +98,7 @@ int pn_nic_pick_gid(const char *dev, int port, char *gid, size_t gidlen, char *t
 		ret = pn_sys_read(g, sizeof(g), IB_CLASS "/%s/ports/%d/gids/%d", dev, port, i);
 		if (ret == -ENOENT)
 			break;
-		if (ret < 0 || gid_empty(g))
+		if (ret < 0 || pn_gid_empty(g))
 			continue;
 		t[0] = 0;
 		pn_sys_read(t, sizeof(t), IB_CLASS "/%s/ports/%d/gid_attrs/types/%d", dev, port, i);
@@ -108,7 +107,7 @@ int pn_nic_pick_gid(const char *dev, int port, char *gid, size_t gidlen, char *t
 		} else {
 			int v2 = !strcasecmp(t, "RoCE v2");
 
-			score = v2 ? (gid_ipv4_mapped(g) ? 3 : 2) : 1;
+			score = v2 ? (pn_gid_ipv4_mapped(g) ? 3 : 2) : 1;
 		}
 		if (score > best_score) {
 			best_score = score;

@@ -77,5 +77,8 @@ double pn_parse_rate(const char *s);
 int pn_parse_state(const char *s, char *name, size_t len);
 /* "ACTIVE"/"active"/"4" -> 4; -1 unknown name. */
 int pn_port_state_from_name(const char *s);
+/* A GID as sysfs shows it ("fe80:0000:..."): all zeros (an empty slot); IPv4-mapped. */
+int pn_gid_empty(const char *g);
+int pn_gid_ipv4_mapped(const char *g);
 
 #endif

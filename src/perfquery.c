@@ -132,7 +132,8 @@ int pn_pq_check_response(const uint8_t *mad, size_t len, uint16_t attr, uint64_t
 {
 	uint16_t status;
 
-	if (len < MAD_DATA + 48)
+	/* the decoders read up to byte MAD_DATA + 72: a whole MAD or nothing */
+	if (len < PN_MAD_SIZE)
 		return pn_err(-EPROTO, "short MAD response (%zu bytes)", len);
 	if (mad[1] != PN_PERF_CLASS || mad[3] != MAD_METHOD_GET_RESP)
 		return pn_err(-EPROTO, "unexpected MAD (class 0x%02x, method 0x%02x)", mad[1], mad[3]);

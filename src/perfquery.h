@@ -68,7 +68,8 @@ int pn_pq_parse_lid(const char *s, int *lid, int *port);
 /* Encode a PerfMgt Get of attr for port_select; tid is the transaction id. */
 void pn_pq_encode_get(uint8_t *mad, uint16_t attr, uint8_t port_select, uint64_t tid);
 /*
- * Check a response: GetResp for attr with the low 32 bits of tid (the kernel
+ * Check a response: a whole MAD (PN_MAD_SIZE bytes: the decoders below read
+ * into its data), GetResp for attr with the low 32 bits of tid (the kernel
  * owns the high half) and status 0.  Returns 0 or -errno with a message.
  */
 int pn_pq_check_response(const uint8_t *mad, size_t len, uint16_t attr, uint64_t tid);

@@ -1124,6 +1124,7 @@ void pn_plan_release(struct pn_plan *p)
 	free(p->send);
 	free(p->recv);
 	pn_plan_msgs_release(&p->notes);
+	pn_plan_msgs_release(&p->file_viol);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -1364,7 +1365,7 @@ static int build_one_node(struct pn_plan *p, const struct pn_plan_opts *o)
 int pn_plan_build(struct pn_plan *p, struct pn_plan_model *m, const struct pn_plan_opts *o)
 {
 	int *rails = NULL, nrails = 0, *pa = NULL, *pb = NULL, np, base, R, r, i, ret;
-	int N = m->nnodes, total_rails;
+	int N = m->nnodes, total_rails, solo = N == 2 && m->nranks == 2;
 	struct pn_plan_msgs dropped = { 0 };
 	struct layout_build *lb = NULL;
 	int *use = NULL;
@@ -1423,6 +1424,19 @@ int pn_plan_build(struct pn_plan *p, struct pn_plan_model *m, const struct pn_pl
 	if (np < 0) {
 		ret = np;
 		goto out;
+	}
+	if (solo) {
+		/*
+		 * Two ranks on two nodes are each other's both neighbours: the
+		 * engine's one connection between them has one NIC at each end,
+		 * so every ring turns on one rail (each NIC still sends for one
+		 * ring and receives for one).
+		 */
+		for (i = 0; i < p->nrails; i++) {
+			pa[i] = p->rails[i];
+			pb[i] = -1;
+		}
+		np = p->nrails;
 	}
 	base = 0;
 	for (i = 0; i < np; i++)
@@ -1520,7 +1534,10 @@ int pn_plan_build(struct pn_plan *p, struct pn_plan_model *m, const struct pn_pl
 			    "odd node count: in each ring pair one node (%s first) enters and leaves "
 			    "on the same rail",
 			    m->nodes[N - 1].host);
-	for (i = 0; i < np; i++)
+	if (solo)
+		pn_plan_msg(&p->notes, "two ranks on two nodes: each ring enters and leaves both "
+				       "nodes on one rail (one connection, one NIC)");
+	for (i = 0; i < np && !solo; i++)
 		if (pb[i] < 0)
 			pn_plan_msg(&p->notes, "rail %d has no partner: its ring enters and leaves "
 					       "every node on rail %d", pa[i], pa[i]);
@@ -1839,6 +1856,43 @@ static const char *range(int lo, int hi, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * What the engine's verbs transport needs of a ring (pn_plan_job_nic): one
+ * connection per (peer, ring), so two ranks that are each other's both
+ * neighbours (a ring of two ranks on two nodes) use one NIC both ways; and
+ * the connections the ring does not use are placed on its rail (that of its
+ * first send NIC), so every node needs a NIC on that rail.
+ */
+static void engine_nics(const struct pn_plan *p, int r, struct pn_plan_msgs *viol, int *found)
+{
+	const struct pn_plan_model *m = p->model;
+	const struct pn_plan_ring *ring = &p->rings[r];
+	int i, rail = -1, len = 0;
+
+	for (i = 0; i < ring->nseg; i++)
+		len += ring->seg[i].n;
+	for (i = 0; i < ring->nseg; i++) {
+		const struct pn_plan_seg *s = &ring->seg[i];
+
+		if (rail < 0 && s->out_nic >= 0)
+			rail = nic_rail(m, s->node, s->out_nic);
+		if (len == 2 && ring->nseg == 2 && s->n == 1 && s->in_nic != s->out_nic) {
+			(*found)++;
+			pn_plan_msg(viol, "ring %d: %s receives on %s and sends on %s, both with its "
+					  "one peer; one connection uses one NIC",
+				    r, m->nodes[s->node].host, nic_name(m, s->node, s->in_nic),
+				    nic_name(m, s->node, s->out_nic));
+		}
+	}
+	for (i = 0; rail >= 0 && i < m->nnodes; i++) {
+		if (pn_plan_layout_nic_on_rail(&m->layouts[m->nodes[i].layout], rail) >= 0)
+			continue;
+		(*found)++;
+		pn_plan_msg(viol, "ring %d: %s has no NIC on rail %d, the ring's rail (its other "
+				  "connections there use it)", r, m->nodes[i].host, rail);
+	}
+}
+
 int pn_plan_validate(struct pn_plan *p, struct pn_plan_msgs *viol)
 {
 	struct pn_plan_model *m = p->model;
@@ -1852,10 +1906,18 @@ int pn_plan_validate(struct pn_plan *p, struct pn_plan_msgs *viol)
 		pn_plan_msg(viol, __VA_ARGS__);                                                \
 	} while (0)
 
+	/* what the file said that its rings do not (plans read back) */
+	for (i = 0; i < p->file_viol.n; i++)
+		VIOL("%s", p->file_viol.v[i]);
+	found += p->file_viol.dropped;
+	viol->dropped += p->file_viol.dropped;
 	if (!p->nrings) {
 		VIOL("the plan has no rings");
 		return found;
 	}
+	if (p->nrings > PN_PLAN_MAX_RINGS)
+		VIOL("the plan has %d rings; the engine runs at most %d (one channel each)",
+		     p->nrings, PN_PLAN_MAX_RINGS);
 	seen = calloc((size_t)m->nranks + 1, sizeof(*seen));
 	nseen = calloc((size_t)N + 1, sizeof(*nseen));
 	if (!seen || !nseen) {
@@ -1912,6 +1974,8 @@ int pn_plan_validate(struct pn_plan *p, struct pn_plan_msgs *viol)
 		if (nonic)
 			VIOL("ring %d: %d node%s (%s%s) lack a receive or send NIC", r, nonic,
 			     nonic == 1 ? "" : "s", m->nodes[first_nonic].host, nonic > 1 ? ", ..." : "");
+		if (N >= 2 && !nonic)
+			engine_nics(p, r, viol, &found);
 		if (dup > 3)
 			VIOL("ring %d: %d more ranks visited twice", r, dup - 3);
 		for (k = 0; k < m->nranks; k++) {

@@ -35,6 +35,7 @@ struct pn_plan_best;
 #define PN_PLAN_MAX_GPUS 16	/* per node (exact path search is 2^G) */
 #define PN_PLAN_MAX_NICS 64	/* NIC ports per node */
 #define PN_PLAN_NAME 64
+#define PN_PLAN_MAX_RINGS 64	/* the engine runs one channel per ring, 64 at most (exec.c) */
 
 /* Nominal link rates for the bandwidth prediction (GB/s, one direction). */
 #define PN_PLAN_NVLINK_GBS 26.56 /* per NVLink (NVLink4: NV18 = 478 GB/s) */
@@ -194,6 +195,7 @@ struct pn_plan {
 	struct pn_plan_limit bottleneck;
 	struct pn_plan_msgs notes;	/* degradations, flagged */
 	int degraded;
+	struct pn_plan_msgs file_viol;	/* read back: what the file says that its rings do not */
 };
 
 struct pn_plan_opts {
@@ -211,7 +213,16 @@ int pn_plan_usable_rails(const struct pn_plan_model *m, int **rails, int *nrails
 			 struct pn_plan_msgs *notes);
 /* Loads and bandwidth from the rings (also for plans read back). */
 int pn_plan_analyze(struct pn_plan *p, double pcie_gbs);
-/* Append one line per violation; returns the number found (>= 0) or -errno. */
+/*
+ * The one validator of plans, built or read back (ring-plan, ring-plan
+ * --check, allreduce-test --plan): what a read-back file says that its
+ * rings do not, rings that miss or repeat ranks or nodes, hops that change
+ * rails or use unusable ports, worse paths than the best, unbalanced NICs,
+ * and what the engine cannot run (more than PN_PLAN_MAX_RINGS rings, a
+ * connection that would need two NICs, a node without a NIC on a ring's
+ * rail).  Appends one line per violation; returns the number found (>= 0)
+ * or -errno.
+ */
 int pn_plan_validate(struct pn_plan *p, struct pn_plan_msgs *viol);
 
 /*

@@ -14,6 +14,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -431,6 +432,11 @@ static int nic_by_name(const struct pn_plan_layout *l, const char *name)
 	return -1;
 }
 
+static int nic_rail_of(const struct pn_plan_model *m, int node, int nic)
+{
+	return m->layouts[m->nodes[node].layout].nics[nic].rail;
+}
+
 static int read_layout(const struct pn_jval *lv, struct pn_plan_layout *l, unsigned li)
 {
 	const struct pn_jval *gpus = pn_json_get(lv, "gpus"), *nics = pn_json_get(lv, "nics");
@@ -598,6 +604,222 @@ static int seg_nic(const struct pn_jval *v, const struct pn_plan_layout *l, cons
 	return 0;
 }
 
+/*
+ * What a plan file says besides its rings' segments -- the header (nnodes,
+ * nranks, nrings, rails, nodes), each ring's id and rails, each segment's
+ * NIC rails and each ring's hops -- must agree with the rings and the
+ * model they are read on: what does not becomes a violation (p->file_viol,
+ * reported by pn_plan_validate).  nnodes, nranks and nrings must be there;
+ * the rest is checked where present.  The predictions (gbs, bottleneck,
+ * bandwidth, nic_load) and notes are output only and not read.
+ */
+#define FVIOL(...) pn_plan_msg(&p->file_viol, __VA_ARGS__)
+
+static void check_count(struct pn_plan *p, const struct pn_jval *root, const char *key, int want,
+			const char *what)
+{
+	const struct pn_jval *v = pn_json_get(root, key);
+	long long x;
+
+	if (!v)
+		FVIOL("the plan lacks \"%s\" (the number of %s)", key, what);
+	else if (pn_json_int(v, &x))
+		FVIOL("the plan's \"%s\" must be an integer", key);
+	else if (x != want)
+		FVIOL("the plan's \"%s\" is %lld; it has %d %s", key, x, want, what);
+}
+
+/* A set of rails as a bit mask (rails 0-63; others are ignored: bit 63 stands in). */
+static uint64_t rail_bit(int rail)
+{
+	return rail < 0 ? 0 : 1ull << (rail < 63 ? rail : 63);
+}
+
+/* An array of rails in a file as a mask; -1 when it is not an array of integers. */
+static int rails_of(const struct pn_jval *v, uint64_t *mask)
+{
+	unsigned i;
+
+	*mask = 0;
+	if (!v || v->type != PN_JSON_ARRAY)
+		return -1;
+	for (i = 0; i < v->n; i++) {
+		long long r;
+
+		if (pn_json_int(pn_json_at(v, i), &r) || r < 0 || r > 65535)
+			return -1;
+		*mask |= rail_bit((int)r);
+	}
+	return 0;
+}
+
+static const char *fmt_rails(uint64_t mask, char *buf, size_t len)
+{
+	size_t n = 0;
+	int r;
+
+	buf[0] = 0;
+	for (r = 0; r < 64 && n + 8 < len; r++)
+		if (mask & (1ull << r))
+			n += (size_t)snprintf(buf + n, len - n, "%s%d", n ? " " : "", r);
+	if (!n)
+		snprintf(buf, len, "none");
+	return buf;
+}
+
+/* The NIC of a hop end in a file: a name, or null for none. */
+static int hop_nic_is(const struct pn_jval *v, const char *want)
+{
+	if (!want)
+		return v && v->type == PN_JSON_NULL;
+	return pn_json_str(v) && !strcmp(pn_json_str(v), want);
+}
+
+static int hop_int_is(const struct pn_jval *v, long long want)
+{
+	long long x;
+
+	return !pn_json_int(v, &x) && x == want;
+}
+
+static void check_hops(struct pn_plan *p, int r, const struct pn_jval *hops)
+{
+	const struct pn_plan_model *m = p->model;
+	const struct pn_plan_ring *ring = &p->rings[r];
+	int N = m->nnodes, nh = N > 1 ? ring->nseg : 0, i;
+
+	if (!hops)
+		return;
+	if (hops->type != PN_JSON_ARRAY || (int)hops->n != nh) {
+		FVIOL("ring %d: \"hops\" must list its %d hop%s", r, nh, nh == 1 ? "" : "s");
+		return;
+	}
+	for (i = 0; i < nh; i++) {
+		const struct pn_plan_seg *a = &ring->seg[i], *b = &ring->seg[(i + 1) % ring->nseg];
+		const struct pn_plan_layout *la = &m->layouts[m->nodes[a->node].layout];
+		const struct pn_plan_layout *lb = &m->layouts[m->nodes[b->node].layout];
+		const struct pn_jval *h = pn_json_at(hops, (unsigned)i);
+		const char *bad = NULL;
+
+		if (!h || h->type != PN_JSON_OBJECT)
+			bad = "an object";
+		else if (!pn_json_str(pn_json_get(h, "from")) ||
+			 strcmp(pn_json_str(pn_json_get(h, "from")), m->nodes[a->node].host))
+			bad = "\"from\"";
+		else if (!hop_int_is(pn_json_get(h, "from_gpu"),
+				     a->n ? la->gpus[ring->gpus[a->off + a->n - 1]].index : -1))
+			bad = "\"from_gpu\"";
+		else if (!hop_nic_is(pn_json_get(h, "send_nic"),
+				     a->out_nic >= 0 ? la->nics[a->out_nic].name : NULL))
+			bad = "\"send_nic\"";
+		else if (!pn_json_str(pn_json_get(h, "to")) ||
+			 strcmp(pn_json_str(pn_json_get(h, "to")), m->nodes[b->node].host))
+			bad = "\"to\"";
+		else if (!hop_int_is(pn_json_get(h, "to_gpu"),
+				     b->n ? lb->gpus[ring->gpus[b->off]].index : -1))
+			bad = "\"to_gpu\"";
+		else if (!hop_nic_is(pn_json_get(h, "recv_nic"),
+				     b->in_nic >= 0 ? lb->nics[b->in_nic].name : NULL))
+			bad = "\"recv_nic\"";
+		else if (!hop_int_is(pn_json_get(h, "rail"),
+				     a->out_nic >= 0 ? la->nics[a->out_nic].rail : -1))
+			bad = "\"rail\"";
+		else if (!hop_int_is(pn_json_get(h, "recv_rail"),
+				     b->in_nic >= 0 ? lb->nics[b->in_nic].rail : -1))
+			bad = "\"recv_rail\"";
+		if (bad)
+			FVIOL("ring %d hop %d (%s -> %s): %s does not match its segments", r, i,
+			      m->nodes[a->node].host, m->nodes[b->node].host, bad);
+	}
+}
+
+/* The rail a segment's NIC entry names must be its NIC's. */
+static void check_seg_rail(struct pn_plan *p, int r, int i, const struct pn_jval *v, int nic,
+			   const char *dir)
+{
+	const struct pn_plan_model *m = p->model;
+	const struct pn_plan_seg *s = &p->rings[r].seg[i];
+	const struct pn_plan_nic *n;
+	const struct pn_jval *rv = pn_json_get(v, "rail");
+
+	if (nic < 0 || !rv)
+		return;
+	n = &m->layouts[m->nodes[s->node].layout].nics[nic];
+	if (!hop_int_is(rv, n->rail))
+		FVIOL("ring %d segment %d (%s): %s \"rail\" must be %d, the rail of %s", r, i,
+		      m->nodes[s->node].host, dir, n->rail, n->name);
+}
+
+static void check_fields(struct pn_plan *p, const struct pn_jval *root,
+			 const struct pn_jval *rings, struct host_index *hi)
+{
+	const struct pn_plan_model *m = p->model;
+	const struct pn_jval *nodes = pn_json_get(root, "nodes");
+	uint64_t all = 0, mask;
+	char a[160], b[160];
+	int r, i;
+
+	check_count(p, root, "nnodes", m->nnodes, "nodes");
+	check_count(p, root, "nranks", m->nranks, "ranks");
+	check_count(p, root, "nrings", p->nrings, "rings");
+	if (nodes && nodes->type == PN_JSON_ARRAY) {
+		for (i = 0; i < (int)nodes->n; i++) {
+			const struct pn_jval *nv = pn_json_at(nodes, (unsigned)i);
+			const char *host = pn_json_str(pn_json_get(nv, "host"));
+			int q = host ? host_index_find(hi, host) : -1;
+
+			if (q < 0) {
+				FVIOL("the plan's node %d (%s) is not in the model", i,
+				      host ? host : "no \"host\"");
+				continue;
+			}
+			if (pn_json_get(nv, "rank0") &&
+			    !hop_int_is(pn_json_get(nv, "rank0"), m->nodes[q].rank0))
+				FVIOL("the plan's node %s: \"rank0\" must be %d", host,
+				      m->nodes[q].rank0);
+		}
+	} else if (nodes) {
+		FVIOL("the plan's \"nodes\" must be an array");
+	}
+	for (r = 0; r < p->nrings; r++) {
+		const struct pn_jval *rv = pn_json_at(rings, (unsigned)r);
+		const struct pn_jval *segs = pn_json_get(rv, "segments");
+		const struct pn_plan_ring *ring = &p->rings[r];
+		uint64_t used = 0;
+
+		if (pn_json_get(rv, "id") && !hop_int_is(pn_json_get(rv, "id"), r))
+			FVIOL("ring %d: \"id\" must be %d", r, r);
+		for (i = 0; i < ring->nseg; i++) {
+			const struct pn_plan_seg *s = &ring->seg[i];
+			const struct pn_jval *sv = pn_json_at(segs, (unsigned)i);
+
+			check_seg_rail(p, r, i, pn_json_get(sv, "recv"), s->in_nic, "recv");
+			check_seg_rail(p, r, i, pn_json_get(sv, "send"), s->out_nic, "send");
+			if (m->nnodes > 1 && s->out_nic >= 0)
+				used |= rail_bit(nic_rail_of(m, s->node, s->out_nic));
+			if (m->nnodes > 1 && s->in_nic >= 0)
+				used |= rail_bit(nic_rail_of(m, s->node, s->in_nic));
+		}
+		all |= used;
+		if (pn_json_get(rv, "rails")) {
+			if (rails_of(pn_json_get(rv, "rails"), &mask))
+				FVIOL("ring %d: \"rails\" must be an array of rails", r);
+			else if (mask != used)
+				FVIOL("ring %d: \"rails\" lists %s; its hops use %s", r,
+				      fmt_rails(mask, a, sizeof(a)), fmt_rails(used, b, sizeof(b)));
+		}
+		check_hops(p, r, pn_json_get(rv, "hops"));
+	}
+	if (pn_json_get(root, "rails")) {
+		if (rails_of(pn_json_get(root, "rails"), &mask))
+			FVIOL("the plan's \"rails\" must be an array of rails");
+		else if (mask != all)
+			FVIOL("the plan's \"rails\" lists %s; its rings use %s",
+			      fmt_rails(mask, a, sizeof(a)), fmt_rails(all, b, sizeof(b)));
+	}
+}
+#undef FVIOL
+
 int pn_plan_read_json(struct pn_plan *p, struct pn_plan_model *own, struct pn_plan_model *model,
 		      const char *text, size_t len)
 {
@@ -715,6 +937,8 @@ int pn_plan_read_json(struct pn_plan *p, struct pn_plan_model *own, struct pn_pl
 		}
 	}
 	ret = pn_plan_analyze(p, 0);
+	if (!ret)
+		check_fields(p, root, rings, &hi);
 out:
 	free(hi.ord);
 	pn_json_release(&doc);

@@ -9,6 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+int pn_plan_load_json(struct pn_plan *p, struct pn_plan_model *own, struct pn_plan_model *model,
+		      const char *text, size_t len, struct pn_plan_msgs *viol)
+{
+	int ret = pn_plan_read_json(p, own, model, text, len);
+
+	return ret ? ret : pn_plan_validate(p, viol);
+}
+
 int pn_plan_load_file(struct pn_plan *p, struct pn_plan_model *own, const char *path)
 {
 	struct pn_plan_msgs viol = { 0 };
@@ -20,17 +28,18 @@ int pn_plan_load_file(struct pn_plan *p, struct pn_plan_model *own, const char *
 	ret = pn_read_file(path, &text, &len);
 	if (ret)
 		return ret == -ENOMEM ? ret : -EINVAL; /* "cannot open 'F': ..." */
-	ret = pn_plan_read_json(p, own, NULL, text, len);
+	ret = pn_plan_load_json(p, own, NULL, text, len, &viol);
 	free(text);
-	if (ret)
+	if (ret < 0) {
+		pn_plan_msgs_release(&viol);
 		return ret == -ENOMEM ? ret : pn_err_ctx(-EINVAL, "plan '%s'", path);
-	ret = pn_plan_validate(p, &viol);
+	}
 	n = viol.n + viol.dropped;
-	if (ret >= 0 && n)
+	if (n)
 		ret = pn_err(-EINVAL, "plan '%s' fails validation: %s (%d violation%s; see penny "
 				      "ring-plan --check)",
 			     path, viol.n ? viol.v[0] : "?", n, n == 1 ? "" : "s");
-	else if (ret > 0)
+	else
 		ret = 0;
 	pn_plan_msgs_release(&viol);
 	return ret;

@@ -47,6 +47,14 @@ struct pn_plan_job {
  * has violations (the first one named, the count given).
  */
 int pn_plan_load_file(struct pn_plan *p, struct pn_plan_model *own, const char *path);
+/*
+ * The same from text, the violations listed: read the plan (on model when
+ * it has nodes, else on the model in the text, loaded into *own) and
+ * validate it (pn_plan_validate).  -errno when it cannot be read, else the
+ * number of violations.  ring-plan --check and --plan both decide with it.
+ */
+int pn_plan_load_json(struct pn_plan *p, struct pn_plan_model *own, struct pn_plan_model *model,
+		      const char *text, size_t len, struct pn_plan_msgs *viol);
 
 /*
  * Place plan p on a job: nranks ranks, node[r] the job's node of rank r

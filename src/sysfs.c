@@ -57,28 +57,52 @@ static int vpath(char *buf, size_t len, const char *fmt, va_list ap)
 	return 0;
 }
 
+/*
+ * Never blocks: O_NONBLOCK makes opening a FIFO (a captured tree may hold
+ * one; real sysfs and procfs never do) return at once.
+ */
 static int open_path(const char *path, int flags)
 {
+	flags |= O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
 	if (root_fd < 0)
-		return open(path, flags | O_CLOEXEC);
+		return open(path, flags);
 	while (*path == '/')
 		path++;
-	return openat(root_fd, *path ? path : ".", flags | O_CLOEXEC);
+	return openat(root_fd, *path ? path : ".", flags);
+}
+
+/*
+ * Open a file to read values from: a regular file only, as every sysfs
+ * attribute and procfs file is.  A FIFO, device or socket in a --sysfs-root
+ * tree is refused (-EINVAL, with a message) before anything reads from it.
+ */
+static int open_regular(const char *path, int flags)
+{
+	struct stat st;
+	int fd = open_path(path, flags);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return pn_err(-EINVAL, "'%s%s' is not a regular file", root_fd < 0 ? "" : root_name,
+			      path);
+	}
+	return fd;
 }
 
 int pn_sys_open(int flags, const char *fmt, ...)
 {
 	char path[PATH_MAX];
 	va_list ap;
-	int ret, fd;
+	int ret;
 
 	va_start(ap, fmt);
 	ret = vpath(path, sizeof(path), fmt, ap);
 	va_end(ap);
 	if (ret)
 		return ret;
-	fd = open_path(path, flags);
-	return fd < 0 ? -errno : fd;
+	return open_regular(path, flags);
 }
 
 static int read_path(const char *path, char *buf, size_t len)
@@ -88,9 +112,9 @@ static int read_path(const char *path, char *buf, size_t len)
 
 	if (!len)
 		return -EINVAL;
-	fd = open_path(path, O_RDONLY);
+	fd = open_regular(path, O_RDONLY);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	n = read(fd, buf, len - 1);
 	if (n < 0) {
 		int e = errno;
@@ -119,7 +143,7 @@ int pn_sys_read(char *buf, size_t len, const char *fmt, ...)
 	return read_path(path, buf, len);
 }
 
-static int parse_u64(const char *s, uint64_t *v)
+int pn_sys_parse_u64(const char *s, uint64_t *v)
 {
 	char *end;
 	unsigned long long x;
@@ -150,14 +174,26 @@ int pn_sys_u64(uint64_t *v, const char *fmt, ...)
 	ret = read_path(path, buf, sizeof(buf));
 	if (ret < 0)
 		return ret;
-	return parse_u64(buf, v);
+	return pn_sys_parse_u64(buf, v);
+}
+
+int pn_sys_parse_int(const char *s, int *v)
+{
+	char *end;
+	long x;
+
+	errno = 0;
+	x = strtol(s, &end, 0);
+	if (errno || end == s || x < INT_MIN || x > INT_MAX)
+		return -EINVAL;
+	*v = (int)x;
+	return 0;
 }
 
 int pn_sys_int(int *v, const char *fmt, ...)
 {
-	char path[PATH_MAX], buf[64], *end;
+	char path[PATH_MAX], buf[64];
 	va_list ap;
-	long x;
 	int ret;
 
 	va_start(ap, fmt);
@@ -168,12 +204,7 @@ int pn_sys_int(int *v, const char *fmt, ...)
 	ret = read_path(path, buf, sizeof(buf));
 	if (ret < 0)
 		return ret;
-	errno = 0;
-	x = strtol(buf, &end, 0);
-	if (errno || end == buf || x < INT_MIN || x > INT_MAX)
-		return -EINVAL;
-	*v = (int)x;
-	return 0;
+	return pn_sys_parse_int(buf, v);
 }
 
 DIR *pn_sys_opendir(const char *fmt, ...)

@@ -20,6 +20,12 @@ int pn_sysfs_set_root(const char *dir);
 const char *pn_sysfs_root(void);
 int pn_sysfs_is_live(void);
 
+/*
+ * Nothing here blocks: files are opened non-blocking, and only regular files
+ * (what sysfs attributes and procfs files are) are opened or read; a FIFO,
+ * device or socket in a --sysfs-root tree gives -EINVAL with a message.
+ * Reads never go past the caller's buffer.
+ */
 int pn_sys_open(int flags, const char *fmt, ...) PN_FMT(2, 3);
 /* Read a file, strip trailing white space; returns its length or -errno. */
 int pn_sys_read(char *buf, size_t len, const char *fmt, ...) PN_FMT(3, 4);
@@ -27,6 +33,9 @@ int pn_sys_read(char *buf, size_t len, const char *fmt, ...) PN_FMT(3, 4);
 int pn_sys_u64(uint64_t *v, const char *fmt, ...) PN_FMT(2, 3);
 int pn_sys_int(int *v, const char *fmt, ...) PN_FMT(2, 3);
 DIR *pn_sys_opendir(const char *fmt, ...) PN_FMT(1, 2);
+/* The parsers of pn_sys_u64 and pn_sys_int (what a file holds, white space stripped). */
+int pn_sys_parse_u64(const char *s, uint64_t *v);
+int pn_sys_parse_int(const char *s, int *v);
 ssize_t pn_sys_readlink(char *buf, size_t len, const char *fmt, ...) PN_FMT(3, 4);
 int pn_sys_exists(const char *fmt, ...) PN_FMT(1, 2);
 

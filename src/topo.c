@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "topo.h"
 #include "log.h"
+#include "minijson.h"
 #include "nvml.h"
 #include "sysfs.h"
 #include "util.h"
@@ -9,6 +10,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <hwloc.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -369,6 +372,225 @@ int pn_topo_xml_version(const char *buf, size_t len)
 	return -1;
 }
 
+/* Line of byte off, for messages. */
+static unsigned xml_line(const char *buf, size_t off)
+{
+	unsigned line = 1;
+	size_t i;
+
+	for (i = 0; i < off; i++)
+		line += buf[i] == '\n';
+	return line;
+}
+
+static int xml_bad(const char *buf, size_t off, const char *what)
+{
+	return pn_err(-EINVAL, "malformed XML at line %u: %s", xml_line(buf, off), what);
+}
+
+static int xml_name_start(char c)
+{
+	return isalpha((unsigned char)c) || c == '_' || c == ':';
+}
+
+static int xml_name_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '_' || c == ':' || c == '-' || c == '.';
+}
+
+static size_t xml_name_len(const char *in, size_t len, size_t i)
+{
+	size_t k = i;
+
+	if (k >= len || !xml_name_start(in[k]))
+		return 0;
+	while (k < len && xml_name_char(in[k]))
+		k++;
+	return k - i;
+}
+
+#define XML_CHECK_ATTRS 64 /* what the converter handles (object_v2) */
+
+/*
+ * A start tag at in[i] == '<' with its name already read (up to k): the
+ * attributes (name="value", separated by white space, each name once, at
+ * most XML_CHECK_ATTRS), then '>' or '/>'.  Returns the index after the
+ * tag, 0 when it is malformed (*why says how).
+ */
+static size_t xml_start_tag(const char *in, size_t len, size_t k, int *selfclose,
+			    const char **why)
+{
+	size_t at[XML_CHECK_ATTRS], alen[XML_CHECK_ATTRS];
+	int na = 0, a;
+
+	for (;;) {
+		size_t ws = k, n;
+		char q;
+
+		while (k < len && isspace((unsigned char)in[k]))
+			k++;
+		if (k >= len)
+			break;
+		if (in[k] == '>') {
+			*selfclose = 0;
+			return k + 1;
+		}
+		if (in[k] == '/') {
+			if (k + 1 < len && in[k + 1] == '>') {
+				*selfclose = 1;
+				return k + 2;
+			}
+			*why = "expected '>' after '/'";
+			return 0;
+		}
+		n = xml_name_len(in, len, k);
+		if (!n || ws == k) {
+			*why = "malformed attribute";
+			return 0;
+		}
+		for (a = 0; a < na; a++)
+			if (alen[a] == n && !memcmp(in + at[a], in + k, n)) {
+				*why = "repeated attribute";
+				return 0;
+			}
+		if (na == XML_CHECK_ATTRS) {
+			*why = "too many attributes";
+			return 0;
+		}
+		at[na] = k;
+		alen[na++] = n;
+		k += n;
+		while (k < len && isspace((unsigned char)in[k]))
+			k++;
+		if (k < len && in[k] != '=') {
+			*why = "attribute without '='";
+			return 0;
+		}
+		k++;
+		while (k < len && isspace((unsigned char)in[k]))
+			k++;
+		if (k < len && in[k] != '"' && in[k] != '\'') {
+			*why = "attribute value must be quoted";
+			return 0;
+		}
+		if (k >= len)
+			break;
+		q = in[k++];
+		while (k < len && in[k] != q && in[k] != '<')
+			k++;
+		if (k < len && in[k] != q) {
+			*why = "'<' in an attribute value";
+			return 0;
+		}
+		k++;
+	}
+	*why = "unterminated tag";
+	return 0;
+}
+
+#define XML_CHECK_DEPTH 256
+
+int pn_topo_xml_check(const char *in, size_t len)
+{
+	size_t stack[XML_CHECK_DEPTH], names[XML_CHECK_DEPTH];
+	size_t i = 0, k, n;
+	const char *nul = memchr(in, 0, len), *why = NULL;
+	int depth = 0, roots = 0, selfclose;
+
+	if (nul)
+		return xml_bad(in, (size_t)(nul - in), "NUL byte");
+	while (i < len) {
+		const char *lt = memchr(in + i, '<', len - i);
+		size_t text = lt ? (size_t)(lt - in) : len;
+
+		if (!depth) /* before or after the root element: white space only */
+			for (k = i; k < text; k++)
+				if (!isspace((unsigned char)in[k]))
+					return xml_bad(in, k,
+						       roots ? "content after the root element"
+							     : "text before the root element");
+		if (!lt)
+			break;
+		i = text;
+		if (len - i >= 4 && !memcmp(in + i, "<!--", 4)) {
+			const char *e = memmem(in + i + 4, len - i - 4, "-->", 3);
+
+			if (!e)
+				return xml_bad(in, i, "unterminated comment");
+			i = (size_t)(e - in) + 3;
+			continue;
+		}
+		if (len - i >= 2 && in[i + 1] == '?') {
+			/* ends at its first '>' (as penny's converter reads it), which is "?>" */
+			const char *e = memchr(in + i + 2, '>', len - i - 2);
+
+			if (!e)
+				return xml_bad(in, i, "unterminated processing instruction");
+			if (e[-1] != '?' || e - in < (ptrdiff_t)i + 3)
+				return xml_bad(in, i, "'>' inside a processing instruction");
+			i = (size_t)(e - in) + 1;
+			continue;
+		}
+		if (len - i >= 2 && in[i + 1] == '!') {
+			/* hwloc writes no CDATA section: refused like any other declaration */
+			if (len - i < 9 || memcmp(in + i, "<!DOCTYPE", 9) || depth || roots)
+				return xml_bad(in, i, "unexpected markup declaration");
+			k = tag_end(in, len, i);
+			if (!k)
+				return xml_bad(in, i, "unterminated DOCTYPE");
+			if (memchr(in + i, '[', k - i))
+				return xml_bad(in, i, "a DOCTYPE with an internal subset");
+			i = k;
+			continue;
+		}
+		if (len - i >= 2 && in[i + 1] == '/') {
+			n = xml_name_len(in, len, i + 2);
+			if (!depth)
+				return xml_bad(in, i, roots ? "content after the root element"
+							    : "closing tag without an element");
+			if (n != names[depth - 1] || memcmp(in + i + 2, in + stack[depth - 1], n))
+				return xml_bad(in, i, "closing tag does not match");
+			k = i + 2 + n;
+			while (k < len && isspace((unsigned char)in[k]))
+				k++;
+			if (k >= len || in[k] != '>')
+				return xml_bad(in, i, "malformed closing tag");
+			depth--;
+			i = k + 1;
+			continue;
+		}
+		n = xml_name_len(in, len, i + 1);
+		if (!n)
+			return xml_bad(in, i, "'<' not starting a tag");
+		if (!depth && roots)
+			return xml_bad(in, i, "a second root element");
+		k = xml_start_tag(in, len, i + 1 + n, &selfclose, &why);
+		if (!k)
+			return xml_bad(in, i, why);
+		if (!depth)
+			roots++;
+		if (!selfclose) {
+			if (depth == XML_CHECK_DEPTH)
+				return xml_bad(in, i, "elements nested too deep");
+			stack[depth] = i + 1;
+			names[depth] = n;
+			depth++;
+		}
+		i = k;
+	}
+	if (depth) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "%.*s", (int)PN_MIN(names[depth - 1], (size_t)40),
+			 in + stack[depth - 1]);
+		return pn_err(-EINVAL, "malformed XML at line %u: element <%s> is not closed",
+			      xml_line(in, stack[depth - 1]), name);
+	}
+	if (!roots)
+		return pn_err(-EINVAL, "malformed XML: no root element");
+	return 0;
+}
+
 /* hwloc 3 OS device type flags to the hwloc 2 enum. */
 static int osdev_v3_to_v2(unsigned long v3)
 {
@@ -465,7 +687,7 @@ int pn_topo_xml_downgrade(const char *in, size_t len, char **out, size_t *outlen
 			endtag = in[i + 1] == '/';
 			selfclose = !endtag && in[e - 2] == '/';
 			top = depth == 1;
-			drop = skip >= 0 || !strncmp(in + i, "<!--", 4) ||
+			drop = skip >= 0 || (len - i >= 4 && !memcmp(in + i, "<!--", 4)) ||
 			       (top && !endtag && (!strcmp(name, "info") || !strcmp(name, "pci_locality")));
 			if (pass && skip < 0 && !(drop && all_space(in + pend, pend_len)))
 				sb_put(&o, in + pend, pend_len);
@@ -824,17 +1046,28 @@ static int find_gpus(struct build *b, struct pn_topo_dev **gpus, int *n, int *ca
 	return b->err;
 }
 
-/* PCI bus id from a sysfs device link ("../../../0000:3b:00.0"). */
-static int busid_from_link(const char *link, char *busid, size_t len)
+int pn_topo_busid_from_link(const char *link, char *busid, size_t len)
 {
-	const char *base = strrchr(link, '/');
-	unsigned d, bus, dev, fn;
-	char extra;
+	/* domain (VMD domains are 0x10000 and up), bus, device, function */
+	static const unsigned long max[4] = { 0xffffff, 0xff, 0x1f, 0x7 };
+	static const char sep[4] = { ':', ':', '.', 0 };
+	const char *p = strrchr(link, '/');
+	unsigned long v[4];
+	int i;
 
-	base = base ? base + 1 : link;
-	if (sscanf(base, "%x:%x:%x.%x%c", &d, &bus, &dev, &fn, &extra) != 4)
-		return -EINVAL;
-	snprintf(busid, len, "%04x:%02x:%02x.%01x", d, bus, dev, fn);
+	p = p ? p + 1 : link;
+	for (i = 0; i < 4; i++) {
+		char *end;
+
+		if (!isxdigit((unsigned char)p[0]) || (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')))
+			return -EINVAL;
+		errno = 0;
+		v[i] = strtoul(p, &end, 16);
+		if (errno || v[i] > max[i] || *end != sep[i])
+			return -EINVAL;
+		p = end + 1;
+	}
+	snprintf(busid, len, "%04lx:%02lx:%02lx.%01lx", v[0], v[1], v[2], v[3]);
 	return 0;
 }
 
@@ -863,7 +1096,7 @@ static int find_nics_sysfs(struct build *b, struct pn_topo_dev **nics, int *n, i
 		snprintf(busid, sizeof(busid), "%s", d->pci_busid);
 		if (!busid[0] && d->nic.parent[0] &&
 		    pn_sys_readlink(link, sizeof(link), "/sys/class/net/%s/device", d->nic.parent) > 0)
-			busid_from_link(link, busid, sizeof(busid));
+			pn_topo_busid_from_link(link, busid, sizeof(busid));
 		if (busid[0])
 			obj = hwloc_get_pcidev_by_busidstring(b->topo, busid);
 		if (obj && d->pci_busid[0]) {
@@ -1020,86 +1253,54 @@ static void hwloc_env(void)
 	unsetenv("HWLOC_COMPONENTS");
 }
 
-static int read_head(const char *path, char *buf, size_t len, size_t *got)
-{
-	FILE *f = fopen(path, "re");
-	size_t n;
-
-	if (!f)
-		return pn_err(-errno, "cannot open '%s': %s", path, strerror(errno));
-	n = fread(buf, 1, len, f);
-	if (ferror(f)) {
-		int e = errno ? errno : EIO;
-
-		fclose(f);
-		return pn_err(-e, "cannot read '%s': %s", path, strerror(e));
-	}
-	fclose(f);
-	*got = n;
-	return 0;
-}
-
-static int read_all(const char *path, char **buf, size_t *len)
-{
-	FILE *f = fopen(path, "re");
-	struct sbuf s = { 0 };
-	char tmp[65536];
-	size_t n;
-
-	if (!f)
-		return pn_err(-errno, "cannot open '%s': %s", path, strerror(errno));
-	while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
-		sb_put(&s, tmp, n);
-	if (ferror(f) || s.oom) {
-		fclose(f);
-		free(s.p);
-		return pn_err(-EIO, "cannot read '%s'", path);
-	}
-	fclose(f);
-	*buf = s.p;
-	*len = s.len;
-	return 0;
-}
-
-/* Point hwloc at the XML input; v3 documents are converted for hwloc 2. */
-static int set_xml(hwloc_topology_t topo, const struct pn_topo_cfg *cfg, char **conv)
+/*
+ * Point hwloc at the XML input: the whole document is read here (one
+ * bounded reader, regular files only), checked to be well-formed (one root
+ * element, every element closed, nothing after it), and given to hwloc as a
+ * buffer; v3 documents are converted for hwloc 2.  *keep: the buffer hwloc
+ * reads, to free after the load.
+ */
+static int set_xml(hwloc_topology_t topo, const struct pn_topo_cfg *cfg, char **keep)
 {
 	const char *what = cfg->xml_file ? cfg->xml_file : "XML buffer";
-	char head[4096], *all = NULL;
-	size_t n = 0, alen = 0, clen = 0;
+	const char *doc = cfg->xml_buf;
+	char *all = NULL, *conv = NULL;
+	size_t len = cfg->xml_len, clen = 0;
 	int ver, ret;
 
 	if (cfg->xml_file) {
-		ret = read_head(cfg->xml_file, head, sizeof(head), &n);
+		ret = pn_read_file(cfg->xml_file, &all, &len);
 		if (ret)
 			return ret;
-		ver = pn_topo_xml_version(head, n);
-	} else {
-		ver = pn_topo_xml_version(cfg->xml_buf, cfg->xml_len);
+		doc = all;
 	}
-	if (ver < 0)
+	ver = pn_topo_xml_version(doc, len);
+	if (ver < 0) {
+		free(all);
 		return pn_err(-EINVAL, "'%s' is not an hwloc XML topology", what);
-	if (ver > 3)
-		return pn_err(-EINVAL, "'%s': hwloc XML version %d is not supported", what, ver);
-	if (ver <= HWLOC_API_VERSION >> 16) {
-		ret = cfg->xml_file ? hwloc_topology_set_xml(topo, cfg->xml_file)
-				    : hwloc_topology_set_xmlbuffer(topo, cfg->xml_buf,
-								   (int)cfg->xml_len + 1);
-		return ret ? pn_err(-EINVAL, "'%s': cannot use XML input", what) : 0;
 	}
-	if (cfg->xml_file) {
-		ret = read_all(cfg->xml_file, &all, &alen);
-		if (ret)
-			return ret;
-	}
-	ret = pn_topo_xml_downgrade(all ? all : cfg->xml_buf, all ? alen : cfg->xml_len, conv,
-				    &clen);
-	free(all);
-	if (ret)
+	ret = pn_topo_xml_check(doc, len);
+	if (ret) {
+		free(all);
 		return pn_err_ctx(ret, "'%s'", what);
-	PN_DBG(PN_LOG_TOPO, "hwloc XML v%d converted for hwloc %u.x", ver,
-	       (unsigned)(HWLOC_API_VERSION >> 16));
-	if (hwloc_topology_set_xmlbuffer(topo, *conv, (int)clen + 1))
+	}
+	if (ver > 3) {
+		free(all);
+		return pn_err(-EINVAL, "'%s': hwloc XML version %d is not supported", what, ver);
+	}
+	if (ver > HWLOC_API_VERSION >> 16) {
+		ret = pn_topo_xml_downgrade(doc, len, &conv, &clen);
+		free(all);
+		all = NULL;
+		if (ret)
+			return pn_err_ctx(ret, "'%s'", what);
+		PN_DBG(PN_LOG_TOPO, "hwloc XML v%d converted for hwloc %u.x", ver,
+		       (unsigned)(HWLOC_API_VERSION >> 16));
+		doc = conv;
+		len = clen;
+	}
+	*keep = all ? all : conv;
+	if (len > INT_MAX - 1 || hwloc_topology_set_xmlbuffer(topo, doc, (int)len + 1))
 		return pn_err(-EINVAL, "'%s': cannot use XML input", what);
 	return 0;
 }
@@ -1172,16 +1373,21 @@ static int model(struct build *b, const struct pn_topo_cfg *cfg)
 /*
  * Load once in a child process first, stderr to /dev/null: libhwloc 2.9
  * crashes on some malformed XML (NULL cpusets) and prints to stderr on
- * others whatever HWLOC_HIDE_ERRORS says.  Returns 0 when the child loaded
- * the topology, 1 when hwloc refused it, -ECHILD when the child died, or a
- * negative errno when there could be no child (then the caller loads anyway).
+ * others whatever HWLOC_HIDE_ERRORS says; and hwloc's own reads below a
+ * sysfs root block on a FIFO there (it opens files without O_NONBLOCK), so
+ * the child gets timeout seconds.  Returns 0 when the child loaded the
+ * topology, 1 when hwloc refused it, -ECHILD when the child died,
+ * -ETIMEDOUT when it was still loading at the deadline (it is killed), or
+ * 0 when there could be no child (then the caller loads anyway).
  */
 #define PROBE_REFUSED 42
 
-static int probe_load(hwloc_topology_t topo)
+static int probe_load(hwloc_topology_t topo, double timeout)
 {
+	double deadline = pn_now() + timeout;
+	useconds_t nap = 1000;
 	int status, fd;
-	pid_t pid;
+	pid_t pid, w;
 
 	fflush(NULL);
 	pid = fork();
@@ -1193,9 +1399,22 @@ static int probe_load(hwloc_topology_t topo)
 			dup2(fd, STDERR_FILENO);
 		_exit(hwloc_topology_load(topo) ? PROBE_REFUSED : 0);
 	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
+	for (;;) {
+		w = waitpid(pid, &status, WNOHANG);
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR)
 			return 0;
+		if (pn_now() >= deadline) {
+			kill(pid, SIGKILL);
+			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+				;
+			return -ETIMEDOUT;
+		}
+		usleep(nap);
+		if (nap < 50000)
+			nap *= 2;
+	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == PROBE_REFUSED)
@@ -1240,7 +1459,17 @@ int pn_topo_load(struct pn_topo *t, const struct pn_topo_cfg *cfg)
 		if (ret)
 			goto out;
 	}
-	probe = xml || !pn_sysfs_is_live() ? probe_load(topo) : 0;
+	probe = xml || !pn_sysfs_is_live()
+			? probe_load(topo, cfg->timeout > 0 ? cfg->timeout : PN_TOPO_LOAD_TIMEOUT)
+			: 0;
+	if (probe == -ETIMEDOUT) {
+		ret = pn_err(-ETIMEDOUT, "hwloc did not finish reading %s '%s' within %g s (a FIFO "
+					 "or device file in the tree?)",
+			     xml ? "hwloc XML" : "sysfs root",
+			     xml ? (cfg->xml_file ? cfg->xml_file : "buffer") : pn_sysfs_root(),
+			     cfg->timeout > 0 ? cfg->timeout : PN_TOPO_LOAD_TIMEOUT);
+		goto out;
+	}
 	if (probe == -ECHILD) {
 		ret = pn_err(-EINVAL, "hwloc crashed reading %s '%s': invalid topology",
 			     xml ? "hwloc XML" : "sysfs root",

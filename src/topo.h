@@ -77,7 +77,16 @@ struct pn_topo_cfg {
 	const char *xml_buf;	/* or a NUL-terminated XML document in memory (tests) */
 	size_t xml_len;
 	int no_nvml;		/* do not ask NVML (live only anyway) */
+	double timeout;		/* bound on hwloc's discovery (s); 0: PN_TOPO_LOAD_TIMEOUT */
 };
+
+/*
+ * hwloc reads an XML topology or a sysfs root in a child process first (it
+ * may crash on bad input, and its own reads block on a FIFO in a tree): a
+ * child still loading after the timeout is killed and the load fails
+ * (-ETIMEDOUT, naming the root).  The live system is read in-process.
+ */
+#define PN_TOPO_LOAD_TIMEOUT 5.0
 
 /*
  * Discover: XML (cfg->xml_file / xml_buf), else the sysfs root when one is
@@ -117,7 +126,22 @@ int pn_topo_rail(const struct pn_topo *t, int g, int *nics, int *cls);
  * object, pci_locality dropped, gp_index from id.  *out is malloc'ed.
  */
 int pn_topo_xml_downgrade(const char *in, size_t len, char **out, size_t *outlen);
+/*
+ * PCI bus id ("0000:3b:00.0") from a sysfs device link ("../../../0000:3b:00.0"):
+ * 0, or -EINVAL when the last component is not domain:bus:device.function
+ * in range (domain up to 0xffffff, bus 0xff, device 0x1f, function 7).
+ */
+int pn_topo_busid_from_link(const char *link, char *busid, size_t len);
 /* Major version of an hwloc XML document (1 when unversioned); -1 not hwloc XML. */
 int pn_topo_xml_version(const char *buf, size_t len);
+/*
+ * Is buf well-formed XML as penny accepts it: one root element, every
+ * element closed by a matching tag, quoted attributes (each once, at most
+ * 64 a tag), nothing but white space, comments and processing instructions
+ * around the root (a DOCTYPE before it), no CDATA, no '>' inside a
+ * processing instruction, no NUL byte.  0, or -EINVAL with "malformed XML
+ * at line L: ...".
+ */
+int pn_topo_xml_check(const char *buf, size_t len);
 
 #endif

@@ -21,7 +21,7 @@ test_expect_success 'missing XML file' '
 		penny topo --topo-xml /nonexistent/topo.xml
 '
 test_expect_success 'a directory as XML file' '
-	mkdir d && one_line_exit2 "^penny topo: cannot read .d.: Is a directory" penny topo --topo-xml d
+	mkdir d && one_line_exit2 "^penny topo: .d. is a directory, not a regular file$" penny topo --topo-xml d
 '
 test_expect_success 'a file that is not hwloc XML' '
 	echo "hello world" >hello.txt &&
@@ -34,10 +34,11 @@ test_expect_success 'a file that is not hwloc XML' '
 '
 test_expect_success 'truncated hwloc XML (v2 and v3)' '
 	head -c 6000 "$X/v2/24em64t-2n6c2t-pci.xml" >cut2.xml &&
-	one_line_exit2 "^penny topo: cannot load hwloc XML .cut2.xml.: invalid or unsupported topology$" \
+	one_line_exit2 "^penny topo: .cut2.xml.: malformed XML at line 56: unterminated tag$" \
 		penny topo --topo-xml cut2.xml &&
 	head -c 6000 "$X/24em64t-2n6c2t-pci.xml" >cut3.xml &&
-	one_line_exit2 "^penny topo: .cut3.xml.: malformed XML$" penny topo --topo-xml cut3.xml
+	one_line_exit2 "^penny topo: .cut3.xml.: malformed XML at line 54: unterminated tag$" \
+		penny topo --topo-xml cut3.xml
 '
 test_expect_success 'hwloc XML broken inside (bad object type, bad cpuset)' '
 	sed "s/type=\"Package\"/type=\"Frobnicator\"/" "$X/v2/24em64t-2n6c2t-pci.xml" >bad1.xml &&

@@ -7,6 +7,8 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 TEST(percentiles_nearest_rank)
 {
@@ -104,11 +106,50 @@ TEST(buffer_and_sum)
 	CHECK(x.avg_gbps == 7 && x.peak_gbps == 11 && x.msg_rate_mpps == 3 && x.seconds == 3);
 }
 
+/* A peer's hello: only a whole, well-formed frame of this version is used. */
+TEST(hello_from_the_peer)
+{
+	struct pn_bw_hello h, in;
+
+	memset(&in, 0, sizeof(in));
+	in.magic = PN_BW_HELLO_MAGIC;
+	in.version = 1;
+	in.size = sizeof(in);
+	in.nrails = 2;
+	snprintf(in.host, sizeof(in.host), "node01");
+	CHECK_EQ_INT(pn_bw_hello_decode(&h, &in, sizeof(in)), 0);
+	CHECK_STR(h.host, "node01");
+	CHECK_EQ_INT(pn_bw_hello_decode(&in, &in, sizeof(in)), 0); /* in place */
+	CHECK_EQ_INT(pn_bw_hello_decode(&h, &in, sizeof(in) - 1), -EPROTO);
+	in.magic ^= 1;
+	CHECK_EQ_INT(pn_bw_hello_decode(&h, &in, sizeof(in)), -EPROTO);
+	in.magic ^= 1;
+	/* what rank 0 would print or index: more rails than there are, a host without its NUL */
+	in.nrails = PN_BW_MAX_RAILS + 1;
+	CHECK_EQ_INT(pn_bw_hello_decode(&h, &in, sizeof(in)), -EPROTO);
+	CHECK(strstr(pn_errmsg(-EPROTO), "rail count") != NULL);
+	in.nrails = 1;
+	memset(in.host, 'x', sizeof(in.host));
+	CHECK_EQ_INT(pn_bw_hello_decode(&h, &in, sizeof(in)), -EPROTO);
+	in.host[0] = 0;
+	memset(in.dev[PN_BW_MAX_RAILS - 1], 'y', sizeof(in.dev[0]));
+	CHECK_EQ_INT(pn_bw_hello_decode(&h, &in, sizeof(in)), -EPROTO);
+	memset(in.dev, 0, sizeof(in.dev));
+	in.tcp = 2;
+	CHECK_EQ_INT(pn_bw_hello_decode(&h, &in, sizeof(in)), -EPROTO);
+	in.tcp = 1;
+	in.cfg.nsizes = PN_BW_MAX_SIZES + 1;
+	CHECK_EQ_INT(pn_bw_hello_decode(&h, &in, sizeof(in)), -EPROTO);
+	in.cfg.nsizes = 0;
+	CHECK_EQ_INT(pn_bw_hello_decode(&h, &in, sizeof(in)), 0);
+}
+
 int main(void)
 {
 	RUN(percentiles_nearest_rank);
 	RUN(peak_is_the_best_window);
 	RUN(sides_must_agree);
 	RUN(buffer_and_sum);
+	RUN(hello_from_the_peer);
 	return unit_done();
 }

@@ -71,6 +71,8 @@ TEST(check_response)
 	CHECK_EQ_INT(pn_pq_check_response(mad, sizeof(mad), PN_PERF_ATTR_PORT_COUNTERS_EXT, 0x42),
 		     -EPROTO);
 	CHECK_EQ_INT(pn_pq_check_response(mad, 40, PN_PERF_ATTR_PORT_COUNTERS, 0x42), -EPROTO);
+	/* shorter than a MAD: the decoders would read past its end */
+	CHECK_EQ_INT(pn_pq_check_response(mad, 112, PN_PERF_ATTR_PORT_COUNTERS, 0x42), -EPROTO);
 	mad[4] = 0x00;
 	mad[5] = 0x0c; /* method/attribute combination not supported */
 	CHECK_EQ_INT(pn_pq_check_response(mad, sizeof(mad), PN_PERF_ATTR_PORT_COUNTERS, 0x42),

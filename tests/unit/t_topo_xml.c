@@ -9,7 +9,9 @@
 #include "unit.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char v3[] =
 	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -178,6 +180,48 @@ static char *slurp(const char *path, size_t *len)
  * lstopo 2.x in the benchmark) are exactly what the conversion gives;
  * PENNY_UPDATE_GOLDEN=1 rewrites them.
  */
+/* Well-formed as penny accepts it (pn_topo_xml_check), before hwloc or the converter. */
+TEST(well_formed)
+{
+	static const char *const good[] = {
+		v3,
+		"<topology version=\"2.0\"/>",
+		"<?xml version=\"1.0\"?>\n<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
+		"<topology><object type='Machine' a = \"x>y\">text &amp; more</object></topology>\n"
+		"<!-- done -->\n<?pi x?>\n",
+	};
+	static const char *const bad[][2] = {
+		{ "<topology></topology><topology/>", "line 1: a second root element" },
+		{ "<topology></topology>\ntrailing", "line 2: content after the root element" },
+		{ "<topology>\n<object>\n</topology>", "closing tag does not match" },
+		{ "<topology>\n  <object>", "line 2: element <object> is not closed" },
+		{ "x<topology/>", "text before the root element" },
+		{ "<topology a=\"1\" a=\"2\"/>", "repeated attribute" },
+		{ "<topology a=1/>", "attribute value must be quoted" },
+		{ "<topology a=\"<\"/>", "'<' in an attribute value" },
+		{ "<topology><![CDATA[x]]></topology>", "unexpected markup declaration" },
+		{ "<?pi a > b ?><topology/>", "'>' inside a processing instruction" },
+		{ "<!DOCTYPE t [ <!ENTITY x \"y\"> ]><topology/>", "internal subset" },
+		{ "<topology/><!DOCTYPE t>", "unexpected markup declaration" },
+		{ "", "no root element" },
+		{ "<topology", "unterminated tag" },
+	};
+	size_t i;
+	int ret;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		CHECK_EQ_INT(pn_topo_xml_check(good[i], strlen(good[i])), 0);
+	CHECK_EQ_INT(pn_topo_xml_check("<t>\0</t>", 8), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "NUL byte") != NULL);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ret = pn_topo_xml_check(bad[i][0], strlen(bad[i][0]));
+		CHECK_EQ_INT(ret, -EINVAL);
+		if (ret && !strstr(pn_errmsg(ret), bad[i][1]))
+			printf("#   %zu: '%s' lacks '%s'\n", i, pn_errmsg(ret), bad[i][1]);
+		CHECK(ret && strstr(pn_errmsg(ret), bad[i][1]) != NULL);
+	}
+}
+
 TEST(fixture_copies)
 {
 	static const char *const names[] = { "192em64t-12gr2n8c2t", "24em64t-2n6c2t-pci",
@@ -227,6 +271,7 @@ int main(void)
 	RUN(downgraded_loads_in_hwloc);
 	RUN(self_closing_root);
 	RUN(malformed);
+	RUN(well_formed);
 	RUN(fixture_copies);
 	return unit_done();
 }

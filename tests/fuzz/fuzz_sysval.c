@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fuzz harness: the parsers of values penny reads from sysfs, procfs and
+ * the fabric: port rate ("100 Gb/sec (4X EDR)"), state ("4: ACTIVE"),
+ * state names, numbers (pn_sys_u64/int), counter files, GIDs, device links,
+ * sizes and durations, --lid, and PerfMgt MAD responses.  The first byte
+ * picks the parser, the rest is the value.
+ */
+#include "fuzz.h"
+
+#include "../../src/counters.h"
+#include "../../src/nic.h"
+#include "../../src/perfquery.h"
+#include "../../src/sysfs.h"
+#include "../../src/topo.h"
+#include "../../src/util.h"
+
+#include <math.h>
+
+static void mad(const uint8_t *m, size_t len)
+{
+	static const uint16_t attrs[] = { PN_PERF_ATTR_CLASS_PORT_INFO, PN_PERF_ATTR_PORT_COUNTERS,
+					  PN_PERF_ATTR_PORT_COUNTERS_EXT };
+	struct pn_pq_counters c;
+	size_t i;
+
+	memset(&c, 0, sizeof(c));
+	for (i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
+		uint64_t tid = len >= 16 ? (uint64_t)m[12] << 24 | (uint64_t)m[13] << 16 |
+						   (uint64_t)m[14] << 8 | m[15]
+					 : 0;
+
+		if (pn_pq_check_response(m, len, attrs[i], tid))
+			continue;
+		if (i == 0)
+			pn_pq_decode_cap_mask(m);
+		else if (i == 1)
+			pn_pq_decode_port_counters(m, &c);
+		else
+			pn_pq_decode_port_counters_ext(m, &c);
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char name[16], busid[16], *s;
+	uint64_t u;
+	double d;
+	int i, j;
+
+	if (!size)
+		return 0;
+	if (data[0] % 16 == 15) {
+		/* exactly the bytes received */
+		uint8_t *m = malloc(size - 1 ? size - 1 : 1);
+
+		if (m) {
+			memcpy(m, data + 1, size - 1);
+			mad(m, size - 1);
+			free(m);
+		}
+		return 0;
+	}
+	s = fuzz_str(data + 1, size - 1);
+	if (!s)
+		return 0;
+	switch (data[0] % 16) {
+	case 0:
+		d = pn_parse_rate(s);
+		FUZZ_ASSERT(d >= 0 || isnan(d));
+		break;
+	case 1:
+		pn_parse_state(s, name, sizeof(name));
+		FUZZ_ASSERT(strlen(name) < sizeof(name));
+		break;
+	case 2:
+		i = pn_port_state_from_name(s);
+		FUZZ_ASSERT(i >= -1 && i <= 5);
+		break;
+	case 3:
+		pn_sys_parse_u64(s, &u);
+		break;
+	case 4:
+		pn_sys_parse_int(s, &i);
+		break;
+	case 5:
+		pn_ctr_parse_value(s, &u);
+		break;
+	case 6:
+		pn_gid_empty(s);
+		pn_gid_ipv4_mapped(s);
+		break;
+	case 7:
+		if (!pn_topo_busid_from_link(s, busid, sizeof(busid)))
+			FUZZ_ASSERT(strlen(busid) >= 12 && strlen(busid) <= 14);
+		break;
+	case 8:
+		pn_parse_size(s, &u);
+		break;
+	case 9:
+		pn_parse_u64(s, &u);
+		break;
+	case 10:
+		pn_parse_int(s, &i);
+		break;
+	case 11:
+		if (!pn_parse_double(s, &d))
+			FUZZ_ASSERT(isfinite(d));
+		break;
+	case 12:
+		pn_parse_seconds(s, &d);
+		break;
+	case 13:
+		if (!pn_pq_parse_lid(s, &i, &j))
+			FUZZ_ASSERT(j >= 0);
+		break;
+	case 14:
+		i = pn_path_parse(s, &j);
+		FUZZ_ASSERT(i >= -1 && i <= PN_PATH_SYS);
+		break;
+	}
+	free(s);
+	return 0;
+}
