@@ -4,6 +4,7 @@
 #include "minijson.h"
 
 #include "log.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -591,21 +592,6 @@ out:
 	return ret;
 }
 
-static const char *file_kind(mode_t m)
-{
-	if (S_ISDIR(m))
-		return "a directory";
-	if (S_ISFIFO(m))
-		return "a FIFO";
-	if (S_ISCHR(m))
-		return "a character device";
-	if (S_ISBLK(m))
-		return "a block device";
-	if (S_ISSOCK(m))
-		return "a socket";
-	return "not a regular file";
-}
-
 int pn_read_file(const char *path, char **buf, size_t *len)
 {
 	size_t cap, n = 0;
@@ -626,7 +612,7 @@ int pn_read_file(const char *path, char **buf, size_t *len)
 	}
 	if (!S_ISREG(st.st_mode)) {
 		ret = pn_err(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
-			     "'%s' is %s, not a regular file", path, file_kind(st.st_mode));
+			     "'%s' is %s, not a regular file", path, pn_file_kind(st.st_mode));
 		goto fail;
 	}
 	if (st.st_size > PN_READ_MAX) {

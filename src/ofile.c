@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "ofile.h"
 #include "log.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,29 +28,12 @@ struct pn_ofile {
 	int inplace;		/* stdout or stderr: f is that stream */
 };
 
-static const char *kind_of(mode_t m)
-{
-	if (S_ISDIR(m))
-		return "a directory";
-	if (S_ISLNK(m))
-		return "a symbolic link";
-	if (S_ISCHR(m))
-		return "a character device";
-	if (S_ISBLK(m))
-		return "a block device";
-	if (S_ISFIFO(m))
-		return "a FIFO";
-	if (S_ISSOCK(m))
-		return "a socket";
-	return "a special file";
-}
-
 static int refuse(const char *path, mode_t m)
 {
 	int code = S_ISDIR(m) ? -EISDIR : S_ISLNK(m) ? -ELOOP : -EINVAL;
 
 	return pn_err(code, "refusing to write '%s': it is %s, not a regular file%s", path,
-		      kind_of(m), S_ISLNK(m) ? " (give the name of its target)" : "");
+		      pn_file_kind(m), S_ISLNK(m) ? " (give the name of its target)" : "");
 }
 
 static int fail_errno(const char *path, int e)
