@@ -718,7 +718,8 @@ int pn_topo_xml_downgrade(const char *in, size_t len, char **out, size_t *outlen
 					skip = depth;
 			} else if (pass && !drop) {
 				if (!strcmp(name, "topology") && depth == 0) {
-					sb_str(&o, "<topology version=\"2.0\">");
+					sb_str(&o, selfclose ? "<topology version=\"2.0\"/>"
+							     : "<topology version=\"2.0\">");
 				} else if (!strcmp(name, "object")) {
 					int root = top && !root_done;
 
