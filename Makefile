@@ -21,7 +21,7 @@ PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
 WARN := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter -Wno-format-truncation -Wno-unknown-warning-option
-override CFLAGS := $(OPT) $(SAN) $(WARN) -MMD -MP -fPIC $(PKG_CFLAGS) \
+override CFLAGS := $(OPT) $(SAN) $(WARN) -MMD -MP -fPIC -Isrc -Iplugins/include $(PKG_CFLAGS) \
 	-DPENNY_PLUGINDIR='"$(PLUGINDIR)"' $(CFLAGS)
 override LDFLAGS := $(SAN) $(LDFLAGS)
 LIBS := $(PKG_LIBS) -lm -lpthread -ldl -lrt

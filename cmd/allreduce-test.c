@@ -9,16 +9,16 @@
 #include "ar-gpu.h"
 #include "plot.h"
 
-#include "../src/boot.h"
-#include "../src/coll.h"
-#include "../src/jobparams.h"
-#include "../src/log.h"
-#include "../src/mem.h"
-#include "../src/minijson.h"
-#include "../src/ofile.h"
-#include "../src/plan_job.h"
-#include "../src/reduce.h"
-#include "../src/util.h"
+#include "engine/boot.h"
+#include "engine/coll.h"
+#include "engine/jobparams.h"
+#include "base/log.h"
+#include "engine/mem.h"
+#include "base/minijson.h"
+#include "base/ofile.h"
+#include "plan/plan_job.h"
+#include "engine/reduce.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <math.h>
@@ -92,7 +92,7 @@ const struct pn_opt allreduce_test_options[] = {
 	OPT_TABLE_END
 };
 
-/* --plan: the plan, placed on this job's ranks (src/plan_job.h). */
+/* --plan: the plan, placed on this job's ranks (src/plan/plan_job.h). */
 struct planned {
 	struct pn_plan_model model;
 	struct pn_plan plan;
@@ -249,7 +249,7 @@ static int agree_params(struct job *j, const enum pn_algo *algos, int nalgos,
 }
 
 /*
- * Rank 0 writes --csv, --plot and --tune-out: it opens them (src/ofile.h)
+ * Rank 0 writes --csv, --plot and --tune-out: it opens them (src/base/ofile.h)
  * before any work, and every rank agrees on the outcome, so a path that
  * cannot be written fails the whole job at once, exit 2 on every rank, with
  * one line naming it.
@@ -751,7 +751,7 @@ static int check_backends(struct pn_ctx *ctx, const char *list, int *has_host, i
 }
 
 /*
- * The planned memory of this host's ranks (src/mem.h): the node segment;
+ * The planned memory of this host's ranks (src/engine/mem.h): the node segment;
  * with the host backend a send and a receive buffer of -e each in /dev/shm,
  * and one-shot's scratch for in-place runs (auto runs one-shot up to
  * PN_TUNE_ONE_SHOT_MAX, a tuning file at any size); FIFOs to the ranks

@@ -9,10 +9,10 @@
 #define _GNU_SOURCE
 #include "ar-gpu.h"
 
-#include "../src/boot.h"
-#include "../src/gpucoll.h"
-#include "../src/log.h"
-#include "../src/util.h"
+#include "engine/boot.h"
+#include "gpu/gpucoll.h"
+#include "base/log.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * penny allreduce-test's GPU backends (--backend cuda,nccl,...): one table
- * per backend and algorithm through a plugin (src/gpucoll.h), and the ratio
+ * per backend and algorithm through a plugin (src/gpu/gpucoll.h), and the ratio
  * table that compares the backends.  cmd/allreduce-test.c owns the options,
  * the communicator and the presentation of rows (through a sink).
  */
@@ -10,9 +10,9 @@
 
 #include "penny.h"
 
-#include "../src/coll.h"
-#include "../src/dtype.h"
-#include "../src/out.h"
+#include "engine/coll.h"
+#include "engine/dtype.h"
+#include "base/out.h"
 
 #include <stddef.h>
 #include <stdint.h>

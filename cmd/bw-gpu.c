@@ -10,9 +10,9 @@
 #define _GNU_SOURCE
 #include "bw-gpu.h"
 
-#include "../src/gpucoll.h"
-#include "../src/log.h"
-#include "../src/util.h"
+#include "gpu/gpucoll.h"
+#include "base/log.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <stdlib.h>

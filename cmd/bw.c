@@ -9,22 +9,22 @@
  *                                 --all-rails: every NIC pair of the same index
  * The client (or the even rank) issues the operations; both sides print the
  * same table (under a launcher only rank 0).  --expect / --min-gbps make it
- * a CI gate.  The measurements are src/bwtest.c; this file connects, agrees
+ * a CI gate.  The measurements are src/harness/bwtest.c; this file connects, agrees
  * and presents.
  */
 #define _GNU_SOURCE
 #include "penny.h"
 #include "bw-gpu.h"
 
-#include "../src/boot.h"
-#include "../src/bwtest.h"
-#include "../src/gpumem.h"
-#include "../src/jobparams.h"
-#include "../src/log.h"
-#include "../src/mem.h"
-#include "../src/nic.h"
-#include "../src/transport/verbs.h"
-#include "../src/util.h"
+#include "engine/boot.h"
+#include "harness/bwtest.h"
+#include "gpu/gpumem.h"
+#include "engine/jobparams.h"
+#include "base/log.h"
+#include "engine/mem.h"
+#include "node/nic.h"
+#include "transport/verbs.h"
+#include "base/util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -206,7 +206,7 @@ static int parse_cfg(struct bw *b)
 }
 
 /*
- * Planned memory (src/mem.h): every rank holds twice the largest size per
+ * Planned memory (src/engine/mem.h): every rank holds twice the largest size per
  * rail (pn_bw_buflen: the verbs buffer; tcp needs one size), one rail
  * counted (the devices are not picked yet).
  */

@@ -2,7 +2,7 @@
 #define _GNU_SOURCE
 #include "opt.h"
 
-#include "../src/util.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <getopt.h>

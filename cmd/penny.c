@@ -7,9 +7,9 @@
 #define _GNU_SOURCE
 #include "penny.h"
 
-#include "../src/boot.h"
-#include "../src/log.h"
-#include "../src/sysfs.h"
+#include "engine/boot.h"
+#include "base/log.h"
+#include "node/sysfs.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -4,8 +4,8 @@
 #define PENNY_CMD_H
 
 #include "opt.h"
-#include "../src/boot.h"
-#include "../src/out.h"
+#include "engine/boot.h"
+#include "base/out.h"
 
 #define PENNY_VERSION "0.1.0"
 

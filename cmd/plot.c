@@ -7,7 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "plot.h"
-#include "../src/log.h"
+#include "base/log.h"
 
 #include <errno.h>
 #include <locale.h>

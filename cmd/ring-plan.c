@@ -8,14 +8,14 @@
 #define _GNU_SOURCE
 #include "penny.h"
 
-#include "../src/log.h"
-#include "../src/minijson.h"
-#include "../src/ofile.h"
-#include "../src/plan.h"
-#include "../src/plan_job.h"
-#include "../src/sched.h"
-#include "../src/topo.h"
-#include "../src/util.h"
+#include "base/log.h"
+#include "base/minijson.h"
+#include "base/ofile.h"
+#include "plan/plan.h"
+#include "plan/plan_job.h"
+#include "engine/sched.h"
+#include "node/topo.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -452,7 +452,7 @@ static void print_bandwidth(struct pn_out *out, const struct pn_plan *p)
 /*
  * The schedule allreduce-test --plan runs at one rank for these rings: the
  * plan placed on a job whose ranks are numbered node by node in plan order
- * (pn_plan_job_map, as the engine does it), then src/sched.h's multiring
+ * (pn_plan_job_map, as the engine does it), then src/engine/sched.h's multiring
  * generator with the planned orders, as pn_coll_schedule calls it.
  */
 static int build_schedule(const struct pn_plan *p, struct pn_sched *sc)

@@ -2,7 +2,7 @@
 /*
  * penny top: live per-port traffic of RDMA NICs.
  *
- * The counter model (src/counters.h) samples on its own thread; this file
+ * The counter model (src/node/counters.h) samples on its own thread; this file
  * chooses the presentation: the ncurses screen (cmd/tui.c) on a terminal, or
  * batch output for scripts: a table per sample, JSON Lines (--json), a
  * Prometheus textfile (--prom FILE).
@@ -11,14 +11,14 @@
 #include "penny.h"
 #include "tui.h"
 
-#include "../src/counters.h"
-#include "../src/log.h"
-#include "../src/nic.h"
-#include "../src/ofile.h"
-#include "../src/out.h"
-#include "../src/perfquery.h"
-#include "../src/sysfs.h"
-#include "../src/util.h"
+#include "node/counters.h"
+#include "base/log.h"
+#include "node/nic.h"
+#include "base/ofile.h"
+#include "base/out.h"
+#include "node/perfquery.h"
+#include "node/sysfs.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -416,7 +416,7 @@ static void write_metrics(FILE *f, const struct pn_ctr_set *v, const int *idx, i
 		interval);
 }
 
-/* A new file renamed over FILE (src/ofile.h): a collector reads the whole
+/* A new file renamed over FILE (src/base/ofile.h): a collector reads the whole
  * of one sample or the whole of the next.  No fsync: the next sample
  * replaces it within one interval. */
 static int write_prom(const char *path, const struct pn_ctr_set *v, const int *idx, int n,

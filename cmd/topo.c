@@ -6,11 +6,11 @@
 #define _GNU_SOURCE
 #include "penny.h"
 
-#include "../src/log.h"
-#include "../src/nic.h"
-#include "../src/ofile.h"
-#include "../src/topo.h"
-#include "../src/util.h"
+#include "base/log.h"
+#include "node/nic.h"
+#include "base/ofile.h"
+#include "node/topo.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <math.h>

@@ -2,8 +2,8 @@
 #define _GNU_SOURCE
 #include "tui.h"
 
-#include "../src/nic.h"
-#include "../src/util.h"
+#include "node/nic.h"
+#include "base/util.h"
 
 #include <curses.h>
 #include <term.h>

@@ -10,7 +10,7 @@
 #ifndef PENNY_TUI_H
 #define PENNY_TUI_H
 
-#include "../src/counters.h"
+#include "node/counters.h"
 
 #include <stddef.h>
 

@@ -47,7 +47,7 @@ endif
 plugins: $(PLUGIN_SO) $(PL_FAKES) $(PL_EMU)
 
 # The core's loader finds the plugins of this build tree too.
-$(B)/src/plugin.o: override CFLAGS += -DPENNY_BUILD_PLUGINDIR='"$(abspath $(PL))"'
+$(B)/src/gpu/plugin.o: override CFLAGS += -DPENNY_BUILD_PLUGINDIR='"$(abspath $(PL))"'
 
 $(PL)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * penny's test data formula, shared by the host (src/reduce.h), the plugins'
+ * penny's test data formula, shared by the host (src/engine/reduce.h), the plugins'
  * host fallbacks and their fill/check kernels, so that every backend checks
  * the same bits.  Plain C99, also compiled as CUDA/C++.
  *

@@ -34,7 +34,7 @@ extern "C" {
 #define PENNY_PLUGIN_ABI_V1 1u
 #define PENNY_PLUGIN_SYMBOL_V1 "penny_plugin_v1"
 
-/* Element types: the same values as enum pn_dtype (src/dtype.h). */
+/* Element types: the same values as enum pn_dtype (src/engine/dtype.h). */
 enum penny_dtype {
 	PENNY_INT8 = 0,
 	PENNY_UINT8,
@@ -49,7 +49,7 @@ enum penny_dtype {
 	PENNY_NDTYPES
 };
 
-/* Reduction ops: the same values as enum pn_redop (src/dtype.h). */
+/* Reduction ops: the same values as enum pn_redop (src/engine/dtype.h). */
 enum penny_redop {
 	PENNY_SUM = 0,
 	PENNY_PROD,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
-#include "mrcache.h"
-#include "../log.h"
+#include "transport/mrcache.h"
+#include "base/log.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -7,9 +7,9 @@
  * acquire/release atomics: no system call on the hot path.
  */
 #define _GNU_SOURCE
-#include "../comm.h"
-#include "../log.h"
-#include "../util.h"
+#include "engine/comm.h"
+#include "base/log.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

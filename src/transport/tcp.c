@@ -6,9 +6,9 @@
  * other at once never deadlock.
  */
 #define _GNU_SOURCE
-#include "../comm.h"
-#include "../log.h"
-#include "../util.h"
+#include "engine/comm.h"
+#include "base/log.h"
+#include "base/util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

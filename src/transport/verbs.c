@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
-#include "verbs.h"
-#include "mrcache.h"
-#include "../log.h"
-#include "../nic.h"
-#include "../util.h"
+#include "transport/verbs.h"
+#include "transport/mrcache.h"
+#include "base/log.h"
+#include "node/nic.h"
+#include "base/util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -12,11 +12,11 @@
  * a NIC (pn_comm_cfg.verbs_port); otherwise channel c is on rail c.
  */
 #define _GNU_SOURCE
-#include "../comm.h"
-#include "../log.h"
-#include "../nic.h"
-#include "../util.h"
-#include "verbs.h"
+#include "engine/comm.h"
+#include "base/log.h"
+#include "node/nic.h"
+#include "base/util.h"
+#include "transport/verbs.h"
 
 #include <errno.h>
 #include <stdio.h>

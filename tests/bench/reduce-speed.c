@@ -9,10 +9,10 @@
  *   reduce-speed [-o OP] [-t TYPE] [-s SIZE]... [-x inplace|oop]
  */
 #define _GNU_SOURCE
-#include "../../src/dtype.h"
-#include "../../src/log.h"
-#include "../../src/reduce.h"
-#include "../../src/util.h"
+#include "engine/dtype.h"
+#include "base/log.h"
+#include "engine/reduce.h"
+#include "base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

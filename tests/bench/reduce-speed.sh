@@ -19,7 +19,7 @@ fi
 # Same warnings and optimisation as the Makefile's default build.
 $cc -std=c11 -O2 -g -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter \
 	$defs -o "$out/reduce-speed" "$top/tests/bench/reduce-speed.c" \
-	"$top/src/reduce.c" "$top/src/dtype.c" "$top/src/log.c" "$top/src/util.c" -lm
+	-I"$top/src" "$top/src/engine/reduce.c" "$top/src/engine/dtype.c" "$top/src/base/log.c" "$top/src/base/util.c" -lm
 if [ -n "$defs" ]; then
 	# one process, no network: MPI_Reduce_local only
 	exec env OMPI_MCA_btl=self OMPI_MCA_pml=ob1 "$out/reduce-speed" "$@"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Output faults (hardening): every file penny writes goes through one helper
-# (src/ofile.h, penny(1) OUTPUT FILES): a new name or a regular file is
+# (src/base/ofile.h, penny(1) OUTPUT FILES): a new name or a regular file is
 # replaced by rename; "-" and /dev/stdout are written in place; a device,
 # FIFO, directory or symbolic link is refused with one line, exit 2, and
 # left as it was; outputs are opened before the work.

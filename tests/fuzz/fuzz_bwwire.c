@@ -6,7 +6,7 @@
  */
 #include "fuzz.h"
 
-#include "../../src/bwtest.h"
+#include "harness/bwtest.h"
 
 #include <stdio.h>
 

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzz harness: the hwloc XML that penny handles itself before hwloc sees
- * it (src/topo.h): the version probe, the well-formedness check and the
+ * it (src/node/topo.h): the version probe, the well-formedness check and the
  * hwloc 3 -> 2 converter, whose output must again be well-formed hwloc 2.
  * (hwloc's own parser runs in a child process in penny and is not fuzzed.)
  */
 #include "fuzz.h"
 
-#include "../../src/topo.h"
+#include "node/topo.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

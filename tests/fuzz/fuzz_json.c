@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Fuzz harness: the strict JSON reader (src/minijson.h) and its accessors. */
+/* Fuzz harness: the strict JSON reader (src/base/minijson.h) and its accessors. */
 #include "fuzz.h"
 
-#include "../../src/minijson.h"
+#include "base/minijson.h"
 
 static unsigned walk(const struct pn_jval *v)
 {

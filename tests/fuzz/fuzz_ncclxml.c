@@ -6,7 +6,7 @@
  */
 #include "fuzz.h"
 
-#include "../../src/plan.h"
+#include "plan/plan.h"
 
 static void check(const uint8_t *data, size_t size, struct pn_plan_model *m)
 {

@@ -8,8 +8,8 @@
  */
 #include "fuzz.h"
 
-#include "../../src/plan.h"
-#include "../../src/plan_job.h"
+#include "plan/plan.h"
+#include "plan/plan_job.h"
 
 #include <stdio.h>
 

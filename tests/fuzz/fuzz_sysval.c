@@ -8,12 +8,12 @@
  */
 #include "fuzz.h"
 
-#include "../../src/counters.h"
-#include "../../src/nic.h"
-#include "../../src/perfquery.h"
-#include "../../src/sysfs.h"
-#include "../../src/topo.h"
-#include "../../src/util.h"
+#include "node/counters.h"
+#include "node/nic.h"
+#include "node/perfquery.h"
+#include "node/sysfs.h"
+#include "node/topo.h"
+#include "base/util.h"
 
 #include <math.h>
 

@@ -6,7 +6,7 @@
  */
 #include "fuzz.h"
 
-#include "../../src/plan.h"
+#include "plan/plan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

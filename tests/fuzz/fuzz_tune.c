@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Fuzz harness: the tuning file parser (pn_tune_parse, src/coll.h). */
+/* Fuzz harness: the tuning file parser (pn_tune_parse, src/engine/coll.h). */
 #include "fuzz.h"
 
-#include "../../src/coll.h"
+#include "engine/coll.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

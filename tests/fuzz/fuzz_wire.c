@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzz rank 0's check of what a connection to the rendezvous says first: a
- * header, then a hello (pn_wire_hello_check, src/boot.c).  The input is the
+ * header, then a hello (pn_wire_hello_check, src/engine/boot.c).  The input is the
  * byte stream, for a job of 4 ranks with the cookie 00112233..eeff (what the
  * seeds in corpus/wire/ were written with).  Checked for every prefix, as
  * rank 0 sees the bytes arrive: only 0, -EAGAIN, -EPROTO or -EINVAL; the
@@ -9,7 +9,7 @@
  * hello that passes is of this job (rank 1..3, 4 ranks, a pid, printable
  * terminated strings).
  */
-#include "../../src/boot.h"
+#include "engine/boot.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * nic-dump: print what src/nic.c reads for every RDMA device, one
+ * nic-dump: print what src/node/nic.c reads for every RDMA device, one
  * "dev port key=value ..." line per port, for tests over captured sysfs
  * trees (PENNY_SYSROOT or the first argument selects the root).
  */
-#include "../../src/log.h"
-#include "../../src/nic.h"
-#include "../../src/sysfs.h"
+#include "base/log.h"
+#include "node/nic.h"
+#include "node/sysfs.h"
 
 #include <stdio.h>
 #include <stdlib.h>

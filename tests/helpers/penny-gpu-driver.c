@@ -14,10 +14,10 @@
  * values or a failed call; 2: bad usage or a backend that cannot start.
  */
 #define _GNU_SOURCE
-#include "../../src/gpumem.h"
-#include "../../src/log.h"
-#include "../../src/plugin.h"
-#include "../../src/util.h"
+#include "gpu/gpumem.h"
+#include "base/log.h"
+#include "gpu/plugin.h"
+#include "base/util.h"
 #include "../../plugins/include/penny_data.h"
 
 #include <errno.h>

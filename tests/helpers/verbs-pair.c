@@ -22,9 +22,9 @@
  * Exit: 0 all checks passed, 1 a check or the verbs layer failed, 2 usage.
  */
 #define _GNU_SOURCE
-#include "../../src/log.h"
-#include "../../src/transport/verbs.h"
-#include "../../src/util.h"
+#include "base/log.h"
+#include "transport/verbs.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -7,9 +7,9 @@
 #define _GNU_SOURCE
 #include "unit.h"
 
-#include "../../src/boot.h"
-#include "../../src/log.h"
-#include "../../src/util.h"
+#include "engine/boot.h"
+#include "base/log.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <limits.h>

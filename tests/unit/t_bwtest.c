@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The pure parts of src/bwtest.c: percentiles, the peak window, the check
+/* The pure parts of src/harness/bwtest.c: percentiles, the peak window, the check
  * that both sides of penny bw agree. */
 #include "unit.h"
-#include "../../src/bwtest.h"
-#include "../../src/log.h"
+#include "harness/bwtest.h"
+#include "base/log.h"
 
 #include <errno.h>
 #include <math.h>

@@ -4,10 +4,10 @@
 #define _GNU_SOURCE
 #include "unit.h"
 
-#include "../../src/coll.h"
-#include "../../src/ofile.h"
-#include "../../src/log.h"
-#include "../../src/util.h"
+#include "engine/coll.h"
+#include "base/ofile.h"
+#include "base/log.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -9,11 +9,11 @@
 #include "t_counters_fake.h"
 #include "unit.h"
 
-#include "../../src/counters.h"
-#include "../../src/log.h"
-#include "../../src/nic.h"
-#include "../../src/perfquery.h"
-#include "../../src/sysfs.h"
+#include "node/counters.h"
+#include "base/log.h"
+#include "node/nic.h"
+#include "node/perfquery.h"
+#include "node/sysfs.h"
 
 #include <math.h>
 

@@ -8,8 +8,8 @@
  */
 #include "unit.h"
 
-#include "../../src/log.h"
-#include "../../src/perfquery.h"
+#include "base/log.h"
+#include "node/perfquery.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -12,10 +12,10 @@
 #include <dlfcn.h>
 #include <stdatomic.h>
 
-#include "../../src/counters.h"
-#include "../../src/log.h"
-#include "../../src/sysfs.h"
-#include "../../src/util.h"
+#include "node/counters.h"
+#include "base/log.h"
+#include "node/sysfs.h"
+#include "base/util.h"
 
 #include <math.h>
 #include <poll.h>

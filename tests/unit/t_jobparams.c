@@ -4,9 +4,9 @@
 #define _GNU_SOURCE
 #include "unit.h"
 
-#include "../../src/boot.h"
-#include "../../src/jobparams.h"
-#include "../../src/log.h"
+#include "engine/boot.h"
+#include "engine/jobparams.h"
+#include "base/log.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* Planned memory (src/mem.h): the need from the job's parameters, the
+/* Planned memory (src/engine/mem.h): the need from the job's parameters, the
  * one-line verdict, the free memory as read through the sysfs root. */
 #define _GNU_SOURCE
 #include "unit.h"
 
-#include "../../src/comm.h"
-#include "../../src/log.h"
-#include "../../src/mem.h"
-#include "../../src/sysfs.h"
-#include "../../src/transport.h"
+#include "engine/comm.h"
+#include "base/log.h"
+#include "engine/mem.h"
+#include "node/sysfs.h"
+#include "transport/transport.h"
 
 #include <errno.h>
 #include <stdint.h>

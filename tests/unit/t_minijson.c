@@ -3,8 +3,8 @@
 #define _GNU_SOURCE
 #include "unit.h"
 
-#include "../../src/log.h"
-#include "../../src/minijson.h"
+#include "base/log.h"
+#include "base/minijson.h"
 
 #include <errno.h>
 #include <fcntl.h>

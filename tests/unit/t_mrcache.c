@@ -2,7 +2,7 @@
 /* The memory registration cache (src/transport/mrcache.c), with a fake
  * registration callback instead of ibv_reg_mr. */
 #include "unit.h"
-#include "../../src/transport/mrcache.h"
+#include "transport/mrcache.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Output safety: the escapers (JSON, Prometheus, terminal text), the text
- * of unknown values and the output-file helper (src/ofile.h). */
+ * of unknown values and the output-file helper (src/base/ofile.h). */
 #define _GNU_SOURCE
 #include "unit.h"
 
-#include "../../src/log.h"
-#include "../../src/ofile.h"
-#include "../../src/out.h"
+#include "base/log.h"
+#include "base/ofile.h"
+#include "base/out.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -3,9 +3,9 @@
 #define _GNU_SOURCE
 #include "unit.h"
 
-#include "../../src/log.h"
-#include "../../src/minijson.h"
-#include "../../src/plan.h"
+#include "base/log.h"
+#include "base/minijson.h"
+#include "plan/plan.h"
 #include "t_plan_check.h"
 
 #include <errno.h>

@@ -3,7 +3,7 @@
 #ifndef PENNY_T_PLAN_CHECK_H
 #define PENNY_T_PLAN_CHECK_H
 
-#include "../../src/plan.h"
+#include "plan/plan.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,10 +3,10 @@
 #define _GNU_SOURCE
 #include "unit.h"
 
-#include "../../src/log.h"
-#include "../../src/plan.h"
-#include "../../src/plan_job.h"
-#include "../../src/sched.h"
+#include "base/log.h"
+#include "plan/plan.h"
+#include "plan/plan_job.h"
+#include "engine/sched.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -12,8 +12,8 @@
 #define _GNU_SOURCE
 #include "unit.h"
 
-#include "../../src/log.h"
-#include "../../src/plan.h"
+#include "base/log.h"
+#include "plan/plan.h"
 #include "t_plan_check.h"
 
 #include <errno.h>

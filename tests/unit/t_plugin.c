@@ -8,8 +8,8 @@
 #include "unit.h"
 
 #include "../../plugins/include/penny_data.h"
-#include "../../src/log.h"
-#include "../../src/plugin.h"
+#include "base/log.h"
+#include "gpu/plugin.h"
 
 #include <errno.h>
 #include <math.h>

@@ -7,9 +7,9 @@
 #define _GNU_SOURCE
 #include "unit.h"
 
-#include "../../src/dtype.h"
-#include "../../src/log.h"
-#include "../../src/reduce.h"
+#include "engine/dtype.h"
+#include "base/log.h"
+#include "engine/reduce.h"
 
 #include <errno.h>
 #include <math.h>

@@ -9,10 +9,10 @@
 #define _GNU_SOURCE
 #include "unit.h"
 
-#include "../../src/reduce.h"
-#include "../../src/sched.h"
-#include "../../src/transport.h"
-#include "../../src/util.h"
+#include "engine/reduce.h"
+#include "engine/sched.h"
+#include "transport/transport.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <stdint.h>

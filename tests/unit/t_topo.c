@@ -5,10 +5,10 @@
  * from an hwloc NVLinkBandwidth matrix; class names.
  */
 #define _GNU_SOURCE
-#include "../../src/log.h"
-#include "../../src/nvml.h"
-#include "../../src/sysfs.h"
-#include "../../src/topo.h"
+#include "base/log.h"
+#include "node/nvml.h"
+#include "node/sysfs.h"
+#include "node/topo.h"
 #include "unit.h"
 
 #include <errno.h>

@@ -4,8 +4,8 @@
  * libhwloc 2.x read XML exported by hwloc 3.x.
  */
 #define _GNU_SOURCE
-#include "../../src/log.h"
-#include "../../src/topo.h"
+#include "base/log.h"
+#include "node/topo.h"
 #include "unit.h"
 
 #include <errno.h>

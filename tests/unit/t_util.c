@@ -3,10 +3,10 @@
 #define _GNU_SOURCE
 #include "unit.h"
 
-#include "../../src/log.h"
-#include "../../src/nic.h"
-#include "../../src/out.h"
-#include "../../src/util.h"
+#include "base/log.h"
+#include "node/nic.h"
+#include "base/out.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <stdlib.h>

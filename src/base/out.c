@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include "base/out.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OUT_MAX_DEPTH 32
+
+struct pn_out {
+	FILE *f;
+	int json;
+	int depth;
+	int first[OUT_MAX_DEPTH]; /* no member printed yet at this depth */
+};
+
+struct pn_out *pn_out_new(FILE *f, int json)
+{
+	struct pn_out *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		return NULL;
+	o->f = f;
+	o->json = json;
+	o->first[0] = 1;
+	return o;
+}
+
+int pn_out_free(struct pn_out *o)
+{
+	int ret = 0;
+
+	if (!o)
+		return 0;
+	if (fflush(o->f) || ferror(o->f))
+		ret = -EIO;
+	free(o);
+	return ret;
+}
+
+int pn_out_is_json(const struct pn_out *o)
+{
+	return o->json;
+}
+
+FILE *pn_out_file(const struct pn_out *o)
+{
+	return o->f;
+}
+
+int pn_utf8_len(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	uint32_t cp;
+	int n, i;
+
+	if (u[0] < 0x80)
+		return 1;
+	if (u[0] < 0xc2) /* continuation byte, or an overlong 2-byte form */
+		return 0;
+	if (u[0] < 0xe0) {
+		n = 2;
+		cp = u[0] & 0x1f;
+	} else if (u[0] < 0xf0) {
+		n = 3;
+		cp = u[0] & 0x0f;
+	} else if (u[0] < 0xf5) {
+		n = 4;
+		cp = u[0] & 0x07;
+	} else {
+		return 0;
+	}
+	for (i = 1; i < n; i++) {
+		if ((u[i] & 0xc0) != 0x80) /* the terminating NUL stops here too */
+			return 0;
+		cp = cp << 6 | (u[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/* Bytes into a bounded buffer, counting what would be needed. */
+struct sink {
+	char *buf;
+	size_t len, n;
+};
+
+static void put_c(struct sink *k, char c)
+{
+	if (k->n + 1 < k->len)
+		k->buf[k->n] = c;
+	k->n++;
+}
+
+static void put_s(struct sink *k, const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		put_c(k, s[i]);
+}
+
+static void put_fmt(struct sink *k, const char *fmt, unsigned v)
+{
+	char tmp[16];
+	int n = snprintf(tmp, sizeof(tmp), fmt, v);
+
+	put_s(k, tmp, (size_t)n);
+}
+
+static size_t sink_end(struct sink *k)
+{
+	if (k->len)
+		k->buf[k->n < k->len ? k->n : k->len - 1] = 0;
+	return k->n;
+}
+
+size_t pn_json_escape(char *buf, size_t len, const char *s)
+{
+	struct sink k = { buf, len, 0 };
+
+	while (*s) {
+		unsigned char c = (unsigned char)*s;
+		int n = pn_utf8_len(s);
+
+		if (!n) {
+			put_s(&k, "\\ufffd", 6);
+			s++;
+			continue;
+		}
+		if (c == '"' || c == '\\') {
+			put_c(&k, '\\');
+			put_c(&k, (char)c);
+		} else if (c == '\n') {
+			put_s(&k, "\\n", 2);
+		} else if (c == '\t') {
+			put_s(&k, "\\t", 2);
+		} else if (c < 0x20) {
+			put_fmt(&k, "\\u%04x", c);
+		} else {
+			put_s(&k, s, (size_t)n);
+		}
+		s += n;
+	}
+	return sink_end(&k);
+}
+
+size_t pn_prom_escape(char *buf, size_t len, const char *s)
+{
+	struct sink k = { buf, len, 0 };
+
+	while (*s) {
+		int n = pn_utf8_len(s);
+
+		if (!n) {
+			put_s(&k, "\xef\xbf\xbd", 3); /* U+FFFD */
+			s++;
+			continue;
+		}
+		if (*s == '"' || *s == '\\') {
+			put_c(&k, '\\');
+			put_c(&k, *s);
+		} else if (*s == '\n') {
+			put_s(&k, "\\n", 2);
+		} else {
+			put_s(&k, s, (size_t)n);
+		}
+		s += n;
+	}
+	return sink_end(&k);
+}
+
+size_t pn_text_escape(char *buf, size_t len, const char *s, int layout)
+{
+	struct sink k = { buf, len, 0 };
+
+	while (*s) {
+		const unsigned char *u = (const unsigned char *)s;
+		int n = pn_utf8_len(s), i;
+
+		if (n == 1 && (u[0] >= 0x20 || (layout && (u[0] == '\n' || u[0] == '\t'))) &&
+		    u[0] != 0x7f) {
+			put_c(&k, *s);
+		} else if (n > 1 && !(n == 2 && u[0] == 0xc2 && u[1] < 0xa0)) {
+			put_s(&k, s, (size_t)n);
+		} else {
+			/* a control character (C0, DEL, C1) or an invalid byte */
+			if (!n)
+				n = 1;
+			for (i = 0; i < n; i++)
+				put_fmt(&k, "\\x%02x", u[i]);
+		}
+		s += n;
+	}
+	return sink_end(&k);
+}
+
+/* s through an escaper: in small when it fits, else in *heap (free it). */
+static const char *escaped(size_t (*esc)(char *, size_t, const char *, int), const char *s,
+			   int arg, char *small, size_t len, char **heap)
+{
+	size_t need = esc(small, len, s, arg);
+
+	*heap = NULL;
+	if (need < len)
+		return small;
+	*heap = malloc(need + 1);
+	if (!*heap)
+		return "";
+	esc(*heap, need + 1, s, arg);
+	return *heap;
+}
+
+static size_t json_esc(char *buf, size_t len, const char *s, int arg)
+{
+	(void)arg;
+	return pn_json_escape(buf, len, s);
+}
+
+static void json_string(FILE *f, const char *s)
+{
+	char small[256], *heap;
+
+	fprintf(f, "\"%s\"", escaped(json_esc, s, 0, small, sizeof(small), &heap));
+	free(heap);
+}
+
+/* Separator and key before a JSON value. */
+static void json_key(struct pn_out *o, const char *key)
+{
+	if (!o->first[o->depth])
+		fputc(',', o->f);
+	o->first[o->depth] = 0;
+	if (key && o->depth > 0) {
+		json_string(o->f, key);
+		fputc(':', o->f);
+	}
+}
+
+static void open_container(struct pn_out *o, const char *key, char c)
+{
+	if (!o->json)
+		return;
+	json_key(o, key);
+	fputc(c, o->f);
+	if (o->depth + 1 < OUT_MAX_DEPTH)
+		o->depth++;
+	o->first[o->depth] = 1;
+}
+
+static void close_container(struct pn_out *o, char c)
+{
+	if (!o->json)
+		return;
+	fputc(c, o->f);
+	if (o->depth > 0)
+		o->depth--;
+	if (o->depth == 0) {
+		fputc('\n', o->f);
+		o->first[0] = 1;
+	}
+}
+
+void pn_out_open_object(struct pn_out *o, const char *key)
+{
+	open_container(o, key, '{');
+}
+
+void pn_out_close_object(struct pn_out *o)
+{
+	close_container(o, '}');
+}
+
+void pn_out_open_array(struct pn_out *o, const char *key)
+{
+	open_container(o, key, '[');
+}
+
+void pn_out_close_array(struct pn_out *o)
+{
+	close_container(o, ']');
+}
+
+static int want(const struct pn_out *o, int where)
+{
+	return o->json ? (where & PN_JSON) : (where & PN_TEXT);
+}
+
+void pn_out_str(struct pn_out *o, int where, const char *key, const char *fmt, const char *v)
+{
+	if (!want(o, where))
+		return;
+	if (o->json) {
+		json_key(o, key);
+		if (v)
+			json_string(o->f, v);
+		else
+			fputs("null", o->f);
+	} else if (fmt) {
+		char small[256], *heap;
+
+		fprintf(o->f, fmt,
+			escaped(pn_text_escape, v ? v : "n/a", 0, small, sizeof(small), &heap));
+		free(heap);
+	}
+}
+
+void pn_out_int(struct pn_out *o, int where, const char *key, const char *fmt, long long v)
+{
+	if (!want(o, where))
+		return;
+	if (o->json) {
+		json_key(o, key);
+		fprintf(o->f, "%lld", v);
+	} else if (fmt) {
+		fprintf(o->f, fmt, v);
+	}
+}
+
+void pn_out_uint(struct pn_out *o, int where, const char *key, const char *fmt,
+		 unsigned long long v)
+{
+	if (!want(o, where))
+		return;
+	if (o->json) {
+		json_key(o, key);
+		fprintf(o->f, "%llu", v);
+	} else if (fmt) {
+		fprintf(o->f, fmt, v);
+	}
+}
+
+/* Literal text of a format: n bytes of s, "%%" written as "%". */
+static void fmt_literal(FILE *f, const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (s[i] == '%' && i + 1 < n && s[i + 1] == '%')
+			i++;
+		fputc(s[i], f);
+	}
+}
+
+/* The conversion of a format: its first '%' that is not "%%". */
+static const char *fmt_conversion(const char *fmt)
+{
+	const char *p = fmt;
+
+	while ((p = strchr(p, '%')) && p[1] == '%')
+		p += 2;
+	return p;
+}
+
+/* Text width of a printf conversion such as "%8.2f " for the n/a case. */
+static void text_na(FILE *f, const char *fmt)
+{
+	const char *p = fmt_conversion(fmt);
+	int width = 0;
+
+	if (p) {
+		fmt_literal(f, fmt, (size_t)(p - fmt));
+		p++;
+		while (*p == '-' || *p == '+' || *p == ' ' || *p == '0')
+			p++;
+		width = atoi(p);
+		while (*p && !strchr("diouxXeEfFgGs", *p))
+			p++;
+		if (*p)
+			p++;
+	}
+	fprintf(f, "%*s", width, "n/a");
+	if (p)
+		fmt_literal(f, p, strlen(p));
+}
+
+void pn_out_float(struct pn_out *o, int where, const char *key, const char *fmt, double v)
+{
+	if (!want(o, where))
+		return;
+	if (o->json) {
+		json_key(o, key);
+		if (isfinite(v))
+			fprintf(o->f, "%.17g", v);
+		else
+			fputs("null", o->f);
+	} else if (fmt) {
+		if (isfinite(v))
+			fprintf(o->f, fmt, v);
+		else
+			text_na(o->f, fmt);
+	}
+}
+
+void pn_out_bool(struct pn_out *o, int where, const char *key, const char *fmt, int v)
+{
+	if (!want(o, where))
+		return;
+	if (o->json) {
+		json_key(o, key);
+		fputs(v ? "true" : "false", o->f);
+	} else if (fmt) {
+		fprintf(o->f, fmt, v ? "yes" : "no");
+	}
+}
+
+void pn_out_null(struct pn_out *o, int where, const char *key, const char *fmt)
+{
+	if (!want(o, where))
+		return;
+	if (o->json) {
+		json_key(o, key);
+		fputs("null", o->f);
+	} else if (fmt) {
+		text_na(o->f, fmt);
+	}
+}
+
+void pn_out_text(struct pn_out *o, const char *fmt, ...)
+{
+	char line[512], *big = NULL, small[1024], *heap;
+	const char *s = line;
+	va_list ap;
+	int n;
+
+	if (o->json)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(line)) {
+		va_start(ap, fmt);
+		if (vasprintf(&big, fmt, ap) < 0)
+			big = NULL;
+		va_end(ap);
+		if (!big)
+			return;
+		s = big;
+	}
+	/* the names in it may hold any byte: the layout stays, nothing else */
+	fputs(escaped(pn_text_escape, s, 1, small, sizeof(small), &heap), o->f);
+	free(heap);
+	free(big);
+}

@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include "base/util.h"
+#include "base/log.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+int pn_natcmp(const char *a, const char *b)
+{
+	while (*a && *b) {
+		if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+			const char *ea, *eb;
+			size_t la, lb;
+			int c;
+
+			while (*a == '0' && isdigit((unsigned char)a[1]))
+				a++;
+			while (*b == '0' && isdigit((unsigned char)b[1]))
+				b++;
+			for (ea = a; isdigit((unsigned char)*ea); ea++)
+				;
+			for (eb = b; isdigit((unsigned char)*eb); eb++)
+				;
+			la = (size_t)(ea - a);
+			lb = (size_t)(eb - b);
+			if (la != lb)
+				return la < lb ? -1 : 1;
+			c = memcmp(a, b, la);
+			if (c)
+				return c < 0 ? -1 : 1;
+			a = ea;
+			b = eb;
+			continue;
+		}
+		if (*a != *b)
+			return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+		a++;
+		b++;
+	}
+	if (*a == *b)
+		return 0;
+	return *a ? 1 : -1;
+}
+
+int pn_natcmp_qsort(const void *a, const void *b)
+{
+	return pn_natcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int pn_parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-' || isspace((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int pn_parse_int(const char *s, int *out)
+{
+	char *end;
+	long v;
+
+	if (!s || !*s || isspace((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 0);
+	if (errno || *end || v < INT_MIN || v > INT_MAX)
+		return -EINVAL;
+	*out = (int)v;
+	return 0;
+}
+
+int pn_parse_double(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s || isspace((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || !isfinite(v))
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int pn_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mult = 1;
+
+	if (!s || !*s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	switch (toupper((unsigned char)*end)) {
+	case 0:
+		break;
+	case 'K':
+		mult = 1ull << 10;
+		end++;
+		break;
+	case 'M':
+		mult = 1ull << 20;
+		end++;
+		break;
+	case 'G':
+		mult = 1ull << 30;
+		end++;
+		break;
+	case 'T':
+		mult = 1ull << 40;
+		end++;
+		break;
+	case 'B':
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (mult > 1 && (!strcasecmp(end, "iB") || !strcasecmp(end, "B") || !*end))
+		end += strlen(end);
+	else if (mult == 1 && !strcasecmp(end, "B"))
+		end++;
+	if (*end)
+		return -EINVAL;
+	if (v > UINT64_MAX / mult)
+		return -ERANGE;
+	*out = v * mult;
+	return 0;
+}
+
+const char *pn_fmt_size(char *buf, size_t len, uint64_t bytes)
+{
+	static const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	unsigned u = 0;
+	uint64_t v = bytes;
+
+	while (u + 1 < PN_ARRAY_SIZE(units) && v >= 1024 && v % 1024 == 0) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%llu %s", (unsigned long long)v, units[u]);
+	return buf;
+}
+
+int pn_parse_seconds(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s || isspace((unsigned char)*s) || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v < 0)
+		return -EINVAL;
+	if (!strcmp(end, "ms"))
+		v /= 1e3;
+	else if (!strcmp(end, "us"))
+		v /= 1e6;
+	else if (!strcmp(end, "m"))
+		v *= 60;
+	else if (!strcmp(end, "h"))
+		v *= 3600;
+	else if (*end && strcmp(end, "s"))
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+double pn_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int pn_poll_ms(double seconds, int cap_ms)
+{
+	double ms = ceil(seconds * 1000);
+
+	if (!(ms > 0)) /* also NaN */
+		return 0;
+	return ms < (double)cap_ms ? (int)ms : cap_ms;
+}
+
+uint64_t pn_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+const char *pn_hostname(void)
+{
+	static char host[256];
+
+	if (!host[0]) {
+		if (gethostname(host, sizeof(host) - 1) || !host[0])
+			snprintf(host, sizeof(host), "localhost");
+	}
+	return host;
+}
+
+int pn_parse_hostport(const char *s, char *host, size_t hostlen, int *port)
+{
+	const char *colon;
+	size_t hl;
+	int p;
+
+	if (!s || !*s)
+		return -EINVAL;
+	if (*s == '[') {
+		const char *rb = strchr(s, ']');
+
+		if (!rb || rb[1] != ':')
+			return -EINVAL;
+		hl = (size_t)(rb - s - 1);
+		s++;
+		colon = rb + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return -EINVAL;
+		hl = (size_t)(colon - s);
+	}
+	if (hl >= hostlen)
+		return -ENAMETOOLONG;
+	if (pn_parse_int(colon + 1, &p) || p < 0 || p > 65535)
+		return -EINVAL;
+	memcpy(host, s, hl);
+	host[hl] = 0;
+	*port = p;
+	return 0;
+}
+
+const char *pn_file_kind(unsigned int m)
+{
+	if (S_ISREG(m))
+		return "a regular file";
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISLNK(m))
+		return "a symbolic link";
+	if (S_ISCHR(m))
+		return "a character device";
+	if (S_ISBLK(m))
+		return "a block device";
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISSOCK(m))
+		return "a socket";
+	return "a special file";
+}

@@ -1,0 +1,2035 @@
+/* SPDX-License-Identifier: MIT */
+/* Launcher environments, self-launch and the TCP rendezvous. */
+#define _GNU_SOURCE
+#include "engine/boot.h"
+#include "base/log.h"
+#include "base/util.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void pn_boot_cfg_init(struct pn_boot_cfg *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->rank = -1;
+	cfg->nranks = -1;
+	cfg->local_rank = -1;
+	cfg->timeout = 60.0;
+	cfg->listen_fd = -1;
+	cfg->err_fd = -1;
+}
+
+const char *pn_host_id(void)
+{
+	static char id[PN_HOSTID_LEN];
+	char ns[64] = "";
+	ssize_t n;
+	const char *over = getenv("PENNY_NODE_ID");
+
+	if (id[0])
+		return id;
+	if (over && *over) {
+		snprintf(id, sizeof(id), "node:%s", over);
+		return id;
+	}
+	/* network namespace inode: netns "hosts" on one machine are hosts */
+	n = readlink("/proc/self/ns/net", ns, sizeof(ns) - 1);
+	if (n > 0)
+		ns[n] = 0;
+	snprintf(id, sizeof(id), "%.60s/%s", pn_hostname(), ns);
+	return id;
+}
+
+/*
+ * A launcher variable: absent (1), a decimal number in [lo, hi] (0), or
+ * -EINVAL with a message naming it.
+ */
+static int env_num(const char *name, int lo, int hi, int *v)
+{
+	const char *s = getenv(name), *p;
+	long long x = 0;
+
+	if (!s)
+		return 1;
+	for (p = s; *p >= '0' && *p <= '9'; p++)
+		if (x <= hi)
+			x = x * 10 + (*p - '0');
+	if (!*s || *p)
+		return pn_err(-EINVAL, "%s='%.40s' is not a number", name, s);
+	if (x > hi)
+		return pn_err(-EINVAL, "%s=%.40s is more than %d", name, s, hi);
+	if (x < lo)
+		return pn_err(-EINVAL, "%s=%lld is less than %d", name, x, lo);
+	*v = (int)x;
+	return 0;
+}
+
+struct launcher_env {
+	const char *name, *rank, *size, *local_rank, *local_size;
+	int by_rank;		/* its rank variable alone says it is this launcher */
+};
+
+static const struct launcher_env launchers[] = {
+	{ "mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+	  "OMPI_COMM_WORLD_LOCAL_SIZE", 1 },
+	{ "srun", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", NULL, 0 },
+	{ "pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", NULL, 1 },
+	/* RANK alone is too common a name to mean torchrun */
+	{ "torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", 0 },
+};
+
+/* rank, size and local rank/size of launcher l; every variable set must be valid */
+static int launcher_read(const struct launcher_env *l, int *r, int *n, int *lr, int *ls)
+{
+	int ret;
+
+	*lr = -1;
+	*ls = -1;
+	ret = env_num(l->size, 1, PN_BOOT_MAX_RANKS, n);
+	if (ret > 0)
+		return pn_err(-EINVAL, "%s is set but %s is not", l->rank, l->size);
+	if (ret || (ret = env_num(l->rank, 0, INT_MAX, r)) < 0)
+		return ret;
+	if (ret > 0)
+		return pn_err(-EINVAL, "%s is set but %s is not", l->size, l->rank);
+	if (*r >= *n)
+		return pn_err(-EINVAL, "%s=%d is not below %s=%d", l->rank, *r, l->size, *n);
+	if (l->local_size && (ret = env_num(l->local_size, 1, *n, ls)) < 0)
+		return ret;
+	if ((ret = env_num(l->local_rank, 0, INT_MAX, lr)) < 0)
+		return ret;
+	if (*lr >= (*ls > 0 ? *ls : *n))
+		return *ls > 0 ? pn_err(-EINVAL, "%s=%d is not below %s=%d", l->local_rank, *lr,
+					l->local_size, *ls)
+			       : pn_err(-EINVAL, "%s=%d is not below %s=%d", l->local_rank, *lr,
+					l->size, *n);
+	return 0;
+}
+
+static void hex_cookie(const char *s, uint8_t cookie[16], int *have)
+{
+	int i;
+
+	for (i = 0; i < 16 && s[2 * i] && s[2 * i + 1]; i++) {
+		unsigned x;
+
+		if (sscanf(s + 2 * i, "%2x", &x) != 1)
+			break;
+		cookie[i] = (uint8_t)x;
+	}
+	if (i == 16 && !s[32]) {
+		*have = 1;
+	} else {
+		/* any other string: hash it (FNV-1a over two lanes) */
+		uint64_t h1 = 1469598103934665603ull, h2 = 0x9e3779b97f4a7c15ull;
+		const char *p;
+
+		for (p = s; *p; p++) {
+			h1 = (h1 ^ (uint8_t)*p) * 1099511628211ull;
+			h2 = (h2 ^ (uint8_t)*p) * 0x100000001b3ull + 7;
+		}
+		memcpy(cookie, &h1, 8);
+		memcpy(cookie + 8, &h2, 8);
+		*have = 1;
+	}
+}
+
+int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg)
+{
+	int r = -1, n = -1, lr = -1, ls = -1, ret;
+	const struct launcher_env *l = NULL;
+	const char *s;
+	static char rootbuf[300];
+	size_t i;
+
+	if (cfg->rank >= 0 || cfg->nranks >= 0) {
+		if (cfg->nranks > PN_BOOT_MAX_RANKS)
+			return pn_err(-EINVAL, "--nranks %d is more than %d, the most ranks a job can have",
+				      cfg->nranks, PN_BOOT_MAX_RANKS);
+		if (cfg->rank < 0 || cfg->nranks <= 0 || cfg->rank >= cfg->nranks)
+			return pn_err(-EINVAL, "--rank and --nranks go together, with 0 <= rank < nranks");
+		if (!cfg->launcher[0])
+			snprintf(cfg->launcher, sizeof(cfg->launcher), "explicit");
+	} else {
+		for (i = 0; i < PN_ARRAY_SIZE(launchers) && !l; i++)
+			if (getenv(launchers[i].rank) &&
+			    (launchers[i].by_rank || getenv(launchers[i].size)))
+				l = &launchers[i];
+	}
+	if (l) {
+		ret = launcher_read(l, &r, &n, &lr, &ls);
+		if (ret)
+			return pn_err_ctx(ret, "launcher environment (%s)", l->name);
+		snprintf(cfg->launcher, sizeof(cfg->launcher), "%s", l->name);
+		if (l->local_size)
+			cfg->single_node = ls == n;
+		if (!strcmp(l->name, "mpirun")) {
+			if ((s = getenv("OMPI_MCA_ess_base_jobid")) || (s = getenv("PMIX_NAMESPACE")))
+				snprintf(cfg->jobid, sizeof(cfg->jobid), "%s", s);
+		} else if (!strcmp(l->name, "srun")) {
+			ret = env_num("SLURM_NNODES", 1, n, &ls);
+			if (ret < 0)
+				return pn_err_ctx(ret, "launcher environment (srun)");
+			cfg->single_node = ret == 0 && ls == 1;
+			if ((s = getenv("SLURM_JOB_ID")))
+				snprintf(cfg->jobid, sizeof(cfg->jobid), "%s.%s", s,
+					 getenv("SLURM_STEP_ID") ? getenv("SLURM_STEP_ID") : "0");
+		} else if (!strcmp(l->name, "torchrun")) {
+			if ((s = getenv("TORCHELASTIC_RUN_ID")))
+				snprintf(cfg->jobid, sizeof(cfg->jobid), "%s", s);
+		}
+	} else if (cfg->rank < 0) {
+		if (cfg->root)
+			return pn_err(-EINVAL, "--root %s needs --rank and --nranks (or a launcher's "
+				      "environment)", cfg->root);
+		r = 0;
+		n = 1;
+		snprintf(cfg->launcher, sizeof(cfg->launcher), "none");
+	}
+	if (cfg->rank < 0) {
+		cfg->rank = r;
+		cfg->nranks = n;
+		if (cfg->local_rank < 0)
+			cfg->local_rank = lr;
+	}
+	if (!cfg->root) {
+		const char *addr = getenv("MASTER_ADDR"), *port = getenv("MASTER_PORT");
+
+		if ((s = getenv("PENNY_ROOT")) && *s) {
+			cfg->root = s;
+		} else if (addr && port) {
+			snprintf(rootbuf, sizeof(rootbuf), "%s:%s", addr, port);
+			cfg->root = rootbuf;
+		}
+	}
+	if (!cfg->have_cookie) {
+		if ((s = getenv("PENNY_COOKIE")) && *s)
+			hex_cookie(s, cfg->cookie, &cfg->have_cookie);
+		else if (cfg->jobid[0])
+			hex_cookie(cfg->jobid, cfg->cookie, &cfg->have_cookie);
+		else if (cfg->root)
+			hex_cookie(cfg->root, cfg->cookie, &cfg->have_cookie);
+	}
+	return 0;
+}
+
+static int random_bytes(uint8_t *buf, size_t len)
+{
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len);
+	close(fd);
+	return n == (ssize_t)len ? 0 : -EIO;
+}
+
+/*
+ * Like mpirun's default for small jobs: when every rank can have a core of
+ * its own, pin rank i to the i-th allowed CPU (PENNY_BIND=none keeps them
+ * free).  Busy-polling ranks then do not chase each other across cores.
+ */
+static void bind_rank(int i, int np)
+{
+	cpu_set_t allowed, one;
+	const char *b = getenv("PENNY_BIND");
+	int cpu, k = 0;
+
+	if ((b && !strcmp(b, "none")) || sched_getaffinity(0, sizeof(allowed), &allowed) ||
+	    np > CPU_COUNT(&allowed))
+		return;
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &allowed))
+			continue;
+		if (k++ == i) {
+			CPU_ZERO(&one);
+			CPU_SET(cpu, &one);
+			sched_setaffinity(0, sizeof(one), &one);
+			return;
+		}
+	}
+}
+
+/*
+ * File descriptors: rank 0 holds one socket per rank (and the tcp transport
+ * one per remote peer), so a job of n ranks needs about n + 64.  Raise the
+ * soft limit as far as the hard one allows; when even that is too little
+ * and must_fit, fail before anything starts.
+ */
+static int fd_budget(int n, int must_fit)
+{
+	struct rlimit rl;
+	rlim_t need = (rlim_t)n + 64;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= need)
+		return 0;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	if (rl.rlim_cur < need && must_fit)
+		return pn_err(-EMFILE, "a job of %d ranks needs %llu open files on rank 0, the limit is "
+			      "%llu (ulimit -n)", n, (unsigned long long)need,
+			      (unsigned long long)rl.rlim_cur);
+	return 0;
+}
+
+/*
+ * The job's shared-memory segments are /dev/shm/penny-<first 8 cookie bytes
+ * in hex>-... (transport/shm.c, shm_name).  Removing them is async-signal-
+ * safe (open, getdents64, unlinkat): the ranks do it from a signal handler.
+ */
+static void shm_prefix(char *buf, size_t len, const uint8_t cookie[16])
+{
+	snprintf(buf, len, "penny-%02x%02x%02x%02x%02x%02x%02x%02x-", cookie[0], cookie[1],
+		 cookie[2], cookie[3], cookie[4], cookie[5], cookie[6], cookie[7]);
+}
+
+struct pn_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+static void shm_sweep(const char *prefix)
+{
+	uint64_t buf[512];
+	size_t plen = strlen(prefix);
+	int pass, gone = 1;
+
+	/* entries removed while reading a directory may hide others: again
+	 * until a pass removes nothing */
+	for (pass = 0; pass < 4 && gone; pass++) {
+		int dfd = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		long n, off;
+
+		if (dfd < 0)
+			return;
+		gone = 0;
+		while ((n = syscall(SYS_getdents64, dfd, buf, sizeof(buf))) > 0) {
+			for (off = 0; off < n;) {
+				struct pn_dirent64 *d = (struct pn_dirent64 *)((char *)buf + off);
+
+				if (!strncmp(d->d_name, prefix, plen) && !unlinkat(dfd, d->d_name, 0))
+					gone++;
+				off += d->d_reclen;
+			}
+		}
+		close(dfd);
+	}
+}
+
+/* A self-launched rank: its job's prefix, its launcher, where it reports. */
+static char child_shm[48];
+static pid_t child_parent;
+static int child_errfd = -1;
+static char child_line[64]; /* "penny: rank N: " */
+static size_t child_line_len;
+
+/*
+ * SIGTERM (the launcher forwarded one, or died: PR_SET_PDEATHSIG), SIGINT,
+ * SIGHUP: remove the job's segments, say why (to the launcher, or to
+ * stderr when it is gone), go.
+ */
+static void child_term(int sig)
+{
+	struct sigaction ign;
+	const char *why = getppid() != child_parent ? "the launcher died: stopped\n" :
+			  sig == SIGTERM ? "terminated by SIGTERM\n" :
+			  sig == SIGINT ? "terminated by SIGINT\n" : "terminated by SIGHUP\n";
+	char line[128];
+	size_t n = child_line_len, k = strlen(why);
+
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &ign, NULL);
+	shm_sweep(child_shm);
+	memcpy(line, child_line, n);
+	memcpy(line + n, why, k);
+	/* the launcher adds its own prefix */
+	if (child_errfd < 0 || write(child_errfd, line + 7, n + k - 7) < 0) {
+		if (write(STDERR_FILENO, line, n + k) < 0)
+			_exit(128 + sig);
+	}
+	_exit(128 + sig);
+}
+
+static volatile sig_atomic_t parent_sig;
+
+static void parent_term(int sig)
+{
+	parent_sig = sig;
+}
+
+static const int term_sigs[] = { SIGTERM, SIGINT, SIGHUP };
+
+/* The ranks' error lines, as the parent collects them (bounded). */
+struct err_lines {
+	char *buf;
+	size_t len, cap, dropped;
+};
+
+static void lines_add(struct err_lines *l, const char *s, size_t n)
+{
+	const size_t max = 4u << 20;
+
+	if (l->len + n > l->cap && l->cap < max) {
+		size_t cap = PN_MIN(max, PN_MAX(l->cap * 2, l->len + n + 4096));
+		char *p = realloc(l->buf, cap);
+
+		if (p) {
+			l->buf = p;
+			l->cap = cap;
+		}
+	}
+	if (l->len + n > l->cap) {
+		l->dropped += n;
+		return;
+	}
+	memcpy(l->buf + l->len, s, n);
+	l->len += n;
+}
+
+static void lines_printf(struct err_lines *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void lines_printf(struct err_lines *l, const char *fmt, ...)
+{
+	char s[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(s, sizeof(s) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	n = PN_MIN(n, (int)sizeof(s) - 2);
+	s[n++] = '\n';
+	lines_add(l, s, (size_t)n);
+}
+
+static void lines_read(struct err_lines *l, int fd)
+{
+	char buf[4096];
+	ssize_t n;
+
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		lines_add(l, buf, (size_t)n);
+}
+
+/* Wait for every rank; see boot.h.  pids[i] is rank i (0 once reaped). */
+static int reap_ranks(pid_t *pids, int np, int errfd, double grace, struct err_lines *l)
+{
+	int left = np, worst = 0, first = -1, killed = 0, forwarded = 0, i;
+	double kill_at = 0;
+
+	while (left > 0) {
+		struct pollfd pfd = { .fd = errfd, .events = POLLIN };
+		double now;
+		pid_t pid;
+		int st;
+
+		while (left > 0 && (pid = waitpid(-1, &st, WNOHANG)) > 0) {
+			for (i = 0; i < np && pids[i] != pid; i++)
+				;
+			if (i == np)
+				continue;
+			pids[i] = 0;
+			left--;
+			if (WIFEXITED(st) && WEXITSTATUS(st)) {
+				worst = PN_MAX(worst, WEXITSTATUS(st));
+			} else if (WIFSIGNALED(st)) {
+				worst = PN_MAX(worst, 1);
+				if (!killed)
+					lines_printf(l, "rank %d (pid %d) was killed by signal %d (%s)", i,
+						     (int)pid, WTERMSIG(st), strsignal(WTERMSIG(st)));
+			}
+			if (worst && first < 0)
+				first = i;
+		}
+		if (!left)
+			break;
+		now = pn_now();
+		if (parent_sig && !forwarded) {
+			lines_printf(l, "got %s: stopping the ranks", strsignal(parent_sig));
+			for (i = 0; i < np; i++)
+				if (pids[i] > 0)
+					kill(pids[i], SIGTERM);
+			forwarded = 1;
+			if (!kill_at)
+				kill_at = now + grace;
+		}
+		/* one rank failed: the others learn it at once (the abort notice,
+		 * a closed connection) and end; one that does not is stuck */
+		if (worst && !kill_at)
+			kill_at = now + grace;
+		if (kill_at && now >= kill_at && !killed) {
+			for (i = 0; i < np; i++) {
+				if (pids[i] <= 0)
+					continue;
+				if (first >= 0)
+					lines_printf(l, "rank %d (pid %d) had not ended %.0f s after rank %d "
+						     "failed: killed", i, (int)pids[i], grace, first);
+				else
+					lines_printf(l, "rank %d (pid %d) had not ended %.0f s after the "
+						     "launcher was stopped: killed", i, (int)pids[i], grace);
+				kill(pids[i], SIGKILL);
+			}
+			killed = 1;
+		}
+		if (poll(&pfd, 1, 20) > 0)
+			lines_read(l, errfd);
+	}
+	lines_read(l, errfd);
+	if (parent_sig)
+		return 128 + parent_sig;
+	return worst;
+}
+
+int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status, char **report)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	static char rootbuf[64];
+	struct sigaction act, old[PN_ARRAY_SIZE(term_sigs)];
+	struct err_lines lines = { 0 };
+	sigset_t block, oldmask;
+	pid_t *pids, self = getpid();
+	int fd, i, k, one = 1, errp[2], ret;
+	double t0;
+
+	*parent = 0;
+	*status = 0;
+	*report = NULL;
+	if (np < 1 || np > PN_BOOT_MAX_NP)
+		return pn_err(-EINVAL, "--np must be between 1 and %d", PN_BOOT_MAX_NP);
+	if (!(cfg->timeout > 0))
+		return pn_err(-EINVAL, "the timeout must be positive");
+	ret = fd_budget(np, 1);
+	if (ret)
+		return ret;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return pn_err(-errno, "socket: %s", strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 4096) ||
+	    getsockname(fd, (struct sockaddr *)&sa, &sl)) {
+		int e = errno;
+
+		close(fd);
+		return pn_err(-e, "cannot listen on 127.0.0.1: %s", strerror(e));
+	}
+	snprintf(rootbuf, sizeof(rootbuf), "127.0.0.1:%d", ntohs(sa.sin_port));
+	if (random_bytes(cfg->cookie, sizeof(cfg->cookie))) {
+		close(fd);
+		return pn_err(-EIO, "cannot read /dev/urandom");
+	}
+	cfg->have_cookie = 1;
+	cfg->root = rootbuf;
+	cfg->nranks = np;
+	snprintf(cfg->launcher, sizeof(cfg->launcher), "self");
+	shm_prefix(child_shm, sizeof(child_shm), cfg->cookie);
+
+	pids = calloc((size_t)np, sizeof(*pids));
+	if (!pids || pipe2(errp, O_CLOEXEC)) {
+		ret = pids ? pn_err(-errno, "pipe: %s", strerror(errno)) : pn_err(-ENOMEM, "out of memory");
+		free(pids);
+		close(fd);
+		return ret;
+	}
+	/* the ranks take over these signals before they can arrive */
+	sigemptyset(&block);
+	for (i = 0; i < (int)PN_ARRAY_SIZE(term_sigs); i++)
+		sigaddset(&block, term_sigs[i]);
+	sigprocmask(SIG_BLOCK, &block, &oldmask);
+	memset(&act, 0, sizeof(act));
+	t0 = pn_now();
+	for (i = 0; i < np; i++) {
+		pid_t pid = fork();
+
+		if (pid < 0) {
+			int e = errno, j;
+
+			for (j = 0; j < i; j++)
+				kill(pids[j], SIGKILL);
+			for (j = 0; j < i; j++)
+				waitpid(pids[j], NULL, 0);
+			shm_sweep(child_shm);
+			sigprocmask(SIG_SETMASK, &oldmask, NULL);
+			free(pids);
+			close(fd);
+			close(errp[0]);
+			close(errp[1]);
+			return pn_err(-e, "fork of rank %d: %s", i, strerror(e));
+		}
+		if (pid == 0) {
+			/* die with the launcher, cleaning up (and if it is gone already) */
+			prctl(PR_SET_PDEATHSIG, SIGTERM);
+			close(errp[0]);
+			child_errfd = errp[1];
+			child_parent = self;
+			snprintf(child_line, sizeof(child_line), "penny: rank %d: ", i);
+			child_line_len = strlen(child_line);
+			act.sa_handler = child_term;
+			for (k = 0; k < (int)PN_ARRAY_SIZE(term_sigs); k++)
+				sigaction(term_sigs[k], &act, NULL);
+			sigprocmask(SIG_SETMASK, &oldmask, NULL);
+			if (getppid() != self)
+				child_term(SIGTERM);
+			free(pids);
+			bind_rank(i, np);
+			cfg->rank = i;
+			cfg->local_rank = i;
+			cfg->err_fd = errp[1];
+			if (i == 0) {
+				cfg->listen_fd = fd;
+			} else {
+				close(fd);
+				cfg->listen_fd = -1;
+			}
+			return 0;
+		}
+		pids[i] = pid;
+	}
+	PN_DBG(PN_LOG_BOOT, "started %d ranks in %.3f s", np, pn_now() - t0);
+	close(fd);
+	close(errp[1]);
+	fcntl(errp[0], F_SETFL, O_NONBLOCK);
+	parent_sig = 0;
+	act.sa_handler = parent_term;
+	for (i = 0; i < (int)PN_ARRAY_SIZE(term_sigs); i++)
+		sigaction(term_sigs[i], &act, &old[i]);
+	sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	*parent = 1;
+	*status = reap_ranks(pids, np, errp[0], PN_BOOT_GRACE, &lines);
+	for (i = 0; i < (int)PN_ARRAY_SIZE(term_sigs); i++)
+		sigaction(term_sigs[i], &old[i], NULL);
+	close(errp[0]);
+	/* what a rank killed during setup left behind */
+	shm_sweep(child_shm);
+	if (lines.dropped)
+		lines_printf(&lines, "(%zu more bytes of error lines dropped)", lines.dropped);
+	if (lines.len)
+		*report = pn_boot_collapse(lines.buf, lines.len);
+	free(lines.buf);
+	free(pids);
+	return 0;
+}
+
+/* ---- one report of the ranks' errors ---- */
+
+/* "rank N: TEXT": N, and where TEXT starts; -1 for any other line */
+static int line_rank(const char *s, size_t n, size_t *text)
+{
+	size_t i = 5;
+	long r = 0;
+
+	if (n < 8 || strncmp(s, "rank ", 5) || s[i] < '0' || s[i] > '9')
+		return -1;
+	while (i < n && s[i] >= '0' && s[i] <= '9' && r <= INT_MAX / 10)
+		r = r * 10 + (s[i++] - '0');
+	if (i + 1 >= n || s[i] != ':' || s[i + 1] != ' ')
+		return -1;
+	*text = i + 2;
+	return (int)r;
+}
+
+struct line_group {
+	const char *text;	/* the first line's text */
+	size_t len;
+	char *key;		/* the text with "rank R" of its own rank R as "\1" */
+	int ranked;
+	int *ranks;
+	size_t n, cap;
+};
+
+/*
+ * Ranks often name themselves in what they say ("rank 5 (host a) has no
+ * port"): the same error on every rank.  The key replaces that with "\1".
+ */
+static char *self_key(const char *text, size_t len, int r)
+{
+	char own[24], *key = malloc(len + 1);
+	size_t i = 0, k = 0, ol = (size_t)snprintf(own, sizeof(own), "rank %d", r);
+
+	if (!key)
+		return NULL;
+	while (i < len) {
+		if (r >= 0 && i + ol <= len && !memcmp(text + i, own, ol) &&
+		    (i == 0 || !isalnum((unsigned char)text[i - 1])) &&
+		    (i + ol == len || !isdigit((unsigned char)text[i + ol]))) {
+			key[k++] = '\1';
+			i += ol;
+		} else {
+			key[k++] = text[i++];
+		}
+	}
+	key[k] = 0;
+	return key;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void print_group(FILE *f, struct line_group *g)
+{
+	size_t i, j, k = 0;
+
+	if (!g->ranked) {
+		fprintf(f, "%.*s\n", (int)g->len, g->text);
+		return;
+	}
+	qsort(g->ranks, g->n, sizeof(int), cmp_int);
+	for (i = 0; i < g->n; i++) /* the same rank twice: once */
+		if (!k || g->ranks[k - 1] != g->ranks[i])
+			g->ranks[k++] = g->ranks[i];
+	fprintf(f, "rank%s ", k > 1 ? "s" : "");
+	for (i = 0; i < k; i = j) {
+		for (j = i + 1; j < k && g->ranks[j] == g->ranks[j - 1] + 1; j++)
+			;
+		fprintf(f, "%s%d", i ? "," : "", g->ranks[i]);
+		if (j - i > 1)
+			fprintf(f, "%s%d", j - i > 2 ? "-" : ",", g->ranks[j - 1]);
+	}
+	if (k == 1) {
+		fprintf(f, ": %.*s\n", (int)g->len, g->text);
+		return;
+	}
+	fprintf(f, ": ");
+	for (i = 0; g->key[i]; i++)
+		if (g->key[i] == '\1')
+			fprintf(f, "this rank");
+		else
+			fputc(g->key[i], f);
+	fputc('\n', f);
+}
+
+char *pn_boot_collapse(const char *in, size_t len)
+{
+	struct line_group *g = NULL;
+	size_t ng = 0, cap = 0, i, osize = 0;
+	const char *p = in, *end = in + len;
+	char *out = NULL;
+	int ok = 1;
+	FILE *f;
+
+	while (ok && p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p), t = 0;
+		int r = line_rank(p, n, &t);
+		const char *text = p + t;
+		size_t tl = n - t;
+		char *key;
+
+		p += n + 1;
+		if (!n)
+			continue;
+		key = self_key(text, tl, r);
+		if (!key) {
+			ok = 0;
+			break;
+		}
+		for (i = 0; i < ng; i++)
+			if (g[i].ranked == (r >= 0) && !strcmp(g[i].key, key))
+				break;
+		if (i < ng) {
+			free(key);
+		} else {
+			if (ng == cap) {
+				struct line_group *q = realloc(g, (cap = cap ? 2 * cap : 16) * sizeof(*g));
+
+				if (!q) {
+					free(key);
+					ok = 0;
+					break;
+				}
+				g = q;
+			}
+			memset(&g[ng], 0, sizeof(g[ng]));
+			g[ng].text = text;
+			g[ng].len = tl;
+			g[ng].key = key;
+			g[ng++].ranked = r >= 0;
+		}
+		if (r < 0)
+			continue;
+		if (g[i].n == g[i].cap) {
+			int *q = realloc(g[i].ranks, (g[i].cap = g[i].cap ? 2 * g[i].cap : 8) * sizeof(int));
+
+			if (!q) {
+				ok = 0;
+				break;
+			}
+			g[i].ranks = q;
+		}
+		g[i].ranks[g[i].n++] = r;
+	}
+	f = ok ? open_memstream(&out, &osize) : NULL;
+	for (i = 0; f && i < ng; i++)
+		print_group(f, &g[i]);
+	if (f && fclose(f)) {
+		free(out);
+		out = NULL;
+	}
+	for (i = 0; i < ng; i++) {
+		free(g[i].ranks);
+		free(g[i].key);
+	}
+	free(g);
+	return out;
+}
+
+/* ---- wire format ---- */
+
+void pn_wire_hdr_init(struct pn_wire_hdr *h, const uint8_t cookie[16], uint16_t type,
+		      uint32_t src, uint32_t seq, uint64_t len)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = PN_BOOT_MAGIC;
+	h->version = PN_BOOT_VERSION;
+	h->type = type;
+	memcpy(h->cookie, cookie, 16);
+	h->src = src;
+	h->seq = seq;
+	h->len = len;
+}
+
+int pn_wire_hdr_check(const struct pn_wire_hdr *h, const uint8_t cookie[16], uint16_t type,
+		      uint64_t max_len)
+{
+	if (h->magic != PN_BOOT_MAGIC)
+		return pn_err(-EPROTO, "bad magic 0x%08x", h->magic);
+	if (h->version != PN_BOOT_VERSION)
+		return pn_err(-EPROTO, "protocol version %u, expected %u", h->version,
+			      PN_BOOT_VERSION);
+	if (memcmp(h->cookie, cookie, 16))
+		return pn_err(-EPROTO, "wrong job cookie");
+	if (type && h->type != type && h->type != PN_MSG_ABORT)
+		return pn_err(-EPROTO, "message type %u, expected %u", h->type, type);
+	if (h->len > max_len)
+		return pn_err(-EPROTO, "message of %llu bytes, at most %llu expected",
+			      (unsigned long long)h->len, (unsigned long long)max_len);
+	return 0;
+}
+
+/* Text from the wire goes to terminals and logs: printable ASCII only. */
+static void printable(char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len && s[i]; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			s[i] = '?';
+}
+
+int pn_wire_hello_check(const void *buf, size_t len, const uint8_t cookie[16], int nranks,
+			struct pn_wire_hello *out)
+{
+	const uint32_t magic = PN_BOOT_MAGIC;
+	struct pn_wire_hdr h;
+	struct pn_wire_hello m;
+	int ret;
+
+	if (len < sizeof(h)) {
+		/* garbage (a port scanner, HTTP) is known by its first bytes */
+		if (memcmp(buf, &magic, PN_MIN(len, sizeof(magic)))) {
+			memcpy(&h.magic, &magic, sizeof(magic));
+			memcpy(&h.magic, buf, PN_MIN(len, sizeof(magic)));
+			return pn_err(-EPROTO, "bad magic 0x%08x", h.magic);
+		}
+		return -EAGAIN;
+	}
+	memcpy(&h, buf, sizeof(h));
+	ret = pn_wire_hdr_check(&h, cookie, PN_MSG_HELLO, sizeof(m));
+	if (ret)
+		return ret;
+	if (h.type != PN_MSG_HELLO)
+		return pn_err(-EPROTO, "message type %u before a hello", h.type);
+	if (h.len != sizeof(m))
+		return pn_err(-EPROTO, "hello of %llu bytes, expected %zu", (unsigned long long)h.len,
+			      sizeof(m));
+	if (len < sizeof(h) + sizeof(m))
+		return -EAGAIN;
+	memcpy(&m, (const char *)buf + sizeof(h), sizeof(m));
+	m.host[sizeof(m.host) - 1] = 0;
+	m.host_id[sizeof(m.host_id) - 1] = 0;
+	printable(m.host, sizeof(m.host));
+	printable(m.host_id, sizeof(m.host_id));
+	if (h.src != m.rank)
+		return pn_err(-EPROTO, "a header of rank %u with the hello of rank %u", h.src, m.rank);
+	if (m.pid <= 0)
+		return pn_err(-EPROTO, "hello with pid %d", m.pid);
+	/* the job's cookie, another job: two jobs on one address (explicit
+	 * ranks derive the cookie from it), or a rank started with other
+	 * arguments; the whole job fails, naming it */
+	if (m.nranks != (uint32_t)nranks)
+		return pn_err(-EINVAL, "rank %u (pid %d on %s) is in a job of %u ranks, rank 0 in one of %d: "
+			      "two jobs on one rendezvous address?", m.rank, m.pid, m.host, m.nranks,
+			      nranks);
+	if (m.rank == 0 || m.rank >= (uint32_t)nranks)
+		return pn_err(-EINVAL, "a second rank %u (pid %d on %s) joined a job of %d ranks: two jobs "
+			      "on one rendezvous address?", m.rank, m.pid, m.host, nranks);
+	*out = m;
+	return 0;
+}
+
+/* ---- sockets with deadlines ---- */
+
+struct pn_boot {
+	struct pn_boot_cfg cfg;
+	int rank, nranks;
+	int *fds;		/* root: fd per rank; others: fds[0] = root */
+	struct pn_wire_hello *hello; /* every rank's hello */
+	int *node;		/* node index per rank */
+	int nnodes, local_rank, local_size;
+	uint32_t seq;
+	int abort_code;		/* errno carried by the last ABORT received (rendezvous) */
+	char rdv_file[320];	/* rank 0: the rendezvous file it published */
+};
+
+static int ms_left(double deadline, int cap)
+{
+	return pn_poll_ms(deadline - pn_now(), cap);
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ? -errno : 0;
+}
+
+/* Write all of iov[0..n) before the deadline (iov is consumed). */
+static int write_full(int fd, struct iovec *iov, int n, double deadline)
+{
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+
+	while (m.msg_iovlen) {
+		ssize_t w;
+
+		if (!m.msg_iov->iov_len) {
+			m.msg_iov++;
+			m.msg_iovlen--;
+			continue;
+		}
+		w = sendmsg(fd, &m, MSG_NOSIGNAL);
+		if (w > 0) {
+			size_t k = (size_t)w;
+
+			while (k) {
+				size_t d = PN_MIN(k, m.msg_iov->iov_len);
+
+				m.msg_iov->iov_base = (char *)m.msg_iov->iov_base + d;
+				m.msg_iov->iov_len -= d;
+				k -= d;
+				if (!m.msg_iov->iov_len) {
+					m.msg_iov++;
+					m.msg_iovlen--;
+				}
+			}
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+			int ms = ms_left(deadline, 100);
+
+			if (ms <= 0)
+				return -ETIMEDOUT;
+			poll(&pfd, 1, ms);
+			continue;
+		}
+		return w < 0 ? -errno : -EPIPE;
+	}
+	return 0;
+}
+
+/* Read exactly len bytes before the deadline; -EPIPE when the peer closed. */
+static int read_full(int fd, void *buf, size_t len, double deadline)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = recv(fd, p, len, 0);
+
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return -EPIPE;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			struct pollfd pfd = { .fd = fd, .events = POLLIN };
+			int ms = ms_left(deadline, 100);
+
+			if (ms <= 0)
+				return -ETIMEDOUT;
+			poll(&pfd, 1, ms);
+			continue;
+		}
+		return -errno;
+	}
+	return 0;
+}
+
+/* Header and payload in one sendmsg: one segment, no Nagle/delayed-ACK stall. */
+static int send_seq(struct pn_boot *b, int fd, uint16_t type, uint32_t seq, const void *payload,
+		    size_t len, double deadline)
+{
+	struct pn_wire_hdr h;
+	struct iovec iov[2];
+
+	pn_wire_hdr_init(&h, b->cfg.cookie, type, (uint32_t)b->rank, seq, len);
+	iov[0].iov_base = &h;
+	iov[0].iov_len = sizeof(h);
+	iov[1].iov_base = (void *)payload;
+	iov[1].iov_len = len;
+	return write_full(fd, iov, len ? 2 : 1, deadline);
+}
+
+static int send_msg(struct pn_boot *b, int fd, uint16_t type, const void *payload, size_t len,
+		    double deadline)
+{
+	return send_seq(b, fd, type, b->seq, payload, len, deadline);
+}
+
+static const char *rank_host(const struct pn_boot *b, int r)
+{
+	return b->hello && b->hello[r].host[0] ? b->hello[r].host : "?";
+}
+
+static int peer_error(struct pn_boot *b, int r, int ret, const char *what)
+{
+	if (ret == -ETIMEDOUT)
+		return pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for rank %d (host %s) in %s",
+			      b->cfg.timeout, r, rank_host(b, r), what);
+	if (ret == -EPIPE || ret == -ECONNRESET)
+		return pn_err(-EPIPE, "rank %d (host %s) closed the connection during %s: "
+			      "it failed or was killed", r, rank_host(b, r), what);
+	if (ret == -ECANCELED)
+		return ret; /* message already set (abort from a peer) */
+	return pn_err(ret, "%s with rank %d (host %s): %s", what, r, rank_host(b, r),
+		      strerror(-ret));
+}
+
+/* An ABORT's text (h read already): -ECANCELED with it as the message. */
+static int recv_abort(struct pn_boot *b, int fd, const struct pn_wire_hdr *h, double deadline)
+{
+	char text[300] = "";
+	size_t n = h->len < sizeof(text) - 1 ? h->len : sizeof(text) - 1;
+
+	if (read_full(fd, text, n, deadline))
+		text[0] = 0;
+	text[n] = 0;
+	printable(text, sizeof(text));
+	b->abort_code = h->seq > 0 && h->seq < 4096 ? -(int)h->seq : -ECANCELED;
+	/* rank 0 passes it on, as pn_boot_poll_abort does: otherwise the other
+	 * ranks see only rank 0's connection close, and blame rank 0 */
+	if (b->rank == 0 && text[0])
+		pn_boot_abort(b, text);
+	return pn_err(-ECANCELED, "%s", text[0] ? text : "a peer aborted the job");
+}
+
+/* Receive one message of the expected type from rank r into buf (len exact). */
+static int recv_msg(struct pn_boot *b, int r, uint16_t type, void *buf, size_t len,
+		    double deadline, const char *what)
+{
+	struct pn_wire_hdr h;
+	int fd = b->rank == 0 ? b->fds[r] : b->fds[0];
+	int ret;
+
+	ret = read_full(fd, &h, sizeof(h), deadline);
+	if (ret)
+		return peer_error(b, r, ret, what);
+	ret = pn_wire_hdr_check(&h, b->cfg.cookie, type, UINT64_MAX);
+	if (ret)
+		return pn_err_ctx(ret, "bad message from rank %d (host %s)", r, rank_host(b, r));
+	if (h.type == PN_MSG_ABORT)
+		return recv_abort(b, fd, &h, deadline);
+	if (h.len != len || h.seq != b->seq)
+		return pn_err(-EPROTO, "rank %d (host %s) sent %llu bytes for step %u, expected %zu for "
+			      "step %u (ranks disagree on the work)", r, rank_host(b, r),
+			      (unsigned long long)h.len, h.seq, len, b->seq);
+	if (len) {
+		ret = read_full(fd, buf, len, deadline);
+		if (ret)
+			return peer_error(b, r, ret, what);
+	}
+	return 0;
+}
+
+static int resolve(const char *host, int port, struct sockaddr_storage *ss, socklen_t *sl)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL;
+	char ps[16];
+	int ret;
+
+	snprintf(ps, sizeof(ps), "%d", port);
+	ret = getaddrinfo(host, ps, &hints, &res);
+	if (ret || !res)
+		return pn_err(-EHOSTUNREACH, "cannot resolve '%s': %s", host, gai_strerror(ret));
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	*sl = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}
+
+static int root_listen(struct pn_boot *b, const char *host, int port)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	int fd, one = 1, ret;
+
+	ret = resolve(host, port, &ss, &sl);
+	if (ret)
+		return ret;
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return pn_err(-errno, "socket: %s", strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, sl)) {
+		/* the root name may not be a local address (NAT, alias): any */
+		struct sockaddr_in any = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+
+		if (ss.ss_family != AF_INET || bind(fd, (struct sockaddr *)&any, sizeof(any))) {
+			ret = pn_err(-errno, "cannot listen on %s:%d: %s", host, port, strerror(errno));
+			close(fd);
+			return ret;
+		}
+	}
+	if (listen(fd, 4096)) {
+		ret = pn_err(-errno, "listen on %s:%d: %s", host, port, strerror(errno));
+		close(fd);
+		return ret;
+	}
+	b->cfg.listen_fd = fd;
+	return 0;
+}
+
+/*
+ * Connect to the root before the deadline, retrying while it is not there
+ * yet (refused, unreachable, a full backlog).  rejoin: an earlier connection
+ * was closed by the root; a refusal now means it is gone.
+ */
+static int connect_root(struct pn_boot *b, const char *host, int port, double deadline, int rejoin)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	int ret, delay_ms = 10;
+
+	ret = resolve(host, port, &ss, &sl);
+	if (ret)
+		return ret;
+	for (;;) {
+		int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), one = 1;
+		int e = 0;
+		socklen_t el = sizeof(e);
+
+		if (fd < 0)
+			return pn_err(-errno, "socket: %s", strerror(errno));
+		if (connect(fd, (struct sockaddr *)&ss, sl)) {
+			e = errno;
+			if (e == EINPROGRESS) {
+				struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+				int ms = ms_left(deadline, 1000);
+
+				e = ETIMEDOUT;
+				if (ms > 0 && poll(&pfd, 1, ms) > 0 &&
+				    getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el))
+					e = errno;
+			}
+		}
+		if (!e) {
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+			b->fds[0] = fd;
+			return 0;
+		}
+		close(fd);
+		if (rejoin && e == ECONNREFUSED)
+			return pn_err(-EPIPE, "rank 0 at %s:%d closed the connection during the rendezvous "
+				      "and no longer listens: it failed or was killed", host, port);
+		if (e != ECONNREFUSED && e != ETIMEDOUT && e != EHOSTUNREACH && e != ENETUNREACH &&
+		    e != EINTR)
+			return pn_err(-e, "cannot connect to rank 0 at %s:%d: %s", host, port,
+				      strerror(e));
+		if (pn_now() + delay_ms / 1000.0 > deadline)
+			return pn_err(-ETIMEDOUT, "timed out after %.0f s connecting to rank 0 at %s:%d%s",
+				      b->cfg.timeout, host, port,
+				      rejoin ? " (it had closed an earlier connection)" : "");
+		usleep((useconds_t)delay_ms * 1000);
+		if (delay_ms < 200)
+			delay_ms *= 2;
+	}
+}
+
+/* A connection to the root that has not yet said who it is. */
+struct pending {
+	int fd;
+	size_t got;
+	double since;
+	struct {
+		struct pn_wire_hdr h;
+		struct pn_wire_hello hello;
+	} msg;
+};
+
+_Static_assert(sizeof(struct pn_wire_hdr) == 40, "wire header layout");
+_Static_assert(sizeof(((struct pending *)0)->msg) ==
+		       sizeof(struct pn_wire_hdr) + sizeof(struct pn_wire_hello),
+	       "hello message has no padding");
+
+/* Connections the root tracks before they said hello, and how long they may take. */
+#define PN_PENDING_MAX 256
+#define PN_HELLO_SECS 2.0
+#define PN_DROP_LINES 8
+
+/* Rank 0 ends the rendezvous for every rank that joined: the reason, its errno. */
+static void root_refuse(struct pn_boot *b, int code, const char *why, int extra_fd)
+{
+	double deadline = pn_now() + 0.5;
+	int i;
+
+	for (i = 1; i < b->nranks; i++)
+		if (b->fds[i] >= 0)
+			send_seq(b, b->fds[i], PN_MSG_ABORT, (uint32_t)-code, why, strlen(why), deadline);
+	if (extra_fd >= 0)
+		send_seq(b, extra_fd, PN_MSG_ABORT, (uint32_t)-code, why, strlen(why), deadline);
+}
+
+static void drop_conn(int *ndrop, const char *why)
+{
+	PN_DBG(PN_LOG_BOOT, "dropped a connection to the rendezvous: %s", why);
+	if ((*ndrop)++ < PN_DROP_LINES)
+		fprintf(stderr, "penny: rank 0: dropped a connection to the rendezvous: %s\n", why);
+}
+
+/*
+ * Root: accept until every rank said a valid hello.  Strangers (wrong
+ * magic, version, cookie, size) are logged and dropped; a connection must
+ * say hello within PN_HELLO_SECS, and when PN_PENDING_MAX connections are
+ * waiting the one waiting longest makes room, so idle strangers cannot keep
+ * a rank out (and a rank whose connection was dropped joins again).  A hello
+ * with the job's cookie that is not of this job (a rank that joins twice,
+ * another job size) fails the job, on every rank that joined.
+ */
+static int root_accept(struct pn_boot *b, double deadline)
+{
+	struct pending *pend = calloc(PN_PENDING_MAX, sizeof(*pend));
+	struct pollfd *pfd = calloc(PN_PENDING_MAX + 1, sizeof(*pfd));
+	int npend = 0, have = 1, ndrop = 0, ret = 0, i;
+	double hello_secs = PN_MIN(PN_HELLO_SECS, b->cfg.timeout);
+
+	if (!pend || !pfd) {
+		free(pend);
+		free(pfd);
+		return pn_err(-ENOMEM, "out of memory");
+	}
+	set_nonblock(b->cfg.listen_fd);
+	while (have < b->nranks && !ret) {
+		int ms = ms_left(deadline, 200);
+		double now;
+
+		if (ms <= 0) {
+			char missing[256] = "";
+			size_t n = 0;
+
+			for (i = 1; i < b->nranks && n < sizeof(missing) - 16; i++)
+				if (b->fds[i] < 0)
+					n += (size_t)snprintf(missing + n, sizeof(missing) - n, "%s%d",
+							      n ? "," : "", i);
+			if (n >= sizeof(missing) - 16)
+				snprintf(missing + n, sizeof(missing) - n, ",...");
+			ret = pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for ranks %s to join "
+				     "(%d of %d joined)", b->cfg.timeout, missing, have, b->nranks);
+			root_refuse(b, ret, pn_errmsg(ret), -1);
+			break;
+		}
+		pfd[0].fd = b->cfg.listen_fd;
+		pfd[0].events = POLLIN;
+		for (i = 0; i < npend; i++) {
+			pfd[i + 1].fd = pend[i].fd;
+			pfd[i + 1].events = POLLIN;
+			pfd[i + 1].revents = 0;
+		}
+		if (poll(pfd, (nfds_t)npend + 1, ms) < 0 && errno != EINTR) {
+			ret = pn_err(-errno, "poll: %s", strerror(errno));
+			break;
+		}
+		now = pn_now();
+		/* look at the connections we have before new ones move them */
+		for (i = 0; i < npend; i++) {
+			struct pending *p = &pend[i];
+			struct pn_wire_hello h;
+			const char *why = NULL;
+			char whybuf[300];
+			int r, chk = -EAGAIN;
+
+			if (pfd[i + 1].revents) {
+				ssize_t n = recv(p->fd, (char *)&p->msg + p->got, sizeof(p->msg) - p->got, 0);
+
+				if (n > 0)
+					p->got += (size_t)n;
+				else if (n == 0)
+					why = "closed before saying hello";
+				else if (errno != EAGAIN && errno != EINTR)
+					why = strerror(errno);
+			}
+			if (!why)
+				chk = pn_wire_hello_check(&p->msg, p->got, b->cfg.cookie, b->nranks, &h);
+			if (chk == -EINVAL) {
+				ret = chk;
+				snprintf(whybuf, sizeof(whybuf), "%s", pn_errmsg(chk));
+				root_refuse(b, chk, whybuf, p->fd);
+				ret = pn_err(-EINVAL, "%s", whybuf);
+				break;
+			}
+			if (chk == -EPROTO) {
+				snprintf(whybuf, sizeof(whybuf), "%s", pn_errmsg(chk));
+				why = whybuf;
+			} else if (chk == -EAGAIN && !why && now - p->since > hello_secs) {
+				snprintf(whybuf, sizeof(whybuf), "no hello within %.0f s (%zu bytes)",
+					 hello_secs, p->got);
+				why = whybuf;
+			}
+			if (!chk) {
+				r = (int)h.rank;
+				if (b->fds[r] >= 0 && (b->hello[r].pid != h.pid ||
+						       strcmp(b->hello[r].host_id, h.host_id))) {
+					snprintf(whybuf, sizeof(whybuf), "rank %d joined twice: pid %d on %s "
+						 "and pid %d on %s: two jobs on one rendezvous address?",
+						 r, b->hello[r].pid, b->hello[r].host, h.pid, h.host);
+					root_refuse(b, -EINVAL, whybuf, p->fd);
+					ret = pn_err(-EINVAL, "%s", whybuf);
+					break;
+				}
+				if (b->fds[r] >= 0) { /* the same process again: its newest */
+					close(b->fds[r]);
+					have--;
+				}
+				b->hello[r] = h;
+				b->fds[r] = p->fd;
+				have++;
+				PN_DBG(PN_LOG_BOOT, "rank %d joined from %s", r, b->hello[r].host);
+				pend[i] = pend[--npend];
+				pfd[i + 1] = pfd[npend + 1];
+				i--;
+				continue;
+			}
+			if (why) {
+				drop_conn(&ndrop, why);
+				close(p->fd);
+				pend[i] = pend[--npend];
+				pfd[i + 1] = pfd[npend + 1];
+				i--;
+			}
+		}
+		if (ret || !(pfd[0].revents & POLLIN))
+			continue;
+		for (i = 0; i < 64; i++) {
+			int fd = accept4(b->cfg.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), one = 1;
+
+			if (fd < 0)
+				break;
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+			if (npend == PN_PENDING_MAX) {
+				int old = 0, k;
+				char whybuf[96];
+
+				for (k = 1; k < npend; k++)
+					if (pend[k].since < pend[old].since ||
+					    (pend[k].since == pend[old].since && pend[k].got < pend[old].got))
+						old = k;
+				snprintf(whybuf, sizeof(whybuf), "%d connections without a hello: closed "
+					 "one silent for %.1f s", npend, now - pend[old].since);
+				drop_conn(&ndrop, whybuf);
+				close(pend[old].fd);
+				pend[old] = pend[--npend];
+			}
+			memset(&pend[npend], 0, sizeof(pend[npend]));
+			pend[npend].fd = fd;
+			pend[npend].since = now;
+			npend++;
+		}
+	}
+	if (ndrop > PN_DROP_LINES)
+		fprintf(stderr, "penny: rank 0: dropped %d more connections to the rendezvous\n",
+			ndrop - PN_DROP_LINES);
+	for (i = 0; i < npend; i++)
+		close(pend[i].fd);
+	free(pend);
+	free(pfd);
+	return ret;
+}
+
+/*
+ * Launchers that give no rendezvous address but say the job is on one host:
+ * rank 0 listens on loopback and publishes "HOST:PORT COOKIE" in a file
+ * named after the job id, in a directory only this user can write:
+ * ${TMPDIR:-/tmp}/penny-<euid>, created 0700.  Another user could plant a
+ * directory or file there first (or a symbolic link): the directory must be
+ * a real directory of ours with mode 0700, the file a regular file of ours
+ * with mode 0600 (opened without following links), or it is refused.
+ */
+static int rdv_dir(char *dir, size_t len)
+{
+	const char *base = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	uid_t me = geteuid();
+	struct stat st;
+	int dfd;
+
+	snprintf(dir, len, "%s/penny-%u", base, (unsigned)me);
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return pn_err(-errno, "cannot create '%s': %s", dir, strerror(errno));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return pn_err(errno == ELOOP || errno == ENOTDIR ? -EPERM : -errno,
+			      "refusing '%s' for the rendezvous: %s", dir,
+			      errno == ELOOP || errno == ENOTDIR ? "not a directory (a symbolic link?)"
+								 : strerror(errno));
+	if (fstat(dfd, &st) || st.st_uid != me || (st.st_mode & 077)) {
+		close(dfd);
+		return pn_err(-EPERM, "refusing '%s' for the rendezvous: owned by uid %u with mode %03o, "
+			      "not by uid %u with mode 700", dir, (unsigned)st.st_uid,
+			      (unsigned)(st.st_mode & 0777), (unsigned)me);
+	}
+	return dfd;
+}
+
+/* The file's name: the job id, with what could leave the directory replaced. */
+static void rdv_name(char *name, size_t len, const char *jobid)
+{
+	size_t i;
+
+	snprintf(name, len, "%s.root", jobid);
+	for (i = 0; name[i]; i++)
+		if (!isalnum((unsigned char)name[i]) && !strchr("._-", name[i]))
+			name[i] = '_';
+}
+
+static int rdv_publish(struct pn_boot *b, int dfd, const char *dir, const char *name)
+{
+	static char root[64];
+	struct pn_boot_cfg *cfg = &b->cfg;
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	char tmp[300], line[128];
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, n, i, ret = 0;
+
+	if (fd < 0)
+		return pn_err(-errno, "socket: %s", strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 4096) ||
+	    getsockname(fd, (struct sockaddr *)&sa, &sl) ||
+	    random_bytes(cfg->cookie, sizeof(cfg->cookie))) {
+		close(fd);
+		return pn_err(-EIO, "cannot listen on 127.0.0.1 for the rendezvous");
+	}
+	cfg->listen_fd = fd;
+	cfg->have_cookie = 1;
+	snprintf(root, sizeof(root), "127.0.0.1:%d", ntohs(sa.sin_port));
+	n = snprintf(line, sizeof(line), "%s ", root);
+	for (i = 0; i < 16; i++)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "%02x", cfg->cookie[i]);
+	n += snprintf(line + n, sizeof(line) - (size_t)n, "\n");
+	snprintf(tmp, sizeof(tmp), "%s.%d", name, (int)getpid());
+	unlinkat(dfd, tmp, 0); /* ours, from a process with our pid */
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, line, (size_t)n) != n || close(fd) ||
+	    renameat(dfd, tmp, dfd, name)) {
+		ret = pn_err(-errno, "cannot write '%s/%s': %s", dir, name, strerror(errno));
+		if (fd >= 0)
+			unlinkat(dfd, tmp, 0);
+		return ret;
+	}
+	snprintf(b->rdv_file, sizeof(b->rdv_file), "%s/%s", dir, name);
+	cfg->root = root;
+	return 0;
+}
+
+/* 1: not there yet; 0: read; <0: refused or unreadable */
+static int rdv_read(struct pn_boot *b, int dfd, const char *dir, const char *name)
+{
+	static char root[64];
+	struct pn_boot_cfg *cfg = &b->cfg;
+	char line[128], hex[40];
+	struct stat st;
+	ssize_t n;
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), i;
+
+	if (fd < 0 && errno == ENOENT)
+		return 1;
+	if (fd < 0)
+		return pn_err(errno == ELOOP ? -EPERM : -errno, "refusing '%s/%s' for the rendezvous: %s",
+			      dir, name, errno == ELOOP ? "a symbolic link" : strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		close(fd);
+		return pn_err(-EPERM, "refusing '%s/%s' for the rendezvous: not a regular file of uid "
+			      "%u with mode 600", dir, name, (unsigned)geteuid());
+	}
+	n = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (n <= 0)
+		return 1;
+	line[n] = 0;
+	if (sscanf(line, "%63s %39s", root, hex) != 2 || strlen(hex) != 32)
+		return 1; /* rename makes it whole; a partial one is not ours */
+	for (i = 0; i < 32; i++)
+		if (!isxdigit((unsigned char)hex[i]))
+			return pn_err(-EPROTO, "'%s/%s' holds no job cookie", dir, name);
+	hex_cookie(hex, cfg->cookie, &cfg->have_cookie);
+	cfg->root = root;
+	return 0;
+}
+
+static int file_rendezvous(struct pn_boot *b, double deadline)
+{
+	char dir[300], name[80];
+	int dfd = rdv_dir(dir, sizeof(dir)), ret;
+
+	if (dfd < 0)
+		return dfd;
+	rdv_name(name, sizeof(name), b->cfg.jobid);
+	if (b->rank == 0) {
+		ret = rdv_publish(b, dfd, dir, name);
+		close(dfd);
+		return ret;
+	}
+	while ((ret = rdv_read(b, dfd, dir, name)) > 0) {
+		if (pn_now() > deadline) {
+			ret = pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for rank 0 to publish "
+				     "'%s/%s'", b->cfg.timeout, dir, name);
+			break;
+		}
+		usleep(10000);
+	}
+	close(dfd);
+	return ret;
+}
+
+static void fill_hello(struct pn_wire_hello *h, int rank, int nranks)
+{
+	memset(h, 0, sizeof(*h));
+	h->rank = (uint32_t)rank;
+	h->nranks = (uint32_t)nranks;
+	h->pid = (int32_t)getpid();
+	snprintf(h->host, sizeof(h->host), "%s", pn_hostname());
+	snprintf(h->host_id, sizeof(h->host_id), "%s", pn_host_id());
+}
+
+static void compute_nodes(struct pn_boot *b)
+{
+	int r, s;
+
+	b->nnodes = 0;
+	for (r = 0; r < b->nranks; r++) {
+		b->node[r] = -1;
+		/* a node's first rank: usually one of the last few */
+		for (s = r - 1; s >= 0; s--)
+			if (!strcmp(b->hello[s].host_id, b->hello[r].host_id)) {
+				b->node[r] = b->node[s];
+				break;
+			}
+		if (b->node[r] < 0)
+			b->node[r] = b->nnodes++;
+	}
+	b->local_rank = 0;
+	b->local_size = 0;
+	for (r = 0; r < b->nranks; r++) {
+		if (b->node[r] != b->node[b->rank])
+			continue;
+		if (r < b->rank)
+			b->local_rank++;
+		b->local_size++;
+	}
+}
+
+/*
+ * A rank joins: connect, hello, wait for the table.  The root may close a
+ * connection it could not tell from a stranger's in time (a flood of idle
+ * connections): then join again, until the deadline.  Rank 0 waits for
+ * late ranks until the same deadline and then says why to those that
+ * joined, so they wait a second longer to hear it.
+ */
+static int rank_join(struct pn_boot *b, const char *host, int port, double deadline)
+{
+	int ret, rejoin = 0;
+
+	for (;;) {
+		ret = connect_root(b, host, port, deadline, rejoin);
+		if (ret)
+			return ret;
+		ret = send_msg(b, b->fds[0], PN_MSG_HELLO, &b->hello[b->rank],
+			       sizeof(b->hello[b->rank]), deadline);
+		if (!ret)
+			ret = recv_msg(b, 0, PN_MSG_TABLE, b->hello,
+				       sizeof(*b->hello) * (size_t)b->nranks, deadline + 1.0,
+				       "the rendezvous");
+		else
+			ret = peer_error(b, 0, ret, "the rendezvous");
+		if (ret == -ECANCELED && b->abort_code < 0 && b->abort_code != -ECANCELED) {
+			char why[300];
+
+			snprintf(why, sizeof(why), "%s", pn_errmsg(ret));
+			return pn_err(b->abort_code, "%s", why);
+		}
+		if (ret != -EPIPE || pn_now() >= deadline)
+			return ret;
+		PN_DBG(PN_LOG_BOOT, "rank %d: rank 0 closed the connection before the table: again",
+		       b->rank);
+		close(b->fds[0]);
+		b->fds[0] = -1;
+		rejoin = 1;
+		usleep(20000);
+	}
+}
+
+int pn_boot_init(struct pn_boot **out, const struct pn_boot_cfg *cfg)
+{
+	struct pn_boot *b;
+	double deadline, t0 = pn_now(), t1;
+	char host[256];
+	int port = 0, ret = 0, i;
+
+	if (!(cfg->timeout > 0) || !isfinite(cfg->timeout))
+		return pn_err(-EINVAL, "the timeout must be a positive number of seconds");
+	if (cfg->nranks > PN_BOOT_MAX_RANKS)
+		return pn_err(-EINVAL, "a job of %d ranks: at most %d", cfg->nranks, PN_BOOT_MAX_RANKS);
+	if (cfg->nranks > 1 && (cfg->rank < 0 || cfg->rank >= cfg->nranks))
+		return pn_err(-EINVAL, "rank %d of %d", cfg->rank, cfg->nranks);
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return pn_err(-ENOMEM, "out of memory");
+	b->cfg = *cfg;
+	b->rank = cfg->rank < 0 ? 0 : cfg->rank;
+	b->nranks = cfg->nranks < 1 ? 1 : cfg->nranks;
+	b->fds = malloc(sizeof(int) * (size_t)b->nranks);
+	b->hello = calloc((size_t)b->nranks, sizeof(*b->hello));
+	b->node = calloc((size_t)b->nranks, sizeof(int));
+	if (!b->fds || !b->hello || !b->node) {
+		ret = pn_err(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (i = 0; i < b->nranks; i++)
+		b->fds[i] = -1;
+	fill_hello(&b->hello[b->rank], b->rank, b->nranks);
+	deadline = pn_now() + cfg->timeout;
+	if (b->nranks > 1) {
+		ret = fd_budget(b->nranks, b->rank == 0);
+		if (ret)
+			goto fail;
+	}
+	if (b->nranks > 1 && !cfg->root && cfg->single_node && cfg->jobid[0]) {
+		ret = file_rendezvous(b, deadline);
+		if (ret)
+			goto fail;
+		cfg = &b->cfg;
+	}
+	if (b->nranks > 1) {
+		if (!cfg->root) {
+			ret = pn_err(-EINVAL, "no rendezvous address for %d ranks: give --root HOST:PORT "
+				     "or set PENNY_ROOT (or MASTER_ADDR and MASTER_PORT)", b->nranks);
+			goto fail;
+		}
+		if (!cfg->have_cookie) {
+			ret = pn_err(-EINVAL, "no job cookie: set PENNY_COOKIE");
+			goto fail;
+		}
+		if (pn_parse_hostport(cfg->root, host, sizeof(host), &port) || !host[0]) {
+			ret = pn_err(-EINVAL, "bad rendezvous address '%s' (want HOST:PORT)", cfg->root);
+			goto fail;
+		}
+	}
+	if (b->nranks > 1 && b->rank == 0) {
+		if (b->cfg.listen_fd < 0) {
+			ret = root_listen(b, host, port);
+			if (ret)
+				goto fail;
+		}
+		ret = root_accept(b, deadline);
+		if (b->rdv_file[0])
+			unlink(b->rdv_file);
+		close(b->cfg.listen_fd);
+		b->cfg.listen_fd = -1;
+		if (ret)
+			goto fail;
+		t1 = pn_now();
+		for (i = 1; i < b->nranks; i++) {
+			ret = send_msg(b, b->fds[i], PN_MSG_TABLE, b->hello,
+				       sizeof(*b->hello) * (size_t)b->nranks, deadline);
+			if (ret) {
+				ret = peer_error(b, i, ret, "the rendezvous");
+				goto fail;
+			}
+		}
+		PN_DBG(PN_LOG_BOOT, "rendezvous of %d ranks: all joined %.3f s after rank 0 began, "
+		       "the table (%zu bytes to each) sent in %.3f s", b->nranks, t1 - t0,
+		       sizeof(*b->hello) * (size_t)b->nranks, pn_now() - t1);
+	} else if (b->nranks > 1) {
+		ret = rank_join(b, host, port, deadline);
+		if (ret)
+			goto fail;
+		for (i = 0; i < b->nranks; i++) {
+			b->hello[i].host[sizeof(b->hello[i].host) - 1] = 0;
+			b->hello[i].host_id[sizeof(b->hello[i].host_id) - 1] = 0;
+			printable(b->hello[i].host, sizeof(b->hello[i].host));
+			printable(b->hello[i].host_id, sizeof(b->hello[i].host_id));
+		}
+	}
+	b->seq = 1;
+	compute_nodes(b);
+	PN_DBG(PN_LOG_BOOT, "rank %d/%d node %d/%d local %d/%d launcher %s", b->rank, b->nranks,
+	       b->node[b->rank], b->nnodes, b->local_rank, b->local_size, cfg->launcher);
+	*out = b;
+	return 0;
+fail:
+	pn_boot_free(b);
+	return ret;
+}
+
+void pn_boot_free(struct pn_boot *b)
+{
+	int i;
+
+	if (!b)
+		return;
+	for (i = 0; b->fds && i < b->nranks; i++)
+		if (b->fds[i] >= 0)
+			close(b->fds[i]);
+	if (b->cfg.listen_fd >= 0)
+		close(b->cfg.listen_fd);
+	free(b->fds);
+	free(b->hello);
+	free(b->node);
+	free(b);
+}
+
+int pn_boot_rank(const struct pn_boot *b) { return b->rank; }
+int pn_boot_nranks(const struct pn_boot *b) { return b->nranks; }
+int pn_boot_local_rank(const struct pn_boot *b) { return b->local_rank; }
+int pn_boot_local_size(const struct pn_boot *b) { return b->local_size; }
+int pn_boot_node(const struct pn_boot *b, int rank) { return b->node[rank]; }
+int pn_boot_nnodes(const struct pn_boot *b) { return b->nnodes; }
+const char *pn_boot_host(const struct pn_boot *b, int rank) { return rank_host(b, rank); }
+const char *pn_boot_host_id(const struct pn_boot *b, int rank) { return b->hello[rank].host_id; }
+
+const char *pn_boot_node_name(const struct pn_boot *b, int rank)
+{
+	const char *id = b->hello[rank].host_id;
+
+	/* pn_host_id(): "node:NAME" from PENNY_NODE_ID */
+	return !strncmp(id, "node:", 5) ? id + 5 : rank_host(b, rank);
+}
+int pn_boot_pid(const struct pn_boot *b, int rank) { return b->hello[rank].pid; }
+double pn_boot_timeout(const struct pn_boot *b) { return b->cfg.timeout; }
+const uint8_t *pn_boot_cookie(const struct pn_boot *b) { return b->cfg.cookie; }
+
+int pn_boot_local_addr(const struct pn_boot *b, void *ss, unsigned *len)
+{
+	socklen_t sl = sizeof(struct sockaddr_storage);
+	int fd = b->rank == 0 ? (b->nranks > 1 ? b->fds[1] : -1) : b->fds[0];
+
+	if (fd < 0)
+		return -ENOTCONN;
+	if (getsockname(fd, (struct sockaddr *)ss, &sl))
+		return -errno;
+	*len = sl;
+	return 0;
+}
+
+/*
+ * Collectives through rank 0, a star: every rank sends its part to rank 0
+ * (gather), rank 0 sends the result to every rank (bcast0).  Barrier and
+ * agree move a byte per rank, agree_err 12 bytes per rank and one message,
+ * allgather len per rank in and nranks x len to each rank out.  Sizes are
+ * size_t products checked against SIZE_MAX; no fixed limit on the job.
+ *
+ * Measured (2 cores, loopback, --np N -b 8 -e 8, --debug=BOOT, two runs):
+ * N = 256: all joined 0.04-0.06 s after rank 0 began, the 45 KB table sent
+ * to each in 0.012-0.013 s; N = 512: 0.09-0.13 s, 90 KB in 0.025-0.038 s;
+ * N = 1024: 0.23-0.26 s (the ranks are forked in about that time: joining
+ * keeps up with fork), 180 KB to each in 0.10-0.19 s (184 MB: 1-1.8 GB/s
+ * out of rank 0).
+ *
+ * The model at N = 4096, one round trip each:
+ *  - rendezvous: N - 1 hellos of 216 B in (0.9 MB), N - 1 tables of
+ *    40 + 176 N B out: 176 N^2 = 2.95 GB out of rank 0 (1.6-3 s on
+ *    loopback at the rate above, 2.4 s at 10 Gb/s, 24 s at 1 Gb/s);
+ *  - allgather of L bytes per rank: 2 (N - 1) messages, L N in and L N^2
+ *    out (the communicator's 324-byte rank info: 5.4 GB; tcp's addresses:
+ *    0.5 GB);
+ *  - barrier, agree: 2 (N - 1) messages of 41 B; agree_err: 2 (N - 1) of
+ *    44 and 52 B, plus 2 (N - 1) of 340 B when a rank failed;
+ *  - rank 0 holds N + 64 descriptors (fd_budget) and a 4096 backlog.
+ * Every step is bounded by the timeout.  The bytes out of rank 0 are
+ * quadratic: past a few thousand ranks, or on a 1 Gb/s management network,
+ * a relay (rank 0 -> one rank per node -> its local ranks, which cuts them
+ * by the ranks per node) or a tree would be needed; PN_BOOT_MAX_RANKS stops
+ * at 8192 (21.7 GB for the rank info: seconds at 100 Gb/s).
+ */
+static int gather(struct pn_boot *b, const void *mine, void *all, size_t len, double deadline,
+		  const char *what)
+{
+	int i, ret;
+
+	if (b->rank != 0) {
+		ret = send_msg(b, b->fds[0], PN_MSG_GATHER, mine, len, deadline);
+		return ret ? peer_error(b, 0, ret, what) : 0;
+	}
+	if (len)
+		memmove(all, mine, len);
+	/* in rank order: a silent rank is named */
+	for (i = 1; i < b->nranks; i++) {
+		ret = recv_msg(b, i, PN_MSG_GATHER, len ? (char *)all + len * (size_t)i : NULL, len,
+			       deadline, what);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int bcast0(struct pn_boot *b, void *buf, size_t len, double deadline, const char *what)
+{
+	int i, ret;
+
+	if (b->rank != 0)
+		return recv_msg(b, 0, PN_MSG_GATHERED, buf, len, deadline, what);
+	for (i = 1; i < b->nranks; i++) {
+		ret = send_msg(b, b->fds[i], PN_MSG_GATHERED, buf, len, deadline);
+		if (ret)
+			return peer_error(b, i, ret, what);
+	}
+	return 0;
+}
+
+int pn_boot_allgather(struct pn_boot *b, const void *mine, void *all, size_t len)
+{
+	double deadline = pn_now() + b->cfg.timeout;
+	char *out = all;
+	int ret = 0;
+
+	if (len && (size_t)b->nranks > SIZE_MAX / len)
+		return pn_err(-E2BIG, "allgather of %zu bytes from each of %d ranks", len, b->nranks);
+	memmove(out + len * (size_t)b->rank, mine, len);
+	if (b->nranks > 1) {
+		ret = gather(b, out + len * (size_t)b->rank, out, len, deadline, "allgather");
+		if (!ret)
+			ret = bcast0(b, out, len * (size_t)b->nranks, deadline, "allgather");
+	}
+	b->seq++;
+	return ret;
+}
+
+int pn_boot_bcast(struct pn_boot *b, void *buf, size_t len, int root)
+{
+	double deadline = pn_now() + b->cfg.timeout;
+	int ret = 0;
+
+	if (root < 0 || root >= b->nranks)
+		return pn_err(-EINVAL, "broadcast from rank %d of %d", root, b->nranks);
+	if (b->nranks == 1)
+		goto done;
+	if (root != 0 && b->rank == root) {
+		ret = send_msg(b, b->fds[0], PN_MSG_GATHER, buf, len, deadline);
+		if (ret)
+			ret = peer_error(b, 0, ret, "broadcast");
+	} else if (root != 0 && b->rank == 0) {
+		ret = recv_msg(b, root, PN_MSG_GATHER, buf, len, deadline, "broadcast");
+	}
+	if (!ret)
+		ret = bcast0(b, buf, len, deadline, "broadcast");
+done:
+	b->seq++;
+	return ret;
+}
+
+/* AND of one byte over all ranks: a byte in from each, a byte out to each. */
+static int and_all(struct pn_boot *b, int ok, int *all_ok, const char *what)
+{
+	double deadline = pn_now() + b->cfg.timeout;
+	char c = ok ? 1 : 0, *all = NULL;
+	int ret = 0, i;
+
+	if (b->nranks > 1 && b->rank == 0 && !(all = malloc((size_t)b->nranks)))
+		return pn_err(-ENOMEM, "out of memory");
+	if (b->nranks > 1) {
+		ret = gather(b, &c, all, 1, deadline, what);
+		for (i = 0; !ret && b->rank == 0 && i < b->nranks; i++)
+			c &= all[i];
+		if (!ret)
+			ret = bcast0(b, &c, 1, deadline, what);
+	}
+	free(all);
+	b->seq++;
+	if (all_ok)
+		*all_ok = !ret && c;
+	return ret;
+}
+
+int pn_boot_barrier(struct pn_boot *b)
+{
+	return and_all(b, 1, NULL, "barrier");
+}
+
+int pn_boot_agree(struct pn_boot *b, int ok, int *all_ok)
+{
+	return and_all(b, ok, all_ok, "agreement");
+}
+
+int pn_boot_agree_err(struct pn_boot *b, int code, int name_rank, int *first)
+{
+	double deadline = pn_now() + b->cfg.timeout;
+	int32_t mine = code, *codes = NULL, verdict[3] = { -1, 0, 0 }; /* first, nfail, code */
+	char msg[300];
+	int ret = 0, r, f;
+
+	if (first)
+		*first = -1;
+	memset(msg, 0, sizeof(msg));
+	if (code)
+		snprintf(msg, sizeof(msg), "%s", pn_errmsg(code));
+	if (b->nranks == 1) {
+		verdict[0] = code ? 0 : -1;
+		verdict[1] = !!code;
+		verdict[2] = code;
+		goto judged;
+	}
+	if (b->rank == 0 && !(codes = calloc((size_t)b->nranks, sizeof(*codes))))
+		return pn_err(-ENOMEM, "out of memory");
+	/* every rank's code, then the first failing rank's message */
+	ret = gather(b, &mine, codes, sizeof(mine), deadline, "agreement");
+	for (r = 0; !ret && b->rank == 0 && r < b->nranks; r++)
+		if (codes[r]) {
+			if (verdict[0] < 0) {
+				verdict[0] = r;
+				verdict[2] = codes[r];
+			}
+			verdict[1]++;
+		}
+	free(codes);
+	if (!ret)
+		ret = bcast0(b, verdict, sizeof(verdict), deadline, "agreement");
+	b->seq++;
+	f = verdict[0];
+	if (ret || f < 0 || f >= b->nranks)
+		return ret;
+	if (f != 0 && b->rank == f) {
+		ret = send_msg(b, b->fds[0], PN_MSG_GATHER, msg, sizeof(msg), deadline);
+		if (ret)
+			ret = peer_error(b, 0, ret, "agreement");
+	} else if (f != 0 && b->rank == 0) {
+		ret = recv_msg(b, f, PN_MSG_GATHER, msg, sizeof(msg), deadline, "agreement");
+	}
+	if (!ret)
+		ret = bcast0(b, msg, sizeof(msg), deadline, "agreement");
+	b->seq++;
+	if (ret)
+		return ret;
+judged:
+	if (verdict[0] < 0)
+		return 0;
+	f = verdict[0];
+	msg[sizeof(msg) - 1] = 0;
+	printable(msg, sizeof(msg));
+	if (verdict[2] >= 0 || verdict[2] < -4095)
+		verdict[2] = -EIO;
+	if (name_rank && verdict[1] < b->nranks)
+		ret = pn_err(verdict[2], "rank %d (host %s): %s", f, rank_host(b, f), msg);
+	else
+		ret = pn_err(verdict[2], "%s", msg);
+	if (first)
+		*first = f;
+	return ret;
+}
+
+/* Tell the others this rank failed (best effort, never blocks long). */
+void pn_boot_abort(struct pn_boot *b, const char *why)
+{
+	double deadline = pn_now() + 0.5;
+	int i;
+
+	if (!b || b->nranks == 1)
+		return;
+	if (b->rank == 0) {
+		for (i = 1; i < b->nranks; i++)
+			if (b->fds[i] >= 0)
+				send_msg(b, b->fds[i], PN_MSG_ABORT, why, strlen(why),
+					 PN_MIN(deadline, pn_now() + 0.01));
+	} else if (b->fds[0] >= 0) {
+		send_msg(b, b->fds[0], PN_MSG_ABORT, why, strlen(why), deadline);
+	}
+}
+
+/*
+ * Non-blocking check for an ABORT from the root (or, on the root, from any
+ * rank, which it forwards).  Returns -ECANCELED with the message, -EPIPE
+ * naming a rank whose connection closed, or 0.
+ */
+int pn_boot_poll_abort(struct pn_boot *b)
+{
+	int i, lo = b->rank == 0 ? 1 : 0, hi = b->rank == 0 ? b->nranks : 1;
+
+	if (b->nranks == 1)
+		return 0;
+	for (i = lo; i < hi; i++) {
+		struct pn_wire_hdr h;
+		ssize_t n;
+
+		if (b->fds[i] < 0)
+			continue;
+		n = recv(b->fds[i], &h, sizeof(h), MSG_PEEK | MSG_DONTWAIT);
+		if (n == 0) {
+			int r = b->rank == 0 ? i : 0;
+
+			return pn_err(-EPIPE, "rank %d (host %s, pid %d) closed its connection: it "
+				      "failed or was killed", r, rank_host(b, r), b->hello[r].pid);
+		}
+		if (n == (ssize_t)sizeof(h) && h.type == PN_MSG_ABORT &&
+		    !pn_wire_hdr_check(&h, b->cfg.cookie, PN_MSG_ABORT, 4096)) {
+			char text[300] = "";
+			size_t tl = h.len < sizeof(text) - 1 ? h.len : sizeof(text) - 1;
+
+			recv(b->fds[i], &h, sizeof(h), MSG_DONTWAIT);
+			read_full(b->fds[i], text, tl, pn_now() + 0.5);
+			printable(text, sizeof(text));
+			if (b->rank == 0)
+				pn_boot_abort(b, text);
+			return pn_err(-ECANCELED, "%s", text[0] ? text : "a peer aborted the job");
+		}
+	}
+	return 0;
+}

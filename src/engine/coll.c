@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include "engine/coll.h"
+#include "base/log.h"
+#include "base/minijson.h"
+#include "base/util.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pn_coll_init(struct pn_coll *co, struct pn_comm *c)
+{
+	int r, ret;
+	const char *tf = getenv("PENNY_TUNE_FILE");
+
+	memset(co, 0, sizeof(*co));
+	co->node = malloc(sizeof(int) * (size_t)c->nranks);
+	if (!co->node)
+		return pn_err(-ENOMEM, "out of memory");
+	for (r = 0; r < c->nranks; r++)
+		co->node[r] = c->peers[r].node;
+	ret = tf && *tf ? pn_tune_load(tf) : 0;
+	if (!ret)
+		ret = pn_exec_init(&co->exec, c);
+	if (ret) {
+		/* nothing is left to release: a caller's pn_coll_release is harmless */
+		free(co->node);
+		memset(co, 0, sizeof(*co));
+		return ret;
+	}
+	co->comm = c;
+	co->nchannels = c->nchannels > 1 ? c->nchannels : 2;
+	return 0;
+}
+
+static void free_rings(struct pn_coll *co)
+{
+	int k;
+
+	for (k = 0; co->rings && k < co->nchannels; k++)
+		free(co->rings[k]);
+	free(co->rings);
+	co->rings = NULL;
+}
+
+int pn_coll_set_rings(struct pn_coll *co, int n, const int *const *rings)
+{
+	struct pn_comm *c = co->comm;
+	int k, r, *seen;
+
+	if (n < 1 || n > c->nchannels)
+		return pn_err(-EINVAL, "%d planned rings, the communicator has %d channels", n,
+			      c->nchannels);
+	seen = calloc((size_t)c->nranks, sizeof(int));
+	if (!seen)
+		return pn_err(-ENOMEM, "out of memory");
+	for (k = 0; k < n; k++)
+		for (r = 0; r < c->nranks; r++) {
+			int q = rings[k][r];
+
+			if (q < 0 || q >= c->nranks || seen[q] == k + 1) {
+				free(seen);
+				return pn_err(-EINVAL, "planned ring %d is not an order of all %d ranks",
+					      k, c->nranks);
+			}
+			seen[q] = k + 1;
+		}
+	free(seen);
+	if (co->cache_valid) {
+		pn_sched_release(&co->cache);
+		co->cache_valid = 0;
+	}
+	free_rings(co);
+	co->rings = calloc((size_t)n, sizeof(*co->rings));
+	if (!co->rings)
+		return pn_err(-ENOMEM, "out of memory");
+	co->nchannels = n;
+	for (k = 0; k < n; k++) {
+		co->rings[k] = malloc(sizeof(int) * (size_t)c->nranks);
+		if (!co->rings[k]) {
+			free_rings(co);
+			co->nchannels = c->nchannels > 1 ? c->nchannels : 2;
+			return pn_err(-ENOMEM, "out of memory");
+		}
+		memcpy(co->rings[k], rings[k], sizeof(int) * (size_t)c->nranks);
+	}
+	return 0;
+}
+
+void pn_coll_release(struct pn_coll *co)
+{
+	if (co->cache_valid)
+		pn_sched_release(&co->cache);
+	free_rings(co);
+	pn_exec_release(&co->exec);
+	free(co->node);
+	memset(co, 0, sizeof(*co));
+}
+
+/* What each channel of a multiring schedule does at this rank (tests compare
+ * it with the plan and with ring-plan --show-schedule). */
+static void log_multiring(const struct pn_sched *s, int planned)
+{
+	int k;
+	size_t i;
+
+	for (k = 0; k < s->nchan; k++) {
+		const struct pn_sched_chan *ch = &s->ch[k];
+		int to = -1, from = -1;
+
+		for (i = 0; i < ch->n && (to < 0 || from < 0); i++) {
+			if (to < 0 && ch->steps[i].send_peer >= 0)
+				to = ch->steps[i].send_peer;
+			if (from < 0 && ch->steps[i].recv_peer >= 0)
+				from = ch->steps[i].recv_peer;
+		}
+		PN_DBG(PN_LOG_COLL, "multiring schedule (%s rings), rank %d, %zu elements: channel %d "
+		       "sends to %d, receives from %d, %zu steps", planned ? "planned" : "generated",
+		       s->rank, s->count, k, to, from, ch->n);
+	}
+}
+
+int pn_coll_schedule(struct pn_coll *co, size_t count, enum pn_dtype t, enum pn_algo algo,
+		     int direct, int inplace, const struct pn_sched **out)
+{
+	struct pn_comm *c = co->comm;
+	struct pn_sched_job job;
+	size_t es = pn_dtype_size(t);
+	int ret;
+
+	if (algo == PN_ALGO_AUTO)
+		algo = pn_tune_pick(c->nranks, c->nnodes, count * es, direct);
+	if (co->cache_valid && co->cache_algo == algo && co->cache_count == count &&
+	    co->cache_esize == es && co->cache_direct == direct && co->cache_inplace == inplace) {
+		*out = &co->cache;
+		return 0;
+	}
+	if (co->cache_valid) {
+		pn_sched_release(&co->cache);
+		co->cache_valid = 0;
+	}
+	memset(&job, 0, sizeof(job));
+	job.rank = c->rank;
+	job.nranks = c->nranks;
+	job.node = co->node;
+	job.nchannels = algo == PN_ALGO_MULTIRING ? co->nchannels : 1;
+	job.rings = algo == PN_ALGO_MULTIRING ? (const int *const *)co->rings : NULL;
+	job.direct = direct;
+	job.inplace = inplace;
+	ret = pn_sched_build(&co->cache, algo, &job, count, es);
+	if (ret)
+		return ret;
+	if (algo == PN_ALGO_MULTIRING && (pn_debug_mask & PN_LOG_COLL))
+		log_multiring(&co->cache, co->rings != NULL);
+	if (co->cache.nchan > c->nchannels) {
+		pn_sched_release(&co->cache);
+		return pn_err(-EINVAL, "%s needs %d channels, the communicator has %d",
+			      pn_algo_name(algo), job.nchannels, c->nchannels);
+	}
+	co->cache_valid = 1;
+	co->cache_algo = algo;
+	co->cache_count = count;
+	co->cache_esize = es;
+	co->cache_direct = direct;
+	co->cache_inplace = inplace;
+	*out = &co->cache;
+	return 0;
+}
+
+/* Execute one schedule; avg_div: divisor of avg (0: the communicator's size). */
+static int run(struct pn_coll *co, const struct pn_sched *s, const void *sendbuf, void *recvbuf,
+	       enum pn_dtype t, enum pn_redop op, struct pn_reg *sreg, struct pn_reg *rreg,
+	       int avg_div)
+{
+	struct pn_exec_args a;
+
+	memset(&a, 0, sizeof(a));
+	a.sendbuf = sendbuf;
+	a.recvbuf = recvbuf;
+	a.sreg = sreg;
+	a.rreg = rreg;
+	a.dtype = t;
+	a.op = op;
+	a.avg_div = avg_div;
+	return pn_exec_run(&co->exec, s, &a);
+}
+
+/* Direct loads need every rank on this host over shm, and registrations. */
+static int can_direct(const struct pn_coll *co, const struct pn_reg *sreg,
+		      const struct pn_reg *rreg)
+{
+	const struct pn_comm *c = co->comm;
+	int direct = sreg && rreg && c->nnodes == 1, p;
+
+	for (p = 0; direct && p < c->nranks; p++)
+		if (p != c->rank && c->peers[p].transport != &pn_transport_shm)
+			direct = 0;
+	return direct;
+}
+
+enum pn_algo pn_allreduce_algo(const struct pn_coll *co, size_t count, enum pn_dtype t,
+			       enum pn_algo algo, const struct pn_reg *sreg, const struct pn_reg *rreg)
+{
+	if (algo != PN_ALGO_AUTO)
+		return algo;
+	return pn_tune_pick(co->comm->nranks, co->comm->nnodes, count * pn_dtype_size(t),
+			    can_direct(co, sreg, rreg));
+}
+
+int pn_allreduce(struct pn_coll *co, const void *sendbuf, void *recvbuf, size_t count,
+		 enum pn_dtype t, enum pn_redop op, enum pn_algo algo, struct pn_reg *sreg,
+		 struct pn_reg *rreg)
+{
+	const struct pn_sched *s;
+	int ret;
+
+	ret = pn_coll_schedule(co, count, t, algo, can_direct(co, sreg, rreg), sendbuf == recvbuf,
+			       &s);
+	if (ret)
+		return ret;
+	return run(co, s, sendbuf, recvbuf, t, op, sreg, rreg, 0);
+}
+
+int pn_allreduce_group(struct pn_coll *co, const void *sendbuf, void *recvbuf, size_t count,
+		       enum pn_dtype t, enum pn_redop op, const int *group, int m)
+{
+	struct pn_comm *c = co->comm;
+	struct pn_sched_job job;
+	struct pn_sched s;
+	int ret;
+
+	memset(&job, 0, sizeof(job));
+	job.rank = c->rank;
+	job.nranks = c->nranks;
+	job.node = co->node;
+	job.inplace = sendbuf == recvbuf;
+	ret = pn_sched_build_ring_group(&s, &job, group, m, count, pn_dtype_size(t));
+	if (ret)
+		return ret;
+	ret = run(co, &s, sendbuf, recvbuf, t, op, NULL, NULL, m);
+	pn_sched_release(&s);
+	return ret;
+}
+
+int pn_allgather_group(struct pn_coll *co, const void *mine, void *all, size_t len,
+		       const int *group, int m)
+{
+	struct pn_comm *c = co->comm;
+	size_t shard = PN_ALIGN_UP(len, 16), piece, off, n;
+	struct pn_sched_job job;
+	struct pn_sched s;
+	struct pn_exec_args a;
+	char *buf;
+	int ret, me = -1, k;
+
+	for (k = 0; k < m; k++)
+		if (group[k] == c->rank)
+			me = k;
+	if (me < 0)
+		return pn_err(-EINVAL, "rank %d is not in the group", c->rank);
+	memset(&job, 0, sizeof(job));
+	job.rank = c->rank;
+	job.nranks = c->nranks;
+	job.node = co->node;
+	ret = pn_sched_build_allgather_group(&s, &job, group, m, shard, 1);
+	if (ret)
+		return ret;
+	buf = calloc(1, shard * (size_t)m + 1);
+	if (!buf) {
+		pn_sched_release(&s);
+		return pn_err(-ENOMEM, "out of memory");
+	}
+	/* the schedule's chunk-major layout (sched.h), in and out */
+	piece = pn_sched_allgather_piece(&job, shard, 1);
+	for (off = 0; off < len; off += piece) {
+		n = PN_MIN(piece, shard - off);
+		memcpy(buf + off * (size_t)m + (size_t)me * n, (const char *)mine + off,
+		       PN_MIN(n, len - off));
+	}
+	memset(&a, 0, sizeof(a));
+	a.sendbuf = buf;
+	a.recvbuf = buf;
+	a.dtype = PN_UINT8;
+	a.op = PN_SUM;
+	ret = pn_exec_run(&co->exec, &s, &a);
+	pn_sched_release(&s);
+	for (k = 0; !ret && k < m; k++)
+		for (off = 0; off < len; off += piece) {
+			n = PN_MIN(piece, shard - off);
+			memcpy((char *)all + (size_t)k * len + off, buf + off * (size_t)m + (size_t)k * n,
+			       PN_MIN(n, len - off));
+		}
+	free(buf);
+	return ret;
+}
+
+/* ---- tuning ---- */
+
+static struct pn_tune_entry *tune_tab;
+static int tune_n;
+
+/* One line "nranks nnodes max_bytes algorithm" (NUL-terminated, no newline). */
+static int tune_line(char *line, struct pn_tune_entry *e)
+{
+	char *f[5], *save = NULL, *tok;
+	uint64_t b;
+	int n = 0;
+
+	for (tok = strtok_r(line, " \t", &save); tok && n < 5; tok = strtok_r(NULL, " \t", &save))
+		f[n++] = tok;
+	if (n != 4 || pn_parse_int(f[0], &e->nranks) || pn_parse_int(f[1], &e->nnodes) ||
+	    pn_parse_size(f[2], &b) || pn_algo_parse(f[3], &e->algo) || e->algo == PN_ALGO_AUTO ||
+	    e->nranks < 1 || e->nnodes < 1 || b > SIZE_MAX)
+		return -EINVAL;
+	e->max_bytes = (size_t)b;
+	return 0;
+}
+
+int pn_tune_parse(const char *text, size_t len, const char *name, struct pn_tune_entry **tab,
+		  int *count)
+{
+	struct pn_tune_entry *t = NULL;
+	const char *p = text, *end = text + len;
+	int n = 0, cap = 0, lineno = 0, ret = 0;
+
+	*tab = NULL;
+	*count = 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t ll = (size_t)((nl ? nl : end) - p);
+		char line[PN_TUNE_MAX_LINE + 1];
+		struct pn_tune_entry e;
+
+		lineno++;
+		if (ll && p[ll - 1] == '\r')
+			ll--;
+		if (ll > PN_TUNE_MAX_LINE) {
+			ret = pn_err(-EINVAL, "%s:%d: line longer than %d bytes", name, lineno,
+				     PN_TUNE_MAX_LINE);
+			break;
+		}
+		memcpy(line, p, ll);
+		line[ll] = 0;
+		p = nl ? nl + 1 : end;
+		if (memchr(line, 0, ll)) {
+			ret = pn_err(-EINVAL, "%s:%d: NUL byte", name, lineno);
+			break;
+		}
+		if (line[strspn(line, " \t")] == '#' || line[strspn(line, " \t")] == 0)
+			continue;
+		if (tune_line(line, &e)) {
+			ret = pn_err(-EINVAL, "%s:%d: want \"nranks nnodes max_bytes algorithm\"",
+				     name, lineno);
+			break;
+		}
+		if (n == PN_TUNE_MAX_ENTRIES) {
+			ret = pn_err(-EINVAL, "%s: more than %d entries", name,
+				     PN_TUNE_MAX_ENTRIES);
+			break;
+		}
+		if (n == cap) {
+			struct pn_tune_entry *nt;
+
+			cap = cap ? 2 * cap : 16;
+			nt = realloc(t, sizeof(*nt) * (size_t)cap);
+			if (!nt) {
+				ret = pn_err(-ENOMEM, "out of memory");
+				break;
+			}
+			t = nt;
+		}
+		t[n++] = e;
+	}
+	if (ret) {
+		free(t);
+		return ret;
+	}
+	*tab = t;
+	*count = n;
+	return 0;
+}
+
+enum pn_algo pn_tune_pick(int nranks, int nnodes, size_t bytes, int direct)
+{
+	int i, best = -1;
+
+	for (i = 0; i < tune_n; i++) {
+		const struct pn_tune_entry *t = &tune_tab[i];
+
+		if (t->nranks != nranks || t->nnodes != nnodes || t->max_bytes < bytes)
+			continue;
+		if (best < 0 || t->max_bytes < tune_tab[best].max_bytes)
+			best = i;
+	}
+	if (best >= 0)
+		return tune_tab[best].algo;
+	/* built-in table, measured on the host backend (README: Tuning) */
+	if (nranks == 1)
+		return PN_ALGO_RING;
+	if (nnodes == 1) {
+		if (direct)
+			return bytes <= PN_TUNE_ONE_SHOT_MAX ? PN_ALGO_ONE_SHOT : PN_ALGO_TWO_SHOT;
+		return bytes <= (16u << 10) ? PN_ALGO_ONE_SHOT : PN_ALGO_RING;
+	}
+	if (bytes <= (16u << 10))
+		return PN_ALGO_SIMPLE_RING;
+	if (nranks > nnodes && nranks % nnodes == 0)
+		return PN_ALGO_HIER;
+	return PN_ALGO_RING;
+}
+
+int pn_tune_load(const char *path)
+{
+	struct pn_tune_entry *t;
+	char *text;
+	size_t len;
+	int n, ret;
+
+	ret = pn_read_file(path, &text, &len);
+	if (ret)
+		return pn_err_ctx(ret, "tuning file");
+	ret = pn_tune_parse(text, len, path, &t, &n);
+	free(text);
+	if (ret)
+		return ret;
+	free(tune_tab);
+	tune_tab = t;
+	tune_n = n;
+	return 0;
+}
+
+int pn_tune_save(FILE *f, const char *path, int nranks, int nnodes, const size_t *bytes,
+		 const enum pn_algo *algo, int n)
+{
+	int i;
+
+	/* only what pn_tune_load accepts: an algorithm that runs, never "auto" */
+	for (i = 0; i < n; i++)
+		if (algo[i] < 0 || algo[i] >= PN_NALGOS || nranks < 1 || nnodes < 1)
+			return pn_err(-EINVAL, "tuning table '%s': %d ranks, %d nodes, %zu bytes: "
+				      "'%s' is not an algorithm that runs", path, nranks, nnodes,
+				      bytes[i], pn_algo_name(algo[i]));
+	fprintf(f, "# penny tuning table: nranks nnodes max_bytes algorithm\n");
+	for (i = 0; i < n; i++)
+		fprintf(f, "%d %d %zu %s\n", nranks, nnodes, bytes[i], pn_algo_name(algo[i]));
+	if (fflush(f) || ferror(f))
+		return pn_err(-EIO, "write error on '%s': %s", path, strerror(errno ? errno : EIO));
+	return 0;
+}

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include "engine/comm.h"
+#include "base/log.h"
+#include "base/util.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* shm.c */
+int pn_shm_node_init(struct pn_comm *c);
+void pn_shm_node_free(struct pn_comm *c);
+void pn_shm_set_abort(struct pn_comm *c, int rank, const char *why);
+int pn_shm_get_abort(struct pn_comm *c, char *buf, size_t len);
+
+const struct pn_transport *const pn_transports[] = {
+	&pn_transport_shm,
+	&pn_transport_verbs,
+	&pn_transport_tcp,
+	NULL,
+};
+
+const struct pn_transport *pn_transport_find(const char *name)
+{
+	int i;
+
+	for (i = 0; pn_transports[i]; i++)
+		if (!strcmp(pn_transports[i]->name, name))
+			return pn_transports[i];
+	return NULL;
+}
+
+struct pn_conn *pn_comm_conn(struct pn_comm *c, int peer, int chan)
+{
+	return &c->conns[(size_t)peer * (size_t)c->nchannels + (size_t)chan];
+}
+
+const char *pn_comm_transport_name(const struct pn_comm *c, int peer)
+{
+	if (peer == c->rank)
+		return "self";
+	return c->peers[peer].transport ? c->peers[peer].transport->name : "none";
+}
+
+static int choose_transports(struct pn_comm *c, const char *force)
+{
+	const struct pn_transport *forced = NULL;
+	int p, i;
+
+	if (force) {
+		forced = pn_transport_find(force);
+		if (!forced)
+			return pn_err(-EINVAL, "unknown transport '%s' (this build has: shm, verbs, tcp)",
+				      force);
+	}
+	for (p = 0; p < c->nranks; p++) {
+		if (p == c->rank)
+			continue;
+		if (forced) {
+			if (!forced->can_connect(c, p))
+				return pn_err(-EINVAL, "transport '%s' cannot connect rank %d (host %s) and "
+					      "rank %d (host %s)", force, c->rank,
+					      pn_boot_host(c->boot, c->rank), p, pn_boot_host(c->boot, p));
+			c->peers[p].transport = forced;
+			continue;
+		}
+		for (i = 0; pn_transports[i]; i++)
+			if (pn_transports[i]->can_connect(c, p))
+				break;
+		if (!pn_transports[i])
+			return pn_err(-EHOSTUNREACH, "no transport reaches rank %d (host %s)", p,
+				      pn_boot_host(c->boot, p));
+		c->peers[p].transport = pn_transports[i];
+	}
+	return 0;
+}
+
+/* Allgather what the transports' probes need to know of every rank. */
+static int publish_info(struct pn_comm *c, const char *force)
+{
+	struct pn_rank_info mine;
+
+	memset(&mine, 0, sizeof(mine));
+	c->info = calloc((size_t)c->nranks, sizeof(*c->info));
+	if (!c->info)
+		return pn_err(-ENOMEM, "out of memory");
+	if ((!force || !strcmp(force, "verbs")) && c->nranks > 1 &&
+	    !(getenv("PENNY_IB_DISABLE") && atoi(getenv("PENNY_IB_DISABLE")))) {
+		pn_verbs_pick_device(c->local_rank, mine.verbs_dev, sizeof(mine.verbs_dev));
+		mine.nrails = pn_verbs_rails(mine.rail_dev, PN_MAX_RAILS);
+	}
+	if (force && !strcmp(force, "verbs") && !mine.verbs_dev[0])
+		return pn_err(-ENODEV, "--transport verbs: rank %d (host %s) has no ACTIVE RDMA port",
+			      c->rank, pn_boot_host(c->boot, c->rank));
+	return pn_boot_allgather(c->boot, &mine, c->info, sizeof(mine));
+}
+
+int pn_comm_init(struct pn_comm **out, struct pn_boot *b, const struct pn_comm_cfg *cfg)
+{
+	struct pn_comm *c = calloc(1, sizeof(*c));
+	int p, i, ret;
+
+	if (!c)
+		return pn_err(-ENOMEM, "out of memory");
+	c->boot = b;
+	c->rank = pn_boot_rank(b);
+	c->nranks = pn_boot_nranks(b);
+	c->node = pn_boot_node(b, c->rank);
+	c->nnodes = pn_boot_nnodes(b);
+	c->local_rank = pn_boot_local_rank(b);
+	c->local_size = pn_boot_local_size(b);
+	c->nchannels = cfg && cfg->nchannels > 0 ? cfg->nchannels : 1;
+	c->verbs_port = cfg ? cfg->verbs_port : NULL;
+	c->verbs_port_arg = cfg ? cfg->verbs_port_arg : NULL;
+	c->timeout = pn_boot_timeout(b);
+	c->oversubscribed = c->local_size > sysconf(_SC_NPROCESSORS_ONLN);
+	c->peers = calloc((size_t)c->nranks, sizeof(*c->peers));
+	c->conns = calloc((size_t)c->nranks * (size_t)c->nchannels, sizeof(*c->conns));
+	c->local_ranks = calloc((size_t)c->local_size, sizeof(int));
+	if (!c->peers || !c->conns || !c->local_ranks) {
+		pn_comm_free(c);
+		return pn_err(-ENOMEM, "out of memory");
+	}
+	for (p = 0, i = 0; p < c->nranks; p++) {
+		c->peers[p].node = pn_boot_node(b, p);
+		c->peers[p].pid = pn_boot_pid(b, p);
+		c->peers[p].local = -1;
+		if (c->peers[p].node == c->node) {
+			c->peers[p].local = i;
+			c->local_ranks[i++] = p;
+		}
+	}
+	for (p = 0; p < c->nranks * c->nchannels; p++) {
+		c->conns[p].peer = p / c->nchannels;
+		c->conns[p].chan = p % c->nchannels;
+		c->conns[p].comm = c;
+	}
+	ret = pn_shm_node_init(c);
+	if (!ret)
+		ret = publish_info(c, cfg ? cfg->transport : NULL);
+	if (!ret)
+		ret = choose_transports(c, cfg ? cfg->transport : NULL);
+	for (i = 0; !ret && pn_transports[i]; i++)
+		ret = pn_transports[i]->setup(c);
+	c->verbs_port = NULL;
+	c->verbs_port_arg = NULL;
+	if (ret) {
+		pn_comm_free(c);
+		return ret;
+	}
+	for (p = 0; p < c->nranks; p++) {
+		if (p == c->rank)
+			continue;
+		for (i = 0; i < c->nchannels; i++)
+			pn_comm_conn(c, p, i)->t = c->peers[p].transport;
+		PN_DBG(PN_LOG_NET, "rank %d -> rank %d (host %s): %s", c->rank, p,
+		       pn_boot_host(b, p), c->peers[p].transport->name);
+	}
+	*out = c;
+	return 0;
+}
+
+void pn_comm_free(struct pn_comm *c)
+{
+	int i;
+
+	if (!c)
+		return;
+	if (c->conns)
+		for (i = 0; pn_transports[i]; i++)
+			pn_transports[i]->close(c);
+	pn_shm_node_free(c);
+	free(c->peers);
+	free(c->conns);
+	free(c->local_ranks);
+	free(c->info);
+	free(c);
+}
+
+void pn_comm_abort(struct pn_comm *c, const char *why)
+{
+	char msg[300];
+
+	if (c->failed)
+		return;
+	c->failed = 1;
+	snprintf(msg, sizeof(msg), "%s", why);
+	pn_shm_set_abort(c, c->rank, msg);
+	pn_boot_abort(c->boot, msg);
+}
+
+int pn_comm_check(struct pn_comm *c, int waiting_for, double since)
+{
+	char msg[300];
+	double now;
+	int ret;
+
+	/* the clock and the checks below every 256 spins (16 when there are
+	 * more local ranks than cores: then the peer needs our core) */
+	if (++c->spin_checks & (c->oversubscribed ? 15 : 255))
+		return 0;
+	if (pn_shm_get_abort(c, msg, sizeof(msg)))
+		return pn_err(-ECANCELED, "%s", msg);
+	now = pn_now();
+	/*
+	 * More local ranks than cores: the peer we wait for needs our core, so
+	 * yield, then sleep briefly.  Otherwise spin like MPI and NCCL do, and
+	 * only nap when a wait has lasted long (a slow remote peer).
+	 */
+	if (c->oversubscribed) {
+		if (now - since > 5e-3)
+			usleep(200);
+		else if (now - since > 1e-3)
+			usleep(20);
+		else
+			sched_yield();
+	} else if (now - since > 0.1) {
+		usleep(100);
+	}
+	if (now - c->last_check < 0.02 && now - since < c->timeout)
+		return 0;
+	c->last_check = now;
+	if (waiting_for >= 0 && waiting_for != c->rank && c->peers[waiting_for].local >= 0 &&
+	    kill(c->peers[waiting_for].pid, 0) && errno == ESRCH) {
+		ret = pn_err(-EPIPE, "rank %d (host %s, pid %d) died", waiting_for,
+			     pn_boot_host(c->boot, waiting_for), c->peers[waiting_for].pid);
+		pn_comm_abort(c, pn_errmsg(ret));
+		return ret;
+	}
+	ret = pn_boot_poll_abort(c->boot);
+	if (ret) {
+		if (ret != -ECANCELED) {
+			snprintf(msg, sizeof(msg), "%s", pn_errmsg(ret));
+			pn_comm_abort(c, msg);
+			pn_err(ret, "%s", msg);
+		}
+		return ret;
+	}
+	if (now - since >= c->timeout) {
+		if (waiting_for >= 0)
+			ret = pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for rank %d (host %s)",
+				     c->timeout, waiting_for, pn_boot_host(c->boot, waiting_for));
+		else
+			ret = pn_err(-ETIMEDOUT, "timed out after %.0f s", c->timeout);
+		snprintf(msg, sizeof(msg), "%s", pn_errmsg(ret));
+		pn_comm_abort(c, msg);
+		pn_err(ret, "%s", msg);
+		return ret;
+	}
+	return 0;
+}
+
+int pn_comm_barrier(struct pn_comm *c)
+{
+	return pn_boot_barrier(c->boot);
+}

@@ -1,0 +1,466 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include "engine/exec.h"
+#include "base/log.h"
+#include "engine/reduce.h"
+#include "base/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct chan_state {
+	size_t idx;		/* current step */
+	size_t done;		/* slices finished in this step */
+	int started;
+};
+
+int pn_exec_init(struct pn_exec *e, struct pn_comm *c)
+{
+	memset(e, 0, sizeof(*e));
+	e->comm = c;
+	e->npeer = c->nranks;
+	e->psent = calloc((size_t)c->nranks, sizeof(size_t));
+	e->precv = calloc((size_t)c->nranks, sizeof(size_t));
+	e->srcs = calloc((size_t)c->nranks, sizeof(*e->srcs));
+	if (!e->psent || !e->precv || !e->srcs) {
+		pn_exec_release(e);
+		return pn_err(-ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+void pn_exec_release(struct pn_exec *e)
+{
+	free(e->scratch);
+	free(e->psent);
+	free(e->precv);
+	free(e->srcs);
+	memset(e, 0, sizeof(*e));
+}
+
+struct run {
+	struct pn_exec *e;
+	struct pn_comm *c;
+	const struct pn_sched *s;
+	const struct pn_exec_args *a;
+	size_t es, slice;	/* element size, elements per slice */
+	int waiting_for;	/* rank the last blocked step waited for */
+};
+
+static const char *src_ptr(struct run *r, const struct pn_step *st, size_t el)
+{
+	const char *base = st->src == PN_SRC_OUT ? (const char *)r->a->recvbuf
+						 : (const char *)r->a->sendbuf;
+
+	return base + el * r->es;
+}
+
+static char *dst_ptr(struct run *r, size_t el)
+{
+	return (char *)r->a->recvbuf + el * r->es;
+}
+
+static void finish(struct run *r, const struct pn_step *st, void *p, size_t n)
+{
+	if (st->final && r->a->op == PN_AVG)
+		pn_reduce_finish(p, n, r->a->dtype, r->a->op,
+				 r->a->avg_div > 0 ? r->a->avg_div : r->c->nranks);
+}
+
+static size_t nslices(struct run *r, size_t count)
+{
+	return PN_DIV_UP(count, r->slice);
+}
+
+/* Slice j of a range: element offset and count. */
+static void slice_of(struct run *r, size_t off, size_t count, size_t j, size_t *o, size_t *n)
+{
+	*o = off + j * r->slice;
+	*n = PN_MIN(r->slice, count - j * r->slice);
+}
+
+static int local_of(struct run *r, int rank)
+{
+	return r->c->peers[rank].local;
+}
+
+/* Point-to-point steps: returns 1 done, 0 blocked, <0 error. */
+static int step_p2p(struct run *r, const struct pn_step *st, struct chan_state *cs, int chan)
+{
+	size_t ns = nslices(r, st->count);
+	struct pn_conn *in = st->recv_peer >= 0 ? pn_comm_conn(r->c, st->recv_peer, chan) : NULL;
+	struct pn_conn *out = st->send_peer >= 0 ? pn_comm_conn(r->c, st->send_peer, chan) : NULL;
+
+	while (cs->done < ns) {
+		const void *rs = NULL;
+		void *ss = NULL;
+		size_t o, n, len = 0, cap = 0, bytes;
+		int ret;
+
+		slice_of(r, st->off, st->count, cs->done, &o, &n);
+		bytes = n * r->es;
+		if (in) {
+			rs = in->t->recv_slot(in, &len);
+			if (!rs) {
+				r->waiting_for = st->recv_peer;
+				return 0;
+			}
+			if (len != bytes)
+				return pn_err(-EPROTO, "rank %d sent %zu bytes where %zu were expected "
+					      "(ranks disagree on the schedule)", st->recv_peer, len, bytes);
+		}
+		if (out) {
+			ss = out->t->send_slot(out, &cap);
+			if (!ss) {
+				r->waiting_for = st->send_peer;
+				return 0;
+			}
+		}
+		switch (st->op) {
+		case PN_OP_SEND:
+			memcpy(ss, src_ptr(r, st, o), bytes);
+			break;
+		case PN_OP_RECV:
+			memcpy(dst_ptr(r, o), rs, bytes);
+			break;
+		case PN_OP_RECV_REDUCE_SEND:
+			pn_reduce2(ss, rs, src_ptr(r, st, o), n, r->a->dtype, r->a->op);
+			break;
+		case PN_OP_RECV_REDUCE_COPY:
+			pn_reduce2(dst_ptr(r, o), rs, src_ptr(r, st, o), n, r->a->dtype, r->a->op);
+			finish(r, st, dst_ptr(r, o), n);
+			break;
+		case PN_OP_RECV_REDUCE_COPY_SEND:
+			pn_reduce2(dst_ptr(r, o), rs, src_ptr(r, st, o), n, r->a->dtype, r->a->op);
+			finish(r, st, dst_ptr(r, o), n);
+			memcpy(ss, dst_ptr(r, o), bytes);
+			break;
+		case PN_OP_RECV_COPY_SEND:
+			memcpy(dst_ptr(r, o), rs, bytes);
+			memcpy(ss, rs, bytes);
+			break;
+		}
+		if (out && (ret = out->t->send_post(out, bytes)))
+			return ret;
+		if (in && (ret = in->t->recv_release(in)))
+			return ret;
+		cs->done++;
+	}
+	return 1;
+}
+
+/* Sends of group steps: slices of range g (or the whole range) to each peer. */
+static int group_sends(struct run *r, const struct pn_step *st, const struct pn_sched_group *g,
+		       int chan)
+{
+	int i, ret;
+
+	for (i = 0; i < g->n; i++) {
+		int p = g->ranks[i];
+		struct pn_conn *k;
+		size_t off = st->off, cnt = st->count, ns;
+
+		if (p == r->c->rank)
+			continue;
+		if (st->op == PN_OP_SCATTER_REDUCE) {
+			pn_sched_shard(st->count, g->n, i, &off, &cnt);
+			off += st->off;
+		} else if (st->op == PN_OP_ALLGATHER) {
+			pn_sched_shard(st->count, g->n, st->shard, &off, &cnt);
+			off += st->off;
+		}
+		ns = nslices(r, cnt);
+		k = pn_comm_conn(r->c, p, chan);
+		while (r->e->psent[i] < ns) {
+			size_t o, n, cap;
+			void *ss = k->t->send_slot(k, &cap);
+			const char *from;
+
+			if (!ss)
+				break;
+			slice_of(r, off, cnt, r->e->psent[i], &o, &n);
+			from = st->op == PN_OP_ALLGATHER ? dst_ptr(r, o) : src_ptr(r, st, o);
+			memcpy(ss, from, n * r->es);
+			ret = k->t->send_post(k, n * r->es);
+			if (ret)
+				return ret;
+			r->e->psent[i]++;
+		}
+		if (r->e->psent[i] < ns)
+			r->waiting_for = p;
+	}
+	return 0;
+}
+
+static int step_group(struct run *r, const struct pn_step *st, struct chan_state *cs, int chan)
+{
+	const struct pn_sched_group *g = &r->s->groups[st->group];
+	const void **srcs = r->e->srcs;
+	size_t off = st->off, cnt = st->count, ns, i;
+	int m, ret, all_sent = 1;
+
+	if (!cs->started) {
+		memset(r->e->psent, 0, sizeof(size_t) * (size_t)r->e->npeer);
+		memset(r->e->precv, 0, sizeof(size_t) * (size_t)r->e->npeer);
+		cs->started = 1;
+	}
+	if (g->n > r->e->npeer)
+		return pn_err(-E2BIG, "group of %d ranks in a job of %d", g->n, r->e->npeer);
+	ret = group_sends(r, st, g, chan);
+	if (ret)
+		return ret;
+	if (st->op == PN_OP_ALLGATHER) {
+		int done = 1;
+
+		for (m = 0; m < g->n; m++) {
+			int p = g->ranks[m];
+			struct pn_conn *k;
+			size_t o, n, so, sc, len;
+			const void *rs;
+
+			if (p == r->c->rank)
+				continue;
+			pn_sched_shard(st->count, g->n, m, &so, &sc);
+			so += st->off;
+			k = pn_comm_conn(r->c, p, chan);
+			while (r->e->precv[m] < nslices(r, sc) && (rs = k->t->recv_slot(k, &len))) {
+				slice_of(r, so, sc, r->e->precv[m], &o, &n);
+				if (len != n * r->es)
+					return pn_err(-EPROTO, "rank %d sent %zu bytes where %zu were "
+						      "expected", p, len, n * r->es);
+				memcpy(dst_ptr(r, o), rs, len);
+				ret = k->t->recv_release(k);
+				if (ret)
+					return ret;
+				r->e->precv[m]++;
+			}
+			if (r->e->precv[m] < nslices(r, sc)) {
+				done = 0;
+				r->waiting_for = p;
+			}
+		}
+		for (m = 0; m < g->n; m++) {
+			size_t so, sc;
+
+			pn_sched_shard(st->count, g->n, st->shard, &so, &sc);
+			if (g->ranks[m] != r->c->rank && r->e->psent[m] < nslices(r, sc))
+				done = 0;
+		}
+		return done;
+	}
+	/* GATHER_REDUCE (whole range) or SCATTER_REDUCE (my shard) */
+	if (st->op == PN_OP_SCATTER_REDUCE) {
+		pn_sched_shard(st->count, g->n, st->shard, &off, &cnt);
+		off += st->off;
+	}
+	ns = nslices(r, cnt);
+	while (cs->done < ns) {
+		size_t o, n, len;
+
+		slice_of(r, off, cnt, cs->done, &o, &n);
+		for (m = 0; m < g->n; m++) {
+			int p = g->ranks[m];
+			struct pn_conn *k;
+
+			if (p == r->c->rank) {
+				srcs[m] = src_ptr(r, st, o);
+				continue;
+			}
+			k = pn_comm_conn(r->c, p, chan);
+			srcs[m] = k->t->recv_slot(k, &len);
+			if (!srcs[m]) {
+				r->waiting_for = p;
+				return 0;
+			}
+			if (len != n * r->es)
+				return pn_err(-EPROTO, "rank %d sent %zu bytes where %zu were expected", p,
+					      len, n * r->es);
+		}
+		pn_reduce_n(dst_ptr(r, o), srcs, g->n, n, r->a->dtype, r->a->op);
+		finish(r, st, dst_ptr(r, o), n);
+		for (m = 0; m < g->n; m++) {
+			int p = g->ranks[m];
+
+			if (p != r->c->rank) {
+				struct pn_conn *k = pn_comm_conn(r->c, p, chan);
+
+				ret = k->t->recv_release(k);
+				if (ret)
+					return ret;
+			}
+		}
+		cs->done++;
+	}
+	for (m = 0; m < g->n; m++) {
+		size_t so = st->off, sc = st->count;
+
+		if (g->ranks[m] == r->c->rank)
+			continue;
+		if (st->op == PN_OP_SCATTER_REDUCE)
+			pn_sched_shard(st->count, g->n, m, &so, &sc);
+		if (r->e->psent[m] < nslices(r, sc))
+			all_sent = 0;
+	}
+	(void)i;
+	return all_sent;
+}
+
+/* Offset of a buffer inside its registration (peers use the same offset). */
+static size_t reg_off(const struct pn_reg *reg, const void *p)
+{
+	return (size_t)((const char *)p - (const char *)reg->ptr);
+}
+
+static int step_direct(struct run *r, const struct pn_step *st)
+{
+	const struct pn_sched_group *g = &r->s->groups[st->group];
+	const struct pn_exec_args *a = r->a;
+	const void **srcs = r->e->srcs;
+	int m;
+
+	if (!a->sreg || !a->rreg)
+		return pn_err(-EINVAL, "direct steps need registered buffers");
+	if (g->n > r->e->npeer)
+		return pn_err(-E2BIG, "group of %d ranks in a job of %d", g->n, r->e->npeer);
+	if (st->op == PN_OP_DIRECT_REDUCE) {
+		size_t so = reg_off(a->sreg, a->sendbuf) + st->off * r->es;
+		char *dst = dst_ptr(r, st->off);
+
+		for (m = 0; m < g->n; m++)
+			srcs[m] = (const char *)a->sreg->peer_ptr[local_of(r, g->ranks[m])] + so;
+		if (st->scratch) {
+			size_t need = st->count * r->es;
+
+			if (r->e->scratch_len < need) {
+				void *p = realloc(r->e->scratch, need);
+
+				if (!p)
+					return pn_err(-ENOMEM, "out of memory");
+				r->e->scratch = p;
+				r->e->scratch_len = need;
+			}
+			dst = r->e->scratch;
+		}
+		pn_reduce_n(dst, srcs, g->n, st->count, a->dtype, a->op);
+		finish(r, st, dst, st->count);
+		return 1;
+	}
+	/* DIRECT_GATHER */
+	for (m = 0; m < g->n; m++) {
+		size_t so, sc;
+
+		if (m == st->shard)
+			continue;
+		pn_sched_shard(st->count, g->n, m, &so, &sc);
+		so += st->off;
+		if (sc)
+			memcpy(dst_ptr(r, so),
+			       (const char *)a->rreg->peer_ptr[local_of(r, g->ranks[m])] +
+				       reg_off(a->rreg, a->recvbuf) + so * r->es,
+			       sc * r->es);
+	}
+	return 1;
+}
+
+static int try_step(struct run *r, int chan, struct chan_state *cs)
+{
+	const struct pn_step *st = &r->s->ch[chan].steps[cs->idx];
+
+	switch (st->op) {
+	case PN_OP_SEND:
+	case PN_OP_RECV:
+	case PN_OP_RECV_REDUCE_SEND:
+	case PN_OP_RECV_REDUCE_COPY:
+	case PN_OP_RECV_REDUCE_COPY_SEND:
+	case PN_OP_RECV_COPY_SEND:
+		return step_p2p(r, st, cs, chan);
+	case PN_OP_COPY: {
+		void *d = dst_ptr(r, st->off);
+		const void *s = st->scratch ? r->e->scratch : src_ptr(r, st, st->off);
+
+		if (d != s)
+			memcpy(d, s, st->count * r->es);
+		finish(r, st, d, st->count);
+		return 1;
+	}
+	case PN_OP_GATHER_REDUCE:
+	case PN_OP_SCATTER_REDUCE:
+	case PN_OP_ALLGATHER:
+		return step_group(r, st, cs, chan);
+	case PN_OP_DIRECT_REDUCE:
+	case PN_OP_DIRECT_GATHER:
+		return step_direct(r, st);
+	case PN_OP_LOCAL_BARRIER: {
+		int ret = pn_comm_local_barrier(r->c);
+
+		return ret ? ret : 1;
+	}
+	}
+	return pn_err(-EINVAL, "bad schedule step %d", st->op);
+}
+
+int pn_exec_run(struct pn_exec *e, const struct pn_sched *s, const struct pn_exec_args *a)
+{
+	struct chan_state cs[64];
+	struct run r = { .e = e, .c = e->comm, .s = s, .a = a, .waiting_for = -1 };
+	double since = 0;
+	int ch, left, ret = 0, i;
+
+	if (s->nchan > (int)PN_ARRAY_SIZE(cs))
+		return pn_err(-E2BIG, "too many channels");
+	r.es = pn_dtype_size(a->dtype);
+	r.slice = PN_FIFO_SLOT_BYTES / r.es;
+	memset(cs, 0, sizeof(cs[0]) * (size_t)s->nchan);
+	for (;;) {
+		int progressed = 0;
+
+		left = 0;
+		for (ch = 0; ch < s->nchan; ch++) {
+			while (cs[ch].idx < s->ch[ch].n) {
+				size_t before = cs[ch].done;
+
+				ret = try_step(&r, ch, &cs[ch]);
+				if (ret < 0)
+					goto fail;
+				if (ret == 0) {
+					if (cs[ch].done != before)
+						progressed = 1;
+					break;
+				}
+				cs[ch].idx++;
+				cs[ch].done = 0;
+				cs[ch].started = 0;
+				progressed = 1;
+			}
+			if (cs[ch].idx < s->ch[ch].n)
+				left++;
+		}
+		if (!left)
+			return 0;
+		for (i = 0; pn_transports[i]; i++) {
+			ret = pn_transports[i]->progress(r.c);
+			if (ret < 0)
+				goto fail;
+		}
+		if (progressed) {
+			since = 0;
+			continue;
+		}
+		if (since == 0)
+			since = pn_now();
+		ret = pn_comm_check(r.c, r.waiting_for, since);
+		if (ret)
+			goto fail;
+	}
+fail:
+	if (!r.c->failed && ret != -ECANCELED) {
+		char msg[300];
+
+		snprintf(msg, sizeof(msg), "rank %d (host %s): %s", r.c->rank,
+			 pn_boot_host(r.c->boot, r.c->rank), pn_errmsg(ret));
+		pn_comm_abort(r.c, msg);
+	}
+	return ret;
+}

@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: MIT */
+/* GPU collectives through a plugin, on the engine's communicator (gpucoll.h). */
+#define _GNU_SOURCE
+#include "gpu/gpucoll.h"
+
+#include "base/log.h"
+#include "engine/reduce.h"
+#include "base/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pn_gpucoll {
+	struct pn_coll *coll;
+	struct pn_comm *c;
+	struct pn_plugin *pl;
+	const struct penny_plugin_v1 *ops;
+	void *be;
+	struct pn_gpucoll_cfg cfg;
+	struct penny_host_v1 host;
+	int (*allgather)(void *be, const void *send, void *recv, size_t count, int dtype);
+	int hier;
+	int *everyone;		/* 0..nranks-1 */
+	int *local;		/* this node's ranks, in local order */
+	int *inter;		/* the ranks of my local index on every node, node order */
+	int nlocal, ninter, me_local;
+	char *hbuf;		/* hierarchical: the slice on the host */
+	size_t hcap;
+};
+
+/* ---- the plugin's host services ---- */
+
+static int host_allgather(void *ctx, const void *mine, void *all, size_t len)
+{
+	struct pn_gpucoll *g = ctx;
+
+	if (g->hier)
+		return pn_allgather_group(g->coll, mine, all, len, g->local, g->nlocal);
+	return pn_allgather_group(g->coll, mine, all, len, g->everyone, g->c->nranks);
+}
+
+static int host_barrier(void *ctx)
+{
+	struct pn_gpucoll *g = ctx;
+
+	if (g->hier || g->c->nnodes == 1)
+		return pn_comm_local_barrier(g->c);
+	return pn_comm_barrier(g->c);
+}
+
+static void host_log(void *ctx, int level, const char *msg)
+{
+	struct pn_gpucoll *g = ctx;
+
+	if (level <= PENNY_LOG_INFO && g->cfg.log)
+		g->cfg.log(g->cfg.log_arg, level, msg);
+	else
+		PN_DBG(PN_LOG_PLUGIN, "%s plugin: %s", g->cfg.plugin, msg);
+}
+
+/* Every rank says how its step went (through the rendezvous, which no
+ * plugin collective can be blocking); all fail with the first failing
+ * rank's message. */
+static int agree(struct pn_gpucoll *g, int code)
+{
+	return pn_boot_agree_err(g->c->boot, code, 1, NULL);
+}
+
+/* Groups: this node's ranks, and the ranks of my local index on every node. */
+static int make_groups(struct pn_gpucoll *g)
+{
+	struct pn_comm *c = g->c;
+	const int *node = g->coll->node;
+	int *lidx = calloc((size_t)c->nranks, sizeof(int));
+	int *per = calloc((size_t)c->nranks, sizeof(int));
+	int r, q, ret = 0;
+
+	g->everyone = calloc((size_t)c->nranks, sizeof(int));
+	g->local = calloc((size_t)c->nranks, sizeof(int));
+	g->inter = calloc((size_t)c->nranks, sizeof(int));
+	if (!lidx || !per || !g->everyone || !g->local || !g->inter) {
+		ret = pn_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	for (r = 0; r < c->nranks; r++) {
+		g->everyone[r] = r;
+		lidx[r] = per[node[r]]++;
+		if (node[r] == node[c->rank]) {
+			if (r == c->rank)
+				g->me_local = g->nlocal;
+			g->local[g->nlocal++] = r;
+		}
+	}
+	for (r = 0; r < c->nranks; r++)
+		if (lidx[r] == g->me_local)
+			g->inter[g->ninter++] = r;
+	for (q = 0; q < c->nranks && g->hier; q++)
+		if (per[q] && per[q] != g->nlocal) {
+			ret = pn_err(-EINVAL, "the %s backend across nodes is hierarchical and needs the "
+					      "same number of ranks on every node (node %d has %d, node %d "
+					      "has %d)",
+				     g->cfg.plugin, node[c->rank], g->nlocal, q, per[q]);
+			break;
+		}
+out:
+	free(lidx);
+	free(per);
+	return ret;
+}
+
+int pn_gpucoll_open(struct pn_gpucoll **out, struct pn_coll *coll,
+		    const struct pn_gpucoll_cfg *cfg)
+{
+	struct pn_gpucoll *g = calloc(1, sizeof(*g));
+	struct pn_comm *c = coll->comm;
+	int ret;
+
+	*out = NULL;
+	if (!g)
+		return pn_err(-ENOMEM, "out of memory");
+	g->coll = coll;
+	g->c = c;
+	g->cfg = *cfg;
+	ret = pn_plugin_load(cfg->plugin, &g->pl);
+	ret = agree(g, ret);
+	if (ret)
+		goto fail;
+	g->ops = g->pl->ops;
+	g->cfg.plugin = g->pl->name;
+	g->hier = c->nnodes > 1 && !(g->ops->caps & PENNY_CAP_MULTINODE);
+	if (pn_plugin_covers(g->pl, offsetof(struct penny_plugin_v1, allgather)))
+		g->allgather = g->ops->allgather;
+	ret = make_groups(g);
+	if (!ret && g->hier && (!g->allgather || !g->ops->memcpy))
+		ret = pn_err(-ENOTSUP, "the %s plugin ('%s') cannot run across nodes: it spans no "
+				       "nodes itself and has no %s for the hierarchical allreduce",
+			     g->pl->name, g->pl->path, g->allgather ? "memcpy()" : "allgather()");
+	ret = agree(g, ret);
+	if (ret)
+		goto fail;
+	g->host.size = sizeof(g->host);
+	if (g->hier) {
+		g->host.rank = g->me_local;
+		g->host.nranks = g->nlocal;
+		g->host.node = 0;
+		g->host.nnodes = 1;
+	} else {
+		g->host.rank = c->rank;
+		g->host.nranks = c->nranks;
+		g->host.node = c->node;
+		g->host.nnodes = c->nnodes;
+	}
+	g->host.local_rank = c->local_rank;
+	g->host.local_size = c->local_size;
+	g->host.ctx = g;
+	g->host.allgather = host_allgather;
+	g->host.barrier = host_barrier;
+	g->host.log = host_log;
+	PN_DBG(PN_LOG_PLUGIN, "%s plugin: init on rank %d (%s, device %d)", g->pl->name, c->rank,
+	       g->hier ? "hierarchical" : "flat", cfg->device);
+	ret = g->ops->init(&g->host, cfg->device, &g->be);
+	if (ret) {
+		g->be = NULL;
+		ret = pn_plugin_err(g->pl, ret, "init");
+	}
+	ret = agree(g, ret);
+	if (ret) {
+		/* fini is collective: a rank whose init succeeded while another's
+		 * failed leaves its backend to the process's exit */
+		g->be = NULL;
+		goto fail;
+	}
+	*out = g;
+	return 0;
+fail:
+	pn_gpucoll_close(g);
+	return ret;
+}
+
+void pn_gpucoll_close(struct pn_gpucoll *g)
+{
+	if (!g)
+		return;
+	if (g->be)
+		g->ops->fini(g->be);
+	pn_plugin_unload(g->pl);
+	free(g->everyone);
+	free(g->local);
+	free(g->inter);
+	free(g->hbuf);
+	free(g);
+}
+
+const char *pn_gpucoll_name(const struct pn_gpucoll *g)
+{
+	return g->pl->name;
+}
+
+const char *pn_gpucoll_describe(const struct pn_gpucoll *g)
+{
+	return g->ops->describe ? g->ops->describe(g->be) : g->ops->version;
+}
+
+uint32_t pn_gpucoll_algos(const struct pn_gpucoll *g)
+{
+	return g->ops->algos;
+}
+
+uint32_t pn_gpucoll_caps(const struct pn_gpucoll *g)
+{
+	return g->hier ? g->ops->caps & ~PENNY_CAP_GRAPH : g->ops->caps;
+}
+
+int pn_gpucoll_hierarchical(const struct pn_gpucoll *g)
+{
+	return g->hier;
+}
+
+/* A failed plugin call: "NAME plugin: WHAT: <plugin's message>". */
+static int call(struct pn_gpucoll *g, int ret, const char *what)
+{
+	return ret ? pn_plugin_err(g->pl, ret, what) : 0;
+}
+
+int pn_gpucoll_alloc(struct pn_gpucoll *g, size_t bytes, int registered, void **ptr)
+{
+	return call(g, g->ops->alloc(g->be, bytes, registered ? PENNY_MEM_REGISTERED : 0, ptr),
+		    "alloc");
+}
+
+int pn_gpucoll_free(struct pn_gpucoll *g, void *ptr)
+{
+	return ptr ? call(g, g->ops->free(g->be, ptr), "free") : 0;
+}
+
+int pn_gpucoll_read(struct pn_gpucoll *g, void *host, const void *dev, size_t bytes)
+{
+	if (!g->ops->memcpy)
+		return pn_err(-ENOTSUP, "the %s plugin has no memcpy()", g->pl->name);
+	return call(g, g->ops->memcpy(g->be, host, dev, bytes, PENNY_D2H), "memcpy");
+}
+
+int pn_gpucoll_poison(struct pn_gpucoll *g, void *buf, size_t bytes, int byte)
+{
+	if (!g->ops->poison)
+		return pn_err(-ENOTSUP, "the %s plugin has no poison()", g->pl->name);
+	return call(g, g->ops->poison(g->be, buf, bytes, byte), "poison");
+}
+
+int pn_gpucoll_fill(struct pn_gpucoll *g, void *buf, size_t count, enum pn_dtype t,
+		    enum pn_redop op, uint32_t seed)
+{
+	return call(g, g->ops->fill(g->be, buf, count, (int)t, (int)op, seed, g->c->rank), "fill");
+}
+
+int pn_gpucoll_check(struct pn_gpucoll *g, const void *buf, size_t count, enum pn_dtype t,
+		     enum pn_redop op, uint32_t seed, struct penny_check_v1 *res)
+{
+	return call(g, g->ops->check(g->be, buf, count, (int)t, (int)op, seed, g->c->nranks, res),
+		    "check");
+}
+
+int pn_gpucoll_select(struct pn_gpucoll *g, size_t count, enum pn_dtype t, enum pn_redop op,
+		      int algo)
+{
+	int ret;
+
+	if (!g->ops->select)
+		return algo;
+	ret = g->ops->select(g->be, count, (int)t, (int)op, algo);
+	return ret < 0 ? pn_plugin_err(g->pl, ret, "select") : ret;
+}
+
+int pn_gpucoll_sync(struct pn_gpucoll *g)
+{
+	return call(g, g->ops->sync(g->be), "sync");
+}
+
+static int hier_allreduce(struct pn_gpucoll *g, const void *send, void *recv, size_t count,
+			  enum pn_dtype t, enum pn_redop op, int algo)
+{
+	const struct penny_plugin_v1 *o = g->ops;
+	size_t es = pn_dtype_size(t), L = (size_t)g->nlocal, k = (size_t)g->me_local;
+	size_t per = count / L, tail = count - per * L, nh = per + tail;
+	enum pn_redop part = op == PN_AVG ? PN_SUM : op;
+	char *d = recv;
+	int ret;
+
+	/* 1. within the node (sums for avg: one division at the end) */
+	ret = call(g, o->allreduce(g->be, send, recv, count, (int)t, (int)part, algo), "allreduce");
+	if (!ret)
+		ret = pn_gpucoll_sync(g);
+	if (ret || !count)
+		return ret;
+	if (nh * es > g->hcap) {
+		char *nb = realloc(g->hbuf, nh * es);
+
+		if (!nb)
+			return pn_err(-ENOMEM, "out of memory");
+		g->hbuf = nb;
+		g->hcap = nh * es;
+	}
+	/* 2. my slice and the tail to the host */
+	ret = call(g, o->memcpy(g->be, g->hbuf, d + k * per * es, per * es, PENNY_D2H), "memcpy");
+	if (!ret && tail)
+		ret = call(g, o->memcpy(g->be, g->hbuf + per * es, d + L * per * es, tail * es,
+					PENNY_D2H),
+			   "memcpy");
+	/* 3. across the nodes, among the ranks of my local index */
+	if (!ret)
+		ret = pn_allreduce_group(g->coll, g->hbuf, g->hbuf, nh, t, part, g->inter, g->ninter);
+	if (ret)
+		return ret;
+	if (op == PN_AVG)
+		pn_reduce_finish(g->hbuf, nh, t, op, g->c->nranks);
+	/* 4. back, and the slices to every local rank */
+	ret = call(g, o->memcpy(g->be, d + k * per * es, g->hbuf, per * es, PENNY_H2D), "memcpy");
+	if (!ret && tail)
+		ret = call(g, o->memcpy(g->be, d + L * per * es, g->hbuf + per * es, tail * es,
+					PENNY_H2D),
+			   "memcpy");
+	if (!ret && per && L > 1)
+		ret = call(g, g->allgather(g->be, d + k * per * es, d, per, (int)t), "allgather");
+	if (!ret)
+		ret = pn_gpucoll_sync(g);
+	return ret;
+}
+
+int pn_gpucoll_allreduce(struct pn_gpucoll *g, const void *send, void *recv, size_t count,
+			 enum pn_dtype t, enum pn_redop op, int algo)
+{
+	if (algo < 0 || algo >= PENNY_NALGOS || !(g->ops->algos & (1u << algo)))
+		return pn_err(-EINVAL, "the %s plugin has no algorithm %d", g->pl->name, algo);
+	if (g->hier)
+		return hier_allreduce(g, send, recv, count, t, op, algo);
+	return call(g, g->ops->allreduce(g->be, send, recv, count, (int)t, (int)op, algo),
+		    "allreduce");
+}
+
+int pn_gpucoll_time(struct pn_gpucoll *g, struct penny_time_v1 *t)
+{
+	double t0;
+	int i, ret = 0;
+
+	if (t->iters <= 0 || t->warmup < 0 || t->graph < 0)
+		return pn_err(-EINVAL, "time: iterations must be positive");
+	if (t->graph > 0 && !(pn_gpucoll_caps(g) & PENNY_CAP_GRAPH))
+		return pn_err(-ENOTSUP, g->hier ? "CUDA graphs cannot capture the hierarchical %s "
+						  "allreduce (its steps between nodes run on the host)"
+						: "the %s plugin cannot capture CUDA graphs",
+			      g->pl->name);
+	if (!g->hier)
+		return call(g, g->ops->time(g->be, t), "time");
+	for (i = 0; i < t->warmup && !ret; i++)
+		ret = hier_allreduce(g, t->send, t->recv, t->count, t->dtype, t->op, t->algo);
+	if (!ret)
+		ret = pn_comm_barrier(g->c);
+	if (ret)
+		return ret;
+	t0 = pn_now();
+	for (i = 0; i < t->iters && !ret; i++)
+		ret = hier_allreduce(g, t->send, t->recv, t->count, t->dtype, t->op, t->algo);
+	t->usec = (pn_now() - t0) * 1e6 / t->iters;
+	t->iters_run = t->iters;
+	return ret;
+}
+
+int pn_gpucoll_bw(const char *plugin, struct penny_bw_v1 *req)
+{
+	struct pn_plugin *p;
+	int ret = pn_plugin_load(plugin, &p);
+
+	if (ret)
+		return ret;
+	if (!p->ops->bw || !(p->ops->caps & PENNY_CAP_BW)) {
+		ret = pn_err(-ENOTSUP, "the %s plugin ('%s') has no bandwidth matrix (bw)", p->name,
+			     p->path);
+	} else {
+		ret = p->ops->bw(req);
+		if (ret)
+			ret = pn_plugin_err(p, ret, "bw");
+	}
+	pn_plugin_unload(p);
+	return ret;
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPU collectives through a plugin (plugins/include/penny_plugin.h), bound
+ * to the engine: the plugin's host services (rank, nodes, allgather,
+ * barrier, log) come from the communicator, and every plugin call returns
+ * 0 or a negative errno with a one-line message naming the plugin.
+ *
+ * One node, or a plugin that spans nodes itself (PENNY_CAP_MULTINODE, NCCL):
+ * the plugin sees every rank and runs the whole allreduce.  Several nodes
+ * and a plugin without that cap (cuda): hierarchical.  The plugin sees only
+ * the ranks of its node; an allreduce is
+ *   1. the plugin's allreduce among the node's L local ranks (avg as sum),
+ *   2. local rank k copies slice k (count / L elements) and the tail
+ *      (count % L elements, which every local rank takes) to the host,
+ *   3. an engine ring allreduce over the ranks of local index k on every
+ *      node (shm/tcp/verbs transports), avg divided by nranks once here,
+ *   4. the result goes back to the device and the plugin's allgather puts
+ *      the slices together on every local rank.
+ * Every element is reduced in one fixed order, so all ranks are
+ * bit-identical.  Every node needs the same number of ranks.
+ */
+#ifndef PENNY_GPUCOLL_H
+#define PENNY_GPUCOLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/coll.h"
+#include "gpu/plugin.h"
+
+struct pn_gpucoll;
+
+struct pn_gpucoll_cfg {
+	const char *plugin;	/* "cuda", "nccl" (penny-NAME.so) */
+	int device;		/* index among the visible devices; -1: local rank */
+	/* The plugin's log lines (INFO and ERROR; DEBUG goes to PN_DBG); NULL:
+	 * everything to PN_DBG(PN_LOG_PLUGIN). */
+	void (*log)(void *arg, int level, const char *msg);
+	void *log_arg;
+};
+
+/*
+ * Collective over the communicator: load the plugin and init it on every
+ * rank.  A rank that cannot load or init makes every rank fail with that
+ * rank's message (the first failing rank's): -ENOENT (not installed),
+ * -ENOEXEC (unusable), or the plugin's init error.
+ */
+int pn_gpucoll_open(struct pn_gpucoll **out, struct pn_coll *coll,
+		    const struct pn_gpucoll_cfg *cfg);
+/* Collective (frees registered memory left over). */
+void pn_gpucoll_close(struct pn_gpucoll *g);
+
+const char *pn_gpucoll_name(const struct pn_gpucoll *g);
+const char *pn_gpucoll_describe(const struct pn_gpucoll *g);
+/* The plugin's algorithms (bits 1 << PENNY_ALGO_*) and capabilities. */
+uint32_t pn_gpucoll_algos(const struct pn_gpucoll *g);
+/* PENNY_CAP_GRAPH only where time() can capture the whole allreduce (not
+ * hierarchical). */
+uint32_t pn_gpucoll_caps(const struct pn_gpucoll *g);
+int pn_gpucoll_hierarchical(const struct pn_gpucoll *g);
+
+/* Registered (collective) device memory, or plain with registered = 0. */
+int pn_gpucoll_alloc(struct pn_gpucoll *g, size_t bytes, int registered, void **ptr);
+int pn_gpucoll_free(struct pn_gpucoll *g, void *ptr);
+/* Copy bytes of device memory to the host (for reports). */
+int pn_gpucoll_read(struct pn_gpucoll *g, void *host, const void *dev, size_t bytes);
+int pn_gpucoll_poison(struct pn_gpucoll *g, void *buf, size_t bytes, int byte);
+/* The test data of this rank / the exact check over every rank of the job. */
+int pn_gpucoll_fill(struct pn_gpucoll *g, void *buf, size_t count, enum pn_dtype t,
+		    enum pn_redop op, uint32_t seed);
+int pn_gpucoll_check(struct pn_gpucoll *g, const void *buf, size_t count, enum pn_dtype t,
+		     enum pn_redop op, uint32_t seed, struct penny_check_v1 *res);
+
+/* One allreduce over every rank of the job; algo: PENNY_ALGO_* (the
+ * plugin's algorithm for its part).  Enqueued (pn_gpucoll_sync waits) when
+ * the plugin runs it all; hierarchical returns when it is done. */
+int pn_gpucoll_allreduce(struct pn_gpucoll *g, const void *send, void *recv, size_t count,
+			 enum pn_dtype t, enum pn_redop op, int algo);
+/* The algorithm the plugin runs for this call (AUTO resolved). */
+int pn_gpucoll_select(struct pn_gpucoll *g, size_t count, enum pn_dtype t, enum pn_redop op,
+		      int algo);
+int pn_gpucoll_sync(struct pn_gpucoll *g);
+/* Warm-up and timed calls (penny_time_v1); usec is this rank's mean. */
+int pn_gpucoll_time(struct pn_gpucoll *g, struct penny_time_v1 *t);
+
+/* The GPU-to-GPU matrix of a plugin's bw() (no communicator needed):
+ * -ENOENT/-ENOEXEC (plugin), -ENOTSUP (no bw), or the plugin's error. */
+int pn_gpucoll_bw(const char *plugin, struct penny_bw_v1 *req);
+
+#endif

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/* Plugin search and versioned lookup (see plugin.h). */
+#define _GNU_SOURCE
+#include "gpu/plugin.h"
+
+#include "engine/dtype.h"
+#include "base/log.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The ABI's enums are the engine's. */
+_Static_assert(PENNY_BFLOAT16 == (int)PN_BFLOAT16 && PENNY_DOUBLE == (int)PN_DOUBLE &&
+		       PENNY_NDTYPES == (int)PN_NDTYPES,
+	       "plugin dtypes differ from src/engine/dtype.h");
+_Static_assert(PENNY_AVG == (int)PN_AVG && PENNY_MIN == (int)PN_MIN && PENNY_NREDOPS == (int)PN_NREDOPS,
+	       "plugin ops differ from src/engine/dtype.h");
+
+#ifndef PENNY_PLUGINDIR
+#define PENNY_PLUGINDIR "/usr/local/lib/penny"
+#endif
+
+/* Newest first. */
+static const struct {
+	const char *symbol;
+	unsigned abi;
+	size_t size;
+} versions[] = {
+	{ PENNY_PLUGIN_SYMBOL_V1, PENNY_PLUGIN_ABI_V1, PENNY_PLUGIN_V1_MIN_SIZE },
+};
+
+/*
+ * The running binary's directory.  /proc/self/exe names this process's
+ * file, not the machine's state, so it is read directly and not through
+ * the --sysfs-root of src/node/sysfs.h.
+ */
+static int exe_dir(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	char *slash;
+
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	slash = strrchr(buf, '/');
+	if (!slash)
+		return -1;
+	*slash = 0;
+	return 0;
+}
+
+static int add_dir(char *buf, size_t len, size_t *used, const char *dir)
+{
+	int w;
+
+	if (!dir || !*dir)
+		return 0;
+	w = snprintf(buf + *used, len - *used, "%s%s", *used ? ":" : "", dir);
+	if (w < 0 || (size_t)w >= len - *used)
+		return 0;
+	*used += (size_t)w;
+	return 1;
+}
+
+int pn_plugin_dirs(char *buf, size_t len)
+{
+	const char *env = getenv("PENNY_PLUGIN_PATH");
+	char exe[PATH_MAX];
+	size_t used = 0;
+	int n = 0;
+
+	buf[0] = 0;
+	if (env && *env) {
+		char *copy = strdup(env), *save = NULL, *d;
+
+		for (d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save))
+			n += add_dir(buf, len, &used, d);
+		free(copy);
+	}
+	n += add_dir(buf, len, &used, PENNY_PLUGINDIR);
+	if (!exe_dir(exe, sizeof(exe) - 16)) {
+		strcat(exe, "/../lib/penny");
+		n += add_dir(buf, len, &used, exe);
+	}
+#ifdef PENNY_BUILD_PLUGINDIR
+	n += add_dir(buf, len, &used, PENNY_BUILD_PLUGINDIR);
+#endif
+	return n;
+}
+
+static int open_table(struct pn_plugin *p)
+{
+	const char *e;
+	size_t i;
+
+	p->dl = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
+	if (!p->dl) {
+		e = dlerror();
+		return pn_err(-ENOEXEC, "cannot load the %s plugin '%s': %s", p->name, p->path,
+			      e ? e : "unknown error");
+	}
+	for (i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+		const struct penny_plugin_v1 *t = dlsym(p->dl, versions[i].symbol);
+
+		if (!t)
+			continue;
+		if (t->abi != versions[i].abi || t->size < versions[i].size)
+			return pn_err(-ENOEXEC, "the plugin '%s' has ABI %u (%u bytes) under %s; this "
+						"penny needs ABI %u",
+				      p->path, t->abi, t->size, versions[i].symbol, versions[i].abi);
+		if (!t->name || strcmp(t->name, p->name))
+			return pn_err(-ENOEXEC, "the plugin '%s' calls itself '%s', not '%s'", p->path,
+				      t->name ? t->name : "(null)", p->name);
+		if (!t->errmsg || !t->init || !t->fini || !t->alloc || !t->free || !t->allreduce ||
+		    !t->sync || !t->time || !t->fill || !t->check)
+			return pn_err(-ENOEXEC, "the plugin '%s' leaves required functions empty",
+				      p->path);
+		p->ops = t;
+		p->abi = versions[i].abi;
+		return 0;
+	}
+	return pn_err(-ENOEXEC, "'%s' is not a penny plugin (no %s)", p->path, versions[0].symbol);
+}
+
+int pn_plugin_load(const char *name, struct pn_plugin **out)
+{
+	char dirs[8192], file[64];
+	const char *env = getenv("PENNY_PLUGIN_PATH");
+	struct pn_plugin *p;
+	char *save = NULL, *d;
+	int ret;
+
+	*out = NULL;
+	if (!name || !*name || strlen(name) >= sizeof(p->name) || strchr(name, '/'))
+		return pn_err(-EINVAL, "invalid plugin name '%s'", name ? name : "");
+	snprintf(file, sizeof(file), "penny-%s.so", name);
+	pn_plugin_dirs(dirs, sizeof(dirs));
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return pn_err(-ENOMEM, "out of memory");
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	for (d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		snprintf(p->path, sizeof(p->path), "%s/%s", d, file);
+		if (access(p->path, F_OK))
+			continue;
+		PN_DBG(PN_LOG_PLUGIN, "plugin %s: loading %s", name, p->path);
+		ret = open_table(p);
+		if (ret) {
+			pn_plugin_unload(p);
+			return ret;
+		}
+		*out = p;
+		return 0;
+	}
+	free(p);
+	pn_plugin_dirs(dirs, sizeof(dirs));
+	{
+		char list[sizeof(dirs) * 2];
+		size_t used = 0;
+
+		list[0] = 0;
+		for (d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save))
+			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s",
+						 used ? ", " : "", d);
+		return pn_err(-ENOENT, "the %s plugin (%s) is not installed: searched %s%s", name,
+			      file, env && *env ? "" : "PENNY_PLUGIN_PATH (unset), ",
+			      list[0] ? list : "nothing");
+	}
+}
+
+void pn_plugin_unload(struct pn_plugin *p)
+{
+	if (!p)
+		return;
+	if (p->dl)
+		dlclose(p->dl);
+	free(p);
+}
+
+int pn_plugin_covers(const struct pn_plugin *p, size_t off)
+{
+	return p && p->ops && off + sizeof(void (*)(void)) <= p->ops->size;
+}
+
+int pn_plugin_err(const struct pn_plugin *p, int code, const char *what)
+{
+	const char *m = p && p->ops ? p->ops->errmsg() : NULL;
+
+	if (code >= 0)
+		code = -EIO;
+	return pn_err(code, "%s plugin: %s%s%s", p ? p->name : "?", what,
+		      m && *m ? ": " : "", m && *m ? m : "failed");
+}

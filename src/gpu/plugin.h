@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The core's plugin loader.  A plugin NAME is the file penny-NAME.so,
+ * searched in order in
+ *   1. PENNY_PLUGIN_PATH (directories separated by ':'),
+ *   2. the install directory (PENNY_PLUGINDIR, set by the Makefile),
+ *   3. the binary's directory/../lib/penny,
+ *   4. this build tree's plugins (PENNY_BUILD_PLUGINDIR, set by the Makefile).
+ * The first file found is opened (RTLD_LOCAL) and its table looked up
+ * newest ABI first (penny_plugin_v1 is the only one yet).  A plugin not
+ * found, one that cannot be opened (a missing libcuda/libnccl dependency
+ * shows here) or one with the wrong ABI gives one line naming what was
+ * searched or found.  The core never links CUDA or NCCL itself.
+ *
+ * The ABI (plugins/include/penny_plugin.h) is used directly:
+ *	struct pn_plugin *p;
+ *	void *be;
+ *	if (pn_plugin_load("cuda", &p)) -> pn_errmsg(), exit 2
+ *	ret = p->ops->init(&host, -1, &be); if (ret) pn_plugin_err(p, ret, "init");
+ */
+#ifndef PENNY_PLUGIN_LOADER_H
+#define PENNY_PLUGIN_LOADER_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#include "penny_plugin.h"
+
+struct pn_plugin {
+	char name[32];
+	char path[PATH_MAX];
+	void *dl;
+	const struct penny_plugin_v1 *ops;
+	unsigned abi;		/* version of the table found */
+};
+
+/* Returns 0, -ENOENT (not found) or -ENOEXEC (found, unusable), with a message. */
+int pn_plugin_load(const char *name, struct pn_plugin **out);
+void pn_plugin_unload(struct pn_plugin *p);
+
+/* The search directories, ':'-separated, "PENNY_PLUGIN_PATH (unset)" style
+ * wording left out; returns the number of directories. */
+int pn_plugin_dirs(char *buf, size_t len);
+
+/*
+ * Whether the plugin's table covers an appended member (one at offset off):
+ * a plugin built against an older header has a shorter table.
+ *	if (pn_plugin_covers(p, offsetof(struct penny_plugin_v1, allgather)) && p->ops->allgather)
+ */
+int pn_plugin_covers(const struct pn_plugin *p, size_t off);
+
+/* Record "NAME plugin: WHAT: <plugin's message>" for a failed plugin call
+ * and return code (negative). */
+int pn_plugin_err(const struct pn_plugin *p, int code, const char *what);
+
+#endif

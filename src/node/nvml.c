@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include "node/nvml.h"
+#include "base/log.h"
+#include "base/util.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * The few NVML types penny needs, declared from the public NVML API
+ * reference (nvml.h is not needed to build penny).
+ */
+typedef int nvml_ret;
+typedef struct nvml_device *nvml_dev;
+#define NVML_OK 0
+#define NVML_ERR_INVALID_ARGUMENT 2
+#define NVML_FEATURE_ENABLED 1
+#define NVML_LINK_GPU 0x00
+#define NVML_LINK_SWITCH 0x02
+#define NVML_MAX_LINKS 64 /* upper bound; NVML answers INVALID_ARGUMENT past the last */
+
+struct nvml_pci_info {
+	char bus_id_legacy[16];
+	unsigned domain;
+	unsigned bus;
+	unsigned device;
+	unsigned pci_device_id;
+	unsigned pci_subsystem_id;
+	char bus_id[32];
+};
+
+struct nvml_api {
+	void *lib;
+	nvml_ret (*init)(void);
+	nvml_ret (*shutdown)(void);
+	nvml_ret (*count)(unsigned *n);
+	nvml_ret (*by_busid)(const char *busid, nvml_dev *dev);
+	nvml_ret (*link_state)(nvml_dev dev, unsigned link, int *active);
+	nvml_ret (*remote_pci)(nvml_dev dev, unsigned link, struct nvml_pci_info *pci);
+	nvml_ret (*remote_type)(nvml_dev dev, unsigned link, int *type); /* optional */
+};
+
+int pn_nvml_links_from_bw(unsigned long long mbps)
+{
+	if (!mbps)
+		return 0;
+	if (mbps % 25000 == 0)
+		return (int)(mbps / 25000);
+	if (mbps % 20000 == 0)
+		return (int)(mbps / 20000);
+	return 0;
+}
+
+int pn_nvml_forced(void)
+{
+	const char *p = getenv("PENNY_NVML_LIB");
+
+	return p && *p;
+}
+
+static void *sym(void *lib, const char *name, int *missing)
+{
+	void *p = dlsym(lib, name);
+
+	if (!p) {
+		PN_DBG(PN_LOG_TOPO, "nvml: no symbol %s", name);
+		(*missing)++;
+	}
+	return p;
+}
+
+static int api_open(struct nvml_api *a)
+{
+	const char *path = getenv("PENNY_NVML_LIB");
+	int missing = 0;
+
+	memset(a, 0, sizeof(*a));
+	if (!path || !*path)
+		path = "libnvidia-ml.so.1";
+	a->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!a->lib) {
+		PN_DBG(PN_LOG_TOPO, "nvml: %s", dlerror());
+		return -ENOENT;
+	}
+	*(void **)&a->init = sym(a->lib, "nvmlInit_v2", &missing);
+	*(void **)&a->shutdown = sym(a->lib, "nvmlShutdown", &missing);
+	*(void **)&a->count = sym(a->lib, "nvmlDeviceGetCount_v2", &missing);
+	*(void **)&a->by_busid = sym(a->lib, "nvmlDeviceGetHandleByPciBusId_v2", &missing);
+	*(void **)&a->link_state = sym(a->lib, "nvmlDeviceGetNvLinkState", &missing);
+	*(void **)&a->remote_pci = sym(a->lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2", &missing);
+	*(void **)&a->remote_type = dlsym(a->lib, "nvmlDeviceGetNvLinkRemoteDeviceType");
+	if (missing) {
+		dlclose(a->lib);
+		a->lib = NULL;
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int parse_busid(const char *s, unsigned *dom, unsigned *bus, unsigned *dev)
+{
+	unsigned fn;
+
+	return sscanf(s, "%x:%x:%x.%x", dom, bus, dev, &fn) == 4 ? 0 : -EINVAL;
+}
+
+/* Index of the GPU at PCI domain:bus:device, -1 if none of ours. */
+static int find_gpu(int n, const unsigned (*ids)[3], const struct nvml_pci_info *pci)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (ids[i][0] == pci->domain && ids[i][1] == pci->bus && ids[i][2] == pci->device)
+			return i;
+	return -1;
+}
+
+/* Count links of GPU i: direct[i * n + j] and *sw (links to NVSwitches). */
+static void count_links(struct nvml_api *a, nvml_dev dev, int i, int n,
+			const unsigned (*ids)[3], int *direct, int *sw)
+{
+	unsigned link;
+
+	for (link = 0; link < NVML_MAX_LINKS; link++) {
+		struct nvml_pci_info pci;
+		int active = 0, type = -1, j;
+		nvml_ret r;
+
+		r = a->link_state(dev, link, &active);
+		if (r == NVML_ERR_INVALID_ARGUMENT)
+			break;
+		if (r != NVML_OK || active != NVML_FEATURE_ENABLED)
+			continue;
+		if (a->remote_type && a->remote_type(dev, link, &type) != NVML_OK)
+			type = -1;
+		memset(&pci, 0, sizeof(pci));
+		r = a->remote_pci(dev, link, &pci);
+		j = r == NVML_OK ? find_gpu(n, ids, &pci) : -1;
+		PN_DBG(PN_LOG_TOPO, "nvml: GPU%d link %u active, remote type %d %04x:%02x:%02x", i,
+		       link, type, pci.domain, pci.bus, pci.device);
+		if (type < 0 && r == NVML_OK && j < 0 && (pci.pci_device_id & 0xffff) == 0x10de)
+			type = NVML_LINK_SWITCH; /* type unknown: an NVIDIA device that is no GPU of ours */
+		if (type == NVML_LINK_SWITCH)
+			(*sw)++;
+		else if (j >= 0 && j != i && (type < 0 || type == NVML_LINK_GPU))
+			direct[i * n + j]++;
+	}
+}
+
+int pn_nvml_links(int n, const char *const *busids, int *links)
+{
+	struct nvml_api a;
+	unsigned (*ids)[3] = NULL;
+	int *direct = NULL, *sw = NULL;
+	int i, j, ret;
+
+	if (n <= 0)
+		return -ENOENT;
+	memset(links, 0, (size_t)n * (size_t)n * sizeof(*links));
+	ret = api_open(&a);
+	if (ret)
+		return ret;
+	ids = calloc((size_t)n, sizeof(*ids));
+	direct = calloc((size_t)n * (size_t)n, sizeof(*direct));
+	sw = calloc((size_t)n, sizeof(*sw));
+	if (!ids || !direct || !sw) {
+		ret = -ENOENT;
+		goto out_close;
+	}
+	for (i = 0; i < n; i++)
+		if (parse_busid(busids[i], &ids[i][0], &ids[i][1], &ids[i][2])) {
+			ret = -ENOENT;
+			goto out_close;
+		}
+	if (a.init() != NVML_OK) {
+		PN_DBG(PN_LOG_TOPO, "nvml: nvmlInit_v2 failed");
+		ret = -ENOENT;
+		goto out_close;
+	}
+	ret = -ENOENT;
+	for (i = 0; i < n; i++) {
+		nvml_dev dev = NULL;
+
+		/* not an NVIDIA GPU, or hidden from NVML: no NVLinks for it */
+		if (a.by_busid(busids[i], &dev) != NVML_OK) {
+			PN_DBG(PN_LOG_TOPO, "nvml: no device for %s", busids[i]);
+			continue;
+		}
+		count_links(&a, dev, i, n, (const unsigned(*)[3])ids, direct, &sw[i]);
+		ret = 0;
+	}
+	if (ret)
+		goto out_shutdown;
+	for (i = 0; i < n; i++)
+		for (j = 0; j < n; j++) {
+			int d = PN_MAX(direct[i * n + j], direct[j * n + i]);
+
+			if (i == j)
+				continue;
+			if (sw[i] && sw[j])
+				d += sw[i] < sw[j] ? sw[i] : sw[j];
+			links[i * n + j] = d;
+		}
+out_shutdown:
+	a.shutdown();
+out_close:
+	free(ids);
+	free(direct);
+	free(sw);
+	dlclose(a.lib);
+	if (ret)
+		memset(links, 0, (size_t)n * (size_t)n * sizeof(*links));
+	return ret;
+}
