@@ -28,13 +28,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-python3 "$top/tests/fixtures/top/fakesys.py" make "$work/tree" --devices 16 --ports 2 || exit 2
+python3 "$top/tests/helpers/top/fakesys.py" make "$work/tree" --devices 16 --ports 2 || exit 2
 rates=()
 for d in $(seq 0 15); do
 	rates+=(--rate "mlx5_$d/1=$((d * 1000000 + 1000000)):$((d * 2000000 + 500000))")
 	rates+=(--rate "mlx5_$d/2=$((d * 300000 + 4000)):$((d * 700000 + 4000))")
 done
-python3 "$top/tests/fixtures/top/fakesys.py" run "$work/tree" --period 0.5 "${rates[@]}" &
+python3 "$top/tests/helpers/top/fakesys.py" run "$work/tree" --period 0.5 "${rates[@]}" &
 runner=$!
 nfiles=$(find "$work/tree/sys/class/infiniband" -type f | wc -l)
 hz=$(getconf CLK_TCK)

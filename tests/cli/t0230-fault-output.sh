@@ -10,8 +10,8 @@
 # Names with invalid UTF-8 and control characters stay valid JSON and
 # Prometheus text and never reach a terminal raw.
 . "$(dirname "$0")/../lib.sh"
-. "$TOP/tests/fixtures/sysfs/trees.sh"
-. "$TOP/tests/fixtures/top/top-lib.sh"
+. "$TOP/tests/helpers/trees.sh"
+. "$TOP/tests/helpers/top/top-lib.sh"
 unset PENNY_SYSROOT PENNY_DEBUG PENNY_TUNE_FILE
 umask 022
 
@@ -233,7 +233,7 @@ test_expect_success 'topo text: control characters and invalid bytes shown as \x
 test_expect_success 'top --json and --prom: valid UTF-8, the checker passes' '
 	penny top --sysfs-root U --once -i 0.1 --json --prom u.prom >u.jsonl &&
 	json_valid u.jsonl lines && utf8_file u.jsonl && utf8_file u.prom &&
-	python3 "$FIX/check_prom.py" u.prom \
+	python3 "$TOPH/check_prom.py" u.prom \
 		--expect "penny_port_info{device=\"mlx5_0\",link_layer=\"$(printf "InfiniBand\357\277\275")\"}=1" &&
 	python3 -c "
 import json

@@ -7,7 +7,7 @@
 # plans that --check passed but --plan refused (one validator decides both);
 # XML with a second root element, trailing content or an unclosed element.
 . "$(dirname "$0")/../lib.sh"
-. "$TOP/tests/fixtures/sysfs/trees.sh"
+. "$TOP/tests/helpers/trees.sh"
 unset PENNY_SYSROOT PENNY_TUNE_FILE PENNY_DEBUG
 X=$TOP/tests/fixtures/hwloc
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # penny topo: golden text and JSON outputs over the real hwloc XML machines
 # (tests/fixtures/hwloc, hwloc 3.x exports and their hwloc 2 copies) and the
-# synthetic sysfs machines (tests/fixtures/sysfs/trees.sh).
+# synthetic sysfs machines (tests/helpers/trees.sh).
 # PENNY_UPDATE_GOLDEN=1 rewrites tests/fixtures/topo/*.
 . "$(dirname "$0")/../lib.sh"
-. "$TOP/tests/fixtures/sysfs/trees.sh"
+. "$TOP/tests/helpers/trees.sh"
 unset PENNY_SYSROOT PENNY_NVML_LIB PENNY_DEBUG
 G=$TOP/tests/fixtures/topo
 X=$TOP/tests/fixtures/hwloc

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # penny topo --expect-*: NHC-style checks, one line per violation, exit 1.
 . "$(dirname "$0")/../lib.sh"
-. "$TOP/tests/fixtures/sysfs/trees.sh"
+. "$TOP/tests/helpers/trees.sh"
 unset PENNY_SYSROOT PENNY_NVML_LIB PENNY_DEBUG
 X=$TOP/tests/fixtures/hwloc
 tree_switches sw

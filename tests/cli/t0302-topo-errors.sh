@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # penny topo: unreadable inputs are one clear line and exit 2; --save; stdout errors.
 . "$(dirname "$0")/../lib.sh"
-. "$TOP/tests/fixtures/sysfs/trees.sh"
+. "$TOP/tests/helpers/trees.sh"
 unset PENNY_SYSROOT PENNY_NVML_LIB PENNY_DEBUG
 X=$TOP/tests/fixtures/hwloc
 

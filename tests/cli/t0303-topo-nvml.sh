@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # penny topo: NVLink counts from NVML (dlopen), checked with a fake
-# libnvidia-ml (tests/fixtures/nvml/fake-nvml.c) over a synthetic machine.
+# libnvidia-ml (tests/helpers/nvml/fake-nvml.c) over a synthetic machine.
 . "$(dirname "$0")/../lib.sh"
-. "$TOP/tests/fixtures/sysfs/trees.sh"
+. "$TOP/tests/helpers/trees.sh"
 unset PENNY_SYSROOT PENNY_NVML_LIB PENNY_DEBUG FAKE_NVML_LINKS FAKE_NVML_INIT_FAIL
 tree_switches sw
 G0=0000:03:00.0 G1=0000:07:00.0 G2=0000:41:00.0 G3=0000:81:00.0
@@ -12,8 +12,8 @@ if ! command -v "$cc" >/dev/null; then
 	test_done
 	exit
 fi
-"$cc" -shared -fPIC -o libfake-nvml.so "$TOP/tests/fixtures/nvml/fake-nvml.c" &&
-	"$cc" -shared -fPIC -DNO_REMOTE_TYPE -o libfake-nvml-old.so "$TOP/tests/fixtures/nvml/fake-nvml.c" ||
+"$cc" -shared -fPIC -o libfake-nvml.so "$TOP/tests/helpers/nvml/fake-nvml.c" &&
+	"$cc" -shared -fPIC -DNO_REMOTE_TYPE -o libfake-nvml-old.so "$TOP/tests/helpers/nvml/fake-nvml.c" ||
 	exit 1
 
 nv() { PENNY_NVML_LIB=$PWD/${LIB:-libfake-nvml.so} "$PENNY" topo --sysfs-root sw "$@"; }
@@ -74,7 +74,7 @@ test_expect_success 'NVML that knows none of the GPUs: PCIe classes' '
 test_expect_success 'missing or broken NVML library: PCIe classes, exit 0, quiet' '
 	LIB=nonexistent.so nv >out 2>err && test ! -s err && grep -q "NVLinks from nowhere$" out &&
 	echo "not a library" >broken.so && LIB=broken.so nv >out 2>err && test ! -s err &&
-	cp "$TOP/tests/fixtures/nvml/fake-nvml.c" notlib.so && LIB=notlib.so nv >/dev/null 2>err &&
+	cp "$TOP/tests/helpers/nvml/fake-nvml.c" notlib.so && LIB=notlib.so nv >/dev/null 2>err &&
 	test ! -s err
 '
 test_expect_success 'a library without the NVML symbols is ignored' '

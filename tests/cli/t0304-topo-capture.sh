@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# tests/fixtures/capture.sh: record this machine (and synthetic trees) into
+# tests/helpers/capture.sh: record this machine (and synthetic trees) into
 # a tarball, replay it with --sysfs-root, get the same topology.
 . "$(dirname "$0")/../lib.sh"
-. "$TOP/tests/fixtures/sysfs/trees.sh"
+. "$TOP/tests/helpers/trees.sh"
 unset PENNY_SYSROOT PENNY_DEBUG
-CAP=$TOP/tests/fixtures/capture.sh
+CAP=$TOP/tests/helpers/capture.sh
 G=$TOP/tests/fixtures/topo
 
 test_expect_success 'capture this machine, replay it: same topology as live' '

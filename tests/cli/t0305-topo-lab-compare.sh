@@ -3,9 +3,10 @@
 # nvidia-smi with hand-written outputs and a fake NVML, over the synthetic
 # "switches" machine: agreement, layouts, GPU order, mismatches.
 . "$(dirname "$0")/../lib.sh"
-. "$TOP/tests/fixtures/sysfs/trees.sh"
+. "$TOP/tests/helpers/trees.sh"
 unset PENNY_SYSROOT PENNY_DEBUG FAKE_NVML_INIT_FAIL
 F=$TOP/tests/fixtures/nvidia-smi
+FAKE_SMI=$TOP/tests/helpers/fake-nvidia-smi
 CMP=$TOP/tests/lab/gpu-topo-compare.sh
 cc=${NVML_TEST_CC:-cc}
 if ! command -v "$cc" >/dev/null || ! command -v python3 >/dev/null; then
@@ -13,9 +14,9 @@ if ! command -v "$cc" >/dev/null || ! command -v python3 >/dev/null; then
 	test_done
 	exit
 fi
-"$cc" -shared -fPIC -o libfake-nvml.so "$TOP/tests/fixtures/nvml/fake-nvml.c" || exit 1
+"$cc" -shared -fPIC -o libfake-nvml.so "$TOP/tests/helpers/nvml/fake-nvml.c" || exit 1
 tree_switches sw
-export PENNY_NVML_LIB=$PWD/libfake-nvml.so NVIDIA_SMI=$F/fake-nvidia-smi
+export PENNY_NVML_LIB=$PWD/libfake-nvml.so NVIDIA_SMI=$FAKE_SMI
 export FAKE_NVML_LINKS="0000:03:00.0>switch*18;0000:07:00.0>switch*18;0000:41:00.0>switch*18;0000:81:00.0>switch*18"
 export PENNY_TOPO_ARGS="--sysfs-root $PWD/sw"
 smi() { # DIR: canned outputs for the fake nvidia-smi

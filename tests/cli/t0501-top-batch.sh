@@ -6,7 +6,7 @@
 # appearing and going away, unreadable files, soft-RoCE, a blocked read,
 # a FIFO in the tree, errors.
 . "$(dirname "$0")/../lib.sh"
-. "$TOP/tests/fixtures/top/top-lib.sh"
+. "$TOP/tests/helpers/top/top-lib.sh"
 
 test_expect_success '--once: a table of 16 devices x 2 ports in natural order' '
 	fake big --devices 16 --ports 2 &&
@@ -22,7 +22,7 @@ test_expect_success '--once: a table of 16 devices x 2 ports in natural order' '
 
 test_expect_success '--count 2 --json: one valid object per sample and line' '
 	penny top --sysfs-root big --count 2 -i 0.2 --json >out.json &&
-	python3 "$FIX/check_json.py" out.json 2 &&
+	python3 "$TOPH/check_json.py" out.json 2 &&
 	json_valid out.json lines &&
 	python3 -c "
 import json
@@ -62,7 +62,7 @@ test_expect_success 'rates, x4, wrap, reset, DOWN, appearing/vanishing devices, 
 	rm -rf t/sys/class/infiniband/mlx5_4 &&
 	wait $pid &&
 	test ! -s err &&
-	python3 "$FIX/check_json.py" s.json 3 &&
+	python3 "$TOPH/check_json.py" s.json 3 &&
 	python3 - <<-\EOF
 	import json, math
 	s = [json.loads(l) for l in open("s.json")]
@@ -101,7 +101,7 @@ test_expect_success '--prom: textfile format, atomic rename, no temporary file l
 	mkdir prom &&
 	penny top --sysfs-root p --count 2 -i 0.2 --prom prom/penny.prom >out 2>err &&
 	test ! -s out && test ! -s err &&
-	python3 "$FIX/check_prom.py" prom/penny.prom \
+	python3 "$TOPH/check_prom.py" prom/penny.prom \
 		--expect "penny_port_xmit_bytes_total{device=\"mlx5_1\",port=\"1\"}=400" \
 		--expect "penny_port_counter_total{device=\"mlx5_1\",port=\"1\",counter=\"port_xmit_data\"}=100" \
 		--expect "penny_port_xmit_bytes_per_second{device=\"mlx5_1\",port=\"1\"}=0" \
@@ -126,9 +126,9 @@ test_expect_success '--prom is rewritten by rename at every sample' '
 
 test_expect_success '--prom with --json prints JSON too; the checker catches a broken file' '
 	penny top --sysfs-root p --once -i 0.2 --prom prom/x.prom --json >out &&
-	python3 "$FIX/check_json.py" out 1 &&
+	python3 "$TOPH/check_json.py" out 1 &&
 	sed "s/^# TYPE penny_port_up gauge$//" prom/x.prom >bad.prom &&
-	! python3 "$FIX/check_prom.py" bad.prom 2>err && grep -q "without HELP and TYPE" err
+	! python3 "$TOPH/check_prom.py" bad.prom 2>err && grep -q "without HELP and TYPE" err
 '
 
 test_expect_success 'soft-RoCE: bytes and packets from the parent netdev' '
@@ -138,7 +138,7 @@ test_expect_success 'soft-RoCE: bytes and packets from the parent netdev' '
 	echo 3000000 >r/sys/class/net/veth0/statistics/rx_bytes &&
 	echo 1000000 >r/sys/class/net/veth0/statistics/tx_bytes &&
 	wait $pid &&
-	python3 "$FIX/check_json.py" r.json 1 &&
+	python3 "$TOPH/check_json.py" r.json 1 &&
 	python3 -c "
 import json, math
 p = json.loads(open(\"r.json\").readline())[\"ports\"]
@@ -181,7 +181,7 @@ test_expect_success 'no RDMA device at all: an empty table, exit 0' '
 	mkdir -p empty/sys &&
 	penny top --sysfs-root empty --once -i 0.1 >out && test "$(wc -l <out)" -eq 2 &&
 	penny top --sysfs-root empty --once -i 0.1 --json >out &&
-	python3 "$FIX/check_json.py" out 1 && grep -q "\"ports\":\[\]" out
+	python3 "$TOPH/check_json.py" out 1 && grep -q "\"ports\":\[\]" out
 '
 
 test_expect_success 'without a terminal and without options: tables until interrupted' '
