@@ -126,7 +126,7 @@ int pn_tune_parse(const char *s, struct pn_tune *t)
 
 /*
  * Measured on nvidia-h200-x4 and its 2-GPU subset, bfloat16 sum, with and
- * without CUDA graphs (tests/bench/results/gpu-allreduce-2026-11-21-*):
+ * without CUDA graphs (results/gpu-allreduce-2026-11-21-*):
  * 2 GPUs: LL one-shot to 512 KiB, one-shot by flags to 4 MiB (both move the
  * buffer once), then two-shot.  More GPUs: the one-shot's (n-1)-fold traffic
  * soon costs more than a second flag round: LL one-shot to 128 KiB, one-shot

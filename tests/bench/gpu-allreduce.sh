@@ -9,7 +9,7 @@
 # text, CSV) and through the driver, prints the GPU-to-GPU bandwidth
 # matrices (penny bw --gpu, and the driver's), and ends with a ratio table
 # against the issue's targets (from the driver's rows).
-#   tests/bench/gpu-allreduce.sh [OUTDIR]     (default: tests/bench/results)
+#   tests/bench/gpu-allreduce.sh [OUTDIR]     (default: results)
 # Environment: B (build dir, default build-gpu), GPUS ("4 2"), MAXB (1G),
 # EXTRA=0 skips the flags-only variant; NGPU and BACKENDS (driver's --backend)
 # override for a dry run (BACKENDS=fake with PENNY_PLUGIN_PATH's test plugins).
@@ -25,7 +25,7 @@
 set -u
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 top=$(cd "$(dirname "$0")/../.." && pwd)
-out=${1:-$top/tests/bench/results}
+out=${1:-$top/results}
 B=${B:-build-gpu}
 GPUS=${GPUS:-4 2}
 MAXB=${MAXB:-1G}
