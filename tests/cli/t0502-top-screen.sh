@@ -6,7 +6,7 @@
 # view, help, pause, interval, error columns, quit, resize, no colour, ASCII,
 # and a sysfs read that blocks while the screen stays live.
 . "$(dirname "$0")/../lib.sh"
-. "$TOP/tests/fixtures/top/top-lib.sh"
+. "$TOP/tests/helpers/top/top-lib.sh"
 
 if ! command -v tmux >/dev/null; then
 	test_skip "screen tests" "tmux is not installed"
@@ -35,7 +35,7 @@ has() { cap | grep -q -- "$1"; }
 shows() { wait_for "${2:-10}" has "$1" || { echo "screen lacks '$1':"; cap; return 1; }; }
 key() { T send-keys -t top "$@"; }
 row() { cap | sed -n "$1p"; }
-masked() { cap | python3 "$FIX/mask.py"; }
+masked() { cap | python3 "$TOPH/mask.py"; }
 same_as_golden() { masked >"$1.txt" && cmp -s "$GOLDEN/$1.txt" "$1.txt"; }
 golden() {
 	if [ -n "${PENNY_UPDATE_GOLDEN:-}" ]; then
@@ -97,7 +97,7 @@ test_expect_success '200x50: every port on one screen, wide history (golden)' '
 '
 
 test_expect_success 'sorting by rx and tx follows the traffic' '
-	{ python3 "$FIX/fakesys.py" run big --period 0.2 --rate mlx5_12/1=1000000:30000000 \
+	{ python3 "$TOPH/fakesys.py" run big --period 0.2 --rate mlx5_12/1=1000000:30000000 \
 		--rate mlx5_7/2=10000000:20000000 --rate mlx5_3/1=100000000:10000000 & } &&
 	runner=$! && start 120 30 -- -i 0.5 && shows "^sort name" && sleep 1.5 &&
 	key s && shows "^sort rx" &&
@@ -106,7 +106,8 @@ test_expect_success 'sorting by rx and tx follows the traffic' '
 	key s && shows "^sort tx" &&
 	row 4 | grep -q "^mlx5_12  *1 " && row 6 | grep -q "^mlx5_3  *1 " &&
 	key s s && shows "^sort errors" && key s && shows "^sort name" &&
-	key q && wait_for 5 exited; kill $runner; wait $runner; true
+	key q && wait_for 5 exited
+	rc=$?; kill $runner; wait $runner 2>/dev/null; test $rc = 0
 '
 
 test_expect_success 'errors are red with colour, bold and underlined without (NO_COLOR)' '
