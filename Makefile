@@ -136,6 +136,7 @@ setup:
 	bash tests/install-deps.sh build
 setup-test:
 	bash tests/install-deps.sh test
-# The main job: a local 4-rank allreduce sweep over every algorithm.
-run: all
+# The main job: a local 4-rank allreduce sweep over every algorithm; it
+# builds what it runs, the binary and the plugins (no tests).
+run: $(PENNY_BIN) $(PLUGIN_SO)
 	./$(PENNY_BIN) allreduce-test --np 4 -b 8 -e 16M -f 4 --algo all
