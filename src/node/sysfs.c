@@ -129,18 +129,24 @@ static int read_path(const char *path, char *buf, size_t len)
 	return (int)n;
 }
 
-int pn_sys_read(char *buf, size_t len, const char *fmt, ...)
+/* The file FMT names (below the root) into BUF: length, or -errno. */
+static int vread(char *buf, size_t len, const char *fmt, va_list ap)
 {
 	char path[PATH_MAX];
+	int ret = vpath(path, sizeof(path), fmt, ap);
+
+	return ret ? ret : read_path(path, buf, len);
+}
+
+int pn_sys_read(char *buf, size_t len, const char *fmt, ...)
+{
 	va_list ap;
 	int ret;
 
 	va_start(ap, fmt);
-	ret = vpath(path, sizeof(path), fmt, ap);
+	ret = vread(buf, len, fmt, ap);
 	va_end(ap);
-	if (ret)
-		return ret;
-	return read_path(path, buf, len);
+	return ret;
 }
 
 int pn_sys_parse_u64(const char *s, uint64_t *v)
@@ -162,19 +168,14 @@ int pn_sys_parse_u64(const char *s, uint64_t *v)
 
 int pn_sys_u64(uint64_t *v, const char *fmt, ...)
 {
-	char path[PATH_MAX], buf[64];
+	char buf[64];
 	va_list ap;
 	int ret;
 
 	va_start(ap, fmt);
-	ret = vpath(path, sizeof(path), fmt, ap);
+	ret = vread(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	if (ret)
-		return ret;
-	ret = read_path(path, buf, sizeof(buf));
-	if (ret < 0)
-		return ret;
-	return pn_sys_parse_u64(buf, v);
+	return ret < 0 ? ret : pn_sys_parse_u64(buf, v);
 }
 
 int pn_sys_parse_int(const char *s, int *v)
@@ -192,19 +193,14 @@ int pn_sys_parse_int(const char *s, int *v)
 
 int pn_sys_int(int *v, const char *fmt, ...)
 {
-	char path[PATH_MAX], buf[64];
+	char buf[64];
 	va_list ap;
 	int ret;
 
 	va_start(ap, fmt);
-	ret = vpath(path, sizeof(path), fmt, ap);
+	ret = vread(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	if (ret)
-		return ret;
-	ret = read_path(path, buf, sizeof(buf));
-	if (ret < 0)
-		return ret;
-	return pn_sys_parse_int(buf, v);
+	return ret < 0 ? ret : pn_sys_parse_int(buf, v);
 }
 
 DIR *pn_sys_opendir(const char *fmt, ...)
