@@ -17,7 +17,7 @@
 #include "base/minijson.h"
 #include "base/ofile.h"
 #include "plan/plan_job.h"
-#include "engine/reduce.h"
+#include "engine/testdata.h"
 #include "base/util.h"
 
 #include <errno.h>

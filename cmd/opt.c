@@ -194,11 +194,6 @@ static int set_value(const char *cmd, const struct pn_opt *o, const char *arg,
 		*dst = joined; /* lives until exit, like argv */
 		return 0;
 	}
-	case OPT_CALLBACK:
-		ret = o->ext && o->ext->cb ? o->ext->cb(arg) : -EINVAL;
-		if (ret < 0)
-			fprintf(stderr, "penny %s: invalid value '%s' for '%s'\n", cmd, arg, spelled);
-		return ret < 0 ? -EINVAL : 0;
 	case OPT_END:
 		return -EINVAL;
 	}

@@ -20,7 +20,6 @@ enum pn_opt_type {
 	OPT_STRING,	/* const char * */
 	OPT_OPTSTRING,	/* const char *, optional value ("" when absent) */
 	OPT_APPEND,	/* const char *: repeated values joined with ',' */
-	OPT_CALLBACK,	/* ext->cb(arg) */
 };
 
 /* pn_opt_ext.flags */
@@ -39,7 +38,6 @@ enum pn_opt_type {
 struct pn_opt_ext {
 	double min, max;	/* OPT_F_RANGE, inclusive; U64/SIZE compare as integers */
 	unsigned flags;
-	int (*cb)(const char *arg); /* OPT_CALLBACK: 0 ok, <0 invalid value */
 };
 
 /* The largest OPT_U64 bound (UINT64_MAX, printed as such). */

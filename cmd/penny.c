@@ -23,16 +23,16 @@ struct pn_cli pn_cli = { .np = -1, .rank = -1, .nranks = -1, .timeout = 60.0 };
 static int stdout_error_said;
 
 static const struct pn_cmd commands[] = {
-	{ "topo", cmd_topo, topo_options, CMD_SYSFS, "",
+	{ "topo", cmd_topo, topo_options, 0, "",
 	  "GPU/NIC/NUMA topology, PCIe path classes and rails", NULL },
-	{ "bw", cmd_bw, bw_options, CMD_SYSFS | CMD_LAUNCH, "[HOST]",
+	{ "bw", cmd_bw, bw_options, CMD_LAUNCH, "[HOST]",
 	  "RDMA bandwidth and latency test (like ib_write_bw)", bw_prelaunch },
-	{ "ring-plan", cmd_ring_plan, ring_plan_options, CMD_SYSFS, "",
+	{ "ring-plan", cmd_ring_plan, ring_plan_options, 0, "",
 	  "rail-aligned ring planner, validation and NCCL graph export", NULL },
-	{ "allreduce-test", cmd_allreduce_test, allreduce_test_options, CMD_SYSFS | CMD_LAUNCH, "",
+	{ "allreduce-test", cmd_allreduce_test, allreduce_test_options, CMD_LAUNCH, "",
 	  "allreduce correctness and performance sweep (like all_reduce_perf)",
 	  allreduce_test_prelaunch },
-	{ "top", cmd_top, top_options, CMD_SYSFS, "",
+	{ "top", cmd_top, top_options, 0, "",
 	  "live per-NIC traffic view", NULL },
 };
 
@@ -157,8 +157,7 @@ static void usage(FILE *f)
 
 	fprintf(f, "usage: penny [--version] [help] <command> [options]\n\ncommands:\n");
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  %-16s %s%s\n", commands[i].name, commands[i].summary,
-			commands[i].flags & CMD_NOT_BUILT ? " (not built)" : "");
+		fprintf(f, "  %-16s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\n'penny help <command>' or 'penny <command> --help' shows a command's "
 		   "options.\n");
 }
@@ -200,7 +199,7 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 			pn_debug_mask = 0;
 	}
 	root = pn_cli.sysroot ? pn_cli.sysroot : getenv("PENNY_SYSROOT");
-	if ((c->flags & CMD_SYSFS) && root) {
+	if (root) {
 		ret = pn_sysfs_set_root(root);
 		if (ret) {
 			pn_cmd_error(&ctx, ret);

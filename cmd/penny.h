@@ -10,9 +10,7 @@
 #define PENNY_VERSION "0.1.0"
 
 /* Setup flags of a subcommand (cmd/penny.c commands[]). */
-#define CMD_SYSFS (1u << 0)	/* reads /sys: honours --sysfs-root / PENNY_SYSROOT */
 #define CMD_LAUNCH (1u << 1)	/* multi-rank: launch options, self-launch with --np */
-#define CMD_NOT_BUILT (1u << 2) /* listed, not implemented in this build */
 
 /* Common and launch option values (cmd/penny.c). */
 struct pn_cli {
@@ -75,7 +73,5 @@ extern const struct pn_opt ring_plan_options[];
 int cmd_bw(struct pn_ctx *ctx, int argc, char **argv);
 int bw_prelaunch(struct pn_ctx *ctx, int np);
 extern const struct pn_opt bw_options[];
-int cmd_not_built(struct pn_ctx *ctx, int argc, char **argv);
-extern const struct pn_opt no_options[];
 
 #endif

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * penny's test data formula, shared by the host (src/engine/reduce.h), the plugins'
- * host fallbacks and their fill/check kernels, so that every backend checks
- * the same bits.  Plain C99, also compiled as CUDA/C++.
+ * penny's test data formula, the one definition used by the host
+ * (src/engine/testdata.c, whose fill/check loops vectorize the hash), the
+ * plugins' host fallbacks and their fill/check kernels, so that every
+ * backend checks the same bits.  Plain C99, also compiled as CUDA/C++.
  *
  * Element i of rank r with seed s:
  *	h = fmix32(s * 0x9E3779B1 + r * 0x85EBCA77 + (uint32_t)i * 0xC2B2AE3D)
@@ -39,9 +40,18 @@ PENNY_DATA_FN uint32_t penny_fmix32(uint32_t h)
 	return h;
 }
 
+/* The hash input of element 0 of rank; element i adds i * PENNY_DATA_HASH_STEP
+ * (mod 2^32), so loops over i can step it. */
+#define PENNY_DATA_HASH_STEP 0xC2B2AE3Du
+
+PENNY_DATA_FN uint32_t penny_data_hash_base(uint32_t seed, uint32_t rank)
+{
+	return seed * 0x9E3779B1u + rank * 0x85EBCA77u;
+}
+
 PENNY_DATA_FN uint32_t penny_data_hash(uint32_t seed, uint32_t rank, uint64_t i)
 {
-	return penny_fmix32(seed * 0x9E3779B1u + rank * 0x85EBCA77u + (uint32_t)i * 0xC2B2AE3Du);
+	return penny_fmix32(penny_data_hash_base(seed, rank) + (uint32_t)i * PENNY_DATA_HASH_STEP);
 }
 
 PENNY_DATA_FN int penny_data_signed(int dtype)

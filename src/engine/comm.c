@@ -3,6 +3,7 @@
 #include "engine/comm.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "engine/nodeseg.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -11,12 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* shm.c */
-int pn_shm_node_init(struct pn_comm *c);
-void pn_shm_node_free(struct pn_comm *c);
-void pn_shm_set_abort(struct pn_comm *c, int rank, const char *why);
-int pn_shm_get_abort(struct pn_comm *c, char *buf, size_t len);
 
 const struct pn_transport *const pn_transports[] = {
 	&pn_transport_shm,
@@ -37,8 +32,48 @@ const struct pn_transport *pn_transport_find(const char *name)
 
 struct pn_conn *pn_comm_conn(struct pn_comm *c, int peer, int chan)
 {
-	return &c->conns[(size_t)peer * (size_t)c->nchannels + (size_t)chan];
+	return pn_tp_conn(&c->tp, peer, chan);
 }
+
+/* The rendezvous the transports use while they set up: the boot's. */
+static int oob_allgather(void *b, const void *mine, void *all, size_t len)
+{
+	return pn_boot_allgather(b, mine, all, len);
+}
+
+static int oob_agree(void *b, int ok, int *all_ok)
+{
+	return pn_boot_agree(b, ok, all_ok);
+}
+
+static int oob_barrier(void *b)
+{
+	return pn_boot_barrier(b);
+}
+
+static const char *oob_host(void *b, int rank)
+{
+	return pn_boot_host(b, rank);
+}
+
+static const uint8_t *oob_cookie(void *b)
+{
+	return pn_boot_cookie(b);
+}
+
+static int oob_local_addr(void *b, void *sockaddr_storage, unsigned *len)
+{
+	return pn_boot_local_addr(b, sockaddr_storage, len);
+}
+
+static const struct pn_tp_oob boot_oob = {
+	.allgather = oob_allgather,
+	.agree = oob_agree,
+	.barrier = oob_barrier,
+	.host = oob_host,
+	.cookie = oob_cookie,
+	.local_addr = oob_local_addr,
+};
 
 const char *pn_comm_transport_name(const struct pn_comm *c, int peer)
 {
@@ -62,7 +97,7 @@ static int choose_transports(struct pn_comm *c, const char *force)
 		if (p == c->rank)
 			continue;
 		if (forced) {
-			if (!forced->can_connect(c, p))
+			if (!forced->can_connect(&c->tp, p))
 				return pn_err(-EINVAL, "transport '%s' cannot connect rank %d (host %s) and "
 					      "rank %d (host %s)", force, c->rank,
 					      pn_boot_host(c->boot, c->rank), p, pn_boot_host(c->boot, p));
@@ -70,7 +105,7 @@ static int choose_transports(struct pn_comm *c, const char *force)
 			continue;
 		}
 		for (i = 0; pn_transports[i]; i++)
-			if (pn_transports[i]->can_connect(c, p))
+			if (pn_transports[i]->can_connect(&c->tp, p))
 				break;
 		if (!pn_transports[i])
 			return pn_err(-EHOSTUNREACH, "no transport reaches rank %d (host %s)", p,
@@ -84,19 +119,21 @@ static int choose_transports(struct pn_comm *c, const char *force)
 static int publish_info(struct pn_comm *c, const char *force)
 {
 	struct pn_rank_info mine;
+	int i, ret;
 
 	memset(&mine, 0, sizeof(mine));
 	c->info = calloc((size_t)c->nranks, sizeof(*c->info));
 	if (!c->info)
 		return pn_err(-ENOMEM, "out of memory");
-	if ((!force || !strcmp(force, "verbs")) && c->nranks > 1 &&
-	    !(getenv("PENNY_IB_DISABLE") && atoi(getenv("PENNY_IB_DISABLE")))) {
-		pn_verbs_pick_device(c->local_rank, mine.verbs_dev, sizeof(mine.verbs_dev));
-		mine.nrails = pn_verbs_rails(mine.rail_dev, PN_MAX_RAILS);
+	for (i = 0; pn_transports[i]; i++) {
+		const struct pn_transport *t = pn_transports[i];
+
+		if (!t->publish || (force && strcmp(force, t->name)))
+			continue;
+		ret = t->publish(&c->tp, force != NULL, &mine);
+		if (ret)
+			return ret;
 	}
-	if (force && !strcmp(force, "verbs") && !mine.verbs_dev[0])
-		return pn_err(-ENODEV, "--transport verbs: rank %d (host %s) has no ACTIVE RDMA port",
-			      c->rank, pn_boot_host(c->boot, c->rank));
 	return pn_boot_allgather(c->boot, &mine, c->info, sizeof(mine));
 }
 
@@ -118,6 +155,8 @@ int pn_comm_init(struct pn_comm **out, struct pn_boot *b, const struct pn_comm_c
 	c->verbs_port = cfg ? cfg->verbs_port : NULL;
 	c->verbs_port_arg = cfg ? cfg->verbs_port_arg : NULL;
 	c->timeout = pn_boot_timeout(b);
+	c->oob = &boot_oob;
+	c->oob_ctx = b;
 	c->oversubscribed = c->local_size > sysconf(_SC_NPROCESSORS_ONLN);
 	c->peers = calloc((size_t)c->nranks, sizeof(*c->peers));
 	c->conns = calloc((size_t)c->nranks * (size_t)c->nchannels, sizeof(*c->conns));
@@ -138,15 +177,15 @@ int pn_comm_init(struct pn_comm **out, struct pn_boot *b, const struct pn_comm_c
 	for (p = 0; p < c->nranks * c->nchannels; p++) {
 		c->conns[p].peer = p / c->nchannels;
 		c->conns[p].chan = p % c->nchannels;
-		c->conns[p].comm = c;
+		c->conns[p].g = &c->tp;
 	}
-	ret = pn_shm_node_init(c);
+	ret = pn_nodeseg_init(c);
 	if (!ret)
 		ret = publish_info(c, cfg ? cfg->transport : NULL);
 	if (!ret)
 		ret = choose_transports(c, cfg ? cfg->transport : NULL);
 	for (i = 0; !ret && pn_transports[i]; i++)
-		ret = pn_transports[i]->setup(c);
+		ret = pn_transports[i]->setup(&c->tp);
 	c->verbs_port = NULL;
 	c->verbs_port_arg = NULL;
 	if (ret) {
@@ -173,8 +212,8 @@ void pn_comm_free(struct pn_comm *c)
 		return;
 	if (c->conns)
 		for (i = 0; pn_transports[i]; i++)
-			pn_transports[i]->close(c);
-	pn_shm_node_free(c);
+			pn_transports[i]->close(&c->tp);
+	pn_nodeseg_free(c);
 	free(c->peers);
 	free(c->conns);
 	free(c->local_ranks);
@@ -190,7 +229,7 @@ void pn_comm_abort(struct pn_comm *c, const char *why)
 		return;
 	c->failed = 1;
 	snprintf(msg, sizeof(msg), "%s", why);
-	pn_shm_set_abort(c, c->rank, msg);
+	pn_nodeseg_set_abort(c, c->rank, msg);
 	pn_boot_abort(c->boot, msg);
 }
 
@@ -204,7 +243,7 @@ int pn_comm_check(struct pn_comm *c, int waiting_for, double since)
 	 * more local ranks than cores: then the peer needs our core) */
 	if (++c->spin_checks & (c->oversubscribed ? 15 : 255))
 		return 0;
-	if (pn_shm_get_abort(c, msg, sizeof(msg)))
+	if (pn_nodeseg_get_abort(c, msg, sizeof(msg)))
 		return pn_err(-ECANCELED, "%s", msg);
 	now = pn_now();
 	/*

@@ -440,7 +440,7 @@ int pn_exec_run(struct pn_exec *e, const struct pn_sched *s, const struct pn_exe
 		if (!left)
 			return 0;
 		for (i = 0; pn_transports[i]; i++) {
-			ret = pn_transports[i]->progress(r.c);
+			ret = pn_transports[i]->progress(&r.c->tp);
 			if (ret < 0)
 				goto fail;
 		}

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "engine/mem.h"
 #include "engine/comm.h"
+#include "engine/nodeseg.h"
 #include "base/log.h"
 #include "node/sysfs.h"
 #include "transport/transport.h"
@@ -36,9 +37,9 @@ void pn_mem_plan(const struct pn_mem_job *j, struct pn_mem_plan *p)
 	uint64_t fifo = pn_shm_fifo_bytes(), mapped;
 
 	memset(p, 0, sizeof(*p));
-	/* pn_shm_node_bytes' sum, saturating: nothing bounds the counts here */
+	/* pn_nodeseg_bytes' sum, saturating: nothing bounds the counts here */
 	if (j->node_segment)
-		p->node_shm = pages(add(pn_shm_node_bytes((int)nl, 0), mul(mul(nl * nl, nc), fifo)));
+		p->node_shm = pages(add(pn_nodeseg_bytes((int)nl, 0), mul(mul(nl * nl, nc), fifo)));
 	/* a zero-byte buffer still maps one page */
 	p->rank_shm = j->nbufs > 0 ? mul((uint64_t)j->nbufs, pages(j->buf_bytes ? j->buf_bytes : 1))
 				   : 0;

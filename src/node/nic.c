@@ -12,8 +12,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define IB_CLASS "/sys/class/infiniband"
-
 double pn_parse_rate(const char *s)
 {
 	char *end;
@@ -91,17 +89,18 @@ int pn_nic_pick_gid(const char *dev, int port, char *gid, size_t gidlen, char *t
 	int best = -1, best_score = -1;
 	int i, ret;
 
-	pn_sys_read(ll, sizeof(ll), IB_CLASS "/%s/ports/%d/link_layer", dev, port);
+	pn_sys_read(ll, sizeof(ll), PN_IB_CLASS "/%s/ports/%d/link_layer", dev, port);
 	for (i = 0; i < 256; i++) {
 		int score;
 
-		ret = pn_sys_read(g, sizeof(g), IB_CLASS "/%s/ports/%d/gids/%d", dev, port, i);
+		ret = pn_sys_read(g, sizeof(g), PN_IB_CLASS "/%s/ports/%d/gids/%d", dev, port, i);
 		if (ret == -ENOENT)
 			break;
 		if (ret < 0 || pn_gid_empty(g))
 			continue;
 		t[0] = 0;
-		pn_sys_read(t, sizeof(t), IB_CLASS "/%s/ports/%d/gid_attrs/types/%d", dev, port, i);
+		pn_sys_read(t, sizeof(t), PN_IB_CLASS "/%s/ports/%d/gid_attrs/types/%d", dev, port,
+			    i);
 		if (strcasecmp(ll, "Ethernet")) {
 			score = i == 0 ? 10 : 0; /* InfiniBand: index 0 */
 		} else {
@@ -132,21 +131,21 @@ int pn_port_read(const char *dev, int port, struct pn_port *p)
 	p->phys_state = -1;
 	p->lid = -1;
 	p->gid_index = -1;
-	if (!pn_sys_exists(IB_CLASS "/%s/ports/%d", dev, port))
+	if (!pn_sys_exists(PN_IB_CLASS "/%s/ports/%d", dev, port))
 		return pn_err(-ENOENT, "no port %d on '%s'", port, dev);
-	if (pn_sys_read(buf, sizeof(buf), IB_CLASS "/%s/ports/%d/state", dev, port) >= 0)
+	if (pn_sys_read(buf, sizeof(buf), PN_IB_CLASS "/%s/ports/%d/state", dev, port) >= 0)
 		p->state = pn_parse_state(buf, p->state_name, sizeof(p->state_name));
-	if (pn_sys_read(buf, sizeof(buf), IB_CLASS "/%s/ports/%d/phys_state", dev, port) >= 0)
+	if (pn_sys_read(buf, sizeof(buf), PN_IB_CLASS "/%s/ports/%d/phys_state", dev, port) >= 0)
 		p->phys_state = pn_parse_state(buf, p->phys_state_name,
 					       sizeof(p->phys_state_name));
-	if (pn_sys_read(p->rate, sizeof(p->rate), IB_CLASS "/%s/ports/%d/rate", dev, port) >= 0)
+	if (pn_sys_read(p->rate, sizeof(p->rate), PN_IB_CLASS "/%s/ports/%d/rate", dev, port) >= 0)
 		p->rate_gbps = pn_parse_rate(p->rate);
-	pn_sys_read(p->link_layer, sizeof(p->link_layer), IB_CLASS "/%s/ports/%d/link_layer",
+	pn_sys_read(p->link_layer, sizeof(p->link_layer), PN_IB_CLASS "/%s/ports/%d/link_layer",
 		    dev, port);
 	if (!p->link_layer[0])
 		snprintf(p->link_layer, sizeof(p->link_layer), "InfiniBand");
 	if (strcasecmp(p->link_layer, "Ethernet") &&
-	    !pn_sys_int(&lid, IB_CLASS "/%s/ports/%d/lid", dev, port))
+	    !pn_sys_int(&lid, PN_IB_CLASS "/%s/ports/%d/lid", dev, port))
 		p->lid = lid;
 	p->gid_index = pn_nic_pick_gid(dev, port, p->gid, sizeof(p->gid), p->gid_type,
 				       sizeof(p->gid_type));
@@ -154,12 +153,12 @@ int pn_port_read(const char *dev, int port, struct pn_port *p)
 		p->gid_index = -1;
 	/* netdev: RoCE GID table, then rxe parent, then the PCI function's net/ */
 	if (p->gid_index >= 0)
-		pn_sys_read(p->netdev, sizeof(p->netdev), IB_CLASS "/%s/ports/%d/gid_attrs/ndevs/%d",
-			    dev, port, p->gid_index);
+		pn_sys_read(p->netdev, sizeof(p->netdev),
+			    PN_IB_CLASS "/%s/ports/%d/gid_attrs/ndevs/%d", dev, port, p->gid_index);
 	if (!p->netdev[0])
-		pn_sys_read(p->netdev, sizeof(p->netdev), IB_CLASS "/%s/parent", dev);
+		pn_sys_read(p->netdev, sizeof(p->netdev), PN_IB_CLASS "/%s/parent", dev);
 	if (!p->netdev[0]) {
-		DIR *d = pn_sys_opendir(IB_CLASS "/%s/device/net", dev);
+		DIR *d = pn_sys_opendir(PN_IB_CLASS "/%s/device/net", dev);
 		struct dirent *de;
 
 		while (d && (de = readdir(d))) {
@@ -168,7 +167,7 @@ int pn_port_read(const char *dev, int port, struct pn_port *p)
 			if (de->d_name[0] == '.')
 				continue;
 			/* dev_port is 0-based; match it to the IB port when present */
-			if (!pn_sys_int(&devport, IB_CLASS "/%s/device/net/%s/dev_port", dev,
+			if (!pn_sys_int(&devport, PN_IB_CLASS "/%s/device/net/%s/dev_port", dev,
 					de->d_name) &&
 			    devport != port - 1)
 				continue;
@@ -197,35 +196,36 @@ int pn_nic_read(const char *name, struct pn_nic *nic)
 	memset(nic, 0, sizeof(*nic));
 	snprintf(nic->name, sizeof(nic->name), "%s", name);
 	nic->numa = -1;
-	if (!pn_sys_exists(IB_CLASS "/%s", name))
+	if (!pn_sys_exists(PN_IB_CLASS "/%s", name))
 		return pn_err(-ENOENT, "no RDMA device '%s'", name);
-	if (pn_sys_readlink(link, sizeof(link), IB_CLASS "/%s/device", name) > 0) {
+	if (pn_sys_readlink(link, sizeof(link), PN_IB_CLASS "/%s/device", name) > 0) {
 		const char *base = strrchr(link, '/');
 
 		base = base ? base + 1 : link;
 		/* PCI function names look like 0000:3b:00.0 */
 		if (strlen(base) == 12 && base[4] == ':' && base[7] == ':' && base[10] == '.')
 			snprintf(nic->pci_busid, sizeof(nic->pci_busid), "%s", base);
-		if (!pn_sys_int(&i, IB_CLASS "/%s/device/numa_node", name))
+		if (!pn_sys_int(&i, PN_IB_CLASS "/%s/device/numa_node", name))
 			nic->numa = i;
-		pn_sys_read(nic->cpus, sizeof(nic->cpus), IB_CLASS "/%s/device/local_cpulist", name);
-		if (!pn_sys_u64(&v, IB_CLASS "/%s/device/vendor", name))
+		pn_sys_read(nic->cpus, sizeof(nic->cpus), PN_IB_CLASS "/%s/device/local_cpulist",
+			    name);
+		if (!pn_sys_u64(&v, PN_IB_CLASS "/%s/device/vendor", name))
 			nic->vendor_id = (unsigned)v;
-		if (!pn_sys_u64(&v, IB_CLASS "/%s/device/device", name))
+		if (!pn_sys_u64(&v, PN_IB_CLASS "/%s/device/device", name))
 			nic->device_id = (unsigned)v;
-	} else if (!pn_sys_u64(&v, IB_CLASS "/%s/vendor_id", name)) {
+	} else if (!pn_sys_u64(&v, PN_IB_CLASS "/%s/vendor_id", name)) {
 		nic->vendor_id = (unsigned)v;
 	}
-	pn_sys_read(nic->parent, sizeof(nic->parent), IB_CLASS "/%s/parent", name);
-	pn_sys_read(nic->node_guid, sizeof(nic->node_guid), IB_CLASS "/%s/node_guid", name);
-	pn_sys_read(nic->fw_ver, sizeof(nic->fw_ver), IB_CLASS "/%s/fw_ver", name);
-	pn_sys_read(nic->hca_type, sizeof(nic->hca_type), IB_CLASS "/%s/hca_type", name);
-	if (pn_sys_read(buf, sizeof(buf), IB_CLASS "/%s/node_type", name) >= 0) {
+	pn_sys_read(nic->parent, sizeof(nic->parent), PN_IB_CLASS "/%s/parent", name);
+	pn_sys_read(nic->node_guid, sizeof(nic->node_guid), PN_IB_CLASS "/%s/node_guid", name);
+	pn_sys_read(nic->fw_ver, sizeof(nic->fw_ver), PN_IB_CLASS "/%s/fw_ver", name);
+	pn_sys_read(nic->hca_type, sizeof(nic->hca_type), PN_IB_CLASS "/%s/hca_type", name);
+	if (pn_sys_read(buf, sizeof(buf), PN_IB_CLASS "/%s/node_type", name) >= 0) {
 		if (pn_parse_state(buf, nic->node_type, sizeof(nic->node_type)) < 0)
 			snprintf(nic->node_type, sizeof(nic->node_type), "%s", buf);
 	}
 
-	d = pn_sys_opendir(IB_CLASS "/%s/ports", name);
+	d = pn_sys_opendir(PN_IB_CLASS "/%s/ports", name);
 	while (d && (de = readdir(d)) && np < (int)PN_ARRAY_SIZE(ports)) {
 		int p;
 
@@ -265,11 +265,11 @@ int pn_nic_list_read(struct pn_nic_list *l)
 
 	l->n = 0;
 	l->nics = NULL;
-	d = pn_sys_opendir(IB_CLASS);
+	d = pn_sys_opendir(PN_IB_CLASS);
 	if (!d)
 		return errno == ENOENT || errno == ENOTDIR ? 0
 		       : pn_err(-errno, "cannot read '%s%s': %s", pn_sysfs_is_live() ? "" : pn_sysfs_root(),
-				IB_CLASS, strerror(errno));
+				PN_IB_CLASS, strerror(errno));
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;

@@ -11,6 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Where RDMA devices are, under the sysfs root (node/sysfs.h). */
+#define PN_IB_CLASS "/sys/class/infiniband"
+
 enum pn_port_state { /* ib_port_state values, as in the sysfs "N: NAME" prefix */
 	PN_PORT_NOP = 0,
 	PN_PORT_DOWN = 1,

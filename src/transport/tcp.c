@@ -6,7 +6,7 @@
  * other at once never deadlock.
  */
 #define _GNU_SOURCE
-#include "engine/comm.h"
+#include "transport/transport.h"
 #include "base/log.h"
 #include "base/util.h"
 
@@ -71,20 +71,20 @@ struct tcp_addr {
 	uint32_t ok;
 };
 
-static int tcp_can_connect(struct pn_comm *c, int peer)
+static int tcp_can_connect(struct pn_tp_group *c, int peer)
 {
 	(void)c;
 	(void)peer;
 	return 1;
 }
 
-static int peer_gone(struct pn_comm *c, int r, const char *what, int err)
+static int peer_gone(struct pn_tp_group *c, int r, const char *what, int err)
 {
-	return pn_err(-EPIPE, "rank %d (host %s) %s: %s", r, pn_boot_host(c->boot, r), what,
+	return pn_err(-EPIPE, "rank %d (host %s) %s: %s", r, pn_tp_host(c, r), what,
 		      err ? strerror(err) : "connection closed (the rank failed or was killed)");
 }
 
-static int tcp_listen(struct pn_comm *c, struct tcp_addr *me)
+static int tcp_listen(struct pn_tp_group *c, struct tcp_addr *me)
 {
 	struct pn_tcp_state *t = c->tcp;
 	socklen_t sl;
@@ -92,7 +92,7 @@ static int tcp_listen(struct pn_comm *c, struct tcp_addr *me)
 	int fd, ret;
 
 	memset(me, 0, sizeof(*me));
-	if (pn_boot_local_addr(c->boot, &me->ss, &l)) {
+	if (pn_tp_local_addr(c, &me->ss, &l)) {
 		struct sockaddr_in *in = (struct sockaddr_in *)&me->ss;
 
 		in->sin_family = AF_INET;
@@ -128,7 +128,7 @@ static void tune_socket(int fd)
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 }
 
-static int alloc_conns(struct pn_comm *c, int p)
+static int alloc_conns(struct pn_tp_group *c, int p)
 {
 	struct tcp_peer *tp = &c->tcp->peers[p];
 	int ch;
@@ -138,7 +138,7 @@ static int alloc_conns(struct pn_comm *c, int p)
 	if (!tp->q)
 		return pn_err(-ENOMEM, "out of memory");
 	for (ch = 0; ch < c->nchannels; ch++) {
-		struct pn_conn *k = pn_comm_conn(c, p, ch);
+		struct pn_conn *k = pn_tp_conn(c, p, ch);
 		struct tcp_conn *tc = calloc(1, sizeof(*tc));
 
 		if (!tc)
@@ -152,7 +152,7 @@ static int alloc_conns(struct pn_comm *c, int p)
 	return 0;
 }
 
-static int tcp_setup(struct pn_comm *c)
+static int tcp_setup(struct pn_tp_group *c)
 {
 	struct pn_tcp_state *t;
 	struct tcp_addr me, *all;
@@ -189,7 +189,7 @@ static int tcp_setup(struct pn_comm *c)
 		return ret;
 	}
 	/* everyone takes part: the pairs are known from both sides */
-	ret = pn_boot_allgather(c->boot, &me, all, sizeof(me));
+	ret = pn_tp_allgather(c, &me, all, sizeof(me));
 	if (ret) {
 		free(all);
 		return ret;
@@ -197,7 +197,7 @@ static int tcp_setup(struct pn_comm *c)
 	memset(&hello, 0, sizeof(hello));
 	hello.magic = TCP_HELLO_MAGIC;
 	hello.version = 1;
-	memcpy(hello.cookie, pn_boot_cookie(c->boot), 16);
+	memcpy(hello.cookie, pn_tp_cookie(c), 16);
 	hello.rank = (uint32_t)c->rank;
 	hello.nchannels = (uint32_t)c->nchannels;
 	/* connect to lower ranks, accept from higher ranks */
@@ -221,7 +221,7 @@ static int tcp_setup(struct pn_comm *c)
 		if (fd < 0 || connect(fd, (struct sockaddr *)&all[p].ss, all[p].len) ||
 		    send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) != (ssize_t)sizeof(hello)) {
 			ret = pn_err(-errno, "tcp connect to rank %d (host %s): %s", p,
-				     pn_boot_host(c->boot, p), strerror(errno));
+				     pn_tp_host(c, p), strerror(errno));
 			if (fd >= 0)
 				close(fd);
 			break;
@@ -260,7 +260,7 @@ static int tcp_setup(struct pn_comm *c)
 			n += m;
 		}
 		if (n != (ssize_t)sizeof(h) || h.magic != TCP_HELLO_MAGIC || h.version != 1 ||
-		    memcmp(h.cookie, pn_boot_cookie(c->boot), 16) || (int)h.rank <= c->rank ||
+		    memcmp(h.cookie, pn_tp_cookie(c), 16) || (int)h.rank <= c->rank ||
 		    (int)h.rank >= c->nranks || c->peers[h.rank].transport != &pn_transport_tcp ||
 		    t->peers[h.rank].fd >= 0 || (int)h.nchannels != c->nchannels) {
 			PN_DBG(PN_LOG_NET, "dropped a stranger on the tcp listener");
@@ -289,11 +289,11 @@ static void *tcp_send_slot(struct pn_conn *k, size_t *cap)
 }
 
 /* Write as much of the posted queue as the socket takes. */
-static int peer_write(struct pn_comm *c, struct tcp_peer *tp)
+static int peer_write(struct pn_tp_group *c, struct tcp_peer *tp)
 {
 	while (tp->qtail < tp->qhead) {
 		int ch = tp->q[tp->qtail % tp->qcap];
-		struct tcp_conn *tc = pn_comm_conn(c, tp->rank, ch)->priv;
+		struct tcp_conn *tc = pn_tp_conn(c, tp->rank, ch)->priv;
 		size_t slot = tc->done % PN_FIFO_SLOTS, len = tc->slen[slot];
 		struct tcp_frame fr = { .chan = (uint32_t)ch, .len = (uint32_t)len };
 		struct iovec iov[2];
@@ -328,7 +328,7 @@ static int peer_write(struct pn_comm *c, struct tcp_peer *tp)
 }
 
 /* Read frames into free receive slots; stop when the channel's FIFO is full. */
-static int peer_read(struct pn_comm *c, struct tcp_peer *tp)
+static int peer_read(struct pn_tp_group *c, struct tcp_peer *tp)
 {
 	for (;;) {
 		struct tcp_conn *tc;
@@ -349,10 +349,10 @@ static int peer_read(struct pn_comm *c, struct tcp_peer *tp)
 			if ((int)tp->fr.chan >= c->nchannels || tp->fr.len > PN_FIFO_SLOT_BYTES)
 				return pn_err(-EPROTO, "rank %d (host %s) sent a bad tcp frame "
 					      "(channel %u, %u bytes)", tp->rank,
-					      pn_boot_host(c->boot, tp->rank), tp->fr.chan, tp->fr.len);
+					      pn_tp_host(c, tp->rank), tp->fr.chan, tp->fr.len);
 			tp->data_got = 0;
 		}
-		tc = pn_comm_conn(c, tp->rank, (int)tp->fr.chan)->priv;
+		tc = pn_tp_conn(c, tp->rank, (int)tp->fr.chan)->priv;
 		if (tc->filled - tc->rtail >= PN_FIFO_SLOTS)
 			return 0; /* receiver is behind: back-pressure */
 		if (tp->data_got < tp->fr.len) {
@@ -378,13 +378,13 @@ static int peer_read(struct pn_comm *c, struct tcp_peer *tp)
 static int tcp_send_post(struct pn_conn *k, size_t len)
 {
 	struct tcp_conn *tc = k->priv;
-	struct tcp_peer *tp = &k->comm->tcp->peers[k->peer];
+	struct tcp_peer *tp = &k->g->tcp->peers[k->peer];
 
 	tc->slen[tc->head % PN_FIFO_SLOTS] = len;
 	tc->head++;
 	tp->q[tp->qhead % tp->qcap] = k->chan;
 	tp->qhead++;
-	return peer_write(k->comm, tp);
+	return peer_write(k->g, tp);
 }
 
 static const void *tcp_recv_slot(struct pn_conn *k, size_t *len)
@@ -405,7 +405,7 @@ static int tcp_recv_release(struct pn_conn *k)
 	return 0;
 }
 
-static int tcp_progress(struct pn_comm *c)
+static int tcp_progress(struct pn_tp_group *c)
 {
 	struct pn_tcp_state *t = c->tcp;
 	int p, ret;
@@ -426,7 +426,7 @@ static int tcp_progress(struct pn_comm *c)
 	return 0;
 }
 
-static void tcp_close(struct pn_comm *c)
+static void tcp_close(struct pn_tp_group *c)
 {
 	struct pn_tcp_state *t = c->tcp;
 	int p, ch;
@@ -440,7 +440,7 @@ static void tcp_close(struct pn_comm *c)
 		if (c->peers[p].transport != &pn_transport_tcp)
 			continue;
 		for (ch = 0; ch < c->nchannels; ch++) {
-			struct pn_conn *k = pn_comm_conn(c, p, ch);
+			struct pn_conn *k = pn_tp_conn(c, p, ch);
 			struct tcp_conn *tc = k->priv;
 
 			if (tc) {

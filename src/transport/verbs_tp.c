@@ -9,10 +9,10 @@
  * arrive in order.  Chosen between ranks on different hosts when both have
  * an ACTIVE RDMA port (PENNY_IB_HCA picks devices; --transport verbs forces).
  * Each connection has its own device: a ring plan binds (peer, channel) to
- * a NIC (pn_comm_cfg.verbs_port); otherwise channel c is on rail c.
+ * a NIC (g->verbs_port); otherwise channel c is on rail c.
  */
 #define _GNU_SOURCE
-#include "engine/comm.h"
+#include "transport/transport.h"
 #include "base/log.h"
 #include "node/nic.h"
 #include "base/util.h"
@@ -47,14 +47,14 @@ struct pn_verbs_state {
 	int ndev, capdev;
 };
 
-static struct pn_verbs_state *vstate(struct pn_comm *c)
+static struct pn_verbs_state *vstate(struct pn_tp_group *g)
 {
-	return c->verbs;
+	return g->verbs;
 }
 
 /* This rank's ports: PENNY_IB_HCA (comma list) or the ACTIVE ports in
  * natural order. */
-int pn_verbs_rails(char (*specs)[32], int max)
+static int rails(char (*specs)[32], int max)
 {
 	const char *env = getenv("PENNY_IB_HCA");
 	struct pn_nic_list l;
@@ -81,10 +81,10 @@ int pn_verbs_rails(char (*specs)[32], int max)
 }
 
 /* One channel: the local rank's share of the ports. */
-int pn_verbs_pick_device(int local_rank, char *out, size_t len)
+static int pick_device(int local_rank, char *out, size_t len)
 {
 	char specs[PN_MAX_RAILS][32];
-	int n = pn_verbs_rails(specs, PN_MAX_RAILS);
+	int n = rails(specs, PN_MAX_RAILS);
 
 	out[0] = 0;
 	if (!n)
@@ -93,13 +93,27 @@ int pn_verbs_pick_device(int local_rank, char *out, size_t len)
 	return 1;
 }
 
+/* What this rank publishes: its port, and its rails for multiring; nothing
+ * alone or with PENNY_IB_DISABLE set (then only a forced verbs fails). */
+static int verbs_publish(struct pn_tp_group *g, int forced, struct pn_rank_info *mine)
+{
+	if (g->nranks > 1 && !(getenv("PENNY_IB_DISABLE") && atoi(getenv("PENNY_IB_DISABLE")))) {
+		pick_device(g->local_rank, mine->verbs_dev, sizeof(mine->verbs_dev));
+		mine->nrails = rails(mine->rail_dev, PN_MAX_RAILS);
+	}
+	if (forced && !mine->verbs_dev[0])
+		return pn_err(-ENODEV, "--transport verbs: rank %d (host %s) has no ACTIVE RDMA port",
+			      g->rank, pn_tp_host(g, g->rank));
+	return 0;
+}
+
 /* Default port of a channel: one channel uses the rank's own port; several
  * channels are rails, channel c on rail c % nrails on every rank. */
-static const char *chan_port(const struct pn_comm *c, int chan)
+static const char *chan_port(const struct pn_tp_group *g, int chan)
 {
-	const struct pn_rank_info *me = &c->info[c->rank];
+	const struct pn_rank_info *me = &g->info[g->rank];
 
-	if (c->nchannels > 1 && me->nrails > 1)
+	if (g->nchannels > 1 && me->nrails > 1)
 		return me->rail_dev[chan % me->nrails];
 	return me->verbs_dev;
 }
@@ -137,65 +151,65 @@ static int dev_get(struct pn_verbs_state *vs, const char *spec, int *idx)
 }
 
 /* Open (once) the device of the connection to peer on channel ch. */
-static int conn_dev(struct pn_comm *c, struct pn_verbs_state *vs, int peer, int ch, int *idx)
+static int conn_dev(struct pn_tp_group *g, struct pn_verbs_state *vs, int peer, int ch, int *idx)
 {
 	char port[64];
 	int ret = 0;
 
-	if (c->verbs_port)
-		ret = c->verbs_port(c->verbs_port_arg, peer, ch, port, sizeof(port));
+	if (g->verbs_port)
+		ret = g->verbs_port(g->verbs_port_arg, peer, ch, port, sizeof(port));
 	if (ret < 0)
 		return ret;
 	if (!ret)
-		return dev_get(vs, chan_port(c, ch), idx);
+		return dev_get(vs, chan_port(g, ch), idx);
 	ret = dev_get(vs, port, idx);
 	if (ret)
 		return pn_err_ctx(ret, "rank %d (host %s): planned NIC '%s' for channel %d to rank %d",
-				  c->rank, pn_boot_host(c->boot, c->rank), port, ch, peer);
+				  g->rank, pn_tp_host(g, g->rank), port, ch, peer);
 	return 0;
 }
 
-static int verbs_can_connect(struct pn_comm *c, int peer)
+static int verbs_can_connect(struct pn_tp_group *g, int peer)
 {
-	return c->info[c->rank].verbs_dev[0] && c->info[peer].verbs_dev[0];
+	return g->info[g->rank].verbs_dev[0] && g->info[peer].verbs_dev[0];
 }
 
-static int verbs_setup(struct pn_comm *c)
+static int verbs_setup(struct pn_tp_group *g)
 {
 	struct pn_verbs_state *vs;
 	struct pn_verbs_info *mine = NULL, *all = NULL;
 	struct pn_verbs_conn_cfg ccfg;
-	size_t per = (size_t)c->nranks * (size_t)c->nchannels;
+	size_t per = (size_t)g->nranks * (size_t)g->nchannels;
 	int p, ch, ret = 0, i, used = 0, none;
 
 	/* collective: every rank takes part in the exchange, unless no rank
 	 * has a verbs peer (one host, or tcp only): then nothing is exchanged,
 	 * and nothing of nranks^2 size is allocated */
-	for (p = 0; p < c->nranks; p++)
-		used |= c->peers[p].transport == &pn_transport_verbs;
-	ret = pn_boot_agree(c->boot, !used, &none);
+	for (p = 0; p < g->nranks; p++)
+		used |= g->peers[p].transport == &pn_transport_verbs;
+	ret = pn_tp_agree(g, !used, &none);
 	if (ret || none)
 		return ret;
-	if (per > SIZE_MAX / sizeof(*mine) / (size_t)c->nranks)
+	if (per > SIZE_MAX / sizeof(*mine) / (size_t)g->nranks)
 		return pn_err(-E2BIG, "verbs connection info of %d ranks x %d channels does not fit "
-			      "in memory", c->nranks, c->nchannels);
+			      "in memory", g->nranks, g->nchannels);
 	mine = calloc(per, sizeof(*mine));
-	all = calloc(per * (size_t)c->nranks, sizeof(*all));
+	all = calloc(per * (size_t)g->nranks, sizeof(*all));
 	vs = calloc(1, sizeof(*vs));
 	if (!mine || !all || !vs) {
 		ret = pn_err(-ENOMEM, "out of memory");
 		goto out;
 	}
-	c->verbs = vs;
+	g->verbs = vs;
 	pn_verbs_conn_cfg_init(&ccfg);
-	ccfg.timeout = c->timeout;
+	ccfg.timeout = g->timeout;
 	ccfg.rq_depth = PN_FIFO_SLOTS * 2;
 	ccfg.sq_depth = 256;
-	for (p = 0; !ret && p < c->nranks; p++) {
-		if (c->peers[p].transport != &pn_transport_verbs)
+	for (p = 0; !ret && p < g->nranks; p++) {
+		if (g->peers[p].transport != &pn_transport_verbs)
 			continue;
-		for (ch = 0; !ret && ch < c->nchannels; ch++) {
-			struct pn_conn *k = pn_comm_conn(c, p, ch);
+		for (ch = 0; !ret && ch < g->nchannels; ch++) {
+			struct pn_conn *k = pn_tp_conn(g, p, ch);
 			struct vconn *v = calloc(1, sizeof(*v));
 
 			if (!v) {
@@ -204,7 +218,7 @@ static int verbs_setup(struct pn_comm *c)
 			}
 			k->priv = v;
 			v->dev = -1;
-			ret = conn_dev(c, vs, p, ch, &v->dev);
+			ret = conn_dev(g, vs, p, ch, &v->dev);
 			if (ret)
 				break;
 			if (posix_memalign((void **)&v->ring, 4096, RING_BYTES + 64) ||
@@ -224,11 +238,11 @@ static int verbs_setup(struct pn_comm *c)
 				ret = pn_verbs_post(v->qc, &wr);
 			}
 			if (!ret)
-				pn_verbs_conn_info(v->qc, &mine[(size_t)p * (size_t)c->nchannels + (size_t)ch]);
+				pn_verbs_conn_info(v->qc, &mine[(size_t)p * (size_t)g->nchannels + (size_t)ch]);
 		}
 	}
 	{
-		int ok, ret2 = pn_boot_agree(c->boot, ret == 0, &ok);
+		int ok, ret2 = pn_tp_agree(g, ret == 0, &ok);
 
 		if (!ret && !ret2 && !ok)
 			ret = pn_err(-EIO, "another rank could not set up its verbs device");
@@ -236,26 +250,26 @@ static int verbs_setup(struct pn_comm *c)
 			ret = ret2;
 	}
 	if (!ret)
-		ret = pn_boot_allgather(c->boot, mine, all, per * sizeof(*mine));
-	for (p = 0; !ret && p < c->nranks; p++) {
-		if (c->peers[p].transport != &pn_transport_verbs)
+		ret = pn_tp_allgather(g, mine, all, per * sizeof(*mine));
+	for (p = 0; !ret && p < g->nranks; p++) {
+		if (g->peers[p].transport != &pn_transport_verbs)
 			continue;
-		for (ch = 0; !ret && ch < c->nchannels; ch++) {
-			struct vconn *v = pn_comm_conn(c, p, ch)->priv;
+		for (ch = 0; !ret && ch < g->nchannels; ch++) {
+			struct vconn *v = pn_tp_conn(g, p, ch)->priv;
 			const struct pn_verbs_info *pi =
-				&all[(size_t)p * per + (size_t)c->rank * (size_t)c->nchannels + (size_t)ch];
+				&all[(size_t)p * per + (size_t)g->rank * (size_t)g->nchannels + (size_t)ch];
 
 			ret = pn_verbs_info_check(pi);
 			if (!ret)
 				ret = pn_verbs_conn_connect(v->qc, pi);
 			if (ret)
 				ret = pn_err_ctx(ret, "verbs to rank %d (host %s)", p,
-						 pn_boot_host(c->boot, p));
+						 pn_tp_host(g, p));
 		}
 	}
 	/* nobody writes before every QP is ready to receive */
 	if (!ret)
-		ret = pn_boot_barrier(c->boot);
+		ret = pn_tp_barrier(g);
 out:
 	free(mine);
 	free(all);
@@ -326,7 +340,7 @@ static int verbs_recv_release(struct pn_conn *k)
 	return pn_verbs_post(v->qc, &wr);
 }
 
-static int harvest(struct pn_comm *c, struct pn_conn *k)
+static int harvest(struct pn_tp_group *g, struct pn_conn *k)
 {
 	struct vconn *v = k->priv;
 	struct pn_verbs_cqe cqe[32];
@@ -335,7 +349,7 @@ static int harvest(struct pn_comm *c, struct pn_conn *k)
 	n = pn_verbs_poll(v->qc, cqe, 32, 0);
 	if (n < 0)
 		return pn_err_ctx(n, "verbs with rank %d (host %s)", k->peer,
-				  pn_boot_host(c->boot, k->peer));
+				  pn_tp_host(g, k->peer));
 	for (i = 0; i < n; i++) {
 		if (cqe[i].op == PN_VERBS_RECV) {
 			struct pn_verbs_wr wr = { .op = PN_VERBS_RECV, .qp = 0 };
@@ -354,17 +368,17 @@ static int harvest(struct pn_comm *c, struct pn_conn *k)
 	return 0;
 }
 
-static int verbs_progress(struct pn_comm *c)
+static int verbs_progress(struct pn_tp_group *g)
 {
 	int p, ch, ret;
 
-	if (!c->verbs)
+	if (!g->verbs)
 		return 0;
-	for (p = 0; p < c->nranks; p++) {
-		if (c->peers[p].transport != &pn_transport_verbs)
+	for (p = 0; p < g->nranks; p++) {
+		if (g->peers[p].transport != &pn_transport_verbs)
 			continue;
-		for (ch = 0; ch < c->nchannels; ch++) {
-			ret = harvest(c, pn_comm_conn(c, p, ch));
+		for (ch = 0; ch < g->nchannels; ch++) {
+			ret = harvest(g, pn_tp_conn(g, p, ch));
 			if (ret)
 				return ret;
 		}
@@ -372,18 +386,18 @@ static int verbs_progress(struct pn_comm *c)
 	return 0;
 }
 
-static void verbs_close(struct pn_comm *c)
+static void verbs_close(struct pn_tp_group *g)
 {
-	struct pn_verbs_state *vs = vstate(c);
+	struct pn_verbs_state *vs = vstate(g);
 	int p, ch, i;
 
 	if (!vs)
 		return;
-	for (p = 0; p < c->nranks; p++) {
-		if (c->peers[p].transport != &pn_transport_verbs)
+	for (p = 0; p < g->nranks; p++) {
+		if (g->peers[p].transport != &pn_transport_verbs)
 			continue;
-		for (ch = 0; ch < c->nchannels; ch++) {
-			struct pn_conn *k = pn_comm_conn(c, p, ch);
+		for (ch = 0; ch < g->nchannels; ch++) {
+			struct pn_conn *k = pn_tp_conn(g, p, ch);
 			struct vconn *v = k->priv;
 
 			if (!v)
@@ -408,11 +422,12 @@ static void verbs_close(struct pn_comm *c)
 		pn_verbs_dev_close(vs->dev[i].dev);
 	free(vs->dev);
 	free(vs);
-	c->verbs = NULL;
+	g->verbs = NULL;
 }
 
 const struct pn_transport pn_transport_verbs = {
 	.name = "verbs",
+	.publish = verbs_publish,
 	.can_connect = verbs_can_connect,
 	.setup = verbs_setup,
 	.send_slot = verbs_send_slot,

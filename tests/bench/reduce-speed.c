@@ -12,6 +12,7 @@
 #include "engine/dtype.h"
 #include "base/log.h"
 #include "engine/reduce.h"
+#include "engine/testdata.h"
 #include "base/util.h"
 
 #include <stdio.h>

@@ -23,9 +23,7 @@ for c in $(penny __complete); do
 	[ "$c" = help ] && continue
 	page=$TOP/man/penny-$c.1
 	if [ ! -f "$page" ]; then
-		test_expect_success "man page for $c exists or $c is not built" '
-			penny $c 2>&1 | grep -q "not built"
-		'
+		test_expect_success "man page for $c exists" 'false'
 		continue
 	fi
 	test_expect_success "penny-$c.1 and the option table agree" '

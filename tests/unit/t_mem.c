@@ -7,6 +7,7 @@
 #include "engine/comm.h"
 #include "base/log.h"
 #include "engine/mem.h"
+#include "engine/nodeseg.h"
 #include "node/sysfs.h"
 #include "transport/transport.h"
 
@@ -38,9 +39,9 @@ TEST(fifo_and_node_sizes)
 {
 	/* 8 slots of 64 KiB, 64-byte slot headers and a tail line */
 	CHECK_EQ_INT(pn_shm_fifo_bytes(), 8 * 65536 + 8 * 64 + 64);
-	CHECK_EQ_INT(pn_shm_node_bytes(2, 0), 4096);
-	CHECK_EQ_INT(pn_shm_node_bytes(2, 1), 4096 + 4 * pn_shm_fifo_bytes());
-	CHECK_EQ_INT(pn_shm_node_bytes(4, 2), 4096 + 32 * pn_shm_fifo_bytes());
+	CHECK_EQ_INT(pn_nodeseg_bytes(2, 0), 4096);
+	CHECK_EQ_INT(pn_nodeseg_bytes(2, 1), 4096 + 4 * pn_shm_fifo_bytes());
+	CHECK_EQ_INT(pn_nodeseg_bytes(4, 2), 4096 + 32 * pn_shm_fifo_bytes());
 }
 
 TEST(plan_two_ranks)
@@ -50,7 +51,7 @@ TEST(plan_two_ranks)
 	uint64_t fifo = pn_shm_fifo_bytes(), mapped;
 
 	pn_mem_plan(&j, &p);
-	CHECK_EQ_INT(p.node_shm, pages(pn_shm_node_bytes(2, 1)));
+	CHECK_EQ_INT(p.node_shm, pages(pn_nodeseg_bytes(2, 1)));
 	CHECK_EQ_INT(p.rank_shm, 128 * MiB);
 	CHECK_EQ_INT(p.shm, p.node_shm + 256 * MiB);
 	mapped = 2 * 128 * MiB + 2 * 2 * 1 * fifo;
@@ -74,7 +75,7 @@ TEST(plan_parts)
 	pn_mem_plan(&j, &p);
 	/* buffers are whole pages; remote peers cost a FIFO each way per channel */
 	CHECK_EQ_INT(p.rank_shm, 2 * 4096);
-	CHECK_EQ_INT(p.node_shm, pages(pn_shm_node_bytes(4, 2)));
+	CHECK_EQ_INT(p.node_shm, pages(pn_nodeseg_bytes(4, 2)));
 	CHECK_EQ_INT(p.shm, p.node_shm + 4 * 8192);
 	CHECK_EQ_INT(p.rank_private, 1000 + 5 + 2 * 3 * 2 * (8 * 65536) +
 				     (4 * 8192 + 2 * 4 * 2 * fifo) / 512);

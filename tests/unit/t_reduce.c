@@ -10,6 +10,7 @@
 #include "engine/dtype.h"
 #include "base/log.h"
 #include "engine/reduce.h"
+#include "engine/testdata.h"
 
 #include <errno.h>
 #include <math.h>

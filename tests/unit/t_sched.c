@@ -10,6 +10,7 @@
 #include "unit.h"
 
 #include "engine/reduce.h"
+#include "engine/testdata.h"
 #include "engine/sched.h"
 #include "transport/transport.h"
 #include "base/util.h"

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The node segment: shared memory of the ranks of one host (abort notice,
+ * local barrier flags, and the area the shm transport's FIFOs live in),
+ * plus the registered buffers local peers map (pn_comm_alloc, comm.h).
+ */
+#ifndef PENNY_NODESEG_H
+#define PENNY_NODESEG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct pn_comm;
+
+/* Collective over the local ranks: create (local rank 0) or map the
+ * segment; c->seg and c->node_fifos are set on success. */
+int pn_nodeseg_init(struct pn_comm *c);
+void pn_nodeseg_free(struct pn_comm *c);
+/* Abort notice shared by the ranks of this host: the first one wins. */
+void pn_nodeseg_set_abort(struct pn_comm *c, int rank, const char *why);
+/* 1 with the notice in buf once a local rank has set it, else 0. */
+int pn_nodeseg_get_abort(struct pn_comm *c, char *buf, size_t len);
+
+/* Planning (mem.h): bytes of the node segment for nlocal ranks and nchan
+ * channels (nchan 0: its header and barrier flags). */
+uint64_t pn_nodeseg_bytes(int nlocal, int nchan);
+
+#endif

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The layer rule of src/ (src/README.md): every '#include "..."' of a file
+# under src/ goes to its own folder or a lower one, in the order
+#   base < node < transport < engine < gpu < harness,
+# plan uses base and node only (gpu and harness may use plan; engine may
+# not), nothing includes in a cycle (file or folder), and nothing in src/
+# includes cmd/.  A failure names the offending edge: "src/a/x.c -> src/b/y.h".
+. "$(dirname "$0")/../lib.sh"
+
+# layers MODE [SRC]: check one rule over the include graph of SRC (default
+# $TOP/src); prints each offending edge and exits 1 when there is one.
+layers() {
+	python3 - "$1" "${2:-$TOP/src}" "$TOP" <<'PY'
+import os, re, sys
+
+mode, src, top = sys.argv[1], os.path.realpath(sys.argv[2]), os.path.realpath(sys.argv[3])
+cmd = os.path.join(top, "cmd")
+may = {
+	"base": {"base"},
+	"node": {"base", "node"},
+	"transport": {"base", "node", "transport"},
+	"engine": {"base", "node", "transport", "engine"},
+	"plan": {"base", "node", "plan"},
+	"gpu": {"base", "node", "transport", "engine", "plan", "gpu"},
+	"harness": {"base", "node", "transport", "engine", "plan", "gpu", "harness"},
+}
+inc_re = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+def rel(p):
+	return "src/" + os.path.relpath(p, src) if p.startswith(src + os.sep) else os.path.relpath(p, top)
+
+files = []
+for d, _, names in os.walk(src):
+	files += [os.path.join(d, n) for n in names if n.endswith((".c", ".h"))]
+edges = []		# (from, to) real paths; to may be outside src
+for f in sorted(files):
+	for line in open(f, errors="replace"):
+		m = inc_re.match(line)
+		if not m:
+			continue
+		name = m.group(1)
+		to = None
+		for base in (os.path.dirname(f), src, os.path.join(top, "plugins/include")):
+			if os.path.exists(os.path.join(base, name)):
+				to = os.path.realpath(os.path.join(base, name))
+				break
+		if to is None and (name.startswith("cmd/") or os.path.exists(os.path.join(cmd, os.path.basename(name)))):
+			to = os.path.join(cmd, os.path.basename(name))
+		if to is None:
+			print("%s: cannot find \"%s\"" % (rel(f), name))
+			sys.exit(1)
+		edges.append((f, to))
+
+def folder(p):
+	r = os.path.relpath(p, src)
+	return r.split(os.sep)[0] if os.sep in r and not r.startswith("..") else None
+
+bad = []
+if mode == "cmd":
+	bad = ["%s -> %s (src/ never includes cmd/)" % (rel(a), rel(b)) for a, b in edges
+	       if b == cmd or b.startswith(cmd + os.sep)]
+elif mode == "layers":
+	for f in sorted(files):
+		if folder(f) not in may:
+			bad.append("%s: folder '%s' has no layer (tests/cli/t0003-layers.sh)" % (rel(f), folder(f) or "src"))
+	for a, b in edges:
+		fa, fb = folder(a), folder(b)
+		if b.startswith(src + os.sep) and fa in may and fb not in may.get(fa, ()):
+			bad.append("%s -> %s (%s may use %s)" % (rel(a), rel(b), fa, ", ".join(sorted(may[fa]))))
+elif mode in ("file-cycles", "folder-cycles"):
+	graph = {}
+	for a, b in edges:
+		if not b.startswith(src + os.sep):
+			continue
+		if mode == "folder-cycles":
+			a, b = folder(a), folder(b)
+			if a == b:
+				continue
+		graph.setdefault(a, set()).add(b)
+	state, stack = {}, []
+	def dfs(n):
+		state[n] = 1
+		stack.append(n)
+		for m in sorted(graph.get(n, ())):
+			if state.get(m) == 1:
+				cyc = stack[stack.index(m):] + [m]
+				name = (lambda x: x) if mode == "folder-cycles" else rel
+				bad.append("cycle: " + " -> ".join(name(x) for x in cyc))
+			elif not state.get(m):
+				dfs(m)
+		stack.pop()
+		state[n] = 2
+	for n in sorted(graph):
+		if not state.get(n):
+			dfs(n)
+for b in bad:
+	print(b)
+sys.exit(1 if bad else 0)
+PY
+}
+
+test_expect_success 'every src/ folder has a layer; no include goes up a layer' '
+	layers layers
+'
+test_expect_success 'no include cycle between files of src/' '
+	layers file-cycles
+'
+test_expect_success 'no include cycle between folders of src/' '
+	layers folder-cycles
+'
+test_expect_success 'nothing in src/ includes cmd/' '
+	layers cmd
+'
+
+# The checker itself fails, naming the edge, on a copy with bad includes.
+test_expect_success 'the checker names an upward include, a cycle and a cmd/ include' '
+	cp -r "$TOP/src" bad &&
+	echo "#include \"engine/comm.h\"" >>bad/transport/shm.c &&
+	echo "#include \"transport/tcp_x.h\"" >bad/engine/x.h && : >bad/transport/tcp_x.h &&
+	echo "#include \"engine/x.h\"" >>bad/transport/tcp_x.h &&
+	echo "#include \"cmd/penny.h\"" >>bad/base/log.c &&
+	! layers layers bad >out && cat out &&
+	grep -qx "src/transport/shm.c -> src/engine/comm.h (transport may use base, node, transport)" out &&
+	! layers file-cycles bad >out && cat out &&
+	grep -q "cycle: src/engine/x.h -> src/transport/tcp_x.h -> src/engine/x.h" out &&
+	! layers folder-cycles bad >out && cat out &&
+	grep -qx "cycle: engine -> transport -> engine" out &&
+	! layers cmd bad >out && cat out &&
+	grep -qx "src/base/log.c -> cmd/penny.h (src/ never includes cmd/)" out
+'
+test_done
