@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "base/minijson.h"
 #include "base/util.h"
+#include "base/xml.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -210,18 +211,18 @@ int pn_plan_write_nccl(const struct pn_plan *p, int node, FILE *f)
 #define XML_MAX_DEPTH 32
 #define XML_MAX_ATTRS 32
 
+/* A graph file's element, as the checks below walk it (copied out of libxml2's tree). */
 struct xel {
-	char *name;
+	const char *name;
 	int line;
 	int nattr;
-	char *ak[XML_MAX_ATTRS], *av[XML_MAX_ATTRS];
+	const char *ak[XML_MAX_ATTRS], *av[XML_MAX_ATTRS];
 	struct xel **kids;
-	int nkids, capkids;
+	int nkids;
 };
 
-struct xparser {
-	const char *p, *end, *file;
-	int line;
+struct xread {
+	const char *file;
 	struct pn_plan_msgs *nccl;	/* what NCCL's own parser would choke on */
 	int ncclbad;
 };
@@ -234,318 +235,178 @@ static void xel_free(struct xel *e)
 		return;
 	for (i = 0; i < e->nkids; i++)
 		xel_free(e->kids[i]);
-	for (i = 0; i < e->nattr; i++) {
-		free(e->ak[i]);
-		free(e->av[i]);
-	}
 	free(e->kids);
-	free(e->name);
 	free(e);
 }
 
-static int xfail(struct xparser *x, const char *what)
+static int xfail(const struct xread *x, int line, const char *what)
 {
-	return pn_err(-EINVAL, "'%s' line %d: %s", x->file, x->line, what);
+	return pn_err(-EINVAL, "'%s' line %d: %s", x->file, line, what);
 }
 
-static void xquirk(struct xparser *x, const char *what)
+static void xquirk(struct xread *x, int line, const char *what)
 {
 	if (x->nccl && x->ncclbad++ < 5)
 		pn_plan_msg(x->nccl, "'%s' line %d: NCCL's XML reader cannot read this: %s", x->file,
-			    x->line, what);
+			    line, what);
 }
 
-static void xadvance(struct xparser *x)
+/*
+ * NCCL's own reader (xml.cc) is stricter than XML about white space: it
+ * skips only spaces and newlines, and wants attributes one space apart
+ * on one line with '=' right after the name.  This looks for that in a
+ * document libxml2 has already read (so markup is well-formed here).
+ */
+static void ncclquirks(struct xread *x, const char *p, const char *end)
 {
-	if (*x->p == '\n')
-		x->line++;
-	x->p++;
-}
+	int line = 1;
 
-/* Whitespace and comments between elements. */
-static int xskip(struct xparser *x)
-{
-	for (;;) {
-		while (x->p < x->end && isspace((unsigned char)*x->p)) {
-			if (*x->p == '\t')
-				xquirk(x, "a tab (it skips only spaces and newlines)");
-			xadvance(x);
+	while (p < end) {
+		const char *q;
+		int nsp, nl;
+
+		if (*p != '<') {
+			if (*p == '\t')
+				xquirk(x, line, "a tab (it skips only spaces and newlines)");
+			line += *p++ == '\n';
+			continue;
 		}
-		if (x->end - x->p >= 4 && !memcmp(x->p, "<!--", 4)) {
-			int start = x->line;
-
-			x->p += 4;
-			for (;;) {
-				if (x->end - x->p < 3) {
-					x->line = start;
-					return xfail(x, "unterminated comment");
-				}
-				if (!memcmp(x->p, "--", 2)) {
-					if (x->p[2] != '>')
-						return xfail(x, "'--' inside a comment");
-					x->p += 3;
-					break;
-				}
-				xadvance(x);
+		if (end - p >= 4 && !memcmp(p, "<!--", 4)) {
+			q = memmem(p, (size_t)(end - p), "-->", 3);
+			for (q = q ? q + 3 : end; p < q; p++)
+				line += *p == '\n';
+			continue;
+		}
+		if (end - p >= 2 && (p[1] == '?' || p[1] == '/' || p[1] == '!')) {
+			for (; p < end && *p != '>'; p++)
+				line += *p == '\n';
+			continue;
+		}
+		for (p++; p < end && !isspace((unsigned char)*p) && *p != '/' && *p != '>'; p++)
+			;
+		for (;;) { /* white space, then an attribute or the end of the tag */
+			for (nsp = nl = 0; p < end && isspace((unsigned char)*p); p++, nsp++) {
+				if (*p == '\n' || *p == '\r')
+					nl = 1;
+				else if (*p != ' ')
+					nl = 2;
+				line += *p == '\n';
 			}
-			continue;
-		}
-		return 0;
-	}
-}
-
-static int is_name_start(char c)
-{
-	return isalpha((unsigned char)c) || c == '_' || c == ':';
-}
-
-static int is_name_char(char c)
-{
-	return isalnum((unsigned char)c) || c == '_' || c == ':' || c == '-' || c == '.';
-}
-
-static char *xname(struct xparser *x)
-{
-	const char *s = x->p;
-	char *n;
-
-	if (x->p >= x->end || !is_name_start(*x->p))
-		return NULL;
-	while (x->p < x->end && is_name_char(*x->p))
-		x->p++;
-	n = strndup(s, (size_t)(x->p - s));
-	return n;
-}
-
-static int xattr_value(struct xparser *x, char **out)
-{
-	char q, *buf, *d;
-	const char *s;
-
-	if (x->p >= x->end || (*x->p != '"' && *x->p != '\''))
-		return xfail(x, "attribute value must be quoted");
-	q = *x->p++;
-	s = x->p;
-	while (x->p < x->end && *x->p != q) {
-		if (*x->p == '<')
-			return xfail(x, "'<' in an attribute value");
-		xadvance(x);
-	}
-	if (x->p >= x->end)
-		return xfail(x, "unterminated attribute value");
-	buf = malloc((size_t)(x->p - s) + 1);
-	if (!buf)
-		return pn_err(-ENOMEM, "out of memory");
-	for (d = buf; s < x->p; s++) {
-		static const struct {
-			const char *ent;
-			char c;
-		} ents[] = { { "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' },
-			     { "&quot;", '"' }, { "&apos;", '\'' } };
-		size_t e;
-
-		if (*s != '&') {
-			*d++ = *s;
-			continue;
-		}
-		for (e = 0; e < PN_ARRAY_SIZE(ents); e++) {
-			size_t n = strlen(ents[e].ent);
-
-			if ((size_t)(x->p - s) >= n && !memcmp(s, ents[e].ent, n)) {
-				*d++ = ents[e].c;
-				s += n - 1;
+			if (p >= end)
+				return;
+			if (*p == '/' || *p == '>') {
+				if (nl)
+					xquirk(x, line, "a line break or tab before the end of a tag");
 				break;
 			}
-		}
-		if (e == PN_ARRAY_SIZE(ents)) {
-			free(buf);
-			return xfail(x, "unknown entity in an attribute value");
+			if (nsp != 1 || nl)
+				xquirk(x, line, "attributes must be separated by exactly one space on one "
+						"line");
+			for (; p < end && *p != '=' && !isspace((unsigned char)*p); p++)
+				;
+			if (p < end && *p != '=')
+				xquirk(x, line, "spaces around '=' in an attribute");
+			for (; p < end && *p != '"' && *p != '\''; p++)
+				line += *p == '\n';
+			if (p >= end)
+				return;
+			for (q = p++; p < end && *p != *q; p++)
+				line += *p == '\n';
+			p++;
 		}
 	}
-	*d = 0;
-	x->p++;
-	if (strlen(buf) > 255)
-		xquirk(x, "an attribute value over 255 bytes");
-	*out = buf;
-	return 0;
 }
 
-static int xelement(struct xparser *x, int depth, struct xel **out)
+/* Element e (libxml2's) as a struct xel; text, CDATA and processing instructions are refused. */
+static int xcopy(struct xread *x, const xmlNode *n, int depth, struct xel **out)
 {
+	const xmlAttr *a;
+	const xmlNode *k;
 	struct xel *e;
-	int ret, i;
+	int ret = 0, nk = 0;
 
 	*out = NULL;
 	if (depth > XML_MAX_DEPTH)
-		return xfail(x, "elements nested too deep");
-	if (x->p >= x->end || *x->p != '<')
-		return xfail(x, "expected '<'");
-	x->p++;
+		return xfail(x, pn_xml_line(n), "elements nested too deep");
+	for (k = n->children; k; k = k->next)
+		nk += k->type == XML_ELEMENT_NODE;
 	e = calloc(1, sizeof(*e));
-	if (!e)
+	if (!e || !(e->kids = calloc((size_t)nk + 1, sizeof(*e->kids)))) {
+		free(e);
 		return pn_err(-ENOMEM, "out of memory");
-	e->line = x->line;
-	e->name = xname(x);
-	if (!e->name) {
-		ret = xfail(x, "expected an element name");
-		goto fail;
 	}
-	for (;;) {
-		int nsp = 0, nl = 0;
-		char *k, *v = NULL;
+	e->name = (const char *)n->name;
+	e->line = pn_xml_line(n);
+	for (a = n->properties; a && !ret; a = a->next) {
+		const char *v = pn_xml_attr(n, (const char *)a->name);
 
-		while (x->p < x->end && isspace((unsigned char)*x->p)) {
-			if (*x->p == '\n' || *x->p == '\r')
-				nl = 1;
-			else if (*x->p != ' ')
-				nl = 2;
-			nsp++;
-			xadvance(x);
+		if (e->nattr == XML_MAX_ATTRS)
+			ret = xfail(x, e->line, "too many attributes");
+		else if (!v || a->ns)
+			ret = xfail(x, e->line, "an attribute NCCL cannot read");
+		else if (strlen(v) > 255)
+			xquirk(x, e->line, "an attribute value over 255 bytes");
+		if (!ret) {
+			e->ak[e->nattr] = (const char *)a->name;
+			e->av[e->nattr++] = v;
 		}
-		if (x->p >= x->end) {
-			ret = xfail(x, "unterminated tag");
-			goto fail;
-		}
-		if (*x->p == '/' || *x->p == '>') {
-			if (nl)
-				xquirk(x, "a line break or tab before the end of a tag");
-			break;
-		}
-		if (!nsp) {
-			ret = xfail(x, "attributes must be separated by whitespace");
-			goto fail;
-		}
-		if (nsp != 1 || nl)
-			xquirk(x, "attributes must be separated by exactly one space on one line");
-		k = xname(x);
-		if (!k) {
-			ret = xfail(x, "expected an attribute name");
-			goto fail;
-		}
-		if (x->p >= x->end || *x->p != '=') {
-			free(k);
-			ret = xfail(x, "expected '=' after an attribute name (no spaces around it)");
-			goto fail;
-		}
-		x->p++;
-		ret = xattr_value(x, &v);
-		if (ret) {
-			free(k);
-			goto fail;
-		}
-		for (i = 0; i < e->nattr; i++)
-			if (!strcmp(e->ak[i], k))
-				break;
-		if (i < e->nattr || e->nattr == XML_MAX_ATTRS) {
-			free(k);
-			free(v);
-			ret = xfail(x, i < e->nattr ? "repeated attribute" : "too many attributes");
-			goto fail;
-		}
-		e->ak[e->nattr] = k;
-		e->av[e->nattr++] = v;
 	}
-	if (*x->p == '/') {
-		x->p++;
-		if (x->p >= x->end || *x->p != '>') {
-			ret = xfail(x, "expected '>' after '/'");
-			goto fail;
-		}
-		x->p++;
-		*out = e;
-		return 0;
+	for (k = n->children; k && !ret; k = k->next) {
+		if (k->type == XML_ELEMENT_NODE)
+			ret = xcopy(x, k, depth + 1, &e->kids[e->nkids++]);
+		else if ((k->type == XML_TEXT_NODE && !xmlIsBlankNode(k)) ||
+			 k->type == XML_CDATA_SECTION_NODE)
+			ret = xfail(x, pn_xml_line(k) ? pn_xml_line(k) : e->line,
+				    "text content is not expected in a graph file");
+		else if (k->type == XML_PI_NODE)
+			ret = xfail(x, pn_xml_line(k),
+				    "DOCTYPE and processing instructions are not supported");
 	}
-	x->p++;
-	for (;;) {
-		struct xel *kid;
-
-		ret = xskip(x);
-		if (ret)
-			goto fail;
-		if (x->p >= x->end) {
-			ret = xfail(x, "unterminated element");
-			goto fail;
-		}
-		if (*x->p != '<') {
-			ret = xfail(x, "text content is not expected in a graph file");
-			goto fail;
-		}
-		if (x->end - x->p >= 2 && x->p[1] == '/') {
-			char *n;
-
-			x->p += 2;
-			n = xname(x);
-			if (!n || strcmp(n, e->name)) {
-				free(n);
-				ret = xfail(x, "closing tag does not match");
-				goto fail;
-			}
-			free(n);
-			if (x->p >= x->end || *x->p != '>') {
-				ret = xfail(x, "expected '>' in a closing tag");
-				goto fail;
-			}
-			x->p++;
-			*out = e;
-			return 0;
-		}
-		ret = xelement(x, depth + 1, &kid);
-		if (ret)
-			goto fail;
-		if (e->nkids == e->capkids) {
-			int cap = e->capkids ? e->capkids * 2 : 8;
-			struct xel **nk = realloc(e->kids, (size_t)cap * sizeof(*nk));
-
-			if (!nk) {
-				xel_free(kid);
-				ret = pn_err(-ENOMEM, "out of memory");
-				goto fail;
-			}
-			e->kids = nk;
-			e->capkids = cap;
-		}
-		e->kids[e->nkids++] = kid;
+	if (ret) {
+		xel_free(e);
+		return ret;
 	}
-fail:
-	xel_free(e);
-	return ret;
+	*out = e;
+	return 0;
 }
 
+/* The file as a tree of struct xel (*root) on libxml2's document (*doc, to free after). */
 static int xml_parse(const char *text, size_t len, const char *file, struct pn_plan_msgs *nccl,
-		     struct xel **root)
+		     xmlDocPtr *doc, struct xel **root)
 {
-	struct xparser x = { .p = text, .end = text + len, .file = file, .line = 1, .nccl = nccl };
+	struct xread x = { .file = file, .nccl = nccl };
+	struct pn_xml_error e;
+	const xmlNode *n;
 	int ret;
 
 	*root = NULL;
 	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
-		return xfail(&x, "byte-order mark");
-	ret = xskip(&x);
-	if (ret)
-		return ret;
-	if (x.end - x.p >= 5 && !memcmp(x.p, "<?xml", 5)) {
-		xquirk(&x, "an XML declaration (<?xml ...?>)");
-		while (x.p < x.end - 1 && memcmp(x.p, "?>", 2))
-			xadvance(&x);
-		if (x.p >= x.end - 1)
-			return xfail(&x, "unterminated XML declaration");
-		x.p += 2;
-		ret = xskip(&x);
-		if (ret)
-			return ret;
+		return xfail(&x, 1, "byte-order mark");
+	*doc = pn_xml_parse(text, len, &e);
+	if (!*doc) {
+		if (e.code == PN_XML_E_NOMEM)
+			return pn_err(-ENOMEM, "out of memory");
+		if (e.code == XML_ERR_DOCUMENT_EMPTY)
+			return xfail(&x, e.line, "expected '<'");
+		if (e.code == XML_ERR_DOCUMENT_END)
+			return xfail(&x, e.line, "content after the root element");
+		return xfail(&x, e.line, pn_xml_why(&e, text, len));
 	}
-	if (x.end - x.p >= 2 && (x.p[1] == '!' || x.p[1] == '?'))
-		return xfail(&x, "DOCTYPE and processing instructions are not supported");
-	ret = xelement(&x, 0, root);
-	if (ret)
-		return ret;
-	ret = xskip(&x);
-	if (!ret && x.p != x.end)
-		ret = xfail(&x, "content after the root element");
-	if (ret) {
-		xel_free(*root);
-		*root = NULL;
-	}
+	for (n = (*doc)->children; n; n = n->next)
+		if (n->type == XML_DTD_NODE || n->type == XML_PI_NODE) {
+			ret = xfail(&x, n->type == XML_PI_NODE ? pn_xml_line(n) : 1,
+				    "DOCTYPE and processing instructions are not supported");
+			goto fail;
+		}
+	if (len >= 5 && !memcmp(text, "<?xml", 5))
+		xquirk(&x, 1, "an XML declaration (<?xml ...?>)");
+	ncclquirks(&x, text, text + len);
+	ret = xcopy(&x, xmlDocGetRootElement(*doc), 0, root);
+	if (!ret)
+		return 0;
+fail:
+	xmlFreeDoc(*doc);
+	*doc = NULL;
 	return ret;
 }
 
@@ -888,19 +749,21 @@ int pn_plan_read_nccl(struct pn_plan *p, struct pn_plan_model *m, const char *co
 		      struct pn_plan_msgs *notes, struct pn_plan_msgs *viol)
 {
 	struct xel **roots = NULL;
+	xmlDocPtr *docs = NULL;
 	struct ngraph *gs = NULL;
 	int i, n, c, R, N, ret = 0, derived = 0;
 
 	if (nfiles < 1)
 		return pn_err(-EINVAL, "no graph file");
 	roots = calloc((size_t)nfiles, sizeof(*roots));
+	docs = calloc((size_t)nfiles, sizeof(*docs));
 	gs = calloc((size_t)nfiles, sizeof(*gs));
-	if (!roots || !gs) {
+	if (!roots || !docs || !gs) {
 		ret = pn_err(-ENOMEM, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < nfiles; i++) {
-		ret = xml_parse(texts[i], lens[i], names[i], viol, &roots[i]);
+		ret = xml_parse(texts[i], lens[i], names[i], viol, &docs[i], &roots[i]);
 		if (ret)
 			goto out;
 		ret = load_graph(roots[i], names[i], &gs[i], notes, viol);
@@ -997,6 +860,10 @@ int pn_plan_read_nccl(struct pn_plan *p, struct pn_plan_model *m, const char *co
 out:
 	for (i = 0; i < nfiles && roots; i++)
 		xel_free(roots[i]);
+	for (i = 0; i < nfiles && docs; i++)
+		if (docs[i])
+			xmlFreeDoc(docs[i]);
+	free(docs);
 	for (i = 0; i < nfiles && gs; i++)
 		free(gs[i].ch);
 	free(roots);
