@@ -13,7 +13,7 @@
 #include "base/ofile.h"
 #include "plan/plan.h"
 #include "plan/plan_job.h"
-#include "engine/sched.h"
+#include "engine/plansched.h"
 #include "node/topo.h"
 #include "base/util.h"
 
@@ -449,40 +449,6 @@ static void print_bandwidth(struct pn_out *out, const struct pn_plan *p)
 	pn_out_close_object(out);
 }
 
-/*
- * The schedule allreduce-test --plan runs at one rank for these rings: the
- * plan placed on a job whose ranks are numbered node by node in plan order
- * (pn_plan_job_map, as the engine does it), then src/engine/sched.h's multiring
- * generator with the planned orders, as pn_coll_schedule calls it.
- */
-static int build_schedule(const struct pn_plan *p, struct pn_sched *sc)
-{
-	const struct pn_plan_model *m = p->model;
-	struct pn_plan_job pj;
-	struct pn_sched_job job = { 0 };
-	int *node, i, k, ret;
-
-	node = malloc(sizeof(int) * (size_t)m->nranks);
-	if (!node)
-		return pn_err(-ENOMEM, "out of memory");
-	for (i = 0; i < m->nnodes; i++)
-		for (k = 0; k < layout_of(m, i)->ngpus; k++)
-			node[m->nodes[i].rank0 + k] = i;
-	ret = pn_plan_job_map(&pj, p, m->nranks, node, m->nnodes, NULL);
-	if (!ret) {
-		job.rank = o.schedule_rank;
-		job.nranks = m->nranks;
-		job.node = node;
-		job.nchannels = pj.nrings;
-		job.inplace = 1;
-		job.rings = (const int *const *)pj.rings;
-		ret = pn_sched_build(sc, PN_ALGO_MULTIRING, &job, (size_t)(o.schedule_size / 4), 4);
-		pn_plan_job_release(&pj);
-	}
-	free(node);
-	return ret;
-}
-
 static void print_schedule(struct pn_out *out, const struct pn_plan *p, const struct pn_sched *sc)
 {
 	const struct pn_plan_model *m = p->model;
@@ -718,17 +684,23 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 
 	pn_plan_model_init(&own);
 	pn_plan_init(&plan, model);
+	/*
+	 * The arrays are sized once from the comma count: growing them with
+	 * x = realloc(x, ...) lost them on failure, and the clean-up below then
+	 * read texts[i] through NULL.
+	 */
+	for (i = 1, fmt = p; *fmt; fmt++)
+		i += *fmt == ',';
+	texts = calloc((size_t)i, sizeof(*texts));
+	names = calloc((size_t)i, sizeof(*names));
+	lens = calloc((size_t)i, sizeof(*lens));
+	if (!texts || !names || !lens) {
+		pn_cmd_fail(ctx, 2, "out of memory");
+		goto out;
+	}
 	for (; *p; nf++) {
 		size_t len = strcspn(p, ",");
 
-		texts = realloc(texts, sizeof(*texts) * (size_t)(nf + 1));
-		names = realloc(names, sizeof(*names) * (size_t)(nf + 1));
-		lens = realloc(lens, sizeof(*lens) * (size_t)(nf + 1));
-		if (!texts || !names || !lens) {
-			pn_cmd_fail(ctx, 2, "out of memory");
-			goto out;
-		}
-		texts[nf] = NULL;
 		names[nf] = strndup(p, len);
 		p += len;
 		if (*p == ',')
@@ -778,7 +750,7 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 	}
 	/* the engine refuses a plan with violations: no schedule for it */
 	if (o.show_schedule && !viol.n && !viol.dropped) {
-		ret = build_schedule(&plan, &sc);
+		ret = pn_plan_sched_build(&sc, &plan, o.schedule_rank, (size_t)(o.schedule_size / 4), 4);
 		if (ret) {
 			pn_cmd_error(ctx, ret);
 			goto out;
@@ -893,7 +865,7 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 					 model.nranks - 1);
 			goto out_plan;
 		}
-		ret = build_schedule(&plan, &sc);
+		ret = pn_plan_sched_build(&sc, &plan, o.schedule_rank, (size_t)(o.schedule_size / 4), 4);
 		if (ret) {
 			pn_cmd_error(ctx, ret);
 			rc = 2;
