@@ -6,6 +6,7 @@
 #ifndef PENNY_PLANSCHED_H
 #define PENNY_PLANSCHED_H
 
+#include "base/out.h"
 #include "engine/sched.h"
 #include "plan/plan.h"
 
@@ -19,5 +20,8 @@
  */
 int pn_plan_sched_build(struct pn_sched *sc, const struct pn_plan *p, int rank, size_t count,
 			size_t esize);
+
+/* sc (built for p) into out, text or JSON: the "schedule" object of ring-plan's output. */
+void pn_plan_sched_write(struct pn_out *out, const struct pn_plan *p, const struct pn_sched *sc);
 
 #endif
