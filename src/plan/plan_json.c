@@ -805,6 +805,47 @@ static void check_fields(struct pn_plan *p, const struct pn_jval *root,
 }
 #undef FVIOL
 
+/*
+ * The rails the file names (the plan's, each ring's one or two), kept as
+ * the file orders them so that the plan writes back the same (the hops'
+ * NICs decide the rails; check_fields reports a list that differs).
+ */
+static int keep_rails(struct pn_plan *p, const struct pn_jval *root, const struct pn_jval *rings)
+{
+	const struct pn_jval *all = pn_json_get(root, "rails");
+	long long a, b;
+	unsigned i;
+	int r;
+
+	for (r = 0; r < p->nrings; r++) {
+		const struct pn_jval *rv = pn_json_get(pn_json_at(rings, (unsigned)r), "rails");
+
+		if (pn_json_len(rv) < 1 || pn_json_len(rv) > 2 || pn_json_int(pn_json_at(rv, 0), &a) ||
+		    a < 0 || a > 65535)
+			continue;
+		b = a;
+		if (pn_json_len(rv) == 2 && (pn_json_int(pn_json_at(rv, 1), &b) || b < 0 || b > 65535))
+			continue;
+		p->rings[r].rail_a = (int)a;
+		p->rings[r].rail_b = (int)b;
+	}
+	if (!pn_json_len(all) || pn_json_len(all) > PN_PLAN_MAX_NICS || p->rails)
+		return 0;
+	p->rails = calloc(pn_json_len(all), sizeof(*p->rails));
+	if (!p->rails)
+		return pn_err(-ENOMEM, "out of memory");
+	for (i = 0; i < pn_json_len(all); i++) {
+		if (pn_json_int(pn_json_at(all, i), &a) || a < 0 || a > 65535) {
+			free(p->rails);
+			p->rails = NULL;
+			p->nrails = 0;
+			return 0;
+		}
+		p->rails[p->nrails++] = (int)a;
+	}
+	return 0;
+}
+
 int pn_plan_read_json(struct pn_plan *p, struct pn_plan_model *own, struct pn_plan_model *model,
 		      const char *text, size_t len)
 {
@@ -922,8 +963,10 @@ int pn_plan_read_json(struct pn_plan *p, struct pn_plan_model *own, struct pn_pl
 		}
 	}
 	ret = pn_plan_analyze(p, 0);
-	if (!ret)
+	if (!ret) {
 		check_fields(p, root, rings, &hi);
+		ret = keep_rails(p, root, rings);
+	}
 out:
 	free(hi.ord);
 	pn_json_release(&doc);
