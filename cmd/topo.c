@@ -10,12 +10,11 @@
 #include "node/nic.h"
 #include "base/ofile.h"
 #include "node/topo.h"
+#include "node/topo_check.h"
 #include "plan/topo_json.h"
 #include "base/util.h"
 
 #include <errno.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,139 +54,6 @@ const struct pn_opt topo_options[] = {
 	  "check: every GPU has an RDMA NIC at PIX or PXB", NULL, NULL },
 	OPT_TABLE_END
 };
-
-struct checks {
-	char **v;
-	int n, cap, oom;
-};
-
-static void violation(struct checks *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void violation(struct checks *c, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-
-	if (c->n == c->cap) {
-		int cap = c->cap ? 2 * c->cap : 16;
-		char **v = realloc(c->v, (size_t)cap * sizeof(*v));
-
-		if (!v) {
-			c->oom = 1;
-			return;
-		}
-		c->v = v;
-		c->cap = cap;
-	}
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		c->oom = 1;
-	else
-		c->v[c->n++] = s;
-	va_end(ap);
-}
-
-/* Is port p of device dev selected by --device? */
-static int selected(const char *dev, int port, int *hits, int nsel, char **sel)
-{
-	int i, any = 0;
-
-	if (!nsel)
-		return 1;
-	for (i = 0; i < nsel; i++) {
-		const char *colon = strrchr(sel[i], ':');
-		size_t len = colon ? (size_t)(colon - sel[i]) : strlen(sel[i]);
-
-		if (strlen(dev) != len || strncmp(dev, sel[i], len))
-			continue;
-		if (colon && atoi(colon + 1) != port)
-			continue;
-		hits[i]++;
-		any = 1;
-	}
-	return any;
-}
-
-static void check_ports(struct checks *c, const struct pn_topo *t, int want_state)
-{
-	char *list = opt.devices ? strdup(opt.devices) : NULL, *tok, *save = NULL;
-	char *sel[64];
-	int hits[64] = { 0 }, nsel = 0, i, p, nchecked = 0;
-
-	for (tok = list ? strtok_r(list, ",", &save) : NULL; tok && nsel < 64;
-	     tok = strtok_r(NULL, ",", &save))
-		if (*tok)
-			sel[nsel++] = tok;
-	for (i = t->ngpus; i < t->ngpus + t->nnics; i++) {
-		const struct pn_nic *nic = &t->devs[i].nic;
-
-		if (!nic->nports && selected(nic->name, 0, hits, nsel, sel)) {
-			violation(c, "%s: no port information", nic->name);
-			nchecked++;
-		}
-		for (p = 0; p < nic->nports; p++) {
-			const struct pn_port *pt = &nic->ports[p];
-
-			if (!selected(nic->name, pt->port, hits, nsel, sel))
-				continue;
-			nchecked++;
-			if (want_state >= 0 && pt->state != want_state)
-				violation(c, "%s port %d: state %s, expected %s", nic->name, pt->port,
-					  pt->state_name[0] ? pt->state_name : "unknown",
-					  opt.expect_state);
-			if (opt.expect_rate >= 0 && !(pt->rate_gbps >= opt.expect_rate)) {
-				if (pt->rate_gbps > 0)
-					violation(c, "%s port %d: rate %g Gb/s, expected at least %g Gb/s",
-						  nic->name, pt->port, pt->rate_gbps, opt.expect_rate);
-				else
-					violation(c, "%s port %d: rate unknown, expected at least %g Gb/s",
-						  nic->name, pt->port, opt.expect_rate);
-			}
-		}
-	}
-	for (i = 0; i < nsel; i++)
-		if (!hits[i])
-			violation(c, "no RDMA device or port '%s'", sel[i]);
-	if (!nchecked && !nsel)
-		violation(c, "no RDMA ports to check");
-	free(list);
-}
-
-static void run_checks(struct checks *c, const struct pn_topo *t, int want_state)
-{
-	int g;
-
-	if (opt.expect_gpus >= 0 && t->ngpus != opt.expect_gpus)
-		violation(c, "found %d GPU%s, expected %d", t->ngpus, t->ngpus == 1 ? "" : "s",
-			  opt.expect_gpus);
-	if (opt.expect_nics >= 0 && t->nnics != opt.expect_nics)
-		violation(c, "found %d RDMA NIC%s, expected %d", t->nnics, t->nnics == 1 ? "" : "s",
-			  opt.expect_nics);
-	if (want_state >= 0 || opt.expect_rate >= 0)
-		check_ports(c, t, want_state);
-	if (opt.expect_rail) {
-		int *nics = calloc((size_t)t->nnics + 1, sizeof(*nics));
-
-		if (!nics) {
-			c->oom = 1;
-			return;
-		}
-		for (g = 0; g < t->ngpus; g++) {
-			char cls[16];
-			int cl, n = pn_topo_rail(t, g, nics, &cl);
-
-			if (!n)
-				violation(c, "%s (%s): no RDMA NIC", t->devs[g].name,
-					  t->devs[g].pci_busid);
-			else if (cl != PN_PATH_PIX && cl != PN_PATH_PXB)
-				violation(c, "%s (%s): nearest NIC %s (%s) is %s, expected PIX or PXB",
-					  t->devs[g].name, t->devs[g].pci_busid,
-					  t->devs[nics[0]].name, t->devs[nics[0]].nic.name,
-					  pn_path_name(cl, 0, cls, sizeof(cls)));
-		}
-		free(nics);
-	}
-}
 
 /*
  * -d: only with a port check, at most 64 entries, each DEV or DEV:PORT with
@@ -248,7 +114,8 @@ static int save_json(struct pn_ctx *ctx, struct pn_ofile *of, const struct pn_to
 int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 {
 	struct pn_topo_cfg cfg = { 0 };
-	struct checks c = { 0 };
+	struct pn_topo_viol c = { 0 };
+	struct pn_topo_expect e;
 	struct pn_topo t;
 	struct pn_ofile *save = NULL;
 	int ret, i, want_state = -1, checks;
@@ -282,11 +149,14 @@ int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 		pn_cmd_error(ctx, ret);
 		return 2;
 	}
-	if (checks)
-		run_checks(&c, &t, want_state);
-	ret = 0;
-	if (c.oom) {
-		ret = pn_cmd_fail(ctx, 2, "out of memory");
+	e = (struct pn_topo_expect){ .gpus = opt.expect_gpus, .nics = opt.expect_nics,
+				     .rate = opt.expect_rate, .state = want_state,
+				     .state_name = opt.expect_state, .devices = opt.devices,
+				     .rail = opt.expect_rail };
+	ret = checks ? pn_topo_check(&t, &e, &c) : 0;
+	if (ret) {
+		pn_cmd_error(ctx, ret);
+		ret = 2;
 		goto out;
 	}
 	pn_topo_write(ctx->out, &t, opt.pcie, c.v, c.n, checks);
@@ -302,9 +172,7 @@ int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 	}
 out:
 	pn_ofile_abort(save);
-	for (i = 0; i < c.n; i++)
-		free(c.v[i]);
-	free(c.v);
+	pn_topo_viol_release(&c);
 	pn_topo_release(&t);
 	return ret;
 }
