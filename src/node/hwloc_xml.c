@@ -6,7 +6,6 @@
  */
 #include "node/topo.h"
 #include "base/log.h"
-#include "base/util.h"
 #include "base/xml.h"
 
 #include <errno.h>
@@ -30,7 +29,7 @@ int pn_topo_xml_version(const char *buf, size_t len)
 }
 
 /* Markup the converter never met in hwloc's XML, refused as before libxml2. */
-static int odd_markup(const xmlNode *n, const char *in, size_t len)
+static int odd_markup(const xmlNode *n)
 {
 	for (; n; n = n->next) {
 		int line = pn_xml_line(n);
@@ -42,7 +41,7 @@ static int odd_markup(const xmlNode *n, const char *in, size_t len)
 			return pn_err(-EINVAL,
 				      "malformed XML at line %d: '>' inside a processing instruction",
 				      line ? line : 1);
-		if (n->type == XML_ELEMENT_NODE && odd_markup(n->children, in, len))
+		if (n->type == XML_ELEMENT_NODE && odd_markup(n->children))
 			return -EINVAL;
 	}
 	return 0;
@@ -71,7 +70,7 @@ int pn_topo_xml_check(const char *in, size_t len)
 
 	if (ret)
 		return ret;
-	ret = odd_markup(doc->children, in, len);
+	ret = odd_markup(doc->children);
 	xmlFreeDoc(doc);
 	return ret;
 }
