@@ -7,7 +7,7 @@
 #define _GNU_SOURCE
 #include "penny.h"
 #include "ar-gpu.h"
-#include "plot.h"
+#include "base/plot.h"
 
 #include "engine/boot.h"
 #include "engine/coll.h"

@@ -12,8 +12,9 @@
 #include "base/minijson.h"
 #include "base/ofile.h"
 #include "plan/plan.h"
+#include "plan/plan_json.h"
 #include "plan/plan_job.h"
-#include "engine/sched.h"
+#include "engine/plansched.h"
 #include "node/topo.h"
 #include "base/util.h"
 
@@ -160,436 +161,6 @@ static int load_model(struct pn_ctx *ctx, struct pn_plan_model *m, int need)
 
 /* ---------------------------------------------------------------- print */
 
-static const struct pn_plan_layout *layout_of(const struct pn_plan_model *m, int node)
-{
-	return &m->layouts[m->nodes[node].layout];
-}
-
-static void print_msgs(struct pn_out *out, const char *key, const char *label,
-		       const struct pn_plan_msgs *a, const struct pn_plan_msgs *b)
-{
-	const struct pn_plan_msgs *ms[2] = { a, b };
-	int i, k;
-
-	pn_out_open_array(out, key);
-	for (k = 0; k < 2; k++) {
-		if (!ms[k])
-			continue;
-		for (i = 0; i < ms[k]->n; i++) {
-			pn_out_text(out, "%s: ", label);
-			pn_out_str(out, PN_ANY, NULL, "%s\n", ms[k]->v[i]);
-		}
-		if (ms[k]->dropped) {
-			char more[64];
-
-			snprintf(more, sizeof(more), "... and %d more", ms[k]->dropped);
-			pn_out_text(out, "%s: ", label);
-			pn_out_str(out, PN_ANY, NULL, "%s\n", more);
-		}
-	}
-	pn_out_close_array(out);
-}
-
-static void print_shape(struct pn_out *out, const struct pn_plan_model *m)
-{
-	const struct pn_plan_layout *l0 = layout_of(m, 0);
-	int i, uni_g = 1, uni_n = 1;
-
-	for (i = 0; i < m->nnodes; i++) {
-		uni_g &= layout_of(m, i)->ngpus == l0->ngpus;
-		uni_n &= layout_of(m, i)->nnics == l0->nnics;
-	}
-	pn_out_text(out, "%d node%s", m->nnodes, m->nnodes == 1 ? "" : "s");
-	if (uni_g)
-		pn_out_text(out, " x %d GPUs", l0->ngpus);
-	if (uni_n)
-		pn_out_text(out, " x %d NIC port%s", l0->nnics, l0->nnics == 1 ? "" : "s");
-	pn_out_text(out, " (%s), %d ranks\n", m->source, m->nranks);
-}
-
-static void print_nic(struct pn_out *out, const char *key, const struct pn_plan_layout *l, int nic)
-{
-	if (nic < 0) {
-		pn_out_null(out, PN_JSON, key, NULL);
-		return;
-	}
-	pn_out_open_object(out, key);
-	pn_out_str(out, PN_JSON, "nic", NULL, l->nics[nic].name);
-	pn_out_int(out, PN_JSON, "rail", NULL, l->nics[nic].rail);
-	pn_out_close_object(out);
-}
-
-static void print_ring(struct pn_out *out, const struct pn_plan *p, int r)
-{
-	const struct pn_plan_model *m = p->model;
-	const struct pn_plan_ring *ring = &p->rings[r];
-	int i, k, N = m->nnodes;
-	char buf[64];
-
-	pn_out_open_object(out, NULL);
-	pn_out_int(out, PN_ANY, "id", "ring %lld", r);
-	pn_out_open_array(out, "rails");
-	if (ring->rail_a >= 0) {
-		pn_out_int(out, PN_ANY, NULL, "  rails %lld", ring->rail_a);
-		if (ring->rail_b != ring->rail_a)
-			pn_out_int(out, PN_ANY, NULL, ",%lld", ring->rail_b);
-	}
-	pn_out_close_array(out);
-	pn_out_float(out, PN_ANY, "gbs", "  %.2f GB/s", ring->gbs);
-	pn_out_str(out, PN_ANY, "bottleneck", "  (limit: %s)\n", ring->bottleneck);
-	pn_out_open_array(out, "segments");
-	for (i = 0; i < ring->nseg; i++) {
-		const struct pn_plan_seg *s = &ring->seg[i];
-		const struct pn_plan_layout *l = layout_of(m, s->node);
-
-		pn_out_open_object(out, NULL);
-		pn_out_str(out, PN_ANY, "node", "  %-10s", m->nodes[s->node].host);
-		if (s->in_nic >= 0)
-			pn_out_text(out, " %s r%d >", l->nics[s->in_nic].name, l->nics[s->in_nic].rail);
-		print_nic(out, "recv", l, s->in_nic);
-		pn_out_open_array(out, "gpus");
-		for (k = 0; k < s->n; k++) {
-			const struct pn_plan_gpu *g = &l->gpus[ring->gpus[s->off + k]];
-
-			pn_out_int(out, PN_JSON, NULL, NULL, g->index);
-			pn_out_text(out, " %s", g->name);
-		}
-		pn_out_close_array(out);
-		if (s->out_nic >= 0)
-			pn_out_text(out, " > %s r%d", l->nics[s->out_nic].name,
-				    l->nics[s->out_nic].rail);
-		else if (N == 1 && s->n > 1)
-			pn_out_text(out, " > %s", l->gpus[ring->gpus[s->off]].name);
-		print_nic(out, "send", l, s->out_nic);
-		pn_out_text(out, "\n");
-		pn_out_close_object(out);
-	}
-	pn_out_close_array(out);
-	pn_out_open_array(out, "hops");
-	for (i = 0; N > 1 && i < ring->nseg; i++) {
-		const struct pn_plan_seg *s = &ring->seg[i], *t = &ring->seg[(i + 1) % ring->nseg];
-		const struct pn_plan_layout *ls = layout_of(m, s->node), *lt = layout_of(m, t->node);
-
-		pn_out_open_object(out, NULL);
-		pn_out_str(out, PN_JSON, "from", NULL, m->nodes[s->node].host);
-		pn_out_int(out, PN_JSON, "from_gpu", NULL,
-			   s->n ? ls->gpus[ring->gpus[s->off + s->n - 1]].index : -1);
-		if (s->out_nic >= 0)
-			pn_out_str(out, PN_JSON, "send_nic", NULL, ls->nics[s->out_nic].name);
-		else
-			pn_out_null(out, PN_JSON, "send_nic", NULL);
-		pn_out_str(out, PN_JSON, "to", NULL, m->nodes[t->node].host);
-		pn_out_int(out, PN_JSON, "to_gpu", NULL, t->n ? lt->gpus[ring->gpus[t->off]].index : -1);
-		if (t->in_nic >= 0)
-			pn_out_str(out, PN_JSON, "recv_nic", NULL, lt->nics[t->in_nic].name);
-		else
-			pn_out_null(out, PN_JSON, "recv_nic", NULL);
-		pn_out_int(out, PN_JSON, "rail", NULL, s->out_nic >= 0 ? ls->nics[s->out_nic].rail : -1);
-		pn_out_int(out, PN_JSON, "recv_rail", NULL,
-			   t->in_nic >= 0 ? lt->nics[t->in_nic].rail : -1);
-		pn_out_close_object(out);
-		if (i == ring->nseg - 1 && ring->nseg > 1 && s->out_nic >= 0) {
-			snprintf(buf, sizeof(buf), "rail %d", ls->nics[s->out_nic].rail);
-			pn_out_text(out, "  (%s -> %s on %s)\n", m->nodes[s->node].host,
-				    m->nodes[t->node].host, buf);
-		}
-	}
-	pn_out_close_array(out);
-	pn_out_close_object(out);
-}
-
-/* NIC load, grouped: rows of (nic, rail, send, recv) with how many nodes share them. */
-struct load_group {
-	const char *nic;
-	int rail, send, recv, active, count, first;
-};
-
-static void print_loads(struct pn_out *out, const struct pn_plan *p)
-{
-	const struct pn_plan_model *m = p->model;
-	struct load_group *g = NULL;
-	int ng = 0, cap = 0, i, k, j;
-
-	pn_out_open_array(out, "nic_load");
-	for (i = 0; i < m->nnodes; i++) {
-		const struct pn_plan_layout *l = layout_of(m, i);
-
-		for (k = 0; k < l->nnics; k++) {
-			int sd = p->send[p->load_off[i] + k], rv = p->recv[p->load_off[i] + k];
-
-			if (pn_out_is_json(out)) {
-				pn_out_open_object(out, NULL);
-				pn_out_str(out, PN_JSON, "node", NULL, m->nodes[i].host);
-				pn_out_str(out, PN_JSON, "nic", NULL, l->nics[k].name);
-				pn_out_int(out, PN_JSON, "rail", NULL, l->nics[k].rail);
-				pn_out_bool(out, PN_JSON, "active", NULL, l->nics[k].active);
-				pn_out_int(out, PN_JSON, "send", NULL, sd);
-				pn_out_int(out, PN_JSON, "recv", NULL, rv);
-				pn_out_close_object(out);
-				continue;
-			}
-			for (j = 0; j < ng; j++)
-				if (!strcmp(g[j].nic, l->nics[k].name) && g[j].rail == l->nics[k].rail &&
-				    g[j].send == sd && g[j].recv == rv &&
-				    g[j].active == l->nics[k].active)
-					break;
-			if (j == ng) {
-				if (ng == cap) {
-					struct load_group *n;
-
-					cap = cap ? cap * 2 : 16;
-					n = realloc(g, (size_t)cap * sizeof(*n));
-					if (!n)
-						goto out;
-					g = n;
-				}
-				g[ng] = (struct load_group){ l->nics[k].name, l->nics[k].rail, sd, rv,
-							     l->nics[k].active, 0, i };
-				ng++;
-			}
-			g[j].count++;
-		}
-	}
-	if (!pn_out_is_json(out) && ng) {
-		pn_out_text(out, "\nNIC load (rings per NIC and direction):\n");
-		pn_out_text(out, "  %-12s %5s %5s %5s  %s\n", "nic", "rail", "send", "recv", "nodes");
-		for (j = 0; j < ng; j++) {
-			char rail[16];
-
-			snprintf(rail, sizeof(rail), "%d", g[j].rail);
-			pn_out_text(out, "  %-12s %5s %5d %5d  ", g[j].nic, g[j].rail >= 0 ? rail : "-",
-				    g[j].send, g[j].recv);
-			if (g[j].count == m->nnodes)
-				pn_out_text(out, "all %d", g[j].count);
-			else
-				pn_out_text(out, "%d (%s%s)", g[j].count, m->nodes[g[j].first].host,
-					    g[j].count > 1 ? ", ..." : "");
-			pn_out_text(out, "%s\n", g[j].active ? "" : "  not usable");
-		}
-	}
-out:
-	free(g);
-	pn_out_close_array(out);
-}
-
-static void print_layouts(struct pn_out *out, const struct pn_plan_model *m)
-{
-	int li, g, h, k;
-	char c[16];
-
-	pn_out_open_array(out, "layouts");
-	for (li = 0; li < m->nlayouts; li++) {
-		const struct pn_plan_layout *l = &m->layouts[li];
-
-		pn_out_open_object(out, NULL);
-		pn_out_open_array(out, "gpus");
-		for (g = 0; g < l->ngpus; g++) {
-			pn_out_open_object(out, NULL);
-			pn_out_str(out, PN_JSON, "name", NULL, l->gpus[g].name);
-			pn_out_int(out, PN_JSON, "index", NULL, l->gpus[g].index);
-			pn_out_open_array(out, "nics");
-			for (k = 0; k < l->nnics; k++)
-				if (l->gpus[g].near & (1ull << k))
-					pn_out_str(out, PN_JSON, NULL, NULL, l->nics[k].name);
-			pn_out_close_array(out);
-			pn_out_close_object(out);
-		}
-		pn_out_close_array(out);
-		pn_out_open_array(out, "nics");
-		for (k = 0; k < l->nnics; k++) {
-			const struct pn_plan_nic *n = &l->nics[k];
-
-			pn_out_open_object(out, NULL);
-			pn_out_str(out, PN_JSON, "name", NULL, n->name);
-			pn_out_str(out, PN_JSON, "device", NULL, n->device);
-			pn_out_str(out, PN_JSON, "label", NULL, n->label);
-			pn_out_int(out, PN_JSON, "port", NULL, n->port);
-			pn_out_int(out, PN_JSON, "rail", NULL, n->rail);
-			pn_out_float(out, PN_JSON, "rate_gbps", NULL, n->rate_gbps);
-			pn_out_str(out, PN_JSON, "state", NULL, n->state);
-			pn_out_bool(out, PN_JSON, "active", NULL, n->active);
-			pn_out_int(out, PN_JSON, "netdev", NULL, n->netdev);
-			pn_out_close_object(out);
-		}
-		pn_out_close_array(out);
-		pn_out_open_object(out, "matrix");
-		for (g = 0; g < l->ngpus; g++) {
-			pn_out_open_object(out, l->gpus[g].name);
-			for (h = 0; h < l->ngpus; h++)
-				if (l->gg[g][h].cls != PN_PLAN_PATH_UNKNOWN)
-					pn_out_str(out, PN_JSON, l->gpus[h].name, NULL,
-						   pn_plan_path_name(l->gg[g][h], c, sizeof(c)));
-			for (k = 0; k < l->nnics; k++)
-				if (l->gn[g * l->nnics + k].cls != PN_PLAN_PATH_UNKNOWN)
-					pn_out_str(out, PN_JSON, l->nics[k].name, NULL,
-						   pn_plan_path_name(l->gn[g * l->nnics + k], c, sizeof(c)));
-			pn_out_close_object(out);
-		}
-		pn_out_close_object(out);
-		pn_out_close_object(out);
-	}
-	pn_out_close_array(out);
-}
-
-static void print_bandwidth(struct pn_out *out, const struct pn_plan *p)
-{
-	pn_out_open_object(out, "bandwidth");
-	pn_out_text(out, "\nbandwidth (predicted from link rates): ");
-	pn_out_float(out, PN_ANY, "ring_gbs", "%.2f GB/s per ring", p->ring_gbs);
-	pn_out_float(out, PN_ANY, "busbw_gbs", ", %.2f GB/s", p->busbw_gbs);
-	pn_out_int(out, PN_ANY, "rings", " over %lld rings\n", p->nrings);
-	pn_out_open_object(out, "bottleneck");
-	if (p->bottleneck.node >= 0) {
-		pn_out_str(out, PN_ANY, "link", "bottleneck: %s", p->bottleneck.what);
-		pn_out_float(out, PN_ANY, "cap_gbs", ", %.2f GB/s", p->bottleneck.cap_gbs);
-		pn_out_int(out, PN_ANY, "rings", " shared by %lld ring", p->bottleneck.users);
-		pn_out_text(out, "%s\n", p->bottleneck.users == 1 ? "" : "s");
-	}
-	pn_out_close_object(out);
-	pn_out_close_object(out);
-}
-
-/*
- * The schedule allreduce-test --plan runs at one rank for these rings: the
- * plan placed on a job whose ranks are numbered node by node in plan order
- * (pn_plan_job_map, as the engine does it), then src/engine/sched.h's multiring
- * generator with the planned orders, as pn_coll_schedule calls it.
- */
-static int build_schedule(const struct pn_plan *p, struct pn_sched *sc)
-{
-	const struct pn_plan_model *m = p->model;
-	struct pn_plan_job pj;
-	struct pn_sched_job job = { 0 };
-	int *node, i, k, ret;
-
-	node = malloc(sizeof(int) * (size_t)m->nranks);
-	if (!node)
-		return pn_err(-ENOMEM, "out of memory");
-	for (i = 0; i < m->nnodes; i++)
-		for (k = 0; k < layout_of(m, i)->ngpus; k++)
-			node[m->nodes[i].rank0 + k] = i;
-	ret = pn_plan_job_map(&pj, p, m->nranks, node, m->nnodes, NULL);
-	if (!ret) {
-		job.rank = o.schedule_rank;
-		job.nranks = m->nranks;
-		job.node = node;
-		job.nchannels = pj.nrings;
-		job.inplace = 1;
-		job.rings = (const int *const *)pj.rings;
-		ret = pn_sched_build(sc, PN_ALGO_MULTIRING, &job, (size_t)(o.schedule_size / 4), 4);
-		pn_plan_job_release(&pj);
-	}
-	free(node);
-	return ret;
-}
-
-static void print_schedule(struct pn_out *out, const struct pn_plan *p, const struct pn_sched *sc)
-{
-	const struct pn_plan_model *m = p->model;
-	int c, lo = 0, hi = m->nnodes - 1;
-	size_t i;
-	char sz[32];
-
-	while (lo < hi) { /* node of the rank */
-		int mid = (lo + hi + 1) / 2;
-
-		if (m->nodes[mid].rank0 <= sc->rank)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	pn_out_open_object(out, "schedule");
-	pn_out_str(out, PN_ANY, "algo", "\nschedule: %s", pn_algo_name(sc->algo));
-	pn_out_int(out, PN_ANY, "rank", ", rank %lld", sc->rank);
-	pn_out_str(out, PN_ANY, "node", " (%s", m->nodes[lo].host);
-	pn_out_str(out, PN_ANY, "gpu", " %s)",
-		   layout_of(m, lo)->gpus[sc->rank - m->nodes[lo].rank0].name);
-	pn_out_text(out, ", %s", pn_fmt_size(sz, sizeof(sz), sc->count * sc->esize));
-	pn_out_uint(out, PN_ANY, "count", " = %llu float32", sc->count);
-	pn_out_uint(out, PN_JSON, "esize", NULL, sc->esize);
-	pn_out_int(out, PN_ANY, "nchannels", ", %lld channels (one per ring)\n", sc->nchan);
-	pn_out_open_array(out, "channels");
-	for (c = 0; c < sc->nchan; c++) {
-		const struct pn_sched_chan *ch = &sc->ch[c];
-
-		pn_out_open_object(out, NULL);
-		pn_out_int(out, PN_ANY, "channel", "channel %lld", c);
-		pn_out_uint(out, PN_ANY, "nsteps", ": %llu steps\n", ch->n);
-		pn_out_text(out, "  %5s  %-24s %6s %6s %10s %10s\n", "step", "op", "recv", "send",
-			    "offset", "count");
-		pn_out_open_array(out, "steps");
-		for (i = 0; i < ch->n; i++) {
-			const struct pn_step *st = &ch->steps[i];
-
-			pn_out_open_object(out, NULL);
-			pn_out_text(out, "  %5zu  ", i);
-			pn_out_str(out, PN_ANY, "op", "%-24s", pn_step_op_name((enum pn_step_op)st->op));
-			pn_out_int(out, PN_ANY, "recv", " %6lld", st->recv_peer);
-			pn_out_int(out, PN_ANY, "send", " %6lld", st->send_peer);
-			pn_out_uint(out, PN_ANY, "offset", " %10llu", st->off);
-			pn_out_uint(out, PN_ANY, "count", " %10llu\n", st->count);
-			pn_out_bool(out, PN_JSON, "final", NULL, st->final);
-			pn_out_close_object(out);
-		}
-		pn_out_close_array(out);
-		pn_out_close_object(out);
-	}
-	pn_out_close_array(out);
-	pn_out_close_object(out);
-}
-
-static void print_plan(struct pn_out *out, const struct pn_plan *p, const struct pn_plan_msgs *viol,
-		       const struct pn_sched *sc)
-{
-	const struct pn_plan_model *m = p->model;
-	int i;
-
-	pn_out_open_object(out, NULL);
-	pn_out_int(out, PN_JSON, "version", NULL, 1);
-	pn_out_str(out, PN_JSON, "source", NULL, m->source);
-	pn_out_text(out, "ring plan: ");
-	print_shape(out, m);
-	pn_out_int(out, PN_JSON, "nnodes", NULL, m->nnodes);
-	pn_out_int(out, PN_JSON, "nranks", NULL, m->nranks);
-	pn_out_bool(out, PN_JSON, "degraded", NULL, p->degraded);
-	pn_out_open_array(out, "rails");
-	if (p->nrails)
-		pn_out_text(out, "rails in use:");
-	for (i = 0; i < p->nrails; i++)
-		pn_out_int(out, PN_ANY, NULL, " %lld", p->rails[i]);
-	pn_out_close_array(out);
-	pn_out_int(out, PN_ANY, "nrings", p->nrails ? "; %lld rings\n" : "%lld rings\n", p->nrings);
-	print_layouts(out, m);
-	pn_out_open_array(out, "nodes");
-	for (i = 0; i < m->nnodes; i++) {
-		pn_out_open_object(out, NULL);
-		pn_out_str(out, PN_JSON, "host", NULL, m->nodes[i].host);
-		pn_out_int(out, PN_JSON, "layout", NULL, m->nodes[i].layout);
-		pn_out_int(out, PN_JSON, "rank0", NULL, m->nodes[i].rank0);
-		pn_out_close_object(out);
-	}
-	pn_out_close_array(out);
-	pn_out_open_array(out, "rings");
-	for (i = 0; i < p->nrings; i++) {
-		if (o.summary && !pn_out_is_json(out))
-			break;
-		pn_out_text(out, "\n");
-		print_ring(out, p, i);
-	}
-	pn_out_close_array(out);
-	if (m->nnodes > 1)
-		print_loads(out, p);
-	print_bandwidth(out, p);
-	if (m->notes.n || p->notes.n)
-		pn_out_text(out, "\n");
-	print_msgs(out, "notes", "note", &m->notes, &p->notes);
-	print_msgs(out, "violations", "violation", viol, NULL);
-	pn_out_text(out, "%s%d violations\n", viol->n ? "" : "\n", viol->n + viol->dropped);
-	if (sc)
-		print_schedule(out, p, sc);
-	pn_out_close_object(out);
-}
-
 /* ----------------------------------------------------------- NCCL graph */
 
 static int graphs_per_node(void)
@@ -718,17 +289,23 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 
 	pn_plan_model_init(&own);
 	pn_plan_init(&plan, model);
+	/*
+	 * The arrays are sized once from the comma count: growing them with
+	 * x = realloc(x, ...) lost them on failure, and the clean-up below then
+	 * read texts[i] through NULL.
+	 */
+	for (i = 1, fmt = p; *fmt; fmt++)
+		i += *fmt == ',';
+	texts = calloc((size_t)i, sizeof(*texts));
+	names = calloc((size_t)i, sizeof(*names));
+	lens = calloc((size_t)i, sizeof(*lens));
+	if (!texts || !names || !lens) {
+		pn_cmd_fail(ctx, 2, "out of memory");
+		goto out;
+	}
 	for (; *p; nf++) {
 		size_t len = strcspn(p, ",");
 
-		texts = realloc(texts, sizeof(*texts) * (size_t)(nf + 1));
-		names = realloc(names, sizeof(*names) * (size_t)(nf + 1));
-		lens = realloc(lens, sizeof(*lens) * (size_t)(nf + 1));
-		if (!texts || !names || !lens) {
-			pn_cmd_fail(ctx, 2, "out of memory");
-			goto out;
-		}
-		texts[nf] = NULL;
 		names[nf] = strndup(p, len);
 		p += len;
 		if (*p == ',')
@@ -778,7 +355,7 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 	}
 	/* the engine refuses a plan with violations: no schedule for it */
 	if (o.show_schedule && !viol.n && !viol.dropped) {
-		ret = build_schedule(&plan, &sc);
+		ret = pn_plan_sched_build(&sc, &plan, o.schedule_rank, (size_t)(o.schedule_size / 4), 4);
 		if (ret) {
 			pn_cmd_error(ctx, ret);
 			goto out;
@@ -793,12 +370,12 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 	pn_out_int(ctx->out, PN_ANY, "nrings", plan.nrings == 1 ? "%lld ring\n" : "%lld rings\n",
 		   plan.nrings);
 	pn_out_float(ctx->out, PN_JSON, "ring_gbs", NULL, plan.ring_gbs);
-	print_msgs(ctx->out, "notes", "note", &notes, &plan.model->notes);
-	print_msgs(ctx->out, "violations", "violation", &viol, NULL);
+	pn_plan_write_msgs(ctx->out, "notes", "note", &notes, &plan.model->notes);
+	pn_plan_write_msgs(ctx->out, "violations", "violation", &viol, NULL);
 	pn_out_bool(ctx->out, PN_JSON, "ok", NULL, viol.n == 0 && !viol.dropped);
 	pn_out_text(ctx->out, "%d violations\n", viol.n + viol.dropped);
 	if (sc.ch)
-		print_schedule(ctx->out, &plan, &sc);
+		pn_plan_sched_write(ctx->out, &plan, &sc);
 	pn_out_close_object(ctx->out);
 	rc = viol.n || viol.dropped ? 1 : 0;
 out:
@@ -893,14 +470,17 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 					 model.nranks - 1);
 			goto out_plan;
 		}
-		ret = build_schedule(&plan, &sc);
+		ret = pn_plan_sched_build(&sc, &plan, o.schedule_rank, (size_t)(o.schedule_size / 4), 4);
 		if (ret) {
 			pn_cmd_error(ctx, ret);
 			rc = 2;
 			goto out_plan;
 		}
 	}
-	print_plan(ctx->out, &plan, &viol, o.show_schedule ? &sc : NULL);
+	pn_plan_write_begin(ctx->out, &plan, &viol, o.summary);
+	if (o.show_schedule)
+		pn_plan_sched_write(ctx->out, &plan, &sc);
+	pn_out_close_object(ctx->out);
 	rc = viol.n || viol.dropped ? 1 : 0;
 	if (o.nccl_graph) {
 		ret = write_graphs(ctx, &plan);

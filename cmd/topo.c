@@ -10,11 +10,11 @@
 #include "node/nic.h"
 #include "base/ofile.h"
 #include "node/topo.h"
+#include "node/topo_check.h"
+#include "plan/topo_json.h"
 #include "base/util.h"
 
 #include <errno.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,356 +54,6 @@ const struct pn_opt topo_options[] = {
 	  "check: every GPU has an RDMA NIC at PIX or PXB", NULL, NULL },
 	OPT_TABLE_END
 };
-
-static const char *const legend[][2] = {
-	{ "X", "Self" },
-	{ "SYS", "Connection traversing PCIe as well as the SMP interconnect between NUMA nodes "
-		 "(e.g., QPI/UPI)" },
-	{ "NODE", "Connection traversing PCIe as well as the interconnect between PCIe Host "
-		  "Bridges within a NUMA node" },
-	{ "PHB", "Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)" },
-	{ "PXB", "Connection traversing multiple PCIe bridges (without traversing the PCIe Host "
-		 "Bridge)" },
-	{ "PIX", "Connection traversing at most a single PCIe bridge" },
-	{ "NV#", "Connection traversing a bonded set of # NVLinks" },
-};
-
-static void print_dev_common(struct pn_out *o, const struct pn_topo_dev *d)
-{
-	char hex[16];
-
-	pn_out_str(o, PN_JSON, "name", NULL, d->name);
-	pn_out_str(o, PN_JSON, "pci_busid", NULL, d->pci_busid);
-	snprintf(hex, sizeof(hex), "0x%04x", d->vendor_id);
-	pn_out_str(o, PN_JSON, "vendor", NULL, hex);
-	snprintf(hex, sizeof(hex), "0x%04x", d->device_id);
-	pn_out_str(o, PN_JSON, "device_id", NULL, hex);
-	pn_out_int(o, PN_JSON, "numa", NULL, d->numa);
-	pn_out_str(o, PN_JSON, "cpus", NULL, d->cpus ? d->cpus : "");
-}
-
-static void print_json_devs(struct pn_out *o, const struct pn_topo *t)
-{
-	char hex[16];
-	int i, p;
-
-	pn_out_open_array(o, "gpus");
-	for (i = 0; i < t->ngpus; i++) {
-		const struct pn_topo_dev *d = &t->devs[i];
-
-		pn_out_open_object(o, NULL);
-		pn_out_str(o, PN_JSON, "name", NULL, d->name);
-		pn_out_int(o, PN_JSON, "index", NULL, i);
-		pn_out_str(o, PN_JSON, "pci_busid", NULL, d->pci_busid);
-		snprintf(hex, sizeof(hex), "0x%04x", d->vendor_id);
-		pn_out_str(o, PN_JSON, "vendor", NULL, hex);
-		snprintf(hex, sizeof(hex), "0x%04x", d->device_id);
-		pn_out_str(o, PN_JSON, "device", NULL, hex);
-		pn_out_int(o, PN_JSON, "numa", NULL, d->numa);
-		pn_out_str(o, PN_JSON, "cpus", NULL, d->cpus ? d->cpus : "");
-		pn_out_close_object(o);
-	}
-	pn_out_close_array(o);
-	pn_out_open_array(o, "nics");
-	for (i = t->ngpus; i < t->ngpus + t->nnics; i++) {
-		const struct pn_topo_dev *d = &t->devs[i];
-
-		pn_out_open_object(o, NULL);
-		print_dev_common(o, d);
-		pn_out_str(o, PN_JSON, "device", NULL, d->nic.name);
-		pn_out_int(o, PN_JSON, "index", NULL, i - t->ngpus);
-		if (d->nic.parent[0])
-			pn_out_str(o, PN_JSON, "parent", NULL, d->nic.parent);
-		pn_out_open_array(o, "ports");
-		for (p = 0; p < d->nic.nports; p++) {
-			const struct pn_port *pt = &d->nic.ports[p];
-
-			pn_out_open_object(o, NULL);
-			pn_out_int(o, PN_JSON, "port", NULL, pt->port);
-			pn_out_str(o, PN_JSON, "state", NULL, pt->state_name);
-			pn_out_str(o, PN_JSON, "phys_state", NULL, pt->phys_state_name);
-			pn_out_float(o, PN_JSON, "rate_gbps", NULL, pt->rate_gbps);
-			pn_out_str(o, PN_JSON, "link_layer", NULL, pt->link_layer);
-			pn_out_str(o, PN_JSON, "netdev", NULL, pt->netdev);
-			pn_out_int(o, PN_JSON, "gid_index", NULL, pt->gid_index);
-			pn_out_str(o, PN_JSON, "gid", NULL, pt->gid);
-			pn_out_str(o, PN_JSON, "gid_type", NULL, pt->gid_type);
-			pn_out_int(o, PN_JSON, "lid", NULL, pt->lid);
-			pn_out_close_object(o);
-		}
-		pn_out_close_array(o);
-		pn_out_close_object(o);
-	}
-	pn_out_close_array(o);
-}
-
-static void print_matrix(struct pn_out *o, const struct pn_topo *t, int pcie)
-{
-	int n = t->ngpus + t->nnics, i, j;
-	char cls[16];
-
-	pn_out_open_object(o, "matrix");
-	if (n) {
-		for (j = 0; j < n; j++)
-			pn_out_text(o, "\t%s", t->devs[j].name);
-		pn_out_text(o, "\tCPU Affinity\tNUMA Affinity\n");
-	}
-	for (i = 0; i < n; i++) {
-		pn_out_open_object(o, t->devs[i].name);
-		pn_out_text(o, "%s", t->devs[i].name);
-		for (j = 0; j < n; j++) {
-			int links, c = pn_topo_path(t, i, j, pcie, &links);
-
-			pn_path_name(c, links, cls, sizeof(cls));
-			pn_out_str(o, PN_JSON, t->devs[j].name, NULL, cls);
-			pn_out_text(o, c == PN_PATH_X ? "\t X " : "\t%s", cls);
-		}
-		pn_out_text(o, "\t%s", t->devs[i].cpus && t->devs[i].cpus[0] ? t->devs[i].cpus
-									   : "N/A");
-		if (t->devs[i].numa >= 0)
-			pn_out_text(o, "\t%d\n", t->devs[i].numa);
-		else
-			pn_out_text(o, "\tN/A\n");
-		pn_out_close_object(o);
-	}
-	pn_out_close_object(o);
-	if (!n) {
-		pn_out_text(o, "No GPUs or RDMA NICs found.\n");
-		return;
-	}
-	pn_out_text(o, "\nLegend:\n\n");
-	for (i = 0; i < (int)PN_ARRAY_SIZE(legend); i++)
-		pn_out_text(o, "  %-4s = %s\n", legend[i][0], legend[i][1]);
-	if (t->nnics) {
-		pn_out_text(o, "\nNIC Legend:\n\n");
-		for (i = t->ngpus; i < n; i++)
-			pn_out_text(o, "  %s: %s\n", t->devs[i].name, t->devs[i].nic.name);
-	}
-}
-
-static void print_ports(struct pn_out *o, const struct pn_topo *t)
-{
-	int i, p;
-
-	if (!t->nnics)
-		return;
-	pn_out_text(o, "\nPorts:\n%-12s %-4s %-8s %-10s %-22s %-10s %-12s %s\n", "DEVICE", "PORT",
-		    "STATE", "PHYS", "RATE", "LINK", "NETDEV", "DEFAULT GID");
-	for (i = t->ngpus; i < t->ngpus + t->nnics; i++) {
-		const struct pn_nic *nic = &t->devs[i].nic;
-
-		if (!nic->nports)
-			pn_out_text(o, "%-12s %-4s (no port information)\n", nic->name, "-");
-		for (p = 0; p < nic->nports; p++) {
-			const struct pn_port *pt = &nic->ports[p];
-
-			pn_out_text(o, "%-12s %-4d %-8s %-10s %-22s %-10s %-12s %s", nic->name,
-				    pt->port, pt->state_name[0] ? pt->state_name : "n/a",
-				    pt->phys_state_name[0] ? pt->phys_state_name : "n/a",
-				    pt->rate[0] ? pt->rate : "n/a", pt->link_layer,
-				    pt->netdev[0] ? pt->netdev : "-", pt->gid[0] ? pt->gid : "-");
-			if (pt->gid_index >= 0)
-				pn_out_text(o, " (%d%s%s)", pt->gid_index, pt->gid_type[0] ? ", " : "",
-					    pt->gid_type);
-			pn_out_nl(o);
-		}
-	}
-}
-
-static void print_rails(struct pn_out *o, const struct pn_topo *t)
-{
-	int *nics = calloc((size_t)t->nnics + 1, sizeof(*nics));
-	char cls[16];
-	int g, k, n, c;
-
-	pn_out_open_array(o, "rails");
-	if (!nics || !t->nnics || !t->ngpus) {
-		pn_out_close_array(o);
-		free(nics);
-		return;
-	}
-	pn_out_text(o, "\nRails (nearest NICs of each GPU):\n");
-	for (g = 0; g < t->ngpus; g++) {
-		n = pn_topo_rail(t, g, nics, &c);
-		pn_path_name(c, 0, cls, sizeof(cls));
-		pn_out_open_object(o, NULL);
-		pn_out_str(o, PN_ANY, "gpu", "  %-6s", t->devs[g].name);
-		pn_out_str(o, PN_TEXT, NULL, "%-5s", cls);
-		pn_out_open_array(o, "nics");
-		for (k = 0; k < n; k++) {
-			pn_out_str(o, PN_JSON, NULL, NULL, t->devs[nics[k]].name);
-			pn_out_text(o, "%s%s (%s)", k ? ", " : " ", t->devs[nics[k]].name,
-				    t->devs[nics[k]].nic.name);
-		}
-		pn_out_close_array(o);
-		pn_out_str(o, PN_JSON, "class", NULL, cls);
-		pn_out_nl(o);
-		pn_out_close_object(o);
-	}
-	pn_out_close_array(o);
-	free(nics);
-}
-
-static void print_topo(struct pn_out *o, const struct pn_topo *t, int pcie, char **viol, int nv,
-		       int checks)
-{
-	int i;
-
-	pn_out_open_object(o, NULL);
-	pn_out_int(o, PN_JSON, "version", NULL, 1);
-	pn_out_str(o, PN_JSON, "host", NULL, t->host);
-	pn_out_str(o, PN_JSON, "source", NULL, t->source);
-	pn_out_str(o, PN_JSON, "nvlink_source", NULL, t->nvlink_source);
-	pn_out_bool(o, PN_JSON, "pcie_only", NULL, pcie);
-	print_json_devs(o, t);
-	print_matrix(o, t, pcie);
-	print_ports(o, t);
-	print_rails(o, t);
-	pn_out_text(o, "\nHost %s, topology from %s, NVLinks from %s%s\n", t->host,
-		    !strcmp(t->source, "live") ? "this system" : t->source,
-		    t->nvlink_source[0] ? t->nvlink_source : "nowhere",
-		    pcie ? " (not shown: --pcie)" : "");
-	if (checks) {
-		pn_out_open_array(o, "violations");
-		for (i = 0; i < nv; i++)
-			pn_out_str(o, PN_JSON, NULL, NULL, viol[i]);
-		pn_out_close_array(o);
-	}
-	pn_out_close_object(o);
-}
-
-struct checks {
-	char **v;
-	int n, cap, oom;
-};
-
-static void violation(struct checks *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void violation(struct checks *c, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-
-	if (c->n == c->cap) {
-		int cap = c->cap ? 2 * c->cap : 16;
-		char **v = realloc(c->v, (size_t)cap * sizeof(*v));
-
-		if (!v) {
-			c->oom = 1;
-			return;
-		}
-		c->v = v;
-		c->cap = cap;
-	}
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		c->oom = 1;
-	else
-		c->v[c->n++] = s;
-	va_end(ap);
-}
-
-/* Is port p of device dev selected by --device? */
-static int selected(const char *dev, int port, int *hits, int nsel, char **sel)
-{
-	int i, any = 0;
-
-	if (!nsel)
-		return 1;
-	for (i = 0; i < nsel; i++) {
-		const char *colon = strrchr(sel[i], ':');
-		size_t len = colon ? (size_t)(colon - sel[i]) : strlen(sel[i]);
-
-		if (strlen(dev) != len || strncmp(dev, sel[i], len))
-			continue;
-		if (colon && atoi(colon + 1) != port)
-			continue;
-		hits[i]++;
-		any = 1;
-	}
-	return any;
-}
-
-static void check_ports(struct checks *c, const struct pn_topo *t, int want_state)
-{
-	char *list = opt.devices ? strdup(opt.devices) : NULL, *tok, *save = NULL;
-	char *sel[64];
-	int hits[64] = { 0 }, nsel = 0, i, p, nchecked = 0;
-
-	for (tok = list ? strtok_r(list, ",", &save) : NULL; tok && nsel < 64;
-	     tok = strtok_r(NULL, ",", &save))
-		if (*tok)
-			sel[nsel++] = tok;
-	for (i = t->ngpus; i < t->ngpus + t->nnics; i++) {
-		const struct pn_nic *nic = &t->devs[i].nic;
-
-		if (!nic->nports && selected(nic->name, 0, hits, nsel, sel)) {
-			violation(c, "%s: no port information", nic->name);
-			nchecked++;
-		}
-		for (p = 0; p < nic->nports; p++) {
-			const struct pn_port *pt = &nic->ports[p];
-
-			if (!selected(nic->name, pt->port, hits, nsel, sel))
-				continue;
-			nchecked++;
-			if (want_state >= 0 && pt->state != want_state)
-				violation(c, "%s port %d: state %s, expected %s", nic->name, pt->port,
-					  pt->state_name[0] ? pt->state_name : "unknown",
-					  opt.expect_state);
-			if (opt.expect_rate >= 0 && !(pt->rate_gbps >= opt.expect_rate)) {
-				if (pt->rate_gbps > 0)
-					violation(c, "%s port %d: rate %g Gb/s, expected at least %g Gb/s",
-						  nic->name, pt->port, pt->rate_gbps, opt.expect_rate);
-				else
-					violation(c, "%s port %d: rate unknown, expected at least %g Gb/s",
-						  nic->name, pt->port, opt.expect_rate);
-			}
-		}
-	}
-	for (i = 0; i < nsel; i++)
-		if (!hits[i])
-			violation(c, "no RDMA device or port '%s'", sel[i]);
-	if (!nchecked && !nsel)
-		violation(c, "no RDMA ports to check");
-	free(list);
-}
-
-static void run_checks(struct checks *c, const struct pn_topo *t, int want_state)
-{
-	int g;
-
-	if (opt.expect_gpus >= 0 && t->ngpus != opt.expect_gpus)
-		violation(c, "found %d GPU%s, expected %d", t->ngpus, t->ngpus == 1 ? "" : "s",
-			  opt.expect_gpus);
-	if (opt.expect_nics >= 0 && t->nnics != opt.expect_nics)
-		violation(c, "found %d RDMA NIC%s, expected %d", t->nnics, t->nnics == 1 ? "" : "s",
-			  opt.expect_nics);
-	if (want_state >= 0 || opt.expect_rate >= 0)
-		check_ports(c, t, want_state);
-	if (opt.expect_rail) {
-		int *nics = calloc((size_t)t->nnics + 1, sizeof(*nics));
-
-		if (!nics) {
-			c->oom = 1;
-			return;
-		}
-		for (g = 0; g < t->ngpus; g++) {
-			char cls[16];
-			int cl, n = pn_topo_rail(t, g, nics, &cl);
-
-			if (!n)
-				violation(c, "%s (%s): no RDMA NIC", t->devs[g].name,
-					  t->devs[g].pci_busid);
-			else if (cl != PN_PATH_PIX && cl != PN_PATH_PXB)
-				violation(c, "%s (%s): nearest NIC %s (%s) is %s, expected PIX or PXB",
-					  t->devs[g].name, t->devs[g].pci_busid,
-					  t->devs[nics[0]].name, t->devs[nics[0]].nic.name,
-					  pn_path_name(cl, 0, cls, sizeof(cls)));
-		}
-		free(nics);
-	}
-}
 
 /*
  * -d: only with a port check, at most 64 entries, each DEV or DEV:PORT with
@@ -447,7 +97,7 @@ static int save_json(struct pn_ctx *ctx, struct pn_ofile *of, const struct pn_to
 		pn_ofile_abort(of);
 		return pn_cmd_fail(ctx, 2, "out of memory");
 	}
-	print_topo(o, t, opt.pcie, viol, nv, checks);
+	pn_topo_write(o, t, opt.pcie, viol, nv, checks);
 	if (pn_out_free(o)) {
 		ret = errno ? errno : EIO;
 		pn_ofile_abort(of);
@@ -464,7 +114,8 @@ static int save_json(struct pn_ctx *ctx, struct pn_ofile *of, const struct pn_to
 int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 {
 	struct pn_topo_cfg cfg = { 0 };
-	struct checks c = { 0 };
+	struct pn_topo_viol c = { 0 };
+	struct pn_topo_expect e;
 	struct pn_topo t;
 	struct pn_ofile *save = NULL;
 	int ret, i, want_state = -1, checks;
@@ -498,14 +149,17 @@ int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 		pn_cmd_error(ctx, ret);
 		return 2;
 	}
-	if (checks)
-		run_checks(&c, &t, want_state);
-	ret = 0;
-	if (c.oom) {
-		ret = pn_cmd_fail(ctx, 2, "out of memory");
+	e = (struct pn_topo_expect){ .gpus = opt.expect_gpus, .nics = opt.expect_nics,
+				     .rate = opt.expect_rate, .state = want_state,
+				     .state_name = opt.expect_state, .devices = opt.devices,
+				     .rail = opt.expect_rail };
+	ret = checks ? pn_topo_check(&t, &e, &c) : 0;
+	if (ret) {
+		pn_cmd_error(ctx, ret);
+		ret = 2;
 		goto out;
 	}
-	print_topo(ctx->out, &t, opt.pcie, c.v, c.n, checks);
+	pn_topo_write(ctx->out, &t, opt.pcie, c.v, c.n, checks);
 	if (save) {
 		ret = save_json(ctx, save, &t, c.v, c.n, checks);
 		save = NULL;
@@ -518,9 +172,7 @@ int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 	}
 out:
 	pn_ofile_abort(save);
-	for (i = 0; i < c.n; i++)
-		free(c.v[i]);
-	free(c.v);
+	pn_topo_viol_release(&c);
 	pn_topo_release(&t);
 	return ret;
 }

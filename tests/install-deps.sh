@@ -4,7 +4,7 @@
 #   tests/install-deps.sh test    + what the test suite and the lab use
 set -eu
 want=${1:-build}
-pkgs=(gcc make pkg-config libibverbs-dev libibumad-dev libhwloc-dev libncurses-dev)
+pkgs=(gcc make pkg-config libibverbs-dev libibumad-dev libhwloc-dev libncurses-dev libxml2-dev)
 if [ "$want" = test ]; then
 	pkgs+=(clang python3 openmpi-bin libopenmpi-dev iproute2 procps tmux man-db zsh
 		hwloc-nox rdma-core ibverbs-providers ibverbs-utils infiniband-diags perftest

@@ -121,9 +121,12 @@ int pn_path_parse(const char *s, int *nvlinks);
 int pn_topo_rail(const struct pn_topo *t, int g, int *nics, int *cls);
 
 /*
+ * The hwloc XML document itself (node/hwloc_xml.c, read with base/xml.h):
  * hwloc 3.x XML to hwloc 2.x XML, for libhwloc 2.x: version 2.0, OS device
  * types from v3 flags to v2 values, v3 top-level infos moved into the root
- * object, pci_locality dropped, gp_index from id.  *out is malloc'ed.
+ * object, pci_locality and comments dropped, gp_index from id.  The rest is
+ * written back as libxml2 writes it (hwloc's own export: byte for byte the
+ * same).  *out is malloc'ed and NUL-terminated.
  */
 int pn_topo_xml_downgrade(const char *in, size_t len, char **out, size_t *outlen);
 /*
@@ -135,12 +138,11 @@ int pn_topo_busid_from_link(const char *link, char *busid, size_t len);
 /* Major version of an hwloc XML document (1 when unversioned); -1 not hwloc XML. */
 int pn_topo_xml_version(const char *buf, size_t len);
 /*
- * Is buf well-formed XML as penny accepts it: one root element, every
- * element closed by a matching tag, quoted attributes (each once, at most
- * 64 a tag), nothing but white space, comments and processing instructions
- * around the root (a DOCTYPE before it), no CDATA, no '>' inside a
- * processing instruction, no NUL byte.  0, or -EINVAL with "malformed XML
- * at line L: ...".
+ * Is buf well-formed XML as penny accepts it (libxml2, base/xml.h): one
+ * root element, every element closed, quoted attributes each once, no
+ * DOCTYPE internal subset, no CDATA, no '>' inside a processing
+ * instruction, no NUL byte.  0, or -EINVAL with "malformed XML at line L:
+ * ..." in penny's words ("a second root element", "unterminated tag", ...).
  */
 int pn_topo_xml_check(const char *buf, size_t len);
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzz harness: the hwloc XML that penny handles itself before hwloc sees
- * it (src/node/topo.h): the version probe, the well-formedness check and the
- * hwloc 3 -> 2 converter, whose output must again be well-formed hwloc 2.
+ * it (src/node/hwloc_xml.c on libxml2, src/base/xml.h): the version probe,
+ * the well-formedness check and the hwloc 3 -> 2 converter, whose output
+ * must again be well-formed hwloc 2.
  * (hwloc's own parser runs in a child process in penny and is not fuzzed.)
  */
 #include "fuzz.h"

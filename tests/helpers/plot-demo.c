@@ -3,12 +3,14 @@
  * Writes an allreduce-test style SVG plot of made-up data, for the plot
  * tests: plot-demo NSERIES FILE.svg [--gaps] [--title TEXT].
  * --gaps adds NaN, zero and negative values (which must be left out).
- * The plot writer lives in cmd/, outside libpenny, so it is compiled in here.
  */
 #define _GNU_SOURCE
-#include "../../cmd/plot.c"
+#include "base/log.h"
+#include "base/plot.h"
 
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char *const names[] = { "ring", "simple-ring", "one-shot", "two-shot",
 				      "hierarchical", "auto", "nccl ring", "nccl tree",

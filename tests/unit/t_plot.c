@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The SVG plot writer of allreduce-test --plot (cmd/plot.c, compiled in here). */
+/* The SVG plot writer of allreduce-test --plot (src/base/plot.c, compiled in here). */
 #define _GNU_SOURCE
 #include "unit.h"
 
-#include "../../cmd/plot.c"
+#include "../../src/base/plot.c" /* its static helpers are tested too */
 
 #include <stdlib.h>
 

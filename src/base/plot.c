@@ -6,7 +6,7 @@
  * C locale whatever the program's locale is.
  */
 #define _GNU_SOURCE
-#include "plot.h"
+#include "base/plot.h"
 #include "base/log.h"
 
 #include <errno.h>

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * NHC-style checks of a node's topology, as penny topo --expect-* runs them:
+ * each failed check is one line in a list of violations.
+ */
+#ifndef PENNY_TOPO_CHECK_H
+#define PENNY_TOPO_CHECK_H
+
+#include "node/topo.h"
+
+struct pn_topo_expect {
+	int gpus, nics;		/* exactly this many; -1 not checked */
+	double rate;		/* every checked port at least this (Gb/s); -1 not checked */
+	int state;		/* every checked port in this state (nic.h); -1 not checked */
+	const char *state_name;	/* the state as given, for the messages */
+	const char *devices;	/* "DEV[:PORT],...": the ports that rate and state look at; NULL all */
+	int rail;		/* every GPU has a NIC at PIX or PXB */
+};
+
+struct pn_topo_viol {
+	char **v;		/* one line each */
+	int n, cap, oom;
+};
+
+/*
+ * Run the checks e asks for on t, appending to v.  0, or -ENOMEM (with a
+ * message) when a violation could not be recorded.
+ */
+int pn_topo_check(const struct pn_topo *t, const struct pn_topo_expect *e, struct pn_topo_viol *v);
+void pn_topo_viol_release(struct pn_topo_viol *v);
+
+#endif
