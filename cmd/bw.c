@@ -17,6 +17,7 @@
 #include "bw-gpu.h"
 
 #include "engine/boot.h"
+#include "harness/bwproto.h"
 #include "harness/bwtest.h"
 #include "gpu/gpumem.h"
 #include "engine/jobparams.h"
@@ -46,7 +47,6 @@
 #include <unistd.h>
 
 #define MAX_RAILS PN_BW_MAX_RAILS
-#define HELLO_MAGIC PN_BW_HELLO_MAGIC
 
 static const char *opt_dev, *opt_op = "write", *opt_loopback, *opt_expect;
 static int opt_ibport, opt_gid = -1, opt_all, opt_iters = -1, opt_qps = 1, opt_bidir;
@@ -384,9 +384,6 @@ static void hello_init(struct bw *b)
 	int i;
 
 	memset(&b->me, 0, sizeof(b->me));
-	b->me.magic = HELLO_MAGIC;
-	b->me.version = 1;
-	b->me.size = sizeof(b->me);
 	b->me.tcp = (uint32_t)b->tcp;
 	b->me.nrails = (uint32_t)b->nrails;
 	b->me.cfg = b->cfg;
@@ -406,9 +403,6 @@ static int agree_and_connect(struct bw *b)
 	const struct pn_bw_hello *p = &b->peer;
 	int i, ret;
 
-	ret = pn_bw_hello_decode(&b->peer, &b->peer, sizeof(b->peer));
-	if (ret)
-		return ret;
 	if (p->err[0])
 		return pn_err(-EIO, "the peer on %.64s failed: %.160s", p->host, p->err);
 	if (p->tcp != (uint32_t)b->tcp)
@@ -691,25 +685,22 @@ out:
 	return ret;
 }
 
-static void tune_socket(int fd)
-{
-	int one = 1;
-
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
-
 /* Exchange hellos over fd (only send ours when the server read the peer's); agree, connect. */
 static int socket_handshake(struct bw *b, int have_peer)
 {
 	int ret;
 
 	hello_init(b);
-	if (have_peer)
-		ret = pn_bw_send_fd(b->fd, &b->me, sizeof(b->me), pn_cli.timeout);
-	else
-		ret = pn_bw_xchg_fd(b->fd, &b->me, &b->peer, sizeof(b->me), pn_cli.timeout);
+	ret = pn_bw_hello_send(b->fd, &b->me, pn_cli.timeout);
 	if (ret)
 		return pn_err_ctx(ret, "exchanging the setup with the peer");
+	if (!have_peer) {
+		ret = pn_bw_hello_recv(b->fd, &b->peer, pn_cli.timeout);
+		if (ret == -EPIPE || ret == -ETIMEDOUT || ret == -ECONNRESET)
+			return pn_err_ctx(ret, "exchanging the setup with the peer");
+		if (ret)
+			return ret;
+	}
 	ret = agree_and_connect(b);
 	if (ret)
 		return ret;
@@ -720,253 +711,6 @@ static int socket_handshake(struct bw *b, int have_peer)
 		ret = pn_bw_xchg_fd(b->fd, &ok, &peer_ok, sizeof(ok), pn_cli.timeout);
 	}
 	return ret;
-}
-
-/* Bounded accept on a listening socket. */
-static int accept_one(int lfd, double timeout)
-{
-	struct pollfd p = { .fd = lfd, .events = POLLIN };
-	int fd, ret = poll(&p, 1, pn_poll_ms(timeout, INT_MAX));
-
-	if (ret == 0)
-		return pn_err(-ETIMEDOUT, "no client connected within %g s (--timeout)", timeout);
-	if (ret < 0)
-		return pn_err(-errno, "poll: %s", strerror(errno));
-	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
-		return pn_err(-errno, "accept: %s", strerror(errno));
-	tune_socket(fd);
-	return fd;
-}
-
-/* ------------------------------------------------------------ the server */
-
-#define MAX_PENDING 16
-
-/* A connection the server accepted that has not said a whole hello yet. */
-struct pending {
-	int fd;
-	double deadline;	/* accepted + --timeout */
-	size_t got;
-	char who[80];		/* "address:port" */
-	struct pn_bw_hello h;
-};
-
-/* NULL: the bytes so far can start a penny bw hello; else why they cannot. */
-static const char *hello_wrong(const struct pn_bw_hello *h, size_t got, char *why, size_t len)
-{
-	struct pn_bw_hello whole;
-
-	if (got >= sizeof(h->magic) && h->magic != HELLO_MAGIC)
-		return "not a penny bw client";
-	if (got >= offsetof(struct pn_bw_hello, tcp) && (h->version != 1 || h->size != sizeof(*h))) {
-		snprintf(why, len, "penny bw hello version %u of %u bytes; this is version 1 of %zu",
-			 h->version, h->size, sizeof(*h));
-		return why;
-	}
-	if (got < sizeof(*h))
-		return NULL;
-	if (pn_bw_hello_decode(&whole, h, sizeof(*h))) {
-		snprintf(why, len, "%s", pn_errmsg(-EPROTO));
-		return why;
-	}
-	return NULL;
-}
-
-static void drop(struct pending *p, int n, int i, const char *why)
-{
-	fprintf(stderr, "penny bw: dropped a connection from %s: %s\n", p[i].who, why);
-	close(p[i].fd);
-	p[i] = p[n - 1];
-}
-
-static void peer_name(int fd, char *out, size_t len)
-{
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	char host[64] = "?";
-	int port = 0;
-
-	if (!getpeername(fd, (struct sockaddr *)&ss, &sl)) {
-		if (ss.ss_family == AF_INET) {
-			inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof(host));
-			port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-		} else if (ss.ss_family == AF_INET6) {
-			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host,
-				  sizeof(host));
-			port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-		}
-	}
-	snprintf(out, len, "%s:%d", host, port);
-}
-
-/*
- * The server's wait for a client: connections are accepted for --timeout;
- * each has --timeout from its accept to say a whole hello.  One that is not
- * a penny bw client of this version (garbage, another version, closed at
- * once, silent until its time is up or MAX_PENDING newer ones wait) is
- * dropped with one line, and the server goes on waiting.  The first whole
- * hello wins: its socket is returned (blocking), the hello is in b->peer.
- */
-static int accept_client(struct bw *b, int lfd, double timeout)
-{
-	struct pending *p = calloc(MAX_PENDING, sizeof(*p));
-	struct pollfd pfd[MAX_PENDING + 1];
-	double until = pn_now() + timeout;
-	int n = 0, i, fd = -1;
-	char why[160];
-
-	if (!p)
-		return pn_err(-ENOMEM, "out of memory");
-	while (fd < 0) {
-		double now = pn_now(), next = now < until ? until : INFINITY;
-		int k = 0, listening = now < until;
-
-		for (i = n - 1; i >= 0; i--)
-			if (p[i].deadline <= now)
-				drop(p, n--, i, "said no hello within the timeout");
-		if (!listening && !n) {
-			fd = pn_err(-ETIMEDOUT, "no client connected within %g s (--timeout)", timeout);
-			break;
-		}
-		if (listening)
-			pfd[k++] = (struct pollfd){ .fd = lfd, .events = POLLIN };
-		for (i = 0; i < n; i++) {
-			pfd[k++] = (struct pollfd){ .fd = p[i].fd, .events = POLLIN };
-			next = PN_MIN(next, p[i].deadline);
-		}
-		if (poll(pfd, (nfds_t)k, (int)((next - now) * 1000) + 1) < 0) {
-			if (errno == EINTR)
-				continue;
-			fd = pn_err(-errno, "poll: %s", strerror(errno));
-			break;
-		}
-		/* the pending ones first: pfd[listening + i] is p[i] until one goes */
-		for (i = n - 1; i >= 0 && fd < 0; i--) {
-			const char *bad;
-			ssize_t got;
-
-			if (!(pfd[listening + i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			got = recv(p[i].fd, (char *)&p[i].h + p[i].got, sizeof(p[i].h) - p[i].got, 0);
-			if (got < 0 && (errno == EAGAIN || errno == EINTR))
-				continue;
-			if (got <= 0) {
-				drop(p, n--, i, got ? strerror(errno) : "closed before saying a whole hello");
-				continue;
-			}
-			p[i].got += (size_t)got;
-			bad = hello_wrong(&p[i].h, p[i].got, why, sizeof(why));
-			if (bad) {
-				drop(p, n--, i, bad);
-			} else if (p[i].got == sizeof(p[i].h)) {
-				fd = p[i].fd;
-				b->peer = p[i].h;
-				p[i] = p[--n];
-			}
-		}
-		if (fd < 0 && listening && (pfd[0].revents & POLLIN)) {
-			int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-
-			if (c < 0)
-				continue;
-			if (n == MAX_PENDING) {
-				int old = 0;
-
-				for (i = 1; i < n; i++)
-					if (p[i].deadline < p[old].deadline)
-						old = i;
-				drop(p, n--, old, "said no hello while newer connections waited");
-			}
-			p[n] = (struct pending){ .fd = c, .deadline = pn_now() + timeout };
-			peer_name(c, p[n].who, sizeof(p[n].who));
-			n++;
-		}
-	}
-	for (i = n - 1; i >= 0; i--)
-		drop(p, n--, i, fd >= 0 ? "another client said its hello first" : "the server gave up");
-	free(p);
-	if (fd >= 0) {
-		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-		tune_socket(fd);
-	}
-	return fd;
-}
-
-static int listen_on(const char *host, int port, int *out_port)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_PASSIVE };
-	struct addrinfo *res = NULL, *ai;
-	char ps[16];
-	int fd = -1, one = 1, ret;
-
-	snprintf(ps, sizeof(ps), "%d", port);
-	ret = getaddrinfo(host, ps, &hints, &res);
-	if (ret)
-		return pn_err(-EINVAL, "cannot resolve '%s': %s", host ? host : "*", gai_strerror(ret));
-	for (ai = res; ai; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			continue;
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (ai->ai_family == AF_INET6) {
-			int zero = 0;
-
-			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-		}
-		if (!bind(fd, ai->ai_addr, ai->ai_addrlen) && !listen(fd, 4))
-			break;
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(res);
-	if (fd < 0)
-		return pn_err(-errno, "cannot listen on TCP port %d: %s", port, strerror(errno));
-	if (out_port) {
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof(ss);
-
-		getsockname(fd, (struct sockaddr *)&ss, &sl);
-		*out_port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-							  : ((struct sockaddr_in6 *)&ss)->sin6_port);
-	}
-	return fd;
-}
-
-static int connect_to(const char *host, int port, double timeout)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
-	double deadline = pn_now() + timeout;
-	char ps[16];
-	int ret, err = ECONNREFUSED;
-
-	snprintf(ps, sizeof(ps), "%d", port);
-	/* the server may start a moment later: retry until the timeout */
-	while (pn_now() < deadline) {
-		struct addrinfo *res = NULL, *ai;
-
-		ret = getaddrinfo(host, ps, &hints, &res);
-		if (ret)
-			return pn_err(-EINVAL, "cannot resolve '%s': %s", host, gai_strerror(ret));
-		for (ai = res; ai; ai = ai->ai_next) {
-			int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
-
-			if (fd < 0)
-				continue;
-			if (!connect(fd, ai->ai_addr, ai->ai_addrlen)) {
-				freeaddrinfo(res);
-				tune_socket(fd);
-				return fd;
-			}
-			err = errno;
-			close(fd);
-		}
-		freeaddrinfo(res);
-		usleep(100000);
-	}
-	return pn_err(-err, "cannot connect to %s port %d: %s (is 'penny bw' running there?)",
-		      host, port, strerror(err));
 }
 
 /* Open the rails of this side (verbs). */
@@ -987,15 +731,17 @@ static int open_rails(struct bw *b, int n)
 static void send_failure(struct bw *b, int code)
 {
 	struct pn_bw_hello h;
+	uint8_t *w = malloc(PN_BW_HELLO_LEN);
 
 	memset(&h, 0, sizeof(h));
-	h.magic = HELLO_MAGIC;
-	h.version = 1;
-	h.size = sizeof(h);
 	snprintf(h.host, sizeof(h.host), "%s", pn_hostname());
 	snprintf(h.err, sizeof(h.err), "%s", pn_errmsg(code));
-	if (send(b->fd, &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+	if (!w)
 		return;
+	pn_bw_hello_encode(&h, w);
+	if (send(b->fd, w, PN_BW_HELLO_LEN, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		w[0] = 0;
+	free(w);
 }
 
 static int socket_side(struct bw *b, const char *devspec, int have_peer)
@@ -1069,7 +815,7 @@ static int launcher_tcp(struct bw *b, int *lfd)
 				  sizeof(addr));
 	}
 	if (b->initiator) {
-		*lfd = listen_on(addr, 0, &port);
+		*lfd = pn_bw_listen(addr, 0, &port);
 		if (*lfd < 0)
 			return *lfd;
 	}
@@ -1132,6 +878,7 @@ static int run_launcher(struct bw *b, const struct pn_boot_cfg *cfg)
 	struct pn_out *o = b->ctx->out;
 	struct pn_bw_hello *all_hello = NULL;
 	struct gathered *mine = NULL, *all_rows = NULL;
+	uint8_t *wire = NULL, *all_wire = NULL;
 	int i, k, p, ret, lfd = -1;
 
 	/* the passive ranks wait in the rendezvous while the test runs */
@@ -1165,15 +912,24 @@ static int run_launcher(struct bw *b, const struct pn_boot_cfg *cfg)
 		if (ret)
 			goto err_tell;
 	}
-	ret = boot_xchg(b, &b->me, &b->peer, sizeof(b->me), (void **)&all_hello);
+	wire = malloc(PN_BW_HELLO_LEN);
+	all_hello = calloc((size_t)b->nranks, sizeof(*all_hello));
+	if (!wire || !all_hello) {
+		ret = pn_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	pn_bw_hello_encode(&b->me, wire);
+	ret = boot_xchg(b, wire, NULL, PN_BW_HELLO_LEN, (void **)&all_wire);
+	for (i = 0; !ret && i < b->nranks; i++) /* rank 0 prints them all */
+		ret = pn_bw_hello_decode(&all_hello[i], all_wire + (size_t)i * PN_BW_HELLO_LEN,
+					 PN_BW_HELLO_LEN);
 	if (ret)
 		goto out;
+	b->peer = all_hello[b->rank ^ 1];
 	ret = agree_and_connect(b);
-	for (i = 0; !ret && i < b->nranks; i++) /* rank 0 prints them all */
-		ret = pn_bw_hello_decode(&all_hello[i], &all_hello[i], sizeof(all_hello[i]));
 	if (!ret && b->tcp) {
-		b->fd = b->initiator ? accept_one(lfd, pn_cli.timeout)
-				     : connect_to(b->peer.addr, (int)b->peer.port_tcp, pn_cli.timeout);
+		b->fd = b->initiator ? pn_bw_accept_one(lfd, pn_cli.timeout)
+				     : pn_bw_connect(b->peer.addr, (int)b->peer.port_tcp, pn_cli.timeout);
 		ret = b->fd < 0 ? b->fd : 0;
 	}
 	/* every rank must be connected before any sends */
@@ -1299,12 +1055,20 @@ out:
 	if (lfd >= 0)
 		close(lfd);
 	free(all_hello);
+	free(wire);
+	free(all_wire);
 	free(mine);
 	free(all_rows);
 	return ret;
 }
 
 /* ------------------------------------------------------------- the command */
+
+/* The server dropped a connection that was not a client of this version. */
+static void bw_dropped(const char *who, const char *why)
+{
+	fprintf(stderr, "penny bw: dropped a connection from %s: %s\n", who, why);
+}
 
 static int loopback(struct bw *b)
 {
@@ -1321,7 +1085,7 @@ static int loopback(struct bw *b)
 			return ret;
 	}
 	if (b->tcp) {
-		lfd = listen_on("127.0.0.1", 0, &port);
+		lfd = pn_bw_listen("127.0.0.1", 0, &port);
 		if (lfd < 0)
 			return lfd;
 	} else if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
@@ -1337,7 +1101,7 @@ static int loopback(struct bw *b)
 		b->quiet = 1;
 		b->ctx->out = pn_out_new(fopen("/dev/null", "w"), pn_cli.json);
 		if (b->tcp) {
-			b->fd = connect_to("127.0.0.1", port, pn_cli.timeout);
+			b->fd = pn_bw_connect("127.0.0.1", port, pn_cli.timeout);
 			ret = b->fd < 0 ? b->fd : 0;
 		} else {
 			close(sv[0]);
@@ -1353,7 +1117,7 @@ static int loopback(struct bw *b)
 	}
 	b->initiator = 1;
 	if (b->tcp) {
-		b->fd = accept_one(lfd, pn_cli.timeout);
+		b->fd = pn_bw_accept_one(lfd, pn_cli.timeout);
 		close(lfd);
 		ret = b->fd < 0 ? b->fd : 0;
 	} else {
@@ -1472,7 +1236,7 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 		b->initiator = 1;
 		ret = b->tcp ? 0 : pick_devices(b, opt_dev);
 		if (!ret) {
-			b->fd = connect_to(argv[0], opt_port, pn_cli.timeout);
+			b->fd = pn_bw_connect(argv[0], opt_port, pn_cli.timeout);
 			ret = b->fd < 0 ? b->fd : socket_side(b, opt_dev, 0);
 		}
 	} else if (cfg.nranks > 1) {
@@ -1487,13 +1251,13 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 			goto done;
 		}
 		ret = b->tcp ? 0 : pick_devices(b, opt_dev);
-		lfd = ret ? ret : listen_on(NULL, opt_port, NULL);
+		lfd = ret ? ret : pn_bw_listen(NULL, opt_port, NULL);
 		ret = lfd < 0 ? lfd : 0;
 		if (!ret) {
 			if (!pn_cli.json)
 				fprintf(stderr, "penny bw: waiting for a client on TCP port %d\n",
 					opt_port);
-			b->fd = accept_client(b, lfd, pn_cli.timeout);
+			b->fd = pn_bw_accept_client(lfd, pn_cli.timeout, &b->peer, bw_dropped);
 			close(lfd);
 			ret = b->fd < 0 ? b->fd : socket_side(b, opt_dev, 1);
 		}

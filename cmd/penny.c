@@ -316,9 +316,18 @@ static int dispatch(int argc, char **argv)
 	return run_cmd(c, argc - 1, argv + 1);
 }
 
+/* What rank 0 says of the strangers it dropped from the rendezvous. */
+static void boot_notice(const char *line)
+{
+	fprintf(stderr, "penny: %s\n", line);
+}
+
 int main(int argc, char **argv)
 {
-	int ret = dispatch(argc, argv);
+	int ret;
+
+	pn_boot_set_notice(boot_notice);
+	ret = dispatch(argc, argv);
 
 	/* like git's run_builtin: a result that could not be written is a failure */
 	if (fflush(stdout) || ferror(stdout)) {

@@ -1,816 +1,34 @@
 /* SPDX-License-Identifier: MIT */
-/* Launcher environments, self-launch and the TCP rendezvous. */
+/*
+ * The TCP rendezvous through rank 0 (its wire format, the root's accept of
+ * strangers, the file rendezvous of single-host launchers) and the
+ * collectives over it (allgather, bcast, barrier, agree, abort).  Who the
+ * ranks are and how they are started is engine/launch.c.
+ */
 #define _GNU_SOURCE
 #include "engine/boot.h"
+#include "engine/launch.h"
 #include "base/log.h"
+#include "base/sock.h"
 #include "base/util.h"
 
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/types.h>
-#include <sys/uio.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-void pn_boot_cfg_init(struct pn_boot_cfg *cfg)
-{
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->rank = -1;
-	cfg->nranks = -1;
-	cfg->local_rank = -1;
-	cfg->timeout = 60.0;
-	cfg->listen_fd = -1;
-	cfg->err_fd = -1;
-}
-
-const char *pn_host_id(void)
-{
-	static char id[PN_HOSTID_LEN];
-	char ns[64] = "";
-	ssize_t n;
-	const char *over = getenv("PENNY_NODE_ID");
-
-	if (id[0])
-		return id;
-	if (over && *over) {
-		snprintf(id, sizeof(id), "node:%s", over);
-		return id;
-	}
-	/* network namespace inode: netns "hosts" on one machine are hosts */
-	n = readlink("/proc/self/ns/net", ns, sizeof(ns) - 1);
-	if (n > 0)
-		ns[n] = 0;
-	snprintf(id, sizeof(id), "%.60s/%s", pn_hostname(), ns);
-	return id;
-}
-
-/*
- * A launcher variable: absent (1), a decimal number in [lo, hi] (0), or
- * -EINVAL with a message naming it.
- */
-static int env_num(const char *name, int lo, int hi, int *v)
-{
-	const char *s = getenv(name), *p;
-	long long x = 0;
-
-	if (!s)
-		return 1;
-	for (p = s; *p >= '0' && *p <= '9'; p++)
-		if (x <= hi)
-			x = x * 10 + (*p - '0');
-	if (!*s || *p)
-		return pn_err(-EINVAL, "%s='%.40s' is not a number", name, s);
-	if (x > hi)
-		return pn_err(-EINVAL, "%s=%.40s is more than %d", name, s, hi);
-	if (x < lo)
-		return pn_err(-EINVAL, "%s=%lld is less than %d", name, x, lo);
-	*v = (int)x;
-	return 0;
-}
-
-struct launcher_env {
-	const char *name, *rank, *size, *local_rank, *local_size;
-	int by_rank;		/* its rank variable alone says it is this launcher */
-};
-
-static const struct launcher_env launchers[] = {
-	{ "mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-	  "OMPI_COMM_WORLD_LOCAL_SIZE", 1 },
-	{ "srun", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", NULL, 0 },
-	{ "pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", NULL, 1 },
-	/* RANK alone is too common a name to mean torchrun */
-	{ "torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", 0 },
-};
-
-/* rank, size and local rank/size of launcher l; every variable set must be valid */
-static int launcher_read(const struct launcher_env *l, int *r, int *n, int *lr, int *ls)
-{
-	int ret;
-
-	*lr = -1;
-	*ls = -1;
-	ret = env_num(l->size, 1, PN_BOOT_MAX_RANKS, n);
-	if (ret > 0)
-		return pn_err(-EINVAL, "%s is set but %s is not", l->rank, l->size);
-	if (ret || (ret = env_num(l->rank, 0, INT_MAX, r)) < 0)
-		return ret;
-	if (ret > 0)
-		return pn_err(-EINVAL, "%s is set but %s is not", l->size, l->rank);
-	if (*r >= *n)
-		return pn_err(-EINVAL, "%s=%d is not below %s=%d", l->rank, *r, l->size, *n);
-	if (l->local_size && (ret = env_num(l->local_size, 1, *n, ls)) < 0)
-		return ret;
-	if ((ret = env_num(l->local_rank, 0, INT_MAX, lr)) < 0)
-		return ret;
-	if (*lr >= (*ls > 0 ? *ls : *n))
-		return *ls > 0 ? pn_err(-EINVAL, "%s=%d is not below %s=%d", l->local_rank, *lr,
-					l->local_size, *ls)
-			       : pn_err(-EINVAL, "%s=%d is not below %s=%d", l->local_rank, *lr,
-					l->size, *n);
-	return 0;
-}
-
-static void hex_cookie(const char *s, uint8_t cookie[16], int *have)
-{
-	int i;
-
-	for (i = 0; i < 16 && s[2 * i] && s[2 * i + 1]; i++) {
-		unsigned x;
-
-		if (sscanf(s + 2 * i, "%2x", &x) != 1)
-			break;
-		cookie[i] = (uint8_t)x;
-	}
-	if (i == 16 && !s[32]) {
-		*have = 1;
-	} else {
-		/* any other string: hash it (FNV-1a over two lanes) */
-		uint64_t h1 = 1469598103934665603ull, h2 = 0x9e3779b97f4a7c15ull;
-		const char *p;
-
-		for (p = s; *p; p++) {
-			h1 = (h1 ^ (uint8_t)*p) * 1099511628211ull;
-			h2 = (h2 ^ (uint8_t)*p) * 0x100000001b3ull + 7;
-		}
-		memcpy(cookie, &h1, 8);
-		memcpy(cookie + 8, &h2, 8);
-		*have = 1;
-	}
-}
-
-int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg)
-{
-	int r = -1, n = -1, lr = -1, ls = -1, ret;
-	const struct launcher_env *l = NULL;
-	const char *s;
-	static char rootbuf[300];
-	size_t i;
-
-	if (cfg->rank >= 0 || cfg->nranks >= 0) {
-		if (cfg->nranks > PN_BOOT_MAX_RANKS)
-			return pn_err(-EINVAL, "--nranks %d is more than %d, the most ranks a job can have",
-				      cfg->nranks, PN_BOOT_MAX_RANKS);
-		if (cfg->rank < 0 || cfg->nranks <= 0 || cfg->rank >= cfg->nranks)
-			return pn_err(-EINVAL, "--rank and --nranks go together, with 0 <= rank < nranks");
-		if (!cfg->launcher[0])
-			snprintf(cfg->launcher, sizeof(cfg->launcher), "explicit");
-	} else {
-		for (i = 0; i < PN_ARRAY_SIZE(launchers) && !l; i++)
-			if (getenv(launchers[i].rank) &&
-			    (launchers[i].by_rank || getenv(launchers[i].size)))
-				l = &launchers[i];
-	}
-	if (l) {
-		ret = launcher_read(l, &r, &n, &lr, &ls);
-		if (ret)
-			return pn_err_ctx(ret, "launcher environment (%s)", l->name);
-		snprintf(cfg->launcher, sizeof(cfg->launcher), "%s", l->name);
-		if (l->local_size)
-			cfg->single_node = ls == n;
-		if (!strcmp(l->name, "mpirun")) {
-			if ((s = getenv("OMPI_MCA_ess_base_jobid")) || (s = getenv("PMIX_NAMESPACE")))
-				snprintf(cfg->jobid, sizeof(cfg->jobid), "%s", s);
-		} else if (!strcmp(l->name, "srun")) {
-			ret = env_num("SLURM_NNODES", 1, n, &ls);
-			if (ret < 0)
-				return pn_err_ctx(ret, "launcher environment (srun)");
-			cfg->single_node = ret == 0 && ls == 1;
-			if ((s = getenv("SLURM_JOB_ID")))
-				snprintf(cfg->jobid, sizeof(cfg->jobid), "%s.%s", s,
-					 getenv("SLURM_STEP_ID") ? getenv("SLURM_STEP_ID") : "0");
-		} else if (!strcmp(l->name, "torchrun")) {
-			if ((s = getenv("TORCHELASTIC_RUN_ID")))
-				snprintf(cfg->jobid, sizeof(cfg->jobid), "%s", s);
-		}
-	} else if (cfg->rank < 0) {
-		if (cfg->root)
-			return pn_err(-EINVAL, "--root %s needs --rank and --nranks (or a launcher's "
-				      "environment)", cfg->root);
-		r = 0;
-		n = 1;
-		snprintf(cfg->launcher, sizeof(cfg->launcher), "none");
-	}
-	if (cfg->rank < 0) {
-		cfg->rank = r;
-		cfg->nranks = n;
-		if (cfg->local_rank < 0)
-			cfg->local_rank = lr;
-	}
-	if (!cfg->root) {
-		const char *addr = getenv("MASTER_ADDR"), *port = getenv("MASTER_PORT");
-
-		if ((s = getenv("PENNY_ROOT")) && *s) {
-			cfg->root = s;
-		} else if (addr && port) {
-			snprintf(rootbuf, sizeof(rootbuf), "%s:%s", addr, port);
-			cfg->root = rootbuf;
-		}
-	}
-	if (!cfg->have_cookie) {
-		if ((s = getenv("PENNY_COOKIE")) && *s)
-			hex_cookie(s, cfg->cookie, &cfg->have_cookie);
-		else if (cfg->jobid[0])
-			hex_cookie(cfg->jobid, cfg->cookie, &cfg->have_cookie);
-		else if (cfg->root)
-			hex_cookie(cfg->root, cfg->cookie, &cfg->have_cookie);
-	}
-	return 0;
-}
-
-static int random_bytes(uint8_t *buf, size_t len)
-{
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len);
-	close(fd);
-	return n == (ssize_t)len ? 0 : -EIO;
-}
-
-/*
- * Like mpirun's default for small jobs: when every rank can have a core of
- * its own, pin rank i to the i-th allowed CPU (PENNY_BIND=none keeps them
- * free).  Busy-polling ranks then do not chase each other across cores.
- */
-static void bind_rank(int i, int np)
-{
-	cpu_set_t allowed, one;
-	const char *b = getenv("PENNY_BIND");
-	int cpu, k = 0;
-
-	if ((b && !strcmp(b, "none")) || sched_getaffinity(0, sizeof(allowed), &allowed) ||
-	    np > CPU_COUNT(&allowed))
-		return;
-	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-		if (!CPU_ISSET(cpu, &allowed))
-			continue;
-		if (k++ == i) {
-			CPU_ZERO(&one);
-			CPU_SET(cpu, &one);
-			sched_setaffinity(0, sizeof(one), &one);
-			return;
-		}
-	}
-}
-
-/*
- * File descriptors: rank 0 holds one socket per rank (and the tcp transport
- * one per remote peer), so a job of n ranks needs about n + 64.  Raise the
- * soft limit as far as the hard one allows; when even that is too little
- * and must_fit, fail before anything starts.
- */
-static int fd_budget(int n, int must_fit)
-{
-	struct rlimit rl;
-	rlim_t need = (rlim_t)n + 64;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= need)
-		return 0;
-	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max;
-	setrlimit(RLIMIT_NOFILE, &rl);
-	if (rl.rlim_cur < need && must_fit)
-		return pn_err(-EMFILE, "a job of %d ranks needs %llu open files on rank 0, the limit is "
-			      "%llu (ulimit -n)", n, (unsigned long long)need,
-			      (unsigned long long)rl.rlim_cur);
-	return 0;
-}
-
-/*
- * The job's shared-memory segments are /dev/shm/penny-<first 8 cookie bytes
- * in hex>-... (transport/shm.c, shm_name).  Removing them is async-signal-
- * safe (open, getdents64, unlinkat): the ranks do it from a signal handler.
- */
-static void shm_prefix(char *buf, size_t len, const uint8_t cookie[16])
-{
-	snprintf(buf, len, "penny-%02x%02x%02x%02x%02x%02x%02x%02x-", cookie[0], cookie[1],
-		 cookie[2], cookie[3], cookie[4], cookie[5], cookie[6], cookie[7]);
-}
-
-struct pn_dirent64 {
-	uint64_t d_ino;
-	int64_t d_off;
-	unsigned short d_reclen;
-	unsigned char d_type;
-	char d_name[];
-};
-
-static void shm_sweep(const char *prefix)
-{
-	uint64_t buf[512];
-	size_t plen = strlen(prefix);
-	int pass, gone = 1;
-
-	/* entries removed while reading a directory may hide others: again
-	 * until a pass removes nothing */
-	for (pass = 0; pass < 4 && gone; pass++) {
-		int dfd = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		long n, off;
-
-		if (dfd < 0)
-			return;
-		gone = 0;
-		while ((n = syscall(SYS_getdents64, dfd, buf, sizeof(buf))) > 0) {
-			for (off = 0; off < n;) {
-				struct pn_dirent64 *d = (struct pn_dirent64 *)((char *)buf + off);
-
-				if (!strncmp(d->d_name, prefix, plen) && !unlinkat(dfd, d->d_name, 0))
-					gone++;
-				off += d->d_reclen;
-			}
-		}
-		close(dfd);
-	}
-}
-
-/* A self-launched rank: its job's prefix, its launcher, where it reports. */
-static char child_shm[48];
-static pid_t child_parent;
-static int child_errfd = -1;
-static char child_line[64]; /* "penny: rank N: " */
-static size_t child_line_len;
-
-/*
- * SIGTERM (the launcher forwarded one, or died: PR_SET_PDEATHSIG), SIGINT,
- * SIGHUP: remove the job's segments, say why (to the launcher, or to
- * stderr when it is gone), go.
- */
-static void child_term(int sig)
-{
-	struct sigaction ign;
-	const char *why = getppid() != child_parent ? "the launcher died: stopped\n" :
-			  sig == SIGTERM ? "terminated by SIGTERM\n" :
-			  sig == SIGINT ? "terminated by SIGINT\n" : "terminated by SIGHUP\n";
-	char line[128];
-	size_t n = child_line_len, k = strlen(why);
-
-	memset(&ign, 0, sizeof(ign));
-	ign.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &ign, NULL);
-	shm_sweep(child_shm);
-	memcpy(line, child_line, n);
-	memcpy(line + n, why, k);
-	/* the launcher adds its own prefix */
-	if (child_errfd < 0 || write(child_errfd, line + 7, n + k - 7) < 0) {
-		if (write(STDERR_FILENO, line, n + k) < 0)
-			_exit(128 + sig);
-	}
-	_exit(128 + sig);
-}
-
-static volatile sig_atomic_t parent_sig;
-
-static void parent_term(int sig)
-{
-	parent_sig = sig;
-}
-
-static const int term_sigs[] = { SIGTERM, SIGINT, SIGHUP };
-
-/* The ranks' error lines, as the parent collects them (bounded). */
-struct err_lines {
-	char *buf;
-	size_t len, cap, dropped;
-};
-
-static void lines_add(struct err_lines *l, const char *s, size_t n)
-{
-	const size_t max = 4u << 20;
-
-	if (l->len + n > l->cap && l->cap < max) {
-		size_t cap = PN_MIN(max, PN_MAX(l->cap * 2, l->len + n + 4096));
-		char *p = realloc(l->buf, cap);
-
-		if (p) {
-			l->buf = p;
-			l->cap = cap;
-		}
-	}
-	if (l->len + n > l->cap) {
-		l->dropped += n;
-		return;
-	}
-	memcpy(l->buf + l->len, s, n);
-	l->len += n;
-}
-
-static void lines_printf(struct err_lines *l, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void lines_printf(struct err_lines *l, const char *fmt, ...)
-{
-	char s[512];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(s, sizeof(s) - 1, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	n = PN_MIN(n, (int)sizeof(s) - 2);
-	s[n++] = '\n';
-	lines_add(l, s, (size_t)n);
-}
-
-static void lines_read(struct err_lines *l, int fd)
-{
-	char buf[4096];
-	ssize_t n;
-
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		lines_add(l, buf, (size_t)n);
-}
-
-/* Wait for every rank; see boot.h.  pids[i] is rank i (0 once reaped). */
-static int reap_ranks(pid_t *pids, int np, int errfd, double grace, struct err_lines *l)
-{
-	int left = np, worst = 0, first = -1, killed = 0, forwarded = 0, i;
-	double kill_at = 0;
-
-	while (left > 0) {
-		struct pollfd pfd = { .fd = errfd, .events = POLLIN };
-		double now;
-		pid_t pid;
-		int st;
-
-		while (left > 0 && (pid = waitpid(-1, &st, WNOHANG)) > 0) {
-			for (i = 0; i < np && pids[i] != pid; i++)
-				;
-			if (i == np)
-				continue;
-			pids[i] = 0;
-			left--;
-			if (WIFEXITED(st) && WEXITSTATUS(st)) {
-				worst = PN_MAX(worst, WEXITSTATUS(st));
-			} else if (WIFSIGNALED(st)) {
-				worst = PN_MAX(worst, 1);
-				if (!killed)
-					lines_printf(l, "rank %d (pid %d) was killed by signal %d (%s)", i,
-						     (int)pid, WTERMSIG(st), strsignal(WTERMSIG(st)));
-			}
-			if (worst && first < 0)
-				first = i;
-		}
-		if (!left)
-			break;
-		now = pn_now();
-		if (parent_sig && !forwarded) {
-			lines_printf(l, "got %s: stopping the ranks", strsignal(parent_sig));
-			for (i = 0; i < np; i++)
-				if (pids[i] > 0)
-					kill(pids[i], SIGTERM);
-			forwarded = 1;
-			if (!kill_at)
-				kill_at = now + grace;
-		}
-		/* one rank failed: the others learn it at once (the abort notice,
-		 * a closed connection) and end; one that does not is stuck */
-		if (worst && !kill_at)
-			kill_at = now + grace;
-		if (kill_at && now >= kill_at && !killed) {
-			for (i = 0; i < np; i++) {
-				if (pids[i] <= 0)
-					continue;
-				if (first >= 0)
-					lines_printf(l, "rank %d (pid %d) had not ended %.0f s after rank %d "
-						     "failed: killed", i, (int)pids[i], grace, first);
-				else
-					lines_printf(l, "rank %d (pid %d) had not ended %.0f s after the "
-						     "launcher was stopped: killed", i, (int)pids[i], grace);
-				kill(pids[i], SIGKILL);
-			}
-			killed = 1;
-		}
-		if (poll(&pfd, 1, 20) > 0)
-			lines_read(l, errfd);
-	}
-	lines_read(l, errfd);
-	if (parent_sig)
-		return 128 + parent_sig;
-	return worst;
-}
-
-int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status, char **report)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t sl = sizeof(sa);
-	static char rootbuf[64];
-	struct sigaction act, old[PN_ARRAY_SIZE(term_sigs)];
-	struct err_lines lines = { 0 };
-	sigset_t block, oldmask;
-	pid_t *pids, self = getpid();
-	int fd, i, k, one = 1, errp[2], ret;
-	double t0;
-
-	*parent = 0;
-	*status = 0;
-	*report = NULL;
-	if (np < 1 || np > PN_BOOT_MAX_NP)
-		return pn_err(-EINVAL, "--np must be between 1 and %d", PN_BOOT_MAX_NP);
-	if (!(cfg->timeout > 0))
-		return pn_err(-EINVAL, "the timeout must be positive");
-	ret = fd_budget(np, 1);
-	if (ret)
-		return ret;
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return pn_err(-errno, "socket: %s", strerror(errno));
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 4096) ||
-	    getsockname(fd, (struct sockaddr *)&sa, &sl)) {
-		int e = errno;
-
-		close(fd);
-		return pn_err(-e, "cannot listen on 127.0.0.1: %s", strerror(e));
-	}
-	snprintf(rootbuf, sizeof(rootbuf), "127.0.0.1:%d", ntohs(sa.sin_port));
-	if (random_bytes(cfg->cookie, sizeof(cfg->cookie))) {
-		close(fd);
-		return pn_err(-EIO, "cannot read /dev/urandom");
-	}
-	cfg->have_cookie = 1;
-	cfg->root = rootbuf;
-	cfg->nranks = np;
-	snprintf(cfg->launcher, sizeof(cfg->launcher), "self");
-	shm_prefix(child_shm, sizeof(child_shm), cfg->cookie);
-
-	pids = calloc((size_t)np, sizeof(*pids));
-	if (!pids || pipe2(errp, O_CLOEXEC)) {
-		ret = pids ? pn_err(-errno, "pipe: %s", strerror(errno)) : pn_err(-ENOMEM, "out of memory");
-		free(pids);
-		close(fd);
-		return ret;
-	}
-	/* the ranks take over these signals before they can arrive */
-	sigemptyset(&block);
-	for (i = 0; i < (int)PN_ARRAY_SIZE(term_sigs); i++)
-		sigaddset(&block, term_sigs[i]);
-	sigprocmask(SIG_BLOCK, &block, &oldmask);
-	memset(&act, 0, sizeof(act));
-	t0 = pn_now();
-	for (i = 0; i < np; i++) {
-		pid_t pid = fork();
-
-		if (pid < 0) {
-			int e = errno, j;
-
-			for (j = 0; j < i; j++)
-				kill(pids[j], SIGKILL);
-			for (j = 0; j < i; j++)
-				waitpid(pids[j], NULL, 0);
-			shm_sweep(child_shm);
-			sigprocmask(SIG_SETMASK, &oldmask, NULL);
-			free(pids);
-			close(fd);
-			close(errp[0]);
-			close(errp[1]);
-			return pn_err(-e, "fork of rank %d: %s", i, strerror(e));
-		}
-		if (pid == 0) {
-			/* die with the launcher, cleaning up (and if it is gone already) */
-			prctl(PR_SET_PDEATHSIG, SIGTERM);
-			close(errp[0]);
-			child_errfd = errp[1];
-			child_parent = self;
-			snprintf(child_line, sizeof(child_line), "penny: rank %d: ", i);
-			child_line_len = strlen(child_line);
-			act.sa_handler = child_term;
-			for (k = 0; k < (int)PN_ARRAY_SIZE(term_sigs); k++)
-				sigaction(term_sigs[k], &act, NULL);
-			sigprocmask(SIG_SETMASK, &oldmask, NULL);
-			if (getppid() != self)
-				child_term(SIGTERM);
-			free(pids);
-			bind_rank(i, np);
-			cfg->rank = i;
-			cfg->local_rank = i;
-			cfg->err_fd = errp[1];
-			if (i == 0) {
-				cfg->listen_fd = fd;
-			} else {
-				close(fd);
-				cfg->listen_fd = -1;
-			}
-			return 0;
-		}
-		pids[i] = pid;
-	}
-	PN_DBG(PN_LOG_BOOT, "started %d ranks in %.3f s", np, pn_now() - t0);
-	close(fd);
-	close(errp[1]);
-	fcntl(errp[0], F_SETFL, O_NONBLOCK);
-	parent_sig = 0;
-	act.sa_handler = parent_term;
-	for (i = 0; i < (int)PN_ARRAY_SIZE(term_sigs); i++)
-		sigaction(term_sigs[i], &act, &old[i]);
-	sigprocmask(SIG_SETMASK, &oldmask, NULL);
-	*parent = 1;
-	*status = reap_ranks(pids, np, errp[0], PN_BOOT_GRACE, &lines);
-	for (i = 0; i < (int)PN_ARRAY_SIZE(term_sigs); i++)
-		sigaction(term_sigs[i], &old[i], NULL);
-	close(errp[0]);
-	/* what a rank killed during setup left behind */
-	shm_sweep(child_shm);
-	if (lines.dropped)
-		lines_printf(&lines, "(%zu more bytes of error lines dropped)", lines.dropped);
-	if (lines.len)
-		*report = pn_boot_collapse(lines.buf, lines.len);
-	free(lines.buf);
-	free(pids);
-	return 0;
-}
-
-/* ---- one report of the ranks' errors ---- */
-
-/* "rank N: TEXT": N, and where TEXT starts; -1 for any other line */
-static int line_rank(const char *s, size_t n, size_t *text)
-{
-	size_t i = 5;
-	long r = 0;
-
-	if (n < 8 || strncmp(s, "rank ", 5) || s[i] < '0' || s[i] > '9')
-		return -1;
-	while (i < n && s[i] >= '0' && s[i] <= '9' && r <= INT_MAX / 10)
-		r = r * 10 + (s[i++] - '0');
-	if (i + 1 >= n || s[i] != ':' || s[i + 1] != ' ')
-		return -1;
-	*text = i + 2;
-	return (int)r;
-}
-
-struct line_group {
-	const char *text;	/* the first line's text */
-	size_t len;
-	char *key;		/* the text with "rank R" of its own rank R as "\1" */
-	int ranked;
-	int *ranks;
-	size_t n, cap;
-};
-
-/*
- * Ranks often name themselves in what they say ("rank 5 (host a) has no
- * port"): the same error on every rank.  The key replaces that with "\1".
- */
-static char *self_key(const char *text, size_t len, int r)
-{
-	char own[24], *key = malloc(len + 1);
-	size_t i = 0, k = 0, ol = (size_t)snprintf(own, sizeof(own), "rank %d", r);
-
-	if (!key)
-		return NULL;
-	while (i < len) {
-		if (r >= 0 && i + ol <= len && !memcmp(text + i, own, ol) &&
-		    (i == 0 || !isalnum((unsigned char)text[i - 1])) &&
-		    (i + ol == len || !isdigit((unsigned char)text[i + ol]))) {
-			key[k++] = '\1';
-			i += ol;
-		} else {
-			key[k++] = text[i++];
-		}
-	}
-	key[k] = 0;
-	return key;
-}
-
-static int cmp_int(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static void print_group(FILE *f, struct line_group *g)
-{
-	size_t i, j, k = 0;
-
-	if (!g->ranked) {
-		fprintf(f, "%.*s\n", (int)g->len, g->text);
-		return;
-	}
-	qsort(g->ranks, g->n, sizeof(int), cmp_int);
-	for (i = 0; i < g->n; i++) /* the same rank twice: once */
-		if (!k || g->ranks[k - 1] != g->ranks[i])
-			g->ranks[k++] = g->ranks[i];
-	fprintf(f, "rank%s ", k > 1 ? "s" : "");
-	for (i = 0; i < k; i = j) {
-		for (j = i + 1; j < k && g->ranks[j] == g->ranks[j - 1] + 1; j++)
-			;
-		fprintf(f, "%s%d", i ? "," : "", g->ranks[i]);
-		if (j - i > 1)
-			fprintf(f, "%s%d", j - i > 2 ? "-" : ",", g->ranks[j - 1]);
-	}
-	if (k == 1) {
-		fprintf(f, ": %.*s\n", (int)g->len, g->text);
-		return;
-	}
-	fprintf(f, ": ");
-	for (i = 0; g->key[i]; i++)
-		if (g->key[i] == '\1')
-			fprintf(f, "this rank");
-		else
-			fputc(g->key[i], f);
-	fputc('\n', f);
-}
-
-char *pn_boot_collapse(const char *in, size_t len)
-{
-	struct line_group *g = NULL;
-	size_t ng = 0, cap = 0, i, osize = 0;
-	const char *p = in, *end = in + len;
-	char *out = NULL;
-	int ok = 1;
-	FILE *f;
-
-	while (ok && p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p), t = 0;
-		int r = line_rank(p, n, &t);
-		const char *text = p + t;
-		size_t tl = n - t;
-		char *key;
-
-		p += n + 1;
-		if (!n)
-			continue;
-		key = self_key(text, tl, r);
-		if (!key) {
-			ok = 0;
-			break;
-		}
-		for (i = 0; i < ng; i++)
-			if (g[i].ranked == (r >= 0) && !strcmp(g[i].key, key))
-				break;
-		if (i < ng) {
-			free(key);
-		} else {
-			if (ng == cap) {
-				struct line_group *q = realloc(g, (cap = cap ? 2 * cap : 16) * sizeof(*g));
-
-				if (!q) {
-					free(key);
-					ok = 0;
-					break;
-				}
-				g = q;
-			}
-			memset(&g[ng], 0, sizeof(g[ng]));
-			g[ng].text = text;
-			g[ng].len = tl;
-			g[ng].key = key;
-			g[ng++].ranked = r >= 0;
-		}
-		if (r < 0)
-			continue;
-		if (g[i].n == g[i].cap) {
-			int *q = realloc(g[i].ranks, (g[i].cap = g[i].cap ? 2 * g[i].cap : 8) * sizeof(int));
-
-			if (!q) {
-				ok = 0;
-				break;
-			}
-			g[i].ranks = q;
-		}
-		g[i].ranks[g[i].n++] = r;
-	}
-	f = ok ? open_memstream(&out, &osize) : NULL;
-	for (i = 0; f && i < ng; i++)
-		print_group(f, &g[i]);
-	if (f && fclose(f)) {
-		free(out);
-		out = NULL;
-	}
-	for (i = 0; i < ng; i++) {
-		free(g[i].ranks);
-		free(g[i].key);
-	}
-	free(g);
-	return out;
-}
 
 /* ---- wire format ---- */
 
-void pn_wire_hdr_init(struct pn_wire_hdr *h, const uint8_t cookie[16], uint16_t type,
+void pn_wire_hdr_init(struct pn_frame *h, const uint8_t cookie[16], uint16_t type,
 		      uint32_t src, uint32_t seq, uint64_t len)
 {
 	memset(h, 0, sizeof(*h));
@@ -823,7 +41,7 @@ void pn_wire_hdr_init(struct pn_wire_hdr *h, const uint8_t cookie[16], uint16_t 
 	h->len = len;
 }
 
-int pn_wire_hdr_check(const struct pn_wire_hdr *h, const uint8_t cookie[16], uint16_t type,
+int pn_wire_hdr_check(const struct pn_frame *h, const uint8_t cookie[16], uint16_t type,
 		      uint64_t max_len)
 {
 	if (h->magic != PN_BOOT_MAGIC)
@@ -854,21 +72,22 @@ static void printable(char *s, size_t len)
 int pn_wire_hello_check(const void *buf, size_t len, const uint8_t cookie[16], int nranks,
 			struct pn_wire_hello *out)
 {
-	const uint32_t magic = PN_BOOT_MAGIC;
-	struct pn_wire_hdr h;
+	uint8_t magic[4];
+	struct pn_frame h;
 	struct pn_wire_hello m;
 	int ret;
 
-	if (len < sizeof(h)) {
+	if (len < PN_FRAME_HDR_LEN) {
 		/* garbage (a port scanner, HTTP) is known by its first bytes */
-		if (memcmp(buf, &magic, PN_MIN(len, sizeof(magic)))) {
-			memcpy(&h.magic, &magic, sizeof(magic));
-			memcpy(&h.magic, buf, PN_MIN(len, sizeof(magic)));
+		pn_put_u32(magic, PN_BOOT_MAGIC);
+		if (memcmp(buf, magic, PN_MIN(len, sizeof(magic)))) {
+			memcpy(magic, buf, PN_MIN(len, sizeof(magic)));
+			pn_get_u32(magic, &h.magic);
 			return pn_err(-EPROTO, "bad magic 0x%08x", h.magic);
 		}
 		return -EAGAIN;
 	}
-	memcpy(&h, buf, sizeof(h));
+	pn_frame_get(&h, buf);
 	ret = pn_wire_hdr_check(&h, cookie, PN_MSG_HELLO, sizeof(m));
 	if (ret)
 		return ret;
@@ -877,9 +96,9 @@ int pn_wire_hello_check(const void *buf, size_t len, const uint8_t cookie[16], i
 	if (h.len != sizeof(m))
 		return pn_err(-EPROTO, "hello of %llu bytes, expected %zu", (unsigned long long)h.len,
 			      sizeof(m));
-	if (len < sizeof(h) + sizeof(m))
+	if (len < PN_FRAME_HDR_LEN + sizeof(m))
 		return -EAGAIN;
-	memcpy(&m, (const char *)buf + sizeof(h), sizeof(m));
+	memcpy(&m, (const char *)buf + PN_FRAME_HDR_LEN, sizeof(m));
 	m.host[sizeof(m.host) - 1] = 0;
 	m.host_id[sizeof(m.host_id) - 1] = 0;
 	printable(m.host, sizeof(m.host));
@@ -916,108 +135,14 @@ struct pn_boot {
 	char rdv_file[320];	/* rank 0: the rendezvous file it published */
 };
 
-static int ms_left(double deadline, int cap)
-{
-	return pn_poll_ms(deadline - pn_now(), cap);
-}
-
-static int set_nonblock(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ? -errno : 0;
-}
-
-/* Write all of iov[0..n) before the deadline (iov is consumed). */
-static int write_full(int fd, struct iovec *iov, int n, double deadline)
-{
-	struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)n };
-
-	while (m.msg_iovlen) {
-		ssize_t w;
-
-		if (!m.msg_iov->iov_len) {
-			m.msg_iov++;
-			m.msg_iovlen--;
-			continue;
-		}
-		w = sendmsg(fd, &m, MSG_NOSIGNAL);
-		if (w > 0) {
-			size_t k = (size_t)w;
-
-			while (k) {
-				size_t d = PN_MIN(k, m.msg_iov->iov_len);
-
-				m.msg_iov->iov_base = (char *)m.msg_iov->iov_base + d;
-				m.msg_iov->iov_len -= d;
-				k -= d;
-				if (!m.msg_iov->iov_len) {
-					m.msg_iov++;
-					m.msg_iovlen--;
-				}
-			}
-			continue;
-		}
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-			int ms = ms_left(deadline, 100);
-
-			if (ms <= 0)
-				return -ETIMEDOUT;
-			poll(&pfd, 1, ms);
-			continue;
-		}
-		return w < 0 ? -errno : -EPIPE;
-	}
-	return 0;
-}
-
-/* Read exactly len bytes before the deadline; -EPIPE when the peer closed. */
-static int read_full(int fd, void *buf, size_t len, double deadline)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = recv(fd, p, len, 0);
-
-		if (n > 0) {
-			p += n;
-			len -= (size_t)n;
-			continue;
-		}
-		if (n == 0)
-			return -EPIPE;
-		if (errno == EINTR)
-			continue;
-		if (errno == EAGAIN || errno == EWOULDBLOCK) {
-			struct pollfd pfd = { .fd = fd, .events = POLLIN };
-			int ms = ms_left(deadline, 100);
-
-			if (ms <= 0)
-				return -ETIMEDOUT;
-			poll(&pfd, 1, ms);
-			continue;
-		}
-		return -errno;
-	}
-	return 0;
-}
-
 /* Header and payload in one sendmsg: one segment, no Nagle/delayed-ACK stall. */
 static int send_seq(struct pn_boot *b, int fd, uint16_t type, uint32_t seq, const void *payload,
 		    size_t len, double deadline)
 {
-	struct pn_wire_hdr h;
-	struct iovec iov[2];
+	struct pn_frame h;
 
 	pn_wire_hdr_init(&h, b->cfg.cookie, type, (uint32_t)b->rank, seq, len);
-	iov[0].iov_base = &h;
-	iov[0].iov_len = sizeof(h);
-	iov[1].iov_base = (void *)payload;
-	iov[1].iov_len = len;
-	return write_full(fd, iov, len ? 2 : 1, deadline);
+	return pn_frame_send(fd, &h, payload, deadline);
 }
 
 static int send_msg(struct pn_boot *b, int fd, uint16_t type, const void *payload, size_t len,
@@ -1046,12 +171,12 @@ static int peer_error(struct pn_boot *b, int r, int ret, const char *what)
 }
 
 /* An ABORT's text (h read already): -ECANCELED with it as the message. */
-static int recv_abort(struct pn_boot *b, int fd, const struct pn_wire_hdr *h, double deadline)
+static int recv_abort(struct pn_boot *b, int fd, const struct pn_frame *h, double deadline)
 {
 	char text[300] = "";
 	size_t n = h->len < sizeof(text) - 1 ? h->len : sizeof(text) - 1;
 
-	if (read_full(fd, text, n, deadline))
+	if (pn_sock_read_full(fd, text, n, deadline))
 		text[0] = 0;
 	text[n] = 0;
 	printable(text, sizeof(text));
@@ -1067,11 +192,11 @@ static int recv_abort(struct pn_boot *b, int fd, const struct pn_wire_hdr *h, do
 static int recv_msg(struct pn_boot *b, int r, uint16_t type, void *buf, size_t len,
 		    double deadline, const char *what)
 {
-	struct pn_wire_hdr h;
+	struct pn_frame h;
 	int fd = b->rank == 0 ? b->fds[r] : b->fds[0];
 	int ret;
 
-	ret = read_full(fd, &h, sizeof(h), deadline);
+	ret = pn_frame_recv(fd, &h, deadline);
 	if (ret)
 		return peer_error(b, r, ret, what);
 	ret = pn_wire_hdr_check(&h, b->cfg.cookie, type, UINT64_MAX);
@@ -1084,58 +209,21 @@ static int recv_msg(struct pn_boot *b, int r, uint16_t type, void *buf, size_t l
 			      "step %u (ranks disagree on the work)", r, rank_host(b, r),
 			      (unsigned long long)h.len, h.seq, len, b->seq);
 	if (len) {
-		ret = read_full(fd, buf, len, deadline);
+		ret = pn_sock_read_full(fd, buf, len, deadline);
 		if (ret)
 			return peer_error(b, r, ret, what);
 	}
 	return 0;
 }
 
-static int resolve(const char *host, int port, struct sockaddr_storage *ss, socklen_t *sl)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res = NULL;
-	char ps[16];
-	int ret;
-
-	snprintf(ps, sizeof(ps), "%d", port);
-	ret = getaddrinfo(host, ps, &hints, &res);
-	if (ret || !res)
-		return pn_err(-EHOSTUNREACH, "cannot resolve '%s': %s", host, gai_strerror(ret));
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	*sl = res->ai_addrlen;
-	freeaddrinfo(res);
-	return 0;
-}
-
 static int root_listen(struct pn_boot *b, const char *host, int port)
 {
-	struct sockaddr_storage ss;
-	socklen_t sl;
-	int fd, one = 1, ret;
+	int fd = pn_sock_listen(host, port, 4096, NULL);
 
-	ret = resolve(host, port, &ss, &sl);
-	if (ret)
-		return ret;
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd == -EHOSTUNREACH)
+		return fd;
 	if (fd < 0)
-		return pn_err(-errno, "socket: %s", strerror(errno));
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&ss, sl)) {
-		/* the root name may not be a local address (NAT, alias): any */
-		struct sockaddr_in any = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-
-		if (ss.ss_family != AF_INET || bind(fd, (struct sockaddr *)&any, sizeof(any))) {
-			ret = pn_err(-errno, "cannot listen on %s:%d: %s", host, port, strerror(errno));
-			close(fd);
-			return ret;
-		}
-	}
-	if (listen(fd, 4096)) {
-		ret = pn_err(-errno, "listen on %s:%d: %s", host, port, strerror(errno));
-		close(fd);
-		return ret;
-	}
+		return pn_err(fd, "cannot listen on %s:%d: %s", host, port, strerror(-fd));
 	b->cfg.listen_fd = fd;
 	return 0;
 }
@@ -1149,51 +237,24 @@ static int connect_root(struct pn_boot *b, const char *host, int port, double de
 {
 	struct sockaddr_storage ss;
 	socklen_t sl;
-	int ret, delay_ms = 10;
+	int fd;
 
-	ret = resolve(host, port, &ss, &sl);
-	if (ret)
-		return ret;
-	for (;;) {
-		int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), one = 1;
-		int e = 0;
-		socklen_t el = sizeof(e);
-
-		if (fd < 0)
-			return pn_err(-errno, "socket: %s", strerror(errno));
-		if (connect(fd, (struct sockaddr *)&ss, sl)) {
-			e = errno;
-			if (e == EINPROGRESS) {
-				struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-				int ms = ms_left(deadline, 1000);
-
-				e = ETIMEDOUT;
-				if (ms > 0 && poll(&pfd, 1, ms) > 0 &&
-				    getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el))
-					e = errno;
-			}
-		}
-		if (!e) {
-			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-			b->fds[0] = fd;
-			return 0;
-		}
-		close(fd);
-		if (rejoin && e == ECONNREFUSED)
-			return pn_err(-EPIPE, "rank 0 at %s:%d closed the connection during the rendezvous "
-				      "and no longer listens: it failed or was killed", host, port);
-		if (e != ECONNREFUSED && e != ETIMEDOUT && e != EHOSTUNREACH && e != ENETUNREACH &&
-		    e != EINTR)
-			return pn_err(-e, "cannot connect to rank 0 at %s:%d: %s", host, port,
-				      strerror(e));
-		if (pn_now() + delay_ms / 1000.0 > deadline)
-			return pn_err(-ETIMEDOUT, "timed out after %.0f s connecting to rank 0 at %s:%d%s",
-				      b->cfg.timeout, host, port,
-				      rejoin ? " (it had closed an earlier connection)" : "");
-		usleep((useconds_t)delay_ms * 1000);
-		if (delay_ms < 200)
-			delay_ms *= 2;
+	fd = pn_sock_resolve(host, port, 0, &ss, &sl);
+	if (fd)
+		return fd;
+	fd = pn_sock_connect(&ss, sl, deadline, !rejoin, NULL);
+	if (fd >= 0) {
+		b->fds[0] = fd;
+		return 0;
 	}
+	if (rejoin && fd == -ECONNREFUSED)
+		return pn_err(-EPIPE, "rank 0 at %s:%d closed the connection during the rendezvous "
+			      "and no longer listens: it failed or was killed", host, port);
+	if (fd != -ETIMEDOUT)
+		return pn_err(fd, "cannot connect to rank 0 at %s:%d: %s", host, port, strerror(-fd));
+	return pn_err(-ETIMEDOUT, "timed out after %.0f s connecting to rank 0 at %s:%d%s",
+		      b->cfg.timeout, host, port,
+		      rejoin ? " (it had closed an earlier connection)" : "");
 }
 
 /* A connection to the root that has not yet said who it is. */
@@ -1201,16 +262,8 @@ struct pending {
 	int fd;
 	size_t got;
 	double since;
-	struct {
-		struct pn_wire_hdr h;
-		struct pn_wire_hello hello;
-	} msg;
+	uint8_t msg[PN_FRAME_HDR_LEN + sizeof(struct pn_wire_hello)];
 };
-
-_Static_assert(sizeof(struct pn_wire_hdr) == 40, "wire header layout");
-_Static_assert(sizeof(((struct pending *)0)->msg) ==
-		       sizeof(struct pn_wire_hdr) + sizeof(struct pn_wire_hello),
-	       "hello message has no padding");
 
 /* Connections the root tracks before they said hello, and how long they may take. */
 #define PN_PENDING_MAX 256
@@ -1230,11 +283,32 @@ static void root_refuse(struct pn_boot *b, int code, const char *why, int extra_
 		send_seq(b, extra_fd, PN_MSG_ABORT, (uint32_t)-code, why, strlen(why), deadline);
 }
 
+static pn_boot_notice_fn *notice_fn;
+
+void pn_boot_set_notice(pn_boot_notice_fn *fn)
+{
+	notice_fn = fn;
+}
+
+static void notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void notice(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	if (!notice_fn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	notice_fn(line);
+}
+
 static void drop_conn(int *ndrop, const char *why)
 {
 	PN_DBG(PN_LOG_BOOT, "dropped a connection to the rendezvous: %s", why);
 	if ((*ndrop)++ < PN_DROP_LINES)
-		fprintf(stderr, "penny: rank 0: dropped a connection to the rendezvous: %s\n", why);
+		notice("rank 0: dropped a connection to the rendezvous: %s", why);
 }
 
 /*
@@ -1258,9 +332,9 @@ static int root_accept(struct pn_boot *b, double deadline)
 		free(pfd);
 		return pn_err(-ENOMEM, "out of memory");
 	}
-	set_nonblock(b->cfg.listen_fd);
+	pn_sock_nonblock(b->cfg.listen_fd, 1);
 	while (have < b->nranks && !ret) {
-		int ms = ms_left(deadline, 200);
+		int ms = pn_poll_ms(deadline - pn_now(), 200);
 		double now;
 
 		if (ms <= 0) {
@@ -1299,7 +373,7 @@ static int root_accept(struct pn_boot *b, double deadline)
 			int r, chk = -EAGAIN;
 
 			if (pfd[i + 1].revents) {
-				ssize_t n = recv(p->fd, (char *)&p->msg + p->got, sizeof(p->msg) - p->got, 0);
+				ssize_t n = recv(p->fd, p->msg + p->got, sizeof(p->msg) - p->got, 0);
 
 				if (n > 0)
 					p->got += (size_t)n;
@@ -1309,7 +383,7 @@ static int root_accept(struct pn_boot *b, double deadline)
 					why = strerror(errno);
 			}
 			if (!why)
-				chk = pn_wire_hello_check(&p->msg, p->got, b->cfg.cookie, b->nranks, &h);
+				chk = pn_wire_hello_check(p->msg, p->got, b->cfg.cookie, b->nranks, &h);
 			if (chk == -EINVAL) {
 				ret = chk;
 				snprintf(whybuf, sizeof(whybuf), "%s", pn_errmsg(chk));
@@ -1360,11 +434,10 @@ static int root_accept(struct pn_boot *b, double deadline)
 		if (ret || !(pfd[0].revents & POLLIN))
 			continue;
 		for (i = 0; i < 64; i++) {
-			int fd = accept4(b->cfg.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), one = 1;
+			int fd = pn_sock_accept(b->cfg.listen_fd, 0);
 
 			if (fd < 0)
 				break;
-			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 			if (npend == PN_PENDING_MAX) {
 				int old = 0, k;
 				char whybuf[96];
@@ -1386,8 +459,7 @@ static int root_accept(struct pn_boot *b, double deadline)
 		}
 	}
 	if (ndrop > PN_DROP_LINES)
-		fprintf(stderr, "penny: rank 0: dropped %d more connections to the rendezvous\n",
-			ndrop - PN_DROP_LINES);
+		notice("rank 0: dropped %d more connections to the rendezvous", ndrop - PN_DROP_LINES);
 	for (i = 0; i < npend; i++)
 		close(pend[i].fd);
 	free(pend);
@@ -1444,24 +516,18 @@ static int rdv_publish(struct pn_boot *b, int dfd, const char *dir, const char *
 {
 	static char root[64];
 	struct pn_boot_cfg *cfg = &b->cfg;
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t sl = sizeof(sa);
+	int port = 0;
 	char tmp[300], line[128];
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, n, i, ret = 0;
+	int fd = pn_sock_listen("127.0.0.1", 0, 4096, &port), n, i, ret = 0;
 
-	if (fd < 0)
-		return pn_err(-errno, "socket: %s", strerror(errno));
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 4096) ||
-	    getsockname(fd, (struct sockaddr *)&sa, &sl) ||
-	    random_bytes(cfg->cookie, sizeof(cfg->cookie))) {
-		close(fd);
+	if (fd < 0 || pn_boot_random(cfg->cookie, sizeof(cfg->cookie))) {
+		if (fd >= 0)
+			close(fd);
 		return pn_err(-EIO, "cannot listen on 127.0.0.1 for the rendezvous");
 	}
 	cfg->listen_fd = fd;
 	cfg->have_cookie = 1;
-	snprintf(root, sizeof(root), "127.0.0.1:%d", ntohs(sa.sin_port));
+	snprintf(root, sizeof(root), "127.0.0.1:%d", port);
 	n = snprintf(line, sizeof(line), "%s ", root);
 	for (i = 0; i < 16; i++)
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "%02x", cfg->cookie[i]);
@@ -1511,7 +577,7 @@ static int rdv_read(struct pn_boot *b, int dfd, const char *dir, const char *nam
 	for (i = 0; i < 32; i++)
 		if (!isxdigit((unsigned char)hex[i]))
 			return pn_err(-EPROTO, "'%s/%s' holds no job cookie", dir, name);
-	hex_cookie(hex, cfg->cookie, &cfg->have_cookie);
+	pn_boot_hex_cookie(hex, cfg->cookie, &cfg->have_cookie);
 	cfg->root = root;
 	return 0;
 }
@@ -1649,7 +715,7 @@ int pn_boot_init(struct pn_boot **out, const struct pn_boot_cfg *cfg)
 	fill_hello(&b->hello[b->rank], b->rank, b->nranks);
 	deadline = pn_now() + cfg->timeout;
 	if (b->nranks > 1) {
-		ret = fd_budget(b->nranks, b->rank == 0);
+		ret = pn_boot_fd_budget(b->nranks, b->rank == 0);
 		if (ret)
 			goto fail;
 	}
@@ -2006,7 +1072,7 @@ int pn_boot_poll_abort(struct pn_boot *b)
 	if (b->nranks == 1)
 		return 0;
 	for (i = lo; i < hi; i++) {
-		struct pn_wire_hdr h;
+		struct pn_frame h;
 		ssize_t n;
 
 		if (b->fds[i] < 0)
@@ -2024,7 +1090,7 @@ int pn_boot_poll_abort(struct pn_boot *b)
 			size_t tl = h.len < sizeof(text) - 1 ? h.len : sizeof(text) - 1;
 
 			recv(b->fds[i], &h, sizeof(h), MSG_DONTWAIT);
-			read_full(b->fds[i], text, tl, pn_now() + 0.5);
+			pn_sock_read_full(b->fds[i], text, tl, pn_now() + 0.5);
 			printable(text, sizeof(text));
 			if (b->rank == 0)
 				pn_boot_abort(b, text);

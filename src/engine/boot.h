@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/sock.h"
+
 #define PN_BOOT_MAGIC 0x50454e4eu /* "PENN" */
 #define PN_BOOT_VERSION 1
 #define PN_HOSTID_LEN 96
@@ -118,17 +120,11 @@ int pn_boot_agree(struct pn_boot *b, int ok, int *all_ok);
  */
 int pn_boot_agree_err(struct pn_boot *b, int code, int name_rank, int *first);
 
-/* Wire format, exposed for tests. */
-struct pn_wire_hdr {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t type;
-	uint8_t cookie[16];
-	uint32_t src;		/* sending rank */
-	uint32_t seq;		/* collective sequence number */
-	uint64_t len;		/* payload bytes after the header */
-};
-
+/*
+ * Wire format, exposed for tests: frames of base/sock.h with the magic
+ * PN_BOOT_MAGIC, version PN_BOOT_VERSION and the job's cookie; src is the
+ * sending rank, seq the collective's sequence number.
+ */
 enum pn_wire_type {
 	PN_MSG_HELLO = 1,	/* rank -> root: struct pn_wire_hello */
 	PN_MSG_TABLE = 2,	/* root -> rank: hello of every rank */
@@ -149,10 +145,10 @@ struct pn_wire_hello {
 
 #define PN_WIRE_MAX_PAYLOAD (64u << 20)
 
-void pn_wire_hdr_init(struct pn_wire_hdr *h, const uint8_t cookie[16], uint16_t type,
+void pn_wire_hdr_init(struct pn_frame *h, const uint8_t cookie[16], uint16_t type,
 		      uint32_t src, uint32_t seq, uint64_t len);
 /* Check magic/version/cookie/size; returns 0 or -EPROTO with a message. */
-int pn_wire_hdr_check(const struct pn_wire_hdr *h, const uint8_t cookie[16], uint16_t type,
+int pn_wire_hdr_check(const struct pn_frame *h, const uint8_t cookie[16], uint16_t type,
 		      uint64_t max_len);
 /*
  * Rank 0's check of the first len bytes a connection sent (a header, then
@@ -166,6 +162,15 @@ int pn_wire_hello_check(const void *buf, size_t len, const uint8_t cookie[16], i
 			struct pn_wire_hello *out);
 
 
+
+/*
+ * Where rank 0's notices during the rendezvous go, one line each without
+ * the command's prefix ("rank 0: dropped a connection to the rendezvous:
+ * WHY"): the engine prints nothing, the command installs a sink (NULL, the
+ * default: nowhere).
+ */
+typedef void pn_boot_notice_fn(const char *line);
+void pn_boot_set_notice(pn_boot_notice_fn *fn);
 
 /* Best-effort notice to every rank that this one failed (text = reason). */
 void pn_boot_abort(struct pn_boot *b, const char *why);

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "harness/bwtest.h"
 #include "base/log.h"
+#include "base/sock.h"
 #include "base/util.h"
 
 #include <errno.h>
@@ -78,43 +79,6 @@ int pn_bw_cfg_check(const struct pn_bw_cfg *a, const struct pn_bw_cfg *b)
 			return pn_err(-EINVAL, "-s: %llu here, %llu on the peer",
 				      (unsigned long long)a->sizes[i],
 				      (unsigned long long)b->sizes[i]);
-	return 0;
-}
-
-/* ------------------------------------------------------------------ hello */
-
-static int terminated(const char *s, size_t len)
-{
-	return memchr(s, 0, len) != NULL;
-}
-
-int pn_bw_hello_decode(struct pn_bw_hello *h, const void *buf, size_t len)
-{
-	const char *why = NULL;
-	int i;
-
-	if (len != sizeof(*h))
-		return pn_err(-EPROTO, "the peer is not a penny bw of this version (%zu bytes of "
-				       "setup)", len);
-	memmove(h, buf, sizeof(*h));
-	if (h->magic != PN_BW_HELLO_MAGIC || h->version != 1 || h->size != sizeof(*h))
-		return pn_err(-EPROTO, "the peer is not a penny bw of this version");
-	if (h->tcp > 1)
-		why = "transport";
-	else if (h->nrails > PN_BW_MAX_RAILS)
-		why = "rail count";
-	else if (h->port_tcp > 65535)
-		why = "TCP port";
-	else if (h->cfg.nsizes > PN_BW_MAX_SIZES)
-		why = "size count";
-	else if (!terminated(h->host, sizeof(h->host)) || !terminated(h->addr, sizeof(h->addr)) ||
-		 !terminated(h->err, sizeof(h->err)))
-		why = "string";
-	for (i = 0; !why && i < PN_BW_MAX_RAILS; i++)
-		if (!terminated(h->dev[i], sizeof(h->dev[i])))
-			why = "device name";
-	if (why)
-		return pn_err(-EPROTO, "the peer's setup is malformed (%s)", why);
 	return 0;
 }
 
@@ -536,29 +500,14 @@ int pn_bw_run_lat(struct pn_bw_link *l, int k, struct pn_bw_row *row)
 
 static int tcp_io(int fd, void *buf, size_t len, int wr, double deadline)
 {
-	size_t done = 0;
+	int ret = wr ? pn_sock_write_full(fd, buf, len, deadline)
+		     : pn_sock_read_full(fd, buf, len, deadline);
 
-	while (done < len) {
-		struct pollfd p = { .fd = fd, .events = wr ? POLLOUT : POLLIN };
-		double left = deadline - pn_now();
-		ssize_t n;
-
-		if (left <= 0)
-			return pn_err(-ETIMEDOUT, "TCP: timed out waiting for the peer");
-		if (poll(&p, 1, pn_poll_ms(left, INT_MAX - 1) + 1) <= 0)
-			continue;
-		n = wr ? send(fd, (char *)buf + done, len - done, MSG_NOSIGNAL)
-		       : recv(fd, (char *)buf + done, len - done, 0);
-		if (n == 0)
-			return pn_err(-EPIPE, "TCP: the peer closed the connection");
-		if (n < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return pn_err(-errno, "TCP: %s", strerror(errno));
-		}
-		done += (size_t)n;
-	}
-	return 0;
+	if (ret == -ETIMEDOUT)
+		return pn_err(ret, "TCP: timed out waiting for the peer");
+	if (ret == -EPIPE)
+		return pn_err(ret, "TCP: the peer closed the connection");
+	return ret ? pn_err(ret, "TCP: %s", strerror(-ret)) : 0;
 }
 
 int pn_bw_xchg_fd(int fd, const void *mine, void *theirs, size_t len, double timeout)

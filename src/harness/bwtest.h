@@ -93,42 +93,6 @@ int pn_bw_xchg_fd(int fd, const void *mine, void *theirs, size_t len, double tim
 /* Send len bytes, bounded by the timeout (the peer's part was read already). */
 int pn_bw_send_fd(int fd, const void *buf, size_t len, double timeout);
 
-/*
- * penny bw's hello: one side's description, exchanged before connecting
- * (over the socket in server/client mode, through the launcher's rendezvous
- * otherwise), as a raw struct of this layout.
- */
-#define PN_BW_HELLO_MAGIC 0x5042574fu /* "PBWO" */
-#define PN_BW_MAX_RAILS 8
-
-struct pn_bw_hello {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t size;
-	uint32_t tcp;		/* 1: TCP test */
-	uint32_t nrails;
-	uint32_t port_tcp;	/* launcher + TCP: the data port */
-	uint32_t reserved;
-	struct pn_bw_cfg cfg;
-	char host[64];
-	char addr[64];		/* launcher + TCP: the data address */
-	char dev[PN_BW_MAX_RAILS][40];
-	double link_gbps[PN_BW_MAX_RAILS];
-	struct pn_verbs_info info[PN_BW_MAX_RAILS];
-	char err[160];		/* this side failed before connecting: why */
-};
-
-/*
- * Decode a hello received from a peer: len bytes at buf into *h (buf may
- * be h).  0, or -EPROTO with a message when it is not a penny bw hello of
- * this version (magic, version, size) or is malformed: tcp not 0 or 1,
- * more than PN_BW_MAX_RAILS rails, a string without its NUL, a port over
- * 65535, more than PN_BW_MAX_SIZES sizes.  The configuration and the
- * connection infos are checked where they are used (pn_bw_cfg_check,
- * pn_verbs_conn_connect).
- */
-int pn_bw_hello_decode(struct pn_bw_hello *h, const void *buf, size_t len);
-
 /* Helpers (exposed for the unit tests). */
 /* min, median, average, p99, p99.9, max of n samples (sorted in place). */
 void pn_bw_percentiles(double *samples, size_t n, double out[6]);

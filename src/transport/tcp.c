@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "transport/transport.h"
 #include "base/log.h"
+#include "base/sock.h"
 #include "base/util.h"
 
 #include <arpa/inet.h>
@@ -87,9 +88,10 @@ static int peer_gone(struct pn_tp_group *c, int r, const char *what, int err)
 static int tcp_listen(struct pn_tp_group *c, struct tcp_addr *me)
 {
 	struct pn_tcp_state *t = c->tcp;
+	struct sockaddr_storage bound;
 	socklen_t sl;
 	unsigned l = 0;
-	int fd, ret;
+	int fd;
 
 	memset(me, 0, sizeof(*me));
 	if (pn_tp_local_addr(c, &me->ss, &l)) {
@@ -103,16 +105,10 @@ static int tcp_listen(struct pn_tp_group *c, struct tcp_addr *me)
 		((struct sockaddr_in *)&me->ss)->sin_port = 0;
 	else
 		((struct sockaddr_in6 *)&me->ss)->sin6_port = 0;
-	fd = socket(me->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = pn_sock_listen_addr((struct sockaddr *)&me->ss, l, 1024, &bound, &sl);
 	if (fd < 0)
-		return pn_err(-errno, "socket: %s", strerror(errno));
-	sl = l;
-	if (bind(fd, (struct sockaddr *)&me->ss, sl) || listen(fd, 1024) ||
-	    getsockname(fd, (struct sockaddr *)&me->ss, &sl)) {
-		ret = pn_err(-errno, "tcp transport cannot listen: %s", strerror(errno));
-		close(fd);
-		return ret;
-	}
+		return pn_err(fd, "tcp transport cannot listen: %s", strerror(-fd));
+	me->ss = bound;
 	me->len = sl;
 	me->ok = 1;
 	t->listen_fd = fd;
@@ -217,11 +213,11 @@ static int tcp_setup(struct pn_tp_group *c)
 			ret = pn_err(-EPROTO, "rank %d has no tcp listener", p);
 			break;
 		}
-		fd = socket(all[p].ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0 || connect(fd, (struct sockaddr *)&all[p].ss, all[p].len) ||
-		    send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) != (ssize_t)sizeof(hello)) {
-			ret = pn_err(-errno, "tcp connect to rank %d (host %s): %s", p,
-				     pn_tp_host(c, p), strerror(errno));
+		fd = pn_sock_connect(&all[p].ss, all[p].len, deadline, 0, NULL);
+		ret = fd < 0 ? fd : pn_sock_write_full(fd, &hello, sizeof(hello), deadline);
+		if (ret) {
+			ret = pn_err(ret, "tcp connect to rank %d (host %s): %s", p,
+				     pn_tp_host(c, p), strerror(-ret));
 			if (fd >= 0)
 				close(fd);
 			break;
@@ -230,36 +226,19 @@ static int tcp_setup(struct pn_tp_group *c)
 		t->peers[p].fd = fd;
 	}
 	while (!ret && naccept > 0) {
-		struct pollfd pfd = { .fd = t->listen_fd, .events = POLLIN };
 		struct tcp_hello h;
-		int fd, ms = pn_poll_ms(deadline - pn_now(), INT_MAX);
-		ssize_t n = 0;
-		double hd;
+		int fd = pn_sock_accept(t->listen_fd, deadline), n;
 
-		if (ms <= 0) {
+		if (fd == -ETIMEDOUT) {
 			ret = pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for %d tcp connections",
 				     c->timeout, naccept);
 			break;
 		}
-		if (poll(&pfd, 1, ms) <= 0)
-			continue;
-		fd = accept4(t->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0)
 			continue;
 		/* the hello must come at once; strangers are dropped */
-		hd = pn_now() + 5.0;
-		while (n < (ssize_t)sizeof(h) && pn_now() < hd) {
-			struct pollfd q = { .fd = fd, .events = POLLIN };
-			ssize_t m;
-
-			if (poll(&q, 1, 100) <= 0)
-				continue;
-			m = recv(fd, (char *)&h + n, sizeof(h) - (size_t)n, 0);
-			if (m <= 0)
-				break;
-			n += m;
-		}
-		if (n != (ssize_t)sizeof(h) || h.magic != TCP_HELLO_MAGIC || h.version != 1 ||
+		n = pn_sock_read_full(fd, &h, sizeof(h), pn_now() + 5.0);
+		if (n || h.magic != TCP_HELLO_MAGIC || h.version != 1 ||
 		    memcmp(h.cookie, pn_tp_cookie(c), 16) || (int)h.rank <= c->rank ||
 		    (int)h.rank >= c->nranks || c->peers[h.rank].transport != &pn_transport_tcp ||
 		    t->peers[h.rank].fd >= 0 || (int)h.nchannels != c->nchannels) {
@@ -271,9 +250,7 @@ static int tcp_setup(struct pn_tp_group *c)
 		t->peers[h.rank].fd = fd;
 		naccept--;
 	}
-	for (p = 0; p < c->nranks; p++)
-		if (t->peers[p].fd >= 0)
-			fcntl(t->peers[p].fd, F_SETFL, fcntl(t->peers[p].fd, F_GETFL) | O_NONBLOCK);
+	/* connected and accepted sockets are non-blocking (base/sock.h) */
 	free(all);
 	return ret;
 }

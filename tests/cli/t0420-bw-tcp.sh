@@ -85,6 +85,23 @@ test_expect_success 'server and client that disagree both say which option diffe
 	grep -q "the two sides disagree: -s: 2000 here, 1000 on the peer" cli.err &&
 	grep -q "the two sides disagree: -s: 1000 here, 2000 on the peer" srv.err
 '
+test_expect_success 'a server of bw protocol 1 (raw host struct hello): one line, exit 2, no hang' '
+	p=$(port) || exit 1
+	python3 - $p <<-PY &
+	import socket, struct, sys, time
+	# penny bw before the versioned frame: a raw struct whose first bytes are
+	# magic "PBWO", version 1 and its size, sent after the client said hello
+	l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+	l.bind(("127.0.0.1", int(sys.argv[1]))); l.listen(1)
+	c, _ = l.accept(); c.recv(8)
+	c.sendall(struct.pack("<IHH", 0x5042574f, 1, 3184) + bytes(3176)); time.sleep(10)
+	PY
+	py=$!
+	within 8 penny bw --transport tcp -p $p -n 10 --timeout 5 127.0.0.1 >out 2>err
+	kill $py 2>/dev/null; wait $py
+	cat err && test "$WITHIN_RC" = 2 && test "$(wc -l <err)" = 1 &&
+	grep -q "^penny bw: peer 127.0.0.1 speaks bw protocol 1, this penny speaks 2: run the same penny version on both ends$" err
+'
 test_expect_success 'a client with no server fails within the timeout' '
 	t0=$(date +%s) &&
 	test_exit 1 penny bw --transport tcp -p $(port) --timeout 2 127.0.0.1 2>err &&

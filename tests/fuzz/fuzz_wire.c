@@ -34,7 +34,7 @@ static void printable(const char *s, size_t len)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	const size_t whole = sizeof(struct pn_wire_hdr) + sizeof(struct pn_wire_hello);
+	const size_t whole = PN_FRAME_HDR_LEN + sizeof(struct pn_wire_hello);
 	struct pn_wire_hello h;
 	int first = -EAGAIN, ret = -EAGAIN;
 	size_t k, n = size < whole ? size : whole;

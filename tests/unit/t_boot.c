@@ -131,9 +131,19 @@ TEST(explicit_ranks)
 static const uint8_t cookie[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
 
 struct hello_msg {
-	struct pn_wire_hdr h;
+	struct pn_frame h;
 	struct pn_wire_hello m;
+	uint8_t w[PN_FRAME_HDR_LEN + sizeof(struct pn_wire_hello)];
 };
+#define WHOLE (PN_FRAME_HDR_LEN + sizeof(struct pn_wire_hello))
+
+/* The bytes on the wire: the header encoded, the hello after it. */
+static const void *wire(struct hello_msg *x)
+{
+	pn_frame_put(x->w, &x->h);
+	memcpy(x->w + PN_FRAME_HDR_LEN, &x->m, sizeof(x->m));
+	return x->w;
+}
 
 static void hello_msg(struct hello_msg *x, uint32_t rank, uint32_t nranks)
 {
@@ -153,36 +163,36 @@ TEST(hello_check)
 	size_t k;
 
 	hello_msg(&x, 2, 4);
-	for (k = 0; k < sizeof(x); k++)
-		CHECK_EQ_INT(pn_wire_hello_check(&x, k, cookie, 4, &out), -EAGAIN);
-	CHECK_EQ_INT(pn_wire_hello_check(&x, sizeof(x), cookie, 4, &out), 0);
+	for (k = 0; k < WHOLE; k++)
+		CHECK_EQ_INT(pn_wire_hello_check(wire(&x), k, cookie, 4, &out), -EAGAIN);
+	CHECK_EQ_INT(pn_wire_hello_check(wire(&x), WHOLE, cookie, 4, &out), 0);
 	CHECK(out.rank == 2 && out.pid == 77 && !strcmp(out.host, "a"));
 	/* strangers: dropped */
 	CHECK_EQ_INT(pn_wire_hello_check("GET /", 5, cookie, 4, &out), -EPROTO);
 	CHECK_EQ_INT(pn_wire_hello_check("P", 1, cookie, 4, &out), -EPROTO);
 	x.h.cookie[3] ^= 1;
-	CHECK_EQ_INT(pn_wire_hello_check(&x, sizeof(x.h), cookie, 4, &out), -EPROTO);
+	CHECK_EQ_INT(pn_wire_hello_check(wire(&x), PN_FRAME_HDR_LEN, cookie, 4, &out), -EPROTO);
 	hello_msg(&x, 2, 4);
 	x.h.len = 1ull << 40;
-	CHECK_EQ_INT(pn_wire_hello_check(&x, sizeof(x.h), cookie, 4, &out), -EPROTO);
+	CHECK_EQ_INT(pn_wire_hello_check(wire(&x), PN_FRAME_HDR_LEN, cookie, 4, &out), -EPROTO);
 	hello_msg(&x, 2, 4);
 	x.h.type = PN_MSG_ABORT;
-	CHECK_EQ_INT(pn_wire_hello_check(&x, sizeof(x), cookie, 4, &out), -EPROTO);
+	CHECK_EQ_INT(pn_wire_hello_check(wire(&x), WHOLE, cookie, 4, &out), -EPROTO);
 	hello_msg(&x, 2, 4);
 	x.h.src = 1;
-	CHECK_EQ_INT(pn_wire_hello_check(&x, sizeof(x), cookie, 4, &out), -EPROTO);
+	CHECK_EQ_INT(pn_wire_hello_check(wire(&x), WHOLE, cookie, 4, &out), -EPROTO);
 	/* the job's cookie but not of this job: the job fails */
 	hello_msg(&x, 2, 8);
-	CHECK_EQ_INT(pn_wire_hello_check(&x, sizeof(x), cookie, 4, &out), -EINVAL);
+	CHECK_EQ_INT(pn_wire_hello_check(wire(&x), WHOLE, cookie, 4, &out), -EINVAL);
 	CHECK(strstr(pn_errmsg(-EINVAL), "job of 8 ranks") != NULL);
 	hello_msg(&x, 0, 4);
-	CHECK_EQ_INT(pn_wire_hello_check(&x, sizeof(x), cookie, 4, &out), -EINVAL);
+	CHECK_EQ_INT(pn_wire_hello_check(wire(&x), WHOLE, cookie, 4, &out), -EINVAL);
 	hello_msg(&x, 4, 4);
-	CHECK_EQ_INT(pn_wire_hello_check(&x, sizeof(x), cookie, 4, &out), -EINVAL);
+	CHECK_EQ_INT(pn_wire_hello_check(wire(&x), WHOLE, cookie, 4, &out), -EINVAL);
 	/* what goes to a terminal is printable and terminated */
 	hello_msg(&x, 1, 4);
 	memset(x.m.host, '\033', sizeof(x.m.host));
-	CHECK_EQ_INT(pn_wire_hello_check(&x, sizeof(x), cookie, 4, &out), 0);
+	CHECK_EQ_INT(pn_wire_hello_check(wire(&x), WHOLE, cookie, 4, &out), 0);
 	CHECK(strlen(out.host) == sizeof(out.host) - 1 && !strchr(out.host, '\033'));
 }
 

@@ -2,6 +2,7 @@
 /* The pure parts of src/harness/bwtest.c: percentiles, the peak window, the check
  * that both sides of penny bw agree. */
 #include "unit.h"
+#include "harness/bwproto.h"
 #include "harness/bwtest.h"
 #include "base/log.h"
 
@@ -107,41 +108,60 @@ TEST(buffer_and_sum)
 }
 
 /* A peer's hello: only a whole, well-formed frame of this version is used. */
+static int decode(struct pn_bw_hello *h, const struct pn_bw_hello *in, size_t len)
+{
+	static uint8_t w[PN_BW_HELLO_LEN];
+
+	pn_bw_hello_encode(in, w);
+	return pn_bw_hello_decode(h, w, len);
+}
+
 TEST(hello_from_the_peer)
 {
+	static uint8_t w[PN_BW_HELLO_LEN];
 	struct pn_bw_hello h, in;
 
 	memset(&in, 0, sizeof(in));
-	in.magic = PN_BW_HELLO_MAGIC;
-	in.version = 1;
-	in.size = sizeof(in);
 	in.nrails = 2;
+	in.cfg.sizes[3] = 0x0102030405060708ull;
+	in.link_gbps[1] = 100;
+	in.info[1].qpn[31] = 0xabcdef01u;
 	snprintf(in.host, sizeof(in.host), "node01");
-	CHECK_EQ_INT(pn_bw_hello_decode(&h, &in, sizeof(in)), 0);
+	memset(&h, 0, sizeof(h)); /* the padding */
+	CHECK_EQ_INT(decode(&h, &in, PN_BW_HELLO_LEN), 0);
 	CHECK_STR(h.host, "node01");
-	CHECK_EQ_INT(pn_bw_hello_decode(&in, &in, sizeof(in)), 0); /* in place */
-	CHECK_EQ_INT(pn_bw_hello_decode(&h, &in, sizeof(in) - 1), -EPROTO);
-	in.magic ^= 1;
-	CHECK_EQ_INT(pn_bw_hello_decode(&h, &in, sizeof(in)), -EPROTO);
-	in.magic ^= 1;
+	CHECK(!memcmp(&h, &in, sizeof(h))); /* every field comes back */
+	/* explicit byte order: the magic "PBWO" and version 2, little-endian */
+	pn_bw_hello_encode(&in, w);
+	CHECK(w[0] == 0x4f && w[1] == 0x57 && w[2] == 0x42 && w[3] == 0x50 && w[4] == 2 && !w[5]);
+	CHECK_EQ_INT(decode(&h, &in, PN_BW_HELLO_LEN - 1), -EPROTO);
+	w[0] ^= 1;
+	CHECK_EQ_INT(pn_bw_hello_decode(&h, w, sizeof(w)), -EPROTO);
+	CHECK_EQ_INT(pn_bw_hello_check(w, 1), -EPROTO);
+	w[0] ^= 1;
+	CHECK_EQ_INT(pn_bw_hello_check(w, 5), -EAGAIN);
+	/* another version is a penny bw, not a stranger: named as such */
+	w[4] = 1;
+	CHECK_EQ_INT(pn_bw_hello_check(w, 6), -EPROTONOSUPPORT);
+	CHECK(strstr(pn_errmsg(-EPROTONOSUPPORT), "hello version 1; this penny speaks bw protocol 2") != NULL);
 	/* what rank 0 would print or index: more rails than there are, a host without its NUL */
 	in.nrails = PN_BW_MAX_RAILS + 1;
-	CHECK_EQ_INT(pn_bw_hello_decode(&h, &in, sizeof(in)), -EPROTO);
+	CHECK_EQ_INT(decode(&h, &in, PN_BW_HELLO_LEN), -EPROTO);
 	CHECK(strstr(pn_errmsg(-EPROTO), "rail count") != NULL);
 	in.nrails = 1;
 	memset(in.host, 'x', sizeof(in.host));
-	CHECK_EQ_INT(pn_bw_hello_decode(&h, &in, sizeof(in)), -EPROTO);
+	CHECK_EQ_INT(decode(&h, &in, PN_BW_HELLO_LEN), -EPROTO);
 	in.host[0] = 0;
 	memset(in.dev[PN_BW_MAX_RAILS - 1], 'y', sizeof(in.dev[0]));
-	CHECK_EQ_INT(pn_bw_hello_decode(&h, &in, sizeof(in)), -EPROTO);
+	CHECK_EQ_INT(decode(&h, &in, PN_BW_HELLO_LEN), -EPROTO);
 	memset(in.dev, 0, sizeof(in.dev));
 	in.tcp = 2;
-	CHECK_EQ_INT(pn_bw_hello_decode(&h, &in, sizeof(in)), -EPROTO);
+	CHECK_EQ_INT(decode(&h, &in, PN_BW_HELLO_LEN), -EPROTO);
 	in.tcp = 1;
 	in.cfg.nsizes = PN_BW_MAX_SIZES + 1;
-	CHECK_EQ_INT(pn_bw_hello_decode(&h, &in, sizeof(in)), -EPROTO);
+	CHECK_EQ_INT(decode(&h, &in, PN_BW_HELLO_LEN), -EPROTO);
 	in.cfg.nsizes = 0;
-	CHECK_EQ_INT(pn_bw_hello_decode(&h, &in, sizeof(in)), 0);
+	CHECK_EQ_INT(decode(&h, &in, PN_BW_HELLO_LEN), 0);
 }
 
 int main(void)

@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * penny bw's protocol: the hello frame (encode, check, decode), and the
+ * sockets of its server and client modes (see harness/bwproto.h).
+ */
+#define _GNU_SOURCE
+#include "harness/bwproto.h"
+#include "base/log.h"
+#include "base/util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ the frame */
+
+static uint8_t *put_info(uint8_t *p, const struct pn_verbs_info *v)
+{
+	int i;
+
+	p = pn_put_u32(p, v->magic);
+	p = pn_put_u16(p, v->version);
+	p = pn_put_u16(p, v->size);
+	p = pn_put_bytes(p, v->gid, sizeof(v->gid));
+	p = pn_put_u32(p, v->psn);
+	p = pn_put_u32(p, v->rkey);
+	p = pn_put_u64(p, v->addr);
+	p = pn_put_u64(p, v->len);
+	p = pn_put_u16(p, v->lid);
+	*p++ = v->port;
+	*p++ = v->ethernet;
+	*p++ = v->gid_index;
+	*p++ = v->gid_type;
+	p = pn_put_u16(p, v->mtu);
+	p = pn_put_u16(p, v->nqp);
+	p = pn_put_u16(p, v->reserved);
+	for (i = 0; i < PN_VERBS_MAX_QPS; i++)
+		p = pn_put_u32(p, v->qpn[i]);
+	return pn_put_bytes(p, v->dev, sizeof(v->dev));
+}
+
+static const uint8_t *get_info(const uint8_t *p, struct pn_verbs_info *v)
+{
+	int i;
+
+	p = pn_get_u32(p, &v->magic);
+	p = pn_get_u16(p, &v->version);
+	p = pn_get_u16(p, &v->size);
+	p = pn_get_bytes(p, v->gid, sizeof(v->gid));
+	p = pn_get_u32(p, &v->psn);
+	p = pn_get_u32(p, &v->rkey);
+	p = pn_get_u64(p, &v->addr);
+	p = pn_get_u64(p, &v->len);
+	p = pn_get_u16(p, &v->lid);
+	v->port = *p++;
+	v->ethernet = *p++;
+	v->gid_index = *p++;
+	v->gid_type = *p++;
+	p = pn_get_u16(p, &v->mtu);
+	p = pn_get_u16(p, &v->nqp);
+	p = pn_get_u16(p, &v->reserved);
+	for (i = 0; i < PN_VERBS_MAX_QPS; i++)
+		p = pn_get_u32(p, &v->qpn[i]);
+	return pn_get_bytes(p, v->dev, sizeof(v->dev));
+}
+
+void pn_bw_hello_encode(const struct pn_bw_hello *h, uint8_t out[PN_BW_HELLO_LEN])
+{
+	const struct pn_bw_cfg *c = &h->cfg;
+	struct pn_frame f = { .magic = PN_BW_HELLO_MAGIC, .version = PN_BW_PROTO_VERSION,
+			      .type = PN_BW_MSG_HELLO, .len = PN_BW_HELLO_PAYLOAD };
+	uint8_t *p = out + PN_FRAME_HDR_LEN;
+	int i;
+
+	pn_frame_put(out, &f);
+	p = pn_put_u32(p, h->tcp);
+	p = pn_put_u32(p, h->nrails);
+	p = pn_put_u32(p, h->port_tcp);
+	p = pn_put_u32(p, c->magic);
+	p = pn_put_u16(p, c->version);
+	p = pn_put_u16(p, c->size);
+	p = pn_put_u32(p, c->op);
+	p = pn_put_u32(p, c->flags);
+	p = pn_put_u32(p, c->nqp);
+	p = pn_put_u32(p, c->tx_depth);
+	p = pn_put_u32(p, c->mtu);
+	p = pn_put_u32(p, c->nsizes);
+	p = pn_put_u64(p, c->iters);
+	p = pn_put_f64(p, c->duration);
+	for (i = 0; i < PN_BW_MAX_SIZES; i++)
+		p = pn_put_u64(p, c->sizes[i]);
+	p = pn_put_bytes(p, h->host, sizeof(h->host));
+	p = pn_put_bytes(p, h->addr, sizeof(h->addr));
+	for (i = 0; i < PN_BW_MAX_RAILS; i++) {
+		p = pn_put_bytes(p, h->dev[i], sizeof(h->dev[i]));
+		p = pn_put_f64(p, h->link_gbps[i]);
+		p = put_info(p, &h->info[i]);
+	}
+	pn_put_bytes(p, h->err, sizeof(h->err));
+}
+
+static void decode(struct pn_bw_hello *h, const uint8_t *p)
+{
+	struct pn_bw_cfg *c = &h->cfg;
+	int i;
+
+	p = pn_get_u32(p, &h->tcp);
+	p = pn_get_u32(p, &h->nrails);
+	p = pn_get_u32(p, &h->port_tcp);
+	p = pn_get_u32(p, &c->magic);
+	p = pn_get_u16(p, &c->version);
+	p = pn_get_u16(p, &c->size);
+	p = pn_get_u32(p, &c->op);
+	p = pn_get_u32(p, &c->flags);
+	p = pn_get_u32(p, &c->nqp);
+	p = pn_get_u32(p, &c->tx_depth);
+	p = pn_get_u32(p, &c->mtu);
+	p = pn_get_u32(p, &c->nsizes);
+	p = pn_get_u64(p, &c->iters);
+	p = pn_get_f64(p, &c->duration);
+	for (i = 0; i < PN_BW_MAX_SIZES; i++)
+		p = pn_get_u64(p, &c->sizes[i]);
+	p = pn_get_bytes(p, h->host, sizeof(h->host));
+	p = pn_get_bytes(p, h->addr, sizeof(h->addr));
+	for (i = 0; i < PN_BW_MAX_RAILS; i++) {
+		p = pn_get_bytes(p, h->dev[i], sizeof(h->dev[i]));
+		p = pn_get_f64(p, &h->link_gbps[i]);
+		p = get_info(p, &h->info[i]);
+	}
+	pn_get_bytes(p, h->err, sizeof(h->err));
+}
+
+int pn_bw_hello_check(const void *buf, size_t len)
+{
+	const uint8_t *b = buf;
+	uint8_t m[4];
+	struct pn_frame f;
+
+	pn_put_u32(m, PN_BW_HELLO_MAGIC);
+	if (memcmp(b, m, PN_MIN(len, sizeof(m))))
+		return pn_err(-EPROTO, "not a penny bw client");
+	if (len >= 6) {
+		uint16_t v;
+
+		pn_get_u16(b + 4, &v);
+		if (v != PN_BW_PROTO_VERSION)
+			return pn_err(-EPROTONOSUPPORT, "penny bw hello version %u; this penny speaks "
+				      "bw protocol %u: run the same penny version on both ends", v,
+				      PN_BW_PROTO_VERSION);
+	}
+	if (len < PN_FRAME_HDR_LEN)
+		return -EAGAIN;
+	pn_frame_get(&f, b);
+	if (f.type != PN_BW_MSG_HELLO || f.len != PN_BW_HELLO_PAYLOAD)
+		return pn_err(-EPROTO, "a penny bw message of type %u and %llu bytes, not a hello",
+			      f.type, (unsigned long long)f.len);
+	return len < PN_BW_HELLO_LEN ? -EAGAIN : 0;
+}
+
+static int terminated(const char *s, size_t len)
+{
+	return memchr(s, 0, len) != NULL;
+}
+
+int pn_bw_hello_decode(struct pn_bw_hello *h, const void *buf, size_t len)
+{
+	const char *why = NULL;
+	int i, ret = pn_bw_hello_check(buf, len);
+
+	if (ret == -EAGAIN || (!ret && len != PN_BW_HELLO_LEN))
+		return pn_err(-EPROTO, "the peer is not a penny bw of this version (%zu bytes of "
+			      "setup)", len);
+	if (ret)
+		return ret;
+	decode(h, (const uint8_t *)buf + PN_FRAME_HDR_LEN);
+	if (h->tcp > 1)
+		why = "transport";
+	else if (h->nrails > PN_BW_MAX_RAILS)
+		why = "rail count";
+	else if (h->port_tcp > 65535)
+		why = "TCP port";
+	else if (h->cfg.nsizes > PN_BW_MAX_SIZES)
+		why = "size count";
+	else if (!terminated(h->host, sizeof(h->host)) || !terminated(h->addr, sizeof(h->addr)) ||
+		 !terminated(h->err, sizeof(h->err)))
+		why = "string";
+	for (i = 0; !why && i < PN_BW_MAX_RAILS; i++)
+		if (!terminated(h->dev[i], sizeof(h->dev[i])))
+			why = "device name";
+	if (why)
+		return pn_err(-EPROTO, "the peer's setup is malformed (%s)", why);
+	return 0;
+}
+
+int pn_bw_hello_send(int fd, const struct pn_bw_hello *h, double timeout)
+{
+	uint8_t *w = malloc(PN_BW_HELLO_LEN);
+	int ret;
+
+	if (!w)
+		return pn_err(-ENOMEM, "out of memory");
+	pn_bw_hello_encode(h, w);
+	ret = pn_bw_send_fd(fd, w, PN_BW_HELLO_LEN, timeout);
+	free(w);
+	return ret;
+}
+
+static int io_error(int ret)
+{
+	if (ret == -ETIMEDOUT)
+		return pn_err(ret, "TCP: timed out waiting for the peer");
+	if (ret == -EPIPE)
+		return pn_err(ret, "TCP: the peer closed the connection");
+	return pn_err(ret, "TCP: %s", strerror(-ret));
+}
+
+int pn_bw_hello_recv(int fd, struct pn_bw_hello *h, double timeout)
+{
+	uint8_t *w = malloc(PN_BW_HELLO_LEN);
+	double deadline = pn_now() + timeout;
+	int ret;
+
+	if (!w)
+		return pn_err(-ENOMEM, "out of memory");
+	/* the header first: a peer of another version may send less */
+	ret = pn_sock_read_full(fd, w, PN_FRAME_HDR_LEN, deadline);
+	if (ret) {
+		ret = io_error(ret);
+		goto out;
+	}
+	ret = pn_bw_hello_check(w, PN_FRAME_HDR_LEN);
+	if (ret == -EPROTONOSUPPORT) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		char peer[64] = "(local)";
+		uint16_t v;
+
+		pn_get_u16(w + 4, &v);
+		if (!getpeername(fd, (struct sockaddr *)&ss, &sl) &&
+		    (ss.ss_family == AF_INET || ss.ss_family == AF_INET6))
+			pn_sock_addr_name(&ss, peer, sizeof(peer), 0);
+		ret = pn_err(-EINVAL, "peer %s speaks bw protocol %u, this penny speaks %u: run the "
+			     "same penny version on both ends", peer, v, PN_BW_PROTO_VERSION);
+		goto out;
+	}
+	if (ret && ret != -EAGAIN) {
+		ret = pn_err(-EPROTO, "the peer is not a penny bw of this version");
+		goto out;
+	}
+	ret = pn_sock_read_full(fd, w + PN_FRAME_HDR_LEN, PN_BW_HELLO_LEN - PN_FRAME_HDR_LEN,
+				deadline);
+	ret = ret ? io_error(ret) : pn_bw_hello_decode(h, w, PN_BW_HELLO_LEN);
+out:
+	free(w);
+	return ret;
+}
+
+/* ------------------------------------------------------------ the server */
+
+#define MAX_PENDING 16
+
+/* A connection the server accepted that has not said a whole hello yet. */
+struct pending {
+	int fd;
+	double deadline;	/* accepted + timeout */
+	size_t got;
+	char who[80];		/* "address:port" */
+	uint8_t h[PN_BW_HELLO_LEN];
+};
+
+static void drop(struct pending *p, int n, int i, const char *why, pn_bw_drop_fn *fn)
+{
+	if (fn)
+		fn(p[i].who, why);
+	close(p[i].fd);
+	p[i] = p[n - 1];
+}
+
+int pn_bw_accept_client(int lfd, double timeout, struct pn_bw_hello *peer, pn_bw_drop_fn *dropfn)
+{
+	struct pending *p = calloc(MAX_PENDING, sizeof(*p));
+	struct pollfd pfd[MAX_PENDING + 1];
+	double until = pn_now() + timeout;
+	int n = 0, i, fd = -1;
+	char why[300];
+
+	if (!p)
+		return pn_err(-ENOMEM, "out of memory");
+	while (fd < 0) {
+		double now = pn_now(), next = now < until ? until : INFINITY;
+		int k = 0, listening = now < until;
+
+		for (i = n - 1; i >= 0; i--)
+			if (p[i].deadline <= now)
+				drop(p, n--, i, "said no hello within the timeout", dropfn);
+		if (!listening && !n) {
+			fd = pn_err(-ETIMEDOUT, "no client connected within %g s (--timeout)", timeout);
+			break;
+		}
+		if (listening)
+			pfd[k++] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+		for (i = 0; i < n; i++) {
+			pfd[k++] = (struct pollfd){ .fd = p[i].fd, .events = POLLIN };
+			next = PN_MIN(next, p[i].deadline);
+		}
+		if (poll(pfd, (nfds_t)k, (int)((next - now) * 1000) + 1) < 0) {
+			if (errno == EINTR)
+				continue;
+			fd = pn_err(-errno, "poll: %s", strerror(errno));
+			break;
+		}
+		/* the pending ones first: pfd[listening + i] is p[i] until one goes */
+		for (i = n - 1; i >= 0 && fd < 0; i--) {
+			ssize_t got;
+			int chk;
+
+			if (!(pfd[listening + i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			got = recv(p[i].fd, p[i].h + p[i].got, sizeof(p[i].h) - p[i].got, 0);
+			if (got < 0 && (errno == EAGAIN || errno == EINTR))
+				continue;
+			if (got <= 0) {
+				drop(p, n--, i, got ? strerror(errno) : "closed before saying a whole hello",
+				     dropfn);
+				continue;
+			}
+			p[i].got += (size_t)got;
+			chk = pn_bw_hello_check(p[i].h, p[i].got);
+			if (!chk)
+				chk = pn_bw_hello_decode(peer, p[i].h, p[i].got);
+			if (chk && chk != -EAGAIN) {
+				snprintf(why, sizeof(why), "%s", pn_errmsg(chk));
+				drop(p, n--, i, why, dropfn);
+			} else if (!chk) {
+				fd = p[i].fd;
+				p[i] = p[--n];
+			}
+		}
+		if (fd < 0 && listening && (pfd[0].revents & POLLIN)) {
+			int c = pn_sock_accept(lfd, 0);
+
+			if (c < 0)
+				continue;
+			if (n == MAX_PENDING) {
+				int old = 0;
+
+				for (i = 1; i < n; i++)
+					if (p[i].deadline < p[old].deadline)
+						old = i;
+				drop(p, n--, old, "said no hello while newer connections waited", dropfn);
+			}
+			p[n] = (struct pending){ .fd = c, .deadline = pn_now() + timeout };
+			pn_sock_peer_name(c, p[n].who, sizeof(p[n].who));
+			n++;
+		}
+	}
+	for (i = n - 1; i >= 0; i--)
+		drop(p, n--, i, fd >= 0 ? "another client said its hello first" : "the server gave up",
+		     dropfn);
+	free(p);
+	if (fd >= 0)
+		pn_sock_nonblock(fd, 0);
+	return fd;
+}
+
+int pn_bw_listen(const char *host, int port, int *out_port)
+{
+	int fd = pn_sock_listen(host, port, 4, out_port);
+
+	if (fd == -EHOSTUNREACH)
+		return pn_err(-EINVAL, "%s", pn_errmsg(fd));
+	if (fd < 0)
+		return pn_err(fd, "cannot listen on TCP port %d: %s", port, strerror(-fd));
+	return fd;
+}
+
+int pn_bw_connect(const char *host, int port, double timeout)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	int fd, last = ECONNREFUSED;
+
+	fd = pn_sock_resolve(host, port, 0, &ss, &sl);
+	if (fd)
+		return pn_err(-EINVAL, "%s", pn_errmsg(fd));
+	/* the server may start a moment later: retry until the timeout */
+	fd = pn_sock_connect(&ss, sl, pn_now() + timeout, 1, &last);
+	if (fd >= 0) {
+		pn_sock_nonblock(fd, 0);
+		return fd;
+	}
+	if (fd != -ETIMEDOUT)
+		last = -fd;
+	return pn_err(-last, "cannot connect to %s port %d: %s (is 'penny bw' running there?)",
+		      host, port, strerror(last));
+}
+
+int pn_bw_accept_one(int lfd, double timeout)
+{
+	int fd = pn_sock_accept(lfd, pn_now() + timeout);
+
+	if (fd == -ETIMEDOUT)
+		return pn_err(-ETIMEDOUT, "no client connected within %g s (--timeout)", timeout);
+	if (fd < 0)
+		return pn_err(fd, "accept: %s", strerror(-fd));
+	pn_sock_nonblock(fd, 0);
+	return fd;
+}
