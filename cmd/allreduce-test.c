@@ -625,47 +625,10 @@ static int check_backends(struct job *j, const char *list, int *has_host, int *n
 	return 0;
 }
 
-/*
- * The planned memory of this host's ranks (src/engine/mem.h): the node segment;
- * with the host backend a send and a receive buffer of -e each in /dev/shm,
- * and one-shot's scratch for in-place runs (auto runs one-shot up to
- * PN_TUNE_ONE_SHOT_MAX, a tuning file at any size); FIFOs to the ranks
- * on other hosts, or to all when a transport other than shm is forced.
- */
-static void mem_job(struct pn_mem_job *mj, int nlocal, int nranks, int nchan, int host,
-		    const enum pn_algo *algos, int nalgos, uint64_t base)
-{
-	const char *t = pn_cli.transport;
-	int a;
-
-	memset(mj, 0, sizeof(*mj));
-	mj->nlocal = nlocal;
-	mj->nremote = t && strcmp(t, "shm") ? nranks - 1 : nranks - nlocal;
-	mj->nchannels = nchan > 0 ? nchan : 1;
-	mj->node_segment = 1;
-	mj->base_bytes = base;
-	if (!host)
-		return;
-	mj->nbufs = 2;
-	mj->buf_bytes = opt_maxbytes;
-	for (a = 0; a < nalgos; a++) {
-		uint64_t s = 0;
-
-		if (algos[a] == PN_ALGO_ONE_SHOT ||
-		    (algos[a] == PN_ALGO_AUTO && getenv("PENNY_TUNE_FILE")))
-			s = opt_maxbytes;
-		else if (algos[a] == PN_ALGO_AUTO)
-			s = PN_MIN(opt_maxbytes, PN_TUNE_ONE_SHOT_MAX);
-		mj->scratch_bytes = PN_MAX(mj->scratch_bytes, s);
-	}
-}
-
 static int has_multiring(const enum pn_algo *algos, int nalgos)
 {
-	int a;
-
-	for (a = 0; a < nalgos; a++)
-		if (algos[a] == PN_ALGO_MULTIRING)
+	while (nalgos-- > 0)
+		if (algos[nalgos] == PN_ALGO_MULTIRING)
 			return 1;
 	return 0;
 }
@@ -686,8 +649,9 @@ int allreduce_test_prelaunch(struct pn_ctx *ctx, int np)
 	snprintf(copy, sizeof(copy), "%s", backends);
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
 		host |= !strcmp(tok, "host");
-	mem_job(&mj, np, np, has_multiring(algos, nalgos) ? 2 : 1, host, algos, nalgos,
-		PN_MEM_RANK_BASE);
+	pn_sweep_mem_job(&mj, np, np, pn_cli.transport, has_multiring(algos, nalgos) ? 2 : 1,
+			 host ? opt_maxbytes : 0, algos, nalgos);
+	mj.base_bytes = PN_MEM_RANK_BASE;
 	ret = pn_mem_check(&mj);
 	return ret ? pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret)) : 0;
 }
@@ -704,7 +668,8 @@ static int check_memory(struct job *j, int nchan, int host, const enum pn_algo *
 	int first = -1, ret;
 
 	*rc = 0;
-	mem_job(&mj, pn_boot_local_size(j->boot), j->nranks, nchan, host, algos, nalgos, 0);
+	pn_sweep_mem_job(&mj, pn_boot_local_size(j->boot), j->nranks, pn_cli.transport, nchan,
+			 host ? opt_maxbytes : 0, algos, nalgos);
 	ret = pn_boot_agree_err(j->boot, pn_mem_check(&mj), 1, &first);
 	if (first >= 0) {
 		if (first == j->rank)

@@ -10,6 +10,7 @@
 
 #include "engine/boot.h"
 #include "engine/comm.h"
+#include "engine/mem.h"
 #include "base/log.h"
 #include "base/util.h"
 
@@ -199,6 +200,32 @@ int pn_sweep_run(struct pn_sweep *s, struct pn_sweep_backend *be)
 	if (!ret && be->ops->stop)
 		ret = be->ops->stop(be);
 	return ret;
+}
+
+void pn_sweep_mem_job(struct pn_mem_job *mj, int nlocal, int nranks, const char *transport,
+		      int nchan, uint64_t host_bytes, const enum pn_algo *algos, int nalgos)
+{
+	int a;
+
+	memset(mj, 0, sizeof(*mj));
+	mj->nlocal = nlocal;
+	mj->nremote = transport && strcmp(transport, "shm") ? nranks - 1 : nranks - nlocal;
+	mj->nchannels = nchan > 0 ? nchan : 1;
+	mj->node_segment = 1;
+	if (!host_bytes)
+		return;
+	mj->nbufs = 2;
+	mj->buf_bytes = host_bytes;
+	for (a = 0; a < nalgos; a++) {
+		uint64_t s = 0;
+
+		if (algos[a] == PN_ALGO_ONE_SHOT ||
+		    (algos[a] == PN_ALGO_AUTO && getenv("PENNY_TUNE_FILE")))
+			s = host_bytes;
+		else if (algos[a] == PN_ALGO_AUTO)
+			s = PN_MIN(host_bytes, PN_TUNE_ONE_SHOT_MAX);
+		mj->scratch_bytes = PN_MAX(mj->scratch_bytes, s);
+	}
 }
 
 void pn_sweep_best(const struct pn_sweep *s, size_t *bytes, enum pn_algo *best)
