@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * penny allreduce-test: correctness and performance sweep with the table of
- * nccl-tests' all_reduce_perf (out-of-place, then in-place), over the
- * engine's algorithms.  busbw = algbw * 2(n-1)/n.  Only rank 0 prints.
+ * penny allreduce-test: the options, the job and the presentation of the
+ * allreduce sweep (src/harness/sweep.h) with the table of nccl-tests'
+ * all_reduce_perf (out-of-place, then in-place), over the engine's
+ * algorithms (--backend host) and GPU plugins, and the ratio table that
+ * compares the backends.  Only rank 0 prints.
  */
 #define _GNU_SOURCE
 #include "penny.h"
-#include "ar-gpu.h"
 #include "base/plot.h"
 
 #include "engine/boot.h"
@@ -17,7 +18,10 @@
 #include "base/minijson.h"
 #include "base/ofile.h"
 #include "plan/plan_job.h"
+#include "engine/reduce.h"
 #include "engine/testdata.h"
+#include "gpu/plugin.h"
+#include "harness/sweep.h"
 #include "base/util.h"
 
 #include <errno.h>
@@ -100,19 +104,21 @@ struct planned {
 	int rank;
 };
 
+#define MAX_BACKENDS 8
+#define MAX_GPUS 1024
+
 struct job {
 	struct pn_ctx *ctx;
 	struct planned *plan;
 	struct pn_boot *boot;
 	struct pn_comm *comm;
 	struct pn_coll coll;
-	struct pn_reg *sreg, *rreg;
-	enum pn_dtype dtype;
-	enum pn_redop op;
-	size_t es;
+	struct pn_sweep sw;
 	int rank, nranks;
-	struct ar_row *rows;
-	size_t nrows, caprows;
+	struct pn_sweep_backend *be[MAX_BACKENDS];
+	char *desc[MAX_BACKENDS];	/* GPU backends: every rank's device */
+	int nbe;
+	int dev[MAX_GPUS], ndev;	/* -g; ndev -1: not given */
 	/* rank 0's outputs, opened before the work, committed after it */
 	struct pn_ofile *csv_of, *plot_of, *tune_of;
 	FILE *csv;
@@ -210,8 +216,8 @@ static int agree_params(struct job *j, const enum pn_algo *algos, int nalgos,
 	pn_job_param_set(&p[n++], "-n", "%d", opt_iters);
 	pn_job_param_set(&p[n++], "-w", "%d", opt_warmup);
 	pn_job_param_set(&p[n++], "-c", "%d", opt_check);
-	pn_job_param_set(&p[n++], "-d", "%s", pn_dtype_name(j->dtype));
-	pn_job_param_set(&p[n++], "-o", "%s", pn_redop_name(j->op));
+	pn_job_param_set(&p[n++], "-d", "%s", pn_dtype_name(j->sw.dtype));
+	pn_job_param_set(&p[n++], "-o", "%s", pn_redop_name(j->sw.op));
 	for (a = 0; a < nalgos; a++)
 		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", a ? "," : "",
 			 pn_algo_name(algos[a]));
@@ -306,123 +312,13 @@ static void plan_print(struct job *j)
 	pn_out_close_object(o);
 }
 
-#define MAX_SIZES 100000
-
-/* The sizes of the sweep; -E2BIG beyond MAX_SIZES of them. */
-static int size_list(uint64_t **out, size_t *n, size_t es)
+static void print_header(void *arg, const char *backend, const char *algo_name)
 {
-	uint64_t *v = NULL, b;
-	size_t cap = 0, k = 0;
-
-	for (b = opt_minbytes; b <= opt_maxbytes;) {
-		uint64_t nb;
-
-		if (k == MAX_SIZES) {
-			free(v);
-			return -E2BIG;
-		}
-		if (k == cap) {
-			uint64_t *nv = realloc(v, (cap = cap ? 2 * cap : 32) * sizeof(*v));
-
-			if (!nv) {
-				free(v);
-				return -ENOMEM;
-			}
-			v = nv;
-		}
-		v[k++] = b / es * es;
-		if (opt_factor > 1)
-			nb = (uint64_t)((double)b * opt_factor);
-		else
-			nb = b + opt_stepbytes;
-		/* a factor that rounds back to b (-b 0, -b 1 -f 1.5) still steps */
-		if (nb <= b)
-			nb = b + 1;
-		b = nb;
-	}
-	*out = v;
-	*n = k;
-	return 0;
-}
-
-static double busbw_factor(int n)
-{
-	return n > 1 ? 2.0 * (n - 1) / n : 1.0;
-}
-
-/* Largest value over ranks (time), sum over ranks (wrong) via the rendezvous. */
-static int reduce_stats(struct job *j, double *t, uint64_t *wrong)
-{
-	struct {
-		double t;
-		uint64_t w;
-	} mine = { *t, *wrong }, *all = calloc((size_t)j->nranks, sizeof(mine));
-	int r, ret;
-
-	if (!all)
-		return pn_err(-ENOMEM, "out of memory");
-	ret = pn_boot_allgather(j->boot, &mine, all, sizeof(mine));
-	if (!ret) {
-		*t = 0;
-		*wrong = 0;
-		for (r = 0; r < j->nranks; r++) {
-			*t = PN_MAX(*t, all[r].t);
-			*wrong += all[r].w;
-		}
-	}
-	free(all);
-	return ret;
-}
-
-static int run_size(struct job *j, enum pn_algo algo, size_t bytes, int ip, uint64_t seed,
-		    double *time_us, uint64_t *wrong)
-{
-	size_t count = bytes / j->es;
-	void *send = ip ? j->rreg->ptr : j->sreg->ptr, *recv = j->rreg->ptr;
-	double t0, t;
-	int i, ret;
-
-	pn_data_fill(send, count, j->dtype, j->op, j->rank, seed);
-	/* align the ranks: the rendezvous barrier leaves them microseconds
-	 * apart; the warm-up absorbs that and a shared-memory barrier (one
-	 * host) starts the clock within a cache-line transfer */
-	ret = pn_boot_barrier(j->boot);
-	for (i = 0; !ret && i < opt_warmup; i++)
-		ret = pn_allreduce(&j->coll, send, recv, count, j->dtype, j->op, algo,
-				   ip ? j->rreg : j->sreg, j->rreg);
-	if (!ret && j->comm->nnodes == 1)
-		ret = pn_comm_local_barrier(j->comm);
-	if (ret)
-		return ret;
-	t0 = pn_now();
-	for (i = 0; i < opt_iters; i++) {
-		ret = pn_allreduce(&j->coll, send, recv, count, j->dtype, j->op, algo,
-				   ip ? j->rreg : j->sreg, j->rreg);
-		if (ret)
-			return ret;
-	}
-	t = opt_iters ? (pn_now() - t0) / opt_iters * 1e6 : 0;
-	*wrong = 0;
-	if (opt_check) {
-		/* fresh data, a poisoned output, one more run, exact check */
-		pn_data_fill(send, count, j->dtype, j->op, j->rank, seed + 1);
-		if (!ip)
-			pn_data_poison(recv, bytes);
-		ret = pn_allreduce(&j->coll, send, recv, count, j->dtype, j->op, algo,
-				   ip ? j->rreg : j->sreg, j->rreg);
-		if (ret)
-			return ret;
-		*wrong = pn_data_check(recv, count, j->dtype, j->op, j->nranks, seed + 1);
-	}
-	ret = reduce_stats(j, &t, wrong);
-	*time_us = t;
-	return ret;
-}
-
-static void print_header(struct job *j, const char *backend, const char *algo_name)
-{
+	struct job *j = arg;
 	struct pn_out *o = j->ctx->out;
 
+	if (j->rank != 0)
+		return;
 	pn_out_text(o, "#\n# algorithm: %s, backend: %s\n#\n", algo_name, backend);
 	pn_out_text(o, "#%63s%37s\n", "out-of-place", "in-place");
 	pn_out_text(o, "#%11s %13s %9s %7s %7s %9s %7s %7s %6s %9s %7s %7s %6s\n", "size", "count",
@@ -433,11 +329,15 @@ static void print_header(struct job *j, const char *backend, const char *algo_na
 		    "(GB/s)", "");
 }
 
-static void print_row(struct job *j, const struct ar_row *rw)
+/* Rank 0: a row in the table (or JSON) and in --csv. */
+static int print_row(void *arg, const struct pn_sweep_row *rw, size_t i, size_t n)
 {
+	struct job *j = arg;
 	struct pn_out *o = j->ctx->out;
 	int k;
 
+	if (j->rank != 0)
+		return 0;
 	pn_out_open_object(o, NULL);
 	pn_out_str(o, PN_JSON, "backend", NULL, rw->backend);
 	pn_out_str(o, PN_JSON, "algo", NULL, rw->algo);
@@ -445,8 +345,8 @@ static void print_row(struct job *j, const struct ar_row *rw)
 		pn_out_str(o, PN_JSON, "ran", NULL, rw->ran);
 	pn_out_uint(o, PN_ANY, "size", " %11llu", (unsigned long long)rw->bytes);
 	pn_out_uint(o, PN_ANY, "count", " %13llu", (unsigned long long)rw->count);
-	pn_out_str(o, PN_ANY, "type", " %9s", pn_dtype_name(j->dtype));
-	pn_out_str(o, PN_ANY, "redop", " %7s", pn_redop_name(j->op));
+	pn_out_str(o, PN_ANY, "type", " %9s", pn_dtype_name(j->sw.dtype));
+	pn_out_str(o, PN_ANY, "redop", " %7s", pn_redop_name(j->sw.op));
 	pn_out_int(o, PN_ANY, "root", " %7lld", -1);
 	for (k = 0; k < 2; k++) {
 		pn_out_open_object(o, k ? "ip" : "oop");
@@ -464,11 +364,43 @@ static void print_row(struct job *j, const struct ar_row *rw)
 	pn_out_close_object(o);
 	fflush(pn_out_file(o));
 	if (j->csv)
-		fprintf(j->csv, "%s,%zu,%zu,%s,%s,%.3f,%.4f,%.4f,%llu,%.3f,%.4f,%.4f,%llu,%s\n",
-			rw->algo, rw->bytes, rw->count, pn_dtype_name(j->dtype),
-			pn_redop_name(j->op), rw->time_us[0], rw->algbw[0], rw->busbw[0],
-			(unsigned long long)rw->wrong[0], rw->time_us[1], rw->algbw[1], rw->busbw[1],
-			(unsigned long long)rw->wrong[1], rw->backend);
+		pn_sweep_csv_row(j->csv, rw, j->sw.dtype, j->sw.op);
+	if (j->progress)
+		fprintf(stderr, "\r%s %zu/%zu sizes ", rw->algo, i + 1, n);
+	return 0;
+}
+
+static void print_footer(void *arg, const struct pn_sweep_series *sr)
+{
+	struct job *j = arg;
+
+	if (j->rank != 0)
+		return;
+	if (j->progress)
+		fprintf(stderr, "\r%40s\r", "");
+	pn_out_text(j->ctx->out, "# Out of bounds values : %llu %s\n# Avg bus bandwidth    : %g \n",
+		    (unsigned long long)sr->wrong, sr->wrong ? "FAILED" : "OK", sr->avg_busbw);
+}
+
+static void print_skip(void *arg, const char *backend, const char *algo, int err)
+{
+	struct job *j = arg;
+
+	if (j->rank == 0)
+		fprintf(stderr, "penny allreduce-test: skipping %s: %s\n", algo, pn_errmsg(err));
+}
+
+/* Every rank: where its check of a GPU backend first went wrong. */
+static void print_bad(void *arg, const struct pn_sweep_bad *b)
+{
+	struct job *j = arg;
+
+	if (b->have_first)
+		pn_cmd_fail(j->ctx, 0, "rank %d: %s %s %zu bytes%s: %llu wrong values, the first at "
+				       "element %llu (0x%llx)",
+			    b->rank, b->backend, b->algo, b->bytes, b->ip ? " in place" : "",
+			    (unsigned long long)b->wrong, (unsigned long long)b->first,
+			    (unsigned long long)b->got);
 }
 
 /*
@@ -504,7 +436,7 @@ static int parse_algos(struct pn_ctx *ctx, enum pn_algo *algos, int *n)
 			if (m < k)
 				ret = ctx ? pn_cmd_fail(ctx, -EINVAL, "--algo '%s' names %s twice",
 							opt_algo, pn_algo_name(a[i])) : -EINVAL;
-			else if (k == 16)
+			else if (k == PN_SWEEP_MAX_ALGOS)
 				ret = ctx ? pn_cmd_fail(ctx, -EINVAL, "--algo '%s': at most 16 algorithms",
 							opt_algo) : -EINVAL;
 			else
@@ -516,121 +448,49 @@ static int parse_algos(struct pn_ctx *ctx, enum pn_algo *algos, int *n)
 	return ret;
 }
 
-/* Rank 0: print a row and keep it (plot, tuning, ratios). */
-static int add_row(struct job *j, const struct ar_row *rw)
+static int same_series(const struct pn_sweep_row *a, const struct pn_sweep_row *b)
 {
-	if (j->rank != 0)
-		return 0;
-	print_row(j, rw);
-	if (j->nrows == j->caprows) {
-		struct ar_row *nr = realloc(j->rows, sizeof(*nr) * (j->caprows = j->caprows
-					    ? 2 * j->caprows : 64));
-
-		if (!nr)
-			return pn_err(-ENOMEM, "out of memory");
-		j->rows = nr;
-	}
-	j->rows[j->nrows++] = *rw;
-	return 0;
-}
-
-/* The GPU backends present through the same header and rows. */
-static void sink_header(void *arg, const char *backend, const char *algo)
-{
-	struct job *j = arg;
-
-	if (j->rank == 0)
-		print_header(j, backend, algo);
-}
-
-static int sink_row(void *arg, const struct ar_row *rw)
-{
-	return add_row(arg, rw);
-}
-
-static int sweep(struct job *j, enum pn_algo algo, const uint64_t *sizes, size_t nsizes,
-		 double *avg_busbw, uint64_t *wrong_total)
-{
-	double sum = 0;
-	size_t i, nb = 0;
-	int ret, k;
-	uint64_t seed = opt_seed;
-
-	if (j->rank == 0)
-		print_header(j, "host", pn_algo_name(algo));
-	for (i = 0; i < nsizes; i++) {
-		struct ar_row rw;
-
-		memset(&rw, 0, sizeof(rw));
-		snprintf(rw.backend, sizeof(rw.backend), "host");
-		snprintf(rw.algo, sizeof(rw.algo), "%s", pn_algo_name(algo));
-		rw.bytes = sizes[i];
-		rw.count = sizes[i] / j->es;
-		/* what ran (auto: the pick), which is what a tuning table may name */
-		rw.host_algo = pn_allreduce_algo(&j->coll, rw.count, j->dtype, algo, j->sreg,
-						 j->rreg);
-		for (k = 0; k < 2; k++) {
-			ret = run_size(j, algo, rw.bytes, k, seed + 2 * i * 7919 + (uint64_t)k * 104729,
-				       &rw.time_us[k], &rw.wrong[k]);
-			if (ret)
-				return ret;
-			rw.algbw[k] = rw.time_us[k] > 0 ? (double)rw.bytes / rw.time_us[k] / 1e3 : 0;
-			rw.busbw[k] = rw.algbw[k] * busbw_factor(j->nranks);
-			*wrong_total += rw.wrong[k];
-		}
-		sum += rw.busbw[0];
-		nb++;
-		ret = add_row(j, &rw);
-		if (ret)
-			return ret;
-		if (j->rank == 0 && j->progress)
-			fprintf(stderr, "\r%s %zu/%zu sizes ", pn_algo_name(algo), i + 1, nsizes);
-	}
-	if (j->rank == 0 && j->progress)
-		fprintf(stderr, "\r%40s\r", "");
-	*avg_busbw = nb ? sum / (double)nb : 0;
-	return 0;
+	return !strcmp(a->backend, b->backend) && !strcmp(a->algo, b->algo);
 }
 
 /* One series per backend and algorithm: out-of-place busbw and time against size. */
 static int write_plot(struct job *j)
 {
-	struct pn_plot_series *series = calloc(j->nrows + 1, sizeof(*series));
-	struct pn_plot_point *pts = calloc(j->nrows + 1, sizeof(*pts));
-	char title[160], *labels = calloc(j->nrows + 1, 64);
+	const struct pn_sweep_row *rows = j->sw.rows;
+	size_t nrows = j->sw.nrows, r, q, k = 0;
+	struct pn_plot_series *series = calloc(nrows + 1, sizeof(*series));
+	struct pn_plot_point *pts = calloc(nrows + 1, sizeof(*pts));
+	char title[160], *labels = calloc(nrows + 1, 64);
 	struct pn_plot plot;
-	size_t r, q, k = 0;
 	int ret = 0, ns = 0;
 
 	if (!series || !pts || !labels) {
 		ret = pn_err(-ENOMEM, "out of memory");
 		goto out;
 	}
-	for (r = 0; r < j->nrows; r++) {
-		const struct ar_row *a = &j->rows[r];
+	for (r = 0; r < nrows; r++) {
 		size_t first = k;
 
-		for (q = 0; q < r; q++)
-			if (!strcmp(j->rows[q].backend, a->backend) && !strcmp(j->rows[q].algo, a->algo))
-				break;
+		for (q = 0; q < r && !same_series(&rows[q], &rows[r]); q++)
+			;
 		if (q < r)
 			continue; /* this series is drawn already */
-		for (q = r; q < j->nrows; q++) {
-			if (strcmp(j->rows[q].backend, a->backend) || strcmp(j->rows[q].algo, a->algo))
+		for (q = r; q < nrows; q++) {
+			if (!same_series(&rows[q], &rows[r]))
 				continue;
-			pts[k].size_bytes = (double)j->rows[q].bytes;
-			pts[k].busbw_gbps = j->rows[q].busbw[0];
-			pts[k].time_us = j->rows[q].time_us[0];
+			pts[k].size_bytes = (double)rows[q].bytes;
+			pts[k].busbw_gbps = rows[q].busbw[0];
+			pts[k].time_us = rows[q].time_us[0];
 			k++;
 		}
-		snprintf(labels + 64 * ns, 64, "%s (%s)", a->algo, a->backend);
+		snprintf(labels + 64 * ns, 64, "%s (%s)", rows[r].algo, rows[r].backend);
 		series[ns].label = labels + 64 * ns;
 		series[ns].pts = pts + first;
 		series[ns].n = k - first;
 		ns++;
 	}
 	snprintf(title, sizeof(title), "penny allreduce-test: %d ranks on %d nodes, %s %s, out of place",
-		 j->nranks, j->comm->nnodes, pn_dtype_name(j->dtype), pn_redop_name(j->op));
+		 j->nranks, j->comm->nnodes, pn_dtype_name(j->sw.dtype), pn_redop_name(j->sw.op));
 	plot.title = title;
 	plot.series = series;
 	plot.nseries = (size_t)ns;
@@ -648,34 +508,22 @@ out:
 	return ret;
 }
 
-static int write_tune(struct job *j, const uint64_t *sizes, size_t nsizes)
+static int write_tune(struct job *j)
 {
-	size_t *bytes = calloc(nsizes, sizeof(size_t)), i, r;
-	enum pn_algo *best = calloc(nsizes, sizeof(*best));
-	int ret;
+	size_t *bytes = calloc(j->sw.nsizes, sizeof(size_t));
+	enum pn_algo *best = calloc(j->sw.nsizes, sizeof(*best));
+	int ret = -ENOMEM;
 
-	if (!bytes || !best) {
-		free(bytes);
-		free(best);
-		return pn_err(-ENOMEM, "out of memory");
-	}
-	for (i = 0; i < nsizes; i++) {
-		double bt = INFINITY;
-
-		bytes[i] = sizes[i];
-		best[i] = PN_ALGO_RING;
-		for (r = 0; r < j->nrows; r++)
-			if (j->rows[r].host_algo != -2 && j->rows[r].bytes == sizes[i] &&
-			    j->rows[r].time_us[0] < bt && !j->rows[r].wrong[0]) {
-				bt = j->rows[r].time_us[0];
-				best[i] = (enum pn_algo)j->rows[r].host_algo;
-			}
-	}
-	ret = pn_tune_save(pn_ofile_file(j->tune_of), opt_tune_out, j->nranks, j->comm->nnodes,
-			   bytes, best, (int)nsizes);
-	if (!ret) {
-		ret = pn_ofile_commit(j->tune_of);
-		j->tune_of = NULL;
+	if (bytes && best) {
+		pn_sweep_best(&j->sw, bytes, best);
+		ret = pn_tune_save(pn_ofile_file(j->tune_of), opt_tune_out, j->nranks,
+				   j->comm->nnodes, bytes, best, (int)j->sw.nsizes);
+		if (!ret) {
+			ret = pn_ofile_commit(j->tune_of);
+			j->tune_of = NULL;
+		}
+	} else {
+		pn_err(ret, "out of memory");
 	}
 	free(bytes);
 	free(best);
@@ -684,12 +532,12 @@ static int write_tune(struct job *j, const uint64_t *sizes, size_t nsizes)
 
 /* Rank 0, after the sweep: the tuning table and the plot written, every
  * output committed. */
-static int finish_outputs(struct job *j, const uint64_t *sizes, size_t nsizes)
+static int finish_outputs(struct job *j)
 {
 	int ret;
 
 	if (j->tune_of) {
-		ret = write_tune(j, sizes, nsizes);
+		ret = write_tune(j);
 		if (ret)
 			return ret;
 	}
@@ -708,16 +556,44 @@ static int finish_outputs(struct job *j, const uint64_t *sizes, size_t nsizes)
 	return 0;
 }
 
-#define MAX_BACKENDS 8
+/* -g: "0,1,2", each 0..1023; one line and -EINVAL otherwise. */
+static int parse_gpus(struct pn_ctx *ctx, const char *list, int *dev, int max, int *n)
+{
+	const char *p = list;
+
+	*n = 0;
+	if (!*p)
+		return pn_cmd_fail(ctx, -EINVAL, "-g needs a list of GPU indices, like 0,1,2,3");
+	while (*p) {
+		char *end;
+		long v;
+
+		if (*p < '0' || *p > '9')
+			return pn_cmd_fail(ctx, -EINVAL, "-g '%s': '%s' is not a GPU index", list, p);
+		v = strtol(p, &end, 10);
+		if (v > 1023 || (*end && *end != ','))
+			return pn_cmd_fail(ctx, -EINVAL, "-g '%s': '%.*s' is not a GPU index", list,
+					   (int)strcspn(p, ","), p);
+		if (*n == max)
+			return pn_cmd_fail(ctx, -EINVAL, "-g '%s': more than %d GPUs", list, max);
+		dev[(*n)++] = (int)v;
+		p = *end ? end + 1 : end;
+		if (*end && !*p)
+			return pn_cmd_fail(ctx, -EINVAL, "-g '%s' ends with a comma", list);
+	}
+	return 0;
+}
 
 /* --backend: names (host or a plugin), each once; -G and -g need a GPU one. */
-static int check_backends(struct pn_ctx *ctx, const char *list, int *has_host, int *ngpu)
+static int check_backends(struct job *j, const char *list, int *has_host, int *ngpu)
 {
+	struct pn_ctx *ctx = j->ctx;
 	char copy[512], *tok, *save = NULL, seen[MAX_BACKENDS][32];
-	int n = 0, k, dev[1024], ndev;
+	int n = 0, k;
 
 	*has_host = 0;
 	*ngpu = 0;
+	j->ndev = -1;
 	if (strlen(list) >= sizeof(copy))
 		return pn_cmd_fail(ctx, 2, "--backend '%s' is too long", list);
 	snprintf(copy, sizeof(copy), "%s", list);
@@ -745,52 +621,15 @@ static int check_backends(struct pn_ctx *ctx, const char *list, int *has_host, i
 	if (opt_gpus && !*ngpu)
 		return pn_cmd_fail(ctx, 2, "-g picks GPUs: it needs a GPU backend (--backend cuda or "
 					   "nccl)");
-	if (opt_gpus && ar_gpu_parse_list(ctx, opt_gpus, dev, 1024, &ndev))
+	if (opt_gpus && parse_gpus(ctx, opt_gpus, j->dev, MAX_GPUS, &j->ndev))
 		return 2;
 	return 0;
 }
 
-/*
- * The planned memory of this host's ranks (src/engine/mem.h): the node segment;
- * with the host backend a send and a receive buffer of -e each in /dev/shm,
- * and one-shot's scratch for in-place runs (auto runs one-shot up to
- * PN_TUNE_ONE_SHOT_MAX, a tuning file at any size); FIFOs to the ranks
- * on other hosts, or to all when a transport other than shm is forced.
- */
-static void mem_job(struct pn_mem_job *mj, int nlocal, int nranks, int nchan, int host,
-		    const enum pn_algo *algos, int nalgos, uint64_t base)
-{
-	const char *t = pn_cli.transport;
-	int a;
-
-	memset(mj, 0, sizeof(*mj));
-	mj->nlocal = nlocal;
-	mj->nremote = t && strcmp(t, "shm") ? nranks - 1 : nranks - nlocal;
-	mj->nchannels = nchan > 0 ? nchan : 1;
-	mj->node_segment = 1;
-	mj->base_bytes = base;
-	if (!host)
-		return;
-	mj->nbufs = 2;
-	mj->buf_bytes = opt_maxbytes;
-	for (a = 0; a < nalgos; a++) {
-		uint64_t s = 0;
-
-		if (algos[a] == PN_ALGO_ONE_SHOT ||
-		    (algos[a] == PN_ALGO_AUTO && getenv("PENNY_TUNE_FILE")))
-			s = opt_maxbytes;
-		else if (algos[a] == PN_ALGO_AUTO)
-			s = PN_MIN(opt_maxbytes, PN_TUNE_ONE_SHOT_MAX);
-		mj->scratch_bytes = PN_MAX(mj->scratch_bytes, s);
-	}
-}
-
 static int has_multiring(const enum pn_algo *algos, int nalgos)
 {
-	int a;
-
-	for (a = 0; a < nalgos; a++)
-		if (algos[a] == PN_ALGO_MULTIRING)
+	while (nalgos-- > 0)
+		if (algos[nalgos] == PN_ALGO_MULTIRING)
 			return 1;
 	return 0;
 }
@@ -801,7 +640,7 @@ int allreduce_test_prelaunch(struct pn_ctx *ctx, int np)
 {
 	const char *backends = opt_backend ? opt_backend : "host";
 	char copy[512], *tok, *save = NULL;
-	enum pn_algo algos[16];
+	enum pn_algo algos[PN_SWEEP_MAX_ALGOS];
 	struct pn_mem_job mj;
 	int nalgos, host = 0, ret;
 
@@ -811,8 +650,9 @@ int allreduce_test_prelaunch(struct pn_ctx *ctx, int np)
 	snprintf(copy, sizeof(copy), "%s", backends);
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
 		host |= !strcmp(tok, "host");
-	mem_job(&mj, np, np, has_multiring(algos, nalgos) ? 2 : 1, host, algos, nalgos,
-		PN_MEM_RANK_BASE);
+	pn_sweep_mem_job(&mj, np, np, pn_cli.transport, has_multiring(algos, nalgos) ? 2 : 1,
+			 host ? opt_maxbytes : 0, algos, nalgos);
+	mj.base_bytes = PN_MEM_RANK_BASE;
 	ret = pn_mem_check(&mj);
 	return ret ? pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret)) : 0;
 }
@@ -829,7 +669,8 @@ static int check_memory(struct job *j, int nchan, int host, const enum pn_algo *
 	int first = -1, ret;
 
 	*rc = 0;
-	mem_job(&mj, pn_boot_local_size(j->boot), j->nranks, nchan, host, algos, nalgos, 0);
+	pn_sweep_mem_job(&mj, pn_boot_local_size(j->boot), j->nranks, pn_cli.transport, nchan,
+			 host ? opt_maxbytes : 0, algos, nalgos);
 	ret = pn_boot_agree_err(j->boot, pn_mem_check(&mj), 1, &first);
 	if (first >= 0) {
 		if (first == j->rank)
@@ -840,55 +681,246 @@ static int check_memory(struct job *j, int nchan, int host, const enum pn_algo *
 	return ret;
 }
 
-/* The host backend: one table per algorithm of --algo. */
-static int run_host(struct job *j, const enum pn_algo *algos, int nalgos, const uint64_t *sizes,
-		    size_t nsizes, uint64_t *wrong_total, double *worst_avg)
+/* A GPU plugin's log lines, each with its rank. */
+static void plugin_log(void *arg, int level, const char *msg)
 {
-	int a, ret;
+	struct job *j = arg;
 
-	for (a = 0; a < nalgos; a++) {
-		struct pn_sched_job sj = { .rank = j->rank, .nranks = j->nranks, .node = j->coll.node };
-		double avg = 0;
-		uint64_t wrong = 0;
+	pn_cmd_fail(j->ctx, 0, "rank %d: %s%s", j->rank, level == PENNY_LOG_ERROR ? "error: " : "",
+		    msg);
+}
 
-		if (algos[a] != PN_ALGO_AUTO && pn_sched_supported(algos[a], &sj)) {
-			if (j->rank == 0)
-				fprintf(stderr, "penny allreduce-test: skipping %s: %s\n",
-					pn_algo_name(algos[a]), pn_errmsg(-EINVAL));
+/*
+ * Every backend of --backend, in order: the host's buffers, then every GPU
+ * backend started (and --algo, -G, -g suit it) before any runs, and what
+ * each rank's plugin runs on.  0, or the exit code after one line.
+ */
+static int open_backends(struct job *j, const char *backends, const enum pn_algo *algos,
+			 int nalgos, int *err)
+{
+	char list[512], *tok, *save = NULL;
+	int ret;
+
+	snprintf(list, sizeof(list), "%s", backends);
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		struct pn_sweep_gpu_cfg gc = {
+			.name = tok, .algos = opt_algo, .graph = opt_graph, .gpus = opt_gpus,
+			.dev = j->dev, .ndev = j->ndev, .log = plugin_log, .log_arg = j,
+		};
+
+		if (!strcmp(tok, "host")) {
+			*err = pn_sweep_host_open(&j->be[j->nbe], &j->coll, algos, nalgos,
+						  opt_maxbytes);
+			if (*err)
+				return 0;
+			j->nbe++;
 			continue;
 		}
-		ret = sweep(j, algos[a], sizes, nsizes, &avg, &wrong);
-		if (ret)
-			return ret;
-		*wrong_total += wrong;
-		*worst_avg = PN_MIN(*worst_avg, avg);
-		pn_out_text(j->ctx->out, "# Out of bounds values : %llu %s\n# Avg bus bandwidth    : %g \n",
-			    (unsigned long long)wrong, wrong ? "FAILED" : "OK", avg);
+		ret = pn_sweep_gpu_open(&j->be[j->nbe], &j->coll, &gc);
+		if (ret) {
+			/* every rank has the same (first failing rank's) message */
+			if (j->rank == 0)
+				pn_cmd_error(j->ctx, ret);
+			return 2;
+		}
+		*err = pn_sweep_gpu_describe(j->be[j->nbe], &j->desc[j->nbe]);
+		j->nbe++;
+		if (*err)
+			return 0;
 	}
 	return 0;
 }
 
+/* Rank 0: the job, its ranks, the plan and what each GPU backend runs on. */
+static void print_job(struct job *j, const char *backends, const char *launcher)
+{
+	struct pn_out *o = j->ctx->out;
+	int a, r, ngpu = 0;
+
+	pn_out_text(o, "# penny allreduce-test: %d ranks on %d nodes, backend %s, type %s, op %s\n",
+		    j->nranks, j->comm->nnodes, backends, pn_dtype_name(j->sw.dtype),
+		    pn_redop_name(j->sw.op));
+	pn_out_str(o, PN_JSON, "command", NULL, "allreduce-test");
+	pn_out_int(o, PN_JSON, "nranks", NULL, j->nranks);
+	pn_out_int(o, PN_JSON, "nnodes", NULL, j->comm->nnodes);
+	pn_out_str(o, PN_JSON, "backend", NULL, backends);
+	pn_out_str(o, PN_JSON, "launcher", NULL, launcher);
+	pn_out_int(o, PN_JSON, "iters", NULL, opt_iters);
+	pn_out_int(o, PN_JSON, "warmup_iters", NULL, opt_warmup);
+	pn_out_text(o, "# minBytes %llu maxBytes %llu step: %g(%s) warmup iters: %d iters: "
+		    "%d validation: %d\n#\n# Ranks\n", (unsigned long long)opt_minbytes,
+		    (unsigned long long)opt_maxbytes,
+		    opt_factor > 1 ? opt_factor : (double)opt_stepbytes,
+		    opt_factor > 1 ? "factor" : "bytes", opt_warmup, opt_iters, opt_check);
+	pn_out_open_array(o, "ranks");
+	for (r = 0; r < j->nranks; r++) {
+		pn_out_open_object(o, NULL);
+		pn_out_int(o, PN_ANY, "rank", "#  Rank %3lld", r);
+		pn_out_int(o, PN_ANY, "node", " Node %3lld", pn_boot_node(j->boot, r));
+		pn_out_int(o, PN_ANY, "pid", " Pid %7lld", pn_boot_pid(j->boot, r));
+		pn_out_str(o, PN_ANY, "host", " on %s", pn_boot_host(j->boot, r));
+		pn_out_str(o, PN_ANY, "transport", " via %s\n",
+			   pn_comm_transport_name(j->comm, r == 0 ? (j->nranks > 1 ? 1 : 0) : r));
+		pn_out_close_object(o);
+	}
+	pn_out_close_array(o);
+	if (j->plan)
+		plan_print(j);
+	for (a = 0; a < j->nbe; a++) {
+		const struct pn_sweep_backend *be = j->be[a];
+
+		if (!j->desc[a])
+			continue; /* the host */
+		if (!ngpu++)
+			pn_out_open_array(o, "gpu_backends");
+		pn_out_open_object(o, NULL);
+		pn_out_str(o, PN_JSON, "name", NULL, be->name);
+		pn_out_bool(o, PN_JSON, "hierarchical", NULL, pn_sweep_gpu_hierarchical(be));
+		pn_out_int(o, PN_JSON, "graph", NULL, pn_sweep_gpu_graph(be));
+		if (pn_sweep_gpu_hierarchical(be))
+			pn_out_text(o, "# %s: hierarchical over %d nodes (the plugin within each node, "
+				       "the engine's ring between them)\n", be->name, j->comm->nnodes);
+		pn_out_open_array(o, "ranks");
+		for (r = 0; r < j->nranks; r++) {
+			pn_out_open_object(o, NULL);
+			pn_out_int(o, PN_ANY, "rank", "#  Rank %3lld", r);
+			pn_out_str(o, PN_TEXT, NULL, " %s:", be->name);
+			pn_out_str(o, PN_ANY, "device", " %s\n",
+				   j->desc[a] + (size_t)r * PN_SWEEP_DESC_LEN);
+			pn_out_close_object(o);
+		}
+		pn_out_close_array(o);
+		pn_out_close_object(o);
+	}
+	if (ngpu)
+		pn_out_close_array(o);
+}
+
+/*
+ * Rank 0, the ratio table: every backend/algorithm against the reference
+ * backend's first algorithm, per size, out of place: time ratio (< 1:
+ * faster than the reference) and busbw ratio (> 1: more bandwidth).  The
+ * reference is nccl when it ran, else the first backend.  Nothing when
+ * fewer than two backends ran.
+ */
+static void print_ratios(struct job *j, const char *backends)
+{
+	const struct pn_sweep_row *rows = j->sw.rows, *refrow = NULL;
+	size_t nrows = j->sw.nrows, i, q, k;
+	struct pn_out *o = j->ctx->out;
+	char list[256], *tok, *save = NULL, ref[32] = "";
+	int distinct = 0;
+
+	snprintf(list, sizeof(list), "%s", backends);
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < nrows && strcmp(rows[i].backend, tok); i++)
+			;
+		if (i == nrows)
+			continue; /* it produced no rows */
+		distinct++;
+		if (!ref[0] || !strcmp(tok, "nccl"))
+			snprintf(ref, sizeof(ref), "%s", tok);
+	}
+	for (i = 0; i < nrows && !refrow; i++)
+		if (!strcmp(rows[i].backend, ref))
+			refrow = &rows[i];
+	if (distinct < 2 || !refrow)
+		return;
+	pn_out_text(o, "#\n# ratios against %s %s, out of place (time ratio below 1 and busbw ratio "
+		       "above 1: faster than %s)\n",
+		    refrow->backend, refrow->algo, refrow->backend);
+	pn_out_text(o, "#%11s %-8s %-10s %9s %9s %7s %7s %7s %7s\n", "size", "backend", "algorithm",
+		    "time", "ref time", "time", "busbw", "ref", "busbw");
+	pn_out_text(o, "#%11s %-8s %-10s %9s %9s %7s %7s %7s %7s\n", "(B)", "", "", "(us)", "(us)",
+		    "ratio", "(GB/s)", "(GB/s)", "ratio");
+	pn_out_open_array(o, "ratios");
+	for (i = 0; i < nrows; i++) {
+		/* each series once, in order of appearance, the reference excepted */
+		for (k = 0; k < i && !same_series(&rows[k], &rows[i]); k++)
+			;
+		if (k < i || same_series(&rows[i], refrow))
+			continue;
+		for (q = i; q < nrows; q++) {
+			const struct pn_sweep_row *r = &rows[q], *f = NULL;
+
+			if (!same_series(r, &rows[i]))
+				continue;
+			for (k = 0; k < nrows && !f; k++)
+				if (same_series(&rows[k], refrow) && rows[k].bytes == r->bytes)
+					f = &rows[k];
+			if (!f)
+				continue;
+			pn_out_open_object(o, NULL);
+			pn_out_uint(o, PN_ANY, "size", " %11llu", (unsigned long long)r->bytes);
+			pn_out_str(o, PN_ANY, "backend", " %-8s", r->backend);
+			pn_out_str(o, PN_ANY, "algo", " %-10s", r->algo);
+			pn_out_str(o, PN_JSON, "ref_backend", NULL, f->backend);
+			pn_out_str(o, PN_JSON, "ref_algo", NULL, f->algo);
+			pn_out_float(o, PN_ANY, "time_us", " %9.2f", r->time_us[0]);
+			pn_out_float(o, PN_ANY, "ref_time_us", " %9.2f", f->time_us[0]);
+			pn_out_float(o, PN_ANY, "time_ratio", " %7.3f",
+				     f->time_us[0] > 0 ? r->time_us[0] / f->time_us[0] : NAN);
+			pn_out_float(o, PN_ANY, "busbw", " %7.2f", r->busbw[0]);
+			pn_out_float(o, PN_ANY, "ref_busbw", " %7.2f", f->busbw[0]);
+			pn_out_float(o, PN_ANY, "busbw_ratio", " %7.3f",
+				     f->busbw[0] > 0 ? r->busbw[0] / f->busbw[0] : NAN);
+			pn_out_text(o, "\n");
+			pn_out_close_object(o);
+		}
+	}
+	pn_out_close_array(o);
+}
+
+/*
+ * Rank 0, the verdict: the summary object; a failure is "passed": false
+ * with its reason, and one FAILED line: on stdout in text, on stderr with
+ * --json (stdout carries only the JSON document).  Returns whether failed.
+ */
+static int print_summary(struct job *j)
+{
+	struct pn_out *o = j->ctx->out;
+	double avg = isfinite(j->sw.worst_avg) ? j->sw.worst_avg : 0;
+	char why[160] = "";
+
+	if (j->sw.wrong)
+		snprintf(why, sizeof(why), "%llu wrong values", (unsigned long long)j->sw.wrong);
+	else if (opt_min_busbw >= 0 && avg < opt_min_busbw)
+		snprintf(why, sizeof(why), "average bus bandwidth %.2f GB/s is below %.2f GB/s",
+			 avg, opt_min_busbw);
+	pn_out_open_object(o, "summary");
+	pn_out_uint(o, PN_JSON, "wrong", NULL, (unsigned long long)j->sw.wrong);
+	pn_out_float(o, PN_JSON, "avg_busbw", NULL, avg);
+	if (opt_min_busbw >= 0)
+		pn_out_float(o, PN_JSON, "min_busbw", NULL, opt_min_busbw);
+	pn_out_bool(o, PN_JSON, "passed", NULL, !why[0]);
+	if (why[0])
+		pn_out_str(o, PN_JSON, "reason", NULL, why);
+	pn_out_close_object(o);
+	pn_out_close_object(o);
+	if (why[0] && pn_cli.json)
+		pn_cmd_fail(j->ctx, 1, "FAILED: %s", why);
+	else if (why[0])
+		pn_out_text(o, "# FAILED: %s\n", why);
+	return why[0] != 0;
+}
+
 int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 {
-	struct pn_boot_cfg cfg;
 	struct pn_comm_cfg ccfg = { .transport = pn_cli.transport };
 	struct job j;
-	enum pn_algo algos[16];
-	uint64_t *sizes = NULL, wrong_total = 0;
-	size_t nsizes = 0;
-	int nalgos = 0, a, ret, failed = 0, rc = 0, has_host, ngpu, ng = 0;
-	double worst_avg = INFINITY;
+	enum pn_algo algos[PN_SWEEP_MAX_ALGOS];
+	uint64_t *sizes = NULL;
+	int nalgos = 0, a, ret = 0, failed = 0, rc = 0, has_host, ngpu;
 	const char *backends = opt_backend ? opt_backend : "host";
-	struct ar_gpu *gpus[MAX_BACKENDS];
-	char blist[512], *tok, *save = NULL;
 
 	memset(&j, 0, sizeof(j));
 	j.ctx = ctx;
+	pn_sweep_init(&j.sw);
 	if (argc > 0)
 		return pn_cmd_fail(ctx, 2, "unexpected argument '%s'", argv[0]);
-	if (check_backends(ctx, backends, &has_host, &ngpu))
+	if (check_backends(&j, backends, &has_host, &ngpu))
 		return 2;
-	if (pn_dtype_parse(opt_dtype, &j.dtype) || pn_redop_parse(opt_op, &j.op)) {
+	if (pn_dtype_parse(opt_dtype, &j.sw.dtype) || pn_redop_parse(opt_op, &j.sw.op)) {
 		pn_cmd_error(ctx, -EINVAL);
 		return 2;
 	}
@@ -906,42 +938,31 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		opt_algo = "multiring";
 	if (parse_algos(ctx, algos, &nalgos))
 		return 2;
-	j.es = pn_dtype_size(j.dtype);
-	ret = size_list(&sizes, &nsizes, j.es);
+	ret = pn_sweep_sizes(opt_minbytes, opt_maxbytes, opt_stepbytes, opt_factor,
+			     pn_dtype_size(j.sw.dtype), &sizes, &j.sw.nsizes);
 	if (ret == -E2BIG)
-		return pn_cmd_fail(ctx, 2, "-b, -e and -i or -f give more than %d sizes", MAX_SIZES);
+		return pn_cmd_fail(ctx, 2, "-b, -e and -i or -f give more than %d sizes",
+				   PN_SWEEP_MAX_SIZES);
 	if (ret)
 		return pn_cmd_fail(ctx, 1, "out of memory");
+	j.sw.sizes = sizes;
 
-	if (ctx->launch) {
-		cfg = *ctx->launch;
-	} else {
-		pn_boot_cfg_init(&cfg);
-		cfg.rank = pn_cli.rank;
-		cfg.nranks = pn_cli.nranks;
-		cfg.root = pn_cli.root;
-	}
-	cfg.timeout = pn_cli.timeout;
-	ret = pn_boot_cfg_from_env(&cfg);
-	if (ret) {
-		rc = pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
+	rc = pn_cmd_job_cfg(ctx);
+	if (rc)
 		goto out;
-	}
-	j.rank = cfg.rank;
-	j.nranks = cfg.nranks;
-	ret = pn_boot_init(&j.boot, &cfg);
+	ret = pn_cmd_job_start(ctx, 0);
+	j.boot = ctx->job->boot;
+	j.rank = ctx->job->rank;
+	j.nranks = ctx->job->nranks;
 	if (ret)
 		goto fail;
-	j.rank = pn_boot_rank(j.boot);
-	j.nranks = pn_boot_nranks(j.boot);
 	ret = agree_params(&j, algos, nalgos, backends, &rc);
 	if (!ret && !rc)
 		ret = open_outputs(&j, &rc);
 	if (ret || rc)
 		goto fail;
-	for (a = 0; a < nalgos; a++)
-		if (algos[a] == PN_ALGO_MULTIRING)
-			ccfg.nchannels = 2;
+	if (has_multiring(algos, nalgos))
+		ccfg.nchannels = 2;
 	if (opt_plan) {
 		ret = plan_load(&j, &rc);
 		if (ret || rc)
@@ -954,128 +975,43 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	if (ret || rc)
 		goto fail;
 	ret = pn_comm_init(&j.comm, j.boot, &ccfg);
-	if (ret)
-		goto fail;
-	ret = pn_coll_init(&j.coll, j.comm);
-	if (ret)
-		goto fail;
-	if (j.plan) {
+	if (!ret)
+		ret = pn_coll_init(&j.coll, j.comm);
+	if (!ret && j.plan)
 		ret = pn_coll_set_rings(&j.coll, j.plan->map.nrings,
 					(const int *const *)j.plan->map.rings);
-		if (ret)
-			goto fail;
-	}
-	if (has_host) {
-		ret = pn_comm_alloc(j.comm, opt_maxbytes, &j.sreg);
-		if (!ret)
-			ret = pn_comm_alloc(j.comm, opt_maxbytes, &j.rreg);
-		if (ret)
-			goto fail;
-	}
-	/* every GPU backend starts (and --algo, -G, -g suit it) before any runs */
-	snprintf(blist, sizeof(blist), "%s", backends);
-	for (tok = strtok_r(blist, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		struct ar_gpu_opts go = { .algos = opt_algo, .graph = opt_graph, .gpus = opt_gpus };
-
-		if (!strcmp(tok, "host"))
-			continue;
-		rc = ar_gpu_open(ctx, &j.coll, tok, &go, &gpus[ng]);
-		if (rc)
-			goto out;
-		ng++;
-	}
-	if (j.csv) {
-		fprintf(j.csv, "algo,size,count,type,redop,oop_time_us,oop_algbw,oop_busbw,"
-			       "oop_wrong,ip_time_us,ip_algbw,ip_busbw,ip_wrong,backend\n");
-	}
-	j.progress = isatty(STDERR_FILENO) && !pn_cli.json && nsizes > 8;
-	if (j.rank != 0) {
-		/* only rank 0 presents */
-		pn_out_free(ctx->out);
-		ctx->out = pn_out_new(fopen("/dev/null", "w"), pn_cli.json);
-	}
-	pn_out_open_object(ctx->out, NULL);
-	pn_out_text(ctx->out, "# penny allreduce-test: %d ranks on %d nodes, backend %s, "
-		    "type %s, op %s\n", j.nranks, j.comm->nnodes, backends,
-		    pn_dtype_name(j.dtype), pn_redop_name(j.op));
-	pn_out_str(ctx->out, PN_JSON, "command", NULL, "allreduce-test");
-	pn_out_int(ctx->out, PN_JSON, "nranks", NULL, j.nranks);
-	pn_out_int(ctx->out, PN_JSON, "nnodes", NULL, j.comm->nnodes);
-	pn_out_str(ctx->out, PN_JSON, "backend", NULL, backends);
-	pn_out_str(ctx->out, PN_JSON, "launcher", NULL, cfg.launcher);
-	pn_out_int(ctx->out, PN_JSON, "iters", NULL, opt_iters);
-	pn_out_int(ctx->out, PN_JSON, "warmup_iters", NULL, opt_warmup);
-	pn_out_text(ctx->out, "# minBytes %llu maxBytes %llu step: %g(%s) warmup iters: %d iters: "
-		    "%d validation: %d\n#\n# Ranks\n", (unsigned long long)opt_minbytes,
-		    (unsigned long long)opt_maxbytes,
-		    opt_factor > 1 ? opt_factor : (double)opt_stepbytes,
-		    opt_factor > 1 ? "factor" : "bytes", opt_warmup, opt_iters, opt_check);
-	pn_out_open_array(ctx->out, "ranks");
-	for (a = 0; a < j.nranks; a++) {
+	if (!ret)
+		rc = open_backends(&j, backends, algos, nalgos, &ret);
+	if (ret || rc)
+		goto fail;
+	if (j.csv)
+		pn_sweep_csv_header(j.csv);
+	j.progress = j.rank == 0 && isatty(STDERR_FILENO) && !pn_cli.json && j.sw.nsizes > 8;
+	j.sw.comm = j.comm;
+	j.sw.iters = opt_iters;
+	j.sw.warmup = opt_warmup;
+	j.sw.check = opt_check;
+	j.sw.seed = opt_seed;
+	j.sw.keep = j.rank == 0;
+	j.sw.sink = (struct pn_sweep_sink){ .arg = &j, .begin = print_header, .row = print_row,
+					    .end = print_footer, .skip = print_skip,
+					    .bad = print_bad };
+	/* only rank 0 presents */
+	if (j.rank == 0) {
 		pn_out_open_object(ctx->out, NULL);
-		pn_out_int(ctx->out, PN_ANY, "rank", "#  Rank %3lld", a);
-		pn_out_int(ctx->out, PN_ANY, "node", " Node %3lld", pn_boot_node(j.boot, a));
-		pn_out_int(ctx->out, PN_ANY, "pid", " Pid %7lld", pn_boot_pid(j.boot, a));
-		pn_out_str(ctx->out, PN_ANY, "host", " on %s", pn_boot_host(j.boot, a));
-		pn_out_str(ctx->out, PN_ANY, "transport", " via %s\n",
-			   pn_comm_transport_name(j.comm, a == 0 ? (j.nranks > 1 ? 1 : 0) : a));
-		pn_out_close_object(ctx->out);
+		print_job(&j, backends, ctx->job->cfg.launcher);
+		pn_out_open_array(ctx->out, "results");
 	}
-	pn_out_close_array(ctx->out);
-	if (j.plan)
-		plan_print(&j);
-	if (ng) {
-		pn_out_open_array(ctx->out, "gpu_backends");
-		for (a = 0; a < ng; a++) {
-			ret = ar_gpu_print_ranks(gpus[a], ctx->out);
-			if (ret)
-				goto fail;
-		}
+	for (a = 0; a < j.nbe && !ret; a++)
+		ret = pn_sweep_run(&j.sw, j.be[a]);
+	if (ret)
+		goto fail;
+	if (j.rank == 0) {
 		pn_out_close_array(ctx->out);
+		print_ratios(&j, backends);
+		failed = print_summary(&j);
+		ret = finish_outputs(&j);
 	}
-	pn_out_open_array(ctx->out, "results");
-	snprintf(blist, sizeof(blist), "%s", backends);
-	save = NULL;
-	for (tok = strtok_r(blist, ",", &save), a = 0; tok; tok = strtok_r(NULL, ",", &save)) {
-		struct ar_sweep sw = {
-			.dtype = j.dtype, .op = j.op, .sizes = sizes, .nsizes = nsizes,
-			.iters = opt_iters, .warmup = opt_warmup, .check = opt_check,
-			.seed = opt_seed,
-			.sink = { .arg = &j, .header = sink_header, .row = sink_row },
-		};
-
-		if (!strcmp(tok, "host"))
-			ret = run_host(&j, algos, nalgos, sizes, nsizes, &wrong_total, &worst_avg);
-		else
-			ret = ar_gpu_sweep(gpus[a++], ctx->out, &sw, &worst_avg, &wrong_total);
-		if (ret)
-			goto fail;
-	}
-	pn_out_close_array(ctx->out);
-	if (j.rank == 0)
-		ar_ratio_table(ctx->out, j.rows, j.nrows, backends);
-	if (!isfinite(worst_avg))
-		worst_avg = 0;
-	failed = wrong_total > 0 || (opt_min_busbw >= 0 && worst_avg < opt_min_busbw);
-	pn_out_open_object(ctx->out, "summary");
-	pn_out_uint(ctx->out, PN_JSON, "wrong", NULL, (unsigned long long)wrong_total);
-	pn_out_float(ctx->out, PN_JSON, "avg_busbw", NULL, worst_avg);
-	if (opt_min_busbw >= 0)
-		pn_out_float(ctx->out, PN_JSON, "min_busbw", NULL, opt_min_busbw);
-	pn_out_bool(ctx->out, PN_JSON, "passed", NULL, !failed);
-	pn_out_close_object(ctx->out);
-	pn_out_close_object(ctx->out);
-	if (j.rank == 0 && failed) {
-		if (wrong_total)
-			fprintf(stdout, "%sFAILED: %llu wrong values\n", pn_cli.json ? "" : "# ",
-				(unsigned long long)wrong_total);
-		else
-			fprintf(stdout, "%sFAILED: average bus bandwidth %.2f GB/s is below %.2f GB/s\n",
-				pn_cli.json ? "" : "# ", worst_avg, opt_min_busbw);
-	}
-	if (pn_cli.json && failed && j.rank == 0)
-		fprintf(stderr, "penny allreduce-test: FAILED\n");
-	ret = finish_outputs(&j, sizes, nsizes);
 	if (ret) {
 		/* the results could not be kept: could not run (rank 0 only) */
 		rc = pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
@@ -1089,22 +1025,19 @@ fail:
 		rc = pn_cmd_exit_code(ret);
 	}
 out:
-	while (ng > 0)
-		ar_gpu_close(gpus[--ng]);
+	while (j.nbe > 0) {
+		pn_sweep_backend_close(j.be[--j.nbe]);
+		free(j.desc[j.nbe]);
+	}
 	/* not committed: a failed run leaves the files as they were */
 	pn_ofile_abort(j.csv_of);
 	pn_ofile_abort(j.plot_of);
 	pn_ofile_abort(j.tune_of);
-	if (j.comm) {
-		pn_comm_reg_free(j.comm, j.sreg);
-		pn_comm_reg_free(j.comm, j.rreg);
-	}
 	if (j.coll.comm)
 		pn_coll_release(&j.coll);
 	pn_comm_free(j.comm);
-	pn_boot_free(j.boot);
 	plan_free(j.plan);
-	free(j.rows);
+	pn_sweep_release(&j.sw);
 	free(sizes);
 	return rc;
 }

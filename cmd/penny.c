@@ -151,6 +151,58 @@ int pn_cmd_fail(const struct pn_ctx *ctx, int code, const char *fmt, ...)
 	return code;
 }
 
+int pn_cmd_job_cfg(struct pn_ctx *ctx)
+{
+	struct pn_cmd_job *job = ctx->job;
+	int ret;
+
+	if (job->have_env)
+		return 0;
+	ret = pn_boot_cfg_from_env(&job->cfg);
+	if (ret)
+		return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
+	job->have_env = 1;
+	job->rank = job->cfg.rank;
+	job->nranks = job->cfg.nranks;
+	return 0;
+}
+
+int pn_cmd_job_start(struct pn_ctx *ctx, double timeout)
+{
+	struct pn_cmd_job *job = ctx->job;
+	struct pn_boot_cfg cfg;
+	int ret = pn_cmd_job_cfg(ctx);
+
+	if (ret)
+		return ret;
+	cfg = job->cfg;
+	if (timeout > 0)
+		cfg.timeout = timeout;
+	ret = pn_boot_init(&job->boot, &cfg);
+	if (ret)
+		return ret;
+	job->rank = pn_boot_rank(job->boot);
+	job->nranks = pn_boot_nranks(job->boot);
+	return 0;
+}
+
+/* Where a multi-rank command is in its job before the environment is read. */
+static void job_init(struct pn_cmd_job *job, const struct pn_boot_cfg *launch)
+{
+	memset(job, 0, sizeof(*job));
+	if (launch) {
+		job->cfg = *launch;
+	} else {
+		pn_boot_cfg_init(&job->cfg);
+		job->cfg.rank = pn_cli.rank;
+		job->cfg.nranks = pn_cli.nranks;
+		job->cfg.root = pn_cli.root;
+	}
+	job->cfg.timeout = pn_cli.timeout;
+	job->rank = job->cfg.rank;
+	job->nranks = job->cfg.nranks;
+}
+
 static void usage(FILE *f)
 {
 	size_t i;
@@ -176,6 +228,7 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 {
 	const struct pn_opt *tables[4] = { c->opts, common_options, NULL, NULL };
 	struct pn_ctx ctx = { .name = c->name, .rank = -1 };
+	struct pn_cmd_job job;
 	const char *root;
 	int nargs = 0, ret, is_parent = 0, status = 0;
 
@@ -239,10 +292,16 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 			say_fd = cfg.err_fd;
 		}
 	}
+	if (c->flags & CMD_LAUNCH) {
+		job_init(&job, ctx.launch);
+		ctx.job = &job;
+	}
 	ctx.out = pn_out_new(stdout, pn_cli.json);
 	if (!ctx.out)
 		return pn_cmd_fail(&ctx, 1, "out of memory");
 	ret = c->fn(&ctx, nargs, argv);
+	if (ctx.job)
+		pn_boot_free(job.boot);
 	if (pn_out_free(ctx.out) && !ret) {
 		fprintf(stderr, "penny %s: write error on standard output\n", c->name);
 		stdout_error_said = 1;

@@ -28,11 +28,26 @@ struct pn_cli {
 };
 extern struct pn_cli pn_cli;
 
+/*
+ * A multi-rank command's place in its job (CMD_LAUNCH; ctx->job), one path
+ * for every such command: run_cmd fills cfg from the self-launch (--np) or
+ * from --rank, --nranks, --root and --timeout; pn_cmd_job_cfg() adds a
+ * launcher's environment; pn_cmd_job_start() meets the other ranks.
+ * run_cmd frees the boot after the command returned.
+ */
+struct pn_cmd_job {
+	struct pn_boot_cfg cfg;
+	struct pn_boot *boot;	/* NULL until started */
+	int rank, nranks;	/* cfg's, then the rendezvous' */
+	int have_env;		/* pn_cmd_job_cfg() ran */
+};
+
 struct pn_ctx {
 	const char *name;	/* subcommand */
 	struct pn_out *out;	/* stdout, text or JSON */
 	int rank;		/* after self-launch: this process's rank (-1 unknown) */
 	const struct pn_boot_cfg *launch; /* self-launch: rank, root, cookie; else NULL */
+	struct pn_cmd_job *job;	/* CMD_LAUNCH commands; else NULL */
 };
 
 typedef int (*pn_cmd_fn)(struct pn_ctx *ctx, int argc, char **argv);
@@ -59,6 +74,14 @@ void pn_cmd_error(const struct pn_ctx *ctx, int code);
 int pn_cmd_exit_code(int err);
 int pn_cmd_fail(const struct pn_ctx *ctx, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* ctx->job: the launcher's environment into cfg (once); 0, or 2 after one
+ * line. */
+int pn_cmd_job_cfg(struct pn_ctx *ctx);
+/* ctx->job: pn_cmd_job_cfg(), then the rendezvous with every wait bounded
+ * by timeout (0: --timeout); 0, 2 after one line (the environment), or a
+ * negative errno (message in pn_errmsg) from the rendezvous. */
+int pn_cmd_job_start(struct pn_ctx *ctx, double timeout);
 
 /* Subcommands. */
 int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv);

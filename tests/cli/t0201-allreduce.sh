@@ -65,6 +65,14 @@ test_expect_success '--plot to an unwritable place: one clear line, exit 2 (befo
 test_expect_success '--min-busbw: an impossible gate fails with FAILED, exit 1' '
 	test_exit 1 ar --np 2 -b 1K -e 1K --min-busbw 1e9 >out && grep -q FAILED out
 '
+test_expect_success '--min-busbw --json: stdout is only the JSON, the FAILED line on stderr' '
+	test_exit 1 ar --np 2 --json --min-busbw 1000000 -b 8 -e 64 >out 2>err &&
+	json_valid out &&
+	python3 -c "import json; s=json.load(open(\"out\"))[\"summary\"]
+assert s[\"passed\"] is False and \"below 1000000.00 GB/s\" in s[\"reason\"]" &&
+	test "$(wc -l <err)" -eq 1 &&
+	grep -q "^penny allreduce-test: FAILED: average bus bandwidth .* is below 1000000.00 GB/s$" err
+'
 test_expect_success '--min-busbw: a trivial gate passes' '
 	ar --np 2 -b 1K -e 1K --min-busbw 0 >out && ! grep -q FAILED out
 '

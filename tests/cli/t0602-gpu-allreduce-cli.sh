@@ -68,6 +68,14 @@ test_expect_success 'wrong values are counted over the ranks and exit 1' '
 	grep -q "Out of bounds values : 4 FAILED" out && grep -q "FAILED: 4 wrong values" out &&
 	grep -q "the first at element 1" err
 '
+test_expect_success 'wrong values with --json: passed false and why, FAILED on stderr only' '
+	test_exit 1 penny allreduce-test --np 2 --backend fakewrong -b 64 -e 64 -n 1 --json \
+		>out.json 2>err &&
+	json_valid out.json &&
+	python3 -c "import json; s=json.load(open(\"out.json\"))[\"summary\"]
+assert s[\"passed\"] is False and s[\"reason\"] == \"4 wrong values\"" &&
+	grep -q "^penny allreduce-test: FAILED: 4 wrong values$" err
+'
 test_expect_success '--min-busbw applies to the GPU tables too' '
 	test_exit 1 penny allreduce-test --np 2 --backend fake -b 1K -e 1K -n 2 --min-busbw 1000 >out &&
 	grep -q "FAILED: average bus bandwidth" out

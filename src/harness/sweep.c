@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The allreduce sweep (sweep.h): the sizes, the loop over series and sizes
+ * that drives a backend's ops, the statistics over the ranks, busbw, the
+ * best algorithm per size and the CSV rows.  The backends are sweep_host.c
+ * and sweep_gpu.c.
+ */
+#define _GNU_SOURCE
+#include "harness/sweep.h"
+
+#include "engine/boot.h"
+#include "engine/comm.h"
+#include "engine/mem.h"
+#include "base/log.h"
+#include "base/util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pn_sweep_sizes(uint64_t min, uint64_t max, uint64_t step, double factor, size_t es,
+		   uint64_t **out, size_t *n)
+{
+	uint64_t *v = NULL, b;
+	size_t cap = 0, k = 0;
+
+	for (b = min; b <= max;) {
+		uint64_t nb;
+
+		if (k == PN_SWEEP_MAX_SIZES) {
+			free(v);
+			return -E2BIG;
+		}
+		if (k == cap) {
+			uint64_t *nv = realloc(v, (cap = cap ? 2 * cap : 32) * sizeof(*v));
+
+			if (!nv) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = nv;
+		}
+		v[k++] = b / es * es;
+		if (factor > 1)
+			nb = (uint64_t)((double)b * factor);
+		else
+			nb = b + step;
+		/* a factor that rounds back to b (-b 0, -b 1 -f 1.5) still steps */
+		if (nb <= b)
+			nb = b + 1;
+		b = nb;
+	}
+	*out = v;
+	*n = k;
+	return 0;
+}
+
+double pn_sweep_busbw(double algbw, int nranks)
+{
+	return algbw * (nranks > 1 ? 2.0 * (nranks - 1) / nranks : 1.0);
+}
+
+void pn_sweep_init(struct pn_sweep *s)
+{
+	s->rows = NULL;
+	s->nrows = s->caprows = 0;
+	s->wrong = 0;
+	s->worst_avg = INFINITY;
+}
+
+void pn_sweep_release(struct pn_sweep *s)
+{
+	free(s->rows);
+	pn_sweep_init(s);
+}
+
+/* Over the ranks: the largest time, the sum of the wrong values. */
+static int over_ranks(struct pn_comm *c, double *t, uint64_t *wrong)
+{
+	struct {
+		double t;
+		uint64_t w;
+	} mine = { *t, *wrong }, *all = calloc((size_t)c->nranks, sizeof(mine));
+	int r, ret;
+
+	if (!all)
+		return pn_err(-ENOMEM, "out of memory");
+	ret = pn_boot_allgather(c->boot, &mine, all, sizeof(mine));
+	if (!ret) {
+		*t = 0;
+		*wrong = 0;
+		for (r = 0; r < c->nranks; r++) {
+			*t = PN_MAX(*t, all[r].t);
+			*wrong += all[r].w;
+		}
+	}
+	free(all);
+	return ret;
+}
+
+static int keep_row(struct pn_sweep *s, const struct pn_sweep_row *rw)
+{
+	if (!s->keep)
+		return 0;
+	if (s->nrows == s->caprows) {
+		size_t cap = s->caprows ? 2 * s->caprows : 64;
+		struct pn_sweep_row *nr = realloc(s->rows, sizeof(*nr) * cap);
+
+		if (!nr)
+			return pn_err(-ENOMEM, "out of memory");
+		s->rows = nr;
+		s->caprows = cap;
+	}
+	s->rows[s->nrows++] = *rw;
+	return 0;
+}
+
+/* One size of a series, out of place and in place, over every rank. */
+static int one_size(struct pn_sweep *s, struct pn_sweep_backend *be, int algo, size_t i,
+		    struct pn_sweep_row *rw)
+{
+	const char *name = be->ops->algo_name(algo);
+	int k, ret;
+
+	memset(rw, 0, sizeof(*rw));
+	snprintf(rw->backend, sizeof(rw->backend), "%s", be->name);
+	snprintf(rw->algo, sizeof(rw->algo), "%s", name);
+	rw->host_algo = -2;
+	rw->bytes = s->sizes[i];
+	rw->count = s->sizes[i] / pn_dtype_size(s->dtype);
+	ret = be->ops->pick(be, s, algo, rw);
+	for (k = 0; !ret && k < 2; k++) {
+		struct pn_sweep_bad bad = { .rank = s->comm->rank, .ip = k, .backend = be->name,
+					    .algo = name, .bytes = rw->bytes };
+
+		ret = be->ops->run(be, s, algo, rw->bytes, k,
+				   s->seed + 2 * i * 7919 + (uint64_t)k * 104729, &rw->time_us[k],
+				   &bad);
+		if (ret)
+			break;
+		if (bad.wrong && s->sink.bad)
+			s->sink.bad(s->sink.arg, &bad);
+		rw->wrong[k] = bad.wrong;
+		ret = over_ranks(s->comm, &rw->time_us[k], &rw->wrong[k]);
+		rw->algbw[k] = rw->time_us[k] > 0 ? (double)rw->bytes / rw->time_us[k] / 1e3 : 0;
+		rw->busbw[k] = pn_sweep_busbw(rw->algbw[k], s->comm->nranks);
+	}
+	return ret;
+}
+
+static int series(struct pn_sweep *s, struct pn_sweep_backend *be, int algo)
+{
+	struct pn_sweep_series sr = { .backend = be->name, .algo = be->ops->algo_name(algo) };
+	double sum = 0;
+	size_t i;
+	int ret;
+
+	if (s->sink.begin)
+		s->sink.begin(s->sink.arg, sr.backend, sr.algo);
+	for (i = 0; i < s->nsizes; i++) {
+		struct pn_sweep_row rw;
+
+		ret = one_size(s, be, algo, i, &rw);
+		s->wrong += rw.wrong[0] + rw.wrong[1];
+		sr.wrong += rw.wrong[0] + rw.wrong[1];
+		if (!ret)
+			ret = keep_row(s, &rw);
+		if (!ret && s->sink.row)
+			ret = s->sink.row(s->sink.arg, &rw, i, s->nsizes);
+		if (ret)
+			return ret;
+		sum += rw.busbw[0];
+	}
+	sr.avg_busbw = s->nsizes ? sum / (double)s->nsizes : 0;
+	s->worst_avg = PN_MIN(s->worst_avg, sr.avg_busbw);
+	if (s->sink.end)
+		s->sink.end(s->sink.arg, &sr);
+	return 0;
+}
+
+int pn_sweep_run(struct pn_sweep *s, struct pn_sweep_backend *be)
+{
+	size_t maxb = 16, i;
+	int a, ret, err;
+
+	for (i = 0; i < s->nsizes; i++)
+		maxb = PN_MAX(maxb, s->sizes[i]);
+	ret = be->ops->start ? be->ops->start(be, maxb) : 0;
+	for (a = 0; !ret && a < be->nalgos; a++) {
+		err = be->ops->supported ? be->ops->supported(be, be->algos[a]) : 0;
+		if (err) {
+			if (s->sink.skip)
+				s->sink.skip(s->sink.arg, be->name, be->ops->algo_name(be->algos[a]),
+					     err);
+			continue;
+		}
+		ret = series(s, be, be->algos[a]);
+	}
+	if (!ret && be->ops->stop)
+		ret = be->ops->stop(be);
+	return ret;
+}
+
+void pn_sweep_mem_job(struct pn_mem_job *mj, int nlocal, int nranks, const char *transport,
+		      int nchan, uint64_t host_bytes, const enum pn_algo *algos, int nalgos)
+{
+	int a;
+
+	memset(mj, 0, sizeof(*mj));
+	mj->nlocal = nlocal;
+	mj->nremote = transport && strcmp(transport, "shm") ? nranks - 1 : nranks - nlocal;
+	mj->nchannels = nchan > 0 ? nchan : 1;
+	mj->node_segment = 1;
+	if (!host_bytes)
+		return;
+	mj->nbufs = 2;
+	mj->buf_bytes = host_bytes;
+	for (a = 0; a < nalgos; a++) {
+		uint64_t s = 0;
+
+		if (algos[a] == PN_ALGO_ONE_SHOT ||
+		    (algos[a] == PN_ALGO_AUTO && getenv("PENNY_TUNE_FILE")))
+			s = host_bytes;
+		else if (algos[a] == PN_ALGO_AUTO)
+			s = PN_MIN(host_bytes, PN_TUNE_ONE_SHOT_MAX);
+		mj->scratch_bytes = PN_MAX(mj->scratch_bytes, s);
+	}
+}
+
+void pn_sweep_best(const struct pn_sweep *s, size_t *bytes, enum pn_algo *best)
+{
+	size_t i, r;
+
+	for (i = 0; i < s->nsizes; i++) {
+		double bt = INFINITY;
+
+		bytes[i] = s->sizes[i];
+		best[i] = PN_ALGO_RING;
+		for (r = 0; r < s->nrows; r++) {
+			const struct pn_sweep_row *rw = &s->rows[r];
+
+			if (rw->host_algo != -2 && rw->bytes == s->sizes[i] && rw->time_us[0] < bt &&
+			    !rw->wrong[0]) {
+				bt = rw->time_us[0];
+				best[i] = (enum pn_algo)rw->host_algo;
+			}
+		}
+	}
+}
+
+void pn_sweep_csv_header(FILE *f)
+{
+	fprintf(f, "algo,size,count,type,redop,oop_time_us,oop_algbw,oop_busbw,oop_wrong,"
+		   "ip_time_us,ip_algbw,ip_busbw,ip_wrong,backend\n");
+}
+
+void pn_sweep_csv_row(FILE *f, const struct pn_sweep_row *rw, enum pn_dtype t, enum pn_redop op)
+{
+	fprintf(f, "%s,%zu,%zu,%s,%s,%.3f,%.4f,%.4f,%llu,%.3f,%.4f,%.4f,%llu,%s\n", rw->algo,
+		rw->bytes, rw->count, pn_dtype_name(t), pn_redop_name(op), rw->time_us[0],
+		rw->algbw[0], rw->busbw[0], (unsigned long long)rw->wrong[0], rw->time_us[1],
+		rw->algbw[1], rw->busbw[1], (unsigned long long)rw->wrong[1], rw->backend);
+}
+
+void pn_sweep_backend_close(struct pn_sweep_backend *be)
+{
+	if (be)
+		be->ops->close(be);
+}

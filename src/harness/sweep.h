@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The allreduce sweep behind `penny allreduce-test` (nccl-tests'
+ * all_reduce_perf), written once for every backend.  For each algorithm of
+ * a backend and each size, out of place then in place: fill, warm up, time,
+ * then fresh data, a poisoned output, one more call and an exact check.
+ * Over the ranks: time is the slowest rank's, wrong values are summed.
+ * algbw = bytes / time, busbw = algbw * 2(n-1)/n (nccl-tests' allreduce).
+ * A series (one backend, one algorithm) ends with its wrong values and its
+ * average out-of-place busbw.
+ *
+ * A backend is an ops table: the host engine (pn_sweep_host_open) or a GPU
+ * plugin (pn_sweep_gpu_open, src/gpu/gpucoll.h).  Nothing here prints: rows
+ * go to the caller's sink as they are measured, the results come back in
+ * struct pn_sweep, and pn_sweep_csv_*() write the rows' CSV file format.
+ */
+#ifndef PENNY_SWEEP_H
+#define PENNY_SWEEP_H
+
+#include "engine/coll.h"
+#include "engine/dtype.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define PN_SWEEP_MAX_SIZES 100000
+#define PN_SWEEP_MAX_ALGOS 16
+
+/* One row of the nccl-tests table: out of place [0], in place [1]. */
+struct pn_sweep_row {
+	char backend[32];	/* "host", "cuda", ... */
+	char algo[24];		/* as asked: "ring", "auto" */
+	char ran[24];		/* what ran (GPU auto: the plugin's choice at this size) */
+	int host_algo;		/* host rows: the enum pn_algo that ran (auto: its pick); -2 otherwise */
+	size_t bytes, count;
+	double time_us[2], algbw[2], busbw[2];
+	uint64_t wrong[2];
+};
+
+/* The end of a series: its wrong values over all ranks and sizes, and the
+ * average out-of-place busbw of its sizes. */
+struct pn_sweep_series {
+	const char *backend, *algo;
+	uint64_t wrong;
+	double avg_busbw;
+};
+
+/* What one rank's check found; first/got only where have_first. */
+struct pn_sweep_bad {
+	int rank, ip, have_first;
+	const char *backend, *algo;
+	size_t bytes;
+	uint64_t wrong, first, got;
+};
+
+/* Where the measurements go as they are made (every rank calls them; a
+ * sink that presents does so on its rank 0).  Any may be NULL. */
+struct pn_sweep_sink {
+	void *arg;
+	void (*begin)(void *arg, const char *backend, const char *algo);
+	/* row i of the series' n; nonzero stops the sweep with that error */
+	int (*row)(void *arg, const struct pn_sweep_row *row, size_t i, size_t n);
+	void (*end)(void *arg, const struct pn_sweep_series *s);
+	/* an algorithm the backend cannot run on this job (err: why) */
+	void (*skip)(void *arg, const char *backend, const char *algo, int err);
+	/* this rank's check found wrong values */
+	void (*bad)(void *arg, const struct pn_sweep_bad *bad);
+};
+
+struct pn_sweep;
+struct pn_sweep_backend;
+
+/* A backend.  Every call is collective; run() measures this rank only. */
+struct pn_sweep_ops {
+	const char *(*algo_name)(int algo);
+	/* 0, or a negative errno: the algorithm is skipped (may be NULL) */
+	int (*supported)(struct pn_sweep_backend *be, int algo);
+	/* buffers for sizes up to max_bytes, before and after the series */
+	int (*start)(struct pn_sweep_backend *be, size_t max_bytes);
+	int (*stop)(struct pn_sweep_backend *be);
+	/* what runs at this row's count: row->ran, row->host_algo */
+	int (*pick)(struct pn_sweep_backend *be, const struct pn_sweep *s, int algo,
+		    struct pn_sweep_row *row);
+	/* One size on this rank: the mean time of the timed calls (0 without
+	 * any) and the check's findings (wrong 0 without a check). */
+	int (*run)(struct pn_sweep_backend *be, const struct pn_sweep *s, int algo, size_t bytes,
+		   int ip, uint64_t seed, double *time_us, struct pn_sweep_bad *bad);
+	void (*close)(struct pn_sweep_backend *be);
+};
+
+struct pn_sweep_backend {
+	const struct pn_sweep_ops *ops;
+	char name[32];
+	int algos[PN_SWEEP_MAX_ALGOS];
+	int nalgos;
+};
+
+struct pn_sweep {
+	/* in */
+	struct pn_comm *comm;	/* the job: rank, nranks, the rendezvous */
+	enum pn_dtype dtype;
+	enum pn_redop op;
+	const uint64_t *sizes;
+	size_t nsizes;
+	int iters, warmup, check;
+	uint64_t seed;
+	int keep;		/* keep the rows (the presenting rank: plot, tuning, ratios) */
+	struct pn_sweep_sink sink;
+	/* out, over every pn_sweep_run */
+	struct pn_sweep_row *rows;
+	size_t nrows, caprows;
+	uint64_t wrong;		/* wrong values of every series */
+	double worst_avg;	/* smallest average busbw of a series; INFINITY: none ran */
+};
+
+/* The sizes from min to max, stepping by factor (> 1) or else by step, each
+ * rounded down to whole elements of es bytes; -E2BIG beyond
+ * PN_SWEEP_MAX_SIZES of them.  free() *out. */
+int pn_sweep_sizes(uint64_t min, uint64_t max, uint64_t step, double factor, size_t es,
+		   uint64_t **out, size_t *n);
+
+/* Set the results of s to none; the inputs are the caller's. */
+void pn_sweep_init(struct pn_sweep *s);
+/* Collective: every series of backend be.  0 or a negative errno (message
+ * in pn_errmsg). */
+int pn_sweep_run(struct pn_sweep *s, struct pn_sweep_backend *be);
+void pn_sweep_release(struct pn_sweep *s);
+
+double pn_sweep_busbw(double algbw, int nranks);
+
+/*
+ * The planned memory of this host's nlocal ranks of nranks (src/engine/mem.h):
+ * the node segment; with the host backend (host_bytes: -e, 0 without it) a
+ * send and a receive buffer each in /dev/shm, and one-shot's scratch for
+ * in-place runs (auto runs one-shot up to PN_TUNE_ONE_SHOT_MAX, a tuning
+ * file at any size); FIFOs to the ranks on other hosts, or to all when a
+ * transport other than shm is forced.
+ */
+struct pn_mem_job;
+void pn_sweep_mem_job(struct pn_mem_job *mj, int nlocal, int nranks, const char *transport,
+		      int nchan, uint64_t host_bytes, const enum pn_algo *algos, int nalgos);
+
+/* The host rows' fastest correct algorithm at each size, out of place
+ * (ring where none ran). */
+void pn_sweep_best(const struct pn_sweep *s, size_t *bytes, enum pn_algo *best);
+
+/* The CSV file of the rows: a header line, then one line per row (a write
+ * error shows when the file is committed, src/base/ofile.h). */
+void pn_sweep_csv_header(FILE *f);
+void pn_sweep_csv_row(FILE *f, const struct pn_sweep_row *row, enum pn_dtype t,
+		     enum pn_redop op);
+
+/* The host engine's allreduce over coll, the algorithms of algos (enum
+ * pn_algo), its buffers of max_bytes registered now. */
+int pn_sweep_host_open(struct pn_sweep_backend **out, struct pn_coll *coll,
+		       const enum pn_algo *algos, int nalgos, size_t max_bytes);
+
+/*
+ * A GPU plugin's allreduce (src/gpu/gpucoll.h), opened on every rank.
+ * algos: --algo's comma list (auto, one-shot, two-shot, ring, all); graph:
+ * calls per CUDA graph (0: none); dev/ndev: the device of each local rank
+ * (ndev < 0: the local rank's), gpus the list as written; log: the plugin's
+ * log lines.  Any rank's failure fails every rank with the first failing
+ * rank's message.
+ */
+struct pn_sweep_gpu_cfg {
+	const char *name;
+	const char *algos;
+	int graph;
+	const char *gpus;
+	const int *dev;
+	int ndev;
+	void (*log)(void *arg, int level, const char *msg);
+	void *log_arg;
+};
+int pn_sweep_gpu_open(struct pn_sweep_backend **out, struct pn_coll *coll,
+		      const struct pn_sweep_gpu_cfg *cfg);
+/* The GPU backend's plugin as it describes itself on every rank: nranks
+ * strings of PN_SWEEP_DESC_LEN bytes in *all (free() it). */
+#define PN_SWEEP_DESC_LEN 256
+int pn_sweep_gpu_describe(struct pn_sweep_backend *be, char **all);
+int pn_sweep_gpu_hierarchical(const struct pn_sweep_backend *be);
+int pn_sweep_gpu_graph(const struct pn_sweep_backend *be);
+
+void pn_sweep_backend_close(struct pn_sweep_backend *be);
+
+#endif

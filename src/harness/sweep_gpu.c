@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sweep's GPU backends (sweep.h): a plugin's allreduce through
+ * src/gpu/gpucoll.h.  The data stays on the GPUs: the plugin fills it (the
+ * formula of plugins/include/penny_data.h), runs and times the allreduce
+ * (CUDA events; -G: CUDA graphs) and checks it exactly.
+ */
+#define _GNU_SOURCE
+#include "harness/sweep.h"
+
+#include "engine/boot.h"
+#include "engine/comm.h"
+#include "gpu/gpucoll.h"
+#include "base/log.h"
+#include "base/util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+	const char *name;
+	int algo;
+} gpu_algos[] = {
+	{ "auto", PENNY_ALGO_AUTO },
+	{ "one-shot", PENNY_ALGO_ONESHOT },
+	{ "two-shot", PENNY_ALGO_TWOSHOT },
+	{ "ring", PENNY_ALGO_RING },
+};
+
+struct gpu {
+	struct pn_sweep_backend be;
+	struct pn_comm *c;
+	struct pn_gpucoll *gc;
+	void *sbuf, *rbuf;
+	int graph;
+};
+
+static const char *gpu_algo_name(int algo)
+{
+	size_t i;
+
+	for (i = 0; i < PN_ARRAY_SIZE(gpu_algos); i++)
+		if (gpu_algos[i].algo == algo)
+			return gpu_algos[i].name;
+	return "?";
+}
+
+/* The plugin algorithms --algo asks for; -EINVAL and why otherwise. */
+static int parse_algos(struct gpu *g, const char *list, char *why, size_t wlen)
+{
+	uint32_t have = pn_gpucoll_algos(g->gc), seen = 0;
+	char *copy = strdup(list), *tok, *save = NULL, names[96] = "";
+	size_t i;
+	int a, ret = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (i = 0; i < PN_ARRAY_SIZE(gpu_algos); i++)
+		if (have & (1u << gpu_algos[i].algo))
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 names[0] ? ", " : "", gpu_algos[i].name);
+	g->be.nalgos = 0;
+	for (tok = strtok_r(copy, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(tok, "all")) {
+			for (i = 0; i < PN_ARRAY_SIZE(gpu_algos); i++) {
+				a = gpu_algos[i].algo;
+				if ((have & (1u << a)) && !(seen & (1u << a))) {
+					seen |= 1u << a;
+					g->be.algos[g->be.nalgos++] = a;
+				}
+			}
+			continue;
+		}
+		for (i = 0; i < PN_ARRAY_SIZE(gpu_algos); i++)
+			if (!strcmp(tok, gpu_algos[i].name))
+				break;
+		if (i == PN_ARRAY_SIZE(gpu_algos) || !(have & (1u << gpu_algos[i].algo))) {
+			snprintf(why, wlen, "the %s backend has no algorithm '%s' (it has %s, all)",
+				 g->be.name, tok, names);
+			ret = -EINVAL;
+			break;
+		}
+		a = gpu_algos[i].algo;
+		if (!(seen & (1u << a))) {
+			seen |= 1u << a;
+			g->be.algos[g->be.nalgos++] = a;
+		}
+	}
+	free(copy);
+	return ret;
+}
+
+/* Every rank's verdict on a step: the first failing rank's reason on all. */
+static int agree(struct gpu *g, const char *why)
+{
+	return pn_boot_agree_err(g->c->boot, why ? pn_err(-EINVAL, "%s", why) : 0, 0, NULL);
+}
+
+/* registered buffers: the plugin's kernels use them in place */
+static int gpu_start(struct pn_sweep_backend *be, size_t max_bytes)
+{
+	struct gpu *g = (struct gpu *)be;
+	int ret = pn_gpucoll_alloc(g->gc, max_bytes, 1, &g->sbuf);
+
+	return ret ? ret : pn_gpucoll_alloc(g->gc, max_bytes, 1, &g->rbuf);
+}
+
+static int gpu_stop(struct pn_sweep_backend *be)
+{
+	struct gpu *g = (struct gpu *)be;
+	int ret = pn_gpucoll_free(g->gc, g->sbuf);
+
+	if (!ret)
+		ret = pn_gpucoll_free(g->gc, g->rbuf);
+	g->sbuf = g->rbuf = NULL;
+	return ret;
+}
+
+static int gpu_pick(struct pn_sweep_backend *be, const struct pn_sweep *s, int algo,
+		    struct pn_sweep_row *rw)
+{
+	struct gpu *g = (struct gpu *)be;
+	int ran = pn_gpucoll_select(g->gc, rw->count, s->dtype, s->op, algo);
+
+	if (ran < 0)
+		return ran;
+	snprintf(rw->ran, sizeof(rw->ran), "%s", gpu_algo_name(ran));
+	return 0;
+}
+
+static int gpu_run(struct pn_sweep_backend *be, const struct pn_sweep *s, int algo, size_t bytes,
+		   int ip, uint64_t seed, double *time_us, struct pn_sweep_bad *bad)
+{
+	struct gpu *g = (struct gpu *)be;
+	size_t es = pn_dtype_size(s->dtype), count = bytes / es;
+	void *send = ip ? g->rbuf : g->sbuf, *recv = g->rbuf;
+	struct penny_time_v1 t;
+	int ret;
+
+	ret = pn_gpucoll_fill(g->gc, send, count, s->dtype, s->op, (uint32_t)seed);
+	if (!ret && s->iters > 0) {
+		memset(&t, 0, sizeof(t));
+		t.send = send;
+		t.recv = recv;
+		t.count = count;
+		t.dtype = (int)s->dtype;
+		t.op = (int)s->op;
+		t.algo = algo;
+		t.warmup = s->warmup;
+		t.iters = s->iters;
+		t.graph = g->graph;
+		ret = pn_gpucoll_time(g->gc, &t);
+		*time_us = t.usec;
+	}
+	if (!ret && s->check) {
+		/* fresh data, a poisoned output, one more call, exact check */
+		struct penny_check_v1 res = { 0, 0 };
+
+		ret = pn_gpucoll_fill(g->gc, send, count, s->dtype, s->op, (uint32_t)(seed + 1));
+		if (!ret && !ip)
+			ret = pn_gpucoll_poison(g->gc, recv, bytes, 0xff);
+		if (!ret)
+			ret = pn_gpucoll_allreduce(g->gc, send, recv, count, s->dtype, s->op, algo);
+		if (!ret)
+			ret = pn_gpucoll_sync(g->gc);
+		if (!ret)
+			ret = pn_gpucoll_check(g->gc, recv, count, s->dtype, s->op, (uint32_t)(seed + 1),
+					       &res);
+		if (!ret && res.wrong) {
+			bad->have_first = 1;
+			bad->first = res.first_bad;
+			pn_gpucoll_read(g->gc, &bad->got, (char *)recv + res.first_bad * es, es);
+		}
+		bad->wrong = res.wrong;
+	}
+	return ret;
+}
+
+static void gpu_close(struct pn_sweep_backend *be)
+{
+	struct gpu *g = (struct gpu *)be;
+
+	pn_gpucoll_close(g->gc);
+	free(g);
+}
+
+static const struct pn_sweep_ops gpu_ops = {
+	.algo_name = gpu_algo_name,
+	.start = gpu_start,
+	.stop = gpu_stop,
+	.pick = gpu_pick,
+	.run = gpu_run,
+	.close = gpu_close,
+};
+
+int pn_sweep_gpu_open(struct pn_sweep_backend **out, struct pn_coll *coll,
+		      const struct pn_sweep_gpu_cfg *o)
+{
+	struct gpu *g = calloc(1, sizeof(*g));
+	struct pn_gpucoll_cfg cfg;
+	char why[300];
+	int ret, device = -1;
+
+	*out = NULL;
+	if (!g)
+		return pn_err(-ENOMEM, "out of memory");
+	g->be.ops = &gpu_ops;
+	g->c = coll->comm;
+	snprintf(g->be.name, sizeof(g->be.name), "%s", o->name);
+	if (o->ndev >= 0) {
+		/* my entry is my local rank's */
+		if (g->c->local_rank < o->ndev)
+			device = o->dev[g->c->local_rank];
+		else
+			snprintf(why, sizeof(why), "-g '%s' names %d GPU%s; local rank %d on host %s "
+						   "needs one more",
+				 o->gpus, o->ndev, o->ndev == 1 ? "" : "s", g->c->local_rank,
+				 pn_boot_host(g->c->boot, g->c->rank));
+		ret = agree(g, g->c->local_rank < o->ndev ? NULL : why);
+		if (ret)
+			goto fail;
+	}
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.plugin = o->name;
+	cfg.device = device;
+	cfg.log = o->log;
+	cfg.log_arg = o->log_arg;
+	/* every rank has the same (first failing rank's) message */
+	ret = pn_gpucoll_open(&g->gc, coll, &cfg);
+	if (ret)
+		goto fail;
+	ret = parse_algos(g, o->algos, why, sizeof(why));
+	if (!ret && o->graph > 0 && !(pn_gpucoll_caps(g->gc) & PENNY_CAP_GRAPH)) {
+		if (pn_gpucoll_hierarchical(g->gc))
+			snprintf(why, sizeof(why), "-G: CUDA graphs cannot capture the %s allreduce across "
+						   "%d nodes (hierarchical: its steps between nodes run "
+						   "on the host)",
+				 g->be.name, g->c->nnodes);
+		else
+			snprintf(why, sizeof(why), "-G: the %s plugin cannot capture CUDA graphs (no "
+						   "PENNY_CAP_GRAPH)",
+				 g->be.name);
+		ret = -ENOTSUP;
+	}
+	if (ret == -ENOMEM)
+		snprintf(why, sizeof(why), "out of memory");
+	ret = agree(g, ret ? why : NULL);
+	if (ret)
+		goto fail;
+	g->graph = o->graph;
+	*out = &g->be;
+	return 0;
+fail:
+	gpu_close(&g->be);
+	return ret;
+}
+
+int pn_sweep_gpu_describe(struct pn_sweep_backend *be, char **out)
+{
+	struct gpu *g = (struct gpu *)be;
+	char mine[PN_SWEEP_DESC_LEN], *all;
+	int ret;
+
+	*out = NULL;
+	snprintf(mine, sizeof(mine), "%s", pn_gpucoll_describe(g->gc));
+	all = calloc((size_t)g->c->nranks, sizeof(mine));
+	if (!all)
+		return pn_err(-ENOMEM, "out of memory");
+	ret = pn_boot_allgather(g->c->boot, mine, all, sizeof(mine));
+	if (ret) {
+		free(all);
+		return ret;
+	}
+	*out = all;
+	return 0;
+}
+
+int pn_sweep_gpu_hierarchical(const struct pn_sweep_backend *be)
+{
+	return pn_gpucoll_hierarchical(((const struct gpu *)be)->gc);
+}
+
+int pn_sweep_gpu_graph(const struct pn_sweep_backend *be)
+{
+	return ((const struct gpu *)be)->graph;
+}
