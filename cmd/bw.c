@@ -27,18 +27,11 @@
 #include "transport/verbs.h"
 #include "base/util.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -807,13 +800,8 @@ static int launcher_tcp(struct bw *b, int *lfd)
 	char addr[64] = "127.0.0.1";
 	int port = 0;
 
-	if (!pn_boot_local_addr(b->boot, &ss, &sl)) {
-		if (ss.ss_family == AF_INET)
-			inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, addr, sizeof(addr));
-		else
-			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, addr,
-				  sizeof(addr));
-	}
+	if (!pn_boot_local_addr(b->boot, &ss, &sl))
+		pn_sock_addr_name(&ss, addr, sizeof(addr), 0);
 	if (b->initiator) {
 		*lfd = pn_bw_listen(addr, 0, &port);
 		if (*lfd < 0)
