@@ -47,29 +47,29 @@ static struct {
 	const char *ca;
 	const char *filter;
 	const char *sort;
-} topt = { .interval = 1.0 };
+} opt = { .interval = 1.0 };
 
 const struct pn_opt top_options[] = {
-	{ "interval", 'i', OPT_SECONDS, &topt.interval, "SEC",
+	{ "interval", 'i', OPT_SECONDS, &opt.interval, "SEC",
 	  "time between samples (default 1 s; ms, s, m suffixes)", NULL,
 	  OPT_RANGE(MIN_INTERVAL, MAX_INTERVAL) },
-	{ "count", 'n', OPT_INT, &topt.count, "N", "print N samples, then exit", NULL,
+	{ "count", 'n', OPT_INT, &opt.count, "N", "print N samples, then exit", NULL,
 	  OPT_RANGE(1, 1000000000) },
-	{ "once", 0, OPT_BOOL, &topt.once, NULL, "one sample over one interval, then exit", NULL,
+	{ "once", 0, OPT_BOOL, &opt.once, NULL, "one sample over one interval, then exit", NULL,
 	  NULL },
-	{ "prom", 0, OPT_STRING, &topt.prom, "FILE",
+	{ "prom", 0, OPT_STRING, &opt.prom, "FILE",
 	  "write Prometheus textfile-collector metrics to FILE at every sample", NULL, NULL },
-	{ "ethernet", 'e', OPT_BOOL, &topt.ethernet, NULL,
+	{ "ethernet", 'e', OPT_BOOL, &opt.ethernet, NULL,
 	  "also show plain netdevs from /sys/class/net", NULL, NULL },
-	{ "lid", 0, OPT_APPEND, &topt.lids, "LID[:PORT]",
+	{ "lid", 0, OPT_APPEND, &opt.lids, "LID[:PORT]",
 	  "also show a remote InfiniBand port, read with PerfMgt MADs (repeatable)", NULL,
 	  OPT_LIST },
-	{ "ca", 0, OPT_STRING, &topt.ca, "DEV[:PORT]",
+	{ "ca", 0, OPT_STRING, &opt.ca, "DEV[:PORT]",
 	  "local InfiniBand port that sends the MADs of --lid (default: first active)", NULL,
 	  NULL },
-	{ "filter", 'f', OPT_STRING, &topt.filter, "PATTERN",
+	{ "filter", 'f', OPT_STRING, &opt.filter, "PATTERN",
 	  "only ports whose name contains PATTERN (or matches it as a glob)", NULL, NULL },
-	{ "sort", 's', OPT_STRING, &topt.sort, "KEY", "order of the rows: name, rx, tx, util, errors",
+	{ "sort", 's', OPT_STRING, &opt.sort, "KEY", "order of the rows: name, rx, tx, util, errors",
 	  "name rx tx util errors", NULL },
 	OPT_TABLE_END
 };
@@ -515,14 +515,14 @@ static int order(struct top_run *r, int sort)
 	if (!ni)
 		return -1;
 	r->idx = ni;
-	return tui_order(&r->view, topt.filter, sort, r->idx);
+	return tui_order(&r->view, opt.filter, sort, r->idx);
 }
 
 static int batch(struct top_run *r)
 {
-	int want = topt.once ? 1 : topt.count, printed = 0;
+	int want = opt.once ? 1 : opt.count, printed = 0;
 	/* with --prom, stdout stays quiet unless --json asks for it too */
-	int to_stdout = !topt.prom || pn_out_is_json(r->ctx->out);
+	int to_stdout = !opt.prom || pn_out_is_json(r->ctx->out);
 	struct pollfd pfd = { .fd = pn_ctr_sampler_fd(r->sampler), .events = POLLIN };
 
 	while (!got_signal) {
@@ -540,7 +540,7 @@ static int batch(struct top_run *r)
 		}
 		if (ret == 0) {
 			if (pn_ctr_sampler_busy(r->sampler, what, sizeof(what), &secs) &&
-			    secs > stall_limit(topt.interval))
+			    secs > stall_limit(opt.interval))
 				return pn_cmd_fail(r->ctx, 2,
 						   "reading the counters of '%s' has not returned for "
 						   "%.0f s",
@@ -550,8 +550,8 @@ static int batch(struct top_run *r)
 		n = order(r, r->sort);
 		if (n < 0)
 			return pn_cmd_fail(r->ctx, 2, "out of memory");
-		if (topt.prom) {
-			ret = write_prom(topt.prom, &r->view, r->idx, n, topt.interval);
+		if (opt.prom) {
+			ret = write_prom(opt.prom, &r->view, r->idx, n, opt.interval);
 			if (ret) {
 				pn_cmd_error(r->ctx, ret);
 				return 2;
@@ -560,7 +560,7 @@ static int batch(struct top_run *r)
 		if (r->view.seq < 2)
 			continue; /* the baseline: no rates yet */
 		if (to_stdout)
-			print_sample(r->ctx->out, &r->view, r->idx, n, topt.interval, printed == 0);
+			print_sample(r->ctx->out, &r->view, r->idx, n, opt.interval, printed == 0);
 		printed++;
 		if (want && printed >= want)
 			break;
@@ -589,12 +589,12 @@ static int screen(struct top_run *r)
 {
 	struct pollfd pfd[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
 				 { .fd = pn_ctr_sampler_fd(r->sampler), .events = POLLIN } };
-	struct tui_status st = { .interval = topt.interval, .host = top_host() };
+	struct tui_status st = { .interval = opt.interval, .host = top_host() };
 	char what[80] = "";
 	struct tui *t;
 	int ret, quit = 0, dirty = 1, was_busy = 0, err = 0, poll_errno = 0;
 
-	ret = tui_open(&t, topt.filter, r->sort);
+	ret = tui_open(&t, opt.filter, r->sort);
 	if (ret)
 		return pn_cmd_fail(r->ctx, 2, "cannot open the terminal (TERM=%s)",
 				   getenv("TERM") ? getenv("TERM") : "");
@@ -669,56 +669,56 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 	if (argc > 0)
 		return pn_cmd_fail(ctx, 2, "unexpected argument '%s'", argv[0]);
 	/* --interval and --count are in range (the table); --count 0: not given */
-	if (topt.once && topt.count)
+	if (opt.once && opt.count)
 		return pn_cmd_fail(ctx, 2, "--once and --count exclude each other");
-	r.sort = topt.sort ? tui_sort_parse(topt.sort) : TUI_SORT_NAME;
+	r.sort = opt.sort ? tui_sort_parse(opt.sort) : TUI_SORT_NAME;
 	if (r.sort < 0)
 		return pn_cmd_fail(ctx, 2, "unknown sort key '%s' (name, rx, tx, util, errors)",
-				   topt.sort);
-	if (topt.prom && !*topt.prom)
+				   opt.sort);
+	if (opt.prom && !*opt.prom)
 		return pn_cmd_fail(ctx, 2, "--prom needs a file name");
 	/* before any sampling: a file that cannot be written fails at once */
-	if (topt.prom) {
-		ret = pn_ofile_check(topt.prom);
+	if (opt.prom) {
+		ret = pn_ofile_check(opt.prom);
 		if (ret) {
 			pn_cmd_error(ctx, ret);
 			return 2;
 		}
 	}
-	ret = parse_remote(topt.lids, &remote, &nremote);
+	ret = parse_remote(opt.lids, &remote, &nremote);
 	if (ret) {
 		pn_cmd_error(ctx, ret);
 		return 2;
 	}
-	if (topt.ca && !nremote) {
+	if (opt.ca && !nremote) {
 		free(remote);
 		return pn_cmd_fail(ctx, 2, "--ca is for --lid");
 	}
 	if (nremote) {
-		ret = open_fabric(topt.ca, &pq);
+		ret = open_fabric(opt.ca, &pq);
 		if (ret) {
 			pn_cmd_error(ctx, ret);
 			free(remote);
 			return 2;
 		}
 	}
-	use_screen = !pn_out_is_json(ctx->out) && !topt.once && !topt.count && !topt.prom &&
+	use_screen = !pn_out_is_json(ctx->out) && !opt.once && !opt.count && !opt.prom &&
 		     isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
 	raise_fd_limit();
 	catch_signals();
 
 	pn_ctr_cfg_init(&cfg);
-	cfg.ethernet = topt.ethernet;
+	cfg.ethernet = opt.ethernet;
 	cfg.remote = remote;
 	cfg.nremote = nremote;
 	cfg.pq = pq;
 	/* the screen's list and the table need bytes, errors and discards
 	 * only; JSON and Prometheus output carry every counter */
-	cfg.brief = !pn_out_is_json(ctx->out) && !topt.prom;
+	cfg.brief = !pn_out_is_json(ctx->out) && !opt.prom;
 	pn_ctr_set_init(&set, &cfg);
 	/* the screen shows rates after a short first interval */
-	ret = pn_ctr_sampler_start(&r.sampler, &set, topt.interval,
-				   use_screen ? fmin(topt.interval, 0.25) : 0);
+	ret = pn_ctr_sampler_start(&r.sampler, &set, opt.interval,
+				   use_screen ? fmin(opt.interval, 0.25) : 0);
 	if (ret) {
 		pn_ctr_set_release(&set);
 		pn_cmd_error(ctx, ret);
