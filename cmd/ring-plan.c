@@ -14,7 +14,7 @@
 #include "plan/plan.h"
 #include "plan/plan_json.h"
 #include "plan/plan_job.h"
-#include "engine/plansched.h"
+#include "harness/plansched.h"
 #include "node/topo.h"
 #include "base/util.h"
 

@@ -16,7 +16,7 @@ if ! git -C "$TOP" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 	exit 0
 fi
 
-test_expect_success 'nothing in the repository points at ../shared' '
+test_expect_success 'nothing in the repository points at a folder beside it (shared)' '
 	git -C "$TOP" ls-files -z | (cd "$TOP" && xargs -0 grep -lI "\.\./shared" --) >hits 2>/dev/null;
 	test ! -s hits || { cat hits; false; }
 '

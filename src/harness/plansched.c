@@ -3,7 +3,7 @@
  * A ring plan as the engine's multiring schedule at one rank, and that
  * schedule written out (plansched.h).
  */
-#include "engine/plansched.h"
+#include "harness/plansched.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "plan/plan_job.h"
