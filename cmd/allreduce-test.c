@@ -21,6 +21,7 @@
 #include "engine/reduce.h"
 #include "engine/testdata.h"
 #include "gpu/plugin.h"
+#include "harness/plansched.h"
 #include "harness/sweep.h"
 #include "base/util.h"
 
@@ -96,20 +97,12 @@ const struct pn_opt allreduce_test_options[] = {
 	OPT_TABLE_END
 };
 
-/* --plan: the plan, placed on this job's ranks (src/plan/plan_job.h). */
-struct planned {
-	struct pn_plan_model model;
-	struct pn_plan plan;
-	struct pn_plan_job map;
-	int rank;
-};
-
 #define MAX_BACKENDS 8
 #define MAX_GPUS 1024
 
 struct job {
 	struct pn_ctx *ctx;
-	struct planned *plan;
+	struct pn_planned *plan;
 	struct pn_boot *boot;
 	struct pn_comm *comm;
 	struct pn_coll coll;
@@ -125,68 +118,23 @@ struct job {
 	int progress;
 };
 
-static int plan_port(void *arg, int peer, int chan, char *out, size_t len)
-{
-	const struct planned *pl = arg;
-
-	return pn_plan_job_nic(&pl->map, pl->rank, peer, chan, out, len);
-}
-
-static void plan_free(struct planned *pl)
-{
-	if (!pl)
-		return;
-	pn_plan_job_release(&pl->map);
-	pn_plan_release(&pl->plan);
-	pn_plan_model_release(&pl->model);
-	free(pl);
-}
-
 /*
- * Every rank reads the plan and places it on the job's nodes and ranks.
- * A problem anywhere fails every rank with exit 2; only the lowest rank
- * that found one says why (one line, not one per rank).
+ * --plan: every rank reads the plan and places it on the job's nodes and
+ * ranks (harness/plansched.h).  A problem anywhere fails every rank with
+ * exit 2; only the lowest rank that found one says why.
  */
 static int plan_load(struct job *j, int *rc)
 {
-	struct pn_boot *b = j->boot;
-	struct planned *pl = calloc(1, sizeof(*pl));
-	int *node = calloc((size_t)j->nranks, sizeof(int));
-	const char **names = calloc((size_t)j->nranks, sizeof(char *));
-	int r, ret, mine, first = -1;
+	int first = -1, mine = 0;
+	int ret = pn_planned_load(&j->plan, j->boot, opt_plan, &first, &mine);
 
 	*rc = 0;
-	if (!pl || !node || !names) {
-		ret = pn_err(-ENOMEM, "out of memory");
-		goto out;
-	}
-	pn_plan_model_init(&pl->model);
-	pl->rank = j->rank;
-	for (r = 0; r < j->nranks; r++) {
-		node[r] = pn_boot_node(b, r);
-		if (!names[node[r]])
-			names[node[r]] = pn_boot_node_name(b, r);
-	}
-	mine = pn_plan_load_file(&pl->plan, &pl->model, opt_plan);
-	if (!mine)
-		mine = pn_plan_job_map(&pl->map, &pl->plan, j->nranks, node, pn_boot_nnodes(b),
-				       names);
-	ret = pn_boot_agree_err(b, mine, 0, &first);
 	if (first >= 0) {
 		if (first == j->rank)
 			pn_cmd_fail(j->ctx, 2, "--plan: %s", pn_errmsg(ret));
 		*rc = mine == -ENOMEM || ret == -ENOMEM ? 1 : 2;
-		ret = 0;
-		goto out;
+		return 0;
 	}
-	if (ret)
-		goto out;
-	j->plan = pl;
-	pl = NULL;
-out:
-	plan_free(pl);
-	free(node);
-	free(names);
 	return ret;
 }
 
@@ -448,85 +396,32 @@ static int parse_algos(struct pn_ctx *ctx, enum pn_algo *algos, int *n)
 	return ret;
 }
 
-static int same_series(const struct pn_sweep_row *a, const struct pn_sweep_row *b)
-{
-	return !strcmp(a->backend, b->backend) && !strcmp(a->algo, b->algo);
-}
-
-/* One series per backend and algorithm: out-of-place busbw and time against size. */
 static int write_plot(struct job *j)
 {
-	const struct pn_sweep_row *rows = j->sw.rows;
-	size_t nrows = j->sw.nrows, r, q, k = 0;
-	struct pn_plot_series *series = calloc(nrows + 1, sizeof(*series));
-	struct pn_plot_point *pts = calloc(nrows + 1, sizeof(*pts));
-	char title[160], *labels = calloc(nrows + 1, 64);
-	struct pn_plot plot;
-	int ret = 0, ns = 0;
+	char title[160];
+	int ret;
 
-	if (!series || !pts || !labels) {
-		ret = pn_err(-ENOMEM, "out of memory");
-		goto out;
-	}
-	for (r = 0; r < nrows; r++) {
-		size_t first = k;
-
-		for (q = 0; q < r && !same_series(&rows[q], &rows[r]); q++)
-			;
-		if (q < r)
-			continue; /* this series is drawn already */
-		for (q = r; q < nrows; q++) {
-			if (!same_series(&rows[q], &rows[r]))
-				continue;
-			pts[k].size_bytes = (double)rows[q].bytes;
-			pts[k].busbw_gbps = rows[q].busbw[0];
-			pts[k].time_us = rows[q].time_us[0];
-			k++;
-		}
-		snprintf(labels + 64 * ns, 64, "%s (%s)", rows[r].algo, rows[r].backend);
-		series[ns].label = labels + 64 * ns;
-		series[ns].pts = pts + first;
-		series[ns].n = k - first;
-		ns++;
-	}
 	snprintf(title, sizeof(title), "penny allreduce-test: %d ranks on %d nodes, %s %s, out of place",
 		 j->nranks, j->comm->nnodes, pn_dtype_name(j->sw.dtype), pn_redop_name(j->sw.op));
-	plot.title = title;
-	plot.series = series;
-	plot.nseries = (size_t)ns;
-	ret = pn_plot_svg(pn_ofile_file(j->plot_of), &plot);
+	ret = pn_sweep_plot(&j->sw, pn_ofile_file(j->plot_of), title);
 	if (ret) {
 		pn_err_ctx(ret, "'%s'", opt_plot);
 	} else {
 		ret = pn_ofile_commit(j->plot_of);
 		j->plot_of = NULL;
 	}
-out:
-	free(series);
-	free(pts);
-	free(labels);
 	return ret;
 }
 
 static int write_tune(struct job *j)
 {
-	size_t *bytes = calloc(j->sw.nsizes, sizeof(size_t));
-	enum pn_algo *best = calloc(j->sw.nsizes, sizeof(*best));
-	int ret = -ENOMEM;
+	int ret = pn_sweep_tune_save(&j->sw, pn_ofile_file(j->tune_of), opt_tune_out, j->nranks,
+				     j->comm->nnodes);
 
-	if (bytes && best) {
-		pn_sweep_best(&j->sw, bytes, best);
-		ret = pn_tune_save(pn_ofile_file(j->tune_of), opt_tune_out, j->nranks,
-				   j->comm->nnodes, bytes, best, (int)j->sw.nsizes);
-		if (!ret) {
-			ret = pn_ofile_commit(j->tune_of);
-			j->tune_of = NULL;
-		}
-	} else {
-		pn_err(ret, "out of memory");
+	if (!ret) {
+		ret = pn_ofile_commit(j->tune_of);
+		j->tune_of = NULL;
 	}
-	free(bytes);
-	free(best);
 	return ret;
 }
 
@@ -836,17 +731,17 @@ static void print_ratios(struct job *j, const char *backends)
 	pn_out_open_array(o, "ratios");
 	for (i = 0; i < nrows; i++) {
 		/* each series once, in order of appearance, the reference excepted */
-		for (k = 0; k < i && !same_series(&rows[k], &rows[i]); k++)
+		for (k = 0; k < i && !pn_sweep_same_series(&rows[k], &rows[i]); k++)
 			;
-		if (k < i || same_series(&rows[i], refrow))
+		if (k < i || pn_sweep_same_series(&rows[i], refrow))
 			continue;
 		for (q = i; q < nrows; q++) {
 			const struct pn_sweep_row *r = &rows[q], *f = NULL;
 
-			if (!same_series(r, &rows[i]))
+			if (!pn_sweep_same_series(r, &rows[i]))
 				continue;
 			for (k = 0; k < nrows && !f; k++)
-				if (same_series(&rows[k], refrow) && rows[k].bytes == r->bytes)
+				if (pn_sweep_same_series(&rows[k], refrow) && rows[k].bytes == r->bytes)
 					f = &rows[k];
 			if (!f)
 				continue;
@@ -968,7 +863,7 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		if (ret || rc)
 			goto fail;
 		ccfg.nchannels = j.plan->map.nrings;
-		ccfg.verbs_port = plan_port;
+		ccfg.verbs_port = pn_planned_port;
 		ccfg.verbs_port_arg = j.plan;
 	}
 	ret = check_memory(&j, ccfg.nchannels, has_host, algos, nalgos, &rc);
@@ -1036,7 +931,7 @@ out:
 	if (j.coll.comm)
 		pn_coll_release(&j.coll);
 	pn_comm_free(j.comm);
-	plan_free(j.plan);
+	pn_planned_free(j.plan);
 	pn_sweep_release(&j.sw);
 	free(sizes);
 	return rc;

@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "plan/plan_job.h"
+#include "engine/boot.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -97,4 +98,60 @@ void pn_plan_sched_write(struct pn_out *out, const struct pn_plan *p, const stru
 	}
 	pn_out_close_array(out);
 	pn_out_close_object(out);
+}
+
+int pn_planned_port(void *arg, int peer, int chan, char *out, size_t len)
+{
+	const struct pn_planned *pl = arg;
+
+	return pn_plan_job_nic(&pl->map, pl->rank, peer, chan, out, len);
+}
+
+void pn_planned_free(struct pn_planned *pl)
+{
+	if (!pl)
+		return;
+	pn_plan_job_release(&pl->map);
+	pn_plan_release(&pl->plan);
+	pn_plan_model_release(&pl->model);
+	free(pl);
+}
+
+int pn_planned_load(struct pn_planned **out, struct pn_boot *b, const char *path, int *first,
+		    int *mine)
+{
+	int nranks = pn_boot_nranks(b);
+	struct pn_planned *pl = calloc(1, sizeof(*pl));
+	int *node = calloc((size_t)nranks, sizeof(int));
+	const char **names = calloc((size_t)nranks, sizeof(char *));
+	int r, ret;
+
+	*out = NULL;
+	*first = -1;
+	*mine = 0;
+	if (!pl || !node || !names) {
+		ret = pn_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	pn_plan_model_init(&pl->model);
+	pl->rank = pn_boot_rank(b);
+	for (r = 0; r < nranks; r++) {
+		node[r] = pn_boot_node(b, r);
+		if (!names[node[r]])
+			names[node[r]] = pn_boot_node_name(b, r);
+	}
+	*mine = pn_plan_load_file(&pl->plan, &pl->model, path);
+	if (!*mine)
+		*mine = pn_plan_job_map(&pl->map, &pl->plan, nranks, node, pn_boot_nnodes(b),
+					names);
+	ret = pn_boot_agree_err(b, *mine, 0, first);
+	if (!ret && *first < 0) {
+		*out = pl;
+		pl = NULL;
+	}
+out:
+	pn_planned_free(pl);
+	free(node);
+	free(names);
+	return ret;
 }

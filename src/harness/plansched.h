@@ -9,6 +9,9 @@
 #include "base/out.h"
 #include "engine/sched.h"
 #include "plan/plan.h"
+#include "plan/plan_job.h"
+
+struct pn_boot;
 
 /*
  * The schedule allreduce-test --plan runs at rank for plan p: the plan
@@ -23,5 +26,26 @@ int pn_plan_sched_build(struct pn_sched *sc, const struct pn_plan *p, int rank, 
 
 /* sc (built for p) into out, text or JSON: the "schedule" object of ring-plan's output. */
 void pn_plan_sched_write(struct pn_out *out, const struct pn_plan *p, const struct pn_sched *sc);
+
+/* A plan placed on a running job's ranks (allreduce-test --plan). */
+struct pn_planned {
+	struct pn_plan_model model;
+	struct pn_plan plan;
+	struct pn_plan_job map;
+	int rank;
+};
+
+/*
+ * Every rank of the job reads the plan at path and places it on the job's
+ * nodes (in order of lowest rank) and ranks; the ranks agree on the result
+ * (pn_boot_agree_err).  0 and *out set; or an error, with *first the lowest
+ * rank that failed (-1: none, the agreement itself failed) and *mine this
+ * rank's own result.
+ */
+int pn_planned_load(struct pn_planned **out, struct pn_boot *b, const char *path, int *first,
+		    int *mine);
+void pn_planned_free(struct pn_planned *pl);
+/* pn_comm_cfg.verbs_port for a planned job: the NIC of (peer, channel). */
+int pn_planned_port(void *arg, int peer, int chan, char *out, size_t len);
 
 #endif

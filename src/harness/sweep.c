@@ -11,6 +11,7 @@
 #include "engine/boot.h"
 #include "engine/comm.h"
 #include "engine/mem.h"
+#include "base/plot.h"
 #include "base/log.h"
 #include "base/util.h"
 
@@ -267,4 +268,73 @@ void pn_sweep_backend_close(struct pn_sweep_backend *be)
 {
 	if (be)
 		be->ops->close(be);
+}
+
+int pn_sweep_same_series(const struct pn_sweep_row *a, const struct pn_sweep_row *b)
+{
+	return !strcmp(a->backend, b->backend) && !strcmp(a->algo, b->algo);
+}
+
+int pn_sweep_plot(const struct pn_sweep *sw, FILE *f, const char *title)
+{
+	const struct pn_sweep_row *rows = sw->rows;
+	size_t nrows = sw->nrows, r, q, k = 0;
+	struct pn_plot_series *series = calloc(nrows + 1, sizeof(*series));
+	struct pn_plot_point *pts = calloc(nrows + 1, sizeof(*pts));
+	char *labels = calloc(nrows + 1, 64);
+	struct pn_plot plot;
+	int ret = 0, ns = 0;
+
+	if (!series || !pts || !labels) {
+		ret = pn_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	for (r = 0; r < nrows; r++) {
+		size_t first = k;
+
+		for (q = 0; q < r && !pn_sweep_same_series(&rows[q], &rows[r]); q++)
+			;
+		if (q < r)
+			continue; /* this series is drawn already */
+		for (q = r; q < nrows; q++) {
+			if (!pn_sweep_same_series(&rows[q], &rows[r]))
+				continue;
+			pts[k].size_bytes = (double)rows[q].bytes;
+			pts[k].busbw_gbps = rows[q].busbw[0];
+			pts[k].time_us = rows[q].time_us[0];
+			k++;
+		}
+		snprintf(labels + 64 * ns, 64, "%s (%s)", rows[r].algo, rows[r].backend);
+		series[ns].label = labels + 64 * ns;
+		series[ns].pts = pts + first;
+		series[ns].n = k - first;
+		ns++;
+	}
+	plot.title = title;
+	plot.series = series;
+	plot.nseries = (size_t)ns;
+	ret = pn_plot_svg(f, &plot);
+out:
+	free(series);
+	free(pts);
+	free(labels);
+	return ret;
+}
+
+int pn_sweep_tune_save(const struct pn_sweep *sw, FILE *f, const char *name, int nranks,
+		       int nnodes)
+{
+	size_t *bytes = calloc(sw->nsizes, sizeof(size_t));
+	enum pn_algo *best = calloc(sw->nsizes, sizeof(*best));
+	int ret;
+
+	if (bytes && best) {
+		pn_sweep_best(sw, bytes, best);
+		ret = pn_tune_save(f, name, nranks, nnodes, bytes, best, (int)sw->nsizes);
+	} else {
+		ret = pn_err(-ENOMEM, "out of memory");
+	}
+	free(bytes);
+	free(best);
+	return ret;
 }

@@ -147,6 +147,14 @@ void pn_sweep_best(const struct pn_sweep *s, size_t *bytes, enum pn_algo *best);
 
 /* The CSV file of the rows: a header line, then one line per row (a write
  * error shows when the file is committed, src/base/ofile.h). */
+/* Whether two rows belong to one series (backend and algorithm). */
+int pn_sweep_same_series(const struct pn_sweep_row *a, const struct pn_sweep_row *b);
+/* --plot: one series per backend and algorithm, out-of-place busbw and time
+ * against size, as SVG into f (base/plot.h). */
+int pn_sweep_plot(const struct pn_sweep *sw, FILE *f, const char *title);
+/* --tune-out: the best algorithm per size as a tuning table into f. */
+int pn_sweep_tune_save(const struct pn_sweep *sw, FILE *f, const char *name, int nranks,
+		       int nnodes);
 void pn_sweep_csv_header(FILE *f);
 void pn_sweep_csv_row(FILE *f, const struct pn_sweep_row *row, enum pn_dtype t,
 		     enum pn_redop op);
