@@ -13,6 +13,7 @@
 #include "engine/boot.h"
 #include "engine/coll.h"
 #include "engine/jobparams.h"
+#include "base/file.h"
 #include "base/log.h"
 #include "engine/mem.h"
 #include "base/minijson.h"
@@ -178,7 +179,7 @@ static int agree_params(struct job *j, const enum pn_algo *algos, int nalgos,
 		size_t len;
 
 		/* the content: the same file name may hold different plans */
-		if (pn_read_file(opt_plan, &text, &len)) {
+		if (pn_file_read(opt_plan, &text, &len)) {
 			pn_job_param_set(&p[n++], "--plan", "unreadable");
 		} else {
 			pn_job_param_content(&p[n++], "--plan", text, len);

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "penny.h"
 
+#include "base/file.h"
 #include "base/log.h"
 #include "base/minijson.h"
 #include "base/ofile.h"
@@ -122,7 +123,7 @@ static int load_model(struct pn_ctx *ctx, struct pn_plan_model *m, int need)
 				free(path);
 				continue;
 			}
-			ret = pn_read_file(path, &buf, &n);
+			ret = pn_file_read(path, &buf, &n);
 			if (!ret) {
 				ret = pn_plan_model_add_topo(m, buf, n, path);
 				free(buf);
@@ -314,7 +315,7 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 			pn_cmd_fail(ctx, 2, "out of memory");
 			goto out;
 		}
-		ret = pn_read_file(names[nf], &texts[nf], &lens[nf]);
+		ret = pn_file_read(names[nf], &texts[nf], &lens[nf]);
 		if (ret) {
 			nf++;
 			pn_cmd_error(ctx, ret);

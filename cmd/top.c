@@ -126,7 +126,7 @@ static const char *or_null(const char *s)
 	return s && *s ? s : NULL;
 }
 
-static void out_ctr_value(struct pn_out *o, const char *key, const struct pn_ctr_port *p, int kind)
+static void out_ctr_value(struct pn_out *o, const char *key, const struct pn_counters_port *p, int kind)
 {
 	const struct pn_ctr *c = p->ix[kind] >= 0 ? &p->ctr[p->ix[kind]] : NULL;
 
@@ -136,7 +136,7 @@ static void out_ctr_value(struct pn_out *o, const char *key, const struct pn_ctr
 		pn_out_null(o, PN_JSON, key, NULL);
 }
 
-static void out_counters(struct pn_out *o, const struct pn_ctr_port *p)
+static void out_counters(struct pn_out *o, const struct pn_counters_port *p)
 {
 	int g, i;
 
@@ -150,7 +150,7 @@ static void out_counters(struct pn_out *o, const struct pn_ctr_port *p)
 			if (c->group != g)
 				continue;
 			if (!opened) {
-				pn_out_open_object(o, pn_ctr_group_name(g));
+				pn_out_open_object(o, pn_counters_group_name(g));
 				opened = 1;
 			}
 			pn_out_open_object(o, c->name);
@@ -170,7 +170,7 @@ static void out_counters(struct pn_out *o, const struct pn_ctr_port *p)
 	pn_out_close_object(o);
 }
 
-static void print_sample(struct pn_out *o, const struct pn_ctr_set *v, const int *idx, int n,
+static void print_sample(struct pn_out *o, const struct pn_counters_set *v, const int *idx, int n,
 			 double interval, int first)
 {
 	char buf[64], when[40] = "";
@@ -194,7 +194,7 @@ static void print_sample(struct pn_out *o, const struct pn_ctr_set *v, const int
 	pn_out_uint(o, PN_JSON, "sample", NULL, v->seq - 1);
 	pn_out_open_array(o, "ports");
 	for (k = 0; k < n; k++) {
-		const struct pn_ctr_port *p = &v->ports[idx[k]];
+		const struct pn_counters_port *p = &v->ports[idx[k]];
 
 		pn_out_open_object(o, NULL);
 		pn_out_str(o, PN_ANY, "name", "%-16s ", p->name);
@@ -209,7 +209,7 @@ static void print_sample(struct pn_out *o, const struct pn_ctr_set *v, const int
 		pn_out_float(o, PN_JSON, "rate_gbps", NULL, p->rate_gbps > 0 ? p->rate_gbps : NAN);
 		pn_out_str(o, PN_JSON, "netdev", NULL, or_null(p->netdev));
 		pn_out_str(o, PN_JSON, "source", NULL,
-			   p->data_group >= 0 ? pn_ctr_group_name(p->data_group) : NULL);
+			   p->data_group >= 0 ? pn_counters_group_name(p->data_group) : NULL);
 		pn_out_float(o, PN_JSON, "elapsed", NULL, p->elapsed);
 		pn_out_str(o, PN_TEXT, NULL, "%11s ", tui_fmt_bps(buf, sizeof(buf), p->rx_Bps));
 		pn_out_str(o, PN_TEXT, NULL, "%11s ", tui_fmt_bps(buf, sizeof(buf), p->tx_Bps));
@@ -262,7 +262,7 @@ static void prom_label(FILE *f, const char *key, const char *v, int first)
 	free(big);
 }
 
-static void prom_labels(FILE *f, const struct pn_ctr_port *p)
+static void prom_labels(FILE *f, const struct pn_counters_port *p)
 {
 	char port[16];
 
@@ -303,7 +303,7 @@ static const struct {
 		     "Sum of the port's discard counters (xmit discards, out of buffer, drops)." },
 };
 
-static int ctr_of(const struct pn_ctr_port *p, int kind, double *v)
+static int ctr_of(const struct pn_counters_port *p, int kind, double *v)
 {
 	const struct pn_ctr *c = p->ix[kind] >= 0 ? &p->ctr[p->ix[kind]] : NULL;
 
@@ -313,7 +313,7 @@ static int ctr_of(const struct pn_ctr_port *p, int kind, double *v)
 	return 1;
 }
 
-static int metric_value(const struct pn_ctr_port *p, int m, double *v)
+static int metric_value(const struct pn_counters_port *p, int m, double *v)
 {
 	switch (m) {
 	case M_INFO:
@@ -358,7 +358,7 @@ static int metric_value(const struct pn_ctr_port *p, int m, double *v)
 	return isfinite(*v);
 }
 
-static void write_metrics(FILE *f, const struct pn_ctr_set *v, const int *idx, int n,
+static void write_metrics(FILE *f, const struct pn_counters_set *v, const int *idx, int n,
 			  double interval)
 {
 	int m, k, i;
@@ -368,7 +368,7 @@ static void write_metrics(FILE *f, const struct pn_ctr_set *v, const int *idx, i
 		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", metrics[m].name, metrics[m].help,
 			metrics[m].name, metrics[m].type);
 		for (k = 0; k < n; k++) {
-			const struct pn_ctr_port *p = &v->ports[idx[k]];
+			const struct pn_counters_port *p = &v->ports[idx[k]];
 
 			if (!metric_value(p, m, &x))
 				continue;
@@ -381,7 +381,7 @@ static void write_metrics(FILE *f, const struct pn_ctr_set *v, const int *idx, i
 				prom_label(f, "rate", p->rate, 0);
 				prom_label(f, "netdev", p->netdev, 0);
 				prom_label(f, "source",
-					   p->data_group >= 0 ? pn_ctr_group_name(p->data_group) : "",
+					   p->data_group >= 0 ? pn_counters_group_name(p->data_group) : "",
 					   0);
 			}
 			if (x == floor(x) && fabs(x) < 1e18)
@@ -393,7 +393,7 @@ static void write_metrics(FILE *f, const struct pn_ctr_set *v, const int *idx, i
 	fprintf(f, "# HELP penny_port_counter_total Every counter file as read (port_*_data in "
 		   "4-byte words).\n# TYPE penny_port_counter_total counter\n");
 	for (k = 0; k < n; k++) {
-		const struct pn_ctr_port *p = &v->ports[idx[k]];
+		const struct pn_counters_port *p = &v->ports[idx[k]];
 
 		for (i = 0; i < p->nctr; i++) {
 			const struct pn_ctr *c = &p->ctr[i];
@@ -402,7 +402,7 @@ static void write_metrics(FILE *f, const struct pn_ctr_set *v, const int *idx, i
 				continue;
 			fprintf(f, "penny_port_counter_total{");
 			prom_labels(f, p);
-			prom_label(f, "group", pn_ctr_group_name(c->group), 0);
+			prom_label(f, "group", pn_counters_group_name(c->group), 0);
 			prom_label(f, "counter", c->name, 0);
 			fprintf(f, "} %llu\n", (unsigned long long)c->raw);
 		}
@@ -419,7 +419,7 @@ static void write_metrics(FILE *f, const struct pn_ctr_set *v, const int *idx, i
 /* A new file renamed over FILE (src/base/ofile.h): a collector reads the whole
  * of one sample or the whole of the next.  No fsync: the next sample
  * replaces it within one interval. */
-static int write_prom(const char *path, const struct pn_ctr_set *v, const int *idx, int n,
+static int write_prom(const char *path, const struct pn_counters_set *v, const int *idx, int n,
 		      double interval)
 {
 	struct pn_ofile *of;
@@ -433,7 +433,7 @@ static int write_prom(const char *path, const struct pn_ctr_set *v, const int *i
 
 /* ---- options ---- */
 
-static int parse_remote(const char *list, struct pn_ctr_remote **out, int *n)
+static int parse_remote(const char *list, struct pn_counters_remote **out, int *n)
 {
 	char *copy, *tok, *save = NULL;
 	int cap = 0, ret = 0;
@@ -446,13 +446,13 @@ static int parse_remote(const char *list, struct pn_ctr_remote **out, int *n)
 	if (!copy)
 		return pn_err(-ENOMEM, "out of memory");
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		struct pn_ctr_remote r;
+		struct pn_counters_remote r;
 
-		ret = pn_pq_parse_lid(tok, &r.lid, &r.port);
+		ret = pn_perfquery_parse_lid(tok, &r.lid, &r.port);
 		if (ret)
 			break;
 		if (*n == cap) {
-			struct pn_ctr_remote *nr;
+			struct pn_counters_remote *nr;
 
 			cap = cap ? 2 * cap : 4;
 			nr = realloc(*out, (size_t)cap * sizeof(*nr));
@@ -486,10 +486,10 @@ static int open_fabric(const char *ca_arg, struct pn_pq **pq)
 		if (colon && (pn_parse_int(colon + 1, &port) || port < 1))
 			return pn_err(-EINVAL, "invalid port in --ca '%s'", ca_arg);
 	}
-	ret = pn_pq_open(pq, ca[0] ? ca : NULL, port);
+	ret = pn_perfquery_open(pq, ca[0] ? ca : NULL, port);
 	if (ret)
 		return pn_err_ctx(ret, "--lid");
-	PN_DBG(PN_LOG_NIC, "PerfMgt queries from '%s' port %d", pn_pq_ca(*pq, &port), port);
+	PN_DBG(PN_LOG_NIC, "PerfMgt queries from '%s' port %d", pn_perfquery_ca(*pq, &port), port);
 	return 0;
 }
 
@@ -502,8 +502,8 @@ static double stall_limit(double interval)
 
 struct top_run {
 	struct pn_ctx *ctx;
-	struct pn_ctr_sampler *sampler;
-	struct pn_ctr_set view;
+	struct pn_counters_sampler *sampler;
+	struct pn_counters_set view;
 	int sort;
 	int *idx;
 };
@@ -523,7 +523,7 @@ static int batch(struct top_run *r)
 	int want = opt.once ? 1 : opt.count, printed = 0;
 	/* with --prom, stdout stays quiet unless --json asks for it too */
 	int to_stdout = !opt.prom || pn_out_is_json(r->ctx->out);
-	struct pollfd pfd = { .fd = pn_ctr_sampler_fd(r->sampler), .events = POLLIN };
+	struct pollfd pfd = { .fd = pn_sampler_fd(r->sampler), .events = POLLIN };
 
 	while (!got_signal) {
 		char what[80];
@@ -533,13 +533,13 @@ static int batch(struct top_run *r)
 		ret = poll(&pfd, 1, 250);
 		if (ret < 0 && errno != EINTR)
 			return pn_cmd_fail(r->ctx, 2, "poll: %s", strerror(errno));
-		ret = pn_ctr_sampler_take(r->sampler, &r->view);
+		ret = pn_sampler_take(r->sampler, &r->view);
 		if (ret < 0) {
 			pn_cmd_error(r->ctx, ret);
 			return 2;
 		}
 		if (ret == 0) {
-			if (pn_ctr_sampler_busy(r->sampler, what, sizeof(what), &secs) &&
+			if (pn_sampler_busy(r->sampler, what, sizeof(what), &secs) &&
 			    secs > stall_limit(opt.interval))
 				return pn_cmd_fail(r->ctx, 2,
 						   "reading the counters of '%s' has not returned for "
@@ -588,7 +588,7 @@ static double next_interval(double cur, int dir)
 static int screen(struct top_run *r)
 {
 	struct pollfd pfd[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
-				 { .fd = pn_ctr_sampler_fd(r->sampler), .events = POLLIN } };
+				 { .fd = pn_sampler_fd(r->sampler), .events = POLLIN } };
 	struct tui_status st = { .interval = opt.interval, .host = top_host() };
 	char what[80] = "";
 	struct tui *t;
@@ -611,13 +611,13 @@ static int screen(struct top_run *r)
 			break;
 		}
 		if (!st.paused) {
-			ret = pn_ctr_sampler_take(r->sampler, &r->view);
+			ret = pn_sampler_take(r->sampler, &r->view);
 			if (ret < 0)
 				err = ret;
 			else if (ret > 0)
 				dirty = 1;
 		}
-		st.busy = pn_ctr_sampler_busy(r->sampler, what, sizeof(what), &st.busy_secs) &&
+		st.busy = pn_sampler_busy(r->sampler, what, sizeof(what), &st.busy_secs) &&
 			  st.busy_secs > (st.interval > 1 ? st.interval : 1);
 		st.busy_what = what;
 		if (st.busy || was_busy)
@@ -632,7 +632,7 @@ static int screen(struct top_run *r)
 			case TUI_SLOWER:
 			case TUI_FASTER:
 				st.interval = next_interval(st.interval, action == TUI_SLOWER ? 1 : -1);
-				pn_ctr_sampler_set_interval(r->sampler, st.interval);
+				pn_sampler_set_interval(r->sampler, st.interval);
 				dirty = 1;
 				break;
 			case TUI_PAUSE:
@@ -644,7 +644,7 @@ static int screen(struct top_run *r)
 				break;
 			}
 			/* the detail view's port gets every counter read */
-			pn_ctr_sampler_set_detail(r->sampler, tui_detail(t));
+			pn_sampler_set_detail(r->sampler, tui_detail(t));
 		}
 	}
 	tui_close(t);
@@ -660,9 +660,9 @@ static int screen(struct top_run *r)
 int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 {
 	struct top_run r = { .ctx = ctx };
-	struct pn_ctr_remote *remote = NULL;
-	struct pn_ctr_cfg cfg;
-	struct pn_ctr_set set;
+	struct pn_counters_remote *remote = NULL;
+	struct pn_counters_cfg cfg;
+	struct pn_counters_set set;
 	struct pn_pq *pq = NULL;
 	int nremote = 0, ret, use_screen;
 
@@ -707,7 +707,7 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 	raise_fd_limit();
 	catch_signals();
 
-	pn_ctr_cfg_init(&cfg);
+	pn_counters_cfg_init(&cfg);
 	cfg.ethernet = opt.ethernet;
 	cfg.remote = remote;
 	cfg.nremote = nremote;
@@ -715,27 +715,27 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 	/* the screen's list and the table need bytes, errors and discards
 	 * only; JSON and Prometheus output carry every counter */
 	cfg.brief = !pn_out_is_json(ctx->out) && !opt.prom;
-	pn_ctr_set_init(&set, &cfg);
+	pn_counters_set_init(&set, &cfg);
 	/* the screen shows rates after a short first interval */
-	ret = pn_ctr_sampler_start(&r.sampler, &set, opt.interval,
+	ret = pn_sampler_start(&r.sampler, &set, opt.interval,
 				   use_screen ? fmin(opt.interval, 0.25) : 0);
 	if (ret) {
-		pn_ctr_set_release(&set);
+		pn_counters_set_release(&set);
 		pn_cmd_error(ctx, ret);
 		ret = 2;
 		goto out;
 	}
 	memset(&r.view, 0, sizeof(r.view));
 	ret = use_screen ? screen(&r) : batch(&r);
-	pn_ctr_set_release(&r.view);
+	pn_counters_set_release(&r.view);
 	free(r.idx);
-	if (pn_ctr_sampler_stop(r.sampler, 1.0)) {
+	if (pn_sampler_stop(r.sampler, 1.0)) {
 		/* stuck in a read: it may still use pq and remote; the process ends */
 		PN_DBG(PN_LOG_NIC, "%s", pn_errmsg(-ETIMEDOUT));
 		return ret;
 	}
 out:
-	pn_pq_close(pq);
+	pn_perfquery_close(pq);
 	free(remote);
 	return ret;
 }

@@ -57,7 +57,7 @@ const char *tui_sort_name(int sort)
 	return sort >= 0 && sort < TUI_SORT_COUNT ? sort_names[sort] : "?";
 }
 
-int tui_match(const char *pattern, const struct pn_ctr_port *p)
+int tui_match(const char *pattern, const struct pn_counters_port *p)
 {
 	if (!pattern || !*pattern)
 		return 1;
@@ -68,11 +68,11 @@ int tui_match(const char *pattern, const struct pn_ctr_port *p)
 }
 
 struct order_ctx {
-	const struct pn_ctr_set *s;
+	const struct pn_counters_set *s;
 	int sort;
 };
 
-static double sort_key(const struct pn_ctr_port *p, int sort)
+static double sort_key(const struct pn_counters_port *p, int sort)
 {
 	double v = NAN;
 
@@ -110,7 +110,7 @@ static int order_cmp(const void *a, const void *b, void *arg)
 	return ia - ib; /* the set is in natural order */
 }
 
-int tui_order(const struct pn_ctr_set *s, const char *filter, int sort, int *idx)
+int tui_order(const struct pn_counters_set *s, const char *filter, int sort, int *idx)
 {
 	struct order_ctx c = { s, sort };
 	int i, n = 0;
@@ -244,20 +244,20 @@ static void bar(const struct tui *t, int y, int x, int w, double f, attr_t a)
 }
 
 /* Sparkline of the last w samples of max(rx, tx), scaled to their maximum. */
-static void sparkline(const struct tui *t, int y, int x, int w, const struct pn_ctr_port *p,
+static void sparkline(const struct tui *t, int y, int x, int w, const struct pn_counters_port *p,
 		      attr_t a)
 {
 	static const wchar_t wblocks[9] = { L' ', 0x2581, 0x2582, 0x2583, 0x2584,
 					    0x2585, 0x2586, 0x2587, 0x2588 };
 	int n = p->hist_n < w ? p->hist_n : w, i, k = 0;
 	double max = 0, rx, tx, v;
-	wchar_t ws[PN_CTR_HIST + 1];
-	char cs[PN_CTR_HIST + 1];
+	wchar_t ws[PN_COUNTERS_HIST + 1];
+	char cs[PN_COUNTERS_HIST + 1];
 
 	if (w <= 0)
 		return;
 	for (i = p->hist_n - n; i < p->hist_n; i++) {
-		pn_ctr_hist(p, i, &rx, &tx);
+		pn_counters_hist(p, i, &rx, &tx);
 		v = fmax(isfinite(rx) ? rx : 0, isfinite(tx) ? tx : 0);
 		if (v > max)
 			max = v;
@@ -267,7 +267,7 @@ static void sparkline(const struct tui *t, int y, int x, int w, const struct pn_
 	for (i = p->hist_n - n; i < p->hist_n; i++, k++) {
 		int level = 0;
 
-		pn_ctr_hist(p, i, &rx, &tx);
+		pn_counters_hist(p, i, &rx, &tx);
 		if (isfinite(rx) || isfinite(tx)) {
 			v = fmax(isfinite(rx) ? rx : 0, isfinite(tx) ? tx : 0);
 			level = max > 0 ? 1 + (int)lround(v / max * 7) : 1;
@@ -288,7 +288,7 @@ static void sparkline(const struct tui *t, int y, int x, int w, const struct pn_
 }
 
 /* Vertical chart of one direction over h rows and w columns. */
-static void chart(const struct tui *t, int y, int x, int w, int h, const struct pn_ctr_port *p,
+static void chart(const struct tui *t, int y, int x, int w, int h, const struct pn_counters_port *p,
 		  int tx_side, attr_t a)
 {
 	int n = p->hist_n < w ? p->hist_n : w, i, r;
@@ -296,7 +296,7 @@ static void chart(const struct tui *t, int y, int x, int w, int h, const struct 
 	char buf[32], label[64];
 
 	for (i = p->hist_n - n; i < p->hist_n; i++) {
-		pn_ctr_hist(p, i, &rx, &tx);
+		pn_counters_hist(p, i, &rx, &tx);
 		v = tx_side ? tx : rx;
 		if (isfinite(v) && v > max)
 			max = v;
@@ -312,7 +312,7 @@ static void chart(const struct tui *t, int y, int x, int w, int h, const struct 
 	for (i = 0; i < n; i++) {
 		int col = x + w - n + i, cells;
 
-		pn_ctr_hist(p, p->hist_n - n + i, &rx, &tx);
+		pn_counters_hist(p, p->hist_n - n + i, &rx, &tx);
 		v = tx_side ? tx : rx;
 		if (!isfinite(v) || max <= 0)
 			continue;
@@ -328,14 +328,14 @@ static void chart(const struct tui *t, int y, int x, int w, int h, const struct 
 
 /* ---- views ---- */
 
-static void header(struct tui *t, const struct pn_ctr_set *v, const struct tui_status *st)
+static void header(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
 {
 	char buf[512], rx[32], tx[32], clock[16] = "--:--:--";
 	double srx = 0, stx = 0;
 	int i, active = 0, shown = 0, have = 0;
 
 	for (i = 0; i < v->n; i++) {
-		const struct pn_ctr_port *p = &v->ports[i];
+		const struct pn_counters_port *p = &v->ports[i];
 
 		if (!tui_match(t->filter, p))
 			continue;
@@ -400,7 +400,7 @@ struct layout {
 	int x_port, x_state, x_speed, x_rx, x_tx, x_pct, x_bar, x_spark, x_err, x_disc;
 };
 
-static void layout(const struct tui *t, const struct pn_ctr_set *v, struct layout *l)
+static void layout(const struct tui *t, const struct pn_counters_set *v, struct layout *l)
 {
 	int i, rest, x;
 
@@ -469,7 +469,7 @@ static void delta_cell(const struct tui *t, int y, int x, int w, int valid, uint
 	put(y, x, w, 1, d ? attr_of(t, C_ALERT, A_BOLD | A_UNDERLINE) | A_BOLD : A_NORMAL, buf);
 }
 
-static void list_row(struct tui *t, const struct layout *l, int y, const struct pn_ctr_port *p,
+static void list_row(struct tui *t, const struct layout *l, int y, const struct pn_counters_port *p,
 		     int show_dev, int selected)
 {
 	char buf[64];
@@ -518,7 +518,7 @@ static int ensure_idx(struct tui *t, int n)
 }
 
 /* Position of the selection in the order; selects the first row if lost. */
-static int sel_pos(struct tui *t, const struct pn_ctr_set *v, int n)
+static int sel_pos(struct tui *t, const struct pn_counters_set *v, int n)
 {
 	int i;
 
@@ -533,7 +533,7 @@ static int sel_pos(struct tui *t, const struct pn_ctr_set *v, int n)
 	return -1;
 }
 
-static void draw_list(struct tui *t, const struct pn_ctr_set *v, const struct tui_status *st)
+static void draw_list(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
 {
 	struct layout l;
 	int n, i, y, sel, rows;
@@ -592,7 +592,7 @@ static void draw_list(struct tui *t, const struct pn_ctr_set *v, const struct tu
 		line(4, 2, A_NORMAL, buf);
 	}
 	for (i = t->top, y = 3; i < n && y < LINES - 1; i++, y++) {
-		const struct pn_ctr_port *p = &v->ports[t->idx[i]];
+		const struct pn_counters_port *p = &v->ports[t->idx[i]];
 		int show_dev = 1;
 
 		if (t->sort == TUI_SORT_NAME && i > t->top && p->type != PN_PT_NETDEV &&
@@ -604,9 +604,9 @@ static void draw_list(struct tui *t, const struct pn_ctr_set *v, const struct tu
 		  "?:help");
 }
 
-static void draw_detail(struct tui *t, const struct pn_ctr_set *v, const struct tui_status *st)
+static void draw_detail(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
 {
-	const struct pn_ctr_port *p = pn_ctr_set_find(v, t->sel);
+	const struct pn_counters_port *p = pn_counters_set_find(v, t->sel);
 	char buf[512], a[96], b[32], c[32], d[32];
 	int y, gh, i, rows;
 
@@ -630,7 +630,7 @@ static void draw_detail(struct tui *t, const struct pn_ctr_set *v, const struct 
 		 p->phys_state, p->rate[0] ? p->rate : "rate unknown",
 		 p->link_layer, p->netdev[0] && p->type != PN_PT_NETDEV ? "  netdev " : "",
 		 p->type != PN_PT_NETDEV ? p->netdev : "",
-		 p->data_group >= 0 ? pn_ctr_group_name(p->data_group) : "nowhere",
+		 p->data_group >= 0 ? pn_counters_group_name(p->data_group) : "nowhere",
 		 p->data_group >= 0 ? "/" : "");
 	line(2, 0, A_BOLD, buf);
 	{
@@ -681,7 +681,7 @@ static void draw_detail(struct tui *t, const struct pn_ctr_set *v, const struct 
 			const struct pn_ctr *k = &p->ctr[i];
 			attr_t da = A_NORMAL;
 
-			snprintf(buf, sizeof(buf), "%s/%s%s%s%s", pn_ctr_group_name(k->group), k->name,
+			snprintf(buf, sizeof(buf), "%s/%s%s%s%s", pn_counters_group_name(k->group), k->name,
 				 k->flags & PN_CF_WRAP ? " (wrapped)" : "",
 				 k->flags & PN_CF_RESET ? " (reset)" : "",
 				 k->flags & PN_CF_SAT ? " (saturated)" : "");
@@ -709,7 +709,7 @@ static void draw_detail(struct tui *t, const struct pn_ctr_set *v, const struct 
 	footer(t, "Esc:back j/k:scroll +/-:interval p:pause q:quit ?:help");
 }
 
-static void draw_help(struct tui *t, const struct pn_ctr_set *v, const struct tui_status *st)
+static void draw_help(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
 {
 	static const char *const help_text[] = {
 		"penny top: live per-port traffic of RDMA NICs (and netdevs with -e)",
@@ -746,7 +746,7 @@ static void draw_help(struct tui *t, const struct pn_ctr_set *v, const struct tu
 	footer(t, "any key:back q:quit");
 }
 
-void tui_draw(struct tui *t, const struct pn_ctr_set *v, const struct tui_status *st)
+void tui_draw(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
 {
 	if (COLS < 40 || LINES < 8) {
 		erase();
@@ -803,7 +803,7 @@ static int edit_filter(struct tui *t, int key)
 	return TUI_REDRAW;
 }
 
-static int move_sel(struct tui *t, const struct pn_ctr_set *v, int key)
+static int move_sel(struct tui *t, const struct pn_counters_set *v, int key)
 {
 	int n, pos, page = t->list_rows > 1 ? t->list_rows - 1 : 1;
 
@@ -845,7 +845,7 @@ static int move_sel(struct tui *t, const struct pn_ctr_set *v, int key)
 	return TUI_REDRAW;
 }
 
-int tui_key(struct tui *t, int key, const struct pn_ctr_set *v)
+int tui_key(struct tui *t, int key, const struct pn_counters_set *v)
 {
 	if (key < 0)
 		return TUI_NONE;
@@ -935,7 +935,7 @@ int tui_key(struct tui *t, int key, const struct pn_ctr_set *v)
 	case '\r':
 	case KEY_ENTER:
 	case KEY_RIGHT:
-		if (t->sel[0] && pn_ctr_set_find(v, t->sel)) {
+		if (t->sel[0] && pn_counters_set_find(v, t->sel)) {
 			t->mode = MODE_DETAIL;
 			t->dtop = 0;
 		}

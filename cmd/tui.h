@@ -42,9 +42,9 @@ struct tui;
 int tui_sort_parse(const char *s);
 const char *tui_sort_name(int sort);
 /* Name (or netdev) matches: a glob when pattern has * ? [, else a substring. */
-int tui_match(const char *pattern, const struct pn_ctr_port *p);
+int tui_match(const char *pattern, const struct pn_counters_port *p);
 /* Indices of the ports to show, filtered and sorted; returns the count. */
-int tui_order(const struct pn_ctr_set *s, const char *filter, int sort, int *idx);
+int tui_order(const struct pn_counters_set *s, const char *filter, int sort, int *idx);
 
 /* Bits per second with a unit that fits: "12.35 Gb/s", "n/a". */
 const char *tui_fmt_bps(char *buf, size_t len, double bytes_per_sec);
@@ -53,12 +53,12 @@ const char *tui_fmt_speed(char *buf, size_t len, double gbps);
 
 int tui_open(struct tui **t, const char *filter, int sort);
 void tui_close(struct tui *t);
-void tui_draw(struct tui *t, const struct pn_ctr_set *view, const struct tui_status *st);
+void tui_draw(struct tui *t, const struct pn_counters_set *view, const struct tui_status *st);
 /* The port of the detail view, NULL in the list and help. */
 const char *tui_detail(const struct tui *t);
 /* Next key without waiting, or -1. */
 int tui_getkey(struct tui *t);
 /* Apply a key to the view state; returns an enum tui_action. */
-int tui_key(struct tui *t, int key, const struct pn_ctr_set *view);
+int tui_key(struct tui *t, int key, const struct pn_counters_set *view);
 
 #endif

@@ -40,7 +40,7 @@ template <int DT> static __device__ uint64_t pn_load_bits(const char *p)
 	}
 }
 
-template <int DT> static __device__ void pn_fill(const struct pn_data_args &a)
+template <int DT> static __device__ void pn_fill(const struct pn_testdata_args &a)
 {
 	uint64_t i = (uint64_t)pn_bid() * pn_ntid() + pn_tid();
 	uint64_t stride = (uint64_t)pn_nbid() * pn_ntid();
@@ -51,7 +51,7 @@ template <int DT> static __device__ void pn_fill(const struct pn_data_args &a)
 				  penny_data_input_bits(DT, a.op, a.seed, a.rank, i));
 }
 
-template <int DT> static __device__ void pn_check(const struct pn_data_args &a)
+template <int DT> static __device__ void pn_check(const struct pn_testdata_args &a)
 {
 	uint64_t i = (uint64_t)pn_bid() * pn_ntid() + pn_tid();
 	uint64_t stride = (uint64_t)pn_nbid() * pn_ntid();
@@ -75,8 +75,8 @@ template <int DT> static __device__ void pn_check(const struct pn_data_args &a)
 }
 
 #define PN_DATA_KERNELS(DT, name)                                                              \
-	extern "C" __global__ void pn_fill_##name(struct pn_data_args a) { pn_fill<DT>(a); }   \
-	extern "C" __global__ void pn_check_##name(struct pn_data_args a) { pn_check<DT>(a); }
+	extern "C" __global__ void pn_fill_##name(struct pn_testdata_args a) { pn_fill<DT>(a); }   \
+	extern "C" __global__ void pn_check_##name(struct pn_testdata_args a) { pn_check<DT>(a); }
 
 PN_DATA_KERNELS(PENNY_INT8, int8)
 PN_DATA_KERNELS(PENNY_UINT8, uint8)

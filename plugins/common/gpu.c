@@ -254,7 +254,7 @@ static unsigned data_grid(const struct pn_gpu *g, size_t count)
 int pn_gpu_fill(struct pn_gpu *g, void *buf, size_t count, int dtype, int op, uint32_t seed,
 		int rank)
 {
-	struct pn_data_args a;
+	struct pn_testdata_args a;
 	unsigned char *h;
 	size_t es, done, i;
 	int ret;
@@ -293,7 +293,7 @@ int pn_gpu_fill(struct pn_gpu *g, void *buf, size_t count, int dtype, int op, ui
 int pn_gpu_check(struct pn_gpu *g, const void *buf, size_t count, int dtype, int op,
 		 uint32_t seed, int nranks, struct penny_check_v1 *res)
 {
-	struct pn_data_args a;
+	struct pn_testdata_args a;
 	uint64_t init[2] = { 0, count }, out[2];
 	unsigned char *h;
 	size_t es, done, i;

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 /* pn_fill_<type>, pn_check_<type> */
-struct pn_data_args {
+struct pn_testdata_args {
 	uint64_t ptr;
 	uint64_t count;
 	uint64_t result;	/* check: device uint64_t[2] = {wrong, first_bad} */

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "base/minijson.h"
 
+#include "base/file.h"
 #include "base/log.h"
 #include "base/util.h"
 
@@ -592,75 +593,6 @@ out:
 	return ret;
 }
 
-int pn_read_file(const char *path, char **buf, size_t *len)
-{
-	size_t cap, n = 0;
-	struct stat st;
-	char *b = NULL;
-	int fd, ret = 0;
-
-	/*
-	 * O_NONBLOCK: opening a FIFO (or a device) must not wait; what was
-	 * opened is checked with fstat before anything is read from it.
-	 */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0)
-		return pn_err(-errno, "cannot open '%s': %s", path, strerror(errno));
-	if (fstat(fd, &st)) {
-		ret = pn_err(-errno, "cannot read '%s': %s", path, strerror(errno));
-		goto fail;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		ret = pn_err(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
-			     "'%s' is %s, not a regular file", path, pn_file_kind(st.st_mode));
-		goto fail;
-	}
-	if (st.st_size > PN_READ_MAX) {
-		ret = pn_err(-EFBIG, "'%s' is larger than %d MiB", path, PN_READ_MAX >> 20);
-		goto fail;
-	}
-	/* the size may be 0 (procfs) or change while reading: read to the end, bounded */
-	cap = (size_t)st.st_size + 1 > 4096 ? (size_t)st.st_size + 2 : 4096;
-	for (;;) {
-		ssize_t r;
-
-		if (!b || cap - n < 2) {
-			char *nb;
-
-			if (b)
-				cap = cap > PN_READ_MAX / 2 ? (size_t)PN_READ_MAX + 2 : cap * 2;
-			nb = realloc(b, cap);
-			if (!nb) {
-				ret = pn_err(-ENOMEM, "out of memory reading '%s'", path);
-				goto fail;
-			}
-			b = nb;
-		}
-		r = read(fd, b + n, cap - n - 1);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			ret = pn_err(-errno, "cannot read '%s': %s", path, strerror(errno));
-			goto fail;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-		if (n > PN_READ_MAX) {
-			ret = pn_err(-EFBIG, "'%s' is larger than %d MiB", path, PN_READ_MAX >> 20);
-			goto fail;
-		}
-	}
-	close(fd);
-	b[n] = 0;
-	*buf = b;
-	*len = n;
-	return 0;
-fail:
-	close(fd);
-	free(b);
-	return ret;
-}
 
 int pn_json_parse_file(struct pn_json_doc *doc, const char *path)
 {
@@ -670,7 +602,7 @@ int pn_json_parse_file(struct pn_json_doc *doc, const char *path)
 
 	doc->root = NULL;
 	doc->chunks = NULL;
-	ret = pn_read_file(path, &buf, &len);
+	ret = pn_file_read(path, &buf, &len);
 	if (ret)
 		return ret;
 	ret = pn_json_parse(doc, buf, len);

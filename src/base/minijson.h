@@ -76,16 +76,5 @@ int pn_json_int(const struct pn_jval *v, long long *out);
 int pn_json_num(const struct pn_jval *v, double *out);
 const char *pn_json_type_name(enum pn_json_type t);
 
-/*
- * The one reader of whole input files (plans, topology files, hwloc and NCCL
- * XML, tuning tables): a regular file (symbolic links are followed) of at
- * most PN_READ_MAX bytes, read into a NUL-terminated malloc'ed buffer.
- * FIFOs, devices, sockets and directories are refused without blocking
- * (the open is non-blocking and fstat decides before any read), with one
- * line naming the path; so is a file over the cap ("'F' is larger than
- * 64 MiB").  Returns 0 or -errno with a message.
- */
-#define PN_READ_MAX (64 << 20)
-int pn_read_file(const char *path, char **buf, size_t *len);
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 #include "base/ofile.h"
+#include "base/file.h"
 #include "base/log.h"
 #include "base/util.h"
 

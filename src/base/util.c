@@ -256,22 +256,3 @@ int pn_parse_hostport(const char *s, char *host, size_t hostlen, int *port)
 	*port = p;
 	return 0;
 }
-
-const char *pn_file_kind(unsigned int m)
-{
-	if (S_ISREG(m))
-		return "a regular file";
-	if (S_ISDIR(m))
-		return "a directory";
-	if (S_ISLNK(m))
-		return "a symbolic link";
-	if (S_ISCHR(m))
-		return "a character device";
-	if (S_ISBLK(m))
-		return "a block device";
-	if (S_ISFIFO(m))
-		return "a FIFO";
-	if (S_ISSOCK(m))
-		return "a socket";
-	return "a special file";
-}

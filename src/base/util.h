@@ -39,10 +39,6 @@ int pn_poll_ms(double seconds, int cap_ms);
 
 /* Hostname (cached, never empty). */
 const char *pn_hostname(void);
-/* What a file of mode m is, for messages: "a directory", "a symbolic link",
- * "a character device", "a block device", "a FIFO", "a socket", "a regular
- * file" or "a special file". */
-const char *pn_file_kind(unsigned int m);
 
 /* Parse "host:port" / "[v6]:port"; host may be empty (NULL out). */
 int pn_parse_hostport(const char *s, char *host, size_t hostlen, int *port);

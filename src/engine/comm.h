@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "engine/boot.h"
+#include "engine/nodeseg.h"
 #include "transport/transport.h"
 
 struct pn_comm_cfg {
@@ -62,20 +63,6 @@ int pn_comm_check(struct pn_comm *c, int waiting_for, double since);
 /* Report a failure to every rank (shared-memory notice + rendezvous). */
 void pn_comm_abort(struct pn_comm *c, const char *why);
 
-/* Registered buffers: allocated in shared memory, mapped by local peers
- * (nodeseg.c). */
-struct pn_reg {
-	void *ptr;
-	size_t len;
-	void **peer_ptr;	/* [local index] mapping of that peer's buffer */
-};
-/* Collective over all ranks: every rank allocates len bytes. */
-int pn_comm_alloc(struct pn_comm *c, size_t len, struct pn_reg **reg);
-void pn_comm_reg_free(struct pn_comm *c, struct pn_reg *reg);
-
-/* Barrier among the local ranks through the node segment's flags
- * (busy-polled; nodeseg.c). */
-int pn_comm_local_barrier(struct pn_comm *c);
 /* Barrier over all ranks (rendezvous: slow, for setup). */
 int pn_comm_barrier(struct pn_comm *c);
 

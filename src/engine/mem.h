@@ -28,7 +28,7 @@ struct pn_mem_job {
 	int nremote;		/* ranks on other hosts: a FIFO pair per channel each (tcp, verbs) */
 	int nchannels;		/* FIFO channels per pair of ranks (>= 1) */
 	int node_segment;	/* the communicator's node segment in /dev/shm (comm.h) */
-	int nbufs;		/* registered buffers per rank in /dev/shm (pn_comm_alloc) */
+	int nbufs;		/* registered buffers per rank in /dev/shm (pn_nodeseg_alloc) */
 	uint64_t buf_bytes;	/* size of each */
 	uint64_t scratch_bytes;	/* private scratch per rank (one-shot in place) */
 	uint64_t private_bytes;	/* other private buffers per rank (bw: 2 x -s per rail) */

@@ -191,7 +191,7 @@ int pn_nodeseg_get_abort(struct pn_comm *c, char *buf, size_t len)
 	return 1;
 }
 
-int pn_comm_local_barrier(struct pn_comm *c)
+int pn_nodeseg_barrier(struct pn_comm *c)
 {
 	struct bar *bar = c->seg->bar;
 	uint64_t e = ++c->barrier_epoch;
@@ -213,7 +213,7 @@ int pn_comm_local_barrier(struct pn_comm *c)
 
 /* ---- registered buffers ---- */
 
-int pn_comm_alloc(struct pn_comm *c, size_t len, struct pn_reg **out)
+int pn_nodeseg_alloc(struct pn_comm *c, size_t len, struct pn_reg **out)
 {
 	struct pn_reg *r = calloc(1, sizeof(*r));
 	size_t maplen = len ? len : 1;
@@ -247,7 +247,7 @@ int pn_comm_alloc(struct pn_comm *c, size_t len, struct pn_reg **out)
 	if (r->ptr)
 		shm_unlink(name);
 	if (ret || ret2 || !ok) {
-		pn_comm_reg_free(c, r);
+		pn_nodeseg_reg_free(c, r);
 		if (ret || ret2)
 			return ret ? ret : ret2;
 		return pn_err(-EIO, "another rank could not allocate %zu bytes of shared memory", len);
@@ -256,7 +256,7 @@ int pn_comm_alloc(struct pn_comm *c, size_t len, struct pn_reg **out)
 	return 0;
 }
 
-void pn_comm_reg_free(struct pn_comm *c, struct pn_reg *r)
+void pn_nodeseg_reg_free(struct pn_comm *c, struct pn_reg *r)
 {
 	size_t maplen;
 	int i;

@@ -2,7 +2,7 @@
 /*
  * The node segment: shared memory of the ranks of one host (abort notice,
  * local barrier flags, and the area the shm transport's FIFOs live in),
- * plus the registered buffers local peers map (pn_comm_alloc, comm.h).
+ * plus the registered buffers local peers map (pn_nodeseg_alloc, comm.h).
  */
 #ifndef PENNY_NODESEG_H
 #define PENNY_NODESEG_H
@@ -24,5 +24,20 @@ int pn_nodeseg_get_abort(struct pn_comm *c, char *buf, size_t len);
 /* Planning (mem.h): bytes of the node segment for nlocal ranks and nchan
  * channels (nchan 0: its header and barrier flags). */
 uint64_t pn_nodeseg_bytes(int nlocal, int nchan);
+
+/* Registered buffers: allocated in shared memory, mapped by local peers
+ * (nodeseg.c). */
+struct pn_reg {
+	void *ptr;
+	size_t len;
+	void **peer_ptr;	/* [local index] mapping of that peer's buffer */
+};
+/* Collective over all ranks: every rank allocates len bytes. */
+int pn_nodeseg_alloc(struct pn_comm *c, size_t len, struct pn_reg **reg);
+void pn_nodeseg_reg_free(struct pn_comm *c, struct pn_reg *reg);
+
+/* Barrier among the local ranks through the node segment's flags
+ * (busy-polled; nodeseg.c). */
+int pn_nodeseg_barrier(struct pn_comm *c);
 
 #endif

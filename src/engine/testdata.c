@@ -25,12 +25,12 @@ PN_INLINE uint32_t hash_base(uint64_t seed, int rank)
 	return penny_data_hash_base((uint32_t)seed, (uint32_t)rank);
 }
 
-uint32_t pn_data_hash(uint64_t seed, int rank, size_t i)
+uint32_t pn_testdata_hash(uint64_t seed, int rank, size_t i)
 {
 	return penny_data_hash((uint32_t)seed, (uint32_t)rank, i);
 }
 
-/* Element values (pn_data_fill). */
+/* Element values (pn_testdata_fill). */
 PN_INLINE int32_t val_signed(uint32_t h) { return (int32_t)(h % 17u) - 8; }
 PN_INLINE int32_t val_unsigned(uint32_t h) { return (int32_t)(h % 9u); }
 PN_INLINE int32_t val_prod_signed(uint32_t h) { return (h & 7u) == 0 ? 2 : (h & 16u) ? -1 : 1; }
@@ -338,7 +338,7 @@ PN_TARGET_AVX2 static size_t check_avx2(const void *buf, size_t count, enum pn_d
 }
 #endif
 
-void pn_data_fill(void *buf, size_t count, enum pn_dtype t, enum pn_redop op, int rank,
+void pn_testdata_fill(void *buf, size_t count, enum pn_dtype t, enum pn_redop op, int rank,
 		  uint64_t seed)
 {
 #if PN_HAVE_X86
@@ -350,7 +350,7 @@ void pn_data_fill(void *buf, size_t count, enum pn_dtype t, enum pn_redop op, in
 	fill_generic(buf, count, t, op, rank, seed);
 }
 
-void pn_data_expected(void *buf, size_t count, enum pn_dtype t, enum pn_redop op, int nranks,
+void pn_testdata_expected(void *buf, size_t count, enum pn_dtype t, enum pn_redop op, int nranks,
 		      uint64_t seed)
 {
 	if (nranks < 1)
@@ -364,7 +364,7 @@ void pn_data_expected(void *buf, size_t count, enum pn_dtype t, enum pn_redop op
 	expected_generic(buf, count, t, op, nranks, seed);
 }
 
-size_t pn_data_check(const void *buf, size_t count, enum pn_dtype t, enum pn_redop op,
+size_t pn_testdata_check(const void *buf, size_t count, enum pn_dtype t, enum pn_redop op,
 		     int nranks, uint64_t seed)
 {
 	if (nranks < 1)
@@ -385,7 +385,7 @@ size_t pn_data_check(const void *buf, size_t count, enum pn_dtype t, enum pn_red
  * over 12 or more ranks can equal it (|sum| <= 8 * nranks), and for an
  * element to do so its ranks' values must add up to exactly that.
  */
-void pn_data_poison(void *buf, size_t bytes)
+void pn_testdata_poison(void *buf, size_t bytes)
 {
 	memset(buf, 0xA5, bytes);
 }

@@ -14,22 +14,22 @@
 
 /*
  * Test data: element i on rank r is a small integer derived from
- * pn_data_hash(seed, r, i), so every sum and product is exact in every type
+ * pn_testdata_hash(seed, r, i), so every sum and product is exact in every type
  * and in any order (bfloat16 sums up to 32 ranks, half up to 256), and the
  * exact result can be computed without the other ranks' buffers.
  *   prod:  h % 8 == 0 ? 2 : (signed type (floats too) && (h & 16)) ? -1 : 1
  *   other: signed (floats too): (int)(h % 17) - 8;  unsigned: h % 9
  */
-uint32_t pn_data_hash(uint64_t seed, int rank, size_t i);
-void pn_data_fill(void *buf, size_t count, enum pn_dtype t, enum pn_redop op, int rank,
+uint32_t pn_testdata_hash(uint64_t seed, int rank, size_t i);
+void pn_testdata_fill(void *buf, size_t count, enum pn_dtype t, enum pn_redop op, int rank,
 		  uint64_t seed);
 /* The reference result over ranks 0..nranks-1 (avg divided as pn_reduce_finish does). */
-void pn_data_expected(void *buf, size_t count, enum pn_dtype t, enum pn_redop op, int nranks,
+void pn_testdata_expected(void *buf, size_t count, enum pn_dtype t, enum pn_redop op, int nranks,
 		      uint64_t seed);
 /* Number of elements not bit-identical to the reference; no allocation. */
-size_t pn_data_check(const void *buf, size_t count, enum pn_dtype t, enum pn_redop op,
+size_t pn_testdata_check(const void *buf, size_t count, enum pn_dtype t, enum pn_redop op,
 		     int nranks, uint64_t seed);
 /* 0xA5 bytes: not a value any reduction of the test data produces (see testdata.c). */
-void pn_data_poison(void *buf, size_t bytes);
+void pn_testdata_poison(void *buf, size_t bytes);
 
 #endif

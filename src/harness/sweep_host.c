@@ -59,7 +59,7 @@ static int host_run(struct pn_sweep_backend *be, const struct pn_sweep *s, int a
 	double t0;
 	int i, ret;
 
-	pn_data_fill(send, count, s->dtype, s->op, c->rank, seed);
+	pn_testdata_fill(send, count, s->dtype, s->op, c->rank, seed);
 	/* align the ranks: the rendezvous barrier leaves them microseconds
 	 * apart; the warm-up absorbs that and a shared-memory barrier (one
 	 * host) starts the clock within a cache-line transfer */
@@ -67,7 +67,7 @@ static int host_run(struct pn_sweep_backend *be, const struct pn_sweep *s, int a
 	for (i = 0; !ret && i < s->warmup; i++)
 		ret = pn_allreduce(h->coll, send, recv, count, s->dtype, s->op, algo, sreg, h->rreg);
 	if (!ret && c->nnodes == 1)
-		ret = pn_comm_local_barrier(c);
+		ret = pn_nodeseg_barrier(c);
 	if (ret)
 		return ret;
 	t0 = pn_now();
@@ -79,13 +79,13 @@ static int host_run(struct pn_sweep_backend *be, const struct pn_sweep *s, int a
 	*time_us = s->iters ? (pn_now() - t0) / s->iters * 1e6 : 0;
 	if (s->check) {
 		/* fresh data, a poisoned output, one more run, exact check */
-		pn_data_fill(send, count, s->dtype, s->op, c->rank, seed + 1);
+		pn_testdata_fill(send, count, s->dtype, s->op, c->rank, seed + 1);
 		if (!ip)
-			pn_data_poison(recv, bytes);
+			pn_testdata_poison(recv, bytes);
 		ret = pn_allreduce(h->coll, send, recv, count, s->dtype, s->op, algo, sreg, h->rreg);
 		if (ret)
 			return ret;
-		bad->wrong = pn_data_check(recv, count, s->dtype, s->op, c->nranks, seed + 1);
+		bad->wrong = pn_testdata_check(recv, count, s->dtype, s->op, c->nranks, seed + 1);
 	}
 	return 0;
 }
@@ -94,8 +94,8 @@ static void host_close(struct pn_sweep_backend *be)
 {
 	struct host *h = (struct host *)be;
 
-	pn_comm_reg_free(h->coll->comm, h->sreg);
-	pn_comm_reg_free(h->coll->comm, h->rreg);
+	pn_nodeseg_reg_free(h->coll->comm, h->sreg);
+	pn_nodeseg_reg_free(h->coll->comm, h->rreg);
 	free(h);
 }
 
@@ -121,9 +121,9 @@ int pn_sweep_host_open(struct pn_sweep_backend **out, struct pn_coll *coll,
 	for (a = 0; a < nalgos && a < PN_SWEEP_MAX_ALGOS; a++)
 		h->be.algos[h->be.nalgos++] = algos[a];
 	h->coll = coll;
-	ret = pn_comm_alloc(coll->comm, max_bytes, &h->sreg);
+	ret = pn_nodeseg_alloc(coll->comm, max_bytes, &h->sreg);
 	if (!ret)
-		ret = pn_comm_alloc(coll->comm, max_bytes, &h->rreg);
+		ret = pn_nodeseg_alloc(coll->comm, max_bytes, &h->rreg);
 	if (ret) {
 		host_close(&h->be);
 		return ret;

@@ -64,15 +64,15 @@ static const struct known_ctr {
 	{ "tx_dropped", PN_CK_DISC, 1, 0 },
 };
 
-struct pn_ctr_io {
+struct pn_counters_io {
 	int fd_state, fd_phys, fd_rate;
-	int fd[PN_CTR_MAX];
+	int fd[PN_COUNTERS_MAX];
 };
 
 static const char *const group_names[PN_CG_COUNT] = { "counters", "hw_counters", "statistics",
 						      "mad" };
 
-const char *pn_ctr_group_name(int group)
+const char *pn_counters_group_name(int group)
 {
 	return group >= 0 && group < PN_CG_COUNT ? group_names[group] : "?";
 }
@@ -90,31 +90,31 @@ const char *pn_port_type_name(int type)
 	return "?";
 }
 
-static uint64_t clock_ns(const struct pn_ctr_set *s)
+static uint64_t clock_ns(const struct pn_counters_set *s)
 {
 	return s->cfg.clock_ns ? s->cfg.clock_ns() : pn_now_ns();
 }
 
-void pn_ctr_cfg_init(struct pn_ctr_cfg *cfg)
+void pn_counters_cfg_init(struct pn_counters_cfg *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->hold_files = 1;
 }
 
-int pn_ctr_set_init(struct pn_ctr_set *s, const struct pn_ctr_cfg *cfg)
+int pn_counters_set_init(struct pn_counters_set *s, const struct pn_counters_cfg *cfg)
 {
 	memset(s, 0, sizeof(*s));
 	if (cfg)
 		s->cfg = *cfg;
 	else
-		pn_ctr_cfg_init(&s->cfg);
+		pn_counters_cfg_init(&s->cfg);
 	s->owner = 1;
 	return 0;
 }
 
 /* ---- counter arithmetic ---- */
 
-void pn_ctr_update(struct pn_ctr *c, int ok, uint64_t raw, uint64_t max_raw)
+void pn_counters_update(struct pn_ctr *c, int ok, uint64_t raw, uint64_t max_raw)
 {
 	int had = c->flags & PN_CF_VALID;
 	uint64_t prev = c->raw, d = 0, max;
@@ -162,26 +162,26 @@ void pn_ctr_update(struct pn_ctr *c, int ok, uint64_t raw, uint64_t max_raw)
 	c->flags = f;
 }
 
-void pn_ctr_hist(const struct pn_ctr_port *p, int i, double *rx, double *tx)
+void pn_counters_hist(const struct pn_counters_port *p, int i, double *rx, double *tx)
 {
-	int k = (p->hist_head - p->hist_n + i + 2 * PN_CTR_HIST) % PN_CTR_HIST;
+	int k = (p->hist_head - p->hist_n + i + 2 * PN_COUNTERS_HIST) % PN_COUNTERS_HIST;
 
 	*rx = p->hist_rx[k];
 	*tx = p->hist_tx[k];
 }
 
-static void hist_push(struct pn_ctr_port *p, double rx, double tx)
+static void hist_push(struct pn_counters_port *p, double rx, double tx)
 {
 	p->hist_rx[p->hist_head] = (float)rx;
 	p->hist_tx[p->hist_head] = (float)tx;
-	p->hist_head = (p->hist_head + 1) % PN_CTR_HIST;
-	if (p->hist_n < PN_CTR_HIST)
+	p->hist_head = (p->hist_head + 1) % PN_COUNTERS_HIST;
+	if (p->hist_n < PN_COUNTERS_HIST)
 		p->hist_n++;
 }
 
 /* ---- ports and their counters ---- */
 
-int pn_ctr_port_cmp(const struct pn_ctr_port *a, const struct pn_ctr_port *b)
+int pn_counters_port_cmp(const struct pn_counters_port *a, const struct pn_counters_port *b)
 {
 	int c;
 
@@ -197,7 +197,7 @@ int pn_ctr_port_cmp(const struct pn_ctr_port *a, const struct pn_ctr_port *b)
 
 static int port_qsort(const void *a, const void *b)
 {
-	return pn_ctr_port_cmp(a, b);
+	return pn_counters_port_cmp(a, b);
 }
 
 static const struct known_ctr *find_known(const struct known_ctr *t, size_t n, const char *name,
@@ -265,14 +265,14 @@ static int ctr_qsort(const void *pa, const void *pb)
 	return strcmp(a->name, b->name);
 }
 
-static struct pn_ctr *add_ctr(struct pn_ctr_port *p, int group, const char *name)
+static struct pn_ctr *add_ctr(struct pn_counters_port *p, int group, const char *name)
 {
 	const struct known_ctr *k = NULL;
 	struct pn_ctr *c;
 	int idx;
 
-	if (p->nctr >= PN_CTR_MAX) {
-		PN_DBG(PN_LOG_NIC, "%s: more than %d counters, '%s' left out", p->name, PN_CTR_MAX,
+	if (p->nctr >= PN_COUNTERS_MAX) {
+		PN_DBG(PN_LOG_NIC, "%s: more than %d counters, '%s' left out", p->name, PN_COUNTERS_MAX,
 		       name);
 		return NULL;
 	}
@@ -299,7 +299,7 @@ static struct pn_ctr *add_ctr(struct pn_ctr_port *p, int group, const char *name
 }
 
 /* Add every file of a directory as a counter of group. */
-static int add_dir(struct pn_ctr_port *p, int group, const char *dir)
+static int add_dir(struct pn_counters_port *p, int group, const char *dir)
 {
 	struct dirent *de;
 	DIR *d = pn_sys_opendir("%s", dir);
@@ -319,7 +319,7 @@ static int add_dir(struct pn_ctr_port *p, int group, const char *dir)
 	return n;
 }
 
-static void index_counters(struct pn_ctr_port *p)
+static void index_counters(struct pn_counters_port *p)
 {
 	int i, k;
 
@@ -343,14 +343,14 @@ static void index_counters(struct pn_ctr_port *p)
 	}
 }
 
-static struct pn_ctr_port *new_port(struct pn_ctr_set *s)
+static struct pn_counters_port *new_port(struct pn_counters_set *s)
 {
-	struct pn_ctr_port *p;
+	struct pn_counters_port *p;
 	int i;
 
 	if (s->n == s->cap) {
 		int cap = s->cap ? 2 * s->cap : 8;
-		struct pn_ctr_port *np = realloc(s->ports, (size_t)cap * sizeof(*np));
+		struct pn_counters_port *np = realloc(s->ports, (size_t)cap * sizeof(*np));
 
 		if (!np)
 			return NULL;
@@ -358,12 +358,12 @@ static struct pn_ctr_port *new_port(struct pn_ctr_set *s)
 		s->cap = cap;
 	}
 	p = &s->ports[s->n];
-	memset(p, 0, offsetof(struct pn_ctr_port, ctr));
+	memset(p, 0, offsetof(struct pn_counters_port, ctr));
 	p->io = calloc(1, sizeof(*p->io));
 	if (!p->io)
 		return NULL;
 	p->io->fd_state = p->io->fd_phys = p->io->fd_rate = -1;
-	for (i = 0; i < PN_CTR_MAX; i++)
+	for (i = 0; i < PN_COUNTERS_MAX; i++)
 		p->io->fd[i] = -1;
 	p->state = -1;
 	p->lid = -1;
@@ -373,7 +373,7 @@ static struct pn_ctr_port *new_port(struct pn_ctr_set *s)
 	return p;
 }
 
-static void io_close(struct pn_ctr_io *io)
+static void io_close(struct pn_counters_io *io)
 {
 	int i;
 
@@ -386,14 +386,14 @@ static void io_close(struct pn_ctr_io *io)
 	if (io->fd_rate >= 0)
 		close(io->fd_rate);
 	io->fd_state = io->fd_phys = io->fd_rate = -1;
-	for (i = 0; i < PN_CTR_MAX; i++) {
+	for (i = 0; i < PN_COUNTERS_MAX; i++) {
 		if (io->fd[i] >= 0)
 			close(io->fd[i]);
 		io->fd[i] = -1;
 	}
 }
 
-static void drop_port(struct pn_ctr_set *s, int i)
+static void drop_port(struct pn_counters_set *s, int i)
 {
 	io_close(s->ports[i].io);
 	free(s->ports[i].io);
@@ -402,10 +402,10 @@ static void drop_port(struct pn_ctr_set *s, int i)
 		memmove(&s->ports[i], &s->ports[i + 1], (size_t)(s->n - i) * sizeof(s->ports[0]));
 }
 
-static int add_rdma_port(struct pn_ctr_set *s, const char *dev, int port)
+static int add_rdma_port(struct pn_counters_set *s, const char *dev, int port)
 {
 	struct pn_port info;
-	struct pn_ctr_port *p;
+	struct pn_counters_port *p;
 	char dir[PATH_MAX];
 	int ret;
 
@@ -435,13 +435,13 @@ static int add_rdma_port(struct pn_ctr_set *s, const char *dev, int port)
 		index_counters(p);
 	}
 	PN_DBG(PN_LOG_NIC, "%s: %d counters, bytes from %s", p->name, p->nctr,
-	       p->data_group < 0 ? "nowhere" : pn_ctr_group_name(p->data_group));
+	       p->data_group < 0 ? "nowhere" : pn_counters_group_name(p->data_group));
 	return 1;
 }
 
-static int add_netdev(struct pn_ctr_set *s, const char *ifname)
+static int add_netdev(struct pn_counters_set *s, const char *ifname)
 {
-	struct pn_ctr_port *p;
+	struct pn_counters_port *p;
 	char dir[PATH_MAX];
 
 	if (strlen(ifname) >= sizeof(p->netdev))
@@ -460,9 +460,9 @@ static int add_netdev(struct pn_ctr_set *s, const char *ifname)
 	return 1;
 }
 
-static int add_remote(struct pn_ctr_set *s, int lid, int port)
+static int add_remote(struct pn_counters_set *s, int lid, int port)
 {
-	struct pn_ctr_port *p = new_port(s);
+	struct pn_counters_port *p = new_port(s);
 	int f;
 
 	if (!p)
@@ -473,18 +473,18 @@ static int add_remote(struct pn_ctr_set *s, int lid, int port)
 	snprintf(p->dev, sizeof(p->dev), "lid:%d", lid);
 	snprintf(p->name, sizeof(p->name), "lid:%d/%d", lid, port);
 	snprintf(p->link_layer, sizeof(p->link_layer), "InfiniBand");
-	for (f = 0; f < PN_PQ_NFIELDS; f++)
-		add_ctr(p, PN_CG_MAD, pn_pq_field_name(f));
+	for (f = 0; f < PN_PERFQUERY_NFIELDS; f++)
+		add_ctr(p, PN_CG_MAD, pn_perfquery_field_name(f));
 	index_counters(p);
 	return 1;
 }
 
-static int find_port(const struct pn_ctr_set *s, int type, const char *dev, int port)
+static int find_port(const struct pn_counters_set *s, int type, const char *dev, int port)
 {
 	int i;
 
 	for (i = 0; i < s->n; i++) {
-		const struct pn_ctr_port *p = &s->ports[i];
+		const struct pn_counters_port *p = &s->ports[i];
 
 		if (p->type == type && p->port == port && !strcmp(p->dev, dev))
 			return i;
@@ -493,7 +493,7 @@ static int find_port(const struct pn_ctr_set *s, int type, const char *dev, int 
 }
 
 /* marks[i] = 1 for ports seen in this scan */
-static int see(struct pn_ctr_set *s, char **marks, int *mcap, int i)
+static int see(struct pn_counters_set *s, char **marks, int *mcap, int i)
 {
 	if (*mcap < s->cap) {
 		char *nm = realloc(*marks, (size_t)s->cap);
@@ -513,7 +513,7 @@ static int see(struct pn_ctr_set *s, char **marks, int *mcap, int i)
  * device already known (same name, same directory inode) keeps its ports;
  * ports/ of a new one is read once.
  */
-static int scan_rdma(struct pn_ctr_set *s, char **marks, int *mcap)
+static int scan_rdma(struct pn_counters_set *s, char **marks, int *mcap)
 {
 	struct dirent *de, *pe;
 	DIR *d, *pd;
@@ -528,7 +528,7 @@ static int scan_rdma(struct pn_ctr_set *s, char **marks, int *mcap)
 		if (de->d_name[0] == '.')
 			continue;
 		for (i = 0; i < s->n && !ret; i++) {
-			const struct pn_ctr_port *p = &s->ports[i];
+			const struct pn_counters_port *p = &s->ports[i];
 
 			if (p->type == PN_PT_RDMA && p->dev_ino == (uint64_t)de->d_ino &&
 			    !strcmp(p->dev, de->d_name)) {
@@ -560,7 +560,7 @@ static int scan_rdma(struct pn_ctr_set *s, char **marks, int *mcap)
 	return ret;
 }
 
-static int scan_net(struct pn_ctr_set *s, char **marks, int *mcap)
+static int scan_net(struct pn_counters_set *s, char **marks, int *mcap)
 {
 	struct dirent *de;
 	DIR *d = pn_sys_opendir(NET_CLASS);
@@ -588,7 +588,7 @@ static int scan_net(struct pn_ctr_set *s, char **marks, int *mcap)
 	return ret;
 }
 
-static int scan(struct pn_ctr_set *s)
+static int scan(struct pn_counters_set *s)
 {
 	char *marks = NULL;
 	int mcap = 0, ret = 0, i;
@@ -621,7 +621,7 @@ out:
 
 /* ---- reading ---- */
 
-static void drop_all_files(struct pn_ctr_set *s)
+static void drop_all_files(struct pn_counters_set *s)
 {
 	int i;
 
@@ -635,7 +635,7 @@ static void drop_all_files(struct pn_ctr_set *s)
  * once; when the process runs out of descriptors the set stops holding them.
  * path may be NULL while *fd is open: -EBADF then asks for it.
  */
-static int held_read(struct pn_ctr_set *s, int *fd, char *buf, size_t len, const char *path)
+static int held_read(struct pn_counters_set *s, int *fd, char *buf, size_t len, const char *path)
 {
 	int reopened = 0;
 	ssize_t n;
@@ -683,7 +683,7 @@ again:
 	return (int)n;
 }
 
-int pn_ctr_parse_value(const char *s, uint64_t *v)
+int pn_counters_parse_value(const char *s, uint64_t *v)
 {
 	unsigned long long x;
 	char *end;
@@ -704,7 +704,7 @@ int pn_ctr_parse_value(const char *s, uint64_t *v)
 	return 0;
 }
 
-static void ctr_path(const struct pn_ctr_port *p, const struct pn_ctr *c, char *buf, size_t len)
+static void ctr_path(const struct pn_counters_port *p, const struct pn_ctr *c, char *buf, size_t len)
 {
 	switch (c->group) {
 	case PN_CG_IB:
@@ -722,12 +722,12 @@ static void ctr_path(const struct pn_ctr_port *p, const struct pn_ctr *c, char *
 }
 
 /* phys_state and rate change with the state: re-read then, and now and again */
-static int refresh_attrs(const struct pn_ctr_port *p, int old_state)
+static int refresh_attrs(const struct pn_counters_port *p, int old_state)
 {
 	return p->nsamples % 16 == 0 || p->state != old_state;
 }
 
-static void read_rdma_attrs(struct pn_ctr_set *s, struct pn_ctr_port *p)
+static void read_rdma_attrs(struct pn_counters_set *s, struct pn_counters_port *p)
 {
 	char path[PATH_MAX], buf[128];
 	int old = p->state;
@@ -754,7 +754,7 @@ static void read_rdma_attrs(struct pn_ctr_set *s, struct pn_ctr_port *p)
 	}
 }
 
-static void read_netdev_attrs(struct pn_ctr_set *s, struct pn_ctr_port *p)
+static void read_netdev_attrs(struct pn_counters_set *s, struct pn_counters_port *p)
 {
 	char path[PATH_MAX], buf[64];
 	int old = p->state;
@@ -780,43 +780,43 @@ static void read_netdev_attrs(struct pn_ctr_set *s, struct pn_ctr_port *p)
 	p->rate[0] = 0;
 	p->rate_gbps = 0;
 	if (held_read(s, &p->io->fd_rate, buf, sizeof(buf), path) >= 0 &&
-	    !pn_ctr_parse_value(buf, &mbps) && mbps > 0 && mbps < 10000000) {
+	    !pn_counters_parse_value(buf, &mbps) && mbps > 0 && mbps < 10000000) {
 		p->rate_gbps = (double)mbps / 1000.0;
 		snprintf(p->rate, sizeof(p->rate), "%g Gb/sec", p->rate_gbps);
 	}
 }
 
-static void read_remote(struct pn_ctr_set *s, struct pn_ctr_port *p, uint64_t *raw, char *ok)
+static void read_remote(struct pn_counters_set *s, struct pn_counters_port *p, uint64_t *raw, char *ok)
 {
-	struct pn_pq_counters pc;
+	struct pn_perfquery_counters pc;
 	int i, ret;
 
 	memset(&pc, 0, sizeof(pc));
 	if (s->cfg.query)
 		ret = s->cfg.query(s->cfg.pq, p->lid, p->port, &pc);
 	else
-		ret = s->cfg.pq ? pn_pq_query(s->cfg.pq, p->lid, p->port, &pc) : -ENODEV;
+		ret = s->cfg.pq ? pn_perfquery_query(s->cfg.pq, p->lid, p->port, &pc) : -ENODEV;
 	if (ret)
 		PN_DBG(PN_LOG_NIC, "%s: %s", p->name, pn_errmsg(ret));
 	/* counters were added in field order */
 	for (i = 0; i < p->nctr; i++) {
 		int f;
 
-		for (f = 0; f < PN_PQ_NFIELDS; f++)
-			if (!strcmp(p->ctr[i].name, pn_pq_field_name(f)))
+		for (f = 0; f < PN_PERFQUERY_NFIELDS; f++)
+			if (!strcmp(p->ctr[i].name, pn_perfquery_field_name(f)))
 				break;
-		ok[i] = !ret && f < PN_PQ_NFIELDS && (pc.valid & (1u << f));
+		ok[i] = !ret && f < PN_PERFQUERY_NFIELDS && (pc.valid & (1u << f));
 		raw[i] = ok[i] ? pc.v[f] : 0;
-		if (f < PN_PQ_NFIELDS)
-			p->ctr[i].width = (uint8_t)pn_pq_field_width(f, pc.ext);
+		if (f < PN_PERFQUERY_NFIELDS)
+			p->ctr[i].width = (uint8_t)pn_perfquery_field_width(f, pc.ext);
 	}
 	snprintf(p->state_name, sizeof(p->state_name), "%s", ret ? "" : "REMOTE");
 }
 
-static void sample_port(struct pn_ctr_set *s, struct pn_ctr_port *p)
+static void sample_port(struct pn_counters_set *s, struct pn_counters_port *p)
 {
-	uint64_t raw[PN_CTR_MAX], t0, t1, t, rmax;
-	char ok[PN_CTR_MAX], path[PATH_MAX], buf[64];
+	uint64_t raw[PN_COUNTERS_MAX], t0, t1, t, rmax;
+	char ok[PN_COUNTERS_MAX], path[PATH_MAX], buf[64];
 	double elapsed, line_Bps;
 	int i, brief = s->cfg.brief && strcmp(p->name, s->cfg.detail);
 
@@ -845,7 +845,7 @@ static void sample_port(struct pn_ctr_set *s, struct pn_ctr_port *p)
 				ctr_path(p, &p->ctr[i], path, sizeof(path));
 				n = held_read(s, fd, buf, sizeof(buf), path);
 			}
-			ok[i] = n >= 0 && !pn_ctr_parse_value(buf, &raw[i]);
+			ok[i] = n >= 0 && !pn_counters_parse_value(buf, &raw[i]);
 		}
 	}
 	t1 = clock_ns(s);
@@ -874,7 +874,7 @@ static void sample_port(struct pn_ctr_set *s, struct pn_ctr_port *p)
 		rmax = data && line_Bps > 0 && elapsed > 0
 			       ? (uint64_t)(2 * line_Bps * elapsed / c->scale) + 1
 			       : 0;
-		pn_ctr_update(c, ok[i], raw[i], rmax);
+		pn_counters_update(c, ok[i], raw[i], rmax);
 		/* a reset counts from zero only as far as the line could have
 		 * carried in the interval; more is not traffic of this interval
 		 * (a new device, a restored value): no rate, never above 100 % */
@@ -917,7 +917,7 @@ static void sample_port(struct pn_ctr_set *s, struct pn_ctr_port *p)
 		hist_push(p, p->rx_Bps, p->tx_Bps);
 }
 
-int pn_ctr_set_sample(struct pn_ctr_set *s)
+int pn_counters_set_sample(struct pn_counters_set *s)
 {
 	struct timespec ts;
 	uint64_t now;
@@ -941,19 +941,19 @@ int pn_ctr_set_sample(struct pn_ctr_set *s)
 	return 0;
 }
 
-static size_t port_bytes(const struct pn_ctr_port *p)
+static size_t port_bytes(const struct pn_counters_port *p)
 {
-	return offsetof(struct pn_ctr_port, ctr) + (size_t)p->nctr * sizeof(p->ctr[0]);
+	return offsetof(struct pn_counters_port, ctr) + (size_t)p->nctr * sizeof(p->ctr[0]);
 }
 
-int pn_ctr_set_copy(struct pn_ctr_set *dst, const struct pn_ctr_set *src)
+int pn_counters_set_copy(struct pn_counters_set *dst, const struct pn_counters_set *src)
 {
 	int i;
 
 	if (dst->owner)
 		return pn_err(-EINVAL, "cannot copy into a sampling counter set");
 	if (dst->cap < src->n) {
-		struct pn_ctr_port *np = realloc(dst->ports, (size_t)src->n * sizeof(*np));
+		struct pn_counters_port *np = realloc(dst->ports, (size_t)src->n * sizeof(*np));
 
 		if (!np)
 			return pn_err(-ENOMEM, "out of memory");
@@ -977,7 +977,7 @@ int pn_ctr_set_copy(struct pn_ctr_set *dst, const struct pn_ctr_set *src)
 	return 0;
 }
 
-const struct pn_ctr_port *pn_ctr_set_find(const struct pn_ctr_set *s, const char *name)
+const struct pn_counters_port *pn_counters_set_find(const struct pn_counters_set *s, const char *name)
 {
 	int i;
 
@@ -987,7 +987,7 @@ const struct pn_ctr_port *pn_ctr_set_find(const struct pn_ctr_set *s, const char
 	return NULL;
 }
 
-void pn_ctr_set_release(struct pn_ctr_set *s)
+void pn_counters_set_release(struct pn_counters_set *s)
 {
 	int i;
 

@@ -23,7 +23,7 @@
  * changes and every 16th sample.  (On real NICs every counters/ read is a
  * PMA query to the firmware: reading fewer files matters twice.)
  *
- * The sampler runs pn_ctr_set_sample() on its own thread at a fixed cadence
+ * The sampler runs pn_counters_set_sample() on its own thread at a fixed cadence
  * and publishes snapshots (htop's model/screen split): the screen never
  * waits on a slow sysfs read.
  */
@@ -33,10 +33,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PN_CTR_MAX 128	/* counters per port */
-#define PN_CTR_HIST 256 /* samples of rate history per port */
+#define PN_COUNTERS_MAX 128	/* counters per port */
+#define PN_COUNTERS_HIST 256 /* samples of rate history per port */
 
-enum pn_ctr_group {
+enum pn_counters_group {
 	PN_CG_IB = 0,	/* ports/N/counters/ */
 	PN_CG_HW = 1,	/* ports/N/hw_counters/ */
 	PN_CG_NET = 2,	/* /sys/class/net/IF/statistics/ */
@@ -44,7 +44,7 @@ enum pn_ctr_group {
 	PN_CG_COUNT
 };
 
-enum pn_ctr_kind {
+enum pn_counters_kind {
 	PN_CK_OTHER = 0,
 	PN_CK_RX_BYTES,
 	PN_CK_TX_BYTES,
@@ -55,7 +55,7 @@ enum pn_ctr_kind {
 	PN_CK_COUNT
 };
 
-enum pn_ctr_flags {
+enum pn_counters_flags {
 	PN_CF_VALID = 1u << 0, /* read and parsed in the last sample */
 	PN_CF_DELTA = 1u << 1, /* delta and rate valid */
 	PN_CF_WRAP = 1u << 2,  /* wrapped at 32 bits in the last interval */
@@ -65,11 +65,11 @@ enum pn_ctr_flags {
 
 struct pn_ctr {
 	char name[48];		/* file name: "port_xmit_data", "out_of_buffer" */
-	uint8_t group;		/* enum pn_ctr_group */
-	uint8_t kind;		/* enum pn_ctr_kind */
+	uint8_t group;		/* enum pn_counters_group */
+	uint8_t kind;		/* enum pn_counters_kind */
 	uint8_t scale;		/* value = raw * scale (4 for *_data words) */
 	uint8_t width;		/* saturating width in bits (IB error counters), 0 unknown */
-	uint32_t flags;		/* enum pn_ctr_flags */
+	uint32_t flags;		/* enum pn_counters_flags */
 	uint32_t wraps;		/* 32-bit wraps seen since the last reset */
 	uint64_t raw;		/* last value as read */
 	uint64_t value;		/* (raw + wraps * 2^32) * scale: cumulative, in units */
@@ -83,9 +83,9 @@ enum pn_port_type {
 	PN_PT_REMOTE = 2,	/* LID[:PORT] through PerfMgt MADs */
 };
 
-struct pn_ctr_io;
+struct pn_counters_io;
 
-struct pn_ctr_port {
+struct pn_counters_port {
 	char name[80];		/* "mlx5_0/1", "eth0", "lid:12/1" */
 	char dev[64];		/* "mlx5_0", "eth0", "lid:12" */
 	int port;		/* port number; 0 for netdevs */
@@ -115,26 +115,26 @@ struct pn_ctr_port {
 	int nunreadable;	/* counters that could not be read this sample */
 	uint32_t flags;		/* OR of the counters' WRAP/RESET/SAT flags */
 
-	/* rate history, oldest first through pn_ctr_hist() */
+	/* rate history, oldest first through pn_counters_hist() */
 	int hist_n, hist_head;
-	float hist_rx[PN_CTR_HIST], hist_tx[PN_CTR_HIST];
+	float hist_rx[PN_COUNTERS_HIST], hist_tx[PN_COUNTERS_HIST];
 
-	struct pn_ctr_io *io;	/* held files; NULL in copies */
+	struct pn_counters_io *io;	/* held files; NULL in copies */
 	uint64_t dev_ino;	/* inode of the device's class entry (identity) */
 	int ix[PN_CK_COUNT];	/* index of the first counter of each kind, -1 */
 	int nctr;
-	struct pn_ctr ctr[PN_CTR_MAX]; /* last member: copies stop at nctr */
+	struct pn_ctr ctr[PN_COUNTERS_MAX]; /* last member: copies stop at nctr */
 };
 
 struct pn_pq;
-struct pn_pq_counters;
+struct pn_perfquery_counters;
 
-struct pn_ctr_remote {
+struct pn_counters_remote {
 	int lid;
 	int port;
 };
 
-struct pn_ctr_cfg {
+struct pn_counters_cfg {
 	int ethernet;		/* also plain netdevs from /sys/class/net (not lo) */
 	int hold_files;		/* keep counter files open between samples (default 1) */
 	/*
@@ -145,20 +145,20 @@ struct pn_ctr_cfg {
 	int brief;
 	char detail[80];
 	int nremote;		/* remote ports, queried through pq */
-	struct pn_ctr_remote *remote;
+	struct pn_counters_remote *remote;
 	struct pn_pq *pq;	/* borrowed, may be NULL when nremote == 0 */
-	/* remote query; NULL = pn_pq_query (tests inject a fake fabric) */
-	int (*query)(struct pn_pq *pq, int lid, int port, struct pn_pq_counters *c);
+	/* remote query; NULL = pn_perfquery_query (tests inject a fake fabric) */
+	int (*query)(struct pn_pq *pq, int lid, int port, struct pn_perfquery_counters *c);
 	uint64_t (*clock_ns)(void); /* monotonic clock; NULL = pn_now_ns (tests inject) */
 	/* progress hook: called with the port name before its reads, NULL after */
 	void (*progress)(void *arg, const char *what);
 	void *progress_arg;
 };
 
-struct pn_ctr_set {
-	struct pn_ctr_cfg cfg;
+struct pn_counters_set {
+	struct pn_counters_cfg cfg;
 	int n, cap;
-	struct pn_ctr_port *ports; /* RDMA (natural order), netdevs, remote */
+	struct pn_counters_port *ports; /* RDMA (natural order), netdevs, remote */
 	uint64_t seq;		/* samples taken */
 	uint64_t t_ns;		/* monotonic time of the last sample's start */
 	double wall;		/* CLOCK_REALTIME of the last sample, seconds */
@@ -168,66 +168,66 @@ struct pn_ctr_set {
 	int owner;		/* 1: holds files (not a copy) */
 };
 
-void pn_ctr_cfg_init(struct pn_ctr_cfg *cfg);
+void pn_counters_cfg_init(struct pn_counters_cfg *cfg);
 /* The set copies cfg (remote is borrowed). */
-int pn_ctr_set_init(struct pn_ctr_set *s, const struct pn_ctr_cfg *cfg);
-void pn_ctr_set_release(struct pn_ctr_set *s);
+int pn_counters_set_init(struct pn_counters_set *s, const struct pn_counters_cfg *cfg);
+void pn_counters_set_release(struct pn_counters_set *s);
 /*
  * One sample: find ports that appeared or went away, read every counter,
  * compute deltas and rates.  Returns 0 (unreadable files are per-counter
  * n/a), or -errno when the set itself cannot be read (out of memory).
  */
-int pn_ctr_set_sample(struct pn_ctr_set *s);
+int pn_counters_set_sample(struct pn_counters_set *s);
 /* Deep copy of the results into dst (dst must be initialised or zeroed). */
-int pn_ctr_set_copy(struct pn_ctr_set *dst, const struct pn_ctr_set *src);
-const struct pn_ctr_port *pn_ctr_set_find(const struct pn_ctr_set *s, const char *name);
+int pn_counters_set_copy(struct pn_counters_set *dst, const struct pn_counters_set *src);
+const struct pn_counters_port *pn_counters_set_find(const struct pn_counters_set *s, const char *name);
 
 /*
  * Counter arithmetic for one new reading (ok = read and parsed).  max_raw
  * bounds a plausible delta in raw units (0 = no bound): a decrease whose
  * 32-bit wrap would exceed it is taken as a reset.
  */
-void pn_ctr_update(struct pn_ctr *c, int ok, uint64_t raw, uint64_t max_raw);
+void pn_counters_update(struct pn_ctr *c, int ok, uint64_t raw, uint64_t max_raw);
 /* A counter file's text: decimal digits, white space around; 0 or -EINVAL/-ERANGE. */
-int pn_ctr_parse_value(const char *s, uint64_t *v);
+int pn_counters_parse_value(const char *s, uint64_t *v);
 /* History sample i (0 = oldest of hist_n) of rx and tx bytes/s. */
-void pn_ctr_hist(const struct pn_ctr_port *p, int i, double *rx, double *tx);
-const char *pn_ctr_group_name(int group);	/* "counters", "hw_counters", ... */
+void pn_counters_hist(const struct pn_counters_port *p, int i, double *rx, double *tx);
+const char *pn_counters_group_name(int group);	/* "counters", "hw_counters", ... */
 const char *pn_port_type_name(int type);	/* "rdma", "netdev", "remote" */
 /* Natural order of ports: type, device name (mlx5_2 < mlx5_10), port. */
-int pn_ctr_port_cmp(const struct pn_ctr_port *a, const struct pn_ctr_port *b);
+int pn_counters_port_cmp(const struct pn_counters_port *a, const struct pn_counters_port *b);
 
 /*
  * Sampler thread: samples `set` (which it takes over) every interval and
  * publishes a snapshot.  The first sample is a baseline; the second comes
  * after first_delay (<= 0: one interval) so rates show up early.
  */
-struct pn_ctr_sampler;
+struct pn_counters_sampler;
 
-int pn_ctr_sampler_start(struct pn_ctr_sampler **sp, struct pn_ctr_set *set, double interval,
+int pn_sampler_start(struct pn_counters_sampler **sp, struct pn_counters_set *set, double interval,
 			 double first_delay);
 /* A file descriptor that polls readable when a new snapshot is ready. */
-int pn_ctr_sampler_fd(const struct pn_ctr_sampler *s);
+int pn_sampler_fd(const struct pn_counters_sampler *s);
 /*
  * Copy the newest snapshot into view if it is newer than view->seq.
  * Returns 1 when copied, 0 when nothing new, -errno on error (the sampler's
  * own error: it stops sampling).
  */
-int pn_ctr_sampler_take(struct pn_ctr_sampler *s, struct pn_ctr_set *view);
-void pn_ctr_sampler_set_interval(struct pn_ctr_sampler *s, double interval);
+int pn_sampler_take(struct pn_counters_sampler *s, struct pn_counters_set *view);
+void pn_sampler_set_interval(struct pn_counters_sampler *s, double interval);
 /* In brief mode: the port that gets every counter (NULL none); samples now. */
-void pn_ctr_sampler_set_detail(struct pn_ctr_sampler *s, const char *name);
-double pn_ctr_sampler_interval(struct pn_ctr_sampler *s);
+void pn_sampler_set_detail(struct pn_counters_sampler *s, const char *name);
+double pn_sampler_interval(struct pn_counters_sampler *s);
 /*
  * If a sample is in progress: what it is reading (port name) and for how
  * long, in seconds.  Returns 1 while sampling, 0 while idle.
  */
-int pn_ctr_sampler_busy(struct pn_ctr_sampler *s, char *what, size_t len, double *secs);
+int pn_sampler_busy(struct pn_counters_sampler *s, char *what, size_t len, double *secs);
 /*
  * Stop and free.  Waits up to timeout seconds for the thread; a thread stuck
  * in a read is left behind (-ETIMEDOUT) and its memory kept reachable, so
  * the caller can still exit.
  */
-int pn_ctr_sampler_stop(struct pn_ctr_sampler *s, double timeout);
+int pn_sampler_stop(struct pn_counters_sampler *s, double timeout);
 
 #endif

@@ -23,45 +23,45 @@
 static const struct {
 	const char *name;
 	uint8_t width;		/* saturating width in PortCounters */
-} fields[PN_PQ_NFIELDS] = {
-	[PN_PQ_XMIT_DATA] = { "port_xmit_data", 32 },
-	[PN_PQ_RCV_DATA] = { "port_rcv_data", 32 },
-	[PN_PQ_XMIT_PKTS] = { "port_xmit_packets", 32 },
-	[PN_PQ_RCV_PKTS] = { "port_rcv_packets", 32 },
-	[PN_PQ_UCAST_XMIT_PKTS] = { "unicast_xmit_packets", 64 },
-	[PN_PQ_UCAST_RCV_PKTS] = { "unicast_rcv_packets", 64 },
-	[PN_PQ_MCAST_XMIT_PKTS] = { "multicast_xmit_packets", 64 },
-	[PN_PQ_MCAST_RCV_PKTS] = { "multicast_rcv_packets", 64 },
-	[PN_PQ_SYMBOL_ERROR] = { "symbol_error", 16 },
-	[PN_PQ_LINK_ERROR_RECOVERY] = { "link_error_recovery", 8 },
-	[PN_PQ_LINK_DOWNED] = { "link_downed", 8 },
-	[PN_PQ_RCV_ERRORS] = { "port_rcv_errors", 16 },
-	[PN_PQ_RCV_REMOTE_PHYS_ERRORS] = { "port_rcv_remote_physical_errors", 16 },
-	[PN_PQ_RCV_SWITCH_RELAY_ERRORS] = { "port_rcv_switch_relay_errors", 16 },
-	[PN_PQ_XMIT_DISCARDS] = { "port_xmit_discards", 16 },
-	[PN_PQ_XMIT_CONSTRAINT_ERRORS] = { "port_xmit_constraint_errors", 8 },
-	[PN_PQ_RCV_CONSTRAINT_ERRORS] = { "port_rcv_constraint_errors", 8 },
-	[PN_PQ_LOCAL_LINK_INTEGRITY_ERRORS] = { "local_link_integrity_errors", 4 },
-	[PN_PQ_EXCESSIVE_BUFFER_OVERRUN_ERRORS] = { "excessive_buffer_overrun_errors", 4 },
-	[PN_PQ_VL15_DROPPED] = { "VL15_dropped", 16 },
-	[PN_PQ_XMIT_WAIT] = { "port_xmit_wait", 32 },
+} fields[PN_PERFQUERY_NFIELDS] = {
+	[PN_PERFQUERY_XMIT_DATA] = { "port_xmit_data", 32 },
+	[PN_PERFQUERY_RCV_DATA] = { "port_rcv_data", 32 },
+	[PN_PERFQUERY_XMIT_PKTS] = { "port_xmit_packets", 32 },
+	[PN_PERFQUERY_RCV_PKTS] = { "port_rcv_packets", 32 },
+	[PN_PERFQUERY_UCAST_XMIT_PKTS] = { "unicast_xmit_packets", 64 },
+	[PN_PERFQUERY_UCAST_RCV_PKTS] = { "unicast_rcv_packets", 64 },
+	[PN_PERFQUERY_MCAST_XMIT_PKTS] = { "multicast_xmit_packets", 64 },
+	[PN_PERFQUERY_MCAST_RCV_PKTS] = { "multicast_rcv_packets", 64 },
+	[PN_PERFQUERY_SYMBOL_ERROR] = { "symbol_error", 16 },
+	[PN_PERFQUERY_LINK_ERROR_RECOVERY] = { "link_error_recovery", 8 },
+	[PN_PERFQUERY_LINK_DOWNED] = { "link_downed", 8 },
+	[PN_PERFQUERY_RCV_ERRORS] = { "port_rcv_errors", 16 },
+	[PN_PERFQUERY_RCV_REMOTE_PHYS_ERRORS] = { "port_rcv_remote_physical_errors", 16 },
+	[PN_PERFQUERY_RCV_SWITCH_RELAY_ERRORS] = { "port_rcv_switch_relay_errors", 16 },
+	[PN_PERFQUERY_XMIT_DISCARDS] = { "port_xmit_discards", 16 },
+	[PN_PERFQUERY_XMIT_CONSTRAINT_ERRORS] = { "port_xmit_constraint_errors", 8 },
+	[PN_PERFQUERY_RCV_CONSTRAINT_ERRORS] = { "port_rcv_constraint_errors", 8 },
+	[PN_PERFQUERY_LOCAL_LINK_INTEGRITY_ERRORS] = { "local_link_integrity_errors", 4 },
+	[PN_PERFQUERY_EXCESSIVE_BUFFER_OVERRUN_ERRORS] = { "excessive_buffer_overrun_errors", 4 },
+	[PN_PERFQUERY_VL15_DROPPED] = { "VL15_dropped", 16 },
+	[PN_PERFQUERY_XMIT_WAIT] = { "port_xmit_wait", 32 },
 };
 
-const char *pn_pq_field_name(int f)
+const char *pn_perfquery_field_name(int f)
 {
-	return f >= 0 && f < PN_PQ_NFIELDS ? fields[f].name : "?";
+	return f >= 0 && f < PN_PERFQUERY_NFIELDS ? fields[f].name : "?";
 }
 
-int pn_pq_field_width(int f, int ext)
+int pn_perfquery_field_width(int f, int ext)
 {
-	if (f < 0 || f >= PN_PQ_NFIELDS)
+	if (f < 0 || f >= PN_PERFQUERY_NFIELDS)
 		return 0;
-	if (ext && f <= PN_PQ_MCAST_RCV_PKTS)
+	if (ext && f <= PN_PERFQUERY_MCAST_RCV_PKTS)
 		return 64;
 	return fields[f].width;
 }
 
-int pn_pq_parse_lid(const char *s, int *lid, int *port)
+int pn_perfquery_parse_lid(const char *s, int *lid, int *port)
 {
 	char buf[32], *colon;
 	uint64_t v;
@@ -115,7 +115,7 @@ static uint64_t be64(const uint8_t *p)
 	return (uint64_t)be32(p) << 32 | be32(p + 4);
 }
 
-void pn_pq_encode_get(uint8_t *mad, uint16_t attr, uint8_t port_select, uint64_t tid)
+void pn_perfquery_encode_get(uint8_t *mad, uint16_t attr, uint8_t port_select, uint64_t tid)
 {
 	memset(mad, 0, PN_MAD_SIZE);
 	mad[0] = 1;		/* BaseVersion */
@@ -128,7 +128,7 @@ void pn_pq_encode_get(uint8_t *mad, uint16_t attr, uint8_t port_select, uint64_t
 		mad[MAD_DATA + 1] = port_select;
 }
 
-int pn_pq_check_response(const uint8_t *mad, size_t len, uint16_t attr, uint64_t tid)
+int pn_perfquery_check_response(const uint8_t *mad, size_t len, uint16_t attr, uint64_t tid)
 {
 	uint16_t status;
 
@@ -154,52 +154,52 @@ int pn_pq_check_response(const uint8_t *mad, size_t len, uint16_t attr, uint64_t
 	return 0;
 }
 
-static void set(struct pn_pq_counters *c, int f, uint64_t v)
+static void set(struct pn_perfquery_counters *c, int f, uint64_t v)
 {
 	c->v[f] = v;
 	c->valid |= 1u << f;
 }
 
-void pn_pq_decode_port_counters(const uint8_t *mad, struct pn_pq_counters *c)
+void pn_perfquery_decode_port_counters(const uint8_t *mad, struct pn_perfquery_counters *c)
 {
 	const uint8_t *d = mad + MAD_DATA;
 
-	set(c, PN_PQ_SYMBOL_ERROR, be16(d + 4));
-	set(c, PN_PQ_LINK_ERROR_RECOVERY, d[6]);
-	set(c, PN_PQ_LINK_DOWNED, d[7]);
-	set(c, PN_PQ_RCV_ERRORS, be16(d + 8));
-	set(c, PN_PQ_RCV_REMOTE_PHYS_ERRORS, be16(d + 10));
-	set(c, PN_PQ_RCV_SWITCH_RELAY_ERRORS, be16(d + 12));
-	set(c, PN_PQ_XMIT_DISCARDS, be16(d + 14));
-	set(c, PN_PQ_XMIT_CONSTRAINT_ERRORS, d[16]);
-	set(c, PN_PQ_RCV_CONSTRAINT_ERRORS, d[17]);
+	set(c, PN_PERFQUERY_SYMBOL_ERROR, be16(d + 4));
+	set(c, PN_PERFQUERY_LINK_ERROR_RECOVERY, d[6]);
+	set(c, PN_PERFQUERY_LINK_DOWNED, d[7]);
+	set(c, PN_PERFQUERY_RCV_ERRORS, be16(d + 8));
+	set(c, PN_PERFQUERY_RCV_REMOTE_PHYS_ERRORS, be16(d + 10));
+	set(c, PN_PERFQUERY_RCV_SWITCH_RELAY_ERRORS, be16(d + 12));
+	set(c, PN_PERFQUERY_XMIT_DISCARDS, be16(d + 14));
+	set(c, PN_PERFQUERY_XMIT_CONSTRAINT_ERRORS, d[16]);
+	set(c, PN_PERFQUERY_RCV_CONSTRAINT_ERRORS, d[17]);
 	/* byte 19: LocalLinkIntegrityErrors (high nibble), ExcessiveBufferOverrun (low) */
-	set(c, PN_PQ_LOCAL_LINK_INTEGRITY_ERRORS, d[19] >> 4);
-	set(c, PN_PQ_EXCESSIVE_BUFFER_OVERRUN_ERRORS, d[19] & 0xf);
-	set(c, PN_PQ_VL15_DROPPED, be16(d + 22));
-	set(c, PN_PQ_XMIT_DATA, be32(d + 24));
-	set(c, PN_PQ_RCV_DATA, be32(d + 28));
-	set(c, PN_PQ_XMIT_PKTS, be32(d + 32));
-	set(c, PN_PQ_RCV_PKTS, be32(d + 36));
-	set(c, PN_PQ_XMIT_WAIT, be32(d + 40));
+	set(c, PN_PERFQUERY_LOCAL_LINK_INTEGRITY_ERRORS, d[19] >> 4);
+	set(c, PN_PERFQUERY_EXCESSIVE_BUFFER_OVERRUN_ERRORS, d[19] & 0xf);
+	set(c, PN_PERFQUERY_VL15_DROPPED, be16(d + 22));
+	set(c, PN_PERFQUERY_XMIT_DATA, be32(d + 24));
+	set(c, PN_PERFQUERY_RCV_DATA, be32(d + 28));
+	set(c, PN_PERFQUERY_XMIT_PKTS, be32(d + 32));
+	set(c, PN_PERFQUERY_RCV_PKTS, be32(d + 36));
+	set(c, PN_PERFQUERY_XMIT_WAIT, be32(d + 40));
 }
 
-void pn_pq_decode_port_counters_ext(const uint8_t *mad, struct pn_pq_counters *c)
+void pn_perfquery_decode_port_counters_ext(const uint8_t *mad, struct pn_perfquery_counters *c)
 {
 	const uint8_t *d = mad + MAD_DATA;
 
 	c->ext = 1;
-	set(c, PN_PQ_XMIT_DATA, be64(d + 8));
-	set(c, PN_PQ_RCV_DATA, be64(d + 16));
-	set(c, PN_PQ_XMIT_PKTS, be64(d + 24));
-	set(c, PN_PQ_RCV_PKTS, be64(d + 32));
-	set(c, PN_PQ_UCAST_XMIT_PKTS, be64(d + 40));
-	set(c, PN_PQ_UCAST_RCV_PKTS, be64(d + 48));
-	set(c, PN_PQ_MCAST_XMIT_PKTS, be64(d + 56));
-	set(c, PN_PQ_MCAST_RCV_PKTS, be64(d + 64));
+	set(c, PN_PERFQUERY_XMIT_DATA, be64(d + 8));
+	set(c, PN_PERFQUERY_RCV_DATA, be64(d + 16));
+	set(c, PN_PERFQUERY_XMIT_PKTS, be64(d + 24));
+	set(c, PN_PERFQUERY_RCV_PKTS, be64(d + 32));
+	set(c, PN_PERFQUERY_UCAST_XMIT_PKTS, be64(d + 40));
+	set(c, PN_PERFQUERY_UCAST_RCV_PKTS, be64(d + 48));
+	set(c, PN_PERFQUERY_MCAST_XMIT_PKTS, be64(d + 56));
+	set(c, PN_PERFQUERY_MCAST_RCV_PKTS, be64(d + 64));
 }
 
-uint16_t pn_pq_decode_cap_mask(const uint8_t *mad)
+uint16_t pn_perfquery_decode_cap_mask(const uint8_t *mad)
 {
 	return be16(mad + MAD_DATA + 2);
 }
@@ -233,7 +233,7 @@ static const char *port_unusable(const umad_port_t *p)
 	return NULL;
 }
 
-int pn_pq_open(struct pn_pq **pqp, const char *ca, int port)
+int pn_perfquery_open(struct pn_pq **pqp, const char *ca, int port)
 {
 	char names[32][UMAD_CA_NAME_LEN], why[256] = "";
 	int n, i, ret;
@@ -322,7 +322,7 @@ err_free:
 	return ret;
 }
 
-const char *pn_pq_ca(const struct pn_pq *pq, int *port)
+const char *pn_perfquery_ca(const struct pn_pq *pq, int *port)
 {
 	if (port)
 		*port = pq->port;
@@ -336,7 +336,7 @@ static int transact(struct pn_pq *pq, int lid, uint16_t attr, uint8_t port_selec
 	uint64_t tid = ++pq->tid;
 	int len, ret;
 
-	pn_pq_encode_get(mad, attr, port_select, tid);
+	pn_perfquery_encode_get(mad, attr, port_select, tid);
 	umad_set_addr(pq->umad, lid, 1, 0, GSI_QKEY);
 	ret = umad_send(pq->portid, pq->agent, pq->umad, PN_MAD_SIZE, PQ_TIMEOUT_MS, PQ_RETRIES);
 	if (ret < 0)
@@ -355,7 +355,7 @@ static int transact(struct pn_pq *pq, int lid, uint16_t attr, uint8_t port_selec
 		mad = umad_get_mad(pq->umad);
 		if ((be64(mad + 8) & 0xffffffffu) != (tid & 0xffffffffu))
 			continue; /* a late answer to an earlier query */
-		ret = pn_pq_check_response(mad, (size_t)len, attr, tid);
+		ret = pn_perfquery_check_response(mad, (size_t)len, attr, tid);
 		if (ret)
 			return pn_err_ctx(ret, "lid %d", lid);
 		*resp = mad;
@@ -363,7 +363,7 @@ static int transact(struct pn_pq *pq, int lid, uint16_t attr, uint8_t port_selec
 	}
 }
 
-int pn_pq_query(struct pn_pq *pq, int lid, int port, struct pn_pq_counters *c)
+int pn_perfquery_query(struct pn_pq *pq, int lid, int port, struct pn_perfquery_counters *c)
 {
 	const uint8_t *r;
 	uint16_t cap = 0;
@@ -379,7 +379,7 @@ int pn_pq_query(struct pn_pq *pq, int lid, int port, struct pn_pq_counters *c)
 		ret = transact(pq, lid, PN_PERF_ATTR_CLASS_PORT_INFO, 0, &r);
 		if (ret)
 			return ret;
-		cap = pn_pq_decode_cap_mask(r);
+		cap = pn_perfquery_decode_cap_mask(r);
 		if (pq->ncaps < PQ_CAP_CACHE) {
 			pq->caps[pq->ncaps].lid = lid;
 			pq->caps[pq->ncaps].cap = cap;
@@ -389,18 +389,18 @@ int pn_pq_query(struct pn_pq *pq, int lid, int port, struct pn_pq_counters *c)
 	ret = transact(pq, lid, PN_PERF_ATTR_PORT_COUNTERS, (uint8_t)port, &r);
 	if (ret)
 		return ret;
-	pn_pq_decode_port_counters(r, c);
+	pn_perfquery_decode_port_counters(r, c);
 	if (cap & (PN_PERF_CAP_EXT_WIDTH | PN_PERF_CAP_EXT_WIDTH_NOIETF)) {
 		ret = transact(pq, lid, PN_PERF_ATTR_PORT_COUNTERS_EXT, (uint8_t)port, &r);
 		if (!ret)
-			pn_pq_decode_port_counters_ext(r, c);
+			pn_perfquery_decode_port_counters_ext(r, c);
 		else
 			PN_DBG(PN_LOG_NIC, "%s", pn_errmsg(ret));
 	}
 	return 0;
 }
 
-void pn_pq_close(struct pn_pq *pq)
+void pn_perfquery_close(struct pn_pq *pq)
 {
 	if (!pq)
 		return;

@@ -27,55 +27,55 @@
 #define PN_PERF_CAP_EXT_WIDTH_NOIETF (1u << 10)
 
 /* Fields, named like the sysfs counter files of the same meaning. */
-enum pn_pq_field {
-	PN_PQ_XMIT_DATA,	/* 4-byte words */
-	PN_PQ_RCV_DATA,
-	PN_PQ_XMIT_PKTS,
-	PN_PQ_RCV_PKTS,
-	PN_PQ_UCAST_XMIT_PKTS,	/* extended only */
-	PN_PQ_UCAST_RCV_PKTS,
-	PN_PQ_MCAST_XMIT_PKTS,
-	PN_PQ_MCAST_RCV_PKTS,
-	PN_PQ_SYMBOL_ERROR,
-	PN_PQ_LINK_ERROR_RECOVERY,
-	PN_PQ_LINK_DOWNED,
-	PN_PQ_RCV_ERRORS,
-	PN_PQ_RCV_REMOTE_PHYS_ERRORS,
-	PN_PQ_RCV_SWITCH_RELAY_ERRORS,
-	PN_PQ_XMIT_DISCARDS,
-	PN_PQ_XMIT_CONSTRAINT_ERRORS,
-	PN_PQ_RCV_CONSTRAINT_ERRORS,
-	PN_PQ_LOCAL_LINK_INTEGRITY_ERRORS,
-	PN_PQ_EXCESSIVE_BUFFER_OVERRUN_ERRORS,
-	PN_PQ_VL15_DROPPED,
-	PN_PQ_XMIT_WAIT,
-	PN_PQ_NFIELDS
+enum pn_perfquery_field {
+	PN_PERFQUERY_XMIT_DATA,	/* 4-byte words */
+	PN_PERFQUERY_RCV_DATA,
+	PN_PERFQUERY_XMIT_PKTS,
+	PN_PERFQUERY_RCV_PKTS,
+	PN_PERFQUERY_UCAST_XMIT_PKTS,	/* extended only */
+	PN_PERFQUERY_UCAST_RCV_PKTS,
+	PN_PERFQUERY_MCAST_XMIT_PKTS,
+	PN_PERFQUERY_MCAST_RCV_PKTS,
+	PN_PERFQUERY_SYMBOL_ERROR,
+	PN_PERFQUERY_LINK_ERROR_RECOVERY,
+	PN_PERFQUERY_LINK_DOWNED,
+	PN_PERFQUERY_RCV_ERRORS,
+	PN_PERFQUERY_RCV_REMOTE_PHYS_ERRORS,
+	PN_PERFQUERY_RCV_SWITCH_RELAY_ERRORS,
+	PN_PERFQUERY_XMIT_DISCARDS,
+	PN_PERFQUERY_XMIT_CONSTRAINT_ERRORS,
+	PN_PERFQUERY_RCV_CONSTRAINT_ERRORS,
+	PN_PERFQUERY_LOCAL_LINK_INTEGRITY_ERRORS,
+	PN_PERFQUERY_EXCESSIVE_BUFFER_OVERRUN_ERRORS,
+	PN_PERFQUERY_VL15_DROPPED,
+	PN_PERFQUERY_XMIT_WAIT,
+	PN_PERFQUERY_NFIELDS
 };
 
-struct pn_pq_counters {
+struct pn_perfquery_counters {
 	int ext;		/* 64-bit data/packet counters from PortCountersExtended */
 	uint32_t valid;		/* bit per field */
-	uint64_t v[PN_PQ_NFIELDS];
+	uint64_t v[PN_PERFQUERY_NFIELDS];
 };
 
 /* sysfs-style name ("port_xmit_data") and saturating width in bits. */
-const char *pn_pq_field_name(int field);
-int pn_pq_field_width(int field, int ext);
+const char *pn_perfquery_field_name(int field);
+int pn_perfquery_field_width(int field, int ext);
 
 /* "12", "0xc", "12:1" -> lid, port (port 1 when absent). */
-int pn_pq_parse_lid(const char *s, int *lid, int *port);
+int pn_perfquery_parse_lid(const char *s, int *lid, int *port);
 
 /* Encode a PerfMgt Get of attr for port_select; tid is the transaction id. */
-void pn_pq_encode_get(uint8_t *mad, uint16_t attr, uint8_t port_select, uint64_t tid);
+void pn_perfquery_encode_get(uint8_t *mad, uint16_t attr, uint8_t port_select, uint64_t tid);
 /*
  * Check a response: a whole MAD (PN_MAD_SIZE bytes: the decoders below read
  * into its data), GetResp for attr with the low 32 bits of tid (the kernel
  * owns the high half) and status 0.  Returns 0 or -errno with a message.
  */
-int pn_pq_check_response(const uint8_t *mad, size_t len, uint16_t attr, uint64_t tid);
-void pn_pq_decode_port_counters(const uint8_t *mad, struct pn_pq_counters *c);
-void pn_pq_decode_port_counters_ext(const uint8_t *mad, struct pn_pq_counters *c);
-uint16_t pn_pq_decode_cap_mask(const uint8_t *mad);
+int pn_perfquery_check_response(const uint8_t *mad, size_t len, uint16_t attr, uint64_t tid);
+void pn_perfquery_decode_port_counters(const uint8_t *mad, struct pn_perfquery_counters *c);
+void pn_perfquery_decode_port_counters_ext(const uint8_t *mad, struct pn_perfquery_counters *c);
+uint16_t pn_perfquery_decode_cap_mask(const uint8_t *mad);
 
 struct pn_pq;
 
@@ -83,11 +83,11 @@ struct pn_pq;
  * Open a local port for PerfMgt queries: ca NULL picks the first CA that
  * opens and has an active InfiniBand port (port 0 = any port).
  */
-int pn_pq_open(struct pn_pq **pq, const char *ca, int port);
+int pn_perfquery_open(struct pn_pq **pq, const char *ca, int port);
 /* "mlx5_0" and port of the local port in use. */
-const char *pn_pq_ca(const struct pn_pq *pq, int *port);
+const char *pn_perfquery_ca(const struct pn_pq *pq, int *port);
 /* PortCounters, plus PortCountersExtended where the remote supports them. */
-int pn_pq_query(struct pn_pq *pq, int lid, int port, struct pn_pq_counters *c);
-void pn_pq_close(struct pn_pq *pq);
+int pn_perfquery_query(struct pn_pq *pq, int lid, int port, struct pn_perfquery_counters *c);
+void pn_perfquery_close(struct pn_pq *pq);
 
 #endif

@@ -20,28 +20,28 @@
 #include <time.h>
 #include <unistd.h>
 
-struct pn_ctr_sampler {
+struct pn_counters_sampler {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	struct pn_ctr_set live;	/* the thread's own */
-	struct pn_ctr_set snap;	/* newest results, under lock */
+	struct pn_counters_set live;	/* the thread's own */
+	struct pn_counters_set snap;	/* newest results, under lock */
 	int efd;
 	double interval, first_delay;
 	int stop, done, err, kick, brief;
 	char detail[80];	/* for live.cfg.detail, under lock */
 	char busy_what[80];
 	uint64_t busy_since;	/* 0: idle */
-	struct pn_ctr_sampler *next_abandoned;
+	struct pn_counters_sampler *next_abandoned;
 };
 
 /* Samplers whose thread was stuck at stop time: kept reachable, never freed. */
-static struct pn_ctr_sampler *abandoned;
+static struct pn_counters_sampler *abandoned;
 static pthread_mutex_t abandoned_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void sampler_progress(void *arg, const char *what)
 {
-	struct pn_ctr_sampler *s = arg;
+	struct pn_counters_sampler *s = arg;
 
 	pthread_mutex_lock(&s->lock);
 	if (what) {
@@ -61,7 +61,7 @@ static void ns_to_ts(uint64_t ns, struct timespec *ts)
 
 static void *sampler_main(void *arg)
 {
-	struct pn_ctr_sampler *s = arg;
+	struct pn_counters_sampler *s = arg;
 	uint64_t start, next;
 	int first = 1, ret;
 
@@ -80,14 +80,14 @@ static void *sampler_main(void *arg)
 		pthread_mutex_unlock(&s->lock);
 
 		start = pn_now_ns();
-		ret = pn_ctr_set_sample(&s->live);
+		ret = pn_counters_set_sample(&s->live);
 
 		pthread_mutex_lock(&s->lock);
 		s->busy_since = 0;
 		s->busy_what[0] = 0;
 		s->live.interval = s->interval;
 		if (!ret)
-			ret = pn_ctr_set_copy(&s->snap, &s->live);
+			ret = pn_counters_set_copy(&s->snap, &s->live);
 		if (ret)
 			s->err = ret;
 		pthread_mutex_unlock(&s->lock);
@@ -119,10 +119,10 @@ static void *sampler_main(void *arg)
 	return NULL;
 }
 
-int pn_ctr_sampler_start(struct pn_ctr_sampler **sp, struct pn_ctr_set *set, double interval,
+int pn_sampler_start(struct pn_counters_sampler **sp, struct pn_counters_set *set, double interval,
 			 double first_delay)
 {
-	struct pn_ctr_sampler *s;
+	struct pn_counters_sampler *s;
 	pthread_condattr_t ca;
 	sigset_t all, old;
 	int ret;
@@ -148,7 +148,7 @@ int pn_ctr_sampler_start(struct pn_ctr_sampler **sp, struct pn_ctr_set *set, dou
 	s->live.cfg.progress = sampler_progress;
 	s->live.cfg.progress_arg = s;
 	s->live.interval = interval;
-	pn_ctr_set_init(&s->snap, &s->live.cfg);
+	pn_counters_set_init(&s->snap, &s->live.cfg);
 	s->snap.owner = 0;
 	s->interval = interval;
 	s->first_delay = first_delay;
@@ -176,12 +176,12 @@ err_free:
 	return ret;
 }
 
-int pn_ctr_sampler_fd(const struct pn_ctr_sampler *s)
+int pn_sampler_fd(const struct pn_counters_sampler *s)
 {
 	return s->efd;
 }
 
-int pn_ctr_sampler_take(struct pn_ctr_sampler *s, struct pn_ctr_set *view)
+int pn_sampler_take(struct pn_counters_sampler *s, struct pn_counters_set *view)
 {
 	uint64_t v;
 	int ret = 0;
@@ -192,7 +192,7 @@ int pn_ctr_sampler_take(struct pn_ctr_sampler *s, struct pn_ctr_set *view)
 	}
 	pthread_mutex_lock(&s->lock);
 	if (s->snap.seq > view->seq) {
-		ret = pn_ctr_set_copy(view, &s->snap);
+		ret = pn_counters_set_copy(view, &s->snap);
 		if (!ret)
 			ret = 1;
 	} else if (s->err) {
@@ -202,7 +202,7 @@ int pn_ctr_sampler_take(struct pn_ctr_sampler *s, struct pn_ctr_set *view)
 	return ret;
 }
 
-void pn_ctr_sampler_set_interval(struct pn_ctr_sampler *s, double interval)
+void pn_sampler_set_interval(struct pn_counters_sampler *s, double interval)
 {
 	if (!(interval > 0))
 		return;
@@ -212,7 +212,7 @@ void pn_ctr_sampler_set_interval(struct pn_ctr_sampler *s, double interval)
 	pthread_mutex_unlock(&s->lock);
 }
 
-void pn_ctr_sampler_set_detail(struct pn_ctr_sampler *s, const char *name)
+void pn_sampler_set_detail(struct pn_counters_sampler *s, const char *name)
 {
 	pthread_mutex_lock(&s->lock);
 	if (strcmp(s->detail, name ? name : "")) {
@@ -225,7 +225,7 @@ void pn_ctr_sampler_set_detail(struct pn_ctr_sampler *s, const char *name)
 	pthread_mutex_unlock(&s->lock);
 }
 
-double pn_ctr_sampler_interval(struct pn_ctr_sampler *s)
+double pn_sampler_interval(struct pn_counters_sampler *s)
 {
 	double v;
 
@@ -235,7 +235,7 @@ double pn_ctr_sampler_interval(struct pn_ctr_sampler *s)
 	return v;
 }
 
-int pn_ctr_sampler_busy(struct pn_ctr_sampler *s, char *what, size_t len, double *secs)
+int pn_sampler_busy(struct pn_counters_sampler *s, char *what, size_t len, double *secs)
 {
 	int busy;
 
@@ -249,7 +249,7 @@ int pn_ctr_sampler_busy(struct pn_ctr_sampler *s, char *what, size_t len, double
 	return busy;
 }
 
-int pn_ctr_sampler_stop(struct pn_ctr_sampler *s, double timeout)
+int pn_sampler_stop(struct pn_counters_sampler *s, double timeout)
 {
 	char what[sizeof(s->busy_what)];
 	struct timespec ts;
@@ -277,8 +277,8 @@ int pn_ctr_sampler_stop(struct pn_ctr_sampler *s, double timeout)
 		return pn_err(-ETIMEDOUT, "the sampler is stuck reading '%s'", what);
 	}
 	pthread_join(s->thread, NULL);
-	pn_ctr_set_release(&s->live);
-	pn_ctr_set_release(&s->snap);
+	pn_counters_set_release(&s->live);
+	pn_counters_set_release(&s->snap);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
 	close(s->efd);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 #include "node/topo.h"
+#include "base/file.h"
 #include "base/log.h"
 #include "base/minijson.h"
 #include "node/nvml.h"
@@ -730,7 +731,7 @@ static int set_xml(hwloc_topology_t topo, const struct pn_topo_cfg *cfg, char **
 	int ver, ret;
 
 	if (cfg->xml_file) {
-		ret = pn_read_file(cfg->xml_file, &all, &len);
+		ret = pn_file_read(cfg->xml_file, &all, &len);
 		if (ret)
 			return ret;
 		doc = all;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 #include "plan/plan_job.h"
+#include "base/file.h"
 #include "base/log.h"
 #include "base/minijson.h"
 
@@ -25,7 +26,7 @@ int pn_plan_load_file(struct pn_plan *p, struct pn_plan_model *own, const char *
 	int ret, n;
 
 	pn_plan_init(p, own);
-	ret = pn_read_file(path, &text, &len);
+	ret = pn_file_read(path, &text, &len);
 	if (ret)
 		return ret == -ENOMEM ? ret : -EINVAL; /* "cannot open 'F': ..." */
 	ret = pn_plan_load_json(p, own, NULL, text, len, &viol);

@@ -242,7 +242,7 @@ int main(int argc, char **argv)
 			for (int k = 0; k < 3; k++) {
 				if (posix_memalign(&bufs[k], 4096, bytes + 64))
 					return 1;
-				pn_data_fill(bufs[k], n, t, op, k, 1);
+				pn_testdata_fill(bufs[k], n, t, op, k, 1);
 			}
 			r.d = bufs[0];
 			r.a = inplace ? bufs[0] : bufs[1];

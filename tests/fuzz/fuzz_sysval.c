@@ -21,7 +21,7 @@ static void mad(const uint8_t *m, size_t len)
 {
 	static const uint16_t attrs[] = { PN_PERF_ATTR_CLASS_PORT_INFO, PN_PERF_ATTR_PORT_COUNTERS,
 					  PN_PERF_ATTR_PORT_COUNTERS_EXT };
-	struct pn_pq_counters c;
+	struct pn_perfquery_counters c;
 	size_t i;
 
 	memset(&c, 0, sizeof(c));
@@ -30,14 +30,14 @@ static void mad(const uint8_t *m, size_t len)
 						   (uint64_t)m[14] << 8 | m[15]
 					 : 0;
 
-		if (pn_pq_check_response(m, len, attrs[i], tid))
+		if (pn_perfquery_check_response(m, len, attrs[i], tid))
 			continue;
 		if (i == 0)
-			pn_pq_decode_cap_mask(m);
+			pn_perfquery_decode_cap_mask(m);
 		else if (i == 1)
-			pn_pq_decode_port_counters(m, &c);
+			pn_perfquery_decode_port_counters(m, &c);
 		else
-			pn_pq_decode_port_counters_ext(m, &c);
+			pn_perfquery_decode_port_counters_ext(m, &c);
 	}
 }
 
@@ -84,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		pn_sys_parse_int(s, &i);
 		break;
 	case 5:
-		pn_ctr_parse_value(s, &u);
+		pn_counters_parse_value(s, &u);
 		break;
 	case 6:
 		pn_gid_empty(s);
@@ -111,7 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		pn_parse_seconds(s, &d);
 		break;
 	case 13:
-		if (!pn_pq_parse_lid(s, &i, &j))
+		if (!pn_perfquery_parse_lid(s, &i, &j))
 			FUZZ_ASSERT(j >= 0);
 		break;
 	case 14:

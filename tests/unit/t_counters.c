@@ -26,17 +26,17 @@ static uint64_t fake_clock(void)
 
 #define SEC 1000000000ull
 
-static void set_init(struct pn_ctr_set *s, int ethernet)
+static void set_init(struct pn_counters_set *s, int ethernet)
 {
-	struct pn_ctr_cfg cfg;
+	struct pn_counters_cfg cfg;
 
-	pn_ctr_cfg_init(&cfg);
+	pn_counters_cfg_init(&cfg);
 	cfg.clock_ns = fake_clock;
 	cfg.ethernet = ethernet;
-	pn_ctr_set_init(s, &cfg);
+	pn_counters_set_init(s, &cfg);
 }
 
-static const struct pn_ctr *ctr(const struct pn_ctr_port *p, int group, const char *name)
+static const struct pn_ctr *ctr(const struct pn_counters_port *p, int group, const char *name)
 {
 	int i;
 
@@ -58,44 +58,44 @@ TEST(update_arithmetic)
 	memset(&c, 0, sizeof(c));
 	c.scale = 4;
 	c.group = PN_CG_IB;
-	pn_ctr_update(&c, 1, 100, 0);
+	pn_counters_update(&c, 1, 100, 0);
 	CHECK_EQ_INT(c.flags, PN_CF_VALID); /* baseline: no delta */
 	CHECK_EQ_INT(c.value, 400);
-	pn_ctr_update(&c, 1, 150, 0);
+	pn_counters_update(&c, 1, 150, 0);
 	CHECK_EQ_INT(c.flags, PN_CF_VALID | PN_CF_DELTA);
 	CHECK_EQ_INT(c.delta, 200);
 	/* 32-bit wrap: 4294967000 -> 704 is 1000 words */
-	pn_ctr_update(&c, 1, 4294967000ull, 0);
-	pn_ctr_update(&c, 1, 704, 0);
+	pn_counters_update(&c, 1, 4294967000ull, 0);
+	pn_counters_update(&c, 1, 704, 0);
 	CHECK(c.flags & PN_CF_WRAP);
 	CHECK_EQ_INT(c.delta, 4000);
 	CHECK_EQ_INT(c.wraps, 1);
 	CHECK_EQ_INT(c.value, (704ull + (1ull << 32)) * 4);
 	/* a 64-bit value that goes down is a reset: counts from zero */
-	pn_ctr_update(&c, 1, 1ull << 40, 0);
-	pn_ctr_update(&c, 1, 5, 0);
+	pn_counters_update(&c, 1, 1ull << 40, 0);
+	pn_counters_update(&c, 1, 5, 0);
 	CHECK(c.flags & PN_CF_RESET);
 	CHECK(!(c.flags & PN_CF_WRAP));
 	CHECK_EQ_INT(c.delta, 20);
 	CHECK_EQ_INT(c.wraps, 0);
 	CHECK_EQ_INT(c.value, 20);
 	/* a wrap larger than the line rate allows is a reset, within it a wrap */
-	pn_ctr_update(&c, 1, 3000000000ull, 0);
-	pn_ctr_update(&c, 1, 10, 1000000);
+	pn_counters_update(&c, 1, 3000000000ull, 0);
+	pn_counters_update(&c, 1, 10, 1000000);
 	CHECK(c.flags & PN_CF_RESET);
-	pn_ctr_update(&c, 1, 3000000000ull, 0);
-	pn_ctr_update(&c, 1, 10, 2000000000ull);
+	pn_counters_update(&c, 1, 3000000000ull, 0);
+	pn_counters_update(&c, 1, 10, 2000000000ull);
 	CHECK(c.flags & PN_CF_WRAP);
 	CHECK_EQ_INT(c.delta, ((1ull << 32) - 3000000000ull + 10) * 4);
 	/* unreadable: no value, and the next reading is a new baseline */
-	pn_ctr_update(&c, 0, 0, 0);
+	pn_counters_update(&c, 0, 0, 0);
 	CHECK_EQ_INT(c.flags, 0);
 	CHECK(isnan(c.rate));
-	pn_ctr_update(&c, 1, 77, 0);
+	pn_counters_update(&c, 1, 77, 0);
 	CHECK_EQ_INT(c.flags, PN_CF_VALID);
 	/* 32-bit counter pinned at its maximum */
-	pn_ctr_update(&c, 1, UINT32_MAX, 0);
-	pn_ctr_update(&c, 1, UINT32_MAX, 0);
+	pn_counters_update(&c, 1, UINT32_MAX, 0);
+	pn_counters_update(&c, 1, UINT32_MAX, 0);
 	CHECK(c.flags & PN_CF_SAT);
 	CHECK(!(c.flags & PN_CF_DELTA));
 }
@@ -107,31 +107,31 @@ TEST(update_saturating_width)
 	memset(&c, 0, sizeof(c));
 	c.scale = 1;
 	c.width = 8; /* link_downed */
-	pn_ctr_update(&c, 1, 250, 0);
-	pn_ctr_update(&c, 1, 255, 0);
+	pn_counters_update(&c, 1, 250, 0);
+	pn_counters_update(&c, 1, 255, 0);
 	CHECK_EQ_INT(c.delta, 5);
 	CHECK(c.flags & PN_CF_SAT); /* reached the top: a lower bound */
-	pn_ctr_update(&c, 1, 255, 0);
+	pn_counters_update(&c, 1, 255, 0);
 	CHECK(c.flags & PN_CF_SAT);
 	CHECK(!(c.flags & PN_CF_DELTA));
 	/* cleared (perfquery -R): never a wrap for a saturating counter */
-	pn_ctr_update(&c, 1, 3, 0);
+	pn_counters_update(&c, 1, 3, 0);
 	CHECK(c.flags & PN_CF_RESET);
 	CHECK_EQ_INT(c.delta, 3);
 	/* a value 255 in a 64-bit packet counter is just a value */
 	memset(&c, 0, sizeof(c));
 	c.scale = 1;
 	c.group = PN_CG_IB;
-	pn_ctr_update(&c, 1, 255, 0);
-	pn_ctr_update(&c, 1, 255, 0);
+	pn_counters_update(&c, 1, 255, 0);
+	pn_counters_update(&c, 1, 255, 0);
 	CHECK_EQ_INT(c.flags, PN_CF_VALID | PN_CF_DELTA);
 	CHECK_EQ_INT(c.delta, 0);
 }
 
 TEST(rates_and_x4_scaling)
 {
-	struct pn_ctr_set s;
-	const struct pn_ctr_port *p;
+	struct pn_counters_set s;
+	const struct pn_counters_port *p;
 
 	fake_reset();
 	fake_ib_port("mlx5_0", 1);
@@ -139,7 +139,7 @@ TEST(rates_and_x4_scaling)
 	fake_ctr("mlx5_0", 1, "port_rcv_data", 2000);
 	set_init(&s, 0);
 	fake_ns = 10 * SEC;
-	CHECK_EQ_INT(pn_ctr_set_sample(&s), 0);
+	CHECK_EQ_INT(pn_counters_set_sample(&s), 0);
 	CHECK_EQ_INT(s.n, 1);
 	p = &s.ports[0];
 	CHECK_STR(p->name, "mlx5_0/1");
@@ -156,7 +156,7 @@ TEST(rates_and_x4_scaling)
 	fake_ctr("mlx5_0", 1, "port_xmit_packets", 1000);
 	fake_ctr("mlx5_0", 1, "port_rcv_packets", 500);
 	fake_ns += 2 * SEC;
-	CHECK_EQ_INT(pn_ctr_set_sample(&s), 0);
+	CHECK_EQ_INT(pn_counters_set_sample(&s), 0);
 	p = &s.ports[0];
 	CHECK(near(p->elapsed, 2.0));
 	CHECK(near(s.elapsed, 2.0));
@@ -168,13 +168,13 @@ TEST(rates_and_x4_scaling)
 	CHECK(near(p->util, 0.04));
 	CHECK_EQ_INT(ctr(p, PN_CG_IB, "port_xmit_data")->value, 4ull * (1000 + 250000000));
 	CHECK_EQ_INT(p->hist_n, 1);
-	pn_ctr_set_release(&s);
+	pn_counters_set_release(&s);
 }
 
 TEST(wrap_reset_errors_in_a_port)
 {
-	struct pn_ctr_set s;
-	const struct pn_ctr_port *p;
+	struct pn_counters_set s;
+	const struct pn_counters_port *p;
 
 	fake_reset();
 	fake_ib_port("mlx4_0", 1);
@@ -184,7 +184,7 @@ TEST(wrap_reset_errors_in_a_port)
 	fake_ctr("mlx4_0", 1, "link_downed", 255);
 	set_init(&s, 0);
 	fake_ns = SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	fake_ctr("mlx4_0", 1, "port_xmit_data", 704);		/* wrapped */
 	fake_ctr("mlx4_0", 1, "port_rcv_data", 100);		/* reset */
 	fake_ctr("mlx4_0", 1, "symbol_error", 12);
@@ -192,7 +192,7 @@ TEST(wrap_reset_errors_in_a_port)
 	fake_hw("mlx4_0", 1, "packet_seq_err", 1);
 	fake_hw("mlx4_0", 1, "req_cqe_flush_error", 100); /* not an error */
 	fake_ns += SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	p = &s.ports[0];
 	CHECK(near(p->tx_Bps, 4000));
 	CHECK(ctr(p, PN_CG_IB, "port_xmit_data")->flags & PN_CF_WRAP);
@@ -213,45 +213,45 @@ TEST(wrap_reset_errors_in_a_port)
 	CHECK_STR(p->ctr[0].name, "port_rcv_data");
 	CHECK_STR(p->ctr[1].name, "port_xmit_data");
 	CHECK_EQ_INT(p->ctr[p->nctr - 1].group, PN_CG_HW);
-	pn_ctr_set_release(&s);
+	pn_counters_set_release(&s);
 }
 
 TEST(port_down_and_back)
 {
-	struct pn_ctr_set s;
+	struct pn_counters_set s;
 
 	fake_reset();
 	fake_ib_port("mlx5_0", 1);
 	set_init(&s, 0);
 	fake_ns = SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	CHECK_EQ_INT(s.ports[0].state, PN_PORT_ACTIVE);
 	fake_port_attr("mlx5_0", 1, "state", "1: DOWN");
 	fake_port_attr("mlx5_0", 1, "phys_state", "3: Disabled");
 	fake_ns += SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	CHECK_EQ_INT(s.ports[0].state, PN_PORT_DOWN);
 	CHECK_STR(s.ports[0].state_name, "DOWN");
 	CHECK_STR(s.ports[0].phys_state, "Disabled");
 	CHECK(near(s.ports[0].tx_Bps, 0)); /* counters still read */
 	fake_port_attr("mlx5_0", 1, "state", "4: ACTIVE");
 	fake_ns += SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	CHECK_STR(s.ports[0].state_name, "ACTIVE");
-	pn_ctr_set_release(&s);
+	pn_counters_set_release(&s);
 }
 
 TEST(devices_appear_and_disappear)
 {
-	struct pn_ctr_set s;
-	const struct pn_ctr_port *p;
+	struct pn_counters_set s;
+	const struct pn_counters_port *p;
 
 	fake_reset();
 	fake_ib_port("mlx5_10", 1);
 	fake_ib_port("mlx5_1", 1);
 	set_init(&s, 0);
 	fake_ns = SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	CHECK_EQ_INT(s.n, 2);
 	CHECK_EQ_INT(s.added, 2);
 	/* a device appears between samples, sorted in naturally */
@@ -259,7 +259,7 @@ TEST(devices_appear_and_disappear)
 	fake_ib_port("mlx5_2", 2);
 	fake_ctr("mlx5_1", 1, "port_xmit_data", 100);
 	fake_ns += SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	CHECK_EQ_INT(s.n, 4);
 	CHECK_EQ_INT(s.added, 2);
 	CHECK_EQ_INT(s.removed, 0);
@@ -268,28 +268,28 @@ TEST(devices_appear_and_disappear)
 	CHECK_STR(s.ports[2].name, "mlx5_2/2");
 	CHECK_STR(s.ports[3].name, "mlx5_10/1");
 	CHECK(near(s.ports[0].tx_Bps, 400));
-	p = pn_ctr_set_find(&s, "mlx5_2/2");
+	p = pn_counters_set_find(&s, "mlx5_2/2");
 	CHECK(p && isnan(p->tx_Bps)); /* new: baseline only */
 	fake_ctr("mlx5_2", 2, "port_rcv_data", 50);
 	fake_ns += SEC;
-	pn_ctr_set_sample(&s);
-	p = pn_ctr_set_find(&s, "mlx5_2/2");
+	pn_counters_set_sample(&s);
+	p = pn_counters_set_find(&s, "mlx5_2/2");
 	CHECK(p && near(p->rx_Bps, 200));
 	/* a device goes away */
 	fake_rm("sys/class/infiniband/mlx5_1");
 	fake_ns += SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	CHECK_EQ_INT(s.n, 3);
 	CHECK_EQ_INT(s.removed, 1);
-	CHECK(pn_ctr_set_find(&s, "mlx5_1/1") == NULL);
+	CHECK(pn_counters_set_find(&s, "mlx5_1/1") == NULL);
 	CHECK_STR(s.ports[0].name, "mlx5_2/1");
-	pn_ctr_set_release(&s);
+	pn_counters_set_release(&s);
 }
 
 TEST(a_device_replaced_under_its_name_starts_over)
 {
-	struct pn_ctr_set s;
-	const struct pn_ctr_port *p;
+	struct pn_counters_set s;
+	const struct pn_counters_port *p;
 	char from[512], to[512];
 
 	fake_reset();
@@ -297,9 +297,9 @@ TEST(a_device_replaced_under_its_name_starts_over)
 	fake_ctr("mlx5_0", 1, "port_xmit_data", 1000);
 	set_init(&s, 0);
 	fake_ns = SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	fake_ns += SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	CHECK(isfinite(s.ports[0].tx_Bps));
 	/* driver reload between two samples: another directory, same name,
 	 * counters from zero and one more counter (the old one is moved
@@ -310,7 +310,7 @@ TEST(a_device_replaced_under_its_name_starts_over)
 	fake_ib_port("mlx5_0", 1);
 	fake_hw("mlx5_0", 1, "rx_write_requests", 5);
 	fake_ns += SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	CHECK_EQ_INT(s.n, 1);
 	CHECK_EQ_INT(s.added, 1);
 	CHECK_EQ_INT(s.removed, 1);
@@ -319,32 +319,32 @@ TEST(a_device_replaced_under_its_name_starts_over)
 	CHECK(ctr(p, PN_CG_HW, "rx_write_requests") != NULL);
 	CHECK_EQ_INT(ctr(p, PN_CG_IB, "port_xmit_data")->value, 0);
 	fake_rm("old-mlx5_0");
-	pn_ctr_set_release(&s);
+	pn_counters_set_release(&s);
 }
 
 TEST(brief_reads_only_what_the_list_shows)
 {
-	struct pn_ctr_set s;
-	struct pn_ctr_cfg cfg;
-	const struct pn_ctr_port *p, *q;
+	struct pn_counters_set s;
+	struct pn_counters_cfg cfg;
+	const struct pn_counters_port *p, *q;
 
 	fake_reset();
 	fake_ib_port("mlx5_0", 1);
 	fake_ib_port("mlx5_1", 1);
-	pn_ctr_cfg_init(&cfg);
+	pn_counters_cfg_init(&cfg);
 	cfg.clock_ns = fake_clock;
 	cfg.brief = 1;
 	snprintf(cfg.detail, sizeof(cfg.detail), "mlx5_1/1");
-	pn_ctr_set_init(&s, &cfg);
+	pn_counters_set_init(&s, &cfg);
 	fake_ns = SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	fake_ctr("mlx5_0", 1, "port_xmit_data", 10);
 	fake_ctr("mlx5_0", 1, "symbol_error", 1);
 	fake_hw("mlx5_0", 1, "np_cnp_sent", 4);
 	fake_ns += SEC;
-	pn_ctr_set_sample(&s);
-	p = pn_ctr_set_find(&s, "mlx5_0/1");
-	q = pn_ctr_set_find(&s, "mlx5_1/1");
+	pn_counters_set_sample(&s);
+	p = pn_counters_set_find(&s, "mlx5_0/1");
+	q = pn_counters_set_find(&s, "mlx5_1/1");
 	CHECK(near(p->tx_Bps, 40));
 	CHECK_EQ_INT(p->err_delta, 1);
 	CHECK(!(ctr(p, PN_CG_HW, "np_cnp_sent")->flags & PN_CF_VALID)); /* not read */
@@ -352,13 +352,13 @@ TEST(brief_reads_only_what_the_list_shows)
 	CHECK_EQ_INT(p->nunreadable, 0);
 	CHECK(ctr(q, PN_CG_HW, "np_cnp_sent")->flags & PN_CF_DELTA); /* the detail port */
 	CHECK(isfinite(q->tx_pps));
-	pn_ctr_set_release(&s);
+	pn_counters_set_release(&s);
 }
 
 TEST(unreadable_files_are_na)
 {
-	struct pn_ctr_set s;
-	const struct pn_ctr_port *p;
+	struct pn_counters_set s;
+	const struct pn_counters_port *p;
 	char path[512];
 
 	fake_reset();
@@ -376,10 +376,10 @@ TEST(unreadable_files_are_na)
 	mkdir(path, 0755);
 	set_init(&s, 0);
 	fake_ns = SEC;
-	CHECK_EQ_INT(pn_ctr_set_sample(&s), 0);
+	CHECK_EQ_INT(pn_counters_set_sample(&s), 0);
 	fake_ctr("mlx5_0", 1, "port_xmit_data", 20);
 	fake_ns += SEC;
-	CHECK_EQ_INT(pn_ctr_set_sample(&s), 0);
+	CHECK_EQ_INT(pn_counters_set_sample(&s), 0);
 	p = &s.ports[0];
 	CHECK_EQ_INT(p->nunreadable, 2);
 	CHECK(!(ctr(p, PN_CG_IB, "port_rcv_data")->flags & PN_CF_VALID));
@@ -395,52 +395,52 @@ TEST(unreadable_files_are_na)
 	rmdir(path);
 	fake_ctr("mlx5_0", 1, "port_rcv_data", 1000);
 	fake_ns += SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	p = &s.ports[0];
 	CHECK(ctr(p, PN_CG_IB, "port_rcv_data")->flags & PN_CF_VALID);
 	CHECK(isnan(p->rx_Bps));
 	fake_ctr("mlx5_0", 1, "port_rcv_data", 1100);
 	fake_ns += SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	CHECK(near(s.ports[0].rx_Bps, 400));
-	pn_ctr_set_release(&s);
+	pn_counters_set_release(&s);
 }
 
 TEST(without_held_files_a_replaced_file_is_reread)
 {
-	struct pn_ctr_set s;
-	struct pn_ctr_cfg cfg;
+	struct pn_counters_set s;
+	struct pn_counters_cfg cfg;
 	char path[512];
 
 	fake_reset();
 	fake_ib_port("mlx5_0", 1);
-	pn_ctr_cfg_init(&cfg);
+	pn_counters_cfg_init(&cfg);
 	cfg.clock_ns = fake_clock;
 	cfg.hold_files = 0;
-	pn_ctr_set_init(&s, &cfg);
+	pn_counters_set_init(&s, &cfg);
 	fake_ns = SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	snprintf(path, sizeof(path), "%s/sys/class/infiniband/mlx5_0/ports/1/counters/port_xmit_data",
 		 fake_root);
 	unlink(path);
 	mkdir(path, 0755);
 	fake_ns += SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	CHECK_EQ_INT(s.ports[0].nunreadable, 1);
 	CHECK(isnan(s.ports[0].tx_Bps));
-	pn_ctr_set_release(&s);
+	pn_counters_set_release(&s);
 }
 
 TEST(soft_roce_uses_parent_netdev)
 {
-	struct pn_ctr_set s;
-	const struct pn_ctr_port *p;
+	struct pn_counters_set s;
+	const struct pn_counters_port *p;
 
 	fake_reset();
 	fake_rxe_port("rxe0", "veth0");
 	set_init(&s, 0);
 	fake_ns = SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	CHECK_EQ_INT(s.n, 1);
 	p = &s.ports[0];
 	CHECK_STR(p->name, "rxe0/1");
@@ -452,7 +452,7 @@ TEST(soft_roce_uses_parent_netdev)
 	fake_net("veth0", "tx_packets", 1000);
 	fake_hw("rxe0", 1, "retry_exceeded_err", 2);
 	fake_ns += SEC / 2;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	p = &s.ports[0];
 	CHECK(near(p->rx_Bps, 6e6)); /* bytes, no x4 */
 	CHECK(near(p->tx_Bps, 2e6));
@@ -460,13 +460,13 @@ TEST(soft_roce_uses_parent_netdev)
 	CHECK(near(p->util, 6e6 / (10e9 / 8)));
 	CHECK_EQ_INT(p->err_delta, 2);
 	CHECK(ctr(p, PN_CG_HW, "sent_pkts") != NULL);
-	pn_ctr_set_release(&s);
+	pn_counters_set_release(&s);
 }
 
 TEST(plain_netdevs_with_ethernet)
 {
-	struct pn_ctr_set s;
-	const struct pn_ctr_port *p;
+	struct pn_counters_set s;
+	const struct pn_counters_port *p;
 
 	fake_reset();
 	fake_ib_port("mlx5_0", 1);
@@ -480,12 +480,12 @@ TEST(plain_netdevs_with_ethernet)
 	fake_net("lo", "rx_bytes", 0);
 	set_init(&s, 0);
 	fake_ns = SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	CHECK_EQ_INT(s.n, 1); /* without -e: RDMA ports only */
-	pn_ctr_set_release(&s);
+	pn_counters_set_release(&s);
 
 	set_init(&s, 1);
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	CHECK_EQ_INT(s.n, 3); /* lo is not a NIC */
 	CHECK_STR(s.ports[0].name, "mlx5_0/1");
 	CHECK_STR(s.ports[1].name, "eth2");
@@ -499,15 +499,15 @@ TEST(plain_netdevs_with_ethernet)
 	CHECK(near(s.ports[1].rate_gbps, 0));
 	fake_net("eth10", "rx_bytes", 3125000000ull);
 	fake_ns += SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	CHECK(near(s.ports[2].rx_Bps, 3125000000.0));
 	CHECK(near(s.ports[2].util, 1.0));
-	pn_ctr_set_release(&s);
+	pn_counters_set_release(&s);
 }
 
 TEST(sixteen_devices_two_ports)
 {
-	struct pn_ctr_set s;
+	struct pn_counters_set s;
 	char dev[32];
 	int d, port, i, bad = 0;
 
@@ -519,7 +519,7 @@ TEST(sixteen_devices_two_ports)
 	}
 	set_init(&s, 0);
 	fake_ns = SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	CHECK_EQ_INT(s.n, 32);
 	for (d = 0; d < 16; d++) {
 		snprintf(dev, sizeof(dev), "mlx5_%d", d);
@@ -529,9 +529,9 @@ TEST(sixteen_devices_two_ports)
 		}
 	}
 	fake_ns += SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	for (i = 0; i < s.n; i++) {
-		const struct pn_ctr_port *p = &s.ports[i];
+		const struct pn_counters_port *p = &s.ports[i];
 		char want[32];
 
 		snprintf(want, sizeof(want), "mlx5_%d/%d", i / 2, i % 2 + 1);
@@ -540,39 +540,39 @@ TEST(sixteen_devices_two_ports)
 			bad++;
 	}
 	CHECK_EQ_INT(bad, 0);
-	pn_ctr_set_release(&s);
+	pn_counters_set_release(&s);
 }
 
 TEST(copy_is_deep_and_detached)
 {
-	struct pn_ctr_set s, c;
+	struct pn_counters_set s, c;
 
 	fake_reset();
 	fake_ib_port("mlx5_0", 1);
 	fake_ib_port("mlx5_1", 1);
 	set_init(&s, 0);
 	fake_ns = SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	fake_ctr("mlx5_1", 1, "port_rcv_data", 25);
 	fake_ns += SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	memset(&c, 0, sizeof(c));
-	CHECK_EQ_INT(pn_ctr_set_copy(&c, &s), 0);
+	CHECK_EQ_INT(pn_counters_set_copy(&c, &s), 0);
 	CHECK_EQ_INT(c.n, 2);
 	CHECK_EQ_INT(c.seq, 2);
 	CHECK(c.ports[1].io == NULL);
 	CHECK_EQ_INT(c.ports[1].nctr, s.ports[1].nctr);
 	CHECK(near(c.ports[1].rx_Bps, 100));
-	CHECK_EQ_INT(pn_ctr_set_sample(&c), -EINVAL); /* copies do not sample */
-	CHECK(pn_ctr_set_copy(&s, &c) < 0);
-	pn_ctr_set_release(&s);
+	CHECK_EQ_INT(pn_counters_set_sample(&c), -EINVAL); /* copies do not sample */
+	CHECK(pn_counters_set_copy(&s, &c) < 0);
+	pn_counters_set_release(&s);
 	CHECK(near(c.ports[1].rx_Bps, 100)); /* outlives the original */
-	pn_ctr_set_release(&c);
+	pn_counters_set_release(&c);
 }
 
 static int fake_query_calls;
 
-static int fake_query(struct pn_pq *pq, int lid, int port, struct pn_pq_counters *c)
+static int fake_query(struct pn_pq *pq, int lid, int port, struct pn_perfquery_counters *c)
 {
 	(void)pq;
 	memset(c, 0, sizeof(*c));
@@ -580,32 +580,32 @@ static int fake_query(struct pn_pq *pq, int lid, int port, struct pn_pq_counters
 	if (lid == 99)
 		return pn_err(-ETIMEDOUT, "no PerfMgt answer from lid 99");
 	c->ext = 1;
-	c->v[PN_PQ_XMIT_DATA] = (uint64_t)fake_query_calls * 1000000 * (uint64_t)port;
-	c->v[PN_PQ_RCV_DATA] = 5;
-	c->v[PN_PQ_SYMBOL_ERROR] = (uint64_t)fake_query_calls;
-	c->valid = (1u << PN_PQ_NFIELDS) - 1;
+	c->v[PN_PERFQUERY_XMIT_DATA] = (uint64_t)fake_query_calls * 1000000 * (uint64_t)port;
+	c->v[PN_PERFQUERY_RCV_DATA] = 5;
+	c->v[PN_PERFQUERY_SYMBOL_ERROR] = (uint64_t)fake_query_calls;
+	c->valid = (1u << PN_PERFQUERY_NFIELDS) - 1;
 	return 0;
 }
 
 TEST(remote_ports_through_perfmgt)
 {
-	struct pn_ctr_remote rem[2] = { { 99, 1 }, { 12, 2 } };
-	struct pn_ctr_set s;
-	struct pn_ctr_cfg cfg;
-	const struct pn_ctr_port *p;
+	struct pn_counters_remote rem[2] = { { 99, 1 }, { 12, 2 } };
+	struct pn_counters_set s;
+	struct pn_counters_cfg cfg;
+	const struct pn_counters_port *p;
 
 	fake_reset();
-	pn_ctr_cfg_init(&cfg);
+	pn_counters_cfg_init(&cfg);
 	cfg.clock_ns = fake_clock;
 	cfg.remote = rem;
 	cfg.nremote = 2;
 	cfg.query = fake_query;
-	pn_ctr_set_init(&s, &cfg);
+	pn_counters_set_init(&s, &cfg);
 	fake_query_calls = 0;
 	fake_ns = SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	fake_ns += SEC;
-	pn_ctr_set_sample(&s);
+	pn_counters_set_sample(&s);
 	CHECK_EQ_INT(s.n, 2);
 	CHECK_STR(s.ports[0].name, "lid:12/2"); /* ordered by LID */
 	p = &s.ports[0];
@@ -618,18 +618,18 @@ TEST(remote_ports_through_perfmgt)
 	CHECK_STR(p->name, "lid:99/1");
 	CHECK_EQ_INT(p->nunreadable, p->nctr); /* unanswered: all n/a, no error */
 	CHECK(isnan(p->tx_Bps));
-	pn_ctr_set_release(&s);
+	pn_counters_set_release(&s);
 }
 
 TEST(empty_tree_is_an_empty_set)
 {
-	struct pn_ctr_set s;
+	struct pn_counters_set s;
 
 	fake_reset();
 	set_init(&s, 1);
-	CHECK_EQ_INT(pn_ctr_set_sample(&s), 0);
+	CHECK_EQ_INT(pn_counters_set_sample(&s), 0);
 	CHECK_EQ_INT(s.n, 0);
-	pn_ctr_set_release(&s);
+	pn_counters_set_release(&s);
 }
 
 int main(void)

@@ -38,7 +38,7 @@ TEST(encode_get)
 	uint8_t mad[PN_MAD_SIZE];
 
 	memset(mad, 0xee, sizeof(mad));
-	pn_pq_encode_get(mad, PN_PERF_ATTR_PORT_COUNTERS, 3, 0x0102030405060708ull);
+	pn_perfquery_encode_get(mad, PN_PERF_ATTR_PORT_COUNTERS, 3, 0x0102030405060708ull);
 	CHECK_EQ_INT(mad[0], 1);    /* BaseVersion */
 	CHECK_EQ_INT(mad[1], 0x04); /* PerfMgt */
 	CHECK_EQ_INT(mad[2], 1);    /* ClassVersion */
@@ -51,10 +51,10 @@ TEST(encode_get)
 	CHECK_EQ_INT(mad[20] | mad[21] | mad[22] | mad[23], 0);
 	CHECK_EQ_INT(mad[65], 3); /* PortSelect */
 	CHECK_EQ_INT(mad[255], 0);
-	pn_pq_encode_get(mad, PN_PERF_ATTR_PORT_COUNTERS_EXT, 1, 1);
+	pn_perfquery_encode_get(mad, PN_PERF_ATTR_PORT_COUNTERS_EXT, 1, 1);
 	CHECK_EQ_INT(mad[17], 0x1d);
 	CHECK_EQ_INT(mad[65], 1);
-	pn_pq_encode_get(mad, PN_PERF_ATTR_CLASS_PORT_INFO, 1, 1);
+	pn_perfquery_encode_get(mad, PN_PERF_ATTR_CLASS_PORT_INFO, 1, 1);
 	CHECK_EQ_INT(mad[17], 0x01);
 	CHECK_EQ_INT(mad[65], 0);
 }
@@ -65,31 +65,31 @@ TEST(check_response)
 
 	response(mad, PN_PERF_ATTR_PORT_COUNTERS, 0xdeadbeef00000042ull);
 	/* the kernel owns the high half of the transaction id */
-	CHECK_EQ_INT(pn_pq_check_response(mad, sizeof(mad), PN_PERF_ATTR_PORT_COUNTERS, 0x42), 0);
-	CHECK_EQ_INT(pn_pq_check_response(mad, sizeof(mad), PN_PERF_ATTR_PORT_COUNTERS, 0x43),
+	CHECK_EQ_INT(pn_perfquery_check_response(mad, sizeof(mad), PN_PERF_ATTR_PORT_COUNTERS, 0x42), 0);
+	CHECK_EQ_INT(pn_perfquery_check_response(mad, sizeof(mad), PN_PERF_ATTR_PORT_COUNTERS, 0x43),
 		     -EPROTO);
-	CHECK_EQ_INT(pn_pq_check_response(mad, sizeof(mad), PN_PERF_ATTR_PORT_COUNTERS_EXT, 0x42),
+	CHECK_EQ_INT(pn_perfquery_check_response(mad, sizeof(mad), PN_PERF_ATTR_PORT_COUNTERS_EXT, 0x42),
 		     -EPROTO);
-	CHECK_EQ_INT(pn_pq_check_response(mad, 40, PN_PERF_ATTR_PORT_COUNTERS, 0x42), -EPROTO);
+	CHECK_EQ_INT(pn_perfquery_check_response(mad, 40, PN_PERF_ATTR_PORT_COUNTERS, 0x42), -EPROTO);
 	/* shorter than a MAD: the decoders would read past its end */
-	CHECK_EQ_INT(pn_pq_check_response(mad, 112, PN_PERF_ATTR_PORT_COUNTERS, 0x42), -EPROTO);
+	CHECK_EQ_INT(pn_perfquery_check_response(mad, 112, PN_PERF_ATTR_PORT_COUNTERS, 0x42), -EPROTO);
 	mad[4] = 0x00;
 	mad[5] = 0x0c; /* method/attribute combination not supported */
-	CHECK_EQ_INT(pn_pq_check_response(mad, sizeof(mad), PN_PERF_ATTR_PORT_COUNTERS, 0x42),
+	CHECK_EQ_INT(pn_perfquery_check_response(mad, sizeof(mad), PN_PERF_ATTR_PORT_COUNTERS, 0x42),
 		     -EOPNOTSUPP);
 	CHECK(strstr(pn_errmsg(-EOPNOTSUPP), "0x000c") != NULL);
 	mad[5] = 0x1c; /* invalid attribute value */
-	CHECK_EQ_INT(pn_pq_check_response(mad, sizeof(mad), PN_PERF_ATTR_PORT_COUNTERS, 0x42), -EIO);
+	CHECK_EQ_INT(pn_perfquery_check_response(mad, sizeof(mad), PN_PERF_ATTR_PORT_COUNTERS, 0x42), -EIO);
 	mad[5] = 0;
 	mad[3] = 0x01; /* a Get, not a response */
-	CHECK_EQ_INT(pn_pq_check_response(mad, sizeof(mad), PN_PERF_ATTR_PORT_COUNTERS, 0x42),
+	CHECK_EQ_INT(pn_perfquery_check_response(mad, sizeof(mad), PN_PERF_ATTR_PORT_COUNTERS, 0x42),
 		     -EPROTO);
 }
 
 TEST(decode_port_counters)
 {
 	uint8_t mad[PN_MAD_SIZE], *d = mad + 64;
-	struct pn_pq_counters c;
+	struct pn_perfquery_counters c;
 
 	response(mad, PN_PERF_ATTR_PORT_COUNTERS, 1);
 	d[1] = 1;
@@ -110,36 +110,36 @@ TEST(decode_port_counters)
 	put(d + 36, 4, 2000);	    /* PortRcvPkts */
 	put(d + 40, 4, 3000);	    /* PortXmitWait */
 	memset(&c, 0, sizeof(c));
-	pn_pq_decode_port_counters(mad, &c);
+	pn_perfquery_decode_port_counters(mad, &c);
 	CHECK_EQ_INT(c.ext, 0);
-	CHECK_EQ_INT(c.v[PN_PQ_SYMBOL_ERROR], 0x1234);
-	CHECK_EQ_INT(c.v[PN_PQ_LINK_ERROR_RECOVERY], 7);
-	CHECK_EQ_INT(c.v[PN_PQ_LINK_DOWNED], 255);
-	CHECK_EQ_INT(c.v[PN_PQ_RCV_ERRORS], 11);
-	CHECK_EQ_INT(c.v[PN_PQ_RCV_REMOTE_PHYS_ERRORS], 12);
-	CHECK_EQ_INT(c.v[PN_PQ_RCV_SWITCH_RELAY_ERRORS], 13);
-	CHECK_EQ_INT(c.v[PN_PQ_XMIT_DISCARDS], 0xfffe);
-	CHECK_EQ_INT(c.v[PN_PQ_XMIT_CONSTRAINT_ERRORS], 21);
-	CHECK_EQ_INT(c.v[PN_PQ_RCV_CONSTRAINT_ERRORS], 22);
-	CHECK_EQ_INT(c.v[PN_PQ_LOCAL_LINK_INTEGRITY_ERRORS], 9);
-	CHECK_EQ_INT(c.v[PN_PQ_EXCESSIVE_BUFFER_OVERRUN_ERRORS], 10);
-	CHECK_EQ_INT(c.v[PN_PQ_VL15_DROPPED], 0x0f0f);
-	CHECK_EQ_INT(c.v[PN_PQ_XMIT_DATA], 0xfffffff0u);
-	CHECK_EQ_INT(c.v[PN_PQ_RCV_DATA], 0x01020304);
-	CHECK_EQ_INT(c.v[PN_PQ_XMIT_PKTS], 1000);
-	CHECK_EQ_INT(c.v[PN_PQ_RCV_PKTS], 2000);
-	CHECK_EQ_INT(c.v[PN_PQ_XMIT_WAIT], 3000);
-	CHECK(!(c.valid & (1u << PN_PQ_UCAST_XMIT_PKTS))); /* extended only */
-	CHECK(c.valid & (1u << PN_PQ_XMIT_WAIT));
-	CHECK_EQ_INT(pn_pq_field_width(PN_PQ_XMIT_DATA, 0), 32);
-	CHECK_EQ_INT(pn_pq_field_width(PN_PQ_LINK_DOWNED, 0), 8);
-	CHECK_EQ_INT(pn_pq_field_width(PN_PQ_LOCAL_LINK_INTEGRITY_ERRORS, 1), 4);
+	CHECK_EQ_INT(c.v[PN_PERFQUERY_SYMBOL_ERROR], 0x1234);
+	CHECK_EQ_INT(c.v[PN_PERFQUERY_LINK_ERROR_RECOVERY], 7);
+	CHECK_EQ_INT(c.v[PN_PERFQUERY_LINK_DOWNED], 255);
+	CHECK_EQ_INT(c.v[PN_PERFQUERY_RCV_ERRORS], 11);
+	CHECK_EQ_INT(c.v[PN_PERFQUERY_RCV_REMOTE_PHYS_ERRORS], 12);
+	CHECK_EQ_INT(c.v[PN_PERFQUERY_RCV_SWITCH_RELAY_ERRORS], 13);
+	CHECK_EQ_INT(c.v[PN_PERFQUERY_XMIT_DISCARDS], 0xfffe);
+	CHECK_EQ_INT(c.v[PN_PERFQUERY_XMIT_CONSTRAINT_ERRORS], 21);
+	CHECK_EQ_INT(c.v[PN_PERFQUERY_RCV_CONSTRAINT_ERRORS], 22);
+	CHECK_EQ_INT(c.v[PN_PERFQUERY_LOCAL_LINK_INTEGRITY_ERRORS], 9);
+	CHECK_EQ_INT(c.v[PN_PERFQUERY_EXCESSIVE_BUFFER_OVERRUN_ERRORS], 10);
+	CHECK_EQ_INT(c.v[PN_PERFQUERY_VL15_DROPPED], 0x0f0f);
+	CHECK_EQ_INT(c.v[PN_PERFQUERY_XMIT_DATA], 0xfffffff0u);
+	CHECK_EQ_INT(c.v[PN_PERFQUERY_RCV_DATA], 0x01020304);
+	CHECK_EQ_INT(c.v[PN_PERFQUERY_XMIT_PKTS], 1000);
+	CHECK_EQ_INT(c.v[PN_PERFQUERY_RCV_PKTS], 2000);
+	CHECK_EQ_INT(c.v[PN_PERFQUERY_XMIT_WAIT], 3000);
+	CHECK(!(c.valid & (1u << PN_PERFQUERY_UCAST_XMIT_PKTS))); /* extended only */
+	CHECK(c.valid & (1u << PN_PERFQUERY_XMIT_WAIT));
+	CHECK_EQ_INT(pn_perfquery_field_width(PN_PERFQUERY_XMIT_DATA, 0), 32);
+	CHECK_EQ_INT(pn_perfquery_field_width(PN_PERFQUERY_LINK_DOWNED, 0), 8);
+	CHECK_EQ_INT(pn_perfquery_field_width(PN_PERFQUERY_LOCAL_LINK_INTEGRITY_ERRORS, 1), 4);
 }
 
 TEST(decode_port_counters_extended)
 {
 	uint8_t mad[PN_MAD_SIZE], *d = mad + 64;
-	struct pn_pq_counters c;
+	struct pn_perfquery_counters c;
 	int f;
 
 	response(mad, PN_PERF_ATTR_PORT_COUNTERS_EXT, 1);
@@ -147,17 +147,17 @@ TEST(decode_port_counters_extended)
 	for (f = 0; f < 8; f++)
 		put(d + 8 + 8 * f, 8, 0x0100000000000000ull + (uint64_t)f);
 	memset(&c, 0, sizeof(c));
-	pn_pq_decode_port_counters_ext(mad, &c);
+	pn_perfquery_decode_port_counters_ext(mad, &c);
 	CHECK_EQ_INT(c.ext, 1);
-	CHECK(c.v[PN_PQ_XMIT_DATA] == 0x0100000000000000ull);
-	CHECK(c.v[PN_PQ_RCV_DATA] == 0x0100000000000001ull);
-	CHECK(c.v[PN_PQ_XMIT_PKTS] == 0x0100000000000002ull);
-	CHECK(c.v[PN_PQ_RCV_PKTS] == 0x0100000000000003ull);
-	CHECK(c.v[PN_PQ_UCAST_XMIT_PKTS] == 0x0100000000000004ull);
-	CHECK(c.v[PN_PQ_UCAST_RCV_PKTS] == 0x0100000000000005ull);
-	CHECK(c.v[PN_PQ_MCAST_XMIT_PKTS] == 0x0100000000000006ull);
-	CHECK(c.v[PN_PQ_MCAST_RCV_PKTS] == 0x0100000000000007ull);
-	CHECK_EQ_INT(pn_pq_field_width(PN_PQ_XMIT_DATA, 1), 64);
+	CHECK(c.v[PN_PERFQUERY_XMIT_DATA] == 0x0100000000000000ull);
+	CHECK(c.v[PN_PERFQUERY_RCV_DATA] == 0x0100000000000001ull);
+	CHECK(c.v[PN_PERFQUERY_XMIT_PKTS] == 0x0100000000000002ull);
+	CHECK(c.v[PN_PERFQUERY_RCV_PKTS] == 0x0100000000000003ull);
+	CHECK(c.v[PN_PERFQUERY_UCAST_XMIT_PKTS] == 0x0100000000000004ull);
+	CHECK(c.v[PN_PERFQUERY_UCAST_RCV_PKTS] == 0x0100000000000005ull);
+	CHECK(c.v[PN_PERFQUERY_MCAST_XMIT_PKTS] == 0x0100000000000006ull);
+	CHECK(c.v[PN_PERFQUERY_MCAST_RCV_PKTS] == 0x0100000000000007ull);
+	CHECK_EQ_INT(pn_perfquery_field_width(PN_PERFQUERY_XMIT_DATA, 1), 64);
 }
 
 TEST(decode_class_port_info)
@@ -169,37 +169,37 @@ TEST(decode_class_port_info)
 	mad[64] = 1; /* BaseVersion */
 	mad[65] = 1; /* ClassVersion */
 	put(mad + 66, 2, 0x0200 | 0x0100);
-	cap = pn_pq_decode_cap_mask(mad);
+	cap = pn_perfquery_decode_cap_mask(mad);
 	CHECK(cap & PN_PERF_CAP_EXT_WIDTH);
 	CHECK(!(cap & PN_PERF_CAP_EXT_WIDTH_NOIETF));
 }
 
 TEST(field_names_match_sysfs)
 {
-	CHECK_STR(pn_pq_field_name(PN_PQ_XMIT_DATA), "port_xmit_data");
-	CHECK_STR(pn_pq_field_name(PN_PQ_RCV_DATA), "port_rcv_data");
-	CHECK_STR(pn_pq_field_name(PN_PQ_VL15_DROPPED), "VL15_dropped");
-	CHECK_STR(pn_pq_field_name(PN_PQ_NFIELDS), "?");
+	CHECK_STR(pn_perfquery_field_name(PN_PERFQUERY_XMIT_DATA), "port_xmit_data");
+	CHECK_STR(pn_perfquery_field_name(PN_PERFQUERY_RCV_DATA), "port_rcv_data");
+	CHECK_STR(pn_perfquery_field_name(PN_PERFQUERY_VL15_DROPPED), "VL15_dropped");
+	CHECK_STR(pn_perfquery_field_name(PN_PERFQUERY_NFIELDS), "?");
 }
 
 TEST(parse_lid)
 {
 	int lid = 0, port = 0;
 
-	CHECK_EQ_INT(pn_pq_parse_lid("12", &lid, &port), 0);
+	CHECK_EQ_INT(pn_perfquery_parse_lid("12", &lid, &port), 0);
 	CHECK_EQ_INT(lid, 12);
 	CHECK_EQ_INT(port, 1);
-	CHECK_EQ_INT(pn_pq_parse_lid("0x1f:2", &lid, &port), 0);
+	CHECK_EQ_INT(pn_perfquery_parse_lid("0x1f:2", &lid, &port), 0);
 	CHECK_EQ_INT(lid, 31);
 	CHECK_EQ_INT(port, 2);
-	CHECK_EQ_INT(pn_pq_parse_lid("5:0", &lid, &port), 0); /* switch port 0 */
+	CHECK_EQ_INT(pn_perfquery_parse_lid("5:0", &lid, &port), 0); /* switch port 0 */
 	CHECK_EQ_INT(port, 0);
-	CHECK_EQ_INT(pn_pq_parse_lid("0", &lid, &port), -EINVAL);
-	CHECK_EQ_INT(pn_pq_parse_lid("0xc000", &lid, &port), -EINVAL); /* multicast */
-	CHECK_EQ_INT(pn_pq_parse_lid("abc", &lid, &port), -EINVAL);
-	CHECK_EQ_INT(pn_pq_parse_lid("12:", &lid, &port), -EINVAL);
-	CHECK_EQ_INT(pn_pq_parse_lid("12:300", &lid, &port), -EINVAL);
-	CHECK_EQ_INT(pn_pq_parse_lid(":1", &lid, &port), -EINVAL);
+	CHECK_EQ_INT(pn_perfquery_parse_lid("0", &lid, &port), -EINVAL);
+	CHECK_EQ_INT(pn_perfquery_parse_lid("0xc000", &lid, &port), -EINVAL); /* multicast */
+	CHECK_EQ_INT(pn_perfquery_parse_lid("abc", &lid, &port), -EINVAL);
+	CHECK_EQ_INT(pn_perfquery_parse_lid("12:", &lid, &port), -EINVAL);
+	CHECK_EQ_INT(pn_perfquery_parse_lid("12:300", &lid, &port), -EINVAL);
+	CHECK_EQ_INT(pn_perfquery_parse_lid(":1", &lid, &port), -EINVAL);
 	CHECK(strstr(pn_errmsg(-EINVAL), ":1") != NULL);
 }
 

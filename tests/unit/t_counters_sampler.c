@@ -22,28 +22,28 @@
 #include <pthread.h>
 
 /* Wait until the sampler's fd polls readable; returns 1 or 0 on timeout. */
-static int wait_fd(struct pn_ctr_sampler *s, int ms)
+static int wait_fd(struct pn_counters_sampler *s, int ms)
 {
-	struct pollfd pfd = { .fd = pn_ctr_sampler_fd(s), .events = POLLIN };
+	struct pollfd pfd = { .fd = pn_sampler_fd(s), .events = POLLIN };
 
 	return poll(&pfd, 1, ms) == 1;
 }
 
 TEST(snapshots_at_the_interval)
 {
-	struct pn_ctr_set set, view;
-	struct pn_ctr_sampler *s;
-	struct pn_ctr_cfg cfg;
+	struct pn_counters_set set, view;
+	struct pn_counters_sampler *s;
+	struct pn_counters_cfg cfg;
 	double t0, dt, max_tx = 0;
 	int got = 0, i, nan_tx = 0;
 
 	fake_reset();
 	fake_ib_port("mlx5_0", 1);
 	fake_ib_port("mlx5_1", 1);
-	pn_ctr_cfg_init(&cfg);
-	pn_ctr_set_init(&set, &cfg);
+	pn_counters_cfg_init(&cfg);
+	pn_counters_set_init(&set, &cfg);
 	memset(&view, 0, sizeof(view));
-	CHECK_EQ_INT(pn_ctr_sampler_start(&s, &set, 0.05, 0.02), 0);
+	CHECK_EQ_INT(pn_sampler_start(&s, &set, 0.05, 0.02), 0);
 	CHECK(set.ports == NULL); /* taken over */
 	t0 = pn_now();
 	for (i = 0; i < 200 && got < 4; i++) {
@@ -51,7 +51,7 @@ TEST(snapshots_at_the_interval)
 
 		if (!wait_fd(s, 1000))
 			break;
-		r = pn_ctr_sampler_take(s, &view);
+		r = pn_sampler_take(s, &view);
 		CHECK(r >= 0);
 		if (r == 1) {
 			got++;
@@ -74,64 +74,64 @@ TEST(snapshots_at_the_interval)
 	CHECK(max_tx > 0);
 	CHECK(fabs(view.interval - 0.05) < 1e-9);
 	/* nothing new right after a take */
-	CHECK_EQ_INT(pn_ctr_sampler_take(s, &view), 0);
+	CHECK_EQ_INT(pn_sampler_take(s, &view), 0);
 
 	/* a longer interval: no snapshot for a while */
-	pn_ctr_sampler_set_interval(s, 0.5);
-	CHECK(fabs(pn_ctr_sampler_interval(s) - 0.5) < 1e-9);
-	while (wait_fd(s, 0) && pn_ctr_sampler_take(s, &view) == 1)
+	pn_sampler_set_interval(s, 0.5);
+	CHECK(fabs(pn_sampler_interval(s) - 0.5) < 1e-9);
+	while (wait_fd(s, 0) && pn_sampler_take(s, &view) == 1)
 		; /* one may have been on its way */
 	t0 = pn_now();
 	CHECK(wait_fd(s, 2000));
 	dt = pn_now() - t0;
 	CHECK(dt > 0.2);
-	CHECK_EQ_INT(pn_ctr_sampler_take(s, &view), 1);
+	CHECK_EQ_INT(pn_sampler_take(s, &view), 1);
 	CHECK(fabs(view.interval - 0.5) < 1e-9);
 	/* a shorter one wakes the sleeping thread at once */
 	t0 = pn_now();
-	pn_ctr_sampler_set_interval(s, 0.01);
+	pn_sampler_set_interval(s, 0.01);
 	CHECK(wait_fd(s, 2000));
 	CHECK(pn_now() - t0 < 0.4);
-	CHECK_EQ_INT(pn_ctr_sampler_stop(s, 5.0), 0);
-	pn_ctr_set_release(&view);
+	CHECK_EQ_INT(pn_sampler_stop(s, 5.0), 0);
+	pn_counters_set_release(&view);
 }
 
 TEST(a_detail_port_is_read_at_once_and_in_full)
 {
-	struct pn_ctr_set set, view;
-	struct pn_ctr_sampler *s;
-	struct pn_ctr_cfg cfg;
-	const struct pn_ctr_port *p;
+	struct pn_counters_set set, view;
+	struct pn_counters_sampler *s;
+	struct pn_counters_cfg cfg;
+	const struct pn_counters_port *p;
 	double t0;
 	int i, other = -1;
 
 	fake_reset();
 	fake_ib_port("mlx5_0", 1);
-	pn_ctr_cfg_init(&cfg);
+	pn_counters_cfg_init(&cfg);
 	cfg.brief = 1;
-	pn_ctr_set_init(&set, &cfg);
+	pn_counters_set_init(&set, &cfg);
 	memset(&view, 0, sizeof(view));
-	CHECK_EQ_INT(pn_ctr_sampler_start(&s, &set, 30.0, 0.05), 0);
+	CHECK_EQ_INT(pn_sampler_start(&s, &set, 30.0, 0.05), 0);
 	CHECK(wait_fd(s, 3000));
-	CHECK_EQ_INT(pn_ctr_sampler_take(s, &view), 1);
+	CHECK_EQ_INT(pn_sampler_take(s, &view), 1);
 	p = &view.ports[0];
 	for (i = 0; i < p->nctr; i++)
 		if (!strcmp(p->ctr[i].name, "np_cnp_sent"))
 			other = i;
 	CHECK(other >= 0 && !(p->ctr[other].flags & PN_CF_VALID));
 	CHECK(wait_fd(s, 3000)); /* the short first interval */
-	pn_ctr_sampler_take(s, &view);
+	pn_sampler_take(s, &view);
 	/* the next sample is 30 s away: a detail port asks for one now */
 	t0 = pn_now();
-	pn_ctr_sampler_set_detail(s, "mlx5_0/1");
+	pn_sampler_set_detail(s, "mlx5_0/1");
 	CHECK(wait_fd(s, 3000));
 	CHECK(pn_now() - t0 < 2.0);
-	CHECK_EQ_INT(pn_ctr_sampler_take(s, &view), 1);
+	CHECK_EQ_INT(pn_sampler_take(s, &view), 1);
 	p = &view.ports[0];
 	CHECK(other >= 0 && (p->ctr[other].flags & PN_CF_VALID));
-	pn_ctr_sampler_set_detail(s, NULL);
-	CHECK_EQ_INT(pn_ctr_sampler_stop(s, 5.0), 0);
-	pn_ctr_set_release(&view);
+	pn_sampler_set_detail(s, NULL);
+	CHECK_EQ_INT(pn_sampler_stop(s, 5.0), 0);
+	pn_counters_set_release(&view);
 }
 
 /*
@@ -186,9 +186,9 @@ static void *unblock(void *arg)
 
 TEST(a_blocked_read_does_not_block_the_caller)
 {
-	struct pn_ctr_set set, view;
-	struct pn_ctr_sampler *s;
-	struct pn_ctr_cfg cfg;
+	struct pn_counters_set set, view;
+	struct pn_counters_sampler *s;
+	struct pn_counters_cfg cfg;
 	struct opener o;
 	pthread_t th;
 	char what[80];
@@ -202,47 +202,47 @@ TEST(a_blocked_read_does_not_block_the_caller)
 		 "%s/sys/class/infiniband/mlx5_3/ports/1/counters/port_xmit_data", fake_root);
 	atomic_store(&releases, 0);
 	atomic_store(&blocking, 1);
-	pn_ctr_cfg_init(&cfg);
-	pn_ctr_set_init(&set, &cfg);
+	pn_counters_cfg_init(&cfg);
+	pn_counters_set_init(&set, &cfg);
 	memset(&view, 0, sizeof(view));
-	CHECK_EQ_INT(pn_ctr_sampler_start(&s, &set, 0.05, 0), 0);
+	CHECK_EQ_INT(pn_sampler_start(&s, &set, 0.05, 0), 0);
 	usleep(300 * 1000);
-	busy = pn_ctr_sampler_busy(s, what, sizeof(what), &secs);
+	busy = pn_sampler_busy(s, what, sizeof(what), &secs);
 	CHECK_EQ_INT(busy, 1);
 	CHECK_STR(what, "mlx5_3/1");
 	CHECK(secs > 0.15);
-	CHECK_EQ_INT(pn_ctr_sampler_take(s, &view), 0); /* no sample yet, no wait */
+	CHECK_EQ_INT(pn_sampler_take(s, &view), 0); /* no sample yet, no wait */
 	/* the read comes back: the sample completes, with that counter n/a */
 	o.delay_ms = 0;
 	pthread_create(&th, NULL, unblock, &o);
 	CHECK(wait_fd(s, 3000));
-	CHECK_EQ_INT(pn_ctr_sampler_take(s, &view), 1);
+	CHECK_EQ_INT(pn_sampler_take(s, &view), 1);
 	pthread_join(th, NULL);
 	CHECK_EQ_INT(view.n, 2);
 	CHECK_EQ_INT(view.ports[1].nunreadable, 1);
 	/* it blocks again on the next sample; stop gives up after its timeout */
 	usleep(200 * 1000);
-	CHECK_EQ_INT(pn_ctr_sampler_busy(s, what, sizeof(what), NULL), 1);
+	CHECK_EQ_INT(pn_sampler_busy(s, what, sizeof(what), NULL), 1);
 	t0 = pn_now();
-	CHECK_EQ_INT(pn_ctr_sampler_stop(s, 0.2), -ETIMEDOUT);
+	CHECK_EQ_INT(pn_sampler_stop(s, 0.2), -ETIMEDOUT);
 	CHECK(pn_now() - t0 < 1.0);
 	CHECK(strstr(pn_errmsg(-ETIMEDOUT), "mlx5_3/1") != NULL);
 	/* let the abandoned thread finish its read and leave */
 	atomic_store(&blocking, 0);
 	usleep(100 * 1000);
-	pn_ctr_set_release(&view);
+	pn_counters_set_release(&view);
 }
 
 TEST(start_rejects_a_bad_interval)
 {
-	struct pn_ctr_set set;
-	struct pn_ctr_sampler *s = (void *)1;
+	struct pn_counters_set set;
+	struct pn_counters_sampler *s = (void *)1;
 
-	pn_ctr_set_init(&set, NULL);
-	CHECK_EQ_INT(pn_ctr_sampler_start(&s, &set, 0, 0), -EINVAL);
+	pn_counters_set_init(&set, NULL);
+	CHECK_EQ_INT(pn_sampler_start(&s, &set, 0, 0), -EINVAL);
 	CHECK(s == NULL);
-	pn_ctr_set_release(&set);
-	CHECK_EQ_INT(pn_ctr_sampler_stop(NULL, 0), 0);
+	pn_counters_set_release(&set);
+	CHECK_EQ_INT(pn_sampler_stop(NULL, 0), 0);
 }
 
 int main(void)

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "unit.h"
 
+#include "base/file.h"
 #include "base/log.h"
 #include "base/minijson.h"
 #include "base/out.h"
@@ -34,7 +35,7 @@ static char *slurp(const char *rel, size_t *len)
 	char path[1024], *buf = NULL;
 
 	snprintf(path, sizeof(path), "%s/%s", top(), rel);
-	if (pn_read_file(path, &buf, len)) {
+	if (pn_file_read(path, &buf, len)) {
 		printf("#   %s\n", pn_errmsg(-EINVAL));
 		return NULL;
 	}

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "unit.h"
 
+#include "base/file.h"
 #include "base/log.h"
 #include "base/minijson.h"
 #include "plan/plan.h"
@@ -46,7 +47,7 @@ static int topo(struct pn_plan_model *m, const char *rails, ...)
 		size_t len;
 
 		snprintf(path, sizeof(path), "%s/tests/fixtures/plan/topo/%s", top(), f);
-		ret = pn_read_file(path, &buf, &len);
+		ret = pn_file_read(path, &buf, &len);
 		if (!ret) {
 			ret = pn_plan_model_add_topo(m, buf, len, path);
 			free(buf);
@@ -641,7 +642,7 @@ TEST(nccl_dump_from_nccl_2_28)
 
 	/* NCCL 2.28.9's own NCCL_GRAPH_DUMP_FILE on 4x H200 (tests/fixtures/plan/nccl) */
 	snprintf(path, sizeof(path), "%s/tests/fixtures/plan/nccl/nccl-dump-1x4.xml", top());
-	CHECK(!pn_read_file(path, &x, &len));
+	CHECK(!pn_file_read(path, &x, &len));
 	CHECK(!synth(&m, 1, 4, 0, 0, 18));
 	CHECK(!pn_plan_read_nccl(&q, &m, (const char *const *)&x, &len, &name, 1, &n, &v));
 	CHECK_EQ_INT(q.nrings, 12);

@@ -339,7 +339,7 @@ static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
 	if (!strncmp(name, "pn_ar_", 6))
 		memcpy(&l->ar, params[0], sizeof(l->ar));
 	if (!strncmp(name, "pn_check_", 9)) { /* a check that finds nothing wrong */
-		const struct pn_data_args *a = params[0];
+		const struct pn_testdata_args *a = params[0];
 		uint64_t *res = (uint64_t *)(uintptr_t)a->result;
 
 		res[0] = 0;

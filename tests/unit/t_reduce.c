@@ -797,19 +797,19 @@ static double as_double(const void *p, size_t i, enum pn_dtype t)
 
 TEST(data_hash_and_fill)
 {
-	CHECK_EQ_INT(pn_data_hash(0, 0, 0), 0);
+	CHECK_EQ_INT(pn_testdata_hash(0, 0, 0), 0);
 	for (int i = 0; i < 10000; i++) {
 		uint64_t seed = rnd();
 		int rank = (int)(rnd() % 64);
 		size_t idx = (size_t)rnd();
 
-		CHECK_EQ_INT(pn_data_hash(seed, rank, idx), spec_hash(seed, rank, idx));
+		CHECK_EQ_INT(pn_testdata_hash(seed, rank, idx), spec_hash(seed, rank, idx));
 	}
 	for (int t = 0; t < PN_NDTYPES; t++)
 		for (int op = 0; op < PN_NREDOPS; op++) {
 			size_t n = 1000 + (size_t)t;
 
-			pn_data_fill(D, n, (enum pn_dtype)t, (enum pn_redop)op, 5, 42);
+			pn_testdata_fill(D, n, (enum pn_dtype)t, (enum pn_redop)op, 5, 42);
 			for (size_t i = 0; i < n; i++)
 				CHECK(as_double(D, i, (enum pn_dtype)t) ==
 				      (double)spec_value(spec_hash(42, 5, i), (enum pn_dtype)t, (enum pn_redop)op));
@@ -871,24 +871,24 @@ TEST(data_expected_and_check)
 				const void *srcs[16];
 
 				spec_expected(R, n, (enum pn_dtype)t, (enum pn_redop)op, nr, seed);
-				pn_data_expected(D, n, (enum pn_dtype)t, (enum pn_redop)op, nr, seed);
+				pn_testdata_expected(D, n, (enum pn_dtype)t, (enum pn_redop)op, nr, seed);
 				CHECK(!memcmp(D, R, n * es));
-				CHECK_EQ_INT(pn_data_check(R, n, (enum pn_dtype)t, (enum pn_redop)op, nr, seed), 0);
+				CHECK_EQ_INT(pn_testdata_check(R, n, (enum pn_dtype)t, (enum pn_redop)op, nr, seed), 0);
 
 				/* the kernels, in the fixed order and pairwise in reverse, match exactly */
 				{
 					for (int r = 0; r < nr; r++) {
-						pn_data_fill(S[r], n, (enum pn_dtype)t, (enum pn_redop)op, r, seed);
+						pn_testdata_fill(S[r], n, (enum pn_dtype)t, (enum pn_redop)op, r, seed);
 						srcs[r] = S[r];
 					}
 					pn_reduce_n(D, srcs, nr, n, (enum pn_dtype)t, (enum pn_redop)op);
 					pn_reduce_finish(D, n, (enum pn_dtype)t, (enum pn_redop)op, nr);
-					CHECK_EQ_INT(pn_data_check(D, n, (enum pn_dtype)t, (enum pn_redop)op, nr, seed), 0);
+					CHECK_EQ_INT(pn_testdata_check(D, n, (enum pn_dtype)t, (enum pn_redop)op, nr, seed), 0);
 					memcpy(D, S[nr - 1], n * es);
 					for (int r = nr - 2; r >= 0; r--)
 						pn_reduce2(D, D, S[r], n, (enum pn_dtype)t, (enum pn_redop)op);
 					pn_reduce_finish(D, n, (enum pn_dtype)t, (enum pn_redop)op, nr);
-					CHECK_EQ_INT(pn_data_check(D, n, (enum pn_dtype)t, (enum pn_redop)op, nr, seed), 0);
+					CHECK_EQ_INT(pn_testdata_check(D, n, (enum pn_dtype)t, (enum pn_redop)op, nr, seed), 0);
 				}
 
 				if (!n)
@@ -896,15 +896,15 @@ TEST(data_expected_and_check)
 				/* one changed element counts 1: lowest bit, then a NaN for floats */
 				memcpy(D, R, n * es);
 				D[(n / 2) * es] ^= 1;
-				CHECK_EQ_INT(pn_data_check(D, n, (enum pn_dtype)t, (enum pn_redop)op, nr, seed), 1);
+				CHECK_EQ_INT(pn_testdata_check(D, n, (enum pn_dtype)t, (enum pn_redop)op, nr, seed), 1);
 				if (t == PN_FLOAT) {
 					memcpy(D, R, n * es);
 					((float *)D)[n - 1] = NAN;
-					CHECK_EQ_INT(pn_data_check(D, n, (enum pn_dtype)t, (enum pn_redop)op, nr, seed), 1);
+					CHECK_EQ_INT(pn_testdata_check(D, n, (enum pn_dtype)t, (enum pn_redop)op, nr, seed), 1);
 				}
 				/* the wrong seed or rank count is noticed */
 				if (n > 100)
-					CHECK(pn_data_check(R, n, (enum pn_dtype)t, (enum pn_redop)op, nr, seed + 1) > n / 20);
+					CHECK(pn_testdata_check(R, n, (enum pn_dtype)t, (enum pn_redop)op, nr, seed + 1) > n / 20);
 
 				/* poison: every element wrong, except an 8-bit sum that happens to equal 0xA5 */
 				size_t coincide = 0;
@@ -912,8 +912,8 @@ TEST(data_expected_and_check)
 				for (size_t i = 0; i < n * es; i += es)
 					coincide += es == 1 && R[i] == 0xA5;
 				CHECK(!coincide || ((t == PN_INT8 || t == PN_UINT8) && op == PN_SUM && nr >= 12));
-				pn_data_poison(D, n * es);
-				CHECK_EQ_INT(pn_data_check(D, n, (enum pn_dtype)t, (enum pn_redop)op, nr, seed), n - coincide);
+				pn_testdata_poison(D, n * es);
+				CHECK_EQ_INT(pn_testdata_check(D, n, (enum pn_dtype)t, (enum pn_redop)op, nr, seed), n - coincide);
 			}
 		}
 	}
@@ -933,13 +933,13 @@ TEST(data_many_ranks)
 			if (t == PN_BFLOAT16 && (op == PN_SUM || op == PN_AVG))
 				continue; /* sums exact in bfloat16 up to 32 ranks only */
 			for (int r = 0; r < NR; r++) {
-				pn_data_fill(bufs[r], N, (enum pn_dtype)t, (enum pn_redop)op, r, 7);
+				pn_testdata_fill(bufs[r], N, (enum pn_dtype)t, (enum pn_redop)op, r, 7);
 				srcs[r] = bufs[r];
 			}
 			pn_reduce_n(D, srcs, NR, N, (enum pn_dtype)t, (enum pn_redop)op);
 			pn_reduce_finish(D, N, (enum pn_dtype)t, (enum pn_redop)op, NR);
-			CHECK_EQ_INT(pn_data_check(D, N, (enum pn_dtype)t, (enum pn_redop)op, NR, 7), 0);
-			pn_data_expected(R, N, (enum pn_dtype)t, (enum pn_redop)op, NR, 7);
+			CHECK_EQ_INT(pn_testdata_check(D, N, (enum pn_dtype)t, (enum pn_redop)op, NR, 7), 0);
+			pn_testdata_expected(R, N, (enum pn_dtype)t, (enum pn_redop)op, NR, 7);
 			CHECK(!memcmp(D, R, N * es));
 		}
 	}

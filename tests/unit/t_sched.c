@@ -352,9 +352,9 @@ static int simulate(enum pn_algo algo, int n, const int *node, size_t count, enu
 		m->in[r] = malloc(count * m->es + 64);
 		m->out[r] = inplace ? m->in[r] : malloc(count * m->es + 64);
 		m->scratch[r] = malloc(count * m->es + 64);
-		pn_data_fill(m->in[r], count, t, op, r, seed);
+		pn_testdata_fill(m->in[r], count, t, op, r, seed);
 		if (!inplace)
-			pn_data_poison(m->out[r], count * m->es);
+			pn_testdata_poison(m->out[r], count * m->es);
 	}
 	ret = run_all(m);
 	if (ret)
@@ -363,7 +363,7 @@ static int simulate(enum pn_algo algo, int n, const int *node, size_t count, enu
 	if (m->nq)
 		ret = 3; /* messages nobody received */
 	for (r = 0; !ret && r < n; r++) {
-		if (pn_data_check(m->out[r], count, t, op, n, seed))
+		if (pn_testdata_check(m->out[r], count, t, op, n, seed))
 			ret = 4;
 		if (r && memcmp(m->out[r], m->out[0], count * m->es))
 			ret = 5;
@@ -430,8 +430,8 @@ static int simulate_groups(int kind, int n, int L, size_t count, enum pn_dtype t
 				size_t piece = pn_sched_allgather_piece(&job, shard, m->es), off;
 				char *mine = malloc(shard * m->es + 1);
 
-				pn_data_fill(mine, shard, t, op, i, seed);
-				pn_data_poison(m->out[r], total * m->es);
+				pn_testdata_fill(mine, shard, t, op, i, seed);
+				pn_testdata_poison(m->out[r], total * m->es);
 				for (off = 0; off < shard; off += piece) {
 					size_t len = PN_MIN(piece, shard - off);
 
@@ -440,9 +440,9 @@ static int simulate_groups(int kind, int n, int L, size_t count, enum pn_dtype t
 				}
 				free(mine);
 			} else {
-				pn_data_fill(m->in[r], count, t, op, i, seed);
+				pn_testdata_fill(m->in[r], count, t, op, i, seed);
 				if (!inplace)
-					pn_data_poison(m->out[r], count * m->es);
+					pn_testdata_poison(m->out[r], count * m->es);
 			}
 		}
 	ret = run_all(m);
@@ -460,7 +460,7 @@ static int simulate_groups(int kind, int n, int L, size_t count, enum pn_dtype t
 				char *want = malloc(shard * m->es + 1);
 
 				for (int j = 0; j < gm && !ret; j++) {
-					pn_data_fill(want, shard, t, op, j, seed);
+					pn_testdata_fill(want, shard, t, op, j, seed);
 					for (off = 0; off < shard; off += piece) {
 						size_t len = PN_MIN(piece, shard - off);
 
@@ -472,7 +472,7 @@ static int simulate_groups(int kind, int n, int L, size_t count, enum pn_dtype t
 				}
 				free(want);
 			} else {
-				if (pn_data_check(m->out[r], count, t, op, gm, seed))
+				if (pn_testdata_check(m->out[r], count, t, op, gm, seed))
 					ret = 4;
 				if (i && memcmp(m->out[r], m->out[groups[k][0]], count * m->es))
 					ret = 5;

@@ -28,9 +28,9 @@ template <void (*K)(struct pn_ar_args)> static void call_ar(const void *p)
 {
 	K(*(const struct pn_ar_args *)p);
 }
-template <void (*K)(struct pn_data_args)> static void call_data(const void *p)
+template <void (*K)(struct pn_testdata_args)> static void call_data(const void *p)
 {
-	K(*(const struct pn_data_args *)p);
+	K(*(const struct pn_testdata_args *)p);
 }
 
 static std::map<std::string, emu_kernel_fn> kernels;
@@ -305,7 +305,7 @@ static void test_data_kernels(void)
 		int es = penny_data_size(dt);
 		std::vector<char> buf(count * es + 16);
 		unsigned long long res[2] = { 0, ~0ull };
-		struct pn_data_args a;
+		struct pn_testdata_args a;
 		bool ok = true;
 
 		memset(&a, 0, sizeof(a));

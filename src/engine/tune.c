@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The tuning table (tune.h): which algorithm pn_allreduce runs for a job's
+ * shape and a size, built in or read from PENNY_TUNE_FILE, and the file
+ * allreduce-test --tune-out writes.
+ */
+#define _GNU_SOURCE
+#include "engine/tune.h"
+#include "base/file.h"
+#include "base/log.h"
+#include "base/minijson.h"
+#include "base/util.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct pn_tune_entry *tune_tab;
+static int tune_n;
+
+/* One line "nranks nnodes max_bytes algorithm" (NUL-terminated, no newline). */
+static int tune_line(char *line, struct pn_tune_entry *e)
+{
+	char *f[5], *save = NULL, *tok;
+	uint64_t b;
+	int n = 0;
+
+	for (tok = strtok_r(line, " \t", &save); tok && n < 5; tok = strtok_r(NULL, " \t", &save))
+		f[n++] = tok;
+	if (n != 4 || pn_parse_int(f[0], &e->nranks) || pn_parse_int(f[1], &e->nnodes) ||
+	    pn_parse_size(f[2], &b) || pn_algo_parse(f[3], &e->algo) || e->algo == PN_ALGO_AUTO ||
+	    e->nranks < 1 || e->nnodes < 1 || b > SIZE_MAX)
+		return -EINVAL;
+	e->max_bytes = (size_t)b;
+	return 0;
+}
+
+int pn_tune_parse(const char *text, size_t len, const char *name, struct pn_tune_entry **tab,
+		  int *count)
+{
+	struct pn_tune_entry *t = NULL;
+	const char *p = text, *end = text + len;
+	int n = 0, cap = 0, lineno = 0, ret = 0;
+
+	*tab = NULL;
+	*count = 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t ll = (size_t)((nl ? nl : end) - p);
+		char line[PN_TUNE_MAX_LINE + 1];
+		struct pn_tune_entry e;
+
+		lineno++;
+		if (ll && p[ll - 1] == '\r')
+			ll--;
+		if (ll > PN_TUNE_MAX_LINE) {
+			ret = pn_err(-EINVAL, "%s:%d: line longer than %d bytes", name, lineno,
+				     PN_TUNE_MAX_LINE);
+			break;
+		}
+		memcpy(line, p, ll);
+		line[ll] = 0;
+		p = nl ? nl + 1 : end;
+		if (memchr(line, 0, ll)) {
+			ret = pn_err(-EINVAL, "%s:%d: NUL byte", name, lineno);
+			break;
+		}
+		if (line[strspn(line, " \t")] == '#' || line[strspn(line, " \t")] == 0)
+			continue;
+		if (tune_line(line, &e)) {
+			ret = pn_err(-EINVAL, "%s:%d: want \"nranks nnodes max_bytes algorithm\"",
+				     name, lineno);
+			break;
+		}
+		if (n == PN_TUNE_MAX_ENTRIES) {
+			ret = pn_err(-EINVAL, "%s: more than %d entries", name,
+				     PN_TUNE_MAX_ENTRIES);
+			break;
+		}
+		if (n == cap) {
+			struct pn_tune_entry *nt;
+
+			cap = cap ? 2 * cap : 16;
+			nt = realloc(t, sizeof(*nt) * (size_t)cap);
+			if (!nt) {
+				ret = pn_err(-ENOMEM, "out of memory");
+				break;
+			}
+			t = nt;
+		}
+		t[n++] = e;
+	}
+	if (ret) {
+		free(t);
+		return ret;
+	}
+	*tab = t;
+	*count = n;
+	return 0;
+}
+
+enum pn_algo pn_tune_pick(int nranks, int nnodes, size_t bytes, int direct)
+{
+	int i, best = -1;
+
+	for (i = 0; i < tune_n; i++) {
+		const struct pn_tune_entry *t = &tune_tab[i];
+
+		if (t->nranks != nranks || t->nnodes != nnodes || t->max_bytes < bytes)
+			continue;
+		if (best < 0 || t->max_bytes < tune_tab[best].max_bytes)
+			best = i;
+	}
+	if (best >= 0)
+		return tune_tab[best].algo;
+	/* built-in table, measured on the host backend (README: Tuning) */
+	if (nranks == 1)
+		return PN_ALGO_RING;
+	if (nnodes == 1) {
+		if (direct)
+			return bytes <= PN_TUNE_ONE_SHOT_MAX ? PN_ALGO_ONE_SHOT : PN_ALGO_TWO_SHOT;
+		return bytes <= (16u << 10) ? PN_ALGO_ONE_SHOT : PN_ALGO_RING;
+	}
+	if (bytes <= (16u << 10))
+		return PN_ALGO_SIMPLE_RING;
+	if (nranks > nnodes && nranks % nnodes == 0)
+		return PN_ALGO_HIER;
+	return PN_ALGO_RING;
+}
+
+int pn_tune_load(const char *path)
+{
+	struct pn_tune_entry *t;
+	char *text;
+	size_t len;
+	int n, ret;
+
+	ret = pn_file_read(path, &text, &len);
+	if (ret)
+		return pn_err_ctx(ret, "tuning file");
+	ret = pn_tune_parse(text, len, path, &t, &n);
+	free(text);
+	if (ret)
+		return ret;
+	free(tune_tab);
+	tune_tab = t;
+	tune_n = n;
+	return 0;
+}
+
+int pn_tune_save(FILE *f, const char *path, int nranks, int nnodes, const size_t *bytes,
+		 const enum pn_algo *algo, int n)
+{
+	int i;
+
+	/* only what pn_tune_load accepts: an algorithm that runs, never "auto" */
+	for (i = 0; i < n; i++)
+		if (algo[i] < 0 || algo[i] >= PN_NALGOS || nranks < 1 || nnodes < 1)
+			return pn_err(-EINVAL, "tuning table '%s': %d ranks, %d nodes, %zu bytes: "
+				      "'%s' is not an algorithm that runs", path, nranks, nnodes,
+				      bytes[i], pn_algo_name(algo[i]));
+	fprintf(f, "# penny tuning table: nranks nnodes max_bytes algorithm\n");
+	for (i = 0; i < n; i++)
+		fprintf(f, "%d %d %zu %s\n", nranks, nnodes, bytes[i], pn_algo_name(algo[i]));
+	if (fflush(f) || ferror(f))
+		return pn_err(-EIO, "write error on '%s': %s", path, strerror(errno ? errno : EIO));
+	return 0;
+}
