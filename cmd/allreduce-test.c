@@ -34,65 +34,67 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t opt_minbytes = 8, opt_maxbytes = 32u << 20, opt_stepbytes = 1u << 20;
-static double opt_factor;
-static int opt_iters = 20, opt_warmup = 5, opt_check = 1;
-static const char *opt_dtype = "float", *opt_op = "sum", *opt_algo = "auto";
-static const char *opt_backend, *opt_csv, *opt_plot, *opt_tune_out, *opt_gpus, *opt_plan;
-static int opt_graph;
-static double opt_min_busbw = -1;
-static int opt_root = -1;
-static uint64_t opt_seed = 0x9e3779b97f4a7c15ull;
+static struct {
+	uint64_t minbytes, maxbytes, stepbytes, seed;
+	double factor, min_busbw;
+	int iters, warmup, check, graph, root;
+	const char *dtype, *op, *algo;
+	const char *backend, *csv, *plot, *tune_out, *gpus, *plan;
+} opt = {
+	.minbytes = 8, .maxbytes = 32u << 20, .stepbytes = 1u << 20, .seed = 0x9e3779b97f4a7c15ull,
+	.min_busbw = -1, .iters = 20, .warmup = 5, .check = 1, .root = -1,
+	.dtype = "float", .op = "sum", .algo = "auto",
+};
 
 #define MAX_BYTES (1ull << 40)
 
 const struct pn_opt allreduce_test_options[] = {
-	{ "minbytes", 'b', OPT_SIZE, &opt_minbytes, "SIZE", "smallest size (default 8)", NULL,
+	{ "minbytes", 'b', OPT_SIZE, &opt.minbytes, "SIZE", "smallest size (default 8)", NULL,
 	  OPT_RANGE(0, MAX_BYTES) },
-	{ "maxbytes", 'e', OPT_SIZE, &opt_maxbytes, "SIZE", "largest size (default 32M)", NULL,
+	{ "maxbytes", 'e', OPT_SIZE, &opt.maxbytes, "SIZE", "largest size (default 32M)", NULL,
 	  OPT_RANGE(0, MAX_BYTES) },
-	{ "stepbytes", 'i', OPT_SIZE, &opt_stepbytes, "SIZE",
+	{ "stepbytes", 'i', OPT_SIZE, &opt.stepbytes, "SIZE",
 	  "size increment when no factor is given (default 1M)", NULL, OPT_RANGE(1, MAX_BYTES) },
-	{ "stepfactor", 'f', OPT_DOUBLE, &opt_factor, "F", "multiply the size by F each step", NULL,
+	{ "stepfactor", 'f', OPT_DOUBLE, &opt.factor, "F", "multiply the size by F each step", NULL,
 	  OPT_RANGE(1.01, 1024) },
-	{ "iters", 'n', OPT_INT, &opt_iters, "N",
+	{ "iters", 'n', OPT_INT, &opt.iters, "N",
 	  "timed iterations per size (default 20; 0: the check only)", NULL, OPT_RANGE(0, 1000000) },
-	{ "warmup_iters", 'w', OPT_INT, &opt_warmup, "N", "warm-up iterations (default 5)", NULL,
+	{ "warmup_iters", 'w', OPT_INT, &opt.warmup, "N", "warm-up iterations (default 5)", NULL,
 	  OPT_RANGE(0, 1000000) },
-	{ "check", 'c', OPT_INT, &opt_check, "0|1", "check results against the exact reference "
+	{ "check", 'c', OPT_INT, &opt.check, "0|1", "check results against the exact reference "
 	  "(default 1)", "0 1", OPT_RANGE(0, 1) },
-	{ "datatype", 'd', OPT_STRING, &opt_dtype, "TYPE", "element type (default float)",
+	{ "datatype", 'd', OPT_STRING, &opt.dtype, "TYPE", "element type (default float)",
 	  "int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double", NULL },
-	{ "op", 'o', OPT_STRING, &opt_op, "OP", "reduction: sum prod min max avg (default sum)",
+	{ "op", 'o', OPT_STRING, &opt.op, "OP", "reduction: sum prod min max avg (default sum)",
 	  "sum prod min max avg", NULL },
-	{ "root-rank", 'r', OPT_INT, &opt_root, "R", "accepted for nccl-tests' -r (allreduce has "
+	{ "root-rank", 'r', OPT_INT, &opt.root, "R", "accepted for nccl-tests' -r (allreduce has "
 	  "no root; --root is the rendezvous address)", NULL, OPT_RANGE(0, 65535) },
-	{ "algo", 'A', OPT_STRING, &opt_algo, "NAME",
+	{ "algo", 'A', OPT_STRING, &opt.algo, "NAME",
 	  "ring, simple-ring, one-shot, two-shot, hierarchical, multiring, auto or all; a comma "
 	  "list runs several (default auto)",
 	  "auto all ring simple-ring one-shot two-shot hierarchical multiring", OPT_LIST },
-	{ "backend", 0, OPT_APPEND, &opt_backend, "NAME",
+	{ "backend", 0, OPT_APPEND, &opt.backend, "NAME",
 	  "host (the engine, default) or a GPU plugin: cuda, nccl; a comma list or repeated runs "
 	  "each in turn, then a ratio table", "host cuda nccl", OPT_LIST },
-	{ "cudagraph", 'G', OPT_INT, &opt_graph, "N",
+	{ "cudagraph", 'G', OPT_INT, &opt.graph, "N",
 	  "GPU backends: capture N calls into a CUDA graph and time its replays (nccl-tests -G)",
 	  NULL, OPT_RANGE(0, 100000) },
-	{ "gpus", 'g', OPT_STRING, &opt_gpus, "LIST",
+	{ "gpus", 'g', OPT_STRING, &opt.gpus, "LIST",
 	  "GPU backends: the device of each local rank, like 0,1,2,3 (default: the local rank)",
 	  NULL, OPT_LIST },
-	{ "csv", 0, OPT_STRING, &opt_csv, "FILE", "also write the rows as CSV to FILE", NULL, NULL },
-	{ "plot", 0, OPT_STRING, &opt_plot, "FILE", "draw busbw and time against size as SVG",
+	{ "csv", 0, OPT_STRING, &opt.csv, "FILE", "also write the rows as CSV to FILE", NULL, NULL },
+	{ "plot", 0, OPT_STRING, &opt.plot, "FILE", "draw busbw and time against size as SVG",
 	  NULL, NULL },
-	{ "min-busbw", 0, OPT_DOUBLE, &opt_min_busbw, "GBPS",
+	{ "min-busbw", 0, OPT_DOUBLE, &opt.min_busbw, "GBPS",
 	  "fail (exit 1, FAILED) when the average bus bandwidth is below GBPS", NULL,
 	  OPT_RANGE(0, 1e9) },
-	{ "tune-out", 0, OPT_STRING, &opt_tune_out, "FILE",
+	{ "tune-out", 0, OPT_STRING, &opt.tune_out, "FILE",
 	  "write the fastest algorithm per size as a tuning table (use with --algo all)", NULL,
 	  NULL },
-	{ "plan", 0, OPT_STRING, &opt_plan, "FILE",
+	{ "plan", 0, OPT_STRING, &opt.plan, "FILE",
 	  "run multiring over the rings of FILE (penny ring-plan --json): one channel per ring, "
 	  "its NICs on verbs; implies --algo multiring", NULL, NULL },
-	{ "seed", 0, OPT_U64, &opt_seed, "N",
+	{ "seed", 0, OPT_U64, &opt.seed, "N",
 	  "seed of the check data (default: a fixed seed, the same on every rank)", NULL,
 	  OPT_RANGE(0, OPT_U64_MAX) },
 	OPT_TABLE_END
@@ -127,7 +129,7 @@ struct job {
 static int plan_load(struct job *j, int *rc)
 {
 	int first = -1, mine = 0;
-	int ret = pn_planned_load(&j->plan, j->boot, opt_plan, &first, &mine);
+	int ret = pn_planned_load(&j->plan, j->boot, opt.plan, &first, &mine);
 
 	*rc = 0;
 	if (first >= 0) {
@@ -153,18 +155,18 @@ static int agree_params(struct job *j, const enum pn_algo *algos, int nalgos,
 	int n = 0, a, differs, ret;
 
 	*rc = 0;
-	pn_job_param_set(&p[n++], "-b", "%llu", (unsigned long long)opt_minbytes);
-	pn_job_param_set(&p[n++], "-e", "%llu", (unsigned long long)opt_maxbytes);
-	if (opt_factor > 1) {
-		pn_job_param_set(&p[n++], "-f", "%.15g", opt_factor);
+	pn_job_param_set(&p[n++], "-b", "%llu", (unsigned long long)opt.minbytes);
+	pn_job_param_set(&p[n++], "-e", "%llu", (unsigned long long)opt.maxbytes);
+	if (opt.factor > 1) {
+		pn_job_param_set(&p[n++], "-f", "%.15g", opt.factor);
 		pn_job_param_set(&p[n++], "-i", "unused (-f)");
 	} else {
 		pn_job_param_set(&p[n++], "-f", "none");
-		pn_job_param_set(&p[n++], "-i", "%llu", (unsigned long long)opt_stepbytes);
+		pn_job_param_set(&p[n++], "-i", "%llu", (unsigned long long)opt.stepbytes);
 	}
-	pn_job_param_set(&p[n++], "-n", "%d", opt_iters);
-	pn_job_param_set(&p[n++], "-w", "%d", opt_warmup);
-	pn_job_param_set(&p[n++], "-c", "%d", opt_check);
+	pn_job_param_set(&p[n++], "-n", "%d", opt.iters);
+	pn_job_param_set(&p[n++], "-w", "%d", opt.warmup);
+	pn_job_param_set(&p[n++], "-c", "%d", opt.check);
 	pn_job_param_set(&p[n++], "-d", "%s", pn_dtype_name(j->sw.dtype));
 	pn_job_param_set(&p[n++], "-o", "%s", pn_redop_name(j->sw.op));
 	for (a = 0; a < nalgos; a++)
@@ -172,14 +174,14 @@ static int agree_params(struct job *j, const enum pn_algo *algos, int nalgos,
 			 pn_algo_name(algos[a]));
 	pn_job_param_set(&p[n++], "-A", "%s", list);
 	pn_job_param_set(&p[n++], "--backend", "%s", backends);
-	pn_job_param_set(&p[n++], "-G", "%d", opt_graph);
-	pn_job_param_set(&p[n++], "--seed", "%llu", (unsigned long long)opt_seed);
-	if (opt_plan) {
+	pn_job_param_set(&p[n++], "-G", "%d", opt.graph);
+	pn_job_param_set(&p[n++], "--seed", "%llu", (unsigned long long)opt.seed);
+	if (opt.plan) {
 		char *text;
 		size_t len;
 
 		/* the content: the same file name may hold different plans */
-		if (pn_file_read(opt_plan, &text, &len)) {
+		if (pn_file_read(opt.plan, &text, &len)) {
 			pn_job_param_set(&p[n++], "--plan", "unreadable");
 		} else {
 			pn_job_param_content(&p[n++], "--plan", text, len);
@@ -189,8 +191,8 @@ static int agree_params(struct job *j, const enum pn_algo *algos, int nalgos,
 		pn_job_param_set(&p[n++], "--plan", "none");
 	}
 	pn_job_param_set(&p[n++], "--transport", "%s", pn_cli.transport ? pn_cli.transport : "probe");
-	if (opt_min_busbw >= 0)
-		pn_job_param_set(&p[n++], "--min-busbw", "%.15g", opt_min_busbw);
+	if (opt.min_busbw >= 0)
+		pn_job_param_set(&p[n++], "--min-busbw", "%.15g", opt.min_busbw);
 	else
 		pn_job_param_set(&p[n++], "--min-busbw", "none");
 	ret = pn_job_params_agree(j->boot, p, n, &differs);
@@ -212,7 +214,7 @@ static int agree_params(struct job *j, const enum pn_algo *algos, int nalgos,
 static int open_outputs(struct job *j, int *rc)
 {
 	static const char *const names[] = { "--csv", "--plot", "--tune-out" };
-	const char *paths[] = { opt_csv, opt_plot, opt_tune_out };
+	const char *paths[] = { opt.csv, opt.plot, opt.tune_out };
 	struct pn_ofile **ofs[] = { &j->csv_of, &j->plot_of, &j->tune_of };
 	int k, mine = 0, ret, first;
 
@@ -244,7 +246,7 @@ static void plan_print(struct job *j)
 	int k, i;
 
 	pn_out_open_object(o, "plan");
-	pn_out_str(o, PN_ANY, "file", "# Plan %s:", opt_plan);
+	pn_out_str(o, PN_ANY, "file", "# Plan %s:", opt.plan);
 	pn_out_int(o, PN_ANY, "nrings", " %lld rings", m->nrings);
 	pn_out_bool(o, PN_JSON, "by_name", NULL, m->by_name);
 	pn_out_text(o, ", nodes matched by %s\n", m->by_name ? "host name" : "position");
@@ -303,7 +305,7 @@ static int print_row(void *arg, const struct pn_sweep_row *rw, size_t i, size_t 
 			     rw->time_us[k]);
 		pn_out_float(o, PN_ANY, "algbw", " %7.2f", rw->algbw[k]);
 		pn_out_float(o, PN_ANY, "busbw", " %7.2f", rw->busbw[k]);
-		if (opt_check)
+		if (opt.check)
 			pn_out_uint(o, PN_ANY, "wrong", " %6llu", (unsigned long long)rw->wrong[k]);
 		else
 			pn_out_str(o, PN_ANY, "wrong", " %6s", "N/A");
@@ -358,7 +360,7 @@ static void print_bad(void *arg, const struct pn_sweep_bad *b)
  */
 static int parse_algos(struct pn_ctx *ctx, enum pn_algo *algos, int *n)
 {
-	char *list = strdup(opt_algo), *tok, *save = NULL;
+	char *list = strdup(opt.algo), *tok, *save = NULL;
 	int k = 0, ret = 0, i, m;
 
 	if (!list)
@@ -384,10 +386,10 @@ static int parse_algos(struct pn_ctx *ctx, enum pn_algo *algos, int *n)
 					break;
 			if (m < k)
 				ret = ctx ? pn_cmd_fail(ctx, -EINVAL, "--algo '%s' names %s twice",
-							opt_algo, pn_algo_name(a[i])) : -EINVAL;
+							opt.algo, pn_algo_name(a[i])) : -EINVAL;
 			else if (k == PN_SWEEP_MAX_ALGOS)
 				ret = ctx ? pn_cmd_fail(ctx, -EINVAL, "--algo '%s': at most 16 algorithms",
-							opt_algo) : -EINVAL;
+							opt.algo) : -EINVAL;
 			else
 				algos[k++] = a[i];
 		}
@@ -406,7 +408,7 @@ static int write_plot(struct job *j)
 		 j->nranks, j->comm->nnodes, pn_dtype_name(j->sw.dtype), pn_redop_name(j->sw.op));
 	ret = pn_sweep_plot(&j->sw, pn_ofile_file(j->plot_of), title);
 	if (ret) {
-		pn_err_ctx(ret, "'%s'", opt_plot);
+		pn_err_ctx(ret, "'%s'", opt.plot);
 	} else {
 		ret = pn_ofile_commit(j->plot_of);
 		j->plot_of = NULL;
@@ -416,7 +418,7 @@ static int write_plot(struct job *j)
 
 static int write_tune(struct job *j)
 {
-	int ret = pn_sweep_tune_save(&j->sw, pn_ofile_file(j->tune_of), opt_tune_out, j->nranks,
+	int ret = pn_sweep_tune_save(&j->sw, pn_ofile_file(j->tune_of), opt.tune_out, j->nranks,
 				     j->comm->nnodes);
 
 	if (!ret) {
@@ -511,13 +513,13 @@ static int check_backends(struct job *j, const char *list, int *has_host, int *n
 	}
 	if (!n)
 		return pn_cmd_fail(ctx, 2, "--backend is empty");
-	if (opt_graph > 0 && !*ngpu)
+	if (opt.graph > 0 && !*ngpu)
 		return pn_cmd_fail(ctx, 2, "-G captures CUDA graphs: it needs a GPU backend "
 					   "(--backend cuda or nccl)");
-	if (opt_gpus && !*ngpu)
+	if (opt.gpus && !*ngpu)
 		return pn_cmd_fail(ctx, 2, "-g picks GPUs: it needs a GPU backend (--backend cuda or "
 					   "nccl)");
-	if (opt_gpus && parse_gpus(ctx, opt_gpus, j->dev, MAX_GPUS, &j->ndev))
+	if (opt.gpus && parse_gpus(ctx, opt.gpus, j->dev, MAX_GPUS, &j->ndev))
 		return 2;
 	return 0;
 }
@@ -534,7 +536,7 @@ static int has_multiring(const enum pn_algo *algos, int nalgos)
  * are not read yet: one channel, the ranks check again with them). */
 int allreduce_test_prelaunch(struct pn_ctx *ctx, int np)
 {
-	const char *backends = opt_backend ? opt_backend : "host";
+	const char *backends = opt.backend ? opt.backend : "host";
 	char copy[512], *tok, *save = NULL;
 	enum pn_algo algos[PN_SWEEP_MAX_ALGOS];
 	struct pn_mem_job mj;
@@ -547,7 +549,7 @@ int allreduce_test_prelaunch(struct pn_ctx *ctx, int np)
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
 		host |= !strcmp(tok, "host");
 	pn_sweep_mem_job(&mj, np, np, pn_cli.transport, has_multiring(algos, nalgos) ? 2 : 1,
-			 host ? opt_maxbytes : 0, algos, nalgos);
+			 host ? opt.maxbytes : 0, algos, nalgos);
 	mj.base_bytes = PN_MEM_RANK_BASE;
 	ret = pn_mem_check(&mj);
 	return ret ? pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret)) : 0;
@@ -566,7 +568,7 @@ static int check_memory(struct job *j, int nchan, int host, const enum pn_algo *
 
 	*rc = 0;
 	pn_sweep_mem_job(&mj, pn_boot_local_size(j->boot), j->nranks, pn_cli.transport, nchan,
-			 host ? opt_maxbytes : 0, algos, nalgos);
+			 host ? opt.maxbytes : 0, algos, nalgos);
 	ret = pn_boot_agree_err(j->boot, pn_mem_check(&mj), 1, &first);
 	if (first >= 0) {
 		if (first == j->rank)
@@ -600,13 +602,13 @@ static int open_backends(struct job *j, const char *backends, const enum pn_algo
 	snprintf(list, sizeof(list), "%s", backends);
 	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		struct pn_sweep_gpu_cfg gc = {
-			.name = tok, .algos = opt_algo, .graph = opt_graph, .gpus = opt_gpus,
+			.name = tok, .algos = opt.algo, .graph = opt.graph, .gpus = opt.gpus,
 			.dev = j->dev, .ndev = j->ndev, .log = plugin_log, .log_arg = j,
 		};
 
 		if (!strcmp(tok, "host")) {
 			*err = pn_sweep_host_open(&j->be[j->nbe], &j->coll, algos, nalgos,
-						  opt_maxbytes);
+						  opt.maxbytes);
 			if (*err)
 				return 0;
 			j->nbe++;
@@ -641,13 +643,13 @@ static void print_job(struct job *j, const char *backends, const char *launcher)
 	pn_out_int(o, PN_JSON, "nnodes", NULL, j->comm->nnodes);
 	pn_out_str(o, PN_JSON, "backend", NULL, backends);
 	pn_out_str(o, PN_JSON, "launcher", NULL, launcher);
-	pn_out_int(o, PN_JSON, "iters", NULL, opt_iters);
-	pn_out_int(o, PN_JSON, "warmup_iters", NULL, opt_warmup);
+	pn_out_int(o, PN_JSON, "iters", NULL, opt.iters);
+	pn_out_int(o, PN_JSON, "warmup_iters", NULL, opt.warmup);
 	pn_out_text(o, "# minBytes %llu maxBytes %llu step: %g(%s) warmup iters: %d iters: "
-		    "%d validation: %d\n#\n# Ranks\n", (unsigned long long)opt_minbytes,
-		    (unsigned long long)opt_maxbytes,
-		    opt_factor > 1 ? opt_factor : (double)opt_stepbytes,
-		    opt_factor > 1 ? "factor" : "bytes", opt_warmup, opt_iters, opt_check);
+		    "%d validation: %d\n#\n# Ranks\n", (unsigned long long)opt.minbytes,
+		    (unsigned long long)opt.maxbytes,
+		    opt.factor > 1 ? opt.factor : (double)opt.stepbytes,
+		    opt.factor > 1 ? "factor" : "bytes", opt.warmup, opt.iters, opt.check);
 	pn_out_open_array(o, "ranks");
 	for (r = 0; r < j->nranks; r++) {
 		pn_out_open_object(o, NULL);
@@ -780,14 +782,14 @@ static int print_summary(struct job *j)
 
 	if (j->sw.wrong)
 		snprintf(why, sizeof(why), "%llu wrong values", (unsigned long long)j->sw.wrong);
-	else if (opt_min_busbw >= 0 && avg < opt_min_busbw)
+	else if (opt.min_busbw >= 0 && avg < opt.min_busbw)
 		snprintf(why, sizeof(why), "average bus bandwidth %.2f GB/s is below %.2f GB/s",
-			 avg, opt_min_busbw);
+			 avg, opt.min_busbw);
 	pn_out_open_object(o, "summary");
 	pn_out_uint(o, PN_JSON, "wrong", NULL, (unsigned long long)j->sw.wrong);
 	pn_out_float(o, PN_JSON, "avg_busbw", NULL, avg);
-	if (opt_min_busbw >= 0)
-		pn_out_float(o, PN_JSON, "min_busbw", NULL, opt_min_busbw);
+	if (opt.min_busbw >= 0)
+		pn_out_float(o, PN_JSON, "min_busbw", NULL, opt.min_busbw);
 	pn_out_bool(o, PN_JSON, "passed", NULL, !why[0]);
 	if (why[0])
 		pn_out_str(o, PN_JSON, "reason", NULL, why);
@@ -807,7 +809,7 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	enum pn_algo algos[PN_SWEEP_MAX_ALGOS];
 	uint64_t *sizes = NULL;
 	int nalgos = 0, a, ret = 0, failed = 0, rc = 0, has_host, ngpu;
-	const char *backends = opt_backend ? opt_backend : "host";
+	const char *backends = opt.backend ? opt.backend : "host";
 
 	memset(&j, 0, sizeof(j));
 	j.ctx = ctx;
@@ -816,25 +818,25 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		return pn_cmd_fail(ctx, 2, "unexpected argument '%s'", argv[0]);
 	if (check_backends(&j, backends, &has_host, &ngpu))
 		return 2;
-	if (pn_dtype_parse(opt_dtype, &j.sw.dtype) || pn_redop_parse(opt_op, &j.sw.op)) {
+	if (pn_dtype_parse(opt.dtype, &j.sw.dtype) || pn_redop_parse(opt.op, &j.sw.op)) {
 		pn_cmd_error(ctx, -EINVAL);
 		return 2;
 	}
 	/* -n -w -c -b -e -i -f -G are in range (the table); -f 0: not given */
-	if (opt_minbytes > opt_maxbytes)
+	if (opt.minbytes > opt.maxbytes)
 		return pn_cmd_fail(ctx, 2, "-b %llu is larger than -e %llu",
-				   (unsigned long long)opt_minbytes, (unsigned long long)opt_maxbytes);
-	if (opt_plan && strcmp(opt_algo, "auto") && strcmp(opt_algo, "multiring"))
+				   (unsigned long long)opt.minbytes, (unsigned long long)opt.maxbytes);
+	if (opt.plan && strcmp(opt.algo, "auto") && strcmp(opt.algo, "multiring"))
 		return pn_cmd_fail(ctx, 2, "--plan runs the multiring algorithm; it cannot run "
-				   "--algo %s", opt_algo);
-	if (opt_plan && ngpu)
+				   "--algo %s", opt.algo);
+	if (opt.plan && ngpu)
 		return pn_cmd_fail(ctx, 2, "--plan runs the host engine's multiring; GPU backends "
 				   "plan their own paths");
-	if (opt_plan)
-		opt_algo = "multiring";
+	if (opt.plan)
+		opt.algo = "multiring";
 	if (parse_algos(ctx, algos, &nalgos))
 		return 2;
-	ret = pn_sweep_sizes(opt_minbytes, opt_maxbytes, opt_stepbytes, opt_factor,
+	ret = pn_sweep_sizes(opt.minbytes, opt.maxbytes, opt.stepbytes, opt.factor,
 			     pn_dtype_size(j.sw.dtype), &sizes, &j.sw.nsizes);
 	if (ret == -E2BIG)
 		return pn_cmd_fail(ctx, 2, "-b, -e and -i or -f give more than %d sizes",
@@ -859,7 +861,7 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		goto fail;
 	if (has_multiring(algos, nalgos))
 		ccfg.nchannels = 2;
-	if (opt_plan) {
+	if (opt.plan) {
 		ret = plan_load(&j, &rc);
 		if (ret || rc)
 			goto fail;
@@ -884,10 +886,10 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		pn_sweep_csv_header(j.csv);
 	j.progress = j.rank == 0 && isatty(STDERR_FILENO) && !pn_cli.json && j.sw.nsizes > 8;
 	j.sw.comm = j.comm;
-	j.sw.iters = opt_iters;
-	j.sw.warmup = opt_warmup;
-	j.sw.check = opt_check;
-	j.sw.seed = opt_seed;
+	j.sw.iters = opt.iters;
+	j.sw.warmup = opt.warmup;
+	j.sw.check = opt.check;
+	j.sw.seed = opt.seed;
 	j.sw.keep = j.rank == 0;
 	j.sw.sink = (struct pn_sweep_sink){ .arg = &j, .begin = print_header, .row = print_row,
 					    .end = print_footer, .skip = print_skip,

@@ -30,52 +30,52 @@ static struct {
 	double nic_rate, pcie_rate;
 	uint64_t schedule_size;
 	const char *topo_files, *topo_xml, *rails, *hosts, *nccl_graph, *check;
-} o = { .nics = -1, .nvlinks = -1, .schedule_size = 1 << 20 };
+} opt = { .nics = -1, .nvlinks = -1, .schedule_size = 1 << 20 };
 
 const struct pn_opt ring_plan_options[] = {
-	{ "nodes", 0, OPT_INT, &o.nodes, "N", "synthetic cluster: N nodes", NULL,
+	{ "nodes", 0, OPT_INT, &opt.nodes, "N", "synthetic cluster: N nodes", NULL,
 	  OPT_RANGE(1, 1 << 20) },
-	{ "gpus", 0, OPT_INT, &o.gpus, "G", "synthetic: GPUs per node (default 8)", NULL,
+	{ "gpus", 0, OPT_INT, &opt.gpus, "G", "synthetic: GPUs per node (default 8)", NULL,
 	  OPT_RANGE(1, PN_PLAN_MAX_GPUS) },
-	{ "nics", 0, OPT_INT, &o.nics, "K", "synthetic: NIC ports per node (default: --gpus)", NULL,
+	{ "nics", 0, OPT_INT, &opt.nics, "K", "synthetic: NIC ports per node (default: --gpus)", NULL,
 	  OPT_RANGE(0, PN_PLAN_MAX_NICS) },
-	{ "gpus-per-nic", 0, OPT_INT, &o.gpus_per_nic, "M",
+	{ "gpus-per-nic", 0, OPT_INT, &opt.gpus_per_nic, "M",
 	  "synthetic: GPUs i*M..i*M+M-1 are nearest to NIC i (default: spread evenly)", NULL,
 	  OPT_RANGE(1, PN_PLAN_MAX_GPUS) },
-	{ "nvlinks", 0, OPT_INT, &o.nvlinks, "N",
+	{ "nvlinks", 0, OPT_INT, &opt.nvlinks, "N",
 	  "synthetic: NVLinks between GPUs (default 18; 0: PCIe only)", NULL, OPT_RANGE(0, 64) },
-	{ "nic-rate", 0, OPT_DOUBLE, &o.nic_rate, "GBPS",
+	{ "nic-rate", 0, OPT_DOUBLE, &opt.nic_rate, "GBPS",
 	  "synthetic: NIC port rate in Gb/s (default 400)", NULL, OPT_RANGE(0.001, 100000) },
-	{ "topo-file", 0, OPT_APPEND, &o.topo_files, "FILE,...",
+	{ "topo-file", 0, OPT_APPEND, &opt.topo_files, "FILE,...",
 	  "one `penny topo --save` file per node (repeatable)", NULL, OPT_LIST },
-	{ "topo-xml", 0, OPT_STRING, &o.topo_xml, "FILE",
+	{ "topo-xml", 0, OPT_STRING, &opt.topo_xml, "FILE",
 	  "plan one node from an hwloc XML file (as penny topo --topo-xml)", NULL, NULL },
-	{ "rails", 0, OPT_STRING, &o.rails, "DEV:PORT:RAIL,...",
+	{ "rails", 0, OPT_STRING, &opt.rails, "DEV:PORT:RAIL,...",
 	  "rail ids of NIC ports (NCCL_IB_HCA style); unlisted ports are not used", NULL,
 	  OPT_LIST },
-	{ "hosts", 0, OPT_STRING, &o.hosts, "H1,H2,...",
+	{ "hosts", 0, OPT_STRING, &opt.hosts, "H1,H2,...",
 	  "node order of the rings (physical placement); names synthetic nodes", NULL, OPT_LIST },
-	{ "rings", 0, OPT_INT, &o.rings, "N",
+	{ "rings", 0, OPT_INT, &opt.rings, "N",
 	  "number of rings (one node: any; several: a multiple of one per rail)", NULL,
 	  OPT_RANGE(1, PN_PLAN_MAX_RINGS) },
-	{ "pcie-rate", 0, OPT_DOUBLE, &o.pcie_rate, "GBS",
+	{ "pcie-rate", 0, OPT_DOUBLE, &opt.pcie_rate, "GBS",
 	  "PCIe link rate for the prediction, GB/s per direction (default 63, Gen5 x16)", NULL,
 	  OPT_RANGE(0.001, 10000) },
-	{ "no-degrade", 0, OPT_BOOL, &o.no_degrade, NULL,
+	{ "no-degrade", 0, OPT_BOOL, &opt.no_degrade, NULL,
 	  "refuse (exit 1) instead of planning around a missing or down rail", NULL, NULL },
-	{ "summary", 0, OPT_BOOL, &o.summary, NULL, "text: leave out the per-ring diagrams", NULL,
+	{ "summary", 0, OPT_BOOL, &opt.summary, NULL, "text: leave out the per-ring diagrams", NULL,
 	  NULL },
-	{ "show-schedule", 0, OPT_BOOL, &o.show_schedule, NULL,
+	{ "show-schedule", 0, OPT_BOOL, &opt.show_schedule, NULL,
 	  "print the multiring allreduce schedule the engine runs for these rings", NULL, NULL },
-	{ "schedule-rank", 0, OPT_INT, &o.schedule_rank, "R",
+	{ "schedule-rank", 0, OPT_INT, &opt.schedule_rank, "R",
 	  "--show-schedule: the rank whose steps are printed (default 0)", NULL,
 	  OPT_RANGE(0, (1 << 24) - 1) },
-	{ "schedule-size", 0, OPT_SIZE, &o.schedule_size, "SIZE",
+	{ "schedule-size", 0, OPT_SIZE, &opt.schedule_size, "SIZE",
 	  "--show-schedule: allreduce size in bytes, float32 (default 1M)", NULL,
 	  OPT_RANGE(4, 1ull << 40) },
-	{ "nccl-graph", 0, OPT_STRING, &o.nccl_graph, "FILE",
+	{ "nccl-graph", 0, OPT_STRING, &opt.nccl_graph, "FILE",
 	  "write NCCL_GRAPH_FILE XML; %h or %n in FILE: one file per node", NULL, NULL },
-	{ "check", 0, OPT_STRING, &o.check, "FILE[,FILE...]",
+	{ "check", 0, OPT_STRING, &opt.check, "FILE[,FILE...]",
 	  "validate a plan: ring-plan JSON, or NCCL graph XML (one shared or one per node)", NULL,
 	  OPT_LIST },
 	OPT_TABLE_END
@@ -85,28 +85,28 @@ const struct pn_opt ring_plan_options[] = {
 
 static int load_model(struct pn_ctx *ctx, struct pn_plan_model *m, int need)
 {
-	int synth = o.nodes || o.gpus || o.nics >= 0 || o.gpus_per_nic || o.nvlinks >= 0 || o.nic_rate;
+	int synth = opt.nodes || opt.gpus || opt.nics >= 0 || opt.gpus_per_nic || opt.nvlinks >= 0 || opt.nic_rate;
 	int ret;
 
-	if ((synth != 0) + (o.topo_files != NULL) + (o.topo_xml != NULL) > 1)
+	if ((synth != 0) + (opt.topo_files != NULL) + (opt.topo_xml != NULL) > 1)
 		return pn_cmd_fail(ctx, 2, "give one of --topo-file, --topo-xml or a synthetic shape "
 					   "(--nodes ...), not both");
-	if (synth && !o.nodes)
+	if (synth && !opt.nodes)
 		return pn_cmd_fail(ctx, 2, "a synthetic cluster needs --nodes N");
 	if (synth) {
 		struct pn_plan_synth s = {
-			.nodes = o.nodes,
-			.gpus = o.gpus ? o.gpus : 8,
-			.nics = o.nics >= 0 ? o.nics : (o.gpus ? o.gpus : 8),
-			.gpus_per_nic = o.gpus_per_nic,
-			.rate_gbps = o.nic_rate ? o.nic_rate : 400,
-			.nvlinks = o.nvlinks >= 0 ? o.nvlinks : 18,
-			.hosts = o.hosts,
+			.nodes = opt.nodes,
+			.gpus = opt.gpus ? opt.gpus : 8,
+			.nics = opt.nics >= 0 ? opt.nics : (opt.gpus ? opt.gpus : 8),
+			.gpus_per_nic = opt.gpus_per_nic,
+			.rate_gbps = opt.nic_rate ? opt.nic_rate : 400,
+			.nvlinks = opt.nvlinks >= 0 ? opt.nvlinks : 18,
+			.hosts = opt.hosts,
 		};
 
 		ret = pn_plan_model_synthetic(m, &s);
-	} else if (o.topo_files) {
-		const char *p = o.topo_files;
+	} else if (opt.topo_files) {
+		const char *p = opt.topo_files;
 
 		ret = 0;
 		while (*p && !ret) {
@@ -132,25 +132,25 @@ static int load_model(struct pn_ctx *ctx, struct pn_plan_model *m, int need)
 		}
 		if (!ret && !m->nnodes)
 			return pn_cmd_fail(ctx, 2, "--topo-file names no file");
-		if (!ret && o.hosts)
-			ret = pn_plan_model_order_hosts(m, o.hosts);
-	} else if (need || o.topo_xml) {
+		if (!ret && opt.hosts)
+			ret = pn_plan_model_order_hosts(m, opt.hosts);
+	} else if (need || opt.topo_xml) {
 		/* this node: live (or the --sysfs-root tree), or an hwloc XML file */
 		struct pn_topo t;
-		struct pn_topo_cfg cfg = { .xml_file = o.topo_xml };
+		struct pn_topo_cfg cfg = { .xml_file = opt.topo_xml };
 
 		memset(&t, 0, sizeof(t));
 		ret = pn_topo_load(&t, &cfg);
 		if (!ret)
 			ret = pn_plan_model_add_topology(m, &t);
 		pn_topo_release(&t);
-		if (!ret && o.hosts)
-			ret = pn_plan_model_order_hosts(m, o.hosts);
+		if (!ret && opt.hosts)
+			ret = pn_plan_model_order_hosts(m, opt.hosts);
 	} else {
 		return 0;
 	}
-	if (!ret && o.rails)
-		ret = pn_plan_model_set_rails(m, o.rails);
+	if (!ret && opt.rails)
+		ret = pn_plan_model_set_rails(m, opt.rails);
 	if (!ret)
 		ret = pn_plan_model_finish(m);
 	if (ret) {
@@ -166,7 +166,7 @@ static int load_model(struct pn_ctx *ctx, struct pn_plan_model *m, int need)
 
 static int graphs_per_node(void)
 {
-	return strstr(o.nccl_graph, "%h") || strstr(o.nccl_graph, "%n");
+	return strstr(opt.nccl_graph, "%h") || strstr(opt.nccl_graph, "%n");
 }
 
 /* Node i's file: --nccl-graph with %h (its host name) and %n (its index). */
@@ -176,7 +176,7 @@ static int graph_name(const struct pn_plan_model *m, int i, char *path, size_t l
 	char one[2] = "", num[16];
 	size_t n = 0, k;
 
-	for (q = o.nccl_graph; *q; q++) {
+	for (q = opt.nccl_graph; *q; q++) {
 		if (q[0] == '%' && q[1] == 'h') {
 			add = m->nodes[i].host;
 			if (strchr(add, '/'))
@@ -286,7 +286,7 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 	char **texts = NULL, **names = NULL;
 	size_t *lens = NULL;
 	int nf = 0, i, ret, rc = 2, xml;
-	const char *p = o.check, *fmt;
+	const char *p = opt.check, *fmt;
 
 	pn_plan_model_init(&own);
 	pn_plan_init(&plan, model);
@@ -328,7 +328,7 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 	}
 	fmt = texts[0] + strspn(texts[0], " \t\r\n");
 	xml = *fmt == '<';
-	if (xml && o.show_schedule) {
+	if (xml && opt.show_schedule) {
 		pn_cmd_fail(ctx, 2, "--show-schedule: the engine runs ring-plan JSON plans "
 			    "(allreduce-test --plan), not NCCL graph XML");
 		goto out;
@@ -350,20 +350,20 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 		pn_cmd_error(ctx, ret);
 		goto out;
 	}
-	if (o.show_schedule && (o.schedule_rank < 0 || o.schedule_rank >= plan.model->nranks)) {
+	if (opt.show_schedule && (opt.schedule_rank < 0 || opt.schedule_rank >= plan.model->nranks)) {
 		pn_cmd_fail(ctx, 2, "--schedule-rank must be between 0 and %d", plan.model->nranks - 1);
 		goto out;
 	}
 	/* the engine refuses a plan with violations: no schedule for it */
-	if (o.show_schedule && !viol.n && !viol.dropped) {
-		ret = pn_plan_sched_build(&sc, &plan, o.schedule_rank, (size_t)(o.schedule_size / 4), 4);
+	if (opt.show_schedule && !viol.n && !viol.dropped) {
+		ret = pn_plan_sched_build(&sc, &plan, opt.schedule_rank, (size_t)(opt.schedule_size / 4), 4);
 		if (ret) {
 			pn_cmd_error(ctx, ret);
 			goto out;
 		}
 	}
 	pn_out_open_object(ctx->out, NULL);
-	pn_out_str(ctx->out, PN_ANY, "file", "check %s: ", o.check);
+	pn_out_str(ctx->out, PN_ANY, "file", "check %s: ", opt.check);
 	pn_out_str(ctx->out, PN_ANY, "format", "%s, ", xml ? "nccl-xml" : "json");
 	pn_out_int(ctx->out, PN_ANY, "nnodes", "%lld node", plan.model->nnodes);
 	pn_out_int(ctx->out, PN_ANY, "nranks", plan.model->nnodes == 1 ? ", %lld ranks, " : "s, %lld ranks, ",
@@ -409,23 +409,23 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 	if (argc > 0)
 		return pn_cmd_fail(ctx, 2, "unexpected argument '%s'", argv[0]);
 	/* counts and rates are in range (the table); 0 and -1 mean "not given" */
-	if (o.check && (o.nccl_graph || o.summary || o.rings || o.no_degrade))
+	if (opt.check && (opt.nccl_graph || opt.summary || opt.rings || opt.no_degrade))
 		return pn_cmd_fail(ctx, 2, "--check reads a plan; --nccl-graph, --summary, --rings "
 					   "and --no-degrade are for planning");
 	pn_plan_model_init(&model);
-	rc = load_model(ctx, &model, !o.check);
+	rc = load_model(ctx, &model, !opt.check);
 	if (rc)
 		goto out_model;
-	if (o.check) {
+	if (opt.check) {
 		rc = check(ctx, &model);
 		goto out_model;
 	}
-	if (o.nccl_graph) {
+	if (opt.nccl_graph) {
 		rc = check_graphs(ctx, &model);
 		if (rc)
 			goto out_model;
 	}
-	if (o.no_degrade && model.nnodes > 1) {
+	if (opt.no_degrade && model.nnodes > 1) {
 		struct pn_plan_msgs why = { 0 };
 		int *rails, nrails, i;
 
@@ -443,8 +443,8 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 		}
 		pn_plan_msgs_release(&why);
 	}
-	po.rings = o.rings;
-	po.pcie_gbs = o.pcie_rate;
+	po.rings = opt.rings;
+	po.pcie_gbs = opt.pcie_rate;
 	ret = pn_plan_build(&plan, &model, &po);
 	if (ret) {
 		pn_cmd_error(ctx, ret);
@@ -457,7 +457,7 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 		rc = 2;
 		goto out_plan;
 	}
-	if (o.nccl_graph && !strstr(o.nccl_graph, "%h") && !strstr(o.nccl_graph, "%n")) {
+	if (opt.nccl_graph && !strstr(opt.nccl_graph, "%h") && !strstr(opt.nccl_graph, "%n")) {
 		ret = pn_plan_nccl_shared_ok(&plan);
 		if (ret) {
 			pn_cmd_error(ctx, ret);
@@ -465,25 +465,25 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 			goto out_plan;
 		}
 	}
-	if (o.show_schedule) {
-		if (o.schedule_rank < 0 || o.schedule_rank >= model.nranks) {
+	if (opt.show_schedule) {
+		if (opt.schedule_rank < 0 || opt.schedule_rank >= model.nranks) {
 			rc = pn_cmd_fail(ctx, 2, "--schedule-rank must be between 0 and %d",
 					 model.nranks - 1);
 			goto out_plan;
 		}
-		ret = pn_plan_sched_build(&sc, &plan, o.schedule_rank, (size_t)(o.schedule_size / 4), 4);
+		ret = pn_plan_sched_build(&sc, &plan, opt.schedule_rank, (size_t)(opt.schedule_size / 4), 4);
 		if (ret) {
 			pn_cmd_error(ctx, ret);
 			rc = 2;
 			goto out_plan;
 		}
 	}
-	pn_plan_write_begin(ctx->out, &plan, &viol, o.summary);
-	if (o.show_schedule)
+	pn_plan_write_begin(ctx->out, &plan, &viol, opt.summary);
+	if (opt.show_schedule)
 		pn_plan_sched_write(ctx->out, &plan, &sc);
 	pn_out_close_object(ctx->out);
 	rc = viol.n || viol.dropped ? 1 : 0;
-	if (o.nccl_graph) {
+	if (opt.nccl_graph) {
 		ret = write_graphs(ctx, &plan);
 		if (ret)
 			rc = ret;
