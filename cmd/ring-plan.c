@@ -379,6 +379,9 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 		pn_plan_sched_write(ctx->out, &plan, &sc);
 	pn_out_close_object(ctx->out);
 	rc = viol.n || viol.dropped ? 1 : 0;
+	/* JSON: stdout is only the document ("ok"); the verdict line on stderr */
+	if (rc && pn_out_is_json(ctx->out))
+		pn_cmd_fail(ctx, 1, "FAILED: %d violations in %s", viol.n + viol.dropped, opt.check);
 out:
 	pn_sched_release(&sc);
 	for (i = 0; i < nf; i++) {

@@ -39,6 +39,13 @@ test_expect_success 'a damaged JSON plan: violations one per line, exit 1' '
 	grep -q "^violation: ring 0: node02 order takes 1 step over SYS (first mlx5_5->GPU1) where 0 suffice from mlx5_5 to mlx5_0$" out &&
 	test "$(grep -c ^violation: out)" -eq "$(sed -n "s/^\([0-9]*\) violations$/\1/p" out)"
 '
+test_expect_success 'a damaged plan with --json: stdout only JSON, the verdict on stderr' '
+	test_exit 1 penny ring-plan --check bad.json --json >out.json 2>err &&
+	json_valid out.json &&
+	n=$(python3 -c "import json; d = json.load(open(\"out.json\")); assert not d[\"ok\"], d; print(len(d[\"violations\"]))") &&
+	test "$(wc -l <err)" -eq 1 &&
+	grep -q "^penny ring-plan: FAILED: $n violations in bad.json$" err
+'
 test_expect_success 'a plan checked against another model (hosts matched by name)' '
 	penny ring-plan --nodes 2 --gpus 4 --nics 4 --json >small.json &&
 	penny ring-plan --check small.json --nodes 2 --gpus 4 --nics 4 >out && grep -q "^0 violations" out &&
