@@ -33,68 +33,71 @@
 
 #define MAX_RAILS PN_BW_MAX_RAILS
 
-static const char *opt_dev, *opt_op = "write", *opt_loopback, *opt_expect;
-static int opt_ibport, opt_gid = -1, opt_all, opt_iters = -1, opt_qps = 1, opt_bidir;
-static int opt_mtu, opt_lat, opt_txdepth = 128, opt_port = 18515, opt_all_rails;
-static int opt_inline = -1, opt_use_cuda = -1;
 #define SIZE_UNSET UINT64_MAX
-static uint64_t opt_size = SIZE_UNSET; /* 65536 (RDMA) or 256 MiB (--gpu) when not given */
-static int opt_gpu;
-static const char *opt_gpu_engine;
-static double opt_duration, opt_min_gbps = -1;
+
+static struct {
+	const char *dev, *op, *loopback, *expect, *gpu_engine;
+	int ibport, gid, all, iters, qps, bidir, mtu, lat, txdepth, port, all_rails;
+	int inline_size, use_cuda, gpu;
+	uint64_t size;		/* 65536 (RDMA) or 256 MiB (--gpu) when not given */
+	double duration, min_gbps;
+} opt = {
+	.op = "write", .gid = -1, .iters = -1, .qps = 1, .txdepth = 128, .port = 18515,
+	.inline_size = -1, .use_cuda = -1, .size = SIZE_UNSET, .min_gbps = -1,
+};
 
 const struct pn_opt bw_options[] = {
-	{ "ib-dev", 'd', OPT_STRING, &opt_dev, "DEV[:PORT]",
+	{ "ib-dev", 'd', OPT_STRING, &opt.dev, "DEV[:PORT]",
 	  "RDMA device and port (default: the first with an ACTIVE port); a comma list with "
 	  "--all-rails", NULL, OPT_LIST },
-	{ "ib-port", 'i', OPT_INT, &opt_ibport, "PORT", "port of the device (default 1)", NULL,
+	{ "ib-port", 'i', OPT_INT, &opt.ibport, "PORT", "port of the device (default 1)", NULL,
 	  OPT_RANGE(1, 255) },
-	{ "gid-index", 'x', OPT_INT, &opt_gid, "INDEX",
+	{ "gid-index", 'x', OPT_INT, &opt.gid, "INDEX",
 	  "GID index (default: an IPv4-mapped RoCE v2 GID; both sides must agree)", NULL,
 	  OPT_RANGE(0, 255) },
-	{ "size", 's', OPT_SIZE, &opt_size, "SIZE",
+	{ "size", 's', OPT_SIZE, &opt.size, "SIZE",
 	  "message size (default 65536; --gpu: bytes per copy, 4K..1G, default 256M)", NULL,
 	  OPT_RANGE(0, 1 << 30) },
-	{ "all", 'a', OPT_BOOL, &opt_all, NULL, "every size from 2 bytes to 8 MiB", NULL, NULL },
-	{ "iters", 'n', OPT_INT, &opt_iters, "N",
+	{ "all", 'a', OPT_BOOL, &opt.all, NULL, "every size from 2 bytes to 8 MiB", NULL, NULL },
+	{ "iters", 'n', OPT_INT, &opt.iters, "N",
 	  "operations per size (default 5000; latency 1000)", NULL, OPT_RANGE(1, 1000000000) },
-	{ "duration", 'D', OPT_SECONDS, &opt_duration, "SEC", "run each size for SEC seconds",
+	{ "duration", 'D', OPT_SECONDS, &opt.duration, "SEC", "run each size for SEC seconds",
 	  NULL, OPT_RANGE(0.1, 86400) },
-	{ "qp", 'q', OPT_INT, &opt_qps, "QPS", "queue pairs (default 1)", NULL,
+	{ "qp", 'q', OPT_INT, &opt.qps, "QPS", "queue pairs (default 1)", NULL,
 	  OPT_RANGE(1, PN_VERBS_MAX_QPS) },
-	{ "bidirectional", 'b', OPT_BOOL, &opt_bidir, NULL,
+	{ "bidirectional", 'b', OPT_BOOL, &opt.bidir, NULL,
 	  "both sides send at once (the sum is reported)", NULL, NULL },
-	{ "mtu", 0, OPT_INT, &opt_mtu, "BYTES",
+	{ "mtu", 0, OPT_INT, &opt.mtu, "BYTES",
 	  "path MTU: 256, 512, 1024, 2048 or 4096 (default: the ports')",
 	  "256 512 1024 2048 4096", OPT_RANGE(256, 4096) },
-	{ "op", 0, OPT_STRING, &opt_op, "OP", "write (default), read or send",
+	{ "op", 0, OPT_STRING, &opt.op, "OP", "write (default), read or send",
 	  "write read send", NULL },
-	{ "lat", 0, OPT_BOOL, &opt_lat, NULL,
+	{ "lat", 0, OPT_BOOL, &opt.lat, NULL,
 	  "latency instead of bandwidth: min, median, average, p99, p99.9, max", NULL, NULL },
-	{ "tx-depth", 't', OPT_INT, &opt_txdepth, "N",
+	{ "tx-depth", 't', OPT_INT, &opt.txdepth, "N",
 	  "operations in flight per QP (default 128)", NULL, OPT_RANGE(1, 8192) },
-	{ "inline-size", 'I', OPT_INT, &opt_inline, "BYTES",
+	{ "inline-size", 'I', OPT_INT, &opt.inline_size, "BYTES",
 	  "send writes and sends of up to BYTES inline (default 220 with --lat, else 0)", NULL,
 	  OPT_RANGE(0, 4096) },
-	{ "use_cuda", 0, OPT_INT, &opt_use_cuda, "GPU",
+	{ "use_cuda", 0, OPT_INT, &opt.use_cuda, "GPU",
 	  "the test buffers in the memory of GPU (an index), registered as a dma-buf "
 	  "(GPUDirect RDMA, like perftest's --use_cuda); needs the cuda plugin", NULL,
 	  OPT_RANGE(0, 1023) },
-	{ "port", 'p', OPT_INT, &opt_port, "PORT",
+	{ "port", 'p', OPT_INT, &opt.port, "PORT",
 	  "TCP port of the server (default 18515)", NULL, OPT_RANGE(1, 65535) },
-	{ "loopback", 0, OPT_STRING, &opt_loopback, "DEV1[,DEV2]",
+	{ "loopback", 0, OPT_STRING, &opt.loopback, "DEV1[,DEV2]",
 	  "both ends in this host: on one device, or a link between two", NULL, OPT_LIST },
-	{ "all-rails", 0, OPT_BOOL, &opt_all_rails, NULL,
+	{ "all-rails", 0, OPT_BOOL, &opt.all_rails, NULL,
 	  "under a launcher: test every NIC pair of the same index at once", NULL, NULL },
-	{ "expect", 0, OPT_OPTSTRING, &opt_expect, "PCT",
+	{ "expect", 0, OPT_OPTSTRING, &opt.expect, "PCT",
 	  "fail (exit 1) below PCT % of the link rate, doubled when bidirectional (default 90)",
 	  NULL, OPT_RANGE(1, 100) },
-	{ "min-gbps", 0, OPT_DOUBLE, &opt_min_gbps, "GBPS", "fail (exit 1) below GBPS Gb/s",
+	{ "min-gbps", 0, OPT_DOUBLE, &opt.min_gbps, "GBPS", "fail (exit 1) below GBPS Gb/s",
 	  NULL, OPT_RANGE(0, 1e9) },
-	{ "gpu", 0, OPT_BOOL, &opt_gpu, NULL,
+	{ "gpu", 0, OPT_BOOL, &opt.gpu, NULL,
 	  "GPU-to-GPU bandwidth and latency matrices of this host's GPUs (the cuda plugin), "
 	  "like p2pBandwidthLatencyTest; -b: bidirectional only, --lat: latency only", NULL, NULL },
-	{ "gpu-engine", 0, OPT_STRING, &opt_gpu_engine, "ENGINE",
+	{ "gpu-engine", 0, OPT_STRING, &opt.gpu_engine, "ENGINE",
 	  "--gpu copies with ce (copy engines, default), sm (kernel loads and stores) or both",
 	  "ce sm both", NULL },
 	OPT_TABLE_END
@@ -117,50 +120,50 @@ static int parse_cfg(struct bw *b)
 	int i;
 
 	pn_bw_cfg_init(c);
-	if (opt_size == SIZE_UNSET)
-		opt_size = 65536;
-	if (opt_gpu_engine)
+	if (opt.size == SIZE_UNSET)
+		opt.size = 65536;
+	if (opt.gpu_engine)
 		return pn_cmd_fail(b->ctx, 2, "--gpu-engine goes with --gpu");
-	if (!strcmp(opt_op, "write"))
+	if (!strcmp(opt.op, "write"))
 		c->op = PN_VERBS_WRITE;
-	else if (!strcmp(opt_op, "read"))
+	else if (!strcmp(opt.op, "read"))
 		c->op = PN_VERBS_READ;
-	else if (!strcmp(opt_op, "send"))
+	else if (!strcmp(opt.op, "send"))
 		c->op = PN_VERBS_SEND;
 	else
-		return pn_cmd_fail(b->ctx, 2, "--op must be write, read or send, not '%s'", opt_op);
-	if (opt_lat)
+		return pn_cmd_fail(b->ctx, 2, "--op must be write, read or send, not '%s'", opt.op);
+	if (opt.lat)
 		c->flags |= PN_BW_LAT;
-	if (opt_bidir)
+	if (opt.bidir)
 		c->flags |= PN_BW_BIDIR;
 	/*
 	 * Ranges are the table's (-q -t -I -n -D -p -s --mtu --use_cuda
 	 * --expect); the initial values -1 and 0 mean "not given".
 	 */
-	if (opt_lat && opt_bidir)
+	if (opt.lat && opt.bidir)
 		return pn_cmd_fail(b->ctx, 2, "--lat and -b do not go together");
-	if (opt_lat && opt_qps != 1)
+	if (opt.lat && opt.qps != 1)
 		return pn_cmd_fail(b->ctx, 2, "--lat uses one QP");
-	if (opt_use_cuda >= 0 && opt_lat)
+	if (opt.use_cuda >= 0 && opt.lat)
 		return pn_cmd_fail(b->ctx, 2, "--use_cuda measures bandwidth; --lat polls host memory");
-	if (opt_mtu && !pn_verbs_mtu_valid(opt_mtu))
+	if (opt.mtu && !pn_verbs_mtu_valid(opt.mtu))
 		return pn_cmd_fail(b->ctx, 2, "--mtu must be 256, 512, 1024, 2048 or 4096");
-	if (opt_duration > 0 && opt_iters > 0)
+	if (opt.duration > 0 && opt.iters > 0)
 		return pn_cmd_fail(b->ctx, 2, "-n and -D exclude each other");
-	if (opt_duration > 0 && opt_lat)
+	if (opt.duration > 0 && opt.lat)
 		return pn_cmd_fail(b->ctx, 2, "--lat counts iterations (-n), not seconds");
-	c->nqp = (uint32_t)opt_qps;
-	c->tx_depth = (uint32_t)opt_txdepth;
-	c->mtu = (uint32_t)opt_mtu;
-	c->iters = opt_duration > 0 ? 0 : opt_iters > 0 ? (uint64_t)opt_iters : opt_lat ? 1000 : 5000;
-	c->duration = opt_duration;
-	if (opt_all) {
+	c->nqp = (uint32_t)opt.qps;
+	c->tx_depth = (uint32_t)opt.txdepth;
+	c->mtu = (uint32_t)opt.mtu;
+	c->iters = opt.duration > 0 ? 0 : opt.iters > 0 ? (uint64_t)opt.iters : opt.lat ? 1000 : 5000;
+	c->duration = opt.duration;
+	if (opt.all) {
 		for (i = 1; i <= 23; i++)
 			c->sizes[c->nsizes++] = 1ull << i;
 	} else {
-		if (opt_lat && !opt_size)
+		if (opt.lat && !opt.size)
 			return pn_cmd_fail(b->ctx, 2, "--lat needs -s of at least 1");
-		c->sizes[c->nsizes++] = opt_size;
+		c->sizes[c->nsizes++] = opt.size;
 	}
 	return 0;
 }
@@ -174,10 +177,10 @@ static int bw_mem_fail(struct pn_ctx *ctx, int ret)
  * to report; -a's largest size is 8 MiB) */
 int bw_prelaunch(struct pn_ctx *ctx, int np)
 {
-	if (opt_gpu)
+	if (opt.gpu)
 		return 0;
-	return bw_mem_fail(ctx, pn_bwrun_mem_ranks(np, opt_all ? 1ull << 23 : opt_size ==
-						   SIZE_UNSET ? 65536 : opt_size));
+	return bw_mem_fail(ctx, pn_bwrun_mem_ranks(np, opt.all ? 1ull << 23 : opt.size ==
+						   SIZE_UNSET ? 65536 : opt.size));
 }
 
 static int list_len(const char *list)
@@ -192,16 +195,16 @@ static int list_len(const char *list)
 /* -d and --loopback name what their mode uses (no empty element: the table). */
 static int check_devices(struct pn_ctx *ctx)
 {
-	int nd = opt_dev ? list_len(opt_dev) : 0;
+	int nd = opt.dev ? list_len(opt.dev) : 0;
 
-	if (opt_loopback && list_len(opt_loopback) > 2)
+	if (opt.loopback && list_len(opt.loopback) > 2)
 		return pn_cmd_fail(ctx, 2, "--loopback takes DEV1 or DEV1,DEV2, not '%s'",
-				   opt_loopback);
-	if (opt_loopback && opt_dev)
+				   opt.loopback);
+	if (opt.loopback && opt.dev)
 		return pn_cmd_fail(ctx, 2, "--loopback names the devices; -d is for the other modes");
 	if (nd > MAX_RAILS)
 		return pn_cmd_fail(ctx, 2, "-d names %d devices, at most %d", nd, MAX_RAILS);
-	if (nd > 1 && !opt_all_rails)
+	if (nd > 1 && !opt.all_rails)
 		return pn_cmd_fail(ctx, 2, "-d names %d devices: a list is for --all-rails", nd);
 	return 0;
 }
@@ -242,7 +245,7 @@ static void print_header(struct bw *b)
 	pn_out_str(o, PN_JSON, "command", NULL, "bw");
 	pn_out_str(o, PN_JSON, "mode", NULL, b->r.mode);
 	pn_out_str(o, PN_JSON, "transport", NULL, b->r.tcp ? "tcp" : "verbs");
-	pn_out_str(o, PN_JSON, "op", NULL, opt_op);
+	pn_out_str(o, PN_JSON, "op", NULL, opt.op);
 	pn_out_str(o, PN_JSON, "test", NULL, b->r.cfg.flags & PN_BW_LAT ? "latency" : "bandwidth");
 	pn_out_bool(o, PN_JSON, "bidirectional", NULL, !!(b->r.cfg.flags & PN_BW_BIDIR));
 	pn_out_int(o, PN_JSON, "qps", NULL, b->r.cfg.nqp);
@@ -355,12 +358,12 @@ static int gate(struct bw *b, const char *name, const struct pn_bw_row *r, doubl
 	}
 	if (b->r.cfg.flags & PN_BW_LAT)
 		return 1;
-	if (opt_min_gbps >= 0) {
-		want = opt_min_gbps;
-		snprintf(why, sizeof(why), "--min-gbps %g", opt_min_gbps);
-	} else if (opt_expect) {
-		if (opt_expect[0])
-			pn_parse_double(opt_expect, &pct);
+	if (opt.min_gbps >= 0) {
+		want = opt.min_gbps;
+		snprintf(why, sizeof(why), "--min-gbps %g", opt.min_gbps);
+	} else if (opt.expect) {
+		if (opt.expect[0])
+			pn_parse_double(opt.expect, &pct);
 		if (link <= 0) {
 			pn_out_bool(o, PN_JSON, "passed", NULL, 0);
 			fprintf(stderr, "penny bw: %s: link rate unknown, cannot check --expect\n",
@@ -475,7 +478,7 @@ static int agree_params(struct bw *b)
 	struct pn_job_param p[PN_JOB_MAX_PARAMS];
 	int n = 0, differs, ret;
 
-	if (opt_all)
+	if (opt.all)
 		pn_job_param_set(&p[n++], "-s", "-a (2..8M)");
 	else
 		pn_job_param_set(&p[n++], "-s", "%llu", (unsigned long long)c->sizes[0]);
@@ -489,18 +492,18 @@ static int agree_params(struct bw *b)
 		pn_job_param_set(&p[n++], "-D", "none");
 	pn_job_param_set(&p[n++], "-q", "%u", c->nqp);
 	pn_job_param_set(&p[n++], "-t", "%u", c->tx_depth);
-	pn_job_param_set(&p[n++], "--op", "%s", opt_op);
-	pn_job_param_set(&p[n++], "--lat", "%s", opt_lat ? "on" : "off");
-	pn_job_param_set(&p[n++], "-b", "%s", opt_bidir ? "on" : "off");
+	pn_job_param_set(&p[n++], "--op", "%s", opt.op);
+	pn_job_param_set(&p[n++], "--lat", "%s", opt.lat ? "on" : "off");
+	pn_job_param_set(&p[n++], "-b", "%s", opt.bidir ? "on" : "off");
 	if (c->mtu)
 		pn_job_param_set(&p[n++], "--mtu", "%u", c->mtu);
 	else
 		pn_job_param_set(&p[n++], "--mtu", "the ports'");
-	if (opt_inline >= 0)
-		pn_job_param_set(&p[n++], "-I", "%d", opt_inline);
+	if (opt.inline_size >= 0)
+		pn_job_param_set(&p[n++], "-I", "%d", opt.inline_size);
 	else
 		pn_job_param_set(&p[n++], "-I", "default");
-	pn_job_param_set(&p[n++], "--all-rails", "%s", opt_all_rails ? "on" : "off");
+	pn_job_param_set(&p[n++], "--all-rails", "%s", opt.all_rails ? "on" : "off");
 	pn_job_param_set(&p[n++], "--transport", "%s", b->r.tcp ? "tcp" : "verbs");
 	ret = pn_job_params_agree(b->ctx->job->boot, p, n, &differs);
 	if (ret == -EINVAL) {
@@ -525,7 +528,7 @@ static int run_launcher(struct bw *b)
 	r->boot = b->ctx->job->boot;
 	ret = agree_params(b);
 	if (!ret)
-		ret = pn_bwrun_launcher(r, opt_dev);
+		ret = pn_bwrun_launcher(r, opt.dev);
 	/* rank 0 presents every link: pair p = ranks 2p (initiator) and 2p+1 */
 	if (ret || r->rank != 0)
 		return ret;
@@ -575,7 +578,7 @@ static int run_launcher(struct bw *b)
 	pn_out_close_array(o);
 	pn_out_text(o, "------------------------------------------------------------------------"
 		       "---------------------------\n");
-	if (opt_all_rails || r->nranks > 2) {
+	if (opt.all_rails || r->nranks > 2) {
 		pn_out_str(o, PN_ANY, "slowest", " Slowest link    : %s", b->slowest_name);
 		pn_out_float(o, PN_ANY, "slowest_gbps", " (%.3f Gb/s)\n", b->slowest);
 	}
@@ -603,21 +606,21 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 	pn_bwrun_init(&b->r);
 	ops.arg = b;
 	b->r.ops = &ops;
-	b->r.ibport = opt_ibport;
-	b->r.gid = opt_gid;
-	b->r.inline_size = opt_inline;
-	b->r.use_cuda = opt_use_cuda;
-	b->r.all_rails = opt_all_rails;
+	b->r.ibport = opt.ibport;
+	b->r.gid = opt.gid;
+	b->r.inline_size = opt.inline_size;
+	b->r.use_cuda = opt.use_cuda;
+	b->r.all_rails = opt.all_rails;
 	b->r.timeout = pn_cli.timeout;
-	if (opt_gpu) {
+	if (opt.gpu) {
 		struct bw_gpu_opts g = {
-			.bytes = opt_size == SIZE_UNSET ? 0 : opt_size, .iters = opt_iters,
-			.engine = opt_gpu_engine, .bidir = opt_bidir, .lat = opt_lat,
+			.bytes = opt.size == SIZE_UNSET ? 0 : opt.size, .iters = opt.iters,
+			.engine = opt.gpu_engine, .bidir = opt.bidir, .lat = opt.lat,
 		};
 
 		/* RDMA options have no meaning for GPU copies */
-		if (argc || opt_loopback || opt_all_rails || opt_dev || opt_duration > 0 || opt_all ||
-		    opt_expect || opt_min_gbps >= 0 || ctx->launch || opt_qps != 1 || strcmp(opt_op, "write"))
+		if (argc || opt.loopback || opt.all_rails || opt.dev || opt.duration > 0 || opt.all ||
+		    opt.expect || opt.min_gbps >= 0 || ctx->launch || opt.qps != 1 || strcmp(opt.op, "write"))
 			rc = pn_cmd_fail(ctx, 2, "--gpu measures this host's GPUs in one process: it takes "
 						 "-s, -n, -b, --lat and --gpu-engine only");
 		else
@@ -627,7 +630,7 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 	rc = parse_cfg(b);
 	/* this process (and the loopback peer it forks); --np checked them all */
 	if (!rc && !ctx->launch)
-		rc = bw_mem_fail(ctx, pn_bwrun_mem_local(opt_loopback ? 2 : 1, &b->r.cfg));
+		rc = bw_mem_fail(ctx, pn_bwrun_mem_local(opt.loopback ? 2 : 1, &b->r.cfg));
 	if (rc)
 		goto done;
 	tcp = transport_tcp(b);
@@ -640,12 +643,12 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 		rc = pn_cmd_fail(ctx, 2, "one HOST at most (got '%s' and '%s')", argv[0], argv[1]);
 		goto done;
 	}
-	if (argc == 1 && opt_expect && !opt_expect[0] && strspn(argv[0], "0123456789.") ==
+	if (argc == 1 && opt.expect && !opt.expect[0] && strspn(argv[0], "0123456789.") ==
 								  strlen(argv[0])) {
 		rc = pn_cmd_fail(ctx, 2, "'%s' is not a host: write --expect=%s", argv[0], argv[0]);
 		goto done;
 	}
-	if (opt_all_rails && (argc || opt_loopback)) {
+	if (opt.all_rails && (argc || opt.loopback)) {
 		rc = pn_cmd_fail(ctx, 2, "--all-rails runs under a launcher (mpirun, srun, --np)");
 		goto done;
 	}
@@ -670,7 +673,7 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 				    job->nranks == 1 ? " (the server is 'penny bw' without --np)" : "");
 		goto done;
 	}
-	if (job->nranks > 1 && (argc || opt_loopback)) {
+	if (job->nranks > 1 && (argc || opt.loopback)) {
 		rc = 2;
 		if (job->rank == 0)
 			pn_cmd_fail(ctx, 2, "%s runs one pair of processes; under a launcher (%s) "
@@ -678,17 +681,17 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 				    job->cfg.launcher);
 		goto done;
 	}
-	if (opt_loopback) {
-		ret = pn_bwrun_loopback(&b->r, opt_loopback);
+	if (opt.loopback) {
+		ret = pn_bwrun_loopback(&b->r, opt.loopback);
 	} else if (argc == 1) {
-		ret = pn_bwrun_client(&b->r, opt_dev, argv[0], opt_port);
+		ret = pn_bwrun_client(&b->r, opt.dev, argv[0], opt.port);
 	} else if (job->nranks > 1) {
 		ret = run_launcher(b);
-	} else if (opt_all_rails) {
+	} else if (opt.all_rails) {
 		rc = pn_cmd_fail(ctx, 2, "--all-rails runs under a launcher (mpirun, srun, --np)");
 		goto done;
 	} else {
-		ret = pn_bwrun_server(&b->r, opt_dev, opt_port);
+		ret = pn_bwrun_server(&b->r, opt.dev, opt.port);
 	}
 	if (ret && b->said)
 		rc = b->said;
