@@ -19,7 +19,6 @@
 
 #include "base/log.h"
 #include "base/util.h"
-#include "engine/jobparams.h"
 #include "gpu/gpumem.h"
 #include "harness/bwrun.h"
 #include "transport/verbs.h"
@@ -465,60 +464,11 @@ static void loopback_failed(void *arg, const char *dev, int err)
 }
 
 /* ------------------------------------------------------------- launcher */
-/*
- * Under a launcher every rank runs the same test: the settings that shape
- * it are compared across all ranks before any connects (per-rank ones, -d
- * -i -x --use_cuda, and the gate rank 0 alone applies, are not).  A
- * mismatch fails every rank with exit 2; rank 0 and the ranks that differ
- * from it say which option and ranks.
- */
-static int agree_params(struct bw *b)
-{
-	const struct pn_bw_cfg *c = &b->r.cfg;
-	struct pn_job_param p[PN_JOB_MAX_PARAMS];
-	int n = 0, differs, ret;
-
-	if (opt.all)
-		pn_job_param_set(&p[n++], "-s", "-a (2..8M)");
-	else
-		pn_job_param_set(&p[n++], "-s", "%llu", (unsigned long long)c->sizes[0]);
-	if (c->iters)
-		pn_job_param_set(&p[n++], "-n", "%llu", (unsigned long long)c->iters);
-	else
-		pn_job_param_set(&p[n++], "-n", "none (-D)");
-	if (c->duration > 0)
-		pn_job_param_set(&p[n++], "-D", "%.15g", c->duration);
-	else
-		pn_job_param_set(&p[n++], "-D", "none");
-	pn_job_param_set(&p[n++], "-q", "%u", c->nqp);
-	pn_job_param_set(&p[n++], "-t", "%u", c->tx_depth);
-	pn_job_param_set(&p[n++], "--op", "%s", opt.op);
-	pn_job_param_set(&p[n++], "--lat", "%s", opt.lat ? "on" : "off");
-	pn_job_param_set(&p[n++], "-b", "%s", opt.bidir ? "on" : "off");
-	if (c->mtu)
-		pn_job_param_set(&p[n++], "--mtu", "%u", c->mtu);
-	else
-		pn_job_param_set(&p[n++], "--mtu", "the ports'");
-	if (opt.inline_size >= 0)
-		pn_job_param_set(&p[n++], "-I", "%d", opt.inline_size);
-	else
-		pn_job_param_set(&p[n++], "-I", "default");
-	pn_job_param_set(&p[n++], "--all-rails", "%s", opt.all_rails ? "on" : "off");
-	pn_job_param_set(&p[n++], "--transport", "%s", b->r.tcp ? "tcp" : "verbs");
-	ret = pn_job_params_agree(b->ctx->job->boot, p, n, &differs);
-	if (ret == -EINVAL) {
-		if (b->ctx->job->rank == 0 || differs)
-			pn_cmd_fail(b->ctx, 2, "%s", pn_errmsg(ret));
-		b->said = 2;
-	}
-	return ret;
-}
-
 static int run_launcher(struct bw *b)
 {
 	struct pn_bwrun *r = &b->r;
 	struct pn_out *o = b->ctx->out;
-	int i, k, p, ret;
+	int i, k, p, ret, differs = 0;
 
 	/* the passive ranks wait in the rendezvous while the test runs */
 	ret = pn_cmd_job_start(b->ctx, pn_bwrun_bound(&r->cfg, pn_cli.timeout, 0,
@@ -526,7 +476,13 @@ static int run_launcher(struct bw *b)
 	if (ret)
 		return ret;
 	r->boot = b->ctx->job->boot;
-	ret = agree_params(b);
+	ret = pn_bwrun_agree(r, opt.all, &differs);
+	if (ret == -EINVAL) {
+		/* rank 0 and the ranks that differ from it say which option and ranks */
+		if (b->ctx->job->rank == 0 || differs)
+			pn_cmd_fail(b->ctx, 2, "%s", pn_errmsg(ret));
+		b->said = 2;
+	}
 	if (!ret)
 		ret = pn_bwrun_launcher(r, opt.dev);
 	/* rank 0 presents every link: pair p = ranks 2p (initiator) and 2p+1 */
@@ -613,7 +569,7 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 	b->r.all_rails = opt.all_rails;
 	b->r.timeout = pn_cli.timeout;
 	if (opt.gpu) {
-		struct bw_gpu_opts g = {
+		struct pn_bwgpu_cfg g = {
 			.bytes = opt.size == SIZE_UNSET ? 0 : opt.size, .iters = opt.iters,
 			.engine = opt.gpu_engine, .bidir = opt.bidir, .lat = opt.lat,
 		};

@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "base/sock.h"
 #include "base/util.h"
+#include "engine/jobparams.h"
 #include "engine/mem.h"
 #include "node/nic.h"
 
@@ -533,6 +534,48 @@ static void sum_pairs(struct pn_bwrun *b)
 				pn_bw_row_add(&b->all_rows[2 * p].rows[i][k],
 					      &b->all_rows[2 * p + 1].rows[i][k]);
 	}
+}
+
+/*
+ * Under a launcher every rank runs the same test: the settings that shape
+ * it are compared across all ranks before any connects (per-rank ones, -d
+ * -i -x --use_cuda, and the gate rank 0 alone applies, are not).
+ */
+int pn_bwrun_agree(struct pn_bwrun *b, int all_sizes, int *differs)
+{
+	const struct pn_bw_cfg *c = &b->cfg;
+	struct pn_job_param p[PN_JOB_MAX_PARAMS];
+	int n = 0;
+
+	if (all_sizes)
+		pn_job_param_set(&p[n++], "-s", "-a (2..8M)");
+	else
+		pn_job_param_set(&p[n++], "-s", "%llu", (unsigned long long)c->sizes[0]);
+	if (c->iters)
+		pn_job_param_set(&p[n++], "-n", "%llu", (unsigned long long)c->iters);
+	else
+		pn_job_param_set(&p[n++], "-n", "none (-D)");
+	if (c->duration > 0)
+		pn_job_param_set(&p[n++], "-D", "%.15g", c->duration);
+	else
+		pn_job_param_set(&p[n++], "-D", "none");
+	pn_job_param_set(&p[n++], "-q", "%u", c->nqp);
+	pn_job_param_set(&p[n++], "-t", "%u", c->tx_depth);
+	pn_job_param_set(&p[n++], "--op", "%s", c->op == PN_VERBS_WRITE ? "write"
+					     : c->op == PN_VERBS_READ ? "read" : "send");
+	pn_job_param_set(&p[n++], "--lat", "%s", c->flags & PN_BW_LAT ? "on" : "off");
+	pn_job_param_set(&p[n++], "-b", "%s", c->flags & PN_BW_BIDIR ? "on" : "off");
+	if (c->mtu)
+		pn_job_param_set(&p[n++], "--mtu", "%u", c->mtu);
+	else
+		pn_job_param_set(&p[n++], "--mtu", "the ports'");
+	if (b->inline_size >= 0)
+		pn_job_param_set(&p[n++], "-I", "%d", b->inline_size);
+	else
+		pn_job_param_set(&p[n++], "-I", "default");
+	pn_job_param_set(&p[n++], "--all-rails", "%s", b->all_rails ? "on" : "off");
+	pn_job_param_set(&p[n++], "--transport", "%s", b->tcp ? "tcp" : "verbs");
+	return pn_job_params_agree(b->boot, p, n, differs);
 }
 
 int pn_bwrun_launcher(struct pn_bwrun *b, const char *devspec)

@@ -110,6 +110,12 @@ int pn_bwrun_client(struct pn_bwrun *r, const char *devspec, const char *host, i
 /* --loopback DEV1[,DEV2]: fork the passive end on DEV2, run on DEV1. */
 int pn_bwrun_loopback(struct pn_bwrun *r, const char *spec);
 /*
+ * Under a launcher (r->boot started): every rank must run the same test.
+ * all_sizes: -a.  0, or -EINVAL naming the option and the ranks that differ
+ * (*differs: this rank is one), as pn_job_params_agree.
+ */
+int pn_bwrun_agree(struct pn_bwrun *r, int all_sizes, int *differs);
+/*
  * Under a launcher (r->boot started): open the rails, exchange the hellos,
  * connect the pairs, measure, gather every rank's hello and rows.
  */
