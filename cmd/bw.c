@@ -30,8 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_RAILS PN_BW_MAX_RAILS
-
 #define SIZE_UNSET UINT64_MAX
 
 static struct {
@@ -109,7 +107,12 @@ struct bw {
 	int said;		/* the failure is told already: the exit status */
 	double slowest;
 	char slowest_name[96];
+	char local[96], remote[96];	/* socket modes: the link's ends */
+	double link;			/* and its rate */
 };
+
+static const char dashes[] = "-------------------------------------------------------------"
+			     "--------------------------------------\n";
 
 /* ------------------------------------------------------------- options */
 
@@ -201,8 +204,8 @@ static int check_devices(struct pn_ctx *ctx)
 				   opt.loopback);
 	if (opt.loopback && opt.dev)
 		return pn_cmd_fail(ctx, 2, "--loopback names the devices; -d is for the other modes");
-	if (nd > MAX_RAILS)
-		return pn_cmd_fail(ctx, 2, "-d names %d devices, at most %d", nd, MAX_RAILS);
+	if (nd > PN_BW_MAX_RAILS)
+		return pn_cmd_fail(ctx, 2, "-d names %d devices, at most %d", nd, PN_BW_MAX_RAILS);
 	if (nd > 1 && !opt.all_rails)
 		return pn_cmd_fail(ctx, 2, "-d names %d devices: a list is for --all-rails", nd);
 	return 0;
@@ -221,49 +224,40 @@ static int transport_tcp(struct bw *b)
 
 /* --------------------------------------------------------------- output */
 
-static const char *test_title(const struct bw *b)
-{
-	static char t[96];
-	const char *op = b->r.cfg.op == PN_VERBS_WRITE ? "RDMA_Write"
-			 : b->r.cfg.op == PN_VERBS_READ ? "RDMA_Read" : "Send";
-
-	if (b->r.tcp)
-		op = "TCP";
-	snprintf(t, sizeof(t), "%s %s Test%s%s", op, b->r.cfg.flags & PN_BW_LAT ? "Latency" : "BW",
-		 b->r.cfg.flags & PN_BW_BIDIR ? " (bidirectional)" : "",
-		 b->r.tcp ? " -- no RDMA, the TCP path" : "");
-	return t;
-}
-
 static void print_header(struct bw *b)
 {
+	const struct pn_bw_cfg *c = &b->r.cfg;
 	struct pn_out *o = b->ctx->out;
-	const char *line = "---------------------------------------------------------------------"
-			   "------------------------------";
+	const char *op = c->op == PN_VERBS_WRITE ? "RDMA_Write"
+			 : c->op == PN_VERBS_READ ? "RDMA_Read" : "Send";
 
+	pn_out_open_object(o, NULL);
 	pn_out_str(o, PN_JSON, "command", NULL, "bw");
 	pn_out_str(o, PN_JSON, "mode", NULL, b->r.mode);
 	pn_out_str(o, PN_JSON, "transport", NULL, b->r.tcp ? "tcp" : "verbs");
 	pn_out_str(o, PN_JSON, "op", NULL, opt.op);
-	pn_out_str(o, PN_JSON, "test", NULL, b->r.cfg.flags & PN_BW_LAT ? "latency" : "bandwidth");
-	pn_out_bool(o, PN_JSON, "bidirectional", NULL, !!(b->r.cfg.flags & PN_BW_BIDIR));
-	pn_out_int(o, PN_JSON, "qps", NULL, b->r.cfg.nqp);
-	pn_out_int(o, PN_JSON, "tx_depth", NULL, b->r.cfg.tx_depth);
-	if (b->r.cfg.iters)
-		pn_out_uint(o, PN_JSON, "iters", NULL, (unsigned long long)b->r.cfg.iters);
+	pn_out_str(o, PN_JSON, "test", NULL, c->flags & PN_BW_LAT ? "latency" : "bandwidth");
+	pn_out_bool(o, PN_JSON, "bidirectional", NULL, !!(c->flags & PN_BW_BIDIR));
+	pn_out_int(o, PN_JSON, "qps", NULL, c->nqp);
+	pn_out_int(o, PN_JSON, "tx_depth", NULL, c->tx_depth);
+	if (c->iters)
+		pn_out_uint(o, PN_JSON, "iters", NULL, (unsigned long long)c->iters);
 	else
-		pn_out_float(o, PN_JSON, "duration_s", NULL, b->r.cfg.duration);
-	pn_out_text(o, "%s\n%*s%s\n", line, 20, "", test_title(b));
-	pn_out_text(o, " Number of qps   : %-8u  Transport : %s\n", b->r.cfg.nqp,
+		pn_out_float(o, PN_JSON, "duration_s", NULL, c->duration);
+	pn_out_text(o, "%s%*s%s %s Test%s%s\n", dashes, 20, "",
+		    b->r.tcp ? "TCP" : op, c->flags & PN_BW_LAT ? "Latency" : "BW",
+		    c->flags & PN_BW_BIDIR ? " (bidirectional)" : "",
+		    b->r.tcp ? " -- no RDMA, the TCP path" : "");
+	pn_out_text(o, " Number of qps   : %-8u  Transport : %s\n", c->nqp,
 		    b->r.tcp ? "TCP" : "RC (verbs)");
-	pn_out_text(o, " TX depth        : %-8u  Iterations: ", b->r.cfg.tx_depth);
-	if (b->r.cfg.iters)
-		pn_out_text(o, "%llu\n", (unsigned long long)b->r.cfg.iters);
+	pn_out_text(o, " TX depth        : %-8u  Iterations: ", c->tx_depth);
+	if (c->iters)
+		pn_out_text(o, "%llu\n", (unsigned long long)c->iters);
 	else
-		pn_out_text(o, "for %g s per size\n", b->r.cfg.duration);
+		pn_out_text(o, "for %g s per size\n", c->duration);
 }
 
-/* Link header: local and remote ends, rate, MTU, GID. */
+/* One link's header (ends, rate, MTU, GID) and table head; its results follow. */
 static void print_link(struct bw *b, const char *local, const char *remote, const char *rhost,
 		       double gbps, const struct pn_bwrun_rail *r)
 {
@@ -292,20 +286,14 @@ static void print_link(struct bw *b, const char *local, const char *remote, cons
 		pn_out_null(o, PN_JSON, "link_gbps", NULL);
 		pn_out_text(o, " Link rate       : unknown\n");
 	}
-}
-
-static void print_table_head(struct bw *b)
-{
-	struct pn_out *o = b->ctx->out;
-
-	pn_out_text(o, "------------------------------------------------------------------------"
-		       "---------------------------\n");
+	pn_out_text(o, "%s", dashes);
 	if (b->r.cfg.flags & PN_BW_LAT)
 		pn_out_text(o, " #bytes #iterations   t_min[usec] t_median[usec]  t_avg[usec]  "
 			       "t_p99[usec] t_p99.9[usec]  t_max[usec]\n");
 	else
 		pn_out_text(o, " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   "
 			       "MsgRate[Mpps]   %% of link\n");
+	pn_out_open_array(o, "results");
 }
 
 static void print_row(struct bw *b, const struct pn_bw_row *r, double link)
@@ -342,108 +330,89 @@ static void print_row(struct bw *b, const struct pn_bw_row *r, double link)
 }
 
 /*
- * The gate: the average of the largest size against --min-gbps or --expect.
- * Returns 1 when the link passes (or no gate was asked for).
+ * A link's results end with the gate: the average of the largest size
+ * against --min-gbps or --expect (pn_bwrun_threshold).
  */
-static int gate(struct bw *b, const char *name, const struct pn_bw_row *r, double link)
+static void print_link_end(struct bw *b, const char *name, const struct pn_bw_row *r, double link)
 {
-	double want = -1, got = r->avg_gbps, pct = 90;
 	struct pn_out *o = b->ctx->out;
-	char why[160] = "";
+	double want;
+	char why[160];
+	int ret;
 
-	if (!b->slowest_name[0] || got < b->slowest) {
-		b->slowest = got;
+	pn_out_close_array(o);
+	if (!b->slowest_name[0] || r->avg_gbps < b->slowest) {
+		b->slowest = r->avg_gbps;
 		snprintf(b->slowest_name, sizeof(b->slowest_name), "%s", name);
 	}
-	if (b->r.cfg.flags & PN_BW_LAT)
-		return 1;
-	if (opt.min_gbps >= 0) {
-		want = opt.min_gbps;
-		snprintf(why, sizeof(why), "--min-gbps %g", opt.min_gbps);
-	} else if (opt.expect) {
-		if (opt.expect[0])
-			pn_parse_double(opt.expect, &pct);
-		if (link <= 0) {
-			pn_out_bool(o, PN_JSON, "passed", NULL, 0);
-			fprintf(stderr, "penny bw: %s: link rate unknown, cannot check --expect\n",
-				name);
+	ret = pn_bwrun_threshold(&b->r.cfg, link, opt.min_gbps, opt.expect, &want, why,
+				 sizeof(why));
+	if (ret < 0) {
+		pn_out_bool(o, PN_JSON, "passed", NULL, 0);
+		fprintf(stderr, "penny bw: %s: link rate unknown, cannot check --expect\n", name);
+		b->failed_links++;
+	} else if (ret) {
+		pn_out_float(o, PN_JSON, "expect_gbps", NULL, want);
+		pn_out_bool(o, PN_JSON, "passed", NULL, r->avg_gbps >= want);
+		if (r->avg_gbps < want) {
+			fprintf(stderr, "penny bw: FAILED %s: %.3f Gb/s at %llu bytes is below "
+					"%.3f Gb/s (%s)\n", name, r->avg_gbps,
+				(unsigned long long)r->bytes, want, why);
 			b->failed_links++;
-			return 0;
 		}
-		want = pct / 100 * link * (b->r.cfg.flags & PN_BW_BIDIR ? 2 : 1);
-		snprintf(why, sizeof(why), "%g%% of %g Gb/s%s", pct, link,
-			 b->r.cfg.flags & PN_BW_BIDIR ? " x 2 directions" : "");
 	}
-	if (want < 0)
-		return 1;
-	pn_out_float(o, PN_JSON, "expect_gbps", NULL, want);
-	pn_out_bool(o, PN_JSON, "passed", NULL, got >= want);
-	if (got >= want)
-		return 1;
-	fprintf(stderr, "penny bw: FAILED %s: %.3f Gb/s at %llu bytes is below %.3f Gb/s "
-				"(%s)\n", name, got, (unsigned long long)r->bytes, want, why);
-	b->failed_links++;
-	return 0;
+	pn_out_close_object(o);
+}
+
+static void print_end(struct bw *b, int slowest)
+{
+	struct pn_out *o = b->ctx->out;
+
+	pn_out_close_array(o);
+	pn_out_text(o, "%s", dashes);
+	if (slowest) {
+		pn_out_str(o, PN_ANY, "slowest", " Slowest link    : %s", b->slowest_name);
+		pn_out_float(o, PN_ANY, "slowest_gbps", " (%.3f Gb/s)\n", b->slowest);
+	}
+	pn_out_bool(o, PN_JSON, "passed", NULL, !b->failed_links);
+	pn_out_close_object(o);
 }
 
 /* ------------------------------------------------------- one link, socket */
 
-/* The socket modes' link: its two ends and rate (the initiator's). */
-static double sock_ends(const struct pn_bwrun *r, char *local, char *remote, size_t len)
-{
-	if (r->tcp) {
-		snprintf(local, len, "tcp:%s", r->me.host);
-		snprintf(remote, len, "tcp:%s", r->peer.host);
-		return 0;
-	}
-	snprintf(local, len, "%s", pn_verbs_dev_name(r->rails[0].dev));
-	snprintf(remote, len, "%.40s", r->peer.dev[0]);
-	return r->initiator ? r->me.link_gbps[0] : r->peer.link_gbps[0];
-}
-
 static void sock_begin(void *arg, const struct pn_bwrun *r)
 {
 	struct bw *b = arg;
-	struct pn_out *o = b->ctx->out;
-	char local[96], remote[96];
-	double link = sock_ends(r, local, remote, sizeof(local));
 
-	pn_out_open_object(o, NULL);
+	if (r->tcp) {
+		snprintf(b->local, sizeof(b->local), "tcp:%s", r->me.host);
+		snprintf(b->remote, sizeof(b->remote), "tcp:%s", r->peer.host);
+	} else {
+		snprintf(b->local, sizeof(b->local), "%s", pn_verbs_dev_name(r->rails[0].dev));
+		snprintf(b->remote, sizeof(b->remote), "%.40s", r->peer.dev[0]);
+		b->link = r->initiator ? r->me.link_gbps[0] : r->peer.link_gbps[0];
+	}
 	print_header(b);
-	pn_out_open_array(o, "links");
-	pn_out_open_object(o, NULL);
-	if (r->initiator)
-		print_link(b, local, remote, r->peer.host, link, r->tcp ? NULL : &r->rails[0]);
-	else
-		print_link(b, remote, local, r->peer.host, link, r->tcp ? NULL : &r->rails[0]);
-	print_table_head(b);
-	pn_out_open_array(o, "results");
+	pn_out_open_array(b->ctx->out, "links");
+	pn_out_open_object(b->ctx->out, NULL);
+	print_link(b, r->initiator ? b->local : b->remote, r->initiator ? b->remote : b->local,
+		   r->peer.host, b->link, r->tcp ? NULL : &r->rails[0]);
 }
 
 static void sock_row(void *arg, const struct pn_bwrun *r, int k, const struct pn_bw_row *row)
 {
-	char local[96], remote[96];
-
-	print_row(arg, row, sock_ends(r, local, remote, sizeof(local)));
+	print_row(arg, row, ((struct bw *)arg)->link);
 }
 
 static void sock_end(void *arg, const struct pn_bwrun *r)
 {
 	struct bw *b = arg;
-	struct pn_out *o = b->ctx->out;
-	char local[96], remote[96], name[200];
-	double link = sock_ends(r, local, remote, sizeof(local));
+	char name[200];
 
-	pn_out_close_array(o);
-	snprintf(name, sizeof(name), "%s -> %s", r->initiator ? local : remote,
-		 r->initiator ? remote : local);
-	gate(b, name, &r->rails[0].rows[r->cfg.nsizes - 1], link);
-	pn_out_close_object(o);
-	pn_out_close_array(o);
-	pn_out_text(o, "------------------------------------------------------------------------"
-		       "---------------------------\n");
-	pn_out_bool(o, PN_JSON, "passed", NULL, !b->failed_links);
-	pn_out_close_object(o);
+	snprintf(name, sizeof(name), "%s -> %s", r->initiator ? b->local : b->remote,
+		 r->initiator ? b->remote : b->local);
+	print_link_end(b, name, &r->rails[0].rows[r->cfg.nsizes - 1], b->link);
+	print_end(b, 0);
 }
 
 static void sock_waiting(void *arg, int port)
@@ -464,6 +433,7 @@ static void loopback_failed(void *arg, const char *dev, int err)
 }
 
 /* ------------------------------------------------------------- launcher */
+
 static int run_launcher(struct bw *b)
 {
 	struct pn_bwrun *r = &b->r;
@@ -488,21 +458,18 @@ static int run_launcher(struct bw *b)
 	/* rank 0 presents every link: pair p = ranks 2p (initiator) and 2p+1 */
 	if (ret || r->rank != 0)
 		return ret;
-	pn_out_open_object(o, NULL);
 	print_header(b);
 	pn_out_int(o, PN_JSON, "nranks", NULL, r->nranks);
 	pn_out_open_array(o, "links");
 	for (p = 0; p < r->nranks / 2; p++) {
 		const struct pn_bw_hello *ha = &r->all_hello[2 * p], *hb = &r->all_hello[2 * p + 1];
-		int nr = (int)PN_MIN(ha->nrails, hb->nrails);
+		int nr = r->tcp ? 1 : (int)PN_MIN(ha->nrails, hb->nrails);
 
-		if (b->r.tcp)
-			nr = 1;
 		for (i = 0; i < nr; i++) {
 			char local[96], remote[96], name[200];
-			double link = b->r.tcp ? 0 : ha->link_gbps[i];
+			double link = r->tcp ? 0 : ha->link_gbps[i];
 
-			if (b->r.tcp) {
+			if (r->tcp) {
 				snprintf(local, sizeof(local), "tcp:%s", ha->host);
 				snprintf(remote, sizeof(remote), "tcp:%s", hb->host);
 			} else {
@@ -511,8 +478,7 @@ static int run_launcher(struct bw *b)
 			}
 			pn_out_open_object(o, NULL);
 			if (p || i)
-				pn_out_text(o, "------------------------------------------------"
-					       "---------------------------------------------------\n");
+				pn_out_text(o, "%s", dashes);
 			pn_out_int(o, PN_JSON, "pair", NULL, p);
 			pn_out_int(o, PN_JSON, "rank", NULL, 2 * p);
 			pn_out_int(o, PN_JSON, "peer_rank", NULL, 2 * p + 1);
@@ -520,26 +486,14 @@ static int run_launcher(struct bw *b)
 			pn_out_text(o, " Ranks           : %d -> %d, rail %d\n", 2 * p, 2 * p + 1, i);
 			print_link(b, local, remote, hb->host, link,
 				   p == 0 && !r->tcp ? &r->rails[i] : NULL);
-			print_table_head(b);
-			pn_out_open_array(o, "results");
 			for (k = 0; k < (int)r->cfg.nsizes; k++)
 				print_row(b, &r->all_rows[2 * p].rows[i][k], link);
-			pn_out_close_array(o);
 			snprintf(name, sizeof(name), "%s@%s -> %s@%s", local, ha->host, remote,
 				 hb->host);
-			gate(b, name, &r->all_rows[2 * p].rows[i][r->cfg.nsizes - 1], link);
-			pn_out_close_object(o);
+			print_link_end(b, name, &r->all_rows[2 * p].rows[i][r->cfg.nsizes - 1], link);
 		}
 	}
-	pn_out_close_array(o);
-	pn_out_text(o, "------------------------------------------------------------------------"
-		       "---------------------------\n");
-	if (opt.all_rails || r->nranks > 2) {
-		pn_out_str(o, PN_ANY, "slowest", " Slowest link    : %s", b->slowest_name);
-		pn_out_float(o, PN_ANY, "slowest_gbps", " (%.3f Gb/s)\n", b->slowest);
-	}
-	pn_out_bool(o, PN_JSON, "passed", NULL, !b->failed_links);
-	pn_out_close_object(o);
+	print_end(b, opt.all_rails || r->nranks > 2);
 	return 0;
 }
 
@@ -547,27 +501,16 @@ static int run_launcher(struct bw *b)
 
 int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 {
+	static struct bw bw;	/* one run per process */
 	struct pn_bwrun_ops ops = {
-		.begin = sock_begin, .row = sock_row, .end = sock_end, .waiting = sock_waiting,
-		.dropped = bw_dropped, .peer_failed = loopback_failed,
+		.arg = &bw, .begin = sock_begin, .row = sock_row, .end = sock_end,
+		.waiting = sock_waiting, .dropped = bw_dropped, .peer_failed = loopback_failed,
 	};
 	struct pn_cmd_job *job = ctx->job;
-	struct bw *b;
-	int ret, rc, tcp;
+	struct bw *b = &bw;
+	int ret, rc;
 
-	b = calloc(1, sizeof(*b));
-	if (!b)
-		return pn_cmd_fail(ctx, 1, "out of memory");
 	b->ctx = ctx;
-	pn_bwrun_init(&b->r);
-	ops.arg = b;
-	b->r.ops = &ops;
-	b->r.ibport = opt.ibport;
-	b->r.gid = opt.gid;
-	b->r.inline_size = opt.inline_size;
-	b->r.use_cuda = opt.use_cuda;
-	b->r.all_rails = opt.all_rails;
-	b->r.timeout = pn_cli.timeout;
 	if (opt.gpu) {
 		struct pn_bwgpu_cfg g = {
 			.bytes = opt.size == SIZE_UNSET ? 0 : opt.size, .iters = opt.iters,
@@ -577,44 +520,41 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 		/* RDMA options have no meaning for GPU copies */
 		if (argc || opt.loopback || opt.all_rails || opt.dev || opt.duration > 0 || opt.all ||
 		    opt.expect || opt.min_gbps >= 0 || ctx->launch || opt.qps != 1 || strcmp(opt.op, "write"))
-			rc = pn_cmd_fail(ctx, 2, "--gpu measures this host's GPUs in one process: it takes "
-						 "-s, -n, -b, --lat and --gpu-engine only");
-		else
-			rc = bw_gpu(ctx, &g);
-		goto done;
+			return pn_cmd_fail(ctx, 2, "--gpu measures this host's GPUs in one process: it "
+						   "takes -s, -n, -b, --lat and --gpu-engine only");
+		return bw_gpu(ctx, &g);
 	}
+	pn_bwrun_init(&b->r);
+	b->r.ops = &ops;
+	b->r.ibport = opt.ibport;
+	b->r.gid = opt.gid;
+	b->r.inline_size = opt.inline_size;
+	b->r.use_cuda = opt.use_cuda;
+	b->r.all_rails = opt.all_rails;
+	b->r.timeout = pn_cli.timeout;
 	rc = parse_cfg(b);
 	/* this process (and the loopback peer it forks); --np checked them all */
 	if (!rc && !ctx->launch)
 		rc = bw_mem_fail(ctx, pn_bwrun_mem_local(opt.loopback ? 2 : 1, &b->r.cfg));
 	if (rc)
-		goto done;
-	tcp = transport_tcp(b);
-	if (tcp < 0) {
-		rc = 2;
-		goto done;
-	}
-	b->r.tcp = tcp;
-	if (argc > 1) {
-		rc = pn_cmd_fail(ctx, 2, "one HOST at most (got '%s' and '%s')", argv[0], argv[1]);
-		goto done;
-	}
+		return rc;
+	b->r.tcp = transport_tcp(b);
+	if (b->r.tcp < 0)
+		return 2;
+	if (argc > 1)
+		return pn_cmd_fail(ctx, 2, "one HOST at most (got '%s' and '%s')", argv[0], argv[1]);
 	if (argc == 1 && opt.expect && !opt.expect[0] && strspn(argv[0], "0123456789.") ==
-								  strlen(argv[0])) {
-		rc = pn_cmd_fail(ctx, 2, "'%s' is not a host: write --expect=%s", argv[0], argv[0]);
-		goto done;
-	}
-	if (opt.all_rails && (argc || opt.loopback)) {
-		rc = pn_cmd_fail(ctx, 2, "--all-rails runs under a launcher (mpirun, srun, --np)");
-		goto done;
-	}
+								  strlen(argv[0]))
+		return pn_cmd_fail(ctx, 2, "'%s' is not a host: write --expect=%s", argv[0], argv[0]);
+	if (opt.all_rails && (argc || opt.loopback))
+		return pn_cmd_fail(ctx, 2, "--all-rails runs under a launcher (mpirun, srun, --np)");
 	rc = check_devices(ctx);
 	if (rc)
-		goto done;
+		return rc;
 	signal(SIGPIPE, SIG_IGN);
 	rc = pn_cmd_job_cfg(ctx);
 	if (rc)
-		goto done;
+		return rc;
 	/*
 	 * Ranks pair up (2k, 2k+1): an odd count is refused before anyone waits
 	 * (rank 0 says so).  One rank of an outside launcher (srun -n 1) is a
@@ -622,33 +562,29 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 	 */
 	if (job->nranks % 2 && (job->nranks > 1 || ctx->launch ||
 				!strcmp(job->cfg.launcher, "explicit"))) {
-		rc = 2;
 		if (job->rank == 0)
 			pn_cmd_fail(ctx, 2, "ranks 2k and 2k+1 pair up: %d rank%s is odd%s",
 				    job->nranks, job->nranks == 1 ? "" : "s",
 				    job->nranks == 1 ? " (the server is 'penny bw' without --np)" : "");
-		goto done;
+		return 2;
 	}
 	if (job->nranks > 1 && (argc || opt.loopback)) {
-		rc = 2;
 		if (job->rank == 0)
 			pn_cmd_fail(ctx, 2, "%s runs one pair of processes; under a launcher (%s) "
 					    "ranks 2k and 2k+1 pair up", argc ? "HOST" : "--loopback",
 				    job->cfg.launcher);
-		goto done;
+		return 2;
 	}
-	if (opt.loopback) {
+	if (opt.all_rails && job->nranks <= 1)
+		return pn_cmd_fail(ctx, 2, "--all-rails runs under a launcher (mpirun, srun, --np)");
+	if (opt.loopback)
 		ret = pn_bwrun_loopback(&b->r, opt.loopback);
-	} else if (argc == 1) {
+	else if (argc == 1)
 		ret = pn_bwrun_client(&b->r, opt.dev, argv[0], opt.port);
-	} else if (job->nranks > 1) {
+	else if (job->nranks > 1)
 		ret = run_launcher(b);
-	} else if (opt.all_rails) {
-		rc = pn_cmd_fail(ctx, 2, "--all-rails runs under a launcher (mpirun, srun, --np)");
-		goto done;
-	} else {
+	else
 		ret = pn_bwrun_server(&b->r, opt.dev, opt.port);
-	}
 	if (ret && b->said)
 		rc = b->said;
 	else if (ret && job->boot)
@@ -657,8 +593,6 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 		rc = pn_cmd_fail(ctx, pn_cmd_exit_code(ret), "%s", pn_errmsg(ret));
 	else
 		rc = b->failed_links ? 1 : 0;
-done:
 	pn_bwrun_release(&b->r);
-	free(b);
 	return rc;
 }

@@ -68,6 +68,30 @@ double pn_bwrun_bound(const struct pn_bw_cfg *c, double timeout, int k0, int k1)
 	return t;
 }
 
+int pn_bwrun_threshold(const struct pn_bw_cfg *c, double link, double min_gbps,
+		       const char *expect, double *want, char *why, size_t len)
+{
+	double pct = 90;
+
+	if (c->flags & PN_BW_LAT)
+		return 0;
+	if (min_gbps >= 0) {
+		*want = min_gbps;
+		snprintf(why, len, "--min-gbps %g", min_gbps);
+		return 1;
+	}
+	if (!expect)
+		return 0;
+	if (expect[0])
+		pn_parse_double(expect, &pct);
+	if (link <= 0)
+		return -ENODATA;
+	*want = pct / 100 * link * (c->flags & PN_BW_BIDIR ? 2 : 1);
+	snprintf(why, len, "%g%% of %g Gb/s%s", pct, link,
+		 c->flags & PN_BW_BIDIR ? " x 2 directions" : "");
+	return 1;
+}
+
 /* The devices to use: -d list, else every device with an ACTIVE port. */
 static int pick_devices(struct pn_bwrun *b, const char *list)
 {

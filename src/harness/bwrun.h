@@ -12,6 +12,7 @@
 #ifndef PENNY_BWRUN_H
 #define PENNY_BWRUN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "engine/boot.h"
@@ -102,6 +103,16 @@ double pn_bwrun_bound(const struct pn_bw_cfg *c, double timeout, int k0, int k1)
  */
 int pn_bwrun_mem_ranks(int np, uint64_t max_size);
 int pn_bwrun_mem_local(int nlocal, const struct pn_bw_cfg *cfg);
+
+/*
+ * The gate's threshold for a link of rate link Gb/s (0: unknown): with
+ * --min-gbps (min_gbps >= 0) that, else with --expect[=PCT] (expect not
+ * NULL; "" is 90) PCT % of the link rate, doubled when bidirectional.
+ * 1 with *want and *why (for the FAILED line), 0 when no gate applies
+ * (latency, neither option), -ENODATA when --expect meets an unknown rate.
+ */
+int pn_bwrun_threshold(const struct pn_bw_cfg *c, double link, double min_gbps,
+		       const char *expect, double *want, char *why, size_t len);
 
 /* Server: listen on port, take the first client of this version, run. */
 int pn_bwrun_server(struct pn_bwrun *r, const char *devspec, int port);
