@@ -1,0 +1,715 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The runs behind `penny bw` (see bwrun.h): the rails, the hello exchange
+ * and QP connect, the socket modes' and the launcher's measurement loops,
+ * the --loopback fork, the gathering of every rank's rows, the failure a
+ * side tells its peer, and the planned memory.  Nothing here prints.
+ */
+#define _GNU_SOURCE
+#include "harness/bwrun.h"
+
+#include "base/log.h"
+#include "base/sock.h"
+#include "base/util.h"
+#include "engine/jobparams.h"
+#include "engine/mem.h"
+#include "node/nic.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_RAILS PN_BW_MAX_RAILS
+
+void pn_bwrun_init(struct pn_bwrun *r)
+{
+	memset(r, 0, sizeof(*r));
+	pn_bw_cfg_init(&r->cfg);
+	r->gid = -1;
+	r->inline_size = -1;
+	r->use_cuda = -1;
+	r->fd = -1;
+}
+
+/* ------------------------------------------------------------- memory */
+
+static int mem_check(int nlocal, uint64_t buflen, uint64_t base)
+{
+	struct pn_mem_job mj = { .nlocal = nlocal, .private_bytes = buflen, .base_bytes = base };
+
+	return pn_mem_check(&mj);
+}
+
+int pn_bwrun_mem_ranks(int np, uint64_t max)
+{
+	return mem_check(np, max > UINT64_MAX / 2 ? UINT64_MAX : 2 * max, PN_MEM_RANK_BASE);
+}
+
+int pn_bwrun_mem_local(int nlocal, const struct pn_bw_cfg *cfg)
+{
+	return mem_check(nlocal, pn_bw_buflen(cfg), 0);
+}
+
+double pn_bwrun_bound(const struct pn_bw_cfg *c, double timeout, int k0, int k1)
+{
+	double t = timeout;
+	int k;
+
+	for (k = k0; k < k1; k++)
+		t += c->iters ? (double)c->iters * ((double)c->sizes[k] / 1e6 + 1e-3) *
+					(c->flags & PN_BW_BIDIR ? 2 : 1)
+			      : c->duration + 1;
+	return t;
+}
+
+int pn_bwrun_threshold(const struct pn_bw_cfg *c, double link, double min_gbps,
+		       const char *expect, double *want, char *why, size_t len)
+{
+	double pct = 90;
+
+	if (c->flags & PN_BW_LAT)
+		return 0;
+	if (min_gbps >= 0) {
+		*want = min_gbps;
+		snprintf(why, len, "--min-gbps %g", min_gbps);
+		return 1;
+	}
+	if (!expect)
+		return 0;
+	if (expect[0])
+		pn_parse_double(expect, &pct);
+	if (link <= 0)
+		return -ENODATA;
+	*want = pct / 100 * link * (c->flags & PN_BW_BIDIR ? 2 : 1);
+	snprintf(why, len, "%g%% of %g Gb/s%s", pct, link,
+		 c->flags & PN_BW_BIDIR ? " x 2 directions" : "");
+	return 1;
+}
+
+/* The devices to use: -d list, else every device with an ACTIVE port. */
+static int pick_devices(struct pn_bwrun *b, const char *list)
+{
+	struct pn_nic_list l;
+	int i, j, ret;
+
+	b->ndevs = 0;
+	ret = pn_nic_list_read(&l);
+	if (ret)
+		return ret;
+	i = l.n;
+	pn_nic_list_release(&l);
+	if (!i)
+		return pn_err(-ENODEV, "no RDMA devices (--transport tcp measures the TCP path "
+				       "instead)");
+	if (list && list[0]) {
+		char *dup = strdup(list), *tok, *save = NULL;
+
+		if (!dup)
+			return pn_err(-ENOMEM, "out of memory");
+		for (tok = strtok_r(dup, ",", &save); tok && b->ndevs < MAX_RAILS;
+		     tok = strtok_r(NULL, ",", &save)) {
+			if (b->ibport && !strchr(tok, ':'))
+				snprintf(b->devs[b->ndevs++], sizeof(b->devs[0]), "%s:%d", tok,
+					 b->ibport);
+			else
+				snprintf(b->devs[b->ndevs++], sizeof(b->devs[0]), "%s", tok);
+		}
+		free(dup);
+		return b->ndevs ? 0 : pn_err(-EINVAL, "no device in '%s'", list);
+	}
+	ret = pn_nic_list_read(&l);
+	if (ret)
+		return ret;
+	for (i = 0; i < l.n && b->ndevs < MAX_RAILS; i++)
+		for (j = 0; j < l.nics[i].nports; j++) {
+			const struct pn_port *p = &l.nics[i].ports[j];
+
+			if (p->state != PN_PORT_ACTIVE || (b->ibport && p->port != b->ibport))
+				continue;
+			snprintf(b->devs[b->ndevs++], sizeof(b->devs[0]), "%s:%d", l.nics[i].name,
+				 p->port);
+			break;
+		}
+	pn_nic_list_release(&l);
+	if (!b->ndevs)
+		return pn_err(-ENODEV, "no RDMA device has an ACTIVE port (--transport tcp "
+				       "measures the TCP path instead)");
+	return 0;
+}
+
+/* ------------------------------------------------------------ the rails */
+
+static int open_rail(struct pn_bwrun *b, struct pn_bwrun_rail *r, const char *spec)
+{
+	struct pn_verbs_dev_cfg dc;
+	struct pn_verbs_conn_cfg cc;
+	size_t len = pn_bw_buflen(&b->cfg);
+	int ret;
+
+	pn_verbs_dev_cfg_init(&dc);
+	dc.gid_index = b->gid;
+	ret = pn_verbs_dev_open(&r->dev, spec, &dc);
+	if (ret)
+		return ret;
+	pn_verbs_conn_cfg_init(&cc);
+	cc.nqp = (int)b->cfg.nqp;
+	cc.sq_depth = (int)b->cfg.tx_depth + 1;
+	cc.rq_depth = (int)b->cfg.tx_depth + 2;
+	cc.mtu = (int)b->cfg.mtu;
+	cc.timeout = b->timeout;
+	/* a benchmark polls like perftest; sleeping on the channel costs wakeups */
+	cc.spin_us = 1000000;
+	/* like perftest: small latency messages go inline (the device may
+	 * allow less; the connection takes its limit) */
+	cc.max_inline = b->inline_size >= 0 ? b->inline_size
+			: (b->cfg.flags & PN_BW_LAT) && b->cfg.op != PN_VERBS_READ ? 220 : 0;
+	ret = pn_verbs_conn_create(&r->conn, r->dev, &cc);
+	if (ret)
+		return ret;
+	r->link.conn = r->conn;
+	r->link.cfg = &b->cfg;
+	r->link.buflen = len;
+	if (b->use_cuda >= 0) {
+		ret = pn_gpumem_open(&r->gpu, "cuda", b->use_cuda, len);
+		if (!ret)
+			ret = pn_gpumem_register(r->gpu, r->dev);
+		if (ret)
+			return ret;
+		r->link.buf = pn_gpumem_ptr(r->gpu);
+		return pn_verbs_conn_expose(r->conn, r->link.buf, len);
+	}
+	r->link.buf = calloc(1, len);
+	if (!r->link.buf)
+		return pn_err(-ENOMEM, "out of memory");
+	return pn_verbs_conn_expose(r->conn, r->link.buf, len);
+}
+
+static void close_rail(struct pn_bwrun_rail *r)
+{
+	if (r->conn)
+		pn_verbs_conn_free(r->conn);
+	if (r->dev) {
+		if (r->link.buf)
+			pn_verbs_invalidate(r->dev, r->link.buf, r->link.buflen);
+		pn_verbs_dev_close(r->dev);
+	}
+	if (r->gpu)
+		pn_gpumem_close(r->gpu);
+	else
+		free(r->link.buf);
+	memset(r, 0, sizeof(*r));
+}
+
+void pn_bwrun_release(struct pn_bwrun *r)
+{
+	int i;
+
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+	for (i = 0; i < MAX_RAILS; i++)
+		close_rail(&r->rails[i]);
+	free(r->all_hello);
+	free(r->all_rows);
+	r->all_hello = NULL;
+	r->all_rows = NULL;
+}
+
+/* Open the rails of this side (verbs). */
+static int open_rails(struct pn_bwrun *b, int n)
+{
+	int i, ret;
+
+	b->nrails = PN_MIN(n, b->ndevs);
+	for (i = 0; i < b->nrails; i++) {
+		ret = open_rail(b, &b->rails[i], b->devs[i]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static void hello_init(struct pn_bwrun *b)
+{
+	int i;
+
+	memset(&b->me, 0, sizeof(b->me));
+	b->me.tcp = (uint32_t)b->tcp;
+	b->me.nrails = (uint32_t)b->nrails;
+	b->me.cfg = b->cfg;
+	snprintf(b->me.host, sizeof(b->me.host), "%s", pn_hostname());
+	for (i = 0; i < b->nrails && !b->tcp; i++) {
+		const struct pn_verbs_port_info *p = pn_verbs_dev_port(b->rails[i].dev);
+
+		snprintf(b->me.dev[i], sizeof(b->me.dev[i]), "%s", pn_verbs_dev_name(b->rails[i].dev));
+		b->me.link_gbps[i] = p->rate_gbps;
+		pn_verbs_conn_info(b->rails[i].conn, &b->me.info[i]);
+	}
+}
+
+/* After the exchange: the peer agrees with us, then the QPs are connected. */
+static int agree_and_connect(struct pn_bwrun *b)
+{
+	const struct pn_bw_hello *p = &b->peer;
+	int i, ret;
+
+	if (p->err[0])
+		return pn_err(-EIO, "the peer on %.64s failed: %.160s", p->host, p->err);
+	if (p->tcp != (uint32_t)b->tcp)
+		return pn_err(-EINVAL, "--transport: %s here, %s on the peer", b->tcp ? "tcp" : "verbs",
+			      p->tcp ? "tcp" : "verbs");
+	ret = pn_bw_cfg_check(&b->cfg, &p->cfg);
+	if (ret)
+		return pn_err_ctx(ret, "the two sides disagree");
+	if (b->tcp)
+		return 0;
+	b->nrails = PN_MIN(b->nrails, (int)p->nrails);
+	for (i = 0; i < b->nrails; i++) {
+		ret = pn_verbs_conn_connect(b->rails[i].conn, &p->info[i]);
+		if (ret)
+			return ret;
+		ret = pn_bw_prepare(&b->rails[i].link);
+		if (ret)
+			return ret;
+		b->rails[i].link.initiator = b->initiator;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------- one link, socket */
+
+/* Socket modes: one rail, per-size sync and rows exchanged over fd. */
+static int run_socket(struct pn_bwrun *b)
+{
+	const struct pn_bwrun_ops *ops = b->ops;
+	struct pn_bwrun_rail *r = &b->rails[0];
+	int k, ret;
+
+	if (ops && ops->begin)
+		ops->begin(ops->arg, b);
+	for (k = 0; k < (int)b->cfg.nsizes; k++) {
+		struct pn_bw_row mine, theirs, *shown;
+		int ok = 1, peer_ok = 0;
+
+		ret = pn_bw_xchg_fd(b->fd, &ok, &peer_ok, sizeof(ok), b->timeout);
+		if (ret)
+			return ret;
+		if (b->tcp)
+			ret = pn_bw_tcp_run(b->fd, &b->cfg, b->initiator, k, b->timeout, &mine);
+		else if (b->cfg.flags & PN_BW_LAT)
+			ret = pn_bw_run_lat(&r->link, k, &mine);
+		else
+			ret = pn_bw_run(&r->link, k, &mine);
+		if (ret)
+			return ret;
+		ret = pn_bw_xchg_fd(b->fd, &mine, &theirs, sizeof(mine),
+				    pn_bwrun_bound(&b->cfg, b->timeout, k, k + 1));
+		if (ret)
+			return ret;
+		shown = b->initiator ? &mine : &theirs;
+		if (b->cfg.flags & PN_BW_BIDIR)
+			pn_bw_row_add(shown, b->initiator ? &theirs : &mine);
+		r->rows[k] = *shown;
+		if (ops && ops->row)
+			ops->row(ops->arg, b, k, shown);
+	}
+	if (ops && ops->end)
+		ops->end(ops->arg, b);
+	return 0;
+}
+
+/* Exchange hellos over fd (only send ours when the server read the peer's); agree, connect. */
+static int socket_handshake(struct pn_bwrun *b, int have_peer)
+{
+	int ret;
+
+	hello_init(b);
+	ret = pn_bw_hello_send(b->fd, &b->me, b->timeout);
+	if (ret)
+		return pn_err_ctx(ret, "exchanging the setup with the peer");
+	if (!have_peer) {
+		ret = pn_bw_hello_recv(b->fd, &b->peer, b->timeout);
+		if (ret == -EPIPE || ret == -ETIMEDOUT || ret == -ECONNRESET)
+			return pn_err_ctx(ret, "exchanging the setup with the peer");
+		if (ret)
+			return ret;
+	}
+	ret = agree_and_connect(b);
+	if (ret)
+		return ret;
+	/* both sides connected their QPs before anyone sends */
+	{
+		int ok = 1, peer_ok = 0;
+
+		ret = pn_bw_xchg_fd(b->fd, &ok, &peer_ok, sizeof(ok), b->timeout);
+	}
+	return ret;
+}
+
+/* Tell the peer why we cannot go on (best effort), so it does not wait. */
+static void send_failure(struct pn_bwrun *b, int code)
+{
+	struct pn_bw_hello h;
+	uint8_t *w = malloc(PN_BW_HELLO_LEN);
+
+	memset(&h, 0, sizeof(h));
+	snprintf(h.host, sizeof(h.host), "%s", pn_hostname());
+	snprintf(h.err, sizeof(h.err), "%s", pn_errmsg(code));
+	if (!w)
+		return;
+	pn_bw_hello_encode(&h, w);
+	if (send(b->fd, w, PN_BW_HELLO_LEN, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		w[0] = 0;
+	free(w);
+}
+
+static int socket_side(struct pn_bwrun *b, const char *devspec, int have_peer)
+{
+	int ret;
+
+	if (!b->tcp) {
+		ret = pick_devices(b, devspec);
+		if (!ret)
+			ret = open_rails(b, 1);
+		if (ret) {
+			send_failure(b, ret);
+			return ret;
+		}
+	}
+	ret = socket_handshake(b, have_peer);
+	if (!ret)
+		ret = run_socket(b);
+	return ret;
+}
+
+int pn_bwrun_client(struct pn_bwrun *b, const char *devspec, const char *host, int port)
+{
+	int ret;
+
+	b->mode = "client";
+	b->initiator = 1;
+	ret = b->tcp ? 0 : pick_devices(b, devspec);
+	if (!ret) {
+		b->fd = pn_bw_connect(host, port, b->timeout);
+		ret = b->fd < 0 ? b->fd : socket_side(b, devspec, 0);
+	}
+	return ret;
+}
+
+int pn_bwrun_server(struct pn_bwrun *b, const char *devspec, int port)
+{
+	int ret, lfd;
+
+	b->mode = "server";
+	ret = b->tcp ? 0 : pick_devices(b, devspec);
+	lfd = ret ? ret : pn_bw_listen(NULL, port, NULL);
+	ret = lfd < 0 ? lfd : 0;
+	if (!ret) {
+		if (b->ops && b->ops->waiting)
+			b->ops->waiting(b->ops->arg, port);
+		b->fd = pn_bw_accept_client(lfd, b->timeout, &b->peer, b->ops ? b->ops->dropped : NULL);
+		close(lfd);
+		ret = b->fd < 0 ? b->fd : socket_side(b, devspec, 1);
+	}
+	return ret;
+}
+
+int pn_bwrun_loopback(struct pn_bwrun *b, const char *spec)
+{
+	char d1[64], d2[64];
+	const char *comma = strchr(spec, ',');
+	int sv[2] = { -1, -1 }, lfd = -1, port = 0, ret, st = 0;
+	pid_t pid;
+
+	b->mode = "loopback";
+	snprintf(d1, sizeof(d1), "%.*s", comma ? (int)(comma - spec) : 63, spec);
+	snprintf(d2, sizeof(d2), "%s", comma ? comma + 1 : d1);
+	if (!b->tcp) {
+		ret = pick_devices(b, spec);
+		if (ret)
+			return ret;
+	}
+	if (b->tcp) {
+		lfd = pn_bw_listen("127.0.0.1", 0, &port);
+		if (lfd < 0)
+			return lfd;
+	} else if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+		return pn_err(-errno, "socketpair: %s", strerror(errno));
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return pn_err(-errno, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		/* the passive end: presents nothing, says why it failed */
+		const struct pn_bwrun_ops *ops = b->ops;
+
+		b->ops = NULL;
+		b->initiator = 0;
+		if (b->tcp) {
+			b->fd = pn_bw_connect("127.0.0.1", port, b->timeout);
+			ret = b->fd < 0 ? b->fd : 0;
+		} else {
+			close(sv[0]);
+			b->fd = sv[1];
+			ret = 0;
+		}
+		if (!ret)
+			ret = socket_side(b, b->tcp ? NULL : d2, 0);
+		if (ret && ops && ops->peer_failed)
+			ops->peer_failed(ops->arg, b->tcp ? "tcp" : d2, ret);
+		_exit(ret ? 1 : 0);
+	}
+	b->initiator = 1;
+	if (b->tcp) {
+		b->fd = pn_bw_accept_one(lfd, b->timeout);
+		close(lfd);
+		ret = b->fd < 0 ? b->fd : 0;
+	} else {
+		close(sv[1]);
+		b->fd = sv[0];
+		ret = 0;
+	}
+	if (!ret)
+		ret = socket_side(b, b->tcp ? NULL : d1, 0);
+	if (b->fd >= 0)
+		close(b->fd);
+	b->fd = -1;
+	if (ret)
+		kill(pid, SIGTERM);
+	waitpid(pid, &st, 0);
+	if (!ret && (!WIFEXITED(st) || WEXITSTATUS(st)))
+		ret = pn_err(-EIO, "the loopback peer failed");
+	return ret;
+}
+
+/* ------------------------------------------------------------- launcher */
+
+static int boot_xchg(struct pn_bwrun *b, const void *mine, void *theirs, size_t len, void **all_out)
+{
+	void *all = calloc((size_t)b->nranks, len);
+	int ret;
+
+	if (!all)
+		return pn_err(-ENOMEM, "out of memory");
+	ret = pn_boot_allgather(b->boot, mine, all, len);
+	if (!ret && theirs)
+		memcpy(theirs, (char *)all + (size_t)(b->rank ^ 1) * len, len);
+	if (!ret && all_out)
+		*all_out = all;
+	else
+		free(all);
+	return ret;
+}
+
+static void *rail_thread(void *arg)
+{
+	struct pn_bwrun_rail *r = arg;
+	int k;
+
+	for (k = 0; k < (int)r->link.cfg->nsizes && !r->ret; k++)
+		r->ret = pn_bw_run(&r->link, k, &r->rows[k]);
+	if (r->ret)
+		snprintf(r->err, sizeof(r->err), "%s: %s", pn_verbs_dev_name(pn_verbs_conn_dev(r->conn)),
+			 pn_errmsg(r->ret));
+	return NULL;
+}
+
+/* Data connection for TCP under a launcher: the even rank listens. */
+static int launcher_tcp(struct pn_bwrun *b, int *lfd)
+{
+	struct sockaddr_storage ss;
+	unsigned sl = sizeof(ss);
+	char addr[64] = "127.0.0.1";
+	int port = 0;
+
+	if (!pn_boot_local_addr(b->boot, &ss, &sl))
+		pn_sock_addr_name(&ss, addr, sizeof(addr), 0);
+	if (b->initiator) {
+		*lfd = pn_bw_listen(addr, 0, &port);
+		if (*lfd < 0)
+			return *lfd;
+	}
+	snprintf(b->me.addr, sizeof(b->me.addr), "%s", addr);
+	b->me.port_tcp = (uint32_t)port;
+	return 0;
+}
+
+/* Every rail of every pair p = ranks 2p (initiator) and 2p+1: the sum of
+ * both directions into [2p] when bidirectional. */
+static void sum_pairs(struct pn_bwrun *b)
+{
+	int p, i, k;
+
+	if (!(b->cfg.flags & PN_BW_BIDIR))
+		return;
+	for (p = 0; p < b->nranks / 2; p++) {
+		const struct pn_bw_hello *ha = &b->all_hello[2 * p], *hb = &b->all_hello[2 * p + 1];
+		int nr = b->tcp ? 1 : (int)PN_MIN(ha->nrails, hb->nrails);
+
+		for (i = 0; i < nr; i++)
+			for (k = 0; k < (int)b->cfg.nsizes; k++)
+				pn_bw_row_add(&b->all_rows[2 * p].rows[i][k],
+					      &b->all_rows[2 * p + 1].rows[i][k]);
+	}
+}
+
+/*
+ * Under a launcher every rank runs the same test: the settings that shape
+ * it are compared across all ranks before any connects (per-rank ones, -d
+ * -i -x --use_cuda, and the gate rank 0 alone applies, are not).
+ */
+int pn_bwrun_agree(struct pn_bwrun *b, int all_sizes, int *differs)
+{
+	const struct pn_bw_cfg *c = &b->cfg;
+	struct pn_job_param p[PN_JOB_MAX_PARAMS];
+	int n = 0;
+
+	if (all_sizes)
+		pn_job_param_set(&p[n++], "-s", "-a (2..8M)");
+	else
+		pn_job_param_set(&p[n++], "-s", "%llu", (unsigned long long)c->sizes[0]);
+	if (c->iters)
+		pn_job_param_set(&p[n++], "-n", "%llu", (unsigned long long)c->iters);
+	else
+		pn_job_param_set(&p[n++], "-n", "none (-D)");
+	if (c->duration > 0)
+		pn_job_param_set(&p[n++], "-D", "%.15g", c->duration);
+	else
+		pn_job_param_set(&p[n++], "-D", "none");
+	pn_job_param_set(&p[n++], "-q", "%u", c->nqp);
+	pn_job_param_set(&p[n++], "-t", "%u", c->tx_depth);
+	pn_job_param_set(&p[n++], "--op", "%s", c->op == PN_VERBS_WRITE ? "write"
+					     : c->op == PN_VERBS_READ ? "read" : "send");
+	pn_job_param_set(&p[n++], "--lat", "%s", c->flags & PN_BW_LAT ? "on" : "off");
+	pn_job_param_set(&p[n++], "-b", "%s", c->flags & PN_BW_BIDIR ? "on" : "off");
+	if (c->mtu)
+		pn_job_param_set(&p[n++], "--mtu", "%u", c->mtu);
+	else
+		pn_job_param_set(&p[n++], "--mtu", "the ports'");
+	if (b->inline_size >= 0)
+		pn_job_param_set(&p[n++], "-I", "%d", b->inline_size);
+	else
+		pn_job_param_set(&p[n++], "-I", "default");
+	pn_job_param_set(&p[n++], "--all-rails", "%s", b->all_rails ? "on" : "off");
+	pn_job_param_set(&p[n++], "--transport", "%s", b->tcp ? "tcp" : "verbs");
+	return pn_job_params_agree(b->boot, p, n, differs);
+}
+
+int pn_bwrun_launcher(struct pn_bwrun *b, const char *devspec)
+{
+	struct pn_bwrun_rows *mine = NULL;
+	uint8_t *wire = NULL, *all_wire = NULL;
+	int i, k, ret, lfd = -1;
+
+	b->mode = "launcher";
+	b->rank = pn_boot_rank(b->boot);
+	b->nranks = pn_boot_nranks(b->boot);
+	b->initiator = !(b->rank % 2);
+	if (!b->tcp) {
+		ret = pick_devices(b, devspec);
+		if (!ret)
+			ret = open_rails(b, b->all_rails ? MAX_RAILS : 1);
+		if (ret)
+			goto err_tell;
+	}
+	if (b->all_rails && (b->cfg.flags & PN_BW_LAT))
+		return pn_err(-EINVAL, "--lat measures one link at a time (no --all-rails)");
+	hello_init(b);
+	if (b->tcp) {
+		ret = launcher_tcp(b, &lfd);
+		if (ret)
+			goto err_tell;
+	}
+	wire = malloc(PN_BW_HELLO_LEN);
+	b->all_hello = calloc((size_t)b->nranks, sizeof(*b->all_hello));
+	if (!wire || !b->all_hello) {
+		ret = pn_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	pn_bw_hello_encode(&b->me, wire);
+	ret = boot_xchg(b, wire, NULL, PN_BW_HELLO_LEN, (void **)&all_wire);
+	for (i = 0; !ret && i < b->nranks; i++) /* rank 0 presents them all */
+		ret = pn_bw_hello_decode(&b->all_hello[i], all_wire + (size_t)i * PN_BW_HELLO_LEN,
+					 PN_BW_HELLO_LEN);
+	if (ret)
+		goto out;
+	b->peer = b->all_hello[b->rank ^ 1];
+	ret = agree_and_connect(b);
+	if (!ret && b->tcp) {
+		b->fd = b->initiator ? pn_bw_accept_one(lfd, b->timeout)
+				     : pn_bw_connect(b->peer.addr, (int)b->peer.port_tcp, b->timeout);
+		ret = b->fd < 0 ? b->fd : 0;
+	}
+	/* every rank must be connected before any sends */
+	{
+		int ok;
+
+		if (pn_boot_agree(b->boot, !ret, &ok) || (!ret && !ok))
+			ret = ret ? ret : pn_err(-EIO, "another rank failed to connect");
+	}
+	if (ret)
+		goto out;
+	mine = calloc(1, sizeof(*mine));
+	if (!mine) {
+		ret = pn_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	if (b->nrails > 1 || b->all_rails) {
+		pthread_t th[MAX_RAILS];
+
+		for (i = 0; i < b->nrails; i++)
+			if (pthread_create(&th[i], NULL, rail_thread, &b->rails[i])) {
+				b->rails[i].ret = pn_err(-EAGAIN, "cannot start a thread");
+				th[i] = 0;
+			}
+		for (i = 0; i < b->nrails; i++)
+			if (th[i])
+				pthread_join(th[i], NULL);
+		for (i = 0; i < b->nrails; i++) {
+			if (b->rails[i].ret) {
+				ret = pn_err(b->rails[i].ret, "%s", b->rails[i].err);
+				goto out;
+			}
+			memcpy(mine->rows[i], b->rails[i].rows,
+			       sizeof(struct pn_bw_row) * b->cfg.nsizes);
+		}
+	} else {
+		struct pn_bwrun_rail *r = &b->rails[0];
+
+		for (k = 0; k < (int)b->cfg.nsizes; k++) {
+			ret = pn_boot_barrier(b->boot);
+			if (ret)
+				goto out;
+			if (b->tcp)
+				ret = pn_bw_tcp_run(b->fd, &b->cfg, b->initiator, k, b->timeout,
+						    &mine->rows[0][k]);
+			else if (b->cfg.flags & PN_BW_LAT)
+				ret = pn_bw_run_lat(&r->link, k, &mine->rows[0][k]);
+			else
+				ret = pn_bw_run(&r->link, k, &mine->rows[0][k]);
+			if (ret)
+				goto out;
+		}
+	}
+	ret = boot_xchg(b, mine, NULL, sizeof(*mine), (void **)&b->all_rows);
+	if (!ret)
+		sum_pairs(b);
+	goto out;
+err_tell:
+	/* let the other ranks fail fast instead of waiting out their timeout */
+	pn_boot_abort(b->boot, pn_errmsg(ret));
+out:
+	if (lfd >= 0)
+		close(lfd);
+	free(wire);
+	free(all_wire);
+	free(mine);
+	return ret;
+}
