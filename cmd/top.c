@@ -128,7 +128,7 @@ static const char *or_null(const char *s)
 
 static void out_ctr_value(struct pn_out *o, const char *key, const struct pn_counters_port *p, int kind)
 {
-	const struct pn_ctr *c = p->ix[kind] >= 0 ? &p->ctr[p->ix[kind]] : NULL;
+	const struct pn_counter *c = p->ix[kind] >= 0 ? &p->ctr[p->ix[kind]] : NULL;
 
 	if (c && (c->flags & PN_CF_VALID))
 		pn_out_uint(o, PN_JSON, key, NULL, c->value);
@@ -145,7 +145,7 @@ static void out_counters(struct pn_out *o, const struct pn_counters_port *p)
 		int opened = 0;
 
 		for (i = 0; i < p->nctr; i++) {
-			const struct pn_ctr *c = &p->ctr[i];
+			const struct pn_counter *c = &p->ctr[i];
 
 			if (c->group != g)
 				continue;
@@ -249,173 +249,6 @@ static void print_sample(struct pn_out *o, const struct pn_counters_set *v, cons
 	fflush(pn_out_file(o));
 }
 
-/* ---- Prometheus textfile ---- */
-
-static void prom_label(FILE *f, const char *key, const char *v, int first)
-{
-	char small[256], *big = NULL;
-	size_t need = pn_prom_escape(small, sizeof(small), v);
-
-	if (need >= sizeof(small) && (big = malloc(need + 1)))
-		pn_prom_escape(big, need + 1, v);
-	fprintf(f, "%s%s=\"%s\"", first ? "" : ",", key, big ? big : small);
-	free(big);
-}
-
-static void prom_labels(FILE *f, const struct pn_counters_port *p)
-{
-	char port[16];
-
-	snprintf(port, sizeof(port), "%d", p->port);
-	prom_label(f, "device", p->dev, 1);
-	prom_label(f, "port", port, 0);
-}
-
-enum { M_INFO, M_UP, M_SPEED, M_RX_BYTES, M_TX_BYTES, M_RX_PKTS, M_TX_PKTS, M_RX_BPS, M_TX_BPS,
-       M_RX_PPS, M_TX_PPS, M_UTIL, M_ERR, M_DISC, M_COUNT };
-
-static const struct {
-	const char *name, *type, *help;
-} metrics[M_COUNT] = {
-	[M_INFO] = { "penny_port_info", "gauge",
-		     "Port attributes as labels (value 1)." },
-	[M_UP] = { "penny_port_up", "gauge", "1 when the port is ACTIVE (a netdev: up), else 0." },
-	[M_SPEED] = { "penny_port_speed_bytes", "gauge", "Line rate in bytes per second." },
-	[M_RX_BYTES] = { "penny_port_rcv_bytes_total", "counter",
-			 "Bytes received (port_rcv_data x 4, or the netdev's rx_bytes)." },
-	[M_TX_BYTES] = { "penny_port_xmit_bytes_total", "counter",
-			 "Bytes sent (port_xmit_data x 4, or the netdev's tx_bytes)." },
-	[M_RX_PKTS] = { "penny_port_rcv_packets_total", "counter", "Packets received." },
-	[M_TX_PKTS] = { "penny_port_xmit_packets_total", "counter", "Packets sent." },
-	[M_RX_BPS] = { "penny_port_rcv_bytes_per_second", "gauge",
-		       "Receive rate over the last interval." },
-	[M_TX_BPS] = { "penny_port_xmit_bytes_per_second", "gauge",
-		       "Send rate over the last interval." },
-	[M_RX_PPS] = { "penny_port_rcv_packets_per_second", "gauge",
-		       "Receive packet rate over the last interval." },
-	[M_TX_PPS] = { "penny_port_xmit_packets_per_second", "gauge",
-		       "Send packet rate over the last interval." },
-	[M_UTIL] = { "penny_port_utilization_ratio", "gauge",
-		     "max(receive, send) rate / line rate over the last interval." },
-	[M_ERR] = { "penny_port_errors_total", "counter",
-		    "Sum of the port's error counters (symbol, receive, link downed, ...)." },
-	[M_DISC] = { "penny_port_discards_total", "counter",
-		     "Sum of the port's discard counters (xmit discards, out of buffer, drops)." },
-};
-
-static int ctr_of(const struct pn_counters_port *p, int kind, double *v)
-{
-	const struct pn_ctr *c = p->ix[kind] >= 0 ? &p->ctr[p->ix[kind]] : NULL;
-
-	if (!c || !(c->flags & PN_CF_VALID))
-		return 0;
-	*v = (double)c->value;
-	return 1;
-}
-
-static int metric_value(const struct pn_counters_port *p, int m, double *v)
-{
-	switch (m) {
-	case M_INFO:
-		*v = 1;
-		return 1;
-	case M_UP:
-		*v = p->state == PN_PORT_ACTIVE;
-		return p->state >= 0 || p->type != PN_PT_REMOTE;
-	case M_SPEED:
-		*v = p->rate_gbps * 1e9 / 8;
-		return p->rate_gbps > 0;
-	case M_RX_BYTES:
-		return ctr_of(p, PN_CK_RX_BYTES, v);
-	case M_TX_BYTES:
-		return ctr_of(p, PN_CK_TX_BYTES, v);
-	case M_RX_PKTS:
-		return ctr_of(p, PN_CK_RX_PKTS, v);
-	case M_TX_PKTS:
-		return ctr_of(p, PN_CK_TX_PKTS, v);
-	case M_RX_BPS:
-		*v = p->rx_Bps;
-		break;
-	case M_TX_BPS:
-		*v = p->tx_Bps;
-		break;
-	case M_RX_PPS:
-		*v = p->rx_pps;
-		break;
-	case M_TX_PPS:
-		*v = p->tx_pps;
-		break;
-	case M_UTIL:
-		*v = p->util;
-		break;
-	case M_ERR:
-		*v = (double)p->err_total;
-		return p->ix[PN_CK_ERR] >= 0;
-	case M_DISC:
-		*v = (double)p->disc_total;
-		return p->ix[PN_CK_DISC] >= 0;
-	}
-	return isfinite(*v);
-}
-
-static void write_metrics(FILE *f, const struct pn_counters_set *v, const int *idx, int n,
-			  double interval)
-{
-	int m, k, i;
-	double x;
-
-	for (m = 0; m < M_COUNT; m++) {
-		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", metrics[m].name, metrics[m].help,
-			metrics[m].name, metrics[m].type);
-		for (k = 0; k < n; k++) {
-			const struct pn_counters_port *p = &v->ports[idx[k]];
-
-			if (!metric_value(p, m, &x))
-				continue;
-			fprintf(f, "%s{", metrics[m].name);
-			prom_labels(f, p);
-			if (m == M_INFO) {
-				prom_label(f, "type", pn_port_type_name(p->type), 0);
-				prom_label(f, "state", p->state_name, 0);
-				prom_label(f, "link_layer", p->link_layer, 0);
-				prom_label(f, "rate", p->rate, 0);
-				prom_label(f, "netdev", p->netdev, 0);
-				prom_label(f, "source",
-					   p->data_group >= 0 ? pn_counters_group_name(p->data_group) : "",
-					   0);
-			}
-			if (x == floor(x) && fabs(x) < 1e18)
-				fprintf(f, "} %.0f\n", x);
-			else
-				fprintf(f, "} %.10g\n", x);
-		}
-	}
-	fprintf(f, "# HELP penny_port_counter_total Every counter file as read (port_*_data in "
-		   "4-byte words).\n# TYPE penny_port_counter_total counter\n");
-	for (k = 0; k < n; k++) {
-		const struct pn_counters_port *p = &v->ports[idx[k]];
-
-		for (i = 0; i < p->nctr; i++) {
-			const struct pn_ctr *c = &p->ctr[i];
-
-			if (!(c->flags & PN_CF_VALID))
-				continue;
-			fprintf(f, "penny_port_counter_total{");
-			prom_labels(f, p);
-			prom_label(f, "group", pn_counters_group_name(c->group), 0);
-			prom_label(f, "counter", c->name, 0);
-			fprintf(f, "} %llu\n", (unsigned long long)c->raw);
-		}
-	}
-	fprintf(f, "# HELP penny_top_sample_timestamp_seconds When the sample was taken.\n"
-		   "# TYPE penny_top_sample_timestamp_seconds gauge\n"
-		   "penny_top_sample_timestamp_seconds %.3f\n",
-		v->wall);
-	fprintf(f, "# HELP penny_top_interval_seconds Time between samples.\n"
-		   "# TYPE penny_top_interval_seconds gauge\npenny_top_interval_seconds %g\n",
-		interval);
-}
-
 /* A new file renamed over FILE (src/base/ofile.h): a collector reads the whole
  * of one sample or the whole of the next.  No fsync: the next sample
  * replaces it within one interval. */
@@ -427,7 +260,7 @@ static int write_prom(const char *path, const struct pn_counters_set *v, const i
 
 	if (ret)
 		return ret;
-	write_metrics(pn_ofile_file(of), v, idx, n, interval);
+	pn_counters_prom_write(pn_ofile_file(of), v, idx, n, interval);
 	return pn_ofile_commit(of);
 }
 

@@ -678,7 +678,7 @@ static void draw_detail(struct tui *t, const struct pn_counters_set *v, const st
 		if (t->dtop < 0)
 			t->dtop = 0;
 		for (i = t->dtop; i < p->nctr && y < LINES - 1; i++, y++) {
-			const struct pn_ctr *k = &p->ctr[i];
+			const struct pn_counter *k = &p->ctr[i];
 			attr_t da = A_NORMAL;
 
 			snprintf(buf, sizeof(buf), "%s/%s%s%s%s", pn_counters_group_name(k->group), k->name,

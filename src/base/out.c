@@ -450,3 +450,14 @@ void pn_out_text(struct pn_out *o, const char *fmt, ...)
 	free(heap);
 	free(big);
 }
+
+void pn_prom_label(FILE *f, const char *key, const char *v, int first)
+{
+	char small[256], *big = NULL;
+	size_t need = pn_prom_escape(small, sizeof(small), v);
+
+	if (need >= sizeof(small) && (big = malloc(need + 1)))
+		pn_prom_escape(big, need + 1, v);
+	fprintf(f, "%s%s=\"%s\"", first ? "" : ",", key, big ? big : small);
+	free(big);
+}

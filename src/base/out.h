@@ -53,6 +53,8 @@ size_t pn_json_escape(char *buf, size_t len, const char *s);
 /* Prometheus label value: '\\', '"' and newline escaped (the text format's
  * only escapes), invalid UTF-8 bytes replaced by U+FFFD. */
 size_t pn_prom_escape(char *buf, size_t len, const char *s);
+/* One Prometheus label key="value" (escaped; a comma before it unless first). */
+void pn_prom_label(FILE *f, const char *key, const char *v, int first);
 /* Terminal text: control characters (C0 incl. ESC, DEL, C1) and invalid
  * UTF-8 bytes shown as \xNN; layout keeps newline and tab as they are. */
 size_t pn_text_escape(char *buf, size_t len, const char *s, int layout);

@@ -114,7 +114,7 @@ int pn_counters_set_init(struct pn_counters_set *s, const struct pn_counters_cfg
 
 /* ---- counter arithmetic ---- */
 
-void pn_counters_update(struct pn_ctr *c, int ok, uint64_t raw, uint64_t max_raw)
+void pn_counters_update(struct pn_counter *c, int ok, uint64_t raw, uint64_t max_raw)
 {
 	int had = c->flags & PN_CF_VALID;
 	uint64_t prev = c->raw, d = 0, max;
@@ -238,7 +238,7 @@ static int hw_kind(const char *name)
 	return PN_CK_OTHER;
 }
 
-static int known_order(const struct pn_ctr *c)
+static int known_order(const struct pn_counter *c)
 {
 	int idx;
 
@@ -253,7 +253,7 @@ static int known_order(const struct pn_ctr *c)
 
 static int ctr_qsort(const void *pa, const void *pb)
 {
-	const struct pn_ctr *a = pa, *b = pb;
+	const struct pn_counter *a = pa, *b = pb;
 	int ka, kb;
 
 	if (a->group != b->group)
@@ -265,10 +265,10 @@ static int ctr_qsort(const void *pa, const void *pb)
 	return strcmp(a->name, b->name);
 }
 
-static struct pn_ctr *add_ctr(struct pn_counters_port *p, int group, const char *name)
+static struct pn_counter *add_ctr(struct pn_counters_port *p, int group, const char *name)
 {
 	const struct known_ctr *k = NULL;
-	struct pn_ctr *c;
+	struct pn_counter *c;
 	int idx;
 
 	if (p->nctr >= PN_COUNTERS_MAX) {
@@ -328,13 +328,13 @@ static void index_counters(struct pn_counters_port *p)
 		p->ix[k] = -1;
 	p->data_group = -1;
 	for (i = 0; i < p->nctr; i++) {
-		const struct pn_ctr *c = &p->ctr[i];
+		const struct pn_counter *c = &p->ctr[i];
 
 		if ((c->kind == PN_CK_RX_BYTES || c->kind == PN_CK_TX_BYTES) && p->data_group < 0)
 			p->data_group = c->group;
 	}
 	for (i = 0; i < p->nctr; i++) {
-		const struct pn_ctr *c = &p->ctr[i];
+		const struct pn_counter *c = &p->ctr[i];
 		int data = c->kind >= PN_CK_RX_BYTES && c->kind <= PN_CK_TX_PKTS;
 
 		if (p->ix[c->kind] >= 0 || (data && c->group != p->data_group))
@@ -704,7 +704,7 @@ int pn_counters_parse_value(const char *s, uint64_t *v)
 	return 0;
 }
 
-static void ctr_path(const struct pn_counters_port *p, const struct pn_ctr *c, char *buf, size_t len)
+static void ctr_path(const struct pn_counters_port *p, const struct pn_counter *c, char *buf, size_t len)
 {
 	switch (c->group) {
 	case PN_CG_IB:
@@ -861,7 +861,7 @@ static void sample_port(struct pn_counters_set *s, struct pn_counters_port *p)
 	p->err_delta = p->disc_delta = p->err_total = p->disc_total = 0;
 	p->err_valid = p->disc_valid = 0;
 	for (i = 0; i < p->nctr; i++) {
-		struct pn_ctr *c = &p->ctr[i];
+		struct pn_counter *c = &p->ctr[i];
 		int data = c->kind == PN_CK_RX_BYTES || c->kind == PN_CK_TX_BYTES;
 
 		/* a plausible delta is bounded by twice the line rate */

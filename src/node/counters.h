@@ -32,6 +32,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define PN_COUNTERS_MAX 128	/* counters per port */
 #define PN_COUNTERS_HIST 256 /* samples of rate history per port */
@@ -63,7 +64,7 @@ enum pn_counters_flags {
 	PN_CF_SAT = 1u << 4,   /* stuck at its maximum: delta unknown */
 };
 
-struct pn_ctr {
+struct pn_counter {
 	char name[48];		/* file name: "port_xmit_data", "out_of_buffer" */
 	uint8_t group;		/* enum pn_counters_group */
 	uint8_t kind;		/* enum pn_counters_kind */
@@ -123,7 +124,7 @@ struct pn_counters_port {
 	uint64_t dev_ino;	/* inode of the device's class entry (identity) */
 	int ix[PN_CK_COUNT];	/* index of the first counter of each kind, -1 */
 	int nctr;
-	struct pn_ctr ctr[PN_COUNTERS_MAX]; /* last member: copies stop at nctr */
+	struct pn_counter ctr[PN_COUNTERS_MAX]; /* last member: copies stop at nctr */
 };
 
 struct pn_pq;
@@ -187,7 +188,7 @@ const struct pn_counters_port *pn_counters_set_find(const struct pn_counters_set
  * bounds a plausible delta in raw units (0 = no bound): a decrease whose
  * 32-bit wrap would exceed it is taken as a reset.
  */
-void pn_counters_update(struct pn_ctr *c, int ok, uint64_t raw, uint64_t max_raw);
+void pn_counters_update(struct pn_counter *c, int ok, uint64_t raw, uint64_t max_raw);
 /* A counter file's text: decimal digits, white space around; 0 or -EINVAL/-ERANGE. */
 int pn_counters_parse_value(const char *s, uint64_t *v);
 /* History sample i (0 = oldest of hist_n) of rx and tx bytes/s. */
@@ -229,5 +230,13 @@ int pn_sampler_busy(struct pn_counters_sampler *s, char *what, size_t len, doubl
  * the caller can still exit.
  */
 int pn_sampler_stop(struct pn_counters_sampler *s, double timeout);
+
+/*
+ * The ports idx[0..n) of v as a Prometheus text exposition into f (metrics
+ * penny_port_*, penny_port_counter_total, the sample's time and interval;
+ * counters_prom.c).  Write errors show when f is committed (base/ofile.h).
+ */
+void pn_counters_prom_write(FILE *f, const struct pn_counters_set *v, const int *idx, int n,
+			    double interval);
 
 #endif

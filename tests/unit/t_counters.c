@@ -36,7 +36,7 @@ static void set_init(struct pn_counters_set *s, int ethernet)
 	pn_counters_set_init(s, &cfg);
 }
 
-static const struct pn_ctr *ctr(const struct pn_counters_port *p, int group, const char *name)
+static const struct pn_counter *ctr(const struct pn_counters_port *p, int group, const char *name)
 {
 	int i;
 
@@ -53,7 +53,7 @@ static int near(double a, double b)
 
 TEST(update_arithmetic)
 {
-	struct pn_ctr c;
+	struct pn_counter c;
 
 	memset(&c, 0, sizeof(c));
 	c.scale = 4;
@@ -102,7 +102,7 @@ TEST(update_arithmetic)
 
 TEST(update_saturating_width)
 {
-	struct pn_ctr c;
+	struct pn_counter c;
 
 	memset(&c, 0, sizeof(c));
 	c.scale = 1;
