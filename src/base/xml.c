@@ -39,6 +39,9 @@ static void keep_first(void *data, xmlErrorPtr e)
 	for (k = 0; err->msg[k]; k++)
 		if (err->msg[k] == '\n' || err->msg[k] == '\r')
 			err->msg[k] = k && err->msg[k + 1] ? ' ' : 0;
+	/* libxml2's own advice ("use XML_PARSE_HUGE option") means nothing to a user */
+	if (strstr(err->msg, "Excessive depth"))
+		snprintf(err->msg, sizeof(err->msg), "elements nested deeper than %d", e->int1);
 	if (e->code == XML_ERR_TAG_NOT_FINISHED && e->str1 && e->int1 > 0) {
 		err->line = e->int1;
 		snprintf(err->msg, sizeof(err->msg), "element <%.40s> is not closed", e->str1);

@@ -74,6 +74,20 @@ TEST(first_error_and_line)
 	CHECK_EQ_INT(e.code, XML_ERR_TAG_NAME_MISMATCH);
 	CHECK_EQ_INT(e.line, 3);
 	CHECK_STR(pn_xml_why(&e, s, strlen(s)), "closing tag does not match");
+	{
+		/* nesting past libxml2's limit: a message without libxml2's advice */
+		size_t k, n = 300;
+		char *deep = malloc(n * 7 + 1), *q = deep;
+
+		CHECK(deep != NULL);
+		for (k = 0; k < n; k++)
+			q += sprintf(q, "<a>");
+		for (k = 0; k < n; k++)
+			q += sprintf(q, "</a>");
+		CHECK(!parses(deep, &e));
+		CHECK_STR(pn_xml_why(&e, deep, strlen(deep)), "elements nested deeper than 256");
+		free(deep);
+	}
 	CHECK(!pn_xml_parse("<a>\0</a>", 8, &e));
 	CHECK_EQ_INT(e.code, PN_XML_E_NUL);
 	CHECK(!pn_xml_parse("", 0, &e));
