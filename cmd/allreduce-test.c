@@ -19,8 +19,6 @@
 #include "base/minijson.h"
 #include "base/ofile.h"
 #include "plan/plan_job.h"
-#include "engine/reduce.h"
-#include "engine/testdata.h"
 #include "gpu/plugin.h"
 #include "harness/plansched.h"
 #include "harness/sweep.h"

@@ -8,7 +8,6 @@
 
 #include "engine/boot.h"
 #include "engine/comm.h"
-#include "engine/reduce.h"
 #include "engine/testdata.h"
 #include "engine/sched.h"
 #include "base/log.h"

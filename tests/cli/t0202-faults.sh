@@ -37,13 +37,10 @@ test_expect_success 'strangers on the rendezvous port are dropped, the job compl
 	python3 - $port <<-PY &&
 	import socket, struct, sys, time
 	port = int(sys.argv[1])
+	sys.path.insert(0, "$TOP/tests/helpers")
+	import peer
 	def conn():
-	    for _ in range(100):
-	        try:
-	            return socket.create_connection(("127.0.0.1", port))
-	        except OSError:
-	            time.sleep(0.05)
-	    raise SystemExit("no listener")
+	    return peer.conn(port)
 	def hdr(magic=0x50454e4e, version=1, cookie=bytes.fromhex("00112233445566778899aabbccddeeff"), typ=1, ln=176):
 	    return struct.pack("<IHH16sIIQ", magic, version, typ, cookie, 1, 0, ln)
 	hello = struct.pack("<IIiI64s96s", 1, 2, 1, 0, b"evil", b"evil")

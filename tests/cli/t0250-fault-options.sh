@@ -199,13 +199,10 @@ test_expect_success 'bw server: strangers are dropped with one line each, the cl
 	python3 - $p <<-PY &&
 	import socket, struct, sys, time
 	port = int(sys.argv[1])
+	sys.path.insert(0, "$TOP/tests/helpers")
+	import peer
 	def conn():
-	    for _ in range(100):
-	        try:
-	            return socket.create_connection(("127.0.0.1", port))
-	        except OSError:
-	            time.sleep(0.05)
-	    raise SystemExit("no listener")
+	    return peer.conn(port)
 	silent = conn()                                                  # says nothing
 	s = conn(); s.close()                                            # closes at once
 	s = conn(); s.sendall(b"GET / HTTP/1.0\r\n\r\n" * 10); time.sleep(0.2); s.close()
