@@ -228,6 +228,9 @@ static int tree(void)
 	fn("pci0000:00/0000:00:03.0/0000:03:00.0", G5, "16", G5, "16");
 	fn("pci0000:00/0000:00:03.0/0000:03:00.0/0000:04:00.0", G3, "16", G5, "16");
 	fn("pci0000:00/0000:00:03.0/0000:03:00.0/0000:04:00.0/0000:05:00.0", G3, "16", G5, "16");
+	/* and a healthy GPU below that switch */
+	fn("pci0000:00/0000:00:03.0/0000:03:00.0/0000:04:01.0", G5, "16", G5, "16");
+	fn("pci0000:00/0000:00:03.0/0000:03:00.0/0000:04:01.0/0000:0d:00.0", G5, "16", G5, "16");
 	/* a healthy GPU below a switch whose uplink trained at x4 */
 	fn("pci0000:00/0000:00:04.0", G5, "4", G5, "16");
 	fn("pci0000:00/0000:00:04.0/0000:06:00.0", G5, "4", G5, "16");
@@ -345,6 +348,14 @@ TEST(tree_path)
 	CHECK_EQ_INT(p.link[0].verdict, PN_PCIE_OK);
 	CHECK_STR(p.link[1].addr, "0000:05:00.0");
 	CHECK_EQ_INT(p.link[1].verdict, PN_PCIE_DOWN_SPEED);
+	CHECK_EQ_INT(p.weakest, 1);
+	CHECK_EQ_INT(p.throttled, 0);
+
+	/* all links equal: the device's own is the weakest, nothing throttles */
+	CHECK_EQ_INT(pn_pcie_path("0000:0d:00.0", &p), 0);
+	CHECK_EQ_INT(p.nlinks, 2);
+	CHECK_EQ_INT(p.link[0].verdict, PN_PCIE_OK);
+	CHECK_EQ_INT(p.link[1].verdict, PN_PCIE_OK);
 	CHECK_EQ_INT(p.weakest, 1);
 	CHECK_EQ_INT(p.throttled, 0);
 
