@@ -12,6 +12,7 @@
 #include "tui.h"
 
 #include "node/counters.h"
+#include "node/nodectx.h"
 #include "base/log.h"
 #include "node/nic.h"
 #include "base/ofile.h"
@@ -47,6 +48,7 @@ static struct {
 	const char *ca;
 	const char *filter;
 	const char *sort;
+	int by_rail;
 } opt = { .interval = 1.0 };
 
 const struct pn_opt top_options[] = {
@@ -71,6 +73,9 @@ const struct pn_opt top_options[] = {
 	  "only ports whose name contains PATTERN (or matches it as a glob)", NULL, NULL },
 	{ "sort", 's', OPT_STRING, &opt.sort, "KEY", "order of the rows: name, rx, tx, util, errors",
 	  "name rx tx util errors", NULL },
+	{ "by-rail", 0, OPT_BOOL, &opt.by_rail, NULL,
+	  "one row per rail (a NIC): its ports summed and its share of the node's traffic", NULL,
+	  NULL },
 	OPT_TABLE_END
 };
 
@@ -170,28 +175,107 @@ static void out_counters(struct pn_out *o, const struct pn_counters_port *p)
 	pn_out_close_object(o);
 }
 
-static void print_sample(struct pn_out *o, const struct pn_counters_set *v, const int *idx, int n,
-			 double interval, int first)
+/* numa, rail (unless the row is a rail) and gpus of a port or rail: JSON
+ * keys, and text columns when the topology is known (text != 0) */
+static void out_context(struct pn_out *o, const struct pn_nicctx *x, int text, int rail)
 {
-	char buf[64], when[40] = "";
+	char buf[PN_NODECTX_GPUS * 4];
+	int k;
+
+	if (x && x->numa >= 0)
+		pn_out_int(o, text ? PN_ANY : PN_JSON, "numa", " %4lld", x->numa);
+	else
+		pn_out_null(o, text ? PN_ANY : PN_JSON, "numa", " %4s");
+	if (rail && x)
+		pn_out_int(o, text ? PN_ANY : PN_JSON, "rail", " %4lld", x->rail);
+	else if (rail)
+		pn_out_null(o, text ? PN_ANY : PN_JSON, "rail", " %4s");
+	pn_out_open_array(o, "gpus");
+	for (k = 0; x && k < x->ngpus && k < PN_NODECTX_GPUS; k++)
+		pn_out_int(o, PN_JSON, NULL, NULL, x->gpu[k]);
+	pn_out_close_array(o);
+	if (text)
+		pn_out_str(o, PN_TEXT, NULL, " %s", x && x->ngpus ? pn_nodectx_gpus(x, buf, sizeof(buf)) : "-");
+}
+
+static void print_header(struct pn_out *o, const struct pn_counters_set *v, double interval,
+			 const struct pn_nodectx *ctx, int first)
+{
+	char when[40] = "";
 	time_t t = (time_t)v->wall;
 	struct tm tm;
-	int k;
 
 	localtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
 	if (!first)
 		pn_out_nl(o);
-	pn_out_text(o, "# %s  %s  interval %g s  measured %.3f s\n", top_host(), when, interval,
-		    v->elapsed);
-	pn_out_text(o, "%-16s %-7s %6s %11s %11s %6s %6s %6s\n", "PORT", "STATE", "SPEED", "RX",
-		    "TX", "UTIL", "ERR", "DISC");
+	pn_out_text(o, "# %s  %s  interval %g s  measured %.3f s%s%s\n", top_host(), when, interval,
+		    v->elapsed, ctx->note[0] ? "  " : "", ctx->note);
 	pn_out_open_object(o, NULL);
 	pn_out_str(o, PN_JSON, "host", NULL, top_host());
 	pn_out_float(o, PN_JSON, "timestamp", NULL, floor(v->wall * 1000) / 1000);
 	pn_out_float(o, PN_JSON, "interval", NULL, interval);
 	pn_out_float(o, PN_JSON, "elapsed", NULL, v->elapsed);
 	pn_out_uint(o, PN_JSON, "sample", NULL, v->seq - 1);
+}
+
+/* --by-rail: one row per rail, ports summed, the rail's share of the node */
+static int print_rails(struct pn_out *o, const struct pn_counters_set *v, const int *idx, int n,
+		       double interval, const struct pn_nodectx *ctx, int first)
+{
+	struct pn_rail_sum *r = calloc((size_t)ctx->nnics + 1, sizeof(*r));
+	char buf[64];
+	int k, rows;
+
+	if (!r)
+		return -ENOMEM;
+	rows = pn_nodectx_rails(ctx, v, idx, n, r);
+	print_header(o, v, interval, ctx, first);
+	pn_out_text(o, "%-4s %-16s %5s %6s %11s %11s %6s %4s %s\n", "RAIL", "DEVICE", "PORTS",
+		    "SPEED", "RX", "TX", "SHARE", "NUMA", "GPUS");
+	pn_out_open_array(o, "rails");
+	for (k = 0; k < rows; k++) {
+		pn_out_open_object(o, NULL);
+		if (r[k].nic)
+			pn_out_int(o, PN_ANY, "rail", "%-4lld ", r[k].rail);
+		else
+			pn_out_null(o, PN_ANY, "rail", "%-4s ");
+		pn_out_str(o, PN_ANY, "device", "%-16s ", r[k].nic ? r[k].nic->dev : NULL);
+		pn_out_int(o, PN_ANY, "ports", "%5lld ", r[k].nports);
+		pn_out_str(o, PN_TEXT, NULL, "%6s ", tui_fmt_speed(buf, sizeof(buf), r[k].rate_gbps));
+		pn_out_float(o, PN_JSON, "rate_gbps", NULL, r[k].rate_gbps > 0 ? r[k].rate_gbps : NAN);
+		pn_out_str(o, PN_TEXT, NULL, "%11s ", tui_fmt_bps(buf, sizeof(buf), r[k].rx_Bps));
+		pn_out_str(o, PN_TEXT, NULL, "%11s ", tui_fmt_bps(buf, sizeof(buf), r[k].tx_Bps));
+		pn_out_float(o, PN_JSON, "rx_bytes_per_sec", NULL, r[k].rx_Bps);
+		pn_out_float(o, PN_JSON, "tx_bytes_per_sec", NULL, r[k].tx_Bps);
+		if (isfinite(r[k].share))
+			pn_out_float(o, PN_TEXT, NULL, "%5.1f%%", r[k].share * 100);
+		else
+			pn_out_str(o, PN_TEXT, NULL, "%6s", "n/a");
+		pn_out_float(o, PN_JSON, "share", NULL, r[k].share);
+		out_context(o, r[k].nic, 1, 0);
+		pn_out_nl(o);
+		pn_out_close_object(o);
+	}
+	pn_out_close_array(o);
+	pn_out_close_object(o);
+	fflush(pn_out_file(o));
+	free(r);
+	return 0;
+}
+
+static void print_sample(struct pn_out *o, const struct pn_counters_set *v, const int *idx, int n,
+			 double interval, const struct pn_nodectx *ctx, int first)
+{
+	/* the context columns only where the topology is known: the table of
+	 * a node without one stays as it was */
+	int cols = ctx->nnics > 0;
+	char buf[64];
+	int k;
+
+	print_header(o, v, interval, ctx, first);
+	pn_out_text(o, "%-16s %-7s %6s %11s %11s %6s %6s %6s%s\n", "PORT", "STATE", "SPEED", "RX",
+		    "TX", "UTIL", "ERR", "DISC", cols ? " NUMA RAIL GPUS" : "");
 	pn_out_open_array(o, "ports");
 	for (k = 0; k < n; k++) {
 		const struct pn_counters_port *p = &v->ports[idx[k]];
@@ -230,6 +314,7 @@ static void print_sample(struct pn_out *o, const struct pn_counters_set *v, cons
 			pn_out_uint(o, PN_ANY, "discards", "%6llu", p->disc_delta);
 		else
 			pn_out_null(o, PN_ANY, "discards", "%6s");
+		out_context(o, pn_nodectx_port(ctx, p), cols, 1);
 		out_ctr_value(o, "rx_bytes", p, PN_CK_RX_BYTES);
 		out_ctr_value(o, "tx_bytes", p, PN_CK_TX_BYTES);
 		out_ctr_value(o, "rx_packets", p, PN_CK_RX_PKTS);
@@ -253,14 +338,14 @@ static void print_sample(struct pn_out *o, const struct pn_counters_set *v, cons
  * of one sample or the whole of the next.  No fsync: the next sample
  * replaces it within one interval. */
 static int write_prom(const char *path, const struct pn_counters_set *v, const int *idx, int n,
-		      double interval)
+		      double interval, const struct pn_nodectx *ctx)
 {
 	struct pn_ofile *of;
 	int ret = pn_ofile_open(&of, path, 0);
 
 	if (ret)
 		return ret;
-	pn_counters_prom_write(pn_ofile_file(of), v, idx, n, interval);
+	pn_counters_prom_write(pn_ofile_file(of), v, idx, n, interval, ctx);
 	return pn_ofile_commit(of);
 }
 
@@ -337,6 +422,7 @@ struct top_run {
 	struct pn_ctx *ctx;
 	struct pn_counters_sampler *sampler;
 	struct pn_counters_set view;
+	struct pn_nodectx nodectx;
 	int sort;
 	int *idx;
 };
@@ -384,7 +470,7 @@ static int batch(struct top_run *r)
 		if (n < 0)
 			return pn_cmd_fail(r->ctx, 2, "out of memory");
 		if (opt.prom) {
-			ret = write_prom(opt.prom, &r->view, r->idx, n, opt.interval);
+			ret = write_prom(opt.prom, &r->view, r->idx, n, opt.interval, &r->nodectx);
 			if (ret) {
 				pn_cmd_error(r->ctx, ret);
 				return 2;
@@ -392,8 +478,15 @@ static int batch(struct top_run *r)
 		}
 		if (r->view.seq < 2)
 			continue; /* the baseline: no rates yet */
-		if (to_stdout)
-			print_sample(r->ctx->out, &r->view, r->idx, n, opt.interval, printed == 0);
+		ret = 0;
+		if (to_stdout && opt.by_rail)
+			ret = print_rails(r->ctx->out, &r->view, r->idx, n, opt.interval, &r->nodectx,
+					  printed == 0);
+		else if (to_stdout)
+			print_sample(r->ctx->out, &r->view, r->idx, n, opt.interval, &r->nodectx,
+				     printed == 0);
+		if (ret)
+			return pn_cmd_fail(r->ctx, 2, "out of memory");
 		printed++;
 		if (want && printed >= want)
 			break;
@@ -422,7 +515,7 @@ static int screen(struct top_run *r)
 {
 	struct pollfd pfd[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
 				 { .fd = pn_sampler_fd(r->sampler), .events = POLLIN } };
-	struct tui_status st = { .interval = opt.interval, .host = top_host() };
+	struct tui_status st = { .interval = opt.interval, .host = top_host(), .ctx = &r->nodectx };
 	char what[80] = "";
 	struct tui *t;
 	int ret, quit = 0, dirty = 1, was_busy = 0, err = 0, poll_errno = 0;
@@ -540,6 +633,13 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 	raise_fd_limit();
 	catch_signals();
 
+	/* where each NIC sits (NUMA, rail, GPUs): read once, before sampling */
+	ret = pn_nodectx_load(&r.nodectx, &(struct pn_topo_cfg){ .no_nvml = 1 });
+	if (ret) {
+		pn_cmd_error(ctx, ret);
+		ret = 2;
+		goto out;
+	}
 	pn_counters_cfg_init(&cfg);
 	cfg.ethernet = opt.ethernet;
 	cfg.remote = remote;
@@ -568,6 +668,7 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 		return ret;
 	}
 out:
+	pn_nodectx_release(&r.nodectx);
 	pn_perfquery_close(pq);
 	free(remote);
 	return ret;

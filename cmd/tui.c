@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include <wchar.h>
 
-enum { MODE_LIST, MODE_DETAIL, MODE_HELP };
+enum { MODE_LIST, MODE_DETAIL, MODE_HELP, MODE_RAILS };
 enum { C_HEAD = 1, C_ALERT, C_WARN, C_BAR, C_SPARK, C_TITLE, C_GOOD };
 enum { K_ESC = 27, K_CTRL_L = 12 };
 
@@ -396,11 +396,15 @@ static void footer(struct tui *t, const char *keys)
 }
 
 struct layout {
-	int dev, port, state, speed, rate, pct, bar, spark, err;
-	int x_port, x_state, x_speed, x_rx, x_tx, x_pct, x_bar, x_spark, x_err, x_disc;
+	int dev, port, state, speed, rate, pct, bar, spark, err, ctx;
+	int x_port, x_state, x_speed, x_rx, x_tx, x_pct, x_ctx, x_bar, x_spark, x_err, x_disc;
 };
 
-static void layout(const struct tui *t, const struct pn_counters_set *v, struct layout *l)
+/* NUMA, RAIL, GPUS: 4 + 1 + 4 + 1 + 8 columns */
+#define CTX_W 18
+
+static void layout(const struct tui *t, const struct pn_counters_set *v,
+		   const struct pn_nodectx *ctx, struct layout *l)
 {
 	int i, rest, x;
 
@@ -434,6 +438,13 @@ static void layout(const struct tui *t, const struct pn_counters_set *v, struct 
 	l->x_pct = x;
 	x += l->pct + 1;
 	rest = COLS - x - (t->show_err ? 2 * (l->err + 1) : 0);
+	/* the node context where the topology is known and a bar still fits */
+	l->x_ctx = x;
+	if (ctx && ctx->nnics && rest >= CTX_W + 1 + 13) {
+		l->ctx = CTX_W;
+		x += CTX_W + 1;
+		rest -= CTX_W + 1;
+	}
 	if (rest < 0)
 		rest = 0;
 	/* history up to a minute of samples; the bar gets the rest, up to 40 */
@@ -469,8 +480,28 @@ static void delta_cell(const struct tui *t, int y, int x, int w, int valid, uint
 	put(y, x, w, 1, d ? attr_of(t, C_ALERT, A_BOLD | A_UNDERLINE) | A_BOLD : A_NORMAL, buf);
 }
 
+/* NUMA, RAIL, GPUS of a NIC at x (CTX_W columns); "-" unknown */
+static void ctx_cells(int y, int x, const struct pn_nicctx *c)
+{
+	char buf[PN_NODECTX_GPUS * 4];
+
+	if (c && c->numa >= 0)
+		snprintf(buf, sizeof(buf), "%d", c->numa);
+	else
+		snprintf(buf, sizeof(buf), "-");
+	put(y, x, 4, 1, c ? A_NORMAL : A_DIM, buf);
+	if (c)
+		snprintf(buf, sizeof(buf), "%d", c->rail);
+	else
+		snprintf(buf, sizeof(buf), "-");
+	put(y, x + 5, 4, 1, c ? A_NORMAL : A_DIM, buf);
+	if (!c || !pn_nodectx_gpus(c, buf, sizeof(buf))[0])
+		snprintf(buf, sizeof(buf), "-");
+	put(y, x + 10, 8, 0, c ? A_NORMAL : A_DIM, buf);
+}
+
 static void list_row(struct tui *t, const struct layout *l, int y, const struct pn_counters_port *p,
-		     int show_dev, int selected)
+		     const struct pn_nodectx *ctx, int show_dev, int selected)
 {
 	char buf[64];
 	attr_t st_attr = A_NORMAL;
@@ -494,6 +525,8 @@ static void list_row(struct tui *t, const struct layout *l, int y, const struct 
 	else
 		snprintf(buf, sizeof(buf), "-");
 	put(y, l->x_pct, l->pct, 1, A_NORMAL, buf);
+	if (l->ctx)
+		ctx_cells(y, l->x_ctx, pn_nodectx_port(ctx, p));
 	bar(t, y, l->x_bar, l->bar, p->util, attr_of(t, C_BAR, A_NORMAL));
 	sparkline(t, y, l->x_spark, l->spark, p, attr_of(t, C_SPARK, A_NORMAL));
 	if (t->show_err) {
@@ -540,7 +573,7 @@ static void draw_list(struct tui *t, const struct pn_counters_set *v, const stru
 	char buf[160];
 
 	header(t, v, st);
-	layout(t, v, &l);
+	layout(t, v, st->ctx, &l);
 	move(2, 0);
 	clrtoeol();
 	attron(attr_of(t, C_TITLE, A_REVERSE));
@@ -556,6 +589,11 @@ static void draw_list(struct tui *t, const struct pn_counters_set *v, const stru
 		put(2, l.x_rx, l.rate, 1, a, "RX");
 		put(2, l.x_tx, l.rate, 1, a, "TX");
 		put(2, l.x_pct, l.pct, 1, a, "UTIL");
+		if (l.ctx) {
+			put(2, l.x_ctx, 4, 1, a, "NUMA");
+			put(2, l.x_ctx + 5, 4, 1, a, "RAIL");
+			put(2, l.x_ctx + 10, 8, 0, a, "GPUS");
+		}
 		if (l.spark)
 			put(2, l.x_spark, l.spark, 1, a, "HISTORY");
 		if (t->show_err) {
@@ -598,10 +636,74 @@ static void draw_list(struct tui *t, const struct pn_counters_set *v, const stru
 		if (t->sort == TUI_SORT_NAME && i > t->top && p->type != PN_PT_NETDEV &&
 		    !strcmp(v->ports[t->idx[i - 1]].dev, p->dev))
 			show_dev = 0; /* grouped by device */
-		list_row(t, &l, y, p, show_dev, i == sel);
+		list_row(t, &l, y, p, st->ctx, show_dev, i == sel);
 	}
 	footer(t, "q:quit j/k:move s:sort f:filter e:err +/-:interval p:pause Enter:detail "
 		  "?:help");
+}
+
+/* 'r': one row per rail, the filtered ports summed, and the rail's share
+ * of the node's RX + TX as a number and a bar */
+static void draw_rails(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
+{
+	const struct pn_nodectx *ctx = st->ctx;
+	struct pn_rail_sum *r = NULL;
+	attr_t a = attr_of(t, C_TITLE, A_REVERSE);
+	int n, i, y, rows = 0, x_bar = 65, w_bar = COLS - 65 - CTX_W - 1;
+	char buf[64];
+
+	header(t, v, st);
+	for (y = 2; y < LINES - 1; y++) {
+		move(y, 0);
+		clrtoeol();
+	}
+	attron(a);
+	mvhline(2, 0, ' ', COLS);
+	attroff(a);
+	put(2, 0, 4, 1, a, "RAIL");
+	put(2, 5, 16, 0, a, "DEVICE");
+	put(2, 22, 5, 1, a, "PORTS");
+	put(2, 28, 5, 1, a, "SPEED");
+	put(2, 34, 10, 1, a, "RX");
+	put(2, 45, 10, 1, a, "TX");
+	put(2, 56, 7, 1, a, "SHARE");
+	if (w_bar < 4)
+		w_bar = 0;
+	n = ensure_idx(t, v->n) ? 0 : tui_order(v, t->filter, t->sort, t->idx);
+	if (n)
+		r = calloc((size_t)(ctx ? ctx->nnics : 0) + 1, sizeof(*r));
+	if (r)
+		rows = pn_nodectx_rails(ctx, v, t->idx, n, r);
+	put(2, x_bar + w_bar + (w_bar ? 1 : 0), 4, 1, a, "NUMA");
+	put(2, x_bar + w_bar + (w_bar ? 1 : 0) + 10, 8, 0, a, "GPUS");
+	for (i = 0, y = 3; i < rows && y < LINES - 1; i++, y++) {
+		if (r[i].nic)
+			snprintf(buf, sizeof(buf), "%d", r[i].rail);
+		else
+			snprintf(buf, sizeof(buf), "-");
+		put(y, 0, 4, 1, A_BOLD, buf);
+		put(y, 5, 16, 0, A_BOLD, r[i].nic ? r[i].nic->dev : "(no rail)");
+		snprintf(buf, sizeof(buf), "%d", r[i].nports);
+		put(y, 22, 5, 1, A_NORMAL, buf);
+		put(y, 28, 5, 1, A_NORMAL, tui_fmt_speed(buf, sizeof(buf), r[i].rate_gbps));
+		put(y, 34, 10, 1, A_NORMAL, tui_fmt_bps(buf, sizeof(buf), r[i].rx_Bps));
+		put(y, 45, 10, 1, A_NORMAL, tui_fmt_bps(buf, sizeof(buf), r[i].tx_Bps));
+		if (isfinite(r[i].share))
+			snprintf(buf, sizeof(buf), "%.1f%%", r[i].share * 100);
+		else
+			snprintf(buf, sizeof(buf), "-");
+		put(y, 56, 7, 1, A_NORMAL, buf);
+		if (w_bar)
+			bar(t, y, x_bar, w_bar, isfinite(r[i].share) ? r[i].share : 0,
+			    attr_of(t, C_BAR, A_NORMAL));
+		/* NUMA and GPUS; the RAIL cell blanked: the row starts with it */
+		ctx_cells(y, x_bar + w_bar + (w_bar ? 1 : 0), r[i].nic);
+		put(y, x_bar + w_bar + (w_bar ? 1 : 0) + 5, 4, 1, A_NORMAL, "");
+	}
+	if (!rows)
+		line(4, 2, A_NORMAL, n ? "out of memory" : "no ports to sum");
+	free(r);
+	footer(t, "q:quit r:ports f:filter +/-:interval p:pause ?:help");
 }
 
 static void draw_detail(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
@@ -721,17 +823,17 @@ static void draw_help(struct tui *t, const struct pn_counters_set *v, const stru
 		"  f or /      filter by name (substring, or a glob with * ? [ ]);",
 		"              Enter keeps it, Esc restores the previous one",
 		"  e           show/hide the error and discard columns",
+		"  r           rail view: each rail's ports summed, its share of the node",
 		"  + / -       longer/shorter interval",
 		"  p or Space  pause the display (sampling goes on)",
-		"  Enter       detail view: every counter with its delta, history graphs",
-		"  Esc         back from the detail view",
-		"  Ctrl-L      redraw",
-		"  ?           this help; any key returns",
+		"  Enter, Esc  detail view (every counter, its delta, graphs), and back",
+		"  Ctrl-L      redraw;  ?  this help (any key returns)",
 		"",
 		"RX/TX are bits per second over the measured time between two reads.",
 		"UTIL = max(RX, TX) / line rate.  ERR/DISC: errors and discards in the",
 		"last interval.  port_{xmit,rcv}_data count 4-byte words (shown x4).",
-		"n/a: a file that could not be read or no rate yet.",
+		"n/a: a file that could not be read or no rate yet.  NUMA, RAIL, GPUS:",
+		"the NIC's NUMA node, rail (index in the topology) and the GPUs it serves.",
 	};
 	size_t i;
 	int y;
@@ -758,6 +860,8 @@ void tui_draw(struct tui *t, const struct pn_counters_set *v, const struct tui_s
 		draw_help(t, v, st);
 	else if (t->mode == MODE_DETAIL)
 		draw_detail(t, v, st);
+	else if (t->mode == MODE_RAILS)
+		draw_rails(t, v, st);
 	else
 		draw_list(t, v, st);
 	curs_set(t->prompt ? 1 : 0);
@@ -880,6 +984,20 @@ int tui_key(struct tui *t, int key, const struct pn_counters_set *v)
 	case 'e':
 		t->show_err = !t->show_err;
 		return TUI_REDRAW;
+	}
+	if (t->mode == MODE_RAILS || (t->mode == MODE_LIST && key == 'r')) {
+		switch (key) {
+		case 'r':
+		case K_ESC:
+			t->mode = t->mode == MODE_RAILS ? MODE_LIST : MODE_RAILS;
+			return TUI_REDRAW;
+		case 'f':
+		case '/':
+			snprintf(t->saved_filter, sizeof(t->saved_filter), "%s", t->filter);
+			t->prompt = 1;
+			return TUI_REDRAW;
+		}
+		return TUI_NONE;
 	}
 	if (t->mode == MODE_DETAIL) {
 		switch (key) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The screen of `penny top` (ncursesw): a port list, a detail view of one
- * port and a help page.  It only draws a snapshot of the counter model and
+ * The screen of `penny top` (ncursesw): a port list, a rail view (the
+ * ports of each rail summed), a detail view of one port and a help page.  It only draws a snapshot of the counter model and
  * turns keys into view changes or actions for the caller (quit, interval,
  * pause); it never samples (htop's model/screen split).
  *
@@ -11,6 +11,7 @@
 #define PENNY_TUI_H
 
 #include "node/counters.h"
+#include "node/nodectx.h"
 
 #include <stddef.h>
 
@@ -29,6 +30,7 @@ enum tui_action {
 /* What the caller knows beside the snapshot. */
 struct tui_status {
 	const char *host;	/* whose counters: the header names it */
+	const struct pn_nodectx *ctx; /* NUMA, rail, GPUs of each NIC (NULL none) */
 	double interval;
 	int paused;
 	int busy;		/* the sampler is stuck: busy_what for busy_secs */

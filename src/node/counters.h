@@ -234,9 +234,12 @@ int pn_sampler_stop(struct pn_counters_sampler *s, double timeout);
 /*
  * The ports idx[0..n) of v as a Prometheus text exposition into f (metrics
  * penny_port_*, penny_port_counter_total, the sample's time and interval;
- * counters_prom.c).  Write errors show when f is committed (base/ofile.h).
+ * counters_prom.c).  ctx (node/nodectx.h, may be NULL) adds numa, rail and
+ * gpus labels to penny_port_info.  Write errors show when f is committed
+ * (base/ofile.h).
  */
+struct pn_nodectx;
 void pn_counters_prom_write(FILE *f, const struct pn_counters_set *v, const int *idx, int n,
-			    double interval);
+			    double interval, const struct pn_nodectx *ctx);
 
 #endif

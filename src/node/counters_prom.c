@@ -5,6 +5,7 @@
  * Metric names, types and help lines are penny-top(1)'s.
  */
 #include "node/counters.h"
+#include "node/nodectx.h"
 #include "base/out.h"
 #include "node/nic.h"
 
@@ -108,8 +109,27 @@ static int metric_value(const struct pn_counters_port *p, int m, double *v)
 	return isfinite(*v);
 }
 
+/* penny_port_info's node context (penny-top(1)): only there, so that the
+ * other series keep their label sets; ports without one have none. */
+static void ctx_labels(FILE *f, const struct pn_nodectx *ctx, const struct pn_counters_port *p)
+{
+	const struct pn_nicctx *x = pn_nodectx_port(ctx, p);
+	char buf[PN_NODECTX_GPUS * 4];
+
+	if (!x)
+		return;
+	if (x->numa >= 0) {
+		snprintf(buf, sizeof(buf), "%d", x->numa);
+		pn_prom_label(f, "numa", buf, 0);
+	}
+	snprintf(buf, sizeof(buf), "%d", x->rail);
+	pn_prom_label(f, "rail", buf, 0);
+	if (x->ngpus)
+		pn_prom_label(f, "gpus", pn_nodectx_gpus(x, buf, sizeof(buf)), 0);
+}
+
 void pn_counters_prom_write(FILE *f, const struct pn_counters_set *v, const int *idx, int n,
-			    double interval)
+			    double interval, const struct pn_nodectx *ctx)
 {
 	int m, k, i;
 	double x;
@@ -133,6 +153,7 @@ void pn_counters_prom_write(FILE *f, const struct pn_counters_set *v, const int 
 				pn_prom_label(f, "source",
 					   p->data_group >= 0 ? pn_counters_group_name(p->data_group) : "",
 					   0);
+				ctx_labels(f, ctx, p);
 			}
 			if (x == floor(x) && fabs(x) < 1e18)
 				fprintf(f, "} %.0f\n", x);

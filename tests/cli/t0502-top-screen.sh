@@ -159,6 +159,27 @@ test_expect_success 'a blocked sysfs read: the screen stays live, names the port
 	key q && wait_for 3 exited && test "$(cat rc)" = 0
 '
 
+# the node's context (tests/helpers/top/top-lib.sh ctx_tree: 3 GPUs nearest
+# mlx5_0, 1 nearest mlx5_1): NUMA, RAIL, GPUS columns; r: the rail view
+test_expect_success 'NUMA, RAIL, GPUS columns; r shows rails with their share, r returns' '
+	ctx_tree ctx &&
+	TREE=ctx start 132 30 -- -i 0.3 && shows "^sort name" &&
+	row 3 | grep -q "UTIL NUMA RAIL GPUS  *HISTORY" &&
+	row 4 | grep -q "^mlx5_0  *1 ACTIVE .*%  *0  *0 0-2  " &&
+	row 5 | grep -q "^  *2 ACTIVE .*%  *0  *0 0-2  " &&
+	row 6 | grep -q "^mlx5_1  *1 ACTIVE .*%  *1  *1 3  " &&
+	key r && shows "SHARE" &&
+	row 3 | grep -q "^RAIL DEVICE  *PORTS SPEED  *RX  *TX  *SHARE  *NUMA  *GPUS" &&
+	row 4 | grep -q "^   0 mlx5_0  *2  800G .*  0  *0-2 *$" &&
+	row 5 | grep -q "^   1 mlx5_1  *1  400G .*  1  *3 *$" &&
+	ctr_add ctx mlx5_1 1 port_xmit_data 100000000 &&
+	shows "^   1 mlx5_1  .*100.0%" &&
+	row 4 | grep -q "  0.0% " &&
+	key "?" && shows "^ *r  *rail view" && key x && shows "SHARE" &&
+	key r && shows "^mlx5_0  *1 ACTIVE" &&
+	key q && wait_for 5 exited
+'
+
 test_expect_success 'no terminal for the screen: batch output instead; a bad TERM is one line' '
 	penny top --sysfs-root big --once -i 0.1 </dev/null >out && grep -q "^mlx5_0/1 " out &&
 	start 80 24 TERM=no-such-terminal -- && wait_for 5 exited && test "$(cat rc)" = 2
