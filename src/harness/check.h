@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The checks behind `penny check`: one health verdict for a node and for a
+ * job.  Each check has a stable name, measures something, compares it with
+ * an expectation that comes from the detected topology unless the config
+ * (--config) or a baseline (--baseline) says otherwise, and hands its
+ * results (base/verdict.h) to the run's list: PASS, FAIL, or SKIP with the
+ * reason when it cannot run here (no GPU, no RDMA), never PASS for that.
+ *
+ * The driver (pn_check_run) loads the topology once, samples every NIC's
+ * counters before the first check and after the last (the counters check
+ * judges the increase of the error counters over the whole run), runs the
+ * selected checks in the order of enum pn_check_id and, under a launcher,
+ * gathers every node's results on rank 0, where the job's rule names any
+ * node (NIC, GPU) more than a margin below the job's median.
+ *
+ * Nothing here prints: progress goes to the caller's callback.
+ */
+#ifndef PENNY_CHECK_H
+#define PENNY_CHECK_H
+
+#include <stddef.h>
+
+struct pn_boot;
+struct pn_topo;
+struct pn_verdict_list;
+struct pn_counters_set;
+struct pn_check_cfg;
+struct pn_check_baseline;
+
+/* In the order they run; the names are the ones --only and --skip take. */
+enum pn_check_id {
+	PN_CHECK_INVENTORY,	/* "inventory" */
+	PN_CHECK_PCIE,		/* "pcie" */
+	PN_CHECK_COUNTERS,	/* "counters" (judged last, sampled around all the others) */
+	PN_CHECK_NICBW,		/* "nic-bw" */
+	PN_CHECK_GPUCOPY,	/* "gpu-copy" */
+	PN_CHECK_ALLREDUCE,	/* "allreduce" */
+	PN_CHECK_RAILS,		/* "rails" */
+	PN_CHECK_COUNT
+};
+
+#define PN_CHECK_ALL ((1u << PN_CHECK_COUNT) - 1)
+
+/* "inventory", ...; NULL out of range. */
+const char *pn_check_name(enum pn_check_id id);
+/* "nic-bw,pcie" into a mask of (1u << id); -EINVAL (message names the word) otherwise. */
+int pn_check_parse_list(const char *list, unsigned *mask);
+
+/* The run: what the caller sets, and what the driver fills in. */
+struct pn_check {
+	/* in (pn_check_init gives the defaults) */
+	unsigned mask;			/* checks to run: 1u << id */
+	int quick;			/* --quick: shorter measurements, see the man page */
+	const struct pn_check_cfg *cfg;	/* --config, or the defaults; never NULL when run */
+	const struct pn_check_baseline *baseline; /* --baseline, NULL none */
+	struct pn_boot *boot;		/* under a launcher (started by the caller), NULL alone */
+	double timeout;			/* bound on every wait, seconds */
+	const char *plan_path;		/* --plan FILE for allreduce/rails, NULL: built from the topology */
+	const char *devspec;		/* RDMA devices to check (bw's -d syntax), NULL: the node's */
+	const char *backends;		/* GPU plugins to try, "cuda,nccl"; NULL: every one found */
+	void (*progress)(void *arg, const char *check, const char *what); /* may be NULL */
+	void *progress_arg;
+
+	/* filled by the driver before the checks run */
+	char node[64];			/* this node's name: PENNY_NODE_ID, the tree's host, hostname */
+	struct pn_topo *topo;		/* this node's topology (through the sysfs root) */
+	struct pn_counters_set *before;	/* every NIC port's counters before the first check */
+	int rank, nranks;		/* 0, 1 alone */
+	int node_index, nnodes;		/* pn_boot_node(rank), pn_boot_nnodes; 0, 1 alone */
+	int node_leader;		/* this rank runs the node's own checks (local rank 0) */
+
+	/* out */
+	struct pn_verdict_list *results; /* this rank's; after pn_check_run on rank 0: the job's */
+	int exit_code;			/* pn_verdict_exit_code of the job's list, on every rank */
+};
+
+void pn_check_init(struct pn_check *c);
+/*
+ * Run the selected checks (collective under a launcher: every rank calls
+ * it with the same mask and quick).  Returns 0 when the checks ran (their
+ * verdicts are in c->results and c->exit_code), a negative errno (message
+ * in pn_errmsg) when they could not run at all (then exit 2).
+ */
+int pn_check_run(struct pn_check *c);
+void pn_check_release(struct pn_check *c);
+
+/*
+ * The expectation of one numeric result where higher is better: the config
+ * key (when set, source "config: KEY"), else the baseline's measured value
+ * of the same check and target times its fraction (source "baseline: X of
+ * Y"), else dflt with dflt_source ("topology: port rate 400 Gb/s x 90%").
+ * The source goes to src (len bytes).
+ */
+double pn_check_expect(const struct pn_check *c, const char *check, const char *target,
+		       const char *key, double dflt, const char *dflt_source, char *src, size_t len);
+
+/* Progress line (when the caller asked for it). */
+void pn_check_progress(const struct pn_check *c, const char *check, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/*
+ * The checks.  Each adds its results to c->results (node c->node) and
+ * returns 0, also when it FAILs or SKIPs; a negative errno only when the
+ * run cannot go on (memory, a job abort).  The node's own checks run on the
+ * node leader only; nic-bw, allreduce and rails are collective under a
+ * launcher (every rank calls them).
+ */
+int pn_check_inventory(struct pn_check *c);	/* check_node.c */
+int pn_check_pcie(struct pn_check *c);		/* check_node.c */
+int pn_check_counters(struct pn_check *c);	/* check_node.c: judged after the others */
+int pn_check_nicbw(struct pn_check *c);		/* check_net.c */
+int pn_check_gpucopy(struct pn_check *c);	/* check_gpu.c */
+int pn_check_allreduce(struct pn_check *c);	/* check_ar.c */
+int pn_check_rails(struct pn_check *c);		/* check_net.c */
+
+#endif

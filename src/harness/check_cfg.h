@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The configuration of `penny check` (--config FILE): one "key = value" per
+ * line, '#' starts a comment.  Every key is in one table (check_cfg.c) with
+ * its type, range, default and a line of documentation; an unknown key, a
+ * value out of range or a key given twice is an error naming the file and
+ * line.  The file is read through the one bounded reader (base/file.h).
+ * Keys are "<check>.<what>" ("nic-bw.fraction", "pcie.allow-idle-gpu") or
+ * "job.<what>" for the rules over the whole job.
+ */
+#ifndef PENNY_CHECK_CFG_H
+#define PENNY_CHECK_CFG_H
+
+#include <stddef.h>
+
+struct pn_check_cfg;
+
+/* Every key at its default.  NULL on allocation failure (pn_err). */
+struct pn_check_cfg *pn_check_cfg_new(void);
+void pn_check_cfg_free(struct pn_check_cfg *c);
+/* Read FILE / text (name: for messages); -EINVAL "FILE:LINE: why" on any bad line. */
+int pn_check_cfg_load(struct pn_check_cfg *c, const char *path);
+int pn_check_cfg_parse(struct pn_check_cfg *c, const char *text, size_t len, const char *name);
+
+/*
+ * A key's value: 1 when the config set it, 0 when *v / the return is the
+ * table's default.  Asking for a key that is not in the table, or with the
+ * wrong type, is a programming error: -EINVAL.
+ */
+int pn_check_cfg_num(const struct pn_check_cfg *c, const char *key, double *v);
+int pn_check_cfg_str(const struct pn_check_cfg *c, const char *key, const char **v);
+
+/* The table, for the man page test and `penny check --list-keys`. */
+struct pn_check_key {
+	const char *key;
+	int is_num;		/* else a string */
+	double min, max, dflt;	/* numbers */
+	const char *dflt_str;	/* strings (NULL: none) */
+	const char *doc;	/* one line */
+};
+const struct pn_check_key *pn_check_keys(size_t *n);
+
+#endif
