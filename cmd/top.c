@@ -633,8 +633,9 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 	raise_fd_limit();
 	catch_signals();
 
-	/* where each NIC sits (NUMA, rail, GPUs): read once, before sampling */
-	ret = pn_nodectx_load(&r.nodectx, &(struct pn_topo_cfg){ .no_nvml = 1 });
+	/* where each NIC sits (NUMA, rail, GPUs): read once, before sampling;
+	 * context only, so a tree that stalls hwloc (a FIFO) costs 1 s, not 5 */
+	ret = pn_nodectx_load(&r.nodectx, &(struct pn_topo_cfg){ .no_nvml = 1, .timeout = 1.0 });
 	if (ret) {
 		pn_cmd_error(ctx, ret);
 		ret = 2;
