@@ -210,7 +210,7 @@ static int pick_plugin(const char *list, char *name, size_t len, char *why, size
 		int ret = pn_plugin_load(tok, &p);
 
 		if (!ret) {
-			snprintf(name, len, "%s", p->name);
+			snprintf(name, len, "%s", tok);
 			pn_plugin_unload(p);
 			return 1;
 		}
@@ -301,7 +301,7 @@ static int node_allreduce(struct pn_check *c)
 	if (m.nsizes < 1)
 		return ar_fail(c, c->node, "node", pn_err(-EIO, "no size was measured"), rq.backend);
 	if (gpu && !pn_checkgpu_predict(c->topo, 0, &pred, src, sizeof(src))) {
-		snprintf(dsrc, sizeof(dsrc), "topology: %s x %.0f%%", src, eff * 100);
+		snprintf(dsrc, sizeof(dsrc), "topology: %s x %.3g%%", src, eff * 100);
 		return ar_judge(c, c->node, "node", &m, pred * eff, dsrc, NULL, pn_now() - t0);
 	}
 	if (gpu)

@@ -147,7 +147,7 @@ static int judge(struct pn_check *c, const char *target, double meas, double nom
 			.measured = PN_VNUM(meas), .unit = "GB/s", .seconds = seconds,
 			.detail = "no expectation: the topology gives no rate for it (set a "
 				  "baseline to judge it)" });
-	snprintf(dsrc, sizeof(dsrc), "%s%s x %.0f%%", fset ? "config: " : "topology: ",
+	snprintf(dsrc, sizeof(dsrc), "%s%s x %.3g%%", fset ? "config: " : "topology: ",
 		 nominal_src, frac * 100);
 	/* a fraction the config set wins over the baseline, like any key */
 	if (fset) {
