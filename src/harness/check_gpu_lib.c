@@ -117,13 +117,15 @@ int pn_checkgpu_busid_eq(const char *a, const char *b)
 struct child_shared {
 	int ret;
 	char msg[256];
-	char out[];
 };
+
+/* The child's results follow the header, aligned for any type. */
+#define CHILD_OUT_OFF ((sizeof(struct child_shared) + 63) & ~(size_t)63)
 
 int pn_checkgpu_child(int (*fn)(void *arg, void *out), void *arg, void *out, size_t outlen,
 		      double timeout, const char *what)
 {
-	size_t sz = sizeof(struct child_shared) + outlen;
+	size_t sz = CHILD_OUT_OFF + outlen;
 	struct child_shared *sh;
 	double t0 = pn_now();
 	int status = 0, ret;
@@ -141,7 +143,7 @@ int pn_checkgpu_child(int (*fn)(void *arg, void *out), void *arg, void *out, siz
 		return ret;
 	}
 	if (pid == 0) {
-		ret = fn(arg, sh->out);
+		ret = fn(arg, (char *)sh + CHILD_OUT_OFF);
 		if (ret)
 			snprintf(sh->msg, sizeof(sh->msg), "%s", pn_errmsg(ret));
 		sh->ret = ret;
@@ -169,7 +171,7 @@ int pn_checkgpu_child(int (*fn)(void *arg, void *out), void *arg, void *out, siz
 		if (ret)
 			pn_err(ret, "%s", sh->msg[0] ? sh->msg : "failed");
 		else
-			memcpy(out, sh->out, outlen);
+			memcpy(out, (char *)sh + CHILD_OUT_OFF, outlen);
 	}
 	munmap(sh, sz);
 	return ret;
