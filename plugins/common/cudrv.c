@@ -90,6 +90,10 @@ static const struct sym syms[] = {
 	S(IpcOpenMemHandle, "cuIpcOpenMemHandle_v2"),
 	S(IpcCloseMemHandle, "cuIpcCloseMemHandle"),
 	OPT(MemGetHandleForAddressRange, "cuMemGetHandleForAddressRange"),
+	OPT(MemHostAlloc, "cuMemHostAlloc"),
+	OPT(MemFreeHost, "cuMemFreeHost"),
+	OPT(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
+	OPT(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
 };
 #undef S
 #undef OPT

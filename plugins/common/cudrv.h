@@ -30,6 +30,7 @@ typedef struct {
 #define CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED 704
 #define CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 1u
 #define CU_STREAM_NON_BLOCKING 1u
+#define CU_MEMHOSTALLOC_PORTABLE 1u
 #define CU_EVENT_DEFAULT 0u
 #define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
 #define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
@@ -87,6 +88,11 @@ struct pn_cudrv {
 	/* optional (CUDA 11.7+ drivers): NULL when the driver lacks it */
 	CUresult (*MemGetHandleForAddressRange)(void *handle, CUdeviceptr p, size_t bytes, int type,
 						unsigned long long flags);
+	/* page-locked host memory and async host copies (hostbw) */
+	CUresult (*MemHostAlloc)(void **p, size_t bytes, unsigned flags);
+	CUresult (*MemFreeHost)(void *p);
+	CUresult (*MemcpyHtoDAsync)(CUdeviceptr dst, const void *src, size_t bytes, CUstream s);
+	CUresult (*MemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t bytes, CUstream s);
 };
 
 /*

@@ -639,3 +639,87 @@ int pn_gpu_bw(const void *image, struct penny_bw_v1 *q)
 		bw_release(cu, &d[i]);
 	return ret;
 }
+
+/* ---- host<->device bandwidth ---- */
+
+/* iters copies between the page-locked host buffer and d's memory, timed
+ * on d's stream after one warm-up copy. */
+static int hostbw_dir(const struct pn_cudrv *cu, struct bw_dev *d, void *host, size_t bytes,
+		      int iters, int h2d, double *out)
+{
+	float ms = 0;
+	int it;
+
+	PN_CU(cu, CtxSetCurrent(d->ctx), "cuCtxSetCurrent");
+	PN_CU(cu, StreamSynchronize(d->s), "cuStreamSynchronize");
+	for (it = -1; it < iters; it++) {
+		if (it == 0)
+			PN_CU(cu, EventRecord(d->e0, d->s), "cuEventRecord");
+		if (h2d)
+			PN_CU(cu, MemcpyHtoDAsync(d->dst, host, bytes, d->s), "cuMemcpyHtoDAsync");
+		else
+			PN_CU(cu, MemcpyDtoHAsync(host, d->src, bytes, d->s), "cuMemcpyDtoHAsync");
+	}
+	PN_CU(cu, EventRecord(d->e1, d->s), "cuEventRecord");
+	PN_CU(cu, EventSynchronize(d->e1), "cuEventSynchronize");
+	PN_CU(cu, EventElapsedTime(&ms, d->e0, d->e1), "cuEventElapsedTime");
+	*out = ms > 0 ? (double)bytes * iters / (ms * 1e-3) / 1e9 : 0;
+	return 0;
+}
+
+int pn_gpu_hostbw(struct penny_hostbw_v1 *q)
+{
+	const struct pn_cudrv *cu = pn_cudrv_get();
+	struct bw_dev d[PENNY_BW_MAX_DEV];
+	size_t bytes = (size_t)q->bytes;
+	int n = 0, i, ret = 0, iters = q->iters > 0 ? q->iters : 10;
+	void *host = NULL;
+	CUresult r;
+
+	if (!cu)
+		return -ENODEV;
+	if (!cu->MemHostAlloc || !cu->MemFreeHost || !cu->MemcpyHtoDAsync || !cu->MemcpyDtoHAsync)
+		return pn_plugin_fail(-ENOTSUP, "the CUDA driver lacks cuMemHostAlloc or the "
+						"async host copies (driver too old)");
+	if (bytes < 4096)
+		bytes = 4096;
+	memset(d, 0, sizeof(d));
+	PN_CU(cu, Init(0), "cuInit");
+	PN_CU(cu, DeviceGetCount(&n), "cuDeviceGetCount");
+	if (n <= 0)
+		return pn_plugin_fail(-ENODEV, "no CUDA device is visible");
+	if (n > PENNY_BW_MAX_DEV)
+		n = PENNY_BW_MAX_DEV;
+	q->ndev = n;
+	q->pinned = 0;
+	for (i = 0; i < n && !ret; i++) {
+		ret = bw_setup(cu, &d[i], i, bytes, NULL);
+		if (!ret && cu->DeviceGetName(q->name[i], sizeof(q->name[i]), d[i].dev) != CUDA_SUCCESS)
+			snprintf(q->name[i], sizeof(q->name[i]), "GPU %d", i);
+		if (!ret && cu->DeviceGetPCIBusId(q->busid[i], sizeof(q->busid[i]), d[i].dev) !=
+				    CUDA_SUCCESS)
+			q->busid[i][0] = 0;
+	}
+	if (!ret) {
+		/* portable: page-locked for every context, one buffer for all */
+		r = cu->MemHostAlloc(&host, bytes, CU_MEMHOSTALLOC_PORTABLE);
+		if (r != CUDA_SUCCESS) {
+			host = NULL;
+			ret = pn_cu_fail(cu, r, "cuMemHostAlloc");
+		}
+	}
+	if (!ret) {
+		q->pinned = 1;
+		memset(host, 0x5a, bytes);
+	}
+	for (i = 0; i < n && !ret; i++) {
+		ret = hostbw_dir(cu, &d[i], host, bytes, iters, 1, &q->h2d[i]);
+		if (!ret)
+			ret = hostbw_dir(cu, &d[i], host, bytes, iters, 0, &q->d2h[i]);
+	}
+	for (i = 0; i < n; i++)
+		bw_release(cu, &d[i]);
+	if (host)
+		cu->MemFreeHost(host);
+	return ret;
+}

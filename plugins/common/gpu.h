@@ -53,6 +53,8 @@ int pn_gpu_time(struct pn_gpu *g, pn_gpu_enqueue_fn enqueue, void *ctx, struct p
 
 /* penny_plugin_v1.bw over every visible device. */
 int pn_gpu_bw(const void *data_image, struct penny_bw_v1 *req);
+/* penny_plugin_v1.hostbw over every visible device (page-locked host memory). */
+int pn_gpu_hostbw(struct penny_hostbw_v1 *req);
 
 /* Checks shared by the plugins' entry points. */
 int pn_gpu_check_args(size_t count, int dtype, int op);

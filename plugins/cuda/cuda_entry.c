@@ -28,6 +28,12 @@ static int bw(struct penny_bw_v1 *req)
 	return pn_gpu_bw(images.data, req);
 }
 
+static int hostbw(struct penny_hostbw_v1 *req)
+{
+	pn_plugin_clear_error();
+	return pn_gpu_hostbw(req);
+}
+
 __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin_v1 = {
 	.abi = PENNY_PLUGIN_ABI_V1,
 	.size = sizeof(struct penny_plugin_v1),
@@ -53,4 +59,5 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.bw = bw,
 	.allgather = pn_cuda_allgather,
 	.export_dmabuf = pn_cuda_export_dmabuf,
+	.hostbw = hostbw,
 };

@@ -132,6 +132,24 @@ struct penny_bw_v1 {
 	char name[PENNY_BW_MAX_DEV][64]; /* out: device names */
 };
 
+/*
+ * hostbw(): host-to-device and device-to-host bandwidth of every visible
+ * GPU, in one process (needs no init).  The host buffer is page-locked
+ * (cuMemHostAlloc: the DMA engines read it directly; pageable memory is
+ * staged by the driver and measures the staging, not the link), and the
+ * iters copies of bytes each are timed between two events on the device's
+ * stream after a warm-up copy, so the time is the transfers' own.
+ */
+struct penny_hostbw_v1 {
+	uint64_t bytes;		/* per copy */
+	int iters;		/* timed copies per direction and GPU */
+	int ndev;		/* out */
+	int pinned;		/* out: 1 when the host buffers were page-locked */
+	double h2d[PENNY_BW_MAX_DEV], d2h[PENNY_BW_MAX_DEV]; /* out: GB/s (1e9 B/s) */
+	char name[PENNY_BW_MAX_DEV][64];	/* out: device names */
+	char busid[PENNY_BW_MAX_DEV][32];	/* out: PCI bus ids "0000:18:00.0" ("" unknown) */
+};
+
 /* caps */
 #define PENNY_CAP_GRAPH 1u	/* time() supports graph > 0 */
 #define PENNY_CAP_BW 2u		/* bw() is provided */
@@ -193,6 +211,11 @@ struct penny_plugin_v1 {
 	 * the range; ptr lies *offset bytes into it.  NULL if not provided;
 	 * -EOPNOTSUPP when the driver or device cannot. */
 	int (*export_dmabuf)(void *be, void *ptr, size_t bytes, int *fd, uint64_t *offset);
+
+	/* Host<->device bandwidth of every visible GPU (struct
+	 * penny_hostbw_v1); needs no init().  NULL if not provided.  Its
+	 * device order is bw()'s. */
+	int (*hostbw)(struct penny_hostbw_v1 *req);
 };
 
 /* Size of the first v1 table (every member up to bw). */

@@ -12,6 +12,12 @@ static int init(const struct penny_host_v1 *host, int device, void **be)
 	return pn_nccl_init(pn_image_data, host, device, be);
 }
 
+static int hostbw(struct penny_hostbw_v1 *req)
+{
+	pn_plugin_clear_error();
+	return pn_gpu_hostbw(req);
+}
+
 __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin_v1 = {
 	.abi = PENNY_PLUGIN_ABI_V1,
 	.size = sizeof(struct penny_plugin_v1),
@@ -35,4 +41,5 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.sync = pn_nccl_sync,
 	.bw = NULL, /* penny bw --gpu uses the cuda plugin */
 	.allgather = pn_nccl_allgather,
+	.hostbw = hostbw,
 };

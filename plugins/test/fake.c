@@ -10,7 +10,14 @@
  * FAKE_MULTINODE (claims PENNY_CAP_MULTINODE), FAKE_OLD_SIZE (a table of
  * the first v1 size, without allgather), FAKE_ALGOS=bits (accepted
  * algorithms), FAKE_NOBW (no bw(), like the nccl plugin).  bw() measures memcpy between host buffers standing for
- * PENNY_FAKE_GPUS devices (default 2).
+ * PENNY_FAKE_GPUS devices (default 2); hostbw() measures memcpy from an
+ * mlock'ed host buffer to each of them.
+ *
+ * Slow mode, for the checks that must fail a slow GPU: PENNY_FAKE_SLOW=F
+ * (a factor > 1) makes the copies of memcpy, bw() and hostbw() and every
+ * allreduce take F times as long (it sleeps for the difference);
+ * PENNY_FAKE_SLOW_GPU=N limits it to device N (its copies, the matrix cells
+ * from or to it, the allreduce of the rank on it).
  */
 #define _GNU_SOURCE
 #include "penny_data.h"
@@ -68,8 +75,46 @@ static int fail(int code, const char *fmt, ...)
 
 struct fake {
 	const struct penny_host_v1 *host;
+	int device;
 	char desc[128];
 };
+
+static double now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+/* PENNY_FAKE_SLOW's factor for device dev (-1: any), 1 when not slow. */
+static double slow_factor(int dev)
+{
+	const char *f = getenv("PENNY_FAKE_SLOW"), *g = getenv("PENNY_FAKE_SLOW_GPU");
+	double x = f ? atof(f) : 1;
+
+	if (!(x > 1) || x > 1e6)
+		return 1;
+	if (g && *g && dev != atoi(g))
+		return 1;
+	return x;
+}
+
+/* Work that began at t0 (now_us) on device dev takes factor times as long. */
+static void slow_down(double t0, int dev)
+{
+	double x = slow_factor(dev), us;
+	struct timespec ts;
+
+	if (x <= 1)
+		return;
+	us = (now_us() - t0) * (x - 1);
+	if (us < 1)
+		us = 1;
+	ts.tv_sec = (time_t)(us / 1e6);
+	ts.tv_nsec = (long)((us - ts.tv_sec * 1e6) * 1e3);
+	nanosleep(&ts, NULL);
+}
 
 static int fake_init(const struct penny_host_v1 *host, int device, void **be)
 {
@@ -84,6 +129,7 @@ static int fake_init(const struct penny_host_v1 *host, int device, void **be)
 	if (!f)
 		return fail(-ENOMEM, "out of memory");
 	f->host = host;
+	f->device = device >= 0 ? device : host->local_rank;
 	snprintf(f->desc, sizeof(f->desc), "fake device %d of rank %d/%d", device, host->rank,
 		 host->nranks);
 	*be = f;
@@ -148,9 +194,11 @@ static int fake_export_dmabuf(void *be, void *ptr, size_t bytes, int *fd, uint64
 
 static int fake_memcpy(void *be, void *dst, const void *src, size_t bytes, int dir)
 {
-	(void)be;
+	double t0 = now_us();
+
 	(void)dir;
 	memmove(dst, src, bytes);
+	slow_down(t0, ((struct fake *)be)->device);
 	return 0;
 }
 
@@ -245,6 +293,7 @@ static int fake_allreduce(void *be, const void *send, void *recv, size_t count, 
 	struct fake *f = be;
 	int n = f->host->nranks, es = penny_data_size(dt), r, ret;
 	size_t i, bytes = count * (size_t)es;
+	double t0 = now_us();
 	char *all;
 
 	(void)algo;
@@ -308,6 +357,7 @@ static int fake_allreduce(void *be, const void *send, void *recv, size_t count, 
 		memcpy((char *)recv + i * es, &bits, (size_t)es);
 	}
 	free(all);
+	slow_down(t0, f->device);
 	return 0;
 }
 
@@ -367,13 +417,6 @@ static int fake_allgather(void *be, const void *send, void *recv, size_t count, 
 #endif
 
 #ifndef FAKE_NOBW
-static double now_us(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
 
 /* "SM" copies: a loop of 8-byte loads and stores, not memcpy. */
 static void sm_copy(void *dst, const void *src, size_t bytes)
@@ -415,8 +458,10 @@ static int fake_bw(struct penny_bw_v1 *q)
 			double t0 = 0, us;
 
 			for (it = -1; it < iters; it++) {
+				double c0 = now_us();
+
 				if (it == 0)
-					t0 = now_us();
+					t0 = c0;
 				if (q->engine == PENNY_BW_SM)
 					sm_copy(dst[j], src[i], bytes);
 				else
@@ -427,6 +472,7 @@ static int fake_bw(struct penny_bw_v1 *q)
 					else
 						memcpy(dst[i], src[j], bytes);
 				}
+				slow_down(c0, slow_factor(i) > 1 ? i : j);
 			}
 			us = now_us() - t0;
 			if (us <= 0)
@@ -441,6 +487,62 @@ static int fake_bw(struct penny_bw_v1 *q)
 		free(src[i]);
 		free(dst[i]);
 	}
+	return ret;
+}
+#endif
+
+#ifndef FAKE_OLD_SIZE
+/* Host buffers stand for the devices' memory; the host side is mlock'ed. */
+static int fake_hostbw(struct penny_hostbw_v1 *q)
+{
+	const char *env = getenv("PENNY_FAKE_GPUS");
+	int n = env ? atoi(env) : 2, i, it, dir, iters = q->iters > 0 ? q->iters : 10;
+	size_t bytes = (size_t)q->bytes;
+	char *host, *dev;
+	int ret = 0;
+
+	if (n < 1 || n > PENNY_BW_MAX_DEV)
+		return fail(-ENODEV, "PENNY_FAKE_GPUS must be 1..16");
+	if (bytes < 8 || bytes > (1u << 30))
+		return fail(-EINVAL, "bad size");
+	host = malloc(bytes);
+	dev = malloc(bytes);
+	if (!host || !dev) {
+		free(host);
+		free(dev);
+		return fail(-ENOMEM, "out of memory");
+	}
+	memset(host, 0x5a, bytes);
+	memset(dev, 0xa5, bytes);
+	q->pinned = !mlock(host, bytes);
+	q->ndev = n;
+	for (i = 0; i < n; i++) {
+		snprintf(q->name[i], sizeof(q->name[i]), "Fake GPU %d", i);
+		q->busid[i][0] = 0;
+		for (dir = 0; dir < 2; dir++) {
+			double t0 = 0, us;
+
+			for (it = -1; it < iters; it++) {
+				double c0 = now_us();
+
+				if (it == 0)
+					t0 = c0;
+				if (dir == 0)
+					memcpy(dev, host, bytes);
+				else
+					memcpy(host, dev, bytes);
+				slow_down(c0, i);
+			}
+			us = now_us() - t0;
+			if (us <= 0)
+				us = 1e-3;
+			(dir == 0 ? q->h2d : q->d2h)[i] = (double)bytes * iters / (us * 1e-6) / 1e9;
+		}
+	}
+	if (q->pinned)
+		munlock(host, bytes);
+	free(host);
+	free(dev);
 	return ret;
 }
 #endif
@@ -483,6 +585,7 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 #ifndef FAKE_OLD_SIZE
 	.allgather = fake_allgather,
 	.export_dmabuf = fake_export_dmabuf,
+	.hostbw = fake_hostbw,
 #endif
 };
 #else

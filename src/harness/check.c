@@ -40,8 +40,8 @@ static const struct {
 	[PN_CHECK_PCIE] = { "pcie", pn_check_pcie, 1 },
 	[PN_CHECK_COUNTERS] = { "counters", pn_check_counters, 1 },
 	[PN_CHECK_NICBW] = { "nic-bw", NULL, 0 },
-	[PN_CHECK_GPUCOPY] = { "gpu-copy", NULL, 1 },
-	[PN_CHECK_ALLREDUCE] = { "allreduce", NULL, 0 },
+	[PN_CHECK_GPUCOPY] = { "gpu-copy", pn_check_gpucopy, 1 },
+	[PN_CHECK_ALLREDUCE] = { "allreduce", pn_check_allreduce, 0 },
 	[PN_CHECK_RAILS] = { "rails", NULL, 0 },
 };
 

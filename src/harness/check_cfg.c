@@ -44,7 +44,18 @@ static const struct pn_check_key keys[] = {
 	{ "job.median-margin", 1, 0, 1, 0.10, NULL,
 	  "under a launcher: fail a result this fraction below its group's job median", NULL },
 	{ "job.baseline-fraction", 1, 0, 1, 0.9, NULL,
-	  "with --baseline: the fraction of the baseline's figure a result must reach", NULL },
+	  "with --baseline: the fraction of the baseline's figure a result must reach", NULL },	{ "gpu-copy.fraction", 1, 1e-6, 1, 0.7, NULL,
+	  "host<->device copies: fraction of the GPU's PCIe path rate at its max", NULL },
+	{ "gpu-copy.nvlink-fraction", 1, 1e-6, 1, 0.7, NULL,
+	  "GPU-to-GPU copies over NVLink: fraction of NVLinks x 26.56 GB/s", NULL },
+	{ "gpu-copy.size", 1, 4096, 1073741824, 67108864, NULL,
+	  "bytes per copy (--quick: a quarter)", NULL },
+	{ "allreduce.efficiency", 1, 1e-6, 1, 0.6, NULL,
+	  "fraction of the busbw ring-plan predicts for the node's topology", NULL },
+	{ "allreduce.size", 1, 4, 4294967296.0, 134217728, NULL,
+	  "bytes of the judged allreduce (the full check also runs 1/16 and 1/4 of it)", NULL },
+	{ "allreduce.min-busbw", 1, 0, 1e6, NAN, NULL,
+	  "busbw (GB/s) the allreduce must reach, instead of the prediction", NULL },
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
