@@ -56,8 +56,10 @@ const char *pn_rdmares_types(uint32_t types, char *buf, size_t len)
 			continue;
 		w = n ? snprintf(buf + at, len - at, "%s%s", at ? "," : "", n)
 		      : snprintf(buf + at, len - at, "%s%d", at ? "," : "", t);
-		if (w < 0 || (size_t)w >= len - at)
+		if (w < 0 || (size_t)w >= len - at) {
+			buf[at] = 0; /* whole names only */
 			break;
+		}
 		at += (size_t)w;
 	}
 	return buf;
