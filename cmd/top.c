@@ -295,9 +295,10 @@ static void print_procs(struct pn_out *o, const struct pn_rdmares *r)
 
 		pn_out_open_object(o, NULL);
 		pn_out_str(o, PN_ANY, "device", "%-16s ", p->dev);
-		if (p->kernel)
-			pn_out_null(o, PN_ANY, "pid", "%7s ");
-		else
+		if (p->kernel) {
+			pn_out_str(o, PN_TEXT, NULL, "%7s ", "-");
+			pn_out_null(o, PN_JSON, "pid", NULL);
+		} else
 			pn_out_uint(o, PN_ANY, "pid", "%7llu ", p->pid);
 		pn_out_str(o, PN_ANY, "command", "%-16s ", or_null(p->comm));
 		pn_out_bool(o, PN_JSON, "kernel", NULL, p->kernel);
