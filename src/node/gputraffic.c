@@ -82,7 +82,7 @@ unsigned pn_gputraffic_delta(uint64_t prev, uint64_t cur, int width, uint64_t *d
 	return PN_GT_RESET;
 }
 
-static void step(struct pn_gpu_row *r, int k, uint64_t raw, int width, double scale, double secs)
+static void step(struct pn_gpu_row *r, int k, uint64_t raw, int width, uint64_t scale, double secs)
 {
 	uint64_t d;
 	unsigned f;
@@ -93,9 +93,9 @@ static void step(struct pn_gpu_row *r, int k, uint64_t raw, int width, double sc
 		f = pn_gputraffic_delta(r->raw[k], raw, width, &d);
 		r->flags |= f;
 		if (f != PN_GT_RESET) {
-			r->bytes[k] += (uint64_t)((double)d * scale);
+			r->bytes[k] += d * scale;
 			if (secs > 0)
-				r->Bps[k] = (double)d * scale / secs;
+				r->Bps[k] = (double)(d * scale) / secs;
 		}
 	}
 	r->raw[k] = raw;
@@ -127,7 +127,7 @@ void pn_gputraffic_sample(struct pn_gputraffic *g, uint64_t now_ns)
 		}
 		for (k = 0; k < PN_GT_N; k++) {
 			/* NVLink counts KiB, the PCIe counters bytes */
-			double scale = k < PN_GT_PCIE_TX ? 1024 : 1;
+			uint64_t scale = k < PN_GT_PCIE_TX ? 1024 : 1;
 
 			if (c.width[k])
 				step(r, k, c.value[k], c.width[k], scale, secs);
