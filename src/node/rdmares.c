@@ -435,7 +435,7 @@ static int read_replay(struct pn_rdmares *r)
 	if (fd < 0) {
 		snprintf(r->note, sizeof(r->note),
 			 "no process view: a replayed sysfs root has no RDMA netlink (no %s)",
-			 PN_RDMARES_REPLAY + 1);
+			 &PN_RDMARES_REPLAY[1]);
 		free(buf);
 		return 0;
 	}
@@ -447,7 +447,7 @@ static int read_replay(struct pn_rdmares *r)
 	if (ret == -ENOMEM)
 		return ret;
 	if (ret < 0)
-		why(r, ret, PN_RDMARES_REPLAY + 1);
+		why(r, ret, &PN_RDMARES_REPLAY[1]);
 	return 0;
 }
 
