@@ -12,7 +12,9 @@
 #include "tui.h"
 
 #include "node/counters.h"
+#include "node/gputraffic.h"
 #include "node/nodectx.h"
+#include "node/rdmares.h"
 #include "base/log.h"
 #include "node/nic.h"
 #include "base/ofile.h"
@@ -49,6 +51,7 @@ static struct {
 	const char *filter;
 	const char *sort;
 	int by_rail;
+	int processes;
 } opt = { .interval = 1.0 };
 
 const struct pn_opt top_options[] = {
@@ -76,10 +79,21 @@ const struct pn_opt top_options[] = {
 	{ "by-rail", 0, OPT_BOOL, &opt.by_rail, NULL,
 	  "one row per rail (a NIC): its ports summed and its share of the node's traffic", NULL,
 	  NULL },
+	{ "processes", 0, OPT_BOOL, &opt.processes, NULL,
+	  "also list the processes that own QPs on each RDMA device (RDMA netlink)", NULL, NULL },
 	OPT_TABLE_END
 };
 
 static volatile sig_atomic_t got_signal;
+
+/* GPU rows and QP owners beside the counter snapshot (batch output) */
+static struct {
+	const struct pn_gputraffic *gpus;
+	const struct pn_rdmares *procs;	/* NULL: --processes not given */
+} extra;
+
+/* the QP owners' netlink dump may take this long at most */
+#define PROCS_TIMEOUT 2.0
 
 /* The host the counters are of: under --sysfs-root the tree's own host
  * name (its /proc/sys/kernel/hostname), else the tree's path. */
@@ -209,14 +223,105 @@ static void print_header(struct pn_out *o, const struct pn_counters_set *v, doub
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
 	if (!first)
 		pn_out_nl(o);
-	pn_out_text(o, "# %s  %s  interval %g s  measured %.3f s%s%s\n", top_host(), when, interval,
-		    v->elapsed, ctx->note[0] ? "  " : "", ctx->note);
+	pn_out_text(o, "# %s  %s  interval %g s  measured %.3f s%s%s%s%s\n", top_host(), when,
+		    interval, v->elapsed, ctx->note[0] ? "  " : "", ctx->note,
+		    extra.gpus && extra.gpus->note[0] ? "  " : "", extra.gpus ? extra.gpus->note : "");
 	pn_out_open_object(o, NULL);
 	pn_out_str(o, PN_JSON, "host", NULL, top_host());
 	pn_out_float(o, PN_JSON, "timestamp", NULL, floor(v->wall * 1000) / 1000);
 	pn_out_float(o, PN_JSON, "interval", NULL, interval);
 	pn_out_float(o, PN_JSON, "elapsed", NULL, v->elapsed);
 	pn_out_uint(o, PN_JSON, "sample", NULL, v->seq - 1);
+}
+
+/* ---- GPU rows and QP owners: a table each after the ports ---- */
+
+static void print_gpus(struct pn_out *o, const struct pn_gputraffic *g)
+{
+	static const char *const keys[PN_GT_N][2] = {
+		{ "nvlink_tx_bytes_per_sec", "nvlink_tx_bytes" },
+		{ "nvlink_rx_bytes_per_sec", "nvlink_rx_bytes" },
+		{ "pcie_tx_bytes_per_sec", "pcie_tx_bytes" },
+		{ "pcie_rx_bytes_per_sec", "pcie_rx_bytes" },
+	};
+	static const int cols[PN_GT_N] = { PN_GT_NVL_RX, PN_GT_NVL_TX, PN_GT_PCIE_RX, PN_GT_PCIE_TX };
+	char buf[64];
+	int i, k;
+
+	if (g->n)
+		pn_out_text(o, "%-3s %-24s %-12s %11s %11s %11s %11s\n", "GPU", "NAME", "BUS ID",
+			    "NVLINK RX", "NVLINK TX", "PCIE RX", "PCIE TX");
+	pn_out_open_array(o, "gpus");
+	for (i = 0; i < g->n; i++) {
+		const struct pn_gpu_row *r = &g->gpus[i];
+
+		pn_out_open_object(o, NULL);
+		pn_out_int(o, PN_ANY, "index", "%-3lld ", r->index);
+		pn_out_str(o, PN_ANY, "name", "%-24.24s ", r->name);
+		pn_out_str(o, PN_ANY, "bus_id", "%-12s", r->busid);
+		for (k = 0; k < PN_GT_N; k++)
+			pn_out_str(o, PN_TEXT, NULL, " %11s", tui_fmt_bps(buf, sizeof(buf), r->Bps[cols[k]]));
+		for (k = 0; k < PN_GT_N; k++) {
+			pn_out_float(o, PN_JSON, keys[k][0], NULL, r->Bps[k]);
+			if (r->had[k] && (k < PN_GT_PCIE_TX || r->pcie_src == PN_GT_SRC_COUNTERS))
+				pn_out_uint(o, PN_JSON, keys[k][1], NULL, r->bytes[k]);
+			else
+				pn_out_null(o, PN_JSON, keys[k][1], NULL);
+		}
+		pn_out_str(o, PN_JSON, "pcie_source", NULL,
+			   r->pcie_src == PN_GT_SRC_COUNTERS ? "counters" :
+			   r->pcie_src == PN_GT_SRC_SAMPLED ? "sampled" : NULL);
+		pn_out_bool(o, PN_JSON, "wrapped", NULL, !!(r->flags & PN_GT_WRAP));
+		pn_out_bool(o, PN_JSON, "reset", NULL, !!(r->flags & PN_GT_RESET));
+		pn_out_nl(o);
+		pn_out_close_object(o);
+	}
+	pn_out_close_array(o);
+	pn_out_str(o, PN_JSON, "gpu_note", NULL, or_null(g->note));
+}
+
+static void print_procs(struct pn_out *o, const struct pn_rdmares *r)
+{
+	char buf[160];
+	int i, t;
+
+	if (r->note[0])
+		pn_out_text(o, "# %s\n", r->note);
+	else
+		pn_out_text(o, "%-16s %7s %-16s %5s %s\n", "DEVICE", "PID", "COMMAND", "QPS", "TYPES");
+	pn_out_open_array(o, "processes");
+	for (i = 0; i < r->n; i++) {
+		const struct pn_rdmares_proc *p = &r->procs[i];
+
+		pn_out_open_object(o, NULL);
+		pn_out_str(o, PN_ANY, "device", "%-16s ", p->dev);
+		if (p->kernel) {
+			pn_out_str(o, PN_TEXT, NULL, "%7s ", "-");
+			pn_out_null(o, PN_JSON, "pid", NULL);
+		} else
+			pn_out_uint(o, PN_ANY, "pid", "%7llu ", p->pid);
+		pn_out_str(o, PN_ANY, "command", "%-16s ", or_null(p->comm));
+		pn_out_bool(o, PN_JSON, "kernel", NULL, p->kernel);
+		pn_out_int(o, PN_ANY, "qps", "%5lld ", p->nqps);
+		pn_out_str(o, PN_TEXT, NULL, "%s", pn_rdmares_types(p->types, buf, sizeof(buf)));
+		pn_out_open_array(o, "qp_types");
+		for (t = 0; t < 32; t++)
+			if (p->types & (1u << t))
+				pn_out_str(o, PN_JSON, NULL, NULL, pn_rdmares_type_name(t));
+		pn_out_close_array(o);
+		pn_out_nl(o);
+		pn_out_close_object(o);
+	}
+	pn_out_close_array(o);
+	pn_out_str(o, PN_JSON, "processes_note", NULL, or_null(r->note));
+}
+
+static void print_extra(struct pn_out *o)
+{
+	if (extra.gpus)
+		print_gpus(o, extra.gpus);
+	if (extra.procs)
+		print_procs(o, extra.procs);
 }
 
 /* --by-rail: one row per rail, ports summed, the rail's share of the node */
@@ -258,6 +363,7 @@ static int print_rails(struct pn_out *o, const struct pn_counters_set *v, const 
 		pn_out_close_object(o);
 	}
 	pn_out_close_array(o);
+	print_extra(o);
 	pn_out_close_object(o);
 	fflush(pn_out_file(o));
 	free(r);
@@ -330,6 +436,7 @@ static void print_sample(struct pn_out *o, const struct pn_counters_set *v, cons
 		pn_out_close_object(o);
 	}
 	pn_out_close_array(o);
+	print_extra(o);
 	pn_out_close_object(o);
 	fflush(pn_out_file(o));
 }
@@ -346,6 +453,7 @@ static int write_prom(const char *path, const struct pn_counters_set *v, const i
 	if (ret)
 		return ret;
 	pn_counters_prom_write(pn_ofile_file(of), v, idx, n, interval, ctx);
+	pn_gputraffic_prom_write(pn_ofile_file(of), extra.gpus);
 	return pn_ofile_commit(of);
 }
 
@@ -423,6 +531,8 @@ struct top_run {
 	struct pn_counters_sampler *sampler;
 	struct pn_counters_set view;
 	struct pn_nodectx nodectx;
+	struct pn_gputraffic gpus;
+	struct pn_rdmares procs;
 	int sort;
 	int *idx;
 };
@@ -435,6 +545,16 @@ static int order(struct top_run *r, int sort)
 		return -1;
 	r->idx = ni;
 	return tui_order(&r->view, opt.filter, sort, r->idx);
+}
+
+/* With every counter snapshot: the GPU rows, and the QP owners when shown. */
+static int sample_extra(struct top_run *r, int procs)
+{
+	pn_gputraffic_sample(&r->gpus, pn_now_ns());
+	if (!procs)
+		return 0;
+	pn_rdmares_release(&r->procs);
+	return pn_rdmares_read(&r->procs, PROCS_TIMEOUT);
 }
 
 static int batch(struct top_run *r)
@@ -467,7 +587,7 @@ static int batch(struct top_run *r)
 			continue;
 		}
 		n = order(r, r->sort);
-		if (n < 0)
+		if (n < 0 || sample_extra(r, opt.processes && r->view.seq >= 2))
 			return pn_cmd_fail(r->ctx, 2, "out of memory");
 		if (opt.prom) {
 			ret = write_prom(opt.prom, &r->view, r->idx, n, opt.interval, &r->nodectx);
@@ -515,15 +635,20 @@ static int screen(struct top_run *r)
 {
 	struct pollfd pfd[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
 				 { .fd = pn_sampler_fd(r->sampler), .events = POLLIN } };
-	struct tui_status st = { .interval = opt.interval, .host = top_host(), .ctx = &r->nodectx };
+	struct tui_status st = { .interval = opt.interval, .host = top_host(), .ctx = &r->nodectx,
+				 .gpus = &r->gpus, .procs = &r->procs };
 	char what[80] = "";
 	struct tui *t;
 	int ret, quit = 0, dirty = 1, was_busy = 0, err = 0, poll_errno = 0;
 
-	ret = tui_open(&t, opt.filter, r->sort);
+	ret = tui_open(&t, opt.filter, r->sort, opt.processes);
 	if (ret)
 		return pn_cmd_fail(r->ctx, 2, "cannot open the terminal (TERM=%s)",
 				   getenv("TERM") ? getenv("TERM") : "");
+	if (opt.processes && pn_rdmares_read(&r->procs, PROCS_TIMEOUT)) {
+		tui_close(t);
+		return pn_cmd_fail(r->ctx, 2, "out of memory");
+	}
 	while (!quit && !got_signal && !err) {
 		int key, action;
 
@@ -540,6 +665,8 @@ static int screen(struct top_run *r)
 			ret = pn_sampler_take(r->sampler, &r->view);
 			if (ret < 0)
 				err = ret;
+			else if (ret > 0 && sample_extra(r, tui_procs_shown(t)))
+				err = -ENOMEM;
 			else if (ret > 0)
 				dirty = 1;
 		}
@@ -566,6 +693,12 @@ static int screen(struct top_run *r)
 				dirty = 1;
 				break;
 			case TUI_REDRAW:
+				dirty = 1;
+				break;
+			case TUI_PROCS: /* the view opened: its first list now */
+				pn_rdmares_release(&r->procs);
+				if (pn_rdmares_read(&r->procs, PROCS_TIMEOUT))
+					err = -ENOMEM;
 				dirty = 1;
 				break;
 			}
@@ -636,11 +769,15 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 	/* where each NIC sits (NUMA, rail, GPUs): read once, before sampling;
 	 * context only, so a tree that stalls hwloc (a FIFO) costs 1 s, not 5 */
 	ret = pn_nodectx_load(&r.nodectx, &(struct pn_topo_cfg){ .no_nvml = 1, .timeout = 1.0 });
+	if (!ret)
+		ret = pn_gputraffic_open(&r.gpus);
 	if (ret) {
 		pn_cmd_error(ctx, ret);
 		ret = 2;
 		goto out;
 	}
+	extra.gpus = &r.gpus;
+	extra.procs = opt.processes ? &r.procs : NULL;
 	pn_counters_cfg_init(&cfg);
 	cfg.ethernet = opt.ethernet;
 	cfg.remote = remote;
@@ -669,6 +806,8 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 		return ret;
 	}
 out:
+	pn_gputraffic_close(&r.gpus);
+	pn_rdmares_release(&r.procs);
 	pn_nodectx_release(&r.nodectx);
 	pn_perfquery_close(pq);
 	free(remote);

@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include <wchar.h>
 
-enum { MODE_LIST, MODE_DETAIL, MODE_HELP, MODE_RAILS };
+enum { MODE_LIST, MODE_DETAIL, MODE_HELP, MODE_RAILS, MODE_PROCS };
 enum { C_HEAD = 1, C_ALERT, C_WARN, C_BAR, C_SPARK, C_TITLE, C_GOOD };
 enum { K_ESC = 27, K_CTRL_L = 12 };
 
@@ -28,6 +28,7 @@ struct tui {
 	int sort;
 	char filter[64], saved_filter[64];
 	int show_err;
+	int hide_gpus;		/* 'g' */
 	int mode, prev_mode;
 	int prompt;		/* editing the filter */
 	char sel[80];		/* selected port, by name */
@@ -374,8 +375,9 @@ static void header(struct tui *t, const struct pn_counters_set *v, const struct 
 	} else if (v->seq == 1) {
 		line(1, 0, A_NORMAL, "first sample taken: rates after the next one");
 	} else {
-		snprintf(buf, sizeof(buf), "sort %s%s%s%s", sort_names[t->sort],
-			 t->filter[0] ? "  filter '" : "", t->filter, t->filter[0] ? "'" : "");
+		snprintf(buf, sizeof(buf), "sort %s%s%s%s%s%s", sort_names[t->sort],
+			 t->filter[0] ? "  filter '" : "", t->filter, t->filter[0] ? "'" : "",
+			 st->gpus && st->gpus->note[0] ? "  " : "", st->gpus ? st->gpus->note : "");
 		line(1, 0, A_NORMAL, buf);
 	}
 }
@@ -566,10 +568,111 @@ static int sel_pos(struct tui *t, const struct pn_counters_set *v, int n)
 	return -1;
 }
 
+/* ---- GPU rows ('g') and the process view ('p') ---- */
+
+/* Screen rows of the GPU table under the list: a title and a row per GPU,
+ * at most half of the list's room; 0 hidden or none. */
+static int gpu_rows(const struct tui *t, const struct tui_status *st)
+{
+	int room = (LINES - 4) / 2;
+
+	if (t->hide_gpus || !st->gpus || !st->gpus->n || room < 2)
+		return 0;
+	return st->gpus->n + 1 < room ? st->gpus->n + 1 : room;
+}
+
+static void draw_gpus(struct tui *t, const struct pn_gputraffic *g, int y, int rows)
+{
+	static const int cols[PN_GT_N] = { PN_GT_NVL_RX, PN_GT_NVL_TX, PN_GT_PCIE_RX, PN_GT_PCIE_TX };
+	static const char *const heads[PN_GT_N] = { "NVLINK RX", "NVLINK TX", "PCIE RX", "PCIE TX" };
+	attr_t a = attr_of(t, C_TITLE, A_REVERSE);
+	int i, k, w = COLS - 4 - 13 - PN_GT_N * 11;
+	char buf[64];
+
+	if (w > 24)
+		w = 24;
+	attron(a);
+	mvhline(y, 0, ' ', COLS);
+	attroff(a);
+	put(y, 0, 3, 0, a, "GPU");
+	if (w >= 4)
+		put(y, 4, w, 0, a, "NAME");
+	put(y, 4 + (w >= 4 ? w + 1 : 0), 12, 0, a, "BUS ID");
+	for (k = 0; k < PN_GT_N; k++)
+		put(y, 4 + (w >= 4 ? w + 1 : 0) + 13 + k * 11, 10, 1, a, heads[k]);
+	for (i = 0; i < g->n && i < rows - 1; i++) {
+		const struct pn_gpu_row *r = &g->gpus[i];
+		int x = 4 + (w >= 4 ? w + 1 : 0);
+
+		move(y + 1 + i, 0);
+		clrtoeol();
+		snprintf(buf, sizeof(buf), "%d", r->index);
+		put(y + 1 + i, 0, 3, 1, A_BOLD, buf);
+		if (w >= 4)
+			put(y + 1 + i, 4, w, 0, A_NORMAL, r->name);
+		put(y + 1 + i, x, 12, 0, A_NORMAL, r->busid);
+		for (k = 0; k < PN_GT_N; k++)
+			put(y + 1 + i, x + 13 + k * 11, 10, 1, A_NORMAL,
+			    tui_fmt_bps(buf, sizeof(buf), r->Bps[cols[k]]));
+	}
+}
+
+static void draw_procs(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
+{
+	const struct pn_rdmares *r = st->procs;
+	attr_t a = attr_of(t, C_TITLE, A_REVERSE);
+	char buf[160];
+	int i, y;
+
+	header(t, v, st);
+	for (y = 2; y < LINES - 1; y++) {
+		move(y, 0);
+		clrtoeol();
+	}
+	attron(a);
+	mvhline(2, 0, ' ', COLS);
+	attroff(a);
+	put(2, 0, 16, 0, a, "DEVICE");
+	put(2, 17, 7, 1, a, "PID");
+	put(2, 25, 16, 0, a, "COMMAND");
+	put(2, 42, 5, 1, a, "QPS");
+	put(2, 48, COLS - 48, 0, a, "TYPES");
+	if (!r || r->note[0] || !r->n)
+		line(4, 2, A_NORMAL, !r ? "" : r->note[0] ? r->note : "no process owns a QP");
+	for (i = 0, y = 3; r && i < r->n && y < LINES - 1; i++, y++) {
+		const struct pn_rdmares_proc *p = &r->procs[i];
+
+		put(y, 0, 16, 0, A_BOLD, i && !strcmp(r->procs[i - 1].dev, p->dev) ? "" : p->dev);
+		if (p->kernel)
+			snprintf(buf, sizeof(buf), "-");
+		else
+			snprintf(buf, sizeof(buf), "%u", p->pid);
+		put(y, 17, 7, 1, A_NORMAL, buf);
+		if (p->kernel)
+			snprintf(buf, sizeof(buf), "[%s]", p->comm);
+		else
+			snprintf(buf, sizeof(buf), "%s", p->comm[0] ? p->comm : "?");
+		put(y, 25, 16, 0, p->kernel ? A_DIM : A_NORMAL, buf);
+		snprintf(buf, sizeof(buf), "%d", p->nqps);
+		put(y, 42, 5, 1, A_NORMAL, buf);
+		put(y, 48, COLS - 48, 0, A_NORMAL, pn_rdmares_types(p->types, buf, sizeof(buf)));
+	}
+	if (r && i < r->n) {
+		snprintf(buf, sizeof(buf), "... %d more", r->n - i);
+		put(LINES - 2, 0, COLS, 0, A_DIM, buf);
+	}
+	footer(t, "q:quit p:ports Space:pause +/-:interval ?:help");
+}
+
+int tui_procs_shown(const struct tui *t)
+{
+	return t->mode == MODE_PROCS || (t->mode == MODE_HELP && t->prev_mode == MODE_PROCS);
+}
+
 static void draw_list(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
 {
 	struct layout l;
-	int n, i, y, sel, rows;
+	int n, i, y, sel, rows, grows;
 	char buf[160];
 
 	header(t, v, st);
@@ -602,7 +705,8 @@ static void draw_list(struct tui *t, const struct pn_counters_set *v, const stru
 		}
 	}
 	n = ensure_idx(t, v->n) ? 0 : tui_order(v, t->filter, t->sort, t->idx);
-	rows = LINES - 4;
+	grows = gpu_rows(t, st);
+	rows = LINES - 4 - grows;
 	t->list_rows = rows > 0 ? rows : 1;
 	sel = sel_pos(t, v, n);
 	if (sel >= 0) {
@@ -629,7 +733,7 @@ static void draw_list(struct tui *t, const struct pn_counters_set *v, const stru
 			buf[0] = 0;
 		line(4, 2, A_NORMAL, buf);
 	}
-	for (i = t->top, y = 3; i < n && y < LINES - 1; i++, y++) {
+	for (i = t->top, y = 3; i < n && y < LINES - 1 - grows; i++, y++) {
 		const struct pn_counters_port *p = &v->ports[t->idx[i]];
 		int show_dev = 1;
 
@@ -638,8 +742,10 @@ static void draw_list(struct tui *t, const struct pn_counters_set *v, const stru
 			show_dev = 0; /* grouped by device */
 		list_row(t, &l, y, p, st->ctx, show_dev, i == sel);
 	}
-	footer(t, "q:quit j/k:move s:sort f:filter e:err +/-:interval p:pause Enter:detail "
-		  "?:help");
+	if (grows)
+		draw_gpus(t, st->gpus, LINES - 1 - grows, grows);
+	footer(t, "q:quit j/k:move s:sort f:filter e:err g:gpus p:procs r:rails Space:pause "
+		  "Enter:detail ?:help");
 }
 
 /* 'r': one row per rail, the filtered ports summed, and the rail's share
@@ -703,7 +809,7 @@ static void draw_rails(struct tui *t, const struct pn_counters_set *v, const str
 	if (!rows)
 		line(4, 2, A_NORMAL, n ? "out of memory" : "no ports to sum");
 	free(r);
-	footer(t, "q:quit r:ports f:filter +/-:interval p:pause ?:help");
+	footer(t, "q:quit r:ports f:filter +/-:interval Space:pause ?:help");
 }
 
 static void draw_detail(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
@@ -808,7 +914,7 @@ static void draw_detail(struct tui *t, const struct pn_counters_set *v, const st
 			put(y, w + 33, 14, 1, A_NORMAL, buf);
 		}
 	}
-	footer(t, "Esc:back j/k:scroll +/-:interval p:pause q:quit ?:help");
+	footer(t, "Esc:back j/k:scroll +/-:interval Space:pause q:quit ?:help");
 }
 
 static void draw_help(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
@@ -817,15 +923,15 @@ static void draw_help(struct tui *t, const struct pn_counters_set *v, const stru
 		"penny top: live per-port traffic of RDMA NICs (and netdevs with -e)",
 		"",
 		"  q           quit",
-		"  Up/Down j/k move the selection (detail view: scroll)",
-		"  PgUp/PgDn   page; Home/End (g/G) first/last",
+		"  j/k Up/Down PgUp/PgDn Home End/G  move (detail view: scroll)",
 		"  s           sort: name, rx, tx, util, errors",
 		"  f or /      filter by name (substring, or a glob with * ? [ ]);",
 		"              Enter keeps it, Esc restores the previous one",
 		"  e           show/hide the error and discard columns",
 		"  r           rail view: each rail's ports summed, its share of the node",
-		"  + / -       longer/shorter interval",
-		"  p or Space  pause the display (sampling goes on)",
+		"  g           show/hide the GPU rows (NVLink and PCIe traffic from NVML)",
+		"  p           process view: who owns QPs on each device (RDMA netlink)",
+		"  + / -       longer/shorter interval;  Space  pause (sampling goes on)",
 		"  Enter, Esc  detail view (every counter, its delta, graphs), and back",
 		"  Ctrl-L      redraw;  ?  this help (any key returns)",
 		"",
@@ -862,6 +968,8 @@ void tui_draw(struct tui *t, const struct pn_counters_set *v, const struct tui_s
 		draw_detail(t, v, st);
 	else if (t->mode == MODE_RAILS)
 		draw_rails(t, v, st);
+	else if (t->mode == MODE_PROCS)
+		draw_procs(t, v, st);
 	else
 		draw_list(t, v, st);
 	curs_set(t->prompt ? 1 : 0);
@@ -933,7 +1041,6 @@ static int move_sel(struct tui *t, const struct pn_counters_set *v, int key)
 		pos += page;
 		break;
 	case KEY_HOME:
-	case 'g':
 		pos = 0;
 		break;
 	case KEY_END:
@@ -978,13 +1085,24 @@ int tui_key(struct tui *t, int key, const struct pn_counters_set *v)
 	case '-':
 	case '_':
 		return TUI_FASTER;
-	case 'p':
 	case ' ':
 		return TUI_PAUSE;
 	case 'e':
 		t->show_err = !t->show_err;
 		return TUI_REDRAW;
+	case 'p':
+		if (t->mode == MODE_PROCS) {
+			t->mode = MODE_LIST;
+			return TUI_REDRAW;
+		}
+		t->mode = MODE_PROCS;
+		return TUI_PROCS;
+	case 'g':
+		t->hide_gpus = !t->hide_gpus;
+		return TUI_REDRAW;
 	}
+	if (t->mode == MODE_PROCS)
+		return key == K_ESC ? (t->mode = MODE_LIST, TUI_REDRAW) : TUI_NONE;
 	if (t->mode == MODE_RAILS || (t->mode == MODE_LIST && key == 'r')) {
 		switch (key) {
 		case 'r':
@@ -1037,7 +1155,6 @@ int tui_key(struct tui *t, int key, const struct pn_counters_set *v)
 	case KEY_END:
 	case 'j':
 	case 'k':
-	case 'g':
 	case 'G':
 		return move_sel(t, v, key);
 	case 's':
@@ -1064,7 +1181,7 @@ int tui_key(struct tui *t, int key, const struct pn_counters_set *v)
 
 /* ---- setup ---- */
 
-int tui_open(struct tui **tp, const char *filter, int sort)
+int tui_open(struct tui **tp, const char *filter, int sort, int procs)
 {
 	struct tui *t = calloc(1, sizeof(*t));
 	const char *cs;
@@ -1080,6 +1197,7 @@ int tui_open(struct tui **tp, const char *filter, int sort)
 	t->sort = sort >= 0 && sort < TUI_SORT_COUNT ? sort : TUI_SORT_NAME;
 	snprintf(t->filter, sizeof(t->filter), "%s", filter ? filter : "");
 	t->show_err = 1;
+	t->mode = procs ? MODE_PROCS : MODE_LIST;
 	/* a terminal type that terminfo does not know: newterm() would leak
 	 * its half-made screen, setupterm() does not */
 	if (setupterm(NULL, fileno(stdout), &err) != OK) {

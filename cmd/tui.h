@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The screen of `penny top` (ncursesw): a port list, a rail view (the
- * ports of each rail summed), a detail view of one port and a help page.  It only draws a snapshot of the counter model and
+ * The screen of `penny top` (ncursesw): a port list with the GPU rows under
+ * it, a rail view (the ports of each rail summed), a process view (who owns
+ * QPs), a detail view of one port and a help page.  It only draws a snapshot of the counter model and
  * turns keys into view changes or actions for the caller (quit, interval,
  * pause); it never samples (htop's model/screen split).
  *
@@ -11,7 +12,9 @@
 #define PENNY_TUI_H
 
 #include "node/counters.h"
+#include "node/gputraffic.h"
 #include "node/nodectx.h"
+#include "node/rdmares.h"
 
 #include <stddef.h>
 
@@ -24,13 +27,16 @@ enum tui_action {
 	TUI_QUIT,
 	TUI_SLOWER,	/* '+': longer interval */
 	TUI_FASTER,	/* '-': shorter interval */
-	TUI_PAUSE,	/* 'p': toggle */
+	TUI_PAUSE,	/* Space: toggle */
+	TUI_PROCS,	/* 'p' opened the process view: read its list */
 };
 
 /* What the caller knows beside the snapshot. */
 struct tui_status {
 	const char *host;	/* whose counters: the header names it */
 	const struct pn_nodectx *ctx; /* NUMA, rail, GPUs of each NIC (NULL none) */
+	const struct pn_gputraffic *gpus; /* GPU rows (NULL none) */
+	const struct pn_rdmares *procs;	/* QP owners, read while their view shows */
 	double interval;
 	int paused;
 	int busy;		/* the sampler is stuck: busy_what for busy_secs */
@@ -53,11 +59,14 @@ const char *tui_fmt_bps(char *buf, size_t len, double bytes_per_sec);
 /* Line rate: "400G", "2.5G", "100M", "-". */
 const char *tui_fmt_speed(char *buf, size_t len, double gbps);
 
-int tui_open(struct tui **t, const char *filter, int sort);
+/* procs: open on the process view (--processes) */
+int tui_open(struct tui **t, const char *filter, int sort, int procs);
 void tui_close(struct tui *t);
 void tui_draw(struct tui *t, const struct pn_counters_set *view, const struct tui_status *st);
 /* The port of the detail view, NULL in the list and help. */
 const char *tui_detail(const struct tui *t);
+/* The process view is on screen: the caller reads its list at each sample. */
+int tui_procs_shown(const struct tui *t);
 /* Next key without waiting, or -1. */
 int tui_getkey(struct tui *t);
 /* Apply a key to the view state; returns an enum tui_action. */

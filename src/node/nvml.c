@@ -4,6 +4,8 @@
 #include "base/log.h"
 #include "base/util.h"
 
+#include <stdint.h>
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -33,6 +35,33 @@ struct nvml_pci_info {
 	char bus_id[32];
 };
 
+/* nvmlFieldValue_t: 40 bytes, value at offset 32 */
+struct nvml_field_value {
+	unsigned field_id;
+	unsigned scope_id;
+	long long timestamp;
+	long long latency_usec;
+	int value_type;
+	nvml_ret ret;
+	union {
+		double d;
+		unsigned ui;
+		unsigned long ul;
+		unsigned long long ull;
+		long long sll;
+		int si;
+		unsigned short us;
+	} value;
+};
+
+#define NVML_FI_NVLINK_DATA_TX 138	/* NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, KiB */
+#define NVML_FI_NVLINK_DATA_RX 139	/* NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, KiB */
+#define NVML_FI_PCIE_TX 197		/* NVML_FI_DEV_PCIE_COUNT_TX_BYTES, bytes */
+#define NVML_FI_PCIE_RX 198		/* NVML_FI_DEV_PCIE_COUNT_RX_BYTES, bytes */
+#define NVML_SCOPE_ALL_LINKS 0xffffffffu	/* UINT_MAX: summed over the links */
+enum { NVML_VT_DOUBLE, NVML_VT_UINT, NVML_VT_ULONG, NVML_VT_ULL, NVML_VT_SLL, NVML_VT_SINT,
+       NVML_VT_USHORT };
+
 struct nvml_api {
 	void *lib;
 	nvml_ret (*init)(void);
@@ -42,6 +71,12 @@ struct nvml_api {
 	nvml_ret (*link_state)(nvml_dev dev, unsigned link, int *active);
 	nvml_ret (*remote_pci)(nvml_dev dev, unsigned link, struct nvml_pci_info *pci);
 	nvml_ret (*remote_type)(nvml_dev dev, unsigned link, int *type); /* optional */
+	/* the traffic of a session (pn_nvml_open): optional, NULL when missing */
+	nvml_ret (*by_index)(unsigned i, nvml_dev *dev);
+	nvml_ret (*name)(nvml_dev dev, char *name, unsigned len);
+	nvml_ret (*pci_info)(nvml_dev dev, struct nvml_pci_info *pci);
+	nvml_ret (*field_values)(nvml_dev dev, int n, struct nvml_field_value *v);
+	nvml_ret (*pcie_tp)(nvml_dev dev, int counter, unsigned *kbps);
 };
 
 int pn_nvml_links_from_bw(unsigned long long mbps)
@@ -93,6 +128,11 @@ static int api_open(struct nvml_api *a)
 	*(void **)&a->link_state = sym(a->lib, "nvmlDeviceGetNvLinkState", &missing);
 	*(void **)&a->remote_pci = sym(a->lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2", &missing);
 	*(void **)&a->remote_type = dlsym(a->lib, "nvmlDeviceGetNvLinkRemoteDeviceType");
+	*(void **)&a->by_index = dlsym(a->lib, "nvmlDeviceGetHandleByIndex_v2");
+	*(void **)&a->name = dlsym(a->lib, "nvmlDeviceGetName");
+	*(void **)&a->pci_info = dlsym(a->lib, "nvmlDeviceGetPciInfo_v3");
+	*(void **)&a->field_values = dlsym(a->lib, "nvmlDeviceGetFieldValues");
+	*(void **)&a->pcie_tp = dlsym(a->lib, "nvmlDeviceGetPcieThroughput");
 	if (missing) {
 		dlclose(a->lib);
 		a->lib = NULL;
@@ -215,4 +255,148 @@ out_close:
 	if (ret)
 		memset(links, 0, (size_t)n * (size_t)n * sizeof(*links));
 	return ret;
+}
+
+/* ---- a session for the traffic counters (gputraffic) ---- */
+
+struct pn_nvml {
+	struct nvml_api a;
+	unsigned n;
+};
+
+int pn_nvml_open(struct pn_nvml **sp, char *why, size_t len)
+{
+	struct pn_nvml *s = calloc(1, sizeof(*s));
+
+	*sp = NULL;
+	if (!s)
+		return -ENOMEM;
+	if (api_open(&s->a)) {
+		snprintf(why, len, "NVML (libnvidia-ml.so.1) not found");
+		free(s);
+		return -ENOENT;
+	}
+	if (!s->a.by_index || !s->a.pci_info || (!s->a.field_values && !s->a.pcie_tp)) {
+		snprintf(why, len, "this NVML has no traffic counters");
+		goto fail;
+	}
+	if (s->a.init() != NVML_OK) {
+		snprintf(why, len, "NVML did not initialise (no NVIDIA driver?)");
+		goto fail;
+	}
+	if (s->a.count(&s->n) != NVML_OK || s->n == 0) {
+		snprintf(why, len, "NVML sees no GPUs");
+		s->a.shutdown();
+		goto fail;
+	}
+	if (s->n > PN_NVML_MAX_GPUS)
+		s->n = PN_NVML_MAX_GPUS;
+	*sp = s;
+	return 0;
+fail:
+	dlclose(s->a.lib);
+	free(s);
+	return -ENOENT;
+}
+
+void pn_nvml_close(struct pn_nvml *s)
+{
+	if (!s)
+		return;
+	s->a.shutdown();
+	dlclose(s->a.lib);
+	free(s);
+}
+
+int pn_nvml_count(const struct pn_nvml *s)
+{
+	return s ? (int)s->n : 0;
+}
+
+static int handle(struct pn_nvml *s, int i, nvml_dev *dev)
+{
+	if (!s || i < 0 || (unsigned)i >= s->n || s->a.by_index((unsigned)i, dev) != NVML_OK)
+		return -ENOENT;
+	return 0;
+}
+
+int pn_nvml_gpu(struct pn_nvml *s, int i, char *name, size_t nlen, char *busid, size_t blen)
+{
+	struct nvml_pci_info pci;
+	char buf[96] = "";
+	nvml_dev dev;
+
+	if (handle(s, i, &dev))
+		return -ENOENT;
+	memset(&pci, 0, sizeof(pci));
+	if (s->a.pci_info(dev, &pci) != NVML_OK)
+		return -ENOENT;
+	pci.bus_id[sizeof(pci.bus_id) - 1] = 0;
+	/* "00000000:07:00.0" -> "0000:07:00.0", as sysfs names it */
+	snprintf(busid, blen, "%04x:%02x:%02x.0", pci.domain & 0xffff, pci.bus & 0xff,
+		 pci.device & 0x1f);
+	if (s->a.name && s->a.name(dev, buf, sizeof(buf)) == NVML_OK)
+		buf[sizeof(buf) - 1] = 0;
+	else
+		buf[0] = 0;
+	snprintf(name, nlen, "%s", buf);
+	return 0;
+}
+
+/* A field's value as an unsigned counter, and its width in bits. */
+static int field_u64(const struct nvml_field_value *f, uint64_t *v, int *width)
+{
+	if (f->ret != NVML_OK)
+		return 0;
+	switch (f->value_type) {
+	case NVML_VT_UINT:
+		*v = f->value.ui, *width = 32;
+		return 1;
+	case NVML_VT_ULONG:
+		*v = f->value.ul, *width = (int)sizeof(unsigned long) * 8;
+		return 1;
+	case NVML_VT_ULL:
+		*v = f->value.ull, *width = 64;
+		return 1;
+	case NVML_VT_SLL:
+		if (f->value.sll < 0)
+			return 0;
+		*v = (uint64_t)f->value.sll, *width = 63;
+		return 1;
+	}
+	return 0;
+}
+
+int pn_nvml_read(struct pn_nvml *s, int i, struct pn_nvml_ctr *c, int pcie_sampled)
+{
+	static const unsigned ids[PN_NVML_NCTR] = { NVML_FI_NVLINK_DATA_TX, NVML_FI_NVLINK_DATA_RX,
+						    NVML_FI_PCIE_TX, NVML_FI_PCIE_RX };
+	struct nvml_field_value f[PN_NVML_NCTR];
+	nvml_dev dev;
+	unsigned kbps;
+	int k;
+
+	memset(c, 0, sizeof(*c));
+	c->pcie_KBps[0] = c->pcie_KBps[1] = -1;
+	if (handle(s, i, &dev))
+		return -ENOENT;
+	if (s->a.field_values) {
+		memset(f, 0, sizeof(f));
+		for (k = 0; k < PN_NVML_NCTR; k++) {
+			f[k].field_id = ids[k];
+			f[k].scope_id = k < 2 ? NVML_SCOPE_ALL_LINKS : 0;
+		}
+		if (s->a.field_values(dev, PN_NVML_NCTR, f) == NVML_OK)
+			for (k = 0; k < PN_NVML_NCTR; k++)
+				if (!field_u64(&f[k], &c->value[k], &c->width[k]))
+					c->width[k] = 0;
+	}
+	/* no PCIe counters: the sampled throughput (20 ms per direction) */
+	if (pcie_sampled && (!c->width[PN_NVML_PCIE_TX] || !c->width[PN_NVML_PCIE_RX]) &&
+	    s->a.pcie_tp) {
+		for (k = 0; k < 2; k++)
+			if (s->a.pcie_tp(dev, k, &kbps) == NVML_OK)
+				c->pcie_KBps[k] = kbps;
+	}
+	return 0;
 }

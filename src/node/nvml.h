@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * NVLink counts between GPUs from NVML, loaded at run time with dlopen: no
+ * NVLink counts between GPUs, and the NVLink and PCIe traffic counters of
+ * each GPU (for penny top), from NVML loaded at run time with dlopen: no
  * link-time dependency on the NVIDIA driver.  A missing libnvidia-ml, a
  * failing nvmlInit or GPUs NVML does not know simply give no NVLinks (the
  * topology then has PCIe classes only).  PENNY_NVML_LIB names another
@@ -8,6 +9,9 @@
  */
 #ifndef PENNY_NVML_H
 #define PENNY_NVML_H
+
+#include <stddef.h>
+#include <stdint.h>
 
 /*
  * For the n GPUs with the given PCI bus ids ("0000:07:00.0"), fill
@@ -36,5 +40,33 @@ int pn_nvml_forced(void);
  * value matches neither.
  */
 int pn_nvml_links_from_bw(unsigned long long mbps);
+
+/*
+ * A session for `penny top`'s GPU rows: NVML loaded and initialised once,
+ * read at every sample.  pn_nvml_open() returns -ENOENT with a reason in why
+ * (no library, no init, no GPUs), or -ENOMEM.
+ */
+#define PN_NVML_MAX_GPUS 64
+struct pn_nvml;
+int pn_nvml_open(struct pn_nvml **s, char *why, size_t len);
+void pn_nvml_close(struct pn_nvml *s);
+int pn_nvml_count(const struct pn_nvml *s);
+/* GPU i (NVML's index): its name and PCI bus id ("0000:07:00.0"). */
+int pn_nvml_gpu(struct pn_nvml *s, int i, char *name, size_t nlen, char *busid, size_t blen);
+
+/* The traffic counters of one GPU, as nvmlDeviceGetFieldValues gives them. */
+enum { PN_NVML_NVL_TX, PN_NVML_NVL_RX, PN_NVML_PCIE_TX, PN_NVML_PCIE_RX, PN_NVML_NCTR };
+struct pn_nvml_ctr {
+	/* cumulative: NVLINK_THROUGHPUT_DATA_TX/RX (fields 138, 139, all
+	 * links: scope UINT_MAX) in KiB; PCIE_COUNT_TX/RX_BYTES (197, 198)
+	 * in bytes */
+	uint64_t value[PN_NVML_NCTR];
+	int width[PN_NVML_NCTR];	/* bits of the value's NVML type; 0 not read */
+	/* nvmlDeviceGetPcieThroughput TX, RX in KB/s over 20 ms; -1 not read */
+	double pcie_KBps[2];
+};
+/* Read GPU i; pcie_sampled: where the PCIe counters are missing, sample the
+ * throughput instead (it blocks 20 ms per direction).  0 or -ENOENT. */
+int pn_nvml_read(struct pn_nvml *s, int i, struct pn_nvml_ctr *c, int pcie_sampled);
 
 #endif

@@ -14,36 +14,7 @@ if ! command -v tmux >/dev/null; then
 	exit 0
 fi
 
-SOCK=penny-test-$$
-T() { tmux -L "$SOCK" -f /dev/null "$@"; }
-trap 'T kill-server 2>/dev/null; rm -rf "$TRASH"' EXIT
-GOLDEN=$FIX/golden
-
-# start W H [VAR=VALUE...] -- [penny top options]: a fresh screen on tree "big"
-start() {
-	local w=$1 h=$2 envs=()
-	shift 2
-	while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
-	shift
-	T kill-server 2>/dev/null
-	rm -f rc
-	T new-session -d -x "$w" -y "$h" -s top \
-		"env LANG=C.UTF-8 ${envs[*]} $PENNY top --sysfs-root $PWD/${TREE:-big} $*; echo \$? >$PWD/rc"
-}
-cap() { T capture-pane -p -t top; }
-has() { cap | grep -q -- "$1"; }
-shows() { wait_for "${2:-10}" has "$1" || { echo "screen lacks '$1':"; cap; return 1; }; }
-key() { T send-keys -t top "$@"; }
-row() { cap | sed -n "$1p"; }
-masked() { cap | python3 "$TOPH/mask.py"; }
-same_as_golden() { masked >"$1.txt" && cmp -s "$GOLDEN/$1.txt" "$1.txt"; }
-golden() {
-	if [ -n "${PENNY_UPDATE_GOLDEN:-}" ]; then
-		sleep 0.5 && masked >"$GOLDEN/$1.txt"
-	fi
-	wait_for 5 same_as_golden "$1" || { diff -u "$GOLDEN/$1.txt" "$1.txt"; return 1; }
-}
-exited() { test -s rc; }
+. "$TOPH/screen-lib.sh"
 
 fake big --devices 16 --ports 2
 
@@ -83,7 +54,7 @@ test_expect_success 'e hides the error columns, + and - change the interval, p p
 	key e && shows "ERR   DISC" &&
 	key + && shows "  2s  32 ports" && key - - && shows "  0.5s  32 ports" &&
 	key + && shows "  1s  32 ports" &&
-	key p && shows "PAUSED" && key p && wait_for 5 eval "! has PAUSED"
+	key Space && shows "PAUSED" && key Space && wait_for 5 eval "! has PAUSED"
 '
 
 test_expect_success 'q quits with status 0' '
@@ -112,7 +83,7 @@ test_expect_success 'sorting by rx and tx follows the traffic' '
 
 test_expect_success 'errors are red with colour, bold and underlined without (NO_COLOR)' '
 	fake err --devices 2 && TREE=err start 80 24 -- -i 0.5 && shows "^sort name" &&
-	ctr_add err mlx5_1 1 symbol_error 7 && shows " 7      0$" && key p && shows PAUSED &&
+	ctr_add err mlx5_1 1 symbol_error 7 && shows " 7      0$" && key Space && shows PAUSED &&
 	T capture-pane -e -p -t top >colour.txt && grep -q "7" colour.txt &&
 	python3 -c "
 import re, sys
@@ -121,7 +92,7 @@ assert re.search(r\"\x1b\[[0-9;]*31[;m][^\x1b]*7\", t), \"no red 7\"
 " &&
 	key q && wait_for 5 exited &&
 	TREE=err start 80 24 NO_COLOR=1 -- -i 0.5 && shows "^sort name" &&
-	ctr_add err mlx5_1 1 symbol_error 5 && shows " 5      0$" && key p && shows PAUSED &&
+	ctr_add err mlx5_1 1 symbol_error 5 && shows " 5      0$" && key Space && shows PAUSED &&
 	T capture-pane -e -p -t top >mono.txt &&
 	python3 -c "
 import re
