@@ -143,7 +143,9 @@ int pn_check_baseline_write(FILE *f, const struct pn_verdict_list *l);
 /*
  * The job's rule (rank 0, after the gather; exposed for tests): results of
  * nic-bw, gpu-copy and allreduce with a numeric measurement, grouped by
- * check, unit and expected value, where a group has at least 2; a PASS
+ * check, unit, expected value and kind of target (the target with its
+ * digits left out: "mlx5_0/1" is one kind with "mlx5_3/1", "GPU0:h2d" is
+ * not one with "GPU0-GPU1"), where a group has at least 2; a PASS
  * more than margin (a fraction) below its group's median becomes a FAIL,
  * source "job median of N".  Returns how many it failed.
  */

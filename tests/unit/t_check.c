@@ -94,6 +94,29 @@ TEST(median)
 	}
 }
 
+/* A GPU pair's result is not judged against the GPUs' h2d results even when
+ * their expected values happen to be equal; GPU0:h2d and GPU7:h2d are one kind. */
+TEST(median_kinds)
+{
+	struct pn_verdict_list *l = pn_verdict_list_new();
+	const char *tg[] = { "GPU0:h2d", "GPU1:h2d", "GPU7:h2d", "GPU0-GPU1" };
+	const double v[] = { 50, 51, 49, 20 };
+	int i;
+
+	for (i = 0; i < 4; i++)
+		pn_verdict_add(l, &(struct pn_verdict_in){
+			.check = "gpu-copy", .node = "a", .target = tg[i], .verdict = PN_PASS,
+			.measured = PN_VNUM(v[i]), .expected = PN_VNUM(10), .unit = "GB/s" });
+	CHECK_EQ_INT(pn_check_job_median(l, 0.10), 0);
+	CHECK_EQ_INT(pn_verdict_count(l, PN_FAIL), 0);
+	pn_verdict_add(l, &(struct pn_verdict_in){
+		.check = "gpu-copy", .node = "b", .target = "GPU3:h2d", .verdict = PN_PASS,
+		.measured = PN_VNUM(30), .expected = PN_VNUM(10), .unit = "GB/s" });
+	CHECK_EQ_INT(pn_check_job_median(l, 0.10), 1);
+	CHECK_STR(pn_verdict_at(l, 4)->source, "job median of 4");
+	pn_verdict_list_free(l);
+}
+
 TEST(median_groups)
 {
 	struct pn_verdict_list *l = pn_verdict_list_new();
@@ -247,6 +270,7 @@ int main(void)
 {
 	RUN(names);
 	RUN(median);
+	RUN(median_kinds);
 	RUN(median_groups);
 	RUN(expect);
 	RUN(baseline_errors);
