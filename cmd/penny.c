@@ -34,6 +34,8 @@ static const struct pn_cmd commands[] = {
 	  allreduce_test_prelaunch },
 	{ "top", cmd_top, top_options, 0, "",
 	  "live per-NIC traffic view", NULL },
+	{ "check", cmd_check, check_options, CMD_LAUNCH, "",
+	  "one health verdict for a node or a job (PASS/FAIL/SKIP per check)", NULL },
 };
 
 static const struct pn_opt common_options[] = {

@@ -94,6 +94,8 @@ extern const struct pn_opt top_options[];
 int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv);
 extern const struct pn_opt ring_plan_options[];
 int cmd_bw(struct pn_ctx *ctx, int argc, char **argv);
+int cmd_check(struct pn_ctx *ctx, int argc, char **argv);
+extern const struct pn_opt check_options[];
 int bw_prelaunch(struct pn_ctx *ctx, int np);
 extern const struct pn_opt bw_options[];
 

@@ -148,6 +148,35 @@ int pn_verdict_dropped(const struct pn_verdict_list *l)
 	return l->dropped;
 }
 
+int pn_verdict_set(struct pn_verdict_list *l, int i, enum pn_verdict v, const char *source,
+		   const char *detail)
+{
+	struct pn_verdict_result *r;
+
+	if (i < 0 || i >= l->n || (unsigned)v >= PN_VERDICT_COUNT)
+		return pn_err(-EINVAL, "no check result %d to change", i);
+	r = &l->r[i];
+	if (v == PN_SKIP && empty(detail) && !*r->detail)
+		return pn_err(-EINVAL, "check '%s' on '%s': a skip without a reason", r->check,
+			      r->target);
+	l->count[r->verdict]--;
+	l->count[v]++;
+	r->verdict = v;
+	if (source)
+		copy_cut(r->source, sizeof(r->source), source);
+	if (detail)
+		copy_cut(r->detail, sizeof(r->detail), detail);
+	return 0;
+}
+
+void pn_verdict_add_dropped(struct pn_verdict_list *l, enum pn_verdict v, int n)
+{
+	if ((unsigned)v >= PN_VERDICT_COUNT || n <= 0)
+		return;
+	l->count[v] += n;
+	l->dropped += n;
+}
+
 const char *pn_verdict_name(enum pn_verdict v)
 {
 	static const char *const names[] = { [PN_PASS] = "PASS", [PN_FAIL] = "FAIL",

@@ -100,6 +100,16 @@ const struct pn_verdict_result *pn_verdict_at(const struct pn_verdict_list *l, i
 int pn_verdict_count(const struct pn_verdict_list *l, enum pn_verdict v);
 int pn_verdict_dropped(const struct pn_verdict_list *l);
 
+/*
+ * Change kept result i (a rule over several results, like penny check's job
+ * median): its verdict, and source and detail when not NULL; the counts
+ * follow.  0, or -EINVAL for a bad index or verdict.
+ */
+int pn_verdict_set(struct pn_verdict_list *l, int i, enum pn_verdict v, const char *source,
+		   const char *detail);
+/* Count n results of verdict v that were not kept elsewhere (gathered lists). */
+void pn_verdict_add_dropped(struct pn_verdict_list *l, enum pn_verdict v, int n);
+
 /* "PASS", "FAIL", "SKIP" ("?" out of range). */
 const char *pn_verdict_name(enum pn_verdict v);
 

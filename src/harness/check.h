@@ -20,10 +20,12 @@
 #define PENNY_CHECK_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 struct pn_boot;
 struct pn_topo;
 struct pn_verdict_list;
+struct pn_verdict_in;
 struct pn_counters_set;
 struct pn_check_cfg;
 struct pn_check_baseline;
@@ -95,6 +97,16 @@ void pn_check_release(struct pn_check *c);
 double pn_check_expect(const struct pn_check *c, const char *check, const char *target,
 		       const char *key, double dflt, const char *dflt_source, char *src, size_t len);
 
+/*
+ * Add a result to c->results (node: c->node when in->node is NULL).  A
+ * result past the list's cap is counted, not kept, and is no error: 0, or
+ * a negative errno only for what should stop the run (-ENOMEM) or a
+ * malformed result (-EINVAL, a bug).
+ */
+int pn_check_add(struct pn_check *c, const struct pn_verdict_in *in);
+/* Is RDMA port dev/port among c->devspec ("mlx5_0,mlx5_1:1"; NULL: all)? */
+int pn_check_port_selected(const struct pn_check *c, const char *dev, int port);
+
 /* Progress line (when the caller asked for it). */
 void pn_check_progress(const struct pn_check *c, const char *check, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -113,5 +125,28 @@ int pn_check_nicbw(struct pn_check *c);		/* check_net.c */
 int pn_check_gpucopy(struct pn_check *c);	/* check_gpu.c */
 int pn_check_allreduce(struct pn_check *c);	/* check_ar.c */
 int pn_check_rails(struct pn_check *c);		/* check_net.c */
+
+/*
+ * The baseline (check_base.c): --save-baseline writes the numeric results
+ * of a run (check, target, measured, unit) as one JSON document; --baseline
+ * reads it back (bounded, strict JSON).  A figure is found by check and
+ * target, whatever node it was saved on.
+ */
+int pn_check_baseline_load(struct pn_check_baseline **b, const char *path);
+void pn_check_baseline_free(struct pn_check_baseline *b);
+/* The saved measurement of check/target: 0 (*v set), or -ENOENT (no message). */
+int pn_check_baseline_find(const struct pn_check_baseline *b, const char *check,
+			   const char *target, double *v);
+/* Write l's numeric results; 0 or -EIO. */
+int pn_check_baseline_write(FILE *f, const struct pn_verdict_list *l);
+
+/*
+ * The job's rule (rank 0, after the gather; exposed for tests): results of
+ * nic-bw, gpu-copy and allreduce with a numeric measurement, grouped by
+ * check, unit and expected value, where a group has at least 2; a PASS
+ * more than margin (a fraction) below its group's median becomes a FAIL,
+ * source "job median of N".  Returns how many it failed.
+ */
+int pn_check_job_median(struct pn_verdict_list *l, double margin);
 
 #endif

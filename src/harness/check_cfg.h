@@ -37,6 +37,7 @@ struct pn_check_key {
 	double min, max, dflt;	/* numbers */
 	const char *dflt_str;	/* strings (NULL: none) */
 	const char *doc;	/* one line */
+	const char *choices;	/* strings: the values it takes, space-separated; NULL: any */
 };
 const struct pn_check_key *pn_check_keys(size_t *n);
 

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * penny check: one health verdict for a node, or for a job under a
+ * launcher.  The checks and the job's rules are src/harness/check*.c; this
+ * file parses the options, opens the output files before the work, calls
+ * pn_check_run and presents the results (rank 0 only): the table or --json
+ * on stdout, --junit, --prom and --save-baseline through base/ofile.h.
+ */
+#define _GNU_SOURCE
+#include "penny.h"
+
+#include "base/log.h"
+#include "base/ofile.h"
+#include "base/verdict.h"
+#include "harness/check.h"
+#include "harness/check_cfg.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct {
+	const char *config, *only, *skip, *junit, *prom, *baseline, *save, *plan, *dev, *backend;
+	int quick, list_keys;
+} opt;
+
+const struct pn_opt check_options[] = {
+	{ "config", 0, OPT_STRING, &opt.config, "FILE",
+	  "expectations: one 'key = value' a line (see --list-keys)", NULL, NULL },
+	{ "only", 0, OPT_STRING, &opt.only, "LIST", "run only these checks (comma list)",
+	  "inventory pcie counters nic-bw gpu-copy allreduce rails", OPT_LIST },
+	{ "skip", 0, OPT_STRING, &opt.skip, "LIST", "run every check but these (comma list)",
+	  "inventory pcie counters nic-bw gpu-copy allreduce rails", OPT_LIST },
+	{ "quick", 0, OPT_BOOL, &opt.quick, NULL,
+	  "shorter measurements (see the man page for what is left out)", NULL, NULL },
+	{ "junit", 0, OPT_STRING, &opt.junit, "FILE", "also write JUnit XML to FILE", NULL, NULL },
+	{ "prom", 0, OPT_STRING, &opt.prom, "FILE",
+	  "also write a node_exporter textfile to FILE (by rename)", NULL, NULL },
+	{ "baseline", 0, OPT_STRING, &opt.baseline, "FILE",
+	  "expect at least job.baseline-fraction of a saved baseline's figures", NULL, NULL },
+	{ "save-baseline", 0, OPT_STRING, &opt.save, "FILE",
+	  "save this run's figures as a baseline (only when every check passed)", NULL, NULL },
+	{ "plan", 0, OPT_STRING, &opt.plan, "FILE",
+	  "ring plan for allreduce and rails (default: built from the topology)", NULL, NULL },
+	{ "ib-dev", 'd', OPT_STRING, &opt.dev, "DEV[:PORT]",
+	  "check only these RDMA devices (comma list; default: every one)", NULL, OPT_LIST },
+	{ "backend", 0, OPT_STRING, &opt.backend, "LIST",
+	  "GPU plugins to try, e.g. cuda,nccl (default: every one found)", NULL, OPT_LIST },
+	{ "list-keys", 0, OPT_BOOL, &opt.list_keys, NULL,
+	  "list the configuration keys with their defaults and ranges", NULL, NULL },
+	OPT_TABLE_END
+};
+
+static int list_keys(struct pn_ctx *ctx)
+{
+	struct pn_out *o = ctx->out;
+	size_t n, i;
+	const struct pn_check_key *k = pn_check_keys(&n);
+
+	pn_out_open_object(o, NULL);
+	pn_out_open_array(o, "keys");
+	for (i = 0; i < n; i++) {
+		char dflt[64], range[64];
+
+		if (k[i].is_num) {
+			snprintf(range, sizeof(range), "%g..%g", k[i].min, k[i].max);
+			if (isnan(k[i].dflt))
+				snprintf(dflt, sizeof(dflt), "none");
+			else
+				snprintf(dflt, sizeof(dflt), "%g", k[i].dflt);
+		} else {
+			snprintf(range, sizeof(range), "%s", k[i].choices ? k[i].choices : "text");
+			snprintf(dflt, sizeof(dflt), "%s", k[i].dflt_str ? k[i].dflt_str : "none");
+		}
+		pn_out_open_object(o, NULL);
+		pn_out_str(o, PN_ANY, "key", "%-24s", k[i].key);
+		pn_out_str(o, PN_JSON, "type", NULL, k[i].is_num ? "number" : "string");
+		pn_out_str(o, PN_ANY, "default", " default %-8s", dflt);
+		pn_out_str(o, PN_ANY, "range", " (%s)", range);
+		pn_out_str(o, PN_ANY, "doc", "\n    %s\n", k[i].doc);
+		pn_out_close_object(o);
+	}
+	pn_out_close_array(o);
+	pn_out_close_object(o);
+	return 0;
+}
+
+static void progress(void *arg, const char *check, const char *what)
+{
+	fprintf(stderr, "penny check: %s: %s\n", check, what);
+}
+
+struct outputs {
+	struct pn_ofile *junit, *prom, *save;
+};
+
+/* Rank 0 opens its output files before the work: a refused name fails now. */
+static int open_outputs(struct pn_ctx *ctx, struct outputs *f)
+{
+	const char *paths[] = { opt.junit, opt.prom, opt.save };
+	struct pn_ofile **of[] = { &f->junit, &f->prom, &f->save };
+	size_t i;
+	int ret;
+
+	for (i = 0; i < 3; i++) {
+		if (!paths[i])
+			continue;
+		ret = pn_ofile_open(of[i], paths[i], PN_OFILE_SYNC);
+		if (ret)
+			return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
+	}
+	return 0;
+}
+
+static void abort_outputs(struct outputs *f)
+{
+	pn_ofile_abort(f->junit);
+	pn_ofile_abort(f->prom);
+	pn_ofile_abort(f->save);
+	memset(f, 0, sizeof(*f));
+}
+
+/* Write and commit one output file; 0, or 2 after one line. */
+static int commit(struct pn_ctx *ctx, struct pn_ofile **of, int ret)
+{
+	if (!*of)
+		return 0;
+	if (!ret)
+		ret = pn_ofile_commit(*of);
+	else
+		pn_ofile_abort(*of);
+	*of = NULL;
+	if (ret)
+		return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
+	return 0;
+}
+
+static int write_files(struct pn_ctx *ctx, struct outputs *f, struct pn_check *c, int code)
+{
+	int rc = 0, r;
+
+	if (f->junit) {
+		r = pn_verdict_write_junit(pn_ofile_file(f->junit), "penny check", c->node,
+					   c->results);
+		if (r)
+			pn_err(r, "%s: write error", opt.junit);
+		rc |= commit(ctx, &f->junit, r);
+	}
+	if (f->prom) {
+		r = pn_verdict_write_prom(pn_ofile_file(f->prom), c->results);
+		if (r)
+			pn_err(r, "%s: write error", opt.prom);
+		rc |= commit(ctx, &f->prom, r);
+	}
+	if (f->save && code) {
+		pn_ofile_abort(f->save);
+		f->save = NULL;
+		rc |= pn_cmd_fail(ctx, 2, "--save-baseline: %s not written: the run did not pass",
+				  opt.save);
+	} else if (f->save) {
+		r = pn_check_baseline_write(pn_ofile_file(f->save), c->results);
+		if (r)
+			pn_err(r, "%s: write error", opt.save);
+		rc |= commit(ctx, &f->save, r);
+	}
+	return rc ? 2 : 0;
+}
+
+/* Rank 0: the document (valid also when the run could not finish). */
+static int present(struct pn_ctx *ctx, struct pn_check *c, int ret)
+{
+	struct pn_out *o = ctx->out;
+	int code = ret ? 2 : c->exit_code, nfail;
+
+	pn_out_open_object(o, NULL);
+	if (c->results)
+		pn_verdict_write_out(o, c->results);
+	if (ret)
+		pn_out_str(o, PN_JSON, "error", NULL, pn_errmsg(ret));
+	pn_out_int(o, PN_JSON, "exit", NULL, code);
+	pn_out_close_object(o);
+	if (ret)
+		return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
+	nfail = pn_verdict_count(c->results, PN_FAIL);
+	if (code == 1 && pn_cli.json)
+		pn_cmd_fail(ctx, 1, "FAILED: %d check result%s failed", nfail, nfail == 1 ? "" : "s");
+	else if (code == 2)
+		pn_cmd_fail(ctx, 2, "nothing could be checked here: every check was skipped");
+	return code;
+}
+
+static int setup(struct pn_ctx *ctx, struct pn_check_cfg *cfg, struct pn_check_baseline **base,
+		 unsigned *mask)
+{
+	unsigned only = PN_CHECK_ALL, skip = 0;
+	int ret;
+
+	if (opt.only && (ret = pn_check_parse_list(opt.only, &only)))
+		return pn_cmd_fail(ctx, 2, "--only: %s", pn_errmsg(ret));
+	if (opt.skip && (ret = pn_check_parse_list(opt.skip, &skip)))
+		return pn_cmd_fail(ctx, 2, "--skip: %s", pn_errmsg(ret));
+	*mask = only & ~skip;
+	if (!*mask)
+		return pn_cmd_fail(ctx, 2, "no check left to run (--only, --skip)");
+	if (opt.baseline && opt.save)
+		return pn_cmd_fail(ctx, 2, "--baseline and --save-baseline exclude each other");
+	if (opt.config && (ret = pn_check_cfg_load(cfg, opt.config)))
+		return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
+	if (opt.baseline && (ret = pn_check_baseline_load(base, opt.baseline)))
+		return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
+	return 0;
+}
+
+int cmd_check(struct pn_ctx *ctx, int argc, char **argv)
+{
+	struct pn_cmd_job *job = ctx->job;
+	struct outputs files = { 0 };
+	struct pn_check_baseline *base = NULL;
+	struct pn_check_cfg *cfg;
+	struct pn_check c;
+	int rc, ret = 0, rank0;
+
+	if (argc > 0)
+		return pn_cmd_fail(ctx, 2, "unexpected argument '%s'", argv[0]);
+	if (opt.list_keys)
+		return list_keys(ctx);
+	pn_check_init(&c);
+	cfg = pn_check_cfg_new();
+	if (!cfg)
+		return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(-ENOMEM));
+	rc = setup(ctx, cfg, &base, &c.mask);
+	c.cfg = cfg;
+	c.baseline = base;
+	if (!rc)
+		rc = pn_cmd_job_cfg(ctx);
+	rank0 = job->rank <= 0;
+	if (!rc && rank0)
+		rc = open_outputs(ctx, &files);
+	if (rc)
+		goto out;
+	c.quick = opt.quick;
+	c.timeout = pn_cli.timeout;
+	c.plan_path = opt.plan;
+	c.devspec = opt.dev;
+	c.backends = opt.backend;
+	if (rank0 && isatty(STDERR_FILENO))
+		c.progress = progress;
+	c.rank = rank0 ? 0 : job->rank;
+	if (job->nranks > 1) {
+		ret = pn_cmd_job_start(ctx, 0);
+		if (ret == 2) { /* the environment, said */
+			rc = 2;
+			goto out;
+		}
+		c.boot = job->boot;
+	}
+	if (!ret)
+		ret = pn_check_run(&c);
+	if (c.rank != 0) {
+		rc = ret ? pn_cmd_fail(ctx, 2, "rank %d: %s", c.rank, pn_errmsg(ret)) : c.exit_code;
+		goto out;
+	}
+	rc = present(ctx, &c, ret);
+	if (!ret) {
+		int w = write_files(ctx, &files, &c, rc);
+
+		if (w && rc == 0)
+			rc = w;
+	}
+out:
+	abort_outputs(&files);
+	pn_check_release(&c);
+	pn_check_baseline_free(base);
+	pn_check_cfg_free(cfg);
+	return rc;
+}

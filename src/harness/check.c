@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The driver of `penny check` (harness/check.h): the check names and the
+ * --only/--skip lists, the expectation rule (config > baseline > topology),
+ * the run itself (the node's name, its topology and counters before the
+ * first check, the checks in order, counters judged last), and under a
+ * launcher the gather of every rank's results on rank 0 with the job's
+ * median rule and the exit code sent back to every rank.
+ */
+#define _GNU_SOURCE
+#include "harness/check.h"
+#include "harness/check_cfg.h"
+#include "base/log.h"
+#include "base/verdict.h"
+#include "engine/boot.h"
+#include "node/counters.h"
+#include "node/topo.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef int (*check_fn)(struct pn_check *c);
+
+/*
+ * The checks in enum order; node: the node's own (run on the node leader
+ * only).  A NULL function is a check not in this build: SKIP.
+ */
+static const struct {
+	const char *name;
+	check_fn fn;
+	int node;
+} checks[PN_CHECK_COUNT] = {
+	[PN_CHECK_INVENTORY] = { "inventory", pn_check_inventory, 1 },
+	[PN_CHECK_PCIE] = { "pcie", pn_check_pcie, 1 },
+	[PN_CHECK_COUNTERS] = { "counters", pn_check_counters, 1 },
+	[PN_CHECK_NICBW] = { "nic-bw", NULL, 0 },
+	[PN_CHECK_GPUCOPY] = { "gpu-copy", NULL, 1 },
+	[PN_CHECK_ALLREDUCE] = { "allreduce", NULL, 0 },
+	[PN_CHECK_RAILS] = { "rails", NULL, 0 },
+};
+
+const char *pn_check_name(enum pn_check_id id)
+{
+	return (unsigned)id < PN_CHECK_COUNT ? checks[id].name : NULL;
+}
+
+int pn_check_parse_list(const char *list, unsigned *mask)
+{
+	const char *p = list;
+	unsigned m = 0;
+
+	for (;;) {
+		size_t n = strcspn(p, ",");
+		int id;
+
+		for (id = 0; id < PN_CHECK_COUNT; id++)
+			if (strlen(checks[id].name) == n && !strncmp(p, checks[id].name, n))
+				break;
+		if (!n)
+			return pn_err(-EINVAL, "an empty check name in '%s'", list);
+		if (id == PN_CHECK_COUNT)
+			return pn_err(-EINVAL, "no check '%.*s' (checks: inventory, pcie, counters, "
+				      "nic-bw, gpu-copy, allreduce, rails)", (int)(n > 64 ? 64 : n), p);
+		m |= 1u << id;
+		if (!p[n])
+			break;
+		p += n + 1;
+	}
+	*mask = m;
+	return 0;
+}
+
+void pn_check_init(struct pn_check *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->mask = PN_CHECK_ALL;
+	c->timeout = 60;
+	c->nranks = 1;
+	c->nnodes = 1;
+	c->node_leader = 1;
+}
+
+double pn_check_expect(const struct pn_check *c, const char *check, const char *target,
+		       const char *key, double dflt, const char *dflt_source, char *src, size_t len)
+{
+	double v, frac;
+
+	if (key && pn_check_cfg_num(c->cfg, key, &v) == 1) {
+		snprintf(src, len, "config: %s", key);
+		return v;
+	}
+	if (c->baseline && !pn_check_baseline_find(c->baseline, check, target, &v)) {
+		pn_check_cfg_num(c->cfg, "job.baseline-fraction", &frac);
+		snprintf(src, len, "baseline: %g%% of %.6g", frac * 100, v);
+		return v * frac;
+	}
+	snprintf(src, len, "%s", dflt_source ? dflt_source : "topology");
+	return dflt;
+}
+
+void pn_check_progress(const struct pn_check *c, const char *check, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+
+	if (!c->progress)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	c->progress(c->progress_arg, check, buf);
+}
+
+/* ------------------------------------------------------------ the run */
+
+static void node_name(struct pn_check *c)
+{
+	const char *id = getenv("PENNY_NODE_ID");
+
+	if (id && *id)
+		snprintf(c->node, sizeof(c->node), "%s", id);
+	else if (c->topo && c->topo->host[0])
+		snprintf(c->node, sizeof(c->node), "%s", c->topo->host);
+	else if (gethostname(c->node, sizeof(c->node) - 1) || !c->node[0])
+		snprintf(c->node, sizeof(c->node), "localhost");
+	c->node[sizeof(c->node) - 1] = 0;
+}
+
+/* The topology and every port's counters before the first check. */
+static int setup(struct pn_check *c)
+{
+	struct pn_topo_cfg tc = { .timeout = 0 };
+	struct pn_counters_cfg cc;
+	int ret;
+
+	c->topo = calloc(1, sizeof(*c->topo));
+	c->before = calloc(1, sizeof(*c->before));
+	if (!c->topo || !c->before)
+		return pn_err(-ENOMEM, "out of memory for the check's topology");
+	ret = pn_topo_load(c->topo, &tc);
+	if (ret) {
+		free(c->topo);
+		c->topo = NULL;
+		return ret;
+	}
+	node_name(c);
+	pn_counters_cfg_init(&cc);
+	ret = pn_counters_set_init(c->before, &cc);
+	if (!ret)
+		ret = pn_counters_set_sample(c->before);
+	return ret;
+}
+
+/* A check this build has no code for (the driver's own SKIP). */
+static int not_built(struct pn_check *c, int id)
+{
+	struct pn_verdict_in in = {
+		.check = checks[id].name, .node = c->node, .target = "-", .verdict = PN_SKIP,
+		.detail = "not in this build",
+	};
+	int ret = pn_verdict_add(c->results, &in);
+
+	return ret == -ENOSPC ? 0 : ret;
+}
+
+static int run_one(struct pn_check *c, int id)
+{
+	int ret = 0;
+
+	if (!(c->mask & (1u << id)))
+		return 0;
+	if (c->node_leader || !checks[id].node) {
+		pn_check_progress(c, checks[id].name, "running");
+		if (!checks[id].fn)
+			ret = c->node_leader ? not_built(c, id) : 0;
+		else
+			ret = checks[id].fn(c);
+	}
+	if (c->boot)
+		ret = pn_boot_agree_err(c->boot, ret, 1, NULL);
+	return ret;
+}
+
+static struct pn_verdict_val val_of(const struct pn_verdict_kept_val *k)
+{
+	if (k->kind == PN_VAL_NUM)
+		return PN_VNUM(k->num);
+	if (k->kind == PN_VAL_TEXT)
+		return PN_VTEXT(k->text);
+	return (struct pn_verdict_val){ .kind = PN_VAL_NONE };
+}
+
+/* Add a kept result of another rank (a second one of a target is renamed). */
+static void add_kept(struct pn_verdict_list *l, const struct pn_verdict_result *r, int rank)
+{
+	char target[PN_VERDICT_NAME + 16];
+	struct pn_verdict_in in = {
+		.check = r->check, .node = r->node, .target = r->target, .verdict = r->verdict,
+		.measured = val_of(&r->measured), .expected = val_of(&r->expected),
+		.unit = r->unit, .source = r->source, .detail = r->detail, .seconds = r->seconds,
+	};
+
+	if (pn_verdict_add(l, &in) != -EEXIST)
+		return;
+	snprintf(target, sizeof(target), "%s@rank%d", r->target, rank);
+	in.target = target;
+	pn_verdict_add(l, &in);
+}
+
+/* What each rank tells rank 0 first. */
+struct gather_hdr {
+	int32_t n;			/* kept results */
+	int32_t dropped[PN_VERDICT_COUNT]; /* counted, not kept, per verdict */
+};
+
+/* Bytes of results in one allgather (below the rendezvous' frame limit). */
+#define GATHER_BUDGET (8u << 20)
+
+/*
+ * Every rank's results to rank 0.  The rendezvous has only allgather (and
+ * bcast): first the counts, then the results in rounds of k per rank,
+ * padded to k, with k chosen so that one round of every rank's results
+ * stays within GATHER_BUDGET whatever the job size.  Every rank receives
+ * every round (allgather's cost); only rank 0 keeps them.
+ */
+static int gather(struct pn_check *c)
+{
+	const size_t rsz = sizeof(struct pn_verdict_result);
+	struct gather_hdr mine, *hdr;
+	struct pn_verdict_result *send = NULL, *all = NULL;
+	int n = pn_verdict_n(c->results), maxn = 0, r, i, v, off, k, ret;
+
+	memset(&mine, 0, sizeof(mine));
+	mine.n = n;
+	for (v = 0; v < PN_VERDICT_COUNT; v++)
+		mine.dropped[v] = pn_verdict_count(c->results, v);
+	for (i = 0; i < n; i++)
+		mine.dropped[pn_verdict_at(c->results, i)->verdict]--;
+	hdr = calloc((size_t)c->nranks, sizeof(*hdr));
+	if (!hdr)
+		return pn_err(-ENOMEM, "out of memory for the job's results");
+	ret = pn_boot_allgather(c->boot, &mine, hdr, sizeof(mine));
+	if (ret)
+		goto out;
+	for (r = 0; r < c->nranks; r++) {
+		if (hdr[r].n < 0 || hdr[r].n > PN_VERDICT_MAX) {
+			ret = pn_err(-EPROTO, "rank %d sent %d check results", r, (int)hdr[r].n);
+			goto out;
+		}
+		if (hdr[r].n > maxn)
+			maxn = hdr[r].n;
+		if (c->rank == 0 && r != 0)
+			for (v = 0; v < PN_VERDICT_COUNT; v++)
+				pn_verdict_add_dropped(c->results, v, hdr[r].dropped[v]);
+	}
+	k = (int)(GATHER_BUDGET / ((size_t)c->nranks * rsz));
+	if (k < 1)
+		k = 1;
+	if (k > maxn)
+		k = maxn;
+	if (k) {
+		send = calloc((size_t)k, rsz);
+		all = calloc((size_t)k * (size_t)c->nranks, rsz);
+		if (!send || !all) {
+			ret = pn_err(-ENOMEM, "out of memory for the job's results");
+			goto out;
+		}
+	}
+	for (off = 0; off < maxn; off += k) {
+		memset(send, 0, (size_t)k * rsz);
+		for (i = 0; i < k && off + i < n; i++)
+			send[i] = *pn_verdict_at(c->results, off + i);
+		ret = pn_boot_allgather(c->boot, send, all, (size_t)k * rsz);
+		if (ret)
+			goto out;
+		if (c->rank != 0)
+			continue;
+		for (r = 1; r < c->nranks; r++)
+			for (i = 0; i < k && off + i < hdr[r].n; i++) {
+				struct pn_verdict_result *x = &all[(size_t)r * (size_t)k + (size_t)i];
+
+				/* strings of another process: terminate them */
+				x->check[sizeof(x->check) - 1] = x->node[sizeof(x->node) - 1] = 0;
+				x->target[sizeof(x->target) - 1] = x->unit[sizeof(x->unit) - 1] = 0;
+				x->source[sizeof(x->source) - 1] = x->detail[sizeof(x->detail) - 1] = 0;
+				x->measured.text[PN_VERDICT_VAL - 1] = 0;
+				x->expected.text[PN_VERDICT_VAL - 1] = 0;
+				add_kept(c->results, x, r);
+			}
+	}
+out:
+	free(hdr);
+	free(send);
+	free(all);
+	return ret;
+}
+
+static int is_job_check(const char *check)
+{
+	return !strcmp(check, "nic-bw") || !strcmp(check, "gpu-copy") ||
+	       !strcmp(check, "allreduce");
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int pn_check_job_median(struct pn_verdict_list *l, double margin)
+{
+	int n = pn_verdict_n(l), i, j, m, failed = 0;
+	char *done = calloc((size_t)n + 1, 1);
+	double *vals = calloc((size_t)n + 1, sizeof(double));
+	int *idx = calloc((size_t)n + 1, sizeof(int));
+
+	if (!done || !vals || !idx)
+		goto out;
+	for (i = 0; i < n; i++) {
+		const struct pn_verdict_result *a = pn_verdict_at(l, i), *b;
+		double med;
+
+		if (done[i] || !is_job_check(a->check) || a->measured.kind != PN_VAL_NUM ||
+		    a->expected.kind != PN_VAL_NUM)
+			continue;
+		m = 0;
+		for (j = i; j < n; j++) {
+			b = pn_verdict_at(l, j);
+			if (done[j] || strcmp(a->check, b->check) || strcmp(a->unit, b->unit) ||
+			    b->measured.kind != PN_VAL_NUM || b->expected.kind != PN_VAL_NUM ||
+			    b->expected.num != a->expected.num)
+				continue;
+			done[j] = 1;
+			idx[m] = j;
+			vals[m++] = b->measured.num;
+		}
+		if (m < 2)
+			continue;
+		qsort(vals, (size_t)m, sizeof(double), cmp_double);
+		med = m % 2 ? vals[m / 2] : (vals[m / 2 - 1] + vals[m / 2]) / 2;
+		for (j = 0; j < m; j++) {
+			char src[64], det[160];
+
+			b = pn_verdict_at(l, idx[j]);
+			if (b->verdict != PN_PASS || !(b->measured.num < med * (1 - margin)))
+				continue;
+			snprintf(src, sizeof(src), "job median of %d", m);
+			snprintf(det, sizeof(det),
+				 "%.1f%% below the job's median %.6g %s (margin %g%%)",
+				 med > 0 ? 100 * (med - b->measured.num) / med : 0, med, b->unit,
+				 margin * 100);
+			if (!pn_verdict_set(l, idx[j], PN_FAIL, src, det))
+				failed++;
+		}
+	}
+out:
+	free(done);
+	free(vals);
+	free(idx);
+	return failed;
+}
+
+/* Rank 0: the job's rules; then every rank learns the exit code. */
+static int finish(struct pn_check *c)
+{
+	int32_t code = 0;
+	double margin;
+	int ret;
+
+	if (c->boot) {
+		ret = gather(c);
+		if (ret)
+			return ret;
+	}
+	if (c->rank == 0) {
+		pn_check_cfg_num(c->cfg, "job.median-margin", &margin);
+		pn_check_job_median(c->results, margin);
+		code = pn_verdict_exit_code(c->results);
+	}
+	if (c->boot) {
+		ret = pn_boot_bcast(c->boot, &code, sizeof(code), 0);
+		if (ret)
+			return ret;
+	}
+	c->exit_code = code;
+	return 0;
+}
+
+int pn_check_run(struct pn_check *c)
+{
+	static const int order[] = { PN_CHECK_INVENTORY, PN_CHECK_PCIE, PN_CHECK_NICBW,
+				     PN_CHECK_GPUCOPY, PN_CHECK_ALLREDUCE, PN_CHECK_RAILS,
+				     PN_CHECK_COUNTERS };
+	double window = 0;
+	size_t i;
+	int ret;
+
+	if (!c->cfg)
+		return pn_err(-EINVAL, "penny check run without a configuration");
+	c->exit_code = 2;
+	c->results = pn_verdict_list_new();
+	if (!c->results)
+		return -ENOMEM;
+	if (c->boot) {
+		c->rank = pn_boot_rank(c->boot);
+		c->nranks = pn_boot_nranks(c->boot);
+		c->node_index = pn_boot_node(c->boot, c->rank);
+		c->nnodes = pn_boot_nnodes(c->boot);
+		c->node_leader = pn_boot_local_rank(c->boot) == 0;
+	}
+	pn_check_cfg_num(c->cfg, "counters.window", &window);
+	ret = 0;
+	if (c->boot && (c->mask & (1u << PN_CHECK_COUNTERS)) && window >= pn_boot_timeout(c->boot))
+		ret = pn_err(-EINVAL, "counters.window (%g s) must be shorter than --timeout "
+			     "(%g s) under a launcher", window, pn_boot_timeout(c->boot));
+	if (!ret)
+		ret = setup(c);
+	if (c->boot)
+		ret = pn_boot_agree_err(c->boot, ret, 1, NULL);
+	if (ret)
+		return ret;
+	for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		ret = run_one(c, order[i]);
+		if (ret)
+			return ret;
+	}
+	return finish(c);
+}
+
+void pn_check_release(struct pn_check *c)
+{
+	if (c->topo) {
+		pn_topo_release(c->topo);
+		free(c->topo);
+		c->topo = NULL;
+	}
+	if (c->before) {
+		pn_counters_set_release(c->before);
+		free(c->before);
+		c->before = NULL;
+	}
+	pn_verdict_list_free(c->results);
+	c->results = NULL;
+}
+
+int pn_check_add(struct pn_check *c, const struct pn_verdict_in *in)
+{
+	struct pn_verdict_in x = *in;
+	int ret;
+
+	if (!x.node)
+		x.node = c->node;
+	ret = pn_verdict_add(c->results, &x);
+	return ret == -ENOSPC || ret == -EEXIST ? 0 : ret;
+}
+
+int pn_check_port_selected(const struct pn_check *c, const char *dev, int port)
+{
+	const char *p = c->devspec;
+	size_t dl = strlen(dev);
+
+	if (!p || !*p)
+		return 1;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		const char *colon = memchr(p, ':', n);
+		size_t nl = colon ? (size_t)(colon - p) : n;
+
+		if (nl == dl && !memcmp(p, dev, dl) && (!colon || atoi(colon + 1) == port))
+			return 1;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}

@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The configuration of `penny check` (harness/check_cfg.h): the one table
+ * of keys (type, range, default, documentation) and the parser of
+ * "key = value" files.  A number key whose default is NAN has none: the
+ * check derives its expectation (topology, baseline) instead.
+ */
+#include "harness/check_cfg.h"
+#include "base/file.h"
+#include "base/log.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A config file is a few dozen lines: refuse anything much larger. */
+#define CFG_MAX_BYTES (1 << 20)
+#define CFG_VAL_LEN 64
+
+/*
+ * check-core's keys first; check-net and check-gpu append theirs at the
+ * end.  Keep the doc one line: `penny check --list-keys` prints it and the
+ * man page test compares the names.
+ */
+static const struct pn_check_key keys[] = {
+	{ "inventory.gpus", 1, 0, 4096, NAN, NULL,
+	  "GPUs the node must have (default: any number, reported)", NULL },
+	{ "inventory.nics", 1, 0, 4096, NAN, NULL,
+	  "RDMA devices the node must have (default: any number, reported)", NULL },
+	{ "inventory.rail-path", 0, 0, 0, 0, "PXB",
+	  "worst acceptable PCIe path from a GPU to its nearest NIC", "PIX PXB PHB NODE SYS" },
+	{ "inventory.port-rate", 1, 0.001, 1e6, NAN, NULL,
+	  "Gb/s every port must run at (default: the node's fastest port of its link layer)",
+	  NULL },
+	{ "pcie.gpu-speed", 0, 0, 0, 0, "idle-ok",
+	  "a GPU's lowered link speed: idle-ok (GPUs slow their link when idle) or strict",
+	  "idle-ok strict" },
+	{ "counters.max-increase", 1, 0, 1e18, 0, NULL,
+	  "how much a port's error counters may rise during the run", NULL },
+	{ "counters.window", 1, 0, 3600, 0, NULL,
+	  "seconds the counters check watches at least (from before the first check)", NULL },
+	{ "job.median-margin", 1, 0, 1, 0.10, NULL,
+	  "under a launcher: fail a result this fraction below its group's job median", NULL },
+	{ "job.baseline-fraction", 1, 0, 1, 0.9, NULL,
+	  "with --baseline: the fraction of the baseline's figure a result must reach", NULL },
+};
+
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+struct pn_check_cfg {
+	int set[NKEYS];
+	double num[NKEYS];
+	char str[NKEYS][CFG_VAL_LEN];
+};
+
+const struct pn_check_key *pn_check_keys(size_t *n)
+{
+	*n = NKEYS;
+	return keys;
+}
+
+struct pn_check_cfg *pn_check_cfg_new(void)
+{
+	struct pn_check_cfg *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		pn_err(-ENOMEM, "out of memory for the check configuration");
+	return c;
+}
+
+void pn_check_cfg_free(struct pn_check_cfg *c)
+{
+	free(c);
+}
+
+static int find_key(const char *key, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < NKEYS; i++)
+		if (strlen(keys[i].key) == len && !memcmp(keys[i].key, key, len))
+			return (int)i;
+	return -1;
+}
+
+/* Is the word w one of the space-separated choices? */
+static int is_choice(const char *choices, const char *w)
+{
+	size_t n = strlen(w);
+	const char *p = choices;
+
+	while (*p) {
+		size_t k = strcspn(p, " ");
+
+		if (k == n && !memcmp(p, w, n))
+			return 1;
+		p += k;
+		while (*p == ' ')
+			p++;
+	}
+	return 0;
+}
+
+static int set_value(struct pn_check_cfg *c, int k, const char *v, const char *name, int line)
+{
+	const struct pn_check_key *d = &keys[k];
+
+	if (!*v)
+		return pn_err(-EINVAL, "%s:%d: %s has no value", name, line, d->key);
+	if (d->is_num) {
+		char *end;
+		double x;
+
+		errno = 0;
+		x = strtod(v, &end);
+		if (end == v || *end || errno || !isfinite(x))
+			return pn_err(-EINVAL, "%s:%d: %s must be a number, not '%s'", name, line,
+				      d->key, v);
+		if (x < d->min || x > d->max)
+			return pn_err(-EINVAL, "%s:%d: %s must be %g..%g, got %s", name, line,
+				      d->key, d->min, d->max, v);
+		c->num[k] = x;
+	} else {
+		if (strlen(v) >= CFG_VAL_LEN)
+			return pn_err(-EINVAL, "%s:%d: %s: value longer than %d characters", name,
+				      line, d->key, CFG_VAL_LEN - 1);
+		if (d->choices && !is_choice(d->choices, v))
+			return pn_err(-EINVAL, "%s:%d: %s must be one of %s, not '%s'", name, line,
+				      d->key, d->choices, v);
+		strcpy(c->str[k], v);
+	}
+	c->set[k] = 1;
+	return 0;
+}
+
+/* One line (NUL-terminated, no newline): blank, comment, or key = value. */
+static int parse_line(struct pn_check_cfg *c, char *s, const char *name, int line)
+{
+	char *eq, *key, *val, *e;
+	int k;
+
+	e = strchr(s, '#');
+	if (e)
+		*e = 0;
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = 0;
+	if (!*s)
+		return 0;
+	eq = strchr(s, '=');
+	if (!eq)
+		return pn_err(-EINVAL, "%s:%d: expected 'key = value'", name, line);
+	key = s;
+	e = eq;
+	while (e > key && isspace((unsigned char)e[-1]))
+		e--;
+	if (e == key)
+		return pn_err(-EINVAL, "%s:%d: a value without a key", name, line);
+	*e = 0;
+	val = eq + 1;
+	while (isspace((unsigned char)*val))
+		val++;
+	k = find_key(key, strlen(key));
+	if (k < 0)
+		return pn_err(-EINVAL, "%s:%d: unknown key '%.64s' (see penny check --list-keys)",
+			      name, line, key);
+	if (c->set[k])
+		return pn_err(-EINVAL, "%s:%d: %s is given twice", name, line, keys[k].key);
+	return set_value(c, k, val, name, line);
+}
+
+int pn_check_cfg_parse(struct pn_check_cfg *c, const char *text, size_t len, const char *name)
+{
+	char buf[512];
+	size_t i = 0;
+	int line = 0, ret;
+
+	if (len > CFG_MAX_BYTES)
+		return pn_err(-EINVAL, "%s: larger than %d bytes: not a check configuration", name,
+			      CFG_MAX_BYTES);
+	if (memchr(text, 0, len))
+		return pn_err(-EINVAL, "%s: a NUL byte: not a text file", name);
+	while (i < len) {
+		const char *nl = memchr(text + i, '\n', len - i);
+		size_t n = nl ? (size_t)(nl - (text + i)) : len - i;
+
+		line++;
+		if (n >= sizeof(buf))
+			return pn_err(-EINVAL, "%s:%d: line longer than %zu characters", name, line,
+				      sizeof(buf) - 1);
+		memcpy(buf, text + i, n);
+		buf[n] = 0;
+		if (n && buf[n - 1] == '\r')
+			buf[n - 1] = 0;
+		ret = parse_line(c, buf, name, line);
+		if (ret)
+			return ret;
+		i += n + 1;
+	}
+	return 0;
+}
+
+int pn_check_cfg_load(struct pn_check_cfg *c, const char *path)
+{
+	char *buf;
+	size_t len;
+	int ret = pn_file_read(path, &buf, &len);
+
+	if (ret)
+		return ret;
+	ret = pn_check_cfg_parse(c, buf, len, path);
+	free(buf);
+	return ret;
+}
+
+static int lookup(const char *key, int is_num)
+{
+	int k = find_key(key, strlen(key));
+
+	if (k < 0 || keys[k].is_num != is_num)
+		return pn_err(-EINVAL, "check configuration: no %s key '%s'",
+			      is_num ? "number" : "string", key);
+	return k;
+}
+
+int pn_check_cfg_num(const struct pn_check_cfg *c, const char *key, double *v)
+{
+	int k = lookup(key, 1);
+
+	if (k < 0)
+		return k;
+	*v = c && c->set[k] ? c->num[k] : keys[k].dflt;
+	return c && c->set[k];
+}
+
+int pn_check_cfg_str(const struct pn_check_cfg *c, const char *key, const char **v)
+{
+	int k = lookup(key, 0);
+
+	if (k < 0)
+		return k;
+	*v = c && c->set[k] ? c->str[k] : keys[k].dflt_str;
+	return c && c->set[k];
+}
