@@ -45,6 +45,18 @@ static const struct pn_check_key keys[] = {
 	  "under a launcher: fail a result this fraction below its group's job median", NULL },
 	{ "job.baseline-fraction", 1, 0, 1, 0.9, NULL,
 	  "with --baseline: the fraction of the baseline's figure a result must reach", NULL },
+	/* check-net: nic-bw, rails */
+	{ "nic-bw.fraction", 1, 0, 1, 0.9, NULL,
+	  "fraction of the port rate every NIC must send at", NULL },
+	{ "nic-bw.min-gbps", 1, 0, 1e5, NAN, NULL,
+	  "Gb/s every NIC must send at (overrides the fraction of the port rate)", NULL },
+	{ "nic-bw.size", 1, 1, 1 << 30, 1 << 20, NULL, "bytes per RDMA write", NULL },
+	{ "nic-bw.seconds", 1, 0.1, 600, 2, NULL,
+	  "seconds each NIC sends (--quick: a quarter, at least 0.2)", NULL },
+	{ "rails.noise-bytes", 1, 0, 1e15, 1 << 20, NULL,
+	  "bytes a NIC may carry outside the plan (background traffic)", NULL },
+	{ "rails.size", 1, 4096, 1 << 30, 16 << 20, NULL,
+	  "bytes of each allreduce over the plan (4 of them; --quick: a quarter)", NULL },
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))

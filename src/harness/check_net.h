@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pure parts of penny check's network checks (check_net.c), exposed
+ * for the unit tests: nic-bw's pairing of nodes in rounds, and the rails
+ * check's judgement of every NIC's byte counters against a ring plan.
+ */
+#ifndef PENNY_CHECK_NET_H
+#define PENNY_CHECK_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * nic-bw across nodes: round 0 pairs nodes 0-1, 2-3, ...; with an odd node
+ * count round 1 pairs the last node with node 0 (everyone else idle).  In a
+ * pair both nodes are measured as senders, one after the other.
+ * Rounds for nnodes nodes: 0 alone (loopback), 1 even, 2 odd.
+ */
+int pn_nicbw_rounds(int nnodes);
+/* Node's partner in round, -1 idle. */
+int pn_nicbw_partner(int nnodes, int round, int node);
+/* The round whose measurement of node as the sender is reported (its first). */
+int pn_nicbw_report_round(int nnodes, int node);
+
+/* One NIC port of the job as the rails check sees it. */
+struct pn_rails_nic {
+	int node;		/* job node index */
+	char name[64];		/* "rxe0/1" */
+	int rail;		/* index on its node: NIC<rail> of the topology, or -d order */
+	int planned;		/* the plan sends or receives through it */
+	int valid;		/* its byte counters were read before and after */
+	uint64_t tx, rx;	/* bytes during the planned allreduce */
+};
+
+/* An inter-node connection of the plan: sender NIC -> receiver NIC (indices into nics). */
+struct pn_rails_hop {
+	int from, to;
+};
+
+enum pn_rails_why {
+	PN_RAILS_OK = 0,
+	PN_RAILS_UNREAD,	/* counters not readable: SKIP */
+	PN_RAILS_IDLE,		/* planned, carried nothing beyond the noise */
+	PN_RAILS_UNPLANNED,	/* not planned, carried more than the noise */
+	PN_RAILS_CROSSED,	/* its rail lost bytes to another rail, and it sent them */
+};
+
+struct pn_rails_judged {
+	int why;		/* enum pn_rails_why */
+	int peer;		/* CROSSED through a planned hop: the receiving NIC, else -1 */
+	uint64_t lost;		/* CROSSED: bytes its rail's NICs sent beyond what they received */
+};
+
+/*
+ * Judge every NIC: a planned NIC that carried (tx + rx) no more than noise
+ * bytes is IDLE; an unplanned one that carried more is UNPLANNED.  Job-wide,
+ * the bytes a rail's NICs sent must be received by NICs of that rail: a
+ * rail whose NICs sent more than they received, beyond noise per NIC of
+ * the rail plus 2 % of what it sent (retransmits), lost bytes to another
+ * rail; its NICs that send through a planned hop to a NIC of another rail
+ * are CROSSED (peer named), or, when no hop of the plan explains it, every
+ * NIC of the rail that sent more than the noise.  CROSSED wins over the
+ * others.  out has n entries.
+ */
+void pn_rails_judge(const struct pn_rails_nic *nics, int n, const struct pn_rails_hop *hops,
+		    int nhops, uint64_t noise, struct pn_rails_judged *out);
+
+#endif
