@@ -90,6 +90,17 @@ void pn_rails_judge(const struct pn_rails_nic *nics, int n, const struct pn_rail
 		out[i].lost = 0;
 		maxrail = PN_MAX(maxrail, x->rail);
 	}
+	/* a planned hop between rails moved its sender's bytes to the other rail */
+	for (h = 0; h < nhops; h++) {
+		int f = hops[h].from, t = hops[h].to;
+
+		if (f < 0 || f >= n || t < 0 || t >= n || nics[f].rail < 0 || nics[t].rail < 0 ||
+		    nics[f].rail == nics[t].rail || !nics[f].valid || nics[f].tx <= noise)
+			continue;
+		out[f].why = PN_RAILS_CROSSED;
+		out[f].peer = t;
+		out[f].lost = nics[f].tx;
+	}
 	for (rail = 0; rail <= maxrail; rail++) {
 		uint64_t tx = 0, rx = 0, tol;
 		int nrail = 0, explained = 0, all_valid = 1;
@@ -104,18 +115,9 @@ void pn_rails_judge(const struct pn_rails_nic *nics, int n, const struct pn_rail
 		tol = noise * (uint64_t)nrail + tx / 50;
 		if (!nrail || !all_valid || tx <= rx + tol)
 			continue;
-		/* rail lost tx - rx bytes: a planned hop to another rail explains it */
-		for (h = 0; h < nhops; h++) {
-			int f = hops[h].from, t = hops[h].to;
-
-			if (f < 0 || f >= n || t < 0 || t >= n || nics[f].rail != rail ||
-			    nics[t].rail == rail || nics[f].tx <= noise)
-				continue;
-			out[f].why = PN_RAILS_CROSSED;
-			out[f].peer = t;
-			out[f].lost = tx - rx;
-			explained = 1;
-		}
+		/* rail lost tx - rx bytes: explained by a crossing hop above, or named here */
+		for (i = 0; i < n; i++)
+			explained |= nics[i].rail == rail && out[i].why == PN_RAILS_CROSSED;
 		for (i = 0; i < n && !explained; i++)
 			if (nics[i].rail == rail && nics[i].tx > noise) {
 				out[i].why = PN_RAILS_CROSSED;
@@ -1047,10 +1049,11 @@ static void rails_result(struct pn_check *c, const struct pn_rails_nic *x,
 	v.detail = detail;
 	switch (j->why) {
 	case PN_RAILS_UNREAD:
-		v.verdict = PN_SKIP;
+		/* a planned NIC the node does not have fails; unreadable counters cannot judge */
+		v.verdict = x->rail < 0 ? PN_FAIL : PN_SKIP;
 		v.measured = PN_VTEXT("n/a");
-		snprintf(detail, sizeof(detail), "%s: byte counters not readable%s", x->name,
-			 x->rail < 0 ? " (a planned NIC that is not among this node's)" : "");
+		snprintf(detail, sizeof(detail), x->rail < 0 ? "the plan uses %s, which is not among "
+			 "this node's NICs" : "%s: byte counters not readable", x->name);
 		break;
 	case PN_RAILS_IDLE:
 		v.verdict = PN_FAIL;
@@ -1067,9 +1070,9 @@ static void rails_result(struct pn_check *c, const struct pn_rails_nic *x,
 	case PN_RAILS_CROSSED:
 		v.verdict = PN_FAIL;
 		if (j->peer >= 0)
-			snprintf(detail, sizeof(detail), "bytes crossed rails: rail %d's NICs sent %llu B "
-				 "more than they received; this NIC sends to %.40s %.40s on rail %d",
-				 x->rail, (unsigned long long)j->lost,
+			snprintf(detail, sizeof(detail), "bytes crossed rails: %llu B sent from rail %d "
+				 "through the plan's hop to %.40s %.40s on rail %d",
+				 (unsigned long long)j->lost, x->rail,
 				 leader[all[j->peer].node] ? leader[all[j->peer].node]->host : "?",
 				 all[j->peer].name, all[j->peer].rail);
 		else

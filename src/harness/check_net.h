@@ -48,19 +48,21 @@ enum pn_rails_why {
 struct pn_rails_judged {
 	int why;		/* enum pn_rails_why */
 	int peer;		/* CROSSED through a planned hop: the receiving NIC, else -1 */
-	uint64_t lost;		/* CROSSED: bytes its rail's NICs sent beyond what they received */
+	uint64_t lost;		/* CROSSED: bytes sent across (see pn_rails_judge) */
 };
 
 /*
  * Judge every NIC: a planned NIC that carried (tx + rx) no more than noise
- * bytes is IDLE; an unplanned one that carried more is UNPLANNED.  Job-wide,
- * the bytes a rail's NICs sent must be received by NICs of that rail: a
- * rail whose NICs sent more than they received, beyond noise per NIC of
- * the rail plus 2 % of what it sent (retransmits), lost bytes to another
- * rail; its NICs that send through a planned hop to a NIC of another rail
- * are CROSSED (peer named), or, when no hop of the plan explains it, every
- * NIC of the rail that sent more than the noise.  CROSSED wins over the
- * others.  out has n entries.
+ * bytes is IDLE; an unplanned one that carried more is UNPLANNED.  A NIC
+ * that sent more than the noise through a planned hop to a NIC of another
+ * rail is CROSSED (peer named, lost = what it sent).  Job-wide, the bytes a
+ * rail's NICs sent must be received by NICs of that rail: a rail whose NICs
+ * sent more than they received, beyond noise per NIC of the rail plus 2 %
+ * of what it sent (retransmits), lost bytes to another rail; when no
+ * crossing hop explains it, every NIC of the rail that sent more than the
+ * noise is CROSSED (peer -1, lost = the rail's loss: cabling, routing).
+ * CROSSED wins over the others.  Rails < 0 (unknown) are not judged for
+ * crossing.  out has n entries.
  */
 void pn_rails_judge(const struct pn_rails_nic *nics, int n, const struct pn_rails_hop *hops,
 		    int nhops, uint64_t noise, struct pn_rails_judged *out);

@@ -138,7 +138,7 @@ TEST(rails_crossed_by_a_planned_hop)
 	pn_rails_judge(n, 4, h, 4, 1 << 20, j);
 	CHECK_EQ_INT(j[0].why, PN_RAILS_CROSSED);
 	CHECK_EQ_INT(j[0].peer, 3);
-	CHECK(j[0].lost == 48000000);
+	CHECK(j[0].lost == 100000000);
 	CHECK_EQ_INT(j[1].why, PN_RAILS_OK);
 	CHECK_EQ_INT(j[2].why, PN_RAILS_OK);
 	CHECK_EQ_INT(j[3].why, PN_RAILS_OK);
@@ -165,6 +165,31 @@ TEST(rails_crossed_outside_the_plan)
 	CHECK_EQ_INT(j[2].why, PN_RAILS_OK);
 }
 
+TEST(rails_crossed_both_ways_balances_the_sums)
+{
+	struct pn_rails_nic n[4];
+	struct pn_rails_hop h[4] = { { 0, 2 }, { 2, 0 }, { 1, 3 }, { 3, 1 } };
+	struct pn_rails_judged j[4];
+	int i;
+
+	/* b's rails swapped (rxe1 on rail 1, rxe3 on rail 0): every hop crosses,
+	 * and each rail receives what the other sends, so the sums balance */
+	lab(n, 50000000, 50000000, 50000000, 50000000, 50000000, 50000000, 50000000, 50000000);
+	n[2].rail = 1;
+	n[3].rail = 0;
+	pn_rails_judge(n, 4, h, 4, 1 << 20, j);
+	for (i = 0; i < 4; i++)
+		CHECK_EQ_INT(j[i].why, PN_RAILS_CROSSED);
+	CHECK_EQ_INT(j[0].peer, 2);
+	CHECK_EQ_INT(j[3].peer, 1);
+	/* a hop to a NIC of unknown rail is not judged */
+	n[2].rail = -1;
+	n[3].rail = 1;
+	pn_rails_judge(n, 4, h, 4, 1 << 20, j);
+	CHECK_EQ_INT(j[0].why, PN_RAILS_OK);
+	CHECK_EQ_INT(j[1].why, PN_RAILS_OK);
+}
+
 int main(void)
 {
 	RUN(pairing_covers_every_node);
@@ -173,5 +198,6 @@ int main(void)
 	RUN(rails_planned_idle_and_unplanned);
 	RUN(rails_crossed_by_a_planned_hop);
 	RUN(rails_crossed_outside_the_plan);
+	RUN(rails_crossed_both_ways_balances_the_sums);
 	return unit_done();
 }
