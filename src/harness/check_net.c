@@ -876,16 +876,16 @@ static int rails_build(struct pn_check *c, struct pn_planned *pl)
 			snprintf(pl->model.nodes[pl->model.nnodes - 1].host, PN_PLAN_NAME, "%s",
 				 pn_boot_node_name(c->boot, r));
 		else
-			ret = pn_err(-ENOTSUP, "no plan from %s's topology: %s",
-				     pn_boot_node_name(c->boot, r), pn_errmsg(ret));
+			ret = pn_err_ctx(-ENOTSUP, "no plan from %s's topology",
+					 pn_boot_node_name(c->boot, r));
 	}
 	if (!ret)
 		ret = pn_plan_model_finish(&pl->model);
 	if (!ret)
 		ret = pn_plan_build(&pl->plan, &pl->model, &o);
 	if (ret && ret != -ENOMEM && ret != -ENOTSUP)
-		ret = pn_err(-ENOTSUP, "no ring plan from the nodes' topologies: %s (give --plan FILE)",
-			     pn_errmsg(ret));
+		ret = pn_err_ctx(-ENOTSUP, "no ring plan from the nodes' topologies (give --plan "
+				 "FILE)");
 	free(text);
 	free(all);
 	free(lens);
@@ -919,8 +919,7 @@ static int rails_plan(struct pn_check *c, struct pn_planned *pl, char *note, siz
 		if (!ret)
 			ret = pn_plan_load_json(&pl->plan, &pl->model, NULL, text, tlen, &viol);
 		if (ret < 0) {
-			ret = ret == -ENOMEM ? ret : pn_err(-EINVAL, "plan '%s': %s", c->plan_path,
-							    pn_errmsg(ret));
+			ret = ret == -ENOMEM ? ret : pn_err_ctx(-EINVAL, "plan '%s'", c->plan_path);
 			goto out;
 		}
 		if (ret > 0 || viol.dropped)
@@ -942,7 +941,7 @@ static int rails_plan(struct pn_check *c, struct pn_planned *pl, char *note, siz
 	}
 	ret = pn_plan_job_map(&pl->map, &pl->plan, c->nranks, node, c->nnodes, names);
 	if (ret)
-		ret = pn_err(-ENOTSUP, "%s (rails runs one rank per GPU of the plan)", pn_errmsg(ret));
+		ret = pn_err_ctx(-ENOTSUP, "rails runs one rank per GPU of the plan");
 out:
 	pn_plan_msgs_release(&viol);
 	free(text);
@@ -972,6 +971,9 @@ static int rails_allreduce(struct pn_check *c, struct pn_planned *pl, size_t byt
 		ret = pn_coll_set_rings(&co, pl->map.nrings, (const int *const *)pl->map.rings);
 	for (i = 0; !ret && i < iters; i++)
 		ret = pn_allreduce(&co, a, b, count, PN_FLOAT, PN_SUM, PN_ALGO_MULTIRING, NULL, NULL);
+	/* every rank done (or failed) before any closes its connections: a
+	 * socket closed with the peer's last bytes unread resets the peer's */
+	ret = pn_boot_agree_err(c->boot, ret, 1, NULL);
 	if (co.comm)
 		pn_coll_release(&co);
 	pn_comm_free(comm);
@@ -1207,12 +1209,12 @@ int pn_check_rails(struct pn_check *c)
 		if (!code)
 			code = pn_counters_set_sample(&set);
 	}
-	if (!code) {
+	ret = pn_boot_agree_err(c->boot, code, 1, &first);
+	if (!ret) {
 		pn_check_progress(c, "rails", "allreduce of %zu bytes over %d ring%s", bytes,
 				  pl->map.nrings, pl->map.nrings == 1 ? "" : "s");
-		code = rails_allreduce(c, pl, bytes, 4);
+		ret = rails_allreduce(c, pl, bytes, 4);
 	}
-	ret = pn_boot_agree_err(c->boot, code, 1, &first);
 	if (ret) {
 		if (ret == -ENOMEM)
 			goto out;

@@ -41,13 +41,13 @@ test_expect_success 'alone: rails SKIPs, needing 2 nodes under a launcher (exit 
 test_expect_success 'nic-bw on a tree without RDMA devices: SKIP with the reason' '
 	sys_root none node-none && sys_cpus 4 1 &&
 	sys_bridge 0000:00:01.0 0x01 0x01 && sys_pci 0000:01:00.0 0x030200 0x10de 0x2335 0000:00:01.0 &&
-	test_exit 2 penny --sysfs-root none check --only nic-bw --json >none.json &&
+	test_exit 2 penny check --sysfs-root none --only nic-bw --json >none.json &&
 	verdicts none.json | tee none.txt &&
 	grep -q "^nic-bw node-none NICs SKIP | no RDMA device on this node$" none.txt
 '
 test_expect_success 'nic-bw: a port DOWN FAILs naming the NIC and why, never PASS' '
 	tree_switches sw && sys_port mlx5_1 1 DOWN Disabled "400 Gb/sec (4X NDR)" InfiniBand &&
-	test_exit 1 penny --sysfs-root sw check --only nic-bw -d mlx5_1 --json >down.json &&
+	test_exit 1 penny check --sysfs-root sw --only nic-bw -d mlx5_1 --json >down.json &&
 	verdicts down.json | tee down.txt &&
 	grep -q "^nic-bw node-switches mlx5_1/1 FAIL | port 1 is DOWN (Disabled)$" down.txt
 '
@@ -56,7 +56,7 @@ test_expect_success 'two nodes, no RDMA: nic-bw SKIPs on each, rails without a p
 	test "$(cat rc0) $(cat rc1)" = "2 2" &&
 	grep -q "^nic-bw a NICs SKIP | no RDMA device" job.txt &&
 	grep -q "^nic-bw b NICs SKIP | no RDMA device" job.txt &&
-	grep -q "^rails a plan SKIP | .*give --plan FILE" job.txt
+	grep -q "^rails a plan SKIP | no plan from a.s topology: " job.txt
 '
 test_expect_success 'two nodes, a plan whose NICs the nodes lack: rails FAILs naming each' '
 	penny ring-plan --nodes 2 --gpus 1 --nics 1 --hosts a,b --json >plan.json &&
