@@ -25,6 +25,7 @@
 #include "node/counters.h"
 #include "node/nic.h"
 #include "node/nodectx.h"
+#include "node/sysfs.h"
 #include "node/topo.h"
 #include "plan/plan.h"
 #include "plan/plan_job.h"
@@ -713,6 +714,18 @@ int pn_check_nicbw(struct pn_check *c)
 			add(c, &v);
 		}
 	}
+	if (!pn_sysfs_is_live()) {
+		/* a captured or synthetic tree: its ports are judged, nothing is measured */
+		for (r = 0; r < n; r++) {
+			struct pn_verdict_in v = { .check = "nic-bw", .target = nics[r].name,
+						   .verdict = nics[r].usable ? PN_SKIP : PN_FAIL,
+						   .detail = nics[r].usable ? "not measured: the sysfs "
+						   "root is a captured tree" : nics[r].why };
+
+			add(c, &v);
+		}
+		return 0;
+	}
 	if (!c->boot || c->nnodes < 2)
 		return c->node_leader && n ? nicbw_alone(c, nics, n) : 0;
 	nb_cfg(c, &cfg);
@@ -1173,6 +1186,10 @@ int pn_check_rails(struct pn_check *c)
 	if (!c->boot || c->nnodes < 2) {
 		rails_job_result(c, PN_SKIP, "needs at least 2 nodes under a launcher (one rank per "
 					     "GPU of the ring plan)");
+		return 0;
+	}
+	if (!pn_sysfs_is_live()) {
+		rails_job_result(c, PN_SKIP, "not run: the sysfs root is a captured tree");
 		return 0;
 	}
 	if (c->quick)

@@ -45,11 +45,14 @@ test_expect_success 'nic-bw on a tree without RDMA devices: SKIP with the reason
 	verdicts none.json | tee none.txt &&
 	grep -q "^nic-bw node-none NICs SKIP | no RDMA device on this node$" none.txt
 '
-test_expect_success 'nic-bw: a port DOWN FAILs naming the NIC and why, never PASS' '
+test_expect_success 'nic-bw on a captured tree: a port DOWN FAILs with why, an ACTIVE one is not measured' '
 	tree_switches sw && sys_port mlx5_1 1 DOWN Disabled "400 Gb/sec (4X NDR)" InfiniBand &&
 	test_exit 1 penny check --sysfs-root sw --only nic-bw -d mlx5_1 --json >down.json &&
 	verdicts down.json | tee down.txt &&
-	grep -q "^nic-bw node-switches mlx5_1/1 FAIL | port 1 is DOWN (Disabled)$" down.txt
+	grep -q "^nic-bw node-switches mlx5_1/1 FAIL | port 1 is DOWN (Disabled)$" down.txt &&
+	test_exit 1 penny check --sysfs-root sw --only nic-bw --json >sw.json &&
+	verdicts sw.json | tee sw.txt &&
+	grep -q "^nic-bw node-switches mlx5_0/1 SKIP | not measured: the sysfs root is a captured tree$" sw.txt
 '
 test_expect_success 'two nodes, no RDMA: nic-bw SKIPs on each, rails without a plan SKIPs' '
 	run2 --only nic-bw,rails && cat err0 err1 && verdicts out0 | tee job.txt &&
