@@ -1,14 +1,43 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The pure parts of penny check's network checks (check_net.c), exposed
- * for the unit tests: nic-bw's pairing of nodes in rounds, and the rails
- * check's judgement of every NIC's byte counters against a ring plan.
+ * What penny check's network checks share (check_net.c: nic-bw,
+ * check_rails.c: rails), and their pure parts, exposed for the unit tests:
+ * nic-bw's pairing of nodes in rounds, and the rails check's judgement of
+ * every NIC's byte counters against a ring plan.
  */
 #ifndef PENNY_CHECK_NET_H
 #define PENNY_CHECK_NET_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+struct pn_check;
+
+/* Shared by check_net.c (nic-bw) and check_rails.c. */
+#define PN_NET_MAX 16			/* NIC ports per node the network checks handle */
+#define PN_NET_WIRE_MAGIC 0x504e4331u	/* "PNC1": what ranks exchange */
+
+/* One NIC port of this node. */
+struct pn_netnic {
+	char dev[64];
+	int port;
+	char name[80];		/* "rxe0/1" */
+	int rail;
+	int numa;
+	int gpu;		/* nearest GPU index, -1 */
+	double rate;
+	int usable;		/* port ACTIVE */
+	char why[160];		/* why not */
+};
+
+/* A number key of the config; dflt when it is not in the table.  *set: the config set it. */
+double pn_checknet_num(const struct pn_check *c, const char *key, double dflt, int *set);
+/*
+ * This node's NIC ports in rail order (at most max): the -d list as given,
+ * else the topology's NICs (NIC<k> is rail k), else every RDMA device.
+ * Returns the count or -ENOMEM.
+ */
+int pn_checknet_nics(const struct pn_check *c, struct pn_netnic *out, int max);
 
 /*
  * nic-bw across nodes: round 0 pairs nodes 0-1, 2-3, ...; with an odd node
