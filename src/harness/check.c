@@ -39,10 +39,10 @@ static const struct {
 	[PN_CHECK_INVENTORY] = { "inventory", pn_check_inventory, 1 },
 	[PN_CHECK_PCIE] = { "pcie", pn_check_pcie, 1 },
 	[PN_CHECK_COUNTERS] = { "counters", pn_check_counters, 1 },
-	[PN_CHECK_NICBW] = { "nic-bw", NULL, 0 },
+	[PN_CHECK_NICBW] = { "nic-bw", pn_check_nicbw, 0 },
 	[PN_CHECK_GPUCOPY] = { "gpu-copy", pn_check_gpucopy, 1 },
 	[PN_CHECK_ALLREDUCE] = { "allreduce", pn_check_allreduce, 0 },
-	[PN_CHECK_RAILS] = { "rails", NULL, 0 },
+	[PN_CHECK_RAILS] = { "rails", pn_check_rails, 0 },
 };
 
 const char *pn_check_name(enum pn_check_id id)

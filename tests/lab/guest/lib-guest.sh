@@ -56,3 +56,25 @@ perftest_pair() {
 
 # Average bandwidth (MB/s) from a perftest _bw report on stdin
 bw_avg() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 {v = $4} END {if (v == "") exit 1; print v}'; }
+
+# topo_file HOST DEV0 DEV1: a `penny topo --save` file of a node with two GPUs,
+# GPU k next to (PIX) NIC k, whose RDMA device is DEVk (port 1, ACTIVE)
+topo_file() {
+	python3 - "$@" <<-'PY'
+	import json, sys
+	host, devs = sys.argv[1], sys.argv[2:]
+	gpus = [{"name": "GPU%d" % g, "index": g, "pci_busid": "0000:%02x:00.0" % (0x18 + g),
+	         "numa": 0, "cpus": "0-1"} for g in range(2)]
+	nics = [{"name": "NIC%d" % k, "device": d, "pci_busid": "0000:%02x:00.0" % (0x19 + k),
+	         "numa": 0, "cpus": "0-1", "ports": [{"port": 1, "state": "ACTIVE",
+	         "phys_state": "LinkUp", "rate_gbps": 10, "link_layer": "Ethernet"}]}
+	        for k, d in enumerate(devs)]
+	m = {}
+	for g in range(2):
+	    m["GPU%d" % g] = {"GPU%d" % h: "X" if g == h else "SYS" for h in range(2)}
+	    m["GPU%d" % g].update({"NIC%d" % k: "PIX" if g == k else "SYS" for k in range(2)})
+	rails = [{"gpu": "GPU%d" % g, "nics": ["NIC%d" % g], "class": "PIX"} for g in range(2)]
+	json.dump({"version": 1, "host": host, "source": "live", "gpus": gpus, "nics": nics,
+	           "matrix": m, "rails": rails}, sys.stdout, indent=1)
+	PY
+}

@@ -78,28 +78,6 @@ test_expect_success 'rails follow the channels: each rank opened rail 0 and rail
 	test "$(cat err* | grep -c "verbs transport on rxe[13]")" -eq 4
 '
 
-# topo_file HOST DEV0 DEV1: a `penny topo --save` file of a node with two GPUs,
-# GPU k next to (PIX) NIC k, whose RDMA device is DEVk (port 1, ACTIVE)
-topo_file() {
-	python3 - "$@" <<-'PY'
-	import json, sys
-	host, devs = sys.argv[1], sys.argv[2:]
-	gpus = [{"name": "GPU%d" % g, "index": g, "pci_busid": "0000:%02x:00.0" % (0x18 + g),
-	         "numa": 0, "cpus": "0-1"} for g in range(2)]
-	nics = [{"name": "NIC%d" % k, "device": d, "pci_busid": "0000:%02x:00.0" % (0x19 + k),
-	         "numa": 0, "cpus": "0-1", "ports": [{"port": 1, "state": "ACTIVE",
-	         "phys_state": "LinkUp", "rate_gbps": 10, "link_layer": "Ethernet"}]}
-	        for k, d in enumerate(devs)]
-	m = {}
-	for g in range(2):
-	    m["GPU%d" % g] = {"GPU%d" % h: "X" if g == h else "SYS" for h in range(2)}
-	    m["GPU%d" % g].update({"NIC%d" % k: "PIX" if g == k else "SYS" for k in range(2)})
-	rails = [{"gpu": "GPU%d" % g, "nics": ["NIC%d" % g], "class": "PIX"} for g in range(2)]
-	json.dump({"version": 1, "host": host, "source": "live", "gpus": gpus, "nics": nics,
-	           "matrix": m, "rails": rails}, sys.stdout, indent=1)
-	PY
-}
-
 # run_plan_job ARGS: 2 x 2 ranks, nodes a and b, no PENNY_IB_HCA
 run_plan_job() {
 	local port=$((20000 + RANDOM % 20000)) pids= r node rc=0
