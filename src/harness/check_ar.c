@@ -31,6 +31,7 @@
 #include "engine/boot.h"
 #include "engine/comm.h"
 #include "gpu/plugin.h"
+#include "node/sysfs.h"
 #include "node/topo.h"
 
 #include <errno.h>
@@ -296,6 +297,14 @@ static int node_allreduce(struct pn_check *c)
 	pn_check_progress(c, CHECK, "%d ranks on %s", rq.nranks, rq.backend);
 	ret = pn_checkgpu_child(ar_node, &rq, &m, sizeof(m), c->timeout * 2 + 10,
 				"the node's allreduce");
+	if (ret && gpu && !pn_sysfs_is_live()) {
+		/* the tree's GPUs are another machine's: as gpu-copy, not measured */
+		snprintf(why, sizeof(why), "not measured: the sysfs root is a captured tree "
+			 "(%s: %s)", rq.backend, pn_errmsg(ret));
+		return pn_verdict_add(c->results, &(struct pn_verdict_in){
+			.check = CHECK, .node = c->node, .target = "node", .verdict = PN_SKIP,
+			.detail = why }) == -ENOMEM ? -ENOMEM : 0;
+	}
 	if (ret)
 		return ar_fail(c, c->node, "node", ret, rq.backend);
 	if (m.nsizes < 1)
