@@ -25,6 +25,10 @@ enum tui_action {
 	TUI_SLOWER,	/* '+': longer interval */
 	TUI_FASTER,	/* '-': shorter interval */
 	TUI_PAUSE,	/* 'p': toggle */
+	TUI_STEP_BACK,	/* ',' '<': a recording's previous sample */
+	TUI_STEP_FWD,	/* '.' '>': its next sample */
+	TUI_SEEK_START,	/* '[': its first sample */
+	TUI_SEEK_END,	/* ']': its last sample */
 };
 
 /* What the caller knows beside the snapshot. */
@@ -36,6 +40,7 @@ struct tui_status {
 	int busy;		/* the sampler is stuck: busy_what for busy_secs */
 	const char *busy_what;
 	double busy_secs;
+	const char *replay;	/* --replay: "replay 3/120 x2", NULL live */
 };
 
 struct tui;
