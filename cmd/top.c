@@ -295,6 +295,9 @@ static void print_sample(struct pn_out *o, const struct pn_counters_set *v, cons
 	char buf[64];
 	int k;
 
+	/* held once for the sample: the thousands of calls below skip the
+	 * stream's lock (a recursive lock held by this thread is cheaper) */
+	flockfile(pn_out_file(o));
 	print_header(o, v, interval, ctx, first);
 	pn_out_text(o, "%-16s %-7s %6s %11s %11s %6s %6s %6s%s\n", "PORT", "STATE", "SPEED", "RX",
 		    "TX", "UTIL", "ERR", "DISC", cols ? " NUMA RAIL GPUS" : "");
@@ -354,20 +357,30 @@ static void print_sample(struct pn_out *o, const struct pn_counters_set *v, cons
 	pn_out_close_array(o);
 	pn_out_close_object(o);
 	fflush(pn_out_file(o));
+	funlockfile(pn_out_file(o));
 }
 
 /* A new file renamed over FILE (src/base/ofile.h): a collector reads the whole
  * of one sample or the whole of the next.  No fsync: the next sample
  * replaces it within one interval. */
+#define PROM_BUF (256 << 10)
+
 static int write_prom(const char *path, const struct pn_counters_set *v, const int *idx, int n,
 		      double interval, const struct pn_nodectx *ctx)
 {
+	static char *buf;	/* one write per sample, the buffer kept between samples */
 	struct pn_ofile *of;
 	int ret = pn_ofile_open(&of, path, 0);
 
 	if (ret)
 		return ret;
+	if (!buf)
+		buf = malloc(PROM_BUF);
+	if (buf && !pn_ofile_inplace(of))
+		setvbuf(pn_ofile_file(of), buf, _IOFBF, PROM_BUF);
+	flockfile(pn_ofile_file(of));
 	pn_counters_prom_write(pn_ofile_file(of), v, idx, n, interval, ctx);
+	funlockfile(pn_ofile_file(of));
 	return pn_ofile_commit(of);
 }
 
@@ -508,12 +521,19 @@ static int batch(struct top_run *r)
 	int to_stdout = !opt.prom || pn_out_is_json(r->ctx->out);
 	struct pollfd pfd = { .fd = pn_sampler_fd(r->sampler), .events = POLLIN };
 
+	/* a sample is one write (each one ends with a flush) */
+	static char outbuf[256 << 10];
+
+	if (to_stdout && !isatty(fileno(pn_out_file(r->ctx->out))))
+		setvbuf(pn_out_file(r->ctx->out), outbuf, _IOFBF, sizeof(outbuf));
 	while (!got_signal) {
 		char what[80];
 		double secs;
 		int ret, n;
 
-		ret = poll(&pfd, 1, 250);
+		/* woken by a sample or a signal; the timeout only checks for a
+		 * stuck read, which counts in seconds */
+		ret = poll(&pfd, 1, 1000);
 		if (ret < 0 && errno != EINTR)
 			return pn_cmd_fail(r->ctx, 2, "poll: %s", strerror(errno));
 		ret = pn_sampler_take(r->sampler, &r->view);

@@ -171,7 +171,7 @@ void pn_counters_prom_write(FILE *f, const struct pn_counters_set *v, const int 
 
 			if (!(c->flags & PN_CF_VALID))
 				continue;
-			fprintf(f, "penny_port_counter_total{");
+			fputs("penny_port_counter_total{", f);
 			prom_labels(f, p);
 			pn_prom_label(f, "group", pn_counters_group_name(c->group), 0);
 			pn_prom_label(f, "counter", c->name, 0);
