@@ -848,44 +848,34 @@ int pn_replay_add(struct pn_replay *r, const struct pn_counters_set *v,
 
 /*
  * One line into *buf (without its newline), at most PN_RECORD_LINE_MAX
- * bytes.  1: a line; 2: the last line, without a newline; 0: end of file;
- * -E2BIG: too long; -EIO: read error.
+ * bytes, NUL bytes included (a file system's NUL-filled tail after a crash
+ * is damage, to be seen as such).  1: a line; 2: the last line, without a
+ * newline; 0: end of file; -E2BIG: too long; -EIO: read error.
  */
 static int read_line(FILE *f, char **buf, size_t *cap, size_t *len)
 {
-	char chunk[65536];
+	int c;
 
 	*len = 0;
-	for (;;) {
-		size_t n;
-		char *nl;
-
-		if (!fgets(chunk, sizeof(chunk), f))
-			return ferror(f) ? -EIO : *len ? 2 : 0;
-		n = strlen(chunk);
-		nl = n && chunk[n - 1] == '\n' ? &chunk[n - 1] : NULL;
-		if (nl)
-			n--;
-		if (*len + n > PN_RECORD_LINE_MAX)
+	while ((c = getc_unlocked(f)) != EOF && c != '\n') {
+		if (*len >= PN_RECORD_LINE_MAX)
 			return -E2BIG;
-		if (*len + n + 1 > *cap) {
-			size_t c = *cap ? *cap : 65536;
-			char *nb;
+		if (*len + 2 > *cap) {
+			size_t nc = *cap ? 2 * *cap : 65536;
+			char *nb = realloc(*buf, nc);
 
-			while (c < *len + n + 1)
-				c *= 2;
-			nb = realloc(*buf, c);
 			if (!nb)
 				return -ENOMEM;
 			*buf = nb;
-			*cap = c;
+			*cap = nc;
 		}
-		memcpy(*buf + *len, chunk, n);
-		*len += n;
-		(*buf)[*len] = 0;
-		if (nl)
-			return 1;
+		(*buf)[(*len)++] = (char)c;
 	}
+	if (*buf)
+		(*buf)[*len] = 0;
+	if (c == '\n')
+		return 1;
+	return ferror(f) ? -EIO : *len ? 2 : 0;
 }
 
 int pn_replay_open_file(struct pn_replay **rp, FILE *f, const char *name)

@@ -86,6 +86,13 @@ test_expect_success 'a corrupted line: read up to it, one warning line' '
 	: >empty && test_exit 2 penny top --replay empty
 '
 
+test_expect_success 'NUL bytes in a line (a zero-filled block after a crash): read up to it' '
+	{ head -2 recj; head -c 500 /dev/zero; tail -n +3 recj; } >zeros &&
+	penny top --replay zeros --json >z.json 2>err &&
+	test "$(wc -l <err)" -eq 1 && grep -q "zeros: line 3: .*read up to there" err &&
+	head -1 live.json >want.json && test_cmp want.json z.json
+'
+
 test_expect_success 'a line longer than the bound is damage, not memory' '
 	{ head -1 recj; head -c 9000000 /dev/zero | tr "\\0" " "; echo; } >long &&
 	penny top --replay long --json >long.json 2>err &&
