@@ -5,7 +5,9 @@
  * The counter model (src/node/counters.h) samples on its own thread; this file
  * chooses the presentation: the ncurses screen (cmd/tui.c) on a terminal, or
  * batch output for scripts: a table per sample, JSON Lines (--json), a
- * Prometheus textfile (--prom FILE).
+ * Prometheus textfile (--prom FILE).  In every mode --record appends each
+ * sample to a recording (node/record.h) and --plot draws the run at exit;
+ * --replay shows a recording through the same screen and printers.
  */
 #define _GNU_SOURCE
 #include "penny.h"
@@ -20,6 +22,8 @@
 #include "base/ofile.h"
 #include "base/out.h"
 #include "node/perfquery.h"
+#include "node/record.h"
+#include "node/topplot.h"
 #include "node/sysfs.h"
 #include "base/util.h"
 
@@ -52,7 +56,11 @@ static struct {
 	const char *sort;
 	int by_rail;
 	int processes;
-} opt = { .interval = 1.0 };
+	const char *record;
+	uint64_t record_max;
+	const char *replay;
+	const char *plot;
+} opt = { .interval = 1.0, .record_max = PN_RECORD_MAX_DEFAULT };
 
 const struct pn_opt top_options[] = {
 	{ "interval", 'i', OPT_SECONDS, &opt.interval, "SEC",
@@ -81,10 +89,22 @@ const struct pn_opt top_options[] = {
 	  NULL },
 	{ "processes", 0, OPT_BOOL, &opt.processes, NULL,
 	  "also list the processes that own QPs on each RDMA device (RDMA netlink)", NULL, NULL },
+	{ "record", 0, OPT_STRING, &opt.record, "FILE",
+	  "append every sample to FILE as JSON Lines (a flight recording)", NULL, NULL },
+	{ "record-max", 0, OPT_SIZE, &opt.record_max, "SIZE",
+	  "rotate the recording to FILE.1 when FILE would grow past SIZE (default 64M)", NULL,
+	  OPT_RANGE(PN_RECORD_MAX_MIN, 1ull << 40) },
+	{ "replay", 0, OPT_STRING, &opt.replay, "FILE",
+	  "show a recording (--record) in the screen or batch output instead of the counters",
+	  NULL, NULL },
+	{ "plot", 0, OPT_STRING, &opt.plot, "FILE.svg",
+	  "at exit, draw each port's throughput over time as SVG (of the run, or of --replay)",
+	  NULL, NULL },
 	OPT_TABLE_END
 };
 
 static volatile sig_atomic_t got_signal;
+static const char *replay_host;	/* --replay: the host of the sample shown */
 
 /* GPU rows and QP owners beside the counter snapshot (batch output) */
 static struct {
@@ -101,6 +121,8 @@ static const char *top_host(void)
 {
 	static char host[256];
 
+	if (replay_host)
+		return replay_host;
 	if (pn_sysfs_is_live())
 		return pn_hostname();
 	if (!host[0] && pn_sys_read(host, sizeof(host), "/proc/sys/kernel/hostname") <= 0)
@@ -379,6 +401,9 @@ static void print_sample(struct pn_out *o, const struct pn_counters_set *v, cons
 	char buf[64];
 	int k;
 
+	/* held once for the sample: the thousands of calls below skip the
+	 * stream's lock (a recursive lock held by this thread is cheaper) */
+	flockfile(pn_out_file(o));
 	print_header(o, v, interval, ctx, first);
 	pn_out_text(o, "%-16s %-7s %6s %11s %11s %6s %6s %6s%s\n", "PORT", "STATE", "SPEED", "RX",
 		    "TX", "UTIL", "ERR", "DISC", cols ? " NUMA RAIL GPUS" : "");
@@ -439,21 +464,31 @@ static void print_sample(struct pn_out *o, const struct pn_counters_set *v, cons
 	print_extra(o);
 	pn_out_close_object(o);
 	fflush(pn_out_file(o));
+	funlockfile(pn_out_file(o));
 }
 
 /* A new file renamed over FILE (src/base/ofile.h): a collector reads the whole
  * of one sample or the whole of the next.  No fsync: the next sample
  * replaces it within one interval. */
+#define PROM_BUF (256 << 10)
+
 static int write_prom(const char *path, const struct pn_counters_set *v, const int *idx, int n,
 		      double interval, const struct pn_nodectx *ctx)
 {
+	static char *buf;	/* one write per sample, the buffer kept between samples */
 	struct pn_ofile *of;
 	int ret = pn_ofile_open(&of, path, 0);
 
 	if (ret)
 		return ret;
+	if (!buf)
+		buf = malloc(PROM_BUF);
+	if (buf && !pn_ofile_inplace(of))
+		setvbuf(pn_ofile_file(of), buf, _IOFBF, PROM_BUF);
+	flockfile(pn_ofile_file(of));
 	pn_counters_prom_write(pn_ofile_file(of), v, idx, n, interval, ctx);
 	pn_gputraffic_prom_write(pn_ofile_file(of), extra.gpus);
+	funlockfile(pn_ofile_file(of));
 	return pn_ofile_commit(of);
 }
 
@@ -535,7 +570,49 @@ struct top_run {
 	struct pn_rdmares procs;
 	int sort;
 	int *idx;
+	struct pn_record *rec;		/* --record */
+	struct pn_replay *plot;		/* --plot of a live run: its rates */
+	int in_screen;			/* warnings wait for the screen to close */
+	char warn[600];
 };
+
+/* ---- flight recorder and plot ---- */
+
+/* One line "warning: ..." now, or after the screen has closed. */
+static void top_warn(struct top_run *r, const char *what, const char *then)
+{
+	if (r->in_screen)
+		snprintf(r->warn, sizeof(r->warn), "warning: %s%s", what, then);
+	else
+		pn_cmd_fail(r->ctx, 0, "warning: %s%s", what, then);
+}
+
+/* A sample taken: into the recording and the plot's series. */
+static void keep(struct top_run *r)
+{
+	double interval = r->view.interval > 0 ? r->view.interval : opt.interval;
+	int ret;
+
+	if (r->rec) {
+		ret = pn_record_write(r->rec, &r->view, &r->nodectx, top_host(), interval, NULL, 0);
+		if (ret)
+			top_warn(r, pn_errmsg(ret), "; recording stopped");
+	}
+	if (r->plot && pn_replay_add(r->plot, &r->view, &r->nodectx, NULL, 0))
+		top_warn(r, pn_errmsg(-E2BIG), "");
+}
+
+static int write_plot(struct top_run *r, const struct pn_replay *rp)
+{
+	char title[400];
+	int ret;
+
+	snprintf(title, sizeof(title), "penny top: %s", top_host());
+	ret = pn_topplot_write(rp, opt.plot, title);
+	if (ret)
+		pn_cmd_error(r->ctx, ret);
+	return ret ? 2 : 0;
+}
 
 static int order(struct top_run *r, int sort)
 {
@@ -564,12 +641,19 @@ static int batch(struct top_run *r)
 	int to_stdout = !opt.prom || pn_out_is_json(r->ctx->out);
 	struct pollfd pfd = { .fd = pn_sampler_fd(r->sampler), .events = POLLIN };
 
+	/* a sample is one write (each one ends with a flush) */
+	static char outbuf[256 << 10];
+
+	if (to_stdout && !isatty(fileno(pn_out_file(r->ctx->out))))
+		setvbuf(pn_out_file(r->ctx->out), outbuf, _IOFBF, sizeof(outbuf));
 	while (!got_signal) {
 		char what[80];
 		double secs;
 		int ret, n;
 
-		ret = poll(&pfd, 1, 250);
+		/* woken by a sample or a signal; the timeout only checks for a
+		 * stuck read, which counts in seconds */
+		ret = poll(&pfd, 1, 1000);
 		if (ret < 0 && errno != EINTR)
 			return pn_cmd_fail(r->ctx, 2, "poll: %s", strerror(errno));
 		ret = pn_sampler_take(r->sampler, &r->view);
@@ -589,6 +673,7 @@ static int batch(struct top_run *r)
 		n = order(r, r->sort);
 		if (n < 0 || sample_extra(r, opt.processes && r->view.seq >= 2))
 			return pn_cmd_fail(r->ctx, 2, "out of memory");
+		keep(r);
 		if (opt.prom) {
 			ret = write_prom(opt.prom, &r->view, r->idx, n, opt.interval, &r->nodectx);
 			if (ret) {
@@ -669,6 +754,8 @@ static int screen(struct top_run *r)
 				err = -ENOMEM;
 			else if (ret > 0)
 				dirty = 1;
+			if (ret > 0)
+				keep(r);
 		}
 		st.busy = pn_sampler_busy(r->sampler, what, sizeof(what), &st.busy_secs) &&
 			  st.busy_secs > (st.interval > 1 ? st.interval : 1);
@@ -716,6 +803,172 @@ static int screen(struct top_run *r)
 	return got_signal ? 128 + got_signal : 0;
 }
 
+/* ---- --replay: a recording through the same printers and screen ---- */
+
+static int replay_order(struct top_run *r, const struct pn_record_sample *s, int sort)
+{
+	int *ni = realloc(r->idx, (size_t)(s->set.n ? s->set.n : 1) * sizeof(int));
+
+	if (!ni)
+		return -1;
+	r->idx = ni;
+	replay_host = s->host;
+	return tui_order(&s->set, opt.filter, sort, r->idx);
+}
+
+static int replay_batch(struct top_run *r, struct pn_replay *rp, struct pn_record_sample *s)
+{
+	int want = opt.once ? 1 : opt.count, printed = 0, i, n, ret;
+	int to_stdout = !opt.prom || pn_out_is_json(r->ctx->out);
+
+	for (i = 0; i < pn_replay_count(rp) && !got_signal; i++) {
+		ret = pn_replay_load(rp, i, s);
+		if (ret) {
+			pn_cmd_error(r->ctx, ret);
+			return 2;
+		}
+		n = replay_order(r, s, r->sort);
+		if (n < 0)
+			return pn_cmd_fail(r->ctx, 2, "out of memory");
+		if (opt.prom) {
+			ret = write_prom(opt.prom, &s->set, r->idx, n, s->interval, &s->ctx);
+			if (ret) {
+				pn_cmd_error(r->ctx, ret);
+				return 2;
+			}
+		}
+		if (s->set.seq < 2)
+			continue; /* a baseline: the live run printed nothing */
+		ret = 0;
+		if (to_stdout && opt.by_rail)
+			ret = print_rails(r->ctx->out, &s->set, r->idx, n, s->interval, &s->ctx,
+					  printed == 0);
+		else if (to_stdout)
+			print_sample(r->ctx->out, &s->set, r->idx, n, s->interval, &s->ctx,
+				     printed == 0);
+		if (ret)
+			return pn_cmd_fail(r->ctx, 2, "out of memory");
+		printed++;
+		if (want && printed >= want)
+			break;
+	}
+	return got_signal ? 128 + got_signal : 0;
+}
+
+/* Playback: one sample per recorded interval / speed; keys step and seek. */
+static int replay_screen(struct top_run *r, struct pn_replay *rp, struct pn_record_sample *s)
+{
+	struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+	struct tui_status st = { 0 };
+	int n = pn_replay_count(rp), pos = 0, shown = -1, quit = 0, key, ret = 0;
+	double speed = 1, due = pn_now();
+	char status[80];
+	struct tui *t;
+
+	if (tui_open(&t, opt.filter, r->sort))
+		return pn_cmd_fail(r->ctx, 2, "cannot open the terminal (TERM=%s)",
+				   getenv("TERM") ? getenv("TERM") : "");
+	while (!quit && !got_signal) {
+		double wait;
+
+		if (!st.paused && pn_now() >= due && shown == pos && pos + 1 < n)
+			pos++;
+		if (!st.paused && shown == pos && pos + 1 >= n)
+			st.paused = 1; /* the end: stay on the last sample */
+		if (pos != shown) {
+			ret = pn_replay_load(rp, pos, s);
+			if (ret)
+				break;
+			shown = pos;
+			/* the next one after this one's recorded interval */
+			due = pn_now() + fmax(s->interval, 0.01) / speed;
+		}
+		replay_host = s->host;
+		st.host = s->host;
+		st.ctx = &s->ctx;
+		st.interval = s->interval;
+		snprintf(status, sizeof(status), "replay %d/%d x%g", pos + 1, n, speed);
+		st.replay = status;
+		tui_draw(t, &s->set, &st);
+		wait = st.paused ? 1 : fmin(fmax(due - pn_now(), 0), 1);
+		if (poll(&pfd, 1, (int)(wait * 1000)) < 0 && errno != EINTR)
+			break;
+		while ((key = tui_getkey(t)) >= 0) {
+			switch (tui_key(t, key, &s->set)) {
+			case TUI_QUIT:
+				quit = 1;
+				break;
+			case TUI_SLOWER:
+			case TUI_FASTER:
+				speed = key == '+' || key == '=' ? fmax(speed / 2, 0.125)
+								  : fmin(speed * 2, 64);
+				due = pn_now() + fmax(s->interval, 0.01) / speed;
+				break;
+			case TUI_PAUSE:
+				st.paused = !st.paused;
+				due = pn_now() + fmax(s->interval, 0.01) / speed;
+				break;
+			case TUI_STEP_BACK:
+				st.paused = 1;
+				pos = pos > 0 ? pos - 1 : 0;
+				break;
+			case TUI_STEP_FWD:
+				st.paused = 1;
+				pos = pos + 1 < n ? pos + 1 : pos;
+				break;
+			case TUI_SEEK_START:
+				pos = 0;
+				break;
+			case TUI_SEEK_END:
+				st.paused = 1;
+				pos = n - 1;
+				break;
+			}
+		}
+	}
+	tui_close(t);
+	if (ret) {
+		pn_cmd_error(r->ctx, ret);
+		return 2;
+	}
+	return got_signal ? 128 + got_signal : 0;
+}
+
+static int replay(struct top_run *r, int use_screen)
+{
+	struct pn_record_sample *s = malloc(sizeof(*s));
+	struct pn_replay *rp;
+	int ret;
+
+	if (!s)
+		return pn_cmd_fail(r->ctx, 2, "out of memory");
+	pn_record_sample_init(s);
+	ret = pn_replay_open(&rp, opt.replay);
+	if (ret) {
+		pn_cmd_error(r->ctx, ret);
+		free(s);
+		return 2;
+	}
+	if (*pn_replay_warning(rp) && !use_screen)
+		pn_cmd_fail(r->ctx, 0, "warning: %s", pn_replay_warning(rp));
+	if (!pn_replay_count(rp))
+		ret = pn_cmd_fail(r->ctx, 2, "%s: no samples", opt.replay);
+	/* --plot alone draws the recording; --json, --count or --once print it too */
+	else if (opt.plot && !pn_out_is_json(r->ctx->out) && !opt.count && !opt.once && !opt.prom)
+		ret = 0;
+	else
+		ret = use_screen ? replay_screen(r, rp, s) : replay_batch(r, rp, s);
+	if (*pn_replay_warning(rp) && use_screen)
+		pn_cmd_fail(r->ctx, 0, "warning: %s", pn_replay_warning(rp));
+	if (!ret && opt.plot && pn_replay_count(rp))
+		ret = write_plot(r, rp);
+	pn_record_sample_release(s);
+	free(s);
+	free(r->idx);
+	pn_replay_close(rp);
+	return ret;
+}
+
 int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 {
 	struct top_run r = { .ctx = ctx };
@@ -736,13 +989,38 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 				   opt.sort);
 	if (opt.prom && !*opt.prom)
 		return pn_cmd_fail(ctx, 2, "--prom needs a file name");
+	if ((opt.record && !*opt.record) || (opt.replay && !*opt.replay) || (opt.plot && !*opt.plot))
+		return pn_cmd_fail(ctx, 2, "--record, --replay and --plot need a file name");
+	if (opt.record && opt.replay)
+		return pn_cmd_fail(ctx, 2, "--record and --replay exclude each other");
+	if (opt.replay && (opt.lids || opt.ca || opt.ethernet))
+		return pn_cmd_fail(ctx, 2, "--lid, --ca and -e are for a live run, not --replay");
 	/* before any sampling: a file that cannot be written fails at once */
-	if (opt.prom) {
-		ret = pn_ofile_check(opt.prom);
+	if (opt.prom || opt.plot) {
+		ret = pn_ofile_check(opt.prom ? opt.prom : opt.plot);
+		if (!ret && opt.prom && opt.plot)
+			ret = pn_ofile_check(opt.plot);
 		if (ret) {
 			pn_cmd_error(ctx, ret);
 			return 2;
 		}
+	}
+	use_screen = !pn_out_is_json(ctx->out) && !opt.once && !opt.count && !opt.prom &&
+		     isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
+	if (opt.replay) {
+		catch_signals();
+		return replay(&r, use_screen);
+	}
+	if (opt.record) {
+		ret = pn_record_open(&r.rec, opt.record, opt.record_max);
+		if (ret) {
+			pn_cmd_error(ctx, ret);
+			return 2;
+		}
+	}
+	if (opt.plot && pn_replay_new(&r.plot)) {
+		pn_record_close(r.rec);
+		return pn_cmd_fail(ctx, 2, "out of memory");
 	}
 	ret = parse_remote(opt.lids, &remote, &nremote);
 	if (ret) {
@@ -761,8 +1039,6 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 			return 2;
 		}
 	}
-	use_screen = !pn_out_is_json(ctx->out) && !opt.once && !opt.count && !opt.prom &&
-		     isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
 	raise_fd_limit();
 	catch_signals();
 
@@ -785,7 +1061,7 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 	cfg.pq = pq;
 	/* the screen's list and the table need bytes, errors and discards
 	 * only; JSON and Prometheus output carry every counter */
-	cfg.brief = !pn_out_is_json(ctx->out) && !opt.prom;
+	cfg.brief = !pn_out_is_json(ctx->out) && !opt.prom && !opt.record;
 	pn_counters_set_init(&set, &cfg);
 	/* the screen shows rates after a short first interval */
 	ret = pn_sampler_start(&r.sampler, &set, opt.interval,
@@ -797,7 +1073,12 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	memset(&r.view, 0, sizeof(r.view));
+	r.in_screen = use_screen;
 	ret = use_screen ? screen(&r) : batch(&r);
+	if (r.warn[0])
+		pn_cmd_fail(ctx, 0, "%s", r.warn);
+	if (r.plot && pn_replay_count(r.plot) && write_plot(&r, r.plot) && !ret)
+		ret = 2;
 	pn_counters_set_release(&r.view);
 	free(r.idx);
 	if (pn_sampler_stop(r.sampler, 1.0)) {
@@ -808,6 +1089,8 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 out:
 	pn_gputraffic_close(&r.gpus);
 	pn_rdmares_release(&r.procs);
+	pn_record_close(r.rec);
+	pn_replay_close(r.plot);
 	pn_nodectx_release(&r.nodectx);
 	pn_perfquery_close(pq);
 	free(remote);

@@ -380,6 +380,8 @@ static void header(struct tui *t, const struct pn_counters_set *v, const struct 
 			 st->gpus && st->gpus->note[0] ? "  " : "", st->gpus ? st->gpus->note : "");
 		line(1, 0, A_NORMAL, buf);
 	}
+	if (st->replay && COLS > (int)strlen(st->replay) + 30)
+		put(1, COLS - (int)strlen(st->replay), (int)strlen(st->replay), 1, A_BOLD, st->replay);
 }
 
 static void footer(struct tui *t, const char *keys)
@@ -1087,6 +1089,16 @@ int tui_key(struct tui *t, int key, const struct pn_counters_set *v)
 		return TUI_FASTER;
 	case ' ':
 		return TUI_PAUSE;
+	case ',':
+	case '<':
+		return TUI_STEP_BACK;
+	case '.':
+	case '>':
+		return TUI_STEP_FWD;
+	case '[':
+		return TUI_SEEK_START;
+	case ']':
+		return TUI_SEEK_END;
 	case 'e':
 		t->show_err = !t->show_err;
 		return TUI_REDRAW;

@@ -29,6 +29,10 @@ enum tui_action {
 	TUI_FASTER,	/* '-': shorter interval */
 	TUI_PAUSE,	/* Space: toggle */
 	TUI_PROCS,	/* 'p' opened the process view: read its list */
+	TUI_STEP_BACK,	/* ',' '<': a recording's previous sample */
+	TUI_STEP_FWD,	/* '.' '>': its next sample */
+	TUI_SEEK_START,	/* '[': its first sample */
+	TUI_SEEK_END,	/* ']': its last sample */
 };
 
 /* What the caller knows beside the snapshot. */
@@ -42,6 +46,7 @@ struct tui_status {
 	int busy;		/* the sampler is stuck: busy_what for busy_secs */
 	const char *busy_what;
 	double busy_secs;
+	const char *replay;	/* --replay: "replay 3/120 x2", NULL live */
 };
 
 struct tui;

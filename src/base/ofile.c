@@ -316,3 +316,34 @@ int pn_ofile_check(const char *path)
 		pn_ofile_abort(of);
 	return ret;
 }
+
+int pn_ofile_append(const char *path)
+{
+	struct stat a, b;
+	int fd, have, e;
+
+	if (!path || !*path)
+		return pn_err(-EINVAL, "an output file needs a name");
+	have = !lstat(path, &a);
+	if (!have && errno != ENOENT)
+		return fail_errno(path, errno);
+	if (have && !S_ISREG(a.st_mode))
+		return refuse(path, a.st_mode);
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+		  0644);
+	if (fd < 0) {
+		e = errno;
+		if (!lstat(path, &a) && !S_ISREG(a.st_mode))
+			return refuse(path, a.st_mode);
+		return fail_errno(path, e);
+	}
+	/* it may have been replaced between the lstat and the open */
+	if (fstat(fd, &b) || !S_ISREG(b.st_mode) || (have && (a.st_dev != b.st_dev || a.st_ino != b.st_ino))) {
+		e = S_ISREG(b.st_mode) ? -EAGAIN : 0;
+		close(fd);
+		if (e)
+			return pn_err(e, "cannot write '%s': it changed while it was opened", path);
+		return refuse(path, b.st_mode);
+	}
+	return fd;
+}

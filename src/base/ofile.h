@@ -52,5 +52,13 @@ int pn_ofile_commit(struct pn_ofile *of);
 void pn_ofile_abort(struct pn_ofile *of);
 /* Would PATH be written?  pn_ofile_open() then pn_ofile_abort(). */
 int pn_ofile_check(const char *path);
+/*
+ * Open PATH to append to it (top --record): created (0644) when absent,
+ * appended to when it is a regular file; a link, directory, device, FIFO or
+ * socket is refused as above, never opened (O_NOFOLLOW, O_NONBLOCK, and the
+ * descriptor's file checked against what lstat() found).  Returns the
+ * descriptor (O_APPEND, close-on-exec) or -errno with a one-line message.
+ */
+int pn_ofile_append(const char *path);
 
 #endif

@@ -223,12 +223,28 @@ static size_t json_esc(char *buf, size_t len, const char *s, int arg)
 	return pn_json_escape(buf, len, s);
 }
 
+/* (no printf on these paths: top --json prints thousands of them a second) */
 static void json_string(FILE *f, const char *s)
 {
 	char small[256], *heap;
 
-	fprintf(f, "\"%s\"", escaped(json_esc, s, 0, small, sizeof(small), &heap));
+	fputc('"', f);
+	fputs(escaped(json_esc, s, 0, small, sizeof(small), &heap), f);
+	fputc('"', f);
 	free(heap);
+}
+
+static void json_uint(FILE *f, unsigned long long v, int neg)
+{
+	char buf[24], *p = buf + sizeof(buf);
+
+	*--p = 0;
+	do
+		*--p = (char)('0' + v % 10);
+	while (v /= 10);
+	if (neg)
+		*--p = '-';
+	fputs(p, f);
 }
 
 /* Separator and key before a JSON value. */
@@ -317,7 +333,7 @@ void pn_out_int(struct pn_out *o, int where, const char *key, const char *fmt, l
 		return;
 	if (o->json) {
 		json_key(o, key);
-		fprintf(o->f, "%lld", v);
+		json_uint(o->f, v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v, v < 0);
 	} else if (fmt) {
 		fprintf(o->f, fmt, v);
 	}
@@ -330,7 +346,7 @@ void pn_out_uint(struct pn_out *o, int where, const char *key, const char *fmt,
 		return;
 	if (o->json) {
 		json_key(o, key);
-		fprintf(o->f, "%llu", v);
+		json_uint(o->f, v, 0);
 	} else if (fmt) {
 		fprintf(o->f, fmt, v);
 	}
@@ -458,6 +474,12 @@ void pn_prom_label(FILE *f, const char *key, const char *v, int first)
 
 	if (need >= sizeof(small) && (big = malloc(need + 1)))
 		pn_prom_escape(big, need + 1, v);
-	fprintf(f, "%s%s=\"%s\"", first ? "" : ",", key, big ? big : small);
+	/* no printf: top --prom writes thousands of labels a second */
+	if (!first)
+		fputc(',', f);
+	fputs(key, f);
+	fputs("=\"", f);
+	fputs(big ? big : small, f);
+	fputc('"', f);
 	free(big);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * SVG writer for allreduce-test --plot.  Layout (pixels): the title on top,
+ * SVG writer for allreduce-test --plot and top --plot.  Layout (pixels): the title on top,
  * two panels side by side (bus bandwidth, time; both against message size,
  * log axes), the legend in rows of four below.  Numbers are written in the
  * C locale whatever the program's locale is.
@@ -361,12 +361,139 @@ static void write_svg(FILE *f, const struct pn_plot *p)
 	fputs("</svg>\n", f);
 }
 
-int pn_plot_svg(FILE *f, const struct pn_plot *p)
+/* ---- time plot (top --plot) ---- */
+
+#define TPANEL_W 900
+#define TPANEL_H 220
+#define TPANEL_LEFT 90
+#define TPANEL_GAP 70
+#define TPLOT_W (TPANEL_LEFT + TPANEL_W + 30)
+
+/* A step of 1, 2 or 5 times a power of ten that cuts span in about 5. */
+static double nice_step(double span)
+{
+	double p = pow(10, floor(log10(span / 5))), m = span / 5 / p;
+
+	return p * (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10);
+}
+
+static void tpanel(FILE *f, const struct pn_tplot_panel *pn, double top, double tmax)
+{
+	double bottom = top + TPANEL_H, left = TPANEL_LEFT, right = left + TPANEL_W;
+	double ymax = 0, step, v;
+	size_t s, i;
+
+	for (s = 0; s < pn->nseries; s++)
+		for (i = 0; i < pn->series[s].n; i++)
+			if (isfinite(pn->series[s].y[i]) && pn->series[s].y[i] > ymax)
+				ymax = pn->series[s].y[i];
+	if (!(ymax > 0))
+		ymax = 1;
+	step = nice_step(ymax);
+	ymax = ceil(ymax / step) * step;
+	fprintf(f, "<g class=\"panel\">\n<text class=\"ptitle\" x=\"%.1f\" y=\"%.1f\">", left + TPANEL_W / 2.0,
+		top - 10);
+	xml_text(f, pn->title);
+	fputs("</text>\n", f);
+	fprintf(f, "<text class=\"label\" transform=\"translate(%.1f,%.1f) rotate(-90)\">", left - 62,
+		top + TPANEL_H / 2.0);
+	xml_text(f, pn->ylabel);
+	fputs("</text>\n", f);
+	for (v = 0; v <= ymax + step / 2; v += step) {
+		double py = bottom - v / ymax * TPANEL_H;
+
+		fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", left, py,
+			right, py);
+		fprintf(f, "<text class=\"ytick\" x=\"%.1f\" y=\"%.1f\">%g</text>\n", left - 8, py + 4, v);
+	}
+	step = nice_step(tmax);
+	for (v = 0; v <= tmax + step / 2; v += step) {
+		double px = left + v / tmax * TPANEL_W;
+
+		fprintf(f, "<line class=\"tick\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", px,
+			bottom, px, bottom + 5);
+		fprintf(f, "<text class=\"xtick\" x=\"%.1f\" y=\"%.1f\">%g</text>\n", px, bottom + 19, v);
+	}
+	fprintf(f, "<text class=\"label\" x=\"%.1f\" y=\"%.1f\">time (s)</text>\n", left + TPANEL_W / 2.0,
+		bottom + 38);
+	fprintf(f, "<rect class=\"frame\" x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%d\"/>\n", left, top,
+		TPANEL_W, TPANEL_H);
+	for (s = 0; s < pn->nseries; s++) {
+		const struct pn_tplot_series *se = &pn->series[s];
+		int open = 0;
+
+		fprintf(f, "<path class=\"line\" stroke=\"%s\"%s d=\"",
+			se->colour >= 0 ? series_colour((size_t)se->colour) : "#888888",
+			se->dashed ? " stroke-dasharray=\"6,3\"" : "");
+		for (i = 0; i < se->n; i++) {
+			if (!isfinite(se->y[i]) || !isfinite(se->t[i])) {
+				open = 0;
+				continue;
+			}
+			fprintf(f, "%s%.1f,%.1f", open ? " L" : (i ? " M" : "M"),
+				left + se->t[i] / tmax * TPANEL_W, bottom - se->y[i] / ymax * TPANEL_H);
+			open = 1;
+		}
+		fputs("\"><title>", f);
+		xml_text(f, se->label);
+		fputs("</title></path>\n", f);
+	}
+	fputs("</g>\n", f);
+}
+
+static void write_tsvg(FILE *f, const struct pn_tplot *p)
+{
+	double tmax = 0, legend_top = 60 + (double)p->npanels * (TPANEL_H + TPANEL_GAP);
+	double height = legend_top + (p->nlegend ? 30 : 0) + 10;
+	size_t k, s, i;
+
+	for (k = 0; k < p->npanels; k++)
+		for (s = 0; s < p->panels[k].nseries; s++)
+			for (i = 0; i < p->panels[k].series[s].n; i++)
+				if (isfinite(p->panels[k].series[s].t[i]))
+					tmax = fmax(tmax, p->panels[k].series[s].t[i]);
+	if (!(tmax > 0))
+		tmax = 1;
+	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
+	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%.0f\" "
+		   "viewBox=\"0 0 %d %.0f\">\n", TPLOT_W, height, TPLOT_W, height);
+	fputs("<style>\n"
+	      "text { font-family: DejaVu Sans, Helvetica, Arial, sans-serif; font-size: 12px; "
+	      "fill: #222; stroke: none; }\n"
+	      ".title { font-size: 17px; font-weight: bold; text-anchor: middle; }\n"
+	      ".ptitle { font-size: 14px; font-weight: bold; text-anchor: middle; }\n"
+	      ".label { font-size: 13px; text-anchor: middle; }\n"
+	      ".xtick { text-anchor: middle; } .ytick { text-anchor: end; }\n"
+	      ".frame { fill: none; stroke: #444; stroke-width: 1; }\n"
+	      ".grid { stroke: #ddd; stroke-width: 1; } .tick { stroke: #444; stroke-width: 1; }\n"
+	      ".line { fill: none; stroke-width: 1.5; }\n"
+	      "</style>\n", f);
+	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%.0f\" fill=\"#fff\"/>\n", TPLOT_W, height);
+	fprintf(f, "<text class=\"title\" x=\"%d\" y=\"28\">", TPLOT_W / 2);
+	xml_text(f, p->title ? p->title : "");
+	fputs("</text>\n", f);
+	for (k = 0; k < p->npanels; k++)
+		tpanel(f, &p->panels[k], 70 + (double)k * (TPANEL_H + TPANEL_GAP), tmax);
+	fputs("<g class=\"legend\">\n", f);
+	for (k = 0; k < p->nlegend; k++) {
+		double x = 20 + (double)(k % 8) * (TPLOT_W - 40) / 8.0;
+
+		fprintf(f, "<line class=\"line\" stroke=\"%s\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>",
+			series_colour(k), x, legend_top + 10, x + 24, legend_top + 10);
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">", x + 30, legend_top + 14);
+		xml_text(f, p->legend[k]);
+		fputs("</text>\n", f);
+	}
+	fputs("</g>\n</svg>\n", f);
+}
+
+/* both writers: numbers in the C locale, one message on a write error */
+static int in_c_locale(FILE *f, void (*write)(FILE *, const void *), const void *p)
 {
 	locale_t c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
 	locale_t old = c ? uselocale(c) : (locale_t)0;
 
-	write_svg(f, p);
+	write(f, p);
 	if (c) {
 		uselocale(old);
 		freelocale(c);
@@ -374,4 +501,24 @@ int pn_plot_svg(FILE *f, const struct pn_plot *p)
 	if (fflush(f) || ferror(f))
 		return pn_err(-EIO, "cannot write the plot: %s", strerror(errno ? errno : EIO));
 	return 0;
+}
+
+static void write_svg_v(FILE *f, const void *p)
+{
+	write_svg(f, p);
+}
+
+static void write_tsvg_v(FILE *f, const void *p)
+{
+	write_tsvg(f, p);
+}
+
+int pn_plot_svg(FILE *f, const struct pn_plot *p)
+{
+	return in_c_locale(f, write_svg_v, p);
+}
+
+int pn_plot_time_svg(FILE *f, const struct pn_tplot *p)
+{
+	return in_c_locale(f, write_tsvg_v, p);
 }

@@ -13,6 +13,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* "} VALUE\n" of a counter without printf (a sample has a thousand) */
+static void put_count(FILE *f, unsigned long long v)
+{
+	char buf[32], *q = buf + sizeof(buf);
+
+	*--q = 0;
+	*--q = '\n';
+	do
+		*--q = (char)('0' + v % 10);
+	while (v /= 10);
+	*--q = ' ';
+	*--q = '}';
+	fputs(q, f);
+}
+
 static void prom_labels(FILE *f, const struct pn_counters_port *p)
 {
 	char port[16];
@@ -142,7 +157,8 @@ void pn_counters_prom_write(FILE *f, const struct pn_counters_set *v, const int 
 
 			if (!metric_value(p, m, &x))
 				continue;
-			fprintf(f, "%s{", metrics[m].name);
+			fputs(metrics[m].name, f);
+			fputc('{', f);
 			prom_labels(f, p);
 			if (m == M_INFO) {
 				pn_prom_label(f, "type", pn_port_type_name(p->type), 0);
@@ -171,11 +187,11 @@ void pn_counters_prom_write(FILE *f, const struct pn_counters_set *v, const int 
 
 			if (!(c->flags & PN_CF_VALID))
 				continue;
-			fprintf(f, "penny_port_counter_total{");
+			fputs("penny_port_counter_total{", f);
 			prom_labels(f, p);
 			pn_prom_label(f, "group", pn_counters_group_name(c->group), 0);
 			pn_prom_label(f, "counter", c->name, 0);
-			fprintf(f, "} %llu\n", (unsigned long long)c->raw);
+			put_count(f, c->raw);
 		}
 	}
 	fprintf(f, "# HELP penny_top_sample_timestamp_seconds When the sample was taken.\n"
