@@ -865,7 +865,7 @@ static int replay_screen(struct top_run *r, struct pn_replay *rp, struct pn_reco
 	char status[80];
 	struct tui *t;
 
-	if (tui_open(&t, opt.filter, r->sort))
+	if (tui_open(&t, opt.filter, r->sort, 0))
 		return pn_cmd_fail(r->ctx, 2, "cannot open the terminal (TERM=%s)",
 				   getenv("TERM") ? getenv("TERM") : "");
 	while (!quit && !got_signal) {
