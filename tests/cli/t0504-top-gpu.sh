@@ -37,6 +37,18 @@ test_expect_success 'the table: one row per GPU, no rate on the baseline' '
 	! grep -q "no GPU rows" out
 '
 
+test_expect_success 'the GPU rows are recorded and replayed with their rates' '
+	penny top --sysfs-root ctx --count 2 -i 0.2 --record g.rec >live 2>err &&
+	test ! -s err &&
+	python3 -c "import json; s = [json.loads(l) for l in open(\"g.rec\")]; \
+		assert all(len(x[\"gpus\"]) == 2 for x in s), s[0].get(\"gpus\")" &&
+	penny top --replay g.rec --count 2 >replayed 2>err &&
+	test ! -s err &&
+	grep "^[01]   NVIDIA H100" live >want && grep "^[01]   NVIDIA H100" replayed >got &&
+	sed "s/0000:0[78]:00.0//" want | tr -s " " >want.n && tr -s " " <got >got.n &&
+	test_cmp want.n got.n
+'
+
 # synchronised through the --prom file, as in t0503: counters move between
 # the baseline and the sample
 test_expect_success 'JSON and --prom: NVLink KiB and PCIe bytes become rates' '

@@ -184,19 +184,7 @@ if ! command -v tmux >/dev/null; then
 	exit 0
 fi
 
-GOLDEN=$FIX/golden
-cap() { T capture-pane -p -t top; }
-has() { cap | grep -q -- "$1"; }
-shows() { wait_for "${2:-10}" has "$1" || { echo "screen lacks '$1':"; cap; return 1; }; }
-key() { T send-keys -t top "$@"; }
-masked() { cap | python3 "$TOPH/mask.py"; }
-same_as_golden() { masked >"$1.txt" && cmp -s "$GOLDEN/$1.txt" "$1.txt"; }
-golden() {
-	if [ -n "${PENNY_UPDATE_GOLDEN:-}" ]; then
-		sleep 0.5 && masked >"$GOLDEN/$1.txt"
-	fi
-	wait_for 5 same_as_golden "$1" || { diff -u "$GOLDEN/$1.txt" "$1.txt"; return 1; }
-}
+. "$TOP/tests/helpers/top/screen-lib.sh"
 
 test_expect_success 'replay screen 80x24: plays to the end, steps, seeks (golden)' '
 	fake still --devices 3 --ports 2 &&
@@ -205,7 +193,7 @@ test_expect_success 'replay screen 80x24: plays to the end, steps, seeks (golden
 		"env LANG=C.UTF-8 $PENNY top --replay $PWD/still.rec; echo \$? >$PWD/rc" &&
 	shows "replay 5/5 x1" && shows PAUSED && golden replay-80x24 &&
 	key , && shows "replay 4/5 x1" && key "[" && shows "replay 1/5" &&
-	key p && shows "replay 5/5" && key "[" && key - && shows "replay [0-9]/5 x2" &&
+	key Space && shows "replay 5/5" && key "[" && key - && shows "replay [0-9]/5 x2" &&
 	key . && shows PAUSED && key q && wait_for 5 test -s rc && test "$(cat rc)" = 0
 '
 
