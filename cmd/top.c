@@ -467,6 +467,16 @@ static void print_sample(struct pn_out *o, const struct pn_counters_set *v, cons
 	funlockfile(pn_out_file(o));
 }
 
+/* One sample of the batch output, live or replayed: the rail view or the ports. */
+static int print_one(struct pn_out *o, const struct pn_counters_set *v, const int *idx, int n,
+		     double interval, const struct pn_nodectx *ctx, int first)
+{
+	if (opt.by_rail)
+		return print_rails(o, v, idx, n, interval, ctx, first);
+	print_sample(o, v, idx, n, interval, ctx, first);
+	return 0;
+}
+
 /* A new file renamed over FILE (src/base/ofile.h): a collector reads the whole
  * of one sample or the whole of the next.  No fsync: the next sample
  * replaces it within one interval. */
@@ -728,12 +738,9 @@ static int batch(struct top_run *r)
 		if (r->view.seq < 2)
 			continue; /* the baseline: no rates yet */
 		ret = 0;
-		if (to_stdout && opt.by_rail)
-			ret = print_rails(r->ctx->out, &r->view, r->idx, n, opt.interval, &r->nodectx,
-					  printed == 0);
-		else if (to_stdout)
-			print_sample(r->ctx->out, &r->view, r->idx, n, opt.interval, &r->nodectx,
-				     printed == 0);
+		if (to_stdout)
+			ret = print_one(r->ctx->out, &r->view, r->idx, n, opt.interval, &r->nodectx,
+					printed == 0);
 		if (ret)
 			return pn_cmd_fail(r->ctx, 2, "out of memory");
 		printed++;
@@ -885,12 +892,9 @@ static int replay_batch(struct top_run *r, struct pn_replay *rp, struct pn_recor
 		if (s->set.seq < 2)
 			continue; /* a baseline: the live run printed nothing */
 		ret = 0;
-		if (to_stdout && opt.by_rail)
-			ret = print_rails(r->ctx->out, &s->set, r->idx, n, s->interval, &s->ctx,
-					  printed == 0);
-		else if (to_stdout)
-			print_sample(r->ctx->out, &s->set, r->idx, n, s->interval, &s->ctx,
-				     printed == 0);
+		if (to_stdout)
+			ret = print_one(r->ctx->out, &s->set, r->idx, n, s->interval, &s->ctx,
+					printed == 0);
 		if (ret)
 			return pn_cmd_fail(r->ctx, 2, "out of memory");
 		printed++;

@@ -584,6 +584,19 @@ static int bw_chain(const struct pn_cudrv *cu, struct bw_dev *d, CUdeviceptr *ch
 	return 0;
 }
 
+
+/* The visible devices for a matrix, at most PENNY_BW_MAX_DEV of them. */
+static int bw_devices(const struct pn_cudrv *cu, int *n)
+{
+	PN_CU(cu, Init(0), "cuInit");
+	PN_CU(cu, DeviceGetCount(n), "cuDeviceGetCount");
+	if (*n <= 0)
+		return pn_plugin_fail(-ENODEV, "no CUDA device is visible");
+	if (*n > PENNY_BW_MAX_DEV)
+		*n = PENNY_BW_MAX_DEV;
+	return 0;
+}
+
 int pn_gpu_bw(const void *image, struct penny_bw_v1 *q)
 {
 	const struct pn_cudrv *cu = pn_cudrv_get();
@@ -599,12 +612,9 @@ int pn_gpu_bw(const void *image, struct penny_bw_v1 *q)
 	if (bytes < 4096)
 		bytes = 4096;
 	memset(d, 0, sizeof(d));
-	PN_CU(cu, Init(0), "cuInit");
-	PN_CU(cu, DeviceGetCount(&n), "cuDeviceGetCount");
-	if (n <= 0)
-		return pn_plugin_fail(-ENODEV, "no CUDA device is visible");
-	if (n > PENNY_BW_MAX_DEV)
-		n = PENNY_BW_MAX_DEV;
+	ret = bw_devices(cu, &n);
+	if (ret)
+		return ret;
 	q->ndev = n;
 	for (i = 0; i < n && !ret; i++) {
 		ret = bw_setup(cu, &d[i], i, bytes, image);
@@ -684,12 +694,9 @@ int pn_gpu_hostbw(struct penny_hostbw_v1 *q)
 	if (bytes < 4096)
 		bytes = 4096;
 	memset(d, 0, sizeof(d));
-	PN_CU(cu, Init(0), "cuInit");
-	PN_CU(cu, DeviceGetCount(&n), "cuDeviceGetCount");
-	if (n <= 0)
-		return pn_plugin_fail(-ENODEV, "no CUDA device is visible");
-	if (n > PENNY_BW_MAX_DEV)
-		n = PENNY_BW_MAX_DEV;
+	ret = bw_devices(cu, &n);
+	if (ret)
+		return ret;
 	q->ndev = n;
 	q->pinned = 0;
 	for (i = 0; i < n && !ret; i++) {
