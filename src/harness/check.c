@@ -29,7 +29,7 @@ typedef int (*check_fn)(struct pn_check *c);
 
 /*
  * The checks in enum order; node: the node's own (run on the node leader
- * only).  A NULL function is a check not in this build: SKIP.
+ * only).
  */
 static const struct {
 	const char *name;
@@ -157,18 +157,6 @@ static int setup(struct pn_check *c)
 	return ret;
 }
 
-/* A check this build has no code for (the driver's own SKIP). */
-static int not_built(struct pn_check *c, int id)
-{
-	struct pn_verdict_in in = {
-		.check = checks[id].name, .node = c->node, .target = "-", .verdict = PN_SKIP,
-		.detail = "not in this build",
-	};
-	int ret = pn_verdict_add(c->results, &in);
-
-	return ret == -ENOSPC ? 0 : ret;
-}
-
 static int run_one(struct pn_check *c, int id)
 {
 	int ret = 0;
@@ -177,10 +165,7 @@ static int run_one(struct pn_check *c, int id)
 		return 0;
 	if (c->node_leader || !checks[id].node) {
 		pn_check_progress(c, checks[id].name, "running");
-		if (!checks[id].fn)
-			ret = c->node_leader ? not_built(c, id) : 0;
-		else
-			ret = checks[id].fn(c);
+		ret = checks[id].fn(c);
 	}
 	if (c->boot)
 		ret = pn_boot_agree_err(c->boot, ret, 1, NULL);
