@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "harness/check.h"
 #include "harness/check_cfg.h"
+#include "base/file.h"
 #include "base/log.h"
 #include "base/verdict.h"
 #include "engine/boot.h"
@@ -139,6 +140,17 @@ static int setup(struct pn_check *c)
 	struct pn_counters_cfg cc;
 	int ret;
 
+	if (c->plan_path) {
+		/* a plan that cannot be read is a usage error, also where no
+		 * check gets to use it (rails SKIPs on a node alone) */
+		char *text;
+		size_t len;
+
+		ret = pn_file_read(c->plan_path, &text, &len);
+		if (ret)
+			return ret == -ENOMEM ? ret : pn_err_ctx(-EINVAL, "--plan");
+		free(text);
+	}
 	c->topo = calloc(1, sizeof(*c->topo));
 	c->before = calloc(1, sizeof(*c->before));
 	if (!c->topo || !c->before)

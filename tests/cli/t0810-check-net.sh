@@ -77,4 +77,12 @@ test_expect_success 'the keys: listed, and range checked' '
 	test_exit 2 penny check --only nic-bw --config bad.conf 2>err &&
 	grep -q "bad.conf:1" err
 '
+test_expect_success '--plan that cannot be read: one line, exit 2, also alone' '
+	mkfifo plan.fifo &&
+	for f in /dev/zero plan.fifo . /nonexistent; do
+		timeout 10 "$PENNY" check --only rails --plan $f >out 2>err; rc=$?
+		test $rc -eq 2 && test "$(wc -l <err)" -eq 1 && grep -q "^penny check: --plan: " err ||
+			{ echo "$f: rc $rc"; cat err; exit 1; }
+	done
+'
 test_done
