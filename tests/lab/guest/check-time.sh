@@ -169,7 +169,7 @@ for i in $(seq "$rounds"); do
 	cp pc.json pc-full.json
 	scripted full
 done
-python3 - times.txt pc-quick.json pc-full.json <<-'PY'
+python3 - times.txt pc-quick.json pc-full.json pt.out <<-'PY'
 import json, statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 t, bad = {}, set()
@@ -196,12 +196,14 @@ print("%-52s %10s %10s" % ("scripted step (median of %d)" % n, "quick", "full"))
 for s, what in steps:
     print("%-52s %10s %10s" % (what, cell("s-quick", s), cell("s-full", s)))
 tot = {m: sum(med[(m, s)] for s, _ in steps if s) for m in ("s-quick", "s-full")}
-print("%-52s %8.2f s  %8.2f s" % ("scripted total", tot["s-quick"], tot["s-full"]))
+print("%-52s %10s %10s" % ("scripted total", "%7.2f s " % tot["s-quick"], "%7.2f s " % tot["s-full"]))
 print("%-52s %10s %10s" % ("penny check, one run (--quick / full)", cell("p-quick", "total"),
                             cell("p-full", "total")))
 for m, name in (("quick", "penny check --quick"), ("full", "penny check")):
     p = med[("p-" + m, "total")]
-    print("%s %.1f s vs scripted %.1f s: %.1fx faster" % (name, p, tot["s-" + m], tot["s-" + m] / p))
+    x = tot["s-" + m] / p
+    print("%s %.1f s vs scripted %.1f s: %.1fx %s" % (name, p, tot["s-" + m], x if x >= 1 else 1 / x,
+                                                      "faster" if x >= 1 else "SLOWER"))
 print("# rounds (s): " + "; ".join("%s %s" % (k[0] if k[1] == "total" else "-".join(k),
       " ".join("%.1f" % x for x in v)) for k, v in sorted(t.items())
       if k[1] in ("total", "nic-bw")))
@@ -212,7 +214,15 @@ for f, name in ((sys.argv[2], "--quick"), (sys.argv[3], "full")):
     s = d["summary"]
     print("# penny check %s (last round): exit %s, %d pass, %d fail, %d skip" %
           (name, d["exit"], s["pass"], s["fail"], s["skip"]))
+    groups = {}
     for r in d["results"]:
         if r["verdict"] != "PASS":
-            print("#   %s %s %s %s: %s" % (r["check"], r["node"], r["target"], r["verdict"], r["detail"]))
+            groups.setdefault((r["check"], r["verdict"]), []).append(r)
+    for (chk, v), rs in groups.items():
+        print("#   %s %s x%d, e.g. %s %s: %.70s" % (chk, v, len(rs), rs[0]["node"], rs[0]["target"],
+                                                  rs[0]["detail"]))
+    print("#   nic-bw measured: " + ", ".join("%s %s %.3g %s" % (r["node"], r["target"], r["measured"],
+          r["unit"]) for r in d["results"] if r["check"] == "nic-bw" and r["verdict"] == "PASS"))
+pt = [l.split()[3] for l in open(sys.argv[4]) if l.split()[:1] == ["4096"]]
+print("# ib_write_bw measured (last round, quick then full, Gb/s): " + " ".join(pt[-8:]))
 PY
