@@ -6,44 +6,53 @@
 # as the table; after bw is gone, its pid is no longer listed.
 . "$(dirname "$0")/lib-guest.sh"
 
-# procs_of FILE PID: "DEV QPS TYPES" per device where PID owns QPs
+# procs_of FILE PID...: "DEV QPS TYPES" per device where one of the PIDs owns QPs
 procs_of() {
-	python3 - "$1" "$2" <<-\EOF
+	python3 - "$@" <<-\EOF
 	import json, sys
 	s = json.loads(open(sys.argv[1]).read().splitlines()[-1])
 	assert s["processes_note"] is None, s["processes_note"]
+	pids = [int(x) for x in sys.argv[2:]]
 	for p in s["processes"]:
-	    if p["pid"] == int(sys.argv[2]):
+	    if p["pid"] in pids:
 	        assert p["command"] == "penny" and not p["kernel"], p
 	        print(p["device"], p["qps"], ",".join(p["qp_types"]))
 	EOF
 }
 
-test_expect_success 'during penny bw: its pid owns RC QPs on rxe0 and rxe1' '
+# bw --loopback DEV1,DEV2 runs DEV1's end itself and forks DEV2's: both are
+# penny bw, the parent and its child
+test_expect_success 'during penny bw: its processes own RC QPs on rxe0 and rxe1' '
 	"$PENNY" bw --loopback rxe0,rxe1 -s 65536 -D 60 >bw.out 2>bw.err &
 	bwp=$! &&
+	echo $bwp >bw.pid &&
 	ok= &&
 	for i in $(seq 40); do
+		kids=$(cat /proc/$bwp/task/*/children 2>/dev/null) &&
 		"$PENNY" top --once -i 0.2 --processes --filter rxe --json >p.json 2>p.err &&
-			procs_of p.json $bwp >seen &&
+			procs_of p.json $bwp $kids >seen &&
 			grep -q "^rxe0 [1-9][0-9]* .*RC" seen && grep -q "^rxe1 [1-9][0-9]* .*RC" seen &&
 			{ ok=1; break; }
 		sleep 0.25
-	done &&
-	cat seen && test ! -s p.err && test -n "$ok" &&
+	done
+	echo "bw $bwp, children: $kids" && cat seen p.err &&
+	{ test -n "$ok" || python3 -c "import json; s = json.loads(open(\"p.json\").read().splitlines()[-1]); print(s[\"processes_note\"], s[\"processes\"])"; } &&
+	echo $bwp $kids >bw.pids &&
+	test ! -s p.err && test -n "$ok" &&
 	"$PENNY" top --once -i 0.2 --processes --filter rxe >p.txt 2>&1 &&
 	cat p.txt &&
-	grep -q "^rxe0  *$bwp penny  *[1-9][0-9]* .*RC" p.txt &&
-	grep -q "^rxe1  *$bwp penny  *[1-9][0-9]* .*RC" p.txt
+	pids=$(echo $bwp $kids | tr " " "|") &&
+	grep -Eq "^rxe0 +($pids) penny +[1-9][0-9]* .*RC" p.txt &&
+	grep -Eq "^rxe1 +($pids) penny +[1-9][0-9]* .*RC" p.txt
 	ret=$?
 	kill $bwp 2>/dev/null
 	wait $bwp
 	(exit $ret)
 '
 
-test_expect_success 'after penny bw: its pid is gone from the view' '
+test_expect_success 'after penny bw: its processes are gone from the view' '
 	"$PENNY" top --once -i 0.2 --processes --json >after.json 2>err &&
 	test ! -s err &&
-	procs_of after.json $bwp >left && test ! -s left
+	procs_of after.json $(cat bw.pids) >left && test ! -s left
 '
 guest_done
