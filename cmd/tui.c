@@ -619,12 +619,12 @@ static void draw_gpus(struct tui *t, const struct pn_gputraffic *g, int y, int r
 	}
 }
 
-static void draw_procs(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
+
+/* A view below the header: its rows cleared, its title bar drawn in a. */
+static void begin_view(struct tui *t, const struct pn_counters_set *v,
+		       const struct tui_status *st, attr_t a)
 {
-	const struct pn_rdmares *r = st->procs;
-	attr_t a = attr_of(t, C_TITLE, A_REVERSE);
-	char buf[160];
-	int i, y;
+	int y;
 
 	header(t, v, st);
 	for (y = 2; y < LINES - 1; y++) {
@@ -634,6 +634,15 @@ static void draw_procs(struct tui *t, const struct pn_counters_set *v, const str
 	attron(a);
 	mvhline(2, 0, ' ', COLS);
 	attroff(a);
+}
+static void draw_procs(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
+{
+	const struct pn_rdmares *r = st->procs;
+	attr_t a = attr_of(t, C_TITLE, A_REVERSE);
+	char buf[160];
+	int i, y;
+
+	begin_view(t, v, st, a);
 	put(2, 0, 16, 0, a, "DEVICE");
 	put(2, 17, 7, 1, a, "PID");
 	put(2, 25, 16, 0, a, "COMMAND");
@@ -760,14 +769,7 @@ static void draw_rails(struct tui *t, const struct pn_counters_set *v, const str
 	int n, i, y, rows = 0, x_bar = 65, w_bar = COLS - 65 - CTX_W - 1;
 	char buf[64];
 
-	header(t, v, st);
-	for (y = 2; y < LINES - 1; y++) {
-		move(y, 0);
-		clrtoeol();
-	}
-	attron(a);
-	mvhline(2, 0, ' ', COLS);
-	attroff(a);
+	begin_view(t, v, st, a);
 	put(2, 0, 4, 1, a, "RAIL");
 	put(2, 5, 16, 0, a, "DEVICE");
 	put(2, 22, 5, 1, a, "PORTS");
