@@ -9,6 +9,7 @@ PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
 MANDIR ?= $(PREFIX)/share/man
+EXAMPLEDIR ?= $(PREFIX)/share/doc/penny/examples
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
 PLUGINDIR ?= $(LIBDIR)/penny
@@ -113,8 +114,9 @@ bench: all
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
-		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(EXAMPLEDIR)
 	install -m 755 $(PENNY_BIN) $(DESTDIR)$(BINDIR)/penny
+	install -m 644 etc/check/*.conf $(DESTDIR)$(EXAMPLEDIR)/
 	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 completions/penny.bash $(DESTDIR)$(BASHCOMPDIR)/penny
 	install -m 644 completions/_penny $(DESTDIR)$(ZSHCOMPDIR)/_penny
@@ -123,7 +125,7 @@ install: all
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/penny $(DESTDIR)$(BASHCOMPDIR)/penny $(DESTDIR)$(ZSHCOMPDIR)/_penny
 	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man1/%,$(wildcard man/*.1))
-	rm -rf $(DESTDIR)$(PLUGINDIR)
+	rm -rf $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(EXAMPLEDIR)
 
 clean:
 	rm -rf build build-asan build-tsan build-clang build-fuzz penny
