@@ -223,12 +223,32 @@ static size_t json_esc(char *buf, size_t len, const char *s, int arg)
 	return pn_json_escape(buf, len, s);
 }
 
-/* (no printf on these paths: top --json prints thousands of them a second) */
+/* Length of s when no byte of it needs escaping in JSON (printable ASCII
+ * but '"' and '\\'), else 0 (and for ""). */
+static size_t json_plain_len(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i;
+
+	for (i = 0; u[i]; i++)
+		if (u[i] < 0x20 || u[i] >= 0x80 || u[i] == '"' || u[i] == '\\')
+			return 0;
+	return i;
+}
+
+/* (no printf on these paths: top --json prints thousands of them a second;
+ * keys and most values are plain ASCII and go out in one piece) */
 static void json_string(FILE *f, const char *s)
 {
 	char small[256], *heap;
+	size_t n = json_plain_len(s);
 
 	fputc('"', f);
+	if (n) {
+		fwrite(s, 1, n, f);
+		fputc('"', f);
+		return;
+	}
 	fputs(escaped(json_esc, s, 0, small, sizeof(small), &heap), f);
 	fputc('"', f);
 	free(heap);
@@ -467,10 +487,23 @@ void pn_out_text(struct pn_out *o, const char *fmt, ...)
 	free(big);
 }
 
+/* Whether no byte of s needs escaping in a Prometheus label (ASCII but
+ * '"', '\\' and newline). */
+static int prom_plain(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+
+	for (; *u; u++)
+		if (*u >= 0x80 || *u == '"' || *u == '\\' || *u == '\n')
+			return 0;
+	return 1;
+}
+
 void pn_prom_label(FILE *f, const char *key, const char *v, int first)
 {
 	char small[256], *big = NULL;
-	size_t need = pn_prom_escape(small, sizeof(small), v);
+	int plain = prom_plain(v);
+	size_t need = plain ? 0 : pn_prom_escape(small, sizeof(small), v);
 
 	if (need >= sizeof(small) && (big = malloc(need + 1)))
 		pn_prom_escape(big, need + 1, v);
@@ -479,7 +512,7 @@ void pn_prom_label(FILE *f, const char *key, const char *v, int first)
 		fputc(',', f);
 	fputs(key, f);
 	fputs("=\"", f);
-	fputs(big ? big : small, f);
+	fputs(plain ? v : big ? big : small, f);
 	fputc('"', f);
 	free(big);
 }

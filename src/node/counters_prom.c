@@ -181,14 +181,18 @@ void pn_counters_prom_write(FILE *f, const struct pn_counters_set *v, const int 
 		   "4-byte words).\n# TYPE penny_port_counter_total counter\n");
 	for (k = 0; k < n; k++) {
 		const struct pn_counters_port *p = &v->ports[idx[k]];
+		char dev[3 * sizeof(p->dev) + 1], pre[sizeof(dev) + 96];
 
+		/* the port's labels once, not once a counter (about 40 a port) */
+		pn_prom_escape(dev, sizeof(dev), p->dev);
+		snprintf(pre, sizeof(pre), "penny_port_counter_total{device=\"%s\",port=\"%d\"", dev,
+			 p->port);
 		for (i = 0; i < p->nctr; i++) {
 			const struct pn_counter *c = &p->ctr[i];
 
 			if (!(c->flags & PN_CF_VALID))
 				continue;
-			fputs("penny_port_counter_total{", f);
-			prom_labels(f, p);
+			fputs(pre, f);
 			pn_prom_label(f, "group", pn_counters_group_name(c->group), 0);
 			pn_prom_label(f, "counter", c->name, 0);
 			put_count(f, c->raw);
