@@ -21,11 +21,12 @@ job.median-margin = 0.8
 CONF
 
 # run_check OUT ARGS: the job; rank 0's --json in OUT, its exit status returned
+# (node b's NICs in rail order: $B_DEVS, rxe1,rxe3 unless set)
 run_check() {
 	local out=$1 port=$((20000 + RANDOM % 20000)) pids= r dev node rc p
 	shift
 	for r in 1 2 3; do
-		if [ $r -lt 2 ]; then dev=rxe0,rxe2 node=a; else dev=rxe1,rxe3 node=b; fi
+		if [ $r -lt 2 ]; then dev=rxe0,rxe2 node=a; else dev=${B_DEVS:-rxe1,rxe3} node=b; fi
 		PENNY_NODE_ID=$node "$PENNY" check --rank $r --nranks 4 --root 127.0.0.1:$port \
 			--timeout 60 -d $dev --config lab.conf "$@" >/dev/null 2>err$r &
 		pids="$pids $!"
@@ -78,19 +79,7 @@ test_expect_success 'veth3 (node b, rxe3, rail 1) throttled by tc: nic-bw fails 
 # rail-1 NIC), so every hop of the plan, rxe0 -> rxe1 on the wire, goes from
 # a rail-0 NIC to a rail-1 NIC.
 run_crossed() {
-	local out=$1 port=$((20000 + RANDOM % 20000)) pids= r dev node rc p
-	shift
-	for r in 1 2 3; do
-		if [ $r -lt 2 ]; then dev=rxe0,rxe2 node=a; else dev=rxe3,rxe1 node=b; fi
-		PENNY_NODE_ID=$node "$PENNY" check --rank $r --nranks 4 --root 127.0.0.1:$port \
-			--timeout 60 -d $dev --config lab.conf "$@" >/dev/null 2>err$r &
-		pids="$pids $!"
-	done
-	PENNY_NODE_ID=a "$PENNY" check --rank 0 --nranks 4 --root 127.0.0.1:$port --timeout 60 \
-		-d rxe0,rxe2 --config lab.conf --json "$@" >"$out" 2>err0
-	rc=$?
-	for p in $pids; do wait $p; done
-	return $rc
+	B_DEVS=rxe3,rxe1 run_check "$@"
 }
 
 test_expect_success 'rails crossed (b wired rail 0 to rail 1): rails fails naming each NIC and its peer' '
