@@ -252,20 +252,14 @@ static int rails_build(struct pn_check *c, struct pn_planned *pl)
 static int rails_plan(struct pn_check *c, struct pn_planned *pl, char *note, size_t len)
 {
 	struct pn_plan_msgs viol = { 0 };
-	int *node = calloc((size_t)c->nranks, sizeof(int));
-	const char **names = calloc((size_t)c->nranks, sizeof(char *));
 	char *text = NULL;
 	size_t tlen = 0;
-	int r, ret;
+	int ret;
 
 	note[0] = 0;
 	pn_plan_model_init(&pl->model);
 	pn_plan_init(&pl->plan, &pl->model);
 	pl->rank = c->rank;
-	if (!node || !names) {
-		ret = pn_err(-ENOMEM, "out of memory");
-		goto out;
-	}
 	if (c->plan_path) {
 		ret = pn_file_read(c->plan_path, &text, &tlen);
 		if (!ret)
@@ -286,19 +280,12 @@ static int rails_plan(struct pn_check *c, struct pn_planned *pl, char *note, siz
 			goto out;
 		snprintf(note, len, "plan built from the nodes' topologies");
 	}
-	for (r = 0; r < c->nranks; r++) {
-		node[r] = pn_boot_node(c->boot, r);
-		if (!names[node[r]])
-			names[node[r]] = pn_boot_node_name(c->boot, r);
-	}
-	ret = pn_plan_job_map(&pl->map, &pl->plan, c->nranks, node, c->nnodes, names);
-	if (ret)
+	ret = pn_planned_place(pl, c->boot);
+	if (ret && ret != -ENOMEM)
 		ret = pn_err_ctx(-ENOTSUP, "rails runs one rank per GPU of the plan");
 out:
 	pn_plan_msgs_release(&viol);
 	free(text);
-	free(node);
-	free(names);
 	return ret;
 }
 

@@ -117,33 +117,43 @@ void pn_planned_free(struct pn_planned *pl)
 	free(pl);
 }
 
+int pn_planned_place(struct pn_planned *pl, struct pn_boot *b)
+{
+	int nranks = pn_boot_nranks(b), r, ret;
+	int *node = calloc((size_t)nranks, sizeof(int));
+	const char **names = calloc((size_t)nranks, sizeof(char *));
+
+	ret = node && names ? 0 : pn_err(-ENOMEM, "out of memory");
+	for (r = 0; !ret && r < nranks; r++) {
+		node[r] = pn_boot_node(b, r);
+		if (!names[node[r]])
+			names[node[r]] = pn_boot_node_name(b, r);
+	}
+	if (!ret)
+		ret = pn_plan_job_map(&pl->map, &pl->plan, nranks, node, pn_boot_nnodes(b), names);
+	free(node);
+	free(names);
+	return ret;
+}
+
 int pn_planned_load(struct pn_planned **out, struct pn_boot *b, const char *path, int *first,
 		    int *mine)
 {
-	int nranks = pn_boot_nranks(b);
 	struct pn_planned *pl = calloc(1, sizeof(*pl));
-	int *node = calloc((size_t)nranks, sizeof(int));
-	const char **names = calloc((size_t)nranks, sizeof(char *));
-	int r, ret;
+	int ret;
 
 	*out = NULL;
 	*first = -1;
 	*mine = 0;
-	if (!pl || !node || !names) {
+	if (!pl) {
 		ret = pn_err(-ENOMEM, "out of memory");
 		goto out;
 	}
 	pn_plan_model_init(&pl->model);
 	pl->rank = pn_boot_rank(b);
-	for (r = 0; r < nranks; r++) {
-		node[r] = pn_boot_node(b, r);
-		if (!names[node[r]])
-			names[node[r]] = pn_boot_node_name(b, r);
-	}
 	*mine = pn_plan_load_file(&pl->plan, &pl->model, path);
 	if (!*mine)
-		*mine = pn_plan_job_map(&pl->map, &pl->plan, nranks, node, pn_boot_nnodes(b),
-					names);
+		*mine = pn_planned_place(pl, b);
 	ret = pn_boot_agree_err(b, *mine, 0, first);
 	if (!ret && *first < 0) {
 		*out = pl;
@@ -151,7 +161,5 @@ int pn_planned_load(struct pn_planned **out, struct pn_boot *b, const char *path
 	}
 out:
 	pn_planned_free(pl);
-	free(node);
-	free(names);
 	return ret;
 }

@@ -45,6 +45,9 @@ struct pn_planned {
 int pn_planned_load(struct pn_planned **out, struct pn_boot *b, const char *path, int *first,
 		    int *mine);
 void pn_planned_free(struct pn_planned *pl);
+/* Place pl->plan on b's nodes (in order of lowest rank, or by host name) and
+ * ranks: pn_plan_job_map into pl->map.  0 or -errno with a message. */
+int pn_planned_place(struct pn_planned *pl, struct pn_boot *b);
 /* pn_comm_cfg.verbs_port for a planned job: the NIC of (peer, channel). */
 int pn_planned_port(void *arg, int peer, int chan, char *out, size_t len);
 
