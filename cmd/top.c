@@ -1043,6 +1043,8 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 		return pn_cmd_fail(ctx, 2, "--record, --replay and --plot need a file name");
 	if (opt.record && opt.replay)
 		return pn_cmd_fail(ctx, 2, "--record and --replay exclude each other");
+	if (!opt.record && opt.record_max != PN_RECORD_MAX_DEFAULT)
+		return pn_cmd_fail(ctx, 2, "--record-max is for --record");
 	if (opt.replay && (opt.lids || opt.ca || opt.ethernet))
 		return pn_cmd_fail(ctx, 2, "--lid, --ca and -e are for a live run, not --replay");
 	/* before any sampling: a file that cannot be written fails at once */

@@ -114,7 +114,9 @@ b = [json.loads(l)[\"sample\"] for l in open(\"b.json\")]
 assert a == list(range(a[0], a[0] + len(a))) and b[0] > a[-1], (a, b)
 assert b[-1] == 30, b
 " &&
-	test_exit 2 penny top --sysfs-root moving --once --record x --record-max 1K
+	test_exit 2 penny top --sysfs-root moving --once --record x --record-max 1K &&
+	test_exit 2 penny top --sysfs-root moving --once --record-max 1M 2>err &&
+	grep -q "^penny top: --record-max is for --record$" err
 '
 
 test_expect_success 'a rotation onto a FILE.1 that is not a regular file stops recording' '
