@@ -112,10 +112,13 @@ static int link_temp(struct pn_ofile *of)
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", of->fd);
 	for (i = 0; i < 100; i++) {
 		tmp_name(of);
-		if (!linkat(AT_FDCWD, proc, of->dirfd, of->tmp, AT_SYMLINK_FOLLOW))
+		/* root links the descriptor itself (no walk through /proc);
+		 * others need /proc */
+		if (!linkat(of->fd, "", of->dirfd, of->tmp, AT_EMPTY_PATH))
 			return 0;
-		/* no /proc: root may link the descriptor itself */
-		if (errno == ENOENT && !linkat(of->fd, "", of->dirfd, of->tmp, AT_EMPTY_PATH))
+		if (errno == EEXIST)
+			continue;
+		if (!linkat(AT_FDCWD, proc, of->dirfd, of->tmp, AT_SYMLINK_FOLLOW))
 			return 0;
 		if (errno != EEXIST)
 			break;
@@ -261,7 +264,7 @@ void pn_ofile_abort(struct pn_ofile *of)
 int pn_ofile_commit(struct pn_ofile *of)
 {
 	struct stat st;
-	int ret, e;
+	int ret, e, have;
 
 	if (!of)
 		return pn_err(-EINVAL, "no output file");
@@ -280,7 +283,8 @@ int pn_ofile_commit(struct pn_ofile *of)
 		goto fail;
 	}
 	/* it may have changed since the open */
-	if (!fstatat(of->dirfd, of->base, &st, AT_SYMLINK_NOFOLLOW) && !S_ISREG(st.st_mode)) {
+	have = !fstatat(of->dirfd, of->base, &st, AT_SYMLINK_NOFOLLOW);
+	if (have && !S_ISREG(st.st_mode)) {
 		ret = refuse(of->path, st.st_mode);
 		goto fail;
 	}
@@ -295,6 +299,24 @@ int pn_ofile_commit(struct pn_ofile *of)
 	if (e) {
 		ret = pn_err(-e, "write error on '%s': %s", of->path, strerror(e));
 		goto fail;
+	}
+	if ((of->flags & PN_OFILE_VOLATILE) && have) {
+		/* the old file takes the temporary name, and goes */
+		if (!renameat2(of->dirfd, of->tmp, of->dirfd, of->base, RENAME_EXCHANGE)) {
+			if (unlinkat(of->dirfd, of->tmp, 0)) {
+				ret = pn_err(-errno, "cannot remove the old '%s' (now '%s'): %s",
+					     of->path, of->tmp, strerror(errno));
+				of->tmp[0] = 0;
+				goto fail;
+			}
+			free_of(of);
+			return 0;
+		}
+		if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP && errno != ENOENT) {
+			ret = pn_err(-errno, "cannot rename onto '%s': %s", of->path,
+				     strerror(errno));
+			goto fail;
+		}
 	}
 	if (renameat(of->dirfd, of->tmp, of->dirfd, of->base)) {
 		ret = pn_err(-errno, "cannot rename onto '%s': %s", of->path, strerror(errno));

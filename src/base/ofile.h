@@ -33,6 +33,14 @@
 enum {
 	PN_OFILE_SYNC = 1u << 0,    /* fsync before the rename (one-shot results) */
 	PN_OFILE_PRIVATE = 1u << 1, /* mode 0600, a replaced file's mode too (secrets) */
+	/* replaced again within seconds (top --prom): the commit does not make
+	 * the file system write the data out first.  ext4 writes a file renamed
+	 * over another one out at once (auto_da_alloc): 160 KB of disk I/O a
+	 * second for top --prom.  Exchanged with the old file instead
+	 * (RENAME_EXCHANGE), which is then removed, so a file replaced before
+	 * writeback never reaches the disk; a plain rename where the file
+	 * system cannot exchange. */
+	PN_OFILE_VOLATILE = 1u << 2,
 };
 
 struct pn_ofile;

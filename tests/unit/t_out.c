@@ -11,9 +11,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 static char esc_buf[1024];
@@ -317,6 +321,108 @@ TEST(ofile_commit_checks_again)
 	unlink(p);
 }
 
+/* 1 when the file's data are not on the disk yet (one extent, delayed
+ * allocation), 0 when they are, -1 unknown (no FIEMAP). */
+static int delalloc(const char *p)
+{
+	struct fiemap *m = calloc(1, sizeof(*m) + 4 * sizeof(struct fiemap_extent));
+	int fd = open(p, O_RDONLY), r = -1;
+
+	if (m && fd >= 0) {
+		m->fm_length = FIEMAP_MAX_OFFSET;
+		m->fm_extent_count = 4;
+		if (!ioctl(fd, FS_IOC_FIEMAP, m) && m->fm_mapped_extents >= 1)
+			r = !!(m->fm_extents[0].fe_flags & FIEMAP_EXTENT_DELALLOC);
+	}
+	if (fd >= 0)
+		close(fd);
+	free(m);
+	return r;
+}
+
+static void put_big(struct pn_ofile *of, char c)
+{
+	int i;
+
+	for (i = 0; i < 64 * 1024; i++)
+		fputc(c, pn_ofile_file(of));
+}
+
+TEST(ofile_volatile_exchanges)
+{
+	struct pn_ofile *of;
+	char p[512], q[512];
+	struct stat a, b;
+	int fd, i;
+	char c;
+
+	path_of(p, sizeof(p), "vol.prom");
+	/* a new name, then replaced again and again: the content, the mode
+	 * of what it replaces, a new inode each time, nothing left behind */
+	for (i = 0; i < 3; i++) {
+		if (i == 2) {
+			chmod(p, 0640);
+			stat(p, &a);
+		}
+		CHECK_EQ_INT(pn_ofile_open(&of, p, PN_OFILE_VOLATILE), 0);
+		fputs(i == 0 ? "one\n" : i == 1 ? "two\n" : "three\n", pn_ofile_file(of));
+		CHECK_EQ_INT(pn_ofile_commit(of), 0);
+		CHECK_EQ_INT(nentries(), 1);
+	}
+	CHECK(file_is(p, "three\n"));
+	CHECK(!stat(p, &b) && b.st_ino != a.st_ino && (b.st_mode & 0777) == 0640);
+
+	/* a reader that has the old file open keeps reading the old file */
+	fd = open(p, O_RDONLY);
+	CHECK_EQ_INT(pn_ofile_open(&of, p, PN_OFILE_VOLATILE), 0);
+	fputs("four\n", pn_ofile_file(of));
+	CHECK_EQ_INT(pn_ofile_commit(of), 0);
+	CHECK(fd >= 0 && read(fd, &c, 1) == 1 && c == 't');
+	close(fd);
+	CHECK(file_is(p, "four\n"));
+	CHECK_EQ_INT(nentries(), 1);
+
+	/* absent at the open, a regular file by the commit: replaced; a FIFO
+	 * by the commit: refused, left as it is */
+	unlink(p);
+	CHECK_EQ_INT(pn_ofile_open(&of, p, PN_OFILE_VOLATILE), 0);
+	fputs("five\n", pn_ofile_file(of));
+	put_file(p, "late\n", 0644);
+	CHECK_EQ_INT(pn_ofile_commit(of), 0);
+	CHECK(file_is(p, "five\n"));
+	CHECK_EQ_INT(pn_ofile_open(&of, p, PN_OFILE_VOLATILE), 0);
+	fputs("six\n", pn_ofile_file(of));
+	unlink(p);
+	CHECK(!mkfifo(p, 0644));
+	CHECK_EQ_INT(pn_ofile_commit(of), -EINVAL);
+	CHECK(!lstat(p, &a) && S_ISFIFO(a.st_mode));
+	CHECK_EQ_INT(nentries(), 1);
+	unlink(p);
+
+	/* Not forced to the disk by the replacement (ext4 writes a file
+	 * renamed over another one out at once).  Judged only where a new
+	 * file's data wait for writeback (delayed allocation). */
+	path_of(q, sizeof(q), "plain");
+	CHECK_EQ_INT(pn_ofile_open(&of, q, 0), 0);
+	put_big(of, 'a');
+	CHECK_EQ_INT(pn_ofile_commit(of), 0);
+	if (delalloc(q) == 1) {
+		CHECK_EQ_INT(pn_ofile_open(&of, q, PN_OFILE_VOLATILE), 0);
+		put_big(of, 'b');
+		CHECK_EQ_INT(pn_ofile_commit(of), 0);
+		CHECK_EQ_INT(delalloc(q), 1);
+		CHECK_EQ_INT(pn_ofile_open(&of, q, 0), 0);
+		put_big(of, 'c');
+		CHECK_EQ_INT(pn_ofile_commit(of), 0);
+		printf("# a plain replacement: %s\n",
+		       delalloc(q) == 0 ? "written out at once" : "left to writeback");
+	} else {
+		printf("# no delayed allocation here: write-out not judged\n");
+	}
+	unlink(q);
+	CHECK_EQ_INT(nentries(), 0);
+}
+
 TEST(ofile_standard_output_in_place)
 {
 	struct pn_ofile *of;
@@ -369,6 +475,7 @@ int main(void)
 	RUN(ofile_new_and_replaced_files);
 	RUN(ofile_refuses_what_is_not_a_regular_file);
 	RUN(ofile_commit_checks_again);
+	RUN(ofile_volatile_exchanges);
 	RUN(ofile_standard_output_in_place);
 	rmdir(dir);
 	return unit_done();
