@@ -477,9 +477,10 @@ static int print_one(struct pn_out *o, const struct pn_counters_set *v, const in
 	return 0;
 }
 
-/* A new file renamed over FILE (src/base/ofile.h): a collector reads the whole
- * of one sample or the whole of the next.  No fsync: the next sample
- * replaces it within one interval. */
+/* A new file exchanged with FILE (src/base/ofile.h, PN_OFILE_VOLATILE): a
+ * collector reads the whole of one sample or the whole of the next.  No
+ * fsync, no write-out forced by the rename: the next sample replaces it
+ * within one interval. */
 #define PROM_BUF (256 << 10)
 
 static int write_prom(const char *path, const struct pn_counters_set *v, const int *idx, int n,
@@ -487,7 +488,7 @@ static int write_prom(const char *path, const struct pn_counters_set *v, const i
 {
 	static char *buf;	/* one write per sample, the buffer kept between samples */
 	struct pn_ofile *of;
-	int ret = pn_ofile_open(&of, path, 0);
+	int ret = pn_ofile_open(&of, path, PN_OFILE_VOLATILE);
 
 	if (ret)
 		return ret;

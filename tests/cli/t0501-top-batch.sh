@@ -116,7 +116,7 @@ test_expect_success '--prom: textfile format, atomic rename, no temporary file l
 	test "$(stat -c %a prom/penny.prom)" = 644
 '
 
-test_expect_success '--prom is rewritten by rename at every sample' '
+test_expect_success '--prom is replaced (a new file) at every sample' '
 	{ "$PENNY" top --sysfs-root p --count 3 -i 0.7 --prom prom/penny.prom & } && pid=$! &&
 	wait_for 10 test -s prom/penny.prom && i0=$(inode prom/penny.prom) &&
 	wait_for 10 inode_changed prom/penny.prom "$i0" && i1=$(inode prom/penny.prom) &&
