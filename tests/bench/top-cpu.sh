@@ -5,7 +5,10 @@
 # 200x50, every port on screen), the batch table, --json, --prom, and the
 # flight recorder (--record) beside the table and --json.
 #
-#   tests/bench/top-cpu.sh [SECONDS]      (default 60; env PENNY=path/to/penny)
+#   tests/bench/top-cpu.sh [SECONDS [MODE...]]
+#
+# SECONDS defaults to 60; MODEs (default all): screen table json prom record
+# json-record.  env PENNY=path/to/penny.
 #
 # CPU time is the sum over the process's threads of /proc/PID/task/*/schedstat
 # (nanoseconds on the CPU), cross-checked with utime+stime of /proc/PID/stat
@@ -14,12 +17,22 @@
 # core; RSS flat in every mode (the last reading within 64 KiB of the
 # first: a memory-growth check over the run; give 600 for the 10 minutes
 # of issue #14).  The recorder's modes read every counter and write about
-# 70 KB a second: their CPU is reported, not judged; their RSS is.  Exits 1
-# when a target is missed.
+# 70 KB a second (the table's with --record-max 16M, so that a 10-minute run
+# rotates the file twice): their CPU is reported, not judged; their RSS is.
+# Exits 1 when a target is missed.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 PENNY=${PENNY:-$top/penny}
 secs=${1:-60}
+shift $(($# > 0))
+modes=" ${*:-screen table json prom record json-record} "
+for m in $modes; do
+	case $m in
+	screen | table | json | prom | record | json-record) ;;
+	*) echo "top-cpu.sh: unknown mode '$m' (screen table json prom record json-record)" >&2; exit 2 ;;
+	esac
+done
+want() { [[ $modes == *" $1 "* ]]; }
 target=0.2
 work=$(mktemp -d "${TMPDIR:-/tmp}/penny-bench.XXXXXX")
 sock=penny-bench-$$
@@ -94,7 +107,9 @@ print(f'{(c1 - c0) / 1e9 / wall * 100:.4f} {(k1 - k0) / hz / wall * 100:.3f} {mi
 }
 
 echo "# penny top, 16 devices x 2 ports ($nfiles sysfs files), interval 1 s, ${secs} s, $(nproc) CPUs"
-if command -v tmux >/dev/null; then
+if ! want screen; then
+	:
+elif command -v tmux >/dev/null; then
 	tmux -L "$sock" -f /dev/null new-session -d -x 200 -y 50 -s b \
 		"exec env LANG=C.UTF-8 $PENNY top --sysfs-root $work/tree -i 1"
 	sleep 1
@@ -111,35 +126,45 @@ else
 	echo "screen: skipped (no tmux)"
 fi
 
-"$PENNY" top --sysfs-root "$work/tree" -i 1 >"$work/out.txt" &
-pid=$!
-measure "batch table" "$pid" "$target"
-kill "$pid"
-wait "$pid" 2>/dev/null
-"$PENNY" top --sysfs-root "$work/tree" -i 1 --json >"$work/out.json" &
-pid=$!
-measure "batch --json" "$pid" "$target"
-kill "$pid"
-wait "$pid" 2>/dev/null
-echo "  $(wc -l <"$work/out.json") JSON samples of $(head -c 1000000 "$work/out.json" | head -1 | wc -c) bytes"
-"$PENNY" top --sysfs-root "$work/tree" -i 1 --prom "$work/out.prom" &
-pid=$!
-measure "batch --prom" "$pid" "$target"
-kill "$pid"
-wait "$pid" 2>/dev/null
-echo "  $(wc -l <"$work/out.prom") lines of Prometheus text a sample"
+if want table; then
+	"$PENNY" top --sysfs-root "$work/tree" -i 1 >"$work/out.txt" &
+	pid=$!
+	measure "batch table" "$pid" "$target"
+	kill "$pid"
+	wait "$pid" 2>/dev/null
+fi
+if want json; then
+	"$PENNY" top --sysfs-root "$work/tree" -i 1 --json >"$work/out.json" &
+	pid=$!
+	measure "batch --json" "$pid" "$target"
+	kill "$pid"
+	wait "$pid" 2>/dev/null
+	echo "  $(wc -l <"$work/out.json") JSON samples of $(head -c 1000000 "$work/out.json" | head -1 | wc -c) bytes"
+fi
+if want prom; then
+	"$PENNY" top --sysfs-root "$work/tree" -i 1 --prom "$work/out.prom" &
+	pid=$!
+	measure "batch --prom" "$pid" "$target"
+	kill "$pid"
+	wait "$pid" 2>/dev/null
+	echo "  $(wc -l <"$work/out.prom") lines of Prometheus text a sample"
+fi
 # the recorder: CPU reported, RSS judged
-"$PENNY" top --sysfs-root "$work/tree" -i 1 --record "$work/rec" >/dev/null &
-pid=$!
-measure "table --record" "$pid"
-kill "$pid"
-wait "$pid" 2>/dev/null
-rm -f "$work/rec"
-"$PENNY" top --sysfs-root "$work/tree" -i 1 --json --record "$work/rec" >/dev/null &
-pid=$!
-measure "--json --record" "$pid"
-kill "$pid"
-wait "$pid" 2>/dev/null
+if want record; then
+	"$PENNY" top --sysfs-root "$work/tree" -i 1 --record "$work/rec" --record-max 16M >/dev/null &
+	pid=$!
+	measure "table --record" "$pid"
+	kill "$pid"
+	wait "$pid" 2>/dev/null
+	rm -f "$work/rec"
+fi
+if want json-record; then
+	"$PENNY" top --sysfs-root "$work/tree" -i 1 --json --record "$work/rec" >/dev/null &
+	pid=$!
+	measure "--json --record" "$pid"
+	kill "$pid"
+	wait "$pid" 2>/dev/null
+	echo "  $(cat "$work"/rec* | wc -l) recorded samples of $(head -1 "$work/rec" | wc -c) bytes, $(du -ck "$work"/rec* | tail -1 | cut -f1) KiB on disk ($(ls "$work" | grep -c '^rec'): rec and rec.1 once it rotated)"
+fi
 pid=
-echo "  $(wc -l <"$work/rec") recorded samples of $(head -1 "$work/rec" | wc -c) bytes"
 exit $fail
