@@ -3,7 +3,9 @@
 """Compare the bytes penny bw moved with what penny top reported meanwhile.
 
 usage: top-bw-check.py BW.json TOP.jsonl TXDEV RXDEV
-TOP.jsonl holds penny top samples taken from before the bw run to after it.
+TOP.jsonl holds penny top samples taken from before the bw run to after it:
+top --json's output, or a flight recording (top --record), whose ports keep
+the counters as the model has them (dev, tx_Bps, ix/ctr, ...).
 The payload TXDEV sent and RXDEV received between the first and the last
 sample, and the integral of the rates top printed over the same samples,
 must both be within 10% of bytes x iterations of bw's run.  top reports the
@@ -41,6 +43,19 @@ if not rows:
 moved = sum(r["bytes"] * r["iterations"] for r in rows)
 
 samples = [json.loads(line) for line in open(top_file) if line.strip()]
+if samples and "penny_record" in samples[0]:
+    # a recording: ix holds the index in ctr of each kind's first counter
+    # (other, rx bytes, tx bytes, rx packets, tx packets, ...), a counter is
+    # [group, name, kind, scale, width, flags, wraps, raw, value, delta]
+    def plain(r):
+        def ctr(kind):
+            i = r["ix"][kind]
+            return r["ctr"][i][8] if i >= 0 else 0
+        return {"device": r["dev"], "elapsed": r["elapsed"] or 0,
+                "tx_bytes": ctr(2), "rx_bytes": ctr(1), "tx_packets": ctr(4),
+                "rx_packets": ctr(3), "tx_bytes_per_sec": r["tx_Bps"] or 0,
+                "tx_packets_per_sec": r["tx_pps"] or 0}
+    samples = [{"ports": [plain(r) for r in s["ports"]]} for s in samples]
 def port(s, dev):
     for p in s["ports"]:
         if p["device"] == dev:
