@@ -635,6 +635,7 @@ static void begin_view(struct tui *t, const struct pn_counters_set *v,
 	mvhline(2, 0, ' ', COLS);
 	attroff(a);
 }
+
 static void draw_procs(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
 {
 	const struct pn_rdmares *r = st->procs;
@@ -766,7 +767,7 @@ static void draw_rails(struct tui *t, const struct pn_counters_set *v, const str
 	const struct pn_nodectx *ctx = st->ctx;
 	struct pn_rail_sum *r = NULL;
 	attr_t a = attr_of(t, C_TITLE, A_REVERSE);
-	int n, i, y, rows = 0, x_bar = 65, w_bar = COLS - 65 - CTX_W - 1;
+	int n, i, y, rows = 0, x_bar = 65, w_bar = COLS - 65 - CTX_W - 1, grows = gpu_rows(t, st);
 	char buf[64];
 
 	begin_view(t, v, st, a);
@@ -786,7 +787,7 @@ static void draw_rails(struct tui *t, const struct pn_counters_set *v, const str
 		rows = pn_nodectx_rails(ctx, v, t->idx, n, r);
 	put(2, x_bar + w_bar + (w_bar ? 1 : 0), 4, 1, a, "NUMA");
 	put(2, x_bar + w_bar + (w_bar ? 1 : 0) + 10, 8, 0, a, "GPUS");
-	for (i = 0, y = 3; i < rows && y < LINES - 1; i++, y++) {
+	for (i = 0, y = 3; i < rows && y < LINES - 1 - grows; i++, y++) {
 		if (r[i].nic)
 			snprintf(buf, sizeof(buf), "%d", r[i].rail);
 		else
@@ -813,7 +814,10 @@ static void draw_rails(struct tui *t, const struct pn_counters_set *v, const str
 	if (!rows)
 		line(4, 2, A_NORMAL, n ? "out of memory" : "no ports to sum");
 	free(r);
-	footer(t, "q:quit r:ports f:filter +/-:interval Space:pause ?:help");
+	/* the GPUs' NVLink and PCIe beside the rails' traffic */
+	if (grows)
+		draw_gpus(t, st->gpus, LINES - 1 - grows, grows);
+	footer(t, "q:quit r:ports f:filter g:gpus +/-:interval Space:pause ?:help");
 }
 
 static void draw_detail(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)

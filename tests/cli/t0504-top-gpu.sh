@@ -161,6 +161,18 @@ test_expect_success 'the screen: GPU rows under the NICs, g hides them (golden 8
 	key q && wait_for 5 exited && test "$(cat rc)" = 0
 '
 
+# the rail view (r) with the GPU rows: each rail with its NUMA node and the
+# GPUs it serves, its share of the node's traffic, the GPUs' NVLink and PCIe
+test_expect_success 'the screen: the rail view with GPU rows (golden 80x24, 200x50)' '
+	traffic 0000:07:00.0 0 0 0 0 0000:08:00.0 - - 0 0 &&
+	TREE=ctx start 80 24 PENNY_NVML_LIB=$PENNY_NVML_LIB -- -i 0.3 && shows "^sort name" &&
+	key r && shows "SHARE" && shows "^GPU NAME" && golden rails-80x24 &&
+	TREE=ctx start 200 50 PENNY_NVML_LIB=$PENNY_NVML_LIB -- -i 0.3 && shows "^sort name" &&
+	key r && shows "SHARE" && shows "^GPU NAME" && golden rails-200x50 &&
+	key r && shows "^mlx5_0  *1 ACTIVE" &&
+	key q && wait_for 5 exited && test "$(cat rc)" = 0
+'
+
 test_expect_success 'the screen without NVML: the note in the header, no rows' '
 	TREE=ctx start 120 24 PENNY_NVML_LIB=/nonexistent -- -i 0.3 &&
 	shows "^sort name  no GPU rows: NVML (libnvidia-ml.so.1) not found" &&
