@@ -70,7 +70,7 @@ rss_kb() { awk '/^VmRSS:/ {print $2}' /proc/"$1"/status; }
 # 5 s; without TARGET the CPU figure is for information
 fail=0
 measure() {
-	local name=$1 pid=$2 tgt=${3:-} c0 c1 k0 k1 t0 t1 rss=() i pct tpct rmin rmax
+	local name=$1 pid=$2 tgt=${3:-} c0 c1 k0 k1 t0 t1 rss=() i pct tpct rmin rmax rs
 	sleep 3
 	c0=$(cpu_ns "$pid") k0=$(ticks "$pid") t0=$(date +%s.%N)
 	for ((i = 0; i < secs; i += 5)); do
@@ -86,9 +86,14 @@ rss = [int(x) for x in sys.argv[8:]]
 wall = t1 - t0
 print(f'{(c1 - c0) / 1e9 / wall * 100:.4f} {(k1 - k0) / hz / wall * 100:.3f} {min(rss)} {max(rss)}')
 " "$c0" "$c1" "$k0" "$k1" "$t0" "$t1" "$hz" "${rss[@]}")
+	# every reading up to 13 of them (a minute), else how many, the first and the last
+	if [ ${#rss[@]} -le 13 ]; then
+		rs="(samples: ${rss[*]})"
+	else
+		rs="(${#rss[@]} samples, 5 s apart: first ${rss[0]}, last ${rss[-1]})"
+	fi
 	printf '%-22s CPU %.4f%% of one core (ticks: %s%%), %.2f ms per sample; RSS %s..%s KiB %s\n' \
-		"$name" "$pct" "$tpct" "$(python3 -c "print($pct / 100 * 1000)")" "$rmin" "$rmax" \
-		"(samples: ${rss[*]})"
+		"$name" "$pct" "$tpct" "$(python3 -c "print($pct / 100 * 1000)")" "$rmin" "$rmax" "$rs"
 	if [ -z "$tgt" ]; then
 		echo "  (no CPU target: reads and prints every counter of every port)"
 	elif python3 -c "import sys; sys.exit(0 if $pct < $tgt else 1)"; then
