@@ -261,6 +261,47 @@ void pn_ofile_abort(struct pn_ofile *of)
 	free_of(of);
 }
 
+/*
+ * PN_OFILE_VOLATILE: swap the new file with the old one, then remove the
+ * old one.  Returns 0 when done, 1 where the file system cannot swap (the
+ * caller renames), or -errno.  What was swapped out must be a regular file:
+ * anything else put at the name since the last check (a directory, which a
+ * rename would have failed on) is swapped back and refused.
+ */
+static int exchange(struct pn_ofile *of)
+{
+	struct stat st;
+	int e;
+
+	if (renameat2(of->dirfd, of->tmp, of->dirfd, of->base, RENAME_EXCHANGE)) {
+		e = errno;
+		if (e == EINVAL || e == ENOSYS || e == EOPNOTSUPP || e == ENOENT)
+			return 1;
+		return pn_err(-e, "cannot rename onto '%s': %s", of->path, strerror(e));
+	}
+	if (fstatat(of->dirfd, of->tmp, &st, AT_SYMLINK_NOFOLLOW)) {
+		e = errno;
+		of->tmp[0] = 0;
+		return e == ENOENT ? 0 : pn_err(-e, "cannot remove the old '%s': %s", of->path, strerror(e));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		if (!renameat2(of->dirfd, of->tmp, of->dirfd, of->base, RENAME_EXCHANGE))
+			return refuse(of->path, st.st_mode);
+		/* the new file stays at the name; what is at tmp is not ours */
+		e = pn_err(-errno, "'%s' became %s while it was written, now named '%s': %s",
+			   of->path, pn_file_kind(st.st_mode), of->tmp, strerror(errno));
+		of->tmp[0] = 0;
+		return e;
+	}
+	if (unlinkat(of->dirfd, of->tmp, 0)) {
+		e = errno;
+		pn_err(-e, "cannot remove the old '%s' (now '%s'): %s", of->path, of->tmp, strerror(e));
+		of->tmp[0] = 0;
+		return -e;
+	}
+	return 0;
+}
+
 int pn_ofile_commit(struct pn_ofile *of)
 {
 	struct stat st;
@@ -301,21 +342,12 @@ int pn_ofile_commit(struct pn_ofile *of)
 		goto fail;
 	}
 	if ((of->flags & PN_OFILE_VOLATILE) && have) {
-		/* the old file takes the temporary name, and goes */
-		if (!renameat2(of->dirfd, of->tmp, of->dirfd, of->base, RENAME_EXCHANGE)) {
-			if (unlinkat(of->dirfd, of->tmp, 0)) {
-				ret = pn_err(-errno, "cannot remove the old '%s' (now '%s'): %s",
-					     of->path, of->tmp, strerror(errno));
-				of->tmp[0] = 0;
+		ret = exchange(of);
+		if (ret <= 0) {
+			if (ret)
 				goto fail;
-			}
 			free_of(of);
 			return 0;
-		}
-		if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP && errno != ENOENT) {
-			ret = pn_err(-errno, "cannot rename onto '%s': %s", of->path,
-				     strerror(errno));
-			goto fail;
 		}
 	}
 	if (renameat(of->dirfd, of->tmp, of->dirfd, of->base)) {

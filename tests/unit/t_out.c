@@ -326,12 +326,23 @@ TEST(ofile_commit_checks_again)
 /* A file system without RENAME_EXCHANGE (ext2's own driver, FUSE, ...):
  * this renameat2 takes the place of the C library's for src/base/ofile.c. */
 static int no_exchange;
+/* a directory put at the name just before the exchange (a race) */
+static int dir_before_exchange;
 
 int renameat2(int olddir, const char *old, int newdir, const char *new, unsigned int flags)
 {
 	if (no_exchange && (flags & RENAME_EXCHANGE)) {
 		errno = EINVAL;
 		return -1;
+	}
+	if (dir_before_exchange && (flags & RENAME_EXCHANGE)) {
+		char kept[300];
+
+		dir_before_exchange = 0;
+		snprintf(kept, sizeof(kept), "%s/kept", new);
+		if (unlinkat(newdir, new, 0) || mkdirat(newdir, new, 0755) ||
+		    close(openat(newdir, kept, O_CREAT | O_WRONLY, 0644)))
+			return -1;
 	}
 	return (int)syscall(SYS_renameat2, olddir, old, newdir, new, flags);
 }
@@ -424,6 +435,21 @@ TEST(ofile_volatile_exchanges)
 	CHECK(file_is(p, "seven\n"));
 	CHECK_EQ_INT(nentries(), 1);
 	unlink(p);
+
+	/* a directory at the name between the check and the exchange: swapped
+	 * back, refused, left as it is with what it holds (a rename would
+	 * have failed on it) */
+	put_file(p, "old\n", 0644);
+	CHECK_EQ_INT(pn_ofile_open(&of, p, PN_OFILE_VOLATILE), 0);
+	fputs("eight\n", pn_ofile_file(of));
+	dir_before_exchange = 1;
+	CHECK_EQ_INT(pn_ofile_commit(of), -EISDIR);
+	CHECK(!lstat(p, &a) && S_ISDIR(a.st_mode));
+	path_of(q, sizeof(q), "vol.prom/kept");
+	CHECK(!access(q, F_OK));
+	unlink(q);
+	CHECK(!rmdir(p));
+	CHECK_EQ_INT(nentries(), 0);
 
 	/* Not forced to the disk by the replacement (ext4 writes a file
 	 * renamed over another one out at once).  Judged only where a new
