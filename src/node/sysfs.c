@@ -59,16 +59,25 @@ static int vpath(char *buf, size_t len, const char *fmt, va_list ap)
 
 /*
  * Never blocks: O_NONBLOCK makes opening a FIFO (a captured tree may hold
- * one; real sysfs and procfs never do) return at once.
+ * one; real sysfs and procfs never do) return at once.  A --sysfs-root tree
+ * is regular files on a disk: penny top rereads a thousand of them every
+ * interval, which must not make the kernel update (and write back) their
+ * access times, so they are read with O_NOATIME where the owner or root
+ * may (the live /sys and /proc have no access times to keep).
  */
 static int open_path(const char *path, int flags)
 {
+	int fd;
+
 	flags |= O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
 	if (root_fd < 0)
 		return open(path, flags);
 	while (*path == '/')
 		path++;
-	return openat(root_fd, *path ? path : ".", flags);
+	fd = openat(root_fd, *path ? path : ".", flags | O_NOATIME);
+	if (fd < 0 && errno == EPERM)
+		fd = openat(root_fd, *path ? path : ".", flags);
+	return fd;
 }
 
 /*
