@@ -161,7 +161,7 @@ if want record; then
 	measure "table --record" "$pid"
 	kill "$pid"
 	wait "$pid" 2>/dev/null
-	rm -f "$work/rec"
+	rm -f "$work"/rec "$work"/rec.1
 fi
 if want json-record; then
 	"$PENNY" top --sysfs-root "$work/tree" -i 1 --json --record "$work/rec" >/dev/null &
