@@ -320,41 +320,56 @@ static void legend(FILE *f, const struct pn_plot *p, double top)
 	fputs("</g>\n", f);
 }
 
-static void write_svg(FILE *f, const struct pn_plot *p)
+/* The document's start: prolog, <svg> (with the xlink namespace for <use>
+ * markers), and the style both plots share followed by CSS, the plot's own. */
+static void svg_begin(FILE *f, int width, double height, int xlink, const char *css)
 {
-	size_t rows = (p->nseries + LEGEND_COLS - 1) / LEGEND_COLS;
-	double legend_top = PANEL_TOP + PANEL_H + 72;
-	double height = legend_top + (double)rows * LEGEND_ROW_H + 8;
-
 	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
-	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" "
-		   "xmlns:xlink=\"http://www.w3.org/1999/xlink\" version=\"1.1\" "
-		   "width=\"%d\" height=\"%.0f\" viewBox=\"0 0 %d %.0f\">\n",
-		PLOT_W, height, PLOT_W, height);
+	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" %sversion=\"1.1\" width=\"%d\" "
+		   "height=\"%.0f\" viewBox=\"0 0 %d %.0f\">\n",
+		xlink ? "xmlns:xlink=\"http://www.w3.org/1999/xlink\" " : "", width, height, width,
+		height);
 	fputs("<style>\n"
 	      "text { font-family: DejaVu Sans, Helvetica, Arial, sans-serif; font-size: 12px; "
 	      "fill: #222; stroke: none; }\n"
 	      ".title { font-size: 17px; font-weight: bold; text-anchor: middle; }\n"
 	      ".ptitle { font-size: 14px; font-weight: bold; text-anchor: middle; }\n"
 	      ".label { font-size: 13px; text-anchor: middle; }\n"
-	      ".xtick { text-anchor: middle; } .ytick { text-anchor: end; }\n"
-	      ".nodata { font-size: 14px; text-anchor: middle; fill: #888; }\n"
-	      ".frame { fill: none; stroke: #444; stroke-width: 1; }\n"
-	      ".grid { stroke: #ddd; stroke-width: 1; } .grid.minor { stroke: #eee; }\n"
-	      ".tick { stroke: #444; stroke-width: 1; }\n"
-	      ".line { fill: none; stroke-width: 2; }\n"
-	      "use { stroke-width: 1.2; }\n"
-	      "</style>\n", f);
+	      ".xtick { text-anchor: middle; } .ytick { text-anchor: end; }\n",
+	      f);
+	fputs(css, f);
+	fputs("</style>\n", f);
+}
+
+/* The white page and the title over it. */
+static void svg_title(FILE *f, int width, double height, const char *title)
+{
+	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%.0f\" fill=\"#fff\"/>\n", width,
+		height);
+	fprintf(f, "<text class=\"title\" x=\"%d\" y=\"28\">", width / 2);
+	xml_text(f, title ? title : "");
+	fputs("</text>\n", f);
+}
+
+static void write_svg(FILE *f, const struct pn_plot *p)
+{
+	size_t rows = (p->nseries + LEGEND_COLS - 1) / LEGEND_COLS;
+	double legend_top = PANEL_TOP + PANEL_H + 72;
+	double height = legend_top + (double)rows * LEGEND_ROW_H + 8;
+
+	svg_begin(f, PLOT_W, height, 1,
+		  ".nodata { font-size: 14px; text-anchor: middle; fill: #888; }\n"
+		  ".frame { fill: none; stroke: #444; stroke-width: 1; }\n"
+		  ".grid { stroke: #ddd; stroke-width: 1; } .grid.minor { stroke: #eee; }\n"
+		  ".tick { stroke: #444; stroke-width: 1; }\n"
+		  ".line { fill: none; stroke-width: 2; }\n"
+		  "use { stroke-width: 1.2; }\n");
 	fputs("<defs>\n", f);
 	for (size_t m = 0; m < NMARKERS; m++)
 		fprintf(f, "<path id=\"m%zu\" d=\"%s\"%s/>\n", m, markers[m],
 			m == NMARKERS - 1 ? " fill=\"none\" stroke-width=\"2\"" : "");
 	fputs("</defs>\n", f);
-	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%.0f\" fill=\"#fff\"/>\n", PLOT_W,
-		height);
-	fprintf(f, "<text class=\"title\" x=\"%d\" y=\"28\">", PLOT_W / 2);
-	xml_text(f, p->title ? p->title : "");
-	fputs("</text>\n", f);
+	svg_title(f, PLOT_W, height, p->title);
 	panel(f, p, PANEL_BUSBW, PANEL_LEFT0);
 	panel(f, p, PANEL_TIME, PANEL_LEFT1);
 	legend(f, p, legend_top);
@@ -454,24 +469,11 @@ static void write_tsvg(FILE *f, const struct pn_tplot *p)
 					tmax = fmax(tmax, p->panels[k].series[s].t[i]);
 	if (!(tmax > 0))
 		tmax = 1;
-	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
-	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%.0f\" "
-		   "viewBox=\"0 0 %d %.0f\">\n", TPLOT_W, height, TPLOT_W, height);
-	fputs("<style>\n"
-	      "text { font-family: DejaVu Sans, Helvetica, Arial, sans-serif; font-size: 12px; "
-	      "fill: #222; stroke: none; }\n"
-	      ".title { font-size: 17px; font-weight: bold; text-anchor: middle; }\n"
-	      ".ptitle { font-size: 14px; font-weight: bold; text-anchor: middle; }\n"
-	      ".label { font-size: 13px; text-anchor: middle; }\n"
-	      ".xtick { text-anchor: middle; } .ytick { text-anchor: end; }\n"
-	      ".frame { fill: none; stroke: #444; stroke-width: 1; }\n"
-	      ".grid { stroke: #ddd; stroke-width: 1; } .tick { stroke: #444; stroke-width: 1; }\n"
-	      ".line { fill: none; stroke-width: 1.5; }\n"
-	      "</style>\n", f);
-	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%.0f\" fill=\"#fff\"/>\n", TPLOT_W, height);
-	fprintf(f, "<text class=\"title\" x=\"%d\" y=\"28\">", TPLOT_W / 2);
-	xml_text(f, p->title ? p->title : "");
-	fputs("</text>\n", f);
+	svg_begin(f, TPLOT_W, height, 0,
+		  ".frame { fill: none; stroke: #444; stroke-width: 1; }\n"
+		  ".grid { stroke: #ddd; stroke-width: 1; } .tick { stroke: #444; stroke-width: 1; }\n"
+		  ".line { fill: none; stroke-width: 1.5; }\n");
+	svg_title(f, TPLOT_W, height, p->title);
 	for (k = 0; k < p->npanels; k++)
 		tpanel(f, &p->panels[k], 70 + (double)k * (TPANEL_H + TPANEL_GAP), tmax);
 	fputs("<g class=\"legend\">\n", f);
