@@ -689,17 +689,47 @@ static int sample_extra(struct top_run *r, int procs)
 	return pn_rdmares_read(&r->procs, PROCS_TIMEOUT);
 }
 
+/* with --prom, stdout stays quiet unless --json asks for it too */
+static int to_stdout(const struct top_run *r)
+{
+	return !opt.prom || pn_out_is_json(r->ctx->out);
+}
+
+/*
+ * One sample out in batch mode, live or replayed: the textfile, then past
+ * the baseline (no rates yet; a replay's live run printed nothing there
+ * either) the table or JSON.  0 go on, 1 --count is reached, 2 an error
+ * (said).
+ */
+static int emit(struct top_run *r, const struct pn_counters_set *v, int n, double interval,
+		const struct pn_nodectx *ctx, int *printed)
+{
+	int want = opt.once ? 1 : opt.count, ret;
+
+	if (opt.prom) {
+		ret = write_prom(opt.prom, v, r->idx, n, interval, ctx);
+		if (ret) {
+			pn_cmd_error(r->ctx, ret);
+			return 2;
+		}
+	}
+	if (v->seq < 2)
+		return 0;
+	if (to_stdout(r) && print_one(r->ctx->out, v, r->idx, n, interval, ctx, *printed == 0))
+		return pn_cmd_fail(r->ctx, 2, "out of memory");
+	++*printed;
+	return want && *printed >= want;
+}
+
 static int batch(struct top_run *r)
 {
-	int want = opt.once ? 1 : opt.count, printed = 0;
-	/* with --prom, stdout stays quiet unless --json asks for it too */
-	int to_stdout = !opt.prom || pn_out_is_json(r->ctx->out);
+	int printed = 0;
 	struct pollfd pfd = { .fd = pn_sampler_fd(r->sampler), .events = POLLIN };
 
 	/* a sample is one write (each one ends with a flush) */
 	static char outbuf[256 << 10];
 
-	if (to_stdout && !isatty(fileno(pn_out_file(r->ctx->out))))
+	if (to_stdout(r) && !isatty(fileno(pn_out_file(r->ctx->out))))
 		setvbuf(pn_out_file(r->ctx->out), outbuf, _IOFBF, sizeof(outbuf));
 	while (!got_signal) {
 		char what[80];
@@ -729,23 +759,10 @@ static int batch(struct top_run *r)
 		if (n < 0 || sample_extra(r, opt.processes && r->view.seq >= 2))
 			return pn_cmd_fail(r->ctx, 2, "out of memory");
 		keep(r);
-		if (opt.prom) {
-			ret = write_prom(opt.prom, &r->view, r->idx, n, opt.interval, &r->nodectx);
-			if (ret) {
-				pn_cmd_error(r->ctx, ret);
-				return 2;
-			}
-		}
-		if (r->view.seq < 2)
-			continue; /* the baseline: no rates yet */
-		ret = 0;
-		if (to_stdout)
-			ret = print_one(r->ctx->out, &r->view, r->idx, n, opt.interval, &r->nodectx,
-					printed == 0);
+		ret = emit(r, &r->view, n, opt.interval, &r->nodectx, &printed);
+		if (ret == 2)
+			return 2;
 		if (ret)
-			return pn_cmd_fail(r->ctx, 2, "out of memory");
-		printed++;
-		if (want && printed >= want)
 			break;
 	}
 	return got_signal ? 128 + got_signal : 0;
@@ -870,8 +887,7 @@ static int replay_order(struct top_run *r, const struct pn_record_sample *s, int
 
 static int replay_batch(struct top_run *r, struct pn_replay *rp, struct pn_record_sample *s)
 {
-	int want = opt.once ? 1 : opt.count, printed = 0, i, n, ret;
-	int to_stdout = !opt.prom || pn_out_is_json(r->ctx->out);
+	int printed = 0, i, n, ret;
 
 	for (i = 0; i < pn_replay_count(rp) && !got_signal; i++) {
 		ret = pn_replay_load(rp, i, s);
@@ -883,23 +899,10 @@ static int replay_batch(struct top_run *r, struct pn_replay *rp, struct pn_recor
 		if (n < 0)
 			return pn_cmd_fail(r->ctx, 2, "out of memory");
 		extra.gpus = gpus_from_record(s);
-		if (opt.prom) {
-			ret = write_prom(opt.prom, &s->set, r->idx, n, s->interval, &s->ctx);
-			if (ret) {
-				pn_cmd_error(r->ctx, ret);
-				return 2;
-			}
-		}
-		if (s->set.seq < 2)
-			continue; /* a baseline: the live run printed nothing */
-		ret = 0;
-		if (to_stdout)
-			ret = print_one(r->ctx->out, &s->set, r->idx, n, s->interval, &s->ctx,
-					printed == 0);
+		ret = emit(r, &s->set, n, s->interval, &s->ctx, &printed);
+		if (ret == 2)
+			return 2;
 		if (ret)
-			return pn_cmd_fail(r->ctx, 2, "out of memory");
-		printed++;
-		if (want && printed >= want)
 			break;
 	}
 	return got_signal ? 128 + got_signal : 0;
