@@ -197,6 +197,28 @@ double pn_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+void *pn_grow(void *p, size_t *cap, size_t n, size_t elem, size_t first, size_t max)
+{
+	size_t want;
+	void *np;
+
+	if (n < *cap)
+		return p;
+	if (n >= max || !elem)
+		return NULL;
+	want = *cap ? (*cap > max / 2 ? max : *cap * 2) : first;
+	if (want > max)
+		want = max;
+	if (want <= n)
+		want = n + 1;
+	if (want > SIZE_MAX / elem)
+		return NULL;
+	np = realloc(p, want * elem);
+	if (np)
+		*cap = want;
+	return np;
+}
+
 int pn_poll_ms(double seconds, int cap_ms)
 {
 	double ms = ceil(seconds * 1000);

@@ -37,6 +37,14 @@ uint64_t pn_now_ns(void);
  */
 int pn_poll_ms(double seconds, int cap_ms);
 
+/*
+ * Room for one more element in an array of elem-byte elements that holds n
+ * of *cap: p itself while n < *cap, else p reallocated to twice *cap (first
+ * when empty; never above max), *cap updated.  NULL, with p and *cap as
+ * they were, when memory runs out or n has reached max.
+ */
+void *pn_grow(void *p, size_t *cap, size_t n, size_t elem, size_t first, size_t max);
+
 /* Hostname (cached, never empty). */
 const char *pn_hostname(void);
 

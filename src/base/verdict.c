@@ -6,6 +6,7 @@
 #include "base/verdict.h"
 #include "base/log.h"
 #include "base/out.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <math.h>
@@ -14,7 +15,8 @@
 
 struct pn_verdict_list {
 	struct pn_verdict_result *r;
-	int n, cap;
+	int n;
+	size_t cap;
 	int count[PN_VERDICT_COUNT];
 	int dropped;
 };
@@ -76,7 +78,7 @@ static int empty(const char *s)
 
 int pn_verdict_add(struct pn_verdict_list *l, const struct pn_verdict_in *in)
 {
-	struct pn_verdict_result r;
+	struct pn_verdict_result r, *nr;
 	int i;
 
 	if (empty(in->check) || empty(in->node) || empty(in->target))
@@ -101,21 +103,13 @@ int pn_verdict_add(struct pn_verdict_list *l, const struct pn_verdict_in *in)
 		l->dropped++;
 		return pn_err(-ENOSPC, "more than %d check results", PN_VERDICT_MAX);
 	}
-	if (l->n == l->cap) {
-		int cap = l->cap ? 2 * l->cap : 16;
-		struct pn_verdict_result *nr;
-
-		if (cap > PN_VERDICT_MAX)
-			cap = PN_VERDICT_MAX;
-		nr = realloc(l->r, (size_t)cap * sizeof(*nr));
-		if (!nr) {
-			l->count[in->verdict]++;
-			l->dropped++;
-			return pn_err(-ENOMEM, "out of memory for check results");
-		}
-		l->r = nr;
-		l->cap = cap;
+	nr = pn_grow(l->r, &l->cap, (size_t)l->n, sizeof(*nr), 16, PN_VERDICT_MAX);
+	if (!nr) {
+		l->count[in->verdict]++;
+		l->dropped++;
+		return pn_err(-ENOMEM, "out of memory for check results");
 	}
+	l->r = nr;
 	r.verdict = in->verdict;
 	keep_val(&r.measured, &in->measured);
 	keep_val(&r.expected, &in->expected);

@@ -25,6 +25,7 @@
 #include "plan/topo_json.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,8 +119,9 @@ static void port_name(const char *spec, char *out, size_t len)
 /* The plan's inter-node connections, in ring order. */
 static int rails_hops(const struct pn_plan_job *m, struct rl_hop **out, int *nout)
 {
-	struct rl_hop *h = NULL;
-	int ring, i, n = 0, cap = 0, ret;
+	struct rl_hop *h = NULL, *g;
+	size_t cap = 0;
+	int ring, i, n = 0, ret;
 
 	for (ring = 0; ring < m->nrings; ring++)
 		for (i = 0; i < m->nranks; i++) {
@@ -137,15 +139,12 @@ static int rails_hops(const struct pn_plan_job *m, struct rl_hop **out, int *nou
 			}
 			if (ret != 1)
 				continue;
-			if (n == cap) {
-				struct rl_hop *g = realloc(h, (size_t)(cap = cap ? 2 * cap : 16) * sizeof(*h));
-
-				if (!g) {
-					free(h);
-					return pn_err(-ENOMEM, "out of memory");
-				}
-				h = g;
+			g = pn_grow(h, &cap, (size_t)n, sizeof(*h), 16, INT_MAX);
+			if (!g) {
+				free(h);
+				return pn_err(-ENOMEM, "out of memory");
 			}
+			h = g;
 			h[n].from_node = m->rank_node[r];
 			h[n].to_node = m->rank_node[nx];
 			port_name(s, h[n].from, sizeof(h[n].from));

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "node/record.h"
+#include "base/util.h"
 #include "base/log.h"
 #include "base/minijson.h"
 #include "base/ofile.h"
@@ -721,11 +722,13 @@ struct pn_replay {
 	FILE *f;
 	int own;
 	struct rp_sample *s;
-	int n, cap;
+	int n;
+	size_t cap;
 	struct rp_entry *e;
 	size_t ne, ecap;
 	struct rp_series *ser;
-	int nser, sercap;
+	int nser;
+	size_t sercap;
 	int full;		/* a bound was reached: later samples are not kept */
 	char warning[512];
 };
@@ -734,6 +737,7 @@ struct pn_replay {
 
 static int series_id(struct pn_replay *r, const char *name, int rail, int hint)
 {
+	struct rp_series *ns;
 	int i;
 
 	if (hint >= 0 && hint < r->nser && !strcmp(r->ser[hint].name, name))
@@ -743,15 +747,10 @@ static int series_id(struct pn_replay *r, const char *name, int rail, int hint)
 			return i;
 	if (r->nser >= RP_SERIES_MAX)
 		return -E2BIG;
-	if (r->nser == r->sercap) {
-		int cap = r->sercap ? 2 * r->sercap : 32;
-		struct rp_series *ns = realloc(r->ser, (size_t)cap * sizeof(*ns));
-
-		if (!ns)
-			return -ENOMEM;
-		r->ser = ns;
-		r->sercap = cap;
-	}
+	ns = pn_grow(r->ser, &r->sercap, (size_t)r->nser, sizeof(*ns), 32, RP_SERIES_MAX);
+	if (!ns)
+		return -ENOMEM;
+	r->ser = ns;
 	snprintf(r->ser[r->nser].name, sizeof(r->ser[0].name), "%s", name);
 	r->ser[r->nser].rail = rail;
 	return r->nser++;
@@ -760,6 +759,7 @@ static int series_id(struct pn_replay *r, const char *name, int rail, int hint)
 static int add_entry(struct pn_replay *r, const char *name, int rail, int has, double rx, double tx)
 {
 	struct rp_sample *s = &r->s[r->n];
+	struct rp_entry *ne;
 	int prev = -1, id;
 
 	if (r->n > 0 && s->ne < r->s[r->n - 1].ne)
@@ -769,15 +769,10 @@ static int add_entry(struct pn_replay *r, const char *name, int rail, int has, d
 		return id;
 	if (r->ne >= PN_RECORD_ENTRIES_MAX)
 		return -E2BIG;
-	if (r->ne == r->ecap) {
-		size_t cap = r->ecap ? 2 * r->ecap : 256;
-		struct rp_entry *ne = realloc(r->e, cap * sizeof(*ne));
-
-		if (!ne)
-			return -ENOMEM;
-		r->e = ne;
-		r->ecap = cap;
-	}
+	ne = pn_grow(r->e, &r->ecap, r->ne, sizeof(*ne), 256, PN_RECORD_ENTRIES_MAX);
+	if (!ne)
+		return -ENOMEM;
+	r->e = ne;
 	r->e[r->ne++] = (struct rp_entry){ id, has, (float)rx, (float)tx };
 	s->ne++;
 	return 0;
@@ -788,20 +783,16 @@ static int add_sample(struct pn_replay *r, const struct pn_counters_set *v,
 		      const struct pn_nodectx *ctx, const struct pn_record_gpu *gpus, int ngpus,
 		      off_t off, size_t len)
 {
+	struct rp_sample *ns;
 	size_t e0 = r->ne;
 	int i, ret = 0;
 
 	if (r->full || r->n >= PN_RECORD_SAMPLES_MAX)
 		return -E2BIG;
-	if (r->n == r->cap) {
-		int cap = r->cap ? 2 * r->cap : 64;
-		struct rp_sample *ns = realloc(r->s, (size_t)cap * sizeof(*ns));
-
-		if (!ns)
-			return -ENOMEM;
-		r->s = ns;
-		r->cap = cap;
-	}
+	ns = pn_grow(r->s, &r->cap, (size_t)r->n, sizeof(*ns), 64, PN_RECORD_SAMPLES_MAX);
+	if (!ns)
+		return -ENOMEM;
+	r->s = ns;
 	r->s[r->n] = (struct rp_sample){ off, len, e0, 0, v->wall };
 	for (i = 0; i < v->n && !ret; i++) {
 		const struct pn_counters_port *p = &v->ports[i];

@@ -160,11 +160,40 @@ TEST(one_output_path)
 	free(j);
 }
 
+TEST(grow_by_doubling)
+{
+	size_t cap = 0, n;
+	int *a = NULL, *b;
+
+	/* empty: first; full: twice; room: the same array */
+	a = pn_grow(a, &cap, 0, sizeof(*a), 4, 100);
+	CHECK(a != NULL && cap == 4);
+	b = pn_grow(a, &cap, 3, sizeof(*a), 4, 100);
+	CHECK(b == a && cap == 4);
+	for (n = 0; n < 100; n++) {
+		b = pn_grow(a, &cap, n, sizeof(*a), 4, 100);
+		CHECK(b != NULL && cap > n && cap <= 100);
+		a = b;
+		a[n] = (int)n;
+	}
+	CHECK_EQ_INT(cap, 100); /* 4, 8, ..., 64, then the bound */
+	CHECK_EQ_INT(a[99], 99);
+	/* at the bound: NULL, the array and its capacity as they were */
+	CHECK(pn_grow(a, &cap, 100, sizeof(*a), 4, 100) == NULL && cap == 100);
+	free(a);
+	/* a size that would overflow: NULL, nothing changed */
+	cap = 2;
+	a = malloc(2 * sizeof(*a));
+	CHECK(pn_grow(a, &cap, 2, SIZE_MAX / 2, 1, SIZE_MAX) == NULL && cap == 2);
+	free(a);
+}
+
 int main(void)
 {
 	RUN(natural_sort);
 	RUN(size_parsing);
 	RUN(size_formatting);
+	RUN(grow_by_doubling);
 	RUN(number_and_duration_parsing);
 	RUN(hostport_parsing);
 	RUN(rate_and_state_parsing);
