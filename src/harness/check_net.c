@@ -317,6 +317,22 @@ static void nb_fail(struct nbjob *j, int ret)
 	snprintf(j->err, sizeof(j->err), "%s", pn_errmsg(ret));
 }
 
+/* The sending side of a launcher round (connected before); a loopback's
+ * sending end once both are prepared. */
+static void *nb_send_thread(void *arg)
+{
+	struct nbjob *j = arg;
+	int ret;
+
+	j->link.initiator = 1;
+	ret = pn_bw_run(&j->link, 0, &j->row);
+	if (ret)
+		nb_fail(j, ret);
+	else
+		j->measured = 1;
+	return NULL;
+}
+
 /* Loopback: both ends on the NIC (ib_write_bw -d X twice on one host). */
 static void *nb_loop_thread(void *arg)
 {
@@ -343,27 +359,10 @@ static void *nb_loop_thread(void *arg)
 	j->link.initiator = 1;
 	if (!ret)
 		ret = pn_bw_prepare(&j->link);
-	if (!ret)
-		ret = pn_bw_run(&j->link, 0, &j->row);
 	if (ret)
 		nb_fail(j, ret);
 	else
-		j->measured = 1;
-	return NULL;
-}
-
-/* The sending side of a launcher round (connected before). */
-static void *nb_send_thread(void *arg)
-{
-	struct nbjob *j = arg;
-	int ret;
-
-	j->link.initiator = 1;
-	ret = pn_bw_run(&j->link, 0, &j->row);
-	if (ret)
-		nb_fail(j, ret);
-	else
-		j->measured = 1;
+		nb_send_thread(j);
 	return NULL;
 }
 
