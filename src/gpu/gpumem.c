@@ -4,7 +4,6 @@
 
 #include "base/log.h"
 #include "gpu/plugin.h"
-#include "transport/verbs.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -93,6 +92,11 @@ void *pn_gpumem_ptr(const struct pn_gpumem *m)
 	return m->ptr;
 }
 
+size_t pn_gpumem_bytes(const struct pn_gpumem *m)
+{
+	return m->bytes;
+}
+
 const char *pn_gpumem_describe(const struct pn_gpumem *m)
 {
 	return m->pl->ops->describe ? m->pl->ops->describe(m->be) : m->pl->name;
@@ -103,18 +107,4 @@ int pn_gpumem_export(struct pn_gpumem *m, int *fd, uint64_t *offset)
 	int ret = m->pl->ops->export_dmabuf(m->be, m->ptr, m->bytes, fd, offset);
 
 	return ret ? pn_plugin_err(m->pl, ret, "dma-buf export") : 0;
-}
-
-int pn_gpumem_register(struct pn_gpumem *m, struct pn_verbs_dev *d)
-{
-	uint64_t off = 0;
-	int fd = -1, ret;
-
-	ret = pn_gpumem_export(m, &fd, &off);
-	if (ret)
-		return ret;
-	/* the MR holds its own reference to the dma-buf */
-	ret = pn_verbs_reg_dmabuf(d, fd, off, m->bytes, (uint64_t)(uintptr_t)m->ptr);
-	close(fd);
-	return ret;
 }

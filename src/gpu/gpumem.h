@@ -24,8 +24,10 @@ struct pn_verbs_dev;
 int pn_gpumem_open(struct pn_gpumem **m, const char *plugin, int device, size_t bytes);
 void pn_gpumem_close(struct pn_gpumem *m);
 void *pn_gpumem_ptr(const struct pn_gpumem *m);
+size_t pn_gpumem_bytes(const struct pn_gpumem *m);
 /* The plugin's one-line description of the device. */
 const char *pn_gpumem_describe(const struct pn_gpumem *m);
+/* Register the whole buffer with d (gpumem_verbs.c: needs the verbs layer). */
 int pn_gpumem_register(struct pn_gpumem *m, struct pn_verbs_dev *d);
 /* The export alone: a dma-buf fd (the caller closes it) and the buffer's
  * offset in it. */

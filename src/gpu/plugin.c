@@ -69,7 +69,7 @@ static int add_dir(char *buf, size_t len, size_t *used, const char *dir)
 int pn_plugin_dirs(char *buf, size_t len)
 {
 	const char *env = getenv("PENNY_PLUGIN_PATH");
-	char exe[PATH_MAX];
+	char exe[PN_PLUGIN_PATH_MAX];
 	size_t used = 0;
 	int n = 0;
 

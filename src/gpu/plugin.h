@@ -21,14 +21,17 @@
 #ifndef PENNY_PLUGIN_LOADER_H
 #define PENNY_PLUGIN_LOADER_H
 
-#include <limits.h>
 #include <stddef.h>
 
 #include "penny_plugin.h"
 
+/* Longest plugin path kept (Linux's PATH_MAX; <limits.h> declares that only
+ * with POSIX feature macros, which this header must not depend on). */
+#define PN_PLUGIN_PATH_MAX 4096
+
 struct pn_plugin {
 	char name[32];
-	char path[PATH_MAX];
+	char path[PN_PLUGIN_PATH_MAX];
 	void *dl;
 	const struct penny_plugin_v1 *ops;
 	unsigned abi;		/* version of the table found */

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# What tests/bench/gpu-allreduce.sh builds on a GPU machine must build there
+# from a fresh checkout: those machines have a compiler, make and nvcc but
+# none of the RDMA, hwloc, curses or libxml2 development packages, so
+# pkg-config answers nothing and no feature macro comes from it.
+#  - every header under src/ compiles on its own with -std=c11 and no
+#    pkg-config flags (it includes what it uses), except the one that wraps
+#    libxml2;
+#  - the bench driver and the nccl plugin build with PKG_CONFIG=false, with
+#    gcc and with clang.
+. "$(dirname "$0")/../lib.sh"
+
+# Headers that include an external library's header by design.
+external='src/base/xml.h'
+
+headers_alone() {
+	local cc=$1 h bad=0
+	for h in "$TOP"/src/*/*.h; do
+		case " $external " in *" ${h#"$TOP"/} "*) continue ;; esac
+		printf '#include "%s"\n' "${h#"$TOP"/src/}" >hdr.c
+		if ! "$cc" -std=c11 -Wall -Wextra -Werror -I"$TOP"/src -I"$TOP"/plugins/include \
+			-fsyntax-only hdr.c 2>err; then
+			echo "${h#"$TOP"/}: does not compile alone:"
+			head -3 err
+			bad=1
+		fi
+	done
+	return $bad
+}
+
+bench_build() {
+	local cc=$1
+	make -C "$TOP" --no-print-directory -s B="$TRASH/b-$cc" CC="$cc" PKG_CONFIG=false NVCC= \
+		"$TRASH/b-$cc/tests/helpers/penny-gpu-driver" "$TRASH/b-$cc/plugins/penny-nccl.so" \
+		>build.log 2>&1 || { tail -20 build.log; return 1; }
+	test -x "$TRASH/b-$cc/tests/helpers/penny-gpu-driver" &&
+		test -f "$TRASH/b-$cc/plugins/penny-nccl.so" &&
+		# it is the driver, and it runs: a bad option is its usage error
+		test_exit 2 "$TRASH/b-$cc/tests/helpers/penny-gpu-driver" --no-such-option
+}
+
+for cc in gcc clang; do
+	if ! command -v $cc >/dev/null; then
+		test_skip "headers alone ($cc)" "no $cc"
+		test_skip "bench driver without pkg-config ($cc)" "no $cc"
+		continue
+	fi
+	test_expect_success "every src header compiles alone, no pkg-config flags ($cc)" \
+		"headers_alone $cc"
+	test_expect_success "bench driver and nccl plugin build without pkg-config ($cc)" \
+		"bench_build $cc"
+done
+test_done
