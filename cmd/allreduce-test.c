@@ -68,9 +68,10 @@ const struct pn_opt allreduce_test_options[] = {
 	{ "root-rank", 'r', OPT_INT, &opt.root, "R", "accepted for nccl-tests' -r (allreduce has "
 	  "no root; --root is the rendezvous address)", NULL, OPT_RANGE(0, 65535) },
 	{ "algo", 'A', OPT_STRING, &opt.algo, "NAME",
-	  "ring, simple-ring, one-shot, two-shot, hierarchical, multiring, auto or all; a comma "
-	  "list runs several (default auto)",
-	  "auto all ring simple-ring one-shot two-shot hierarchical multiring", OPT_LIST },
+	  "ring, simple-ring, one-shot, two-shot, hierarchical, multiring, auto or all (GPU "
+	  "backends: auto, one-shot, two-shot, ring, symmetric); a comma list runs several "
+	  "(default auto)",
+	  "auto all ring simple-ring one-shot two-shot hierarchical multiring symmetric", OPT_LIST },
 	{ "backend", 0, OPT_APPEND, &opt.backend, "NAME",
 	  "host (the engine, default) or a GPU plugin: cuda, nccl; a comma list or repeated runs "
 	  "each in turn, then a ratio table", "host cuda nccl", OPT_LIST },
@@ -701,49 +702,33 @@ static void print_job(struct job *j, const char *backends, const char *launcher)
  */
 static void print_ratios(struct job *j, const char *backends)
 {
-	const struct pn_sweep_row *rows = j->sw.rows, *refrow = NULL;
+	const struct pn_sweep_row *rows = j->sw.rows;
 	size_t nrows = j->sw.nrows, i, q, k;
 	struct pn_out *o = j->ctx->out;
-	char list[256], *tok, *save = NULL, ref[32] = "";
-	int distinct = 0;
+	const char *ref = pn_sweep_ref_backend(&j->sw, backends);
 
-	snprintf(list, sizeof(list), "%s", backends);
-	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		for (i = 0; i < nrows && strcmp(rows[i].backend, tok); i++)
-			;
-		if (i == nrows)
-			continue; /* it produced no rows */
-		distinct++;
-		if (!ref[0] || !strcmp(tok, "nccl"))
-			snprintf(ref, sizeof(ref), "%s", tok);
-	}
-	for (i = 0; i < nrows && !refrow; i++)
-		if (!strcmp(rows[i].backend, ref))
-			refrow = &rows[i];
-	if (distinct < 2 || !refrow)
+	if (!ref)
 		return;
-	pn_out_text(o, "#\n# ratios against %s %s, out of place (time ratio below 1 and busbw ratio "
-		       "above 1: faster than %s)\n",
-		    refrow->backend, refrow->algo, refrow->backend);
-	pn_out_text(o, "#%11s %-8s %-10s %9s %9s %7s %7s %7s %7s\n", "size", "backend", "algorithm",
-		    "time", "ref time", "time", "busbw", "ref", "busbw");
-	pn_out_text(o, "#%11s %-8s %-10s %9s %9s %7s %7s %7s %7s\n", "(B)", "", "", "(us)", "(us)",
-		    "ratio", "(GB/s)", "(GB/s)", "ratio");
+	pn_out_text(o, "#\n# ratios against %s, its fastest algorithm at each size, out of place "
+		       "(time ratio below 1 and busbw ratio above 1: faster than %s)\n",
+		    ref, ref);
+	pn_out_text(o, "#%11s %-8s %-10s %9s %9s %-10s %7s %7s %7s %7s\n", "size", "backend",
+		    "algorithm", "time", "ref time", "ref algo", "time", "busbw", "ref", "busbw");
+	pn_out_text(o, "#%11s %-8s %-10s %9s %9s %-10s %7s %7s %7s %7s\n", "(B)", "", "", "(us)",
+		    "(us)", "", "ratio", "(GB/s)", "(GB/s)", "ratio");
 	pn_out_open_array(o, "ratios");
 	for (i = 0; i < nrows; i++) {
-		/* each series once, in order of appearance, the reference excepted */
+		/* each series once, in order of appearance, the reference's excepted */
 		for (k = 0; k < i && !pn_sweep_same_series(&rows[k], &rows[i]); k++)
 			;
-		if (k < i || pn_sweep_same_series(&rows[i], refrow))
+		if (k < i || !strcmp(rows[i].backend, ref))
 			continue;
 		for (q = i; q < nrows; q++) {
-			const struct pn_sweep_row *r = &rows[q], *f = NULL;
+			const struct pn_sweep_row *r = &rows[q], *f;
 
 			if (!pn_sweep_same_series(r, &rows[i]))
 				continue;
-			for (k = 0; k < nrows && !f; k++)
-				if (pn_sweep_same_series(&rows[k], refrow) && rows[k].bytes == r->bytes)
-					f = &rows[k];
+			f = pn_sweep_ref_row(&j->sw, ref, r->bytes);
 			if (!f)
 				continue;
 			pn_out_open_object(o, NULL);
@@ -751,9 +736,9 @@ static void print_ratios(struct job *j, const char *backends)
 			pn_out_str(o, PN_ANY, "backend", " %-8s", r->backend);
 			pn_out_str(o, PN_ANY, "algo", " %-10s", r->algo);
 			pn_out_str(o, PN_JSON, "ref_backend", NULL, f->backend);
-			pn_out_str(o, PN_JSON, "ref_algo", NULL, f->algo);
 			pn_out_float(o, PN_ANY, "time_us", " %9.2f", r->time_us[0]);
 			pn_out_float(o, PN_ANY, "ref_time_us", " %9.2f", f->time_us[0]);
+			pn_out_str(o, PN_ANY, "ref_algo", " %-10s", f->algo);
 			pn_out_float(o, PN_ANY, "time_ratio", " %7.3f",
 				     f->time_us[0] > 0 ? r->time_us[0] / f->time_us[0] : NAN);
 			pn_out_float(o, PN_ANY, "busbw", " %7.2f", r->busbw[0]);

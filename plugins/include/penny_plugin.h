@@ -65,6 +65,10 @@ enum penny_algo {
 	PENNY_ALGO_ONESHOT,	/* every rank gets every input, reduces locally */
 	PENNY_ALGO_TWOSHOT,	/* reduce-scatter by direct exchange, then all-gather */
 	PENNY_ALGO_RING,	/* chunked, pipelined ring */
+	PENNY_ALGO_SYMMETRIC,	/* the library's symmetric-memory kernels on REGISTERED
+				 * buffers (NCCL: windows registered with
+				 * NCCL_WIN_COLL_SYMMETRIC); appended, plugins of older
+				 * headers never list it */
 	PENNY_NALGOS
 };
 

@@ -39,6 +39,10 @@ static int resolve(void *dl, struct pn_nccl_api *a, char *why, size_t len)
 		{ "ncclAllGather", offsetof(struct pn_nccl_api, AllGather), 0 },
 		{ "ncclGetErrorString", offsetof(struct pn_nccl_api, GetErrorString), 0 },
 		{ "ncclGetLastError", offsetof(struct pn_nccl_api, GetLastError), 1 },
+		{ "ncclMemAlloc", offsetof(struct pn_nccl_api, MemAlloc), 1 },
+		{ "ncclMemFree", offsetof(struct pn_nccl_api, MemFree), 1 },
+		{ "ncclCommWindowRegister", offsetof(struct pn_nccl_api, CommWindowRegister), 1 },
+		{ "ncclCommWindowDeregister", offsetof(struct pn_nccl_api, CommWindowDeregister), 1 },
 	};
 	size_t i;
 
@@ -139,6 +143,11 @@ const struct pn_nccl_api *pn_nccl_api_get(void)
 	return &nccl_real;
 }
 
+int pn_nccl_has_symm(const struct pn_nccl_api *a)
+{
+	return a && a->MemAlloc && a->MemFree && a->CommWindowRegister && a->CommWindowDeregister;
+}
+
 int pn_nccl_dtype(int dtype)
 {
 	static const int map[PENNY_NDTYPES] = {
@@ -159,13 +168,29 @@ int pn_nccl_op(int op)
 	return op >= 0 && op < PENNY_NREDOPS ? map[op] : -1;
 }
 
+/* A REGISTERED allocation: ncclMemAlloc'd and a symmetric window of symm. */
+struct pn_nccl_win {
+	void *ptr;
+	size_t bytes;
+	ncclWindow_t win;
+	struct pn_nccl_win *next;
+};
+
+/*
+ * Two communicators over the same ranks: comm runs NCCL's default path
+ * (PENNY_ALGO_AUTO) and symm, where every REGISTERED allocation is a
+ * symmetric window, runs NCCL's symmetric-memory kernels
+ * (PENNY_ALGO_SYMMETRIC).  Windows belong to one communicator, so the same
+ * buffers serve both without the default path seeing them registered.
+ */
 struct pn_nccl {
 	struct pn_gpu g;
 	const struct penny_host_v1 *host;
 	const struct pn_nccl_api *api;
-	ncclComm_t comm;
+	ncclComm_t comm, symm;
+	struct pn_nccl_win *wins;
 	int version;
-	char desc[400];
+	char desc[480];
 };
 
 static int nccl_fail(struct pn_nccl *c, ncclResult_t r, const char *what)
@@ -202,14 +227,37 @@ static void keep_nvls_off(const struct penny_host_v1 *host)
 
 struct pn_nccl_hello {
 	int32_t ok;
+	int32_t symm;	/* rank 0: a second id for the symmetric communicator */
 	char err[220];
-	ncclUniqueId id;
+	ncclUniqueId id, id_symm;
 };
+
+/*
+ * Emulated nodes on one host (PENNY_NODE_ID): NCCL must see the same node
+ * split as penny, so each emulated node gets its own NCCL_HOSTID (unless the
+ * caller set one).  Returns 1 when it set it.
+ */
+static int emulated_node_hostid(const struct penny_host_v1 *host, char *set, size_t len)
+{
+	const char *node = getenv("PENNY_NODE_ID"), *have = getenv("NCCL_HOSTID");
+
+	set[0] = 0;
+	if (have && *have) {
+		snprintf(set, len, "%s", have);
+		return 0;
+	}
+	if (!node || !*node || host->nnodes <= 1)
+		return 0;
+	snprintf(set, len, "penny-node-%s", node);
+	setenv("NCCL_HOSTID", set, 1);
+	return 1;
+}
 
 int pn_nccl_init(const void *data_image, const struct penny_host_v1 *host, int device, void **be)
 {
 	struct pn_nccl *c;
 	struct pn_nccl_hello mine, *all = NULL;
+	char hostid[96];
 	ncclResult_t r;
 	int ret = 0, p;
 
@@ -236,6 +284,10 @@ int pn_nccl_init(const void *data_image, const struct penny_host_v1 *host, int d
 		ret = pn_gpu_open(&c->g, host, device, data_image);
 	if (!ret && host->rank == 0) {
 		r = c->api->GetUniqueId(&mine.id);
+		if (!r && pn_nccl_has_symm(c->api)) {
+			r = c->api->GetUniqueId(&mine.id_symm);
+			mine.symm = 1;
+		}
 		if (r)
 			ret = nccl_fail(c, r, "ncclGetUniqueId");
 	}
@@ -254,24 +306,47 @@ int pn_nccl_init(const void *data_image, const struct penny_host_v1 *host, int d
 			ret = pn_plugin_fail(-EIO, "rank %d failed: %s", p, all[p].err);
 			goto fail;
 		}
+	if (all[0].symm && !pn_nccl_has_symm(c->api)) {
+		/* every rank goes on to NCCL: fail there together, not here alone */
+		ret = pn_plugin_fail(-EIO, "rank 0's NCCL has symmetric memory, this rank's (%s) not",
+				     c->api->path);
+		goto fail;
+	}
 	c->api->GetVersion(&c->version);
+	if (emulated_node_hostid(host, hostid, sizeof(hostid)))
+		pn_gpu_log(host, PENNY_LOG_INFO, "nccl: NCCL_HOSTID=%s (emulated node %d of %d)",
+			   hostid, host->node, host->nnodes);
 	r = c->api->CommInitRank(&c->comm, host->nranks, all[0].id, host->rank);
 	if (r) {
 		c->comm = NULL;
 		ret = nccl_fail(c, r, "ncclCommInitRank");
 		goto fail;
 	}
+	if (all[0].symm) {
+		r = c->api->CommInitRank(&c->symm, host->nranks, all[0].id_symm, host->rank);
+		if (r) {
+			c->symm = NULL;
+			ret = nccl_fail(c, r, "ncclCommInitRank (symmetric)");
+			goto fail;
+		}
+	}
 	snprintf(c->desc, sizeof(c->desc),
 		 "%s (%s) sm_%d%d %d SMs, CUDA driver %d.%d, rank %d of %d, NCCL %d.%d.%d from %s, "
-		 "NCCL_NVLS_ENABLE=0",
+		 "NCCL_NVLS_ENABLE=0%s%s%s",
 		 c->g.name, c->g.busid, c->g.cc_major, c->g.cc_minor, c->g.nsm,
 		 c->g.driver_version / 1000, c->g.driver_version % 1000 / 10, host->rank,
 		 host->nranks, c->version / 10000, c->version / 100 % 100, c->version % 100,
-		 c->api->path[0] ? c->api->path : "(test)");
+		 c->api->path[0] ? c->api->path : "(test)",
+		 c->symm ? ", symmetric windows" : ", no symmetric memory (NCCL < 2.27)",
+		 hostid[0] ? ", NCCL_HOSTID=" : "", hostid);
 	free(all);
 	*be = c;
 	return 0;
 fail:
+	if (c->symm)
+		c->api->CommDestroy(c->symm);
+	if (c->comm)
+		c->api->CommDestroy(c->comm);
 	pn_gpu_close(&c->g);
 	free(all);
 	free(c);
@@ -286,6 +361,13 @@ void pn_nccl_fini(void *be)
 		return;
 	pn_gpu_enter(&c->g);
 	c->g.cu->StreamSynchronize(c->g.stream);
+	while (c->wins)
+		pn_nccl_free(c, c->wins->ptr);
+	if (c->symm) {
+		if (c->api->CommFinalize)
+			c->api->CommFinalize(c->symm);
+		c->api->CommDestroy(c->symm);
+	}
 	if (c->comm) {
 		if (c->api->CommFinalize)
 			c->api->CommFinalize(c->comm);
@@ -307,21 +389,76 @@ const char *pn_nccl_describe(void *be)
 			return _e;                                                             \
 	} while (0)
 
+/* REGISTERED with a symmetric communicator: ncclMemAlloc (cuMem, as windows
+ * need) and a symmetric window of symm (collective, like alloc itself). */
 int pn_nccl_alloc(void *be, size_t bytes, unsigned flags, void **ptr)
 {
 	struct pn_nccl *c = be;
+	struct pn_nccl_win *w;
+	ncclResult_t r;
 
-	(void)flags; /* NCCL needs no registration */
 	ENTER(c);
-	return pn_gpu_alloc(&c->g, bytes, ptr);
+	if (!(flags & PENNY_MEM_REGISTERED) || !c->symm)
+		return pn_gpu_alloc(&c->g, bytes, ptr);
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return pn_plugin_fail(-ENOMEM, "out of memory");
+	w->bytes = bytes ? bytes : 1;
+	r = c->api->MemAlloc(&w->ptr, w->bytes);
+	if (r) {
+		free(w);
+		return nccl_fail(c, r, "ncclMemAlloc");
+	}
+	r = c->api->CommWindowRegister(c->symm, w->ptr, w->bytes, &w->win,
+				       PN_NCCL_WIN_COLL_SYMMETRIC);
+	if (r) {
+		int ret = nccl_fail(c, r, "ncclCommWindowRegister");
+
+		c->api->MemFree(w->ptr);
+		free(w);
+		return ret;
+	}
+	w->next = c->wins;
+	c->wins = w;
+	*ptr = w->ptr;
+	return 0;
 }
 
 int pn_nccl_free(void *be, void *ptr)
 {
 	struct pn_nccl *c = be;
+	struct pn_nccl_win **pw, *w;
+	ncclResult_t r, r2;
 
 	ENTER(c);
-	return pn_gpu_free(&c->g, ptr);
+	for (pw = &c->wins; *pw && (*pw)->ptr != ptr; pw = &(*pw)->next)
+		;
+	if (!*pw)
+		return pn_gpu_free(&c->g, ptr);
+	w = *pw;
+	*pw = w->next;
+	/* the window's last use must be over before it goes */
+	c->g.cu->StreamSynchronize(c->g.stream);
+	r = c->api->CommWindowDeregister(c->symm, w->win);
+	r2 = c->api->MemFree(w->ptr);
+	free(w);
+	if (r)
+		return nccl_fail(c, r, "ncclCommWindowDeregister");
+	return r2 ? nccl_fail(c, r2, "ncclMemFree") : 0;
+}
+
+/* Whether [p, p + bytes) lies in one symmetric window. */
+static int in_window(const struct pn_nccl *c, const void *p, size_t bytes)
+{
+	const struct pn_nccl_win *w;
+
+	for (w = c->wins; w; w = w->next) {
+		uintptr_t a = (uintptr_t)p, b = (uintptr_t)w->ptr;
+
+		if (a >= b && a - b < w->bytes && bytes <= w->bytes - (a - b))
+			return 1;
+	}
+	return 0;
 }
 
 int pn_nccl_memcpy(void *be, void *dst, const void *src, size_t bytes, int dir)
@@ -359,14 +496,22 @@ int pn_nccl_check(void *be, const void *buf, size_t count, int dtype, int op, ui
 
 int pn_nccl_select(void *be, size_t count, int dtype, int op, int algo)
 {
+	struct pn_nccl *c = be;
 	int ret = pn_gpu_check_args(count, dtype, op);
 
-	(void)be;
 	if (ret)
 		return ret;
+	if (algo == PENNY_ALGO_SYMMETRIC) {
+		if (!c->symm)
+			return pn_plugin_fail(-ENOTSUP, "NCCL %d.%d.%d has no symmetric memory "
+							"(ncclCommWindowRegister: NCCL >= 2.27)",
+					      c->version / 10000, c->version / 100 % 100,
+					      c->version % 100);
+		return PENNY_ALGO_SYMMETRIC;
+	}
 	if (algo != PENNY_ALGO_AUTO)
 		return pn_plugin_fail(-ENOTSUP, "the nccl backend runs NCCL's own algorithm choice "
-						"(only auto)");
+						"(auto) or its symmetric-memory kernels (symmetric)");
 	return PENNY_ALGO_AUTO;
 }
 
@@ -381,9 +526,16 @@ int pn_nccl_allreduce(void *be, const void *send, void *recv, size_t count, int 
 		return ret;
 	if (!count)
 		return 0;
+	if (ret == PENNY_ALGO_SYMMETRIC) {
+		size_t bytes = count * (size_t)penny_data_size(dtype);
+
+		if (!in_window(c, send, bytes) || !in_window(c, recv, bytes))
+			return pn_plugin_fail(-EINVAL, "symmetric: send and recv must lie in "
+							"REGISTERED allocations (symmetric windows)");
+	}
 	ENTER(c);
-	r = c->api->AllReduce(send, recv, count, pn_nccl_dtype(dtype), pn_nccl_op(op), c->comm,
-			      c->g.stream);
+	r = c->api->AllReduce(send, recv, count, pn_nccl_dtype(dtype), pn_nccl_op(op),
+			      ret == PENNY_ALGO_SYMMETRIC ? c->symm : c->comm, c->g.stream);
 	return r ? nccl_fail(c, r, "ncclAllReduce") : 0;
 }
 
@@ -406,6 +558,8 @@ static int async_error(struct pn_nccl *c)
 {
 	ncclResult_t e = 0, r = c->api->CommGetAsyncError(c->comm, &e);
 
+	if (!r && !e && c->symm)
+		r = c->api->CommGetAsyncError(c->symm, &e);
 	if (r)
 		return nccl_fail(c, r, "ncclCommGetAsyncError");
 	return e ? nccl_fail(c, e, "NCCL") : 0;

@@ -14,6 +14,8 @@ typedef struct ncclComm *ncclComm_t;
 typedef struct {
 	char internal[128];
 } ncclUniqueId;
+typedef struct ncclWindow_vidmem *ncclWindow_t;
+#define PN_NCCL_WIN_COLL_SYMMETRIC 0x01	/* NCCL_WIN_COLL_SYMMETRIC */
 
 struct pn_nccl_api {
 	ncclResult_t (*GetVersion)(int *v);
@@ -28,6 +30,12 @@ struct pn_nccl_api {
 				  ncclComm_t comm, CUstream stream);
 	const char *(*GetErrorString)(ncclResult_t r);
 	const char *(*GetLastError)(ncclComm_t comm);	/* may be NULL */
+	/* NCCL >= 2.27 (symmetric memory); each may be NULL */
+	ncclResult_t (*MemAlloc)(void **ptr, size_t size);
+	ncclResult_t (*MemFree)(void *ptr);
+	ncclResult_t (*CommWindowRegister)(ncclComm_t comm, void *buff, size_t size,
+					   ncclWindow_t *win, int flags);
+	ncclResult_t (*CommWindowDeregister)(ncclComm_t comm, ncclWindow_t win);
 	char path[256];	/* where it was loaded from */
 };
 
@@ -39,6 +47,10 @@ struct pn_nccl_api {
  */
 const struct pn_nccl_api *pn_nccl_api_get(void);
 void pn_nccl_set_api(const struct pn_nccl_api *fake);
+
+/* Whether this NCCL has symmetric memory: ncclMemAlloc, ncclMemFree and
+ * window (de)registration. */
+int pn_nccl_has_symm(const struct pn_nccl_api *a);
 
 /* penny's dtype/op -> NCCL's enum values (-1 if none). */
 int pn_nccl_dtype(int dtype);

@@ -23,7 +23,7 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.size = sizeof(struct penny_plugin_v1),
 	.name = "nccl",
 	.version = "penny nccl plugin 1 (NCCL opened at run time)",
-	.algos = 1u << PENNY_ALGO_AUTO,
+	.algos = (1u << PENNY_ALGO_AUTO) | (1u << PENNY_ALGO_SYMMETRIC),
 	.caps = PENNY_CAP_GRAPH | PENNY_CAP_MULTINODE,
 	.errmsg = pn_plugin_errmsg,
 	.init = init,

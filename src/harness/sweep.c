@@ -275,6 +275,43 @@ int pn_sweep_same_series(const struct pn_sweep_row *a, const struct pn_sweep_row
 	return !strcmp(a->backend, b->backend) && !strcmp(a->algo, b->algo);
 }
 
+const char *pn_sweep_ref_backend(const struct pn_sweep *sw, const char *backends)
+{
+	char list[256], *tok, *save = NULL;
+	const char *ref = NULL;
+	size_t i;
+	int distinct = 0;
+
+	snprintf(list, sizeof(list), "%s", backends);
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < sw->nrows && strcmp(sw->rows[i].backend, tok); i++)
+			;
+		if (i == sw->nrows)
+			continue; /* it produced no rows */
+		distinct++;
+		if (!ref || !strcmp(tok, "nccl"))
+			ref = sw->rows[i].backend;
+	}
+	return distinct >= 2 ? ref : NULL;
+}
+
+const struct pn_sweep_row *pn_sweep_ref_row(const struct pn_sweep *sw, const char *ref,
+					    size_t bytes)
+{
+	const struct pn_sweep_row *best = NULL;
+	size_t i;
+
+	for (i = 0; i < sw->nrows; i++) {
+		const struct pn_sweep_row *r = &sw->rows[i];
+
+		if (strcmp(r->backend, ref) || r->bytes != bytes || !(r->time_us[0] > 0))
+			continue;
+		if (!best || r->time_us[0] < best->time_us[0])
+			best = r;
+	}
+	return best;
+}
+
 int pn_sweep_plot(const struct pn_sweep *sw, FILE *f, const char *title)
 {
 	const struct pn_sweep_row *rows = sw->rows;

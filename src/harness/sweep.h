@@ -148,6 +148,16 @@ void pn_sweep_best(const struct pn_sweep *s, size_t *bytes, enum pn_algo *best);
 /* The CSV file of the rows: a header line, then one line per row (a write
  * error shows when the file is committed, src/base/ofile.h). */
 /* Whether two rows belong to one series (backend and algorithm). */
+/*
+ * The ratio table's reference: the backend that penny is compared with, of
+ * the comma-separated list that produced rows (nccl when it did, else the
+ * first); NULL when fewer than two backends produced rows.  At each size
+ * the reference is that backend's fastest series there (out of place): NCCL
+ * default or NCCL symmetric, whichever won; NULL if it has no timed row.
+ */
+const char *pn_sweep_ref_backend(const struct pn_sweep *sw, const char *backends);
+const struct pn_sweep_row *pn_sweep_ref_row(const struct pn_sweep *sw, const char *ref,
+					    size_t bytes);
 int pn_sweep_same_series(const struct pn_sweep_row *a, const struct pn_sweep_row *b);
 /* --plot: one series per backend and algorithm, out-of-place busbw and time
  * against size, as SVG into f (base/plot.h). */

@@ -26,6 +26,7 @@ static const struct {
 	{ "one-shot", PENNY_ALGO_ONESHOT },
 	{ "two-shot", PENNY_ALGO_TWOSHOT },
 	{ "ring", PENNY_ALGO_RING },
+	{ "symmetric", PENNY_ALGO_SYMMETRIC },
 };
 
 struct gpu {
@@ -65,6 +66,11 @@ static int parse_algos(struct gpu *g, const char *list, char *why, size_t wlen)
 		if (!strcmp(tok, "all")) {
 			for (i = 0; i < PN_ARRAY_SIZE(gpu_algos); i++) {
 				a = gpu_algos[i].algo;
+				/* listed but not runnable here (NCCL without symmetric
+				 * memory): all means every algorithm that can run */
+				if ((have & (1u << a)) &&
+				    pn_gpucoll_select(g->gc, 1, PN_FLOAT, PN_SUM, a) == -ENOTSUP)
+					continue;
 				if ((have & (1u << a)) && !(seen & (1u << a))) {
 					seen |= 1u << a;
 					g->be.algos[g->be.nalgos++] = a;

@@ -42,7 +42,7 @@ static const char *const dt_names[PENNY_NDTYPES] = {
 };
 static const int dt_size[PENNY_NDTYPES] = { 1, 1, 4, 4, 8, 8, 2, 2, 4, 8 };
 static const char *const op_names[PENNY_NREDOPS] = { "sum", "prod", "min", "max", "avg" };
-static const char *const algo_names[PENNY_NALGOS] = { "auto", "oneshot", "twoshot", "ring" };
+static const char *const algo_names[PENNY_NALGOS] = { "auto", "oneshot", "twoshot", "ring", "symm" };
 
 static struct {
 	int np;
@@ -61,7 +61,7 @@ static struct {
 	int quick;
 	double timeout;
 } opt = {
-	.np = 2, .backends = "cuda,nccl", .algos = "auto,oneshot,twoshot,ring",
+	.np = 2, .backends = "cuda,nccl", .algos = "auto,oneshot,twoshot,ring,symm",
 	.minb = 1024, .maxb = 1u << 30, .factor = 2, .graph = 100, .iters = 0, .warmup = -1,
 	.label = "", .timeout = 900,
 };

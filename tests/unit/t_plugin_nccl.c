@@ -26,9 +26,13 @@ struct fake_nccl_rank {
 	size_t ar_count;
 	int ar_dtype, ar_op;
 	CUstream ar_stream;
+	ncclComm_t ar_comm, comms[2];
 	int fail_allreduce;
 	int async_error;
 	int destroyed;
+	int win_reg, win_dereg, mem_alloc, mem_free;
+	ncclComm_t win_comm;
+	int win_flags;
 };
 static struct fake_nccl_rank nr[FAKE_MAX_RANKS];
 static _Thread_local int my_rank;
@@ -54,7 +58,9 @@ static ncclResult_t n_init(ncclComm_t *c, int n, ncclUniqueId id, int rank)
 	f->init_nranks = n;
 	f->init_rank = rank;
 	f->id = id;
-	*c = (ncclComm_t)(uintptr_t)(0x7000 + rank);
+	*c = (ncclComm_t)(uintptr_t)(0x7000 + 0x100 * f->init_calls + rank);
+	if (f->init_calls <= 2)
+		f->comms[f->init_calls - 1] = *c;
 	return 0;
 }
 static ncclResult_t n_finalize(ncclComm_t c)
@@ -79,7 +85,7 @@ static ncclResult_t n_allreduce(const void *s, void *r, size_t count, int dt, in
 {
 	struct fake_nccl_rank *f = &nr[my_rank];
 
-	(void)c;
+	f->ar_comm = c;
 	f->ar_calls++;
 	f->ar_send = s;
 	f->ar_recv = r;
@@ -111,6 +117,36 @@ static const char *n_last(ncclComm_t c)
 {
 	(void)c;
 	return "fake NCCL says why";
+}
+
+/* NCCL >= 2.27: symmetric memory */
+static ncclResult_t n_memalloc(void **p, size_t size)
+{
+	nr[my_rank].mem_alloc++;
+	*p = malloc(size);
+	return *p ? 0 : 1;
+}
+static ncclResult_t n_memfree(void *p)
+{
+	nr[my_rank].mem_free++;
+	free(p);
+	return 0;
+}
+static ncclResult_t n_winreg(ncclComm_t c, void *buf, size_t size, ncclWindow_t *w, int flags)
+{
+	(void)size;
+	nr[my_rank].win_reg++;
+	nr[my_rank].win_comm = c;
+	nr[my_rank].win_flags = flags;
+	*w = (ncclWindow_t)buf;
+	return 0;
+}
+static ncclResult_t n_windereg(ncclComm_t c, ncclWindow_t w)
+{
+	(void)c;
+	(void)w;
+	nr[my_rank].win_dereg++;
+	return 0;
 }
 
 static const struct pn_nccl_api fake_nccl = {
@@ -285,6 +321,143 @@ TEST(allreduce_runs_on_the_plugins_stream_with_nccls_enums)
 	fake_world_free(&w);
 }
 
+static struct pn_nccl_api fake_symm;
+
+static void do_symm_calls(struct fake_world *w, int r)
+{
+	struct pn_nccl *c;
+	void *s = NULL, *d = NULL, *plain = NULL;
+
+	(void)w;
+	my_rank = r;
+	rets[r] = -1;
+	if (!be[r])
+		return;
+	c = be[r];
+	/* two communicators; REGISTERED = ncclMemAlloc + a symmetric window of the second */
+	if (nr[r].init_calls != 2 || c->comm != nr[r].comms[0] || c->symm != nr[r].comms[1])
+		return;
+	if (pn_nccl_alloc(be[r], 4096, PENNY_MEM_REGISTERED, &s) ||
+	    pn_nccl_alloc(be[r], 4096, PENNY_MEM_REGISTERED, &d) ||
+	    pn_nccl_alloc(be[r], 4096, 0, &plain))
+		return;
+	if (nr[r].mem_alloc != 2 || nr[r].win_reg != 2 || nr[r].win_comm != c->symm ||
+	    nr[r].win_flags != 1)
+		return;
+	/* auto: NCCL's default path on the first communicator */
+	if (pn_nccl_allreduce(be[r], s, d, 100, PENNY_BFLOAT16, PENNY_SUM, PENNY_ALGO_AUTO) ||
+	    nr[r].ar_comm != c->comm)
+		return;
+	/* symmetric: the windowed communicator, offsets inside the windows too */
+	if (pn_nccl_select(be[r], 100, PENNY_BFLOAT16, PENNY_SUM, PENNY_ALGO_SYMMETRIC) !=
+		    PENNY_ALGO_SYMMETRIC ||
+	    pn_nccl_allreduce(be[r], (char *)s + 64, (char *)d + 64, 100, PENNY_BFLOAT16, PENNY_SUM,
+			      PENNY_ALGO_SYMMETRIC) ||
+	    nr[r].ar_comm != c->symm || nr[r].ar_send != (char *)s + 64)
+		return;
+	/* a buffer outside every window, or running past one's end: refused, NCCL not called */
+	nr[r].ar_calls = 0;
+	if (pn_nccl_allreduce(be[r], plain, d, 100, PENNY_BFLOAT16, PENNY_SUM,
+			      PENNY_ALGO_SYMMETRIC) != -EINVAL ||
+	    !strstr(pn_plugin_errmsg(), "symmetric windows") ||
+	    pn_nccl_allreduce(be[r], (char *)s + 4000, d, 100, PENNY_BFLOAT16, PENNY_SUM,
+			      PENNY_ALGO_SYMMETRIC) != -EINVAL ||
+	    nr[r].ar_calls != 0)
+		return;
+	if (pn_nccl_free(be[r], plain) || pn_nccl_free(be[r], s) || nr[r].win_dereg != 1 ||
+	    nr[r].mem_free != 1)
+		return;
+	/* d stays: fini deregisters and frees it */
+	rets[r] = 0;
+}
+
+TEST(symmetric_windows_on_a_second_communicator)
+{
+	struct fake_world w;
+
+	memset(nr, 0, sizeof(nr));
+	getid_calls = 0;
+	fake_symm = fake_nccl;
+	fake_symm.MemAlloc = n_memalloc;
+	fake_symm.MemFree = n_memfree;
+	fake_symm.CommWindowRegister = n_winreg;
+	fake_symm.CommWindowDeregister = n_windereg;
+	pn_nccl_set_api(&fake_symm);
+	fake_world_init(&w, 2);
+	fake_run(&w, do_init);
+	CHECK_EQ_INT(getid_calls, 2);
+	CHECK(be[0] && strstr(pn_nccl_describe(be[0]), "symmetric windows") != NULL);
+	fake_run(&w, do_symm_calls);
+	CHECK_EQ_INT(rets[0], 0);
+	CHECK_EQ_INT(rets[1], 0);
+	fake_run(&w, do_fini);
+	for (int r = 0; r < 2; r++) {
+		CHECK_EQ_INT(nr[r].win_dereg, 2);
+		CHECK_EQ_INT(nr[r].mem_free, 2);
+		CHECK_EQ_INT(nr[r].destroyed, 2);
+	}
+	fake_world_free(&w);
+	pn_nccl_set_api(&fake_nccl);
+}
+
+static void do_symm_refused(struct fake_world *w, int r)
+{
+	(void)w;
+	my_rank = r;
+	rets[r] = pn_nccl_select(be[r], 100, PENNY_FLOAT, PENNY_SUM, PENNY_ALGO_SYMMETRIC);
+	snprintf(msgs[r], sizeof(msgs[r]), "%s", pn_plugin_errmsg());
+}
+
+TEST(without_windows_symmetric_is_refused_naming_the_version)
+{
+	struct fake_world w;
+
+	memset(nr, 0, sizeof(nr));
+	fake_world_init(&w, 2);
+	fake_run(&w, do_init);
+	CHECK_EQ_INT(nr[0].init_calls, 1);
+	CHECK(be[0] && strstr(pn_nccl_describe(be[0]), "no symmetric memory") != NULL);
+	fake_run(&w, do_symm_refused);
+	CHECK_EQ_INT(rets[0], -ENOTSUP);
+	CHECK(strstr(msgs[0], "NCCL 2.28.9 has no symmetric memory") != NULL);
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
+}
+
+/* Emulated nodes: NCCL sees penny's node split through NCCL_HOSTID. */
+TEST(emulated_nodes_get_their_own_nccl_hostid)
+{
+	struct fake_world w;
+
+	memset(nr, 0, sizeof(nr));
+	unsetenv("NCCL_HOSTID");
+	setenv("PENNY_NODE_ID", "n1", 1);
+	fake_world_init(&w, 2);
+	for (int r = 0; r < 2; r++)
+		w.host[r].nnodes = 2, w.host[r].node = r;
+	fake_run(&w, do_init);
+	CHECK_EQ_INT(rets[0], 0);
+	CHECK_STR(getenv("NCCL_HOSTID"), "penny-node-n1");
+	CHECK(be[0] && strstr(pn_nccl_describe(be[0]), "NCCL_HOSTID=penny-node-n1") != NULL);
+	fake_run(&w, do_fini);
+	/* one node: nothing set; a caller's own NCCL_HOSTID is kept */
+	unsetenv("NCCL_HOSTID");
+	for (int r = 0; r < 2; r++)
+		w.host[r].nnodes = 1, w.host[r].node = 0;
+	fake_run(&w, do_init);
+	CHECK(getenv("NCCL_HOSTID") == NULL);
+	fake_run(&w, do_fini);
+	setenv("NCCL_HOSTID", "mine", 1);
+	for (int r = 0; r < 2; r++)
+		w.host[r].nnodes = 2;
+	fake_run(&w, do_init);
+	CHECK_STR(getenv("NCCL_HOSTID"), "mine");
+	fake_run(&w, do_fini);
+	unsetenv("NCCL_HOSTID");
+	unsetenv("PENNY_NODE_ID");
+	fake_world_free(&w);
+}
+
 TEST(a_missing_nccl_is_one_line_naming_what_was_tried)
 {
 	const struct pn_nccl_api *a;
@@ -307,6 +480,9 @@ int main(void)
 	RUN(a_rank_that_fails_early_stops_every_rank_before_nccl);
 	RUN(types_and_ops_map_to_nccls);
 	RUN(allreduce_runs_on_the_plugins_stream_with_nccls_enums);
+	RUN(symmetric_windows_on_a_second_communicator);
+	RUN(without_windows_symmetric_is_refused_naming_the_version);
+	RUN(emulated_nodes_get_their_own_nccl_hostid);
 	RUN(a_missing_nccl_is_one_line_naming_what_was_tried);
 	fake_funcs_free();
 	return unit_done();

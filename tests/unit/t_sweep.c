@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The allreduce sweep's reference for the ratio table (src/harness/sweep.h):
+ * nccl when it produced rows, else the first backend that did; at each size
+ * the reference backend's fastest out-of-place series there (NCCL default
+ * or NCCL symmetric, whichever won).
+ */
+#define _GNU_SOURCE
+#include "unit.h"
+
+#include "harness/sweep.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static struct pn_sweep_row rows[8];
+
+static void row(size_t i, const char *be, const char *algo, size_t bytes, double us)
+{
+	memset(&rows[i], 0, sizeof(rows[i]));
+	snprintf(rows[i].backend, sizeof(rows[i].backend), "%s", be);
+	snprintf(rows[i].algo, sizeof(rows[i].algo), "%s", algo);
+	rows[i].bytes = bytes;
+	rows[i].time_us[0] = us;
+	rows[i].time_us[1] = us / 10; /* in place: never the one compared */
+}
+
+static struct pn_sweep sample(void)
+{
+	struct pn_sweep s;
+
+	memset(&s, 0, sizeof(s));
+	row(0, "cuda", "auto", 1024, 3.0);
+	row(1, "cuda", "auto", 1 << 20, 13.0);
+	row(2, "nccl", "auto", 1024, 9.0);
+	row(3, "nccl", "auto", 1 << 20, 17.0);
+	row(4, "nccl", "symmetric", 1024, 4.2);
+	row(5, "nccl", "symmetric", 1 << 20, 20.8);
+	row(6, "nccl", "symmetric", 4096, 0);	/* not timed (-n 0): never the reference */
+	s.rows = rows;
+	s.nrows = 7;
+	return s;
+}
+
+TEST(the_reference_is_nccls_fastest_algorithm_at_each_size)
+{
+	struct pn_sweep s = sample();
+	const char *ref = pn_sweep_ref_backend(&s, "cuda,nccl");
+	const struct pn_sweep_row *r;
+
+	CHECK(ref && !strcmp(ref, "nccl"));
+	r = pn_sweep_ref_row(&s, ref, 1024);
+	CHECK(r == &rows[4]);	/* symmetric wins small */
+	r = pn_sweep_ref_row(&s, ref, 1 << 20);
+	CHECK(r == &rows[3]);	/* default wins at 1 MiB */
+	CHECK(pn_sweep_ref_row(&s, ref, 4096) == NULL);
+	CHECK(pn_sweep_ref_row(&s, ref, 12345) == NULL);
+}
+
+TEST(without_nccl_the_first_backend_with_rows_and_none_alone)
+{
+	struct pn_sweep s = sample();
+	const char *ref;
+
+	ref = pn_sweep_ref_backend(&s, "host,cuda,nccl");	/* host made no rows */
+	CHECK(ref && !strcmp(ref, "nccl"));
+	s.nrows = 2;	/* cuda's rows alone */
+	CHECK(pn_sweep_ref_backend(&s, "cuda,nccl") == NULL);
+	row(2, "fake", "auto", 1024, 5.0);
+	s.nrows = 3;
+	ref = pn_sweep_ref_backend(&s, "cuda,fake");
+	CHECK(ref && !strcmp(ref, "cuda"));
+	CHECK(pn_sweep_ref_row(&s, ref, 1024) == &rows[0]);
+}
+
+int main(void)
+{
+	RUN(the_reference_is_nccls_fastest_algorithm_at_each_size);
+	RUN(without_nccl_the_first_backend_with_rows_and_none_alone);
+	return unit_done();
+}
