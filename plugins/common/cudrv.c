@@ -94,6 +94,7 @@ static const struct sym syms[] = {
 	OPT(MemFreeHost, "cuMemFreeHost"),
 	OPT(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
 	OPT(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
+	OPT(LaunchKernelEx, "cuLaunchKernelEx"),
 };
 #undef S
 #undef OPT

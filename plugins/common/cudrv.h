@@ -25,6 +25,26 @@ typedef struct {
 	char reserved[64];
 } CUipcMemHandle;
 
+/* cuLaunchKernelEx's configuration (CUDA 12.0+ drivers), as cuda.h lays it out */
+typedef union {
+	char pad[64];
+	int programmaticStreamSerializationAllowed;
+} CUlaunchAttributeValue;
+typedef struct {
+	int id;			/* CUlaunchAttributeID */
+	char pad[8 - sizeof(int)];
+	CUlaunchAttributeValue value;
+} CUlaunchAttribute;
+typedef struct {
+	unsigned gridDimX, gridDimY, gridDimZ;
+	unsigned blockDimX, blockDimY, blockDimZ;
+	unsigned sharedMemBytes;
+	CUstream hStream;
+	CUlaunchAttribute *attrs;
+	unsigned numAttrs;
+} CUlaunchConfig;
+#define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
+
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_NOT_READY 600
 #define CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED 704
@@ -93,6 +113,10 @@ struct pn_cudrv {
 	CUresult (*MemFreeHost)(void *p);
 	CUresult (*MemcpyHtoDAsync)(CUdeviceptr dst, const void *src, size_t bytes, CUstream s);
 	CUresult (*MemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t bytes, CUstream s);
+	/* optional (CUDA 12.0+ drivers): launches with attributes (programmatic
+	 * dependent launch) */
+	CUresult (*LaunchKernelEx)(const CUlaunchConfig *cfg, CUfunction f, void **params,
+				   void **extra);
 };
 
 /*

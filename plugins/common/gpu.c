@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *const data_type_names[PENNY_NDTYPES] = {
@@ -239,6 +240,37 @@ int pn_gpu_launch(struct pn_gpu *g, CUfunction f, unsigned grid, unsigned block,
 	return 0;
 }
 
+/*
+ * Programmatic dependent launch: the kernel may be scheduled while the
+ * previous one on the stream still runs, once every block of that one has
+ * said so (griddepcontrol.launch_dependents); it must wait for it
+ * (griddepcontrol.wait) before touching memory, and then sees all of its
+ * writes, as in plain stream order.  Only the launch overlaps.  Without
+ * cuLaunchKernelEx, a plain launch.
+ */
+int pn_gpu_launch_pdl(struct pn_gpu *g, CUfunction f, unsigned grid, unsigned block, void *args)
+{
+	void *params[1] = { args };
+	CUlaunchAttribute at;
+	CUlaunchConfig cfg;
+
+	if (!g->cu->LaunchKernelEx)
+		return pn_gpu_launch(g, f, grid, block, args);
+	memset(&at, 0, sizeof(at));
+	at.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+	at.value.programmaticStreamSerializationAllowed = 1;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.gridDimX = grid;
+	cfg.gridDimY = cfg.gridDimZ = 1;
+	cfg.blockDimX = block;
+	cfg.blockDimY = cfg.blockDimZ = 1;
+	cfg.hStream = g->stream;
+	cfg.attrs = &at;
+	cfg.numAttrs = 1;
+	PN_CU(g->cu, LaunchKernelEx(&cfg, f, params, NULL), "cuLaunchKernelEx");
+	return 0;
+}
+
 static unsigned data_grid(const struct pn_gpu *g, size_t count)
 {
 	size_t want = (count + 255) / 256;
@@ -351,8 +383,26 @@ int pn_gpu_check(struct pn_gpu *g, const void *buf, size_t count, int dtype, int
 	return ret;
 }
 
-int pn_gpu_time(struct pn_gpu *g, pn_gpu_enqueue_fn enqueue, void *ctx, struct penny_time_v1 *t)
+static double host_now_us(void)
 {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+int pn_gpu_time2_check(const struct penny_time_v2 *t)
+{
+	if (!t || t->size < sizeof(struct penny_time_v2))
+		return pn_plugin_fail(-EINVAL, "time2: struct of %u bytes, %zu needed",
+				      t ? t->size : 0, sizeof(struct penny_time_v2));
+	return 0;
+}
+
+int pn_gpu_time(struct pn_gpu *g, pn_gpu_enqueue_fn enqueue, void *ctx, struct penny_time_v1 *t,
+		double *host_usec)
+{
+	double h0, h1;
 	const struct pn_cudrv *cu = g->cu;
 	CUgraph graph = NULL;
 	CUgraphExec exec = NULL;
@@ -396,6 +446,7 @@ int pn_gpu_time(struct pn_gpu *g, pn_gpu_enqueue_fn enqueue, void *ctx, struct p
 		}
 	}
 	PN_CU_GOTO(cu, EventRecord(g->ev0, g->stream), "cuEventRecord", ret, out);
+	h0 = host_now_us();
 	if (exec) {
 		for (i = 0; i < launches; i++)
 			PN_CU_GOTO(cu, GraphLaunch(exec, g->stream), "cuGraphLaunch", ret, out);
@@ -407,6 +458,9 @@ int pn_gpu_time(struct pn_gpu *g, pn_gpu_enqueue_fn enqueue, void *ctx, struct p
 			goto out;
 		t->iters_run = t->iters;
 	}
+	h1 = host_now_us();
+	if (host_usec)
+		*host_usec = (h1 - h0) / t->iters_run;
 	PN_CU_GOTO(cu, EventRecord(g->ev1, g->stream), "cuEventRecord", ret, out);
 	PN_CU_GOTO(cu, EventSynchronize(g->ev1), "cuEventSynchronize", ret, out);
 	PN_CU_GOTO(cu, EventElapsedTime(&ms, g->ev0, g->ev1), "cuEventElapsedTime", ret, out);

@@ -46,10 +46,16 @@ int pn_gpu_check(struct pn_gpu *g, const void *buf, size_t count, int dtype, int
 		 uint32_t seed, int nranks, struct penny_check_v1 *res);
 int pn_gpu_sync(struct pn_gpu *g);
 int pn_gpu_launch(struct pn_gpu *g, CUfunction f, unsigned grid, unsigned block, void *args);
+/* The same with programmatic dependent launch (gpu.c); a plain launch where
+ * the driver lacks cuLaunchKernelEx. */
+int pn_gpu_launch_pdl(struct pn_gpu *g, CUfunction f, unsigned grid, unsigned block, void *args);
 
 /* The timing loop of penny_plugin_v1.time: enqueue() adds one call. */
 typedef int (*pn_gpu_enqueue_fn)(void *ctx);
-int pn_gpu_time(struct pn_gpu *g, pn_gpu_enqueue_fn enqueue, void *ctx, struct penny_time_v1 *t);
+int pn_gpu_time(struct pn_gpu *g, pn_gpu_enqueue_fn enqueue, void *ctx, struct penny_time_v1 *t,
+		double *host_usec);
+/* time2's size check: -EINVAL unless t covers struct penny_time_v2. */
+int pn_gpu_time2_check(const struct penny_time_v2 *t);
 
 /* penny_plugin_v1.bw over every visible device. */
 int pn_gpu_bw(const void *data_image, struct penny_bw_v1 *req);

@@ -136,6 +136,25 @@ PN_DEV uint16_t pn_f_half(float f)
 	return h;
 }
 
+/*
+ * Programmatic dependent launch (sm_90): wait until the previous kernel of
+ * the stream has finished and its writes are visible (a no-op when it was
+ * not launched as a dependent), and let the next kernel be scheduled early.
+ */
+PN_DEV void pn_pdl_wait(void)
+{
+#if __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+PN_DEV void pn_pdl_trigger(void)
+{
+#if __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 PN_DEV uint32_t pn_atomic_add(uint32_t *p, uint32_t v) { return atomicAdd(p, v); }
 PN_DEV void pn_atomic_or(uint32_t *p, uint32_t v) { atomicOr(p, v); }
 PN_DEV void pn_atomic_add64(unsigned long long *p, unsigned long long v) { atomicAdd(p, v); }

@@ -907,6 +907,8 @@ template <typename T, int OP> PN_DEV void pn_ar_ring(const struct pn_ar_args &a)
 #define PN_AR_KERNEL(algo, T, tname, OP, oname)                                                 \
 	extern "C" __global__ void PN_BOUNDS pn_ar_##algo##_##tname##_##oname(struct pn_ar_args a) \
 	{                                                                                      \
+		pn_pdl_wait();                                                                 \
+		pn_pdl_trigger();                                                              \
 		pn_ar_##algo<T, OP>(a);                                                        \
 	}
 #define PN_AR_OPS(algo, T, tname)                                                              \

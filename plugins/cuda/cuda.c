@@ -336,7 +336,7 @@ struct pn_cuda {
 	uint32_t next_id;
 	struct pn_reg *ws, *stage;
 	size_t ws_bytes;
-	char desc[320];
+	char desc[360];
 };
 
 /* What every rank announces at init; all but busid must agree. */
@@ -382,6 +382,10 @@ static int read_cfg(struct pn_cuda *c)
 	c->cfg.tile_twoshot = (uint32_t)env_size("PENNY_CUDA_TILE", c->n <= 2 ? 64u << 10 : 32u << 10, &bad);
 	c->cfg.tile_ring = (uint32_t)env_size("PENNY_CUDA_RING_TILE", c->n <= 4 ? 128u << 10 : 64u << 10, &bad);
 	c->cfg.stage_bytes = env_size("PENNY_CUDA_STAGING", 64u << 20, &bad);
+	v = env_size("PENNY_CUDA_PDL", 1, &bad);
+	if (v > 1)
+		return pn_plugin_fail(-EINVAL, "PENNY_CUDA_PDL: 0 or 1, not %" PRIu64, v);
+	c->cfg.pdl = (int)v;
 	v = env_size("PENNY_CUDA_TIMEOUT", 30, &bad);
 	c->cfg.timeout_ns = v * 1000000000ull;
 	/* one block of 512 threads x 128 registers fills an SM: at most one per SM, so that
@@ -698,12 +702,13 @@ int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *ho
 		 "%s (%s) sm_%d%d %d SMs, CUDA driver %d.%d, rank %d of %d, %u blocks, "
 		 "LL one-shot <= %" PRIu64 " B, LL two-shot <= %" PRIu64 " B, hybrid two-shot <= %" PRIu64
 		 " B, tiles %u/%u B, "
-		 "staging %" PRIu64 " B, auto %s",
+		 "staging %" PRIu64 " B, PDL %s, auto %s",
 		 c->g.name, c->g.busid, c->g.cc_major, c->g.cc_minor, c->g.nsm,
 		 c->g.driver_version / 1000, c->g.driver_version % 1000 / 10, c->rank, c->n,
 		 c->cfg.blocks, c->cfg.oneshot_ll_max, c->cfg.twoshot_ll_max, c->cfg.twoshot_hy_max,
 		 c->cfg.tile_twoshot,
-		 c->cfg.tile_ring, c->cfg.stage_bytes, tune);
+		 c->cfg.tile_ring, c->cfg.stage_bytes,
+		 !c->cfg.pdl ? "off" : c->g.cu->LaunchKernelEx ? "on" : "unavailable", tune);
 	pn_gpu_log(host, PENNY_LOG_DEBUG, "cuda: %s", c->desc);
 	*be = c;
 	return 0;
@@ -851,7 +856,8 @@ static int launch(struct pn_cuda *c, int kern, int dt, int op, CUdeviceptr send,
 	a.ll_slot_bytes = 2 * c->cfg.ll_max;
 	a.rank = c->rank;
 	a.nranks = c->n;
-	return pn_gpu_launch(&c->g, f, l.grid, l.threads, &a);
+	return c->cfg.pdl ? pn_gpu_launch_pdl(&c->g, f, l.grid, l.threads, &a)
+			  : pn_gpu_launch(&c->g, f, l.grid, l.threads, &a);
 }
 
 /* Run kernel kern over [s, s + bytes) -> [d, ...): planned, chunked, staged. */
@@ -1056,16 +1062,27 @@ static int time_one(void *p)
 				 x->t->algo);
 }
 
-int pn_cuda_time(void *be, struct penny_time_v1 *t)
+static int cuda_time(struct pn_cuda *c, struct penny_time_v1 *t, double *host_usec)
 {
-	struct pn_cuda *c = be;
 	struct time_ctx x = { c, t };
 	int ret = pn_gpu_enter(&c->g);
 
 	if (ret)
 		return ret;
-	ret = pn_gpu_time(&c->g, time_one, &x, t);
+	ret = pn_gpu_time(&c->g, time_one, &x, t, host_usec);
 	if (!ret)
 		ret = kernel_errors(c);
 	return ret;
+}
+
+int pn_cuda_time(void *be, struct penny_time_v1 *t)
+{
+	return cuda_time(be, t, NULL);
+}
+
+int pn_cuda_time2(void *be, struct penny_time_v2 *t)
+{
+	int ret = pn_gpu_time2_check(t);
+
+	return ret ? ret : cuda_time(be, &t->t, &t->host_usec);
 }

@@ -82,6 +82,7 @@ struct pn_cuda_cfg {
 	uint64_t stage_bytes;	/* staging buffer for unregistered or unaligned buffers */
 	uint32_t blocks;	/* largest grid (<= SMs: every block resident at once) */
 	uint64_t timeout_ns;
+	int pdl;		/* programmatic dependent launch (PENNY_CUDA_PDL, default on) */
 };
 
 /* How a call (or part of it) runs: directly on the user's buffers, or
@@ -129,6 +130,7 @@ int pn_cuda_allreduce(void *be, const void *send, void *recv, size_t count, int 
 		      int algo);
 int pn_cuda_select(void *be, size_t count, int dtype, int op, int algo);
 int pn_cuda_time(void *be, struct penny_time_v1 *t);
+int pn_cuda_time2(void *be, struct penny_time_v2 *t);
 int pn_cuda_sync(void *be);
 int pn_cuda_allgather(void *be, const void *send, void *recv, size_t count, int dtype);
 int pn_cuda_export_dmabuf(void *be, void *ptr, size_t bytes, int *fd, uint64_t *offset);

@@ -60,4 +60,5 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.allgather = pn_cuda_allgather,
 	.export_dmabuf = pn_cuda_export_dmabuf,
 	.hostbw = hostbw,
+	.time2 = pn_cuda_time2,
 };

@@ -121,6 +121,21 @@ struct penny_time_v1 {
 	int iters_run;		/* out: calls timed */
 };
 
+/*
+ * time2(): time() plus what the calling thread pays.  size =
+ * sizeof(struct penny_time_v2) (the plugin fills only what it covers).
+ * host_usec: wall time the calling thread spent issuing the timed calls,
+ * per call: without graphs one allreduce() enqueue, with graphs a
+ * cuGraphLaunch divided by the calls it holds.  A host_usec near usec
+ * means the launch blocks the caller until the GPU catches up.
+ */
+struct penny_time_v2 {
+	uint32_t size;
+	uint32_t reserved;
+	struct penny_time_v1 t;
+	double host_usec;	/* out */
+};
+
 /* bw(): a GPU-to-GPU matrix over every visible GPU, in one process. */
 #define PENNY_BW_MAX_DEV 16
 enum penny_bw_engine { PENNY_BW_CE = 0, PENNY_BW_SM };
@@ -220,6 +235,10 @@ struct penny_plugin_v1 {
 	 * penny_hostbw_v1); needs no init().  NULL if not provided.  Its
 	 * device order is bw()'s. */
 	int (*hostbw)(struct penny_hostbw_v1 *req);
+
+	/* time() with the caller's cost per call (struct penny_time_v2).
+	 * NULL if not provided. */
+	int (*time2)(void *be, struct penny_time_v2 *t);
 };
 
 /* Size of the first v1 table (every member up to bw). */

@@ -588,13 +588,24 @@ static int time_one(void *p)
 				 x->t->algo);
 }
 
-int pn_nccl_time(void *be, struct penny_time_v1 *t)
+static int nccl_time(struct pn_nccl *c, struct penny_time_v1 *t, double *host_usec)
 {
-	struct pn_nccl *c = be;
 	struct time_ctx x = { c, t };
 	int ret;
 
 	ENTER(c);
-	ret = pn_gpu_time(&c->g, time_one, &x, t);
+	ret = pn_gpu_time(&c->g, time_one, &x, t, host_usec);
 	return ret ? ret : async_error(c);
+}
+
+int pn_nccl_time(void *be, struct penny_time_v1 *t)
+{
+	return nccl_time(be, t, NULL);
+}
+
+int pn_nccl_time2(void *be, struct penny_time_v2 *t)
+{
+	int ret = pn_gpu_time2_check(t);
+
+	return ret ? ret : nccl_time(be, &t->t, &t->host_usec);
 }

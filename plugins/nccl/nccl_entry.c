@@ -42,4 +42,5 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.bw = NULL, /* penny bw --gpu uses the cuda plugin */
 	.allgather = pn_nccl_allgather,
 	.hostbw = hostbw,
+	.time2 = pn_nccl_time2,
 };

@@ -284,6 +284,21 @@ static void do_calls(struct fake_world *w, int r)
 	if (pn_nccl_time(be[r], &t) || nr[r].ar_calls != 7 || t.iters_run != 10 ||
 	    w->rank[r].graph_launches != 3)
 		return;
+	/* time2: the same, and the caller's time per call; a short struct is refused */
+	{
+		struct penny_time_v2 t2;
+
+		memset(&t2, 0, sizeof(t2));
+		t2.size = sizeof(t2) - 8;
+		t2.t = t;
+		t2.host_usec = -1;
+		if (pn_nccl_time2(be[r], &t2) != -EINVAL || t2.host_usec != -1)
+			return;
+		t2.size = sizeof(t2);
+		t2.t.iters_run = 0;
+		if (pn_nccl_time2(be[r], &t2) || t2.t.iters_run != 10 || !(t2.host_usec >= 0))
+			return;
+	}
 	/* NCCL's errors carry its own words */
 	nr[r].fail_allreduce = 3;
 	if (pn_nccl_allreduce(be[r], s, d, 100, PENNY_FLOAT, PENNY_SUM, PENNY_ALGO_AUTO) != -EIO ||

@@ -29,6 +29,9 @@ PN_DEV int pn_sync_or(int p)
 
 PN_DEV void pn_sync(void) { (void)pn_sync_or(0); }
 PN_DEV void pn_pause(void) { emu_yield(); }
+/* the emulator runs one kernel at a time: stream order holds already */
+PN_DEV void pn_pdl_wait(void) {}
+PN_DEV void pn_pdl_trigger(void) {}
 
 PN_DEV void pn_maybe_yield(void)
 {
