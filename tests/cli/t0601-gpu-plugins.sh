@@ -22,6 +22,21 @@ test_expect_success 'timing table: one row per size, algorithm and graph mode' '
 	test "$(grep -c "^perf" perf.tsv)" -eq 12 &&
 	awk -F"\t" "\$1 == \"perf\" && \$8 <= 0 { bad = 1 } END { exit bad }" perf.tsv
 '
+test_expect_success 'sizes largest first or in random order: the same rows, checked' '
+	PENNY_PLUGIN_PATH=$fakes "$drv" --np 2 --backend fake --algos auto --perf -b 1K -e 64K -n 2 \
+		--order down >down &&
+	grep -q "sizes largest first" down &&
+	grep -oE "^ +[0-9]+ fake " down | awk "{print \$1}" | uniq >d.sizes &&
+	printf "%s\n" 65536 32768 16384 8192 4096 2048 1024 >want && test_cmp want d.sizes &&
+	PENNY_PLUGIN_PATH=$fakes "$drv" --np 2 --backend fake --algos auto --perf -b 1K -e 64K -n 2 \
+		--order random >rand &&
+	grep -q "sizes in random order" rand &&
+	grep -oE "^ +[0-9]+ fake " rand | awk "{print \$1}" | uniq >r.sizes &&
+	sort -n r.sizes >r.sorted && sort -rn want >w.sorted && sort -n want >w.up &&
+	test_cmp w.up r.sorted && ! test_cmp w.up r.sizes >/dev/null && ! test_cmp want r.sizes >/dev/null &&
+	! grep -q "wrong values" rand &&
+	test_exit 2 "$drv" --perf --order sideways 2>err && grep -q "up, down or random" err
+'
 test_expect_success 'wrong values are counted and exit 1' '
 	test_exit 1 env PENNY_PLUGIN_PATH=$fakes "$drv" --np 2 --backend fakewrong --check --quick \
 		--counts 5 >out 2>err &&

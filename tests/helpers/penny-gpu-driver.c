@@ -59,6 +59,7 @@ static struct {
 	const char *label;
 	const char *check_counts;
 	int quick;
+	int order;	/* perf sizes: 0 up, 1 down, 2 random (--order) */
 	double timeout;
 } opt = {
 	.np = 2, .backends = "cuda,nccl", .algos = "auto,oneshot,twoshot,ring,symm",
@@ -412,19 +413,44 @@ static int run_perf(struct backend *bs, int nb)
 {
 	const int dt = PENNY_BFLOAT16, op = PENNY_SUM, n = chan.nranks;
 	void *send[MAX_BACKENDS], *recv[MAX_BACKENDS];
-	uint64_t bytes;
-	int i, a, g, ret = 0;
+	uint64_t bytes, sizes[64];
+	int i, a, g, ret = 0, nsizes = 0, si;
+	uint32_t rnd = 12345;
 
 	for (i = 0; i < nb; i++)
 		if (bs[i].ops->alloc(bs[i].be, opt.maxb, PENNY_MEM_REGISTERED, &send[i]) ||
 		    bs[i].ops->alloc(bs[i].be, opt.maxb, PENNY_MEM_REGISTERED, &recv[i]))
 			return fail_call(&bs[i], -ENOMEM, "alloc");
+	/* sizes in the order asked: a stale flag of a larger call must not pass a smaller one */
+	for (bytes = opt.minb; bytes <= opt.maxb && nsizes < 64; bytes *= (uint64_t)opt.factor)
+		sizes[nsizes++] = bytes;
+	for (si = 0; si < nsizes / 2 && opt.order == 1; si++) {
+		uint64_t x = sizes[si];
+
+		sizes[si] = sizes[nsizes - 1 - si];
+		sizes[nsizes - 1 - si] = x;
+	}
+	for (si = nsizes - 1; si > 0 && opt.order == 2; si--) {
+		int k;
+		uint64_t x;
+
+		rnd = rnd * 1103515245u + 12345u; /* the same order on every rank */
+		k = (int)((rnd >> 8) % (uint32_t)(si + 1));
+		x = sizes[si];
+		sizes[si] = sizes[k];
+		sizes[k] = x;
+	}
 	rank0("\n# bfloat16 sum, %d ranks, out of place, time = slowest rank, busbw = bytes/time x "
-	      "2(n-1)/n; G = CUDA graph of %d calls\n", n, opt.graph);
-	rank0("%12s %-6s %-8s %-8s %10s %10s %10s\n", "bytes", "backend", "algo", "graph", "time_us",
-	      "algbw", "busbw");
-	for (bytes = opt.minb; bytes <= opt.maxb && !ret; bytes *= (uint64_t)opt.factor) {
-		size_t count = bytes / 2;
+	      "2(n-1)/n; G = CUDA graph of %d calls; sizes %s; host_us = the calling thread's time "
+	      "per call (largest rank), blocks = a launch held the caller (host_us >= 0.8 x time)\n",
+	      n, opt.graph, opt.order == 1 ? "largest first" : opt.order == 2 ? "in random order" : "growing");
+	rank0("%12s %-6s %-8s %-8s %10s %10s %10s %9s %s\n", "bytes", "backend", "algo", "graph",
+	      "time_us", "algbw", "busbw", "host_us", "");
+	for (si = 0; si < nsizes && !ret; si++) {
+		size_t count;
+
+		bytes = sizes[si];
+		count = bytes / 2;
 		int iters = iters_for(bytes);
 
 		for (i = 0; i < nb && !ret; i++) {
@@ -457,8 +483,9 @@ static int run_perf(struct backend *bs, int nb)
 				}
 				chosen = b->ops->select ? b->ops->select(b->be, count, dt, op, algo) : algo;
 				for (g = 0; g < 2 && !ret; g++) {
+					struct penny_time_v2 t2;
 					struct penny_time_v1 t;
-					double us, algbw;
+					double us, algbw, host_us = -1;
 
 					memset(&t, 0, sizeof(t));
 					t.send = send[i];
@@ -470,12 +497,23 @@ static int run_perf(struct backend *bs, int nb)
 					t.iters = iters;
 					t.warmup = opt.warmup >= 0 ? opt.warmup : iters / 10 + 2;
 					t.graph = g ? (opt.graph < iters ? opt.graph : iters) : 0;
-					ret = b->ops->time(b->be, &t);
+					if (pn_plugin_covers(b->pl, offsetof(struct penny_plugin_v1, time2)) &&
+					    b->ops->time2) {
+						memset(&t2, 0, sizeof(t2));
+						t2.size = sizeof(t2);
+						t2.t = t;
+						ret = b->ops->time2(b->be, &t2);
+						t = t2.t;
+						host_us = t2.host_usec;
+					} else {
+						ret = b->ops->time(b->be, &t);
+					}
 					if (ret) {
 						fail_call(b, ret, "time");
 						break;
 					}
 					us = max_double(t.usec);
+					host_us = host_us < 0 ? -1 : max_double(host_us);
 					algbw = (double)bytes / (us * 1e-6) / 1e9;
 					char an[24];
 
@@ -496,12 +534,13 @@ static int run_perf(struct backend *bs, int nb)
 						      g ? " (graph)" : "", wrong);
 						failures++;
 					}
-					rank0("%12" PRIu64 " %-6s %-8s %-8s %10.2f %10.2f %10.2f\n", bytes, b->name,
-					      an, g ? "G" : "-", us, algbw, algbw * 2.0 * (n - 1) / n);
+					rank0("%12" PRIu64 " %-6s %-8s %-8s %10.2f %10.2f %10.2f %9.2f %s\n", bytes,
+					      b->name, an, g ? "G" : "-", us, algbw, algbw * 2.0 * (n - 1) / n,
+					      host_us, host_us >= 0.8 * us ? "blocks" : "");
 					if (tsv && !chan.rank)
-						fprintf(tsv, "perf\t%s\t%d\t%" PRIu64 "\t%s\t%s\t%d\t%.3f\t%.3f\t%.3f\n",
+						fprintf(tsv, "perf\t%s\t%d\t%" PRIu64 "\t%s\t%s\t%d\t%.3f\t%.3f\t%.3f\t%.3f\n",
 							opt.label, n, bytes, b->name, an, g, us, algbw,
-							algbw * 2.0 * (n - 1) / n);
+							algbw * 2.0 * (n - 1) / n, host_us);
 				}
 			}
 		}
@@ -682,8 +721,9 @@ static int run_bw(void)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: penny-gpu-driver [--np N] [--devices 0,1,..] [--backend cuda,nccl]\n"
-		   "       [--algos auto,oneshot,twoshot,ring] [--check [--counts 1,3,..] [--quick]]\n"
-		   "       [--perf [-b 1K] [-e 1G] [-f 2] [-G 100] [-n ITERS] [-w WARMUP]] [--bw]\n"
+		   "       [--algos auto,oneshot,twoshot,ring,symm] [--check [--counts 1,3,..] [--quick]]\n"
+		   "       [--perf [-b 1K] [-e 1G] [-f 2] [-G 100] [-n ITERS] [-w WARMUP]\n"
+		   "        [--order up|down|random]] [--bw]\n"
 		   "       [--out FILE.tsv] [--label TEXT] [--timeout SEC]\n");
 }
 
@@ -694,7 +734,8 @@ int main(int argc, char **argv)
 		{ "algos", 1, 0, 'A' },	  { "check", 0, 0, 'C' },   { "perf", 0, 0, 'P' },
 		{ "bw", 0, 0, 'W' },	  { "out", 1, 0, 'o' },	    { "label", 1, 0, 'l' },
 		{ "counts", 1, 0, 'c' },  { "quick", 0, 0, 'q' },   { "timeout", 1, 0, 'T' },
-		{ "dmabuf", 0, 0, 'M' },  { "help", 0, 0, 'h' },   { 0, 0, 0, 0 },
+		{ "dmabuf", 0, 0, 'M' },  { "help", 0, 0, 'h' },   { "order", 1, 0, 'O' },
+		{ 0, 0, 0, 0 },
 	};
 	int c, r, fds[MAX_RANKS], status, worst = 0;
 	pid_t pids[MAX_RANKS];
@@ -731,6 +772,19 @@ int main(int argc, char **argv)
 			break;
 		case 'M':
 			opt.dmabuf = 1;
+			break;
+		case 'O':
+			if (!strcmp(optarg, "up"))
+				opt.order = 0;
+			else if (!strcmp(optarg, "down"))
+				opt.order = 1;
+			else if (!strcmp(optarg, "random"))
+				opt.order = 2;
+			else {
+				fprintf(stderr, "penny-gpu-driver: --order up, down or random, not '%s'\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case 'o':
 			opt.out = optarg;
