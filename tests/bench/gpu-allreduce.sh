@@ -13,14 +13,17 @@
 # Environment: B (build dir, default build-gpu), GPUS ("4 2"), MAXB (1G),
 # EXTRA=0 skips the flags-only variant; NGPU and BACKENDS (driver's --backend)
 # override for a dry run (BACKENDS=fake with PENNY_PLUGIN_PATH's test plugins).
+# With 2 GPUs or more the hierarchical part runs too (two PENNY_NODE_ID nodes
+# of half the GPUs, tcp between), cuda against NCCL across the same nodes.
 # DRV=path/to/penny-gpu-driver uses a prebuilt driver (only the plugins are
 # built).  PENNY=path/to/penny uses a prebuilt binary (its shared libraries on
 # LD_LIBRARY_PATH) instead of building $B/penny, which needs the RDMA, hwloc
 # and curses development packages; without either, the penny runs are skipped.
+# Only the driver and the plugins are built here: a fresh checkout on a GPU
+# machine with a compiler, make and nvcc is enough for them.
 # PENNY_BACKENDS (cuda,nccl), ITERS (100) and WARMUP (20): the penny runs'
 # --backend, -n and -w; DRIVER_ITERS: the driver's -n (default by size); JSON=1 repeats them with --json; DRIVER_PERF=0 skips
-# the driver's timing sweep; HIER_ONLY=1 runs only the hierarchical part.  With 4 GPUs, the hierarchical path runs too
-# (two PENNY_NODE_ID "nodes" of 2 GPUs, tcp between).
+# the driver's timing sweep; HIER_ONLY=1 runs only the hierarchical part.
 # NVLink SHARP/multicast stays off.
 set -u
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -97,36 +100,37 @@ run_penny() {
 	return 0
 }
 
-# Hierarchical: the 4 GPUs as two "nodes" of 2 (PENNY_NODE_ID), tcp between
-# them: cuda inside a node, the engine's ring across; every type x op at odd
-# counts (0 wrong), then bfloat16 sum timed.
+# Hierarchical: the GPUs as two "nodes" of half of them each (PENNY_NODE_ID;
+# 4 GPUs: 2 x 2, 2 GPUs: 2 x 1), tcp between them: cuda inside a node, the
+# engine's ring across; every type x op at odd counts (0 wrong), then
+# bfloat16 sum timed against NCCL across the same nodes.
 hier_job() {
-	local port=$((20000 + RANDOM % 20000)) r n pids=""
-	for r in 1 2 3; do
-		n=$((r / 2))
-		PENNY_NODE_ID=n$n timeout 300 "$PENNY" allreduce-test --rank $r --nranks 4 \
-			--root 127.0.0.1:$port --transport tcp -g $((2 * n)),$((2 * n + 1)) \
+	local port=$((20000 + RANDOM % 20000)) per=$((ngpu / 2)) r n pids=""
+	for ((r = 1; r < 2 * per; r++)); do
+		n=$((r / per))
+		PENNY_NODE_ID=n$n timeout 300 "$PENNY" allreduce-test --rank $r --nranks $((2 * per)) \
+			--root 127.0.0.1:$port --transport tcp -g "$(seq -s, $((n * per)) $((n * per + per - 1)))" \
 			--timeout 60 "$@" >/dev/null 2>"$out/hier-err$r" &
 		pids="$pids $!"
 	done
-	PENNY_NODE_ID=n0 timeout 300 "$PENNY" allreduce-test --rank 0 --nranks 4 \
-		--root 127.0.0.1:$port --transport tcp -g 0,1 --timeout 60 "$@"
+	PENNY_NODE_ID=n0 timeout 300 "$PENNY" allreduce-test --rank 0 --nranks $((2 * per)) \
+		--root 127.0.0.1:$port --transport tcp -g "$(seq -s, 0 $((per - 1)))" --timeout 60 "$@"
 	r=$?
 	for n in $pids; do wait "$n" || r=1; done
 	[ $r -eq 0 ] || { cat "$out"/hier-err*; echo "## exit $r: hierarchical $*"; rc=1; }
 	rm -f "$out"/hier-err*
 }
 run_hier() {
-	local t o
-	[ -n "${PENNY:-}" ] && [ "$ngpu" -ge 4 ] || return 0
-	echo "## hierarchical cuda, 2 nodes x 2 GPUs (PENNY_NODE_ID), tcp between: every type x op"
+	local t o per=$((ngpu / 2))
+	[ -n "${PENNY:-}" ] && [ "$ngpu" -ge 2 ] || return 0
+	echo "## hierarchical cuda, 2 nodes x $per GPUs (PENNY_NODE_ID), tcp between: every type x op"
 	for t in int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double; do
 		for o in sum prod min max avg; do
 			hier_job --backend cuda -d $t -o $o -b 1 -e 10M -f 5 -n 2 -w 1 | grep -E "Out of bounds" |
 				sed "s/^/## $t $o: /"
 		done
 	done
-	echo "## hierarchical cuda vs NCCL across the same 2 nodes (NCCL_HOSTID per node, NET/Socket on lo), bfloat16 sum, timed"
+	echo "## hierarchical cuda vs NCCL across the same 2 nodes x $per GPUs (NCCL_HOSTID per node, NET/Socket on lo), bfloat16 sum, timed"
 	NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 hier_job --backend cuda,nccl -d bfloat16 -o sum \
 		-b 1K -e 256M -f 4 -n 20 -w 5
 }
