@@ -271,12 +271,12 @@ static void print_header(void *arg, const char *backend, const char *algo_name)
 		return;
 	pn_out_text(o, "#\n# algorithm: %s, backend: %s\n#\n", algo_name, backend);
 	pn_out_text(o, "#%63s%37s\n", "out-of-place", "in-place");
-	pn_out_text(o, "#%11s %13s %9s %7s %7s %9s %7s %7s %6s %9s %7s %7s %6s\n", "size", "count",
-		    "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
-		    "busbw", "#wrong");
-	pn_out_text(o, "#%11s %13s %9s %7s %7s %9s %7s %7s %6s %9s %7s %7s %6s\n", "(B)",
+	pn_out_text(o, "#%11s %13s %9s %7s %7s %9s %7s %7s %6s %9s %7s %7s %6s %6s\n", "size",
+		    "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
+		    "algbw", "busbw", "#wrong", "#diff");
+	pn_out_text(o, "#%11s %13s %9s %7s %7s %9s %7s %7s %6s %9s %7s %7s %6s %6s\n", "(B)",
 		    "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
-		    "(GB/s)", "");
+		    "(GB/s)", "", "ranks");
 }
 
 /* Rank 0: a row in the table (or JSON) and in --csv. */
@@ -304,12 +304,19 @@ static int print_row(void *arg, const struct pn_sweep_row *rw, size_t i, size_t 
 			     rw->time_us[k]);
 		pn_out_float(o, PN_ANY, "algbw", " %7.2f", rw->algbw[k]);
 		pn_out_float(o, PN_ANY, "busbw", " %7.2f", rw->busbw[k]);
-		if (opt.check)
+		if (opt.check) {
 			pn_out_uint(o, PN_ANY, "wrong", " %6llu", (unsigned long long)rw->wrong[k]);
-		else
+			pn_out_uint(o, PN_JSON, "differ", NULL, (unsigned long long)rw->differ[k]);
+		} else {
 			pn_out_str(o, PN_ANY, "wrong", " %6s", "N/A");
+		}
 		pn_out_close_object(o);
 	}
+	/* ranks whose output is not bit-identical to rank 0's, out of and in place */
+	if (opt.check)
+		pn_out_text(o, " %6llu", (unsigned long long)(rw->differ[0] + rw->differ[1]));
+	else
+		pn_out_text(o, " %6s", "N/A");
 	pn_out_text(o, "\n");
 	pn_out_close_object(o);
 	fflush(pn_out_file(o));
@@ -330,6 +337,9 @@ static void print_footer(void *arg, const struct pn_sweep_series *sr)
 		fprintf(stderr, "\r%40s\r", "");
 	pn_out_text(j->ctx->out, "# Out of bounds values : %llu %s\n# Avg bus bandwidth    : %g \n",
 		    (unsigned long long)sr->wrong, sr->wrong ? "FAILED" : "OK", sr->avg_busbw);
+	if (opt.check)
+		pn_out_text(j->ctx->out, "# Rank outputs differ  : %llu %s\n",
+			    (unsigned long long)sr->differ, sr->differ ? "FAILED" : "OK");
 }
 
 static void print_skip(void *arg, const char *backend, const char *algo, int err)
@@ -765,11 +775,15 @@ static int print_summary(struct job *j)
 
 	if (j->sw.wrong)
 		snprintf(why, sizeof(why), "%llu wrong values", (unsigned long long)j->sw.wrong);
+	else if (j->sw.differ)
+		snprintf(why, sizeof(why), "%llu rank outputs not bit-identical to rank 0's",
+			 (unsigned long long)j->sw.differ);
 	else if (opt.min_busbw >= 0 && avg < opt.min_busbw)
 		snprintf(why, sizeof(why), "average bus bandwidth %.2f GB/s is below %.2f GB/s",
 			 avg, opt.min_busbw);
 	pn_out_open_object(o, "summary");
 	pn_out_uint(o, PN_JSON, "wrong", NULL, (unsigned long long)j->sw.wrong);
+	pn_out_uint(o, PN_JSON, "differ", NULL, (unsigned long long)j->sw.differ);
 	pn_out_float(o, PN_JSON, "avg_busbw", NULL, avg);
 	if (opt.min_busbw >= 0)
 		pn_out_float(o, PN_JSON, "min_busbw", NULL, opt.min_busbw);

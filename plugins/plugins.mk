@@ -35,7 +35,7 @@ endif
 PL_TEST := $(B)/tests/plugins
 PL_FAKES := $(PL_TEST)/penny-fake.so $(PL_TEST)/penny-badabi.so $(PL_TEST)/penny-nosym.so \
 	$(PL_TEST)/penny-fake2.so $(PL_TEST)/penny-failinit.so $(PL_TEST)/penny-fakewrong.so \
-	$(PL_TEST)/penny-fakedie.so $(PL_TEST)/penny-fakenograph.so $(PL_TEST)/penny-fakeflat.so \
+	$(PL_TEST)/penny-fakedie.so $(PL_TEST)/penny-fakeskew.so $(PL_TEST)/penny-fakenograph.so $(PL_TEST)/penny-fakeflat.so \
 	$(PL_TEST)/penny-fakeold.so $(PL_TEST)/penny-fakeall.so $(PL_TEST)/cuda/penny-cuda.so \
 	$(PL_TEST)/nccl/penny-nccl.so $(PL_TEST)/cuda-nobw/penny-cuda.so
 
@@ -91,6 +91,9 @@ $(PL_TEST)/penny-failinit.so: plugins/test/fake.c plugins/include/penny_plugin.h
 $(PL_TEST)/penny-fakewrong.so: plugins/test/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_WRONG -DFAKE_NAME='"fakewrong"' -shared -o $@ $<
+$(PL_TEST)/penny-fakeskew.so: plugins/test/fake.c plugins/include/penny_plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -DFAKE_SKEW -DFAKE_NAME='"fakeskew"' -shared -o $@ $<
 $(PL_TEST)/penny-fakedie.so: plugins/test/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_DIE -DFAKE_NAME='"fakedie"' -shared -o $@ $<

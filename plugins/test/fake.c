@@ -5,7 +5,8 @@
  * It lets the loader and the GPU driver be tested on machines without a
  * GPU.  Variants (-D): FAKE_ABI=N (wrong ABI), FAKE_NOSYM (no table),
  * FAKE_VERSION="..." (tell copies apart), FAKE_FAIL_INIT (init fails),
- * FAKE_WRONG (element 1 of every result is off by one), FAKE_DIE (rank 1
+ * FAKE_WRONG (element 1 of every result is off by one), FAKE_SKEW (the
+ * same on the last rank only: outputs that differ between ranks), FAKE_DIE (rank 1
  * dies in its first allreduce), FAKE_NOGRAPH (no PENNY_CAP_GRAPH),
  * FAKE_MULTINODE (claims PENNY_CAP_MULTINODE), FAKE_OLD_SIZE (a table of
  * the first v1 size, without allgather), FAKE_ALGOS=bits (accepted
@@ -352,6 +353,10 @@ static int fake_allreduce(void *be, const void *send, void *recv, size_t count, 
 		}
 #ifdef FAKE_WRONG
 		if (i == 1)
+			bits ^= 1;
+#endif
+#ifdef FAKE_SKEW
+		if (i == 1 && f->host->rank == n - 1)
 			bits ^= 1;
 #endif
 		memcpy((char *)recv + i * es, &bits, (size_t)es);

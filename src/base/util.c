@@ -278,3 +278,28 @@ int pn_parse_hostport(const char *s, char *host, size_t hostlen, int *port)
 	*port = p;
 	return 0;
 }
+
+static uint64_t digest_mix(uint64_t h, uint64_t w)
+{
+	h ^= w;
+	h *= 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
+uint64_t pn_digest64(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t w;
+
+	h = digest_mix(h, n);
+	for (; n >= 8; n -= 8, b += 8) {
+		memcpy(&w, b, 8);
+		h = digest_mix(h, w);
+	}
+	if (n) {
+		w = 0;
+		memcpy(&w, b, n);
+		h = digest_mix(h, w ^ ((uint64_t)n << 56));
+	}
+	return h;
+}

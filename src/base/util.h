@@ -51,4 +51,11 @@ const char *pn_hostname(void);
 /* Parse "host:port" / "[v6]:port"; host may be empty (NULL out). */
 int pn_parse_hostport(const char *s, char *host, size_t hostlen, int *port);
 
+/*
+ * A 64-bit digest of n bytes, chained from h (start with 0): eight bytes a
+ * step, a multiply-xor mix.  Not cryptographic: it tells whether two
+ * buffers hold the same bits (allreduce outputs of different ranks).
+ */
+uint64_t pn_digest64(uint64_t h, const void *p, size_t n);
+
 #endif

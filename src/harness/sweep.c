@@ -77,12 +77,14 @@ void pn_sweep_release(struct pn_sweep *s)
 }
 
 /* Over the ranks: the largest time, the sum of the wrong values. */
-static int over_ranks(struct pn_comm *c, double *t, uint64_t *wrong)
+/* Over the ranks: the slowest time, the wrong values summed, the ranks
+ * whose output digest differs from rank 0's. */
+static int over_ranks(struct pn_comm *c, double *t, uint64_t *wrong, uint64_t *differ)
 {
 	struct {
 		double t;
-		uint64_t w;
-	} mine = { *t, *wrong }, *all = calloc((size_t)c->nranks, sizeof(mine));
+		uint64_t w, d;
+	} mine = { *t, *wrong, *differ }, *all = calloc((size_t)c->nranks, sizeof(mine));
 	int r, ret;
 
 	if (!all)
@@ -91,9 +93,11 @@ static int over_ranks(struct pn_comm *c, double *t, uint64_t *wrong)
 	if (!ret) {
 		*t = 0;
 		*wrong = 0;
+		*differ = 0;
 		for (r = 0; r < c->nranks; r++) {
 			*t = PN_MAX(*t, all[r].t);
 			*wrong += all[r].w;
+			*differ += all[r].d != all[0].d;
 		}
 	}
 	free(all);
@@ -143,7 +147,8 @@ static int one_size(struct pn_sweep *s, struct pn_sweep_backend *be, int algo, s
 		if (bad.wrong && s->sink.bad)
 			s->sink.bad(s->sink.arg, &bad);
 		rw->wrong[k] = bad.wrong;
-		ret = over_ranks(s->comm, &rw->time_us[k], &rw->wrong[k]);
+		rw->differ[k] = s->check ? bad.digest : 0;
+		ret = over_ranks(s->comm, &rw->time_us[k], &rw->wrong[k], &rw->differ[k]);
 		rw->algbw[k] = rw->time_us[k] > 0 ? (double)rw->bytes / rw->time_us[k] / 1e3 : 0;
 		rw->busbw[k] = pn_sweep_busbw(rw->algbw[k], s->comm->nranks);
 	}
@@ -165,6 +170,8 @@ static int series(struct pn_sweep *s, struct pn_sweep_backend *be, int algo)
 		ret = one_size(s, be, algo, i, &rw);
 		s->wrong += rw.wrong[0] + rw.wrong[1];
 		sr.wrong += rw.wrong[0] + rw.wrong[1];
+		s->differ += rw.differ[0] + rw.differ[1];
+		sr.differ += rw.differ[0] + rw.differ[1];
 		if (!ret)
 			ret = keep_row(s, &rw);
 		if (!ret && s->sink.row)
@@ -253,15 +260,16 @@ void pn_sweep_best(const struct pn_sweep *s, size_t *bytes, enum pn_algo *best)
 void pn_sweep_csv_header(FILE *f)
 {
 	fprintf(f, "algo,size,count,type,redop,oop_time_us,oop_algbw,oop_busbw,oop_wrong,"
-		   "ip_time_us,ip_algbw,ip_busbw,ip_wrong,backend\n");
+		   "ip_time_us,ip_algbw,ip_busbw,ip_wrong,backend,oop_differ,ip_differ\n");
 }
 
 void pn_sweep_csv_row(FILE *f, const struct pn_sweep_row *rw, enum pn_dtype t, enum pn_redop op)
 {
-	fprintf(f, "%s,%zu,%zu,%s,%s,%.3f,%.4f,%.4f,%llu,%.3f,%.4f,%.4f,%llu,%s\n", rw->algo,
+	fprintf(f, "%s,%zu,%zu,%s,%s,%.3f,%.4f,%.4f,%llu,%.3f,%.4f,%.4f,%llu,%s,%llu,%llu\n", rw->algo,
 		rw->bytes, rw->count, pn_dtype_name(t), pn_redop_name(op), rw->time_us[0],
 		rw->algbw[0], rw->busbw[0], (unsigned long long)rw->wrong[0], rw->time_us[1],
-		rw->algbw[1], rw->busbw[1], (unsigned long long)rw->wrong[1], rw->backend);
+		rw->algbw[1], rw->busbw[1], (unsigned long long)rw->wrong[1], rw->backend,
+		(unsigned long long)rw->differ[0], (unsigned long long)rw->differ[1]);
 }
 
 void pn_sweep_backend_close(struct pn_sweep_backend *be)

@@ -36,13 +36,16 @@ struct pn_sweep_row {
 	size_t bytes, count;
 	double time_us[2], algbw[2], busbw[2];
 	uint64_t wrong[2];
+	/* ranks whose checked output is not bit-identical to rank 0's
+	 * (pn_digest64 of the whole output); 0 without a check */
+	uint64_t differ[2];
 };
 
 /* The end of a series: its wrong values over all ranks and sizes, and the
  * average out-of-place busbw of its sizes. */
 struct pn_sweep_series {
 	const char *backend, *algo;
-	uint64_t wrong;
+	uint64_t wrong, differ;
 	double avg_busbw;
 };
 
@@ -52,6 +55,7 @@ struct pn_sweep_bad {
 	const char *backend, *algo;
 	size_t bytes;
 	uint64_t wrong, first, got;
+	uint64_t digest;	/* run(): pn_digest64 of the checked output */
 };
 
 /* Where the measurements go as they are made (every rank calls them; a
@@ -83,7 +87,8 @@ struct pn_sweep_ops {
 	int (*pick)(struct pn_sweep_backend *be, const struct pn_sweep *s, int algo,
 		    struct pn_sweep_row *row);
 	/* One size on this rank: the mean time of the timed calls (0 without
-	 * any) and the check's findings (wrong 0 without a check). */
+	 * any) and the check's findings (wrong 0 without a check; the digest
+	 * of the checked output, pn_digest64 over its bytes). */
 	int (*run)(struct pn_sweep_backend *be, const struct pn_sweep *s, int algo, size_t bytes,
 		   int ip, uint64_t seed, double *time_us, struct pn_sweep_bad *bad);
 	void (*close)(struct pn_sweep_backend *be);
@@ -111,6 +116,7 @@ struct pn_sweep {
 	struct pn_sweep_row *rows;
 	size_t nrows, caprows;
 	uint64_t wrong;		/* wrong values of every series */
+	uint64_t differ;	/* rank outputs unlike rank 0's, every series */
 	double worst_avg;	/* smallest average busbw of a series; INFINITY: none ran */
 };
 

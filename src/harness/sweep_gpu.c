@@ -135,6 +135,27 @@ static int gpu_pick(struct pn_sweep_backend *be, const struct pn_sweep *s, int a
 	return 0;
 }
 
+/* pn_digest64 of bytes of device memory, read back in pieces. */
+static int output_digest(struct gpu *g, const void *dev, size_t bytes, uint64_t *out)
+{
+	size_t piece = PN_MIN(bytes, (size_t)16 << 20), done, n;
+	unsigned char *buf = malloc(piece ? piece : 1);
+	uint64_t h = pn_digest64(0, NULL, 0) ^ bytes;
+	int ret = 0;
+
+	if (!buf)
+		return pn_err(-ENOMEM, "out of memory");
+	for (done = 0; done < bytes && !ret; done += n) {
+		n = PN_MIN(piece, bytes - done);
+		ret = pn_gpucoll_read(g->gc, buf, (const char *)dev + done, n);
+		if (!ret)
+			h = pn_digest64(h, buf, n);
+	}
+	free(buf);
+	*out = h;
+	return ret;
+}
+
 static int gpu_run(struct pn_sweep_backend *be, const struct pn_sweep *s, int algo, size_t bytes,
 		   int ip, uint64_t seed, double *time_us, struct pn_sweep_bad *bad)
 {
@@ -179,6 +200,8 @@ static int gpu_run(struct pn_sweep_backend *be, const struct pn_sweep *s, int al
 			pn_gpucoll_read(g->gc, &bad->got, (char *)recv + res.first_bad * es, es);
 		}
 		bad->wrong = res.wrong;
+		if (!ret)
+			ret = output_digest(g, recv, bytes, &bad->digest);
 	}
 	return ret;
 }

@@ -85,6 +85,7 @@ static int host_run(struct pn_sweep_backend *be, const struct pn_sweep *s, int a
 		if (ret)
 			return ret;
 		bad->wrong = pn_testdata_check(recv, count, s->dtype, s->op, c->nranks, seed + 1);
+		bad->digest = pn_digest64(0, recv, bytes);
 	}
 	return 0;
 }

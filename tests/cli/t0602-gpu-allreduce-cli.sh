@@ -58,13 +58,29 @@ test_expect_success 'JSON: rows carry the backend and algorithm; ratios; devices
 test_expect_success 'CSV has a backend column, the plot a series per backend and algorithm' '
 	penny allreduce-test --np 2 --backend host,fake -b 1K -e 4K -f 2 -n 2 --csv rows.csv \
 		--plot ar.svg >/dev/null &&
-	head -1 rows.csv | grep -q "^algo,size,count,.*,ip_wrong,backend$" &&
-	test "$(grep -c ",fake$" rows.csv)" -eq 3 && test "$(grep -c ",host$" rows.csv)" -eq 3 &&
+	head -1 rows.csv | grep -q "^algo,size,count,.*,ip_wrong,backend,oop_differ,ip_differ$" &&
+	test "$(grep -c ",fake,0,0$" rows.csv)" -eq 3 && test "$(grep -c ",host,0,0$" rows.csv)" -eq 3 &&
 	grep -q "auto (fake)" ar.svg && grep -q "auto (host)" ar.svg
 '
 test_expect_success '--backend repeated is the same list' '
 	penny allreduce-test --np 2 --backend fake --backend host -b 1K -e 1K -n 1 >out &&
 	grep -q "backend fake,host" out && grep -q "^# ratios against fake" out
+'
+test_expect_success '#diff: ranks whose output is not bit-identical to rank 0s' '
+	test_exit 1 penny allreduce-test --np 3 --backend fakeskew -b 64 -e 256 -f 4 -n 1 >out 2>err &&
+	grep -q "#wrong  #diff" out &&
+	test "$(awk "/^ +[0-9]+ / { print \$NF }" out | sort -u)" = 2 &&
+	grep -q "^# Rank outputs differ  : 4 FAILED" out &&
+	penny allreduce-test --np 3 --backend fakeskew -b 64 -e 64 -n 1 --json >out.json 2>/dev/null;
+	python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d[\"results\"][0];
+assert r[\"oop\"][\"differ\"] == 1 and r[\"ip\"][\"differ\"] == 1, r
+assert d[\"summary\"][\"differ\"] == 2 and not d[\"summary\"][\"passed\"]" out.json &&
+	# every rank equally wrong: wrong values, yet bit-identical outputs
+	test_exit 1 penny allreduce-test --np 2 --backend fakewrong -b 64 -e 64 -n 1 >out 2>err &&
+	test "$(awk "/^ +[0-9]+ / { print \$NF }" out)" = 0 &&
+	grep -q "^# Rank outputs differ  : 0 OK" out &&
+	penny allreduce-test --np 3 --backend host -b 64 -e 4K -f 4 -n 1 >out &&
+	test "$(awk "/^ +[0-9]+ / { print \$NF }" out | sort -u)" = 0
 '
 test_expect_success 'wrong values are counted over the ranks and exit 1' '
 	test_exit 1 penny allreduce-test --np 2 --backend fakewrong -b 64 -e 64 -n 1 >out 2>err &&

@@ -188,8 +188,36 @@ TEST(grow_by_doubling)
 	free(a);
 }
 
+/* The output digest: equal bits give equal digests; one flipped bit, a
+ * tail byte or another length gives another. */
+TEST(digest_of_outputs)
+{
+	unsigned char a[37], b[37];
+	uint64_t d;
+
+	for (size_t i = 0; i < sizeof(a); i++)
+		a[i] = (unsigned char)(i * 7 + 1);
+	memcpy(b, a, sizeof(a));
+	d = pn_digest64(0, a, sizeof(a));
+	CHECK(d == pn_digest64(0, b, sizeof(b)));
+	b[3] ^= 0x10;
+	CHECK(d != pn_digest64(0, b, sizeof(b)));
+	b[3] ^= 0x10;
+	b[36] ^= 1; /* in the tail, past the last whole word */
+	CHECK(d != pn_digest64(0, b, sizeof(b)));
+	b[36] ^= 1;
+	CHECK(d != pn_digest64(0, b, sizeof(b) - 1));
+	/* zeros of different lengths differ too */
+	memset(a, 0, sizeof(a));
+	CHECK(pn_digest64(0, a, 8) != pn_digest64(0, a, 16));
+	/* chained in pieces: deterministic */
+	CHECK(pn_digest64(pn_digest64(0, a, 16), a + 16, 21) ==
+	      pn_digest64(pn_digest64(0, a, 16), a + 16, 21));
+}
+
 int main(void)
 {
+	RUN(digest_of_outputs);
 	RUN(natural_sort);
 	RUN(size_parsing);
 	RUN(size_formatting);
