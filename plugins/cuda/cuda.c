@@ -128,7 +128,9 @@ int pn_tune_parse(const char *s, struct pn_tune *t)
  * Measured on nvidia-h200-x4 and its 2-GPU subset, bfloat16 sum, with and
  * without CUDA graphs (results/gpu-allreduce-2026-11-21-*):
  * 2 GPUs: LL one-shot to 512 KiB, one-shot by flags to 4 MiB (both move the
- * buffer once), then two-shot.  More GPUs: the one-shot's (n-1)-fold traffic
+ * buffer once), then the ring (nvidia-h100-x2, results/gpu-allreduce-
+ * 2026-11-26-h100x2*: from 8 MiB up 0.2-4.5 % faster than the two-shot,
+ * whose 64 KiB tiles pay one more flag round).  More GPUs: the one-shot's (n-1)-fold traffic
  * soon costs more than a second flag round: LL one-shot to 128 KiB, one-shot
  * by flags to 512 KiB, two-shot to 16 MiB, then the ring with 128 KiB tiles.
  * The LL and hybrid two-shots measured slower than these on 4 GPUs (LL
@@ -147,7 +149,7 @@ void pn_tune_default(struct pn_tune *t, int nranks)
 	if (nranks <= 2) {
 		ROW(PN_K_ONESHOT, 512u << 10);
 		ROW(PN_K_ONESHOT_FL, 4u << 20);
-		ROW(PN_K_TWOSHOT, UINT64_MAX);
+		ROW(PN_K_RING, UINT64_MAX);
 	} else {
 		ROW(PN_K_ONESHOT, 128u << 10);
 		ROW(PN_K_ONESHOT_FL, 512u << 10);

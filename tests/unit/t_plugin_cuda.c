@@ -188,6 +188,11 @@ TEST(size_table)
 	CHECK(strstr(pn_plugin_errmsg(), "sizes must grow") != NULL);
 	CHECK_EQ_INT(pn_tune_parse("oneshot:12Q", &t), -EINVAL);
 	CHECK_EQ_INT(pn_tune_parse("", &t), -EINVAL);
+	/* 2 GPUs: the ring past the one-shots (measured on H100 x2) */
+	pn_tune_default(&t, 2);
+	CHECK_EQ_INT(pn_tune_select(&t, 512u << 10), PN_K_ONESHOT);
+	CHECK_EQ_INT(pn_tune_select(&t, 4u << 20), PN_K_ONESHOT_FL);
+	CHECK_EQ_INT(pn_tune_select(&t, 8u << 20), PN_K_RING);
 	/* defaults: LL one-shot first, something without a limit last */
 	for (int n = 2; n <= 8; n++) {
 		pn_tune_default(&t, n);
