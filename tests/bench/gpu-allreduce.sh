@@ -35,6 +35,11 @@ MAXB=${MAXB:-1G}
 EXTRA=${EXTRA:-1}
 export PENNY_CUDA_TIMEOUT=${PENNY_CUDA_TIMEOUT:-10}
 mkdir -p "$out"
+# The NCCL of the Python environment (the one frameworks load) unless one is named
+if [ -z "${PENNY_NCCL_LIB:-}" ]; then
+	d=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])' 2>/dev/null)
+	[ -n "$d" ] && [ -e "$d/lib/libnccl.so.2" ] && export PENNY_NCCL_LIB=$d/lib/libnccl.so.2
+fi
 stamp=$(date -u +%Y-%m-%d)
 ngpu=${NGPU:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
 kind=${KIND:-h200x$ngpu}
