@@ -177,7 +177,10 @@ fi
 # Ratio table: penny auto vs the faster of NCCL default and NCCL symmetric
 # at each size, same graph mode, against the single-node issue's targets.
 awk -F'\t' '
-$1 == "check" { chk[$2] = chk[$2] sprintf("  %s %s: %s calls, %s wrong\n", $3, $4, $6, $7); bad += $7 }
+$1 == "check" {
+	chk[$2] = chk[$2] sprintf("  %s %s: %s calls, %s wrong\n", $3, $4, $6, $7)
+	if ($3 == "nccl") nbad += $7; else bad += $7
+}
 $1 == "perf" {
 	key = $2 SUBSEP $7 SUBSEP $4
 	if ($5 == "nccl") {
@@ -214,6 +217,7 @@ END {
 		}
 	}
 	if (bad) printf("\n# WRONG VALUES: %d\n", bad)
+	if (nbad) printf("\n# NCCL WRONG VALUES: %d (results of NCCL itself, the baseline: see the check lines)\n", nbad)
 }' "$tsv" | tee "$base-summary.txt"
 # Programmatic dependent launch: penny auto with it (the main sweep) and without.
 {
