@@ -718,6 +718,39 @@ TEST(without_a_driver_init_says_so_in_one_line)
 	pn_cudrv_set(&fake_cu);
 }
 
+/* Allreduce kernels go out as programmatic dependents (cuLaunchKernelEx);
+ * PENNY_CUDA_PDL=0 launches them plainly; other values are refused. */
+TEST(allreduce_kernels_launch_as_programmatic_dependents)
+{
+	struct fake_world w;
+
+	for (int off = 0; off < 2; off++) {
+		if (off)
+			setenv("PENNY_CUDA_PDL", "0", 1);
+		fake_world_init(&w, 2);
+		fake_run(&w, do_init);
+		CHECK(all_ok(2));
+		CHECK(be[0] && strstr(pn_cuda_describe(be[0]), off ? "PDL off" : "PDL on") != NULL);
+		call_on(&w, (struct call){ PENNY_ALGO_TWOSHOT, PENNY_FLOAT, 1u << 16, 1, 0, 0 });
+		CHECK(all_ok(2));
+		for (int r = 0; r < 2 && all_ok(2); r++) {
+			CHECK_EQ_INT(w.rank[r].nlaunch, 1);
+			CHECK(!strncmp(w.rank[r].launch[0].name, "pn_ar_twoshot", 13));
+			CHECK_EQ_INT(w.rank[r].launch[0].pdl, !off);
+		}
+		fake_run(&w, do_free_call);
+		fake_run(&w, do_fini);
+		fake_world_free(&w);
+	}
+	setenv("PENNY_CUDA_PDL", "2", 1);
+	fake_world_init(&w, 2);
+	fake_run(&w, do_init);
+	CHECK(rets[0] < 0 && strstr(msgs[0], "PENNY_CUDA_PDL: 0 or 1") != NULL);
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
+	unsetenv("PENNY_CUDA_PDL");
+}
+
 int main(void)
 {
 	pn_cudrv_set(&fake_cu);
@@ -739,6 +772,7 @@ int main(void)
 	RUN(a_slice_written_from_the_host_has_landed_before_peers_gather_it);
 	RUN(a_rank_that_cannot_open_its_gpu_fails_every_rank_naming_it);
 	RUN(without_a_driver_init_says_so_in_one_line);
+	RUN(allreduce_kernels_launch_as_programmatic_dependents);
 	fake_funcs_free();
 	return unit_done();
 }

@@ -24,6 +24,7 @@ struct fake_launch {
 	unsigned grid, block;
 	struct pn_ar_args ar;	/* when it is an allreduce kernel */
 	int graph;		/* replayed from a graph */
+	int pdl;		/* cuLaunchKernelEx with programmatic stream serialization */
 };
 
 struct fake_copy {
@@ -346,6 +347,21 @@ static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
 	}
 	return 0;
 }
+static CUresult f_launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
+{
+	struct fake_rank *r = me();
+	int n = r->nlaunch, pdl = 0;
+	CUresult e;
+
+	for (unsigned i = 0; i < c->numAttrs; i++)
+		if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+			pdl = c->attrs[i].value.programmaticStreamSerializationAllowed;
+	e = f_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
+		     c->blockDimZ, c->sharedMemBytes, c->hStream, params, extra);
+	if (r->nlaunch > n)
+		r->launch[n].pdl = pdl;
+	return e;
+}
 static CUresult f_occ(int *n, CUfunction f, int t, size_t sh)
 {
 	(void)f;
@@ -416,6 +432,7 @@ static const struct pn_cudrv fake_cu = {
 	.ModuleUnload = f_modunload,
 	.ModuleGetFunction = f_getfunc,
 	.LaunchKernel = f_launch,
+	.LaunchKernelEx = f_launch_ex,
 	.OccupancyMaxActiveBlocksPerMultiprocessor = f_occ,
 	.IpcGetMemHandle = f_ipcget,
 	.IpcOpenMemHandle = f_ipcopen,
