@@ -120,9 +120,16 @@ static int inv_port(struct pn_check *c, const struct pn_nic *nic, const struct p
 		return pn_check_add(c, &in);
 	}
 	if (p->rate_gbps <= 0) {
+		/* this port's own error, by path and kind, never what the file holds */
 		in.measured = PN_VTEXT("unknown");
 		in.verdict = PN_FAIL;
-		snprintf(det, sizeof(det), "rate '%.40s' cannot be read", p->rate);
+		if (p->rate_err && p->rate_err != -EINVAL)
+			snprintf(det, sizeof(det), PN_IB_CLASS "/%s/ports/%d/rate cannot be read: %s",
+				 nic->name, p->port, strerror(-p->rate_err));
+		else
+			snprintf(det, sizeof(det), PN_IB_CLASS "/%s/ports/%d/rate is not a link rate "
+				 "(%g to %g Gb/s)", nic->name, p->port, PN_RATE_MIN_GBPS,
+				 PN_RATE_MAX_GBPS);
 		in.detail = det;
 		return pn_check_add(c, &in);
 	}

@@ -118,6 +118,44 @@ test_expect_success 'a port at half rate fails against the fastest port' '
 	verdict inventory mlx5_0/1 out.json | grep -q "^PASS  | config: inventory.port-rate"
 '
 
+test_expect_success 'a rate of inf, 0 or 1e300 fails that port, never the one beside it' '
+	for r in "inf Gb/sec (4X NDR)" "0 Gb/sec" "1e300 Gb/sec" "NaN Gb/sec"; do
+		copy ok inf && echo "$r" >inf/sys/class/infiniband/mlx5_1/ports/1/rate &&
+		test_exit 1 penny check --sysfs-root inf --only inventory --json >out.json &&
+		verdict inventory mlx5_1/1 out.json >v &&
+		grep -q "^FAIL /sys/class/infiniband/mlx5_1/ports/1/rate is not a link rate" v &&
+		verdict inventory mlx5_0/1 out.json | grep -q "^PASS  | topology: fastest InfiniBand port 400 Gb/s" ||
+		{ cat v; return 1; }
+	done
+'
+
+echo "root:*:19000:0:99999:7:::" >secret
+test_expect_success 'files linked out of the tree are not read (nor printed)' '
+	copy ok jail &&
+	ln -sf "$PWD/secret" "$(pci jail 0000:01:00.0)/current_link_speed" &&
+	ln -sf ../../../../../../../../../../../secret "$(pci jail 0000:03:00.0)/current_link_width" &&
+	ln -sf "$PWD/secret" jail/sys/class/infiniband/mlx5_0/ports/1/rate &&
+	test_exit 1 penny check --sysfs-root jail --only inventory,pcie --json >out.json 2>err &&
+	penny check --sysfs-root jail --only pcie >out 2>>err &&
+	! grep -q "root:" out.json out err &&
+	verdict pcie GPU0 out.json >v && cat v &&
+	grep -q "^SKIP link state unknown: current_link_width: No such file" v &&
+	verdict pcie mlx5_0 out.json | grep -q "^PASS link at 0000:01:00.0 unknown: current_link_speed: No such file" &&
+	verdict inventory mlx5_0/1 out.json | grep -q "^FAIL .*/mlx5_0/ports/1/rate cannot be read: No such file"
+'
+
+test_expect_success 'a file that does not parse is named with its kind, never shown' '
+	copy ok junk &&
+	cp secret "$(pci junk 0000:03:00.0)/current_link_speed" &&
+	cp secret "$(pci junk 0000:04:00.0)/max_link_width" &&
+	cp secret junk/sys/class/infiniband/mlx5_0/ports/1/rate &&
+	test_exit 1 penny check --sysfs-root junk --only inventory,pcie --json >out.json 2>err &&
+	! grep -q "root:" out.json err &&
+	verdict pcie GPU0 out.json | grep -q "^SKIP link state unknown: current_link_speed: not a link speed" &&
+	verdict pcie mlx5_0 out.json | grep -q "^SKIP link state unknown: max_link_width: not a link width" &&
+	verdict inventory mlx5_0/1 out.json | grep -q "^FAIL /sys/class/infiniband/mlx5_0/ports/1/rate is not a link rate"
+'
+
 test_expect_success 'a GPU without a rail NIC fails; rail-path relaxes it' '
 	. "$TOP/tests/helpers/trees.sh" && tree_switches sw >/dev/null 2>&1 &&
 	test_exit 1 penny check --sysfs-root sw --only inventory --json >out.json &&
