@@ -283,37 +283,69 @@ static int ctr_qsort(const void *pa, const void *pb)
 	return strcmp(a->name, b->name);
 }
 
+/* What a port keeps first when it has more counters than PN_COUNTERS_MAX. */
+static int keep_rank(int kind)
+{
+	if (kind == PN_CK_ERR || kind == PN_CK_DISC)
+		return 2; /* what check judges */
+	return kind == PN_CK_OTHER ? 0 : 1;
+}
+
+static void left_out(struct pn_counters_port *p, const struct pn_counter *c)
+{
+	p->nleft_out++;
+	if (keep_rank(c->kind) == 2)
+		p->nleft_out_err++;
+	PN_DBG(PN_LOG_NIC, "%s: more than %d counters, '%s' left out", p->name, PN_COUNTERS_MAX,
+	       c->name);
+}
+
+/*
+ * Add a counter.  A port with more than PN_COUNTERS_MAX keeps error and
+ * discard counters first, then data counters, and counts what it left out
+ * (nleft_out, nleft_out_err): nothing is dropped without a word.
+ */
 static struct pn_counter *add_ctr(struct pn_counters_port *p, int group, const char *name)
 {
 	const struct known_ctr *k = NULL;
-	struct pn_counter *c;
-	int idx;
+	struct pn_counter nc, *c;
+	int idx, i, victim = -1;
 
-	if (p->nctr >= PN_COUNTERS_MAX) {
-		PN_DBG(PN_LOG_NIC, "%s: more than %d counters, '%s' left out", p->name, PN_COUNTERS_MAX,
-		       name);
-		return NULL;
-	}
 	if (strlen(name) >= sizeof(c->name))
 		return NULL;
-	c = &p->ctr[p->nctr++];
-	memset(c, 0, sizeof(*c));
-	snprintf(c->name, sizeof(c->name), "%s", name);
-	c->group = (uint8_t)group;
-	c->scale = 1;
-	c->rate = NAN;
+	memset(&nc, 0, sizeof(nc));
+	snprintf(nc.name, sizeof(nc.name), "%s", name);
+	nc.group = (uint8_t)group;
+	nc.scale = 1;
+	nc.rate = NAN;
 	if (group == PN_CG_IB || group == PN_CG_MAD)
 		k = find_known(ib_known, PN_ARRAY_SIZE(ib_known), name, &idx);
 	else if (group == PN_CG_NET)
 		k = find_known(net_known, PN_ARRAY_SIZE(net_known), name, &idx);
 	if (k) {
-		c->kind = k->kind;
-		c->scale = k->scale;
-		c->width = k->width;
+		nc.kind = k->kind;
+		nc.scale = k->scale;
+		nc.width = k->width;
 	} else if (group == PN_CG_HW) {
-		c->kind = (uint8_t)hw_kind(name);
+		nc.kind = (uint8_t)hw_kind(name);
 	}
-	return c;
+	if (p->nctr < PN_COUNTERS_MAX) {
+		c = &p->ctr[p->nctr++];
+		*c = nc;
+		return c;
+	}
+	/* full: the new one takes the place of one that matters less, if any */
+	for (i = 0; i < p->nctr; i++)
+		if (keep_rank(p->ctr[i].kind) < keep_rank(nc.kind) &&
+		    (victim < 0 || keep_rank(p->ctr[i].kind) < keep_rank(p->ctr[victim].kind)))
+			victim = i;
+	if (victim < 0) {
+		left_out(p, &nc);
+		return NULL;
+	}
+	left_out(p, &p->ctr[victim]);
+	p->ctr[victim] = nc;
+	return &p->ctr[victim];
 }
 
 /* Add every file of a directory as a counter of group. */

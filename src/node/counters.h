@@ -37,7 +37,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define PN_COUNTERS_MAX 128	/* counters per port */
+#define PN_COUNTERS_MAX 256	/* counters per port (errors kept first, the rest counted) */
 #define PN_COUNTERS_HIST 256 /* samples of rate history per port */
 
 enum pn_counters_group {
@@ -118,6 +118,8 @@ struct pn_counters_port {
 	uint64_t disc_total;
 	int err_valid, disc_valid;
 	int nunreadable;	/* counters that could not be read this sample */
+	int nleft_out;		/* counters beyond PN_COUNTERS_MAX, not read */
+	int nleft_out_err;	/* of them error and discard counters */
 	uint32_t flags;		/* OR of the counters' WRAP/RESET/SAT flags */
 
 	/* rate history, oldest first through pn_counters_hist() */

@@ -156,6 +156,19 @@ test_expect_success 'a file that does not parse is named with its kind, never sh
 	verdict inventory mlx5_0/1 out.json | grep -q "^FAIL /sys/class/infiniband/mlx5_0/ports/1/rate is not a link rate"
 '
 
+test_expect_success 'a NIC without ports fails, and so does the rail through it' '
+	copy ok noports && rm -rf noports/sys/class/infiniband/mlx5_1/ports &&
+	test_exit 1 penny check --sysfs-root noports --only inventory --json >out.json &&
+	verdict inventory mlx5_1 out.json >v && cat v &&
+	grep -q "^FAIL /sys/class/infiniband/mlx5_1/ports is missing or has no readable port" v &&
+	verdict inventory GPU1 out.json | grep -q "^FAIL its NIC mlx5_1 has no ports" &&
+	verdict inventory GPU0 out.json | grep -q "^PASS" &&
+	test_exit 1 penny check --sysfs-root noports --only inventory -d mlx5_1:1 >out &&
+	grep -q "^inventory .* mlx5_1  *no ports  *ports  *FAIL" out &&
+	test_exit 1 penny check --sysfs-root noports --only inventory -d mlx5_0 --json >out.json &&
+	! grep -q "\"target\":\"mlx5_1\"" out.json
+'
+
 test_expect_success 'a GPU without a rail NIC fails; rail-path relaxes it' '
 	. "$TOP/tests/helpers/trees.sh" && tree_switches sw >/dev/null 2>&1 &&
 	test_exit 1 penny check --sysfs-root sw --only inventory --json >out.json &&
@@ -189,6 +202,24 @@ test_expect_success 'an error counter that rises during the run fails, named' '
 	grep -q "^FAIL rose: symbol_error +3, link_downed +1 | default: no increase" v &&
 	verdict counters mlx5_0/1 out.json | grep -q "^PASS" &&
 	python3 -c "import json; d=json.load(open(\"out.json\")); r=[x for x in d[\"results\"] if x[\"target\"]==\"mlx5_1/1\"][0]; assert r[\"measured\"]==4 and r[\"seconds\"]>=2.9, r"
+'
+
+# 128 counters per port were kept and the rest dropped without a word: an
+# error counter past them was never judged
+test_expect_success 'a port with thousands of counters: errors judged, the rest counted' '
+	copy ok many && printf "counters.window = 2\n" >w2.conf || exit 1
+	h=many/sys/class/infiniband/mlx5_1/ports/1/hw_counters e=many/sys/class/infiniband/mlx5_0/ports/1/hw_counters
+	mkdir -p $h $e && (cd $h && for i in $(seq 1000 2999); do echo 0 >aa_$i; done && echo 0 >zz_late_err) &&
+	(cd $e && for i in $(seq 100 399); do echo 0 >e_${i}_err; done) || exit 1
+	"$PENNY" check --sysfs-root many --only counters --config w2.conf --json >out.json &
+	pid=$! n=0
+	while ! ls -l /proc/$pid/fd 2>/dev/null | grep -q zz_late_err && [ $n -lt 150 ]; do sleep 0.02; n=$((n + 1)); done
+	echo 7 >$h/zz_late_err &&
+	{ wait $pid; test $? = 1; } &&
+	verdict counters mlx5_1/1 out.json >v && cat v &&
+	grep -q "^FAIL rose: zz_late_err +7; 1753 counters left out (more than 256), 0 of them error counters" v &&
+	verdict counters mlx5_0/1 out.json >v && cat v &&
+	grep -q "^FAIL 52 counters left out (more than 256), 48 of them error counters" v
 '
 
 test_expect_success 'counters.max-increase allows that much increase' '

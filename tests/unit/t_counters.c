@@ -273,6 +273,53 @@ TEST(no_rate_beyond_the_line)
 	pn_counters_set_release(&s);
 }
 
+/* An error counter at entry 136 of a port was never judged (128 kept). */
+TEST(more_counters_than_kept_errors_first)
+{
+	struct pn_counters_set s;
+	const struct pn_counters_port *p;
+	char name[48];
+	int i;
+
+	fake_reset();
+	fake_ib_port("mlx5_0", 1);
+	for (i = 0; i < PN_COUNTERS_MAX + 100; i++) {
+		snprintf(name, sizeof(name), "aa_other_%03d", i);
+		fake_hw("mlx5_0", 1, name, 1);
+	}
+	fake_hw("mlx5_0", 1, "zz_late_err", 0);
+	fake_ib_port("mlx5_1", 1);
+	for (i = 0; i < 266; i++) {
+		snprintf(name, sizeof(name), "e_%03d_err", i);
+		fake_hw("mlx5_1", 1, name, 0);
+	}
+	set_init(&s, 0);
+	fake_ns = SEC;
+	pn_counters_set_sample(&s);
+	fake_hw("mlx5_0", 1, "zz_late_err", 5);
+	fake_ns += SEC;
+	pn_counters_set_sample(&s);
+	p = pn_counters_set_find(&s, "mlx5_0/1");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_EQ_INT(p->nctr, PN_COUNTERS_MAX);
+		CHECK(ctr(p, PN_CG_HW, "zz_late_err") != NULL);
+		CHECK_EQ_INT(p->err_delta, 5);
+		CHECK(ctr(p, PN_CG_IB, "port_xmit_data") != NULL);
+		CHECK_EQ_INT(p->nleft_out, 13 + 100 + 1); /* fake_ib_port has 13 */
+		CHECK_EQ_INT(p->nleft_out_err, 0);
+	}
+	p = pn_counters_set_find(&s, "mlx5_1/1");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_EQ_INT(p->nctr, PN_COUNTERS_MAX);
+		CHECK_EQ_INT(p->nleft_out_err, 7 + 266 - 256); /* counted: check fails it */
+		CHECK_EQ_INT(p->nleft_out, 6 + 17);
+		CHECK(ctr(p, PN_CG_IB, "symbol_error") != NULL);
+	}
+	pn_counters_set_release(&s);
+}
+
 TEST(port_down_and_back)
 {
 	struct pn_counters_set s;
@@ -704,6 +751,7 @@ int main(void)
 	RUN(rates_and_x4_scaling);
 	RUN(wrap_reset_errors_in_a_port);
 	RUN(no_rate_beyond_the_line);
+	RUN(more_counters_than_kept_errors_first);
 	RUN(port_down_and_back);
 	RUN(devices_appear_and_disappear);
 	RUN(a_device_replaced_under_its_name_starts_over);
