@@ -68,4 +68,61 @@ test_expect_success 'a 32-bit jump is no rate; a decrease a reset; inf no line r
 	EOF
 '
 
+# A recording is input penny did not make: values out of range are damage,
+# time that goes back keeps the plot's x axis going forward, a port named
+# twice is one series in Prometheus.
+fake rec --devices 2 >/dev/null
+penny top --sysfs-root rec --count 3 -i 0.1 --record rec.jsonl >/dev/null # 4 lines: a baseline
+# edit LINE KEY VALUE: set KEY of the first port of line LINE (1-based; "wall": of the line)
+edit() {
+	python3 - "$@" <<-\EOF
+	import json, sys
+	n, key, val = int(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+	L = [json.loads(l) for l in open("rec.jsonl")]
+	if key == "wall":
+	    L[n - 1]["wall"] = L[0]["wall"] + val
+	elif key == "dup":
+	    L[n - 1]["ports"].append(dict(L[n - 1]["ports"][0]))
+	else:
+	    L[n - 1]["ports"][0][key] = val
+	sys.stdout.write("".join(json.dumps(x, separators=(",", ":")) + "\n" for x in L))
+	EOF
+}
+
+test_expect_success 'replayed rates and utilization out of range are damage' '
+	for kv in "rx_Bps -5" "tx_Bps 1e308" "util 3.68e9" "util -0.5" "rx_pps -1" "elapsed -3" \
+		  "rate_gbps 1e300"; do
+		edit 3 $kv >bad.jsonl &&
+		penny top --replay bad.jsonl --json >out.json 2>err &&
+		grep -q "bad.jsonl: line 3: port 1: .${kv%% *}. is out of range.*read up to there" err &&
+		test "$(wc -l <out.json)" -eq 1 &&
+		penny top --replay bad.jsonl --prom out.prom >/dev/null 2>&1 &&
+		! grep -E "(-[0-9]|e\+?308|3680000000)" out.json out.prom || { cat err; return 1; }
+	done
+'
+
+test_expect_success 'replayed time that goes back: the plot still goes forward' '
+	edit 3 wall -100 >back.jsonl &&
+	penny top --replay back.jsonl --plot back.svg 2>err &&
+	python3 - <<-\EOF
+	import re, xml.etree.ElementTree as E
+	ns = "{http://www.w3.org/2000/svg}"
+	root = E.parse("back.svg").getroot()
+	paths = [p for g in root.iter(ns + "g") if g.get("class") == "panel" for p in g.findall(ns + "path")]
+	assert paths, "no series"
+	for p in paths:
+	    xs = [float(x) for x in re.findall(r"[ML]\s*([-0-9.]+)[ ,]", p.get("d") or "")]
+	    assert len(xs) >= 2, p.get("d")
+	    assert xs == sorted(xs), xs
+	EOF
+'
+
+test_expect_success 'a port named twice in a recording is one series in Prometheus' '
+	edit 4 dup 0 >dup.jsonl &&
+	penny top --replay dup.jsonl --prom dup.prom --json >/dev/null &&
+	python3 "$TOPH/check_prom.py" dup.prom &&
+	grep -v "^#" dup.prom | sed "s/ [^ ]*$//" | sort | uniq -d >dups &&
+	test ! -s dups &&
+	grep -q "^# penny: a second port with the labels of device=\"mlx5_0\",port=\"1\" is left out" dup.prom
+'
 test_done
