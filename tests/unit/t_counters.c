@@ -37,6 +37,14 @@ static void set_init(struct pn_counters_set *s, int ethernet)
 	pn_counters_set_init(s, &cfg);
 }
 
+/* A new set and its baseline sample at 1 s. */
+static void baseline(struct pn_counters_set *s)
+{
+	set_init(s, 0);
+	fake_ns = SEC;
+	pn_counters_set_sample(s);
+}
+
 static const struct pn_counter *ctr(const struct pn_counters_port *p, int group, const char *name)
 {
 	int i;
@@ -240,9 +248,7 @@ TEST(no_rate_beyond_the_line)
 	fake_ctr("mlx5_0", 1, "port_xmit_data", 1000);
 	fake_ctr("mlx5_0", 1, "port_rcv_data", 1000);
 	fake_ctr("mlx5_1", 1, "port_xmit_data", 1000);
-	set_init(&s, 0);
-	fake_ns = SEC;
-	pn_counters_set_sample(&s);
+	baseline(&s);
 	fake_ctr("mlx5_0", 1, "port_xmit_data", 1000 + (1ull << 32));
 	/* 10.4 GB in 0.2 s: 104 % of 10 GB, within the timing allowance */
 	fake_ctr("mlx5_0", 1, "port_rcv_data", 1000 + 2600000000ull);
@@ -293,9 +299,7 @@ TEST(more_counters_than_kept_errors_first)
 		snprintf(name, sizeof(name), "e_%03d_err", i);
 		fake_hw("mlx5_1", 1, name, 0);
 	}
-	set_init(&s, 0);
-	fake_ns = SEC;
-	pn_counters_set_sample(&s);
+	baseline(&s);
 	fake_hw("mlx5_0", 1, "zz_late_err", 5);
 	fake_ns += SEC;
 	pn_counters_set_sample(&s);
@@ -654,9 +658,7 @@ TEST(copy_is_deep_and_detached)
 	fake_reset();
 	fake_ib_port("mlx5_0", 1);
 	fake_ib_port("mlx5_1", 1);
-	set_init(&s, 0);
-	fake_ns = SEC;
-	pn_counters_set_sample(&s);
+	baseline(&s);
 	fake_ctr("mlx5_1", 1, "port_rcv_data", 25);
 	fake_ns += SEC;
 	pn_counters_set_sample(&s);

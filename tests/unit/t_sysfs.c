@@ -110,13 +110,26 @@ static int make_tree(void)
 	return 0;
 }
 
+/* Does the directory dir (below the root) list name? */
+static int lists(const char *dir, const char *name)
+{
+	DIR *d = pn_sys_opendir("%s", dir);
+	struct dirent *de;
+	int found = 0;
+
+	while (d && (de = readdir(d)))
+		found |= !strcmp(de->d_name, name);
+	if (d)
+		closedir(d);
+	return found;
+}
+
 static void jail_checks(void)
 {
 	char buf[256];
 	uint64_t v;
-	struct dirent *de;
 	DIR *d;
-	int n, found;
+	int n;
 
 	/* the kernel's relative links keep working inside the root */
 	CHECK(pn_sys_read(buf, sizeof(buf), "/sys/class/infiniband/mlx5_0/fw_ver") == 5);
@@ -128,14 +141,7 @@ static void jail_checks(void)
 	CHECK(pn_sys_readlink(buf, sizeof(buf), "/sys/class/infiniband/mlx5_0") > 0);
 	CHECK(pn_sys_readlink(buf, sizeof(buf), "/sys/class/infiniband/mlx5_0/fw_ver") == -EINVAL);
 	CHECK(pn_sys_exists("/sys/class/infiniband/mlx5_0/device/vendor"));
-	d = pn_sys_opendir("/sys/class/infiniband/mlx5_0");
-	CHECK(d != NULL);
-	found = 0;
-	while (d && (de = readdir(d)))
-		found |= !strcmp(de->d_name, "fw_ver");
-	if (d)
-		closedir(d);
-	CHECK(found);
+	CHECK(lists("/sys/class/infiniband/mlx5_0", "fw_ver"));
 
 	/* links out of the tree resolve as if the root were / */
 	CHECK(pn_sys_read(buf, sizeof(buf), "/sys/abs_out") == -ENOENT);
@@ -156,13 +162,7 @@ static void jail_checks(void)
 	CHECK(d == NULL);
 	if (d)
 		closedir(d);
-	d = pn_sys_opendir("/sys/up");
-	found = 0;
-	while (d && (de = readdir(d)))
-		found |= !strcmp(de->d_name, "sys");
-	if (d)
-		closedir(d);
-	CHECK(found);
+	CHECK(lists("/sys/up", "sys"));
 	CHECK(pn_sys_read(buf, sizeof(buf), "/sys/dir_out/secret") == -ENOENT);
 	CHECK(pn_sys_read(buf, sizeof(buf), "/sys/loop_a") == -ELOOP);
 	CHECK(pn_sys_read(buf, sizeof(buf), "/sys/fifo") == -EINVAL);
