@@ -456,6 +456,7 @@ static void print_sample(struct pn_out *o, const struct pn_counters_set *v, cons
 		pn_out_bool(o, PN_JSON, "wrapped", NULL, !!(p->flags & PN_CF_WRAP));
 		pn_out_bool(o, PN_JSON, "reset", NULL, !!(p->flags & PN_CF_RESET));
 		pn_out_bool(o, PN_JSON, "saturated", NULL, !!(p->flags & PN_CF_SAT));
+		pn_out_bool(o, PN_JSON, "jumped", NULL, !!(p->flags & PN_CF_JUMP));
 		out_counters(o, p);
 		pn_out_nl(o);
 		pn_out_close_object(o);

@@ -897,10 +897,11 @@ static void draw_detail(struct tui *t, const struct pn_counters_set *v, const st
 			const struct pn_counter *k = &p->ctr[i];
 			attr_t da = A_NORMAL;
 
-			snprintf(buf, sizeof(buf), "%s/%s%s%s%s", pn_counters_group_name(k->group), k->name,
-				 k->flags & PN_CF_WRAP ? " (wrapped)" : "",
+			snprintf(buf, sizeof(buf), "%s/%s%s%s%s%s", pn_counters_group_name(k->group),
+				 k->name, k->flags & PN_CF_WRAP ? " (wrapped)" : "",
 				 k->flags & PN_CF_RESET ? " (reset)" : "",
-				 k->flags & PN_CF_SAT ? " (saturated)" : "");
+				 k->flags & PN_CF_SAT ? " (saturated)" : "",
+				 k->flags & PN_CF_JUMP ? " (jumped)" : "");
 			put(y, 0, w, 0, A_NORMAL, buf);
 			if (k->flags & PN_CF_VALID)
 				snprintf(buf, sizeof(buf), "%llu", (unsigned long long)k->raw);

@@ -489,7 +489,7 @@ int pn_check_port_selected(const struct pn_check *c, const char *dev, int port)
 		const char *colon = memchr(p, ':', n);
 		size_t nl = colon ? (size_t)(colon - p) : n;
 
-		if (nl == dl && !memcmp(p, dev, dl) && (!colon || atoi(colon + 1) == port))
+		if (nl == dl && !memcmp(p, dev, dl) && (!colon || !port || atoi(colon + 1) == port))
 			return 1;
 		p += n;
 		if (*p == ',')

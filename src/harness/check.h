@@ -104,7 +104,8 @@ double pn_check_expect(const struct pn_check *c, const char *check, const char *
  * malformed result (-EINVAL, a bug).
  */
 int pn_check_add(struct pn_check *c, const struct pn_verdict_in *in);
-/* Is RDMA port dev/port among c->devspec ("mlx5_0,mlx5_1:1"; NULL: all)? */
+/* Is RDMA port dev/port among c->devspec ("mlx5_0,mlx5_1:1"; NULL: all)?
+ * port 0: is any port of dev (or dev itself) named? */
 int pn_check_port_selected(const struct pn_check *c, const char *dev, int port);
 
 /* Progress line (when the caller asked for it). */

@@ -120,9 +120,16 @@ static int inv_port(struct pn_check *c, const struct pn_nic *nic, const struct p
 		return pn_check_add(c, &in);
 	}
 	if (p->rate_gbps <= 0) {
+		/* this port's own error, by path and kind, never what the file holds */
 		in.measured = PN_VTEXT("unknown");
 		in.verdict = PN_FAIL;
-		snprintf(det, sizeof(det), "rate '%.40s' cannot be read", p->rate);
+		if (p->rate_err && p->rate_err != -EINVAL)
+			snprintf(det, sizeof(det), PN_IB_CLASS "/%s/ports/%d/rate cannot be read: %s",
+				 nic->name, p->port, strerror(-p->rate_err));
+		else
+			snprintf(det, sizeof(det), PN_IB_CLASS "/%s/ports/%d/rate is not a link rate "
+				 "(%g to %g Gb/s)", nic->name, p->port, PN_RATE_MIN_GBPS,
+				 PN_RATE_MAX_GBPS);
 		in.detail = det;
 		return pn_check_add(c, &in);
 	}
@@ -133,6 +140,19 @@ static int inv_port(struct pn_check *c, const struct pn_nic *nic, const struct p
 			 p->rate);
 		in.detail = det;
 	}
+	return pn_check_add(c, &in);
+}
+
+static int inv_no_ports(struct pn_check *c, const struct pn_nic *nic)
+{
+	char det[PN_VERDICT_DETAIL];
+	struct pn_verdict_in in = { .check = "inventory", .target = nic->name,
+				    .verdict = PN_FAIL, .measured = PN_VTEXT("no ports"),
+				    .expected = PN_VTEXT("ports"), .source = "topology",
+				    .detail = det };
+
+	snprintf(det, sizeof(det), PN_IB_CLASS "/%s/ports is missing or has no readable port: "
+		 "nothing of the NIC can be judged", nic->name);
 	return pn_check_add(c, &in);
 }
 
@@ -177,6 +197,9 @@ static int inv_rail(struct pn_check *c, int g, int maxcls, const char *maxname, 
 		in.verdict = PN_FAIL;
 		snprintf(det, sizeof(det), "no NIC within %s: the nearest, %s, is %s away", maxname,
 			 nic->nic.name, cls_name);
+	} else if (!nic->nic.nports) {
+		in.verdict = PN_FAIL;
+		snprintf(det, sizeof(det), "its NIC %s has no ports", nic->nic.name);
 	} else if (gpu->numa >= 0 && nic->numa >= 0 && gpu->numa != nic->numa) {
 		in.verdict = PN_FAIL;
 		snprintf(det, sizeof(det), "%s is on NUMA node %d, its NIC %s on %d", gpu->name,
@@ -206,6 +229,11 @@ int pn_check_inventory(struct pn_check *c)
 	for (i = t->ngpus; !ret && i < t->ngpus + t->nnics; i++) {
 		const struct pn_nic *nic = &t->devs[i].nic;
 
+		if (!nic->nports && pn_check_port_selected(c, nic->name, 0)) {
+			/* a NIC penny cannot judge is not a NIC that passed */
+			nports++;
+			ret = inv_no_ports(c, nic);
+		}
 		for (j = 0; !ret && j < nic->nports; j++) {
 			if (!pn_check_port_selected(c, nic->name, nic->ports[j].port))
 				continue;
@@ -423,6 +451,16 @@ static int ctr_port(struct pn_check *c, const struct pn_counters_port *p, double
 			 dl ? "; " : "", sat, sat == 1 ? "" : "s");
 	in.measured = PN_VNUM((double)sum);
 	in.verdict = (double)sum > maxinc ? PN_FAIL : PN_PASS;
+	if (p->nleft_out) {
+		/* never judged silently short: an error counter left out fails */
+		dl = strlen(det);
+		if (dl < sizeof(det) - 1)
+			snprintf(det + dl, sizeof(det) - dl, "%s%d counter%s left out (more than %d), "
+				 "%d of them error counters", dl ? "; " : "", p->nleft_out,
+				 p->nleft_out == 1 ? "" : "s", PN_COUNTERS_MAX, p->nleft_out_err);
+		if (p->nleft_out_err)
+			in.verdict = PN_FAIL;
+	}
 	in.detail = det;
 	return pn_check_add(c, &in);
 }

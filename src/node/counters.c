@@ -24,6 +24,8 @@
 #include <unistd.h>
 
 #define NET_CLASS "/sys/class/net"
+/* a data counter may move this much of the line's capacity in an interval */
+#define PLAUSIBLE_LINE 1.1
 
 /* Counters whose meaning penny knows, in display order. */
 static const struct known_ctr {
@@ -140,19 +142,25 @@ void pn_counters_update(struct pn_counter *c, int ok, uint64_t raw, uint64_t max
 				d = raw - prev;
 				f |= PN_CF_DELTA | (pinned ? PN_CF_SAT : 0);
 			}
+			/* more than the line can carry: not traffic of this interval */
+			if (max_raw && d > max_raw) {
+				d = 0;
+				f = (f & ~(uint32_t)PN_CF_DELTA) | PN_CF_JUMP;
+			}
 		} else {
-			/* went down: a 32-bit wrap if that is plausible, else a reset */
-			uint64_t wrapped = (1ull << 32) - prev + raw;
-			uint64_t bound = max_raw ? max_raw : (1ull << 31);
-
-			if (!max && prev <= UINT32_MAX && wrapped <= bound) {
-				d = wrapped;
-				c->wraps++;
-				f |= PN_CF_WRAP | PN_CF_DELTA;
-			} else {
-				d = raw;
-				c->wraps = 0;
-				f |= PN_CF_RESET | PN_CF_DELTA;
+			/*
+			 * Went down: reset (perfquery -R, a driver restart).  No
+			 * counter penny reads wraps: the legacy 32-bit PortCounters
+			 * saturate at their maximum, PortCountersExtended,
+			 * hw_counters and netdev statistics are 64-bit.  It counts
+			 * from zero, as far as the line could carry.
+			 */
+			d = raw;
+			c->wraps = 0;
+			f |= PN_CF_RESET | PN_CF_DELTA;
+			if (max_raw && d > max_raw) {
+				d = 0;
+				f &= ~(uint32_t)PN_CF_DELTA;
 			}
 		}
 	}
@@ -160,6 +168,16 @@ void pn_counters_update(struct pn_counter *c, int ok, uint64_t raw, uint64_t max
 	c->delta = d * c->scale;
 	c->value = (raw + ((uint64_t)c->wraps << 32)) * c->scale;
 	c->flags = f;
+}
+
+double pn_counters_util(double Bps, double line_Bps)
+{
+	double u;
+
+	if (!(line_Bps > 0) || !isfinite(line_Bps) || isnan(Bps))
+		return NAN;
+	u = Bps / line_Bps;
+	return u < 0 ? 0 : u > 1 ? 1 : u;
 }
 
 void pn_counters_hist(const struct pn_counters_port *p, int i, double *rx, double *tx)
@@ -265,37 +283,69 @@ static int ctr_qsort(const void *pa, const void *pb)
 	return strcmp(a->name, b->name);
 }
 
+/* What a port keeps first when it has more counters than PN_COUNTERS_MAX. */
+static int keep_rank(int kind)
+{
+	if (kind == PN_CK_ERR || kind == PN_CK_DISC)
+		return 2; /* what check judges */
+	return kind == PN_CK_OTHER ? 0 : 1;
+}
+
+static void left_out(struct pn_counters_port *p, const struct pn_counter *c)
+{
+	p->nleft_out++;
+	if (keep_rank(c->kind) == 2)
+		p->nleft_out_err++;
+	PN_DBG(PN_LOG_NIC, "%s: more than %d counters, '%s' left out", p->name, PN_COUNTERS_MAX,
+	       c->name);
+}
+
+/*
+ * Add a counter.  A port with more than PN_COUNTERS_MAX keeps error and
+ * discard counters first, then data counters, and counts what it left out
+ * (nleft_out, nleft_out_err): nothing is dropped without a word.
+ */
 static struct pn_counter *add_ctr(struct pn_counters_port *p, int group, const char *name)
 {
 	const struct known_ctr *k = NULL;
-	struct pn_counter *c;
-	int idx;
+	struct pn_counter nc, *c;
+	int idx, i, victim = -1;
 
-	if (p->nctr >= PN_COUNTERS_MAX) {
-		PN_DBG(PN_LOG_NIC, "%s: more than %d counters, '%s' left out", p->name, PN_COUNTERS_MAX,
-		       name);
-		return NULL;
-	}
 	if (strlen(name) >= sizeof(c->name))
 		return NULL;
-	c = &p->ctr[p->nctr++];
-	memset(c, 0, sizeof(*c));
-	snprintf(c->name, sizeof(c->name), "%s", name);
-	c->group = (uint8_t)group;
-	c->scale = 1;
-	c->rate = NAN;
+	memset(&nc, 0, sizeof(nc));
+	snprintf(nc.name, sizeof(nc.name), "%s", name);
+	nc.group = (uint8_t)group;
+	nc.scale = 1;
+	nc.rate = NAN;
 	if (group == PN_CG_IB || group == PN_CG_MAD)
 		k = find_known(ib_known, PN_ARRAY_SIZE(ib_known), name, &idx);
 	else if (group == PN_CG_NET)
 		k = find_known(net_known, PN_ARRAY_SIZE(net_known), name, &idx);
 	if (k) {
-		c->kind = k->kind;
-		c->scale = k->scale;
-		c->width = k->width;
+		nc.kind = k->kind;
+		nc.scale = k->scale;
+		nc.width = k->width;
 	} else if (group == PN_CG_HW) {
-		c->kind = (uint8_t)hw_kind(name);
+		nc.kind = (uint8_t)hw_kind(name);
 	}
-	return c;
+	if (p->nctr < PN_COUNTERS_MAX) {
+		c = &p->ctr[p->nctr++];
+		*c = nc;
+		return c;
+	}
+	/* full: the new one takes the place of one that matters less, if any */
+	for (i = 0; i < p->nctr; i++)
+		if (keep_rank(p->ctr[i].kind) < keep_rank(nc.kind) &&
+		    (victim < 0 || keep_rank(p->ctr[i].kind) < keep_rank(p->ctr[victim].kind)))
+			victim = i;
+	if (victim < 0) {
+		left_out(p, &nc);
+		return NULL;
+	}
+	left_out(p, &p->ctr[victim]);
+	p->ctr[victim] = nc;
+	return &p->ctr[victim];
 }
 
 /* Add every file of a directory as a counter of group. */
@@ -749,8 +799,9 @@ static void read_rdma_attrs(struct pn_counters_set *s, struct pn_counters_port *
 	p->rate[0] = 0;
 	p->rate_gbps = 0;
 	if (held_read(s, &p->io->fd_rate, buf, sizeof(buf), path) >= 0) {
-		snprintf(p->rate, sizeof(p->rate), "%s", buf);
 		p->rate_gbps = pn_parse_rate(buf);
+		if (p->rate_gbps > 0) /* what does not parse is never shown */
+			snprintf(p->rate, sizeof(p->rate), "%s", buf);
 	}
 }
 
@@ -864,30 +915,28 @@ static void sample_port(struct pn_counters_set *s, struct pn_counters_port *p)
 		struct pn_counter *c = &p->ctr[i];
 		int data = c->kind == PN_CK_RX_BYTES || c->kind == PN_CK_TX_BYTES;
 
-		/* a plausible delta is bounded by twice the line rate */
 		if (ok[i] < 0) { /* not read (brief) */
 			c->flags = 0;
 			c->delta = 0;
 			c->rate = NAN;
 			continue;
 		}
+		/*
+		 * A data counter moves at most what the line carries in the
+		 * interval (PLAUSIBLE_LINE: the two reads' timing is measured
+		 * around them, not at them); more (a reset, a restored or
+		 * corrupt value, a jump) is not traffic of this interval: no
+		 * rate, never above 100 %.
+		 */
 		rmax = data && line_Bps > 0 && elapsed > 0
-			       ? (uint64_t)(2 * line_Bps * elapsed / c->scale) + 1
+			       ? (uint64_t)(PLAUSIBLE_LINE * line_Bps * elapsed / c->scale) + 1
 			       : 0;
 		pn_counters_update(c, ok[i], raw[i], rmax);
-		/* a reset counts from zero only as far as the line could have
-		 * carried in the interval; more is not traffic of this interval
-		 * (a new device, a restored value): no rate, never above 100 % */
-		if (data && (c->flags & PN_CF_RESET) && line_Bps > 0 &&
-		    (double)c->delta > line_Bps * elapsed) {
-			c->flags &= ~(uint32_t)PN_CF_DELTA;
-			c->delta = 0;
-		}
 		if (!ok[i])
 			p->nunreadable++;
 		if ((c->flags & PN_CF_DELTA) && elapsed > 0)
 			c->rate = (double)c->delta / elapsed;
-		p->flags |= c->flags & (PN_CF_WRAP | PN_CF_RESET | PN_CF_SAT);
+		p->flags |= c->flags & (PN_CF_WRAP | PN_CF_RESET | PN_CF_SAT | PN_CF_JUMP);
 		if (c->kind == PN_CK_ERR || c->kind == PN_CK_DISC) {
 			int e = c->kind == PN_CK_ERR;
 
@@ -911,7 +960,7 @@ static void sample_port(struct pn_counters_set *s, struct pn_counters_port *p)
 
 		if (isfinite(p->tx_Bps) && p->tx_Bps > m)
 			m = p->tx_Bps;
-		p->util = m / line_Bps;
+		p->util = pn_counters_util(m, line_Bps);
 	}
 	if (p->nsamples > 1)
 		hist_push(p, p->rx_Bps, p->tx_Bps);

@@ -10,8 +10,11 @@
  *  - ports/N/counters/port_{xmit,rcv}_data count 4-byte words: scale 4.
  *  - RoCE ports without counters/ (soft-RoCE has only hw_counters/) take
  *    bytes and packets from their netdev's /sys/class/net/IF/statistics.
- *  - A counter that goes down either wrapped at 32 bits (legacy counters)
- *    or was reset; IB error counters of known width saturate instead.
+ *  - Counters never wrap: the legacy 32-bit PortCounters and the IB error
+ *    counters of known width saturate at their maximum, the others are
+ *    64-bit.  A counter that goes down was reset; a data counter that
+ *    moves more than its line can carry in the interval gives no rate.
+ *    Utilization is 0..1.
  *  - An unreadable or unparsable file is "not valid" for that sample (n/a),
  *    never an error.
  *  - Ports that appear or disappear between samples are added or dropped.
@@ -34,7 +37,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define PN_COUNTERS_MAX 128	/* counters per port */
+#define PN_COUNTERS_MAX 256	/* counters per port (errors kept first, the rest counted) */
 #define PN_COUNTERS_HIST 256 /* samples of rate history per port */
 
 enum pn_counters_group {
@@ -59,9 +62,10 @@ enum pn_counters_kind {
 enum pn_counters_flags {
 	PN_CF_VALID = 1u << 0, /* read and parsed in the last sample */
 	PN_CF_DELTA = 1u << 1, /* delta and rate valid */
-	PN_CF_WRAP = 1u << 2,  /* wrapped at 32 bits in the last interval */
+	PN_CF_WRAP = 1u << 2,  /* wrapped at 32 bits: only replayed from older recordings */
 	PN_CF_RESET = 1u << 3, /* went back (reset): delta counts from zero */
 	PN_CF_SAT = 1u << 4,   /* stuck at its maximum: delta unknown */
+	PN_CF_JUMP = 1u << 5,  /* rose more than the line can carry: delta unknown */
 };
 
 struct pn_counter {
@@ -71,7 +75,7 @@ struct pn_counter {
 	uint8_t scale;		/* value = raw * scale (4 for *_data words) */
 	uint8_t width;		/* saturating width in bits (IB error counters), 0 unknown */
 	uint32_t flags;		/* enum pn_counters_flags */
-	uint32_t wraps;		/* 32-bit wraps seen since the last reset */
+	uint32_t wraps;		/* 32-bit wraps (older recordings; 0 now) */
 	uint64_t raw;		/* last value as read */
 	uint64_t value;		/* (raw + wraps * 2^32) * scale: cumulative, in units */
 	uint64_t delta;		/* units since the previous sample (PN_CF_DELTA) */
@@ -114,6 +118,8 @@ struct pn_counters_port {
 	uint64_t disc_total;
 	int err_valid, disc_valid;
 	int nunreadable;	/* counters that could not be read this sample */
+	int nleft_out;		/* counters beyond PN_COUNTERS_MAX, not read */
+	int nleft_out_err;	/* of them error and discard counters */
 	uint32_t flags;		/* OR of the counters' WRAP/RESET/SAT flags */
 
 	/* rate history, oldest first through pn_counters_hist() */
@@ -185,10 +191,13 @@ const struct pn_counters_port *pn_counters_set_find(const struct pn_counters_set
 
 /*
  * Counter arithmetic for one new reading (ok = read and parsed).  max_raw
- * bounds a plausible delta in raw units (0 = no bound): a decrease whose
- * 32-bit wrap would exceed it is taken as a reset.
+ * bounds a plausible delta in raw units (0 = no bound): a larger rise is
+ * PN_CF_JUMP and a reset to more than it PN_CF_RESET, both without a delta.
+ * A counter that goes down was reset (none wraps).
  */
 void pn_counters_update(struct pn_counter *c, int ok, uint64_t raw, uint64_t max_raw);
+/* Utilization of a line of line_Bps carrying Bps: 0..1, NAN unknown. */
+double pn_counters_util(double Bps, double line_Bps);
 /* A counter file's text: decimal digits, white space around; 0 or -EINVAL/-ERANGE. */
 int pn_counters_parse_value(const char *s, uint64_t *v);
 /* History sample i (0 = oldest of hist_n) of rx and tx bytes/s. */

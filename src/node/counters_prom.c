@@ -154,19 +154,76 @@ static void ctx_labels(FILE *f, const struct pn_nodectx *ctx, const struct pn_co
 		pn_prom_label(f, "gpus", pn_nodectx_gpus(x, buf, sizeof(buf)), 0);
 }
 
+struct port_key {
+	const char *dev;
+	int port, k;
+};
+
+static int key_cmp(const void *pa, const void *pb)
+{
+	const struct port_key *a = pa, *b = pb;
+	int c = strcmp(a->dev, b->dev);
+
+	if (c)
+		return c;
+	if (a->port != b->port)
+		return a->port < b->port ? -1 : 1;
+	return a->k < b->k ? -1 : a->k > b->k;
+}
+
+/*
+ * Ports whose labels (device, port) an earlier port of the view already
+ * has: a replayed recording may name a port twice, and one series must not
+ * appear twice in an exposition.  Returns a mask (1: left out) or NULL
+ * when there is none (or no memory: then nothing is left out).
+ */
+static char *duplicates(const struct pn_counters_set *v, const int *idx, int n)
+{
+	struct port_key *keys;
+	char *dup = NULL;
+	int k, any = 0;
+
+	if (n < 2)
+		return NULL;
+	keys = malloc((size_t)n * sizeof(*keys));
+	if (!keys)
+		return NULL;
+	for (k = 0; k < n; k++)
+		keys[k] = (struct port_key){ v->ports[idx[k]].dev, v->ports[idx[k]].port, k };
+	qsort(keys, (size_t)n, sizeof(*keys), key_cmp);
+	for (k = 1; k < n; k++)
+		if (!strcmp(keys[k].dev, keys[k - 1].dev) && keys[k].port == keys[k - 1].port)
+			any = 1;
+	if (any)
+		dup = calloc((size_t)n, 1);
+	for (k = 1; dup && k < n; k++)
+		if (!strcmp(keys[k].dev, keys[k - 1].dev) && keys[k].port == keys[k - 1].port)
+			dup[keys[k].k] = 1;
+	free(keys);
+	return dup;
+}
+
 void pn_counters_prom_write(FILE *f, const struct pn_counters_set *v, const int *idx, int n,
 			    double interval, const struct pn_nodectx *ctx)
 {
+	char *dup = duplicates(v, idx, n);
 	int m, k, i;
 	double x;
 
+	for (k = 0; dup && k < n; k++) {
+		if (!dup[k])
+			continue;
+		fputs("# penny: a second port with the labels of ", f);
+		prom_labels(f, &v->ports[idx[k]]);
+		fputs(" is left out\n", f);
+	}
 	for (m = 0; m < M_COUNT; m++) {
 		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", metrics[m].name, metrics[m].help,
 			metrics[m].name, metrics[m].type);
 		for (k = 0; k < n; k++) {
 			const struct pn_counters_port *p = &v->ports[idx[k]];
 
-			if (!metric_value(p, m, &x))
+			if ((dup && dup[k]) || !metric_value(p, m, &x))
 				continue;
 			fputs(metrics[m].name, f);
 			fputc('{', f);
@@ -195,6 +252,8 @@ void pn_counters_prom_write(FILE *f, const struct pn_counters_set *v, const int 
 		char dev[3 * sizeof(p->dev) + 1], line[sizeof(dev) + 96 + 3 * sizeof(p->ctr->name) + 64];
 		size_t npre, room, e;
 
+		if (dup && dup[k])
+			continue;
 		/* the port's labels once, not once a counter (about 40 a port),
 		 * and each line in one piece */
 		pn_prom_escape(dev, sizeof(dev), p->dev);
@@ -224,5 +283,6 @@ void pn_counters_prom_write(FILE *f, const struct pn_counters_set *v, const int 
 	fprintf(f, "# HELP penny_top_interval_seconds Time between samples.\n"
 		   "# TYPE penny_top_interval_seconds gauge\npenny_top_interval_seconds %g\n",
 		interval);
+	free(dup);
 }
 

@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,18 +22,24 @@ double pn_parse_rate(const char *s)
 		return 0;
 	while (isspace((unsigned char)*s))
 		s++;
+	if (!isdigit((unsigned char)*s))
+		return 0; /* no sign, "inf" or "nan" */
 	v = strtod(s, &end);
-	if (end == s || v < 0)
+	/* digits and a point, as the kernel writes it: no hex, no exponent */
+	if (end == s || (size_t)(end - s) != strspn(s, "0123456789.") || !isfinite(v) || v <= 0)
 		return 0;
 	while (isspace((unsigned char)*end))
 		end++;
 	if (!strncasecmp(end, "Gb", 2))
-		return v;
-	if (!strncasecmp(end, "Mb", 2))
-		return v / 1000.0;
-	if (!strncasecmp(end, "Tb", 2))
-		return v * 1000.0;
-	return 0;
+		;
+	else if (!strncasecmp(end, "Mb", 2))
+		v /= 1000.0;
+	else if (!strncasecmp(end, "Tb", 2))
+		v *= 1000.0;
+	else
+		return 0;
+	/* a rate no port has: an absurd file, not a line to measure against */
+	return v >= PN_RATE_MIN_GBPS && v <= PN_RATE_MAX_GBPS ? v : 0;
 }
 
 int pn_parse_state(const char *s, char *name, size_t len)
@@ -138,8 +145,14 @@ int pn_port_read(const char *dev, int port, struct pn_port *p)
 	if (pn_sys_read(buf, sizeof(buf), PN_IB_CLASS "/%s/ports/%d/phys_state", dev, port) >= 0)
 		p->phys_state = pn_parse_state(buf, p->phys_state_name,
 					       sizeof(p->phys_state_name));
-	if (pn_sys_read(p->rate, sizeof(p->rate), PN_IB_CLASS "/%s/ports/%d/rate", dev, port) >= 0)
+	p->rate_err = pn_sys_read(p->rate, sizeof(p->rate), PN_IB_CLASS "/%s/ports/%d/rate", dev,
+				  port);
+	if (p->rate_err >= 0) {
 		p->rate_gbps = pn_parse_rate(p->rate);
+		p->rate_err = p->rate_gbps > 0 ? 0 : -EINVAL;
+	}
+	if (p->rate_err)
+		p->rate[0] = 0; /* what does not parse is never shown */
 	pn_sys_read(p->link_layer, sizeof(p->link_layer), PN_IB_CLASS "/%s/ports/%d/link_layer",
 		    dev, port);
 	if (!p->link_layer[0])

@@ -30,7 +30,8 @@ struct pn_port {
 	int phys_state;		/* 5 = LinkUp, -1 unreadable */
 	char phys_state_name[24]; /* "LinkUp" */
 	double rate_gbps;	/* from "rate"; 0 unknown */
-	char rate[48];		/* "100 Gb/sec (4X EDR)" as read */
+	char rate[48];		/* "100 Gb/sec (4X EDR)" as read; "" unknown */
+	int rate_err;		/* 0, -errno of reading "rate", -EINVAL not a rate */
 	char link_layer[16];	/* "InfiniBand" / "Ethernet" */
 	char netdev[32];	/* associated netdev, "" if none */
 	int lid;		/* -1 if none (RoCE) */
@@ -74,7 +75,13 @@ int pn_port_read(const char *dev, int port, struct pn_port *p);
 int pn_nic_pick_gid(const char *dev, int port, char *gid, size_t gidlen, char *type,
 		    size_t typelen);
 
-/* "400 Gb/sec (4X NDR)" -> 400; "2.5 Gb/sec (1X SDR)" -> 2.5; 0 when unknown. */
+/*
+ * "400 Gb/sec (4X NDR)" -> 400; "2.5 Gb/sec (1X SDR)" -> 2.5; 0 when unknown:
+ * not a rate, or one outside [PN_RATE_MIN_GBPS, PN_RATE_MAX_GBPS] ("inf",
+ * "0", "1e300 Gb/sec": no line to measure against).
+ */
+#define PN_RATE_MIN_GBPS 0.001	/* 1 Mb/s */
+#define PN_RATE_MAX_GBPS 10000.0	/* 10 Tb/s, ten times today's fastest port */
 double pn_parse_rate(const char *s);
 /* "4: ACTIVE" -> 4 and "ACTIVE" into name; -1 when unparsable. */
 int pn_parse_state(const char *s, char *name, size_t len);

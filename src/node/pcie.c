@@ -177,9 +177,9 @@ static void read_speed(struct pn_pcie_link *l, const char *file, unsigned *mts)
 	if (ret < 0)
 		why(l, file, "%s", strerror(-ret));
 	else if (pn_pcie_parse_speed(buf, mts))
-		why(l, file, "cannot parse '%s'", buf);
+		why(l, file, "%s", "not a link speed"); /* never what it holds */
 	else if (!*mts)
-		why(l, file, "'%s'", buf);
+		why(l, file, "%s", "unknown speed");
 }
 
 static void read_width(struct pn_pcie_link *l, const char *file, int *width)
@@ -191,7 +191,7 @@ static void read_width(struct pn_pcie_link *l, const char *file, int *width)
 	if (ret < 0)
 		why(l, file, "%s", strerror(-ret));
 	else if (pn_pcie_parse_width(buf, width))
-		why(l, file, "cannot parse '%s'", buf);
+		why(l, file, "%s", "not a link width");
 	else if (!*width)
 		why(l, file, "%s", "0 (unknown)");
 }

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "node/record.h"
+#include "node/nic.h"
 #include "base/util.h"
 #include "base/log.h"
 #include "base/minijson.h"
@@ -434,6 +435,25 @@ static int get_dbl(const struct pn_jval *o, const char *key, double *out)
 	return 0;
 }
 
+/*
+ * A measured value or null (NAN) within [0, hi]: a recording is input
+ * penny did not make, and a negative or 1e308 rate must not reach JSON,
+ * Prometheus or a plot.
+ */
+#define REC_BPS_MAX 1e13	/* bytes or packets per second: 80 Tb/s */
+#define REC_SECS_MAX 1e9	/* seconds between two samples */
+
+static int get_meas(const struct pn_jval *o, const char *key, double hi, double *out)
+{
+	int ret = get_dbl(o, key, out);
+
+	if (ret)
+		return ret;
+	if (!isnan(*out) && !(*out >= 0 && *out <= hi))
+		return pn_err(-EINVAL, "'%s' is out of range (0 to %g)", key, hi);
+	return 0;
+}
+
 /* an unsigned 64-bit count: a number up to 2^53 or a decimal string */
 static int val_u64(const struct pn_jval *v, uint64_t *out)
 {
@@ -515,18 +535,18 @@ static int parse_port(struct pn_counters_port *p, const struct pn_jval *o)
 	    (ret = get_str(o, "state_name", p->state_name, sizeof(p->state_name))) ||
 	    (ret = get_str(o, "phys_state", p->phys_state, sizeof(p->phys_state))) ||
 	    (ret = get_str(o, "rate", p->rate, sizeof(p->rate))) ||
-	    (ret = get_dbl(o, "rate_gbps", &p->rate_gbps)) ||
+	    (ret = get_meas(o, "rate_gbps", PN_RATE_MAX_GBPS, &p->rate_gbps)) ||
 	    (ret = get_str(o, "link_layer", p->link_layer, sizeof(p->link_layer))) ||
 	    (ret = get_str(o, "netdev", p->netdev, sizeof(p->netdev))) ||
 	    (ret = get_int(o, "data_group", -1, PN_CG_COUNT - 1, &p->data_group)) ||
 	    (ret = get_u64(o, "nsamples", &p->nsamples)) ||
 	    (ret = get_u64(o, "t_ns", &p->t_ns)) ||
-	    (ret = get_dbl(o, "elapsed", &p->elapsed)) ||
-	    (ret = get_dbl(o, "rx_Bps", &p->rx_Bps)) ||
-	    (ret = get_dbl(o, "tx_Bps", &p->tx_Bps)) ||
-	    (ret = get_dbl(o, "rx_pps", &p->rx_pps)) ||
-	    (ret = get_dbl(o, "tx_pps", &p->tx_pps)) ||
-	    (ret = get_dbl(o, "util", &p->util)) ||
+	    (ret = get_meas(o, "elapsed", REC_SECS_MAX, &p->elapsed)) ||
+	    (ret = get_meas(o, "rx_Bps", REC_BPS_MAX, &p->rx_Bps)) ||
+	    (ret = get_meas(o, "tx_Bps", REC_BPS_MAX, &p->tx_Bps)) ||
+	    (ret = get_meas(o, "rx_pps", REC_BPS_MAX, &p->rx_pps)) ||
+	    (ret = get_meas(o, "tx_pps", REC_BPS_MAX, &p->tx_pps)) ||
+	    (ret = get_meas(o, "util", 1, &p->util)) ||
 	    (ret = get_u64(o, "err_total", &p->err_total)) ||
 	    (ret = get_u64(o, "disc_total", &p->disc_total)) ||
 	    (ret = get_int(o, "unreadable", 0, PN_COUNTERS_MAX, &p->nunreadable)))
@@ -550,9 +570,14 @@ static int parse_port(struct pn_counters_port *p, const struct pn_jval *o)
 		return bad("'ctr' is not an array of counters");
 	p->nctr = (int)ctr->n;
 	for (i = 0; i < p->nctr; i++) {
+		int j;
+
 		ret = parse_ctr(&p->ctr[i], pn_json_at(ctr, (unsigned)i));
 		if (ret)
 			return ret;
+		for (j = 0; j < i; j++) /* one series a counter in Prometheus */
+			if (p->ctr[j].group == p->ctr[i].group && !strcmp(p->ctr[j].name, p->ctr[i].name))
+				return bad("a counter appears twice in a port");
 		if ((p->ctr[i].flags & PN_CF_DELTA) && p->elapsed > 0)
 			p->ctr[i].rate = (double)p->ctr[i].delta / p->elapsed;
 	}
@@ -617,10 +642,10 @@ static int parse_gpus(struct pn_record_sample *s, const struct pn_jval *a)
 
 		if ((ret = get_int(o, "index", 0, 1 << 20, &g->index)) ||
 		    (ret = get_str(o, "name", g->name, sizeof(g->name))) ||
-		    (ret = get_dbl(o, "nvlink_tx_Bps", &g->nvlink_tx_Bps)) ||
-		    (ret = get_dbl(o, "nvlink_rx_Bps", &g->nvlink_rx_Bps)) ||
-		    (ret = get_dbl(o, "pcie_tx_Bps", &g->pcie_tx_Bps)) ||
-		    (ret = get_dbl(o, "pcie_rx_Bps", &g->pcie_rx_Bps)))
+		    (ret = get_meas(o, "nvlink_tx_Bps", REC_BPS_MAX, &g->nvlink_tx_Bps)) ||
+		    (ret = get_meas(o, "nvlink_rx_Bps", REC_BPS_MAX, &g->nvlink_rx_Bps)) ||
+		    (ret = get_meas(o, "pcie_tx_Bps", REC_BPS_MAX, &g->pcie_tx_Bps)) ||
+		    (ret = get_meas(o, "pcie_rx_Bps", REC_BPS_MAX, &g->pcie_rx_Bps)))
 			return ret;
 	}
 	s->ngpus = (int)a->n;
@@ -650,7 +675,8 @@ static int parse_doc(struct pn_record_sample *s, const struct pn_jval *root)
 	    (ret = get_int(root, "ngpus", 0, 1 << 20, &s->ctx.ngpus)) ||
 	    (ret = get_str(root, "note", s->ctx.note, sizeof(s->ctx.note))))
 		return ret;
-	if (!isfinite(v->wall) || !(s->interval > 0) || !isfinite(v->elapsed))
+	if (!isfinite(v->wall) || !(s->interval > 0 && s->interval <= REC_SECS_MAX) ||
+	    !(v->elapsed >= 0 && v->elapsed <= REC_SECS_MAX))
 		return bad("'wall', 'interval' or 'elapsed' is not a time");
 	v->t_ns = s->mono_ns;
 	v->interval = s->interval;
@@ -716,6 +742,7 @@ struct rp_sample {
 	size_t e0;		/* its entries: e[e0 .. e0 + ne) */
 	int ne;
 	double wall;
+	double step;		/* its own elapsed (else interval): where wall goes back */
 };
 
 struct pn_replay {
@@ -793,7 +820,8 @@ static int add_sample(struct pn_replay *r, const struct pn_counters_set *v,
 	if (!ns)
 		return -ENOMEM;
 	r->s = ns;
-	r->s[r->n] = (struct rp_sample){ off, len, e0, 0, v->wall };
+	r->s[r->n] = (struct rp_sample){ off, len, e0, 0, v->wall,
+					 v->elapsed > 0 ? v->elapsed : v->interval };
 	for (i = 0; i < v->n && !ret; i++) {
 		const struct pn_counters_port *p = &v->ports[i];
 		const struct pn_nicctx *x = pn_nodectx_port(ctx, p);
@@ -1043,6 +1071,7 @@ int pn_replay_load(struct pn_replay *r, int i, struct pn_record_sample *s)
 int pn_replay_series(const struct pn_replay *r, struct pn_replay_series **out, int *n)
 {
 	struct pn_replay_series *ss;
+	double t = 0;
 	int i, k;
 
 	*out = NULL;
@@ -1072,11 +1101,21 @@ int pn_replay_series(const struct pn_replay *r, struct pn_replay_series **out, i
 		ss[k].npts = 0;
 	}
 	for (i = 0; i < r->n; i++) {
+		/*
+		 * The x axis only goes forward: where the wall clock went back
+		 * (set by hand, NTP stepping), the sample follows the one before
+		 * it by its own elapsed time.
+		 */
+		if (i > 0) {
+			double d = r->s[i].wall - r->s[i - 1].wall;
+
+			t += d > 0 ? d : r->s[i].step;
+		}
 		for (k = 0; k < r->s[i].ne; k++) {
 			const struct rp_entry *e = &r->e[r->s[i].e0 + (size_t)k];
 			struct pn_replay_series *x = &ss[e->series];
 
-			x->t[x->npts] = r->s[i].wall - r->s[0].wall;
+			x->t[x->npts] = t;
 			x->rx[x->npts] = e->has ? e->rx : NAN;
 			x->tx[x->npts] = e->has ? e->tx : NAN;
 			x->npts++;

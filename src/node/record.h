@@ -125,7 +125,7 @@ struct pn_replay_series {
 	const char *name;	/* "mlx5_0/1", "GPU0" */
 	int rail;		/* rail of a port, -1 none; GPU rows: -2 */
 	int npts;
-	double *t;		/* seconds since the first sample */
+	double *t;		/* seconds since the first sample, never going back */
 	double *rx, *tx;	/* bytes/s (GPUs: NVLink rx/tx), NAN unknown */
 };
 /* Every port and GPU seen, in first-seen order.  Free with pn_replay_series_free. */

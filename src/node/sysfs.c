@@ -12,10 +12,52 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static int root_fd = -1; /* -1: live system, paths used as they are */
 static char root_name[PATH_MAX] = "/";
+static int use_openat2;	  /* the kernel resolves beneath the root (openat2) */
+static int force_walk;	  /* tests: the walk even where openat2 works */
+
+#ifndef SYS_openat2
+#define SYS_openat2 437	/* the same number on every architecture */
+#endif
+#ifndef RESOLVE_IN_ROOT
+#define RESOLVE_NO_MAGICLINKS 0x02
+#define RESOLVE_IN_ROOT 0x10
+#endif
+
+/* struct open_how of openat2(2), a stable kernel ABI (Linux 5.6) */
+struct pn_open_how {
+	uint64_t flags;
+	uint64_t mode;
+	uint64_t resolve;
+};
+
+static int openat2_in_root(const char *path, int flags)
+{
+	struct pn_open_how how = { .flags = (uint64_t)(unsigned)flags,
+				   .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+
+	return (int)syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
+}
+
+/* Does this kernel (and its seccomp policy) let openat2 resolve in a root? */
+static int probe_openat2(void)
+{
+	int fd = openat2_in_root(".", O_PATH | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+void pn_sysfs_force_walk(int on)
+{
+	force_walk = on;
+}
 
 int pn_sysfs_set_root(const char *dir)
 {
@@ -35,6 +77,7 @@ int pn_sysfs_set_root(const char *dir)
 		close(root_fd);
 	root_fd = fd;
 	snprintf(root_name, sizeof(root_name), "%s", dir);
+	use_openat2 = probe_openat2();
 	return 0;
 }
 
@@ -58,25 +101,164 @@ static int vpath(char *buf, size_t len, const char *fmt, va_list ap)
 }
 
 /*
+ * The walk for kernels without openat2: one component at a time from the
+ * root, each opened O_PATH | O_NOFOLLOW below the directory before it, so
+ * nothing the kernel resolves can leave the root.  A symbolic link is read
+ * and its target walked in its place: a relative one from the link's
+ * directory, an absolute one from the root; ".." at the root stays there
+ * (what RESOLVE_IN_ROOT does).  The open directories are a stack, so ".."
+ * pops one instead of asking the kernel for a parent.  follow_last = 0
+ * gives the last component itself (a link to read), opened O_PATH.
+ */
+#define WALK_DEPTH 128
+#define WALK_LINKS 40	/* as the kernel's MAXSYMLINKS */
+
+static int walk_open(const char *path, int flags, int follow_last)
+{
+	char rest[2 * PATH_MAX], target[PATH_MAX], comp[NAME_MAX + 1];
+	int stack[WALK_DEPTH], depth = 0, links = 0, fd = -1, ret;
+	size_t off = 0;
+
+	if (strlen(path) >= sizeof(rest))
+		return -ENAMETOOLONG;
+	snprintf(rest, sizeof(rest), "%s", path);
+	stack[0] = root_fd;
+	for (;;) {
+		struct stat st;
+		size_t n;
+		int last;
+
+		while (rest[off] == '/')
+			off++;
+		n = strcspn(rest + off, "/");
+		if (!n) { /* the path named a directory (the root, or ended in '/') */
+			fd = openat(stack[depth], ".", flags);
+			ret = fd < 0 ? -errno : fd;
+			goto out;
+		}
+		if (n >= sizeof(comp)) {
+			ret = -ENAMETOOLONG;
+			goto out;
+		}
+		memcpy(comp, rest + off, n);
+		comp[n] = 0;
+		off += n;
+		last = !rest[off + strspn(rest + off, "/")];
+		if (!strcmp(comp, ".") || !strcmp(comp, "..")) {
+			if (comp[1] && depth > 0)
+				close(stack[depth--]);
+			if (last) {
+				fd = openat(stack[depth], ".", flags);
+				ret = fd < 0 ? -errno : fd;
+				goto out;
+			}
+			continue;
+		}
+		fd = openat(stack[depth], comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st)) {
+			ret = -errno;
+			goto out;
+		}
+		if (S_ISLNK(st.st_mode) && (!last || follow_last)) {
+			ssize_t tl = readlinkat(fd, "", target, sizeof(target) - 1);
+
+			close(fd);
+			fd = -1;
+			if (tl < 0) {
+				ret = -errno;
+				goto out;
+			}
+			target[tl] = 0;
+			if (++links > WALK_LINKS) {
+				ret = -ELOOP;
+				goto out;
+			}
+			if ((size_t)tl + 1 + strlen(rest + off) >= sizeof(rest)) {
+				ret = -ENAMETOOLONG;
+				goto out;
+			}
+			/* the target takes the link's place in what is left to walk */
+			memmove(rest + tl + 1, rest + off, strlen(rest + off) + 1);
+			memcpy(rest, target, (size_t)tl);
+			rest[tl] = '/';
+			off = 0;
+			if (target[0] == '/')
+				while (depth > 0)
+					close(stack[depth--]);
+			continue;
+		}
+		if (last) {
+			if (!follow_last && (flags & O_PATH)) {
+				ret = fd;
+				fd = -1;
+				goto out;
+			}
+			close(fd);
+			fd = openat(stack[depth], comp, flags | O_NOFOLLOW);
+			ret = fd < 0 ? -errno : fd;
+			goto out;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			close(fd);
+			ret = -ENOTDIR;
+			goto out;
+		}
+		if (depth + 1 >= WALK_DEPTH) {
+			close(fd);
+			ret = -ENAMETOOLONG;
+			goto out;
+		}
+		stack[++depth] = fd;
+	}
+out:
+	while (depth > 0)
+		close(stack[depth--]);
+	return ret;
+}
+
+/*
+ * Open path (absolute, as on the live system) below the root: with openat2
+ * and RESOLVE_IN_ROOT where the kernel has it, else the walk above.  Returns
+ * a descriptor or -errno.
+ */
+static int open_in_root(const char *path, int flags, int follow_last)
+{
+	int fd;
+
+	while (*path == '/')
+		path++;
+	if (!*path)
+		path = ".";
+	if (use_openat2 && !force_walk) {
+		fd = openat2_in_root(path, follow_last ? flags : flags | O_NOFOLLOW);
+		return fd < 0 ? -errno : fd;
+	}
+	return walk_open(path, flags, follow_last);
+}
+
+/*
  * Never blocks: O_NONBLOCK makes opening a FIFO (a captured tree may hold
  * one; real sysfs and procfs never do) return at once.  A --sysfs-root tree
  * is regular files on a disk: penny top rereads a thousand of them every
  * interval, which must not make the kernel update (and write back) their
  * access times, so they are read with O_NOATIME where the owner or root
- * may (the live /sys and /proc have no access times to keep).
+ * may (the live /sys and /proc have no access times to keep).  Below a
+ * root every path resolves beneath it: a link out of the tree is followed
+ * as if the root were / (the live system is never read through a tree).
+ * The live system takes the plain open(): penny top's fast path.
  */
 static int open_path(const char *path, int flags)
 {
 	int fd;
 
 	flags |= O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
-	if (root_fd < 0)
-		return open(path, flags);
-	while (*path == '/')
-		path++;
-	fd = openat(root_fd, *path ? path : ".", flags | O_NOATIME);
-	if (fd < 0 && errno == EPERM)
-		fd = openat(root_fd, *path ? path : ".", flags);
+	if (root_fd < 0) {
+		fd = open(path, flags);
+		return fd < 0 ? -errno : fd;
+	}
+	fd = open_in_root(path, flags | O_NOATIME, 1);
+	if (fd == -EPERM)
+		fd = open_in_root(path, flags, 1);
 	return fd;
 }
 
@@ -91,7 +273,7 @@ static int open_regular(const char *path, int flags)
 	int fd = open_path(path, flags);
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return pn_err(-EINVAL, "'%s%s' is not a regular file", root_fd < 0 ? "" : root_name,
@@ -227,8 +409,10 @@ DIR *pn_sys_opendir(const char *fmt, ...)
 		return NULL;
 	}
 	fd = open_path(path, O_RDONLY | O_DIRECTORY);
-	if (fd < 0)
+	if (fd < 0) {
+		errno = -fd;
 		return NULL;
+	}
 	d = fdopendir(fd);
 	if (!d)
 		close(fd);
@@ -238,10 +422,9 @@ DIR *pn_sys_opendir(const char *fmt, ...)
 ssize_t pn_sys_readlink(char *buf, size_t len, const char *fmt, ...)
 {
 	char path[PATH_MAX];
-	const char *p = path;
 	va_list ap;
 	ssize_t n;
-	int ret;
+	int ret, fd;
 
 	va_start(ap, fmt);
 	ret = vpath(path, sizeof(path), fmt, ap);
@@ -253,9 +436,17 @@ ssize_t pn_sys_readlink(char *buf, size_t len, const char *fmt, ...)
 	if (root_fd < 0) {
 		n = readlink(path, buf, len - 1);
 	} else {
-		while (*p == '/')
-			p++;
-		n = readlinkat(root_fd, p, buf, len - 1);
+		/* the link itself, its directories resolved beneath the root */
+		fd = open_in_root(path, O_PATH | O_CLOEXEC, 0);
+		if (fd < 0)
+			return fd;
+		n = readlinkat(fd, "", buf, len - 1);
+		if (n < 0 && errno == ENOENT)
+			errno = EINVAL; /* not a link: as readlink(2) says */
+		ret = -errno;
+		close(fd);
+		if (n < 0)
+			return ret;
 	}
 	if (n < 0)
 		return -errno;
@@ -266,10 +457,9 @@ ssize_t pn_sys_readlink(char *buf, size_t len, const char *fmt, ...)
 int pn_sys_exists(const char *fmt, ...)
 {
 	char path[PATH_MAX];
-	const char *p = path;
 	struct stat st;
 	va_list ap;
-	int ret;
+	int ret, fd;
 
 	va_start(ap, fmt);
 	ret = vpath(path, sizeof(path), fmt, ap);
@@ -278,7 +468,9 @@ int pn_sys_exists(const char *fmt, ...)
 		return 0;
 	if (root_fd < 0)
 		return stat(path, &st) == 0;
-	while (*p == '/')
-		p++;
-	return fstatat(root_fd, *p ? p : ".", &st, 0) == 0;
+	fd = open_in_root(path, O_PATH | O_CLOEXEC, 1);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
 }

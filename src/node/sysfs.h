@@ -4,6 +4,13 @@
  * (--sysfs-root DIR, PENNY_SYSROOT), like hwloc's HWLOC_FSROOT, so captured
  * trees replay real machines.  Paths are absolute ("/sys/class/...") and are
  * resolved relative to the root; printf-style formats build them.
+ *
+ * The root is a jail: every open, directory read, link read and existence
+ * test below it resolves beneath it, symbolic links included (a relative
+ * link from its own directory, an absolute one as if the root were /, ".."
+ * never above the root): openat2(RESOLVE_IN_ROOT) where the kernel has it
+ * (Linux 5.6), else a walk of one component at a time that does the same.
+ * A tree cannot make penny read (and print) a file outside it.
  */
 #ifndef PENNY_SYSFS_H
 #define PENNY_SYSFS_H
@@ -19,6 +26,8 @@ int pn_sysfs_set_root(const char *dir);
 /* The root directory as given ("/" for the live system). */
 const char *pn_sysfs_root(void);
 int pn_sysfs_is_live(void);
+/* Tests: resolve with the component walk even where openat2 works (1), or not (0). */
+void pn_sysfs_force_walk(int on);
 
 /*
  * Nothing here blocks: files are opened non-blocking, and only regular files

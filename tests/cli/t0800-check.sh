@@ -118,6 +118,57 @@ test_expect_success 'a port at half rate fails against the fastest port' '
 	verdict inventory mlx5_0/1 out.json | grep -q "^PASS  | config: inventory.port-rate"
 '
 
+test_expect_success 'a rate of inf, 0 or 1e300 fails that port, never the one beside it' '
+	for r in "inf Gb/sec (4X NDR)" "0 Gb/sec" "1e300 Gb/sec" "NaN Gb/sec"; do
+		copy ok inf && echo "$r" >inf/sys/class/infiniband/mlx5_1/ports/1/rate &&
+		test_exit 1 penny check --sysfs-root inf --only inventory --json >out.json &&
+		verdict inventory mlx5_1/1 out.json >v &&
+		grep -q "^FAIL /sys/class/infiniband/mlx5_1/ports/1/rate is not a link rate" v &&
+		verdict inventory mlx5_0/1 out.json | grep -q "^PASS  | topology: fastest InfiniBand port 400 Gb/s" ||
+		{ cat v; return 1; }
+	done
+'
+
+echo "root:*:19000:0:99999:7:::" >secret
+test_expect_success 'files linked out of the tree are not read (nor printed)' '
+	copy ok jail &&
+	ln -sf "$PWD/secret" "$(pci jail 0000:01:00.0)/current_link_speed" &&
+	ln -sf ../../../../../../../../../../../secret "$(pci jail 0000:03:00.0)/current_link_width" &&
+	ln -sf "$PWD/secret" jail/sys/class/infiniband/mlx5_0/ports/1/rate &&
+	test_exit 1 penny check --sysfs-root jail --only inventory,pcie --json >out.json 2>err &&
+	penny check --sysfs-root jail --only pcie >out 2>>err &&
+	! grep -q "root:" out.json out err &&
+	verdict pcie GPU0 out.json >v && cat v &&
+	grep -q "^SKIP link state unknown: current_link_width: No such file" v &&
+	verdict pcie mlx5_0 out.json | grep -q "^PASS link at 0000:01:00.0 unknown: current_link_speed: No such file" &&
+	verdict inventory mlx5_0/1 out.json | grep -q "^FAIL .*/mlx5_0/ports/1/rate cannot be read: No such file"
+'
+
+test_expect_success 'a file that does not parse is named with its kind, never shown' '
+	copy ok junk &&
+	cp secret "$(pci junk 0000:03:00.0)/current_link_speed" &&
+	cp secret "$(pci junk 0000:04:00.0)/max_link_width" &&
+	cp secret junk/sys/class/infiniband/mlx5_0/ports/1/rate &&
+	test_exit 1 penny check --sysfs-root junk --only inventory,pcie --json >out.json 2>err &&
+	! grep -q "root:" out.json err &&
+	verdict pcie GPU0 out.json | grep -q "^SKIP link state unknown: current_link_speed: not a link speed" &&
+	verdict pcie mlx5_0 out.json | grep -q "^SKIP link state unknown: max_link_width: not a link width" &&
+	verdict inventory mlx5_0/1 out.json | grep -q "^FAIL /sys/class/infiniband/mlx5_0/ports/1/rate is not a link rate"
+'
+
+test_expect_success 'a NIC without ports fails, and so does the rail through it' '
+	copy ok noports && rm -rf noports/sys/class/infiniband/mlx5_1/ports &&
+	test_exit 1 penny check --sysfs-root noports --only inventory --json >out.json &&
+	verdict inventory mlx5_1 out.json >v && cat v &&
+	grep -q "^FAIL /sys/class/infiniband/mlx5_1/ports is missing or has no readable port" v &&
+	verdict inventory GPU1 out.json | grep -q "^FAIL its NIC mlx5_1 has no ports" &&
+	verdict inventory GPU0 out.json | grep -q "^PASS" &&
+	test_exit 1 penny check --sysfs-root noports --only inventory -d mlx5_1:1 >out &&
+	grep -q "^inventory .* mlx5_1  *no ports  *ports  *FAIL" out &&
+	test_exit 1 penny check --sysfs-root noports --only inventory -d mlx5_0 --json >out.json &&
+	! grep -q "\"target\":\"mlx5_1\"" out.json
+'
+
 test_expect_success 'a GPU without a rail NIC fails; rail-path relaxes it' '
 	. "$TOP/tests/helpers/trees.sh" && tree_switches sw >/dev/null 2>&1 &&
 	test_exit 1 penny check --sysfs-root sw --only inventory --json >out.json &&
@@ -151,6 +202,24 @@ test_expect_success 'an error counter that rises during the run fails, named' '
 	grep -q "^FAIL rose: symbol_error +3, link_downed +1 | default: no increase" v &&
 	verdict counters mlx5_0/1 out.json | grep -q "^PASS" &&
 	python3 -c "import json; d=json.load(open(\"out.json\")); r=[x for x in d[\"results\"] if x[\"target\"]==\"mlx5_1/1\"][0]; assert r[\"measured\"]==4 and r[\"seconds\"]>=2.9, r"
+'
+
+# 128 counters per port were kept and the rest dropped without a word: an
+# error counter past them was never judged
+test_expect_success 'a port with thousands of counters: errors judged, the rest counted' '
+	copy ok many && printf "counters.window = 2\n" >w2.conf || exit 1
+	h=many/sys/class/infiniband/mlx5_1/ports/1/hw_counters e=many/sys/class/infiniband/mlx5_0/ports/1/hw_counters
+	mkdir -p $h $e && (cd $h && for i in $(seq 1000 2999); do echo 0 >aa_$i; done && echo 0 >zz_late_err) &&
+	(cd $e && for i in $(seq 100 399); do echo 0 >e_${i}_err; done) || exit 1
+	"$PENNY" check --sysfs-root many --only counters --config w2.conf --json >out.json &
+	pid=$! n=0
+	while ! ls -l /proc/$pid/fd 2>/dev/null | grep -q zz_late_err && [ $n -lt 150 ]; do sleep 0.02; n=$((n + 1)); done
+	echo 7 >$h/zz_late_err &&
+	{ wait $pid; test $? = 1; } &&
+	verdict counters mlx5_1/1 out.json >v && cat v &&
+	grep -q "^FAIL rose: zz_late_err +7; 1753 counters left out (more than 256), 0 of them error counters" v &&
+	verdict counters mlx5_0/1 out.json >v && cat v &&
+	grep -q "^FAIL 52 counters left out (more than 256), 48 of them error counters" v
 '
 
 test_expect_success 'counters.max-increase allows that much increase' '

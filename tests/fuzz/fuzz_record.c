@@ -8,6 +8,8 @@
 #define _GNU_SOURCE
 #include "fuzz.h"
 
+#include <math.h>
+
 #include "node/record.h"
 
 #include <stdio.h>
@@ -58,15 +60,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		pn_record_sample_init(s);
 		for (i = 0; i < pn_replay_count(r) && i < 4; i++) {
 			FUZZ_ASSERT(pn_replay_load(r, i, s) == 0);
-			for (n = 0; n < s->set.n; n++)
-				FUZZ_ASSERT(s->set.ports[n].hist_n <= PN_COUNTERS_HIST);
+			for (n = 0; n < s->set.n; n++) {
+				const struct pn_counters_port *p = &s->set.ports[n];
+
+				FUZZ_ASSERT(p->hist_n <= PN_COUNTERS_HIST);
+				/* what reaches JSON and Prometheus is in range */
+				FUZZ_ASSERT(isnan(p->util) || (p->util >= 0 && p->util <= 1));
+				FUZZ_ASSERT(isnan(p->rx_Bps) || p->rx_Bps >= 0);
+				FUZZ_ASSERT(isnan(p->tx_Bps) || p->tx_Bps >= 0);
+			}
 			roundtrip(s);
 		}
 		pn_record_sample_release(s);
 		free(s);
 	}
-	if (!pn_replay_series(r, &ss, &n))
+	if (!pn_replay_series(r, &ss, &n)) {
+		for (i = 0; i < n; i++) /* the plot's x axis only goes forward */
+			for (int k = 1; k < ss[i].npts; k++)
+				FUZZ_ASSERT(ss[i].t[k] >= ss[i].t[k - 1]);
 		pn_replay_series_free(ss, n);
+	}
 	pn_replay_close(r);
 	fclose(f);
 	return 0;

@@ -3,13 +3,14 @@
  * Fuzz harness: the parsers of values penny reads from sysfs, procfs and
  * the fabric: port rate ("100 Gb/sec (4X EDR)"), state ("4: ACTIVE"),
  * state names, numbers (pn_sys_u64/int), counter files, GIDs, device links,
- * sizes and durations, --lid, and PerfMgt MAD responses.  The first byte
- * picks the parser, the rest is the value.
+ * sizes and durations, --lid, PCIe link speed and width, and PerfMgt MAD
+ * responses.  The first byte picks the parser (mod 32), the rest is the value.
  */
 #include "fuzz.h"
 
 #include "node/counters.h"
 #include "node/nic.h"
+#include "node/pcie.h"
 #include "node/perfquery.h"
 #include "node/sysfs.h"
 #include "node/topo.h"
@@ -50,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!size)
 		return 0;
-	if (data[0] % 16 == 15) {
+	if (data[0] % 32 == 15) {
 		/* exactly the bytes received */
 		uint8_t *m = malloc(size - 1 ? size - 1 : 1);
 
@@ -64,10 +65,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s = fuzz_str(data + 1, size - 1);
 	if (!s)
 		return 0;
-	switch (data[0] % 16) {
+	switch (data[0] % 32) {
 	case 0:
 		d = pn_parse_rate(s);
-		FUZZ_ASSERT(d >= 0 || isnan(d));
+		/* a line rate or 0: never inf, NaN, negative or absurd */
+		FUZZ_ASSERT(d == 0 || (d >= PN_RATE_MIN_GBPS && d <= PN_RATE_MAX_GBPS));
 		break;
 	case 1:
 		pn_parse_state(s, name, sizeof(name));
@@ -117,6 +119,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 14:
 		i = pn_path_parse(s, &j);
 		FUZZ_ASSERT(i >= -1 && i <= PN_PATH_SYS);
+		break;
+	case 16: {
+		unsigned mts = 0;
+
+		if (!pn_pcie_parse_speed(s, &mts))
+			FUZZ_ASSERT(mts <= 64000);
+		break;
+	}
+	case 17:
+		if (!pn_pcie_parse_width(s, &i))
+			FUZZ_ASSERT(i >= 0 && i <= 32);
 		break;
 	}
 	free(s);

@@ -2,7 +2,8 @@
 /*
  * The counter model over a fake sysfs tree whose files the test advances
  * between samples, with an injected clock so rates are exact: x4 scaling,
- * 32-bit wrap, reset, saturation, a port going DOWN, devices appearing and
+ * a counter that goes down (a reset: none wraps), saturation, a jump beyond
+ * the line rate, a rate of inf, a port going DOWN, devices appearing and
  * disappearing, unreadable files, soft-RoCE fallback, netdevs, remote ports,
  * 16 devices x 2 ports.
  */
@@ -36,6 +37,14 @@ static void set_init(struct pn_counters_set *s, int ethernet)
 	pn_counters_set_init(s, &cfg);
 }
 
+/* A new set and its baseline sample at 1 s. */
+static void baseline(struct pn_counters_set *s)
+{
+	set_init(s, 0);
+	fake_ns = SEC;
+	pn_counters_set_sample(s);
+}
+
 static const struct pn_counter *ctr(const struct pn_counters_port *p, int group, const char *name)
 {
 	int i;
@@ -64,13 +73,14 @@ TEST(update_arithmetic)
 	pn_counters_update(&c, 1, 150, 0);
 	CHECK_EQ_INT(c.flags, PN_CF_VALID | PN_CF_DELTA);
 	CHECK_EQ_INT(c.delta, 200);
-	/* 32-bit wrap: 4294967000 -> 704 is 1000 words */
+	/* no counter wraps: 4294967000 -> 704 is a reset (PortCounters saturate) */
 	pn_counters_update(&c, 1, 4294967000ull, 0);
 	pn_counters_update(&c, 1, 704, 0);
-	CHECK(c.flags & PN_CF_WRAP);
-	CHECK_EQ_INT(c.delta, 4000);
-	CHECK_EQ_INT(c.wraps, 1);
-	CHECK_EQ_INT(c.value, (704ull + (1ull << 32)) * 4);
+	CHECK(c.flags & PN_CF_RESET);
+	CHECK(!(c.flags & PN_CF_WRAP));
+	CHECK_EQ_INT(c.delta, 704 * 4);
+	CHECK_EQ_INT(c.wraps, 0);
+	CHECK_EQ_INT(c.value, 704 * 4);
 	/* a 64-bit value that goes down is a reset: counts from zero */
 	pn_counters_update(&c, 1, 1ull << 40, 0);
 	pn_counters_update(&c, 1, 5, 0);
@@ -79,14 +89,22 @@ TEST(update_arithmetic)
 	CHECK_EQ_INT(c.delta, 20);
 	CHECK_EQ_INT(c.wraps, 0);
 	CHECK_EQ_INT(c.value, 20);
-	/* a wrap larger than the line rate allows is a reset, within it a wrap */
+	/* a reset to more than the line carries has no delta */
 	pn_counters_update(&c, 1, 3000000000ull, 0);
-	pn_counters_update(&c, 1, 10, 1000000);
+	pn_counters_update(&c, 1, 2000000, 1000000);
 	CHECK(c.flags & PN_CF_RESET);
-	pn_counters_update(&c, 1, 3000000000ull, 0);
-	pn_counters_update(&c, 1, 10, 2000000000ull);
-	CHECK(c.flags & PN_CF_WRAP);
-	CHECK_EQ_INT(c.delta, ((1ull << 32) - 3000000000ull + 10) * 4);
+	CHECK(!(c.flags & PN_CF_DELTA));
+	CHECK_EQ_INT(c.delta, 0);
+	/* a rise of more than the line carries is a jump: no delta, no rate */
+	pn_counters_update(&c, 1, 10, 0);
+	pn_counters_update(&c, 1, 10 + (1ull << 32), 1000000);
+	CHECK(c.flags & PN_CF_JUMP);
+	CHECK(!(c.flags & PN_CF_DELTA));
+	CHECK_EQ_INT(c.delta, 0);
+	CHECK_EQ_INT(c.value, (10 + (1ull << 32)) * 4);
+	pn_counters_update(&c, 1, 10 + (1ull << 32) + 1000000, 1000000);
+	CHECK_EQ_INT(c.flags, PN_CF_VALID | PN_CF_DELTA);
+	CHECK_EQ_INT(c.delta, 4000000);
 	/* unreadable: no value, and the next reading is a new baseline */
 	pn_counters_update(&c, 0, 0, 0);
 	CHECK_EQ_INT(c.flags, 0);
@@ -185,7 +203,7 @@ TEST(wrap_reset_errors_in_a_port)
 	set_init(&s, 0);
 	fake_ns = SEC;
 	pn_counters_set_sample(&s);
-	fake_ctr("mlx4_0", 1, "port_xmit_data", 704);		/* wrapped */
+	fake_ctr("mlx4_0", 1, "port_xmit_data", 704);		/* reset: nothing wraps */
 	fake_ctr("mlx4_0", 1, "port_rcv_data", 100);		/* reset */
 	fake_ctr("mlx4_0", 1, "symbol_error", 12);
 	fake_hw("mlx4_0", 1, "out_of_buffer", 7);
@@ -194,11 +212,11 @@ TEST(wrap_reset_errors_in_a_port)
 	fake_ns += SEC;
 	pn_counters_set_sample(&s);
 	p = &s.ports[0];
-	CHECK(near(p->tx_Bps, 4000));
-	CHECK(ctr(p, PN_CG_IB, "port_xmit_data")->flags & PN_CF_WRAP);
+	CHECK(near(p->tx_Bps, 704 * 4));
+	CHECK(ctr(p, PN_CG_IB, "port_xmit_data")->flags & PN_CF_RESET);
 	CHECK(near(p->rx_Bps, 400));
 	CHECK(ctr(p, PN_CG_IB, "port_rcv_data")->flags & PN_CF_RESET);
-	CHECK(p->flags & PN_CF_WRAP);
+	CHECK(!(p->flags & PN_CF_WRAP));
 	CHECK(p->flags & PN_CF_RESET);
 	CHECK(p->flags & PN_CF_SAT); /* link_downed stuck at 255 */
 	CHECK(ctr(p, PN_CG_IB, "link_downed")->flags & PN_CF_SAT);
@@ -213,6 +231,96 @@ TEST(wrap_reset_errors_in_a_port)
 	CHECK_STR(p->ctr[0].name, "port_rcv_data");
 	CHECK_STR(p->ctr[1].name, "port_xmit_data");
 	CHECK_EQ_INT(p->ctr[p->nctr - 1].group, PN_CG_HW);
+	pn_counters_set_release(&s);
+}
+
+/* A 32-bit jump of port_xmit_data in 0.2 s on a 400 Gb/s port was 171.7 %. */
+TEST(no_rate_beyond_the_line)
+{
+	struct pn_counters_set s;
+	const struct pn_counters_port *p;
+
+	fake_reset();
+	fake_ib_port("mlx5_0", 1);
+	fake_port_attr("mlx5_0", 1, "rate", "400 Gb/sec (4X NDR)");
+	fake_ib_port("mlx5_1", 1);
+	fake_port_attr("mlx5_1", 1, "rate", "inf Gb/sec (4X NDR)");
+	fake_ctr("mlx5_0", 1, "port_xmit_data", 1000);
+	fake_ctr("mlx5_0", 1, "port_rcv_data", 1000);
+	fake_ctr("mlx5_1", 1, "port_xmit_data", 1000);
+	baseline(&s);
+	fake_ctr("mlx5_0", 1, "port_xmit_data", 1000 + (1ull << 32));
+	/* 10.4 GB in 0.2 s: 104 % of 10 GB, within the timing allowance */
+	fake_ctr("mlx5_0", 1, "port_rcv_data", 1000 + 2600000000ull);
+	fake_ctr("mlx5_1", 1, "port_xmit_data", 1000 + (1ull << 32));
+	fake_ns += SEC / 5;
+	pn_counters_set_sample(&s);
+	p = pn_counters_set_find(&s, "mlx5_0/1");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK(isnan(p->tx_Bps));
+		CHECK(ctr(p, PN_CG_IB, "port_xmit_data")->flags & PN_CF_JUMP);
+		CHECK(p->flags & PN_CF_JUMP);
+		CHECK(near(p->rx_Bps, 5.2e10));
+		CHECK(p->util == 1.0); /* never above 100 % */
+	}
+	p = pn_counters_set_find(&s, "mlx5_1/1");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK(p->rate_gbps == 0);	/* inf is no line rate */
+		CHECK_STR(p->rate, "");		/* and is not shown */
+		CHECK(isnan(p->util));
+	}
+	CHECK(pn_counters_util(-5, 100) == 0);
+	CHECK(pn_counters_util(500, 100) == 1);
+	CHECK(isnan(pn_counters_util(5, 0)));
+	CHECK(isnan(pn_counters_util(5, INFINITY)));
+	CHECK(isnan(pn_counters_util(NAN, 100)));
+	pn_counters_set_release(&s);
+}
+
+/* An error counter at entry 136 of a port was never judged (128 kept). */
+TEST(more_counters_than_kept_errors_first)
+{
+	struct pn_counters_set s;
+	const struct pn_counters_port *p;
+	char name[48];
+	int i;
+
+	fake_reset();
+	fake_ib_port("mlx5_0", 1);
+	for (i = 0; i < PN_COUNTERS_MAX + 100; i++) {
+		snprintf(name, sizeof(name), "aa_other_%03d", i);
+		fake_hw("mlx5_0", 1, name, 1);
+	}
+	fake_hw("mlx5_0", 1, "zz_late_err", 0);
+	fake_ib_port("mlx5_1", 1);
+	for (i = 0; i < 266; i++) {
+		snprintf(name, sizeof(name), "e_%03d_err", i);
+		fake_hw("mlx5_1", 1, name, 0);
+	}
+	baseline(&s);
+	fake_hw("mlx5_0", 1, "zz_late_err", 5);
+	fake_ns += SEC;
+	pn_counters_set_sample(&s);
+	p = pn_counters_set_find(&s, "mlx5_0/1");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_EQ_INT(p->nctr, PN_COUNTERS_MAX);
+		CHECK(ctr(p, PN_CG_HW, "zz_late_err") != NULL);
+		CHECK_EQ_INT(p->err_delta, 5);
+		CHECK(ctr(p, PN_CG_IB, "port_xmit_data") != NULL);
+		CHECK_EQ_INT(p->nleft_out, 13 + 100 + 1); /* fake_ib_port has 13 */
+		CHECK_EQ_INT(p->nleft_out_err, 0);
+	}
+	p = pn_counters_set_find(&s, "mlx5_1/1");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_EQ_INT(p->nctr, PN_COUNTERS_MAX);
+		CHECK_EQ_INT(p->nleft_out_err, 7 + 266 - 256); /* counted: check fails it */
+		CHECK_EQ_INT(p->nleft_out, 6 + 17);
+		CHECK(ctr(p, PN_CG_IB, "symbol_error") != NULL);
+	}
 	pn_counters_set_release(&s);
 }
 
@@ -550,9 +658,7 @@ TEST(copy_is_deep_and_detached)
 	fake_reset();
 	fake_ib_port("mlx5_0", 1);
 	fake_ib_port("mlx5_1", 1);
-	set_init(&s, 0);
-	fake_ns = SEC;
-	pn_counters_set_sample(&s);
+	baseline(&s);
 	fake_ctr("mlx5_1", 1, "port_rcv_data", 25);
 	fake_ns += SEC;
 	pn_counters_set_sample(&s);
@@ -646,6 +752,8 @@ int main(void)
 	RUN(update_saturating_width);
 	RUN(rates_and_x4_scaling);
 	RUN(wrap_reset_errors_in_a_port);
+	RUN(no_rate_beyond_the_line);
+	RUN(more_counters_than_kept_errors_first);
 	RUN(port_down_and_back);
 	RUN(devices_appear_and_disappear);
 	RUN(a_device_replaced_under_its_name_starts_over);

@@ -96,6 +96,17 @@ TEST(rate_and_state_parsing)
 	CHECK(pn_parse_rate("10 Mb/sec") == 0.01);
 	CHECK(pn_parse_rate("garbage") == 0);
 	CHECK(pn_parse_rate("") == 0);
+	/* no line to measure against: each is that port's error, not 0 or inf */
+	CHECK(pn_parse_rate("inf Gb/sec (4X NDR)") == 0);
+	CHECK(pn_parse_rate("nan Gb/sec") == 0);
+	CHECK(pn_parse_rate("-400 Gb/sec") == 0);
+	CHECK(pn_parse_rate("0 Gb/sec") == 0);
+	CHECK(pn_parse_rate("1e300 Gb/sec") == 0);
+	CHECK(pn_parse_rate("1e999 Gb/sec") == 0);
+	CHECK(pn_parse_rate("20000 Gb/sec") == 0);
+	CHECK(pn_parse_rate("0x190 Gb/sec") == 0);
+	CHECK(pn_parse_rate("0.0001 Mb/sec") == 0);
+	CHECK(pn_parse_rate("1.6 Tb/sec") == 1600);
 	CHECK(pn_parse_state("4: ACTIVE", name, sizeof(name)) == 4 && !strcmp(name, "ACTIVE"));
 	CHECK(pn_parse_state("5: LinkUp", name, sizeof(name)) == 5 && !strcmp(name, "LinkUp"));
 	CHECK(pn_parse_state("ACTIVE", name, sizeof(name)) == -1);
