@@ -91,6 +91,10 @@ static int parse(struct pn_check_baseline *b, const struct pn_jval *root, const 
 		if (!check || !target || pn_json_num(pn_json_get(r, "measured"), &e->v))
 			return bad(path, r, "a result needs \"check\", \"target\" (strings) and "
 				   "\"measured\" (a number)");
+		/* every figure penny measures is a size or rate: never below zero */
+		if (e->v < 0)
+			return bad(path, pn_json_get(r, "measured"),
+				   "\"measured\" must not be negative");
 		if (strlen(check) >= sizeof(e->check) || strlen(target) >= sizeof(e->target))
 			return bad(path, r, "a check or target name longer than 63 bytes");
 		strcpy(e->check, check);
