@@ -134,6 +134,9 @@ int pn_check_rails(struct pn_check *c);		/* check_net.c */
  * target, whatever node it was saved on.
  */
 int pn_check_baseline_load(struct pn_check_baseline **b, const char *path);
+/* The same from buf[0, len) (name: for messages); *b NULL on an error. */
+int pn_check_baseline_parse(struct pn_check_baseline **b, const char *buf, size_t len,
+			    const char *name);
 void pn_check_baseline_free(struct pn_check_baseline *b);
 /* The saved measurement of check/target: 0 (*v set), or -ENOENT (no message). */
 int pn_check_baseline_find(const struct pn_check_baseline *b, const char *check,
