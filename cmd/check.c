@@ -67,10 +67,8 @@ static int list_keys(struct pn_ctx *ctx)
 	pn_out_open_object(o, NULL);
 	pn_out_open_array(o, "keys");
 	for (i = 0; i < n; i++) {
-		char dflt[64], range[64];
-
 		const char *nf = k[i].type == PN_KEY_INT ? "%.0f" : "%g";
-		char range_fmt[16];
+		char dflt[64], range[128], range_fmt[16];
 
 		if (PN_KEY_IS_NUM(&k[i])) {
 			snprintf(range_fmt, sizeof(range_fmt), "%s..%s", nf, nf);
@@ -80,7 +78,8 @@ static int list_keys(struct pn_ctx *ctx)
 			else
 				snprintf(dflt, sizeof(dflt), nf, k[i].dflt);
 		} else {
-			snprintf(range, sizeof(range), "%s%s", k[i].type == PN_KEY_LIST ? "comma list of: " : "",
+			snprintf(range, sizeof(range), "%s%s",
+				 k[i].type == PN_KEY_LIST ? "comma list of: " : "",
 				 k[i].choices ? k[i].choices : "text");
 			snprintf(dflt, sizeof(dflt), "%s", k[i].dflt_str ? k[i].dflt_str : "none");
 		}
@@ -228,12 +227,14 @@ static int required(struct pn_ctx *ctx, const struct pn_check_cfg *cfg, unsigned
 		if ((ret = pn_check_parse_list(list, &m)))
 			return pn_cmd_fail(ctx, 2, "%s: job.require: %s", opt.config,
 					   pn_errmsg(ret));
-		*req |= m;
+		/* a config shared by runs of some checks (--only): those that run */
+		m &= mask;
 	}
 	for (i = 0; i < PN_CHECK_COUNT; i++)
 		if ((*req & (1u << i)) && !(mask & (1u << i)))
 			return pn_cmd_fail(ctx, 2, "check '%s' is required but not run (--only, "
 					   "--skip)", pn_check_name((enum pn_check_id)i));
+	*req |= m;
 	return 0;
 }
 

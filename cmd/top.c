@@ -1070,9 +1070,10 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 	}
 	use_screen = !pn_out_is_json(ctx->out) && !opt.once && !opt.count && !opt.prom &&
 		     isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
-	if (use_screen && pn_ofile_std(opt.record) == STDOUT_FILENO)
-		return pn_cmd_fail(ctx, 2, "--record to standard output needs a batch output "
-				   "(--count, --once, --json or a redirection), not the screen");
+	if (use_screen && pn_ofile_std(opt.record))
+		return pn_cmd_fail(ctx, 2, "--record to standard output or error needs a batch "
+				   "output (--count, --once, --json or a redirection), not the "
+				   "screen");
 	if (opt.replay) {
 		catch_signals();
 		return replay(&r, use_screen);

@@ -177,7 +177,8 @@ static int set_value(struct pn_check_cfg *c, int k, const char *v, const char *n
 
 		errno = 0;
 		x = strtod(v, &end);
-		if (!is_decimal(v, d->type == PN_KEY_INT) || end == v || *end || errno || !isfinite(x))
+		if (!is_decimal(v, d->type == PN_KEY_INT) || end == v || *end || errno ||
+		    !isfinite(x))
 			return pn_err(-EINVAL, "%s:%d: %s must be %s, not '%s'", name, line,
 				      d->key, d->type == PN_KEY_INT ? "a decimal integer"
 								    : "a decimal number", v);

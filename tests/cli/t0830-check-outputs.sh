@@ -97,6 +97,9 @@ test_expect_success '--require and job.require: a SKIP of a named check is a FAI
 		>out 2>err; test $? = 2 && grep -q "check .counters. is required but not run" err &&
 	test_exit 2 penny check --sysfs-root ok --require bogus >out 2>err &&
 	grep -q "^penny check: --require: " err &&
+	echo "job.require = gpu-copy,inventory" >req3.conf &&
+	test_exit 1 penny check --sysfs-root ok --only inventory --config req3.conf >out 2>err &&
+	penny check --sysfs-root ok --only pcie --config req3.conf >out &&
 	echo "job.require = pcie,,counters" >req2.conf &&
 	test_exit 2 penny check --sysfs-root ok --config req2.conf >out 2>err &&
 	grep -q "req2.conf:1: job.require must be a comma list" err
