@@ -720,6 +720,8 @@ int pn_record_parse(struct pn_record_sample *s, const char *line, size_t len)
 	pn_record_sample_init(s);
 	if (len > PN_RECORD_LINE_MAX)
 		return pn_err(-EINVAL, "a line longer than %u bytes", PN_RECORD_LINE_MAX);
+	if (!len) /* (no buffer at all for a first line that is empty) */
+		return pn_err(-EINVAL, "an empty line");
 	ret = pn_json_parse(&doc, line, len);
 	if (ret)
 		return ret;
