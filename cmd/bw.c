@@ -112,7 +112,7 @@ struct bw {
 };
 
 static const char dashes[] = "-------------------------------------------------------------"
-			     "--------------------------------------\n";
+			     "--------------------------------------";
 
 /* ------------------------------------------------------------- options */
 
@@ -244,7 +244,7 @@ static void print_header(struct bw *b)
 		pn_out_uint(o, PN_JSON, "iters", NULL, (unsigned long long)c->iters);
 	else
 		pn_out_float(o, PN_JSON, "duration_s", NULL, c->duration);
-	pn_out_text(o, "%s%*s%s %s Test%s%s\n", dashes, 20, "",
+	pn_out_text(o, "%s\n%*s%s %s Test%s%s\n", dashes, 20, "",
 		    b->r.tcp ? "TCP" : op, c->flags & PN_BW_LAT ? "Latency" : "BW",
 		    c->flags & PN_BW_BIDIR ? " (bidirectional)" : "",
 		    b->r.tcp ? " -- no RDMA, the TCP path" : "");
@@ -286,7 +286,7 @@ static void print_link(struct bw *b, const char *local, const char *remote, cons
 		pn_out_null(o, PN_JSON, "link_gbps", NULL);
 		pn_out_text(o, " Link rate       : unknown\n");
 	}
-	pn_out_text(o, "%s", dashes);
+	pn_out_text(o, "%s\n", dashes);
 	if (b->r.cfg.flags & PN_BW_LAT)
 		pn_out_text(o, " #bytes #iterations   t_min[usec] t_median[usec]  t_avg[usec]  "
 			       "t_p99[usec] t_p99.9[usec]  t_max[usec]\n");
@@ -369,7 +369,7 @@ static void print_end(struct bw *b, int slowest)
 	struct pn_out *o = b->ctx->out;
 
 	pn_out_close_array(o);
-	pn_out_text(o, "%s", dashes);
+	pn_out_text(o, "%s\n", dashes);
 	if (slowest) {
 		pn_out_str(o, PN_ANY, "slowest", " Slowest link    : %s", b->slowest_name);
 		pn_out_float(o, PN_ANY, "slowest_gbps", " (%.3f Gb/s)\n", b->slowest);
@@ -478,7 +478,7 @@ static int run_launcher(struct bw *b)
 			}
 			pn_out_open_object(o, NULL);
 			if (p || i)
-				pn_out_text(o, "%s", dashes);
+				pn_out_text(o, "%s\n", dashes);
 			pn_out_int(o, PN_JSON, "pair", NULL, p);
 			pn_out_int(o, PN_JSON, "rank", NULL, 2 * p);
 			pn_out_int(o, PN_JSON, "peer_rank", NULL, 2 * p + 1);

@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "base/ofile.h"
+#include "base/util.h"
 #include "base/verdict.h"
 #include "harness/check.h"
 #include "harness/check_cfg.h"
@@ -22,7 +23,8 @@
 #include <unistd.h>
 
 static struct {
-	const char *config, *only, *skip, *junit, *prom, *baseline, *save, *plan, *dev, *backend;
+	const char *config, *only, *skip, *require, *junit, *prom, *baseline, *save, *plan, *dev,
+		*backend;
 	int quick, list_keys;
 } opt;
 
@@ -32,6 +34,9 @@ const struct pn_opt check_options[] = {
 	{ "only", 0, OPT_STRING, &opt.only, "LIST", "run only these checks (comma list)",
 	  "inventory pcie counters nic-bw gpu-copy allreduce rails", OPT_LIST },
 	{ "skip", 0, OPT_STRING, &opt.skip, "LIST", "run every check but these (comma list)",
+	  "inventory pcie counters nic-bw gpu-copy allreduce rails", OPT_LIST },
+	{ "require", 0, OPT_STRING, &opt.require, "LIST",
+	  "a SKIP of these checks is a FAIL (comma list; adds to job.require)",
 	  "inventory pcie counters nic-bw gpu-copy allreduce rails", OPT_LIST },
 	{ "quick", 0, OPT_BOOL, &opt.quick, NULL,
 	  "shorter measurements (see the man page for what is left out)", NULL, NULL },
@@ -62,21 +67,26 @@ static int list_keys(struct pn_ctx *ctx)
 	pn_out_open_object(o, NULL);
 	pn_out_open_array(o, "keys");
 	for (i = 0; i < n; i++) {
-		char dflt[64], range[64];
+		const char *nf = k[i].type == PN_KEY_INT ? "%.0f" : "%g";
+		char dflt[64], range[128], range_fmt[16];
 
-		if (k[i].is_num) {
-			snprintf(range, sizeof(range), "%g..%g", k[i].min, k[i].max);
+		if (PN_KEY_IS_NUM(&k[i])) {
+			snprintf(range_fmt, sizeof(range_fmt), "%s..%s", nf, nf);
+			snprintf(range, sizeof(range), range_fmt, k[i].min, k[i].max);
 			if (isnan(k[i].dflt))
 				snprintf(dflt, sizeof(dflt), "none");
 			else
-				snprintf(dflt, sizeof(dflt), "%g", k[i].dflt);
+				snprintf(dflt, sizeof(dflt), nf, k[i].dflt);
 		} else {
-			snprintf(range, sizeof(range), "%s", k[i].choices ? k[i].choices : "text");
+			snprintf(range, sizeof(range), "%s%s",
+				 k[i].type == PN_KEY_LIST ? "comma list of: " : "",
+				 k[i].choices ? k[i].choices : "text");
 			snprintf(dflt, sizeof(dflt), "%s", k[i].dflt_str ? k[i].dflt_str : "none");
 		}
 		pn_out_open_object(o, NULL);
 		pn_out_str(o, PN_ANY, "key", "%-24s", k[i].key);
-		pn_out_str(o, PN_JSON, "type", NULL, k[i].is_num ? "number" : "string");
+		pn_out_str(o, PN_JSON, "type", NULL, k[i].type == PN_KEY_INT ? "integer"
+						     : PN_KEY_IS_NUM(&k[i]) ? "number" : "string");
 		pn_out_str(o, PN_ANY, "default", " default %-8s", dflt);
 		pn_out_str(o, PN_ANY, "range", " (%s)", range);
 		pn_out_str(o, PN_ANY, "doc", "\n    %s\n", k[i].doc);
@@ -94,24 +104,29 @@ static void progress(void *arg, const char *check, const char *what)
 
 struct outputs {
 	struct pn_ofile *junit, *prom, *save;
+	int open;	/* rank 0 opened them: every exit writes them */
 };
 
-/* Rank 0 opens its output files before the work: a refused name fails now. */
+/*
+ * Rank 0 opens its output files before the work: a refused name fails now.
+ * The others are still opened, to say why in them.
+ */
 static int open_outputs(struct pn_ctx *ctx, struct outputs *f)
 {
 	const char *paths[] = { opt.junit, opt.prom, opt.save };
 	struct pn_ofile **of[] = { &f->junit, &f->prom, &f->save };
 	size_t i;
-	int ret;
+	int ret, rc = 0;
 
+	f->open = 1;
 	for (i = 0; i < 3; i++) {
 		if (!paths[i])
 			continue;
 		ret = pn_ofile_open(of[i], paths[i], PN_OFILE_SYNC);
-		if (ret)
-			return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
+		if (ret && !rc)
+			rc = pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
 	}
-	return 0;
+	return rc;
 }
 
 static void abort_outputs(struct outputs *f)
@@ -123,13 +138,15 @@ static void abort_outputs(struct outputs *f)
 }
 
 /* Write and commit one output file; 0, or 2 after one line. */
-static int commit(struct pn_ctx *ctx, struct pn_ofile **of, int ret)
+static int commit(struct pn_ctx *ctx, struct pn_ofile **of, const char *path, int ret)
 {
 	if (!*of)
 		return 0;
-	if (!ret)
-		ret = pn_ofile_commit(*of);
+	if (ret)
+		pn_err(ret, "%s: write error", path);
 	else
+		ret = pn_ofile_commit(*of);
+	if (ret)
 		pn_ofile_abort(*of);
 	*of = NULL;
 	if (ret)
@@ -137,35 +154,39 @@ static int commit(struct pn_ctx *ctx, struct pn_ofile **of, int ret)
 	return 0;
 }
 
-static int write_files(struct pn_ctx *ctx, struct outputs *f, struct pn_check *c, int code)
+/*
+ * Every exit of rank 0 after its outputs were opened: the baseline (only
+ * when every check passed), then JUnit and Prometheus with the run's real
+ * exit code, and for an exit 2 the reason it said.  Returns the exit code,
+ * 2 when an output could not be written.
+ */
+static int write_outputs(struct pn_ctx *ctx, struct outputs *f, struct pn_check *c, int code)
 {
-	int rc = 0, r;
+	const char *host = c->node[0] ? c->node : pn_hostname();
+	const char *why = NULL;
+	int ran = c->results != NULL && code != 2;
 
-	if (f->junit) {
-		r = pn_verdict_write_junit(pn_ofile_file(f->junit), "penny check", c->node,
-					   c->results);
-		if (r)
-			pn_err(r, "%s: write error", opt.junit);
-		rc |= commit(ctx, &f->junit, r);
-	}
-	if (f->prom) {
-		r = pn_verdict_write_prom(pn_ofile_file(f->prom), c->results);
-		if (r)
-			pn_err(r, "%s: write error", opt.prom);
-		rc |= commit(ctx, &f->prom, r);
-	}
-	if (f->save && code) {
+	if (f->save && code == 0) {
+		code |= commit(ctx, &f->save, opt.save,
+			       pn_check_baseline_write(pn_ofile_file(f->save), c->results));
+	} else if (f->save) {
 		pn_ofile_abort(f->save);
 		f->save = NULL;
-		rc |= pn_cmd_fail(ctx, 2, "--save-baseline: %s not written: the run did not pass",
-				  opt.save);
-	} else if (f->save) {
-		r = pn_check_baseline_write(pn_ofile_file(f->save), c->results);
-		if (r)
-			pn_err(r, "%s: write error", opt.save);
-		rc |= commit(ctx, &f->save, r);
+		if (ran)
+			code = pn_cmd_fail(ctx, code,
+					   "--save-baseline: %s not written: the run did not pass",
+					   opt.save);
 	}
-	return rc ? 2 : 0;
+	if (code == 2)
+		why = *pn_cmd_said() ? pn_cmd_said() : "penny check could not run";
+	if (f->junit && commit(ctx, &f->junit, opt.junit,
+			       pn_verdict_write_junit(pn_ofile_file(f->junit), "penny check",
+						      host, c->results, why)))
+		code = 2;
+	if (f->prom)
+		code |= commit(ctx, &f->prom, opt.prom,
+			       pn_verdict_write_prom(pn_ofile_file(f->prom), c->results, code));
+	return code & 2 ? 2 : code;
 }
 
 /* Rank 0: the document (valid also when the run could not finish). */
@@ -191,8 +212,34 @@ static int present(struct pn_ctx *ctx, struct pn_check *c, int ret)
 	return code;
 }
 
+/* --require and job.require: the checks whose SKIP is a FAIL. */
+static int required(struct pn_ctx *ctx, const struct pn_check_cfg *cfg, unsigned mask,
+		    unsigned *req)
+{
+	const char *list = NULL;
+	unsigned m = 0;
+	int ret, i;
+
+	*req = 0;
+	if (opt.require && (ret = pn_check_parse_list(opt.require, req)))
+		return pn_cmd_fail(ctx, 2, "--require: %s", pn_errmsg(ret));
+	if (pn_check_cfg_str(cfg, "job.require", &list) > 0) {
+		if ((ret = pn_check_parse_list(list, &m)))
+			return pn_cmd_fail(ctx, 2, "%s: job.require: %s", opt.config,
+					   pn_errmsg(ret));
+		/* a config shared by runs of some checks (--only): those that run */
+		m &= mask;
+	}
+	for (i = 0; i < PN_CHECK_COUNT; i++)
+		if ((*req & (1u << i)) && !(mask & (1u << i)))
+			return pn_cmd_fail(ctx, 2, "check '%s' is required but not run (--only, "
+					   "--skip)", pn_check_name((enum pn_check_id)i));
+	*req |= m;
+	return 0;
+}
+
 static int setup(struct pn_ctx *ctx, struct pn_check_cfg *cfg, struct pn_check_baseline **base,
-		 unsigned *mask)
+		 struct pn_check *c)
 {
 	unsigned only = PN_CHECK_ALL, skip = 0;
 	int ret;
@@ -201,13 +248,15 @@ static int setup(struct pn_ctx *ctx, struct pn_check_cfg *cfg, struct pn_check_b
 		return pn_cmd_fail(ctx, 2, "--only: %s", pn_errmsg(ret));
 	if (opt.skip && (ret = pn_check_parse_list(opt.skip, &skip)))
 		return pn_cmd_fail(ctx, 2, "--skip: %s", pn_errmsg(ret));
-	*mask = only & ~skip;
-	if (!*mask)
+	c->mask = only & ~skip;
+	if (!c->mask)
 		return pn_cmd_fail(ctx, 2, "no check left to run (--only, --skip)");
 	if (opt.baseline && opt.save)
 		return pn_cmd_fail(ctx, 2, "--baseline and --save-baseline exclude each other");
 	if (opt.config && (ret = pn_check_cfg_load(cfg, opt.config)))
 		return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
+	if ((ret = required(ctx, cfg, c->mask, &c->require)))
+		return ret;
 	if (opt.baseline && (ret = pn_check_baseline_load(base, opt.baseline)))
 		return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
 	return 0;
@@ -222,22 +271,37 @@ int cmd_check(struct pn_ctx *ctx, int argc, char **argv)
 	struct pn_check c;
 	int rc, ret = 0, rank0;
 
-	if (argc > 0)
-		return pn_cmd_fail(ctx, 2, "unexpected argument '%s'", argv[0]);
 	if (opt.list_keys)
 		return list_keys(ctx);
+	{
+		/* two outputs, or an output and an input, on one file: refused */
+		const char *const names[] = { "--junit", "--prom", "--save-baseline", "--config",
+					      "--baseline", "--plan" };
+		const char *const paths[] = { opt.junit, opt.prom, opt.save, opt.config,
+					      opt.baseline, opt.plan };
+
+		if ((rc = pn_cmd_refuse_shared(ctx, names, paths, 3, PN_ARRAY_SIZE(paths))))
+			return rc;
+	}
 	pn_check_init(&c);
+	rc = pn_cmd_job_cfg(ctx);
+	rank0 = job->rank <= 0;
+	/* from here every exit of rank 0 rewrites the outputs it was asked for */
+	if (rank0) {
+		int o = open_outputs(ctx, &files);
+
+		if (!rc)
+			rc = o;
+	}
 	cfg = pn_check_cfg_new();
-	if (!cfg)
-		return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(-ENOMEM));
-	rc = setup(ctx, cfg, &base, &c.mask);
+	if (!rc && !cfg)
+		rc = pn_cmd_fail(ctx, 2, "%s", pn_errmsg(-ENOMEM));
+	if (!rc && argc > 0)
+		rc = pn_cmd_fail(ctx, 2, "unexpected argument '%s'", argv[0]);
+	if (!rc)
+		rc = setup(ctx, cfg, &base, &c);
 	c.cfg = cfg;
 	c.baseline = base;
-	if (!rc)
-		rc = pn_cmd_job_cfg(ctx);
-	rank0 = job->rank <= 0;
-	if (!rc && rank0)
-		rc = open_outputs(ctx, &files);
 	if (rc)
 		goto out;
 	c.quick = opt.quick;
@@ -263,13 +327,9 @@ int cmd_check(struct pn_ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	rc = present(ctx, &c, ret);
-	if (!ret) {
-		int w = write_files(ctx, &files, &c, rc);
-
-		if (w && rc == 0)
-			rc = w;
-	}
 out:
+	if (files.open)
+		rc = write_outputs(ctx, &files, &c, rc);
 	abort_outputs(&files);
 	pn_check_release(&c);
 	pn_check_baseline_free(base);

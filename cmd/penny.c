@@ -9,6 +9,7 @@
 
 #include "engine/boot.h"
 #include "base/log.h"
+#include "base/ofile.h"
 #include "node/sysfs.h"
 
 #include <errno.h>
@@ -90,12 +91,20 @@ static void say_fmt(const char *cmd, const char *fmt, ...) __attribute__((format
  * Names in it (paths, hosts, devices) may hold any byte: control
  * characters and invalid UTF-8 are shown as \xNN, so a message stays one
  * line and never drives the terminal. */
+static char said[1024];
+
+const char *pn_cmd_said(void)
+{
+	return said;
+}
+
 static void say(const char *cmd, const char *fmt, va_list ap)
 {
 	char msg[1024], line[1024];
 	int n = say_fd >= 0 ? 0 : snprintf(line, sizeof(line), "penny %s: ", cmd), k;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
+	memcpy(said, msg, sizeof(said));
 	if (n < 0 || n >= (int)sizeof(line))
 		n = 0;
 	k = n;
@@ -151,6 +160,19 @@ int pn_cmd_fail(const struct pn_ctx *ctx, int code, const char *fmt, ...)
 	say(ctx->name, fmt, ap);
 	va_end(ap);
 	return code;
+}
+
+int pn_cmd_refuse_shared(const struct pn_ctx *ctx, const char *const *names,
+			 const char *const *paths, size_t nout, size_t n)
+{
+	size_t i, j;
+
+	for (i = 0; i < nout; i++)
+		for (j = i + 1; j < n; j++)
+			if (paths[i] && paths[j] && pn_ofile_same(paths[i], paths[j]))
+				return pn_cmd_fail(ctx, 2, "%s and %s name the same file '%s'",
+						   names[i], names[j], paths[i]);
+	return 0;
 }
 
 int pn_cmd_job_cfg(struct pn_ctx *ctx)

@@ -74,6 +74,16 @@ void pn_cmd_error(const struct pn_ctx *ctx, int code);
 int pn_cmd_exit_code(int err);
 int pn_cmd_fail(const struct pn_ctx *ctx, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/*
+ * Output files (paths[0, nout)) that share a file with another output or
+ * with an input (paths[nout, n)) would lose one of them: 2 after one line
+ * naming both options (names[]), else 0.  NULL paths are not given.
+ */
+int pn_cmd_refuse_shared(const struct pn_ctx *ctx, const char *const *names,
+			 const char *const *paths, size_t nout, size_t n);
+/* The last message pn_cmd_fail or pn_cmd_error said (as formatted, before
+ * escaping), "" if none: what a CI output names as the reason of an exit. */
+const char *pn_cmd_said(void);
 
 /* ctx->job: the launcher's environment into cfg (once); 0, or 2 after one
  * line. */

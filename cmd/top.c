@@ -1052,6 +1052,13 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 		return pn_cmd_fail(ctx, 2, "--record-max is for --record");
 	if (opt.replay && (opt.lids || opt.ca || opt.ethernet))
 		return pn_cmd_fail(ctx, 2, "--lid, --ca and -e are for a live run, not --replay");
+	{
+		const char *const names[] = { "--prom", "--record", "--plot", "--replay" };
+		const char *const paths[] = { opt.prom, opt.record, opt.plot, opt.replay };
+
+		if (pn_cmd_refuse_shared(ctx, names, paths, 3, PN_ARRAY_SIZE(paths)))
+			return 2;
+	}
 	/* before any sampling: a file that cannot be written fails at once */
 	if (opt.prom || opt.plot) {
 		ret = pn_ofile_check(opt.prom ? opt.prom : opt.plot);
@@ -1064,6 +1071,10 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 	}
 	use_screen = !pn_out_is_json(ctx->out) && !opt.once && !opt.count && !opt.prom &&
 		     isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
+	if (use_screen && pn_ofile_std(opt.record))
+		return pn_cmd_fail(ctx, 2, "--record to standard output or error needs a batch "
+				   "output (--count, --once, --json or a redirection), not the "
+				   "screen");
 	if (opt.replay) {
 		catch_signals();
 		return replay(&r, use_screen);

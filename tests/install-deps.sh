@@ -8,7 +8,7 @@ pkgs=(gcc make pkg-config libibverbs-dev libibumad-dev libhwloc-dev libncurses-d
 if [ "$want" = test ]; then
 	pkgs+=(clang python3 openmpi-bin libopenmpi-dev iproute2 procps tmux man-db zsh
 		hwloc-nox rdma-core ibverbs-providers ibverbs-utils infiniband-diags perftest
-		qemu-system-x86 busybox-static cpio kmod xz-utils librsvg2-bin)
+		qemu-system-x86 busybox-static cpio kmod xz-utils librsvg2-bin libxml2-utils)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

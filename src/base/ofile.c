@@ -371,13 +371,56 @@ int pn_ofile_check(const char *path)
 	return ret;
 }
 
+int pn_ofile_std(const char *path)
+{
+	return path ? std_stream(path) : 0;
+}
+
+/* The directory of path (stat) and its last component; 0, or -1. */
+static int dir_entry(const char *path, struct stat *dir, const char **base)
+{
+	const char *slash = strrchr(path, '/');
+	char *d;
+	int ret;
+
+	*base = slash ? slash + 1 : path;
+	if (!slash)
+		return stat(".", dir);
+	d = strndup(path, slash == path ? 1 : (size_t)(slash - path));
+	if (!d)
+		return -1;
+	ret = stat(d, dir);
+	free(d);
+	return ret;
+}
+
+int pn_ofile_same(const char *a, const char *b)
+{
+	struct stat x, y;
+	const char *ba, *bb;
+	int s = std_stream(a);
+
+	if (!strcmp(a, b) || (s && s == std_stream(b)))
+		return 1;
+	if (!stat(a, &x) && !stat(b, &y))
+		return x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+	/* a name not there yet: the same entry of the same directory */
+	return !dir_entry(a, &x, &ba) && !dir_entry(b, &y, &bb) && x.st_dev == y.st_dev &&
+	       x.st_ino == y.st_ino && *ba && !strcmp(ba, bb);
+}
+
 int pn_ofile_append(const char *path)
 {
 	struct stat a, b;
-	int fd, have, e;
+	int fd, have, e, s;
 
 	if (!path || !*path)
 		return pn_err(-EINVAL, "an output file needs a name");
+	s = std_stream(path);
+	if (s) {
+		fd = fcntl(s, F_DUPFD_CLOEXEC, 3);
+		return fd >= 0 ? fd : fail_errno(path, errno);
+	}
 	have = !lstat(path, &a);
 	if (!have && errno != ENOENT)
 		return fail_errno(path, errno);

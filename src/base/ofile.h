@@ -62,11 +62,22 @@ void pn_ofile_abort(struct pn_ofile *of);
 int pn_ofile_check(const char *path);
 /*
  * Open PATH to append to it (top --record): created (0644) when absent,
- * appended to when it is a regular file; a link, directory, device, FIFO or
- * socket is refused as above, never opened (O_NOFOLLOW, O_NONBLOCK, and the
- * descriptor's file checked against what lstat() found).  Returns the
- * descriptor (O_APPEND, close-on-exec) or -errno with a one-line message.
+ * appended to when it is a regular file; "-" or the same file as standard
+ * output or error is written in place (a duplicate of that descriptor); a
+ * link, directory, device, FIFO or socket is refused as above, never opened
+ * (O_NOFOLLOW, O_NONBLOCK, and the descriptor's file checked against what
+ * lstat() found).  Returns the descriptor (close-on-exec; O_APPEND for a
+ * file) or -errno with a one-line message.
  */
 int pn_ofile_append(const char *path);
+/* 1 or 2 when PATH is written in place to standard output or error, else 0. */
+int pn_ofile_std(const char *path);
+/*
+ * Do two names reach one file?  The same string, the same standard stream
+ * ("-" and /dev/stdout), names that stat() finds to be one file (a hard
+ * link), or, where one is not there yet, the same name in the same
+ * directory ("./x" and "x").
+ */
+int pn_ofile_same(const char *a, const char *b);
 
 #endif

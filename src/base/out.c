@@ -176,6 +176,49 @@ size_t pn_prom_escape(char *buf, size_t len, const char *s)
 	return sink_end(&k);
 }
 
+size_t pn_xml_escape(char *buf, size_t len, const char *s)
+{
+	struct sink k = { buf, len, 0 };
+
+	while (*s) {
+		const unsigned char *u = (const unsigned char *)s;
+		int n = pn_utf8_len(s);
+
+		if (!n || (n == 3 && u[0] == 0xef && u[1] == 0xbf && u[2] >= 0xbe) ||
+		    (u[0] < 0x20 && u[0] != '\t' && u[0] != '\n' && u[0] != '\r')) {
+			put_s(&k, "\xef\xbf\xbd", 3); /* U+FFFD */
+			s += n ? n : 1;
+			continue;
+		}
+		switch (u[0]) {
+		case '&':
+			put_s(&k, "&amp;", 5);
+			break;
+		case '<':
+			put_s(&k, "&lt;", 4);
+			break;
+		case '>':
+			put_s(&k, "&gt;", 4);
+			break;
+		case '"':
+			put_s(&k, "&quot;", 6);
+			break;
+		case '\'':
+			put_s(&k, "&apos;", 6);
+			break;
+		case '\t':
+		case '\n':
+		case '\r':
+			put_fmt(&k, "&#%u;", u[0]);
+			break;
+		default:
+			put_s(&k, s, (size_t)n);
+		}
+		s += n;
+	}
+	return sink_end(&k);
+}
+
 size_t pn_text_escape(char *buf, size_t len, const char *s, int layout)
 {
 	struct sink k = { buf, len, 0 };
@@ -458,33 +501,144 @@ void pn_out_null(struct pn_out *o, int where, const char *key, const char *fmt)
 	}
 }
 
+/* One printf conversion spec with its '*' arguments taken already. */
+struct conv {
+	char spec[32];
+	int star[2], nstar;
+};
+
+#define CONV_PUT(f, c, v)                                                                  \
+	((c)->nstar == 2   ? fprintf(f, (c)->spec, (c)->star[0], (c)->star[1], v)          \
+	 : (c)->nstar == 1 ? fprintf(f, (c)->spec, (c)->star[0], v)                       \
+			   : fprintf(f, (c)->spec, v))
+
+/*
+ * The one rule for text: the format's own characters (its newlines and
+ * tabs: the layout) are written as they are, and every string argument, a
+ * name read from the system that may hold any byte, goes through
+ * pn_text_escape without layout, as pn_out_str's do: a host name with a
+ * newline stays on its line.  Numbers are printed as printf would.
+ */
+static void text_vprint(FILE *f, const char *fmt, va_list ap)
+{
+	const char *p = fmt;
+
+	while (*p) {
+		const char *pct = strchr(p, '%'), *q, *mod;
+		char small[256], *heap;
+		struct conv c = { .nstar = 0 };
+		size_t n;
+
+		if (!pct) {
+			fputs(p, f);
+			return;
+		}
+		fwrite(p, 1, (size_t)(pct - p), f);
+		if (pct[1] == '%') {
+			fputc('%', f);
+			p = pct + 2;
+			continue;
+		}
+		q = pct + 1 + strspn(pct + 1, "-+ #0");
+		if (*q == '*' && q++)
+			c.star[c.nstar++] = va_arg(ap, int);
+		q += strspn(q, "0123456789");
+		if (*q == '.') {
+			q++;
+			if (*q == '*' && q++)
+				c.star[c.nstar++] = va_arg(ap, int);
+			q += strspn(q, "0123456789");
+		}
+		mod = q;
+		q += strspn(q, "hlLjzt");
+		n = (size_t)(q + 1 - pct);
+		if (!*q || n >= sizeof(c.spec)) { /* not a conversion penny writes */
+			fputs(pct, f);
+			return;
+		}
+		memcpy(c.spec, pct, n);
+		c.spec[n] = 0;
+		p = q + 1;
+		switch (*q) {
+		case 's': {
+			const char *v = va_arg(ap, const char *);
+
+			CONV_PUT(f, &c, escaped(pn_text_escape, v ? v : "(null)", 0, small,
+						sizeof(small), &heap));
+			free(heap);
+			break;
+		}
+		case 'd':
+		case 'i':
+			if (mod[0] == 'l' && mod[1] == 'l')
+				CONV_PUT(f, &c, va_arg(ap, long long));
+			else if (*mod == 'l' || *mod == 'z' || *mod == 'j' || *mod == 't')
+				CONV_PUT(f, &c, va_arg(ap, long));
+			else
+				CONV_PUT(f, &c, va_arg(ap, int));
+			break;
+		case 'u':
+		case 'x':
+		case 'X':
+		case 'o':
+			if (mod[0] == 'l' && mod[1] == 'l')
+				CONV_PUT(f, &c, va_arg(ap, unsigned long long));
+			else if (*mod == 'l' || *mod == 'z' || *mod == 'j' || *mod == 't')
+				CONV_PUT(f, &c, va_arg(ap, unsigned long));
+			else
+				CONV_PUT(f, &c, va_arg(ap, unsigned));
+			break;
+		case 'c':
+			CONV_PUT(f, &c, va_arg(ap, int));
+			break;
+		case 'p':
+			CONV_PUT(f, &c, va_arg(ap, void *));
+			break;
+		case 'e':
+		case 'E':
+		case 'f':
+		case 'F':
+		case 'g':
+		case 'G':
+		case 'a':
+		case 'A':
+			if (*mod == 'L')
+				CONV_PUT(f, &c, va_arg(ap, long double));
+			else
+				CONV_PUT(f, &c, va_arg(ap, double));
+			break;
+		default:
+			fputs(pct, f);
+			return;
+		}
+	}
+}
+
+#undef CONV_PUT
+
 void pn_out_text(struct pn_out *o, const char *fmt, ...)
 {
-	char line[512], *big = NULL, small[1024], *heap;
-	const char *s = line;
 	va_list ap;
-	int n;
 
 	if (o->json)
 		return;
 	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line), fmt, ap);
+	text_vprint(o->f, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n >= sizeof(line)) {
-		va_start(ap, fmt);
-		if (vasprintf(&big, fmt, ap) < 0)
-			big = NULL;
-		va_end(ap);
-		if (!big)
-			return;
-		s = big;
-	}
-	/* the names in it may hold any byte: the layout stays, nothing else */
-	fputs(escaped(pn_text_escape, s, 1, small, sizeof(small), &heap), o->f);
+}
+
+static size_t xml_esc(char *buf, size_t len, const char *s, int arg)
+{
+	(void)arg;
+	return pn_xml_escape(buf, len, s);
+}
+
+void pn_xml_put(FILE *f, const char *s)
+{
+	char small[256], *heap;
+
+	fputs(escaped(xml_esc, s ? s : "", 0, small, sizeof(small), &heap), f);
 	free(heap);
-	free(big);
 }
 
 /* Whether no byte of s needs escaping in a Prometheus label (ASCII but

@@ -35,7 +35,12 @@ void pn_out_uint(struct pn_out *o, int where, const char *key, const char *fmt,
 void pn_out_float(struct pn_out *o, int where, const char *key, const char *fmt, double v);
 void pn_out_bool(struct pn_out *o, int where, const char *key, const char *fmt, int v);
 void pn_out_null(struct pn_out *o, int where, const char *key, const char *fmt);
-/* Text-only literal text (headers, separators, newlines). */
+/*
+ * Text-only text (headers, separators, newlines): the format's own
+ * characters as they are, every %s argument escaped as pn_out_str's are
+ * (pn_text_escape without layout: a newline in a host name is \x0a), so
+ * the layout comes from the format only.
+ */
 void pn_out_text(struct pn_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define pn_out_nl(o) pn_out_text((o), "\n")
 
@@ -55,6 +60,16 @@ size_t pn_json_escape(char *buf, size_t len, const char *s);
 size_t pn_prom_escape(char *buf, size_t len, const char *s);
 /* One Prometheus label key="value" (escaped; a comma before it unless first). */
 void pn_prom_label(FILE *f, const char *key, const char *v, int first);
+/*
+ * XML 1.0 character data or attribute value (SVG, JUnit): '&', '<', '>',
+ * '"' and '\'' as entities; tab, newline and CR as character references
+ * (attribute normalisation would turn them into spaces); what XML 1.0
+ * cannot hold at all (C0 controls, U+FFFE, U+FFFF, an invalid UTF-8 byte)
+ * becomes U+FFFD, so the document is always well-formed.
+ */
+size_t pn_xml_escape(char *buf, size_t len, const char *s);
+/* s through pn_xml_escape into f. */
+void pn_xml_put(FILE *f, const char *s);
 /* Terminal text: control characters (C0 incl. ESC, DEL, C1) and invalid
  * UTF-8 bytes shown as \xNN; layout keeps newline and tab as they are. */
 size_t pn_text_escape(char *buf, size_t len, const char *s, int layout);

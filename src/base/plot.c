@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "base/plot.h"
 #include "base/log.h"
+#include "base/out.h"
 
 #include <errno.h>
 #include <locale.h>
@@ -105,24 +106,6 @@ static const char *decade_label(char *buf, size_t len, int m, int d)
 	else
 		snprintf(buf, len, "%.*f", -d, m * pow(10, d));
 	return buf;
-}
-
-static void xml_text(FILE *f, const char *s)
-{
-	for (; s && *s; s++) {
-		switch (*s) {
-		case '&': fputs("&amp;", f); break;
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '"': fputs("&quot;", f); break;
-		case '\'': fputs("&apos;", f); break;
-		default:
-			/* control characters are not allowed in XML 1.0 */
-			if ((unsigned char)*s >= 0x20 || *s == '\t' || *s == '\n')
-				fputc(*s, f);
-			break;
-		}
-	}
 }
 
 /* The range of the usable values of one panel; 0 if there are none. */
@@ -238,7 +221,7 @@ static void panel_series(FILE *f, const struct pn_plot *p, enum panel_kind k,
 				continue;
 			fprintf(f, "<use xlink:href=\"#m%zu\" x=\"%.1f\" y=\"%.1f\"><title>", series_marker(s),
 				axis_pos(x, pt->size_bytes), axis_pos(y, point_value(pt, k)));
-			xml_text(f, se->label);
+			pn_xml_put(f, se->label);
 			e = log2(pt->size_bytes);
 			if (e == floor(e) && fabs(e) < 60)
 				fprintf(f, ": %s B", pn_plot_size_label(lab, sizeof(lab), (int)e));
@@ -314,7 +297,7 @@ static void legend(FILE *f, const struct pn_plot *p, double top)
 		fprintf(f, "<use xlink:href=\"#m%zu\" x=\"%.1f\" y=\"%.1f\"/></g>", series_marker(s),
 			x + 18, y);
 		fprintf(f, "<text class=\"legend\" x=\"%.1f\" y=\"%.1f\">", x + 44, y + 4);
-		xml_text(f, shown);
+		pn_xml_put(f, shown);
 		fputs("</text>\n", f);
 	}
 	fputs("</g>\n", f);
@@ -347,7 +330,7 @@ static void svg_title(FILE *f, int width, double height, const char *title)
 	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%.0f\" fill=\"#fff\"/>\n", width,
 		height);
 	fprintf(f, "<text class=\"title\" x=\"%d\" y=\"28\">", width / 2);
-	xml_text(f, title ? title : "");
+	pn_xml_put(f, title ? title : "");
 	fputs("</text>\n", f);
 }
 
@@ -408,11 +391,11 @@ static void tpanel(FILE *f, const struct pn_tplot_panel *pn, double top, double 
 	ymax = ceil(ymax / step) * step;
 	fprintf(f, "<g class=\"panel\">\n<text class=\"ptitle\" x=\"%.1f\" y=\"%.1f\">", left + TPANEL_W / 2.0,
 		top - 10);
-	xml_text(f, pn->title);
+	pn_xml_put(f, pn->title);
 	fputs("</text>\n", f);
 	fprintf(f, "<text class=\"label\" transform=\"translate(%.1f,%.1f) rotate(-90)\">", left - 62,
 		top + TPANEL_H / 2.0);
-	xml_text(f, pn->ylabel);
+	pn_xml_put(f, pn->ylabel);
 	fputs("</text>\n", f);
 	for (v = 0; v <= ymax + step / 2; v += step) {
 		double py = bottom - v / ymax * TPANEL_H;
@@ -450,7 +433,7 @@ static void tpanel(FILE *f, const struct pn_tplot_panel *pn, double top, double 
 			open = 1;
 		}
 		fputs("\"><title>", f);
-		xml_text(f, se->label);
+		pn_xml_put(f, se->label);
 		fputs("</title></path>\n", f);
 	}
 	fputs("</g>\n", f);
@@ -483,7 +466,7 @@ static void write_tsvg(FILE *f, const struct pn_tplot *p)
 		fprintf(f, "<line class=\"line\" stroke=\"%s\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>",
 			series_colour(k), x, legend_top + 10, x + 24, legend_top + 10);
 		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">", x + 30, legend_top + 14);
-		xml_text(f, p->legend[k]);
+		pn_xml_put(f, p->legend[k]);
 		fputs("</text>\n", f);
 	}
 	fputs("</g>\n</svg>\n", f);

@@ -301,58 +301,10 @@ void pn_verdict_write_out(struct pn_out *o, const struct pn_verdict_list *l)
 
 /* ---- JUnit XML ---- */
 
-/*
- * s as XML character data or an attribute value (attr: tab, newline and CR
- * as character references, which attribute normalisation would otherwise
- * turn into spaces).  What XML 1.0 cannot hold at all becomes U+FFFD.
- */
-static void xml_put(FILE *f, const char *s, int attr)
-{
-	while (*s) {
-		const unsigned char *u = (const unsigned char *)s;
-		int n = pn_utf8_len(s);
-
-		if (!n || (n == 3 && u[0] == 0xef && u[1] == 0xbf && u[2] >= 0xbe) ||
-		    (u[0] < 0x20 && u[0] != '\t' && u[0] != '\n' && u[0] != '\r')) {
-			fputs("\xef\xbf\xbd", f);
-			s += n ? n : 1;
-			continue;
-		}
-		switch (u[0]) {
-		case '&':
-			fputs("&amp;", f);
-			break;
-		case '<':
-			fputs("&lt;", f);
-			break;
-		case '>':
-			fputs("&gt;", f);
-			break;
-		case '"':
-			fputs("&quot;", f);
-			break;
-		case '\'':
-			fputs("&apos;", f);
-			break;
-		case '\t':
-		case '\n':
-		case '\r':
-			if (attr)
-				fprintf(f, "&#%d;", u[0]);
-			else
-				fputc(*s, f);
-			break;
-		default:
-			fwrite(s, 1, (size_t)n, f);
-		}
-		s += n;
-	}
-}
-
 static void xml_attr(FILE *f, const char *name, const char *v)
 {
 	fprintf(f, " %s=\"", name);
-	xml_put(f, v, 1);
+	pn_xml_put(f, v);
 	fputc('"', f);
 }
 
@@ -363,28 +315,53 @@ static void xml_val(FILE *f, const char *what, const struct pn_verdict_kept_val 
 
 	val_cell(cell, sizeof(cell), v, unit);
 	fprintf(f, "%s: ", what);
-	xml_put(f, cell, 0);
+	pn_xml_put(f, cell);
 	fputc('\n', f);
 }
 
-int pn_verdict_write_junit(FILE *f, const char *suite, const char *hostname,
-			   const struct pn_verdict_list *l)
+/* The counts of one <testsuites> or <testsuite> element. */
+static void junit_counts(FILE *f, const struct pn_verdict_list *l, int errors, double total)
 {
+	int tests = l->count[PN_PASS] + l->count[PN_FAIL] + l->count[PN_SKIP] + errors;
+
+	fprintf(f, " tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%.3f\">\n",
+		tests, l->count[PN_FAIL], errors, l->count[PN_SKIP], total);
+}
+
+int pn_verdict_write_junit(FILE *f, const char *suite, const char *hostname,
+			   const struct pn_verdict_list *list, const char *error)
+{
+	static const struct pn_verdict_list none;
+	const struct pn_verdict_list *l = list ? list : &none;
 	char num[32], name[2 * PN_VERDICT_NAME + 2];
 	double total = 0;
-	int i, tests = l->count[PN_PASS] + l->count[PN_FAIL] + l->count[PN_SKIP];
+	int i;
 
+	/* a run that judged nothing is no success, whatever read the file */
+	if (!error && pn_verdict_exit_code(l) == 2)
+		error = l->count[PN_SKIP] ? "nothing was judged: every check was skipped"
+					  : "nothing was judged: no check result";
+	if (!suite)
+		suite = "penny";
 	for (i = 0; i < l->n; i++)
 		total += l->r[i].seconds;
 	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites", f);
-	xml_attr(f, "name", suite ? suite : "penny");
-	fprintf(f, " tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\" time=\"%.3f\">\n",
-		tests, l->count[PN_FAIL], l->count[PN_SKIP], total);
+	xml_attr(f, "name", suite);
+	junit_counts(f, l, !!error, total);
 	fputs("  <testsuite", f);
-	xml_attr(f, "name", suite ? suite : "penny");
+	xml_attr(f, "name", suite);
 	xml_attr(f, "hostname", hostname ? hostname : "");
-	fprintf(f, " tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\" time=\"%.3f\">\n",
-		tests, l->count[PN_FAIL], l->count[PN_SKIP], total);
+	junit_counts(f, l, !!error, total);
+	if (error) {
+		snprintf(name, sizeof(name), "%.*s:run", PN_VERDICT_NAME - 1,
+			 hostname ? hostname : "");
+		fputs("    <testcase", f);
+		xml_attr(f, "classname", suite);
+		xml_attr(f, "name", name);
+		fputs(" time=\"0.000\">\n      <error", f);
+		xml_attr(f, "message", error);
+		fputs(" type=\"ERROR\"/>\n    </testcase>\n", f);
+	}
 	for (i = 0; i < l->n; i++) {
 		const struct pn_verdict_result *r = &l->r[i];
 
@@ -411,7 +388,7 @@ int pn_verdict_write_junit(FILE *f, const char *suite, const char *hostname,
 			xml_val(f, "expected", &r->expected, r->unit);
 			if (*r->source) {
 				fputs("source: ", f);
-				xml_put(f, r->source, 0);
+				pn_xml_put(f, r->source);
 				fputc('\n', f);
 			}
 			fputs("</failure>\n", f);
@@ -450,9 +427,14 @@ static void prom_series(FILE *f, const char *name, const struct pn_verdict_resul
 		pn_prom_label(f, "unit", r->unit, 0);
 }
 
-int pn_verdict_write_prom(FILE *f, const struct pn_verdict_list *l)
+int pn_verdict_write_prom(FILE *f, const struct pn_verdict_list *list, int exit_code)
 {
+	static const struct pn_verdict_list none;
+	const struct pn_verdict_list *l = list ? list : &none;
 	int i, v;
+
+	if (exit_code < 0)
+		exit_code = pn_verdict_exit_code(l);
 
 	prom_head(f, "penny_check_result", "1 when the check passed, 0 when it failed.");
 	for (i = 0; i < l->n; i++)
@@ -486,7 +468,8 @@ int pn_verdict_write_prom(FILE *f, const struct pn_verdict_list *l)
 	}
 	prom_head(f, "penny_check_dropped_results", "Results past the limit, not kept.");
 	fprintf(f, "penny_check_dropped_results %d\n", l->dropped);
-	prom_head(f, "penny_check_exit_code", "0 all passed, 1 a check failed, 2 nothing ran.");
-	fprintf(f, "penny_check_exit_code %d\n", pn_verdict_exit_code(l));
+	prom_head(f, "penny_check_exit_code",
+		  "0 all passed, 1 a check failed, 2 could not run or judged nothing.");
+	fprintf(f, "penny_check_exit_code %d\n", exit_code);
 	return fflush(f) || ferror(f) ? -EIO : 0;
 }

@@ -139,12 +139,16 @@ void pn_verdict_write_out(struct pn_out *o, const struct pn_verdict_list *l);
  * <testsuite name=suite hostname=host tests failures errors skipped time>,
  * one <testcase classname=check name="node:target" time> per result, a FAIL
  * with <failure message=detail type="FAIL">, a SKIP with <skipped
- * message=reason/>.  Every attribute and text is escaped; characters XML 1.0
- * cannot hold (C0 controls but tab, newline and CR; U+FFFE, U+FFFF; invalid
- * UTF-8) become U+FFFD.  Returns 0, or -EIO on a write error of f.
+ * message=reason/>.  A run that could not run (error: why, one line) or
+ * judged nothing (exit code 2: no result, or every one a SKIP) has a first
+ * <testcase classname=suite name="host:run"> with <error message=why
+ * type="ERROR"/>, counted in errors and tests, so that a gate reading only
+ * the JUnit file never passes it.  l may be NULL (no result).  Every
+ * attribute and text goes through pn_xml_escape (base/out.h).  Returns 0,
+ * or -EIO on a write error of f.
  */
 int pn_verdict_write_junit(FILE *f, const char *suite, const char *hostname,
-			   const struct pn_verdict_list *l);
+			   const struct pn_verdict_list *l, const char *error);
 
 /*
  * Prometheus text exposition (node_exporter's textfile collector), every
@@ -155,9 +159,11 @@ int pn_verdict_write_junit(FILE *f, const char *suite, const char *hostname,
  *   penny_check_expected{check,node,target,unit}   numeric expectations
  *   penny_check_results{verdict}                   results per verdict
  *   penny_check_dropped_results                    results not kept
- *   penny_check_exit_code                          pn_verdict_exit_code
- * Returns 0, or -EIO on a write error of f.
+ *   penny_check_exit_code                          exit_code: the run's own
+ *                                                  (< 0: pn_verdict_exit_code)
+ * l may be NULL (a run that could not run).  Returns 0, or -EIO on a write
+ * error of f.
  */
-int pn_verdict_write_prom(FILE *f, const struct pn_verdict_list *l);
+int pn_verdict_write_prom(FILE *f, const struct pn_verdict_list *l, int exit_code);
 
 #endif

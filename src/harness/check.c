@@ -381,6 +381,40 @@ out:
 	return failed;
 }
 
+int pn_check_require(struct pn_verdict_list *l, unsigned require, const char *node)
+{
+	char why[PN_VERDICT_DETAIL];
+	int id, i, n = 0, seen, ret;
+
+	for (id = 0; id < PN_CHECK_COUNT; id++) {
+		const char *name = pn_check_name((enum pn_check_id)id);
+
+		if (!(require & (1u << id)))
+			continue;
+		for (i = seen = 0; i < pn_verdict_n(l); i++) {
+			const struct pn_verdict_result *r = pn_verdict_at(l, i);
+
+			if (strcmp(r->check, name))
+				continue;
+			seen++;
+			if (r->verdict != PN_SKIP)
+				continue;
+			snprintf(why, sizeof(why), "required, but skipped: %s", r->detail);
+			pn_verdict_set(l, i, PN_FAIL, "--require", why);
+			n++;
+		}
+		if (seen)
+			continue;
+		ret = pn_verdict_add(l, &(struct pn_verdict_in){
+			.check = name, .node = node, .target = "-", .verdict = PN_FAIL,
+			.source = "--require", .detail = "required, but it gave no result" });
+		if (ret == -ENOMEM)
+			return ret;
+		n++;
+	}
+	return n;
+}
+
 /* Rank 0: the job's rules; then every rank learns the exit code. */
 static int finish(struct pn_check *c)
 {
@@ -398,6 +432,8 @@ static int finish(struct pn_check *c)
 		/* a job's rule: a node alone has no median to fall below */
 		if (c->nnodes > 1)
 			pn_check_job_median(c->results, margin);
+		/* out of memory, a required check's FAIL is counted all the same */
+		pn_check_require(c->results, c->require, c->node);
 		code = pn_verdict_exit_code(c->results);
 	}
 	if (c->boot) {

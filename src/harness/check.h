@@ -53,6 +53,7 @@ int pn_check_parse_list(const char *list, unsigned *mask);
 struct pn_check {
 	/* in (pn_check_init gives the defaults) */
 	unsigned mask;			/* checks to run: 1u << id */
+	unsigned require;		/* of those, checks whose SKIP is a FAIL (--require) */
 	int quick;			/* --quick: shorter measurements, see the man page */
 	const struct pn_check_cfg *cfg;	/* --config, or the defaults; never NULL when run */
 	const struct pn_check_baseline *baseline; /* --baseline, NULL none */
@@ -134,6 +135,9 @@ int pn_check_rails(struct pn_check *c);		/* check_net.c */
  * target, whatever node it was saved on.
  */
 int pn_check_baseline_load(struct pn_check_baseline **b, const char *path);
+/* The same from buf[0, len) (name: for messages); *b NULL on an error. */
+int pn_check_baseline_parse(struct pn_check_baseline **b, const char *buf, size_t len,
+			    const char *name);
 void pn_check_baseline_free(struct pn_check_baseline *b);
 /* The saved measurement of check/target: 0 (*v set), or -ENOENT (no message). */
 int pn_check_baseline_find(const struct pn_check_baseline *b, const char *check,
@@ -151,5 +155,14 @@ int pn_check_baseline_write(FILE *f, const struct pn_verdict_list *l);
  * source "job median of N".  Returns how many it failed.
  */
 int pn_check_job_median(struct pn_verdict_list *l, double margin);
+
+/*
+ * The rule of --require (rank 0, after the job's median; exposed for
+ * tests): every SKIP of a check in require (1u << id) becomes a FAIL,
+ * source "--require", its reason kept; a required check with no result at
+ * all gets a FAIL of its own (node, target "-").  Returns how many results
+ * it failed or added, or -ENOMEM.
+ */
+int pn_check_require(struct pn_verdict_list *l, unsigned require, const char *node);
 
 #endif

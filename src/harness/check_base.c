@@ -91,6 +91,10 @@ static int parse(struct pn_check_baseline *b, const struct pn_jval *root, const 
 		if (!check || !target || pn_json_num(pn_json_get(r, "measured"), &e->v))
 			return bad(path, r, "a result needs \"check\", \"target\" (strings) and "
 				   "\"measured\" (a number)");
+		/* every figure penny measures is a size or rate: never below zero */
+		if (e->v < 0)
+			return bad(path, pn_json_get(r, "measured"),
+				   "\"measured\" must not be negative");
 		if (strlen(check) >= sizeof(e->check) || strlen(target) >= sizeof(e->target))
 			return bad(path, r, "a check or target name longer than 63 bytes");
 		strcpy(e->check, check);
@@ -100,32 +104,41 @@ static int parse(struct pn_check_baseline *b, const struct pn_jval *root, const 
 	return 0;
 }
 
-int pn_check_baseline_load(struct pn_check_baseline **out, const char *path)
+int pn_check_baseline_parse(struct pn_check_baseline **out, const char *buf, size_t len,
+			    const char *name)
 {
 	struct pn_check_baseline *b = calloc(1, sizeof(*b));
 	struct pn_json_doc doc = { 0 };
-	char *buf = NULL;
-	size_t len;
 	int ret;
 
+	*out = NULL;
 	if (!b)
 		return pn_err(-ENOMEM, "out of memory");
-	ret = pn_file_read(path, &buf, &len);
-	if (!ret) {
-		ret = pn_json_parse(&doc, buf, len);
-		if (ret)
-			ret = pn_err_ctx(ret, "%s", path);
-	}
+	ret = pn_json_parse(&doc, buf, len);
+	if (ret)
+		ret = pn_err_ctx(ret, "%s", name);
 	if (!ret)
-		ret = parse(b, doc.root, path);
+		ret = parse(b, doc.root, name);
 	pn_json_release(&doc);
-	free(buf);
 	if (ret) {
 		pn_check_baseline_free(b);
 		return ret;
 	}
 	*out = b;
 	return 0;
+}
+
+int pn_check_baseline_load(struct pn_check_baseline **out, const char *path)
+{
+	char *buf = NULL;
+	size_t len;
+	int ret = pn_file_read(path, &buf, &len);
+
+	*out = NULL;
+	if (!ret)
+		ret = pn_check_baseline_parse(out, buf, len, path);
+	free(buf);
+	return ret;
 }
 
 void pn_check_baseline_free(struct pn_check_baseline *b)

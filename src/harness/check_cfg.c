@@ -6,6 +6,7 @@
  * check derives its expectation (topology, baseline) instead.
  */
 #include "harness/check_cfg.h"
+#include "harness/check.h"
 #include "base/file.h"
 #include "base/log.h"
 
@@ -25,50 +26,53 @@
  * man page test compares the names.
  */
 static const struct pn_check_key keys[] = {
-	{ "inventory.gpus", 1, 0, 4096, NAN, NULL,
+	{ "inventory.gpus", PN_KEY_INT, 0, 4096, NAN, NULL,
 	  "GPUs the node must have (default: any number, reported)", NULL },
-	{ "inventory.nics", 1, 0, 4096, NAN, NULL,
+	{ "inventory.nics", PN_KEY_INT, 0, 4096, NAN, NULL,
 	  "RDMA devices the node must have (default: any number, reported)", NULL },
-	{ "inventory.rail-path", 0, 0, 0, 0, "PXB",
+	{ "inventory.rail-path", PN_KEY_TEXT, 0, 0, 0, "PXB",
 	  "worst acceptable PCIe path from a GPU to its nearest NIC", "PIX PXB PHB NODE SYS" },
-	{ "inventory.port-rate", 1, 0.001, 1e6, NAN, NULL,
+	{ "inventory.port-rate", PN_KEY_NUM, 0.001, 1e6, NAN, NULL,
 	  "Gb/s every port must run at (default: the node's fastest port of its link layer)",
 	  NULL },
-	{ "pcie.gpu-speed", 0, 0, 0, 0, "idle-ok",
+	{ "pcie.gpu-speed", PN_KEY_TEXT, 0, 0, 0, "idle-ok",
 	  "a GPU's lowered link speed: idle-ok (GPUs slow their link when idle) or strict",
 	  "idle-ok strict" },
-	{ "counters.max-increase", 1, 0, 1e18, 0, NULL,
+	{ "counters.max-increase", PN_KEY_INT, 0, 1e18, 0, NULL,
 	  "how much a port's error counters may rise during the run", NULL },
-	{ "counters.window", 1, 0, 3600, 0, NULL,
+	{ "counters.window", PN_KEY_NUM, 0, 3600, 0, NULL,
 	  "seconds the counters check watches at least (from before the first check)", NULL },
-	{ "job.median-margin", 1, 0, 1, 0.10, NULL,
+	{ "job.median-margin", PN_KEY_NUM, 0, 1, 0.10, NULL,
 	  "under a launcher: fail a result this fraction below its group's job median", NULL },
-	{ "job.baseline-fraction", 1, 0, 1, 0.9, NULL,
+	{ "job.require", PN_KEY_LIST, 0, 0, 0, NULL,
+	  "checks whose SKIP is a FAIL (comma list; --require adds to it)",
+	  "inventory pcie counters nic-bw gpu-copy allreduce rails" },
+	{ "job.baseline-fraction", PN_KEY_NUM, 0, 1, 0.9, NULL,
 	  "with --baseline: the fraction of the baseline's figure a result must reach", NULL },
 	/* check-net: nic-bw, rails */
-	{ "nic-bw.fraction", 1, 0, 1, 0.9, NULL,
+	{ "nic-bw.fraction", PN_KEY_NUM, 0, 1, 0.9, NULL,
 	  "fraction of the port rate every NIC must send at", NULL },
-	{ "nic-bw.min-gbps", 1, 0, 1e5, NAN, NULL,
+	{ "nic-bw.min-gbps", PN_KEY_NUM, 0, 1e5, NAN, NULL,
 	  "Gb/s every NIC must send at (overrides the fraction of the port rate)", NULL },
-	{ "nic-bw.size", 1, 1, 1 << 30, 1 << 20, NULL, "bytes per RDMA write", NULL },
-	{ "nic-bw.seconds", 1, 0.1, 600, 2, NULL,
+	{ "nic-bw.size", PN_KEY_INT, 1, 1 << 30, 1 << 20, NULL, "bytes per RDMA write", NULL },
+	{ "nic-bw.seconds", PN_KEY_NUM, 0.1, 600, 2, NULL,
 	  "seconds each NIC sends (--quick: a quarter, at least 0.2)", NULL },
-	{ "rails.noise-bytes", 1, 0, 1e15, 1 << 20, NULL,
+	{ "rails.noise-bytes", PN_KEY_INT, 0, 1e15, 1 << 20, NULL,
 	  "bytes a NIC may carry outside the plan (background traffic)", NULL },
-	{ "rails.size", 1, 4096, 1 << 30, 16 << 20, NULL,
+	{ "rails.size", PN_KEY_INT, 4096, 1 << 30, 16 << 20, NULL,
 	  "bytes of each allreduce over the plan (4 of them; --quick: a quarter)", NULL },
 	/* check-gpu: gpu-copy, allreduce */
-	{ "gpu-copy.fraction", 1, 1e-6, 1, 0.7, NULL,
+	{ "gpu-copy.fraction", PN_KEY_NUM, 1e-6, 1, 0.7, NULL,
 	  "host<->device copies: fraction of the GPU's PCIe path rate at its max", NULL },
-	{ "gpu-copy.nvlink-fraction", 1, 1e-6, 1, 0.7, NULL,
+	{ "gpu-copy.nvlink-fraction", PN_KEY_NUM, 1e-6, 1, 0.7, NULL,
 	  "GPU-to-GPU copies over NVLink: fraction of NVLinks x 26.56 GB/s", NULL },
-	{ "gpu-copy.size", 1, 4096, 1073741824, 67108864, NULL,
+	{ "gpu-copy.size", PN_KEY_INT, 4096, 1073741824, 67108864, NULL,
 	  "bytes per copy (--quick: a quarter)", NULL },
-	{ "allreduce.efficiency", 1, 1e-6, 1, 0.6, NULL,
+	{ "allreduce.efficiency", PN_KEY_NUM, 1e-6, 1, 0.6, NULL,
 	  "fraction of the busbw ring-plan predicts for the node's topology", NULL },
-	{ "allreduce.size", 1, 4, 4294967296.0, 134217728, NULL,
+	{ "allreduce.size", PN_KEY_INT, 4, 4294967296.0, 134217728, NULL,
 	  "bytes of the judged allreduce (the full check also runs 1/16 and 1/4 of it)", NULL },
-	{ "allreduce.min-busbw", 1, 0, 1e6, NAN, NULL,
+	{ "allreduce.min-busbw", PN_KEY_NUM, 0, 1e6, NAN, NULL,
 	  "busbw (GB/s) the allreduce must reach, instead of the prediction", NULL },
 };
 
@@ -128,21 +132,56 @@ static int is_choice(const char *choices, const char *w)
 	return 0;
 }
 
+/*
+ * Only decimal notation, which strtod checks further: no hex ("0x2"), inf
+ * or nan that strtod would also take; an integer is a sign and digits.
+ */
+static int is_decimal(const char *v, int integer)
+{
+	if (!integer)
+		return v[strspn(v, "+-.0123456789eE")] == 0;
+	if (*v == '+' || *v == '-')
+		v++;
+	return *v && v[strspn(v, "0123456789")] == 0;
+}
+
+/* Is v a comma list of choices ("nic-bw,pcie"), no word empty? */
+static int is_choice_list(const char *choices, const char *v)
+{
+	char w[CFG_VAL_LEN];
+
+	for (;;) {
+		size_t k = strcspn(v, ",");
+
+		if (!k || k >= sizeof(w))
+			return 0;
+		memcpy(w, v, k);
+		w[k] = 0;
+		if (!is_choice(choices, w))
+			return 0;
+		if (!v[k])
+			return 1;
+		v += k + 1;
+	}
+}
+
 static int set_value(struct pn_check_cfg *c, int k, const char *v, const char *name, int line)
 {
 	const struct pn_check_key *d = &keys[k];
 
 	if (!*v)
 		return pn_err(-EINVAL, "%s:%d: %s has no value", name, line, d->key);
-	if (d->is_num) {
+	if (PN_KEY_IS_NUM(d)) {
 		char *end;
 		double x;
 
 		errno = 0;
 		x = strtod(v, &end);
-		if (end == v || *end || errno || !isfinite(x))
-			return pn_err(-EINVAL, "%s:%d: %s must be a number, not '%s'", name, line,
-				      d->key, v);
+		if (!is_decimal(v, d->type == PN_KEY_INT) || end == v || *end || errno ||
+		    !isfinite(x))
+			return pn_err(-EINVAL, "%s:%d: %s must be %s, not '%s'", name, line,
+				      d->key, d->type == PN_KEY_INT ? "a decimal integer"
+								    : "a decimal number", v);
 		if (x < d->min || x > d->max)
 			return pn_err(-EINVAL, "%s:%d: %s must be %g..%g, got %s", name, line,
 				      d->key, d->min, d->max, v);
@@ -151,7 +190,10 @@ static int set_value(struct pn_check_cfg *c, int k, const char *v, const char *n
 		if (strlen(v) >= CFG_VAL_LEN)
 			return pn_err(-EINVAL, "%s:%d: %s: value longer than %d characters", name,
 				      line, d->key, CFG_VAL_LEN - 1);
-		if (d->choices && !is_choice(d->choices, v))
+		if (d->type == PN_KEY_LIST && !is_choice_list(d->choices, v))
+			return pn_err(-EINVAL, "%s:%d: %s must be a comma list of %s, not '%s'",
+				      name, line, d->key, d->choices, v);
+		if (d->choices && d->type != PN_KEY_LIST && !is_choice(d->choices, v))
 			return pn_err(-EINVAL, "%s:%d: %s must be one of %s, not '%s'", name, line,
 				      d->key, d->choices, v);
 		strcpy(c->str[k], v);
@@ -246,7 +288,7 @@ static int lookup(const char *key, int is_num)
 {
 	int k = find_key(key, strlen(key));
 
-	if (k < 0 || keys[k].is_num != is_num)
+	if (k < 0 || !PN_KEY_IS_NUM(&keys[k]) != !is_num)
 		return pn_err(-EINVAL, "check configuration: no %s key '%s'",
 			      is_num ? "number" : "string", key);
 	return k;

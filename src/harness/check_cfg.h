@@ -33,12 +33,19 @@ int pn_check_cfg_str(const struct pn_check_cfg *c, const char *key, const char *
 /* The table, for the man page test and `penny check --list-keys`. */
 struct pn_check_key {
 	const char *key;
-	int is_num;		/* else a string */
+	int type;		/* enum pn_check_key_type */
 	double min, max, dflt;	/* numbers */
 	const char *dflt_str;	/* strings (NULL: none) */
 	const char *doc;	/* one line */
 	const char *choices;	/* strings: the values it takes, space-separated; NULL: any */
 };
+/*
+ * A number is decimal ("0.9", "1e6"), an integer decimal digits only
+ * ("4096"), both numbers to pn_check_cfg_num; a text and a list (of
+ * choices, comma-separated: "pcie,nic-bw") are strings to pn_check_cfg_str.
+ */
+enum pn_check_key_type { PN_KEY_TEXT, PN_KEY_NUM, PN_KEY_INT, PN_KEY_LIST };
+#define PN_KEY_IS_NUM(k) ((k)->type == PN_KEY_NUM || (k)->type == PN_KEY_INT)
 const struct pn_check_key *pn_check_keys(size_t *n);
 
 #endif

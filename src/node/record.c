@@ -29,6 +29,7 @@
 struct pn_record {
 	char *path;
 	int fd;
+	int inplace;		/* standard output or error: never rotated */
 	int stopped;
 	int rotations;
 	uint64_t max, size, total;
@@ -260,11 +261,39 @@ int pn_record_format(char **buf, size_t *cap, size_t *len, const struct pn_count
 	return 0;
 }
 
+/*
+ * A recording whose last line was cut (a full disk, a crash) gets that line
+ * closed before the first new sample, so that the damage stays one line
+ * the reader skips.  The last byte is read through a second descriptor of
+ * the same file (fd is write-only); 0, or -errno (message set).
+ */
+static int close_cut_line(int fd, const char *path, uint64_t *size)
+{
+	struct stat a, b;
+	char c = '\n';
+	int rfd, ret = 0;
+
+	if (fstat(fd, &a) || !S_ISREG(a.st_mode) || a.st_size == 0)
+		return 0;
+	rfd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (rfd < 0)
+		return 0; /* not readable: appended to as it is */
+	if (!fstat(rfd, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino &&
+	    pread(rfd, &c, 1, a.st_size - 1) == 1 && c != '\n') {
+		if (write(fd, "\n", 1) != 1)
+			ret = pn_err(-errno, "cannot write '%s': %s", path, strerror(errno));
+		else
+			*size = (uint64_t)a.st_size + 1;
+	}
+	close(rfd);
+	return ret;
+}
+
 int pn_record_open(struct pn_record **rp, const char *path, uint64_t max_bytes)
 {
 	struct pn_record *r;
 	struct stat st;
-	int fd;
+	int fd, ret;
 
 	*rp = NULL;
 	fd = pn_ofile_append(path);
@@ -278,7 +307,13 @@ int pn_record_open(struct pn_record **rp, const char *path, uint64_t max_bytes)
 	}
 	r->fd = fd;
 	r->max = max_bytes ? max_bytes : PN_RECORD_MAX_DEFAULT;
-	r->size = fstat(fd, &st) ? 0 : (uint64_t)st.st_size;
+	r->inplace = pn_ofile_std(path) != 0;
+	r->size = r->inplace || fstat(fd, &st) ? 0 : (uint64_t)st.st_size;
+	ret = r->inplace ? 0 : close_cut_line(fd, path, &r->size);
+	if (ret) {
+		pn_record_close(r);
+		return ret;
+	}
 	*rp = r;
 	return 0;
 }
@@ -342,7 +377,7 @@ int pn_record_write(struct pn_record *r, const struct pn_counters_set *v,
 	if (r->len > r->max)
 		return stop(r, pn_err(-EFBIG, "one sample takes %zu bytes, more than --record-max",
 				      r->len));
-	if (r->size + r->len > r->max) {
+	if (r->size + r->len > r->max && !r->inplace) {
 		ret = rotate(r);
 		if (ret)
 			return stop(r, ret);
@@ -711,6 +746,8 @@ int pn_record_parse(struct pn_record_sample *s, const char *line, size_t len)
 	pn_record_sample_init(s);
 	if (len > PN_RECORD_LINE_MAX)
 		return pn_err(-EINVAL, "a line longer than %u bytes", PN_RECORD_LINE_MAX);
+	if (!len) /* (no buffer at all for a first line that is empty) */
+		return pn_err(-EINVAL, "an empty line");
 	ret = pn_json_parse(&doc, line, len);
 	if (ret)
 		return ret;
@@ -869,7 +906,8 @@ int pn_replay_add(struct pn_replay *r, const struct pn_counters_set *v,
  * One line into *buf (without its newline), at most PN_RECORD_LINE_MAX
  * bytes, NUL bytes included (a file system's NUL-filled tail after a crash
  * is damage, to be seen as such).  1: a line; 2: the last line, without a
- * newline; 0: end of file; -E2BIG: too long; -EIO: read error.
+ * newline; 0: end of file; -E2BIG: too long (the rest of it is read past,
+ * not kept); -EIO: read error.
  */
 static int read_line(FILE *f, char **buf, size_t *cap, size_t *len)
 {
@@ -877,8 +915,11 @@ static int read_line(FILE *f, char **buf, size_t *cap, size_t *len)
 
 	*len = 0;
 	while ((c = getc_unlocked(f)) != EOF && c != '\n') {
-		if (*len >= PN_RECORD_LINE_MAX)
-			return -E2BIG;
+		if (*len >= PN_RECORD_LINE_MAX) {
+			while ((c = getc_unlocked(f)) != EOF && c != '\n')
+				;
+			return ferror(f) ? -EIO : -E2BIG;
+		}
 		if (*len + 2 > *cap) {
 			size_t nc = *cap ? 2 * *cap : 65536;
 			char *nb = realloc(*buf, nc);
@@ -897,11 +938,40 @@ static int read_line(FILE *f, char **buf, size_t *cap, size_t *len)
 	return ferror(f) ? -EIO : *len ? 2 : 0;
 }
 
+/* The damaged lines a reading skipped, said in one warning. */
+struct damage {
+	int n, first;		/* lines skipped, the number of the first */
+	char why[256];		/* "line N: what was wrong" of the first */
+};
+
+static void damaged(struct damage *d, int lineno, int last, const char *why)
+{
+	if (!d->n++) {
+		d->first = lineno;
+		snprintf(d->why, sizeof(d->why), "line %d%s: %s", lineno,
+			 last ? " (the last, cut short)" : "", why);
+	}
+}
+
+static void say_damage(struct pn_replay *r, const struct damage *d, const char *name,
+		       const char *stop)
+{
+	char head[384] = "";
+
+	if (d->n == 1)
+		snprintf(head, sizeof(head), "%s: %s; skipped it", name, d->why);
+	else if (d->n > 1)
+		snprintf(head, sizeof(head), "%s: %d damaged lines skipped, the first %s", name,
+			 d->n, d->why);
+	snprintf(r->warning, sizeof(r->warning), "%s%s%s", head, *head && *stop ? "; " : "", stop);
+}
+
 int pn_replay_open_file(struct pn_replay **rp, FILE *f, const char *name)
 {
 	struct pn_record_sample *s = malloc(sizeof(*s));
 	struct pn_replay *r;
-	char *line = NULL;
+	struct damage d = { 0, 0, "" };
+	char *line = NULL, stop[256] = "";
 	size_t cap = 0, len;
 	int ret = 0, lineno = 0;
 
@@ -923,25 +993,28 @@ int pn_replay_open_file(struct pn_replay **rp, FILE *f, const char *name)
 			ret = pn_err(got, "out of memory");
 			break;
 		}
-		if (got < 0) {
-			snprintf(r->warning, sizeof(r->warning), "%s: line %d: %s; read up to there",
-				 name, lineno,
-				 got == -E2BIG ? "longer than the longest sample" : "read error");
+		if (got == -EIO) {
+			snprintf(stop, sizeof(stop), "%s: line %d: read error; read up to there",
+				 name, lineno);
 			break;
 		}
+		if (got == -E2BIG) {
+			damaged(&d, lineno, 0, "longer than the longest sample");
+			continue;
+		}
+		/* a damaged line (cut, not JSON, not a sample) is skipped: the
+		 * samples after it, appended later, are read */
 		ret = pn_record_parse(s, line, len);
 		if (ret == -ENOMEM)
 			break;
 		if (ret) {
-			snprintf(r->warning, sizeof(r->warning), "%s: line %d%s: %s; read up to there",
-				 name, lineno, got == 2 ? " (the last, cut short)" : "",
-				 pn_errmsg(ret));
+			damaged(&d, lineno, got == 2, pn_errmsg(ret));
 			ret = 0;
-			break;
+			continue;
 		}
 		ret = add_sample(r, &s->set, &s->ctx, s->gpus, s->ngpus, off, len);
 		if (ret == -E2BIG) {
-			snprintf(r->warning, sizeof(r->warning),
+			snprintf(stop, sizeof(stop),
 				 "%s: more samples than penny keeps; the first %d read", name, r->n);
 			ret = 0;
 			break;
@@ -951,6 +1024,7 @@ int pn_replay_open_file(struct pn_replay **rp, FILE *f, const char *name)
 			break;
 		}
 	}
+	say_damage(r, &d, name, stop);
 	free(line);
 	pn_record_sample_release(s);
 	free(s);

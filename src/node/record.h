@@ -58,7 +58,12 @@ struct pn_record_gpu {
 
 struct pn_record;
 
-/* Open (append to) path; max_bytes bounds the file (see above). */
+/*
+ * Open (append to) path; max_bytes bounds the file (see above).  A last
+ * line without its newline (cut by a full disk or a crash) is closed first,
+ * so the damage stays on that line.  "-" or standard output or error (as
+ * penny(1)'s OUTPUT FILES): written there in place, never rotated.
+ */
 int pn_record_open(struct pn_record **r, const char *path, uint64_t max_bytes);
 /*
  * Append one sample: v with every port, the context ctx (may be NULL), the
@@ -101,9 +106,11 @@ struct pn_replay;
 
 /*
  * Read a recording from f (kept open, read again by pn_replay_load) named
- * name: every line is checked; the first damaged one (cut, not JSON, not a
- * sample, too long) ends the recording there, and pn_replay_warning() says
- * where and why.  Returns 0 (possibly with no samples) or -errno.
+ * name: every line is checked; a damaged one (cut, not JSON, not a sample,
+ * too long) is skipped and the reading goes on after it (samples appended
+ * after a cut line are read), and pn_replay_warning() says how many were
+ * skipped, which was the first and why.  A read error ends the recording
+ * there.  Returns 0 (possibly with no samples) or -errno.
  */
 int pn_replay_open_file(struct pn_replay **rp, FILE *f, const char *name);
 /* Open path (a regular file). */

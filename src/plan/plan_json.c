@@ -358,7 +358,9 @@ void pn_plan_write_begin(struct pn_out *out, const struct pn_plan *p,
 		pn_out_text(out, "\n");
 	pn_plan_write_msgs(out, "notes", "note", &m->notes, &p->notes);
 	pn_plan_write_msgs(out, "violations", "violation", viol, NULL);
-	pn_out_text(out, "%s%d violations\n", viol->n ? "" : "\n", viol->n + viol->dropped);
+	if (!viol->n)
+		pn_out_nl(out);
+	pn_out_text(out, "%d violations\n", viol->n + viol->dropped);
 }
 
 /* ----------------------------------------------------- plan read-back */

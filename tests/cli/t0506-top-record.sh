@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # penny top's flight recorder: --record in batch, JSON, Prometheus and screen
 # modes, --replay giving the live run's output back byte for byte, damaged
-# recordings read up to the damage with one warning, the --record-max bound
+# lines of a recording skipped with one warning, the --record-max bound
 # and its rotation, output files that are not regular files refused, the
 # SVG --plot, and the replay screen (golden, 80x24).
 . "$(dirname "$0")/../lib.sh"
@@ -66,19 +66,27 @@ test_expect_success '--record with --prom and in every batch mode appends' '
 	test "$(grep -c "^# " both.txt)" -eq 6
 '
 
-test_expect_success 'a truncated recording: read up to the damage, one warning line' '
+test_expect_success 'a truncated recording: the cut line skipped, one warning line' '
 	head -c $(($(stat -c %s recj) - 200)) recj >cut &&
 	penny top --replay cut --json >cut.json 2>err &&
 	test "$(wc -l <err)" -eq 1 &&
-	grep -q "^penny top: warning: cut: line 4 (the last, cut short): .*read up to there" err &&
+	grep -q "^penny top: warning: cut: line 4 (the last, cut short): .*; skipped it" err &&
 	head -2 live.json >want.json && test_cmp want.json cut.json
 '
 
-test_expect_success 'a corrupted line: read up to it, one warning line' '
+# live.json minus the sample of recording line $1 (its "sample" is seq - 1)
+without() { grep -v "\"sample\":$(($1 - 1))," live.json; }
+
+test_expect_success 'a corrupted line: skipped, the samples after it read, one warning line' '
 	sed "3s/\"ports\"/\"porTs\"/" recj >bad &&
 	penny top --replay bad --json >bad.json 2>err &&
-	test "$(wc -l <err)" -eq 1 && grep -q "bad: line 3: .*read up to there" err &&
-	head -1 live.json >want.json && test_cmp want.json bad.json &&
+	test "$(wc -l <err)" -eq 1 && grep -q "bad: line 3: .*; skipped it" err &&
+	without 3 >want.json && test "$(wc -l <want.json)" -eq 2 && test_cmp want.json bad.json &&
+	sed "2s/\"ports\"/\"porTs\"/; 3s/^/x/" recj >bad2 &&
+	penny top --replay bad2 --json >bad2.json 2>err &&
+	test "$(wc -l <err)" -eq 1 &&
+	grep -q "bad2: 2 damaged lines skipped, the first line 2: " err &&
+	tail -1 live.json >want.json && test_cmp want.json bad2.json &&
 	printf "{\"penny_record\":1,\"host\":" >junk && head -c 300000 /dev/zero | tr "\\0" x >>junk &&
 	penny top --replay junk 2>err; test $? -eq 2 &&
 	test "$(wc -l <err)" -eq 2 && grep -q "warning: junk: line 1" err &&
@@ -86,18 +94,18 @@ test_expect_success 'a corrupted line: read up to it, one warning line' '
 	: >empty && test_exit 2 penny top --replay empty
 '
 
-test_expect_success 'NUL bytes in a line (a zero-filled block after a crash): read up to it' '
+test_expect_success 'NUL bytes in a line (a zero-filled block after a crash): that line skipped' '
 	{ head -2 recj; head -c 500 /dev/zero; tail -n +3 recj; } >zeros &&
 	penny top --replay zeros --json >z.json 2>err &&
-	test "$(wc -l <err)" -eq 1 && grep -q "zeros: line 3: .*read up to there" err &&
-	head -1 live.json >want.json && test_cmp want.json z.json
+	test "$(wc -l <err)" -eq 1 && grep -q "zeros: line 3: .*; skipped it" err &&
+	without 3 >want.json && test_cmp want.json z.json
 '
 
-test_expect_success 'a line longer than the bound is damage, not memory' '
-	{ head -1 recj; head -c 9000000 /dev/zero | tr "\\0" " "; echo; } >long &&
+test_expect_success 'a line longer than the bound is damage, not memory; read past it' '
+	{ head -1 recj; head -c 9000000 /dev/zero | tr "\\0" " "; echo; tail -n +2 recj; } >long &&
 	penny top --replay long --json >long.json 2>err &&
-	test "$(wc -l <long.json)" -eq 0 &&
-	grep -q "line 2: longer than the longest sample" err
+	grep -q "long: line 2: longer than the longest sample; skipped it" err &&
+	test_cmp live.json long.json
 '
 
 test_expect_success '--record-max: the file stays within the bound and rotates once to FILE.1' '

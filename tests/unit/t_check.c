@@ -257,6 +257,15 @@ TEST(baseline_errors)
 			       "\"target\": \"b\", \"measured\": \"1\"}]}", "a result needs"),
 		     -EINVAL);
 	CHECK_EQ_INT(load_text("{\"penny_check_baseline\": 1, \"results\": [", "line"), -EINVAL);
+	/* a measured figure below zero: the file's line named */
+	CHECK_EQ_INT(load_text("{\"penny_check_baseline\": 1, \"results\": [\n {\"check\": \"a\", "
+			       "\"target\": \"b\", \"measured\": 1},\n {\"check\": \"a\", "
+			       "\"target\": \"c\",\n  \"measured\": -0.5}]}",
+			       ": line 4: \"measured\" must not be negative"), -EINVAL);
+	CHECK_EQ_INT(load_text("{\"penny_check_baseline\": 1, \"results\": [{\"check\": \"a\", "
+			       "\"target\": \"b\", \"measured\": -1e-300}]}", "negative"), -EINVAL);
+	CHECK_EQ_INT(load_text("{\"penny_check_baseline\": 1, \"results\": [{\"check\": \"a\", "
+			       "\"target\": \"b\", \"measured\": 0}]}", NULL), 0);
 	CHECK(load_text("", NULL) < 0);
 	{
 		struct pn_check_baseline *b = NULL;
@@ -264,6 +273,51 @@ TEST(baseline_errors)
 		CHECK(pn_check_baseline_load(&b, "/dev/zero") < 0); /* never read unbounded */
 		CHECK(b == NULL);
 	}
+}
+
+static int find(const struct pn_verdict_list *l, const char *check, const char *target)
+{
+	int i;
+
+	for (i = 0; i < pn_verdict_n(l); i++)
+		if (!strcmp(pn_verdict_at(l, i)->check, check) &&
+		    !strcmp(pn_verdict_at(l, i)->target, target))
+			return i;
+	return -1;
+}
+
+TEST(require)
+{
+	struct pn_verdict_list *l = pn_verdict_list_new();
+	const struct pn_verdict_result *r;
+	unsigned req = 0;
+
+	pn_verdict_add(l, &(struct pn_verdict_in){ .check = "gpu-copy", .node = "n1",
+						   .target = "GPU0", .verdict = PN_SKIP,
+						   .detail = "no GPU plugin" });
+	pn_verdict_add(l, &(struct pn_verdict_in){ .check = "pcie", .node = "n1",
+						   .target = "GPU0", .verdict = PN_SKIP,
+						   .detail = "no link" });
+	pn_verdict_add(l, &(struct pn_verdict_in){ .check = "pcie", .node = "n1",
+						   .target = "mlx5_0", .verdict = PN_PASS });
+	CHECK_EQ_INT(pn_verdict_exit_code(l), 0);
+	/* nothing required: nothing changes */
+	CHECK_EQ_INT(pn_check_require(l, 0, "n1"), 0);
+	CHECK_EQ_INT(pn_verdict_exit_code(l), 0);
+	CHECK_EQ_INT(pn_check_parse_list("gpu-copy,rails", &req), 0);
+	CHECK_EQ_INT(pn_check_require(l, req, "n1"), 2);
+	r = pn_verdict_at(l, find(l, "gpu-copy", "GPU0"));
+	CHECK(r && r->verdict == PN_FAIL);
+	CHECK_STR(r ? r->detail : "", "required, but skipped: no GPU plugin");
+	CHECK_STR(r ? r->source : "", "--require");
+	/* pcie was not required: its SKIP stays */
+	r = pn_verdict_at(l, find(l, "pcie", "GPU0"));
+	CHECK(r && r->verdict == PN_SKIP);
+	/* a required check without any result fails on its own */
+	r = pn_verdict_at(l, find(l, "rails", "-"));
+	CHECK(r && r->verdict == PN_FAIL && !strcmp(r->node, "n1"));
+	CHECK_EQ_INT(pn_verdict_exit_code(l), 1);
+	pn_verdict_list_free(l);
 }
 
 int main(void)
@@ -274,5 +328,6 @@ int main(void)
 	RUN(median_groups);
 	RUN(expect);
 	RUN(baseline_errors);
+	RUN(require);
 	return unit_done();
 }

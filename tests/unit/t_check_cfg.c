@@ -78,6 +78,18 @@ TEST(values)
 	CHECK_EQ_INT(pn_check_cfg_num(c, "inventory.nics", &v), 0);
 	pn_check_cfg_free(c);
 	c = pn_check_cfg_new();
+	CHECK_EQ_INT(parse(c, "inventory.gpus = +4\njob.median-margin = .25\nnic-bw.min-gbps = 1e2\n"
+			   "job.require = pcie,nic-bw\n"), 0);
+	CHECK_EQ_INT(pn_check_cfg_num(c, "inventory.gpus", &v), 1);
+	CHECK(v == 4);
+	CHECK_EQ_INT(pn_check_cfg_num(c, "job.median-margin", &v), 1);
+	CHECK(v == 0.25);
+	CHECK_EQ_INT(pn_check_cfg_num(c, "nic-bw.min-gbps", &v), 1);
+	CHECK(v == 100);
+	CHECK_EQ_INT(pn_check_cfg_str(c, "job.require", &s), 1);
+	CHECK_STR(s, "pcie,nic-bw");
+	pn_check_cfg_free(c);
+	c = pn_check_cfg_new();
 	CHECK_EQ_INT(parse(c, ""), 0);
 	pn_check_cfg_free(c);
 }
@@ -89,11 +101,27 @@ TEST(errors)
 	refused("no.such = 1", "t.conf:1: unknown key 'no.such'");
 	refused("inventory.gpus = 8\ninventory.gpus = 8", "t.conf:2: inventory.gpus is given twice");
 	refused("inventory.gpus =", "t.conf:1: inventory.gpus has no value");
-	refused("inventory.gpus = eight", "must be a number, not 'eight'");
-	refused("inventory.gpus = 8x", "must be a number");
-	refused("inventory.gpus = nan", "must be a number");
-	refused("inventory.gpus = inf", "must be a number");
-	refused("inventory.gpus = 1e999", "must be a number");
+	refused("inventory.gpus = eight", "must be a decimal integer, not 'eight'");
+	refused("inventory.gpus = 8x", "must be a decimal integer");
+	refused("inventory.gpus = nan", "must be a decimal integer");
+	refused("inventory.gpus = inf", "must be a decimal integer");
+	refused("inventory.gpus = 1e999", "must be a decimal integer");
+	/* integers are decimal integers; numbers are decimal */
+	refused("inventory.gpus = 2.5", "t.conf:1: inventory.gpus must be a decimal integer, not '2.5'");
+	refused("inventory.gpus = 0x2", "must be a decimal integer, not '0x2'");
+	refused("inventory.gpus = 2e0", "must be a decimal integer");
+	refused("inventory.gpus = +", "must be a decimal integer");
+	refused("nic-bw.size = 0x100000", "must be a decimal integer");
+	refused("job.median-margin = 0x0.1p0", "must be a decimal number, not '0x0.1p0'");
+	refused("job.median-margin = nan", "must be a decimal number");
+	refused("job.median-margin = infinity", "must be a decimal number");
+	refused("job.median-margin = 1e999", "must be a decimal number");
+	refused("job.median-margin = .", "must be a decimal number");
+	/* a list of check names */
+	refused("job.require = pcie,bogus", "job.require must be a comma list of inventory pcie");
+	refused("job.require = pcie,,nic-bw", "must be a comma list");
+	refused("job.require = pcie,", "must be a comma list");
+	refused("job.require = ,pcie", "must be a comma list");
 	refused("inventory.gpus = -1", "t.conf:1: inventory.gpus must be 0..4096, got -1");
 	refused("inventory.gpus = 4097", "must be 0..4096");
 	refused("job.median-margin = 1.01", "must be 0..1");
@@ -162,7 +190,7 @@ TEST(table)
 	CHECK(n >= 9);
 	for (i = 0; i < n; i++) {
 		CHECK(k[i].key && strchr(k[i].key, '.') && k[i].doc && *k[i].doc);
-		if (k[i].is_num)
+		if (PN_KEY_IS_NUM(&k[i]))
 			CHECK(k[i].min <= k[i].max &&
 			      (isnan(k[i].dflt) || (k[i].dflt >= k[i].min && k[i].dflt <= k[i].max)));
 		else

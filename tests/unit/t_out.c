@@ -36,6 +36,12 @@ static const char *prom(const char *s)
 	return esc_buf;
 }
 
+static const char *xml(const char *s)
+{
+	pn_xml_escape(esc_buf, sizeof(esc_buf), s);
+	return esc_buf;
+}
+
 static const char *text(const char *s, int layout)
 {
 	pn_text_escape(esc_buf, sizeof(esc_buf), s, layout);
@@ -96,6 +102,21 @@ TEST(prom_escape_label_value)
 	CHECK(valid_utf8(prom("\x80\xc1\xbf\xed\xbf\xbf")));
 }
 
+TEST(xml_escape_any_bytes)
+{
+	CHECK_STR(xml("mlx5_0"), "mlx5_0");
+	CHECK_STR(xml("<a & \"b\" 'c'>"), "&lt;a &amp; &quot;b&quot; &apos;c&apos;&gt;");
+	CHECK_STR(xml("t\tn\nr\r"), "t&#9;n&#10;r&#13;");
+	/* what XML 1.0 cannot hold: C0 controls, U+FFFE, U+FFFF, invalid bytes */
+	CHECK_STR(xml("\x01\x1b\xef\xbf\xbe\xef\xbf\xbf\xff\xc3"),
+		  "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+	CHECK_STR(xml("caf\xc3\xa9 \xef\xbf\xbd \xf0\x9f\x98\x80"),
+		  "caf\xc3\xa9 \xef\xbf\xbd \xf0\x9f\x98\x80");
+	CHECK(valid_utf8(xml("\x80\xc1\xbf\xed\xbf\xbf")));
+	/* the length it needs, whatever the buffer */
+	CHECK_EQ_INT((int)pn_xml_escape(NULL, 0, "<\x01"), 4 + 3);
+}
+
 TEST(text_escape_controls_and_bytes)
 {
 	CHECK_STR(text("mlx5_0", 0), "mlx5_0");
@@ -125,6 +146,9 @@ static void hostile(struct pn_out *o)
 	pn_out_open_object(o, NULL);
 	pn_out_str(o, PN_ANY, "host", "%-8s|", "h\x1b]0;x\x07\xff");
 	pn_out_text(o, "# %s\t%s\n", "esc\x1b[2J", "ok");
+	/* a name's newline or tab is no layout: the format's are */
+	pn_out_text(o, "[%-6s|%.2s|%*s|%d %ld %lld %u %zu %x %5.1f %c %%]\n", "a\nb", "xyz", 3, "\t",
+		    -1, 2L, 3LL, 4u, (size_t)5, 255u, 2.25, 'q');
 	pn_out_str(o, PN_JSON, "\xff key", NULL, "v\xc0");
 	pn_out_close_object(o);
 }
@@ -133,7 +157,8 @@ TEST(out_escapes_names_in_text_and_json)
 {
 	char *t = render(0, hostile), *j = render(1, hostile);
 
-	CHECK_STR(t, "h\\x1b]0;x\\x07\\xff|# esc\\x1b[2J\tok\n");
+	CHECK_STR(t, "h\\x1b]0;x\\x07\\xff|# esc\\x1b[2J\tok\n"
+		     "[a\\x0ab|xy|\\x09|-1 2 3 4 5 ff   2.2 q %]\n");
 	CHECK_STR(j, "{\"host\":\"h\\u001b]0;x\\u0007\\ufffd\",\"\\ufffd key\":\"v\\ufffd\"}\n");
 	CHECK(valid_utf8(j));
 	free(t);
@@ -521,6 +546,7 @@ int main(void)
 	RUN(utf8_classes);
 	RUN(json_escape_invalid_utf8);
 	RUN(prom_escape_label_value);
+	RUN(xml_escape_any_bytes);
 	RUN(text_escape_controls_and_bytes);
 	RUN(out_escapes_names_in_text_and_json);
 	RUN(out_na_keeps_the_format_text);

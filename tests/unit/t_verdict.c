@@ -303,7 +303,7 @@ static char *junit(const struct pn_verdict_list *l, const char *suite, const cha
 
 	if (!f)
 		return NULL;
-	if (pn_verdict_write_junit(f, suite, host, l)) {
+	if (pn_verdict_write_junit(f, suite, host, l, NULL)) {
 		fclose(f);
 		free(buf);
 		return NULL;
@@ -417,16 +417,50 @@ TEST(junit_output)
 	free(x);
 	pn_verdict_list_free(l);
 
-	/* an empty run is still a valid document */
+	/* an empty run is still a valid document, and an error: nothing was judged */
 	l = pn_verdict_list_new();
 	x = junit(l, NULL, NULL);
 	d = x ? pn_xml_parse(x, strlen(x), &e) : NULL;
 	CHECK(d != NULL);
-	CHECK_STR(xattr(d ? xmlDocGetRootElement(d) : NULL, "tests"), "0");
+	CHECK_STR(xattr(d ? xmlDocGetRootElement(d) : NULL, "tests"), "1");
+	CHECK_STR(xattr(d ? xmlDocGetRootElement(d) : NULL, "errors"), "1");
+	CHECK(x && strstr(x, "<error message=\"nothing was judged: no check result\" type=\"ERROR\"/>"));
+	if (d)
+		xmlFreeDoc(d);
+	free(x);
+	/* every result a SKIP: exit 2, so an error too, beside the skips */
+	CHECK_EQ_INT(add(l, "GPU0", PN_SKIP), 0);
+	x = junit(l, "penny check", "n1");
+	d = x ? pn_xml_parse(x, strlen(x), &e) : NULL;
+	CHECK(d != NULL);
+	CHECK(x && strstr(x, "tests=\"2\" failures=\"0\" errors=\"1\" skipped=\"1\""));
+	CHECK(x && strstr(x, "<testcase classname=\"penny check\" name=\"n1:run\" time=\"0.000\">\n"
+			  "      <error message=\"nothing was judged: every check was skipped\""));
 	if (d)
 		xmlFreeDoc(d);
 	free(x);
 	pn_verdict_list_free(l);
+	/* a run that could not run: its reason, escaped; no list at all */
+	x = NULL;
+	{
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		CHECK(f && pn_verdict_write_junit(f, "penny check", "h\x01<", NULL,
+						  "x.conf:3: bad \xff\"value\"\n") == 0);
+		if (f)
+			fclose(f);
+		x = buf;
+	}
+	d = x ? pn_xml_parse(x, strlen(x), &e) : NULL;
+	CHECK(d != NULL);
+	CHECK(x && strstr(x, "tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\""));
+	CHECK(x && strstr(x, "name=\"h\xef\xbf\xbd&lt;:run\""));
+	CHECK(x && strstr(x, "message=\"x.conf:3: bad \xef\xbf\xbd&quot;value&quot;&#10;\""));
+	if (d)
+		xmlFreeDoc(d);
+	free(x);
 }
 
 static char *prom(const struct pn_verdict_list *l)
@@ -437,7 +471,7 @@ static char *prom(const struct pn_verdict_list *l)
 
 	if (!f)
 		return NULL;
-	if (pn_verdict_write_prom(f, l)) {
+	if (pn_verdict_write_prom(f, l, -1)) {
 		fclose(f);
 		free(buf);
 		return NULL;
@@ -557,6 +591,27 @@ TEST(prom_output)
 			"target=\"a\\\"b\\\\c\\nd\",unit=\"x\"} 1.5\n"));
 	CHECK(strstr(t, "penny_check_results{verdict=\"FAIL\"} 1\n"));
 	CHECK(strstr(t, "penny_check_exit_code 1\n"));
+
+	/* the run's own exit code beats the list's; no list at all is an empty run */
+	{
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		CHECK(f && pn_verdict_write_prom(f, l, 2) == 0);
+		if (f)
+			fclose(f);
+		CHECK(buf && strstr(buf, "penny_check_exit_code 2\n"));
+		free(buf);
+		buf = NULL;
+		f = open_memstream(&buf, &len);
+		CHECK(f && pn_verdict_write_prom(f, NULL, 2) == 0);
+		if (f)
+			fclose(f);
+		CHECK(buf && strstr(buf, "penny_check_exit_code 2\n"));
+		CHECK(buf && strstr(buf, "penny_check_results{verdict=\"PASS\"} 0\n"));
+		free(buf);
+	}
 
 	/* the project's strict text-format checker agrees, when it can run */
 	snprintf(checker, sizeof(checker), "%s/tests/helpers/top/check_prom.py",
