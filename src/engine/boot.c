@@ -19,6 +19,7 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdarg.h>
@@ -169,6 +170,7 @@ struct pn_boot {
 	int *node;		/* node index per rank */
 	int nnodes, local_rank, local_size;
 	uint32_t seq;
+	sig_atomic_t conts;	/* boot_conts when the job began */
 	int abort_code;		/* errno carried by the last ABORT received (rendezvous) */
 	char rdv_file[320];	/* rank 0: the rendezvous file it published */
 };
@@ -194,18 +196,69 @@ static const char *rank_host(const struct pn_boot *b, int r)
 	return b->hello && b->hello[r].host[0] ? b->hello[r].host : "?";
 }
 
+/* SIGCONTs this process received: a rank stopped and resumed knows it was. */
+static volatile sig_atomic_t boot_conts;
+
+static void on_cont(int sig)
+{
+	(void)sig;
+	boot_conts++;
+}
+
+static void watch_cont(struct pn_boot *b)
+{
+	struct sigaction old, act;
+
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = on_cont;
+	act.sa_flags = SA_RESTART;
+	sigemptyset(&act.sa_mask);
+	/* only where nobody else handles it */
+	if (!sigaction(SIGCONT, NULL, &old) && old.sa_handler == SIG_DFL &&
+	    !(old.sa_flags & SA_SIGINFO))
+		sigaction(SIGCONT, &act, NULL);
+	b->conts = boot_conts;
+}
+
+static int was_stopped(struct pn_boot *b, int ret, const char *why)
+{
+	return pn_err(ret, "this rank (%d, host %s) was stopped and resumed during the job: the "
+		      "others gave up waiting for it (%s)", b->rank, rank_host(b, b->rank), why);
+}
+
+/*
+ * A step that failed with rank r.  Rank 0 waits on every rank and the
+ * others wait longer on rank 0 (PN_BOOT_ROOT_GRACE), so rank 0 names the
+ * rank that did not answer or died and tells every rank (an ABORT with the
+ * text), and every rank says the same.  A rank that was itself stopped
+ * (SIGSTOP) and resumed after the others gave up says so, instead of
+ * blaming the rank it waited for.
+ */
 static int peer_error(struct pn_boot *b, int r, int ret, const char *what)
 {
-	if (ret == -ETIMEDOUT)
-		return pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for rank %d (host %s) in %s",
-			      b->cfg.timeout, r, rank_host(b, r), what);
-	if (ret == -EPIPE || ret == -ECONNRESET)
-		return pn_err(-EPIPE, "rank %d (host %s) closed the connection during %s: "
-			      "it failed or was killed", r, rank_host(b, r), what);
+	char why[300], pid[24] = "";
+
 	if (ret == -ECANCELED)
 		return ret; /* message already set (abort from a peer) */
-	return pn_err(ret, "%s with rank %d (host %s): %s", what, r, rank_host(b, r),
-		      strerror(-ret));
+	if (b->hello && b->hello[r].pid > 0)
+		snprintf(pid, sizeof(pid), ", pid %d", b->hello[r].pid);
+	if (ret == -ETIMEDOUT) {
+		snprintf(why, sizeof(why), "timed out after %.0f s waiting for rank %d (host %s%s) in "
+			 "%s: it did not answer (stopped or hung)", b->cfg.timeout, r,
+			 rank_host(b, r), pid, what);
+	} else if (ret == -EPIPE || ret == -ECONNRESET) {
+		ret = -EPIPE;
+		snprintf(why, sizeof(why), "rank %d (host %s%s) closed its connection during %s: it "
+			 "failed or was killed", r, rank_host(b, r), pid, what);
+	} else {
+		snprintf(why, sizeof(why), "%s with rank %d (host %s): %s", what, r, rank_host(b, r),
+			 strerror(-ret));
+	}
+	if (boot_conts != b->conts)
+		return was_stopped(b, ret, why);
+	if (b->rank == 0)
+		pn_boot_abort(b, why);
+	return pn_err(ret, "%s", why);
 }
 
 /* An ABORT's text (h read already): -ECANCELED with it as the message. */
@@ -223,6 +276,8 @@ static int recv_abort(struct pn_boot *b, int fd, const struct pn_frame *h, doubl
 	 * ranks see only rank 0's connection close, and blame rank 0 */
 	if (b->rank == 0 && text[0])
 		pn_boot_abort(b, text);
+	if (boot_conts != b->conts)
+		return was_stopped(b, -ECANCELED, text[0] ? text : "a peer aborted the job");
 	return pn_err(-ECANCELED, "%s", text[0] ? text : "a peer aborted the job");
 }
 
@@ -826,6 +881,8 @@ int pn_boot_init(struct pn_boot **out, const struct pn_boot_cfg *cfg)
 	}
 	for (i = 0; i < b->nranks; i++)
 		b->fds[i] = -1;
+	if (b->nranks > 1)
+		watch_cont(b);
 	fill_hello(&b->hello[b->rank], b->rank, b->nranks);
 	deadline = pn_now() + cfg->timeout;
 	if (b->nranks > 1) {
@@ -1008,7 +1065,7 @@ static int bcast0(struct pn_boot *b, void *buf, size_t len, double deadline, con
 	int i, ret;
 
 	if (b->rank != 0)
-		return recv_msg(b, 0, PN_MSG_GATHERED, buf, len, deadline, what);
+		return recv_msg(b, 0, PN_MSG_GATHERED, buf, len, deadline + PN_BOOT_ROOT_GRACE, what);
 	for (i = 1; i < b->nranks; i++) {
 		ret = send_msg(b, b->fds[i], PN_MSG_GATHERED, buf, len, deadline);
 		if (ret)

@@ -90,6 +90,12 @@ void pn_boot_derive_cookie(struct pn_boot_cfg *cfg);
 int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status,
 		       char **report);
 #define PN_BOOT_GRACE 2.0
+/*
+ * How much longer than --timeout a rank waits on rank 0 in a collective:
+ * rank 0, which waits on every rank, is the one that can name a rank that
+ * does not answer; the others hear its reason rather than blame rank 0.
+ */
+#define PN_BOOT_ROOT_GRACE 1.0
 
 /*
  * Collapse error lines of several ranks: lines "rank N: TEXT" with the same
