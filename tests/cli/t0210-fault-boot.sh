@@ -257,7 +257,16 @@ test_expect_success 'without a secret: a private one is made in ~/.config/penny,
 	chmod 640 cfg3/penny/cookie &&
 	within 3 test_exit 2 penny allreduce-test --rank 0 --nranks 2 --root 127.0.0.1:$port \
 		--timeout 2 -b 8 -e 8 2>err && cat err && grep -q "refusing the job secret" err &&
-	cmp before cfg3/penny/cookie
+	cmp before cfg3/penny/cookie &&
+	mkdir -p cfg4 elsewhere && ln -s ../elsewhere cfg4/penny &&
+	within 3 test_exit 2 env XDG_CONFIG_HOME=$PWD/cfg4 "$PENNY" allreduce-test --rank 0 \
+		--nranks 2 --root 127.0.0.1:$port --timeout 2 -b 8 -e 8 2>err && cat err &&
+	grep -q "refusing .*cfg4/penny. for the job secret: not a directory" err &&
+	test ! -e elsewhere/cookie && rm cfg4/penny && mkdir -m 777 cfg4/penny &&
+	within 3 test_exit 2 env XDG_CONFIG_HOME=$PWD/cfg4 "$PENNY" allreduce-test --rank 0 \
+		--nranks 2 --root 127.0.0.1:$port --timeout 2 -b 8 -e 8 2>err && cat err &&
+	grep -q "refusing .*cfg4/penny. for the job secret: owned by uid [0-9]* with mode 777" err &&
+	test ! -e cfg4/penny/cookie
 '
 
 test_expect_success 'a flood of idle strangers: the rank joins, the job completes' '
