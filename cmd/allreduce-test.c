@@ -13,7 +13,6 @@
 #include "engine/boot.h"
 #include "engine/coll.h"
 #include "engine/jobparams.h"
-#include "base/file.h"
 #include "base/log.h"
 #include "engine/mem.h"
 #include "base/minijson.h"
@@ -175,20 +174,7 @@ static int agree_params(struct job *j, const enum pn_algo *algos, int nalgos,
 	pn_job_param_set(&p[n++], "--backend", "%s", backends);
 	pn_job_param_set(&p[n++], "-G", "%d", opt.graph);
 	pn_job_param_set(&p[n++], "--seed", "%llu", (unsigned long long)opt.seed);
-	if (opt.plan) {
-		char *text;
-		size_t len;
-
-		/* the content: the same file name may hold different plans */
-		if (pn_file_read(opt.plan, &text, &len)) {
-			pn_job_param_set(&p[n++], "--plan", "unreadable");
-		} else {
-			pn_job_param_content(&p[n++], "--plan", text, len);
-			free(text);
-		}
-	} else {
-		pn_job_param_set(&p[n++], "--plan", "none");
-	}
+	pn_job_param_file(&p[n++], "--plan", opt.plan);
 	pn_job_param_set(&p[n++], "--transport", "%s", pn_cli.transport ? pn_cli.transport : "probe");
 	if (opt.min_busbw >= 0)
 		pn_job_param_set(&p[n++], "--min-busbw", "%.15g", opt.min_busbw);

@@ -15,6 +15,7 @@
 #include "base/verdict.h"
 #include "harness/check.h"
 #include "harness/check_cfg.h"
+#include "engine/jobparams.h"
 
 #include <errno.h>
 #include <math.h>
@@ -238,6 +239,69 @@ static int required(struct pn_ctx *ctx, const struct pn_check_cfg *cfg, unsigned
 	return 0;
 }
 
+/* Compare p[0..n) across the job: 0, or 2 said by rank 0 and the ranks that differ. */
+static int agree_round(struct pn_ctx *ctx, struct pn_boot *b, const struct pn_job_param *p, int n)
+{
+	int differs = 0, ret = pn_job_params_agree(b, p, n, &differs);
+
+	if (ret == -EINVAL) {
+		if (pn_boot_rank(b) == 0 || differs)
+			pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
+		return 2;
+	}
+	if (ret)
+		return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
+	return 0;
+}
+
+/*
+ * Under a launcher every rank runs the same checks the same way: the
+ * options that choose or shape the work (the checks, --quick, --timeout,
+ * --plan's content, --backend, --transport) and every configuration key's
+ * value are compared before anything runs.  A rank that differs fails the
+ * job at once, exit 2 on every rank, one line naming the option or key and
+ * the ranks ("ranks disagree on --only: rank 0 inventory,pcie, rank 2
+ * inventory"), instead of ranks waiting on each other until --timeout.
+ * Per-node choices (-d, the output files, --baseline) are not compared.
+ */
+static int agree_params(struct pn_ctx *ctx, struct pn_boot *b, const struct pn_check *c)
+{
+	struct pn_job_param p[PN_JOB_MAX_PARAMS];
+	const struct pn_check_key *k;
+	char list[160] = "";
+	size_t nkeys, i;
+	int n = 0, id, rc;
+
+	k = pn_check_keys(&nkeys);
+	for (id = 0; id < PN_CHECK_COUNT; id++)
+		if (c->mask & (1u << id))
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+				 list[0] ? "," : "", pn_check_name(id));
+	pn_job_param_set(&p[n++], "--only", "%s", list);
+	pn_job_param_set(&p[n++], "--quick", "%s", c->quick ? "yes" : "no");
+	pn_job_param_set(&p[n++], "--require", "%s", opt.require ? opt.require : "none");
+	pn_job_param_set(&p[n++], "--timeout", "%.15g s", pn_boot_timeout(b));
+	pn_job_param_set(&p[n++], "--backend", "%s", opt.backend ? opt.backend : "default");
+	pn_job_param_set(&p[n++], "--transport", "%s", pn_cli.transport ? pn_cli.transport : "probe");
+	pn_job_param_file(&p[n++], "--plan", opt.plan);
+	rc = agree_round(ctx, b, p, n);
+	/* then the configuration, a key per parameter, in rounds */
+	for (i = 0, n = 0; !rc && i < nkeys; i++) {
+		const char *v = NULL;
+		double x = 0;
+
+		if (PN_KEY_IS_NUM(&k[i]) && pn_check_cfg_num(c->cfg, k[i].key, &x) >= 0)
+			pn_job_param_set(&p[n++], k[i].key, "%.17g", x);
+		else if (!PN_KEY_IS_NUM(&k[i]) && pn_check_cfg_str(c->cfg, k[i].key, &v) >= 0)
+			pn_job_param_set(&p[n++], k[i].key, "%s", v ? v : "none");
+		if (n == PN_JOB_MAX_PARAMS || (i + 1 == nkeys && n)) {
+			rc = agree_round(ctx, b, p, n);
+			n = 0;
+		}
+	}
+	return rc;
+}
+
 static int setup(struct pn_ctx *ctx, struct pn_check_cfg *cfg, struct pn_check_baseline **base,
 		 struct pn_check *c)
 {
@@ -319,6 +383,8 @@ int cmd_check(struct pn_ctx *ctx, int argc, char **argv)
 			goto out;
 		}
 		c.boot = job->boot;
+		if (!ret && (rc = agree_params(ctx, c.boot, &c)))
+			goto out;
 	}
 	if (!ret)
 		ret = pn_check_run(&c);

@@ -11,6 +11,8 @@ TEST_FAILED=0
 TRASH=$(mktemp -d "${TMPDIR:-/tmp}/penny-test.XXXXXX")
 trap 'rm -rf "$TRASH"' EXIT
 cd "$TRASH" || exit 1
+# explicitly ranked jobs keep their per-user secret in here, not in ~/.config
+export XDG_CONFIG_HOME=$TRASH/.config
 
 penny() { "$PENNY" "$@"; }
 

@@ -9,6 +9,7 @@
 #include "engine/boot.h"
 #include "engine/launch.h"
 #include "base/log.h"
+#include "base/sha256.h"
 #include "base/sock.h"
 #include "base/util.h"
 
@@ -18,6 +19,7 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdarg.h>
@@ -69,10 +71,37 @@ static void printable(char *s, size_t len)
 			s[i] = '?';
 }
 
-int pn_wire_hello_check(const void *buf, size_t len, const uint8_t cookie[16], int nranks,
-			struct pn_wire_hello *out)
+void pn_wire_hello_mac(const uint8_t secret[32], const uint8_t challenge[PN_WIRE_NONCE_LEN],
+		       const uint8_t hdr[PN_FRAME_HDR_LEN], const struct pn_wire_hello *h,
+		       uint8_t mac[PN_WIRE_MAC_LEN])
 {
-	uint8_t magic[4];
+	static const char tag[] = "penny hello";
+	struct pn_wire_hello m = *h;
+	const void *p[4] = { tag, challenge, hdr, &m };
+	size_t l[4] = { sizeof(tag), PN_WIRE_NONCE_LEN, PN_FRAME_HDR_LEN, sizeof(m) };
+
+	memset(m.mac, 0, sizeof(m.mac));
+	pn_hmac_sha256(secret, 32, 4, p, l, mac);
+}
+
+void pn_wire_welcome_mac(const uint8_t secret[32], const uint8_t challenge[PN_WIRE_NONCE_LEN],
+			 const uint8_t nonce[PN_WIRE_NONCE_LEN], uint32_t rank,
+			 uint8_t mac[PN_WIRE_MAC_LEN])
+{
+	static const char tag[] = "penny welcome";
+	uint8_t r[4];
+	const void *p[4] = { tag, nonce, challenge, r };
+	size_t l[4] = { sizeof(tag), PN_WIRE_NONCE_LEN, PN_WIRE_NONCE_LEN, sizeof(r) };
+
+	pn_put_u32(r, rank);
+	pn_hmac_sha256(secret, 32, 4, p, l, mac);
+}
+
+int pn_wire_hello_check(const void *buf, size_t len, const uint8_t cookie[16],
+			const uint8_t secret[32], const uint8_t challenge[PN_WIRE_NONCE_LEN],
+			int nranks, struct pn_wire_hello *out)
+{
+	uint8_t magic[4], mac[PN_WIRE_MAC_LEN];
 	struct pn_frame h;
 	struct pn_wire_hello m;
 	int ret;
@@ -88,6 +117,11 @@ int pn_wire_hello_check(const void *buf, size_t len, const uint8_t cookie[16], i
 		return -EAGAIN;
 	}
 	pn_frame_get(&h, buf);
+	/* the cookie is derived from the secret and the job: another one is
+	 * a rank given another secret or address, or a stranger */
+	if (h.magic == PN_BOOT_MAGIC && h.version == PN_BOOT_VERSION && memcmp(h.cookie, cookie, 16))
+		return pn_err(-EACCES, "a hello with another job's cookie (another secret or "
+			      "rendezvous address)");
 	ret = pn_wire_hdr_check(&h, cookie, PN_MSG_HELLO, sizeof(m));
 	if (ret)
 		return ret;
@@ -99,17 +133,22 @@ int pn_wire_hello_check(const void *buf, size_t len, const uint8_t cookie[16], i
 	if (len < PN_FRAME_HDR_LEN + sizeof(m))
 		return -EAGAIN;
 	memcpy(&m, (const char *)buf + PN_FRAME_HDR_LEN, sizeof(m));
+	pn_wire_hello_mac(secret, challenge, buf, &m, mac);
 	m.host[sizeof(m.host) - 1] = 0;
 	m.host_id[sizeof(m.host_id) - 1] = 0;
 	printable(m.host, sizeof(m.host));
 	printable(m.host_id, sizeof(m.host_id));
+	/* nothing it says counts before it proved the secret */
+	if (pn_memeq_ct(mac, m.mac, sizeof(mac)))
+		return pn_err(-EACCES, "a hello claiming rank %u of %u (pid %d on %s) without the proof "
+			      "of the job's secret", m.rank, m.nranks, m.pid, m.host);
 	if (h.src != m.rank)
-		return pn_err(-EPROTO, "a header of rank %u with the hello of rank %u", h.src, m.rank);
+		return pn_err(-EINVAL, "a header of rank %u with the hello of rank %u", h.src, m.rank);
 	if (m.pid <= 0)
-		return pn_err(-EPROTO, "hello with pid %d", m.pid);
-	/* the job's cookie, another job: two jobs on one address (explicit
-	 * ranks derive the cookie from it), or a rank started with other
-	 * arguments; the whole job fails, naming it */
+		return pn_err(-EINVAL, "hello of rank %u with pid %d", m.rank, m.pid);
+	/* the job's secret and cookie, another job: two jobs on one address
+	 * with one secret, or a rank started with other arguments; the whole
+	 * job fails, naming it */
 	if (m.nranks != (uint32_t)nranks)
 		return pn_err(-EINVAL, "rank %u (pid %d on %s) is in a job of %u ranks, rank 0 in one of %d: "
 			      "two jobs on one rendezvous address?", m.rank, m.pid, m.host, m.nranks,
@@ -131,6 +170,7 @@ struct pn_boot {
 	int *node;		/* node index per rank */
 	int nnodes, local_rank, local_size;
 	uint32_t seq;
+	sig_atomic_t conts;	/* boot_conts when the job began */
 	int abort_code;		/* errno carried by the last ABORT received (rendezvous) */
 	char rdv_file[320];	/* rank 0: the rendezvous file it published */
 };
@@ -156,18 +196,69 @@ static const char *rank_host(const struct pn_boot *b, int r)
 	return b->hello && b->hello[r].host[0] ? b->hello[r].host : "?";
 }
 
+/* SIGCONTs this process received: a rank stopped and resumed knows it was. */
+static volatile sig_atomic_t boot_conts;
+
+static void on_cont(int sig)
+{
+	(void)sig;
+	boot_conts++;
+}
+
+static void watch_cont(struct pn_boot *b)
+{
+	struct sigaction old, act;
+
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = on_cont;
+	act.sa_flags = SA_RESTART;
+	sigemptyset(&act.sa_mask);
+	/* only where nobody else handles it */
+	if (!sigaction(SIGCONT, NULL, &old) && old.sa_handler == SIG_DFL &&
+	    !(old.sa_flags & SA_SIGINFO))
+		sigaction(SIGCONT, &act, NULL);
+	b->conts = boot_conts;
+}
+
+static int was_stopped(struct pn_boot *b, int ret, const char *why)
+{
+	return pn_err(ret, "this rank (%d, host %s) was stopped and resumed during the job: the "
+		      "others gave up waiting for it (%s)", b->rank, rank_host(b, b->rank), why);
+}
+
+/*
+ * A step that failed with rank r.  Rank 0 waits on every rank and the
+ * others wait longer on rank 0 (PN_BOOT_ROOT_GRACE), so rank 0 names the
+ * rank that did not answer or died and tells every rank (an ABORT with the
+ * text), and every rank says the same.  A rank that was itself stopped
+ * (SIGSTOP) and resumed after the others gave up says so, instead of
+ * blaming the rank it waited for.
+ */
 static int peer_error(struct pn_boot *b, int r, int ret, const char *what)
 {
-	if (ret == -ETIMEDOUT)
-		return pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for rank %d (host %s) in %s",
-			      b->cfg.timeout, r, rank_host(b, r), what);
-	if (ret == -EPIPE || ret == -ECONNRESET)
-		return pn_err(-EPIPE, "rank %d (host %s) closed the connection during %s: "
-			      "it failed or was killed", r, rank_host(b, r), what);
+	char why[300], pid[24] = "";
+
 	if (ret == -ECANCELED)
 		return ret; /* message already set (abort from a peer) */
-	return pn_err(ret, "%s with rank %d (host %s): %s", what, r, rank_host(b, r),
-		      strerror(-ret));
+	if (b->hello && b->hello[r].pid > 0)
+		snprintf(pid, sizeof(pid), ", pid %d", b->hello[r].pid);
+	if (ret == -ETIMEDOUT) {
+		snprintf(why, sizeof(why), "timed out after %.0f s waiting for rank %d (host %s%s) in "
+			 "%s: it did not answer (stopped or hung)", b->cfg.timeout, r,
+			 rank_host(b, r), pid, what);
+	} else if (ret == -EPIPE || ret == -ECONNRESET) {
+		ret = -EPIPE;
+		snprintf(why, sizeof(why), "rank %d (host %s%s) closed its connection during %s: it "
+			 "failed or was killed", r, rank_host(b, r), pid, what);
+	} else {
+		snprintf(why, sizeof(why), "%s with rank %d (host %s): %s", what, r, rank_host(b, r),
+			 strerror(-ret));
+	}
+	if (boot_conts != b->conts)
+		return was_stopped(b, ret, why);
+	if (b->rank == 0)
+		pn_boot_abort(b, why);
+	return pn_err(ret, "%s", why);
 }
 
 /* An ABORT's text (h read already): -ECANCELED with it as the message. */
@@ -185,6 +276,8 @@ static int recv_abort(struct pn_boot *b, int fd, const struct pn_frame *h, doubl
 	 * ranks see only rank 0's connection close, and blame rank 0 */
 	if (b->rank == 0 && text[0])
 		pn_boot_abort(b, text);
+	if (boot_conts != b->conts)
+		return was_stopped(b, -ECANCELED, text[0] ? text : "a peer aborted the job");
 	return pn_err(-ECANCELED, "%s", text[0] ? text : "a peer aborted the job");
 }
 
@@ -196,10 +289,14 @@ static int recv_msg(struct pn_boot *b, int r, uint16_t type, void *buf, size_t l
 	int fd = b->rank == 0 ? b->fds[r] : b->fds[0];
 	int ret;
 
+	static const uint8_t zero[16];
+
 	ret = pn_frame_recv(fd, &h, deadline);
 	if (ret)
 		return peer_error(b, r, ret, what);
-	ret = pn_wire_hdr_check(&h, b->cfg.cookie, type, UINT64_MAX);
+	/* while a rank joins, rank 0 speaks with a zero cookie until the rank proved itself */
+	ret = pn_wire_hdr_check(&h, b->seq == 0 && b->rank != 0 && !memcmp(h.cookie, zero, 16) ?
+				zero : b->cfg.cookie, type, UINT64_MAX);
 	if (ret)
 		return pn_err_ctx(ret, "bad message from rank %d (host %s)", r, rank_host(b, r));
 	if (h.type == PN_MSG_ABORT)
@@ -262,6 +359,7 @@ struct pending {
 	int fd;
 	size_t got;
 	double since;
+	uint8_t challenge[PN_WIRE_NONCE_LEN];
 	uint8_t msg[PN_FRAME_HDR_LEN + sizeof(struct pn_wire_hello)];
 };
 
@@ -304,6 +402,19 @@ static void notice(const char *fmt, ...)
 	notice_fn(line);
 }
 
+/*
+ * A frame to a connection that has not proven the secret: a zero cookie
+ * (it learns nothing of the job), sent at once or not at all.
+ */
+static int send_unproven(int fd, uint16_t type, uint32_t seq, const void *payload, size_t len)
+{
+	static const uint8_t zero[16];
+	struct pn_frame h;
+
+	pn_wire_hdr_init(&h, zero, type, 0, seq, len);
+	return pn_frame_send(fd, &h, payload, pn_now() + 0.05);
+}
+
 static void drop_conn(int *ndrop, const char *why)
 {
 	PN_DBG(PN_LOG_BOOT, "dropped a connection to the rendezvous: %s", why);
@@ -326,6 +437,11 @@ static int root_accept(struct pn_boot *b, double deadline)
 	struct pollfd *pfd = calloc(PN_PENDING_MAX + 1, sizeof(*pfd));
 	int npend = 0, have = 1, ndrop = 0, ret = 0, i;
 	double hello_secs = PN_MIN(PN_HELLO_SECS, b->cfg.timeout);
+	char refused[200];
+
+	snprintf(refused, sizeof(refused), "rank 0 (host %s) refused this rank: it did not prove "
+		 "the job's secret (every rank needs the same PENNY_COOKIE, PENNY_COOKIE_FILE or "
+		 "~/.config/penny/cookie, and the same --root)", pn_hostname());
 
 	if (!pend || !pfd) {
 		free(pend);
@@ -383,7 +499,17 @@ static int root_accept(struct pn_boot *b, double deadline)
 					why = strerror(errno);
 			}
 			if (!why)
-				chk = pn_wire_hello_check(p->msg, p->got, b->cfg.cookie, b->nranks, &h);
+				chk = pn_wire_hello_check(p->msg, p->got, b->cfg.cookie, b->cfg.secret,
+							  p->challenge, b->nranks, &h);
+			if (chk == -EACCES) {
+				char peer[80];
+
+				/* a rank given another secret learns why at once */
+				pn_sock_peer_name(p->fd, peer, sizeof(peer));
+				snprintf(whybuf, sizeof(whybuf), "%s from %s", pn_errmsg(chk), peer);
+				why = whybuf;
+				send_unproven(p->fd, PN_MSG_ABORT, EACCES, refused, strlen(refused));
+			}
 			if (chk == -EINVAL) {
 				ret = chk;
 				snprintf(whybuf, sizeof(whybuf), "%s", pn_errmsg(chk));
@@ -400,7 +526,19 @@ static int root_accept(struct pn_boot *b, double deadline)
 				why = whybuf;
 			}
 			if (!chk) {
+				uint8_t mac[PN_WIRE_MAC_LEN];
+
 				r = (int)h.rank;
+				pn_wire_welcome_mac(b->cfg.secret, p->challenge, h.nonce, h.rank, mac);
+				if (send_seq(b, p->fd, PN_MSG_WELCOME, 0, mac, sizeof(mac),
+					     pn_now() + 0.05)) {
+					snprintf(whybuf, sizeof(whybuf), "rank %d (pid %d on %s) proved the "
+						 "secret but its connection failed", r, h.pid, h.host);
+					chk = -EAGAIN;
+					why = whybuf;
+				}
+			}
+			if (!chk) {
 				if (b->fds[r] >= 0 && (b->hello[r].pid != h.pid ||
 						       strcmp(b->hello[r].host_id, h.host_id))) {
 					snprintf(whybuf, sizeof(whybuf), "rank %d joined twice: pid %d on %s "
@@ -414,6 +552,7 @@ static int root_accept(struct pn_boot *b, double deadline)
 					close(b->fds[r]);
 					have--;
 				}
+				memset(h.mac, 0, sizeof(h.mac));
 				b->hello[r] = h;
 				b->fds[r] = p->fd;
 				have++;
@@ -453,6 +592,13 @@ static int root_accept(struct pn_boot *b, double deadline)
 				pend[old] = pend[--npend];
 			}
 			memset(&pend[npend], 0, sizeof(pend[npend]));
+			if (pn_boot_random(pend[npend].challenge, PN_WIRE_NONCE_LEN) ||
+			    send_unproven(fd, PN_MSG_CHALLENGE, 0, pend[npend].challenge,
+					  PN_WIRE_NONCE_LEN)) {
+				drop_conn(&ndrop, "could not send the challenge");
+				close(fd);
+				continue;
+			}
 			pend[npend].fd = fd;
 			pend[npend].since = now;
 			npend++;
@@ -517,20 +663,20 @@ static int rdv_publish(struct pn_boot *b, int dfd, const char *dir, const char *
 	static char root[64];
 	struct pn_boot_cfg *cfg = &b->cfg;
 	int port = 0;
-	char tmp[300], line[128];
+	char tmp[300], line[160];
 	int fd = pn_sock_listen("127.0.0.1", 0, 4096, &port), n, i, ret = 0;
 
-	if (fd < 0 || pn_boot_random(cfg->cookie, sizeof(cfg->cookie))) {
+	if (fd < 0 || pn_boot_random(cfg->secret, sizeof(cfg->secret))) {
 		if (fd >= 0)
 			close(fd);
 		return pn_err(-EIO, "cannot listen on 127.0.0.1 for the rendezvous");
 	}
 	cfg->listen_fd = fd;
-	cfg->have_cookie = 1;
+	cfg->have_secret = 1;
 	snprintf(root, sizeof(root), "127.0.0.1:%d", port);
 	n = snprintf(line, sizeof(line), "%s ", root);
-	for (i = 0; i < 16; i++)
-		n += snprintf(line + n, sizeof(line) - (size_t)n, "%02x", cfg->cookie[i]);
+	for (i = 0; i < 32; i++)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "%02x", cfg->secret[i]);
 	n += snprintf(line + n, sizeof(line) - (size_t)n, "\n");
 	snprintf(tmp, sizeof(tmp), "%s.%d", name, (int)getpid());
 	unlinkat(dfd, tmp, 0); /* ours, from a process with our pid */
@@ -552,10 +698,10 @@ static int rdv_read(struct pn_boot *b, int dfd, const char *dir, const char *nam
 {
 	static char root[64];
 	struct pn_boot_cfg *cfg = &b->cfg;
-	char line[128], hex[40];
+	char line[160], hex[72];
 	struct stat st;
 	ssize_t n;
-	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), i;
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
 	if (fd < 0 && errno == ENOENT)
 		return 1;
@@ -572,12 +718,11 @@ static int rdv_read(struct pn_boot *b, int dfd, const char *dir, const char *nam
 	if (n <= 0)
 		return 1;
 	line[n] = 0;
-	if (sscanf(line, "%63s %39s", root, hex) != 2 || strlen(hex) != 32)
+	if (sscanf(line, "%63s %71s", root, hex) != 2 || strlen(hex) != 64)
 		return 1; /* rename makes it whole; a partial one is not ours */
-	for (i = 0; i < 32; i++)
-		if (!isxdigit((unsigned char)hex[i]))
-			return pn_err(-EPROTO, "'%s/%s' holds no job cookie", dir, name);
-	pn_boot_hex_cookie(hex, cfg->cookie, &cfg->have_cookie);
+	if (pn_boot_hex(hex, cfg->secret, sizeof(cfg->secret)))
+		return pn_err(-EPROTO, "'%s/%s' holds no job secret", dir, name);
+	cfg->have_secret = 1;
 	cfg->root = root;
 	return 0;
 }
@@ -653,20 +798,44 @@ static void compute_nodes(struct pn_boot *b)
  */
 static int rank_join(struct pn_boot *b, const char *host, int port, double deadline)
 {
+	struct pn_wire_hello *me = &b->hello[b->rank];
+	uint8_t challenge[PN_WIRE_NONCE_LEN], mac[PN_WIRE_MAC_LEN], hdr[PN_FRAME_HDR_LEN];
+	struct pn_frame h;
 	int ret, rejoin = 0;
 
 	for (;;) {
 		ret = connect_root(b, host, port, deadline, rejoin);
 		if (ret)
 			return ret;
-		ret = send_msg(b, b->fds[0], PN_MSG_HELLO, &b->hello[b->rank],
-			       sizeof(b->hello[b->rank]), deadline);
+		/* the challenge, the hello with the proof, rank 0's proof back */
+		ret = recv_msg(b, 0, PN_MSG_CHALLENGE, challenge, sizeof(challenge), deadline,
+			       "the rendezvous");
+		if (!ret && pn_boot_random(me->nonce, sizeof(me->nonce)))
+			ret = pn_err(-EIO, "cannot read /dev/urandom");
+		if (!ret) {
+			pn_wire_hdr_init(&h, b->cfg.cookie, PN_MSG_HELLO, (uint32_t)b->rank, 0,
+					 sizeof(*me));
+			pn_frame_put(hdr, &h);
+			pn_wire_hello_mac(b->cfg.secret, challenge, hdr, me, me->mac);
+			ret = send_msg(b, b->fds[0], PN_MSG_HELLO, me, sizeof(*me), deadline);
+			if (ret)
+				ret = peer_error(b, 0, ret, "the rendezvous");
+		}
 		if (!ret)
+			ret = recv_msg(b, 0, PN_MSG_WELCOME, mac, sizeof(mac), deadline + 1.0,
+				       "the rendezvous");
+		if (!ret) {
+			uint8_t want[PN_WIRE_MAC_LEN];
+
+			pn_wire_welcome_mac(b->cfg.secret, challenge, me->nonce, (uint32_t)b->rank,
+					    want);
+			if (pn_memeq_ct(want, mac, sizeof(mac)))
+				return pn_err(-EACCES, "what listens at %s:%d did not prove the job's "
+					      "secret: not rank 0 of this job", host, port);
 			ret = recv_msg(b, 0, PN_MSG_TABLE, b->hello,
 				       sizeof(*b->hello) * (size_t)b->nranks, deadline + 1.0,
 				       "the rendezvous");
-		else
-			ret = peer_error(b, 0, ret, "the rendezvous");
+		}
 		if (ret == -ECANCELED && b->abort_code < 0 && b->abort_code != -ECANCELED) {
 			char why[300];
 
@@ -712,6 +881,8 @@ int pn_boot_init(struct pn_boot **out, const struct pn_boot_cfg *cfg)
 	}
 	for (i = 0; i < b->nranks; i++)
 		b->fds[i] = -1;
+	if (b->nranks > 1)
+		watch_cont(b);
 	fill_hello(&b->hello[b->rank], b->rank, b->nranks);
 	deadline = pn_now() + cfg->timeout;
 	if (b->nranks > 1) {
@@ -731,10 +902,11 @@ int pn_boot_init(struct pn_boot **out, const struct pn_boot_cfg *cfg)
 				     "or set PENNY_ROOT (or MASTER_ADDR and MASTER_PORT)", b->nranks);
 			goto fail;
 		}
-		if (!cfg->have_cookie) {
-			ret = pn_err(-EINVAL, "no job cookie: set PENNY_COOKIE");
+		ret = pn_boot_secret(&b->cfg);
+		if (ret)
 			goto fail;
-		}
+		if (!b->cfg.have_cookie)
+			pn_boot_derive_cookie(&b->cfg);
 		if (pn_parse_hostport(cfg->root, host, sizeof(host), &port) || !host[0]) {
 			ret = pn_err(-EINVAL, "bad rendezvous address '%s' (want HOST:PORT)", cfg->root);
 			goto fail;
@@ -893,7 +1065,7 @@ static int bcast0(struct pn_boot *b, void *buf, size_t len, double deadline, con
 	int i, ret;
 
 	if (b->rank != 0)
-		return recv_msg(b, 0, PN_MSG_GATHERED, buf, len, deadline, what);
+		return recv_msg(b, 0, PN_MSG_GATHERED, buf, len, deadline + PN_BOOT_ROOT_GRACE, what);
 	for (i = 1; i < b->nranks; i++) {
 		ret = send_msg(b, b->fds[i], PN_MSG_GATHERED, buf, len, deadline);
 		if (ret)

@@ -3,8 +3,10 @@
  * Bootstrap: who am I (rank, size, local rank) and a TCP rendezvous through
  * rank 0 ("the root").  Every message is a versioned, length-prefixed struct
  * carrying the job cookie; a connection with the wrong magic, version,
- * cookie or size is dropped and logged, never trusted.  Every wait is
- * bounded by the timeout; a dead peer is reported by rank and host.
+ * cookie or size is dropped and logged, never trusted.  A rank joins only
+ * by proving it holds the job's secret (a challenge-response, the secret
+ * never on the wire), and rank 0 proves it back.  Every wait is bounded by
+ * the timeout; a dead peer is reported by rank and host.
  */
 #ifndef PENNY_BOOT_H
 #define PENNY_BOOT_H
@@ -15,7 +17,7 @@
 #include "base/sock.h"
 
 #define PN_BOOT_MAGIC 0x50454e4eu /* "PENN" */
-#define PN_BOOT_VERSION 1
+#define PN_BOOT_VERSION 2
 #define PN_HOSTID_LEN 96
 
 /*
@@ -33,8 +35,10 @@ struct pn_boot_cfg {
 	int local_rank;		/* -1: derived from host identities */
 	const char *root;	/* "host:port"; NULL: PENNY_ROOT, MASTER_ADDR:MASTER_PORT */
 	double timeout;		/* seconds for every wait (default 60) */
-	uint8_t cookie[16];
+	uint8_t cookie[16];	/* the job's public id, derived from the secret */
 	int have_cookie;
+	uint8_t secret[32];	/* what a rank proves it holds (SHA-256 of its source) */
+	int have_secret;
 	int listen_fd;		/* self-launch: rank 0 inherits the bound root socket */
 	char launcher[16];	/* out: "self", "mpirun", "srun", "pmi", "torchrun", "explicit" */
 	char jobid[64];		/* launcher's job id when known ("" otherwise) */
@@ -46,7 +50,7 @@ void pn_boot_cfg_init(struct pn_boot_cfg *cfg);
 /*
  * Fill rank/nranks/root/cookie from the environment where not set:
  * OMPI_COMM_WORLD_*, SLURM_*, PMI_RANK/PMI_SIZE, RANK/WORLD_SIZE/LOCAL_RANK,
- * PENNY_ROOT, MASTER_ADDR/MASTER_PORT, PENNY_COOKIE.  With no launcher and
+ * PENNY_ROOT, MASTER_ADDR/MASTER_PORT.  With no launcher and
  * no explicit rank it is a single-rank job.  A launcher is recognised by its
  * rank variable (OMPI_COMM_WORLD_RANK, PMI_RANK) or by both of its rank and
  * size variables (SLURM_PROCID and SLURM_NTASKS, RANK and WORLD_SIZE); each
@@ -55,6 +59,20 @@ void pn_boot_cfg_init(struct pn_boot_cfg *cfg);
  * --rank or a launcher is refused (-EINVAL).
  */
 int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg);
+
+/*
+ * The job's secret, for a job of several ranks that has none yet (the
+ * self-launch and a single-host launcher's rendezvous file make a random
+ * one): PENNY_COOKIE (any string), else the file PENNY_COOKIE_FILE, else
+ * ${XDG_CONFIG_HOME:-~/.config}/penny/cookie, created with 32 random bytes
+ * (hex) when missing.  A file must be a regular file of this user that no
+ * one else may read or write, of 1..4096 bytes (symbolic links are not
+ * followed at the last component): else -EPERM or -EINVAL naming it.  The
+ * secret is the SHA-256 of the string or of the file's bytes.
+ */
+int pn_boot_secret(struct pn_boot_cfg *cfg);
+/* The public cookie: HMAC(secret, "penny job cookie\0" + job id, else root)[0..16). */
+void pn_boot_derive_cookie(struct pn_boot_cfg *cfg);
 
 /*
  * Self-launch np local ranks: bind a root socket on 127.0.0.1, make a
@@ -72,6 +90,12 @@ int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg);
 int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status,
 		       char **report);
 #define PN_BOOT_GRACE 2.0
+/*
+ * How much longer than --timeout a rank waits on rank 0 in a collective:
+ * rank 0, which waits on every rank, is the one that can name a rank that
+ * does not answer; the others hear its reason rather than blame rank 0.
+ */
+#define PN_BOOT_ROOT_GRACE 1.0
 
 /*
  * Collapse error lines of several ranks: lines "rank N: TEXT" with the same
@@ -124,6 +148,17 @@ int pn_boot_agree_err(struct pn_boot *b, int code, int name_rank, int *first);
  * Wire format, exposed for tests: frames of base/sock.h with the magic
  * PN_BOOT_MAGIC, version PN_BOOT_VERSION and the job's cookie; src is the
  * sending rank, seq the collective's sequence number.
+ *
+ * Joining (version 2): rank 0 sends every connection a CHALLENGE (16 random
+ * bytes, a zero cookie: it tells a stranger nothing); the rank answers with
+ * its HELLO, whose mac is HMAC-SHA-256(secret, "penny hello\0" + challenge
+ * + the hello's 40 header bytes + its payload with mac zeroed); rank 0
+ * checks it before it looks at anything the hello says, then answers with a
+ * WELCOME, HMAC-SHA-256(secret, "penny welcome\0" + the hello's nonce +
+ * challenge + rank as 4 little-endian bytes), which the rank checks before it
+ * trusts rank 0.  A hello without the proof is dropped with one line (and an
+ * ABORT with a zero cookie and seq EACCES, so that a rank of this job given
+ * another secret fails at once, saying so); it never fails the job.
  */
 enum pn_wire_type {
 	PN_MSG_HELLO = 1,	/* rank -> root: struct pn_wire_hello */
@@ -132,7 +167,12 @@ enum pn_wire_type {
 	PN_MSG_GATHERED = 4,	/* root -> rank: all contributions */
 	PN_MSG_ABORT = 5,	/* either way: a rank failed; payload is the text;
 				 * during the rendezvous seq is the errno */
+	PN_MSG_CHALLENGE = 6,	/* root -> new connection: 16-byte nonce */
+	PN_MSG_WELCOME = 7,	/* root -> rank: its 32-byte proof */
 };
+
+#define PN_WIRE_NONCE_LEN 16
+#define PN_WIRE_MAC_LEN 32
 
 struct pn_wire_hello {
 	uint32_t rank;
@@ -141,6 +181,8 @@ struct pn_wire_hello {
 	uint32_t reserved;
 	char host[64];
 	char host_id[PN_HOSTID_LEN];
+	uint8_t nonce[PN_WIRE_NONCE_LEN];	/* the rank's, for rank 0's proof */
+	uint8_t mac[PN_WIRE_MAC_LEN];		/* the rank's proof */
 };
 
 #define PN_WIRE_MAX_PAYLOAD (64u << 20)
@@ -152,14 +194,25 @@ int pn_wire_hdr_check(const struct pn_frame *h, const uint8_t cookie[16], uint16
 		      uint64_t max_len);
 /*
  * Rank 0's check of the first len bytes a connection sent (a header, then
- * a hello), for a job of nranks: -EAGAIN while they are a valid beginning,
- * 0 when a whole valid hello arrived (copied to *out, strings terminated),
- * -EPROTO for a stranger (magic, version, cookie, type, size, sender) and
- * -EINVAL for a hello with the job's cookie that cannot be of this job
- * (rank 0 or out of range, another job size): both with a message.
+ * a hello) in answer to challenge, for a job of nranks: -EAGAIN while they
+ * are a valid beginning, 0 when a whole valid hello arrived (copied to
+ * *out, strings terminated), -EPROTO for a stranger (magic, version,
+ * cookie, type, size), -EACCES for a hello without the proof of the secret
+ * (checked before anything it says), -EINVAL for a proven hello that cannot
+ * be of this job (rank 0 or out of range, another job size, another
+ * sender): each with a message.
  */
-int pn_wire_hello_check(const void *buf, size_t len, const uint8_t cookie[16], int nranks,
-			struct pn_wire_hello *out);
+int pn_wire_hello_check(const void *buf, size_t len, const uint8_t cookie[16],
+			const uint8_t secret[32], const uint8_t challenge[PN_WIRE_NONCE_LEN],
+			int nranks, struct pn_wire_hello *out);
+/* The hello's proof (mac) for challenge; hdr: its 40 header bytes. */
+void pn_wire_hello_mac(const uint8_t secret[32], const uint8_t challenge[PN_WIRE_NONCE_LEN],
+		       const uint8_t hdr[PN_FRAME_HDR_LEN], const struct pn_wire_hello *h,
+		       uint8_t mac[PN_WIRE_MAC_LEN]);
+/* Rank 0's proof (WELCOME) to the rank whose hello had nonce. */
+void pn_wire_welcome_mac(const uint8_t secret[32], const uint8_t challenge[PN_WIRE_NONCE_LEN],
+			 const uint8_t nonce[PN_WIRE_NONCE_LEN], uint32_t rank,
+			 uint8_t mac[PN_WIRE_MAC_LEN]);
 
 
 

@@ -4,6 +4,7 @@
 #include "engine/jobparams.h"
 
 #include "engine/boot.h"
+#include "base/file.h"
 #include "base/log.h"
 
 #include <errno.h>
@@ -182,4 +183,19 @@ out:
 	free(names);
 	free(values);
 	return ret;
+}
+
+void pn_job_param_file(struct pn_job_param *p, const char *name, const char *path)
+{
+	char *text;
+	size_t len;
+
+	if (!path) {
+		pn_job_param_set(p, name, "none");
+	} else if (pn_file_read(path, &text, &len)) {
+		pn_job_param_set(p, name, "unreadable");
+	} else {
+		pn_job_param_content(p, name, text, len);
+		free(text);
+	}
 }

@@ -35,6 +35,12 @@ void pn_job_param_set(struct pn_job_param *p, const char *name, const char *fmt,
 /* Set p to name = a digest of len bytes (a file's content): "content 0123abcd...". */
 void pn_job_param_content(struct pn_job_param *p, const char *name, const void *data,
 			  size_t len);
+/*
+ * Set p to name = a digest of the file at path's content (the same name may
+ * hold different files on different hosts): "none" when path is NULL,
+ * "unreadable" when it cannot be read (the command says why later).
+ */
+void pn_job_param_file(struct pn_job_param *p, const char *name, const char *path);
 /* 64-bit digest of bytes (FNV-1a, then a 64-bit finalizer). */
 uint64_t pn_job_digest(const void *data, size_t len, uint64_t seed);
 

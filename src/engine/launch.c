@@ -11,6 +11,7 @@
 #include "engine/launch.h"
 #include "base/sock.h"
 #include "base/log.h"
+#include "base/sha256.h"
 #include "base/util.h"
 
 #include <ctype.h>
@@ -130,32 +131,164 @@ static int launcher_read(const struct launcher_env *l, int *r, int *n, int *lr, 
 	return 0;
 }
 
-void pn_boot_hex_cookie(const char *s, uint8_t cookie[16], int *have)
+int pn_boot_hex(const char *s, uint8_t *out, size_t n)
 {
-	int i;
+	size_t i;
 
-	for (i = 0; i < 16 && s[2 * i] && s[2 * i + 1]; i++) {
+	for (i = 0; i < 2 * n; i++)
+		if (!isxdigit((unsigned char)s[i]))
+			return -EINVAL;
+	if (s[2 * n])
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
 		unsigned x;
 
-		if (sscanf(s + 2 * i, "%2x", &x) != 1)
-			break;
-		cookie[i] = (uint8_t)x;
+		sscanf(s + 2 * i, "%2x", &x);
+		out[i] = (uint8_t)x;
 	}
-	if (i == 16 && !s[32]) {
-		*have = 1;
-	} else {
-		/* any other string: hash it (FNV-1a over two lanes) */
-		uint64_t h1 = 1469598103934665603ull, h2 = 0x9e3779b97f4a7c15ull;
-		const char *p;
+	return 0;
+}
 
-		for (p = s; *p; p++) {
-			h1 = (h1 ^ (uint8_t)*p) * 1099511628211ull;
-			h2 = (h2 ^ (uint8_t)*p) * 0x100000001b3ull + 7;
-		}
-		memcpy(cookie, &h1, 8);
-		memcpy(cookie + 8, &h2, 8);
-		*have = 1;
+void pn_boot_derive_cookie(struct pn_boot_cfg *cfg)
+{
+	static const char tag[] = "penny job cookie";
+	const char *ctx = cfg->jobid[0] ? cfg->jobid : cfg->root ? cfg->root : "";
+	const void *p[2] = { tag, ctx };
+	size_t l[2] = { sizeof(tag), strlen(ctx) };
+	uint8_t mac[PN_SHA256_LEN];
+
+	pn_hmac_sha256(cfg->secret, sizeof(cfg->secret), 2, p, l, mac);
+	memcpy(cfg->cookie, mac, sizeof(cfg->cookie));
+	cfg->have_cookie = 1;
+}
+
+/* The secret from a file of ours that only we can read (see boot.h). */
+static int secret_read(struct pn_boot_cfg *cfg, int dfd, const char *name, const char *shown)
+{
+	char buf[4097];
+	struct stat st;
+	ssize_t n;
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return pn_err(errno == ELOOP ? -EPERM : -errno, "cannot read the job secret '%s': %s",
+			      shown, errno == ELOOP ? "a symbolic link" : strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		close(fd);
+		return pn_err(-EPERM, "refusing the job secret '%s': not a regular file of uid %u that "
+			      "only it can read and write (chmod 600)", shown, (unsigned)geteuid());
 	}
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n <= 0 || n > 4096)
+		return pn_err(-EINVAL, "the job secret '%s' %s", shown,
+			      n < 0 ? strerror(errno) : n ? "is longer than 4096 bytes" : "is empty");
+	pn_sha256(buf, (size_t)n, cfg->secret);
+	memset(buf, 0, sizeof(buf));
+	cfg->have_secret = 1;
+	return 0;
+}
+
+/* mkdir that keeps an existing directory: 0 or -errno with a message */
+static int mkdir_private(const char *dir)
+{
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return pn_err(-errno, "cannot create '%s' for the job secret: %s", dir, strerror(errno));
+	return 0;
+}
+
+/*
+ * The per-user secret: create it when missing, without ever replacing one
+ * (a private temporary file linked to the name: two ranks racing on a
+ * shared home get the same one), then read it like any other.
+ */
+static int secret_default(struct pn_boot_cfg *cfg)
+{
+	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	char dir[PATH_MAX], shown[PATH_MAX + 16], tmp[64], line[66];
+	struct stat st;
+	uint8_t r[32];
+	int dfd, fd, i, ret;
+
+	if (xdg && xdg[0] == '/')
+		snprintf(dir, sizeof(dir), "%s", xdg);
+	else if (home && home[0] == '/')
+		snprintf(dir, sizeof(dir), "%s/.config", home);
+	else
+		return pn_err(-EINVAL, "no job secret: set PENNY_COOKIE or PENNY_COOKIE_FILE (HOME is "
+			      "not set)");
+	if ((ret = mkdir_private(dir)))
+		return ret;
+	snprintf(dir + strlen(dir), sizeof(dir) - strlen(dir), "/penny");
+	if ((ret = mkdir_private(dir)))
+		return ret;
+	snprintf(shown, sizeof(shown), "%s/cookie", dir);
+	/* penny may run as root: only a real directory of ours that no one
+	 * else can write (not a link to elsewhere) gets the file */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return pn_err(errno == ELOOP || errno == ENOTDIR ? -EPERM : -errno,
+			      "refusing '%s' for the job secret: %s", dir,
+			      errno == ELOOP || errno == ENOTDIR ? "not a directory (a symbolic link?)"
+								 : strerror(errno));
+	if (fstat(dfd, &st) || st.st_uid != geteuid() || (st.st_mode & 022)) {
+		close(dfd);
+		return pn_err(-EPERM, "refusing '%s' for the job secret: owned by uid %u with mode "
+			      "%03o, not by uid %u and writable by it alone", dir, (unsigned)st.st_uid,
+			      (unsigned)(st.st_mode & 0777), (unsigned)geteuid());
+	}
+	if (faccessat(dfd, "cookie", F_OK, AT_SYMLINK_NOFOLLOW) && errno == ENOENT) {
+		snprintf(tmp, sizeof(tmp), ".cookie.%d", (int)getpid());
+		unlinkat(dfd, tmp, 0); /* ours, from a process with our pid */
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		ret = fd < 0 ? -errno : pn_boot_random(r, sizeof(r));
+		for (i = 0; i < 32; i++)
+			snprintf(line + 2 * i, 3, "%02x", r[i]);
+		line[64] = '\n';
+		if (!ret && (write(fd, line, 65) != 65 || fsync(fd)))
+			ret = -errno;
+		if (fd >= 0)
+			close(fd);
+		if (!ret && linkat(dfd, tmp, dfd, "cookie", 0) && errno != EEXIST)
+			ret = -errno;
+		unlinkat(dfd, tmp, 0);
+		memset(line, 0, sizeof(line));
+		memset(r, 0, sizeof(r));
+		if (ret) {
+			close(dfd);
+			return pn_err(ret, "cannot create the job secret '%s': %s", shown,
+				      strerror(-ret));
+		}
+	}
+	ret = secret_read(cfg, dfd, "cookie", shown);
+	close(dfd);
+	return ret;
+}
+
+int pn_boot_secret(struct pn_boot_cfg *cfg)
+{
+	const char *s;
+	int ret;
+
+	if (cfg->have_secret)
+		return 0;
+	if ((s = getenv("PENNY_COOKIE")) && *s) {
+		pn_sha256(s, strlen(s), cfg->secret);
+		cfg->have_secret = 1;
+		return 0;
+	}
+	if ((s = getenv("PENNY_COOKIE_FILE")) && *s)
+		ret = secret_read(cfg, AT_FDCWD, s, s);
+	else
+		ret = secret_default(cfg);
+	/* the job cannot run: exit 2, whatever the file system said */
+	if (ret && ret != -EPERM && ret != -EINVAL) {
+		char why[320];
+
+		snprintf(why, sizeof(why), "%s", pn_errmsg(ret));
+		ret = pn_err(-EINVAL, "%s", why);
+	}
+	return ret;
 }
 
 int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg)
@@ -225,14 +358,6 @@ int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg)
 			snprintf(rootbuf, sizeof(rootbuf), "%s:%s", addr, port);
 			cfg->root = rootbuf;
 		}
-	}
-	if (!cfg->have_cookie) {
-		if ((s = getenv("PENNY_COOKIE")) && *s)
-			pn_boot_hex_cookie(s, cfg->cookie, &cfg->have_cookie);
-		else if (cfg->jobid[0])
-			pn_boot_hex_cookie(cfg->jobid, cfg->cookie, &cfg->have_cookie);
-		else if (cfg->root)
-			pn_boot_hex_cookie(cfg->root, cfg->cookie, &cfg->have_cookie);
 	}
 	return 0;
 }
@@ -535,12 +660,13 @@ int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status
 	if (fd < 0)
 		return pn_err(fd, "cannot listen on 127.0.0.1: %s", strerror(-fd));
 	snprintf(rootbuf, sizeof(rootbuf), "127.0.0.1:%d", port);
-	if (pn_boot_random(cfg->cookie, sizeof(cfg->cookie))) {
+	if (pn_boot_random(cfg->secret, sizeof(cfg->secret))) {
 		close(fd);
 		return pn_err(-EIO, "cannot read /dev/urandom");
 	}
-	cfg->have_cookie = 1;
+	cfg->have_secret = 1;
 	cfg->root = rootbuf;
+	pn_boot_derive_cookie(cfg);
 	cfg->nranks = np;
 	snprintf(cfg->launcher, sizeof(cfg->launcher), "self");
 	shm_prefix(child_shm, sizeof(child_shm), cfg->cookie);

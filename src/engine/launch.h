@@ -12,8 +12,8 @@
 
 /* len bytes from /dev/urandom: 0 or -errno. */
 int pn_boot_random(uint8_t *buf, size_t len);
-/* The job cookie from s: 32 hex digits as they are, any other string hashed. */
-void pn_boot_hex_cookie(const char *s, uint8_t cookie[16], int *have);
+/* Exactly 2n hex digits of s to n bytes: 0, or -EINVAL. */
+int pn_boot_hex(const char *s, uint8_t *out, size_t n);
 /*
  * Raise the open-file limit so that n connections fit; -EMFILE with a
  * message when even the hard limit is too low and must_fit.

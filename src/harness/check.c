@@ -450,7 +450,7 @@ int pn_check_run(struct pn_check *c)
 	static const int order[] = { PN_CHECK_INVENTORY, PN_CHECK_PCIE, PN_CHECK_NICBW,
 				     PN_CHECK_GPUCOPY, PN_CHECK_ALLREDUCE, PN_CHECK_RAILS,
 				     PN_CHECK_COUNTERS };
-	double window = 0;
+	double window = 0, timeout;
 	size_t i;
 	int ret;
 
@@ -469,9 +469,11 @@ int pn_check_run(struct pn_check *c)
 	}
 	pn_check_cfg_num(c->cfg, "counters.window", &window);
 	ret = 0;
-	if (c->boot && (c->mask & (1u << PN_CHECK_COUNTERS)) && window >= pn_boot_timeout(c->boot))
-		ret = pn_err(-EINVAL, "counters.window (%g s) must be shorter than --timeout "
-			     "(%g s) under a launcher", window, pn_boot_timeout(c->boot));
+	/* every wait honours --timeout: the window too, on a node alone as in a job */
+	timeout = c->boot ? pn_boot_timeout(c->boot) : c->timeout;
+	if ((c->mask & (1u << PN_CHECK_COUNTERS)) && window >= timeout)
+		ret = pn_err(-EINVAL, "counters.window %g s is not shorter than --timeout %g s: raise "
+			     "--timeout or shorten the window", window, timeout);
 	if (!ret)
 		ret = setup(c);
 	if (c->boot)

@@ -153,6 +153,122 @@ else
 	test_skip 'rendezvous files planted by another user' 'needs root, user nobody and setpriv'
 fi
 
+# A stranger (another local user) who knows the wire format and the job's
+# address, but not its secret: strangers speak to rank 0 before the real
+# rank 1 joins; every one is dropped with one line and the job completes.
+# stranger MODE PORT ROOT: old (version 1 hellos with the cookie derived from
+# --root: one of another job size, one claiming rank 1) or guess (version 2
+# hellos answering the challenge, with the job's public cookie, signed with a
+# guessed secret); prints how many it sent.
+stranger() {
+	python3 - "$@" <<-PY
+	import sys, time
+	sys.path.insert(0, "$TOP/tests/helpers")
+	import peer
+	mode, port, root = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+	n = 0
+	for rank, nranks in ((1, 3), (1, 2)):
+	    s = peer.conn(port)
+	    if mode == "old":
+	        s.sendall(peer.hello_v1(peer.old_cookie(root), rank, nranks))
+	    else:
+	        typ, nonce = peer.read_frame(s)
+	        assert typ == peer.CHALLENGE and len(nonce) == 16, typ
+	        secret = open(sys.argv[4], "rb").read()
+	        cookie = peer.job_cookie(peer.job_secret(secret), root)
+	        s.sendall(peer.hello_v2(peer.job_secret(b"guess"), cookie, nonce, rank, nranks))
+	    n += 1
+	    time.sleep(0.3)
+	    s.close()
+	print(n)
+	PY
+}
+
+for mode in old guess; do
+test_expect_success "strangers' well-formed hellos ($mode): one line each, the job completes" '
+	port=$(free_port) && unset PENNY_COOKIE && export XDG_CONFIG_HOME=$PWD/cfg || exit 1
+	penny allreduce-test --rank 0 --nranks 2 --root 127.0.0.1:$port --timeout 5 -b 8 -e 1K \
+		>out0 2>err0 &
+	r0=$!
+	sleep 0.3
+	within 4 stranger '$mode' $port 127.0.0.1:$port $PWD/cfg/penny/cookie >sent; ok=$?
+	t0=$(date +%s.%N)
+	within 6 penny allreduce-test --rank 1 --nranks 2 --root 127.0.0.1:$port --timeout 5 \
+		-b 8 -e 1K >out1 2>err1; ok1=$? rc1=$WITHIN_RC
+	wait $r0; rc0=$?
+	echo "sent=$(cat sent) rc0=$rc0 rc1=$rc1"; cat err0 err1
+	test $ok -eq 0 && test $ok1 -eq 0 && test "$rc0" -eq 0 && test "$rc1" -eq 0 &&
+	test "$(cat sent)" -eq 2 && grep -q "Out of bounds values : 0 OK" out0 &&
+	test "$(wc -l <err0)" -eq 2 && test "$(grep -c "dropped a connection" err0)" -eq 2 &&
+	test ! -s err1 && no_procs_left
+'
+done
+
+test_expect_success 'a rank given another secret fails at once saying so; the job then completes' '
+	port=$(free_port) && export XDG_CONFIG_HOME=$PWD/cfg2 || exit 1
+	PENNY_COOKIE=one penny allreduce-test --rank 0 --nranks 2 --root 127.0.0.1:$port --timeout 6 \
+		-b 8 -e 1K >out0 2>err0 &
+	r0=$!
+	within 3 test_exit 2 env PENNY_COOKIE=two "$PENNY" allreduce-test --rank 1 --nranks 2 \
+		--root 127.0.0.1:$port --timeout 6 -b 8 -e 1K >/dev/null 2>errx; ok=$?
+	within 6 env PENNY_COOKIE=one "$PENNY" allreduce-test --rank 1 --nranks 2 \
+		--root 127.0.0.1:$port --timeout 6 -b 8 -e 1K >out1 2>err1; ok1=$? rc1=$WITHIN_RC
+	wait $r0; rc0=$?
+	cat errx err0 err1; echo "rc0=$rc0 rc1=$rc1"
+	test $ok -eq 0 && test "$(wc -l <errx)" -eq 1 &&
+	grep -q "rank 1: rank 0 (host .*) refused this rank: it did not prove the job.s secret" errx &&
+	test $ok1 -eq 0 && test "$rc0" -eq 0 && test "$rc1" -eq 0 && test "$(wc -l <err0)" -eq 1 &&
+	grep -q "dropped a connection to the rendezvous: a hello with another job.s cookie" err0 &&
+	test ! -s err1 && no_procs_left
+'
+
+test_expect_success 'PENNY_COOKIE_FILE: only a private regular file of ours, one line otherwise' '
+	mkfifo fifo && printf "s3cret" >key && chmod 644 key && ln -s key link && : >empty &&
+	chmod 600 empty && head -c 5000 /dev/zero >big && chmod 600 big &&
+	for f in key link fifo /dev/zero empty big missing; do
+		within 3 test_exit 2 env PENNY_COOKIE_FILE=$f "$PENNY" allreduce-test --rank 0 \
+			--nranks 2 --root 127.0.0.1:$(free_port) --timeout 2 -b 8 -e 8 2>err; ok=$?
+		echo "$f: $(cat err)"
+		test $ok -eq 0 && test "$(wc -l <err)" -eq 1 && grep -q "job secret .$f" err || exit 1
+	done
+	chmod 600 key && port=$(free_port) || exit 1
+	PENNY_COOKIE_FILE=$PWD/key penny allreduce-test --rank 1 --nranks 2 --root 127.0.0.1:$port \
+		--timeout 5 -b 8 -e 1K >/dev/null 2>err1 &
+	r1=$!
+	within 6 env PENNY_COOKIE_FILE=$PWD/key "$PENNY" allreduce-test --rank 0 --nranks 2 \
+		--root 127.0.0.1:$port --timeout 5 -b 8 -e 1K >out 2>err0; ok=$? rc0=$WITHIN_RC
+	wait $r1; rc1=$?
+	cat err0 err1
+	test $ok -eq 0 && test "$rc0" -eq 0 && test "$rc1" -eq 0 && grep -q "0 OK" out
+'
+
+test_expect_success 'without a secret: a private one is made in ~/.config/penny, never replaced' '
+	rm -rf cfg3 && export XDG_CONFIG_HOME=$PWD/cfg3 && port=$(free_port) || exit 1
+	penny allreduce-test --rank 1 --nranks 2 --root 127.0.0.1:$port --timeout 5 -b 8 -e 1K \
+		>/dev/null 2>err1 &
+	r1=$!
+	within 6 penny allreduce-test --rank 0 --nranks 2 --root 127.0.0.1:$port --timeout 5 \
+		-b 8 -e 1K >out 2>err0; ok=$? rc0=$WITHIN_RC
+	wait $r1; rc1=$?
+	cat err0 err1; ls -la cfg3/penny
+	test $ok -eq 0 && test "$rc0" -eq 0 && test "$rc1" -eq 0 &&
+	test "$(stat -c %a cfg3/penny)" = 700 && test "$(stat -c %a cfg3/penny/cookie)" = 600 &&
+	grep -qE "^[0-9a-f]{64}$" cfg3/penny/cookie && cp cfg3/penny/cookie before &&
+	chmod 640 cfg3/penny/cookie &&
+	within 3 test_exit 2 penny allreduce-test --rank 0 --nranks 2 --root 127.0.0.1:$port \
+		--timeout 2 -b 8 -e 8 2>err && cat err && grep -q "refusing the job secret" err &&
+	cmp before cfg3/penny/cookie &&
+	mkdir -p cfg4 elsewhere && ln -s ../elsewhere cfg4/penny &&
+	within 3 test_exit 2 env XDG_CONFIG_HOME=$PWD/cfg4 "$PENNY" allreduce-test --rank 0 \
+		--nranks 2 --root 127.0.0.1:$port --timeout 2 -b 8 -e 8 2>err && cat err &&
+	grep -q "refusing .*cfg4/penny. for the job secret: not a directory" err &&
+	test ! -e elsewhere/cookie && rm cfg4/penny && mkdir -m 777 cfg4/penny &&
+	within 3 test_exit 2 env XDG_CONFIG_HOME=$PWD/cfg4 "$PENNY" allreduce-test --rank 0 \
+		--nranks 2 --root 127.0.0.1:$port --timeout 2 -b 8 -e 8 2>err && cat err &&
+	grep -q "refusing .*cfg4/penny. for the job secret: owned by uid [0-9]* with mode 777" err &&
+	test ! -e cfg4/penny/cookie
+'
+
 test_expect_success 'a flood of idle strangers: the rank joins, the job completes' '
 	port=$(free_port) || exit 1
 	export PENNY_COOKIE=00112233445566778899aabbccddeeff

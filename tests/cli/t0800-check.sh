@@ -222,6 +222,18 @@ test_expect_success 'a port with thousands of counters: errors judged, the rest 
 	grep -q "^FAIL 52 counters left out (more than 256), 48 of them error counters" v
 '
 
+test_expect_success 'counters.window past --timeout is refused up front, on a node alone too' '
+	copy ok win && printf "counters.window = 3600\n" >win.conf || exit 1
+	within 3 test_exit 2 timeout 5 "$PENNY" check --sysfs-root win --only counters \
+		--config win.conf --timeout 1 >out 2>err; ok=$?; cat err
+	test $ok -eq 0 && test "$(wc -l <err)" -eq 1 &&
+	grep -q "counters.window 3600 s is not shorter than --timeout 1 s" err &&
+	printf "counters.window = 1\n" >win1.conf &&
+	within 3 test_exit 2 timeout 5 "$PENNY" check --sysfs-root win --only counters \
+		--config win1.conf --timeout 1 2>err && grep -q "counters.window 1 s is not shorter than --timeout 1 s" err &&
+	within 3 penny check --sysfs-root win --only inventory --config win.conf --timeout 1 >/dev/null
+'
+
 test_expect_success 'counters.max-increase allows that much increase' '
 	copy ok ctr2 && printf "counters.window = 1\ncounters.max-increase = 4\n" >w4.conf || exit 1
 	"$PENNY" check --sysfs-root ctr2 --only counters --config w4.conf >out &

@@ -12,3 +12,70 @@ def conn(port, tries=100):
         except OSError:
             time.sleep(0.05)
     raise SystemExit("no listener")
+
+
+# The rendezvous' wire (engine/boot.h): a 40-byte little-endian header, then
+# the payload.  For the tests' strangers, who know the format and the address
+# but not the job's secret.
+import hashlib
+import hmac
+import os
+import struct
+
+MAGIC = 0x50454E4E
+HELLO, TABLE, ABORT, CHALLENGE, WELCOME = 1, 2, 5, 6, 7
+
+
+def old_cookie(s):
+    """The cookie version 1 derived from a public string (--root, a job id)."""
+    h1, h2, m = 1469598103934665603, 0x9E3779B97F4A7C15, (1 << 64) - 1
+    for c in s.encode():
+        h1 = ((h1 ^ c) * 1099511628211) & m
+        h2 = ((h2 ^ c) * 0x100000001B3 + 7) & m
+    return struct.pack("<QQ", h1, h2)
+
+
+def job_secret(s):
+    """The secret of a PENNY_COOKIE string or a cookie file's bytes."""
+    return hashlib.sha256(s if isinstance(s, bytes) else s.encode()).digest()
+
+
+def job_cookie(secret, context):
+    """The job's public cookie (version 2): context is the job id or --root."""
+    return hmac.new(secret, b"penny job cookie\0" + context.encode(), "sha256").digest()[:16]
+
+
+def header(version, typ, cookie, src, seq, length):
+    return struct.pack("<IHH16sIIQ", MAGIC, version, typ, cookie, src, seq, length)
+
+
+def read_frame(s):
+    """(type, payload) of the next frame; None when the peer closed."""
+    h = b""
+    while len(h) < 40:
+        d = s.recv(40 - len(h))
+        if not d:
+            return None
+        h += d
+    _, _, typ, _, _, _, n = struct.unpack("<IHH16sIIQ", h)
+    p = b""
+    while len(p) < min(n, 4096):
+        d = s.recv(min(n, 4096) - len(p))
+        if not d:
+            break
+        p += d
+    return typ, p
+
+
+def hello_v1(cookie, rank, nranks, pid=4242, host="intruder"):
+    body = struct.pack("<IIiI64s96s", rank, nranks, pid, 0, host.encode(), b"host:intruder")
+    return header(1, HELLO, cookie, rank, 0, len(body)) + body
+
+
+def hello_v2(secret, cookie, nonce, rank, nranks, pid=4242, host="intruder"):
+    """A version 2 hello answering the challenge nonce, signed with secret."""
+    body = struct.pack("<IIiI64s96s16s", rank, nranks, pid, 0, host.encode(), b"host:intruder",
+                       os.urandom(16))
+    h = header(2, HELLO, cookie, rank, 0, len(body) + 32)
+    mac = hmac.new(secret, b"penny hello\0" + nonce + h + body + bytes(32), "sha256").digest()
+    return h + body + mac
