@@ -41,6 +41,7 @@ took_le() { python3 -c "import sys; sys.exit(float(sys.argv[1]) > float(sys.argv
 
 for case in "--only inventory|--only: rank 0 inventory,counters, rank 2 inventory" \
 	"--quick|--quick: rank 0 no, rank 2 yes" \
+	"--require counters|--require: rank 0 none, rank 2 counters" \
 	"--config w1.conf|counters.window: rank 0 2, rank 2 1" \
 	"--timeout 9|--timeout: rank 0 20 s, rank 2 9 s"; do
 	a2=${case%%|*} want=${case#*|}
