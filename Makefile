@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # penny: make, make test, make asan, make tsan, make fuzz, make install,
-# make install-strip, make lab-test
+# make install-strip, make deb, make lab-test
 CC ?= cc
 ifeq ($(origin CC),default)
 CC = cc
@@ -54,7 +54,7 @@ PENNY_BIN := $(B)/penny
 endif
 
 .PHONY: all test check unit asan tsan install install-strip installables uninstall clean lab-test \
-	bench plugins fuzz FORCE
+	bench plugins fuzz deb FORCE
 FUZZ_SECONDS ?= 180
 FUZZ_CC ?= clang
 all: $(PENNY_BIN) $(UNIT_BIN) $(HELPER_BIN) $(PRELOAD_SO) $(REPLAY_BIN) plugins
@@ -180,17 +180,43 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(DEBUGDIR),$(addsuffix .debug,$(INSTALLED_ELF)))
 	rm -rf $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(EXAMPLEDIR)
 
+# Debian packages (debian/): dpkg-buildpackage -us -uc -b in a copy of the
+# tree's files (tracked and untracked, not ignored: nothing built) under
+# DEBDIR/penny, so the tree itself gets no generated file; the .debs land in
+# DEBDIR.  NVCC= builds penny-plugins-gpu without the cuda plugin.
+DEBDIR ?= build-deb
+DEBJOBS ?= auto
+deb:
+	@command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null || \
+		{ echo "make deb: needs dpkg-buildpackage and debhelper (make setup-deb)" >&2; exit 2; }
+	@test -n "$(DEBDIR)" && test "$(abspath $(DEBDIR))" != "$(CURDIR)"
+	rm -rf $(DEBDIR)/penny && mkdir -p $(DEBDIR)/penny
+	if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+		git ls-files -z --cached --others --exclude-standard; \
+	else \
+		find . -path ./.git -prune -o -path './build*' -prune -o -path ./penny -prune -o \
+			\( -type f -o -type l \) -printf '%P\0'; \
+	fi >$(DEBDIR)/penny.files
+	tar --null --ignore-failed-read -T $(DEBDIR)/penny.files -cf $(DEBDIR)/penny.tar
+	tar -xf $(DEBDIR)/penny.tar -C $(DEBDIR)/penny && rm -f $(DEBDIR)/penny.files $(DEBDIR)/penny.tar
+	cd $(DEBDIR)/penny && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL NVCC="$(NVCC)" \
+		dpkg-buildpackage -us -uc -b -J$(DEBJOBS)
+	rm -rf $(DEBDIR)/penny
+	@ls $(DEBDIR)/*.deb
+
 clean:
-	rm -rf build build-asan build-tsan build-clang build-fuzz penny
+	rm -rf build build-asan build-tsan build-clang build-fuzz build-deb penny
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)
 
 # Fresh Debian machine: install what is missing (apt-get; sudo when not root).
-.PHONY: setup setup-test run
+.PHONY: setup setup-test setup-deb run
 setup:
 	bash tests/install-deps.sh build
 setup-test:
 	bash tests/install-deps.sh test
+setup-deb:
+	bash tests/install-deps.sh deb
 # The main job: a local 4-rank allreduce sweep over every algorithm; it
 # builds what it runs, the binary and the plugins (no tests).
 run: $(PENNY_BIN) $(PLUGIN_SO)
