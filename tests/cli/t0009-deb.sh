@@ -4,8 +4,10 @@
 # penny's; make deb builds penny, penny-plugins-gpu and their -dbgsym from a
 # copy of the tree and leaves the tree as it was; the packages hold what they
 # should and nothing else, lintian has nothing to say at its default level,
-# and the unpacked binary runs topo and check --quick on a synthetic node
-# with the plugins of its package.  The build (about a minute) needs
+# the unpacked binary runs topo and check --quick on a synthetic node with
+# the plugins of its package, and so does the installed one: dpkg -i and -r
+# in a throw-away overlay of this machine's root (where root may mount one;
+# skipped otherwise).  The build (about a minute) needs
 # debhelper (make setup-deb); without it the build tests are skipped.  It is
 # built without the cuda plugin (NVCC=) to keep it short.
 . "$(dirname "$0")/../lib.sh"
@@ -86,4 +88,38 @@ test_expect_success 'the unpacked penny: check --quick runs, its nccl plugin fou
 	x/usr/bin/penny allreduce-test --np 2 --backend nccl -b 1K -e 1K -n 1 >out 2>err;
 	! grep -q "is not installed" err && grep -q "nccl" err out
 '
+
+# dpkg -i on this machine, in a throw-away root: an overlay of / (changes in
+# a tmpfs) in a private mount namespace, which dies with the command.
+in_overlay() {
+	timeout 120 unshare -m --propagation private sh -c '
+		set -e
+		o=$1; shift
+		mount -t tmpfs tmpfs "$o" && mkdir "$o/u" "$o/w" "$o/m"
+		mount -t overlay overlay -o lowerdir=/,upperdir="$o/u",workdir="$o/w" "$o/m"
+		for d in proc sys dev; do mount --rbind /$d "$o/m/$d"; done
+		mkdir "$o/m/penny-test" && cp -a debs node "$o/m/penny-test/"
+		chroot "$o/m" sh -c "cd /penny-test && $*"' sh "$PWD/ov" "$@"
+}
+mkdir ov debs && cp $(deb penny) $(deb penny-plugins-gpu) debs/
+if [ "$(id -u)" -ne 0 ] || ! command -v unshare >/dev/null || ! in_overlay true >ov.log 2>&1; then
+	test_skip "dpkg -i, topo, check --quick, dpkg -r in a throw-away root" \
+		"no overlay of / here (needs root, unshare and overlayfs): $(tail -1 ov.log 2>/dev/null)"
+else
+	test_expect_success 'dpkg -i, topo, check --quick, dpkg -r in a throw-away root' '
+		in_overlay "dpkg -i debs/*.deb >/dev/null &&
+			test \"\$(command -v penny)\" = /usr/bin/penny &&
+			penny topo --sysfs-root node >topo.txt &&
+			{ penny check --quick --sysfs-root node >check.txt; test \$? -le 1; } &&
+			grep -qE \"^[0-9]+ passed, [0-9]+ failed\" check.txt &&
+			{ penny allreduce-test --np 2 --backend nccl -b 1K -e 1K -n 1 2>&1 | grep nccl >nccl.txt || true; } &&
+			! grep -q \"is not installed\" nccl.txt && test -s nccl.txt &&
+			man -w penny-check >/dev/null &&
+			cat topo.txt && dpkg -r penny-plugins-gpu penny >/dev/null &&
+			test ! -e /usr/bin/penny && test ! -e /usr/lib/penny" >out 2>&1 ||
+			{ cat out; exit 1; }
+		grep -v "^Processing triggers" out >topo.txt &&
+		test_cmp "$TOP/tests/fixtures/topo/sysfs-ports.txt" topo.txt
+	'
+fi
 test_done
