@@ -189,7 +189,8 @@ DEBJOBS ?= auto
 deb:
 	@command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null || \
 		{ echo "make deb: needs dpkg-buildpackage and debhelper (make setup-deb)" >&2; exit 2; }
-	@test -n "$(DEBDIR)" && test "$(abspath $(DEBDIR))" != "$(CURDIR)"
+	@test -n "$(DEBDIR)" && test "$(abspath $(DEBDIR))" != "$(CURDIR)" || \
+		{ echo "make deb: DEBDIR='$(DEBDIR)' must name a directory for the packages, not the tree" >&2; exit 2; }
 	rm -rf $(DEBDIR)/penny && mkdir -p $(DEBDIR)/penny
 	if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
 		git ls-files -z --cached --others --exclude-standard; \
