@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-# penny: make, make test, make asan, make tsan, make fuzz, make install, make lab-test
+# penny: make, make test, make asan, make tsan, make fuzz, make install,
+# make install-strip, make deb, make lab-test
 CC ?= cc
 ifeq ($(origin CC),default)
 CC = cc
@@ -13,6 +14,11 @@ EXAMPLEDIR ?= $(PREFIX)/share/doc/penny/examples
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
 PLUGINDIR ?= $(LIBDIR)/penny
+# install-strip keeps the debug info of what it strips under DEBUGDIR, at the
+# installed file's path (gdb's debug-file-directory is /usr/lib/debug).
+DEBUGDIR ?= $(LIBDIR)/debug
+STRIP ?= strip
+OBJCOPY ?= objcopy
 
 B ?= build
 OPT ?= -O2 -g
@@ -23,7 +29,7 @@ PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
 WARN := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter -Wno-format-truncation -Wno-unknown-warning-option
 override CFLAGS := $(OPT) $(SAN) $(WARN) -MMD -MP -fPIC -Isrc -Iplugins/include $(PKG_CFLAGS) \
-	-DPENNY_PLUGINDIR='"$(PLUGINDIR)"' $(CFLAGS)
+	-DPENNY_PLUGINDIR='"$(PLUGINDIR)"' $(CPPFLAGS) $(CFLAGS)
 override LDFLAGS := $(SAN) $(LDFLAGS)
 LIBS := $(PKG_LIBS) -lm -lpthread -ldl -lrt
 
@@ -47,7 +53,8 @@ else
 PENNY_BIN := $(B)/penny
 endif
 
-.PHONY: all test check unit asan tsan install uninstall clean lab-test bench plugins fuzz
+.PHONY: all test check unit asan tsan install install-strip installables uninstall clean lab-test \
+	bench plugins fuzz deb FORCE
 FUZZ_SECONDS ?= 180
 FUZZ_CC ?= clang
 all: $(PENNY_BIN) $(UNIT_BIN) $(HELPER_BIN) $(PRELOAD_SO) $(REPLAY_BIN) plugins
@@ -120,32 +127,97 @@ tsan:
 bench: all
 	bash tests/bench/host-allreduce.sh
 
-install: all
+# The installed binary: the objects of ./penny, but its plugin loader built
+# for PLUGINDIR as given now (make install PREFIX=/usr after make) and
+# without this build tree's plugin directory, which must not be searched by
+# a binary that runs as root elsewhere.  $(INST)/plugindir holds the value
+# it was built for and changes only when that does.
+INST := $(B)/inst
+INST_BIN := $(INST)/penny
+$(INST)/plugindir: FORCE
+	@mkdir -p $(dir $@)
+	@printf '%s\n' '$(PLUGINDIR)' | cmp -s - $@ || printf '%s\n' '$(PLUGINDIR)' >$@
+$(INST)/plugin.o: src/gpu/plugin.c $(INST)/plugindir
+	$(CC) $(CFLAGS) -c -o $@ $<
+$(INST)/libpenny.a: $(filter-out $(B)/src/gpu/plugin.o,$(LIB_OBJ)) $(INST)/plugin.o
+	@rm -f $@
+	ar rcs $@ $^
+$(INST_BIN): $(CMD_OBJ) $(INST)/libpenny.a
+	$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(INST)/libpenny.a $(LIBS)
+-include $(INST)/plugin.d
+
+# What make install installs, and nothing else (no tests, no test plugins).
+installables: $(INST_BIN) $(PLUGIN_SO)
+
+# GNU's install leaves the files unstripped (Debian's dh_strip strips them
+# into the -dbgsym package); install-strip strips them (STRIP=, OBJCOPY=)
+# and keeps their debug info in DEBUGDIR, linked by .gnu_debuglink.
+INSTALLED_ELF = $(BINDIR)/penny $(addprefix $(PLUGINDIR)/,$(notdir $(PLUGIN_SO)))
+
+install: installables
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(EXAMPLEDIR)
-	install -m 755 $(PENNY_BIN) $(DESTDIR)$(BINDIR)/penny
+	install -m 755 $(INST_BIN) $(DESTDIR)$(BINDIR)/penny
 	install -m 644 etc/check/*.conf $(DESTDIR)$(EXAMPLEDIR)/
 	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 completions/penny.bash $(DESTDIR)$(BASHCOMPDIR)/penny
 	install -m 644 completions/_penny $(DESTDIR)$(ZSHCOMPDIR)/_penny
 	$(install_plugins)
 
+install-strip: install
+	@set -e; for f in $(INSTALLED_ELF); do \
+		d=$(DESTDIR)$(DEBUGDIR)$$f.debug; \
+		install -d "$${d%/*}"; \
+		echo "strip $(DESTDIR)$$f (debug info: $$d)"; \
+		$(OBJCOPY) --only-keep-debug "$(DESTDIR)$$f" "$$d"; chmod 644 "$$d"; \
+		$(STRIP) --strip-unneeded --remove-section=.comment "$(DESTDIR)$$f"; \
+		$(OBJCOPY) --add-gnu-debuglink="$$d" "$(DESTDIR)$$f"; \
+	done
+
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/penny $(DESTDIR)$(BASHCOMPDIR)/penny $(DESTDIR)$(ZSHCOMPDIR)/_penny
 	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man1/%,$(wildcard man/*.1))
+	rm -f $(addprefix $(DESTDIR)$(DEBUGDIR),$(addsuffix .debug,$(INSTALLED_ELF)))
 	rm -rf $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(EXAMPLEDIR)
 
+# Debian packages (debian/): dpkg-buildpackage -us -uc -b in a copy of the
+# tree's files (tracked and untracked, not ignored: nothing built) under
+# DEBDIR/penny, so the tree itself gets no generated file; the .debs land in
+# DEBDIR.  NVCC= builds penny-plugins-gpu without the cuda plugin.
+DEBDIR ?= build-deb
+DEBJOBS ?= auto
+deb:
+	@command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null || \
+		{ echo "make deb: needs dpkg-buildpackage and debhelper (make setup-deb)" >&2; exit 2; }
+	@test -n "$(DEBDIR)" && test "$(abspath $(DEBDIR))" != "$(CURDIR)" || \
+		{ echo "make deb: DEBDIR='$(DEBDIR)' must name a directory for the packages, not the tree" >&2; exit 2; }
+	rm -rf $(DEBDIR)/penny && mkdir -p $(DEBDIR)/penny
+	if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+		git ls-files -z --cached --others --exclude-standard; \
+	else \
+		find . -path ./.git -prune -o -path './build*' -prune -o -path ./penny -prune -o \
+			\( -type f -o -type l \) -printf '%P\0'; \
+	fi >$(DEBDIR)/penny.files
+	tar --null --ignore-failed-read -T $(DEBDIR)/penny.files -cf $(DEBDIR)/penny.tar
+	tar -xf $(DEBDIR)/penny.tar -C $(DEBDIR)/penny && rm -f $(DEBDIR)/penny.files $(DEBDIR)/penny.tar
+	cd $(DEBDIR)/penny && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL NVCC="$(NVCC)" \
+		dpkg-buildpackage -us -uc -b -J$(DEBJOBS)
+	rm -rf $(DEBDIR)/penny
+	@ls $(DEBDIR)/*.deb
+
 clean:
-	rm -rf build build-asan build-tsan build-clang build-fuzz penny
+	rm -rf build build-asan build-tsan build-clang build-fuzz build-deb penny
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)
 
 # Fresh Debian machine: install what is missing (apt-get; sudo when not root).
-.PHONY: setup setup-test run
+.PHONY: setup setup-test setup-deb run
 setup:
 	bash tests/install-deps.sh build
 setup-test:
 	bash tests/install-deps.sh test
+setup-deb:
+	bash tests/install-deps.sh deb
 # The main job: a local 4-rank allreduce sweep over every algorithm; it
 # builds what it runs, the binary and the plugins (no tests).
 run: $(PENNY_BIN) $(PLUGIN_SO)

@@ -2,9 +2,15 @@
 # Install the Debian packages penny needs, only those missing.
 #   tests/install-deps.sh build   compilers and -dev libraries
 #   tests/install-deps.sh test    + what the test suite and the lab use
+#   tests/install-deps.sh deb     build + what make deb and its test use
+#                                 (debhelper, lintian: heavy, so not in test)
 set -eu
 want=${1:-build}
+case $want in build | test | deb) ;; *) echo "usage: $0 build|test|deb" >&2; exit 2 ;; esac
 pkgs=(gcc make pkg-config libibverbs-dev libibumad-dev libhwloc-dev libncurses-dev libxml2-dev)
+if [ "$want" = deb ]; then
+	pkgs+=(dpkg-dev debhelper lintian)
+fi
 if [ "$want" = test ]; then
 	pkgs+=(clang python3 openmpi-bin libopenmpi-dev iproute2 procps tmux man-db zsh
 		hwloc-nox rdma-core ibverbs-providers ibverbs-utils infiniband-diags perftest

@@ -3,9 +3,11 @@
  * The core's plugin loader.  A plugin NAME is the file penny-NAME.so,
  * searched in order in
  *   1. PENNY_PLUGIN_PATH (directories separated by ':'),
- *   2. the install directory (PENNY_PLUGINDIR, set by the Makefile),
+ *   2. the install directory (PENNY_PLUGINDIR, set by the Makefile: make
+ *      install builds the installed binary for PLUGINDIR as given then),
  *   3. the binary's directory/../lib/penny,
- *   4. this build tree's plugins (PENNY_BUILD_PLUGINDIR, set by the Makefile).
+ *   4. this build tree's plugins (PENNY_BUILD_PLUGINDIR, set by the Makefile
+ *      for the binary of the tree only, never for the installed one).
  * The first file found is opened (RTLD_LOCAL) and its table looked up
  * newest ABI first (penny_plugin_v1 is the only one yet).  A plugin not
  * found, one that cannot be opened (a missing libcuda/libnccl dependency
