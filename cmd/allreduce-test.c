@@ -170,7 +170,8 @@ static int agree_params(struct job *j, const enum pn_algo *algos, int nalgos,
 	for (a = 0; a < nalgos; a++)
 		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", a ? "," : "",
 			 pn_algo_name(algos[a]));
-	pn_job_param_set(&p[n++], "-A", "%s", list);
+	/* GPU backends read --algo themselves, names of their own included */
+	pn_job_param_set(&p[n++], "-A", "%s", strcmp(backends, "host") ? opt.algo : list);
 	pn_job_param_set(&p[n++], "--backend", "%s", backends);
 	pn_job_param_set(&p[n++], "-G", "%d", opt.graph);
 	pn_job_param_set(&p[n++], "--seed", "%llu", (unsigned long long)opt.seed);
@@ -353,7 +354,14 @@ static void print_bad(void *arg, const struct pn_sweep_bad *b)
  * --algo: each algorithm once ("all" is every one but auto); at most 16.
  * ctx NULL: quiet (the prelaunch memory plan; the ranks report).
  */
-static int parse_algos(struct pn_ctx *ctx, enum pn_algo *algos, int *n)
+/* Algorithm names that only GPU plugins have (src/harness/sweep_gpu.c): the
+ * host engine's list skips them; a job with the host backend refuses them. */
+static int gpu_only_algo(const char *s)
+{
+	return !strcmp(s, "symmetric");
+}
+
+static int parse_algos(struct pn_ctx *ctx, int has_host, enum pn_algo *algos, int *n)
 {
 	char *list = strdup(opt.algo), *tok, *save = NULL;
 	int k = 0, ret = 0, i, m;
@@ -364,6 +372,13 @@ static int parse_algos(struct pn_ctx *ctx, enum pn_algo *algos, int *n)
 		enum pn_algo a[PN_NALGOS];
 		int na = 0;
 
+		if (gpu_only_algo(tok)) {
+			if (has_host)
+				ret = ctx ? pn_cmd_fail(ctx, -EINVAL, "the host backend has no algorithm "
+							"'%s' (a GPU backend's: --backend nccl)", tok)
+					  : -EINVAL;
+			continue;
+		}
 		if (!strcmp(tok, "all")) {
 			for (i = 0; i < PN_NALGOS; i++)
 				a[na++] = (enum pn_algo)i;
@@ -537,12 +552,12 @@ int allreduce_test_prelaunch(struct pn_ctx *ctx, int np)
 	struct pn_mem_job mj;
 	int nalgos, host = 0, ret;
 
-	/* options that do not parse are the ranks' to report */
-	if (parse_algos(NULL, algos, &nalgos))
-		return 0;
 	snprintf(copy, sizeof(copy), "%s", backends);
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
 		host |= !strcmp(tok, "host");
+	/* options that do not parse are the ranks' to report */
+	if (parse_algos(NULL, host, algos, &nalgos))
+		return 0;
 	pn_sweep_mem_job(&mj, np, np, pn_cli.transport, has_multiring(algos, nalgos) ? 2 : 1,
 			 host ? opt.maxbytes : 0, algos, nalgos);
 	mj.base_bytes = PN_MEM_RANK_BASE;
@@ -817,7 +832,7 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 				   "plan their own paths");
 	if (opt.plan)
 		opt.algo = "multiring";
-	if (parse_algos(ctx, algos, &nalgos))
+	if (parse_algos(ctx, has_host, algos, &nalgos))
 		return 2;
 	ret = pn_sweep_sizes(opt.minbytes, opt.maxbytes, opt.stepbytes, opt.factor,
 			     pn_dtype_size(j.sw.dtype), &sizes, &j.sw.nsizes);

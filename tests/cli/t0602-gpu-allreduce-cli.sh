@@ -34,6 +34,34 @@ test_expect_success 'the ratio table is against nccl when it runs, else the firs
 	penny allreduce-test --np 2 --backend fake,fakeall -b 1K -e 1K -n 2 >out &&
 	grep -q "^# ratios against fake," out
 '
+test_expect_success 'symmetric: a GPU backend algorithm; the reference is nccls faster one' '
+	PENNY_PLUGIN_PATH=$fakes/nccl:$fakes penny allreduce-test --np 2 --backend fakeall,nccl \
+		--algo all -b 1K -e 4K -f 2 -n 2 --json >out.json &&
+	python3 - out.json <<-\EOF &&
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	seen = {(r["backend"], r["algo"]) for r in d["results"]}
+	assert seen == {("fakeall", a) for a in ("auto", "one-shot", "two-shot", "ring")} | \
+	       {("nccl", "auto"), ("nccl", "symmetric")}, seen
+	best = {}
+	for r in d["results"]:
+	    if r["backend"] == "nccl":
+	        t = r["oop"]["time_us"]
+	        if r["size"] not in best or t < best[r["size"]][0]:
+	            best[r["size"]] = (t, r["algo"])
+	assert len(d["ratios"]) == 12
+	for q in d["ratios"]:
+	    assert q["backend"] == "fakeall" and q["ref_backend"] == "nccl"
+	    assert (q["ref_time_us"], q["ref_algo"]) == best[q["size"]], (q, best)
+	EOF
+	test_exit 2 penny allreduce-test --np 2 --algo symmetric -b 8 -e 8 -n 1 2>err &&
+	grep -q "the host backend has no algorithm .symmetric. (a GPU backend" err &&
+	PENNY_PLUGIN_PATH=$fakes/nccl:$fakes penny allreduce-test --np 2 --backend nccl \
+		--algo symmetric -b 8 -e 8 -n 1 >out &&
+	grep -q "^# algorithm: symmetric, backend: nccl" out &&
+	test_exit 2 penny allreduce-test --np 2 --backend fakeall --algo symmetric -b 8 -e 8 -n 1 2>err &&
+	grep -q "the fakeall backend has no algorithm .symmetric." err
+'
 test_expect_success 'JSON: rows carry the backend and algorithm; ratios; devices' '
 	penny allreduce-test --np 2 --backend fakeall,fake --algo all -b 1K -e 2K -f 2 -n 2 -G 2 \
 		--json >out.json &&
