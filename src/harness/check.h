@@ -39,6 +39,7 @@ enum pn_check_id {
 	PN_CHECK_GPUCOPY,	/* "gpu-copy" */
 	PN_CHECK_ALLREDUCE,	/* "allreduce" */
 	PN_CHECK_RAILS,		/* "rails" */
+	PN_CHECK_SETTINGS,	/* "settings" (runs after pcie) */
 	PN_CHECK_COUNT
 };
 
@@ -127,6 +128,7 @@ int pn_check_nicbw(struct pn_check *c);		/* check_net.c */
 int pn_check_gpucopy(struct pn_check *c);	/* check_gpu.c */
 int pn_check_allreduce(struct pn_check *c);	/* check_ar.c */
 int pn_check_rails(struct pn_check *c);		/* check_net.c */
+int pn_check_settings(struct pn_check *c);	/* check_settings.c */
 
 /*
  * The baseline (check_base.c): --save-baseline writes the numeric results
