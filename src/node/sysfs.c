@@ -327,14 +327,12 @@ int pn_sys_read_bin(void *buf, size_t len, const char *fmt, ...)
 	va_list ap;
 	int fd, ret;
 
+	if (!len || len > INT_MAX)
+		return -EINVAL;
 	va_start(ap, fmt);
 	ret = vpath(path, sizeof(path), fmt, ap);
 	va_end(ap);
-	if (ret)
-		return ret;
-	if (!len || len > INT_MAX)
-		return -EINVAL;
-	fd = open_regular(path, O_RDONLY);
+	fd = ret ? ret : open_regular(path, O_RDONLY);
 	if (fd < 0)
 		return fd;
 	/* procfs hands out a page or so per read: read to the end or to len */

@@ -14,20 +14,8 @@ TOPH=$TOP/tests/helpers/top
 healthy() {
 	sys_root "$1" node-ok
 	sys_cpus 8 2
-	PCI_NUMA=0
-	sys_bridge 0000:00:01.0 0x01 0x04
-	sys_bridge 0000:01:00.0 0x02 0x04 0000:00:01.0
-	sys_bridge 0000:02:00.0 0x03 0x03 0000:01:00.0
-	sys_pci 0000:03:00.0 0x030200 0x10de 0x2335 0000:02:00.0
-	sys_bridge 0000:02:01.0 0x04 0x04 0000:01:00.0
-	sys_pci 0000:04:00.0 0x020700 0x15b3 0x1021 0000:02:01.0
-	PCI_NUMA=1
-	sys_bridge 0000:80:01.0 0x81 0x84
-	sys_bridge 0000:81:00.0 0x82 0x84 0000:80:01.0
-	sys_bridge 0000:82:00.0 0x83 0x83 0000:81:00.0
-	sys_pci 0000:83:00.0 0x030200 0x10de 0x2335 0000:82:00.0
-	sys_bridge 0000:82:01.0 0x84 0x84 0000:81:00.0
-	sys_pci 0000:84:00.0 0x020700 0x15b3 0x1021 0000:82:01.0
+	PCI_NUMA=0 sys_switch 0x00
+	PCI_NUMA=1 sys_switch 0x80
 	PCI_NUMA=-1
 	sys_ib mlx5_0 0000:04:00.0
 	sys_ib mlx5_1 0000:84:00.0

@@ -15,13 +15,7 @@
 node() {
 	sys_root "$1" n1
 	sys_cpus 4 1
-	PCI_NUMA=0
-	sys_bridge 0000:00:01.0 0x01 0x04
-	sys_bridge 0000:01:00.0 0x02 0x04 0000:00:01.0
-	sys_bridge 0000:02:00.0 0x03 0x03 0000:01:00.0
-	sys_pci 0000:03:00.0 0x030200 0x10de 0x2335 0000:02:00.0
-	sys_bridge 0000:02:01.0 0x04 0x04 0000:01:00.0
-	sys_pci 0000:04:00.0 0x020700 0x15b3 0x1021 0000:02:01.0
+	PCI_NUMA=0 sys_switch 0x00
 	sys_ib mlx5_0 0000:04:00.0
 	sys_port mlx5_0 1 ACTIVE LinkUp "400 Gb/sec (4X NDR)" InfiniBand
 	local b
