@@ -13,7 +13,8 @@
  *   gpudirect-rdma  the nvidia_peermem module (or the older nv_peer_mem), or
  *                   dma-buf: the open kernel module >= 515 on Linux >= 5.12;
  *   memlock         the soft RLIMIT_MEMLOCK of penny's own process (the
- *                   user that runs it), from /proc/self/limits;
+ *                   user that runs it), from /proc/self/limits, where an
+ *                   RDMA device is (registration is what it limits);
  *   dev-shm         the size of the tmpfs at /dev/shm, from /proc/mounts.
  */
 #define _GNU_SOURCE
@@ -474,8 +475,12 @@ static int memlock(struct pn_check *c)
 	char text[4096], meas[32], exp[40], det[PN_VERDICT_DETAIL], src[PN_VERDICT_SOURCE];
 	uint64_t have;
 	double want;
-	int n, ret;
+	int n, ret, i, nics = 0;
 
+	for (i = c->topo->ngpus; i < c->topo->ngpus + c->topo->nnics; i++)
+		nics += selected_nic(c, &c->topo->devs[i].nic);
+	if (!nics)
+		return skip(c, "memlock", "no RDMA device: locked memory limits RDMA registration");
 	n = pn_sys_read_bin(text, sizeof(text), "/proc/self/limits");
 	if (n < 0) {
 		snprintf(det, sizeof(det), "/proc/self/limits cannot be read: %s", strerror(-n));

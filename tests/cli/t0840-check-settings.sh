@@ -151,7 +151,7 @@ test_expect_success 'GPUDirect RDMA: no peermem fails unless dma-buf (open modul
 	verdict gpudirect-rdma out.json | grep -q "^PASS .*(settings.gpudirect-rdma = allow)"
 '
 
-test_expect_success 'GPUDirect RDMA: the older nv_peer_mem passes; no driver fails; no NIC SKIPs' '
+test_expect_success 'GPUDirect RDMA: the older nv_peer_mem passes; no driver fails; no NIC SKIPs (memlock too)' '
 	copy ok gdr2 && rm -rf gdr2/sys/module/nvidia_peermem && mkdir gdr2/sys/module/nv_peer_mem &&
 	penny check --sysfs-root gdr2 --only settings --json >out.json &&
 	verdict gpudirect-rdma out.json | grep -q "^PASS nv_peer_mem" &&
@@ -159,8 +159,10 @@ test_expect_success 'GPUDirect RDMA: the older nv_peer_mem passes; no driver fai
 	test_exit 1 penny check --sysfs-root gdr2 --only settings --json >out.json &&
 	verdict gpudirect-rdma out.json | grep -q "^FAIL no driver | the NVIDIA driver is not loaded" &&
 	rm -rf gdr2/sys/class/infiniband/mlx5_0 &&
+	sed -i "s/^Max locked memory .*/Max locked memory  65536  65536  bytes/" gdr2/proc/self/limits &&
 	penny check --sysfs-root gdr2 --only settings --json >out.json &&
-	verdict gpudirect-rdma out.json | grep -q "^SKIP None | no RDMA NIC on PCI"
+	verdict gpudirect-rdma out.json | grep -q "^SKIP None | no RDMA NIC on PCI" &&
+	verdict memlock out.json | grep -q "^SKIP None | no RDMA device"
 '
 
 test_expect_success 'memlock: a limit fails, settings.memlock-min relaxes it, no file SKIPs' '
