@@ -269,6 +269,12 @@ static int acs_dev(struct pn_check *c, const char *name, const char *addr)
 		return n;
 	if (n < 0)
 		return skip(c, target, pn_errmsg(n));
+	/* a tree whose bus entry is no link does not show what is above */
+	if (n == 1 && pn_sys_readlink(det, sizeof(det), "/sys/bus/pci/devices/%s", addr) < 0) {
+		snprintf(det, sizeof(det), "/sys/bus/pci/devices/%s is no link: the PCI path "
+			 "above is unknown", addr);
+		return skip(c, target, det);
+	}
 	/*
 	 * From the device up, functions alternate: upstream-facing (the device,
 	 * a switch's upstream port), downstream-facing (a switch's downstream

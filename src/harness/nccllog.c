@@ -69,9 +69,9 @@ static int number(const char **s, int *v)
 	if (!isdigit((unsigned char)*p))
 		return -1;
 	while (isdigit((unsigned char)*p)) {
-		x = x * 10 + (*p++ - '0');
-		if (x > 1000000000L)
+		if (x > 100000000L)
 			return -1;
+		x = x * 10 + (*p++ - '0');
 	}
 	*v = (int)x;
 	*s = p;

@@ -96,6 +96,13 @@ test_expect_success 'a switch port without the ACS capability passes; a GPU with
 	verdict GPU0:acs out.json | grep -q "^PASS no switch |.*crosses the root complex anyway"
 '
 
+test_expect_success 'a bus entry that is no link (its path unknown) SKIPs, not a PASS' '
+	copy ok nolink && rm nolink/sys/bus/pci/devices/0000:03:00.0 &&
+	cp -a "$(readlink -f ok/sys/bus/pci/devices/0000:03:00.0)" nolink/sys/bus/pci/devices/0000:03:00.0 &&
+	penny check --sysfs-root nolink --only settings --json >out.json &&
+	verdict GPU0:acs out.json | grep -q "^SKIP None | /sys/bus/pci/devices/0000:03:00.0 is no link"
+'
+
 test_expect_success 'config space without the extended part (an unprivileged read) SKIPs with the reason' '
 	copy ok short && at short && head -c 256 "$(readlink -f short/sys/bus/pci/devices/0000:02:00.0)/config" >c &&
 	cat c >"$(readlink -f short/sys/bus/pci/devices/0000:02:00.0)/config" &&
