@@ -146,11 +146,9 @@ int pn_settings_mount_size(const char *text, size_t len, const char *mnt, uint64
 		*bytes = 0;
 		snprintf(fstype, tlen, "%.*s", (int)(fl[2] < 32 ? fl[2] : 32), f[2]);
 		for (j = 0; j < fl[3];) {
-			const char *o = f[3] + j;
-			size_t ol = strcspn(o, ",");
+			const char *o = f[3] + j, *comma = memchr(o, ',', fl[3] - j);
+			size_t ol = comma ? (size_t)(comma - o) : fl[3] - j;
 
-			if (ol > fl[3] - j)
-				ol = fl[3] - j;
 			if (ol > 5 && !memcmp(o, "size=", 5))
 				bad = parse_size(o + 5, ol - 5, bytes) != 0;
 			j += ol + 1;

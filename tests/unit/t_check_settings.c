@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 static unsigned char cfg[4096];
@@ -147,6 +148,17 @@ TEST(mounts)
 	CHECK_EQ_INT(pn_settings_mount_size(S("\n\n /dev/shm tmpfs\n   \n"), "/dev/shm", &v, t,
 					    sizeof(t)), -ENOENT);
 	CHECK_EQ_INT(pn_settings_mount_size("", 0, "/dev/shm", &v, t, sizeof(t)), -ENOENT);
+	{
+		/* the options at the very end of a buffer without a NUL (make asan) */
+		static const char m2[] = "b /dev/shm tmpfs rw,size=2g";
+		char *b = malloc(sizeof(m2) - 1);
+
+		memcpy(b, m2, sizeof(m2) - 1);
+		CHECK_EQ_INT(pn_settings_mount_size(b, sizeof(m2) - 1, "/dev/shm", &v, t, sizeof(t)),
+			     0);
+		CHECK(v == 2ull << 30);
+		free(b);
+	}
 }
 
 TEST(versions)
