@@ -39,6 +39,8 @@ enum pn_check_id {
 	PN_CHECK_GPUCOPY,	/* "gpu-copy" */
 	PN_CHECK_ALLREDUCE,	/* "allreduce" */
 	PN_CHECK_RAILS,		/* "rails" */
+	PN_CHECK_SETTINGS,	/* "settings" (runs after pcie) */
+	PN_CHECK_NCCLPATH,	/* "nccl-path" (with --nccl-log only) */
 	PN_CHECK_COUNT
 };
 
@@ -62,6 +64,7 @@ struct pn_check {
 	const char *plan_path;		/* --plan FILE for allreduce/rails, NULL: built from the topology */
 	const char *devspec;		/* RDMA devices to check (bw's -d syntax), NULL: the node's */
 	const char *backends;		/* GPU plugins to try, "cuda,nccl"; NULL: every one found */
+	const char *nccl_log;		/* --nccl-log FILE for nccl-path, NULL none */
 	void (*progress)(void *arg, const char *check, const char *what); /* may be NULL */
 	void *progress_arg;
 
@@ -127,6 +130,8 @@ int pn_check_nicbw(struct pn_check *c);		/* check_net.c */
 int pn_check_gpucopy(struct pn_check *c);	/* check_gpu.c */
 int pn_check_allreduce(struct pn_check *c);	/* check_ar.c */
 int pn_check_rails(struct pn_check *c);		/* check_net.c */
+int pn_check_settings(struct pn_check *c);	/* check_settings.c */
+int pn_check_ncclpath(struct pn_check *c);	/* check_nccl.c */
 
 /*
  * The baseline (check_base.c): --save-baseline writes the numeric results

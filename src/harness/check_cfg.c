@@ -46,7 +46,7 @@ static const struct pn_check_key keys[] = {
 	  "under a launcher: fail a result this fraction below its group's job median", NULL },
 	{ "job.require", PN_KEY_LIST, 0, 0, 0, NULL,
 	  "checks whose SKIP is a FAIL (comma list; --require adds to it)",
-	  "inventory pcie counters nic-bw gpu-copy allreduce rails" },
+	  "inventory pcie counters nic-bw gpu-copy allreduce rails settings nccl-path" },
 	{ "job.baseline-fraction", PN_KEY_NUM, 0, 1, 0.9, NULL,
 	  "with --baseline: the fraction of the baseline's figure a result must reach", NULL },
 	/* check-net: nic-bw, rails */
@@ -74,6 +74,21 @@ static const struct pn_check_key keys[] = {
 	  "bytes of the judged allreduce (the full check also runs 1/16 and 1/4 of it)", NULL },
 	{ "allreduce.min-busbw", PN_KEY_NUM, 0, 1e6, NAN, NULL,
 	  "busbw (GB/s) the allreduce must reach, instead of the prediction", NULL },
+	/* settings */
+	{ "settings.acs", PN_KEY_TEXT, 0, 0, 0, "fail",
+	  "ACS redirect on a switch port above a GPU or NIC: fail, or allow (a PASS that says so)",
+	  "fail allow" },
+	{ "settings.iommu-dma", PN_KEY_TEXT, 0, 0, 0, "fail",
+	  "a GPU's or NIC's IOMMU domain translating DMA: fail, or allow (a VM that needs it)",
+	  "fail allow" },
+	{ "settings.gpudirect-rdma", PN_KEY_TEXT, 0, 0, 0, "fail",
+	  "no nvidia_peermem and no dma-buf with GPUs and RDMA NICs: fail, or allow",
+	  "fail allow" },
+	{ "settings.memlock-min", PN_KEY_INT, 0, 1e18, NAN, NULL,
+	  "bytes of locked memory (soft RLIMIT_MEMLOCK) enough (default: unlimited required)",
+	  NULL },
+	{ "settings.shm-min", PN_KEY_INT, 0, 1e18, 1073741824, NULL,
+	  "bytes the tmpfs at /dev/shm must hold at least", NULL },
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))

@@ -73,12 +73,6 @@ static int inv_count(struct pn_check *c, const char *target, const char *key, in
 	return pn_check_add(c, &in);
 }
 
-static int port_up(const struct pn_port *p)
-{
-	return (p->state == PN_PORT_ACTIVE || p->state == PN_PORT_ACTIVE_DEFER) &&
-	       p->phys_state == 5;
-}
-
 /* The fastest ACTIVE port of the link layer on the node; 0 none. */
 static double fastest_port(const struct pn_topo *t, const char *layer)
 {
@@ -89,7 +83,7 @@ static double fastest_port(const struct pn_topo *t, const char *layer)
 		for (j = 0; j < t->devs[i].nic.nports; j++) {
 			const struct pn_port *p = &t->devs[i].nic.ports[j];
 
-			if (port_up(p) && !strcmp(p->link_layer, layer) && p->rate_gbps > best)
+			if (pn_port_up(p) && !strcmp(p->link_layer, layer) && p->rate_gbps > best)
 				best = p->rate_gbps;
 		}
 	return best;
@@ -108,7 +102,7 @@ static int inv_port(struct pn_check *c, const struct pn_nic *nic, const struct p
 			       dsrc, src, sizeof(src));
 	in.source = src;
 	in.expected = PN_VNUM(want);
-	if (!port_up(p)) {
+	if (!pn_port_up(p)) {
 		snprintf(meas, sizeof(meas), "%s/%s", p->state_name[0] ? p->state_name : "?",
 			 p->phys_state_name[0] ? p->phys_state_name : "?");
 		in.measured = PN_VTEXT(meas);

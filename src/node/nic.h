@@ -91,4 +91,11 @@ int pn_port_state_from_name(const char *s);
 int pn_gid_empty(const char *g);
 int pn_gid_ipv4_mapped(const char *g);
 
+/* ACTIVE (or ACTIVE_DEFER) and physically LinkUp: a port that carries traffic. */
+static inline int pn_port_up(const struct pn_port *p)
+{
+	return (p->state == PN_PORT_ACTIVE || p->state == PN_PORT_ACTIVE_DEFER) &&
+	       p->phys_state == 5;
+}
+
 #endif

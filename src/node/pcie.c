@@ -10,6 +10,7 @@
 #include "node/sysfs.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -249,14 +250,12 @@ static void path_link(struct pn_pcie_link *l, const char *addr, const char *uppe
 	pn_pcie_judge(l);
 }
 
-int pn_pcie_path(const char *addr, struct pn_pcie_path *p)
+int pn_pcie_chain(const char *addr, char (*chain)[PN_PCIE_ADDR_LEN])
 {
-	char real[4096], *comp[PN_PCIE_MAX_DEPTH], *s, *save = NULL;
-	int ret = check_addr(addr), n = 0, i, k;
+	char real[4096], *s, *save = NULL;
+	int ret = check_addr(addr), n = 0;
 	ssize_t len;
 
-	memset(p, 0, sizeof(*p));
-	p->weakest = -1;
 	if (ret)
 		return ret;
 	len = pn_sys_readlink(real, sizeof(real), "/sys/bus/pci/devices/%s", addr);
@@ -267,14 +266,27 @@ int pn_pcie_path(const char *addr, struct pn_pcie_path *p)
 			if (n == PN_PCIE_MAX_DEPTH)
 				return pn_err(-E2BIG, "PCI path of %s deeper than %d functions", addr,
 					      PN_PCIE_MAX_DEPTH);
-			comp[n++] = s;
+			snprintf(chain[n++], PN_PCIE_ADDR_LEN, "%s", s);
 		}
 	}
 	/* not a link (a captured tree may hold a plain directory), or not ending at addr */
-	if (!n || strcmp(comp[n - 1], addr)) {
-		comp[0] = (char *)addr;
+	if (!n || strcmp(chain[n - 1], addr)) {
+		snprintf(chain[0], PN_PCIE_ADDR_LEN, "%s", addr);
 		n = 1;
 	}
+	return n;
+}
+
+int pn_pcie_path(const char *addr, struct pn_pcie_path *p)
+{
+	char comp[PN_PCIE_MAX_DEPTH][PN_PCIE_ADDR_LEN];
+	int n, i, k;
+
+	memset(p, 0, sizeof(*p));
+	p->weakest = -1;
+	n = pn_pcie_chain(addr, comp);
+	if (n < 0)
+		return n;
 	/*
 	 * From the device up, functions alternate: upstream-facing port (the
 	 * device, a switch upstream port), then the downstream-facing port
@@ -292,4 +304,87 @@ int pn_pcie_path(const char *addr, struct pn_pcie_path *p)
 		       p->link[p->nlinks - 1].cur_gbs > 0 &&
 		       p->link[p->weakest].cur_gbs < p->link[p->nlinks - 1].cur_gbs;
 	return 0;
+}
+
+/* ------------------------------------------------------------ ACS */
+
+static unsigned le16(const uint8_t *b)
+{
+	return (unsigned)b[0] | (unsigned)b[1] << 8;
+}
+
+int pn_pcie_ext_cap(const unsigned char *cfg, size_t len, unsigned id)
+{
+	unsigned off = 0x100;
+	int hops;
+
+	/* at most one capability per dword of the extended space: a loop ends */
+	for (hops = 0; hops < (4096 - 0x100) / 4; hops++) {
+		uint32_t h;
+
+		if (off < 0x100 || off + 4 > len)
+			return -1;
+		h = (uint32_t)le16(cfg + off) | (uint32_t)le16(cfg + off + 2) << 16;
+		if (h == 0 || h == 0xffffffffu)
+			return -1;
+		if ((h & 0xffff) == id)
+			return (int)off;
+		off = (h >> 20) & 0xffc;
+		if (!off)
+			return -1;
+	}
+	return -1;
+}
+
+int pn_pcie_parse_acs(const unsigned char *cfg, size_t len, struct pn_pcie_acs *a)
+{
+	int cap;
+
+	memset(a, 0, sizeof(*a));
+	if (len <= 0x100)
+		return -ENODATA;
+	cap = pn_pcie_ext_cap(cfg, len, PN_PCIE_EXT_CAP_ACS);
+	if (cap < 0 || (size_t)cap + 8 > len)
+		return 0;
+	a->present = 1;
+	a->cap = le16(cfg + cap + 4);
+	a->ctrl = le16(cfg + cap + 6);
+	return 0;
+}
+
+int pn_pcie_read_acs(const char *addr, struct pn_pcie_acs *a)
+{
+	uint8_t cfg[4096];
+	int ret = check_addr(addr), n;
+
+	memset(a, 0, sizeof(*a));
+	if (ret)
+		return ret;
+	n = pn_sys_read_bin(cfg, sizeof(cfg), "/sys/bus/pci/devices/%s/config", addr);
+	if (n < 0)
+		return pn_err(n, "%s/config: %s", addr, strerror(-n));
+	ret = pn_pcie_parse_acs(cfg, (size_t)n, a);
+	if (ret == -ENODATA)
+		return pn_err(ret, "%s/config is %d bytes, without the extended space (only root "
+			      "reads it)", addr, n);
+	return ret;
+}
+
+void pn_pcie_acs_bits(unsigned ctrl, char *buf, size_t len)
+{
+	static const char *const names[] = { "SV", "TB", "RR", "CR", "UF", "EC", "DT" };
+	size_t i, l = 0;
+
+	buf[0] = 0;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		int w;
+
+		if (!(ctrl & (1u << i)) || l >= len)
+			continue;
+		w = snprintf(buf + l, len - l, "%s%s", l ? "," : "", names[i]);
+		if (w > 0)
+			l += (size_t)w;
+	}
+	if (!l)
+		snprintf(buf, len, "none");
 }

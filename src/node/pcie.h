@@ -13,6 +13,8 @@
 #ifndef PENNY_PCIE_H
 #define PENNY_PCIE_H
 
+#include <stddef.h>
+
 #define PN_PCIE_ADDR_LEN 24	/* "0000:18:00.0" and wider (8-digit) domains */
 #define PN_PCIE_MAX_DEPTH 16	/* PCI functions on one path, root port to device */
 
@@ -83,5 +85,43 @@ int pn_pcie_read(const char *addr, struct pn_pcie_link *l);
  * weakest of them.  Errors as pn_pcie_read.
  */
 int pn_pcie_path(const char *addr, struct pn_pcie_path *p);
+
+/*
+ * The PCI functions from the root port down to addr (root port first, addr
+ * last) into chain[PN_PCIE_MAX_DEPTH]: how many, or a negative errno as
+ * pn_pcie_path.  Just addr where its sysfs entry is not a link.
+ */
+int pn_pcie_chain(const char *addr, char (*chain)[PN_PCIE_ADDR_LEN]);
+
+/*
+ * PCIe Access Control Services (ACS extended capability, ID 0x000D): its
+ * control register at cap + 6.  Set on a switch's downstream port, P2P
+ * Request Redirect, Completion Redirect and Upstream Forwarding send
+ * peer-to-peer traffic (GPU to GPU, GPU to NIC: GPUDirect) up to the root
+ * complex instead of across the switch.
+ */
+#define PN_PCIE_EXT_CAP_ACS 0x000d
+#define PN_ACS_RR (1u << 2)	/* P2P Request Redirect */
+#define PN_ACS_CR (1u << 3)	/* P2P Completion Redirect */
+#define PN_ACS_UF (1u << 4)	/* Upstream Forwarding */
+#define PN_ACS_REDIRECT (PN_ACS_RR | PN_ACS_CR | PN_ACS_UF)
+
+struct pn_pcie_acs {
+	int present;		/* the function has the ACS capability */
+	unsigned cap, ctrl;	/* its capability and control registers */
+};
+
+/*
+ * Offset of extended capability id in config space cfg[0, len) (the list
+ * from 0x100, bounded against loops and the buffer), -1 when absent.
+ */
+int pn_pcie_ext_cap(const unsigned char *cfg, size_t len, unsigned id);
+/* ACS of a config space dump: 0 (a->present 0 without one); -ENODATA when
+ * len is 256 bytes or less (no extended space: an unprivileged read). */
+int pn_pcie_parse_acs(const unsigned char *cfg, size_t len, struct pn_pcie_acs *a);
+/* The same from addr's config file through the sysfs root; errors with a message. */
+int pn_pcie_read_acs(const char *addr, struct pn_pcie_acs *a);
+/* "RR,CR,UF" of the control bits that are set, "none" without. */
+void pn_pcie_acs_bits(unsigned ctrl, char *buf, size_t len);
 
 #endif

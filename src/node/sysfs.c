@@ -320,6 +320,40 @@ static int read_path(const char *path, char *buf, size_t len)
 	return (int)n;
 }
 
+int pn_sys_read_bin(void *buf, size_t len, const char *fmt, ...)
+{
+	char path[PATH_MAX];
+	size_t got = 0;
+	va_list ap;
+	int fd, ret;
+
+	if (!len || len > INT_MAX)
+		return -EINVAL;
+	va_start(ap, fmt);
+	ret = vpath(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	fd = ret ? ret : open_regular(path, O_RDONLY);
+	if (fd < 0)
+		return fd;
+	/* procfs hands out a page or so per read: read to the end or to len */
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			close(fd);
+			return ret;
+		}
+		if (!n)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	return (int)got;
+}
+
 /* The file FMT names (below the root) into BUF: length, or -errno. */
 static int vread(char *buf, size_t len, const char *fmt, va_list ap)
 {

@@ -38,6 +38,12 @@ void pn_sysfs_force_walk(int on);
 int pn_sys_open(int flags, const char *fmt, ...) PN_FMT(2, 3);
 /* Read a file, strip trailing white space; returns its length or -errno. */
 int pn_sys_read(char *buf, size_t len, const char *fmt, ...) PN_FMT(3, 4);
+/*
+ * Read up to len bytes of a file as they are (binary: PCI config space; or
+ * a procfs file longer than one read gives, /proc/mounts): the bytes read,
+ * len when the file is longer, or -errno.
+ */
+int pn_sys_read_bin(void *buf, size_t len, const char *fmt, ...) PN_FMT(3, 4);
 /* Read a decimal or 0x-hex unsigned number. */
 int pn_sys_u64(uint64_t *v, const char *fmt, ...) PN_FMT(2, 3);
 int pn_sys_int(int *v, const char *fmt, ...) PN_FMT(2, 3);

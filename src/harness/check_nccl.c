@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The nccl-path check of `penny check` (harness/check.h): the paths an
+ * NCCL job chose, from its NCCL_DEBUG=INFO log (--nccl-log FILE, parsed by
+ * harness/nccllog.h), one result per channel connection of this node,
+ * judged against this node's topology:
+ *   NET/Socket while an RDMA port of the node is ACTIVE;
+ *   NET without GDRDMA where the rank's GPU and the NIC share a PCIe
+ *   switch (PIX or PXB);
+ *   SHM between two GPUs of the node that NVLink connects.
+ * A rank's GPU is what the log's brackets hold: a CUDA device index (NCCL
+ * 2.19 on; taken in PCI order, CUDA's order for GPUs of one kind unless
+ * CUDA_VISIBLE_DEVICES reorders them) or an older NCCL's bus id.
+ */
+#define _GNU_SOURCE
+#include "harness/check.h"
+#include "harness/nccllog.h"
+#include "base/file.h"
+#include "base/log.h"
+#include "base/verdict.h"
+#include "node/nic.h"
+#include "node/topo.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK "nccl-path"
+
+/* The GPU (index into t->devs) a bracket names, -1 unknown. */
+static int gpu_of(const struct pn_topo *t, const char *dev)
+{
+	char busid[16];
+	unsigned long v;
+	char *end;
+	int i;
+
+	if (!dev[0])
+		return -1;
+	v = strtoul(dev, &end, 10);
+	if (!*end && v < (unsigned long)t->ngpus && strlen(dev) <= 3)
+		return (int)v;
+	/* NCCL's int64 bus id: the hex digits of "dddd:bb:dd.f" */
+	v = strtoul(dev, &end, 16);
+	if (*end || strlen(dev) < 4)
+		return -1;
+	snprintf(busid, sizeof(busid), "%04lx:%02lx:%02lx.%lx", (v >> 20) & 0xffff,
+		 (v >> 12) & 0xff, (v >> 4) & 0xff, v & 0xf);
+	for (i = 0; i < t->ngpus; i++)
+		if (!strcasecmp(t->devs[i].pci_busid, busid))
+			return i;
+	return -1;
+}
+
+/* The NIC (index into t->devs) of "mlx5_3:1", -1 unknown. */
+static int nic_of(const struct pn_topo *t, const char *name)
+{
+	size_t n = strcspn(name, ":");
+	int i;
+
+	for (i = t->ngpus; n && i < t->ngpus + t->nnics; i++)
+		if (strlen(t->devs[i].nic.name) == n && !strncmp(t->devs[i].nic.name, name, n))
+			return i;
+	return -1;
+}
+
+/* An ACTIVE RDMA port of the node ("mlx5_0/1" into buf), 0 none. */
+static int rdma_up(const struct pn_topo *t, char *buf, size_t len)
+{
+	int i, j;
+
+	for (i = t->ngpus; i < t->ngpus + t->nnics; i++)
+		for (j = 0; j < t->devs[i].nic.nports; j++)
+			if (pn_port_up(&t->devs[i].nic.ports[j])) {
+				snprintf(buf, len, "%s/%d", t->devs[i].nic.name,
+					 t->devs[i].nic.ports[j].port);
+				return 1;
+			}
+	return 0;
+}
+
+static int judge(struct pn_check *c, const struct pn_nccl_path *p, const char *up)
+{
+	const struct pn_topo *t = c->topo;
+	char target[PN_VERDICT_NAME], det[PN_VERDICT_DETAIL] = "", cls[16];
+	struct pn_verdict_in in = { .check = CHECK, .target = target, .verdict = PN_PASS,
+				    .measured = PN_VTEXT(p->via), .source = "topology",
+				    .detail = det };
+	int local = !strcmp(p->dir, "receive") ? p->to : p->from;
+	const char *ldev = !strcmp(p->dir, "receive") ? p->to_dev : p->from_dev;
+	int g = gpu_of(t, ldev), k, pc, nv = 0;
+
+	snprintf(target, sizeof(target), "ch%02d/%d %d->%d%s%s", p->channel, p->conn, p->from,
+		 p->to, p->dir[0] ? " " : "", p->dir);
+	if (p->transport == PN_NT_NET && !strcmp(p->net, "Socket") && up[0]) {
+		in.verdict = PN_FAIL;
+		in.expected = PN_VTEXT("NET/IB");
+		snprintf(det, sizeof(det), "NCCL sends over sockets while %s is ACTIVE: see "
+			 "NCCL_IB_DISABLE, NCCL_IB_HCA and NCCL_NET (NCCL_SOCKET_IFNAME only picks "
+			 "the socket interface)", up);
+	} else if (p->transport == PN_NT_NET && !p->gdr && g >= 0 &&
+		   (k = nic_of(t, p->nic_name)) >= 0 &&
+		   (pc = pn_topo_path(t, g, k, 1, NULL)) <= PN_PATH_PXB && pc >= 0) {
+		in.verdict = PN_FAIL;
+		in.expected = PN_VTEXT("GDRDMA");
+		pn_path_name(pc, 0, cls, sizeof(cls));
+		snprintf(det, sizeof(det), "rank %d's %s and %s share a PCIe switch (%s), but no "
+			 "GPUDirect RDMA: see the settings check (nvidia_peermem, ACS), "
+			 "NCCL_NET_GDR_LEVEL", local, t->devs[g].name, p->nic_name, cls);
+	} else if (p->transport == PN_NT_SHM && g >= 0) {
+		int a = gpu_of(t, p->from_dev), b = gpu_of(t, p->to_dev);
+
+		if (a >= 0 && b >= 0 && a != b && pn_topo_path(t, a, b, 0, &nv) == PN_PATH_NV) {
+			in.verdict = PN_FAIL;
+			in.expected = PN_VTEXT("P2P");
+			pn_path_name(PN_PATH_NV, nv, cls, sizeof(cls));
+			snprintf(det, sizeof(det), "SHM between %s and %s, which %s connects: P2P "
+				 "is off (NCCL_P2P_DISABLE, NCCL_P2P_LEVEL, a container's own IPC "
+				 "namespace, CUDA_VISIBLE_DEVICES)", t->devs[a].name,
+				 t->devs[b].name, cls);
+		}
+	}
+	if (in.verdict == PN_PASS && p->transport == PN_NT_NET)
+		snprintf(det, sizeof(det), "NIC %s", p->nic_name[0] ? p->nic_name : "unknown");
+	return pn_check_add(c, &in);
+}
+
+/* Is the log's host h this node? */
+static int this_host(const struct pn_check *c, const char *h)
+{
+	return !strcmp(h, c->node) || (c->topo->host[0] && !strcmp(h, c->topo->host));
+}
+
+int pn_check_ncclpath(struct pn_check *c)
+{
+	struct pn_nccl_log l;
+	char *buf, up[80] = "", det[PN_VERDICT_DETAIL];
+	const char *other = NULL;
+	size_t len;
+	int i, mine = 0, single = 1, ret;
+
+	if (!c->nccl_log)
+		return pn_check_add(c, &(struct pn_verdict_in){
+			.check = CHECK, .target = "log", .verdict = PN_SKIP,
+			.detail = "no --nccl-log FILE given" });
+	ret = pn_file_read(c->nccl_log, &buf, &len);
+	if (ret)
+		return ret;
+	memset(&l, 0, sizeof(l));
+	ret = pn_nccl_log_parse(&l, buf, len);
+	free(buf);
+	if (ret)
+		goto out;
+	for (i = 0; i < l.npaths; i++) {
+		mine += this_host(c, l.paths[i].host);
+		if (!other)
+			other = l.paths[i].host;
+		else if (strcmp(other, l.paths[i].host))
+			single = 0;
+	}
+	if (!l.npaths) {
+		snprintf(det, sizeof(det), "%.200s: no channel connection line (run with "
+			 "NCCL_DEBUG=INFO)", c->nccl_log);
+		ret = pn_check_add(c, &(struct pn_verdict_in){ .check = CHECK, .target = "log",
+			.verdict = PN_SKIP, .detail = det });
+		goto out;
+	}
+	if (!mine && !single) {
+		snprintf(det, sizeof(det), "no line of this node (%.60s) among the log's hosts",
+			 c->node);
+		ret = pn_check_add(c, &(struct pn_verdict_in){ .check = CHECK, .target = "log",
+			.verdict = PN_SKIP, .detail = det });
+		goto out;
+	}
+	rdma_up(c->topo, up, sizeof(up));
+	/* a log of one host (or of none named) is taken as this node's */
+	for (i = 0; !ret && i < l.npaths; i++)
+		if (!mine || this_host(c, l.paths[i].host))
+			ret = judge(c, &l.paths[i], up);
+out:
+	pn_nccl_log_release(&l);
+	return ret;
+}

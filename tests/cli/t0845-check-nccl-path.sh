@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# penny check --nccl-log FILE: the paths of an NCCL_DEBUG=INFO log (the
+# fixtures of tests/fixtures/nccl-log) judged against a synthetic node:
+# sockets while an RDMA port is up, no GDRDMA where GPU and NIC share a
+# switch; what the log does not say of this node SKIPs; bad input exits 2.
+. "$(dirname "$0")/../lib.sh"
+. "$TOP/tests/helpers/mksysfs.sh"
+L=$TOP/tests/fixtures/nccl-log
+
+# GPU0 (03:00.0) with mlx5_0 on one switch, GPU1 (13:00.0) with mlx5_3 on another
+sys_root n1 gpu01 && sys_cpus 4 1 &&
+	PCI_NUMA=0 sys_switch 0x00 && PCI_NUMA=0 sys_switch 0x10 &&
+	sys_ib mlx5_0 0000:04:00.0 && sys_ib mlx5_3 0000:14:00.0 &&
+	sys_port mlx5_0 1 ACTIVE LinkUp "400 Gb/sec (4X NDR)" InfiniBand &&
+	sys_port mlx5_3 1 ACTIVE LinkUp "400 Gb/sec (4X NDR)" InfiniBand >/dev/null
+# NCCL 2.18's bus ids of the fixture moved to this node's GPUs
+sed 's/18000/3000/g; s/2a000/13000/g' "$L/nccl-2.18-ipc-read.log" >ok.log
+
+verdict() {
+	python3 -c 'import json,sys
+d = json.load(open(sys.argv[2]))
+r = [x for x in d["results"] if x["check"] == "nccl-path" and x["target"] == sys.argv[1]]
+assert len(r) == 1, r
+print(r[0]["verdict"], r[0]["measured"], r[0]["expected"], "|", r[0]["detail"] or "")' "$@"
+}
+
+test_expect_success 'a log of P2P and GDRDMA over the rail NICs passes, one row per connection' '
+	penny check --sysfs-root n1 --nccl-log ok.log --only nccl-path --json >out.json &&
+	verdict "ch00/0 0->1" out.json | grep -q "^PASS P2P/IPC/read None" &&
+	verdict "ch01/0 1->2 send" out.json | grep -q "^PASS NET/IB/1/GDRDMA None | NIC mlx5_3:1" &&
+	verdict "ch01/0 3->0 receive" out.json | grep -q "^PASS NET/IB/0/GDRDMA None | NIC mlx5_0:1" &&
+	test "$(python3 -c "import json; print(len(json.load(open(\"out.json\"))[\"results\"]))")" = 4
+'
+
+test_expect_success 'NET/Socket while an RDMA port is up fails, naming the port and the variables' '
+	test_exit 1 penny check --sysfs-root n1 --nccl-log "$L/nccl-2.21-socket.log" --only nccl-path --json >out.json &&
+	verdict "ch00/0 0->1 send" out.json >v &&
+	grep -q "^FAIL NET/Socket/0 NET/IB | NCCL sends over sockets while mlx5_0/1 is ACTIVE.*NCCL_IB_HCA" v &&
+	rm -rf n2 && cp -a n1 n2 && sed -i "s/.*/1: DOWN/" n2/sys/class/infiniband/mlx5_*/ports/1/state &&
+	penny check --sysfs-root n2 --nccl-log "$L/nccl-2.21-socket.log" --only nccl-path >/dev/null
+'
+
+test_expect_success 'no GDRDMA where the GPU and its NIC share a switch fails; across the root it passes' '
+	sed "s|\[send\] via NET/IB/1/GDRDMA|[send] via NET/IB/1|; s|\[receive\] via NET/IB/0/GDRDMA|[receive] via NET/IB/1|" ok.log >nogdr.log &&
+	test_exit 1 penny check --sysfs-root n1 --nccl-log nogdr.log --only nccl-path --json >out.json &&
+	verdict "ch01/0 1->2 send" out.json | grep -q "^FAIL NET/IB/1 GDRDMA | rank 1.s GPU1 and mlx5_3:1 share a PCIe switch" &&
+	verdict "ch01/0 3->0 receive" out.json | grep -q "^PASS NET/IB/1 None | NIC mlx5_3:1"
+'
+
+test_expect_success 'what the log does not tell of this node SKIPs (alone: nothing checked, exit 2)' '
+	echo "h:1:1 [0] NCCL INFO Connected all rings" >none.log &&
+	test_exit 2 penny check --sysfs-root n1 --nccl-log none.log --only nccl-path --json >out.json &&
+	verdict log out.json | grep -q "^SKIP None None | none.log: no channel connection line" &&
+	cat ok.log "$L/nccl-2.19-cumem-shm.log" >two.log &&
+	rm -rf n3 && cp -a n1 n3 && echo elsewhere >n3/proc/sys/kernel/hostname &&
+	test_exit 2 penny check --sysfs-root n3 --nccl-log two.log --only nccl-path --json >out.json &&
+	verdict log out.json | grep -q "^SKIP None None | no line of this node (elsewhere)" &&
+	penny check --sysfs-root n1 --nccl-log two.log --only nccl-path --json >out.json &&
+	verdict "ch00/0 0->1" out.json | grep -q "^PASS P2P/IPC/read"
+'
+
+test_expect_success 'bad use: --only nccl-path without a log, a skipped nccl-path, a FIFO, a directory (exit 2)' '
+	test_exit 2 penny check --sysfs-root n1 --only nccl-path 2>err &&
+	grep -q "needs --nccl-log FILE" err &&
+	test_exit 2 penny check --sysfs-root n1 --nccl-log ok.log --skip nccl-path 2>err &&
+	grep -q "nccl-path is not run" err &&
+	mkfifo fifo && test_exit 2 timeout 10 "$PENNY" check --sysfs-root n1 --only nccl-path --nccl-log fifo 2>err &&
+	test $(wc -l <err) = 1 &&
+	test_exit 2 penny check --sysfs-root n1 --only nccl-path --nccl-log . 2>err && test $(wc -l <err) = 1
+'
+
+test_expect_success 'without --nccl-log the check is not run (no row)' '
+	penny check --sysfs-root n1 --only pcie --json >out.json &&
+	! grep -q nccl-path out.json
+'
+
+test_done

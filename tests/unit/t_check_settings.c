@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The settings check's pure parts: the walk of the PCIe extended
+ * capability list for ACS (node/pcie.h), and the parsers of
+ * /proc/self/limits, /proc/mounts and version strings
+ * (harness/check_settings.h), on good, truncated and hostile input.
+ */
+#define _GNU_SOURCE
+#include "unit.h"
+
+#include "harness/check_settings.h"
+#include "node/pcie.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned char cfg[4096];
+
+static void put32(unsigned off, uint32_t v)
+{
+	cfg[off] = v & 255;
+	cfg[off + 1] = (v >> 8) & 255;
+	cfg[off + 2] = (v >> 16) & 255;
+	cfg[off + 3] = v >> 24;
+}
+
+/* header id | version 1 | next */
+static void cap(unsigned off, unsigned id, unsigned next)
+{
+	put32(off, id | 1u << 16 | next << 20);
+}
+
+TEST(acs_walk)
+{
+	struct pn_pcie_acs a;
+	char bits[32];
+
+	memset(cfg, 0, sizeof(cfg));
+	cap(0x100, 0x0001, 0x150);	/* AER */
+	cap(0x150, 0x000b, 0x200);	/* vendor specific */
+	cap(0x200, 0x000d, 0);		/* ACS */
+	put32(0x204, 0x001c005f);	/* cap 0x5f, control RR|CR|UF */
+	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x000d), 0x200);
+	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x0019), -1);
+	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, sizeof(cfg), &a), 0);
+	CHECK_EQ_INT(a.present, 1);
+	CHECK_EQ_INT((int)a.cap, 0x5f);
+	CHECK_EQ_INT((int)a.ctrl, 0x1c);
+	pn_pcie_acs_bits(a.ctrl, bits, sizeof(bits));
+	CHECK_STR(bits, "RR,CR,UF");
+	pn_pcie_acs_bits(0, bits, sizeof(bits));
+	CHECK_STR(bits, "none");
+	pn_pcie_acs_bits(0x7f, bits, 8);	/* bounded: no overflow */
+	CHECK(strlen(bits) < 8);
+	/* the capability past the end of what was read */
+	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, 0x204, &a), 0);
+	CHECK_EQ_INT(a.present, 0);
+	/* 256 bytes (an unprivileged read): no extended space */
+	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, 256, &a), -ENODATA);
+	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, 64, &a), -ENODATA);
+}
+
+TEST(acs_hostile)
+{
+	struct pn_pcie_acs a;
+
+	/* a loop, a pointer into the standard space, all ones, all zeros */
+	memset(cfg, 0, sizeof(cfg));
+	cap(0x100, 0x0001, 0x140);
+	cap(0x140, 0x0002, 0x100);
+	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x000d), -1);
+	cap(0x140, 0x0002, 0x40);
+	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x000d), -1);
+	cap(0x100, 0x0001, 0x100);	/* itself */
+	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x000d), -1);
+	memset(cfg, 0xff, sizeof(cfg));
+	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x000d), -1);
+	memset(cfg, 0, sizeof(cfg));
+	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, sizeof(cfg), &a), 0);
+	CHECK_EQ_INT(a.present, 0);
+	/* the last dword: a header there, its registers beyond the buffer */
+	cap(0x100, 0x0001, 0xffc);
+	cap(0xffc, 0x000d, 0);
+	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x000d), 0xffc);
+	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, sizeof(cfg), &a), 0);
+	CHECK_EQ_INT(a.present, 0);
+}
+
+#define S(x) x, strlen(x)
+
+TEST(memlock)
+{
+	uint64_t v = 0;
+
+	CHECK_EQ_INT(pn_settings_memlock(S("Limit   Soft Limit  Hard Limit  Units\n"
+					   "Max locked memory         unlimited            "
+					   "unlimited            bytes\n"), &v), 0);
+	CHECK(v == UINT64_MAX);
+	CHECK_EQ_INT(pn_settings_memlock(S("Max locked memory  8388608  8388608  bytes\n"), &v), 0);
+	CHECK(v == 8388608);
+	CHECK_EQ_INT(pn_settings_memlock(S("Max locked memory  65536  unlimited  bytes"), &v), 0);
+	CHECK(v == 65536);
+	CHECK_EQ_INT(pn_settings_memlock(S("Max open files  1024  1024  files\n"), &v), -ENOENT);
+	CHECK_EQ_INT(pn_settings_memlock(S("Max locked memory  lots  lots  bytes\n"), &v), -EINVAL);
+	CHECK_EQ_INT(pn_settings_memlock(S("Max locked memory  unlimitedx  0  bytes\n"), &v), -EINVAL);
+	CHECK_EQ_INT(pn_settings_memlock(S("Max locked memory  99999999999999999999999  0\n"), &v),
+		     -EINVAL);
+	CHECK_EQ_INT(pn_settings_memlock(S("Max locked memory  12k  0\n"), &v), -EINVAL);
+	CHECK_EQ_INT(pn_settings_memlock("", 0, &v), -ENOENT);
+	/* not NUL-terminated: only len bytes are read */
+	CHECK_EQ_INT(pn_settings_memlock("Max locked memory  64xxxx", 21, &v), 0);
+	CHECK(v == 64);
+}
+
+TEST(mounts)
+{
+	const char *m = "sysfs /sys sysfs rw 0 0\n"
+			"shm /dev/shm tmpfs rw,nosuid,size=65536k 0 0\n"
+			"tmpfs /dev/shm/x tmpfs rw,size=1g 0 0\n";
+	char t[40];
+	uint64_t v;
+
+	CHECK_EQ_INT(pn_settings_mount_size(S(m), "/dev/shm", &v, t, sizeof(t)), 0);
+	CHECK(v == 65536ull * 1024);
+	CHECK_STR(t, "tmpfs");
+	CHECK_EQ_INT(pn_settings_mount_size(S(m), "/dev/shm/x", &v, t, sizeof(t)), 0);
+	CHECK(v == 1ull << 30);
+	CHECK_EQ_INT(pn_settings_mount_size(S(m), "/dev", &v, t, sizeof(t)), -ENOENT);
+	/* the last mount wins; no size=: 0 */
+	CHECK_EQ_INT(pn_settings_mount_size(S("a /dev/shm tmpfs rw,size=1k 0 0\n"
+					      "b /dev/shm tmpfs rw,relatime 0 0"), "/dev/shm", &v,
+					    t, sizeof(t)), 0);
+	CHECK(v == 0);
+	CHECK_EQ_INT(pn_settings_mount_size(S("b /dev/shm tmpfs rw,size=1073741824 0 0"),
+					    "/dev/shm", &v, t, sizeof(t)), 0);
+	CHECK(v == 1ull << 30);
+	CHECK_EQ_INT(pn_settings_mount_size(S("b /dev/shm tmpfs rw,size=50% 0 0"), "/dev/shm", &v,
+					    t, sizeof(t)), -EINVAL);
+	CHECK_EQ_INT(pn_settings_mount_size(S("b /dev/shm tmpfs size=99999999999999999999g 0 0"),
+					    "/dev/shm", &v, t, sizeof(t)), -EINVAL);
+	CHECK_EQ_INT(pn_settings_mount_size(S("b /dev/shm tmpfs size=17179869184t 0 0"),
+					    "/dev/shm", &v, t, sizeof(t)), -EINVAL);
+	CHECK_EQ_INT(pn_settings_mount_size(S("b /dev/shm tmpfs size= 0 0"), "/dev/shm", &v, t,
+					    sizeof(t)), 0);
+	/* fewer than four fields, blank lines, long lines */
+	CHECK_EQ_INT(pn_settings_mount_size(S("\n\n /dev/shm tmpfs\n   \n"), "/dev/shm", &v, t,
+					    sizeof(t)), -ENOENT);
+	CHECK_EQ_INT(pn_settings_mount_size("", 0, "/dev/shm", &v, t, sizeof(t)), -ENOENT);
+	{
+		/* the options at the very end of a buffer without a NUL (make asan) */
+		static const char m2[] = "b /dev/shm tmpfs rw,size=2g";
+		char *b = malloc(sizeof(m2) - 1);
+
+		memcpy(b, m2, sizeof(m2) - 1);
+		CHECK_EQ_INT(pn_settings_mount_size(b, sizeof(m2) - 1, "/dev/shm", &v, t, sizeof(t)),
+			     0);
+		CHECK(v == 2ull << 30);
+		free(b);
+	}
+}
+
+TEST(versions)
+{
+	char ver[32];
+	int a, b, open_mod;
+
+	CHECK_EQ_INT(pn_settings_version("5.15.0-91-generic", &a, &b), 0);
+	CHECK_EQ_INT(a, 5);
+	CHECK_EQ_INT(b, 15);
+	CHECK_EQ_INT(pn_settings_version("535.104.05", &a, &b), 0);
+	CHECK_EQ_INT(a, 535);
+	CHECK_EQ_INT(pn_settings_version("6", &a, &b), -EINVAL);
+	CHECK_EQ_INT(pn_settings_version("x86_64", &a, &b), -EINVAL);
+	CHECK_EQ_INT(pn_settings_version("99999999999999999999.1", &a, &b), -EINVAL);
+	CHECK_EQ_INT(pn_settings_nvidia_proc(
+			     "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 "
+			     "01:15:15 UTC 2023\nGCC version:  gcc version 12.3.0\n", ver,
+			     sizeof(ver), &open_mod), 0);
+	CHECK_STR(ver, "535.104.05");
+	CHECK_EQ_INT(open_mod, 0);
+	CHECK_EQ_INT(pn_settings_nvidia_proc(
+			     "NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  560.35.03  "
+			     "Release Build  (dvs-builder@U16-I3-B03-4-3)  Fri Aug 16 2024\n", ver,
+			     sizeof(ver), &open_mod), 0);
+	CHECK_STR(ver, "560.35.03");
+	CHECK_EQ_INT(open_mod, 1);
+	CHECK_EQ_INT(pn_settings_nvidia_proc("NVRM version: something else\n", ver, sizeof(ver),
+					     &open_mod), -EINVAL);
+	CHECK_EQ_INT(pn_settings_nvidia_proc("", ver, sizeof(ver), &open_mod), -EINVAL);
+}
+
+int main(void)
+{
+	RUN(acs_walk);
+	RUN(acs_hostile);
+	RUN(memlock);
+	RUN(mounts);
+	RUN(versions);
+	return unit_done();
+}
