@@ -46,6 +46,9 @@ endif
 
 plugins: $(PLUGIN_SO) $(PL_FAKES) $(PL_EMU)
 
+# A test plugin whose recipe (its -D variant) changes is built again.
+$(PL_FAKES): plugins/plugins.mk
+
 # The core's loader finds the plugins of this build tree too.
 $(B)/src/gpu/plugin.o: override CFLAGS += -DPENNY_BUILD_PLUGINDIR='"$(abspath $(PL))"'
 
