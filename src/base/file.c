@@ -99,3 +99,22 @@ const char *pn_file_kind(unsigned int m)
 		return "a socket";
 	return "a special file";
 }
+
+int pn_file_own_dir(const char *dir, unsigned int forbid, const char *what, const char *want)
+{
+	struct stat st;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (dfd < 0)
+		return pn_err(errno == ELOOP || errno == ENOTDIR ? -EPERM : -errno,
+			      "refusing '%s' for %s: %s", dir, what,
+			      errno == ELOOP || errno == ENOTDIR ? "not a directory (a symbolic link?)"
+								 : strerror(errno));
+	if (fstat(dfd, &st) || st.st_uid != geteuid() || (st.st_mode & forbid)) {
+		close(dfd);
+		return pn_err(-EPERM, "refusing '%s' for %s: owned by uid %u with mode %03o, not by "
+			      "uid %u %s", dir, what, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777),
+			      (unsigned)geteuid(), want);
+	}
+	return dfd;
+}

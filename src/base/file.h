@@ -22,4 +22,13 @@ int pn_file_read(const char *path, char **buf, size_t *len);
  * file" or "a special file". */
 const char *pn_file_kind(unsigned int m);
 
+/*
+ * A directory penny (maybe root) may create files in: opened without
+ * following a link, it must be a real directory owned by the effective uid
+ * with none of the mode bits in forbid (077: private; 022: writable by its
+ * owner alone).  Returns its fd, or -EPERM/-errno with one line "refusing
+ * 'DIR' for WHAT: ..." (want: what it should have been, for that line).
+ */
+int pn_file_own_dir(const char *dir, unsigned int forbid, const char *what, const char *want);
+
 #endif

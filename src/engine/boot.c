@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "engine/boot.h"
 #include "engine/launch.h"
+#include "base/file.h"
 #include "base/log.h"
 #include "base/sha256.h"
 #include "base/sock.h"
@@ -626,25 +627,11 @@ static int rdv_dir(char *dir, size_t len)
 {
 	const char *base = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	uid_t me = geteuid();
-	struct stat st;
-	int dfd;
 
 	snprintf(dir, len, "%s/penny-%u", base, (unsigned)me);
 	if (mkdir(dir, 0700) && errno != EEXIST)
 		return pn_err(-errno, "cannot create '%s': %s", dir, strerror(errno));
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0)
-		return pn_err(errno == ELOOP || errno == ENOTDIR ? -EPERM : -errno,
-			      "refusing '%s' for the rendezvous: %s", dir,
-			      errno == ELOOP || errno == ENOTDIR ? "not a directory (a symbolic link?)"
-								 : strerror(errno));
-	if (fstat(dfd, &st) || st.st_uid != me || (st.st_mode & 077)) {
-		close(dfd);
-		return pn_err(-EPERM, "refusing '%s' for the rendezvous: owned by uid %u with mode %03o, "
-			      "not by uid %u with mode 700", dir, (unsigned)st.st_uid,
-			      (unsigned)(st.st_mode & 0777), (unsigned)me);
-	}
-	return dfd;
+	return pn_file_own_dir(dir, 077, "the rendezvous", "with mode 700");
 }
 
 /* The file's name: the job id, with what could leave the directory replaced. */

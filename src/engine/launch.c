@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "engine/boot.h"
 #include "engine/launch.h"
+#include "base/file.h"
 #include "base/sock.h"
 #include "base/log.h"
 #include "base/sha256.h"
@@ -206,7 +207,6 @@ static int secret_default(struct pn_boot_cfg *cfg)
 {
 	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
 	char dir[PATH_MAX], shown[PATH_MAX + 16], tmp[64], line[66];
-	struct stat st;
 	uint8_t r[32];
 	int dfd, fd, i, ret;
 
@@ -225,18 +225,9 @@ static int secret_default(struct pn_boot_cfg *cfg)
 	snprintf(shown, sizeof(shown), "%s/cookie", dir);
 	/* penny may run as root: only a real directory of ours that no one
 	 * else can write (not a link to elsewhere) gets the file */
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	dfd = pn_file_own_dir(dir, 022, "the job secret", "and writable by it alone");
 	if (dfd < 0)
-		return pn_err(errno == ELOOP || errno == ENOTDIR ? -EPERM : -errno,
-			      "refusing '%s' for the job secret: %s", dir,
-			      errno == ELOOP || errno == ENOTDIR ? "not a directory (a symbolic link?)"
-								 : strerror(errno));
-	if (fstat(dfd, &st) || st.st_uid != geteuid() || (st.st_mode & 022)) {
-		close(dfd);
-		return pn_err(-EPERM, "refusing '%s' for the job secret: owned by uid %u with mode "
-			      "%03o, not by uid %u and writable by it alone", dir, (unsigned)st.st_uid,
-			      (unsigned)(st.st_mode & 0777), (unsigned)geteuid());
-	}
+		return dfd;
 	if (faccessat(dfd, "cookie", F_OK, AT_SYMLINK_NOFOLLOW) && errno == ENOENT) {
 		snprintf(tmp, sizeof(tmp), ".cookie.%d", (int)getpid());
 		unlinkat(dfd, tmp, 0); /* ours, from a process with our pid */
