@@ -37,7 +37,7 @@ struct tcp_hello {
 	uint32_t version;
 	uint8_t cookie[16];
 	uint32_t rank;
-	uint32_t nchannels;
+	uint32_t tag;		/* which mesh: the transport's channel count, or a caller's tag */
 };
 
 struct tcp_conn {
@@ -85,9 +85,8 @@ static int peer_gone(struct pn_tp_group *c, int r, const char *what, int err)
 		      err ? strerror(err) : "connection closed (the rank failed or was killed)");
 }
 
-static int tcp_listen(struct pn_tp_group *c, struct tcp_addr *me)
+static int tcp_listen(struct pn_tp_group *c, struct tcp_addr *me, int *lfd)
 {
-	struct pn_tcp_state *t = c->tcp;
 	struct sockaddr_storage bound;
 	socklen_t sl;
 	unsigned l = 0;
@@ -111,7 +110,7 @@ static int tcp_listen(struct pn_tp_group *c, struct tcp_addr *me)
 	me->ss = bound;
 	me->len = sl;
 	me->ok = 1;
-	t->listen_fd = fd;
+	*lfd = fd;
 	return 0;
 }
 
@@ -148,63 +147,40 @@ static int alloc_conns(struct pn_tp_group *c, int p)
 	return 0;
 }
 
-static int tcp_setup(struct pn_tp_group *c)
+int pn_tcp_mesh(struct pn_tp_group *c, const unsigned char *want, uint32_t tag, int *fds)
 {
-	struct pn_tcp_state *t;
 	struct tcp_addr me, *all;
 	struct tcp_hello hello;
 	double deadline = pn_now() + c->timeout;
-	int p, ret, need = 0, naccept = 0;
+	int p, ret, need = 0, naccept = 0, lfd = -1;
 
-	for (p = 0; p < c->nranks; p++)
-		if (c->peers[p].transport == &pn_transport_tcp)
-			need = 1;
-	t = calloc(1, sizeof(*t));
-	all = calloc((size_t)c->nranks, sizeof(*all));
-	if (!t || !all) {
-		free(t);
-		free(all);
-		return pn_err(-ENOMEM, "out of memory");
-	}
-	c->tcp = t;
-	t->listen_fd = -1;
-	t->npeers = c->nranks;
-	t->peers = calloc((size_t)c->nranks, sizeof(*t->peers));
-	if (!t->peers) {
-		free(all);
-		return pn_err(-ENOMEM, "out of memory");
-	}
+	if (c->nranks <= 0)
+		return pn_err(-EINVAL, "tcp mesh of %d ranks", c->nranks);
 	for (p = 0; p < c->nranks; p++) {
-		t->peers[p].fd = -1;
-		t->peers[p].rank = p;
+		fds[p] = -1;
+		if (want[p] && p != c->rank)
+			need = 1;
 	}
+	all = calloc((size_t)c->nranks, sizeof(*all));
+	if (!all)
+		return pn_err(-ENOMEM, "out of memory");
 	memset(&me, 0, sizeof(me));
-	ret = need ? tcp_listen(c, &me) : 0;
-	if (ret) {
-		free(all);
-		return ret;
-	}
+	ret = need ? tcp_listen(c, &me, &lfd) : 0;
 	/* everyone takes part: the pairs are known from both sides */
-	ret = pn_tp_allgather(c, &me, all, sizeof(me));
-	if (ret) {
-		free(all);
-		return ret;
-	}
+	if (!ret)
+		ret = pn_tp_allgather(c, &me, all, sizeof(me));
 	memset(&hello, 0, sizeof(hello));
 	hello.magic = TCP_HELLO_MAGIC;
 	hello.version = 1;
 	memcpy(hello.cookie, pn_tp_cookie(c), 16);
 	hello.rank = (uint32_t)c->rank;
-	hello.nchannels = (uint32_t)c->nchannels;
+	hello.tag = tag;
 	/* connect to lower ranks, accept from higher ranks */
 	for (p = 0; p < c->nranks && !ret; p++) {
 		int fd;
 
-		if (c->peers[p].transport != &pn_transport_tcp)
+		if (!want[p] || p == c->rank)
 			continue;
-		ret = alloc_conns(c, p);
-		if (ret)
-			break;
 		if (p > c->rank) {
 			naccept++;
 			continue;
@@ -223,11 +199,11 @@ static int tcp_setup(struct pn_tp_group *c)
 			break;
 		}
 		tune_socket(fd);
-		t->peers[p].fd = fd;
+		fds[p] = fd;
 	}
 	while (!ret && naccept > 0) {
 		struct tcp_hello h;
-		int fd = pn_sock_accept(t->listen_fd, deadline), n;
+		int fd = pn_sock_accept(lfd, deadline), n;
 
 		if (fd == -ETIMEDOUT) {
 			ret = pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for %d tcp connections",
@@ -240,18 +216,67 @@ static int tcp_setup(struct pn_tp_group *c)
 		n = pn_sock_read_full(fd, &h, sizeof(h), pn_now() + 5.0);
 		if (n || h.magic != TCP_HELLO_MAGIC || h.version != 1 ||
 		    memcmp(h.cookie, pn_tp_cookie(c), 16) || (int)h.rank <= c->rank ||
-		    (int)h.rank >= c->nranks || c->peers[h.rank].transport != &pn_transport_tcp ||
-		    t->peers[h.rank].fd >= 0 || (int)h.nchannels != c->nchannels) {
+		    (int)h.rank >= c->nranks || !want[h.rank] || fds[h.rank] >= 0 || h.tag != tag) {
 			PN_DBG(PN_LOG_NET, "dropped a stranger on the tcp listener");
 			close(fd);
 			continue;
 		}
 		tune_socket(fd);
-		t->peers[h.rank].fd = fd;
+		fds[h.rank] = fd;
 		naccept--;
 	}
-	/* connected and accepted sockets are non-blocking (base/sock.h) */
+	if (lfd >= 0)
+		close(lfd);
 	free(all);
+	if (ret)
+		for (p = 0; p < c->nranks; p++)
+			if (fds[p] >= 0) {
+				close(fds[p]);
+				fds[p] = -1;
+			}
+	/* connected and accepted sockets are non-blocking (base/sock.h) */
+	return ret;
+}
+
+static int tcp_setup(struct pn_tp_group *c)
+{
+	struct pn_tcp_state *t;
+	unsigned char *want;
+	int *fds;
+	int p, ret = 0;
+
+	t = calloc(1, sizeof(*t));
+	want = calloc((size_t)c->nranks, 1);
+	fds = calloc((size_t)c->nranks, sizeof(int));
+	if (!t || !want || !fds) {
+		free(t);
+		free(want);
+		free(fds);
+		return pn_err(-ENOMEM, "out of memory");
+	}
+	c->tcp = t;
+	t->listen_fd = -1;
+	t->npeers = c->nranks;
+	t->peers = calloc((size_t)c->nranks, sizeof(*t->peers));
+	if (!t->peers)
+		ret = pn_err(-ENOMEM, "out of memory");
+	for (p = 0; p < c->nranks && !ret; p++) {
+		t->peers[p].fd = -1;
+		t->peers[p].rank = p;
+		want[p] = c->peers[p].transport == &pn_transport_tcp;
+		if (want[p])
+			ret = alloc_conns(c, p);
+	}
+	/* collective even when this rank failed: the others wait for it */
+	if (t->peers) {
+		int r = pn_tcp_mesh(c, want, (uint32_t)c->nchannels, fds);
+
+		ret = ret ? ret : r;
+		for (p = 0; p < c->nranks; p++)
+			t->peers[p].fd = r ? -1 : fds[p];
+	}
+	free(want);
+	free(fds);
 	return ret;
 }
 

@@ -157,6 +157,16 @@ extern const struct pn_transport pn_transport_shm;
 extern const struct pn_transport pn_transport_tcp;
 extern const struct pn_transport pn_transport_verbs;
 
+/*
+ * Collective over every rank of g: connect this rank with each rank p where
+ * want[p] (both sides must agree) by one TCP socket, non-blocking with
+ * TCP_NODELAY, in fds[p] (-1 elsewhere).  tag tells this mesh's
+ * connections from another's (the transport's are tagged with its channel
+ * count); strangers are dropped.  The tcp transport's own setup and the GPU
+ * proxy (gpu/xproxy.c) use it.
+ */
+int pn_tcp_mesh(struct pn_tp_group *g, const unsigned char *want, uint32_t tag, int *fds);
+
 /* shm: bytes of one FIFO; the node segment holds one per ordered local pair
  * and channel, [src][dst][chan], at g->node_fifos. */
 uint64_t pn_shm_fifo_bytes(void);
