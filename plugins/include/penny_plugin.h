@@ -169,6 +169,95 @@ struct penny_hostbw_v1 {
 	char busid[PENNY_BW_MAX_DEV][32];	/* out: PCI bus ids "0000:18:00.0" ("" unknown) */
 };
 
+
+/*
+ * Across nodes with a proxy (xnode_*): the core runs one proxy thread per
+ * rank that moves data between this rank and the ranks of its local index
+ * on the other nodes (its rail); the plugin's kernel does the GPU side
+ * without the host: it copies chunks of its data into the outbox (host
+ * memory the plugin maps for the device), raises each slot's ready word,
+ * polls the inbox for the peers' chunks the proxy lands there, reduces
+ * them in node order and frees the inbox slots.  Every word below is
+ * written by one side only; values are tickets + 1 (monotonic, never
+ * reset), so replays of a CUDA graph are safe when the kernel keeps its
+ * ticket counters in device memory.
+ *
+ * Outbox: a control line, then slots headers, then slots * slot_bytes of data.
+ * Inbox: for every node q (nnodes, mine unused) slots headers, then for every
+ * node slots * slot_bytes of data.  Slot s of a ring holds ticket t where
+ * t % slots == s; a kernel fills outbox ticket t only when ticket t - slots
+ * was sent, and the proxy lands the k-th chunk from node q in inbox slot
+ * k % slots only when the kernel freed chunk k - slots.
+ */
+#define PENNY_XBOX_LINE 64u
+#define PENNY_XBOX_MAX_NODES 64
+
+struct penny_xctl {
+	uint64_t abort;		/* proxy: nonzero = give up (a peer died, a timeout) */
+	uint64_t magic;		/* PENNY_XBOX_MAGIC */
+	uint64_t reserved[6];
+};
+#define PENNY_XBOX_MAGIC 0x786f62796e6e6570ull /* "pennybox" */
+
+struct penny_xout_slot {
+	uint64_t ready;		/* kernel: ticket + 1 when len bytes are in */
+	uint64_t len;		/* kernel */
+	uint64_t mask;		/* kernel: bit q = send to node q (PENNY_XBOX_MAX_NODES) */
+	uint64_t pad0[5];
+	uint64_t sent;		/* proxy: ticket + 1 when every copy left */
+	uint64_t pad1[7];
+};
+
+struct penny_xin_slot {
+	uint64_t ready;		/* proxy: chunk + 1 when len bytes landed */
+	uint64_t len;		/* proxy */
+	uint64_t pad0[6];
+	uint64_t done;		/* kernel: chunk + 1 when read */
+	uint64_t pad1[7];
+};
+
+static inline uint64_t penny_xbox_out_bytes(uint32_t slots, uint64_t slot_bytes)
+{
+	return PENNY_XBOX_LINE + (uint64_t)slots * (sizeof(struct penny_xout_slot) + slot_bytes);
+}
+
+static inline uint64_t penny_xbox_in_bytes(int nnodes, uint32_t slots, uint64_t slot_bytes)
+{
+	return (uint64_t)nnodes * slots * (sizeof(struct penny_xin_slot) + slot_bytes);
+}
+
+/* Data of outbox slot s / headers and data of node q's inbox ring. */
+static inline uint64_t penny_xbox_out_data(uint32_t slots, uint64_t slot_bytes, uint32_t s)
+{
+	return PENNY_XBOX_LINE + (uint64_t)slots * sizeof(struct penny_xout_slot) +
+	       (uint64_t)s * slot_bytes;
+}
+
+static inline uint64_t penny_xbox_in_hdr(uint32_t slots, int q, uint32_t s)
+{
+	return ((uint64_t)q * slots + s) * sizeof(struct penny_xin_slot);
+}
+
+static inline uint64_t penny_xbox_in_data(int nnodes, uint32_t slots, uint64_t slot_bytes, int q,
+					  uint32_t s)
+{
+	return (uint64_t)nnodes * slots * sizeof(struct penny_xin_slot) +
+	       ((uint64_t)q * slots + s) * slot_bytes;
+}
+
+/* xnode_open()'s description of the boxes. size = sizeof(struct penny_xnode_v1). */
+struct penny_xnode_v1 {
+	uint32_t size;
+	uint32_t slots;		/* slots per ring (>= 2) */
+	uint64_t slot_bytes;	/* data bytes per slot (a multiple of 16) */
+	int nnodes, node;	/* the ranks of my local index on every node; my place */
+	int nranks;		/* ranks of the whole job: avg divides by it */
+	int reserved;
+	void *outbox;		/* host memory, page-aligned, penny_xbox_out_bytes() */
+	void *inbox;		/* host memory, page-aligned, penny_xbox_in_bytes() */
+	uint64_t timeout_ns;	/* a kernel wait longer than this fails the call */
+};
+
 /* caps */
 #define PENNY_CAP_GRAPH 1u	/* time() supports graph > 0 */
 #define PENNY_CAP_BW 2u		/* bw() is provided */
@@ -239,6 +328,24 @@ struct penny_plugin_v1 {
 	/* time() with the caller's cost per call (struct penny_time_v2).
 	 * NULL if not provided. */
 	int (*time2)(void *be, struct penny_time_v2 *t);
+
+	/* ---- across nodes with the core's proxy (read only when size covers them) ---- */
+
+	/* Map the boxes of x for the device and keep the kernel's ticket
+	 * counters; *xn is the handle.  Not collective. */
+	int (*xnode_open)(void *be, const struct penny_xnode_v1 *x, void **xn);
+	/* Enqueue: recv = op over the nodes, in node order, of send (count
+	 * elements, this node's partial result) and the peers' chunks; with
+	 * PENNY_AVG the sum is divided by x->nranks.  Stream-ordered, no host
+	 * work per call, CUDA-graph capturable.  Every node's rank calls it
+	 * with the same count, dtype and op, in the same order. */
+	int (*xnode_allreduce)(void *be, void *xn, const void *send, void *recv, size_t count,
+			       int dtype, int op);
+	void (*xnode_close)(void *be, void *xn);
+	/* time2() of a caller's enqueue function: warm-up, graph capture when
+	 * t->t.graph > 0, timing, as time2() does for allreduce().  The
+	 * fields send ... algo of t are not read. */
+	int (*time_fn)(void *be, struct penny_time_v2 *t, int (*enqueue)(void *arg), void *arg);
 };
 
 /* Size of the first v1 table (every member up to bw). */
