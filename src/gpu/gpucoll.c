@@ -2,6 +2,7 @@
 /* GPU collectives through a plugin, on the engine's communicator (gpucoll.h). */
 #define _GNU_SOURCE
 #include "gpu/gpucoll.h"
+#include "gpu/xproxy.h"
 
 #include "base/log.h"
 #include "engine/reduce.h"
@@ -28,6 +29,10 @@ struct pn_gpucoll {
 	int nlocal, ninter, me_local;
 	char *hbuf;		/* hierarchical: the slice on the host */
 	size_t hcap;
+	struct pn_xproxy *xp;	/* across nodes, GPU-driven (NULL: host-staged) */
+	void *xn;		/* the plugin's handle of the boxes */
+	int me_inter;		/* my place among g->inter */
+	int capturing;		/* time() with graphs: whole-buffer exchanges only */
 };
 
 /* ---- the plugin's host services ---- */
@@ -110,6 +115,85 @@ out:
 	return ret;
 }
 
+/* The plugin has the calls of the GPU-driven path across nodes. */
+static int has_xnode(const struct pn_gpucoll *g)
+{
+	return pn_plugin_covers(g->pl, offsetof(struct penny_plugin_v1, time_fn)) &&
+	       g->ops->xnode_open && g->ops->xnode_allreduce && g->ops->xnode_close &&
+	       g->ops->time_fn;
+}
+
+/* Every rank must cut chunks alike: the same chunk, slots and whole-buffer limit. */
+static int agree_geometry(struct pn_gpucoll *g, const struct pn_xproxy_cfg *xc)
+{
+	uint64_t mine[4] = { xc->slot_bytes, xc->slots, g->cfg.xnode_whole_max,
+			     (uint64_t)xc->sockets }, *all;
+	int r, ret;
+
+	all = calloc((size_t)g->c->nranks, sizeof(mine));
+	if (!all)
+		return pn_err(-ENOMEM, "out of memory");
+	ret = pn_boot_allgather(g->c->boot, mine, all, sizeof(mine));
+	for (r = 0; !ret && r < g->c->nranks; r++)
+		if (memcmp(all + 4 * r, mine, sizeof(mine)))
+			ret = pn_err(-EINVAL, "rank %d cuts the cross-node chunks otherwise than rank %d "
+					      "(PENNY_XNODE_CHUNK, _SLOTS, _WHOLE_MAX or _SOCKETS "
+					      "differ)",
+				     r, g->c->rank);
+	free(all);
+	return agree(g, ret);
+}
+
+/*
+ * Collective: start the proxy and hand the plugin its boxes, where every
+ * rank can (same plugin, nobody turned it off); otherwise every rank keeps
+ * the host-staged path.  A failure on any rank fails every rank.
+ */
+static int xnode_open(struct pn_gpucoll *g)
+{
+	struct pn_xproxy_cfg xc;
+	struct penny_xnode_v1 x;
+	int all_ok = 0, ret, q;
+
+	ret = pn_boot_agree(g->c->boot, g->cfg.xnode >= 0 && has_xnode(g), &all_ok);
+	if (ret || !all_ok)
+		return ret;
+	for (q = 0; q < g->ninter; q++)
+		if (g->inter[q] == g->c->rank)
+			g->me_inter = q;
+	memset(&xc, 0, sizeof(xc));
+	xc.nnodes = g->ninter;
+	xc.me = g->me_inter;
+	xc.ranks = g->inter;
+	xc.transport = g->cfg.xnode_transport;
+	xc.slots = g->cfg.xnode_slots ? g->cfg.xnode_slots : 8;
+	xc.slot_bytes = g->cfg.xnode_chunk ? g->cfg.xnode_chunk : 1u << 20;
+	xc.timeout = g->c->timeout;
+	xc.sockets = g->cfg.xnode_sockets ? g->cfg.xnode_sockets : 4;
+	ret = agree_geometry(g, &xc);
+	if (ret)
+		return ret;
+	ret = pn_xproxy_open(&g->xp, g->c, &xc);
+	if (!ret) {
+		memset(&x, 0, sizeof(x));
+		x.size = sizeof(x);
+		x.slots = xc.slots;
+		x.slot_bytes = xc.slot_bytes;
+		x.nnodes = xc.nnodes;
+		x.node = xc.me;
+		x.nranks = g->c->nranks;
+		x.outbox = pn_xproxy_outbox(g->xp);
+		x.inbox = pn_xproxy_inbox(g->xp);
+		x.timeout_ns = (uint64_t)(g->c->timeout * 1e9);
+		ret = g->ops->xnode_open(g->be, &x, &g->xn);
+		if (ret) {
+			g->xn = NULL;
+			ret = pn_plugin_err(g->pl, ret, "xnode_open");
+		}
+	}
+	return agree(g, ret);
+}
+
 int pn_gpucoll_open(struct pn_gpucoll **out, struct pn_coll *coll,
 		    const struct pn_gpucoll_cfg *cfg)
 {
@@ -172,6 +256,11 @@ int pn_gpucoll_open(struct pn_gpucoll **out, struct pn_coll *coll,
 		g->be = NULL;
 		goto fail;
 	}
+	if (g->hier) {
+		ret = xnode_open(g);
+		if (ret)
+			goto fail;
+	}
 	*out = g;
 	return 0;
 fail:
@@ -183,6 +272,9 @@ void pn_gpucoll_close(struct pn_gpucoll *g)
 {
 	if (!g)
 		return;
+	if (g->xn)
+		g->ops->xnode_close(g->be, g->xn);
+	pn_xproxy_close(g->xp);
 	if (g->be)
 		g->ops->fini(g->be);
 	pn_plugin_unload(g->pl);
@@ -210,7 +302,12 @@ uint32_t pn_gpucoll_algos(const struct pn_gpucoll *g)
 
 uint32_t pn_gpucoll_caps(const struct pn_gpucoll *g)
 {
-	return g->hier ? g->ops->caps & ~PENNY_CAP_GRAPH : g->ops->caps;
+	return g->hier && !g->xp ? g->ops->caps & ~PENNY_CAP_GRAPH : g->ops->caps;
+}
+
+const char *pn_gpucoll_xnode(const struct pn_gpucoll *g)
+{
+	return g->xp ? pn_xproxy_transport(g->xp) : NULL;
 }
 
 int pn_gpucoll_hierarchical(const struct pn_gpucoll *g)
@@ -275,7 +372,10 @@ int pn_gpucoll_select(struct pn_gpucoll *g, size_t count, enum pn_dtype t, enum 
 
 int pn_gpucoll_sync(struct pn_gpucoll *g)
 {
-	return call(g, g->ops->sync(g->be), "sync");
+	int ret = call(g, g->ops->sync(g->be), "sync"), px = pn_xproxy_error(g->xp);
+
+	/* the proxy's reason beats the kernel's "gave up" */
+	return px ? px : ret;
 }
 
 static int hier_allreduce(struct pn_gpucoll *g, const void *send, void *recv, size_t count,
@@ -328,15 +428,89 @@ static int hier_allreduce(struct pn_gpucoll *g, const void *send, void *recv, si
 	return ret;
 }
 
+/* The GPU-driven path across nodes: all enqueued, nothing waited for. */
+static int xnode_allreduce(struct pn_gpucoll *g, const void *send, void *recv, size_t count,
+			   enum pn_dtype t, enum pn_redop op, int algo)
+{
+	const struct penny_plugin_v1 *o = g->ops;
+	size_t es = pn_dtype_size(t), L = (size_t)g->nlocal, k = (size_t)g->me_local;
+	size_t per = count / L, tail = count - per * L;
+	uint64_t whole_max = g->cfg.xnode_whole_max ? g->cfg.xnode_whole_max : 1u << 20;
+	char *d = recv;
+	int ret;
+
+	ret = pn_xproxy_error(g->xp);
+	if (ret || !count)
+		return ret;
+	if (L == 1)
+		return call(g, o->xnode_allreduce(g->be, g->xn, send, recv, count, (int)t, (int)op),
+			    "xnode_allreduce");
+	/* 1. within the node (sums for avg: the division comes across nodes) */
+	ret = call(g, o->allreduce(g->be, send, recv, count, (int)t,
+				   (int)(op == PN_AVG ? PN_SUM : op), algo),
+		   "allreduce");
+	if (ret)
+		return ret;
+	/* 2. small, or captured: every local rank exchanges the whole buffer on its rail */
+	if (g->capturing || count * es <= whole_max)
+		return call(g, o->xnode_allreduce(g->be, g->xn, recv, recv, count, (int)t, (int)op),
+			    "xnode_allreduce");
+	/* 2'. slice k (and the tail, which every local rank takes), then the all-gather */
+	ret = call(g, o->xnode_allreduce(g->be, g->xn, d + k * per * es, d + k * per * es, per,
+					 (int)t, (int)op),
+		   "xnode_allreduce");
+	if (!ret && tail)
+		ret = call(g, o->xnode_allreduce(g->be, g->xn, d + L * per * es, d + L * per * es, tail,
+						 (int)t, (int)op),
+			   "xnode_allreduce");
+	if (!ret && per)
+		ret = call(g, g->allgather(g->be, d + k * per * es, d, per, (int)t), "allgather");
+	return ret;
+}
+
 int pn_gpucoll_allreduce(struct pn_gpucoll *g, const void *send, void *recv, size_t count,
 			 enum pn_dtype t, enum pn_redop op, int algo)
 {
 	if (algo < 0 || algo >= PENNY_NALGOS || !(g->ops->algos & (1u << algo)))
 		return pn_err(-EINVAL, "the %s plugin has no algorithm %d", g->pl->name, algo);
+	if (g->xp)
+		return xnode_allreduce(g, send, recv, count, t, op, algo);
 	if (g->hier)
 		return hier_allreduce(g, send, recv, count, t, op, algo);
 	return call(g, g->ops->allreduce(g->be, send, recv, count, (int)t, (int)op, algo),
 		    "allreduce");
+}
+
+struct xtime {
+	struct pn_gpucoll *g;
+	const struct penny_time_v1 *t;
+};
+
+static int xtime_one(void *arg)
+{
+	struct xtime *x = arg;
+
+	return xnode_allreduce(x->g, x->t->send, x->t->recv, x->t->count, x->t->dtype, x->t->op,
+			       x->t->algo);
+}
+
+/* The plugin times the GPU-driven path: events, and graphs with -G. */
+static int xnode_time(struct pn_gpucoll *g, struct penny_time_v1 *t)
+{
+	struct penny_time_v2 t2;
+	struct xtime x = { g, t };
+	int ret, px;
+
+	memset(&t2, 0, sizeof(t2));
+	t2.size = sizeof(t2);
+	t2.t = *t;
+	g->capturing = t->graph > 0;
+	ret = call(g, g->ops->time_fn(g->be, &t2, xtime_one, &x), "time");
+	g->capturing = 0;
+	t->usec = t2.t.usec;
+	t->iters_run = t2.t.iters_run;
+	px = pn_xproxy_error(g->xp);
+	return px ? px : ret;
 }
 
 int pn_gpucoll_time(struct pn_gpucoll *g, struct penny_time_v1 *t)
@@ -353,6 +527,8 @@ int pn_gpucoll_time(struct pn_gpucoll *g, struct penny_time_v1 *t)
 			      g->pl->name);
 	if (!g->hier)
 		return call(g, g->ops->time(g->be, t), "time");
+	if (g->xp)
+		return xnode_time(g, t);
 	for (i = 0; i < t->warmup && !ret; i++)
 		ret = hier_allreduce(g, t->send, t->recv, t->count, t->dtype, t->op, t->algo);
 	if (!ret)

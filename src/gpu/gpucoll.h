@@ -18,6 +18,16 @@
  *      the slices together on every local rank.
  * Every element is reduced in one fixed order, so all ranks are
  * bit-identical.  Every node needs the same number of ranks.
+ *
+ * With a plugin that has the xnode_* calls (cuda, and the test plugin) the
+ * path across nodes is GPU-driven instead (gpu/xproxy.h): steps 2-3 are
+ * one kernel that hands chunks to this rank's proxy thread through mapped
+ * host memory and reduces the peers' chunks as they land, pipelined, with
+ * no host synchronisation per call.  One GPU per node: that kernel is the
+ * whole allreduce.  Several: the node's allreduce, then the kernel over
+ * the whole buffer (up to xnode_whole_max, and always under graph capture:
+ * no all-gather after it) or over slice k followed by step 4's all-gather.
+ * Without the host in the loop, the allreduce captures in a CUDA graph.
  */
 #ifndef PENNY_GPUCOLL_H
 #define PENNY_GPUCOLL_H
@@ -37,6 +47,15 @@ struct pn_gpucoll_cfg {
 	 * everything to PN_DBG(PN_LOG_PLUGIN). */
 	void (*log)(void *arg, int level, const char *msg);
 	void *log_arg;
+	/* Across nodes with a plugin that has xnode_* (gpu/xproxy.h): */
+	int xnode;		/* 0: default (on), -1: off (the host-staged path) */
+	const char *xnode_transport;	/* NULL: auto; "tcp", "shm" */
+	uint64_t xnode_chunk;	/* bytes per chunk (0: 1 MiB) */
+	uint32_t xnode_slots;	/* chunks in flight per ring (0: 8) */
+	int xnode_sockets;	/* tcp sockets per peer (0: 4) */
+	uint64_t xnode_whole_max;	/* several GPUs per node: up to this size every
+					 * local rank exchanges the whole buffer (no
+					 * all-gather after); 0: 1 MiB */
 };
 
 /*
@@ -55,9 +74,12 @@ const char *pn_gpucoll_describe(const struct pn_gpucoll *g);
 /* The plugin's algorithms (bits 1 << PENNY_ALGO_*) and capabilities. */
 uint32_t pn_gpucoll_algos(const struct pn_gpucoll *g);
 /* PENNY_CAP_GRAPH only where time() can capture the whole allreduce (not
- * hierarchical). */
+ * the host-staged hierarchical path). */
 uint32_t pn_gpucoll_caps(const struct pn_gpucoll *g);
 int pn_gpucoll_hierarchical(const struct pn_gpucoll *g);
+/* Across nodes: the proxy's transport ("tcp", "shm"), or NULL when the
+ * host-staged path runs (or one node). */
+const char *pn_gpucoll_xnode(const struct pn_gpucoll *g);
 
 /* Registered (collective) device memory, or plain with registered = 0. */
 int pn_gpucoll_alloc(struct pn_gpucoll *g, size_t bytes, int registered, void **ptr);

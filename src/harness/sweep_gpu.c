@@ -223,6 +223,63 @@ static const struct pn_sweep_ops gpu_ops = {
 	.close = gpu_close,
 };
 
+/* A size from the environment: "1M", "64K", "4096"; 0 when unset. */
+static int env_bytes(const char *name, uint64_t lo, uint64_t hi, uint64_t *out, char *why,
+		     size_t len)
+{
+	const char *v = getenv(name);
+	uint64_t x;
+
+	*out = 0;
+	if (!v || !*v)
+		return 0;
+	if (pn_parse_size(v, &x) || x < lo || x > hi) {
+		snprintf(why, len, "%s='%.40s': a size from %llu to %llu bytes", name, v,
+			 (unsigned long long)lo, (unsigned long long)hi);
+		return -EINVAL;
+	}
+	*out = x;
+	return 0;
+}
+
+/*
+ * The GPU path across nodes (gpu/xproxy.h), from the environment:
+ * PENNY_XNODE=0 (the host-staged path), PENNY_XNODE_TRANSPORT=tcp|shm|auto,
+ * PENNY_XNODE_CHUNK, PENNY_XNODE_SLOTS, PENNY_XNODE_WHOLE_MAX, PENNY_XNODE_SOCKETS.
+ */
+static int xnode_env(struct pn_gpucoll_cfg *cfg, char *why, size_t len)
+{
+	const char *on = getenv("PENNY_XNODE"), *tp = getenv("PENNY_XNODE_TRANSPORT");
+	uint64_t slots = 0;
+	int ret;
+
+	if (on && *on && strcmp(on, "0") && strcmp(on, "1")) {
+		snprintf(why, len, "PENNY_XNODE='%.40s': 0 or 1", on);
+		return -EINVAL;
+	}
+	cfg->xnode = on && !strcmp(on, "0") ? -1 : 0;
+	if (tp && *tp && strcmp(tp, "tcp") && strcmp(tp, "shm") && strcmp(tp, "auto")) {
+		snprintf(why, len, "PENNY_XNODE_TRANSPORT='%.40s': tcp, shm or auto", tp);
+		return -EINVAL;
+	}
+	cfg->xnode_transport = tp && *tp ? tp : NULL;
+	ret = env_bytes("PENNY_XNODE_CHUNK", 4096, 64u << 20, &cfg->xnode_chunk, why, len);
+	if (!ret && cfg->xnode_chunk % 16) {
+		snprintf(why, len, "PENNY_XNODE_CHUNK: a multiple of 16 bytes");
+		ret = -EINVAL;
+	}
+	if (!ret)
+		ret = env_bytes("PENNY_XNODE_SLOTS", 2, 1024, &slots, why, len);
+	cfg->xnode_slots = (uint32_t)slots;
+	if (!ret)
+		ret = env_bytes("PENNY_XNODE_WHOLE_MAX", 1, 1ull << 40, &cfg->xnode_whole_max, why,
+				len);
+	if (!ret)
+		ret = env_bytes("PENNY_XNODE_SOCKETS", 1, 8, &slots, why, len);
+	cfg->xnode_sockets = (int)slots;
+	return ret;
+}
+
 int pn_sweep_gpu_open(struct pn_sweep_backend **out, struct pn_coll *coll,
 		      const struct pn_sweep_gpu_cfg *o)
 {
@@ -255,6 +312,10 @@ int pn_sweep_gpu_open(struct pn_sweep_backend **out, struct pn_coll *coll,
 	cfg.device = device;
 	cfg.log = o->log;
 	cfg.log_arg = o->log_arg;
+	ret = xnode_env(&cfg, why, sizeof(why));
+	ret = agree(g, ret ? why : NULL);
+	if (ret)
+		goto fail;
 	/* every rank has the same (first failing rank's) message */
 	ret = pn_gpucoll_open(&g->gc, coll, &cfg);
 	if (ret)
@@ -303,6 +364,11 @@ int pn_sweep_gpu_describe(struct pn_sweep_backend *be, char **out)
 	}
 	*out = all;
 	return 0;
+}
+
+const char *pn_sweep_gpu_xnode(const struct pn_sweep_backend *be)
+{
+	return pn_gpucoll_xnode(((const struct gpu *)be)->gc);
 }
 
 int pn_sweep_gpu_hierarchical(const struct pn_sweep_backend *be)

@@ -1,0 +1,654 @@
+/* SPDX-License-Identifier: MIT */
+/* The cross-node proxy of the GPU path (xproxy.h). */
+#define _GNU_SOURCE
+#include "gpu/xproxy.h"
+
+#include "base/log.h"
+#include "base/util.h"
+#include "penny_plugin.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+/* On the wire before every chunk (tcp). */
+struct xwire {
+	uint64_t len;
+	uint64_t chunk;		/* the sender's count of chunks to me */
+};
+
+#define XSOCK_MAX 8
+
+/* tcp: one socket of a peer; chunk k of the peer travels on socket k % nsock */
+struct xlane {
+	int fd;
+	size_t woff;		/* bytes of the current chunk (wire + data) written */
+	struct xwire rw;	/* receive: the header being read */
+	size_t rgot;		/* of header + data */
+	uint64_t rchunk;	/* the next chunk this socket lands */
+};
+
+struct xpeer {
+	int q;			/* place in the inter group */
+	int rank;
+	struct xlane lane[XSOCK_MAX];	/* tcp */
+	/* shm */
+	char *box;		/* the peer's inbox, mapped */
+	uint64_t schunk;	/* chunks put into its inbox */
+	int pid;		/* on this host: its process (> 0), watched */
+};
+
+struct pn_xproxy;
+struct xrole {
+	struct pn_xproxy *p;
+	int recv;		/* 0: send (the first one also watches the peers), 1: receive */
+	int lane;		/* tcp: its socket of every peer */
+	/* a sender's state: its tickets are lane, lane + nsock, ... */
+	uint64_t ticket;
+	uint64_t pending;	/* peers the current ticket still goes to */
+	int sending;
+};
+
+struct pn_xproxy {
+	struct pn_xproxy_cfg cfg;
+	int *ranks;
+	int shm;
+	char *out, *in;
+	size_t out_bytes, in_bytes;
+	char in_name[96];	/* shm: my inbox's name until unlinked */
+	struct xpeer *peers;	/* [nnodes], mine unused */
+	int nsock;		/* tcp: sockets (and sender/receiver thread pairs) per peer */
+	pthread_t thread[2 * XSOCK_MAX];
+	struct xrole roles[2 * XSOCK_MAX];
+	int started;		/* threads running */
+	int stop;		/* main -> thread (atomic) */
+	int failed;		/* thread -> main (atomic): msg is set */
+	int claimed;		/* a thread is writing msg (atomic) */
+	int err;
+	char msg[256];
+	int oversubscribed;	/* more local ranks than cores: yield while spinning */
+};
+
+static uint64_t ld_acq(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static void st_rel(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+int pn_xproxy_check_cfg(const struct pn_xproxy_cfg *cfg)
+{
+	if (cfg->nnodes < 2 || cfg->nnodes > PENNY_XBOX_MAX_NODES || cfg->me < 0 ||
+	    cfg->me >= cfg->nnodes)
+		return pn_err(-EINVAL, "cross-node proxy: %d nodes (2..%d)", cfg->nnodes,
+			      PENNY_XBOX_MAX_NODES);
+	if (cfg->slots < 2 || cfg->slots > 1024)
+		return pn_err(-EINVAL, "cross-node proxy: %u slots per ring (2..1024)", cfg->slots);
+	if (cfg->slot_bytes < 4096 || cfg->slot_bytes > (64u << 20) || cfg->slot_bytes % 16)
+		return pn_err(-EINVAL, "cross-node proxy: chunks of %llu bytes (4 KiB..64 MiB, a "
+				       "multiple of 16)", (unsigned long long)cfg->slot_bytes);
+	if (cfg->sockets < 1 || cfg->sockets > XSOCK_MAX)
+		return pn_err(-EINVAL, "cross-node proxy: %d sockets per peer (1..%d)", cfg->sockets,
+			      XSOCK_MAX);
+	if (cfg->transport && strcmp(cfg->transport, "tcp") && strcmp(cfg->transport, "shm") &&
+	    strcmp(cfg->transport, "auto"))
+		return pn_err(-EINVAL, "cross-node proxy: unknown transport '%s' (tcp, shm or auto)",
+			      cfg->transport);
+	return 0;
+}
+
+static struct penny_xout_slot *out_slot(struct pn_xproxy *p, uint64_t t)
+{
+	return (struct penny_xout_slot *)(p->out + PENNY_XBOX_LINE) + t % p->cfg.slots;
+}
+
+static char *out_data(struct pn_xproxy *p, uint64_t t)
+{
+	return p->out + penny_xbox_out_data(p->cfg.slots, p->cfg.slot_bytes,
+					    (uint32_t)(t % p->cfg.slots));
+}
+
+static struct penny_xin_slot *in_slot(const struct pn_xproxy *p, char *box, int q, uint64_t k)
+{
+	return (struct penny_xin_slot *)(box + penny_xbox_in_hdr(p->cfg.slots, q,
+								   (uint32_t)(k % p->cfg.slots)));
+}
+
+static char *in_data(const struct pn_xproxy *p, char *box, int q, uint64_t k)
+{
+	return box + penny_xbox_in_data(p->cfg.nnodes, p->cfg.slots, p->cfg.slot_bytes, q,
+					(uint32_t)(k % p->cfg.slots));
+}
+
+/* Chunk k of a ring may land once the kernel has read chunk k - slots. */
+static int slot_free(const struct pn_xproxy *p, struct penny_xin_slot *s, uint64_t k)
+{
+	return k < p->cfg.slots || ld_acq(&s->done) >= k + 1 - p->cfg.slots;
+}
+
+/* The thread gives up: the kernels' waits end, the caller hears why. */
+static int thread_fail(struct pn_xproxy *p, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int thread_fail(struct pn_xproxy *p, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	/* both threads may fail at once: the first one tells */
+	if (__atomic_exchange_n(&p->claimed, 1, __ATOMIC_ACQ_REL))
+		return err;
+	va_start(ap, fmt);
+	vsnprintf(p->msg, sizeof(p->msg), fmt, ap);
+	va_end(ap);
+	p->err = err;
+	st_rel(&((struct penny_xctl *)p->out)->abort, 1);
+	__atomic_store_n(&p->failed, 1, __ATOMIC_RELEASE);
+	return err;
+}
+
+/* tcp: write what is left of ticket t's chunk to peer x; 1 when done. */
+static int tcp_send(struct pn_xproxy *p, struct xpeer *x, int j, uint64_t t, uint64_t len)
+{
+	struct xlane *l = &x->lane[j];
+	struct xwire w = { len, t };
+	struct iovec iov[2];
+	size_t total = sizeof(w) + len;
+	ssize_t n;
+	int i = 0;
+
+	if (l->woff < sizeof(w)) {
+		iov[i].iov_base = (char *)&w + l->woff;
+		iov[i++].iov_len = sizeof(w) - l->woff;
+		iov[i].iov_base = out_data(p, t);
+		iov[i++].iov_len = len;
+	} else {
+		iov[i].iov_base = out_data(p, t) + (l->woff - sizeof(w));
+		iov[i++].iov_len = total - l->woff;
+	}
+	n = writev(l->fd, iov, i);
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EINTR)
+			return 0;
+		return thread_fail(p, -EPIPE, "cross-node proxy: sending to rank %d: %s", x->rank,
+				   strerror(errno));
+	}
+	l->woff += (size_t)n;
+	if (l->woff < total)
+		return 0;
+	l->woff = 0;
+	return 1;
+}
+
+/* shm: put ticket t's chunk into peer x's inbox; 1 when done, 0: not free yet. */
+static int shm_send(struct pn_xproxy *p, struct xpeer *x, uint64_t t, uint64_t len)
+{
+	int me = p->cfg.me;
+	struct penny_xin_slot *s = in_slot(p, x->box, me, x->schunk);
+
+	if (!slot_free(p, s, x->schunk))
+		return 0;
+	memcpy(in_data(p, x->box, me, x->schunk), out_data(p, t), len);
+	s->len = len;
+	st_rel(&s->ready, x->schunk + 1);
+	x->schunk++;
+	return 1;
+}
+
+/* tcp: read from socket j of peer x into my inbox; 1 when something moved, <0 failed. */
+static int tcp_recv(struct pn_xproxy *p, struct xpeer *x, int j)
+{
+	struct xlane *l = &x->lane[j];
+	struct penny_xin_slot *s = in_slot(p, p->in, x->q, l->rchunk);
+	ssize_t n;
+
+	if (l->rgot < sizeof(l->rw)) {
+		n = recv(l->fd, (char *)&l->rw + l->rgot, sizeof(l->rw) - l->rgot, 0);
+	} else {
+		if (!slot_free(p, s, l->rchunk))
+			return 0;
+		n = recv(l->fd, in_data(p, p->in, x->q, l->rchunk) + (l->rgot - sizeof(l->rw)),
+			 l->rw.len - (l->rgot - sizeof(l->rw)), 0);
+	}
+	if (n == 0)
+		return thread_fail(p, -EPIPE, "cross-node proxy: rank %d closed its connection "
+					      "(the rank failed or was killed)", x->rank);
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EINTR)
+			return 0;
+		return thread_fail(p, -EPIPE, "cross-node proxy: receiving from rank %d: %s (the "
+					      "rank failed or was killed?)", x->rank, strerror(errno));
+	}
+	l->rgot += (size_t)n;
+	if (l->rgot == sizeof(l->rw) &&
+	    (l->rw.len > p->cfg.slot_bytes || l->rw.chunk != l->rchunk))
+		return thread_fail(p, -EPROTO, "cross-node proxy: rank %d sent chunk %llu of %llu "
+					       "bytes, chunk %llu of at most %llu expected",
+				   x->rank, (unsigned long long)l->rw.chunk,
+				   (unsigned long long)l->rw.len, (unsigned long long)l->rchunk,
+				   (unsigned long long)p->cfg.slot_bytes);
+	if (l->rgot == sizeof(l->rw) + l->rw.len) {
+		s->len = l->rw.len;
+		st_rel(&s->ready, l->rchunk + 1);
+		l->rchunk += (uint64_t)p->nsock;
+		l->rgot = 0;
+	}
+	return 1;
+}
+
+/* A peer on this host whose process is gone (no socket tells us with shm). */
+static int peers_alive(struct pn_xproxy *p)
+{
+	int q;
+
+	for (q = 0; q < p->cfg.nnodes; q++)
+		if (q != p->cfg.me && p->peers[q].pid > 0 && kill(p->peers[q].pid, 0) && errno == ESRCH)
+			return thread_fail(p, -EPIPE, "cross-node proxy: rank %d (pid %d on this host) "
+						      "is gone (it failed or was killed)",
+					   p->peers[q].rank, p->peers[q].pid);
+	return 0;
+}
+
+/* A sender's pass: its outbox tickets to the peers; >0 moved, <0 failed. */
+static int pump_send(struct pn_xproxy *p, struct xrole *x)
+{
+	struct penny_xout_slot *o = out_slot(p, x->ticket);
+	uint64_t all = p->cfg.nnodes == 64 ? ~0ull : (1ull << p->cfg.nnodes) - 1;
+	int q, moved = 0, r;
+
+	all &= ~(1ull << p->cfg.me);
+	if (!x->sending && ld_acq(&o->ready) == x->ticket + 1) {
+		if (o->len > p->cfg.slot_bytes)
+			return thread_fail(p, -EPROTO, "cross-node proxy: the kernel put %llu bytes in "
+						       "a slot of %llu",
+					   (unsigned long long)o->len,
+					   (unsigned long long)p->cfg.slot_bytes);
+		x->pending = o->mask & all;
+		/* over tcp, chunk k of a peer is ticket k: every ticket goes to every peer */
+		if (!p->shm && x->pending != all)
+			return thread_fail(p, -EPROTO, "cross-node proxy: a chunk for some nodes only "
+						       "(mask %llx) needs the shm transport",
+					   (unsigned long long)o->mask);
+		x->sending = 1;
+	}
+	for (q = 0; x->sending && q < p->cfg.nnodes; q++) {
+		if (!(x->pending >> q & 1))
+			continue;
+		r = p->shm ? shm_send(p, &p->peers[q], x->ticket, o->len)
+			   : tcp_send(p, &p->peers[q], x->lane, x->ticket, o->len);
+		if (r < 0)
+			return r;
+		if (r) {
+			x->pending &= ~(1ull << q);
+			moved = 1;
+		}
+	}
+	if (x->sending && !x->pending) {
+		st_rel(&o->sent, x->ticket + 1);
+		x->ticket += (uint64_t)p->nsock;
+		x->sending = 0;
+		moved = 1;
+	}
+	return moved;
+}
+
+/* A receiver's pass (tcp): its socket of every peer to the inbox. */
+static int pump_recv(struct pn_xproxy *p, struct xrole *x)
+{
+	int q, moved = 0, r;
+
+	for (q = 0; q < p->cfg.nnodes; q++) {
+		if (q == p->cfg.me)
+			continue;
+		/* a few chunks per peer per pass: the others wait less */
+		for (int i = 0; i < 4; i++) {
+			r = tcp_recv(p, &p->peers[q], x->lane);
+			if (r < 0)
+				return r;
+			if (!r)
+				break;
+			moved = 1;
+		}
+	}
+	return moved;
+}
+
+/* Work begun and not finished (a partial chunk on a socket, a ticket
+ * waiting for a slot): what the timeout watches. */
+static int busy(const struct pn_xproxy *p, const struct xrole *x)
+{
+	int q;
+
+	if (!x->recv)
+		return x->sending;
+	for (q = 0; q < p->cfg.nnodes; q++)
+		if (q != p->cfg.me && p->peers[q].lane[x->lane].rgot)
+			return 1;
+	return 0;
+}
+
+static void *thread_main(void *arg)
+{
+	struct xrole *x = arg;
+	struct pn_xproxy *p = x->p;
+	double last = pn_now(), watched = last;
+	unsigned spins = 0;
+	int moved = 0;
+
+	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
+		int r = x->recv ? pump_recv(p, x) : pump_send(p, x);
+		double now;
+
+		if (__atomic_load_n(&p->failed, __ATOMIC_ACQUIRE))
+			break;
+
+		if (r < 0)
+			break;
+		if (r) {
+			spins = 0;
+			moved = 1;
+			continue;
+		}
+		if (++spins < 256)
+			continue;
+		spins = 0;
+		now = pn_now();
+		if (moved) {
+			last = now;
+			moved = 0;
+		}
+		if (x == &p->roles[0] && now - watched > 0.1) {
+			watched = now;
+			if (peers_alive(p))
+				break;
+		}
+		if (busy(p, x) && now - last > p->cfg.timeout) {
+			thread_fail(p, -ETIMEDOUT, "cross-node proxy: no progress for %.0f s (a peer "
+						   "stopped reading or writing)",
+				    p->cfg.timeout);
+			break;
+		}
+		if (now - last > 0.05) {
+			/* idle for a while: nap (the next call pays at most this) */
+			struct timespec ts = { 0, 20000 };
+
+			nanosleep(&ts, NULL);
+		} else if (p->oversubscribed) {
+			sched_yield();
+		}
+	}
+	return NULL;
+}
+
+/* ---- setup ---- */
+
+static int map_anon(size_t bytes, char **out)
+{
+	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED)
+		return pn_err(-errno, "cross-node proxy: cannot map %zu bytes: %s", bytes,
+			      strerror(errno));
+	*out = m;
+	return 0;
+}
+
+static int map_shm(const char *name, size_t bytes, int create, char **out)
+{
+	struct stat st;
+	int fd, e;
+	void *m;
+
+	fd = shm_open(name, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT | O_EXCL : 0), 0600);
+	if (fd < 0)
+		return pn_err(-errno, "cross-node proxy: shared memory '%s': %s", name,
+			      strerror(errno));
+	if (create && ftruncate(fd, (off_t)bytes)) {
+		e = errno;
+		close(fd);
+		return pn_err(-e, "cross-node proxy: cannot size '%s' to %zu bytes: %s", name,
+			      bytes, strerror(e));
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (size_t)st.st_size != bytes) {
+		close(fd);
+		return pn_err(-EINVAL, "cross-node proxy: '%s' is not the inbox of %zu bytes", name,
+			      bytes);
+	}
+	m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	e = errno;
+	close(fd);
+	if (m == MAP_FAILED)
+		return pn_err(-e, "cross-node proxy: cannot map '%s': %s", name, strerror(e));
+	*out = m;
+	return 0;
+}
+
+/* Every member on this host (emulated nodes): shm is possible. */
+static int all_here(struct pn_comm *c, const struct pn_xproxy_cfg *cfg)
+{
+	const char *me = pn_boot_host(c->boot, c->rank);
+	int q;
+
+	for (q = 0; q < cfg->nnodes; q++)
+		if (strcmp(pn_boot_host(c->boot, cfg->ranks[q]), me))
+			return 0;
+	return 1;
+}
+
+struct xname {
+	char name[96];
+};
+
+static int setup_shm(struct pn_xproxy *p, struct pn_comm *c)
+{
+	static unsigned serial;
+	struct xname mine, *all = calloc((size_t)c->nranks, sizeof(*all));
+	int q, ret = 0, ret2;
+
+	if (!all)
+		return pn_err(-ENOMEM, "out of memory");
+	memset(&mine, 0, sizeof(mine));
+	snprintf(p->in_name, sizeof(p->in_name), "/penny-xbox-%d-%u", (int)getpid(),
+		 __atomic_fetch_add(&serial, 1, __ATOMIC_RELAXED));
+	ret = map_shm(p->in_name, p->in_bytes, 1, &p->in);
+	if (ret)
+		p->in_name[0] = 0;
+	else
+		snprintf(mine.name, sizeof(mine.name), "%s", p->in_name);
+	/* collective whatever happened: the others wait for the names */
+	ret2 = pn_boot_allgather(c->boot, &mine, all, sizeof(mine));
+	ret = ret ? ret : ret2;
+	for (q = 0; !ret && q < p->cfg.nnodes; q++) {
+		const char *n = all[p->cfg.ranks[q]].name;
+
+		if (q == p->cfg.me)
+			continue;
+		if (!n[0] || memchr(n, 0, sizeof(all->name)) == NULL)
+			ret = pn_err(-EPROTO, "cross-node proxy: rank %d has no inbox", p->cfg.ranks[q]);
+		else
+			ret = map_shm(n, p->in_bytes, 0, &p->peers[q].box);
+	}
+	free(all);
+	/* once every rank mapped what it needs, the names go */
+	ret2 = pn_boot_agree_err(c->boot, ret, 1, NULL);
+	if (p->in_name[0]) {
+		shm_unlink(p->in_name);
+		p->in_name[0] = 0;
+	}
+	return ret2;
+}
+
+static int setup_tcp(struct pn_xproxy *p, struct pn_comm *c)
+{
+	static unsigned serial;
+	unsigned char *want = calloc((size_t)c->nranks, 1);
+	int *fds = calloc((size_t)c->nranks, sizeof(int));
+	int q, j, ret = 0;
+
+	if (!want || !fds) {
+		free(want);
+		free(fds);
+		return pn_err(-ENOMEM, "out of memory");
+	}
+	for (q = 0; q < p->cfg.nnodes; q++)
+		if (q != p->cfg.me)
+			want[p->cfg.ranks[q]] = 1;
+	/* tags apart from the transport's meshes (their channel counts) */
+	for (j = 0; !ret && j < p->nsock; j++) {
+		ret = pn_tcp_mesh(&c->tp, want, 0x78700000u | (__atomic_fetch_add(&serial, 1,
+										  __ATOMIC_RELAXED) & 0xffff),
+				  fds);
+		for (q = 0; !ret && q < p->cfg.nnodes; q++)
+			if (q != p->cfg.me)
+				p->peers[q].lane[j].fd = fds[p->cfg.ranks[q]];
+	}
+	free(want);
+	free(fds);
+	return ret;
+}
+
+int pn_xproxy_open(struct pn_xproxy **out, struct pn_comm *c, const struct pn_xproxy_cfg *cfg)
+{
+	struct pn_xproxy *p;
+	int q, ret, same;
+
+	*out = NULL;
+	ret = pn_xproxy_check_cfg(cfg);
+	if (ret)
+		return ret;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return pn_err(-ENOMEM, "out of memory");
+	p->cfg = *cfg;
+	p->ranks = calloc((size_t)cfg->nnodes, sizeof(int));
+	p->peers = calloc((size_t)cfg->nnodes, sizeof(*p->peers));
+	if (!p->ranks || !p->peers) {
+		pn_xproxy_close(p);
+		return pn_err(-ENOMEM, "out of memory");
+	}
+	memcpy(p->ranks, cfg->ranks, (size_t)cfg->nnodes * sizeof(int));
+	p->cfg.ranks = p->ranks;
+	for (q = 0; q < cfg->nnodes; q++) {
+		p->peers[q].q = q;
+		p->peers[q].rank = cfg->ranks[q];
+		for (int j = 0; j < XSOCK_MAX; j++) {
+			p->peers[q].lane[j].fd = -1;
+			p->peers[q].lane[j].rchunk = (uint64_t)j;
+		}
+		if (!strcmp(pn_boot_host(c->boot, cfg->ranks[q]), pn_boot_host(c->boot, c->rank)))
+			p->peers[q].pid = pn_boot_pid(c->boot, cfg->ranks[q]);
+	}
+	/* every member decides alike: "auto" looks at every member's host */
+	same = all_here(c, cfg);
+	if (cfg->transport && !strcmp(cfg->transport, "shm") && !same) {
+		pn_xproxy_close(p);
+		return pn_err(-EINVAL, "cross-node proxy: shm needs every node on this host "
+				       "(emulated nodes); rank %d's peers are elsewhere", c->rank);
+	}
+	p->shm = cfg->transport && !strcmp(cfg->transport, "tcp") ? 0 : same;
+	p->nsock = p->shm ? 1 : cfg->sockets;
+	p->out_bytes = penny_xbox_out_bytes(cfg->slots, cfg->slot_bytes);
+	p->in_bytes = penny_xbox_in_bytes(cfg->nnodes, cfg->slots, cfg->slot_bytes);
+	ret = map_anon(p->out_bytes, &p->out);
+	if (!ret && !p->shm)
+		ret = map_anon(p->in_bytes, &p->in);
+	if (!ret)
+		((struct penny_xctl *)p->out)->magic = PENNY_XBOX_MAGIC;
+	/* the collective part runs on every rank whatever happened above */
+	{
+		int r = p->shm ? setup_shm(p, c) : setup_tcp(p, c);
+
+		ret = r ? r : ret;
+	}
+	/* the proxies and the ranks' threads of this host share its cores */
+	{
+		const char *me = pn_boot_host(c->boot, c->rank);
+		long here = 0, r;
+
+		for (r = 0; r < c->nranks; r++)
+			here += !strcmp(pn_boot_host(c->boot, (int)r), me);
+		p->oversubscribed = 2 * here > sysconf(_SC_NPROCESSORS_ONLN);
+	}
+	for (q = 0; !ret && q < (p->shm ? 1 : 2 * p->nsock); q++) {
+		p->roles[q].p = p;
+		p->roles[q].recv = q >= p->nsock;
+		p->roles[q].lane = q % p->nsock;
+		p->roles[q].ticket = (uint64_t)(q % p->nsock);
+		ret = -pthread_create(&p->thread[q], NULL, thread_main, &p->roles[q]);
+		if (ret)
+			pn_err(ret, "cross-node proxy: cannot start its thread: %s", strerror(-ret));
+		else
+			p->started++;
+	}
+	if (ret) {
+		pn_xproxy_close(p);
+		return ret;
+	}
+	PN_DBG(PN_LOG_PLUGIN, "cross-node proxy of rank %d: %s, %d nodes, %u slots of %llu bytes",
+	       c->rank, p->shm ? "shm" : "tcp", cfg->nnodes, cfg->slots,
+	       (unsigned long long)cfg->slot_bytes);
+	*out = p;
+	return 0;
+}
+
+void pn_xproxy_close(struct pn_xproxy *p)
+{
+	int q;
+
+	if (!p)
+		return;
+	__atomic_store_n(&p->stop, 1, __ATOMIC_RELEASE);
+	for (q = 0; q < p->started; q++)
+		pthread_join(p->thread[q], NULL);
+	for (q = 0; p->peers && q < p->cfg.nnodes; q++) {
+		for (int j = 0; j < XSOCK_MAX; j++)
+			if (p->peers[q].lane[j].fd >= 0)
+				close(p->peers[q].lane[j].fd);
+		if (p->peers[q].box)
+			munmap(p->peers[q].box, p->in_bytes);
+	}
+	if (p->in_name[0])
+		shm_unlink(p->in_name);
+	if (p->out)
+		munmap(p->out, p->out_bytes);
+	if (p->in)
+		munmap(p->in, p->in_bytes);
+	free(p->peers);
+	free(p->ranks);
+	free(p);
+}
+
+void *pn_xproxy_outbox(const struct pn_xproxy *p)
+{
+	return p->out;
+}
+
+void *pn_xproxy_inbox(const struct pn_xproxy *p)
+{
+	return p->in;
+}
+
+const char *pn_xproxy_transport(const struct pn_xproxy *p)
+{
+	return p->shm ? "shm" : "tcp";
+}
+
+int pn_xproxy_error(struct pn_xproxy *p)
+{
+	if (!p || !__atomic_load_n(&p->failed, __ATOMIC_ACQUIRE))
+		return 0;
+	return pn_err(p->err, "%s", p->msg);
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The cross-node proxy of the GPU path (the pattern of NCCL's net proxy):
+ * one thread per rank that moves the chunks a plugin's kernel puts in its
+ * outbox to the ranks of the same local index on the other nodes, and
+ * lands theirs in its inbox, where the kernel polls for them.  The boxes
+ * and their protocol are the plugin ABI's (penny_xnode_v1 in
+ * plugins/include/penny_plugin.h); the kernel needs no host work per call,
+ * so the whole allreduce is stream-ordered and captures in a CUDA graph.
+ *
+ * Transports:
+ *   tcp  sockets per peer (transport/tcp.c's mesh), chunk k on socket k %
+ *        sockets, a sending and a receiving thread per socket; a chunk is written
+ *        straight from the outbox and read straight into the inbox slot
+ *        (no copy of its own); a slot is read only once the kernel freed it,
+ *        so TCP's window is the flow control.
+ *   shm  emulated nodes on one host (PENNY_NODE_ID): every inbox is shared
+ *        memory, and the sender's proxy copies a chunk into the peer's
+ *        inbox slot and raises its ready word, as an RDMA write with
+ *        immediate would (no TCP stack: the algorithm alone is measured).
+ * The proxy threads own their sockets and mappings (a socket's sending and
+ * receiving halves belong to two threads); the rank's main thread only
+ * reads their error.  It touches no engine state and never calls the
+ * rendezvous: a failure sets the outbox's abort word (the kernel's waits
+ * end), and pn_xproxy_error() reports it to the caller.
+ */
+#ifndef PENNY_XPROXY_H
+#define PENNY_XPROXY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/comm.h"
+
+struct pn_xproxy;
+
+struct pn_xproxy_cfg {
+	int nnodes;		/* members of the inter group (one per node) */
+	int me;			/* my place in it */
+	const int *ranks;	/* [nnodes]: the global rank of each member */
+	const char *transport;	/* "tcp", "shm"; NULL or "auto": shm when every member
+				 * is on this host, else tcp */
+	uint32_t slots;		/* per ring */
+	uint64_t slot_bytes;	/* a multiple of 16 */
+	double timeout;		/* seconds a stalled transfer may wait */
+	int sockets;		/* tcp: sockets per peer, each with a sending and a
+				 * receiving thread (1..8; chunk k on socket k % sockets) */
+};
+
+/*
+ * Collective over every rank of c (the tcp mesh and the shm names go
+ * through the rendezvous): make the boxes, connect, start the thread.
+ */
+int pn_xproxy_open(struct pn_xproxy **out, struct pn_comm *c, const struct pn_xproxy_cfg *cfg);
+/* Stop the thread, close and unmap (not collective). */
+void pn_xproxy_close(struct pn_xproxy *p);
+
+void *pn_xproxy_outbox(const struct pn_xproxy *p);
+void *pn_xproxy_inbox(const struct pn_xproxy *p);
+const char *pn_xproxy_transport(const struct pn_xproxy *p);
+/* 0, or the proxy's failure as a negative errno with its message set. */
+int pn_xproxy_error(struct pn_xproxy *p);
+
+/* Check a transport name and the geometry (pure). */
+int pn_xproxy_check_cfg(const struct pn_xproxy_cfg *cfg);
+
+#endif
