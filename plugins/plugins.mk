@@ -17,7 +17,7 @@ PL_LIBS := -ldl -lpthread
 
 PL_COMMON := plugins/common/cudrv.c plugins/common/gpu.c
 PL_NCCL_SRC := $(PL_COMMON) plugins/nccl/nccl.c plugins/nccl/nccl_entry.c
-PL_CUDA_SRC := $(PL_COMMON) plugins/cuda/cuda.c plugins/cuda/cuda_entry.c
+PL_CUDA_SRC := $(PL_COMMON) plugins/cuda/cuda.c plugins/cuda/xnode.c plugins/cuda/cuda_entry.c
 PL_NCCL_OBJ := $(PL_NCCL_SRC:%.c=$(PL)/obj/%.o)
 PL_CUDA_OBJ := $(PL_CUDA_SRC:%.c=$(PL)/obj/%.o)
 PL_KDEPS := plugins/common/pn_dev.cuh plugins/common/kargs.h plugins/include/penny_data.h \
@@ -28,7 +28,7 @@ PLUGIN_SO := $(PL)/penny-nccl.so
 ifneq ($(strip $(NVCC)),)
 PLUGIN_SO += $(PL)/penny-cuda.so
 PL_IMAGE_OBJ := $(PL)/obj/image_data.o
-PL_AR_IMAGE_OBJ := $(PL_ALGOS:%=$(PL)/obj/image_%.o)
+PL_AR_IMAGE_OBJ := $(PL_ALGOS:%=$(PL)/obj/image_%.o) $(PL)/obj/image_xnode.o
 endif
 
 # Test plugins for the loader's unit test (never installed).
@@ -37,7 +37,7 @@ PL_FAKES := $(PL_TEST)/penny-fake.so $(PL_TEST)/penny-badabi.so $(PL_TEST)/penny
 	$(PL_TEST)/penny-fake2.so $(PL_TEST)/penny-failinit.so $(PL_TEST)/penny-fakewrong.so \
 	$(PL_TEST)/penny-fakedie.so $(PL_TEST)/penny-fakeskew.so $(PL_TEST)/penny-fakenograph.so $(PL_TEST)/penny-fakeflat.so \
 	$(PL_TEST)/penny-fakeold.so $(PL_TEST)/penny-fakeall.so $(PL_TEST)/cuda/penny-cuda.so \
-	$(PL_TEST)/nccl/penny-nccl.so $(PL_TEST)/cuda-nobw/penny-cuda.so
+	$(PL_TEST)/nccl/penny-nccl.so $(PL_TEST)/cuda-nobw/penny-cuda.so $(PL_TEST)/noxnode/penny-fake.so
 
 PL_EMU :=
 ifneq ($(strip $(PN_CXX)),)
@@ -71,12 +71,18 @@ $(PL)/gen/%.fatbin: plugins/cuda/ar_kernels.cu $(PL_KDEPS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -DPN_AR_ALGO=$* -fatbin -o $@ $<
 
+# The cross-node kernels: the same source, their own image.
+$(PL)/gen/xnode.fatbin: plugins/cuda/ar_kernels.cu $(PL_KDEPS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -DPN_XNODE_KERNELS -fatbin -o $@ $<
+
 $(PL)/gen/image_%.c: $(PL)/gen/%.fatbin
 	$(BIN2C) -c -n pn_image_$* $< | \
 		sed 's/^const unsigned char/__attribute__((aligned(64), visibility("hidden"))) const unsigned char/' >$@.tmp
 	mv $@.tmp $@
 
 .SECONDARY: $(PL_ALGOS:%=$(PL)/gen/%.fatbin) $(PL_ALGOS:%=$(PL)/gen/image_%.c) \
+	$(PL)/gen/xnode.fatbin $(PL)/gen/image_xnode.c \
 	$(PL)/gen/data.fatbin $(PL)/gen/image_data.c
 
 $(PL)/obj/image_%.o: $(PL)/gen/image_%.c
@@ -123,6 +129,10 @@ $(PL_TEST)/nccl/penny-nccl.so: plugins/test/fake.c plugins/include/penny_plugin.
 $(PL_TEST)/cuda-nobw/penny-cuda.so: plugins/test/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_NAME='"cuda"' -DFAKE_NOBW -shared -o $@ $<
+# The test plugin without the xnode calls: the host-staged path across nodes.
+$(PL_TEST)/noxnode/penny-fake.so: plugins/test/fake.c plugins/include/penny_plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -DFAKE_NOXNODE -shared -o $@ $<
 $(PL_TEST)/penny-badabi.so: plugins/test/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_ABI=7 -shared -o $@ $<

@@ -8,7 +8,8 @@
  * FAKE_WRONG (element 1 of every result is off by one), FAKE_SKEW (the
  * same on the last rank only: outputs that differ between ranks), FAKE_DIE (rank 1
  * dies in its first allreduce), FAKE_NOGRAPH (no PENNY_CAP_GRAPH),
- * FAKE_MULTINODE (claims PENNY_CAP_MULTINODE), FAKE_OLD_SIZE (a table of
+ * FAKE_MULTINODE (claims PENNY_CAP_MULTINODE), FAKE_NOXNODE (no xnode_*: the
+ * hierarchical path through the host), FAKE_OLD_SIZE (a table of
  * the first v1 size, without allgather), FAKE_ALGOS=bits (accepted
  * algorithms), FAKE_NOBW (no bw(), like the nccl plugin).  bw() measures memcpy between host buffers standing for
  * PENNY_FAKE_GPUS devices (default 2); hostbw() measures memcpy from an
@@ -30,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sched.h>
 #include <unistd.h>
 #include <sys/mman.h>
 
@@ -288,6 +290,52 @@ static int64_t as_int(int dt, const char *p)
 	}
 }
 
+/* Element i of the n inputs at src[r] + i * es, reduced in order r = 0..n-1;
+ * avg divides by div.  The result's bits. */
+static uint64_t combine(int dt, int op, const char *const *src, int n, size_t i, int div)
+{
+	int es = penny_data_size(dt), r;
+	uint64_t bits;
+
+	if (dt >= PENNY_HALF) {
+		double a = as_double(dt, src[0] + i * es);
+
+		for (r = 1; r < n; r++) {
+			double v = as_double(dt, src[r] + i * es);
+
+			a = op == PENNY_PROD ? a * v : op == PENNY_MIN ? (v < a ? v : a)
+				: op == PENNY_MAX ? (v > a ? v : a) : a + v;
+		}
+		if (dt == PENNY_DOUBLE) {
+			if (op == PENNY_AVG)
+				a /= div;
+			memcpy(&bits, &a, 8);
+		} else {
+			float x = (float)a;
+
+			if (op == PENNY_AVG)
+				x /= (float)div;
+			bits = dt == PENNY_HALF ? penny_f32_to_half(x)
+			       : dt == PENNY_BFLOAT16 ? penny_f32_to_bf16(x) : penny_f32_bits(x);
+		}
+	} else {
+		int64_t a = as_int(dt, src[0] + i * es);
+
+		for (r = 1; r < n; r++) {
+			int64_t v = as_int(dt, src[r] + i * es);
+
+			a = op == PENNY_PROD ? (int64_t)((uint64_t)a * (uint64_t)v)
+			    : op == PENNY_MIN ? (v < a ? v : a)
+			    : op == PENNY_MAX ? (v > a ? v : a) : (int64_t)((uint64_t)a + (uint64_t)v);
+			a = penny_data_wrap(dt, a);
+		}
+		if (op == PENNY_AVG)
+			a = dt == PENNY_UINT64 ? (int64_t)((uint64_t)a / (uint64_t)div) : a / div;
+		bits = (uint64_t)a;
+	}
+	return bits;
+}
+
 static int fake_allreduce(void *be, const void *send, void *recv, size_t count, int dt, int op,
 			  int algo)
 {
@@ -295,11 +343,14 @@ static int fake_allreduce(void *be, const void *send, void *recv, size_t count, 
 	int n = f->host->nranks, es = penny_data_size(dt), r, ret;
 	size_t i, bytes = count * (size_t)es;
 	double t0 = now_us();
+	const char *src[1024];
 	char *all;
 
 	(void)algo;
 	if (!es)
 		return fail(-EINVAL, "bad type");
+	if (n > 1024)
+		return fail(-EINVAL, "more than 1024 ranks");
 #ifdef FAKE_DIE
 	if (f->host->rank == 1)
 		_exit(3);
@@ -312,45 +363,11 @@ static int fake_allreduce(void *be, const void *send, void *recv, size_t count, 
 		free(all);
 		return fail(ret, "allgather failed");
 	}
+	for (r = 0; r < n; r++)
+		src[r] = all + (size_t)r * bytes;
 	for (i = 0; i < count; i++) {
-		uint64_t bits;
+		uint64_t bits = combine(dt, op, src, n, i, n);
 
-		if (dt >= PENNY_HALF) {
-			double a = as_double(dt, all + i * es);
-
-			for (r = 1; r < n; r++) {
-				double v = as_double(dt, all + (size_t)r * bytes + i * es);
-
-				a = op == PENNY_PROD ? a * v : op == PENNY_MIN ? (v < a ? v : a)
-					: op == PENNY_MAX ? (v > a ? v : a) : a + v;
-			}
-			if (dt == PENNY_DOUBLE) {
-				if (op == PENNY_AVG)
-					a /= n;
-				memcpy(&bits, &a, 8);
-			} else {
-				float x = (float)a;
-
-				if (op == PENNY_AVG)
-					x /= (float)n;
-				bits = dt == PENNY_HALF ? penny_f32_to_half(x)
-				       : dt == PENNY_BFLOAT16 ? penny_f32_to_bf16(x) : penny_f32_bits(x);
-			}
-		} else {
-			int64_t a = as_int(dt, all + i * es);
-
-			for (r = 1; r < n; r++) {
-				int64_t v = as_int(dt, all + (size_t)r * bytes + i * es);
-
-				a = op == PENNY_PROD ? (int64_t)((uint64_t)a * (uint64_t)v)
-				    : op == PENNY_MIN ? (v < a ? v : a)
-				    : op == PENNY_MAX ? (v > a ? v : a) : (int64_t)((uint64_t)a + (uint64_t)v);
-				a = penny_data_wrap(dt, a);
-			}
-			if (op == PENNY_AVG)
-				a = dt == PENNY_UINT64 ? (int64_t)((uint64_t)a / (uint64_t)n) : a / n;
-			bits = (uint64_t)a;
-		}
 #ifdef FAKE_WRONG
 		if (i == 1)
 			bits ^= 1;
@@ -418,6 +435,167 @@ static int fake_allgather(void *be, const void *send, void *recv, size_t count, 
 		memcpy(recv, all, bytes * (size_t)f->host->nranks);
 	free(all);
 	return ret ? fail(ret, "allgather failed") : 0;
+}
+#endif
+
+#if !defined(FAKE_OLD_SIZE) && !defined(FAKE_NOXNODE)
+/*
+ * Across nodes with the core's proxy: the "kernel" runs in the calling
+ * thread, chunk by chunk, with the protocol of the boxes (penny_plugin.h):
+ * it is what the cuda plugin's xnode kernel does, on the host.
+ */
+struct fake_xn {
+	struct penny_xnode_v1 x;
+	uint64_t out_t;				/* next outbox ticket */
+	uint64_t in_k[PENNY_XBOX_MAX_NODES];	/* next chunk from each node */
+};
+
+static int fake_xnode_open(void *be, const struct penny_xnode_v1 *x, void **xn)
+{
+	struct fake_xn *n;
+
+	(void)be;
+	if (!x || x->size < sizeof(*x) || x->slots < 2 || !x->slot_bytes || x->slot_bytes % 16 ||
+	    x->nnodes < 2 || x->nnodes > PENNY_XBOX_MAX_NODES || x->node < 0 ||
+	    x->node >= x->nnodes || x->nranks < x->nnodes || !x->outbox || !x->inbox)
+		return fail(-EINVAL, "xnode: bad box description");
+	if (((const struct penny_xctl *)x->outbox)->magic != PENNY_XBOX_MAGIC)
+		return fail(-EINVAL, "xnode: the outbox has no magic");
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return fail(-ENOMEM, "out of memory");
+	n->x = *x;
+	*xn = n;
+	return 0;
+}
+
+static void fake_xnode_close(void *be, void *xn)
+{
+	(void)be;
+	free(xn);
+}
+
+/* Wait until *w >= v; -ECANCELED when the proxy gave up, -ETIMEDOUT. */
+static int xwait(const struct fake_xn *n, const uint64_t *w, uint64_t v, int peer)
+{
+	const struct penny_xctl *ctl = n->x.outbox;
+	double t0 = 0;
+	unsigned spins = 0;
+
+	while (__atomic_load_n(w, __ATOMIC_ACQUIRE) < v) {
+		if (__atomic_load_n(&ctl->abort, __ATOMIC_ACQUIRE))
+			return fail(-ECANCELED, "xnode: the cross-node proxy gave up");
+		if (++spins % 64)
+			continue;
+		sched_yield();
+		if (!t0)
+			t0 = now_us();
+		else if ((now_us() - t0) * 1e3 > (double)n->x.timeout_ns)
+			return fail(-ETIMEDOUT, "xnode: timed out waiting for node %d", peer);
+	}
+	return 0;
+}
+
+static int fake_xnode_allreduce(void *be, void *xnp, const void *send, void *recv, size_t count,
+				int dt, int op)
+{
+	struct fake_xn *n = xnp;
+	const struct penny_xnode_v1 *x = &n->x;
+	int es = penny_data_size(dt), N = x->nnodes, q, ret = 0;
+	uint64_t bytes, nch, c, S = x->slots, C = x->slot_bytes;
+	char *out = x->outbox, *in = x->inbox, *tmp;
+
+	(void)be;
+	if (!es || op < 0 || op >= PENNY_NREDOPS)
+		return fail(-EINVAL, "bad type or op");
+	bytes = (uint64_t)count * (uint64_t)es;
+	nch = (bytes + C - 1) / C;
+	tmp = malloc(C);
+	if (!tmp)
+		return fail(-ENOMEM, "out of memory");
+	for (c = 0; c < nch && !ret; c++) {
+		uint64_t off = c * C, len = bytes - off < C ? bytes - off : C, t = n->out_t + c;
+		struct penny_xout_slot *o = (struct penny_xout_slot *)(out + PENNY_XBOX_LINE) + t % S;
+		const char *src[PENNY_XBOX_MAX_NODES];
+		size_t i;
+
+		if (t >= S)
+			ret = xwait(n, &o->sent, t + 1 - S, -1);
+		if (ret)
+			break;
+		memcpy(out + penny_xbox_out_data(x->slots, C, (uint32_t)(t % S)),
+		       (const char *)send + off, len);
+		o->len = len;
+		o->mask = N == 64 ? ~0ull : (1ull << N) - 1;
+		__atomic_store_n(&o->ready, t + 1, __ATOMIC_RELEASE);
+		for (q = 0; q < N && !ret; q++) {
+			uint64_t k = n->in_k[q] + c;
+			struct penny_xin_slot *s =
+				(struct penny_xin_slot *)(in + penny_xbox_in_hdr(x->slots, q,
+										 (uint32_t)(k % S)));
+
+			if (q == x->node) {
+				src[q] = (const char *)send + off;
+				continue;
+			}
+			ret = xwait(n, &s->ready, k + 1, q);
+			if (!ret && s->len != len)
+				ret = fail(-EPROTO, "xnode: node %d sent %llu bytes, %llu expected", q,
+					   (unsigned long long)s->len, (unsigned long long)len);
+			src[q] = in + penny_xbox_in_data(N, x->slots, C, q, (uint32_t)(k % S));
+		}
+		if (ret)
+			break;
+		for (i = 0; i < len / (uint64_t)es; i++) {
+			uint64_t bits = combine(dt, op, src, N, i, x->nranks);
+
+			memcpy(tmp + i * es, &bits, (size_t)es);
+		}
+		memcpy((char *)recv + off, tmp, len);
+		for (q = 0; q < N; q++)
+			if (q != x->node) {
+				uint64_t k = n->in_k[q] + c;
+				struct penny_xin_slot *s = (struct penny_xin_slot *)(
+					in + penny_xbox_in_hdr(x->slots, q, (uint32_t)(k % S)));
+
+				__atomic_store_n(&s->done, k + 1, __ATOMIC_RELEASE);
+			}
+	}
+	free(tmp);
+	/* a failed call leaves the boxes mid-protocol: the proxy has given up
+	 * (abort) or a peer is gone, and the job ends here */
+	n->out_t += nch;
+	for (q = 0; q < N; q++)
+		n->in_k[q] += nch;
+	return ret;
+}
+
+static int fake_time_fn(void *be, struct penny_time_v2 *t2, int (*enqueue)(void *), void *arg)
+{
+	struct fake *f = be;
+	struct penny_time_v1 *t = &t2->t;
+	struct timespec a, b;
+	int i, ret = 0, n;
+
+	if (t2->size < sizeof(*t2) || t->iters <= 0 || t->warmup < 0 || t->graph < 0)
+		return fail(-EINVAL, "time_fn: bad arguments");
+#ifdef FAKE_NOGRAPH
+	if (t->graph > 0)
+		return fail(-ENOTSUP, "no graphs");
+#endif
+	n = t->graph > 0 ? (t->iters + t->graph - 1) / t->graph * t->graph : t->iters;
+	for (i = 0; i < t->warmup && !ret; i++)
+		ret = enqueue(arg);
+	if (!ret && f->host->barrier)
+		ret = f->host->barrier(f->host->ctx);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (i = 0; i < n && !ret; i++)
+		ret = enqueue(arg);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	t->iters_run = n;
+	t->usec = ((b.tv_sec - a.tv_sec) * 1e6 + (b.tv_nsec - a.tv_nsec) / 1e3) / (n ? n : 1);
+	t2->host_usec = t->usec;
+	return ret;
 }
 #endif
 
@@ -591,6 +769,12 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.allgather = fake_allgather,
 	.export_dmabuf = fake_export_dmabuf,
 	.hostbw = fake_hostbw,
+#ifndef FAKE_NOXNODE
+	.xnode_open = fake_xnode_open,
+	.xnode_allreduce = fake_xnode_allreduce,
+	.xnode_close = fake_xnode_close,
+	.time_fn = fake_time_fn,
+#endif
 #endif
 };
 #else

@@ -206,7 +206,9 @@ two_nodes() {
 	return $rc
 }
 
+# The host-staged path (PENNY_XNODE=0); the GPU-driven one is t0603's.
 test_expect_success 'two nodes: the plugin runs hierarchically, every type x op exact' '
+	export PENNY_XNODE=0 &&
 	sizes() { case $1 in int8|uint8) echo 1;; half|bfloat16) echo 2;; int32|uint32|float) echo 4;;
 		*) echo 8;; esac; }
 	for t in int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double; do
@@ -222,7 +224,7 @@ test_expect_success 'two nodes: the plugin runs hierarchically, every type x op 
 	done
 '
 test_expect_success 'two nodes: a plugin named cuda, timed, next to the host backend' '
-	PENNY_PLUGIN_PATH=$fakes/cuda two_nodes out --backend host,cuda --algo auto,ring -b 1K -e 64K \
+	PENNY_XNODE=0 PENNY_PLUGIN_PATH=$fakes/cuda two_nodes out --backend host,cuda --algo auto,ring -b 1K -e 64K \
 		-f 8 -n 2 -w 1 -d bfloat16 -o avg &&
 	grep -q "4 ranks on 2 nodes" out && grep -q "via tcp" out &&
 	grep -q "cuda: hierarchical over 2 nodes" out &&
@@ -230,7 +232,7 @@ test_expect_success 'two nodes: a plugin named cuda, timed, next to the host bac
 	grep -q "^# ratios against host" out
 '
 test_expect_success 'two nodes: -G cannot capture the hierarchical allreduce (exit 2)' '
-	! two_nodes out --backend fake -G 4 -b 1K -e 1K &&
+	! PENNY_XNODE=0 two_nodes out --backend fake -G 4 -b 1K -e 1K &&
 	one_line err0 && grep -q "CUDA graphs cannot capture the fake allreduce across 2 nodes" err0
 '
 test_expect_success 'two nodes: a plugin that spans nodes itself runs flat' '
