@@ -95,6 +95,9 @@ static const struct sym syms[] = {
 	OPT(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
 	OPT(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
 	OPT(LaunchKernelEx, "cuLaunchKernelEx"),
+	OPT(MemHostRegister, "cuMemHostRegister_v2|cuMemHostRegister"),
+	OPT(MemHostUnregister, "cuMemHostUnregister"),
+	OPT(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2|cuMemHostGetDevicePointer"),
 };
 #undef S
 #undef OPT

@@ -51,6 +51,8 @@ typedef struct {
 #define CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 1u
 #define CU_STREAM_NON_BLOCKING 1u
 #define CU_MEMHOSTALLOC_PORTABLE 1u
+#define CU_MEMHOSTREGISTER_PORTABLE 1u
+#define CU_MEMHOSTREGISTER_DEVICEMAP 2u
 #define CU_EVENT_DEFAULT 0u
 #define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
 #define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
@@ -117,6 +119,10 @@ struct pn_cudrv {
 	 * dependent launch) */
 	CUresult (*LaunchKernelEx)(const CUlaunchConfig *cfg, CUfunction f, void **params,
 				   void **extra);
+	/* optional: host memory mapped for the device (the cross-node boxes) */
+	CUresult (*MemHostRegister)(void *p, size_t bytes, unsigned flags);
+	CUresult (*MemHostUnregister)(void *p);
+	CUresult (*MemHostGetDevicePointer)(CUdeviceptr *d, void *p, unsigned flags);
 };
 
 /*

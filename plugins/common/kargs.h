@@ -73,8 +73,32 @@ struct pn_ar_args {
 /* LL area: [2 parities][MAX_RANKS slots][ll_slot_bytes]; then the tile
  * scratch: [MAX_BLOCKS... blocks][2 parities][MAX_RANKS slots][slot_bytes]. */
 
+/*
+ * The cross-node kernel pn_xn_<type>_<op> (penny_plugin_v1.xnode_*): the
+ * boxes as the device sees them (penny_plugin.h's layout: slot headers of
+ * PN_XSLOT bytes with the ready word at 0, len at 8, mask at 16 and the
+ * other side's word, sent or done, at 64).
+ */
+#define PN_XSLOT 128
+#define PN_XN_MAX_NODES PN_AR_MAX_RANKS
+struct pn_xn_args {
+	uint64_t send, recv, count;	/* count elements */
+	uint64_t ctl;			/* outbox control line (abort word at 0) */
+	uint64_t out_hdr, out_data;	/* outbox slot headers, data */
+	uint64_t in_hdr, in_data;	/* inbox: [node][slot] headers, data */
+	uint64_t ctr;			/* device uint64 [1 + nnodes + 1]: next outbox ticket,
+					 * next chunk from each node, blocks done */
+	uint64_t err;			/* device uint32 [2]: error word, detail */
+	uint64_t slot_bytes;		/* this call's chunk (<= stride) */
+	uint64_t stride;		/* bytes between two slots' data */
+	uint64_t timeout_ns;
+	uint32_t slots;
+	int32_t nnodes, node, nranks;
+};
+
 /* error word bits */
 #define PN_ERR_TIMEOUT 1u	/* a wait timed out; detail = peer rank */
 #define PN_ERR_DESC 2u		/* buffers differ between ranks */
+#define PN_ERR_XNODE 4u		/* the cross-node proxy gave up; detail = node */
 
 #endif

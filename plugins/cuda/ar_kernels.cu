@@ -918,6 +918,235 @@ template <typename T, int OP> PN_DEV void pn_ar_ring(const struct pn_ar_args &a)
 	PN_AR_KERNEL(algo, T, tname, PENNY_MAX, max)                                           \
 	PN_AR_KERNEL(algo, T, tname, PENNY_AVG, avg)
 
+#ifdef PN_XNODE_KERNELS
+/*
+ * Across nodes (penny_plugin_v1.xnode_allreduce): chunk c of this rank's
+ * buffer goes into outbox ticket base + c for the core's proxy thread, which
+ * sends it to every other node; chunk c from node q arrives in inbox slot
+ * (base_q + c) % slots of ring q.  Each block takes chunks c = block, block
+ * + grid, ...: it waits for its outbox slot to be free (the proxy sent the
+ * ticket slots before), copies the chunk in, raises ready (st.release.sys
+ * after __syncthreads: cumulative over the block's stores), waits for every
+ * node's chunk, reduces in node order into recv and frees the inbox slots.
+ * Every block is resident at once (grid <= slots and SMs), so the lowest
+ * unfinished chunk can always go on.  The tickets live in device memory
+ * (the last block moves them on): graph replays are safe.  The waits end on
+ * the proxy's abort word or after timeout_ns (PN_ERR_XNODE / PN_ERR_TIMEOUT).
+ */
+PN_DEV uint64_t pn_ld_acquire_u64(const uint64_t *p)
+{
+#ifndef PN_EMU
+	uint64_t v;
+
+	asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+#else
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
+PN_DEV void pn_st_release_u64(uint64_t *p, uint64_t v)
+{
+#ifndef PN_EMU
+	asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#else
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+PN_DEV void pn_xn_fail(const struct pn_xn_args &a, uint32_t bit, int node)
+{
+	uint32_t *e = (uint32_t *)a.err;
+
+	pn_atomic_or(&e[0], bit);
+	e[1] = (uint32_t)node;
+}
+
+/* Wait until *w >= v (thread 0 of a block); false when the call is dead. */
+PN_DEV bool pn_xn_wait(const struct pn_xn_args &a, const uint64_t *w, uint64_t v, int node)
+{
+	uint32_t spins = 0;
+	uint64_t t0 = 0;
+
+	while (pn_ld_acquire_u64(w) < v) {
+		pn_pause();
+		if (++spins < 256)
+			continue;
+		spins = 0;
+		if (pn_ld_volatile_u64((const uint64_t *)a.ctl)) {
+			pn_xn_fail(a, PN_ERR_XNODE, node);
+			return false;
+		}
+		uint64_t now = pn_clock_ns();
+
+		if (!t0) {
+			t0 = now;
+		} else if (now - t0 > a.timeout_ns) {
+			pn_xn_fail(a, PN_ERR_TIMEOUT, node);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* An element as raw bits of its size: one load or store of that width
+ * (host-mapped memory gets no byte-wise read-modify-write of a shared word). */
+template <int B> struct pn_xraw;
+template <> struct pn_xraw<1> { typedef uint8_t U; };
+template <> struct pn_xraw<2> { typedef uint16_t U; };
+template <> struct pn_xraw<4> { typedef uint32_t U; };
+template <> struct pn_xraw<8> { typedef uint64_t U; };
+
+/* The last len % 16 bytes of a chunk, one element per thread: copy into the
+ * outbox (dst non-NULL) or reduce the N sources into dst2. */
+template <typename T, int OP>
+PN_DEV void pn_xn_tail_copy(char *dst, const char *src, uint64_t from, uint64_t len)
+{
+	typedef typename pn_xraw<sizeof(T)>::U U;
+
+	for (uint64_t o = from + (uint64_t)pn_tid() * sizeof(T); o < len; o += pn_ntid() * sizeof(T))
+		*(volatile U *)(dst + o) = *(const U *)(src + o);
+}
+
+template <typename T, int OP>
+PN_DEV void pn_xn_tail_reduce(const char *const *src, const bool *remote, int nsrc, char *dst,
+			      uint64_t from, uint64_t len, int n)
+{
+	typedef typename pn_xraw<sizeof(T)>::U U;
+
+	for (uint64_t o = from + (uint64_t)pn_tid() * sizeof(T); o < len; o += pn_ntid() * sizeof(T)) {
+		pn_pack<T, OP, sizeof(T)> pk;
+
+		for (int s = 0; s < nsrc; s++) {
+			U u = remote[s] ? *(const volatile U *)(src[s] + o) : *(const U *)(src[s] + o);
+
+			if (s == 0)
+				pk.first(&u);
+			else
+				pk.add(&u);
+		}
+		U r;
+
+		pk.out(&r, n, true);
+		*(U *)(dst + o) = r;
+	}
+}
+
+template <typename T, int OP> PN_DEV void pn_xnode(const struct pn_xn_args &a)
+{
+	uint64_t *ctr = (uint64_t *)a.ctr;
+	const uint64_t S = a.slots, C = a.slot_bytes, D = a.stride, bytes = a.count * sizeof(T);
+	const uint64_t nch = (bytes + C - 1) / C, base_out = ctr[0];
+	const int N = a.nnodes, me = a.node;
+	const char *send = (const char *)a.send;
+	char *recv = (char *)a.recv;
+	__shared__ uint64_t base_in[PN_XN_MAX_NODES];
+	__shared__ int dead;
+
+	if (pn_tid() < (unsigned)N)
+		base_in[pn_tid()] = ctr[1 + pn_tid()];
+	if (pn_tid() == 0)
+		dead = 0;
+	pn_sync();
+	for (uint64_t c = pn_bid(); c < nch && !dead; c += pn_nbid()) {
+		const uint64_t off = c * C, len = bytes - off < C ? bytes - off : C;
+		const uint64_t t = base_out + c;
+		uint64_t *o = (uint64_t *)(a.out_hdr + (t % S) * PN_XSLOT);
+
+		if (pn_tid() == 0 && t >= S && !pn_xn_wait(a, o + 8, t + 1 - S, -1))
+			dead = 1;
+		pn_sync();
+		if (dead)
+			break;
+		{
+			const uint64_t main = len & ~(uint64_t)15;
+
+			pn_block_copy((char *)(a.out_data + (t % S) * D), send + off, main, false, sizeof(T));
+			pn_xn_tail_copy<T, OP>((char *)(a.out_data + (t % S) * D), send + off, main, len);
+		}
+		pn_sync();
+		if (pn_tid() == 0) {
+			pn_st_volatile_u64(o + 1, len);
+			pn_st_volatile_u64(o + 2, N == 64 ? ~0ull : (1ull << N) - 1);
+			pn_st_release_u64(o, t + 1);
+			for (int q = 0; q < N && !dead; q++) {
+				uint64_t k = base_in[q] + c;
+				const uint64_t *h = (const uint64_t *)(a.in_hdr +
+								     ((uint64_t)q * S + k % S) * PN_XSLOT);
+
+				if (q != me && !pn_xn_wait(a, h, k + 1, q))
+					dead = 1;
+			}
+		}
+		pn_sync();
+		if (dead)
+			break;
+		{
+			const char *src[PN_AR_MAX_RANKS];
+			bool remote[PN_AR_MAX_RANKS];
+
+#pragma unroll
+			for (int q = 0; q < PN_AR_MAX_RANKS; q++) {
+				uint64_t k = q < N ? base_in[q] + c : 0;
+
+				src[q] = q == me ? send + off
+						 : (const char *)(a.in_data + ((uint64_t)q * S + k % S) * D);
+				remote[q] = q != me;
+			}
+			const uint64_t main = len & ~(uint64_t)15;
+
+			pn_block_reduce<T, OP>(src, remote, N, recv + off, NULL, 0, main, a.nranks, true);
+			pn_xn_tail_reduce<T, OP>(src, remote, N, recv + off, main, len, a.nranks);
+		}
+		pn_sync();
+		if (pn_tid() == 0)
+			for (int q = 0; q < N; q++)
+				if (q != me) {
+					uint64_t k = base_in[q] + c;
+
+					pn_st_release_u64((uint64_t *)(a.in_hdr +
+								       ((uint64_t)q * S + k % S) * PN_XSLOT) + 8,
+							  k + 1);
+				}
+	}
+	/* the last block moves the tickets on, dead or not (the job is failing then) */
+	pn_sync();
+	if (pn_tid() == 0) {
+		__threadfence();
+		if (pn_atomic_add((uint32_t *)&ctr[1 + N], 1) == pn_nbid() - 1) {
+			ctr[1 + N] = 0;
+			ctr[0] = base_out + nch;
+			for (int q = 0; q < N; q++)
+				ctr[1 + q] = base_in[q] + nch;
+			__threadfence();
+		}
+	}
+}
+
+#define PN_XN_KERNEL(T, tname, OP, oname)                                                      \
+	extern "C" __global__ void PN_BOUNDS pn_xn_##tname##_##oname(struct pn_xn_args a)      \
+	{                                                                                      \
+		pn_xnode<T, OP>(a);                                                            \
+	}
+#define PN_XN_OPS(T, tname)                                                                    \
+	PN_XN_KERNEL(T, tname, PENNY_SUM, sum)                                                 \
+	PN_XN_KERNEL(T, tname, PENNY_PROD, prod)                                               \
+	PN_XN_KERNEL(T, tname, PENNY_MIN, min)                                                 \
+	PN_XN_KERNEL(T, tname, PENNY_MAX, max)                                                 \
+	PN_XN_KERNEL(T, tname, PENNY_AVG, avg)
+PN_XN_OPS(int8_t, int8)
+PN_XN_OPS(uint8_t, uint8)
+PN_XN_OPS(int32_t, int32)
+PN_XN_OPS(uint32_t, uint32)
+PN_XN_OPS(int64_t, int64)
+PN_XN_OPS(uint64_t, uint64)
+PN_XN_OPS(pn_half_t, half)
+PN_XN_OPS(pn_bf16_t, bfloat16)
+PN_XN_OPS(float, float)
+PN_XN_OPS(double, double)
+
+#else /* the allreduce kernels */
+
 #ifndef PN_AR_ALGO
 #define PN_AR_ALGO_LIST(X) X(oneshot) X(oneshot_fl) X(twoshot_ll) X(twoshot) X(ring) X(twoshot_hy)
 #else
@@ -937,3 +1166,5 @@ template <typename T, int OP> PN_DEV void pn_ar_ring(const struct pn_ar_args &a)
 	PN_AR_OPS(algo, double, double)
 
 PN_AR_ALGO_LIST(PN_AR_TYPES)
+
+#endif /* PN_XNODE_KERNELS */

@@ -338,6 +338,7 @@ struct pn_cuda {
 	uint32_t next_id;
 	struct pn_reg *ws, *stage;
 	size_t ws_bytes;
+	const void *xnode_image;	/* the cross-node kernels (xnode.c), NULL if not built */
 	char desc[360];
 };
 
@@ -673,6 +674,7 @@ int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *ho
 	c->host = host;
 	c->rank = host->rank;
 	c->n = host->nranks;
+	c->xnode_image = im->xnode;
 	ret = pn_gpu_open(&c->g, host, device, im->data);
 	if (!ret)
 		ret = read_cfg(c);
@@ -1020,6 +1022,31 @@ int pn_cuda_export_dmabuf(void *be, void *ptr, size_t bytes, int *fd, uint64_t *
 	return ret ? ret : pn_gpu_export_dmabuf(&c->g, ptr, bytes, fd, offset);
 }
 
+struct pn_gpu *pn_cuda_gpu(void *be)
+{
+	return &((struct pn_cuda *)be)->g;
+}
+
+const void *pn_cuda_xnode_image(void *be)
+{
+	return ((struct pn_cuda *)be)->xnode_image;
+}
+
+void pn_cuda_stage(void *be, CUdeviceptr *p, uint64_t *bytes)
+{
+	struct pn_cuda *c = be;
+
+	*p = c->stage->base;
+	*bytes = c->cfg.stage_bytes;
+}
+
+CUdeviceptr pn_cuda_err_word(void *be)
+{
+	struct pn_cuda *c = be;
+
+	return c->ws->base + PN_WS_COUNTERS + 4 * PN_CNT_ERR;
+}
+
 /* Errors the kernels recorded in the workspace since the last check. */
 static int kernel_errors(struct pn_cuda *c)
 {
@@ -1031,6 +1058,8 @@ static int kernel_errors(struct pn_cuda *c)
 		return 0;
 	PN_CU(c->g.cu, MemcpyHtoD(at, zero, sizeof(zero)), "cuMemcpyHtoD");
 	PN_CU(c->g.cu, StreamSynchronize(NULL), "cuStreamSynchronize (default stream)");
+	if (w[0] & PN_ERR_XNODE)
+		return pn_plugin_fail(-ECANCELED, "the cross-node proxy gave up (node %d)", (int)w[1]);
 	if (w[0] & PN_ERR_DESC)
 		return pn_plugin_fail(-EINVAL, "allreduce buffers differ between ranks (rank %u "
 					       "passed another buffer or offset, or a buffer registered "
@@ -1080,6 +1109,25 @@ static int cuda_time(struct pn_cuda *c, struct penny_time_v1 *t, double *host_us
 int pn_cuda_time(void *be, struct penny_time_v1 *t)
 {
 	return cuda_time(be, t, NULL);
+}
+
+int pn_cuda_time_fn(void *be, struct penny_time_v2 *t, int (*enqueue)(void *), void *arg)
+{
+	struct pn_cuda *c = be;
+	int ret = pn_gpu_time2_check(t);
+
+	if (!ret)
+		ret = pn_gpu_enter(&c->g);
+	if (!ret)
+		ret = pn_gpu_time(&c->g, enqueue, arg, &t->t, &t->host_usec);
+	if (!ret)
+		ret = kernel_errors(c);
+	return ret;
+}
+
+int pn_cuda_kernel_errors(void *be)
+{
+	return kernel_errors(be);
 }
 
 int pn_cuda_time2(void *be, struct penny_time_v2 *t)

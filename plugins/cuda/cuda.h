@@ -38,6 +38,7 @@ int pn_kern_algo(int kern);
 struct pn_cuda_images {
 	const void *data;
 	const void *kern[PN_NKERNS];
+	const void *xnode;	/* pn_xn_* (ar_kernels.cu with PN_XNODE_KERNELS) */
 };
 
 /* A buffer mapped into every local rank. */
@@ -134,6 +135,19 @@ int pn_cuda_time2(void *be, struct penny_time_v2 *t);
 int pn_cuda_sync(void *be);
 int pn_cuda_allgather(void *be, const void *send, void *recv, size_t count, int dtype);
 int pn_cuda_export_dmabuf(void *be, void *ptr, size_t bytes, int *fd, uint64_t *offset);
+int pn_cuda_time_fn(void *be, struct penny_time_v2 *t, int (*enqueue)(void *), void *arg);
+/* For xnode.c: the device, the kernels' error word, its check. */
+struct pn_gpu *pn_cuda_gpu(void *be);
+const void *pn_cuda_xnode_image(void *be);
+CUdeviceptr pn_cuda_err_word(void *be);
+/* The staging buffer (device memory, stage_bytes). */
+void pn_cuda_stage(void *be, CUdeviceptr *p, uint64_t *bytes);
+int pn_cuda_kernel_errors(void *be);
+/* Across nodes with the core's proxy (xnode.c). */
+int pn_cuda_xnode_open(void *be, const struct penny_xnode_v1 *x, void **xn);
+int pn_cuda_xnode_allreduce(void *be, void *xn, const void *send, void *recv, size_t count,
+			    int dtype, int op);
+void pn_cuda_xnode_close(void *be, void *xn);
 /* The registration holding [p, p + bytes), or NULL (tests). */
 const struct pn_reg *pn_cuda_find_reg(void *be, const void *p, size_t bytes);
 

@@ -9,11 +9,13 @@ extern const unsigned char pn_image_twoshot_ll[];
 extern const unsigned char pn_image_twoshot[];
 extern const unsigned char pn_image_ring[];
 extern const unsigned char pn_image_twoshot_hy[];
+extern const unsigned char pn_image_xnode[];
 
 static const struct pn_cuda_images images = {
 	.data = pn_image_data,
 	.kern = { pn_image_oneshot, pn_image_oneshot_fl, pn_image_twoshot_ll, pn_image_twoshot,
 		  pn_image_ring, pn_image_twoshot_hy },
+	.xnode = pn_image_xnode,
 };
 
 static int init(const struct penny_host_v1 *host, int device, void **be)
@@ -61,4 +63,8 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.export_dmabuf = pn_cuda_export_dmabuf,
 	.hostbw = hostbw,
 	.time2 = pn_cuda_time2,
+	.xnode_open = pn_cuda_xnode_open,
+	.xnode_allreduce = pn_cuda_xnode_allreduce,
+	.xnode_close = pn_cuda_xnode_close,
+	.time_fn = pn_cuda_time_fn,
 };

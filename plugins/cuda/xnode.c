@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The cuda plugin across nodes (penny_plugin_v1.xnode_*): the core's boxes
+ * registered as mapped host memory (cuMemHostRegister with DEVICEMAP), the
+ * kernel's ticket counters in device memory, and the launch of pn_xn_*
+ * (ar_kernels.cu with PN_XNODE_KERNELS) on the plugin's stream.
+ */
+#include "cuda.h"
+#include "penny_data.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert(sizeof(struct penny_xout_slot) == PN_XSLOT, "outbox slot header");
+_Static_assert(sizeof(struct penny_xin_slot) == PN_XSLOT, "inbox slot header");
+
+struct pn_cuda_xn {
+	struct penny_xnode_v1 x;
+	CUdeviceptr out_d, in_d;	/* the boxes as the device sees them */
+	int out_reg, in_reg;
+	CUdeviceptr ctr;		/* uint64 [1 + nnodes + 1] */
+	CUmodule mod;
+	CUfunction fn[PENNY_NDTYPES][PENNY_NREDOPS];
+	unsigned blocks;		/* largest grid */
+};
+
+static const char *const xn_types[PENNY_NDTYPES] = {
+	"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double",
+};
+static const char *const xn_ops[PENNY_NREDOPS] = { "sum", "prod", "min", "max", "avg" };
+
+static int map_box(const struct pn_cudrv *cu, void *p, size_t bytes, CUdeviceptr *d, int *reg)
+{
+	PN_CU(cu, MemHostRegister(p, bytes, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP),
+	      "cuMemHostRegister");
+	*reg = 1;
+	PN_CU(cu, MemHostGetDevicePointer(d, p, 0), "cuMemHostGetDevicePointer");
+	return 0;
+}
+
+void pn_cuda_xnode_close(void *be, void *xnp)
+{
+	struct pn_cuda_xn *n = xnp;
+	struct pn_gpu *g = pn_cuda_gpu(be);
+	const struct pn_cudrv *cu = g->cu;
+
+	if (!n)
+		return;
+	pn_gpu_enter(g);
+	cu->StreamSynchronize(g->stream);
+	if (n->out_reg)
+		cu->MemHostUnregister(n->x.outbox);
+	if (n->in_reg)
+		cu->MemHostUnregister(n->x.inbox);
+	if (n->ctr)
+		cu->MemFree(n->ctr);
+	if (n->mod)
+		cu->ModuleUnload(n->mod);
+	free(n);
+}
+
+int pn_cuda_xnode_open(void *be, const struct penny_xnode_v1 *x, void **xn)
+{
+	struct pn_gpu *g = pn_cuda_gpu(be);
+	const struct pn_cudrv *cu = g->cu;
+	const void *image = pn_cuda_xnode_image(be);
+	struct pn_cuda_xn *n;
+	size_t ctr_bytes;
+	int ret;
+
+	*xn = NULL;
+	if (!x || x->size < sizeof(*x) || x->slots < 2 || x->slot_bytes < 16 || x->slot_bytes % 16 ||
+	    x->nnodes < 2 || x->node < 0 || x->node >= x->nnodes || x->nranks < x->nnodes ||
+	    !x->outbox || !x->inbox)
+		return pn_plugin_fail(-EINVAL, "xnode: a bad description of the boxes");
+	if (x->nnodes > PN_XN_MAX_NODES)
+		return pn_plugin_fail(-EOPNOTSUPP, "xnode: %d nodes; the kernel reduces at most %d "
+						   "(PENNY_XNODE=0 runs the host-staged path)",
+				      x->nnodes, PN_XN_MAX_NODES);
+	if (!image)
+		return pn_plugin_fail(-ENOEXEC, "the cuda plugin was built without its xnode kernels");
+	if (!cu->MemHostRegister || !cu->MemHostUnregister || !cu->MemHostGetDevicePointer)
+		return pn_plugin_fail(-EOPNOTSUPP, "the CUDA driver has no cuMemHostRegister");
+	ret = pn_gpu_enter(g);
+	if (ret)
+		return ret;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return pn_plugin_fail(-ENOMEM, "out of memory");
+	n->x = *x;
+	n->blocks = x->slots < 16 ? x->slots : 16;
+	if (n->blocks > (unsigned)g->nsm)
+		n->blocks = (unsigned)g->nsm;
+	ctr_bytes = 8 * ((size_t)x->nnodes + 2);
+	ret = map_box(cu, x->outbox, penny_xbox_out_bytes(x->slots, x->slot_bytes), &n->out_d,
+		      &n->out_reg);
+	if (!ret)
+		ret = map_box(cu, x->inbox, penny_xbox_in_bytes(x->nnodes, x->slots, x->slot_bytes),
+			      &n->in_d, &n->in_reg);
+	if (!ret) {
+		CUresult r = cu->MemAlloc(&n->ctr, ctr_bytes);
+
+		if (r != CUDA_SUCCESS) {
+			n->ctr = 0;
+			ret = pn_cu_fail(cu, r, "cuMemAlloc");
+		}
+	}
+	if (!ret) {
+		CUresult r = cu->MemsetD8Async(n->ctr, 0, ctr_bytes, g->stream);
+
+		ret = r != CUDA_SUCCESS ? pn_cu_fail(cu, r, "cuMemsetD8Async") : pn_gpu_sync(g);
+	}
+	if (!ret) {
+		CUresult r = cu->ModuleLoadData(&n->mod, image);
+
+		if (r != CUDA_SUCCESS) {
+			n->mod = NULL;
+			ret = pn_cu_fail(cu, r, "cuModuleLoadData (xnode)");
+		}
+	}
+	if (ret) {
+		pn_cuda_xnode_close(be, n);
+		return ret;
+	}
+	*xn = n;
+	return 0;
+}
+
+/*
+ * The chunk of a call of bytes: at least 8 chunks in flight where that keeps
+ * them >= 64 KiB (the GPU's copy out, the wire and the reduce overlap), at
+ * most a slot.  Every rank computes the same from the same call.
+ */
+static uint64_t xn_chunk(const struct penny_xnode_v1 *x, uint64_t bytes)
+{
+	uint64_t c = (bytes / 8 + 4095) & ~(uint64_t)4095;
+
+	if (c < (64u << 10))
+		c = 64u << 10;
+	return c < x->slot_bytes ? c : x->slot_bytes;
+}
+
+/* One launch over [send, + count elements) -> recv (both 16-byte aligned). */
+static int xn_launch(void *be, struct pn_cuda_xn *n, CUdeviceptr send, CUdeviceptr recv,
+		     uint64_t count, int dtype, int op, uint64_t chunk)
+{
+	struct pn_gpu *g = pn_cuda_gpu(be);
+	const struct penny_xnode_v1 *x = &n->x;
+	struct pn_xn_args a;
+	uint64_t nch;
+	unsigned grid;
+
+	if (!n->fn[dtype][op]) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "pn_xn_%s_%s", xn_types[dtype], xn_ops[op]);
+		PN_CU(g->cu, ModuleGetFunction(&n->fn[dtype][op], n->mod, name), name);
+	}
+	memset(&a, 0, sizeof(a));
+	a.send = send;
+	a.recv = recv;
+	a.count = count;
+	a.ctl = n->out_d;
+	a.out_hdr = n->out_d + PENNY_XBOX_LINE;
+	a.out_data = n->out_d + penny_xbox_out_data(x->slots, x->slot_bytes, 0);
+	a.in_hdr = n->in_d + penny_xbox_in_hdr(x->slots, 0, 0);
+	a.in_data = n->in_d + penny_xbox_in_data(x->nnodes, x->slots, x->slot_bytes, 0, 0);
+	a.ctr = n->ctr;
+	a.err = pn_cuda_err_word(be);
+	a.slot_bytes = chunk;
+	a.stride = x->slot_bytes;
+	a.timeout_ns = x->timeout_ns;
+	a.slots = x->slots;
+	a.nnodes = x->nnodes;
+	a.node = x->node;
+	a.nranks = x->nranks;
+	nch = (count * (uint64_t)penny_data_size(dtype) + chunk - 1) / chunk;
+	grid = nch < n->blocks ? (unsigned)nch : n->blocks;
+	return pn_gpu_launch(g, n->fn[dtype][op], grid, 512, &a);
+}
+
+/*
+ * The kernel moves 16-byte vectors: buffers that are not 16-byte aligned go
+ * through the staging buffer, in pieces of whole chunks, so the chunks on
+ * the wire are the same as an aligned peer's (alignment may differ between
+ * ranks).
+ */
+int pn_cuda_xnode_allreduce(void *be, void *xnp, const void *send, void *recv, size_t count,
+			    int dtype, int op)
+{
+	struct pn_cuda_xn *n = xnp;
+	struct pn_gpu *g = pn_cuda_gpu(be);
+	CUdeviceptr s = (CUdeviceptr)(uintptr_t)send, d = (CUdeviceptr)(uintptr_t)recv, st;
+	uint64_t es, bytes, piece, off, stage_bytes, chunk;
+	int ret = pn_gpu_check_args(count, dtype, op);
+
+	if (ret || !count)
+		return ret;
+	ret = pn_gpu_enter(g);
+	if (ret)
+		return ret;
+	es = (uint64_t)penny_data_size(dtype);
+	bytes = count * es;
+	chunk = xn_chunk(&n->x, bytes);
+	if (!((s | d) & 15))
+		return xn_launch(be, n, s, d, count, dtype, op, chunk);
+	pn_cuda_stage(be, &st, &stage_bytes);
+	piece = stage_bytes / chunk * chunk;
+	if (!piece)
+		return pn_plugin_fail(-EINVAL, "xnode: chunks of %llu bytes do not fit the staging "
+					       "buffer (PENNY_CUDA_STAGING, %llu bytes) that unaligned "
+					       "buffers need",
+				      (unsigned long long)chunk, (unsigned long long)stage_bytes);
+	for (off = 0; off < bytes && !ret; off += piece) {
+		uint64_t len = bytes - off < piece ? bytes - off : piece;
+
+		PN_CU(g->cu, MemcpyAsync(st, s + off, len, g->stream), "cuMemcpyAsync");
+		ret = xn_launch(be, n, st, st, len / es, dtype, op, chunk);
+		if (!ret)
+			PN_CU(g->cu, MemcpyAsync(d + off, st, len, g->stream), "cuMemcpyAsync");
+	}
+	return ret;
+}
