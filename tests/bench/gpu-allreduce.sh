@@ -13,8 +13,9 @@
 # Environment: B (build dir, default build-gpu), GPUS ("4 2"), MAXB (1G),
 # EXTRA=0 skips the flags-only variant; NGPU and BACKENDS (driver's --backend)
 # override for a dry run (BACKENDS=fake with PENNY_PLUGIN_PATH's test plugins).
-# With 2 GPUs or more the hierarchical part runs too (two PENNY_NODE_ID nodes
-# of half the GPUs, tcp between), cuda against NCCL across the same nodes.
+# With 2 GPUs or more the cross-node part runs too (PENNY_NODE_ID nodes of
+# half the GPUs, and of one GPU with 4): penny's GPU-driven path over tcp and
+# shm against NCCL across the same nodes, and the host-staged path.
 # DRV=path/to/penny-gpu-driver uses a prebuilt driver (only the plugins are
 # built).  PENNY=path/to/penny uses a prebuilt binary (its shared libraries on
 # LD_LIBRARY_PATH) instead of building $B/penny, which needs the RDMA, hwloc
@@ -23,7 +24,10 @@
 # machine with a compiler, make and nvcc is enough for them.
 # PENNY_BACKENDS (cuda,nccl), ITERS (100) and WARMUP (20): the penny runs'
 # --backend, -n and -w; DRIVER_ITERS: the driver's -n (default by size); JSON=1 repeats them with --json; DRIVER_PERF=0 skips
-# the driver's timing sweep; HIER_ONLY=1 runs only the hierarchical part.
+# the driver's timing sweep; HIER_ONLY=1 runs only the cross-node part
+# (XMAXB, default 256M, and XITERS, default 20, its largest size and -n).
+# PLUGINDIR=dir uses plugins built before (dir holds penny-cuda.so and
+# penny-nccl.so) instead of building them.
 # NVLink SHARP/multicast stays off.
 set -u
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -58,8 +62,9 @@ nvcc --version 2>&1 | tail -1 | sed 's/^/# /'
 cd "$top" || exit 2
 t0=$(date +%s)
 targets=plugins
+[ -n "${PLUGINDIR:-}" ] && targets=
 [ -n "${DRV:-}" ] || targets="$targets $B/tests/helpers/penny-gpu-driver"
-if ! make -j"$(nproc)" B="$B" CFLAGS=-Wno-error $targets >"$out/build.log" 2>&1; then
+if [ -n "$targets" ] && ! make -j"$(nproc)" B="$B" CFLAGS=-Wno-error $targets >"$out/build.log" 2>&1; then
 	tail -n 40 "$out/build.log"
 	echo "# build failed"
 	exit 2
@@ -74,7 +79,7 @@ if [ -z "${PENNY:-}" ]; then
 fi
 [ -n "${PENNY:-}" ] && echo "# penny: $PENNY ($("$PENNY" --version 2>&1))"
 drv=${DRV:-$top/$B/tests/helpers/penny-gpu-driver}
-export PENNY_PLUGIN_PATH=${PENNY_PLUGIN_PATH:+$PENNY_PLUGIN_PATH:}$top/$B/plugins
+export PENNY_PLUGIN_PATH=${PENNY_PLUGIN_PATH:+$PENNY_PLUGIN_PATH:}${PLUGINDIR:-$top/$B/plugins}
 rc=0
 run() {
 	local t=$1
@@ -105,39 +110,64 @@ run_penny() {
 	return 0
 }
 
-# Hierarchical: the GPUs as two "nodes" of half of them each (PENNY_NODE_ID;
-# 4 GPUs: 2 x 2, 2 GPUs: 2 x 1), tcp between them: cuda inside a node, the
-# engine's ring across; every type x op at odd counts (0 wrong), then
-# bfloat16 sum timed against NCCL across the same nodes.
-hier_job() {
-	local port=$((20000 + RANDOM % 20000)) per=$((ngpu / 2)) r n pids=""
-	for ((r = 1; r < 2 * per; r++)); do
+# Across nodes: the GPUs as emulated nodes (PENNY_NODE_ID; NCCL_HOSTID per
+# node for NCCL, which penny sets): 2 nodes of half the GPUs each, and with
+# 4 GPUs also 4 nodes of one.  penny's GPU-driven path (a proxy thread per
+# rank, the cuda plugin's xnode kernel) over tcp and over shm, the
+# host-staged path (PENNY_XNODE=0) for comparison, NCCL across the same
+# nodes (NET/Socket on lo): every type x op at odd counts (0 wrong), then
+# bfloat16 and float sum timed, with and without CUDA graphs.
+xjob() {
+	local nodes=$1 per=$2 port=$((20000 + RANDOM % 20000)) r n pids=""
+	shift 2
+	for ((r = 1; r < nodes * per; r++)); do
 		n=$((r / per))
-		PENNY_NODE_ID=n$n timeout 300 "$PENNY" allreduce-test --rank $r --nranks $((2 * per)) \
+		PENNY_NODE_ID=n$n timeout 600 "$PENNY" allreduce-test --rank $r --nranks $((nodes * per)) \
 			--root 127.0.0.1:$port --transport tcp -g "$(seq -s, $((n * per)) $((n * per + per - 1)))" \
-			--timeout 60 "$@" >/dev/null 2>"$out/hier-err$r" &
+			--timeout 60 "$@" >/dev/null 2>"$out/xnode-err$r" &
 		pids="$pids $!"
 	done
-	PENNY_NODE_ID=n0 timeout 300 "$PENNY" allreduce-test --rank 0 --nranks $((2 * per)) \
-		--root 127.0.0.1:$port --transport tcp -g "$(seq -s, 0 $((per - 1)))" --timeout 60 "$@"
+	PENNY_NODE_ID=n0 timeout 600 "$PENNY" allreduce-test --rank 0 --nranks $((nodes * per)) \
+		--root 127.0.0.1:$port --transport tcp -g "$(seq -s, 0 $((per - 1)))" --timeout 60 "$@" \
+		2>"$out/xnode-err0"
 	r=$?
 	for n in $pids; do wait "$n" || r=1; done
-	[ $r -eq 0 ] || { cat "$out"/hier-err*; echo "## exit $r: hierarchical $*"; rc=1; }
-	rm -f "$out"/hier-err*
+	[ $r -eq 0 ] || { cat "$out"/xnode-err*; echo "## exit $r: $nodes x $per: $*"; rc=1; }
+	rm -f "$out"/xnode-err*
 }
-run_hier() {
-	local t o per=$((ngpu / 2))
+xtimed() {
+	local nodes=$1 per=$2 tag=$3
+	shift 3
+	echo "## $nodes nodes x $per GPUs, $tag: $*"
+	xjob "$nodes" "$per" -b 1K -e "${XMAXB:-256M}" -f 4 -n "${XITERS:-20}" -w 5 \
+		--csv "$base-xnode-${nodes}x$per-$tag.csv" "$@"
+}
+run_xnode() {
+	local t o per=$((ngpu / 2)) nodes
 	[ -n "${PENNY:-}" ] && [ "$ngpu" -ge 2 ] || return 0
-	echo "## hierarchical cuda, 2 nodes x $per GPUs (PENNY_NODE_ID), tcp between: every type x op"
-	for t in int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double; do
-		for o in sum prod min max avg; do
-			hier_job --backend cuda -d $t -o $o -b 1 -e 10M -f 5 -n 2 -w 1 | grep -E "Out of bounds" |
-				sed "s/^/## $t $o: /"
+	export NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
+	for tp in tcp shm; do
+		echo "## cuda across 2 nodes x $per GPUs, GPU-driven over $tp: every type x op, odd counts"
+		for t in int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double; do
+			for o in sum prod min max avg; do
+				PENNY_XNODE_TRANSPORT=$tp xjob 2 "$per" --backend cuda -d $t -o $o -b 1 -e 4M -f 5 \
+					-n 1 -w 0 | grep -E "Out of bounds|differ" | tr '\n' ' ' | sed "s/^/## $tp $t $o: /;s/\$/\n/"
+			done
 		done
 	done
-	echo "## hierarchical cuda vs NCCL across the same 2 nodes x $per GPUs (NCCL_HOSTID per node, NET/Socket on lo), bfloat16 sum, timed"
-	NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 hier_job --backend cuda,nccl -d bfloat16 -o sum \
-		-b 1K -e 256M -f 4 -n 20 -w 5
+	for nodes in 2 $([ "$ngpu" -ge 4 ] && echo 4); do
+		per=$((ngpu / nodes))
+		PENNY_XNODE_TRANSPORT=tcp xtimed $nodes $per tcp --backend cuda,nccl -d bfloat16 -o sum
+		PENNY_XNODE_TRANSPORT=tcp xtimed $nodes $per tcp-G --backend cuda,nccl -d bfloat16 -o sum -G 10
+		PENNY_XNODE_TRANSPORT=tcp xtimed $nodes $per tcp-float --backend cuda,nccl -d float -o sum
+		PENNY_XNODE_TRANSPORT=tcp xtimed $nodes $per tcp-float-G --backend cuda,nccl -d float -o sum -G 10
+		PENNY_XNODE_TRANSPORT=shm xtimed $nodes $per shm --backend cuda,nccl -d bfloat16 -o sum
+		PENNY_XNODE_TRANSPORT=shm xtimed $nodes $per shm-G --backend cuda,nccl -d bfloat16 -o sum -G 10
+		# NCCL's socket transport with as many sockets and threads as penny's proxy
+		NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=1 PENNY_XNODE_TRANSPORT=tcp \
+			xtimed $nodes $per tcp-nccl4 --backend cuda,nccl -d bfloat16 -o sum
+		PENNY_XNODE=0 xtimed $nodes $per staged --backend cuda -d bfloat16 -o sum
+	done
 }
 
 [ "${HIER_ONLY:-0}" = 1 ] && GPUS=
@@ -165,7 +195,7 @@ for np in $GPUS; do
 			--algos oneshot,twoshot --perf -b 16K -e 8M -f 2 --label "x$np-flags" --out "$tsv"
 	fi
 done
-run_hier
+run_xnode
 [ "${HIER_ONLY:-0}" = 1 ] && { echo "# total $(($(date +%s) - t0)) s, exit $rc"; exit $rc; }
 [ "$ngpu" -ge 2 ] && run 200 --bw
 [ "$ngpu" -ge 1 ] && run 60 --dmabuf
