@@ -294,6 +294,24 @@ int pn_comm_check(struct pn_comm *c, int waiting_for, double since)
 	return 0;
 }
 
+int pn_comm_local_barrier(struct pn_comm *c)
+{
+	uint64_t e = pn_nodeseg_arrive(c);
+	double since = 0;
+	int i, ret;
+
+	for (i = 0; i < c->local_size; i++) {
+		while (!pn_nodeseg_arrived(c, i, e)) {
+			if (since == 0)
+				since = pn_now();
+			ret = pn_comm_check(c, c->local_ranks[i], since);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
 int pn_comm_barrier(struct pn_comm *c)
 {
 	return pn_boot_barrier(c->boot);

@@ -63,6 +63,9 @@ int pn_comm_check(struct pn_comm *c, int waiting_for, double since);
 /* Report a failure to every rank (shared-memory notice + rendezvous). */
 void pn_comm_abort(struct pn_comm *c, const char *why);
 
+/* Barrier among the local ranks through the node segment's flags
+ * (busy-polled, pn_comm_check on every spin). */
+int pn_comm_local_barrier(struct pn_comm *c);
 /* Barrier over all ranks (rendezvous: slow, for setup). */
 int pn_comm_barrier(struct pn_comm *c);
 
