@@ -107,6 +107,7 @@ struct job {
 	struct pn_boot *boot;
 	struct pn_comm *comm;
 	struct pn_coll coll;
+	struct pn_tune tune;	/* PENNY_TUNE_FILE's table */
 	struct pn_sweep sw;
 	int rank, nranks;
 	struct pn_sweep_backend *be[MAX_BACKENDS];
@@ -559,9 +560,9 @@ int allreduce_test_prelaunch(struct pn_ctx *ctx, int np)
 	if (parse_algos(NULL, host, algos, &nalgos))
 		return 0;
 	pn_sweep_mem_job(&mj, np, np, pn_cli.transport, has_multiring(algos, nalgos) ? 2 : 1,
-			 host ? opt.maxbytes : 0, algos, nalgos);
+			 host ? opt.maxbytes : 0, algos, nalgos, pn_cli.tune_file != NULL);
 	mj.base_bytes = PN_MEM_RANK_BASE;
-	ret = pn_mem_check(&mj);
+	ret = pn_cli.mem_check ? pn_mem_check(&mj) : 0;
 	return ret ? pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret)) : 0;
 }
 
@@ -578,8 +579,8 @@ static int check_memory(struct job *j, int nchan, int host, const enum pn_algo *
 
 	*rc = 0;
 	pn_sweep_mem_job(&mj, pn_boot_local_size(j->boot), j->nranks, pn_cli.transport, nchan,
-			 host ? opt.maxbytes : 0, algos, nalgos);
-	ret = pn_boot_agree_err(j->boot, pn_mem_check(&mj), 1, &first);
+			 host ? opt.maxbytes : 0, algos, nalgos, pn_cli.tune_file != NULL);
+	ret = pn_boot_agree_err(j->boot, pn_cli.mem_check ? pn_mem_check(&mj) : 0, 1, &first);
 	if (first >= 0) {
 		if (first == j->rank)
 			pn_cmd_fail(j->ctx, 2, "%s", pn_errmsg(ret));
@@ -802,7 +803,8 @@ static int print_summary(struct job *j)
 
 int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 {
-	struct pn_comm_cfg ccfg = { .transport = pn_cli.transport };
+	struct pn_comm_cfg ccfg = { .transport = pn_cli.transport, .ib_hca = pn_cli.ib_hca,
+				    .ib_disable = pn_cli.ib_disable };
 	struct job j;
 	enum pn_algo algos[PN_SWEEP_MAX_ALGOS];
 	uint64_t *sizes = NULL;
@@ -871,8 +873,10 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	if (ret || rc)
 		goto fail;
 	ret = pn_comm_init(&j.comm, j.boot, &ccfg);
+	if (!ret && pn_cli.tune_file && *pn_cli.tune_file)
+		ret = pn_tune_load(&j.tune, pn_cli.tune_file);
 	if (!ret)
-		ret = pn_coll_init(&j.coll, j.comm);
+		ret = pn_coll_init(&j.coll, j.comm, &j.tune);
 	if (!ret && j.plan)
 		ret = pn_coll_set_rings(&j.coll, j.plan->map.nrings,
 					(const int *const *)j.plan->map.rings);
@@ -932,6 +936,7 @@ out:
 	if (j.coll.comm)
 		pn_coll_release(&j.coll);
 	pn_comm_free(j.comm);
+	pn_tune_release(&j.tune);
 	pn_planned_free(j.plan);
 	pn_sweep_release(&j.sw);
 	free(sizes);

@@ -154,6 +154,8 @@ int pn_comm_init(struct pn_comm **out, struct pn_boot *b, const struct pn_comm_c
 	c->nchannels = cfg && cfg->nchannels > 0 ? cfg->nchannels : 1;
 	c->verbs_port = cfg ? cfg->verbs_port : NULL;
 	c->verbs_port_arg = cfg ? cfg->verbs_port_arg : NULL;
+	c->ib_hca = cfg ? cfg->ib_hca : NULL;
+	c->ib_disable = cfg ? cfg->ib_disable : 0;
 	c->timeout = pn_boot_timeout(b);
 	c->oob = &boot_oob;
 	c->oob_ctx = b;

@@ -22,6 +22,8 @@ struct pn_comm_cfg {
 	int nchannels;		/* concurrent FIFO channels per pair (>= 1) */
 	pn_verbs_port_fn verbs_port;	/* NULL: the default choice (a ring plan binds NICs) */
 	void *verbs_port_arg;
+	const char *ib_hca;	/* the verbs ports, comma list (PENNY_IB_HCA); NULL: ACTIVE */
+	int ib_disable;		/* no verbs unless forced (PENNY_IB_DISABLE) */
 };
 
 struct pn_nodeseg;		/* nodeseg.c */

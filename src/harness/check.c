@@ -92,7 +92,7 @@ void pn_check_init(struct pn_check *c)
 
 static void node_name(struct pn_check *c)
 {
-	const char *id = getenv("PENNY_NODE_ID");
+	const char *id = c->node_id;
 
 	if (id && *id)
 		snprintf(c->node, sizeof(c->node), "%s", id);
@@ -147,6 +147,7 @@ static int run_one(struct pn_check *c, int id)
 		return 0;
 	if (c->node_leader || !checks[id].node) {
 		pn_check_progress(c, checks[id].name, "running");
+		pn_err_clear();	/* no message of an earlier check's failure */
 		ret = checks[id].fn(c);
 	}
 	if (c->boot)

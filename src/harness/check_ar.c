@@ -59,6 +59,9 @@ struct ar_req {
 	uint64_t sizes[AR_MAX_SIZES];
 	int nsizes, iters;
 	double timeout;
+	const char *tune_file;	/* the check's knobs (check.h) */
+	const char *ib_hca;
+	int ib_disable;
 };
 
 /* The sweep's rows into the measurement (rank 0 keeps them). */
@@ -79,8 +82,10 @@ static int ar_row(void *arg, const struct pn_sweep_row *row, size_t i, size_t n)
 /* The sweep over a started boot: every rank; rank 0 fills *m. */
 static int ar_sweep(struct pn_boot *b, const struct ar_req *rq, struct ar_meas *m)
 {
-	struct pn_comm_cfg ccfg = { .nchannels = 1 };
+	struct pn_comm_cfg ccfg = { .nchannels = 1, .ib_hca = rq->ib_hca,
+				    .ib_disable = rq->ib_disable };
 	struct pn_comm *comm = NULL;
+	struct pn_tune tune = { 0 };
 	struct pn_coll coll;
 	struct pn_sweep_backend *be = NULL;
 	struct pn_sweep sw;
@@ -92,8 +97,10 @@ static int ar_sweep(struct pn_boot *b, const struct ar_req *rq, struct ar_meas *
 	memset(&mine, 0, sizeof(mine));
 	pn_sweep_init(&sw);
 	ret = pn_comm_init(&comm, b, &ccfg);
+	if (!ret && rq->tune_file && *rq->tune_file)
+		ret = pn_tune_load(&tune, rq->tune_file);
 	if (!ret)
-		ret = pn_coll_init(&coll, comm);
+		ret = pn_coll_init(&coll, comm, &tune);
 	if (!ret && !strcmp(rq->backend, "host")) {
 		ret = pn_sweep_host_open(&be, &coll, &algo, 1, rq->sizes[rq->nsizes - 1]);
 	} else if (!ret) {
@@ -126,6 +133,7 @@ static int ar_sweep(struct pn_boot *b, const struct ar_req *rq, struct ar_meas *
 	if (coll.comm)
 		pn_coll_release(&coll);
 	pn_comm_free(comm);
+	pn_tune_release(&tune);
 	return ret;
 }
 
@@ -197,6 +205,9 @@ static void ar_sizes(const struct pn_check *c, struct ar_req *rq)
 	rq->sizes[rq->nsizes++] = size;
 	rq->iters = c->quick ? 5 : 20;
 	rq->timeout = c->timeout;
+	rq->tune_file = c->tune_file;
+	rq->ib_hca = c->ib_hca;
+	rq->ib_disable = c->ib_disable;
 }
 
 /* The first plugin of the list that loads (no device is opened here). */

@@ -211,7 +211,8 @@ int pn_sweep_run(struct pn_sweep *s, struct pn_sweep_backend *be)
 }
 
 void pn_sweep_mem_job(struct pn_mem_job *mj, int nlocal, int nranks, const char *transport,
-		      int nchan, uint64_t host_bytes, const enum pn_algo *algos, int nalgos)
+		      int nchan, uint64_t host_bytes, const enum pn_algo *algos, int nalgos,
+		      int tuned)
 {
 	int a;
 
@@ -228,7 +229,7 @@ void pn_sweep_mem_job(struct pn_mem_job *mj, int nlocal, int nranks, const char 
 		uint64_t s = 0;
 
 		if (algos[a] == PN_ALGO_ONE_SHOT ||
-		    (algos[a] == PN_ALGO_AUTO && getenv("PENNY_TUNE_FILE")))
+		    (algos[a] == PN_ALGO_AUTO && tuned))
 			s = host_bytes;
 		else if (algos[a] == PN_ALGO_AUTO)
 			s = PN_MIN(host_bytes, PN_TUNE_ONE_SHOT_MAX);

@@ -139,13 +139,14 @@ double pn_sweep_busbw(double algbw, int nranks);
  * The planned memory of this host's nlocal ranks of nranks (src/engine/mem.h):
  * the node segment; with the host backend (host_bytes: -e, 0 without it) a
  * send and a receive buffer each in /dev/shm, and one-shot's scratch for
- * in-place runs (auto runs one-shot up to PN_TUNE_ONE_SHOT_MAX, a tuning
- * file at any size); FIFOs to the ranks on other hosts, or to all when a
+ * in-place runs (auto runs one-shot up to PN_TUNE_ONE_SHOT_MAX, with a tuning
+ * file, tuned set, at any size); FIFOs to the ranks on other hosts, or to all when a
  * transport other than shm is forced.
  */
 struct pn_mem_job;
 void pn_sweep_mem_job(struct pn_mem_job *mj, int nlocal, int nranks, const char *transport,
-		      int nchan, uint64_t host_bytes, const enum pn_algo *algos, int nalgos);
+		      int nchan, uint64_t host_bytes, const enum pn_algo *algos, int nalgos,
+		      int tuned);
 
 /* The host rows' fastest correct algorithm at each size, out of place
  * (ring where none ran). */
