@@ -767,16 +767,9 @@ static int print_summary(struct job *j)
 {
 	struct pn_out *o = j->ctx->out;
 	double avg = isfinite(j->sw.worst_avg) ? j->sw.worst_avg : 0;
-	char why[160] = "";
+	char why[160];
 
-	if (j->sw.wrong)
-		snprintf(why, sizeof(why), "%llu wrong values", (unsigned long long)j->sw.wrong);
-	else if (j->sw.differ)
-		snprintf(why, sizeof(why), "%llu rank outputs not bit-identical to rank 0's",
-			 (unsigned long long)j->sw.differ);
-	else if (opt.min_busbw >= 0 && avg < opt.min_busbw)
-		snprintf(why, sizeof(why), "average bus bandwidth %.2f GB/s is below %.2f GB/s",
-			 avg, opt.min_busbw);
+	pn_sweep_verdict(j->sw.wrong, j->sw.differ, avg, opt.min_busbw, why, sizeof(why));
 	pn_out_open_object(o, "summary");
 	pn_out_uint(o, PN_JSON, "wrong", NULL, (unsigned long long)j->sw.wrong);
 	pn_out_uint(o, PN_JSON, "differ", NULL, (unsigned long long)j->sw.differ);

@@ -238,7 +238,7 @@ static int ar_judge(struct pn_check *c, const char *node, const char *target,
 			 note);
 		exp = NAN;
 	}
-	ok = !m->wrong && (isnan(exp) || meas >= exp);
+	ok = !pn_sweep_verdict(m->wrong, 0, meas, isnan(exp) ? -1 : exp, detail, sizeof(detail));
 	if (m->wrong)
 		snprintf(detail, sizeof(detail), "%llu wrong values (%s, %d ranks)",
 			 (unsigned long long)m->wrong, m->backend, m->nranks);

@@ -237,6 +237,21 @@ void pn_sweep_mem_job(struct pn_mem_job *mj, int nlocal, int nranks, const char 
 	}
 }
 
+int pn_sweep_verdict(uint64_t wrong, uint64_t differ, double busbw, double min_busbw, char *why,
+		     size_t len)
+{
+	why[0] = 0;
+	if (wrong)
+		snprintf(why, len, "%llu wrong values", (unsigned long long)wrong);
+	else if (differ)
+		snprintf(why, len, "%llu rank outputs not bit-identical to rank 0's",
+			 (unsigned long long)differ);
+	else if (min_busbw >= 0 && !(busbw >= min_busbw))
+		snprintf(why, len, "average bus bandwidth %.2f GB/s is below %.2f GB/s", busbw,
+			 min_busbw);
+	return why[0] != 0;
+}
+
 void pn_sweep_best(const struct pn_sweep *s, size_t *bytes, enum pn_algo *best)
 {
 	size_t i, r;

@@ -163,6 +163,16 @@ void pn_sweep_best(const struct pn_sweep *s, size_t *bytes, enum pn_algo *best);
  * default or NCCL symmetric, whichever won; NULL if it has no timed row.
  */
 const char *pn_sweep_ref_backend(const struct pn_sweep *sw, const char *backends);
+
+/*
+ * The allreduce verdict, one rule for allreduce-test and check: any wrong
+ * value fails, then any rank output unlike rank 0's, then a bus bandwidth
+ * (GB/s) not at least min_busbw (min_busbw < 0 or NaN: no floor; a NaN
+ * busbw is below any floor).  0 passed; 1 failed, with why (len bytes;
+ * "" when passed).
+ */
+int pn_sweep_verdict(uint64_t wrong, uint64_t differ, double busbw, double min_busbw, char *why,
+		     size_t len);
 const struct pn_sweep_row *pn_sweep_ref_row(const struct pn_sweep *sw, const char *ref,
 					    size_t bytes);
 int pn_sweep_same_series(const struct pn_sweep_row *a, const struct pn_sweep_row *b);
