@@ -187,8 +187,9 @@ static void print_loads(struct pn_out *out, const struct pn_plan *p)
 int pn_plan_load_groups(const struct pn_plan *p, struct pn_plan_load_group **out, int *n)
 {
 	const struct pn_plan_model *m = p->model;
-	struct pn_plan_load_group *g = NULL;
-	int ng = 0, cap = 0, i, k, j;
+	struct pn_plan_load_group *g = NULL, *nw;
+	size_t cap = 0;
+	int ng = 0, i, k, j;
 
 	*out = NULL;
 	*n = 0;
@@ -204,17 +205,12 @@ int pn_plan_load_groups(const struct pn_plan *p, struct pn_plan_load_group **out
 				    g[j].active == l->nics[k].active)
 					break;
 			if (j == ng) {
-				if (ng == cap) {
-					struct pn_plan_load_group *nw;
-
-					cap = cap ? cap * 2 : 16;
-					nw = realloc(g, (size_t)cap * sizeof(*nw));
-					if (!nw) {
-						free(g);
-						return pn_err(-ENOMEM, "out of memory");
-					}
-					g = nw;
+				nw = pn_grow(g, &cap, (size_t)ng, sizeof(*g), 16, SIZE_MAX);
+				if (!nw) {
+					free(g);
+					return pn_err(-ENOMEM, "out of memory");
 				}
+				g = nw;
 				g[ng] = (struct pn_plan_load_group){ l->nics[k].name, l->nics[k].rail,
 								     sd, rv, l->nics[k].active, 0, i };
 				ng++;

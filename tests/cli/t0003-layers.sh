@@ -56,6 +56,23 @@ def folder(p):
 	r = os.path.relpath(p, src)
 	return r.split(os.sep)[0] if os.sep in r and not r.startswith("..") else None
 
+# Every cycle of graph (node -> its successors) once per DFS back edge.
+def find_cycles(graph, on_cycle):
+	state, stack = {}, []
+	def dfs(n):
+		state[n] = 1
+		stack.append(n)
+		for m in sorted(graph.get(n, ())):
+			if state.get(m) == 1:
+				on_cycle(stack[stack.index(m):] + [m])
+			elif not state.get(m):
+				dfs(m)
+		stack.pop()
+		state[n] = 2
+	for n in sorted(graph):
+		if not state.get(n):
+			dfs(n)
+
 bad = []
 if mode == "cmd":
 	bad = ["%s -> %s (src/ never includes cmd/)" % (rel(a), rel(b)) for a, b in edges
@@ -91,25 +108,13 @@ elif mode == "module-cycles":
 			o = owner.get(name)
 			if o and o != mod(f):
 				graph.setdefault(mod(f), {}).setdefault(o, "calls " + name)
-	state, stack, seen = {}, [], set()
-	def mdfs(n):
-		state[n] = 1
-		stack.append(n)
-		for m in sorted(graph.get(n, {})):
-			if state.get(m) == 1:
-				cyc = stack[stack.index(m):] + [m]
-				key = frozenset(cyc)
-				if key not in seen:
-					seen.add(key)
-					bad.append("cycle: " + " -> ".join("%s (%s)" % (rel(x), graph[x][y])
-						for x, y in zip(cyc, cyc[1:])) + " -> " + rel(m))
-			elif not state.get(m):
-				mdfs(m)
-		stack.pop()
-		state[n] = 2
-	for n in sorted(graph):
-		if not state.get(n):
-			mdfs(n)
+	seen = set()
+	def module_cycle(cyc):
+		if frozenset(cyc) not in seen:
+			seen.add(frozenset(cyc))
+			bad.append("cycle: " + " -> ".join("%s (%s)" % (rel(x), graph[x][y])
+				for x, y in zip(cyc, cyc[1:])) + " -> " + rel(cyc[-1]))
+	find_cycles(graph, module_cycle)
 elif mode in ("file-cycles", "folder-cycles"):
 	graph = {}
 	for a, b in edges:
@@ -120,22 +125,8 @@ elif mode in ("file-cycles", "folder-cycles"):
 			if a == b:
 				continue
 		graph.setdefault(a, set()).add(b)
-	state, stack = {}, []
-	def dfs(n):
-		state[n] = 1
-		stack.append(n)
-		for m in sorted(graph.get(n, ())):
-			if state.get(m) == 1:
-				cyc = stack[stack.index(m):] + [m]
-				name = (lambda x: x) if mode == "folder-cycles" else rel
-				bad.append("cycle: " + " -> ".join(name(x) for x in cyc))
-			elif not state.get(m):
-				dfs(m)
-		stack.pop()
-		state[n] = 2
-	for n in sorted(graph):
-		if not state.get(n):
-			dfs(n)
+	name = (lambda x: x) if mode == "folder-cycles" else rel
+	find_cycles(graph, lambda cyc: bad.append("cycle: " + " -> ".join(name(x) for x in cyc)))
 for b in bad:
 	print(b)
 sys.exit(1 if bad else 0)
