@@ -282,25 +282,14 @@ static int build_one_node(struct pn_plan *p, const struct pn_plan_opts *o)
 	return 0;
 }
 
-int pn_plan_build(struct pn_plan *p, struct pn_plan_model *m, const struct pn_plan_opts *o)
+/* The rails the rings use (p->rails): those every node can use; the others
+ * noted as left out (degraded), or refused with --no-degrade. */
+static int choose_rails(struct pn_plan *p, const struct pn_plan_opts *o)
 {
-	int *rails = NULL, nrails = 0, *pa = NULL, *pb = NULL, np, base, R, r, i, ret;
-	int N = m->nnodes, total_rails, solo = N == 2 && m->nranks == 2;
+	const struct pn_plan_model *m = p->model;
+	int *rails = NULL, nrails = 0, N = m->nnodes, total_rails, i, ret;
 	struct pn_plan_msgs dropped = { 0 };
-	struct layout_build *lb = NULL;
-	int *use = NULL;
 
-	pn_plan_init(p, m);
-	if (N < 1)
-		return pn_err(-EINVAL, "the model has no nodes");
-	if (o->rings < 0 || o->rings > 4096)
-		return pn_err(-EINVAL, "--rings must be between 1 and 4096");
-	if (N == 1) {
-		ret = build_one_node(p, o);
-		if (!ret)
-			ret = pn_plan_analyze(p, o->pcie_gbs);
-		return ret;
-	}
 	ret = pn_plan_usable_rails(m, &rails, &nrails, &dropped);
 	if (ret)
 		goto out;
@@ -333,6 +322,54 @@ int pn_plan_build(struct pn_plan *p, struct pn_plan_model *m, const struct pn_pl
 	p->nrails = nrails;
 	rails = NULL;
 	note_far_rails(p, p->rails, p->nrails);
+	ret = 0;
+out:
+	pn_plan_msgs_release(&dropped);
+	free(rails);
+	return ret;
+}
+
+/* Notes on what the rings of rail pairs pa/pb (np of them) cannot avoid. */
+static void note_shape(struct pn_plan *p, const int *pa, const int *pb, int np, int solo)
+{
+	const struct pn_plan_model *m = p->model;
+	int i, N = m->nnodes;
+
+	if (N % 2)
+		pn_plan_msg(&p->notes,
+			    "odd node count: in each ring pair one node (%s first) enters and leaves "
+			    "on the same rail",
+			    m->nodes[N - 1].host);
+	if (solo)
+		pn_plan_msg(&p->notes, "two ranks on two nodes: each ring enters and leaves both "
+				       "nodes on one rail (one connection, one NIC)");
+	for (i = 0; i < np && !solo; i++)
+		if (pb[i] < 0)
+			pn_plan_msg(&p->notes, "rail %d has no partner: its ring enters and leaves "
+					       "every node on rail %d", pa[i], pa[i]);
+}
+
+int pn_plan_build(struct pn_plan *p, struct pn_plan_model *m, const struct pn_plan_opts *o)
+{
+	int *pa = NULL, *pb = NULL, np, base, R, r, i, ret;
+	int N = m->nnodes, solo = N == 2 && m->nranks == 2;
+	struct layout_build *lb = NULL;
+	int *use = NULL;
+
+	pn_plan_init(p, m);
+	if (N < 1)
+		return pn_err(-EINVAL, "the model has no nodes");
+	if (o->rings < 0 || o->rings > 4096)
+		return pn_err(-EINVAL, "--rings must be between 1 and 4096");
+	if (N == 1) {
+		ret = build_one_node(p, o);
+		if (!ret)
+			ret = pn_plan_analyze(p, o->pcie_gbs);
+		return ret;
+	}
+	ret = choose_rails(p, o);
+	if (ret)
+		goto out;
 
 	pa = malloc(sizeof(int) * (size_t)p->nrails);
 	pb = malloc(sizeof(int) * (size_t)p->nrails);
@@ -449,26 +486,13 @@ int pn_plan_build(struct pn_plan *p, struct pn_plan_model *m, const struct pn_pl
 			off += l->ngpus;
 		}
 	}
-	if (N % 2)
-		pn_plan_msg(&p->notes,
-			    "odd node count: in each ring pair one node (%s first) enters and leaves "
-			    "on the same rail",
-			    m->nodes[N - 1].host);
-	if (solo)
-		pn_plan_msg(&p->notes, "two ranks on two nodes: each ring enters and leaves both "
-				       "nodes on one rail (one connection, one NIC)");
-	for (i = 0; i < np && !solo; i++)
-		if (pb[i] < 0)
-			pn_plan_msg(&p->notes, "rail %d has no partner: its ring enters and leaves "
-					       "every node on rail %d", pa[i], pa[i]);
+	note_shape(p, pa, pb, np, solo);
 	ret = pn_plan_analyze(p, o->pcie_gbs);
 out:
 	for (i = 0; lb && i < m->nlayouts; i++)
 		free(lb[i].memo);
 	free(lb);
 	free(use);
-	pn_plan_msgs_release(&dropped);
-	free(rails);
 	free(pa);
 	free(pb);
 	return ret;
