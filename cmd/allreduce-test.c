@@ -19,6 +19,7 @@
 #include "base/ofile.h"
 #include "plan/plan_job.h"
 #include "gpu/plugin.h"
+#include "harness/arjob.h"
 #include "harness/plansched.h"
 #include "harness/sweep.h"
 #include "base/util.h"
@@ -98,20 +99,16 @@ const struct pn_opt allreduce_test_options[] = {
 	OPT_TABLE_END
 };
 
-#define MAX_BACKENDS 8
 #define MAX_GPUS 1024
 
 struct job {
 	struct pn_ctx *ctx;
 	struct pn_planned *plan;
 	struct pn_boot *boot;
-	struct pn_comm *comm;
-	struct pn_coll coll;
+	struct pn_arjob aj;	/* communicator, collective, backends */
 	struct pn_sweep sw;
 	int rank, nranks;
-	struct pn_sweep_backend *be[MAX_BACKENDS];
-	char *desc[MAX_BACKENDS];	/* GPU backends: every rank's device */
-	int nbe;
+	char *desc[PN_ARJOB_MAX_BACKENDS];	/* GPU backends: every rank's device */
 	int dev[MAX_GPUS], ndev;	/* -g; ndev -1: not given */
 	/* rank 0's outputs, opened before the work, committed after it */
 	struct pn_ofile *csv_of, *plot_of, *tune_of;
@@ -415,7 +412,7 @@ static int write_plot(struct job *j)
 	int ret;
 
 	snprintf(title, sizeof(title), "penny allreduce-test: %d ranks on %d nodes, %s %s, out of place",
-		 j->nranks, j->comm->nnodes, pn_dtype_name(j->sw.dtype), pn_redop_name(j->sw.op));
+		 j->nranks, j->aj.comm->nnodes, pn_dtype_name(j->sw.dtype), pn_redop_name(j->sw.op));
 	ret = pn_sweep_plot(&j->sw, pn_ofile_file(j->plot_of), title);
 	if (ret) {
 		pn_err_ctx(ret, "'%s'", opt.plot);
@@ -429,7 +426,7 @@ static int write_plot(struct job *j)
 static int write_tune(struct job *j)
 {
 	int ret = pn_sweep_tune_save(&j->sw, pn_ofile_file(j->tune_of), opt.tune_out, j->nranks,
-				     j->comm->nnodes);
+				     j->aj.comm->nnodes);
 
 	if (!ret) {
 		ret = pn_ofile_commit(j->tune_of);
@@ -496,7 +493,7 @@ static int parse_gpus(struct pn_ctx *ctx, const char *list, int *dev, int max, i
 static int check_backends(struct job *j, const char *list, int *has_host, int *ngpu)
 {
 	struct pn_ctx *ctx = j->ctx;
-	char copy[512], *tok, *save = NULL, seen[MAX_BACKENDS][32];
+	char copy[512], *tok, *save = NULL, seen[PN_ARJOB_MAX_BACKENDS][32];
 	int n = 0, k;
 
 	*has_host = 0;
@@ -513,8 +510,9 @@ static int check_backends(struct job *j, const char *list, int *has_host, int *n
 		for (k = 0; k < n; k++)
 			if (!strcmp(seen[k], tok))
 				return pn_cmd_fail(ctx, 2, "--backend %s is listed twice", tok);
-		if (n == MAX_BACKENDS)
-			return pn_cmd_fail(ctx, 2, "--backend: at most %d backends", MAX_BACKENDS);
+		if (n == PN_ARJOB_MAX_BACKENDS)
+			return pn_cmd_fail(ctx, 2, "--backend: at most %d backends",
+					   PN_ARJOB_MAX_BACKENDS);
 		snprintf(seen[n++], sizeof(seen[0]), "%s", tok);
 		if (!strcmp(tok, "host"))
 			*has_host = 1;
@@ -559,9 +557,9 @@ int allreduce_test_prelaunch(struct pn_ctx *ctx, int np)
 	if (parse_algos(NULL, host, algos, &nalgos))
 		return 0;
 	pn_sweep_mem_job(&mj, np, np, pn_cli.transport, has_multiring(algos, nalgos) ? 2 : 1,
-			 host ? opt.maxbytes : 0, algos, nalgos);
+			 host ? opt.maxbytes : 0, algos, nalgos, pn_cli.tune_file != NULL);
 	mj.base_bytes = PN_MEM_RANK_BASE;
-	ret = pn_mem_check(&mj);
+	ret = pn_cli.mem_check ? pn_mem_check(&mj) : 0;
 	return ret ? pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret)) : 0;
 }
 
@@ -578,8 +576,8 @@ static int check_memory(struct job *j, int nchan, int host, const enum pn_algo *
 
 	*rc = 0;
 	pn_sweep_mem_job(&mj, pn_boot_local_size(j->boot), j->nranks, pn_cli.transport, nchan,
-			 host ? opt.maxbytes : 0, algos, nalgos);
-	ret = pn_boot_agree_err(j->boot, pn_mem_check(&mj), 1, &first);
+			 host ? opt.maxbytes : 0, algos, nalgos, pn_cli.tune_file != NULL);
+	ret = pn_boot_agree_err(j->boot, pn_cli.mem_check ? pn_mem_check(&mj) : 0, 1, &first);
 	if (first >= 0) {
 		if (first == j->rank)
 			pn_cmd_fail(j->ctx, 2, "%s", pn_errmsg(ret));
@@ -617,22 +615,19 @@ static int open_backends(struct job *j, const char *backends, const enum pn_algo
 		};
 
 		if (!strcmp(tok, "host")) {
-			*err = pn_sweep_host_open(&j->be[j->nbe], &j->coll, algos, nalgos,
-						  opt.maxbytes);
+			*err = pn_arjob_add_host(&j->aj, algos, nalgos, opt.maxbytes);
 			if (*err)
 				return 0;
-			j->nbe++;
 			continue;
 		}
-		ret = pn_sweep_gpu_open(&j->be[j->nbe], &j->coll, &gc);
+		ret = pn_arjob_add_gpu(&j->aj, &gc);
 		if (ret) {
 			/* every rank has the same (first failing rank's) message */
 			if (j->rank == 0)
 				pn_cmd_error(j->ctx, ret);
 			return 2;
 		}
-		*err = pn_sweep_gpu_describe(j->be[j->nbe], &j->desc[j->nbe]);
-		j->nbe++;
+		*err = pn_sweep_gpu_describe(j->aj.be[j->aj.nbe - 1], &j->desc[j->aj.nbe - 1]);
 		if (*err)
 			return 0;
 	}
@@ -646,11 +641,11 @@ static void print_job(struct job *j, const char *backends, const char *launcher)
 	int a, r, ngpu = 0;
 
 	pn_out_text(o, "# penny allreduce-test: %d ranks on %d nodes, backend %s, type %s, op %s\n",
-		    j->nranks, j->comm->nnodes, backends, pn_dtype_name(j->sw.dtype),
+		    j->nranks, j->aj.comm->nnodes, backends, pn_dtype_name(j->sw.dtype),
 		    pn_redop_name(j->sw.op));
 	pn_out_str(o, PN_JSON, "command", NULL, "allreduce-test");
 	pn_out_int(o, PN_JSON, "nranks", NULL, j->nranks);
-	pn_out_int(o, PN_JSON, "nnodes", NULL, j->comm->nnodes);
+	pn_out_int(o, PN_JSON, "nnodes", NULL, j->aj.comm->nnodes);
 	pn_out_str(o, PN_JSON, "backend", NULL, backends);
 	pn_out_str(o, PN_JSON, "launcher", NULL, launcher);
 	pn_out_int(o, PN_JSON, "iters", NULL, opt.iters);
@@ -668,14 +663,14 @@ static void print_job(struct job *j, const char *backends, const char *launcher)
 		pn_out_int(o, PN_ANY, "pid", " Pid %7lld", pn_boot_pid(j->boot, r));
 		pn_out_str(o, PN_ANY, "host", " on %s", pn_boot_host(j->boot, r));
 		pn_out_str(o, PN_ANY, "transport", " via %s\n",
-			   pn_comm_transport_name(j->comm, r == 0 ? (j->nranks > 1 ? 1 : 0) : r));
+			   pn_comm_transport_name(j->aj.comm, r == 0 ? (j->nranks > 1 ? 1 : 0) : r));
 		pn_out_close_object(o);
 	}
 	pn_out_close_array(o);
 	if (j->plan)
 		plan_print(j);
-	for (a = 0; a < j->nbe; a++) {
-		const struct pn_sweep_backend *be = j->be[a];
+	for (a = 0; a < j->aj.nbe; a++) {
+		const struct pn_sweep_backend *be = j->aj.be[a];
 
 		if (!j->desc[a])
 			continue; /* the host */
@@ -692,7 +687,7 @@ static void print_job(struct job *j, const char *backends, const char *launcher)
 				    be->name, j->comm->nnodes, pn_sweep_gpu_xnode(be));
 		else if (pn_sweep_gpu_hierarchical(be))
 			pn_out_text(o, "# %s: hierarchical over %d nodes (the plugin within each node, "
-				       "the engine's ring between them)\n", be->name, j->comm->nnodes);
+				       "the engine's ring between them)\n", be->name, j->aj.comm->nnodes);
 		pn_out_open_array(o, "ranks");
 		for (r = 0; r < j->nranks; r++) {
 			pn_out_open_object(o, NULL);
@@ -777,16 +772,9 @@ static int print_summary(struct job *j)
 {
 	struct pn_out *o = j->ctx->out;
 	double avg = isfinite(j->sw.worst_avg) ? j->sw.worst_avg : 0;
-	char why[160] = "";
+	char why[160];
 
-	if (j->sw.wrong)
-		snprintf(why, sizeof(why), "%llu wrong values", (unsigned long long)j->sw.wrong);
-	else if (j->sw.differ)
-		snprintf(why, sizeof(why), "%llu rank outputs not bit-identical to rank 0's",
-			 (unsigned long long)j->sw.differ);
-	else if (opt.min_busbw >= 0 && avg < opt.min_busbw)
-		snprintf(why, sizeof(why), "average bus bandwidth %.2f GB/s is below %.2f GB/s",
-			 avg, opt.min_busbw);
+	pn_sweep_verdict(j->sw.wrong, j->sw.differ, avg, opt.min_busbw, why, sizeof(why));
 	pn_out_open_object(o, "summary");
 	pn_out_uint(o, PN_JSON, "wrong", NULL, (unsigned long long)j->sw.wrong);
 	pn_out_uint(o, PN_JSON, "differ", NULL, (unsigned long long)j->sw.differ);
@@ -807,7 +795,11 @@ static int print_summary(struct job *j)
 
 int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 {
-	struct pn_comm_cfg ccfg = { .transport = pn_cli.transport };
+	struct pn_arjob_cfg jc = { .comm = { .transport = pn_cli.transport,
+					     .ib_hca = pn_cli.ib_hca,
+					     .ib_disable = pn_cli.ib_disable },
+				   .tune_file = pn_cli.tune_file };
+	struct pn_comm_cfg *ccfg = &jc.comm;
 	struct job j;
 	enum pn_algo algos[PN_SWEEP_MAX_ALGOS];
 	uint64_t *sizes = NULL;
@@ -863,24 +855,20 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	if (ret || rc)
 		goto fail;
 	if (has_multiring(algos, nalgos))
-		ccfg.nchannels = 2;
+		ccfg->nchannels = 2;
 	if (opt.plan) {
 		ret = plan_load(&j, &rc);
 		if (ret || rc)
 			goto fail;
-		ccfg.nchannels = j.plan->map.nrings;
-		ccfg.verbs_port = pn_planned_port;
-		ccfg.verbs_port_arg = j.plan;
+		ccfg->nchannels = j.plan->map.nrings;
+		ccfg->verbs_port = pn_planned_port;
+		ccfg->verbs_port_arg = j.plan;
 	}
-	ret = check_memory(&j, ccfg.nchannels, has_host, algos, nalgos, &rc);
+	ret = check_memory(&j, ccfg->nchannels, has_host, algos, nalgos, &rc);
 	if (ret || rc)
 		goto fail;
-	ret = pn_comm_init(&j.comm, j.boot, &ccfg);
-	if (!ret)
-		ret = pn_coll_init(&j.coll, j.comm);
-	if (!ret && j.plan)
-		ret = pn_coll_set_rings(&j.coll, j.plan->map.nrings,
-					(const int *const *)j.plan->map.rings);
+	jc.plan = j.plan;
+	ret = pn_arjob_open(&j.aj, j.boot, &jc);
 	if (!ret)
 		rc = open_backends(&j, backends, algos, nalgos, &ret);
 	if (ret || rc)
@@ -888,7 +876,7 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	if (j.csv)
 		pn_sweep_csv_header(j.csv);
 	j.progress = j.rank == 0 && isatty(STDERR_FILENO) && !pn_cli.json && j.sw.nsizes > 8;
-	j.sw.comm = j.comm;
+	j.sw.comm = j.aj.comm;
 	j.sw.iters = opt.iters;
 	j.sw.warmup = opt.warmup;
 	j.sw.check = opt.check;
@@ -903,8 +891,8 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		print_job(&j, backends, ctx->job->cfg.launcher);
 		pn_out_open_array(ctx->out, "results");
 	}
-	for (a = 0; a < j.nbe && !ret; a++)
-		ret = pn_sweep_run(&j.sw, j.be[a]);
+	if (!ret)
+		ret = pn_arjob_run(&j.aj, &j.sw);
 	if (ret)
 		goto fail;
 	if (j.rank == 0) {
@@ -926,17 +914,13 @@ fail:
 		rc = pn_cmd_exit_code(ret);
 	}
 out:
-	while (j.nbe > 0) {
-		pn_sweep_backend_close(j.be[--j.nbe]);
-		free(j.desc[j.nbe]);
-	}
+	for (a = 0; a < PN_ARJOB_MAX_BACKENDS; a++)
+		free(j.desc[a]);
 	/* not committed: a failed run leaves the files as they were */
 	pn_ofile_abort(j.csv_of);
 	pn_ofile_abort(j.plot_of);
 	pn_ofile_abort(j.tune_of);
-	if (j.coll.comm)
-		pn_coll_release(&j.coll);
-	pn_comm_free(j.comm);
+	pn_arjob_close(&j.aj);
 	pn_planned_free(j.plan);
 	pn_sweep_release(&j.sw);
 	free(sizes);

@@ -181,6 +181,8 @@ int bw_prelaunch(struct pn_ctx *ctx, int np)
 {
 	if (opt.gpu)
 		return 0;
+	if (!pn_cli.mem_check)
+		return 0;
 	return bw_mem_fail(ctx, pn_bwrun_mem_ranks(np, opt.all ? 1ull << 23 : opt.size ==
 						   SIZE_UNSET ? 65536 : opt.size));
 }
@@ -534,7 +536,7 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 	b->r.timeout = pn_cli.timeout;
 	rc = parse_cfg(b);
 	/* this process (and the loopback peer it forks); --np checked them all */
-	if (!rc && !ctx->launch)
+	if (!rc && !ctx->launch && pn_cli.mem_check)
 		rc = bw_mem_fail(ctx, pn_bwrun_mem_local(opt.loopback ? 2 : 1, &b->r.cfg));
 	if (rc)
 		return rc;

@@ -384,6 +384,10 @@ int cmd_check(struct pn_ctx *ctx, int argc, char **argv)
 	c.devspec = opt.dev;
 	c.backends = opt.backend;
 	c.nccl_log = opt.nccl_log;
+	c.node_id = pn_cli.node_id;
+	c.tune_file = pn_cli.tune_file;
+	c.ib_hca = pn_cli.ib_hca;
+	c.ib_disable = pn_cli.ib_disable;
 	if (rank0 && isatty(STDERR_FILENO))
 		c.progress = progress;
 	c.rank = rank0 ? 0 : job->rank;

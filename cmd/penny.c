@@ -134,6 +134,7 @@ static void say_fmt(const char *cmd, const char *fmt, ...)
 void pn_cmd_error(const struct pn_ctx *ctx, int code)
 {
 	say_fmt(ctx->name, "%s", pn_errmsg(code));
+	pn_err_clear();
 }
 
 int pn_cmd_exit_code(int err)
@@ -159,6 +160,7 @@ int pn_cmd_fail(const struct pn_ctx *ctx, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	say(ctx->name, fmt, ap);
 	va_end(ap);
+	pn_err_clear();	/* said: a later failure shows its own message */
 	return code;
 }
 
@@ -248,6 +250,18 @@ static void cmd_help(const struct pn_cmd *c, FILE *f)
 	pn_opt_help(f, "common options", common_options);
 }
 
+/* The knobs of the environment (penny(1), ENVIRONMENT), read here once. */
+static void read_env(void)
+{
+	const char *s = getenv("PENNY_IB_DISABLE"), *m = getenv("PENNY_MEM_CHECK");
+
+	pn_cli.node_id = getenv("PENNY_NODE_ID");
+	pn_cli.tune_file = getenv("PENNY_TUNE_FILE");
+	pn_cli.ib_hca = getenv("PENNY_IB_HCA");
+	pn_cli.ib_disable = s && atoi(s);
+	pn_cli.mem_check = !(m && !strcmp(m, "0"));
+}
+
 static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 {
 	const struct pn_opt *tables[4] = { c->opts, common_options, NULL, NULL };
@@ -275,6 +289,7 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 		if (pn_debug_parse(getenv("PENNY_DEBUG"), &pn_debug_mask))
 			pn_debug_mask = 0;
 	}
+	read_env();
 	root = pn_cli.sysroot ? pn_cli.sysroot : getenv("PENNY_SYSROOT");
 	if (root) {
 		ret = pn_sysfs_set_root(root);

@@ -25,6 +25,13 @@ struct pn_cli {
 	const char *root;
 	double timeout;
 	const char *transport;
+	/* the environment's knobs, read once by run_cmd and handed down in the
+	 * config structs of the library (it reads no environment of its own) */
+	const char *node_id;	/* PENNY_NODE_ID: NULL unset */
+	const char *tune_file;	/* PENNY_TUNE_FILE: NULL unset */
+	const char *ib_hca;	/* PENNY_IB_HCA: NULL or empty, the ACTIVE ports */
+	int ib_disable;		/* PENNY_IB_DISABLE: a non-zero number */
+	int mem_check;		/* 0: PENNY_MEM_CHECK=0 */
 };
 extern struct pn_cli pn_cli;
 

@@ -81,6 +81,91 @@ const struct pn_opt ring_plan_options[] = {
 	OPT_TABLE_END
 };
 
+/* ------------------------------------------------------------- schedule */
+
+/* sc (built for p) into out, text or JSON: the "schedule" object of the output. */
+static void write_schedule(struct pn_out *out, const struct pn_plan *p, const struct pn_sched *sc)
+{
+	const struct pn_plan_model *m = p->model;
+	int c, lo = 0, hi = m->nnodes - 1;
+	size_t i;
+	char sz[32];
+
+	while (lo < hi) { /* node of the rank */
+		int mid = (lo + hi + 1) / 2;
+
+		if (m->nodes[mid].rank0 <= sc->rank)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	pn_out_open_object(out, "schedule");
+	pn_out_str(out, PN_ANY, "algo", "\nschedule: %s", pn_algo_name(sc->algo));
+	pn_out_int(out, PN_ANY, "rank", ", rank %lld", sc->rank);
+	pn_out_str(out, PN_ANY, "node", " (%s", m->nodes[lo].host);
+	pn_out_str(out, PN_ANY, "gpu", " %s)",
+		   m->layouts[m->nodes[lo].layout].gpus[sc->rank - m->nodes[lo].rank0].name);
+	pn_out_text(out, ", %s", pn_fmt_size(sz, sizeof(sz), sc->count * sc->esize));
+	pn_out_uint(out, PN_ANY, "count", " = %llu float32", sc->count);
+	pn_out_uint(out, PN_JSON, "esize", NULL, sc->esize);
+	pn_out_int(out, PN_ANY, "nchannels", ", %lld channels (one per ring)\n", sc->nchan);
+	pn_out_open_array(out, "channels");
+	for (c = 0; c < sc->nchan; c++) {
+		const struct pn_sched_chan *ch = &sc->ch[c];
+
+		pn_out_open_object(out, NULL);
+		pn_out_int(out, PN_ANY, "channel", "channel %lld", c);
+		pn_out_uint(out, PN_ANY, "nsteps", ": %llu steps\n", ch->n);
+		pn_out_text(out, "  %5s  %-24s %6s %6s %10s %10s\n", "step", "op", "recv", "send",
+			    "offset", "count");
+		pn_out_open_array(out, "steps");
+		for (i = 0; i < ch->n; i++) {
+			const struct pn_step *st = &ch->steps[i];
+
+			pn_out_open_object(out, NULL);
+			pn_out_text(out, "  %5zu  ", i);
+			pn_out_str(out, PN_ANY, "op", "%-24s", pn_step_op_name((enum pn_step_op)st->op));
+			pn_out_int(out, PN_ANY, "recv", " %6lld", st->recv_peer);
+			pn_out_int(out, PN_ANY, "send", " %6lld", st->send_peer);
+			pn_out_uint(out, PN_ANY, "offset", " %10llu", st->off);
+			pn_out_uint(out, PN_ANY, "count", " %10llu\n", st->count);
+			pn_out_bool(out, PN_JSON, "final", NULL, st->final);
+			pn_out_close_object(out);
+		}
+		pn_out_close_array(out);
+		pn_out_close_object(out);
+	}
+	pn_out_close_array(out);
+	pn_out_close_object(out);
+}
+
+/* NIC load, grouped: rows of (nic, rail, send, recv) with how many nodes
+ * share them (the JSON lists every NIC, plan_json.c). */
+static void text_loads(struct pn_out *out, const struct pn_plan *p)
+{
+	struct pn_plan_load_group *g;
+	int ng, j;
+
+	if (pn_plan_load_groups(p, &g, &ng) || !ng)
+		return;
+	pn_out_text(out, "\nNIC load (rings per NIC and direction):\n");
+	pn_out_text(out, "  %-12s %5s %5s %5s  %s\n", "nic", "rail", "send", "recv", "nodes");
+	for (j = 0; j < ng; j++) {
+		char rail[16];
+
+		snprintf(rail, sizeof(rail), "%d", g[j].rail);
+		pn_out_text(out, "  %-12s %5s %5d %5d  ", g[j].nic, g[j].rail >= 0 ? rail : "-",
+			    g[j].send, g[j].recv);
+		if (g[j].count == p->model->nnodes)
+			pn_out_text(out, "all %d", g[j].count);
+		else
+			pn_out_text(out, "%d (%s%s)", g[j].count, p->model->nodes[g[j].first].host,
+				    g[j].count > 1 ? ", ..." : "");
+		pn_out_text(out, "%s\n", g[j].active ? "" : "  not usable");
+	}
+	free(g);
+}
+
 /* ---------------------------------------------------------------- model */
 
 static int load_model(struct pn_ctx *ctx, struct pn_plan_model *m, int need)
@@ -376,7 +461,7 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 	pn_out_bool(ctx->out, PN_JSON, "ok", NULL, viol.n == 0 && !viol.dropped);
 	pn_out_text(ctx->out, "%d violations\n", viol.n + viol.dropped);
 	if (sc.ch)
-		pn_plan_sched_write(ctx->out, &plan, &sc);
+		write_schedule(ctx->out, &plan, &sc);
 	pn_out_close_object(ctx->out);
 	rc = viol.n || viol.dropped ? 1 : 0;
 	/* JSON: stdout is only the document ("ok"); the verdict line on stderr */
@@ -481,9 +566,12 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 			goto out_plan;
 		}
 	}
-	pn_plan_write_begin(ctx->out, &plan, &viol, opt.summary);
+	pn_plan_write_begin(ctx->out, &plan, opt.summary);
+	if (plan.model->nnodes > 1 && !pn_cli.json)
+		text_loads(ctx->out, &plan);
+	pn_plan_write_tail(ctx->out, &plan, &viol);
 	if (opt.show_schedule)
-		pn_plan_sched_write(ctx->out, &plan, &sc);
+		write_schedule(ctx->out, &plan, &sc);
 	pn_out_close_object(ctx->out);
 	rc = viol.n || viol.dropped ? 1 : 0;
 	if (opt.nccl_graph) {

@@ -677,7 +677,7 @@ static int order(struct top_run *r, int sort)
 	if (!ni)
 		return -1;
 	r->idx = ni;
-	return tui_order(&r->view, opt.filter, sort, r->idx);
+	return pn_port_order(&r->view, opt.filter, sort, r->idx);
 }
 
 /* With every counter snapshot: the GPU rows, and the QP owners when shown. */
@@ -883,7 +883,7 @@ static int replay_order(struct top_run *r, const struct pn_record_sample *s, int
 		return -1;
 	r->idx = ni;
 	replay_host = s->host;
-	return tui_order(&s->set, opt.filter, sort, r->idx);
+	return pn_port_order(&s->set, opt.filter, sort, r->idx);
 }
 
 static int replay_batch(struct top_run *r, struct pn_replay *rp, struct pn_record_sample *s)
@@ -1038,7 +1038,7 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 	/* --interval and --count are in range (the table); --count 0: not given */
 	if (opt.once && opt.count)
 		return pn_cmd_fail(ctx, 2, "--once and --count exclude each other");
-	r.sort = opt.sort ? tui_sort_parse(opt.sort) : TUI_SORT_NAME;
+	r.sort = opt.sort ? pn_port_sort_parse(opt.sort) : PN_PORT_SORT_NAME;
 	if (r.sort < 0)
 		return pn_cmd_fail(ctx, 2, "unknown sort key '%s' (name, rx, tx, util, errors)",
 				   opt.sort);

@@ -85,6 +85,121 @@ static int check_devices(struct pn_ctx *ctx, int want_state)
 	return ret;
 }
 
+static const char *const legend[][2] = {
+	{ "X", "Self" },
+	{ "SYS", "Connection traversing PCIe as well as the SMP interconnect between NUMA nodes "
+		 "(e.g., QPI/UPI)" },
+	{ "NODE", "Connection traversing PCIe as well as the interconnect between PCIe Host "
+		  "Bridges within a NUMA node" },
+	{ "PHB", "Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)" },
+	{ "PXB", "Connection traversing multiple PCIe bridges (without traversing the PCIe Host "
+		 "Bridge)" },
+	{ "PIX", "Connection traversing at most a single PCIe bridge" },
+	{ "NV#", "Connection traversing a bonded set of # NVLinks" },
+};
+
+/* The path matrix as nvidia-smi topo -m prints it, with its legends. */
+static void text_matrix(struct pn_out *o, const struct pn_topo *t, int pcie)
+{
+	int n = t->ngpus + t->nnics, i, j;
+	char cls[16];
+
+	if (!n) {
+		pn_out_text(o, "No GPUs or RDMA NICs found.\n");
+		return;
+	}
+	for (j = 0; j < n; j++)
+		pn_out_text(o, "\t%s", t->devs[j].name);
+	pn_out_text(o, "\tCPU Affinity\tNUMA Affinity\n");
+	for (i = 0; i < n; i++) {
+		pn_out_text(o, "%s", t->devs[i].name);
+		for (j = 0; j < n; j++) {
+			int links, c = pn_topo_path(t, i, j, pcie, &links);
+
+			pn_path_name(c, links, cls, sizeof(cls));
+			pn_out_text(o, c == PN_PATH_X ? "\t X " : "\t%s", cls);
+		}
+		pn_out_text(o, "\t%s", t->devs[i].cpus && t->devs[i].cpus[0] ? t->devs[i].cpus
+									   : "N/A");
+		if (t->devs[i].numa >= 0)
+			pn_out_text(o, "\t%d\n", t->devs[i].numa);
+		else
+			pn_out_text(o, "\tN/A\n");
+	}
+	pn_out_text(o, "\nLegend:\n\n");
+	for (i = 0; i < (int)PN_ARRAY_SIZE(legend); i++)
+		pn_out_text(o, "  %-4s = %s\n", legend[i][0], legend[i][1]);
+	if (t->nnics) {
+		pn_out_text(o, "\nNIC Legend:\n\n");
+		for (i = t->ngpus; i < n; i++)
+			pn_out_text(o, "  %s: %s\n", t->devs[i].name, t->devs[i].nic.name);
+	}
+}
+
+/* The RDMA port table, like ibstatus. */
+static void text_ports(struct pn_out *o, const struct pn_topo *t)
+{
+	int i, p;
+
+	if (!t->nnics)
+		return;
+	pn_out_text(o, "\nPorts:\n%-12s %-4s %-8s %-10s %-22s %-10s %-12s %s\n", "DEVICE", "PORT",
+		    "STATE", "PHYS", "RATE", "LINK", "NETDEV", "DEFAULT GID");
+	for (i = t->ngpus; i < t->ngpus + t->nnics; i++) {
+		const struct pn_nic *nic = &t->devs[i].nic;
+
+		if (!nic->nports)
+			pn_out_text(o, "%-12s %-4s (no port information)\n", nic->name, "-");
+		for (p = 0; p < nic->nports; p++) {
+			const struct pn_port *pt = &nic->ports[p];
+
+			pn_out_text(o, "%-12s %-4d %-8s %-10s %-22s %-10s %-12s %s", nic->name,
+				    pt->port, pt->state_name[0] ? pt->state_name : "n/a",
+				    pt->phys_state_name[0] ? pt->phys_state_name : "n/a",
+				    pt->rate[0] ? pt->rate : "n/a", pt->link_layer,
+				    pt->netdev[0] ? pt->netdev : "-", pt->gid[0] ? pt->gid : "-");
+			if (pt->gid_index >= 0)
+				pn_out_text(o, " (%d%s%s)", pt->gid_index, pt->gid_type[0] ? ", " : "",
+					    pt->gid_type);
+			pn_out_nl(o);
+		}
+	}
+}
+
+/* The nearest NICs of each GPU. */
+static void text_rails(struct pn_out *o, const struct pn_topo *t)
+{
+	int *nics = calloc((size_t)t->nnics + 1, sizeof(*nics));
+	char cls[16];
+	int g, k, n, c;
+
+	if (nics && t->nnics && t->ngpus)
+		pn_out_text(o, "\nRails (nearest NICs of each GPU):\n");
+	for (g = 0; nics && t->nnics && g < t->ngpus; g++) {
+		n = pn_topo_rail(t, g, nics, &c);
+		pn_path_name(c, 0, cls, sizeof(cls));
+		pn_out_str(o, PN_TEXT, NULL, "  %-6s", t->devs[g].name);
+		pn_out_str(o, PN_TEXT, NULL, "%-5s", cls);
+		for (k = 0; k < n; k++)
+			pn_out_text(o, "%s%s (%s)", k ? ", " : " ", t->devs[nics[k]].name,
+				    t->devs[nics[k]].nic.name);
+		pn_out_nl(o);
+	}
+	free(nics);
+}
+
+/* The text of topology t (the JSON is the document, plan/topo_json.h). */
+static void text_topo(struct pn_out *o, const struct pn_topo *t, int pcie)
+{
+	text_matrix(o, t, pcie);
+	text_ports(o, t);
+	text_rails(o, t);
+	pn_out_text(o, "\nHost %s, topology from %s, NVLinks from %s%s\n", t->host,
+		    !strcmp(t->source, "live") ? "this system" : t->source,
+		    t->nvlink_source[0] ? t->nvlink_source : "nowhere",
+		    pcie ? " (not shown: --pcie)" : "");
+}
+
 /* Write the JSON into the file opened before the work and commit it. */
 static int save_json(struct pn_ctx *ctx, struct pn_ofile *of, const struct pn_topo *t,
 		     char **viol, int nv, int checks)
@@ -159,7 +274,10 @@ int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 		ret = 2;
 		goto out;
 	}
-	pn_topo_write(ctx->out, &t, opt.pcie, c.v, c.n, checks);
+	if (pn_out_is_json(ctx->out))
+		pn_topo_write(ctx->out, &t, opt.pcie, c.v, c.n, checks);
+	else
+		text_topo(ctx->out, &t, opt.pcie);
 	if (save) {
 		ret = save_json(ctx, save, &t, c.v, c.n, checks);
 		save = NULL;

@@ -8,7 +8,6 @@
 #include <curses.h>
 #include <term.h>
 #include <errno.h>
-#include <fnmatch.h>
 #include <langinfo.h>
 #include <locale.h>
 #include <math.h>
@@ -40,89 +39,6 @@ struct tui {
 	int *idx;
 	int idx_cap;
 };
-
-static const char *const sort_names[TUI_SORT_COUNT] = { "name", "rx", "tx", "util", "errors" };
-
-int tui_sort_parse(const char *s)
-{
-	int i;
-
-	for (i = 0; i < TUI_SORT_COUNT; i++)
-		if (!strcasecmp(s, sort_names[i]))
-			return i;
-	return -1;
-}
-
-const char *tui_sort_name(int sort)
-{
-	return sort >= 0 && sort < TUI_SORT_COUNT ? sort_names[sort] : "?";
-}
-
-int tui_match(const char *pattern, const struct pn_counters_port *p)
-{
-	if (!pattern || !*pattern)
-		return 1;
-	if (strpbrk(pattern, "*?["))
-		return !fnmatch(pattern, p->name, 0) || !fnmatch(pattern, p->dev, 0) ||
-		       (p->netdev[0] && !fnmatch(pattern, p->netdev, 0));
-	return strcasestr(p->name, pattern) || (p->netdev[0] && strcasestr(p->netdev, pattern));
-}
-
-struct order_ctx {
-	const struct pn_counters_set *s;
-	int sort;
-};
-
-static double sort_key(const struct pn_counters_port *p, int sort)
-{
-	double v = NAN;
-
-	switch (sort) {
-	case TUI_SORT_RX:
-		v = p->rx_Bps;
-		break;
-	case TUI_SORT_TX:
-		v = p->tx_Bps;
-		break;
-	case TUI_SORT_UTIL:
-		v = p->util;
-		break;
-	case TUI_SORT_ERRORS:
-		/* errors in the last interval first, then all-time totals */
-		v = (double)(p->err_delta + p->disc_delta) * 1e12 +
-		    (double)(p->err_total + p->disc_total);
-		break;
-	}
-	return isfinite(v) ? v : -1;
-}
-
-static int order_cmp(const void *a, const void *b, void *arg)
-{
-	const struct order_ctx *c = arg;
-	int ia = *(const int *)a, ib = *(const int *)b;
-
-	if (c->sort != TUI_SORT_NAME) {
-		double ka = sort_key(&c->s->ports[ia], c->sort);
-		double kb = sort_key(&c->s->ports[ib], c->sort);
-
-		if (ka != kb)
-			return ka > kb ? -1 : 1; /* largest first */
-	}
-	return ia - ib; /* the set is in natural order */
-}
-
-int tui_order(const struct pn_counters_set *s, const char *filter, int sort, int *idx)
-{
-	struct order_ctx c = { s, sort };
-	int i, n = 0;
-
-	for (i = 0; i < s->n; i++)
-		if (tui_match(filter, &s->ports[i]))
-			idx[n++] = i;
-	if (n > 1)
-		qsort_r(idx, (size_t)n, sizeof(int), order_cmp, &c);
-	return n;
-}
 
 const char *tui_fmt_bps(char *buf, size_t len, double Bps)
 {
@@ -338,7 +254,7 @@ static void header(struct tui *t, const struct pn_counters_set *v, const struct 
 	for (i = 0; i < v->n; i++) {
 		const struct pn_counters_port *p = &v->ports[i];
 
-		if (!tui_match(t->filter, p))
+		if (!pn_port_match(t->filter, p))
 			continue;
 		shown++;
 		if (p->state == PN_PORT_ACTIVE)
@@ -375,7 +291,7 @@ static void header(struct tui *t, const struct pn_counters_set *v, const struct 
 	} else if (v->seq == 1) {
 		line(1, 0, A_NORMAL, "first sample taken: rates after the next one");
 	} else {
-		snprintf(buf, sizeof(buf), "sort %s%s%s%s%s%s", sort_names[t->sort],
+		snprintf(buf, sizeof(buf), "sort %s%s%s%s%s%s", pn_port_sort_name(t->sort),
 			 t->filter[0] ? "  filter '" : "", t->filter, t->filter[0] ? "'" : "",
 			 st->gpus && st->gpus->note[0] ? "  " : "", st->gpus ? st->gpus->note : "");
 		line(1, 0, A_NORMAL, buf);
@@ -716,7 +632,7 @@ static void draw_list(struct tui *t, const struct pn_counters_set *v, const stru
 			put(2, l.x_disc, l.err, 1, a, "DISC");
 		}
 	}
-	n = ensure_idx(t, v->n) ? 0 : tui_order(v, t->filter, t->sort, t->idx);
+	n = ensure_idx(t, v->n) ? 0 : pn_port_order(v, t->filter, t->sort, t->idx);
 	grows = gpu_rows(t, st);
 	rows = LINES - 4 - grows;
 	t->list_rows = rows > 0 ? rows : 1;
@@ -749,7 +665,7 @@ static void draw_list(struct tui *t, const struct pn_counters_set *v, const stru
 		const struct pn_counters_port *p = &v->ports[t->idx[i]];
 		int show_dev = 1;
 
-		if (t->sort == TUI_SORT_NAME && i > t->top && p->type != PN_PT_NETDEV &&
+		if (t->sort == PN_PORT_SORT_NAME && i > t->top && p->type != PN_PT_NETDEV &&
 		    !strcmp(v->ports[t->idx[i - 1]].dev, p->dev))
 			show_dev = 0; /* grouped by device */
 		list_row(t, &l, y, p, st->ctx, show_dev, i == sel);
@@ -780,7 +696,7 @@ static void draw_rails(struct tui *t, const struct pn_counters_set *v, const str
 	put(2, 56, 7, 1, a, "SHARE");
 	if (w_bar < 4)
 		w_bar = 0;
-	n = ensure_idx(t, v->n) ? 0 : tui_order(v, t->filter, t->sort, t->idx);
+	n = ensure_idx(t, v->n) ? 0 : pn_port_order(v, t->filter, t->sort, t->idx);
 	if (n)
 		r = calloc((size_t)(ctx ? ctx->nnics : 0) + 1, sizeof(*r));
 	if (r)
@@ -1030,7 +946,7 @@ static int move_sel(struct tui *t, const struct pn_counters_set *v, int key)
 
 	if (ensure_idx(t, v->n))
 		return TUI_NONE;
-	n = tui_order(v, t->filter, t->sort, t->idx);
+	n = pn_port_order(v, t->filter, t->sort, t->idx);
 	pos = sel_pos(t, v, n);
 	if (pos < 0)
 		return TUI_NONE;
@@ -1177,7 +1093,7 @@ int tui_key(struct tui *t, int key, const struct pn_counters_set *v)
 	case 'G':
 		return move_sel(t, v, key);
 	case 's':
-		t->sort = (t->sort + 1) % TUI_SORT_COUNT;
+		t->sort = (t->sort + 1) % PN_PORT_SORT_COUNT;
 		t->top = 0;
 		return TUI_REDRAW;
 	case 'f':
@@ -1213,7 +1129,7 @@ int tui_open(struct tui **tp, const char *filter, int sort, int procs)
 	setlocale(LC_NUMERIC, "C"); /* numbers keep their '.' */
 	cs = nl_langinfo(CODESET);
 	t->utf8 = cs && !strcasecmp(cs, "UTF-8");
-	t->sort = sort >= 0 && sort < TUI_SORT_COUNT ? sort : TUI_SORT_NAME;
+	t->sort = sort >= 0 && sort < PN_PORT_SORT_COUNT ? sort : PN_PORT_SORT_NAME;
 	snprintf(t->filter, sizeof(t->filter), "%s", filter ? filter : "");
 	t->show_err = 1;
 	t->mode = procs ? MODE_PROCS : MODE_LIST;

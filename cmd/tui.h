@@ -2,8 +2,8 @@
 /*
  * The screen of `penny top` (ncursesw): a port list with the GPU rows under
  * it, a rail view (the ports of each rail summed), a process view (who owns
- * QPs), a detail view of one port and a help page.  It only draws a snapshot of the counter model and
- * turns keys into view changes or actions for the caller (quit, interval,
+ * QPs), a detail view of one port and a help page.  It only draws a snapshot
+ * of the counter model, in the order node/portsel.h gives it, and turns keys into view changes or actions for the caller (quit, interval,
  * pause); it never samples (htop's model/screen split).
  *
  * The formatting helpers are shared with the batch table.
@@ -14,12 +14,10 @@
 #include "node/counters.h"
 #include "node/gputraffic.h"
 #include "node/nodectx.h"
+#include "node/portsel.h"
 #include "node/rdmares.h"
 
 #include <stddef.h>
-
-enum tui_sort { TUI_SORT_NAME, TUI_SORT_RX, TUI_SORT_TX, TUI_SORT_UTIL, TUI_SORT_ERRORS,
-		TUI_SORT_COUNT };
 
 enum tui_action {
 	TUI_NONE = 0,
@@ -50,14 +48,6 @@ struct tui_status {
 };
 
 struct tui;
-
-/* Filter and sort that apply before the screen opens (--filter, --sort). */
-int tui_sort_parse(const char *s);
-const char *tui_sort_name(int sort);
-/* Name (or netdev) matches: a glob when pattern has * ? [, else a substring. */
-int tui_match(const char *pattern, const struct pn_counters_port *p);
-/* Indices of the ports to show, filtered and sorted; returns the count. */
-int tui_order(const struct pn_counters_set *s, const char *filter, int sort, int *idx);
 
 /* Bits per second with a unit that fits: "12.35 Gb/s", "n/a". */
 const char *tui_fmt_bps(char *buf, size_t len, double bytes_per_sec);

@@ -10,10 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-int pn_coll_init(struct pn_coll *co, struct pn_comm *c)
+int pn_coll_init(struct pn_coll *co, struct pn_comm *c, const struct pn_tune *tune)
 {
 	int r, ret;
-	const char *tf = getenv("PENNY_TUNE_FILE");
 
 	memset(co, 0, sizeof(*co));
 	co->node = malloc(sizeof(int) * (size_t)c->nranks);
@@ -21,9 +20,7 @@ int pn_coll_init(struct pn_coll *co, struct pn_comm *c)
 		return pn_err(-ENOMEM, "out of memory");
 	for (r = 0; r < c->nranks; r++)
 		co->node[r] = c->peers[r].node;
-	ret = tf && *tf ? pn_tune_load(tf) : 0;
-	if (!ret)
-		ret = pn_exec_init(&co->exec, c);
+	ret = pn_exec_init(&co->exec, c);
 	if (ret) {
 		/* nothing is left to release: a caller's pn_coll_release is harmless */
 		free(co->node);
@@ -31,6 +28,7 @@ int pn_coll_init(struct pn_coll *co, struct pn_comm *c)
 		return ret;
 	}
 	co->comm = c;
+	co->tune = tune;
 	co->nchannels = c->nchannels > 1 ? c->nchannels : 2;
 	return 0;
 }
@@ -131,7 +129,7 @@ int pn_coll_schedule(struct pn_coll *co, size_t count, enum pn_dtype t, enum pn_
 	int ret;
 
 	if (algo == PN_ALGO_AUTO)
-		algo = pn_tune_pick(c->nranks, c->nnodes, count * es, direct);
+		algo = pn_tune_pick(co->tune, c->nranks, c->nnodes, count * es, direct);
 	if (co->cache_valid && co->cache_algo == algo && co->cache_count == count &&
 	    co->cache_esize == es && co->cache_direct == direct && co->cache_inplace == inplace) {
 		*out = &co->cache;
@@ -205,8 +203,8 @@ enum pn_algo pn_allreduce_algo(const struct pn_coll *co, size_t count, enum pn_d
 {
 	if (algo != PN_ALGO_AUTO)
 		return algo;
-	return pn_tune_pick(co->comm->nranks, co->comm->nnodes, count * pn_dtype_size(t),
-			    can_direct(co, sreg, rreg));
+	return pn_tune_pick(co->tune, co->comm->nranks, co->comm->nnodes,
+			    count * pn_dtype_size(t), can_direct(co, sreg, rreg));
 }
 
 int pn_allreduce(struct pn_coll *co, const void *sendbuf, void *recvbuf, size_t count,

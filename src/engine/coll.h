@@ -19,6 +19,7 @@ struct pn_coll {
 	struct pn_comm *comm;
 	struct pn_exec exec;
 	int *node;		/* node of every rank */
+	const struct pn_tune *tune;	/* the caller's; NULL: the built-in table */
 	int nchannels;		/* multiring */
 	int **rings;		/* multiring: nchannels planned orders of all ranks, NULL: generated */
 	struct pn_sched cache;	/* last schedule built */
@@ -28,8 +29,9 @@ struct pn_coll {
 	int cache_direct, cache_inplace;
 };
 
-/* On failure *co is left zeroed (co->comm NULL): pn_coll_release on it does nothing. */
-int pn_coll_init(struct pn_coll *co, struct pn_comm *c);
+/* tune: the table auto picks from (the caller keeps it; NULL: built in).
+ * On failure *co is left zeroed (co->comm NULL): pn_coll_release on it does nothing. */
+int pn_coll_init(struct pn_coll *co, struct pn_comm *c, const struct pn_tune *tune);
 void pn_coll_release(struct pn_coll *co);
 /*
  * Multiring over planned rings (plan_job.h): channel c runs rings[c], an

@@ -154,6 +154,8 @@ int pn_comm_init(struct pn_comm **out, struct pn_boot *b, const struct pn_comm_c
 	c->nchannels = cfg && cfg->nchannels > 0 ? cfg->nchannels : 1;
 	c->verbs_port = cfg ? cfg->verbs_port : NULL;
 	c->verbs_port_arg = cfg ? cfg->verbs_port_arg : NULL;
+	c->ib_hca = cfg ? cfg->ib_hca : NULL;
+	c->ib_disable = cfg ? cfg->ib_disable : 0;
 	c->timeout = pn_boot_timeout(b);
 	c->oob = &boot_oob;
 	c->oob_ctx = b;
@@ -290,6 +292,24 @@ int pn_comm_check(struct pn_comm *c, int waiting_for, double since)
 		pn_comm_abort(c, msg);
 		pn_err(ret, "%s", msg);
 		return ret;
+	}
+	return 0;
+}
+
+int pn_comm_local_barrier(struct pn_comm *c)
+{
+	uint64_t e = pn_nodeseg_arrive(c);
+	double since = 0;
+	int i, ret;
+
+	for (i = 0; i < c->local_size; i++) {
+		while (!pn_nodeseg_arrived(c, i, e)) {
+			if (since == 0)
+				since = pn_now();
+			ret = pn_comm_check(c, c->local_ranks[i], since);
+			if (ret)
+				return ret;
+		}
 	}
 	return 0;
 }

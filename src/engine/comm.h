@@ -22,6 +22,8 @@ struct pn_comm_cfg {
 	int nchannels;		/* concurrent FIFO channels per pair (>= 1) */
 	pn_verbs_port_fn verbs_port;	/* NULL: the default choice (a ring plan binds NICs) */
 	void *verbs_port_arg;
+	const char *ib_hca;	/* the verbs ports, comma list (PENNY_IB_HCA); NULL: ACTIVE */
+	int ib_disable;		/* no verbs unless forced (PENNY_IB_DISABLE) */
 };
 
 struct pn_nodeseg;		/* nodeseg.c */
@@ -63,6 +65,9 @@ int pn_comm_check(struct pn_comm *c, int waiting_for, double since);
 /* Report a failure to every rank (shared-memory notice + rendezvous). */
 void pn_comm_abort(struct pn_comm *c, const char *why);
 
+/* Barrier among the local ranks through the node segment's flags
+ * (busy-polled, pn_comm_check on every spin). */
+int pn_comm_local_barrier(struct pn_comm *c);
 /* Barrier over all ranks (rendezvous: slow, for setup). */
 int pn_comm_barrier(struct pn_comm *c);
 

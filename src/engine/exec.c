@@ -393,7 +393,7 @@ static int try_step(struct run *r, int chan, struct chan_state *cs)
 	case PN_OP_DIRECT_GATHER:
 		return step_direct(r, st);
 	case PN_OP_LOCAL_BARRIER: {
-		int ret = pn_nodeseg_barrier(r->c);
+		int ret = pn_comm_local_barrier(r->c);
 
 		return ret ? ret : 1;
 	}

@@ -147,12 +147,9 @@ int pn_mem_fits(const struct pn_mem_job *j, const struct pn_mem_plan *p,
 
 int pn_mem_check(const struct pn_mem_job *j)
 {
-	const char *e = getenv("PENNY_MEM_CHECK");
 	struct pn_mem_plan p;
 	struct pn_mem_free f;
 
-	if (e && !strcmp(e, "0"))
-		return 0;
 	pn_mem_plan(j, &p);
 	pn_mem_free_read(&f);
 	PN_DBG(PN_LOG_SHM, "planned memory of %d local rank%s: %llu bytes in /dev/shm (%llu free), "

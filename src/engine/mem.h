@@ -65,7 +65,8 @@ void pn_mem_free_read(struct pn_mem_free *f);
 int pn_mem_fits(const struct pn_mem_job *j, const struct pn_mem_plan *p,
 		const struct pn_mem_free *f);
 
-/* pn_mem_plan, pn_mem_free_read and pn_mem_fits; PENNY_MEM_CHECK=0 skips it. */
+/* pn_mem_plan, pn_mem_free_read and pn_mem_fits (PENNY_MEM_CHECK=0 makes
+ * the command skip it). */
 int pn_mem_check(const struct pn_mem_job *j);
 
 /* "64 MiB", "2.0 MiB", "1.5 TiB": rounded up (need) or down (free). */

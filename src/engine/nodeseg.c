@@ -191,24 +191,17 @@ int pn_nodeseg_get_abort(struct pn_comm *c, char *buf, size_t len)
 	return 1;
 }
 
-int pn_nodeseg_barrier(struct pn_comm *c)
+uint64_t pn_nodeseg_arrive(struct pn_comm *c)
 {
-	struct bar *bar = c->seg->bar;
 	uint64_t e = ++c->barrier_epoch;
-	double since = 0;
-	int i, ret;
 
-	atomic_store_explicit(&bar[c->local_rank].epoch, e, memory_order_release);
-	for (i = 0; i < c->local_size; i++) {
-		while (atomic_load_explicit(&bar[i].epoch, memory_order_acquire) < e) {
-			if (since == 0)
-				since = pn_now();
-			ret = pn_comm_check(c, c->local_ranks[i], since);
-			if (ret)
-				return ret;
-		}
-	}
-	return 0;
+	atomic_store_explicit(&c->seg->bar[c->local_rank].epoch, e, memory_order_release);
+	return e;
+}
+
+int pn_nodeseg_arrived(const struct pn_comm *c, int i, uint64_t epoch)
+{
+	return atomic_load_explicit(&c->seg->bar[i].epoch, memory_order_acquire) >= epoch;
 }
 
 /* ---- registered buffers ---- */

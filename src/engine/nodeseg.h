@@ -36,8 +36,10 @@ struct pn_reg {
 int pn_nodeseg_alloc(struct pn_comm *c, size_t len, struct pn_reg **reg);
 void pn_nodeseg_reg_free(struct pn_comm *c, struct pn_reg *reg);
 
-/* Barrier among the local ranks through the node segment's flags
- * (busy-polled; nodeseg.c). */
-int pn_nodeseg_barrier(struct pn_comm *c);
+/* The local barrier's flags (pn_comm_local_barrier waits on them): this
+ * rank arrives at its next epoch (returned); whether local index i has
+ * arrived at epoch. */
+uint64_t pn_nodeseg_arrive(struct pn_comm *c);
+int pn_nodeseg_arrived(const struct pn_comm *c, int i, uint64_t epoch);
 
 #endif

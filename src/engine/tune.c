@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The tuning table (tune.h): which algorithm pn_allreduce runs for a job's
- * shape and a size, built in or read from PENNY_TUNE_FILE, and the file
+ * shape and a size, built in or read from a file (PENNY_TUNE_FILE), and the file
  * allreduce-test --tune-out writes.
  */
 #define _GNU_SOURCE
@@ -16,9 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static struct pn_tune_entry *tune_tab;
-static int tune_n;
 
 /* One line "nranks nnodes max_bytes algorithm" (NUL-terminated, no newline). */
 static int tune_line(char *line, struct pn_tune_entry *e)
@@ -101,20 +98,21 @@ int pn_tune_parse(const char *text, size_t len, const char *name, struct pn_tune
 	return 0;
 }
 
-enum pn_algo pn_tune_pick(int nranks, int nnodes, size_t bytes, int direct)
+enum pn_algo pn_tune_pick(const struct pn_tune *tt, int nranks, int nnodes, size_t bytes,
+			  int direct)
 {
 	int i, best = -1;
 
-	for (i = 0; i < tune_n; i++) {
-		const struct pn_tune_entry *t = &tune_tab[i];
+	for (i = 0; tt && i < tt->n; i++) {
+		const struct pn_tune_entry *t = &tt->tab[i];
 
 		if (t->nranks != nranks || t->nnodes != nnodes || t->max_bytes < bytes)
 			continue;
-		if (best < 0 || t->max_bytes < tune_tab[best].max_bytes)
+		if (best < 0 || t->max_bytes < tt->tab[best].max_bytes)
 			best = i;
 	}
 	if (best >= 0)
-		return tune_tab[best].algo;
+		return tt->tab[best].algo;
 	/* built-in table, measured on the host backend (README: Tuning) */
 	if (nranks == 1)
 		return PN_ALGO_RING;
@@ -130,7 +128,7 @@ enum pn_algo pn_tune_pick(int nranks, int nnodes, size_t bytes, int direct)
 	return PN_ALGO_RING;
 }
 
-int pn_tune_load(const char *path)
+int pn_tune_load(struct pn_tune *tt, const char *path)
 {
 	struct pn_tune_entry *t;
 	char *text;
@@ -144,10 +142,17 @@ int pn_tune_load(const char *path)
 	free(text);
 	if (ret)
 		return ret;
-	free(tune_tab);
-	tune_tab = t;
-	tune_n = n;
+	free(tt->tab);
+	tt->tab = t;
+	tt->n = n;
 	return 0;
+}
+
+void pn_tune_release(struct pn_tune *tt)
+{
+	free(tt->tab);
+	tt->tab = NULL;
+	tt->n = 0;
 }
 
 int pn_tune_save(FILE *f, const char *path, int nranks, int nnodes, const size_t *bytes,

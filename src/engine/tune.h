@@ -11,20 +11,30 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* Tuning: the algorithm for (nranks, nnodes, bytes); PENNY_TUNE_FILE lines
- * "nranks nnodes max_bytes algo" override the built-in table. */
-enum pn_algo pn_tune_pick(int nranks, int nnodes, size_t bytes, int direct);
-/* The built-in table's largest size for one-shot (which reduces in place
- * into a scratch buffer of the whole size). */
-#define PN_TUNE_ONE_SHOT_MAX (64u << 10)
-/* Read a tuning file (pn_file_read: a regular file, bounded) and use its table. */
-int pn_tune_load(const char *path);
-
 struct pn_tune_entry {
 	int nranks, nnodes;
 	size_t max_bytes;
 	enum pn_algo algo;
 };
+
+/* A table read from a tuning file (the command reads PENNY_TUNE_FILE and
+ * hands it down); zeroed: empty. */
+struct pn_tune {
+	struct pn_tune_entry *tab;
+	int n;
+};
+
+/* Tuning: the algorithm for (nranks, nnodes, bytes); t's lines "nranks
+ * nnodes max_bytes algo" override the built-in table (t NULL: built in). */
+enum pn_algo pn_tune_pick(const struct pn_tune *t, int nranks, int nnodes, size_t bytes,
+			  int direct);
+/* The built-in table's largest size for one-shot (which reduces in place
+ * into a scratch buffer of the whole size). */
+#define PN_TUNE_ONE_SHOT_MAX (64u << 10)
+/* Read a tuning file (pn_file_read: a regular file, bounded) into t, whose
+ * table it replaces on success; t is unchanged on failure. */
+int pn_tune_load(struct pn_tune *t, const char *path);
+void pn_tune_release(struct pn_tune *t);
 
 #define PN_TUNE_MAX_LINE 255
 #define PN_TUNE_MAX_ENTRIES 4096

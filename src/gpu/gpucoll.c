@@ -51,7 +51,7 @@ static int host_barrier(void *ctx)
 	struct pn_gpucoll *g = ctx;
 
 	if (g->hier || g->c->nnodes == 1)
-		return pn_nodeseg_barrier(g->c);
+		return pn_comm_local_barrier(g->c);
 	return pn_comm_barrier(g->c);
 }
 

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The driver of `penny check` (harness/check.h): the check names and the
- * --only/--skip lists, the expectation rule (config > baseline > topology),
- * the run itself (the node's name, its topology and counters before the
+ * --only/--skip lists, the run itself (the node's name, its topology and counters before the
  * first check, the checks in order, counters judged last), and under a
  * launcher the gather of every rank's results on rank 0 with the job's
- * median rule and the exit code sent back to every rank.
+ * median rule and the exit code sent back to every rank.  What the checks
+ * themselves call (expectation, progress, rows) is check_row.c.
  */
 #define _GNU_SOURCE
 #include "harness/check.h"
@@ -19,7 +19,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,42 +88,11 @@ void pn_check_init(struct pn_check *c)
 	c->node_leader = 1;
 }
 
-double pn_check_expect(const struct pn_check *c, const char *check, const char *target,
-		       const char *key, double dflt, const char *dflt_source, char *src, size_t len)
-{
-	double v, frac;
-
-	if (key && pn_check_cfg_num(c->cfg, key, &v) == 1) {
-		snprintf(src, len, "config: %s", key);
-		return v;
-	}
-	if (c->baseline && !pn_check_baseline_find(c->baseline, check, target, &v)) {
-		pn_check_cfg_num(c->cfg, "job.baseline-fraction", &frac);
-		snprintf(src, len, "baseline: %g%% of %.6g", frac * 100, v);
-		return v * frac;
-	}
-	snprintf(src, len, "%s", dflt_source ? dflt_source : "topology");
-	return dflt;
-}
-
-void pn_check_progress(const struct pn_check *c, const char *check, const char *fmt, ...)
-{
-	char buf[256];
-	va_list ap;
-
-	if (!c->progress)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	c->progress(c->progress_arg, check, buf);
-}
-
 /* ------------------------------------------------------------ the run */
 
 static void node_name(struct pn_check *c)
 {
-	const char *id = getenv("PENNY_NODE_ID");
+	const char *id = c->node_id;
 
 	if (id && *id)
 		snprintf(c->node, sizeof(c->node), "%s", id);
@@ -179,6 +147,7 @@ static int run_one(struct pn_check *c, int id)
 		return 0;
 	if (c->node_leader || !checks[id].node) {
 		pn_check_progress(c, checks[id].name, "running");
+		pn_err_clear();	/* no message of an earlier check's failure */
 		ret = checks[id].fn(c);
 	}
 	if (c->boot)
@@ -505,36 +474,4 @@ void pn_check_release(struct pn_check *c)
 	}
 	pn_verdict_list_free(c->results);
 	c->results = NULL;
-}
-
-int pn_check_add(struct pn_check *c, const struct pn_verdict_in *in)
-{
-	struct pn_verdict_in x = *in;
-	int ret;
-
-	if (!x.node)
-		x.node = c->node;
-	ret = pn_verdict_add(c->results, &x);
-	return ret == -ENOSPC || ret == -EEXIST ? 0 : ret;
-}
-
-int pn_check_port_selected(const struct pn_check *c, const char *dev, int port)
-{
-	const char *p = c->devspec;
-	size_t dl = strlen(dev);
-
-	if (!p || !*p)
-		return 1;
-	while (*p) {
-		size_t n = strcspn(p, ",");
-		const char *colon = memchr(p, ':', n);
-		size_t nl = colon ? (size_t)(colon - p) : n;
-
-		if (nl == dl && !memcmp(p, dev, dl) && (!colon || !port || atoi(colon + 1) == port))
-			return 1;
-		p += n;
-		if (*p == ',')
-			p++;
-	}
-	return 0;
 }

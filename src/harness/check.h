@@ -67,9 +67,14 @@ struct pn_check {
 	const char *nccl_log;		/* --nccl-log FILE for nccl-path, NULL none */
 	void (*progress)(void *arg, const char *check, const char *what); /* may be NULL */
 	void *progress_arg;
+	/* the environment's knobs, read by the command (penny(1)); NULL: unset */
+	const char *node_id;		/* PENNY_NODE_ID: this node's name */
+	const char *tune_file;		/* PENNY_TUNE_FILE: the allreduce's tuning table */
+	const char *ib_hca;		/* PENNY_IB_HCA: the engine's verbs ports */
+	int ib_disable;			/* PENNY_IB_DISABLE: no verbs in the engine */
 
 	/* filled by the driver before the checks run */
-	char node[64];			/* this node's name: PENNY_NODE_ID, the tree's host, hostname */
+	char node[64];			/* this node's name: node_id, the tree's host, hostname */
 	struct pn_topo *topo;		/* this node's topology (through the sysfs root) */
 	struct pn_counters_set *before;	/* every NIC port's counters before the first check */
 	int rank, nranks;		/* 0, 1 alone */

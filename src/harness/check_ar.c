@@ -20,6 +20,7 @@
  * expected from allreduce.min-busbw or the baseline.
  */
 #define _GNU_SOURCE
+#include "harness/arjob.h"
 #include "harness/check.h"
 #include "harness/check_cfg.h"
 #include "harness/check_gpu.h"
@@ -59,6 +60,9 @@ struct ar_req {
 	uint64_t sizes[AR_MAX_SIZES];
 	int nsizes, iters;
 	double timeout;
+	const char *tune_file;	/* the check's knobs (check.h) */
+	const char *ib_hca;
+	int ib_disable;
 };
 
 /* The sweep's rows into the measurement (rank 0 keeps them). */
@@ -79,30 +83,26 @@ static int ar_row(void *arg, const struct pn_sweep_row *row, size_t i, size_t n)
 /* The sweep over a started boot: every rank; rank 0 fills *m. */
 static int ar_sweep(struct pn_boot *b, const struct ar_req *rq, struct ar_meas *m)
 {
-	struct pn_comm_cfg ccfg = { .nchannels = 1 };
-	struct pn_comm *comm = NULL;
-	struct pn_coll coll;
-	struct pn_sweep_backend *be = NULL;
+	struct pn_arjob_cfg jc = { .comm = { .nchannels = 1, .ib_hca = rq->ib_hca,
+					     .ib_disable = rq->ib_disable },
+				   .tune_file = rq->tune_file };
+	struct pn_arjob job;
 	struct pn_sweep sw;
 	struct ar_meas mine;
 	enum pn_algo algo = PN_ALGO_AUTO;
 	int ret;
 
-	memset(&coll, 0, sizeof(coll));
 	memset(&mine, 0, sizeof(mine));
 	pn_sweep_init(&sw);
-	ret = pn_comm_init(&comm, b, &ccfg);
-	if (!ret)
-		ret = pn_coll_init(&coll, comm);
+	ret = pn_arjob_open(&job, b, &jc);
 	if (!ret && !strcmp(rq->backend, "host")) {
-		ret = pn_sweep_host_open(&be, &coll, &algo, 1, rq->sizes[rq->nsizes - 1]);
+		ret = pn_arjob_add_host(&job, &algo, 1, rq->sizes[rq->nsizes - 1]);
 	} else if (!ret) {
 		struct pn_sweep_gpu_cfg gc = { .name = rq->backend, .algos = "auto", .ndev = -1 };
 
-		ret = pn_sweep_gpu_open(&be, &coll, &gc);
+		ret = pn_arjob_add_gpu(&job, &gc);
 	}
 	if (!ret) {
-		sw.comm = comm;
 		sw.dtype = PN_FLOAT;
 		sw.op = PN_SUM;
 		sw.sizes = rq->sizes;
@@ -112,7 +112,7 @@ static int ar_sweep(struct pn_boot *b, const struct ar_req *rq, struct ar_meas *
 		sw.check = 1;
 		sw.seed = 1;
 		sw.sink = (struct pn_sweep_sink){ .arg = &mine, .row = ar_row };
-		ret = pn_sweep_run(&sw, be);
+		ret = pn_arjob_run(&job, &sw);
 	}
 	if (!ret && pn_boot_rank(b) == 0) {
 		*m = mine;
@@ -120,12 +120,8 @@ static int ar_sweep(struct pn_boot *b, const struct ar_req *rq, struct ar_meas *
 		m->nranks = pn_boot_nranks(b);
 		snprintf(m->backend, sizeof(m->backend), "%s", rq->backend);
 	}
-	if (be)
-		pn_sweep_backend_close(be);
 	pn_sweep_release(&sw);
-	if (coll.comm)
-		pn_coll_release(&coll);
-	pn_comm_free(comm);
+	pn_arjob_close(&job);
 	return ret;
 }
 
@@ -197,6 +193,9 @@ static void ar_sizes(const struct pn_check *c, struct ar_req *rq)
 	rq->sizes[rq->nsizes++] = size;
 	rq->iters = c->quick ? 5 : 20;
 	rq->timeout = c->timeout;
+	rq->tune_file = c->tune_file;
+	rq->ib_hca = c->ib_hca;
+	rq->ib_disable = c->ib_disable;
 }
 
 /* The first plugin of the list that loads (no device is opened here). */
@@ -239,7 +238,7 @@ static int ar_judge(struct pn_check *c, const char *node, const char *target,
 			 note);
 		exp = NAN;
 	}
-	ok = !m->wrong && (isnan(exp) || meas >= exp);
+	ok = !pn_sweep_verdict(m->wrong, 0, meas, isnan(exp) ? -1 : exp, detail, sizeof(detail));
 	if (m->wrong)
 		snprintf(detail, sizeof(detail), "%llu wrong values (%s, %d ranks)",
 			 (unsigned long long)m->wrong, m->backend, m->nranks);

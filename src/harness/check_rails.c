@@ -292,7 +292,8 @@ out:
 static int rails_allreduce(struct pn_check *c, struct pn_planned *pl, size_t bytes, int iters)
 {
 	struct pn_comm_cfg cc = { .nchannels = PN_MAX(1, pl->map.nrings),
-				  .verbs_port = pn_planned_port, .verbs_port_arg = pl };
+				  .verbs_port = pn_planned_port, .verbs_port_arg = pl,
+				  .ib_hca = c->ib_hca, .ib_disable = c->ib_disable };
 	struct pn_comm *comm = NULL;
 	struct pn_coll co;
 	size_t count = PN_MAX((size_t)1, bytes / sizeof(float));
@@ -304,7 +305,7 @@ static int rails_allreduce(struct pn_check *c, struct pn_planned *pl, size_t byt
 	if (!ret)
 		ret = pn_comm_init(&comm, c->boot, &cc);
 	if (!ret)
-		ret = pn_coll_init(&co, comm);
+		ret = pn_coll_init(&co, comm, NULL);	/* multiring: no table */
 	if (!ret)
 		ret = pn_coll_set_rings(&co, pl->map.nrings, (const int *const *)pl->map.rings);
 	for (i = 0; !ret && i < iters; i++)

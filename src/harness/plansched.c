@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A ring plan as the engine's multiring schedule at one rank, and that
- * schedule written out (plansched.h).
+ * A ring plan as the engine's multiring schedule at one rank (plansched.h;
+ * ring-plan --show-schedule writes it).
  */
 #include "harness/plansched.h"
 #include "base/log.h"
@@ -43,61 +43,6 @@ int pn_plan_sched_build(struct pn_sched *sc, const struct pn_plan *p, int rank, 
 	}
 	free(node);
 	return ret;
-}
-
-void pn_plan_sched_write(struct pn_out *out, const struct pn_plan *p, const struct pn_sched *sc)
-{
-	const struct pn_plan_model *m = p->model;
-	int c, lo = 0, hi = m->nnodes - 1;
-	size_t i;
-	char sz[32];
-
-	while (lo < hi) { /* node of the rank */
-		int mid = (lo + hi + 1) / 2;
-
-		if (m->nodes[mid].rank0 <= sc->rank)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	pn_out_open_object(out, "schedule");
-	pn_out_str(out, PN_ANY, "algo", "\nschedule: %s", pn_algo_name(sc->algo));
-	pn_out_int(out, PN_ANY, "rank", ", rank %lld", sc->rank);
-	pn_out_str(out, PN_ANY, "node", " (%s", m->nodes[lo].host);
-	pn_out_str(out, PN_ANY, "gpu", " %s)",
-		   m->layouts[m->nodes[lo].layout].gpus[sc->rank - m->nodes[lo].rank0].name);
-	pn_out_text(out, ", %s", pn_fmt_size(sz, sizeof(sz), sc->count * sc->esize));
-	pn_out_uint(out, PN_ANY, "count", " = %llu float32", sc->count);
-	pn_out_uint(out, PN_JSON, "esize", NULL, sc->esize);
-	pn_out_int(out, PN_ANY, "nchannels", ", %lld channels (one per ring)\n", sc->nchan);
-	pn_out_open_array(out, "channels");
-	for (c = 0; c < sc->nchan; c++) {
-		const struct pn_sched_chan *ch = &sc->ch[c];
-
-		pn_out_open_object(out, NULL);
-		pn_out_int(out, PN_ANY, "channel", "channel %lld", c);
-		pn_out_uint(out, PN_ANY, "nsteps", ": %llu steps\n", ch->n);
-		pn_out_text(out, "  %5s  %-24s %6s %6s %10s %10s\n", "step", "op", "recv", "send",
-			    "offset", "count");
-		pn_out_open_array(out, "steps");
-		for (i = 0; i < ch->n; i++) {
-			const struct pn_step *st = &ch->steps[i];
-
-			pn_out_open_object(out, NULL);
-			pn_out_text(out, "  %5zu  ", i);
-			pn_out_str(out, PN_ANY, "op", "%-24s", pn_step_op_name((enum pn_step_op)st->op));
-			pn_out_int(out, PN_ANY, "recv", " %6lld", st->recv_peer);
-			pn_out_int(out, PN_ANY, "send", " %6lld", st->send_peer);
-			pn_out_uint(out, PN_ANY, "offset", " %10llu", st->off);
-			pn_out_uint(out, PN_ANY, "count", " %10llu\n", st->count);
-			pn_out_bool(out, PN_JSON, "final", NULL, st->final);
-			pn_out_close_object(out);
-		}
-		pn_out_close_array(out);
-		pn_out_close_object(out);
-	}
-	pn_out_close_array(out);
-	pn_out_close_object(out);
 }
 
 int pn_planned_port(void *arg, int peer, int chan, char *out, size_t len)

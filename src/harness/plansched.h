@@ -24,9 +24,6 @@ struct pn_boot;
 int pn_plan_sched_build(struct pn_sched *sc, const struct pn_plan *p, int rank, size_t count,
 			size_t esize);
 
-/* sc (built for p) into out, text or JSON: the "schedule" object of ring-plan's output. */
-void pn_plan_sched_write(struct pn_out *out, const struct pn_plan *p, const struct pn_sched *sc);
-
 /* A plan placed on a running job's ranks (allreduce-test --plan). */
 struct pn_planned {
 	struct pn_plan_model model;

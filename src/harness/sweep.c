@@ -211,7 +211,8 @@ int pn_sweep_run(struct pn_sweep *s, struct pn_sweep_backend *be)
 }
 
 void pn_sweep_mem_job(struct pn_mem_job *mj, int nlocal, int nranks, const char *transport,
-		      int nchan, uint64_t host_bytes, const enum pn_algo *algos, int nalgos)
+		      int nchan, uint64_t host_bytes, const enum pn_algo *algos, int nalgos,
+		      int tuned)
 {
 	int a;
 
@@ -228,12 +229,27 @@ void pn_sweep_mem_job(struct pn_mem_job *mj, int nlocal, int nranks, const char 
 		uint64_t s = 0;
 
 		if (algos[a] == PN_ALGO_ONE_SHOT ||
-		    (algos[a] == PN_ALGO_AUTO && getenv("PENNY_TUNE_FILE")))
+		    (algos[a] == PN_ALGO_AUTO && tuned))
 			s = host_bytes;
 		else if (algos[a] == PN_ALGO_AUTO)
 			s = PN_MIN(host_bytes, PN_TUNE_ONE_SHOT_MAX);
 		mj->scratch_bytes = PN_MAX(mj->scratch_bytes, s);
 	}
+}
+
+int pn_sweep_verdict(uint64_t wrong, uint64_t differ, double busbw, double min_busbw, char *why,
+		     size_t len)
+{
+	why[0] = 0;
+	if (wrong)
+		snprintf(why, len, "%llu wrong values", (unsigned long long)wrong);
+	else if (differ)
+		snprintf(why, len, "%llu rank outputs not bit-identical to rank 0's",
+			 (unsigned long long)differ);
+	else if (min_busbw >= 0 && !(busbw >= min_busbw))
+		snprintf(why, len, "average bus bandwidth %.2f GB/s is below %.2f GB/s", busbw,
+			 min_busbw);
+	return why[0] != 0;
 }
 
 void pn_sweep_best(const struct pn_sweep *s, size_t *bytes, enum pn_algo *best)

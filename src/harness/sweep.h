@@ -139,13 +139,14 @@ double pn_sweep_busbw(double algbw, int nranks);
  * The planned memory of this host's nlocal ranks of nranks (src/engine/mem.h):
  * the node segment; with the host backend (host_bytes: -e, 0 without it) a
  * send and a receive buffer each in /dev/shm, and one-shot's scratch for
- * in-place runs (auto runs one-shot up to PN_TUNE_ONE_SHOT_MAX, a tuning
- * file at any size); FIFOs to the ranks on other hosts, or to all when a
+ * in-place runs (auto runs one-shot up to PN_TUNE_ONE_SHOT_MAX, with a tuning
+ * file, tuned set, at any size); FIFOs to the ranks on other hosts, or to all when a
  * transport other than shm is forced.
  */
 struct pn_mem_job;
 void pn_sweep_mem_job(struct pn_mem_job *mj, int nlocal, int nranks, const char *transport,
-		      int nchan, uint64_t host_bytes, const enum pn_algo *algos, int nalgos);
+		      int nchan, uint64_t host_bytes, const enum pn_algo *algos, int nalgos,
+		      int tuned);
 
 /* The host rows' fastest correct algorithm at each size, out of place
  * (ring where none ran). */
@@ -162,6 +163,16 @@ void pn_sweep_best(const struct pn_sweep *s, size_t *bytes, enum pn_algo *best);
  * default or NCCL symmetric, whichever won; NULL if it has no timed row.
  */
 const char *pn_sweep_ref_backend(const struct pn_sweep *sw, const char *backends);
+
+/*
+ * The allreduce verdict, one rule for allreduce-test and check: any wrong
+ * value fails, then any rank output unlike rank 0's, then a bus bandwidth
+ * (GB/s) not at least min_busbw (min_busbw < 0 or NaN: no floor; a NaN
+ * busbw is below any floor).  0 passed; 1 failed, with why (len bytes;
+ * "" when passed).
+ */
+int pn_sweep_verdict(uint64_t wrong, uint64_t differ, double busbw, double min_busbw, char *why,
+		     size_t len);
 const struct pn_sweep_row *pn_sweep_ref_row(const struct pn_sweep *sw, const char *ref,
 					    size_t bytes);
 int pn_sweep_same_series(const struct pn_sweep_row *a, const struct pn_sweep_row *b);

@@ -66,7 +66,7 @@ static int host_run(struct pn_sweep_backend *be, const struct pn_sweep *s, int a
 	for (i = 0; !ret && i < s->warmup; i++)
 		ret = pn_allreduce(h->coll, send, recv, count, s->dtype, s->op, algo, sreg, h->rreg);
 	if (!ret && c->nnodes == 1)
-		ret = pn_nodeseg_barrier(c);
+		ret = pn_comm_local_barrier(c);
 	if (ret)
 		return ret;
 	t0 = pn_now();

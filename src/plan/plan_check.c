@@ -356,10 +356,75 @@ static void engine_nics(const struct pn_plan *p, int r, struct pn_plan_msgs *vio
 	}
 }
 
+/* Every rail's NIC of every node sends and receives for some ring, and as
+ * many as the others (within one): violations counted in *found. */
+static int nic_balance(struct pn_plan *p, struct pn_plan_msgs *viol, int *found)
+{
+	struct pn_plan_model *m = p->model;
+	int N = m->nnodes, i, k, *rails = NULL, nrails = 0, ret;
+
+#define VIOL(...)                                                                              \
+	do {                                                                                   \
+		(*found)++;                                                                    \
+		pn_plan_msg(viol, __VA_ARGS__);                                                \
+	} while (0)
+
+	ret = pn_plan_usable_rails(m, &rails, &nrails, NULL);
+	if (ret)
+		goto fail;
+	if (!p->send) {
+		ret = pn_plan_analyze(p, 0);
+		if (ret)
+			goto fail;
+	}
+	for (i = 0; i < N && nrails; i++) {
+		const struct pn_plan_layout *l = &m->layouts[m->nodes[i].layout];
+		int lo = p->load_off[i], ts = 0, tr = 0, j, loS, hiS, loR, hiR;
+
+		for (k = 0; k < l->nnics; k++) {
+			ts += p->send[lo + k];
+			tr += p->recv[lo + k];
+		}
+		loS = ts / nrails;
+		hiS = (ts + nrails - 1) / nrails;
+		loR = tr / nrails;
+		hiR = (tr + nrails - 1) / nrails;
+		for (j = 0; j < nrails; j++) {
+			int nic = pn_plan_layout_nic_on_rail(l, rails[j]);
+			int sd, rv;
+			char bal[32];
+
+			if (nic < 0)
+				continue;
+			sd = p->send[lo + nic];
+			rv = p->recv[lo + nic];
+			if (!sd)
+				VIOL("%s %s (rail %d) sends for no ring", m->nodes[i].host,
+				     l->nics[nic].name, rails[j]);
+			else if (sd < loS || sd > hiS)
+				VIOL("%s %s (rail %d) sends for %d rings, balanced is %s",
+				     m->nodes[i].host, l->nics[nic].name, rails[j], sd,
+				     range(loS, hiS, bal, sizeof(bal)));
+			if (!rv)
+				VIOL("%s %s (rail %d) receives for no ring", m->nodes[i].host,
+				     l->nics[nic].name, rails[j]);
+			else if (rv < loR || rv > hiR)
+				VIOL("%s %s (rail %d) receives for %d rings, balanced is %s",
+				     m->nodes[i].host, l->nics[nic].name, rails[j], rv,
+				     range(loR, hiR, bal, sizeof(bal)));
+		}
+	}
+	ret = 0;
+fail:
+	free(rails);
+	return ret;
+#undef VIOL
+}
+
 int pn_plan_validate(struct pn_plan *p, struct pn_plan_msgs *viol)
 {
 	struct pn_plan_model *m = p->model;
-	int N = m->nnodes, r, i, k, found = 0, *rails = NULL, nrails = 0, ret;
+	int N = m->nnodes, r, i, k, found = 0, ret;
 	unsigned *seen = NULL, *nseen = NULL;
 	char a[256];
 
@@ -479,55 +544,12 @@ int pn_plan_validate(struct pn_plan *p, struct pn_plan_msgs *viol)
 	}
 	/* NIC use and balance, several nodes only */
 	if (N >= 2) {
-		ret = pn_plan_usable_rails(m, &rails, &nrails, NULL);
+		ret = nic_balance(p, viol, &found);
 		if (ret)
 			goto fail;
-		if (!p->send) {
-			ret = pn_plan_analyze(p, 0);
-			if (ret)
-				goto fail;
-		}
-		for (i = 0; i < N && nrails; i++) {
-			const struct pn_plan_layout *l = &m->layouts[m->nodes[i].layout];
-			int lo = p->load_off[i], ts = 0, tr = 0, j, loS, hiS, loR, hiR;
-
-			for (k = 0; k < l->nnics; k++) {
-				ts += p->send[lo + k];
-				tr += p->recv[lo + k];
-			}
-			loS = ts / nrails;
-			hiS = (ts + nrails - 1) / nrails;
-			loR = tr / nrails;
-			hiR = (tr + nrails - 1) / nrails;
-			for (j = 0; j < nrails; j++) {
-				int nic = pn_plan_layout_nic_on_rail(l, rails[j]);
-				int sd, rv;
-				char bal[32];
-
-				if (nic < 0)
-					continue;
-				sd = p->send[lo + nic];
-				rv = p->recv[lo + nic];
-				if (!sd)
-					VIOL("%s %s (rail %d) sends for no ring", m->nodes[i].host,
-					     l->nics[nic].name, rails[j]);
-				else if (sd < loS || sd > hiS)
-					VIOL("%s %s (rail %d) sends for %d rings, balanced is %s",
-					     m->nodes[i].host, l->nics[nic].name, rails[j], sd,
-					     range(loS, hiS, bal, sizeof(bal)));
-				if (!rv)
-					VIOL("%s %s (rail %d) receives for no ring", m->nodes[i].host,
-					     l->nics[nic].name, rails[j]);
-				else if (rv < loR || rv > hiR)
-					VIOL("%s %s (rail %d) receives for %d rings, balanced is %s",
-					     m->nodes[i].host, l->nics[nic].name, rails[j], rv,
-					     range(loR, hiR, bal, sizeof(bal)));
-			}
-		}
 	}
 	ret = found;
 fail:
-	free(rails);
 	free(seen);
 	free(nseen);
 	return ret;

@@ -161,78 +161,66 @@ static void print_ring(struct pn_out *out, const struct pn_plan *p, int r)
 	pn_out_close_object(out);
 }
 
-/* NIC load, grouped: rows of (nic, rail, send, recv) with how many nodes share them. */
-struct load_group {
-	const char *nic;
-	int rail, send, recv, active, count, first;
-};
-
 static void print_loads(struct pn_out *out, const struct pn_plan *p)
 {
 	const struct pn_plan_model *m = p->model;
-	struct load_group *g = NULL;
-	int ng = 0, cap = 0, i, k, j;
+	int i, k;
 
 	pn_out_open_array(out, "nic_load");
 	for (i = 0; i < m->nnodes; i++) {
 		const struct pn_plan_layout *l = layout_of(m, i);
 
 		for (k = 0; k < l->nnics; k++) {
+			pn_out_open_object(out, NULL);
+			pn_out_str(out, PN_JSON, "node", NULL, m->nodes[i].host);
+			pn_out_str(out, PN_JSON, "nic", NULL, l->nics[k].name);
+			pn_out_int(out, PN_JSON, "rail", NULL, l->nics[k].rail);
+			pn_out_bool(out, PN_JSON, "active", NULL, l->nics[k].active);
+			pn_out_int(out, PN_JSON, "send", NULL, p->send[p->load_off[i] + k]);
+			pn_out_int(out, PN_JSON, "recv", NULL, p->recv[p->load_off[i] + k]);
+			pn_out_close_object(out);
+		}
+	}
+	pn_out_close_array(out);
+}
+
+int pn_plan_load_groups(const struct pn_plan *p, struct pn_plan_load_group **out, int *n)
+{
+	const struct pn_plan_model *m = p->model;
+	struct pn_plan_load_group *g = NULL, *nw;
+	size_t cap = 0;
+	int ng = 0, i, k, j;
+
+	*out = NULL;
+	*n = 0;
+	for (i = 0; i < m->nnodes; i++) {
+		const struct pn_plan_layout *l = layout_of(m, i);
+
+		for (k = 0; k < l->nnics; k++) {
 			int sd = p->send[p->load_off[i] + k], rv = p->recv[p->load_off[i] + k];
 
-			if (pn_out_is_json(out)) {
-				pn_out_open_object(out, NULL);
-				pn_out_str(out, PN_JSON, "node", NULL, m->nodes[i].host);
-				pn_out_str(out, PN_JSON, "nic", NULL, l->nics[k].name);
-				pn_out_int(out, PN_JSON, "rail", NULL, l->nics[k].rail);
-				pn_out_bool(out, PN_JSON, "active", NULL, l->nics[k].active);
-				pn_out_int(out, PN_JSON, "send", NULL, sd);
-				pn_out_int(out, PN_JSON, "recv", NULL, rv);
-				pn_out_close_object(out);
-				continue;
-			}
 			for (j = 0; j < ng; j++)
 				if (!strcmp(g[j].nic, l->nics[k].name) && g[j].rail == l->nics[k].rail &&
 				    g[j].send == sd && g[j].recv == rv &&
 				    g[j].active == l->nics[k].active)
 					break;
 			if (j == ng) {
-				if (ng == cap) {
-					struct load_group *n;
-
-					cap = cap ? cap * 2 : 16;
-					n = realloc(g, (size_t)cap * sizeof(*n));
-					if (!n)
-						goto out;
-					g = n;
+				nw = pn_grow(g, &cap, (size_t)ng, sizeof(*g), 16, SIZE_MAX);
+				if (!nw) {
+					free(g);
+					return pn_err(-ENOMEM, "out of memory");
 				}
-				g[ng] = (struct load_group){ l->nics[k].name, l->nics[k].rail, sd, rv,
-							     l->nics[k].active, 0, i };
+				g = nw;
+				g[ng] = (struct pn_plan_load_group){ l->nics[k].name, l->nics[k].rail,
+								     sd, rv, l->nics[k].active, 0, i };
 				ng++;
 			}
 			g[j].count++;
 		}
 	}
-	if (!pn_out_is_json(out) && ng) {
-		pn_out_text(out, "\nNIC load (rings per NIC and direction):\n");
-		pn_out_text(out, "  %-12s %5s %5s %5s  %s\n", "nic", "rail", "send", "recv", "nodes");
-		for (j = 0; j < ng; j++) {
-			char rail[16];
-
-			snprintf(rail, sizeof(rail), "%d", g[j].rail);
-			pn_out_text(out, "  %-12s %5s %5d %5d  ", g[j].nic, g[j].rail >= 0 ? rail : "-",
-				    g[j].send, g[j].recv);
-			if (g[j].count == m->nnodes)
-				pn_out_text(out, "all %d", g[j].count);
-			else
-				pn_out_text(out, "%d (%s%s)", g[j].count, m->nodes[g[j].first].host,
-					    g[j].count > 1 ? ", ..." : "");
-			pn_out_text(out, "%s\n", g[j].active ? "" : "  not usable");
-		}
-	}
-out:
-	free(g);
-	pn_out_close_array(out);
+	*out = g;
+	*n = ng;
+	return 0;
 }
 
 static void print_layouts(struct pn_out *out, const struct pn_plan_model *m)
@@ -312,8 +300,7 @@ static void print_bandwidth(struct pn_out *out, const struct pn_plan *p)
 	pn_out_close_object(out);
 }
 
-void pn_plan_write_begin(struct pn_out *out, const struct pn_plan *p,
-			 const struct pn_plan_msgs *viol, int summary)
+void pn_plan_write_begin(struct pn_out *out, const struct pn_plan *p, int summary)
 {
 	const struct pn_plan_model *m = p->model;
 	int i;
@@ -351,8 +338,15 @@ void pn_plan_write_begin(struct pn_out *out, const struct pn_plan *p,
 		print_ring(out, p, i);
 	}
 	pn_out_close_array(out);
-	if (m->nnodes > 1)
+	if (m->nnodes > 1 && pn_out_is_json(out))
 		print_loads(out, p);
+}
+
+void pn_plan_write_tail(struct pn_out *out, const struct pn_plan *p,
+			const struct pn_plan_msgs *viol)
+{
+	const struct pn_plan_model *m = p->model;
+
 	print_bandwidth(out, p);
 	if (m->notes.n || p->notes.n)
 		pn_out_text(out, "\n");

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The node topology as a document and in the planner: what `penny topo`
- * writes (its text and its JSON, the --save file), that file read back
+ * The node topology as a document and in the planner: the document `penny
+ * topo --json` and --save write (its text is cmd/topo.c's), read back
  * into the ring-plan model (--topo-file), and the live topology
  * (node/topo.h) into the model.  Here, not in node/, because the reader
  * fills the plan's model (plan may use node; node may not use plan).
@@ -23,19 +23,6 @@
 #include <string.h>
 
 /* ------------------------------------------------------- topo: write */
-
-static const char *const legend[][2] = {
-	{ "X", "Self" },
-	{ "SYS", "Connection traversing PCIe as well as the SMP interconnect between NUMA nodes "
-		 "(e.g., QPI/UPI)" },
-	{ "NODE", "Connection traversing PCIe as well as the interconnect between PCIe Host "
-		  "Bridges within a NUMA node" },
-	{ "PHB", "Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)" },
-	{ "PXB", "Connection traversing multiple PCIe bridges (without traversing the PCIe Host "
-		 "Bridge)" },
-	{ "PIX", "Connection traversing at most a single PCIe bridge" },
-	{ "NV#", "Connection traversing a bonded set of # NVLinks" },
-};
 
 static void print_dev_common(struct pn_out *o, const struct pn_topo_dev *d)
 {
@@ -112,71 +99,17 @@ static void print_matrix(struct pn_out *o, const struct pn_topo *t, int pcie)
 	char cls[16];
 
 	pn_out_open_object(o, "matrix");
-	if (n) {
-		for (j = 0; j < n; j++)
-			pn_out_text(o, "\t%s", t->devs[j].name);
-		pn_out_text(o, "\tCPU Affinity\tNUMA Affinity\n");
-	}
 	for (i = 0; i < n; i++) {
 		pn_out_open_object(o, t->devs[i].name);
-		pn_out_text(o, "%s", t->devs[i].name);
 		for (j = 0; j < n; j++) {
 			int links, c = pn_topo_path(t, i, j, pcie, &links);
 
 			pn_path_name(c, links, cls, sizeof(cls));
 			pn_out_str(o, PN_JSON, t->devs[j].name, NULL, cls);
-			pn_out_text(o, c == PN_PATH_X ? "\t X " : "\t%s", cls);
 		}
-		pn_out_text(o, "\t%s", t->devs[i].cpus && t->devs[i].cpus[0] ? t->devs[i].cpus
-									   : "N/A");
-		if (t->devs[i].numa >= 0)
-			pn_out_text(o, "\t%d\n", t->devs[i].numa);
-		else
-			pn_out_text(o, "\tN/A\n");
 		pn_out_close_object(o);
 	}
 	pn_out_close_object(o);
-	if (!n) {
-		pn_out_text(o, "No GPUs or RDMA NICs found.\n");
-		return;
-	}
-	pn_out_text(o, "\nLegend:\n\n");
-	for (i = 0; i < (int)PN_ARRAY_SIZE(legend); i++)
-		pn_out_text(o, "  %-4s = %s\n", legend[i][0], legend[i][1]);
-	if (t->nnics) {
-		pn_out_text(o, "\nNIC Legend:\n\n");
-		for (i = t->ngpus; i < n; i++)
-			pn_out_text(o, "  %s: %s\n", t->devs[i].name, t->devs[i].nic.name);
-	}
-}
-
-static void print_ports(struct pn_out *o, const struct pn_topo *t)
-{
-	int i, p;
-
-	if (!t->nnics)
-		return;
-	pn_out_text(o, "\nPorts:\n%-12s %-4s %-8s %-10s %-22s %-10s %-12s %s\n", "DEVICE", "PORT",
-		    "STATE", "PHYS", "RATE", "LINK", "NETDEV", "DEFAULT GID");
-	for (i = t->ngpus; i < t->ngpus + t->nnics; i++) {
-		const struct pn_nic *nic = &t->devs[i].nic;
-
-		if (!nic->nports)
-			pn_out_text(o, "%-12s %-4s (no port information)\n", nic->name, "-");
-		for (p = 0; p < nic->nports; p++) {
-			const struct pn_port *pt = &nic->ports[p];
-
-			pn_out_text(o, "%-12s %-4d %-8s %-10s %-22s %-10s %-12s %s", nic->name,
-				    pt->port, pt->state_name[0] ? pt->state_name : "n/a",
-				    pt->phys_state_name[0] ? pt->phys_state_name : "n/a",
-				    pt->rate[0] ? pt->rate : "n/a", pt->link_layer,
-				    pt->netdev[0] ? pt->netdev : "-", pt->gid[0] ? pt->gid : "-");
-			if (pt->gid_index >= 0)
-				pn_out_text(o, " (%d%s%s)", pt->gid_index, pt->gid_type[0] ? ", " : "",
-					    pt->gid_type);
-			pn_out_nl(o);
-		}
-	}
 }
 
 static void print_rails(struct pn_out *o, const struct pn_topo *t)
@@ -186,27 +119,16 @@ static void print_rails(struct pn_out *o, const struct pn_topo *t)
 	int g, k, n, c;
 
 	pn_out_open_array(o, "rails");
-	if (!nics || !t->nnics || !t->ngpus) {
-		pn_out_close_array(o);
-		free(nics);
-		return;
-	}
-	pn_out_text(o, "\nRails (nearest NICs of each GPU):\n");
-	for (g = 0; g < t->ngpus; g++) {
+	for (g = 0; nics && t->nnics && g < t->ngpus; g++) {
 		n = pn_topo_rail(t, g, nics, &c);
 		pn_path_name(c, 0, cls, sizeof(cls));
 		pn_out_open_object(o, NULL);
-		pn_out_str(o, PN_ANY, "gpu", "  %-6s", t->devs[g].name);
-		pn_out_str(o, PN_TEXT, NULL, "%-5s", cls);
+		pn_out_str(o, PN_JSON, "gpu", NULL, t->devs[g].name);
 		pn_out_open_array(o, "nics");
-		for (k = 0; k < n; k++) {
+		for (k = 0; k < n; k++)
 			pn_out_str(o, PN_JSON, NULL, NULL, t->devs[nics[k]].name);
-			pn_out_text(o, "%s%s (%s)", k ? ", " : " ", t->devs[nics[k]].name,
-				    t->devs[nics[k]].nic.name);
-		}
 		pn_out_close_array(o);
 		pn_out_str(o, PN_JSON, "class", NULL, cls);
-		pn_out_nl(o);
 		pn_out_close_object(o);
 	}
 	pn_out_close_array(o);
@@ -226,12 +148,7 @@ void pn_topo_write(struct pn_out *o, const struct pn_topo *t, int pcie, char *co
 	pn_out_bool(o, PN_JSON, "pcie_only", NULL, pcie);
 	print_json_devs(o, t);
 	print_matrix(o, t, pcie);
-	print_ports(o, t);
 	print_rails(o, t);
-	pn_out_text(o, "\nHost %s, topology from %s, NVLinks from %s%s\n", t->host,
-		    !strcmp(t->source, "live") ? "this system" : t->source,
-		    t->nvlink_source[0] ? t->nvlink_source : "nowhere",
-		    pcie ? " (not shown: --pcie)" : "");
 	if (checks) {
 		pn_out_open_array(o, "violations");
 		for (i = 0; i < nv; i++)

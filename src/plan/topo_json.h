@@ -12,9 +12,9 @@
 #include "plan/plan.h"
 
 /*
- * Topology t into o: the path matrix (PCIe classes only with pcie), ports,
- * rails; text or JSON by o's mode.  With checks, the JSON lists the nv
- * violations viol.  Writes only to o.
+ * The document of topology t into o (JSON mode; a text o gets nothing): the
+ * devices and ports, the path matrix (PCIe classes only with pcie), rails;
+ * with checks, the nv violations viol.  Writes only to o.
  */
 void pn_topo_write(struct pn_out *o, const struct pn_topo *t, int pcie, char *const *viol, int nv,
 		   int checks);

@@ -80,6 +80,8 @@ struct pn_tp_oob {
 	struct pn_rank_info *info;	/* [rank], published at init */		\
 	pn_verbs_port_fn verbs_port;	/* NULL: default ports (during setup) */	\
 	void *verbs_port_arg;							\
+	const char *ib_hca;		/* ports, comma list; NULL: ACTIVE */	\
+	int ib_disable;			/* no verbs unless forced */		\
 	const struct pn_tp_oob *oob;	/* rendezvous (during setup) */		\
 	void *oob_ctx;								\
 	void *node_fifos;		/* shm: the FIFO area of the node segment */	\

@@ -5,6 +5,7 @@
  * (write, write-with-immediate, read, send/recv, striping over QPs).
  * Devices and registration are in verbs_dev.c.
  */
+#include "transport/verbs.h"
 #include "transport/verbs_impl.h"
 #include "base/log.h"
 #include "node/nic.h"
@@ -88,6 +89,17 @@ struct pn_verbs_conn {
 /* the full sequence number, from the low bits and the oldest one outstanding */
 #define WRID_SEQ(id, tail) ((tail) + ((((id) & WR_SEQ_MASK) - (tail)) & WR_SEQ_MASK))
 
+const char *pn_verbs_op_name(int op)
+{
+	switch (op) {
+	case PN_VERBS_WRITE: return "rdma write";
+	case PN_VERBS_WRITE_IMM: return "rdma write with immediate";
+	case PN_VERBS_READ: return "rdma read";
+	case PN_VERBS_SEND: return "send";
+	case PN_VERBS_RECV: return "receive";
+	default: return "unknown operation";
+	}
+}
 
 /* ------------------------------------------------------------- connection */
 

@@ -5,6 +5,7 @@
  * rate, memory registration through the cache (dma-buf included).
  * Connections, completions and posting are in verbs.c.
  */
+#include "transport/verbs_dev.h"
 #include "transport/verbs_impl.h"
 #include "base/log.h"
 #include "node/nic.h"
@@ -22,7 +23,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
-
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -44,18 +44,6 @@ enum ibv_mtu pn_verbs_mtu_enum(int b)
 	case 1024: return IBV_MTU_1024;
 	case 2048: return IBV_MTU_2048;
 	default: return IBV_MTU_4096;
-	}
-}
-
-const char *pn_verbs_op_name(int op)
-{
-	switch (op) {
-	case PN_VERBS_WRITE: return "rdma write";
-	case PN_VERBS_WRITE_IMM: return "rdma write with immediate";
-	case PN_VERBS_READ: return "rdma read";
-	case PN_VERBS_SEND: return "send";
-	case PN_VERBS_RECV: return "receive";
-	default: return "unknown operation";
 	}
 }
 

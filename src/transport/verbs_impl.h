@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Private to the verbs layer (verbs_dev.c, verbs.c): the device handle and
- * the helpers both halves use.  Nothing outside src/transport/ includes it.
+ * the helpers both halves use.  Only the device half's header (verbs_dev.h)
+ * is below it, so verbs_dev.c sees nothing of the connection half.  Nothing outside src/transport/ includes it.
  */
 #ifndef PENNY_VERBS_IMPL_H
 #define PENNY_VERBS_IMPL_H
 
-#include "transport/verbs.h"
+#include "transport/verbs_dev.h"
 #include "transport/mrcache.h"
 
 #include <infiniband/verbs.h>

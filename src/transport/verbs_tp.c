@@ -52,11 +52,11 @@ static struct pn_verbs_state *vstate(struct pn_tp_group *g)
 	return g->verbs;
 }
 
-/* This rank's ports: PENNY_IB_HCA (comma list) or the ACTIVE ports in
- * natural order. */
-static int rails(char (*specs)[32], int max)
+/* This rank's ports: the group's ib_hca (PENNY_IB_HCA, a comma list) or
+ * the ACTIVE ports in natural order. */
+static int rails(const struct pn_tp_group *g, char (*specs)[32], int max)
 {
-	const char *env = getenv("PENNY_IB_HCA");
+	const char *env = g->ib_hca;
 	struct pn_nic_list l;
 	int n = 0, i, p;
 
@@ -81,25 +81,25 @@ static int rails(char (*specs)[32], int max)
 }
 
 /* One channel: the local rank's share of the ports. */
-static int pick_device(int local_rank, char *out, size_t len)
+static int pick_device(const struct pn_tp_group *g, char *out, size_t len)
 {
 	char specs[PN_MAX_RAILS][32];
-	int n = rails(specs, PN_MAX_RAILS);
+	int n = rails(g, specs, PN_MAX_RAILS);
 
 	out[0] = 0;
 	if (!n)
 		return 0;
-	snprintf(out, len, "%s", specs[local_rank % n]);
+	snprintf(out, len, "%s", specs[g->local_rank % n]);
 	return 1;
 }
 
 /* What this rank publishes: its port, and its rails for multiring; nothing
- * alone or with PENNY_IB_DISABLE set (then only a forced verbs fails). */
+ * alone or with ib_disable (PENNY_IB_DISABLE; then only a forced verbs fails). */
 static int verbs_publish(struct pn_tp_group *g, int forced, struct pn_rank_info *mine)
 {
-	if (g->nranks > 1 && !(getenv("PENNY_IB_DISABLE") && atoi(getenv("PENNY_IB_DISABLE")))) {
-		pick_device(g->local_rank, mine->verbs_dev, sizeof(mine->verbs_dev));
-		mine->nrails = rails(mine->rail_dev, PN_MAX_RAILS);
+	if (g->nranks > 1 && !g->ib_disable) {
+		pick_device(g, mine->verbs_dev, sizeof(mine->verbs_dev));
+		mine->nrails = rails(g, mine->rail_dev, PN_MAX_RAILS);
 	}
 	if (forced && !mine->verbs_dev[0])
 		return pn_err(-ENODEV, "--transport verbs: rank %d (host %s) has no ACTIVE RDMA port",

@@ -3,8 +3,10 @@
 # under src/ goes to its own folder or a lower one, in the order
 #   base < node < transport < engine < gpu < harness,
 # plan uses base and node only (gpu and harness may use plan; engine may
-# not), nothing includes in a cycle (file or folder), and nothing in src/
-# includes cmd/.  A failure names the offending edge: "src/a/x.c -> src/b/y.h".
+# not), nothing includes in a cycle (file or folder), no two modules (a .c
+# with the header of its name) depend on each other through the functions
+# they call, however long the circle, and nothing in src/ includes cmd/.
+# A failure names the offending edge: "src/a/x.c -> src/b/y.h".
 . "$(dirname "$0")/../lib.sh"
 
 # layers MODE [SRC]: check one rule over the include graph of SRC (default
@@ -54,6 +56,23 @@ def folder(p):
 	r = os.path.relpath(p, src)
 	return r.split(os.sep)[0] if os.sep in r and not r.startswith("..") else None
 
+# Every cycle of graph (node -> its successors) once per DFS back edge.
+def find_cycles(graph, on_cycle):
+	state, stack = {}, []
+	def dfs(n):
+		state[n] = 1
+		stack.append(n)
+		for m in sorted(graph.get(n, ())):
+			if state.get(m) == 1:
+				on_cycle(stack[stack.index(m):] + [m])
+			elif not state.get(m):
+				dfs(m)
+		stack.pop()
+		state[n] = 2
+	for n in sorted(graph):
+		if not state.get(n):
+			dfs(n)
+
 bad = []
 if mode == "cmd":
 	bad = ["%s -> %s (src/ never includes cmd/)" % (rel(a), rel(b)) for a, b in edges
@@ -66,6 +85,36 @@ elif mode == "layers":
 		fa, fb = folder(a), folder(b)
 		if b.startswith(src + os.sep) and fa in may and fb not in may.get(fa, ()):
 			bad.append("%s -> %s (%s may use %s)" % (rel(a), rel(b), fa, ", ".join(sorted(may[fa]))))
+elif mode == "module-cycles":
+	# A module is a .c file with the header of its name (comm.c + comm.h); a
+	# header without a .c of its name is a module of its own.  A module
+	# depends on the module whose .c defines a function its .c names.
+	def mod(p):
+		return os.path.splitext(p)[0]
+	def clean(t):
+		t = re.sub(r"/\*.*?\*/", " ", t, flags=re.S)
+		t = re.sub(r"//[^\n]*", " ", t)
+		return re.sub(r'"(\\.|[^"\\\n])*"', '""', t)
+	def_re = re.compile(r"^(?!static\b|return\b|if\b|else\b)[A-Za-z_][\w \t*]*?\b([A-Za-z_]\w*)\s*\([^;]*$", re.M)
+	text = {f: clean(open(f, errors="replace").read()) for f in files}
+	owner = {}
+	for f in sorted(files):
+		if f.endswith(".c"):
+			for m in def_re.finditer(text[f]):
+				owner.setdefault(m.group(1), mod(f))
+	graph = {}
+	for f in sorted(x for x in files if x.endswith(".c")):
+		for name in sorted(set(re.findall(r"\b[A-Za-z_]\w*\b", text[f]))):
+			o = owner.get(name)
+			if o and o != mod(f):
+				graph.setdefault(mod(f), {}).setdefault(o, "calls " + name)
+	seen = set()
+	def module_cycle(cyc):
+		if frozenset(cyc) not in seen:
+			seen.add(frozenset(cyc))
+			bad.append("cycle: " + " -> ".join("%s (%s)" % (rel(x), graph[x][y])
+				for x, y in zip(cyc, cyc[1:])) + " -> " + rel(cyc[-1]))
+	find_cycles(graph, module_cycle)
 elif mode in ("file-cycles", "folder-cycles"):
 	graph = {}
 	for a, b in edges:
@@ -76,22 +125,8 @@ elif mode in ("file-cycles", "folder-cycles"):
 			if a == b:
 				continue
 		graph.setdefault(a, set()).add(b)
-	state, stack = {}, []
-	def dfs(n):
-		state[n] = 1
-		stack.append(n)
-		for m in sorted(graph.get(n, ())):
-			if state.get(m) == 1:
-				cyc = stack[stack.index(m):] + [m]
-				name = (lambda x: x) if mode == "folder-cycles" else rel
-				bad.append("cycle: " + " -> ".join(name(x) for x in cyc))
-			elif not state.get(m):
-				dfs(m)
-		stack.pop()
-		state[n] = 2
-	for n in sorted(graph):
-		if not state.get(n):
-			dfs(n)
+	name = (lambda x: x) if mode == "folder-cycles" else rel
+	find_cycles(graph, lambda cyc: bad.append("cycle: " + " -> ".join(name(x) for x in cyc)))
 for b in bad:
 	print(b)
 sys.exit(1 if bad else 0)
@@ -104,6 +139,9 @@ test_expect_success 'every src/ folder has a layer; no include goes up a layer' 
 test_expect_success 'no include cycle between files of src/' '
 	layers file-cycles
 '
+test_expect_success 'no cycle between modules (x.c with x.h) of src/, calls included' '
+	layers module-cycles
+'
 test_expect_success 'no include cycle between folders of src/' '
 	layers folder-cycles
 '
@@ -112,16 +150,20 @@ test_expect_success 'nothing in src/ includes cmd/' '
 '
 
 # The checker itself fails, naming the edge, on a copy with bad includes.
-test_expect_success 'the checker names an upward include, a cycle and a cmd/ include' '
+test_expect_success 'the checker names an upward include, cycles and a cmd/ include' '
 	cp -r "$TOP/src" bad &&
 	echo "#include \"engine/comm.h\"" >>bad/transport/shm.c &&
 	echo "#include \"transport/tcp_x.h\"" >bad/engine/x.h && : >bad/transport/tcp_x.h &&
 	echo "#include \"engine/x.h\"" >>bad/transport/tcp_x.h &&
 	echo "#include \"cmd/penny.h\"" >>bad/base/log.c &&
+	printf "int pn_xa(void)\n{\n\treturn pn_xb();\n}\n" >bad/base/xa.c &&
+	printf "int pn_xb(void)\n{\n\treturn pn_xa();\n}\n" >bad/base/xb.c &&
 	! layers layers bad >out && cat out &&
 	grep -qx "src/transport/shm.c -> src/engine/comm.h (transport may use base, node, transport)" out &&
 	! layers file-cycles bad >out && cat out &&
 	grep -q "cycle: src/engine/x.h -> src/transport/tcp_x.h -> src/engine/x.h" out &&
+	! layers module-cycles bad >out && cat out &&
+	grep -qx "cycle: src/base/xa (calls pn_xb) -> src/base/xb (calls pn_xa) -> src/base/xa" out &&
 	! layers folder-cycles bad >out && cat out &&
 	grep -qx "cycle: engine -> transport -> engine" out &&
 	! layers cmd bad >out && cat out &&

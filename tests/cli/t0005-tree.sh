@@ -33,4 +33,109 @@ test_expect_success 'measured results live in results/, not under tests/' '
 	git -C "$TOP" ls-files tests | grep -E "/results/" >res;
 	test ! -s res || { cat res; false; }
 '
+# Sizes (doc/ARCHITECTURE.md): cmd/ under 5,000 lines, no function of src/
+# or cmd/ over 150 lines, no file of src/ over 1,200.  What exceeds a mark
+# today is listed with its size: it may shrink, not grow, and an entry that
+# is within its mark fails until it is taken off the list.
+sizes() {
+	python3 - "$1" <<'PY'
+import glob, os, re, sys
+top = sys.argv[1]
+known = {
+	"cmd/": 6365,
+	"src/plan/topo_json.c:pn_plan_model_add_topo": 301,
+	"src/engine/boot.c:root_accept": 181,
+	"src/engine/boot.c": 1260,
+	"src/node/record.c": 1213,
+}
+def lines(f):
+	with open(f, errors="replace") as fh:
+		return fh.read().split("\n")[:-1]
+seen, bad = {}, []
+def mark(what, n, limit):
+	if what in known:
+		seen[what] = n
+		if n > known[what]:
+			bad.append("%s: %d lines, listed at %d: it may only shrink" % (what, n, known[what]))
+		elif n <= limit:
+			bad.append("%s: %d lines, within %d: take it off the list" % (what, n, limit))
+	elif n > limit:
+		bad.append("%s: %d lines, more than %d" % (what, n, limit))
+os.chdir(top)
+mark("cmd/", sum(len(lines(f)) for f in glob.glob("cmd/*.[ch]")), 4999)
+for f in sorted(glob.glob("src/*/*.c") + glob.glob("cmd/*.c")):
+	ls = lines(f)
+	if f.startswith("src/"):
+		mark(f, len(ls), 1200)
+	start = None
+	for i, l in enumerate(ls):
+		if l == "{" and start is None:
+			j = i - 1
+			while j > 0 and ls[j][:1] in (" ", "\t") and ls[j - 1]:
+				j -= 1
+			start = j
+			m = re.search(r"(\w+)\s*\(", ls[j])
+			name = m.group(1) if m else "line %d" % (j + 1)
+		elif l == "}" and start is not None:
+			mark("%s:%s" % (f, name), i - start + 1, 150)
+			start = None
+for k in known:
+	if k not in seen:
+		bad.append("%s: listed but gone: take it off the list" % k)
+for b in bad:
+	print(b)
+sys.exit(1 if bad else 0)
+PY
+}
+test_expect_success 'sizes: cmd/ under 5,000 lines, functions 150, src files 1,200' '
+	sizes "$TOP"
+'
+test_expect_success 'the size check names a long function and a listed one that is gone' '
+	mkdir -p big/src/x big/cmd &&
+	{ echo "int f(void)"; echo "{"; for i in $(seq 150); do echo "	;"; done; echo "}"; } \
+		>big/src/x/a.c &&
+	! sizes big >out && cat out &&
+	grep -qx "src/x/a.c:f: 153 lines, more than 150" out &&
+	grep -qx "src/engine/boot.c:root_accept: listed but gone: take it off the list" out
+'
+
+# doc/ARCHITECTURE.md names every module (.c) of src/, each under its
+# folder's entry; each folder's README.md names every file of the folder;
+# every file of cmd/ is a subcommand or named in the cmd/ entry.
+test_expect_success 'the architecture and the folder READMEs name every file' '
+	python3 - "$TOP" <<-\PY
+	import glob, os, re, subprocess, sys
+	os.chdir(sys.argv[1])
+	arch = open("doc/ARCHITECTURE.md").read()
+	a = arch.index("```")
+	block = arch[a:arch.index("```", a + 3)]
+	entry, cur = {}, None
+	for line in block.split("\n"):
+	    m = re.match(r"^(\S+/)\s", line)
+	    if m:
+	        cur = m.group(1)
+	        entry[cur] = line
+	    elif cur:
+	        entry[cur] += " " + line
+	def named(word, text):
+	    return re.search(r"(?<![\w-])" + re.escape(word) + r"(?![\w-])", text)
+	bad = []
+	for d in sorted(glob.glob("src/*/")):
+	    readme = open(d + "README.md").read()
+	    for f in sorted(glob.glob(d + "*.[ch]")):
+	        stem = os.path.splitext(os.path.basename(f))[0]
+	        if not named(stem, readme):
+	            bad.append("%sREADME.md does not name %s" % (d, stem))
+	        if f.endswith(".c") and not named(stem, entry.get(d, "")):
+	            bad.append("doc/ARCHITECTURE.md: %s does not name %s" % (d, stem))
+	subs = open("cmd/penny.c").read()
+	for f in sorted(glob.glob("cmd/*.c")):
+	    stem = os.path.basename(f)[:-2]
+	    if not named(stem + ".c", entry.get("cmd/", "")) and \
+	       not re.search(r"\{\s*\"%s\"," % re.escape(stem), subs):
+	        bad.append("doc/ARCHITECTURE.md: cmd/ does not name %s.c (not a subcommand)" % stem)
+	print("\n".join(bad))
+	sys.exit(1 if bad else 0)
+	PY
+'
 test_done

@@ -88,7 +88,7 @@ test_expect_success 'a corrupted line: skipped, the samples after it read, one w
 	grep -q "bad2: 2 damaged lines skipped, the first line 2: " err &&
 	tail -1 live.json >want.json && test_cmp want.json bad2.json &&
 	printf "{\"penny_record\":1,\"host\":" >junk && head -c 300000 /dev/zero | tr "\\0" x >>junk &&
-	penny top --replay junk 2>err; test $? -eq 2 &&
+	test_exit 2 penny top --replay junk 2>err &&
 	test "$(wc -l <err)" -eq 2 && grep -q "warning: junk: line 1" err &&
 	grep -q "junk: no samples" err &&
 	: >empty && test_exit 2 penny top --replay empty

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The collective layer's own state: tuning tables written and read back,
- * and pn_coll_init's ownership on failure. */
+ * and handed to a collective by its caller. */
 #define _GNU_SOURCE
 #include "unit.h"
 
@@ -49,6 +49,7 @@ TEST(tune_round_trip)
 					 { 2147483647, 2147483647 } };
 	size_t bytes[PN_ARRAY_SIZE(sizes)];
 	enum pn_algo algo[PN_ARRAY_SIZE(sizes)];
+	struct pn_tune t = { 0 };
 	char path[256];
 	size_t i, k;
 	int a;
@@ -65,13 +66,15 @@ TEST(tune_round_trip)
 			}
 			CHECK_EQ_INT(save(path, nr, nn, bytes, algo,
 					  (int)PN_ARRAY_SIZE(sizes)), 0);
-			CHECK_EQ_INT(pn_tune_load(path), 0);
+			CHECK_EQ_INT(pn_tune_load(&t, path), 0);
 			for (i = 0; i < PN_ARRAY_SIZE(sizes); i++)
-				CHECK_EQ_INT(pn_tune_pick(nr, nn, sizes[i], 0), algo[i]);
+				CHECK_EQ_INT(pn_tune_pick(&t, nr, nn, sizes[i], 0), algo[i]);
 		}
 	/* an empty table (no sizes) is just the comment line, and loads */
 	CHECK_EQ_INT(save(path, 2, 1, bytes, algo, 0), 0);
-	CHECK_EQ_INT(pn_tune_load(path), 0);
+	CHECK_EQ_INT(pn_tune_load(&t, path), 0);
+	CHECK_EQ_INT(t.n, 0);
+	pn_tune_release(&t);
 	unlink(path);
 }
 
@@ -95,39 +98,59 @@ TEST(tune_save_refuses_auto)
 	/* and the loader keeps refusing what the writer refuses */
 	{
 		FILE *f = fopen(path, "w");
+		struct pn_tune t = { 0 };
 
 		CHECK(f != NULL);
 		if (f) {
 			fprintf(f, "2 1 8 auto\n");
 			fclose(f);
 		}
-		CHECK(pn_tune_load(path) == -EINVAL);
+		CHECK(pn_tune_load(&t, path) == -EINVAL);
+		CHECK(t.tab == NULL);
 		unlink(path);
 	}
 }
 
-/* A failed pn_coll_init leaves nothing to free: release after it is harmless
- * (it used to free the node array twice). */
-TEST(coll_init_failure_owns_nothing)
+/*
+ * The table is the caller's (the command reads PENNY_TUNE_FILE once): a
+ * failed load leaves it as it was, and a collective picks auto from the
+ * table it was handed, not from the environment.  A zeroed pn_coll (what a
+ * failed pn_coll_init leaves) releases to nothing, twice.
+ */
+TEST(coll_picks_from_the_table_it_was_handed)
 {
 	struct pn_peer peers[2] = { { .node = 0, .local = 0 }, { .node = 0, .local = 1 } };
 	struct pn_comm c = { .rank = 0, .nranks = 2, .nnodes = 1, .local_size = 2, .nchannels = 1,
 			     .peers = peers };
+	size_t bytes[1] = { 1u << 20 };
+	enum pn_algo algo[1] = { PN_ALGO_TWO_SHOT };
+	struct pn_tune t = { 0 };
 	struct pn_coll co;
-	char path[256];
+	char path[256], missing[256];
 
-	path_of(path, sizeof(path), "missing");
-	setenv("PENNY_TUNE_FILE", path, 1);
-	CHECK(pn_coll_init(&co, &c) == -ENOENT);
-	CHECK(co.comm == NULL);
-	CHECK(co.node == NULL);
-	pn_coll_release(&co);
-	pn_coll_release(&co);
+	path_of(path, sizeof(path), "handed");
+	path_of(missing, sizeof(missing), "missing");
+	CHECK_EQ_INT(save(path, 2, 1, bytes, algo, 1), 0);
+	CHECK_EQ_INT(pn_tune_load(&t, path), 0);
+	CHECK(pn_tune_load(&t, missing) == -ENOENT);
+	CHECK_EQ_INT(t.n, 1);
+	CHECK_EQ_INT(pn_tune_pick(&t, 2, 1, 4096, 0), PN_ALGO_TWO_SHOT);
+	CHECK_EQ_INT(pn_tune_pick(NULL, 2, 1, 4096, 0), PN_ALGO_ONE_SHOT);
+	setenv("PENNY_TUNE_FILE", missing, 1);
+	CHECK_EQ_INT(pn_coll_init(&co, &c, &t), 0);
 	unsetenv("PENNY_TUNE_FILE");
-	CHECK_EQ_INT(pn_coll_init(&co, &c), 0);
 	CHECK(co.comm == &c);
 	CHECK(co.node != NULL && co.node[1] == 0);
+	CHECK_EQ_INT(pn_allreduce_algo(&co, 1024, PN_FLOAT, PN_ALGO_AUTO, NULL, NULL),
+		     PN_ALGO_TWO_SHOT);
 	pn_coll_release(&co);
+	CHECK_EQ_INT(pn_coll_init(&co, &c, NULL), 0);
+	CHECK_EQ_INT(pn_allreduce_algo(&co, 1024, PN_FLOAT, PN_ALGO_AUTO, NULL, NULL),
+		     PN_ALGO_ONE_SHOT);
+	pn_coll_release(&co);
+	pn_coll_release(&co);
+	pn_tune_release(&t);
+	unlink(path);
 }
 
 int main(void)
@@ -138,7 +161,7 @@ int main(void)
 	}
 	RUN(tune_round_trip);
 	RUN(tune_save_refuses_auto);
-	RUN(coll_init_failure_owns_nothing);
+	RUN(coll_picks_from_the_table_it_was_handed);
 	rmdir(dir);
 	return unit_done();
 }

@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "node/nic.h"
 #include "node/perfquery.h"
+#include "node/portsel.h"
 #include "node/sysfs.h"
 
 #include <math.h>
@@ -738,6 +739,47 @@ TEST(empty_tree_is_an_empty_set)
 	pn_counters_set_release(&s);
 }
 
+/* top's selection (portsel.h): --filter as substring (name or netdev) or
+ * glob (name, device or netdev), --sort largest first, ties and "name" in
+ * the set's order; NaN rates last. */
+TEST(port_selection_filter_and_sort)
+{
+	struct pn_counters_port ports[4];
+	struct pn_counters_set s = { .n = 4, .ports = ports };
+	int idx[4], n;
+
+	memset(ports, 0, sizeof(ports));
+	snprintf(ports[0].name, sizeof(ports[0].name), "mlx5_0/1");
+	snprintf(ports[0].dev, sizeof(ports[0].dev), "mlx5_0");
+	snprintf(ports[0].netdev, sizeof(ports[0].netdev), "ib0");
+	ports[0].rx_Bps = 10;
+	snprintf(ports[1].name, sizeof(ports[1].name), "mlx5_1/1");
+	snprintf(ports[1].dev, sizeof(ports[1].dev), "mlx5_1");
+	ports[1].rx_Bps = 30;
+	snprintf(ports[2].name, sizeof(ports[2].name), "eth0");
+	snprintf(ports[2].dev, sizeof(ports[2].dev), "eth0");
+	ports[2].rx_Bps = NAN;
+	snprintf(ports[3].name, sizeof(ports[3].name), "mlx5_2/1");
+	snprintf(ports[3].dev, sizeof(ports[3].dev), "mlx5_2");
+	ports[3].rx_Bps = 30;
+	n = pn_port_order(&s, NULL, PN_PORT_SORT_NAME, idx);
+	CHECK(n == 4 && idx[0] == 0 && idx[1] == 1 && idx[2] == 2 && idx[3] == 3);
+	n = pn_port_order(&s, "", PN_PORT_SORT_RX, idx);
+	CHECK(n == 4 && idx[0] == 1 && idx[1] == 3 && idx[2] == 0 && idx[3] == 2);
+	n = pn_port_order(&s, "MLX5", PN_PORT_SORT_NAME, idx);
+	CHECK_EQ_INT(n, 3);
+	n = pn_port_order(&s, "IB0", PN_PORT_SORT_NAME, idx);
+	CHECK(n == 1 && idx[0] == 0);
+	n = pn_port_order(&s, "mlx5_[12]", PN_PORT_SORT_RX, idx);
+	CHECK(n == 2 && idx[0] == 1 && idx[1] == 3);
+	n = pn_port_order(&s, "MLX5_*", PN_PORT_SORT_NAME, idx);
+	CHECK_EQ_INT(n, 0);	/* a glob is case-sensitive */
+	CHECK_EQ_INT(pn_port_sort_parse("Util"), PN_PORT_SORT_UTIL);
+	CHECK_EQ_INT(pn_port_sort_parse("speed"), -1);
+	CHECK_STR(pn_port_sort_name(PN_PORT_SORT_ERRORS), "errors");
+	CHECK_STR(pn_port_sort_name(PN_PORT_SORT_COUNT), "?");
+}
+
 int main(void)
 {
 	if (fake_setup()) {
@@ -766,6 +808,7 @@ int main(void)
 	RUN(copy_is_deep_and_detached);
 	RUN(remote_ports_through_perfmgt);
 	RUN(empty_tree_is_an_empty_set);
+	RUN(port_selection_filter_and_sort);
 	pn_sysfs_set_root(NULL);
 	fake_teardown();
 	return unit_done();

@@ -56,7 +56,8 @@ static char *plan_json(const struct pn_plan *p, size_t *len)
 		free(buf);
 		return NULL;
 	}
-	pn_plan_write_begin(o, p, &none, 0);
+	pn_plan_write_begin(o, p, 0);
+	pn_plan_write_tail(o, p, &none);
 	pn_out_close_object(o);
 	CHECK_EQ_INT(pn_out_free(o), 0);
 	fclose(f);

@@ -10,6 +10,7 @@
 
 #include "harness/sweep.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -73,9 +74,29 @@ TEST(without_nccl_the_first_backend_with_rows_and_none_alone)
 	CHECK(pn_sweep_ref_row(&s, ref, 1024) == &rows[0]);
 }
 
+/* One verdict rule for allreduce-test and check: wrong values first, then
+ * outputs that differ, then a floor (none when negative or NaN). */
+TEST(the_verdict_rule)
+{
+	char why[160];
+
+	CHECK_EQ_INT(pn_sweep_verdict(0, 0, 10, -1, why, sizeof(why)), 0);
+	CHECK_STR(why, "");
+	CHECK_EQ_INT(pn_sweep_verdict(0, 0, 10, 10, why, sizeof(why)), 0);
+	CHECK_EQ_INT(pn_sweep_verdict(0, 0, 9.5, 10, why, sizeof(why)), 1);
+	CHECK_STR(why, "average bus bandwidth 9.50 GB/s is below 10.00 GB/s");
+	CHECK_EQ_INT(pn_sweep_verdict(0, 0, NAN, 1, why, sizeof(why)), 1);
+	CHECK_EQ_INT(pn_sweep_verdict(0, 0, NAN, NAN, why, sizeof(why)), 0);
+	CHECK_EQ_INT(pn_sweep_verdict(0, 2, 1, 10, why, sizeof(why)), 1);
+	CHECK_STR(why, "2 rank outputs not bit-identical to rank 0's");
+	CHECK_EQ_INT(pn_sweep_verdict(3, 2, 1, 10, why, sizeof(why)), 1);
+	CHECK_STR(why, "3 wrong values");
+}
+
 int main(void)
 {
 	RUN(the_reference_is_nccls_fastest_algorithm_at_each_size);
 	RUN(without_nccl_the_first_backend_with_rows_and_none_alone);
+	RUN(the_verdict_rule);
 	return unit_done();
 }
