@@ -684,7 +684,7 @@ static void print_job(struct job *j, const char *backends, const char *launcher)
 		if (pn_sweep_gpu_xnode(be))
 			pn_out_text(o, "# %s: across %d nodes GPU-driven (the plugin's kernels hand "
 				       "chunks to a proxy thread per rank, %s between nodes)\n",
-				    be->name, j->comm->nnodes, pn_sweep_gpu_xnode(be));
+				    be->name, j->aj.comm->nnodes, pn_sweep_gpu_xnode(be));
 		else if (pn_sweep_gpu_hierarchical(be))
 			pn_out_text(o, "# %s: hierarchical over %d nodes (the plugin within each node, "
 				       "the engine's ring between them)\n", be->name, j->aj.comm->nnodes);
