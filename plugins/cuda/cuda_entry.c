@@ -61,4 +61,6 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.export_dmabuf = pn_cuda_export_dmabuf,
 	.hostbw = hostbw,
 	.time2 = pn_cuda_time2,
+	/* appended for the NCCL interposer */
+	.allreduce_stream = pn_cuda_allreduce_stream,
 };

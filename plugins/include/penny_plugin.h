@@ -239,6 +239,17 @@ struct penny_plugin_v1 {
 	/* time() with the caller's cost per call (struct penny_time_v2).
 	 * NULL if not provided. */
 	int (*time2)(void *be, struct penny_time_v2 *t);
+
+	/* ---- appended for libpenny-nccl.so (the NCCL interposer) ---- */
+
+	/* allreduce() enqueued on the caller's stream (a CUstream; NULL: the
+	 * legacy default stream) instead of the backend's, so that it orders
+	 * with the caller's work and a CUDA graph the caller captures on that
+	 * stream holds it.  The caller orders the streams it uses with one
+	 * backend (like NCCL's calls on one communicator).  NULL if not
+	 * provided. */
+	int (*allreduce_stream)(void *be, const void *send, void *recv, size_t count, int dtype,
+				int op, int algo, void *stream);
 };
 
 /* Size of the first v1 table (every member up to bw). */

@@ -419,6 +419,14 @@ static int fake_allgather(void *be, const void *send, void *recv, size_t count, 
 	free(all);
 	return ret ? fail(ret, "allgather failed") : 0;
 }
+
+/* Host memory has no streams: the call runs at once, like allreduce(). */
+static int fake_allreduce_stream(void *be, const void *send, void *recv, size_t count, int dt,
+				 int op, int algo, void *stream)
+{
+	(void)stream;
+	return fake_allreduce(be, send, recv, count, dt, op, algo);
+}
 #endif
 
 #ifndef FAKE_NOBW
@@ -591,6 +599,8 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.allgather = fake_allgather,
 	.export_dmabuf = fake_export_dmabuf,
 	.hostbw = fake_hostbw,
+	/* appended for the NCCL interposer */
+	.allreduce_stream = fake_allreduce_stream,
 #endif
 };
 #else
