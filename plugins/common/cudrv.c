@@ -95,6 +95,7 @@ static const struct sym syms[] = {
 	OPT(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
 	OPT(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
 	OPT(LaunchKernelEx, "cuLaunchKernelEx"),
+	OPT(StreamQuery, "cuStreamQuery"),
 };
 #undef S
 #undef OPT

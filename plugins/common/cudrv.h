@@ -117,6 +117,8 @@ struct pn_cudrv {
 	 * dependent launch) */
 	CUresult (*LaunchKernelEx)(const CUlaunchConfig *cfg, CUfunction f, void **params,
 				   void **extra);
+	/* optional: a bounded wait on a stream (the NCCL interposer) */
+	CUresult (*StreamQuery)(CUstream s);
 };
 
 /*

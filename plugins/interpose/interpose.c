@@ -1,0 +1,793 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libpenny-nccl.so: NCCL's C API in front of the real NCCL.  ncclAllReduce
+ * runs on a penny plugin (the cuda plugin: CUDA IPC kernels) where the
+ * plugin supports the call; every other call, and every call penny does
+ * not take, goes to the real NCCL unchanged.  See man/penny-nccl.7.
+ *
+ * Communicators stay NCCL's: the caller holds the real ncclComm_t, and a
+ * side table maps it to penny's backend, made beside it at init.  The
+ * plugin's host services (allgather, barrier) run on the real
+ * communicator: ncclAllGather of a small device buffer on a stream of our
+ * own, waited for with a timeout.
+ */
+#define _GNU_SOURCE
+#include "nccl_api.h"
+
+#include "../common/cudrv.h"
+#include "penny_data.h"
+#include "penny_plugin.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+#ifndef PENNY_PLUGINDIR
+#define PENNY_PLUGINDIR "/usr/local/lib/penny"
+#endif
+
+/* ---- one line on stderr ---- */
+
+static int debug_on;
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	char line[600];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "penny-nccl: %s\n", line);
+}
+
+/* ---- the real NCCL ---- */
+
+static struct {
+#define X(name, params, args) ncclResult_t(*name) params;
+	NCCL_FORWARDS(X)
+	NCCL_OWN(X)
+#undef X
+	const char *(*ncclGetErrorString)(ncclResult_t r);
+	const char *(*ncclGetLastError)(ncclComm_t comm);
+} R;
+static pthread_once_t real_once = PTHREAD_ONCE_INIT;
+static int real_ok, real_told;
+static char real_err[512];
+
+/* Calls without which the interposer cannot stand in for NCCL. */
+static const char *const required[] = { "ncclGetErrorString", "ncclGetUniqueId", "ncclCommInitRank",
+					"ncclCommCount", "ncclCommUserRank", "ncclCommCuDevice",
+					"ncclCommDestroy", "ncclCommAbort", "ncclCommGetAsyncError",
+					"ncclAllReduce", "ncclAllGather", "ncclGroupStart",
+					"ncclGroupEnd" };
+
+static void load_real(void)
+{
+	const char *path = getenv("PENNY_NCCL_REAL");
+	void *h = NULL, *f;
+	Dl_info other;
+	size_t i;
+
+	if (path && *path) {
+		h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		if (!h) {
+			const char *e = dlerror();
+
+			snprintf(real_err, sizeof(real_err), "cannot open the real NCCL PENNY_NCCL_REAL='%s': %s",
+				 path, e ? e : "not found");
+			return;
+		}
+	} else {
+		/* LD_PRELOAD: the NCCL the program is linked with comes next */
+		f = dlsym(RTLD_NEXT, "ncclAllReduce");
+		if (f && dladdr(f, &other) && other.dli_fname)
+			h = dlopen(other.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+		if (!h)
+			h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+		if (!h) {
+			snprintf(real_err, sizeof(real_err), "cannot find the real NCCL: no libnccl.so.2 "
+							     "on the library path (set PENNY_NCCL_REAL=/path/to/libnccl.so.2)");
+			return;
+		}
+	}
+	f = dlsym(h, "ncclAllReduce");
+	if (f == (void *)ncclAllReduce) {
+		snprintf(real_err, sizeof(real_err), "the real NCCL%s%s%s is libpenny-nccl.so itself "
+						     "(set PENNY_NCCL_REAL=/path/to/the/real/libnccl.so.2)",
+			 path && *path ? " PENNY_NCCL_REAL='" : "", path && *path ? path : "",
+			 path && *path ? "'" : "");
+		return;
+	}
+#define X(name, params, args) *(void **)&R.name = dlsym(h, #name);
+	NCCL_FORWARDS(X)
+	NCCL_OWN(X)
+#undef X
+	*(void **)&R.ncclGetErrorString = dlsym(h, "ncclGetErrorString");
+	*(void **)&R.ncclGetLastError = dlsym(h, "ncclGetLastError");
+	for (i = 0; i < sizeof(required) / sizeof(required[0]); i++)
+		if (!dlsym(h, required[i])) {
+			snprintf(real_err, sizeof(real_err), "the real NCCL%s%s%s lacks %s (not an NCCL library?)",
+				 path && *path ? " '" : "", path && *path ? path : "",
+				 path && *path ? "'" : "", required[i]);
+			return;
+		}
+	real_ok = 1;
+}
+
+/* 1 when the real NCCL is there; else says why, once, and returns 0. */
+static int real(void)
+{
+	pthread_once(&real_once, load_real);
+	if (!real_ok && !__atomic_exchange_n(&real_told, 1, __ATOMIC_RELAXED))
+		say("%s", real_err);
+	return real_ok;
+}
+
+static ncclResult_t lacks(const char *name)
+{
+	say("the real NCCL lacks %s (older than the caller expects)", name);
+	return ncclInvalidUsage;
+}
+
+#define X(name, params, args)                                                                      \
+	EXPORT ncclResult_t name params                                                            \
+	{                                                                                          \
+		if (!real())                                                                       \
+			return ncclSystemError;                                                    \
+		if (!R.name)                                                                       \
+			return lacks(#name);                                                       \
+		return R.name args;                                                                \
+	}
+NCCL_FORWARDS(X)
+#undef X
+
+static const char *const own_strings[ncclNumResults] = {
+	"no error", "unhandled cuda error", "unhandled system error", "internal error",
+	"invalid argument", "invalid usage", "remote process exited or there was a network error",
+	"NCCL operation in progress", "operation timed out",
+};
+
+EXPORT const char *ncclGetErrorString(ncclResult_t r)
+{
+	pthread_once(&real_once, load_real);
+	if (real_ok)
+		return R.ncclGetErrorString(r);
+	return (unsigned)r < ncclNumResults ? own_strings[r] : "unknown result code";
+}
+
+/* ---- settings (PENNY_NCCL*) ---- */
+
+static struct {
+	int enabled;		/* PENNY_NCCL: 0 forwards every call */
+	uint64_t max_bytes;	/* PENNY_NCCL_MAX_BYTES; 0: auto */
+	int timeout_s;		/* PENNY_NCCL_TIMEOUT */
+	char bad[200];		/* a setting that could not be read */
+} cfg;
+static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0, mul = 1;
+	const char *p = s;
+
+	if (*p < '0' || *p > '9')
+		return -1;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p == 'K' || *p == 'k')
+		mul = 1ull << 10;
+	else if (*p == 'M' || *p == 'm')
+		mul = 1ull << 20;
+	else if (*p == 'G' || *p == 'g')
+		mul = 1ull << 30;
+	if (mul > 1 && *++p == 'i')
+		p++;
+	if (mul > 1 && (*p == 'B' || *p == 'b'))
+		p++;
+	if (*p || v > max / mul)
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
+static void read_cfg(void)
+{
+	const char *on = getenv("PENNY_NCCL"), *max = getenv("PENNY_NCCL_MAX_BYTES");
+	const char *to = getenv("PENNY_NCCL_TIMEOUT"), *dbg = getenv("PENNY_NCCL_DEBUG");
+	uint64_t v;
+
+	cfg.enabled = 1;
+	cfg.timeout_s = 300;
+	if (dbg && *dbg)
+		debug_on = strcmp(dbg, "0") != 0;
+	if (on && *on) {
+		if (!strcmp(on, "0") || !strcmp(on, "off"))
+			cfg.enabled = 0;
+		else if (strcmp(on, "1") && strcmp(on, "on"))
+			snprintf(cfg.bad, sizeof(cfg.bad), "PENNY_NCCL='%.40s': on, off, 1 or 0", on);
+	}
+	if (max && *max && strcmp(max, "auto")) {
+		if (parse_u64(max, 1ull << 40, &v) || !v)
+			snprintf(cfg.bad, sizeof(cfg.bad),
+				 "PENNY_NCCL_MAX_BYTES='%.40s': auto or a size 1..1T (K, M, G)", max);
+		else
+			cfg.max_bytes = v;
+	}
+	if (to && *to) {
+		if (parse_u64(to, 86400, &v) || !v)
+			snprintf(cfg.bad, sizeof(cfg.bad), "PENNY_NCCL_TIMEOUT='%.40s': seconds, 1..86400", to);
+		else
+			cfg.timeout_s = (int)v;
+	}
+	if (cfg.bad[0]) {
+		say("%s; penny's allreduce is off, NCCL runs every call", cfg.bad);
+		cfg.enabled = 0;
+	}
+}
+
+/* ---- the penny plugin ---- */
+
+static const struct penny_plugin_v1 *P;
+static pthread_once_t plugin_once = PTHREAD_ONCE_INIT;
+static char plugin_err[300];
+
+#define PLUGIN_NEEDS (offsetof(struct penny_plugin_v1, allreduce_stream) + sizeof(void (*)(void)))
+
+static void load_plugin(void)
+{
+	const char *path = getenv("PENNY_NCCL_PLUGIN");
+	char beside[PATH_MAX];
+	const struct penny_plugin_v1 *t;
+	Dl_info self;
+	void *h;
+
+	if (!path || !*path) {
+		path = PENNY_PLUGINDIR "/penny-cuda.so";
+		/* the cuda plugin installed (or built) beside this library */
+		if (dladdr((void *)load_plugin, &self) && self.dli_fname && strrchr(self.dli_fname, '/')) {
+			int n = (int)(strrchr(self.dli_fname, '/') - self.dli_fname);
+
+			if (snprintf(beside, sizeof(beside), "%.*s/penny-cuda.so", n, self.dli_fname) <
+				    (int)sizeof(beside) &&
+			    !access(beside, R_OK))
+				path = beside;
+		}
+	}
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		const char *e = dlerror();
+
+		snprintf(plugin_err, sizeof(plugin_err), "cannot load the penny plugin %s: %s", path,
+			 e ? e : "not found");
+		return;
+	}
+	t = dlsym(h, PENNY_PLUGIN_SYMBOL_V1);
+	if (!t || t->abi != PENNY_PLUGIN_ABI_V1) {
+		snprintf(plugin_err, sizeof(plugin_err), "%s is no penny plugin of ABI %u", path,
+			 PENNY_PLUGIN_ABI_V1);
+		return;
+	}
+	if (t->size < PLUGIN_NEEDS || !t->allreduce_stream || !t->init || !t->fini || !t->select ||
+	    !t->errmsg) {
+		snprintf(plugin_err, sizeof(plugin_err), "the %s plugin %s has no allreduce_stream "
+							 "(older than this interposer)",
+			 t->name ? t->name : "?", path);
+		return;
+	}
+	P = t;
+}
+
+/* ---- communicators ---- */
+
+struct pcomm {
+	ncclComm_t real;
+	int rank, n, dev;
+	const struct pn_cudrv *cu;
+	CUcontext ctx;
+	CUstream hs;		/* the host services' stream */
+	CUdeviceptr buf;	/* their device buffer */
+	size_t buf_bytes;
+	struct penny_host_v1 host;
+	void *be;		/* the plugin's backend; NULL: NCCL runs every call */
+	CUstream last;		/* the stream of penny's last call */
+	int used;		/* penny ran a call */
+	int aborting;		/* host services fail at once (abort) */
+	ncclResult_t err;	/* a failed penny call: the communicator's async error */
+	char errmsg[300];
+	struct pcomm *next;
+};
+
+static pthread_mutex_t comms_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pcomm *comms;
+static _Thread_local int group_depth;
+
+static struct pcomm *find(ncclComm_t c)
+{
+	struct pcomm *p;
+
+	pthread_mutex_lock(&comms_lock);
+	for (p = comms; p && p->real != c; p = p->next)
+		;
+	pthread_mutex_unlock(&comms_lock);
+	return p;
+}
+
+static struct pcomm *take(ncclComm_t c)
+{
+	struct pcomm **pp, *p = NULL;
+
+	pthread_mutex_lock(&comms_lock);
+	for (pp = &comms; *pp; pp = &(*pp)->next)
+		if ((*pp)->real == c) {
+			p = *pp;
+			*pp = p->next;
+			break;
+		}
+	pthread_mutex_unlock(&comms_lock);
+	return p;
+}
+
+/* Wait for the host services' stream, at most PENNY_NCCL_TIMEOUT. */
+static int hs_wait(struct pcomm *p)
+{
+	const struct pn_cudrv *cu = p->cu;
+	struct timespec t0, t, nap = { 0, 20000 };
+	ncclResult_t ae;
+	CUresult r;
+
+	if (!cu->StreamQuery)
+		return cu->StreamSynchronize(p->hs) ? -EIO : 0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		r = cu->StreamQuery(p->hs);
+		if (r == CUDA_SUCCESS)
+			return 0;
+		if (r != CUDA_ERROR_NOT_READY)
+			return -EIO;
+		if (R.ncclCommGetAsyncError(p->real, &ae) == ncclSuccess && ae != ncclSuccess &&
+		    ae != ncclInProgress)
+			return -EREMOTEIO;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec >= cfg.timeout_s)
+			return -ETIMEDOUT;
+		nanosleep(&nap, NULL);
+		if (nap.tv_nsec < 1000000)
+			nap.tv_nsec *= 2;
+	}
+}
+
+/* penny_host_v1.allgather: ncclAllGather on the real communicator. */
+static int hs_allgather(void *ctx, const void *mine, void *all, size_t len)
+{
+	struct pcomm *p = ctx;
+	const struct pn_cudrv *cu = p->cu;
+	size_t need;
+	CUdeviceptr at;
+
+	if (p->aborting)
+		return -ECANCELED;
+	if (!len)
+		return 0;
+	if (len > (SIZE_MAX >> 8) / (size_t)(p->n + 1))
+		return -EINVAL;
+	need = len * (size_t)(p->n + 1);
+	if (cu->CtxSetCurrent(p->ctx))
+		return -EIO;
+	if (need > p->buf_bytes) {
+		if (p->buf)
+			cu->MemFree(p->buf);
+		p->buf = 0;
+		p->buf_bytes = 0;
+		if (cu->MemAlloc(&p->buf, need))
+			return -ENOMEM;
+		p->buf_bytes = need;
+	}
+	at = p->buf + len * (size_t)p->n;
+	if (cu->MemcpyHtoDAsync ? cu->MemcpyHtoDAsync(at, mine, len, p->hs)
+				: cu->MemcpyHtoD(at, mine, len) || cu->StreamSynchronize(NULL))
+		return -EIO;
+	if (R.ncclAllGather((const void *)(uintptr_t)at, (void *)(uintptr_t)p->buf, len, ncclUint8,
+			    p->real, p->hs) != ncclSuccess)
+		return -EIO;
+	if (hs_wait(p))
+		return -ETIMEDOUT;
+	return cu->MemcpyDtoH(all, p->buf, len * (size_t)p->n) ? -EIO : 0;
+}
+
+static int hs_barrier(void *ctx)
+{
+	struct pcomm *p = ctx;
+	char one = 1, *all = malloc((size_t)p->n);
+	int ret;
+
+	if (!all)
+		return -ENOMEM;
+	ret = hs_allgather(ctx, &one, all, 1);
+	free(all);
+	return ret;
+}
+
+static void hs_log(void *ctx, int level, const char *msg)
+{
+	struct pcomm *p = ctx;
+
+	if (level == PENNY_LOG_ERROR || debug_on)
+		say("rank %d: %s", p->rank, msg);
+}
+
+static void release(struct pcomm *p)
+{
+	const struct pn_cudrv *cu = p->cu;
+
+	if (p->ctx)
+		cu->CtxSetCurrent(p->ctx);
+	if (p->hs)
+		cu->StreamDestroy(p->hs);
+	if (p->buf)
+		cu->MemFree(p->buf);
+	if (p->ctx)
+		cu->DevicePrimaryCtxRelease(p->dev);
+	free(p);
+}
+
+/* What every rank says before penny's backend is made. */
+struct hello {
+	uint32_t magic;
+	int32_t want, plugin_ok;
+	uint64_t max_bytes;
+	char host[64];
+	char err[300];
+};
+#define HELLO_MAGIC 0x706e636cu /* "pncl" */
+
+/*
+ * Penny's backend beside a new communicator (collective over its ranks).
+ * Returns ncclSuccess also when penny stays off for it; an error only when
+ * the real communicator failed under the host services (then it is
+ * aborted).
+ */
+static ncclResult_t attach(ncclComm_t comm, int blocking)
+{
+	struct pcomm *p;
+	struct hello mine, *all = NULL;
+	CUdevice d;
+	int r, ret, nnodes = 0, first_bad = -1;
+
+	if (!comm)
+		return ncclSuccess;
+	pthread_once(&cfg_once, read_cfg);
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return ncclSuccess;
+	if (R.ncclCommCount(comm, &p->n) || R.ncclCommUserRank(comm, &p->rank) ||
+	    R.ncclCommCuDevice(comm, &p->dev) || p->n < 2 || !blocking || group_depth > 0) {
+		if (debug_on && p->n > 1)
+			say("rank %d: NCCL runs this communicator (%s)", p->rank,
+			    !blocking ? "non-blocking" : "made inside a group");
+		free(p);
+		return ncclSuccess;
+	}
+	p->real = comm;
+	p->cu = pn_cudrv_get();
+	if (!p->cu || p->cu->Init(0) || p->cu->DeviceGet(&d, p->dev) ||
+	    p->cu->DevicePrimaryCtxRetain(&p->ctx, d) || p->cu->CtxSetCurrent(p->ctx) ||
+	    p->cu->StreamCreate(&p->hs, CU_STREAM_NON_BLOCKING)) {
+		/* NCCL made the communicator, so this does not happen on one rank alone */
+		say("rank %d: no CUDA driver for penny (%s); NCCL runs this communicator", p->rank,
+		    p->cu ? "a driver call failed" : pn_plugin_errmsg());
+		if (p->cu)
+			release(p);
+		else
+			free(p);
+		return ncclSuccess;
+	}
+	p->host.size = sizeof(p->host);
+	p->host.rank = p->rank;
+	p->host.nranks = p->n;
+	p->host.ctx = p;
+	p->host.allgather = hs_allgather;
+	p->host.barrier = hs_barrier;
+	p->host.log = hs_log;
+
+	memset(&mine, 0, sizeof(mine));
+	mine.magic = HELLO_MAGIC;
+	mine.want = cfg.enabled;
+	if (cfg.enabled) {
+		pthread_once(&plugin_once, load_plugin);
+		mine.plugin_ok = P != NULL;
+		snprintf(mine.err, sizeof(mine.err), "%s", P ? "" : plugin_err);
+	}
+	mine.max_bytes = cfg.max_bytes;
+	gethostname(mine.host, sizeof(mine.host) - 1);
+	all = calloc((size_t)p->n, sizeof(*all));
+	ret = all ? hs_allgather(p, &mine, all, sizeof(mine)) : -ENOMEM;
+	if (ret)
+		goto broken;
+	for (r = 0; r < p->n; r++) {
+		int q;
+
+		for (q = 0; q < r && strncmp(all[q].host, all[r].host, sizeof(all[r].host)); q++)
+			;
+		if (q == r)
+			nnodes++;
+		if (!strncmp(all[r].host, mine.host, sizeof(mine.host))) {
+			if (r < p->rank)
+				p->host.local_rank++;
+			p->host.local_size++;
+		}
+		if (first_bad < 0 && all[r].want && (!all[r].plugin_ok || all[r].magic != HELLO_MAGIC))
+			first_bad = r;
+	}
+	p->host.nnodes = nnodes;
+	for (r = 0; r < p->n && (all[r].want && all[r].max_bytes == mine.max_bytes); r++)
+		;
+	if (r < p->n || first_bad >= 0 || nnodes > 1) {
+		if (first_bad >= 0 && p->rank == 0)
+			say("rank %d: %s; NCCL runs every call", first_bad, all[first_bad].err);
+		else if (r < p->n && p->rank == 0 && all[r].want && mine.want)
+			say("PENNY_NCCL_MAX_BYTES differs between ranks 0 and %d; NCCL runs every call", r);
+		else if (debug_on && p->rank == 0)
+			say("NCCL runs this communicator of %d ranks (%s)", p->n,
+			    nnodes > 1 ? "more than one node" : "PENNY_NCCL=off on some rank");
+		goto off;
+	}
+
+	/* the backend, then whether every rank has one */
+	ret = P->init(&p->host, p->dev, &p->be);
+	mine.plugin_ok = !ret;
+	snprintf(mine.err, sizeof(mine.err), "%s", ret ? P->errmsg() : "");
+	if (ret)
+		p->be = NULL;
+	ret = hs_allgather(p, &mine, all, sizeof(mine));
+	if (ret)
+		goto broken;
+	for (r = 0; r < p->n && all[r].plugin_ok; r++)
+		;
+	if (r < p->n) {
+		if (p->rank == 0)
+			say("rank %d: the %s plugin: %s; NCCL runs every call", r, P->name, all[r].err);
+		if (p->be) {
+			p->aborting = 1; /* its peers' backends are gone: no collective teardown */
+			P->fini(p->be);
+			p->be = NULL;
+		}
+		goto off;
+	}
+	if (debug_on && p->rank == 0)
+		say("penny runs ncclAllReduce of this communicator of %d ranks: %s", p->n,
+		    P->describe ? P->describe(p->be) : P->name);
+	free(all);
+	pthread_mutex_lock(&comms_lock);
+	p->next = comms;
+	comms = p;
+	pthread_mutex_unlock(&comms_lock);
+	return ncclSuccess;
+off:
+	free(all);
+	release(p);
+	return ncclSuccess;
+broken:
+	say("rank %d: the host services on NCCL's communicator failed (%s); aborting it", p->rank,
+	    strerror(-ret));
+	free(all);
+	release(p);
+	R.ncclCommAbort(comm);
+	return ncclSystemError;
+}
+
+/* Penny's backend goes before the real communicator (abort: at once). */
+static void detach(ncclComm_t comm, int abort)
+{
+	struct pcomm *p = take(comm);
+
+	if (!p)
+		return;
+	if (p->be) {
+		/* the buffers go: penny's last call on the caller's stream must be done */
+		p->cu->CtxSetCurrent(p->ctx);
+		if (abort)
+			p->aborting = 1;
+		else if (p->used)
+			p->cu->StreamSynchronize(p->last);
+		P->fini(p->be);
+	}
+	release(p);
+}
+
+/* A config's blocking, NCCL_COMM_BLOCKING where it leaves it to NCCL. */
+static int blocking_of(const ncclConfig_t *c)
+{
+	const char *e = getenv("NCCL_COMM_BLOCKING");
+
+	if (c && c->magic == NCCL_CONFIG_MAGIC && c->blocking != NCCL_CONFIG_UNDEF_INT)
+		return c->blocking != 0;
+	return !(e && !strcmp(e, "0"));
+}
+
+EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
+{
+	ncclResult_t r;
+
+	if (!real())
+		return ncclSystemError;
+	r = R.ncclCommInitRank(comm, nranks, id, rank);
+	return r == ncclSuccess && comm ? attach(*comm, blocking_of(NULL)) : r;
+}
+
+EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
+					   ncclConfig_t *config)
+{
+	ncclResult_t r;
+
+	if (!real())
+		return ncclSystemError;
+	if (!R.ncclCommInitRankConfig)
+		return lacks("ncclCommInitRankConfig");
+	r = R.ncclCommInitRankConfig(comm, nranks, id, rank, config);
+	return r == ncclSuccess && comm ? attach(*comm, blocking_of(config)) : r;
+}
+
+EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, int nid,
+					     ncclUniqueId *ids, ncclConfig_t *config)
+{
+	ncclResult_t r;
+
+	if (!real())
+		return ncclSystemError;
+	if (!R.ncclCommInitRankScalable)
+		return lacks("ncclCommInitRankScalable");
+	r = R.ncclCommInitRankScalable(comm, nranks, rank, nid, ids, config);
+	return r == ncclSuccess && comm ? attach(*comm, blocking_of(config)) : r;
+}
+
+EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
+				  ncclConfig_t *config)
+{
+	ncclResult_t r;
+	int blocking;
+
+	if (!real())
+		return ncclSystemError;
+	if (!R.ncclCommSplit)
+		return lacks("ncclCommSplit");
+	/* without a config the new communicator is as blocking as its parent:
+	 * penny attached to the parent only when it was */
+	blocking = config ? blocking_of(config) : find(comm) != NULL || blocking_of(NULL);
+	r = R.ncclCommSplit(comm, color, key, newcomm, config);
+	return r == ncclSuccess && newcomm && *newcomm ? attach(*newcomm, blocking) : r;
+}
+
+EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm)
+{
+	if (!real())
+		return ncclSystemError;
+	if (!R.ncclCommFinalize)
+		return lacks("ncclCommFinalize");
+	detach(comm, 0);
+	return R.ncclCommFinalize(comm);
+}
+
+EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
+{
+	if (!real())
+		return ncclSystemError;
+	detach(comm, 0);
+	return R.ncclCommDestroy(comm);
+}
+
+EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
+{
+	if (!real())
+		return ncclSystemError;
+	detach(comm, 1);
+	return R.ncclCommAbort(comm);
+}
+
+EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *err)
+{
+	struct pcomm *p;
+	ncclResult_t r;
+
+	if (!real())
+		return ncclSystemError;
+	r = R.ncclCommGetAsyncError(comm, err);
+	if (r == ncclSuccess && err && *err == ncclSuccess && (p = find(comm)) && p->err)
+		*err = p->err;
+	return r;
+}
+
+EXPORT const char *ncclGetLastError(ncclComm_t comm)
+{
+	struct pcomm *p;
+
+	if (!real())
+		return real_err;
+	if (comm && (p = find(comm)) && p->err)
+		return p->errmsg;
+	return R.ncclGetLastError ? R.ncclGetLastError(comm) : "";
+}
+
+EXPORT ncclResult_t ncclGroupStart(void)
+{
+	ncclResult_t r;
+
+	if (!real())
+		return ncclSystemError;
+	r = R.ncclGroupStart();
+	if (r == ncclSuccess)
+		group_depth++;
+	return r;
+}
+
+EXPORT ncclResult_t ncclGroupEnd(void)
+{
+	if (!real())
+		return ncclSystemError;
+	if (group_depth > 0)
+		group_depth--;
+	return R.ncclGroupEnd();
+}
+
+/* NCCL's types and ops in penny's numbering (-1: NCCL's alone). */
+static int penny_dtype(ncclDataType_t t)
+{
+	static const int map[] = { PENNY_INT8,	 PENNY_UINT8, PENNY_INT32, PENNY_UINT32,
+				   PENNY_INT64,	 PENNY_UINT64, PENNY_HALF, PENNY_FLOAT,
+				   PENNY_DOUBLE, PENNY_BFLOAT16 };
+
+	return (unsigned)t < sizeof(map) / sizeof(map[0]) ? map[t] : -1;
+}
+
+static int penny_op(ncclRedOp_t o)
+{
+	static const int map[] = { PENNY_SUM, PENNY_PROD, PENNY_MAX, PENNY_MIN, PENNY_AVG };
+
+	return (unsigned)o < sizeof(map) / sizeof(map[0]) ? map[o] : -1;
+}
+
+EXPORT ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t dt,
+				  ncclRedOp_t op, ncclComm_t comm, cudaStream_t st)
+{
+	struct pcomm *p;
+	int pdt, pop, algo, ret;
+
+	if (!real())
+		return ncclSystemError;
+	p = comm ? find(comm) : NULL;
+	pdt = penny_dtype(dt);
+	pop = penny_op(op);
+	/* NCCL's own checks and answers for what penny does not take */
+	if (!p || !p->be || p->err || !count || !s || !r || pdt < 0 || pop < 0 ||
+	    count > SIZE_MAX / 16)
+		return R.ncclAllReduce(s, r, count, dt, op, comm, st);
+	algo = P->select(p->be, count, pdt, pop, PENNY_ALGO_AUTO);
+	if (algo < 0 ||
+	    (cfg.max_bytes ? count * (size_t)penny_data_size(pdt) > cfg.max_bytes
+			   : algo != PENNY_ALGO_ONESHOT))
+		return R.ncclAllReduce(s, r, count, dt, op, comm, st);
+	ret = P->allreduce_stream(p->be, s, r, count, pdt, pop, PENNY_ALGO_AUTO, st);
+	if (ret) {
+		/* its peers may be inside the call: the communicator is broken */
+		snprintf(p->errmsg, sizeof(p->errmsg), "penny's allreduce failed: %s", P->errmsg());
+		p->err = ret == -EINVAL ? ncclInvalidArgument : ncclUnhandledCudaError;
+		say("rank %d: %s", p->rank, p->errmsg);
+		return p->err;
+	}
+	p->last = st;
+	p->used = 1;
+	return ncclSuccess;
+}
