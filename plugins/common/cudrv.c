@@ -96,6 +96,7 @@ static const struct sym syms[] = {
 	OPT(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
 	OPT(LaunchKernelEx, "cuLaunchKernelEx"),
 	OPT(StreamQuery, "cuStreamQuery"),
+	OPT(StreamIsCapturing, "cuStreamIsCapturing"),
 };
 #undef S
 #undef OPT

@@ -117,8 +117,10 @@ struct pn_cudrv {
 	 * dependent launch) */
 	CUresult (*LaunchKernelEx)(const CUlaunchConfig *cfg, CUfunction f, void **params,
 				   void **extra);
-	/* optional: a bounded wait on a stream (the NCCL interposer) */
+	/* optional (the NCCL interposer): a bounded wait on a stream; whether a
+	 * stream is being captured (status 0: no) */
 	CUresult (*StreamQuery)(CUstream s);
+	CUresult (*StreamIsCapturing)(CUstream s, int *status);
 };
 
 /*

@@ -6,7 +6,8 @@
  * not take, goes to the real NCCL unchanged.  See man/penny-nccl.7.
  *
  * Communicators stay NCCL's: the caller holds the real ncclComm_t, and a
- * side table maps it to penny's backend, made beside it at init.  The
+ * side table maps it to penny's backend, made beside it at its first
+ * allreduce outside a group and a graph capture.  The
  * plugin's host services (allgather, barrier) run on the real
  * communicator: ncclAllGather of a small device buffer on a stream of our
  * own, waited for with a timeout.
@@ -293,8 +294,12 @@ static void load_plugin(void)
 
 /* ---- communicators ---- */
 
+/* A communicator's penny state: made at its first allreduce, then on or off. */
+enum { PC_PENDING = 0, PC_ON, PC_OFF };
+
 struct pcomm {
 	ncclComm_t real;
+	int state;		/* PC_* */
 	int rank, n, dev;
 	const struct pn_cudrv *cu;
 	CUcontext ctx;
@@ -302,7 +307,7 @@ struct pcomm {
 	CUdeviceptr buf;	/* their device buffer */
 	size_t buf_bytes;
 	struct penny_host_v1 host;
-	void *be;		/* the plugin's backend; NULL: NCCL runs every call */
+	void *be;		/* the plugin's backend (PC_ON) */
 	CUstream last;		/* the stream of penny's last call */
 	int used;		/* penny ran a call */
 	int aborting;		/* host services fail at once (abort) */
@@ -349,18 +354,24 @@ static int hs_wait(struct pcomm *p)
 	ncclResult_t ae;
 	CUresult r;
 
-	if (!cu->StreamQuery)
-		return cu->StreamSynchronize(p->hs) ? -EIO : 0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
-		r = cu->StreamQuery(p->hs);
-		if (r == CUDA_SUCCESS)
-			return 0;
-		if (r != CUDA_ERROR_NOT_READY)
-			return -EIO;
-		if (R.ncclCommGetAsyncError(p->real, &ae) == ncclSuccess && ae != ncclSuccess &&
-		    ae != ncclInProgress)
+		/* a non-blocking communicator enqueues the call once it says ncclSuccess;
+		 * data that has arrived stands, whatever a peer did since */
+		if (R.ncclCommGetAsyncError(p->real, &ae) != ncclSuccess)
 			return -EREMOTEIO;
+		if (ae != ncclInProgress) {
+			if (!cu->StreamQuery)
+				return ae != ncclSuccess ? -EREMOTEIO
+							 : cu->StreamSynchronize(p->hs) ? -EIO : 0;
+			r = cu->StreamQuery(p->hs);
+			if (r == CUDA_SUCCESS)
+				return 0;
+			if (r != CUDA_ERROR_NOT_READY)
+				return -EIO;
+			if (ae != ncclSuccess)
+				return -EREMOTEIO;
+		}
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		if (t.tv_sec - t0.tv_sec >= cfg.timeout_s)
 			return -ETIMEDOUT;
@@ -377,6 +388,8 @@ static int hs_allgather(void *ctx, const void *mine, void *all, size_t len)
 	const struct pn_cudrv *cu = p->cu;
 	size_t need;
 	CUdeviceptr at;
+	ncclResult_t r;
+	int ret;
 
 	if (p->aborting)
 		return -ECANCELED;
@@ -400,11 +413,13 @@ static int hs_allgather(void *ctx, const void *mine, void *all, size_t len)
 	if (cu->MemcpyHtoDAsync ? cu->MemcpyHtoDAsync(at, mine, len, p->hs)
 				: cu->MemcpyHtoD(at, mine, len) || cu->StreamSynchronize(NULL))
 		return -EIO;
-	if (R.ncclAllGather((const void *)(uintptr_t)at, (void *)(uintptr_t)p->buf, len, ncclUint8,
-			    p->real, p->hs) != ncclSuccess)
+	r = R.ncclAllGather((const void *)(uintptr_t)at, (void *)(uintptr_t)p->buf, len, ncclUint8,
+			    p->real, p->hs);
+	if (r != ncclSuccess && r != ncclInProgress)
 		return -EIO;
-	if (hs_wait(p))
-		return -ETIMEDOUT;
+	ret = hs_wait(p);
+	if (ret)
+		return ret;
 	return cu->MemcpyDtoH(all, p->buf, len * (size_t)p->n) ? -EIO : 0;
 }
 
@@ -429,10 +444,13 @@ static void hs_log(void *ctx, int level, const char *msg)
 		say("rank %d: %s", p->rank, msg);
 }
 
+/* The host services' stream, buffer and context reference go. */
 static void release(struct pcomm *p)
 {
 	const struct pn_cudrv *cu = p->cu;
 
+	if (!cu)
+		return;
 	if (p->ctx)
 		cu->CtxSetCurrent(p->ctx);
 	if (p->hs)
@@ -441,7 +459,10 @@ static void release(struct pcomm *p)
 		cu->MemFree(p->buf);
 	if (p->ctx)
 		cu->DevicePrimaryCtxRelease(p->dev);
-	free(p);
+	p->hs = NULL;
+	p->buf = 0;
+	p->buf_bytes = 0;
+	p->ctx = NULL;
 }
 
 /* What every rank says before penny's backend is made. */
@@ -455,44 +476,32 @@ struct hello {
 #define HELLO_MAGIC 0x706e636cu /* "pncl" */
 
 /*
- * Penny's backend beside a new communicator (collective over its ranks).
- * Returns ncclSuccess also when penny stays off for it; an error only when
- * the real communicator failed under the host services (then it is
- * aborted).
+ * Penny's backend beside a communicator, at its first allreduce outside a
+ * group and a graph capture (collective over its ranks: every rank makes
+ * that call at the same point of the same sequence).  Sets p->state;
+ * returns ncclSuccess also when penny stays off, an error only when the
+ * host services failed on the real communicator (which then wants an
+ * abort, as after NCCL's own asynchronous errors).
  */
-static ncclResult_t attach(ncclComm_t comm, int blocking)
+static ncclResult_t attach(struct pcomm *p)
 {
-	struct pcomm *p;
 	struct hello mine, *all = NULL;
 	CUdevice d;
 	int r, ret, nnodes = 0, first_bad = -1;
 
-	if (!comm)
-		return ncclSuccess;
+	p->state = PC_OFF;
 	pthread_once(&cfg_once, read_cfg);
-	p = calloc(1, sizeof(*p));
-	if (!p)
+	if (R.ncclCommCount(p->real, &p->n) || R.ncclCommUserRank(p->real, &p->rank) ||
+	    R.ncclCommCuDevice(p->real, &p->dev) || p->n < 2)
 		return ncclSuccess;
-	if (R.ncclCommCount(comm, &p->n) || R.ncclCommUserRank(comm, &p->rank) ||
-	    R.ncclCommCuDevice(comm, &p->dev) || p->n < 2 || !blocking || group_depth > 0) {
-		if (debug_on && p->n > 1)
-			say("rank %d: NCCL runs this communicator (%s)", p->rank,
-			    !blocking ? "non-blocking" : "made inside a group");
-		free(p);
-		return ncclSuccess;
-	}
-	p->real = comm;
 	p->cu = pn_cudrv_get();
 	if (!p->cu || p->cu->Init(0) || p->cu->DeviceGet(&d, p->dev) ||
 	    p->cu->DevicePrimaryCtxRetain(&p->ctx, d) || p->cu->CtxSetCurrent(p->ctx) ||
 	    p->cu->StreamCreate(&p->hs, CU_STREAM_NON_BLOCKING)) {
-		/* NCCL made the communicator, so this does not happen on one rank alone */
+		/* NCCL runs on this GPU, so this does not happen on one rank alone */
 		say("rank %d: no CUDA driver for penny (%s); NCCL runs this communicator", p->rank,
 		    p->cu ? "a driver call failed" : pn_plugin_errmsg());
-		if (p->cu)
-			release(p);
-		else
-			free(p);
+		release(p);
 		return ncclSuccess;
 	}
 	p->host.size = sizeof(p->host);
@@ -571,22 +580,53 @@ static ncclResult_t attach(ncclComm_t comm, int blocking)
 		say("penny runs ncclAllReduce of this communicator of %d ranks: %s", p->n,
 		    P->describe ? P->describe(p->be) : P->name);
 	free(all);
-	pthread_mutex_lock(&comms_lock);
-	p->next = comms;
-	comms = p;
-	pthread_mutex_unlock(&comms_lock);
+	p->state = PC_ON;
 	return ncclSuccess;
 off:
 	free(all);
 	release(p);
 	return ncclSuccess;
 broken:
-	say("rank %d: the host services on NCCL's communicator failed (%s); aborting it", p->rank,
-	    strerror(-ret));
+	snprintf(p->errmsg, sizeof(p->errmsg), "penny's set-up on NCCL's communicator failed (%s)",
+		 strerror(-ret));
+	say("rank %d: %s", p->rank, p->errmsg);
+	p->err = ncclSystemError;
 	free(all);
+	if (p->be) {
+		p->aborting = 1;
+		P->fini(p->be);
+		p->be = NULL;
+	}
 	release(p);
-	R.ncclCommAbort(comm);
 	return ncclSystemError;
+}
+
+/* A new communicator: penny's state waits for its first allreduce. */
+static void track(ncclResult_t r, ncclComm_t *comm)
+{
+	struct pcomm *p;
+
+	if ((r != ncclSuccess && r != ncclInProgress) || !comm || !*comm)
+		return;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return; /* NCCL runs it */
+	p->real = *comm;
+	pthread_mutex_lock(&comms_lock);
+	p->next = comms;
+	comms = p;
+	pthread_mutex_unlock(&comms_lock);
+}
+
+/* Whether work on stream s is being captured into a graph now (unknown: yes). */
+static int capturing(cudaStream_t s)
+{
+	const struct pn_cudrv *cu = pn_cudrv_get();
+	int status = 0;
+
+	if (!cu || !cu->StreamIsCapturing)
+		return 0;
+	return cu->StreamIsCapturing((CUstream)s, &status) != CUDA_SUCCESS || status != 0;
 }
 
 /* Penny's backend goes before the real communicator (abort: at once). */
@@ -596,7 +636,7 @@ static void detach(ncclComm_t comm, int abort)
 
 	if (!p)
 		return;
-	if (p->be) {
+	if (p->state == PC_ON) {
 		/* the buffers go: penny's last call on the caller's stream must be done */
 		p->cu->CtxSetCurrent(p->ctx);
 		if (abort)
@@ -606,16 +646,7 @@ static void detach(ncclComm_t comm, int abort)
 		P->fini(p->be);
 	}
 	release(p);
-}
-
-/* A config's blocking, NCCL_COMM_BLOCKING where it leaves it to NCCL. */
-static int blocking_of(const ncclConfig_t *c)
-{
-	const char *e = getenv("NCCL_COMM_BLOCKING");
-
-	if (c && c->magic == NCCL_CONFIG_MAGIC && c->blocking != NCCL_CONFIG_UNDEF_INT)
-		return c->blocking != 0;
-	return !(e && !strcmp(e, "0"));
+	free(p);
 }
 
 EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
@@ -625,7 +656,8 @@ EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId 
 	if (!real())
 		return ncclSystemError;
 	r = R.ncclCommInitRank(comm, nranks, id, rank);
-	return r == ncclSuccess && comm ? attach(*comm, blocking_of(NULL)) : r;
+	track(r, comm);
+	return r;
 }
 
 EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
@@ -638,7 +670,8 @@ EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUni
 	if (!R.ncclCommInitRankConfig)
 		return lacks("ncclCommInitRankConfig");
 	r = R.ncclCommInitRankConfig(comm, nranks, id, rank, config);
-	return r == ncclSuccess && comm ? attach(*comm, blocking_of(config)) : r;
+	track(r, comm);
+	return r;
 }
 
 EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, int nid,
@@ -651,24 +684,22 @@ EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int r
 	if (!R.ncclCommInitRankScalable)
 		return lacks("ncclCommInitRankScalable");
 	r = R.ncclCommInitRankScalable(comm, nranks, rank, nid, ids, config);
-	return r == ncclSuccess && comm ? attach(*comm, blocking_of(config)) : r;
+	track(r, comm);
+	return r;
 }
 
 EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
 				  ncclConfig_t *config)
 {
 	ncclResult_t r;
-	int blocking;
 
 	if (!real())
 		return ncclSystemError;
 	if (!R.ncclCommSplit)
 		return lacks("ncclCommSplit");
-	/* without a config the new communicator is as blocking as its parent:
-	 * penny attached to the parent only when it was */
-	blocking = config ? blocking_of(config) : find(comm) != NULL || blocking_of(NULL);
 	r = R.ncclCommSplit(comm, color, key, newcomm, config);
-	return r == ncclSuccess && newcomm && *newcomm ? attach(*newcomm, blocking) : r;
+	track(r, newcomm);
+	return r;
 }
 
 EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm)
@@ -768,10 +799,13 @@ EXPORT ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclData
 	if (!real())
 		return ncclSystemError;
 	p = comm ? find(comm) : NULL;
+	if (p && p->state == PC_PENDING && group_depth == 0 && !capturing(st) &&
+	    attach(p) != ncclSuccess)
+		return p->err;
 	pdt = penny_dtype(dt);
 	pop = penny_op(op);
 	/* NCCL's own checks and answers for what penny does not take */
-	if (!p || !p->be || p->err || !count || !s || !r || pdt < 0 || pop < 0 ||
+	if (!p || p->state != PC_ON || p->err || !count || !s || !r || pdt < 0 || pop < 0 ||
 	    count > SIZE_MAX / 16)
 		return R.ncclAllReduce(s, r, count, dt, op, comm, st);
 	algo = P->select(p->be, count, pdt, pop, PENNY_ALGO_AUTO);

@@ -7,7 +7,8 @@
  * its slot, waits for all, and reads every slot, a slot at a time.  The
  * file is unlinked once every rank has joined.  Every call is logged as one
  * line "rank R call args" to PENNY_FAKE_NCCL_LOG when set, so that tests
- * count what reached NCCL.  Reductions: int8, uint8, int32, uint32, int64,
+ * count what reached NCCL.  A rank that aborts makes its peers' waits give
+ * up (ncclRemoteError, also from ncclCommGetAsyncError).  Reductions: int8, uint8, int32, uint32, int64,
  * uint64, float, double with sum, prod, max, min and avg; others (half,
  * bfloat16, fp8, PreMulSum ops) are logged and answered ncclInvalidArgument.
  */
@@ -39,6 +40,9 @@ struct hdr {
 struct ncclComm {
 	uint32_t magic;
 	int rank, n, splits;
+	int failed;		/* a barrier gave up: the async error */
+	int nonblocking;	/* config blocking=0: calls say ncclInProgress once */
+	int inprogress;		/* the next ncclCommGetAsyncError says ncclInProgress */
 	struct hdr *h;
 	char *slots;
 	size_t len;
@@ -95,8 +99,10 @@ static int barrier(struct ncclComm *c)
 		return 0;
 	}
 	while (__atomic_load_n(&c->h->gen, __ATOMIC_ACQUIRE) == g) {
-		if (__atomic_load_n(&c->h->aborted, __ATOMIC_RELAXED) || now() - t0 > 60)
+		if (__atomic_load_n(&c->h->aborted, __ATOMIC_RELAXED) || now() - t0 > 60) {
+			c->failed = 1;
 			return -1;
+		}
 		sched_yield();
 	}
 	return 0;
@@ -185,11 +191,27 @@ EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int n, ncclUniqueId id, i
 	return join(comm, n, id.internal + strlen(ID_PREFIX), rank);
 }
 
+/* A non-blocking communicator (blocking=0) answers ncclInProgress to its
+ * creation and its collectives, and ncclInProgress to the next
+ * ncclCommGetAsyncError, as NCCL's may. */
+static ncclResult_t progress(struct ncclComm *c, ncclResult_t r)
+{
+	if (r != ncclSuccess || !c->nonblocking)
+		return r;
+	c->inprogress = 1;
+	return ncclInProgress;
+}
+
 EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int n, ncclUniqueId id, int rank,
 					   ncclConfig_t *config)
 {
-	(void)config;
-	return ncclCommInitRank(comm, n, id, rank);
+	ncclResult_t r = ncclCommInitRank(comm, n, id, rank);
+
+	if (r == ncclSuccess && config && config->magic == NCCL_CONFIG_MAGIC && config->blocking == 0) {
+		(*comm)->nonblocking = 1;
+		r = progress(*comm, r);
+	}
+	return r;
 }
 
 EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
@@ -242,7 +264,8 @@ EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t c, ncclResult_t *e)
 {
 	if (!ok(c) || !e)
 		return ncclInvalidArgument;
-	*e = __atomic_load_n(&c->h->aborted, __ATOMIC_RELAXED) ? ncclRemoteError : ncclSuccess;
+	*e = c->failed ? ncclRemoteError : c->inprogress ? ncclInProgress : ncclSuccess;
+	c->inprogress = 0;
 	return ncclSuccess;
 }
 
@@ -390,7 +413,7 @@ EXPORT ncclResult_t ncclAllReduce(const void *s, void *recv, size_t count, ncclD
 			break;
 		}
 	free(all);
-	return ret;
+	return progress(c, ret);
 }
 
 EXPORT ncclResult_t ncclAllGather(const void *s, void *recv, size_t count, ncclDataType_t dt,
@@ -403,7 +426,7 @@ EXPORT ncclResult_t ncclAllGather(const void *s, void *recv, size_t count, ncclD
 	if (!ok(c) || (unsigned)dt >= 10 || (count && (!s || !recv)) || count > (1u << 28))
 		return ncclInvalidArgument;
 	bytes = count * type_size[dt];
-	return gather(c, s, bytes, recv, bytes);
+	return progress(c, gather(c, s, bytes, recv, bytes));
 }
 
 EXPORT ncclResult_t ncclBroadcast(const void *s, void *recv, size_t count, ncclDataType_t dt,

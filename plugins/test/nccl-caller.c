@@ -19,6 +19,8 @@
  *              NULL buffers, a PreMulSum op
  *   version    ncclGetVersion and ncclGetErrorString only
  *   abort      one allreduce, then ncclCommAbort
+ *   nonblocking  bf16 on a non-blocking communicator (ncclInProgress polled)
+ *   groupfirst a first allreduce inside a group, then one outside
  * Exit: 0 when every rank found what it expected, 1 otherwise, 2 on usage.
  */
 #define _GNU_SOURCE
@@ -200,7 +202,15 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what)
 	ncclResult_t r, ae;
 	int calls = 0;
 
-	r = ncclCommInitRank(&comm, n, id, rank);
+	if (!strcmp(what, "nonblocking")) {
+		ncclConfig_t cfg = { sizeof(cfg), NCCL_CONFIG_MAGIC, 22809, 0 };
+
+		r = ncclCommInitRankConfig(&comm, n, id, rank, &cfg);
+		while (r == ncclInProgress && ncclCommGetAsyncError(comm, &r) == ncclSuccess)
+			;
+		what = "bf16";
+	} else
+		r = ncclCommInitRank(&comm, n, id, rank);
 	if (r != ncclSuccess) {
 		printf("rank %d: ncclCommInitRank: %d %s\n", rank, r, ncclGetErrorString(r));
 		return 1;
@@ -217,6 +227,10 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what)
 		calls = 1;
 	} else if (!strcmp(what, "args"))
 		args(comm, rank);
+	else if (!strcmp(what, "groupfirst")) {
+		calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 1);
+		calls += one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+	}
 	else if (!strcmp(what, "abort")) {
 		calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
 		EXPECT(ncclCommGetAsyncError(comm, &ae) == ncclSuccess && ae == ncclSuccess,
@@ -242,7 +256,8 @@ int main(int argc, char **argv)
 	ncclResult_t res;
 
 	if (argc != 3 || (n = atoi(argv[1])) < 1 || n > 64) {
-		fprintf(stderr, "usage: nccl-caller NRANKS allreduce|bf16|args|version|abort\n");
+		fprintf(stderr, "usage: nccl-caller NRANKS allreduce|bf16|args|version|abort|"
+				"nonblocking|groupfirst\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);

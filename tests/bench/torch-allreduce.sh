@@ -15,14 +15,13 @@
 # graph, 20; 0: no graphs), TIMEOUT (seconds per torchrun, 1800), KIND (the
 # machine's name in the file names), PENNY_NCCL_REAL (the real NCCL; default:
 # the Python environment's nvidia/nccl/lib/libnccl.so.2, else the one PyTorch
-# links).  Builds only libpenny-nccl.so and the cuda plugin (make, a C
+# links), TORCH_NCCL_USE_COMM_NONBLOCKING (PyTorch's choice by default: with
+# eager init it makes non-blocking communicators).  Builds only libpenny-nccl.so and the cuda plugin (make, a C
 # compiler and nvcc are enough).  NVLink SHARP/multicast stays off.
 # Exit: 0 all identical and every graph replay right, 1 otherwise, 2 when it
 # could not run.
 set -u
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-# penny takes blocking communicators only (man penny-nccl)
-export TORCH_NCCL_USE_COMM_NONBLOCKING=0
 top=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$top/results}
 B=${B:-build-gpu}

@@ -42,6 +42,17 @@ test_expect_success 'bfloat16, which the fake NCCL lacks, runs on penny' '
 	test_exit 1 "$caller" 2 bf16 >out && grep -q "bfloat16 allreduce: fake NCCL error" out &&
 	ip "$caller" 2 bf16 >out && grep -q "rank 1: bf16 ok" out && test "$(nccl_ar)" -eq 0
 '
+test_expect_success 'a non-blocking communicator: penny waits out ncclInProgress and runs it' '
+	ip "$caller" 2 nonblocking >out 2>err && grep -q "rank 1: bf16 ok" out && test ! -s err &&
+	test "$(nccl_ar)" -eq 0 && grep -q "^rank 1 ncclAllGather" nccl.log
+'
+test_expect_success 'a first allreduce in a group or a graph capture is NCCL'"'"'s; penny comes later' '
+	ip "$caller" 2 groupfirst >out 2>err && grep -q "rank 1: groupfirst ok, 2 " out &&
+	test "$(nccl_ar)" -eq 2 &&
+	awk "/ncclGroupEnd/ { e++ } / ncclAllReduce / && e < 2 { a++ } END { exit a != 2 }" nccl.log &&
+	PENNY_FAKE_CAPTURING=1 ip "$caller" 2 allreduce >out 2>err && grep -q "rank 1: allreduce ok" out &&
+	test "$(nccl_ar)" -eq 172 && ! grep -q ncclAllGather nccl.log
+'
 test_expect_success 'PENNY_NCCL=off: NCCL runs every call' '
 	PENNY_NCCL=off ip "$caller" 2 allreduce >out 2>err && grep -q "rank 1: allreduce ok, 86 " out &&
 	test ! -s err && test "$(nccl_ar)" -eq 172
