@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -50,6 +51,23 @@ static void say(const char *fmt, ...)
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "penny-nccl: %s\n", line);
+}
+
+/*
+ * A library a setting names must be a regular file: dlopen of a FIFO or a
+ * device would block or read without end.  Returns 0, or -1 with why.
+ */
+static int library_file(const char *path, char *why, size_t len)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		snprintf(why, len, "%s", strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		snprintf(why, len, "not a regular file");
+	else
+		return 0;
+	return -1;
 }
 
 /* ---- the real NCCL ---- */
@@ -81,9 +99,11 @@ static void load_real(void)
 	size_t i;
 
 	if (path && *path) {
-		h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		char why[200] = "";
+
+		h = library_file(path, why, sizeof(why)) ? NULL : dlopen(path, RTLD_NOW | RTLD_LOCAL);
 		if (!h) {
-			const char *e = dlerror();
+			const char *e = why[0] ? why : dlerror();
 
 			snprintf(real_err, sizeof(real_err), "cannot open the real NCCL PENNY_NCCL_REAL='%s': %s",
 				 path, e ? e : "not found");
@@ -253,6 +273,7 @@ static void load_plugin(void)
 	const char *path = getenv("PENNY_NCCL_PLUGIN");
 	char beside[PATH_MAX];
 	const struct penny_plugin_v1 *t;
+	char why[200] = "";
 	Dl_info self;
 	void *h;
 
@@ -268,9 +289,9 @@ static void load_plugin(void)
 				path = beside;
 		}
 	}
-	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	h = library_file(path, why, sizeof(why)) ? NULL : dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
-		const char *e = dlerror();
+		const char *e = why[0] ? why : dlerror();
 
 		snprintf(plugin_err, sizeof(plugin_err), "cannot load the penny plugin %s: %s", path,
 			 e ? e : "not found");

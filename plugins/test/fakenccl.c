@@ -87,11 +87,20 @@ static double now(void)
 	return (double)t.tv_sec + t.tv_nsec / 1e9;
 }
 
-/* Every rank in, or -1 after 60 s or when a rank aborted. */
+/* How long a rank waits for its peers: PENNY_FAKE_NCCL_TIMEOUT s (60). */
+static double wait_limit(void)
+{
+	const char *e = getenv("PENNY_FAKE_NCCL_TIMEOUT");
+	double s = e ? atof(e) : 60;
+
+	return s > 0 && s <= 3600 ? s : 60;
+}
+
+/* Every rank in, or -1 after wait_limit() or when a rank aborted. */
 static int barrier(struct ncclComm *c)
 {
 	uint32_t g = __atomic_load_n(&c->h->gen, __ATOMIC_ACQUIRE);
-	double t0 = now();
+	double t0 = now(), limit = wait_limit();
 
 	if (__atomic_add_fetch(&c->h->count, 1, __ATOMIC_ACQ_REL) == c->n) {
 		__atomic_store_n(&c->h->count, 0, __ATOMIC_RELAXED);
@@ -99,7 +108,7 @@ static int barrier(struct ncclComm *c)
 		return 0;
 	}
 	while (__atomic_load_n(&c->h->gen, __ATOMIC_ACQUIRE) == g) {
-		if (__atomic_load_n(&c->h->aborted, __ATOMIC_RELAXED) || now() - t0 > 60) {
+		if (__atomic_load_n(&c->h->aborted, __ATOMIC_RELAXED) || now() - t0 > limit) {
 			c->failed = 1;
 			return -1;
 		}

@@ -21,6 +21,8 @@
  *   abort      one allreduce, then ncclCommAbort
  *   nonblocking  bf16 on a non-blocking communicator (ncclInProgress polled)
  *   groupfirst a first allreduce inside a group, then one outside
+ *   peerdies   the last rank leaves after init; the others' first allreduce
+ *              must fail (not hang) and the communicator report it
  * Exit: 0 when every rank found what it expected, 1 otherwise, 2 on usage.
  */
 #define _GNU_SOURCE
@@ -227,7 +229,18 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what)
 		calls = 1;
 	} else if (!strcmp(what, "args"))
 		args(comm, rank);
-	else if (!strcmp(what, "groupfirst")) {
+	else if (!strcmp(what, "peerdies")) {
+		float x[4] = { 1, 2, 3, 4 };
+
+		if (rank == n - 1)
+			_exit(0);
+		r = ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, NULL);
+		EXPECT(r != ncclSuccess, "rank %d: an allreduce without its peer succeeded", rank);
+		EXPECT(ncclCommGetAsyncError(comm, &ae) == ncclSuccess && ae != ncclSuccess,
+		       "rank %d: no async error after the peer left", rank);
+		EXPECT(ncclCommAbort(comm) == ncclSuccess, "rank %d: abort failed", rank);
+		comm = NULL;
+	} else if (!strcmp(what, "groupfirst")) {
 		calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 1);
 		calls += one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
 	}
@@ -257,7 +270,7 @@ int main(int argc, char **argv)
 
 	if (argc != 3 || (n = atoi(argv[1])) < 1 || n > 64) {
 		fprintf(stderr, "usage: nccl-caller NRANKS allreduce|bf16|args|version|abort|"
-				"nonblocking|groupfirst\n");
+				"nonblocking|groupfirst|peerdies\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);

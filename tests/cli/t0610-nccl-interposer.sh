@@ -80,7 +80,17 @@ test_expect_success 'a missing real NCCL: one line, ncclSystemError, no crash' '
 	grep -q "^penny-nccl: cannot open the real NCCL PENNY_NCCL_REAL=.*nope.so" err &&
 	PENNY_NCCL_REAL=$TRASH/nope.so ip "$caller" 2 allreduce >out 2>err; test $? -eq 1 &&
 	grep -q "^ncclGetUniqueId: 2 " out && one_line err &&
-	PENNY_NCCL_REAL=/dev/null ip "$caller" 2 version >out 2>err; test $? -eq 1 && one_line err
+	PENNY_NCCL_REAL=/dev/null ip "$caller" 2 version >out 2>err; test $? -eq 1 && one_line err &&
+	grep -q "/dev/null.: not a regular file" err &&
+	mkfifo fifo && PENNY_NCCL_REAL=$TRASH/fifo ip "$caller" 2 version >out 2>err; test $? -eq 1 &&
+	one_line err && grep -q "fifo.: not a regular file" err &&
+	PLUGIN=$TRASH/fifo ip "$caller" 2 allreduce >out 2>err && one_line err &&
+	grep -q "cannot load the penny plugin .*fifo: not a regular file" err
+'
+test_expect_success 'a peer that leaves: the first allreduce fails within the wait, one line a rank' '
+	PENNY_FAKE_NCCL_TIMEOUT=2 ip "$caller" 3 peerdies >out 2>err &&
+	grep -q "rank 0: peerdies ok" out && grep -q "rank 1: peerdies ok" out &&
+	test "$(grep -c "penny.s set-up on NCCL.s communicator failed" err)" -eq 2
 '
 test_expect_success 'installed as libnccl.so.2: the real one by PENNY_NCCL_REAL, never itself' '
 	mkdir -p inst && ln -sf "$lib" inst/libnccl.so.2 &&
