@@ -331,7 +331,8 @@ struct pcomm {
 	void *be;		/* the plugin's backend (PC_ON) */
 	CUstream last;		/* the stream of penny's last call */
 	int used;		/* penny ran a call */
-	int aborting;		/* host services fail at once (abort) */
+	int aborting;		/* host services fail at once (abort; atomic) */
+	int inflight;		/* calls using it now (hold/unhold; atomic) */
 	ncclResult_t err;	/* a failed penny call: the communicator's async error */
 	char errmsg[300];
 	struct pcomm *next;
@@ -341,20 +342,38 @@ static pthread_mutex_t comms_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pcomm *comms;
 static _Thread_local int group_depth;
 
-static struct pcomm *find(ncclComm_t c)
+/*
+ * A communicator's state for one call (NULL: not penny's); unhold() when
+ * done.  Another thread may abort or destroy the communicator meanwhile
+ * (a framework's watchdog does): take() waits for the calls that hold it.
+ */
+static struct pcomm *hold(ncclComm_t c)
 {
 	struct pcomm *p;
 
+	if (!c)
+		return NULL;
 	pthread_mutex_lock(&comms_lock);
 	for (p = comms; p && p->real != c; p = p->next)
 		;
+	if (p)
+		__atomic_add_fetch(&p->inflight, 1, __ATOMIC_ACQUIRE);
 	pthread_mutex_unlock(&comms_lock);
 	return p;
 }
 
-static struct pcomm *take(ncclComm_t c)
+static void unhold(struct pcomm *p)
+{
+	if (p)
+		__atomic_sub_fetch(&p->inflight, 1, __ATOMIC_RELEASE);
+}
+
+/* Out of the table, once no call holds it; abort: the host services of a
+ * call in progress give up at once. */
+static struct pcomm *take(ncclComm_t c, int abort)
 {
 	struct pcomm **pp, *p = NULL;
+	struct timespec nap = { 0, 1000000 };
 
 	pthread_mutex_lock(&comms_lock);
 	for (pp = &comms; *pp; pp = &(*pp)->next)
@@ -364,7 +383,18 @@ static struct pcomm *take(ncclComm_t c)
 			break;
 		}
 	pthread_mutex_unlock(&comms_lock);
+	if (!p)
+		return NULL;
+	if (abort)
+		__atomic_store_n(&p->aborting, 1, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&p->inflight, __ATOMIC_ACQUIRE))
+		nanosleep(&nap, NULL);
 	return p;
+}
+
+static int aborting(const struct pcomm *p)
+{
+	return __atomic_load_n(&p->aborting, __ATOMIC_ACQUIRE);
 }
 
 /* Wait for the host services' stream, at most PENNY_NCCL_TIMEOUT. */
@@ -377,6 +407,8 @@ static int hs_wait(struct pcomm *p)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
+		if (aborting(p))
+			return -ECANCELED;
 		/* a non-blocking communicator enqueues the call once it says ncclSuccess;
 		 * data that has arrived stands, whatever a peer did since */
 		if (R.ncclCommGetAsyncError(p->real, &ae) != ncclSuccess)
@@ -412,7 +444,7 @@ static int hs_allgather(void *ctx, const void *mine, void *all, size_t len)
 	ncclResult_t r;
 	int ret;
 
-	if (p->aborting)
+	if (aborting(p))
 		return -ECANCELED;
 	if (!len)
 		return 0;
@@ -591,7 +623,7 @@ static ncclResult_t attach(struct pcomm *p)
 		if (p->rank == 0)
 			say("rank %d: the %s plugin: %s; NCCL runs every call", r, P->name, all[r].err);
 		if (p->be) {
-			p->aborting = 1; /* its peers' backends are gone: no collective teardown */
+			__atomic_store_n(&p->aborting, 1, __ATOMIC_RELEASE); /* peers' backends are gone */
 			P->fini(p->be);
 			p->be = NULL;
 		}
@@ -614,7 +646,7 @@ broken:
 	p->err = ncclSystemError;
 	free(all);
 	if (p->be) {
-		p->aborting = 1;
+		__atomic_store_n(&p->aborting, 1, __ATOMIC_RELEASE);
 		P->fini(p->be);
 		p->be = NULL;
 	}
@@ -653,16 +685,14 @@ static int capturing(cudaStream_t s)
 /* Penny's backend goes before the real communicator (abort: at once). */
 static void detach(ncclComm_t comm, int abort)
 {
-	struct pcomm *p = take(comm);
+	struct pcomm *p = take(comm, abort);
 
 	if (!p)
 		return;
 	if (p->state == PC_ON) {
 		/* the buffers go: penny's last call on the caller's stream must be done */
 		p->cu->CtxSetCurrent(p->ctx);
-		if (abort)
-			p->aborting = 1;
-		else if (p->used)
+		if (!abort && p->used)
 			p->cu->StreamSynchronize(p->last);
 		P->fini(p->be);
 	}
@@ -757,19 +787,29 @@ EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *err)
 	if (!real())
 		return ncclSystemError;
 	r = R.ncclCommGetAsyncError(comm, err);
-	if (r == ncclSuccess && err && *err == ncclSuccess && (p = find(comm)) && p->err)
-		*err = p->err;
+	if (r == ncclSuccess && err && *err == ncclSuccess && (p = hold(comm))) {
+		if (p->err)
+			*err = p->err;
+		unhold(p);
+	}
 	return r;
 }
 
 EXPORT const char *ncclGetLastError(ncclComm_t comm)
 {
+	static _Thread_local char last[sizeof(((struct pcomm *)0)->errmsg)];
 	struct pcomm *p;
+	int mine = 0;
 
 	if (!real())
 		return real_err;
-	if (comm && (p = find(comm)) && p->err)
-		return p->errmsg;
+	if ((p = hold(comm))) {
+		if ((mine = p->err != ncclSuccess))
+			snprintf(last, sizeof(last), "%s", p->errmsg);
+		unhold(p);
+	}
+	if (mine)
+		return last;
 	return R.ncclGetLastError ? R.ncclGetLastError(comm) : "";
 }
 
@@ -811,38 +851,54 @@ static int penny_op(ncclRedOp_t o)
 	return (unsigned)o < sizeof(map) / sizeof(map[0]) ? map[o] : -1;
 }
 
+/* The allreduce on penny when it takes it (1), else 0: NCCL runs it. */
+static int penny_allreduce(struct pcomm *p, const void *s, void *r, size_t count,
+			   ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, ncclResult_t *res);
+
 EXPORT ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t dt,
 				  ncclRedOp_t op, ncclComm_t comm, cudaStream_t st)
 {
 	struct pcomm *p;
-	int pdt, pop, algo, ret;
+	ncclResult_t res = ncclSuccess;
+	int taken;
 
 	if (!real())
 		return ncclSystemError;
-	p = comm ? find(comm) : NULL;
-	if (p && p->state == PC_PENDING && group_depth == 0 && !capturing(st) &&
-	    attach(p) != ncclSuccess)
-		return p->err;
+	p = hold(comm);
+	taken = p && penny_allreduce(p, s, r, count, dt, op, st, &res);
+	unhold(p);
+	return taken ? res : R.ncclAllReduce(s, r, count, dt, op, comm, st);
+}
+
+static int penny_allreduce(struct pcomm *p, const void *s, void *r, size_t count,
+			   ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, ncclResult_t *res)
+{
+	int pdt, pop, algo, ret;
+
+	if (p->state == PC_PENDING && group_depth == 0 && !capturing(st) &&
+	    (*res = attach(p)) != ncclSuccess)
+		return 1;
 	pdt = penny_dtype(dt);
 	pop = penny_op(op);
 	/* NCCL's own checks and answers for what penny does not take */
-	if (!p || p->state != PC_ON || p->err || !count || !s || !r || pdt < 0 || pop < 0 ||
+	if (p->state != PC_ON || p->err || !count || !s || !r || pdt < 0 || pop < 0 ||
 	    count > SIZE_MAX / 16)
-		return R.ncclAllReduce(s, r, count, dt, op, comm, st);
+		return 0;
 	algo = P->select(p->be, count, pdt, pop, PENNY_ALGO_AUTO);
 	if (algo < 0 ||
 	    (cfg.max_bytes ? count * (size_t)penny_data_size(pdt) > cfg.max_bytes
 			   : algo != PENNY_ALGO_ONESHOT))
-		return R.ncclAllReduce(s, r, count, dt, op, comm, st);
+		return 0;
 	ret = P->allreduce_stream(p->be, s, r, count, pdt, pop, PENNY_ALGO_AUTO, st);
 	if (ret) {
 		/* its peers may be inside the call: the communicator is broken */
 		snprintf(p->errmsg, sizeof(p->errmsg), "penny's allreduce failed: %s", P->errmsg());
 		p->err = ret == -EINVAL ? ncclInvalidArgument : ncclUnhandledCudaError;
 		say("rank %d: %s", p->rank, p->errmsg);
-		return p->err;
+		*res = p->err;
+		return 1;
 	}
 	p->last = st;
 	p->used = 1;
-	return ncclSuccess;
+	return 1;
 }
