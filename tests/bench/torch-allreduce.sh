@@ -16,7 +16,10 @@
 # machine's name in the file names), PENNY_NCCL_REAL (the real NCCL; default:
 # the Python environment's nvidia/nccl/lib/libnccl.so.2, else the one PyTorch
 # links), TORCH_NCCL_USE_COMM_NONBLOCKING (PyTorch's choice by default: with
-# eager init it makes non-blocking communicators).  Builds only libpenny-nccl.so and the cuda plugin (make, a C
+# eager init it makes non-blocking communicators).  ALL=1 adds a run with
+# PENNY_NCCL_MAX_BYTES=1T (every size on penny, the larger ones through the
+# cuda plugin's staging copy: what a registration cache would gain), written
+# as ...-xN-all.{txt,tsv}.  Builds only libpenny-nccl.so and the cuda plugin (make, a C
 # compiler and nvcc are enough).  NVLink SHARP/multicast stays off.
 # Exit: 0 all identical and every graph replay right, 1 otherwise, 2 when it
 # could not run.
@@ -81,22 +84,30 @@ for np in $GPUS; do
 		rc=1
 		continue
 	fi
-	echo "## $np GPUs: penny (LD_PRELOAD=$lib)"
-	if ! PENNY_NCCL_DEBUG=1 PENNY_NCCL_PLUGIN=$plugin LD_PRELOAD=$lib \
-		trun "$np" --label penny --out "$work/x$np-penny.json" >"$work/x$np-penny.log" 2>&1; then
-		tail -n 30 "$work/x$np-penny.log"
-		echo "## exit: the penny run on $np GPUs failed"
-		rc=1
-		continue
-	fi
-	grep "^penny-nccl:" "$work/x$np-penny.log" | sort | uniq -c | sed 's/^/# /' | head -n 20
-	if ! grep -q "penny runs ncclAllReduce" "$work/x$np-penny.log"; then
-		echo "## penny ran no allreduce on $np GPUs: the interposer's lines above say why"
-		rc=1
-	fi
-	cp "$work/x$np-nccl.json" "$base-nccl.json" && cp "$work/x$np-penny.json" "$base-penny.json"
-	"$PY" "$top/tests/bench/torch_allreduce.py" compare "$work/x$np-nccl.json" "$work/x$np-penny.json" \
-		"$base" || rc=1
+	cp "$work/x$np-nccl.json" "$base-nccl.json"
+	modes=penny
+	[ "${ALL:-0}" = 1 ] && modes="penny penny-all"
+	for mode in $modes; do
+		max=auto suffix=
+		[ "$mode" = penny-all ] && max=1T suffix=-all
+		echo "## $np GPUs: $mode (LD_PRELOAD=$lib, PENNY_NCCL_MAX_BYTES=$max)"
+		if ! (export PENNY_NCCL_DEBUG=1 PENNY_NCCL_PLUGIN="$plugin" PENNY_NCCL_MAX_BYTES=$max \
+			LD_PRELOAD="$lib"; trun "$np" --label "$mode" --out "$work/x$np-$mode.json") \
+			>"$work/x$np-$mode.log" 2>&1; then
+			tail -n 30 "$work/x$np-$mode.log"
+			echo "## exit: the $mode run on $np GPUs failed"
+			rc=1
+			continue
+		fi
+		grep "^penny-nccl:" "$work/x$np-$mode.log" | sort | uniq -c | sed 's/^/# /' | head -n 20
+		if ! grep -q "penny runs ncclAllReduce" "$work/x$np-$mode.log"; then
+			echo "## penny ran no allreduce on $np GPUs: the interposer's lines above say why"
+			rc=1
+		fi
+		cp "$work/x$np-$mode.json" "$base-$mode.json"
+		"$PY" "$top/tests/bench/torch_allreduce.py" compare "$work/x$np-nccl.json" \
+			"$work/x$np-$mode.json" "$base$suffix" || rc=1
+	done
 done
 echo "# exit $rc"
 exit $rc

@@ -110,8 +110,8 @@ def run(args):
         for op in OPS:
             for count in COUNTS:
                 key = "%s %s %d" % (name, op, count)
-                x = make_input(torch, dt, rank, count, op).to(dev)
-                try:
+                try:  # the same on every rank: an error here is the type's or op's
+                    x = make_input(torch, dt, rank, count, op).to(dev)
                     dist.all_reduce(x, op=ops[op])
                     torch.cuda.synchronize()
                 except Exception as e:  # what this PyTorch/NCCL does not offer
