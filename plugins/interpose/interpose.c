@@ -271,7 +271,7 @@ static char plugin_err[300];
 static void load_plugin(void)
 {
 	const char *path = getenv("PENNY_NCCL_PLUGIN");
-	char beside[PATH_MAX];
+	char beside[PATH_MAX + 32], me[PATH_MAX], *slash;
 	const struct penny_plugin_v1 *t;
 	char why[200] = "";
 	Dl_info self;
@@ -279,13 +279,13 @@ static void load_plugin(void)
 
 	if (!path || !*path) {
 		path = PENNY_PLUGINDIR "/penny-cuda.so";
-		/* the cuda plugin installed (or built) beside this library */
-		if (dladdr((void *)load_plugin, &self) && self.dli_fname && strrchr(self.dli_fname, '/')) {
-			int n = (int)(strrchr(self.dli_fname, '/') - self.dli_fname);
-
-			if (snprintf(beside, sizeof(beside), "%.*s/penny-cuda.so", n, self.dli_fname) <
-				    (int)sizeof(beside) &&
-			    !access(beside, R_OK))
+		/* the cuda plugin installed (or built) beside this library, also
+		 * when it is loaded through a link named libnccl.so.2 */
+		if (dladdr((void *)load_plugin, &self) && self.dli_fname &&
+		    realpath(self.dli_fname, me) && (slash = strrchr(me, '/'))) {
+			*slash = 0;
+			snprintf(beside, sizeof(beside), "%s/penny-cuda.so", me);
+			if (!access(beside, R_OK))
 				path = beside;
 		}
 	}

@@ -92,12 +92,17 @@ test_expect_success 'a peer that leaves: the first allreduce fails within the wa
 	grep -q "rank 0: peerdies ok" out && grep -q "rank 1: peerdies ok" out &&
 	test "$(grep -c "penny.s set-up on NCCL.s communicator failed" err)" -eq 2
 '
-test_expect_success 'installed as libnccl.so.2: the real one by PENNY_NCCL_REAL, never itself' '
+test_expect_success 'installed as libnccl.so.2: the real one by PENNY_NCCL_REAL, the plugin beside it, never itself' '
 	mkdir -p inst && ln -sf "$lib" inst/libnccl.so.2 &&
 	rm -f nccl.log && env LD_LIBRARY_PATH="$TRASH/inst:$fakes/fakecuda" \
 		PENNY_NCCL_REAL="$fakes/fakenccl/libnccl.so.2" PENNY_NCCL_PLUGIN="$fakes/cuda/penny-cuda.so" \
 		timeout 120 "$caller" 2 allreduce >out 2>err && grep -q "rank 1: allreduce ok, 86 " out &&
 	test "$(nccl_ar)" -eq 2 &&
+	mkdir -p pl && cp "$lib" pl/ && cp "$fakes/cuda/penny-cuda.so" pl/ && ln -sf "$TRASH/pl/libpenny-nccl.so" inst/libnccl.so.2 &&
+	rm -f nccl.log && env LD_LIBRARY_PATH="$TRASH/inst:$fakes/fakecuda" \
+		PENNY_NCCL_REAL="$fakes/fakenccl/libnccl.so.2" PENNY_NCCL_DEBUG=1 \
+		timeout 120 "$caller" 2 bf16 >out 2>err && grep -q "rank 1: bf16 ok" out &&
+	grep -q "penny runs ncclAllReduce" err && test "$(nccl_ar)" -eq 0 &&
 	env LD_LIBRARY_PATH="$TRASH/inst" timeout 60 "$caller" 2 version >out 2>err; test $? -eq 1 &&
 	one_line err && grep -q "is libpenny-nccl.so itself" err &&
 	env LD_LIBRARY_PATH="$TRASH/inst" PENNY_NCCL_REAL="$TRASH/inst/libnccl.so.2" \
