@@ -155,11 +155,12 @@ installables: $(INST_BIN) $(PLUGIN_SO)
 INSTALLED_ELF = $(BINDIR)/penny $(addprefix $(PLUGINDIR)/,$(notdir $(PLUGIN_SO)))
 
 install: installables
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7 \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(EXAMPLEDIR)
 	install -m 755 $(INST_BIN) $(DESTDIR)$(BINDIR)/penny
 	install -m 644 etc/check/*.conf $(DESTDIR)$(EXAMPLEDIR)/
 	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 man/*.7 $(DESTDIR)$(MANDIR)/man7/
 	install -m 644 completions/penny.bash $(DESTDIR)$(BASHCOMPDIR)/penny
 	install -m 644 completions/_penny $(DESTDIR)$(ZSHCOMPDIR)/_penny
 	$(install_plugins)
@@ -177,6 +178,7 @@ install-strip: install
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/penny $(DESTDIR)$(BASHCOMPDIR)/penny $(DESTDIR)$(ZSHCOMPDIR)/_penny
 	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man1/%,$(wildcard man/*.1))
+	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man7/%,$(wildcard man/*.7))
 	rm -f $(addprefix $(DESTDIR)$(DEBUGDIR),$(addsuffix .debug,$(INSTALLED_ELF)))
 	rm -rf $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(EXAMPLEDIR)
 

@@ -24,7 +24,12 @@ PL_KDEPS := plugins/common/pn_dev.cuh plugins/common/kargs.h plugins/include/pen
 	plugins/include/penny_plugin.h
 PL_ALGOS := oneshot oneshot_fl twoshot_ll twoshot ring twoshot_hy
 
-PLUGIN_SO := $(PL)/penny-nccl.so
+# The NCCL interposer (plugins/interpose/): NCCL's C API in front of the
+# real NCCL, ncclAllReduce on the cuda plugin; always built, like penny-nccl.so.
+PL_INTERPOSE_SRC := plugins/common/cudrv.c plugins/interpose/interpose.c
+PL_INTERPOSE_OBJ := $(PL_INTERPOSE_SRC:%.c=$(PL)/obj/%.o)
+
+PLUGIN_SO := $(PL)/penny-nccl.so $(PL)/libpenny-nccl.so
 ifneq ($(strip $(NVCC)),)
 PLUGIN_SO += $(PL)/penny-cuda.so
 PL_IMAGE_OBJ := $(PL)/obj/image_data.o
@@ -39,15 +44,20 @@ PL_FAKES := $(PL_TEST)/penny-fake.so $(PL_TEST)/penny-badabi.so $(PL_TEST)/penny
 	$(PL_TEST)/penny-fakeold.so $(PL_TEST)/penny-fakeall.so $(PL_TEST)/cuda/penny-cuda.so \
 	$(PL_TEST)/nccl/penny-nccl.so $(PL_TEST)/cuda-nobw/penny-cuda.so $(PL_TEST)/noxnode/penny-fake.so
 
+# Stand-ins for NCCL and the CUDA driver, and a program that calls NCCL like
+# a framework: the NCCL interposer's tests (tests/cli/t0610-nccl-interposer.sh).
+PL_NCCL_TEST := $(PL_TEST)/fakenccl/libnccl.so.2 $(PL_TEST)/fakecuda/libcuda.so.1 \
+	$(PL_TEST)/nccl-caller
+
 PL_EMU :=
 ifneq ($(strip $(PN_CXX)),)
 PL_EMU := $(B)/tests/unit/t_plugin_emu
 endif
 
-plugins: $(PLUGIN_SO) $(PL_FAKES) $(PL_EMU)
+plugins: $(PLUGIN_SO) $(PL_FAKES) $(PL_NCCL_TEST) $(PL_EMU)
 
 # A test plugin whose recipe (its -D variant) changes is built again.
-$(PL_FAKES): plugins/plugins.mk
+$(PL_FAKES) $(PL_NCCL_TEST): plugins/plugins.mk
 
 # The core's loader finds the plugins of this build tree too.
 $(B)/src/gpu/plugin.o: override CFLAGS += -DPENNY_BUILD_PLUGINDIR='"$(abspath $(PL))"'
@@ -58,6 +68,10 @@ $(PL)/obj/%.o: %.c
 
 $(PL)/penny-nccl.so: $(PL_NCCL_OBJ) $(PL_IMAGE_OBJ)
 	$(CC) -shared $(LDFLAGS) -o $@ $^ $(PL_LIBS)
+
+# Only NCCL's API is exported (the sources hide everything else).
+$(PL)/libpenny-nccl.so: $(PL_INTERPOSE_OBJ)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libpenny-nccl.so -o $@ $^ $(PL_LIBS)
 
 $(PL)/penny-cuda.so: $(PL_CUDA_OBJ) $(PL_IMAGE_OBJ) $(PL_AR_IMAGE_OBJ)
 	$(CC) -shared $(LDFLAGS) -o $@ $^ $(PL_LIBS)
@@ -133,6 +147,16 @@ $(PL_TEST)/cuda-nobw/penny-cuda.so: plugins/test/fake.c plugins/include/penny_pl
 $(PL_TEST)/noxnode/penny-fake.so: plugins/test/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_NOXNODE -shared -o $@ $<
+$(PL_TEST)/fakenccl/libnccl.so.2: plugins/test/fakenccl.c plugins/interpose/nccl_api.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -shared -Wl,-soname,libnccl.so.2 -o $@ $<
+$(PL_TEST)/fakecuda/libcuda.so.1: plugins/test/fakecuda.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $<
+$(PL_TEST)/nccl-caller: plugins/test/nccl-caller.c plugins/interpose/nccl_api.h \
+		$(PL_TEST)/fakenccl/libnccl.so.2
+	$(CC) $(PL_CFLAGS) $(LDFLAGS) -o $@ $< -L$(PL_TEST)/fakenccl -l:libnccl.so.2 \
+		-Wl,-rpath,$(abspath $(PL_TEST)/fakenccl)
 $(PL_TEST)/penny-badabi.so: plugins/test/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_ABI=7 -shared -o $@ $<
@@ -151,6 +175,6 @@ $(B)/tests/unit/t_plugin_emu: plugins/cuda/emu/t_emu.cc plugins/cuda/emu/emu.h \
 
 install_plugins = install -d $(DESTDIR)$(PLUGINDIR) && install -m 755 $(PLUGIN_SO) $(DESTDIR)$(PLUGINDIR)/
 
--include $(PL_NCCL_OBJ:.o=.d) $(PL_CUDA_OBJ:.o=.d)
+-include $(PL_NCCL_OBJ:.o=.d) $(PL_CUDA_OBJ:.o=.d) $(PL_INTERPOSE_OBJ:.o=.d)
 # The plugin unit tests include plugin sources: rebuild them when those change.
 -include $(UNIT_BIN:%=%.d) $(HELPER_BIN:%=%.d)

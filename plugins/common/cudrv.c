@@ -98,6 +98,8 @@ static const struct sym syms[] = {
 	OPT(MemHostRegister, "cuMemHostRegister_v2|cuMemHostRegister"),
 	OPT(MemHostUnregister, "cuMemHostUnregister"),
 	OPT(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2|cuMemHostGetDevicePointer"),
+	OPT(StreamQuery, "cuStreamQuery"),
+	OPT(StreamIsCapturing, "cuStreamIsCapturing"),
 };
 #undef S
 #undef OPT

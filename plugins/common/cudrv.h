@@ -123,6 +123,10 @@ struct pn_cudrv {
 	CUresult (*MemHostRegister)(void *p, size_t bytes, unsigned flags);
 	CUresult (*MemHostUnregister)(void *p);
 	CUresult (*MemHostGetDevicePointer)(CUdeviceptr *d, void *p, unsigned flags);
+	/* optional (the NCCL interposer): a bounded wait on a stream; whether a
+	 * stream is being captured (status 0: no) */
+	CUresult (*StreamQuery)(CUstream s);
+	CUresult (*StreamIsCapturing)(CUstream s, int *status);
 };
 
 /*

@@ -927,6 +927,26 @@ int pn_cuda_allreduce(void *be, const void *send, void *recv, size_t count, int 
 	return ret;
 }
 
+/*
+ * The same on the caller's stream: every launch and copy of the call goes
+ * there (the backend's stream stands in for it for the call's duration),
+ * so the call orders with the caller's work and a graph captured on that
+ * stream replays it.  The kernels are replay-safe: their arguments do not
+ * change between calls on the same buffers.
+ */
+int pn_cuda_allreduce_stream(void *be, const void *send, void *recv, size_t count, int dtype,
+			     int op, int algo, void *stream)
+{
+	struct pn_cuda *c = be;
+	CUstream own = c->g.stream;
+	int ret;
+
+	c->g.stream = (CUstream)stream;
+	ret = pn_cuda_allreduce(be, send, recv, count, dtype, op, algo);
+	c->g.stream = own;
+	return ret;
+}
+
 static int host_barrier(struct pn_cuda *c)
 {
 	char b = 0, *all;

@@ -67,4 +67,6 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.xnode_allreduce = pn_cuda_xnode_allreduce,
 	.xnode_close = pn_cuda_xnode_close,
 	.time_fn = pn_cuda_time_fn,
+	/* appended for the NCCL interposer */
+	.allreduce_stream = pn_cuda_allreduce_stream,
 };

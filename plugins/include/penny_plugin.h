@@ -346,6 +346,17 @@ struct penny_plugin_v1 {
 	 * t->t.graph > 0, timing, as time2() does for allreduce().  The
 	 * fields send ... algo of t are not read. */
 	int (*time_fn)(void *be, struct penny_time_v2 *t, int (*enqueue)(void *arg), void *arg);
+
+	/* ---- appended for libpenny-nccl.so (the NCCL interposer) ---- */
+
+	/* allreduce() enqueued on the caller's stream (a CUstream; NULL: the
+	 * legacy default stream) instead of the backend's, so that it orders
+	 * with the caller's work and a CUDA graph the caller captures on that
+	 * stream holds it.  The caller orders the streams it uses with one
+	 * backend (like NCCL's calls on one communicator).  NULL if not
+	 * provided. */
+	int (*allreduce_stream)(void *be, const void *send, void *recv, size_t count, int dtype,
+				int op, int algo, void *stream);
 };
 
 /* Size of the first v1 table (every member up to bw). */

@@ -436,6 +436,14 @@ static int fake_allgather(void *be, const void *send, void *recv, size_t count, 
 	free(all);
 	return ret ? fail(ret, "allgather failed") : 0;
 }
+
+/* Host memory has no streams: the call runs at once, like allreduce(). */
+static int fake_allreduce_stream(void *be, const void *send, void *recv, size_t count, int dt,
+				 int op, int algo, void *stream)
+{
+	(void)stream;
+	return fake_allreduce(be, send, recv, count, dt, op, algo);
+}
 #endif
 
 #if !defined(FAKE_OLD_SIZE) && !defined(FAKE_NOXNODE)
@@ -775,6 +783,8 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.xnode_close = fake_xnode_close,
 	.time_fn = fake_time_fn,
 #endif
+	/* appended for the NCCL interposer */
+	.allreduce_stream = fake_allreduce_stream,
 #endif
 };
 #else

@@ -6,8 +6,9 @@
 #  - every header under src/ compiles on its own with -std=c11 and no
 #    pkg-config flags (it includes what it uses), except the one that wraps
 #    libxml2;
-#  - the bench driver and the nccl plugin build with PKG_CONFIG=false, with
-#    gcc and with clang.
+#  - the bench driver, the nccl plugin and the NCCL interposer (which
+#    tests/bench/torch-allreduce.sh builds) build with PKG_CONFIG=false,
+#    with gcc and with clang.
 . "$(dirname "$0")/../lib.sh"
 
 # Headers that include an external library's header by design.
@@ -32,9 +33,10 @@ bench_build() {
 	local cc=$1
 	make -C "$TOP" --no-print-directory -s B="$TRASH/b-$cc" CC="$cc" PKG_CONFIG=false NVCC= \
 		"$TRASH/b-$cc/tests/helpers/penny-gpu-driver" "$TRASH/b-$cc/plugins/penny-nccl.so" \
-		>build.log 2>&1 || { tail -20 build.log; return 1; }
+		"$TRASH/b-$cc/plugins/libpenny-nccl.so" >build.log 2>&1 || { tail -20 build.log; return 1; }
 	test -x "$TRASH/b-$cc/tests/helpers/penny-gpu-driver" &&
 		test -f "$TRASH/b-$cc/plugins/penny-nccl.so" &&
+		test -f "$TRASH/b-$cc/plugins/libpenny-nccl.so" &&
 		# it is the driver, and it runs: a bad option is its usage error
 		test_exit 2 "$TRASH/b-$cc/tests/helpers/penny-gpu-driver" --no-such-option
 }

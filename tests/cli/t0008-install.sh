@@ -35,6 +35,7 @@ searched() {
 test_expect_success 'make; make install PREFIX=/usr: the plugin dir follows PREFIX' '
 	mk install DESTDIR="$PWD/r" PREFIX=/usr &&
 	test -x r/usr/bin/penny && test -f r/usr/lib/penny/penny-nccl.so &&
+	test -f r/usr/lib/penny/libpenny-nccl.so && test -f r/usr/share/man/man7/penny-nccl.7 &&
 	echo "PENNY_PLUGIN_PATH (unset), /usr/lib/penny, $PWD/r/usr/bin/../lib/penny" >want &&
 	searched r/usr/bin/penny >got && test_cmp want got &&
 	for f in penny.1 penny-check.1 penny-topo.1; do test -f r/usr/share/man/man1/$f || exit 1; done &&

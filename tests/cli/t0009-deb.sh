@@ -50,9 +50,10 @@ test_expect_success 'penny holds the binary, man pages, completions and examples
 	} | sort >want &&
 	contents penny >got && test_cmp want got
 '
-test_expect_success 'penny-plugins-gpu holds the nccl plugin and depends on this penny' '
-	contents penny-plugins-gpu | grep "^/usr/lib/" >got &&
-	echo /usr/lib/penny/penny-nccl.so >want && test_cmp want got &&
+test_expect_success 'penny-plugins-gpu holds the nccl plugin, the interposer and its page' '
+	contents penny-plugins-gpu | grep "^/usr/lib/\|/man7/" >got &&
+	printf "%s\n" /usr/lib/penny/libpenny-nccl.so /usr/lib/penny/penny-nccl.so \
+		/usr/share/man/man7/penny-nccl.7.gz >want && test_cmp want got &&
 	dpkg-deb -f $(deb penny-plugins-gpu) Depends | grep -q "penny (= $version)"
 '
 test_expect_success 'the binaries are stripped; the debug info is in -dbgsym by build-id' '

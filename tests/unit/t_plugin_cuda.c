@@ -751,6 +751,55 @@ TEST(allreduce_kernels_launch_as_programmatic_dependents)
 	unsetenv("PENNY_CUDA_PDL");
 }
 
+/* allreduce_stream (the NCCL interposer's call): every copy and launch of
+ * the call goes on the caller's stream; the backend's own stream is back
+ * for the next plain allreduce. */
+static void do_call_on_stream(struct fake_world *w, int r)
+{
+	w->rank[r].nlaunch = w->rank[r].ncopy = 0;
+	rets[r] = pn_cuda_alloc(be[r], 4u << 20, 0, &bufs[r][0]);
+	if (rets[r])
+		return;
+	/* unregistered: the two-shot goes through the staging buffer */
+	rets[r] = pn_cuda_allreduce_stream(be[r], bufs[r][0], bufs[r][0], 1u << 20, PENNY_FLOAT,
+					   PENNY_SUM, PENNY_ALGO_TWOSHOT, (void *)(uintptr_t)0x7777);
+	if (!rets[r])
+		rets[r] = pn_cuda_allreduce(be[r], bufs[r][0], bufs[r][0], 1u << 20, PENNY_FLOAT,
+					    PENNY_SUM, PENNY_ALGO_TWOSHOT);
+	snprintf(msgs[r], sizeof(msgs[r]), "%s", pn_plugin_errmsg());
+}
+
+static void do_free0(struct fake_world *w, int r)
+{
+	(void)w;
+	pn_cuda_free(be[r], bufs[r][0]);
+}
+
+TEST(allreduce_stream_enqueues_on_the_callers_stream)
+{
+	struct fake_world w;
+
+	fake_world_init(&w, 2);
+	fake_run(&w, do_init);
+	CHECK(all_ok(2));
+	fake_run(&w, do_call_on_stream);
+	CHECK(all_ok(2));
+	for (int r = 0; r < 2 && all_ok(2); r++) {
+		struct fake_rank *f = &w.rank[r];
+
+		CHECK_EQ_INT(f->nlaunch, 2);
+		CHECK_EQ_INT(f->ncopy, 4);
+		CHECK(f->launch[0].stream == (CUstream)(uintptr_t)0x7777);
+		CHECK(f->copy[0].stream == (CUstream)(uintptr_t)0x7777);
+		CHECK(f->copy[1].stream == (CUstream)(uintptr_t)0x7777);
+		CHECK(f->launch[1].stream == (CUstream)(uintptr_t)0x2000);
+		CHECK(f->copy[2].stream == (CUstream)(uintptr_t)0x2000);
+	}
+	fake_run(&w, do_free0);
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
+}
+
 int main(void)
 {
 	pn_cudrv_set(&fake_cu);
@@ -773,6 +822,7 @@ int main(void)
 	RUN(a_rank_that_cannot_open_its_gpu_fails_every_rank_naming_it);
 	RUN(without_a_driver_init_says_so_in_one_line);
 	RUN(allreduce_kernels_launch_as_programmatic_dependents);
+	RUN(allreduce_stream_enqueues_on_the_callers_stream);
 	fake_funcs_free();
 	return unit_done();
 }

@@ -25,11 +25,13 @@ struct fake_launch {
 	struct pn_ar_args ar;	/* when it is an allreduce kernel */
 	int graph;		/* replayed from a graph */
 	int pdl;		/* cuLaunchKernelEx with programmatic stream serialization */
+	CUstream stream;	/* the stream it was enqueued on */
 };
 
 struct fake_copy {
 	CUdeviceptr dst, src;
 	size_t bytes;
+	CUstream stream;
 };
 
 /* Per rank (thread). */
@@ -183,10 +185,9 @@ static CUresult f_copy(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)
 {
 	struct fake_rank *r = me();
 
-	(void)st;
 	memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
 	if (r->ncopy < FAKE_MAX_LAUNCH)
-		r->copy[r->ncopy++] = (struct fake_copy){ d, s, n };
+		r->copy[r->ncopy++] = (struct fake_copy){ d, s, n, st };
 	return 0;
 }
 static CUresult f_memset(CUdeviceptr p, unsigned char v, size_t n, CUstream s)
@@ -324,7 +325,6 @@ static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
 	(void)by;
 	(void)bz;
 	(void)sh;
-	(void)s;
 	(void)extra;
 	if (r->capturing) {
 		r->ncaptured++;
@@ -337,6 +337,7 @@ static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
 	snprintf(l->name, sizeof(l->name), "%s", name);
 	l->grid = gx;
 	l->block = bx;
+	l->stream = s;
 	if (!strncmp(name, "pn_ar_", 6))
 		memcpy(&l->ar, params[0], sizeof(l->ar));
 	if (!strncmp(name, "pn_check_", 9)) { /* a check that finds nothing wrong */

@@ -1,0 +1,904 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libpenny-nccl.so: NCCL's C API in front of the real NCCL.  ncclAllReduce
+ * runs on a penny plugin (the cuda plugin: CUDA IPC kernels) where the
+ * plugin supports the call; every other call, and every call penny does
+ * not take, goes to the real NCCL unchanged.  See man/penny-nccl.7.
+ *
+ * Communicators stay NCCL's: the caller holds the real ncclComm_t, and a
+ * side table maps it to penny's backend, made beside it at its first
+ * allreduce outside a group and a graph capture.  The
+ * plugin's host services (allgather, barrier) run on the real
+ * communicator: ncclAllGather of a small device buffer on a stream of our
+ * own, waited for with a timeout.
+ */
+#define _GNU_SOURCE
+#include "nccl_api.h"
+
+#include "../common/cudrv.h"
+#include "penny_data.h"
+#include "penny_plugin.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+#ifndef PENNY_PLUGINDIR
+#define PENNY_PLUGINDIR "/usr/local/lib/penny"
+#endif
+
+/* ---- one line on stderr ---- */
+
+static int debug_on;
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	char line[600];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "penny-nccl: %s\n", line);
+}
+
+/*
+ * A library a setting names must be a regular file: dlopen of a FIFO or a
+ * device would block or read without end.  Returns 0, or -1 with why.
+ */
+static int library_file(const char *path, char *why, size_t len)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		snprintf(why, len, "%s", strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		snprintf(why, len, "not a regular file");
+	else
+		return 0;
+	return -1;
+}
+
+/* ---- the real NCCL ---- */
+
+static struct {
+#define X(name, params, args) ncclResult_t(*name) params;
+	NCCL_FORWARDS(X)
+	NCCL_OWN(X)
+#undef X
+	const char *(*ncclGetErrorString)(ncclResult_t r);
+	const char *(*ncclGetLastError)(ncclComm_t comm);
+} R;
+static pthread_once_t real_once = PTHREAD_ONCE_INIT;
+static int real_ok, real_told;
+static char real_err[512];
+
+/* Calls without which the interposer cannot stand in for NCCL. */
+static const char *const required[] = { "ncclGetErrorString", "ncclGetUniqueId", "ncclCommInitRank",
+					"ncclCommCount", "ncclCommUserRank", "ncclCommCuDevice",
+					"ncclCommDestroy", "ncclCommAbort", "ncclCommGetAsyncError",
+					"ncclAllReduce", "ncclAllGather", "ncclGroupStart",
+					"ncclGroupEnd" };
+
+static void load_real(void)
+{
+	const char *path = getenv("PENNY_NCCL_REAL");
+	void *h = NULL, *f;
+	Dl_info other;
+	size_t i;
+
+	if (path && *path) {
+		char why[200] = "";
+
+		h = library_file(path, why, sizeof(why)) ? NULL : dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		if (!h) {
+			const char *e = why[0] ? why : dlerror();
+
+			snprintf(real_err, sizeof(real_err), "cannot open the real NCCL PENNY_NCCL_REAL='%s': %s",
+				 path, e ? e : "not found");
+			return;
+		}
+	} else {
+		/* LD_PRELOAD: the NCCL the program is linked with comes next */
+		f = dlsym(RTLD_NEXT, "ncclAllReduce");
+		if (f && dladdr(f, &other) && other.dli_fname)
+			h = dlopen(other.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+		if (!h)
+			h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+		if (!h) {
+			snprintf(real_err, sizeof(real_err), "cannot find the real NCCL: no libnccl.so.2 "
+							     "on the library path (set PENNY_NCCL_REAL=/path/to/libnccl.so.2)");
+			return;
+		}
+	}
+	f = dlsym(h, "ncclAllReduce");
+	if (f == (void *)ncclAllReduce) {
+		snprintf(real_err, sizeof(real_err), "the real NCCL%s%s%s is libpenny-nccl.so itself "
+						     "(set PENNY_NCCL_REAL=/path/to/the/real/libnccl.so.2)",
+			 path && *path ? " PENNY_NCCL_REAL='" : "", path && *path ? path : "",
+			 path && *path ? "'" : "");
+		return;
+	}
+#define X(name, params, args) *(void **)&R.name = dlsym(h, #name);
+	NCCL_FORWARDS(X)
+	NCCL_OWN(X)
+#undef X
+	*(void **)&R.ncclGetErrorString = dlsym(h, "ncclGetErrorString");
+	*(void **)&R.ncclGetLastError = dlsym(h, "ncclGetLastError");
+	for (i = 0; i < sizeof(required) / sizeof(required[0]); i++)
+		if (!dlsym(h, required[i])) {
+			snprintf(real_err, sizeof(real_err), "the real NCCL%s%s%s lacks %s (not an NCCL library?)",
+				 path && *path ? " '" : "", path && *path ? path : "",
+				 path && *path ? "'" : "", required[i]);
+			return;
+		}
+	real_ok = 1;
+}
+
+/* 1 when the real NCCL is there; else says why, once, and returns 0. */
+static int real(void)
+{
+	pthread_once(&real_once, load_real);
+	if (!real_ok && !__atomic_exchange_n(&real_told, 1, __ATOMIC_RELAXED))
+		say("%s", real_err);
+	return real_ok;
+}
+
+static ncclResult_t lacks(const char *name)
+{
+	say("the real NCCL lacks %s (older than the caller expects)", name);
+	return ncclInvalidUsage;
+}
+
+#define X(name, params, args)                                                                      \
+	EXPORT ncclResult_t name params                                                            \
+	{                                                                                          \
+		if (!real())                                                                       \
+			return ncclSystemError;                                                    \
+		if (!R.name)                                                                       \
+			return lacks(#name);                                                       \
+		return R.name args;                                                                \
+	}
+NCCL_FORWARDS(X)
+#undef X
+
+static const char *const own_strings[ncclNumResults] = {
+	"no error", "unhandled cuda error", "unhandled system error", "internal error",
+	"invalid argument", "invalid usage", "remote process exited or there was a network error",
+	"NCCL operation in progress", "operation timed out",
+};
+
+EXPORT const char *ncclGetErrorString(ncclResult_t r)
+{
+	pthread_once(&real_once, load_real);
+	if (real_ok)
+		return R.ncclGetErrorString(r);
+	return (unsigned)r < ncclNumResults ? own_strings[r] : "unknown result code";
+}
+
+/* ---- settings (PENNY_NCCL*) ---- */
+
+static struct {
+	int enabled;		/* PENNY_NCCL: 0 forwards every call */
+	uint64_t max_bytes;	/* PENNY_NCCL_MAX_BYTES; 0: auto */
+	int timeout_s;		/* PENNY_NCCL_TIMEOUT */
+	char bad[200];		/* a setting that could not be read */
+} cfg;
+static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0, mul = 1;
+	const char *p = s;
+
+	if (*p < '0' || *p > '9')
+		return -1;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p == 'K' || *p == 'k')
+		mul = 1ull << 10;
+	else if (*p == 'M' || *p == 'm')
+		mul = 1ull << 20;
+	else if (*p == 'G' || *p == 'g')
+		mul = 1ull << 30;
+	if (mul > 1 && *++p == 'i')
+		p++;
+	if (mul > 1 && (*p == 'B' || *p == 'b'))
+		p++;
+	if (*p || v > max / mul)
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
+static void read_cfg(void)
+{
+	const char *on = getenv("PENNY_NCCL"), *max = getenv("PENNY_NCCL_MAX_BYTES");
+	const char *to = getenv("PENNY_NCCL_TIMEOUT"), *dbg = getenv("PENNY_NCCL_DEBUG");
+	uint64_t v;
+
+	cfg.enabled = 1;
+	cfg.timeout_s = 300;
+	if (dbg && *dbg)
+		debug_on = strcmp(dbg, "0") != 0;
+	if (on && *on) {
+		if (!strcmp(on, "0") || !strcmp(on, "off"))
+			cfg.enabled = 0;
+		else if (strcmp(on, "1") && strcmp(on, "on"))
+			snprintf(cfg.bad, sizeof(cfg.bad), "PENNY_NCCL='%.40s': on, off, 1 or 0", on);
+	}
+	if (max && *max && strcmp(max, "auto")) {
+		if (parse_u64(max, 1ull << 40, &v) || !v)
+			snprintf(cfg.bad, sizeof(cfg.bad),
+				 "PENNY_NCCL_MAX_BYTES='%.40s': auto or a size 1..1T (K, M, G)", max);
+		else
+			cfg.max_bytes = v;
+	}
+	if (to && *to) {
+		if (parse_u64(to, 86400, &v) || !v)
+			snprintf(cfg.bad, sizeof(cfg.bad), "PENNY_NCCL_TIMEOUT='%.40s': seconds, 1..86400", to);
+		else
+			cfg.timeout_s = (int)v;
+	}
+	if (cfg.bad[0]) {
+		say("%s; penny's allreduce is off, NCCL runs every call", cfg.bad);
+		cfg.enabled = 0;
+	}
+}
+
+/* ---- the penny plugin ---- */
+
+static const struct penny_plugin_v1 *P;
+static pthread_once_t plugin_once = PTHREAD_ONCE_INIT;
+static char plugin_err[300];
+
+#define PLUGIN_NEEDS (offsetof(struct penny_plugin_v1, allreduce_stream) + sizeof(void (*)(void)))
+
+static void load_plugin(void)
+{
+	const char *path = getenv("PENNY_NCCL_PLUGIN");
+	char beside[PATH_MAX + 32], me[PATH_MAX], *slash;
+	const struct penny_plugin_v1 *t;
+	char why[200] = "";
+	Dl_info self;
+	void *h;
+
+	if (!path || !*path) {
+		path = PENNY_PLUGINDIR "/penny-cuda.so";
+		/* the cuda plugin installed (or built) beside this library, also
+		 * when it is loaded through a link named libnccl.so.2 */
+		if (dladdr((void *)load_plugin, &self) && self.dli_fname &&
+		    realpath(self.dli_fname, me) && (slash = strrchr(me, '/'))) {
+			*slash = 0;
+			snprintf(beside, sizeof(beside), "%s/penny-cuda.so", me);
+			if (!access(beside, R_OK))
+				path = beside;
+		}
+	}
+	h = library_file(path, why, sizeof(why)) ? NULL : dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		const char *e = why[0] ? why : dlerror();
+
+		snprintf(plugin_err, sizeof(plugin_err), "cannot load the penny plugin %s: %s", path,
+			 e ? e : "not found");
+		return;
+	}
+	t = dlsym(h, PENNY_PLUGIN_SYMBOL_V1);
+	if (!t || t->abi != PENNY_PLUGIN_ABI_V1) {
+		snprintf(plugin_err, sizeof(plugin_err), "%s is no penny plugin of ABI %u", path,
+			 PENNY_PLUGIN_ABI_V1);
+		return;
+	}
+	if (t->size < PLUGIN_NEEDS || !t->allreduce_stream || !t->init || !t->fini || !t->select ||
+	    !t->errmsg) {
+		snprintf(plugin_err, sizeof(plugin_err), "the %s plugin %s has no allreduce_stream "
+							 "(older than this interposer)",
+			 t->name ? t->name : "?", path);
+		return;
+	}
+	P = t;
+}
+
+/* ---- communicators ---- */
+
+/* A communicator's penny state: made at its first allreduce, then on or off. */
+enum { PC_PENDING = 0, PC_ON, PC_OFF };
+
+struct pcomm {
+	ncclComm_t real;
+	int state;		/* PC_* */
+	int rank, n, dev;
+	const struct pn_cudrv *cu;
+	CUcontext ctx;
+	CUstream hs;		/* the host services' stream */
+	CUdeviceptr buf;	/* their device buffer */
+	size_t buf_bytes;
+	struct penny_host_v1 host;
+	void *be;		/* the plugin's backend (PC_ON) */
+	CUstream last;		/* the stream of penny's last call */
+	int used;		/* penny ran a call */
+	int aborting;		/* host services fail at once (abort; atomic) */
+	int inflight;		/* calls using it now (hold/unhold; atomic) */
+	ncclResult_t err;	/* a failed penny call: the communicator's async error */
+	char errmsg[300];
+	struct pcomm *next;
+};
+
+static pthread_mutex_t comms_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pcomm *comms;
+static _Thread_local int group_depth;
+
+/*
+ * A communicator's state for one call (NULL: not penny's); unhold() when
+ * done.  Another thread may abort or destroy the communicator meanwhile
+ * (a framework's watchdog does): take() waits for the calls that hold it.
+ */
+static struct pcomm *hold(ncclComm_t c)
+{
+	struct pcomm *p;
+
+	if (!c)
+		return NULL;
+	pthread_mutex_lock(&comms_lock);
+	for (p = comms; p && p->real != c; p = p->next)
+		;
+	if (p)
+		__atomic_add_fetch(&p->inflight, 1, __ATOMIC_ACQUIRE);
+	pthread_mutex_unlock(&comms_lock);
+	return p;
+}
+
+static void unhold(struct pcomm *p)
+{
+	if (p)
+		__atomic_sub_fetch(&p->inflight, 1, __ATOMIC_RELEASE);
+}
+
+/* Out of the table, once no call holds it; abort: the host services of a
+ * call in progress give up at once. */
+static struct pcomm *take(ncclComm_t c, int abort)
+{
+	struct pcomm **pp, *p = NULL;
+	struct timespec nap = { 0, 1000000 };
+
+	pthread_mutex_lock(&comms_lock);
+	for (pp = &comms; *pp; pp = &(*pp)->next)
+		if ((*pp)->real == c) {
+			p = *pp;
+			*pp = p->next;
+			break;
+		}
+	pthread_mutex_unlock(&comms_lock);
+	if (!p)
+		return NULL;
+	if (abort)
+		__atomic_store_n(&p->aborting, 1, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&p->inflight, __ATOMIC_ACQUIRE))
+		nanosleep(&nap, NULL);
+	return p;
+}
+
+static int aborting(const struct pcomm *p)
+{
+	return __atomic_load_n(&p->aborting, __ATOMIC_ACQUIRE);
+}
+
+/* Wait for the host services' stream, at most PENNY_NCCL_TIMEOUT. */
+static int hs_wait(struct pcomm *p)
+{
+	const struct pn_cudrv *cu = p->cu;
+	struct timespec t0, t, nap = { 0, 20000 };
+	ncclResult_t ae;
+	CUresult r;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if (aborting(p))
+			return -ECANCELED;
+		/* a non-blocking communicator enqueues the call once it says ncclSuccess;
+		 * data that has arrived stands, whatever a peer did since */
+		if (R.ncclCommGetAsyncError(p->real, &ae) != ncclSuccess)
+			return -EREMOTEIO;
+		if (ae != ncclInProgress) {
+			if (!cu->StreamQuery)
+				return ae != ncclSuccess ? -EREMOTEIO
+							 : cu->StreamSynchronize(p->hs) ? -EIO : 0;
+			r = cu->StreamQuery(p->hs);
+			if (r == CUDA_SUCCESS)
+				return 0;
+			if (r != CUDA_ERROR_NOT_READY)
+				return -EIO;
+			if (ae != ncclSuccess)
+				return -EREMOTEIO;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec >= cfg.timeout_s)
+			return -ETIMEDOUT;
+		nanosleep(&nap, NULL);
+		if (nap.tv_nsec < 1000000)
+			nap.tv_nsec *= 2;
+	}
+}
+
+/* penny_host_v1.allgather: ncclAllGather on the real communicator. */
+static int hs_allgather(void *ctx, const void *mine, void *all, size_t len)
+{
+	struct pcomm *p = ctx;
+	const struct pn_cudrv *cu = p->cu;
+	size_t need;
+	CUdeviceptr at;
+	ncclResult_t r;
+	int ret;
+
+	if (aborting(p))
+		return -ECANCELED;
+	if (!len)
+		return 0;
+	if (len > (SIZE_MAX >> 8) / (size_t)(p->n + 1))
+		return -EINVAL;
+	need = len * (size_t)(p->n + 1);
+	if (cu->CtxSetCurrent(p->ctx))
+		return -EIO;
+	if (need > p->buf_bytes) {
+		if (p->buf)
+			cu->MemFree(p->buf);
+		p->buf = 0;
+		p->buf_bytes = 0;
+		if (cu->MemAlloc(&p->buf, need))
+			return -ENOMEM;
+		p->buf_bytes = need;
+	}
+	at = p->buf + len * (size_t)p->n;
+	if (cu->MemcpyHtoDAsync ? cu->MemcpyHtoDAsync(at, mine, len, p->hs)
+				: cu->MemcpyHtoD(at, mine, len) || cu->StreamSynchronize(NULL))
+		return -EIO;
+	r = R.ncclAllGather((const void *)(uintptr_t)at, (void *)(uintptr_t)p->buf, len, ncclUint8,
+			    p->real, p->hs);
+	if (r != ncclSuccess && r != ncclInProgress)
+		return -EIO;
+	ret = hs_wait(p);
+	if (ret)
+		return ret;
+	return cu->MemcpyDtoH(all, p->buf, len * (size_t)p->n) ? -EIO : 0;
+}
+
+static int hs_barrier(void *ctx)
+{
+	struct pcomm *p = ctx;
+	char one = 1, *all = malloc((size_t)p->n);
+	int ret;
+
+	if (!all)
+		return -ENOMEM;
+	ret = hs_allgather(ctx, &one, all, 1);
+	free(all);
+	return ret;
+}
+
+static void hs_log(void *ctx, int level, const char *msg)
+{
+	struct pcomm *p = ctx;
+
+	if (level == PENNY_LOG_ERROR || debug_on)
+		say("rank %d: %s", p->rank, msg);
+}
+
+/* The host services' stream, buffer and context reference go. */
+static void release(struct pcomm *p)
+{
+	const struct pn_cudrv *cu = p->cu;
+
+	if (!cu)
+		return;
+	if (p->ctx)
+		cu->CtxSetCurrent(p->ctx);
+	if (p->hs)
+		cu->StreamDestroy(p->hs);
+	if (p->buf)
+		cu->MemFree(p->buf);
+	if (p->ctx)
+		cu->DevicePrimaryCtxRelease(p->dev);
+	p->hs = NULL;
+	p->buf = 0;
+	p->buf_bytes = 0;
+	p->ctx = NULL;
+}
+
+/* What every rank says before penny's backend is made. */
+struct hello {
+	uint32_t magic;
+	int32_t want, plugin_ok;
+	uint64_t max_bytes;
+	char host[64];
+	char err[300];
+};
+#define HELLO_MAGIC 0x706e636cu /* "pncl" */
+
+/*
+ * Penny's backend beside a communicator, at its first allreduce outside a
+ * group and a graph capture (collective over its ranks: every rank makes
+ * that call at the same point of the same sequence).  Sets p->state;
+ * returns ncclSuccess also when penny stays off, an error only when the
+ * host services failed on the real communicator (which then wants an
+ * abort, as after NCCL's own asynchronous errors).
+ */
+static ncclResult_t attach(struct pcomm *p)
+{
+	struct hello mine, *all = NULL;
+	CUdevice d;
+	int r, ret, nnodes = 0, first_bad = -1;
+
+	p->state = PC_OFF;
+	pthread_once(&cfg_once, read_cfg);
+	if (R.ncclCommCount(p->real, &p->n) || R.ncclCommUserRank(p->real, &p->rank) ||
+	    R.ncclCommCuDevice(p->real, &p->dev) || p->n < 2)
+		return ncclSuccess;
+	p->cu = pn_cudrv_get();
+	if (!p->cu || p->cu->Init(0) || p->cu->DeviceGet(&d, p->dev) ||
+	    p->cu->DevicePrimaryCtxRetain(&p->ctx, d) || p->cu->CtxSetCurrent(p->ctx) ||
+	    p->cu->StreamCreate(&p->hs, CU_STREAM_NON_BLOCKING)) {
+		/* NCCL runs on this GPU, so this does not happen on one rank alone */
+		say("rank %d: no CUDA driver for penny (%s); NCCL runs this communicator", p->rank,
+		    p->cu ? "a driver call failed" : pn_plugin_errmsg());
+		release(p);
+		return ncclSuccess;
+	}
+	p->host.size = sizeof(p->host);
+	p->host.rank = p->rank;
+	p->host.nranks = p->n;
+	p->host.ctx = p;
+	p->host.allgather = hs_allgather;
+	p->host.barrier = hs_barrier;
+	p->host.log = hs_log;
+
+	memset(&mine, 0, sizeof(mine));
+	mine.magic = HELLO_MAGIC;
+	mine.want = cfg.enabled;
+	if (cfg.enabled) {
+		pthread_once(&plugin_once, load_plugin);
+		mine.plugin_ok = P != NULL;
+		snprintf(mine.err, sizeof(mine.err), "%s", P ? "" : plugin_err);
+	}
+	mine.max_bytes = cfg.max_bytes;
+	gethostname(mine.host, sizeof(mine.host) - 1);
+	all = calloc((size_t)p->n, sizeof(*all));
+	ret = all ? hs_allgather(p, &mine, all, sizeof(mine)) : -ENOMEM;
+	if (ret)
+		goto broken;
+	for (r = 0; r < p->n; r++) {
+		int q;
+
+		for (q = 0; q < r && strncmp(all[q].host, all[r].host, sizeof(all[r].host)); q++)
+			;
+		if (q == r)
+			nnodes++;
+		if (!strncmp(all[r].host, mine.host, sizeof(mine.host))) {
+			if (r < p->rank)
+				p->host.local_rank++;
+			p->host.local_size++;
+		}
+		if (first_bad < 0 && all[r].want && (!all[r].plugin_ok || all[r].magic != HELLO_MAGIC))
+			first_bad = r;
+	}
+	p->host.nnodes = nnodes;
+	for (r = 0; r < p->n && (all[r].want && all[r].max_bytes == mine.max_bytes); r++)
+		;
+	if (r < p->n || first_bad >= 0 || nnodes > 1) {
+		if (first_bad >= 0 && p->rank == 0)
+			say("rank %d: %s; NCCL runs every call", first_bad, all[first_bad].err);
+		else if (r < p->n && p->rank == 0 && all[r].want && mine.want)
+			say("PENNY_NCCL_MAX_BYTES differs between ranks 0 and %d; NCCL runs every call", r);
+		else if (debug_on && p->rank == 0)
+			say("NCCL runs this communicator of %d ranks (%s)", p->n,
+			    nnodes > 1 ? "more than one node" : "PENNY_NCCL=off on some rank");
+		goto off;
+	}
+
+	/* the backend, then whether every rank has one */
+	ret = P->init(&p->host, p->dev, &p->be);
+	mine.plugin_ok = !ret;
+	snprintf(mine.err, sizeof(mine.err), "%s", ret ? P->errmsg() : "");
+	if (ret)
+		p->be = NULL;
+	ret = hs_allgather(p, &mine, all, sizeof(mine));
+	if (ret)
+		goto broken;
+	for (r = 0; r < p->n && all[r].plugin_ok; r++)
+		;
+	if (r < p->n) {
+		if (p->rank == 0)
+			say("rank %d: the %s plugin: %s; NCCL runs every call", r, P->name, all[r].err);
+		if (p->be) {
+			__atomic_store_n(&p->aborting, 1, __ATOMIC_RELEASE); /* peers' backends are gone */
+			P->fini(p->be);
+			p->be = NULL;
+		}
+		goto off;
+	}
+	if (debug_on && p->rank == 0)
+		say("penny runs ncclAllReduce of this communicator of %d ranks: %s", p->n,
+		    P->describe ? P->describe(p->be) : P->name);
+	free(all);
+	p->state = PC_ON;
+	return ncclSuccess;
+off:
+	free(all);
+	release(p);
+	return ncclSuccess;
+broken:
+	snprintf(p->errmsg, sizeof(p->errmsg), "penny's set-up on NCCL's communicator failed (%s)",
+		 strerror(-ret));
+	say("rank %d: %s", p->rank, p->errmsg);
+	p->err = ncclSystemError;
+	free(all);
+	if (p->be) {
+		__atomic_store_n(&p->aborting, 1, __ATOMIC_RELEASE);
+		P->fini(p->be);
+		p->be = NULL;
+	}
+	release(p);
+	return ncclSystemError;
+}
+
+/* A new communicator: penny's state waits for its first allreduce. */
+static void track(ncclResult_t r, ncclComm_t *comm)
+{
+	struct pcomm *p;
+
+	if ((r != ncclSuccess && r != ncclInProgress) || !comm || !*comm)
+		return;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return; /* NCCL runs it */
+	p->real = *comm;
+	pthread_mutex_lock(&comms_lock);
+	p->next = comms;
+	comms = p;
+	pthread_mutex_unlock(&comms_lock);
+}
+
+/* Whether work on stream s is being captured into a graph now (unknown: yes). */
+static int capturing(cudaStream_t s)
+{
+	const struct pn_cudrv *cu = pn_cudrv_get();
+	int status = 0;
+
+	if (!cu || !cu->StreamIsCapturing)
+		return 0;
+	return cu->StreamIsCapturing((CUstream)s, &status) != CUDA_SUCCESS || status != 0;
+}
+
+/* Penny's backend goes before the real communicator (abort: at once). */
+static void detach(ncclComm_t comm, int abort)
+{
+	struct pcomm *p = take(comm, abort);
+
+	if (!p)
+		return;
+	if (p->state == PC_ON) {
+		/* the buffers go: penny's last call on the caller's stream must be done */
+		p->cu->CtxSetCurrent(p->ctx);
+		if (!abort && p->used)
+			p->cu->StreamSynchronize(p->last);
+		P->fini(p->be);
+	}
+	release(p);
+	free(p);
+}
+
+EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
+{
+	ncclResult_t r;
+
+	if (!real())
+		return ncclSystemError;
+	r = R.ncclCommInitRank(comm, nranks, id, rank);
+	track(r, comm);
+	return r;
+}
+
+EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
+					   ncclConfig_t *config)
+{
+	ncclResult_t r;
+
+	if (!real())
+		return ncclSystemError;
+	if (!R.ncclCommInitRankConfig)
+		return lacks("ncclCommInitRankConfig");
+	r = R.ncclCommInitRankConfig(comm, nranks, id, rank, config);
+	track(r, comm);
+	return r;
+}
+
+EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, int nid,
+					     ncclUniqueId *ids, ncclConfig_t *config)
+{
+	ncclResult_t r;
+
+	if (!real())
+		return ncclSystemError;
+	if (!R.ncclCommInitRankScalable)
+		return lacks("ncclCommInitRankScalable");
+	r = R.ncclCommInitRankScalable(comm, nranks, rank, nid, ids, config);
+	track(r, comm);
+	return r;
+}
+
+EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
+				  ncclConfig_t *config)
+{
+	ncclResult_t r;
+
+	if (!real())
+		return ncclSystemError;
+	if (!R.ncclCommSplit)
+		return lacks("ncclCommSplit");
+	r = R.ncclCommSplit(comm, color, key, newcomm, config);
+	track(r, newcomm);
+	return r;
+}
+
+EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm)
+{
+	if (!real())
+		return ncclSystemError;
+	if (!R.ncclCommFinalize)
+		return lacks("ncclCommFinalize");
+	detach(comm, 0);
+	return R.ncclCommFinalize(comm);
+}
+
+EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
+{
+	if (!real())
+		return ncclSystemError;
+	detach(comm, 0);
+	return R.ncclCommDestroy(comm);
+}
+
+EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
+{
+	if (!real())
+		return ncclSystemError;
+	detach(comm, 1);
+	return R.ncclCommAbort(comm);
+}
+
+EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *err)
+{
+	struct pcomm *p;
+	ncclResult_t r;
+
+	if (!real())
+		return ncclSystemError;
+	r = R.ncclCommGetAsyncError(comm, err);
+	if (r == ncclSuccess && err && *err == ncclSuccess && (p = hold(comm))) {
+		if (p->err)
+			*err = p->err;
+		unhold(p);
+	}
+	return r;
+}
+
+EXPORT const char *ncclGetLastError(ncclComm_t comm)
+{
+	static _Thread_local char last[sizeof(((struct pcomm *)0)->errmsg)];
+	struct pcomm *p;
+	int mine = 0;
+
+	if (!real())
+		return real_err;
+	if ((p = hold(comm))) {
+		if ((mine = p->err != ncclSuccess))
+			snprintf(last, sizeof(last), "%s", p->errmsg);
+		unhold(p);
+	}
+	if (mine)
+		return last;
+	return R.ncclGetLastError ? R.ncclGetLastError(comm) : "";
+}
+
+EXPORT ncclResult_t ncclGroupStart(void)
+{
+	ncclResult_t r;
+
+	if (!real())
+		return ncclSystemError;
+	r = R.ncclGroupStart();
+	if (r == ncclSuccess)
+		group_depth++;
+	return r;
+}
+
+EXPORT ncclResult_t ncclGroupEnd(void)
+{
+	if (!real())
+		return ncclSystemError;
+	if (group_depth > 0)
+		group_depth--;
+	return R.ncclGroupEnd();
+}
+
+/* NCCL's types and ops in penny's numbering (-1: NCCL's alone). */
+static int penny_dtype(ncclDataType_t t)
+{
+	static const int map[] = { PENNY_INT8,	 PENNY_UINT8, PENNY_INT32, PENNY_UINT32,
+				   PENNY_INT64,	 PENNY_UINT64, PENNY_HALF, PENNY_FLOAT,
+				   PENNY_DOUBLE, PENNY_BFLOAT16 };
+
+	return (unsigned)t < sizeof(map) / sizeof(map[0]) ? map[t] : -1;
+}
+
+static int penny_op(ncclRedOp_t o)
+{
+	static const int map[] = { PENNY_SUM, PENNY_PROD, PENNY_MAX, PENNY_MIN, PENNY_AVG };
+
+	return (unsigned)o < sizeof(map) / sizeof(map[0]) ? map[o] : -1;
+}
+
+/* The allreduce on penny when it takes it (1), else 0: NCCL runs it. */
+static int penny_allreduce(struct pcomm *p, const void *s, void *r, size_t count,
+			   ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, ncclResult_t *res);
+
+EXPORT ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t dt,
+				  ncclRedOp_t op, ncclComm_t comm, cudaStream_t st)
+{
+	struct pcomm *p;
+	ncclResult_t res = ncclSuccess;
+	int taken;
+
+	if (!real())
+		return ncclSystemError;
+	p = hold(comm);
+	taken = p && penny_allreduce(p, s, r, count, dt, op, st, &res);
+	unhold(p);
+	return taken ? res : R.ncclAllReduce(s, r, count, dt, op, comm, st);
+}
+
+static int penny_allreduce(struct pcomm *p, const void *s, void *r, size_t count,
+			   ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, ncclResult_t *res)
+{
+	int pdt, pop, algo, ret;
+
+	if (p->state == PC_PENDING && group_depth == 0 && !capturing(st) &&
+	    (*res = attach(p)) != ncclSuccess)
+		return 1;
+	pdt = penny_dtype(dt);
+	pop = penny_op(op);
+	/* NCCL's own checks and answers for what penny does not take */
+	if (p->state != PC_ON || p->err || !count || !s || !r || pdt < 0 || pop < 0 ||
+	    count > SIZE_MAX / 16)
+		return 0;
+	algo = P->select(p->be, count, pdt, pop, PENNY_ALGO_AUTO);
+	if (algo < 0 ||
+	    (cfg.max_bytes ? count * (size_t)penny_data_size(pdt) > cfg.max_bytes
+			   : algo != PENNY_ALGO_ONESHOT))
+		return 0;
+	ret = P->allreduce_stream(p->be, s, r, count, pdt, pop, PENNY_ALGO_AUTO, st);
+	if (ret) {
+		/* its peers may be inside the call: the communicator is broken */
+		snprintf(p->errmsg, sizeof(p->errmsg), "penny's allreduce failed: %s", P->errmsg());
+		p->err = ret == -EINVAL ? ncclInvalidArgument : ncclUnhandledCudaError;
+		say("rank %d: %s", p->rank, p->errmsg);
+		*res = p->err;
+		return 1;
+	}
+	p->last = st;
+	p->used = 1;
+	return 1;
+}

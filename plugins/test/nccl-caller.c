@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A program that uses NCCL the way a framework does (linked with
+ * libnccl.so.2, one process per rank), for the interposer's tests:
+ *
+ *	nccl-caller NRANKS SCENARIO
+ *
+ * The parent makes the unique id and forks the ranks; each rank creates
+ * its communicator, runs the scenario and prints one line per finding.
+ * Buffers are host memory (the fake libcuda and NCCL of the tests).
+ * Scenarios:
+ *   allreduce  int32, int64, uint8, float and double with sum, prod, max,
+ *              min (and avg for the floats), counts 1..70000, in place and
+ *              not, one inside a group, one on a split communicator;
+ *              every result checked
+ *   bf16       a bfloat16 sum (the fake NCCL has no bfloat16: only penny
+ *              can run it)
+ *   args       what NCCL answers: NULL communicator, unknown type, count 0,
+ *              NULL buffers, a PreMulSum op
+ *   version    ncclGetVersion and ncclGetErrorString only
+ *   abort      one allreduce, then ncclCommAbort
+ *   nonblocking  bf16 on a non-blocking communicator (ncclInProgress polled)
+ *   groupfirst a first allreduce inside a group, then one outside
+ *   peerdies   the last rank leaves after init; the others' first allreduce
+ *              must fail (not hang) and the communicator report it
+ * Exit: 0 when every rank found what it expected, 1 otherwise, 2 on usage.
+ */
+#define _GNU_SOURCE
+#include "../interpose/nccl_api.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+static int bad;
+
+#define EXPECT(cond, ...)                                                                          \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			printf(__VA_ARGS__);                                                       \
+			printf("\n");                                                              \
+			bad = 1;                                                                   \
+		}                                                                                  \
+	} while (0)
+
+/* rank r's element i: small integers, so that every sum and product is exact */
+static double input(int r, size_t i)
+{
+	return (double)((int)(i % 5) + r + 1);
+}
+
+static double expect(int n, size_t i, int op)
+{
+	double a = input(0, i);
+	int r;
+
+	for (r = 1; r < n; r++) {
+		double v = input(r, i);
+
+		a = op == ncclProd ? a * v : op == ncclMax ? (v > a ? v : a)
+					     : op == ncclMin ? (v < a ? v : a) : a + v;
+	}
+	return op == ncclAvg ? a / n : a;
+}
+
+static void put(void *p, ncclDataType_t dt, size_t i, double v)
+{
+	switch (dt) {
+	case ncclInt32:
+		((int32_t *)p)[i] = (int32_t)v;
+		break;
+	case ncclInt64:
+		((int64_t *)p)[i] = (int64_t)v;
+		break;
+	case ncclUint8:
+		((uint8_t *)p)[i] = (uint8_t)v;
+		break;
+	case ncclFloat32:
+		((float *)p)[i] = (float)v;
+		break;
+	default:
+		((double *)p)[i] = v;
+	}
+}
+
+static double get(const void *p, ncclDataType_t dt, size_t i)
+{
+	switch (dt) {
+	case ncclInt32:
+		return ((const int32_t *)p)[i];
+	case ncclInt64:
+		return (double)((const int64_t *)p)[i];
+	case ncclUint8:
+		return ((const uint8_t *)p)[i];
+	case ncclFloat32:
+		return ((const float *)p)[i];
+	default:
+		return ((const double *)p)[i];
+	}
+}
+
+/* One allreduce, checked; returns 1 when it ran. */
+static int one(ncclComm_t comm, int rank, int n, ncclDataType_t dt, int op, size_t count,
+	       int inplace, int in_group)
+{
+	double *s = malloc(count * 8), *d = inplace ? s : malloc(count * 8);
+	size_t i, wrong = 0;
+	ncclResult_t r;
+
+	if (!s || !d)
+		exit(2);
+	for (i = 0; i < count; i++)
+		put(s, dt, i, input(rank, i));
+	if (in_group)
+		ncclGroupStart();
+	r = ncclAllReduce(s, d, count, dt, (ncclRedOp_t)op, comm, NULL);
+	if (in_group)
+		ncclGroupEnd();
+	EXPECT(r == ncclSuccess, "rank %d: allreduce type %d op %d count %zu: %s", rank, dt, op, count,
+	       ncclGetErrorString(r));
+	for (i = 0; i < count && r == ncclSuccess; i++) {
+		double want = expect(n, i, op);
+
+		if (dt == ncclUint8 || dt == ncclInt32 || dt == ncclInt64)
+			want = op == ncclAvg ? (double)((long long)expect(n, i, ncclSum) / n) : want;
+		if (dt == ncclUint8)
+			want = (double)((unsigned long long)want & 0xff);
+		if (dt == ncclFloat32)
+			want = (float)want;
+		if (get(d, dt, i) != want && !wrong++)
+			printf("rank %d: type %d op %d count %zu: element %zu is %g, not %g\n", rank, dt, op,
+			       count, i, get(d, dt, i), want);
+	}
+	if (wrong)
+		bad = 1;
+	if (d != s)
+		free(d);
+	free(s);
+	return 1;
+}
+
+static int allreduce(ncclComm_t comm, int rank, int n)
+{
+	static const ncclDataType_t types[] = { ncclInt32, ncclInt64, ncclUint8, ncclFloat32,
+						ncclFloat64 };
+	static const size_t counts[] = { 1, 7, 1000, 70000 };
+	unsigned t, c;
+	int op, calls = 0;
+	ncclComm_t sub = NULL;
+
+	for (t = 0; t < sizeof(types) / sizeof(types[0]); t++)
+		for (op = 0; op < 5; op++)
+			for (c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+				if (op == ncclAvg && types[t] != ncclFloat32 && types[t] != ncclFloat64)
+					continue;
+				if (types[t] == ncclUint8 && op == ncclProd)
+					continue;
+				calls += one(comm, rank, n, types[t], op, counts[c], c & 1, 0);
+			}
+	calls += one(comm, rank, n, ncclFloat32, ncclSum, 4096, 1, 1);
+	EXPECT(ncclCommSplit(comm, rank % 2, rank, &sub, NULL) == ncclSuccess && sub,
+	       "rank %d: ncclCommSplit failed", rank);
+	if (sub) {
+		int sn = 0, sr = -1;
+
+		ncclCommCount(sub, &sn);
+		ncclCommUserRank(sub, &sr);
+		calls += one(sub, sr, sn, ncclFloat64, ncclMax, 333, 0, 0);
+		EXPECT(ncclCommDestroy(sub) == ncclSuccess, "rank %d: destroying the split failed", rank);
+	}
+	return calls;
+}
+
+static void args(ncclComm_t comm, int rank)
+{
+	float x[4] = { 1, 2, 3, 4 };
+	ncclRedOp_t pre;
+	ncclResult_t r;
+	double scale = 0.5;
+
+	r = ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, NULL, NULL);
+	EXPECT(r == ncclInvalidArgument, "rank %d: NULL comm gave %d", rank, r);
+	r = ncclAllReduce(x, x, 4, (ncclDataType_t)42, ncclSum, comm, NULL);
+	EXPECT(r == ncclInvalidArgument, "rank %d: type 42 gave %d", rank, r);
+	r = ncclAllReduce(x, x, 4, ncclFloat32, (ncclRedOp_t)77, comm, NULL);
+	EXPECT(r == ncclInvalidArgument, "rank %d: op 77 gave %d", rank, r);
+	r = ncclAllReduce(x, x, 0, ncclFloat32, ncclSum, comm, NULL);
+	EXPECT(r == ncclSuccess, "rank %d: count 0 gave %d", rank, r);
+	r = ncclAllReduce(NULL, x, 4, ncclFloat32, ncclSum, comm, NULL);
+	EXPECT(r == ncclInvalidArgument, "rank %d: NULL send gave %d", rank, r);
+	r = ncclRedOpCreatePreMulSum(&pre, &scale, ncclFloat64, ncclScalarHostImmediate, comm);
+	EXPECT(r == ncclSuccess, "rank %d: PreMulSum gave %d", rank, r);
+	r = ncclAllReduce(x, x, 4, ncclFloat32, pre, comm, NULL);
+	EXPECT(r == ncclInvalidArgument, "rank %d: the PreMulSum op gave %d", rank, r);
+	ncclRedOpDestroy(pre, comm);
+}
+
+static int run_rank(int n, int rank, ncclUniqueId id, const char *what)
+{
+	ncclComm_t comm = NULL;
+	ncclResult_t r, ae;
+	int calls = 0;
+
+	if (!strcmp(what, "nonblocking")) {
+		ncclConfig_t cfg = { sizeof(cfg), NCCL_CONFIG_MAGIC, 22809, 0 };
+
+		r = ncclCommInitRankConfig(&comm, n, id, rank, &cfg);
+		while (r == ncclInProgress && ncclCommGetAsyncError(comm, &r) == ncclSuccess)
+			;
+		what = "bf16";
+	} else
+		r = ncclCommInitRank(&comm, n, id, rank);
+	if (r != ncclSuccess) {
+		printf("rank %d: ncclCommInitRank: %d %s\n", rank, r, ncclGetErrorString(r));
+		return 1;
+	}
+	if (!strcmp(what, "allreduce"))
+		calls = allreduce(comm, rank, n);
+	else if (!strcmp(what, "bf16")) {
+		uint16_t v[3] = { 0x3f80, 0x4000, 0x4040 }; /* 1, 2, 3 */
+
+		r = ncclAllReduce(v, v, 3, ncclBfloat16, ncclSum, comm, NULL);
+		EXPECT(r == ncclSuccess, "rank %d: bfloat16 allreduce: %s", rank, ncclGetErrorString(r));
+		EXPECT(r != ncclSuccess || n != 2 || (v[0] == 0x4000 && v[1] == 0x4080 && v[2] == 0x40c0),
+		       "rank %d: bfloat16 sum is %04x %04x %04x", rank, v[0], v[1], v[2]);
+		calls = 1;
+	} else if (!strcmp(what, "args"))
+		args(comm, rank);
+	else if (!strcmp(what, "peerdies")) {
+		float x[4] = { 1, 2, 3, 4 };
+
+		if (rank == n - 1)
+			_exit(0);
+		r = ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, NULL);
+		EXPECT(r != ncclSuccess, "rank %d: an allreduce without its peer succeeded", rank);
+		EXPECT(ncclCommGetAsyncError(comm, &ae) == ncclSuccess && ae != ncclSuccess,
+		       "rank %d: no async error after the peer left", rank);
+		EXPECT(ncclCommAbort(comm) == ncclSuccess, "rank %d: abort failed", rank);
+		comm = NULL;
+	} else if (!strcmp(what, "groupfirst")) {
+		calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 1);
+		calls += one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+	}
+	else if (!strcmp(what, "abort")) {
+		calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+		EXPECT(ncclCommGetAsyncError(comm, &ae) == ncclSuccess && ae == ncclSuccess,
+		       "rank %d: async error before the abort", rank);
+		EXPECT(ncclCommAbort(comm) == ncclSuccess, "rank %d: abort failed", rank);
+		comm = NULL;
+	}
+	if (comm) {
+		EXPECT(ncclCommGetAsyncError(comm, &ae) == ncclSuccess && ae == ncclSuccess,
+		       "rank %d: async error %d", rank, ae);
+		EXPECT(ncclCommDestroy(comm) == ncclSuccess, "rank %d: ncclCommDestroy failed", rank);
+	}
+	if (!bad)
+		printf("rank %d: %s ok, %d allreduce calls\n", rank, what, calls);
+	return bad;
+}
+
+int main(int argc, char **argv)
+{
+	int n, r, st, fails = 0;
+	pid_t pid[64];
+	ncclUniqueId id;
+	ncclResult_t res;
+
+	if (argc != 3 || (n = atoi(argv[1])) < 1 || n > 64) {
+		fprintf(stderr, "usage: nccl-caller NRANKS allreduce|bf16|args|version|abort|"
+				"nonblocking|groupfirst|peerdies\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(argv[2], "version")) {
+		int v = 0;
+
+		res = ncclGetVersion(&v);
+		printf("ncclGetVersion: %d (%s) %d\n", res, ncclGetErrorString(res), v);
+		return res == ncclSuccess ? 0 : 1;
+	}
+	res = ncclGetUniqueId(&id);
+	if (res != ncclSuccess) {
+		printf("ncclGetUniqueId: %d (%s)\n", res, ncclGetErrorString(res));
+		return 1;
+	}
+	for (r = 0; r < n; r++) {
+		pid[r] = fork();
+		if (pid[r] == 0) {
+			alarm(120);
+			_exit(run_rank(n, r, id, argv[2]));
+		}
+	}
+	for (r = 0; r < n; r++)
+		if (pid[r] < 0 || waitpid(pid[r], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+			printf("rank %d failed\n", r);
+			fails++;
+		}
+	return fails ? 1 : 0;
+}

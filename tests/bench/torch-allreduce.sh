@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# penny's allreduce inside PyTorch: torch.distributed.all_reduce (torchrun,
+# one process per GPU) with NCCL alone and with the NCCL interposer
+# (LD_PRELOAD=libpenny-nccl.so), on 2 and on 4 GPUs.  Every dtype PyTorch
+# offers x sum, min, max, avg, product at odd and even counts: results
+# compared bit for bit with NCCL's (and both against a float64 reference);
+# bfloat16 sum from 1 KiB to 256 MiB, eager and captured in CUDA graphs
+# (whose replay is checked): NCCL and penny side by side, the penny/NCCL
+# ratio per size.  Writes OUTDIR/torch-allreduce-DATE-KIND-xN.{txt,tsv} and
+# the runs' JSON.
+#   tests/bench/torch-allreduce.sh [OUTDIR]     (default: results)
+# Environment: B (build dir, default build-gpu), GPUS ("2 4"), PYTHON
+# (python3), MAXB (bytes, 268435456), ITERS (200), GRAPH (calls per captured
+# graph, 20; 0: no graphs), TIMEOUT (seconds per torchrun, 1800), KIND (the
+# machine's name in the file names), PENNY_NCCL_REAL (the real NCCL; default:
+# the Python environment's nvidia/nccl/lib/libnccl.so.2, else the one PyTorch
+# links), TORCH_NCCL_USE_COMM_NONBLOCKING (PyTorch's choice by default: with
+# eager init it makes non-blocking communicators).  ALL=1 adds a run with
+# PENNY_NCCL_MAX_BYTES=1T (every size on penny, the larger ones through the
+# cuda plugin's staging copy: what a registration cache would gain), written
+# as ...-xN-all.{txt,tsv}.  Builds only libpenny-nccl.so and the cuda plugin (make, a C
+# compiler and nvcc are enough).  NVLink SHARP/multicast stays off.
+# Exit: 0 all identical and every graph replay right, 1 otherwise, 2 when it
+# could not run.
+set -u
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+top=$(cd "$(dirname "$0")/../.." && pwd)
+out=${1:-$top/results}
+B=${B:-build-gpu}
+PY=${PYTHON:-python3}
+GPUS=${GPUS:-2 4}
+TIMEOUT=${TIMEOUT:-1800}
+die() {
+	echo "torch-allreduce: $*" >&2
+	exit 2
+}
+
+command -v "$PY" >/dev/null 2>&1 || die "no $PY on PATH (set PYTHON=)"
+"$PY" -c 'import torch, torch.distributed' >/dev/null 2>&1 ||
+	die "PyTorch is not installed for $PY (pip install torch, or set PYTHON=)"
+ngpu=$("$PY" -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null)
+[ "${ngpu:-0}" -ge 2 ] 2>/dev/null || die "needs 2 GPUs or more; PyTorch sees ${ngpu:-none}"
+"$PY" -c 'import torch.distributed as d; assert d.is_nccl_available()' >/dev/null 2>&1 ||
+	die "this PyTorch has no NCCL backend"
+if [ -z "${PENNY_NCCL_REAL:-}" ]; then
+	d=$("$PY" -c 'import nvidia.nccl as m; print(m.__path__[0])' 2>/dev/null)
+	[ -n "$d" ] && [ -e "$d/lib/libnccl.so.2" ] && export PENNY_NCCL_REAL=$d/lib/libnccl.so.2
+fi
+mkdir -p "$out" || die "cannot make $out"
+work=$(mktemp -d "${TMPDIR:-/tmp}/torch-allreduce.XXXXXX") || die "no temporary directory"
+trap 'rm -rf "$work"' EXIT
+
+cd "$top" || exit 2
+lib=$top/$B/plugins/libpenny-nccl.so
+plugin=$top/$B/plugins/penny-cuda.so
+if ! make -j"$(nproc)" B="$B" CFLAGS=-Wno-error "$B/plugins/libpenny-nccl.so" "$B/plugins/penny-cuda.so" \
+	>"$work/build.log" 2>&1 || [ ! -e "$lib" ] || [ ! -e "$plugin" ]; then
+	tail -n 30 "$work/build.log" >&2
+	die "building libpenny-nccl.so and the cuda plugin failed (nvcc on PATH or in /usr/local/cuda?)"
+fi
+
+stamp=$(date -u +%Y-%m-%d)
+kind=${KIND:-$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 |
+	awk '{ print tolower($2) }')x$ngpu}
+echo "# torch-allreduce, $(date -u '+%Y-%m-%d %H:%M UTC'), $(hostname), $kind"
+echo "# PyTorch $("$PY" -c 'import torch; print(torch.__version__, "NCCL", torch.cuda.nccl.version())' 2>&1)"
+echo "# real NCCL: ${PENNY_NCCL_REAL:-the one PyTorch links}"
+rc=0
+trun() {
+	local np=$1
+	shift
+	timeout -k 30 "$TIMEOUT" "$PY" -m torch.distributed.run --standalone --nproc-per-node="$np" \
+		"$top/tests/bench/torch_allreduce.py" run --graph "${GRAPH:-20}" --iters "${ITERS:-200}" \
+		--max-bytes "${MAXB:-268435456}" "$@"
+}
+for np in $GPUS; do
+	[ "$ngpu" -ge "$np" ] || { echo "# skip $np GPUs: only $ngpu"; continue; }
+	base=$out/torch-allreduce-$stamp-$kind-x$np
+	echo "## $np GPUs: NCCL"
+	if ! trun "$np" --label nccl --out "$work/x$np-nccl.json" >"$work/x$np-nccl.log" 2>&1; then
+		tail -n 30 "$work/x$np-nccl.log"
+		echo "## exit: the NCCL run on $np GPUs failed"
+		rc=1
+		continue
+	fi
+	cp "$work/x$np-nccl.json" "$base-nccl.json"
+	modes=penny
+	[ "${ALL:-0}" = 1 ] && modes="penny penny-all"
+	for mode in $modes; do
+		max=auto suffix=
+		[ "$mode" = penny-all ] && max=1T suffix=-all
+		echo "## $np GPUs: $mode (LD_PRELOAD=$lib, PENNY_NCCL_MAX_BYTES=$max)"
+		if ! (export PENNY_NCCL_DEBUG=1 PENNY_NCCL_PLUGIN="$plugin" PENNY_NCCL_MAX_BYTES=$max \
+			LD_PRELOAD="$lib"; trun "$np" --label "$mode" --out "$work/x$np-$mode.json") \
+			>"$work/x$np-$mode.log" 2>&1; then
+			tail -n 30 "$work/x$np-$mode.log"
+			echo "## exit: the $mode run on $np GPUs failed"
+			rc=1
+			continue
+		fi
+		grep "^penny-nccl:" "$work/x$np-$mode.log" | sort | uniq -c | sed 's/^/# /' | head -n 20
+		if ! grep -q "penny runs ncclAllReduce" "$work/x$np-$mode.log"; then
+			echo "## penny ran no allreduce on $np GPUs: the interposer's lines above say why"
+			rc=1
+		fi
+		cp "$work/x$np-$mode.json" "$base-$mode.json"
+		"$PY" "$top/tests/bench/torch_allreduce.py" compare "$work/x$np-nccl.json" \
+			"$work/x$np-$mode.json" "$base$suffix" || rc=1
+	done
+done
+echo "# exit $rc"
+exit $rc

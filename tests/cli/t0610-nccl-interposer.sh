@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The NCCL interposer (libpenny-nccl.so) without a GPU: a program linked
+# with NCCL (nccl-caller, one process per rank) runs over a fake NCCL and a
+# fake CUDA driver on host memory, with the test cuda plugin as penny's
+# backend.  The fake NCCL logs every call it gets, so the tests count what
+# penny ran and what reached NCCL: supported allreduces run on penny with
+# checked results; unsupported cases and bad arguments reach NCCL and get
+# its answers; a missing real NCCL, plugin or bad setting is one line and
+# NCCL runs every call.
+. "$(dirname "$0")/../lib.sh"
+
+fakes=$BUILD/tests/plugins
+lib=$BUILD/plugins/libpenny-nccl.so
+caller=$fakes/nccl-caller
+export PENNY_FAKE_NCCL_DIR=$TRASH PENNY_FAKE_NCCL_LOG=$TRASH/nccl.log
+# the sanitizer builds: a preloaded library comes before the runtime
+export ASAN_OPTIONS=verify_asan_link_order=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}
+one_line() { test "$(wc -l <"$1")" -eq 1 || { cat "$1"; return 1; }; }
+# with the interposer preloaded (PLUGIN: penny's backend)
+ip() {
+	rm -f nccl.log
+	env LD_LIBRARY_PATH="$fakes/fakecuda" LD_PRELOAD="$lib" \
+		PENNY_NCCL_PLUGIN="${PLUGIN:-$fakes/cuda/penny-cuda.so}" timeout 120 "$@"
+}
+# allreduce calls that reached NCCL
+nccl_ar() { grep -c " ncclAllReduce " nccl.log || true; }
+
+test_expect_success 'without the interposer every allreduce is NCCL'"'"'s (the baseline)' '
+	rm -f nccl.log && "$caller" 2 allreduce >out && grep -q "rank 1: allreduce ok, 86 " out &&
+	test "$(nccl_ar)" -eq 172
+'
+test_expect_success 'penny runs every supported allreduce; the results are right' '
+	ip "$caller" 2 allreduce >out 2>err && grep -q "rank 0: allreduce ok, 86 " out &&
+	grep -q "rank 1: allreduce ok, 86 " out && test ! -s err &&
+	test "$(nccl_ar)" -eq 2 && test "$(grep -c " ncclAllReduce 333 8 2" nccl.log)" -eq 2 &&
+	grep -q "^rank 0 ncclAllGather " nccl.log &&
+	ip "$caller" 4 allreduce >out && test "$(grep -c "allreduce ok, 86 " out)" -eq 4 &&
+	test "$(nccl_ar)" -eq 0
+'
+test_expect_success 'bfloat16, which the fake NCCL lacks, runs on penny' '
+	test_exit 1 "$caller" 2 bf16 >out && grep -q "bfloat16 allreduce: fake NCCL error" out &&
+	ip "$caller" 2 bf16 >out && grep -q "rank 1: bf16 ok" out && test "$(nccl_ar)" -eq 0
+'
+test_expect_success 'a non-blocking communicator: penny waits out ncclInProgress and runs it' '
+	ip "$caller" 2 nonblocking >out 2>err && grep -q "rank 1: bf16 ok" out && test ! -s err &&
+	test "$(nccl_ar)" -eq 0 && grep -q "^rank 1 ncclAllGather" nccl.log
+'
+test_expect_success 'a first allreduce in a group or a graph capture is NCCL'"'"'s; penny comes later' '
+	ip "$caller" 2 groupfirst >out 2>err && grep -q "rank 1: groupfirst ok, 2 " out &&
+	test "$(nccl_ar)" -eq 2 &&
+	awk "/ncclGroupEnd/ { e++ } / ncclAllReduce / && e < 2 { a++ } END { exit a != 2 }" nccl.log &&
+	PENNY_FAKE_CAPTURING=1 ip "$caller" 2 allreduce >out 2>err && grep -q "rank 1: allreduce ok" out &&
+	test "$(nccl_ar)" -eq 172 && ! grep -q ncclAllGather nccl.log
+'
+test_expect_success 'PENNY_NCCL=off: NCCL runs every call' '
+	PENNY_NCCL=off ip "$caller" 2 allreduce >out 2>err && grep -q "rank 1: allreduce ok, 86 " out &&
+	test ! -s err && test "$(nccl_ar)" -eq 172
+'
+test_expect_success 'bad arguments and unsupported cases reach NCCL and get its answers' '
+	ip "$caller" 2 args >out 2>err && grep -q "rank 0: args ok" out && grep -q "rank 1: args ok" out &&
+	test "$(grep -c "^rank -1 ncclAllReduce 4 7 0" nccl.log)" -eq 2 &&
+	test "$(grep -c " ncclAllReduce 4 42 0" nccl.log)" -eq 2 &&
+	test "$(grep -c " ncclAllReduce 4 7 77" nccl.log)" -eq 2 &&
+	test "$(grep -c " ncclAllReduce 0 7 0" nccl.log)" -eq 2 &&
+	test "$(grep -c "^rank [01] ncclAllReduce 4 7 0" nccl.log)" -eq 2 &&
+	test "$(grep -c " ncclAllReduce 4 7 5" nccl.log)" -eq 2 &&
+	test "$(nccl_ar)" -eq 12
+'
+test_expect_success 'PENNY_NCCL_MAX_BYTES: larger calls go to NCCL, smaller ones to penny' '
+	PENNY_NCCL_MAX_BYTES=1K ip "$caller" 2 allreduce >out && grep -q "rank 1: allreduce ok" out &&
+	awk "/ ncclAllReduce / { es = (\$5 < 2) ? 1 : (\$5 == 2 || \$5 == 3 || \$5 == 7) ? 4 : 8;
+		if (\$4 * es <= 1024) small++; else big++ }
+		END { exit !(big > 0 && small == 0) }" nccl.log &&
+	test "$(nccl_ar)" -lt 172
+'
+test_expect_success 'a missing real NCCL: one line, ncclSystemError, no crash' '
+	PENNY_NCCL_REAL=$TRASH/nope.so ip "$caller" 2 version >out 2>err; test $? -eq 1 &&
+	grep -q "^ncclGetVersion: 2 (unhandled system error)" out && one_line err &&
+	grep -q "^penny-nccl: cannot open the real NCCL PENNY_NCCL_REAL=.*nope.so" err &&
+	PENNY_NCCL_REAL=$TRASH/nope.so ip "$caller" 2 allreduce >out 2>err; test $? -eq 1 &&
+	grep -q "^ncclGetUniqueId: 2 " out && one_line err &&
+	PENNY_NCCL_REAL=/dev/null ip "$caller" 2 version >out 2>err; test $? -eq 1 && one_line err &&
+	grep -q "/dev/null.: not a regular file" err &&
+	mkfifo fifo && PENNY_NCCL_REAL=$TRASH/fifo ip "$caller" 2 version >out 2>err; test $? -eq 1 &&
+	one_line err && grep -q "fifo.: not a regular file" err &&
+	PLUGIN=$TRASH/fifo ip "$caller" 2 allreduce >out 2>err && one_line err &&
+	grep -q "cannot load the penny plugin .*fifo: not a regular file" err
+'
+test_expect_success 'a peer that leaves: the first allreduce fails within the wait, one line a rank' '
+	PENNY_FAKE_NCCL_TIMEOUT=2 ip "$caller" 3 peerdies >out 2>err &&
+	grep -q "rank 0: peerdies ok" out && grep -q "rank 1: peerdies ok" out &&
+	test "$(grep -c "penny.s set-up on NCCL.s communicator failed" err)" -eq 2
+'
+test_expect_success 'installed as libnccl.so.2: the real one by PENNY_NCCL_REAL, the plugin beside it, never itself' '
+	mkdir -p inst && ln -sf "$lib" inst/libnccl.so.2 &&
+	rm -f nccl.log && env LD_LIBRARY_PATH="$TRASH/inst:$fakes/fakecuda" \
+		PENNY_NCCL_REAL="$fakes/fakenccl/libnccl.so.2" PENNY_NCCL_PLUGIN="$fakes/cuda/penny-cuda.so" \
+		timeout 120 "$caller" 2 allreduce >out 2>err && grep -q "rank 1: allreduce ok, 86 " out &&
+	test "$(nccl_ar)" -eq 2 &&
+	mkdir -p pl && cp "$lib" pl/ && cp "$fakes/cuda/penny-cuda.so" pl/ && ln -sf "$TRASH/pl/libpenny-nccl.so" inst/libnccl.so.2 &&
+	rm -f nccl.log && env LD_LIBRARY_PATH="$TRASH/inst:$fakes/fakecuda" \
+		PENNY_NCCL_REAL="$fakes/fakenccl/libnccl.so.2" PENNY_NCCL_DEBUG=1 \
+		timeout 120 "$caller" 2 bf16 >out 2>err && grep -q "rank 1: bf16 ok" out &&
+	grep -q "penny runs ncclAllReduce" err && test "$(nccl_ar)" -eq 0 &&
+	env LD_LIBRARY_PATH="$TRASH/inst" timeout 60 "$caller" 2 version >out 2>err; test $? -eq 1 &&
+	one_line err && grep -q "is libpenny-nccl.so itself" err &&
+	env LD_LIBRARY_PATH="$TRASH/inst" PENNY_NCCL_REAL="$TRASH/inst/libnccl.so.2" \
+		timeout 60 "$caller" 2 version >out 2>err; test $? -eq 1 &&
+	one_line err && grep -q "is libpenny-nccl.so itself" err
+'
+test_expect_success 'a plugin without allreduce_stream, none, or one that fails: one line, NCCL runs' '
+	PLUGIN=$fakes/penny-fakeold.so ip "$caller" 2 allreduce >out 2>err &&
+	grep -q "rank 1: allreduce ok, 86 " out && one_line err &&
+	grep -q "^penny-nccl: rank 0: the fakeold plugin .* has no allreduce_stream" err &&
+	test "$(nccl_ar)" -eq 172 &&
+	PLUGIN=$TRASH/none.so ip "$caller" 2 allreduce >out 2>err && one_line err &&
+	grep -q "cannot load the penny plugin .*none.so" err && test "$(nccl_ar)" -eq 172 &&
+	PLUGIN=$fakes/penny-failinit.so ip "$caller" 2 allreduce >out 2>err && one_line err &&
+	grep -q "the failinit plugin: fake device is missing; NCCL runs every call" err &&
+	test "$(nccl_ar)" -eq 172
+'
+test_expect_success 'bad settings: one line a process, NCCL runs every call' '
+	for bad in PENNY_NCCL_MAX_BYTES=12X PENNY_NCCL_MAX_BYTES=0 PENNY_NCCL_MAX_BYTES=99999999999999999999 \
+		PENNY_NCCL_TIMEOUT=0 PENNY_NCCL_TIMEOUT=-1 PENNY_NCCL=maybe; do
+		env "$bad" LD_LIBRARY_PATH="$fakes/fakecuda" LD_PRELOAD="$lib" \
+			PENNY_NCCL_PLUGIN="$fakes/cuda/penny-cuda.so" timeout 60 "$caller" 2 bf16 >out 2>err
+		test $? -eq 1 && test "$(sort -u err | wc -l)" -eq 1 &&
+		grep -q "^penny-nccl: ${bad%%=*}=" err || { echo "$bad:"; cat err; return 1; }
+	done
+'
+test_expect_success 'abort: no collective teardown, no hang; the split and group calls' '
+	ip "$caller" 2 abort >out 2>err && grep -q "rank 1: abort ok" out && test ! -s err &&
+	test "$(grep -c " ncclCommAbort" nccl.log)" -eq 2
+'
+test_expect_success 'the library exports NCCL'"'"'s API and nothing else' '
+	nm -D --defined-only "$lib" | awk "{ print \$3 }" >syms &&
+	! grep -v "^nccl" syms &&
+	for f in ncclAllReduce ncclCommInitRankConfig ncclCommSplit ncclCommWindowRegister ncclMemAlloc \
+		ncclGroupEnd ncclGetLastError ncclCommGetAsyncError ncclSend ncclRecv; do
+		grep -qx "$f" syms || { echo "missing $f"; return 1; }
+	done
+'
+test_done
