@@ -20,7 +20,8 @@
 # PENNY_NCCL_MAX_BYTES=1T (every size on penny, the larger ones through the
 # cuda plugin's staging copy: what a registration cache would gain), written
 # as ...-xN-all.{txt,tsv}.  Builds only libpenny-nccl.so and the cuda plugin (make, a C
-# compiler and nvcc are enough).  NVLink SHARP/multicast stays off.
+# compiler and nvcc are enough), or none with PLUGINDIR=dir (both built
+# before).  NVLink SHARP/multicast stays off.
 # Exit: 0 all identical and every graph replay right, 1 otherwise, 2 when it
 # could not run.
 set -u
@@ -52,9 +53,11 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/torch-allreduce.XXXXXX") || die "no temporary 
 trap 'rm -rf "$work"' EXIT
 
 cd "$top" || exit 2
-lib=$top/$B/plugins/libpenny-nccl.so
-plugin=$top/$B/plugins/penny-cuda.so
-if ! make -j"$(nproc)" B="$B" CFLAGS=-Wno-error "$B/plugins/libpenny-nccl.so" "$B/plugins/penny-cuda.so" \
+lib=${PLUGINDIR:-$top/$B/plugins}/libpenny-nccl.so
+plugin=${PLUGINDIR:-$top/$B/plugins}/penny-cuda.so
+if [ -n "${PLUGINDIR:-}" ]; then
+	[ -e "$lib" ] && [ -e "$plugin" ] || die "PLUGINDIR=$PLUGINDIR lacks libpenny-nccl.so or penny-cuda.so"
+elif ! make -j"$(nproc)" B="$B" CFLAGS=-Wno-error "$B/plugins/libpenny-nccl.so" "$B/plugins/penny-cuda.so" \
 	>"$work/build.log" 2>&1 || [ ! -e "$lib" ] || [ ! -e "$plugin" ]; then
 	tail -n 30 "$work/build.log" >&2
 	die "building libpenny-nccl.so and the cuda plugin failed (nvcc on PATH or in /usr/local/cuda?)"
