@@ -235,7 +235,7 @@ test_expect_success 'bw server: a silent stranger does not hold the server past 
 	py=$!
 	within 6 penny bw --transport tcp -p $p --timeout 2 >out 2>err
 	kill $py 2>/dev/null; wait $py
-	test "$WITHIN_RC" = 1 && cat err &&
+	test "$WITHIN_RC" = 2 && cat err &&
 	grep -q "dropped a connection from .*: said no hello within the timeout" err &&
 	grep -q "no client connected within 2 s" err
 '
