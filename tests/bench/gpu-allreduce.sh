@@ -114,12 +114,12 @@ hier_job() {
 	for ((r = 1; r < 2 * per; r++)); do
 		n=$((r / per))
 		PENNY_NODE_ID=n$n timeout 300 "$PENNY" allreduce-test --rank $r --nranks $((2 * per)) \
-			--root 127.0.0.1:$port --transport tcp -g "$(seq -s, $((n * per)) $((n * per + per - 1)))" \
+			--root 127.0.0.1:$port --transport tcp --gpus "$(seq -s, $((n * per)) $((n * per + per - 1)))" \
 			--timeout 60 "$@" >/dev/null 2>"$out/hier-err$r" &
 		pids="$pids $!"
 	done
 	PENNY_NODE_ID=n0 timeout 300 "$PENNY" allreduce-test --rank 0 --nranks $((2 * per)) \
-		--root 127.0.0.1:$port --transport tcp -g "$(seq -s, 0 $((per - 1)))" --timeout 60 "$@"
+		--root 127.0.0.1:$port --transport tcp --gpus "$(seq -s, 0 $((per - 1)))" --timeout 60 "$@"
 	r=$?
 	for n in $pids; do wait "$n" || r=1; done
 	[ $r -eq 0 ] || { cat "$out"/hier-err*; echo "## exit $r: hierarchical $*"; rc=1; }
