@@ -123,7 +123,8 @@ const struct pn_opt bw_options[] = {
 	{ "sl", 'S', OPT_REFUSE_ARG, NULL, "SL",
 	  "penny uses service level 0; another SL is not supported", NULL, NULL },
 	{ "cq-mod", 'Q', OPT_REFUSE_ARG, NULL, "N",
-	  "penny signals every work request; CQ moderation is not supported", NULL, NULL },
+	  "penny signals one work request in min(100, tx-depth/2); it cannot be set", NULL,
+	  NULL },
 	{ "post_list", 'l', OPT_REFUSE_ARG, NULL, "N",
 	  "penny posts one work request at a time; use -t N for N in flight", NULL, NULL },
 	{ "outs", 'o', OPT_REFUSE_ARG, NULL, "N",
@@ -218,7 +219,7 @@ static int parse_cfg(struct bw *b)
 	if (opt.use_cuda >= 0 && opt.lat)
 		return pn_cmd_fail(b->ctx, 2, "--use_cuda measures bandwidth; --lat polls host memory");
 	if (opt.mtu && !pn_verbs_mtu_valid(opt.mtu))
-		return pn_cmd_fail(b->ctx, 2, "--mtu must be 256, 512, 1024, 2048 or 4096");
+		return pn_cmd_fail(b->ctx, 2, "-m/--mtu must be 256, 512, 1024, 2048 or 4096");
 	if (opt.duration > 0 && opt.iters > 0)
 		return pn_cmd_fail(b->ctx, 2, "-n and -D exclude each other");
 	if (opt.duration > 0 && opt.lat)

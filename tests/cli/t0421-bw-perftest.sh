@@ -91,7 +91,7 @@ test_expect_success 'out of range or not honoured: one line naming what penny do
 	-c XRC	only, not .XRC.
 	-e	-e: penny polls the completion queue
 	-S 3	-S: penny uses service level 0
-	-Q 8	-Q: penny signals every work request
+	-Q 8	-Q: penny signals one work request in min(100, tx-depth/2)
 	-l 4	-l: penny posts one work request at a time; use -t N
 	-o 8	-o: penny asks the device
 	-O	-O: penny tests one port per device; test two with -d DEV:1 and -d DEV:2
