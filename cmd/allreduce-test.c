@@ -368,7 +368,7 @@ static void print_skip(void *arg, const char *backend, const char *algo, int err
 	struct job *j = arg;
 
 	if (j->rank == 0)
-		fprintf(stderr, "penny allreduce-test: skipping %s: %s\n", algo, pn_errmsg(err));
+		pn_cmd_say(j->ctx, "skipping %s: %s", algo, pn_errmsg(err));
 }
 
 /* Every rank: where its check of a GPU backend first went wrong. */
