@@ -23,7 +23,7 @@ OBJCOPY ?= objcopy
 B ?= build
 OPT ?= -O2 -g
 SAN ?=
-PKGS := libibverbs libibumad hwloc ncursesw libxml-2.0
+PKGS := libibverbs libibumad libibmad hwloc ncursesw libxml-2.0
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 

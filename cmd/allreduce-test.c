@@ -36,12 +36,15 @@ static struct {
 	uint64_t minbytes, maxbytes, stepbytes, seed;
 	double factor, min_busbw;
 	int iters, warmup, check, graph, root;
+	/* nccl-tests' -t -g -m -N -p -z -C -R -a */
+	int nthreads, ngpus, agg_iters, run_cycles, parallel_init, blocking, cputime, reg, average;
 	const char *dtype, *op, *algo;
 	const char *backend, *csv, *plot, *tune_out, *gpus, *plan;
 } opt = {
 	.minbytes = 8, .maxbytes = 32u << 20, .stepbytes = 1u << 20, .seed = 0x9e3779b97f4a7c15ull,
 	.min_busbw = -1, .iters = 20, .warmup = 5, .check = 1, .root = -1,
 	.dtype = "float", .op = "sum", .algo = "auto",
+	.nthreads = 1, .ngpus = 1, .agg_iters = 1, .run_cycles = 1, .average = 3,
 };
 
 #define MAX_BYTES (1ull << 40)
@@ -78,9 +81,39 @@ const struct pn_opt allreduce_test_options[] = {
 	{ "cudagraph", 'G', OPT_INT, &opt.graph, "N",
 	  "GPU backends: capture N calls into a CUDA graph and time its replays (nccl-tests -G)",
 	  NULL, OPT_RANGE(0, 100000) },
-	{ "gpus", 'g', OPT_STRING, &opt.gpus, "LIST",
+	{ "gpus", 0, OPT_STRING, &opt.gpus, "LIST",
 	  "GPU backends: the device of each local rank, like 0,1,2,3 (default: the local rank)",
 	  NULL, OPT_LIST },
+	/* nccl-tests' letters (all_reduce_perf) */
+	{ "nthreads", 't', OPT_INT, &opt.nthreads, "N",
+	  "threads per process: 1, as penny runs one rank per process (--np N starts N)", NULL,
+	  OPT_RANGE(1, 1024) },
+	{ "ngpus", 'g', OPT_INT, &opt.ngpus, "N",
+	  "GPUs per thread: 1, as penny drives one GPU per rank (--gpus picks them)", NULL,
+	  OPT_RANGE(1, 1024) },
+	{ "agg_iters", 'm', OPT_INT, &opt.agg_iters, "N",
+	  "operations aggregated per iteration: 1, as penny times one allreduce at a time",
+	  NULL, OPT_RANGE(1, 1000000) },
+	{ "run_cycles", 'N', OPT_INT, &opt.run_cycles, "N",
+	  "sweeps run and printed: 1 (nccl-tests' 0 runs forever; run penny again)", NULL,
+	  OPT_RANGE(0, 1000000) },
+	{ "parallel_init", 'p', OPT_INT, &opt.parallel_init, "0|1",
+	  "accepted: with one thread per rank every rank initialises in parallel anyway", "0 1",
+	  OPT_RANGE(0, 1) },
+	{ "blocking", 'z', OPT_INT, &opt.blocking, "0|1|2|3",
+	  "0 (nccl-tests' default): the iterations back to back, no barrier between them; "
+	  "penny has no other", "0 1 2 3", OPT_RANGE(0, 3) },
+	{ "report_cputime", 'C', OPT_INT, &opt.cputime, "0|1",
+	  "0: each backend's own clock (host: wall clock; GPU: CUDA events); penny has no "
+	  "CPU-time report", "0 1", OPT_RANGE(0, 1) },
+	{ "local_register", 'R', OPT_INT, &opt.reg, "0|1|2",
+	  "0: plain buffers; 2 (symmetric) is --backend nccl --algo symmetric; 1 is not "
+	  "supported", "0 1 2", OPT_RANGE(0, 2) },
+	{ "average", 'a', OPT_INT, &opt.average, "0|1|2|3",
+	  "time of a size over the ranks: 0 rank 0's, 1 the mean, 2 the fastest, 3 the slowest "
+	  "(default 3)", "0 1 2 3", OPT_RANGE(0, 3) },
+	{ "nccl-timeout", 'T', OPT_SECONDS, &pn_cli.timeout, "SEC",
+	  "nccl-tests' -T: the same as --timeout", NULL, OPT_RANGE(0.01, 86400) },
 	{ "csv", 0, OPT_STRING, &opt.csv, "FILE", "also write the rows as CSV to FILE", NULL, NULL },
 	{ "plot", 0, OPT_STRING, &opt.plot, "FILE", "draw busbw and time against size as SVG",
 	  NULL, NULL },
@@ -109,7 +142,7 @@ struct job {
 	struct pn_sweep sw;
 	int rank, nranks;
 	char *desc[PN_ARJOB_MAX_BACKENDS];	/* GPU backends: every rank's device */
-	int dev[MAX_GPUS], ndev;	/* -g; ndev -1: not given */
+	int dev[MAX_GPUS], ndev;	/* --gpus; ndev -1: not given */
 	/* rank 0's outputs, opened before the work, committed after it */
 	struct pn_ofile *csv_of, *plot_of, *tune_of;
 	FILE *csv;
@@ -138,7 +171,7 @@ static int plan_load(struct job *j, int *rc)
 
 /*
  * Every option that changes the data or the schedule, compared across the
- * ranks before anything runs (per-rank options such as -g and the output
+ * ranks before anything runs (per-rank options such as --gpus and the output
  * files are not).  A mismatch fails every rank with exit 2 and no table;
  * rank 0 and the ranks that differ from it say which option and ranks.
  */
@@ -171,6 +204,7 @@ static int agree_params(struct job *j, const enum pn_algo *algos, int nalgos,
 	pn_job_param_set(&p[n++], "-A", "%s", strcmp(backends, "host") ? opt.algo : list);
 	pn_job_param_set(&p[n++], "--backend", "%s", backends);
 	pn_job_param_set(&p[n++], "-G", "%d", opt.graph);
+	pn_job_param_set(&p[n++], "-a", "%d", opt.average);
 	pn_job_param_set(&p[n++], "--seed", "%llu", (unsigned long long)opt.seed);
 	pn_job_param_file(&p[n++], "--plan", opt.plan);
 	pn_job_param_set(&p[n++], "--transport", "%s", pn_cli.transport ? pn_cli.transport : "probe");
@@ -331,7 +365,7 @@ static void print_skip(void *arg, const char *backend, const char *algo, int err
 	struct job *j = arg;
 
 	if (j->rank == 0)
-		fprintf(stderr, "penny allreduce-test: skipping %s: %s\n", algo, pn_errmsg(err));
+		pn_cmd_say(j->ctx, "skipping %s: %s", algo, pn_errmsg(err));
 }
 
 /* Every rank: where its check of a GPU backend first went wrong. */
@@ -461,35 +495,35 @@ static int finish_outputs(struct job *j)
 	return 0;
 }
 
-/* -g: "0,1,2", each 0..1023; one line and -EINVAL otherwise. */
+/* --gpus: "0,1,2", each 0..1023; one line and -EINVAL otherwise. */
 static int parse_gpus(struct pn_ctx *ctx, const char *list, int *dev, int max, int *n)
 {
 	const char *p = list;
 
 	*n = 0;
 	if (!*p)
-		return pn_cmd_fail(ctx, -EINVAL, "-g needs a list of GPU indices, like 0,1,2,3");
+		return pn_cmd_fail(ctx, -EINVAL, "--gpus needs a list of GPU indices, like 0,1,2,3");
 	while (*p) {
 		char *end;
 		long v;
 
 		if (*p < '0' || *p > '9')
-			return pn_cmd_fail(ctx, -EINVAL, "-g '%s': '%s' is not a GPU index", list, p);
+			return pn_cmd_fail(ctx, -EINVAL, "--gpus '%s': '%s' is not a GPU index", list, p);
 		v = strtol(p, &end, 10);
 		if (v > 1023 || (*end && *end != ','))
-			return pn_cmd_fail(ctx, -EINVAL, "-g '%s': '%.*s' is not a GPU index", list,
+			return pn_cmd_fail(ctx, -EINVAL, "--gpus '%s': '%.*s' is not a GPU index", list,
 					   (int)strcspn(p, ","), p);
 		if (*n == max)
-			return pn_cmd_fail(ctx, -EINVAL, "-g '%s': more than %d GPUs", list, max);
+			return pn_cmd_fail(ctx, -EINVAL, "--gpus '%s': more than %d GPUs", list, max);
 		dev[(*n)++] = (int)v;
 		p = *end ? end + 1 : end;
 		if (*end && !*p)
-			return pn_cmd_fail(ctx, -EINVAL, "-g '%s' ends with a comma", list);
+			return pn_cmd_fail(ctx, -EINVAL, "--gpus '%s' ends with a comma", list);
 	}
 	return 0;
 }
 
-/* --backend: names (host or a plugin), each once; -G and -g need a GPU one. */
+/* --backend: names (host or a plugin), each once; -G and --gpus need a GPU one. */
 static int check_backends(struct job *j, const char *list, int *has_host, int *ngpu)
 {
 	struct pn_ctx *ctx = j->ctx;
@@ -525,7 +559,7 @@ static int check_backends(struct job *j, const char *list, int *has_host, int *n
 		return pn_cmd_fail(ctx, 2, "-G captures CUDA graphs: it needs a GPU backend "
 					   "(--backend cuda or nccl)");
 	if (opt.gpus && !*ngpu)
-		return pn_cmd_fail(ctx, 2, "-g picks GPUs: it needs a GPU backend (--backend cuda or "
+		return pn_cmd_fail(ctx, 2, "--gpus picks GPUs: it needs a GPU backend (--backend cuda or "
 					   "nccl)");
 	if (opt.gpus && parse_gpus(ctx, opt.gpus, j->dev, MAX_GPUS, &j->ndev))
 		return 2;
@@ -598,7 +632,7 @@ static void plugin_log(void *arg, int level, const char *msg)
 
 /*
  * Every backend of --backend, in order: the host's buffers, then every GPU
- * backend started (and --algo, -G, -g suit it) before any runs, and what
+ * backend started (and --algo, -G, --gpus suit it) before any runs, and what
  * each rank's plugin runs on.  0, or the exit code after one line.
  */
 static int open_backends(struct job *j, const char *backends, const enum pn_algo *algos,
@@ -793,6 +827,44 @@ static int print_summary(struct job *j)
 	return why[0] != 0;
 }
 
+/*
+ * nccl-tests' letters that penny has no second way for: the value that
+ * means what penny does is taken, another is one line naming what to do.
+ */
+static int nccl_tests_options(struct pn_ctx *ctx, int ngpu)
+{
+	if (opt.nthreads != 1)
+		return pn_cmd_fail(ctx, 2, "-t %d: penny runs one rank per process and thread; "
+				   "start %d ranks with --np or the launcher instead", opt.nthreads,
+				   opt.nthreads);
+	if (opt.ngpus != 1)
+		return pn_cmd_fail(ctx, 2, "-g %d: penny drives one GPU per rank; start a rank per "
+				   "GPU (--np) and pick the devices with --gpus", opt.ngpus);
+	if (opt.agg_iters != 1)
+		return pn_cmd_fail(ctx, 2, "-m %d: penny times one allreduce at a time; it cannot "
+				   "aggregate operations", opt.agg_iters);
+	if (opt.run_cycles != 1)
+		return pn_cmd_fail(ctx, 2, "-N %d: penny runs the sweep once; run it again for "
+				   "another cycle", opt.run_cycles);
+	if (opt.blocking)
+		return pn_cmd_fail(ctx, 2, "-z %d: penny runs the iterations back to back without "
+				   "a barrier (-z 0) only", opt.blocking);
+	if (opt.cputime)
+		return pn_cmd_fail(ctx, 2, "-C 1: penny reports each backend's own clock (host: "
+				   "wall clock; GPU: CUDA events), not CPU time");
+	if (opt.reg == 1)
+		return pn_cmd_fail(ctx, 2, "-R 1: penny does not register local buffers; -R 2 is "
+				   "--backend nccl --algo symmetric");
+	if (opt.reg == 2 && (!ngpu || strcmp(opt.algo, "symmetric")))
+		return pn_cmd_fail(ctx, 2, "-R 2: symmetric registration is --backend nccl --algo "
+				   "symmetric; give those");
+	return 0;
+}
+
+static const enum pn_sweep_time time_of[] = {
+	PN_SWEEP_TIME_RANK0, PN_SWEEP_TIME_MEAN, PN_SWEEP_TIME_MIN, PN_SWEEP_TIME_MAX,
+};
+
 int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 {
 	struct pn_arjob_cfg jc = { .comm = { .transport = pn_cli.transport,
@@ -829,6 +901,8 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 				   "plan their own paths");
 	if (opt.plan)
 		opt.algo = "multiring";
+	if (nccl_tests_options(ctx, ngpu))
+		return 2;
 	if (parse_algos(ctx, has_host, algos, &nalgos))
 		return 2;
 	ret = pn_sweep_sizes(opt.minbytes, opt.maxbytes, opt.stepbytes, opt.factor,
@@ -881,6 +955,7 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	j.sw.warmup = opt.warmup;
 	j.sw.check = opt.check;
 	j.sw.seed = opt.seed;
+	j.sw.time_of = time_of[opt.average];	/* 0..3: the table's range */
 	j.sw.keep = j.rank == 0;
 	j.sw.sink = (struct pn_sweep_sink){ .arg = &j, .begin = print_header, .row = print_row,
 					    .end = print_footer, .skip = print_skip,

@@ -23,6 +23,7 @@
 #include "harness/bwrun.h"
 #include "transport/verbs.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -33,15 +34,18 @@
 #define SIZE_UNSET UINT64_MAX
 
 static struct {
-	const char *dev, *op, *loopback, *expect, *gpu_engine;
+	const char *dev, *op, *loopback, *expect, *gpu_engine, *connection;
 	int ibport, gid, all, iters, qps, bidir, mtu, lat, txdepth, port, all_rails;
-	int inline_size, use_cuda, gpu;
+	int inline_size, use_cuda, gpu, cpu_freq, report_gbits, qp_timeout, no_peak;
 	uint64_t size;		/* 65536 (RDMA) or 256 MiB (--gpu) when not given */
-	double duration, min_gbps;
+	double duration, min_gbps, limit_bw;
 } opt = {
 	.op = "write", .gid = -1, .iters = -1, .qps = 1, .txdepth = 128, .port = 18515,
-	.inline_size = -1, .use_cuda = -1, .size = SIZE_UNSET, .min_gbps = -1,
+	.inline_size = -1, .use_cuda = -1, .size = SIZE_UNSET, .min_gbps = -1, .limit_bw = -1,
 };
+
+/* perftest's MB/sec: 2^20 bytes per second (its --report_gbits: 10^9 bits) */
+#define MIB_PER_GBIT (1e9 / 8 / 1048576.0)
 
 const struct pn_opt bw_options[] = {
 	{ "ib-dev", 'd', OPT_STRING, &opt.dev, "DEV[:PORT]",
@@ -64,7 +68,7 @@ const struct pn_opt bw_options[] = {
 	  OPT_RANGE(1, PN_VERBS_MAX_QPS) },
 	{ "bidirectional", 'b', OPT_BOOL, &opt.bidir, NULL,
 	  "both sides send at once (the sum is reported)", NULL, NULL },
-	{ "mtu", 0, OPT_INT, &opt.mtu, "BYTES",
+	{ "mtu", 'm', OPT_INT, &opt.mtu, "BYTES",
 	  "path MTU: 256, 512, 1024, 2048 or 4096 (default: the ports')",
 	  "256 512 1024 2048 4096", OPT_RANGE(256, 4096) },
 	{ "op", 0, OPT_STRING, &opt.op, "OP", "write (default), read or send",
@@ -91,6 +95,69 @@ const struct pn_opt bw_options[] = {
 	  NULL, OPT_RANGE(1, 100) },
 	{ "min-gbps", 0, OPT_DOUBLE, &opt.min_gbps, "GBPS", "fail (exit 1) below GBPS Gb/s",
 	  NULL, OPT_RANGE(0, 1e9) },
+	/* perftest's letters (ib_write_bw and friends) */
+	{ "report_gbits", 0, OPT_BOOL, &opt.report_gbits, NULL,
+	  "BW columns in Gb/sec (10^9 bits) instead of MB/sec (2^20 bytes), as perftest",
+	  NULL, NULL },
+	{ "CPU-freq", 'F', OPT_BOOL, &opt.cpu_freq, NULL,
+	  "accepted for perftest's scripts: penny times with the monotonic clock, so it has "
+	  "no CPU-frequency warning to silence", NULL, NULL },
+	{ "connection", 'c', OPT_STRING, &opt.connection, "TYPE",
+	  "QP type: RC, the only one penny tests (perftest's -c)", "RC", NULL },
+	{ "qp-timeout", 'u', OPT_INT, &opt.qp_timeout, "EXP",
+	  "QP ACK timeout, 4.096 us * 2^EXP (default 14)", NULL, OPT_RANGE(1, 31) },
+	{ "noPeak", 'N', OPT_BOOL, &opt.no_peak, NULL,
+	  "no peak bandwidth: BW peak is 0, as perftest's -N", NULL, NULL },
+	{ "limit_bw", 'w', OPT_DOUBLE, &opt.limit_bw, "BW",
+	  "fail (exit 1) below BW in the table's unit (MB/sec; Gb/sec with --report_gbits), "
+	  "as perftest's verifier limit", NULL, OPT_RANGE(0, 1e12) },
+	{ "rdma_cm", 'R', OPT_REFUSE, NULL, NULL,
+	  "penny connects the QPs over its own TCP exchange on -p PORT; rdma_cm is not "
+	  "supported (drop -R)", NULL, NULL },
+	{ "com_rdma_cm", 'z', OPT_REFUSE, NULL, NULL,
+	  "penny exchanges the QP data over TCP on -p PORT; rdma_cm is not supported (drop -z)",
+	  NULL, NULL },
+	{ "events", 'e', OPT_REFUSE, NULL, NULL,
+	  "penny polls the completion queue; sleeping on CQ events is not supported", NULL,
+	  NULL },
+	{ "sl", 'S', OPT_REFUSE_ARG, NULL, "SL",
+	  "penny uses service level 0; another SL is not supported", NULL, NULL },
+	{ "cq-mod", 'Q', OPT_REFUSE_ARG, NULL, "N",
+	  "penny signals one work request in min(100, tx-depth/2); it cannot be set", NULL,
+	  NULL },
+	{ "post_list", 'l', OPT_REFUSE_ARG, NULL, "N",
+	  "penny posts one work request at a time; use -t N for N in flight", NULL, NULL },
+	{ "outs", 'o', OPT_REFUSE_ARG, NULL, "N",
+	  "penny asks the device's maximum of outstanding reads; it cannot be set", NULL, NULL },
+	{ "dualport", 'O', OPT_REFUSE, NULL, NULL,
+	  "penny tests one port per device; test two with -d DEV:1 and -d DEV:2, or every "
+	  "NIC with --all-rails", NULL, NULL },
+	{ "rx-depth", 'r', OPT_REFUSE_ARG, NULL, "N",
+	  "penny sizes the receive queue from -t N", NULL, NULL },
+	{ "report-cycles", 'C', OPT_REFUSE, NULL, NULL,
+	  "penny reports microseconds, not CPU cycles", NULL, NULL },
+	{ "report-histogram", 'H', OPT_REFUSE, NULL, NULL,
+	  "penny reports percentiles (--lat; --json for every field), not every sample", NULL,
+	  NULL },
+	{ "report-unsorted", 'U', OPT_REFUSE, NULL, NULL,
+	  "penny reports percentiles (--lat; --json for every field), not every sample", NULL,
+	  NULL },
+	{ "atomic_type", 'A', OPT_REFUSE_ARG, NULL, "TYPE",
+	  "penny has no atomic test: --op write, read or send", NULL, NULL },
+	{ "mcg", 'g', OPT_REFUSE, NULL, NULL, "penny has no multicast test", NULL, NULL },
+	{ "tos", 'T', OPT_REFUSE_ARG, NULL, "TOS",
+	  "penny sets no traffic class (perftest's -T needs rdma_cm)", NULL, NULL },
+	{ "hop_limit", 'L', OPT_REFUSE_ARG, NULL, "N", "penny sets no hop limit", NULL, NULL },
+	{ "margin", 'f', OPT_REFUSE_ARG, NULL, "SEC",
+	  "penny measures the whole -D SEC, without margins", NULL, NULL },
+	{ "limit_msgrate", 'y', OPT_REFUSE_ARG, NULL, "MPPS",
+	  "penny gates on bandwidth: -w BW, --min-gbps or --expect", NULL, NULL },
+	{ "report-counters", 'W', OPT_REFUSE_ARG, NULL, "LIST",
+	  "penny top shows the port counters while the test runs", NULL, NULL },
+	{ "out_json", 0, OPT_REFUSE, NULL, NULL,
+	  "--json writes the report on standard output", NULL, NULL },
+	{ "out_json_file", 0, OPT_REFUSE_ARG, NULL, "FILE",
+	  "--json writes the report on standard output: redirect it", NULL, NULL },
 	{ "gpu", 0, OPT_BOOL, &opt.gpu, NULL,
 	  "GPU-to-GPU bandwidth and latency matrices of this host's GPUs (the cuda plugin), "
 	  "like p2pBandwidthLatencyTest; -b: bidirectional only, --lat: latency only", NULL, NULL },
@@ -111,8 +178,11 @@ struct bw {
 	double link;			/* and its rate */
 };
 
+static struct bw bw;	/* one run per process */
+
+/* perftest's rule: 87 dashes */
 static const char dashes[] = "-------------------------------------------------------------"
-			     "--------------------------------------";
+			     "--------------------------";
 
 /* ------------------------------------------------------------- options */
 
@@ -149,11 +219,21 @@ static int parse_cfg(struct bw *b)
 	if (opt.use_cuda >= 0 && opt.lat)
 		return pn_cmd_fail(b->ctx, 2, "--use_cuda measures bandwidth; --lat polls host memory");
 	if (opt.mtu && !pn_verbs_mtu_valid(opt.mtu))
-		return pn_cmd_fail(b->ctx, 2, "--mtu must be 256, 512, 1024, 2048 or 4096");
+		return pn_cmd_fail(b->ctx, 2, "-m/--mtu must be 256, 512, 1024, 2048 or 4096");
 	if (opt.duration > 0 && opt.iters > 0)
 		return pn_cmd_fail(b->ctx, 2, "-n and -D exclude each other");
 	if (opt.duration > 0 && opt.lat)
 		return pn_cmd_fail(b->ctx, 2, "--lat counts iterations (-n), not seconds");
+	if (opt.connection && strcasecmp(opt.connection, "RC"))
+		return pn_cmd_fail(b->ctx, 2, "-c: penny bw tests RC (reliable connection) QPs "
+					      "only, not '%s'", opt.connection);
+	if (opt.limit_bw >= 0 && opt.min_gbps >= 0)
+		return pn_cmd_fail(b->ctx, 2, "-w and --min-gbps are one gate: give one");
+	if (opt.limit_bw >= 0 && opt.lat)
+		return pn_cmd_fail(b->ctx, 2, "-w is a bandwidth limit; --lat measures latency");
+	/* -w: perftest's verifier limit, in the table's unit */
+	if (opt.limit_bw >= 0)
+		opt.min_gbps = opt.report_gbits ? opt.limit_bw : opt.limit_bw / MIB_PER_GBIT;
 	c->nqp = (uint32_t)opt.qps;
 	c->tx_depth = (uint32_t)opt.txdepth;
 	c->mtu = (uint32_t)opt.mtu;
@@ -196,6 +276,14 @@ static int list_len(const char *list)
 	return n;
 }
 
+/* A bare number that is no IPv4 address ("95", "90.5"), so no host. */
+static int is_pct(const char *arg)
+{
+	struct in_addr a;
+
+	return strspn(arg, "0123456789.") == strlen(arg) && inet_pton(AF_INET, arg, &a) != 1;
+}
+
 /* -d and --loopback name what their mode uses (no empty element: the table). */
 static int check_devices(struct pn_ctx *ctx)
 {
@@ -221,7 +309,8 @@ static int transport_tcp(struct bw *b)
 		return 0;
 	if (!strcmp(t, "tcp"))
 		return 1;
-	return pn_cmd_fail(b->ctx, -2, "penny bw measures verbs or tcp, not '%s'", t);
+	pn_cmd_fail(b->ctx, 2, "penny bw measures verbs or tcp, not '%s'", t);
+	return -1;
 }
 
 /* --------------------------------------------------------------- output */
@@ -259,6 +348,17 @@ static void print_header(struct bw *b)
 		pn_out_text(o, "for %g s per size\n", c->duration);
 }
 
+/* The text table's bandwidth unit and a value in it (perftest's MB/sec is 2^20 bytes/s). */
+static const char *bw_unit(void)
+{
+	return opt.report_gbits ? "Gb/sec" : "MB/sec";
+}
+
+static double bw_in_unit(double gbps)
+{
+	return opt.report_gbits ? gbps : gbps * MIB_PER_GBIT;
+}
+
 /* One link's header (ends, rate, MTU, GID) and table head; its results follow. */
 static void print_link(struct bw *b, const char *local, const char *remote, const char *rhost,
 		       double gbps, const struct pn_bwrun_rail *r)
@@ -289,38 +389,50 @@ static void print_link(struct bw *b, const char *local, const char *remote, cons
 		pn_out_text(o, " Link rate       : unknown\n");
 	}
 	pn_out_text(o, "%s\n", dashes);
+	/* perftest's column heads (RESULT_FMT_LAT, RESULT_FMT, RESULT_FMT_G) */
 	if (b->r.cfg.flags & PN_BW_LAT)
-		pn_out_text(o, " #bytes #iterations   t_min[usec] t_median[usec]  t_avg[usec]  "
-			       "t_p99[usec] t_p99.9[usec]  t_max[usec]\n");
+		pn_out_text(o, " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    "
+			       "t_avg[usec]    t_stdev[usec]   99%% percentile[usec]   "
+			       "99.9%% percentile[usec] \n");
 	else
-		pn_out_text(o, " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   "
-			       "MsgRate[Mpps]   %% of link\n");
+		pn_out_text(o, " #bytes     #iterations    BW peak[%s]    BW average[%s]   "
+			       "MsgRate[Mpps]\n", bw_unit(), bw_unit());
 	pn_out_open_array(o, "results");
+}
+
+/* The average against the link's rate (twice it when bidirectional); NAN: unknown. */
+static double link_pct(const struct bw *b, const struct pn_bw_row *r, double link)
+{
+	return link > 0 ? r->avg_gbps / (link * (b->r.cfg.flags & PN_BW_BIDIR ? 2 : 1)) * 100 : NAN;
 }
 
 static void print_row(struct bw *b, const struct pn_bw_row *r, double link)
 {
 	struct pn_out *o = b->ctx->out;
-	double pct = link > 0 ? r->avg_gbps / (link * (b->r.cfg.flags & PN_BW_BIDIR ? 2 : 1)) * 100
-			      : NAN;
+	double pct = link_pct(b, r, link);
+	double peak = opt.no_peak ? 0 : r->peak_gbps;
 
 	pn_out_open_object(o, NULL);
+	/* the text rows in perftest's layout (REPORT_FMT_LAT, REPORT_FMT) */
 	if (b->r.cfg.flags & PN_BW_LAT) {
-		pn_out_uint(o, PN_ANY, "bytes", " %-6llu", (unsigned long long)r->bytes);
+		pn_out_uint(o, PN_ANY, "bytes", " %-7llu", (unsigned long long)r->bytes);
 		pn_out_uint(o, PN_ANY, "iterations", " %-11llu", (unsigned long long)r->iters);
-		pn_out_float(o, PN_ANY, "lat_min_us", " %13.2f", r->lat_us[0]);
-		pn_out_float(o, PN_ANY, "lat_median_us", " %14.2f", r->lat_us[1]);
-		pn_out_float(o, PN_ANY, "lat_avg_us", " %12.2f", r->lat_us[2]);
-		pn_out_float(o, PN_ANY, "lat_p99_us", " %12.2f", r->lat_us[3]);
-		pn_out_float(o, PN_ANY, "lat_p999_us", " %13.2f", r->lat_us[4]);
-		pn_out_float(o, PN_ANY, "lat_max_us", " %12.2f\n", r->lat_us[5]);
+		pn_out_float(o, PN_ANY, "lat_min_us", "  %-13.2f", r->lat_us[0]);
+		pn_out_float(o, PN_ANY, "lat_max_us", "  %-13.2f", r->lat_us[5]);
+		pn_out_float(o, PN_ANY, "lat_median_us", "  %-15.2f", r->lat_us[1]);
+		pn_out_float(o, PN_ANY, "lat_avg_us", "  %-13.2f", r->lat_us[2]);
+		pn_out_float(o, PN_ANY, "lat_stdev_us", "  %-15.2f", r->lat_us[6]);
+		pn_out_float(o, PN_ANY, "lat_p99_us", "  %-22.2f", r->lat_us[3]);
+		pn_out_float(o, PN_ANY, "lat_p999_us", "  %.2f\n", r->lat_us[4]);
 	} else {
-		pn_out_uint(o, PN_ANY, "bytes", " %-10llu", (unsigned long long)r->bytes);
-		pn_out_uint(o, PN_ANY, "iterations", " %-14llu", (unsigned long long)r->iters);
-		pn_out_float(o, PN_ANY, "bw_peak_gbps", " %-18.3f", r->peak_gbps);
-		pn_out_float(o, PN_ANY, "bw_avg_gbps", " %-20.3f", r->avg_gbps);
-		pn_out_float(o, PN_ANY, "msg_rate_mpps", " %-15.6f", r->msg_rate_mpps);
-		pn_out_float(o, PN_ANY, "pct_of_link", " %9.1f\n", pct);
+		pn_out_uint(o, PN_ANY, "bytes", " %-7llu", (unsigned long long)r->bytes);
+		pn_out_uint(o, PN_ANY, "iterations", "    %-10llu", (unsigned long long)r->iters);
+		pn_out_text(o, "       %-7.2f            %-7.2f            %.6f\n", bw_in_unit(peak),
+			    bw_in_unit(r->avg_gbps), r->msg_rate_mpps);
+		pn_out_float(o, PN_JSON, "bw_peak_gbps", NULL, peak);
+		pn_out_float(o, PN_JSON, "bw_avg_gbps", NULL, r->avg_gbps);
+		pn_out_float(o, PN_JSON, "msg_rate_mpps", NULL, r->msg_rate_mpps);
+		pn_out_float(o, PN_JSON, "pct_of_link", NULL, pct);
 		if (link > 0)
 			pn_out_float(o, PN_JSON, "link_gbps", NULL, link);
 		else
@@ -343,6 +455,11 @@ static void print_link_end(struct bw *b, const char *name, const struct pn_bw_ro
 	int ret;
 
 	pn_out_close_array(o);
+	/* perftest's table has no column for it: one line under the table */
+	if (link > 0 && !(b->r.cfg.flags & PN_BW_LAT))
+		pn_out_text(o, " Link use        : %.1f %% of %g Gb/s%s at %llu bytes\n",
+			    link_pct(b, r, link), link, b->r.cfg.flags & PN_BW_BIDIR ? " x 2" : "",
+			    (unsigned long long)r->bytes);
 	if (!b->slowest_name[0] || r->avg_gbps < b->slowest) {
 		b->slowest = r->avg_gbps;
 		snprintf(b->slowest_name, sizeof(b->slowest_name), "%s", name);
@@ -351,15 +468,15 @@ static void print_link_end(struct bw *b, const char *name, const struct pn_bw_ro
 				 sizeof(why));
 	if (ret < 0) {
 		pn_out_bool(o, PN_JSON, "passed", NULL, 0);
-		fprintf(stderr, "penny bw: %s: link rate unknown, cannot check --expect\n", name);
+		pn_cmd_fail(b->ctx, 1, "%s: link rate unknown, cannot check --expect", name);
 		b->failed_links++;
 	} else if (ret) {
 		pn_out_float(o, PN_JSON, "expect_gbps", NULL, want);
 		pn_out_bool(o, PN_JSON, "passed", NULL, r->avg_gbps >= want);
 		if (r->avg_gbps < want) {
-			fprintf(stderr, "penny bw: FAILED %s: %.3f Gb/s at %llu bytes is below "
-					"%.3f Gb/s (%s)\n", name, r->avg_gbps,
-				(unsigned long long)r->bytes, want, why);
+			pn_cmd_fail(b->ctx, 1, "FAILED %s: %.3f Gb/s at %llu bytes is below "
+					       "%.3f Gb/s (%s)", name, r->avg_gbps,
+				    (unsigned long long)r->bytes, want, why);
 			b->failed_links++;
 		}
 	}
@@ -420,18 +537,24 @@ static void sock_end(void *arg, const struct pn_bwrun *r)
 static void sock_waiting(void *arg, int port)
 {
 	if (!pn_cli.json)
-		fprintf(stderr, "penny bw: waiting for a client on TCP port %d\n", port);
+		pn_cmd_say(((struct bw *)arg)->ctx, "waiting for a client on TCP port %d", port);
+}
+
+static void sock_refused(void *arg, const char *host, int port, double timeout)
+{
+	pn_cmd_say(((struct bw *)arg)->ctx, "%s port %d refused the connection; retrying "
+		   "until the server listens (--timeout %g s)", host, port, timeout);
 }
 
 /* The server dropped a connection that was not a client of this version. */
 static void bw_dropped(const char *who, const char *why)
 {
-	fprintf(stderr, "penny bw: dropped a connection from %s: %s\n", who, why);
+	pn_cmd_say(bw.ctx, "dropped a connection from %s: %s", who, why);
 }
 
 static void loopback_failed(void *arg, const char *dev, int err)
 {
-	fprintf(stderr, "penny bw: loopback peer (%s): %s\n", dev, pn_errmsg(err));
+	pn_cmd_say(((struct bw *)arg)->ctx, "loopback peer (%s): %s", dev, pn_errmsg(err));
 }
 
 /* ------------------------------------------------------------- launcher */
@@ -503,10 +626,9 @@ static int run_launcher(struct bw *b)
 
 int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 {
-	static struct bw bw;	/* one run per process */
 	struct pn_bwrun_ops ops = {
 		.arg = &bw, .begin = sock_begin, .row = sock_row, .end = sock_end,
-		.waiting = sock_waiting, .dropped = bw_dropped, .peer_failed = loopback_failed,
+		.waiting = sock_waiting, .refused = sock_refused, .dropped = bw_dropped, .peer_failed = loopback_failed,
 	};
 	struct pn_cmd_job *job = ctx->job;
 	struct bw *b = &bw;
@@ -534,6 +656,7 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 	b->r.use_cuda = opt.use_cuda;
 	b->r.all_rails = opt.all_rails;
 	b->r.timeout = pn_cli.timeout;
+	b->r.qp_timeout = opt.qp_timeout;
 	rc = parse_cfg(b);
 	/* this process (and the loopback peer it forks); --np checked them all */
 	if (!rc && !ctx->launch && pn_cli.mem_check)
@@ -543,11 +666,13 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 	b->r.tcp = transport_tcp(b);
 	if (b->r.tcp < 0)
 		return 2;
+	/* "--expect 95": a percentage taken for a HOST; "--expect 10.0.0.2" is the host */
+	for (int i = 0; i < argc && opt.expect && !opt.expect[0]; i++)
+		if (is_pct(argv[i]))
+			return pn_cmd_fail(ctx, 2, "'%s' is not a host: write --expect=%s", argv[i],
+					   argv[i]);
 	if (argc > 1)
 		return pn_cmd_fail(ctx, 2, "one HOST at most (got '%s' and '%s')", argv[0], argv[1]);
-	if (argc == 1 && opt.expect && !opt.expect[0] && strspn(argv[0], "0123456789.") ==
-								  strlen(argv[0]))
-		return pn_cmd_fail(ctx, 2, "'%s' is not a host: write --expect=%s", argv[0], argv[0]);
 	if (opt.all_rails && (argc || opt.loopback))
 		return pn_cmd_fail(ctx, 2, "--all-rails runs under a launcher (mpirun, srun, --np)");
 	rc = check_devices(ctx);
@@ -590,7 +715,7 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 	if (ret && b->said)
 		rc = b->said;
 	else if (ret && job->boot)
-		rc = pn_cmd_fail(ctx, 1, "rank %d: %s", job->rank, pn_errmsg(ret));
+		rc = pn_cmd_fail(ctx, pn_cmd_exit_code(ret), "rank %d: %s", job->rank, pn_errmsg(ret));
 	else if (ret)
 		rc = pn_cmd_fail(ctx, pn_cmd_exit_code(ret), "%s", pn_errmsg(ret));
 	else

@@ -194,6 +194,10 @@ static int set_value(const char *cmd, const struct pn_opt *o, const char *arg,
 		*dst = joined; /* lives until exit, like argv */
 		return 0;
 	}
+	case OPT_REFUSE:
+	case OPT_REFUSE_ARG:
+		fprintf(stderr, "penny %s: %s: %s\n", cmd, spelled, o->help);
+		return -EINVAL;
 	case OPT_END:
 		return -EINVAL;
 	}
@@ -238,9 +242,9 @@ int pn_opt_parse(const char *cmd, const struct pn_opt *const *tables, int argc, 
 		const struct pn_opt *o;
 
 		for (o = tables[t]; o->type != OPT_END; o++) {
-			int has = o->type == OPT_BOOL	   ? no_argument
-				  : o->type == OPT_OPTSTRING ? optional_argument
-							     : required_argument;
+			int has = o->type == OPT_BOOL || o->type == OPT_REFUSE ? no_argument
+				  : o->type == OPT_OPTSTRING		    ? optional_argument
+									    : required_argument;
 
 			if (n >= MAX_OPTS)
 				break;
@@ -282,7 +286,8 @@ int pn_opt_parse(const char *cmd, const struct pn_opt *const *tables, int argc, 
 			spelled[strcspn(spelled, "=")] = 0;
 			if (c == ':')
 				fprintf(stderr, "penny %s: option '%s' needs a value\n", cmd, spelled);
-			else if (optopt >= 0x1000 && map[optopt - 0x1000]->type == OPT_BOOL)
+			else if (optopt >= 0x1000 && (map[optopt - 0x1000]->type == OPT_BOOL ||
+						    map[optopt - 0x1000]->type == OPT_REFUSE))
 				fprintf(stderr, "penny %s: option '%s' takes no value\n", cmd, spelled);
 			else
 				fprintf(stderr, "penny %s: unknown option '%s' (see 'penny %s --help')\n",
@@ -328,7 +333,7 @@ void pn_opt_help(FILE *f, const char *title, const struct pn_opt *opts)
 		if (o->type == OPT_OPTSTRING)
 			snprintf(left + k, sizeof(left) - (size_t)k, "--%s[=%s]", o->lng,
 				 o->arg ? o->arg : "X");
-		else if (o->type == OPT_BOOL)
+		else if (o->type == OPT_BOOL || o->type == OPT_REFUSE)
 			snprintf(left + k, sizeof(left) - (size_t)k, "--%s", o->lng);
 		else
 			snprintf(left + k, sizeof(left) - (size_t)k, "--%s %s", o->lng,
@@ -360,7 +365,8 @@ void pn_opt_complete(FILE *f, const struct pn_opt *opts)
 			fprintf(f, "-%c", o->shrt);
 		else
 			fputc('-', f);
-		fprintf(f, "\t%s\t%s\t%s\n", o->type == OPT_BOOL ? "-" : (o->arg ? o->arg : "X"),
+		fprintf(f, "\t%s\t%s\t%s\n",
+			o->type == OPT_BOOL || o->type == OPT_REFUSE ? "-" : (o->arg ? o->arg : "X"),
 			range[0] ? range : "-", o->choices ? o->choices : "");
 	}
 }

@@ -20,6 +20,13 @@ enum pn_opt_type {
 	OPT_STRING,	/* const char * */
 	OPT_OPTSTRING,	/* const char *, optional value ("" when absent) */
 	OPT_APPEND,	/* const char *: repeated values joined with ',' */
+	/*
+	 * Another tool's option (perftest's, nccl-tests') that penny cannot
+	 * honour: parsing stops with "penny CMD: -X: <help>", exit 2.  help
+	 * names the penny equivalent; dst is unused.
+	 */
+	OPT_REFUSE,	/* takes no value */
+	OPT_REFUSE_ARG,	/* takes a value */
 };
 
 /* pn_opt_ext.flags */

@@ -522,9 +522,8 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 		if (!ret && why.n) {
 			for (i = 0; i < why.n; i++)
 				pn_cmd_fail(ctx, 1, "%s", why.v[i]);
-			fprintf(stderr, "penny %s: --no-degrade: refusing to plan around %d missing "
-					"rail%s\n",
-				ctx->name, why.n, why.n == 1 ? "" : "s");
+			pn_cmd_fail(ctx, 1, "--no-degrade: refusing to plan around %d missing rail%s",
+				    why.n, why.n == 1 ? "" : "s");
 			pn_plan_msgs_release(&why);
 			rc = 1;
 			goto out_model;

@@ -7,7 +7,7 @@
 set -eu
 want=${1:-build}
 case $want in build | test | deb) ;; *) echo "usage: $0 build|test|deb" >&2; exit 2 ;; esac
-pkgs=(gcc make pkg-config libibverbs-dev libibumad-dev libhwloc-dev libncurses-dev libxml2-dev)
+pkgs=(gcc make pkg-config libibverbs-dev libibumad-dev libibmad-dev libhwloc-dev libncurses-dev libxml2-dev)
 if [ "$want" = deb ]; then
 	pkgs+=(dpkg-dev debhelper lintian)
 fi

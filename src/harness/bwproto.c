@@ -378,8 +378,10 @@ int pn_bw_listen(const char *host, int port, int *out_port)
 	return fd;
 }
 
-int pn_bw_connect(const char *host, int port, double timeout)
+int pn_bw_connect(const char *host, int port, double timeout, pn_bw_refused_fn *refused,
+		  void *arg)
 {
+	double deadline = pn_now() + timeout;
 	struct sockaddr_storage ss;
 	socklen_t sl;
 	int fd, last = ECONNREFUSED;
@@ -387,8 +389,14 @@ int pn_bw_connect(const char *host, int port, double timeout)
 	fd = pn_sock_resolve(host, port, 0, &ss, &sl);
 	if (fd)
 		return pn_err(-EINVAL, "%s", pn_errmsg(fd));
-	/* the server may start a moment later: retry until the timeout */
-	fd = pn_sock_connect(&ss, sl, pn_now() + timeout, 1, &last);
+	/* the server may start a moment later: retry until the timeout, and
+	 * say so once the first try is refused */
+	fd = pn_sock_connect(&ss, sl, deadline, 0, &last);
+	if (fd == -ECONNREFUSED) {
+		if (refused)
+			refused(arg, host, port, timeout);
+		fd = pn_sock_connect(&ss, sl, deadline, 1, &last);
+	}
 	if (fd >= 0) {
 		pn_sock_nonblock(fd, 0);
 		return fd;

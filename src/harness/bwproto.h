@@ -85,8 +85,13 @@ typedef void pn_bw_drop_fn(const char *who, const char *why);
 int pn_bw_accept_client(int lfd, double timeout, struct pn_bw_hello *peer, pn_bw_drop_fn *drop);
 /* Listen on host:port (host NULL: any); the socket or -errno with a message. */
 int pn_bw_listen(const char *host, int port, int *out_port);
-/* Connect to the server, retrying until the timeout; a blocking socket or -errno. */
-int pn_bw_connect(const char *host, int port, double timeout);
+/* The server refused the first connection: the client retries until the
+ * timeout (NULL: silently). */
+typedef void pn_bw_refused_fn(void *arg, const char *host, int port, double timeout);
+/* Connect to the server, retrying until the timeout; a blocking socket or
+ * -errno (-ECONNREFUSED when the server refused to the end). */
+int pn_bw_connect(const char *host, int port, double timeout, pn_bw_refused_fn *refused,
+		  void *arg);
 /* Accept one connection (a blocking socket) within the timeout. */
 int pn_bw_accept_one(int lfd, double timeout);
 

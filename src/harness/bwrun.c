@@ -163,6 +163,7 @@ static int open_rail(struct pn_bwrun *b, struct pn_bwrun_rail *r, const char *sp
 	cc.rq_depth = (int)b->cfg.tx_depth + 2;
 	cc.mtu = (int)b->cfg.mtu;
 	cc.timeout = b->timeout;
+	cc.ack_timeout = b->qp_timeout;
 	/* a benchmark polls like perftest; sleeping on the channel costs wakeups */
 	cc.spin_us = 1000000;
 	/* like perftest: small latency messages go inline (the device may
@@ -396,7 +397,8 @@ int pn_bwrun_client(struct pn_bwrun *b, const char *devspec, const char *host, i
 	b->initiator = 1;
 	ret = b->tcp ? 0 : pick_devices(b, devspec);
 	if (!ret) {
-		b->fd = pn_bw_connect(host, port, b->timeout);
+		b->fd = pn_bw_connect(host, port, b->timeout, b->ops ? b->ops->refused : NULL,
+				      b->ops ? b->ops->arg : NULL);
 		ret = b->fd < 0 ? b->fd : socket_side(b, devspec, 0);
 	}
 	return ret;
@@ -453,7 +455,7 @@ int pn_bwrun_loopback(struct pn_bwrun *b, const char *spec)
 		b->ops = NULL;
 		b->initiator = 0;
 		if (b->tcp) {
-			b->fd = pn_bw_connect("127.0.0.1", port, b->timeout);
+			b->fd = pn_bw_connect("127.0.0.1", port, b->timeout, NULL, NULL);
 			ret = b->fd < 0 ? b->fd : 0;
 		} else {
 			close(sv[0]);
@@ -644,7 +646,8 @@ int pn_bwrun_launcher(struct pn_bwrun *b, const char *devspec)
 	ret = agree_and_connect(b);
 	if (!ret && b->tcp) {
 		b->fd = b->initiator ? pn_bw_accept_one(lfd, b->timeout)
-				     : pn_bw_connect(b->peer.addr, (int)b->peer.port_tcp, b->timeout);
+				     : pn_bw_connect(b->peer.addr, (int)b->peer.port_tcp, b->timeout,
+						     NULL, NULL);
 		ret = b->fd < 0 ? b->fd : 0;
 	}
 	/* every rank must be connected before any sends */
@@ -652,7 +655,7 @@ int pn_bwrun_launcher(struct pn_bwrun *b, const char *devspec)
 		int ok;
 
 		if (pn_boot_agree(b->boot, !ret, &ok) || (!ret && !ok))
-			ret = ret ? ret : pn_err(-EIO, "another rank failed to connect");
+			ret = ret ? ret : pn_err(-ENOTCONN, "another rank failed to connect");
 	}
 	if (ret)
 		goto out;

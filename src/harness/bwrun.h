@@ -50,6 +50,8 @@ struct pn_bwrun_ops {
 	void (*end)(void *arg, const struct pn_bwrun *r);
 	/* the server listens on TCP port */
 	void (*waiting)(void *arg, int port);
+	/* the client's first connection was refused: it retries until the timeout */
+	pn_bw_refused_fn *refused;
 	/* the server dropped a connection that was not a client of this version */
 	pn_bw_drop_fn *dropped;
 	/* --loopback: the forked peer (on dev, "tcp" for TCP) failed with err */
@@ -64,6 +66,7 @@ struct pn_bwrun {
 	int gid;		/* -x: GID index; -1: the default */
 	int inline_size;	/* -I; -1: 220 for write and send latency, else 0 */
 	int use_cuda;		/* --use_cuda GPU index; -1: host memory */
+	int qp_timeout;		/* -u: QP ACK timeout exponent; 0: the default (14) */
 	int all_rails;		/* launcher: every NIC pair of the same index */
 	double timeout;		/* bound on every wait */
 	const struct pn_bwrun_ops *ops;

@@ -100,13 +100,13 @@ static double pct(const double *s, size_t n, double p)
 	return s[r ? r - 1 : 0];
 }
 
-void pn_bw_percentiles(double *s, size_t n, double out[6])
+void pn_bw_percentiles(double *s, size_t n, double out[7])
 {
-	double sum = 0;
+	double sum = 0, var = 0;
 	size_t i;
 
 	if (!n) {
-		for (i = 0; i < 6; i++)
+		for (i = 0; i < 7; i++)
 			out[i] = 0;
 		return;
 	}
@@ -119,6 +119,9 @@ void pn_bw_percentiles(double *s, size_t n, double out[6])
 	out[3] = pct(s, n, 99);
 	out[4] = pct(s, n, 99.9);
 	out[5] = s[n - 1];
+	for (i = 0; i < n; i++)
+		var += (s[i] - out[2]) * (s[i] - out[2]);
+	out[6] = sqrt(var / (double)n);
 }
 
 /* Online peak over windows of w completions: a ring of the last w + 1 times. */

@@ -25,7 +25,7 @@
 #include "transport/verbs.h"
 
 #define PN_BW_MAGIC 0x50425731u /* "PBW1" */
-#define PN_BW_VERSION 1
+#define PN_BW_VERSION 2
 #define PN_BW_MAX_SIZES 32
 #define PN_BW_END 0xe0dull
 
@@ -53,7 +53,7 @@ struct pn_bw_row {
 	uint64_t iters;		/* operations completed */
 	double seconds;
 	double peak_gbps, avg_gbps, msg_rate_mpps;
-	double lat_us[6];	/* min, median, average, p99, p99.9, max */
+	double lat_us[7];	/* min, median, average, p99, p99.9, max, stdev */
 };
 
 void pn_bw_cfg_init(struct pn_bw_cfg *cfg);
@@ -94,8 +94,9 @@ int pn_bw_xchg_fd(int fd, const void *mine, void *theirs, size_t len, double tim
 int pn_bw_send_fd(int fd, const void *buf, size_t len, double timeout);
 
 /* Helpers (exposed for the unit tests). */
-/* min, median, average, p99, p99.9, max of n samples (sorted in place). */
-void pn_bw_percentiles(double *samples, size_t n, double out[6]);
+/* min, median, average, p99, p99.9, max and the (population) standard
+ * deviation of n samples (sorted in place). */
+void pn_bw_percentiles(double *samples, size_t n, double out[7]);
 /* Best rate over windows of w consecutive completion times (seconds). */
 double pn_bw_peak(const double *t, size_t n, size_t w, double bytes_each);
 /* Sum of the two directions of a bidirectional row. */

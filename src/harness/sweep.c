@@ -66,6 +66,7 @@ void pn_sweep_init(struct pn_sweep *s)
 {
 	s->rows = NULL;
 	s->nrows = s->caprows = 0;
+	s->time_of = PN_SWEEP_TIME_MAX;
 	s->wrong = 0;
 	s->worst_avg = INFINITY;
 }
@@ -76,10 +77,28 @@ void pn_sweep_release(struct pn_sweep *s)
 	pn_sweep_init(s);
 }
 
-/* Over the ranks: the largest time, the sum of the wrong values. */
-/* Over the ranks: the slowest time, the wrong values summed, the ranks
- * whose output digest differs from rank 0's. */
-static int over_ranks(struct pn_comm *c, double *t, uint64_t *wrong, uint64_t *differ)
+double pn_sweep_time_over(const double *t, size_t stride, int n, enum pn_sweep_time time_of)
+{
+	double v = time_of == PN_SWEEP_TIME_MAX || time_of == PN_SWEEP_TIME_MEAN ? 0 : t[0];
+	int r;
+
+	for (r = 0; r < n && time_of != PN_SWEEP_TIME_RANK0; r++) {
+		double x = *(const double *)((const char *)t + (size_t)r * stride);
+
+		if (time_of == PN_SWEEP_TIME_MAX)
+			v = PN_MAX(v, x);
+		else if (time_of == PN_SWEEP_TIME_MIN)
+			v = PN_MIN(v, x);
+		else
+			v += x / n;
+	}
+	return v;
+}
+
+/* Over the ranks: the time as time_of says, the wrong values summed, the
+ * ranks whose output digest differs from rank 0's. */
+static int over_ranks(struct pn_comm *c, enum pn_sweep_time time_of, double *t, uint64_t *wrong,
+		      uint64_t *differ)
 {
 	struct {
 		double t;
@@ -91,11 +110,10 @@ static int over_ranks(struct pn_comm *c, double *t, uint64_t *wrong, uint64_t *d
 		return pn_err(-ENOMEM, "out of memory");
 	ret = pn_boot_allgather(c->boot, &mine, all, sizeof(mine));
 	if (!ret) {
-		*t = 0;
+		*t = pn_sweep_time_over(&all[0].t, sizeof(*all), c->nranks, time_of);
 		*wrong = 0;
 		*differ = 0;
 		for (r = 0; r < c->nranks; r++) {
-			*t = PN_MAX(*t, all[r].t);
 			*wrong += all[r].w;
 			*differ += all[r].d != all[0].d;
 		}
@@ -148,7 +166,8 @@ static int one_size(struct pn_sweep *s, struct pn_sweep_backend *be, int algo, s
 			s->sink.bad(s->sink.arg, &bad);
 		rw->wrong[k] = bad.wrong;
 		rw->differ[k] = s->check ? bad.digest : 0;
-		ret = over_ranks(s->comm, &rw->time_us[k], &rw->wrong[k], &rw->differ[k]);
+		ret = over_ranks(s->comm, s->time_of, &rw->time_us[k], &rw->wrong[k],
+				 &rw->differ[k]);
 		rw->algbw[k] = rw->time_us[k] > 0 ? (double)rw->bytes / rw->time_us[k] / 1e3 : 0;
 		rw->busbw[k] = pn_sweep_busbw(rw->algbw[k], s->comm->nranks);
 	}

@@ -101,6 +101,14 @@ struct pn_sweep_backend {
 	int nalgos;
 };
 
+/* A size's time over the ranks (nccl-tests' -a 3, 0, 1, 2). */
+enum pn_sweep_time {
+	PN_SWEEP_TIME_MAX = 0,	/* the slowest rank's (the default) */
+	PN_SWEEP_TIME_RANK0,	/* rank 0's */
+	PN_SWEEP_TIME_MEAN,	/* the mean */
+	PN_SWEEP_TIME_MIN,	/* the fastest rank's */
+};
+
 struct pn_sweep {
 	/* in */
 	struct pn_comm *comm;	/* the job: rank, nranks, the rendezvous */
@@ -111,6 +119,7 @@ struct pn_sweep {
 	int iters, warmup, check;
 	uint64_t seed;
 	int keep;		/* keep the rows (the presenting rank: plot, tuning, ratios) */
+	enum pn_sweep_time time_of; /* a size's time over the ranks */
 	struct pn_sweep_sink sink;
 	/* out, over every pn_sweep_run */
 	struct pn_sweep_row *rows;
@@ -126,7 +135,10 @@ struct pn_sweep {
 int pn_sweep_sizes(uint64_t min, uint64_t max, uint64_t step, double factor, size_t es,
 		   uint64_t **out, size_t *n);
 
-/* Set the results of s to none; the inputs are the caller's. */
+/* The time over n ranks' times t[0], t[stride bytes], ... as time_of says. */
+double pn_sweep_time_over(const double *t, size_t stride, int n, enum pn_sweep_time time_of);
+/* Set the results of s to none and time_of to its default; the other
+ * inputs are the caller's. */
 void pn_sweep_init(struct pn_sweep *s);
 /* Collective: every series of backend be.  0 or a negative errno (message
  * in pn_errmsg). */

@@ -5,6 +5,7 @@
 #include "base/util.h"
 
 #include <errno.h>
+#include <infiniband/mad.h>
 #include <infiniband/umad.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,10 +13,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-#define MAD_METHOD_GET 0x01
-#define MAD_METHOD_GET_RESP 0x81
-#define MAD_DATA 64		/* PerfMgt data follows 24 header + 40 reserved bytes */
-#define GSI_QKEY 0x80010000
 #define PQ_TIMEOUT_MS 500
 #define PQ_RETRIES 2
 #define PQ_CAP_CACHE 64
@@ -84,75 +81,7 @@ int pn_perfquery_parse_lid(const char *s, int *lid, int *port)
 	return 0;
 }
 
-/* ---- wire format (big-endian) ---- */
-
-static void put_be16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void put_be64(uint8_t *p, uint64_t v)
-{
-	int i;
-
-	for (i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (56 - 8 * i));
-}
-
-static uint16_t be16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static uint64_t be64(const uint8_t *p)
-{
-	return (uint64_t)be32(p) << 32 | be32(p + 4);
-}
-
-void pn_perfquery_encode_get(uint8_t *mad, uint16_t attr, uint8_t port_select, uint64_t tid)
-{
-	memset(mad, 0, PN_MAD_SIZE);
-	mad[0] = 1;		/* BaseVersion */
-	mad[1] = PN_PERF_CLASS; /* MgmtClass */
-	mad[2] = 1;		/* ClassVersion */
-	mad[3] = MAD_METHOD_GET;
-	put_be64(mad + 8, tid);
-	put_be16(mad + 16, attr);
-	if (attr != PN_PERF_ATTR_CLASS_PORT_INFO)
-		mad[MAD_DATA + 1] = port_select;
-}
-
-int pn_perfquery_check_response(const uint8_t *mad, size_t len, uint16_t attr, uint64_t tid)
-{
-	uint16_t status;
-
-	/* the decoders read up to byte MAD_DATA + 72: a whole MAD or nothing */
-	if (len < PN_MAD_SIZE)
-		return pn_err(-EPROTO, "short MAD response (%zu bytes)", len);
-	if (mad[1] != PN_PERF_CLASS || mad[3] != MAD_METHOD_GET_RESP)
-		return pn_err(-EPROTO, "unexpected MAD (class 0x%02x, method 0x%02x)", mad[1], mad[3]);
-	if (be16(mad + 16) != attr)
-		return pn_err(-EPROTO, "MAD response for attribute 0x%04x, asked 0x%04x",
-			      be16(mad + 16), attr);
-	if ((be64(mad + 8) & 0xffffffffu) != (tid & 0xffffffffu))
-		return pn_err(-EPROTO, "MAD response with another transaction id");
-	status = be16(mad + 4);
-	if (status) {
-		int code = (status >> 2) & 7;
-
-		if (code == 2 || code == 3)
-			return pn_err(-EOPNOTSUPP, "attribute 0x%04x not supported (MAD status 0x%04x)",
-				      attr, status);
-		return pn_err(-EIO, "MAD status 0x%04x for attribute 0x%04x", status, attr);
-	}
-	return 0;
-}
+/* ---- the PerfMgt data area, decoded by libibmad ---- */
 
 static void set(struct pn_perfquery_counters *c, int f, uint64_t v)
 {
@@ -160,59 +89,69 @@ static void set(struct pn_perfquery_counters *c, int f, uint64_t v)
 	c->valid |= 1u << f;
 }
 
-void pn_perfquery_decode_port_counters(const uint8_t *mad, struct pn_perfquery_counters *c)
+void pn_perfquery_decode_port_counters(uint8_t *d, struct pn_perfquery_counters *c)
 {
-	const uint8_t *d = mad + MAD_DATA;
+	static const struct {
+		int field;
+		enum MAD_FIELDS mad;
+	} map[] = {
+		{ PN_PERFQUERY_SYMBOL_ERROR, IB_PC_ERR_SYM_F },
+		{ PN_PERFQUERY_LINK_ERROR_RECOVERY, IB_PC_LINK_RECOVERS_F },
+		{ PN_PERFQUERY_LINK_DOWNED, IB_PC_LINK_DOWNED_F },
+		{ PN_PERFQUERY_RCV_ERRORS, IB_PC_ERR_RCV_F },
+		{ PN_PERFQUERY_RCV_REMOTE_PHYS_ERRORS, IB_PC_ERR_PHYSRCV_F },
+		{ PN_PERFQUERY_RCV_SWITCH_RELAY_ERRORS, IB_PC_ERR_SWITCH_REL_F },
+		{ PN_PERFQUERY_XMIT_DISCARDS, IB_PC_XMT_DISCARDS_F },
+		{ PN_PERFQUERY_XMIT_CONSTRAINT_ERRORS, IB_PC_ERR_XMTCONSTR_F },
+		{ PN_PERFQUERY_RCV_CONSTRAINT_ERRORS, IB_PC_ERR_RCVCONSTR_F },
+		{ PN_PERFQUERY_LOCAL_LINK_INTEGRITY_ERRORS, IB_PC_ERR_LOCALINTEG_F },
+		{ PN_PERFQUERY_EXCESSIVE_BUFFER_OVERRUN_ERRORS, IB_PC_ERR_EXCESS_OVR_F },
+		{ PN_PERFQUERY_VL15_DROPPED, IB_PC_VL15_DROPPED_F },
+		{ PN_PERFQUERY_XMIT_DATA, IB_PC_XMT_BYTES_F },
+		{ PN_PERFQUERY_RCV_DATA, IB_PC_RCV_BYTES_F },
+		{ PN_PERFQUERY_XMIT_PKTS, IB_PC_XMT_PKTS_F },
+		{ PN_PERFQUERY_RCV_PKTS, IB_PC_RCV_PKTS_F },
+		{ PN_PERFQUERY_XMIT_WAIT, IB_PC_XMT_WAIT_F },
+	};
+	size_t i;
 
-	set(c, PN_PERFQUERY_SYMBOL_ERROR, be16(d + 4));
-	set(c, PN_PERFQUERY_LINK_ERROR_RECOVERY, d[6]);
-	set(c, PN_PERFQUERY_LINK_DOWNED, d[7]);
-	set(c, PN_PERFQUERY_RCV_ERRORS, be16(d + 8));
-	set(c, PN_PERFQUERY_RCV_REMOTE_PHYS_ERRORS, be16(d + 10));
-	set(c, PN_PERFQUERY_RCV_SWITCH_RELAY_ERRORS, be16(d + 12));
-	set(c, PN_PERFQUERY_XMIT_DISCARDS, be16(d + 14));
-	set(c, PN_PERFQUERY_XMIT_CONSTRAINT_ERRORS, d[16]);
-	set(c, PN_PERFQUERY_RCV_CONSTRAINT_ERRORS, d[17]);
-	/* byte 19: LocalLinkIntegrityErrors (high nibble), ExcessiveBufferOverrun (low) */
-	set(c, PN_PERFQUERY_LOCAL_LINK_INTEGRITY_ERRORS, d[19] >> 4);
-	set(c, PN_PERFQUERY_EXCESSIVE_BUFFER_OVERRUN_ERRORS, d[19] & 0xf);
-	set(c, PN_PERFQUERY_VL15_DROPPED, be16(d + 22));
-	set(c, PN_PERFQUERY_XMIT_DATA, be32(d + 24));
-	set(c, PN_PERFQUERY_RCV_DATA, be32(d + 28));
-	set(c, PN_PERFQUERY_XMIT_PKTS, be32(d + 32));
-	set(c, PN_PERFQUERY_RCV_PKTS, be32(d + 36));
-	set(c, PN_PERFQUERY_XMIT_WAIT, be32(d + 40));
+	for (i = 0; i < PN_ARRAY_SIZE(map); i++)
+		set(c, map[i].field, mad_get_field(d, 0, map[i].mad));
 }
 
-void pn_perfquery_decode_port_counters_ext(const uint8_t *mad, struct pn_perfquery_counters *c)
+void pn_perfquery_decode_port_counters_ext(uint8_t *d, struct pn_perfquery_counters *c)
 {
-	const uint8_t *d = mad + MAD_DATA;
+	static const struct {
+		int field;
+		enum MAD_FIELDS mad;
+	} map[] = {
+		{ PN_PERFQUERY_XMIT_DATA, IB_PC_EXT_XMT_BYTES_F },
+		{ PN_PERFQUERY_RCV_DATA, IB_PC_EXT_RCV_BYTES_F },
+		{ PN_PERFQUERY_XMIT_PKTS, IB_PC_EXT_XMT_PKTS_F },
+		{ PN_PERFQUERY_RCV_PKTS, IB_PC_EXT_RCV_PKTS_F },
+		{ PN_PERFQUERY_UCAST_XMIT_PKTS, IB_PC_EXT_XMT_UPKTS_F },
+		{ PN_PERFQUERY_UCAST_RCV_PKTS, IB_PC_EXT_RCV_UPKTS_F },
+		{ PN_PERFQUERY_MCAST_XMIT_PKTS, IB_PC_EXT_XMT_MPKTS_F },
+		{ PN_PERFQUERY_MCAST_RCV_PKTS, IB_PC_EXT_RCV_MPKTS_F },
+	};
+	size_t i;
 
 	c->ext = 1;
-	set(c, PN_PERFQUERY_XMIT_DATA, be64(d + 8));
-	set(c, PN_PERFQUERY_RCV_DATA, be64(d + 16));
-	set(c, PN_PERFQUERY_XMIT_PKTS, be64(d + 24));
-	set(c, PN_PERFQUERY_RCV_PKTS, be64(d + 32));
-	set(c, PN_PERFQUERY_UCAST_XMIT_PKTS, be64(d + 40));
-	set(c, PN_PERFQUERY_UCAST_RCV_PKTS, be64(d + 48));
-	set(c, PN_PERFQUERY_MCAST_XMIT_PKTS, be64(d + 56));
-	set(c, PN_PERFQUERY_MCAST_RCV_PKTS, be64(d + 64));
+	for (i = 0; i < PN_ARRAY_SIZE(map); i++)
+		set(c, map[i].field, mad_get_field64(d, 0, map[i].mad));
 }
 
-uint16_t pn_perfquery_decode_cap_mask(const uint8_t *mad)
+uint16_t pn_perfquery_decode_cap_mask(uint8_t *d)
 {
-	return be16(mad + MAD_DATA + 2);
+	return (uint16_t)mad_get_field(d, 0, IB_CPI_CAPMASK_F);
 }
 
-/* ---- libibumad ---- */
+/* ---- the queries: libibumad finds the port, libibmad talks PerfMgt ---- */
 
 struct pn_pq {
 	char ca[UMAD_CA_NAME_LEN];
 	int port;
-	int portid;
-	int agent;
-	uint32_t tid;
-	void *umad;
+	struct ibmad_port *src;
 	struct {
 		int lid;
 		uint16_t cap;
@@ -236,6 +175,7 @@ static const char *port_unusable(const umad_port_t *p)
 int pn_perfquery_open(struct pn_pq **pqp, const char *ca, int port)
 {
 	char names[32][UMAD_CA_NAME_LEN], why[256] = "";
+	int classes[1] = { IB_PERFORMANCE_CLASS };
 	int n, i, ret;
 	struct pn_pq *pq;
 
@@ -259,7 +199,6 @@ int pn_perfquery_open(struct pn_pq **pqp, const char *ca, int port)
 	pq = calloc(1, sizeof(*pq));
 	if (!pq)
 		return pn_err(-ENOMEM, "out of memory");
-	pq->portid = -1;
 	for (i = 0; i < n && !pq->ca[0]; i++) {
 		umad_ca_t info;
 		int p;
@@ -292,31 +231,18 @@ int pn_perfquery_open(struct pn_pq **pqp, const char *ca, int port)
 			     why[0] ? why : "none found");
 		goto err_free;
 	}
-	pq->portid = umad_open_port(pq->ca, pq->port);
-	if (pq->portid < 0) {
-		ret = pn_err(pq->portid, "cannot open umad port '%s' port %d: %s", pq->ca, pq->port,
-			     strerror(-pq->portid));
+	/* libibmad sends the Gets, matches the answers, retries and checks the status */
+	pq->src = mad_rpc_open_port(pq->ca, pq->port, classes, 1);
+	if (!pq->src) {
+		ret = pn_err(errno ? -errno : -EIO, "cannot open '%s' port %d for PerfMgt queries: %s",
+			     pq->ca, pq->port, strerror(errno ? errno : EIO));
 		goto err_free;
 	}
-	pq->agent = umad_register(pq->portid, PN_PERF_CLASS, 1, 0, NULL);
-	if (pq->agent < 0) {
-		ret = pn_err(-EIO, "cannot register a PerfMgt agent on '%s' port %d", pq->ca,
-			     pq->port);
-		goto err_close;
-	}
-	pq->umad = umad_alloc(1, umad_size() + PN_MAD_SIZE);
-	if (!pq->umad) {
-		ret = pn_err(-ENOMEM, "out of memory");
-		goto err_unreg;
-	}
-	pq->tid = (uint32_t)getpid() << 12;
+	mad_rpc_set_timeout(pq->src, PQ_TIMEOUT_MS);
+	mad_rpc_set_retries(pq->src, PQ_RETRIES + 1);
 	*pqp = pq;
 	return 0;
 
-err_unreg:
-	umad_unregister(pq->portid, pq->agent);
-err_close:
-	umad_close_port(pq->portid);
 err_free:
 	free(pq);
 	return ret;
@@ -329,43 +255,26 @@ const char *pn_perfquery_ca(const struct pn_pq *pq, int *port)
 	return pq->ca;
 }
 
-static int transact(struct pn_pq *pq, int lid, uint16_t attr, uint8_t port_select,
-		    const uint8_t **resp)
+/* One PerfMgt Get of attr for port_select at lid: its data area into d. */
+static int transact(struct pn_pq *pq, int lid, uint16_t attr, uint8_t port_select, uint8_t *d)
 {
-	uint8_t *mad = umad_get_mad(pq->umad);
-	uint64_t tid = ++pq->tid;
-	int len, ret;
+	ib_portid_t dest;
 
-	pn_perfquery_encode_get(mad, attr, port_select, tid);
-	umad_set_addr(pq->umad, lid, 1, 0, GSI_QKEY);
-	ret = umad_send(pq->portid, pq->agent, pq->umad, PN_MAD_SIZE, PQ_TIMEOUT_MS, PQ_RETRIES);
-	if (ret < 0)
-		return pn_err(-EIO, "cannot send a PerfMgt MAD to lid %d: %s", lid, strerror(-ret));
-	for (;;) {
-		len = PN_MAD_SIZE;
-		ret = umad_recv(pq->portid, pq->umad, &len, PQ_TIMEOUT_MS * (PQ_RETRIES + 1));
-		if (ret < 0)
-			return pn_err(ret == -ETIMEDOUT ? -ETIMEDOUT : -EIO,
-				      "no PerfMgt answer from lid %d", lid);
-		if (umad_status(pq->umad))
-			return pn_err(-ETIMEDOUT, "no PerfMgt answer from lid %d (status %d)", lid,
-				      umad_status(pq->umad));
-		if (ret != pq->agent)
-			continue;
-		mad = umad_get_mad(pq->umad);
-		if ((be64(mad + 8) & 0xffffffffu) != (tid & 0xffffffffu))
-			continue; /* a late answer to an earlier query */
-		ret = pn_perfquery_check_response(mad, (size_t)len, attr, tid);
-		if (ret)
-			return pn_err_ctx(ret, "lid %d", lid);
-		*resp = mad;
+	memset(&dest, 0, sizeof(dest));
+	ib_portid_set(&dest, lid, 0, 0);
+	memset(d, 0, PN_PERF_DATA_SIZE);
+	errno = 0;
+	if (pma_query_via(d, &dest, port_select, PQ_TIMEOUT_MS, attr, pq->src))
 		return 0;
-	}
+	if (errno == ETIMEDOUT)
+		return pn_err(-ETIMEDOUT, "no PerfMgt answer from lid %d", lid);
+	return pn_err(-EIO, "PerfMgt Get of attribute 0x%04x from lid %d failed: %s", attr, lid,
+		      strerror(errno ? errno : EIO));
 }
 
 int pn_perfquery_query(struct pn_pq *pq, int lid, int port, struct pn_perfquery_counters *c)
 {
-	const uint8_t *r;
+	uint8_t r[PN_PERF_DATA_SIZE];
 	uint16_t cap = 0;
 	int i, ret;
 
@@ -376,7 +285,7 @@ int pn_perfquery_query(struct pn_pq *pq, int lid, int port, struct pn_perfquery_
 	if (i < pq->ncaps) {
 		cap = pq->caps[i].cap;
 	} else {
-		ret = transact(pq, lid, PN_PERF_ATTR_CLASS_PORT_INFO, 0, &r);
+		ret = transact(pq, lid, CLASS_PORT_INFO, 0, r);
 		if (ret)
 			return ret;
 		cap = pn_perfquery_decode_cap_mask(r);
@@ -386,12 +295,12 @@ int pn_perfquery_query(struct pn_pq *pq, int lid, int port, struct pn_perfquery_
 			pq->ncaps++;
 		}
 	}
-	ret = transact(pq, lid, PN_PERF_ATTR_PORT_COUNTERS, (uint8_t)port, &r);
+	ret = transact(pq, lid, IB_GSI_PORT_COUNTERS, (uint8_t)port, r);
 	if (ret)
 		return ret;
 	pn_perfquery_decode_port_counters(r, c);
 	if (cap & (PN_PERF_CAP_EXT_WIDTH | PN_PERF_CAP_EXT_WIDTH_NOIETF)) {
-		ret = transact(pq, lid, PN_PERF_ATTR_PORT_COUNTERS_EXT, (uint8_t)port, &r);
+		ret = transact(pq, lid, IB_GSI_PORT_COUNTERS_EXT, (uint8_t)port, r);
 		if (!ret)
 			pn_perfquery_decode_port_counters_ext(r, c);
 		else
@@ -404,8 +313,6 @@ void pn_perfquery_close(struct pn_pq *pq)
 {
 	if (!pq)
 		return;
-	umad_free(pq->umad);
-	umad_unregister(pq->portid, pq->agent);
-	umad_close_port(pq->portid);
+	mad_rpc_close_port(pq->src);
 	free(pq);
 }

@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Counters of remote InfiniBand ports, read like perfquery does: PerfMgt
- * (management class 0x04) Get(PortCounters) and Get(PortCountersExtended)
- * MADs sent through libibumad from a local InfiniBand port.
+ * (management class 0x04) Get(ClassPortInfo), Get(PortCounters) and
+ * Get(PortCountersExtended), sent, matched and decoded by libibmad (as
+ * infiniband-diags' perfquery) from a local InfiniBand port that
+ * libibumad finds.
  *
  * RoCE ports have no SMI/LIDs, so no fabric to query: opening such a port
  * fails with a clear message.  libibumad may list a CA that does not exist
  * (a phantom "mthca0" on hosts without RDMA): every CA is opened before it
  * is trusted.
  *
- * The MAD encoding and decoding are pure functions, tested without hardware.
+ * The decoding of an answer's data area is a pure function, tested without
+ * hardware.
  */
 #ifndef PENNY_PERFQUERY_H
 #define PENNY_PERFQUERY_H
@@ -17,11 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PN_MAD_SIZE 256
-#define PN_PERF_CLASS 0x04
-#define PN_PERF_ATTR_CLASS_PORT_INFO 0x0001
-#define PN_PERF_ATTR_PORT_COUNTERS 0x0012
-#define PN_PERF_ATTR_PORT_COUNTERS_EXT 0x001D
+/* The PerfMgt data area of a MAD (bytes 64..255), what the decoders read. */
+#define PN_PERF_DATA_SIZE 192
 /* ClassPortInfo.CapabilityMask: PortCountersExtended (64-bit data) supported */
 #define PN_PERF_CAP_EXT_WIDTH (1u << 9)
 #define PN_PERF_CAP_EXT_WIDTH_NOIETF (1u << 10)
@@ -65,17 +65,14 @@ int pn_perfquery_field_width(int field, int ext);
 /* "12", "0xc", "12:1" -> lid, port (port 1 when absent). */
 int pn_perfquery_parse_lid(const char *s, int *lid, int *port);
 
-/* Encode a PerfMgt Get of attr for port_select; tid is the transaction id. */
-void pn_perfquery_encode_get(uint8_t *mad, uint16_t attr, uint8_t port_select, uint64_t tid);
 /*
- * Check a response: a whole MAD (PN_MAD_SIZE bytes: the decoders below read
- * into its data), GetResp for attr with the low 32 bits of tid (the kernel
- * owns the high half) and status 0.  Returns 0 or -errno with a message.
+ * Decode the data area of a GetResp (PN_PERF_DATA_SIZE bytes, as libibmad's
+ * pma_query_via returns it) of PortCounters, PortCountersExtended or
+ * ClassPortInfo (its capability mask).
  */
-int pn_perfquery_check_response(const uint8_t *mad, size_t len, uint16_t attr, uint64_t tid);
-void pn_perfquery_decode_port_counters(const uint8_t *mad, struct pn_perfquery_counters *c);
-void pn_perfquery_decode_port_counters_ext(const uint8_t *mad, struct pn_perfquery_counters *c);
-uint16_t pn_perfquery_decode_cap_mask(const uint8_t *mad);
+void pn_perfquery_decode_port_counters(uint8_t *data, struct pn_perfquery_counters *c);
+void pn_perfquery_decode_port_counters_ext(uint8_t *data, struct pn_perfquery_counters *c);
+uint16_t pn_perfquery_decode_cap_mask(uint8_t *data);
 
 struct pn_pq;
 

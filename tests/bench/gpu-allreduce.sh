@@ -123,12 +123,12 @@ xjob() {
 	for ((r = 1; r < nodes * per; r++)); do
 		n=$((r / per))
 		PENNY_NODE_ID=n$n timeout 600 "$PENNY" allreduce-test --rank $r --nranks $((nodes * per)) \
-			--root 127.0.0.1:$port --transport tcp -g "$(seq -s, $((n * per)) $((n * per + per - 1)))" \
+			--root 127.0.0.1:$port --transport tcp --gpus "$(seq -s, $((n * per)) $((n * per + per - 1)))" \
 			--timeout 60 "$@" >/dev/null 2>"$out/xnode-err$r" &
 		pids="$pids $!"
 	done
 	PENNY_NODE_ID=n0 timeout 600 "$PENNY" allreduce-test --rank 0 --nranks $((nodes * per)) \
-		--root 127.0.0.1:$port --transport tcp -g "$(seq -s, 0 $((per - 1)))" --timeout 60 "$@" \
+		--root 127.0.0.1:$port --transport tcp --gpus "$(seq -s, 0 $((per - 1)))" --timeout 60 "$@" \
 		2>"$out/xnode-err0"
 	r=$?
 	for n in $pids; do wait "$n" || r=1; done

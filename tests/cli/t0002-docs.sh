@@ -4,7 +4,7 @@
 # in the table, and the completion scripts list what the tables say.
 . "$(dirname "$0")/../lib.sh"
 
-man_opts() { grep -oE '\\-\\-[a-z0-9]([a-z0-9_-]|\\-)*' "$1" | sed 's/\\//g' | sort -u; }
+man_opts() { grep -oE '\\-\\-[A-Za-z0-9]([A-Za-z0-9_-]|\\-)*' "$1" | sed 's/\\//g' | sort -u; }
 table_opts() { penny __complete "$1" | cut -f1 | sort -u; }
 common_opts() { penny __complete allreduce-test | cut -f1 | sort -u >all_ar
 	printf -- '--json\n--debug\n--sysfs-root\n--help\n'; }
@@ -56,7 +56,7 @@ def entries(path):
     return out
 def entry(blocks, opt):
     for b in blocks:
-        if b and re.search(re.escape(opt) + r"(?![a-z0-9_-])", b[0]):
+        if b and re.search(re.escape(opt) + r"(?![A-Za-z0-9_-])", b[0]):
             return " ".join(b)
     return None
 own, common = entries(f"{top}/man/penny-{cmd}.1"), entries(f"{top}/man/penny.1")

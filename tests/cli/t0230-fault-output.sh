@@ -129,7 +129,7 @@ test_expect_success 'the single-host rendezvous file is never written through a 
 	ln -s ../../target "rdv/penny-$(id -u)/t0230job.root" &&
 	TMPDIR=$PWD/rdv RANK=0 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 TORCHELASTIC_RUN_ID=t0230job \
 		within 8 penny allreduce-test --timeout 2 -b 8 -e 8 >/dev/null 2>err; cat err &&
-	test "$WITHIN_RC" -eq 1 && grep -q "waiting for ranks 1 to join" err &&
+	test "$WITHIN_RC" -eq 2 && grep -q "waiting for ranks 1 to join" err &&
 	test "$(cat rdv/target)" = secret && test ! -L "rdv/penny-$(id -u)/t0230job.root"
 '
 

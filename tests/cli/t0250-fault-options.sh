@@ -49,7 +49,7 @@ allreduce-test --timeout 25h	--timeout must be 10ms..24h, got 25h
 allreduce-test --rank -1	--rank must be 0..8191, got -1
 allreduce-test --nranks 0	--nranks must be 1..8192, got 0
 allreduce-test --backend host,,nccl	has an empty element
-allreduce-test -g 0,,1	has an empty element
+allreduce-test --gpus 0,,1	has an empty element
 allreduce-test --csv 	--csv must not be empty
 allreduce-test --root 	--root must not be empty
 allreduce-test --transport 	--transport must not be empty
@@ -235,7 +235,7 @@ test_expect_success 'bw server: a silent stranger does not hold the server past 
 	py=$!
 	within 6 penny bw --transport tcp -p $p --timeout 2 >out 2>err
 	kill $py 2>/dev/null; wait $py
-	test "$WITHIN_RC" = 1 && cat err &&
+	test "$WITHIN_RC" = 2 && cat err &&
 	grep -q "dropped a connection from .*: said no hello within the timeout" err &&
 	grep -q "no client connected within 2 s" err
 '

@@ -132,20 +132,20 @@ test_expect_success '-G without the capability: one line, exit 2' '
 	one_line err && grep -q "the fakenograph plugin cannot capture CUDA graphs" err &&
 	penny allreduce-test --np 2 --backend fakenograph -b 1K -e 1K -n 1 >/dev/null
 '
-test_expect_success '-G and -g need a GPU backend; -G must not be negative' '
+test_expect_success '-G and --gpus need a GPU backend; -G must not be negative' '
 	test_exit 2 penny allreduce-test -G 5 2>err && one_line err && grep -q "needs a GPU backend" err &&
-	test_exit 2 penny allreduce-test -g 0 2>err && one_line err && grep -q "needs a GPU backend" err &&
+	test_exit 2 penny allreduce-test --gpus 0 2>err && one_line err && grep -q "needs a GPU backend" err &&
 	test_exit 2 penny allreduce-test --backend fake -G -1 2>err && one_line err
 '
-test_expect_success '-g: the local rank picks its entry; bad lists are one line, exit 2' '
-	penny allreduce-test --np 3 --backend fake -g 5,3,1 -b 1K -e 1K -n 1 >out &&
+test_expect_success '--gpus: the local rank picks its entry; bad lists are one line, exit 2' '
+	penny allreduce-test --np 3 --backend fake --gpus 5,3,1 -b 1K -e 1K -n 1 >out &&
 	grep -q "Rank   0 fake: fake device 5 of rank 0/3" out &&
 	grep -q "Rank   1 fake: fake device 3 of rank 1/3" out &&
 	grep -q "Rank   2 fake: fake device 1 of rank 2/3" out &&
 	for bad in "" x 0,,1 0, 1,-2 99999 0:1; do
-		test_exit 2 penny allreduce-test --backend fake -g "$bad" 2>err && one_line err || exit 1
+		test_exit 2 penny allreduce-test --backend fake --gpus "$bad" 2>err && one_line err || exit 1
 	done &&
-	test_exit 2 penny allreduce-test --np 3 --backend fake -g 0,1 -b 1K -e 1K 2>err &&
+	test_exit 2 penny allreduce-test --np 3 --backend fake --gpus 0,1 -b 1K -e 1K 2>err &&
 	one_line err && grep -q "names 2 GPUs; local rank 2 .* needs one more" err
 '
 test_expect_success 'an algorithm the backend lacks: one line naming what it has, exit 2' '
@@ -164,10 +164,11 @@ test_expect_success 'a plugin whose init fails, or of another ABI: one line, exi
 	test_exit 2 penny allreduce-test --np 2 --backend badabi 2>err && one_line err &&
 	grep -q "has ABI 7" err
 '
-test_expect_success 'completion offers the backends, -G and -g come from the table' '
+test_expect_success 'completion offers the backends, -G, -g and --gpus come from the table' '
 	penny __complete allreduce-test | grep -q "^--backend	-	NAME	-	host cuda nccl$" &&
 	penny __complete allreduce-test | grep -q "^--cudagraph	-G	N	0..100000	$" &&
-	penny __complete allreduce-test | grep -q "^--gpus	-g	LIST" &&
+	penny __complete allreduce-test | grep -q "^--gpus	-	LIST" &&
+	penny __complete allreduce-test | grep -q "^--ngpus	-g	N	1..1024	$" &&
 	penny __complete bw | grep -q "^--gpu-engine	-	ENGINE	-	ce sm both$"
 '
 test_expect_success 'bad backend names: one line, exit 2' '

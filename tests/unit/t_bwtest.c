@@ -13,7 +13,7 @@
 
 TEST(percentiles_nearest_rank)
 {
-	double s[1000], out[6];
+	double s[1000], out[7];
 	int i;
 
 	for (i = 0; i < 1000; i++)
@@ -25,14 +25,17 @@ TEST(percentiles_nearest_rank)
 	CHECK(out[3] == 990);		/* 99th of 1000: the 990th value */
 	CHECK(out[4] == 999);
 	CHECK(out[5] == 1000);
+	/* 1..1000: population standard deviation sqrt((1000^2 - 1) / 12) */
+	CHECK(fabs(out[6] - sqrt((1000.0 * 1000 - 1) / 12)) < 1e-9);
 	s[0] = 7;
 	pn_bw_percentiles(s, 1, out);
 	CHECK(out[0] == 7 && out[1] == 7 && out[3] == 7 && out[4] == 7 && out[5] == 7);
+	CHECK(out[6] == 0);
 	s[0] = 3, s[1] = 1, s[2] = 2;
 	pn_bw_percentiles(s, 3, out);
 	CHECK(out[1] == 2 && out[3] == 3);
 	pn_bw_percentiles(s, 0, out);
-	CHECK(out[0] == 0 && out[5] == 0);
+	CHECK(out[0] == 0 && out[5] == 0 && out[6] == 0);
 }
 
 TEST(peak_is_the_best_window)
@@ -81,7 +84,7 @@ TEST(sides_must_agree)
 	CHECK_EQ_INT(pn_bw_cfg_check(&a, &b), -EINVAL);
 	CHECK_STR(pn_errmsg(-EINVAL), "--op: rdma write here, rdma read on the peer");
 	b = a;
-	b.version = 2;
+	b.version = PN_BW_VERSION + 1;
 	CHECK_EQ_INT(pn_bw_cfg_check(&a, &b), -EPROTO);
 	b = a;
 	b.nsizes = 1000;

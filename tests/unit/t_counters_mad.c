@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * PerfMgt MADs without a fabric: the Get encoding, response checks and the
- * PortCounters / PortCountersExtended / ClassPortInfo layouts (IBA vol. 1,
- * chapter 16.1: big-endian fields at fixed bit offsets of the data area at
- * byte 64), and LID[:PORT] parsing.  Responses are built byte by byte here
- * from the spec's offsets, independently of the decoder.
+ * PerfMgt answers without a fabric: the PortCounters / PortCountersExtended
+ * / ClassPortInfo layouts as libibmad decodes them (IBA vol. 1, chapter
+ * 16.1: big-endian fields at fixed bit offsets of the data area, MAD byte
+ * 64 on, what pma_query_via returns), and LID[:PORT] parsing.  The data
+ * areas are built byte by byte here from the spec's offsets, independently
+ * of the decoder.
  */
 #include "unit.h"
 
@@ -22,77 +23,13 @@ static void put(uint8_t *p, int bytes, uint64_t v)
 		p[i] = (uint8_t)(v >> (8 * (bytes - 1 - i)));
 }
 
-static void response(uint8_t *mad, uint16_t attr, uint64_t tid)
-{
-	memset(mad, 0, PN_MAD_SIZE);
-	mad[0] = 1;
-	mad[1] = 0x04;
-	mad[2] = 1;
-	mad[3] = 0x81; /* GetResp */
-	put(mad + 8, 8, tid);
-	put(mad + 16, 2, attr);
-}
-
-TEST(encode_get)
-{
-	uint8_t mad[PN_MAD_SIZE];
-
-	memset(mad, 0xee, sizeof(mad));
-	pn_perfquery_encode_get(mad, PN_PERF_ATTR_PORT_COUNTERS, 3, 0x0102030405060708ull);
-	CHECK_EQ_INT(mad[0], 1);    /* BaseVersion */
-	CHECK_EQ_INT(mad[1], 0x04); /* PerfMgt */
-	CHECK_EQ_INT(mad[2], 1);    /* ClassVersion */
-	CHECK_EQ_INT(mad[3], 0x01); /* Get */
-	CHECK_EQ_INT(mad[4] | mad[5], 0);
-	CHECK_EQ_INT(mad[8], 0x01);
-	CHECK_EQ_INT(mad[15], 0x08);
-	CHECK_EQ_INT(mad[16], 0x00);
-	CHECK_EQ_INT(mad[17], 0x12); /* PortCounters */
-	CHECK_EQ_INT(mad[20] | mad[21] | mad[22] | mad[23], 0);
-	CHECK_EQ_INT(mad[65], 3); /* PortSelect */
-	CHECK_EQ_INT(mad[255], 0);
-	pn_perfquery_encode_get(mad, PN_PERF_ATTR_PORT_COUNTERS_EXT, 1, 1);
-	CHECK_EQ_INT(mad[17], 0x1d);
-	CHECK_EQ_INT(mad[65], 1);
-	pn_perfquery_encode_get(mad, PN_PERF_ATTR_CLASS_PORT_INFO, 1, 1);
-	CHECK_EQ_INT(mad[17], 0x01);
-	CHECK_EQ_INT(mad[65], 0);
-}
-
-TEST(check_response)
-{
-	uint8_t mad[PN_MAD_SIZE];
-
-	response(mad, PN_PERF_ATTR_PORT_COUNTERS, 0xdeadbeef00000042ull);
-	/* the kernel owns the high half of the transaction id */
-	CHECK_EQ_INT(pn_perfquery_check_response(mad, sizeof(mad), PN_PERF_ATTR_PORT_COUNTERS, 0x42), 0);
-	CHECK_EQ_INT(pn_perfquery_check_response(mad, sizeof(mad), PN_PERF_ATTR_PORT_COUNTERS, 0x43),
-		     -EPROTO);
-	CHECK_EQ_INT(pn_perfquery_check_response(mad, sizeof(mad), PN_PERF_ATTR_PORT_COUNTERS_EXT, 0x42),
-		     -EPROTO);
-	CHECK_EQ_INT(pn_perfquery_check_response(mad, 40, PN_PERF_ATTR_PORT_COUNTERS, 0x42), -EPROTO);
-	/* shorter than a MAD: the decoders would read past its end */
-	CHECK_EQ_INT(pn_perfquery_check_response(mad, 112, PN_PERF_ATTR_PORT_COUNTERS, 0x42), -EPROTO);
-	mad[4] = 0x00;
-	mad[5] = 0x0c; /* method/attribute combination not supported */
-	CHECK_EQ_INT(pn_perfquery_check_response(mad, sizeof(mad), PN_PERF_ATTR_PORT_COUNTERS, 0x42),
-		     -EOPNOTSUPP);
-	CHECK(strstr(pn_errmsg(-EOPNOTSUPP), "0x000c") != NULL);
-	mad[5] = 0x1c; /* invalid attribute value */
-	CHECK_EQ_INT(pn_perfquery_check_response(mad, sizeof(mad), PN_PERF_ATTR_PORT_COUNTERS, 0x42), -EIO);
-	mad[5] = 0;
-	mad[3] = 0x01; /* a Get, not a response */
-	CHECK_EQ_INT(pn_perfquery_check_response(mad, sizeof(mad), PN_PERF_ATTR_PORT_COUNTERS, 0x42),
-		     -EPROTO);
-}
-
 TEST(decode_port_counters)
 {
-	uint8_t mad[PN_MAD_SIZE], *d = mad + 64;
+	uint8_t d[PN_PERF_DATA_SIZE];
 	struct pn_perfquery_counters c;
 
-	response(mad, PN_PERF_ATTR_PORT_COUNTERS, 1);
-	d[1] = 1;
+	memset(d, 0, sizeof(d));
+	d[1] = 1;		    /* PortSelect */
 	put(d + 4, 2, 0x1234);	    /* SymbolErrorCounter, bits 32-47 */
 	d[6] = 7;		    /* LinkErrorRecoveryCounter */
 	d[7] = 255;		    /* LinkDownedCounter */
@@ -110,7 +47,7 @@ TEST(decode_port_counters)
 	put(d + 36, 4, 2000);	    /* PortRcvPkts */
 	put(d + 40, 4, 3000);	    /* PortXmitWait */
 	memset(&c, 0, sizeof(c));
-	pn_perfquery_decode_port_counters(mad, &c);
+	pn_perfquery_decode_port_counters(d, &c);
 	CHECK_EQ_INT(c.ext, 0);
 	CHECK_EQ_INT(c.v[PN_PERFQUERY_SYMBOL_ERROR], 0x1234);
 	CHECK_EQ_INT(c.v[PN_PERFQUERY_LINK_ERROR_RECOVERY], 7);
@@ -138,16 +75,16 @@ TEST(decode_port_counters)
 
 TEST(decode_port_counters_extended)
 {
-	uint8_t mad[PN_MAD_SIZE], *d = mad + 64;
+	uint8_t d[PN_PERF_DATA_SIZE];
 	struct pn_perfquery_counters c;
 	int f;
 
-	response(mad, PN_PERF_ATTR_PORT_COUNTERS_EXT, 1);
+	memset(d, 0, sizeof(d));
 	/* PortXmitData at bit 64 .. PortMulticastRcvPkts at bit 512, 64 bits each */
 	for (f = 0; f < 8; f++)
 		put(d + 8 + 8 * f, 8, 0x0100000000000000ull + (uint64_t)f);
 	memset(&c, 0, sizeof(c));
-	pn_perfquery_decode_port_counters_ext(mad, &c);
+	pn_perfquery_decode_port_counters_ext(d, &c);
 	CHECK_EQ_INT(c.ext, 1);
 	CHECK(c.v[PN_PERFQUERY_XMIT_DATA] == 0x0100000000000000ull);
 	CHECK(c.v[PN_PERFQUERY_RCV_DATA] == 0x0100000000000001ull);
@@ -162,14 +99,14 @@ TEST(decode_port_counters_extended)
 
 TEST(decode_class_port_info)
 {
-	uint8_t mad[PN_MAD_SIZE];
+	uint8_t d[PN_PERF_DATA_SIZE];
 	uint16_t cap;
 
-	response(mad, PN_PERF_ATTR_CLASS_PORT_INFO, 1);
-	mad[64] = 1; /* BaseVersion */
-	mad[65] = 1; /* ClassVersion */
-	put(mad + 66, 2, 0x0200 | 0x0100);
-	cap = pn_perfquery_decode_cap_mask(mad);
+	memset(d, 0, sizeof(d));
+	d[0] = 1; /* BaseVersion */
+	d[1] = 1; /* ClassVersion */
+	put(d + 2, 2, 0x0200 | 0x0100);
+	cap = pn_perfquery_decode_cap_mask(d);
 	CHECK(cap & PN_PERF_CAP_EXT_WIDTH);
 	CHECK(!(cap & PN_PERF_CAP_EXT_WIDTH_NOIETF));
 }
@@ -205,8 +142,6 @@ TEST(parse_lid)
 
 int main(void)
 {
-	RUN(encode_get);
-	RUN(check_response);
 	RUN(decode_port_counters);
 	RUN(decode_port_counters_extended);
 	RUN(decode_class_port_info);

@@ -93,10 +93,24 @@ TEST(the_verdict_rule)
 	CHECK_STR(why, "3 wrong values");
 }
 
+/* nccl-tests' -a: a size's time over the ranks (here every other double). */
+TEST(the_time_over_the_ranks_as_nccl_tests_average_says)
+{
+	const double t[] = { 4, -1, 9, -1, 2, -1, 5, -1 };
+	size_t stride = 2 * sizeof(double);
+
+	CHECK(pn_sweep_time_over(t, stride, 4, PN_SWEEP_TIME_MAX) == 9);
+	CHECK(pn_sweep_time_over(t, stride, 4, PN_SWEEP_TIME_MIN) == 2);
+	CHECK(pn_sweep_time_over(t, stride, 4, PN_SWEEP_TIME_MEAN) == 5);
+	CHECK(pn_sweep_time_over(t, stride, 4, PN_SWEEP_TIME_RANK0) == 4);
+	CHECK(pn_sweep_time_over(t, stride, 1, PN_SWEEP_TIME_MIN) == 4);
+}
+
 int main(void)
 {
 	RUN(the_reference_is_nccls_fastest_algorithm_at_each_size);
 	RUN(without_nccl_the_first_backend_with_rows_and_none_alone);
 	RUN(the_verdict_rule);
+	RUN(the_time_over_the_ranks_as_nccl_tests_average_says);
 	return unit_done();
 }

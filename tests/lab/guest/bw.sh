@@ -22,7 +22,8 @@ test_expect_success 'server (rxe1) and client (rxe0) across the veth: same table
 	grep -q "Link            : rxe0:1 -> rxe1:1" cli.out &&
 	grep -q "Link            : rxe0:1 -> rxe1:1" srv.out &&
 	row 65536 cli.out >a && row 65536 srv.out >b && test_cmp a b &&
-	grep -qE "^ 65536 +100 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$" cli.out &&
+	grep -qE "^ 65536 +100 +[0-9.]+ +[0-9.]+ +[0-9.]+$" cli.out &&
+	grep -q "Link use        : [0-9.]* % of 10 Gb/s at 65536 bytes" cli.out &&
 	grep -q "Mtu             : 1024\[B\]   GID index : 1 (::ffff:10.0.0.1)" cli.out &&
 	grep -q "Link rate       : 10 Gb/s" cli.out &&
 	sed -n "/#bytes/,\$p" cli.out | sed "s/^/# /" >&3

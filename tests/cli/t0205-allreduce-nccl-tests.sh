@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# penny allreduce-test speaks nccl-tests: all_reduce_perf's letters with
+# their meaning (-a the time over the ranks, -T the timeout, -g GPUs per
+# thread), the values that mean what penny does accepted, any other one
+# line naming what to do instead, exit 2; the GPU list is --gpus.
+. "$(dirname "$0")/../lib.sh"
+
+ar() { penny allreduce-test --timeout 30 -b 1K -e 4K -f 2 -n 2 -w 1 "$@"; }
+
+test_expect_success 'the letters as nccl-tests scripts pass them, with their defaults' '
+	ar --np 2 -t 1 -g 1 -m 1 -N 1 -p 1 -z 0 -C 0 -R 0 -a 1 -T 30 -c 1 >out &&
+	grep -q "Out of bounds values : 0 OK" out &&
+	test "$(grep -cE "^ +[0-9]+ +[0-9]+ +float +sum " out)" = 3
+'
+test_expect_success '-a 0..3: each a time over the ranks, in the JSON too' '
+	for a in 0 1 2 3; do
+		ar --np 3 -a $a --json >a$a.json && json_valid a$a.json &&
+		python3 -c "
+import json
+d = json.load(open(\"a$a.json\"))
+assert d[\"summary\"][\"passed\"] and all(r[\"oop\"][\"time_us\"] > 0 for r in d[\"results\"])
+" || exit 1
+	done
+'
+test_expect_success 'ranks that disagree on -a: one line, exit 2' '
+	port=$(python3 -c "import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])") &&
+	{ penny allreduce-test --rank 1 --nranks 2 --root 127.0.0.1:$port --timeout 10 -a 1 \
+		>out1 2>err1 & } &&
+	test_exit 2 penny allreduce-test --rank 0 --nranks 2 --root 127.0.0.1:$port --timeout 10 \
+		-a 3 >out0 2>err0;
+	rc=$?; wait; test $rc = 0 && grep -q "ranks disagree on -a: rank 0 3, rank 1 1" err0
+'
+test_expect_success '-T is --timeout: a rank 0 that never comes, exit 2 within -T' '
+	port=$(python3 -c "import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])") &&
+	t0=$(date +%s) &&
+	test_exit 2 penny allreduce-test --rank 1 --nranks 2 --root 127.0.0.1:$port -T 1 2>err &&
+	test $(($(date +%s) - t0)) -lt 8 && grep -q "connecting to rank 0" err
+'
+test_expect_success 'what penny does one way only: one line naming what to do, exit 2' '
+	tab=$(printf "\t") &&
+	while IFS=$tab read -r args want; do
+		test_exit 2 penny allreduce-test $args 2>err || { echo "args: $args"; exit 1; }
+		test "$(wc -l <err)" = 1 || { echo "args: $args"; cat err; exit 1; }
+		grep -q -- "$want" err || { echo "args: $args"; cat err; exit 1; }
+	done <<-EOF
+	-t 4	-t 4: penny runs one rank per process and thread; start 4 ranks with --np
+	-g 8	-g 8: penny drives one GPU per rank; start a rank per GPU (--np) and pick the devices with --gpus
+	-g 0,1	invalid number .0,1. for .-g.
+	-m 4	-m 4: penny times one allreduce at a time
+	-N 0	-N 0: penny runs the sweep once
+	-N 3	-N 3: penny runs the sweep once
+	-z 1	-z 1: penny runs the iterations back to back without a barrier (-z 0) only
+	-z 3	-z 3: penny runs
+	-C 1	-C 1: penny reports each backend.s own clock
+	-R 1	-R 1: penny does not register local buffers; -R 2 is --backend nccl --algo symmetric
+	-R 2	-R 2: symmetric registration is --backend nccl --algo symmetric
+	-a 4	-a must be 0..3, got 4
+	-p 2	-p must be 0..1, got 2
+	-t 0	-t must be 1..1024, got 0
+	-T 0	-T must be 10ms..24h, got 0
+	EOF
+'
+test_done
