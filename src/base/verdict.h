@@ -155,12 +155,16 @@ int pn_verdict_write_junit(FILE *f, const char *suite, const char *hostname,
  * family with HELP and TYPE before its samples, labels escaped:
  *   penny_check_result{check,node,target}          1 PASS, 0 FAIL (no SKIP)
  *   penny_check_skipped{check,node,target}         1 for a SKIP
- *   penny_check_measured{check,node,target,unit}   numeric measurements
- *   penny_check_expected{check,node,target,unit}   numeric expectations
+ *   penny_check_measured{check,node,target}        numeric measurements and
+ *   penny_check_expected{check,node,target}        expectations, one family a
+ *                                                  base unit, in its name:
+ *       _bytes_per_second (Gb/s, Mb/s, GB/s, MB/s), _bytes (B), _seconds (s,
+ *       ms, us), _ratio (%), none (""); another unit: a comment, no sample
  *   penny_check_results{verdict}                   results per verdict
  *   penny_check_dropped_results                    results not kept
  *   penny_check_exit_code                          exit_code: the run's own
  *                                                  (< 0: pn_verdict_exit_code)
+ *   penny_check_last_run_timestamp_seconds         now (the run's end)
  * l may be NULL (a run that could not run).  Returns 0, or -EIO on a write
  * error of f.
  */

@@ -326,7 +326,7 @@ test_expect_success '--prom: the Prometheus text format, by rename' '
 	python3 "$TOPH/check_prom.py" c.prom \
 		--expect "penny_check_result{check=\"inventory\",target=\"mlx5_0/1\"}=0" \
 		--expect "penny_check_result{check=\"inventory\",target=\"mlx5_1/1\"}=1" \
-		--expect "penny_check_measured{check=\"inventory\",target=\"mlx5_0/1\",unit=\"Gb/s\"}=200" \
+		--expect "penny_check_measured_bytes_per_second{check=\"inventory\",target=\"mlx5_0/1\"}=25e9" \
 		--expect "penny_check_exit_code=1" &&
 	ls -A | grep -v "^\.c\.prom\." >/dev/null && ! ls -A | grep -q "^\.c\.prom\."
 '

@@ -557,6 +557,8 @@ TEST(prom_output)
 			bad += !nseen || strcmp(typed, seen[nseen - 1]);
 			continue;
 		}
+		if (!strncmp(line, "# penny: ", 9))	/* a comment: what was left out */
+			continue;
 		if (!sample_line(line, name, sizeof(name))) {
 			printf("# not a sample line: %s\n", line);
 			bad++;
@@ -571,8 +573,8 @@ TEST(prom_output)
 	}
 	free(t);
 	CHECK_EQ_INT(bad, 0);
-	CHECK_EQ_INT(nseen, 7);
-	CHECK_EQ_INT(samples, 4 + 1 + 3 + 2 + 3 + 1 + 1);
+	CHECK_EQ_INT(nseen, 8);
+	CHECK_EQ_INT(samples, 4 + 1 + 2 + 2 + 3 + 1 + 1 + 1);
 
 	t = prom(l);
 	CHECK(t != NULL);
@@ -582,13 +584,18 @@ TEST(prom_output)
 	CHECK(strstr(t, "penny_check_result{check=\"nic-bw\",node=\"n1\",target=\"mlx5_0/1\"} 1\n"));
 	CHECK(strstr(t, "penny_check_skipped{check=\"gpu-copy\",node=\"n1\",target=\"GPU0\"} 1\n"));
 	CHECK(!strstr(t, "penny_check_result{check=\"gpu-copy\""));
-	CHECK(strstr(t, "penny_check_measured{check=\"nic-bw\",node=\"n1\",target=\"mlx5_1/1\","
-			"unit=\"Gb/s\"} 355.25\n"));
-	CHECK(strstr(t, "penny_check_expected{check=\"nic-bw\",node=\"n1\",target=\"mlx5_1/1\","
-			"unit=\"Gb/s\"} 360\n"));
+	/* base units in the name, no unit label: 355.25 Gb/s in bytes per second */
+	CHECK(strstr(t, "penny_check_measured_bytes_per_second{check=\"nic-bw\",node=\"n1\","
+			"target=\"mlx5_1/1\"} 44406250000\n"));
+	CHECK(strstr(t, "penny_check_expected_bytes_per_second{check=\"nic-bw\",node=\"n1\","
+			"target=\"mlx5_1/1\"} 45000000000\n"));
+	CHECK(!strstr(t, "unit="));
 	CHECK(!strstr(t, "penny_check_measured{check=\"pcie\""));	/* text: no sample */
-	CHECK(strstr(t, "penny_check_measured{check=\"rails\",node=\"n1\","
-			"target=\"a\\\"b\\\\c\\nd\",unit=\"x\"} 1.5\n"));
+	/* a unit without a base unit: a comment (names escaped), no sample */
+	CHECK(strstr(t, "# penny: rails a\\\"b\\\\c\\nd: unit \"x\" has no Prometheus base unit, "
+			"not exported\n"));
+	CHECK(!strstr(t, "} 1.5\n"));
+	CHECK(strstr(t, "penny_check_last_run_timestamp_seconds "));
 	CHECK(strstr(t, "penny_check_results{verdict=\"FAIL\"} 1\n"));
 	CHECK(strstr(t, "penny_check_exit_code 1\n"));
 
