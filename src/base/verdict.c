@@ -209,14 +209,18 @@ static size_t text_width(const char *s)
 	return pn_text_escape(NULL, 0, s, 0);
 }
 
+/* A value as two typed members: key, a number or null, and key_text, the
+ * text (a PCIe link "Gen5 x16", a path class) or null. */
 static void json_val(struct pn_out *o, const char *key, const struct pn_verdict_kept_val *v)
 {
+	char tkey[32];
+
+	snprintf(tkey, sizeof(tkey), "%s_text", key);
 	if (v->kind == PN_VAL_NUM)
 		pn_out_float(o, PN_JSON, key, NULL, v->num);
-	else if (v->kind == PN_VAL_TEXT)
-		pn_out_str(o, PN_JSON, key, NULL, v->text);
 	else
 		pn_out_null(o, PN_JSON, key, NULL);
+	pn_out_str(o, PN_JSON, tkey, NULL, v->kind == PN_VAL_TEXT ? v->text : NULL);
 }
 
 static void json_opt_str(struct pn_out *o, const char *key, const char *s)

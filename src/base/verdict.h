@@ -127,8 +127,10 @@ int pn_verdict_exit_code(const struct pn_verdict_list *l);
  * CHECK NODE TARGET MEASURED EXPECTED VERDICT, a FAIL or SKIP row followed
  * by its reason (and for a FAIL where its expectation came from), then a
  * summary line.  JSON: members "results" (an array of objects with keys
- * check, node, target, measured, unit, expected, source, verdict, detail,
- * seconds; measured/expected a number, a string or null; unit, source,
+ * check, node, target, measured, measured_text, unit, expected,
+ * expected_text, source, verdict, detail, seconds; measured/expected a
+ * number (in unit) or null, measured_text/expected_text the value when it
+ * is text, else null; unit, source,
  * detail and seconds null when empty) and "summary" (pass, fail, skip,
  * dropped, exit) written into the object the caller has open.
  */

@@ -286,9 +286,12 @@ test_expect_success '--json: one document, valid on failure; FAILED on stderr' '
 	python3 -c "
 import json
 d = json.load(open(\"ok.json\"))
-assert d[\"exit\"] == 0 and d[\"summary\"][\"fail\"] == 0, d[\"summary\"]
+assert d[\"version\"] == 1 and d[\"exit\"] == 0 and d[\"summary\"][\"fail\"] == 0, d[\"summary\"]
 for r in d[\"results\"]:
-    assert set(r) == {\"check\",\"node\",\"target\",\"measured\",\"unit\",\"expected\",\"source\",\"verdict\",\"detail\",\"seconds\"}, r
+    assert set(r) == {\"check\",\"node\",\"target\",\"measured\",\"measured_text\",\"unit\",\"expected\",\"expected_text\",\"source\",\"verdict\",\"detail\",\"seconds\"}, r
+    assert r[\"measured\"] is None or type(r[\"measured\"]) in (int, float), r
+    assert r[\"expected\"] is None or type(r[\"expected\"]) in (int, float), r
+    assert r[\"measured_text\"] is None or r[\"measured\"] is None, r
 " &&
 	test_exit 1 penny check --sysfs-root half --json >bad.json 2>err &&
 	json_valid bad.json && test $(wc -l <err) = 1 &&
