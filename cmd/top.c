@@ -1023,8 +1023,17 @@ static int replay(struct top_run *r, int use_screen)
 		ret = use_screen ? replay_screen(r, rp, s) : replay_batch(r, rp, s);
 	if (*pn_replay_warning(rp) && use_screen)
 		pn_cmd_fail(r->ctx, 0, "warning: %s", pn_replay_warning(rp));
-	if (!ret && opt.plot && pn_replay_count(rp))
-		ret = write_plot(r, rp);
+	if (!ret && opt.plot && pn_replay_count(rp)) {
+		/* titled with the host the recording is of, not this one */
+		ret = pn_replay_load(rp, 0, s);
+		if (ret) {
+			pn_cmd_error(r->ctx, ret);
+			ret = 2;
+		} else {
+			replay_host = s->host;
+			ret = write_plot(r, rp);
+		}
+	}
 	pn_record_sample_release(s);
 	free(s);
 	free(r->idx);
