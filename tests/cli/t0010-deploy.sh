@@ -10,7 +10,7 @@
 # the Kubernetes DaemonSet is a well-formed apps/v1 DaemonSet whose command
 # penny accepts.
 . "$(dirname "$0")/../lib.sh"
-. "$TOP/tests/helpers/mksysfs.sh"
+. "$TOP/tests/helpers/trees.sh"
 
 b=$BUILD
 case $b in "$TOP"/*) b=${b#"$TOP"/} ;; esac
@@ -18,22 +18,7 @@ make -C "$TOP" --no-print-directory B="$b" install PREFIX="$PWD/r" >make.log 2>&
 	{ tail -20 make.log; echo "Bail out! make install"; exit 1; }
 units=$PWD/r/lib/systemd/system
 
-# A node of two GPUs, each beside its 400 Gb/s NIC (t0800's healthy node).
-node() {
-	sys_root "$1" n01
-	sys_cpus 8 2
-	PCI_NUMA=0 sys_switch 0x00
-	PCI_NUMA=1 sys_switch 0x80
-	PCI_NUMA=-1
-	sys_ib mlx5_0 0000:04:00.0
-	sys_ib mlx5_1 0000:84:00.0
-	local d
-	for d in 0 1; do
-		sys_port mlx5_$d 1 ACTIVE LinkUp "400 Gb/sec (4X NDR)" InfiniBand
-		sys_counters mlx5_$d 1 1000 1000
-	done
-}
-node ok >/dev/null
+tree_pairs ok >/dev/null  # two GPUs, each beside its NIC
 # appears FILE: wait up to 10 s for FILE to have something in it
 appears() { timeout 10 sh -c 'until test -s "$1"; do sleep 0.05; done' sh "$1"; }
 
@@ -150,6 +135,13 @@ hc() {
 	env -i PATH="$PWD/bin:$PATH" PENNY="$PENNY" PENNY_DEFAULTS="$PWD/$conf" \
 		SLURMD_NODENAME=n01 "$@" sh "$slurm"
 }
+if command -v shellcheck >/dev/null; then
+	test_expect_success 'penny-slurm-check: shellcheck has nothing to say' '
+		shellcheck "$TOP/etc/slurm/penny-slurm-check"
+	'
+else
+	test_skip "shellcheck of penny-slurm-check" "no shellcheck"
+fi
 test_expect_success 'HealthCheckProgram: a failing check drains the node, the check as the reason' '
 	test_exit 1 hc bad.conf &&
 	printf "%s\n" update NodeName=n01 State=DRAIN \

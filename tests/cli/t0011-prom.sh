@@ -6,7 +6,7 @@
 # penny check --prom of a passing and of a failing node, with the check's
 # last-run timestamp.  Skipped when promtool (Debian: prometheus) is absent.
 . "$(dirname "$0")/../lib.sh"
-. "$TOP/tests/helpers/mksysfs.sh"
+. "$TOP/tests/helpers/trees.sh"
 TOPH=$TOP/tests/helpers/top
 . "$TOPH/top-lib.sh"
 
@@ -18,21 +18,7 @@ fi
 # lint FILE: promtool has nothing to say
 lint() { promtool check metrics <"$1" >lint.out 2>&1; rc=$?; cat lint.out; test $rc -eq 0 && test ! -s lint.out; }
 
-node() {
-	sys_root "$1" n01
-	sys_cpus 8 2
-	PCI_NUMA=0 sys_switch 0x00
-	PCI_NUMA=1 sys_switch 0x80
-	PCI_NUMA=-1
-	sys_ib mlx5_0 0000:04:00.0
-	sys_ib mlx5_1 0000:84:00.0
-	local d
-	for d in 0 1; do
-		sys_port mlx5_$d 1 ACTIVE LinkUp "400 Gb/sec (4X NDR)" InfiniBand
-		sys_counters mlx5_$d 1 1000 1000
-	done
-}
-node ok >/dev/null
+tree_pairs ok >/dev/null  # two GPUs, each beside its NIC
 
 test_expect_success 'top --prom of RDMA ports: promtool check metrics is clean' '
 	fake p --devices 2 --ports 2 &&

@@ -7,22 +7,14 @@
 # exit 2.  --only/--skip, bad options and config lines, the outputs (--json,
 # --junit, --prom), baselines and output files that are not regular files.
 . "$(dirname "$0")/../lib.sh"
-. "$TOP/tests/helpers/mksysfs.sh"
+. "$TOP/tests/helpers/trees.sh"
 TOPH=$TOP/tests/helpers/top
 
 # Two NUMA nodes, each with a PCIe switch holding a GPU and its 400 Gb/s NIC.
 healthy() {
-	sys_root "$1" node-ok
-	sys_cpus 8 2
-	PCI_NUMA=0 sys_switch 0x00
-	PCI_NUMA=1 sys_switch 0x80
-	PCI_NUMA=-1
-	sys_ib mlx5_0 0000:04:00.0
-	sys_ib mlx5_1 0000:84:00.0
+	tree_pairs "$1" node-ok
 	local d p
 	for d in 0 1; do
-		sys_port mlx5_$d 1 ACTIVE LinkUp "400 Gb/sec (4X NDR)" InfiniBand
-		sys_counters mlx5_$d 1 1000 1000
 		for p in symbol_error link_downed port_rcv_errors port_xmit_discards; do
 			echo 0 >"$1/sys/class/infiniband/mlx5_$d/ports/1/counters/$p"
 		done
