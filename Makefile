@@ -178,7 +178,7 @@ define install_units
 	@set -e; for u in etc/systemd/*.in; do \
 		n=$${u##*/}; n=$${n%.in}; \
 		sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $$u >$(INST)/units/$$n; \
-		echo "install -m 644 $$u $(DESTDIR)$(UNITDIR)/$$n"; \
+		echo "install -m 644 $(INST)/units/$$n $(DESTDIR)$(UNITDIR)/$$n  # $$u filled in"; \
 		install -m 644 $(INST)/units/$$n $(DESTDIR)$(UNITDIR)/$$n; \
 	done
 	install -m 644 etc/systemd/*.timer $(DESTDIR)$(UNITDIR)/
