@@ -14,6 +14,10 @@ EXAMPLEDIR ?= $(PREFIX)/share/doc/penny/examples
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
 PLUGINDIR ?= $(LIBDIR)/penny
+# systemd units (penny-check.service/.timer, penny-top.service) and their
+# settings file SYSCONFDIR/default/penny (/etc for PREFIX=/usr)
+UNITDIR ?= $(LIBDIR)/systemd/system
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 # install-strip keeps the debug info of what it strips under DEBUGDIR, at the
 # installed file's path (gdb's debug-file-directory is /usr/lib/debug).
 DEBUGDIR ?= $(LIBDIR)/debug
@@ -159,11 +163,29 @@ install: installables
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(EXAMPLEDIR)
 	install -m 755 $(INST_BIN) $(DESTDIR)$(BINDIR)/penny
 	install -m 644 etc/check/*.conf $(DESTDIR)$(EXAMPLEDIR)/
+	install -m 755 etc/slurm/penny-slurm-check $(DESTDIR)$(EXAMPLEDIR)/
+	install -m 644 etc/container/Containerfile etc/kubernetes/*.yaml $(DESTDIR)$(EXAMPLEDIR)/
+	$(install_units)
 	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 man/*.7 $(DESTDIR)$(MANDIR)/man7/
 	install -m 644 completions/penny.bash $(DESTDIR)$(BASHCOMPDIR)/penny
 	install -m 644 completions/_penny $(DESTDIR)$(ZSHCOMPDIR)/_penny
 	$(install_plugins)
+
+# The units name the installed binary and settings file (@BINDIR@,
+# @SYSCONFDIR@); an existing settings file is the operator's and stays.
+define install_units
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/default $(INST)/units
+	@set -e; for u in etc/systemd/*.in; do \
+		n=$${u##*/}; n=$${n%.in}; \
+		sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $$u >$(INST)/units/$$n; \
+		echo "install -m 644 $(INST)/units/$$n $(DESTDIR)$(UNITDIR)/$$n  # $$u filled in"; \
+		install -m 644 $(INST)/units/$$n $(DESTDIR)$(UNITDIR)/$$n; \
+	done
+	install -m 644 etc/systemd/*.timer $(DESTDIR)$(UNITDIR)/
+	test -e $(DESTDIR)$(SYSCONFDIR)/default/penny || \
+		install -m 644 etc/default/penny $(DESTDIR)$(SYSCONFDIR)/default/penny
+endef
 
 install-strip: install
 	@set -e; for f in $(INSTALLED_ELF); do \
@@ -181,6 +203,9 @@ uninstall:
 	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man7/%,$(wildcard man/*.7))
 	rm -f $(addprefix $(DESTDIR)$(DEBUGDIR),$(addsuffix .debug,$(INSTALLED_ELF)))
 	rm -rf $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(EXAMPLEDIR)
+	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,penny-check.service penny-check.timer penny-top.service)
+	cmp -s etc/default/penny $(DESTDIR)$(SYSCONFDIR)/default/penny && \
+		rm -f $(DESTDIR)$(SYSCONFDIR)/default/penny || true
 
 # Debian packages (debian/): dpkg-buildpackage -us -uc -b in a copy of the
 # tree's files (tracked and untracked, not ignored: nothing built) under

@@ -135,6 +135,14 @@ static void on_signal(int sig)
 	got_signal = sig;
 }
 
+/* How a run ended by a signal exits: SIGINT and SIGTERM are the way to stop
+ * top (Ctrl-C, systemctl stop), not a failure: 0; SIGHUP (the terminal went
+ * away) 128 + 1. */
+static int stop_status(void)
+{
+	return got_signal == SIGHUP ? 128 + SIGHUP : 0;
+}
+
 static void catch_signals(void)
 {
 	struct sigaction sa;
@@ -766,7 +774,7 @@ static int batch(struct top_run *r)
 		if (ret)
 			break;
 	}
-	return got_signal ? 128 + got_signal : 0;
+	return stop_status();
 }
 
 static double next_interval(double cur, int dir)
@@ -870,7 +878,7 @@ static int screen(struct top_run *r)
 		pn_cmd_error(r->ctx, err);
 		return 2;
 	}
-	return got_signal ? 128 + got_signal : 0;
+	return stop_status();
 }
 
 /* ---- --replay: a recording through the same printers and screen ---- */
@@ -906,7 +914,7 @@ static int replay_batch(struct top_run *r, struct pn_replay *rp, struct pn_recor
 		if (ret)
 			break;
 	}
-	return got_signal ? 128 + got_signal : 0;
+	return stop_status();
 }
 
 /* Playback: one sample per recorded interval / speed; keys step and seek. */
@@ -986,7 +994,7 @@ static int replay_screen(struct top_run *r, struct pn_replay *rp, struct pn_reco
 		pn_cmd_error(r->ctx, ret);
 		return 2;
 	}
-	return got_signal ? 128 + got_signal : 0;
+	return stop_status();
 }
 
 static int replay(struct top_run *r, int use_screen)
@@ -1015,8 +1023,17 @@ static int replay(struct top_run *r, int use_screen)
 		ret = use_screen ? replay_screen(r, rp, s) : replay_batch(r, rp, s);
 	if (*pn_replay_warning(rp) && use_screen)
 		pn_cmd_fail(r->ctx, 0, "warning: %s", pn_replay_warning(rp));
-	if (!ret && opt.plot && pn_replay_count(rp))
-		ret = write_plot(r, rp);
+	if (!ret && opt.plot && pn_replay_count(rp)) {
+		/* titled with the host the recording is of, not this one */
+		ret = pn_replay_load(rp, 0, s);
+		if (ret) {
+			pn_cmd_error(r->ctx, ret);
+			ret = 2;
+		} else {
+			replay_host = s->host;
+			ret = write_plot(r, rp);
+		}
+	}
 	pn_record_sample_release(s);
 	free(s);
 	free(r->idx);

@@ -160,25 +160,35 @@ static void bar(const struct tui *t, int y, int x, int w, double f, attr_t a)
 	attroff(a);
 }
 
-/* Sparkline of the last w samples of max(rx, tx), scaled to their maximum. */
-static void sparkline(const struct tui *t, int y, int x, int w, const struct pn_counters_port *p,
-		      attr_t a)
+/* The largest max(rx, tx) of the last w samples of port p (0: none). */
+static double hist_max(const struct pn_counters_port *p, int w)
 {
-	static const wchar_t wblocks[9] = { L' ', 0x2581, 0x2582, 0x2583, 0x2584,
-					    0x2585, 0x2586, 0x2587, 0x2588 };
-	int n = p->hist_n < w ? p->hist_n : w, i, k = 0;
+	int n = p->hist_n < w ? p->hist_n : w, i;
 	double max = 0, rx, tx, v;
-	wchar_t ws[PN_COUNTERS_HIST + 1];
-	char cs[PN_COUNTERS_HIST + 1];
 
-	if (w <= 0)
-		return;
 	for (i = p->hist_n - n; i < p->hist_n; i++) {
 		pn_counters_hist(p, i, &rx, &tx);
 		v = fmax(isfinite(rx) ? rx : 0, isfinite(tx) ? tx : 0);
 		if (v > max)
 			max = v;
 	}
+	return max;
+}
+
+/* Sparkline of the last w samples of max(rx, tx) on the scale 0..max, the
+ * one scale of every row (shown in the HISTORY header). */
+static void sparkline(const struct tui *t, int y, int x, int w, const struct pn_counters_port *p,
+		      double max, attr_t a)
+{
+	static const wchar_t wblocks[9] = { L' ', 0x2581, 0x2582, 0x2583, 0x2584,
+					    0x2585, 0x2586, 0x2587, 0x2588 };
+	int n = p->hist_n < w ? p->hist_n : w, i, k = 0;
+	double rx, tx, v;
+	wchar_t ws[PN_COUNTERS_HIST + 1];
+	char cs[PN_COUNTERS_HIST + 1];
+
+	if (w <= 0)
+		return;
 	/* one call per line, in wide characters: ncurses' cost is per call
 	 * and per multibyte decode as much as per cell (profiled) */
 	for (i = p->hist_n - n; i < p->hist_n; i++, k++) {
@@ -421,7 +431,7 @@ static void ctx_cells(int y, int x, const struct pn_nicctx *c)
 }
 
 static void list_row(struct tui *t, const struct layout *l, int y, const struct pn_counters_port *p,
-		     const struct pn_nodectx *ctx, int show_dev, int selected)
+		     const struct pn_nodectx *ctx, int show_dev, int selected, double hmax)
 {
 	char buf[64];
 	attr_t st_attr = A_NORMAL;
@@ -448,7 +458,7 @@ static void list_row(struct tui *t, const struct layout *l, int y, const struct 
 	if (l->ctx)
 		ctx_cells(y, l->x_ctx, pn_nodectx_port(ctx, p));
 	bar(t, y, l->x_bar, l->bar, p->util, attr_of(t, C_BAR, A_NORMAL));
-	sparkline(t, y, l->x_spark, l->spark, p, attr_of(t, C_SPARK, A_NORMAL));
+	sparkline(t, y, l->x_spark, l->spark, p, hmax, attr_of(t, C_SPARK, A_NORMAL));
 	if (t->show_err) {
 		delta_cell(t, y, l->x_err, l->err, p->err_valid, p->err_delta);
 		delta_cell(t, y, l->x_disc, l->err, p->disc_valid, p->disc_delta);
@@ -602,6 +612,7 @@ static void draw_list(struct tui *t, const struct pn_counters_set *v, const stru
 	struct layout l;
 	int n, i, y, sel, rows, grows;
 	char buf[160];
+	double hmax = 0;
 
 	header(t, v, st);
 	layout(t, v, st->ctx, &l);
@@ -625,14 +636,33 @@ static void draw_list(struct tui *t, const struct pn_counters_set *v, const stru
 			put(2, l.x_ctx + 5, 4, 1, a, "RAIL");
 			put(2, l.x_ctx + 10, 8, 0, a, "GPUS");
 		}
-		if (l.spark)
-			put(2, l.x_spark, l.spark, 1, a, "HISTORY");
 		if (t->show_err) {
 			put(2, l.x_err, l.err, 1, a, "ERR");
 			put(2, l.x_disc, l.err, 1, a, "DISC");
 		}
 	}
 	n = ensure_idx(t, v->n) ? 0 : pn_port_order(v, t->filter, t->sort, t->idx);
+	/* one scale for every row's history: the largest of the listed ports */
+	for (i = 0; i < n; i++)
+		hmax = fmax(hmax, hist_max(&v->ports[t->idx[i]], l.spark));
+	if (l.spark) {
+		char scale[48], head[64];
+
+		/* the scale as wide as the column allows: "HISTORY max 40.0 Gb/s",
+		 * "max 40.0 Gb/s", "max 40G" (as SPEED writes it), else the name */
+		tui_fmt_bps(scale, sizeof(scale), hmax);
+		snprintf(head, sizeof(head), "HISTORY max %s", scale);
+		if ((int)strlen(head) > l.spark)
+			snprintf(head, sizeof(head), "max %s", scale);
+		if ((int)strlen(head) > l.spark) {
+			if (hmax > 0)
+				tui_fmt_speed(scale, sizeof(scale), hmax * 8 / 1e9);
+			snprintf(head, sizeof(head), "max %s", hmax > 0 ? scale : "0");
+		}
+		if ((int)strlen(head) > l.spark)
+			snprintf(head, sizeof(head), "HISTORY");
+		put(2, l.x_spark, l.spark, 1, attr_of(t, C_TITLE, A_REVERSE), head);
+	}
 	grows = gpu_rows(t, st);
 	rows = LINES - 4 - grows;
 	t->list_rows = rows > 0 ? rows : 1;
@@ -668,7 +698,7 @@ static void draw_list(struct tui *t, const struct pn_counters_set *v, const stru
 		if (t->sort == PN_PORT_SORT_NAME && i > t->top && p->type != PN_PT_NETDEV &&
 		    !strcmp(v->ports[t->idx[i - 1]].dev, p->dev))
 			show_dev = 0; /* grouped by device */
-		list_row(t, &l, y, p, st->ctx, show_dev, i == sel);
+		list_row(t, &l, y, p, st->ctx, show_dev, i == sel, hmax);
 	}
 	if (grows)
 		draw_gpus(t, st->gpus, LINES - 1 - grows, grows);

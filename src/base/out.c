@@ -324,6 +324,8 @@ static void json_key(struct pn_out *o, const char *key)
 
 static void open_container(struct pn_out *o, const char *key, char c)
 {
+	int doc = o->depth == 0 && c == '{';
+
 	if (!o->json)
 		return;
 	json_key(o, key);
@@ -331,6 +333,9 @@ static void open_container(struct pn_out *o, const char *key, char c)
 	if (o->depth + 1 < OUT_MAX_DEPTH)
 		o->depth++;
 	o->first[o->depth] = 1;
+	/* every JSON document penny writes says which schema it follows */
+	if (doc)
+		pn_out_int(o, PN_JSON, "version", NULL, PN_OUT_VERSION);
 }
 
 static void close_container(struct pn_out *o, char c)

@@ -16,6 +16,11 @@ enum { PN_TEXT = 1, PN_JSON = 2, PN_ANY = 3 };
 
 struct pn_out;
 
+/* Every top-level JSON object starts with "version": PN_OUT_VERSION, the
+ * schema of the document (man pages: JSON OUTPUT); it changes when a member
+ * changes its meaning or type. */
+#define PN_OUT_VERSION 1
+
 struct pn_out *pn_out_new(FILE *f, int json);
 /* Flush; returns 0 or -EIO (write error on the stream); frees the object. */
 int pn_out_free(struct pn_out *o);

@@ -442,7 +442,8 @@ static void tpanel(FILE *f, const struct pn_tplot_panel *pn, double top, double 
 static void write_tsvg(FILE *f, const struct pn_tplot *p)
 {
 	double tmax = 0, legend_top = 60 + (double)p->npanels * (TPANEL_H + TPANEL_GAP);
-	double height = legend_top + (p->nlegend ? 30 : 0) + 10;
+	/* one legend entry a line: it names what its colour draws */
+	double height = legend_top + (p->nlegend ? 12 + 18 * (double)p->nlegend : 0) + 10;
 	size_t k, s, i;
 
 	for (k = 0; k < p->npanels; k++)
@@ -461,11 +462,11 @@ static void write_tsvg(FILE *f, const struct pn_tplot *p)
 		tpanel(f, &p->panels[k], 70 + (double)k * (TPANEL_H + TPANEL_GAP), tmax);
 	fputs("<g class=\"legend\">\n", f);
 	for (k = 0; k < p->nlegend; k++) {
-		double x = 20 + (double)(k % 8) * (TPLOT_W - 40) / 8.0;
+		double x = 20, y = legend_top + 10 + 18 * (double)k;
 
 		fprintf(f, "<line class=\"line\" stroke=\"%s\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>",
-			series_colour(k), x, legend_top + 10, x + 24, legend_top + 10);
-		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">", x + 30, legend_top + 14);
+			series_colour(k), x, y, x + 24, y);
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">", x + 30, y + 4);
 		pn_xml_put(f, p->legend[k]);
 		fputs("</text>\n", f);
 	}

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct pn_verdict_list {
 	struct pn_verdict_result *r;
@@ -208,14 +209,18 @@ static size_t text_width(const char *s)
 	return pn_text_escape(NULL, 0, s, 0);
 }
 
+/* A value as two typed members: key, a number or null, and key_text, the
+ * text (a PCIe link "Gen5 x16", a path class) or null. */
 static void json_val(struct pn_out *o, const char *key, const struct pn_verdict_kept_val *v)
 {
+	char tkey[32];
+
+	snprintf(tkey, sizeof(tkey), "%s_text", key);
 	if (v->kind == PN_VAL_NUM)
 		pn_out_float(o, PN_JSON, key, NULL, v->num);
-	else if (v->kind == PN_VAL_TEXT)
-		pn_out_str(o, PN_JSON, key, NULL, v->text);
 	else
 		pn_out_null(o, PN_JSON, key, NULL);
+	pn_out_str(o, PN_JSON, tkey, NULL, v->kind == PN_VAL_TEXT ? v->text : NULL);
 }
 
 static void json_opt_str(struct pn_out *o, const char *key, const char *s)
@@ -417,20 +422,74 @@ static void prom_value(FILE *f, double x)
 		fprintf(f, "} %.10g\n", x);
 }
 
-static void prom_series(FILE *f, const char *name, const struct pn_verdict_result *r, int unit)
+static void prom_series(FILE *f, const char *name, const struct pn_verdict_result *r)
 {
 	fprintf(f, "%s{", name);
 	pn_prom_label(f, "check", r->check, 1);
 	pn_prom_label(f, "node", r->node, 0);
 	pn_prom_label(f, "target", r->target, 0);
-	if (unit)
-		pn_prom_label(f, "unit", r->unit, 0);
+}
+
+/* A result's unit as Prometheus' base unit: the suffix of the metric name
+ * and the factor to it ("" and 1: a plain number). */
+static const struct prom_unit {
+	const char *unit, *suffix, *help;
+	double factor;
+} prom_units[] = {
+	{ "", "", "", 1 },
+	{ "Gb/s", "_bytes_per_second", ", in bytes per second", 1e9 / 8 },
+	{ "Mb/s", "_bytes_per_second", ", in bytes per second", 1e6 / 8 },
+	{ "GB/s", "_bytes_per_second", ", in bytes per second", 1e9 },
+	{ "MB/s", "_bytes_per_second", ", in bytes per second", 1e6 },
+	{ "B", "_bytes", ", in bytes", 1 },
+	{ "s", "_seconds", ", in seconds", 1 },
+	{ "ms", "_seconds", ", in seconds", 1e-3 },
+	{ "us", "_seconds", ", in seconds", 1e-6 },
+	{ "%", "_ratio", ", as a ratio", 1e-2 },
+};
+#define N_PROM_UNITS (sizeof(prom_units) / sizeof(prom_units[0]))
+
+static const struct prom_unit *prom_unit(const char *unit)
+{
+	size_t i;
+
+	for (i = 0; i < N_PROM_UNITS; i++)
+		if (!strcmp(prom_units[i].unit, unit))
+			return &prom_units[i];
+	return NULL;
+}
+
+/* penny_check_measured or _expected, one family a base unit (the unit in
+ * the name, never in a label): the numbers of the results whose unit has
+ * that suffix; nothing when none has. */
+static void prom_values(FILE *f, const struct pn_verdict_list *l, int expected, const char *suffix)
+{
+	const char *what = expected ? "expected" : "measured";
+	char name[80];
+	int i, head = 0;
+
+	snprintf(name, sizeof(name), "penny_check_%s%s", what, suffix);
+	for (i = 0; i < l->n; i++) {
+		const struct pn_verdict_result *r = &l->r[i];
+		const struct pn_verdict_kept_val *v = expected ? &r->expected : &r->measured;
+		const struct prom_unit *u = prom_unit(r->unit);
+
+		if (v->kind != PN_VAL_NUM || !u || strcmp(u->suffix, suffix))
+			continue;
+		if (!head++)
+			fprintf(f, "# HELP %s What the check %s%s.\n# TYPE %s gauge\n", name, what,
+				u->help, name);
+		prom_series(f, name, r);
+		prom_value(f, v->num * u->factor);
+	}
 }
 
 int pn_verdict_write_prom(FILE *f, const struct pn_verdict_list *list, int exit_code)
 {
 	static const struct pn_verdict_list none;
 	const struct pn_verdict_list *l = list ? list : &none;
+	struct timespec now;
+	size_t u, j;
 	int i, v;
 
 	if (exit_code < 0)
@@ -439,27 +498,37 @@ int pn_verdict_write_prom(FILE *f, const struct pn_verdict_list *list, int exit_
 	prom_head(f, "penny_check_result", "1 when the check passed, 0 when it failed.");
 	for (i = 0; i < l->n; i++)
 		if (l->r[i].verdict != PN_SKIP) {
-			prom_series(f, "penny_check_result", &l->r[i], 0);
+			prom_series(f, "penny_check_result", &l->r[i]);
 			prom_value(f, l->r[i].verdict == PN_PASS);
 		}
 	prom_head(f, "penny_check_skipped", "1 when the check could not run.");
 	for (i = 0; i < l->n; i++)
 		if (l->r[i].verdict == PN_SKIP) {
-			prom_series(f, "penny_check_skipped", &l->r[i], 0);
+			prom_series(f, "penny_check_skipped", &l->r[i]);
 			prom_value(f, 1);
 		}
-	prom_head(f, "penny_check_measured", "What the check measured, in unit.");
-	for (i = 0; i < l->n; i++)
-		if (l->r[i].measured.kind == PN_VAL_NUM) {
-			prom_series(f, "penny_check_measured", &l->r[i], 1);
-			prom_value(f, l->r[i].measured.num);
-		}
-	prom_head(f, "penny_check_expected", "What the check expected, in unit.");
-	for (i = 0; i < l->n; i++)
-		if (l->r[i].expected.kind == PN_VAL_NUM) {
-			prom_series(f, "penny_check_expected", &l->r[i], 1);
-			prom_value(f, l->r[i].expected.num);
-		}
+	/* each base unit once (several units share one) */
+	for (u = 0; u < N_PROM_UNITS; u++) {
+		for (j = 0; j < u && strcmp(prom_units[j].suffix, prom_units[u].suffix); j++)
+			;
+		if (j < u)
+			continue;
+		prom_values(f, l, 0, prom_units[u].suffix);
+		prom_values(f, l, 1, prom_units[u].suffix);
+	}
+	for (i = 0; i < l->n; i++) {
+		const struct pn_verdict_result *r = &l->r[i];
+		char c[3 * PN_VERDICT_NAME], t[3 * PN_VERDICT_NAME], un[3 * PN_VERDICT_UNIT];
+
+		if (prom_unit(r->unit) ||
+		    (r->measured.kind != PN_VAL_NUM && r->expected.kind != PN_VAL_NUM))
+			continue;
+		pn_prom_escape(c, sizeof(c), r->check);
+		pn_prom_escape(t, sizeof(t), r->target);
+		pn_prom_escape(un, sizeof(un), r->unit);
+		fprintf(f, "# penny: %s %s: unit \"%s\" has no Prometheus base unit, not exported\n",
+			c, t, un);
+	}
 	prom_head(f, "penny_check_results", "Check results per verdict.");
 	for (v = 0; v < PN_VERDICT_COUNT; v++) {
 		fputs("penny_check_results{", f);
@@ -471,5 +540,10 @@ int pn_verdict_write_prom(FILE *f, const struct pn_verdict_list *list, int exit_
 	prom_head(f, "penny_check_exit_code",
 		  "0 all passed, 1 a check failed, 2 could not run or judged nothing.");
 	fprintf(f, "penny_check_exit_code %d\n", exit_code);
+	clock_gettime(CLOCK_REALTIME, &now);
+	prom_head(f, "penny_check_last_run_timestamp_seconds",
+		  "When this run of penny check ended, in seconds since the epoch.");
+	fprintf(f, "penny_check_last_run_timestamp_seconds %.3f\n",
+		(double)now.tv_sec + now.tv_nsec / 1e9);
 	return fflush(f) || ferror(f) ? -EIO : 0;
 }

@@ -127,8 +127,10 @@ int pn_verdict_exit_code(const struct pn_verdict_list *l);
  * CHECK NODE TARGET MEASURED EXPECTED VERDICT, a FAIL or SKIP row followed
  * by its reason (and for a FAIL where its expectation came from), then a
  * summary line.  JSON: members "results" (an array of objects with keys
- * check, node, target, measured, unit, expected, source, verdict, detail,
- * seconds; measured/expected a number, a string or null; unit, source,
+ * check, node, target, measured, measured_text, unit, expected,
+ * expected_text, source, verdict, detail, seconds; measured/expected a
+ * number (in unit) or null, measured_text/expected_text the value when it
+ * is text, else null; unit, source,
  * detail and seconds null when empty) and "summary" (pass, fail, skip,
  * dropped, exit) written into the object the caller has open.
  */
@@ -155,12 +157,16 @@ int pn_verdict_write_junit(FILE *f, const char *suite, const char *hostname,
  * family with HELP and TYPE before its samples, labels escaped:
  *   penny_check_result{check,node,target}          1 PASS, 0 FAIL (no SKIP)
  *   penny_check_skipped{check,node,target}         1 for a SKIP
- *   penny_check_measured{check,node,target,unit}   numeric measurements
- *   penny_check_expected{check,node,target,unit}   numeric expectations
+ *   penny_check_measured{check,node,target}        numeric measurements and
+ *   penny_check_expected{check,node,target}        expectations, one family a
+ *                                                  base unit, in its name:
+ *       _bytes_per_second (Gb/s, Mb/s, GB/s, MB/s), _bytes (B), _seconds (s,
+ *       ms, us), _ratio (%), none (""); another unit: a comment, no sample
  *   penny_check_results{verdict}                   results per verdict
  *   penny_check_dropped_results                    results not kept
  *   penny_check_exit_code                          exit_code: the run's own
  *                                                  (< 0: pn_verdict_exit_code)
+ *   penny_check_last_run_timestamp_seconds         now (the run's end)
  * l may be NULL (a run that could not run).  Returns 0, or -EIO on a write
  * error of f.
  */

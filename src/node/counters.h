@@ -242,7 +242,7 @@ int pn_sampler_stop(struct pn_counters_sampler *s, double timeout);
 
 /*
  * The ports idx[0..n) of v as a Prometheus text exposition into f (metrics
- * penny_port_*, penny_port_counter_total, the sample's time and interval;
+ * penny_port_* (the counter files as penny_port_stat_*), the sample's time and interval;
  * counters_prom.c).  ctx (node/nodectx.h, may be NULL) adds numa, rail and
  * gpus labels to penny_port_info.  Write errors show when f is committed
  * (base/ofile.h).

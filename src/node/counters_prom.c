@@ -48,37 +48,60 @@ static void prom_labels(FILE *f, const struct pn_counters_port *p)
 	pn_prom_label(f, "port", port, 0);
 }
 
-enum { M_INFO, M_UP, M_SPEED, M_RX_BYTES, M_TX_BYTES, M_RX_PKTS, M_TX_PKTS, M_RX_BPS, M_TX_BPS,
-       M_RX_PPS, M_TX_PPS, M_UTIL, M_ERR, M_DISC, M_COUNT };
+enum { M_INFO, M_UP, M_SPEED, M_RX_BYTES, M_TX_BYTES, M_RX_PKTS, M_TX_PKTS, M_UTIL, M_ERR, M_DISC,
+       M_COUNT };
 
+/* Names after Prometheus' practice (base units in the name, counters in
+ * _total) and node_exporter's infiniband collector where they overlap
+ * (node_infiniband_port_data_received_bytes_total, ...).  Rates are
+ * rate() of the counters; the utilization ratio is penny top's own. */
 static const struct {
 	const char *name, *type, *help;
 } metrics[M_COUNT] = {
 	[M_INFO] = { "penny_port_info", "gauge",
 		     "Port attributes as labels (value 1)." },
 	[M_UP] = { "penny_port_up", "gauge", "1 when the port is ACTIVE (a netdev: up), else 0." },
-	[M_SPEED] = { "penny_port_speed_bytes", "gauge", "Line rate in bytes per second." },
-	[M_RX_BYTES] = { "penny_port_rcv_bytes_total", "counter",
+	[M_SPEED] = { "penny_port_rate_bytes_per_second", "gauge",
+		      "Line rate of the port in bytes per second." },
+	[M_RX_BYTES] = { "penny_port_data_received_bytes_total", "counter",
 			 "Bytes received (port_rcv_data x 4, or the netdev's rx_bytes)." },
-	[M_TX_BYTES] = { "penny_port_xmit_bytes_total", "counter",
-			 "Bytes sent (port_xmit_data x 4, or the netdev's tx_bytes)." },
-	[M_RX_PKTS] = { "penny_port_rcv_packets_total", "counter", "Packets received." },
-	[M_TX_PKTS] = { "penny_port_xmit_packets_total", "counter", "Packets sent." },
-	[M_RX_BPS] = { "penny_port_rcv_bytes_per_second", "gauge",
-		       "Receive rate over the last interval." },
-	[M_TX_BPS] = { "penny_port_xmit_bytes_per_second", "gauge",
-		       "Send rate over the last interval." },
-	[M_RX_PPS] = { "penny_port_rcv_packets_per_second", "gauge",
-		       "Receive packet rate over the last interval." },
-	[M_TX_PPS] = { "penny_port_xmit_packets_per_second", "gauge",
-		       "Send packet rate over the last interval." },
+	[M_TX_BYTES] = { "penny_port_data_transmitted_bytes_total", "counter",
+			 "Bytes transmitted (port_xmit_data x 4, or the netdev's tx_bytes)." },
+	[M_RX_PKTS] = { "penny_port_packets_received_total", "counter", "Packets received." },
+	[M_TX_PKTS] = { "penny_port_packets_transmitted_total", "counter",
+			"Packets transmitted." },
 	[M_UTIL] = { "penny_port_utilization_ratio", "gauge",
-		     "max(receive, send) rate / line rate over the last interval." },
+		     "max(receive, transmit) bytes over the last interval / line rate." },
 	[M_ERR] = { "penny_port_errors_total", "counter",
 		    "Sum of the port's error counters (symbol, receive, link downed, ...)." },
 	[M_DISC] = { "penny_port_discards_total", "counter",
 		     "Sum of the port's discard counters (xmit discards, out of buffer, drops)." },
 };
+
+/* Every counter file as read, in three families by what it counts. */
+enum { F_BYTES, F_PKTS, F_OTHER, F_COUNT };
+static const struct {
+	const char *name, *help;
+} families[F_COUNT] = {
+	[F_BYTES] = { "penny_port_stat_bytes_total",
+		      "Each byte counter file in bytes (port_*_data: its 4-byte words x 4)." },
+	[F_PKTS] = { "penny_port_stat_packets_total", "Each packet counter file." },
+	[F_OTHER] = { "penny_port_stat_events_total",
+		      "Each other counter file (errors, discards, events) as read." },
+};
+
+static int family_of(const struct pn_counter *c)
+{
+	switch (c->kind) {
+	case PN_CK_RX_BYTES:
+	case PN_CK_TX_BYTES:
+		return F_BYTES;
+	case PN_CK_RX_PKTS:
+	case PN_CK_TX_PKTS:
+		return F_PKTS;
+	}
+	return F_OTHER;
+}
 
 static int ctr_of(const struct pn_counters_port *p, int kind, double *v)
 {
@@ -110,18 +133,6 @@ static int metric_value(const struct pn_counters_port *p, int m, double *v)
 		return ctr_of(p, PN_CK_RX_PKTS, v);
 	case M_TX_PKTS:
 		return ctr_of(p, PN_CK_TX_PKTS, v);
-	case M_RX_BPS:
-		*v = p->rx_Bps;
-		break;
-	case M_TX_BPS:
-		*v = p->tx_Bps;
-		break;
-	case M_RX_PPS:
-		*v = p->rx_pps;
-		break;
-	case M_TX_PPS:
-		*v = p->tx_pps;
-		break;
 	case M_UTIL:
 		*v = p->util;
 		break;
@@ -245,35 +256,37 @@ void pn_counters_prom_write(FILE *f, const struct pn_counters_set *v, const int 
 				fprintf(f, "} %.10g\n", x);
 		}
 	}
-	fprintf(f, "# HELP penny_port_counter_total Every counter file as read (port_*_data in "
-		   "4-byte words).\n# TYPE penny_port_counter_total counter\n");
-	for (k = 0; k < n; k++) {
-		const struct pn_counters_port *p = &v->ports[idx[k]];
-		char dev[3 * sizeof(p->dev) + 1], line[sizeof(dev) + 96 + 3 * sizeof(p->ctr->name) + 64];
-		size_t npre, room, e;
+	for (m = 0; m < F_COUNT; m++) {
+		fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", families[m].name, families[m].help,
+			families[m].name);
+		for (k = 0; k < n; k++) {
+			const struct pn_counters_port *p = &v->ports[idx[k]];
+			char dev[3 * sizeof(p->dev) + 1],
+				line[sizeof(dev) + 96 + 3 * sizeof(p->ctr->name) + 64];
+			size_t npre, room, e;
 
-		if (dup && dup[k])
-			continue;
-		/* the port's labels once, not once a counter (about 40 a port),
-		 * and each line in one piece */
-		pn_prom_escape(dev, sizeof(dev), p->dev);
-		npre = (size_t)snprintf(line, sizeof(line),
-					"penny_port_counter_total{device=\"%s\",port=\"%d\",group=\"",
-					dev, p->port);
-		for (i = 0; i < p->nctr; i++) {
-			const struct pn_counter *c = &p->ctr[i];
-			char *q = line + npre;
-
-			if (!(c->flags & PN_CF_VALID))
+			if (dup && dup[k])
 				continue;
-			q = put_str(q, pn_counters_group_name(c->group));
-			q = put_str(q, "\",counter=\"");
-			room = sizeof(line) - (size_t)(q - line) - 32; /* 32: '"}' and the value */
-			e = pn_prom_escape(q, room, c->name);
-			q += e < room ? e : room - 1;
-			q = put_str(q, "\"}");
-			q = put_count(q, c->raw);
-			fwrite(line, 1, (size_t)(q - line), f);
+			/* the port's labels once, not once a counter (about 40 a
+			 * port), and each line in one piece */
+			pn_prom_escape(dev, sizeof(dev), p->dev);
+			npre = (size_t)snprintf(line, sizeof(line), "%s{device=\"%s\",port=\"%d\",group=\"",
+						families[m].name, dev, p->port);
+			for (i = 0; i < p->nctr; i++) {
+				const struct pn_counter *c = &p->ctr[i];
+				char *q = line + npre;
+
+				if (!(c->flags & PN_CF_VALID) || family_of(c) != m)
+					continue;
+				q = put_str(q, pn_counters_group_name(c->group));
+				q = put_str(q, "\",counter=\"");
+				room = sizeof(line) - (size_t)(q - line) - 32; /* 32: '"}' and the value */
+				e = pn_prom_escape(q, room, c->name);
+				q += e < room ? e : room - 1;
+				q = put_str(q, "\"}");
+				q = put_count(q, c->value);
+				fwrite(line, 1, (size_t)(q - line), f);
+			}
 		}
 	}
 	fprintf(f, "# HELP penny_top_sample_timestamp_seconds When the sample was taken.\n"

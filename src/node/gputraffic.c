@@ -152,24 +152,20 @@ static const struct {
 	int total;	/* the byte total, else the rate */
 } gmetrics[] = {
 	{ "penny_gpu_info", "gauge", "GPU attributes as labels (value 1).", -1, 0 },
-	{ "penny_gpu_nvlink_xmit_bytes_per_second", "gauge",
-	  "NVLink data sent over the last interval, all links (NVML field 138, KiB).", PN_GT_NVL_TX, 0 },
-	{ "penny_gpu_nvlink_rcv_bytes_per_second", "gauge",
-	  "NVLink data received over the last interval, all links (NVML field 139, KiB).",
-	  PN_GT_NVL_RX, 0 },
-	{ "penny_gpu_pcie_xmit_bytes_per_second", "gauge",
-	  "PCIe bytes sent by the GPU over the last interval (NVML field 197, or "
-	  "nvmlDeviceGetPcieThroughput over 20 ms).", PN_GT_PCIE_TX, 0 },
-	{ "penny_gpu_pcie_rcv_bytes_per_second", "gauge",
-	  "PCIe bytes received by the GPU over the last interval (NVML field 198, or "
-	  "nvmlDeviceGetPcieThroughput over 20 ms).", PN_GT_PCIE_RX, 0 },
-	{ "penny_gpu_nvlink_xmit_bytes_total", "counter",
-	  "NVLink data sent since penny top started.", PN_GT_NVL_TX, 1 },
-	{ "penny_gpu_nvlink_rcv_bytes_total", "counter",
-	  "NVLink data received since penny top started.", PN_GT_NVL_RX, 1 },
-	{ "penny_gpu_pcie_xmit_bytes_total", "counter",
+	/* a rate only where no counter is: NVML's sampled PCIe throughput */
+	{ "penny_gpu_pcie_transmitted_bytes_per_second", "gauge",
+	  "PCIe bytes sent by the GPU over the last interval, where no PCIe counter is "
+	  "(nvmlDeviceGetPcieThroughput over 20 ms).", PN_GT_PCIE_TX, 0 },
+	{ "penny_gpu_pcie_received_bytes_per_second", "gauge",
+	  "PCIe bytes received by the GPU over the last interval, where no PCIe counter is "
+	  "(nvmlDeviceGetPcieThroughput over 20 ms).", PN_GT_PCIE_RX, 0 },
+	{ "penny_gpu_nvlink_transmitted_bytes_total", "counter",
+	  "NVLink data sent since penny top started (NVML field 138).", PN_GT_NVL_TX, 1 },
+	{ "penny_gpu_nvlink_received_bytes_total", "counter",
+	  "NVLink data received since penny top started (NVML field 139).", PN_GT_NVL_RX, 1 },
+	{ "penny_gpu_pcie_transmitted_bytes_total", "counter",
 	  "PCIe bytes sent since penny top started (PCIe counters only).", PN_GT_PCIE_TX, 1 },
-	{ "penny_gpu_pcie_rcv_bytes_total", "counter",
+	{ "penny_gpu_pcie_received_bytes_total", "counter",
 	  "PCIe bytes received since penny top started (PCIe counters only).", PN_GT_PCIE_RX, 1 },
 };
 
@@ -194,6 +190,8 @@ void pn_gputraffic_prom_write(FILE *f, const struct pn_gputraffic *g)
 					continue;
 				v = (double)r->bytes[k];
 			} else if (k >= 0) {
+				if (r->pcie_src == PN_GT_SRC_COUNTERS)
+					continue;
 				v = r->Bps[k];
 				if (!isfinite(v))
 					continue;

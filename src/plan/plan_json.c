@@ -306,7 +306,6 @@ void pn_plan_write_begin(struct pn_out *out, const struct pn_plan *p, int summar
 	int i;
 
 	pn_out_open_object(out, NULL);
-	pn_out_int(out, PN_JSON, "version", NULL, 1);
 	pn_out_str(out, PN_JSON, "source", NULL, m->source);
 	pn_out_text(out, "ring plan: ");
 	print_shape(out, m);

@@ -141,7 +141,6 @@ void pn_topo_write(struct pn_out *o, const struct pn_topo *t, int pcie, char *co
 	int i;
 
 	pn_out_open_object(o, NULL);
-	pn_out_int(o, PN_JSON, "version", NULL, 1);
 	pn_out_str(o, PN_JSON, "host", NULL, t->host);
 	pn_out_str(o, PN_JSON, "source", NULL, t->source);
 	pn_out_str(o, PN_JSON, "nvlink_source", NULL, t->nvlink_source);

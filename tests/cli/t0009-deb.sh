@@ -44,7 +44,12 @@ test_expect_success 'penny holds the binary, man pages, completions and examples
 		echo /usr/share/bash-completion/completions/penny
 		echo /usr/share/doc/penny/changelog.gz
 		echo /usr/share/doc/penny/copyright
-		for f in "$TOP"/etc/check/*.conf; do echo /usr/share/doc/penny/examples/${f##*/}; done
+		for f in "$TOP"/etc/check/*.conf "$TOP"/etc/slurm/* "$TOP"/etc/container/* \
+			"$TOP"/etc/kubernetes/*; do echo /usr/share/doc/penny/examples/${f##*/}; done
+		echo /etc/default/penny
+		for f in penny-check.service penny-check.timer penny-top.service; do
+			echo /lib/systemd/system/$f
+		done
 		for f in "$TOP"/man/*.1; do echo /usr/share/man/man1/${f##*/}.gz; done
 		echo /usr/share/zsh/vendor-completions/_penny
 	} | sort >want &&
@@ -116,6 +121,10 @@ else
 			{ penny allreduce-test --np 2 --backend nccl -b 1K -e 1K -n 1 2>&1 | grep nccl >nccl.txt || true; } &&
 			! grep -q \"is not installed\" nccl.txt && test -s nccl.txt &&
 			man -w penny-check >/dev/null &&
+			systemd-analyze verify /lib/systemd/system/penny-check.service \
+				/lib/systemd/system/penny-check.timer /lib/systemd/system/penny-top.service &&
+			grep -q ^ExecStart=/usr/bin/penny /lib/systemd/system/penny-top.service &&
+			test ! -e /etc/systemd/system/timers.target.wants/penny-check.timer &&
 			cat topo.txt && dpkg -r penny-plugins-gpu penny >/dev/null &&
 			test ! -e /usr/bin/penny && test ! -e /usr/lib/penny" >out 2>&1 ||
 			{ cat out; exit 1; }

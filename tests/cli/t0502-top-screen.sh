@@ -67,6 +67,18 @@ test_expect_success '200x50: every port on one screen, wide history (golden)' '
 	key q && wait_for 5 exited
 '
 
+test_expect_success 'HISTORY: one scale for every row, shown in the header' '
+	{ python3 "$TOPH/fakesys.py" run big --period 0.2 --rate mlx5_0/1=1000000000:0 \
+		--rate mlx5_1/1=1000000:0 & } &&
+	runner=$! && start 200 50 -- -i 0.5 && shows "^sort name" && sleep 2.5 &&
+	row 3 | grep -q "HISTORY max [0-9.]* Gb/s " &&
+	row 4 | grep -q "^mlx5_0  *1 .*█" &&
+	row 6 | grep -q "^mlx5_1  *1 .*▁" &&
+	! row 6 | grep -qE "▂|▃|▄|▅|▆|▇|█" &&
+	key q && wait_for 5 exited
+	rc=$?; kill $runner; wait $runner 2>/dev/null; test $rc = 0
+'
+
 test_expect_success 'sorting by rx and tx follows the traffic' '
 	{ python3 "$TOPH/fakesys.py" run big --period 0.2 --rate mlx5_12/1=1000000:30000000 \
 		--rate mlx5_7/2=10000000:20000000 --rate mlx5_3/1=100000000:10000000 & } &&

@@ -77,13 +77,13 @@ test_expect_success 'JSON and --prom: NVLink KiB and PCIe bytes become rates' '
 	EOF
 	python3 "$TOPH/check_prom.py" g.prom \
 		--expect "penny_gpu_info{gpu=\"0\",bus_id=\"0000:07:00.0\",name=\"NVIDIA H100 80GB HBM3\"}=1" \
-		--expect "penny_gpu_nvlink_xmit_bytes_total{gpu=\"0\",bus_id=\"0000:07:00.0\"}=4096000" \
-		--expect "penny_gpu_pcie_rcv_bytes_total{gpu=\"0\",bus_id=\"0000:07:00.0\"}=1000000" \
-		--expect "penny_gpu_pcie_xmit_bytes_total{gpu=\"1\",bus_id=\"0000:08:00.0\"}=500" &&
-	grep -q "^# TYPE penny_gpu_nvlink_rcv_bytes_per_second gauge$" g.prom &&
-	grep -q "^# HELP penny_gpu_pcie_xmit_bytes_per_second " g.prom &&
-	grep -q "^penny_gpu_nvlink_xmit_bytes_per_second{gpu=\"0\",bus_id=\"0000:07:00.0\"} [0-9]" g.prom &&
-	! grep -q "^penny_gpu_nvlink_xmit_bytes_per_second{gpu=\"1\"" g.prom
+		--expect "penny_gpu_nvlink_transmitted_bytes_total{gpu=\"0\",bus_id=\"0000:07:00.0\"}=4096000" \
+		--expect "penny_gpu_pcie_received_bytes_total{gpu=\"0\",bus_id=\"0000:07:00.0\"}=1000000" \
+		--expect "penny_gpu_pcie_transmitted_bytes_total{gpu=\"1\",bus_id=\"0000:08:00.0\"}=500" &&
+	grep -q "^# TYPE penny_gpu_nvlink_received_bytes_total counter$" g.prom &&
+	grep -q "^# HELP penny_gpu_pcie_transmitted_bytes_per_second " g.prom &&
+	! grep -q "^penny_gpu_[a-z_]*_per_second{" g.prom &&
+	{ ! command -v promtool >/dev/null || promtool check metrics <g.prom; }
 '
 
 test_expect_success 'a 32-bit PCIe counter wraps; a counter that drops is a reset' '

@@ -188,6 +188,31 @@ test_expect_success 'rails coloured: the context tree gives each rail its colour
 	EOF
 '
 
+# legend FILE: the plot's legend texts, one a line
+legend() {
+	python3 - "$1" <<-\EOF
+	import sys, xml.etree.ElementTree as E
+	ns = "{http://www.w3.org/2000/svg}"
+	g = [g for g in E.parse(sys.argv[1]).getroot().iter(ns + "g") if g.get("class") == "legend"][0]
+	print("\n".join(t.text for t in g.iter(ns + "text")))
+	EOF
+}
+test_expect_success '--plot legend: each colour names its rail and its devices' '
+	legend rc.svg >got &&
+	printf "%s\n" "rail 0: mlx5_0/1, mlx5_0/2" "rail 1: mlx5_1/1" >want && test_cmp want got
+'
+test_expect_success '--plot legend without rails: a colour a port, named' '
+	legend p.svg >got && test "$(wc -l <got)" -eq 6 &&
+	grep -qx "mlx5_0/1" got && grep -qx "mlx5_2/2" got
+'
+test_expect_success 'a replay'"'"'s plot is titled with the recorded host, not this one' '
+	host=$(python3 -c "import json; print(json.loads(open(\"rc.jsonl\").readline())[\"host\"])") &&
+	test -n "$host" && test "$host" != "$(hostname)" &&
+	penny top --replay rc.jsonl --plot rp.svg &&
+	grep -q "<title>penny top: $host</title>\|>penny top: $host<" rp.svg &&
+	! grep -q "penny top: $(hostname)" rp.svg
+'
+
 if ! command -v tmux >/dev/null; then
 	test_skip "replay screen" "tmux is not installed"
 	test_done

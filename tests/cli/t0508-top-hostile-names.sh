@@ -58,7 +58,7 @@ test_expect_success '--record to standard output: written in place (penny(1), OU
 	penny top --sysfs-root moving --count 2 -i 0.1 --json --record /dev/stdout >both 2>err &&
 	test ! -s err &&
 	test "$(grep -c "^{\"penny_record\":1," both)" -eq 3 &&
-	test "$(grep -c "^{\"host\":" both)" -eq 2 &&
+	test "$(grep -c "^{\"version\":1,\"host\":" both)" -eq 2 &&
 	penny top --sysfs-root moving --count 1 -i 0.1 --record - --record-max 64K | grep -q "^{\"penny_record\":1," &&
 	grep "^{\"penny_record\"" both >only && penny top --replay only --json >/dev/null 2>err &&
 	test ! -s err

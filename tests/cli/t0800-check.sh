@@ -7,22 +7,14 @@
 # exit 2.  --only/--skip, bad options and config lines, the outputs (--json,
 # --junit, --prom), baselines and output files that are not regular files.
 . "$(dirname "$0")/../lib.sh"
-. "$TOP/tests/helpers/mksysfs.sh"
+. "$TOP/tests/helpers/trees.sh"
 TOPH=$TOP/tests/helpers/top
 
 # Two NUMA nodes, each with a PCIe switch holding a GPU and its 400 Gb/s NIC.
 healthy() {
-	sys_root "$1" node-ok
-	sys_cpus 8 2
-	PCI_NUMA=0 sys_switch 0x00
-	PCI_NUMA=1 sys_switch 0x80
-	PCI_NUMA=-1
-	sys_ib mlx5_0 0000:04:00.0
-	sys_ib mlx5_1 0000:84:00.0
+	tree_pairs "$1" node-ok
 	local d p
 	for d in 0 1; do
-		sys_port mlx5_$d 1 ACTIVE LinkUp "400 Gb/sec (4X NDR)" InfiniBand
-		sys_counters mlx5_$d 1 1000 1000
 		for p in symbol_error link_downed port_rcv_errors port_xmit_discards; do
 			echo 0 >"$1/sys/class/infiniband/mlx5_$d/ports/1/counters/$p"
 		done
@@ -286,9 +278,12 @@ test_expect_success '--json: one document, valid on failure; FAILED on stderr' '
 	python3 -c "
 import json
 d = json.load(open(\"ok.json\"))
-assert d[\"exit\"] == 0 and d[\"summary\"][\"fail\"] == 0, d[\"summary\"]
+assert d[\"version\"] == 1 and d[\"exit\"] == 0 and d[\"summary\"][\"fail\"] == 0, d[\"summary\"]
 for r in d[\"results\"]:
-    assert set(r) == {\"check\",\"node\",\"target\",\"measured\",\"unit\",\"expected\",\"source\",\"verdict\",\"detail\",\"seconds\"}, r
+    assert set(r) == {\"check\",\"node\",\"target\",\"measured\",\"measured_text\",\"unit\",\"expected\",\"expected_text\",\"source\",\"verdict\",\"detail\",\"seconds\"}, r
+    assert r[\"measured\"] is None or type(r[\"measured\"]) in (int, float), r
+    assert r[\"expected\"] is None or type(r[\"expected\"]) in (int, float), r
+    assert r[\"measured_text\"] is None or r[\"measured\"] is None, r
 " &&
 	test_exit 1 penny check --sysfs-root half --json >bad.json 2>err &&
 	json_valid bad.json && test $(wc -l <err) = 1 &&
@@ -326,7 +321,7 @@ test_expect_success '--prom: the Prometheus text format, by rename' '
 	python3 "$TOPH/check_prom.py" c.prom \
 		--expect "penny_check_result{check=\"inventory\",target=\"mlx5_0/1\"}=0" \
 		--expect "penny_check_result{check=\"inventory\",target=\"mlx5_1/1\"}=1" \
-		--expect "penny_check_measured{check=\"inventory\",target=\"mlx5_0/1\",unit=\"Gb/s\"}=200" \
+		--expect "penny_check_measured_bytes_per_second{check=\"inventory\",target=\"mlx5_0/1\"}=25e9" \
 		--expect "penny_check_exit_code=1" &&
 	ls -A | grep -v "^\.c\.prom\." >/dev/null && ! ls -A | grep -q "^\.c\.prom\."
 '

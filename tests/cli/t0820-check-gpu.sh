@@ -97,7 +97,7 @@ test_expect_success 'no GPU plugin: the allreduce runs on the host engine, no pr
 	PENNY_PLUGIN_PATH=$TRASH penny check --sysfs-root sw --only allreduce --quick --backend nosuch \
 		--config generous.conf --json >check.json &&
 	test "$(field allreduce node verdict)" = PASS &&
-	test "$(field allreduce node expected)" = none &&
+	test "$(field allreduce node expected_text)" = none &&
 	field allreduce node source | grep -q "^none: the host engine (no GPU plugin) has no topology"
 '
 test_expect_success 'a plugin without hostbw: the host copies are a SKIP saying why' '

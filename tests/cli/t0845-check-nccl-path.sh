@@ -22,7 +22,7 @@ verdict() {
 d = json.load(open(sys.argv[2]))
 r = [x for x in d["results"] if x["check"] == "nccl-path" and x["target"] == sys.argv[1]]
 assert len(r) == 1, r
-print(r[0]["verdict"], r[0]["measured"], r[0]["expected"], "|", r[0]["detail"] or "")' "$@"
+print(r[0]["verdict"], r[0]["measured_text"], r[0]["expected_text"], "|", r[0]["detail"] or "")' "$@"
 }
 
 test_expect_success 'a log of P2P and GDRDMA over the rail NICs passes, one row per connection' '

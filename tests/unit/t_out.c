@@ -159,10 +159,34 @@ TEST(out_escapes_names_in_text_and_json)
 
 	CHECK_STR(t, "h\\x1b]0;x\\x07\\xff|# esc\\x1b[2J\tok\n"
 		     "[a\\x0ab|xy|\\x09|-1 2 3 4 5 ff   2.2 q %]\n");
-	CHECK_STR(j, "{\"host\":\"h\\u001b]0;x\\u0007\\ufffd\",\"\\ufffd key\":\"v\\ufffd\"}\n");
+	CHECK_STR(j, "{\"version\":1,\"host\":\"h\\u001b]0;x\\u0007\\ufffd\",\"\\ufffd key\":\"v\\ufffd\"}\n");
 	CHECK(valid_utf8(j));
 	free(t);
 	free(j);
+}
+
+static void two_docs(struct pn_out *o)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		pn_out_open_object(o, NULL);
+		pn_out_open_object(o, "inner");
+		pn_out_int(o, PN_ANY, "n", "%d", i);
+		pn_out_close_object(o);
+		pn_out_close_object(o);
+	}
+}
+
+TEST(out_every_json_document_has_a_version)
+{
+	char *j = render(1, two_docs), *t = render(0, two_docs);
+
+	/* the top-level object, first; not the inner one; each line of a stream */
+	CHECK_STR(j, "{\"version\":1,\"inner\":{\"n\":0}}\n{\"version\":1,\"inner\":{\"n\":1}}\n");
+	CHECK_STR(t, "01");
+	free(j);
+	free(t);
 }
 
 static void unknowns(struct pn_out *o)
@@ -549,6 +573,7 @@ int main(void)
 	RUN(xml_escape_any_bytes);
 	RUN(text_escape_controls_and_bytes);
 	RUN(out_escapes_names_in_text_and_json);
+	RUN(out_every_json_document_has_a_version);
 	RUN(out_na_keeps_the_format_text);
 	RUN(ofile_new_and_replaced_files);
 	RUN(ofile_refuses_what_is_not_a_regular_file);

@@ -164,7 +164,7 @@ TEST(one_output_path)
 	char *t = render(0, sample), *j = render(1, sample);
 
 	CHECK_STR(t, "mlx5_0   1  400.0    n/a yes\n");
-	CHECK_STR(j, "{\"name\":\"mlx5_0\",\"port\":1,\"rate\":400,\"bad\":null,"
+	CHECK_STR(j, "{\"version\":1,\"name\":\"mlx5_0\",\"port\":1,\"rate\":400,\"bad\":null,"
 		     "\"quote\":\"a\\\"b\\\\c\\n\\u0001\",\"list\":[-1,2],"
 		     "\"nested\":{\"ok\":true,\"none\":null}}\n");
 	free(t);

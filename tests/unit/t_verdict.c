@@ -247,9 +247,10 @@ static int jnull(const struct pn_jval *o, const char *key)
 
 TEST(json_output)
 {
-	static const char *const keys[] = { "check",  "node",	 "target", "measured",
-					    "unit",   "expected", "source", "verdict",
-					    "detail", "seconds" };
+	static const char *const keys[] = { "check",    "node",	     "target",
+					    "measured", "measured_text", "unit",
+					    "expected", "expected_text", "source",
+					    "verdict",  "detail",	     "seconds" };
 	struct pn_verdict_list *l = sample();
 	char *t = render(l, 1);
 	const struct pn_jval *res, *r, *sum;
@@ -263,7 +264,7 @@ TEST(json_output)
 	res = pn_json_get(doc.root, "results");
 	CHECK_EQ_INT(pn_json_len(res), 4);
 	for (i = 0; i < pn_json_len(res); i++) {
-		CHECK_EQ_INT(pn_json_len(pn_json_at(res, i)), 10);
+		CHECK_EQ_INT(pn_json_len(pn_json_at(res, i)), 12);
 		for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
 			CHECK(pn_json_get(pn_json_at(res, i), keys[k]) != NULL);
 	}
@@ -271,7 +272,8 @@ TEST(json_output)
 	CHECK_STR(jstr(r, "check"), "nic-bw");
 	CHECK_STR(jstr(r, "node"), "n1");
 	CHECK_STR(jstr(r, "target"), "mlx5_1/1");
-	CHECK(jnum(r, "measured") == 355.25);
+	CHECK(jnum(r, "measured") == 355.25 && jnull(r, "measured_text"));
+	CHECK_EQ_INT((int)jnum(doc.root, "version"), 1);
 	CHECK(jnum(r, "expected") == 360);
 	CHECK_STR(jstr(r, "unit"), "Gb/s");
 	CHECK_STR(jstr(r, "source"), "topology: port rate 400 Gb/s x 90%");
@@ -281,7 +283,9 @@ TEST(json_output)
 	CHECK(jnum(pn_json_at(res, 0), "seconds") == 2.5);
 	CHECK(jnull(pn_json_at(res, 0), "detail"));
 	r = pn_json_at(res, 2);
-	CHECK_STR(jstr(r, "measured"), "x16 Gen5");
+	/* typed: a number or null; text in measured_text */
+	CHECK(jnull(r, "measured"));
+	CHECK_STR(jstr(r, "measured_text"), "x16 Gen5");
 	CHECK(jnull(r, "unit"));
 	r = pn_json_at(res, 3);
 	CHECK_STR(jstr(r, "verdict"), "SKIP");
@@ -557,6 +561,8 @@ TEST(prom_output)
 			bad += !nseen || strcmp(typed, seen[nseen - 1]);
 			continue;
 		}
+		if (!strncmp(line, "# penny: ", 9))	/* a comment: what was left out */
+			continue;
 		if (!sample_line(line, name, sizeof(name))) {
 			printf("# not a sample line: %s\n", line);
 			bad++;
@@ -571,8 +577,8 @@ TEST(prom_output)
 	}
 	free(t);
 	CHECK_EQ_INT(bad, 0);
-	CHECK_EQ_INT(nseen, 7);
-	CHECK_EQ_INT(samples, 4 + 1 + 3 + 2 + 3 + 1 + 1);
+	CHECK_EQ_INT(nseen, 8);
+	CHECK_EQ_INT(samples, 4 + 1 + 2 + 2 + 3 + 1 + 1 + 1);
 
 	t = prom(l);
 	CHECK(t != NULL);
@@ -582,13 +588,18 @@ TEST(prom_output)
 	CHECK(strstr(t, "penny_check_result{check=\"nic-bw\",node=\"n1\",target=\"mlx5_0/1\"} 1\n"));
 	CHECK(strstr(t, "penny_check_skipped{check=\"gpu-copy\",node=\"n1\",target=\"GPU0\"} 1\n"));
 	CHECK(!strstr(t, "penny_check_result{check=\"gpu-copy\""));
-	CHECK(strstr(t, "penny_check_measured{check=\"nic-bw\",node=\"n1\",target=\"mlx5_1/1\","
-			"unit=\"Gb/s\"} 355.25\n"));
-	CHECK(strstr(t, "penny_check_expected{check=\"nic-bw\",node=\"n1\",target=\"mlx5_1/1\","
-			"unit=\"Gb/s\"} 360\n"));
+	/* base units in the name, no unit label: 355.25 Gb/s in bytes per second */
+	CHECK(strstr(t, "penny_check_measured_bytes_per_second{check=\"nic-bw\",node=\"n1\","
+			"target=\"mlx5_1/1\"} 44406250000\n"));
+	CHECK(strstr(t, "penny_check_expected_bytes_per_second{check=\"nic-bw\",node=\"n1\","
+			"target=\"mlx5_1/1\"} 45000000000\n"));
+	CHECK(!strstr(t, "unit="));
 	CHECK(!strstr(t, "penny_check_measured{check=\"pcie\""));	/* text: no sample */
-	CHECK(strstr(t, "penny_check_measured{check=\"rails\",node=\"n1\","
-			"target=\"a\\\"b\\\\c\\nd\",unit=\"x\"} 1.5\n"));
+	/* a unit without a base unit: a comment (names escaped), no sample */
+	CHECK(strstr(t, "# penny: rails a\\\"b\\\\c\\nd: unit \"x\" has no Prometheus base unit, "
+			"not exported\n"));
+	CHECK(!strstr(t, "} 1.5\n"));
+	CHECK(strstr(t, "penny_check_last_run_timestamp_seconds "));
 	CHECK(strstr(t, "penny_check_results{verdict=\"FAIL\"} 1\n"));
 	CHECK(strstr(t, "penny_check_exit_code 1\n"));
 

@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The fleet examples make install puts in place (etc/): the systemd units
+# pass systemd-analyze verify and their command lines, as systemd expands
+# them with the defaults, run and write what they promise (penny top ends
+# with 0 on SIGTERM); the Slurm script drains a failing node with the first
+# failing check as the reason (a stub scontrol records the exact arguments)
+# and resumes the nodes it drained; the Containerfile builds the way
+# `make setup` and `make install` say, with the libraries the binary links;
+# the Kubernetes DaemonSet is a well-formed apps/v1 DaemonSet whose command
+# penny accepts.
+. "$(dirname "$0")/../lib.sh"
+. "$TOP/tests/helpers/trees.sh"
+
+b=$BUILD
+case $b in "$TOP"/*) b=${b#"$TOP"/} ;; esac
+make -C "$TOP" --no-print-directory B="$b" install PREFIX="$PWD/r" >make.log 2>&1 ||
+	{ tail -20 make.log; echo "Bail out! make install"; exit 1; }
+units=$PWD/r/lib/systemd/system
+
+tree_pairs ok >/dev/null  # two GPUs, each beside its NIC
+# appears FILE: wait up to 10 s for FILE to have something in it
+appears() { timeout 10 sh -c 'until test -s "$1"; do sleep 0.05; done' sh "$1"; }
+
+test_expect_success 'make install puts the units, the settings file and the examples in place' '
+	for f in lib/systemd/system/penny-check.service lib/systemd/system/penny-check.timer \
+		lib/systemd/system/penny-top.service etc/default/penny \
+		share/doc/penny/examples/penny-slurm-check share/doc/penny/examples/Containerfile \
+		share/doc/penny/examples/penny-top-daemonset.yaml; do
+		test -f r/$f || { echo "no $f"; exit 1; }
+	done &&
+	test -x r/share/doc/penny/examples/penny-slurm-check &&
+	grep -qx "ExecStart=$PWD/r/bin/penny check .*" $units/penny-check.service &&
+	grep -qx "EnvironmentFile=-$PWD/r/etc/default/penny" $units/penny-top.service &&
+	! grep -n "@[A-Z]*@" $units/*
+'
+test_expect_success 'make install keeps a settings file the operator changed' '
+	echo "PENNY_TOP_ARGS=--ethernet" >r/etc/default/penny &&
+	make -C "$TOP" --no-print-directory B="$b" install PREFIX="$PWD/r" >make.log 2>&1 &&
+	test "$(cat r/etc/default/penny)" = "PENNY_TOP_ARGS=--ethernet" &&
+	cp "$TOP/etc/default/penny" r/etc/default/penny
+'
+
+if ! command -v systemd-analyze >/dev/null; then
+	test_skip "systemd-analyze verify" "no systemd-analyze"
+else
+	test_expect_success 'systemd-analyze verify: the units and their man pages' '
+		MANPATH=$PWD/r/share/man systemd-analyze verify $units/penny-check.service \
+			$units/penny-check.timer $units/penny-top.service >verify.log 2>&1 ||
+			{ cat verify.log; exit 1; }
+		test ! -s verify.log || { cat verify.log; false; }
+	'
+fi
+
+# cmdline UNIT [VAR=VALUE...]: the unit's ExecStart as systemd runs it with
+# the unit's Environment= defaults, then the settings file, then these
+# (\$VAR: split into words, \${VAR}: one word), one argument a line
+cmdline() {
+	python3 - "$@" <<-"PY"
+	import re, shlex, sys
+	unit, over = sys.argv[1], sys.argv[2:]
+	env, cmd = {}, None
+	for line in open(unit):
+	    line = line.strip()
+	    if line.startswith("Environment="):
+	        k, v = line[12:].split("=", 1); env[k] = v
+	    elif line.startswith("EnvironmentFile=-"):
+	        path = line[17:]
+	        for l in open(path):
+	            l = l.strip()
+	            if l and not l.startswith("#"):
+	                k, v = l.split("=", 1); env[k] = v
+	    elif line.startswith("ExecStart="):
+	        cmd = line[10:]
+	for o in over:
+	    k, v = o.split("=", 1); env[k] = v
+	out = []
+	for w in cmd.split():
+	    m = re.fullmatch(r"\$\{(\w+)\}|\$(\w+)", w)
+	    if m and m.group(1):
+	        out.append(env.get(m.group(1), ""))
+	    elif m:
+	        out += env.get(m.group(2), "").split()
+	    else:
+	        out.append(w)
+	print("\n".join(out))
+	PY
+}
+test_expect_success 'penny-check.service: its command writes the textfile and the JUnit XML' '
+	cmdline $units/penny-check.service PENNY_CHECK_PROM=$PWD/v/check.prom \
+		PENNY_CHECK_JUNIT=$PWD/v/check.xml >args && cat args &&
+	test "$(sed -n 1p args)" = "$PWD/r/bin/penny" &&
+	mkdir v && mapfile -t a <args &&
+	PENNY_SYSROOT=$PWD/ok "${a[@]}" >out 2>err; rc=$?; cat err;
+	test "$rc" -le 1 && grep -q "^penny_check_exit_code $rc$" v/check.prom &&
+	grep -q "<testsuites" v/check.xml && ! grep -q FAIL out
+'
+test_expect_success 'penny-top.service: its command writes the textfile and ends with 0 on SIGTERM' '
+	cmdline $units/penny-top.service PENNY_TOP_PROM=$PWD/v/top.prom PENNY_TOP_ARGS=-i0.2 >args &&
+	cat args && mapfile -t a <args &&
+	{ PENNY_SYSROOT=$PWD/ok "${a[@]}" & } && pid=$! &&
+	appears v/top.prom; kill -TERM $pid; wait $pid; rc=$? &&
+	test "$rc" -eq 0 && grep -q "^penny_port_up{device=\"mlx5_0\",port=\"1\"} 1$" v/top.prom
+'
+test_expect_success 'the default settings file is all comments and names only the units'"'"' variables' '
+	! grep -v "^#" "$TOP/etc/default/penny" | grep -q . &&
+	sed -n "s/^#\(PENNY_[A-Z_]*\)=.*/\1/p" "$TOP/etc/default/penny" | sort >vars &&
+	cat "$TOP"/etc/systemd/*.in "$TOP/etc/slurm/penny-slurm-check" |
+		grep -o "PENNY_[A-Z_]*" | sort -u >used &&
+	comm -23 vars used >unused && test_cmp /dev/null unused
+'
+
+# ---- Slurm ----
+slurm=$PWD/r/share/doc/penny/examples/penny-slurm-check
+mkdir bin
+# the stub scontrol: each call's arguments, one a line, then "--"; "show
+# node" prints the state in the file show
+cat >bin/scontrol <<-EOF
+	#!/bin/sh
+	for a in "\$@"; do printf "%s\n" "\$a"; done >>"$PWD/calls"
+	echo -- >>"$PWD/calls"
+	if [ "\$1" = show ]; then cat "$PWD/show" 2>/dev/null; fi
+	exit 0
+	EOF
+chmod +x bin/scontrol
+cp -a ok bad && echo 8 >"$(readlink -f bad/sys/bus/pci/devices/0000:01:00.0)/current_link_width"
+echo "PENNY_SLURM_CHECK_ARGS='--only pcie --sysfs-root $PWD/bad'" >bad.conf
+echo "PENNY_SLURM_CHECK_ARGS='--only pcie --sysfs-root $PWD/ok'" >ok.conf
+echo "PENNY_SLURM_CHECK_ARGS='--only nosuch'" >err.conf
+# hc CONF [ENV...]: the script as slurmd runs it, on node n01
+hc() {
+	local conf=$1
+	shift
+	rm -f calls
+	env -i PATH="$PWD/bin:$PATH" PENNY="$PENNY" PENNY_DEFAULTS="$PWD/$conf" \
+		SLURMD_NODENAME=n01 "$@" sh "$slurm"
+}
+if command -v shellcheck >/dev/null; then
+	test_expect_success 'penny-slurm-check: shellcheck has nothing to say' '
+		shellcheck "$TOP/etc/slurm/penny-slurm-check"
+	'
+else
+	test_skip "shellcheck of penny-slurm-check" "no shellcheck"
+fi
+test_expect_success 'HealthCheckProgram: a failing check drains the node, the check as the reason' '
+	test_exit 1 hc bad.conf &&
+	printf "%s\n" update NodeName=n01 State=DRAIN \
+		"Reason=penny check: pcie GPU0: downtrained width link at 0000:01:00.0 (above the device): Gen5 x8 of Gen5 x16 (and 1 more)" \
+		-- >want && test_cmp want calls
+'
+test_expect_success 'HealthCheckProgram: a passing check resumes a node it drained, only that' '
+	hc ok.conf && printf "%s\n" show node n01 -- >want && test_cmp want calls &&
+	echo "   State=IDLE+DRAIN Reason=penny check: pcie GPU0: x8 [root@2026-11-26]" >show &&
+	hc ok.conf && printf "%s\n" show node n01 -- update NodeName=n01 State=RESUME -- >want &&
+	test_cmp want calls &&
+	echo "   State=IDLE+DRAIN Reason=bad DIMM [root@2026-11-26]" >show &&
+	hc ok.conf && printf "%s\n" show node n01 -- >want && test_cmp want calls
+'
+test_expect_success 'Prolog: drains and exits 1 (the job is requeued); never resumes' '
+	test_exit 1 hc bad.conf SLURM_JOB_ID=42 && grep -qx State=DRAIN calls &&
+	echo "   State=IDLE+DRAIN Reason=penny check: old" >show &&
+	hc ok.conf SLURM_JOB_ID=42 && test ! -e calls
+'
+test_expect_success 'a check that cannot run: logged, no drain unless PENNY_SLURM_DRAIN_ON_ERROR=1' '
+	hc err.conf && test ! -e calls &&
+	echo PENNY_SLURM_DRAIN_ON_ERROR=1 >>err.conf &&
+	test_exit 1 hc err.conf && sed -n 4p calls >reason &&
+	grep -q "^Reason=penny check: could not run: .*nosuch" reason
+'
+
+# ---- container and Kubernetes ----
+cf=$TOP/etc/container/Containerfile
+# apt_pkgs: the packages of the apt-get install of the stage on stdin
+apt_pkgs() {
+	sed -n "/apt-get install/,/rm -rf/p" | tr " \\\\&" "\n\n\n" |
+		grep -E "^[a-z0-9][a-z0-9.+-]+$" | grep -vxE "apt-get|install|rm" | sort
+}
+test_expect_success 'Containerfile: debian:12, the build packages of make setup, make install' '
+	grep -c "^FROM debian:12\( AS build\)\?$" "$cf" | grep -qx 2 &&
+	sed -n "s/^pkgs=(\(.*\))$/\1/p" "$TOP/tests/install-deps.sh" | tr " " "\n" | sort >want &&
+	awk "/^FROM .* AS build/{b=1} /^FROM debian:12$/{b=0} b" "$cf" | apt_pkgs >got &&
+	test_cmp want got &&
+	grep -q "^RUN make clean && make -j\"\$(nproc)\" install PREFIX=/usr DESTDIR=/out$" "$cf" &&
+	grep -qx "COPY --from=build /out/ /" "$cf" &&
+	grep -qx "CMD \[\"topo\"\]" "$cf"
+'
+if ! command -v dpkg >/dev/null || ! command -v readelf >/dev/null; then
+	test_skip "the image's libraries" "no dpkg or readelf"
+else
+	test_expect_success 'Containerfile: the image installs the package of every library penny links' '
+		awk "/^FROM debian:12$/{r=1} r" "$cf" | apt_pkgs >have &&
+		grep -qx ibverbs-providers have &&
+		for l in $(readelf -d "$PENNY" | sed -n "s/.*Shared library: \[\(.*\)\]/\1/p"); do
+			case $l in libc.so.*|libm.so.*|ld-linux*|lib[atu]san.so.*|libubsan.so.*) continue ;; esac
+			dpkg -S "*/$l" | sed -n "1s/:.*//p"
+		done | sort -u >need && test -s need &&
+		comm -23 need have >missing && test_cmp /dev/null missing
+	'
+fi
+test_expect_success '.dockerignore leaves the build out of the context' '
+	for p in build "build-*" penny .git; do grep -qxF "$p" "$TOP/.dockerignore" || exit 1; done
+'
+if ! command -v docker >/dev/null || ! docker info >/dev/null 2>&1; then
+	test_skip "docker build and run of the Containerfile" "no working docker daemon"
+else
+	test_expect_success 'docker build and run penny topo' '
+		docker build -q -f "$cf" -t penny-test "$TOP" >id &&
+		docker run --rm penny-test >topo.out && grep -q "Ports:" topo.out
+	'
+fi
+
+ds=$PWD/r/share/doc/penny/examples/penny-top-daemonset.yaml
+if ! python3 -c "import yaml" 2>/dev/null; then
+	test_skip "the DaemonSet" "no python3 yaml"
+else
+	test_expect_success 'the DaemonSet: apps/v1, well-formed, its command accepted by penny' '
+		python3 "$TOP/tests/helpers/k8s-daemonset.py" "$ds" >args &&
+		sed "s@^/var/lib/penny/@$PWD/k/@; s@^--interval=.*@--interval=0.2@" args >kargs && mkdir k && mapfile -t a <kargs &&
+		{ PENNY_SYSROOT=$PWD/ok "$PENNY" "${a[@]}" & } && pid=$! &&
+		appears k/penny-top.prom; kill -TERM $pid; wait $pid; rc=$? &&
+		test "$rc" -eq 0 && grep -q "^penny_port_up{" k/penny-top.prom
+	'
+fi
+test_done
