@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "harness/check.h"
+#include "harness/check_settings.h"
 #include "harness/nccllog.h"
 #include "base/file.h"
 #include "base/log.h"
@@ -150,6 +151,8 @@ int pn_check_ncclpath(struct pn_check *c)
 	memset(&l, 0, sizeof(l));
 	ret = pn_nccl_log_parse(&l, buf, len);
 	free(buf);
+	if (!ret)
+		ret = pn_settings_versions_row(c, CHECK, l.version, 0);
 	if (ret)
 		goto out;
 	for (i = 0; i < l.npaths; i++) {
