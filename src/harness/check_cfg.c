@@ -108,6 +108,11 @@ static const struct pn_check_key keys[] = {
 	{ "settings.pci-hidden", PN_KEY_TEXT, 0, 0, 0, "fail",
 	  "a GPU or NIC whose /sys link does not reach a PCI root bus: fail, or allow",
 	  "fail allow" },
+	{ "settings.nvlink-down", PN_KEY_TEXT, 0, 0, 0, "fail",
+	  "an NVLink NVML reports down: fail, or allow", "fail allow" },
+	{ "settings.p2p", PN_KEY_TEXT, 0, 0, 0, "fail",
+	  "a GPU pair whose P2P read or write NVML does not report OK: fail, or allow",
+	  "fail allow" },
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))

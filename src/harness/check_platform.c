@@ -719,5 +719,7 @@ int pn_settings_platform(struct pn_check *c)
 		ret = roce(c);
 	if (!ret)
 		ret = pci_paths(c);
+	if (!ret)
+		ret = pn_settings_nvlink_p2p(c);
 	return ret;
 }

@@ -84,6 +84,8 @@ int pn_settings_selected_nic(const struct pn_check *c, const struct pn_nic *nic)
 /* check_platform.c: driver, NVSwitch fabric manager, IMEX, RoCE GIDs and
  * ECN, hidden PCI paths. */
 int pn_settings_platform(struct pn_check *c);
+/* check_p2p.c: every NVIDIA GPU's NVLinks up and down, every pair's P2P. */
+int pn_settings_nvlink_p2p(struct pn_check *c);
 /* The versions row of check (the driver's, NCCL's, the CUDA driver API's). */
 int pn_settings_versions_row(struct pn_check *c, const char *check, const char *nccl,
 			     int cuda_api);

@@ -62,7 +62,8 @@ test_expect_success 'a node with every setting right passes each (exit 0)' '
 	grep -q "^settings  *n1  *fabric-manager .*SKIP  no NVSwitch" out &&
 	grep -q "^settings  *n1  *imex .*SKIP  not a multi-node NVLink system" out &&
 	grep -q "^settings  *n1  *roce .*SKIP  no RoCE port" out &&
-	grep -q "^10 passed, 0 failed, 3 skipped" out
+	grep -q "^settings  *n1  *nvlink-p2p .*SKIP  a captured tree" out &&
+	grep -q "^10 passed, 0 failed, 4 skipped" out
 '
 
 test_expect_success 'ACS redirect on the switch port above the GPU fails, naming the bridge' '
@@ -321,6 +322,27 @@ test_expect_success 'a container /sys that hides the PCI tree is named: dangling
 	echo "settings.pci-hidden = allow" >p.conf &&
 	penny check --sysfs-root ct --only settings --config p.conf --json >out.json &&
 	verdict 0000:03:00.0:pci-path out.json | grep -q "^PASS dangling"
+'
+
+test_expect_success 'NVLink state and P2P per GPU pair from NVML (a fake one); no NVML SKIPs' '
+	${NVML_TEST_CC:-cc} -shared -fPIC -o libfake-nvml.so "$TOP/tests/helpers/nvml/fake-nvml.c" &&
+	copy ok two && at two && PCI_NUMA=0 sys_switch 0x10 >/dev/null &&
+	G0=0000:03:00.0 G1=0000:13:00.0 &&
+	nv() { PENNY_NVML_LIB=$PWD/libfake-nvml.so "$PENNY" check --sysfs-root two --only settings --json "$@"; } &&
+	FAKE_NVML_LINKS="$G0>$G1*4;$G1>$G0*4" nv >out.json &&
+	verdict GPU0:nvlink out.json | grep -q "^PASS 4 up, 0 down" &&
+	verdict GPU0-GPU1:p2p out.json | grep -q "^PASS read+write" &&
+	FAKE_NVML_LINKS="$G0>$G1*4;$G1>$G0*4;$G1>down*2" test_exit 1 nv >out.json &&
+	verdict GPU1:nvlink out.json | grep -q "^FAIL 4 up, 2 down | 2 of the GPU.s 6 NVLinks are down" &&
+	FAKE_NVML_LINKS="$G0>$G1*4;$G1>$G0*4" FAKE_NVML_P2P="$G0>$G1=0,5;$G1>$G0=4,0" test_exit 1 nv >out.json &&
+	verdict GPU0-GPU1:p2p out.json | grep -q "^FAIL 2 not OK | write GPU0->GPU1: not supported, read GPU1->GPU0: disabled by regkey" &&
+	echo "settings.p2p = allow" >p2p.conf &&
+	FAKE_NVML_LINKS="$G0>$G1*4;$G1>$G0*4" FAKE_NVML_P2P="$G0>$G1=0,5" nv --config p2p.conf >out.json &&
+	verdict GPU0-GPU1:p2p out.json | grep -q "^PASS 1 not OK .*(settings.p2p = allow)" &&
+	FAKE_NVML_INIT_FAIL=1 nv >out.json &&
+	verdict nvlink-p2p out.json | grep -q "^SKIP None | no NVML" &&
+	penny check --sysfs-root two --only settings --json >out.json &&
+	verdict nvlink-p2p out.json | grep -q "^SKIP None | a captured tree"
 '
 
 test_expect_success 'bad key values are refused (exit 2)' '
