@@ -41,6 +41,7 @@ enum pn_check_id {
 	PN_CHECK_RAILS,		/* "rails" */
 	PN_CHECK_SETTINGS,	/* "settings" (runs after pcie) */
 	PN_CHECK_NCCLPATH,	/* "nccl-path" (with --nccl-log only) */
+	PN_CHECK_RANKS,		/* "ranks" (under a launcher) */
 	PN_CHECK_COUNT
 };
 
@@ -132,6 +133,7 @@ int pn_check_allreduce(struct pn_check *c);	/* check_ar.c */
 int pn_check_rails(struct pn_check *c);		/* check_net.c */
 int pn_check_settings(struct pn_check *c);	/* check_settings.c */
 int pn_check_ncclpath(struct pn_check *c);	/* check_nccl.c */
+int pn_check_ranks(struct pn_check *c);		/* check_ranks.c */
 
 /*
  * The baseline (check_base.c): --save-baseline writes the numeric results
