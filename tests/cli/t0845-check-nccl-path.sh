@@ -80,9 +80,7 @@ test_expect_success 'what the log does not tell of this node SKIPs (alone: nothi
 	verdict "ch00/0 0->1" out.json | grep -q "^PASS P2P/IPC/read"
 '
 
-test_expect_success 'bad use: --only nccl-path without a log, a skipped nccl-path, a FIFO, a directory (exit 2)' '
-	test_exit 2 penny check --sysfs-root n1 --only nccl-path 2>err &&
-	grep -q "needs --nccl-log FILE" err &&
+test_expect_success 'bad use: a skipped nccl-path with --nccl-log, a FIFO, a directory (exit 2)' '
 	test_exit 2 penny check --sysfs-root n1 --nccl-log ok.log --skip nccl-path 2>err &&
 	grep -q "nccl-path is not run" err &&
 	mkfifo fifo && test_exit 2 timeout 10 "$PENNY" check --sysfs-root n1 --only nccl-path --nccl-log fifo 2>err &&
@@ -90,9 +88,30 @@ test_expect_success 'bad use: --only nccl-path without a log, a skipped nccl-pat
 	test_exit 2 penny check --sysfs-root n1 --only nccl-path --nccl-log . 2>err && test $(wc -l <err) = 1
 '
 
-test_expect_success 'without --nccl-log the check is not run (no row)' '
-	penny check --sysfs-root n1 --only pcie --json >out.json &&
-	! grep -q nccl-path out.json
+test_expect_success 'without --nccl-log: the log of an allreduce on the nccl plugin, judged alike' '
+	mkdir -p tmp &&
+	PENNY_PLUGIN_PATH=$BUILD/tests/plugins/nccl TMPDIR=$PWD/tmp penny check --sysfs-root n1 --only nccl-path --json >out.json &&
+	verdict "ch00/0 0->1" out.json | grep -q "^PASS P2P/CUMEM/read None" &&
+	verdict "ch00/0 1->0" out.json | grep -q "^PASS P2P/CUMEM/read None" &&
+	verdict versions out.json | grep -q "^SKIP" &&
+	test -z "$(ls tmp)" &&
+	FAKE_NCCL_VIA=NET/Socket/0 PENNY_PLUGIN_PATH=$BUILD/tests/plugins/nccl TMPDIR=$PWD/tmp \
+		test_exit 1 penny check --sysfs-root n1 --only nccl-path --json >out.json &&
+	verdict "ch00/0 1->0" out.json | grep -q "^FAIL NET/Socket/0 NET/IB | NCCL sends over sockets while mlx5_0/1 is ACTIVE" &&
+	test -z "$(ls tmp)"
+'
+
+test_expect_success 'without --nccl-log: no nccl plugin, one GPU, no usable TMPDIR SKIP with the reason' '
+	mkdir -p none &&
+	# the build tree'"'"'s own nccl plugin is found too: it cannot load CUDA here
+	PENNY_PLUGIN_PATH=$PWD/none test_exit 2 penny check --sysfs-root n1 --only nccl-path --json >out.json &&
+	verdict log out.json | grep -qE "^SKIP None None \| (no --nccl-log FILE, and no nccl plugin|the allreduce on nccl failed)" &&
+	: >notadir &&
+	PENNY_PLUGIN_PATH=$BUILD/tests/plugins/nccl TMPDIR=$PWD/notadir test_exit 2 penny check --sysfs-root n1 --only nccl-path --json >out.json &&
+	verdict log out.json | grep -q "^SKIP None None | no directory for NCCL.s log in .*notadir" &&
+	rm -rf one && cp -a n1 one && rm one/sys/bus/pci/devices/0000:13:00.0 &&
+	PENNY_PLUGIN_PATH=$BUILD/tests/plugins/nccl test_exit 2 penny check --sysfs-root one --only nccl-path --json >out.json &&
+	verdict log out.json | grep -q "^SKIP None None | one GPU: NCCL connects nothing"
 '
 
 test_done
