@@ -172,7 +172,7 @@ static int setup(struct pn_check *c)
 	return ret;
 }
 
-static int run_one(struct pn_check *c, int id)
+int pn_check_run_one(struct pn_check *c, int id)
 {
 	int ret = 0;
 
@@ -437,6 +437,8 @@ static int finish(struct pn_check *c)
 			pn_check_job_median(c->results, margin);
 		/* out of memory, a required check's FAIL is counted all the same */
 		pn_check_require(c->results, c->require, c->node);
+		if (pn_check_diag_verdict(c) == -ENOMEM)
+			return -ENOMEM;
 		code = pn_verdict_exit_code(c->results);
 	}
 	if (c->boot) {
@@ -485,10 +487,13 @@ int pn_check_run(struct pn_check *c)
 	if (ret)
 		return ret;
 	for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
-		ret = run_one(c, order[i]);
+		ret = pn_check_run_one(c, order[i]);
 		if (ret)
 			return ret;
 	}
+	ret = pn_check_diag_rerun(c);
+	if (ret)
+		return ret;
 	return finish(c);
 }
 

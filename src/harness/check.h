@@ -135,6 +135,17 @@ int pn_check_settings(struct pn_check *c);	/* check_settings.c */
 int pn_check_ncclpath(struct pn_check *c);	/* check_nccl.c */
 int pn_check_ranks(struct pn_check *c);		/* check_ranks.c */
 
+/* Run check id now (the driver's step: node checks on the node leader). */
+int pn_check_run_one(struct pn_check *c, int id);
+/*
+ * The decision table (check_diag.c, check_diag.h): after the checks, when
+ * an allreduce missed, run what the table needs that did not run
+ * (collective); on rank 0 after the gather, add the "diagnosis" result
+ * naming the likely layer and the evidence.
+ */
+int pn_check_diag_rerun(struct pn_check *c);
+int pn_check_diag_verdict(struct pn_check *c);
+
 /*
  * The baseline (check_base.c): --save-baseline writes the numeric results
  * of a run (check, target, measured, unit) as one JSON document; --baseline
