@@ -31,27 +31,30 @@
 static const char *const vars[] = { "NCCL_DEBUG", "NCCL_DEBUG_FILE", "NCCL_DEBUG_SUBSYS" };
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
 
-/* Set NCCL's debug variables (old: their values before, to restore). */
-static int env_set(char **old, const char *file)
+/* Set NCCL's debug variables (old: their values before, to restore; *n: how many set). */
+static int env_set(char **old, size_t *n, const char *file)
 {
 	const char *val[NVARS] = { "INFO", file, "INIT,NET,P2P,SHM" };
-	size_t i;
 
-	for (i = 0; i < NVARS; i++) {
-		const char *o = getenv(vars[i]);
+	for (*n = 0; *n < NVARS; ++*n) {
+		const char *o = getenv(vars[*n]);
 
-		old[i] = o ? strdup(o) : NULL;
-		if ((o && !old[i]) || setenv(vars[i], val[i], 1))
+		old[*n] = o ? strdup(o) : NULL;
+		if (o && !old[*n])
 			return pn_err(-ENOMEM, "out of memory for NCCL's environment");
+		if (setenv(vars[*n], val[*n], 1)) {
+			++*n;	/* restored from old all the same */
+			return pn_err(-ENOMEM, "out of memory for NCCL's environment");
+		}
 	}
 	return 0;
 }
 
-static void env_restore(char **old)
+static void env_restore(char **old, size_t n)
 {
 	size_t i;
 
-	for (i = 0; i < NVARS; i++) {
+	for (i = 0; i < n; i++) {
 		if (old[i])
 			setenv(vars[i], old[i], 1);
 		else
@@ -104,6 +107,7 @@ int pn_ncclpath_capture(struct pn_check *c, char **buf, size_t *len, char *why, 
 	const char *tmp = getenv("TMPDIR");
 	char dir[4096], file[4200], *old[NVARS] = { NULL };
 	struct pn_plugin *p;
+	size_t nset = 0;
 	int ret, fd;
 
 	*buf = NULL;
@@ -136,10 +140,10 @@ int pn_ncclpath_capture(struct pn_check *c, char **buf, size_t *len, char *why, 
 	close(fd);
 	snprintf(file, sizeof(file), "%s/nccl.%%h.%%p.log", dir);
 	pn_check_progress(c, "nccl-path", "%d ranks on nccl with NCCL_DEBUG=INFO", c->topo->ngpus);
-	ret = env_set(old, file);
+	ret = env_set(old, &nset, file);
 	if (!ret)
 		ret = pn_check_ar_probe("nccl", c->topo->ngpus, PROBE_BYTES, c->timeout);
-	env_restore(old);
+	env_restore(old, nset);
 	if (ret) {
 		snprintf(why, wlen, "the allreduce on nccl failed: %s", pn_errmsg(ret));
 		ret = 1;

@@ -453,7 +453,7 @@ static int imex(struct pn_check *c)
 	n = pn_sys_read_bin(text, sizeof(text), IMEX_CFG);
 	if (n < 0) {
 		snprintf(det, sizeof(det), "%s cannot be read (%s): the IMEX daemon knows no "
-			 "peers", IMEX_CFG, strerror(-n));
+			 "peers", IMEX_CFG, n == -EINVAL ? "not a regular file" : strerror(-n));
 		ret = imex_finding(c, "imex-nodes", "missing", "1 node or more", det, sizeof(det));
 	} else if (!(r = pn_settings_imex_nodes(text, (size_t)n))) {
 		snprintf(det, sizeof(det), "%s names no node: the IMEX domain is empty", IMEX_CFG);

@@ -153,6 +153,7 @@ static void mine(struct pn_check *c, struct pn_rank_use *u)
 {
 	const struct pn_topo *t = c->topo;
 	const char *cvd = getenv("CUDA_VISIBLE_DEVICES"), *hca = getenv("NCCL_IB_HCA");
+	char spec[512];
 	int g, k, b;
 
 	memset(u, 0, sizeof(*u));
@@ -172,8 +173,11 @@ static void mine(struct pn_check *c, struct pn_rank_use *u)
 	u->gpu = g;
 	snprintf(u->gpu_name, sizeof(u->gpu_name), "%s", t->devs[g].name);
 	snprintf(u->busid, sizeof(u->busid), "%s", t->devs[g].pci_busid);
-	if (!hca || !*hca)
-		hca = c->devspec;
+	if ((!hca || !*hca) && c->devspec && *c->devspec) {
+		/* -d names devices exactly */
+		snprintf(spec, sizeof(spec), "=%s", c->devspec);
+		hca = spec;
+	}
 	k = nearest(c, g, hca && *hca ? hca : NULL, &u->path);
 	b = nearest(c, g, NULL, &u->best_path);
 	if (k >= 0)
