@@ -33,12 +33,12 @@ const struct pn_opt check_options[] = {
 	{ "config", 0, OPT_STRING, &opt.config, "FILE",
 	  "expectations: one 'key = value' a line (see --list-keys)", NULL, NULL },
 	{ "only", 0, OPT_STRING, &opt.only, "LIST", "run only these checks (comma list)",
-	  "inventory pcie counters nic-bw gpu-copy allreduce rails settings nccl-path", OPT_LIST },
+	  "inventory pcie counters nic-bw gpu-copy allreduce rails settings nccl-path ranks", OPT_LIST },
 	{ "skip", 0, OPT_STRING, &opt.skip, "LIST", "run every check but these (comma list)",
-	  "inventory pcie counters nic-bw gpu-copy allreduce rails settings nccl-path", OPT_LIST },
+	  "inventory pcie counters nic-bw gpu-copy allreduce rails settings nccl-path ranks", OPT_LIST },
 	{ "require", 0, OPT_STRING, &opt.require, "LIST",
 	  "a SKIP of these checks is a FAIL (comma list; adds to job.require)",
-	  "inventory pcie counters nic-bw gpu-copy allreduce rails settings nccl-path", OPT_LIST },
+	  "inventory pcie counters nic-bw gpu-copy allreduce rails settings nccl-path ranks", OPT_LIST },
 	{ "quick", 0, OPT_BOOL, &opt.quick, NULL,
 	  "shorter measurements (see the man page for what is left out)", NULL, NULL },
 	{ "junit", 0, OPT_STRING, &opt.junit, "FILE", "also write JUnit XML to FILE", NULL, NULL },
@@ -55,7 +55,7 @@ const struct pn_opt check_options[] = {
 	{ "backend", 0, OPT_STRING, &opt.backend, "LIST",
 	  "GPU plugins to try, e.g. cuda,nccl (default: every one found)", NULL, OPT_LIST },
 	{ "nccl-log", 0, OPT_STRING, &opt.nccl_log, "FILE",
-	  "judge the paths of an NCCL_DEBUG=INFO log against the topology (nccl-path)", NULL,
+	  "judge this NCCL_DEBUG=INFO log (nccl-path; default: one it captures)", NULL,
 	  NULL },
 	{ "list-keys", 0, OPT_BOOL, &opt.list_keys, NULL,
 	  "list the configuration keys with their defaults and ranges", NULL, NULL },
@@ -316,13 +316,9 @@ static int setup(struct pn_ctx *ctx, struct pn_check_cfg *cfg, struct pn_check_b
 	if (opt.skip && (ret = pn_check_parse_list(opt.skip, &skip)))
 		return pn_cmd_fail(ctx, 2, "--skip: %s", pn_errmsg(ret));
 	c->mask = only & ~skip;
-	/* nccl-path judges a log: it runs when one is given */
-	if (!opt.nccl_log && opt.only && (only & (1u << PN_CHECK_NCCLPATH)))
-		return pn_cmd_fail(ctx, 2, "--only nccl-path needs --nccl-log FILE");
+	/* nccl-path judges --nccl-log, else a log it captures */
 	if (opt.nccl_log && !(c->mask & (1u << PN_CHECK_NCCLPATH)))
 		return pn_cmd_fail(ctx, 2, "--nccl-log given, but nccl-path is not run");
-	if (!opt.nccl_log)
-		c->mask &= ~(1u << PN_CHECK_NCCLPATH);
 	if (!c->mask)
 		return pn_cmd_fail(ctx, 2, "no check left to run (--only, --skip)");
 	if (opt.baseline && opt.save)

@@ -139,7 +139,8 @@ $(PL_TEST)/cuda/penny-cuda.so: plugins/test/fake.c plugins/include/penny_plugin.
 		-shared -o $@ $<
 $(PL_TEST)/nccl/penny-nccl.so: plugins/test/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
-	$(CC) $(PL_CFLAGS) -DFAKE_NAME='"nccl"' -DFAKE_NOBW -DFAKE_ALGOS=17u -shared -o $@ $<
+	$(CC) $(PL_CFLAGS) -DFAKE_NAME='"nccl"' -DFAKE_NOBW -DFAKE_ALGOS=17u -DFAKE_NCCL_LOG -shared \
+		-o $@ $<
 $(PL_TEST)/cuda-nobw/penny-cuda.so: plugins/test/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_NAME='"cuda"' -DFAKE_NOBW -shared -o $@ $<

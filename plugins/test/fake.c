@@ -20,6 +20,11 @@
  * allreduce take F times as long (it sleeps for the difference);
  * PENNY_FAKE_SLOW_GPU=N limits it to device N (its copies, the matrix cells
  * from or to it, the allreduce of the rank on it).
+ *
+ * FAKE_NCCL_LOG (the test plugin named nccl): with NCCL_DEBUG=INFO and
+ * NCCL_DEBUG_FILE set, init writes what NCCL would print there (its %h and
+ * %p expanded): the version line and this rank's ring connection, "via"
+ * FAKE_NCCL_VIA (default P2P/CUMEM/read).
  */
 #define _GNU_SOURCE
 #include "penny_data.h"
@@ -30,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <sched.h>
 #include <unistd.h>
@@ -119,6 +125,41 @@ static void slow_down(double t0, int dev)
 	nanosleep(&ts, NULL);
 }
 
+#ifdef FAKE_NCCL_LOG
+/* NCCL_DEBUG_FILE with %h (host) and %p (pid) expanded, created as NCCL does */
+static void nccl_log(const struct penny_host_v1 *host, int device)
+{
+	const char *dbg = getenv("NCCL_DEBUG"), *file = getenv("NCCL_DEBUG_FILE");
+	const char *via = getenv("FAKE_NCCL_VIA");
+	char path[4096], hostname[64] = "fakehost";
+	size_t n = 0;
+	FILE *f;
+
+	if (!dbg || strcasecmp(dbg, "INFO") || !file)
+		return;
+	gethostname(hostname, sizeof(hostname) - 1);
+	for (; *file && n < sizeof(path) - 80; file++) {
+		if (file[0] == '%' && file[1] == 'h')
+			n += (size_t)snprintf(path + n, sizeof(path) - n, "%s", hostname), file++;
+		else if (file[0] == '%' && file[1] == 'p')
+			n += (size_t)snprintf(path + n, sizeof(path) - n, "%d", (int)getpid()), file++;
+		else
+			path[n++] = *file;
+	}
+	path[n] = 0;
+	f = fopen(path, "w");
+	if (!f)
+		return;
+	fprintf(f, "%s:%d:%d [%d] NCCL INFO NCCL version 2.21.5+cuda12.4\n", hostname,
+		(int)getpid(), (int)getpid(), device);
+	fprintf(f, "%s:%d:%d [%d] NCCL INFO Channel 00/0 : %d[%d] -> %d[%d] via %s\n", hostname,
+		(int)getpid(), (int)getpid(), device, host->rank, device,
+		(host->rank + 1) % host->nranks, (device + 1) % host->local_size,
+		via && *via ? via : "P2P/CUMEM/read");
+	fclose(f);
+}
+#endif
+
 static int fake_init(const struct penny_host_v1 *host, int device, void **be)
 {
 	struct fake *f;
@@ -135,6 +176,9 @@ static int fake_init(const struct penny_host_v1 *host, int device, void **be)
 	f->device = device >= 0 ? device : host->local_rank;
 	snprintf(f->desc, sizeof(f->desc), "fake device %d of rank %d/%d", device, host->rank,
 		 host->nranks);
+#ifdef FAKE_NCCL_LOG
+	nccl_log(host, f->device);
+#endif
 	*be = f;
 	return 0;
 }

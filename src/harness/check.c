@@ -45,6 +45,7 @@ static const struct {
 	[PN_CHECK_RAILS] = { "rails", pn_check_rails, 0 },
 	[PN_CHECK_SETTINGS] = { "settings", pn_check_settings, 1 },
 	[PN_CHECK_NCCLPATH] = { "nccl-path", pn_check_ncclpath, 1 },
+	[PN_CHECK_RANKS] = { "ranks", pn_check_ranks, 0 },
 };
 
 const char *pn_check_name(enum pn_check_id id)
@@ -68,7 +69,7 @@ int pn_check_parse_list(const char *list, unsigned *mask)
 			return pn_err(-EINVAL, "an empty check name in '%s'", list);
 		if (id == PN_CHECK_COUNT)
 			return pn_err(-EINVAL, "no check '%.*s' (checks: inventory, pcie, counters, "
-				      "nic-bw, gpu-copy, allreduce, rails, settings, nccl-path)", (int)(n > 64 ? 64 : n), p);
+				      "nic-bw, gpu-copy, allreduce, rails, settings, nccl-path, ranks)", (int)(n > 64 ? 64 : n), p);
 		m |= 1u << id;
 		if (!p[n])
 			break;
@@ -139,7 +140,7 @@ static int setup(struct pn_check *c)
 	return ret;
 }
 
-static int run_one(struct pn_check *c, int id)
+int pn_check_run_one(struct pn_check *c, int id)
 {
 	int ret = 0;
 
@@ -405,6 +406,8 @@ static int finish(struct pn_check *c)
 			pn_check_job_median(c->results, margin);
 		/* out of memory, a required check's FAIL is counted all the same */
 		pn_check_require(c->results, c->require, c->node);
+		if (pn_check_diag_verdict(c) == -ENOMEM)
+			return -ENOMEM;
 		code = pn_verdict_exit_code(c->results);
 	}
 	if (c->boot) {
@@ -419,7 +422,7 @@ static int finish(struct pn_check *c)
 int pn_check_run(struct pn_check *c)
 {
 	static const int order[] = { PN_CHECK_INVENTORY, PN_CHECK_PCIE, PN_CHECK_SETTINGS,
-				     PN_CHECK_NCCLPATH, PN_CHECK_NICBW,
+				     PN_CHECK_NCCLPATH, PN_CHECK_RANKS, PN_CHECK_NICBW,
 				     PN_CHECK_GPUCOPY, PN_CHECK_ALLREDUCE, PN_CHECK_RAILS,
 				     PN_CHECK_COUNTERS };
 	double window = 0, timeout;
@@ -453,10 +456,13 @@ int pn_check_run(struct pn_check *c)
 	if (ret)
 		return ret;
 	for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
-		ret = run_one(c, order[i]);
+		ret = pn_check_run_one(c, order[i]);
 		if (ret)
 			return ret;
 	}
+	ret = pn_check_diag_rerun(c);
+	if (ret)
+		return ret;
 	return finish(c);
 }
 

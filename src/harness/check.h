@@ -41,6 +41,7 @@ enum pn_check_id {
 	PN_CHECK_RAILS,		/* "rails" */
 	PN_CHECK_SETTINGS,	/* "settings" (runs after pcie) */
 	PN_CHECK_NCCLPATH,	/* "nccl-path" (with --nccl-log only) */
+	PN_CHECK_RANKS,		/* "ranks" (under a launcher) */
 	PN_CHECK_COUNT
 };
 
@@ -137,6 +138,18 @@ int pn_check_allreduce(struct pn_check *c);	/* check_ar.c */
 int pn_check_rails(struct pn_check *c);		/* check_net.c */
 int pn_check_settings(struct pn_check *c);	/* check_settings.c */
 int pn_check_ncclpath(struct pn_check *c);	/* check_nccl.c */
+int pn_check_ranks(struct pn_check *c);		/* check_ranks.c */
+
+/* Run check id now (the driver's step: node checks on the node leader). */
+int pn_check_run_one(struct pn_check *c, int id);
+/*
+ * The decision table (check_diag.c, check_diag.h): after the checks, when
+ * an allreduce missed, run what the table needs that did not run
+ * (collective); on rank 0 after the gather, add the "diagnosis" result
+ * naming the likely layer and the evidence.
+ */
+int pn_check_diag_rerun(struct pn_check *c);
+int pn_check_diag_verdict(struct pn_check *c);
 
 /*
  * The baseline (check_base.c): --save-baseline writes the numeric results

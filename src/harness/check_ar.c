@@ -364,3 +364,19 @@ int pn_check_allreduce(struct pn_check *c)
 	}
 	return ret;
 }
+
+int pn_check_ar_probe(const char *backend, int nranks, uint64_t bytes, double timeout)
+{
+	struct ar_req rq;
+	struct ar_meas m;
+
+	memset(&rq, 0, sizeof(rq));
+	snprintf(rq.backend, sizeof(rq.backend), "%s", backend);
+	rq.nranks = nranks;
+	rq.sizes[0] = bytes;
+	rq.nsizes = 1;
+	rq.iters = 1;
+	rq.timeout = timeout;
+	return pn_checkgpu_child(ar_node, &rq, &m, sizeof(m), timeout * 2 + 10,
+				 "the logged allreduce");
+}

@@ -15,6 +15,7 @@
 #define PENNY_CHECK_GPU_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct pn_pcie_path;
 struct pn_topo;
@@ -60,5 +61,22 @@ int pn_checkgpu_busid_eq(const char *a, const char *b);
  */
 int pn_checkgpu_child(int (*fn)(void *arg, void *out), void *arg, void *out, size_t outlen,
 		      double timeout, const char *what);
+
+/*
+ * One allreduce of bytes on nranks ranks of this node over plugin backend,
+ * in a child (check_ar.c): for what it leaves behind (NCCL's debug log).
+ * 0, or a negative errno with a message.
+ */
+int pn_check_ar_probe(const char *backend, int nranks, uint64_t bytes, double timeout);
+
+/*
+ * This node's NCCL log for nccl-path without --nccl-log (check_ncclrun.c):
+ * one small allreduce over the nccl plugin, one rank per GPU, with
+ * NCCL_DEBUG=INFO into a private directory.  0 with the log in *buf
+ * (malloc'ed, *len bytes), 1 when it cannot run here (why says why: no
+ * plugin, fewer than 2 GPUs, the allreduce failed), or a negative errno.
+ */
+struct pn_check;
+int pn_ncclpath_capture(struct pn_check *c, char **buf, size_t *len, char *why, size_t wlen);
 
 #endif

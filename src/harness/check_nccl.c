@@ -14,6 +14,8 @@
  */
 #define _GNU_SOURCE
 #include "harness/check.h"
+#include "harness/check_gpu.h"
+#include "harness/check_settings.h"
 #include "harness/nccllog.h"
 #include "base/file.h"
 #include "base/log.h"
@@ -140,16 +142,23 @@ int pn_check_ncclpath(struct pn_check *c)
 	size_t len;
 	int i, mine = 0, single = 1, ret;
 
-	if (!c->nccl_log)
-		return pn_check_add(c, &(struct pn_verdict_in){
-			.check = CHECK, .target = "log", .verdict = PN_SKIP,
-			.detail = "no --nccl-log FILE given" });
-	ret = pn_file_read(c->nccl_log, &buf, &len);
+	const char *name = c->nccl_log ? c->nccl_log : "the logged allreduce";
+
+	memset(&l, 0, sizeof(l));
+	if (!c->nccl_log) {
+		ret = pn_ncclpath_capture(c, &buf, &len, det, sizeof(det));
+		if (ret > 0)
+			return pn_check_add(c, &(struct pn_verdict_in){
+				.check = CHECK, .target = "log", .verdict = PN_SKIP, .detail = det });
+	} else {
+		ret = pn_file_read(c->nccl_log, &buf, &len);
+	}
 	if (ret)
 		return ret;
-	memset(&l, 0, sizeof(l));
 	ret = pn_nccl_log_parse(&l, buf, len);
 	free(buf);
+	if (!ret)
+		ret = pn_settings_versions_row(c, CHECK, l.version, 0);
 	if (ret)
 		goto out;
 	for (i = 0; i < l.npaths; i++) {
@@ -161,7 +170,7 @@ int pn_check_ncclpath(struct pn_check *c)
 	}
 	if (!l.npaths) {
 		snprintf(det, sizeof(det), "%.200s: no channel connection line (run with "
-			 "NCCL_DEBUG=INFO)", c->nccl_log);
+			 "NCCL_DEBUG=INFO)", name);
 		ret = pn_check_add(c, &(struct pn_verdict_in){ .check = CHECK, .target = "log",
 			.verdict = PN_SKIP, .detail = det });
 		goto out;

@@ -390,10 +390,10 @@ static void reason(char *buf, size_t len, const char *what)
 static int gdr(struct pn_check *c)
 {
 	const struct pn_topo *t = c->topo;
-	char ver[32] = "", kver[64], text[1024], det[PN_VERDICT_DETAIL], meas[PN_VERDICT_VAL];
+	char ver[32] = "", kver[64], det[PN_VERDICT_DETAIL], meas[PN_VERDICT_VAL];
 	char src[PN_VERDICT_SOURCE], why[128];
 	const char *tg = "gpudirect-rdma", *exp = "peermem or dma-buf";
-	int i, nv = 0, nics = 0, open_mod = 0, dmaj = 0, dmin, kmaj = 0, kmin = 0, n;
+	int i, nv = 0, nics = 0, open_mod = 0, dmaj = 0, dmin, kmaj = 0, kmin = 0;
 
 	for (i = 0; i < t->ngpus; i++)
 		nv += t->devs[i].vendor_id == NVIDIA_VENDOR;
@@ -420,14 +420,7 @@ static int gdr(struct pn_check *c)
 					  sizeof(src)),
 			   "no driver", exp, src, det);
 	}
-	n = pn_sys_read_bin(text, sizeof(text) - 1, "/proc/driver/nvidia/version");
-	if (n > 0) {
-		text[n] = 0;
-		if (pn_settings_nvidia_proc(text, ver, sizeof(ver), &open_mod))
-			ver[0] = 0;
-	}
-	if (!ver[0] && pn_sys_read(ver, sizeof(ver), "/sys/module/nvidia/version") <= 0)
-		ver[0] = 0;
+	pn_settings_driver(ver, sizeof(ver), &open_mod);
 	if (!ver[0] || pn_settings_version(ver, &dmaj, &dmin))
 		dmaj = 0;
 	if (pn_sys_read(kver, sizeof(kver), "/proc/sys/kernel/osrelease") <= 0 ||
@@ -592,5 +585,26 @@ int pn_check_settings(struct pn_check *c)
 		ret = memlock(c);
 	if (!ret)
 		ret = dev_shm(c);
+	if (!ret)
+		ret = pn_settings_platform(c);
 	return ret;
+}
+
+/* ------------------------------------------------------------ for check_platform.c */
+
+int pn_settings_add(struct pn_check *c, const char *target, enum pn_verdict v, const char *meas,
+		    const char *exp, const char *src, const char *det)
+{
+	return add(c, target, v, meas, exp, src, det);
+}
+
+enum pn_verdict pn_settings_allowed(const struct pn_check *c, const char *key, char *det,
+				    size_t len, char *src, size_t slen)
+{
+	return allowed(c, key, det, len, src, slen);
+}
+
+int pn_settings_selected_nic(const struct pn_check *c, const struct pn_nic *nic)
+{
+	return selected_nic(c, nic);
 }

@@ -77,6 +77,7 @@ struct nvml_api {
 	nvml_ret (*pci_info)(nvml_dev dev, struct nvml_pci_info *pci);
 	nvml_ret (*field_values)(nvml_dev dev, int n, struct nvml_field_value *v);
 	nvml_ret (*pcie_tp)(nvml_dev dev, int counter, unsigned *kbps);
+	nvml_ret (*p2p)(nvml_dev a, nvml_dev b, int index, int *status); /* optional */
 };
 
 int pn_nvml_links_from_bw(unsigned long long mbps)
@@ -133,6 +134,7 @@ static int api_open(struct nvml_api *a)
 	*(void **)&a->pci_info = dlsym(a->lib, "nvmlDeviceGetPciInfo_v3");
 	*(void **)&a->field_values = dlsym(a->lib, "nvmlDeviceGetFieldValues");
 	*(void **)&a->pcie_tp = dlsym(a->lib, "nvmlDeviceGetPcieThroughput");
+	*(void **)&a->p2p = dlsym(a->lib, "nvmlDeviceGetP2PStatus");
 	if (missing) {
 		dlclose(a->lib);
 		a->lib = NULL;
@@ -254,6 +256,76 @@ out_close:
 	dlclose(a.lib);
 	if (ret)
 		memset(links, 0, (size_t)n * (size_t)n * sizeof(*links));
+	return ret;
+}
+
+/* ---- link state and P2P capability (penny check) ---- */
+
+const char *pn_nvml_p2p_status(int status)
+{
+	static const char *const names[] = { "OK", "chipset not supported", "GPU not supported",
+					      "IOH topology not supported",
+					      "disabled by regkey", "not supported", "unknown" };
+
+	return status >= 0 && status < 7 ? names[status] : "unknown";
+}
+
+int pn_nvml_health(int n, const char *const *busids, int *up, int *down, int *p2p)
+{
+	struct nvml_api a;
+	nvml_dev *dev;
+	int i, j, k, ret = -ENOENT;
+
+	if (n <= 0)
+		return -ENOENT;
+	for (i = 0; i < n; i++)
+		up[i] = down[i] = -1;
+	for (i = 0; i < n * n * 2; i++)
+		p2p[i] = -1;
+	if (api_open(&a))
+		return -ENOENT;
+	dev = calloc((size_t)n, sizeof(*dev));
+	if (!dev || a.init() != NVML_OK) {
+		free(dev);
+		dlclose(a.lib);
+		return -ENOENT;
+	}
+	for (i = 0; i < n; i++) {
+		unsigned link;
+
+		if (a.by_busid(busids[i], &dev[i]) != NVML_OK) {
+			dev[i] = NULL;
+			continue;
+		}
+		ret = 0;
+		up[i] = down[i] = 0;
+		/* a link NVML does not support is none; one it knows is up or down */
+		for (link = 0; link < NVML_MAX_LINKS; link++) {
+			int active = 0;
+			nvml_ret r = a.link_state(dev[i], link, &active);
+
+			if (r == NVML_ERR_INVALID_ARGUMENT)
+				break;
+			if (r != NVML_OK)
+				continue;
+			if (active == NVML_FEATURE_ENABLED)
+				up[i]++;
+			else
+				down[i]++;
+		}
+	}
+	for (i = 0; a.p2p && i < n; i++)
+		for (j = 0; j < n; j++)
+			for (k = 0; dev[i] && dev[j] && i != j && k < 2; k++) {
+				int st = -1;
+
+				/* NVML_P2P_CAPS_INDEX_READ 0, _WRITE 1 */
+				if (a.p2p(dev[i], dev[j], k, &st) == NVML_OK && st >= 0)
+					p2p[(i * n + j) * 2 + k] = st;
+			}
+	a.shutdown();
+	free(dev);
+	dlclose(a.lib);
 	return ret;
 }
 

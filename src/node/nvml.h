@@ -29,6 +29,18 @@
 int pn_nvml_links(int n, const char *const *busids, int *links);
 
 /*
+ * The health of the n GPUs' NVLinks and P2P paths: up[i], down[i] the
+ * NVLinks of GPU i NVML reports active and inactive (-1: NVML does not
+ * know the GPU); p2p[(i * n + j) * 2 + k] the status of P2P reads (k 0)
+ * and writes (k 1) from GPU i to GPU j (nvmlGpuP2PStatus_t: 0 OK; -1
+ * unknown, also where this NVML lacks nvmlDeviceGetP2PStatus).  0, or
+ * -ENOENT when NVML is not available or knows none of the GPUs.
+ */
+int pn_nvml_health(int n, const char *const *busids, int *up, int *down, int *p2p);
+/* "OK", "chipset not supported", ..., "unknown" */
+const char *pn_nvml_p2p_status(int status);
+
+/*
  * PENNY_NVML_LIB is set: NVML is asked even for a replayed sysfs root (the
  * live NVML does not describe a captured machine; a test's fake one does).
  */

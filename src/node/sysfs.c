@@ -508,3 +508,25 @@ int pn_sys_exists(const char *fmt, ...)
 	close(fd);
 	return 1;
 }
+
+int pn_sys_stat(struct stat *st, const char *fmt, ...)
+{
+	char path[PATH_MAX];
+	va_list ap;
+	int ret, fd;
+
+	va_start(ap, fmt);
+	ret = vpath(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	if (ret)
+		return ret;
+	if (root_fd < 0)
+		return stat(path, st) ? -errno : 0;
+	/* O_PATH opens a device or FIFO without touching it */
+	fd = open_in_root(path, O_PATH | O_CLOEXEC, 1);
+	if (fd < 0)
+		return fd;
+	ret = fstat(fd, st) ? -errno : 0;
+	close(fd);
+	return ret;
+}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Every /sys and /proc read of penny goes through one root directory
+ * Every /sys and /proc read of penny (and the few /dev and /etc entries the
+ * settings check looks at) goes through one root directory
  * (--sysfs-root DIR, PENNY_SYSROOT), like hwloc's HWLOC_FSROOT, so captured
  * trees replay real machines.  Paths are absolute ("/sys/class/...") and are
  * resolved relative to the root; printf-style formats build them.
@@ -17,6 +18,7 @@
 
 #include <dirent.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #define PN_FMT(a, b) __attribute__((format(printf, a, b)))
@@ -53,5 +55,8 @@ int pn_sys_parse_u64(const char *s, uint64_t *v);
 int pn_sys_parse_int(const char *s, int *v);
 ssize_t pn_sys_readlink(char *buf, size_t len, const char *fmt, ...) PN_FMT(3, 4);
 int pn_sys_exists(const char *fmt, ...) PN_FMT(1, 2);
+/* stat(2) of a path (links followed, beneath the root): 0 or -errno.  Opens
+ * nothing that could block: a device node's mode and owner are read only. */
+int pn_sys_stat(struct stat *st, const char *fmt, ...) PN_FMT(2, 3);
 
 #endif

@@ -57,7 +57,13 @@ test_expect_success 'a node with every setting right passes each (exit 0)' '
 	grep -q "^settings  *n1  *gpudirect-rdma  *nvidia_peermem .*PASS" out &&
 	grep -q "^settings  *n1  *memlock  *unlimited  *unlimited  *PASS" out &&
 	grep -q "^settings  *n1  *dev-shm  *8 GiB  *1 GiB or more  *PASS" out &&
-	grep -q "^7 passed, 0 failed, 0 skipped" out
+	grep -q "^settings  *n1  *nvidia-driver  *550.54.15  *loaded  *PASS" out &&
+	grep -q "^settings  *n1  *GPU0:pci-path  *pci0000:00 +4  *a root bus  *PASS" out &&
+	grep -q "^settings  *n1  *fabric-manager .*SKIP  no NVSwitch" out &&
+	grep -q "^settings  *n1  *imex .*SKIP  not a multi-node NVLink system" out &&
+	grep -q "^settings  *n1  *roce .*SKIP  no RoCE port" out &&
+	grep -q "^settings  *n1  *nvlink-p2p .*SKIP  a captured tree" out &&
+	grep -q "^10 passed, 0 failed, 4 skipped" out
 '
 
 test_expect_success 'ACS redirect on the switch port above the GPU fails, naming the bridge' '
@@ -99,7 +105,7 @@ test_expect_success 'a switch port without the ACS capability passes; a GPU with
 test_expect_success 'a bus entry that is no link (its path unknown) SKIPs, not a PASS' '
 	copy ok nolink && rm nolink/sys/bus/pci/devices/0000:03:00.0 &&
 	cp -a "$(readlink -f ok/sys/bus/pci/devices/0000:03:00.0)" nolink/sys/bus/pci/devices/0000:03:00.0 &&
-	penny check --sysfs-root nolink --only settings --json >out.json &&
+	test_exit 1 penny check --sysfs-root nolink --only settings --json >out.json &&
 	verdict GPU0:acs out.json | grep -q "^SKIP None | /sys/bus/pci/devices/0000:03:00.0 is no link"
 '
 
@@ -165,9 +171,10 @@ test_expect_success 'GPUDirect RDMA: the older nv_peer_mem passes; no driver fai
 	rm -rf gdr2/sys/module/nv_peer_mem gdr2/sys/module/nvidia &&
 	test_exit 1 penny check --sysfs-root gdr2 --only settings --json >out.json &&
 	verdict gpudirect-rdma out.json | grep -q "^FAIL no driver | the NVIDIA driver is not loaded" &&
+	verdict nvidia-driver out.json | grep -q "^FAIL none | NVIDIA GPUs, but neither /proc/driver/nvidia/version" &&
 	rm -rf gdr2/sys/class/infiniband/mlx5_0 &&
 	sed -i "s/^Max locked memory .*/Max locked memory  65536  65536  bytes/" gdr2/proc/self/limits &&
-	penny check --sysfs-root gdr2 --only settings --json >out.json &&
+	test_exit 1 penny check --sysfs-root gdr2 --only settings --json >out.json &&
 	verdict gpudirect-rdma out.json | grep -q "^SKIP None | no RDMA NIC on PCI" &&
 	verdict memlock out.json | grep -q "^SKIP None | no RDMA device"
 '
@@ -212,6 +219,130 @@ test_expect_success 'a /proc/mounts past the 1 MiB bound is read to it only, no 
 	echo "tmpfs /dev/shm tmpfs rw,size=8g 0 0" >>big/proc/mounts &&
 	timeout 20 "$PENNY" check --sysfs-root big --only settings --json >out.json &&
 	verdict dev-shm out.json | grep -q "^SKIP None | nothing is mounted at /dev/shm"
+'
+
+test_expect_success 'fabric manager: NVSwitches without it fail; its process or unit passes; allow' '
+	copy ok fm && mkdir -p fm/dev && : >fm/dev/nvidia-nvswitch0 &&
+	: >fm/dev/nvidia-nvswitchctl &&
+	test_exit 1 penny check --sysfs-root fm --only settings --json >out.json &&
+	verdict fabric-manager out.json | grep -q "^FAIL not running | 1 /dev/nvidia-nvswitch, but no nv-fabricmanager process.*systemctl start nvidia-fabricmanager" &&
+	mkdir -p fm/proc/4242 && echo nv-fabricmanage >fm/proc/4242/comm &&
+	penny check --sysfs-root fm --only settings --json >out.json &&
+	verdict fabric-manager out.json | grep -q "^PASS running | .*process nv-fabricmanager" &&
+	rm -r fm/proc/4242 && mkdir -p fm/run/systemd/units &&
+	ln -s 0123abcd fm/run/systemd/units/invocation:nvidia-fabricmanager.service &&
+	penny check --sysfs-root fm --only settings --json >out.json &&
+	verdict fabric-manager out.json | grep -q "^PASS running | .*unit nvidia-fabricmanager.service active" &&
+	rm -r fm/run fm/dev &&
+	penny check --sysfs-root fm --only settings --json >out.json &&
+	verdict fabric-manager out.json | grep -q "^SKIP" &&
+	at fm && PCI_NUMA=0 sys_pci 0000:05:00.0 0x068000 0x10de 0x22a3 &&
+	test_exit 1 penny check --sysfs-root fm --only settings --json >out.json &&
+	verdict fabric-manager out.json | grep -q "^FAIL not running | 1 NVIDIA PCI bridge (class 0x0680)" &&
+	echo "settings.fabric-manager = allow" >f.conf &&
+	penny check --sysfs-root fm --only settings --config f.conf --json >out.json &&
+	verdict fabric-manager out.json | grep -q "^PASS not running .*(settings.fabric-manager = allow)"
+'
+
+test_expect_success 'IMEX: node list, daemon and channel0 each fail with the reason; a right one passes' '
+	copy ok mx && mkdir -p mx/etc/nvidia-imex &&
+	test_exit 1 penny check --sysfs-root mx --only settings --json >out.json &&
+	verdict imex-nodes out.json | grep -q "^FAIL missing | /etc/nvidia-imex/nodes_config.cfg cannot be read" &&
+	verdict imex-service out.json | grep -q "^FAIL not running | no nvidia-imex process" &&
+	verdict imex-channel out.json | grep -q "^FAIL missing | no /dev/nvidia-caps-imex-channels/channel0" &&
+	printf "# nodes\n\n   \n" >mx/etc/nvidia-imex/nodes_config.cfg &&
+	test_exit 1 penny check --sysfs-root mx --only settings --json >out.json &&
+	verdict imex-nodes out.json | grep -q "^FAIL 0 nodes | .*names no node" &&
+	printf "# nodes\n10.0.0.1\n 10.0.0.2\n" >mx/etc/nvidia-imex/nodes_config.cfg &&
+	mkdir -p mx/proc/77 mx/dev/nvidia-caps-imex-channels && echo nvidia-imex >mx/proc/77/comm &&
+	: >mx/dev/nvidia-caps-imex-channels/channel0 && chmod 0600 mx/dev/nvidia-caps-imex-channels/channel0 &&
+	test_exit 1 penny check --sysfs-root mx --only settings --json >out.json &&
+	verdict imex-nodes out.json | grep -q "^PASS 2 nodes" &&
+	verdict imex-service out.json | grep -q "^PASS running" &&
+	verdict imex-channel out.json | grep -q "^FAIL 0600 0:0 | any user (penny runs as root) cannot open" &&
+	echo "settings.job-uid = 0" >u.conf &&
+	penny check --sysfs-root mx --only settings --config u.conf --json >out.json &&
+	verdict imex-channel out.json | grep -q "^PASS 0600 0:0 | uid 0 (settings.job-uid) can open" &&
+	chmod 0666 mx/dev/nvidia-caps-imex-channels/channel0 &&
+	penny check --sysfs-root mx --only settings --json >out.json &&
+	verdict imex-channel out.json | grep -q "^PASS 0666" &&
+	rm mx/dev/nvidia-caps-imex-channels/channel0 && mkfifo mx/dev/nvidia-caps-imex-channels/channel0 &&
+	test_exit 1 timeout 10 "$PENNY" check --sysfs-root mx --only settings --json >out.json &&
+	verdict imex-channel out.json | grep -q "^FAIL not a device" &&
+	echo "settings.imex = allow" >i.conf &&
+	penny check --sysfs-root mx --only settings --config i.conf --json >out.json &&
+	verdict imex-channel out.json | grep -q "^PASS not a device .*(settings.imex = allow)" &&
+	echo "settings.job-uid = -1" >bad.conf &&
+	test_exit 2 penny check --sysfs-root mx --only settings --config bad.conf 2>err &&
+	grep -q "settings.job-uid must be" err
+'
+
+# A RoCE port: mlx5_1 on the GPU switch, netdev eth1, its GIDs and ECN.
+roce() {
+	copy ok "$1" && at "$1" &&
+	PCI_NUMA=0 sys_pci 0000:06:00.0 0x020000 0x15b3 0x1021 &&
+	sys_ib mlx5_1 0000:06:00.0 && sys_net eth1 0000:06:00.0 &&
+	sys_port mlx5_1 1 ACTIVE LinkUp "200 Gb/sec (4X HDR)" Ethernet &&
+	sys_gid mlx5_1 1 0 fe80:0000:0000:0000:0000:00ff:fe00:0001 "IB/RoCE v1" eth1 &&
+	sys_gid mlx5_1 1 1 fe80:0000:0000:0000:0000:00ff:fe00:0001 "RoCE v2" eth1
+}
+
+test_expect_success 'RoCE: no v2 GID fails (settings.roce-v1 = allow); ECN np and rp on one priority' '
+	roce rc && mkdir -p rc/sys/class/net/eth1/ecn/roce_np/enable rc/sys/class/net/eth1/ecn/roce_rp/enable &&
+	for p in 0 1 2 3 4 5 6 7; do echo 0 >rc/sys/class/net/eth1/ecn/roce_np/enable/$p; echo 0 >rc/sys/class/net/eth1/ecn/roce_rp/enable/$p; done &&
+	echo 1 >rc/sys/class/net/eth1/ecn/roce_np/enable/3 && echo 1 >rc/sys/class/net/eth1/ecn/roce_rp/enable/3 &&
+	penny check --sysfs-root rc --only settings --json >out.json &&
+	verdict mlx5_1/1:roce-gid out.json | grep -q "^PASS 1 RoCE v2 | first RoCE v2 GID at index 1 (1 v1)" &&
+	verdict mlx5_1/1:ecn out.json | grep -q "^PASS np 3, rp 3" &&
+	echo 0 >rc/sys/class/net/eth1/ecn/roce_rp/enable/3 && echo 1 >rc/sys/class/net/eth1/ecn/roce_rp/enable/5 &&
+	test_exit 1 penny check --sysfs-root rc --only settings --json >out.json &&
+	verdict mlx5_1/1:ecn out.json | grep -q "^FAIL np 3, rp 5 | eth1: ECN notification" &&
+	echo "IB/RoCE v1" >rc/sys/class/infiniband/mlx5_1/ports/1/gid_attrs/types/1 &&
+	test_exit 1 penny check --sysfs-root rc --only settings --json >out.json &&
+	verdict mlx5_1/1:roce-gid out.json | grep -q "^FAIL 2 v1, no v2 | RoCE port with no RoCE v2 GID" &&
+	printf "settings.roce-v1 = allow\nsettings.roce-ecn = allow\n" >r.conf &&
+	penny check --sysfs-root rc --only settings --config r.conf --json >out.json &&
+	verdict mlx5_1/1:roce-gid out.json | grep -q "^PASS 2 v1, no v2 .*(settings.roce-v1 = allow)" &&
+	rm -r rc/sys/class/net/eth1/ecn &&
+	penny check --sysfs-root rc --only settings --config r.conf --json >out.json &&
+	verdict mlx5_1/1:ecn out.json | grep -q "^SKIP None | not exposed in sysfs (no /sys/class/net/eth1/ecn/roce_np" &&
+	penny check --sysfs-root rc --only settings --config r.conf -d mlx5_0 --json >out.json &&
+	verdict roce out.json | grep -q "^SKIP None | no RoCE port"
+'
+
+test_expect_success 'a container /sys that hides the PCI tree is named: dangling link, no root bus' '
+	copy ok ct && ln -sfn ../../../devices/pci0000:00/0000:00:09.0/0000:03:00.0 ct/sys/bus/pci/devices/0000:03:00.0 &&
+	test_exit 1 penny check --sysfs-root ct --only settings --json >out.json &&
+	verdict 0000:03:00.0:pci-path out.json | grep -q "^FAIL dangling | /sys/bus/pci/devices/0000:03:00.0 points at .*0000:00:09.0.*mount the host" &&
+	copy ok ct2 && d=$(readlink -f ct2/sys/bus/pci/devices/0000:03:00.0) && mkdir -p ct2/sys/devices/virtual/gpu &&
+	mv "$d" ct2/sys/devices/virtual/gpu/0000:03:00.0 &&
+	ln -sfn ../../../devices/virtual/gpu/0000:03:00.0 ct2/sys/bus/pci/devices/0000:03:00.0 &&
+	test_exit 1 penny check --sysfs-root ct2 --only settings --json >out.json &&
+	verdict GPU0:pci-path out.json | grep -q "^FAIL no root bus | .*ends before a PCI root bus" &&
+	echo "settings.pci-hidden = allow" >p.conf &&
+	penny check --sysfs-root ct --only settings --config p.conf --json >out.json &&
+	verdict 0000:03:00.0:pci-path out.json | grep -q "^PASS dangling"
+'
+
+test_expect_success 'NVLink state and P2P per GPU pair from NVML (a fake one); no NVML SKIPs' '
+	${NVML_TEST_CC:-cc} -shared -fPIC -o libfake-nvml.so "$TOP/tests/helpers/nvml/fake-nvml.c" &&
+	copy ok two && at two && PCI_NUMA=0 sys_switch 0x10 >/dev/null &&
+	G0=0000:03:00.0 G1=0000:13:00.0 &&
+	nv() { PENNY_NVML_LIB=$PWD/libfake-nvml.so "$PENNY" check --sysfs-root two --only settings --json "$@"; } &&
+	FAKE_NVML_LINKS="$G0>$G1*4;$G1>$G0*4" nv >out.json &&
+	verdict GPU0:nvlink out.json | grep -q "^PASS 4 up, 0 down" &&
+	verdict GPU0-GPU1:p2p out.json | grep -q "^PASS read+write" &&
+	FAKE_NVML_LINKS="$G0>$G1*4;$G1>$G0*4;$G1>down*2" test_exit 1 nv >out.json &&
+	verdict GPU1:nvlink out.json | grep -q "^FAIL 4 up, 2 down | 2 of the GPU.s 6 NVLinks are down" &&
+	FAKE_NVML_LINKS="$G0>$G1*4;$G1>$G0*4" FAKE_NVML_P2P="$G0>$G1=0,5;$G1>$G0=4,0" test_exit 1 nv >out.json &&
+	verdict GPU0-GPU1:p2p out.json | grep -q "^FAIL 2 not OK | write GPU0->GPU1: not supported, read GPU1->GPU0: disabled by regkey" &&
+	echo "settings.p2p = allow" >p2p.conf &&
+	FAKE_NVML_LINKS="$G0>$G1*4;$G1>$G0*4" FAKE_NVML_P2P="$G0>$G1=0,5" nv --config p2p.conf >out.json &&
+	verdict GPU0-GPU1:p2p out.json | grep -q "^PASS 1 not OK .*(settings.p2p = allow)" &&
+	FAKE_NVML_INIT_FAIL=1 nv >out.json &&
+	verdict nvlink-p2p out.json | grep -q "^SKIP None | no NVML" &&
+	penny check --sysfs-root two --only settings --json >out.json &&
+	verdict nvlink-p2p out.json | grep -q "^SKIP None | a captured tree"
 '
 
 test_expect_success 'bad key values are refused (exit 2)' '

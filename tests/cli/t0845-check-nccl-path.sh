@@ -30,7 +30,8 @@ test_expect_success 'a log of P2P and GDRDMA over the rail NICs passes, one row 
 	verdict "ch00/0 0->1" out.json | grep -q "^PASS P2P/IPC/read None" &&
 	verdict "ch01/0 1->2 send" out.json | grep -q "^PASS NET/IB/1/GDRDMA None | NIC mlx5_3:1" &&
 	verdict "ch01/0 3->0 receive" out.json | grep -q "^PASS NET/IB/0/GDRDMA None | NIC mlx5_0:1" &&
-	test "$(python3 -c "import json; print(len(json.load(open(\"out.json\"))[\"results\"]))")" = 4
+	verdict versions out.json | grep -q "^SKIP None None | the NVIDIA driver.s version is unknown: no rule" &&
+	test "$(python3 -c "import json; print(len(json.load(open(\"out.json\"))[\"results\"]))")" = 5
 '
 
 test_expect_success 'NET/Socket while an RDMA port is up fails, naming the port and the variables' '
@@ -48,6 +49,25 @@ test_expect_success 'no GDRDMA where the GPU and its NIC share a switch fails; a
 	verdict "ch01/0 3->0 receive" out.json | grep -q "^PASS NET/IB/1 None | NIC mlx5_3:1"
 '
 
+test_expect_success 'versions: the driver against NCCL'"'"'s CUDA (minimum driver per CUDA major)' '
+	rm -rf nv && cp -a n1 nv && mkdir -p nv/sys/module/nvidia && echo 550.54.15 >nv/sys/module/nvidia/version &&
+	penny check --sysfs-root nv --nccl-log ok.log --only nccl-path --json >out.json &&
+	verdict versions out.json | grep -q "^PASS driver 550.54.15, NCCL 2.18.5+cuda12.2 NCCL.s minimum driver | driver 550.54.15 >= 525.60.13, the minimum for NCCL.s CUDA 12.2" &&
+	sed "s/+cuda12.2/+cuda13.0/" ok.log >c13.log &&
+	test_exit 1 penny check --sysfs-root nv --nccl-log c13.log --only nccl-path --json >out.json &&
+	verdict versions out.json | grep -q "^FAIL .* | NCCL 2.18.5+cuda13.0 needs a driver >= 580.65.06 for CUDA 13, the driver is 550.54.15" &&
+	echo "settings.versions = allow" >v.conf &&
+	penny check --sysfs-root nv --nccl-log c13.log --only nccl-path --config v.conf --json >out.json &&
+	verdict versions out.json | grep -q "^PASS .*(settings.versions = allow)" &&
+	mkdir -p nv/proc/driver/nvidia &&
+	echo "NVRM version: NVIDIA UNIX x86_64 Kernel Module  525.60.11  Wed Nov 23 23:04:03 UTC 2022" >nv/proc/driver/nvidia/version &&
+	test_exit 1 penny check --sysfs-root nv --nccl-log ok.log --only nccl-path --json >out.json &&
+	verdict versions out.json | grep -q "^FAIL driver 525.60.11, .*needs a driver >= 525.60.13 for CUDA 12" &&
+	sed "s/+cuda12.2/+cuda9.0/" ok.log >c9.log &&
+	penny check --sysfs-root nv --nccl-log c9.log --only nccl-path --json >out.json &&
+	verdict versions out.json | grep -q "^SKIP .*CUDA 9 has no minimum driver in penny.s table"
+'
+
 test_expect_success 'what the log does not tell of this node SKIPs (alone: nothing checked, exit 2)' '
 	echo "h:1:1 [0] NCCL INFO Connected all rings" >none.log &&
 	test_exit 2 penny check --sysfs-root n1 --nccl-log none.log --only nccl-path --json >out.json &&
@@ -60,9 +80,7 @@ test_expect_success 'what the log does not tell of this node SKIPs (alone: nothi
 	verdict "ch00/0 0->1" out.json | grep -q "^PASS P2P/IPC/read"
 '
 
-test_expect_success 'bad use: --only nccl-path without a log, a skipped nccl-path, a FIFO, a directory (exit 2)' '
-	test_exit 2 penny check --sysfs-root n1 --only nccl-path 2>err &&
-	grep -q "needs --nccl-log FILE" err &&
+test_expect_success 'bad use: a skipped nccl-path with --nccl-log, a FIFO, a directory (exit 2)' '
 	test_exit 2 penny check --sysfs-root n1 --nccl-log ok.log --skip nccl-path 2>err &&
 	grep -q "nccl-path is not run" err &&
 	mkfifo fifo && test_exit 2 timeout 10 "$PENNY" check --sysfs-root n1 --only nccl-path --nccl-log fifo 2>err &&
@@ -70,9 +88,30 @@ test_expect_success 'bad use: --only nccl-path without a log, a skipped nccl-pat
 	test_exit 2 penny check --sysfs-root n1 --only nccl-path --nccl-log . 2>err && test $(wc -l <err) = 1
 '
 
-test_expect_success 'without --nccl-log the check is not run (no row)' '
-	penny check --sysfs-root n1 --only pcie --json >out.json &&
-	! grep -q nccl-path out.json
+test_expect_success 'without --nccl-log: the log of an allreduce on the nccl plugin, judged alike' '
+	mkdir -p tmp &&
+	PENNY_PLUGIN_PATH=$BUILD/tests/plugins/nccl TMPDIR=$PWD/tmp penny check --sysfs-root n1 --only nccl-path --json >out.json &&
+	verdict "ch00/0 0->1" out.json | grep -q "^PASS P2P/CUMEM/read None" &&
+	verdict "ch00/0 1->0" out.json | grep -q "^PASS P2P/CUMEM/read None" &&
+	verdict versions out.json | grep -q "^SKIP" &&
+	test -z "$(ls tmp)" &&
+	FAKE_NCCL_VIA=NET/Socket/0 PENNY_PLUGIN_PATH=$BUILD/tests/plugins/nccl TMPDIR=$PWD/tmp \
+		test_exit 1 penny check --sysfs-root n1 --only nccl-path --json >out.json &&
+	verdict "ch00/0 1->0" out.json | grep -q "^FAIL NET/Socket/0 NET/IB | NCCL sends over sockets while mlx5_0/1 is ACTIVE" &&
+	test -z "$(ls tmp)"
+'
+
+test_expect_success 'without --nccl-log: no nccl plugin, one GPU, no usable TMPDIR SKIP with the reason' '
+	mkdir -p none &&
+	# the build tree'"'"'s own nccl plugin is found too: it cannot load CUDA here
+	PENNY_PLUGIN_PATH=$PWD/none test_exit 2 penny check --sysfs-root n1 --only nccl-path --json >out.json &&
+	verdict log out.json | grep -qE "^SKIP None None \| (no --nccl-log FILE, and no nccl plugin|the allreduce on nccl failed)" &&
+	: >notadir &&
+	PENNY_PLUGIN_PATH=$BUILD/tests/plugins/nccl TMPDIR=$PWD/notadir test_exit 2 penny check --sysfs-root n1 --only nccl-path --json >out.json &&
+	verdict log out.json | grep -q "^SKIP None None | no directory for NCCL.s log in .*notadir" &&
+	rm -rf one && cp -a n1 one && rm one/sys/bus/pci/devices/0000:13:00.0 &&
+	PENNY_PLUGIN_PATH=$BUILD/tests/plugins/nccl test_exit 2 penny check --sysfs-root one --only nccl-path --json >out.json &&
+	verdict log out.json | grep -q "^SKIP None None | one GPU: NCCL connects nothing"
 '
 
 test_done

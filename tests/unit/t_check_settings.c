@@ -191,6 +191,60 @@ TEST(versions)
 	CHECK_EQ_INT(pn_settings_nvidia_proc("", ver, sizeof(ver), &open_mod), -EINVAL);
 }
 
+/* NCCL's minimum driver per CUDA major, and the versions' verdict */
+TEST(driver_rule)
+{
+	char why[256];
+
+	CHECK_STR(pn_settings_driver_min(12), "525.60.13");
+	CHECK_STR(pn_settings_driver_min(11), "450.80.02");
+	CHECK_STR(pn_settings_driver_min(13), "580.65.06");
+	CHECK(pn_settings_driver_min(10) == NULL);
+	CHECK(pn_settings_driver_min(-1) == NULL);
+	CHECK_EQ_INT(pn_settings_versions("550.54.15", "2.21.5+cuda12.4", 0, why, sizeof(why)), 1);
+	CHECK_EQ_INT(pn_settings_versions("525.60.13", "2.21.5+cuda12.4", 0, why, sizeof(why)), 1);
+	CHECK_EQ_INT(pn_settings_versions("525.60.11", "2.21.5+cuda12.4", 0, why, sizeof(why)), 0);
+	CHECK(strstr(why, ">= 525.60.13") != NULL);
+	CHECK_EQ_INT(pn_settings_versions("525.105", "2.21.5+cuda12.4", 0, why, sizeof(why)), 1);
+	CHECK_EQ_INT(pn_settings_versions("470.57.02", "2.18.5+cuda12.2", 0, why, sizeof(why)), 0);
+	CHECK_EQ_INT(pn_settings_versions("575.51.03", "2.28.3+cuda13.0", 0, why, sizeof(why)), 0);
+	CHECK_EQ_INT(pn_settings_versions("580.65.06", "2.28.3+cuda13.0", 0, why, sizeof(why)), 1);
+	/* the driver's own CUDA API older than NCCL's major */
+	CHECK_EQ_INT(pn_settings_versions("580.65.06", "2.28.3+cuda13.0", 12090, why, sizeof(why)),
+		     0);
+	CHECK(strstr(why, "CUDA 12.9") != NULL);
+	CHECK_EQ_INT(pn_settings_versions("550.54.15", "", 12040, why, sizeof(why)), 1);
+	/* too little known */
+	CHECK_EQ_INT(pn_settings_versions("", "2.21.5+cuda12.4", 0, why, sizeof(why)), -ENOENT);
+	CHECK_EQ_INT(pn_settings_versions("550.54.15", "", 0, why, sizeof(why)), -ENOENT);
+	CHECK_EQ_INT(pn_settings_versions("550.54.15", "2.21.5", 0, why, sizeof(why)), -ENOENT);
+	CHECK_EQ_INT(pn_settings_versions("550.54.15", "2.21.5+cudax", 0, why, sizeof(why)), -ENOENT);
+	CHECK_EQ_INT(pn_settings_versions("garbage", "2.21.5+cuda12.4", 0, why, sizeof(why)),
+		     -ENOENT);
+	CHECK_EQ_INT(pn_settings_versions("550.54.15", "2.1+cuda9.2", 0, why, sizeof(why)), -ENOENT);
+	/* bounded message */
+	CHECK_EQ_INT(pn_settings_versions("525.60.11", "2.21.5+cuda12.4", 0, why, 8), 0);
+	CHECK(strlen(why) < 8);
+}
+
+TEST(imex_and_access)
+{
+	const char *nodes = "# IMEX nodes\n10.0.0.1\n\n   \n\t# off\n  10.0.0.2\nlast";
+
+	CHECK_EQ_INT(pn_settings_imex_nodes(nodes, strlen(nodes)), 3);
+	CHECK_EQ_INT(pn_settings_imex_nodes("", 0), 0);
+	CHECK_EQ_INT(pn_settings_imex_nodes("\n\n# x\n", 6), 0);
+	CHECK_EQ_INT(pn_settings_imex_nodes("10.0.0.1", 3), 1); /* not past len */
+	/* owner, group, others: the class that applies, no fallthrough */
+	CHECK_EQ_INT(pn_settings_rw_access(0600, 1000, 1000, 1000, 0), 1);
+	CHECK_EQ_INT(pn_settings_rw_access(0600, 0, 0, 1000, 0), 0);
+	CHECK_EQ_INT(pn_settings_rw_access(0660, 0, 44, 1000, 1), 1);
+	CHECK_EQ_INT(pn_settings_rw_access(0660, 0, 44, 1000, 0), 0);
+	CHECK_EQ_INT(pn_settings_rw_access(0666, 0, 0, 1000, 0), 1);
+	CHECK_EQ_INT(pn_settings_rw_access(0066, 1000, 0, 1000, 1), 0); /* owner bits rule */
+	CHECK_EQ_INT(pn_settings_rw_access(0644, 0, 0, 1000, 0), 0);	/* read only */
+}
+
 int main(void)
 {
 	RUN(acs_walk);
@@ -198,5 +252,7 @@ int main(void)
 	RUN(memlock);
 	RUN(mounts);
 	RUN(versions);
+	RUN(driver_rule);
+	RUN(imex_and_access);
 	return unit_done();
 }

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The decision table (harness/check_diag.h) and its place in the run
+ * (harness/check.h): after the checks, when an allreduce missed, the
+ * measurements the table needs are run if they did not (every rank agrees
+ * on them: the union of what each rank's results ask for), and rank 0 adds
+ * one result, check "diagnosis", that names the layer and the evidence.
+ */
+#define _GNU_SOURCE
+#include "harness/check.h"
+#include "harness/check_diag.h"
+#include "base/log.h"
+#include "base/verdict.h"
+#include "engine/boot.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What the results of one check say: no row, only SKIPs, all PASS, some FAIL. */
+enum seen { NONE, SKIPPED, PASSED, FAILED };
+
+static int is(const struct pn_verdict_result *r, const char *check)
+{
+	return !strcmp(r->check, check);
+}
+
+/* A GPU pair's copy ("GPU0-GPU1"), not a host copy ("GPU0:h2d"). */
+static int gpu_pair(const struct pn_verdict_result *r)
+{
+	return is(r, "gpu-copy") && strchr(r->target, '-') && !strchr(r->target, ':');
+}
+
+/* settings rows that are the physical path's (P2P, PCIe, NVLink, a hidden tree) */
+static int path_setting(const struct pn_verdict_result *r)
+{
+	static const char *const tails[] = { ":acs", ":iommu", ":p2p", ":nvlink", ":pci-path" };
+	size_t i, n = strlen(r->target);
+
+	if (!is(r, "settings"))
+		return 0;
+	for (i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
+		size_t k = strlen(tails[i]);
+
+		if (n >= k && !strcmp(r->target + n - k, tails[i]))
+			return 1;
+	}
+	return 0;
+}
+
+/* settings rows that are NCCL's choice of path across nodes */
+static int net_setting(const struct pn_verdict_result *r)
+{
+	return is(r, "settings") && (!strcmp(r->target, "gpudirect-rdma") ||
+				     !strcmp(r->target, "memlock") || strstr(r->target, ":roce-gid"));
+}
+
+static enum seen seen(const struct pn_verdict_list *l, int (*match)(const struct pn_verdict_result *,
+								    const void *),
+		      const void *arg)
+{
+	enum seen s = NONE;
+	int i;
+
+	for (i = 0; i < pn_verdict_n(l); i++) {
+		const struct pn_verdict_result *r = pn_verdict_at(l, i);
+
+		if (!match(r, arg))
+			continue;
+		if (r->verdict == PN_SKIP) {
+			if (s == NONE)
+				s = SKIPPED;
+			continue;
+		}
+		if (r->verdict == PN_FAIL)
+			return FAILED;
+		s = PASSED;
+	}
+	return s;
+}
+
+static int match_check(const struct pn_verdict_result *r, const void *arg)
+{
+	return is(r, arg);
+}
+
+static int match_pairs(const struct pn_verdict_result *r, const void *arg)
+{
+	(void)arg;
+	return gpu_pair(r);
+}
+
+static int match_target(const struct pn_verdict_result *r, const void *arg)
+{
+	return is(r, "allreduce") && !strcmp(r->target, arg);
+}
+
+static void evidence(const struct pn_verdict_list *l, struct pn_diag *d,
+		     int (*match)(const struct pn_verdict_result *))
+{
+	int i;
+
+	for (i = 0; i < pn_verdict_n(l) && d->nevidence < PN_DIAG_EVIDENCE; i++) {
+		const struct pn_verdict_result *r = pn_verdict_at(l, i);
+
+		if (r->verdict == PN_FAIL && match(r))
+			d->evidence[d->nevidence++] = i;
+	}
+}
+
+static int ev_pairs(const struct pn_verdict_result *r)
+{
+	return gpu_pair(r) || path_setting(r);
+}
+
+static int ev_nccl_node(const struct pn_verdict_result *r)
+{
+	return is(r, "nccl-path") || is(r, "ranks");
+}
+
+static int ev_net(const struct pn_verdict_result *r)
+{
+	return is(r, "nic-bw") || is(r, "counters") || is(r, "rails");
+}
+
+static int ev_nccl_net(const struct pn_verdict_result *r)
+{
+	return is(r, "nccl-path") || is(r, "ranks") || net_setting(r);
+}
+
+void pn_diag_decide(const struct pn_verdict_list *l, struct pn_diag *d)
+{
+	enum seen node = seen(l, match_target, "node"), job = seen(l, match_target, "job");
+	enum seen pairs = seen(l, match_pairs, NULL), nic = seen(l, match_check, "nic-bw");
+	enum seen path = seen(l, match_check, "nccl-path"), ctr = seen(l, match_check, "counters");
+
+	memset(d, 0, sizeof(*d));
+	d->layer = "unknown";
+	if (node != FAILED && job != FAILED)
+		return;
+	d->missed = 1;
+	if (path == NONE)
+		d->need |= 1u << PN_CHECK_NCCLPATH;
+	if (node == FAILED) {
+		if (pairs == NONE || pairs == SKIPPED) {
+			if (pairs == NONE)
+				d->need |= 1u << PN_CHECK_GPUCOPY;
+			snprintf(d->why, sizeof(d->why), "the node's allreduce missed; GPU-to-GPU "
+				 "copies were not measured%s", pairs == NONE ? "" : " (skipped)");
+			return;
+		}
+		if (pairs == FAILED) {
+			d->layer = "physical path";
+			snprintf(d->why, sizeof(d->why), "the node's allreduce and its GPU-to-GPU "
+				 "copies are slow: P2P, NVLink, PCIe, ACS or the container's topology");
+			evidence(l, d, ev_pairs);
+			return;
+		}
+		evidence(l, d, ev_nccl_node);
+		if (d->nevidence || path != PASSED) {
+			d->layer = "NCCL path selection";
+			snprintf(d->why, sizeof(d->why), "the node's allreduce is slow, its GPU-to-GPU "
+				 "copies are fast: NCCL's path selection or the rank mapping");
+			return;
+		}
+		d->layer = "kernel";
+		snprintf(d->why, sizeof(d->why), "the node's copies are fast and NCCL's paths are "
+			 "right: the collective's kernels (the plugin, its algorithm)");
+		return;
+	}
+	/* the job's allreduce */
+	if (nic == NONE || nic == SKIPPED) {
+		if (nic == NONE)
+			d->need |= 1u << PN_CHECK_NICBW;
+		snprintf(d->why, sizeof(d->why), "the job's allreduce missed; the NICs were not "
+			 "measured%s", nic == NONE ? "" : " (skipped)");
+		return;
+	}
+	if (nic == FAILED || ctr == FAILED) {
+		d->layer = "network";
+		snprintf(d->why, sizeof(d->why), "the job's allreduce and the NICs are slow (or "
+			 "count errors): the network");
+		evidence(l, d, ev_net);
+		return;
+	}
+	evidence(l, d, ev_nccl_net);
+	if (d->nevidence || path != PASSED) {
+		d->layer = "NCCL path selection";
+		snprintf(d->why, sizeof(d->why), "the NICs are fast, the job's allreduce is slow: "
+			 "NCCL's NIC, GPUDirect RDMA or the GPU-NIC affinity");
+		return;
+	}
+	d->layer = "kernel";
+	snprintf(d->why, sizeof(d->why), "the NICs are fast and NCCL's paths are right: the "
+		 "collective's kernels (the plugin, its algorithm)");
+}
+
+/* ------------------------------------------------------------ in the run */
+
+int pn_check_diag_rerun(struct pn_check *c)
+{
+	struct pn_diag d;
+	uint32_t need, *all = NULL;
+	int id, i, ret = 0;
+
+	if (!(c->mask & (1u << PN_CHECK_ALLREDUCE)))
+		return 0;
+	pn_diag_decide(c->results, &d);
+	need = d.need & ~c->mask;
+	if (c->boot) {
+		/* every rank runs the same checks: the union of what each asks for */
+		all = calloc((size_t)c->nranks, sizeof(*all));
+		if (!all)
+			return pn_err(-ENOMEM, "out of memory");
+		ret = pn_boot_allgather(c->boot, &need, all, sizeof(need));
+		for (i = 0; !ret && i < c->nranks; i++)
+			need |= all[i];
+		free(all);
+		if (ret)
+			return ret;
+	}
+	for (id = 0; !ret && id < PN_CHECK_COUNT; id++) {
+		if (!(need & (1u << id)))
+			continue;
+		pn_check_progress(c, "diagnosis", "the allreduce missed: running %s",
+				  pn_check_name((enum pn_check_id)id));
+		c->mask |= 1u << id;
+		ret = pn_check_run_one(c, id);
+	}
+	return ret;
+}
+
+int pn_check_diag_verdict(struct pn_check *c)
+{
+	char ev[PN_VERDICT_DETAIL] = "", det[PN_VERDICT_DETAIL];
+	struct pn_diag d;
+	int i;
+	size_t n;
+
+	pn_diag_decide(c->results, &d);
+	if (!d.missed)
+		return 0;
+	for (i = 0; i < d.nevidence; i++) {
+		const struct pn_verdict_result *r = pn_verdict_at(c->results, d.evidence[i]);
+
+		n = strlen(ev);
+		snprintf(ev + n, sizeof(ev) - n, "%s%s %s/%s", i ? ", " : "", r->check, r->node,
+			 r->target);
+	}
+	snprintf(det, sizeof(det), "%s%s%s", d.why, ev[0] ? "; evidence: " : "", ev);
+	return pn_check_add(c, &(struct pn_verdict_in){
+		.check = "diagnosis", .target = "allreduce", .verdict = PN_FAIL,
+		.measured = PN_VTEXT(d.layer), .source = "the decision table", .detail = det });
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The decision table of `penny check` (check_diag.c): when the allreduce
+ * misses its expectation, which measurement comes next and which layer is
+ * most likely to blame, from the results of the run (pure: a verdict list
+ * in, a decision out, for the unit tests).
+ *
+ *   allreduce on the node slow, GPU-to-GPU copies slow too   physical path
+ *   (P2P, NVLink, PCIe, ACS, IOMMU, a container's PCI tree)
+ *   allreduce on the node slow, copies fast                  NCCL path
+ *   selection or rank mapping
+ *   allreduce of the job slow, NICs slow (or counting errors) network
+ *   allreduce of the job slow, NICs fast                     NCCL path
+ *   selection (NIC, GPUDirect RDMA, GPU-NIC affinity)
+ *   every measurement below it fast, no finding              kernel (the
+ *   collective's implementation)
+ *
+ * A finding of nccl-path, ranks or settings is evidence for the layer it
+ * belongs to; a measurement the table needs that did not run is asked for
+ * first (gpu-copy for the node, nic-bw for the job, nccl-path).
+ */
+#ifndef PENNY_CHECK_DIAG_H
+#define PENNY_CHECK_DIAG_H
+
+#include "base/verdict.h"
+
+#define PN_DIAG_EVIDENCE 8
+
+struct pn_diag {
+	int missed;		/* an allreduce FAILed: the table applies */
+	unsigned need;		/* checks (1u << enum pn_check_id) the table wants that did not run */
+	const char *layer;	/* "physical path", "NCCL path selection", "network", "kernel",
+				 * or "unknown" (a measurement it needs is missing) */
+	char why[160];		/* the row of the table that decided */
+	int nevidence;		/* results that point at the layer, by index in the list */
+	int evidence[PN_DIAG_EVIDENCE];
+};
+
+/* Decide over the results l (a run's, or the job's on rank 0). */
+void pn_diag_decide(const struct pn_verdict_list *l, struct pn_diag *d);
+
+#endif

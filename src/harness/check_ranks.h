@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pure parts of the ranks check (check_ranks.c), for the unit tests:
+ * which GPU a rank opens, which NICs NCCL_IB_HCA lets it use, and the
+ * audit of the job's mapping.
+ */
+#ifndef PENNY_CHECK_RANKS_H
+#define PENNY_CHECK_RANKS_H
+
+#include "base/verdict.h"
+
+/* What one rank uses (fixed size: it travels in an allgather). */
+struct pn_rank_use {
+	int rank;
+	int gpu;		/* index into its node's topology, -1 unknown */
+	int path;		/* PN_PATH_* from the GPU to nic, -1 no NIC */
+	int best_path;		/* from the GPU to the nearest NIC of all, -1 none */
+	char host[64];
+	char gpu_name[16];	/* "GPU1" */
+	char busid[16];		/* the GPU's PCI address: what "one GPU" means */
+	char nic[64];		/* the RDMA device it uses, "" none */
+	char best_nic[64];	/* the nearest one */
+	char why[96];		/* gpu -1: why */
+};
+
+/*
+ * The GPU (index in PCI order, of ngpus) that local rank opens: CUDA's
+ * device local_rank % visible, the visible devices CUDA_VISIBLE_DEVICES'
+ * indices (cvd; NULL: all GPUs), which CUDA takes up to the first entry it
+ * cannot use.  -1 when none is visible by index (a UUID, MIG, empty).
+ */
+int pn_ranks_visible(const char *cvd, int local_rank, int ngpus);
+
+/* Does NCCL_IB_HCA (or -d) hca let a rank use nic ("mlx5_0")?  NCCL's
+ * syntax: a list of name prefixes with optional ":port", "=" for exact
+ * names, "^" to exclude.  NULL or "": every NIC. */
+int pn_ranks_nic_allowed(const char *hca, const char *nic);
+
+/*
+ * The audit of n ranks: v[i] and det[i] for rank r[i]: FAIL when another
+ * rank of its host uses its GPU, or when its NIC is NODE or SYS from its
+ * GPU while a nearer one exists; SKIP when its GPU is unknown; else PASS.
+ */
+void pn_ranks_audit(const struct pn_rank_use *r, int n, enum pn_verdict *v, char (*det)[160]);
+
+#endif
