@@ -427,6 +427,8 @@ int pn_check_run(struct pn_check *c)
 				     PN_CHECK_COUNTERS };
 	double window = 0, timeout;
 	size_t i;
+	uint32_t need;
+	int id;
 	int ret;
 
 	if (!c->cfg)
@@ -460,7 +462,16 @@ int pn_check_run(struct pn_check *c)
 		if (ret)
 			return ret;
 	}
-	ret = pn_check_diag_rerun(c);
+	/* a missed allreduce: the measurements the decision table calls for */
+	ret = pn_check_diag_need(c, &need);
+	for (id = 0; !ret && id < PN_CHECK_COUNT; id++) {
+		if (!(need & (1u << id)))
+			continue;
+		pn_check_progress(c, "diagnosis", "the allreduce missed: running %s",
+				  pn_check_name((enum pn_check_id)id));
+		c->mask |= 1u << id;
+		ret = pn_check_run_one(c, id);
+	}
 	if (ret)
 		return ret;
 	return finish(c);

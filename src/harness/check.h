@@ -20,6 +20,7 @@
 #define PENNY_CHECK_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct pn_boot;
@@ -136,7 +137,7 @@ int pn_check_nicbw(struct pn_check *c);		/* check_net.c */
 int pn_check_gpucopy(struct pn_check *c);	/* check_gpu.c */
 int pn_check_allreduce(struct pn_check *c);	/* check_ar.c */
 int pn_check_rails(struct pn_check *c);		/* check_net.c */
-int pn_check_settings(struct pn_check *c);	/* check_settings.c */
+int pn_check_settings(struct pn_check *c);	/* check_platform.c */
 int pn_check_ncclpath(struct pn_check *c);	/* check_nccl.c */
 int pn_check_ranks(struct pn_check *c);		/* check_ranks.c */
 
@@ -148,7 +149,9 @@ int pn_check_run_one(struct pn_check *c, int id);
  * (collective); on rank 0 after the gather, add the "diagnosis" result
  * naming the likely layer and the evidence.
  */
-int pn_check_diag_rerun(struct pn_check *c);
+/* The checks (1 << id) the table calls for that did not run, the union over
+ * every rank (collective); 0 when the allreduce did not run. */
+int pn_check_diag_need(struct pn_check *c, uint32_t *need);
 int pn_check_diag_verdict(struct pn_check *c);
 
 /*

@@ -199,12 +199,13 @@ void pn_diag_decide(const struct pn_verdict_list *l, struct pn_diag *d)
 
 /* ------------------------------------------------------------ in the run */
 
-int pn_check_diag_rerun(struct pn_check *c)
+int pn_check_diag_need(struct pn_check *c, uint32_t *out)
 {
 	struct pn_diag d;
 	uint32_t need, *all = NULL;
-	int id, i, ret = 0;
+	int i, ret = 0;
 
+	*out = 0;
 	if (!(c->mask & (1u << PN_CHECK_ALLREDUCE)))
 		return 0;
 	pn_diag_decide(c->results, &d);
@@ -221,15 +222,8 @@ int pn_check_diag_rerun(struct pn_check *c)
 		if (ret)
 			return ret;
 	}
-	for (id = 0; !ret && id < PN_CHECK_COUNT; id++) {
-		if (!(need & (1u << id)))
-			continue;
-		pn_check_progress(c, "diagnosis", "the allreduce missed: running %s",
-				  pn_check_name((enum pn_check_id)id));
-		c->mask |= 1u << id;
-		ret = pn_check_run_one(c, id);
-	}
-	return ret;
+	*out = need;
+	return 0;
 }
 
 int pn_check_diag_verdict(struct pn_check *c)

@@ -165,23 +165,6 @@ int pn_settings_rw_access(unsigned mode, unsigned fuid, unsigned fgid, unsigned 
 
 /* ------------------------------------------------------------ shared */
 
-void pn_settings_driver(char *ver, size_t len, int *open_module)
-{
-	char text[1024];
-	int n;
-
-	ver[0] = 0;
-	*open_module = 0;
-	n = pn_sys_read_bin(text, sizeof(text) - 1, "/proc/driver/nvidia/version");
-	if (n > 0) {
-		text[n] = 0;
-		if (pn_settings_nvidia_proc(text, ver, len, open_module))
-			ver[0] = 0;
-	}
-	if (!ver[0] && pn_sys_read(ver, len, "/sys/module/nvidia/version") <= 0)
-		ver[0] = 0;
-}
-
 static int nvidia_gpus(const struct pn_topo *t)
 {
 	int i, n = 0;
@@ -722,4 +705,13 @@ int pn_settings_platform(struct pn_check *c)
 	if (!ret)
 		ret = pn_settings_nvlink_p2p(c);
 	return ret;
+}
+
+/* The settings check: the node's PCIe, IOMMU, GPUDirect, memory and shared
+ * memory settings (check_settings.c), then the platform's (here). */
+int pn_check_settings(struct pn_check *c)
+{
+	int ret = pn_settings_node(c);
+
+	return ret ? ret : pn_settings_platform(c);
 }

@@ -198,6 +198,23 @@ int pn_settings_nvidia_proc(const char *text, char *ver, size_t vlen, int *open_
 	return -EINVAL;
 }
 
+void pn_settings_driver(char *ver, size_t len, int *open_module)
+{
+	char text[1024];
+	int n;
+
+	ver[0] = 0;
+	*open_module = 0;
+	n = pn_sys_read_bin(text, sizeof(text) - 1, "/proc/driver/nvidia/version");
+	if (n > 0) {
+		text[n] = 0;
+		if (pn_settings_nvidia_proc(text, ver, len, open_module))
+			ver[0] = 0;
+	}
+	if (!ver[0] && pn_sys_read(ver, len, "/sys/module/nvidia/version") <= 0)
+		ver[0] = 0;
+}
+
 /* ------------------------------------------------------------ results */
 
 static int add(struct pn_check *c, const char *target, enum pn_verdict v, const char *meas,
@@ -561,7 +578,7 @@ static int dev_shm(struct pn_check *c)
 	return add(c, "dev-shm", PN_FAIL, meas, exp, src, det);
 }
 
-int pn_check_settings(struct pn_check *c)
+int pn_settings_node(struct pn_check *c)
 {
 	const struct pn_topo *t = c->topo;
 	int i, pass, ret = 0, present = iommu_present();
@@ -585,8 +602,6 @@ int pn_check_settings(struct pn_check *c)
 		ret = memlock(c);
 	if (!ret)
 		ret = dev_shm(c);
-	if (!ret)
-		ret = pn_settings_platform(c);
 	return ret;
 }
 

@@ -81,6 +81,10 @@ int pn_settings_add(struct pn_check *c, const char *target, enum pn_verdict v, c
 enum pn_verdict pn_settings_allowed(const struct pn_check *c, const char *key, char *det,
 				    size_t len, char *src, size_t slen);
 int pn_settings_selected_nic(const struct pn_check *c, const struct pn_nic *nic);
+/* check_settings.c: the node's part of the settings check (ACS, IOMMU,
+ * GPUDirect RDMA, memlock, /dev/shm); pn_check_settings (check_platform.c)
+ * runs it, then the platform's. */
+int pn_settings_node(struct pn_check *c);
 /* check_platform.c: driver, NVSwitch fabric manager, IMEX, RoCE GIDs and
  * ECN, hidden PCI paths. */
 int pn_settings_platform(struct pn_check *c);

@@ -83,12 +83,12 @@ print(min(r[\"measured\"] for r in d[\"results\"] if r[\"check\"] == \"gpu-copy\
 '
 test_expect_success 'the decision table: a missed allreduce gets the GPU copies run and a layer named' '
 	test "$(field diagnosis allreduce verdict)" = FAIL &&
-	test "$(field diagnosis allreduce measured)" = "physical path" &&
+	test "$(field diagnosis allreduce measured_text)" = "physical path" &&
 	field diagnosis allreduce detail | grep -q "evidence: .*gpu-copy node01/GPU1-GPU2" &&
 	PENNY_FAKE_SLOW=200 PENNY_FAKE_SLOW_GPU=2 PENNY_PLUGIN_PATH=$fake test_exit 1 penny check \
 		--sysfs-root sw --only allreduce --quick --config tight.conf --json >check.json &&
 	test "$(field gpu-copy GPU1-GPU2 verdict)" = FAIL &&
-	test "$(field diagnosis allreduce measured)" = "physical path" &&
+	test "$(field diagnosis allreduce measured_text)" = "physical path" &&
 	gpucheck --config tight.conf --json >check.json &&
 	! grep -q diagnosis check.json
 '

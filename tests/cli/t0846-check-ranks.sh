@@ -20,7 +20,7 @@ verdict() {
 d = json.load(open(sys.argv[2]))
 r = [x for x in d["results"] if x["check"] == "ranks" and x["target"] == sys.argv[1]]
 assert len(r) == 1, r
-print(r[0]["verdict"], r[0]["measured"], "|", r[0]["detail"] or "")' "$@"
+print(r[0]["verdict"], (r[0]["measured_text"] if r[0]["measured"] is None else r[0]["measured"]), "|", r[0]["detail"] or "")' "$@"
 }
 
 test_expect_success 'one rank per GPU, each near its NIC, passes' '
