@@ -14,7 +14,8 @@ fi
 if [ "$want" = test ]; then
 	pkgs+=(clang python3 openmpi-bin libopenmpi-dev iproute2 procps tmux man-db zsh
 		hwloc-nox rdma-core ibverbs-providers ibverbs-utils infiniband-diags perftest
-		qemu-system-x86 busybox-static cpio kmod xz-utils librsvg2-bin libxml2-utils)
+		qemu-system-x86 busybox-static cpio kmod xz-utils librsvg2-bin libxml2-utils
+		prometheus shellcheck python3-yaml)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
