@@ -102,6 +102,11 @@ int pn_xproxy_check_cfg(const struct pn_xproxy_cfg *cfg)
 	if (cfg->slot_bytes < 4096 || cfg->slot_bytes > (64u << 20) || cfg->slot_bytes % 16)
 		return pn_err(-EINVAL, "cross-node proxy: chunks of %llu bytes (4 KiB..64 MiB, a "
 				       "multiple of 16)", (unsigned long long)cfg->slot_bytes);
+	/* the boxes are pinned for the GPU (and shared memory with shm): bounded */
+	if ((uint64_t)cfg->slots * cfg->slot_bytes > (1ull << 30))
+		return pn_err(-EINVAL, "cross-node proxy: %u slots of %llu bytes: at most 1 GiB per "
+				       "ring (PENNY_XNODE_SLOTS x PENNY_XNODE_CHUNK)",
+			      cfg->slots, (unsigned long long)cfg->slot_bytes);
 	if (cfg->sockets < 1 || cfg->sockets > XSOCK_MAX)
 		return pn_err(-EINVAL, "cross-node proxy: %d sockets per peer (1..%d)", cfg->sockets,
 			      XSOCK_MAX);

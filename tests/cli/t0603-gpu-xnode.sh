@@ -101,9 +101,9 @@ test_expect_success 'a plugin without the xnode calls runs the host-staged path'
 '
 for bad in PENNY_XNODE_TRANSPORT=ib PENNY_XNODE_CHUNK=17 PENNY_XNODE_CHUNK=1K PENNY_XNODE_CHUNK=1G \
 	PENNY_XNODE_SLOTS=1 PENNY_XNODE_SLOTS=x PENNY_XNODE=2 PENNY_XNODE_WHOLE_MAX=-1 \
-	PENNY_XNODE_SOCKETS=0 PENNY_XNODE_SOCKETS=9; do
+	PENNY_XNODE_SOCKETS=0 PENNY_XNODE_SOCKETS=9 "PENNY_XNODE_SLOTS=1024 PENNY_XNODE_CHUNK=64M"; do
 	test_expect_success "bad setting $bad: one line, exit 2" '
-		export "$bad" &&
+		export $bad &&
 		! job 2 1 out --backend fake -b 1K -e 1K && one_line err0 &&
 		grep -q "${bad%%=*}" err0
 	'
