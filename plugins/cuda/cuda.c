@@ -1113,17 +1113,24 @@ static int time_one(void *p)
 				 x->t->algo);
 }
 
-static int cuda_time(struct pn_cuda *c, struct penny_time_v1 *t, double *host_usec)
+/* The timing loop on enqueue, then the kernels' errors. */
+static int cuda_time_of(struct pn_cuda *c, int (*enqueue)(void *), void *arg,
+			struct penny_time_v1 *t, double *host_usec)
 {
-	struct time_ctx x = { c, t };
 	int ret = pn_gpu_enter(&c->g);
 
-	if (ret)
-		return ret;
-	ret = pn_gpu_time(&c->g, time_one, &x, t, host_usec);
+	if (!ret)
+		ret = pn_gpu_time(&c->g, enqueue, arg, t, host_usec);
 	if (!ret)
 		ret = kernel_errors(c);
 	return ret;
+}
+
+static int cuda_time(struct pn_cuda *c, struct penny_time_v1 *t, double *host_usec)
+{
+	struct time_ctx x = { c, t };
+
+	return cuda_time_of(c, time_one, &x, t, host_usec);
 }
 
 int pn_cuda_time(void *be, struct penny_time_v1 *t)
@@ -1133,16 +1140,9 @@ int pn_cuda_time(void *be, struct penny_time_v1 *t)
 
 int pn_cuda_time_fn(void *be, struct penny_time_v2 *t, int (*enqueue)(void *), void *arg)
 {
-	struct pn_cuda *c = be;
 	int ret = pn_gpu_time2_check(t);
 
-	if (!ret)
-		ret = pn_gpu_enter(&c->g);
-	if (!ret)
-		ret = pn_gpu_time(&c->g, enqueue, arg, &t->t, &t->host_usec);
-	if (!ret)
-		ret = kernel_errors(c);
-	return ret;
+	return ret ? ret : cuda_time_of(be, enqueue, arg, &t->t, &t->host_usec);
 }
 
 int pn_cuda_kernel_errors(void *be)

@@ -250,7 +250,7 @@ static int env_bytes(const char *name, uint64_t lo, uint64_t hi, uint64_t *out, 
 static int xnode_env(struct pn_gpucoll_cfg *cfg, char *why, size_t len)
 {
 	const char *on = getenv("PENNY_XNODE"), *tp = getenv("PENNY_XNODE_TRANSPORT");
-	uint64_t slots = 0;
+	uint64_t n = 0;
 	int ret;
 
 	if (on && *on && strcmp(on, "0") && strcmp(on, "1")) {
@@ -269,14 +269,14 @@ static int xnode_env(struct pn_gpucoll_cfg *cfg, char *why, size_t len)
 		ret = -EINVAL;
 	}
 	if (!ret)
-		ret = env_bytes("PENNY_XNODE_SLOTS", 2, 1024, &slots, why, len);
-	cfg->xnode_slots = (uint32_t)slots;
+		ret = env_bytes("PENNY_XNODE_SLOTS", 2, 1024, &n, why, len);
+	cfg->xnode_slots = (uint32_t)n;
 	if (!ret)
 		ret = env_bytes("PENNY_XNODE_WHOLE_MAX", 1, 1ull << 40, &cfg->xnode_whole_max, why,
 				len);
 	if (!ret)
-		ret = env_bytes("PENNY_XNODE_SOCKETS", 1, 8, &slots, why, len);
-	cfg->xnode_sockets = (int)slots;
+		ret = env_bytes("PENNY_XNODE_SOCKETS", 1, 8, &n, why, len);
+	cfg->xnode_sockets = (int)n;
 	return ret;
 }
 

@@ -488,45 +488,45 @@ ssize_t pn_sys_readlink(char *buf, size_t len, const char *fmt, ...)
 	return n;
 }
 
-int pn_sys_exists(const char *fmt, ...)
+/* stat() of a path beneath the root, its last component not followed into
+ * (O_PATH opens a device or FIFO without touching it). */
+static int vstat(struct stat *st, const char *fmt, va_list ap)
 {
 	char path[PATH_MAX];
-	struct stat st;
-	va_list ap;
 	int ret, fd;
 
-	va_start(ap, fmt);
 	ret = vpath(path, sizeof(path), fmt, ap);
-	va_end(ap);
-	if (ret)
-		return 0;
-	if (root_fd < 0)
-		return stat(path, &st) == 0;
-	fd = open_in_root(path, O_PATH | O_CLOEXEC, 1);
-	if (fd < 0)
-		return 0;
-	close(fd);
-	return 1;
-}
-
-int pn_sys_stat(struct stat *st, const char *fmt, ...)
-{
-	char path[PATH_MAX];
-	va_list ap;
-	int ret, fd;
-
-	va_start(ap, fmt);
-	ret = vpath(path, sizeof(path), fmt, ap);
-	va_end(ap);
 	if (ret)
 		return ret;
 	if (root_fd < 0)
 		return stat(path, st) ? -errno : 0;
-	/* O_PATH opens a device or FIFO without touching it */
 	fd = open_in_root(path, O_PATH | O_CLOEXEC, 1);
 	if (fd < 0)
 		return fd;
 	ret = fstat(fd, st) ? -errno : 0;
 	close(fd);
+	return ret;
+}
+
+int pn_sys_exists(const char *fmt, ...)
+{
+	struct stat st;
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = vstat(&st, fmt, ap);
+	va_end(ap);
+	return ret == 0;
+}
+
+int pn_sys_stat(struct stat *st, const char *fmt, ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = vstat(st, fmt, ap);
+	va_end(ap);
 	return ret;
 }
