@@ -715,10 +715,12 @@ static void print_job(struct job *j, const char *backends, const char *launcher)
 		pn_out_bool(o, PN_JSON, "hierarchical", NULL, pn_sweep_gpu_hierarchical(be));
 		pn_out_int(o, PN_JSON, "graph", NULL, pn_sweep_gpu_graph(be));
 		pn_out_str(o, PN_JSON, "xnode", NULL, pn_sweep_gpu_xnode(be));
+		pn_out_int(o, PN_JSON, "xnode_ll_max", NULL, (long long)pn_sweep_gpu_xnode_ll(be));
 		if (pn_sweep_gpu_xnode(be))
-			pn_out_text(o, "# %s: across %d nodes GPU-driven (the plugin's kernels hand "
-				       "chunks to a proxy thread per rank, %s between nodes)\n",
-				    be->name, j->aj.comm->nnodes, pn_sweep_gpu_xnode(be));
+			pn_out_text(o, "# %s: across %d nodes GPU-driven (the plugin's kernels hand chunks "
+				       "to a proxy thread per rank, %s between nodes, LL lines up to %lld B)\n",
+				    be->name, j->aj.comm->nnodes, pn_sweep_gpu_xnode(be),
+				    (long long)pn_sweep_gpu_xnode_ll(be));
 		else if (pn_sweep_gpu_hierarchical(be))
 			pn_out_text(o, "# %s: hierarchical over %d nodes (the plugin within each node, "
 				       "the engine's ring between them)\n", be->name, j->aj.comm->nnodes);

@@ -94,6 +94,7 @@ struct pn_xn_args {
 	uint64_t timeout_ns;
 	uint32_t slots;
 	int32_t nnodes, node, nranks;
+	uint32_t ll;			/* chunks travel as LL lines (4 data bytes + a flag) */
 };
 
 /* error word bits */

@@ -1032,6 +1032,61 @@ PN_DEV void pn_xn_tail_reduce(const char *const *src, const bool *remote, int ns
 	}
 }
 
+/*
+ * LL across nodes (small calls): a chunk travels as 16-byte lines of 8 data
+ * bytes and two copies of a flag (the ticket + 1, low 32 bits), the format
+ * of pn_ll_store.  The receiving threads poll their own lines in the inbox:
+ * the data comes with its flag in one read over PCIe, where the plain
+ * protocol reads the slot's header, then the data.  The proxy moves the
+ * bytes unchanged.  Twice the bytes on the wire: small calls only.
+ */
+PN_DEV pn_v4 pn_xn_ld_part(const char *p, uint64_t n)
+{
+	pn_v4 x = { 0, 0, 0, 0 };
+
+	if (n >= 16)
+		return pn_ld(p);
+	pn_ld_bytes(&x, p, (unsigned)n, false);
+	return x;
+}
+
+/* Wait for the 32 bytes of LL lines at p to carry flag f; false: the call is dead. */
+PN_DEV bool pn_xn_ll_wait(const struct pn_xn_args &a, const char *p, uint32_t f, int node,
+			  pn_v4 *out)
+{
+	uint32_t spins = 0;
+	uint64_t t0 = 0;
+
+	for (;;) {
+		pn_v4 u = pn_ll_load(p), w = pn_ll_load(p + 16);
+
+		if (u.y == f && u.w == f && w.y == f && w.w == f) {
+			pn_v4 x = { u.x, u.z, w.x, w.z };
+
+			*out = x;
+			return true;
+		}
+		if (++spins < 256)
+			continue;
+		spins = 0;
+		if (pn_ld_volatile_u64((const uint64_t *)a.ctl)) {
+			pn_xn_fail(a, PN_ERR_XNODE, node);
+			return false;
+		}
+		uint64_t now = pn_clock_ns();
+
+		if (!t0) {
+			t0 = now;
+		} else if (now - t0 > a.timeout_ns) {
+			pn_xn_fail(a, PN_ERR_TIMEOUT, node);
+			return false;
+		}
+	}
+}
+
+/* outbox slots whose sent words a block reads up front (threads 32..) */
+#define PN_XN_PREFETCH 32
+
 template <typename T, int OP> PN_DEV void pn_xnode(const struct pn_xn_args &a)
 {
 	uint64_t *ctr = (uint64_t *)a.ctr;
@@ -1041,35 +1096,72 @@ template <typename T, int OP> PN_DEV void pn_xnode(const struct pn_xn_args &a)
 	const char *send = (const char *)a.send;
 	char *recv = (char *)a.recv;
 	__shared__ uint64_t base_in[PN_XN_MAX_NODES];
+	__shared__ uint64_t sent0[PN_XN_PREFETCH];
 	__shared__ int dead;
 
 	if (pn_tid() < (unsigned)N)
 		base_in[pn_tid()] = ctr[1 + pn_tid()];
 	if (pn_tid() == 0)
 		dead = 0;
+	/*
+	 * The outbox slots' sent words, read at once beside the tickets (host
+	 * memory: a round trip over PCIe each, in parallel here instead of one
+	 * after the ticket read), and a small first chunk's data in registers:
+	 * the slot check and the copy overlap the reads they used to follow.
+	 */
+	if (S <= PN_XN_PREFETCH && pn_tid() >= 32 && pn_tid() < 32 + S)
+		sent0[pn_tid() - 32] = pn_ld_acquire_u64((const uint64_t *)(a.out_hdr + (pn_tid() - 32) * PN_XSLOT) + 8);
+	const uint64_t off0 = (uint64_t)pn_bid() * C;
+	const uint64_t len0 = off0 < bytes ? (bytes - off0 < C ? bytes - off0 : C) : 0;
+	const bool small = (len0 & ~(uint64_t)15) <= 16ull * pn_ntid();
+	pn_v4 v0;
+
+	if (small && (uint64_t)pn_tid() * 16 + 16 <= len0)
+		v0 = pn_ld(send + off0 + (uint64_t)pn_tid() * 16);
 	pn_sync();
 	for (uint64_t c = pn_bid(); c < nch && !dead; c += pn_nbid()) {
 		const uint64_t off = c * C, len = bytes - off < C ? bytes - off : C;
 		const uint64_t t = base_out + c;
 		uint64_t *o = (uint64_t *)(a.out_hdr + (t % S) * PN_XSLOT);
+		const bool first = c == pn_bid();
 
-		if (pn_tid() == 0 && t >= S && !pn_xn_wait(a, o + 8, t + 1 - S, -1))
+		if (pn_tid() == 0 && t >= S &&
+		    !(first && S <= PN_XN_PREFETCH && sent0[t % S] >= t + 1 - S) &&
+		    !pn_xn_wait(a, o + 8, t + 1 - S, -1))
 			dead = 1;
 		pn_sync();
 		if (dead)
 			break;
-		{
-			const uint64_t main = len & ~(uint64_t)15;
+		if (a.ll) {
+			const uint64_t nv = (len + 15) / 16;
+			char *dst = (char *)(a.out_data + (t % S) * D);
 
-			pn_block_copy((char *)(a.out_data + (t % S) * D), send + off, main, false, sizeof(T));
-			pn_xn_tail_copy<T, OP>((char *)(a.out_data + (t % S) * D), send + off, main, len);
+			for (uint64_t v = pn_tid(); v < nv; v += pn_ntid()) {
+				pn_v4 x = first && small && v == pn_tid() && v * 16 + 16 <= len
+						  ? v0
+						  : pn_xn_ld_part(send + off + v * 16, len - v * 16);
+
+				pn_ll_store(dst + v * 32, x.x, x.y, (uint32_t)(t + 1));
+				pn_ll_store(dst + v * 32 + 16, x.z, x.w, (uint32_t)(t + 1));
+			}
+		} else {
+			const uint64_t main = len & ~(uint64_t)15;
+			char *dst = (char *)(a.out_data + (t % S) * D);
+
+			if (first && small) {
+				if ((uint64_t)pn_tid() * 16 + 16 <= main)
+					pn_st(dst + (uint64_t)pn_tid() * 16, v0);
+			} else {
+				pn_block_copy(dst, send + off, main, false, sizeof(T));
+			}
+			pn_xn_tail_copy<T, OP>(dst, send + off, main, len);
 		}
 		pn_sync();
 		if (pn_tid() == 0) {
-			pn_st_volatile_u64(o + 1, len);
+			pn_st_volatile_u64(o + 1, a.ll ? (len + 15) / 16 * 32 : len);
 			pn_st_volatile_u64(o + 2, N == 64 ? ~0ull : (1ull << N) - 1);
 			pn_st_release_u64(o, t + 1);
-			for (int q = 0; q < N && !dead; q++) {
+			for (int q = 0; q < N && !dead && !a.ll; q++) {
 				uint64_t k = base_in[q] + c;
 				const uint64_t *h = (const uint64_t *)(a.in_hdr +
 								     ((uint64_t)q * S + k % S) * PN_XSLOT);
@@ -1081,7 +1173,45 @@ template <typename T, int OP> PN_DEV void pn_xnode(const struct pn_xn_args &a)
 		pn_sync();
 		if (dead)
 			break;
-		{
+		if (a.ll) {
+			const uint64_t nv = (len + 15) / 16;
+
+			for (uint64_t v = pn_tid(); v < nv && !dead; v += pn_ntid()) {
+				pn_pack<T, OP, 16> pk;
+				pn_v4 x[PN_AR_MAX_RANKS], r;
+				bool ok = true;
+
+#pragma unroll
+				for (int q = 0; q < PN_AR_MAX_RANKS; q++) {
+					if (q >= N)
+						break;
+					if (q == me) {
+						x[q] = pn_xn_ld_part(send + off + v * 16, len - v * 16);
+					} else if (ok) {
+						uint64_t k = base_in[q] + c;
+						const char *ln = (const char *)(a.in_data +
+										((uint64_t)q * S + k % S) * D) +
+								 v * 32;
+
+						ok = pn_xn_ll_wait(a, ln, (uint32_t)(k + 1), q, &x[q]);
+					}
+				}
+				if (!ok) {
+					dead = 1;
+					break;
+				}
+				pk.first(&x[0]);
+#pragma unroll
+				for (int q = 1; q < PN_AR_MAX_RANKS; q++)
+					if (q < N)
+						pk.add(&x[q]);
+				pk.out(&r, a.nranks, true);
+				if (v * 16 + 16 <= len)
+					pn_st(recv + off + v * 16, r);
+				else
+					pn_st_bytes(recv + off + v * 16, &r, (unsigned)(len - v * 16));
+			}
+		} else {
 			const char *src[PN_AR_MAX_RANKS];
 			bool remote[PN_AR_MAX_RANKS];
 
@@ -1098,15 +1228,20 @@ template <typename T, int OP> PN_DEV void pn_xnode(const struct pn_xn_args &a)
 			pn_block_reduce<T, OP>(src, remote, N, recv + off, NULL, 0, main, a.nranks, true);
 			pn_xn_tail_reduce<T, OP>(src, remote, N, recv + off, main, len, a.nranks);
 		}
+		/*
+		 * Free the inbox slots: every thread's reads of them returned (their
+		 * values are in recv's stores, issued before the barrier), so a plain
+		 * store does; a release would wait for recv's stores as well.
+		 */
 		pn_sync();
 		if (pn_tid() == 0)
 			for (int q = 0; q < N; q++)
 				if (q != me) {
 					uint64_t k = base_in[q] + c;
 
-					pn_st_release_u64((uint64_t *)(a.in_hdr +
+					pn_st_volatile_u64((uint64_t *)(a.in_hdr +
 								       ((uint64_t)q * S + k % S) * PN_XSLOT) + 8,
-							  k + 1);
+							   k + 1);
 				}
 	}
 	/* the last block moves the tickets on, dead or not (the job is failing then) */
@@ -1126,6 +1261,8 @@ template <typename T, int OP> PN_DEV void pn_xnode(const struct pn_xn_args &a)
 #define PN_XN_KERNEL(T, tname, OP, oname)                                                      \
 	extern "C" __global__ void PN_BOUNDS pn_xn_##tname##_##oname(struct pn_xn_args a)      \
 	{                                                                                      \
+		pn_pdl_wait();                                                                 \
+		pn_pdl_trigger();                                                              \
 		pn_xnode<T, OP>(a);                                                            \
 	}
 #define PN_XN_OPS(T, tname)                                                                    \

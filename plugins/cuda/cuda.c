@@ -1047,6 +1047,11 @@ struct pn_gpu *pn_cuda_gpu(void *be)
 	return &((struct pn_cuda *)be)->g;
 }
 
+int pn_cuda_pdl(void *be)
+{
+	return ((struct pn_cuda *)be)->cfg.pdl;
+}
+
 const void *pn_cuda_xnode_image(void *be)
 {
 	return ((struct pn_cuda *)be)->xnode_image;

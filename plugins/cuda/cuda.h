@@ -141,6 +141,8 @@ int pn_cuda_export_dmabuf(void *be, void *ptr, size_t bytes, int *fd, uint64_t *
 int pn_cuda_time_fn(void *be, struct penny_time_v2 *t, int (*enqueue)(void *), void *arg);
 /* For xnode.c: the device, the kernels' error word, its check. */
 struct pn_gpu *pn_cuda_gpu(void *be);
+/* programmatic dependent launch on (PENNY_CUDA_PDL) */
+int pn_cuda_pdl(void *be);
 const void *pn_cuda_xnode_image(void *be);
 CUdeviceptr pn_cuda_err_word(void *be);
 /* The staging buffer (device memory, stage_bytes). */

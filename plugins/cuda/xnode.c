@@ -144,7 +144,7 @@ static uint64_t xn_chunk(const struct penny_xnode_v1 *x, uint64_t bytes)
 
 /* One launch over [send, + count elements) -> recv (both 16-byte aligned). */
 static int xn_launch(void *be, struct pn_cuda_xn *n, CUdeviceptr send, CUdeviceptr recv,
-		     uint64_t count, int dtype, int op, uint64_t chunk)
+		     uint64_t count, int dtype, int op, uint64_t chunk, int ll)
 {
 	struct pn_gpu *g = pn_cuda_gpu(be);
 	const struct penny_xnode_v1 *x = &n->x;
@@ -176,9 +176,12 @@ static int xn_launch(void *be, struct pn_cuda_xn *n, CUdeviceptr send, CUdevicep
 	a.nnodes = x->nnodes;
 	a.node = x->node;
 	a.nranks = x->nranks;
+	a.ll = (uint32_t)ll;
 	nch = (count * (uint64_t)penny_data_size(dtype) + chunk - 1) / chunk;
 	grid = nch < n->blocks ? (unsigned)nch : n->blocks;
-	return pn_gpu_launch(g, n->fn[dtype][op], grid, 512, &a);
+	/* the kernel waits for the previous one (griddepcontrol.wait) first */
+	return pn_cuda_pdl(be) ? pn_gpu_launch_pdl(g, n->fn[dtype][op], grid, 512, &a)
+			       : pn_gpu_launch(g, n->fn[dtype][op], grid, 512, &a);
 }
 
 /*
@@ -194,7 +197,7 @@ int pn_cuda_xnode_allreduce(void *be, void *xnp, const void *send, void *recv, s
 	struct pn_gpu *g = pn_cuda_gpu(be);
 	CUdeviceptr s = (CUdeviceptr)(uintptr_t)send, d = (CUdeviceptr)(uintptr_t)recv, st;
 	uint64_t es, bytes, piece, off, stage_bytes, chunk;
-	int ret = pn_gpu_check_args(count, dtype, op);
+	int ll, ret = pn_gpu_check_args(count, dtype, op);
 
 	if (ret || !count)
 		return ret;
@@ -204,8 +207,10 @@ int pn_cuda_xnode_allreduce(void *be, void *xnp, const void *send, void *recv, s
 	es = (uint64_t)penny_data_size(dtype);
 	bytes = count * es;
 	chunk = xn_chunk(&n->x, bytes);
+	/* LL by the call's size, the same on every rank (alignment may differ) */
+	ll = bytes <= n->x.ll_max && 2 * ((chunk + 15) & ~(uint64_t)15) <= n->x.slot_bytes;
 	if (!((s | d) & 15))
-		return xn_launch(be, n, s, d, count, dtype, op, chunk);
+		return xn_launch(be, n, s, d, count, dtype, op, chunk, ll);
 	pn_cuda_stage(be, &st, &stage_bytes);
 	piece = stage_bytes / chunk * chunk;
 	if (!piece)
@@ -217,7 +222,7 @@ int pn_cuda_xnode_allreduce(void *be, void *xnp, const void *send, void *recv, s
 		uint64_t len = bytes - off < piece ? bytes - off : piece;
 
 		PN_CU(g->cu, MemcpyAsync(st, s + off, len, g->stream), "cuMemcpyAsync");
-		ret = xn_launch(be, n, st, st, len / es, dtype, op, chunk);
+		ret = xn_launch(be, n, st, st, len / es, dtype, op, chunk, ll);
 		if (!ret)
 			PN_CU(g->cu, MemcpyAsync(d + off, st, len, g->stream), "cuMemcpyAsync");
 	}

@@ -252,7 +252,9 @@ struct penny_xnode_v1 {
 	uint64_t slot_bytes;	/* data bytes per slot (a multiple of 16) */
 	int nnodes, node;	/* the ranks of my local index on every node; my place */
 	int nranks;		/* ranks of the whole job: avg divides by it */
-	int reserved;
+	uint32_t ll_max;	/* calls of at most this many bytes may travel as LL
+				 * lines (the plugin's own format, twice the bytes;
+				 * <= slot_bytes / 2, the same on every node); 0: never */
 	void *outbox;		/* host memory, page-aligned, penny_xbox_out_bytes() */
 	void *inbox;		/* host memory, page-aligned, penny_xbox_in_bytes() */
 	uint64_t timeout_ns;	/* a kernel wait longer than this fails the call */

@@ -569,6 +569,62 @@ static int xwait(const struct fake_xn *n, const uint64_t *w, uint64_t v, int pee
 	return 0;
 }
 
+/*
+ * LL lines as the cuda plugin's kernel writes them (penny_xnode_v1.ll_max):
+ * per 16 bytes of data two 16-byte lines {w0, flag, w1, flag}, the flag
+ * being the ticket + 1; the tail is padded with zeros.
+ */
+static void ll_put(char *dst, const char *src, uint64_t len, uint32_t flag)
+{
+	uint64_t v;
+
+	for (v = 0; v < (len + 15) / 16; v++) {
+		uint32_t w[4] = { 0, 0, 0, 0 }, l[8];
+
+		memcpy(w, src + v * 16, len - v * 16 < 16 ? len - v * 16 : 16);
+		for (int i = 0; i < 4; i++) {
+			l[2 * i] = w[i];
+			l[2 * i + 1] = flag;
+		}
+		memcpy(dst + v * 32, l, sizeof(l));
+	}
+}
+
+/* Wait for every line of a chunk to carry flag, then take the data out. */
+static int ll_get(const struct fake_xn *n, char *dst, const char *src, uint64_t len, uint32_t flag,
+		  int peer)
+{
+	const struct penny_xctl *ctl = n->x.outbox;
+	uint64_t v;
+	double t0 = 0;
+
+	for (v = 0; v < (len + 15) / 16; v++) {
+		uint32_t l[8], w[4];
+		unsigned spins = 0;
+
+		for (;;) {
+			for (int i = 0; i < 8; i++)
+				l[i] = __atomic_load_n((const uint32_t *)(src + v * 32) + i,
+						       __ATOMIC_ACQUIRE);
+			if (l[1] == flag && l[3] == flag && l[5] == flag && l[7] == flag)
+				break;
+			if (__atomic_load_n(&ctl->abort, __ATOMIC_ACQUIRE))
+				return fail(-ECANCELED, "xnode: the cross-node proxy gave up");
+			if (++spins % 64)
+				continue;
+			sched_yield();
+			if (!t0)
+				t0 = now_us();
+			else if ((now_us() - t0) * 1e3 > (double)n->x.timeout_ns)
+				return fail(-ETIMEDOUT, "xnode: timed out waiting for node %d", peer);
+		}
+		for (int i = 0; i < 4; i++)
+			w[i] = l[2 * i];
+		memcpy(dst + v * 16, w, len - v * 16 < 16 ? len - v * 16 : 16);
+	}
+	return 0;
+}
+
 static int fake_xnode_allreduce(void *be, void *xnp, const void *send, void *recv, size_t count,
 				int dt, int op)
 {
@@ -576,16 +632,21 @@ static int fake_xnode_allreduce(void *be, void *xnp, const void *send, void *rec
 	const struct penny_xnode_v1 *x = &n->x;
 	int es = penny_data_size(dt), N = x->nnodes, q, ret = 0;
 	uint64_t bytes, nch, c, S = x->slots, C = x->slot_bytes;
-	char *out = x->outbox, *in = x->inbox, *tmp;
+	char *out = x->outbox, *in = x->inbox, *tmp, *lin;
+	int ll;
 
 	(void)be;
 	if (!es || op < 0 || op >= PENNY_NREDOPS)
 		return fail(-EINVAL, "bad type or op");
 	bytes = (uint64_t)count * (uint64_t)es;
 	nch = (bytes + C - 1) / C;
+	ll = bytes <= x->ll_max && 2 * ((bytes + 15) & ~(uint64_t)15) <= C;
 	tmp = malloc(C);
-	if (!tmp)
+	lin = ll ? malloc((size_t)N * C / 2) : NULL;
+	if (!tmp || (ll && !lin)) {
+		free(tmp);
 		return fail(-ENOMEM, "out of memory");
+	}
 	for (c = 0; c < nch && !ret; c++) {
 		uint64_t off = c * C, len = bytes - off < C ? bytes - off : C, t = n->out_t + c;
 		struct penny_xout_slot *o = (struct penny_xout_slot *)(out + PENNY_XBOX_LINE) + t % S;
@@ -596,9 +657,13 @@ static int fake_xnode_allreduce(void *be, void *xnp, const void *send, void *rec
 			ret = xwait(n, &o->sent, t + 1 - S, -1);
 		if (ret)
 			break;
-		memcpy(out + penny_xbox_out_data(x->slots, C, (uint32_t)(t % S)),
-		       (const char *)send + off, len);
-		o->len = len;
+		if (ll)
+			ll_put(out + penny_xbox_out_data(x->slots, C, (uint32_t)(t % S)),
+			       (const char *)send + off, len, (uint32_t)(t + 1));
+		else
+			memcpy(out + penny_xbox_out_data(x->slots, C, (uint32_t)(t % S)),
+			       (const char *)send + off, len);
+		o->len = ll ? (len + 15) / 16 * 32 : len;
 		o->mask = N == 64 ? ~0ull : (1ull << N) - 1;
 		__atomic_store_n(&o->ready, t + 1, __ATOMIC_RELEASE);
 		for (q = 0; q < N && !ret; q++) {
@@ -611,11 +676,17 @@ static int fake_xnode_allreduce(void *be, void *xnp, const void *send, void *rec
 				src[q] = (const char *)send + off;
 				continue;
 			}
+			src[q] = in + penny_xbox_in_data(N, x->slots, C, q, (uint32_t)(k % S));
+			if (ll) {
+				/* the lines' flags, not the slot's ready word */
+				ret = ll_get(n, lin + (size_t)q * C / 2, src[q], len, (uint32_t)(k + 1), q);
+				src[q] = lin + (size_t)q * C / 2;
+				continue;
+			}
 			ret = xwait(n, &s->ready, k + 1, q);
 			if (!ret && s->len != len)
 				ret = fail(-EPROTO, "xnode: node %d sent %llu bytes, %llu expected", q,
 					   (unsigned long long)s->len, (unsigned long long)len);
-			src[q] = in + penny_xbox_in_data(N, x->slots, C, q, (uint32_t)(k % S));
 		}
 		if (ret)
 			break;
@@ -635,6 +706,7 @@ static int fake_xnode_allreduce(void *be, void *xnp, const void *send, void *rec
 			}
 	}
 	free(tmp);
+	free(lin);
 	/* a failed call leaves the boxes mid-protocol: the proxy has given up
 	 * (abort) or a peer is gone, and the job ends here */
 	n->out_t += nch;

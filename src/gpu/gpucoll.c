@@ -30,6 +30,7 @@ struct pn_gpucoll {
 	char *hbuf;		/* hierarchical: the slice on the host */
 	size_t hcap;
 	struct pn_xproxy *xp;	/* across nodes, GPU-driven (NULL: host-staged) */
+	uint64_t xnode_ll;	/* calls up to this size travel as LL lines */
 	void *xn;		/* the plugin's handle of the boxes */
 	int me_inter;		/* my place among g->inter */
 	int capturing;		/* time() with graphs: whole-buffer exchanges only */
@@ -126,8 +127,8 @@ static int has_xnode(const struct pn_gpucoll *g)
 /* Every rank must cut chunks alike: the same chunk, slots and whole-buffer limit. */
 static int agree_geometry(struct pn_gpucoll *g, const struct pn_xproxy_cfg *xc)
 {
-	uint64_t mine[4] = { xc->slot_bytes, xc->slots, g->cfg.xnode_whole_max,
-			     (uint64_t)xc->sockets }, *all;
+	uint64_t mine[5] = { xc->slot_bytes, xc->slots, g->cfg.xnode_whole_max,
+			     (uint64_t)xc->sockets, g->cfg.xnode_ll }, *all;
 	int r, ret;
 
 	all = calloc((size_t)g->c->nranks, sizeof(mine));
@@ -135,10 +136,10 @@ static int agree_geometry(struct pn_gpucoll *g, const struct pn_xproxy_cfg *xc)
 		return pn_err(-ENOMEM, "out of memory");
 	ret = pn_boot_allgather(g->c->boot, mine, all, sizeof(mine));
 	for (r = 0; !ret && r < g->c->nranks; r++)
-		if (memcmp(all + 4 * r, mine, sizeof(mine)))
+		if (memcmp(all + 5 * r, mine, sizeof(mine)))
 			ret = pn_err(-EINVAL, "rank %d cuts the cross-node chunks otherwise than rank %d "
-					      "(PENNY_XNODE_CHUNK, _SLOTS, _WHOLE_MAX or _SOCKETS "
-					      "differ)",
+					      "(PENNY_XNODE_CHUNK, _SLOTS, _WHOLE_MAX, _SOCKETS or "
+					      "_LL differ)",
 				     r, g->c->rank);
 	free(all);
 	return agree(g, ret);
@@ -185,6 +186,14 @@ static int xnode_open(struct pn_gpucoll *g)
 		x.outbox = pn_xproxy_outbox(g->xp);
 		x.inbox = pn_xproxy_inbox(g->xp);
 		x.timeout_ns = (uint64_t)(g->c->timeout * 1e9);
+		/* LL: at most half a slot (the lines are twice the data) */
+		{
+			uint64_t ll = g->cfg.xnode_ll == PN_XNODE_LL_OFF ? 0
+				      : g->cfg.xnode_ll ? g->cfg.xnode_ll : 2u << 10;
+
+			x.ll_max = (uint32_t)(ll < xc.slot_bytes / 2 ? ll : xc.slot_bytes / 2);
+			g->xnode_ll = x.ll_max;
+		}
 		ret = g->ops->xnode_open(g->be, &x, &g->xn);
 		if (ret) {
 			g->xn = NULL;
@@ -308,6 +317,11 @@ uint32_t pn_gpucoll_caps(const struct pn_gpucoll *g)
 const char *pn_gpucoll_xnode(const struct pn_gpucoll *g)
 {
 	return g->xp ? pn_xproxy_transport(g->xp) : NULL;
+}
+
+uint64_t pn_gpucoll_xnode_ll(const struct pn_gpucoll *g)
+{
+	return g->xp ? g->xnode_ll : 0;
 }
 
 int pn_gpucoll_hierarchical(const struct pn_gpucoll *g)

@@ -56,7 +56,11 @@ struct pn_gpucoll_cfg {
 	uint64_t xnode_whole_max;	/* several GPUs per node: up to this size every
 					 * local rank exchanges the whole buffer (no
 					 * all-gather after); 0: 1 MiB */
+	uint64_t xnode_ll;	/* calls up to this size travel as LL lines (0:
+				 * 2 KiB, PN_XNODE_LL_OFF: never) */
 };
+
+#define PN_XNODE_LL_OFF UINT64_MAX
 
 /*
  * Collective over the communicator: load the plugin and init it on every
@@ -80,6 +84,8 @@ int pn_gpucoll_hierarchical(const struct pn_gpucoll *g);
 /* Across nodes: the proxy's transport ("tcp", "shm"), or NULL when the
  * host-staged path runs (or one node). */
 const char *pn_gpucoll_xnode(const struct pn_gpucoll *g);
+/* Across nodes, GPU-driven: calls up to this many bytes travel as LL lines (0: none). */
+uint64_t pn_gpucoll_xnode_ll(const struct pn_gpucoll *g);
 
 /* Registered (collective) device memory, or plain with registered = 0. */
 int pn_gpucoll_alloc(struct pn_gpucoll *g, size_t bytes, int registered, void **ptr);

@@ -228,6 +228,7 @@ int pn_sweep_gpu_open(struct pn_sweep_backend **out, struct pn_coll *coll,
 #define PN_SWEEP_DESC_LEN 256
 int pn_sweep_gpu_describe(struct pn_sweep_backend *be, char **all);
 int pn_sweep_gpu_hierarchical(const struct pn_sweep_backend *be);
+uint64_t pn_sweep_gpu_xnode_ll(const struct pn_sweep_backend *be);
 /* Across nodes GPU-driven: the proxy's transport; NULL otherwise. */
 const char *pn_sweep_gpu_xnode(const struct pn_sweep_backend *be);
 int pn_sweep_gpu_graph(const struct pn_sweep_backend *be);

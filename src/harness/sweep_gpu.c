@@ -245,7 +245,8 @@ static int env_bytes(const char *name, uint64_t lo, uint64_t hi, uint64_t *out, 
 /*
  * The GPU path across nodes (gpu/xproxy.h), from the environment:
  * PENNY_XNODE=0 (the host-staged path), PENNY_XNODE_TRANSPORT=tcp|shm|auto,
- * PENNY_XNODE_CHUNK, PENNY_XNODE_SLOTS, PENNY_XNODE_WHOLE_MAX, PENNY_XNODE_SOCKETS.
+ * PENNY_XNODE_CHUNK, PENNY_XNODE_SLOTS, PENNY_XNODE_WHOLE_MAX, PENNY_XNODE_SOCKETS,
+ * PENNY_XNODE_LL (0: never).
  */
 static int xnode_env(struct pn_gpucoll_cfg *cfg, char *why, size_t len)
 {
@@ -277,6 +278,10 @@ static int xnode_env(struct pn_gpucoll_cfg *cfg, char *why, size_t len)
 	if (!ret)
 		ret = env_bytes("PENNY_XNODE_SOCKETS", 1, 8, &n, why, len);
 	cfg->xnode_sockets = (int)n;
+	if (!ret)
+		ret = env_bytes("PENNY_XNODE_LL", 0, 1u << 20, &cfg->xnode_ll, why, len);
+	if (!ret && getenv("PENNY_XNODE_LL") && *getenv("PENNY_XNODE_LL") && !cfg->xnode_ll)
+		cfg->xnode_ll = PN_XNODE_LL_OFF;
 	return ret;
 }
 
@@ -369,6 +374,11 @@ int pn_sweep_gpu_describe(struct pn_sweep_backend *be, char **out)
 const char *pn_sweep_gpu_xnode(const struct pn_sweep_backend *be)
 {
 	return pn_gpucoll_xnode(((const struct gpu *)be)->gc);
+}
+
+uint64_t pn_sweep_gpu_xnode_ll(const struct pn_sweep_backend *be)
+{
+	return pn_gpucoll_xnode_ll(((const struct gpu *)be)->gc);
 }
 
 int pn_sweep_gpu_hierarchical(const struct pn_sweep_backend *be)

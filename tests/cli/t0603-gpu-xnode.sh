@@ -48,7 +48,7 @@ for tp in tcp shm; do
 				# counts 1, 7, 49, 343, 2401: odd, one chunk and several
 				job 2 1 out --backend fake -d $t -o $o -b $es -e $((2401 * es)) -f 7 -n 1 -w 0 ||
 					{ echo "$t $o failed"; cat out err*; exit 1; }
-				grep -q "fake: across 2 nodes GPU-driven (.*$tp between nodes)" out &&
+				grep -q "fake: across 2 nodes GPU-driven (.*$tp between nodes, LL lines up to 2048 B)" out &&
 				test "$(rows out)" -eq 5 && exact out || { echo "$t $o"; exit 1; }
 			done
 		done
@@ -79,6 +79,19 @@ test_expect_success 'tcp: 1, 3 and 8 sockets per peer, each chunk on its socket'
 			{ echo "$k sockets"; exit 1; }
 	done
 '
+test_expect_success 'LL lines for small calls (PENNY_XNODE_LL): exact on both sides of the limit' '
+	for tp in tcp shm; do
+		for ll in 64K:65536 0:0; do
+			PENNY_XNODE_TRANSPORT=$tp PENNY_XNODE_LL=${ll%:*} job 2 1 out --backend fake -d half \
+				-o sum -b 2 -e 300K -f 5 -n 3 -w 1 && exact out &&
+			grep -q "LL lines up to ${ll#*:} B" out ||
+				{ echo "$tp LL $ll"; exit 1; }
+		done
+		PENNY_XNODE_TRANSPORT=$tp PENNY_XNODE_LL=1M PENNY_XNODE_CHUNK=64K job 2 2 out \
+			--backend fake -d uint8 -o max -b 1 -e 100K -f 9 -n 2 -w 1 && exact out &&
+		grep -q "LL lines up to 32768 B" out || { echo "$tp LL capped"; exit 1; }
+	done
+'
 test_expect_success 'chunks wrap two slots hundreds of times, in place and not' '
 	PENNY_XNODE_CHUNK=4096 PENNY_XNODE_SLOTS=2 job 2 1 out --backend fake -d double -o prod \
 		-b 1M -e 1M -n 3 -w 2 && exact out &&
@@ -101,23 +114,26 @@ test_expect_success 'a plugin without the xnode calls runs the host-staged path'
 '
 for bad in PENNY_XNODE_TRANSPORT=ib PENNY_XNODE_CHUNK=17 PENNY_XNODE_CHUNK=1K PENNY_XNODE_CHUNK=1G \
 	PENNY_XNODE_SLOTS=1 PENNY_XNODE_SLOTS=x PENNY_XNODE=2 PENNY_XNODE_WHOLE_MAX=-1 \
-	PENNY_XNODE_SOCKETS=0 PENNY_XNODE_SOCKETS=9 "PENNY_XNODE_SLOTS=1024 PENNY_XNODE_CHUNK=64M"; do
+	PENNY_XNODE_SOCKETS=0 PENNY_XNODE_SOCKETS=9 "PENNY_XNODE_SLOTS=1024 PENNY_XNODE_CHUNK=64M" \
+	PENNY_XNODE_LL=2M PENNY_XNODE_LL=1x; do
 	test_expect_success "bad setting $bad: one line, exit 2" '
 		export $bad &&
 		! job 2 1 out --backend fake -b 1K -e 1K && one_line err0 &&
 		grep -q "${bad%%=*}" err0
 	'
 done
-test_expect_success 'ranks that cut chunks otherwise: every rank fails, naming it' '
-	port=$(free_port) || exit 1
-	PENNY_XNODE_CHUNK=8K PENNY_NODE_ID=n1 "$PENNY" allreduce-test --rank 1 --nranks 2 \
-		--root 127.0.0.1:$port --timeout 20 --backend fake -b 1K -e 1K >/dev/null 2>err1 &
-	! PENNY_NODE_ID=n0 "$PENNY" allreduce-test --rank 0 --nranks 2 --root 127.0.0.1:$port \
-		--timeout 20 --backend fake -b 1K -e 1K >/dev/null 2>err0
-	rc=$?
-	wait
-	test $rc -eq 0 && one_line err0 && grep -q "cuts the cross-node chunks otherwise" err0
-'
+for differ in PENNY_XNODE_CHUNK=8K PENNY_XNODE_LL=0; do
+	test_expect_success "ranks that cut chunks otherwise ($differ): every rank fails, naming it" '
+		port=$(free_port) || exit 1
+		env $differ PENNY_NODE_ID=n1 "$PENNY" allreduce-test --rank 1 --nranks 2 \
+			--root 127.0.0.1:$port --timeout 20 --backend fake -b 1K -e 1K >/dev/null 2>err1 &
+		! PENNY_NODE_ID=n0 "$PENNY" allreduce-test --rank 0 --nranks 2 --root 127.0.0.1:$port \
+			--timeout 20 --backend fake -b 1K -e 1K >/dev/null 2>err0
+		rc=$?
+		wait
+		test $rc -eq 0 && one_line err0 && grep -q "cuts the cross-node chunks otherwise" err0
+	'
+done
 test_expect_success 'a peer killed in the middle: the others stop within the timeout, naming it' '
 	port=$(free_port) || exit 1
 	PENNY_NODE_ID=n1 "$PENNY" allreduce-test --rank 1 --nranks 2 --root 127.0.0.1:$port \
