@@ -25,7 +25,9 @@
 # PENNY_BACKENDS (cuda,nccl), ITERS (100) and WARMUP (20): the penny runs'
 # --backend, -n and -w; DRIVER_ITERS: the driver's -n (default by size); JSON=1 repeats them with --json; DRIVER_PERF=0 skips
 # the driver's timing sweep; HIER_ONLY=1 runs only the cross-node part
-# (XMAXB, default 256M, and XITERS, default 20, its largest size and -n).
+# (XMAXB, default 256M, and XITERS, default 20, its largest size and -n;
+# XNODES, e.g. "2", the node counts; XTAGS, e.g. "tcp shm-G", the timed runs
+# by their file tags; XCHECK=0 skips its every-type-x-op pass).
 # PLUGINDIR=dir uses plugins built before (dir holds penny-cuda.so and
 # penny-nccl.so) instead of building them.
 # NVLink SHARP/multicast stays off.
@@ -138,6 +140,7 @@ xjob() {
 xtimed() {
 	local nodes=$1 per=$2 tag=$3
 	shift 3
+	case " ${XTAGS:-$tag} " in *" $tag "*) ;; *) return 0;; esac
 	echo "## $nodes nodes x $per GPUs, $tag: $*"
 	xjob "$nodes" "$per" -b 1K -e "${XMAXB:-256M}" -f 4 -n "${XITERS:-20}" -w 5 \
 		--csv "$base-xnode-${nodes}x$per-$tag.csv" "$@"
@@ -146,7 +149,7 @@ run_xnode() {
 	local t o per=$((ngpu / 2)) nodes
 	[ -n "${PENNY:-}" ] && [ "$ngpu" -ge 2 ] || return 0
 	export NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
-	for tp in tcp shm; do
+	for tp in $([ "${XCHECK:-1}" = 1 ] && echo tcp shm); do
 		echo "## cuda across 2 nodes x $per GPUs, GPU-driven over $tp: every type x op, odd counts"
 		for t in int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double; do
 			for o in sum prod min max avg; do
@@ -155,7 +158,7 @@ run_xnode() {
 			done
 		done
 	done
-	for nodes in 2 $([ "$ngpu" -ge 4 ] && echo 4); do
+	for nodes in ${XNODES:-2 $([ "$ngpu" -ge 4 ] && echo 4)}; do
 		per=$((ngpu / nodes))
 		PENNY_XNODE_TRANSPORT=tcp xtimed $nodes $per tcp --backend cuda,nccl -d bfloat16 -o sum
 		PENNY_XNODE_TRANSPORT=tcp xtimed $nodes $per tcp-G --backend cuda,nccl -d bfloat16 -o sum -G 10
