@@ -100,6 +100,8 @@ static const struct sym syms[] = {
 	OPT(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2|cuMemHostGetDevicePointer"),
 	OPT(StreamQuery, "cuStreamQuery"),
 	OPT(StreamIsCapturing, "cuStreamIsCapturing"),
+	OPT(MemGetAddressRange, "cuMemGetAddressRange_v2"),
+	OPT(PointerGetAttribute, "cuPointerGetAttribute"),
 };
 #undef S
 #undef OPT

@@ -60,6 +60,7 @@ typedef struct {
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
 #define CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED 124
 #define CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD 1
+#define CU_POINTER_ATTRIBUTE_BUFFER_ID 7 /* unsigned long long, unique per allocation */
 
 struct pn_cudrv {
 	CUresult (*Init)(unsigned flags);
@@ -127,6 +128,10 @@ struct pn_cudrv {
 	 * stream is being captured (status 0: no) */
 	CUresult (*StreamQuery)(CUstream s);
 	CUresult (*StreamIsCapturing)(CUstream s, int *status);
+	/* optional (the interposer's registration cache): the allocation
+	 * around p; a pointer attribute (CU_POINTER_ATTRIBUTE_*) */
+	CUresult (*MemGetAddressRange)(CUdeviceptr *base, size_t *bytes, CUdeviceptr p);
+	CUresult (*PointerGetAttribute)(void *data, int attr, CUdeviceptr p);
 };
 
 /*

@@ -338,6 +338,14 @@ struct pn_cuda {
 	uint32_t next_id;
 	struct pn_reg *ws, *stage;
 	size_t ws_bytes;
+	/* the interposer's registrations of its caller's buffers (apart from
+	 * regs: find_reg() never takes them on its own), the one the call in
+	 * progress uses, and the sticky kernel error async_error() found */
+	struct pn_reg *xregs, *use_reg;
+	int use_set;
+	CUstream poll;
+	int async_err;
+	char async_msg[200];
 	const void *xnode_image;	/* the cross-node kernels (xnode.c), NULL if not built */
 	char desc[360];
 };
@@ -430,8 +438,24 @@ static int allgather(struct pn_cuda *c, const void *mine, void *all, size_t len)
 	return 0;
 }
 
-/* Collective: allocate, export, exchange, map every peer's buffer. */
-static int reg_alloc(struct pn_cuda *c, size_t bytes, struct pn_reg **out)
+/* Close this rank's mappings of the peers' parts of r. */
+static void unmap_peers(struct pn_cuda *c, struct pn_reg *r)
+{
+	int p;
+
+	for (p = 0; p < c->n; p++)
+		if (p != c->rank && r->peer[p])
+			c->g.cu->IpcCloseMemHandle(r->peer[p]);
+	memset(r->peer, 0, sizeof(r->peer));
+}
+
+/*
+ * Collective: export r->base (allocated here, or the caller's with
+ * external), exchange, map every peer's buffer.  e: this rank's failure
+ * before the exchange (CUDA_SUCCESS: none).  Plugin allocations must have
+ * the same size on every rank; a caller's may differ.
+ */
+static int reg_share(struct pn_cuda *c, struct pn_reg *r, size_t bytes, int external, CUresult e)
 {
 	const struct pn_cudrv *cu = c->g.cu;
 	struct {
@@ -441,7 +465,6 @@ static int reg_alloc(struct pn_cuda *c, size_t bytes, struct pn_reg **out)
 		int32_t ok;
 		char err[128];
 	} mine, *all = NULL;
-	struct pn_reg *r = calloc(1, sizeof(*r));
 	int ret = 0, p;
 
 	memset(&mine, 0, sizeof(mine));
@@ -453,34 +476,33 @@ static int reg_alloc(struct pn_cuda *c, size_t bytes, struct pn_reg **out)
 		mine.ok = 0;
 		snprintf(mine.err, sizeof(mine.err), "out of memory");
 	} else {
-		CUresult e = cu->MemAlloc(&r->base, bytes ? bytes : 1);
-
 		if (e == CUDA_SUCCESS)
 			e = cu->IpcGetMemHandle(&mine.h, r->base);
 		if (e != CUDA_SUCCESS) {
-			pn_cu_fail(cu, e, "cuMemAlloc/cuIpcGetMemHandle");
+			pn_cu_fail(cu, e, external ? "cuIpcGetMemHandle" : "cuMemAlloc/cuIpcGetMemHandle");
 			mine.ok = 0;
 			snprintf(mine.err, sizeof(mine.err), "%s", pn_plugin_errmsg());
 		}
 	}
 	if (!all) {
 		ret = pn_plugin_fail(-ENOMEM, "out of memory");
-		goto fail;
+		goto out;
 	}
 	ret = allgather(c, &mine, all, sizeof(mine));
 	if (ret)
-		goto fail;
+		goto out;
 	for (p = 0; p < c->n; p++) {
 		if (!all[p].ok) {
-			ret = pn_plugin_fail(-ENOMEM, "rank %d cannot allocate %" PRIu64 " bytes of GPU "
-						      "memory: %s", p, all[p].bytes, all[p].err);
-			goto fail;
+			ret = pn_plugin_fail(-ENOMEM, "rank %d cannot %s %" PRIu64 " bytes of GPU "
+						      "memory: %s", p, external ? "share" : "allocate",
+					     all[p].bytes, all[p].err);
+			goto out;
 		}
-		if (all[p].bytes != bytes || all[p].id != mine.id) {
+		if ((!external && all[p].bytes != bytes) || all[p].id != mine.id) {
 			ret = pn_plugin_fail(-EINVAL, "registered allocation #%u differs between ranks: "
 						      "rank %d asked for %" PRIu64 " bytes, rank %d for %zu",
 					     mine.id, p, all[p].bytes, c->rank, bytes);
-			goto fail;
+			goto out;
 		}
 	}
 	r->id = mine.id;
@@ -490,35 +512,41 @@ static int reg_alloc(struct pn_cuda *c, size_t bytes, struct pn_reg **out)
 			r->peer[p] = r->base;
 			continue;
 		}
-		CUresult e = cu->IpcOpenMemHandle(&r->peer[p], all[p].h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
-
+		e = cu->IpcOpenMemHandle(&r->peer[p], all[p].h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
 		if (e != CUDA_SUCCESS) {
 			char why[256];
 
 			ret = pn_cu_fail(cu, e, "cuIpcOpenMemHandle");
 			snprintf(why, sizeof(why), "%s", pn_plugin_errmsg());
 			pn_plugin_fail(ret, "cannot map rank %d's GPU memory (CUDA IPC): %s", p, why);
-			goto fail;
+			goto out;
 		}
 	}
-	c->next_id++;
-	r->next = c->regs;
-	c->regs = r;
-	*out = r;
-	free(all);
-	return 0;
-fail:
-	if (r) {
-		for (p = 0; p < c->n; p++)
-			if (p != c->rank && r->peer[p])
-				cu->IpcCloseMemHandle(r->peer[p]);
-		if (r->base)
-			cu->MemFree(r->base);
-		free(r);
-	}
+out:
+	if (ret && r)
+		unmap_peers(c, r);
 	free(all);
 	c->next_id++;
 	return ret;
+}
+
+/* Collective: allocate, export, exchange, map every peer's buffer. */
+static int reg_alloc(struct pn_cuda *c, size_t bytes, struct pn_reg **out)
+{
+	struct pn_reg *r = calloc(1, sizeof(*r));
+	CUresult e = r ? c->g.cu->MemAlloc(&r->base, bytes ? bytes : 1) : CUDA_SUCCESS;
+	int ret = reg_share(c, r, bytes, 0, e);
+
+	if (ret) {
+		if (r && r->base)
+			c->g.cu->MemFree(r->base);
+		free(r);
+		return ret;
+	}
+	r->next = c->regs;
+	c->regs = r;
+	*out = r;
+	return 0;
 }
 
 /* Collective: unmap peers, wait until every rank did, free. */
@@ -526,7 +554,7 @@ static int reg_release(struct pn_cuda *c, struct pn_reg *r)
 {
 	const struct pn_cudrv *cu = c->g.cu;
 	struct pn_reg **pp;
-	int p, ret = 0;
+	int ret = 0;
 
 	for (pp = &c->regs; *pp; pp = &(*pp)->next)
 		if (*pp == r) {
@@ -534,9 +562,7 @@ static int reg_release(struct pn_cuda *c, struct pn_reg *r)
 			break;
 		}
 	cu->StreamSynchronize(c->g.stream);
-	for (p = 0; p < c->n; p++)
-		if (p != c->rank && r->peer[p])
-			cu->IpcCloseMemHandle(r->peer[p]);
+	unmap_peers(c, r);
 	if (c->host->barrier && c->host->barrier(c->host->ctx))
 		ret = pn_plugin_fail(-EIO, "barrier before freeing a registered buffer failed");
 	cu->MemFree(r->base);
@@ -552,6 +578,45 @@ static struct pn_reg *find_reg(struct pn_cuda *c, CUdeviceptr p, uint64_t bytes)
 		if (r != c->ws && p >= r->base && p + bytes <= r->base + r->bytes && p + bytes >= p)
 			return r;
 	return NULL;
+}
+
+/* penny_plugin_v1.reg_buffer: a caller's allocation, shared once (collective). */
+int pn_cuda_reg_buffer(void *be, void *ptr, size_t bytes, void **reg)
+{
+	struct pn_cuda *c = be;
+	struct pn_reg *r;
+	int ret = pn_gpu_enter(&c->g);
+
+	if (ret)
+		return ret;
+	r = calloc(1, sizeof(*r));
+	if (r)
+		r->base = (CUdeviceptr)(uintptr_t)ptr;
+	ret = reg_share(c, r, bytes, 1, ptr && bytes ? CUDA_SUCCESS : 1 /* invalid value */);
+	if (ret) {
+		free(r);
+		return ret;
+	}
+	r->next = c->xregs;
+	c->xregs = r;
+	*reg = r;
+	return 0;
+}
+
+/* penny_plugin_v1.dereg_buffer: the peers' parts unmapped; the caller's memory stays. */
+void pn_cuda_dereg_buffer(void *be, void *reg)
+{
+	struct pn_cuda *c = be;
+	struct pn_reg **pp;
+
+	for (pp = &c->xregs; *pp; pp = &(*pp)->next)
+		if (*pp == reg) {
+			*pp = ((struct pn_reg *)reg)->next;
+			pn_gpu_enter(&c->g);
+			unmap_peers(c, reg);
+			free(reg);
+			return;
+		}
 }
 
 const struct pn_reg *pn_cuda_find_reg(void *be, const void *p, size_t bytes)
@@ -719,12 +784,9 @@ int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *ho
 fail_gpu:
 	while (c->regs) {
 		struct pn_reg *r = c->regs;
-		int p;
 
 		c->regs = r->next;
-		for (p = 0; p < c->n; p++)
-			if (p != c->rank && r->peer[p])
-				c->g.cu->IpcCloseMemHandle(r->peer[p]);
+		unmap_peers(c, r);
 		c->g.cu->MemFree(r->base);
 		free(r);
 	}
@@ -745,8 +807,12 @@ void pn_cuda_fini(void *be)
 		return;
 	pn_gpu_enter(&c->g);
 	c->g.cu->StreamSynchronize(c->g.stream);
+	while (c->xregs)
+		pn_cuda_dereg_buffer(c, c->xregs);
 	while (c->regs)
 		reg_release(c, c->regs);
+	if (c->poll)
+		c->g.cu->StreamDestroy(c->poll);
 	for (a = 0; a < PN_NKERNS; a++)
 		if (c->mod[a])
 			c->g.cu->ModuleUnload(c->mod[a]);
@@ -869,7 +935,7 @@ static int run(struct pn_cuda *c, int kern, int dt, int op, CUdeviceptr s, CUdev
 	       uint64_t bytes)
 {
 	const struct pn_cudrv *cu = c->g.cu;
-	struct pn_reg *reg = find_reg(c, d, bytes);
+	struct pn_reg *reg = c->use_set ? c->use_reg : find_reg(c, d, bytes);
 	struct pn_plan plan;
 	uint64_t off;
 	int ret;
@@ -944,6 +1010,74 @@ int pn_cuda_allreduce_stream(void *be, const void *send, void *recv, size_t coun
 	c->g.stream = (CUstream)stream;
 	ret = pn_cuda_allreduce(be, send, recv, count, dtype, op, algo);
 	c->g.stream = own;
+	return ret;
+}
+
+/* penny_plugin_v1.allreduce_reg: the same with recv in a caller's registration. */
+int pn_cuda_allreduce_reg(void *be, void *reg, const void *send, void *recv, size_t count,
+			  int dtype, int op, int algo, void *stream)
+{
+	struct pn_cuda *c = be;
+	struct pn_reg *r = reg;
+	CUdeviceptr d = (CUdeviceptr)(uintptr_t)recv;
+	int ret;
+
+	if (r && (pn_gpu_check_args(count, dtype, op) || d < r->base ||
+		  (uint64_t)count * penny_data_size(dtype) > r->bytes - (d - r->base)))
+		return pn_plugin_fail(-EINVAL, "recv is not inside the registered buffer");
+	c->use_reg = r;
+	c->use_set = r != NULL;
+	ret = pn_cuda_allreduce_stream(be, send, recv, count, dtype, op, algo, stream);
+	c->use_set = 0;
+	c->use_reg = NULL;
+	return ret;
+}
+
+/* The error of the kernels' error word w (w[0] not 0), into errmsg. */
+static int word_error(const struct pn_cuda *c, const uint32_t w[2])
+{
+	if (w[0] & PN_ERR_XNODE)
+		return pn_plugin_fail(-ECANCELED, "the cross-node proxy gave up (node %d)", (int)w[1]);
+	if (w[0] & PN_ERR_DESC)
+		return pn_plugin_fail(-EINVAL, "allreduce buffers differ between ranks (rank %u "
+					       "passed another buffer or offset, or a buffer registered "
+					       "on some ranks only)", w[1]);
+	return pn_plugin_fail(-ETIMEDOUT, "allreduce on rank %d timed out waiting for rank %u",
+			      c->rank, w[1]);
+}
+
+/*
+ * penny_plugin_v1.async_error: the kernels' error word read on a stream of
+ * its own (a copy, never behind the caller's work), kept once set.
+ */
+int pn_cuda_async_error(void *be)
+{
+	struct pn_cuda *c = be;
+	const struct pn_cudrv *cu = c->g.cu;
+	CUstream s = __atomic_load_n(&c->poll, __ATOMIC_ACQUIRE), mine = NULL;
+	uint32_t w[2];
+	int ret;
+
+	if (__atomic_load_n(&c->async_err, __ATOMIC_ACQUIRE))
+		return pn_plugin_fail(c->async_err, "%s", c->async_msg);
+	ret = pn_gpu_enter(&c->g);
+	if (ret)
+		return 0;
+	if (!s) {
+		if (cu->StreamCreate(&mine, CU_STREAM_NON_BLOCKING))
+			return 0;
+		if (__atomic_compare_exchange_n(&c->poll, &s, mine, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			s = mine;
+		else
+			cu->StreamDestroy(mine); /* another thread's won */
+	}
+	if (!cu->MemcpyDtoHAsync || cu->MemcpyDtoHAsync(w, pn_cuda_err_word(c), sizeof(w), s) ||
+	    cu->StreamSynchronize(s) || !w[0])
+		return 0;
+	ret = word_error(c, w);
+	snprintf(c->async_msg, sizeof(c->async_msg), "%s", pn_plugin_errmsg());
+	__atomic_store_n(&c->async_err, ret, __ATOMIC_RELEASE);
 	return ret;
 }
 
@@ -1083,14 +1217,7 @@ static int kernel_errors(struct pn_cuda *c)
 		return 0;
 	PN_CU(c->g.cu, MemcpyHtoD(at, zero, sizeof(zero)), "cuMemcpyHtoD");
 	PN_CU(c->g.cu, StreamSynchronize(NULL), "cuStreamSynchronize (default stream)");
-	if (w[0] & PN_ERR_XNODE)
-		return pn_plugin_fail(-ECANCELED, "the cross-node proxy gave up (node %d)", (int)w[1]);
-	if (w[0] & PN_ERR_DESC)
-		return pn_plugin_fail(-EINVAL, "allreduce buffers differ between ranks (rank %u "
-					       "passed another buffer or offset, or a buffer registered "
-					       "on some ranks only)", w[1]);
-	return pn_plugin_fail(-ETIMEDOUT, "allreduce on rank %d timed out waiting for rank %u",
-			      c->rank, w[1]);
+	return word_error(c, w);
 }
 
 int pn_cuda_sync(void *be)

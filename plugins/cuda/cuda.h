@@ -137,6 +137,11 @@ int pn_cuda_allgather(void *be, const void *send, void *recv, size_t count, int 
 /* pn_cuda_allreduce on the caller's stream (penny_plugin_v1.allreduce_stream). */
 int pn_cuda_allreduce_stream(void *be, const void *send, void *recv, size_t count, int dtype,
 			     int op, int algo, void *stream);
+int pn_cuda_reg_buffer(void *be, void *ptr, size_t bytes, void **reg);
+void pn_cuda_dereg_buffer(void *be, void *reg);
+int pn_cuda_allreduce_reg(void *be, void *reg, const void *send, void *recv, size_t count,
+			  int dtype, int op, int algo, void *stream);
+int pn_cuda_async_error(void *be);
 int pn_cuda_export_dmabuf(void *be, void *ptr, size_t bytes, int *fd, uint64_t *offset);
 int pn_cuda_time_fn(void *be, struct penny_time_v2 *t, int (*enqueue)(void *), void *arg);
 /* For xnode.c: the device, the kernels' error word, its check. */

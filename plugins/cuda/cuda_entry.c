@@ -69,4 +69,9 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.time_fn = pn_cuda_time_fn,
 	/* appended for the NCCL interposer */
 	.allreduce_stream = pn_cuda_allreduce_stream,
+	/* appended for the interposer's registration cache and async errors */
+	.reg_buffer = pn_cuda_reg_buffer,
+	.dereg_buffer = pn_cuda_dereg_buffer,
+	.allreduce_reg = pn_cuda_allreduce_reg,
+	.async_error = pn_cuda_async_error,
 };

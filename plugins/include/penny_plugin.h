@@ -359,6 +359,32 @@ struct penny_plugin_v1 {
 	 * provided. */
 	int (*allreduce_stream)(void *be, const void *send, void *recv, size_t count, int dtype,
 				int op, int algo, void *stream);
+
+	/* ---- appended for the interposer's registration cache and async
+	 * errors (issue 29) ---- */
+
+	/* Collective: map every rank's [ptr, ptr + bytes) (the start and size
+	 * of one of the caller's device allocations; the plugin neither owns
+	 * nor frees it; bytes may differ between ranks) for its peers, once,
+	 * so that allreduce_reg() stores into the peers' recv without a
+	 * staging copy.  Every rank calls it at the same point; the plugin's
+	 * failure on one rank may leave the others with a handle (the caller
+	 * agrees on the outcome and drops the handles).  *reg: the handle.
+	 * NULL if not provided. */
+	int (*reg_buffer)(void *be, void *ptr, size_t bytes, void **reg);
+	/* Not collective: unmap the peers' buffers of reg; the caller's memory
+	 * stays.  The caller's calls that use reg must be done. */
+	void (*dereg_buffer)(void *be, void *reg);
+	/* allreduce_stream() with recv inside reg (from reg_buffer(); at the
+	 * same offset from ptr on every rank, which the caller ensures); reg
+	 * NULL: as allreduce_stream(). */
+	int (*allreduce_reg)(void *be, void *reg, const void *send, void *recv, size_t count,
+			     int dtype, int op, int algo, void *stream);
+	/* Non-blocking, any thread: 0, or the error a kernel of the backend
+	 * recorded since init (a wait for a peer that timed out: -ETIMEDOUT;
+	 * ranks that passed different buffers: -EINVAL; the cross-node proxy
+	 * gave up: -ECANCELED), with errmsg() set; it stays set. */
+	int (*async_error)(void *be);
 };
 
 /* Size of the first v1 table (every member up to bw). */

@@ -31,6 +31,7 @@
 #include "penny_plugin.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +87,8 @@ struct fake {
 	const struct penny_host_v1 *host;
 	int device;
 	char desc[128];
+	uint32_t next_reg;	/* registrations so far (reg_buffer) */
+	int calls;		/* allreduce calls so far */
 };
 
 static double now_us(void)
@@ -427,12 +430,17 @@ static int fake_allreduce(void *be, const void *send, void *recv, size_t count, 
 	return 0;
 }
 
+/* PENNY_FAKE_REG_BYTES=N: auto picks the two-shot kernel (which stores into
+ * the peers' recv, so wants it registered) from N bytes on. */
 static int fake_select(void *be, size_t count, int dt, int op, int algo)
 {
+	const char *reg = getenv("PENNY_FAKE_REG_BYTES");
+
 	(void)be;
-	(void)count;
-	(void)dt;
 	(void)op;
+	if (algo == PENNY_ALGO_AUTO && reg && *reg &&
+	    count * (size_t)penny_data_size(dt) >= strtoull(reg, NULL, 10))
+		return PENNY_ALGO_TWOSHOT;
 	return algo == PENNY_ALGO_AUTO ? PENNY_ALGO_ONESHOT : algo;
 }
 
@@ -502,12 +510,100 @@ static int fake_allgather(void *be, const void *send, void *recv, size_t count, 
 	return ret ? fail(ret, "allgather failed") : 0;
 }
 
-/* Host memory has no streams: the call runs at once, like allreduce(). */
+/* A registration of a caller's buffer: what the rank passed. */
+struct fake_reg {
+	char *ptr;
+	size_t bytes;
+	uint32_t id;
+};
+
+/* Collective, as the cuda plugin's: every rank's n-th registration is #n. */
+static int fake_reg_buffer(void *be, void *ptr, size_t bytes, void **reg)
+{
+	struct fake *f = be;
+	uint32_t mine = f->next_reg++, all[1024];
+	struct fake_reg *r;
+	int p, ret;
+
+	if (f->host->nranks > 1024)
+		return fail(-EINVAL, "more than 1024 ranks");
+	ret = f->host->allgather(f->host->ctx, &mine, all, sizeof(mine));
+	if (ret)
+		return fail(ret, "allgather failed");
+	for (p = 0; p < f->host->nranks; p++)
+		if (all[p] != mine)
+			return fail(-EINVAL, "registration #%u differs between ranks: rank %d is at #%u",
+				    mine, p, all[p]);
+	if (!ptr || !bytes)
+		return fail(-EINVAL, "no buffer to register");
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return fail(-ENOMEM, "out of memory");
+	r->ptr = ptr;
+	r->bytes = bytes;
+	r->id = mine;
+	*reg = r;
+	return 0;
+}
+
+static void fake_dereg_buffer(void *be, void *reg)
+{
+	(void)be;
+	free(reg);
+}
+
+/*
+ * Host memory has no streams: the call runs at once, like allreduce().
+ * First every rank says which registration it uses (0: none) and where in
+ * it: the ranks must agree, as the cuda plugin's kernels must (they check
+ * the same with the buffer identity and store nothing when it differs).
+ */
+static int fake_allreduce_reg(void *be, void *reg, const void *send, void *recv, size_t count,
+			      int dt, int op, int algo, void *stream)
+{
+	struct fake *f = be;
+	const struct fake_reg *r = reg;
+	uint64_t mine[2] = { 0, 0 }, all[2 * 1024];
+	int p, ret;
+
+	(void)stream;
+	if (f->host->nranks > 1024)
+		return fail(-EINVAL, "more than 1024 ranks");
+	if (r) {
+		if ((const char *)recv < r->ptr ||
+		    count * (size_t)penny_data_size(dt) > r->bytes - (size_t)((const char *)recv - r->ptr))
+			return fail(-EINVAL, "recv is not inside the registered buffer");
+		mine[0] = (uint64_t)r->id + 1;
+		mine[1] = (uint64_t)((const char *)recv - r->ptr);
+	}
+	ret = f->host->allgather(f->host->ctx, mine, all, sizeof(mine));
+	if (ret)
+		return fail(ret, "allgather failed");
+	for (p = 0; p < f->host->nranks; p++)
+		if (all[2 * p] != mine[0] || all[2 * p + 1] != mine[1])
+			return fail(-EINVAL, "allreduce buffers differ between ranks: registration "
+					     "%" PRIu64 " at %" PRIu64 " on rank %d, %" PRIu64 " at %" PRIu64
+					     " here", all[2 * p], all[2 * p + 1], p, mine[0], mine[1]);
+	f->calls++;
+	return fake_allreduce(be, send, recv, count, dt, op, algo);
+}
+
 static int fake_allreduce_stream(void *be, const void *send, void *recv, size_t count, int dt,
 				 int op, int algo, void *stream)
 {
-	(void)stream;
-	return fake_allreduce(be, send, recv, count, dt, op, algo);
+	return fake_allreduce_reg(be, NULL, send, recv, count, dt, op, algo, stream);
+}
+
+/* PENNY_FAKE_ASYNC_ERROR=1: a kernel "timed out" once a call ran. */
+static int fake_async_error(void *be)
+{
+	struct fake *f = be;
+	const char *e = getenv("PENNY_FAKE_ASYNC_ERROR");
+
+	if (!e || strcmp(e, "1") || !f->calls)
+		return 0;
+	return fail(-ETIMEDOUT, "allreduce on rank %d timed out waiting for rank %d (fake)",
+		    f->host->rank, (f->host->rank + 1) % f->host->nranks);
 }
 #endif
 
@@ -910,6 +1006,11 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 #endif
 	/* appended for the NCCL interposer */
 	.allreduce_stream = fake_allreduce_stream,
+	/* appended for the interposer's registration cache and async errors */
+	.reg_buffer = fake_reg_buffer,
+	.dereg_buffer = fake_dereg_buffer,
+	.allreduce_reg = fake_allreduce_reg,
+	.async_error = fake_async_error,
 #endif
 };
 #else

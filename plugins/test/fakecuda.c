@@ -7,6 +7,7 @@
  * Every other entry point plugins/common/cudrv.c resolves exists and fails
  * with CUDA_ERROR_NOT_SUPPORTED.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,18 +70,108 @@ EXPORT CUresult cuCtxSetCurrent(CUcontext c)
 	return 0;
 }
 
+/*
+ * Allocations as CUDA's caching of virtual addresses makes them: a freed
+ * block's address comes back for the next allocation that fits, with a
+ * new size and a new buffer id (cuPointerGetAttribute), so that a cache
+ * keyed by address alone would take it for the old one.
+ */
+static struct {
+	uintptr_t base;
+	size_t bytes, cap;
+	unsigned long long id;
+	int live;
+} blocks[256];
+static unsigned long long next_id = 1;
+static pthread_mutex_t blocks_lock = PTHREAD_MUTEX_INITIALIZER;
+
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
 {
-	void *m = malloc(bytes ? bytes : 1);
+	size_t i, pick = sizeof(blocks) / sizeof(blocks[0]);
+	void *m = NULL;
 
+	if (!bytes)
+		bytes = 1;
+	pthread_mutex_lock(&blocks_lock);
+	for (i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++)
+		if (blocks[i].base && !blocks[i].live && blocks[i].cap >= bytes)
+			break;
+	if (i < sizeof(blocks) / sizeof(blocks[0])) {
+		pick = i;
+	} else {
+		m = malloc(bytes);
+		for (i = 0; m && i < sizeof(blocks) / sizeof(blocks[0]) && blocks[i].base; i++)
+			;
+		if (m && i < sizeof(blocks) / sizeof(blocks[0])) {
+			pick = i;
+			blocks[i].base = (uintptr_t)m;
+			blocks[i].cap = bytes;
+		}
+	}
+	if (pick < sizeof(blocks) / sizeof(blocks[0])) {
+		blocks[pick].bytes = bytes;
+		blocks[pick].id = next_id++;
+		blocks[pick].live = 1;
+		m = (void *)blocks[pick].base;
+	}
+	pthread_mutex_unlock(&blocks_lock);
 	*p = (CUdeviceptr)(uintptr_t)m;
 	return m ? 0 : 2; /* out of memory */
 }
 
+/* the live block around p, or -1 */
+static long block_of(CUdeviceptr p)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++)
+		if (blocks[i].live && p >= blocks[i].base && p - blocks[i].base < blocks[i].bytes)
+			return (long)i;
+	return -1;
+}
+
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 {
-	free((void *)(uintptr_t)p);
+	long b;
+
+	pthread_mutex_lock(&blocks_lock);
+	b = block_of(p);
+	if (b >= 0 && blocks[b].base == p)
+		blocks[b].live = 0; /* kept for the next allocation that fits */
+	pthread_mutex_unlock(&blocks_lock);
+	if (b < 0)
+		free((void *)(uintptr_t)p);
 	return 0;
+}
+
+EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *bytes, CUdeviceptr p)
+{
+	long b;
+
+	pthread_mutex_lock(&blocks_lock);
+	b = block_of(p);
+	if (b >= 0) {
+		if (base)
+			*base = blocks[b].base;
+		if (bytes)
+			*bytes = blocks[b].bytes;
+	}
+	pthread_mutex_unlock(&blocks_lock);
+	return b >= 0 ? 0 : 1; /* invalid value: not device memory */
+}
+
+EXPORT CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p)
+{
+	long b;
+
+	if (attr != 7) /* CU_POINTER_ATTRIBUTE_BUFFER_ID */
+		return NOT_SUPPORTED;
+	pthread_mutex_lock(&blocks_lock);
+	b = block_of(p);
+	if (b >= 0)
+		*(unsigned long long *)data = blocks[b].id;
+	pthread_mutex_unlock(&blocks_lock);
+	return b >= 0 ? 0 : 1;
 }
 
 EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n)
@@ -133,13 +224,15 @@ EXPORT CUresult cuStreamQuery(CUstream s)
 	return 0;
 }
 
-/* PENNY_FAKE_CAPTURING=1: every stream is being captured into a graph. */
+/* PENNY_FAKE_CAPTURING=1: every stream is being captured into a graph;
+ * =2: from the process's second query on. */
 EXPORT CUresult cuStreamIsCapturing(CUstream s, int *status)
 {
+	static int queries;
 	const char *c = getenv("PENNY_FAKE_CAPTURING");
 
 	(void)s;
-	*status = c && !strcmp(c, "1");
+	*status = c && (!strcmp(c, "1") || (!strcmp(c, "2") && __atomic_fetch_add(&queries, 1, __ATOMIC_RELAXED)));
 	return 0;
 }
 
