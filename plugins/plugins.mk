@@ -156,7 +156,7 @@ $(PL_TEST)/fakecuda/libcuda.so.1: plugins/test/fakecuda.c
 	$(CC) $(PL_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $<
 $(PL_TEST)/nccl-caller: plugins/test/nccl-caller.c plugins/interpose/nccl_api.h \
 		$(PL_TEST)/fakenccl/libnccl.so.2
-	$(CC) $(PL_CFLAGS) $(LDFLAGS) -o $@ $< -L$(PL_TEST)/fakenccl -l:libnccl.so.2 \
+	$(CC) $(PL_CFLAGS) $(LDFLAGS) -o $@ $< -L$(PL_TEST)/fakenccl -l:libnccl.so.2 -ldl \
 		-Wl,-rpath,$(abspath $(PL_TEST)/fakenccl)
 $(PL_TEST)/penny-badabi.so: plugins/test/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)

@@ -23,11 +23,19 @@
  *   groupfirst a first allreduce inside a group, then one outside
  *   peerdies   the last rank leaves after init; the others' first allreduce
  *              must fail (not hang) and the communicator report it
+ *   regcache   in-place float sums of 4096 elements in "device" buffers
+ *              (the fake libcuda's cuMemAlloc): reused buffers, rank 0's
+ *              buffer freed and its address reused (another size, then
+ *              the same size), offsets that differ between ranks, two
+ *              more buffers; every result checked
+ *   asyncerr   one allreduce, then ncclCommGetAsyncError must report the
+ *              error a kernel recorded, and ncclGetLastError say it
  * Exit: 0 when every rank found what it expected, 1 otherwise, 2 on usage.
  */
 #define _GNU_SOURCE
 #include "../interpose/nccl_api.h"
 
+#include <dlfcn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,6 +206,89 @@ static void args(ncclComm_t comm, int rank)
 	ncclRedOpDestroy(pre, comm);
 }
 
+/* One in-place float sum of count elements at buf, checked. */
+static int one_at(ncclComm_t comm, int rank, int n, float *buf, size_t count)
+{
+	size_t i, wrong = 0;
+	ncclResult_t r;
+
+	for (i = 0; i < count; i++)
+		buf[i] = (float)input(rank, i);
+	r = ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, comm, NULL);
+	EXPECT(r == ncclSuccess, "rank %d: allreduce at %p: %s", rank, (void *)buf,
+	       ncclGetErrorString(r));
+	for (i = 0; i < count && r == ncclSuccess; i++)
+		if (buf[i] != (float)expect(n, i, ncclSum) && !wrong++)
+			printf("rank %d: element %zu is %g, not %g\n", rank, i, buf[i],
+			       expect(n, i, ncclSum));
+	if (wrong)
+		bad = 1;
+	return 1;
+}
+
+/* "Device" memory of the fake libcuda.so.1 (host memory it keeps track of). */
+static float *dev_alloc(size_t bytes)
+{
+	static int (*alloc)(unsigned long long *p, size_t bytes);
+	unsigned long long p = 0;
+	void *h;
+
+	if (!alloc && (h = dlopen("libcuda.so.1", RTLD_NOW)))
+		*(void **)&alloc = dlsym(h, "cuMemAlloc_v2");
+	if (!alloc || alloc(&p, bytes)) {
+		printf("no cuMemAlloc_v2 in libcuda.so.1\n");
+		exit(2);
+	}
+	return (float *)(uintptr_t)p;
+}
+
+static void dev_free(float *p)
+{
+	static int (*fr)(unsigned long long p);
+	void *h;
+
+	if (!fr && (h = dlopen("libcuda.so.1", RTLD_NOW)))
+		*(void **)&fr = dlsym(h, "cuMemFree_v2");
+	if (fr)
+		fr((unsigned long long)(uintptr_t)p);
+}
+
+static int regcache(ncclComm_t comm, int rank, int n)
+{
+	const size_t count = 4096;
+	float *a = dev_alloc(64 << 10), *d, *e;
+	int calls = 0;
+
+	calls += one_at(comm, rank, n, a, count); /* registered: a miss */
+	calls += one_at(comm, rank, n, a, count); /* hits */
+	calls += one_at(comm, rank, n, a, count);
+	if (rank == 0) { /* freed; the address comes back, another size */
+		dev_free(a);
+		d = dev_alloc(32 << 10);
+		EXPECT(d == a, "rank 0: the fake cuMemAlloc did not reuse the address");
+		a = d;
+	}
+	calls += one_at(comm, rank, n, a, count); /* rank 0 misses, the others hit: a miss */
+	calls += one_at(comm, rank, n, a, count); /* a hit */
+	if (rank == 0) { /* freed; the address comes back, the same size */
+		dev_free(a);
+		d = dev_alloc(32 << 10);
+		EXPECT(d == a, "rank 0: the fake cuMemAlloc did not reuse the address");
+		a = d;
+	}
+	calls += one_at(comm, rank, n, a, count); /* a miss (another buffer id) */
+	calls += one_at(comm, rank, n, rank ? a : a + 1024, count); /* offsets differ: staged */
+	d = dev_alloc(64 << 10);
+	e = dev_alloc(64 << 10);
+	calls += one_at(comm, rank, n, d, count); /* misses */
+	calls += one_at(comm, rank, n, e, count);
+	calls += one_at(comm, rank, n, a, count); /* a hit, unless the cache holds 2 */
+	dev_free(e);
+	dev_free(d);
+	dev_free(a);
+	return calls;
+}
+
 static int run_rank(int n, int rank, ncclUniqueId id, const char *what)
 {
 	ncclComm_t comm = NULL;
@@ -244,7 +335,18 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what)
 		calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 1);
 		calls += one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
 	}
-	else if (!strcmp(what, "abort")) {
+	else if (!strcmp(what, "regcache"))
+		calls = regcache(comm, rank, n);
+	else if (!strcmp(what, "asyncerr")) {
+		calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+		EXPECT(ncclCommGetAsyncError(comm, &ae) == ncclSuccess && ae == ncclRemoteError,
+		       "rank %d: async error %d after a kernel's timeout, not %d", rank, ae,
+		       ncclRemoteError);
+		EXPECT(strstr(ncclGetLastError(comm), "timed out"), "rank %d: last error '%s'", rank,
+		       ncclGetLastError(comm));
+		EXPECT(ncclCommAbort(comm) == ncclSuccess, "rank %d: abort failed", rank);
+		comm = NULL;
+	} else if (!strcmp(what, "abort")) {
 		calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
 		EXPECT(ncclCommGetAsyncError(comm, &ae) == ncclSuccess && ae == ncclSuccess,
 		       "rank %d: async error before the abort", rank);
@@ -270,7 +372,7 @@ int main(int argc, char **argv)
 
 	if (argc != 3 || (n = atoi(argv[1])) < 1 || n > 64) {
 		fprintf(stderr, "usage: nccl-caller NRANKS allreduce|bf16|args|version|abort|"
-				"nonblocking|groupfirst|peerdies\n");
+				"nonblocking|groupfirst|peerdies|regcache|asyncerr\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);

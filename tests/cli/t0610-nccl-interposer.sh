@@ -133,6 +133,34 @@ test_expect_success 'abort: no collective teardown, no hang; the split and group
 	ip "$caller" 2 abort >out 2>err && grep -q "rank 1: abort ok" out && test ! -s err &&
 	test "$(grep -c " ncclCommAbort" nccl.log)" -eq 2
 '
+# the registration cache: the test plugin picks its two-shot kernel (which
+# wants recv registered) from 4 KiB on; the scenario's calls are of 16 KiB
+rc_stats() { grep -c "registration cache: $1 hits, $2 misses, $3 evicted, $4 staged" err; }
+test_expect_success 'registration cache: reused buffers hit, reused addresses and mixed ranks re-register together' '
+	PENNY_FAKE_REG_BYTES=4096 PENNY_NCCL_MAX_BYTES=1G PENNY_NCCL_DEBUG=1 \
+		ip "$caller" 3 regcache >out 2>err && test "$(grep -c "regcache ok, 10 " out)" -eq 3 &&
+	test "$(rc_stats 4 5 0 1)" -eq 3 && test "$(nccl_ar)" -eq 0 && ! grep -q differ err
+'
+test_expect_success 'registration cache: PENNY_NCCL_REGCACHE bounds it (LRU), 0 turns it off' '
+	PENNY_NCCL_REGCACHE=2 PENNY_FAKE_REG_BYTES=4096 PENNY_NCCL_MAX_BYTES=1G PENNY_NCCL_DEBUG=1 \
+		ip "$caller" 3 regcache >out 2>err && test "$(grep -c "regcache ok, 10 " out)" -eq 3 &&
+	test "$(rc_stats 3 6 2 1)" -eq 3 &&
+	PENNY_NCCL_REGCACHE=0 PENNY_FAKE_REG_BYTES=4096 PENNY_NCCL_MAX_BYTES=1G PENNY_NCCL_DEBUG=1 \
+		ip "$caller" 2 regcache >out 2>err && test "$(grep -c "regcache ok, 10 " out)" -eq 2 &&
+	! grep -q "registration cache" err &&
+	PENNY_NCCL_REGCACHE=4097 ip "$caller" 2 bf16 >out 2>err; test $? -eq 1 &&
+	grep -q "^penny-nccl: PENNY_NCCL_REGCACHE=.4097.: 0..4096" err
+'
+test_expect_success 'registration cache: graph captures stage (no host collective in a capture)' '
+	PENNY_FAKE_CAPTURING=2 PENNY_FAKE_REG_BYTES=4096 PENNY_NCCL_MAX_BYTES=1G PENNY_NCCL_DEBUG=1 \
+		ip "$caller" 2 regcache >out 2>err && test "$(grep -c "regcache ok, 10 " out)" -eq 2 &&
+	test "$(rc_stats 0 1 0 0)" -eq 2 && test "$(nccl_ar)" -eq 0
+'
+test_expect_success 'a kernel'"'"'s timeout reaches ncclCommGetAsyncError and ncclGetLastError' '
+	PENNY_FAKE_ASYNC_ERROR=1 ip "$caller" 2 asyncerr >out 2>err &&
+	grep -q "rank 0: asyncerr ok" out && grep -q "rank 1: asyncerr ok" out &&
+	grep -q "rank 1: penny.s allreduce failed: allreduce on rank 1 timed out waiting for rank 0" err
+'
 test_expect_success 'the library exports NCCL'"'"'s API and nothing else' '
 	nm -D --defined-only "$lib" | awk "{ print \$3 }" >syms &&
 	! grep -v "^nccl" syms &&
