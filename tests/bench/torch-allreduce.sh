@@ -17,9 +17,11 @@
 # the Python environment's nvidia/nccl/lib/libnccl.so.2, else the one PyTorch
 # links), TORCH_NCCL_USE_COMM_NONBLOCKING (PyTorch's choice by default: with
 # eager init it makes non-blocking communicators).  ALL=1 adds a run with
-# PENNY_NCCL_MAX_BYTES=1T (every size on penny, the larger ones through the
-# cuda plugin's staging copy: what a registration cache would gain), written
-# as ...-xN-all.{txt,tsv}.  Builds only libpenny-nccl.so and the cuda plugin (make, a C
+# PENNY_NCCL_MAX_BYTES=1T (every size on penny, the larger ones on buffers
+# the interposer's registration cache shares once: the timing loops reuse
+# their tensor, as PyTorch's callers do), written as ...-xN-all.{txt,tsv};
+# ALL=2 also one with the cache off (PENNY_NCCL_REGCACHE=0: the staging
+# copy), as ...-xN-all-stage.{txt,tsv}.  Builds only libpenny-nccl.so and the cuda plugin (make, a C
 # compiler and nvcc are enough), or none with PLUGINDIR=dir (both built
 # before).  NVLink SHARP/multicast stays off.
 # Exit: 0 all identical and every graph replay right, 1 otherwise, 2 when it
@@ -90,12 +92,14 @@ for np in $GPUS; do
 	cp "$work/x$np-nccl.json" "$base-nccl.json"
 	modes=penny
 	[ "${ALL:-0}" = 1 ] && modes="penny penny-all"
+	[ "${ALL:-0}" = 2 ] && modes="penny penny-all penny-all-stage"
 	for mode in $modes; do
-		max=auto suffix=
+		max=auto suffix='' cache=${PENNY_NCCL_REGCACHE:-64}
 		[ "$mode" = penny-all ] && max=1T suffix=-all
-		echo "## $np GPUs: $mode (LD_PRELOAD=$lib, PENNY_NCCL_MAX_BYTES=$max)"
+		[ "$mode" = penny-all-stage ] && max=1T suffix=-all-stage cache=0
+		echo "## $np GPUs: $mode (LD_PRELOAD=$lib, PENNY_NCCL_MAX_BYTES=$max, PENNY_NCCL_REGCACHE=$cache)"
 		if ! (export PENNY_NCCL_DEBUG=1 PENNY_NCCL_PLUGIN="$plugin" PENNY_NCCL_MAX_BYTES=$max \
-			LD_PRELOAD="$lib"; trun "$np" --label "$mode" --out "$work/x$np-$mode.json") \
+			PENNY_NCCL_REGCACHE=$cache LD_PRELOAD="$lib"; trun "$np" --label "$mode" --out "$work/x$np-$mode.json") \
 			>"$work/x$np-$mode.log" 2>&1; then
 			tail -n 30 "$work/x$np-$mode.log"
 			echo "## exit: the $mode run on $np GPUs failed"
