@@ -558,6 +558,7 @@ struct hello {
 	uint32_t magic;
 	int32_t want, plugin_ok;
 	uint64_t max_bytes;
+	int32_t regcache;	/* on every rank alike: the cache's calls are collective */
 	char host[64];
 	char err[300];
 };
@@ -609,6 +610,7 @@ static ncclResult_t attach(struct pcomm *p)
 		snprintf(mine.err, sizeof(mine.err), "%s", P ? "" : plugin_err);
 	}
 	mine.max_bytes = cfg.max_bytes;
+	mine.regcache = cfg.regcache > 0;
 	gethostname(mine.host, sizeof(mine.host) - 1);
 	all = calloc((size_t)p->n, sizeof(*all));
 	ret = all ? hs_allgather(p, &mine, all, sizeof(mine)) : -ENOMEM;
@@ -630,13 +632,15 @@ static ncclResult_t attach(struct pcomm *p)
 			first_bad = r;
 	}
 	p->host.nnodes = nnodes;
-	for (r = 0; r < p->n && (all[r].want && all[r].max_bytes == mine.max_bytes); r++)
+	for (r = 0; r < p->n && (all[r].want && all[r].max_bytes == mine.max_bytes &&
+				 all[r].regcache == mine.regcache); r++)
 		;
 	if (r < p->n || first_bad >= 0 || nnodes > 1) {
 		if (first_bad >= 0 && p->rank == 0)
 			say("rank %d: %s; NCCL runs every call", first_bad, all[first_bad].err);
 		else if (r < p->n && p->rank == 0 && all[r].want && mine.want)
-			say("PENNY_NCCL_MAX_BYTES differs between ranks 0 and %d; NCCL runs every call", r);
+			say("PENNY_NCCL_MAX_BYTES or PENNY_NCCL_REGCACHE (0 or not) differs between "
+			    "ranks 0 and %d; NCCL runs every call", r);
 		else if (debug_on && p->rank == 0)
 			say("NCCL runs this communicator of %d ranks (%s)", p->n,
 			    nnodes > 1 ? "more than one node" : "PENNY_NCCL=off on some rank");
@@ -861,6 +865,8 @@ static int reg_allreduce(struct pcomm *p, const void *s, void *r, size_t count, 
 		p->rc_staged++;
 	return P->allreduce_reg(p->be, e->reg, s, r, count, pdt, pop, PENNY_ALGO_AUTO, st);
 broken:
+	snprintf(p->errmsg, sizeof(p->errmsg), "penny's buffer agreement on NCCL's communicator "
+		 "failed (%s)", strerror(-ret));
 	free(all);
 	return ret;
 }
@@ -1107,7 +1113,9 @@ static int penny_allreduce(struct pcomm *p, const void *s, void *r, size_t count
 		ret = P->allreduce_stream(p->be, s, r, count, pdt, pop, PENNY_ALGO_AUTO, st);
 	if (ret) {
 		/* its peers may be inside the call: the communicator is broken */
-		snprintf(p->errmsg, sizeof(p->errmsg), "penny's allreduce failed: %s", P->errmsg());
+		if (!p->errmsg[0])
+			snprintf(p->errmsg, sizeof(p->errmsg), "penny's allreduce failed: %s",
+				 P->errmsg());
 		p->err = ret == -EINVAL ? ncclInvalidArgument : ncclUnhandledCudaError;
 		say("rank %d: %s", p->rank, p->errmsg);
 		*res = p->err;

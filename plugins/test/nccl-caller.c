@@ -30,6 +30,7 @@
  *              more buffers; every result checked
  *   asyncerr   one allreduce, then ncclCommGetAsyncError must report the
  *              error a kernel recorded, and ncclGetLastError say it
+ * NCCL_CALLER_RANK0_ENV=NAME=VALUE sets NAME in rank 0 alone.
  * Exit: 0 when every rank found what it expected, 1 otherwise, 2 on usage.
  */
 #define _GNU_SOURCE
@@ -294,7 +295,10 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what)
 	ncclComm_t comm = NULL;
 	ncclResult_t r, ae;
 	int calls = 0;
+	char *e = getenv("NCCL_CALLER_RANK0_ENV"); /* NAME=VALUE for rank 0 alone */
 
+	if (rank == 0 && e && *e)
+		putenv(e);
 	if (!strcmp(what, "nonblocking")) {
 		ncclConfig_t cfg = { sizeof(cfg), NCCL_CONFIG_MAGIC, 22809, 0 };
 

@@ -148,6 +148,10 @@ test_expect_success 'registration cache: PENNY_NCCL_REGCACHE bounds it (LRU), 0 
 	PENNY_NCCL_REGCACHE=0 PENNY_FAKE_REG_BYTES=4096 PENNY_NCCL_MAX_BYTES=1G PENNY_NCCL_DEBUG=1 \
 		ip "$caller" 2 regcache >out 2>err && test "$(grep -c "regcache ok, 10 " out)" -eq 2 &&
 	! grep -q "registration cache" err &&
+	NCCL_CALLER_RANK0_ENV=PENNY_NCCL_REGCACHE=0 PENNY_FAKE_REG_BYTES=4096 PENNY_NCCL_MAX_BYTES=1G \
+		ip "$caller" 2 regcache >out 2>err && test "$(grep -c "regcache ok, 10 " out)" -eq 2 &&
+	one_line err && grep -q "PENNY_NCCL_REGCACHE (0 or not) differs between ranks 0 and 1" err &&
+	test "$(nccl_ar)" -eq 20 &&
 	PENNY_NCCL_REGCACHE=4097 ip "$caller" 2 bf16 >out 2>err; test $? -eq 1 &&
 	grep -q "^penny-nccl: PENNY_NCCL_REGCACHE=.4097.: 0..4096" err
 '
