@@ -223,12 +223,12 @@ static int shm_send(struct pn_xproxy *p, struct xpeer *x, uint64_t t, uint64_t l
 	return 1;
 }
 
-/* tcp: n bytes (or an error) from socket j of peer x, into dst or the read-ahead. */
-static ssize_t tcp_read(struct pn_xproxy *p, struct xlane *l, char *dst, size_t want, int ahead)
+/* tcp: up to want bytes (or an error) from a lane: its read-ahead first; with
+ * ahead, an empty read-ahead is refilled by one recv. */
+static ssize_t tcp_read(struct xlane *l, char *dst, size_t want, int ahead)
 {
 	ssize_t n;
 
-	(void)p;
 	if (l->rb_head < l->rb_tail) {
 		size_t have = l->rb_tail - l->rb_head;
 
@@ -244,7 +244,7 @@ static ssize_t tcp_read(struct pn_xproxy *p, struct xlane *l, char *dst, size_t 
 		return n;
 	l->rb_head = 0;
 	l->rb_tail = (size_t)n;
-	return tcp_read(p, l, dst, want, 0);
+	return tcp_read(l, dst, want, 0);
 }
 
 /* tcp: read from socket j of peer x into my inbox; 1 when something moved, <0 failed. */
@@ -256,13 +256,13 @@ static int tcp_recv(struct pn_xproxy *p, struct xpeer *x, int j)
 
 	if (l->rgot < sizeof(l->rw)) {
 		/* a new chunk: its header and (a small chunk) its data in one recv */
-		n = tcp_read(p, l, (char *)&l->rw + l->rgot, sizeof(l->rw) - l->rgot, 1);
+		n = tcp_read(l, (char *)&l->rw + l->rgot, sizeof(l->rw) - l->rgot, 1);
 	} else {
 		size_t left = l->rw.len - (l->rgot - sizeof(l->rw));
 
 		if (!slot_free(p, s, l->rchunk))
 			return 0;
-		n = tcp_read(p, l, in_data(p, p->in, x->q, l->rchunk) + (l->rgot - sizeof(l->rw)),
+		n = tcp_read(l, in_data(p, p->in, x->q, l->rchunk) + (l->rgot - sizeof(l->rw)),
 			     left, 0);
 	}
 	if (n == 0)
