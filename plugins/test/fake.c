@@ -603,9 +603,16 @@ static int ll_get(const struct fake_xn *n, char *dst, const char *src, uint64_t 
 		unsigned spins = 0;
 
 		for (;;) {
-			for (int i = 0; i < 8; i++)
-				l[i] = __atomic_load_n((const uint32_t *)(src + v * 32) + i,
-						       __ATOMIC_ACQUIRE);
+			/* each {data, flag} pair in one 8-byte load, as the kernel reads
+			 * it: word by word, a word read before its flag can be older
+			 * than the flag (a writer such as a NIC lands 8 bytes at once,
+			 * not the whole line) */
+			for (int i = 0; i < 4; i++) {
+				uint64_t pr = __atomic_load_n((const uint64_t *)(src + v * 32) + i,
+							      __ATOMIC_ACQUIRE);
+
+				memcpy(&l[2 * i], &pr, sizeof(pr));
+			}
 			if (l[1] == flag && l[3] == flag && l[5] == flag && l[7] == flag)
 				break;
 			if (__atomic_load_n(&ctl->abort, __ATOMIC_ACQUIRE))

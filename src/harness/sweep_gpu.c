@@ -242,12 +242,42 @@ static int env_bytes(const char *name, uint64_t lo, uint64_t hi, uint64_t *out, 
 	return 0;
 }
 
+/* A count from lo to hi (env_bytes, with a message that says so). */
+static int env_count(const char *name, uint64_t lo, uint64_t hi, uint64_t *out, char *why,
+		     size_t len)
+{
+	int ret = env_bytes(name, lo, hi, out, why, len);
+
+	if (ret)
+		snprintf(why, len, "%s='%.40s': a whole number from %llu to %llu", name,
+			 getenv(name), (unsigned long long)lo, (unsigned long long)hi);
+	return ret;
+}
+
 /*
  * The GPU path across nodes (gpu/xproxy.h), from the environment:
- * PENNY_XNODE=0 (the host-staged path), PENNY_XNODE_TRANSPORT=tcp|shm|auto,
+ * PENNY_XNODE=0 (the host-staged path), PENNY_XNODE_TRANSPORT=tcp|shm|verbs|auto,
  * PENNY_XNODE_CHUNK, PENNY_XNODE_SLOTS, PENNY_XNODE_WHOLE_MAX, PENNY_XNODE_SOCKETS,
- * PENNY_XNODE_LL (0: never).
+ * PENNY_XNODE_LL (0: never), PENNY_XNODE_QPS, PENNY_XNODE_NIC=dev[:port].
  */
+/* "mlx5_0" or "mlx5_0:1": a device name and a port 1..255 (opened later) */
+static int nic_spec_ok(const char *v)
+{
+	size_t n = strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-");
+	char *end;
+	long port;
+
+	if (!n || n > 63)
+		return 0;
+	if (!v[n])
+		return 1;
+	if (v[n] != ':' || v[n + 1] < '0' || v[n + 1] > '9')
+		return 0;
+	errno = 0;
+	port = strtol(v + n + 1, &end, 10);
+	return !errno && !*end && port >= 1 && port <= 255;
+}
+
 static int xnode_env(struct pn_gpucoll_cfg *cfg, char *why, size_t len)
 {
 	const char *on = getenv("PENNY_XNODE"), *tp = getenv("PENNY_XNODE_TRANSPORT");
@@ -259,8 +289,15 @@ static int xnode_env(struct pn_gpucoll_cfg *cfg, char *why, size_t len)
 		return -EINVAL;
 	}
 	cfg->xnode = on && !strcmp(on, "0") ? -1 : 0;
-	if (tp && *tp && strcmp(tp, "tcp") && strcmp(tp, "shm") && strcmp(tp, "auto")) {
-		snprintf(why, len, "PENNY_XNODE_TRANSPORT='%.40s': tcp, shm or auto", tp);
+	if (tp && *tp && strcmp(tp, "tcp") && strcmp(tp, "shm") && strcmp(tp, "verbs") &&
+	    strcmp(tp, "auto")) {
+		snprintf(why, len, "PENNY_XNODE_TRANSPORT='%.40s': tcp, shm, verbs or auto", tp);
+		return -EINVAL;
+	}
+	cfg->xnode_nic = getenv("PENNY_XNODE_NIC");
+	if (cfg->xnode_nic && *cfg->xnode_nic && !nic_spec_ok(cfg->xnode_nic)) {
+		snprintf(why, len, "PENNY_XNODE_NIC='%.40s': an RDMA device, optionally with its "
+				   "port (mlx5_0 or mlx5_0:1)", cfg->xnode_nic);
 		return -EINVAL;
 	}
 	cfg->xnode_transport = tp && *tp ? tp : NULL;
@@ -270,14 +307,17 @@ static int xnode_env(struct pn_gpucoll_cfg *cfg, char *why, size_t len)
 		ret = -EINVAL;
 	}
 	if (!ret)
-		ret = env_bytes("PENNY_XNODE_SLOTS", 2, 1024, &n, why, len);
+		ret = env_count("PENNY_XNODE_SLOTS", 2, 1024, &n, why, len);
 	cfg->xnode_slots = (uint32_t)n;
 	if (!ret)
 		ret = env_bytes("PENNY_XNODE_WHOLE_MAX", 1, 1ull << 40, &cfg->xnode_whole_max, why,
 				len);
 	if (!ret)
-		ret = env_bytes("PENNY_XNODE_SOCKETS", 1, 8, &n, why, len);
+		ret = env_count("PENNY_XNODE_SOCKETS", 1, 8, &n, why, len);
 	cfg->xnode_sockets = (int)n;
+	if (!ret)
+		ret = env_count("PENNY_XNODE_QPS", 1, 8, &n, why, len);
+	cfg->xnode_qps = (int)n;
 	if (!ret)
 		ret = env_bytes("PENNY_XNODE_LL", 0, 1u << 20, &cfg->xnode_ll, why, len);
 	if (!ret && getenv("PENNY_XNODE_LL") && *getenv("PENNY_XNODE_LL") && !cfg->xnode_ll)
