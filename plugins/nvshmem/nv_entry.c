@@ -24,7 +24,7 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.version = "penny nvshmem plugin 1 (NVSHMEM put-with-signal: one-shot, two-shot, ring, "
 		   "simple ring; NVLink within a node, IBGDA across nodes)",
 	.algos = (1u << PENNY_ALGO_AUTO) | (1u << PENNY_ALGO_ONESHOT) | (1u << PENNY_ALGO_TWOSHOT) |
-		 (1u << PENNY_ALGO_RING),
+		 (1u << PENNY_ALGO_RING) | (1u << PENNY_ALGO_SIMPLE_RING),
 	/* NVSHMEM reaches every PE itself: no proxy around it across nodes */
 	.caps = PENNY_CAP_GRAPH | PENNY_CAP_MULTINODE,
 	.errmsg = pn_plugin_errmsg,

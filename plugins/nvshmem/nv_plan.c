@@ -45,7 +45,6 @@ bad:
 
 int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm)
 {
-	const char *ring = getenv("PENNY_NVSHMEM_RING");
 	uint64_t v, slot_def;
 	int ret = 0;
 
@@ -72,10 +71,6 @@ int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm)
 	if (nsm > 0 && cfg->blocks > (uint32_t)nsm)
 		cfg->blocks = (uint32_t)nsm; /* every block resident: they wait on each other */
 	cfg->slot &= ~(uint64_t)15;
-	if (ring && *ring && strcmp(ring, "chunked") && strcmp(ring, "simple"))
-		return pn_plugin_fail(-EINVAL, "PENNY_NVSHMEM_RING: 'chunked' or 'simple', not '%s'",
-				      ring);
-	cfg->ring_simple = ring && !strcmp(ring, "simple");
 	return 0;
 }
 
@@ -87,7 +82,9 @@ int pn_nv_kernel_for(const struct pn_nv_cfg *cfg, int algo, uint64_t bytes)
 	case PENNY_ALGO_TWOSHOT:
 		return PN_NV_TWOSHOT;
 	case PENNY_ALGO_RING:
-		return cfg->ring_simple ? PN_NV_SIMPLE : PN_NV_RING;
+		return PN_NV_RING;
+	case PENNY_ALGO_SIMPLE_RING:
+		return PN_NV_SIMPLE;
 	case PENNY_ALGO_AUTO:
 		if (bytes <= cfg->oneshot_max)
 			return PN_NV_ONESHOT;
@@ -98,7 +95,7 @@ int pn_nv_kernel_for(const struct pn_nv_cfg *cfg, int algo, uint64_t bytes)
 		return PN_NV_RING;
 	default:
 		return pn_plugin_fail(-ENOTSUP, "the nvshmem backend has no algorithm %d (auto, "
-						"oneshot, twoshot, ring)",
+						"oneshot, twoshot, ring, simple ring)",
 				      algo);
 	}
 }
@@ -107,7 +104,8 @@ int pn_nv_kern_algo(int kern)
 {
 	return kern == PN_NV_ONESHOT ? PENNY_ALGO_ONESHOT
 	       : kern == PN_NV_TWOSHOT ? PENNY_ALGO_TWOSHOT
-				       : PENNY_ALGO_RING;
+	       : kern == PN_NV_RING    ? PENNY_ALGO_RING
+				       : PENNY_ALGO_SIMPLE_RING;
 }
 
 unsigned pn_nv_grid(const struct pn_nv_cfg *cfg, int kern, uint64_t len)
@@ -140,6 +138,6 @@ void pn_nv_format(const struct pn_nv_cfg *cfg, char *buf, unsigned len)
 
 	if (cfg->simple_max)
 		snprintf(simple, sizeof(simple), "simple<=%" PRIu64 "B,", cfg->simple_max);
-	snprintf(buf, len, "oneshot<=%" PRIu64 "B,%stwoshot<=%" PRIu64 "B,ring%s", cfg->oneshot_max,
-		 simple, cfg->twoshot_max, cfg->ring_simple ? " (simple)" : "");
+	snprintf(buf, len, "oneshot<=%" PRIu64 "B,%stwoshot<=%" PRIu64 "B,ring", cfg->oneshot_max,
+		 simple, cfg->twoshot_max);
 }

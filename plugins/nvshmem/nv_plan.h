@@ -19,7 +19,6 @@ struct pn_nv_cfg {
 	uint64_t oneshot_max;	/* auto: one-shot up to this many bytes */
 	uint64_t simple_max;	/* then the simple ring up to this (0: never) */
 	uint64_t twoshot_max;	/* then two-shot up to this, then the ring */
-	int ring_simple;	/* an explicit ring runs the simple (latency) ring */
 	uint64_t slot;		/* bytes per work-area slot = most bytes of one launch */
 	uint32_t blocks;	/* channels: most blocks of a launch */
 	uint64_t timeout_ns;
@@ -30,7 +29,7 @@ struct pn_nv_cfg {
 int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm);
 /* The kernel that algo (enum penny_algo) runs for bytes; -ENOTSUP. */
 int pn_nv_kernel_for(const struct pn_nv_cfg *cfg, int algo, uint64_t bytes);
-/* The ABI algorithm of a kernel (the simple ring is a ring). */
+/* The ABI algorithm of a kernel. */
 int pn_nv_kern_algo(int kern);
 /* Blocks of one launch of len bytes (the same on every PE). */
 unsigned pn_nv_grid(const struct pn_nv_cfg *cfg, int kern, uint64_t len);

@@ -64,7 +64,6 @@ struct nv_hello {
 	uint32_t magic, version;
 	int32_t ok, blocks;
 	uint64_t oneshot_max, simple_max, twoshot_max, slot, timeout_ns;
-	int32_t ring_simple, pad;
 	char err[160];
 	unsigned char uid[512];
 };
@@ -89,7 +88,6 @@ static int agree(struct pn_nv *c, int local, unsigned char *uid)
 	mine.twoshot_max = c->cfg.twoshot_max;
 	mine.slot = c->cfg.slot;
 	mine.timeout_ns = c->cfg.timeout_ns;
-	mine.ring_simple = c->cfg.ring_simple;
 	if (local)
 		snprintf(mine.err, sizeof(mine.err), "%s", pn_plugin_errmsg());
 	else if (c->rank == 0 && pn_nvb_get_uid(mine.uid, ulen))
@@ -112,8 +110,7 @@ static int agree(struct pn_nv *c, int local, unsigned char *uid)
 					   : pn_plugin_fail(-EIO, "%.*s", 150, h->err);
 		else if (h->blocks != mine.blocks || h->oneshot_max != mine.oneshot_max ||
 			 h->simple_max != mine.simple_max || h->twoshot_max != mine.twoshot_max ||
-			 h->slot != mine.slot || h->timeout_ns != mine.timeout_ns ||
-			 h->ring_simple != mine.ring_simple)
+			 h->slot != mine.slot || h->timeout_ns != mine.timeout_ns)
 			ret = pn_plugin_fail(-EINVAL, "rank %d has other PENNY_NVSHMEM_* settings than "
 						      "rank %d (every rank needs the same)",
 					     p, c->rank);

@@ -4,7 +4,7 @@
 # and nccl plugins and penny-nvshmem.so (NVSHMEM from the Python
 # environment's nvidia.nvshmem unless NVSHMEM_HOME names one), then on 4 and
 # 2 GPUs: every dtype x op x odd count x algorithm (auto, oneshot, twoshot,
-# ring, and the simple ring through PENNY_NVSHMEM_RING=simple), in and out
+# ring, simple ring), in and out
 # of place, registered (symmetric) and staged buffers, 0 wrong expected;
 # then bfloat16 sum 1 KiB..MAXB for nvshmem, cuda and nccl with and without
 # CUDA graphs (the driver), the same through penny allreduce-test --backend
@@ -89,17 +89,13 @@ for np in $GPUS; do
 	[ "$ngpu" -ge "$np" ] || { echo "# skip $np GPUs: only $ngpu"; continue; }
 	q=
 	[ "$QUICK" = 1 ] && q=--quick
-	run 240 --np "$np" --backend nvshmem --algos auto,oneshot,twoshot,ring --check $q \
+	run 300 --np "$np" --backend nvshmem --algos auto,oneshot,twoshot,ring,simple --check $q \
 		--label "x$np" --out "$tsv" --timeout 60
-	PENNY_NVSHMEM_RING=simple run 240 --np "$np" --backend nvshmem --algos ring --check $q \
-		--label "x$np-simple" --out "$tsv" --timeout 60
 	[ "$QUICK" = 1 ] && continue
 	run 300 --np "$np" --backend nvshmem,cuda,nccl --algos auto --perf -b 1K -e "$MAXB" -f 4 \
 		-n "${ITERS:-50}" -w 5 --label "x$np" --out "$tsv" --timeout 120
-	run 120 --np "$np" --backend nvshmem --algos oneshot,twoshot,ring --perf -b 1K -e 64M -f 8 \
-		-n 20 -w 3 --label "x$np-algos" --out "$tsv" --timeout 60
-	PENNY_NVSHMEM_RING=simple run 60 --np "$np" --backend nvshmem --algos ring --perf -b 1K \
-		-e 4M -f 8 -n 20 -w 3 --label "x$np-simple" --out "$tsv" --timeout 60
+	run 120 --np "$np" --backend nvshmem --algos oneshot,twoshot,ring,simple --perf -b 1K -e 64M \
+		-f 8 -n 20 -w 3 --label "x$np-algos" --out "$tsv" --timeout 60
 	[ -n "${PENNY:-}" ] || continue
 	for d in bfloat16 float; do
 		for g in 0 10; do
