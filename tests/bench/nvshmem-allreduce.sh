@@ -65,7 +65,7 @@ grep -i 'skipped' "$out/build.log"
 [ -e "$B/plugins/penny-nvshmem.so" ] || { echo "# penny-nvshmem.so was not built"; exit 2; }
 echo "# built in $(($(date +%s) - t0)) s"
 if [ -z "${PENNY:-}" ] && [ "$QUICK" != 1 ]; then
-	if timeout 600 make -j"$(nproc)" B="$B" CFLAGS=-Wno-error NVSHMEM_HOME="$NVSHMEM_HOME" "$B/penny" \
+	if timeout 300 make -j"$(nproc)" B="$B" CFLAGS=-Wno-error NVSHMEM_HOME="$NVSHMEM_HOME" "$B/penny" \
 		>>"$out/build.log" 2>&1; then
 		PENNY=$top/$B/penny
 	else
@@ -89,18 +89,18 @@ for np in $GPUS; do
 	[ "$ngpu" -ge "$np" ] || { echo "# skip $np GPUs: only $ngpu"; continue; }
 	q=
 	[ "$QUICK" = 1 ] && q=--quick
-	run 300 --np "$np" --backend nvshmem --algos auto,oneshot,twoshot,ring,simple --check $q \
+	run 200 --np "$np" --backend nvshmem --algos auto,oneshot,twoshot,ring,simple --check $q \
 		--label "x$np" --out "$tsv" --timeout 60
 	[ "$QUICK" = 1 ] && continue
-	run 300 --np "$np" --backend nvshmem,cuda,nccl --algos auto --perf -b 1K -e "$MAXB" -f 4 \
+	run 200 --np "$np" --backend nvshmem,cuda,nccl --algos auto --perf -b 1K -e "$MAXB" -f 4 \
 		-n "${ITERS:-50}" -w 5 --label "x$np" --out "$tsv" --timeout 120
-	run 120 --np "$np" --backend nvshmem --algos oneshot,twoshot,ring,simple --perf -b 1K -e 64M \
+	run 90 --np "$np" --backend nvshmem --algos oneshot,twoshot,ring,simple --perf -b 1K -e 64M \
 		-f 8 -n 20 -w 3 --label "x$np-algos" --out "$tsv" --timeout 60
 	[ -n "${PENNY:-}" ] || continue
 	for d in bfloat16 float; do
 		for g in 0 10; do
 			echo "## penny allreduce-test --np $np --backend nvshmem,cuda,nccl -d $d -G $g"
-			timeout -k 10 300 "$PENNY" allreduce-test --np "$np" --backend nvshmem,cuda,nccl \
+			timeout -k 10 120 "$PENNY" allreduce-test --np "$np" --backend nvshmem,cuda,nccl \
 				-b 1K -e "$MAXB" -f 8 -d $d -o sum -n 20 -w 3 -G $g --timeout 60 \
 				--csv "$base-penny-x$np-$d-G$g.csv" || { echo "## exit $?: penny $d G$g"; rc=1; }
 		done
