@@ -27,6 +27,7 @@ static const struct {
 	{ "two-shot", PENNY_ALGO_TWOSHOT },
 	{ "ring", PENNY_ALGO_RING },
 	{ "symmetric", PENNY_ALGO_SYMMETRIC },
+	{ "simple-ring", PENNY_ALGO_SIMPLE_RING },
 };
 
 struct gpu {
