@@ -646,6 +646,7 @@ static int open_backends(struct job *j, const char *backends, const enum pn_algo
 		struct pn_sweep_gpu_cfg gc = {
 			.name = tok, .algos = opt.algo, .graph = opt.graph, .gpus = opt.gpus,
 			.dev = j->dev, .ndev = j->ndev, .log = plugin_log, .log_arg = j,
+			.xnode = &pn_cli.xnode,
 		};
 
 		if (!strcmp(tok, "host")) {

@@ -754,6 +754,9 @@ int main(int argc, char **argv)
 	int c, r, fds[MAX_RANKS], status, worst = 0;
 	pid_t pids[MAX_RANKS];
 
+	/* the library reads no environment: the plugin path, as penny's does */
+	if (pn_plugin_set_path(getenv("PENNY_PLUGIN_PATH")))
+		return 2;
 	while ((c = getopt_long(argc, argv, "b:e:f:G:n:w:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'N':
