@@ -140,7 +140,7 @@ int pn_check_ncclpath(struct pn_check *c)
 	char *buf, up[80] = "", det[PN_VERDICT_DETAIL];
 	const char *other = NULL;
 	size_t len;
-	int i, mine = 0, single = 1, ret;
+	int i, mine = 0, single = 1, cuda_api = 0, ret;
 
 	const char *name = c->nccl_log ? c->nccl_log : "the logged allreduce";
 
@@ -158,7 +158,11 @@ int pn_check_ncclpath(struct pn_check *c)
 	ret = pn_nccl_log_parse(&l, buf, len);
 	free(buf);
 	if (!ret)
-		ret = pn_settings_versions_row(c, CHECK, l.version, 0);
+		ret = pn_check_cuda_api(c->backends, c->timeout, &cuda_api, det, sizeof(det));
+	if (ret > 0)
+		ret = 0;	/* unknown (no plugin, no driver): NCCL's "+cuda" is judged alone */
+	if (!ret)
+		ret = pn_settings_versions_row(c, CHECK, l.version, cuda_api);
 	if (ret)
 		goto out;
 	for (i = 0; i < l.npaths; i++) {

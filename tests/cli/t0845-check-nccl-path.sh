@@ -68,6 +68,22 @@ test_expect_success 'versions: the driver against NCCL'"'"'s CUDA (minimum drive
 	verdict versions out.json | grep -q "^SKIP .*CUDA 9 has no minimum driver in penny.s table"
 '
 
+test_expect_success 'versions: the CUDA driver API version from the GPU plugin (no driver release here)' '
+	sed "s/+cuda12.2/+cuda13.0/" ok.log >c13.log &&
+	PENNY_PLUGIN_PATH=$PWD/noplugins penny check --sysfs-root n1 --nccl-log c13.log --only nccl-path \
+		--json >out.json &&
+	verdict versions out.json | grep -q "^SKIP .*the NVIDIA driver.s version is unknown" &&
+	PENNY_PLUGIN_PATH=$BUILD/tests/plugins/cuda PENNY_FAKE_CUDA_API=12020 test_exit 1 \
+		penny check --sysfs-root n1 --nccl-log c13.log --only nccl-path --json >out.json &&
+	verdict versions out.json | grep -q "^FAIL driver ?, NCCL 2.18.5+cuda13.0, CUDA API 12.2 .* | NCCL 2.18.5+cuda13.0 is built for CUDA 13.0, the driver.s API is CUDA 12.2" &&
+	PENNY_PLUGIN_PATH=$BUILD/tests/plugins/cuda PENNY_FAKE_CUDA_API=12020 \
+		penny check --sysfs-root n1 --nccl-log ok.log --only nccl-path --json >out.json &&
+	verdict versions out.json | grep -q "^PASS .* | the driver.s CUDA API 12.2 runs NCCL 2.18.5+cuda12.2.s CUDA 12.2" &&
+	PENNY_PLUGIN_PATH=$BUILD/tests/plugins/cuda PENNY_FAKE_CUDA_API=12020 \
+		penny check --sysfs-root n1 --nccl-log c13.log --only nccl-path --config v.conf --json >out.json &&
+	verdict versions out.json | grep -q "^PASS .*(settings.versions = allow)"
+'
+
 test_expect_success 'what the log does not tell of this node SKIPs (alone: nothing checked, exit 2)' '
 	echo "h:1:1 [0] NCCL INFO Connected all rings" >none.log &&
 	test_exit 2 penny check --sysfs-root n1 --nccl-log none.log --only nccl-path --json >out.json &&
