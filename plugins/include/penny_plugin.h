@@ -362,6 +362,13 @@ struct penny_plugin_v1 {
 	 * provided. */
 	int (*allreduce_stream)(void *be, const void *send, void *recv, size_t count, int dtype,
 				int op, int algo, void *stream);
+
+	/* ---- appended for penny check's versions row (read only when size covers it) ---- */
+
+	/* The CUDA driver API version the driver reports (cuDriverGetVersion:
+	 * 12040 for 12.4) into *version; needs no init() and opens no device.
+	 * NULL if not provided; a negative errno (errmsg) without a driver. */
+	int (*driver_version)(int *version);
 };
 
 /* Size of the first v1 table (every member up to bw). */

@@ -160,6 +160,23 @@ static void nccl_log(const struct penny_host_v1 *host, int device)
 }
 #endif
 
+#if !defined(FAKE_NOSYM) && !defined(FAKE_OLD_SIZE)
+/* PENNY_FAKE_CUDA_API: the CUDA driver API version this fake reports
+ * (12040 for 12.4); unset, there is no driver. */
+static int fake_driver_version(int *version)
+{
+	const char *e = getenv("PENNY_FAKE_CUDA_API");
+	char *end;
+	long v = e ? strtol(e, &end, 10) : 0;
+
+	*version = 0;
+	if (!e || !*e || *end || v < 1 || v > 1000000)
+		return fail(-ENODEV, "no CUDA driver (PENNY_FAKE_CUDA_API unset)");
+	*version = (int)v;
+	return 0;
+}
+#endif
+
 static int fake_init(const struct penny_host_v1 *host, int device, void **be)
 {
 	struct fake *f;
@@ -917,6 +934,7 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 #endif
 	/* appended for the NCCL interposer */
 	.allreduce_stream = fake_allreduce_stream,
+	.driver_version = fake_driver_version,
 #endif
 };
 #else
