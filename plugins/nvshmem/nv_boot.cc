@@ -5,8 +5,12 @@
  * the device state of a module loaded with cuModuleLoadData.  C++ because
  * NVSHMEM's host headers are; the rest of the plugin is C and calls these
  * extern "C" wrappers (nv_boot.h).  Nothing here exits the process: the
- * headers' nvshmemx_init_attr aborts on error, so initialization calls
- * nvshmemi_init_thread with the headers' version itself.
+ * headers' nvshmemx_init_attr aborts on error, and the nvshmemi_init_thread
+ * it calls lives in libnvshmem_device.a's host part (which registers a
+ * statically linked program's device state), not in the host library; so
+ * initialization calls the host library's nvshmemid_hostlib_init_attr with
+ * the headers' version and no device-state callback: the plugin's kernels
+ * are a cubin whose state nvshmemx_cumodule_init sets up.
  */
 #include <nvshmem.h>
 #include <nvshmemx.h>
@@ -49,8 +53,8 @@ int pn_nvb_init(int rank, int nranks, const void *uid, size_t len)
 	ret = nvshmemx_set_attr_uniqueid_args(rank, nranks, &id, &attr);
 	if (ret)
 		return ret;
-	return nvshmemi_init_thread(NVSHMEM_THREAD_SERIALIZED, &provided,
-				    NVSHMEMX_INIT_WITH_UNIQUEID, &attr, ver);
+	return nvshmemid_hostlib_init_attr(NVSHMEM_THREAD_SERIALIZED, &provided,
+					   NVSHMEMX_INIT_WITH_UNIQUEID, &attr, ver, NULL);
 }
 
 void pn_nvb_fini(void)
