@@ -118,8 +118,12 @@ END {
 	printf "# correctness: %d checks, %d wrong\n", calls, bad
 	printf "%-6s %-3s %12s %11s %11s %7s %10s %10s %7s %s\n", "label", "G", "bytes", "nvshmem us",
 		"cuda us", "t ratio", "nvshmem bw", "cuda bw", "bw ratio", "target"
-	n = asorti(keys, ks)
-	for (i = 1; i <= n; i++) {
+	# rows sorted by label, graph mode and size (mawk has no asorti)
+	fflush()
+	cmd = "sort -k1,1 -k2,2 -k3,3n"
+	for (kk in keys) {
+		i = 1
+		ks[i] = kk
 		split(ks[i], f, SUBSEP)
 		if (!((ks[i], "nvshmem") in us) || !((ks[i], "cuda") in us)) continue
 		b = f[3] + 0
@@ -128,8 +132,9 @@ END {
 		tgt = b <= 1048576 ? (tr <= 1.2 ? "ok (time <= 1.2x)" : "MISS (time > 1.2x)") : \
 		      b >= 16777216 ? (br >= 0.95 ? "ok (busbw >= 0.95x)" : "MISS (busbw < 0.95x)") : "-"
 		printf "%-6s %-3s %12d %11.2f %11.2f %7.2f %10.1f %10.1f %7.2f %s\n", f[1], f[2], b,
-			us[ks[i], "nvshmem"], us[ks[i], "cuda"], tr, bw[ks[i], "nvshmem"], bw[ks[i], "cuda"], br, tgt
+			us[ks[i], "nvshmem"], us[ks[i], "cuda"], tr, bw[ks[i], "nvshmem"], bw[ks[i], "cuda"], br, tgt | cmd
 	}
+	close(cmd)
 	exit bad > 0
 }' "$tsv" | tee "$base-ratio.txt"
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
