@@ -59,7 +59,8 @@ int pn_nvb_init(int rank, int nranks, const void *uid, size_t len)
 
 void pn_nvb_fini(void)
 {
-	nvshmem_finalize();
+	/* the headers' nvshmem_finalize calls the device library's nvshmemi_finalize */
+	nvshmemid_hostlib_finalize(NULL, NULL);
 }
 
 int pn_nvb_pe(int *me, int *n)
