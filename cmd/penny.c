@@ -317,7 +317,6 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 	const char *root;
 	int nargs = 0, ret, is_parent = 0, status = 0;
 
-	pn_err_clear();	/* no message but this command's */
 	if (c->flags & CMD_LAUNCH)
 		tables[2] = launch_options;
 	ret = pn_opt_parse(c->name, tables, argc, argv, &nargs);

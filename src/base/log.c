@@ -96,26 +96,11 @@ void pn_dbg(unsigned subsys, const char *fmt, ...)
 		return;
 }
 
-/* The last message and the code it was recorded for: a message belongs to
- * its code, and a failure of another code without one shows its strerror */
 static _Thread_local char err_buf[512];
-static _Thread_local int err_code;
-
-static int err_abs(int code)
-{
-	return code < 0 ? -code : code;
-}
-
-/* The message recorded for code, or NULL when none (or another code's). */
-static const char *err_for(int code)
-{
-	return err_buf[0] && err_code == err_abs(code) ? err_buf : NULL;
-}
 
 int pn_verr(int code, const char *fmt, va_list ap)
 {
 	vsnprintf(err_buf, sizeof(err_buf), fmt, ap);
-	err_code = err_abs(code);
 	return code;
 }
 
@@ -137,24 +122,22 @@ int pn_err_ctx(int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(prefix, sizeof(prefix), fmt, ap);
 	va_end(ap);
-	if (err_for(code))
+	if (err_buf[0])
 		memcpy(old, err_buf, sizeof(old));
 	else
-		snprintf(old, sizeof(old), "%s", strerror(err_abs(code)));
+		snprintf(old, sizeof(old), "%s", strerror(code < 0 ? -code : code));
 	snprintf(err_buf, sizeof(err_buf), "%s: %s", prefix, old);
-	err_code = err_abs(code);
 	return code;
 }
 
 const char *pn_errmsg(int code)
 {
-	const char *m = err_for(code);
-
-	return m ? m : strerror(err_abs(code));
+	if (!err_buf[0])
+		return strerror(code < 0 ? -code : code);
+	return err_buf;
 }
 
 void pn_err_clear(void)
 {
 	err_buf[0] = 0;
-	err_code = 0;
 }

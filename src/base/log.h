@@ -46,14 +46,8 @@ int pn_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)))
 int pn_verr(int code, const char *fmt, va_list ap);
 /* Prefix the current message with "what: " (adds context on the way up). */
 int pn_err_ctx(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/*
- * The message last recorded for code (pn_err, pn_err_ctx), or strerror(-code)
- * when none was, or the last one was recorded for another code: a failure
- * that set no message never shows an earlier failure's.
- */
+/* Last recorded message, or strerror(-code) if none was recorded. */
 const char *pn_errmsg(int code);
-/* Forget the recorded message (before an operation whose failures may come
- * without one, so that none of an earlier failure's shows). */
 void pn_err_clear(void);
 
 #endif

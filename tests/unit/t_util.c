@@ -226,34 +226,6 @@ TEST(digest_of_outputs)
 	      pn_digest64(pn_digest64(0, a, 16), a + 16, 21));
 }
 
-/* A message belongs to its code and is cleared: a later failure that set
- * none never shows an earlier failure's message. */
-TEST(error_messages_tied_to_codes)
-{
-	char want[128];
-
-	pn_err_clear();
-	snprintf(want, sizeof(want), "%s", strerror(ENOENT));
-	CHECK_STR(pn_errmsg(-ENOENT), want);
-	CHECK(pn_err(-EINVAL, "bad value '%s'", "x") == -EINVAL);
-	CHECK_STR(pn_errmsg(-EINVAL), "bad value 'x'");
-	CHECK_STR(pn_errmsg(EINVAL), "bad value 'x'");
-	/* a later failure of another code, without a message */
-	CHECK_STR(pn_errmsg(-ENOENT), want);
-	/* context on the way up: onto this code's message, else its strerror */
-	CHECK(pn_err_ctx(-EINVAL, "option %s", "--np") == -EINVAL);
-	CHECK_STR(pn_errmsg(-EINVAL), "option --np: bad value 'x'");
-	CHECK(pn_err_ctx(-ENOENT, "file %s", "a") == -ENOENT);
-	snprintf(want, sizeof(want), "file a: %s", strerror(ENOENT));
-	CHECK_STR(pn_errmsg(-ENOENT), want);
-	CHECK(strcmp(pn_errmsg(-EINVAL), "option --np: bad value 'x'"));
-	/* cleared: the same code shows its strerror again */
-	pn_err(-EIO, "the link went down");
-	pn_err_clear();
-	snprintf(want, sizeof(want), "%s", strerror(EIO));
-	CHECK_STR(pn_errmsg(-EIO), want);
-}
-
 int main(void)
 {
 	RUN(digest_of_outputs);
@@ -266,6 +238,5 @@ int main(void)
 	RUN(rate_and_state_parsing);
 	RUN(debug_subsystems);
 	RUN(one_output_path);
-	RUN(error_messages_tied_to_codes);
 	return unit_done();
 }
