@@ -25,6 +25,8 @@ GPUS=${GPUS:-4 2}
 MAXB=${MAXB:-1G}
 QUICK=${QUICK:-0}
 export PENNY_CUDA_TIMEOUT=${PENNY_CUDA_TIMEOUT:-10} PENNY_NVSHMEM_TIMEOUT=${PENNY_NVSHMEM_TIMEOUT:-10}
+# the backend is experimental (man penny-allreduce-test): the bench is where it is tried
+export PENNY_NVSHMEM_EXPERIMENTAL=1
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 py() { python3 -c "import $1 as m; print(m.__path__[0])" 2>/dev/null; }

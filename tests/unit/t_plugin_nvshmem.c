@@ -327,6 +327,23 @@ TEST(calls_larger_than_a_slot_are_cut_into_slots)
 	unsetenv("PENNY_NVSHMEM_SLOT");
 }
 
+TEST(refused_unless_asked_for)
+{
+	struct fake_world w;
+
+	unsetenv("PENNY_NVSHMEM_EXPERIMENTAL");
+	nvb_inits = 0;
+	fake_world_init(&w, 2);
+	fake_run(&w, do_init);
+	for (int r = 0; r < 2; r++) {
+		CHECK_EQ_INT(rets[r], -EOPNOTSUPP);
+		CHECK(strstr(msgs[r], "PENNY_NVSHMEM_EXPERIMENTAL=1") != NULL);
+	}
+	CHECK_EQ_INT(nvb_inits, 0);
+	fake_world_free(&w);
+	setenv("PENNY_NVSHMEM_EXPERIMENTAL", "1", 1);
+}
+
 TEST(bad_arguments)
 {
 	run_call(10, PENNY_NDTYPES, PENNY_ALGO_AUTO, 1);
@@ -339,6 +356,7 @@ TEST(bad_arguments)
 
 int main(void)
 {
+	setenv("PENNY_NVSHMEM_EXPERIMENTAL", "1", 1);
 	nv_cu = fake_cu;
 	nv_cu.LaunchKernel = nv_launch;
 	nv_cu.LaunchKernelEx = NULL;
@@ -351,6 +369,7 @@ int main(void)
 	RUN(symmetric_buffers_run_in_place_others_are_staged);
 	RUN(calls_larger_than_a_slot_are_cut_into_slots);
 	RUN(bad_arguments);
+	RUN(refused_unless_asked_for);
 	fake_funcs_free();
 	return unit_done();
 }
