@@ -858,6 +858,30 @@ PN_DEV void pn_xn_fail(const struct pn_xn_args &a, uint32_t bit, int node)
 	e[1] = (uint32_t)node;
 }
 
+/*
+ * A waiting thread's check every 256 spins: false, with the error word set,
+ * when the proxy gave up (its abort word) or the wait passed the timeout.
+ */
+PN_DEV bool pn_xn_alive(const struct pn_xn_args &a, uint32_t &spins, uint64_t &t0, int node)
+{
+	if (++spins < 256)
+		return true;
+	spins = 0;
+	if (pn_ld_volatile_u64((const uint64_t *)a.ctl)) {
+		pn_xn_fail(a, PN_ERR_XNODE, node);
+		return false;
+	}
+	uint64_t now = pn_clock_ns();
+
+	if (!t0) {
+		t0 = now;
+	} else if (now - t0 > a.timeout_ns) {
+		pn_xn_fail(a, PN_ERR_TIMEOUT, node);
+		return false;
+	}
+	return true;
+}
+
 /* Wait until *w >= v (thread 0 of a block); false when the call is dead. */
 PN_DEV bool pn_xn_wait(const struct pn_xn_args &a, const uint64_t *w, uint64_t v, int node)
 {
@@ -866,21 +890,8 @@ PN_DEV bool pn_xn_wait(const struct pn_xn_args &a, const uint64_t *w, uint64_t v
 
 	while (pn_ld_acquire_u64(w) < v) {
 		pn_pause();
-		if (++spins < 256)
-			continue;
-		spins = 0;
-		if (pn_ld_volatile_u64((const uint64_t *)a.ctl)) {
-			pn_xn_fail(a, PN_ERR_XNODE, node);
+		if (!pn_xn_alive(a, spins, t0, node))
 			return false;
-		}
-		uint64_t now = pn_clock_ns();
-
-		if (!t0) {
-			t0 = now;
-		} else if (now - t0 > a.timeout_ns) {
-			pn_xn_fail(a, PN_ERR_TIMEOUT, node);
-			return false;
-		}
 	}
 	return true;
 }
@@ -962,21 +973,8 @@ PN_DEV bool pn_xn_ll_wait(const struct pn_xn_args &a, const char *p, uint32_t f,
 			*out = x;
 			return true;
 		}
-		if (++spins < 256)
-			continue;
-		spins = 0;
-		if (pn_ld_volatile_u64((const uint64_t *)a.ctl)) {
-			pn_xn_fail(a, PN_ERR_XNODE, node);
+		if (!pn_xn_alive(a, spins, t0, node))
 			return false;
-		}
-		uint64_t now = pn_clock_ns();
-
-		if (!t0) {
-			t0 = now;
-		} else if (now - t0 > a.timeout_ns) {
-			pn_xn_fail(a, PN_ERR_TIMEOUT, node);
-			return false;
-		}
 	}
 }
 

@@ -565,25 +565,34 @@ static void fake_xnode_close(void *be, void *xn)
 	free(xn);
 }
 
+/* A waiting loop's check: -ECANCELED when the proxy gave up, -ETIMEDOUT
+ * past the timeout (every 64 spins, after a yield), else 0. */
+static int xalive(const struct fake_xn *n, unsigned *spins, double *t0, int peer)
+{
+	const struct penny_xctl *ctl = n->x.outbox;
+
+	if (__atomic_load_n(&ctl->abort, __ATOMIC_ACQUIRE))
+		return fail(-ECANCELED, "xnode: the cross-node proxy gave up");
+	if (++*spins % 64)
+		return 0;
+	sched_yield();
+	if (!*t0)
+		*t0 = now_us();
+	else if ((now_us() - *t0) * 1e3 > (double)n->x.timeout_ns)
+		return fail(-ETIMEDOUT, "xnode: timed out waiting for node %d", peer);
+	return 0;
+}
+
 /* Wait until *w >= v; -ECANCELED when the proxy gave up, -ETIMEDOUT. */
 static int xwait(const struct fake_xn *n, const uint64_t *w, uint64_t v, int peer)
 {
-	const struct penny_xctl *ctl = n->x.outbox;
 	double t0 = 0;
 	unsigned spins = 0;
+	int ret = 0;
 
-	while (__atomic_load_n(w, __ATOMIC_ACQUIRE) < v) {
-		if (__atomic_load_n(&ctl->abort, __ATOMIC_ACQUIRE))
-			return fail(-ECANCELED, "xnode: the cross-node proxy gave up");
-		if (++spins % 64)
-			continue;
-		sched_yield();
-		if (!t0)
-			t0 = now_us();
-		else if ((now_us() - t0) * 1e3 > (double)n->x.timeout_ns)
-			return fail(-ETIMEDOUT, "xnode: timed out waiting for node %d", peer);
-	}
-	return 0;
+	while (!ret && __atomic_load_n(w, __ATOMIC_ACQUIRE) < v)
+		ret = xalive(n, &spins, &t0, peer);
+	return ret;
 }
 
 /*
@@ -611,9 +620,9 @@ static void ll_put(char *dst, const char *src, uint64_t len, uint32_t flag)
 static int ll_get(const struct fake_xn *n, char *dst, const char *src, uint64_t len, uint32_t flag,
 		  int peer)
 {
-	const struct penny_xctl *ctl = n->x.outbox;
 	uint64_t v;
 	double t0 = 0;
+	int ret;
 
 	for (v = 0; v < (len + 15) / 16; v++) {
 		uint32_t l[8], w[4];
@@ -632,15 +641,9 @@ static int ll_get(const struct fake_xn *n, char *dst, const char *src, uint64_t 
 			}
 			if (l[1] == flag && l[3] == flag && l[5] == flag && l[7] == flag)
 				break;
-			if (__atomic_load_n(&ctl->abort, __ATOMIC_ACQUIRE))
-				return fail(-ECANCELED, "xnode: the cross-node proxy gave up");
-			if (++spins % 64)
-				continue;
-			sched_yield();
-			if (!t0)
-				t0 = now_us();
-			else if ((now_us() - t0) * 1e3 > (double)n->x.timeout_ns)
-				return fail(-ETIMEDOUT, "xnode: timed out waiting for node %d", peer);
+			ret = xalive(n, &spins, &t0, peer);
+			if (ret)
+				return ret;
 		}
 		for (int i = 0; i < 4; i++)
 			w[i] = l[2 * i];
