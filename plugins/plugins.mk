@@ -114,7 +114,7 @@ PL_NCCL_TEST := $(PL_TEST)/fakenccl/libnccl.so.2 $(PL_TEST)/fakecuda/libcuda.so.
 
 PL_EMU :=
 ifneq ($(strip $(PN_CXX)),)
-PL_EMU := $(B)/tests/unit/t_plugin_emu
+PL_EMU := $(B)/tests/unit/t_plugin_emu $(B)/tests/unit/t_plugin_nvemu
 endif
 
 plugins: $(PLUGIN_SO) $(PL_NV_SKIP) $(PL_FAKES) $(PL_NCCL_TEST) $(PL_EMU)
@@ -233,6 +233,14 @@ $(PL_TEST)/penny-nosym.so: plugins/test/fake.c plugins/include/penny_plugin.h
 $(B)/tests/unit/t_plugin_emu: plugins/cuda/emu/t_emu.cc plugins/cuda/emu/emu.h \
 		plugins/cuda/emu/emu_dev.h plugins/cuda/ar_kernels.cu plugins/common/data_kernels.cu \
 		$(PL_KDEPS)
+	@mkdir -p $(dir $@)
+	$(PN_CXX) -std=c++17 -O1 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -Wno-unused-function \
+		-Wno-unused-parameter -Wno-maybe-uninitialized -Wno-pass-failed -Wno-unknown-warning-option \
+		-o $@ $<
+
+# The nvshmem plugin's kernels on the same emulator, NVSHMEM's calls stood in.
+$(B)/tests/unit/t_plugin_nvemu: plugins/nvshmem/emu/t_emu.cc plugins/cuda/emu/emu.h \
+		plugins/cuda/emu/emu_dev.h plugins/nvshmem/nv_kernels.cu $(PL_NV_KDEPS)
 	@mkdir -p $(dir $@)
 	$(PN_CXX) -std=c++17 -O1 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -Wno-unused-function \
 		-Wno-unused-parameter -Wno-maybe-uninitialized -Wno-pass-failed -Wno-unknown-warning-option \

@@ -24,8 +24,10 @@
  * ack of epoch - 2 before writing a parity again.  Every wait gives up
  * after timeout_ns, records PN_NV_ERR_TIMEOUT and lets the block finish.
  */
+#ifndef PN_EMU
 #include <nvshmem.h>
 #include <nvshmemx.h>
+#endif
 
 #include "../common/pn_dev.cuh"
 #include "../include/penny_plugin.h"
@@ -75,7 +77,7 @@ PN_DEVM void nv_wait(pn_nv_ctx &c, uint64_t *w, uint64_t v, int peer)
 		} else if (now - t0 > c.a->timeout_ns) {
 			uint32_t *e = (uint32_t *)c.a->err;
 
-			atomicOr(&e[0], PN_NV_ERR_TIMEOUT);
+			pn_atomic_or(&e[0], PN_NV_ERR_TIMEOUT);
 			e[1] = (uint32_t)peer;
 			c.dead = true;
 		}
@@ -87,7 +89,7 @@ PN_DEVM void nv_block_wait(pn_nv_ctx &c, uint64_t *w, uint64_t v, int peer)
 {
 	if (pn_tid() == 0) {
 		nv_wait(c, w, v, peer);
-		__threadfence();
+		pn_fence();
 	}
 	c.dead = pn_sync_or(c.dead);
 }
@@ -109,10 +111,17 @@ PN_DEVM void nv_wait_ack(pn_nv_ctx &c, int pe)
 		nv_block_wait(c, nv_ack(c, pe), c.epoch - 2, pe);
 }
 
-PN_DEVM void nv_send_ack(pn_nv_ctx &c, int pe)
+/*
+ * This block finished epoch: every peer may write parity epoch % 2 of its
+ * slots here again.  Every algorithm acknowledges to every peer, so a call of
+ * one algorithm may follow a call of another (auto picks by size).
+ */
+PN_DEVM void nv_send_acks(pn_nv_ctx &c)
 {
-	if (pn_tid() == 0)
-		nvshmemx_signal_op(nv_ack(c, c.a->rank), c.epoch, NVSHMEM_SIGNAL_SET, pe);
+	const int me = c.a->rank, n = c.a->nranks;
+
+	for (int q = 1 + (int)pn_tid(); q < n; q += (int)pn_ntid())
+		nvshmemx_signal_op(nv_ack(c, me), c.epoch, NVSHMEM_SIGNAL_SET, (me + q) % n);
 }
 
 /*
@@ -139,10 +148,14 @@ PN_DEVM void nv_reduce(char *dst, const char *const *srcs, int nsrc, uint64_t le
 	}
 	for (i = vec + (uint64_t)pn_tid() * sizeof(T); i < len; i += (uint64_t)pn_ntid() * sizeof(T)) {
 		pn_pack<T, OP, sizeof(T)> p;
+		T e;
 
-		p.first(srcs[0] + i);
-		for (int k = 1; k < nsrc; k++)
-			p.add(srcs[k] + i);
+		pn_ld_cg_elem(&e, srcs[0] + i, sizeof(T));
+		p.first(&e);
+		for (int k = 1; k < nsrc; k++) {
+			pn_ld_cg_elem(&e, srcs[k] + i, sizeof(T));
+			p.add(&e);
+		}
 		p.out(dst + i, n, fin);
 	}
 	pn_sync();
@@ -155,7 +168,7 @@ PN_DEVM void nv_copy(char *dst, const char *src, uint64_t len)
 	for (i = (uint64_t)pn_tid() * 16; i < vec; i += (uint64_t)pn_ntid() * 16)
 		pn_st(dst + i, pn_ld_cg(src + i));
 	for (i = vec + pn_tid(); i < len; i += pn_ntid())
-		dst[i] = __ldcg(src + i);
+		pn_ld_cg_elem(dst + i, src + i, 1);
 	pn_sync();
 }
 
@@ -201,8 +214,7 @@ template <typename T, int OP> PN_DEVM void nv_oneshot(pn_nv_ctx &c)
 	}
 	if (!c.dead)
 		nv_reduce<T, OP>((char *)a.recv + off, srcs, n, len, n, true);
-	for (q = 1; q < n; q++)
-		nv_send_ack(c, (me + q) % n);
+	nv_send_acks(c);
 }
 
 template <typename T, int OP> PN_DEVM void nv_twoshot(pn_nv_ctx &c)
@@ -245,8 +257,7 @@ template <typename T, int OP> PN_DEVM void nv_twoshot(pn_nv_ctx &c)
 		if (!c.dead)
 			nv_copy((char *)a.recv + s0 + off, gath + s0 + off, len);
 	}
-	for (q = 1; q < n; q++)
-		nv_send_ack(c, (me + q) % n);
+	nv_send_acks(c);
 }
 
 template <typename T, int OP> PN_DEVM void nv_ring(pn_nv_ctx &c)
@@ -258,8 +269,7 @@ template <typename T, int OP> PN_DEVM void nv_ring(pn_nv_ctx &c)
 	uint64_t s0, slen, off, len;
 	int k;
 
-	/* every segment is as long as segment 0 or shorter: slice by segment 0's length so
-	 * that a block's slice sits at the same offset within every segment */
+	/* SEG(j): segment j and this block's slice of it (every PE slices a segment alike) */
 #define SEG(j)                                                                                 \
 	do {                                                                                   \
 		nv_segment(a.bytes, n, (j), &s0, &slen);                                       \
@@ -271,9 +281,10 @@ template <typename T, int OP> PN_DEVM void nv_ring(pn_nv_ctx &c)
 	for (k = 1; k < n; k++) {
 		int t = (me + n - k) % n;
 		const char *srcs[2];
-		char *part = nv_slot(c, k - 1) + off;
+		char *part;
 
 		SEG(t);
+		part = nv_slot(c, k - 1) + off; /* off: this segment's slice */
 		nv_block_wait(c, nv_sig(c, 0, k - 1), c.epoch, left);
 		if (c.dead)
 			break;
@@ -307,7 +318,7 @@ template <typename T, int OP> PN_DEVM void nv_ring(pn_nv_ctx &c)
 			nv_copy((char *)a.recv + s0 + off, gath + s0 + off, len);
 	}
 #undef SEG
-	nv_send_ack(c, left);
+	nv_send_acks(c);
 }
 
 template <typename T, int OP> PN_DEVM void nv_simple(pn_nv_ctx &c)
@@ -342,21 +353,19 @@ template <typename T, int OP> PN_DEVM void nv_simple(pn_nv_ctx &c)
 		if (!c.dead)
 			nv_copy((char *)a.recv + off, gath + off, len);
 	}
-	nv_send_ack(c, left);
+	nv_send_acks(c);
 }
 
 template <typename T, int OP, int K> PN_DEVM void nv_run(const pn_nv_args &a)
 {
-	__shared__ uint64_t epoch;
+	uint64_t *ctr = (uint64_t *)a.ctr + pn_bid();
+	/* every thread reads the block's counter before thread 0 bumps it */
+	uint64_t epoch = *ctr + 1;
 	pn_nv_ctx c;
 
-	if (pn_tid() == 0) {
-		uint64_t *ctr = (uint64_t *)a.ctr + pn_bid();
-
-		epoch = *ctr + 1;
-		*ctr = epoch;
-	}
 	pn_sync();
+	if (pn_tid() == 0)
+		*ctr = epoch;
 	c.a = &a;
 	c.epoch = epoch;
 	c.par = (int)(epoch & 1);

@@ -14,7 +14,8 @@
 #   tests/bench/nvshmem-allreduce.sh OUTDIR
 # QUICK=1: build, then a small correctness pass on every GPU (and 2), no timing.
 # Environment: B (build dir, build-nvshmem), GPUS ("4 2"), MAXB (1G),
-# ITERS (50), NVSHMEM_HOME, PENNY (a prebuilt penny; else built, else skipped).
+# ITERS (50), NVSHMEM_HOME, PENNY (a prebuilt penny; else built, else skipped),
+# DTYPES (the types of the penny runs: "bfloat16 float").
 # Every step runs under timeout; NVLink multicast stays off.
 set -u
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -99,7 +100,7 @@ for np in $GPUS; do
 	run 90 --np "$np" --backend nvshmem --algos oneshot,twoshot,ring,simple --perf -b 1K -e 64M \
 		-f 8 -n 20 -w 3 --label "x$np-algos" --out "$tsv" --timeout 60
 	[ -n "${PENNY:-}" ] || continue
-	for d in bfloat16 float; do
+	for d in ${DTYPES:-bfloat16 float}; do
 		for g in 0 10; do
 			echo "## penny allreduce-test --np $np --backend nvshmem,cuda,nccl -d $d -G $g"
 			timeout -k 10 120 "$PENNY" allreduce-test --np "$np" --backend nvshmem,cuda,nccl \
