@@ -175,6 +175,7 @@ PN_DEV void pn_ld_cg_elem(void *dst, const void *p, int bytes)
 }
 
 PN_DEV void pn_fence(void) { __threadfence(); }
+PN_DEV void pn_fence_sys(void) { __threadfence_system(); }
 
 PN_DEV uint32_t pn_atomic_add(uint32_t *p, uint32_t v) { return atomicAdd(p, v); }
 PN_DEV void pn_atomic_or(uint32_t *p, uint32_t v) { atomicOr(p, v); }

@@ -83,6 +83,15 @@ template <int OP, typename A> PN_DEVM A pn_comb(A a, A b)
 	return pn_ar<A>::add(a, b);
 }
 
+/* An element as raw bits of its size: one load or store of that width
+ * (host-mapped memory gets no byte-wise read-modify-write of a shared word,
+ * and no byte-wise store of a half or bfloat16 result). */
+template <int B> struct pn_xraw;
+template <> struct pn_xraw<1> { typedef uint8_t U; };
+template <> struct pn_xraw<2> { typedef uint16_t U; };
+template <> struct pn_xraw<4> { typedef uint32_t U; };
+template <> struct pn_xraw<8> { typedef uint64_t U; };
+
 /* A pack of BYTES bytes of T, reduced element-wise in accumulator type. */
 template <typename T, int OP, int BYTES> struct pn_pack {
 	enum { N = BYTES / sizeof(T) };

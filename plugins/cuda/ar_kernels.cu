@@ -896,14 +896,6 @@ PN_DEV bool pn_xn_wait(const struct pn_xn_args &a, const uint64_t *w, uint64_t v
 	return true;
 }
 
-/* An element as raw bits of its size: one load or store of that width
- * (host-mapped memory gets no byte-wise read-modify-write of a shared word). */
-template <int B> struct pn_xraw;
-template <> struct pn_xraw<1> { typedef uint8_t U; };
-template <> struct pn_xraw<2> { typedef uint16_t U; };
-template <> struct pn_xraw<4> { typedef uint32_t U; };
-template <> struct pn_xraw<8> { typedef uint64_t U; };
-
 /* The last len % 16 bytes of a chunk, one element per thread: copy into the
  * outbox (dst non-NULL) or reduce the N sources into dst2. */
 template <typename T, int OP>

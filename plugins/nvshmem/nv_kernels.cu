@@ -112,6 +112,64 @@ PN_DEVM void nv_wait_ack(pn_nv_ctx &c, int pe)
 }
 
 /*
+ * Every peer's word at once, one thread per peer: its data signal of kind
+ * (kind 0 or 1, reaching v) or its ack (kind 2: finished epoch - 2).
+ */
+PN_DEVM void nv_wait_peers(pn_nv_ctx &c, int kind, uint64_t v)
+{
+	const int me = c.a->rank, n = c.a->nranks;
+
+	if (kind == 2 && v <= 2)
+		return;
+	for (int q = 1 + (int)pn_tid(); q < n; q += (int)pn_ntid()) {
+		int pe = (me + q) % n;
+
+		nv_wait(c, kind == 2 ? nv_ack(c, pe) : nv_sig(c, kind, pe),
+			kind == 2 ? v - 2 : v, pe);
+		pn_fence();
+	}
+	c.dead = pn_sync_or(c.dead);
+}
+
+/*
+ * A put to every peer, part(pe, &dst, &src, &len) naming what goes where,
+ * signalled on the peer's word (kind, me).  Peers reached by load/store
+ * (NVLink: nvshmem_ptr answers) get their data first, all of them, and then
+ * their signals, each from its own thread after a system fence: one fence's
+ * latency instead of one per peer.  Other peers (another node: IBGDA or the
+ * proxy) get put-with-signal, ordered by NVSHMEM.
+ */
+template <typename F> PN_DEVM void nv_put_all(pn_nv_ctx &c, int kind, F part)
+{
+	const int me = c.a->rank, n = c.a->nranks;
+	uint64_t *sig = nv_sig(c, kind, me);
+
+	if (c.dead)
+		return;
+	for (int q = 1; q < n; q++) {
+		int pe = (me + q) % n;
+		char *d;
+		const char *s;
+		uint64_t len;
+
+		part(pe, &d, &s, &len);
+		if (!nvshmem_ptr(sig, pe))
+			nv_put(c, d, s, len, sig, pe);
+		else if (len)
+			nvshmemx_putmem_nbi_block(d, s, len, pe);
+	}
+	pn_sync();
+	for (int q = 1 + (int)pn_tid(); q < n; q += (int)pn_ntid()) {
+		int pe = (me + q) % n;
+
+		if (nvshmem_ptr(sig, pe)) {
+			pn_fence_sys();
+			nvshmemx_signal_op(sig, c.epoch, NVSHMEM_SIGNAL_SET, pe);
+		}
+	}
+}
+
+/*
  * This block finished epoch: every peer may write parity epoch % 2 of its
  * slots here again.  Every algorithm acknowledges to every peer, so a call of
  * one algorithm may follow a call of another (auto picks by size).
@@ -146,9 +204,12 @@ PN_DEVM void nv_reduce(char *dst, const char *const *srcs, int nsrc, uint64_t le
 		p.out(&v, n, fin);
 		pn_st(dst + i, v);
 	}
+	/* the tail: one element per thread, loaded and stored whole (a half or
+	 * bfloat16 result stored through memcpy came out with a wrong low byte) */
 	for (i = vec + (uint64_t)pn_tid() * sizeof(T); i < len; i += (uint64_t)pn_ntid() * sizeof(T)) {
+		typedef typename pn_xraw<sizeof(T)>::U U;
 		pn_pack<T, OP, sizeof(T)> p;
-		T e;
+		U e;
 
 		pn_ld_cg_elem(&e, srcs[0] + i, sizeof(T));
 		p.first(&e);
@@ -156,7 +217,8 @@ PN_DEVM void nv_reduce(char *dst, const char *const *srcs, int nsrc, uint64_t le
 			pn_ld_cg_elem(&e, srcs[k] + i, sizeof(T));
 			p.add(&e);
 		}
-		p.out(dst + i, n, fin);
+		p.out(&e, n, fin);
+		*(U *)(dst + i) = e;
 	}
 	pn_sync();
 }
@@ -201,17 +263,15 @@ template <typename T, int OP> PN_DEVM void nv_oneshot(pn_nv_ctx &c)
 	int q;
 
 	nv_slice(a.bytes, &off, &len);
-	for (q = 1; q < n; q++) {
-		int pe = (me + q) % n;
-
-		nv_wait_ack(c, pe);
-		nv_put(c, nv_slot(c, me) + off, src + off, len, nv_sig(c, 0, me), pe);
-	}
-	for (q = 0; q < n; q++) {
-		if (q != me)
-			nv_block_wait(c, nv_sig(c, 0, q), c.epoch, q);
+	nv_wait_peers(c, 2, c.epoch);
+	nv_put_all(c, 0, [&](int, char **d, const char **s, uint64_t *l) {
+		*d = nv_slot(c, me) + off;
+		*s = src + off;
+		*l = len;
+	});
+	nv_wait_peers(c, 0, c.epoch);
+	for (q = 0; q < n; q++)
 		srcs[q] = q == me ? src + off : nv_slot(c, q) + off;
-	}
 	if (!c.dead)
 		nv_reduce<T, OP>((char *)a.recv + off, srcs, n, len, n, true);
 	nv_send_acks(c);
@@ -227,35 +287,36 @@ template <typename T, int OP> PN_DEVM void nv_twoshot(pn_nv_ctx &c)
 	uint64_t s0, slen, off, len;
 	int q;
 
-	for (q = 1; q < n; q++) {
-		int pe = (me + q) % n;
+	nv_wait_peers(c, 2, c.epoch);
+	/* reduce-scatter: segment pe's slice to pe's slot [me] */
+	nv_put_all(c, 0, [&](int pe, char **d, const char **s, uint64_t *l) {
+		uint64_t p0, plen, poff;
 
-		nv_segment(a.bytes, n, pe, &s0, &slen);
-		nv_slice(slen, &off, &len);
-		nv_wait_ack(c, pe);
-		nv_put(c, nv_slot(c, me) + s0 + off, src + s0 + off, len, nv_sig(c, 0, me), pe);
-	}
+		nv_segment(a.bytes, n, pe, &p0, &plen);
+		nv_slice(plen, &poff, l);
+		*d = nv_slot(c, me) + p0 + poff;
+		*s = src + p0 + poff;
+	});
 	nv_segment(a.bytes, n, me, &s0, &slen);
 	nv_slice(slen, &off, &len);
-	for (q = 0; q < n; q++) {
-		if (q != me)
-			nv_block_wait(c, nv_sig(c, 0, q), c.epoch, q);
+	nv_wait_peers(c, 0, c.epoch);
+	for (q = 0; q < n; q++)
 		srcs[q] = (q == me ? src : nv_slot(c, q)) + s0 + off;
-	}
 	if (!c.dead)
 		nv_reduce<T, OP>(gath + s0 + off, srcs, n, len, n, true);
-	for (q = 1; q < n && !c.dead; q++)
-		nv_put(c, gath + s0 + off, gath + s0 + off, len, nv_sig(c, 1, me), (me + q) % n);
+	/* all-gather: the reduced slice to every peer's gather slot */
+	nv_put_all(c, 1, [&](int, char **d, const char **s, uint64_t *l) {
+		*d = gath + s0 + off;
+		*s = gath + s0 + off;
+		*l = len;
+	});
 	if (!c.dead)
 		nv_copy((char *)a.recv + s0 + off, gath + s0 + off, len);
-	for (q = 1; q < n; q++) {
-		int pe = (me + q) % n;
-
-		nv_segment(a.bytes, n, pe, &s0, &slen);
+	nv_wait_peers(c, 1, c.epoch);
+	for (q = 1; q < n && !c.dead; q++) {
+		nv_segment(a.bytes, n, (me + q) % n, &s0, &slen);
 		nv_slice(slen, &off, &len);
-		nv_block_wait(c, nv_sig(c, 1, pe), c.epoch, pe);
-		if (!c.dead)
-			nv_copy((char *)a.recv + s0 + off, gath + s0 + off, len);
+		nv_copy((char *)a.recv + s0 + off, gath + s0 + off, len);
 	}
 	nv_send_acks(c);
 }
@@ -379,10 +440,15 @@ template <typename T, int OP, int K> PN_DEVM void nv_run(const pn_nv_args &a)
 		nv_ring<T, OP>(c);
 	else
 		nv_simple<T, OP>(c);
-	/* the puts left this GPU before the stream moves on (a NIC may still read src) */
+	/* puts through a NIC (a peer without a load/store mapping) complete
+	 * before the stream moves on; NVLink stores need no more than their fences */
 	pn_sync();
 	if (pn_tid() == 0)
-		nvshmem_quiet();
+		for (int q = 0; q < a.nranks; q++)
+			if (!nvshmem_ptr((void *)a.sig, q)) {
+				nvshmem_quiet();
+				break;
+			}
 }
 
 #define PN_NV_KERNEL(kname, K, T, tname, OP, oname)                                            \

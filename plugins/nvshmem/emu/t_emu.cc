@@ -6,7 +6,9 @@
 // fiber switches) and then sets the peer's signal word.  Checked: every
 // kernel x type x op on 2, 3 and 4 PEs, odd counts (tails), several blocks,
 // calls in sequence (both parities, in place and out of place), kernels of
-// different algorithms one after another (auto picks by size), bit-exact
+// different algorithms one after another (auto picks by size), PEs on one
+// node (nvshmem_ptr answers: data, fence, signal) and on several (a NIC's
+// put-with-signal), bit-exact
 // against the host formula (penny_data.h); and a PE that never comes, which
 // must end in the error word naming it, not a hang.  TAP output.
 #include "../../cuda/emu/emu.h"
@@ -23,6 +25,7 @@
 struct emu_nv_world {
 	std::vector<char *> heap; /* per PE: the symmetric work area */
 	size_t bytes;
+	int nodes; /* PEs p and q share a node (NVLink) when p % nodes == q % nodes */
 };
 static emu_nv_world emu_nv;
 
@@ -84,6 +87,33 @@ static void nvshmemx_putmem_signal_block(void *dst, const void *src, size_t len,
 	pn_sync();
 	if (pn_tid() == 0)
 		emu_nv_signal(sig, v, op, pe);
+	pn_sync();
+}
+
+/* A peer on the same node answers with its address; others through a NIC: NULL. */
+static void *nvshmem_ptr(const void *p, int pe)
+{
+	size_t off;
+	int me = emu_nv_locate(p, &off);
+
+	if (me % emu_nv.nodes != pe % emu_nv.nodes)
+		return NULL;
+	return emu_nv.heap[pe] + off;
+}
+
+/* Block-collective, data only (ordered for a reader by a later fence + signal). */
+static void nvshmemx_putmem_nbi_block(void *dst, const void *src, size_t len, int pe)
+{
+	size_t off;
+
+	emu_nv_locate(dst, &off);
+	char *d = emu_nv.heap[pe] + off;
+
+	pn_sync();
+	for (size_t i = pn_tid(); i < len; i += pn_ntid()) {
+		pn_maybe_yield();
+		d[i] = ((const char *)src)[i];
+	}
 	pn_sync();
 }
 
@@ -149,8 +179,11 @@ struct world {
 	std::vector<uint64_t *> local; /* per PE: epoch per block, then the error words */
 };
 
+static int nodes_now = 1; /* the layout of the next world (emu_nv_world.nodes) */
+
 static void world_init(world &w, int n, unsigned blocks, uint64_t slot)
 {
+	emu_nv.nodes = nodes_now;
 	w.n = n;
 	w.blocks = blocks;
 	w.slot = slot;
@@ -361,8 +394,10 @@ static void test_allreduce(int n, const std::vector<int> &kerns, const std::vect
 			world_init(w, n, grid, (maxb + 15) / 16 * 16);
 			uint64_t bad = run_sequence(w, kerns, dt, op, counts, grid, block, why);
 
-			snprintf(name, sizeof(name), "%s %s %s on %d PEs (grid %u x %u)%s%s", kn.c_str(),
-				 tnames[dt], onames[op], n, grid, block, bad ? ": " : "", why.c_str());
+			snprintf(name, sizeof(name), "%s %s %s on %d PEs, %s (grid %u x %u)%s%s",
+				 kn.c_str(), tnames[dt], onames[op], n,
+				 nodes_now == 1 ? "one node" : nodes_now >= n ? "one PE per node" : "several nodes",
+				 grid, block, bad ? ": " : "", why.c_str());
 			tap(bad == 0, name);
 			world_free(w);
 		}
@@ -410,6 +445,15 @@ int main(int argc, char **argv)
 			continue;
 		test_allreduce(2, { k }, some, counts, 3, 32);
 		test_allreduce(4, { k }, some, { 3, 250, 1000, 17 }, 2, 64);
+	}
+	/* PEs on several nodes: put-with-signal to the far ones, NVLink to the near */
+	for (int k = 0; k < PN_NV_NKERNS; k++) {
+		nodes_now = 2;
+		test_allreduce(4, { k }, some, { 3, 250, 1000, 17 }, 2, 32);
+		nodes_now = 3;
+		if (!quick)
+			test_allreduce(3, { k }, some, counts, 2, 32);
+		nodes_now = 1;
 	}
 	/* auto: one block's calls of different algorithms follow each other */
 	test_allreduce(3, { PN_NV_RING, PN_NV_RING, PN_NV_ONESHOT, PN_NV_SIMPLE, PN_NV_SIMPLE,
