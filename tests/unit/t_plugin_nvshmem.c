@@ -205,6 +205,9 @@ TEST(bootstrap_hands_rank_0s_unique_id_to_every_rank)
 	CHECK_EQ_INT(nvb_inits, 4);
 	CHECK(!strcmp(getenv("NVSHMEM_DISABLE_NVLS"), "1"));
 	CHECK(strstr(pn_nv_describe(be[2]), "PE 2 of 4") != NULL);
+	/* channels: every SM by default, the fewest of any rank (rank 1's GPU has 100) */
+	for (int r = 0; r < 4; r++)
+		CHECK(strstr(pn_nv_describe(be[r]), ", 100 channels,") != NULL);
 	fake_run(&w, do_fini);
 	CHECK_EQ_INT(nvb_fins, 4);
 	CHECK_EQ_INT(nvb_mallocs, nvb_frees);
@@ -327,23 +330,6 @@ TEST(calls_larger_than_a_slot_are_cut_into_slots)
 	unsetenv("PENNY_NVSHMEM_SLOT");
 }
 
-TEST(refused_unless_asked_for)
-{
-	struct fake_world w;
-
-	unsetenv("PENNY_NVSHMEM_EXPERIMENTAL");
-	nvb_inits = 0;
-	fake_world_init(&w, 2);
-	fake_run(&w, do_init);
-	for (int r = 0; r < 2; r++) {
-		CHECK_EQ_INT(rets[r], -EOPNOTSUPP);
-		CHECK(strstr(msgs[r], "PENNY_NVSHMEM_EXPERIMENTAL=1") != NULL);
-	}
-	CHECK_EQ_INT(nvb_inits, 0);
-	fake_world_free(&w);
-	setenv("PENNY_NVSHMEM_EXPERIMENTAL", "1", 1);
-}
-
 TEST(bad_arguments)
 {
 	run_call(10, PENNY_NDTYPES, PENNY_ALGO_AUTO, 1);
@@ -356,7 +342,6 @@ TEST(bad_arguments)
 
 int main(void)
 {
-	setenv("PENNY_NVSHMEM_EXPERIMENTAL", "1", 1);
 	nv_cu = fake_cu;
 	nv_cu.LaunchKernel = nv_launch;
 	nv_cu.LaunchKernelEx = NULL;
@@ -369,7 +354,6 @@ int main(void)
 	RUN(symmetric_buffers_run_in_place_others_are_staged);
 	RUN(calls_larger_than_a_slot_are_cut_into_slots);
 	RUN(bad_arguments);
-	RUN(refused_unless_asked_for);
 	fake_funcs_free();
 	return unit_done();
 }
