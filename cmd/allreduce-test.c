@@ -72,12 +72,12 @@ const struct pn_opt allreduce_test_options[] = {
 	  "no root; --root is the rendezvous address)", NULL, OPT_RANGE(0, 65535) },
 	{ "algo", 'A', OPT_STRING, &opt.algo, "NAME",
 	  "ring, simple-ring, one-shot, two-shot, hierarchical, multiring, auto or all (GPU "
-	  "backends: auto, one-shot, two-shot, ring, symmetric); a comma list runs several "
+	  "backends: auto, one-shot, two-shot, ring, simple-ring, symmetric); a comma list runs several "
 	  "(default auto)",
 	  "auto all ring simple-ring one-shot two-shot hierarchical multiring symmetric", OPT_LIST },
 	{ "backend", 0, OPT_APPEND, &opt.backend, "NAME",
-	  "host (the engine, default) or a GPU plugin: cuda, nccl; a comma list or repeated runs "
-	  "each in turn, then a ratio table", "host cuda nccl", OPT_LIST },
+	  "host (the engine, default) or a GPU plugin: cuda, nccl, nvshmem; a comma list or repeated runs "
+	  "each in turn, then a ratio table", "host cuda nccl nvshmem", OPT_LIST },
 	{ "cudagraph", 'G', OPT_INT, &opt.graph, "N",
 	  "GPU backends: capture N calls into a CUDA graph and time its replays (nccl-tests -G)",
 	  NULL, OPT_RANGE(0, 100000) },
@@ -646,6 +646,7 @@ static int open_backends(struct job *j, const char *backends, const enum pn_algo
 		struct pn_sweep_gpu_cfg gc = {
 			.name = tok, .algos = opt.algo, .graph = opt.graph, .gpus = opt.gpus,
 			.dev = j->dev, .ndev = j->ndev, .log = plugin_log, .log_arg = j,
+			.xnode = &pn_cli.xnode,
 		};
 
 		if (!strcmp(tok, "host")) {

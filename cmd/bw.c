@@ -170,10 +170,8 @@ const struct pn_opt bw_options[] = {
 struct bw {
 	struct pn_ctx *ctx;
 	struct pn_bwrun r;
-	int failed_links;
+	struct pn_bw_tally tally;	/* the links' verdicts (pn_bwrun_link_verdict) */
 	int said;		/* the failure is told already: the exit status */
-	double slowest;
-	char slowest_name[96];
 	char local[96], remote[96];	/* socket modes: the link's ends */
 	double link;			/* and its rate */
 };
@@ -450,9 +448,7 @@ static void print_row(struct bw *b, const struct pn_bw_row *r, double link)
 static void print_link_end(struct bw *b, const char *name, const struct pn_bw_row *r, double link)
 {
 	struct pn_out *o = b->ctx->out;
-	double want;
-	char why[160];
-	int ret;
+	struct pn_bw_link_verdict v;
 
 	pn_out_close_array(o);
 	/* perftest's table has no column for it: one line under the table */
@@ -460,25 +456,18 @@ static void print_link_end(struct bw *b, const char *name, const struct pn_bw_ro
 		pn_out_text(o, " Link use        : %.1f %% of %g Gb/s%s at %llu bytes\n",
 			    link_pct(b, r, link), link, b->r.cfg.flags & PN_BW_BIDIR ? " x 2" : "",
 			    (unsigned long long)r->bytes);
-	if (!b->slowest_name[0] || r->avg_gbps < b->slowest) {
-		b->slowest = r->avg_gbps;
-		snprintf(b->slowest_name, sizeof(b->slowest_name), "%s", name);
-	}
-	ret = pn_bwrun_threshold(&b->r.cfg, link, opt.min_gbps, opt.expect, &want, why,
-				 sizeof(why));
-	if (ret < 0) {
+	pn_bwrun_link_verdict(&b->r.cfg, link, opt.min_gbps, opt.expect, name, r->avg_gbps,
+			      &b->tally, &v);
+	if (v.gated < 0) {
 		pn_out_bool(o, PN_JSON, "passed", NULL, 0);
 		pn_cmd_fail(b->ctx, 1, "%s: link rate unknown, cannot check --expect", name);
-		b->failed_links++;
-	} else if (ret) {
-		pn_out_float(o, PN_JSON, "expect_gbps", NULL, want);
-		pn_out_bool(o, PN_JSON, "passed", NULL, r->avg_gbps >= want);
-		if (r->avg_gbps < want) {
+	} else if (v.gated) {
+		pn_out_float(o, PN_JSON, "expect_gbps", NULL, v.want);
+		pn_out_bool(o, PN_JSON, "passed", NULL, v.passed);
+		if (!v.passed)
 			pn_cmd_fail(b->ctx, 1, "FAILED %s: %.3f Gb/s at %llu bytes is below "
 					       "%.3f Gb/s (%s)", name, r->avg_gbps,
-				    (unsigned long long)r->bytes, want, why);
-			b->failed_links++;
-		}
+				    (unsigned long long)r->bytes, v.want, v.why);
 	}
 	pn_out_close_object(o);
 }
@@ -490,10 +479,10 @@ static void print_end(struct bw *b, int slowest)
 	pn_out_close_array(o);
 	pn_out_text(o, "%s\n", dashes);
 	if (slowest) {
-		pn_out_str(o, PN_ANY, "slowest", " Slowest link    : %s", b->slowest_name);
-		pn_out_float(o, PN_ANY, "slowest_gbps", " (%.3f Gb/s)\n", b->slowest);
+		pn_out_str(o, PN_ANY, "slowest", " Slowest link    : %s", b->tally.slowest_name);
+		pn_out_float(o, PN_ANY, "slowest_gbps", " (%.3f Gb/s)\n", b->tally.slowest);
 	}
-	pn_out_bool(o, PN_JSON, "passed", NULL, !b->failed_links);
+	pn_out_bool(o, PN_JSON, "passed", NULL, !b->tally.failed_links);
 	pn_out_close_object(o);
 }
 
@@ -719,7 +708,7 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 	else if (ret)
 		rc = pn_cmd_fail(ctx, pn_cmd_exit_code(ret), "%s", pn_errmsg(ret));
 	else
-		rc = b->failed_links ? 1 : 0;
+		rc = b->tally.failed_links ? 1 : 0;
 	pn_bwrun_release(&b->r);
 	return rc;
 }

@@ -384,6 +384,7 @@ int cmd_check(struct pn_ctx *ctx, int argc, char **argv)
 	c.tune_file = pn_cli.tune_file;
 	c.ib_hca = pn_cli.ib_hca;
 	c.ib_disable = pn_cli.ib_disable;
+	c.xnode = &pn_cli.xnode;
 	if (rank0 && isatty(STDERR_FILENO))
 		c.progress = progress;
 	c.rank = rank0 ? 0 : job->rank;

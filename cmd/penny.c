@@ -10,6 +10,8 @@
 #include "engine/boot.h"
 #include "base/log.h"
 #include "base/ofile.h"
+#include "gpu/plugin.h"
+#include "node/nvml.h"
 #include "node/sysfs.h"
 
 #include <errno.h>
@@ -280,8 +282,9 @@ static void cmd_help(const struct pn_cmd *c, FILE *f)
 	pn_opt_help(f, "common options", common_options);
 }
 
-/* The knobs of the environment (penny(1), ENVIRONMENT), read here once. */
-static void read_env(void)
+/* The knobs of the environment (penny(1), ENVIRONMENT), read here once:
+ * 0, or -ENOMEM (message in pn_errmsg). */
+static int read_env(void)
 {
 	const char *s = getenv("PENNY_IB_DISABLE"), *m = getenv("PENNY_MEM_CHECK");
 
@@ -290,6 +293,20 @@ static void read_env(void)
 	pn_cli.ib_hca = getenv("PENNY_IB_HCA");
 	pn_cli.ib_disable = s && atoi(s);
 	pn_cli.mem_check = !(m && !strcmp(m, "0"));
+	pn_cli.xnode.on = getenv("PENNY_XNODE");
+	pn_cli.xnode.transport = getenv("PENNY_XNODE_TRANSPORT");
+	pn_cli.xnode.chunk = getenv("PENNY_XNODE_CHUNK");
+	pn_cli.xnode.slots = getenv("PENNY_XNODE_SLOTS");
+	pn_cli.xnode.whole_max = getenv("PENNY_XNODE_WHOLE_MAX");
+	pn_cli.xnode.sockets = getenv("PENNY_XNODE_SOCKETS");
+	pn_cli.xnode.ll = getenv("PENNY_XNODE_LL");
+	pn_cli.xnode.qps = getenv("PENNY_XNODE_QPS");
+	pn_cli.xnode.nic = getenv("PENNY_XNODE_NIC");
+	pn_cli.plugin_path = getenv("PENNY_PLUGIN_PATH");
+	pn_cli.nvml_lib = getenv("PENNY_NVML_LIB");
+	if (pn_nvml_set_lib(pn_cli.nvml_lib))
+		return pn_err(-ENOMEM, "out of memory");
+	return pn_plugin_set_path(pn_cli.plugin_path);
 }
 
 static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
@@ -319,7 +336,11 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 		if (pn_debug_parse(getenv("PENNY_DEBUG"), &pn_debug_mask))
 			pn_debug_mask = 0;
 	}
-	read_env();
+	ret = read_env();
+	if (ret) {
+		pn_cmd_error(&ctx, ret);
+		return 2;
+	}
 	root = pn_cli.sysroot ? pn_cli.sysroot : getenv("PENNY_SYSROOT");
 	if (root) {
 		ret = pn_sysfs_set_root(root);

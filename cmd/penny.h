@@ -6,6 +6,7 @@
 #include "opt.h"
 #include "engine/boot.h"
 #include "base/out.h"
+#include "harness/sweep.h"
 
 #define PENNY_VERSION "0.1.0"
 
@@ -32,6 +33,9 @@ struct pn_cli {
 	const char *ib_hca;	/* PENNY_IB_HCA: NULL or empty, the ACTIVE ports */
 	int ib_disable;		/* PENNY_IB_DISABLE: a non-zero number */
 	int mem_check;		/* 0: PENNY_MEM_CHECK=0 */
+	struct pn_xnode_env xnode; /* PENNY_XNODE_*, as given */
+	const char *plugin_path; /* PENNY_PLUGIN_PATH: NULL unset */
+	const char *nvml_lib;	/* PENNY_NVML_LIB: NULL unset */
 };
 extern struct pn_cli pn_cli;
 

@@ -607,46 +607,13 @@ static void top_warn(struct top_run *r, const char *what, const char *then)
 		pn_cmd_fail(r->ctx, 0, "warning: %s%s", what, then);
 }
 
-/* The GPU rows as the recorder keeps them (rates only). */
-static int gpus_to_record(const struct pn_gputraffic *g, struct pn_record_gpu *out)
-{
-	int i, n = g && g->n < PN_RECORD_GPUS_MAX ? g->n : g ? PN_RECORD_GPUS_MAX : 0;
-
-	for (i = 0; i < n; i++) {
-		const struct pn_gpu_row *x = &g->gpus[i];
-
-		out[i].index = x->index;
-		snprintf(out[i].name, sizeof(out[i].name), "%s", x->name);
-		out[i].nvlink_tx_Bps = x->Bps[PN_GT_NVL_TX];
-		out[i].nvlink_rx_Bps = x->Bps[PN_GT_NVL_RX];
-		out[i].pcie_tx_Bps = x->Bps[PN_GT_PCIE_TX];
-		out[i].pcie_rx_Bps = x->Bps[PN_GT_PCIE_RX];
-	}
-	return n;
-}
-
-/* A recorded sample's GPU rows for the printers: the rates, no totals. */
+/* A recorded sample's GPU rows for the printers (one sample at a time). */
 static struct pn_gputraffic *gpus_from_record(const struct pn_record_sample *s)
 {
 	static struct pn_gpu_row rows[PN_RECORD_GPUS_MAX];
 	static struct pn_gputraffic g;
-	int i;
 
-	memset(&g, 0, sizeof(g));
-	g.gpus = rows;
-	g.n = s->ngpus < PN_RECORD_GPUS_MAX ? s->ngpus : PN_RECORD_GPUS_MAX;
-	for (i = 0; i < g.n; i++) {
-		const struct pn_record_gpu *x = &s->gpus[i];
-
-		memset(&rows[i], 0, sizeof(rows[i]));
-		rows[i].index = x->index;
-		snprintf(rows[i].name, sizeof(rows[i].name), "%s", x->name);
-		rows[i].Bps[PN_GT_NVL_TX] = x->nvlink_tx_Bps;
-		rows[i].Bps[PN_GT_NVL_RX] = x->nvlink_rx_Bps;
-		rows[i].Bps[PN_GT_PCIE_TX] = x->pcie_tx_Bps;
-		rows[i].Bps[PN_GT_PCIE_RX] = x->pcie_rx_Bps;
-	}
-	return &g;
+	return pn_gputraffic_from_record(s, &g, rows);
 }
 
 /* A sample taken: into the recording and the plot's series. */
@@ -654,7 +621,7 @@ static void keep(struct top_run *r)
 {
 	static struct pn_record_gpu gpus[PN_RECORD_GPUS_MAX];
 	double interval = r->view.interval > 0 ? r->view.interval : opt.interval;
-	int ret, ngpus = (r->rec || r->plot) ? gpus_to_record(extra.gpus, gpus) : 0;
+	int ret, ngpus = (r->rec || r->plot) ? pn_gputraffic_to_record(extra.gpus, gpus) : 0;
 
 	if (r->rec) {
 		ret = pn_record_write(r->rec, &r->view, &r->nodectx, top_host(), interval,

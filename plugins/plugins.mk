@@ -3,6 +3,7 @@
 # plugins/include/penny_plugin.h.  The core binary never links CUDA or NCCL.
 #   $(B)/plugins/penny-nccl.so   always (NCCL and the CUDA driver are opened with dlopen)
 #   $(B)/plugins/penny-cuda.so   when nvcc exists (kernels embedded as fatbins for sm_90)
+#   $(B)/plugins/penny-nvshmem.so   when nvcc and NVSHMEM are found (below)
 # NVCC= (empty) builds as if there were no nvcc.
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 NVCC_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
@@ -20,7 +21,7 @@ PL_NCCL_SRC := $(PL_COMMON) plugins/nccl/nccl.c plugins/nccl/nccl_entry.c
 PL_CUDA_SRC := $(PL_COMMON) plugins/cuda/cuda.c plugins/cuda/xnode.c plugins/cuda/cuda_entry.c
 PL_NCCL_OBJ := $(PL_NCCL_SRC:%.c=$(PL)/obj/%.o)
 PL_CUDA_OBJ := $(PL_CUDA_SRC:%.c=$(PL)/obj/%.o)
-PL_KDEPS := plugins/common/pn_dev.cuh plugins/common/kargs.h plugins/include/penny_data.h \
+PL_KDEPS := plugins/common/pn_dev.cuh plugins/common/pn_reduce.cuh plugins/common/kargs.h plugins/include/penny_data.h \
 	plugins/include/penny_plugin.h
 PL_ALGOS := oneshot oneshot_fl twoshot_ll twoshot ring twoshot_hy
 
@@ -34,6 +35,68 @@ ifneq ($(strip $(NVCC)),)
 PLUGIN_SO += $(PL)/penny-cuda.so
 PL_IMAGE_OBJ := $(PL)/obj/image_data.o
 PL_AR_IMAGE_OBJ := $(PL_ALGOS:%=$(PL)/obj/image_%.o) $(PL)/obj/image_xnode.o
+endif
+
+# The nvshmem plugin (plugins/nvshmem/): NVSHMEM_HOME names an NVSHMEM tree
+# (include/, lib/libnvshmem_host.so.3, lib/libnvshmem_device.a); by default
+# the Python environment's (pip's nvidia-nvshmem).  The kernels are one cubin
+# linked by nvlink against libnvshmem_device.a and embedded; the plugin
+# links libnvshmem_host.so.3 with an RPATH to NVSHMEM_HOME/lib (the core
+# binary never links it).  Without NVSHMEM it is skipped with one line.
+# nvshmem-check compiles the kernels (a few types) and the host glue against
+# NVSHMEM_HOME's headers alone: CI's syntax check where headers exist.
+ifeq ($(origin NVSHMEM_HOME),undefined)
+NVSHMEM_HOME := $(shell python3 -c 'import nvidia.nvshmem as m; print(m.__path__[0])' 2>/dev/null)
+endif
+NVLINK ?= $(dir $(NVCC))nvlink
+PL_NV_INC := $(if $(strip $(NVCC)),$(if $(strip $(NVSHMEM_HOME)),$(wildcard $(NVSHMEM_HOME)/include/nvshmem.h)))
+PL_NV_LIBDIR := $(abspath $(NVSHMEM_HOME)/lib)
+PL_NV_OK := $(if $(PL_NV_INC),$(and $(wildcard $(PL_NV_LIBDIR)/libnvshmem_device.a),$(wildcard $(PL_NV_LIBDIR)/libnvshmem_host.so.3)))
+PL_NV_SRC := $(PL_COMMON) plugins/nvshmem/nv_plugin.c plugins/nvshmem/nv_plan.c \
+	plugins/nvshmem/nv_entry.c
+PL_NV_OBJ := $(PL_NV_SRC:%.c=$(PL)/obj/%.o)
+PL_NV_KDEPS := $(PL_KDEPS) plugins/nvshmem/nv_kargs.h
+PL_NV_NVCC := $(NVCC) -std=c++17 -I$(NVSHMEM_HOME)/include -Xcompiler -fPIC,-fvisibility=hidden
+ifneq ($(PL_NV_OK),)
+PLUGIN_SO += $(PL)/penny-nvshmem.so
+else
+PL_NV_SKIP := nvshmem-skipped
+endif
+
+.PHONY: nvshmem-skipped nvshmem-check
+nvshmem-skipped:
+	@echo "penny-nvshmem.so skipped: no NVSHMEM (NVSHMEM_HOME='$(NVSHMEM_HOME)' lacks include/nvshmem.h, lib/libnvshmem_host.so.3 or lib/libnvshmem_device.a, or no nvcc)"
+
+$(PL)/obj/plugins/nvshmem/nv_plugin.o: override PL_CFLAGS += -DPN_NVSHMEM_LIBDIR='"$(PL_NV_LIBDIR)"'
+
+$(PL)/obj/nv_boot.o: plugins/nvshmem/nv_boot.cc plugins/nvshmem/nv_boot.h
+	@mkdir -p $(dir $@)
+	$(PL_NV_NVCC) -c -o $@ $<
+
+$(PL)/gen/nvshmem_k.o: plugins/nvshmem/nv_kernels.cu $(PL_NV_KDEPS)
+	@mkdir -p $(dir $@)
+	$(PL_NV_NVCC) $(NVCC_FLAGS) -rdc=true -c -o $@ $<
+
+$(PL)/gen/nvshmem.cubin: $(PL)/gen/nvshmem_k.o
+	$(NVLINK) -arch=sm_90 -o $@ $< -L$(PL_NV_LIBDIR) -lnvshmem_device
+
+$(PL)/gen/image_nvshmem.c: $(PL)/gen/nvshmem.cubin
+	$(BIN2C) -c -n pn_image_nvshmem $< | \
+		sed 's/^const unsigned char/__attribute__((aligned(64), visibility("hidden"))) const unsigned char/' >$@.tmp
+	mv $@.tmp $@
+
+$(PL)/penny-nvshmem.so: $(PL_NV_OBJ) $(PL)/obj/nv_boot.o $(PL_IMAGE_OBJ) $(PL)/obj/image_nvshmem.o
+	$(CC) -shared $(LDFLAGS) -o $@ $^ -L$(PL_NV_LIBDIR) -l:libnvshmem_host.so.3 \
+		-Wl,-rpath,$(PL_NV_LIBDIR) -lstdc++ $(PL_LIBS)
+
+nvshmem-check:
+ifneq ($(PL_NV_INC),)
+	@mkdir -p $(PL)/gen
+	$(PL_NV_NVCC) $(NVCC_FLAGS) -DPN_NV_FEW_TYPES -rdc=true -c -o $(PL)/gen/nvshmem_check.o \
+		plugins/nvshmem/nv_kernels.cu
+	$(PL_NV_NVCC) -c -o $(PL)/gen/nv_boot_check.o plugins/nvshmem/nv_boot.cc
+else
+	@echo "nvshmem-check skipped: no nvcc or no NVSHMEM headers (NVSHMEM_HOME='$(NVSHMEM_HOME)')"
 endif
 
 # Test plugins for the loader's unit test (never installed).
@@ -51,10 +114,10 @@ PL_NCCL_TEST := $(PL_TEST)/fakenccl/libnccl.so.2 $(PL_TEST)/fakecuda/libcuda.so.
 
 PL_EMU :=
 ifneq ($(strip $(PN_CXX)),)
-PL_EMU := $(B)/tests/unit/t_plugin_emu
+PL_EMU := $(B)/tests/unit/t_plugin_emu $(B)/tests/unit/t_plugin_nvemu
 endif
 
-plugins: $(PLUGIN_SO) $(PL_FAKES) $(PL_NCCL_TEST) $(PL_EMU)
+plugins: $(PLUGIN_SO) $(PL_NV_SKIP) $(PL_FAKES) $(PL_NCCL_TEST) $(PL_EMU)
 
 # A test plugin whose recipe (its -D variant) changes is built again.
 $(PL_FAKES) $(PL_NCCL_TEST): plugins/plugins.mk
@@ -97,7 +160,8 @@ $(PL)/gen/image_%.c: $(PL)/gen/%.fatbin
 
 .SECONDARY: $(PL_ALGOS:%=$(PL)/gen/%.fatbin) $(PL_ALGOS:%=$(PL)/gen/image_%.c) \
 	$(PL)/gen/xnode.fatbin $(PL)/gen/image_xnode.c \
-	$(PL)/gen/data.fatbin $(PL)/gen/image_data.c
+	$(PL)/gen/data.fatbin $(PL)/gen/image_data.c \
+	$(PL)/gen/nvshmem_k.o $(PL)/gen/nvshmem.cubin $(PL)/gen/image_nvshmem.c
 
 $(PL)/obj/image_%.o: $(PL)/gen/image_%.c
 	$(CC) $(OPT) -fPIC -c -o $@ $<
@@ -174,8 +238,16 @@ $(B)/tests/unit/t_plugin_emu: plugins/cuda/emu/t_emu.cc plugins/cuda/emu/emu.h \
 		-Wno-unused-parameter -Wno-maybe-uninitialized -Wno-pass-failed -Wno-unknown-warning-option \
 		-o $@ $<
 
+# The nvshmem plugin's kernels on the same emulator, NVSHMEM's calls stood in.
+$(B)/tests/unit/t_plugin_nvemu: plugins/nvshmem/emu/t_emu.cc plugins/cuda/emu/emu.h \
+		plugins/cuda/emu/emu_dev.h plugins/nvshmem/nv_kernels.cu $(PL_NV_KDEPS)
+	@mkdir -p $(dir $@)
+	$(PN_CXX) -std=c++17 -O1 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -Wno-unused-function \
+		-Wno-unused-parameter -Wno-maybe-uninitialized -Wno-pass-failed -Wno-unknown-warning-option \
+		-o $@ $<
+
 install_plugins = install -d $(DESTDIR)$(PLUGINDIR) && install -m 755 $(PLUGIN_SO) $(DESTDIR)$(PLUGINDIR)/
 
--include $(PL_NCCL_OBJ:.o=.d) $(PL_CUDA_OBJ:.o=.d) $(PL_INTERPOSE_OBJ:.o=.d)
+-include $(PL_NCCL_OBJ:.o=.d) $(PL_CUDA_OBJ:.o=.d) $(PL_INTERPOSE_OBJ:.o=.d) $(PL_NV_OBJ:.o=.d)
 # The plugin unit tests include plugin sources: rebuild them when those change.
 -include $(UNIT_BIN:%=%.d) $(HELPER_BIN:%=%.d)

@@ -102,6 +102,7 @@ static const struct sym syms[] = {
 	OPT(StreamIsCapturing, "cuStreamIsCapturing"),
 	OPT(MemGetAddressRange, "cuMemGetAddressRange_v2"),
 	OPT(PointerGetAttribute, "cuPointerGetAttribute"),
+	OPT(ThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode"),
 };
 #undef S
 #undef OPT

@@ -61,6 +61,7 @@ typedef struct {
 #define CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED 124
 #define CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD 1
 #define CU_POINTER_ATTRIBUTE_BUFFER_ID 7 /* unsigned long long, unique per allocation */
+#define CU_STREAM_CAPTURE_MODE_RELAXED 2
 
 struct pn_cudrv {
 	CUresult (*Init)(unsigned flags);
@@ -132,6 +133,9 @@ struct pn_cudrv {
 	 * around p; a pointer attribute (CU_POINTER_ATTRIBUTE_*) */
 	CUresult (*MemGetAddressRange)(CUdeviceptr *base, size_t *bytes, CUdeviceptr p);
 	CUresult (*PointerGetAttribute)(void *data, int attr, CUdeviceptr p);
+	/* optional: this thread's stream-capture interaction mode
+	 * (CU_STREAM_CAPTURE_MODE_*), the old one into *mode */
+	CUresult (*ThreadExchangeStreamCaptureMode)(int *mode);
 };
 
 /*

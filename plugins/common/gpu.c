@@ -731,6 +731,17 @@ static int hostbw_dir(const struct pn_cudrv *cu, struct bw_dev *d, void *host, s
 	return 0;
 }
 
+int pn_gpu_driver_version(int *version)
+{
+	const struct pn_cudrv *cu = pn_cudrv_get();
+
+	*version = 0;
+	if (!cu)
+		return -ENODEV;
+	PN_CU(cu, DriverGetVersion(version), "cuDriverGetVersion");
+	return 0;
+}
+
 int pn_gpu_hostbw(struct penny_hostbw_v1 *q)
 {
 	const struct pn_cudrv *cu = pn_cudrv_get();

@@ -61,6 +61,8 @@ int pn_gpu_time2_check(const struct penny_time_v2 *t);
 int pn_gpu_bw(const void *data_image, struct penny_bw_v1 *req);
 /* penny_plugin_v1.hostbw over every visible device (page-locked host memory). */
 int pn_gpu_hostbw(struct penny_hostbw_v1 *req);
+/* cuDriverGetVersion through the run-time loaded driver (no cuInit). */
+int pn_gpu_driver_version(int *version);
 
 /* Checks shared by the plugins' entry points. */
 int pn_gpu_check_args(size_t count, int dtype, int op);

@@ -155,6 +155,28 @@ PN_DEV void pn_pdl_trigger(void)
 #endif
 }
 
+/* One element of 1, 2, 4 or 8 bytes read at L2 (another GPU or a NIC wrote it):
+ * a plain load may return a line an earlier call left in this SM's L1. */
+PN_DEV void pn_ld_cg_elem(void *dst, const void *p, int bytes)
+{
+	if (bytes == 8) {
+		unsigned long long v = __ldcg((const unsigned long long *)p);
+		memcpy(dst, &v, 8);
+	} else if (bytes == 4) {
+		unsigned int v = __ldcg((const unsigned int *)p);
+		memcpy(dst, &v, 4);
+	} else if (bytes == 2) {
+		unsigned short v = __ldcg((const unsigned short *)p);
+		memcpy(dst, &v, 2);
+	} else {
+		unsigned char v = __ldcg((const unsigned char *)p);
+		memcpy(dst, &v, 1);
+	}
+}
+
+PN_DEV void pn_fence(void) { __threadfence(); }
+PN_DEV void pn_fence_sys(void) { __threadfence_system(); }
+
 PN_DEV uint32_t pn_atomic_add(uint32_t *p, uint32_t v) { return atomicAdd(p, v); }
 PN_DEV void pn_atomic_or(uint32_t *p, uint32_t v) { atomicOr(p, v); }
 PN_DEV void pn_atomic_add64(unsigned long long *p, unsigned long long v) { atomicAdd(p, v); }

@@ -41,111 +41,7 @@
 #define PN_BOUNDS
 #endif
 
-/* ---- element types: accumulate half/bfloat16 in float ---- */
-
-template <typename T> struct pn_tr {
-	typedef T A;
-	static PN_DEVM A to(T v) { return v; }
-	static PN_DEVM T from(A a) { return a; }
-};
-template <> struct pn_tr<pn_bf16_t> {
-	typedef float A;
-	static PN_DEVM A to(pn_bf16_t v) { return pn_bf16_f(v.x); }
-	static PN_DEVM pn_bf16_t from(A a)
-	{
-		pn_bf16_t v;
-
-		v.x = pn_f_bf16(a);
-		return v;
-	}
-};
-template <> struct pn_tr<pn_half_t> {
-	typedef float A;
-	static PN_DEVM A to(pn_half_t v) { return pn_half_f(v.x); }
-	static PN_DEVM pn_half_t from(A a)
-	{
-		pn_half_t v;
-
-		v.x = pn_f_half(a);
-		return v;
-	}
-};
-
-/* Integer sum and product wrap (done in the unsigned type). */
-template <typename A> struct pn_ar {
-	static PN_DEVM A add(A a, A b) { return a + b; }
-	static PN_DEVM A mul(A a, A b) { return a * b; }
-	static PN_DEVM A div(A a, int n) { return a / (A)n; }
-};
-#define PN_AR_INT(S, U)                                                                        \
-	template <> struct pn_ar<S> {                                                          \
-		static PN_DEVM S add(S a, S b) { return (S)(U)((U)a + (U)b); }                 \
-		static PN_DEVM S mul(S a, S b) { return (S)(U)((U)a * (U)b); }                 \
-		static PN_DEVM S div(S a, int n) { return (S)(a / (S)n); }                     \
-	};
-PN_AR_INT(int8_t, uint8_t)
-PN_AR_INT(uint8_t, uint8_t)
-PN_AR_INT(int32_t, uint32_t)
-PN_AR_INT(uint32_t, uint32_t)
-PN_AR_INT(int64_t, uint64_t)
-PN_AR_INT(uint64_t, uint64_t)
-template <> struct pn_ar<float> {
-	static PN_DEVM float add(float a, float b) { return a + b; }
-	static PN_DEVM float mul(float a, float b) { return a * b; }
-	static PN_DEVM float div(float a, int n) { return a / (float)n; }
-};
-
-template <int OP, typename A> PN_DEVM A pn_comb(A a, A b)
-{
-	if (OP == PENNY_PROD)
-		return pn_ar<A>::mul(a, b);
-	if (OP == PENNY_MIN)
-		return b < a ? b : a;
-	if (OP == PENNY_MAX)
-		return b > a ? b : a;
-	return pn_ar<A>::add(a, b);
-}
-
-/* A pack of BYTES bytes of T, reduced element-wise in accumulator type. */
-template <typename T, int OP, int BYTES> struct pn_pack {
-	enum { N = BYTES / sizeof(T) };
-	typedef typename pn_tr<T>::A A;
-	A acc[N];
-
-	PN_DEVM void first(const void *raw)
-	{
-		T e[N];
-
-		memcpy(e, raw, BYTES);
-#pragma unroll
-		for (int i = 0; i < N; i++)
-			acc[i] = pn_tr<T>::to(e[i]);
-	}
-	PN_DEVM void add(const void *raw)
-	{
-		T e[N];
-
-		memcpy(e, raw, BYTES);
-#pragma unroll
-		for (int i = 0; i < N; i++)
-			acc[i] = pn_comb<OP, A>(acc[i], pn_tr<T>::to(e[i]));
-	}
-	/* fin: apply avg's division by n */
-	PN_DEVM void out(void *raw, int n, bool fin)
-	{
-		T e[N];
-
-#pragma unroll
-		for (int i = 0; i < N; i++) {
-			A a = acc[i];
-
-			if (OP == PENNY_AVG && fin)
-				a = pn_ar<A>::div(a, n);
-			e[i] = pn_tr<T>::from(a);
-		}
-		memcpy(raw, e, BYTES);
-	}
-};
+#include "../common/pn_reduce.cuh"
 
 /* ---- waits ---- */
 
@@ -962,6 +858,30 @@ PN_DEV void pn_xn_fail(const struct pn_xn_args &a, uint32_t bit, int node)
 	e[1] = (uint32_t)node;
 }
 
+/*
+ * A waiting thread's check every 256 spins: false, with the error word set,
+ * when the proxy gave up (its abort word) or the wait passed the timeout.
+ */
+PN_DEV bool pn_xn_alive(const struct pn_xn_args &a, uint32_t &spins, uint64_t &t0, int node)
+{
+	if (++spins < 256)
+		return true;
+	spins = 0;
+	if (pn_ld_volatile_u64((const uint64_t *)a.ctl)) {
+		pn_xn_fail(a, PN_ERR_XNODE, node);
+		return false;
+	}
+	uint64_t now = pn_clock_ns();
+
+	if (!t0) {
+		t0 = now;
+	} else if (now - t0 > a.timeout_ns) {
+		pn_xn_fail(a, PN_ERR_TIMEOUT, node);
+		return false;
+	}
+	return true;
+}
+
 /* Wait until *w >= v (thread 0 of a block); false when the call is dead. */
 PN_DEV bool pn_xn_wait(const struct pn_xn_args &a, const uint64_t *w, uint64_t v, int node)
 {
@@ -970,32 +890,11 @@ PN_DEV bool pn_xn_wait(const struct pn_xn_args &a, const uint64_t *w, uint64_t v
 
 	while (pn_ld_acquire_u64(w) < v) {
 		pn_pause();
-		if (++spins < 256)
-			continue;
-		spins = 0;
-		if (pn_ld_volatile_u64((const uint64_t *)a.ctl)) {
-			pn_xn_fail(a, PN_ERR_XNODE, node);
+		if (!pn_xn_alive(a, spins, t0, node))
 			return false;
-		}
-		uint64_t now = pn_clock_ns();
-
-		if (!t0) {
-			t0 = now;
-		} else if (now - t0 > a.timeout_ns) {
-			pn_xn_fail(a, PN_ERR_TIMEOUT, node);
-			return false;
-		}
 	}
 	return true;
 }
-
-/* An element as raw bits of its size: one load or store of that width
- * (host-mapped memory gets no byte-wise read-modify-write of a shared word). */
-template <int B> struct pn_xraw;
-template <> struct pn_xraw<1> { typedef uint8_t U; };
-template <> struct pn_xraw<2> { typedef uint16_t U; };
-template <> struct pn_xraw<4> { typedef uint32_t U; };
-template <> struct pn_xraw<8> { typedef uint64_t U; };
 
 /* The last len % 16 bytes of a chunk, one element per thread: copy into the
  * outbox (dst non-NULL) or reduce the N sources into dst2. */
@@ -1066,21 +965,8 @@ PN_DEV bool pn_xn_ll_wait(const struct pn_xn_args &a, const char *p, uint32_t f,
 			*out = x;
 			return true;
 		}
-		if (++spins < 256)
-			continue;
-		spins = 0;
-		if (pn_ld_volatile_u64((const uint64_t *)a.ctl)) {
-			pn_xn_fail(a, PN_ERR_XNODE, node);
+		if (!pn_xn_alive(a, spins, t0, node))
 			return false;
-		}
-		uint64_t now = pn_clock_ns();
-
-		if (!t0) {
-			t0 = now;
-		} else if (now - t0 > a.timeout_ns) {
-			pn_xn_fail(a, PN_ERR_TIMEOUT, node);
-			return false;
-		}
 	}
 }
 

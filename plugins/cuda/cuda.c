@@ -1063,18 +1063,35 @@ int pn_cuda_async_error(void *be)
 	ret = pn_gpu_enter(&c->g);
 	if (ret)
 		return 0;
-	if (!s) {
-		if (cu->StreamCreate(&mine, CU_STREAM_NON_BLOCKING))
-			return 0;
-		if (__atomic_compare_exchange_n(&c->poll, &s, mine, 0, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE))
-			s = mine;
-		else
-			cu->StreamDestroy(mine); /* another thread's won */
-	}
-	if (!cu->MemcpyDtoHAsync || cu->MemcpyDtoHAsync(w, pn_cuda_err_word(c), sizeof(w), s) ||
-	    cu->StreamSynchronize(s) || !w[0])
+	/*
+	 * The caller (a framework's watchdog thread) may run while another of
+	 * its threads captures a CUDA graph in global mode: a stream creation
+	 * or a copy to pageable memory from this thread would invalidate that
+	 * capture (PyTorch: "operation failed due to a previous error during
+	 * capture").  This thread's calls run in relaxed capture mode, as
+	 * NCCL's own threads do; without that mode the word is not read.
+	 */
+	if (!cu->ThreadExchangeStreamCaptureMode || !cu->MemcpyDtoHAsync)
 		return 0;
+	{
+		int mode = CU_STREAM_CAPTURE_MODE_RELAXED, bad = 0;
+
+		if (cu->ThreadExchangeStreamCaptureMode(&mode))
+			return 0;
+		if (!s) {
+			bad = cu->StreamCreate(&mine, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS;
+			if (!bad && __atomic_compare_exchange_n(&c->poll, &s, mine, 0, __ATOMIC_ACQ_REL,
+								__ATOMIC_ACQUIRE))
+				s = mine;
+			else if (!bad)
+				cu->StreamDestroy(mine); /* another thread's won */
+		}
+		bad = bad || cu->MemcpyDtoHAsync(w, pn_cuda_err_word(c), sizeof(w), s) ||
+		      cu->StreamSynchronize(s);
+		cu->ThreadExchangeStreamCaptureMode(&mode);
+		if (bad || !w[0])
+			return 0;
+	}
 	ret = word_error(c, w);
 	snprintf(c->async_msg, sizeof(c->async_msg), "%s", pn_plugin_errmsg());
 	__atomic_store_n(&c->async_err, ret, __ATOMIC_RELEASE);

@@ -30,6 +30,12 @@ static int bw(struct penny_bw_v1 *req)
 	return pn_gpu_bw(images.data, req);
 }
 
+static int driver_version(int *version)
+{
+	pn_plugin_clear_error();
+	return pn_gpu_driver_version(version);
+}
+
 static int hostbw(struct penny_hostbw_v1 *req)
 {
 	pn_plugin_clear_error();
@@ -69,6 +75,8 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.time_fn = pn_cuda_time_fn,
 	/* appended for the NCCL interposer */
 	.allreduce_stream = pn_cuda_allreduce_stream,
+	/* appended for penny check's versions row */
+	.driver_version = driver_version,
 	/* appended for the interposer's registration cache and async errors */
 	.reg_buffer = pn_cuda_reg_buffer,
 	.dereg_buffer = pn_cuda_dereg_buffer,

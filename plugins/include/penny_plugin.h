@@ -69,6 +69,9 @@ enum penny_algo {
 				 * buffers (NCCL: windows registered with
 				 * NCCL_WIN_COLL_SYMMETRIC); appended, plugins of older
 				 * headers never list it */
+	/* ---- appended for the nvshmem plugin ---- */
+	PENNY_ALGO_SIMPLE_RING,	/* the whole buffer around the ring twice (reduce, then
+				 * broadcast): 2(n - 1) hops, one message each (latency) */
 	PENNY_NALGOS
 };
 
@@ -263,7 +266,7 @@ struct penny_xnode_v1 {
 /* caps */
 #define PENNY_CAP_GRAPH 1u	/* time() supports graph > 0 */
 #define PENNY_CAP_BW 2u		/* bw() is provided */
-#define PENNY_CAP_MULTINODE 4u	/* allreduce() spans nodes by itself (NCCL); without
+#define PENNY_CAP_MULTINODE 4u	/* allreduce() spans nodes by itself (NCCL, NVSHMEM); without
 				 * it the core runs it hierarchically across nodes */
 
 struct penny_plugin_v1 {
@@ -360,6 +363,12 @@ struct penny_plugin_v1 {
 	int (*allreduce_stream)(void *be, const void *send, void *recv, size_t count, int dtype,
 				int op, int algo, void *stream);
 
+	/* ---- appended for penny check's versions row (read only when size covers it) ---- */
+
+	/* The CUDA driver API version the driver reports (cuDriverGetVersion:
+	 * 12040 for 12.4) into *version; needs no init() and opens no device.
+	 * NULL if not provided; a negative errno (errmsg) without a driver. */
+	int (*driver_version)(int *version);
 	/* ---- appended for the interposer's registration cache and async
 	 * errors (issue 29) ---- */
 

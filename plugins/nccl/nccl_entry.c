@@ -12,6 +12,12 @@ static int init(const struct penny_host_v1 *host, int device, void **be)
 	return pn_nccl_init(pn_image_data, host, device, be);
 }
 
+static int driver_version(int *version)
+{
+	pn_plugin_clear_error();
+	return pn_gpu_driver_version(version);
+}
+
 static int hostbw(struct penny_hostbw_v1 *req)
 {
 	pn_plugin_clear_error();
@@ -43,4 +49,6 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.allgather = pn_nccl_allgather,
 	.hostbw = hostbw,
 	.time2 = pn_nccl_time2,
+	/* appended for penny check's versions row */
+	.driver_version = driver_version,
 };

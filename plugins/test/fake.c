@@ -163,6 +163,23 @@ static void nccl_log(const struct penny_host_v1 *host, int device)
 }
 #endif
 
+#if !defined(FAKE_NOSYM) && !defined(FAKE_OLD_SIZE)
+/* PENNY_FAKE_CUDA_API: the CUDA driver API version this fake reports
+ * (12040 for 12.4); unset, there is no driver. */
+static int fake_driver_version(int *version)
+{
+	const char *e = getenv("PENNY_FAKE_CUDA_API");
+	char *end;
+	long v = e ? strtol(e, &end, 10) : 0;
+
+	*version = 0;
+	if (!e || !*e || *end || v < 1 || v > 1000000)
+		return fail(-ENODEV, "no CUDA driver (PENNY_FAKE_CUDA_API unset)");
+	*version = (int)v;
+	return 0;
+}
+#endif
+
 static int fake_init(const struct penny_host_v1 *host, int device, void **be)
 {
 	struct fake *f;
@@ -644,25 +661,34 @@ static void fake_xnode_close(void *be, void *xn)
 	free(xn);
 }
 
+/* A waiting loop's check: -ECANCELED when the proxy gave up, -ETIMEDOUT
+ * past the timeout (every 64 spins, after a yield), else 0. */
+static int xalive(const struct fake_xn *n, unsigned *spins, double *t0, int peer)
+{
+	const struct penny_xctl *ctl = n->x.outbox;
+
+	if (__atomic_load_n(&ctl->abort, __ATOMIC_ACQUIRE))
+		return fail(-ECANCELED, "xnode: the cross-node proxy gave up");
+	if (++*spins % 64)
+		return 0;
+	sched_yield();
+	if (!*t0)
+		*t0 = now_us();
+	else if ((now_us() - *t0) * 1e3 > (double)n->x.timeout_ns)
+		return fail(-ETIMEDOUT, "xnode: timed out waiting for node %d", peer);
+	return 0;
+}
+
 /* Wait until *w >= v; -ECANCELED when the proxy gave up, -ETIMEDOUT. */
 static int xwait(const struct fake_xn *n, const uint64_t *w, uint64_t v, int peer)
 {
-	const struct penny_xctl *ctl = n->x.outbox;
 	double t0 = 0;
 	unsigned spins = 0;
+	int ret = 0;
 
-	while (__atomic_load_n(w, __ATOMIC_ACQUIRE) < v) {
-		if (__atomic_load_n(&ctl->abort, __ATOMIC_ACQUIRE))
-			return fail(-ECANCELED, "xnode: the cross-node proxy gave up");
-		if (++spins % 64)
-			continue;
-		sched_yield();
-		if (!t0)
-			t0 = now_us();
-		else if ((now_us() - t0) * 1e3 > (double)n->x.timeout_ns)
-			return fail(-ETIMEDOUT, "xnode: timed out waiting for node %d", peer);
-	}
-	return 0;
+	while (!ret && __atomic_load_n(w, __ATOMIC_ACQUIRE) < v)
+		ret = xalive(n, &spins, &t0, peer);
+	return ret;
 }
 
 /*
@@ -690,29 +716,30 @@ static void ll_put(char *dst, const char *src, uint64_t len, uint32_t flag)
 static int ll_get(const struct fake_xn *n, char *dst, const char *src, uint64_t len, uint32_t flag,
 		  int peer)
 {
-	const struct penny_xctl *ctl = n->x.outbox;
 	uint64_t v;
 	double t0 = 0;
+	int ret;
 
 	for (v = 0; v < (len + 15) / 16; v++) {
 		uint32_t l[8], w[4];
 		unsigned spins = 0;
 
 		for (;;) {
-			for (int i = 0; i < 8; i++)
-				l[i] = __atomic_load_n((const uint32_t *)(src + v * 32) + i,
-						       __ATOMIC_ACQUIRE);
+			/* each {data, flag} pair in one 8-byte load, as the kernel reads
+			 * it: word by word, a word read before its flag can be older
+			 * than the flag (a writer such as a NIC lands 8 bytes at once,
+			 * not the whole line) */
+			for (int i = 0; i < 4; i++) {
+				uint64_t pr = __atomic_load_n((const uint64_t *)(src + v * 32) + i,
+							      __ATOMIC_ACQUIRE);
+
+				memcpy(&l[2 * i], &pr, sizeof(pr));
+			}
 			if (l[1] == flag && l[3] == flag && l[5] == flag && l[7] == flag)
 				break;
-			if (__atomic_load_n(&ctl->abort, __ATOMIC_ACQUIRE))
-				return fail(-ECANCELED, "xnode: the cross-node proxy gave up");
-			if (++spins % 64)
-				continue;
-			sched_yield();
-			if (!t0)
-				t0 = now_us();
-			else if ((now_us() - t0) * 1e3 > (double)n->x.timeout_ns)
-				return fail(-ETIMEDOUT, "xnode: timed out waiting for node %d", peer);
+			ret = xalive(n, &spins, &t0, peer);
+			if (ret)
+				return ret;
 		}
 		for (int i = 0; i < 4; i++)
 			w[i] = l[2 * i];
@@ -1006,6 +1033,7 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 #endif
 	/* appended for the NCCL interposer */
 	.allreduce_stream = fake_allreduce_stream,
+	.driver_version = fake_driver_version,
 	/* appended for the interposer's registration cache and async errors */
 	.reg_buffer = fake_reg_buffer,
 	.dereg_buffer = fake_dereg_buffer,

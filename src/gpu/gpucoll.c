@@ -171,6 +171,8 @@ static int xnode_open(struct pn_gpucoll *g)
 	xc.slot_bytes = g->cfg.xnode_chunk ? g->cfg.xnode_chunk : 1u << 20;
 	xc.timeout = g->c->timeout;
 	xc.sockets = g->cfg.xnode_sockets ? g->cfg.xnode_sockets : 4;
+	xc.qps = g->cfg.xnode_qps ? g->cfg.xnode_qps : 1;
+	xc.nic = g->cfg.xnode_nic;
 	ret = agree_geometry(g, &xc);
 	if (ret)
 		return ret;

@@ -49,7 +49,7 @@ struct pn_gpucoll_cfg {
 	void *log_arg;
 	/* Across nodes with a plugin that has xnode_* (gpu/xproxy.h): */
 	int xnode;		/* 0: default (on), -1: off (the host-staged path) */
-	const char *xnode_transport;	/* NULL: auto; "tcp", "shm" */
+	const char *xnode_transport;	/* NULL: auto; "tcp", "shm", "verbs" */
 	uint64_t xnode_chunk;	/* bytes per chunk (0: 1 MiB) */
 	uint32_t xnode_slots;	/* chunks in flight per ring (0: 8) */
 	int xnode_sockets;	/* tcp sockets per peer (0: 4) */
@@ -58,6 +58,9 @@ struct pn_gpucoll_cfg {
 					 * all-gather after); 0: 1 MiB */
 	uint64_t xnode_ll;	/* calls up to this size travel as LL lines (0:
 				 * 2 KiB, PN_XNODE_LL_OFF: never) */
+	/* the proxy over verbs */
+	int xnode_qps;		/* RC QPs per peer (0: 1) */
+	const char *xnode_nic;	/* "dev[:port]" (NULL or "": the rank's rail port) */
 };
 
 #define PN_XNODE_LL_OFF UINT64_MAX

@@ -66,9 +66,23 @@ static int add_dir(char *buf, size_t len, size_t *used, const char *dir)
 	return 1;
 }
 
+/* PENNY_PLUGIN_PATH as the command read it (pn_plugin_set_path); NULL unset */
+static char *plugin_path;
+
+int pn_plugin_set_path(const char *dirs)
+{
+	char *copy = NULL;
+
+	if (dirs && !(copy = strdup(dirs)))
+		return pn_err(-ENOMEM, "out of memory");
+	free(plugin_path);
+	plugin_path = copy;
+	return 0;
+}
+
 int pn_plugin_dirs(char *buf, size_t len)
 {
-	const char *env = getenv("PENNY_PLUGIN_PATH");
+	const char *env = plugin_path;
 	char exe[PN_PLUGIN_PATH_MAX];
 	size_t used = 0;
 	int n = 0;
@@ -129,7 +143,7 @@ static int open_table(struct pn_plugin *p)
 int pn_plugin_load(const char *name, struct pn_plugin **out)
 {
 	char dirs[8192], file[64];
-	const char *env = getenv("PENNY_PLUGIN_PATH");
+	const char *env = plugin_path;
 	struct pn_plugin *p;
 	char *save = NULL, *d;
 	int ret;

@@ -2,7 +2,9 @@
 /*
  * The core's plugin loader.  A plugin NAME is the file penny-NAME.so,
  * searched in order in
- *   1. PENNY_PLUGIN_PATH (directories separated by ':'),
+ *   1. PENNY_PLUGIN_PATH (directories separated by ':'), as the command
+ *      read it and set it (pn_plugin_set_path; the loader reads no
+ *      environment),
  *   2. the install directory (PENNY_PLUGINDIR, set by the Makefile: make
  *      install builds the installed binary for PLUGINDIR as given then),
  *   3. the binary's directory/../lib/penny,
@@ -42,6 +44,13 @@ struct pn_plugin {
 /* Returns 0, -ENOENT (not found) or -ENOEXEC (found, unusable), with a message. */
 int pn_plugin_load(const char *name, struct pn_plugin **out);
 void pn_plugin_unload(struct pn_plugin *p);
+
+/*
+ * The directories of PENNY_PLUGIN_PATH (':'-separated; NULL: unset), searched
+ * first from now on, for the whole process like the sysfs root: the command
+ * reads the variable once and sets it here.  0, or -ENOMEM.
+ */
+int pn_plugin_set_path(const char *dirs);
 
 /* The search directories, ':'-separated, "PENNY_PLUGIN_PATH (unset)" style
  * wording left out; returns the number of directories. */

@@ -2,6 +2,7 @@
 /* The cross-node proxy of the GPU path (xproxy.h). */
 #define _GNU_SOURCE
 #include "gpu/xproxy.h"
+#include "gpu/xproxy_verbs.h"
 
 #include "base/log.h"
 #include "base/util.h"
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -75,6 +77,7 @@ struct pn_xproxy {
 	struct pn_xproxy_cfg cfg;
 	int *ranks;
 	int shm;
+	struct pn_xverbs *xv;	/* verbs: its half (xproxy_verbs.h), driven by the sending thread */
 	char *out, *in;
 	size_t out_bytes, in_bytes;
 	char in_name[96];	/* shm: my inbox's name until unlinked */
@@ -121,9 +124,12 @@ int pn_xproxy_check_cfg(const struct pn_xproxy_cfg *cfg)
 		return pn_err(-EINVAL, "cross-node proxy: %d sockets per peer (1..%d)", cfg->sockets,
 			      XSOCK_MAX);
 	if (cfg->transport && strcmp(cfg->transport, "tcp") && strcmp(cfg->transport, "shm") &&
-	    strcmp(cfg->transport, "auto"))
-		return pn_err(-EINVAL, "cross-node proxy: unknown transport '%s' (tcp, shm or auto)",
-			      cfg->transport);
+	    strcmp(cfg->transport, "verbs") && strcmp(cfg->transport, "auto"))
+		return pn_err(-EINVAL, "cross-node proxy: unknown transport '%s' (tcp, shm, verbs or "
+				       "auto)", cfg->transport);
+	if (cfg->qps < 1 || cfg->qps > PN_XVERBS_MAX_QPS)
+		return pn_err(-EINVAL, "cross-node proxy: %d QPs per peer (1..%d)", cfg->qps,
+			      PN_XVERBS_MAX_QPS);
 	return 0;
 }
 
@@ -153,7 +159,7 @@ static char *in_data(const struct pn_xproxy *p, char *box, int q, uint64_t k)
 /* Chunk k of a ring may land once the kernel has read chunk k - slots. */
 static int slot_free(const struct pn_xproxy *p, struct penny_xin_slot *s, uint64_t k)
 {
-	return k < p->cfg.slots || ld_acq(&s->done) >= k + 1 - p->cfg.slots;
+	return pn_xbox_may_land(ld_acq(&s->done), k, p->cfg.slots);
 }
 
 /* The thread gives up: the kernels' waits end, the caller hears why. */
@@ -223,12 +229,12 @@ static int shm_send(struct pn_xproxy *p, struct xpeer *x, uint64_t t, uint64_t l
 	return 1;
 }
 
-/* tcp: n bytes (or an error) from socket j of peer x, into dst or the read-ahead. */
-static ssize_t tcp_read(struct pn_xproxy *p, struct xlane *l, char *dst, size_t want, int ahead)
+/* tcp: up to want bytes (or an error) from a lane: its read-ahead first; with
+ * ahead, an empty read-ahead is refilled by one recv. */
+static ssize_t tcp_read(struct xlane *l, char *dst, size_t want, int ahead)
 {
 	ssize_t n;
 
-	(void)p;
 	if (l->rb_head < l->rb_tail) {
 		size_t have = l->rb_tail - l->rb_head;
 
@@ -244,7 +250,7 @@ static ssize_t tcp_read(struct pn_xproxy *p, struct xlane *l, char *dst, size_t 
 		return n;
 	l->rb_head = 0;
 	l->rb_tail = (size_t)n;
-	return tcp_read(p, l, dst, want, 0);
+	return tcp_read(l, dst, want, 0);
 }
 
 /* tcp: read from socket j of peer x into my inbox; 1 when something moved, <0 failed. */
@@ -256,13 +262,13 @@ static int tcp_recv(struct pn_xproxy *p, struct xpeer *x, int j)
 
 	if (l->rgot < sizeof(l->rw)) {
 		/* a new chunk: its header and (a small chunk) its data in one recv */
-		n = tcp_read(p, l, (char *)&l->rw + l->rgot, sizeof(l->rw) - l->rgot, 1);
+		n = tcp_read(l, (char *)&l->rw + l->rgot, sizeof(l->rw) - l->rgot, 1);
 	} else {
 		size_t left = l->rw.len - (l->rgot - sizeof(l->rw));
 
 		if (!slot_free(p, s, l->rchunk))
 			return 0;
-		n = tcp_read(p, l, in_data(p, p->in, x->q, l->rchunk) + (l->rgot - sizeof(l->rw)),
+		n = tcp_read(l, in_data(p, p->in, x->q, l->rchunk) + (l->rgot - sizeof(l->rw)),
 			     left, 0);
 	}
 	if (n == 0)
@@ -301,6 +307,19 @@ static int peers_alive(struct pn_xproxy *p)
 			return thread_fail(p, -EPIPE, "cross-node proxy: rank %d (pid %d on this host) "
 						      "is gone (it failed or was killed)",
 					   p->peers[q].rank, p->peers[q].pid);
+	/* verbs: nothing travels on the peers' sockets, so one that ends is a peer gone */
+	for (q = 0; p->xv && q < p->cfg.nnodes; q++) {
+		struct pollfd pfd = { .fd = p->peers[q].lane[0].fd, .events = POLLIN };
+		char b;
+
+		if (q == p->cfg.me || poll(&pfd, 1, 0) <= 0)
+			continue;
+		if (recv(pfd.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0 ||
+		    (pfd.revents & (POLLERR | POLLHUP)))
+			return thread_fail(p, -EPIPE, "cross-node proxy: rank %d closed its connection "
+						      "(the rank failed or was killed)",
+					   p->peers[q].rank);
+	}
 	return 0;
 }
 
@@ -320,26 +339,33 @@ static int pump_send(struct pn_xproxy *p, struct xrole *x)
 					   (unsigned long long)p->cfg.slot_bytes);
 		x->pending = o->mask & all;
 		/* over tcp, chunk k of a peer is ticket k: every ticket goes to every peer */
-		if (!p->shm && x->pending != all)
+		if (!p->shm && !p->xv && x->pending != all)
 			return thread_fail(p, -EPROTO, "cross-node proxy: a chunk for some nodes only "
-						       "(mask %llx) needs the shm transport",
+						       "(mask %llx) needs the shm or verbs transport",
 					   (unsigned long long)o->mask);
 		x->sending = 1;
+		if (p->xv)
+			pn_xverbs_begin(p->xv, x->ticket);
 	}
 	for (q = 0; x->sending && q < p->cfg.nnodes; q++) {
 		if (!(x->pending >> q & 1))
 			continue;
 		r = p->shm ? shm_send(p, &p->peers[q], x->ticket, o->len)
+		    : p->xv ? pn_xverbs_put(p->xv, q, x->ticket, o->len)
 			   : tcp_send(p, &p->peers[q], x->lane, x->ticket, o->len);
 		if (r < 0)
-			return r;
+			return p->xv ? thread_fail(p, r, "%s", pn_errmsg(r)) : r;
 		if (r) {
 			x->pending &= ~(1ull << q);
 			moved = 1;
 		}
 	}
 	if (x->sending && !x->pending) {
-		st_rel(&o->sent, x->ticket + 1);
+		/* verbs: sent rises when the writes complete (pn_xverbs_progress) */
+		if (p->xv)
+			pn_xverbs_seal(p->xv, x->ticket);
+		else
+			st_rel(&o->sent, x->ticket + 1);
 		x->ticket += (uint64_t)p->nsock;
 		x->sending = 0;
 		moved = 1;
@@ -375,7 +401,7 @@ static int busy(const struct pn_xproxy *p, const struct xrole *x)
 	int q;
 
 	if (!x->recv)
-		return x->sending;
+		return x->sending || (p->xv && pn_xverbs_waiting_on(p->xv) >= 0);
 	for (q = 0; q < p->cfg.nnodes; q++)
 		if (q != p->cfg.me && p->peers[q].lane[x->lane].rgot)
 			return 1;
@@ -393,6 +419,12 @@ static void *thread_main(void *arg)
 	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
 		int r = x->recv ? pump_recv(p, x) : pump_send(p, x);
 		double now;
+
+		if (r >= 0 && p->xv) {
+			int c = pn_xverbs_progress(p->xv);
+
+			r = c < 0 ? thread_fail(p, c, "%s", pn_errmsg(c)) : r | c;
+		}
 
 		if (__atomic_load_n(&p->failed, __ATOMIC_ACQUIRE))
 			break;
@@ -418,9 +450,17 @@ static void *thread_main(void *arg)
 				break;
 		}
 		if (busy(p, x) && now - last > p->cfg.timeout) {
-			thread_fail(p, -ETIMEDOUT, "cross-node proxy: no progress for %.0f s (a peer "
-						   "stopped reading or writing)",
-				    p->cfg.timeout);
+			int w = p->xv ? pn_xverbs_waiting_on(p->xv) : -1;
+
+			if (w >= 0)
+				thread_fail(p, -ETIMEDOUT, "cross-node proxy: no progress for %.0f s over "
+							   "verbs (rank %d has not freed its inbox "
+							   "slots or acknowledged writes)",
+					    p->cfg.timeout, w);
+			else
+				thread_fail(p, -ETIMEDOUT, "cross-node proxy: no progress for %.0f s (a "
+							   "peer stopped reading or writing)",
+					    p->cfg.timeout);
 			break;
 		}
 		if (now - last > 0.05) {
@@ -569,7 +609,7 @@ static int setup_tcp(struct pn_xproxy *p, struct pn_comm *c)
 int pn_xproxy_open(struct pn_xproxy **out, struct pn_comm *c, const struct pn_xproxy_cfg *cfg)
 {
 	struct pn_xproxy *p;
-	int q, ret, same;
+	int q, ret, same, verbs;
 
 	*out = NULL;
 	ret = pn_xproxy_check_cfg(cfg);
@@ -597,15 +637,23 @@ int pn_xproxy_open(struct pn_xproxy **out, struct pn_comm *c, const struct pn_xp
 		if (!strcmp(pn_boot_host(c->boot, cfg->ranks[q]), pn_boot_host(c->boot, c->rank)))
 			p->peers[q].pid = pn_boot_pid(c->boot, cfg->ranks[q]);
 	}
-	/* every member decides alike: "auto" looks at every member's host */
+	/* every member decides alike: "auto" looks at every member's host and
+	 * RDMA port (what the ranks published at init) */
 	same = all_here(c, cfg);
 	if (cfg->transport && !strcmp(cfg->transport, "shm") && !same) {
 		pn_xproxy_close(p);
 		return pn_err(-EINVAL, "cross-node proxy: shm needs every node on this host "
 				       "(emulated nodes); rank %d's peers are elsewhere", c->rank);
 	}
-	p->shm = cfg->transport && !strcmp(cfg->transport, "tcp") ? 0 : same;
-	p->nsock = p->shm ? 1 : cfg->sockets;
+	if (cfg->transport && (!strcmp(cfg->transport, "tcp") || !strcmp(cfg->transport, "verbs")))
+		p->shm = 0;
+	else
+		p->shm = same;
+	verbs = cfg->transport && !strcmp(cfg->transport, "verbs") ? 1
+		: cfg->transport && strcmp(cfg->transport, "auto") ? 0
+		: !same && pn_xverbs_possible(c, cfg->ranks, cfg->nnodes);
+	/* verbs: one socket per peer, only to hear that a peer is gone */
+	p->nsock = p->shm || verbs ? 1 : cfg->sockets;
 	p->out_bytes = penny_xbox_out_bytes(cfg->slots, cfg->slot_bytes);
 	p->in_bytes = penny_xbox_in_bytes(cfg->nnodes, cfg->slots, cfg->slot_bytes);
 	ret = map_anon(p->out_bytes, &p->out);
@@ -619,6 +667,18 @@ int pn_xproxy_open(struct pn_xproxy **out, struct pn_comm *c, const struct pn_xp
 
 		ret = r ? r : ret;
 	}
+	if (verbs) {
+		struct pn_xverbs_cfg vc = {
+			.nnodes = cfg->nnodes, .me = cfg->me, .ranks = cfg->ranks,
+			.slots = cfg->slots, .slot_bytes = cfg->slot_bytes, .timeout = cfg->timeout,
+			.qps = cfg->qps, .nic = cfg->nic, .out = ret ? NULL : p->out, .in = p->in,
+			.out_bytes = p->out_bytes, .in_bytes = p->in_bytes,
+		};
+		/* collective too: every rank takes part (without boxes after a failure) */
+		int r = pn_xverbs_open(&p->xv, c, &vc);
+
+		ret = r ? r : ret;
+	}
 	/* the proxies and the ranks' threads of this host share its cores */
 	{
 		const char *me = pn_boot_host(c->boot, c->rank);
@@ -628,7 +688,7 @@ int pn_xproxy_open(struct pn_xproxy **out, struct pn_comm *c, const struct pn_xp
 			here += !strcmp(pn_boot_host(c->boot, (int)r), me);
 		p->oversubscribed = 2 * here > sysconf(_SC_NPROCESSORS_ONLN);
 	}
-	for (q = 0; !ret && q < (p->shm ? 1 : 2 * p->nsock); q++) {
+	for (q = 0; !ret && q < (p->shm || p->xv ? 1 : 2 * p->nsock); q++) {
 		p->roles[q].p = p;
 		p->roles[q].recv = q >= p->nsock;
 		p->roles[q].lane = q % p->nsock;
@@ -643,9 +703,9 @@ int pn_xproxy_open(struct pn_xproxy **out, struct pn_comm *c, const struct pn_xp
 		pn_xproxy_close(p);
 		return ret;
 	}
-	PN_DBG(PN_LOG_PLUGIN, "cross-node proxy of rank %d: %s, %d nodes, %u slots of %llu bytes",
-	       c->rank, p->shm ? "shm" : "tcp", cfg->nnodes, cfg->slots,
-	       (unsigned long long)cfg->slot_bytes);
+	PN_DBG(PN_LOG_PLUGIN, "cross-node proxy of rank %d: %s%s%s, %d nodes, %u slots of %llu bytes",
+	       c->rank, pn_xproxy_transport(p), p->xv ? " on " : "", pn_xverbs_nic(p->xv),
+	       cfg->nnodes, cfg->slots, (unsigned long long)cfg->slot_bytes);
 	*out = p;
 	return 0;
 }
@@ -659,6 +719,8 @@ void pn_xproxy_close(struct pn_xproxy *p)
 	__atomic_store_n(&p->stop, 1, __ATOMIC_RELEASE);
 	for (q = 0; q < p->started; q++)
 		pthread_join(p->thread[q], NULL);
+	/* its registrations of the boxes go before the boxes */
+	pn_xverbs_close(p->xv);
 	for (q = 0; p->peers && q < p->cfg.nnodes; q++) {
 		for (int j = 0; j < XSOCK_MAX; j++) {
 			if (p->peers[q].lane[j].fd >= 0)
@@ -691,7 +753,7 @@ void *pn_xproxy_inbox(const struct pn_xproxy *p)
 
 const char *pn_xproxy_transport(const struct pn_xproxy *p)
 {
-	return p->shm ? "shm" : "tcp";
+	return p->shm ? "shm" : p->xv ? "verbs" : "tcp";
 }
 
 int pn_xproxy_error(struct pn_xproxy *p)

@@ -18,6 +18,11 @@
  *        memory, and the sender's proxy copies a chunk into the peer's
  *        inbox slot and raises its ready word, as an RDMA write with
  *        immediate would (no TCP stack: the algorithm alone is measured).
+ *   verbs RC QPs per peer over RDMA (gpu/xproxy_verbs.h): the boxes are host
+ *        memory registered once; a chunk is RDMA-written into the peer's
+ *        inbox slot and its ready word written after it on the same QP; one
+ *        sending thread, no receiving one (the peer's NIC lands the data).
+ *        A socket per peer only tells that a peer is gone.
  * The proxy threads own their sockets and mappings (a socket's sending and
  * receiving halves belong to two threads); the rank's main thread only
  * reads their error.  It touches no engine state and never calls the
@@ -38,13 +43,18 @@ struct pn_xproxy_cfg {
 	int nnodes;		/* members of the inter group (one per node) */
 	int me;			/* my place in it */
 	const int *ranks;	/* [nnodes]: the global rank of each member */
-	const char *transport;	/* "tcp", "shm"; NULL or "auto": shm when every member
-				 * is on this host, else tcp */
+	const char *transport;	/* "tcp", "shm", "verbs"; NULL or "auto": shm when every
+				 * member is on this host, else verbs when every member
+				 * published an ACTIVE RDMA port, else tcp */
 	uint32_t slots;		/* per ring */
 	uint64_t slot_bytes;	/* a multiple of 16 */
 	double timeout;		/* seconds a stalled transfer may wait */
 	int sockets;		/* tcp: sockets per peer, each with a sending and a
 				 * receiving thread (1..8; chunk k on socket k % sockets) */
+	int qps;		/* verbs: RC QPs per peer (1..8; chunk k on QP k % qps) */
+	const char *nic;	/* verbs: "dev[:port]"; NULL: the rank's rail port as the
+				 * engine's verbs transport picks it (PENNY_IB_HCA or the
+				 * ACTIVE ports, local rank modulo their count) */
 };
 
 /*

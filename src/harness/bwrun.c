@@ -92,6 +92,24 @@ int pn_bwrun_threshold(const struct pn_bw_cfg *c, double link, double min_gbps,
 	return 1;
 }
 
+void pn_bwrun_link_verdict(const struct pn_bw_cfg *c, double link, double min_gbps,
+			   const char *expect, const char *name, double gbps,
+			   struct pn_bw_tally *t, struct pn_bw_link_verdict *v)
+{
+	int ret;
+
+	memset(v, 0, sizeof(*v));
+	if (!t->slowest_name[0] || gbps < t->slowest) {
+		t->slowest = gbps;
+		snprintf(t->slowest_name, sizeof(t->slowest_name), "%s", name);
+	}
+	ret = pn_bwrun_threshold(c, link, min_gbps, expect, &v->want, v->why, sizeof(v->why));
+	v->gated = ret < 0 ? -1 : ret;
+	v->passed = ret > 0 && pn_bw_meets(gbps, v->want);
+	if (v->gated && !v->passed)
+		t->failed_links++;
+}
+
 /* The devices to use: -d list, else every device with an ACTIVE port. */
 static int pick_devices(struct pn_bwrun *b, const char *list)
 {

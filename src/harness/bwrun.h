@@ -117,6 +117,32 @@ int pn_bwrun_mem_local(int nlocal, const struct pn_bw_cfg *cfg);
 int pn_bwrun_threshold(const struct pn_bw_cfg *c, double link, double min_gbps,
 		       const char *expect, double *want, char *why, size_t len);
 
+/* A run's links so far: how many failed their gate, and the slowest. */
+struct pn_bw_tally {
+	int failed_links;
+	double slowest;			/* Gb/s, of slowest_name */
+	char slowest_name[96];		/* "" before the first link */
+};
+
+/* One link's verdict (pn_bwrun_link_verdict), for the command to show. */
+struct pn_bw_link_verdict {
+	int gated;		/* 1: checked against want; 0: no gate; -1: the
+				 * link rate is unknown, --expect cannot be checked
+				 * (a failure) */
+	int passed;		/* gated 1: got >= want */
+	double want;		/* gated 1: the threshold, Gb/s */
+	char why[160];		/* gated 1: where want comes from */
+};
+
+/*
+ * The link name measured gbps Gb/s at its largest size, against the gate
+ * of pn_bwrun_threshold (link: its rate in Gb/s, 0 unknown): fills v and
+ * counts it in t (a failed gate, the slowest link).
+ */
+void pn_bwrun_link_verdict(const struct pn_bw_cfg *c, double link, double min_gbps,
+			   const char *expect, const char *name, double gbps,
+			   struct pn_bw_tally *t, struct pn_bw_link_verdict *v);
+
 /* Server: listen on port, take the first client of this version, run. */
 int pn_bwrun_server(struct pn_bwrun *r, const char *devspec, int port);
 /* Client: connect to host:port, run (the initiator). */

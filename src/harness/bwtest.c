@@ -610,3 +610,8 @@ out:
 	free(buf);
 	return ret;
 }
+
+int pn_bw_meets(double got, double want)
+{
+	return got >= want;
+}

@@ -102,4 +102,8 @@ double pn_bw_peak(const double *t, size_t n, size_t w, double bytes_each);
 /* Sum of the two directions of a bidirectional row. */
 void pn_bw_row_add(struct pn_bw_row *sum, const struct pn_bw_row *other);
 
+/* The rule of every bandwidth gate (bw's and check's nic-bw): a rate of
+ * got Gb/s meets a threshold of want when got >= want. */
+int pn_bw_meets(double got, double want);
+
 #endif

@@ -30,6 +30,7 @@ struct pn_verdict_in;
 struct pn_counters_set;
 struct pn_check_cfg;
 struct pn_check_baseline;
+struct pn_xnode_env;
 
 /* In the order they run; the names are the ones --only and --skip take. */
 enum pn_check_id {
@@ -74,6 +75,7 @@ struct pn_check {
 	const char *tune_file;		/* PENNY_TUNE_FILE: the allreduce's tuning table */
 	const char *ib_hca;		/* PENNY_IB_HCA: the engine's verbs ports */
 	int ib_disable;			/* PENNY_IB_DISABLE: no verbs in the engine */
+	const struct pn_xnode_env *xnode; /* PENNY_XNODE_*: the GPU path across nodes */
 
 	/* filled by the driver before the checks run */
 	char node[64];			/* this node's name: node_id, the tree's host, hostname */

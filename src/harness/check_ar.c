@@ -63,6 +63,7 @@ struct ar_req {
 	const char *tune_file;	/* the check's knobs (check.h) */
 	const char *ib_hca;
 	int ib_disable;
+	const struct pn_xnode_env *xnode;
 };
 
 /* The sweep's rows into the measurement (rank 0 keeps them). */
@@ -98,7 +99,8 @@ static int ar_sweep(struct pn_boot *b, const struct ar_req *rq, struct ar_meas *
 	if (!ret && !strcmp(rq->backend, "host")) {
 		ret = pn_arjob_add_host(&job, &algo, 1, rq->sizes[rq->nsizes - 1]);
 	} else if (!ret) {
-		struct pn_sweep_gpu_cfg gc = { .name = rq->backend, .algos = "auto", .ndev = -1 };
+		struct pn_sweep_gpu_cfg gc = { .name = rq->backend, .algos = "auto", .ndev = -1,
+					       .xnode = rq->xnode };
 
 		ret = pn_arjob_add_gpu(&job, &gc);
 	}
@@ -196,6 +198,7 @@ static void ar_sizes(const struct pn_check *c, struct ar_req *rq)
 	rq->tune_file = c->tune_file;
 	rq->ib_hca = c->ib_hca;
 	rq->ib_disable = c->ib_disable;
+	rq->xnode = c->xnode;
 }
 
 /* The first plugin of the list that loads (no device is opened here). */

@@ -79,4 +79,13 @@ int pn_check_ar_probe(const char *backend, int nranks, uint64_t bytes, double ti
 struct pn_check;
 int pn_ncclpath_capture(struct pn_check *c, char **buf, size_t *len, char *why, size_t wlen);
 
+/*
+ * The CUDA driver API version (12040 for 12.4) the first GPU plugin of
+ * list ("cuda,nccl") that reports one gives (its driver_version: the
+ * driver's cuDriverGetVersion), asked in a child as every GPU call is
+ * (check_ncclrun.c).  0 with *version; 1 when none could (why says why);
+ * a negative errno only for what should stop the run.
+ */
+int pn_check_cuda_api(const char *list, double timeout, int *version, char *why, size_t wlen);
+
 #endif

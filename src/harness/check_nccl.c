@@ -7,7 +7,9 @@
  *   NET/Socket while an RDMA port of the node is ACTIVE;
  *   NET without GDRDMA where the rank's GPU and the NIC share a PCIe
  *   switch (PIX or PXB);
- *   SHM between two GPUs of the node that NVLink connects.
+ *   SHM between two GPUs of the node that NVLink connects;
+ *   NET over a NIC that is not the rank's GPU's rail (pn_topo_rail: the
+ *   NICs nearest it), unless settings.nccl-rail = allow.
  * A rank's GPU is what the log's brackets hold: a CUDA device index (NCCL
  * 2.19 on; taken in PCI order, CUDA's order for GPUs of one kind unless
  * CUDA_VISIBLE_DEVICES reorders them) or an older NCCL's bus id.
@@ -82,6 +84,43 @@ static int rdma_up(const struct pn_topo *t, char *buf, size_t len)
 	return 0;
 }
 
+/* A NET connection of GPU g over NIC k (device indices): the GPU's rail
+ * (the NICs nearest it) or a FAIL naming the rail NIC to pin. */
+static int judge_rail(struct pn_check *c, struct pn_verdict_in *in, char *det, int g, int k,
+		      int rank)
+{
+	const struct pn_topo *t = c->topo;
+	char exp[PN_VERDICT_VAL], src[PN_VERDICT_SOURCE], cls[16];
+	int *nics = calloc((size_t)t->nnics + 1, sizeof(*nics)), n, i, best, port = 1;
+
+	if (!nics)
+		return pn_err(-ENOMEM, "out of memory");
+	n = pn_topo_rail(t, g, nics, &best);
+	for (i = 0; i < n && nics[i] != k; i++)
+		;
+	if (!n || i < n) {
+		free(nics);
+		if (n)
+			snprintf(det + strlen(det), PN_VERDICT_DETAIL - strlen(det), ", %s's rail",
+				 t->devs[g].name);
+		return pn_check_add(c, in);
+	}
+	if (t->devs[nics[0]].nic.nports)
+		port = t->devs[nics[0]].nic.ports[0].port;
+	pn_path_name(best, 0, cls, sizeof(cls));
+	snprintf(exp, sizeof(exp), "%s:%d", t->devs[nics[0]].nic.name, port);
+	snprintf(det, PN_VERDICT_DETAIL, "rank %d's %s uses %s, not its rail NIC %s (%s): pin "
+		 "it with NCCL_IB_HCA==%s per rank, or see the rank-to-GPU mapping "
+		 "(CUDA_VISIBLE_DEVICES)", rank, t->devs[g].name, t->devs[k].nic.name, exp, cls,
+		 exp);
+	free(nics);
+	in->expected = PN_VTEXT(exp);
+	in->verdict = pn_settings_allowed(c, "settings.nccl-rail", det, PN_VERDICT_DETAIL, src,
+					  sizeof(src));
+	in->source = src;
+	return pn_check_add(c, in);
+}
+
 static int judge(struct pn_check *c, const struct pn_nccl_path *p, const char *up)
 {
 	const struct pn_topo *t = c->topo;
@@ -91,7 +130,7 @@ static int judge(struct pn_check *c, const struct pn_nccl_path *p, const char *u
 				    .detail = det };
 	int local = !strcmp(p->dir, "receive") ? p->to : p->from;
 	const char *ldev = !strcmp(p->dir, "receive") ? p->to_dev : p->from_dev;
-	int g = gpu_of(t, ldev), k, pc, nv = 0;
+	int g = gpu_of(t, ldev), k = -1, pc, nv = 0;
 
 	snprintf(target, sizeof(target), "ch%02d/%d %d->%d%s%s", p->channel, p->conn, p->from,
 		 p->to, p->dir[0] ? " " : "", p->dir);
@@ -125,6 +164,9 @@ static int judge(struct pn_check *c, const struct pn_nccl_path *p, const char *u
 	}
 	if (in.verdict == PN_PASS && p->transport == PN_NT_NET)
 		snprintf(det, sizeof(det), "NIC %s", p->nic_name[0] ? p->nic_name : "unknown");
+	if (in.verdict == PN_PASS && p->transport == PN_NT_NET && g >= 0 &&
+	    (k = nic_of(t, p->nic_name)) >= 0)
+		return judge_rail(c, &in, det, g, k, local);
 	return pn_check_add(c, &in);
 }
 
@@ -140,7 +182,7 @@ int pn_check_ncclpath(struct pn_check *c)
 	char *buf, up[80] = "", det[PN_VERDICT_DETAIL];
 	const char *other = NULL;
 	size_t len;
-	int i, mine = 0, single = 1, ret;
+	int i, mine = 0, single = 1, cuda_api = 0, ret;
 
 	const char *name = c->nccl_log ? c->nccl_log : "the logged allreduce";
 
@@ -158,7 +200,11 @@ int pn_check_ncclpath(struct pn_check *c)
 	ret = pn_nccl_log_parse(&l, buf, len);
 	free(buf);
 	if (!ret)
-		ret = pn_settings_versions_row(c, CHECK, l.version, 0);
+		ret = pn_check_cuda_api(c->backends, c->timeout, &cuda_api, det, sizeof(det));
+	if (ret > 0)
+		ret = 0;	/* unknown (no plugin, no driver): NCCL's "+cuda" is judged alone */
+	if (!ret)
+		ret = pn_settings_versions_row(c, CHECK, l.version, cuda_api);
 	if (ret)
 		goto out;
 	for (i = 0; i < l.npaths; i++) {

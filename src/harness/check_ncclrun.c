@@ -17,6 +17,7 @@
 #include "node/topo.h"
 
 #include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,4 +157,54 @@ int pn_ncclpath_capture(struct pn_check *c, char **buf, size_t *len, char *why, 
 		*len = 0;
 	}
 	return ret;
+}
+
+/* In the child: the plugin named by arg's driver version into out. */
+static int cuda_api_of(void *arg, void *out)
+{
+	struct pn_plugin *p;
+	int ret = pn_plugin_load(arg, &p);
+
+	if (ret)
+		return ret;
+	if (!pn_plugin_covers(p, offsetof(struct penny_plugin_v1, driver_version)) ||
+	    !p->ops->driver_version) {
+		ret = pn_err(-EOPNOTSUPP, "plugin %s reports no CUDA driver version (too old)",
+			     (const char *)arg);
+	} else {
+		ret = p->ops->driver_version(out);
+		if (ret)
+			ret = pn_plugin_err(p, ret < 0 ? ret : -EIO, "driver_version");
+		else if (*(int *)out < 1000)
+			ret = pn_err(-EINVAL, "plugin %s: CUDA driver version %d is not one",
+				     (const char *)arg, *(int *)out);
+	}
+	pn_plugin_unload(p);
+	return ret;
+}
+
+int pn_check_cuda_api(const char *list, double timeout, int *version, char *why, size_t wlen)
+{
+	char copy[256], *tok, *save = NULL;
+	size_t n;
+
+	*version = 0;
+	why[0] = 0;
+	snprintf(copy, sizeof(copy), "%s", list && *list ? list : "cuda,nccl");
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int v = 0, ret = pn_checkgpu_child(cuda_api_of, tok, &v, sizeof(v), timeout,
+						   "the CUDA driver's version");
+
+		if (!ret) {
+			*version = v;
+			return 0;
+		}
+		if (ret == -ENOMEM)
+			return ret;
+		n = strlen(why);
+		snprintf(why + n, wlen - n, "%s%s", n ? "; " : "", pn_errmsg(ret));
+	}
+	if (!why[0])
+		snprintf(why, wlen, "no GPU plugin");
+	return 1;
 }

@@ -445,7 +445,7 @@ static void nb_result(struct pn_check *c, const struct nbjob *j, const char *how
 		return;
 	}
 	v.expected = PN_VNUM(want);
-	v.verdict = got >= want ? PN_PASS : PN_FAIL;
+	v.verdict = pn_bw_meets(got, want) ? PN_PASS : PN_FAIL;
 	if (v.verdict == PN_FAIL)
 		snprintf(detail, sizeof(detail), "%.1f Gb/s is below %.1f Gb/s (%s); %s; %s", got,
 			 want, src, how, j->mem);

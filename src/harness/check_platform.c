@@ -93,7 +93,9 @@ int pn_settings_versions(const char *driver, const char *nccl, int cuda_api, cha
 	const char *cu = nccl ? strstr(nccl, "+cuda") : NULL, *min;
 	int dmaj, dmin, cmaj = 0, cmin = 0;
 
-	if (!driver || !driver[0] || pn_settings_version(driver, &dmaj, &dmin)) {
+	if (!driver || !driver[0] || pn_settings_version(driver, &dmaj, &dmin))
+		driver = NULL;
+	if (!driver && cuda_api <= 0) {
 		snprintf(why, len, "the NVIDIA driver's version is unknown");
 		return -ENOENT;
 	}
@@ -111,8 +113,16 @@ int pn_settings_versions(const char *driver, const char *nccl, int cuda_api, cha
 		return 0;
 	}
 	if (!cu) {
-		snprintf(why, len, "driver %s gives CUDA %d.%d (NCCL's CUDA unknown)", driver,
-			 cuda_api / 1000, cuda_api % 1000 / 10);
+		snprintf(why, len, "driver %s gives CUDA %d.%d (NCCL's CUDA unknown)",
+			 driver ? driver : "?", cuda_api / 1000, cuda_api % 1000 / 10);
+		return 1;
+	}
+	if (!driver) {
+		/* no release to compare (a container without /proc/driver/nvidia): the
+		 * driver's own API version is the rule, minor version compatibility */
+		snprintf(why, len, "the driver's CUDA API %d.%d runs NCCL %s's CUDA %d.%d (the "
+			 "same major: minor version compatibility)", cuda_api / 1000,
+			 cuda_api % 1000 / 10, nccl, cmaj, cmin);
 		return 1;
 	}
 	min = pn_settings_driver_min(cmaj);

@@ -48,7 +48,9 @@ const char *pn_settings_driver_min(int cuda_major);
  * Do the versions match?  driver "550.54.15" (may be ""), nccl NCCL's
  * version line "2.21.5+cuda12.4" (may be ""), cuda_api the CUDA driver
  * API version the driver reports (12040; 0 unknown).  1 match, 0 not
- * (why says which rule), -ENOENT too little known (why says what).
+ * (why says which rule), -ENOENT too little known (why says what).  With
+ * the driver's release unknown the API version alone is judged (NCCL's
+ * CUDA major no newer than it).
  */
 int pn_settings_versions(const char *driver, const char *nccl, int cuda_api, char *why,
 			 size_t len);

@@ -211,6 +211,15 @@ int pn_sweep_host_open(struct pn_sweep_backend **out, struct pn_coll *coll,
  * log lines.  Any rank's failure fails every rank with the first failing
  * rank's message.
  */
+/*
+ * The GPU path across nodes' knobs as the command read them from the
+ * environment (PENNY_XNODE, PENNY_XNODE_TRANSPORT, _CHUNK, _SLOTS,
+ * _WHOLE_MAX, _SOCKETS, _LL; NULL: unset); pn_sweep_gpu_open checks them.
+ */
+struct pn_xnode_env {
+	const char *on, *transport, *chunk, *slots, *whole_max, *sockets, *ll, *qps, *nic;
+};
+
 struct pn_sweep_gpu_cfg {
 	const char *name;
 	const char *algos;
@@ -220,6 +229,7 @@ struct pn_sweep_gpu_cfg {
 	int ndev;
 	void (*log)(void *arg, int level, const char *msg);
 	void *log_arg;
+	const struct pn_xnode_env *xnode;	/* NULL: every knob unset */
 };
 int pn_sweep_gpu_open(struct pn_sweep_backend **out, struct pn_coll *coll,
 		      const struct pn_sweep_gpu_cfg *cfg);

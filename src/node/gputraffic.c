@@ -6,6 +6,7 @@
  */
 #include "node/gputraffic.h"
 #include "node/nvml.h"
+#include "node/record.h"
 #include "node/sysfs.h"
 #include "base/out.h"
 
@@ -208,4 +209,43 @@ void pn_gputraffic_prom_write(FILE *f, const struct pn_gputraffic *g)
 				fprintf(f, "} %.10g\n", v);
 		}
 	}
+}
+
+int pn_gputraffic_to_record(const struct pn_gputraffic *g, struct pn_record_gpu *out)
+{
+	int i, n = g && g->n < PN_RECORD_GPUS_MAX ? g->n : g ? PN_RECORD_GPUS_MAX : 0;
+
+	for (i = 0; i < n; i++) {
+		const struct pn_gpu_row *x = &g->gpus[i];
+
+		out[i].index = x->index;
+		snprintf(out[i].name, sizeof(out[i].name), "%s", x->name);
+		out[i].nvlink_tx_Bps = x->Bps[PN_GT_NVL_TX];
+		out[i].nvlink_rx_Bps = x->Bps[PN_GT_NVL_RX];
+		out[i].pcie_tx_Bps = x->Bps[PN_GT_PCIE_TX];
+		out[i].pcie_rx_Bps = x->Bps[PN_GT_PCIE_RX];
+	}
+	return n;
+}
+
+struct pn_gputraffic *pn_gputraffic_from_record(const struct pn_record_sample *s,
+						struct pn_gputraffic *g, struct pn_gpu_row *rows)
+{
+	int i;
+
+	memset(g, 0, sizeof(*g));
+	g->gpus = rows;
+	g->n = s->ngpus < PN_RECORD_GPUS_MAX ? s->ngpus : PN_RECORD_GPUS_MAX;
+	for (i = 0; i < g->n; i++) {
+		const struct pn_record_gpu *x = &s->gpus[i];
+
+		memset(&rows[i], 0, sizeof(rows[i]));
+		rows[i].index = x->index;
+		snprintf(rows[i].name, sizeof(rows[i].name), "%s", x->name);
+		rows[i].Bps[PN_GT_NVL_TX] = x->nvlink_tx_Bps;
+		rows[i].Bps[PN_GT_NVL_RX] = x->nvlink_rx_Bps;
+		rows[i].Bps[PN_GT_PCIE_TX] = x->pcie_tx_Bps;
+		rows[i].Bps[PN_GT_PCIE_RX] = x->pcie_rx_Bps;
+	}
+	return g;
 }

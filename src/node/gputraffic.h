@@ -62,4 +62,14 @@ unsigned pn_gputraffic_delta(uint64_t prev, uint64_t cur, int width, uint64_t *d
 /* The rows as a Prometheus exposition (penny-top(1)'s names). */
 void pn_gputraffic_prom_write(FILE *f, const struct pn_gputraffic *g);
 
+struct pn_record_gpu;
+struct pn_record_sample;
+/* g's rows (NULL: none) as a recording keeps them, rates only, into out
+ * (room for PN_RECORD_GPUS_MAX, node/record.h): how many. */
+int pn_gputraffic_to_record(const struct pn_gputraffic *g, struct pn_record_gpu *out);
+/* A recorded sample's GPU rows into g over rows (room for
+ * PN_RECORD_GPUS_MAX): the rates, no totals; returns g. */
+struct pn_gputraffic *pn_gputraffic_from_record(const struct pn_record_sample *s,
+						struct pn_gputraffic *g, struct pn_gpu_row *rows);
+
 #endif

@@ -91,9 +91,23 @@ int pn_nvml_links_from_bw(unsigned long long mbps)
 	return 0;
 }
 
+/* PENNY_NVML_LIB as the command read it (pn_nvml_set_lib); NULL unset */
+static char *nvml_lib;
+
+int pn_nvml_set_lib(const char *path)
+{
+	char *copy = NULL;
+
+	if (path && !(copy = strdup(path)))
+		return -ENOMEM;
+	free(nvml_lib);
+	nvml_lib = copy;
+	return 0;
+}
+
 int pn_nvml_forced(void)
 {
-	const char *p = getenv("PENNY_NVML_LIB");
+	const char *p = nvml_lib;
 
 	return p && *p;
 }
@@ -111,7 +125,7 @@ static void *sym(void *lib, const char *name, int *missing)
 
 static int api_open(struct nvml_api *a)
 {
-	const char *path = getenv("PENNY_NVML_LIB");
+	const char *path = nvml_lib;
 	int missing = 0;
 
 	memset(a, 0, sizeof(*a));

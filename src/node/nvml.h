@@ -5,7 +5,8 @@
  * link-time dependency on the NVIDIA driver.  A missing libnvidia-ml, a
  * failing nvmlInit or GPUs NVML does not know simply give no NVLinks (the
  * topology then has PCIe classes only).  PENNY_NVML_LIB names another
- * library file (tests use a fake one).
+ * library file (tests use a fake one): the command reads it and sets it
+ * with pn_nvml_set_lib (this file reads no environment).
  */
 #ifndef PENNY_NVML_H
 #define PENNY_NVML_H
@@ -39,6 +40,13 @@ int pn_nvml_links(int n, const char *const *busids, int *links);
 int pn_nvml_health(int n, const char *const *busids, int *up, int *down, int *p2p);
 /* "OK", "chipset not supported", ..., "unknown" */
 const char *pn_nvml_p2p_status(int status);
+
+/*
+ * The library file to open instead of libnvidia-ml.so.1 (PENNY_NVML_LIB as
+ * the command read it; NULL or "": the driver's), for the whole process
+ * like the sysfs root.  0, or -ENOMEM.
+ */
+int pn_nvml_set_lib(const char *path);
 
 /*
  * PENNY_NVML_LIB is set: NVML is asked even for a replayed sysfs root (the

@@ -148,6 +148,12 @@ test_expect_success 'no include cycle between folders of src/' '
 test_expect_success 'nothing in src/ includes cmd/' '
 	layers cmd
 '
+# The knobs of penny(1)'s ENVIRONMENT are read by the command, once, and
+# handed down; the library reads none of them itself.
+test_expect_success 'src/ reads none of the knobs the command reads' '
+	{ grep -rnE "getenv\(\"PENNY_(XNODE|PLUGIN_PATH|NVML_LIB|TUNE_FILE|IB_HCA|IB_DISABLE|MEM_CHECK|DEBUG|SYSROOT)" \
+		"$TOP/src"; test $? = 1; }
+'
 
 # The checker itself fails, naming the edge, on a copy with bad includes.
 test_expect_success 'the checker names an upward include, cycles and a cmd/ include' '

@@ -165,7 +165,7 @@ test_expect_success 'a plugin whose init fails, or of another ABI: one line, exi
 	grep -q "has ABI 7" err
 '
 test_expect_success 'completion offers the backends, -G, -g and --gpus come from the table' '
-	penny __complete allreduce-test | grep -q "^--backend	-	NAME	-	host cuda nccl$" &&
+	penny __complete allreduce-test | grep -q "^--backend	-	NAME	-	host cuda nccl nvshmem$" &&
 	penny __complete allreduce-test | grep -q "^--cudagraph	-G	N	0..100000	$" &&
 	penny __complete allreduce-test | grep -q "^--gpus	-	LIST" &&
 	penny __complete allreduce-test | grep -q "^--ngpus	-g	N	1..1024	$" &&
@@ -189,6 +189,16 @@ for p in cuda nccl; do
 		"
 	fi
 done
+
+if [ -e "$BUILD/plugins/penny-nvshmem.so" ]; then
+	test_skip "--backend nvshmem without NVSHMEM" "penny-nvshmem.so was built here"
+else
+	test_expect_success "--backend nvshmem without NVSHMEM: one line, exit 2" '
+		test_exit 2 env PENNY_PLUGIN_PATH=$BUILD/plugins "$PENNY" allreduce-test --np 2 \
+			--backend nvshmem,cuda --algo simple-ring 2>err &&
+		one_line err && grep -q "the nvshmem plugin (penny-nvshmem.so) is not installed" err
+	'
+fi
 
 # Two "nodes" of two ranks each (PENNY_NODE_ID), tcp between them.
 two_nodes() {

@@ -115,13 +115,33 @@ test_expect_success 'a plugin without the xnode calls runs the host-staged path'
 for bad in PENNY_XNODE_TRANSPORT=ib PENNY_XNODE_CHUNK=17 PENNY_XNODE_CHUNK=1K PENNY_XNODE_CHUNK=1G \
 	PENNY_XNODE_SLOTS=1 PENNY_XNODE_SLOTS=x PENNY_XNODE=2 PENNY_XNODE_WHOLE_MAX=-1 \
 	PENNY_XNODE_SOCKETS=0 PENNY_XNODE_SOCKETS=9 "PENNY_XNODE_SLOTS=1024 PENNY_XNODE_CHUNK=64M" \
-	PENNY_XNODE_LL=2M PENNY_XNODE_LL=1x; do
+	PENNY_XNODE_LL=2M PENNY_XNODE_LL=1x PENNY_XNODE_QPS=0 PENNY_XNODE_QPS=9 PENNY_XNODE_QPS=x \
+	PENNY_XNODE_NIC=../x PENNY_XNODE_NIC=mlx5_0:0 PENNY_XNODE_NIC=mlx5_0:256 PENNY_XNODE_NIC=mlx5_0:; do
 	test_expect_success "bad setting $bad: one line, exit 2" '
 		export $bad &&
 		! job 2 1 out --backend fake -b 1K -e 1K && one_line err0 &&
 		grep -q "${bad%%=*}" err0
 	'
 done
+test_expect_success 'verbs forced where no rank has an RDMA port: every rank fails, one line' '
+	test -d /sys/class/infiniband && ls /sys/class/infiniband | grep -q . &&
+		{ echo "# this host has RDMA devices: nothing to check"; exit 0; }
+	! PENNY_XNODE_TRANSPORT=verbs job 2 1 out --backend fake -b 1K -e 1K && one_line err0 &&
+	grep -q "rank 0 (host .*) has no ACTIVE RDMA port (PENNY_XNODE_NIC names one)" err0 &&
+	! PENNY_XNODE_TRANSPORT=verbs PENNY_XNODE_NIC=nosuch0:1 job 2 1 out --backend fake -b 1K \
+		-e 1K && one_line err0 && grep -q "NIC .nosuch0:1. (PENNY_XNODE_NIC)" err0
+'
+test_expect_success 'auto without RDMA ports: tcp between hosts (PENNY_XNODE_TRANSPORT=auto)' '
+	test -d /sys/class/infiniband && ls /sys/class/infiniband | grep -q . &&
+		{ echo "# this host has RDMA devices: nothing to check"; exit 0; }
+	port=$(free_port) || exit 1
+	PENNY_XNODE_TRANSPORT=auto PENNY_NODE_ID=n1 unshare -ru sh -c "hostname other && exec \"\$0\" \"\$@\"" \
+		"$PENNY" allreduce-test --rank 1 --nranks 2 --root 127.0.0.1:$port --timeout 20 \
+		--backend fake -b 1K -e 4K >/dev/null 2>err1 &
+	PENNY_XNODE_TRANSPORT=auto PENNY_NODE_ID=n0 "$PENNY" allreduce-test --rank 0 --nranks 2 \
+		--root 127.0.0.1:$port --timeout 20 --backend fake -b 1K -e 4K >out 2>err0 &&
+	wait $! && exact out && grep -q "GPU-driven (.*tcp between nodes" out
+'
 for differ in PENNY_XNODE_CHUNK=8K PENNY_XNODE_LL=0; do
 	test_expect_success "ranks that cut chunks otherwise ($differ): every rank fails, naming it" '
 		port=$(free_port) || exit 1

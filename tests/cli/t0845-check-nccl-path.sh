@@ -28,8 +28,8 @@ print(r[0]["verdict"], r[0]["measured_text"], r[0]["expected_text"], "|", r[0]["
 test_expect_success 'a log of P2P and GDRDMA over the rail NICs passes, one row per connection' '
 	penny check --sysfs-root n1 --nccl-log ok.log --only nccl-path --json >out.json &&
 	verdict "ch00/0 0->1" out.json | grep -q "^PASS P2P/IPC/read None" &&
-	verdict "ch01/0 1->2 send" out.json | grep -q "^PASS NET/IB/1/GDRDMA None | NIC mlx5_3:1" &&
-	verdict "ch01/0 3->0 receive" out.json | grep -q "^PASS NET/IB/0/GDRDMA None | NIC mlx5_0:1" &&
+	verdict "ch01/0 1->2 send" out.json | grep -q "^PASS NET/IB/1/GDRDMA None | NIC mlx5_3:1, GPU1.s rail$" &&
+	verdict "ch01/0 3->0 receive" out.json | grep -q "^PASS NET/IB/0/GDRDMA None | NIC mlx5_0:1, GPU0.s rail$" &&
 	verdict versions out.json | grep -q "^SKIP None None | the NVIDIA driver.s version is unknown: no rule" &&
 	test "$(python3 -c "import json; print(len(json.load(open(\"out.json\"))[\"results\"]))")" = 5
 '
@@ -46,7 +46,19 @@ test_expect_success 'no GDRDMA where the GPU and its NIC share a switch fails; a
 	sed "s|\[send\] via NET/IB/1/GDRDMA|[send] via NET/IB/1|; s|\[receive\] via NET/IB/0/GDRDMA|[receive] via NET/IB/1|" ok.log >nogdr.log &&
 	test_exit 1 penny check --sysfs-root n1 --nccl-log nogdr.log --only nccl-path --json >out.json &&
 	verdict "ch01/0 1->2 send" out.json | grep -q "^FAIL NET/IB/1 GDRDMA | rank 1.s GPU1 and mlx5_3:1 share a PCIe switch" &&
-	verdict "ch01/0 3->0 receive" out.json | grep -q "^PASS NET/IB/1 None | NIC mlx5_3:1"
+	verdict "ch01/0 1->2 send" out.json | grep -q "^FAIL NET/IB/1 GDRDMA | rank 1.s GPU1 and mlx5_3:1 share a PCIe switch"
+'
+
+test_expect_success 'a NIC other than the GPU'"'"'s rail fails, naming the rail NIC to pin; settings.nccl-rail = allow' '
+	verdict "ch01/0 3->0 receive" out.json | grep -q "^FAIL NET/IB/1 mlx5_0:1 | rank 0.s GPU0 uses mlx5_3, not its rail NIC mlx5_0:1 (PIX): pin it with NCCL_IB_HCA==mlx5_0:1" &&
+	penny check --sysfs-root n1 --nccl-log ok.log --only nccl-path --json >out.json &&
+	verdict "ch01/0 3->0 receive" out.json | grep -q "^PASS NET/IB/0/GDRDMA None | NIC mlx5_0:1, GPU0.s rail" &&
+	sed "s|\[receive\] via NET/IB/0/GDRDMA|[receive] via NET/IB/1/GDRDMA|" ok.log >norail.log &&
+	test_exit 1 penny check --sysfs-root n1 --nccl-log norail.log --only nccl-path --json >out.json &&
+	verdict "ch01/0 3->0 receive" out.json | grep -q "^FAIL NET/IB/1/GDRDMA mlx5_0:1 | rank 0.s GPU0 uses mlx5_3" &&
+	echo "settings.nccl-rail = allow" >rail.conf &&
+	penny check --sysfs-root n1 --nccl-log norail.log --only nccl-path --config rail.conf --json >out.json &&
+	verdict "ch01/0 3->0 receive" out.json | grep -q "^PASS .*(settings.nccl-rail = allow)"
 '
 
 test_expect_success 'versions: the driver against NCCL'"'"'s CUDA (minimum driver per CUDA major)' '
@@ -66,6 +78,22 @@ test_expect_success 'versions: the driver against NCCL'"'"'s CUDA (minimum drive
 	sed "s/+cuda12.2/+cuda9.0/" ok.log >c9.log &&
 	penny check --sysfs-root nv --nccl-log c9.log --only nccl-path --json >out.json &&
 	verdict versions out.json | grep -q "^SKIP .*CUDA 9 has no minimum driver in penny.s table"
+'
+
+test_expect_success 'versions: the CUDA driver API version from the GPU plugin (no driver release here)' '
+	sed "s/+cuda12.2/+cuda13.0/" ok.log >c13.log &&
+	PENNY_PLUGIN_PATH=$PWD/noplugins penny check --sysfs-root n1 --nccl-log c13.log --only nccl-path \
+		--json >out.json &&
+	verdict versions out.json | grep -q "^SKIP .*the NVIDIA driver.s version is unknown" &&
+	PENNY_PLUGIN_PATH=$BUILD/tests/plugins/cuda PENNY_FAKE_CUDA_API=12020 test_exit 1 \
+		penny check --sysfs-root n1 --nccl-log c13.log --only nccl-path --json >out.json &&
+	verdict versions out.json | grep -q "^FAIL driver ?, NCCL 2.18.5+cuda13.0, CUDA API 12.2 .* | NCCL 2.18.5+cuda13.0 is built for CUDA 13.0, the driver.s API is CUDA 12.2" &&
+	PENNY_PLUGIN_PATH=$BUILD/tests/plugins/cuda PENNY_FAKE_CUDA_API=12020 \
+		penny check --sysfs-root n1 --nccl-log ok.log --only nccl-path --json >out.json &&
+	verdict versions out.json | grep -q "^PASS .* | the driver.s CUDA API 12.2 runs NCCL 2.18.5+cuda12.2.s CUDA 12.2" &&
+	PENNY_PLUGIN_PATH=$BUILD/tests/plugins/cuda PENNY_FAKE_CUDA_API=12020 \
+		penny check --sysfs-root n1 --nccl-log c13.log --only nccl-path --config v.conf --json >out.json &&
+	verdict versions out.json | grep -q "^PASS .*(settings.versions = allow)"
 '
 
 test_expect_success 'what the log does not tell of this node SKIPs (alone: nothing checked, exit 2)' '

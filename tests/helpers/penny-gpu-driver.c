@@ -42,7 +42,8 @@ static const char *const dt_names[PENNY_NDTYPES] = {
 };
 static const int dt_size[PENNY_NDTYPES] = { 1, 1, 4, 4, 8, 8, 2, 2, 4, 8 };
 static const char *const op_names[PENNY_NREDOPS] = { "sum", "prod", "min", "max", "avg" };
-static const char *const algo_names[PENNY_NALGOS] = { "auto", "oneshot", "twoshot", "ring", "symm" };
+static const char *const algo_names[PENNY_NALGOS] = { "auto", "oneshot", "twoshot", "ring", "symm",
+								       "simple" };
 
 static struct {
 	int np;
@@ -734,7 +735,7 @@ static int run_bw(void)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: penny-gpu-driver [--np N] [--devices 0,1,..] [--backend cuda,nccl]\n"
-		   "       [--algos auto,oneshot,twoshot,ring,symm] [--check [--counts 1,3,..] [--quick]]\n"
+		   "       [--algos auto,oneshot,twoshot,ring,symm,simple] [--check [--counts 1,3,..] [--quick]]\n"
 		   "       [--perf [-b 1K] [-e 1G] [-f 2] [-G 100] [-n ITERS] [-w WARMUP]\n"
 		   "        [--order up|down|random]] [--bw]\n"
 		   "       [--out FILE.tsv] [--label TEXT] [--timeout SEC]\n");
@@ -753,6 +754,9 @@ int main(int argc, char **argv)
 	int c, r, fds[MAX_RANKS], status, worst = 0;
 	pid_t pids[MAX_RANKS];
 
+	/* the library reads no environment: the plugin path, as penny's does */
+	if (pn_plugin_set_path(getenv("PENNY_PLUGIN_PATH")))
+		return 2;
 	while ((c = getopt_long(argc, argv, "b:e:f:G:n:w:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'N':

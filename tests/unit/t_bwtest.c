@@ -3,6 +3,7 @@
  * that both sides of penny bw agree. */
 #include "unit.h"
 #include "harness/bwproto.h"
+#include "harness/bwrun.h"
 #include "harness/bwtest.h"
 #include "base/log.h"
 
@@ -167,6 +168,45 @@ TEST(hello_from_the_peer)
 	CHECK_EQ_INT(decode(&h, &in, PN_BW_HELLO_LEN), 0);
 }
 
+/* bw's gate, decided in the harness: each link against --min-gbps or
+ * --expect, the failed links counted, the slowest kept. */
+TEST(link_verdicts_and_tally)
+{
+	struct pn_bw_cfg c = { 0 };
+	struct pn_bw_tally t = { 0 };
+	struct pn_bw_link_verdict v;
+
+	/* no gate: nothing fails, the slowest is still tracked */
+	pn_bwrun_link_verdict(&c, 100, -1, NULL, "a", 80, &t, &v);
+	CHECK(v.gated == 0 && t.failed_links == 0);
+	CHECK_STR(t.slowest_name, "a");
+	/* --expect (90 %) of 100 Gb/s: 95 passes, 85 fails */
+	pn_bwrun_link_verdict(&c, 100, -1, "", "b", 95, &t, &v);
+	CHECK(v.gated == 1 && v.passed && fabs(v.want - 90) < 1e-9 && t.failed_links == 0);
+	CHECK_STR(v.why, "90% of 100 Gb/s");
+	CHECK_STR(t.slowest_name, "a");
+	pn_bwrun_link_verdict(&c, 100, -1, "", "c", 70, &t, &v);
+	CHECK(v.gated == 1 && !v.passed && t.failed_links == 1);
+	CHECK_STR(t.slowest_name, "c");
+	CHECK(t.slowest == 70);
+	/* the rate unknown: --expect cannot be checked, a failure */
+	pn_bwrun_link_verdict(&c, 0, -1, "50", "d", 75, &t, &v);
+	CHECK(v.gated == -1 && !v.passed && t.failed_links == 2);
+	/* --min-gbps wins, bidirectional doubles --expect's threshold */
+	pn_bwrun_link_verdict(&c, 0, 60, "", "e", 60, &t, &v);
+	CHECK(v.gated == 1 && v.passed && t.failed_links == 2);
+	CHECK_STR(v.why, "--min-gbps 60");
+	c.flags = PN_BW_BIDIR;
+	pn_bwrun_link_verdict(&c, 100, -1, "50", "f", 99, &t, &v);
+	CHECK(v.gated == 1 && !v.passed && fabs(v.want - 100) < 1e-9 && t.failed_links == 3);
+	/* latency: no gate */
+	c.flags = PN_BW_LAT;
+	pn_bwrun_link_verdict(&c, 100, 1e9, "", "g", 1, &t, &v);
+	CHECK(v.gated == 0 && t.failed_links == 3);
+	CHECK_STR(t.slowest_name, "g");
+	CHECK(pn_bw_meets(10, 10) && !pn_bw_meets(9.99, 10));
+}
+
 int main(void)
 {
 	RUN(percentiles_nearest_rank);
@@ -174,5 +214,6 @@ int main(void)
 	RUN(sides_must_agree);
 	RUN(buffer_and_sum);
 	RUN(hello_from_the_peer);
+	RUN(link_verdicts_and_tally);
 	return unit_done();
 }

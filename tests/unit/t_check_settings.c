@@ -216,6 +216,11 @@ TEST(driver_rule)
 	CHECK_EQ_INT(pn_settings_versions("550.54.15", "", 12040, why, sizeof(why)), 1);
 	/* too little known */
 	CHECK_EQ_INT(pn_settings_versions("", "2.21.5+cuda12.4", 0, why, sizeof(why)), -ENOENT);
+	/* no release (a container): the driver's CUDA API version alone */
+	CHECK_EQ_INT(pn_settings_versions("", "2.21.5+cuda12.4", 12020, why, sizeof(why)), 1);
+	CHECK(strstr(why, "CUDA API 12.2") != NULL);
+	CHECK_EQ_INT(pn_settings_versions("", "2.28.3+cuda13.0", 12090, why, sizeof(why)), 0);
+	CHECK(strstr(why, "CUDA 12.9") != NULL);
 	CHECK_EQ_INT(pn_settings_versions("550.54.15", "", 0, why, sizeof(why)), -ENOENT);
 	CHECK_EQ_INT(pn_settings_versions("550.54.15", "2.21.5", 0, why, sizeof(why)), -ENOENT);
 	CHECK_EQ_INT(pn_settings_versions("550.54.15", "2.21.5+cudax", 0, why, sizeof(why)), -ENOENT);

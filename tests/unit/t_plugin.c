@@ -40,7 +40,7 @@ TEST(loads_a_plugin_from_penny_plugin_path)
 {
 	struct pn_plugin *p = NULL;
 
-	setenv("PENNY_PLUGIN_PATH", fakes, 1);
+	pn_plugin_set_path(fakes);
 	CHECK_EQ_INT(pn_plugin_load("fake", &p), 0);
 	CHECK(p && p->ops);
 	if (!p || !p->ops)
@@ -57,7 +57,7 @@ TEST(a_table_of_the_first_v1_size_loads_without_the_appended_members)
 	struct pn_plugin *p = NULL, *q = NULL;
 	size_t ag = offsetof(struct penny_plugin_v1, allgather);
 
-	setenv("PENNY_PLUGIN_PATH", fakes, 1);
+	pn_plugin_set_path(fakes);
 	CHECK_EQ_INT(pn_plugin_load("fakeold", &p), 0);
 	CHECK_EQ_INT(pn_plugin_load("fake", &q), 0);
 	if (!p || !q)
@@ -86,12 +86,12 @@ TEST(first_directory_wins)
 	snprintf(path, sizeof(path), "%s/penny-fake.so", d2);
 	copy_file(f, path);
 	snprintf(path, sizeof(path), "%s:%s", d1, d2);
-	setenv("PENNY_PLUGIN_PATH", path, 1);
+	pn_plugin_set_path(path);
 	CHECK_EQ_INT(pn_plugin_load("fake", &p), 0);
 	CHECK(p && !strcmp(p->ops->version, "second"));
 	pn_plugin_unload(p);
 	snprintf(path, sizeof(path), "%s::%s", d2, d1); /* empty entries are skipped */
-	setenv("PENNY_PLUGIN_PATH", path, 1);
+	pn_plugin_set_path(path);
 	CHECK_EQ_INT(pn_plugin_load("fake", &p), 0);
 	CHECK(p && !strcmp(p->ops->version, "first"));
 	pn_plugin_unload(p);
@@ -103,7 +103,7 @@ TEST(missing_plugin_is_one_line_naming_the_search)
 	const char *m;
 	int ret;
 
-	setenv("PENNY_PLUGIN_PATH", tmp, 1);
+	pn_plugin_set_path(tmp);
 	ret = pn_plugin_load("nosuch", &p);
 	CHECK_EQ_INT(ret, -ENOENT);
 	CHECK(p == NULL);
@@ -113,7 +113,7 @@ TEST(missing_plugin_is_one_line_naming_the_search)
 	CHECK(strstr(m, PENNY_PLUGINDIR) != NULL);
 	CHECK(strstr(m, "/../lib/penny") != NULL);
 	CHECK(strchr(m, '\n') == NULL);
-	unsetenv("PENNY_PLUGIN_PATH");
+	pn_plugin_set_path(NULL);
 	ret = pn_plugin_load("nosuch", &p);
 	CHECK(strstr(pn_errmsg(ret), "PENNY_PLUGIN_PATH (unset)") != NULL);
 }
@@ -124,7 +124,7 @@ TEST(wrong_abi_no_table_and_wrong_name_are_refused)
 	struct pn_plugin *p = NULL;
 	int ret;
 
-	setenv("PENNY_PLUGIN_PATH", fakes, 1);
+	pn_plugin_set_path(fakes);
 	ret = pn_plugin_load("badabi", &p);
 	CHECK_EQ_INT(ret, -ENOEXEC);
 	CHECK(strstr(pn_errmsg(ret), "has ABI 7") != NULL);
@@ -137,7 +137,7 @@ TEST(wrong_abi_no_table_and_wrong_name_are_refused)
 	snprintf(f, sizeof(f), "%s/penny-fake.so", fakes);
 	snprintf(path, sizeof(path), "%s/penny-cuda.so", dir);
 	copy_file(f, path);
-	setenv("PENNY_PLUGIN_PATH", dir, 1);
+	pn_plugin_set_path(dir);
 	ret = pn_plugin_load("cuda", &p);
 	CHECK_EQ_INT(ret, -ENOEXEC);
 	CHECK(strstr(pn_errmsg(ret), "calls itself 'fake', not 'cuda'") != NULL);
@@ -161,7 +161,7 @@ TEST(plugin_call_errors_carry_the_plugins_message)
 	void *be = NULL;
 	int ret;
 
-	setenv("PENNY_PLUGIN_PATH", fakes, 1);
+	pn_plugin_set_path(fakes);
 	CHECK_EQ_INT(pn_plugin_load("failinit", &p), 0);
 	if (!p)
 		return;
@@ -177,11 +177,11 @@ TEST(search_directories)
 	char buf[8192];
 	int n;
 
-	setenv("PENNY_PLUGIN_PATH", "/x:/y", 1);
+	pn_plugin_set_path("/x:/y");
 	n = pn_plugin_dirs(buf, sizeof(buf));
 	CHECK(n >= 4);
 	CHECK(!strncmp(buf, "/x:/y:" PENNY_PLUGINDIR ":", strlen("/x:/y:" PENNY_PLUGINDIR ":")));
-	unsetenv("PENNY_PLUGIN_PATH");
+	pn_plugin_set_path(NULL);
 }
 
 /* ---- the data formula ---- */

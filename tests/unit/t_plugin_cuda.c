@@ -521,6 +521,85 @@ TEST(errors_the_kernels_record_come_out_at_sync)
 	fake_world_free(&w);
 }
 
+/*
+ * A framework's watchdog thread asks for async errors while another of its
+ * threads captures a graph in global mode: the stream creation and the copy
+ * the check makes would invalidate that capture unless this thread's
+ * capture mode is relaxed (PyTorch: "operation failed due to a previous
+ * error during capture").
+ */
+static int xmode_cur;		/* this test's one thread: its capture mode */
+static int other_capture, capture_broken;
+
+static CUresult x_exchange(int *mode)
+{
+	int old = xmode_cur;
+
+	xmode_cur = *mode;
+	*mode = old;
+	return 0;
+}
+static CUresult x_unsafe(void)
+{
+	if (other_capture && xmode_cur != CU_STREAM_CAPTURE_MODE_RELAXED) {
+		capture_broken = 1;
+		return (CUresult)900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
+	}
+	return 0;
+}
+static CUresult x_screate(CUstream *s, unsigned fl)
+{
+	(void)fl;
+	*s = (CUstream)(uintptr_t)0x2100;
+	return x_unsafe();
+}
+static CUresult x_dtoh_async(void *d, CUdeviceptr s, size_t n, CUstream st)
+{
+	(void)st;
+	memcpy(d, (const void *)(uintptr_t)s, n);
+	return x_unsafe();
+}
+static CUresult x_ssync(CUstream s)
+{
+	(void)s;
+	return x_unsafe();
+}
+
+TEST(async_errors_are_read_without_breaking_another_threads_capture)
+{
+	struct pn_cudrv cu = fake_cu;
+	struct fake_world w;
+	uint32_t *err;
+
+	cu.ThreadExchangeStreamCaptureMode = x_exchange;
+	cu.StreamCreate = x_screate;
+	cu.MemcpyDtoHAsync = x_dtoh_async;
+	cu.StreamSynchronize = x_ssync;
+	pn_cudrv_set(&cu); /* the backend keeps the table it was made with */
+	fake_world_init(&w, 2);
+	fake_run(&w, do_init);
+	CHECK(all_ok(2));
+	if (!all_ok(2)) {
+		pn_cudrv_set(&fake_cu);
+		return;
+	}
+	other_capture = 1;
+	CHECK_EQ_INT(pn_cuda_async_error(be[0]), 0);
+	err = (uint32_t *)(uintptr_t)(((struct pn_cuda *)be[0])->ws->base + PN_WS_COUNTERS) + PN_CNT_ERR;
+	err[0] = PN_ERR_TIMEOUT;
+	err[1] = 1;
+	CHECK_EQ_INT(pn_cuda_async_error(be[0]), -ETIMEDOUT);
+	CHECK_STR(pn_plugin_errmsg(), "allreduce on rank 0 timed out waiting for rank 1");
+	CHECK_EQ_INT(capture_broken, 0);
+	CHECK_EQ_INT(xmode_cur, 0); /* the thread's mode is back */
+	CHECK_EQ_INT(pn_cuda_async_error(be[0]), -ETIMEDOUT); /* it stays */
+	other_capture = 0;
+	err[0] = 0;
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
+	pn_cudrv_set(&fake_cu);
+}
+
 TEST(bad_arguments)
 {
 	struct fake_world w, w1;
@@ -816,6 +895,7 @@ int main(void)
 	RUN(auto_follows_the_table_and_odd_tails_go_by_ll);
 	RUN(time_captures_a_graph_of_n_calls);
 	RUN(errors_the_kernels_record_come_out_at_sync);
+	RUN(async_errors_are_read_without_breaking_another_threads_capture);
 	RUN(bad_arguments);
 	RUN(allgather_reads_registered_data_in_place_and_stages_the_rest);
 	RUN(a_slice_written_from_the_host_has_landed_before_peers_gather_it);

@@ -465,11 +465,11 @@ TEST(nvml_absent)
 	const char *ids[2] = { "0000:07:00.0", "0000:08:00.0" };
 	int links[4] = { 7, 7, 7, 7 };
 
-	setenv("PENNY_NVML_LIB", "/nonexistent/libnvidia-ml.so.1", 1);
+	pn_nvml_set_lib("/nonexistent/libnvidia-ml.so.1");
 	CHECK_EQ_INT(pn_nvml_links(2, ids, links), -ENOENT);
 	CHECK_EQ_INT(links[0] + links[1] + links[2] + links[3], 0);
 	CHECK_EQ_INT(pn_nvml_links(0, ids, links), -ENOENT);
-	unsetenv("PENNY_NVML_LIB");
+	pn_nvml_set_lib(NULL);
 }
 
 TEST(bad_xml)

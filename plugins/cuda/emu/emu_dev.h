@@ -77,6 +77,9 @@ PN_DEV pn_v4 pn_ld(const void *p)
 }
 
 PN_DEV void pn_st(void *p, pn_v4 v) { memcpy(p, &v, 16); }
+PN_DEV void pn_ld_cg_elem(void *dst, const void *p, int bytes) { memcpy(dst, p, bytes); }
+PN_DEV void pn_fence(void) {}
+PN_DEV void pn_fence_sys(void) {}
 
 PN_DEV float pn_bf16_f(uint16_t h) { return penny_bf16_to_f32(h); }
 PN_DEV uint16_t pn_f_bf16(float f) { return penny_f32_to_bf16(f); }

@@ -1,0 +1,466 @@
+// SPDX-License-Identifier: MIT
+// The nvshmem plugin's kernels (nv_kernels.cu) on the CPU emulator
+// (plugins/cuda/emu/emu.h) with a stand-in for the few NVSHMEM device calls
+// they make: every PE's symmetric work area is a heap of its own, a put
+// copies into the peer's heap at the same offset (byte by byte, with random
+// fiber switches) and then sets the peer's signal word.  Checked: every
+// kernel x type x op on 2, 3 and 4 PEs, odd counts (tails), several blocks,
+// calls in sequence (both parities, in place and out of place), kernels of
+// different algorithms one after another (auto picks by size), PEs on one
+// node (nvshmem_ptr answers: data, fence, signal) and on several (a NIC's
+// put-with-signal), bit-exact
+// against the host formula (penny_data.h); and a PE that never comes, which
+// must end in the error word naming it, not a hang.  TAP output.
+#include "../../cuda/emu/emu.h"
+
+#define __launch_bounds__(a, b)
+
+#include "../../common/pn_dev.cuh"
+#include "../../include/penny_plugin.h"
+
+/* ---- the NVSHMEM device calls nv_kernels.cu makes ---- */
+#define NVSHMEM_SIGNAL_SET 0
+#define NVSHMEM_SIGNAL_ADD 5
+
+struct emu_nv_world {
+	std::vector<char *> heap; /* per PE: the symmetric work area */
+	size_t bytes;
+	int nodes; /* PEs p and q share a node (NVLink) when p % nodes == q % nodes */
+};
+static emu_nv_world emu_nv;
+
+/* The PE whose heap holds p, and p's offset in it. */
+static int emu_nv_locate(const void *p, size_t *off)
+{
+	for (size_t r = 0; r < emu_nv.heap.size(); r++) {
+		const char *h = emu_nv.heap[r];
+
+		if ((const char *)p >= h && (const char *)p < h + emu_nv.bytes) {
+			*off = (size_t)((const char *)p - h);
+			return (int)r;
+		}
+	}
+	fprintf(stderr, "t_emu_nv: %p is not in any symmetric heap\n", p);
+	abort();
+}
+
+static uint64_t *emu_nv_remote_sig(uint64_t *sig, int pe)
+{
+	size_t off;
+
+	emu_nv_locate(sig, &off);
+	return (uint64_t *)(emu_nv.heap[pe] + off);
+}
+
+static void emu_nv_signal(uint64_t *sig, uint64_t v, int op, int pe)
+{
+	uint64_t *w = emu_nv_remote_sig(sig, pe);
+
+	*w = op == NVSHMEM_SIGNAL_ADD ? *w + v : v;
+}
+
+static uint64_t nvshmem_signal_fetch(uint64_t *sig)
+{
+	pn_pause();
+	return *(volatile uint64_t *)sig;
+}
+
+static void nvshmemx_signal_op(uint64_t *sig, uint64_t v, int op, int pe)
+{
+	emu_nv_signal(sig, v, op, pe);
+}
+
+/* Block-collective: the data lands (in any order) before the signal. */
+static void nvshmemx_putmem_signal_block(void *dst, const void *src, size_t len, uint64_t *sig,
+					 uint64_t v, int op, int pe)
+{
+	size_t off;
+
+	emu_nv_locate(dst, &off);
+	char *d = emu_nv.heap[pe] + off;
+
+	pn_sync();
+	for (size_t i = pn_tid(); i < len; i += pn_ntid()) {
+		pn_maybe_yield();
+		d[i] = ((const char *)src)[i];
+	}
+	pn_sync();
+	if (pn_tid() == 0)
+		emu_nv_signal(sig, v, op, pe);
+	pn_sync();
+}
+
+/* A peer on the same node answers with its address; others through a NIC: NULL. */
+static void *nvshmem_ptr(const void *p, int pe)
+{
+	size_t off;
+	int me = emu_nv_locate(p, &off);
+
+	if (me % emu_nv.nodes != pe % emu_nv.nodes)
+		return NULL;
+	return emu_nv.heap[pe] + off;
+}
+
+/* Block-collective, data only (ordered for a reader by a later fence + signal). */
+static void nvshmemx_putmem_nbi_block(void *dst, const void *src, size_t len, int pe)
+{
+	size_t off;
+
+	emu_nv_locate(dst, &off);
+	char *d = emu_nv.heap[pe] + off;
+
+	pn_sync();
+	for (size_t i = pn_tid(); i < len; i += pn_ntid()) {
+		pn_maybe_yield();
+		d[i] = ((const char *)src)[i];
+	}
+	pn_sync();
+}
+
+static void nvshmem_quiet(void) {}
+
+#include "../nv_kernels.cu"
+
+#include <map>
+#include <string>
+
+static int tap_n, tap_failed;
+
+static void tap(bool ok, const std::string &what)
+{
+	tap_n++;
+	if (!ok)
+		tap_failed++;
+	printf("%s %d - %s\n", ok ? "ok" : "not ok", tap_n, what.c_str());
+	fflush(stdout);
+}
+
+template <void (*K)(struct pn_nv_args)> static void call_nv(const void *p)
+{
+	K(*(const struct pn_nv_args *)p);
+}
+
+static std::map<std::string, emu_kernel_fn> kernels;
+
+#define REG_NV(kname, tname, oname)                                                            \
+	kernels[#kname "_" #tname "_" #oname] = call_nv<pn_nv_##kname##_##tname##_##oname>;
+#define REG_OPS(kname, tname)                                                                  \
+	REG_NV(kname, tname, sum)                                                              \
+	REG_NV(kname, tname, prod) REG_NV(kname, tname, min) REG_NV(kname, tname, max)         \
+		REG_NV(kname, tname, avg)
+#define REG_TYPES(kname)                                                                       \
+	REG_OPS(kname, int8)                                                                   \
+	REG_OPS(kname, uint8)                                                                  \
+	REG_OPS(kname, int32)                                                                  \
+	REG_OPS(kname, uint32)                                                                 \
+	REG_OPS(kname, int64)                                                                  \
+	REG_OPS(kname, uint64)                                                                 \
+	REG_OPS(kname, half)                                                                   \
+	REG_OPS(kname, bfloat16) REG_OPS(kname, float) REG_OPS(kname, double)
+
+static void register_kernels(void)
+{
+	REG_TYPES(oneshot)
+	REG_TYPES(twoshot)
+	REG_TYPES(ring)
+	REG_TYPES(simple)
+}
+
+static const char *tnames[] = { "int8", "uint8", "int32", "uint32", "int64",
+				"uint64", "half", "bfloat16", "float", "double" };
+static const char *onames[] = { "sum", "prod", "min", "max", "avg" };
+static const char *knames[] = { "oneshot", "twoshot", "ring", "simple" };
+
+/* n PEs: symmetric heaps as the plugin lays them out, local counters. */
+struct world {
+	int n;
+	unsigned blocks;
+	uint64_t slot;
+	std::vector<uint64_t *> local; /* per PE: epoch per block, then the error words */
+};
+
+static int nodes_now = 1; /* the layout of the next world (emu_nv_world.nodes) */
+
+static void world_init(world &w, int n, unsigned blocks, uint64_t slot)
+{
+	emu_nv.nodes = nodes_now;
+	w.n = n;
+	w.blocks = blocks;
+	w.slot = slot;
+	emu_nv.bytes = pn_nv_data_bytes(n, slot) + 8ull * pn_nv_sig_words(n) * blocks;
+	for (int r = 0; r < n; r++) {
+		char *h = (char *)aligned_alloc(256, (emu_nv.bytes + 255) / 256 * 256);
+		uint64_t *l = (uint64_t *)calloc(PN_NV_MAX_BLOCKS + 1, 8);
+
+		memset(h, 0, emu_nv.bytes);
+		emu_nv.heap.push_back(h);
+		w.local.push_back(l);
+	}
+}
+
+static void world_free(world &w)
+{
+	for (char *h : emu_nv.heap)
+		free(h);
+	for (uint64_t *l : w.local)
+		free(l);
+	emu_nv.heap.clear();
+	w.local.clear();
+}
+
+static uint32_t *err_words(const world &w, int r)
+{
+	return (uint32_t *)(w.local[r] + PN_NV_MAX_BLOCKS);
+}
+
+struct call {
+	int kern, dt, op;
+	uint64_t count;
+	bool inplace;
+	uint32_t seed;
+	std::vector<char *> send, recv, snap; /* per PE */
+};
+
+struct snap_args {
+	char *dst;
+	const char *src;
+	size_t len;
+};
+
+/* Runs after the allreduce on the PE's stream: the kernel must not end early. */
+static void snap_kernel(const void *p)
+{
+	const snap_args *a = (const snap_args *)p;
+
+	memcpy(a->dst, a->src, a->len);
+}
+
+static void call_alloc(const world &w, call &c)
+{
+	size_t bytes = c.count * penny_data_size(c.dt) + 16;
+	int es = penny_data_size(c.dt);
+
+	for (int r = 0; r < w.n; r++) {
+		char *s = (char *)aligned_alloc(256, (bytes + 255) / 256 * 256);
+		char *d = c.inplace ? s : (char *)aligned_alloc(256, (bytes + 255) / 256 * 256);
+
+		for (uint64_t i = 0; i < c.count; i++) {
+			uint64_t bits = penny_data_input_bits(c.dt, c.op, c.seed, r, i);
+
+			memcpy(s + i * es, &bits, es);
+		}
+		if (!c.inplace)
+			memset(d, 0xA5, bytes);
+		c.send.push_back(s);
+		c.recv.push_back(d);
+		c.snap.push_back((char *)calloc(1, bytes));
+	}
+}
+
+static struct pn_nv_args call_args(const world &w, const call &c, int r, uint64_t timeout_ns)
+{
+	struct pn_nv_args a;
+
+	memset(&a, 0, sizeof(a));
+	a.src = (uint64_t)c.send[r];
+	a.recv = (uint64_t)c.recv[r];
+	a.data = (uint64_t)emu_nv.heap[r];
+	a.sig = (uint64_t)emu_nv.heap[r] + pn_nv_data_bytes(w.n, w.slot);
+	a.ctr = (uint64_t)w.local[r];
+	a.err = (uint64_t)err_words(w, r);
+	a.bytes = c.count * penny_data_size(c.dt);
+	a.slot = w.slot;
+	a.timeout_ns = timeout_ns;
+	a.rank = r;
+	a.nranks = w.n;
+	return a;
+}
+
+static std::string kernel_name(const call &c)
+{
+	return std::string(knames[c.kern]) + "_" + tnames[c.dt] + "_" + onames[c.op];
+}
+
+static void call_enqueue(const world &w, const call &c, unsigned grid, unsigned block)
+{
+	emu_kernel_fn fn = kernels[kernel_name(c)];
+
+	for (int r = 0; r < w.n; r++) {
+		struct pn_nv_args a = call_args(w, c, r, 200000000ull);
+		snap_args sa = { c.snap[r], c.recv[r], c.count * penny_data_size(c.dt) };
+
+		emu_launch_kernel(r, fn, grid, block, &a, sizeof(a));
+		emu_launch_kernel(r, snap_kernel, 1, 1, &sa, sizeof(sa));
+	}
+}
+
+static uint64_t call_wrong(const world &w, const call &c, uint64_t *first)
+{
+	uint64_t wrong = 0;
+	int es = penny_data_size(c.dt);
+
+	*first = ~0ull;
+	for (int r = 0; r < w.n; r++)
+		for (uint64_t i = 0; i < c.count; i++) {
+			uint64_t want = penny_data_expected_bits(c.dt, c.op, c.seed, w.n, i), got = 0;
+
+			memcpy(&got, c.snap[r] + i * es, es);
+			if (got != want) {
+				wrong++;
+				*first = i < *first ? i : *first;
+			}
+		}
+	return wrong;
+}
+
+static void call_free(call &c)
+{
+	for (size_t r = 0; r < c.send.size(); r++) {
+		if (!c.inplace)
+			free(c.recv[r]);
+		free(c.send[r]);
+		free(c.snap[r]);
+	}
+	c.send.clear();
+	c.recv.clear();
+	c.snap.clear();
+}
+
+/*
+ * Calls queued back to back on every PE's stream: kerns[k % size] for the
+ * k-th, so one sequence may mix algorithms.  Returns the wrong elements.
+ */
+static uint64_t run_sequence(world &w, const std::vector<int> &kerns, int dt, int op,
+			     const std::vector<uint64_t> &counts, unsigned grid, unsigned block,
+			     std::string &why)
+{
+	std::vector<call> calls;
+	uint64_t wrong = 0;
+
+	for (size_t k = 0; k < counts.size(); k++) {
+		call c;
+
+		c.kern = kerns[k % kerns.size()];
+		c.dt = dt;
+		c.op = op;
+		c.count = counts[k];
+		c.inplace = k % 2 == 1;
+		c.seed = 1000 + dt * 10 + op + (uint32_t)k;
+		call_alloc(w, c);
+		calls.push_back(c);
+	}
+	for (call &c : calls)
+		call_enqueue(w, c, grid, block);
+	emu_run();
+	for (call &c : calls) {
+		uint64_t first, bad = call_wrong(w, c, &first);
+
+		if (bad && why.empty()) {
+			char buf[200];
+
+			snprintf(buf, sizeof(buf), "%s count %llu%s: %llu wrong, first at %llu",
+				 knames[c.kern], (unsigned long long)c.count,
+				 c.inplace ? " in place" : "", (unsigned long long)bad,
+				 (unsigned long long)first);
+			why = buf;
+		}
+		wrong += bad;
+		call_free(c);
+	}
+	for (int r = 0; r < w.n; r++)
+		if (err_words(w, r)[0]) {
+			wrong++;
+			why += " error word set";
+		}
+	return wrong;
+}
+
+static void test_allreduce(int n, const std::vector<int> &kerns, const std::vector<int> &dts,
+			   const std::vector<uint64_t> &counts, unsigned grid, unsigned block)
+{
+	std::string kn;
+
+	for (int k : kerns)
+		kn += (kn.empty() ? "" : "+") + std::string(knames[k]);
+	for (int dt : dts)
+		for (int op = 0; op < PENNY_NREDOPS; op++) {
+			world w;
+			std::string why;
+			uint64_t maxb = 0;
+			char name[200];
+
+			for (uint64_t c : counts)
+				maxb = c * penny_data_size(dt) > maxb ? c * penny_data_size(dt) : maxb;
+			world_init(w, n, grid, (maxb + 15) / 16 * 16);
+			uint64_t bad = run_sequence(w, kerns, dt, op, counts, grid, block, why);
+
+			snprintf(name, sizeof(name), "%s %s %s on %d PEs, %s (grid %u x %u)%s%s",
+				 kn.c_str(), tnames[dt], onames[op], n,
+				 nodes_now == 1 ? "one node" : nodes_now >= n ? "one PE per node" : "several nodes",
+				 grid, block, bad ? ": " : "", why.c_str());
+			tap(bad == 0, name);
+			world_free(w);
+		}
+}
+
+/* Only PE 0 launches: its waits time out and the error word names PE 1. */
+static void test_dead_peer(int kern)
+{
+	world w;
+	call c;
+
+	world_init(w, 2, 1, 256);
+	c.kern = kern;
+	c.dt = PENNY_INT32;
+	c.op = PENNY_SUM;
+	c.count = 40;
+	c.inplace = false;
+	c.seed = 3;
+	call_alloc(w, c);
+	struct pn_nv_args a = call_args(w, c, 0, 3000000ull);
+
+	emu_launch_kernel(0, kernels[kernel_name(c)], 1, 32, &a, sizeof(a));
+	emu_run();
+	tap((err_words(w, 0)[0] & PN_NV_ERR_TIMEOUT) && err_words(w, 0)[1] == 1,
+	    std::string(knames[kern]) + ": a PE that never comes is a timeout naming it");
+	call_free(c);
+	world_free(w);
+}
+
+int main(int argc, char **argv)
+{
+	std::vector<int> all, some = { PENNY_INT8, PENNY_UINT32, PENNY_HALF, PENNY_BFLOAT16, PENNY_DOUBLE };
+	bool quick = argc > 1 && !strcmp(argv[1], "--quick");
+	/* tails (odd byte counts), slices shorter than a vector, both parities */
+	std::vector<uint64_t> counts = { 1, 37, 203, 64, 5, 130 };
+
+	for (int dt = 0; dt < PENNY_NDTYPES; dt++)
+		all.push_back(dt);
+	register_kernels();
+	emu.rng = 54321;
+	emu.yield_every = 3;
+	for (int k = 0; k < PN_NV_NKERNS; k++) {
+		test_allreduce(3, { k }, all, counts, 2, 32);
+		if (quick)
+			continue;
+		test_allreduce(2, { k }, some, counts, 3, 32);
+		test_allreduce(4, { k }, some, { 3, 250, 1000, 17 }, 2, 64);
+	}
+	/* PEs on several nodes: put-with-signal to the far ones, NVLink to the near */
+	for (int k = 0; k < PN_NV_NKERNS; k++) {
+		nodes_now = 2;
+		test_allreduce(4, { k }, some, { 3, 250, 1000, 17 }, 2, 32);
+		nodes_now = 3;
+		if (!quick)
+			test_allreduce(3, { k }, some, counts, 2, 32);
+		nodes_now = 1;
+	}
+	/* auto: one block's calls of different algorithms follow each other */
+	test_allreduce(3, { PN_NV_RING, PN_NV_RING, PN_NV_ONESHOT, PN_NV_SIMPLE, PN_NV_SIMPLE,
+			    PN_NV_TWOSHOT },
+		       { PENNY_FLOAT, PENNY_HALF }, { 40, 41, 300, 7, 96, 1000, 33, 129, 64 }, 2, 32);
+	for (int k = 0; k < PN_NV_NKERNS; k++)
+		test_dead_peer(k);
+	printf("1..%d\n", tap_n);
+	return tap_failed ? 1 : 0;
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* The nvshmem plugin's exported table (penny_plugin_v1) and embedded kernels. */
+#include "nv_plugin.h"
+
+extern const unsigned char pn_image_data[];
+extern const unsigned char pn_image_nvshmem[];
+
+static int init(const struct penny_host_v1 *host, int device, void **be)
+{
+	pn_plugin_clear_error();
+	return pn_nv_init(pn_image_data, pn_image_nvshmem, host, device, be);
+}
+
+static int hostbw(struct penny_hostbw_v1 *req)
+{
+	pn_plugin_clear_error();
+	return pn_gpu_hostbw(req);
+}
+
+__attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin_v1 = {
+	.abi = PENNY_PLUGIN_ABI_V1,
+	.size = sizeof(struct penny_plugin_v1),
+	.name = "nvshmem",
+	.version = "penny nvshmem plugin 1 (NVSHMEM put-with-signal: one-shot, two-shot, ring, "
+		   "simple ring; NVLink within a node, IBGDA across nodes)",
+	.algos = (1u << PENNY_ALGO_AUTO) | (1u << PENNY_ALGO_ONESHOT) | (1u << PENNY_ALGO_TWOSHOT) |
+		 (1u << PENNY_ALGO_RING) | (1u << PENNY_ALGO_SIMPLE_RING),
+	/* NVSHMEM reaches every PE itself: no proxy around it across nodes */
+	.caps = PENNY_CAP_GRAPH | PENNY_CAP_MULTINODE,
+	.errmsg = pn_plugin_errmsg,
+	.init = init,
+	.fini = pn_nv_fini,
+	.describe = pn_nv_describe,
+	.alloc = pn_nv_alloc,
+	.free = pn_nv_free,
+	.memcpy = pn_nv_memcpy,
+	.poison = pn_nv_poison,
+	.fill = pn_nv_fill,
+	.check = pn_nv_check,
+	.allreduce = pn_nv_allreduce,
+	.select = pn_nv_select,
+	.time = pn_nv_time,
+	.sync = pn_nv_sync,
+	.hostbw = hostbw,
+	.time2 = pn_nv_time2,
+	.time_fn = pn_nv_time_fn,
+	.allreduce_stream = pn_nv_allreduce_stream,
+};

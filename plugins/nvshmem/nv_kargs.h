@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The nvshmem plugin's kernel parameter block and symmetric work-area
+ * layout, shared by the host code (C, nvshmem.c) and the kernels
+ * (nv_kernels.cu).  Device addresses are uint64_t.
+ */
+#ifndef PENNY_NV_KARGS_H
+#define PENNY_NV_KARGS_H
+
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define PN_NV_HD __host__ __device__
+#else
+#define PN_NV_HD
+#endif
+
+/* Kernels (pn_nv_<kern>_<type>_<op>) and their algorithm. */
+enum pn_nv_kern { PN_NV_ONESHOT = 0, PN_NV_TWOSHOT, PN_NV_RING, PN_NV_SIMPLE, PN_NV_NKERNS };
+
+#define PN_NV_MAX_PES 64	/* PEs of one job this plugin handles */
+#define PN_NV_MAX_BLOCKS 132	/* channels: one block per SM at most */
+
+/*
+ * Symmetric work area (nvshmem_malloc, the same layout on every PE):
+ *   data[2 parities][nranks + 1 slots][slot bytes]: slot r receives PE r's
+ *     part (one-shot, two-shot) or ring step r's segment; slot nranks
+ *     gathers the reduced segments (two-shot, rings).
+ *   signals, uint64_t, per block: [2 parities][2 kinds][nranks] then
+ *     ack[nranks]: PE q sets ack[me] on PE p to the epoch it finished, so
+ *     p writes parity e % 2 of q's slots only after q acknowledged e - 2.
+ * Epochs are per block, kept in device memory (counters, not symmetric),
+ * bumped once per launch and never reset: CUDA-graph replays are safe.
+ */
+static inline PN_NV_HD uint64_t pn_nv_data_bytes(int nranks, uint64_t slot)
+{
+	return 2ull * (uint64_t)(nranks + 1) * slot;
+}
+
+static inline PN_NV_HD uint64_t pn_nv_sig_words(int nranks)
+{
+	return 5ull * (uint64_t)nranks; /* 2 x 2 x nranks + nranks */
+}
+
+struct pn_nv_args {
+	uint64_t src;		/* symmetric copy of the input (the send buffer itself when
+				 * it is symmetric, else the staging buffer) */
+	uint64_t recv;		/* result, local stores only (any device memory) */
+	uint64_t data;		/* symmetric work area: data */
+	uint64_t sig;		/* symmetric: signals, pn_nv_sig_words() per block */
+	uint64_t ctr;		/* local: uint64_t epoch per block */
+	uint64_t err;		/* local: uint32_t[2] = {error bits, peer} */
+	uint64_t bytes;		/* this launch */
+	uint64_t slot;		/* bytes per slot */
+	uint64_t timeout_ns;
+	int32_t rank, nranks;
+};
+
+#define PN_NV_ERR_TIMEOUT 1u
+
+#endif

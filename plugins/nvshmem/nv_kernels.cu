@@ -1,0 +1,488 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The nvshmem plugin's allreduce kernels: every byte moves by
+ * nvshmemx_putmem_signal_block into a peer's symmetric work area and every
+ * wait polls a local signal word, so one kernel runs over NVLink within a
+ * node and over RDMA (IBGDA: GPU-initiated) across nodes, with no host work
+ * per call.  Kernels are pn_nv_<kern>_<type>_<op> and take one struct
+ * pn_nv_args (nv_kargs.h, which describes the work area).
+ *
+ * Each block (channel) owns a slice of the call's bytes (one-shot) or of
+ * every segment (two-shot, rings) and runs the whole protocol for it:
+ *  - one-shot: put the slice to every peer's slot [me]; wait for the n - 1
+ *    signals; reduce slots 0..n-1 in rank order into recv.
+ *  - two-shot: put segment q's slice to PE q's slot [me] (reduce-scatter);
+ *    reduce segment me in rank order into the gather slot and recv; put it
+ *    to every peer's gather slot (all-gather); copy what arrives to recv.
+ *  - ring: n - 1 reduce-scatter steps, each a put of the partial sum to the
+ *    right neighbour's slot [step], then n - 1 all-gather steps forwarding
+ *    the reduced segments through the gather slots.
+ *  - simple ring (latency): the whole slice travels 0 -> 1 -> ... -> n-1
+ *    gathering the sum in rank order, then n-1 -> 0 -> ... -> n-2 with the
+ *    result: 2(n - 1) hops of the whole slice, one put each.
+ * Signals carry the block's epoch (SET); a writer waits for the reader's
+ * ack of epoch - 2 before writing a parity again.  Every wait gives up
+ * after timeout_ns, records PN_NV_ERR_TIMEOUT and lets the block finish.
+ */
+#ifndef PN_EMU
+#include <nvshmem.h>
+#include <nvshmemx.h>
+#endif
+
+#include "../common/pn_dev.cuh"
+#include "../include/penny_plugin.h"
+
+#define PN_DEVM __device__ __forceinline__
+#include "../common/pn_reduce.cuh"
+
+#include "nv_kargs.h"
+
+struct pn_nv_ctx {
+	const pn_nv_args *a;
+	uint64_t epoch;
+	int par;
+	uint64_t *sig;		/* this block's signals */
+	bool dead;
+};
+
+PN_DEVM uint64_t *nv_sig(pn_nv_ctx &c, int kind, int idx)
+{
+	return c.sig + ((uint64_t)(c.par * 2 + kind) * c.a->nranks + idx);
+}
+
+PN_DEVM uint64_t *nv_ack(pn_nv_ctx &c, int idx)
+{
+	return c.sig + 4ull * c.a->nranks + idx;
+}
+
+PN_DEVM char *nv_slot(pn_nv_ctx &c, int s)
+{
+	return (char *)c.a->data + ((uint64_t)c.par * (c.a->nranks + 1) + s) * c.a->slot;
+}
+
+/* Thread 0: wait until the local signal word reaches v. */
+PN_DEVM void nv_wait(pn_nv_ctx &c, uint64_t *w, uint64_t v, int peer)
+{
+	uint64_t t0 = 0;
+	uint32_t spins = 0;
+
+	while (!c.dead && nvshmem_signal_fetch(w) < v) {
+		if (++spins < 1024)
+			continue;
+		spins = 0;
+		uint64_t now = pn_clock_ns();
+
+		if (!t0) {
+			t0 = now;
+		} else if (now - t0 > c.a->timeout_ns) {
+			uint32_t *e = (uint32_t *)c.a->err;
+
+			pn_atomic_or(&e[0], PN_NV_ERR_TIMEOUT);
+			e[1] = (uint32_t)peer;
+			c.dead = true;
+		}
+	}
+}
+
+/* The block waits for one signal (thread 0 polls; the data it guards is then visible). */
+PN_DEVM void nv_block_wait(pn_nv_ctx &c, uint64_t *w, uint64_t v, int peer)
+{
+	if (pn_tid() == 0) {
+		nv_wait(c, w, v, peer);
+		pn_fence();
+	}
+	c.dead = pn_sync_or(c.dead);
+}
+
+PN_DEVM void nv_put(pn_nv_ctx &c, void *dst, const void *src, uint64_t len, uint64_t *sig,
+		    int pe)
+{
+	if (len)
+		nvshmemx_putmem_signal_block(dst, src, len, sig, c.epoch, NVSHMEM_SIGNAL_SET, pe);
+	else if (pn_tid() == 0)
+		nvshmemx_signal_op(sig, c.epoch, NVSHMEM_SIGNAL_SET, pe);
+	pn_sync();
+}
+
+/* Before writing parity par of pe's slots: pe finished epoch - 2. */
+PN_DEVM void nv_wait_ack(pn_nv_ctx &c, int pe)
+{
+	if (c.epoch > 2)
+		nv_block_wait(c, nv_ack(c, pe), c.epoch - 2, pe);
+}
+
+/*
+ * Every peer's word at once, one thread per peer: its data signal of kind
+ * (kind 0 or 1, reaching v) or its ack (kind 2: finished epoch - 2).
+ */
+PN_DEVM void nv_wait_peers(pn_nv_ctx &c, int kind, uint64_t v)
+{
+	const int me = c.a->rank, n = c.a->nranks;
+
+	if (kind == 2 && v <= 2)
+		return;
+	for (int q = 1 + (int)pn_tid(); q < n; q += (int)pn_ntid()) {
+		int pe = (me + q) % n;
+
+		nv_wait(c, kind == 2 ? nv_ack(c, pe) : nv_sig(c, kind, pe),
+			kind == 2 ? v - 2 : v, pe);
+		pn_fence();
+	}
+	c.dead = pn_sync_or(c.dead);
+}
+
+/*
+ * A put to every peer, part(pe, &dst, &src, &len) naming what goes where,
+ * signalled on the peer's word (kind, me).  Peers reached by load/store
+ * (NVLink: nvshmem_ptr answers) get their data first, all of them, and then
+ * their signals, each from its own thread after a system fence: one fence's
+ * latency instead of one per peer.  Other peers (another node: IBGDA or the
+ * proxy) get put-with-signal, ordered by NVSHMEM.
+ */
+template <typename F> PN_DEVM void nv_put_all(pn_nv_ctx &c, int kind, F part)
+{
+	const int me = c.a->rank, n = c.a->nranks;
+	uint64_t *sig = nv_sig(c, kind, me);
+
+	if (c.dead)
+		return;
+	for (int q = 1; q < n; q++) {
+		int pe = (me + q) % n;
+		char *d;
+		const char *s;
+		uint64_t len;
+
+		part(pe, &d, &s, &len);
+		if (!nvshmem_ptr(sig, pe))
+			nv_put(c, d, s, len, sig, pe);
+		else if (len)
+			nvshmemx_putmem_nbi_block(d, s, len, pe);
+	}
+	pn_sync();
+	for (int q = 1 + (int)pn_tid(); q < n; q += (int)pn_ntid()) {
+		int pe = (me + q) % n;
+
+		if (nvshmem_ptr(sig, pe)) {
+			pn_fence_sys();
+			nvshmemx_signal_op(sig, c.epoch, NVSHMEM_SIGNAL_SET, pe);
+		}
+	}
+}
+
+/*
+ * This block finished epoch: every peer may write parity epoch % 2 of its
+ * slots here again.  Every algorithm acknowledges to every peer, so a call of
+ * one algorithm may follow a call of another (auto picks by size).
+ */
+PN_DEVM void nv_send_acks(pn_nv_ctx &c)
+{
+	const int me = c.a->rank, n = c.a->nranks;
+
+	for (int q = 1 + (int)pn_tid(); q < n; q += (int)pn_ntid())
+		nvshmemx_signal_op(nv_ack(c, me), c.epoch, NVSHMEM_SIGNAL_SET, (me + q) % n);
+}
+
+/*
+ * dst[0, len) := op over srcs (in their order) of src[k][0, len); fin: avg's
+ * division.  16-byte vectors, then single elements for a tail.  Remote
+ * data is read at L2 (another GPU or NIC wrote it).
+ */
+template <typename T, int OP>
+PN_DEVM void nv_reduce(char *dst, const char *const *srcs, int nsrc, uint64_t len, int n, bool fin)
+{
+	uint64_t vec = len & ~(uint64_t)15, i;
+
+	for (i = (uint64_t)pn_tid() * 16; i < vec; i += (uint64_t)pn_ntid() * 16) {
+		pn_pack<T, OP, 16> p;
+		pn_v4 v = pn_ld_cg(srcs[0] + i);
+
+		p.first(&v);
+		for (int k = 1; k < nsrc; k++) {
+			v = pn_ld_cg(srcs[k] + i);
+			p.add(&v);
+		}
+		p.out(&v, n, fin);
+		pn_st(dst + i, v);
+	}
+	/* the tail: one element per thread, loaded and stored whole (a half or
+	 * bfloat16 result stored through memcpy came out with a wrong low byte) */
+	for (i = vec + (uint64_t)pn_tid() * sizeof(T); i < len; i += (uint64_t)pn_ntid() * sizeof(T)) {
+		typedef typename pn_xraw<sizeof(T)>::U U;
+		pn_pack<T, OP, sizeof(T)> p;
+		U e;
+
+		pn_ld_cg_elem(&e, srcs[0] + i, sizeof(T));
+		p.first(&e);
+		for (int k = 1; k < nsrc; k++) {
+			pn_ld_cg_elem(&e, srcs[k] + i, sizeof(T));
+			p.add(&e);
+		}
+		p.out(&e, n, fin);
+		*(U *)(dst + i) = e;
+	}
+	pn_sync();
+}
+
+PN_DEVM void nv_copy(char *dst, const char *src, uint64_t len)
+{
+	uint64_t vec = len & ~(uint64_t)15, i;
+
+	for (i = (uint64_t)pn_tid() * 16; i < vec; i += (uint64_t)pn_ntid() * 16)
+		pn_st(dst + i, pn_ld_cg(src + i));
+	for (i = vec + pn_tid(); i < len; i += pn_ntid())
+		pn_ld_cg_elem(dst + i, src + i, 1);
+	pn_sync();
+}
+
+/* [*off, *off + *len) of part [base, base + plen) that block b of g owns (16-byte steps). */
+PN_DEVM void nv_slice(uint64_t plen, uint64_t *off, uint64_t *len)
+{
+	uint64_t per = ((plen + pn_nbid() - 1) / pn_nbid() + 15) & ~(uint64_t)15;
+	uint64_t o = per * pn_bid();
+
+	*off = o < plen ? o : plen;
+	*len = o < plen ? (plen - o < per ? plen - o : per) : 0;
+}
+
+/* Segment j of n of bytes: [j * seg, ...) clipped. */
+PN_DEVM void nv_segment(uint64_t bytes, int n, int j, uint64_t *start, uint64_t *len)
+{
+	uint64_t seg = ((bytes + n - 1) / n + 15) & ~(uint64_t)15, s = seg * (uint64_t)j;
+
+	*start = s < bytes ? s : bytes;
+	*len = s < bytes ? (bytes - s < seg ? bytes - s : seg) : 0;
+}
+
+template <typename T, int OP> PN_DEVM void nv_oneshot(pn_nv_ctx &c)
+{
+	const pn_nv_args &a = *c.a;
+	const int me = a.rank, n = a.nranks;
+	const char *src = (const char *)a.src;
+	const char *srcs[PN_NV_MAX_PES];
+	uint64_t off, len;
+	int q;
+
+	nv_slice(a.bytes, &off, &len);
+	nv_wait_peers(c, 2, c.epoch);
+	nv_put_all(c, 0, [&](int, char **d, const char **s, uint64_t *l) {
+		*d = nv_slot(c, me) + off;
+		*s = src + off;
+		*l = len;
+	});
+	nv_wait_peers(c, 0, c.epoch);
+	for (q = 0; q < n; q++)
+		srcs[q] = q == me ? src + off : nv_slot(c, q) + off;
+	if (!c.dead)
+		nv_reduce<T, OP>((char *)a.recv + off, srcs, n, len, n, true);
+	nv_send_acks(c);
+}
+
+template <typename T, int OP> PN_DEVM void nv_twoshot(pn_nv_ctx &c)
+{
+	const pn_nv_args &a = *c.a;
+	const int me = a.rank, n = a.nranks;
+	const char *src = (const char *)a.src;
+	const char *srcs[PN_NV_MAX_PES];
+	char *gath = nv_slot(c, n);
+	uint64_t s0, slen, off, len;
+	int q;
+
+	nv_wait_peers(c, 2, c.epoch);
+	/* reduce-scatter: segment pe's slice to pe's slot [me] */
+	nv_put_all(c, 0, [&](int pe, char **d, const char **s, uint64_t *l) {
+		uint64_t p0, plen, poff;
+
+		nv_segment(a.bytes, n, pe, &p0, &plen);
+		nv_slice(plen, &poff, l);
+		*d = nv_slot(c, me) + p0 + poff;
+		*s = src + p0 + poff;
+	});
+	nv_segment(a.bytes, n, me, &s0, &slen);
+	nv_slice(slen, &off, &len);
+	nv_wait_peers(c, 0, c.epoch);
+	for (q = 0; q < n; q++)
+		srcs[q] = (q == me ? src : nv_slot(c, q)) + s0 + off;
+	if (!c.dead)
+		nv_reduce<T, OP>(gath + s0 + off, srcs, n, len, n, true);
+	/* all-gather: the reduced slice to every peer's gather slot */
+	nv_put_all(c, 1, [&](int, char **d, const char **s, uint64_t *l) {
+		*d = gath + s0 + off;
+		*s = gath + s0 + off;
+		*l = len;
+	});
+	if (!c.dead)
+		nv_copy((char *)a.recv + s0 + off, gath + s0 + off, len);
+	nv_wait_peers(c, 1, c.epoch);
+	for (q = 1; q < n && !c.dead; q++) {
+		nv_segment(a.bytes, n, (me + q) % n, &s0, &slen);
+		nv_slice(slen, &off, &len);
+		nv_copy((char *)a.recv + s0 + off, gath + s0 + off, len);
+	}
+	nv_send_acks(c);
+}
+
+template <typename T, int OP> PN_DEVM void nv_ring(pn_nv_ctx &c)
+{
+	const pn_nv_args &a = *c.a;
+	const int me = a.rank, n = a.nranks, right = (me + 1) % n, left = (me + n - 1) % n;
+	const char *src = (const char *)a.src;
+	char *gath = nv_slot(c, n);
+	uint64_t s0, slen, off, len;
+	int k;
+
+	/* SEG(j): segment j and this block's slice of it (every PE slices a segment alike) */
+#define SEG(j)                                                                                 \
+	do {                                                                                   \
+		nv_segment(a.bytes, n, (j), &s0, &slen);                                       \
+		nv_slice(slen, &off, &len);                                                    \
+	} while (0)
+	nv_wait_ack(c, right);
+	SEG(me);
+	nv_put(c, nv_slot(c, 0) + off, src + s0 + off, len, nv_sig(c, 0, 0), right);
+	for (k = 1; k < n; k++) {
+		int t = (me + n - k) % n;
+		const char *srcs[2];
+		char *part;
+
+		SEG(t);
+		part = nv_slot(c, k - 1) + off; /* off: this segment's slice */
+		nv_block_wait(c, nv_sig(c, 0, k - 1), c.epoch, left);
+		if (c.dead)
+			break;
+		srcs[0] = part;
+		srcs[1] = src + s0 + off;
+		if (k < n - 1) {
+			nv_reduce<T, OP>(part, srcs, 2, len, n, false);
+			nv_put(c, nv_slot(c, k) + off, part, len, nv_sig(c, 0, k), right);
+		} else {
+			/* t == me + 1: this segment is complete here */
+			nv_reduce<T, OP>(gath + s0 + off, srcs, 2, len, n, true);
+			nv_copy((char *)a.recv + s0 + off, gath + s0 + off, len);
+		}
+	}
+	for (k = 0; k < n - 1 && !c.dead; k++) {
+		int t = (me + 1 + n - k) % n; /* the segment forwarded at step k */
+
+		SEG(t);
+		if (k) {
+			nv_block_wait(c, nv_sig(c, 1, k - 1), c.epoch, left);
+			if (c.dead)
+				break;
+			nv_copy((char *)a.recv + s0 + off, gath + s0 + off, len);
+		}
+		nv_put(c, gath + s0 + off, gath + s0 + off, len, nv_sig(c, 1, k), right);
+	}
+	if (!c.dead) {
+		SEG((me + 2) % n);
+		nv_block_wait(c, nv_sig(c, 1, n - 2), c.epoch, left);
+		if (!c.dead)
+			nv_copy((char *)a.recv + s0 + off, gath + s0 + off, len);
+	}
+#undef SEG
+	nv_send_acks(c);
+}
+
+template <typename T, int OP> PN_DEVM void nv_simple(pn_nv_ctx &c)
+{
+	const pn_nv_args &a = *c.a;
+	const int me = a.rank, n = a.nranks, right = (me + 1) % n, left = (me + n - 1) % n;
+	const char *src = (const char *)a.src;
+	char *part = nv_slot(c, 0), *gath = nv_slot(c, n);
+	uint64_t off, len;
+
+	nv_slice(a.bytes, &off, &len);
+	nv_wait_ack(c, right);
+	if (me == 0) {
+		nv_put(c, part + off, src + off, len, nv_sig(c, 0, 0), right);
+	} else {
+		const char *srcs[2] = { part + off, src + off };
+
+		nv_block_wait(c, nv_sig(c, 0, 0), c.epoch, left);
+		if (!c.dead && me < n - 1) {
+			nv_reduce<T, OP>(part + off, srcs, 2, len, n, false);
+			nv_put(c, part + off, part + off, len, nv_sig(c, 0, 0), right);
+		} else if (!c.dead) {
+			nv_reduce<T, OP>(gath + off, srcs, 2, len, n, true);
+			nv_put(c, gath + off, gath + off, len, nv_sig(c, 1, 0), right);
+			nv_copy((char *)a.recv + off, gath + off, len);
+		}
+	}
+	if (me < n - 1) {
+		nv_block_wait(c, nv_sig(c, 1, 0), c.epoch, left);
+		if (!c.dead && right != n - 1)
+			nv_put(c, gath + off, gath + off, len, nv_sig(c, 1, 0), right);
+		if (!c.dead)
+			nv_copy((char *)a.recv + off, gath + off, len);
+	}
+	nv_send_acks(c);
+}
+
+template <typename T, int OP, int K> PN_DEVM void nv_run(const pn_nv_args &a)
+{
+	uint64_t *ctr = (uint64_t *)a.ctr + pn_bid();
+	/* every thread reads the block's counter before thread 0 bumps it */
+	uint64_t epoch = *ctr + 1;
+	pn_nv_ctx c;
+
+	pn_sync();
+	if (pn_tid() == 0)
+		*ctr = epoch;
+	c.a = &a;
+	c.epoch = epoch;
+	c.par = (int)(epoch & 1);
+	c.sig = (uint64_t *)a.sig + pn_nv_sig_words(a.nranks) * pn_bid();
+	c.dead = false;
+	if (K == PN_NV_ONESHOT)
+		nv_oneshot<T, OP>(c);
+	else if (K == PN_NV_TWOSHOT)
+		nv_twoshot<T, OP>(c);
+	else if (K == PN_NV_RING)
+		nv_ring<T, OP>(c);
+	else
+		nv_simple<T, OP>(c);
+	/* puts through a NIC (a peer without a load/store mapping) complete
+	 * before the stream moves on; NVLink stores need no more than their fences */
+	pn_sync();
+	if (pn_tid() == 0)
+		for (int q = 0; q < a.nranks; q++)
+			if (!nvshmem_ptr((void *)a.sig, q)) {
+				nvshmem_quiet();
+				break;
+			}
+}
+
+#define PN_NV_KERNEL(kname, K, T, tname, OP, oname)                                            \
+	extern "C" __global__ void __launch_bounds__(512, 1)                                   \
+		pn_nv_##kname##_##tname##_##oname(struct pn_nv_args a)                         \
+	{                                                                                      \
+		nv_run<T, OP, K>(a);                                                           \
+	}
+#define PN_NV_OPS(kname, K, T, tname)                                                          \
+	PN_NV_KERNEL(kname, K, T, tname, PENNY_SUM, sum)                                       \
+	PN_NV_KERNEL(kname, K, T, tname, PENNY_PROD, prod)                                     \
+	PN_NV_KERNEL(kname, K, T, tname, PENNY_MIN, min)                                       \
+	PN_NV_KERNEL(kname, K, T, tname, PENNY_MAX, max)                                       \
+	PN_NV_KERNEL(kname, K, T, tname, PENNY_AVG, avg)
+#ifdef PN_NV_FEW_TYPES
+/* make nvshmem-check: a syntax check of every kernel on two types */
+#define PN_NV_TYPES(kname, K)                                                                  \
+	PN_NV_OPS(kname, K, int32_t, int32)                                                    \
+	PN_NV_OPS(kname, K, pn_bf16_t, bfloat16)
+#else
+#define PN_NV_TYPES(kname, K)                                                                  \
+	PN_NV_OPS(kname, K, int8_t, int8)                                                      \
+	PN_NV_OPS(kname, K, uint8_t, uint8)                                                    \
+	PN_NV_OPS(kname, K, int32_t, int32)                                                    \
+	PN_NV_OPS(kname, K, uint32_t, uint32)                                                  \
+	PN_NV_OPS(kname, K, int64_t, int64)                                                    \
+	PN_NV_OPS(kname, K, uint64_t, uint64)                                                  \
+	PN_NV_OPS(kname, K, pn_half_t, half)                                                   \
+	PN_NV_OPS(kname, K, pn_bf16_t, bfloat16)                                               \
+	PN_NV_OPS(kname, K, float, float)                                                      \
+	PN_NV_OPS(kname, K, double, double)
+#endif
+
+PN_NV_TYPES(oneshot, PN_NV_ONESHOT)
+PN_NV_TYPES(twoshot, PN_NV_TWOSHOT)
+PN_NV_TYPES(ring, PN_NV_RING)
+PN_NV_TYPES(simple, PN_NV_SIMPLE)

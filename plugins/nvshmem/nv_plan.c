@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/* The nvshmem plugin's host decisions (nv_plan.h). */
+#include "nv_plan.h"
+#include "../common/cudrv.h"
+#include "../include/penny_plugin.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const pn_nv_kern_names[PN_NV_NKERNS] = { "oneshot", "twoshot", "ring", "simple" };
+
+/* "64K", "8M", "1G", plain bytes; the largest accepted value is max. */
+static int env_u64(const char *name, uint64_t def, uint64_t min, uint64_t max, uint64_t *out)
+{
+	const char *s = getenv(name);
+	uint64_t v, mul = 1;
+	char *end;
+
+	*out = def;
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (end == s || errno || *s == '-')
+		goto bad;
+	if (*end == 'K' || *end == 'k')
+		mul = 1ull << 10;
+	else if (*end == 'M' || *end == 'm')
+		mul = 1ull << 20;
+	else if (*end == 'G' || *end == 'g')
+		mul = 1ull << 30;
+	if (mul > 1)
+		end++;
+	if (*end || v > max / mul || v * mul < min)
+		goto bad;
+	*out = v * mul;
+	return 0;
+bad:
+	return pn_plugin_fail(-EINVAL, "%s: '%s' is not a number from %" PRIu64 " to %" PRIu64, name,
+			      s, min, max);
+}
+
+int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm)
+{
+	uint64_t v, slot_def;
+	int ret = 0;
+
+	memset(cfg, 0, sizeof(*cfg));
+	if (nranks < 1 || nranks > PN_NV_MAX_PES)
+		return pn_plugin_fail(-ENOTSUP, "the nvshmem backend handles 1 to %d PEs, not %d",
+				      PN_NV_MAX_PES, nranks);
+	cfg->nranks = nranks;
+	/* the work area is 2 (n + 1) slots: keep it near 512 MiB at most by default */
+	slot_def = (512ull << 20) / (2ull * (uint64_t)(nranks + 1));
+	slot_def = slot_def > (32ull << 20) ? 32ull << 20 : slot_def & ~(uint64_t)4095;
+	ret |= env_u64("PENNY_NVSHMEM_ONESHOT_MAX", nranks <= 2 ? 256u << 10 : 64u << 10, 0,
+		       1ull << 30, &cfg->oneshot_max);
+	ret |= env_u64("PENNY_NVSHMEM_SIMPLE_MAX", 0, 0, 1ull << 30, &cfg->simple_max);
+	ret |= env_u64("PENNY_NVSHMEM_TWOSHOT_MAX", 8u << 20, 0, 1ull << 40, &cfg->twoshot_max);
+	ret |= env_u64("PENNY_NVSHMEM_SLOT", slot_def, 64u << 10, 1ull << 30, &cfg->slot);
+	/* every SM by default: a large call's bandwidth grows with the channels (4 x H100,
+	 * 256 MiB: ring busbw 222 GB/s on 32 blocks, 285 on 132); small calls use few */
+	ret |= env_u64("PENNY_NVSHMEM_BLOCKS",
+		       nsm > 0 && nsm < PN_NV_MAX_BLOCKS ? (uint64_t)nsm : PN_NV_MAX_BLOCKS, 1,
+		       PN_NV_MAX_BLOCKS, &v);
+	cfg->blocks = (uint32_t)v;
+	ret |= env_u64("PENNY_NVSHMEM_TIMEOUT", 30, 1, 3600, &v);
+	cfg->timeout_ns = v * 1000000000ull;
+	if (ret)
+		return -EINVAL;
+	if (nsm > 0 && cfg->blocks > (uint32_t)nsm)
+		cfg->blocks = (uint32_t)nsm; /* every block resident: they wait on each other */
+	cfg->slot &= ~(uint64_t)15;
+	return 0;
+}
+
+int pn_nv_kernel_for(const struct pn_nv_cfg *cfg, int algo, uint64_t bytes)
+{
+	switch (algo) {
+	case PENNY_ALGO_ONESHOT:
+		return PN_NV_ONESHOT;
+	case PENNY_ALGO_TWOSHOT:
+		return PN_NV_TWOSHOT;
+	case PENNY_ALGO_RING:
+		return PN_NV_RING;
+	case PENNY_ALGO_SIMPLE_RING:
+		return PN_NV_SIMPLE;
+	case PENNY_ALGO_AUTO:
+		if (bytes <= cfg->oneshot_max)
+			return PN_NV_ONESHOT;
+		if (bytes <= cfg->simple_max)
+			return PN_NV_SIMPLE;
+		if (bytes <= cfg->twoshot_max)
+			return PN_NV_TWOSHOT;
+		return PN_NV_RING;
+	default:
+		return pn_plugin_fail(-ENOTSUP, "the nvshmem backend has no algorithm %d (auto, "
+						"oneshot, twoshot, ring, simple ring)",
+				      algo);
+	}
+}
+
+int pn_nv_kern_algo(int kern)
+{
+	return kern == PN_NV_ONESHOT ? PENNY_ALGO_ONESHOT
+	       : kern == PN_NV_TWOSHOT ? PENNY_ALGO_TWOSHOT
+	       : kern == PN_NV_RING    ? PENNY_ALGO_RING
+				       : PENNY_ALGO_SIMPLE_RING;
+}
+
+unsigned pn_nv_grid(const struct pn_nv_cfg *cfg, int kern, uint64_t len)
+{
+	/* the bytes a block handles of one part: the whole call (one-shot, simple ring)
+	 * or one of n segments; at least 16 KiB per block so small calls use few signals */
+	uint64_t part = kern == PN_NV_ONESHOT || kern == PN_NV_SIMPLE ? len
+								       : len / (uint64_t)cfg->nranks;
+	uint64_t g = part / (16u << 10);
+
+	if (g < 1)
+		g = 1;
+	return g > cfg->blocks ? cfg->blocks : (unsigned)g;
+}
+
+int pn_nv_staged(uintptr_t send, uintptr_t recv, int sym)
+{
+	return !sym || send % 16 || recv % 16;
+}
+
+uint64_t pn_nv_ws_bytes(const struct pn_nv_cfg *cfg)
+{
+	return pn_nv_data_bytes(cfg->nranks, cfg->slot) +
+	       8ull * pn_nv_sig_words(cfg->nranks) * PN_NV_MAX_BLOCKS;
+}
+
+void pn_nv_format(const struct pn_nv_cfg *cfg, char *buf, unsigned len)
+{
+	char simple[40] = "";
+
+	if (cfg->simple_max)
+		snprintf(simple, sizeof(simple), "simple<=%" PRIu64 "B,", cfg->simple_max);
+	snprintf(buf, len, "oneshot<=%" PRIu64 "B,%stwoshot<=%" PRIu64 "B,ring", cfg->oneshot_max,
+		 simple, cfg->twoshot_max);
+}

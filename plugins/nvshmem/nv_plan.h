@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The nvshmem plugin's host decisions, free of NVSHMEM and of the GPU (the
+ * unit test tests/unit/t_nvshmem.c runs them): configuration from the
+ * environment, the kernel an algorithm runs for a size, the grid, and
+ * whether a call goes through the symmetric staging buffer.
+ */
+#ifndef PENNY_NV_PLAN_H
+#define PENNY_NV_PLAN_H
+
+#include <stdint.h>
+
+#include "nv_kargs.h"
+
+extern const char *const pn_nv_kern_names[PN_NV_NKERNS];
+
+struct pn_nv_cfg {
+	int nranks;
+	uint64_t oneshot_max;	/* auto: one-shot up to this many bytes */
+	uint64_t simple_max;	/* then the simple ring up to this (0: never) */
+	uint64_t twoshot_max;	/* then two-shot up to this, then the ring */
+	uint64_t slot;		/* bytes per work-area slot = most bytes of one launch */
+	uint32_t blocks;	/* channels: most blocks of a launch */
+	uint64_t timeout_ns;
+};
+
+/* From PENNY_NVSHMEM_* (nsm: SMs of the device, the most blocks); 0 or
+ * -EINVAL with the plugin error set. */
+int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm);
+/* The kernel that algo (enum penny_algo) runs for bytes; -ENOTSUP. */
+int pn_nv_kernel_for(const struct pn_nv_cfg *cfg, int algo, uint64_t bytes);
+/* The ABI algorithm of a kernel. */
+int pn_nv_kern_algo(int kern);
+/* Blocks of one launch of len bytes (the same on every PE). */
+unsigned pn_nv_grid(const struct pn_nv_cfg *cfg, int kern, uint64_t len);
+/* The kernels read send from the symmetric heap and store 16-byte vectors:
+ * a call runs on the user's buffers when send lies in a symmetric buffer
+ * (sym) and both are 16-byte aligned, else through the staging buffer. */
+int pn_nv_staged(uintptr_t send, uintptr_t recv, int sym);
+/* Work-area bytes: data slots and signals (symmetric). */
+uint64_t pn_nv_ws_bytes(const struct pn_nv_cfg *cfg);
+/* "oneshot<=64KiB,twoshot<=8MiB,ring" */
+void pn_nv_format(const struct pn_nv_cfg *cfg, char *buf, unsigned len);
+
+#endif

@@ -1,0 +1,541 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The nvshmem plugin: penny's allreduce on NVSHMEM's GPU-initiated
+ * put-with-signal (nv_kernels.cu), one programming model whose transport is
+ * NVLink P2P within a node and RDMA (IBGDA) across nodes, so the plugin
+ * spans nodes by itself (PENNY_CAP_MULTINODE).
+ *  - Bootstrap through penny's communicator: rank 0 takes an NVSHMEM unique
+ *    id, the host services' allgather hands it to every rank together with
+ *    each rank's state and settings (a rank that failed to open its GPU makes
+ *    every rank fail instead of leaving them in NVSHMEM's bootstrap), then
+ *    nvshmemx_set_attr_uniqueid_args + init with NVSHMEMX_INIT_WITH_UNIQUEID.
+ *    NVSHMEM_DISABLE_NVLS=1 always: no multicast objects.
+ *  - The kernels are one cubin linked against libnvshmem_device.a (nvlink),
+ *    embedded here, loaded with cuModuleLoadData and given NVSHMEM's device
+ *    state by nvshmemx_cumodule_init; launched with cuLaunchKernel on the
+ *    backend's stream (no host work per call beyond the launch: CUDA graphs
+ *    capture them).
+ *  - Symmetric heap (nvshmem_malloc): the work area (data slots, signals),
+ *    the staging buffer, and REGISTERED buffers; a call whose send buffer is
+ *    not symmetric (or either buffer not 16-byte aligned) is staged.
+ * fill/check/timing/bw come from plugins/common/gpu.c like the cuda plugin.
+ */
+#define _GNU_SOURCE
+#include "nv_plugin.h"
+#include "nv_boot.h"
+#include "nv_plan.h"
+#include "../include/penny_data.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const type_names[PENNY_NDTYPES] = { "int8",	 "uint8", "int32",    "uint32",
+							"int64", "uint64", "half", "bfloat16",
+							"float", "double" };
+static const char *const op_names[PENNY_NREDOPS] = { "sum", "prod", "min", "max", "avg" };
+
+/* A symmetric buffer from alloc(PENNY_MEM_REGISTERED). */
+struct nv_sym {
+	CUdeviceptr base;
+	size_t bytes;
+	struct nv_sym *next;
+};
+
+struct pn_nv {
+	struct pn_gpu g;
+	const struct penny_host_v1 *host;
+	int rank, n, nvshmem_up;
+	struct pn_nv_cfg cfg;
+	CUmodule mod;
+	CUfunction fn[PN_NV_NKERNS][PENNY_NDTYPES][PENNY_NREDOPS];
+	CUdeviceptr ws, stage, local;	/* symmetric, symmetric, device: counters + error */
+	struct nv_sym *syms;
+	char desc[320];
+};
+
+#define PN_NV_MAGIC 0x70766e73u /* "pnvs" */
+
+/* What every rank announces at init; settings must agree (channels: the
+ * fewest), rank 0's id is used. */
+struct nv_hello {
+	uint32_t magic, version;
+	int32_t ok, blocks;
+	uint64_t oneshot_max, simple_max, twoshot_max, slot, timeout_ns;
+	char err[160];
+	unsigned char uid[512];
+};
+
+static int agree(struct pn_nv *c, int local, unsigned char *uid)
+{
+	struct nv_hello mine, *all;
+	size_t ulen = pn_nvb_uid_size();
+	int p, ret = 0;
+
+	if (ulen > sizeof(mine.uid))
+		return pn_plugin_fail(-EOVERFLOW, "NVSHMEM's unique id (%zu bytes) is larger than "
+						  "this plugin expects",
+				      ulen);
+	memset(&mine, 0, sizeof(mine));
+	mine.magic = PN_NV_MAGIC;
+	mine.version = 1;
+	mine.ok = local == 0;
+	mine.blocks = (int32_t)c->cfg.blocks;
+	mine.oneshot_max = c->cfg.oneshot_max;
+	mine.simple_max = c->cfg.simple_max;
+	mine.twoshot_max = c->cfg.twoshot_max;
+	mine.slot = c->cfg.slot;
+	mine.timeout_ns = c->cfg.timeout_ns;
+	if (local)
+		snprintf(mine.err, sizeof(mine.err), "%s", pn_plugin_errmsg());
+	else if (c->rank == 0 && pn_nvb_get_uid(mine.uid, ulen))
+		mine.ok = 0, snprintf(mine.err, sizeof(mine.err), "nvshmemx_get_uniqueid failed");
+	all = calloc((size_t)c->n, sizeof(*all));
+	if (!all)
+		return pn_plugin_fail(-ENOMEM, "out of memory");
+	if (c->host->allgather(c->host->ctx, &mine, all, sizeof(mine))) {
+		free(all);
+		return pn_plugin_fail(-EIO, "the host allgather failed during init");
+	}
+	for (p = 0; p < c->n && !ret; p++) {
+		const struct nv_hello *h = &all[p];
+
+		if (h->magic != PN_NV_MAGIC || h->version != 1)
+			ret = pn_plugin_fail(-EPROTO, "rank %d runs another nvshmem plugin", p);
+		else if (!h->ok)
+			ret = p != c->rank ? pn_plugin_fail(-EIO, "rank %d: %.*s", p, 150, h->err)
+			      : local	   ? local
+					   : pn_plugin_fail(-EIO, "%.*s", 150, h->err);
+		else if (h->oneshot_max != mine.oneshot_max ||
+			 h->simple_max != mine.simple_max || h->twoshot_max != mine.twoshot_max ||
+			 h->slot != mine.slot || h->timeout_ns != mine.timeout_ns)
+			ret = pn_plugin_fail(-EINVAL, "rank %d has other PENNY_NVSHMEM_* settings than "
+						      "rank %d (every rank needs the same)",
+					     p, c->rank);
+	}
+	/* channels: the fewest any rank has (GPUs with fewer SMs, a smaller setting), so
+	 * that every PE cuts a call into the same grid */
+	for (p = 0; p < c->n && !ret; p++)
+		if (all[p].blocks > 0 && (uint32_t)all[p].blocks < c->cfg.blocks)
+			c->cfg.blocks = (uint32_t)all[p].blocks;
+	if (!ret)
+		memcpy(uid, all[0].uid, ulen);
+	free(all);
+	return ret;
+}
+
+static int load_module(struct pn_nv *c, const void *image)
+{
+	if (!image)
+		return pn_plugin_fail(-ENOEXEC, "the nvshmem plugin was built without its kernels");
+	PN_CU(c->g.cu, ModuleLoadData(&c->mod, image), "cuModuleLoadData (nvshmem kernels)");
+	return 0;
+}
+
+static int kernel(struct pn_nv *c, int kern, int dt, int op, CUfunction *f)
+{
+	char name[64];
+
+	if (!c->fn[kern][dt][op]) {
+		snprintf(name, sizeof(name), "pn_nv_%s_%s_%s", pn_nv_kern_names[kern], type_names[dt],
+			 op_names[op]);
+		PN_CU(c->g.cu, ModuleGetFunction(&c->fn[kern][dt][op], c->mod, name), name);
+	}
+	*f = c->fn[kern][dt][op];
+	return 0;
+}
+
+/* Collective: nvshmem_malloc, NULL on every rank when the heap is full. */
+static int sym_alloc(struct pn_nv *c, size_t bytes, CUdeviceptr *p)
+{
+	void *v = pn_nvb_malloc(bytes ? bytes : 16);
+
+	if (!v)
+		return pn_plugin_fail(-ENOMEM, "nvshmem_malloc(%zu) failed: the symmetric heap is "
+					       "full (NVSHMEM_SYMMETRIC_SIZE)",
+				      bytes);
+	*p = (CUdeviceptr)(uintptr_t)v;
+	return 0;
+}
+
+static void teardown(struct pn_nv *c)
+{
+	if (c->nvshmem_up) {
+		c->g.cu->StreamSynchronize(c->g.stream);
+		while (c->syms) {
+			struct nv_sym *s = c->syms;
+
+			c->syms = s->next;
+			pn_nvb_free((void *)(uintptr_t)s->base);
+			free(s);
+		}
+		if (c->stage)
+			pn_nvb_free((void *)(uintptr_t)c->stage);
+		if (c->ws)
+			pn_nvb_free((void *)(uintptr_t)c->ws);
+		if (c->mod)
+			pn_nvb_module_fini(c->mod);
+		pn_nvb_fini();
+	}
+	if (c->local)
+		c->g.cu->MemFree(c->local);
+	if (c->mod)
+		c->g.cu->ModuleUnload(c->mod);
+	pn_gpu_close(&c->g);
+	free(c);
+}
+
+#ifndef PN_NVSHMEM_LIBDIR
+#define PN_NVSHMEM_LIBDIR ""
+#endif
+
+/*
+ * NVSHMEM dlopens its unique-id bootstrap by a name without the ABI suffix
+ * (nvshmem_bootstrap_uid.so) that pip's tree does not ship: name the file
+ * of the tree the plugin was linked against unless the user named one.
+ */
+static void uid_plugin(void)
+{
+	char path[4096];
+
+	if (getenv("NVSHMEM_BOOTSTRAP_UID_PLUGIN") || !*PN_NVSHMEM_LIBDIR)
+		return;
+	snprintf(path, sizeof(path), "%s/nvshmem_bootstrap_uid.so.3", PN_NVSHMEM_LIBDIR);
+	if (access(path, R_OK) == 0)
+		setenv("NVSHMEM_BOOTSTRAP_UID_PLUGIN", path, 0);
+}
+
+int pn_nv_init(const void *data_image, const void *image, const struct penny_host_v1 *host,
+	       int device, void **be)
+{
+	unsigned char uid[512];
+	struct pn_nv *c;
+	char tune[96];
+	int ret;
+
+	*be = NULL;
+	if (!host || host->size < sizeof(struct penny_host_v1) || !host->allgather)
+		return pn_plugin_fail(-EINVAL, "the host passed no allgather service");
+	if (host->nranks < 1 || host->rank < 0 || host->rank >= host->nranks)
+		return pn_plugin_fail(-EINVAL, "bad rank %d of %d", host->rank, host->nranks);
+	/* never multicast objects (NVLink SHARP): they can take shared machines down */
+	setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
+	uid_plugin();
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return pn_plugin_fail(-ENOMEM, "out of memory");
+	c->host = host;
+	c->rank = host->rank;
+	c->n = host->nranks;
+	ret = pn_nv_read_cfg(&c->cfg, c->n, 0);
+	if (!ret)
+		ret = pn_gpu_open(&c->g, host, device, data_image);
+	if (!ret && c->g.nsm > 0 && c->cfg.blocks > (uint32_t)c->g.nsm)
+		c->cfg.blocks = (uint32_t)c->g.nsm;
+	if (!ret)
+		ret = load_module(c, image);
+	ret = agree(c, ret, uid);
+	if (ret)
+		goto fail;
+	if (pn_nvb_init(c->rank, c->n, uid, pn_nvb_uid_size())) {
+		ret = pn_plugin_fail(-EIO, "NVSHMEM initialization by unique id failed on rank %d "
+					   "(NVSHMEM_DEBUG=WARN says why)",
+				     c->rank);
+		goto fail;
+	}
+	c->nvshmem_up = 1;
+	if (pn_nvb_module_init(c->mod)) {
+		ret = pn_plugin_fail(-EIO, "nvshmemx_cumodule_init failed");
+		goto fail;
+	}
+	ret = sym_alloc(c, pn_nv_ws_bytes(&c->cfg), &c->ws);
+	if (!ret)
+		ret = sym_alloc(c, c->cfg.slot, &c->stage);
+	if (ret)
+		goto fail;
+	PN_CU_GOTO(c->g.cu, MemAlloc(&c->local, 8ull * PN_NV_MAX_BLOCKS + 16), "cuMemAlloc", ret,
+		   fail);
+	/* zero signals and epochs before anyone can signal: memset, then a barrier */
+	PN_CU_GOTO(c->g.cu, MemsetD8Async(c->ws, 0, pn_nv_ws_bytes(&c->cfg), c->g.stream),
+		   "cuMemsetD8Async", ret, fail);
+	PN_CU_GOTO(c->g.cu, MemsetD8Async(c->local, 0, 8ull * PN_NV_MAX_BLOCKS + 16, c->g.stream),
+		   "cuMemsetD8Async", ret, fail);
+	ret = pn_gpu_sync(&c->g);
+	if (ret)
+		goto fail;
+	if (host->barrier && host->barrier(host->ctx)) {
+		ret = pn_plugin_fail(-EIO, "barrier after zeroing the signals failed");
+		goto fail;
+	}
+	pn_nv_format(&c->cfg, tune, sizeof(tune));
+	snprintf(c->desc, sizeof(c->desc),
+		 "%s (%s) sm_%d%d %d SMs, CUDA driver %d.%d, %s, PE %d of %d, %u channels, "
+		 "slot %" PRIu64 " B, auto %s",
+		 c->g.name, c->g.busid, c->g.cc_major, c->g.cc_minor, c->g.nsm,
+		 c->g.driver_version / 1000, c->g.driver_version % 1000 / 10, pn_nvb_version(),
+		 c->rank, c->n, c->cfg.blocks, c->cfg.slot, tune);
+	pn_gpu_log(host, PENNY_LOG_DEBUG, "nvshmem: %s", c->desc);
+	*be = c;
+	return 0;
+fail:
+	teardown(c);
+	return ret;
+}
+
+void pn_nv_fini(void *be)
+{
+	struct pn_nv *c = be;
+
+	if (!c)
+		return;
+	pn_gpu_enter(&c->g);
+	teardown(c);
+}
+
+const char *pn_nv_describe(void *be)
+{
+	return ((struct pn_nv *)be)->desc;
+}
+
+int pn_nv_alloc(void *be, size_t bytes, unsigned flags, void **ptr)
+{
+	struct pn_nv *c = be;
+	struct nv_sym *s;
+	int ret = pn_gpu_enter(&c->g);
+
+	if (ret)
+		return ret;
+	if (!(flags & PENNY_MEM_REGISTERED))
+		return pn_gpu_alloc(&c->g, bytes, ptr);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return pn_plugin_fail(-ENOMEM, "out of memory");
+	ret = sym_alloc(c, bytes, &s->base);
+	if (ret) {
+		free(s);
+		return ret;
+	}
+	s->bytes = bytes;
+	s->next = c->syms;
+	c->syms = s;
+	*ptr = (void *)(uintptr_t)s->base;
+	return 0;
+}
+
+int pn_nv_free(void *be, void *ptr)
+{
+	struct pn_nv *c = be;
+	struct nv_sym **pp;
+	int ret = pn_gpu_enter(&c->g);
+
+	if (ret)
+		return ret;
+	for (pp = &c->syms; *pp; pp = &(*pp)->next) {
+		struct nv_sym *s = *pp;
+
+		if (s->base != (CUdeviceptr)(uintptr_t)ptr)
+			continue;
+		*pp = s->next;
+		c->g.cu->StreamSynchronize(c->g.stream);
+		pn_nvb_free(ptr);
+		free(s);
+		return 0;
+	}
+	return pn_gpu_free(&c->g, ptr);
+}
+
+/* [p, p + bytes) inside one symmetric buffer of the same offsets on every PE */
+static int is_sym(struct pn_nv *c, CUdeviceptr p, uint64_t bytes)
+{
+	const struct nv_sym *s;
+
+	for (s = c->syms; s; s = s->next)
+		if (p >= s->base && p - s->base <= s->bytes && bytes <= s->bytes - (p - s->base))
+			return 1;
+	return 0;
+}
+
+int pn_nv_select(void *be, size_t count, int dtype, int op, int algo)
+{
+	struct pn_nv *c = be;
+	int ret = pn_gpu_check_args(count, dtype, op), k;
+
+	if (ret)
+		return ret;
+	k = pn_nv_kernel_for(&c->cfg, algo, (uint64_t)count * penny_data_size(dtype));
+	return k < 0 ? k : pn_nv_kern_algo(k);
+}
+
+static int launch(struct pn_nv *c, int kern, int dt, int op, CUdeviceptr src, CUdeviceptr recv,
+		  uint64_t len)
+{
+	struct pn_nv_args a;
+	CUfunction f = NULL;
+	int ret = kernel(c, kern, dt, op, &f);
+
+	if (ret)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.src = src;
+	a.recv = recv;
+	a.data = c->ws;
+	a.sig = c->ws + pn_nv_data_bytes(c->n, c->cfg.slot);
+	a.ctr = c->local;
+	a.err = c->local + 8ull * PN_NV_MAX_BLOCKS;
+	a.bytes = len;
+	a.slot = c->cfg.slot;
+	a.timeout_ns = c->cfg.timeout_ns;
+	a.rank = c->rank;
+	a.nranks = c->n;
+	return pn_gpu_launch(&c->g, f, pn_nv_grid(&c->cfg, kern, len), 512, &a);
+}
+
+int pn_nv_allreduce(void *be, const void *send, void *recv, size_t count, int dtype, int op,
+		    int algo)
+{
+	struct pn_nv *c = be;
+	CUdeviceptr s = (CUdeviceptr)(uintptr_t)send, d = (CUdeviceptr)(uintptr_t)recv;
+	const struct pn_cudrv *cu = c->g.cu;
+	uint64_t bytes, off;
+	int ret, kern, staged;
+
+	ret = pn_gpu_check_args(count, dtype, op);
+	if (ret || !count)
+		return ret;
+	bytes = (uint64_t)count * penny_data_size(dtype);
+	kern = pn_nv_kernel_for(&c->cfg, algo, bytes);
+	if (kern < 0)
+		return kern;
+	ret = pn_gpu_enter(&c->g);
+	if (ret)
+		return ret;
+	if (c->n == 1) {
+		if (s != d)
+			PN_CU(cu, MemcpyAsync(d, s, bytes, c->g.stream), "cuMemcpyAsync");
+		return 0;
+	}
+	staged = pn_nv_staged((uintptr_t)s, (uintptr_t)d, is_sym(c, s, bytes));
+	/* launches of at most one slot; every PE cuts the call the same way */
+	for (off = 0; off < bytes && !ret; off += c->cfg.slot) {
+		uint64_t len = bytes - off < c->cfg.slot ? bytes - off : c->cfg.slot;
+
+		if (!staged) {
+			ret = launch(c, kern, dtype, op, s + off, d + off, len);
+			continue;
+		}
+		PN_CU(cu, MemcpyAsync(c->stage, s + off, len, c->g.stream), "cuMemcpyAsync");
+		ret = launch(c, kern, dtype, op, c->stage, c->stage, len);
+		if (!ret)
+			PN_CU(cu, MemcpyAsync(d + off, c->stage, len, c->g.stream), "cuMemcpyAsync");
+	}
+	return ret;
+}
+
+int pn_nv_allreduce_stream(void *be, const void *send, void *recv, size_t count, int dtype,
+			   int op, int algo, void *stream)
+{
+	struct pn_nv *c = be;
+	CUstream own = c->g.stream;
+	int ret;
+
+	c->g.stream = (CUstream)stream;
+	ret = pn_nv_allreduce(be, send, recv, count, dtype, op, algo);
+	c->g.stream = own;
+	return ret;
+}
+
+static int kernel_errors(struct pn_nv *c)
+{
+	uint32_t w[2], zero[2] = { 0, 0 };
+	CUdeviceptr at = c->local + 8ull * PN_NV_MAX_BLOCKS;
+
+	PN_CU(c->g.cu, MemcpyDtoH(w, at, sizeof(w)), "cuMemcpyDtoH");
+	if (!w[0])
+		return 0;
+	PN_CU(c->g.cu, MemcpyHtoD(at, zero, sizeof(zero)), "cuMemcpyHtoD");
+	return pn_plugin_fail(-ETIMEDOUT, "allreduce on PE %d timed out waiting for PE %u", c->rank,
+			      w[1]);
+}
+
+int pn_nv_sync(void *be)
+{
+	struct pn_nv *c = be;
+	int ret = pn_gpu_enter(&c->g);
+
+	if (!ret)
+		ret = pn_gpu_sync(&c->g);
+	if (!ret)
+		ret = kernel_errors(c);
+	return ret;
+}
+
+int pn_nv_memcpy(void *be, void *dst, const void *src, size_t bytes, int dir)
+{
+	return pn_gpu_memcpy(&((struct pn_nv *)be)->g, dst, src, bytes, dir);
+}
+
+int pn_nv_poison(void *be, void *buf, size_t bytes, int byte)
+{
+	return pn_gpu_poison(&((struct pn_nv *)be)->g, buf, bytes, byte);
+}
+
+int pn_nv_fill(void *be, void *buf, size_t count, int dtype, int op, uint32_t seed, int rank)
+{
+	return pn_gpu_fill(&((struct pn_nv *)be)->g, buf, count, dtype, op, seed, rank);
+}
+
+int pn_nv_check(void *be, const void *buf, size_t count, int dtype, int op, uint32_t seed,
+		int nranks, struct penny_check_v1 *res)
+{
+	return pn_gpu_check(&((struct pn_nv *)be)->g, buf, count, dtype, op, seed, nranks, res);
+}
+
+struct time_ctx {
+	struct pn_nv *c;
+	const struct penny_time_v1 *t;
+};
+
+static int time_one(void *p)
+{
+	struct time_ctx *x = p;
+
+	return pn_nv_allreduce(x->c, x->t->send, x->t->recv, x->t->count, x->t->dtype, x->t->op,
+			       x->t->algo);
+}
+
+static int nv_time_of(struct pn_nv *c, int (*enqueue)(void *), void *arg, struct penny_time_v1 *t,
+		      double *host_usec)
+{
+	int ret = pn_gpu_enter(&c->g);
+
+	if (!ret)
+		ret = pn_gpu_time(&c->g, enqueue, arg, t, host_usec);
+	if (!ret)
+		ret = kernel_errors(c);
+	return ret;
+}
+
+int pn_nv_time(void *be, struct penny_time_v1 *t)
+{
+	struct time_ctx x = { be, t };
+
+	return nv_time_of(be, time_one, &x, t, NULL);
+}
+
+int pn_nv_time2(void *be, struct penny_time_v2 *t)
+{
+	struct time_ctx x = { be, &t->t };
+	int ret = pn_gpu_time2_check(t);
+
+	return ret ? ret : nv_time_of(be, time_one, &x, &t->t, &t->host_usec);
+}
+
+int pn_nv_time_fn(void *be, struct penny_time_v2 *t, int (*enqueue)(void *), void *arg)
+{
+	int ret = pn_gpu_time2_check(t);
+
+	return ret ? ret : nv_time_of(be, enqueue, arg, &t->t, &t->host_usec);
+}

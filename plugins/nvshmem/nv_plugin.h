@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/* The nvshmem plugin's entry points (nv_plugin.c), exported by nv_entry.c. */
+#ifndef PENNY_NV_PLUGIN_H
+#define PENNY_NV_PLUGIN_H
+
+#include "../common/gpu.h"
+
+/* data_image: the fill/check kernels' fatbin; image: the allreduce cubin
+ * linked against libnvshmem_device (NULL: not built). */
+int pn_nv_init(const void *data_image, const void *image, const struct penny_host_v1 *host,
+	       int device, void **be);
+void pn_nv_fini(void *be);
+const char *pn_nv_describe(void *be);
+int pn_nv_alloc(void *be, size_t bytes, unsigned flags, void **ptr);
+int pn_nv_free(void *be, void *ptr);
+int pn_nv_memcpy(void *be, void *dst, const void *src, size_t bytes, int dir);
+int pn_nv_poison(void *be, void *buf, size_t bytes, int byte);
+int pn_nv_fill(void *be, void *buf, size_t count, int dtype, int op, uint32_t seed, int rank);
+int pn_nv_check(void *be, const void *buf, size_t count, int dtype, int op, uint32_t seed,
+		int nranks, struct penny_check_v1 *res);
+int pn_nv_allreduce(void *be, const void *send, void *recv, size_t count, int dtype, int op,
+		    int algo);
+int pn_nv_allreduce_stream(void *be, const void *send, void *recv, size_t count, int dtype,
+			   int op, int algo, void *stream);
+int pn_nv_select(void *be, size_t count, int dtype, int op, int algo);
+int pn_nv_time(void *be, struct penny_time_v1 *t);
+int pn_nv_time2(void *be, struct penny_time_v2 *t);
+int pn_nv_time_fn(void *be, struct penny_time_v2 *t, int (*enqueue)(void *), void *arg);
+int pn_nv_sync(void *be);
+
+#endif

@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The nvshmem plugin's host side without a GPU or NVSHMEM: the CUDA driver
+ * is the fake table of t_plugin_fakecu.h and NVSHMEM's host API (nv_boot.h)
+ * is faked below.  Tested: the size table and explicit algorithms, settings
+ * and their ranges, the bootstrap (rank 0's unique id reaches every rank;
+ * a rank that cannot open its GPU fails every rank before NVSHMEM's
+ * collective init), NVSHMEM_DISABLE_NVLS, symmetric and staged buffers,
+ * chunking by the slot, and the grid being the same on every rank.
+ */
+#define _GNU_SOURCE
+#include "unit.h"
+
+#include "../../plugins/common/cudrv.c"
+#include "../../plugins/common/gpu.c"
+#include "../../plugins/nvshmem/nv_plan.c"
+#include "../../plugins/nvshmem/nv_plugin.c"
+
+#include "t_plugin_fakecu.h"
+
+#include <errno.h>
+
+/* ---- fake NVSHMEM host API ---- */
+#define UID_LEN 72
+static unsigned char uid_seen[FAKE_MAX_RANKS][UID_LEN];
+static int nvb_inits, nvb_fins, nvb_mallocs, nvb_frees;
+static _Thread_local int my_rank_for_nvb;
+
+size_t pn_nvb_uid_size(void)
+{
+	return UID_LEN;
+}
+int pn_nvb_get_uid(void *uid, size_t len)
+{
+	memset(uid, 0xa5, len);
+	((unsigned char *)uid)[3] = 0x5a;
+	return 0;
+}
+int pn_nvb_init(int rank, int nranks, const void *uid, size_t len)
+{
+	(void)nranks;
+	memcpy(uid_seen[rank], uid, len);
+	my_rank_for_nvb = rank;
+	__atomic_add_fetch(&nvb_inits, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+void pn_nvb_fini(void)
+{
+	__atomic_add_fetch(&nvb_fins, 1, __ATOMIC_SEQ_CST);
+}
+int pn_nvb_pe(int *me_, int *n)
+{
+	*me_ = my_rank_for_nvb;
+	*n = 0;
+	return 0;
+}
+void *pn_nvb_malloc(size_t bytes)
+{
+	__atomic_add_fetch(&nvb_mallocs, 1, __ATOMIC_SEQ_CST);
+	return aligned_alloc(256, (bytes + 255) / 256 * 256);
+}
+void pn_nvb_free(void *p)
+{
+	__atomic_add_fetch(&nvb_frees, 1, __ATOMIC_SEQ_CST);
+	free(p);
+}
+int pn_nvb_module_init(void *module)
+{
+	return module ? 0 : -1;
+}
+int pn_nvb_module_fini(void *module)
+{
+	(void)module;
+	return 0;
+}
+const char *pn_nvb_version(void)
+{
+	return "NVSHMEM fake";
+}
+
+/* ---- launches with their pn_nv_args ---- */
+static _Thread_local struct pn_nv_args nv_args[FAKE_MAX_LAUNCH];
+
+static CUresult nv_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+			  unsigned by, unsigned bz, unsigned sh, CUstream s, void **params,
+			  void **extra)
+{
+	int i = me()->nlaunch;
+
+	if (!strncmp(((struct fake_func *)f)->name, "pn_nv_", 6) && i < FAKE_MAX_LAUNCH)
+		memcpy(&nv_args[i], params[0], sizeof(nv_args[i]));
+	return f_launch(f, gx, gy, gz, bx, by, bz, sh, s, params, extra);
+}
+
+static struct pn_cudrv nv_cu;
+static const char img[] = "cubin";
+static void *be[FAKE_MAX_RANKS];
+static int rets[FAKE_MAX_RANKS];
+static char msgs[FAKE_MAX_RANKS][512];
+
+static void do_init(struct fake_world *w, int r)
+{
+	rets[r] = pn_nv_init(img, img, &w->host[r], r, &be[r]);
+	snprintf(msgs[r], sizeof(msgs[r]), "%s", rets[r] ? pn_plugin_errmsg() : "");
+}
+
+static void do_init_rank1_bad_device(struct fake_world *w, int r)
+{
+	rets[r] = pn_nv_init(img, img, &w->host[r], r == 1 ? 9 : r, &be[r]);
+	snprintf(msgs[r], sizeof(msgs[r]), "%s", rets[r] ? pn_plugin_errmsg() : "");
+}
+
+static void do_fini(struct fake_world *w, int r)
+{
+	(void)w;
+	pn_nv_fini(be[r]);
+	be[r] = NULL;
+}
+
+TEST(size_table_and_explicit_algorithms)
+{
+	struct pn_nv_cfg c;
+
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132), 0);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 1024), PN_NV_ONESHOT);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 64 << 10), PN_NV_ONESHOT);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, (64 << 10) + 16), PN_NV_TWOSHOT);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 8 << 20), PN_NV_TWOSHOT);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, (8 << 20) + 16), PN_NV_RING);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_ONESHOT, 1 << 30), PN_NV_ONESHOT);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_TWOSHOT, 16), PN_NV_TWOSHOT);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_RING, 16), PN_NV_RING);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_SIMPLE_RING, 1 << 20), PN_NV_SIMPLE);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_SYMMETRIC, 16), -ENOTSUP);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, 99, 16), -ENOTSUP);
+	CHECK_EQ_INT(pn_nv_kern_algo(PN_NV_SIMPLE), PENNY_ALGO_SIMPLE_RING);
+	CHECK_EQ_INT(pn_nv_kern_algo(PN_NV_RING), PENNY_ALGO_RING);
+	setenv("PENNY_NVSHMEM_SIMPLE_MAX", "1M", 1);
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132), 0);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 512 << 10), PN_NV_SIMPLE);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 2 << 20), PN_NV_TWOSHOT);
+	unsetenv("PENNY_NVSHMEM_SIMPLE_MAX");
+	/* 2 GPUs: one-shot further up */
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 2, 132), 0);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 256 << 10), PN_NV_ONESHOT);
+}
+
+TEST(settings_are_range_checked)
+{
+	static const char *const bad[][2] = {
+		{ "PENNY_NVSHMEM_SLOT", "1" },		{ "PENNY_NVSHMEM_SLOT", "2G" },
+		{ "PENNY_NVSHMEM_BLOCKS", "0" },	{ "PENNY_NVSHMEM_BLOCKS", "133" },
+		{ "PENNY_NVSHMEM_TIMEOUT", "-1" },	{ "PENNY_NVSHMEM_TIMEOUT", "0" },
+		{ "PENNY_NVSHMEM_ONESHOT_MAX", "abc" }, { "PENNY_NVSHMEM_ONESHOT_MAX", "4Q" },
+		{ "PENNY_NVSHMEM_TWOSHOT_MAX", "99999999999999999999" },
+	};
+	struct pn_nv_cfg c;
+
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv(bad[i][0], bad[i][1], 1);
+		CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132), -EINVAL);
+		CHECK(strstr(pn_plugin_errmsg(), bad[i][0]) == pn_plugin_errmsg());
+		unsetenv(bad[i][0]);
+	}
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 65, 132), -ENOTSUP);
+	/* blocks never exceed the SMs: every block of a launch is resident */
+	setenv("PENNY_NVSHMEM_BLOCKS", "64", 1);
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 20), 0);
+	CHECK_EQ_INT((int)c.blocks, 20);
+	unsetenv("PENNY_NVSHMEM_BLOCKS");
+	/* the work area stays near 512 MiB by default on many PEs */
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 64, 132), 0);
+	CHECK(pn_nv_data_bytes(64, c.slot) <= (512ull << 20));
+	CHECK(c.slot % 16 == 0 && c.slot > 0);
+}
+
+TEST(grid_and_staging)
+{
+	struct pn_nv_cfg c;
+
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132), 0);
+	CHECK_EQ_INT((int)pn_nv_grid(&c, PN_NV_ONESHOT, 16), 1);
+	CHECK_EQ_INT((int)pn_nv_grid(&c, PN_NV_RING, 64 << 10), 1);
+	CHECK_EQ_INT((int)pn_nv_grid(&c, PN_NV_RING, 1 << 20), 16);
+	CHECK_EQ_INT((int)pn_nv_grid(&c, PN_NV_RING, 1 << 30), (int)c.blocks);
+	CHECK_EQ_INT(pn_nv_staged(0x1000, 0x2000, 1), 0);
+	CHECK_EQ_INT(pn_nv_staged(0x1000, 0x2000, 0), 1);
+	CHECK_EQ_INT(pn_nv_staged(0x1008, 0x2000, 1), 1);
+	CHECK_EQ_INT(pn_nv_staged(0x1000, 0x2004, 1), 1);
+}
+
+TEST(bootstrap_hands_rank_0s_unique_id_to_every_rank)
+{
+	struct fake_world w;
+
+	setenv("NVSHMEM_DISABLE_NVLS", "0", 1);
+	nvb_inits = nvb_fins = nvb_mallocs = nvb_frees = 0;
+	memset(uid_seen, 0, sizeof(uid_seen));
+	fake_world_init(&w, 4);
+	fake_run(&w, do_init);
+	for (int r = 0; r < 4; r++) {
+		CHECK_EQ_INT(rets[r], 0);
+		CHECK(uid_seen[r][3] == 0x5a && uid_seen[r][0] == 0xa5);
+	}
+	CHECK_EQ_INT(nvb_inits, 4);
+	CHECK(!strcmp(getenv("NVSHMEM_DISABLE_NVLS"), "1"));
+	CHECK(strstr(pn_nv_describe(be[2]), "PE 2 of 4") != NULL);
+	/* channels: every SM by default, the fewest of any rank (rank 1's GPU has 100) */
+	for (int r = 0; r < 4; r++)
+		CHECK(strstr(pn_nv_describe(be[r]), ", 100 channels,") != NULL);
+	fake_run(&w, do_fini);
+	CHECK_EQ_INT(nvb_fins, 4);
+	CHECK_EQ_INT(nvb_mallocs, nvb_frees);
+	fake_world_free(&w);
+}
+
+TEST(a_rank_that_cannot_open_its_gpu_fails_every_rank_before_nvshmem)
+{
+	struct fake_world w;
+
+	nvb_inits = 0;
+	fake_world_init(&w, 3);
+	fake_run(&w, do_init_rank1_bad_device);
+	for (int r = 0; r < 3; r++)
+		CHECK(rets[r] < 0 && be[r] == NULL);
+	CHECK_EQ_INT(nvb_inits, 0); /* nobody waits in NVSHMEM's bootstrap for rank 1 */
+	CHECK(strstr(msgs[1], "CUDA device 9 does not exist") == msgs[1]);
+	CHECK(strstr(msgs[0], "rank 1: CUDA device 9 does not exist") != NULL);
+	CHECK(strstr(msgs[2], "rank 1: CUDA device 9 does not exist") != NULL);
+	fake_world_free(&w);
+}
+
+static size_t call_count;
+static int call_algo, call_dtype;
+static int call_flags; /* 1: registered buffers, 2: unaligned recv, 4: in place */
+
+static void do_call(struct fake_world *w, int r)
+{
+	struct pn_nv *c;
+	void *s = NULL, *d = NULL;
+	unsigned fl = call_flags & 1 ? PENNY_MEM_REGISTERED : 0;
+	size_t bytes = call_count * penny_data_size(call_dtype);
+
+	(void)w;
+	do_init(w, r);
+	if (rets[r])
+		return;
+	c = be[r];
+	me()->nlaunch = me()->ncopy = 0;
+	rets[r] = pn_nv_alloc(c, bytes + 64, fl, &s);
+	if (!rets[r])
+		rets[r] = pn_nv_alloc(c, bytes + 64, fl, &d);
+	if (call_flags & 4)
+		d = s;
+	if (call_flags & 2)
+		d = (char *)d + 4;
+	me()->nlaunch = me()->ncopy = 0;
+	if (!rets[r])
+		rets[r] = pn_nv_allreduce(c, s, d, call_count, call_dtype, PENNY_SUM, call_algo);
+	if (!rets[r])
+		rets[r] = pn_nv_sync(c);
+	/* check each launch here, on this rank's thread */
+	for (int i = 0; i < me()->nlaunch && !rets[r]; i++) {
+		const struct pn_nv_args *a = &nv_args[i];
+
+		if (a->bytes > c->cfg.slot || a->rank != r || a->nranks != w->n ||
+		    a->slot != c->cfg.slot || me()->launch[i].block != 512)
+			rets[r] = -1000 - i;
+		if (call_flags & 1 && !(call_flags & 2) && a->src != (uintptr_t)s + (uint64_t)i * c->cfg.slot)
+			rets[r] = -2000 - i;
+		if ((!(call_flags & 1) || call_flags & 2) && a->src != c->stage)
+			rets[r] = -3000 - i;
+	}
+	if (pn_nv_free(c, s) || (!(call_flags & 4) && pn_nv_free(c, (call_flags & 2) ? (char *)d - 4 : d)))
+		rets[r] = -4000;
+	snprintf(msgs[r], sizeof(msgs[r]), "%d launches %d copies %s", me()->nlaunch, me()->ncopy,
+		 me()->nlaunch ? me()->launch[0].name : "");
+	pn_nv_fini(c);
+	be[r] = NULL;
+}
+
+static void run_call(size_t count, int dtype, int algo, int flags)
+{
+	struct fake_world w;
+
+	call_count = count;
+	call_dtype = dtype;
+	call_algo = algo;
+	call_flags = flags;
+	fake_world_init(&w, 4);
+	memset(rets, 0, sizeof(rets));
+	fake_run(&w, do_call);
+	fake_world_free(&w);
+}
+
+TEST(symmetric_buffers_run_in_place_others_are_staged)
+{
+	/* registered, aligned: one launch on the user's buffers, no copies */
+	run_call(1001, PENNY_BFLOAT16, PENNY_ALGO_RING, 1);
+	for (int r = 0; r < 4; r++) {
+		CHECK_EQ_INT(rets[r], 0);
+		CHECK(!strcmp(msgs[r], "1 launches 0 copies pn_nv_ring_bfloat16_sum"));
+	}
+	/* in place on a symmetric buffer: the same */
+	run_call(777, PENNY_FLOAT, PENNY_ALGO_TWOSHOT, 1 | 4);
+	for (int r = 0; r < 4; r++)
+		CHECK(rets[r] == 0 && !strcmp(msgs[r], "1 launches 0 copies pn_nv_twoshot_float_sum"));
+	/* plain device memory: copy in, kernel on the staging buffer, copy out */
+	run_call(5, PENNY_INT8, PENNY_ALGO_SIMPLE_RING, 0);
+	for (int r = 0; r < 4; r++)
+		CHECK(rets[r] == 0 && !strcmp(msgs[r], "1 launches 2 copies pn_nv_simple_int8_sum"));
+	/* symmetric but a misaligned recv: staged too */
+	run_call(100, PENNY_HALF, PENNY_ALGO_ONESHOT, 1 | 2);
+	for (int r = 0; r < 4; r++)
+		CHECK(rets[r] == 0 && !strcmp(msgs[r], "1 launches 2 copies pn_nv_oneshot_half_sum"));
+}
+
+TEST(calls_larger_than_a_slot_are_cut_into_slots)
+{
+	setenv("PENNY_NVSHMEM_SLOT", "64K", 1);
+	/* 300 KiB + 3 doubles: 5 launches of at most 64 KiB (auto: two-shot) */
+	run_call((300u << 10) / 8 + 3, PENNY_DOUBLE, PENNY_ALGO_AUTO, 1);
+	for (int r = 0; r < 4; r++) {
+		CHECK_EQ_INT(rets[r], 0);
+		CHECK(!strcmp(msgs[r], "5 launches 0 copies pn_nv_twoshot_double_sum"));
+	}
+	run_call((300u << 10) / 8 + 3, PENNY_DOUBLE, PENNY_ALGO_AUTO, 0);
+	for (int r = 0; r < 4; r++)
+		CHECK(rets[r] == 0 && !strcmp(msgs[r], "5 launches 10 copies pn_nv_twoshot_double_sum"));
+	unsetenv("PENNY_NVSHMEM_SLOT");
+}
+
+TEST(bad_arguments)
+{
+	run_call(10, PENNY_NDTYPES, PENNY_ALGO_AUTO, 1);
+	for (int r = 0; r < 4; r++)
+		CHECK(rets[r] < 0);
+	run_call(10, PENNY_FLOAT, PENNY_ALGO_SYMMETRIC, 1);
+	for (int r = 0; r < 4; r++)
+		CHECK_EQ_INT(rets[r], -ENOTSUP);
+}
+
+int main(void)
+{
+	nv_cu = fake_cu;
+	nv_cu.LaunchKernel = nv_launch;
+	nv_cu.LaunchKernelEx = NULL;
+	pn_cudrv_set(&nv_cu);
+	RUN(size_table_and_explicit_algorithms);
+	RUN(settings_are_range_checked);
+	RUN(grid_and_staging);
+	RUN(bootstrap_hands_rank_0s_unique_id_to_every_rank);
+	RUN(a_rank_that_cannot_open_its_gpu_fails_every_rank_before_nvshmem);
+	RUN(symmetric_buffers_run_in_place_others_are_staged);
+	RUN(calls_larger_than_a_slot_are_cut_into_slots);
+	RUN(bad_arguments);
+	fake_funcs_free();
+	return unit_done();
+}
