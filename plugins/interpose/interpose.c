@@ -217,6 +217,8 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 		mul = 1ull << 20;
 	else if (*p == 'G' || *p == 'g')
 		mul = 1ull << 30;
+	else if (*p == 'T' || *p == 't')
+		mul = 1ull << 40;
 	if (mul > 1 && *++p == 'i')
 		p++;
 	if (mul > 1 && (*p == 'B' || *p == 'b'))
@@ -248,7 +250,7 @@ static void read_cfg(void)
 	if (max && *max && strcmp(max, "auto")) {
 		if (parse_u64(max, 1ull << 40, &v) || !v)
 			snprintf(cfg.bad, sizeof(cfg.bad),
-				 "PENNY_NCCL_MAX_BYTES='%.40s': auto or a size 1..1T (K, M, G)", max);
+				 "PENNY_NCCL_MAX_BYTES='%.40s': auto or a size 1..1T (K, M, G, T)", max);
 		else
 			cfg.max_bytes = v;
 	}
