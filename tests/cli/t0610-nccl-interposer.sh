@@ -142,26 +142,30 @@ test_expect_success 'abort: no collective teardown, no hang; the split and group
 # wants recv registered) from 4 KiB on; the scenario's calls are of 16 KiB
 rc_stats() { grep -c "registration cache: $1 hits, $2 misses, $3 evicted, $4 staged" err; }
 test_expect_success 'registration cache: reused buffers hit, reused addresses and mixed ranks re-register together' '
-	PENNY_FAKE_REG_BYTES=4096 PENNY_NCCL_MAX_BYTES=1G PENNY_NCCL_DEBUG=1 \
+	PENNY_NCCL_REGCACHE=64 PENNY_FAKE_REG_BYTES=4096 PENNY_NCCL_MAX_BYTES=1G PENNY_NCCL_DEBUG=1 \
 		ip "$caller" 3 regcache >out 2>err && test "$(grep -c "regcache ok, 10 " out)" -eq 3 &&
 	test "$(rc_stats 4 5 0 1)" -eq 3 && test "$(nccl_ar)" -eq 0 && ! grep -q differ err
 '
-test_expect_success 'registration cache: PENNY_NCCL_REGCACHE bounds it (LRU), 0 turns it off' '
+test_expect_success 'registration cache: PENNY_NCCL_REGCACHE bounds it (LRU), 0 (the default) turns it off' '
+	PENNY_FAKE_REG_BYTES=4096 PENNY_NCCL_MAX_BYTES=1G PENNY_NCCL_DEBUG=1 \
+		ip "$caller" 2 regcache >out 2>err && test "$(grep -c "regcache ok, 10 " out)" -eq 2 &&
+	! grep -q "registration cache" err &&
 	PENNY_NCCL_REGCACHE=2 PENNY_FAKE_REG_BYTES=4096 PENNY_NCCL_MAX_BYTES=1G PENNY_NCCL_DEBUG=1 \
 		ip "$caller" 3 regcache >out 2>err && test "$(grep -c "regcache ok, 10 " out)" -eq 3 &&
 	test "$(rc_stats 3 6 2 1)" -eq 3 &&
 	PENNY_NCCL_REGCACHE=0 PENNY_FAKE_REG_BYTES=4096 PENNY_NCCL_MAX_BYTES=1G PENNY_NCCL_DEBUG=1 \
 		ip "$caller" 2 regcache >out 2>err && test "$(grep -c "regcache ok, 10 " out)" -eq 2 &&
 	! grep -q "registration cache" err &&
-	NCCL_CALLER_RANK0_ENV=PENNY_NCCL_REGCACHE=0 PENNY_FAKE_REG_BYTES=4096 PENNY_NCCL_MAX_BYTES=1G \
-		ip "$caller" 2 regcache >out 2>err && test "$(grep -c "regcache ok, 10 " out)" -eq 2 &&
+	PENNY_NCCL_REGCACHE=64 NCCL_CALLER_RANK0_ENV=PENNY_NCCL_REGCACHE=0 PENNY_FAKE_REG_BYTES=4096 \
+		PENNY_NCCL_MAX_BYTES=1G ip "$caller" 2 regcache >out 2>err && test "$(grep -c "regcache ok, 10 " out)" -eq 2 &&
 	one_line err && grep -q "PENNY_NCCL_REGCACHE (0 or not) differs between ranks 0 and 1" err &&
 	test "$(nccl_ar)" -eq 20 &&
 	PENNY_NCCL_REGCACHE=4097 ip "$caller" 2 bf16 >out 2>err; test $? -eq 1 &&
 	grep -q "^penny-nccl: PENNY_NCCL_REGCACHE=.4097.: 0..4096" err
 '
 test_expect_success 'registration cache: graph captures stage (no host collective in a capture)' '
-	PENNY_FAKE_CAPTURING=2 PENNY_FAKE_REG_BYTES=4096 PENNY_NCCL_MAX_BYTES=1G PENNY_NCCL_DEBUG=1 \
+	PENNY_NCCL_REGCACHE=64 PENNY_FAKE_CAPTURING=2 PENNY_FAKE_REG_BYTES=4096 PENNY_NCCL_MAX_BYTES=1G \
+		PENNY_NCCL_DEBUG=1 \
 		ip "$caller" 2 regcache >out 2>err && test "$(grep -c "regcache ok, 10 " out)" -eq 2 &&
 	test "$(rc_stats 0 1 0 0)" -eq 2 && test "$(nccl_ar)" -eq 0
 '
