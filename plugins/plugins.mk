@@ -231,7 +231,8 @@ $(PL_TEST)/penny-nosym.so: plugins/test/fake.c plugins/include/penny_plugin.h
 
 # The kernels on the CPU emulator (no sanitizer: fibers switch stacks).
 $(B)/tests/unit/t_plugin_emu: plugins/cuda/emu/t_emu.cc plugins/cuda/emu/emu.h \
-		plugins/cuda/emu/emu_dev.h plugins/cuda/ar_kernels.cu plugins/common/data_kernels.cu \
+		plugins/cuda/emu/emu_dev.h plugins/cuda/emu/emu_check.h plugins/cuda/ar_kernels.cu \
+		plugins/common/data_kernels.cu \
 		$(PL_KDEPS)
 	@mkdir -p $(dir $@)
 	$(PN_CXX) -std=c++17 -O1 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -Wno-unused-function \
@@ -240,7 +241,8 @@ $(B)/tests/unit/t_plugin_emu: plugins/cuda/emu/t_emu.cc plugins/cuda/emu/emu.h \
 
 # The nvshmem plugin's kernels on the same emulator, NVSHMEM's calls stood in.
 $(B)/tests/unit/t_plugin_nvemu: plugins/nvshmem/emu/t_emu.cc plugins/cuda/emu/emu.h \
-		plugins/cuda/emu/emu_dev.h plugins/nvshmem/nv_kernels.cu $(PL_NV_KDEPS)
+		plugins/cuda/emu/emu_dev.h plugins/cuda/emu/emu_check.h plugins/nvshmem/nv_kernels.cu \
+		$(PL_NV_KDEPS)
 	@mkdir -p $(dir $@)
 	$(PN_CXX) -std=c++17 -O1 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -Wno-unused-function \
 		-Wno-unused-parameter -Wno-maybe-uninitialized -Wno-pass-failed -Wno-unknown-warning-option \

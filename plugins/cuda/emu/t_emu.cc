@@ -9,20 +9,9 @@
 #include "../../common/kargs.h"
 #include "../ar_kernels.cu"
 #include "../../common/data_kernels.cu"
+#include "emu_check.h"
 
 #include <map>
-#include <string>
-
-static int tap_n, tap_failed;
-
-static void tap(bool ok, const std::string &what)
-{
-	tap_n++;
-	if (!ok)
-		tap_failed++;
-	printf("%s %d - %s\n", ok ? "ok" : "not ok", tap_n, what.c_str());
-	fflush(stdout);
-}
 
 template <void (*K)(struct pn_ar_args)> static void call_ar(const void *p)
 {
@@ -66,9 +55,6 @@ static void register_kernels(void)
 	REG_DATA(uint64) REG_DATA(half) REG_DATA(bfloat16) REG_DATA(float) REG_DATA(double)
 }
 
-static const char *tnames[] = { "int8", "uint8", "int32", "uint32", "int64",
-				"uint64", "half", "bfloat16", "float", "double" };
-static const char *onames[] = { "sum", "prod", "min", "max", "avg" };
 /* kernels, as the plugin's enum pn_kern */
 enum { K_ONESHOT, K_ONESHOT_FL, K_TWOSHOT_LL, K_TWOSHOT, K_RING, K_TWOSHOT_HY, NK };
 static const char *anames[NK] = { "oneshot", "oneshot_fl", "twoshot_ll", "twoshot", "ring", "twoshot_hy" };
@@ -110,53 +96,11 @@ static uint32_t ws_err(const world &w, int r)
 	return ((uint32_t *)(w.ws[r] + PN_WS_COUNTERS))[PN_CNT_ERR];
 }
 
-struct call {
-	int algo, dt, op;
-	uint64_t count;
-	bool inplace;
-	uint32_t seed;
+struct call : emu_bufs {
+	int algo;
 	unsigned grid, block;
 	uint32_t tile;
-	std::vector<char *> send, recv; /* per rank */
-	std::vector<char *> snap;	/* recv as the rank's next kernel saw it */
 };
-
-/* A kernel that copies recv right after the allreduce on the same stream:
- * the allreduce must not end before its result is complete. */
-struct snap_args {
-	char *dst;
-	const char *src;
-	size_t len;
-};
-
-static void snap_kernel(const void *p)
-{
-	const snap_args *a = (const snap_args *)p;
-
-	memcpy(a->dst, a->src, a->len);
-}
-
-static void call_alloc(const world &w, call &c)
-{
-	size_t bytes = c.count * penny_data_size(c.dt) + 16;
-
-	for (int r = 0; r < w.n; r++) {
-		char *s = (char *)aligned_alloc(256, (bytes + 255) / 256 * 256);
-		char *d = c.inplace ? s : (char *)aligned_alloc(256, (bytes + 255) / 256 * 256);
-		int es = penny_data_size(c.dt);
-
-		for (uint64_t i = 0; i < c.count; i++) {
-			uint64_t bits = penny_data_input_bits(c.dt, c.op, c.seed, r, i);
-
-			memcpy(s + i * es, &bits, es);
-		}
-		if (!c.inplace)
-			memset(d, 0xA5, bytes);
-		c.send.push_back(s);
-		c.recv.push_back(d);
-		c.snap.push_back((char *)calloc(1, bytes));
-	}
-}
 
 static void call_enqueue(const world &w, const call &c, uint64_t desc_override_rank1 = 0)
 {
@@ -184,43 +128,8 @@ static void call_enqueue(const world &w, const call &c, uint64_t desc_override_r
 		a.rank = r;
 		a.nranks = w.n;
 		emu_launch_kernel(r, fn, c.grid, c.block, &a, sizeof(a));
-		snap_args sa = { c.snap[r], c.recv[r], c.count * penny_data_size(c.dt) };
-		emu_launch_kernel(r, snap_kernel, 1, 1, &sa, sizeof(sa));
+		emu_bufs_snap(c, r);
 	}
-}
-
-/* Wrong elements over all ranks. */
-static uint64_t call_wrong(const world &w, const call &c, uint64_t *first)
-{
-	uint64_t wrong = 0;
-	int es = penny_data_size(c.dt);
-
-	*first = ~0ull;
-	for (int r = 0; r < w.n; r++)
-		for (uint64_t i = 0; i < c.count; i++) {
-			uint64_t want = penny_data_expected_bits(c.dt, c.op, c.seed, w.n, i), got = 0;
-
-			memcpy(&got, c.snap[r] + i * es, es);
-			if (got != want) {
-				wrong++;
-				if (i < *first)
-					*first = i;
-			}
-		}
-	return wrong;
-}
-
-static void call_free(call &c)
-{
-	for (size_t r = 0; r < c.send.size(); r++) {
-		if (!c.inplace)
-			free(c.recv[r]);
-		free(c.send[r]);
-		free(c.snap[r]);
-	}
-	c.snap.clear();
-	c.send.clear();
-	c.recv.clear();
 }
 
 /*
@@ -246,14 +155,14 @@ static uint64_t run_sequence(world &w, int algo, int dt, int op, const std::vect
 		c.grid = grid;
 		c.block = block;
 		c.tile = tile;
-		call_alloc(w, c);
+		emu_bufs_alloc(c, w.n);
 		calls.push_back(c);
 	}
 	for (call &c : calls)
 		call_enqueue(w, c);
 	emu_run();
 	for (call &c : calls) {
-		uint64_t first, bad = call_wrong(w, c, &first);
+		uint64_t first, bad = emu_bufs_wrong(c, &first);
 
 		if (bad && why.empty()) {
 			char buf[200];
@@ -264,7 +173,7 @@ static uint64_t run_sequence(world &w, int algo, int dt, int op, const std::vect
 			why = buf;
 		}
 		wrong += bad;
-		call_free(c);
+		emu_bufs_free(c);
 	}
 	for (int r = 0; r < w.n; r++)
 		if (ws_err(w, r)) {
@@ -358,12 +267,12 @@ static void test_desc_mismatch(int algo)
 	c.grid = 2;
 	c.block = 32;
 	c.tile = 32;
-	call_alloc(w, c);
+	emu_bufs_alloc(c, w.n);
 	call_enqueue(w, c, 0x9999);
 	emu_run();
 	bool ok = (ws_err(w, 0) & PN_ERR_DESC) || (ws_err(w, 1) & PN_ERR_DESC);
 	tap(ok, std::string(anames[algo]) + ": a buffer that differs between ranks is an error, not a hang");
-	call_free(c);
+	emu_bufs_free(c);
 	world_free(w);
 }
 
@@ -383,7 +292,7 @@ static void test_dead_peer(int algo)
 	c.grid = 1;
 	c.block = 32;
 	c.tile = 32;
-	call_alloc(w, c);
+	emu_bufs_alloc(c, w.n);
 	{
 		std::string name = std::string(anames[algo]) + "_int32_sum";
 		struct pn_ar_args a;
@@ -409,7 +318,7 @@ static void test_dead_peer(int algo)
 	uint32_t *cnt = (uint32_t *)(w.ws[0] + PN_WS_COUNTERS);
 	tap((cnt[PN_CNT_ERR] & PN_ERR_TIMEOUT) && cnt[PN_CNT_ERR_INFO] == 1,
 	    std::string(anames[algo]) + ": a peer that never comes is a timeout naming it");
-	call_free(c);
+	emu_bufs_free(c);
 	world_free(w);
 }
 

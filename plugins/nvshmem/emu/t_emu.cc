@@ -70,37 +70,6 @@ static void nvshmemx_signal_op(uint64_t *sig, uint64_t v, int op, int pe)
 	emu_nv_signal(sig, v, op, pe);
 }
 
-/* Block-collective: the data lands (in any order) before the signal. */
-static void nvshmemx_putmem_signal_block(void *dst, const void *src, size_t len, uint64_t *sig,
-					 uint64_t v, int op, int pe)
-{
-	size_t off;
-
-	emu_nv_locate(dst, &off);
-	char *d = emu_nv.heap[pe] + off;
-
-	pn_sync();
-	for (size_t i = pn_tid(); i < len; i += pn_ntid()) {
-		pn_maybe_yield();
-		d[i] = ((const char *)src)[i];
-	}
-	pn_sync();
-	if (pn_tid() == 0)
-		emu_nv_signal(sig, v, op, pe);
-	pn_sync();
-}
-
-/* A peer on the same node answers with its address; others through a NIC: NULL. */
-static void *nvshmem_ptr(const void *p, int pe)
-{
-	size_t off;
-	int me = emu_nv_locate(p, &off);
-
-	if (me % emu_nv.nodes != pe % emu_nv.nodes)
-		return NULL;
-	return emu_nv.heap[pe] + off;
-}
-
 /* Block-collective, data only (ordered for a reader by a later fence + signal). */
 static void nvshmemx_putmem_nbi_block(void *dst, const void *src, size_t len, int pe)
 {
@@ -117,23 +86,33 @@ static void nvshmemx_putmem_nbi_block(void *dst, const void *src, size_t len, in
 	pn_sync();
 }
 
+/* Block-collective: the data lands (in any order) before the signal. */
+static void nvshmemx_putmem_signal_block(void *dst, const void *src, size_t len, uint64_t *sig,
+					 uint64_t v, int op, int pe)
+{
+	nvshmemx_putmem_nbi_block(dst, src, len, pe);
+	if (pn_tid() == 0)
+		emu_nv_signal(sig, v, op, pe);
+	pn_sync();
+}
+
+/* A peer on the same node answers with its address; others through a NIC: NULL. */
+static void *nvshmem_ptr(const void *p, int pe)
+{
+	size_t off;
+	int me = emu_nv_locate(p, &off);
+
+	if (me % emu_nv.nodes != pe % emu_nv.nodes)
+		return NULL;
+	return emu_nv.heap[pe] + off;
+}
+
 static void nvshmem_quiet(void) {}
 
 #include "../nv_kernels.cu"
+#include "../../cuda/emu/emu_check.h"
 
 #include <map>
-#include <string>
-
-static int tap_n, tap_failed;
-
-static void tap(bool ok, const std::string &what)
-{
-	tap_n++;
-	if (!ok)
-		tap_failed++;
-	printf("%s %d - %s\n", ok ? "ok" : "not ok", tap_n, what.c_str());
-	fflush(stdout);
-}
 
 template <void (*K)(struct pn_nv_args)> static void call_nv(const void *p)
 {
@@ -166,9 +145,6 @@ static void register_kernels(void)
 	REG_TYPES(simple)
 }
 
-static const char *tnames[] = { "int8", "uint8", "int32", "uint32", "int64",
-				"uint64", "half", "bfloat16", "float", "double" };
-static const char *onames[] = { "sum", "prod", "min", "max", "avg" };
 static const char *knames[] = { "oneshot", "twoshot", "ring", "simple" };
 
 /* n PEs: symmetric heaps as the plugin lays them out, local counters. */
@@ -213,49 +189,9 @@ static uint32_t *err_words(const world &w, int r)
 	return (uint32_t *)(w.local[r] + PN_NV_MAX_BLOCKS);
 }
 
-struct call {
-	int kern, dt, op;
-	uint64_t count;
-	bool inplace;
-	uint32_t seed;
-	std::vector<char *> send, recv, snap; /* per PE */
+struct call : emu_bufs {
+	int kern;
 };
-
-struct snap_args {
-	char *dst;
-	const char *src;
-	size_t len;
-};
-
-/* Runs after the allreduce on the PE's stream: the kernel must not end early. */
-static void snap_kernel(const void *p)
-{
-	const snap_args *a = (const snap_args *)p;
-
-	memcpy(a->dst, a->src, a->len);
-}
-
-static void call_alloc(const world &w, call &c)
-{
-	size_t bytes = c.count * penny_data_size(c.dt) + 16;
-	int es = penny_data_size(c.dt);
-
-	for (int r = 0; r < w.n; r++) {
-		char *s = (char *)aligned_alloc(256, (bytes + 255) / 256 * 256);
-		char *d = c.inplace ? s : (char *)aligned_alloc(256, (bytes + 255) / 256 * 256);
-
-		for (uint64_t i = 0; i < c.count; i++) {
-			uint64_t bits = penny_data_input_bits(c.dt, c.op, c.seed, r, i);
-
-			memcpy(s + i * es, &bits, es);
-		}
-		if (!c.inplace)
-			memset(d, 0xA5, bytes);
-		c.send.push_back(s);
-		c.recv.push_back(d);
-		c.snap.push_back((char *)calloc(1, bytes));
-	}
-}
 
 static struct pn_nv_args call_args(const world &w, const call &c, int r, uint64_t timeout_ns)
 {
@@ -287,43 +223,10 @@ static void call_enqueue(const world &w, const call &c, unsigned grid, unsigned 
 
 	for (int r = 0; r < w.n; r++) {
 		struct pn_nv_args a = call_args(w, c, r, 200000000ull);
-		snap_args sa = { c.snap[r], c.recv[r], c.count * penny_data_size(c.dt) };
 
 		emu_launch_kernel(r, fn, grid, block, &a, sizeof(a));
-		emu_launch_kernel(r, snap_kernel, 1, 1, &sa, sizeof(sa));
+		emu_bufs_snap(c, r);
 	}
-}
-
-static uint64_t call_wrong(const world &w, const call &c, uint64_t *first)
-{
-	uint64_t wrong = 0;
-	int es = penny_data_size(c.dt);
-
-	*first = ~0ull;
-	for (int r = 0; r < w.n; r++)
-		for (uint64_t i = 0; i < c.count; i++) {
-			uint64_t want = penny_data_expected_bits(c.dt, c.op, c.seed, w.n, i), got = 0;
-
-			memcpy(&got, c.snap[r] + i * es, es);
-			if (got != want) {
-				wrong++;
-				*first = i < *first ? i : *first;
-			}
-		}
-	return wrong;
-}
-
-static void call_free(call &c)
-{
-	for (size_t r = 0; r < c.send.size(); r++) {
-		if (!c.inplace)
-			free(c.recv[r]);
-		free(c.send[r]);
-		free(c.snap[r]);
-	}
-	c.send.clear();
-	c.recv.clear();
-	c.snap.clear();
 }
 
 /*
@@ -346,14 +249,14 @@ static uint64_t run_sequence(world &w, const std::vector<int> &kerns, int dt, in
 		c.count = counts[k];
 		c.inplace = k % 2 == 1;
 		c.seed = 1000 + dt * 10 + op + (uint32_t)k;
-		call_alloc(w, c);
+		emu_bufs_alloc(c, w.n);
 		calls.push_back(c);
 	}
 	for (call &c : calls)
 		call_enqueue(w, c, grid, block);
 	emu_run();
 	for (call &c : calls) {
-		uint64_t first, bad = call_wrong(w, c, &first);
+		uint64_t first, bad = emu_bufs_wrong(c, &first);
 
 		if (bad && why.empty()) {
 			char buf[200];
@@ -365,7 +268,7 @@ static uint64_t run_sequence(world &w, const std::vector<int> &kerns, int dt, in
 			why = buf;
 		}
 		wrong += bad;
-		call_free(c);
+		emu_bufs_free(c);
 	}
 	for (int r = 0; r < w.n; r++)
 		if (err_words(w, r)[0]) {
@@ -416,14 +319,14 @@ static void test_dead_peer(int kern)
 	c.count = 40;
 	c.inplace = false;
 	c.seed = 3;
-	call_alloc(w, c);
+	emu_bufs_alloc(c, w.n);
 	struct pn_nv_args a = call_args(w, c, 0, 3000000ull);
 
 	emu_launch_kernel(0, kernels[kernel_name(c)], 1, 32, &a, sizeof(a));
 	emu_run();
 	tap((err_words(w, 0)[0] & PN_NV_ERR_TIMEOUT) && err_words(w, 0)[1] == 1,
 	    std::string(knames[kern]) + ": a PE that never comes is a timeout naming it");
-	call_free(c);
+	emu_bufs_free(c);
 	world_free(w);
 }
 
