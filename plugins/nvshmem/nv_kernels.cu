@@ -94,13 +94,41 @@ PN_DEVM void nv_block_wait(pn_nv_ctx &c, uint64_t *w, uint64_t v, int peer)
 	c.dead = pn_sync_or(c.dead);
 }
 
+/*
+ * A data signal's value: the epoch above, the chunk (1, 2, ...) below, so
+ * that a receiver waits for chunk j of this call with one >= and every call
+ * of any algorithm finds the words of the calls before it smaller.
+ */
+PN_DEVM uint64_t nv_val(const pn_nv_ctx &c, uint64_t chunk)
+{
+	return (c.epoch << 16) | (chunk + 1);
+}
+
+/* Chunks of a ring step's slice: each travels and is signalled on its own,
+ * so the next PE works on one while this one sends the next (the emulator
+ * test makes them small so that its short calls have several). */
+#ifndef PN_NV_CHUNK
+#define PN_NV_CHUNK (64ull << 10)
+#endif
+
+PN_DEVM uint64_t nv_nchunks(uint64_t len)
+{
+	return len ? (len + PN_NV_CHUNK - 1) / PN_NV_CHUNK : 1;
+}
+
+PN_DEVM void nv_chunk(uint64_t len, uint64_t j, uint64_t *co, uint64_t *cl)
+{
+	*co = j * PN_NV_CHUNK;
+	*cl = *co < len ? (len - *co < PN_NV_CHUNK ? len - *co : PN_NV_CHUNK) : 0;
+}
+
 PN_DEVM void nv_put(pn_nv_ctx &c, void *dst, const void *src, uint64_t len, uint64_t *sig,
-		    int pe)
+		    int pe, uint64_t val)
 {
 	if (len)
-		nvshmemx_putmem_signal_block(dst, src, len, sig, c.epoch, NVSHMEM_SIGNAL_SET, pe);
+		nvshmemx_putmem_signal_block(dst, src, len, sig, val, NVSHMEM_SIGNAL_SET, pe);
 	else if (pn_tid() == 0)
-		nvshmemx_signal_op(sig, c.epoch, NVSHMEM_SIGNAL_SET, pe);
+		nvshmemx_signal_op(sig, val, NVSHMEM_SIGNAL_SET, pe);
 	pn_sync();
 }
 
@@ -115,17 +143,17 @@ PN_DEVM void nv_wait_ack(pn_nv_ctx &c, int pe)
  * Every peer's word at once, one thread per peer: its data signal of kind
  * (kind 0 or 1, reaching v) or its ack (kind 2: finished epoch - 2).
  */
-PN_DEVM void nv_wait_peers(pn_nv_ctx &c, int kind, uint64_t v)
+PN_DEVM void nv_wait_peers(pn_nv_ctx &c, int kind)
 {
 	const int me = c.a->rank, n = c.a->nranks;
 
-	if (kind == 2 && v <= 2)
+	if (kind == 2 && c.epoch <= 2)
 		return;
 	for (int q = 1 + (int)pn_tid(); q < n; q += (int)pn_ntid()) {
 		int pe = (me + q) % n;
 
 		nv_wait(c, kind == 2 ? nv_ack(c, pe) : nv_sig(c, kind, pe),
-			kind == 2 ? v - 2 : v, pe);
+			kind == 2 ? c.epoch - 2 : nv_val(c, 0), pe);
 		pn_fence();
 	}
 	c.dead = pn_sync_or(c.dead);
@@ -154,7 +182,7 @@ template <typename F> PN_DEVM void nv_put_all(pn_nv_ctx &c, int kind, F part)
 
 		part(pe, &d, &s, &len);
 		if (!nvshmem_ptr(sig, pe))
-			nv_put(c, d, s, len, sig, pe);
+			nv_put(c, d, s, len, sig, pe, nv_val(c, 0));
 		else if (len)
 			nvshmemx_putmem_nbi_block(d, s, len, pe);
 	}
@@ -164,7 +192,7 @@ template <typename F> PN_DEVM void nv_put_all(pn_nv_ctx &c, int kind, F part)
 
 		if (nvshmem_ptr(sig, pe)) {
 			pn_fence_sys();
-			nvshmemx_signal_op(sig, c.epoch, NVSHMEM_SIGNAL_SET, pe);
+			nvshmemx_signal_op(sig, nv_val(c, 0), NVSHMEM_SIGNAL_SET, pe);
 		}
 	}
 }
@@ -263,13 +291,13 @@ template <typename T, int OP> PN_DEVM void nv_oneshot(pn_nv_ctx &c)
 	int q;
 
 	nv_slice(a.bytes, &off, &len);
-	nv_wait_peers(c, 2, c.epoch);
+	nv_wait_peers(c, 2);
 	nv_put_all(c, 0, [&](int, char **d, const char **s, uint64_t *l) {
 		*d = nv_slot(c, me) + off;
 		*s = src + off;
 		*l = len;
 	});
-	nv_wait_peers(c, 0, c.epoch);
+	nv_wait_peers(c, 0);
 	for (q = 0; q < n; q++)
 		srcs[q] = q == me ? src + off : nv_slot(c, q) + off;
 	if (!c.dead)
@@ -287,7 +315,7 @@ template <typename T, int OP> PN_DEVM void nv_twoshot(pn_nv_ctx &c)
 	uint64_t s0, slen, off, len;
 	int q;
 
-	nv_wait_peers(c, 2, c.epoch);
+	nv_wait_peers(c, 2);
 	/* reduce-scatter: segment pe's slice to pe's slot [me] */
 	nv_put_all(c, 0, [&](int pe, char **d, const char **s, uint64_t *l) {
 		uint64_t p0, plen, poff;
@@ -299,7 +327,7 @@ template <typename T, int OP> PN_DEVM void nv_twoshot(pn_nv_ctx &c)
 	});
 	nv_segment(a.bytes, n, me, &s0, &slen);
 	nv_slice(slen, &off, &len);
-	nv_wait_peers(c, 0, c.epoch);
+	nv_wait_peers(c, 0);
 	for (q = 0; q < n; q++)
 		srcs[q] = (q == me ? src : nv_slot(c, q)) + s0 + off;
 	if (!c.dead)
@@ -312,7 +340,7 @@ template <typename T, int OP> PN_DEVM void nv_twoshot(pn_nv_ctx &c)
 	});
 	if (!c.dead)
 		nv_copy((char *)a.recv + s0 + off, gath + s0 + off, len);
-	nv_wait_peers(c, 1, c.epoch);
+	nv_wait_peers(c, 1);
 	for (q = 1; q < n && !c.dead; q++) {
 		nv_segment(a.bytes, n, (me + q) % n, &s0, &slen);
 		nv_slice(slen, &off, &len);
@@ -326,57 +354,79 @@ template <typename T, int OP> PN_DEVM void nv_ring(pn_nv_ctx &c)
 	const pn_nv_args &a = *c.a;
 	const int me = a.rank, n = a.nranks, right = (me + 1) % n, left = (me + n - 1) % n;
 	const char *src = (const char *)a.src;
-	char *gath = nv_slot(c, n);
-	uint64_t s0, slen, off, len;
+	char *gath = nv_slot(c, n), *recv = (char *)a.recv;
+	uint64_t s0, slen, off, len, nch, j, co, cl;
 	int k;
 
-	/* SEG(j): segment j and this block's slice of it (every PE slices a segment alike) */
+	/* SEG(j): segment j and this block's slice of it (every PE slices a segment alike),
+	 * and the slice's chunks */
 #define SEG(j)                                                                                 \
 	do {                                                                                   \
 		nv_segment(a.bytes, n, (j), &s0, &slen);                                       \
 		nv_slice(slen, &off, &len);                                                    \
+		nch = nv_nchunks(len);                                                         \
 	} while (0)
 	nv_wait_ack(c, right);
 	SEG(me);
-	nv_put(c, nv_slot(c, 0) + off, src + s0 + off, len, nv_sig(c, 0, 0), right);
-	for (k = 1; k < n; k++) {
+	for (j = 0; j < nch && !c.dead; j++) {
+		nv_chunk(len, j, &co, &cl);
+		nv_put(c, nv_slot(c, 0) + off + co, src + s0 + off + co, cl, nv_sig(c, 0, 0), right,
+		       nv_val(c, j));
+	}
+	/* reduce-scatter: step k adds this PE's part of segment me - k to what came */
+	for (k = 1; k < n && !c.dead; k++) {
 		int t = (me + n - k) % n;
-		const char *srcs[2];
 		char *part;
 
 		SEG(t);
-		part = nv_slot(c, k - 1) + off; /* off: this segment's slice */
-		nv_block_wait(c, nv_sig(c, 0, k - 1), c.epoch, left);
-		if (c.dead)
-			break;
-		srcs[0] = part;
-		srcs[1] = src + s0 + off;
-		if (k < n - 1) {
-			nv_reduce<T, OP>(part, srcs, 2, len, n, false);
-			nv_put(c, nv_slot(c, k) + off, part, len, nv_sig(c, 0, k), right);
-		} else {
-			/* t == me + 1: this segment is complete here */
-			nv_reduce<T, OP>(gath + s0 + off, srcs, 2, len, n, true);
-			nv_copy((char *)a.recv + s0 + off, gath + s0 + off, len);
-		}
-	}
-	for (k = 0; k < n - 1 && !c.dead; k++) {
-		int t = (me + 1 + n - k) % n; /* the segment forwarded at step k */
+		part = nv_slot(c, k - 1) + off;
+		for (j = 0; j < nch; j++) {
+			const char *srcs[2];
+			char *g;
 
-		SEG(t);
-		if (k) {
-			nv_block_wait(c, nv_sig(c, 1, k - 1), c.epoch, left);
+			nv_chunk(len, j, &co, &cl);
+			nv_block_wait(c, nv_sig(c, 0, k - 1), nv_val(c, j), left);
 			if (c.dead)
 				break;
-			nv_copy((char *)a.recv + s0 + off, gath + s0 + off, len);
+			srcs[0] = part + co;
+			srcs[1] = src + s0 + off + co;
+			if (k < n - 1) {
+				nv_reduce<T, OP>(part + co, srcs, 2, cl, n, false);
+				nv_put(c, nv_slot(c, k) + off + co, part + co, cl, nv_sig(c, 0, k), right,
+				       nv_val(c, j));
+				continue;
+			}
+			/* t == me + 1: complete here; the all-gather starts with it */
+			g = gath + s0 + off + co;
+			nv_reduce<T, OP>(g, srcs, 2, cl, n, true);
+			nv_put(c, g, g, cl, nv_sig(c, 1, 0), right, nv_val(c, j));
+			nv_copy(recv + s0 + off + co, g, cl);
 		}
-		nv_put(c, gath + s0 + off, gath + s0 + off, len, nv_sig(c, 1, k), right);
+	}
+	/* all-gather: step k forwards segment me + 1 - k */
+	for (k = 1; k < n - 1 && !c.dead; k++) {
+		SEG((me + 1 + n - k) % n);
+		for (j = 0; j < nch; j++) {
+			char *g;
+
+			nv_chunk(len, j, &co, &cl);
+			nv_block_wait(c, nv_sig(c, 1, k - 1), nv_val(c, j), left);
+			if (c.dead)
+				break;
+			g = gath + s0 + off + co;
+			nv_put(c, g, g, cl, nv_sig(c, 1, k), right, nv_val(c, j));
+			nv_copy(recv + s0 + off + co, g, cl);
+		}
 	}
 	if (!c.dead) {
 		SEG((me + 2) % n);
-		nv_block_wait(c, nv_sig(c, 1, n - 2), c.epoch, left);
-		if (!c.dead)
-			nv_copy((char *)a.recv + s0 + off, gath + s0 + off, len);
+		for (j = 0; j < nch; j++) {
+			nv_chunk(len, j, &co, &cl);
+			nv_block_wait(c, nv_sig(c, 1, n - 2), nv_val(c, j), left);
+			if (c.dead)
+				break;
+			nv_copy(recv + s0 + off + co, gath + s0 + off + co, cl);
+		}
 	}
 #undef SEG
 	nv_send_acks(c);
@@ -393,24 +443,24 @@ template <typename T, int OP> PN_DEVM void nv_simple(pn_nv_ctx &c)
 	nv_slice(a.bytes, &off, &len);
 	nv_wait_ack(c, right);
 	if (me == 0) {
-		nv_put(c, part + off, src + off, len, nv_sig(c, 0, 0), right);
+		nv_put(c, part + off, src + off, len, nv_sig(c, 0, 0), right, nv_val(c, 0));
 	} else {
 		const char *srcs[2] = { part + off, src + off };
 
-		nv_block_wait(c, nv_sig(c, 0, 0), c.epoch, left);
+		nv_block_wait(c, nv_sig(c, 0, 0), nv_val(c, 0), left);
 		if (!c.dead && me < n - 1) {
 			nv_reduce<T, OP>(part + off, srcs, 2, len, n, false);
-			nv_put(c, part + off, part + off, len, nv_sig(c, 0, 0), right);
+			nv_put(c, part + off, part + off, len, nv_sig(c, 0, 0), right, nv_val(c, 0));
 		} else if (!c.dead) {
 			nv_reduce<T, OP>(gath + off, srcs, 2, len, n, true);
-			nv_put(c, gath + off, gath + off, len, nv_sig(c, 1, 0), right);
+			nv_put(c, gath + off, gath + off, len, nv_sig(c, 1, 0), right, nv_val(c, 0));
 			nv_copy((char *)a.recv + off, gath + off, len);
 		}
 	}
 	if (me < n - 1) {
-		nv_block_wait(c, nv_sig(c, 1, 0), c.epoch, left);
+		nv_block_wait(c, nv_sig(c, 1, 0), nv_val(c, 0), left);
 		if (!c.dead && right != n - 1)
-			nv_put(c, gath + off, gath + off, len, nv_sig(c, 1, 0), right);
+			nv_put(c, gath + off, gath + off, len, nv_sig(c, 1, 0), right, nv_val(c, 0));
 		if (!c.dead)
 			nv_copy((char *)a.recv + off, gath + off, len);
 	}

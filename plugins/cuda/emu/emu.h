@@ -3,7 +3,9 @@
  * A small CPU emulator for penny's kernels (unit tests without a GPU).
  * Every CUDA thread is a fiber (ucontext) of one OS thread; fibers switch at
  * __syncthreads, at every poll of a flag, and at random points before stores
- * into a peer, so the ranks' kernels interleave in many orders.  Each rank
+ * into a peer, so the ranks' kernels interleave in many orders; with stall
+ * set, one rank at a time sits out a few rounds, so that a rank runs ahead
+ * of another by more than a store or two.  Each rank
  * has its own stream (a queue of launches run one after another), so ranks
  * drift apart by whole kernels as on real GPUs.  It checks the protocols,
  * index arithmetic and tails; it cannot check the GPU memory model.
@@ -59,6 +61,8 @@ struct emu_state {
 	uint64_t clock_ns;
 	uint64_t rng;
 	unsigned yield_every; /* random yield before 1 in N peer stores (0: never) */
+	int stall;		/* now and then hold one rank back for a few rounds */
+	int stall_rank, stall_left;
 	std::vector<std::vector<emu_launch *> > streams; /* per rank */
 	uint64_t switches;
 };
@@ -143,7 +147,13 @@ static uint64_t emu_run(void)
 	uint64_t sw0 = emu.switches;
 
 	for (;;) {
+		bool held = false;
+
 		ready.clear();
+		if (emu.stall && !emu.stall_left && emu_rand() % 4 == 0) {
+			emu.stall_rank = (int)(emu_rand() % (emu.streams.size() + 1));
+			emu.stall_left = 1 + (int)(emu_rand() % 16);
+		}
 		for (size_t r = 0; r < emu.streams.size(); r++) {
 			std::vector<emu_launch *> &q = emu.streams[r];
 
@@ -161,11 +171,17 @@ static uint64_t emu_run(void)
 				continue;
 			if (q.front()->fibers.empty())
 				emu_start(q.front());
+			if (emu.stall_left && (int)r == emu.stall_rank) {
+				held = true; /* this rank sits out the round */
+				continue;
+			}
 			for (emu_fiber *f : q.front()->fibers)
 				if (!f->done)
 					ready.push_back(f);
 		}
-		if (ready.empty())
+		if (emu.stall_left)
+			emu.stall_left--;
+		if (ready.empty() && !held)
 			break;
 		/* one round: every live fiber once, in a random order */
 		for (size_t i = ready.size(); i > 1; i--) {

@@ -332,6 +332,7 @@ int main(int argc, char **argv)
 	register_kernels();
 	emu.rng = 12345;
 	emu.yield_every = 3;
+	emu.stall = 1;
 	test_data_kernels();
 	/* counts: tails, partial slices, several tiles per block, both parities */
 	std::vector<uint64_t> counts = { 1, 37, 203, 0 + 64, 5, 130 };

@@ -109,6 +109,7 @@ static void *nvshmem_ptr(const void *p, int pe)
 
 static void nvshmem_quiet(void) {}
 
+#define PN_NV_CHUNK 96ull /* several chunks per ring step even in short calls */
 #include "../nv_kernels.cu"
 #include "../../cuda/emu/emu_check.h"
 
@@ -342,6 +343,7 @@ int main(int argc, char **argv)
 	register_kernels();
 	emu.rng = 54321;
 	emu.yield_every = 3;
+	emu.stall = 1;
 	for (int k = 0; k < PN_NV_NKERNS; k++) {
 		test_allreduce(3, { k }, all, counts, 2, 32);
 		if (quick)
