@@ -323,8 +323,12 @@ test_expect_success 'RoCE: PFC on an ECN priority, the trust state (qos/pfc, qos
 	test_exit 1 penny check --sysfs-root pf --only settings --json >out.json &&
 	verdict mlx5_1/1:pfc out.json | grep -q "^FAIL pfc 4, trust pcp | eth1: PFC on priority 4, ECN on 3: the RoCE traffic.s priority needs both" &&
 	echo "0 0 0 0 0 0 0 0" >$q/qos/pfc &&
-	test_exit 1 penny check --sysfs-root pf --only settings --json >out.json &&
+	test_exit 1 penny check --sysfs-root pf --only settings --json --junit j.xml --prom p.prom >out.json &&
 	verdict mlx5_1/1:pfc out.json | grep -q "^FAIL pfc none, trust pcp | eth1: PFC is on for no priority: RoCE is lossy" &&
+	python3 -c "import sys, xml.etree.ElementTree as E
+c = [t for t in E.parse(\"j.xml\").iter(\"testcase\") if \"mlx5_1/1:pfc\" in t.get(\"name\")]
+assert len(c) == 1 and c[0].find(\"failure\") is not None, c" &&
+	grep "^penny_check_result{.*target=\"mlx5_1/1:pfc\".*} 0$" p.prom &&
 	echo "settings.roce-pfc = allow" >p.conf &&
 	penny check --sysfs-root pf --only settings --config p.conf --json >out.json &&
 	verdict mlx5_1/1:pfc out.json | grep -q "^PASS pfc none.*(settings.roce-pfc = allow)" &&
