@@ -340,7 +340,13 @@ assert len(c) == 1 and c[0].find(\"failure\") is not None, c" &&
 		penny check --sysfs-root pf --only settings --json >out.json &&
 		verdict mlx5_1/1:pfc out.json | grep -q "^SKIP None | /sys/class/net/eth1/qos/pfc: not eight 0/1 values" || return 1
 	done &&
-	rm $q/qos/pfc && mkfifo $q/qos/pfc &&
+	python3 -c "print(\"0,\" * 500000 + \"0\")" >$q/qos/pfc &&
+	penny check --sysfs-root pf --only settings --json >out.json &&
+	verdict mlx5_1/1:pfc out.json | grep -q "^SKIP None | /sys/class/net/eth1/qos/pfc: not eight 0/1 values" &&
+	rm $q/qos/pfc && mkdir $q/qos/pfc &&
+	penny check --sysfs-root pf --only settings --json >out.json &&
+	verdict mlx5_1/1:pfc out.json | grep -q "^SKIP None | /sys/class/net/eth1/qos/pfc: " &&
+	rmdir $q/qos/pfc && mkfifo $q/qos/pfc &&
 	timeout 10 "$PENNY" check --sysfs-root pf --only settings --json >out.json &&
 	verdict mlx5_1/1:pfc out.json | grep -q "^SKIP None | /sys/class/net/eth1/qos/pfc: " &&
 	rm $q/qos/pfc && ln -s /dev/zero $q/qos/pfc &&
