@@ -14,6 +14,7 @@
 #include "engine/boot.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +98,32 @@ static int match_target(const struct pn_verdict_result *r, const void *arg)
 	return is(r, "allreduce") && !strcmp(r->target, arg);
 }
 
+/* The allreduce row of target (index), -1 none. */
+static int find_target(const struct pn_verdict_list *l, const char *target)
+{
+	int i;
+
+	for (i = 0; i < pn_verdict_n(l); i++)
+		if (match_target(pn_verdict_at(l, i), target))
+			return i;
+	return -1;
+}
+
+/* A kept value as a number, NaN when it is not one. */
+static double num(const struct pn_verdict_kept_val *v)
+{
+	return v->kind == PN_VAL_NUM ? v->num : NAN;
+}
+
+enum pn_diag_ab pn_diag_ab(double as_run, double pinned, double expected)
+{
+	if (!isfinite(as_run) || !isfinite(pinned) || as_run < 0 || pinned <= 0)
+		return PN_AB_NONE;
+	if (isfinite(expected) && expected > 0 && as_run < expected && pinned >= expected)
+		return PN_AB_RAIL;
+	return pinned >= as_run * PN_DIAG_AB_GAIN ? PN_AB_RAIL : PN_AB_NOT_RAIL;
+}
+
 static void evidence(const struct pn_verdict_list *l, struct pn_diag *d,
 		     int (*match)(const struct pn_verdict_result *))
 {
@@ -135,6 +162,7 @@ void pn_diag_decide(const struct pn_verdict_list *l, struct pn_diag *d)
 	enum seen node = seen(l, match_target, "node"), job = seen(l, match_target, "job");
 	enum seen pairs = seen(l, match_pairs, NULL), nic = seen(l, match_check, "nic-bw");
 	enum seen path = seen(l, match_check, "nccl-path"), ctr = seen(l, match_check, "counters");
+	int ab, j, ruled_out = 0;
 
 	memset(d, 0, sizeof(*d));
 	d->layer = "unknown";
@@ -185,16 +213,37 @@ void pn_diag_decide(const struct pn_verdict_list *l, struct pn_diag *d)
 		evidence(l, d, ev_net);
 		return;
 	}
+	if ((ab = find_target(l, "job-rail")) >= 0 && (j = find_target(l, "job")) >= 0) {
+		const struct pn_verdict_result *rr = pn_verdict_at(l, ab), *rj = pn_verdict_at(l, j);
+		double as_run = num(&rj->measured), pinned = num(&rr->measured);
+
+		switch (pn_diag_ab(as_run, pinned, num(&rj->expected))) {
+		case PN_AB_RAIL:
+			d->layer = "NCCL path selection";
+			snprintf(d->why, sizeof(d->why), "the NICs are fast; pinned to each GPU's "
+				 "rail NIC (NCCL_IB_HCA) the job's allreduce reaches %.3g GB/s, "
+				 "%.3g as run: NCCL's NIC choice", pinned, as_run);
+			d->evidence[d->nevidence++] = ab;
+			evidence(l, d, ev_nccl_net);
+			return;
+		case PN_AB_NOT_RAIL:
+			ruled_out = 1;
+			break;
+		case PN_AB_NONE:
+			break;
+		}
+	}
 	evidence(l, d, ev_nccl_net);
-	if (d->nevidence || path != PASSED) {
+	if (d->nevidence || (path != PASSED && !ruled_out)) {
 		d->layer = "NCCL path selection";
 		snprintf(d->why, sizeof(d->why), "the NICs are fast, the job's allreduce is slow: "
 			 "NCCL's NIC, GPUDirect RDMA or the GPU-NIC affinity");
 		return;
 	}
 	d->layer = "kernel";
-	snprintf(d->why, sizeof(d->why), "the NICs are fast and NCCL's paths are right: the "
-		 "collective's kernels (the plugin, its algorithm)");
+	snprintf(d->why, sizeof(d->why), "the NICs are fast and %s: the collective's kernels "
+		 "(the plugin, its algorithm)", ruled_out ? "pinning each GPU's rail NIC "
+		 "changes nothing" : "NCCL's paths are right");
 }
 
 /* ------------------------------------------------------------ in the run */

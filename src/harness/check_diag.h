@@ -18,6 +18,14 @@
  * A finding of nccl-path, ranks or settings is evidence for the layer it
  * belongs to; a measurement the table needs that did not run is asked for
  * first (gpu-copy for the node, nic-bw for the job, nccl-path).
+ *
+ * The A/B of the job's NIC choice: a result of check "allreduce", target
+ * "job-rail", is the job's allreduce rerun with each rank's NCCL_IB_HCA
+ * pinned to its GPU's rail NIC.  Where the NICs are fast, pn_diag_ab on its
+ * busbw against the job's decides: pinning recovers the expectation (or
+ * PN_DIAG_AB_GAIN times the busbw as run): NCCL path selection, the row as
+ * evidence; it changes nothing: NCCL's NIC choice is ruled out, and without
+ * another finding the layer is the kernel.
  */
 #ifndef PENNY_CHECK_DIAG_H
 #define PENNY_CHECK_DIAG_H
@@ -35,6 +43,15 @@ struct pn_diag {
 	int nevidence;		/* results that point at the layer, by index in the list */
 	int evidence[PN_DIAG_EVIDENCE];
 };
+
+/* What the A/B says: no answer (a value missing or not a rate), the rail
+ * NIC is the fix, or it is not. */
+enum pn_diag_ab { PN_AB_NONE, PN_AB_RAIL, PN_AB_NOT_RAIL };
+#define PN_DIAG_AB_GAIN 1.2
+
+/* as_run, pinned: the job's busbw (GB/s) as run and pinned; expected: the
+ * job's expectation (0 or NaN: none). */
+enum pn_diag_ab pn_diag_ab(double as_run, double pinned, double expected);
 
 /* Decide over the results l (a run's, or the job's on rank 0). */
 void pn_diag_decide(const struct pn_verdict_list *l, struct pn_diag *d);

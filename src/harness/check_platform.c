@@ -14,6 +14,9 @@
  *                     can open;
  *   DEV/PORT:roce-gid a RoCE port's GID types: a RoCE v2 GID;
  *   DEV/PORT:ecn      mlx5's ECN (ecn/roce_np, ecn/roce_rp) on its netdev;
+ *   DEV/PORT:pfc      PFC on a priority that ECN covers, and the trust
+ *                     state, where the driver shows them in sysfs
+ *                     (MLNX_OFED's mlx5: qos/pfc, qos/trust);
  *   DEV:pci-path      the device's sysfs link reaches a PCI root bus (a
  *                     container's /sys may hide it: a dangling link, a
  *                     plain directory, a chain that ends early).
@@ -563,8 +566,7 @@ static int roce_ecn(struct pn_check *c, const struct pn_nic *nic, const struct p
 	rp = ecn_prios(p->netdev, "roce_rp");
 	if (np < 0 && rp < 0) {
 		snprintf(det, sizeof(det), "not exposed in sysfs (no /sys/class/net/%s/ecn/roce_np"
-			 ", an mlx5 file); PFC is not in sysfs on any NIC (mlnx_qos, dcb)",
-			 p->netdev);
+			 ", an mlx5 file)", p->netdev);
 		return pn_settings_add(c, tg, PN_SKIP, NULL, NULL, NULL, det);
 	}
 	prios(a, sizeof(a), np < 0 ? 0 : np);
@@ -582,6 +584,89 @@ static int roce_ecn(struct pn_check *c, const struct pn_nic *nic, const struct p
 	return pn_settings_add(c, tg, pn_settings_allowed(c, "settings.roce-ecn", det, sizeof(det),
 							  src, sizeof(src)),
 			       meas, "np and rp on one priority", src, det);
+}
+
+/*
+ * A qos/pfc file as a mask of priorities: eight 0/1 values separated by
+ * commas or white space ("0,0,0,1,0,0,0,0"), or mlnx_qos's table, whose
+ * line "enabled" holds them.  -1 when it is neither.
+ */
+static int pfc_mask(const char *text)
+{
+	const char *s = text, *e;
+	int n = 0, mask = 0, line = 0;
+
+	for (e = text; (e = strstr(e, "enabled")); e++)
+		if (e == text || e[-1] == '\n') {
+			s = e + strlen("enabled");
+			line = 1;	/* that line only */
+			break;
+		}
+	for (;;) {
+		s += strspn(s, line ? " \t,:" : " \t,:\n");
+		if (!*s || *s == '\n')
+			break;
+		if ((*s != '0' && *s != '1') || (s[1] && !strchr(" \t,:\n", s[1])) || n >= 8)
+			return -1;
+		mask |= (*s - '0') << n++;
+		s++;
+	}
+	return n == 8 ? mask : -1;
+}
+
+static int roce_pfc(struct pn_check *c, const struct pn_nic *nic, const struct pn_port *p)
+{
+	char tg[PN_VERDICT_NAME], det[PN_VERDICT_DETAIL], meas[PN_VERDICT_VAL], a[24], b[24];
+	char src[PN_VERDICT_SOURCE], text[512], trust[32] = "";
+	int pfc, ecn, np, rp, n;
+
+	snprintf(tg, sizeof(tg), "%s/%d:pfc", nic->name, p->port);
+	if (!p->netdev[0])
+		return pn_settings_add(c, tg, PN_SKIP, NULL, NULL, NULL,
+				       "the port has no netdev: its PFC cannot be read");
+	n = pn_sys_read(text, sizeof(text), "/sys/class/net/%s/qos/pfc", p->netdev);
+	if (n == -ENOENT || n == -ENOTDIR) {
+		snprintf(det, sizeof(det), "not exposed in sysfs (no /sys/class/net/%s/qos/pfc, "
+			 "MLNX_OFED's mlx5; the upstream driver sets PFC through DCB netlink only)",
+			 p->netdev);
+		return pn_settings_add(c, tg, PN_SKIP, NULL, NULL, NULL, det);
+	}
+	if (n < 0 || (pfc = pfc_mask(text)) < 0) {
+		snprintf(det, sizeof(det), "/sys/class/net/%s/qos/pfc: %s", p->netdev,
+			 n < 0 ? pn_errmsg(n) : "not eight 0/1 values");
+		return pn_settings_add(c, tg, PN_SKIP, NULL, NULL, NULL, det);
+	}
+	if (pn_sys_read(trust, sizeof(trust), "/sys/class/net/%s/qos/trust", p->netdev) < 0 ||
+	    (strcmp(trust, "pcp") && strcmp(trust, "dscp")))
+		snprintf(trust, sizeof(trust), "?");
+	np = ecn_prios(p->netdev, "roce_np");
+	rp = ecn_prios(p->netdev, "roce_rp");
+	ecn = np >= 0 && rp >= 0 ? np & rp : -1;
+	prios(a, sizeof(a), pfc);
+	snprintf(meas, sizeof(meas), "pfc %s, trust %s", a, trust);
+	if (pfc && (ecn < 0 || (pfc & ecn))) {
+		prios(b, sizeof(b), ecn < 0 ? pfc : pfc & ecn);
+		snprintf(det, sizeof(det), "%s: lossless priority %s%s%s", p->netdev, b,
+			 ecn < 0 ? "" : " with ECN", trust[0] == '?' ? "" : ", trust ");
+		if (trust[0] != '?')
+			snprintf(det + strlen(det), sizeof(det) - strlen(det), "%s%s", trust,
+				 !strcmp(trust, "pcp") ? " (the priority travels in a VLAN tag: "
+				 "untagged RoCE lands on priority 0)" : "");
+		return pn_settings_add(c, tg, PN_PASS, meas, "PFC on an ECN priority",
+				       "default: RoCE", det);
+	}
+	prios(b, sizeof(b), ecn < 0 ? 0 : ecn);
+	if (!pfc)
+		snprintf(det, sizeof(det), "%s: PFC is on for no priority: RoCE is lossy, a drop "
+			 "costs a timeout and a retransmission; enable PFC on the RoCE traffic's "
+			 "priority (mlnx_qos -f, dcb pfc), or allow a lossy fabric", p->netdev);
+	else
+		snprintf(det, sizeof(det), "%s: PFC on priority %s, ECN on %s: the RoCE traffic's "
+			 "priority needs both (PFC alone pauses the fabric under congestion)",
+			 p->netdev, a, b);
+	return pn_settings_add(c, tg, pn_settings_allowed(c, "settings.roce-pfc", det, sizeof(det),
+							  src, sizeof(src)),
+			       meas, "PFC on an ECN priority", src, det);
 }
 
 static int roce(struct pn_check *c)
@@ -602,6 +687,8 @@ static int roce(struct pn_check *c)
 			ret = roce_gid(c, nic, p);
 			if (!ret)
 				ret = roce_ecn(c, nic, p);
+			if (!ret)
+				ret = roce_pfc(c, nic, p);
 		}
 	}
 	if (!ret && !any)

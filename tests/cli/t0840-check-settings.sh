@@ -310,6 +310,50 @@ test_expect_success 'RoCE: no v2 GID fails (settings.roce-v1 = allow); ECN np an
 	verdict roce out.json | grep -q "^SKIP None | no RoCE port"
 '
 
+test_expect_success 'RoCE: PFC on an ECN priority, the trust state (qos/pfc, qos/trust); settings.roce-pfc' '
+	roce pf && q=pf/sys/class/net/eth1 && mkdir -p $q/ecn/roce_np/enable $q/ecn/roce_rp/enable $q/qos &&
+	for p in 0 1 2 3 4 5 6 7; do echo 0 >$q/ecn/roce_np/enable/$p; echo 0 >$q/ecn/roce_rp/enable/$p; done &&
+	echo 1 >$q/ecn/roce_np/enable/3 && echo 1 >$q/ecn/roce_rp/enable/3 &&
+	penny check --sysfs-root pf --only settings --json >out.json &&
+	verdict mlx5_1/1:pfc out.json | grep -q "^SKIP None | not exposed in sysfs (no /sys/class/net/eth1/qos/pfc" &&
+	echo 0,0,0,1,0,0,0,0 >$q/qos/pfc && echo dscp >$q/qos/trust &&
+	penny check --sysfs-root pf --only settings --json >out.json &&
+	verdict mlx5_1/1:pfc out.json | grep -q "^PASS pfc 3, trust dscp | eth1: lossless priority 3 with ECN, trust dscp | default: RoCE$" &&
+	printf "priority 0 1 2 3 4 5 6 7\nenabled 0 0 0 0 1 0 0 0\n" >$q/qos/pfc && echo pcp >$q/qos/trust &&
+	test_exit 1 penny check --sysfs-root pf --only settings --json >out.json &&
+	verdict mlx5_1/1:pfc out.json | grep -q "^FAIL pfc 4, trust pcp | eth1: PFC on priority 4, ECN on 3: the RoCE traffic.s priority needs both" &&
+	echo "0 0 0 0 0 0 0 0" >$q/qos/pfc &&
+	test_exit 1 penny check --sysfs-root pf --only settings --json --junit j.xml --prom p.prom >out.json &&
+	verdict mlx5_1/1:pfc out.json | grep -q "^FAIL pfc none, trust pcp | eth1: PFC is on for no priority: RoCE is lossy" &&
+	python3 -c "import sys, xml.etree.ElementTree as E
+c = [t for t in E.parse(\"j.xml\").iter(\"testcase\") if \"mlx5_1/1:pfc\" in t.get(\"name\")]
+assert len(c) == 1 and c[0].find(\"failure\") is not None, c" &&
+	grep "^penny_check_result{.*target=\"mlx5_1/1:pfc\".*} 0$" p.prom &&
+	echo "settings.roce-pfc = allow" >p.conf &&
+	penny check --sysfs-root pf --only settings --config p.conf --json >out.json &&
+	verdict mlx5_1/1:pfc out.json | grep -q "^PASS pfc none.*(settings.roce-pfc = allow)" &&
+	rm -r $q/ecn && echo 0,0,0,1,0,0,0,0 >$q/qos/pfc && rm $q/qos/trust &&
+	penny check --sysfs-root pf --only settings --json >out.json &&
+	verdict mlx5_1/1:pfc out.json | grep -q "^PASS pfc 3, trust ? | eth1: lossless priority 3 | default: RoCE$" &&
+	for bad in "0,0,0,1" "0,0,0,1,0,0,0,0,1" "0,0,2,1,0,0,0,0" "10,0,0,1,0,0,0,0" "enabled" ""; do
+		printf "%s\n" "$bad" >$q/qos/pfc &&
+		penny check --sysfs-root pf --only settings --json >out.json &&
+		verdict mlx5_1/1:pfc out.json | grep -q "^SKIP None | /sys/class/net/eth1/qos/pfc: not eight 0/1 values" || return 1
+	done &&
+	python3 -c "print(\"0,\" * 500000 + \"0\")" >$q/qos/pfc &&
+	penny check --sysfs-root pf --only settings --json >out.json &&
+	verdict mlx5_1/1:pfc out.json | grep -q "^SKIP None | /sys/class/net/eth1/qos/pfc: not eight 0/1 values" &&
+	rm $q/qos/pfc && mkdir $q/qos/pfc &&
+	penny check --sysfs-root pf --only settings --json >out.json &&
+	verdict mlx5_1/1:pfc out.json | grep -q "^SKIP None | /sys/class/net/eth1/qos/pfc: " &&
+	rmdir $q/qos/pfc && mkfifo $q/qos/pfc &&
+	timeout 10 "$PENNY" check --sysfs-root pf --only settings --json >out.json &&
+	verdict mlx5_1/1:pfc out.json | grep -q "^SKIP None | /sys/class/net/eth1/qos/pfc: " &&
+	rm $q/qos/pfc && ln -s /dev/zero $q/qos/pfc &&
+	timeout 10 "$PENNY" check --sysfs-root pf --only settings --json >out.json &&
+	verdict mlx5_1/1:pfc out.json | grep -q "^SKIP None | not exposed in sysfs"
+'
+
 test_expect_success 'a container /sys that hides the PCI tree is named: dangling link, no root bus' '
 	copy ok ct && ln -sfn ../../../devices/pci0000:00/0000:00:09.0/0000:03:00.0 ct/sys/bus/pci/devices/0000:03:00.0 &&
 	test_exit 1 penny check --sysfs-root ct --only settings --json >out.json &&

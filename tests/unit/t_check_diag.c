@@ -10,10 +10,11 @@
 #include "harness/check.h"
 #include "harness/check_diag.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-/* "check target VERDICT" rows, ';'-separated: P, F, S */
+/* "check target VERDICT [MEASURED [EXPECTED]]" rows, ';'-separated: P, F, S */
 static struct pn_verdict_list *list(const char *rows)
 {
 	struct pn_verdict_list *l = pn_verdict_list_new();
@@ -22,12 +23,16 @@ static struct pn_verdict_list *list(const char *rows)
 	snprintf(copy, sizeof(copy), "%s", rows);
 	for (row = strtok_r(copy, ";", &save); row; row = strtok_r(NULL, ";", &save)) {
 		char check[64], target[64], v;
+		double m = 0, e = 0;
+		int n = sscanf(row, " %63s %63s %c %lf %lf", check, target, &v, &m, &e);
 
-		if (sscanf(row, " %63s %63s %c", check, target, &v) != 3)
+		if (n < 3)
 			continue;
 		pn_verdict_add(l, &(struct pn_verdict_in){
 			.check = check, .node = "n1", .target = target,
 			.verdict = v == 'P' ? PN_PASS : v == 'F' ? PN_FAIL : PN_SKIP,
+			.measured = n >= 4 ? PN_VNUM(m) : (struct pn_verdict_val){ 0 },
+			.expected = n >= 5 ? PN_VNUM(e) : (struct pn_verdict_val){ 0 },
 			.detail = v == 'S' ? "skipped" : NULL });
 	}
 	return l;
@@ -63,6 +68,21 @@ TEST(table)
 		{ "allreduce job S;nic-bw mlx5_0/1 F", "unknown", 0, 0 },
 		{ "allreduce node F;gpu-copy gpu-matrix S;nccl-path log S", "unknown", 0, 0 },
 		{ "allreduce job F;nic-bw mlx5_0/1 S;nccl-path log S", "unknown", 0, 0 },
+		/* the A/B of the rail NICs (job-rail) */
+		{ "allreduce job F 20 40;nic-bw mlx5_0/1 P;nccl-path ch01/0 P;"
+		  "allreduce job-rail P 41", "NCCL path selection", 0, 1 },
+		{ "allreduce job F 20 40;nic-bw mlx5_0/1 P;nccl-path ch01/0 F;"
+		  "allreduce job-rail F 30", "NCCL path selection", 0, 2 },
+		{ "allreduce job F 20 40;nic-bw mlx5_0/1 P;nccl-path log S;"
+		  "allreduce job-rail F 21", "kernel", 0, 0 },
+		{ "allreduce job F 20 40;nic-bw mlx5_0/1 P;"
+		  "allreduce job-rail F 21", "kernel", 1u << PN_CHECK_NCCLPATH, 0 },
+		{ "allreduce job F 20 40;nic-bw mlx5_0/1 P;nccl-path ch01/0 F;"
+		  "allreduce job-rail F 21", "NCCL path selection", 0, 1 },
+		{ "allreduce job F 20 40;nic-bw mlx5_0/1 F;nccl-path x P;allreduce job-rail P 41",
+		  "network", 0, 1 },
+		{ "allreduce job F;nic-bw mlx5_0/1 P;nccl-path log S;allreduce job-rail F",
+		  "NCCL path selection", 0, 0 },
 	};
 	size_t k;
 
@@ -102,9 +122,26 @@ TEST(evidence_bounded)
 	pn_verdict_list_free(l);
 }
 
+TEST(ab)
+{
+	CHECK_EQ_INT(pn_diag_ab(20, 41, 40), PN_AB_RAIL);	/* reaches the expectation */
+	CHECK_EQ_INT(pn_diag_ab(20, 24, 0), PN_AB_RAIL);	/* the gain, no expectation */
+	CHECK_EQ_INT(pn_diag_ab(20, 24, NAN), PN_AB_RAIL);
+	CHECK_EQ_INT(pn_diag_ab(20, 23.9, 40), PN_AB_NOT_RAIL);
+	CHECK_EQ_INT(pn_diag_ab(20, 18, 40), PN_AB_NOT_RAIL);
+	CHECK_EQ_INT(pn_diag_ab(45, 46, 40), PN_AB_NOT_RAIL);	/* as run met it already */
+	CHECK_EQ_INT(pn_diag_ab(0, 5, 40), PN_AB_RAIL);	/* as run moved nothing */
+	CHECK_EQ_INT(pn_diag_ab(20, 0, 40), PN_AB_NONE);	/* the pinned run moved nothing */
+	CHECK_EQ_INT(pn_diag_ab(NAN, 30, 40), PN_AB_NONE);
+	CHECK_EQ_INT(pn_diag_ab(20, NAN, 40), PN_AB_NONE);
+	CHECK_EQ_INT(pn_diag_ab(20, INFINITY, 40), PN_AB_NONE);
+	CHECK_EQ_INT(pn_diag_ab(-1, 30, 40), PN_AB_NONE);
+}
+
 int main(void)
 {
 	RUN(table);
+	RUN(ab);
 	RUN(evidence_bounded);
 	return unit_done();
 }
