@@ -46,7 +46,6 @@ known = {
 	"src/plan/topo_json.c:pn_plan_model_add_topo": 301,
 	"src/engine/boot.c:root_accept": 181,
 	"src/engine/boot.c": 1260,
-	"src/node/record.c": 1213,
 }
 def lines(f):
 	with open(f, errors="replace") as fh:
