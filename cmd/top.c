@@ -514,66 +514,6 @@ static int write_prom(const char *path, const struct pn_counters_set *v, const i
 
 /* ---- options ---- */
 
-static int parse_remote(const char *list, struct pn_counters_remote **out, int *n)
-{
-	char *copy, *tok, *save = NULL;
-	int cap = 0, ret = 0;
-
-	*out = NULL;
-	*n = 0;
-	if (!list)
-		return 0;
-	copy = strdup(list);
-	if (!copy)
-		return pn_err(-ENOMEM, "out of memory");
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		struct pn_counters_remote r;
-
-		ret = pn_perfquery_parse_lid(tok, &r.lid, &r.port);
-		if (ret)
-			break;
-		if (*n == cap) {
-			struct pn_counters_remote *nr;
-
-			cap = cap ? 2 * cap : 4;
-			nr = realloc(*out, (size_t)cap * sizeof(*nr));
-			if (!nr) {
-				ret = pn_err(-ENOMEM, "out of memory");
-				break;
-			}
-			*out = nr;
-		}
-		(*out)[(*n)++] = r;
-	}
-	free(copy);
-	if (ret) {
-		free(*out);
-		*out = NULL;
-		*n = 0;
-	}
-	return ret;
-}
-
-static int open_fabric(const char *ca_arg, struct pn_pq **pq)
-{
-	char ca[64] = "";
-	int port = 0, ret;
-
-	if (ca_arg) {
-		const char *colon = strchr(ca_arg, ':');
-
-		snprintf(ca, sizeof(ca), "%.*s", colon ? (int)(colon - ca_arg) : (int)strlen(ca_arg),
-			 ca_arg);
-		if (colon && (pn_parse_int(colon + 1, &port) || port < 1))
-			return pn_err(-EINVAL, "invalid port in --ca '%s'", ca_arg);
-	}
-	ret = pn_perfquery_open(pq, ca[0] ? ca : NULL, port);
-	if (ret)
-		return pn_err_ctx(ret, "--lid");
-	PN_DBG(PN_LOG_NIC, "PerfMgt queries from '%s' port %d", pn_perfquery_ca(*pq, &port), port);
-	return 0;
-}
-
 /* ---- the two ways to run ---- */
 
 static double stall_limit(double interval)
@@ -1074,7 +1014,7 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 		pn_record_close(r.rec);
 		return pn_cmd_fail(ctx, 2, "out of memory");
 	}
-	ret = parse_remote(opt.lids, &remote, &nremote);
+	ret = pn_counters_remote_parse(opt.lids, &remote, &nremote);
 	if (ret) {
 		pn_cmd_error(ctx, ret);
 		return 2;
@@ -1084,7 +1024,7 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 		return pn_cmd_fail(ctx, 2, "--ca is for --lid");
 	}
 	if (nremote) {
-		ret = open_fabric(opt.ca, &pq);
+		ret = pn_perfquery_open_arg(&pq, opt.ca);
 		if (ret) {
 			pn_cmd_error(ctx, ret);
 			free(remote);

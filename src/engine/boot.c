@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The TCP rendezvous through rank 0 (its wire format, the root's accept of
- * strangers, the file rendezvous of single-host launchers) and the
- * collectives over it (allgather, bcast, barrier, agree, abort).  Who the
- * ranks are and how they are started is engine/launch.c.
+ * The TCP rendezvous through rank 0 (the root's accept of strangers, the
+ * file rendezvous of single-host launchers) and the collectives over it
+ * (allgather, bcast, barrier, agree, abort).  Its wire format is
+ * engine/wire.c; who the ranks are and how they are started is
+ * engine/launch.c.
  */
 #define _GNU_SOURCE
 #include "engine/boot.h"
@@ -28,138 +29,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* ---- wire format ---- */
-
-void pn_wire_hdr_init(struct pn_frame *h, const uint8_t cookie[16], uint16_t type,
-		      uint32_t src, uint32_t seq, uint64_t len)
-{
-	memset(h, 0, sizeof(*h));
-	h->magic = PN_BOOT_MAGIC;
-	h->version = PN_BOOT_VERSION;
-	h->type = type;
-	memcpy(h->cookie, cookie, 16);
-	h->src = src;
-	h->seq = seq;
-	h->len = len;
-}
-
-int pn_wire_hdr_check(const struct pn_frame *h, const uint8_t cookie[16], uint16_t type,
-		      uint64_t max_len)
-{
-	if (h->magic != PN_BOOT_MAGIC)
-		return pn_err(-EPROTO, "bad magic 0x%08x", h->magic);
-	if (h->version != PN_BOOT_VERSION)
-		return pn_err(-EPROTO, "protocol version %u, expected %u", h->version,
-			      PN_BOOT_VERSION);
-	if (memcmp(h->cookie, cookie, 16))
-		return pn_err(-EPROTO, "wrong job cookie");
-	if (type && h->type != type && h->type != PN_MSG_ABORT)
-		return pn_err(-EPROTO, "message type %u, expected %u", h->type, type);
-	if (h->len > max_len)
-		return pn_err(-EPROTO, "message of %llu bytes, at most %llu expected",
-			      (unsigned long long)h->len, (unsigned long long)max_len);
-	return 0;
-}
-
-/* Text from the wire goes to terminals and logs: printable ASCII only. */
-static void printable(char *s, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < len && s[i]; i++)
-		if (s[i] < 0x20 || s[i] > 0x7e)
-			s[i] = '?';
-}
-
-void pn_wire_hello_mac(const uint8_t secret[32], const uint8_t challenge[PN_WIRE_NONCE_LEN],
-		       const uint8_t hdr[PN_FRAME_HDR_LEN], const struct pn_wire_hello *h,
-		       uint8_t mac[PN_WIRE_MAC_LEN])
-{
-	static const char tag[] = "penny hello";
-	struct pn_wire_hello m = *h;
-	const void *p[4] = { tag, challenge, hdr, &m };
-	size_t l[4] = { sizeof(tag), PN_WIRE_NONCE_LEN, PN_FRAME_HDR_LEN, sizeof(m) };
-
-	memset(m.mac, 0, sizeof(m.mac));
-	pn_hmac_sha256(secret, 32, 4, p, l, mac);
-}
-
-void pn_wire_welcome_mac(const uint8_t secret[32], const uint8_t challenge[PN_WIRE_NONCE_LEN],
-			 const uint8_t nonce[PN_WIRE_NONCE_LEN], uint32_t rank,
-			 uint8_t mac[PN_WIRE_MAC_LEN])
-{
-	static const char tag[] = "penny welcome";
-	uint8_t r[4];
-	const void *p[4] = { tag, nonce, challenge, r };
-	size_t l[4] = { sizeof(tag), PN_WIRE_NONCE_LEN, PN_WIRE_NONCE_LEN, sizeof(r) };
-
-	pn_put_u32(r, rank);
-	pn_hmac_sha256(secret, 32, 4, p, l, mac);
-}
-
-int pn_wire_hello_check(const void *buf, size_t len, const uint8_t cookie[16],
-			const uint8_t secret[32], const uint8_t challenge[PN_WIRE_NONCE_LEN],
-			int nranks, struct pn_wire_hello *out)
-{
-	uint8_t magic[4], mac[PN_WIRE_MAC_LEN];
-	struct pn_frame h;
-	struct pn_wire_hello m;
-	int ret;
-
-	if (len < PN_FRAME_HDR_LEN) {
-		/* garbage (a port scanner, HTTP) is known by its first bytes */
-		pn_put_u32(magic, PN_BOOT_MAGIC);
-		if (memcmp(buf, magic, PN_MIN(len, sizeof(magic)))) {
-			memcpy(magic, buf, PN_MIN(len, sizeof(magic)));
-			pn_get_u32(magic, &h.magic);
-			return pn_err(-EPROTO, "bad magic 0x%08x", h.magic);
-		}
-		return -EAGAIN;
-	}
-	pn_frame_get(&h, buf);
-	/* the cookie is derived from the secret and the job: another one is
-	 * a rank given another secret or address, or a stranger */
-	if (h.magic == PN_BOOT_MAGIC && h.version == PN_BOOT_VERSION && memcmp(h.cookie, cookie, 16))
-		return pn_err(-EACCES, "a hello with another job's cookie (another secret or "
-			      "rendezvous address)");
-	ret = pn_wire_hdr_check(&h, cookie, PN_MSG_HELLO, sizeof(m));
-	if (ret)
-		return ret;
-	if (h.type != PN_MSG_HELLO)
-		return pn_err(-EPROTO, "message type %u before a hello", h.type);
-	if (h.len != sizeof(m))
-		return pn_err(-EPROTO, "hello of %llu bytes, expected %zu", (unsigned long long)h.len,
-			      sizeof(m));
-	if (len < PN_FRAME_HDR_LEN + sizeof(m))
-		return -EAGAIN;
-	memcpy(&m, (const char *)buf + PN_FRAME_HDR_LEN, sizeof(m));
-	pn_wire_hello_mac(secret, challenge, buf, &m, mac);
-	m.host[sizeof(m.host) - 1] = 0;
-	m.host_id[sizeof(m.host_id) - 1] = 0;
-	printable(m.host, sizeof(m.host));
-	printable(m.host_id, sizeof(m.host_id));
-	/* nothing it says counts before it proved the secret */
-	if (pn_memeq_ct(mac, m.mac, sizeof(mac)))
-		return pn_err(-EACCES, "a hello claiming rank %u of %u (pid %d on %s) without the proof "
-			      "of the job's secret", m.rank, m.nranks, m.pid, m.host);
-	if (h.src != m.rank)
-		return pn_err(-EINVAL, "a header of rank %u with the hello of rank %u", h.src, m.rank);
-	if (m.pid <= 0)
-		return pn_err(-EINVAL, "hello of rank %u with pid %d", m.rank, m.pid);
-	/* the job's secret and cookie, another job: two jobs on one address
-	 * with one secret, or a rank started with other arguments; the whole
-	 * job fails, naming it */
-	if (m.nranks != (uint32_t)nranks)
-		return pn_err(-EINVAL, "rank %u (pid %d on %s) is in a job of %u ranks, rank 0 in one of %d: "
-			      "two jobs on one rendezvous address?", m.rank, m.pid, m.host, m.nranks,
-			      nranks);
-	if (m.rank == 0 || m.rank >= (uint32_t)nranks)
-		return pn_err(-EINVAL, "a second rank %u (pid %d on %s) joined a job of %d ranks: two jobs "
-			      "on one rendezvous address?", m.rank, m.pid, m.host, nranks);
-	*out = m;
-	return 0;
-}
 
 /* ---- sockets with deadlines ---- */
 
@@ -271,7 +140,7 @@ static int recv_abort(struct pn_boot *b, int fd, const struct pn_frame *h, doubl
 	if (pn_sock_read_full(fd, text, n, deadline))
 		text[0] = 0;
 	text[n] = 0;
-	printable(text, sizeof(text));
+	pn_wire_printable(text, sizeof(text));
 	b->abort_code = h->seq > 0 && h->seq < 4096 ? -(int)h->seq : -ECANCELED;
 	/* rank 0 passes it on, as pn_boot_poll_abort does: otherwise the other
 	 * ranks see only rank 0's connection close, and blame rank 0 */
@@ -423,6 +292,165 @@ static void drop_conn(int *ndrop, const char *why)
 		notice("rank 0: dropped a connection to the rendezvous: %s", why);
 }
 
+/* The root's state while ranks join: the connections that said no hello yet. */
+struct root_wait {
+	struct pending *pend;
+	int npend, have, ndrop;
+	double hello_secs;
+	char refused[200];	/* what a rank without the secret is told */
+};
+
+/* The job's deadline passed: name the ranks that never joined. */
+static int root_missing(struct pn_boot *b, int have)
+{
+	char missing[256] = "";
+	size_t n = 0;
+	int i, ret;
+
+	for (i = 1; i < b->nranks && n < sizeof(missing) - 16; i++)
+		if (b->fds[i] < 0)
+			n += (size_t)snprintf(missing + n, sizeof(missing) - n, "%s%d",
+					      n ? "," : "", i);
+	if (n >= sizeof(missing) - 16)
+		snprintf(missing + n, sizeof(missing) - n, ",...");
+	ret = pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for ranks %s to join "
+		     "(%d of %d joined)", b->cfg.timeout, missing, have, b->nranks);
+	root_refuse(b, ret, pn_errmsg(ret), -1);
+	return ret;
+}
+
+/*
+ * One waiting connection: read what came (revents), check its hello and
+ * take the rank it proves.  Returns 1 when it leaves the waiting list
+ * (joined, or dropped and closed), 0 when it stays, -errno when the job
+ * fails (it stays listed, closed with the others).
+ */
+static int root_hello(struct pn_boot *b, struct root_wait *w, struct pending *p, short revents,
+		      double now)
+{
+	struct pn_wire_hello h;
+	const char *why = NULL;
+	char whybuf[300];
+	int r = 0, chk = -EAGAIN;
+
+	if (revents) {
+		ssize_t n = recv(p->fd, p->msg + p->got, sizeof(p->msg) - p->got, 0);
+
+		if (n > 0)
+			p->got += (size_t)n;
+		else if (n == 0)
+			why = "closed before saying hello";
+		else if (errno != EAGAIN && errno != EINTR)
+			why = strerror(errno);
+	}
+	if (!why)
+		chk = pn_wire_hello_check(p->msg, p->got, b->cfg.cookie, b->cfg.secret,
+					  p->challenge, b->nranks, &h);
+	if (chk == -EACCES) {
+		char peer[80];
+
+		/* a rank given another secret learns why at once */
+		pn_sock_peer_name(p->fd, peer, sizeof(peer));
+		snprintf(whybuf, sizeof(whybuf), "%s from %s", pn_errmsg(chk), peer);
+		why = whybuf;
+		send_unproven(p->fd, PN_MSG_ABORT, EACCES, w->refused, strlen(w->refused));
+	}
+	if (chk == -EINVAL) {
+		snprintf(whybuf, sizeof(whybuf), "%s", pn_errmsg(chk));
+		root_refuse(b, chk, whybuf, p->fd);
+		return pn_err(-EINVAL, "%s", whybuf);
+	}
+	if (chk == -EPROTO) {
+		snprintf(whybuf, sizeof(whybuf), "%s", pn_errmsg(chk));
+		why = whybuf;
+	} else if (chk == -EAGAIN && !why && now - p->since > w->hello_secs) {
+		snprintf(whybuf, sizeof(whybuf), "no hello within %.0f s (%zu bytes)",
+			 w->hello_secs, p->got);
+		why = whybuf;
+	}
+	if (!chk) {
+		uint8_t mac[PN_WIRE_MAC_LEN];
+
+		r = (int)h.rank;
+		pn_wire_welcome_mac(b->cfg.secret, p->challenge, h.nonce, h.rank, mac);
+		if (send_seq(b, p->fd, PN_MSG_WELCOME, 0, mac, sizeof(mac), pn_now() + 0.05)) {
+			snprintf(whybuf, sizeof(whybuf), "rank %d (pid %d on %s) proved the "
+				 "secret but its connection failed", r, h.pid, h.host);
+			chk = -EAGAIN;
+			why = whybuf;
+		}
+	}
+	if (!chk) {
+		if (b->fds[r] >= 0 && (b->hello[r].pid != h.pid ||
+				       strcmp(b->hello[r].host_id, h.host_id))) {
+			snprintf(whybuf, sizeof(whybuf), "rank %d joined twice: pid %d on %s "
+				 "and pid %d on %s: two jobs on one rendezvous address?",
+				 r, b->hello[r].pid, b->hello[r].host, h.pid, h.host);
+			root_refuse(b, -EINVAL, whybuf, p->fd);
+			return pn_err(-EINVAL, "%s", whybuf);
+		}
+		if (b->fds[r] >= 0) { /* the same process again: its newest */
+			close(b->fds[r]);
+			w->have--;
+		}
+		memset(h.mac, 0, sizeof(h.mac));
+		b->hello[r] = h;
+		b->fds[r] = p->fd;
+		w->have++;
+		PN_DBG(PN_LOG_BOOT, "rank %d joined from %s", r, b->hello[r].host);
+		return 1;
+	}
+	if (why) {
+		drop_conn(&w->ndrop, why);
+		close(p->fd);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * New connections on the listening socket: each is sent a challenge and
+ * waits for its hello; when PN_PENDING_MAX wait, the one silent longest
+ * makes room.
+ */
+static void root_take_new(struct pn_boot *b, struct root_wait *w, double now)
+{
+	struct pending *pend = w->pend;
+	int i;
+
+	for (i = 0; i < 64; i++) {
+		int fd = pn_sock_accept(b->cfg.listen_fd, 0);
+
+		if (fd < 0)
+			break;
+		if (w->npend == PN_PENDING_MAX) {
+			int old = 0, k;
+			char whybuf[96];
+
+			for (k = 1; k < w->npend; k++)
+				if (pend[k].since < pend[old].since ||
+				    (pend[k].since == pend[old].since && pend[k].got < pend[old].got))
+					old = k;
+			snprintf(whybuf, sizeof(whybuf), "%d connections without a hello: closed "
+				 "one silent for %.1f s", w->npend, now - pend[old].since);
+			drop_conn(&w->ndrop, whybuf);
+			close(pend[old].fd);
+			pend[old] = pend[--w->npend];
+		}
+		memset(&pend[w->npend], 0, sizeof(pend[w->npend]));
+		if (pn_boot_random(pend[w->npend].challenge, PN_WIRE_NONCE_LEN) ||
+		    send_unproven(fd, PN_MSG_CHALLENGE, 0, pend[w->npend].challenge,
+				  PN_WIRE_NONCE_LEN)) {
+			drop_conn(&w->ndrop, "could not send the challenge");
+			close(fd);
+			continue;
+		}
+		pend[w->npend].fd = fd;
+		pend[w->npend].since = now;
+		w->npend++;
+	}
+}
+
 /*
  * Root: accept until every rank said a valid hello.  Strangers (wrong
  * magic, version, cookie, size) are logged and dropped; a connection must
@@ -434,182 +462,64 @@ static void drop_conn(int *ndrop, const char *why)
  */
 static int root_accept(struct pn_boot *b, double deadline)
 {
-	struct pending *pend = calloc(PN_PENDING_MAX, sizeof(*pend));
+	struct root_wait w = { .have = 1 };
 	struct pollfd *pfd = calloc(PN_PENDING_MAX + 1, sizeof(*pfd));
-	int npend = 0, have = 1, ndrop = 0, ret = 0, i;
-	double hello_secs = PN_MIN(PN_HELLO_SECS, b->cfg.timeout);
-	char refused[200];
+	int ret = 0, i;
 
-	snprintf(refused, sizeof(refused), "rank 0 (host %s) refused this rank: it did not prove "
-		 "the job's secret (every rank needs the same PENNY_COOKIE, PENNY_COOKIE_FILE or "
-		 "~/.config/penny/cookie, and the same --root)", pn_hostname());
+	w.pend = calloc(PN_PENDING_MAX, sizeof(*w.pend));
+	w.hello_secs = PN_MIN(PN_HELLO_SECS, b->cfg.timeout);
+	snprintf(w.refused, sizeof(w.refused), "rank 0 (host %s) refused this rank: it did not "
+		 "prove the job's secret (every rank needs the same PENNY_COOKIE, PENNY_COOKIE_FILE "
+		 "or ~/.config/penny/cookie, and the same --root)", pn_hostname());
 
-	if (!pend || !pfd) {
-		free(pend);
+	if (!w.pend || !pfd) {
+		free(w.pend);
 		free(pfd);
 		return pn_err(-ENOMEM, "out of memory");
 	}
 	pn_sock_nonblock(b->cfg.listen_fd, 1);
-	while (have < b->nranks && !ret) {
+	while (w.have < b->nranks && !ret) {
 		int ms = pn_poll_ms(deadline - pn_now(), 200);
 		double now;
 
 		if (ms <= 0) {
-			char missing[256] = "";
-			size_t n = 0;
-
-			for (i = 1; i < b->nranks && n < sizeof(missing) - 16; i++)
-				if (b->fds[i] < 0)
-					n += (size_t)snprintf(missing + n, sizeof(missing) - n, "%s%d",
-							      n ? "," : "", i);
-			if (n >= sizeof(missing) - 16)
-				snprintf(missing + n, sizeof(missing) - n, ",...");
-			ret = pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for ranks %s to join "
-				     "(%d of %d joined)", b->cfg.timeout, missing, have, b->nranks);
-			root_refuse(b, ret, pn_errmsg(ret), -1);
+			ret = root_missing(b, w.have);
 			break;
 		}
 		pfd[0].fd = b->cfg.listen_fd;
 		pfd[0].events = POLLIN;
-		for (i = 0; i < npend; i++) {
-			pfd[i + 1].fd = pend[i].fd;
+		for (i = 0; i < w.npend; i++) {
+			pfd[i + 1].fd = w.pend[i].fd;
 			pfd[i + 1].events = POLLIN;
 			pfd[i + 1].revents = 0;
 		}
-		if (poll(pfd, (nfds_t)npend + 1, ms) < 0 && errno != EINTR) {
+		if (poll(pfd, (nfds_t)w.npend + 1, ms) < 0 && errno != EINTR) {
 			ret = pn_err(-errno, "poll: %s", strerror(errno));
 			break;
 		}
 		now = pn_now();
 		/* look at the connections we have before new ones move them */
-		for (i = 0; i < npend; i++) {
-			struct pending *p = &pend[i];
-			struct pn_wire_hello h;
-			const char *why = NULL;
-			char whybuf[300];
-			int r, chk = -EAGAIN;
+		for (i = 0; i < w.npend && !ret; i++) {
+			int gone = root_hello(b, &w, &w.pend[i], pfd[i + 1].revents, now);
 
-			if (pfd[i + 1].revents) {
-				ssize_t n = recv(p->fd, p->msg + p->got, sizeof(p->msg) - p->got, 0);
-
-				if (n > 0)
-					p->got += (size_t)n;
-				else if (n == 0)
-					why = "closed before saying hello";
-				else if (errno != EAGAIN && errno != EINTR)
-					why = strerror(errno);
-			}
-			if (!why)
-				chk = pn_wire_hello_check(p->msg, p->got, b->cfg.cookie, b->cfg.secret,
-							  p->challenge, b->nranks, &h);
-			if (chk == -EACCES) {
-				char peer[80];
-
-				/* a rank given another secret learns why at once */
-				pn_sock_peer_name(p->fd, peer, sizeof(peer));
-				snprintf(whybuf, sizeof(whybuf), "%s from %s", pn_errmsg(chk), peer);
-				why = whybuf;
-				send_unproven(p->fd, PN_MSG_ABORT, EACCES, refused, strlen(refused));
-			}
-			if (chk == -EINVAL) {
-				ret = chk;
-				snprintf(whybuf, sizeof(whybuf), "%s", pn_errmsg(chk));
-				root_refuse(b, chk, whybuf, p->fd);
-				ret = pn_err(-EINVAL, "%s", whybuf);
-				break;
-			}
-			if (chk == -EPROTO) {
-				snprintf(whybuf, sizeof(whybuf), "%s", pn_errmsg(chk));
-				why = whybuf;
-			} else if (chk == -EAGAIN && !why && now - p->since > hello_secs) {
-				snprintf(whybuf, sizeof(whybuf), "no hello within %.0f s (%zu bytes)",
-					 hello_secs, p->got);
-				why = whybuf;
-			}
-			if (!chk) {
-				uint8_t mac[PN_WIRE_MAC_LEN];
-
-				r = (int)h.rank;
-				pn_wire_welcome_mac(b->cfg.secret, p->challenge, h.nonce, h.rank, mac);
-				if (send_seq(b, p->fd, PN_MSG_WELCOME, 0, mac, sizeof(mac),
-					     pn_now() + 0.05)) {
-					snprintf(whybuf, sizeof(whybuf), "rank %d (pid %d on %s) proved the "
-						 "secret but its connection failed", r, h.pid, h.host);
-					chk = -EAGAIN;
-					why = whybuf;
-				}
-			}
-			if (!chk) {
-				if (b->fds[r] >= 0 && (b->hello[r].pid != h.pid ||
-						       strcmp(b->hello[r].host_id, h.host_id))) {
-					snprintf(whybuf, sizeof(whybuf), "rank %d joined twice: pid %d on %s "
-						 "and pid %d on %s: two jobs on one rendezvous address?",
-						 r, b->hello[r].pid, b->hello[r].host, h.pid, h.host);
-					root_refuse(b, -EINVAL, whybuf, p->fd);
-					ret = pn_err(-EINVAL, "%s", whybuf);
-					break;
-				}
-				if (b->fds[r] >= 0) { /* the same process again: its newest */
-					close(b->fds[r]);
-					have--;
-				}
-				memset(h.mac, 0, sizeof(h.mac));
-				b->hello[r] = h;
-				b->fds[r] = p->fd;
-				have++;
-				PN_DBG(PN_LOG_BOOT, "rank %d joined from %s", r, b->hello[r].host);
-				pend[i] = pend[--npend];
-				pfd[i + 1] = pfd[npend + 1];
-				i--;
-				continue;
-			}
-			if (why) {
-				drop_conn(&ndrop, why);
-				close(p->fd);
-				pend[i] = pend[--npend];
-				pfd[i + 1] = pfd[npend + 1];
+			if (gone < 0) {
+				ret = gone;
+			} else if (gone) {
+				w.pend[i] = w.pend[--w.npend];
+				pfd[i + 1] = pfd[w.npend + 1];
 				i--;
 			}
 		}
 		if (ret || !(pfd[0].revents & POLLIN))
 			continue;
-		for (i = 0; i < 64; i++) {
-			int fd = pn_sock_accept(b->cfg.listen_fd, 0);
-
-			if (fd < 0)
-				break;
-			if (npend == PN_PENDING_MAX) {
-				int old = 0, k;
-				char whybuf[96];
-
-				for (k = 1; k < npend; k++)
-					if (pend[k].since < pend[old].since ||
-					    (pend[k].since == pend[old].since && pend[k].got < pend[old].got))
-						old = k;
-				snprintf(whybuf, sizeof(whybuf), "%d connections without a hello: closed "
-					 "one silent for %.1f s", npend, now - pend[old].since);
-				drop_conn(&ndrop, whybuf);
-				close(pend[old].fd);
-				pend[old] = pend[--npend];
-			}
-			memset(&pend[npend], 0, sizeof(pend[npend]));
-			if (pn_boot_random(pend[npend].challenge, PN_WIRE_NONCE_LEN) ||
-			    send_unproven(fd, PN_MSG_CHALLENGE, 0, pend[npend].challenge,
-					  PN_WIRE_NONCE_LEN)) {
-				drop_conn(&ndrop, "could not send the challenge");
-				close(fd);
-				continue;
-			}
-			pend[npend].fd = fd;
-			pend[npend].since = now;
-			npend++;
-		}
+		root_take_new(b, &w, now);
 	}
-	if (ndrop > PN_DROP_LINES)
-		notice("rank 0: dropped %d more connections to the rendezvous", ndrop - PN_DROP_LINES);
-	for (i = 0; i < npend; i++)
-		close(pend[i].fd);
-	free(pend);
+	if (w.ndrop > PN_DROP_LINES)
+		notice("rank 0: dropped %d more connections to the rendezvous",
+		       w.ndrop - PN_DROP_LINES);
+	for (i = 0; i < w.npend; i++)
+		close(w.pend[i].fd);
+	free(w.pend);
 	free(pfd);
 	return ret;
 }
@@ -931,8 +841,8 @@ int pn_boot_init(struct pn_boot **out, const struct pn_boot_cfg *cfg)
 		for (i = 0; i < b->nranks; i++) {
 			b->hello[i].host[sizeof(b->hello[i].host) - 1] = 0;
 			b->hello[i].host_id[sizeof(b->hello[i].host_id) - 1] = 0;
-			printable(b->hello[i].host, sizeof(b->hello[i].host));
-			printable(b->hello[i].host_id, sizeof(b->hello[i].host_id));
+			pn_wire_printable(b->hello[i].host, sizeof(b->hello[i].host));
+			pn_wire_printable(b->hello[i].host_id, sizeof(b->hello[i].host_id));
 		}
 	}
 	b->seq = 1;
@@ -1189,7 +1099,7 @@ judged:
 		return 0;
 	f = verdict[0];
 	msg[sizeof(msg) - 1] = 0;
-	printable(msg, sizeof(msg));
+	pn_wire_printable(msg, sizeof(msg));
 	if (verdict[2] >= 0 || verdict[2] < -4095)
 		verdict[2] = -EIO;
 	if (name_rank && verdict[1] < b->nranks)
@@ -1250,7 +1160,7 @@ int pn_boot_poll_abort(struct pn_boot *b)
 
 			recv(b->fds[i], &h, sizeof(h), MSG_DONTWAIT);
 			pn_sock_read_full(b->fds[i], text, tl, pn_now() + 0.5);
-			printable(text, sizeof(text));
+			pn_wire_printable(text, sizeof(text));
 			if (b->rank == 0)
 				pn_boot_abort(b, text);
 			return pn_err(-ECANCELED, "%s", text[0] ? text : "a peer aborted the job");

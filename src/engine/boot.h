@@ -213,6 +213,8 @@ void pn_wire_hello_mac(const uint8_t secret[32], const uint8_t challenge[PN_WIRE
 void pn_wire_welcome_mac(const uint8_t secret[32], const uint8_t challenge[PN_WIRE_NONCE_LEN],
 			 const uint8_t nonce[PN_WIRE_NONCE_LEN], uint32_t rank,
 			 uint8_t mac[PN_WIRE_MAC_LEN]);
+/* Text from the wire goes to terminals and logs: printable ASCII only. */
+void pn_wire_printable(char *s, size_t len);
 
 
 

@@ -1048,3 +1048,43 @@ void pn_counters_set_release(struct pn_counters_set *s)
 	s->ports = NULL;
 	s->n = s->cap = 0;
 }
+
+int pn_counters_remote_parse(const char *list, struct pn_counters_remote **out, int *n)
+{
+	char *copy, *tok, *save = NULL;
+	int cap = 0, ret = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!list)
+		return 0;
+	copy = strdup(list);
+	if (!copy)
+		return pn_err(-ENOMEM, "out of memory");
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		struct pn_counters_remote r;
+
+		ret = pn_perfquery_parse_lid(tok, &r.lid, &r.port);
+		if (ret)
+			break;
+		if (*n == cap) {
+			struct pn_counters_remote *nr;
+
+			cap = cap ? 2 * cap : 4;
+			nr = realloc(*out, (size_t)cap * sizeof(*nr));
+			if (!nr) {
+				ret = pn_err(-ENOMEM, "out of memory");
+				break;
+			}
+			*out = nr;
+		}
+		(*out)[(*n)++] = r;
+	}
+	free(copy);
+	if (ret) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return ret;
+}

@@ -141,6 +141,12 @@ struct pn_counters_remote {
 	int port;
 };
 
+/*
+ * top's --lid list ("LID[:PORT],..."): *out (malloc'd, *n entries; NULL
+ * and 0 for a NULL list).  0 or -errno with a message, nothing kept.
+ */
+int pn_counters_remote_parse(const char *list, struct pn_counters_remote **out, int *n);
+
 struct pn_counters_cfg {
 	int ethernet;		/* also plain netdevs from /sys/class/net (not lo) */
 	int hold_files;		/* keep counter files open between samples (default 1) */

@@ -316,3 +316,23 @@ void pn_perfquery_close(struct pn_pq *pq)
 	mad_rpc_close_port(pq->src);
 	free(pq);
 }
+
+int pn_perfquery_open_arg(struct pn_pq **pq, const char *ca_arg)
+{
+	char ca[64] = "";
+	int port = 0, ret;
+
+	if (ca_arg) {
+		const char *colon = strchr(ca_arg, ':');
+
+		snprintf(ca, sizeof(ca), "%.*s", colon ? (int)(colon - ca_arg) : (int)strlen(ca_arg),
+			 ca_arg);
+		if (colon && (pn_parse_int(colon + 1, &port) || port < 1))
+			return pn_err(-EINVAL, "invalid port in --ca '%s'", ca_arg);
+	}
+	ret = pn_perfquery_open(pq, ca[0] ? ca : NULL, port);
+	if (ret)
+		return pn_err_ctx(ret, "--lid");
+	PN_DBG(PN_LOG_NIC, "PerfMgt queries from '%s' port %d", pn_perfquery_ca(*pq, &port), port);
+	return 0;
+}

@@ -81,6 +81,8 @@ struct pn_pq;
  * opens and has an active InfiniBand port (port 0 = any port).
  */
 int pn_perfquery_open(struct pn_pq **pq, const char *ca, int port);
+/* The same from top's --ca "CA[:PORT]" (NULL: any CA and port). */
+int pn_perfquery_open_arg(struct pn_pq **pq, const char *ca_arg);
 /* "mlx5_0" and port of the local port in use. */
 const char *pn_perfquery_ca(const struct pn_pq *pq, int *port);
 /* PortCounters, plus PortCountersExtended where the remote supports them. */

@@ -213,16 +213,312 @@ int pn_plan_matrix_class(const struct pn_jval *row, const char *key, const char 
 	return 0;
 }
 
+/* The GPUs of a topology file: names, indexes (sorted), none twice. */
+static int tj_gpus(struct pn_plan_layout *l, const struct pn_jval *root, const char *host,
+		   const char *file)
+{
+	const struct pn_jval *gpus, *v;
+	unsigned i, j;
+	int ret;
+
+	gpus = pn_json_get(root, "gpus");
+	if (!gpus || gpus->type != PN_JSON_ARRAY) {
+		ret = pn_err(-EINVAL, "'%s': \"gpus\" must be an array", file);
+		return ret;
+	}
+	if (gpus->n == 0) {
+		ret = pn_err(-EINVAL, "'%s': %s has no GPU", file, host);
+		return ret;
+	}
+	if (gpus->n > PN_PLAN_MAX_GPUS) {
+		ret = pn_err(-EINVAL, "'%s': %u GPUs, at most %d per node", file, gpus->n,
+			     PN_PLAN_MAX_GPUS);
+		return ret;
+	}
+	l->ngpus = (int)gpus->n;
+	for (i = 0; i < gpus->n; i++) {
+		const struct pn_jval *gv = pn_json_at(gpus, i);
+		const char *name = pn_json_str(pn_json_get(gv, "name"));
+		long long idx = i;
+
+		if (!name || !*name || strlen(name) >= sizeof(l->gpus[0].name)) {
+			ret = json_err(file, "a GPU needs a \"name\" (under 16 bytes)%s", "", gv->line);
+			return ret;
+		}
+		v = pn_json_get(gv, "index");
+		if (v && (pn_json_int(v, &idx) || idx < 0 || idx > 1023)) {
+			ret = json_err(file, "GPU '%s': \"index\" must be an integer 0-1023", name,
+				       v->line);
+			return ret;
+		}
+		snprintf(l->gpus[i].name, sizeof(l->gpus[i].name), "%s", name);
+		l->gpus[i].index = (int)idx;
+	}
+	qsort(l->gpus, (size_t)l->ngpus, sizeof(l->gpus[0]), cmp_gpu_index);
+	for (i = 1; i < (unsigned)l->ngpus; i++) {
+		if (l->gpus[i].index == l->gpus[i - 1].index) {
+			ret = pn_err(-EINVAL, "'%s': GPUs '%s' and '%s' have the same index %d", file,
+				     l->gpus[i - 1].name, l->gpus[i].name, l->gpus[i].index);
+			return ret;
+		}
+	}
+	for (i = 0; i < (unsigned)l->ngpus; i++)
+		for (j = i + 1; j < (unsigned)l->ngpus; j++)
+			if (!strcmp(l->gpus[i].name, l->gpus[j].name)) {
+				ret = pn_err(-EINVAL, "'%s': two GPUs named '%s'", file,
+					     l->gpus[i].name);
+				return ret;
+			}
+	return 0;
+}
+
+/*
+ * The NICs of a topology file: one entry per port (a NIC without ports is
+ * one unused entry); first[i] and count[i] say where topo NIC i's are.
+ */
+static int tj_nics(struct pn_plan_model *m, struct pn_plan_layout *l, const struct pn_jval *nics,
+		   const char *host, const char *file, int *first, int *count)
+{
+	const struct pn_jval *v;
+	unsigned i, j, k;
+	int ret;
+
+	if (nics && nics->type != PN_JSON_ARRAY) {
+		ret = pn_err(-EINVAL, "'%s': \"nics\" must be an array", file);
+		return ret;
+	}
+	if (pn_json_len(nics) > PN_PLAN_MAX_NICS) {
+		ret = pn_err(-EINVAL, "'%s': %u NICs, at most %d per node", file, pn_json_len(nics),
+			     PN_PLAN_MAX_NICS);
+		return ret;
+	}
+	/* count port entries */
+	k = 0;
+	for (i = 0; i < pn_json_len(nics); i++) {
+		unsigned np = pn_json_len(pn_json_get(pn_json_at(nics, i), "ports"));
+
+		k += np ? np : 1;
+	}
+	if (k > PN_PLAN_MAX_NICS) {
+		ret = pn_err(-EINVAL, "'%s': %u NIC ports, at most %d per node", file, k,
+			     PN_PLAN_MAX_NICS);
+		return ret;
+	}
+	l->nnics = 0;
+	if (k) {
+		l->nics = calloc(k, sizeof(*l->nics));
+		l->gn = calloc((size_t)l->ngpus * k, sizeof(*l->gn));
+		if (!l->nics || !l->gn) {
+			ret = pn_err(-ENOMEM, "out of memory");
+			return ret;
+		}
+	}
+	for (i = 0; i < pn_json_len(nics); i++) {
+		const struct pn_jval *nv = pn_json_at(nics, i), *ports = pn_json_get(nv, "ports");
+		const char *label = pn_json_str(pn_json_get(nv, "name"));
+		const char *dev = pn_json_str(pn_json_get(nv, "device"));
+		unsigned np = pn_json_len(ports), p;
+
+		if (!dev || !*dev || strlen(dev) >= PN_PLAN_NAME - 4) {
+			ret = json_err(file, "a NIC needs a \"device\" name%s", "", nv->line);
+			return ret;
+		}
+		if (!label)
+			label = dev;
+		if (strlen(label) >= sizeof(l->nics[0].label)) {
+			ret = json_err(file, "NIC name '%s' is too long", label, nv->line);
+			return ret;
+		}
+		for (j = 0; j < i; j++) {
+			const char *ol = pn_json_str(pn_json_get(pn_json_at(nics, j), "name"));
+			const char *od = pn_json_str(pn_json_get(pn_json_at(nics, j), "device"));
+
+			if ((ol && !strcmp(ol, label)) || (od && !strcmp(od, dev))) {
+				ret = pn_err(-EINVAL, "'%s': NIC '%s' (%s) is listed twice", file, label,
+					     dev);
+				return ret;
+			}
+		}
+		first[i] = l->nnics;
+		count[i] = np ? (int)np : 1;
+		if (!np)
+			pn_plan_msg(&m->notes, "%s: %s (%s) lists no ports: not used", host, label, dev);
+		for (p = 0; p < (np ? np : 1); p++) {
+			struct pn_plan_nic *c = &l->nics[l->nnics];
+			const struct pn_jval *pv = pn_json_at(ports, p);
+			long long port = 1;
+			double rate = 0;
+			const char *state = np ? pn_json_str(pn_json_get(pv, "state")) : "NONE";
+
+			v = pn_json_get(pv, "port");
+			if (v && (pn_json_int(v, &port) || port < 1 || port > 255)) {
+				ret = json_err(file, "%s: \"port\" must be an integer 1-255", dev, v->line);
+				return ret;
+			}
+			v = pn_json_get(pv, "rate_gbps");
+			if (v && (pn_json_num(v, &rate) || rate < 0)) {
+				ret = json_err(file, "%s: \"rate_gbps\" must be a number >= 0", dev,
+					       v->line);
+				return ret;
+			}
+			if (!state)
+				state = "UNKNOWN";
+			snprintf(c->device, sizeof(c->device), "%s", dev);
+			if (np > 1)
+				snprintf(c->name, sizeof(c->name), "%s:%lld", dev, port);
+			else
+				snprintf(c->name, sizeof(c->name), "%s", dev);
+			snprintf(c->label, sizeof(c->label), "%s", label);
+			snprintf(c->state, sizeof(c->state), "%s", state);
+			c->port = (int)port;
+			c->rate_gbps = rate;
+			c->active = np && pn_plan_port_active(state);
+			c->rail = l->nnics;
+			c->netdev = -1;
+			if (c->active && rate <= 0)
+				pn_plan_msg(&m->notes, "%s: %s has no rate: its links count as 0 Gb/s",
+					    host, c->name);
+			l->nnics++;
+		}
+	}
+	return 0;
+}
+
+/* The path matrix of a topology file: GPU to GPU and GPU to each NIC's ports. */
+static int tj_matrix(struct pn_plan_model *m, struct pn_plan_layout *l, const struct pn_jval *root,
+		     const struct pn_jval *nics, const int *first, const int *count,
+		     const char *host, const char *file)
+{
+	const struct pn_jval *matrix;
+	unsigned i, j;
+	int ret, missing = 0, asym = 0;
+
+	matrix = pn_json_get(root, "matrix");
+	if (matrix && matrix->type != PN_JSON_OBJECT) {
+		ret = pn_err(-EINVAL, "'%s': \"matrix\" must be an object", file);
+		return ret;
+	}
+	for (i = 0; i < (unsigned)l->ngpus; i++) {
+		const struct pn_jval *row = pn_json_get(matrix, l->gpus[i].name);
+
+		for (j = 0; j < (unsigned)l->ngpus; j++) {
+			if (i == j) {
+				l->gg[i][j].cls = PN_PATH_X;
+				continue;
+			}
+			ret = pn_plan_matrix_class(row, l->gpus[j].name, NULL, &l->gg[i][j], &missing, file);
+			if (ret)
+				return ret;
+		}
+		for (j = 0; j < pn_json_len(nics); j++) {
+			const struct pn_jval *nv = pn_json_at(nics, j);
+			const char *dev = pn_json_str(pn_json_get(nv, "device"));
+			const char *label = pn_json_str(pn_json_get(nv, "name"));
+			struct pn_plan_path pth;
+			int q;
+
+			ret = pn_plan_matrix_class(row, label ? label : dev, dev, &pth, &missing, file);
+			if (ret)
+				return ret;
+			for (q = 0; q < count[j]; q++)
+				l->gn[i * l->nnics + first[j] + q] = pth;
+		}
+	}
+	/* an asymmetric matrix counts the worse direction both ways */
+	for (i = 0; i < (unsigned)l->ngpus; i++)
+		for (j = i + 1; j < (unsigned)l->ngpus; j++)
+			if (memcmp(&l->gg[i][j], &l->gg[j][i], sizeof(l->gg[i][j]))) {
+				if (pn_plan_path_score(l->gg[i][j]) > pn_plan_path_score(l->gg[j][i]))
+					l->gg[j][i] = l->gg[i][j];
+				else
+					l->gg[i][j] = l->gg[j][i];
+				asym++;
+			}
+	if (missing) {
+		pn_plan_msg(&m->notes, "%s: the matrix lacks %d path classes; they count as unknown "
+				       "(worst)",
+			    host, missing);
+	}
+	if (asym)
+		pn_plan_msg(&m->notes, "%s: %d GPU pairs have different classes each way; the worse "
+				       "one is used",
+			    host, asym);
+	return 0;
+}
+
+/* Which NICs each GPU is near: the file's "rails", else the best path class. */
+static int tj_rails(struct pn_plan_layout *l, const struct pn_jval *root, const char *file)
+{
+	const struct pn_jval *rails;
+	unsigned i, j, k;
+	int ret;
+
+	rails = pn_json_get(root, "rails");
+	if (rails && rails->type != PN_JSON_ARRAY) {
+		ret = pn_err(-EINVAL, "'%s': \"rails\" must be an array", file);
+		return ret;
+	}
+	for (i = 0; i < pn_json_len(rails); i++) {
+		const struct pn_jval *rv = pn_json_at(rails, i), *list = pn_json_get(rv, "nics");
+		const char *gname = pn_json_str(pn_json_get(rv, "gpu"));
+		int g = gname ? pn_plan_gpu_by_name(l, gname) : -1;
+
+		if (g < 0) {
+			ret = json_err(file, "rails: unknown GPU '%s'", gname ? gname : "(none)",
+				       rv->line);
+			return ret;
+		}
+		if (list && list->type != PN_JSON_ARRAY) {
+			ret = json_err(file, "rails: \"nics\" of %s must be an array", gname, rv->line);
+			return ret;
+		}
+		for (j = 0; j < pn_json_len(list); j++) {
+			const char *nn = pn_json_str(pn_json_at(list, j));
+			int hit = 0;
+
+			for (k = 0; nn && k < (unsigned)l->nnics; k++)
+				if (!strcmp(l->nics[k].label, nn) || !strcmp(l->nics[k].device, nn)) {
+					l->gpus[g].near |= 1ull << k;
+					hit = 1;
+				}
+			if (!hit) {
+				ret = json_err(file, "rails: %s names an unknown NIC", gname, rv->line);
+				return ret;
+			}
+		}
+	}
+	if (!rails) {
+		/* nearest NIC by path class, ties by index (like penny topo) */
+		for (i = 0; i < (unsigned)l->ngpus; i++) {
+			int best = INT_MAX, bn = -1;
+
+			for (k = 0; k < (unsigned)l->nnics; k++) {
+				int sc = pn_plan_path_score(l->gn[i * l->nnics + k]);
+
+				if (sc < best && sc < 600) {
+					best = sc;
+					bn = (int)k;
+				}
+			}
+			if (bn >= 0) {
+				for (k = 0; k < (unsigned)l->nnics; k++)
+					if (!strcmp(l->nics[k].label, l->nics[bn].label))
+						l->gpus[i].near |= 1ull << k;
+			}
+		}
+	}
+	return 0;
+}
+
 int pn_plan_model_add_topo(struct pn_plan_model *m, const char *text, size_t len,
 			   const char *file)
 {
 	struct pn_json_doc doc;
-	const struct pn_jval *root, *v, *gpus, *nics, *matrix, *rails;
+	const struct pn_jval *root, *v, *nics;
 	struct pn_plan_layout l;
 	char host[PN_PLAN_NAME];
 	long long ver;
-	unsigned i, j, k;
-	int ret, missing = 0, asym = 0;
+	int ret;
 	/* topo NIC i -> first port entry, number of entries */
 	int first[PN_PLAN_MAX_NICS], count[PN_PLAN_MAX_NICS];
 
@@ -252,260 +548,19 @@ int pn_plan_model_add_topo(struct pn_plan_model *m, const char *text, size_t len
 	}
 	snprintf(host, sizeof(host), "%s", pn_json_str(v));
 
-	gpus = pn_json_get(root, "gpus");
-	if (!gpus || gpus->type != PN_JSON_ARRAY) {
-		ret = pn_err(-EINVAL, "'%s': \"gpus\" must be an array", file);
+	ret = tj_gpus(&l, root, host, file);
+	if (ret)
 		goto out;
-	}
-	if (gpus->n == 0) {
-		ret = pn_err(-EINVAL, "'%s': %s has no GPU", file, host);
-		goto out;
-	}
-	if (gpus->n > PN_PLAN_MAX_GPUS) {
-		ret = pn_err(-EINVAL, "'%s': %u GPUs, at most %d per node", file, gpus->n,
-			     PN_PLAN_MAX_GPUS);
-		goto out;
-	}
-	l.ngpus = (int)gpus->n;
-	for (i = 0; i < gpus->n; i++) {
-		const struct pn_jval *gv = pn_json_at(gpus, i);
-		const char *name = pn_json_str(pn_json_get(gv, "name"));
-		long long idx = i;
-
-		if (!name || !*name || strlen(name) >= sizeof(l.gpus[0].name)) {
-			ret = json_err(file, "a GPU needs a \"name\" (under 16 bytes)%s", "", gv->line);
-			goto out;
-		}
-		v = pn_json_get(gv, "index");
-		if (v && (pn_json_int(v, &idx) || idx < 0 || idx > 1023)) {
-			ret = json_err(file, "GPU '%s': \"index\" must be an integer 0-1023", name,
-				       v->line);
-			goto out;
-		}
-		snprintf(l.gpus[i].name, sizeof(l.gpus[i].name), "%s", name);
-		l.gpus[i].index = (int)idx;
-	}
-	qsort(l.gpus, (size_t)l.ngpus, sizeof(l.gpus[0]), cmp_gpu_index);
-	for (i = 1; i < (unsigned)l.ngpus; i++) {
-		if (l.gpus[i].index == l.gpus[i - 1].index) {
-			ret = pn_err(-EINVAL, "'%s': GPUs '%s' and '%s' have the same index %d", file,
-				     l.gpus[i - 1].name, l.gpus[i].name, l.gpus[i].index);
-			goto out;
-		}
-	}
-	for (i = 0; i < (unsigned)l.ngpus; i++)
-		for (j = i + 1; j < (unsigned)l.ngpus; j++)
-			if (!strcmp(l.gpus[i].name, l.gpus[j].name)) {
-				ret = pn_err(-EINVAL, "'%s': two GPUs named '%s'", file,
-					     l.gpus[i].name);
-				goto out;
-			}
-
 	nics = pn_json_get(root, "nics");
-	if (nics && nics->type != PN_JSON_ARRAY) {
-		ret = pn_err(-EINVAL, "'%s': \"nics\" must be an array", file);
+	ret = tj_nics(m, &l, nics, host, file, first, count);
+	if (ret)
 		goto out;
-	}
-	if (pn_json_len(nics) > PN_PLAN_MAX_NICS) {
-		ret = pn_err(-EINVAL, "'%s': %u NICs, at most %d per node", file, pn_json_len(nics),
-			     PN_PLAN_MAX_NICS);
+	ret = tj_matrix(m, &l, root, nics, first, count, host, file);
+	if (ret)
 		goto out;
-	}
-	/* count port entries */
-	k = 0;
-	for (i = 0; i < pn_json_len(nics); i++) {
-		unsigned np = pn_json_len(pn_json_get(pn_json_at(nics, i), "ports"));
-
-		k += np ? np : 1;
-	}
-	if (k > PN_PLAN_MAX_NICS) {
-		ret = pn_err(-EINVAL, "'%s': %u NIC ports, at most %d per node", file, k,
-			     PN_PLAN_MAX_NICS);
+	ret = tj_rails(&l, root, file);
+	if (ret)
 		goto out;
-	}
-	l.nnics = 0;
-	if (k) {
-		l.nics = calloc(k, sizeof(*l.nics));
-		l.gn = calloc((size_t)l.ngpus * k, sizeof(*l.gn));
-		if (!l.nics || !l.gn) {
-			ret = pn_err(-ENOMEM, "out of memory");
-			goto out;
-		}
-	}
-	for (i = 0; i < pn_json_len(nics); i++) {
-		const struct pn_jval *nv = pn_json_at(nics, i), *ports = pn_json_get(nv, "ports");
-		const char *label = pn_json_str(pn_json_get(nv, "name"));
-		const char *dev = pn_json_str(pn_json_get(nv, "device"));
-		unsigned np = pn_json_len(ports), p;
-
-		if (!dev || !*dev || strlen(dev) >= PN_PLAN_NAME - 4) {
-			ret = json_err(file, "a NIC needs a \"device\" name%s", "", nv->line);
-			goto out;
-		}
-		if (!label)
-			label = dev;
-		if (strlen(label) >= sizeof(l.nics[0].label)) {
-			ret = json_err(file, "NIC name '%s' is too long", label, nv->line);
-			goto out;
-		}
-		for (j = 0; j < i; j++) {
-			const char *ol = pn_json_str(pn_json_get(pn_json_at(nics, j), "name"));
-			const char *od = pn_json_str(pn_json_get(pn_json_at(nics, j), "device"));
-
-			if ((ol && !strcmp(ol, label)) || (od && !strcmp(od, dev))) {
-				ret = pn_err(-EINVAL, "'%s': NIC '%s' (%s) is listed twice", file, label,
-					     dev);
-				goto out;
-			}
-		}
-		first[i] = l.nnics;
-		count[i] = np ? (int)np : 1;
-		if (!np)
-			pn_plan_msg(&m->notes, "%s: %s (%s) lists no ports: not used", host, label, dev);
-		for (p = 0; p < (np ? np : 1); p++) {
-			struct pn_plan_nic *c = &l.nics[l.nnics];
-			const struct pn_jval *pv = pn_json_at(ports, p);
-			long long port = 1;
-			double rate = 0;
-			const char *state = np ? pn_json_str(pn_json_get(pv, "state")) : "NONE";
-
-			v = pn_json_get(pv, "port");
-			if (v && (pn_json_int(v, &port) || port < 1 || port > 255)) {
-				ret = json_err(file, "%s: \"port\" must be an integer 1-255", dev, v->line);
-				goto out;
-			}
-			v = pn_json_get(pv, "rate_gbps");
-			if (v && (pn_json_num(v, &rate) || rate < 0)) {
-				ret = json_err(file, "%s: \"rate_gbps\" must be a number >= 0", dev,
-					       v->line);
-				goto out;
-			}
-			if (!state)
-				state = "UNKNOWN";
-			snprintf(c->device, sizeof(c->device), "%s", dev);
-			if (np > 1)
-				snprintf(c->name, sizeof(c->name), "%s:%lld", dev, port);
-			else
-				snprintf(c->name, sizeof(c->name), "%s", dev);
-			snprintf(c->label, sizeof(c->label), "%s", label);
-			snprintf(c->state, sizeof(c->state), "%s", state);
-			c->port = (int)port;
-			c->rate_gbps = rate;
-			c->active = np && pn_plan_port_active(state);
-			c->rail = l.nnics;
-			c->netdev = -1;
-			if (c->active && rate <= 0)
-				pn_plan_msg(&m->notes, "%s: %s has no rate: its links count as 0 Gb/s",
-					    host, c->name);
-			l.nnics++;
-		}
-	}
-
-	matrix = pn_json_get(root, "matrix");
-	if (matrix && matrix->type != PN_JSON_OBJECT) {
-		ret = pn_err(-EINVAL, "'%s': \"matrix\" must be an object", file);
-		goto out;
-	}
-	for (i = 0; i < (unsigned)l.ngpus; i++) {
-		const struct pn_jval *row = pn_json_get(matrix, l.gpus[i].name);
-
-		for (j = 0; j < (unsigned)l.ngpus; j++) {
-			if (i == j) {
-				l.gg[i][j].cls = PN_PATH_X;
-				continue;
-			}
-			ret = pn_plan_matrix_class(row, l.gpus[j].name, NULL, &l.gg[i][j], &missing, file);
-			if (ret)
-				goto out;
-		}
-		for (j = 0; j < pn_json_len(nics); j++) {
-			const struct pn_jval *nv = pn_json_at(nics, j);
-			const char *dev = pn_json_str(pn_json_get(nv, "device"));
-			const char *label = pn_json_str(pn_json_get(nv, "name"));
-			struct pn_plan_path pth;
-			int q;
-
-			ret = pn_plan_matrix_class(row, label ? label : dev, dev, &pth, &missing, file);
-			if (ret)
-				goto out;
-			for (q = 0; q < count[j]; q++)
-				l.gn[i * l.nnics + first[j] + q] = pth;
-		}
-	}
-	/* an asymmetric matrix counts the worse direction both ways */
-	for (i = 0; i < (unsigned)l.ngpus; i++)
-		for (j = i + 1; j < (unsigned)l.ngpus; j++)
-			if (memcmp(&l.gg[i][j], &l.gg[j][i], sizeof(l.gg[i][j]))) {
-				if (pn_plan_path_score(l.gg[i][j]) > pn_plan_path_score(l.gg[j][i]))
-					l.gg[j][i] = l.gg[i][j];
-				else
-					l.gg[i][j] = l.gg[j][i];
-				asym++;
-			}
-	if (missing) {
-		pn_plan_msg(&m->notes, "%s: the matrix lacks %d path classes; they count as unknown "
-				       "(worst)",
-			    host, missing);
-	}
-	if (asym)
-		pn_plan_msg(&m->notes, "%s: %d GPU pairs have different classes each way; the worse "
-				       "one is used",
-			    host, asym);
-
-	rails = pn_json_get(root, "rails");
-	if (rails && rails->type != PN_JSON_ARRAY) {
-		ret = pn_err(-EINVAL, "'%s': \"rails\" must be an array", file);
-		goto out;
-	}
-	for (i = 0; i < pn_json_len(rails); i++) {
-		const struct pn_jval *rv = pn_json_at(rails, i), *list = pn_json_get(rv, "nics");
-		const char *gname = pn_json_str(pn_json_get(rv, "gpu"));
-		int g = gname ? pn_plan_gpu_by_name(&l, gname) : -1;
-
-		if (g < 0) {
-			ret = json_err(file, "rails: unknown GPU '%s'", gname ? gname : "(none)",
-				       rv->line);
-			goto out;
-		}
-		if (list && list->type != PN_JSON_ARRAY) {
-			ret = json_err(file, "rails: \"nics\" of %s must be an array", gname, rv->line);
-			goto out;
-		}
-		for (j = 0; j < pn_json_len(list); j++) {
-			const char *nn = pn_json_str(pn_json_at(list, j));
-			int hit = 0;
-
-			for (k = 0; nn && k < (unsigned)l.nnics; k++)
-				if (!strcmp(l.nics[k].label, nn) || !strcmp(l.nics[k].device, nn)) {
-					l.gpus[g].near |= 1ull << k;
-					hit = 1;
-				}
-			if (!hit) {
-				ret = json_err(file, "rails: %s names an unknown NIC", gname, rv->line);
-				goto out;
-			}
-		}
-	}
-	if (!rails) {
-		/* nearest NIC by path class, ties by index (like penny topo) */
-		for (i = 0; i < (unsigned)l.ngpus; i++) {
-			int best = INT_MAX, bn = -1;
-
-			for (k = 0; k < (unsigned)l.nnics; k++) {
-				int sc = pn_plan_path_score(l.gn[i * l.nnics + k]);
-
-				if (sc < best && sc < 600) {
-					best = sc;
-					bn = (int)k;
-				}
-			}
-			if (bn >= 0) {
-				for (k = 0; k < (unsigned)l.nnics; k++)
-					if (!strcmp(l.nics[k].label, l.nics[bn].label))
-						l.gpus[i].near |= 1ull << k;
-			}
-		}
-	}
 	if (!m->source[0])
 		snprintf(m->source, sizeof(m->source), "topo-file");
 	ret = pn_plan_model_add_node(m, host, &l);
