@@ -795,3 +795,36 @@ int pn_gpu_hostbw(struct penny_hostbw_v1 *q)
 		cu->MemFreeHost(host);
 	return ret;
 }
+
+int pn_gpu_be_memcpy(void *be, void *dst, const void *src, size_t bytes, int dir)
+{
+	struct pn_gpu *g = be;
+	int ret = pn_gpu_enter(g);
+
+	return ret ? ret : pn_gpu_memcpy(g, dst, src, bytes, dir);
+}
+
+int pn_gpu_be_poison(void *be, void *buf, size_t bytes, int byte)
+{
+	struct pn_gpu *g = be;
+	int ret = pn_gpu_enter(g);
+
+	return ret ? ret : pn_gpu_poison(g, buf, bytes, byte);
+}
+
+int pn_gpu_be_fill(void *be, void *buf, size_t count, int dtype, int op, uint32_t seed, int rank)
+{
+	struct pn_gpu *g = be;
+	int ret = pn_gpu_enter(g);
+
+	return ret ? ret : pn_gpu_fill(g, buf, count, dtype, op, seed, rank);
+}
+
+int pn_gpu_be_check(void *be, const void *buf, size_t count, int dtype, int op, uint32_t seed,
+		    int nranks, struct penny_check_v1 *res)
+{
+	struct pn_gpu *g = be;
+	int ret = pn_gpu_enter(g);
+
+	return ret ? ret : pn_gpu_check(g, buf, count, dtype, op, seed, nranks, res);
+}

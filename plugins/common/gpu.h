@@ -64,6 +64,17 @@ int pn_gpu_hostbw(struct penny_hostbw_v1 *req);
 /* cuDriverGetVersion through the run-time loaded driver (no cuInit). */
 int pn_gpu_driver_version(int *version);
 
+/*
+ * penny_plugin_v1.memcpy, poison, fill and check for a backend whose
+ * struct begins with its struct pn_gpu (the cuda, nccl and nvshmem
+ * plugins'): the device's context made current, then the pn_gpu_* call.
+ */
+int pn_gpu_be_memcpy(void *be, void *dst, const void *src, size_t bytes, int dir);
+int pn_gpu_be_poison(void *be, void *buf, size_t bytes, int byte);
+int pn_gpu_be_fill(void *be, void *buf, size_t count, int dtype, int op, uint32_t seed, int rank);
+int pn_gpu_be_check(void *be, const void *buf, size_t count, int dtype, int op, uint32_t seed,
+		    int nranks, struct penny_check_v1 *res);
+
 /* Checks shared by the plugins' entry points. */
 int pn_gpu_check_args(size_t count, int dtype, int op);
 

@@ -11,6 +11,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -349,6 +350,8 @@ struct pn_cuda {
 	const void *xnode_image;	/* the cross-node kernels (xnode.c), NULL if not built */
 	char desc[360];
 };
+/* the shared entry points (pn_gpu_be_*) take the backend as its struct pn_gpu */
+_Static_assert(offsetof(struct pn_cuda, g) == 0, "struct pn_cuda begins with its struct pn_gpu");
 
 /* What every rank announces at init; all but busid must agree. */
 struct pn_cuda_hello {
@@ -853,39 +856,6 @@ int pn_cuda_free(void *be, void *ptr)
 		if (r->base == (CUdeviceptr)(uintptr_t)ptr && r != c->ws && r != c->stage)
 			return reg_release(c, r);
 	return pn_gpu_free(&c->g, ptr);
-}
-
-int pn_cuda_memcpy(void *be, void *dst, const void *src, size_t bytes, int dir)
-{
-	struct pn_cuda *c = be;
-	int ret = pn_gpu_enter(&c->g);
-
-	return ret ? ret : pn_gpu_memcpy(&c->g, dst, src, bytes, dir);
-}
-
-int pn_cuda_poison(void *be, void *buf, size_t bytes, int byte)
-{
-	struct pn_cuda *c = be;
-	int ret = pn_gpu_enter(&c->g);
-
-	return ret ? ret : pn_gpu_poison(&c->g, buf, bytes, byte);
-}
-
-int pn_cuda_fill(void *be, void *buf, size_t count, int dtype, int op, uint32_t seed, int rank)
-{
-	struct pn_cuda *c = be;
-	int ret = pn_gpu_enter(&c->g);
-
-	return ret ? ret : pn_gpu_fill(&c->g, buf, count, dtype, op, seed, rank);
-}
-
-int pn_cuda_check(void *be, const void *buf, size_t count, int dtype, int op, uint32_t seed,
-		  int nranks, struct penny_check_v1 *res)
-{
-	struct pn_cuda *c = be;
-	int ret = pn_gpu_enter(&c->g);
-
-	return ret ? ret : pn_gpu_check(&c->g, buf, count, dtype, op, seed, nranks, res);
 }
 
 int pn_cuda_select(void *be, size_t count, int dtype, int op, int algo)

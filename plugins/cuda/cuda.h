@@ -122,11 +122,6 @@ void pn_cuda_fini(void *be);
 const char *pn_cuda_describe(void *be);
 int pn_cuda_alloc(void *be, size_t bytes, unsigned flags, void **ptr);
 int pn_cuda_free(void *be, void *ptr);
-int pn_cuda_memcpy(void *be, void *dst, const void *src, size_t bytes, int dir);
-int pn_cuda_poison(void *be, void *buf, size_t bytes, int byte);
-int pn_cuda_fill(void *be, void *buf, size_t count, int dtype, int op, uint32_t seed, int rank);
-int pn_cuda_check(void *be, const void *buf, size_t count, int dtype, int op, uint32_t seed,
-		  int nranks, struct penny_check_v1 *res);
 int pn_cuda_allreduce(void *be, const void *send, void *recv, size_t count, int dtype, int op,
 		      int algo);
 int pn_cuda_select(void *be, size_t count, int dtype, int op, int algo);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The cuda plugin's exported table (penny_plugin_v1) and embedded kernels. */
 #include "cuda.h"
+#include "../common/gpu.h"
 
 extern const unsigned char pn_image_data[];
 extern const unsigned char pn_image_oneshot[];
@@ -56,10 +57,10 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.describe = pn_cuda_describe,
 	.alloc = pn_cuda_alloc,
 	.free = pn_cuda_free,
-	.memcpy = pn_cuda_memcpy,
-	.poison = pn_cuda_poison,
-	.fill = pn_cuda_fill,
-	.check = pn_cuda_check,
+	.memcpy = pn_gpu_be_memcpy,
+	.poison = pn_gpu_be_poison,
+	.fill = pn_gpu_be_fill,
+	.check = pn_gpu_be_check,
 	.allreduce = pn_cuda_allreduce,
 	.select = pn_cuda_select,
 	.time = pn_cuda_time,

@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,6 +193,8 @@ struct pn_nccl {
 	int version;
 	char desc[480];
 };
+/* the shared entry points (pn_gpu_be_*) take the backend as its struct pn_gpu */
+_Static_assert(offsetof(struct pn_nccl, g) == 0, "struct pn_nccl begins with its struct pn_gpu");
 
 static int nccl_fail(struct pn_nccl *c, ncclResult_t r, const char *what)
 {
@@ -459,39 +462,6 @@ static int in_window(const struct pn_nccl *c, const void *p, size_t bytes)
 			return 1;
 	}
 	return 0;
-}
-
-int pn_nccl_memcpy(void *be, void *dst, const void *src, size_t bytes, int dir)
-{
-	struct pn_nccl *c = be;
-
-	ENTER(c);
-	return pn_gpu_memcpy(&c->g, dst, src, bytes, dir);
-}
-
-int pn_nccl_poison(void *be, void *buf, size_t bytes, int byte)
-{
-	struct pn_nccl *c = be;
-
-	ENTER(c);
-	return pn_gpu_poison(&c->g, buf, bytes, byte);
-}
-
-int pn_nccl_fill(void *be, void *buf, size_t count, int dtype, int op, uint32_t seed, int rank)
-{
-	struct pn_nccl *c = be;
-
-	ENTER(c);
-	return pn_gpu_fill(&c->g, buf, count, dtype, op, seed, rank);
-}
-
-int pn_nccl_check(void *be, const void *buf, size_t count, int dtype, int op, uint32_t seed,
-		  int nranks, struct penny_check_v1 *res)
-{
-	struct pn_nccl *c = be;
-
-	ENTER(c);
-	return pn_gpu_check(&c->g, buf, count, dtype, op, seed, nranks, res);
 }
 
 int pn_nccl_select(void *be, size_t count, int dtype, int op, int algo)

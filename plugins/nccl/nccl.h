@@ -61,11 +61,6 @@ void pn_nccl_fini(void *be);
 const char *pn_nccl_describe(void *be);
 int pn_nccl_alloc(void *be, size_t bytes, unsigned flags, void **ptr);
 int pn_nccl_free(void *be, void *ptr);
-int pn_nccl_memcpy(void *be, void *dst, const void *src, size_t bytes, int dir);
-int pn_nccl_poison(void *be, void *buf, size_t bytes, int byte);
-int pn_nccl_fill(void *be, void *buf, size_t count, int dtype, int op, uint32_t seed, int rank);
-int pn_nccl_check(void *be, const void *buf, size_t count, int dtype, int op, uint32_t seed,
-		  int nranks, struct penny_check_v1 *res);
 int pn_nccl_allreduce(void *be, const void *send, void *recv, size_t count, int dtype, int op,
 		      int algo);
 int pn_nccl_select(void *be, size_t count, int dtype, int op, int algo);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The nccl plugin's exported table (penny_plugin_v1). */
 #include "nccl.h"
+#include "../common/gpu.h"
 
 /* The data kernels (fill/check) are linked in when the build had nvcc;
  * without them fill and check run on the host. */
@@ -37,10 +38,10 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.describe = pn_nccl_describe,
 	.alloc = pn_nccl_alloc,
 	.free = pn_nccl_free,
-	.memcpy = pn_nccl_memcpy,
-	.poison = pn_nccl_poison,
-	.fill = pn_nccl_fill,
-	.check = pn_nccl_check,
+	.memcpy = pn_gpu_be_memcpy,
+	.poison = pn_gpu_be_poison,
+	.fill = pn_gpu_be_fill,
+	.check = pn_gpu_be_check,
 	.allreduce = pn_nccl_allreduce,
 	.select = pn_nccl_select,
 	.time = pn_nccl_time,

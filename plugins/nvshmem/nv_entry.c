@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The nvshmem plugin's exported table (penny_plugin_v1) and embedded kernels. */
 #include "nv_plugin.h"
+#include "../common/gpu.h"
 
 extern const unsigned char pn_image_data[];
 extern const unsigned char pn_image_nvshmem[];
@@ -33,10 +34,10 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.describe = pn_nv_describe,
 	.alloc = pn_nv_alloc,
 	.free = pn_nv_free,
-	.memcpy = pn_nv_memcpy,
-	.poison = pn_nv_poison,
-	.fill = pn_nv_fill,
-	.check = pn_nv_check,
+	.memcpy = pn_gpu_be_memcpy,
+	.poison = pn_gpu_be_poison,
+	.fill = pn_gpu_be_fill,
+	.check = pn_gpu_be_check,
 	.allreduce = pn_nv_allreduce,
 	.select = pn_nv_select,
 	.time = pn_nv_time,

@@ -27,6 +27,7 @@
 #include "../include/penny_data.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,8 @@ struct pn_nv {
 	struct nv_sym *syms;
 	char desc[320];
 };
+/* the shared entry points (pn_gpu_be_*) take the backend as its struct pn_gpu */
+_Static_assert(offsetof(struct pn_nv, g) == 0, "struct pn_nv begins with its struct pn_gpu");
 
 #define PN_NV_MAGIC 0x70766e73u /* "pnvs" */
 
@@ -470,27 +473,6 @@ int pn_nv_sync(void *be)
 	if (!ret)
 		ret = kernel_errors(c);
 	return ret;
-}
-
-int pn_nv_memcpy(void *be, void *dst, const void *src, size_t bytes, int dir)
-{
-	return pn_gpu_memcpy(&((struct pn_nv *)be)->g, dst, src, bytes, dir);
-}
-
-int pn_nv_poison(void *be, void *buf, size_t bytes, int byte)
-{
-	return pn_gpu_poison(&((struct pn_nv *)be)->g, buf, bytes, byte);
-}
-
-int pn_nv_fill(void *be, void *buf, size_t count, int dtype, int op, uint32_t seed, int rank)
-{
-	return pn_gpu_fill(&((struct pn_nv *)be)->g, buf, count, dtype, op, seed, rank);
-}
-
-int pn_nv_check(void *be, const void *buf, size_t count, int dtype, int op, uint32_t seed,
-		int nranks, struct penny_check_v1 *res)
-{
-	return pn_gpu_check(&((struct pn_nv *)be)->g, buf, count, dtype, op, seed, nranks, res);
 }
 
 struct time_ctx {

@@ -13,11 +13,6 @@ void pn_nv_fini(void *be);
 const char *pn_nv_describe(void *be);
 int pn_nv_alloc(void *be, size_t bytes, unsigned flags, void **ptr);
 int pn_nv_free(void *be, void *ptr);
-int pn_nv_memcpy(void *be, void *dst, const void *src, size_t bytes, int dir);
-int pn_nv_poison(void *be, void *buf, size_t bytes, int byte);
-int pn_nv_fill(void *be, void *buf, size_t count, int dtype, int op, uint32_t seed, int rank);
-int pn_nv_check(void *be, const void *buf, size_t count, int dtype, int op, uint32_t seed,
-		int nranks, struct penny_check_v1 *res);
 int pn_nv_allreduce(void *be, const void *send, void *recv, size_t count, int dtype, int op,
 		    int algo);
 int pn_nv_allreduce_stream(void *be, const void *send, void *recv, size_t count, int dtype,

@@ -706,7 +706,7 @@ static void do_htod_then_allgather(struct fake_world *w, int r)
 	memset(reg, 0, bytes * n);
 	for (int i = 0; i < AG_COUNT; i++)
 		h[i] = r * 1e6 + i;
-	if (pn_cuda_memcpy(be[r], reg + (size_t)r * AG_COUNT, h, bytes, PENNY_H2D) ||
+	if (pn_gpu_be_memcpy(be[r], reg + (size_t)r * AG_COUNT, h, bytes, PENNY_H2D) ||
 	    pn_cuda_allgather(be[r], reg + (size_t)r * AG_COUNT, reg, AG_COUNT, PENNY_DOUBLE) ||
 	    pn_cuda_sync(be[r])) {
 		snprintf(msgs[r], sizeof(msgs[r]), "%s", pn_plugin_errmsg());
