@@ -189,6 +189,35 @@ PN_DEV void pn_atomic_min64(unsigned long long *p, unsigned long long v) { atomi
 
 #endif
 
+/* Byte helpers for tails (fewer than 16 bytes). */
+
+PN_DEV void pn_ld_bytes(void *dst, const char *src, unsigned n, bool remote)
+{
+	unsigned char *d = (unsigned char *)dst;
+
+	for (unsigned i = 0; i < n; i++)
+		d[i] = remote ? *(const volatile unsigned char *)(src + i) : (unsigned char)src[i];
+}
+
+PN_DEV void pn_st_bytes(char *dst, const void *src, unsigned n)
+{
+	const unsigned char *s = (const unsigned char *)src;
+
+	for (unsigned i = 0; i < n; i++)
+		dst[i] = (char)s[i];
+}
+
+/* 8-byte line i of a buffer of bytes (a short last line zero-filled). */
+PN_DEV pn_v2 pn_load8(const char *p, uint64_t i, uint64_t bytes)
+{
+	pn_v2 d = { 0, 0 };
+
+	if (i * 8 + 8 <= bytes)
+		return *(const pn_v2 *)(p + i * 8);
+	pn_ld_bytes(&d, p + i * 8, (unsigned)(bytes - i * 8), false);
+	return d;
+}
+
 /* Element types as stored. */
 struct pn_bf16_t {
 	uint16_t x;

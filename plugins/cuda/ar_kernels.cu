@@ -109,24 +109,6 @@ PN_DEV pn_v2 pn_ll_wait(const struct pn_ar_args &a, const char *p, uint32_t epoc
 	}
 }
 
-/* ---- byte helpers for tails (fewer than 16 bytes) ---- */
-
-PN_DEV void pn_ld_bytes(void *dst, const char *src, unsigned n, bool remote)
-{
-	unsigned char *d = (unsigned char *)dst;
-
-	for (unsigned i = 0; i < n; i++)
-		d[i] = remote ? *(const volatile unsigned char *)(src + i) : (unsigned char)src[i];
-}
-
-PN_DEV void pn_st_bytes(char *dst, const void *src, unsigned n)
-{
-	const unsigned char *s = (const unsigned char *)src;
-
-	for (unsigned i = 0; i < n; i++)
-		dst[i] = (char)s[i];
-}
-
 /* Copy len bytes (a multiple of the element size) with the whole block. */
 PN_DEV void pn_block_copy(char *dst, const char *src, uint64_t len, bool remote_src,
 			  unsigned esize)
@@ -225,16 +207,6 @@ PN_DEV uint64_t pn_scratch(const struct pn_ar_args &a, int rank, unsigned b, uns
 }
 
 /* ---- one-shot with LL lines ---- */
-
-PN_DEV pn_v2 pn_load8(const char *p, uint64_t i, uint64_t bytes)
-{
-	pn_v2 d = { 0, 0 };
-
-	if (i * 8 + 8 <= bytes)
-		return *(const pn_v2 *)(p + i * 8);
-	pn_ld_bytes(&d, p + i * 8, (unsigned)(bytes - i * 8), false);
-	return d;
-}
 
 /* The last block of an LL kernel moves the epoch on (graph-safe: in memory). */
 PN_DEV void pn_ll_done(uint32_t *cnt, uint32_t epoch)
