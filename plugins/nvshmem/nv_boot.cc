@@ -80,6 +80,11 @@ void pn_nvb_free(void *p)
 	nvshmem_free(p);
 }
 
+void *pn_nvb_ptr(const void *p, int pe)
+{
+	return nvshmem_ptr(p, pe);
+}
+
 int pn_nvb_module_init(void *module)
 {
 	return nvshmemx_cumodule_init((CUmodule)module);

@@ -21,6 +21,8 @@ void pn_nvb_fini(void);
 int pn_nvb_pe(int *me, int *n);
 void *pn_nvb_malloc(size_t bytes);	/* collective: nvshmem_malloc */
 void pn_nvb_free(void *p);		/* collective */
+/* nvshmem_ptr: pe's copy of symmetric p by load/store, NULL when a NIC is between */
+void *pn_nvb_ptr(const void *p, int pe);
 /* NVSHMEM's device state in a module of kernels linked with libnvshmem_device */
 int pn_nvb_module_init(void *module);
 int pn_nvb_module_fini(void *module);

@@ -16,10 +16,18 @@
 #endif
 
 /* Kernels (pn_nv_<kern>_<type>_<op>) and their algorithm. */
-enum pn_nv_kern { PN_NV_ONESHOT = 0, PN_NV_TWOSHOT, PN_NV_RING, PN_NV_SIMPLE, PN_NV_NKERNS };
+enum pn_nv_kern {
+	PN_NV_ONESHOT = 0,
+	PN_NV_TWOSHOT,
+	PN_NV_RING,
+	PN_NV_SIMPLE,
+	PN_NV_ONESHOT_LL,	/* one-shot as LL lines: every peer reached by NVLink */
+	PN_NV_NKERNS
+};
 
 #define PN_NV_MAX_PES 64	/* PEs of one job this plugin handles */
 #define PN_NV_MAX_BLOCKS 132	/* channels: one block per SM at most */
+#define PN_NV_LL_MAX_PES 8	/* the LL one-shot: PEs of one NVLink domain it handles */
 
 /*
  * Symmetric work area (nvshmem_malloc, the same layout on every PE):
@@ -29,8 +37,18 @@ enum pn_nv_kern { PN_NV_ONESHOT = 0, PN_NV_TWOSHOT, PN_NV_RING, PN_NV_SIMPLE, PN
  *   signals, uint64_t, per block: [2 parities][2 kinds][nranks] then
  *     ack[nranks]: PE q sets ack[me] on PE p to the epoch it finished, so
  *     p writes parity e % 2 of q's slots only after q acknowledged e - 2.
+ *   ll[2 parities][nranks][ll_slot bytes] (after the signals): the LL
+ *     one-shot's lines, 16 bytes for every 8 data bytes (two 4-byte data
+ *     words, each beside a copy of the call's flag), slot r written by PE r
+ *     with plain stores over NVLink.  Only LL lines ever land here, so a
+ *     stale line carries an older flag, never the current one.
  * Epochs are per block, kept in device memory (counters, not symmetric),
- * bumped once per launch and never reset: CUDA-graph replays are safe.
+ * bumped once per launch and never reset: CUDA-graph replays are safe.  The
+ * LL one-shot keeps its own epoch for the whole grid (llctr: the epoch, then
+ * the count of finished blocks; the last one moves the epoch on) and needs
+ * no acknowledgement: PE q writes parity e % 2 of p's lines for call e only
+ * after its call e - 1 read p's lines of e - 1, which p wrote after its own
+ * call e - 2 (that read the same parity) had ended.
  */
 static inline PN_NV_HD uint64_t pn_nv_data_bytes(int nranks, uint64_t slot)
 {
@@ -40,6 +58,17 @@ static inline PN_NV_HD uint64_t pn_nv_data_bytes(int nranks, uint64_t slot)
 static inline PN_NV_HD uint64_t pn_nv_sig_words(int nranks)
 {
 	return 5ull * (uint64_t)nranks; /* 2 x 2 x nranks + nranks */
+}
+
+/* The LL area for calls of up to ll_max bytes. */
+static inline PN_NV_HD uint64_t pn_nv_ll_slot(uint64_t ll_max)
+{
+	return 2 * ((ll_max + 7) & ~(uint64_t)7);
+}
+
+static inline PN_NV_HD uint64_t pn_nv_ll_bytes(int nranks, uint64_t ll_max)
+{
+	return 2ull * (uint64_t)nranks * pn_nv_ll_slot(ll_max);
 }
 
 struct pn_nv_args {
@@ -54,6 +83,9 @@ struct pn_nv_args {
 	uint64_t slot;		/* bytes per slot */
 	uint64_t timeout_ns;
 	int32_t rank, nranks;
+	uint64_t ll;		/* symmetric: the LL area */
+	uint64_t ll_slot;	/* bytes per LL slot (pn_nv_ll_slot) */
+	uint64_t llctr;		/* local: uint32_t {LL epoch, blocks finished} */
 };
 
 #define PN_NV_ERR_TIMEOUT 1u

@@ -212,11 +212,13 @@ PN_DEVM void nv_send_acks(pn_nv_ctx &c)
 
 /*
  * dst[0, len) := op over srcs (in their order) of src[k][0, len); fin: avg's
- * division.  16-byte vectors, then single elements for a tail.  Remote
- * data is read at L2 (another GPU or NIC wrote it).
+ * division; the same into dst + more[m] for m < nmore (peers' slots over
+ * NVLink, at most PN_NV_LL_MAX_PES).  16-byte vectors, then single elements
+ * for a tail.  Remote data is read at L2 (another GPU or NIC wrote it).
  */
 template <typename T, int OP>
-PN_DEVM void nv_reduce(char *dst, const char *const *srcs, int nsrc, uint64_t len, int n, bool fin)
+PN_DEVM void nv_reduce(char *dst, const char *const *srcs, int nsrc, uint64_t len, int n, bool fin,
+		       const int64_t *more = NULL, int nmore = 0)
 {
 	uint64_t vec = len & ~(uint64_t)15, i;
 
@@ -231,6 +233,10 @@ PN_DEVM void nv_reduce(char *dst, const char *const *srcs, int nsrc, uint64_t le
 		}
 		p.out(&v, n, fin);
 		pn_st(dst + i, v);
+#pragma unroll
+		for (int m = 0; m < PN_NV_LL_MAX_PES; m++)
+			if (m < nmore)
+				pn_st(dst + more[m] + i, v);
 	}
 	/* the tail: one element per thread, loaded and stored whole (a half or
 	 * bfloat16 result stored through memcpy came out with a wrong low byte) */
@@ -247,19 +253,43 @@ PN_DEVM void nv_reduce(char *dst, const char *const *srcs, int nsrc, uint64_t le
 		}
 		p.out(&e, n, fin);
 		*(U *)(dst + i) = e;
+		for (int m = 0; m < nmore; m++)
+			*(U *)(dst + more[m] + i) = e;
 	}
 	pn_sync();
 }
 
-PN_DEVM void nv_copy(char *dst, const char *src, uint64_t len)
+/* dst (and dst2 when not NULL) := src, len bytes. */
+PN_DEVM void nv_copy(char *dst, const char *src, uint64_t len, char *dst2 = NULL)
 {
 	uint64_t vec = len & ~(uint64_t)15, i;
 
-	for (i = (uint64_t)pn_tid() * 16; i < vec; i += (uint64_t)pn_ntid() * 16)
-		pn_st(dst + i, pn_ld_cg(src + i));
-	for (i = vec + pn_tid(); i < len; i += pn_ntid())
+	for (i = (uint64_t)pn_tid() * 16; i < vec; i += (uint64_t)pn_ntid() * 16) {
+		pn_v4 v = pn_ld_cg(src + i);
+
+		pn_st(dst + i, v);
+		if (dst2)
+			pn_st(dst2 + i, v);
+	}
+	for (i = vec + pn_tid(); i < len; i += pn_ntid()) {
 		pn_ld_cg_elem(dst + i, src + i, 1);
+		if (dst2)
+			dst2[i] = dst[i];
+	}
 	pn_sync();
+}
+
+/*
+ * After the block's own stores into pe's memory over NVLink (and a
+ * barrier, which nv_reduce and nv_copy end with): one system fence and the
+ * signal, from thread 0.
+ */
+PN_DEVM void nv_signal_stores(pn_nv_ctx &c, uint64_t *sig, int pe, uint64_t val)
+{
+	if (pn_tid() == 0 && !c.dead) {
+		pn_fence_sys();
+		nvshmemx_signal_op(sig, val, NVSHMEM_SIGNAL_SET, pe);
+	}
 }
 
 /* [*off, *off + *len) of part [base, base + plen) that block b of g owns (16-byte steps). */
@@ -330,16 +360,39 @@ template <typename T, int OP> PN_DEVM void nv_twoshot(pn_nv_ctx &c)
 	nv_wait_peers(c, 0);
 	for (q = 0; q < n; q++)
 		srcs[q] = (q == me ? src : nv_slot(c, q)) + s0 + off;
-	if (!c.dead)
-		nv_reduce<T, OP>(gath + s0 + off, srcs, n, len, n, true);
-	/* all-gather: the reduced slice to every peer's gather slot */
-	nv_put_all(c, 1, [&](int, char **d, const char **s, uint64_t *l) {
-		*d = gath + s0 + off;
-		*s = gath + s0 + off;
-		*l = len;
-	});
-	if (!c.dead)
-		nv_copy((char *)a.recv + s0 + off, gath + s0 + off, len);
+	/* every peer by NVLink (and few of them): the reduced slice goes straight
+	 * into recv and every peer's gather slot, then a fence and the signals */
+	int64_t more[PN_NV_LL_MAX_PES];
+	int nmore = 0;
+	char *mine = (char *)a.recv + s0 + off;
+
+	for (q = 1; q < n && n <= PN_NV_LL_MAX_PES; q++) {
+		char *pg = (char *)nvshmem_ptr(gath, (me + q) % n);
+
+		if (!pg)
+			break;
+		more[nmore++] = pg + s0 + off - mine;
+	}
+	if (nmore == n - 1) {
+		if (!c.dead)
+			nv_reduce<T, OP>(mine, srcs, n, len, n, true, more, nmore);
+		for (q = 1 + (int)pn_tid(); q < n && !c.dead; q += (int)pn_ntid()) {
+			pn_fence_sys();
+			nvshmemx_signal_op(nv_sig(c, 1, me), nv_val(c, 0), NVSHMEM_SIGNAL_SET,
+					   (me + q) % n);
+		}
+	} else {
+		if (!c.dead)
+			nv_reduce<T, OP>(gath + s0 + off, srcs, n, len, n, true);
+		/* all-gather: the reduced slice to every peer's gather slot */
+		nv_put_all(c, 1, [&](int, char **d, const char **s, uint64_t *l) {
+			*d = gath + s0 + off;
+			*s = gath + s0 + off;
+			*l = len;
+		});
+		if (!c.dead)
+			nv_copy(mine, gath + s0 + off, len);
+	}
 	nv_wait_peers(c, 1);
 	for (q = 1; q < n && !c.dead; q++) {
 		nv_segment(a.bytes, n, (me + q) % n, &s0, &slen);
@@ -357,6 +410,11 @@ template <typename T, int OP> PN_DEVM void nv_ring(pn_nv_ctx &c)
 	char *gath = nv_slot(c, n), *recv = (char *)a.recv;
 	uint64_t s0, slen, off, len, nch, j, co, cl;
 	int k;
+	/* right reached by NVLink: reduce and forward straight into its slots
+	 * (one pass over the data instead of a reduce, then a put) */
+	char *rgath = (char *)nvshmem_ptr(gath, right);
+	const int64_t rdiff = rgath ? (int64_t)(rgath - gath) : 0;
+#define RIGHT(p) ((char *)(p) + rdiff)
 
 	/* SEG(j): segment j and this block's slice of it (every PE slices a segment alike),
 	 * and the slice's chunks */
@@ -390,6 +448,11 @@ template <typename T, int OP> PN_DEVM void nv_ring(pn_nv_ctx &c)
 				break;
 			srcs[0] = part + co;
 			srcs[1] = src + s0 + off + co;
+			if (k < n - 1 && rgath) {
+				nv_reduce<T, OP>(RIGHT(nv_slot(c, k) + off + co), srcs, 2, cl, n, false);
+				nv_signal_stores(c, nv_sig(c, 0, k), right, nv_val(c, j));
+				continue;
+			}
 			if (k < n - 1) {
 				nv_reduce<T, OP>(part + co, srcs, 2, cl, n, false);
 				nv_put(c, nv_slot(c, k) + off + co, part + co, cl, nv_sig(c, 0, k), right,
@@ -398,6 +461,13 @@ template <typename T, int OP> PN_DEVM void nv_ring(pn_nv_ctx &c)
 			}
 			/* t == me + 1: complete here; the all-gather starts with it */
 			g = gath + s0 + off + co;
+			if (rgath) {
+				int64_t more = RIGHT(g) - (recv + s0 + off + co);
+
+				nv_reduce<T, OP>(recv + s0 + off + co, srcs, 2, cl, n, true, &more, 1);
+				nv_signal_stores(c, nv_sig(c, 1, 0), right, nv_val(c, j));
+				continue;
+			}
 			nv_reduce<T, OP>(g, srcs, 2, cl, n, true);
 			nv_put(c, g, g, cl, nv_sig(c, 1, 0), right, nv_val(c, j));
 			nv_copy(recv + s0 + off + co, g, cl);
@@ -414,6 +484,11 @@ template <typename T, int OP> PN_DEVM void nv_ring(pn_nv_ctx &c)
 			if (c.dead)
 				break;
 			g = gath + s0 + off + co;
+			if (rgath) {
+				nv_copy(recv + s0 + off + co, g, cl, RIGHT(g));
+				nv_signal_stores(c, nv_sig(c, 1, k), right, nv_val(c, j));
+				continue;
+			}
 			nv_put(c, g, g, cl, nv_sig(c, 1, k), right, nv_val(c, j));
 			nv_copy(recv + s0 + off + co, g, cl);
 		}
@@ -429,6 +504,7 @@ template <typename T, int OP> PN_DEVM void nv_ring(pn_nv_ctx &c)
 		}
 	}
 #undef SEG
+#undef RIGHT
 	nv_send_acks(c);
 }
 
@@ -467,8 +543,119 @@ template <typename T, int OP> PN_DEVM void nv_simple(pn_nv_ctx &c)
 	nv_send_acks(c);
 }
 
+/*
+ * LL one-shot (small calls, every peer reached by NVLink): each thread
+ * stores its 8-byte lines of the input, each with the call's flag, straight
+ * into every peer's LL slot [me], then polls its lines in its own slots and
+ * reduces them in rank order.  No fence, no signal, no acknowledgement (the
+ * parity argument in nv_kargs.h): one NVLink crossing per call.  The same
+ * thread handles line i in both loops, so in place is safe.
+ */
+/* Poll one LL line until it carries flag (v: its first read); false: timed out. */
+PN_DEVM pn_v4 nv_ll_wait(const pn_nv_args &a, const char *p, pn_v4 v, uint32_t flag, int peer,
+			 bool &dead)
+{
+	uint64_t t0 = 0;
+	uint32_t spins = 0;
+
+	while (!(v.y == flag && v.w == flag) && !dead) {
+		pn_pause();
+		v = pn_ll_load(p);
+		if (++spins < 1024)
+			continue;
+		spins = 0;
+		uint64_t now = pn_clock_ns();
+
+		if (!t0) {
+			t0 = now;
+		} else if (now - t0 > a.timeout_ns) {
+			uint32_t *e = (uint32_t *)a.err;
+
+			pn_atomic_or(&e[0], PN_NV_ERR_TIMEOUT);
+			e[1] = (uint32_t)peer;
+			dead = true;
+		}
+	}
+	return v;
+}
+
+template <typename T, int OP> PN_DEVM void nv_oneshot_ll(const pn_nv_args &a)
+{
+	uint32_t *lc = (uint32_t *)a.llctr;
+	const uint32_t flag = lc[0] + 1, par = flag & 1;
+	const int me = a.rank, n = a.nranks;
+	const uint64_t bytes = a.bytes, lines = (bytes + 7) / 8;
+	const uint64_t stride = (uint64_t)pn_nbid() * pn_ntid();
+	const uint64_t first = (uint64_t)pn_bid() * pn_ntid() + pn_tid();
+	const char *src = (const char *)a.src;
+	char *recv = (char *)a.recv, *area = (char *)a.ll + (uint64_t)par * n * a.ll_slot;
+	bool dead = false;
+
+	char *dst[PN_NV_LL_MAX_PES];
+
+#pragma unroll
+	for (int q = 0; q < PN_NV_LL_MAX_PES; q++) /* dst[q]: PE me + q's slot [me] */
+		dst[q] = q && q < n ? (char *)nvshmem_ptr(area + (uint64_t)me * a.ll_slot, (me + q) % n)
+				    : NULL;
+	for (uint64_t i = first; i < lines; i += stride) {
+		pn_v2 d = pn_load8(src, i, bytes);
+
+#pragma unroll
+		for (int q = 1; q < PN_NV_LL_MAX_PES; q++) {
+			if (q >= n)
+				break;
+			pn_maybe_yield();
+			pn_ll_store(dst[q] + i * 16, d.x, d.y, flag);
+		}
+	}
+	for (uint64_t i = first; i < lines; i += stride) {
+		pn_pack<T, OP, 8> pk;
+		pn_v4 v[PN_NV_LL_MAX_PES];
+		pn_v2 o, mine = pn_load8(src, i, bytes);
+
+		/* every peer's line read at once, then the late ones polled */
+#pragma unroll
+		for (int q = 0; q < PN_NV_LL_MAX_PES; q++)
+			if (q < n && q != me)
+				v[q] = pn_ll_load(area + (uint64_t)q * a.ll_slot + i * 16);
+#pragma unroll
+		for (int q = 0; q < PN_NV_LL_MAX_PES; q++)
+			if (q < n && q != me)
+				v[q] = nv_ll_wait(a, area + (uint64_t)q * a.ll_slot + i * 16, v[q], flag,
+						  q, dead);
+#pragma unroll
+		for (int q = 0; q < PN_NV_LL_MAX_PES; q++) {
+			if (q >= n)
+				break;
+			pn_v2 d = mine;
+
+			if (q != me)
+				d.x = v[q].x, d.y = v[q].z;
+			if (q == 0)
+				pk.first(&d);
+			else
+				pk.add(&d);
+		}
+		pk.out(&o, n, true);
+		if (i * 8 + 8 <= bytes)
+			*(pn_v2 *)(recv + i * 8) = o;
+		else
+			pn_st_bytes(recv + i * 8, &o, (unsigned)(bytes - i * 8));
+	}
+	/* the last block to finish moves the epoch on (in memory: graph replays see it) */
+	pn_sync();
+	if (pn_tid() == 0 && pn_atomic_add(&lc[1], 1) == pn_nbid() - 1) {
+		lc[1] = 0;
+		lc[0] = flag;
+	}
+}
+
 template <typename T, int OP, int K> PN_DEVM void nv_run(const pn_nv_args &a)
 {
+	if (K == PN_NV_ONESHOT_LL) {
+		nv_oneshot_ll<T, OP>(a);
+		return;
+	}
 	uint64_t *ctr = (uint64_t *)a.ctr + pn_bid();
 	/* every thread reads the block's counter before thread 0 bumps it */
 	uint64_t epoch = *ctr + 1;
@@ -536,3 +723,4 @@ PN_NV_TYPES(oneshot, PN_NV_ONESHOT)
 PN_NV_TYPES(twoshot, PN_NV_TWOSHOT)
 PN_NV_TYPES(ring, PN_NV_RING)
 PN_NV_TYPES(simple, PN_NV_SIMPLE)
+PN_NV_TYPES(oneshot_ll, PN_NV_ONESHOT_LL)

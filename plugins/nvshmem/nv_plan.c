@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const pn_nv_kern_names[PN_NV_NKERNS] = { "oneshot", "twoshot", "ring", "simple" };
+const char *const pn_nv_kern_names[PN_NV_NKERNS] = { "oneshot", "twoshot", "ring", "simple",
+							"oneshot_ll" };
 
 /* "64K", "8M", "1G", plain bytes; the largest accepted value is max. */
 static int env_u64(const char *name, uint64_t def, uint64_t min, uint64_t max, uint64_t *out)
@@ -58,6 +59,8 @@ int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm)
 	slot_def = slot_def > (32ull << 20) ? 32ull << 20 : slot_def & ~(uint64_t)4095;
 	ret |= env_u64("PENNY_NVSHMEM_ONESHOT_MAX", nranks <= 2 ? 256u << 10 : 64u << 10, 0,
 		       1ull << 30, &cfg->oneshot_max);
+	/* LL lines over NVLink: 2 x 4 x H100 one-shot ... (set from the bench) */
+	ret |= env_u64("PENNY_NVSHMEM_LL_MAX", 64u << 10, 0, 1u << 20, &cfg->ll_max);
 	ret |= env_u64("PENNY_NVSHMEM_SIMPLE_MAX", 0, 0, 1ull << 30, &cfg->simple_max);
 	ret |= env_u64("PENNY_NVSHMEM_TWOSHOT_MAX", 8u << 20, 0, 1ull << 40, &cfg->twoshot_max);
 	ret |= env_u64("PENNY_NVSHMEM_SLOT", slot_def, 64u << 10, 1ull << 30, &cfg->slot);
@@ -74,14 +77,18 @@ int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm)
 	if (nsm > 0 && cfg->blocks > (uint32_t)nsm)
 		cfg->blocks = (uint32_t)nsm; /* every block resident: they wait on each other */
 	cfg->slot &= ~(uint64_t)15;
+	if (cfg->ll_max > cfg->slot)
+		cfg->ll_max = cfg->slot;
 	return 0;
 }
 
 int pn_nv_kernel_for(const struct pn_nv_cfg *cfg, int algo, uint64_t bytes)
 {
+	int ll = cfg->ll_ok && cfg->nranks <= PN_NV_LL_MAX_PES && bytes <= cfg->ll_max;
+
 	switch (algo) {
 	case PENNY_ALGO_ONESHOT:
-		return PN_NV_ONESHOT;
+		return ll ? PN_NV_ONESHOT_LL : PN_NV_ONESHOT;
 	case PENNY_ALGO_TWOSHOT:
 		return PN_NV_TWOSHOT;
 	case PENNY_ALGO_RING:
@@ -89,6 +96,8 @@ int pn_nv_kernel_for(const struct pn_nv_cfg *cfg, int algo, uint64_t bytes)
 	case PENNY_ALGO_SIMPLE_RING:
 		return PN_NV_SIMPLE;
 	case PENNY_ALGO_AUTO:
+		if (ll)
+			return PN_NV_ONESHOT_LL;
 		if (bytes <= cfg->oneshot_max)
 			return PN_NV_ONESHOT;
 		if (bytes <= cfg->simple_max)
@@ -105,7 +114,7 @@ int pn_nv_kernel_for(const struct pn_nv_cfg *cfg, int algo, uint64_t bytes)
 
 int pn_nv_kern_algo(int kern)
 {
-	return kern == PN_NV_ONESHOT ? PENNY_ALGO_ONESHOT
+	return kern == PN_NV_ONESHOT || kern == PN_NV_ONESHOT_LL ? PENNY_ALGO_ONESHOT
 	       : kern == PN_NV_TWOSHOT ? PENNY_ALGO_TWOSHOT
 	       : kern == PN_NV_RING    ? PENNY_ALGO_RING
 				       : PENNY_ALGO_SIMPLE_RING;
@@ -114,10 +123,12 @@ int pn_nv_kern_algo(int kern)
 unsigned pn_nv_grid(const struct pn_nv_cfg *cfg, int kern, uint64_t len)
 {
 	/* the bytes a block handles of one part: the whole call (one-shot, simple ring)
-	 * or one of n segments; at least 16 KiB per block so small calls use few signals */
-	uint64_t part = kern == PN_NV_ONESHOT || kern == PN_NV_SIMPLE ? len
-								       : len / (uint64_t)cfg->nranks;
-	uint64_t g = part / (16u << 10);
+	 * or one of n segments; at least 16 KiB per block so small calls use few signals
+	 * (the LL one-shot: 8 KiB, two lines per thread) */
+	uint64_t part = kern == PN_NV_ONESHOT || kern == PN_NV_SIMPLE || kern == PN_NV_ONESHOT_LL
+				? len
+				: len / (uint64_t)cfg->nranks;
+	uint64_t g = part / (kern == PN_NV_ONESHOT_LL ? 8u << 10 : 16u << 10);
 
 	if (g < 1)
 		g = 1;
@@ -132,15 +143,18 @@ int pn_nv_staged(uintptr_t send, uintptr_t recv, int sym)
 uint64_t pn_nv_ws_bytes(const struct pn_nv_cfg *cfg)
 {
 	return pn_nv_data_bytes(cfg->nranks, cfg->slot) +
-	       8ull * pn_nv_sig_words(cfg->nranks) * PN_NV_MAX_BLOCKS;
+	       8ull * pn_nv_sig_words(cfg->nranks) * PN_NV_MAX_BLOCKS +
+	       (cfg->ll_max ? pn_nv_ll_bytes(cfg->nranks, cfg->ll_max) : 0);
 }
 
 void pn_nv_format(const struct pn_nv_cfg *cfg, char *buf, unsigned len)
 {
-	char simple[40] = "";
+	char simple[40] = "", ll[40] = "";
 
+	if (cfg->ll_max && cfg->ll_ok)
+		snprintf(ll, sizeof(ll), "oneshot_ll<=%" PRIu64 "B,", cfg->ll_max);
 	if (cfg->simple_max)
 		snprintf(simple, sizeof(simple), "simple<=%" PRIu64 "B,", cfg->simple_max);
-	snprintf(buf, len, "oneshot<=%" PRIu64 "B,%stwoshot<=%" PRIu64 "B,ring", cfg->oneshot_max,
-		 simple, cfg->twoshot_max);
+	snprintf(buf, len, "%soneshot<=%" PRIu64 "B,%stwoshot<=%" PRIu64 "B,ring", ll,
+		 cfg->oneshot_max, simple, cfg->twoshot_max);
 }

@@ -16,6 +16,8 @@ extern const char *const pn_nv_kern_names[PN_NV_NKERNS];
 
 struct pn_nv_cfg {
 	int nranks;
+	uint64_t ll_max;	/* the LL one-shot up to this many bytes (0: never) */
+	int ll_ok;		/* every peer reached by NVLink, at most PN_NV_LL_MAX_PES */
 	uint64_t oneshot_max;	/* auto: one-shot up to this many bytes */
 	uint64_t simple_max;	/* then the simple ring up to this (0: never) */
 	uint64_t twoshot_max;	/* then two-shot up to this, then the ring */
@@ -39,7 +41,7 @@ unsigned pn_nv_grid(const struct pn_nv_cfg *cfg, int kern, uint64_t len);
 int pn_nv_staged(uintptr_t send, uintptr_t recv, int sym);
 /* Work-area bytes: data slots and signals (symmetric). */
 uint64_t pn_nv_ws_bytes(const struct pn_nv_cfg *cfg);
-/* "oneshot<=64KiB,twoshot<=8MiB,ring" */
+/* "oneshot_ll<=64KiB,oneshot<=64KiB,twoshot<=8MiB,ring" */
 void pn_nv_format(const struct pn_nv_cfg *cfg, char *buf, unsigned len);
 
 #endif

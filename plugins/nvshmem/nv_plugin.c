@@ -15,9 +15,14 @@
  *    state by nvshmemx_cumodule_init; launched with cuLaunchKernel on the
  *    backend's stream (no host work per call beyond the launch: CUDA graphs
  *    capture them).
- *  - Symmetric heap (nvshmem_malloc): the work area (data slots, signals),
- *    the staging buffer, and REGISTERED buffers; a call whose send buffer is
- *    not symmetric (or either buffer not 16-byte aligned) is staged.
+ *  - Symmetric heap (nvshmem_malloc): the work area (data slots, signals,
+ *    LL lines), the staging buffer, and REGISTERED buffers.  When every
+ *    peer is reached by NVLink (nvshmem_ptr answers for each) the kernels
+ *    read the send buffer with loads wherever it lies; otherwise a NIC
+ *    reads it, and a call whose send buffer is not symmetric is staged, as
+ *    is one whose buffers are not 16-byte aligned.
+ *  - Small calls within one NVLink domain run the LL one-shot (data and
+ *    flag in one store, no fence or signal).
  * fill/check/timing/bw come from plugins/common/gpu.c like the cuda plugin.
  */
 #define _GNU_SOURCE
@@ -50,6 +55,7 @@ struct pn_nv {
 	struct pn_gpu g;
 	const struct penny_host_v1 *host;
 	int rank, n, nvshmem_up;
+	int p2p_all;			/* every PE reached by load/store (nvshmem_ptr) */
 	struct pn_nv_cfg cfg;
 	CUmodule mod;
 	CUfunction fn[PN_NV_NKERNS][PENNY_NDTYPES][PENNY_NREDOPS];
@@ -62,12 +68,18 @@ _Static_assert(offsetof(struct pn_nv, g) == 0, "struct pn_nv begins with its str
 
 #define PN_NV_MAGIC 0x70766e73u /* "pnvs" */
 
+/* Device memory of one PE (not symmetric): an epoch per block, the error
+ * words {bits, peer}, the LL one-shot's {epoch, blocks finished}. */
+#define PN_NV_LOCAL_ERR (8ull * PN_NV_MAX_BLOCKS)
+#define PN_NV_LOCAL_LL (PN_NV_LOCAL_ERR + 8)
+#define PN_NV_LOCAL_BYTES (PN_NV_LOCAL_LL + 8)
+
 /* What every rank announces at init; settings must agree (channels: the
  * fewest), rank 0's id is used. */
 struct nv_hello {
 	uint32_t magic, version;
 	int32_t ok, blocks;
-	uint64_t oneshot_max, simple_max, twoshot_max, slot, timeout_ns;
+	uint64_t oneshot_max, simple_max, twoshot_max, slot, timeout_ns, ll_max;
 	char err[160];
 	unsigned char uid[512];
 };
@@ -84,7 +96,7 @@ static int agree(struct pn_nv *c, int local, unsigned char *uid)
 				      ulen);
 	memset(&mine, 0, sizeof(mine));
 	mine.magic = PN_NV_MAGIC;
-	mine.version = 1;
+	mine.version = 2;
 	mine.ok = local == 0;
 	mine.blocks = (int32_t)c->cfg.blocks;
 	mine.oneshot_max = c->cfg.oneshot_max;
@@ -92,6 +104,7 @@ static int agree(struct pn_nv *c, int local, unsigned char *uid)
 	mine.twoshot_max = c->cfg.twoshot_max;
 	mine.slot = c->cfg.slot;
 	mine.timeout_ns = c->cfg.timeout_ns;
+	mine.ll_max = c->cfg.ll_max;
 	if (local)
 		snprintf(mine.err, sizeof(mine.err), "%s", pn_plugin_errmsg());
 	else if (c->rank == 0 && pn_nvb_get_uid(mine.uid, ulen))
@@ -106,7 +119,7 @@ static int agree(struct pn_nv *c, int local, unsigned char *uid)
 	for (p = 0; p < c->n && !ret; p++) {
 		const struct nv_hello *h = &all[p];
 
-		if (h->magic != PN_NV_MAGIC || h->version != 1)
+		if (h->magic != PN_NV_MAGIC || h->version != 2)
 			ret = pn_plugin_fail(-EPROTO, "rank %d runs another nvshmem plugin", p);
 		else if (!h->ok)
 			ret = p != c->rank ? pn_plugin_fail(-EIO, "rank %d: %.*s", p, 150, h->err)
@@ -114,7 +127,8 @@ static int agree(struct pn_nv *c, int local, unsigned char *uid)
 					   : pn_plugin_fail(-EIO, "%.*s", 150, h->err);
 		else if (h->oneshot_max != mine.oneshot_max ||
 			 h->simple_max != mine.simple_max || h->twoshot_max != mine.twoshot_max ||
-			 h->slot != mine.slot || h->timeout_ns != mine.timeout_ns)
+			 h->slot != mine.slot || h->timeout_ns != mine.timeout_ns ||
+			 h->ll_max != mine.ll_max)
 			ret = pn_plugin_fail(-EINVAL, "rank %d has other PENNY_NVSHMEM_* settings than "
 						      "rank %d (every rank needs the same)",
 					     p, c->rank);
@@ -128,6 +142,25 @@ static int agree(struct pn_nv *c, int local, unsigned char *uid)
 		memcpy(uid, all[0].uid, ulen);
 	free(all);
 	return ret;
+}
+
+/* *v := 1 on every rank when it is 1 on every rank (kernel choices must agree). */
+static int pn_nv_agree_int(struct pn_nv *c, int *v)
+{
+	int32_t mine = *v, *all = calloc((size_t)c->n, sizeof(*all));
+	int p;
+
+	if (!all)
+		return pn_plugin_fail(-ENOMEM, "out of memory");
+	if (c->host->allgather(c->host->ctx, &mine, all, sizeof(mine))) {
+		free(all);
+		return pn_plugin_fail(-EIO, "the host allgather failed during init");
+	}
+	for (p = 0; p < c->n; p++)
+		if (!all[p])
+			*v = 0;
+	free(all);
+	return 0;
 }
 
 static int load_module(struct pn_nv *c, const void *image)
@@ -259,12 +292,20 @@ int pn_nv_init(const void *data_image, const void *image, const struct penny_hos
 		ret = sym_alloc(c, c->cfg.slot, &c->stage);
 	if (ret)
 		goto fail;
-	PN_CU_GOTO(c->g.cu, MemAlloc(&c->local, 8ull * PN_NV_MAX_BLOCKS + 16), "cuMemAlloc", ret,
-		   fail);
+	/* the same answer on every PE: NVLink reaches all or the job spans nodes */
+	c->p2p_all = 1;
+	for (int p = 0; p < c->n; p++)
+		if (p != c->rank && !pn_nvb_ptr((void *)(uintptr_t)c->ws, p))
+			c->p2p_all = 0;
+	ret = pn_nv_agree_int(c, &c->p2p_all);
+	if (ret)
+		goto fail;
+	c->cfg.ll_ok = c->p2p_all;
+	PN_CU_GOTO(c->g.cu, MemAlloc(&c->local, PN_NV_LOCAL_BYTES), "cuMemAlloc", ret, fail);
 	/* zero signals and epochs before anyone can signal: memset, then a barrier */
 	PN_CU_GOTO(c->g.cu, MemsetD8Async(c->ws, 0, pn_nv_ws_bytes(&c->cfg), c->g.stream),
 		   "cuMemsetD8Async", ret, fail);
-	PN_CU_GOTO(c->g.cu, MemsetD8Async(c->local, 0, 8ull * PN_NV_MAX_BLOCKS + 16, c->g.stream),
+	PN_CU_GOTO(c->g.cu, MemsetD8Async(c->local, 0, PN_NV_LOCAL_BYTES, c->g.stream),
 		   "cuMemsetD8Async", ret, fail);
 	ret = pn_gpu_sync(&c->g);
 	if (ret)
@@ -387,7 +428,11 @@ static int launch(struct pn_nv *c, int kern, int dt, int op, CUdeviceptr src, CU
 	a.data = c->ws;
 	a.sig = c->ws + pn_nv_data_bytes(c->n, c->cfg.slot);
 	a.ctr = c->local;
-	a.err = c->local + 8ull * PN_NV_MAX_BLOCKS;
+	a.err = c->local + PN_NV_LOCAL_ERR;
+	a.llctr = c->local + PN_NV_LOCAL_LL;
+	a.ll = c->ws + pn_nv_data_bytes(c->n, c->cfg.slot) +
+	       8ull * pn_nv_sig_words(c->n) * PN_NV_MAX_BLOCKS;
+	a.ll_slot = pn_nv_ll_slot(c->cfg.ll_max);
 	a.bytes = len;
 	a.slot = c->cfg.slot;
 	a.timeout_ns = c->cfg.timeout_ns;
@@ -420,7 +465,7 @@ int pn_nv_allreduce(void *be, const void *send, void *recv, size_t count, int dt
 			PN_CU(cu, MemcpyAsync(d, s, bytes, c->g.stream), "cuMemcpyAsync");
 		return 0;
 	}
-	staged = pn_nv_staged((uintptr_t)s, (uintptr_t)d, is_sym(c, s, bytes));
+	staged = pn_nv_staged((uintptr_t)s, (uintptr_t)d, c->p2p_all || is_sym(c, s, bytes));
 	/* launches of at most one slot; every PE cuts the call the same way */
 	for (off = 0; off < bytes && !ret; off += c->cfg.slot) {
 		uint64_t len = bytes - off < c->cfg.slot ? bytes - off : c->cfg.slot;
@@ -453,7 +498,7 @@ int pn_nv_allreduce_stream(void *be, const void *send, void *recv, size_t count,
 static int kernel_errors(struct pn_nv *c)
 {
 	uint32_t w[2], zero[2] = { 0, 0 };
-	CUdeviceptr at = c->local + 8ull * PN_NV_MAX_BLOCKS;
+	CUdeviceptr at = c->local + PN_NV_LOCAL_ERR;
 
 	PN_CU(c->g.cu, MemcpyDtoH(w, at, sizeof(w)), "cuMemcpyDtoH");
 	if (!w[0])

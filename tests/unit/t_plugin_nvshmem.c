@@ -64,6 +64,19 @@ void pn_nvb_free(void *p)
 	__atomic_add_fetch(&nvb_frees, 1, __ATOMIC_SEQ_CST);
 	free(p);
 }
+/* Every PE shares NVLink unless one of these says otherwise: PEs from
+ * fake_nic_from on sit behind a NIC; fake_blind_rank reaches no peer by load/store. */
+static int fake_nic_from = FAKE_MAX_RANKS, fake_blind_rank = -1;
+void *pn_nvb_ptr(const void *p, int pe)
+{
+	int me_ = my_rank_for_nvb;
+
+	if (pe == me_)
+		return (void *)p;
+	if (me_ == fake_blind_rank || (me_ < fake_nic_from) != (pe < fake_nic_from))
+		return NULL;
+	return (void *)p;
+}
 int pn_nvb_module_init(void *module)
 {
 	return module ? 0 : -1;
@@ -143,6 +156,18 @@ TEST(size_table_and_explicit_algorithms)
 	/* 2 GPUs: one-shot further up */
 	CHECK_EQ_INT(pn_nv_read_cfg(&c, 2, 132), 0);
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 256 << 10), PN_NV_ONESHOT);
+	/* the LL one-shot: within one NVLink domain of at most PN_NV_LL_MAX_PES */
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 1024), PN_NV_ONESHOT);
+	c.ll_ok = 1;
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 1024), PN_NV_ONESHOT_LL);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 64 << 10), PN_NV_ONESHOT_LL);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, (64 << 10) + 8), PN_NV_ONESHOT);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_ONESHOT, 8), PN_NV_ONESHOT_LL);
+	CHECK_EQ_INT(pn_nv_kern_algo(PN_NV_ONESHOT_LL), PENNY_ALGO_ONESHOT);
+	CHECK_EQ_INT((int)pn_nv_grid(&c, PN_NV_ONESHOT_LL, 64 << 10), 8);
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 16, 132), 0);
+	c.ll_ok = 1;
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 1024), PN_NV_ONESHOT);
 }
 
 TEST(settings_are_range_checked)
@@ -268,8 +293,11 @@ static void do_call(struct fake_world *w, int r)
 			rets[r] = -1000 - i;
 		if (call_flags & 1 && !(call_flags & 2) && a->src != (uintptr_t)s + (uint64_t)i * c->cfg.slot)
 			rets[r] = -2000 - i;
-		if ((!(call_flags & 1) || call_flags & 2) && a->src != c->stage)
+		/* staged: misaligned, or a NIC reads send and it is not symmetric */
+		if ((call_flags & 2 || (!(call_flags & 1) && !c->p2p_all)) && a->src != c->stage)
 			rets[r] = -3000 - i;
+		if (!(call_flags & 2) && c->p2p_all && a->src != (uintptr_t)s + (uint64_t)i * c->cfg.slot)
+			rets[r] = -5000 - i;
 	}
 	if (pn_nv_free(c, s) || (!(call_flags & 4) && pn_nv_free(c, (call_flags & 2) ? (char *)d - 4 : d)))
 		rets[r] = -4000;
@@ -295,6 +323,8 @@ static void run_call(size_t count, int dtype, int algo, int flags)
 
 TEST(symmetric_buffers_run_in_place_others_are_staged)
 {
+	/* two nodes of two PEs: a NIC reads send buffers */
+	fake_nic_from = 2;
 	/* registered, aligned: one launch on the user's buffers, no copies */
 	run_call(1001, PENNY_BFLOAT16, PENNY_ALGO_RING, 1);
 	for (int r = 0; r < 4; r++) {
@@ -313,10 +343,43 @@ TEST(symmetric_buffers_run_in_place_others_are_staged)
 	run_call(100, PENNY_HALF, PENNY_ALGO_ONESHOT, 1 | 2);
 	for (int r = 0; r < 4; r++)
 		CHECK(rets[r] == 0 && !strcmp(msgs[r], "1 launches 2 copies pn_nv_oneshot_half_sum"));
+	fake_nic_from = FAKE_MAX_RANKS;
+}
+
+TEST(one_nvlink_domain_runs_on_plain_memory_and_ll_lines)
+{
+	/* every peer by NVLink: plain device memory needs no staging ... */
+	run_call(5, PENNY_INT8, PENNY_ALGO_SIMPLE_RING, 0);
+	for (int r = 0; r < 4; r++)
+		CHECK(rets[r] == 0 && !strcmp(msgs[r], "1 launches 0 copies pn_nv_simple_int8_sum"));
+	/* ... small one-shots travel as LL lines, up to PENNY_NVSHMEM_LL_MAX */
+	run_call(100, PENNY_HALF, PENNY_ALGO_AUTO, 0);
+	for (int r = 0; r < 4; r++)
+		CHECK(rets[r] == 0 && !strcmp(msgs[r], "1 launches 0 copies pn_nv_oneshot_ll_half_sum"));
+	run_call(100, PENNY_HALF, PENNY_ALGO_ONESHOT, 1 | 2);
+	for (int r = 0; r < 4; r++)
+		CHECK(rets[r] == 0 && !strcmp(msgs[r], "1 launches 2 copies pn_nv_oneshot_ll_half_sum"));
+	setenv("PENNY_NVSHMEM_LL_MAX", "128", 1);
+	run_call(100, PENNY_HALF, PENNY_ALGO_AUTO, 1);
+	for (int r = 0; r < 4; r++)
+		CHECK(rets[r] == 0 && !strcmp(msgs[r], "1 launches 0 copies pn_nv_oneshot_half_sum"));
+	setenv("PENNY_NVSHMEM_LL_MAX", "0", 1);
+	run_call(10, PENNY_HALF, PENNY_ALGO_ONESHOT, 1);
+	for (int r = 0; r < 4; r++)
+		CHECK(rets[r] == 0 && !strcmp(msgs[r], "1 launches 0 copies pn_nv_oneshot_half_sum"));
+	unsetenv("PENNY_NVSHMEM_LL_MAX");
+	/* one PE that reaches no peer by load/store: every PE runs the plain kernels
+	 * (the kernel choice must agree, or the PEs wait for each other forever) */
+	fake_blind_rank = 3;
+	run_call(100, PENNY_HALF, PENNY_ALGO_AUTO, 1);
+	for (int r = 0; r < 4; r++)
+		CHECK(rets[r] == 0 && !strcmp(msgs[r], "1 launches 0 copies pn_nv_oneshot_half_sum"));
+	fake_blind_rank = -1;
 }
 
 TEST(calls_larger_than_a_slot_are_cut_into_slots)
 {
+	fake_nic_from = 2;
 	setenv("PENNY_NVSHMEM_SLOT", "64K", 1);
 	/* 300 KiB + 3 doubles: 5 launches of at most 64 KiB (auto: two-shot) */
 	run_call((300u << 10) / 8 + 3, PENNY_DOUBLE, PENNY_ALGO_AUTO, 1);
@@ -327,6 +390,10 @@ TEST(calls_larger_than_a_slot_are_cut_into_slots)
 	run_call((300u << 10) / 8 + 3, PENNY_DOUBLE, PENNY_ALGO_AUTO, 0);
 	for (int r = 0; r < 4; r++)
 		CHECK(rets[r] == 0 && !strcmp(msgs[r], "5 launches 10 copies pn_nv_twoshot_double_sum"));
+	fake_nic_from = FAKE_MAX_RANKS;
+	run_call((300u << 10) / 8 + 3, PENNY_DOUBLE, PENNY_ALGO_AUTO, 0);
+	for (int r = 0; r < 4; r++)
+		CHECK(rets[r] == 0 && !strcmp(msgs[r], "5 launches 0 copies pn_nv_twoshot_double_sum"));
 	unsetenv("PENNY_NVSHMEM_SLOT");
 }
 
@@ -352,6 +419,7 @@ int main(void)
 	RUN(bootstrap_hands_rank_0s_unique_id_to_every_rank);
 	RUN(a_rank_that_cannot_open_its_gpu_fails_every_rank_before_nvshmem);
 	RUN(symmetric_buffers_run_in_place_others_are_staged);
+	RUN(one_nvlink_domain_runs_on_plain_memory_and_ll_lines);
 	RUN(calls_larger_than_a_slot_are_cut_into_slots);
 	RUN(bad_arguments);
 	fake_funcs_free();

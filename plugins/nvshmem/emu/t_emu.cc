@@ -144,9 +144,10 @@ static void register_kernels(void)
 	REG_TYPES(twoshot)
 	REG_TYPES(ring)
 	REG_TYPES(simple)
+	REG_TYPES(oneshot_ll)
 }
 
-static const char *knames[] = { "oneshot", "twoshot", "ring", "simple" };
+static const char *knames[] = { "oneshot", "twoshot", "ring", "simple", "oneshot_ll" };
 
 /* n PEs: symmetric heaps as the plugin lays them out, local counters. */
 struct world {
@@ -164,10 +165,12 @@ static void world_init(world &w, int n, unsigned blocks, uint64_t slot)
 	w.n = n;
 	w.blocks = blocks;
 	w.slot = slot;
-	emu_nv.bytes = pn_nv_data_bytes(n, slot) + 8ull * pn_nv_sig_words(n) * blocks;
+	/* data, signals, then the LL area for calls of up to slot bytes */
+	emu_nv.bytes = pn_nv_data_bytes(n, slot) + 8ull * pn_nv_sig_words(n) * blocks +
+		       pn_nv_ll_bytes(n, slot);
 	for (int r = 0; r < n; r++) {
 		char *h = (char *)aligned_alloc(256, (emu_nv.bytes + 255) / 256 * 256);
-		uint64_t *l = (uint64_t *)calloc(PN_NV_MAX_BLOCKS + 1, 8);
+		uint64_t *l = (uint64_t *)calloc(PN_NV_MAX_BLOCKS + 2, 8);
 
 		memset(h, 0, emu_nv.bytes);
 		emu_nv.heap.push_back(h);
@@ -210,6 +213,9 @@ static struct pn_nv_args call_args(const world &w, const call &c, int r, uint64_
 	a.timeout_ns = timeout_ns;
 	a.rank = r;
 	a.nranks = w.n;
+	a.ll = a.sig + 8ull * pn_nv_sig_words(w.n) * w.blocks;
+	a.ll_slot = pn_nv_ll_slot(w.slot);
+	a.llctr = (uint64_t)(w.local[r] + PN_NV_MAX_BLOCKS + 1);
 	return a;
 }
 
@@ -351,8 +357,11 @@ int main(int argc, char **argv)
 		test_allreduce(2, { k }, some, counts, 3, 32);
 		test_allreduce(4, { k }, some, { 3, 250, 1000, 17 }, 2, 64);
 	}
-	/* PEs on several nodes: put-with-signal to the far ones, NVLink to the near */
+	/* PEs on several nodes: put-with-signal to the far ones, NVLink to the near
+	 * (the LL one-shot runs only where NVLink reaches every PE) */
 	for (int k = 0; k < PN_NV_NKERNS; k++) {
+		if (k == PN_NV_ONESHOT_LL)
+			continue;
 		nodes_now = 2;
 		test_allreduce(4, { k }, some, { 3, 250, 1000, 17 }, 2, 32);
 		nodes_now = 3;
@@ -361,8 +370,8 @@ int main(int argc, char **argv)
 		nodes_now = 1;
 	}
 	/* auto: one block's calls of different algorithms follow each other */
-	test_allreduce(3, { PN_NV_RING, PN_NV_RING, PN_NV_ONESHOT, PN_NV_SIMPLE, PN_NV_SIMPLE,
-			    PN_NV_TWOSHOT },
+	test_allreduce(3, { PN_NV_RING, PN_NV_RING, PN_NV_ONESHOT, PN_NV_SIMPLE, PN_NV_ONESHOT_LL,
+			    PN_NV_SIMPLE, PN_NV_TWOSHOT, PN_NV_ONESHOT_LL, PN_NV_ONESHOT_LL },
 		       { PENNY_FLOAT, PENNY_HALF }, { 40, 41, 300, 7, 96, 1000, 33, 129, 64 }, 2, 32);
 	for (int k = 0; k < PN_NV_NKERNS; k++)
 		test_dead_peer(k);
