@@ -86,6 +86,8 @@ struct pn_nv_args {
 	uint64_t ll;		/* symmetric: the LL area */
 	uint64_t ll_slot;	/* bytes per LL slot (pn_nv_ll_slot) */
 	uint64_t llctr;		/* local: uint32_t {LL epoch, blocks finished} */
+	int64_t p2p[PN_NV_LL_MAX_PES];	/* LL one-shot: PE rank + q's copy of a symmetric
+					 * address X is X + p2p[q] (q = 1 .. nranks - 1) */
 };
 
 #define PN_NV_ERR_TIMEOUT 1u

@@ -56,6 +56,7 @@ struct pn_nv {
 	const struct penny_host_v1 *host;
 	int rank, n, nvshmem_up;
 	int p2p_all;			/* every PE reached by load/store (nvshmem_ptr) */
+	int64_t p2p[PN_NV_LL_MAX_PES];	/* PE rank + q's copy of the work area - ours */
 	struct pn_nv_cfg cfg;
 	CUmodule mod;
 	CUfunction fn[PN_NV_NKERNS][PENNY_NDTYPES][PENNY_NREDOPS];
@@ -294,9 +295,14 @@ int pn_nv_init(const void *data_image, const void *image, const struct penny_hos
 		goto fail;
 	/* the same answer on every PE: NVLink reaches all or the job spans nodes */
 	c->p2p_all = 1;
-	for (int p = 0; p < c->n; p++)
-		if (p != c->rank && !pn_nvb_ptr((void *)(uintptr_t)c->ws, p))
+	for (int q = 1; q < c->n; q++) {
+		char *pw = pn_nvb_ptr((void *)(uintptr_t)c->ws, (c->rank + q) % c->n);
+
+		if (!pw)
 			c->p2p_all = 0;
+		else if (q < PN_NV_LL_MAX_PES)
+			c->p2p[q] = (int64_t)(pw - (char *)(uintptr_t)c->ws);
+	}
 	ret = pn_nv_agree_int(c, &c->p2p_all);
 	if (ret)
 		goto fail;
@@ -433,6 +439,7 @@ static int launch(struct pn_nv *c, int kern, int dt, int op, CUdeviceptr src, CU
 	a.ll = c->ws + pn_nv_data_bytes(c->n, c->cfg.slot) +
 	       8ull * pn_nv_sig_words(c->n) * PN_NV_MAX_BLOCKS;
 	a.ll_slot = pn_nv_ll_slot(c->cfg.ll_max);
+	memcpy(a.p2p, c->p2p, sizeof(a.p2p));
 	a.bytes = len;
 	a.slot = c->cfg.slot;
 	a.timeout_ns = c->cfg.timeout_ns;

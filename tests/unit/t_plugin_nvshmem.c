@@ -136,8 +136,8 @@ TEST(size_table_and_explicit_algorithms)
 
 	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132), 0);
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 1024), PN_NV_ONESHOT);
-	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 64 << 10), PN_NV_ONESHOT);
-	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, (64 << 10) + 16), PN_NV_TWOSHOT);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 1 << 20), PN_NV_ONESHOT);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, (1 << 20) + 16), PN_NV_TWOSHOT);
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 8 << 20), PN_NV_TWOSHOT);
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, (8 << 20) + 16), PN_NV_RING);
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_ONESHOT, 1 << 30), PN_NV_ONESHOT);
@@ -148,23 +148,33 @@ TEST(size_table_and_explicit_algorithms)
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, 99, 16), -ENOTSUP);
 	CHECK_EQ_INT(pn_nv_kern_algo(PN_NV_SIMPLE), PENNY_ALGO_SIMPLE_RING);
 	CHECK_EQ_INT(pn_nv_kern_algo(PN_NV_RING), PENNY_ALGO_RING);
-	setenv("PENNY_NVSHMEM_SIMPLE_MAX", "1M", 1);
+	setenv("PENNY_NVSHMEM_SIMPLE_MAX", "2M", 1);
+	setenv("PENNY_NVSHMEM_ONESHOT_MAX", "64K", 1);
 	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132), 0);
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 512 << 10), PN_NV_SIMPLE);
-	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 2 << 20), PN_NV_TWOSHOT);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 4 << 20), PN_NV_TWOSHOT);
 	unsetenv("PENNY_NVSHMEM_SIMPLE_MAX");
+	unsetenv("PENNY_NVSHMEM_ONESHOT_MAX");
 	/* 2 GPUs: one-shot further up */
 	CHECK_EQ_INT(pn_nv_read_cfg(&c, 2, 132), 0);
-	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 256 << 10), PN_NV_ONESHOT);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 4 << 20), PN_NV_ONESHOT);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, (4 << 20) + 16), PN_NV_TWOSHOT);
 	/* the LL one-shot: within one NVLink domain of at most PN_NV_LL_MAX_PES */
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 1024), PN_NV_ONESHOT);
 	c.ll_ok = 1;
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 1024), PN_NV_ONESHOT_LL);
-	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 64 << 10), PN_NV_ONESHOT_LL);
-	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, (64 << 10) + 8), PN_NV_ONESHOT);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 512 << 10), PN_NV_ONESHOT_LL);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, (512 << 10) + 8), PN_NV_ONESHOT);
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_ONESHOT, 8), PN_NV_ONESHOT_LL);
 	CHECK_EQ_INT(pn_nv_kern_algo(PN_NV_ONESHOT_LL), PENNY_ALGO_ONESHOT);
-	CHECK_EQ_INT((int)pn_nv_grid(&c, PN_NV_ONESHOT_LL, 64 << 10), 8);
+	/* one 8-byte line per thread of 512: 4 KiB a block */
+	CHECK_EQ_INT((int)pn_nv_grid(&c, PN_NV_ONESHOT_LL, 64 << 10), 16);
+	CHECK_EQ_INT((int)pn_nv_grid(&c, PN_NV_ONESHOT_LL, 4097), 2);
+	CHECK_EQ_INT((int)pn_nv_grid(&c, PN_NV_ONESHOT_LL, 512 << 10), 128);
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132), 0);
+	c.ll_ok = 1;
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 128 << 10), PN_NV_ONESHOT_LL);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, (128 << 10) + 8), PN_NV_ONESHOT);
 	CHECK_EQ_INT(pn_nv_read_cfg(&c, 16, 132), 0);
 	c.ll_ok = 1;
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 1024), PN_NV_ONESHOT);
@@ -381,6 +391,7 @@ TEST(calls_larger_than_a_slot_are_cut_into_slots)
 {
 	fake_nic_from = 2;
 	setenv("PENNY_NVSHMEM_SLOT", "64K", 1);
+	setenv("PENNY_NVSHMEM_ONESHOT_MAX", "64K", 1);
 	/* 300 KiB + 3 doubles: 5 launches of at most 64 KiB (auto: two-shot) */
 	run_call((300u << 10) / 8 + 3, PENNY_DOUBLE, PENNY_ALGO_AUTO, 1);
 	for (int r = 0; r < 4; r++) {
@@ -395,6 +406,7 @@ TEST(calls_larger_than_a_slot_are_cut_into_slots)
 	for (int r = 0; r < 4; r++)
 		CHECK(rets[r] == 0 && !strcmp(msgs[r], "5 launches 0 copies pn_nv_twoshot_double_sum"));
 	unsetenv("PENNY_NVSHMEM_SLOT");
+	unsetenv("PENNY_NVSHMEM_ONESHOT_MAX");
 }
 
 TEST(bad_arguments)

@@ -216,6 +216,11 @@ static struct pn_nv_args call_args(const world &w, const call &c, int r, uint64_
 	a.ll = a.sig + 8ull * pn_nv_sig_words(w.n) * w.blocks;
 	a.ll_slot = pn_nv_ll_slot(w.slot);
 	a.llctr = (uint64_t)(w.local[r] + PN_NV_MAX_BLOCKS + 1);
+	for (int q = 1; q < w.n && q < PN_NV_LL_MAX_PES; q++) {
+		char *pw = (char *)nvshmem_ptr(emu_nv.heap[r], (r + q) % w.n);
+
+		a.p2p[q] = pw ? pw - emu_nv.heap[r] : 0;
+	}
 	return a;
 }
 
