@@ -704,6 +704,8 @@ template <typename T, int OP, int K> PN_DEVM void nv_run(const pn_nv_args &a)
 	extern "C" __global__ void __launch_bounds__(512, 1)                                   \
 		pn_nv_##kname##_##tname##_##oname(struct pn_nv_args a)                         \
 	{                                                                                      \
+		pn_pdl_wait();                                                                 \
+		pn_pdl_trigger();                                                              \
 		nv_run<T, OP, K>(a);                                                           \
 	}
 #define PN_NV_OPS(kname, K, T, tname)                                                          \

@@ -24,6 +24,7 @@ struct pn_nv_cfg {
 	uint64_t slot;		/* bytes per work-area slot = most bytes of one launch */
 	uint32_t blocks;	/* channels: most blocks of a launch */
 	uint64_t timeout_ns;
+	int pdl;		/* programmatic dependent launch (PENNY_NVSHMEM_PDL) */
 };
 
 /* From PENNY_NVSHMEM_* (nsm: SMs of the device, the most blocks); 0 or

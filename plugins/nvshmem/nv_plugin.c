@@ -445,7 +445,9 @@ static int launch(struct pn_nv *c, int kern, int dt, int op, CUdeviceptr src, CU
 	a.timeout_ns = c->cfg.timeout_ns;
 	a.rank = c->rank;
 	a.nranks = c->n;
-	return pn_gpu_launch(&c->g, f, pn_nv_grid(&c->cfg, kern, len), 512, &a);
+	/* the kernel waits for the previous one (griddepcontrol.wait) first */
+	return c->cfg.pdl ? pn_gpu_launch_pdl(&c->g, f, pn_nv_grid(&c->cfg, kern, len), 512, &a)
+			  : pn_gpu_launch(&c->g, f, pn_nv_grid(&c->cfg, kern, len), 512, &a);
 }
 
 int pn_nv_allreduce(void *be, const void *send, void *recv, size_t count, int dtype, int op,

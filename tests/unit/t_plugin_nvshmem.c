@@ -188,6 +188,7 @@ TEST(settings_are_range_checked)
 		{ "PENNY_NVSHMEM_TIMEOUT", "-1" },	{ "PENNY_NVSHMEM_TIMEOUT", "0" },
 		{ "PENNY_NVSHMEM_ONESHOT_MAX", "abc" }, { "PENNY_NVSHMEM_ONESHOT_MAX", "4Q" },
 		{ "PENNY_NVSHMEM_TWOSHOT_MAX", "99999999999999999999" },
+		{ "PENNY_NVSHMEM_PDL", "2" },		{ "PENNY_NVSHMEM_LL_MAX", "2M" },
 	};
 	struct pn_nv_cfg c;
 
@@ -215,6 +216,7 @@ TEST(grid_and_staging)
 
 	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132), 0);
 	CHECK_EQ_INT((int)pn_nv_grid(&c, PN_NV_ONESHOT, 16), 1);
+	CHECK_EQ_INT((int)pn_nv_grid(&c, PN_NV_ONESHOT, 256 << 10), 64);
 	CHECK_EQ_INT((int)pn_nv_grid(&c, PN_NV_RING, 64 << 10), 1);
 	CHECK_EQ_INT((int)pn_nv_grid(&c, PN_NV_RING, 1 << 20), 16);
 	CHECK_EQ_INT((int)pn_nv_grid(&c, PN_NV_RING, 1 << 30), (int)c.blocks);
