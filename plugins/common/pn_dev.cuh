@@ -218,6 +218,15 @@ PN_DEV pn_v2 pn_load8(const char *p, uint64_t i, uint64_t bytes)
 	return d;
 }
 
+/* Store 8-byte line i of a buffer of bytes (a short last line in part). */
+PN_DEV void pn_store8(char *p, uint64_t i, uint64_t bytes, pn_v2 v)
+{
+	if (i * 8 + 8 <= bytes)
+		*(pn_v2 *)(p + i * 8) = v;
+	else
+		pn_st_bytes(p + i * 8, &v, (unsigned)(bytes - i * 8));
+}
+
 /* Element types as stored. */
 struct pn_bf16_t {
 	uint16_t x;

@@ -263,10 +263,7 @@ template <typename T, int OP> PN_DEV void pn_ar_oneshot(const struct pn_ar_args 
 				pk.add(&d);
 		}
 		pk.out(&o, n, true);
-		if (i * 8 + 8 <= bytes)
-			*(pn_v2 *)(recv + i * 8) = o;
-		else
-			pn_st_bytes(recv + i * 8, &o, (unsigned)(bytes - i * 8));
+		pn_store8(recv, i, bytes, o);
 	}
 	pn_ll_done(cnt, epoch);
 }

@@ -60,28 +60,36 @@ PN_DEVM char *nv_slot(pn_nv_ctx &c, int s)
 	return (char *)c.a->data + ((uint64_t)c.par * (c.a->nranks + 1) + s) * c.a->slot;
 }
 
+/*
+ * A waiting thread's clock, read every 1024 spins: past the timeout it
+ * records PN_NV_ERR_TIMEOUT naming peer and sets dead.
+ */
+PN_DEVM void nv_spin(const pn_nv_args &a, uint32_t &spins, uint64_t &t0, int peer, bool &dead)
+{
+	if (++spins < 1024)
+		return;
+	spins = 0;
+	uint64_t now = pn_clock_ns();
+
+	if (!t0) {
+		t0 = now;
+	} else if (now - t0 > a.timeout_ns) {
+		uint32_t *e = (uint32_t *)a.err;
+
+		pn_atomic_or(&e[0], PN_NV_ERR_TIMEOUT);
+		e[1] = (uint32_t)peer;
+		dead = true;
+	}
+}
+
 /* Thread 0: wait until the local signal word reaches v. */
 PN_DEVM void nv_wait(pn_nv_ctx &c, uint64_t *w, uint64_t v, int peer)
 {
 	uint64_t t0 = 0;
 	uint32_t spins = 0;
 
-	while (!c.dead && nvshmem_signal_fetch(w) < v) {
-		if (++spins < 1024)
-			continue;
-		spins = 0;
-		uint64_t now = pn_clock_ns();
-
-		if (!t0) {
-			t0 = now;
-		} else if (now - t0 > c.a->timeout_ns) {
-			uint32_t *e = (uint32_t *)c.a->err;
-
-			pn_atomic_or(&e[0], PN_NV_ERR_TIMEOUT);
-			e[1] = (uint32_t)peer;
-			c.dead = true;
-		}
-	}
+	while (!c.dead && nvshmem_signal_fetch(w) < v)
+		nv_spin(*c.a, spins, t0, peer, c.dead);
 }
 
 /* The block waits for one signal (thread 0 polls; the data it guards is then visible). */
@@ -575,20 +583,7 @@ PN_DEVM pn_v4 nv_ll_wait(const pn_nv_args &a, const char *p, pn_v4 v, uint32_t f
 	while (!(v.y == flag && v.w == flag) && !dead) {
 		pn_pause();
 		v = pn_ll_load(p);
-		if (++spins < 1024)
-			continue;
-		spins = 0;
-		uint64_t now = pn_clock_ns();
-
-		if (!t0) {
-			t0 = now;
-		} else if (now - t0 > a.timeout_ns) {
-			uint32_t *e = (uint32_t *)a.err;
-
-			pn_atomic_or(&e[0], PN_NV_ERR_TIMEOUT);
-			e[1] = (uint32_t)peer;
-			dead = true;
-		}
+		nv_spin(a, spins, t0, peer, dead);
 	}
 	return v;
 }
@@ -649,10 +644,7 @@ template <typename T, int OP> PN_DEVM void nv_oneshot_ll(const pn_nv_args &a)
 				pk.add(&d);
 		}
 		pk.out(&o, n, true);
-		if (i * 8 + 8 <= bytes)
-			*(pn_v2 *)(recv + i * 8) = o;
-		else
-			pn_st_bytes(recv + i * 8, &o, (unsigned)(bytes - i * 8));
+		pn_store8(recv, i, bytes, o);
 	}
 	/* the last block to finish moves the epoch on (in memory: graph replays see it) */
 	pn_sync();
