@@ -125,7 +125,8 @@ const struct pn_opt allreduce_test_options[] = {
 	  NULL },
 	{ "plan", 0, OPT_STRING, &opt.plan, "FILE",
 	  "run multiring over the rings of FILE (penny ring-plan --json): one channel per ring, "
-	  "its NICs on verbs; implies --algo multiring", NULL, NULL },
+	  "its NICs on verbs; implies --algo multiring (GPU backends: the nvshmem plugin's ring "
+	  "channels follow the rings)", NULL, NULL },
 	{ "seed", 0, OPT_U64, &opt.seed, "N",
 	  "seed of the check data (default: a fixed seed, the same on every rank)", NULL,
 	  OPT_RANGE(0, OPT_U64_MAX) },
@@ -896,13 +897,13 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	if (opt.minbytes > opt.maxbytes)
 		return pn_cmd_fail(ctx, 2, "-b %llu is larger than -e %llu",
 				   (unsigned long long)opt.minbytes, (unsigned long long)opt.maxbytes);
-	if (opt.plan && strcmp(opt.algo, "auto") && strcmp(opt.algo, "multiring"))
+	if (opt.plan && has_host && ngpu)
+		return pn_cmd_fail(ctx, 2, "--plan: the host engine runs multiring over the plan, a "
+				   "GPU plugin its ring algorithm; run them in separate jobs");
+	if (opt.plan && has_host && strcmp(opt.algo, "auto") && strcmp(opt.algo, "multiring"))
 		return pn_cmd_fail(ctx, 2, "--plan runs the multiring algorithm; it cannot run "
 				   "--algo %s", opt.algo);
-	if (opt.plan && ngpu)
-		return pn_cmd_fail(ctx, 2, "--plan runs the host engine's multiring; GPU backends "
-				   "plan their own paths");
-	if (opt.plan)
+	if (opt.plan && has_host)
 		opt.algo = "multiring";
 	if (nccl_tests_options(ctx, ngpu))
 		return 2;

@@ -394,6 +394,17 @@ struct penny_plugin_v1 {
 	 * ranks that passed different buffers: -EINVAL; the cross-node proxy
 	 * gave up: -ECANCELED), with errmsg() set; it stays set. */
 	int (*async_error)(void *be);
+
+	/* ---- appended for planned rings (penny ring-plan, --plan) ---- */
+
+	/* Run the ring algorithm over these rings: ring r visits the ranks
+	 * order[r * nranks + 0 .. nranks - 1] in the order data moves (the
+	 * plan's direction), each rank once; channel c follows ring c % nrings.
+	 * Every rank passes the same rings, after init() and before its
+	 * calls; nrings 0 returns to the plugin's own ring.  -EINVAL for an
+	 * order that is not one of all ranks.  NULL if not provided (the
+	 * plugin's rings are its own). */
+	int (*set_rings)(void *be, const int32_t *order, int nrings);
 };
 
 /* Size of the first v1 table (every member up to bw). */

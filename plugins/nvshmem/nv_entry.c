@@ -46,4 +46,5 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.time2 = pn_nv_time2,
 	.time_fn = pn_nv_time_fn,
 	.allreduce_stream = pn_nv_allreduce_stream,
+	.set_rings = pn_nv_set_rings,
 };

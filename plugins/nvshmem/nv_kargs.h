@@ -88,7 +88,12 @@ struct pn_nv_args {
 	uint64_t llctr;		/* local: uint32_t {LL epoch, blocks finished} */
 	int64_t p2p[PN_NV_LL_MAX_PES];	/* LL one-shot: PE rank + q's copy of a symmetric
 					 * address X is X + p2p[q] (q = 1 .. nranks - 1) */
+	uint64_t rings;		/* device: int32 [nrings][2][nranks]: a planned ring's
+				 * order of PEs, then each PE's position in it */
+	int32_t nrings;		/* 0: the ring 0, 1, ..., n - 1 */
 };
+
+#define PN_NV_MAX_RINGS 64	/* planned rings (set_rings) */
 
 #define PN_NV_ERR_TIMEOUT 1u
 

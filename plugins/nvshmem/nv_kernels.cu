@@ -315,9 +315,12 @@ PN_DEVM void nv_signal_stores(pn_nv_ctx &c, uint64_t *sig, int pe, uint64_t val)
 }
 
 /* [*off, *off + *len) of part [base, base + plen) that block b of g owns (16-byte steps). */
-PN_DEVM void nv_slice(uint64_t plen, uint64_t *off, uint64_t *len)
+PN_DEVM void nv_slice(uint64_t plen, uint64_t *off, uint64_t *len, uint64_t full = 0)
 {
-	uint64_t per = ((plen + pn_nbid() - 1) / pn_nbid() + 15) & ~(uint64_t)15;
+	/* full: cut as if the part had full bytes (a ring's segments, so that a
+	 * block's place in a slot is the same whichever segment it carries) */
+	uint64_t f = full ? full : plen;
+	uint64_t per = ((f + pn_nbid() - 1) / pn_nbid() + 15) & ~(uint64_t)15;
 	uint64_t o = per * pn_bid();
 
 	*off = o < plen ? o : plen;
@@ -424,10 +427,38 @@ template <typename T, int OP> PN_DEVM void nv_twoshot(pn_nv_ctx &c)
 	nv_send_acks(c);
 }
 
+/*
+ * This block's ring: 0, 1, ..., n - 1, or planned ring bid % nrings (its
+ * order of PEs and each PE's position in it).  *pos is this PE's place;
+ * segments are numbered by place, so every PE cuts them alike.
+ */
+PN_DEVM void nv_ring_of(const pn_nv_args &a, int *pos, int *left, int *right)
+{
+	const int n = a.nranks;
+
+	*pos = a.rank;
+	if (a.nrings > 0) {
+		const int32_t *t = (const int32_t *)a.rings + 2ull * n * (pn_bid() % (unsigned)a.nrings);
+
+		*pos = t[n + a.rank];
+		*left = t[(*pos + n - 1) % n];
+		*right = t[(*pos + 1) % n];
+		return;
+	}
+	*left = (a.rank + n - 1) % n;
+	*right = (a.rank + 1) % n;
+}
+
 template <typename T, int OP> PN_DEVM void nv_ring(pn_nv_ctx &c)
 {
 	const pn_nv_args &a = *c.a;
-	const int me = a.rank, n = a.nranks, right = (me + 1) % n, left = (me + n - 1) % n;
+	const int n = a.nranks;
+	int me, left, right; /* me: this PE's place in its ring */
+	/* blocks of planned rings carry different segments in one step: slots
+	 * are cut by the full segment so that their places never overlap */
+	const uint64_t seg = ((a.bytes + n - 1) / n + 15) & ~(uint64_t)15;
+
+	nv_ring_of(a, &me, &left, &right);
 	const char *src = (const char *)a.src;
 	char *gath = nv_slot(c, n), *recv = (char *)a.recv;
 	uint64_t s0, slen, off, len, nch, j, co, cl;
@@ -443,7 +474,7 @@ template <typename T, int OP> PN_DEVM void nv_ring(pn_nv_ctx &c)
 #define SEG(j)                                                                                 \
 	do {                                                                                   \
 		nv_segment(a.bytes, n, (j), &s0, &slen);                                       \
-		nv_slice(slen, &off, &len);                                                    \
+		nv_slice(slen, &off, &len, seg);                                               \
 		nch = nv_nchunks(len);                                                         \
 	} while (0)
 	nv_wait_ack(c, right);

@@ -150,6 +150,32 @@ int pn_nv_staged(uintptr_t send, uintptr_t recv, int sym)
 	return !sym || send % 16 || recv % 16;
 }
 
+int pn_nv_rings_table(const int32_t *order, int nrings, int n, int32_t *out)
+{
+	int r, i;
+
+	if (nrings < 0 || nrings > PN_NV_MAX_RINGS || (nrings && !order))
+		return pn_plugin_fail(-EINVAL, "%d planned rings: the nvshmem backend runs 0 to %d",
+				      nrings, PN_NV_MAX_RINGS);
+	for (r = 0; r < nrings; r++) {
+		int32_t *ord = out + 2ull * n * r, *pos = ord + n;
+
+		for (i = 0; i < n; i++)
+			pos[i] = -1;
+		for (i = 0; i < n; i++) {
+			int32_t pe = order[(size_t)r * n + i];
+
+			if (pe < 0 || pe >= n || pos[pe] >= 0)
+				return pn_plugin_fail(-EINVAL, "planned ring %d is not an order of all "
+							       "%d PEs (PE %d at place %d)",
+						      r, n, (int)pe, i);
+			ord[i] = pe;
+			pos[pe] = i;
+		}
+	}
+	return 0;
+}
+
 uint64_t pn_nv_ws_bytes(const struct pn_nv_cfg *cfg)
 {
 	return pn_nv_data_bytes(cfg->nranks, cfg->slot) +

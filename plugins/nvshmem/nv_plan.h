@@ -40,6 +40,11 @@ unsigned pn_nv_grid(const struct pn_nv_cfg *cfg, int kern, uint64_t len);
  * a call runs on the user's buffers when send lies in a symmetric buffer
  * (sym) and both are 16-byte aligned, else through the staging buffer. */
 int pn_nv_staged(uintptr_t send, uintptr_t recv, int sym);
+/* Planned rings (set_rings): order[r * n + i] is ring r's i-th PE; out
+ * (2 * n * nrings) gets each ring's order, then each PE's place in it.
+ * -EINVAL (plugin error set) unless each ring is an order of all n PEs and
+ * 0 <= nrings <= PN_NV_MAX_RINGS. */
+int pn_nv_rings_table(const int32_t *order, int nrings, int n, int32_t *out);
 /* Work-area bytes: data slots and signals (symmetric). */
 uint64_t pn_nv_ws_bytes(const struct pn_nv_cfg *cfg);
 /* "oneshot_ll<=64KiB,oneshot<=64KiB,twoshot<=8MiB,ring" */

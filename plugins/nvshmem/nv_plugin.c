@@ -61,8 +61,11 @@ struct pn_nv {
 	CUmodule mod;
 	CUfunction fn[PN_NV_NKERNS][PENNY_NDTYPES][PENNY_NREDOPS];
 	CUdeviceptr ws, stage, local;	/* symmetric, symmetric, device: counters + error */
+	CUdeviceptr rings;		/* device: planned rings (pn_nv_rings_table), or 0 */
+	int nrings;
 	struct nv_sym *syms;
 	char desc[320];
+	size_t desc_len;		/* init's description; set_rings adds to it */
 };
 /* the shared entry points (pn_gpu_be_*) take the backend as its struct pn_gpu */
 _Static_assert(offsetof(struct pn_nv, g) == 0, "struct pn_nv begins with its struct pn_gpu");
@@ -219,6 +222,8 @@ static void teardown(struct pn_nv *c)
 	}
 	if (c->local)
 		c->g.cu->MemFree(c->local);
+	if (c->rings)
+		c->g.cu->MemFree(c->rings);
 	if (c->mod)
 		c->g.cu->ModuleUnload(c->mod);
 	pn_gpu_close(&c->g);
@@ -327,6 +332,7 @@ int pn_nv_init(const void *data_image, const void *image, const struct penny_hos
 		 c->g.name, c->g.busid, c->g.cc_major, c->g.cc_minor, c->g.nsm,
 		 c->g.driver_version / 1000, c->g.driver_version % 1000 / 10, pn_nvb_version(),
 		 c->rank, c->n, c->cfg.blocks, c->cfg.slot, tune);
+	c->desc_len = strlen(c->desc);
 	pn_gpu_log(host, PENNY_LOG_DEBUG, "nvshmem: %s", c->desc);
 	*be = c;
 	return 0;
@@ -440,6 +446,8 @@ static int launch(struct pn_nv *c, int kern, int dt, int op, CUdeviceptr src, CU
 	       8ull * pn_nv_sig_words(c->n) * PN_NV_MAX_BLOCKS;
 	a.ll_slot = pn_nv_ll_slot(c->cfg.ll_max);
 	memcpy(a.p2p, c->p2p, sizeof(a.p2p));
+	a.rings = c->rings;
+	a.nrings = c->nrings;
 	a.bytes = len;
 	a.slot = c->cfg.slot;
 	a.timeout_ns = c->cfg.timeout_ns;
@@ -488,6 +496,50 @@ int pn_nv_allreduce(void *be, const void *send, void *recv, size_t count, int dt
 		if (!ret)
 			PN_CU(cu, MemcpyAsync(d + off, c->stage, len, c->g.stream), "cuMemcpyAsync");
 	}
+	return ret;
+}
+
+/*
+ * The ring kernel's channels follow planned rings (block b: ring b %
+ * nrings).  NVSHMEM picks one NIC per PE at its init (the nearest, or
+ * NVSHMEM_HCA_PE_MAPPING / NVSHMEM_HCA_PREFIX): a plan's per-ring NICs
+ * cannot be applied per channel; its orders and directions are.
+ */
+int pn_nv_set_rings(void *be, const int32_t *order, int nrings)
+{
+	struct pn_nv *c = be;
+	int32_t *t = NULL;
+	size_t bytes = 2ull * (size_t)c->n * (size_t)(nrings > 0 ? nrings : 0) * sizeof(*t);
+	int ret = pn_gpu_enter(&c->g);
+
+	if (!ret && nrings > 0 && !(t = malloc(bytes)))
+		ret = pn_plugin_fail(-ENOMEM, "out of memory");
+	if (!ret)
+		ret = pn_nv_rings_table(order, nrings, c->n, t);
+	/* the calls before may still read the old table */
+	if (!ret)
+		ret = pn_gpu_sync(&c->g);
+	if (!ret && c->rings) {
+		c->g.cu->MemFree(c->rings);
+		c->rings = 0;
+		c->nrings = 0;
+	}
+	if (!ret && nrings > 0) {
+		CUresult r = c->g.cu->MemAlloc(&c->rings, bytes);
+
+		if (r != CUDA_SUCCESS) {
+			c->rings = 0;
+			ret = pn_cu_fail(c->g.cu, r, "cuMemAlloc");
+		} else if ((r = c->g.cu->MemcpyHtoD(c->rings, t, bytes)) != CUDA_SUCCESS) {
+			ret = pn_cu_fail(c->g.cu, r, "cuMemcpyHtoD");
+		} else {
+			c->nrings = nrings;
+		}
+	}
+	free(t);
+	if (!ret && c->desc_len < sizeof(c->desc))
+		snprintf(c->desc + c->desc_len, sizeof(c->desc) - c->desc_len,
+			 c->nrings ? ", ring channels on %d planned rings" : "", c->nrings);
 	return ret;
 }
 

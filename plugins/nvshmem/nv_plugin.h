@@ -22,5 +22,6 @@ int pn_nv_time(void *be, struct penny_time_v1 *t);
 int pn_nv_time2(void *be, struct penny_time_v2 *t);
 int pn_nv_time_fn(void *be, struct penny_time_v2 *t, int (*enqueue)(void *), void *arg);
 int pn_nv_sync(void *be);
+int pn_nv_set_rings(void *be, const int32_t *order, int nrings);
 
 #endif

@@ -86,7 +86,7 @@ static int fail(int code, const char *fmt, ...)
 struct fake {
 	const struct penny_host_v1 *host;
 	int device;
-	char desc[128];
+	char desc[256];
 	uint32_t next_reg;	/* registrations so far (reg_buffer) */
 	int calls;		/* allreduce calls so far */
 };
@@ -207,6 +207,38 @@ static void fake_fini(void *be)
 {
 	free(be);
 }
+
+#if !defined(FAKE_OLD_SIZE) && !defined(FAKE_NORINGS)
+/* Planned rings: checked like a real plugin, shown in the description. */
+static int fake_set_rings(void *be, const int32_t *order, int nrings)
+{
+	struct fake *f = be;
+	int n = f->host->nranks, r, i;
+	size_t len = strlen(f->desc);
+
+	if (nrings < 0 || nrings > 64 || (nrings && !order))
+		return fail(-EINVAL, "%d planned rings", nrings);
+	for (r = 0; r < nrings; r++) {
+		unsigned long long seen = 0;
+
+		for (i = 0; i < n; i++) {
+			int pe = order[r * n + i];
+
+			if (pe < 0 || pe >= n || pe >= 64 || (seen >> pe & 1))
+				return fail(-EINVAL, "planned ring %d is not an order of all %d ranks", r,
+					    n);
+			seen |= 1ull << pe;
+		}
+	}
+	for (r = 0; r < nrings && len + 8 < sizeof(f->desc); r++) {
+		len += (size_t)snprintf(f->desc + len, sizeof(f->desc) - len, "%s", r ? " " : ", rings ");
+		for (i = 0; i < n && len + 4 < sizeof(f->desc); i++)
+			len += (size_t)snprintf(f->desc + len, sizeof(f->desc) - len, "%s%d", i ? ">" : "",
+						order[r * n + i]);
+	}
+	return 0;
+}
+#endif
 
 static const char *fake_describe(void *be)
 {
@@ -1039,6 +1071,9 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.dereg_buffer = fake_dereg_buffer,
 	.allreduce_reg = fake_allreduce_reg,
 	.async_error = fake_async_error,
+#ifndef FAKE_NORINGS
+	.set_rings = fake_set_rings,
+#endif
 #endif
 };
 #else

@@ -34,6 +34,7 @@ struct pn_gpucoll {
 	void *xn;		/* the plugin's handle of the boxes */
 	int me_inter;		/* my place among g->inter */
 	int capturing;		/* time() with graphs: whole-buffer exchanges only */
+	int planned;		/* rings handed to the plugin (set_rings), 0: its own */
 };
 
 /* ---- the plugin's host services ---- */
@@ -205,6 +206,41 @@ static int xnode_open(struct pn_gpucoll *g)
 	return agree(g, ret);
 }
 
+/*
+ * A plan's rings (pn_coll_set_rings) for a plugin that runs planned rings
+ * (set_rings); one that cannot is refused rather than run off the plan.
+ */
+static int set_rings(struct pn_gpucoll *g)
+{
+	const struct pn_coll *co = g->coll;
+	int n = g->c->nranks, k, r, ret;
+	int32_t *order;
+
+	if (!pn_plugin_covers(g->pl, offsetof(struct penny_plugin_v1, set_rings)) ||
+	    !g->ops->set_rings)
+		return agree(g, pn_err(-ENOTSUP, "the %s plugin plans its own rings: --plan needs a "
+						 "plugin that runs planned rings (nvshmem)",
+				       g->pl->name));
+	if (g->hier)
+		return agree(g, pn_err(-ENOTSUP, "the %s plugin spans one node (across nodes penny "
+						 "runs it hierarchically): a plan's rings over every "
+						 "rank cannot be its rings",
+				       g->pl->name));
+	order = calloc((size_t)co->nchannels * (size_t)n, sizeof(*order));
+	if (!order)
+		return agree(g, pn_err(-ENOMEM, "out of memory"));
+	for (k = 0; k < co->nchannels; k++)
+		for (r = 0; r < n; r++)
+			order[k * n + r] = co->rings[k][r];
+	ret = g->ops->set_rings(g->be, order, co->nchannels);
+	free(order);
+	if (ret)
+		ret = pn_plugin_err(g->pl, ret, "set_rings");
+	else
+		g->planned = co->nchannels;
+	return agree(g, ret);
+}
+
 int pn_gpucoll_open(struct pn_gpucoll **out, struct pn_coll *coll,
 		    const struct pn_gpucoll_cfg *cfg)
 {
@@ -267,6 +303,11 @@ int pn_gpucoll_open(struct pn_gpucoll **out, struct pn_coll *coll,
 		g->be = NULL;
 		goto fail;
 	}
+	if (coll->rings) {
+		ret = set_rings(g);
+		if (ret)
+			goto fail;
+	}
 	if (g->hier) {
 		ret = xnode_open(g);
 		if (ret)
@@ -324,6 +365,11 @@ const char *pn_gpucoll_xnode(const struct pn_gpucoll *g)
 uint64_t pn_gpucoll_xnode_ll(const struct pn_gpucoll *g)
 {
 	return g->xp ? g->xnode_ll : 0;
+}
+
+int pn_gpucoll_planned(const struct pn_gpucoll *g)
+{
+	return g->planned;
 }
 
 int pn_gpucoll_hierarchical(const struct pn_gpucoll *g)

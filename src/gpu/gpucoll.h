@@ -84,6 +84,8 @@ uint32_t pn_gpucoll_algos(const struct pn_gpucoll *g);
  * the host-staged hierarchical path). */
 uint32_t pn_gpucoll_caps(const struct pn_gpucoll *g);
 int pn_gpucoll_hierarchical(const struct pn_gpucoll *g);
+/* Rings of the collective's plan the plugin runs (set_rings); 0: its own. */
+int pn_gpucoll_planned(const struct pn_gpucoll *g);
 /* Across nodes: the proxy's transport ("tcp", "shm"), or NULL when the
  * host-staged path runs (or one node). */
 const char *pn_gpucoll_xnode(const struct pn_gpucoll *g);

@@ -181,6 +181,31 @@ test_expect_success '--plan runs multiring only' '
 	grep -q "plan runs the multiring algorithm; it cannot run --algo ring" err &&
 	test_exit 2 penny allreduce-test --plan ab.json --algo multiring,ring 2>err &&
 	test_exit 2 penny allreduce-test --plan ab.json --backend host,nccl 2>err &&
-	test "$(wc -l <err)" -eq 1 && grep -q "plan runs the host engine.s multiring" err
+	test "$(wc -l <err)" -eq 1 &&
+	grep -q -- "--plan: the host engine runs multiring over the plan, a GPU plugin its ring" err
+'
+# GPU plugins: set_rings hands them the plan's rings (the test plugins show
+# them in their description); one without it is refused, not run off the plan.
+export PENNY_PLUGIN_PATH=$BUILD/tests/plugins
+test_expect_success '--plan with a GPU backend: the plugin gets the plan'"'"'s rings, in order' '
+	penny allreduce-test --np 4 --plan one-edit.json --backend fakeall -b 1K -e 4K -n 1 -w 0 \
+		--algo ring >out0 2>err0 &&
+	grep -q "^# algorithm: ring, backend: fakeall$" out0 &&
+	test "$(grep -c "^#  Rank   [0-3] fakeall: .*, rings 0>2>1>3 0>3>2>1$" out0)" -eq 4 &&
+	grep -q "Out of bounds values : 0 OK" out0
+'
+test_expect_success 'two nodes, a plugin spanning them: every rank gets the rings by host name' '
+	run4 2 --plan ba.json --backend fakeflat -b 1K -e 1K &&
+	cat rc0 rc1 rc2 rc3 | tr -d "\n" | grep -qx 0000 &&
+	test "$(grep -c "fakeflat: .*, rings 2>3>1>0 3>2>0>1$" out0)" -eq 4
+'
+test_expect_success 'a plugin without planned rings, or one node wide across two: exit 2, one line' '
+	test_exit 2 penny allreduce-test --np 4 --plan one.json --backend fakeold -b 1K -e 1K 2>err &&
+	test "$(wc -l <err)" -eq 1 &&
+	grep -qx "penny allreduce-test: the fakeold plugin plans its own rings: --plan needs a plugin that runs planned rings (nvshmem)" err &&
+	run4 2 --plan ab.json --backend fake -b 1K -e 1K &&
+	cat rc0 rc1 rc2 rc3 | tr -d "\n" | grep -qx 2222 &&
+	cat err0 err1 err2 err3 >err && test "$(wc -l <err)" -eq 1 &&
+	grep -q "the fake plugin spans one node (across nodes penny runs it hierarchically)" err
 '
 test_done

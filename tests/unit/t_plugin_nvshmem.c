@@ -411,6 +411,77 @@ TEST(calls_larger_than_a_slot_are_cut_into_slots)
 	unsetenv("PENNY_NVSHMEM_ONESHOT_MAX");
 }
 
+TEST(planned_rings_table)
+{
+	const int32_t two[] = { 0, 2, 1, 3, 3, 1, 2, 0 }, dup[] = { 0, 1, 1, 3 },
+		      out_of_range[] = { 0, 1, 2, 4 };
+	int32_t t[2 * 4 * 2];
+
+	CHECK_EQ_INT(pn_nv_rings_table(two, 2, 4, t), 0);
+	/* ring 0: its order, then each PE's place; ring 1 after it */
+	CHECK(t[0] == 0 && t[1] == 2 && t[2] == 1 && t[3] == 3);
+	CHECK(t[4] == 0 && t[5] == 2 && t[6] == 1 && t[7] == 3);
+	CHECK(t[8] == 3 && t[12] == 3 && t[13] == 1 && t[14] == 2 && t[15] == 0);
+	CHECK_EQ_INT(pn_nv_rings_table(dup, 1, 4, t), -EINVAL);
+	CHECK(strstr(pn_plugin_errmsg(), "planned ring 0 is not an order of all 4 PEs"));
+	CHECK_EQ_INT(pn_nv_rings_table(out_of_range, 1, 4, t), -EINVAL);
+	CHECK_EQ_INT(pn_nv_rings_table(two, PN_NV_MAX_RINGS + 1, 4, t), -EINVAL);
+	CHECK_EQ_INT(pn_nv_rings_table(two, -1, 4, t), -EINVAL);
+	CHECK_EQ_INT(pn_nv_rings_table(NULL, 0, 4, t), 0);
+}
+
+/* set_rings, then a ring call: the launch carries the table; a bad one is refused */
+static const int32_t *rings_order;
+static int rings_n, rings_ret[FAKE_MAX_RANKS], rings_seen[FAKE_MAX_RANKS];
+
+static void do_rings(struct fake_world *w, int r)
+{
+	void *s = NULL;
+
+	do_init(w, r);
+	if (rets[r])
+		return;
+	rings_ret[r] = pn_nv_set_rings(be[r], rings_order, rings_n);
+	snprintf(msgs[r], sizeof(msgs[r]), "%s", rings_ret[r] ? pn_plugin_errmsg() : pn_nv_describe(be[r]));
+	me()->nlaunch = 0;
+	rets[r] = pn_nv_alloc(be[r], 4096, PENNY_MEM_REGISTERED, &s);
+	if (!rets[r])
+		rets[r] = pn_nv_allreduce(be[r], s, s, 1000, PENNY_FLOAT, PENNY_SUM, PENNY_ALGO_RING);
+	if (!rets[r])
+		rets[r] = pn_nv_sync(be[r]);
+	rings_seen[r] = me()->nlaunch == 1 ? nv_args[0].nrings + (nv_args[0].rings ? 100 : 0) : -1;
+	pn_nv_free(be[r], s);
+	pn_nv_fini(be[r]);
+	be[r] = NULL;
+}
+
+TEST(planned_rings_reach_the_ring_kernel)
+{
+	static const int32_t two[] = { 0, 2, 1, 3, 3, 1, 2, 0 }, bad[] = { 0, 2, 2, 3 };
+	struct fake_world w;
+
+	rings_order = two;
+	rings_n = 2;
+	fake_world_init(&w, 4);
+	fake_run(&w, do_rings);
+	fake_world_free(&w);
+	for (int r = 0; r < 4; r++) {
+		CHECK_EQ_INT(rings_ret[r], 0);
+		CHECK_EQ_INT(rets[r], 0);
+		CHECK_EQ_INT(rings_seen[r], 102);
+		CHECK(strstr(msgs[r], ", ring channels on 2 planned rings"));
+	}
+	rings_order = bad;
+	rings_n = 1;
+	fake_world_init(&w, 4);
+	fake_run(&w, do_rings);
+	fake_world_free(&w);
+	for (int r = 0; r < 4; r++) {
+		CHECK_EQ_INT(rings_ret[r], -EINVAL);
+		CHECK_EQ_INT(rings_seen[r], 0); /* the plugin's own ring */
+	}
+}
+
 TEST(bad_arguments)
 {
 	run_call(10, PENNY_NDTYPES, PENNY_ALGO_AUTO, 1);
@@ -435,6 +506,8 @@ int main(void)
 	RUN(symmetric_buffers_run_in_place_others_are_staged);
 	RUN(one_nvlink_domain_runs_on_plain_memory_and_ll_lines);
 	RUN(calls_larger_than_a_slot_are_cut_into_slots);
+	RUN(planned_rings_table);
+	RUN(planned_rings_reach_the_ring_kernel);
 	RUN(bad_arguments);
 	fake_funcs_free();
 	return unit_done();

@@ -158,6 +158,23 @@ struct world {
 };
 
 static int nodes_now = 1; /* the layout of the next world (emu_nv_world.nodes) */
+/* planned rings of the next calls (set_rings' table: order, then places), none when empty */
+static std::vector<std::vector<int>> rings_now;
+static std::vector<int32_t> rings_tab;
+
+static void rings_build(int n)
+{
+	rings_tab.clear();
+	for (const std::vector<int> &r : rings_now) {
+		std::vector<int32_t> pos(n);
+
+		for (int i = 0; i < n; i++) {
+			rings_tab.push_back(r[i]);
+			pos[r[i]] = i;
+		}
+		rings_tab.insert(rings_tab.end(), pos.begin(), pos.end());
+	}
+}
 
 static void world_init(world &w, int n, unsigned blocks, uint64_t slot)
 {
@@ -216,6 +233,8 @@ static struct pn_nv_args call_args(const world &w, const call &c, int r, uint64_
 	a.ll = a.sig + 8ull * pn_nv_sig_words(w.n) * w.blocks;
 	a.ll_slot = pn_nv_ll_slot(w.slot);
 	a.llctr = (uint64_t)(w.local[r] + PN_NV_MAX_BLOCKS + 1);
+	a.rings = (uint64_t)rings_tab.data();
+	a.nrings = (int32_t)rings_now.size();
 	for (int q = 1; q < w.n && q < PN_NV_LL_MAX_PES; q++) {
 		char *pw = (char *)nvshmem_ptr(emu_nv.heap[r], (r + q) % w.n);
 
@@ -307,12 +326,14 @@ static void test_allreduce(int n, const std::vector<int> &kerns, const std::vect
 			for (uint64_t c : counts)
 				maxb = c * penny_data_size(dt) > maxb ? c * penny_data_size(dt) : maxb;
 			world_init(w, n, grid, (maxb + 15) / 16 * 16);
+			rings_build(n);
 			uint64_t bad = run_sequence(w, kerns, dt, op, counts, grid, block, why);
 
-			snprintf(name, sizeof(name), "%s %s %s on %d PEs, %s (grid %u x %u)%s%s",
+			snprintf(name, sizeof(name), "%s %s %s on %d PEs, %s (grid %u x %u)%s%s%s",
 				 kn.c_str(), tnames[dt], onames[op], n,
 				 nodes_now == 1 ? "one node" : nodes_now >= n ? "one PE per node" : "several nodes",
-				 grid, block, bad ? ": " : "", why.c_str());
+				 grid, block, rings_now.empty() ? "" : ", planned rings",
+				 bad ? ": " : "", why.c_str());
 			tap(bad == 0, name);
 			world_free(w);
 		}
@@ -374,6 +395,17 @@ int main(int argc, char **argv)
 			test_allreduce(3, { k }, some, counts, 2, 32);
 		nodes_now = 1;
 	}
+	/* planned rings: block b follows ring b % 2 (an order and its reverse, as a
+	 * rail plan alternates them), on one node and on two */
+	rings_now = { { 0, 2, 1, 3 }, { 3, 1, 2, 0 } };
+	test_allreduce(4, { PN_NV_RING }, some, { 3, 250, 1000, 17 }, 3, 32);
+	nodes_now = 2;
+	test_allreduce(4, { PN_NV_RING, PN_NV_ONESHOT, PN_NV_RING }, { PENNY_FLOAT, PENNY_INT8 },
+		       { 1000, 41, 300, 7 }, 2, 32);
+	nodes_now = 1;
+	rings_now = { { 2, 0, 1 } };
+	test_allreduce(3, { PN_NV_RING }, { PENNY_HALF, PENNY_UINT32 }, counts, 2, 32);
+	rings_now.clear();
 	/* auto: one block's calls of different algorithms follow each other */
 	test_allreduce(3, { PN_NV_RING, PN_NV_RING, PN_NV_ONESHOT, PN_NV_SIMPLE, PN_NV_ONESHOT_LL,
 			    PN_NV_SIMPLE, PN_NV_TWOSHOT, PN_NV_ONESHOT_LL, PN_NV_ONESHOT_LL },
