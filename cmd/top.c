@@ -751,23 +751,23 @@ static int screen(struct top_run *r)
 		while ((key = tui_getkey(t)) >= 0) {
 			action = tui_key(t, key, &r->view);
 			switch (action) {
-			case TUI_QUIT:
+			case PN_TOPA_QUIT:
 				quit = 1;
 				break;
-			case TUI_SLOWER:
-			case TUI_FASTER:
-				st.interval = next_interval(st.interval, action == TUI_SLOWER ? 1 : -1);
+			case PN_TOPA_SLOWER:
+			case PN_TOPA_FASTER:
+				st.interval = next_interval(st.interval, action == PN_TOPA_SLOWER ? 1 : -1);
 				pn_sampler_set_interval(r->sampler, st.interval);
 				dirty = 1;
 				break;
-			case TUI_PAUSE:
+			case PN_TOPA_PAUSE:
 				st.paused = !st.paused;
 				dirty = 1;
 				break;
-			case TUI_REDRAW:
+			case PN_TOPA_REDRAW:
 				dirty = 1;
 				break;
-			case TUI_PROCS: /* the view opened: its first list now */
+			case PN_TOPA_PROCS: /* the view opened: its first list now */
 				pn_rdmares_release(&r->procs);
 				if (pn_rdmares_read(&r->procs, PROCS_TIMEOUT))
 					err = -ENOMEM;
@@ -865,31 +865,31 @@ static int replay_screen(struct top_run *r, struct pn_replay *rp, struct pn_reco
 			break;
 		while ((key = tui_getkey(t)) >= 0) {
 			switch (tui_key(t, key, &s->set)) {
-			case TUI_QUIT:
+			case PN_TOPA_QUIT:
 				quit = 1;
 				break;
-			case TUI_SLOWER:
-			case TUI_FASTER:
+			case PN_TOPA_SLOWER:
+			case PN_TOPA_FASTER:
 				speed = key == '+' || key == '=' ? fmax(speed / 2, 0.125)
 								  : fmin(speed * 2, 64);
 				due = pn_now() + fmax(s->interval, 0.01) / speed;
 				break;
-			case TUI_PAUSE:
+			case PN_TOPA_PAUSE:
 				st.paused = !st.paused;
 				due = pn_now() + fmax(s->interval, 0.01) / speed;
 				break;
-			case TUI_STEP_BACK:
+			case PN_TOPA_STEP_BACK:
 				st.paused = 1;
 				pos = pos > 0 ? pos - 1 : 0;
 				break;
-			case TUI_STEP_FWD:
+			case PN_TOPA_STEP_FWD:
 				st.paused = 1;
 				pos = pos + 1 < n ? pos + 1 : pos;
 				break;
-			case TUI_SEEK_START:
+			case PN_TOPA_SEEK_START:
 				pos = 0;
 				break;
-			case TUI_SEEK_END:
+			case PN_TOPA_SEEK_END:
 				st.paused = 1;
 				pos = n - 1;
 				break;
