@@ -140,7 +140,6 @@ struct job {
 	struct pn_arjob aj;	/* communicator, collective, backends */
 	struct pn_sweep sw;
 	int rank, nranks;
-	char *desc[PN_ARJOB_MAX_BACKENDS];	/* GPU backends: every rank's device */
 	struct pn_arback bk;	/* --backend, --gpus */
 	struct pn_arout files;	/* rank 0's, opened before the work, committed after it */
 	int progress;
@@ -386,45 +385,6 @@ static void plugin_log(void *arg, int level, const char *msg)
 		    msg);
 }
 
-/*
- * Every backend of --backend, in order: the host's buffers, then every GPU
- * backend started (and --algo, -G, --gpus suit it) before any runs, and what
- * each rank's plugin runs on.  0, or the exit code after one line.
- */
-static int open_backends(struct job *j, const char *backends, const enum pn_algo *algos,
-			 int nalgos, int *err)
-{
-	char list[512], *tok, *save = NULL;
-	int ret;
-
-	snprintf(list, sizeof(list), "%s", backends);
-	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		struct pn_sweep_gpu_cfg gc = {
-			.name = tok, .algos = ar.algo, .graph = ar.graph, .gpus = ar.gpus,
-			.dev = j->bk.dev, .ndev = j->bk.ndev, .log = plugin_log, .log_arg = j,
-			.xnode = &pn_cli.xnode,
-		};
-
-		if (!strcmp(tok, "host")) {
-			*err = pn_arjob_add_host(&j->aj, algos, nalgos, ar.maxbytes);
-			if (*err)
-				return 0;
-			continue;
-		}
-		ret = pn_arjob_add_gpu(&j->aj, &gc);
-		if (ret) {
-			/* every rank has the same (first failing rank's) message */
-			if (j->rank == 0)
-				pn_cmd_error(j->ctx, ret);
-			return 2;
-		}
-		*err = pn_sweep_gpu_describe(j->aj.be[j->aj.nbe - 1], &j->desc[j->aj.nbe - 1]);
-		if (*err)
-			return 0;
-	}
-	return 0;
-}
-
 /* Rank 0: the job, its ranks, the plan and what each GPU backend runs on. */
 static void print_job(struct job *j, const char *backends, const char *launcher)
 {
@@ -463,7 +423,7 @@ static void print_job(struct job *j, const char *backends, const char *launcher)
 	for (a = 0; a < j->aj.nbe; a++) {
 		const struct pn_sweep_backend *be = j->aj.be[a];
 
-		if (!j->desc[a])
+		if (!j->aj.desc[a])
 			continue; /* the host */
 		if (!ngpu++)
 			pn_out_open_array(o, "gpu_backends");
@@ -487,7 +447,7 @@ static void print_job(struct job *j, const char *backends, const char *launcher)
 			pn_out_int(o, PN_ANY, "rank", "#  Rank %3lld", r);
 			pn_out_str(o, PN_TEXT, NULL, " %s:", be->name);
 			pn_out_str(o, PN_ANY, "device", " %s\n",
-				   j->desc[a] + (size_t)r * PN_SWEEP_DESC_LEN);
+				   j->aj.desc[a] + (size_t)r * PN_SWEEP_DESC_LEN);
 			pn_out_close_object(o);
 		}
 		pn_out_close_array(o);
@@ -629,12 +589,13 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	struct pn_arjob_cfg jc = { .comm = { .transport = pn_cli.transport,
 					     .ib_hca = pn_cli.ib_hca,
 					     .ib_disable = pn_cli.ib_disable },
-				   .tune_file = pn_cli.tune_file };
+				   .tune_file = pn_cli.tune_file, .max_bytes = ar.maxbytes,
+				   .describe = 1 };
 	struct pn_comm_cfg *ccfg = &jc.comm;
 	struct job j;
 	enum pn_algo algos[PN_SWEEP_MAX_ALGOS];
 	uint64_t *sizes = NULL;
-	int nalgos = 0, a, ret = 0, failed = 0, rc = 0;
+	int nalgos = 0, ret = 0, failed = 0, rc = 0;
 	const char *backends = ar.backends ? ar.backends : "host";
 
 	memset(&j, 0, sizeof(j));
@@ -642,7 +603,7 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	pn_sweep_init(&j.sw);
 	if (argc > 0)
 		return pn_cmd_fail(ctx, 2, "unexpected argument '%s'", argv[0]);
-	ar.backends = backends;
+	ar.backends = jc.backends = backends;
 	ar.transport = pn_cli.transport;
 	ret = pn_aropts_backends(&ar, &j.bk);
 	if (ret) {
@@ -709,10 +670,19 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	if (ret || rc)
 		goto fail;
 	jc.plan = j.plan;
-	ret = pn_arjob_open(&j.aj, j.boot, &jc);
-	if (!ret)
-		rc = open_backends(&j, backends, algos, nalgos, &ret);
-	if (ret || rc)
+	jc.algos = algos;
+	jc.nalgos = nalgos;
+	jc.gpu = (struct pn_sweep_gpu_cfg){ .algos = ar.algo, .graph = ar.graph, .gpus = ar.gpus,
+					    .dev = j.bk.dev, .ndev = j.bk.ndev, .log = plugin_log,
+					    .log_arg = &j, .xnode = &pn_cli.xnode };
+	ret = pn_arjob_start(&j.aj, j.boot, &jc);
+	if (ret && j.aj.gpu_failed) {
+		/* every rank has the same (first failing rank's) message */
+		if (j.rank == 0)
+			pn_cmd_error(ctx, ret);
+		rc = 2;
+	}
+	if (ret)
 		goto fail;
 	if (j.files.csv)
 		pn_sweep_csv_header(j.files.csv);
@@ -756,8 +726,6 @@ fail:
 		rc = pn_cmd_exit_code(ret);
 	}
 out:
-	for (a = 0; a < PN_ARJOB_MAX_BACKENDS; a++)
-		free(j.desc[a]);
 	/* not committed: a failed run leaves the files as they were */
 	pn_arout_abort(&j.files);
 	pn_arjob_close(&j.aj);

@@ -84,26 +84,21 @@ static int ar_row(void *arg, const struct pn_sweep_row *row, size_t i, size_t n)
 /* The sweep over a started boot: every rank; rank 0 fills *m. */
 static int ar_sweep(struct pn_boot *b, const struct ar_req *rq, struct ar_meas *m)
 {
-	struct pn_arjob_cfg jc = { .comm = { .nchannels = 1, .ib_hca = rq->ib_hca,
-					     .ib_disable = rq->ib_disable },
-				   .tune_file = rq->tune_file };
+	enum pn_algo algo = PN_ALGO_AUTO;
+	struct pn_arjob_cfg jc = {
+		.comm = { .nchannels = 1, .ib_hca = rq->ib_hca, .ib_disable = rq->ib_disable },
+		.tune_file = rq->tune_file, .backends = rq->backend, .algos = &algo, .nalgos = 1,
+		.max_bytes = rq->sizes[rq->nsizes - 1],
+		.gpu = { .algos = "auto", .ndev = -1, .xnode = rq->xnode },
+	};
 	struct pn_arjob job;
 	struct pn_sweep sw;
 	struct ar_meas mine;
-	enum pn_algo algo = PN_ALGO_AUTO;
 	int ret;
 
 	memset(&mine, 0, sizeof(mine));
 	pn_sweep_init(&sw);
-	ret = pn_arjob_open(&job, b, &jc);
-	if (!ret && !strcmp(rq->backend, "host")) {
-		ret = pn_arjob_add_host(&job, &algo, 1, rq->sizes[rq->nsizes - 1]);
-	} else if (!ret) {
-		struct pn_sweep_gpu_cfg gc = { .name = rq->backend, .algos = "auto", .ndev = -1,
-					       .xnode = rq->xnode };
-
-		ret = pn_arjob_add_gpu(&job, &gc);
-	}
+	ret = pn_arjob_start(&job, b, &jc);
 	if (!ret) {
 		sw.dtype = PN_FLOAT;
 		sw.op = PN_SUM;
