@@ -22,6 +22,7 @@
 #include "base/ofile.h"
 #include "base/out.h"
 #include "node/perfquery.h"
+#include "node/playback.h"
 #include "node/record.h"
 #include "node/topplot.h"
 #include "node/sysfs.h"
@@ -516,11 +517,6 @@ static int write_prom(const char *path, const struct pn_counters_set *v, const i
 
 /* ---- the two ways to run ---- */
 
-static double stall_limit(double interval)
-{
-	return interval * 10 > 5 ? interval * 10 : 5;
-}
-
 struct top_run {
 	struct pn_ctx *ctx;
 	struct pn_counters_sampler *sampler;
@@ -664,7 +660,7 @@ static int batch(struct top_run *r)
 		}
 		if (ret == 0) {
 			if (pn_sampler_busy(r->sampler, what, sizeof(what), &secs) &&
-			    secs > stall_limit(opt.interval))
+			    secs > pn_top_stall_limit(opt.interval))
 				return pn_cmd_fail(r->ctx, 2,
 						   "reading the counters of '%s' has not returned for "
 						   "%.0f s",
@@ -682,23 +678,6 @@ static int batch(struct top_run *r)
 			break;
 	}
 	return stop_status();
-}
-
-static double next_interval(double cur, int dir)
-{
-	static const double steps[] = { 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60 };
-	int i;
-
-	if (dir > 0) {
-		for (i = 0; i < (int)PN_ARRAY_SIZE(steps); i++)
-			if (steps[i] > cur + 1e-9)
-				return steps[i];
-		return cur;
-	}
-	for (i = (int)PN_ARRAY_SIZE(steps) - 1; i >= 0; i--)
-		if (steps[i] < cur - 1e-9)
-			return steps[i];
-	return cur;
 }
 
 static int screen(struct top_run *r)
@@ -756,7 +735,7 @@ static int screen(struct top_run *r)
 				break;
 			case PN_TOPA_SLOWER:
 			case PN_TOPA_FASTER:
-				st.interval = next_interval(st.interval, action == PN_TOPA_SLOWER ? 1 : -1);
+				st.interval = pn_top_next_interval(st.interval, action == PN_TOPA_SLOWER ? 1 : -1);
 				pn_sampler_set_interval(r->sampler, st.interval);
 				dirty = 1;
 				break;
@@ -829,71 +808,38 @@ static int replay_screen(struct top_run *r, struct pn_replay *rp, struct pn_reco
 {
 	struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
 	struct tui_status st = { 0 };
-	int n = pn_replay_count(rp), pos = 0, shown = -1, quit = 0, key, ret = 0;
-	double speed = 1, due = pn_now();
+	struct pn_playback pb;
+	int quit = 0, key, ret = 0;
 	char status[80];
 	struct tui *t;
 
 	if (tui_open(&t, opt.filter, r->sort, 0))
 		return pn_cmd_fail(r->ctx, 2, "cannot open the terminal (TERM=%s)",
 				   getenv("TERM") ? getenv("TERM") : "");
+	pn_playback_init(&pb, pn_replay_count(rp), pn_now());
 	while (!quit && !got_signal) {
-		double wait;
-
-		if (!st.paused && pn_now() >= due && shown == pos && pos + 1 < n)
-			pos++;
-		if (!st.paused && shown == pos && pos + 1 >= n)
-			st.paused = 1; /* the end: stay on the last sample */
-		if (pos != shown) {
-			ret = pn_replay_load(rp, pos, s);
+		if (pn_playback_tick(&pb, pn_now())) {
+			ret = pn_replay_load(rp, pb.pos, s);
 			if (ret)
 				break;
-			shown = pos;
-			/* the next one after this one's recorded interval */
-			due = pn_now() + fmax(s->interval, 0.01) / speed;
+			pn_playback_shown(&pb, s->interval, pn_now());
 		}
 		replay_host = s->host;
 		st.host = s->host;
 		st.ctx = &s->ctx;
 		st.interval = s->interval;
-		snprintf(status, sizeof(status), "replay %d/%d x%g", pos + 1, n, speed);
+		snprintf(status, sizeof(status), "replay %d/%d x%g", pb.pos + 1, pb.n, pb.speed);
 		st.replay = status;
+		st.paused = pb.paused;
 		st.gpus = gpus_from_record(s);
 		tui_draw(t, &s->set, &st);
-		wait = st.paused ? 1 : fmin(fmax(due - pn_now(), 0), 1);
-		if (poll(&pfd, 1, (int)(wait * 1000)) < 0 && errno != EINTR)
+		if (poll(&pfd, 1, (int)(pn_playback_wait(&pb, pn_now()) * 1000)) < 0 && errno != EINTR)
 			break;
 		while ((key = tui_getkey(t)) >= 0) {
-			switch (tui_key(t, key, &s->set)) {
-			case PN_TOPA_QUIT:
-				quit = 1;
-				break;
-			case PN_TOPA_SLOWER:
-			case PN_TOPA_FASTER:
-				speed = key == '+' || key == '=' ? fmax(speed / 2, 0.125)
-								  : fmin(speed * 2, 64);
-				due = pn_now() + fmax(s->interval, 0.01) / speed;
-				break;
-			case PN_TOPA_PAUSE:
-				st.paused = !st.paused;
-				due = pn_now() + fmax(s->interval, 0.01) / speed;
-				break;
-			case PN_TOPA_STEP_BACK:
-				st.paused = 1;
-				pos = pos > 0 ? pos - 1 : 0;
-				break;
-			case PN_TOPA_STEP_FWD:
-				st.paused = 1;
-				pos = pos + 1 < n ? pos + 1 : pos;
-				break;
-			case PN_TOPA_SEEK_START:
-				pos = 0;
-				break;
-			case PN_TOPA_SEEK_END:
-				st.paused = 1;
-				pos = n - 1;
-				break;
-			}
+			int action = tui_key(t, key, &s->set);
+
+			quit |= action == PN_TOPA_QUIT;
+			pn_playback_action(&pb, action, s->interval, pn_now());
 		}
 	}
 	tui_close(t);
