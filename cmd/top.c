@@ -506,7 +506,7 @@ struct top_run {
 	struct pn_ctx *ctx;
 	struct pn_toprun run;		/* sampler, snapshot, context, GPUs, recorder */
 	int sort;
-	int *idx;
+	int *idx, idx_cap;	/* the ports shown, in order (node/portsel.h) */
 	int in_screen;			/* warnings wait for the screen to close */
 	char warn[600];
 };
@@ -558,16 +558,6 @@ static int write_plot(struct top_run *r, const struct pn_replay *rp)
 	if (ret)
 		pn_cmd_error(r->ctx, ret);
 	return ret ? 2 : 0;
-}
-
-static int order(struct top_run *r, int sort)
-{
-	int *ni = realloc(r->idx, (size_t)(r->run.view.n ? r->run.view.n : 1) * sizeof(int));
-
-	if (!ni)
-		return -1;
-	r->idx = ni;
-	return pn_port_order(&r->run.view, opt.filter, sort, r->idx);
 }
 
 /* with --prom, stdout stays quiet unless --json asks for it too */
@@ -636,7 +626,7 @@ static int batch(struct top_run *r)
 						   what[0] ? what : "the device list", secs);
 			continue;
 		}
-		n = order(r, r->sort);
+		n = pn_port_order_alloc(&r->run.view, opt.filter, r->sort, &r->idx, &r->idx_cap);
 		if (n < 0 || pn_toprun_extra(&r->run, opt.processes && r->run.view.seq >= 2))
 			return pn_cmd_fail(r->ctx, 2, "out of memory");
 		keep(r);
@@ -737,17 +727,6 @@ static int screen(struct top_run *r)
 
 /* ---- --replay: a recording through the same printers and screen ---- */
 
-static int replay_order(struct top_run *r, const struct pn_record_sample *s, int sort)
-{
-	int *ni = realloc(r->idx, (size_t)(s->set.n ? s->set.n : 1) * sizeof(int));
-
-	if (!ni)
-		return -1;
-	r->idx = ni;
-	replay_host = s->host;
-	return pn_port_order(&s->set, opt.filter, sort, r->idx);
-}
-
 static int replay_batch(struct top_run *r, struct pn_replay *rp, struct pn_record_sample *s)
 {
 	int printed = 0, i, n, ret;
@@ -758,7 +737,8 @@ static int replay_batch(struct top_run *r, struct pn_replay *rp, struct pn_recor
 			pn_cmd_error(r->ctx, ret);
 			return 2;
 		}
-		n = replay_order(r, s, r->sort);
+		replay_host = s->host;
+		n = pn_port_order_alloc(&s->set, opt.filter, r->sort, &r->idx, &r->idx_cap);
 		if (n < 0)
 			return pn_cmd_fail(r->ctx, 2, "out of memory");
 		extra.gpus = gpus_from_record(s);

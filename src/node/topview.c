@@ -31,15 +31,9 @@ void pn_topview_release(struct pn_topview *v)
 
 int pn_topview_order(struct pn_topview *v, const struct pn_counters_set *s)
 {
-	if (s->n > v->idx_cap) {
-		int *ni = realloc(v->idx, (size_t)s->n * sizeof(int));
+	int n = pn_port_order_alloc(s, v->filter, v->sort, &v->idx, &v->idx_cap);
 
-		if (!ni)
-			return 0;
-		v->idx = ni;
-		v->idx_cap = s->n;
-	}
-	return pn_port_order(s, v->filter, v->sort, v->idx);
+	return n < 0 ? 0 : n;
 }
 
 int pn_topview_sel_pos(struct pn_topview *v, const struct pn_counters_set *s, int n)
