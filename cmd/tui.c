@@ -625,18 +625,7 @@ static void draw_list(struct tui *t, const struct pn_counters_set *v, const stru
 	}
 	grows = gpu_rows(t, st);
 	rows = LINES - 4 - grows;
-	t->v.list_rows = rows > 0 ? rows : 1;
-	sel = pn_topview_sel_pos(&t->v, v, n);
-	if (sel >= 0) {
-		if (sel < t->v.top)
-			t->v.top = sel;
-		if (sel >= t->v.top + rows)
-			t->v.top = sel - rows + 1;
-	}
-	if (t->v.top > n - rows)
-		t->v.top = n - rows;
-	if (t->v.top < 0)
-		t->v.top = 0;
+	sel = pn_topview_scroll(&t->v, v, n, rows);
 	for (y = 3; y < LINES - 1; y++) {
 		move(y, 0);
 		clrtoeol();

@@ -51,6 +51,25 @@ int pn_topview_sel_pos(struct pn_topview *v, const struct pn_counters_set *s, in
 	return -1;
 }
 
+int pn_topview_scroll(struct pn_topview *v, const struct pn_counters_set *s, int n, int rows)
+{
+	int sel;
+
+	v->list_rows = rows > 0 ? rows : 1;
+	sel = pn_topview_sel_pos(v, s, n);
+	if (sel >= 0) {
+		if (sel < v->top)
+			v->top = sel;
+		if (sel >= v->top + rows)
+			v->top = sel - rows + 1;
+	}
+	if (v->top > n - rows)
+		v->top = n - rows;
+	if (v->top < 0)
+		v->top = 0;
+	return sel;
+}
+
 const char *pn_topview_detail(const struct pn_topview *v)
 {
 	if (v->mode == PN_TOPV_DETAIL || (v->mode == PN_TOPV_HELP && v->prev_mode == PN_TOPV_DETAIL))

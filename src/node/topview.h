@@ -62,6 +62,10 @@ int pn_topview_order(struct pn_topview *v, const struct pn_counters_set *s);
 /* The selection's place among the n ports of v->idx; selects the first
  * when it is gone, -1 when there is none. */
 int pn_topview_sel_pos(struct pn_topview *v, const struct pn_counters_set *s, int n);
+/* The list shows rows of the n ports (pn_topview_order): list_rows and the
+ * first row shown (top) so that the selection is on screen; returns the
+ * selection's place (pn_topview_sel_pos). */
+int pn_topview_scroll(struct pn_topview *v, const struct pn_counters_set *s, int n, int rows);
 /* The port of the detail view (also under its help), NULL otherwise. */
 const char *pn_topview_detail(const struct pn_topview *v);
 /* The process view is shown (also under its help). */

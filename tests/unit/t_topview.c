@@ -144,10 +144,36 @@ TEST(views_detail_help_rails_and_procs)
 	pn_topview_release(&v);
 }
 
+TEST(list_scrolls_to_the_selection)
+{
+	struct pn_topview v;
+	int n;
+
+	ports_init();
+	pn_topview_init(&v, NULL, PN_PORT_SORT_NAME, 0);
+	n = pn_topview_order(&v, &set);
+	CHECK_EQ_INT(pn_topview_scroll(&v, &set, n, 2), 0);
+	CHECK(v.top == 0 && v.list_rows == 2);
+	pn_topview_key(&v, 'G', &set);
+	CHECK_EQ_INT(pn_topview_scroll(&v, &set, n, 2), 2);
+	CHECK_EQ_INT(v.top, 1);
+	pn_topview_key(&v, PN_TOPK_HOME, &set);
+	CHECK_EQ_INT(pn_topview_scroll(&v, &set, n, 2), 0);
+	CHECK_EQ_INT(v.top, 0);
+	/* more rows than ports: from the first; no room: one row */
+	v.top = 2;
+	pn_topview_scroll(&v, &set, n, 10);
+	CHECK_EQ_INT(v.top, 0);
+	pn_topview_scroll(&v, &set, n, 0);
+	CHECK_EQ_INT(v.list_rows, 1);
+	pn_topview_release(&v);
+}
+
 int main(void)
 {
 	RUN(selection_moves_over_the_order_and_is_kept_by_name);
 	RUN(filter_is_edited_and_escape_restores_it);
 	RUN(views_detail_help_rails_and_procs);
+	RUN(list_scrolls_to_the_selection);
 	return unit_done();
 }
