@@ -20,6 +20,7 @@
 #include "plan/plan_job.h"
 #include "gpu/plugin.h"
 #include "harness/arjob.h"
+#include "harness/aropts.h"
 #include "harness/plansched.h"
 #include "harness/sweep.h"
 #include "base/util.h"
@@ -32,37 +33,37 @@
 #include <time.h>
 #include <unistd.h>
 
-static struct {
-	uint64_t minbytes, maxbytes, stepbytes, seed;
-	double factor, min_busbw;
-	int iters, warmup, check, graph, root;
-	/* nccl-tests' -t -g -m -N -p -z -C -R -a */
-	int nthreads, ngpus, agg_iters, run_cycles, parallel_init, blocking, cputime, reg, average;
-	const char *dtype, *op, *algo;
-	const char *backend, *csv, *plot, *tune_out, *gpus, *plan;
-} opt = {
+static struct pn_aropts ar = {
 	.minbytes = 8, .maxbytes = 32u << 20, .stepbytes = 1u << 20, .seed = 0x9e3779b97f4a7c15ull,
-	.min_busbw = -1, .iters = 20, .warmup = 5, .check = 1, .root = -1,
-	.dtype = "float", .op = "sum", .algo = "auto",
-	.nthreads = 1, .ngpus = 1, .agg_iters = 1, .run_cycles = 1, .average = 3,
+	.min_busbw = -1, .iters = 20, .warmup = 5, .check = 1, .algo = "auto", .average = 3,
+};
+
+static struct {
+	int root;
+	/* nccl-tests' -t -g -m -N -p -z -C -R */
+	int nthreads, ngpus, agg_iters, run_cycles, parallel_init, blocking, cputime, reg;
+	const char *dtype, *op;
+} opt = {
+	.root = -1, .dtype = "float", .op = "sum",
+	.nthreads = 1, .ngpus = 1, .agg_iters = 1, .run_cycles = 1,
 };
 
 #define MAX_BYTES (1ull << 40)
 
 const struct pn_opt allreduce_test_options[] = {
-	{ "minbytes", 'b', OPT_SIZE, &opt.minbytes, "SIZE", "smallest size (default 8)", NULL,
+	{ "minbytes", 'b', OPT_SIZE, &ar.minbytes, "SIZE", "smallest size (default 8)", NULL,
 	  OPT_RANGE(0, MAX_BYTES) },
-	{ "maxbytes", 'e', OPT_SIZE, &opt.maxbytes, "SIZE", "largest size (default 32M)", NULL,
+	{ "maxbytes", 'e', OPT_SIZE, &ar.maxbytes, "SIZE", "largest size (default 32M)", NULL,
 	  OPT_RANGE(0, MAX_BYTES) },
-	{ "stepbytes", 'i', OPT_SIZE, &opt.stepbytes, "SIZE",
+	{ "stepbytes", 'i', OPT_SIZE, &ar.stepbytes, "SIZE",
 	  "size increment when no factor is given (default 1M)", NULL, OPT_RANGE(1, MAX_BYTES) },
-	{ "stepfactor", 'f', OPT_DOUBLE, &opt.factor, "F", "multiply the size by F each step", NULL,
+	{ "stepfactor", 'f', OPT_DOUBLE, &ar.factor, "F", "multiply the size by F each step", NULL,
 	  OPT_RANGE(1.01, 1024) },
-	{ "iters", 'n', OPT_INT, &opt.iters, "N",
+	{ "iters", 'n', OPT_INT, &ar.iters, "N",
 	  "timed iterations per size (default 20; 0: the check only)", NULL, OPT_RANGE(0, 1000000) },
-	{ "warmup_iters", 'w', OPT_INT, &opt.warmup, "N", "warm-up iterations (default 5)", NULL,
+	{ "warmup_iters", 'w', OPT_INT, &ar.warmup, "N", "warm-up iterations (default 5)", NULL,
 	  OPT_RANGE(0, 1000000) },
-	{ "check", 'c', OPT_INT, &opt.check, "0|1", "check results against the exact reference "
+	{ "check", 'c', OPT_INT, &ar.check, "0|1", "check results against the exact reference "
 	  "(default 1)", "0 1", OPT_RANGE(0, 1) },
 	{ "datatype", 'd', OPT_STRING, &opt.dtype, "TYPE", "element type (default float)",
 	  "int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double", NULL },
@@ -70,18 +71,18 @@ const struct pn_opt allreduce_test_options[] = {
 	  "sum prod min max avg", NULL },
 	{ "root-rank", 'r', OPT_INT, &opt.root, "R", "accepted for nccl-tests' -r (allreduce has "
 	  "no root; --root is the rendezvous address)", NULL, OPT_RANGE(0, 65535) },
-	{ "algo", 'A', OPT_STRING, &opt.algo, "NAME",
+	{ "algo", 'A', OPT_STRING, &ar.algo, "NAME",
 	  "ring, simple-ring, one-shot, two-shot, hierarchical, multiring, auto or all (GPU "
 	  "backends: auto, one-shot, two-shot, ring, simple-ring, symmetric); a comma list runs several "
 	  "(default auto)",
 	  "auto all ring simple-ring one-shot two-shot hierarchical multiring symmetric", OPT_LIST },
-	{ "backend", 0, OPT_APPEND, &opt.backend, "NAME",
+	{ "backend", 0, OPT_APPEND, &ar.backends, "NAME",
 	  "host (the engine, default) or a GPU plugin: cuda, nccl, nvshmem; a comma list or repeated runs "
 	  "each in turn, then a ratio table", "host cuda nccl nvshmem", OPT_LIST },
-	{ "cudagraph", 'G', OPT_INT, &opt.graph, "N",
+	{ "cudagraph", 'G', OPT_INT, &ar.graph, "N",
 	  "GPU backends: capture N calls into a CUDA graph and time its replays (nccl-tests -G)",
 	  NULL, OPT_RANGE(0, 100000) },
-	{ "gpus", 0, OPT_STRING, &opt.gpus, "LIST",
+	{ "gpus", 0, OPT_STRING, &ar.gpus, "LIST",
 	  "GPU backends: the device of each local rank, like 0,1,2,3 (default: the local rank)",
 	  NULL, OPT_LIST },
 	/* nccl-tests' letters (all_reduce_perf) */
@@ -109,31 +110,28 @@ const struct pn_opt allreduce_test_options[] = {
 	{ "local_register", 'R', OPT_INT, &opt.reg, "0|1|2",
 	  "0: plain buffers; 2 (symmetric) is --backend nccl --algo symmetric; 1 is not "
 	  "supported", "0 1 2", OPT_RANGE(0, 2) },
-	{ "average", 'a', OPT_INT, &opt.average, "0|1|2|3",
+	{ "average", 'a', OPT_INT, &ar.average, "0|1|2|3",
 	  "time of a size over the ranks: 0 rank 0's, 1 the mean, 2 the fastest, 3 the slowest "
 	  "(default 3)", "0 1 2 3", OPT_RANGE(0, 3) },
 	{ "nccl-timeout", 'T', OPT_SECONDS, &pn_cli.timeout, "SEC",
 	  "nccl-tests' -T: the same as --timeout", NULL, OPT_RANGE(0.01, 86400) },
-	{ "csv", 0, OPT_STRING, &opt.csv, "FILE", "also write the rows as CSV to FILE", NULL, NULL },
-	{ "plot", 0, OPT_STRING, &opt.plot, "FILE", "draw busbw and time against size as SVG",
+	{ "csv", 0, OPT_STRING, &ar.csv, "FILE", "also write the rows as CSV to FILE", NULL, NULL },
+	{ "plot", 0, OPT_STRING, &ar.plot, "FILE", "draw busbw and time against size as SVG",
 	  NULL, NULL },
-	{ "min-busbw", 0, OPT_DOUBLE, &opt.min_busbw, "GBPS",
+	{ "min-busbw", 0, OPT_DOUBLE, &ar.min_busbw, "GBPS",
 	  "fail (exit 1, FAILED) when the average bus bandwidth is below GBPS", NULL,
 	  OPT_RANGE(0, 1e9) },
-	{ "tune-out", 0, OPT_STRING, &opt.tune_out, "FILE",
+	{ "tune-out", 0, OPT_STRING, &ar.tune_out, "FILE",
 	  "write the fastest algorithm per size as a tuning table (use with --algo all)", NULL,
 	  NULL },
-	{ "plan", 0, OPT_STRING, &opt.plan, "FILE",
-	  "run multiring over the rings of FILE (penny ring-plan --json): one channel per ring, "
-	  "its NICs on verbs; implies --algo multiring (GPU backends: the nvshmem plugin's ring "
-	  "channels follow the rings)", NULL, NULL },
-	{ "seed", 0, OPT_U64, &opt.seed, "N",
+	{ "plan", 0, OPT_STRING, &ar.plan, "FILE",
+	  "host: multiring over the rings of FILE (penny ring-plan --json), one channel per ring, "
+	  "its NICs on verbs (implies --algo multiring); nvshmem: its ring follows them", NULL, NULL },
+	{ "seed", 0, OPT_U64, &ar.seed, "N",
 	  "seed of the check data (default: a fixed seed, the same on every rank)", NULL,
 	  OPT_RANGE(0, OPT_U64_MAX) },
 	OPT_TABLE_END
 };
-
-#define MAX_GPUS 1024
 
 struct job {
 	struct pn_ctx *ctx;
@@ -142,11 +140,8 @@ struct job {
 	struct pn_arjob aj;	/* communicator, collective, backends */
 	struct pn_sweep sw;
 	int rank, nranks;
-	char *desc[PN_ARJOB_MAX_BACKENDS];	/* GPU backends: every rank's device */
-	int dev[MAX_GPUS], ndev;	/* --gpus; ndev -1: not given */
-	/* rank 0's outputs, opened before the work, committed after it */
-	struct pn_ofile *csv_of, *plot_of, *tune_of;
-	FILE *csv;
+	struct pn_arback bk;	/* --backend, --gpus */
+	struct pn_arout files;	/* rank 0's, opened before the work, committed after it */
 	int progress;
 };
 
@@ -158,7 +153,7 @@ struct job {
 static int plan_load(struct job *j, int *rc)
 {
 	int first = -1, mine = 0;
-	int ret = pn_planned_load(&j->plan, j->boot, opt.plan, &first, &mine);
+	int ret = pn_planned_load(&j->plan, j->boot, ar.plan, &first, &mine);
 
 	*rc = 0;
 	if (first >= 0) {
@@ -176,43 +171,12 @@ static int plan_load(struct job *j, int *rc)
  * files are not).  A mismatch fails every rank with exit 2 and no table;
  * rank 0 and the ranks that differ from it say which option and ranks.
  */
-static int agree_params(struct job *j, const enum pn_algo *algos, int nalgos,
-			const char *backends, int *rc)
+static int agree_params(struct job *j, const enum pn_algo *algos, int nalgos, int *rc)
 {
 	struct pn_job_param p[PN_JOB_MAX_PARAMS];
-	char list[160] = "";
-	int n = 0, a, differs, ret;
+	int n = pn_aropts_params(&ar, j->sw.dtype, j->sw.op, algos, nalgos, p), differs, ret;
 
 	*rc = 0;
-	pn_job_param_set(&p[n++], "-b", "%llu", (unsigned long long)opt.minbytes);
-	pn_job_param_set(&p[n++], "-e", "%llu", (unsigned long long)opt.maxbytes);
-	if (opt.factor > 1) {
-		pn_job_param_set(&p[n++], "-f", "%.15g", opt.factor);
-		pn_job_param_set(&p[n++], "-i", "unused (-f)");
-	} else {
-		pn_job_param_set(&p[n++], "-f", "none");
-		pn_job_param_set(&p[n++], "-i", "%llu", (unsigned long long)opt.stepbytes);
-	}
-	pn_job_param_set(&p[n++], "-n", "%d", opt.iters);
-	pn_job_param_set(&p[n++], "-w", "%d", opt.warmup);
-	pn_job_param_set(&p[n++], "-c", "%d", opt.check);
-	pn_job_param_set(&p[n++], "-d", "%s", pn_dtype_name(j->sw.dtype));
-	pn_job_param_set(&p[n++], "-o", "%s", pn_redop_name(j->sw.op));
-	for (a = 0; a < nalgos; a++)
-		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", a ? "," : "",
-			 pn_algo_name(algos[a]));
-	/* GPU backends read --algo themselves, names of their own included */
-	pn_job_param_set(&p[n++], "-A", "%s", strcmp(backends, "host") ? opt.algo : list);
-	pn_job_param_set(&p[n++], "--backend", "%s", backends);
-	pn_job_param_set(&p[n++], "-G", "%d", opt.graph);
-	pn_job_param_set(&p[n++], "-a", "%d", opt.average);
-	pn_job_param_set(&p[n++], "--seed", "%llu", (unsigned long long)opt.seed);
-	pn_job_param_file(&p[n++], "--plan", opt.plan);
-	pn_job_param_set(&p[n++], "--transport", "%s", pn_cli.transport ? pn_cli.transport : "probe");
-	if (opt.min_busbw >= 0)
-		pn_job_param_set(&p[n++], "--min-busbw", "%.15g", opt.min_busbw);
-	else
-		pn_job_param_set(&p[n++], "--min-busbw", "none");
 	ret = pn_job_params_agree(j->boot, p, n, &differs);
 	if (ret == -EINVAL) {
 		if (j->rank == 0 || differs)
@@ -231,21 +195,9 @@ static int agree_params(struct job *j, const enum pn_algo *algos, int nalgos,
  */
 static int open_outputs(struct job *j, int *rc)
 {
-	static const char *const names[] = { "--csv", "--plot", "--tune-out" };
-	const char *paths[] = { opt.csv, opt.plot, opt.tune_out };
-	struct pn_ofile **ofs[] = { &j->csv_of, &j->plot_of, &j->tune_of };
-	int k, mine = 0, ret, first;
+	int mine = j->rank == 0 ? pn_arout_open(&j->files, &ar) : 0, ret, first;
 
 	*rc = 0;
-	for (k = 0; j->rank == 0 && k < (int)PN_ARRAY_SIZE(paths) && !mine; k++) {
-		if (!paths[k])
-			continue;
-		mine = pn_ofile_open(ofs[k], paths[k], PN_OFILE_SYNC);
-		if (mine)
-			pn_err_ctx(mine, "%s", names[k]);
-	}
-	if (j->csv_of)
-		j->csv = pn_ofile_file(j->csv_of);
 	ret = pn_boot_agree_err(j->boot, mine, 0, &first);
 	if (first >= 0) {
 		if (first == j->rank)
@@ -264,7 +216,7 @@ static void plan_print(struct job *j)
 	int k, i;
 
 	pn_out_open_object(o, "plan");
-	pn_out_str(o, PN_ANY, "file", "# Plan %s:", opt.plan);
+	pn_out_str(o, PN_ANY, "file", "# Plan %s:", ar.plan);
 	pn_out_int(o, PN_ANY, "nrings", " %lld rings", m->nrings);
 	pn_out_bool(o, PN_JSON, "by_name", NULL, m->by_name);
 	pn_out_text(o, ", nodes matched by %s\n", m->by_name ? "host name" : "position");
@@ -323,7 +275,7 @@ static int print_row(void *arg, const struct pn_sweep_row *rw, size_t i, size_t 
 			     rw->time_us[k]);
 		pn_out_float(o, PN_ANY, "algbw", " %7.2f", rw->algbw[k]);
 		pn_out_float(o, PN_ANY, "busbw", " %7.2f", rw->busbw[k]);
-		if (opt.check) {
+		if (ar.check) {
 			pn_out_uint(o, PN_ANY, "wrong", " %6llu", (unsigned long long)rw->wrong[k]);
 			pn_out_uint(o, PN_JSON, "differ", NULL, (unsigned long long)rw->differ[k]);
 		} else {
@@ -332,15 +284,15 @@ static int print_row(void *arg, const struct pn_sweep_row *rw, size_t i, size_t 
 		pn_out_close_object(o);
 	}
 	/* ranks whose output is not bit-identical to rank 0's, out of and in place */
-	if (opt.check)
+	if (ar.check)
 		pn_out_text(o, " %6llu", (unsigned long long)(rw->differ[0] + rw->differ[1]));
 	else
 		pn_out_text(o, " %6s", "N/A");
 	pn_out_text(o, "\n");
 	pn_out_close_object(o);
 	fflush(pn_out_file(o));
-	if (j->csv)
-		pn_sweep_csv_row(j->csv, rw, j->sw.dtype, j->sw.op);
+	if (j->files.csv)
+		pn_sweep_csv_row(j->files.csv, rw, j->sw.dtype, j->sw.op);
 	if (j->progress)
 		fprintf(stderr, "\r%s %zu/%zu sizes ", rw->algo, i + 1, n);
 	return 0;
@@ -356,7 +308,7 @@ static void print_footer(void *arg, const struct pn_sweep_series *sr)
 		fprintf(stderr, "\r%40s\r", "");
 	pn_out_text(j->ctx->out, "# Out of bounds values : %llu %s\n# Avg bus bandwidth    : %g \n",
 		    (unsigned long long)sr->wrong, sr->wrong ? "FAILED" : "OK", sr->avg_busbw);
-	if (opt.check)
+	if (ar.check)
 		pn_out_text(j->ctx->out, "# Rank outputs differ  : %llu %s\n",
 			    (unsigned long long)sr->differ, sr->differ ? "FAILED" : "OK");
 }
@@ -382,217 +334,19 @@ static void print_bad(void *arg, const struct pn_sweep_bad *b)
 			    (unsigned long long)b->got);
 }
 
-/*
- * --algo: each algorithm once ("all" is every one but auto); at most 16.
- * ctx NULL: quiet (the prelaunch memory plan; the ranks report).
- */
-/* Algorithm names that only GPU plugins have (src/harness/sweep_gpu.c): the
- * host engine's list skips them; a job with the host backend refuses them. */
-static int gpu_only_algo(const char *s)
-{
-	return !strcmp(s, "symmetric");
-}
-
-static int parse_algos(struct pn_ctx *ctx, int has_host, enum pn_algo *algos, int *n)
-{
-	char *list = strdup(opt.algo), *tok, *save = NULL;
-	int k = 0, ret = 0, i, m;
-
-	if (!list)
-		return -ENOMEM;
-	for (tok = strtok_r(list, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
-		enum pn_algo a[PN_NALGOS];
-		int na = 0;
-
-		if (gpu_only_algo(tok)) {
-			if (has_host)
-				ret = ctx ? pn_cmd_fail(ctx, -EINVAL, "the host backend has no algorithm "
-							"'%s' (a GPU backend's: --backend nccl)", tok)
-					  : -EINVAL;
-			continue;
-		}
-		if (!strcmp(tok, "all")) {
-			for (i = 0; i < PN_NALGOS; i++)
-				a[na++] = (enum pn_algo)i;
-		} else {
-			ret = pn_algo_parse(tok, &a[na++]);
-			if (ret) {
-				if (ctx)
-					pn_cmd_error(ctx, ret);
-				break;
-			}
-		}
-		for (i = 0; i < na && !ret; i++) {
-			for (m = 0; m < k; m++)
-				if (algos[m] == a[i])
-					break;
-			if (m < k)
-				ret = ctx ? pn_cmd_fail(ctx, -EINVAL, "--algo '%s' names %s twice",
-							opt.algo, pn_algo_name(a[i])) : -EINVAL;
-			else if (k == PN_SWEEP_MAX_ALGOS)
-				ret = ctx ? pn_cmd_fail(ctx, -EINVAL, "--algo '%s': at most 16 algorithms",
-							opt.algo) : -EINVAL;
-			else
-				algos[k++] = a[i];
-		}
-	}
-	free(list);
-	*n = k;
-	return ret;
-}
-
-static int write_plot(struct job *j)
-{
-	char title[160];
-	int ret;
-
-	snprintf(title, sizeof(title), "penny allreduce-test: %d ranks on %d nodes, %s %s, out of place",
-		 j->nranks, j->aj.comm->nnodes, pn_dtype_name(j->sw.dtype), pn_redop_name(j->sw.op));
-	ret = pn_sweep_plot(&j->sw, pn_ofile_file(j->plot_of), title);
-	if (ret) {
-		pn_err_ctx(ret, "'%s'", opt.plot);
-	} else {
-		ret = pn_ofile_commit(j->plot_of);
-		j->plot_of = NULL;
-	}
-	return ret;
-}
-
-static int write_tune(struct job *j)
-{
-	int ret = pn_sweep_tune_save(&j->sw, pn_ofile_file(j->tune_of), opt.tune_out, j->nranks,
-				     j->aj.comm->nnodes);
-
-	if (!ret) {
-		ret = pn_ofile_commit(j->tune_of);
-		j->tune_of = NULL;
-	}
-	return ret;
-}
-
-/* Rank 0, after the sweep: the tuning table and the plot written, every
- * output committed. */
-static int finish_outputs(struct job *j)
-{
-	int ret;
-
-	if (j->tune_of) {
-		ret = write_tune(j);
-		if (ret)
-			return ret;
-	}
-	if (j->plot_of) {
-		ret = write_plot(j);
-		if (ret)
-			return ret;
-	}
-	if (j->csv_of) {
-		ret = pn_ofile_commit(j->csv_of);
-		j->csv_of = NULL;
-		j->csv = NULL;
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
-/* --gpus: "0,1,2", each 0..1023; one line and -EINVAL otherwise. */
-static int parse_gpus(struct pn_ctx *ctx, const char *list, int *dev, int max, int *n)
-{
-	const char *p = list;
-
-	*n = 0;
-	if (!*p)
-		return pn_cmd_fail(ctx, -EINVAL, "--gpus needs a list of GPU indices, like 0,1,2,3");
-	while (*p) {
-		char *end;
-		long v;
-
-		if (*p < '0' || *p > '9')
-			return pn_cmd_fail(ctx, -EINVAL, "--gpus '%s': '%s' is not a GPU index", list, p);
-		v = strtol(p, &end, 10);
-		if (v > 1023 || (*end && *end != ','))
-			return pn_cmd_fail(ctx, -EINVAL, "--gpus '%s': '%.*s' is not a GPU index", list,
-					   (int)strcspn(p, ","), p);
-		if (*n == max)
-			return pn_cmd_fail(ctx, -EINVAL, "--gpus '%s': more than %d GPUs", list, max);
-		dev[(*n)++] = (int)v;
-		p = *end ? end + 1 : end;
-		if (*end && !*p)
-			return pn_cmd_fail(ctx, -EINVAL, "--gpus '%s' ends with a comma", list);
-	}
-	return 0;
-}
-
-/* --backend: names (host or a plugin), each once; -G and --gpus need a GPU one. */
-static int check_backends(struct job *j, const char *list, int *has_host, int *ngpu)
-{
-	struct pn_ctx *ctx = j->ctx;
-	char copy[512], *tok, *save = NULL, seen[PN_ARJOB_MAX_BACKENDS][32];
-	int n = 0, k;
-
-	*has_host = 0;
-	*ngpu = 0;
-	j->ndev = -1;
-	if (strlen(list) >= sizeof(copy))
-		return pn_cmd_fail(ctx, 2, "--backend '%s' is too long", list);
-	snprintf(copy, sizeof(copy), "%s", list);
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (!tok[0] || strlen(tok) >= 32 || strspn(tok, "abcdefghijklmnopqrstuvwxyz0123456789_-") !=
-								   strlen(tok))
-			return pn_cmd_fail(ctx, 2, "--backend '%s' is not a backend name (host, cuda, "
-						   "nccl or another plugin's)", tok);
-		for (k = 0; k < n; k++)
-			if (!strcmp(seen[k], tok))
-				return pn_cmd_fail(ctx, 2, "--backend %s is listed twice", tok);
-		if (n == PN_ARJOB_MAX_BACKENDS)
-			return pn_cmd_fail(ctx, 2, "--backend: at most %d backends",
-					   PN_ARJOB_MAX_BACKENDS);
-		snprintf(seen[n++], sizeof(seen[0]), "%s", tok);
-		if (!strcmp(tok, "host"))
-			*has_host = 1;
-		else
-			(*ngpu)++;
-	}
-	if (!n)
-		return pn_cmd_fail(ctx, 2, "--backend is empty");
-	if (opt.graph > 0 && !*ngpu)
-		return pn_cmd_fail(ctx, 2, "-G captures CUDA graphs: it needs a GPU backend "
-					   "(--backend cuda or nccl)");
-	if (opt.gpus && !*ngpu)
-		return pn_cmd_fail(ctx, 2, "--gpus picks GPUs: it needs a GPU backend (--backend cuda or "
-					   "nccl)");
-	if (opt.gpus && parse_gpus(ctx, opt.gpus, j->dev, MAX_GPUS, &j->ndev))
-		return 2;
-	return 0;
-}
-
-static int has_multiring(const enum pn_algo *algos, int nalgos)
-{
-	while (nalgos-- > 0)
-		if (algos[nalgos] == PN_ALGO_MULTIRING)
-			return 1;
-	return 0;
-}
-
 /* --np: the planned memory of the ranks about to be forked (a --plan's rings
  * are not read yet: one channel, the ranks check again with them). */
 int allreduce_test_prelaunch(struct pn_ctx *ctx, int np)
 {
-	const char *backends = opt.backend ? opt.backend : "host";
-	char copy[512], *tok, *save = NULL;
 	enum pn_algo algos[PN_SWEEP_MAX_ALGOS];
 	struct pn_mem_job mj;
-	int nalgos, host = 0, ret;
+	int nalgos, host = pn_aropts_has_host(ar.backends ? ar.backends : "host"), ret;
 
-	snprintf(copy, sizeof(copy), "%s", backends);
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-		host |= !strcmp(tok, "host");
 	/* options that do not parse are the ranks' to report */
-	if (parse_algos(NULL, host, algos, &nalgos))
+	if (pn_aropts_algos(ar.algo, host, algos, &nalgos))
 		return 0;
-	pn_sweep_mem_job(&mj, np, np, pn_cli.transport, has_multiring(algos, nalgos) ? 2 : 1,
-			 host ? opt.maxbytes : 0, algos, nalgos, pn_cli.tune_file != NULL);
+	pn_sweep_mem_job(&mj, np, np, pn_cli.transport, pn_aropts_multiring(algos, nalgos) ? 2 : 1,
+			 host ? ar.maxbytes : 0, algos, nalgos, pn_cli.tune_file != NULL);
 	mj.base_bytes = PN_MEM_RANK_BASE;
 	ret = pn_cli.mem_check ? pn_mem_check(&mj) : 0;
 	return ret ? pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret)) : 0;
@@ -611,7 +365,7 @@ static int check_memory(struct job *j, int nchan, int host, const enum pn_algo *
 
 	*rc = 0;
 	pn_sweep_mem_job(&mj, pn_boot_local_size(j->boot), j->nranks, pn_cli.transport, nchan,
-			 host ? opt.maxbytes : 0, algos, nalgos, pn_cli.tune_file != NULL);
+			 host ? ar.maxbytes : 0, algos, nalgos, pn_cli.tune_file != NULL);
 	ret = pn_boot_agree_err(j->boot, pn_cli.mem_check ? pn_mem_check(&mj) : 0, 1, &first);
 	if (first >= 0) {
 		if (first == j->rank)
@@ -631,45 +385,6 @@ static void plugin_log(void *arg, int level, const char *msg)
 		    msg);
 }
 
-/*
- * Every backend of --backend, in order: the host's buffers, then every GPU
- * backend started (and --algo, -G, --gpus suit it) before any runs, and what
- * each rank's plugin runs on.  0, or the exit code after one line.
- */
-static int open_backends(struct job *j, const char *backends, const enum pn_algo *algos,
-			 int nalgos, int *err)
-{
-	char list[512], *tok, *save = NULL;
-	int ret;
-
-	snprintf(list, sizeof(list), "%s", backends);
-	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		struct pn_sweep_gpu_cfg gc = {
-			.name = tok, .algos = opt.algo, .graph = opt.graph, .gpus = opt.gpus,
-			.dev = j->dev, .ndev = j->ndev, .log = plugin_log, .log_arg = j,
-			.xnode = &pn_cli.xnode,
-		};
-
-		if (!strcmp(tok, "host")) {
-			*err = pn_arjob_add_host(&j->aj, algos, nalgos, opt.maxbytes);
-			if (*err)
-				return 0;
-			continue;
-		}
-		ret = pn_arjob_add_gpu(&j->aj, &gc);
-		if (ret) {
-			/* every rank has the same (first failing rank's) message */
-			if (j->rank == 0)
-				pn_cmd_error(j->ctx, ret);
-			return 2;
-		}
-		*err = pn_sweep_gpu_describe(j->aj.be[j->aj.nbe - 1], &j->desc[j->aj.nbe - 1]);
-		if (*err)
-			return 0;
-	}
-	return 0;
-}
-
 /* Rank 0: the job, its ranks, the plan and what each GPU backend runs on. */
 static void print_job(struct job *j, const char *backends, const char *launcher)
 {
@@ -684,13 +399,13 @@ static void print_job(struct job *j, const char *backends, const char *launcher)
 	pn_out_int(o, PN_JSON, "nnodes", NULL, j->aj.comm->nnodes);
 	pn_out_str(o, PN_JSON, "backend", NULL, backends);
 	pn_out_str(o, PN_JSON, "launcher", NULL, launcher);
-	pn_out_int(o, PN_JSON, "iters", NULL, opt.iters);
-	pn_out_int(o, PN_JSON, "warmup_iters", NULL, opt.warmup);
+	pn_out_int(o, PN_JSON, "iters", NULL, ar.iters);
+	pn_out_int(o, PN_JSON, "warmup_iters", NULL, ar.warmup);
 	pn_out_text(o, "# minBytes %llu maxBytes %llu step: %g(%s) warmup iters: %d iters: "
-		    "%d validation: %d\n#\n# Ranks\n", (unsigned long long)opt.minbytes,
-		    (unsigned long long)opt.maxbytes,
-		    opt.factor > 1 ? opt.factor : (double)opt.stepbytes,
-		    opt.factor > 1 ? "factor" : "bytes", opt.warmup, opt.iters, opt.check);
+		    "%d validation: %d\n#\n# Ranks\n", (unsigned long long)ar.minbytes,
+		    (unsigned long long)ar.maxbytes,
+		    ar.factor > 1 ? ar.factor : (double)ar.stepbytes,
+		    ar.factor > 1 ? "factor" : "bytes", ar.warmup, ar.iters, ar.check);
 	pn_out_open_array(o, "ranks");
 	for (r = 0; r < j->nranks; r++) {
 		pn_out_open_object(o, NULL);
@@ -708,7 +423,7 @@ static void print_job(struct job *j, const char *backends, const char *launcher)
 	for (a = 0; a < j->aj.nbe; a++) {
 		const struct pn_sweep_backend *be = j->aj.be[a];
 
-		if (!j->desc[a])
+		if (!j->aj.desc[a])
 			continue; /* the host */
 		if (!ngpu++)
 			pn_out_open_array(o, "gpu_backends");
@@ -732,7 +447,7 @@ static void print_job(struct job *j, const char *backends, const char *launcher)
 			pn_out_int(o, PN_ANY, "rank", "#  Rank %3lld", r);
 			pn_out_str(o, PN_TEXT, NULL, " %s:", be->name);
 			pn_out_str(o, PN_ANY, "device", " %s\n",
-				   j->desc[a] + (size_t)r * PN_SWEEP_DESC_LEN);
+				   j->aj.desc[a] + (size_t)r * PN_SWEEP_DESC_LEN);
 			pn_out_close_object(o);
 		}
 		pn_out_close_array(o);
@@ -812,13 +527,13 @@ static int print_summary(struct job *j)
 	double avg = isfinite(j->sw.worst_avg) ? j->sw.worst_avg : 0;
 	char why[160];
 
-	pn_sweep_verdict(j->sw.wrong, j->sw.differ, avg, opt.min_busbw, why, sizeof(why));
+	pn_sweep_verdict(j->sw.wrong, j->sw.differ, avg, ar.min_busbw, why, sizeof(why));
 	pn_out_open_object(o, "summary");
 	pn_out_uint(o, PN_JSON, "wrong", NULL, (unsigned long long)j->sw.wrong);
 	pn_out_uint(o, PN_JSON, "differ", NULL, (unsigned long long)j->sw.differ);
 	pn_out_float(o, PN_JSON, "avg_busbw", NULL, avg);
-	if (opt.min_busbw >= 0)
-		pn_out_float(o, PN_JSON, "min_busbw", NULL, opt.min_busbw);
+	if (ar.min_busbw >= 0)
+		pn_out_float(o, PN_JSON, "min_busbw", NULL, ar.min_busbw);
 	pn_out_bool(o, PN_JSON, "passed", NULL, !why[0]);
 	if (why[0])
 		pn_out_str(o, PN_JSON, "reason", NULL, why);
@@ -859,7 +574,7 @@ static int nccl_tests_options(struct pn_ctx *ctx, int ngpu)
 	if (opt.reg == 1)
 		return pn_cmd_fail(ctx, 2, "-R 1: penny does not register local buffers; -R 2 is "
 				   "--backend nccl --algo symmetric");
-	if (opt.reg == 2 && (!ngpu || strcmp(opt.algo, "symmetric")))
+	if (opt.reg == 2 && (!ngpu || strcmp(ar.algo, "symmetric")))
 		return pn_cmd_fail(ctx, 2, "-R 2: symmetric registration is --backend nccl --algo "
 				   "symmetric; give those");
 	return 0;
@@ -874,42 +589,51 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	struct pn_arjob_cfg jc = { .comm = { .transport = pn_cli.transport,
 					     .ib_hca = pn_cli.ib_hca,
 					     .ib_disable = pn_cli.ib_disable },
-				   .tune_file = pn_cli.tune_file };
+				   .tune_file = pn_cli.tune_file, .max_bytes = ar.maxbytes,
+				   .describe = 1 };
 	struct pn_comm_cfg *ccfg = &jc.comm;
 	struct job j;
 	enum pn_algo algos[PN_SWEEP_MAX_ALGOS];
 	uint64_t *sizes = NULL;
-	int nalgos = 0, a, ret = 0, failed = 0, rc = 0, has_host, ngpu;
-	const char *backends = opt.backend ? opt.backend : "host";
+	int nalgos = 0, ret = 0, failed = 0, rc = 0;
+	const char *backends = ar.backends ? ar.backends : "host";
 
 	memset(&j, 0, sizeof(j));
 	j.ctx = ctx;
 	pn_sweep_init(&j.sw);
 	if (argc > 0)
 		return pn_cmd_fail(ctx, 2, "unexpected argument '%s'", argv[0]);
-	if (check_backends(&j, backends, &has_host, &ngpu))
+	ar.backends = jc.backends = backends;
+	ar.transport = pn_cli.transport;
+	ret = pn_aropts_backends(&ar, &j.bk);
+	if (ret) {
+		pn_cmd_error(ctx, ret);
 		return 2;
+	}
 	if (pn_dtype_parse(opt.dtype, &j.sw.dtype) || pn_redop_parse(opt.op, &j.sw.op)) {
 		pn_cmd_error(ctx, -EINVAL);
 		return 2;
 	}
 	/* -n -w -c -b -e -i -f -G are in range (the table); -f 0: not given */
-	if (opt.minbytes > opt.maxbytes)
+	if (ar.minbytes > ar.maxbytes)
 		return pn_cmd_fail(ctx, 2, "-b %llu is larger than -e %llu",
-				   (unsigned long long)opt.minbytes, (unsigned long long)opt.maxbytes);
-	if (opt.plan && has_host && ngpu)
+				   (unsigned long long)ar.minbytes, (unsigned long long)ar.maxbytes);
+	if (ar.plan && j.bk.has_host && j.bk.ngpu)
 		return pn_cmd_fail(ctx, 2, "--plan: the host engine runs multiring over the plan, a "
 				   "GPU plugin its ring algorithm; run them in separate jobs");
-	if (opt.plan && has_host && strcmp(opt.algo, "auto") && strcmp(opt.algo, "multiring"))
+	if (ar.plan && j.bk.has_host && strcmp(ar.algo, "auto") && strcmp(ar.algo, "multiring"))
 		return pn_cmd_fail(ctx, 2, "--plan runs the multiring algorithm; it cannot run "
-				   "--algo %s", opt.algo);
-	if (opt.plan && has_host)
-		opt.algo = "multiring";
-	if (nccl_tests_options(ctx, ngpu))
+				   "--algo %s", ar.algo);
+	if (ar.plan && j.bk.has_host)
+		ar.algo = "multiring";
+	if (nccl_tests_options(ctx, j.bk.ngpu))
 		return 2;
-	if (parse_algos(ctx, has_host, algos, &nalgos))
+	ret = pn_aropts_algos(ar.algo, j.bk.has_host, algos, &nalgos);
+	if (ret) {
+		pn_cmd_error(ctx, ret);
 		return 2;
-	ret = pn_sweep_sizes(opt.minbytes, opt.maxbytes, opt.stepbytes, opt.factor,
+	}
+	ret = pn_sweep_sizes(ar.minbytes, ar.maxbytes, ar.stepbytes, ar.factor,
 			     pn_dtype_size(j.sw.dtype), &sizes, &j.sw.nsizes);
 	if (ret == -E2BIG)
 		return pn_cmd_fail(ctx, 2, "-b, -e and -i or -f give more than %d sizes",
@@ -927,14 +651,14 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	j.nranks = ctx->job->nranks;
 	if (ret)
 		goto fail;
-	ret = agree_params(&j, algos, nalgos, backends, &rc);
+	ret = agree_params(&j, algos, nalgos, &rc);
 	if (!ret && !rc)
 		ret = open_outputs(&j, &rc);
 	if (ret || rc)
 		goto fail;
-	if (has_multiring(algos, nalgos))
+	if (pn_aropts_multiring(algos, nalgos))
 		ccfg->nchannels = 2;
-	if (opt.plan) {
+	if (ar.plan) {
 		ret = plan_load(&j, &rc);
 		if (ret || rc)
 			goto fail;
@@ -942,24 +666,33 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		ccfg->verbs_port = pn_planned_port;
 		ccfg->verbs_port_arg = j.plan;
 	}
-	ret = check_memory(&j, ccfg->nchannels, has_host, algos, nalgos, &rc);
+	ret = check_memory(&j, ccfg->nchannels, j.bk.has_host, algos, nalgos, &rc);
 	if (ret || rc)
 		goto fail;
 	jc.plan = j.plan;
-	ret = pn_arjob_open(&j.aj, j.boot, &jc);
-	if (!ret)
-		rc = open_backends(&j, backends, algos, nalgos, &ret);
-	if (ret || rc)
+	jc.algos = algos;
+	jc.nalgos = nalgos;
+	jc.gpu = (struct pn_sweep_gpu_cfg){ .algos = ar.algo, .graph = ar.graph, .gpus = ar.gpus,
+					    .dev = j.bk.dev, .ndev = j.bk.ndev, .log = plugin_log,
+					    .log_arg = &j, .xnode = &pn_cli.xnode };
+	ret = pn_arjob_start(&j.aj, j.boot, &jc);
+	if (ret && j.aj.gpu_failed) {
+		/* every rank has the same (first failing rank's) message */
+		if (j.rank == 0)
+			pn_cmd_error(ctx, ret);
+		rc = 2;
+	}
+	if (ret)
 		goto fail;
-	if (j.csv)
-		pn_sweep_csv_header(j.csv);
+	if (j.files.csv)
+		pn_sweep_csv_header(j.files.csv);
 	j.progress = j.rank == 0 && isatty(STDERR_FILENO) && !pn_cli.json && j.sw.nsizes > 8;
 	j.sw.comm = j.aj.comm;
-	j.sw.iters = opt.iters;
-	j.sw.warmup = opt.warmup;
-	j.sw.check = opt.check;
-	j.sw.seed = opt.seed;
-	j.sw.time_of = time_of[opt.average];	/* 0..3: the table's range */
+	j.sw.iters = ar.iters;
+	j.sw.warmup = ar.warmup;
+	j.sw.check = ar.check;
+	j.sw.seed = ar.seed;
+	j.sw.time_of = time_of[ar.average];	/* 0..3: the table's range */
 	j.sw.keep = j.rank == 0;
 	j.sw.sink = (struct pn_sweep_sink){ .arg = &j, .begin = print_header, .row = print_row,
 					    .end = print_footer, .skip = print_skip,
@@ -978,7 +711,7 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		pn_out_close_array(ctx->out);
 		print_ratios(&j, backends);
 		failed = print_summary(&j);
-		ret = finish_outputs(&j);
+		ret = pn_arout_finish(&j.files, &ar, &j.sw, j.nranks, j.aj.comm->nnodes);
 	}
 	if (ret) {
 		/* the results could not be kept: could not run (rank 0 only) */
@@ -993,12 +726,8 @@ fail:
 		rc = pn_cmd_exit_code(ret);
 	}
 out:
-	for (a = 0; a < PN_ARJOB_MAX_BACKENDS; a++)
-		free(j.desc[a]);
 	/* not committed: a failed run leaves the files as they were */
-	pn_ofile_abort(j.csv_of);
-	pn_ofile_abort(j.plot_of);
-	pn_ofile_abort(j.tune_of);
+	pn_arout_abort(&j.files);
 	pn_arjob_close(&j.aj);
 	pn_planned_free(j.plan);
 	pn_sweep_release(&j.sw);

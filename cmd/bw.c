@@ -20,6 +20,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "gpu/gpumem.h"
+#include "harness/bwopts.h"
 #include "harness/bwrun.h"
 #include "transport/verbs.h"
 
@@ -31,21 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SIZE_UNSET UINT64_MAX
-
-static struct {
-	const char *dev, *op, *loopback, *expect, *gpu_engine, *connection;
-	int ibport, gid, all, iters, qps, bidir, mtu, lat, txdepth, port, all_rails;
-	int inline_size, use_cuda, gpu, cpu_freq, report_gbits, qp_timeout, no_peak;
-	uint64_t size;		/* 65536 (RDMA) or 256 MiB (--gpu) when not given */
-	double duration, min_gbps, limit_bw;
-} opt = {
+static struct pn_bw_opts opt = {
 	.op = "write", .gid = -1, .iters = -1, .qps = 1, .txdepth = 128, .port = 18515,
-	.inline_size = -1, .use_cuda = -1, .size = SIZE_UNSET, .min_gbps = -1, .limit_bw = -1,
+	.inline_size = -1, .use_cuda = -1, .size = PN_BW_SIZE_UNSET, .min_gbps = -1, .limit_bw = -1,
 };
-
-/* perftest's MB/sec: 2^20 bytes per second (its --report_gbits: 10^9 bits) */
-#define MIB_PER_GBIT (1e9 / 8 / 1048576.0)
 
 const struct pn_opt bw_options[] = {
 	{ "ib-dev", 'd', OPT_STRING, &opt.dev, "DEV[:PORT]",
@@ -186,66 +176,9 @@ static const char dashes[] = "--------------------------------------------------
 
 static int parse_cfg(struct bw *b)
 {
-	struct pn_bw_cfg *c = &b->r.cfg;
-	int i;
+	int ret = pn_bw_opts_cfg(&opt, &b->r.cfg);
 
-	pn_bw_cfg_init(c);
-	if (opt.size == SIZE_UNSET)
-		opt.size = 65536;
-	if (opt.gpu_engine)
-		return pn_cmd_fail(b->ctx, 2, "--gpu-engine goes with --gpu");
-	if (!strcmp(opt.op, "write"))
-		c->op = PN_VERBS_WRITE;
-	else if (!strcmp(opt.op, "read"))
-		c->op = PN_VERBS_READ;
-	else if (!strcmp(opt.op, "send"))
-		c->op = PN_VERBS_SEND;
-	else
-		return pn_cmd_fail(b->ctx, 2, "--op must be write, read or send, not '%s'", opt.op);
-	if (opt.lat)
-		c->flags |= PN_BW_LAT;
-	if (opt.bidir)
-		c->flags |= PN_BW_BIDIR;
-	/*
-	 * Ranges are the table's (-q -t -I -n -D -p -s --mtu --use_cuda
-	 * --expect); the initial values -1 and 0 mean "not given".
-	 */
-	if (opt.lat && opt.bidir)
-		return pn_cmd_fail(b->ctx, 2, "--lat and -b do not go together");
-	if (opt.lat && opt.qps != 1)
-		return pn_cmd_fail(b->ctx, 2, "--lat uses one QP");
-	if (opt.use_cuda >= 0 && opt.lat)
-		return pn_cmd_fail(b->ctx, 2, "--use_cuda measures bandwidth; --lat polls host memory");
-	if (opt.mtu && !pn_verbs_mtu_valid(opt.mtu))
-		return pn_cmd_fail(b->ctx, 2, "-m/--mtu must be 256, 512, 1024, 2048 or 4096");
-	if (opt.duration > 0 && opt.iters > 0)
-		return pn_cmd_fail(b->ctx, 2, "-n and -D exclude each other");
-	if (opt.duration > 0 && opt.lat)
-		return pn_cmd_fail(b->ctx, 2, "--lat counts iterations (-n), not seconds");
-	if (opt.connection && strcasecmp(opt.connection, "RC"))
-		return pn_cmd_fail(b->ctx, 2, "-c: penny bw tests RC (reliable connection) QPs "
-					      "only, not '%s'", opt.connection);
-	if (opt.limit_bw >= 0 && opt.min_gbps >= 0)
-		return pn_cmd_fail(b->ctx, 2, "-w and --min-gbps are one gate: give one");
-	if (opt.limit_bw >= 0 && opt.lat)
-		return pn_cmd_fail(b->ctx, 2, "-w is a bandwidth limit; --lat measures latency");
-	/* -w: perftest's verifier limit, in the table's unit */
-	if (opt.limit_bw >= 0)
-		opt.min_gbps = opt.report_gbits ? opt.limit_bw : opt.limit_bw / MIB_PER_GBIT;
-	c->nqp = (uint32_t)opt.qps;
-	c->tx_depth = (uint32_t)opt.txdepth;
-	c->mtu = (uint32_t)opt.mtu;
-	c->iters = opt.duration > 0 ? 0 : opt.iters > 0 ? (uint64_t)opt.iters : opt.lat ? 1000 : 5000;
-	c->duration = opt.duration;
-	if (opt.all) {
-		for (i = 1; i <= 23; i++)
-			c->sizes[c->nsizes++] = 1ull << i;
-	} else {
-		if (opt.lat && !opt.size)
-			return pn_cmd_fail(b->ctx, 2, "--lat needs -s of at least 1");
-		c->sizes[c->nsizes++] = opt.size;
-	}
-	return 0;
+	return ret ? pn_cmd_fail(b->ctx, 2, "%s", pn_errmsg(ret)) : 0;
 }
 
 static int bw_mem_fail(struct pn_ctx *ctx, int ret)
@@ -262,16 +195,7 @@ int bw_prelaunch(struct pn_ctx *ctx, int np)
 	if (!pn_cli.mem_check)
 		return 0;
 	return bw_mem_fail(ctx, pn_bwrun_mem_ranks(np, opt.all ? 1ull << 23 : opt.size ==
-						   SIZE_UNSET ? 65536 : opt.size));
-}
-
-static int list_len(const char *list)
-{
-	int n = 1;
-
-	for (; *list; list++)
-		n += *list == ',';
-	return n;
+						   PN_BW_SIZE_UNSET ? 65536 : opt.size));
 }
 
 /* A bare number that is no IPv4 address ("95", "90.5"), so no host. */
@@ -280,23 +204,6 @@ static int is_pct(const char *arg)
 	struct in_addr a;
 
 	return strspn(arg, "0123456789.") == strlen(arg) && inet_pton(AF_INET, arg, &a) != 1;
-}
-
-/* -d and --loopback name what their mode uses (no empty element: the table). */
-static int check_devices(struct pn_ctx *ctx)
-{
-	int nd = opt.dev ? list_len(opt.dev) : 0;
-
-	if (opt.loopback && list_len(opt.loopback) > 2)
-		return pn_cmd_fail(ctx, 2, "--loopback takes DEV1 or DEV1,DEV2, not '%s'",
-				   opt.loopback);
-	if (opt.loopback && opt.dev)
-		return pn_cmd_fail(ctx, 2, "--loopback names the devices; -d is for the other modes");
-	if (nd > PN_BW_MAX_RAILS)
-		return pn_cmd_fail(ctx, 2, "-d names %d devices, at most %d", nd, PN_BW_MAX_RAILS);
-	if (nd > 1 && !opt.all_rails)
-		return pn_cmd_fail(ctx, 2, "-d names %d devices: a list is for --all-rails", nd);
-	return 0;
 }
 
 static int transport_tcp(struct bw *b)
@@ -354,7 +261,7 @@ static const char *bw_unit(void)
 
 static double bw_in_unit(double gbps)
 {
-	return opt.report_gbits ? gbps : gbps * MIB_PER_GBIT;
+	return opt.report_gbits ? gbps : gbps * PN_BW_MIB_PER_GBIT;
 }
 
 /* One link's header (ends, rate, MTU, GID) and table head; its results follow. */
@@ -626,7 +533,7 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 	b->ctx = ctx;
 	if (opt.gpu) {
 		struct pn_bwgpu_cfg g = {
-			.bytes = opt.size == SIZE_UNSET ? 0 : opt.size, .iters = opt.iters,
+			.bytes = opt.size == PN_BW_SIZE_UNSET ? 0 : opt.size, .iters = opt.iters,
 			.engine = opt.gpu_engine, .bidir = opt.bidir, .lat = opt.lat,
 		};
 
@@ -664,9 +571,9 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 		return pn_cmd_fail(ctx, 2, "one HOST at most (got '%s' and '%s')", argv[0], argv[1]);
 	if (opt.all_rails && (argc || opt.loopback))
 		return pn_cmd_fail(ctx, 2, "--all-rails runs under a launcher (mpirun, srun, --np)");
-	rc = check_devices(ctx);
-	if (rc)
-		return rc;
+	ret = pn_bw_opts_devices(&opt);
+	if (ret)
+		return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
 	signal(SIGPIPE, SIG_IGN);
 	rc = pn_cmd_job_cfg(ctx);
 	if (rc)

@@ -85,7 +85,7 @@ static const struct pn_cmd *find_cmd(const char *name)
  * A self-launched rank says its errors to the launcher (without the
  * prefix), which prints them once for all ranks (pn_boot_collapse).
  */
-static int say_fd = -1;
+static const struct pn_boot_cfg *say_to;
 
 static void say_fmt(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -103,7 +103,7 @@ const char *pn_cmd_said(void)
 static void say(const char *cmd, const char *fmt, va_list ap)
 {
 	char msg[1024], line[1024];
-	int n = say_fd >= 0 ? 0 : snprintf(line, sizeof(line), "penny %s: ", cmd), k;
+	int n = say_to ? 0 : snprintf(line, sizeof(line), "penny %s: ", cmd), k;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	memcpy(said, msg, sizeof(said));
@@ -113,10 +113,10 @@ static void say(const char *cmd, const char *fmt, va_list ap)
 	pn_text_escape(line + n, sizeof(line) - (size_t)n - 1, msg, 0);
 	n = (int)strlen(line);
 	line[n++] = '\n';
-	if (say_fd >= 0 && write(say_fd, line, (size_t)n) == n)
+	if (say_to && !pn_boot_tell(say_to, line, (size_t)n))
 		return;
-	if (say_fd >= 0 && k == 0) { /* the launcher is gone: say it here */
-		say_fd = -1;
+	if (say_to && k == 0) { /* the launcher is gone: say it here */
+		say_to = NULL;
 		say_fmt(cmd, "%.*s", n - 1, line);
 		return;
 	}
@@ -309,13 +309,43 @@ static int read_env(void)
 	return pn_plugin_set_path(pn_cli.plugin_path);
 }
 
+static int run_body(const struct pn_cmd *c, struct pn_ctx *ctx, int nargs, char **argv);
+
+/* like git's run_builtin: a result that could not be written is a failure */
+static int stdout_status(int ret)
+{
+	if (fflush(stdout) || ferror(stdout)) {
+		if (!stdout_error_said)
+			fprintf(stderr, "penny: write error on standard output\n");
+		return ret ? ret : 1;
+	}
+	return ret;
+}
+
+/* A self-launched rank (--np): the command, its error lines to the launcher. */
+struct rank_run {
+	const struct pn_cmd *c;
+	struct pn_ctx *ctx;
+	int nargs;
+	char **argv;
+};
+
+static int run_rank(struct pn_boot_cfg *cfg, void *arg)
+{
+	struct rank_run *rr = arg;
+
+	rr->ctx->rank = cfg->rank;
+	rr->ctx->launch = cfg;
+	say_to = cfg;
+	return stdout_status(run_body(rr->c, rr->ctx, rr->nargs, rr->argv));
+}
+
 static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 {
 	const struct pn_opt *tables[4] = { c->opts, common_options, NULL, NULL };
 	struct pn_ctx ctx = { .name = c->name, .rank = -1 };
-	struct pn_cmd_job job;
 	const char *root;
-	int nargs = 0, ret, is_parent = 0, status = 0;
+	int nargs = 0, ret, status = 0;
 
 	if (c->flags & CMD_LAUNCH)
 		tables[2] = launch_options;
@@ -359,40 +389,46 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 				return ret;
 		}
 		if (pn_cli.np > 0) {
+			struct rank_run rr = { c, &ctx, nargs, argv };
 			char *report = NULL, *line, *save = NULL;
 
 			pn_boot_cfg_init(&cfg);
 			cfg.timeout = pn_cli.timeout;
 			fflush(NULL);
-			ret = pn_boot_selflaunch(pn_cli.np, &cfg, &is_parent, &status, &report);
+			ret = pn_boot_run_ranks(pn_cli.np, &cfg, run_rank, &rr, &status, &report);
 			if (ret) {
 				pn_cmd_error(&ctx, ret);
 				return 2;
 			}
-			if (is_parent) {
-				/* every rank's errors, each said once */
-				for (line = report ? strtok_r(report, "\n", &save) : NULL; line;
-				     line = strtok_r(NULL, "\n", &save))
-					say_fmt(c->name, "%s", line);
-				free(report);
-				return status;
-			}
-			ctx.rank = cfg.rank;
-			ctx.launch = &cfg;
-			say_fd = cfg.err_fd;
+			/* every rank's errors, each said once */
+			for (line = report ? strtok_r(report, "\n", &save) : NULL; line;
+			     line = strtok_r(NULL, "\n", &save))
+				say_fmt(c->name, "%s", line);
+			free(report);
+			return status;
 		}
 	}
+	return run_body(c, &ctx, nargs, argv);
+}
+
+/* The command itself, in this process or in a self-launched rank. */
+static int run_body(const struct pn_cmd *c, struct pn_ctx *ctx, int nargs, char **argv)
+{
+	struct pn_cmd_job job;
+	int ret;
+
 	if (c->flags & CMD_LAUNCH) {
-		job_init(&job, ctx.launch);
-		ctx.job = &job;
+		job_init(&job, ctx->launch);
+		ctx->job = &job;
 	}
-	ctx.out = pn_out_new(stdout, pn_cli.json);
-	if (!ctx.out)
-		return pn_cmd_fail(&ctx, 1, "out of memory");
-	ret = c->fn(&ctx, nargs, argv);
-	if (ctx.job)
+	ctx->out = pn_out_new(stdout, pn_cli.json);
+	if (!ctx->out)
+		return pn_cmd_fail(ctx, 1, "out of memory");
+	ret = c->fn(ctx, nargs, argv);
+	if (ctx->job)
 		pn_boot_free(job.boot);
-	if (pn_out_free(ctx.out) && !ret) {
+	ctx->job = NULL;
+	if (pn_out_free(ctx->out) && !ret) {
 		fprintf(stderr, "penny %s: write error on standard output\n", c->name);
 		stdout_error_said = 1;
 		ret = 1;
@@ -477,12 +513,5 @@ int main(int argc, char **argv)
 
 	pn_boot_set_notice(boot_notice);
 	ret = dispatch(argc, argv);
-
-	/* like git's run_builtin: a result that could not be written is a failure */
-	if (fflush(stdout) || ferror(stdout)) {
-		if (!stdout_error_said)
-			fprintf(stderr, "penny: write error on standard output\n");
-		return ret ? ret : 1;
-	}
-	return ret;
+	return stdout_status(ret);
 }

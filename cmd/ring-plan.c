@@ -8,11 +8,10 @@
 #define _GNU_SOURCE
 #include "penny.h"
 
-#include "base/file.h"
 #include "base/log.h"
 #include "base/minijson.h"
-#include "base/ofile.h"
 #include "plan/plan.h"
+#include "plan/plan_files.h"
 #include "plan/plan_json.h"
 #include "plan/plan_job.h"
 #include "harness/plansched.h"
@@ -191,32 +190,7 @@ static int load_model(struct pn_ctx *ctx, struct pn_plan_model *m, int need)
 
 		ret = pn_plan_model_synthetic(m, &s);
 	} else if (opt.topo_files) {
-		const char *p = opt.topo_files;
-
-		ret = 0;
-		while (*p && !ret) {
-			char *path, *buf;
-			size_t len = strcspn(p, ","), n;
-
-			path = strndup(p, len);
-			if (!path)
-				return pn_cmd_fail(ctx, 2, "out of memory");
-			p += len;
-			if (*p == ',')
-				p++;
-			if (!*path) {
-				free(path);
-				continue;
-			}
-			ret = pn_file_read(path, &buf, &n);
-			if (!ret) {
-				ret = pn_plan_model_add_topo(m, buf, n, path);
-				free(buf);
-			}
-			free(path);
-		}
-		if (!ret && !m->nnodes)
-			return pn_cmd_fail(ctx, 2, "--topo-file names no file");
+		ret = pn_plan_model_add_topo_files(m, opt.topo_files);
 		if (!ret && opt.hosts)
 			ret = pn_plan_model_order_hosts(m, opt.hosts);
 	} else if (need || opt.topo_xml) {
@@ -247,119 +221,6 @@ static int load_model(struct pn_ctx *ctx, struct pn_plan_model *m, int need)
 
 /* ---------------------------------------------------------------- print */
 
-/* ----------------------------------------------------------- NCCL graph */
-
-static int graphs_per_node(void)
-{
-	return strstr(opt.nccl_graph, "%h") || strstr(opt.nccl_graph, "%n");
-}
-
-/* Node i's file: --nccl-graph with %h (its host name) and %n (its index). */
-static int graph_name(const struct pn_plan_model *m, int i, char *path, size_t len)
-{
-	const char *q, *add;
-	char one[2] = "", num[16];
-	size_t n = 0, k;
-
-	for (q = opt.nccl_graph; *q; q++) {
-		if (q[0] == '%' && q[1] == 'h') {
-			add = m->nodes[i].host;
-			if (strchr(add, '/'))
-				return pn_err(-EINVAL, "--nccl-graph: the host name '%s' of node %d "
-					      "cannot be part of a file name", add, i);
-			q++;
-		} else if (q[0] == '%' && q[1] == 'n') {
-			snprintf(num, sizeof(num), "%d", i);
-			add = num;
-			q++;
-		} else {
-			one[0] = *q;
-			add = one;
-		}
-		k = strlen(add);
-		if (n + k >= len)
-			return pn_err(-ENAMETOOLONG, "--nccl-graph: the file name of node %d is too "
-				      "long", i);
-		memcpy(path + n, add, k);
-		n += k;
-	}
-	path[n] = 0;
-	return 0;
-}
-
-struct graph_file {
-	char *name;
-	int node;
-};
-
-static int graph_cmp(const void *a, const void *b)
-{
-	const struct graph_file *x = a, *y = b;
-	int c = strcmp(x->name, y->name);
-
-	return c ? c : x->node - y->node;
-}
-
-/* Before the planning: every file can be written, no two nodes share one. */
-static int check_graphs(struct pn_ctx *ctx, const struct pn_plan_model *m)
-{
-	int n = graphs_per_node() ? m->nnodes : 1, i, ret = 0;
-	struct graph_file *g = calloc((size_t)n, sizeof(*g));
-	char path[4096];
-
-	if (!g)
-		return pn_cmd_fail(ctx, 2, "out of memory");
-	for (i = 0; i < n && !ret; i++) {
-		ret = graph_name(m, i, path, sizeof(path));
-		if (!ret && !(g[i].name = strdup(path)))
-			ret = pn_err(-ENOMEM, "out of memory");
-		g[i].node = i;
-	}
-	if (!ret)
-		qsort(g, (size_t)n, sizeof(*g), graph_cmp);
-	for (i = 1; i < n && !ret; i++)
-		if (!strcmp(g[i - 1].name, g[i].name))
-			ret = pn_err(-EINVAL, "--nccl-graph: nodes %d and %d would both write '%s'",
-				     g[i - 1].node, g[i].node, g[i].name);
-	for (i = 0; i < n && !ret; i++)
-		ret = pn_ofile_check(g[i].name);
-	for (i = 0; i < n; i++)
-		free(g[i].name);
-	free(g);
-	if (ret) {
-		pn_cmd_error(ctx, ret);
-		return 2;
-	}
-	return 0;
-}
-
-static int write_graphs(struct pn_ctx *ctx, const struct pn_plan *p)
-{
-	const struct pn_plan_model *m = p->model;
-	int per_node = graphs_per_node(), i, ret = 0;
-
-	for (i = 0; i < (per_node ? m->nnodes : 1) && !ret; i++) {
-		struct pn_ofile *of;
-		char path[4096];
-
-		ret = graph_name(m, i, path, sizeof(path));
-		if (!ret)
-			ret = pn_ofile_open(&of, path, PN_OFILE_SYNC);
-		if (ret)
-			break;
-		ret = pn_plan_write_nccl(p, per_node ? i : -1, pn_ofile_file(of));
-		if (ret)
-			pn_ofile_abort(of);
-		else
-			ret = pn_ofile_commit(of);
-	}
-	if (ret) {
-		pn_cmd_error(ctx, ret);
-		return 2;
-	}
-	return 0;
-}
-
 /* ---------------------------------------------------------------- check */
 
 static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
@@ -368,69 +229,22 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 	struct pn_plan plan;
 	struct pn_plan_msgs notes = { 0 }, viol = { 0 };
 	struct pn_sched sc = { 0 };
-	char **texts = NULL, **names = NULL;
-	size_t *lens = NULL;
-	int nf = 0, i, ret, rc = 2, xml;
-	const char *p = opt.check, *fmt;
+	struct pn_plan_files f;
+	int ret, rc = 2;
 
 	pn_plan_model_init(&own);
 	pn_plan_init(&plan, model);
-	/*
-	 * The arrays are sized once from the comma count: growing them with
-	 * x = realloc(x, ...) lost them on failure, and the clean-up below then
-	 * read texts[i] through NULL.
-	 */
-	for (i = 1, fmt = p; *fmt; fmt++)
-		i += *fmt == ',';
-	texts = calloc((size_t)i, sizeof(*texts));
-	names = calloc((size_t)i, sizeof(*names));
-	lens = calloc((size_t)i, sizeof(*lens));
-	if (!texts || !names || !lens) {
-		pn_cmd_fail(ctx, 2, "out of memory");
+	ret = pn_plan_files_read(&f, opt.check);
+	if (ret) {
+		pn_cmd_error(ctx, ret);
 		goto out;
 	}
-	for (; *p; nf++) {
-		size_t len = strcspn(p, ",");
-
-		names[nf] = strndup(p, len);
-		p += len;
-		if (*p == ',')
-			p++;
-		if (!names[nf]) {
-			pn_cmd_fail(ctx, 2, "out of memory");
-			goto out;
-		}
-		ret = pn_file_read(names[nf], &texts[nf], &lens[nf]);
-		if (ret) {
-			nf++;
-			pn_cmd_error(ctx, ret);
-			goto out;
-		}
-	}
-	if (!nf) {
-		pn_cmd_fail(ctx, 2, "--check needs a file");
-		goto out;
-	}
-	fmt = texts[0] + strspn(texts[0], " \t\r\n");
-	xml = *fmt == '<';
-	if (xml && opt.show_schedule) {
+	if (f.xml && opt.show_schedule) {
 		pn_cmd_fail(ctx, 2, "--show-schedule: the engine runs ring-plan JSON plans "
 			    "(allreduce-test --plan), not NCCL graph XML");
 		goto out;
 	}
-	if (!xml && nf > 1) {
-		pn_cmd_fail(ctx, 2, "--check takes several files only for NCCL graph XML, one per node");
-		goto out;
-	}
-	if (xml) {
-		ret = pn_plan_read_nccl(&plan, model, (const char *const *)texts, lens,
-					(const char *const *)names, nf, &notes, &viol);
-		if (!ret)
-			ret = pn_plan_validate(&plan, &viol);
-	} else {
-		/* the validator of allreduce-test --plan (plan_job.h) */
-		ret = pn_plan_load_json(&plan, &own, model, texts[0], lens[0], &viol);
-	}
+	ret = pn_plan_files_check(&f, &plan, &own, model, &notes, &viol);
 	if (ret < 0) {
 		pn_cmd_error(ctx, ret);
 		goto out;
@@ -449,7 +263,7 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 	}
 	pn_out_open_object(ctx->out, NULL);
 	pn_out_str(ctx->out, PN_ANY, "file", "check %s: ", opt.check);
-	pn_out_str(ctx->out, PN_ANY, "format", "%s, ", xml ? "nccl-xml" : "json");
+	pn_out_str(ctx->out, PN_ANY, "format", "%s, ", f.xml ? "nccl-xml" : "json");
 	pn_out_int(ctx->out, PN_ANY, "nnodes", "%lld node", plan.model->nnodes);
 	pn_out_int(ctx->out, PN_ANY, "nranks", plan.model->nnodes == 1 ? ", %lld ranks, " : "s, %lld ranks, ",
 		   plan.model->nranks);
@@ -469,13 +283,7 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 		pn_cmd_fail(ctx, 1, "FAILED: %d violations in %s", viol.n + viol.dropped, opt.check);
 out:
 	pn_sched_release(&sc);
-	for (i = 0; i < nf; i++) {
-		free(texts[i]);
-		free(names[i]);
-	}
-	free(texts);
-	free(names);
-	free(lens);
+	pn_plan_files_release(&f);
 	pn_plan_release(&plan);
 	pn_plan_model_release(&own);
 	pn_plan_msgs_release(&notes);
@@ -509,9 +317,12 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 		goto out_model;
 	}
 	if (opt.nccl_graph) {
-		rc = check_graphs(ctx, &model);
-		if (rc)
+		ret = pn_plan_graphs_check(opt.nccl_graph, &model);
+		if (ret) {
+			rc = 2;
+			pn_cmd_error(ctx, ret);
 			goto out_model;
+		}
 	}
 	if (opt.no_degrade && model.nnodes > 1) {
 		struct pn_plan_msgs why = { 0 };
@@ -574,9 +385,11 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 	pn_out_close_object(ctx->out);
 	rc = viol.n || viol.dropped ? 1 : 0;
 	if (opt.nccl_graph) {
-		ret = write_graphs(ctx, &plan);
-		if (ret)
-			rc = ret;
+		ret = pn_plan_graphs_write(opt.nccl_graph, &plan);
+		if (ret) {
+			pn_cmd_error(ctx, ret);
+			rc = 2;
+		}
 	}
 out_plan:
 	pn_sched_release(&sc);

@@ -22,8 +22,10 @@
 #include "base/ofile.h"
 #include "base/out.h"
 #include "node/perfquery.h"
+#include "node/playback.h"
 #include "node/record.h"
 #include "node/topplot.h"
+#include "node/toprun.h"
 #include "node/sysfs.h"
 #include "base/util.h"
 
@@ -36,7 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -112,8 +113,6 @@ static struct {
 	const struct pn_rdmares *procs;	/* NULL: --processes not given */
 } extra;
 
-/* the QP owners' netlink dump may take this long at most */
-#define PROCS_TIMEOUT 2.0
 
 /* The host the counters are of: under --sysfs-root the tree's own host
  * name (its /proc/sys/kernel/hostname), else the tree's path. */
@@ -153,19 +152,6 @@ static void catch_signals(void)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-}
-
-/* Counter files stay open between samples: make room for 16 NICs' worth. */
-static void raise_fd_limit(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl))
-		return;
-	if (rl.rlim_cur < 16384 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max < 16384 ? rl.rlim_max : 16384;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
 }
 
 /* ---- JSON and text table ---- */
@@ -516,22 +502,11 @@ static int write_prom(const char *path, const struct pn_counters_set *v, const i
 
 /* ---- the two ways to run ---- */
 
-static double stall_limit(double interval)
-{
-	return interval * 10 > 5 ? interval * 10 : 5;
-}
-
 struct top_run {
 	struct pn_ctx *ctx;
-	struct pn_counters_sampler *sampler;
-	struct pn_counters_set view;
-	struct pn_nodectx nodectx;
-	struct pn_gputraffic gpus;
-	struct pn_rdmares procs;
+	struct pn_toprun run;		/* sampler, snapshot, context, GPUs, recorder */
 	int sort;
-	int *idx;
-	struct pn_record *rec;		/* --record */
-	struct pn_replay *plot;		/* --plot of a live run: its rates */
+	int *idx, idx_cap;	/* the ports shown, in order (node/portsel.h) */
 	int in_screen;			/* warnings wait for the screen to close */
 	char warn[600];
 };
@@ -560,16 +535,16 @@ static struct pn_gputraffic *gpus_from_record(const struct pn_record_sample *s)
 static void keep(struct top_run *r)
 {
 	static struct pn_record_gpu gpus[PN_RECORD_GPUS_MAX];
-	double interval = r->view.interval > 0 ? r->view.interval : opt.interval;
-	int ret, ngpus = (r->rec || r->plot) ? pn_gputraffic_to_record(extra.gpus, gpus) : 0;
+	double interval = r->run.view.interval > 0 ? r->run.view.interval : opt.interval;
+	int ret, ngpus = (r->run.rec || r->run.plot) ? pn_gputraffic_to_record(extra.gpus, gpus) : 0;
 
-	if (r->rec) {
-		ret = pn_record_write(r->rec, &r->view, &r->nodectx, top_host(), interval,
+	if (r->run.rec) {
+		ret = pn_record_write(r->run.rec, &r->run.view, &r->run.nodectx, top_host(), interval,
 				      ngpus ? gpus : NULL, ngpus);
 		if (ret)
 			top_warn(r, pn_errmsg(ret), "; recording stopped");
 	}
-	if (r->plot && pn_replay_add(r->plot, &r->view, &r->nodectx, ngpus ? gpus : NULL, ngpus))
+	if (r->run.plot && pn_replay_add(r->run.plot, &r->run.view, &r->run.nodectx, ngpus ? gpus : NULL, ngpus))
 		top_warn(r, pn_errmsg(-E2BIG), "");
 }
 
@@ -583,26 +558,6 @@ static int write_plot(struct top_run *r, const struct pn_replay *rp)
 	if (ret)
 		pn_cmd_error(r->ctx, ret);
 	return ret ? 2 : 0;
-}
-
-static int order(struct top_run *r, int sort)
-{
-	int *ni = realloc(r->idx, (size_t)(r->view.n ? r->view.n : 1) * sizeof(int));
-
-	if (!ni)
-		return -1;
-	r->idx = ni;
-	return pn_port_order(&r->view, opt.filter, sort, r->idx);
-}
-
-/* With every counter snapshot: the GPU rows, and the QP owners when shown. */
-static int sample_extra(struct top_run *r, int procs)
-{
-	pn_gputraffic_sample(&r->gpus, pn_now_ns());
-	if (!procs)
-		return 0;
-	pn_rdmares_release(&r->procs);
-	return pn_rdmares_read(&r->procs, PROCS_TIMEOUT);
 }
 
 /* with --prom, stdout stays quiet unless --json asks for it too */
@@ -640,7 +595,7 @@ static int emit(struct top_run *r, const struct pn_counters_set *v, int n, doubl
 static int batch(struct top_run *r)
 {
 	int printed = 0;
-	struct pollfd pfd = { .fd = pn_sampler_fd(r->sampler), .events = POLLIN };
+	struct pollfd pfd = { .fd = pn_sampler_fd(r->run.sampler), .events = POLLIN };
 
 	/* a sample is one write (each one ends with a flush) */
 	static char outbuf[256 << 10];
@@ -657,25 +612,25 @@ static int batch(struct top_run *r)
 		ret = poll(&pfd, 1, 1000);
 		if (ret < 0 && errno != EINTR)
 			return pn_cmd_fail(r->ctx, 2, "poll: %s", strerror(errno));
-		ret = pn_sampler_take(r->sampler, &r->view);
+		ret = pn_sampler_take(r->run.sampler, &r->run.view);
 		if (ret < 0) {
 			pn_cmd_error(r->ctx, ret);
 			return 2;
 		}
 		if (ret == 0) {
-			if (pn_sampler_busy(r->sampler, what, sizeof(what), &secs) &&
-			    secs > stall_limit(opt.interval))
+			if (pn_sampler_busy(r->run.sampler, what, sizeof(what), &secs) &&
+			    secs > pn_top_stall_limit(opt.interval))
 				return pn_cmd_fail(r->ctx, 2,
 						   "reading the counters of '%s' has not returned for "
 						   "%.0f s",
 						   what[0] ? what : "the device list", secs);
 			continue;
 		}
-		n = order(r, r->sort);
-		if (n < 0 || sample_extra(r, opt.processes && r->view.seq >= 2))
+		n = pn_port_order_alloc(&r->run.view, opt.filter, r->sort, &r->idx, &r->idx_cap);
+		if (n < 0 || pn_toprun_extra(&r->run, opt.processes && r->run.view.seq >= 2))
 			return pn_cmd_fail(r->ctx, 2, "out of memory");
 		keep(r);
-		ret = emit(r, &r->view, n, opt.interval, &r->nodectx, &printed);
+		ret = emit(r, &r->run.view, n, opt.interval, &r->run.nodectx, &printed);
 		if (ret == 2)
 			return 2;
 		if (ret)
@@ -684,29 +639,12 @@ static int batch(struct top_run *r)
 	return stop_status();
 }
 
-static double next_interval(double cur, int dir)
-{
-	static const double steps[] = { 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60 };
-	int i;
-
-	if (dir > 0) {
-		for (i = 0; i < (int)PN_ARRAY_SIZE(steps); i++)
-			if (steps[i] > cur + 1e-9)
-				return steps[i];
-		return cur;
-	}
-	for (i = (int)PN_ARRAY_SIZE(steps) - 1; i >= 0; i--)
-		if (steps[i] < cur - 1e-9)
-			return steps[i];
-	return cur;
-}
-
 static int screen(struct top_run *r)
 {
 	struct pollfd pfd[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
-				 { .fd = pn_sampler_fd(r->sampler), .events = POLLIN } };
-	struct tui_status st = { .interval = opt.interval, .host = top_host(), .ctx = &r->nodectx,
-				 .gpus = &r->gpus, .procs = &r->procs };
+				 { .fd = pn_sampler_fd(r->run.sampler), .events = POLLIN } };
+	struct tui_status st = { .interval = opt.interval, .host = top_host(), .ctx = &r->run.nodectx,
+				 .gpus = &r->run.gpus, .procs = &r->run.procs };
 	char what[80] = "";
 	struct tui *t;
 	int ret, quit = 0, dirty = 1, was_busy = 0, err = 0, poll_errno = 0;
@@ -715,7 +653,7 @@ static int screen(struct top_run *r)
 	if (ret)
 		return pn_cmd_fail(r->ctx, 2, "cannot open the terminal (TERM=%s)",
 				   getenv("TERM") ? getenv("TERM") : "");
-	if (opt.processes && pn_rdmares_read(&r->procs, PROCS_TIMEOUT)) {
+	if (opt.processes && pn_toprun_procs(&r->run)) {
 		tui_close(t);
 		return pn_cmd_fail(r->ctx, 2, "out of memory");
 	}
@@ -723,7 +661,7 @@ static int screen(struct top_run *r)
 		int key, action;
 
 		if (dirty) {
-			tui_draw(t, &r->view, &st);
+			tui_draw(t, &r->run.view, &st);
 			dirty = 0;
 		}
 		/* paused: leave the snapshots queued, look only at the keyboard */
@@ -732,50 +670,49 @@ static int screen(struct top_run *r)
 			break;
 		}
 		if (!st.paused) {
-			ret = pn_sampler_take(r->sampler, &r->view);
+			ret = pn_sampler_take(r->run.sampler, &r->run.view);
 			if (ret < 0)
 				err = ret;
-			else if (ret > 0 && sample_extra(r, tui_procs_shown(t)))
+			else if (ret > 0 && pn_toprun_extra(&r->run, tui_procs_shown(t)))
 				err = -ENOMEM;
 			else if (ret > 0)
 				dirty = 1;
 			if (ret > 0)
 				keep(r);
 		}
-		st.busy = pn_sampler_busy(r->sampler, what, sizeof(what), &st.busy_secs) &&
+		st.busy = pn_sampler_busy(r->run.sampler, what, sizeof(what), &st.busy_secs) &&
 			  st.busy_secs > (st.interval > 1 ? st.interval : 1);
 		st.busy_what = what;
 		if (st.busy || was_busy)
 			dirty = 1;
 		was_busy = st.busy;
 		while ((key = tui_getkey(t)) >= 0) {
-			action = tui_key(t, key, &r->view);
+			action = tui_key(t, key, &r->run.view);
 			switch (action) {
-			case TUI_QUIT:
+			case PN_TOPA_QUIT:
 				quit = 1;
 				break;
-			case TUI_SLOWER:
-			case TUI_FASTER:
-				st.interval = next_interval(st.interval, action == TUI_SLOWER ? 1 : -1);
-				pn_sampler_set_interval(r->sampler, st.interval);
+			case PN_TOPA_SLOWER:
+			case PN_TOPA_FASTER:
+				st.interval = pn_top_next_interval(st.interval, action == PN_TOPA_SLOWER ? 1 : -1);
+				pn_sampler_set_interval(r->run.sampler, st.interval);
 				dirty = 1;
 				break;
-			case TUI_PAUSE:
+			case PN_TOPA_PAUSE:
 				st.paused = !st.paused;
 				dirty = 1;
 				break;
-			case TUI_REDRAW:
+			case PN_TOPA_REDRAW:
 				dirty = 1;
 				break;
-			case TUI_PROCS: /* the view opened: its first list now */
-				pn_rdmares_release(&r->procs);
-				if (pn_rdmares_read(&r->procs, PROCS_TIMEOUT))
+			case PN_TOPA_PROCS: /* the view opened: its first list now */
+				if (pn_toprun_procs(&r->run))
 					err = -ENOMEM;
 				dirty = 1;
 				break;
 			}
 			/* the detail view's port gets every counter read */
-			pn_sampler_set_detail(r->sampler, tui_detail(t));
+			pn_sampler_set_detail(r->run.sampler, tui_detail(t));
 		}
 	}
 	tui_close(t);
@@ -790,17 +727,6 @@ static int screen(struct top_run *r)
 
 /* ---- --replay: a recording through the same printers and screen ---- */
 
-static int replay_order(struct top_run *r, const struct pn_record_sample *s, int sort)
-{
-	int *ni = realloc(r->idx, (size_t)(s->set.n ? s->set.n : 1) * sizeof(int));
-
-	if (!ni)
-		return -1;
-	r->idx = ni;
-	replay_host = s->host;
-	return pn_port_order(&s->set, opt.filter, sort, r->idx);
-}
-
 static int replay_batch(struct top_run *r, struct pn_replay *rp, struct pn_record_sample *s)
 {
 	int printed = 0, i, n, ret;
@@ -811,7 +737,8 @@ static int replay_batch(struct top_run *r, struct pn_replay *rp, struct pn_recor
 			pn_cmd_error(r->ctx, ret);
 			return 2;
 		}
-		n = replay_order(r, s, r->sort);
+		replay_host = s->host;
+		n = pn_port_order_alloc(&s->set, opt.filter, r->sort, &r->idx, &r->idx_cap);
 		if (n < 0)
 			return pn_cmd_fail(r->ctx, 2, "out of memory");
 		extra.gpus = gpus_from_record(s);
@@ -829,71 +756,38 @@ static int replay_screen(struct top_run *r, struct pn_replay *rp, struct pn_reco
 {
 	struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
 	struct tui_status st = { 0 };
-	int n = pn_replay_count(rp), pos = 0, shown = -1, quit = 0, key, ret = 0;
-	double speed = 1, due = pn_now();
+	struct pn_playback pb;
+	int quit = 0, key, ret = 0;
 	char status[80];
 	struct tui *t;
 
 	if (tui_open(&t, opt.filter, r->sort, 0))
 		return pn_cmd_fail(r->ctx, 2, "cannot open the terminal (TERM=%s)",
 				   getenv("TERM") ? getenv("TERM") : "");
+	pn_playback_init(&pb, pn_replay_count(rp), pn_now());
 	while (!quit && !got_signal) {
-		double wait;
-
-		if (!st.paused && pn_now() >= due && shown == pos && pos + 1 < n)
-			pos++;
-		if (!st.paused && shown == pos && pos + 1 >= n)
-			st.paused = 1; /* the end: stay on the last sample */
-		if (pos != shown) {
-			ret = pn_replay_load(rp, pos, s);
+		if (pn_playback_tick(&pb, pn_now())) {
+			ret = pn_replay_load(rp, pb.pos, s);
 			if (ret)
 				break;
-			shown = pos;
-			/* the next one after this one's recorded interval */
-			due = pn_now() + fmax(s->interval, 0.01) / speed;
+			pn_playback_shown(&pb, s->interval, pn_now());
 		}
 		replay_host = s->host;
 		st.host = s->host;
 		st.ctx = &s->ctx;
 		st.interval = s->interval;
-		snprintf(status, sizeof(status), "replay %d/%d x%g", pos + 1, n, speed);
+		snprintf(status, sizeof(status), "replay %d/%d x%g", pb.pos + 1, pb.n, pb.speed);
 		st.replay = status;
+		st.paused = pb.paused;
 		st.gpus = gpus_from_record(s);
 		tui_draw(t, &s->set, &st);
-		wait = st.paused ? 1 : fmin(fmax(due - pn_now(), 0), 1);
-		if (poll(&pfd, 1, (int)(wait * 1000)) < 0 && errno != EINTR)
+		if (poll(&pfd, 1, (int)(pn_playback_wait(&pb, pn_now()) * 1000)) < 0 && errno != EINTR)
 			break;
 		while ((key = tui_getkey(t)) >= 0) {
-			switch (tui_key(t, key, &s->set)) {
-			case TUI_QUIT:
-				quit = 1;
-				break;
-			case TUI_SLOWER:
-			case TUI_FASTER:
-				speed = key == '+' || key == '=' ? fmax(speed / 2, 0.125)
-								  : fmin(speed * 2, 64);
-				due = pn_now() + fmax(s->interval, 0.01) / speed;
-				break;
-			case TUI_PAUSE:
-				st.paused = !st.paused;
-				due = pn_now() + fmax(s->interval, 0.01) / speed;
-				break;
-			case TUI_STEP_BACK:
-				st.paused = 1;
-				pos = pos > 0 ? pos - 1 : 0;
-				break;
-			case TUI_STEP_FWD:
-				st.paused = 1;
-				pos = pos + 1 < n ? pos + 1 : pos;
-				break;
-			case TUI_SEEK_START:
-				pos = 0;
-				break;
-			case TUI_SEEK_END:
-				st.paused = 1;
-				pos = n - 1;
-				break;
-			}
+			int action = tui_key(t, key, &s->set);
+
+			quit |= action == PN_TOPA_QUIT;
+			pn_playback_action(&pb, action, s->interval, pn_now());
 		}
 	}
 	tui_close(t);
@@ -951,11 +845,7 @@ static int replay(struct top_run *r, int use_screen)
 int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 {
 	struct top_run r = { .ctx = ctx };
-	struct pn_counters_remote *remote = NULL;
-	struct pn_counters_cfg cfg;
-	struct pn_counters_set set;
-	struct pn_pq *pq = NULL;
-	int nremote = 0, ret, use_screen;
+	int ret, use_screen;
 
 	if (argc > 0)
 		return pn_cmd_fail(ctx, 2, "unexpected argument '%s'", argv[0]);
@@ -999,92 +889,36 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 		return pn_cmd_fail(ctx, 2, "--record to standard output or error needs a batch "
 				   "output (--count, --once, --json or a redirection), not the "
 				   "screen");
-	if (opt.replay) {
-		catch_signals();
+	catch_signals();
+	if (opt.replay)
 		return replay(&r, use_screen);
-	}
-	if (opt.record) {
-		ret = pn_record_open(&r.rec, opt.record, opt.record_max);
-		if (ret) {
-			pn_cmd_error(ctx, ret);
-			return 2;
-		}
-	}
-	if (opt.plot && pn_replay_new(&r.plot)) {
-		pn_record_close(r.rec);
-		return pn_cmd_fail(ctx, 2, "out of memory");
-	}
-	ret = pn_counters_remote_parse(opt.lids, &remote, &nremote);
+	ret = pn_toprun_open(&r.run, &(struct pn_toprun_cfg){
+		.record = opt.record, .record_max = opt.record_max, .plot = opt.plot != NULL,
+		.lids = opt.lids, .ca = opt.ca, .ethernet = opt.ethernet,
+		/* the screen's list and the table need bytes, errors and discards
+		 * only; JSON and Prometheus output carry every counter */
+		.brief = !pn_out_is_json(ctx->out) && !opt.prom && !opt.record,
+		/* the screen shows rates after a short first interval */
+		.interval = opt.interval, .first = use_screen ? fmin(opt.interval, 0.25) : 0 });
 	if (ret) {
 		pn_cmd_error(ctx, ret);
+		pn_toprun_close(&r.run);
 		return 2;
 	}
-	if (opt.ca && !nremote) {
-		free(remote);
-		return pn_cmd_fail(ctx, 2, "--ca is for --lid");
-	}
-	if (nremote) {
-		ret = pn_perfquery_open_arg(&pq, opt.ca);
-		if (ret) {
-			pn_cmd_error(ctx, ret);
-			free(remote);
-			return 2;
-		}
-	}
-	raise_fd_limit();
-	catch_signals();
-
-	/* where each NIC sits (NUMA, rail, GPUs): read once, before sampling;
-	 * context only, so a tree that stalls hwloc (a FIFO) costs 1 s, not 5 */
-	ret = pn_nodectx_load(&r.nodectx, &(struct pn_topo_cfg){ .no_nvml = 1, .timeout = 1.0 });
-	if (!ret)
-		ret = pn_gputraffic_open(&r.gpus);
-	if (ret) {
-		pn_cmd_error(ctx, ret);
-		ret = 2;
-		goto out;
-	}
-	extra.gpus = &r.gpus;
-	extra.procs = opt.processes ? &r.procs : NULL;
-	pn_counters_cfg_init(&cfg);
-	cfg.ethernet = opt.ethernet;
-	cfg.remote = remote;
-	cfg.nremote = nremote;
-	cfg.pq = pq;
-	/* the screen's list and the table need bytes, errors and discards
-	 * only; JSON and Prometheus output carry every counter */
-	cfg.brief = !pn_out_is_json(ctx->out) && !opt.prom && !opt.record;
-	pn_counters_set_init(&set, &cfg);
-	/* the screen shows rates after a short first interval */
-	ret = pn_sampler_start(&r.sampler, &set, opt.interval,
-				   use_screen ? fmin(opt.interval, 0.25) : 0);
-	if (ret) {
-		pn_counters_set_release(&set);
-		pn_cmd_error(ctx, ret);
-		ret = 2;
-		goto out;
-	}
-	memset(&r.view, 0, sizeof(r.view));
+	extra.gpus = &r.run.gpus;
+	extra.procs = opt.processes ? &r.run.procs : NULL;
 	r.in_screen = use_screen;
 	ret = use_screen ? screen(&r) : batch(&r);
 	if (r.warn[0])
 		pn_cmd_fail(ctx, 0, "%s", r.warn);
-	if (r.plot && pn_replay_count(r.plot) && write_plot(&r, r.plot) && !ret)
+	if (r.run.plot && pn_replay_count(r.run.plot) && write_plot(&r, r.run.plot) && !ret)
 		ret = 2;
-	pn_counters_set_release(&r.view);
 	free(r.idx);
-	if (pn_sampler_stop(r.sampler, 1.0)) {
+	if (pn_toprun_stop(&r.run)) {
 		/* stuck in a read: it may still use pq and remote; the process ends */
 		PN_DBG(PN_LOG_NIC, "%s", pn_errmsg(-ETIMEDOUT));
 		return ret;
 	}
-out:
-	pn_gputraffic_close(&r.gpus);
-	pn_rdmares_release(&r.procs);
-	pn_record_close(r.rec);
-	pn_replay_close(r.plot);
-	pn_nodectx_release(&r.nodectx);
-	pn_perfquery_close(pq);
-	free(remote);
+	pn_toprun_close(&r.run);
 	return ret;
 }

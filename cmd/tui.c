@@ -3,6 +3,7 @@
 #include "tui.h"
 
 #include "node/nic.h"
+#include "node/topview.h"
 #include "base/util.h"
 
 #include <curses.h>
@@ -19,25 +20,13 @@
 #include <unistd.h>
 #include <wchar.h>
 
-enum { MODE_LIST, MODE_DETAIL, MODE_HELP, MODE_RAILS, MODE_PROCS };
 enum { C_HEAD = 1, C_ALERT, C_WARN, C_BAR, C_SPARK, C_TITLE, C_GOOD };
-enum { K_ESC = 27, K_CTRL_L = 12 };
+enum { K_CTRL_L = 12 };
 
 struct tui {
-	int sort;
-	char filter[64], saved_filter[64];
-	int show_err;
-	int hide_gpus;		/* 'g' */
-	int mode, prev_mode;
-	int prompt;		/* editing the filter */
-	char sel[80];		/* selected port, by name */
-	int top;		/* first list row on screen */
-	int dtop;		/* first counter row in the detail view */
-	int list_rows;		/* list rows that fit (for paging) */
+	struct pn_topview v;	/* what is shown (node/topview.h) */
 	int utf8, color;
 	SCREEN *scr;
-	int *idx;
-	int idx_cap;
 };
 
 const char *tui_fmt_bps(char *buf, size_t len, double Bps)
@@ -264,7 +253,7 @@ static void header(struct tui *t, const struct pn_counters_set *v, const struct 
 	for (i = 0; i < v->n; i++) {
 		const struct pn_counters_port *p = &v->ports[i];
 
-		if (!pn_port_match(t->filter, p))
+		if (!pn_port_match(t->v.filter, p))
 			continue;
 		shown++;
 		if (p->state == PN_PORT_ACTIVE)
@@ -301,8 +290,8 @@ static void header(struct tui *t, const struct pn_counters_set *v, const struct 
 	} else if (v->seq == 1) {
 		line(1, 0, A_NORMAL, "first sample taken: rates after the next one");
 	} else {
-		snprintf(buf, sizeof(buf), "sort %s%s%s%s%s%s", pn_port_sort_name(t->sort),
-			 t->filter[0] ? "  filter '" : "", t->filter, t->filter[0] ? "'" : "",
+		snprintf(buf, sizeof(buf), "sort %s%s%s%s%s%s", pn_port_sort_name(t->v.sort),
+			 t->v.filter[0] ? "  filter '" : "", t->v.filter, t->v.filter[0] ? "'" : "",
 			 st->gpus && st->gpus->note[0] ? "  " : "", st->gpus ? st->gpus->note : "");
 		line(1, 0, A_NORMAL, buf);
 	}
@@ -316,8 +305,8 @@ static void footer(struct tui *t, const char *keys)
 
 	move(LINES - 1, 0);
 	clrtoeol();
-	if (t->prompt) {
-		snprintf(buf, sizeof(buf), "filter: %s", t->filter);
+	if (t->v.prompt) {
+		snprintf(buf, sizeof(buf), "filter: %s", t->v.filter);
 		line(LINES - 1, 0, A_BOLD, buf);
 		move(LINES - 1, (int)strlen(buf) < COLS ? (int)strlen(buf) : COLS - 1);
 		return;
@@ -353,7 +342,7 @@ static void layout(const struct tui *t, const struct pn_counters_set *v,
 	l->speed = 5;
 	l->rate = 10;
 	l->pct = 4;
-	l->err = t->show_err ? 6 : 0;
+	l->err = t->v.show_err ? 6 : 0;
 	x = l->dev + 1;
 	l->x_port = x;
 	x += l->port + 1;
@@ -367,7 +356,7 @@ static void layout(const struct tui *t, const struct pn_counters_set *v,
 	x += l->rate + 1;
 	l->x_pct = x;
 	x += l->pct + 1;
-	rest = COLS - x - (t->show_err ? 2 * (l->err + 1) : 0);
+	rest = COLS - x - (t->v.show_err ? 2 * (l->err + 1) : 0);
 	/* the node context where the topology is known and a bar still fits */
 	l->x_ctx = x;
 	if (ctx && ctx->nnics && rest >= CTX_W + 1 + 13) {
@@ -459,41 +448,12 @@ static void list_row(struct tui *t, const struct layout *l, int y, const struct 
 		ctx_cells(y, l->x_ctx, pn_nodectx_port(ctx, p));
 	bar(t, y, l->x_bar, l->bar, p->util, attr_of(t, C_BAR, A_NORMAL));
 	sparkline(t, y, l->x_spark, l->spark, p, hmax, attr_of(t, C_SPARK, A_NORMAL));
-	if (t->show_err) {
+	if (t->v.show_err) {
 		delta_cell(t, y, l->x_err, l->err, p->err_valid, p->err_delta);
 		delta_cell(t, y, l->x_disc, l->err, p->disc_valid, p->disc_delta);
 	}
 	if (selected)
 		mvchgat(y, 0, -1, A_REVERSE, 0, NULL);
-}
-
-static int ensure_idx(struct tui *t, int n)
-{
-	if (n <= t->idx_cap)
-		return 0;
-	int *ni = realloc(t->idx, (size_t)n * sizeof(int));
-
-	if (!ni)
-		return -ENOMEM;
-	t->idx = ni;
-	t->idx_cap = n;
-	return 0;
-}
-
-/* Position of the selection in the order; selects the first row if lost. */
-static int sel_pos(struct tui *t, const struct pn_counters_set *v, int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		if (!strcmp(v->ports[t->idx[i]].name, t->sel))
-			return i;
-	if (n > 0) {
-		snprintf(t->sel, sizeof(t->sel), "%s", v->ports[t->idx[0]].name);
-		return 0;
-	}
-	t->sel[0] = 0;
-	return -1;
 }
 
 /* ---- GPU rows ('g') and the process view ('p') ---- */
@@ -504,7 +464,7 @@ static int gpu_rows(const struct tui *t, const struct tui_status *st)
 {
 	int room = (LINES - 4) / 2;
 
-	if (t->hide_gpus || !st->gpus || !st->gpus->n || room < 2)
+	if (t->v.hide_gpus || !st->gpus || !st->gpus->n || room < 2)
 		return 0;
 	return st->gpus->n + 1 < room ? st->gpus->n + 1 : room;
 }
@@ -604,7 +564,7 @@ static void draw_procs(struct tui *t, const struct pn_counters_set *v, const str
 
 int tui_procs_shown(const struct tui *t)
 {
-	return t->mode == MODE_PROCS || (t->mode == MODE_HELP && t->prev_mode == MODE_PROCS);
+	return pn_topview_procs(&t->v);
 }
 
 static void draw_list(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
@@ -636,15 +596,15 @@ static void draw_list(struct tui *t, const struct pn_counters_set *v, const stru
 			put(2, l.x_ctx + 5, 4, 1, a, "RAIL");
 			put(2, l.x_ctx + 10, 8, 0, a, "GPUS");
 		}
-		if (t->show_err) {
+		if (t->v.show_err) {
 			put(2, l.x_err, l.err, 1, a, "ERR");
 			put(2, l.x_disc, l.err, 1, a, "DISC");
 		}
 	}
-	n = ensure_idx(t, v->n) ? 0 : pn_port_order(v, t->filter, t->sort, t->idx);
+	n = pn_topview_order(&t->v, v);
 	/* one scale for every row's history: the largest of the listed ports */
 	for (i = 0; i < n; i++)
-		hmax = fmax(hmax, hist_max(&v->ports[t->idx[i]], l.spark));
+		hmax = fmax(hmax, hist_max(&v->ports[t->v.idx[i]], l.spark));
 	if (l.spark) {
 		char scale[48], head[64];
 
@@ -665,25 +625,14 @@ static void draw_list(struct tui *t, const struct pn_counters_set *v, const stru
 	}
 	grows = gpu_rows(t, st);
 	rows = LINES - 4 - grows;
-	t->list_rows = rows > 0 ? rows : 1;
-	sel = sel_pos(t, v, n);
-	if (sel >= 0) {
-		if (sel < t->top)
-			t->top = sel;
-		if (sel >= t->top + rows)
-			t->top = sel - rows + 1;
-	}
-	if (t->top > n - rows)
-		t->top = n - rows;
-	if (t->top < 0)
-		t->top = 0;
+	sel = pn_topview_scroll(&t->v, v, n, rows);
 	for (y = 3; y < LINES - 1; y++) {
 		move(y, 0);
 		clrtoeol();
 	}
 	if (n == 0) {
-		if (t->filter[0])
-			snprintf(buf, sizeof(buf), "no port matches '%s'", t->filter);
+		if (t->v.filter[0])
+			snprintf(buf, sizeof(buf), "no port matches '%s'", t->v.filter);
 		else if (v->seq)
 			snprintf(buf, sizeof(buf), "no RDMA ports in /sys/class/infiniband%s",
 				 v->cfg.ethernet ? " and no netdevs" : " (-e adds netdevs)");
@@ -691,12 +640,12 @@ static void draw_list(struct tui *t, const struct pn_counters_set *v, const stru
 			buf[0] = 0;
 		line(4, 2, A_NORMAL, buf);
 	}
-	for (i = t->top, y = 3; i < n && y < LINES - 1 - grows; i++, y++) {
-		const struct pn_counters_port *p = &v->ports[t->idx[i]];
+	for (i = t->v.top, y = 3; i < n && y < LINES - 1 - grows; i++, y++) {
+		const struct pn_counters_port *p = &v->ports[t->v.idx[i]];
 		int show_dev = 1;
 
-		if (t->sort == PN_PORT_SORT_NAME && i > t->top && p->type != PN_PT_NETDEV &&
-		    !strcmp(v->ports[t->idx[i - 1]].dev, p->dev))
+		if (t->v.sort == PN_PORT_SORT_NAME && i > t->v.top && p->type != PN_PT_NETDEV &&
+		    !strcmp(v->ports[t->v.idx[i - 1]].dev, p->dev))
 			show_dev = 0; /* grouped by device */
 		list_row(t, &l, y, p, st->ctx, show_dev, i == sel, hmax);
 	}
@@ -726,11 +675,11 @@ static void draw_rails(struct tui *t, const struct pn_counters_set *v, const str
 	put(2, 56, 7, 1, a, "SHARE");
 	if (w_bar < 4)
 		w_bar = 0;
-	n = ensure_idx(t, v->n) ? 0 : pn_port_order(v, t->filter, t->sort, t->idx);
+	n = pn_topview_order(&t->v, v);
 	if (n)
 		r = calloc((size_t)(ctx ? ctx->nnics : 0) + 1, sizeof(*r));
 	if (r)
-		rows = pn_nodectx_rails(ctx, v, t->idx, n, r);
+		rows = pn_nodectx_rails(ctx, v, t->v.idx, n, r);
 	put(2, x_bar + w_bar + (w_bar ? 1 : 0), 4, 1, a, "NUMA");
 	put(2, x_bar + w_bar + (w_bar ? 1 : 0) + 10, 8, 0, a, "GPUS");
 	for (i = 0, y = 3; i < rows && y < LINES - 1 - grows; i++, y++) {
@@ -768,7 +717,7 @@ static void draw_rails(struct tui *t, const struct pn_counters_set *v, const str
 
 static void draw_detail(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
 {
-	const struct pn_counters_port *p = pn_counters_set_find(v, t->sel);
+	const struct pn_counters_port *p = pn_counters_set_find(v, t->v.sel);
 	char buf[512], a[96], b[32], c[32], d[32];
 	int y, gh, i, rows;
 
@@ -778,7 +727,7 @@ static void draw_detail(struct tui *t, const struct pn_counters_set *v, const st
 		clrtoeol();
 	}
 	if (!p) {
-		snprintf(buf, sizeof(buf), "port %s went away (Esc: back to the list)", t->sel);
+		snprintf(buf, sizeof(buf), "port %s went away (Esc: back to the list)", t->v.sel);
 		line(3, 2, attr_of(t, C_WARN, A_BOLD), buf);
 		footer(t, "Esc:back q:quit ?:help");
 		return;
@@ -835,11 +784,11 @@ static void draw_detail(struct tui *t, const struct pn_counters_set *v, const st
 		put(y, w + 33, 14, 1, ta, "PER SEC");
 		y++;
 		rows = LINES - 1 - y;
-		if (t->dtop > p->nctr - rows)
-			t->dtop = p->nctr - rows;
-		if (t->dtop < 0)
-			t->dtop = 0;
-		for (i = t->dtop; i < p->nctr && y < LINES - 1; i++, y++) {
+		if (t->v.dtop > p->nctr - rows)
+			t->v.dtop = p->nctr - rows;
+		if (t->v.dtop < 0)
+			t->v.dtop = 0;
+		for (i = t->v.dtop; i < p->nctr && y < LINES - 1; i++, y++) {
 			const struct pn_counter *k = &p->ctr[i];
 			attr_t da = A_NORMAL;
 
@@ -917,17 +866,17 @@ void tui_draw(struct tui *t, const struct pn_counters_set *v, const struct tui_s
 		refresh();
 		return;
 	}
-	if (t->mode == MODE_HELP)
+	if (t->v.mode == PN_TOPV_HELP)
 		draw_help(t, v, st);
-	else if (t->mode == MODE_DETAIL)
+	else if (t->v.mode == PN_TOPV_DETAIL)
 		draw_detail(t, v, st);
-	else if (t->mode == MODE_RAILS)
+	else if (t->v.mode == PN_TOPV_RAILS)
 		draw_rails(t, v, st);
-	else if (t->mode == MODE_PROCS)
+	else if (t->v.mode == PN_TOPV_PROCS)
 		draw_procs(t, v, st);
 	else
 		draw_list(t, v, st);
-	curs_set(t->prompt ? 1 : 0);
+	curs_set(t->v.prompt ? 1 : 0);
 	refresh();
 }
 
@@ -935,9 +884,7 @@ void tui_draw(struct tui *t, const struct pn_counters_set *v, const struct tui_s
 
 const char *tui_detail(const struct tui *t)
 {
-	if (t->mode == MODE_DETAIL || (t->mode == MODE_HELP && t->prev_mode == MODE_DETAIL))
-		return t->sel;
-	return NULL;
+	return pn_topview_detail(&t->v);
 }
 
 int tui_getkey(struct tui *t)
@@ -948,200 +895,27 @@ int tui_getkey(struct tui *t)
 	return ch == ERR ? -1 : ch;
 }
 
-static int edit_filter(struct tui *t, int key)
-{
-	size_t len = strlen(t->filter);
-
-	if (key == '\n' || key == '\r' || key == KEY_ENTER) {
-		t->prompt = 0;
-	} else if (key == K_ESC) {
-		snprintf(t->filter, sizeof(t->filter), "%s", t->saved_filter);
-		t->prompt = 0;
-	} else if (key == KEY_BACKSPACE || key == 127 || key == 8) {
-		if (len)
-			t->filter[len - 1] = 0;
-	} else if (key == 21) { /* Ctrl-U */
-		t->filter[0] = 0;
-	} else if (key >= 32 && key < 127 && len + 1 < sizeof(t->filter)) {
-		t->filter[len] = (char)key;
-		t->filter[len + 1] = 0;
-	}
-	t->top = 0;
-	return TUI_REDRAW;
-}
-
-static int move_sel(struct tui *t, const struct pn_counters_set *v, int key)
-{
-	int n, pos, page = t->list_rows > 1 ? t->list_rows - 1 : 1;
-
-	if (ensure_idx(t, v->n))
-		return TUI_NONE;
-	n = pn_port_order(v, t->filter, t->sort, t->idx);
-	pos = sel_pos(t, v, n);
-	if (pos < 0)
-		return TUI_NONE;
-	switch (key) {
-	case KEY_UP:
-	case 'k':
-		pos--;
-		break;
-	case KEY_DOWN:
-	case 'j':
-		pos++;
-		break;
-	case KEY_PPAGE:
-		pos -= page;
-		break;
-	case KEY_NPAGE:
-		pos += page;
-		break;
-	case KEY_HOME:
-		pos = 0;
-		break;
-	case KEY_END:
-	case 'G':
-		pos = n - 1;
-		break;
-	}
-	if (pos < 0)
-		pos = 0;
-	if (pos >= n)
-		pos = n - 1;
-	snprintf(t->sel, sizeof(t->sel), "%s", v->ports[t->idx[pos]].name);
-	return TUI_REDRAW;
-}
+/* The terminal's keys that are not characters, as the view's. */
+static const int keymap[][2] = {
+	{ KEY_UP, PN_TOPK_UP },	      { KEY_DOWN, PN_TOPK_DOWN },   { KEY_PPAGE, PN_TOPK_PGUP },
+	{ KEY_NPAGE, PN_TOPK_PGDN },  { KEY_HOME, PN_TOPK_HOME },   { KEY_END, PN_TOPK_END },
+	{ KEY_LEFT, PN_TOPK_LEFT },   { KEY_RIGHT, PN_TOPK_RIGHT }, { KEY_RESIZE, PN_TOPK_RESIZE },
+	{ KEY_ENTER, '\r' },	      { KEY_BACKSPACE, 127 },
+};
 
 int tui_key(struct tui *t, int key, const struct pn_counters_set *v)
 {
-	if (key < 0)
-		return TUI_NONE;
-	if (t->prompt)
-		return edit_filter(t, key);
-	if (key == KEY_RESIZE)
-		return TUI_REDRAW;
-	if (key == K_CTRL_L) {
+	int k = key > 255 ? PN_TOPK_OTHER : key;
+	size_t i;
+
+	if (key == K_CTRL_L && !t->v.prompt) {
 		clearok(curscr, TRUE);
-		return TUI_REDRAW;
+		return PN_TOPA_REDRAW;
 	}
-	if (key == 'q' || key == 'Q')
-		return TUI_QUIT;
-	if (t->mode == MODE_HELP) {
-		t->mode = t->prev_mode;
-		return TUI_REDRAW;
-	}
-	switch (key) {
-	case '?':
-		t->prev_mode = t->mode;
-		t->mode = MODE_HELP;
-		return TUI_REDRAW;
-	case '+':
-	case '=':
-		return TUI_SLOWER;
-	case '-':
-	case '_':
-		return TUI_FASTER;
-	case ' ':
-		return TUI_PAUSE;
-	case ',':
-	case '<':
-		return TUI_STEP_BACK;
-	case '.':
-	case '>':
-		return TUI_STEP_FWD;
-	case '[':
-		return TUI_SEEK_START;
-	case ']':
-		return TUI_SEEK_END;
-	case 'e':
-		t->show_err = !t->show_err;
-		return TUI_REDRAW;
-	case 'p':
-		if (t->mode == MODE_PROCS) {
-			t->mode = MODE_LIST;
-			return TUI_REDRAW;
-		}
-		t->mode = MODE_PROCS;
-		return TUI_PROCS;
-	case 'g':
-		t->hide_gpus = !t->hide_gpus;
-		return TUI_REDRAW;
-	}
-	if (t->mode == MODE_PROCS)
-		return key == K_ESC ? (t->mode = MODE_LIST, TUI_REDRAW) : TUI_NONE;
-	if (t->mode == MODE_RAILS || (t->mode == MODE_LIST && key == 'r')) {
-		switch (key) {
-		case 'r':
-		case K_ESC:
-			t->mode = t->mode == MODE_RAILS ? MODE_LIST : MODE_RAILS;
-			return TUI_REDRAW;
-		case 'f':
-		case '/':
-			snprintf(t->saved_filter, sizeof(t->saved_filter), "%s", t->filter);
-			t->prompt = 1;
-			return TUI_REDRAW;
-		}
-		return TUI_NONE;
-	}
-	if (t->mode == MODE_DETAIL) {
-		switch (key) {
-		case K_ESC:
-		case KEY_BACKSPACE:
-		case 127:
-		case KEY_LEFT:
-		case 'h':
-		case '\n':
-		case '\r':
-		case KEY_ENTER:
-			t->mode = MODE_LIST;
-			return TUI_REDRAW;
-		case KEY_UP:
-		case 'k':
-			t->dtop--;
-			return TUI_REDRAW;
-		case KEY_DOWN:
-		case 'j':
-			t->dtop++;
-			return TUI_REDRAW;
-		case KEY_PPAGE:
-			t->dtop -= 10;
-			return TUI_REDRAW;
-		case KEY_NPAGE:
-			t->dtop += 10;
-			return TUI_REDRAW;
-		}
-		return TUI_NONE;
-	}
-	switch (key) {
-	case KEY_UP:
-	case KEY_DOWN:
-	case KEY_PPAGE:
-	case KEY_NPAGE:
-	case KEY_HOME:
-	case KEY_END:
-	case 'j':
-	case 'k':
-	case 'G':
-		return move_sel(t, v, key);
-	case 's':
-		t->sort = (t->sort + 1) % PN_PORT_SORT_COUNT;
-		t->top = 0;
-		return TUI_REDRAW;
-	case 'f':
-	case '/':
-		snprintf(t->saved_filter, sizeof(t->saved_filter), "%s", t->filter);
-		t->prompt = 1;
-		return TUI_REDRAW;
-	case '\n':
-	case '\r':
-	case KEY_ENTER:
-	case KEY_RIGHT:
-		if (t->sel[0] && pn_counters_set_find(v, t->sel)) {
-			t->mode = MODE_DETAIL;
-			t->dtop = 0;
-		}
-		return TUI_REDRAW;
-	}
-	return TUI_NONE;
+	for (i = 0; key > 255 && i < PN_ARRAY_SIZE(keymap); i++)
+		if (keymap[i][0] == key)
+			k = keymap[i][1];
+	return pn_topview_key(&t->v, k, v);
 }
 
 /* ---- setup ---- */
@@ -1159,10 +933,7 @@ int tui_open(struct tui **tp, const char *filter, int sort, int procs)
 	setlocale(LC_NUMERIC, "C"); /* numbers keep their '.' */
 	cs = nl_langinfo(CODESET);
 	t->utf8 = cs && !strcasecmp(cs, "UTF-8");
-	t->sort = sort >= 0 && sort < PN_PORT_SORT_COUNT ? sort : PN_PORT_SORT_NAME;
-	snprintf(t->filter, sizeof(t->filter), "%s", filter ? filter : "");
-	t->show_err = 1;
-	t->mode = procs ? MODE_PROCS : MODE_LIST;
+	pn_topview_init(&t->v, filter, sort, procs);
 	/* a terminal type that terminfo does not know: newterm() would leak
 	 * its half-made screen, setupterm() does not */
 	if (setupterm(NULL, fileno(stdout), &err) != OK) {
@@ -1206,6 +977,6 @@ void tui_close(struct tui *t)
 	curs_set(1);
 	endwin();
 	delscreen(t->scr);
-	free(t->idx);
+	pn_topview_release(&t->v);
 	free(t);
 }

@@ -3,8 +3,10 @@
  * The screen of `penny top` (ncursesw): a port list with the GPU rows under
  * it, a rail view (the ports of each rail summed), a process view (who owns
  * QPs), a detail view of one port and a help page.  It only draws a snapshot
- * of the counter model, in the order node/portsel.h gives it, and turns keys into view changes or actions for the caller (quit, interval,
- * pause); it never samples (htop's model/screen split).
+ * of the counter model, in the order node/portsel.h gives it, as the view
+ * state of node/topview.h says, and hands the terminal's keys to that state,
+ * which returns actions for the caller (quit, interval, pause); it never
+ * samples (htop's model/screen split).
  *
  * The formatting helpers are shared with the batch table.
  */
@@ -16,22 +18,9 @@
 #include "node/nodectx.h"
 #include "node/portsel.h"
 #include "node/rdmares.h"
+#include "node/topview.h"
 
 #include <stddef.h>
-
-enum tui_action {
-	TUI_NONE = 0,
-	TUI_REDRAW,	/* the view changed */
-	TUI_QUIT,
-	TUI_SLOWER,	/* '+': longer interval */
-	TUI_FASTER,	/* '-': shorter interval */
-	TUI_PAUSE,	/* Space: toggle */
-	TUI_PROCS,	/* 'p' opened the process view: read its list */
-	TUI_STEP_BACK,	/* ',' '<': a recording's previous sample */
-	TUI_STEP_FWD,	/* '.' '>': its next sample */
-	TUI_SEEK_START,	/* '[': its first sample */
-	TUI_SEEK_END,	/* ']': its last sample */
-};
 
 /* What the caller knows beside the snapshot. */
 struct tui_status {
@@ -64,7 +53,8 @@ const char *tui_detail(const struct tui *t);
 int tui_procs_shown(const struct tui *t);
 /* Next key without waiting, or -1. */
 int tui_getkey(struct tui *t);
-/* Apply a key to the view state; returns an enum tui_action. */
+/* Apply a key to the view state (node/topview.h); returns an enum
+ * pn_topview_action. */
 int tui_key(struct tui *t, int key, const struct pn_counters_set *view);
 
 #endif

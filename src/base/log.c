@@ -96,7 +96,7 @@ void pn_dbg(unsigned subsys, const char *fmt, ...)
 		return;
 }
 
-static _Thread_local char err_buf[512];
+static _Thread_local char err_buf[1024];	/* as long as a line cmd/ says */
 
 int pn_verr(int code, const char *fmt, va_list ap)
 {

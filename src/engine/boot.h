@@ -91,6 +91,19 @@ int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status
 		       char **report);
 #define PN_BOOT_GRACE 2.0
 /*
+ * The one self-launch of every multi-rank run (a command's --np, check's
+ * node allreduce): pn_boot_selflaunch (the caller flushes its stdio before,
+ * where its ranks would write it again).  Each rank runs
+ * fn(its cfg, arg) and ends with fn's return as its exit status (fn
+ * flushes what it wrote); the launcher returns 0 with *status and *report
+ * as pn_boot_selflaunch's, or -errno when no rank could start.
+ */
+int pn_boot_run_ranks(int np, struct pn_boot_cfg *cfg, int (*fn)(struct pn_boot_cfg *cfg, void *arg),
+		      void *arg, int *status, char **report);
+/* A self-launched rank's line (len bytes, its '\n' included) to its
+ * launcher, in one write: 0, or -errno (the launcher is gone). */
+int pn_boot_tell(const struct pn_boot_cfg *cfg, const char *line, size_t len);
+/*
  * How much longer than --timeout a rank waits on rank 0 in a collective:
  * rank 0, which waits on every rank, is the one that can name a rank that
  * does not answer; the others hear its reason rather than blame rank 0.

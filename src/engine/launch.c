@@ -915,3 +915,27 @@ char *pn_boot_collapse(const char *in, size_t len)
 	return out;
 }
 
+
+int pn_boot_run_ranks(int np, struct pn_boot_cfg *cfg, int (*fn)(struct pn_boot_cfg *cfg, void *arg),
+		      void *arg, int *status, char **report)
+{
+	int parent = 0, ret;
+
+	*status = 0;
+	*report = NULL;
+	ret = pn_boot_selflaunch(np, cfg, &parent, status, report);
+	if (ret || parent)
+		return ret;
+	/* a rank: never returns */
+	_exit(fn(cfg, arg));
+}
+
+int pn_boot_tell(const struct pn_boot_cfg *cfg, const char *line, size_t len)
+{
+	ssize_t n;
+
+	if (cfg->err_fd < 0)
+		return -EBADF;
+	n = write(cfg->err_fd, line, len);
+	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+}

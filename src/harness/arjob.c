@@ -3,17 +3,19 @@
  * The allreduce job both commands run (arjob.h): assembled in one order,
  * released in the reverse one.
  */
+#define _GNU_SOURCE
 #include "harness/arjob.h"
 #include "base/log.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-int pn_arjob_open(struct pn_arjob *j, struct pn_boot *b, const struct pn_arjob_cfg *cfg)
+static int job_open(struct pn_arjob *j, struct pn_boot *b, const struct pn_arjob_cfg *cfg)
 {
 	int ret;
 
-	memset(j, 0, sizeof(*j));
 	ret = pn_comm_init(&j->comm, b, &cfg->comm);
 	if (!ret && cfg->tune_file && *cfg->tune_file)
 		ret = pn_tune_load(&j->tune, cfg->tune_file);
@@ -25,33 +27,41 @@ int pn_arjob_open(struct pn_arjob *j, struct pn_boot *b, const struct pn_arjob_c
 	return ret;
 }
 
-static int room(const struct pn_arjob *j)
+/* One backend of the list, opened on every rank. */
+static int add_backend(struct pn_arjob *j, const struct pn_arjob_cfg *cfg, const char *name)
 {
-	return j->nbe < PN_ARJOB_MAX_BACKENDS ? 0
-					      : pn_err(-E2BIG, "more than %d backends",
-						       PN_ARJOB_MAX_BACKENDS);
+	struct pn_sweep_gpu_cfg gc = cfg->gpu;
+	int ret;
+
+	if (j->nbe == PN_ARJOB_MAX_BACKENDS)
+		return pn_err(-E2BIG, "more than %d backends", PN_ARJOB_MAX_BACKENDS);
+	if (!strcmp(name, "host")) {
+		ret = pn_sweep_host_open(&j->be[j->nbe], &j->coll, cfg->algos, cfg->nalgos,
+					 cfg->max_bytes);
+		if (!ret)
+			j->nbe++;
+		return ret;
+	}
+	gc.name = name;
+	ret = pn_sweep_gpu_open(&j->be[j->nbe], &j->coll, &gc);
+	if (ret) {
+		j->gpu_failed = 1;
+		return ret;
+	}
+	j->nbe++;
+	return cfg->describe ? pn_sweep_gpu_describe(j->be[j->nbe - 1], &j->desc[j->nbe - 1]) : 0;
 }
 
-int pn_arjob_add_host(struct pn_arjob *j, const enum pn_algo *algos, int nalgos,
-		      uint64_t max_bytes)
+int pn_arjob_start(struct pn_arjob *j, struct pn_boot *b, const struct pn_arjob_cfg *cfg)
 {
-	int ret = room(j);
+	char list[512], *tok, *save = NULL;
+	int ret;
 
-	if (!ret)
-		ret = pn_sweep_host_open(&j->be[j->nbe], &j->coll, algos, nalgos, max_bytes);
-	if (!ret)
-		j->nbe++;
-	return ret;
-}
-
-int pn_arjob_add_gpu(struct pn_arjob *j, const struct pn_sweep_gpu_cfg *gc)
-{
-	int ret = room(j);
-
-	if (!ret)
-		ret = pn_sweep_gpu_open(&j->be[j->nbe], &j->coll, gc);
-	if (!ret)
-		j->nbe++;
+	memset(j, 0, sizeof(*j));
+	ret = job_open(j, b, cfg);
+	snprintf(list, sizeof(list), "%s", cfg->backends);
+	for (tok = strtok_r(list, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save))
+		ret = add_backend(j, cfg, tok);
 	return ret;
 }
 
@@ -67,6 +77,12 @@ int pn_arjob_run(struct pn_arjob *j, struct pn_sweep *sw)
 
 void pn_arjob_close(struct pn_arjob *j)
 {
+	int a;
+
+	for (a = 0; a < PN_ARJOB_MAX_BACKENDS; a++) {
+		free(j->desc[a]);
+		j->desc[a] = NULL;
+	}
 	while (j->nbe > 0)
 		pn_sweep_backend_close(j->be[--j->nbe]);
 	if (j->coll.comm)

@@ -21,6 +21,14 @@ struct pn_arjob_cfg {
 	struct pn_comm_cfg comm;	/* transport, channels, planned ports, IB knobs */
 	const char *tune_file;		/* PENNY_TUNE_FILE (NULL or "": the built-in table) */
 	const struct pn_planned *plan;	/* multiring over its rings; NULL: none */
+	/* the backends in the order they run: a comma list of "host" (the
+	 * engine) and GPU plugins, each name checked (aropts.h) */
+	const char *backends;
+	const enum pn_algo *algos;	/* the host's algorithms */
+	int nalgos;
+	uint64_t max_bytes;		/* the host's buffers */
+	struct pn_sweep_gpu_cfg gpu;	/* every GPU backend's (its name is set for each) */
+	int describe;			/* GPU backends: every rank's device into desc[] */
 };
 
 struct pn_arjob {
@@ -29,19 +37,19 @@ struct pn_arjob {
 	struct pn_coll coll;
 	struct pn_sweep_backend *be[PN_ARJOB_MAX_BACKENDS];
 	int nbe;
+	char *desc[PN_ARJOB_MAX_BACKENDS];	/* describe: a GPU backend's every rank's
+						 * device (PN_SWEEP_DESC_LEN each); NULL host */
+	int gpu_failed;		/* the error is a GPU backend's that did not open: every
+				 * rank has the same (first failing rank's) message */
 };
 
 /*
  * Collective over the boot's ranks: the communicator, the table, the
- * collective and the plan's rings, in that order.  0 or -errno with a
- * message; pn_arjob_close releases what was opened either way.
+ * collective and the plan's rings, then every backend of the list, in that
+ * order.  0 or -errno with a message; pn_arjob_close releases what was
+ * opened either way.
  */
-int pn_arjob_open(struct pn_arjob *j, struct pn_boot *b, const struct pn_arjob_cfg *cfg);
-/* A backend, collective: the host engine running algos (buffers up to
- * max_bytes) or a GPU plugin (the GPU plugin's own messages: gc's log). */
-int pn_arjob_add_host(struct pn_arjob *j, const enum pn_algo *algos, int nalgos,
-		      uint64_t max_bytes);
-int pn_arjob_add_gpu(struct pn_arjob *j, const struct pn_sweep_gpu_cfg *gc);
+int pn_arjob_start(struct pn_arjob *j, struct pn_boot *b, const struct pn_arjob_cfg *cfg);
 /* The sweep sw (its sizes, type, iterations and sink set) over every backend
  * in order; stops at the first error. */
 int pn_arjob_run(struct pn_arjob *j, struct pn_sweep *sw);

@@ -84,26 +84,21 @@ static int ar_row(void *arg, const struct pn_sweep_row *row, size_t i, size_t n)
 /* The sweep over a started boot: every rank; rank 0 fills *m. */
 static int ar_sweep(struct pn_boot *b, const struct ar_req *rq, struct ar_meas *m)
 {
-	struct pn_arjob_cfg jc = { .comm = { .nchannels = 1, .ib_hca = rq->ib_hca,
-					     .ib_disable = rq->ib_disable },
-				   .tune_file = rq->tune_file };
+	enum pn_algo algo = PN_ALGO_AUTO;
+	struct pn_arjob_cfg jc = {
+		.comm = { .nchannels = 1, .ib_hca = rq->ib_hca, .ib_disable = rq->ib_disable },
+		.tune_file = rq->tune_file, .backends = rq->backend, .algos = &algo, .nalgos = 1,
+		.max_bytes = rq->sizes[rq->nsizes - 1],
+		.gpu = { .algos = "auto", .ndev = -1, .xnode = rq->xnode },
+	};
 	struct pn_arjob job;
 	struct pn_sweep sw;
 	struct ar_meas mine;
-	enum pn_algo algo = PN_ALGO_AUTO;
 	int ret;
 
 	memset(&mine, 0, sizeof(mine));
 	pn_sweep_init(&sw);
-	ret = pn_arjob_open(&job, b, &jc);
-	if (!ret && !strcmp(rq->backend, "host")) {
-		ret = pn_arjob_add_host(&job, &algo, 1, rq->sizes[rq->nsizes - 1]);
-	} else if (!ret) {
-		struct pn_sweep_gpu_cfg gc = { .name = rq->backend, .algos = "auto", .ndev = -1,
-					       .xnode = rq->xnode };
-
-		ret = pn_arjob_add_gpu(&job, &gc);
-	}
+	ret = pn_arjob_start(&job, b, &jc);
 	if (!ret) {
 		sw.dtype = PN_FLOAT;
 		sw.op = PN_SUM;
@@ -127,45 +122,50 @@ static int ar_sweep(struct pn_boot *b, const struct ar_req *rq, struct ar_meas *
 	return ret;
 }
 
-/* In a child: launch the node's ranks, rank 0 writes the measurement. */
-static int ar_node(void *arg, void *out)
+/* A rank of the node's allreduce: its error line to the launcher. */
+struct ar_rank {
+	const struct ar_req *rq;
+	void *out;
+};
+
+static int ar_rank(struct pn_boot_cfg *cfg, void *arg)
 {
-	const struct ar_req *rq = arg;
-	struct pn_boot_cfg cfg;
+	struct ar_rank *a = arg;
 	struct pn_boot *b = NULL;
-	char *report = NULL;
-	int parent = 0, status = 0, ret;
+	int ret = pn_boot_init(&b, cfg);
 
-	pn_boot_cfg_init(&cfg);
-	cfg.timeout = rq->timeout;
-	ret = pn_boot_selflaunch(rq->nranks, &cfg, &parent, &status, &report);
-	if (ret)
-		return ret;
-	if (parent) {
-		if (status) {
-			char *nl = report ? strchr(report, '\n') : NULL;
-
-			if (nl)
-				*nl = 0;
-			ret = pn_err(-EIO, "%s", report && report[0] ? report : "a rank failed");
-		}
-		free(report);
-		return ret;
-	}
-	/* a rank: never returns */
-	ret = pn_boot_init(&b, &cfg);
 	if (!ret)
-		ret = ar_sweep(b, rq, out);
-	if (ret && cfg.err_fd >= 0) {
+		ret = ar_sweep(b, a->rq, a->out);
+	if (ret) {
 		char line[320];
-		int n = snprintf(line, sizeof(line), "rank %d: %s\n", cfg.rank, pn_errmsg(ret));
+		int n = snprintf(line, sizeof(line), "rank %d: %s\n", cfg->rank, pn_errmsg(ret));
 
-		if (write(cfg.err_fd, line, (size_t)(n < (int)sizeof(line) ? n : (int)sizeof(line) - 1)) <
-		    0)
-			ret = -EIO;
+		pn_boot_tell(cfg, line, (size_t)(n < (int)sizeof(line) ? n : (int)sizeof(line) - 1));
 	}
 	pn_boot_free(b);
-	_exit(ret ? 1 : 0);
+	return ret ? 1 : 0;
+}
+
+/* In a child: launch the node's ranks (the commands' self-launch), rank 0
+ * writes the measurement; the first rank's error is the child's. */
+static int ar_node(void *arg, void *out)
+{
+	struct ar_rank a = { arg, out };
+	struct pn_boot_cfg cfg;
+	char *report = NULL, *nl;
+	int status = 0, ret;
+
+	pn_boot_cfg_init(&cfg);
+	cfg.timeout = a.rq->timeout;
+	ret = pn_boot_run_ranks(a.rq->nranks, &cfg, ar_rank, &a, &status, &report);
+	if (!ret && status) {
+		nl = report ? strchr(report, '\n') : NULL;
+		if (nl)
+			*nl = 0;
+		ret = pn_err(-EIO, "%s", report && report[0] ? report : "a rank failed");
+	}
+	free(report);
+	return ret;
 }
 
 static double cfg_num(const struct pn_check *c, const char *key, int *set)

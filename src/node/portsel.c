@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "node/portsel.h"
 
+#include <errno.h>
 #include <fnmatch.h>
 #include <math.h>
 #include <stdlib.h>
@@ -93,4 +94,18 @@ int pn_port_order(const struct pn_counters_set *s, const char *filter, int sort,
 	if (n > 1)
 		qsort_r(idx, (size_t)n, sizeof(int), order_cmp, &c);
 	return n;
+}
+
+int pn_port_order_alloc(const struct pn_counters_set *s, const char *filter, int sort, int **idx,
+			int *cap)
+{
+	if (s->n > *cap || !*idx) {
+		int *ni = realloc(*idx, (size_t)(s->n ? s->n : 1) * sizeof(int));
+
+		if (!ni)
+			return -ENOMEM;
+		*idx = ni;
+		*cap = s->n ? s->n : 1;
+	}
+	return pn_port_order(s, filter, sort, *idx);
 }

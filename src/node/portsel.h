@@ -20,5 +20,9 @@ int pn_port_match(const char *pattern, const struct pn_counters_port *p);
 /* Indices of the ports to show, filtered and sorted (largest first, then in
  * the set's natural order); idx has room for s->n.  Returns the count. */
 int pn_port_order(const struct pn_counters_set *s, const char *filter, int sort, int *idx);
+/* The same into *idx, grown to s->n (*cap: its room, 0 at first; free()
+ * *idx): the count, or -ENOMEM. */
+int pn_port_order_alloc(const struct pn_counters_set *s, const char *filter, int sort, int **idx,
+			int *cap);
 
 #endif

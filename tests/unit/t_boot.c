@@ -324,6 +324,52 @@ TEST(poll_ms)
 	CHECK_EQ_INT(pn_poll_ms(1e300, 200), 200);
 }
 
+/* pn_boot_run_ranks: every multi-rank run's self-launch.  Each rank runs
+ * the function, meets the others and ends with its return; a rank's line
+ * through pn_boot_tell reaches the launcher's report. */
+static int one_rank(struct pn_boot_cfg *cfg, void *arg)
+{
+	struct pn_boot *b = NULL;
+	int fail = *(int *)arg, ret = pn_boot_init(&b, cfg);
+
+	if (!ret && pn_boot_nranks(b) != 3)
+		ret = -EINVAL;
+	if (!ret && fail && cfg->rank == 1) {
+		char line[64];
+		int n = snprintf(line, sizeof(line), "rank %d: boom\n", cfg->rank);
+
+		ret = pn_boot_tell(cfg, line, (size_t)n) ? -EIO : 2;
+	}
+	pn_boot_free(b);
+	return ret < 0 ? 1 : ret;
+}
+
+TEST(run_ranks)
+{
+	struct pn_boot_cfg cfg;
+	char *report = NULL;
+	int status = -1, fail = 0;
+
+	pn_boot_cfg_init(&cfg);
+	cfg.timeout = 10;
+	fflush(NULL);
+	CHECK_EQ_INT(pn_boot_run_ranks(3, &cfg, one_rank, &fail, &status, &report), 0);
+	CHECK_EQ_INT(status, 0);
+	CHECK(!report || !report[0]);
+	free(report);
+	report = NULL;
+	fail = 1;
+	pn_boot_cfg_init(&cfg);
+	cfg.timeout = 10;
+	CHECK_EQ_INT(pn_boot_run_ranks(3, &cfg, one_rank, &fail, &status, &report), 0);
+	CHECK_EQ_INT(status, 2);
+	CHECK(report && strstr(report, "rank 1: boom\n"));
+	free(report);
+	/* no launcher to tell */
+	pn_boot_cfg_init(&cfg);
+	CHECK(pn_boot_tell(&cfg, "x\n", 2) < 0);
+}
+
 int main(void)
 {
 	RUN(launcher_env);
@@ -333,5 +379,6 @@ int main(void)
 	RUN(sha256_vectors);
 	RUN(collapse);
 	RUN(poll_ms);
+	RUN(run_ranks);
 	return unit_done();
 }

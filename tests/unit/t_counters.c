@@ -774,6 +774,14 @@ TEST(port_selection_filter_and_sort)
 	CHECK(n == 2 && idx[0] == 1 && idx[1] == 3);
 	n = pn_port_order(&s, "MLX5_*", PN_PORT_SORT_NAME, idx);
 	CHECK_EQ_INT(n, 0);	/* a glob is case-sensitive */
+	{
+		int *grown = NULL, cap = 0;
+
+		CHECK_EQ_INT(pn_port_order_alloc(&s, "mlx5_[12]", PN_PORT_SORT_RX, &grown, &cap), 2);
+		CHECK(cap == 4 && grown[0] == 1 && grown[1] == 3);
+		CHECK_EQ_INT(pn_port_order_alloc(&s, NULL, PN_PORT_SORT_NAME, &grown, &cap), 4);
+		free(grown);
+	}
 	CHECK_EQ_INT(pn_port_sort_parse("Util"), PN_PORT_SORT_UTIL);
 	CHECK_EQ_INT(pn_port_sort_parse("speed"), -1);
 	CHECK_STR(pn_port_sort_name(PN_PORT_SORT_ERRORS), "errors");

@@ -226,6 +226,22 @@ TEST(digest_of_outputs)
 	      pn_digest64(pn_digest64(0, a, 16), a + 16, 21));
 }
 
+/* A message as long as a line cmd/ says (1023 bytes) is kept whole:
+ * messages that name what the user gave (a --backend list) moved into
+ * src/ without getting shorter. */
+TEST(long_error_message_kept)
+{
+	char big[1100];
+
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	CHECK_EQ_INT(pn_err(-EINVAL, "%.900s", big), -EINVAL);
+	CHECK_EQ_INT((int)strlen(pn_errmsg(-EINVAL)), 900);
+	pn_err(-EINVAL, "%s", big);
+	CHECK_EQ_INT((int)strlen(pn_errmsg(-EINVAL)), 1023);
+	pn_err_clear();
+}
+
 int main(void)
 {
 	RUN(digest_of_outputs);
@@ -238,5 +254,6 @@ int main(void)
 	RUN(rate_and_state_parsing);
 	RUN(debug_subsystems);
 	RUN(one_output_path);
+	RUN(long_error_message_kept);
 	return unit_done();
 }

@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * allreduce-test's options checked and turned into the job's lists and
+ * agreed parameters, and rank 0's output files (aropts.h).
+ */
+#define _GNU_SOURCE
+#include "harness/aropts.h"
+#include "harness/arjob.h"
+
+#include "base/log.h"
+#include "base/util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --gpus: "0,1,2", each 0..1023. */
+static int parse_gpus(const char *list, int *dev, int max, int *n)
+{
+	const char *p = list;
+
+	*n = 0;
+	if (!*p)
+		return pn_err(-EINVAL, "--gpus needs a list of GPU indices, like 0,1,2,3");
+	while (*p) {
+		char *end;
+		long v;
+
+		if (*p < '0' || *p > '9')
+			return pn_err(-EINVAL, "--gpus '%s': '%s' is not a GPU index", list, p);
+		v = strtol(p, &end, 10);
+		if (v > 1023 || (*end && *end != ','))
+			return pn_err(-EINVAL, "--gpus '%s': '%.*s' is not a GPU index", list,
+				      (int)strcspn(p, ","), p);
+		if (*n == max)
+			return pn_err(-EINVAL, "--gpus '%s': more than %d GPUs", list, max);
+		dev[(*n)++] = (int)v;
+		p = *end ? end + 1 : end;
+		if (*end && !*p)
+			return pn_err(-EINVAL, "--gpus '%s' ends with a comma", list);
+	}
+	return 0;
+}
+
+int pn_aropts_backends(const struct pn_aropts *o, struct pn_arback *bk)
+{
+	const char *list = o->backends;
+	char copy[512], *tok, *save = NULL, seen[PN_ARJOB_MAX_BACKENDS][32];
+	int n = 0, k;
+
+	bk->has_host = 0;
+	bk->ngpu = 0;
+	bk->ndev = -1;
+	if (strlen(list) >= sizeof(copy))
+		return pn_err(-EINVAL, "--backend '%s' is too long", list);
+	snprintf(copy, sizeof(copy), "%s", list);
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!tok[0] || strlen(tok) >= 32 || strspn(tok, "abcdefghijklmnopqrstuvwxyz0123456789_-") !=
+								   strlen(tok))
+			return pn_err(-EINVAL, "--backend '%s' is not a backend name (host, cuda, "
+					       "nccl or another plugin's)", tok);
+		for (k = 0; k < n; k++)
+			if (!strcmp(seen[k], tok))
+				return pn_err(-EINVAL, "--backend %s is listed twice", tok);
+		if (n == PN_ARJOB_MAX_BACKENDS)
+			return pn_err(-EINVAL, "--backend: at most %d backends",
+				      PN_ARJOB_MAX_BACKENDS);
+		snprintf(seen[n++], sizeof(seen[0]), "%s", tok);
+		if (!strcmp(tok, "host"))
+			bk->has_host = 1;
+		else
+			bk->ngpu++;
+	}
+	if (!n)
+		return pn_err(-EINVAL, "--backend is empty");
+	if (o->graph > 0 && !bk->ngpu)
+		return pn_err(-EINVAL, "-G captures CUDA graphs: it needs a GPU backend "
+				       "(--backend cuda or nccl)");
+	if (o->gpus && !bk->ngpu)
+		return pn_err(-EINVAL, "--gpus picks GPUs: it needs a GPU backend (--backend cuda or "
+				       "nccl)");
+	if (o->gpus)
+		return parse_gpus(o->gpus, bk->dev, PN_AROPTS_MAX_GPUS, &bk->ndev);
+	return 0;
+}
+
+int pn_aropts_has_host(const char *backends)
+{
+	char copy[512], *tok, *save = NULL;
+	int host = 0;
+
+	snprintf(copy, sizeof(copy), "%s", backends);
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		host |= !strcmp(tok, "host");
+	return host;
+}
+
+/* Algorithm names that only GPU plugins have (src/harness/sweep_gpu.c): the
+ * host engine's list skips them; a job with the host backend refuses them. */
+static int gpu_only_algo(const char *s)
+{
+	return !strcmp(s, "symmetric");
+}
+
+/* One name of the list into a[] (every one for "all"): how many, or -errno. */
+static int one_algo(const char *tok, enum pn_algo *a)
+{
+	int i, ret;
+
+	if (strcmp(tok, "all")) {
+		ret = pn_algo_parse(tok, &a[0]);
+		return ret ? ret : 1;
+	}
+	for (i = 0; i < PN_NALGOS; i++)
+		a[i] = (enum pn_algo)i;
+	return PN_NALGOS;
+}
+
+int pn_aropts_algos(const char *spec, int has_host, enum pn_algo *algos, int *n)
+{
+	char *list = strdup(spec), *tok, *save = NULL;
+	int k = 0, ret = 0, i, m;
+
+	if (!list)
+		return -ENOMEM;
+	for (tok = strtok_r(list, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
+		enum pn_algo a[PN_NALGOS];
+		int na;
+
+		if (gpu_only_algo(tok)) {
+			if (has_host)
+				ret = pn_err(-EINVAL, "the host backend has no algorithm '%s' (a GPU "
+						      "backend's: --backend nccl)", tok);
+			continue;
+		}
+		na = one_algo(tok, a);
+		if (na < 0) {
+			ret = na;
+			break;
+		}
+		for (i = 0; i < na && !ret; i++) {
+			for (m = 0; m < k; m++)
+				if (algos[m] == a[i])
+					break;
+			if (m < k)
+				ret = pn_err(-EINVAL, "--algo '%s' names %s twice", spec,
+					     pn_algo_name(a[i]));
+			else if (k == PN_SWEEP_MAX_ALGOS)
+				ret = pn_err(-EINVAL, "--algo '%s': at most 16 algorithms", spec);
+			else
+				algos[k++] = a[i];
+		}
+	}
+	free(list);
+	*n = k;
+	return ret;
+}
+
+int pn_aropts_multiring(const enum pn_algo *algos, int nalgos)
+{
+	while (nalgos-- > 0)
+		if (algos[nalgos] == PN_ALGO_MULTIRING)
+			return 1;
+	return 0;
+}
+
+int pn_aropts_params(const struct pn_aropts *o, enum pn_dtype dtype, enum pn_redop op,
+		     const enum pn_algo *algos, int nalgos, struct pn_job_param *p)
+{
+	char list[160] = "";
+	int n = 0, a;
+
+	pn_job_param_set(&p[n++], "-b", "%llu", (unsigned long long)o->minbytes);
+	pn_job_param_set(&p[n++], "-e", "%llu", (unsigned long long)o->maxbytes);
+	if (o->factor > 1) {
+		pn_job_param_set(&p[n++], "-f", "%.15g", o->factor);
+		pn_job_param_set(&p[n++], "-i", "unused (-f)");
+	} else {
+		pn_job_param_set(&p[n++], "-f", "none");
+		pn_job_param_set(&p[n++], "-i", "%llu", (unsigned long long)o->stepbytes);
+	}
+	pn_job_param_set(&p[n++], "-n", "%d", o->iters);
+	pn_job_param_set(&p[n++], "-w", "%d", o->warmup);
+	pn_job_param_set(&p[n++], "-c", "%d", o->check);
+	pn_job_param_set(&p[n++], "-d", "%s", pn_dtype_name(dtype));
+	pn_job_param_set(&p[n++], "-o", "%s", pn_redop_name(op));
+	for (a = 0; a < nalgos; a++)
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", a ? "," : "",
+			 pn_algo_name(algos[a]));
+	/* GPU backends read --algo themselves, names of their own included */
+	pn_job_param_set(&p[n++], "-A", "%s", strcmp(o->backends, "host") ? o->algo : list);
+	pn_job_param_set(&p[n++], "--backend", "%s", o->backends);
+	pn_job_param_set(&p[n++], "-G", "%d", o->graph);
+	pn_job_param_set(&p[n++], "-a", "%d", o->average);
+	pn_job_param_set(&p[n++], "--seed", "%llu", (unsigned long long)o->seed);
+	pn_job_param_file(&p[n++], "--plan", o->plan);
+	pn_job_param_set(&p[n++], "--transport", "%s", o->transport ? o->transport : "probe");
+	if (o->min_busbw >= 0)
+		pn_job_param_set(&p[n++], "--min-busbw", "%.15g", o->min_busbw);
+	else
+		pn_job_param_set(&p[n++], "--min-busbw", "none");
+	return n;
+}
+
+int pn_arout_open(struct pn_arout *w, const struct pn_aropts *o)
+{
+	static const char *const names[] = { "--csv", "--plot", "--tune-out" };
+	const char *paths[] = { o->csv, o->plot, o->tune_out };
+	struct pn_ofile **ofs[] = { &w->csv_of, &w->plot_of, &w->tune_of };
+	int k, ret = 0;
+
+	for (k = 0; k < (int)PN_ARRAY_SIZE(paths) && !ret; k++) {
+		if (!paths[k])
+			continue;
+		ret = pn_ofile_open(ofs[k], paths[k], PN_OFILE_SYNC);
+		if (ret)
+			pn_err_ctx(ret, "%s", names[k]);
+	}
+	if (w->csv_of)
+		w->csv = pn_ofile_file(w->csv_of);
+	return ret;
+}
+
+/* Commit the file, or drop it after an error (it is closed either way). */
+static int commit(struct pn_ofile **of, int ret)
+{
+	if (!ret)
+		ret = pn_ofile_commit(*of);
+	else
+		pn_ofile_abort(*of);
+	*of = NULL;
+	return ret;
+}
+
+int pn_arout_finish(struct pn_arout *w, const struct pn_aropts *o, const struct pn_sweep *sw,
+		    int nranks, int nnodes)
+{
+	char title[160];
+	int ret;
+
+	if (w->tune_of) {
+		ret = pn_sweep_tune_save(sw, pn_ofile_file(w->tune_of), o->tune_out, nranks, nnodes);
+		ret = commit(&w->tune_of, ret);
+		if (ret)
+			return ret;
+	}
+	if (w->plot_of) {
+		snprintf(title, sizeof(title),
+			 "penny allreduce-test: %d ranks on %d nodes, %s %s, out of place", nranks,
+			 nnodes, pn_dtype_name(sw->dtype), pn_redop_name(sw->op));
+		ret = pn_sweep_plot(sw, pn_ofile_file(w->plot_of), title);
+		if (ret)
+			pn_err_ctx(ret, "'%s'", o->plot);
+		ret = commit(&w->plot_of, ret);
+		if (ret)
+			return ret;
+	}
+	if (w->csv_of) {
+		w->csv = NULL;
+		return commit(&w->csv_of, 0);
+	}
+	return 0;
+}
+
+void pn_arout_abort(struct pn_arout *w)
+{
+	pn_ofile_abort(w->csv_of);
+	pn_ofile_abort(w->plot_of);
+	pn_ofile_abort(w->tune_of);
+	w->csv_of = w->plot_of = w->tune_of = NULL;
+	w->csv = NULL;
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The options of an allreduce job as allreduce-test takes them (aropts.c):
+ * the backend, algorithm and GPU lists checked and parsed, the parameters
+ * every rank must agree on, and rank 0's output files (--csv, --plot,
+ * --tune-out) opened before the work and written and committed after it.
+ * Errors are one line in pn_errmsg(); cmd/ says them.
+ */
+#ifndef PENNY_AROPTS_H
+#define PENNY_AROPTS_H
+
+#include "base/ofile.h"
+#include "engine/coll.h"
+#include "engine/jobparams.h"
+#include "harness/sweep.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define PN_AROPTS_MAX_GPUS 1024
+
+/* The options, as given; cmd/ fills them from its option table. */
+struct pn_aropts {
+	uint64_t minbytes, maxbytes, stepbytes, seed;
+	double factor, min_busbw;	/* factor 0: not given; min_busbw < 0: none */
+	int iters, warmup, check, graph, average;
+	const char *algo, *backends, *gpus, *plan, *transport;
+	const char *csv, *plot, *tune_out;
+};
+
+/* What --backend and --gpus name, checked (aropts_backends). */
+struct pn_arback {
+	int has_host, ngpu;
+	int dev[PN_AROPTS_MAX_GPUS], ndev;	/* --gpus; ndev -1: not given */
+};
+
+/* --backend (each name once, at most PN_ARJOB_MAX_BACKENDS) and --gpus, and
+ * -G / --gpus only with a GPU backend.  0 or -EINVAL. */
+int pn_aropts_backends(const struct pn_aropts *o, struct pn_arback *bk);
+/* The host backend is in the list (no check: the prelaunch's quick look). */
+int pn_aropts_has_host(const char *backends);
+/* --algo: each algorithm once ("all" is every one but auto), at most
+ * PN_SWEEP_MAX_ALGOS; names only GPU plugins have are skipped, and refused
+ * when has_host.  0 or -EINVAL (-ENOMEM). */
+int pn_aropts_algos(const char *list, int has_host, enum pn_algo *algos, int *n);
+int pn_aropts_multiring(const enum pn_algo *algos, int nalgos);
+/* Every option that changes the data or the schedule into p (at least
+ * PN_JOB_MAX_PARAMS), as the ranks compare them; returns how many. */
+int pn_aropts_params(const struct pn_aropts *o, enum pn_dtype dtype, enum pn_redop op,
+		     const enum pn_algo *algos, int nalgos, struct pn_job_param *p);
+
+/* Rank 0's output files. */
+struct pn_arout {
+	struct pn_ofile *csv_of, *plot_of, *tune_of;
+	FILE *csv;	/* the rows' CSV while open */
+};
+
+/* Open the files o names (nothing written yet); 0 or an error naming the
+ * option. */
+int pn_arout_open(struct pn_arout *w, const struct pn_aropts *o);
+/* After the sweep: the tuning table and the plot written, every file
+ * committed. */
+int pn_arout_finish(struct pn_arout *w, const struct pn_aropts *o, const struct pn_sweep *sw,
+		    int nranks, int nnodes);
+/* Not committed: a failed run leaves the files as they were. */
+void pn_arout_abort(struct pn_arout *w);
+
+#endif

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * penny bw's options checked and turned into its configuration (bwopts.h).
+ */
+#define _GNU_SOURCE
+#include "harness/bwopts.h"
+#include "harness/bwrun.h"
+
+#include "base/log.h"
+#include "transport/verbs.h"
+
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+
+/* Options that do not go together, or a value the test cannot take:
+ * the first one's message, else NULL. */
+static const char *refused(const struct pn_bw_opts *o)
+{
+	/*
+	 * Ranges are the table's (-q -t -I -n -D -p -s --mtu --use_cuda
+	 * --expect); the initial values -1 and 0 mean "not given".
+	 */
+	if (o->lat && o->bidir)
+		return "--lat and -b do not go together";
+	if (o->lat && o->qps != 1)
+		return "--lat uses one QP";
+	if (o->use_cuda >= 0 && o->lat)
+		return "--use_cuda measures bandwidth; --lat polls host memory";
+	if (o->mtu && !pn_verbs_mtu_valid(o->mtu))
+		return "-m/--mtu must be 256, 512, 1024, 2048 or 4096";
+	if (o->duration > 0 && o->iters > 0)
+		return "-n and -D exclude each other";
+	if (o->duration > 0 && o->lat)
+		return "--lat counts iterations (-n), not seconds";
+	return NULL;
+}
+
+int pn_bw_opts_cfg(struct pn_bw_opts *o, struct pn_bw_cfg *c)
+{
+	const char *why;
+	int i;
+
+	pn_bw_cfg_init(c);
+	if (o->size == PN_BW_SIZE_UNSET)
+		o->size = 65536;
+	if (o->gpu_engine)
+		return pn_err(-EINVAL, "--gpu-engine goes with --gpu");
+	if (!strcmp(o->op, "write"))
+		c->op = PN_VERBS_WRITE;
+	else if (!strcmp(o->op, "read"))
+		c->op = PN_VERBS_READ;
+	else if (!strcmp(o->op, "send"))
+		c->op = PN_VERBS_SEND;
+	else
+		return pn_err(-EINVAL, "--op must be write, read or send, not '%s'", o->op);
+	if (o->lat)
+		c->flags |= PN_BW_LAT;
+	if (o->bidir)
+		c->flags |= PN_BW_BIDIR;
+	why = refused(o);
+	if (why)
+		return pn_err(-EINVAL, "%s", why);
+	if (o->connection && strcasecmp(o->connection, "RC"))
+		return pn_err(-EINVAL, "-c: penny bw tests RC (reliable connection) QPs only, not "
+				       "'%s'", o->connection);
+	if (o->limit_bw >= 0 && o->min_gbps >= 0)
+		return pn_err(-EINVAL, "-w and --min-gbps are one gate: give one");
+	if (o->limit_bw >= 0 && o->lat)
+		return pn_err(-EINVAL, "-w is a bandwidth limit; --lat measures latency");
+	/* -w: perftest's verifier limit, in the table's unit */
+	if (o->limit_bw >= 0)
+		o->min_gbps = o->report_gbits ? o->limit_bw : o->limit_bw / PN_BW_MIB_PER_GBIT;
+	c->nqp = (uint32_t)o->qps;
+	c->tx_depth = (uint32_t)o->txdepth;
+	c->mtu = (uint32_t)o->mtu;
+	c->iters = o->duration > 0 ? 0 : o->iters > 0 ? (uint64_t)o->iters : o->lat ? 1000 : 5000;
+	c->duration = o->duration;
+	if (o->all) {
+		for (i = 1; i <= 23; i++)
+			c->sizes[c->nsizes++] = 1ull << i;
+	} else {
+		if (o->lat && !o->size)
+			return pn_err(-EINVAL, "--lat needs -s of at least 1");
+		c->sizes[c->nsizes++] = o->size;
+	}
+	return 0;
+}
+
+static int list_len(const char *list)
+{
+	int n = 1;
+
+	for (; *list; list++)
+		n += *list == ',';
+	return n;
+}
+
+int pn_bw_opts_devices(const struct pn_bw_opts *o)
+{
+	int nd = o->dev ? list_len(o->dev) : 0;
+
+	if (o->loopback && list_len(o->loopback) > 2)
+		return pn_err(-EINVAL, "--loopback takes DEV1 or DEV1,DEV2, not '%s'", o->loopback);
+	if (o->loopback && o->dev)
+		return pn_err(-EINVAL, "--loopback names the devices; -d is for the other modes");
+	if (nd > PN_BW_MAX_RAILS)
+		return pn_err(-EINVAL, "-d names %d devices, at most %d", nd, PN_BW_MAX_RAILS);
+	if (nd > 1 && !o->all_rails)
+		return pn_err(-EINVAL, "-d names %d devices: a list is for --all-rails", nd);
+	return 0;
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * penny bw's options (bwopts.c), in perftest's spelling, checked and turned
+ * into the test's configuration (bwtest.h): which combinations go
+ * together, the sizes, the iterations or seconds, and what -d and
+ * --loopback may name.  Errors are one line in pn_errmsg(); cmd/ says them.
+ */
+#ifndef PENNY_BWOPTS_H
+#define PENNY_BWOPTS_H
+
+#include "harness/bwtest.h"
+
+#include <stdint.h>
+
+#define PN_BW_SIZE_UNSET UINT64_MAX
+/* perftest's MB/sec: 2^20 bytes per second (its --report_gbits: 10^9 bits) */
+#define PN_BW_MIB_PER_GBIT (1e9 / 8 / 1048576.0)
+
+/* The options as given; the initial values -1, 0 and PN_BW_SIZE_UNSET mean
+ * "not given" (cmd/bw.c's table). */
+struct pn_bw_opts {
+	const char *dev, *op, *loopback, *expect, *gpu_engine, *connection;
+	int ibport, gid, all, iters, qps, bidir, mtu, lat, txdepth, port, all_rails;
+	int inline_size, use_cuda, gpu, cpu_freq, report_gbits, qp_timeout, no_peak;
+	uint64_t size;		/* 65536 (RDMA) or 256 MiB (--gpu) when not given */
+	double duration, min_gbps, limit_bw;
+};
+
+/*
+ * The RDMA test's configuration from o into c: 0, or -EINVAL naming the
+ * options that do not go together.  Sets o->size when not given, and
+ * o->min_gbps from -w (perftest's limit, in the table's unit).
+ */
+int pn_bw_opts_cfg(struct pn_bw_opts *o, struct pn_bw_cfg *c);
+/* -d and --loopback name what their mode uses: 0 or -EINVAL. */
+int pn_bw_opts_devices(const struct pn_bw_opts *o);
+
+#endif

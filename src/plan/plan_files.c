@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ring-plan's input and output files (plan_files.h).
+ */
+#define _GNU_SOURCE
+#include "plan/plan_files.h"
+#include "plan/plan_job.h"
+
+#include "base/file.h"
+#include "base/log.h"
+#include "base/ofile.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The next name of a comma list (malloc'd, may be ""), *p past it; NULL
+ * when out of memory. */
+static char *next_name(const char **p)
+{
+	size_t len = strcspn(*p, ",");
+	char *name = strndup(*p, len);
+
+	*p += len;
+	if (**p == ',')
+		++*p;
+	return name;
+}
+
+int pn_plan_model_add_topo_files(struct pn_plan_model *m, const char *list)
+{
+	const char *p = list;
+	int ret = 0;
+
+	while (*p && !ret) {
+		char *path = next_name(&p), *buf;
+		size_t n;
+
+		if (!path)
+			return pn_err(-ENOMEM, "out of memory");
+		if (*path) {
+			ret = pn_file_read(path, &buf, &n);
+			if (!ret) {
+				ret = pn_plan_model_add_topo(m, buf, n, path);
+				free(buf);
+			}
+		}
+		free(path);
+	}
+	if (!ret && !m->nnodes)
+		return pn_err(-EINVAL, "--topo-file names no file");
+	return ret;
+}
+
+int pn_plan_files_read(struct pn_plan_files *f, const char *list)
+{
+	const char *p = list, *text;
+	int i;
+
+	memset(f, 0, sizeof(*f));
+	/*
+	 * The arrays are sized once from the comma count: growing them with
+	 * x = realloc(x, ...) lost them on failure, and the clean-up then read
+	 * texts[i] through NULL.
+	 */
+	for (i = 1; *p; p++)
+		i += *p == ',';
+	f->texts = calloc((size_t)i, sizeof(*f->texts));
+	f->names = calloc((size_t)i, sizeof(*f->names));
+	f->lens = calloc((size_t)i, sizeof(*f->lens));
+	if (!f->texts || !f->names || !f->lens)
+		return pn_err(-ENOMEM, "out of memory");
+	for (p = list; *p; f->n++) {
+		int ret;
+
+		f->names[f->n] = next_name(&p);
+		if (!f->names[f->n])
+			return pn_err(-ENOMEM, "out of memory");
+		ret = pn_file_read(f->names[f->n], &f->texts[f->n], &f->lens[f->n]);
+		if (ret) {
+			f->n++;
+			return ret;
+		}
+	}
+	if (!f->n)
+		return pn_err(-EINVAL, "--check needs a file");
+	text = f->texts[0] + strspn(f->texts[0], " \t\r\n");
+	f->xml = *text == '<';
+	return 0;
+}
+
+void pn_plan_files_release(struct pn_plan_files *f)
+{
+	int i;
+
+	for (i = 0; i < f->n; i++) {
+		free(f->texts[i]);
+		free(f->names[i]);
+	}
+	free(f->texts);
+	free(f->names);
+	free(f->lens);
+	memset(f, 0, sizeof(*f));
+}
+
+int pn_plan_files_check(const struct pn_plan_files *f, struct pn_plan *plan,
+			struct pn_plan_model *own, struct pn_plan_model *model,
+			struct pn_plan_msgs *notes, struct pn_plan_msgs *viol)
+{
+	int ret;
+
+	if (!f->xml && f->n > 1)
+		return pn_err(-EINVAL, "--check takes several files only for NCCL graph XML, one "
+				       "per node");
+	if (!f->xml)	/* the validator of allreduce-test --plan (plan_job.h) */
+		return pn_plan_load_json(plan, own, model, f->texts[0], f->lens[0], viol);
+	ret = pn_plan_read_nccl(plan, model, (const char *const *)f->texts, f->lens,
+				(const char *const *)f->names, f->n, notes, viol);
+	return ret ? ret : pn_plan_validate(plan, viol);
+}
+
+int pn_plan_graph_per_node(const char *pattern)
+{
+	return strstr(pattern, "%h") || strstr(pattern, "%n");
+}
+
+int pn_plan_graph_name(const char *pattern, const struct pn_plan_model *m, int i, char *path,
+		       size_t len)
+{
+	const char *q, *add;
+	char one[2] = "", num[16];
+	size_t n = 0, k;
+
+	for (q = pattern; *q; q++) {
+		if (q[0] == '%' && q[1] == 'h') {
+			add = m->nodes[i].host;
+			if (strchr(add, '/'))
+				return pn_err(-EINVAL, "--nccl-graph: the host name '%s' of node %d "
+					      "cannot be part of a file name", add, i);
+			q++;
+		} else if (q[0] == '%' && q[1] == 'n') {
+			snprintf(num, sizeof(num), "%d", i);
+			add = num;
+			q++;
+		} else {
+			one[0] = *q;
+			add = one;
+		}
+		k = strlen(add);
+		if (n + k >= len)
+			return pn_err(-ENAMETOOLONG, "--nccl-graph: the file name of node %d is too "
+				      "long", i);
+		memcpy(path + n, add, k);
+		n += k;
+	}
+	path[n] = 0;
+	return 0;
+}
+
+struct graph_file {
+	char *name;
+	int node;
+};
+
+static int graph_cmp(const void *a, const void *b)
+{
+	const struct graph_file *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : x->node - y->node;
+}
+
+int pn_plan_graphs_check(const char *pattern, const struct pn_plan_model *m)
+{
+	int n = pn_plan_graph_per_node(pattern) ? m->nnodes : 1, i, ret = 0;
+	struct graph_file *g = calloc((size_t)n, sizeof(*g));
+	char path[4096];
+
+	if (!g)
+		return pn_err(-ENOMEM, "out of memory");
+	for (i = 0; i < n && !ret; i++) {
+		ret = pn_plan_graph_name(pattern, m, i, path, sizeof(path));
+		if (!ret && !(g[i].name = strdup(path)))
+			ret = pn_err(-ENOMEM, "out of memory");
+		g[i].node = i;
+	}
+	if (!ret)
+		qsort(g, (size_t)n, sizeof(*g), graph_cmp);
+	for (i = 1; i < n && !ret; i++)
+		if (!strcmp(g[i - 1].name, g[i].name))
+			ret = pn_err(-EINVAL, "--nccl-graph: nodes %d and %d would both write '%s'",
+				     g[i - 1].node, g[i].node, g[i].name);
+	for (i = 0; i < n && !ret; i++)
+		ret = pn_ofile_check(g[i].name);
+	for (i = 0; i < n; i++)
+		free(g[i].name);
+	free(g);
+	return ret;
+}
+
+int pn_plan_graphs_write(const char *pattern, const struct pn_plan *p)
+{
+	const struct pn_plan_model *m = p->model;
+	int per_node = pn_plan_graph_per_node(pattern), i, ret = 0;
+
+	for (i = 0; i < (per_node ? m->nnodes : 1) && !ret; i++) {
+		struct pn_ofile *of;
+		char path[4096];
+
+		ret = pn_plan_graph_name(pattern, m, i, path, sizeof(path));
+		if (!ret)
+			ret = pn_ofile_open(&of, path, PN_OFILE_SYNC);
+		if (ret)
+			break;
+		ret = pn_plan_write_nccl(p, per_node ? i : -1, pn_ofile_file(of));
+		if (ret)
+			pn_ofile_abort(of);
+		else
+			ret = pn_ofile_commit(of);
+	}
+	return ret;
+}

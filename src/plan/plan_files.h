@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The files of `penny ring-plan` (plan_files.c): the --topo-file list read
+ * into a model, the plan files --check reads and validates (ring-plan JSON,
+ * or NCCL graph XML: one shared file or one per node), and the --nccl-graph
+ * files, one per node where the name holds %h or %n.  Errors are one line
+ * in pn_errmsg().
+ */
+#ifndef PENNY_PLAN_FILES_H
+#define PENNY_PLAN_FILES_H
+
+#include "plan/plan.h"
+
+#include <stddef.h>
+
+/* A comma list of `penny topo --save` files (empty names skipped), each a
+ * node of m; -EINVAL when it names none. */
+int pn_plan_model_add_topo_files(struct pn_plan_model *m, const char *list);
+
+/* Files read whole. */
+struct pn_plan_files {
+	int n;
+	char **texts, **names;
+	size_t *lens;
+	int xml;	/* the first one is XML (NCCL's graph), else JSON */
+};
+
+/* A comma list of files; -EINVAL when it names none.  Release either way. */
+int pn_plan_files_read(struct pn_plan_files *f, const char *list);
+void pn_plan_files_release(struct pn_plan_files *f);
+/* The plan the files hold, over model (own: a JSON plan's own model):
+ * NCCL graph XML read and validated, or ring-plan JSON as allreduce-test
+ * --plan validates it; what is wrong with it in viol, remarks in notes.
+ * Negative when it could not be read. */
+int pn_plan_files_check(const struct pn_plan_files *f, struct pn_plan *plan,
+			struct pn_plan_model *own, struct pn_plan_model *model,
+			struct pn_plan_msgs *notes, struct pn_plan_msgs *viol);
+
+/* --nccl-graph: one file per node when the name holds %h or %n. */
+int pn_plan_graph_per_node(const char *pattern);
+/* Node i's file name: %h its host name, %n its index. */
+int pn_plan_graph_name(const char *pattern, const struct pn_plan_model *m, int i, char *path,
+		       size_t len);
+/* Before the planning: every file can be written, no two nodes share one. */
+int pn_plan_graphs_check(const char *pattern, const struct pn_plan_model *m);
+/* p's graph into each file, each committed whole. */
+int pn_plan_graphs_write(const char *pattern, const struct pn_plan *p);
+
+#endif

@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/* allreduce-test's options as the harness checks them (src/harness/aropts.c):
+ * the backend, algorithm and GPU lists, the agreed parameters, and rank 0's
+ * output files written and committed, or left as they were. */
+#define _GNU_SOURCE
+#include "unit.h"
+
+#include "base/log.h"
+#include "harness/aropts.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static struct pn_aropts defaults(void)
+{
+	return (struct pn_aropts){ .minbytes = 8, .maxbytes = 1024, .stepbytes = 256,
+				   .min_busbw = -1, .iters = 2, .check = 1, .algo = "auto",
+				   .average = 3, .backends = "host" };
+}
+
+TEST(backends_each_once_and_gpu_options_need_a_gpu)
+{
+	struct pn_aropts o = defaults();
+	struct pn_arback bk;
+
+	CHECK_EQ_INT(pn_aropts_backends(&o, &bk), 0);
+	CHECK(bk.has_host && bk.ngpu == 0 && bk.ndev == -1);
+	o.backends = "host,cuda,nccl";
+	CHECK_EQ_INT(pn_aropts_backends(&o, &bk), 0);
+	CHECK(bk.has_host && bk.ngpu == 2);
+	o.backends = "cuda,cuda";
+	CHECK_EQ_INT(pn_aropts_backends(&o, &bk), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "--backend cuda is listed twice");
+	o.backends = "Cuda";
+	CHECK_EQ_INT(pn_aropts_backends(&o, &bk), -EINVAL);
+	o.backends = ",";
+	CHECK_EQ_INT(pn_aropts_backends(&o, &bk), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "--backend is empty");
+	o.backends = "a,b,c,d,e,f,g,h,i";
+	CHECK_EQ_INT(pn_aropts_backends(&o, &bk), -EINVAL);
+	o.backends = "host";
+	o.graph = 4;
+	CHECK_EQ_INT(pn_aropts_backends(&o, &bk), -EINVAL);
+	o.graph = 0;
+	o.gpus = "0,1";
+	CHECK_EQ_INT(pn_aropts_backends(&o, &bk), -EINVAL);
+	o.backends = "cuda";
+	CHECK_EQ_INT(pn_aropts_backends(&o, &bk), 0);
+	CHECK(bk.ndev == 2 && bk.dev[0] == 0 && bk.dev[1] == 1);
+	CHECK(pn_aropts_has_host("cuda,host") && !pn_aropts_has_host("cuda,hostx"));
+}
+
+TEST(gpus_are_indices)
+{
+	static const char *const bad[] = { "", "x", "1,", "1,,2", "1024", "-1", "2a" };
+	struct pn_aropts o = defaults();
+	struct pn_arback bk;
+	size_t i;
+
+	o.backends = "cuda";
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		o.gpus = bad[i];
+		CHECK_EQ_INT(pn_aropts_backends(&o, &bk), -EINVAL);
+	}
+	o.gpus = "1,";
+	pn_aropts_backends(&o, &bk);
+	CHECK_STR(pn_errmsg(-EINVAL), "--gpus '1,' ends with a comma");
+	o.gpus = "1023,0,7";
+	CHECK_EQ_INT(pn_aropts_backends(&o, &bk), 0);
+	CHECK(bk.ndev == 3 && bk.dev[0] == 1023 && bk.dev[2] == 7);
+}
+
+TEST(algos_once_all_and_gpu_only_names)
+{
+	enum pn_algo a[PN_SWEEP_MAX_ALGOS];
+	int n = -1;
+
+	CHECK_EQ_INT(pn_aropts_algos("ring,one-shot", 1, a, &n), 0);
+	CHECK(n == 2 && a[0] == PN_ALGO_RING && a[1] == PN_ALGO_ONE_SHOT);
+	CHECK(!pn_aropts_multiring(a, n));
+	CHECK_EQ_INT(pn_aropts_algos("all", 1, a, &n), 0);
+	CHECK_EQ_INT(n, PN_NALGOS);
+	CHECK(pn_aropts_multiring(a, n));
+	CHECK_EQ_INT(pn_aropts_algos("ring,all", 1, a, &n), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "--algo 'ring,all' names ring twice");
+	CHECK_EQ_INT(pn_aropts_algos("nosuch", 1, a, &n), -EINVAL);
+	/* symmetric is a GPU plugin's: skipped without the host, refused with it */
+	CHECK_EQ_INT(pn_aropts_algos("symmetric,ring", 0, a, &n), 0);
+	CHECK(n == 1 && a[0] == PN_ALGO_RING);
+	CHECK_EQ_INT(pn_aropts_algos("symmetric", 1, a, &n), -EINVAL);
+}
+
+static const char *param(const struct pn_job_param *p, int n, const char *name)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(p[i].name, name))
+			return p[i].value;
+	return NULL;
+}
+
+TEST(params_name_what_changes_the_data)
+{
+	struct pn_aropts o = defaults();
+	struct pn_job_param p[PN_JOB_MAX_PARAMS];
+	enum pn_algo a[2] = { PN_ALGO_RING, PN_ALGO_TWO_SHOT };
+	int n = pn_aropts_params(&o, PN_FLOAT, PN_SUM, a, 2, p);
+
+	CHECK(n > 0 && n <= PN_JOB_MAX_PARAMS);
+	CHECK_STR(param(p, n, "-i"), "256");
+	CHECK_STR(param(p, n, "-f"), "none");
+	CHECK_STR(param(p, n, "-A"), "ring,two-shot");
+	CHECK_STR(param(p, n, "--transport"), "probe");
+	CHECK_STR(param(p, n, "--min-busbw"), "none");
+	o.factor = 2;
+	o.min_busbw = 1.5;
+	o.backends = "nccl";
+	o.algo = "symmetric";
+	n = pn_aropts_params(&o, PN_FLOAT, PN_SUM, a, 2, p);
+	CHECK_STR(param(p, n, "-f"), "2");
+	CHECK_STR(param(p, n, "-i"), "unused (-f)");
+	CHECK_STR(param(p, n, "-A"), "symmetric");
+	CHECK_STR(param(p, n, "--min-busbw"), "1.5");
+}
+
+static struct pn_sweep *one_row_sweep(void)
+{
+	static struct pn_sweep sw;
+	static struct pn_sweep_row row;
+	static uint64_t sizes[1] = { 1024 };
+
+	pn_sweep_init(&sw);
+	sw.sizes = sizes;
+	sw.nsizes = 1;
+	sw.dtype = PN_FLOAT;
+	sw.op = PN_SUM;
+	memset(&row, 0, sizeof(row));
+	snprintf(row.backend, sizeof(row.backend), "host");
+	snprintf(row.algo, sizeof(row.algo), "ring");
+	row.host_algo = PN_ALGO_RING;
+	row.bytes = 1024;
+	row.count = 256;
+	row.time_us[0] = row.time_us[1] = 10;
+	row.busbw[0] = row.busbw[1] = 1;
+	row.algbw[0] = row.algbw[1] = 1;
+	sw.rows = &row;
+	sw.nrows = 1;
+	return &sw;
+}
+
+static long file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? -1 : (long)st.st_size;
+}
+
+TEST(outputs_committed_after_the_run_or_left_alone)
+{
+	char dir[] = "/tmp/t_aropts.XXXXXX", csv[64], plot[64], tune[64];
+	struct pn_aropts o = defaults();
+	struct pn_arout w;
+	FILE *f;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(csv, sizeof(csv), "%s/a.csv", dir);
+	snprintf(plot, sizeof(plot), "%s/a.svg", dir);
+	snprintf(tune, sizeof(tune), "%s/a.tune", dir);
+	o.csv = csv;
+	o.plot = plot;
+	/* aborted: nothing appears */
+	memset(&w, 0, sizeof(w));
+	CHECK_EQ_INT(pn_arout_open(&w, &o), 0);
+	CHECK(w.csv != NULL);
+	pn_sweep_csv_header(w.csv);
+	pn_arout_abort(&w);
+	CHECK(file_size(csv) < 0 && file_size(plot) < 0);
+	/* finished: both written */
+	memset(&w, 0, sizeof(w));
+	CHECK_EQ_INT(pn_arout_open(&w, &o), 0);
+	pn_sweep_csv_header(w.csv);
+	CHECK_EQ_INT(pn_arout_finish(&w, &o, one_row_sweep(), 2, 1), 0);
+	CHECK(w.csv == NULL && !w.csv_of && !w.plot_of);
+	CHECK(file_size(csv) > 0 && file_size(plot) > 0);
+	pn_arout_abort(&w);
+	/* an output that cannot be opened is named */
+	o.tune_out = "/nonexistent-dir/x.tune";
+	memset(&w, 0, sizeof(w));
+	CHECK(pn_arout_open(&w, &o) < 0);
+	CHECK(strstr(pn_errmsg(-ENOENT), "--tune-out") != NULL);
+	pn_arout_abort(&w);
+	o.tune_out = tune;
+	memset(&w, 0, sizeof(w));
+	CHECK_EQ_INT(pn_arout_open(&w, &o), 0);
+	CHECK_EQ_INT(pn_arout_finish(&w, &o, one_row_sweep(), 2, 1), 0);
+	f = fopen(tune, "r");
+	CHECK(f != NULL);
+	if (f)
+		fclose(f);
+	unlink(csv);
+	unlink(plot);
+	unlink(tune);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	RUN(backends_each_once_and_gpu_options_need_a_gpu);
+	RUN(gpus_are_indices);
+	RUN(algos_once_all_and_gpu_only_names);
+	RUN(params_name_what_changes_the_data);
+	RUN(outputs_committed_after_the_run_or_left_alone);
+	return unit_done();
+}

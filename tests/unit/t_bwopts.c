@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/* penny bw's options into its configuration (src/harness/bwopts.c): the
+ * defaults, -a's sizes, -D against -n, -w in the table's unit, and the
+ * combinations refused with the line that names them. */
+#define _GNU_SOURCE
+#include "unit.h"
+
+#include "base/log.h"
+#include "harness/bwopts.h"
+#include "transport/verbs.h"
+
+#include <errno.h>
+#include <string.h>
+
+static struct pn_bw_opts defaults(void)
+{
+	return (struct pn_bw_opts){ .op = "write", .gid = -1, .iters = -1, .qps = 1,
+				    .txdepth = 128, .port = 18515, .inline_size = -1,
+				    .use_cuda = -1, .size = PN_BW_SIZE_UNSET, .min_gbps = -1,
+				    .limit_bw = -1 };
+}
+
+TEST(defaults_and_sizes)
+{
+	struct pn_bw_opts o = defaults();
+	struct pn_bw_cfg c;
+
+	CHECK_EQ_INT(pn_bw_opts_cfg(&o, &c), 0);
+	CHECK(o.size == 65536 && c.nsizes == 1 && c.sizes[0] == 65536);
+	CHECK(c.op == PN_VERBS_WRITE && c.iters == 5000 && c.nqp == 1 && c.tx_depth == 128);
+	o = defaults();
+	o.lat = 1;
+	o.op = "send";
+	CHECK_EQ_INT(pn_bw_opts_cfg(&o, &c), 0);
+	CHECK(c.op == PN_VERBS_SEND && c.iters == 1000 && (c.flags & PN_BW_LAT));
+	o = defaults();
+	o.all = 1;
+	o.duration = 2;
+	CHECK_EQ_INT(pn_bw_opts_cfg(&o, &c), 0);
+	CHECK(c.nsizes == 23 && c.sizes[0] == 2 && c.sizes[22] == 1u << 23);
+	CHECK(c.iters == 0 && c.duration == 2);
+	/* -w in MB/sec (2^20 bytes/s) or, with --report_gbits, Gb/s */
+	o = defaults();
+	o.limit_bw = 1000;
+	CHECK_EQ_INT(pn_bw_opts_cfg(&o, &c), 0);
+	CHECK(o.min_gbps > 8.38 && o.min_gbps < 8.39);
+	o = defaults();
+	o.limit_bw = 100;
+	o.report_gbits = 1;
+	CHECK_EQ_INT(pn_bw_opts_cfg(&o, &c), 0);
+	CHECK(o.min_gbps == 100);
+}
+
+/* o refused with the line want (NULL: any line). */
+static void refused(struct pn_bw_opts o, const char *want)
+{
+	struct pn_bw_cfg c;
+
+	CHECK_EQ_INT(pn_bw_opts_cfg(&o, &c), -EINVAL);
+	if (want)
+		CHECK_STR(pn_errmsg(-EINVAL), want);
+}
+
+TEST(refused_combinations)
+{
+	struct {
+		struct pn_bw_opts o;
+		const char *want;
+	} t[8];
+	struct pn_bw_cfg c;
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		t[i].o = defaults();
+		t[i].want = NULL;
+	}
+	t[0].o.lat = t[0].o.bidir = 1;
+	t[0].want = "--lat and -b do not go together";
+	t[1].o.op = "atomic";
+	t[1].want = "--op must be write, read or send, not 'atomic'";
+	t[2].o.duration = 1;
+	t[2].o.iters = 5;
+	t[2].want = "-n and -D exclude each other";
+	t[3].o.mtu = 1000;
+	t[4].o.connection = "UD";
+	t[5].o.limit_bw = t[5].o.min_gbps = 1;
+	t[5].want = "-w and --min-gbps are one gate: give one";
+	t[6].o.lat = 1;
+	t[6].o.size = 0;
+	t[6].want = "--lat needs -s of at least 1";
+	t[7].o.gpu_engine = "ce";
+	t[7].want = "--gpu-engine goes with --gpu";
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		refused(t[i].o, t[i].want);
+	t[4].o.connection = "rc";
+	CHECK_EQ_INT(pn_bw_opts_cfg(&t[4].o, &c), 0);
+}
+
+TEST(devices_of_each_mode)
+{
+	struct pn_bw_opts o = defaults();
+
+	CHECK_EQ_INT(pn_bw_opts_devices(&o), 0);
+	o.loopback = "a,b,c";
+	CHECK_EQ_INT(pn_bw_opts_devices(&o), -EINVAL);
+	o.loopback = "a,b";
+	CHECK_EQ_INT(pn_bw_opts_devices(&o), 0);
+	o.dev = "a";
+	CHECK_EQ_INT(pn_bw_opts_devices(&o), -EINVAL);
+	o.loopback = NULL;
+	o.dev = "a,b";
+	CHECK_EQ_INT(pn_bw_opts_devices(&o), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "-d names 2 devices: a list is for --all-rails");
+	o.all_rails = 1;
+	CHECK_EQ_INT(pn_bw_opts_devices(&o), 0);
+	o.dev = "a,b,c,d,e,f,g,h,i";
+	CHECK_EQ_INT(pn_bw_opts_devices(&o), -EINVAL);
+}
+
+int main(void)
+{
+	RUN(defaults_and_sizes);
+	RUN(refused_combinations);
+	RUN(devices_of_each_mode);
+	return unit_done();
+}
