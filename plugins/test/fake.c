@@ -24,7 +24,12 @@
  * FAKE_NCCL_LOG (the test plugin named nccl): with NCCL_DEBUG=INFO and
  * NCCL_DEBUG_FILE set, init writes what NCCL would print there (its %h and
  * %p expanded): the version line and this rank's ring connection, "via"
- * FAKE_NCCL_VIA (default P2P/CUMEM/read).
+ * FAKE_NCCL_VIA (default P2P/CUMEM/read).  For penny check's A/B of the
+ * rail NICs: FAKE_NCCL_XNODE_MS=N makes an allreduce across nodes take N
+ * ms longer where NCCL_IB_HCA is not set (NCCL's NIC choice gone wrong); FAKE_NCCL_PINNED acts where NCCL_IB_HCA is set (on rank
+ * FAKE_NCCL_PINNED_RANK only, when set): "fail" (init fails), "die" (init
+ * aborts), "hang" (init never returns), "garbage" (init prints a line on
+ * stdout).
  */
 #define _GNU_SOURCE
 #include "penny_data.h"
@@ -99,11 +104,25 @@ static double now_us(void)
 	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
 }
 
+#ifdef FAKE_NCCL_LOG
+/* FAKE_NCCL_PINNED's mode when it applies to rank (-1: any rank), else NULL */
+static const char *pinned(int rank)
+{
+	const char *hca = getenv("NCCL_IB_HCA"), *m = getenv("FAKE_NCCL_PINNED");
+	const char *r = getenv("FAKE_NCCL_PINNED_RANK");
+
+	if (!hca || !*hca || !m || !*m || (rank >= 0 && r && *r && atoi(r) != rank))
+		return NULL;
+	return m;
+}
+#endif
+
 /* PENNY_FAKE_SLOW's factor for device dev (-1: any), 1 when not slow. */
 static double slow_factor(int dev)
 {
 	const char *f = getenv("PENNY_FAKE_SLOW"), *g = getenv("PENNY_FAKE_SLOW_GPU");
 	double x = f ? atof(f) : 1;
+
 
 	if (!(x > 1) || x > 1e6)
 		return 1;
@@ -198,6 +217,19 @@ static int fake_init(const struct penny_host_v1 *host, int device, void **be)
 		 host->nranks);
 #ifdef FAKE_NCCL_LOG
 	nccl_log(host, f->device);
+	if (pinned(host->rank) && !strcmp(pinned(host->rank), "fail")) {
+		free(f);
+		return fail(-ENODEV, "fake: NCCL_IB_HCA %s names no usable NIC",
+			    getenv("NCCL_IB_HCA"));
+	}
+	if (pinned(host->rank) && !strcmp(pinned(host->rank), "die"))
+		abort();
+	while (pinned(host->rank) && !strcmp(pinned(host->rank), "hang"))
+		pause();
+	if (pinned(host->rank) && !strcmp(pinned(host->rank), "garbage")) {
+		printf("fake NCCL says hello\n");
+		fflush(stdout);
+	}
 #endif
 	*be = f;
 	return 0;
@@ -444,6 +476,16 @@ static int fake_allreduce(void *be, const void *send, void *recv, size_t count, 
 	}
 	free(all);
 	slow_down(t0, f->device);
+#ifdef FAKE_NCCL_LOG
+	if (f->host->nnodes > 1 && !(getenv("NCCL_IB_HCA") && *getenv("NCCL_IB_HCA")) &&
+	    getenv("FAKE_NCCL_XNODE_MS")) {
+		int ms = atoi(getenv("FAKE_NCCL_XNODE_MS"));
+
+		if (ms > 0 && ms <= 10000)
+			nanosleep(&(struct timespec){ .tv_sec = ms / 1000,
+						      .tv_nsec = ms % 1000 * 1000000L }, NULL);
+	}
+#endif
 	return 0;
 }
 

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# penny check under a launcher: the job's allreduce on nccl misses its
+# expectation, and the decision table's A/B runs: every rank execs a fresh
+# `penny allreduce-test --backend nccl` with NCCL_IB_HCA pinned to its GPU's
+# rail NIC, and rank 0 adds the "job-rail" row.  A child that fails, dies,
+# hangs or prints garbage FAILs the row naming the rank and why, within
+# --timeout; a rank without a rail NIC SKIPs it.  Two emulated nodes
+# (PENNY_NODE_ID) of two ranks on the test plugin named nccl
+# (FAKE_NCCL_PINNED acts where NCCL_IB_HCA is set).
+. "$(dirname "$0")/../lib.sh"
+. "$TOP/tests/helpers/mksysfs.sh"
+
+# GPU0 (03:00.0) with mlx5_0 on one switch, GPU1 (13:00.0) with mlx5_3 on another
+sys_root n1 gpu01 && sys_cpus 4 1 &&
+	PCI_NUMA=0 sys_switch 0x00 && PCI_NUMA=0 sys_switch 0x10 &&
+	sys_ib mlx5_0 0000:04:00.0 && sys_ib mlx5_3 0000:14:00.0 &&
+	sys_port mlx5_0 1 ACTIVE LinkUp "400 Gb/sec (4X NDR)" InfiniBand &&
+	sys_port mlx5_3 1 ACTIVE LinkUp "400 Gb/sec (4X NDR)" InfiniBand >/dev/null
+rm -rf nonic && cp -a n1 nonic && rm -rf nonic/sys/class/infiniband nonic/sys/bus/pci/devices/0000:04:00.0 \
+	nonic/sys/bus/pci/devices/0000:14:00.0
+printf 'allreduce.size = 65536\nallreduce.min-busbw = 1000\n' >miss.conf
+printf 'allreduce.size = 65536\nallreduce.min-busbw = 0.000001\n' >meet.conf
+
+export PENNY_PLUGIN_PATH=$BUILD/tests/plugins/nccl PENNY_IB_DISABLE=1
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# job TREE CONF TIMEOUT: ranks 0..3 on nodes n0 n0 n1 n1; rank 0's JSON in
+# out.json, every rank's stderr in err0..err3, exit codes in rc, seconds in took
+job() {
+	local port r t0 ids=(n0 n0 n1 n1) pids=()
+	port=$(free_port) || return 1
+	t0=$(date +%s.%N)
+	for r in 3 2 1 0; do
+		PENNY_NODE_ID=${ids[$r]} "$PENNY" check --rank $r --nranks 4 --root 127.0.0.1:$port \
+			--sysfs-root "$1" --timeout "$3" --quick --only allreduce --backend nccl \
+			--config "$2" --json >out$r.json 2>err$r &
+		pids[$r]=$!
+	done
+	rc=
+	for r in 0 1 2 3; do wait ${pids[$r]}; rc="$rc$?"; done
+	cp out0.json out.json
+	took=$(python3 -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 1))" \
+		"$(date +%s.%N)" "$t0")
+	echo "rc=$rc took=$took"
+}
+# row TARGET: rank 0's row of check allreduce, node job, TARGET
+row() {
+	python3 -c 'import json,sys
+d = json.load(open("out.json"))
+r = [x for x in d["results"] if x["check"] == "allreduce" and x["node"] == "job" and x["target"] == sys.argv[1]]
+assert len(r) == 1, r
+r = r[0]
+print(r["verdict"], r["measured"], r["expected"], "|", r["detail"])' "$1"
+}
+no_row() { ! grep -q '"target":"job-rail"' out.json; }
+
+test_expect_success 'a missed job allreduce on nccl: the A/B pinned to the rail NICs runs' '
+	job n1 miss.conf 10 && test "$rc" = 1111 &&
+	row job | grep -q "^FAIL [0-9.e-]* 1000 | busbw .* (nccl, 4 ranks, 65536 B)" &&
+	row job-rail >ab && cat ab &&
+	grep -q "^FAIL [0-9.e-]* 1000 | NCCL_IB_HCA pinned to each GPU.s rail NIC (mlx5_0:1 mlx5_3:1): .* as run (65536 B, 4 ranks)$" ab &&
+	grep -q "\"source\":\"the decision table: NCCL_IB_HCA per rank\"" out.json
+'
+
+test_expect_success 'pinning recovers what the job lost: the A/B measures the pinned run' '
+	FAKE_NCCL_XNODE_MS=20 job n1 miss.conf 10 &&
+	python3 -c "import json
+d = json.load(open(\"out.json\"))
+r = {x[\"target\"]: x[\"measured\"] for x in d[\"results\"] if x[\"node\"] == \"job\"}
+print(r)
+assert r[\"job-rail\"] > 3 * r[\"job\"], r"
+'
+
+test_expect_success 'a job that meets its expectation runs no A/B; nor does a node alone' '
+	job n1 meet.conf 10 && test "$rc" = 0000 && row job | grep -q "^PASS" && no_row &&
+	PENNY_NODE_ID=n0 test_exit 1 penny check --sysfs-root n1 --quick --only allreduce --backend nccl \
+		--config miss.conf --json >out.json &&
+	no_row
+'
+
+for c in "die 2|rank 2 (node n1) failed: died of signal 6 (Aborted)" \
+	"hang 1|rank 1 (node n0) failed: did not end in 4.8 s: killed" \
+	"fail 3|rank [0-9] (node n[01]) failed: exit 2: .*rank 3 .*fake: NCCL_IB_HCA =mlx5_3:1 names no usable NIC" \
+	"garbage 0|rank 0.s allreduce-test: not allreduce-test.s JSON: line 1 column 1"; do
+	mode=${c%%|*} want=${c#*|}
+	test_expect_success "a child that does '$mode': the row FAILs naming why, within --timeout" '
+		FAKE_NCCL_PINNED=${mode% *} FAKE_NCCL_PINNED_RANK=${mode#* } job n1 miss.conf 6 &&
+		test "$rc" = 1111 && python3 -c "import sys; sys.exit(float(sys.argv[1]) > 8)" "$took" &&
+		row job-rail >ab && cat ab && grep -q "^FAIL None 1000 | pinned to the rail NICs, $want" ab &&
+		for r in 1 2 3; do test ! -s err$r || exit 1; done
+	'
+done
+
+test_expect_success 'a rank without a rail NIC: the A/B SKIPs, saying which' '
+	job nonic miss.conf 10 && test "$rc" = 1111 &&
+	row job-rail | grep -q "^SKIP None None | rank 0 (node n0) has no rail NIC: GPU0 has no RDMA NIC with a port$"
+'
+
+test_done
