@@ -19,6 +19,7 @@
 #include "harness/check.h"
 #include "harness/check_cfg.h"
 #include "harness/check_diag.h"
+#include "harness/check_gpu.h"
 #include "harness/check_ranks.h"
 #include "base/log.h"
 #include "base/minijson.h"
@@ -44,6 +45,8 @@
 /* allreduce-test's JSON of one size is a few KiB; more is not its output */
 #define AB_OUT_MAX (1u << 20)
 #define AB_ITERS "5"
+#define FRESH_ENV_MAX 8
+#define SOURCE "the decision table: NCCL_IB_HCA per rank"
 
 /* ------------------------------------------------------------ pure parts */
 
@@ -115,19 +118,12 @@ struct ab_rank {
 };
 
 /* What rank 0 hands every rank: where the fresh ranks meet. */
-struct ab_go {
+struct fresh_go {
 	int32_t go;
 	int32_t port;
 	char host[256];
 	char secret[65];	/* PENNY_COOKIE of the fresh job (hex) */
 	char why[160];		/* !go: why not */
-};
-
-/* How each rank's child ended. */
-struct ab_end {
-	int32_t failed;
-	int32_t killed;		/* by a signal, or at the deadline */
-	char why[228];
 };
 
 /* This rank's GPU's rail NIC as NCCL_IB_HCA wants it ("=mlx5_0:1"). */
@@ -168,13 +164,17 @@ static void my_rail(const struct pn_check *c, struct ab_rank *me)
 }
 
 /* Rank 0: a free port on the job's rendezvous host and a fresh secret. */
-static void make_go(const struct pn_check *c, struct ab_go *go)
+static void make_go(const struct pn_check *c, struct fresh_go *go)
 {
 	const char *root = pn_boot_root(c->boot);
 	uint8_t sec[32];
 	int fd, port = 0, i;
 
 	memset(go, 0, sizeof(*go));
+	if (!c->exe) {
+		snprintf(go->why, sizeof(go->why), "no penny binary to run afresh");
+		return;
+	}
 	if (!root || pn_parse_hostport(root, go->host, sizeof(go->host), &port)) {
 		snprintf(go->why, sizeof(go->why), "the job's rendezvous address is unknown");
 		return;
@@ -197,16 +197,22 @@ static void make_go(const struct pn_check *c, struct ab_go *go)
 	go->go = 1;
 }
 
-/* This rank's child: allreduce-test of the fresh job; rank 0 keeps its output. */
-static int run_child(const struct pn_check *c, const struct ab_go *go, const struct ab_rank *me,
-		     uint64_t size, struct pn_run *run, struct ab_end *end)
+/* This rank's child: allreduce-test of the fresh job. */
+static int run_child(const struct pn_check *c, const struct fresh_go *go,
+		     const char *const *add, uint64_t size, struct pn_run *run,
+		     struct pn_fresh_end *end)
 {
-	char rank[16], nranks[16], root[300], tmo[32], sz[32], hca[100], cookie[80];
+	char rank[16], nranks[16], root[300], tmo[32], sz[32], cookie[80];
 	const char *sysroot = pn_sysfs_root();
 	double t = pn_boot_timeout(c->boot);
-	const char *argv[24], *env[] = { hca, cookie, NULL };
+	const char *argv[24], *env[FRESH_ENV_MAX + 2];
 	int n = 0, ret;
 
+	for (n = 0; add && add[n] && n < FRESH_ENV_MAX; n++)
+		env[n] = add[n];
+	snprintf(cookie, sizeof(cookie), "PENNY_COOKIE=%s", go->secret);
+	env[n++] = cookie;
+	env[n] = NULL;
 	snprintf(rank, sizeof(rank), "%d", c->rank);
 	snprintf(nranks, sizeof(nranks), "%d", c->nranks);
 	snprintf(root, sizeof(root), strchr(go->host, ':') ? "[%s]:%d" : "%s:%d", go->host,
@@ -215,8 +221,7 @@ static int run_child(const struct pn_check *c, const struct ab_go *go, const str
 	 * killed, well before the job's own ranks give up on this one */
 	snprintf(tmo, sizeof(tmo), "%.3f", t / 4 > 1 ? t / 4 : 1);
 	snprintf(sz, sizeof(sz), "%llu", (unsigned long long)size);
-	snprintf(hca, sizeof(hca), "NCCL_IB_HCA=%s", me->hca);
-	snprintf(cookie, sizeof(cookie), "PENNY_COOKIE=%s", go->secret);
+	n = 0;
 	argv[n++] = c->exe;
 	argv[n++] = "allreduce-test";
 	argv[n++] = "--backend";
@@ -253,9 +258,77 @@ static int run_child(const struct pn_check *c, const struct ab_go *go, const str
 	return 0;
 }
 
+int pn_check_fresh_job(struct pn_check *c, int ok, const char *no, const char *const *env,
+		       uint64_t size, struct pn_run *run, struct pn_fresh_end *ends, char *why,
+		       size_t wlen)
+{
+	struct pn_fresh_end end = { 0 };
+	struct fresh_go go = { 0 };
+	struct fresh_ok { int32_t ok; char no[120]; } mine = { .ok = ok }, *oks;
+	int r, ret;
+
+	*run = (struct pn_run){ 0 };
+	why[0] = 0;
+	snprintf(mine.no, sizeof(mine.no), "%s", ok ? "" : no);
+	oks = calloc((size_t)c->nranks, sizeof(*oks));
+	if (!oks)
+		return pn_err(-ENOMEM, "out of memory for a fresh job");
+	ret = pn_boot_allgather(c->boot, &mine, oks, sizeof(mine));
+	if (!ret && c->rank == 0) {
+		for (r = 0; r < c->nranks && oks[r].ok; r++)
+			;
+		if (r < c->nranks) {
+			oks[r].no[sizeof(oks[r].no) - 1] = 0;
+			pn_wire_printable(oks[r].no, sizeof(oks[r].no));
+			snprintf(go.why, sizeof(go.why), "rank %d (node %.40s) %s", r,
+				 pn_boot_node_name(c->boot, r), oks[r].no);
+		} else {
+			make_go(c, &go);
+		}
+	}
+	free(oks);
+	if (!ret)
+		ret = pn_boot_bcast(c->boot, &go, sizeof(go), 0);
+	if (ret)
+		return ret;
+	go.host[sizeof(go.host) - 1] = go.secret[sizeof(go.secret) - 1] = 0;
+	go.why[sizeof(go.why) - 1] = 0;
+	if (!go.go) {
+		snprintf(why, wlen, "%s", go.why);
+		return 1;
+	}
+	ret = run_child(c, &go, env, size, run, &end);
+	/* every rank reports, also one whose child could not start */
+	if (ret) {
+		end.failed = 1;
+		snprintf(end.why, sizeof(end.why), "%s", pn_errmsg(ret));
+	}
+	r = pn_boot_allgather(c->boot, &end, ends, sizeof(end));
+	if (ret == -ENOMEM || r) {
+		pn_run_release(run);
+		return ret == -ENOMEM ? ret : r;
+	}
+	for (r = 0; r < c->nranks; r++) {
+		ends[r].why[sizeof(ends[r].why) - 1] = 0;
+		pn_wire_printable(ends[r].why, sizeof(ends[r].why));
+	}
+	return 0;
+}
+
+int pn_fresh_failed(const struct pn_fresh_end *ends, int n)
+{
+	int r, k = -1;
+
+	/* the rank whose child died or was killed is the cause; the others' say so */
+	for (r = 0; r < n; r++)
+		if (ends[r].failed && (k < 0 || (ends[r].killed && !ends[k].killed)))
+			k = r;
+	return k;
+}
+
 /* Rank 0: the row. */
 static int ab_row(struct pn_check *c, int job, const struct ab_rank *all,
-		  const struct ab_end *ends, const struct pn_run *run)
+		  const struct pn_fresh_end *ends, const struct pn_run *run)
 {
 	const struct pn_verdict_result *j = pn_verdict_at(c->results, job);
 	char det[PN_VERDICT_DETAIL], why[160], nics[120] = "";
@@ -263,8 +336,7 @@ static int ab_row(struct pn_check *c, int job, const struct ab_rank *all,
 	unsigned long long bytes = 0;
 	struct pn_verdict_in in = { .check = "allreduce", .node = "job", .target = TARGET,
 				    .verdict = PN_FAIL, .unit = "GB/s", .detail = det,
-				    .expected = PN_VNUM(exp),
-				    .source = "the decision table: NCCL_IB_HCA per rank" };
+				    .expected = PN_VNUM(exp), .source = SOURCE };
 	int r, k, n;
 
 	/* the rail NICs pinned, each once ("=mlx5_0:1 =mlx5_3:1") */
@@ -278,11 +350,7 @@ static int ab_row(struct pn_check *c, int job, const struct ab_rank *all,
 			snprintf(nics + n, sizeof(nics) - (size_t)n, "%s%s", n ? " " : "",
 				 all[r].hca + 1);
 	}
-	/* the rank whose child died or was killed is the cause; the others' say so */
-	for (r = 0, k = -1; r < c->nranks; r++)
-		if (ends[r].failed && (k < 0 || (ends[r].killed && !ends[k].killed)))
-			k = r;
-	if ((r = k) >= 0) {
+	if ((r = pn_fresh_failed(ends, c->nranks)) >= 0) {
 		snprintf(det, sizeof(det), "pinned to the rail NICs, rank %d (node %.40s) failed: "
 			 "%s", r, pn_boot_node_name(c->boot, r), ends[r].why);
 	} else if (pn_diag_ab_parse(run->out, run->out_len, &bw, &bytes, why, sizeof(why))) {
@@ -300,9 +368,10 @@ static int ab_row(struct pn_check *c, int job, const struct ab_rank *all,
 int pn_check_rail_ab(struct pn_check *c)
 {
 	struct ab_rank me, *all = NULL;
-	struct ab_end end = { 0 }, *ends = NULL;
-	struct ab_go go = { 0 };
+	struct pn_fresh_end *ends = NULL;
 	struct pn_run run = { 0 };
+	char hca[100], no[120], why[160];
+	const char *env[] = { hca, NULL };
 	int32_t want = 0;
 	int job = -1, r, ret;
 	double size = 0;
@@ -311,7 +380,7 @@ int pn_check_rail_ab(struct pn_check *c)
 		return 0;
 	if (c->rank == 0) {
 		job = pn_diag_ab_wanted(c->results);
-		want = job >= 0 && c->exe && !strcmp(c->job_backend, "nccl");
+		want = job >= 0 && !strcmp(c->job_backend, "nccl");
 	}
 	ret = pn_boot_bcast(c->boot, &want, sizeof(want), 0);
 	if (ret || !want)
@@ -328,52 +397,22 @@ int pn_check_rail_ab(struct pn_check *c)
 	ret = pn_boot_allgather(c->boot, &me, all, sizeof(me));
 	if (ret)
 		goto out;
-	for (r = 0; r < c->nranks; r++) {
-		/* strings of another process: terminate them */
-		all[r].hca[sizeof(all[r].hca) - 1] = all[r].why[sizeof(all[r].why) - 1] = 0;
-		pn_wire_printable(all[r].why, sizeof(all[r].why));
-	}
-	if (c->rank == 0) {
-		for (r = 0; r < c->nranks && all[r].ok; r++)
-			;
-		if (r < c->nranks)
-			snprintf(go.why, sizeof(go.why), "rank %d (node %.40s) has no rail NIC: %.100s",
-				 r, pn_boot_node_name(c->boot, r), all[r].why);
-		else
-			make_go(c, &go);
-	}
-	ret = pn_boot_bcast(c->boot, &go, sizeof(go), 0);
-	if (ret)
-		goto out;
-	go.host[sizeof(go.host) - 1] = go.secret[sizeof(go.secret) - 1] = 0;
-	if (!go.go) {
-		if (c->rank == 0)
-			ret = pn_check_add(c, &(struct pn_verdict_in){
-				.check = "allreduce", .node = "job", .target = TARGET,
-				.verdict = PN_SKIP, .detail = go.why,
-				.source = "the decision table: NCCL_IB_HCA per rank" });
-		goto out;
-	}
+	for (r = 0; r < c->nranks; r++)
+		all[r].hca[sizeof(all[r].hca) - 1] = 0;
+	snprintf(hca, sizeof(hca), "NCCL_IB_HCA=%s", me.hca);
+	snprintf(no, sizeof(no), "has no rail NIC: %.100s", me.why);
 	pn_check_cfg_num(c->cfg, "allreduce.size", &size);
 	size = size < 4 ? 4 : floor(size / 4) * 4;
-	ret = run_child(c, &go, &me, (uint64_t)size, &run, &end);
-	/* every rank reports, also one whose child could not start */
-	if (ret) {
-		end.failed = 1;
-		snprintf(end.why, sizeof(end.why), "%s", pn_errmsg(ret));
-	}
-	r = pn_boot_allgather(c->boot, &end, ends, sizeof(end));
-	if (ret == -ENOMEM || r) {
-		ret = ret == -ENOMEM ? ret : r;
-		goto out;
-	}
-	ret = 0;
-	for (r = 0; r < c->nranks; r++) {
-		ends[r].why[sizeof(ends[r].why) - 1] = 0;
-		pn_wire_printable(ends[r].why, sizeof(ends[r].why));
-	}
-	if (c->rank == 0)
+	ret = pn_check_fresh_job(c, me.ok, no, env, (uint64_t)size, &run, ends, why,
+				 sizeof(why));
+	if (ret == 1 && c->rank == 0)
+		ret = pn_check_add(c, &(struct pn_verdict_in){
+			.check = "allreduce", .node = "job", .target = TARGET, .verdict = PN_SKIP,
+			.detail = why, .source = SOURCE });
+	else if (!ret && c->rank == 0)
 		ret = ab_row(c, job, all, ends, &run);
+	else if (ret == 1)
+		ret = 0;
 out:
 	pn_run_release(&run);
 	free(all);
