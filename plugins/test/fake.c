@@ -24,7 +24,10 @@
  * FAKE_NCCL_LOG (the test plugin named nccl): with NCCL_DEBUG=INFO and
  * NCCL_DEBUG_FILE set, init writes what NCCL would print there (its %h and
  * %p expanded): the version line and this rank's ring connection, "via"
- * FAKE_NCCL_VIA (default P2P/CUMEM/read).  For penny check's A/B of the
+ * FAKE_NCCL_VIA (default P2P/CUMEM/read); across nodes, the NET/IB Using
+ * line and the connections to the next node and from the one before, via
+ * FAKE_NCCL_NET_VIA (default NET/IB/<device>/GDRDMA); FAKE_NCCL_LOG_FILE
+ * (%n: the rank's node index) writes that captured log instead.  For penny check's A/B of the
  * rail NICs: FAKE_NCCL_XNODE_MS=N makes an allreduce across nodes take N
  * ms longer where NCCL_IB_HCA is not set (NCCL's NIC choice gone wrong); FAKE_NCCL_PINNED acts where NCCL_IB_HCA is set (on rank
  * FAKE_NCCL_PINNED_RANK only, when set): "fail" (init fails), "die" (init
@@ -148,6 +151,35 @@ static void slow_down(double t0, int dev)
 }
 
 #ifdef FAKE_NCCL_LOG
+/* FAKE_NCCL_LOG_FILE (%n: this rank's node index): a captured log written
+ * as this rank's (up to 1 MiB); 1 when it was, f closed */
+static int replay(FILE *f, const struct penny_host_v1 *host)
+{
+	const char *tpl = getenv("FAKE_NCCL_LOG_FILE");
+	char name[4096], buf[4096];
+	size_t n = 0, k, total = 0;
+	FILE *in;
+
+	if (!tpl || !*tpl)
+		return 0;
+	for (; *tpl && n < sizeof(name) - 16; tpl++) {
+		if (tpl[0] == '%' && tpl[1] == 'n')
+			n += (size_t)snprintf(name + n, sizeof(name) - n, "%d", host->node), tpl++;
+		else
+			name[n++] = *tpl;
+	}
+	name[n] = 0;
+	in = fopen(name, "r");
+	while (in && total < (1u << 20) && (k = fread(buf, 1, sizeof(buf), in)) > 0) {
+		fwrite(buf, 1, k, f);
+		total += k;
+	}
+	if (in)
+		fclose(in);
+	fclose(f);
+	return 1;
+}
+
 /* NCCL_DEBUG_FILE with %h (host) and %p (pid) expanded, created as NCCL does */
 static void nccl_log(const struct penny_host_v1 *host, int device)
 {
@@ -172,12 +204,37 @@ static void nccl_log(const struct penny_host_v1 *host, int device)
 	f = fopen(path, "w");
 	if (!f)
 		return;
+	if (replay(f, host))
+		return;
 	fprintf(f, "%s:%d:%d [%d] NCCL INFO NCCL version 2.21.5+cuda12.4\n", hostname,
 		(int)getpid(), (int)getpid(), device);
-	fprintf(f, "%s:%d:%d [%d] NCCL INFO Channel 00/0 : %d[%d] -> %d[%d] via %s\n", hostname,
-		(int)getpid(), (int)getpid(), device, host->rank, device,
-		(host->rank + 1) % host->nranks, (device + 1) % host->local_size,
-		via && *via ? via : "P2P/CUMEM/read");
+	if (host->nnodes > 1) {
+		/* across nodes: the last local rank sends to the next node, the
+		 * first receives from the one before, over NIC index = device */
+		const char *net = getenv("FAKE_NCCL_NET_VIA");
+		char nvia[64];
+		int last = host->local_rank == host->local_size - 1;
+
+		snprintf(nvia, sizeof(nvia), "NET/IB/%d/GDRDMA", device);
+		fprintf(f, "%s:%d:%d [%d] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_3:1/IB "
+			"[RO]; OOB eth0:10.0.0.1<0>\n", hostname, (int)getpid(), (int)getpid(),
+			device);
+		fprintf(f, "%s:%d:%d [%d] NCCL INFO Channel 00/0 : %d[%d] -> %d[%d]%s via %s\n",
+			hostname, (int)getpid(), (int)getpid(), device, host->rank, device,
+			(host->rank + 1) % host->nranks, last ? 0 : device + 1,
+			last ? " [send]" : "", last ? (net && *net ? net : nvia) :
+			via && *via ? via : "P2P/CUMEM/read");
+		if (host->local_rank == 0)
+			fprintf(f, "%s:%d:%d [%d] NCCL INFO Channel 00/0 : %d[%d] -> %d[%d] [receive] "
+				"via %s\n", hostname, (int)getpid(), (int)getpid(), device,
+				(host->rank + host->nranks - 1) % host->nranks, host->local_size - 1,
+				host->rank, device, net && *net ? net : nvia);
+	} else {
+		fprintf(f, "%s:%d:%d [%d] NCCL INFO Channel 00/0 : %d[%d] -> %d[%d] via %s\n",
+			hostname, (int)getpid(), (int)getpid(), device, host->rank, device,
+			(host->rank + 1) % host->nranks, (device + 1) % host->local_size,
+			via && *via ? via : "P2P/CUMEM/read");
+	}
 	fclose(f);
 }
 #endif

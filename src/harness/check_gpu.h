@@ -107,6 +107,12 @@ int pn_fresh_failed(const struct pn_fresh_end *ends, int n);
  * plugin, fewer than 2 GPUs, the allreduce failed), or a negative errno.
  */
 int pn_ncclpath_capture(struct pn_check *c, char **buf, size_t *len, char *why, size_t wlen);
+/*
+ * The nccl-path rows of NCCL log text buf[0, len) (check_nccl.c), judged
+ * against this node's topology; name: the log's, for messages.  0 or a
+ * negative errno that stops the run.
+ */
+int pn_ncclpath_judge(struct pn_check *c, const char *buf, size_t len, const char *name);
 
 /*
  * The CUDA driver API version (12040 for 12.4) the first GPU plugin of

@@ -178,15 +178,12 @@ static int this_host(const struct pn_check *c, const char *h)
 
 int pn_check_ncclpath(struct pn_check *c)
 {
-	struct pn_nccl_log l;
-	char *buf, up[80] = "", det[PN_VERDICT_DETAIL];
-	const char *other = NULL;
+	char *buf, det[PN_VERDICT_DETAIL];
 	size_t len;
-	int i, mine = 0, single = 1, cuda_api = 0, ret;
+	int ret;
 
-	const char *name = c->nccl_log ? c->nccl_log : "the logged allreduce";
-
-	memset(&l, 0, sizeof(l));
+	if (!c->nccl_log && c->boot && c->nnodes > 1)
+		return 0;	/* the job's log, after the checks (pn_check_ncclpath_job) */
 	if (!c->nccl_log) {
 		ret = pn_ncclpath_capture(c, &buf, &len, det, sizeof(det));
 		if (ret > 0)
@@ -197,8 +194,20 @@ int pn_check_ncclpath(struct pn_check *c)
 	}
 	if (ret)
 		return ret;
-	ret = pn_nccl_log_parse(&l, buf, len);
+	ret = pn_ncclpath_judge(c, buf, len, c->nccl_log ? c->nccl_log : "the logged allreduce");
 	free(buf);
+	return ret;
+}
+
+int pn_ncclpath_judge(struct pn_check *c, const char *buf, size_t len, const char *name)
+{
+	struct pn_nccl_log l;
+	char up[80] = "", det[PN_VERDICT_DETAIL];
+	const char *other = NULL;
+	int i, mine = 0, single = 1, cuda_api = 0, ret;
+
+	memset(&l, 0, sizeof(l));
+	ret = pn_nccl_log_parse(&l, buf, len);
 	if (!ret)
 		ret = pn_check_cuda_api(c->backends, c->timeout, &cuda_api, det, sizeof(det));
 	if (ret > 0)

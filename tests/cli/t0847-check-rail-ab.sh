@@ -63,12 +63,12 @@ test_expect_success 'a missed job allreduce on nccl: the A/B pinned to the rail 
 '
 
 test_expect_success 'pinning recovers what the job lost: the A/B measures the pinned run' '
-	FAKE_NCCL_XNODE_MS=20 job n1 miss.conf 10 &&
+	FAKE_NCCL_XNODE_MS=100 job n1 miss.conf 10 &&
 	python3 -c "import json
 d = json.load(open(\"out.json\"))
 r = {x[\"target\"]: x[\"measured\"] for x in d[\"results\"] if x[\"node\"] == \"job\"}
 print(r)
-assert r[\"job-rail\"] > 3 * r[\"job\"], r"
+assert r[\"job-rail\"] > 1.5 * r[\"job\"], r"
 '
 
 test_expect_success 'a job that meets its expectation runs no A/B; nor does a node alone' '
