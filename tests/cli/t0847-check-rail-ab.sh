@@ -19,8 +19,9 @@ sys_root n1 gpu01 && sys_cpus 4 1 &&
 	sys_port mlx5_3 1 ACTIVE LinkUp "400 Gb/sec (4X NDR)" InfiniBand >/dev/null
 rm -rf nonic && cp -a n1 nonic && rm -rf nonic/sys/class/infiniband nonic/sys/bus/pci/devices/0000:04:00.0 \
 	nonic/sys/bus/pci/devices/0000:14:00.0
-printf 'allreduce.size = 65536\nallreduce.min-busbw = 1000\n' >miss.conf
-printf 'allreduce.size = 65536\nallreduce.min-busbw = 0.000001\n' >meet.conf
+# job.median-margin = 1: one emulated node slower than the other is no FAIL here
+printf 'allreduce.size = 65536\nallreduce.min-busbw = 1000\njob.median-margin = 1\n' >miss.conf
+printf 'allreduce.size = 65536\nallreduce.min-busbw = 0.000001\njob.median-margin = 1\n' >meet.conf
 
 export PENNY_PLUGIN_PATH=$BUILD/tests/plugins/nccl PENNY_IB_DISABLE=1
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -78,9 +79,11 @@ test_expect_success 'a job that meets its expectation runs no A/B; nor does a no
 	no_row
 '
 
+# "fail" on every rank: an init that fails on some ranks only leaves the
+# other ranks' backends to their exit, a leak to a sanitizer build
 for c in "die 2|rank 2 (node n1) failed: died of signal 6 (Aborted)" \
 	"hang 1|rank 1 (node n0) failed: did not end in 4.8 s: killed" \
-	"fail 3|rank [0-9] (node n[01]) failed: exit 2: .*rank 3 .*fake: NCCL_IB_HCA =mlx5_3:1 names no usable NIC" \
+	"fail |rank 0 (node n0) failed: exit 2: .*fake: NCCL_IB_HCA =mlx5_0:1 names no usable NIC" \
 	"garbage 0|rank 0.s allreduce-test: not allreduce-test.s JSON: line 1 column 1"; do
 	mode=${c%%|*} want=${c#*|}
 	test_expect_success "a child that does '$mode': the row FAILs naming why, within --timeout" '
