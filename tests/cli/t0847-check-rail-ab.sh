@@ -9,14 +9,9 @@
 # (PENNY_NODE_ID) of two ranks on the test plugin named nccl
 # (FAKE_NCCL_PINNED acts where NCCL_IB_HCA is set).
 . "$(dirname "$0")/../lib.sh"
-. "$TOP/tests/helpers/mksysfs.sh"
+. "$TOP/tests/helpers/checkjob.sh"
 
-# GPU0 (03:00.0) with mlx5_0 on one switch, GPU1 (13:00.0) with mlx5_3 on another
-sys_root n1 gpu01 && sys_cpus 4 1 &&
-	PCI_NUMA=0 sys_switch 0x00 && PCI_NUMA=0 sys_switch 0x10 &&
-	sys_ib mlx5_0 0000:04:00.0 && sys_ib mlx5_3 0000:14:00.0 &&
-	sys_port mlx5_0 1 ACTIVE LinkUp "400 Gb/sec (4X NDR)" InfiniBand &&
-	sys_port mlx5_3 1 ACTIVE LinkUp "400 Gb/sec (4X NDR)" InfiniBand >/dev/null
+rail_tree n1
 rm -rf nonic && cp -a n1 nonic && rm -rf nonic/sys/class/infiniband nonic/sys/bus/pci/devices/0000:04:00.0 \
 	nonic/sys/bus/pci/devices/0000:14:00.0
 # job.median-margin = 1: one emulated node slower than the other is no FAIL here
@@ -24,25 +19,9 @@ printf 'allreduce.size = 65536\nallreduce.min-busbw = 1000\njob.median-margin = 
 printf 'allreduce.size = 65536\nallreduce.min-busbw = 0.000001\njob.median-margin = 1\n' >meet.conf
 
 export PENNY_PLUGIN_PATH=$BUILD/tests/plugins/nccl PENNY_IB_DISABLE=1
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-# job TREE CONF TIMEOUT: ranks 0..3 on nodes n0 n0 n1 n1; rank 0's JSON in
-# out.json, every rank's stderr in err0..err3, exit codes in rc, seconds in took
+# job TREE CONF TIMEOUT: the job of four ranks (checkjob.sh) on the allreduce
 job() {
-	local port r t0 ids=(n0 n0 n1 n1) pids=()
-	port=$(free_port) || return 1
-	t0=$(date +%s.%N)
-	for r in 3 2 1 0; do
-		PENNY_NODE_ID=${ids[$r]} "$PENNY" check --rank $r --nranks 4 --root 127.0.0.1:$port \
-			--sysfs-root "$1" --timeout "$3" --quick --only allreduce --backend nccl \
-			--config "$2" --json >out$r.json 2>err$r &
-		pids[$r]=$!
-	done
-	rc=
-	for r in 0 1 2 3; do wait ${pids[$r]}; rc="$rc$?"; done
-	cp out0.json out.json
-	took=$(python3 -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 1))" \
-		"$(date +%s.%N)" "$t0")
-	echo "rc=$rc took=$took"
+	job4 --sysfs-root "$1" --timeout "$3" --quick --only allreduce --backend nccl --config "$2"
 }
 # row TARGET: rank 0's row of check allreduce, node job, TARGET
 row() {
