@@ -25,8 +25,9 @@
  * when the job's allreduce on nccl missed).  Where the NICs are fast, pn_diag_ab on its
  * busbw against the job's decides: pinning recovers the expectation (or
  * PN_DIAG_AB_GAIN times the busbw as run): NCCL path selection, the row as
- * evidence; it changes nothing: NCCL's NIC choice is ruled out, and without
- * another finding the layer is the kernel.
+ * evidence (also where the NICs were not measured); it changes nothing:
+ * NCCL's NIC choice is ruled out, and without another finding the layer is
+ * the kernel.
  */
 #ifndef PENNY_CHECK_DIAG_H
 #define PENNY_CHECK_DIAG_H

@@ -84,6 +84,15 @@ TEST(table)
 		  "network", 0, 1 },
 		{ "allreduce job F;nic-bw mlx5_0/1 P;nccl-path log S;allreduce job-rail F",
 		  "NCCL path selection", 0, 0 },
+		/* the NICs not measured: an A/B that recovers it still names NCCL's choice */
+		{ "allreduce job F 20 40;nic-bw mlx5_0/1 S;nccl-path ch01/0 P;"
+		  "allreduce job-rail P 41", "NCCL path selection", 0, 1 },
+		{ "allreduce job F 20 40;nccl-path ch01/0 F;allreduce job-rail F 30",
+		  "NCCL path selection", 1u << PN_CHECK_NICBW, 2 },
+		{ "allreduce job F 20 40;nic-bw mlx5_0/1 S;nccl-path ch01/0 P;"
+		  "allreduce job-rail F 21", "unknown", 0, 0 },
+		{ "allreduce job F 20 40;nic-bw mlx5_0/1 S;nccl-path ch01/0 P;"
+		  "allreduce job-rail F", "unknown", 0, 0 },
 	};
 	size_t k;
 
