@@ -22,12 +22,12 @@
  * The A/B of the job's NIC choice: a result of check "allreduce", target
  * "job-rail", is the job's allreduce rerun with each rank's NCCL_IB_HCA
  * pinned to its GPU's rail NIC, in fresh processes (check_ab.c runs it
- * when the job's allreduce on nccl missed).  Where the NICs are fast, pn_diag_ab on its
- * busbw against the job's decides: pinning recovers the expectation (or
- * PN_DIAG_AB_GAIN times the busbw as run): NCCL path selection, the row as
- * evidence (also where the NICs were not measured); it changes nothing:
- * NCCL's NIC choice is ruled out, and without another finding the layer is
- * the kernel.
+ * when the job's allreduce on nccl missed).  Where the NICs are fast,
+ * pn_diag_ab on its busbw against the job's decides: pinning recovers the
+ * expectation (or PN_DIAG_AB_GAIN times the busbw as run): NCCL path
+ * selection, the row as evidence (also where the NICs were not measured);
+ * it changes nothing: NCCL's NIC choice is ruled out, and without another
+ * finding the layer is the kernel.
  */
 #ifndef PENNY_CHECK_DIAG_H
 #define PENNY_CHECK_DIAG_H
