@@ -166,12 +166,12 @@ int pn_check_diag_verdict(struct pn_check *c);
  */
 int pn_check_rail_ab(struct pn_check *c);
 /*
- * nccl-path across nodes without --nccl-log (check_ncclrun.c): every rank
- * runs a small allreduce of the job on nccl afresh with NCCL_DEBUG=INFO
- * into a private directory; each node's ranks' logs reach its leader
- * through the job's bootstrap, and it judges them against the node's
- * topology (rows of its node; the gather takes them to rank 0).
- * Collective.
+ * nccl-path across nodes without --nccl-log (check_nccl.c; the capture
+ * is check_ncclrun.c's): every rank runs a small allreduce of the job on
+ * nccl afresh with NCCL_DEBUG=INFO into a private directory; each node's
+ * ranks' logs reach its leader through the job's bootstrap, and it judges
+ * them against the node's topology (rows of its node; the gather takes
+ * them to rank 0).  Collective.
  */
 int pn_check_ncclpath_job(struct pn_check *c);
 

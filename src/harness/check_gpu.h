@@ -108,11 +108,16 @@ int pn_fresh_failed(const struct pn_fresh_end *ends, int n);
  */
 int pn_ncclpath_capture(struct pn_check *c, char **buf, size_t *len, char *why, size_t wlen);
 /*
- * The nccl-path rows of NCCL log text buf[0, len) (check_nccl.c), judged
- * against this node's topology; name: the log's, for messages.  0 or a
- * negative errno that stops the run.
+ * The job's NCCL log across nodes for nccl-path (check_ncclrun.c,
+ * collective): the same debug variables in a fresh job of every rank
+ * (pn_check_fresh_job), each rank's log (JOB_LOG_MAX, cut at a line) to
+ * the first rank of its node through the job's bootstrap.  0 with, on a
+ * node's first rank, its ranks' logs in *node (malloc'ed, *nlen bytes; may
+ * be NULL when empty); 1 with why on every rank when it did not run or a
+ * rank's allreduce failed (named); a negative errno.
  */
-int pn_ncclpath_judge(struct pn_check *c, const char *buf, size_t len, const char *name);
+int pn_ncclpath_capture_job(struct pn_check *c, char **node, size_t *nlen, char *why,
+			    size_t wlen);
 
 /*
  * The CUDA driver API version (12040 for 12.4) the first GPU plugin of

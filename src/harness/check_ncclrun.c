@@ -246,26 +246,19 @@ out:
 	return ret;
 }
 
-int pn_check_ncclpath_job(struct pn_check *c)
+int pn_ncclpath_capture_job(struct pn_check *c, char **node, size_t *nlen, char *why,
+			    size_t wlen)
 {
-	char dir[4096], file[4200], no[120] = "", why[PN_VERDICT_DETAIL] = "", *buf = NULL;
-	char *node = NULL, dbg[4300];
+	char dir[4096], file[4200], no[120] = "", *buf = NULL, dbg[4300];
 	const char *env[] = { "NCCL_DEBUG=INFO", dbg, "NCCL_DEBUG_SUBSYS=INIT,NET,P2P,SHM", NULL };
 	struct pn_fresh_end *ends = NULL;
 	struct pn_run run;
-	size_t len = 0, nlen = 0;
-	int32_t want = 0;
+	size_t len = 0;
 	int ok, k, ret;
 
-	if (!c->boot || c->nnodes < 2)
-		return 0;
-	if (c->rank == 0)
-		want = (c->mask & (1u << PN_CHECK_NCCLPATH)) && !c->nccl_log;
-	ret = pn_boot_bcast(c->boot, &want, sizeof(want), 0);
-	if (ret || !want)
-		return ret;
-	pn_check_progress(c, "nccl-path", "the job's %d ranks on nccl with NCCL_DEBUG=INFO",
-			  c->nranks);
+	*node = NULL;
+	*nlen = 0;
+	why[0] = 0;
 	ends = calloc((size_t)c->nranks, sizeof(*ends));
 	if (!ends)
 		return pn_err(-ENOMEM, "out of memory for NCCL's logs");
@@ -277,13 +270,12 @@ int pn_check_ncclpath_job(struct pn_check *c)
 	ok = !ok;
 	snprintf(file, sizeof(file), "%s/nccl.%%h.%%p.log", dir);
 	snprintf(dbg, sizeof(dbg), "NCCL_DEBUG_FILE=%s", file);
-	ret = pn_check_fresh_job(c, ok, no, env, PROBE_BYTES, &run, ends, why, sizeof(why));
+	ret = pn_check_fresh_job(c, ok, no, env, PROBE_BYTES, &run, ends, why, wlen);
 	if (!ret) {
 		pn_run_release(&run);
 		if ((k = pn_fresh_failed(ends, c->nranks)) >= 0)
-			snprintf(why, sizeof(why), "the job's allreduce on nccl failed: rank %d "
-				 "(node %.40s): %.180s", k, pn_boot_node_name(c->boot, k),
-				 ends[k].why);
+			snprintf(why, wlen, "the job's allreduce on nccl failed: rank %d (node %.40s): "
+				 "%.180s", k, pn_boot_node_name(c->boot, k), ends[k].why);
 	}
 	if (ok && collect(dir, &buf, &len) == -ENOMEM && ret >= 0)
 		ret = -ENOMEM;
@@ -293,18 +285,16 @@ int pn_check_ncclpath_job(struct pn_check *c)
 	if (len > JOB_LOG_MAX)
 		for (len = JOB_LOG_MAX; len && buf[len - 1] != '\n';)
 			len--;
-	ret = gather_node(c, why[0] ? "" : buf, why[0] ? 0 : (uint32_t)len, &node, &nlen);
-	if (ret || !c->node_leader)
-		goto out;
-	if (why[0])
-		ret = pn_check_add(c, &(struct pn_verdict_in){
-			.check = "nccl-path", .target = "log", .verdict = PN_SKIP, .detail = why });
-	else
-		ret = pn_ncclpath_judge(c, node ? node : "", nlen, "the job's logged allreduce");
+	ret = gather_node(c, why[0] ? "" : buf, why[0] ? 0 : (uint32_t)len, node, nlen);
+	if (!ret && why[0]) {
+		free(*node);
+		*node = NULL;
+		*nlen = 0;
+		ret = 1;
+	}
 out:
 	free(ends);
 	free(buf);
-	free(node);
 	return ret;
 }
 
