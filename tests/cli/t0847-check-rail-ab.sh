@@ -10,6 +10,9 @@
 # (FAKE_NCCL_PINNED acts where NCCL_IB_HCA is set).
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/checkjob.sh"
+# a child that hangs is killed at 0.8 x --timeout (the rows say so); the
+# whole check, its other checks included, stays within 15 s of --timeout 6
+# (more than the 5 s they take here: a sanitizer build is slower)
 
 rail_tree n1
 rm -rf nonic && cp -a n1 nonic && rm -rf nonic/sys/class/infiniband nonic/sys/bus/pci/devices/0000:04:00.0 \
@@ -67,7 +70,7 @@ for c in "die 2|rank 2 (node n1) failed: died of signal 6 (Aborted)" \
 	mode=${c%%|*} want=${c#*|}
 	test_expect_success "a child that does '$mode': the row FAILs naming why, within --timeout" '
 		FAKE_NCCL_PINNED=${mode% *} FAKE_NCCL_PINNED_RANK=${mode#* } job n1 miss.conf 6 &&
-		test "$rc" = 1111 && python3 -c "import sys; sys.exit(float(sys.argv[1]) > 8)" "$took" &&
+		test "$rc" = 1111 && python3 -c "import sys; sys.exit(float(sys.argv[1]) > 15)" "$took" &&
 		row job-rail >ab && cat ab && grep -q "^FAIL None 1000 | pinned to the rail NICs, $want" ab &&
 		for r in 1 2 3; do test ! -s err$r || exit 1; done
 	'

@@ -10,6 +10,9 @@
 # fails SKIPs the log on every node, within --timeout.
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/checkjob.sh"
+# a child that hangs is killed at 0.8 x --timeout (the rows say so); the
+# whole check, its other checks included, stays within 15 s of --timeout 6
+# (more than the 5 s they take here: a sanitizer build is slower)
 
 rail_tree n1
 mkdir -p tmp
@@ -55,11 +58,11 @@ test_expect_success 'captured logs of two nodes: the node whose GPU uses the oth
 
 test_expect_success 'a rank whose allreduce dies: the log SKIPs on every node, naming it, within --timeout' '
 	NCCL_IB_HCA=mlx5 FAKE_NCCL_PINNED=die FAKE_NCCL_PINNED_RANK=3 job 6 && test "$rc" = 2222 &&
-	python3 -c "import sys; sys.exit(float(sys.argv[1]) > 8)" "$took" && rows >r && cat r &&
+	python3 -c "import sys; sys.exit(float(sys.argv[1]) > 15)" "$took" && rows >r && cat r &&
 	grep -q "^n0 log SKIP None | the job.s allreduce on nccl failed: rank 3 (node n1): died of signal 6" r &&
 	grep -q "^n1 log SKIP None | the job.s allreduce on nccl failed: rank 3 (node n1): died of signal 6" r &&
 	NCCL_IB_HCA=mlx5 FAKE_NCCL_PINNED=hang FAKE_NCCL_PINNED_RANK=1 job 6 && test "$rc" = 2222 &&
-	python3 -c "import sys; sys.exit(float(sys.argv[1]) > 8)" "$took" && rows >r &&
+	python3 -c "import sys; sys.exit(float(sys.argv[1]) > 15)" "$took" && rows >r &&
 	grep -q "^n1 log SKIP None | the job.s allreduce on nccl failed: rank 1 (node n0): did not end in 4.8 s: killed" r &&
 	test -z "$(ls tmp)"
 '
