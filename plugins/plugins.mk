@@ -203,7 +203,7 @@ $(PL_TEST)/cuda/penny-cuda.so: plugins/test/fake.c plugins/include/penny_plugin.
 		-shared -o $@ $<
 $(PL_TEST)/nccl/penny-nccl.so: plugins/test/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
-	$(CC) $(PL_CFLAGS) -DFAKE_NAME='"nccl"' -DFAKE_NOBW -DFAKE_ALGOS=17u -DFAKE_NCCL_LOG -shared \
+	$(CC) $(PL_CFLAGS) -DFAKE_NAME='"nccl"' -DFAKE_NOBW -DFAKE_ALGOS=17u -DFAKE_NCCL_LOG -DFAKE_MULTINODE -shared \
 		-o $@ $<
 $(PL_TEST)/cuda-nobw/penny-cuda.so: plugins/test/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)

@@ -24,7 +24,15 @@
  * FAKE_NCCL_LOG (the test plugin named nccl): with NCCL_DEBUG=INFO and
  * NCCL_DEBUG_FILE set, init writes what NCCL would print there (its %h and
  * %p expanded): the version line and this rank's ring connection, "via"
- * FAKE_NCCL_VIA (default P2P/CUMEM/read).
+ * FAKE_NCCL_VIA (default P2P/CUMEM/read); across nodes, the NET/IB Using
+ * line and the connections to the next node and from the one before, via
+ * FAKE_NCCL_NET_VIA (default NET/IB/<device>/GDRDMA); FAKE_NCCL_LOG_FILE
+ * (%n: the rank's node index) writes that captured log instead.  For penny check's A/B of the
+ * rail NICs: FAKE_NCCL_XNODE_MS=N makes an allreduce across nodes take N
+ * ms longer where NCCL_IB_HCA is not set (NCCL's NIC choice gone wrong); FAKE_NCCL_PINNED acts where NCCL_IB_HCA is set (on rank
+ * FAKE_NCCL_PINNED_RANK only, when set): "fail" (init fails), "die" (init
+ * aborts), "hang" (init never returns), "garbage" (init prints a line on
+ * stdout).
  */
 #define _GNU_SOURCE
 #include "penny_data.h"
@@ -99,11 +107,25 @@ static double now_us(void)
 	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
 }
 
+#ifdef FAKE_NCCL_LOG
+/* FAKE_NCCL_PINNED's mode when it applies to rank (-1: any rank), else NULL */
+static const char *pinned(int rank)
+{
+	const char *hca = getenv("NCCL_IB_HCA"), *m = getenv("FAKE_NCCL_PINNED");
+	const char *r = getenv("FAKE_NCCL_PINNED_RANK");
+
+	if (!hca || !*hca || !m || !*m || (rank >= 0 && r && *r && atoi(r) != rank))
+		return NULL;
+	return m;
+}
+#endif
+
 /* PENNY_FAKE_SLOW's factor for device dev (-1: any), 1 when not slow. */
 static double slow_factor(int dev)
 {
 	const char *f = getenv("PENNY_FAKE_SLOW"), *g = getenv("PENNY_FAKE_SLOW_GPU");
 	double x = f ? atof(f) : 1;
+
 
 	if (!(x > 1) || x > 1e6)
 		return 1;
@@ -129,6 +151,35 @@ static void slow_down(double t0, int dev)
 }
 
 #ifdef FAKE_NCCL_LOG
+/* FAKE_NCCL_LOG_FILE (%n: this rank's node index): a captured log written
+ * as this rank's (up to 1 MiB); 1 when it was, f closed */
+static int replay(FILE *f, const struct penny_host_v1 *host)
+{
+	const char *tpl = getenv("FAKE_NCCL_LOG_FILE");
+	char name[4096], buf[4096];
+	size_t n = 0, k, total = 0;
+	FILE *in;
+
+	if (!tpl || !*tpl)
+		return 0;
+	for (; *tpl && n < sizeof(name) - 16; tpl++) {
+		if (tpl[0] == '%' && tpl[1] == 'n')
+			n += (size_t)snprintf(name + n, sizeof(name) - n, "%d", host->node), tpl++;
+		else
+			name[n++] = *tpl;
+	}
+	name[n] = 0;
+	in = fopen(name, "r");
+	while (in && total < (1u << 20) && (k = fread(buf, 1, sizeof(buf), in)) > 0) {
+		fwrite(buf, 1, k, f);
+		total += k;
+	}
+	if (in)
+		fclose(in);
+	fclose(f);
+	return 1;
+}
+
 /* NCCL_DEBUG_FILE with %h (host) and %p (pid) expanded, created as NCCL does */
 static void nccl_log(const struct penny_host_v1 *host, int device)
 {
@@ -153,12 +204,37 @@ static void nccl_log(const struct penny_host_v1 *host, int device)
 	f = fopen(path, "w");
 	if (!f)
 		return;
+	if (replay(f, host))
+		return;
 	fprintf(f, "%s:%d:%d [%d] NCCL INFO NCCL version 2.21.5+cuda12.4\n", hostname,
 		(int)getpid(), (int)getpid(), device);
-	fprintf(f, "%s:%d:%d [%d] NCCL INFO Channel 00/0 : %d[%d] -> %d[%d] via %s\n", hostname,
-		(int)getpid(), (int)getpid(), device, host->rank, device,
-		(host->rank + 1) % host->nranks, (device + 1) % host->local_size,
-		via && *via ? via : "P2P/CUMEM/read");
+	if (host->nnodes > 1) {
+		/* across nodes: the last local rank sends to the next node, the
+		 * first receives from the one before, over NIC index = device */
+		const char *net = getenv("FAKE_NCCL_NET_VIA");
+		char nvia[64];
+		int last = host->local_rank == host->local_size - 1;
+
+		snprintf(nvia, sizeof(nvia), "NET/IB/%d/GDRDMA", device);
+		fprintf(f, "%s:%d:%d [%d] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_3:1/IB "
+			"[RO]; OOB eth0:10.0.0.1<0>\n", hostname, (int)getpid(), (int)getpid(),
+			device);
+		fprintf(f, "%s:%d:%d [%d] NCCL INFO Channel 00/0 : %d[%d] -> %d[%d]%s via %s\n",
+			hostname, (int)getpid(), (int)getpid(), device, host->rank, device,
+			(host->rank + 1) % host->nranks, last ? 0 : device + 1,
+			last ? " [send]" : "", last ? (net && *net ? net : nvia) :
+			via && *via ? via : "P2P/CUMEM/read");
+		if (host->local_rank == 0)
+			fprintf(f, "%s:%d:%d [%d] NCCL INFO Channel 00/0 : %d[%d] -> %d[%d] [receive] "
+				"via %s\n", hostname, (int)getpid(), (int)getpid(), device,
+				(host->rank + host->nranks - 1) % host->nranks, host->local_size - 1,
+				host->rank, device, net && *net ? net : nvia);
+	} else {
+		fprintf(f, "%s:%d:%d [%d] NCCL INFO Channel 00/0 : %d[%d] -> %d[%d] via %s\n",
+			hostname, (int)getpid(), (int)getpid(), device, host->rank, device,
+			(host->rank + 1) % host->nranks, (device + 1) % host->local_size,
+			via && *via ? via : "P2P/CUMEM/read");
+	}
 	fclose(f);
 }
 #endif
@@ -198,6 +274,19 @@ static int fake_init(const struct penny_host_v1 *host, int device, void **be)
 		 host->nranks);
 #ifdef FAKE_NCCL_LOG
 	nccl_log(host, f->device);
+	if (pinned(host->rank) && !strcmp(pinned(host->rank), "fail")) {
+		free(f);
+		return fail(-ENODEV, "fake: NCCL_IB_HCA %s names no usable NIC",
+			    getenv("NCCL_IB_HCA"));
+	}
+	if (pinned(host->rank) && !strcmp(pinned(host->rank), "die"))
+		abort();
+	while (pinned(host->rank) && !strcmp(pinned(host->rank), "hang"))
+		pause();
+	if (pinned(host->rank) && !strcmp(pinned(host->rank), "garbage")) {
+		printf("fake NCCL says hello\n");
+		fflush(stdout);
+	}
 #endif
 	*be = f;
 	return 0;
@@ -476,6 +565,16 @@ static int fake_allreduce(void *be, const void *send, void *recv, size_t count, 
 	}
 	free(all);
 	slow_down(t0, f->device);
+#ifdef FAKE_NCCL_LOG
+	if (f->host->nnodes > 1 && !(getenv("NCCL_IB_HCA") && *getenv("NCCL_IB_HCA")) &&
+	    getenv("FAKE_NCCL_XNODE_MS")) {
+		int ms = atoi(getenv("FAKE_NCCL_XNODE_MS"));
+
+		if (ms > 0 && ms <= 10000)
+			nanosleep(&(struct timespec){ .tv_sec = ms / 1000,
+						      .tv_nsec = ms % 1000 * 1000000L }, NULL);
+	}
+#endif
 	return 0;
 }
 

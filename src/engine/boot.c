@@ -891,6 +891,7 @@ const char *pn_boot_node_name(const struct pn_boot *b, int rank)
 }
 int pn_boot_pid(const struct pn_boot *b, int rank) { return b->hello[rank].pid; }
 double pn_boot_timeout(const struct pn_boot *b) { return b->cfg.timeout; }
+const char *pn_boot_root(const struct pn_boot *b) { return b->nranks > 1 ? b->cfg.root : NULL; }
 const uint8_t *pn_boot_cookie(const struct pn_boot *b) { return b->cfg.cookie; }
 
 int pn_boot_local_addr(const struct pn_boot *b, void *ss, unsigned *len)

@@ -138,6 +138,8 @@ const char *pn_boot_host_id(const struct pn_boot *b, int rank);
 const char *pn_boot_node_name(const struct pn_boot *b, int rank);
 int pn_boot_pid(const struct pn_boot *b, int rank);
 double pn_boot_timeout(const struct pn_boot *b);
+/* The rendezvous address the job met at ("host:port"), NULL for a rank alone. */
+const char *pn_boot_root(const struct pn_boot *b);
 const uint8_t *pn_boot_cookie(const struct pn_boot *b);
 /* Local address of the connection towards rank 0 (the interface peers reach). */
 int pn_boot_local_addr(const struct pn_boot *b, void *sockaddr_storage, unsigned *len);

@@ -87,6 +87,7 @@ void pn_check_init(struct pn_check *c)
 	c->nranks = 1;
 	c->nnodes = 1;
 	c->node_leader = 1;
+	c->exe = "/proc/self/exe";
 }
 
 /* ------------------------------------------------------------ the run */
@@ -472,6 +473,12 @@ int pn_check_run(struct pn_check *c)
 		c->mask |= 1u << id;
 		ret = pn_check_run_one(c, id);
 	}
+	/* the job's missed allreduce on nccl: the A/B of its NIC choice; NCCL's
+	 * paths across nodes: both from fresh ranks */
+	if (!ret && c->boot)
+		ret = pn_boot_agree_err(c->boot, pn_check_rail_ab(c), 1, NULL);
+	if (!ret && c->boot)
+		ret = pn_boot_agree_err(c->boot, pn_check_ncclpath_job(c), 1, NULL);
 	if (ret)
 		return ret;
 	return finish(c);

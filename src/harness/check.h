@@ -76,6 +76,8 @@ struct pn_check {
 	const char *ib_hca;		/* PENNY_IB_HCA: the engine's verbs ports */
 	int ib_disable;			/* PENNY_IB_DISABLE: no verbs in the engine */
 	const struct pn_xnode_env *xnode; /* PENNY_XNODE_*: the GPU path across nodes */
+	const char *exe;		/* the penny binary the decision table's A/B runs
+					 * afresh (default "/proc/self/exe"), NULL: no A/B */
 
 	/* filled by the driver before the checks run */
 	char node[64];			/* this node's name: node_id, the tree's host, hostname */
@@ -88,6 +90,7 @@ struct pn_check {
 	/* out */
 	struct pn_verdict_list *results; /* this rank's; after pn_check_run on rank 0: the job's */
 	int exit_code;			/* pn_verdict_exit_code of the job's list, on every rank */
+	char job_backend[16];		/* the backend the job's allreduce ran on, "" none */
 };
 
 void pn_check_init(struct pn_check *c);
@@ -155,6 +158,22 @@ int pn_check_run_one(struct pn_check *c, int id);
  * every rank (collective); 0 when the allreduce did not run. */
 int pn_check_diag_need(struct pn_check *c, uint32_t *need);
 int pn_check_diag_verdict(struct pn_check *c);
+/*
+ * The A/B of the job's NIC choice (check_ab.c, check_diag.h): when the
+ * job's allreduce on nccl missed its expectation, every rank runs c->exe
+ * allreduce-test afresh with NCCL_IB_HCA pinned to its GPU's rail NIC;
+ * rank 0 adds the result, target "job-rail" (collective).
+ */
+int pn_check_rail_ab(struct pn_check *c);
+/*
+ * nccl-path across nodes without --nccl-log (check_nccl.c; the capture
+ * is check_ncclrun.c's): every rank runs a small allreduce of the job on
+ * nccl afresh with NCCL_DEBUG=INFO into a private directory; each node's
+ * ranks' logs reach its leader through the job's bootstrap, and it judges
+ * them against the node's topology (rows of its node; the gather takes
+ * them to rank 0).  Collective.
+ */
+int pn_check_ncclpath_job(struct pn_check *c);
 
 /*
  * The baseline (check_base.c): --save-baseline writes the numeric results

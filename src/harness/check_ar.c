@@ -349,6 +349,7 @@ static int job_allreduce(struct pn_check *c)
 		return 0;
 	if (ret)
 		return ar_fail(c, "job", "job", ret, rq.backend);
+	snprintf(c->job_backend, sizeof(c->job_backend), "%s", rq.backend);
 	return ar_judge(c, "job", "job", &m, 0, "", "ring-plan's job prediction is not used",
 			pn_now() - t0);
 }

@@ -157,12 +157,37 @@ static int ev_nccl_net(const struct pn_verdict_result *r)
 	return is(r, "nccl-path") || is(r, "ranks") || net_setting(r);
 }
 
+/* The A/B of the job's NIC choice (its job-rail row), if it ran; for
+ * PN_AB_RAIL the layer, why (after pre) and the evidence are set. */
+static enum pn_diag_ab ab_decide(const struct pn_verdict_list *l, struct pn_diag *d,
+				 const char *pre)
+{
+	const struct pn_verdict_result *rr, *rj;
+	int ab = find_target(l, "job-rail"), j = find_target(l, "job");
+	double as_run, pinned;
+
+	if (ab < 0 || j < 0)
+		return PN_AB_NONE;
+	rr = pn_verdict_at(l, ab);
+	rj = pn_verdict_at(l, j);
+	as_run = num(&rj->measured);
+	pinned = num(&rr->measured);
+	if (pn_diag_ab(as_run, pinned, num(&rj->expected)) != PN_AB_RAIL)
+		return pn_diag_ab(as_run, pinned, num(&rj->expected));
+	d->layer = "NCCL path selection";
+	snprintf(d->why, sizeof(d->why), "%spinned to each GPU's rail NIC (NCCL_IB_HCA) the job's "
+		 "allreduce reaches %.3g GB/s, %.3g as run: NCCL's NIC choice", pre, pinned, as_run);
+	d->evidence[d->nevidence++] = ab;
+	evidence(l, d, ev_nccl_net);
+	return PN_AB_RAIL;
+}
+
 void pn_diag_decide(const struct pn_verdict_list *l, struct pn_diag *d)
 {
 	enum seen node = seen(l, match_target, "node"), job = seen(l, match_target, "job");
 	enum seen pairs = seen(l, match_pairs, NULL), nic = seen(l, match_check, "nic-bw");
 	enum seen path = seen(l, match_check, "nccl-path"), ctr = seen(l, match_check, "counters");
-	int ab, j, ruled_out = 0;
+	int ruled_out = 0;
 
 	memset(d, 0, sizeof(*d));
 	d->layer = "unknown";
@@ -202,6 +227,10 @@ void pn_diag_decide(const struct pn_verdict_list *l, struct pn_diag *d)
 	if (nic == NONE || nic == SKIPPED) {
 		if (nic == NONE)
 			d->need |= 1u << PN_CHECK_NICBW;
+		/* pinning each GPU's rail NIC recovers it: NCCL's NIC choice, whatever
+		 * the NICs would measure */
+		if (ab_decide(l, d, "the NICs were not measured; ") == PN_AB_RAIL)
+			return;
 		snprintf(d->why, sizeof(d->why), "the job's allreduce missed; the NICs were not "
 			 "measured%s", nic == NONE ? "" : " (skipped)");
 		return;
@@ -213,25 +242,14 @@ void pn_diag_decide(const struct pn_verdict_list *l, struct pn_diag *d)
 		evidence(l, d, ev_net);
 		return;
 	}
-	if ((ab = find_target(l, "job-rail")) >= 0 && (j = find_target(l, "job")) >= 0) {
-		const struct pn_verdict_result *rr = pn_verdict_at(l, ab), *rj = pn_verdict_at(l, j);
-		double as_run = num(&rj->measured), pinned = num(&rr->measured);
-
-		switch (pn_diag_ab(as_run, pinned, num(&rj->expected))) {
-		case PN_AB_RAIL:
-			d->layer = "NCCL path selection";
-			snprintf(d->why, sizeof(d->why), "the NICs are fast; pinned to each GPU's "
-				 "rail NIC (NCCL_IB_HCA) the job's allreduce reaches %.3g GB/s, "
-				 "%.3g as run: NCCL's NIC choice", pinned, as_run);
-			d->evidence[d->nevidence++] = ab;
-			evidence(l, d, ev_nccl_net);
-			return;
-		case PN_AB_NOT_RAIL:
-			ruled_out = 1;
-			break;
-		case PN_AB_NONE:
-			break;
-		}
+	switch (ab_decide(l, d, "the NICs are fast; ")) {
+	case PN_AB_RAIL:
+		return;
+	case PN_AB_NOT_RAIL:
+		ruled_out = 1;
+		break;
+	case PN_AB_NONE:
+		break;
 	}
 	evidence(l, d, ev_nccl_net);
 	if (d->nevidence || (path != PASSED && !ruled_out)) {

@@ -21,16 +21,20 @@
  *
  * The A/B of the job's NIC choice: a result of check "allreduce", target
  * "job-rail", is the job's allreduce rerun with each rank's NCCL_IB_HCA
- * pinned to its GPU's rail NIC.  Where the NICs are fast, pn_diag_ab on its
- * busbw against the job's decides: pinning recovers the expectation (or
- * PN_DIAG_AB_GAIN times the busbw as run): NCCL path selection, the row as
- * evidence; it changes nothing: NCCL's NIC choice is ruled out, and without
- * another finding the layer is the kernel.
+ * pinned to its GPU's rail NIC, in fresh processes (check_ab.c runs it
+ * when the job's allreduce on nccl missed).  Where the NICs are fast,
+ * pn_diag_ab on its busbw against the job's decides: pinning recovers the
+ * expectation (or PN_DIAG_AB_GAIN times the busbw as run): NCCL path
+ * selection, the row as evidence (also where the NICs were not measured);
+ * it changes nothing: NCCL's NIC choice is ruled out, and without another
+ * finding the layer is the kernel.
  */
 #ifndef PENNY_CHECK_DIAG_H
 #define PENNY_CHECK_DIAG_H
 
 #include "base/verdict.h"
+
+#include <stddef.h>
 
 #define PN_DIAG_EVIDENCE 8
 
@@ -52,6 +56,19 @@ enum pn_diag_ab { PN_AB_NONE, PN_AB_RAIL, PN_AB_NOT_RAIL };
 /* as_run, pinned: the job's busbw (GB/s) as run and pinned; expected: the
  * job's expectation (0 or NaN: none). */
 enum pn_diag_ab pn_diag_ab(double as_run, double pinned, double expected);
+
+/*
+ * The A/B's own parts (check_ab.c).  pn_diag_ab_wanted: the index of the
+ * job's allreduce row (target "job") when it missed its expectation on
+ * busbw (a FAIL whose measured rate is below its expected one) and no
+ * "job-rail" row is there yet; else -1.  pn_diag_ab_parse: the busbw (GB/s,
+ * out of place) and size of the last row of `penny allreduce-test --json`
+ * output, 0; -EINVAL with why (wlen bytes) for what is not that output, no
+ * row, a row that is not a rate, or wrong values.
+ */
+int pn_diag_ab_wanted(const struct pn_verdict_list *l);
+int pn_diag_ab_parse(const char *json, size_t len, double *busbw, unsigned long long *bytes,
+		     char *why, size_t wlen);
 
 /* Decide over the results l (a run's, or the job's on rank 0). */
 void pn_diag_decide(const struct pn_verdict_list *l, struct pn_diag *d);

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct pn_check;
 struct pn_pcie_path;
 struct pn_topo;
 
@@ -70,14 +71,53 @@ int pn_checkgpu_child(int (*fn)(void *arg, void *out), void *arg, void *out, siz
 int pn_check_ar_probe(const char *backend, int nranks, uint64_t bytes, double timeout);
 
 /*
+ * A fresh job of the job's ranks (check_ab.c), for what the ranks' own
+ * NCCL cannot do once initialised (it reads its environment once per
+ * process): every rank execs c->exe `allreduce-test --backend nccl --json`
+ * of size bytes, 5 iterations, as rank c->rank of a new job with env
+ * ("NAME=VALUE", at most 8) added to its environment; the new ranks meet
+ * on a free port of the job's rendezvous host with a fresh secret, handed
+ * out through the job's bootstrap.  Each of its waits gets a quarter of
+ * --timeout and it is killed at 0.8 times --timeout, before the job's own
+ * ranks give up on this one.  Collective; ok: this rank can take part (no:
+ * why not, "has no rail NIC: ..."), else none runs.  0: *run is this
+ * rank's child (its output; pn_run_release it), ends[c->nranks] how every
+ * rank's ended; 1 when it did not start (why: "rank R (node N) NO", or
+ * rank 0's reason, on every rank); a negative errno when the job cannot
+ * go on.
+ */
+struct pn_fresh_end {
+	int32_t failed;
+	int32_t killed;		/* by a signal, or at the deadline */
+	char why[228];
+};
+struct pn_run;
+int pn_check_fresh_job(struct pn_check *c, int ok, const char *no, const char *const *env,
+		       uint64_t size, struct pn_run *run, struct pn_fresh_end *ends, char *why,
+		       size_t wlen);
+/* The rank whose fresh child died or was killed (its end the cause, the
+ * others' the effect), else the first that failed; -1 none. */
+int pn_fresh_failed(const struct pn_fresh_end *ends, int n);
+
+/*
  * This node's NCCL log for nccl-path without --nccl-log (check_ncclrun.c):
  * one small allreduce over the nccl plugin, one rank per GPU, with
  * NCCL_DEBUG=INFO into a private directory.  0 with the log in *buf
  * (malloc'ed, *len bytes), 1 when it cannot run here (why says why: no
  * plugin, fewer than 2 GPUs, the allreduce failed), or a negative errno.
  */
-struct pn_check;
 int pn_ncclpath_capture(struct pn_check *c, char **buf, size_t *len, char *why, size_t wlen);
+/*
+ * The job's NCCL log across nodes for nccl-path (check_ncclrun.c,
+ * collective): the same debug variables in a fresh job of every rank
+ * (pn_check_fresh_job), each rank's log (JOB_LOG_MAX, cut at a line) to
+ * the first rank of its node through the job's bootstrap.  0 with, on a
+ * node's first rank, its ranks' logs in *node (malloc'ed, *nlen bytes; may
+ * be NULL when empty); 1 with why on every rank when it did not run or a
+ * rank's allreduce failed (named); a negative errno.
+ */
+int pn_ncclpath_capture_job(struct pn_check *c, char **node, size_t *nlen, char *why,
+			    size_t wlen);
 
 /*
  * The CUDA driver API version (12040 for 12.4) the first GPU plugin of

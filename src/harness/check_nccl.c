@@ -22,6 +22,7 @@
 #include "base/file.h"
 #include "base/log.h"
 #include "base/verdict.h"
+#include "engine/boot.h"
 #include "node/nic.h"
 #include "node/topo.h"
 
@@ -176,17 +177,16 @@ static int this_host(const struct pn_check *c, const char *h)
 	return !strcmp(h, c->node) || (c->topo->host[0] && !strcmp(h, c->topo->host));
 }
 
+static int judge_log(struct pn_check *c, const char *buf, size_t len, const char *name);
+
 int pn_check_ncclpath(struct pn_check *c)
 {
-	struct pn_nccl_log l;
-	char *buf, up[80] = "", det[PN_VERDICT_DETAIL];
-	const char *other = NULL;
+	char *buf, det[PN_VERDICT_DETAIL];
 	size_t len;
-	int i, mine = 0, single = 1, cuda_api = 0, ret;
+	int ret;
 
-	const char *name = c->nccl_log ? c->nccl_log : "the logged allreduce";
-
-	memset(&l, 0, sizeof(l));
+	if (!c->nccl_log && c->boot && c->nnodes > 1)
+		return 0;	/* the job's log, after the checks (pn_check_ncclpath_job) */
 	if (!c->nccl_log) {
 		ret = pn_ncclpath_capture(c, &buf, &len, det, sizeof(det));
 		if (ret > 0)
@@ -197,8 +197,22 @@ int pn_check_ncclpath(struct pn_check *c)
 	}
 	if (ret)
 		return ret;
-	ret = pn_nccl_log_parse(&l, buf, len);
+	ret = judge_log(c, buf, len, c->nccl_log ? c->nccl_log : "the logged allreduce");
 	free(buf);
+	return ret;
+}
+
+/* The nccl-path rows of NCCL log text buf[0, len) (name: the log's, for
+ * messages), judged against this node's topology. */
+static int judge_log(struct pn_check *c, const char *buf, size_t len, const char *name)
+{
+	struct pn_nccl_log l;
+	char up[80] = "", det[PN_VERDICT_DETAIL];
+	const char *other = NULL;
+	int i, mine = 0, single = 1, cuda_api = 0, ret;
+
+	memset(&l, 0, sizeof(l));
+	ret = pn_nccl_log_parse(&l, buf, len);
 	if (!ret)
 		ret = pn_check_cuda_api(c->backends, c->timeout, &cuda_api, det, sizeof(det));
 	if (ret > 0)
@@ -235,5 +249,32 @@ int pn_check_ncclpath(struct pn_check *c)
 			ret = judge(c, &l.paths[i], up);
 out:
 	pn_nccl_log_release(&l);
+	return ret;
+}
+
+int pn_check_ncclpath_job(struct pn_check *c)
+{
+	char why[PN_VERDICT_DETAIL], *node = NULL;
+	size_t nlen = 0;
+	int32_t want = 0;
+	int ret;
+
+	if (!c->boot || c->nnodes < 2)
+		return 0;
+	if (c->rank == 0)
+		want = (c->mask & (1u << PN_CHECK_NCCLPATH)) && !c->nccl_log;
+	ret = pn_boot_bcast(c->boot, &want, sizeof(want), 0);
+	if (ret || !want)
+		return ret;
+	pn_check_progress(c, CHECK, "the job's %d ranks on nccl with NCCL_DEBUG=INFO", c->nranks);
+	ret = pn_ncclpath_capture_job(c, &node, &nlen, why, sizeof(why));
+	if (ret < 0 || !c->node_leader)
+		ret = ret < 0 ? ret : 0;
+	else if (ret)
+		ret = pn_check_add(c, &(struct pn_verdict_in){
+			.check = CHECK, .target = "log", .verdict = PN_SKIP, .detail = why });
+	else
+		ret = judge_log(c, node ? node : "", nlen, "the job's logged allreduce");
+	free(node);
 	return ret;
 }

@@ -5,7 +5,9 @@
  * per GPU, with NCCL_DEBUG=INFO and NCCL_DEBUG_FILE in a private directory
  * of penny's own (mkdtemp, then checked: a real directory, ours, mode
  * 0700), one file per rank (NCCL expands %h and %p), read back bounded and
- * removed.
+ * removed.  Across nodes the job's log instead (pn_check_ncclpath_job):
+ * the same variables in a fresh job of every rank (check_gpu.h), each
+ * rank's log to its node's first rank, which judges them.
  */
 #define _GNU_SOURCE
 #include "harness/check.h"
@@ -13,10 +15,14 @@
 #include "harness/check_settings.h"
 #include "base/file.h"
 #include "base/log.h"
+#include "base/run.h"
+#include "base/verdict.h"
+#include "engine/boot.h"
 #include "gpu/plugin.h"
 #include "node/topo.h"
 
 #include <dirent.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <errno.h>
 #include <stdio.h>
@@ -103,13 +109,37 @@ static int collect(const char *dir, char **buf, size_t *len)
 	return ret;
 }
 
-int pn_ncclpath_capture(struct pn_check *c, char **buf, size_t *len, char *why, size_t wlen)
+/* A private directory of ours for NCCL's log in $TMPDIR (else /tmp): 0, 1
+ * with why when there is none, or -ENOMEM. */
+static int log_dir(char *dir, size_t len, char *why, size_t wlen)
 {
 	const char *tmp = getenv("TMPDIR");
+	int fd;
+
+	if (!tmp || tmp[0] != '/' || strlen(tmp) > 1024)
+		tmp = "/tmp";
+	snprintf(dir, len, "%s/penny-nccl-XXXXXX", tmp);
+	if (!mkdtemp(dir)) {
+		snprintf(why, wlen, "no directory for NCCL's log in %.200s: %s", tmp,
+			 strerror(errno));
+		return 1;
+	}
+	fd = pn_file_own_dir(dir, 077, "NCCL's debug log", "a private directory of ours");
+	if (fd < 0) {
+		snprintf(why, wlen, "%s", pn_errmsg(fd));
+		rmdir(dir);
+		return fd == -ENOMEM ? fd : 1;
+	}
+	close(fd);
+	return 0;
+}
+
+int pn_ncclpath_capture(struct pn_check *c, char **buf, size_t *len, char *why, size_t wlen)
+{
 	char dir[4096], file[4200], *old[NVARS] = { NULL };
 	struct pn_plugin *p;
 	size_t nset = 0;
-	int ret, fd;
+	int ret;
 
 	*buf = NULL;
 	*len = 0;
@@ -124,21 +154,9 @@ int pn_ncclpath_capture(struct pn_check *c, char **buf, size_t *len, char *why, 
 		return 1;
 	}
 	pn_plugin_unload(p);
-	if (!tmp || tmp[0] != '/' || strlen(tmp) > 1024)
-		tmp = "/tmp";
-	snprintf(dir, sizeof(dir), "%s/penny-nccl-XXXXXX", tmp);
-	if (!mkdtemp(dir)) {
-		snprintf(why, wlen, "no directory for NCCL's log in %.200s: %s", tmp,
-			 strerror(errno));
-		return 1;
-	}
-	fd = pn_file_own_dir(dir, 077, "NCCL's debug log", "a private directory of ours");
-	if (fd < 0) {
-		snprintf(why, wlen, "%s", pn_errmsg(fd));
-		rmdir(dir);
-		return fd == -ENOMEM ? fd : 1;
-	}
-	close(fd);
+	ret = log_dir(dir, sizeof(dir), why, wlen);
+	if (ret)
+		return ret;
 	snprintf(file, sizeof(file), "%s/nccl.%%h.%%p.log", dir);
 	pn_check_progress(c, "nccl-path", "%d ranks on nccl with NCCL_DEBUG=INFO", c->topo->ngpus);
 	ret = env_set(old, &nset, file);
@@ -156,6 +174,127 @@ int pn_ncclpath_capture(struct pn_check *c, char **buf, size_t *len, char *why, 
 		*buf = NULL;
 		*len = 0;
 	}
+	return ret;
+}
+
+/* ------------------------------------------------------------ across nodes */
+
+/* a rank's log kept for the gather (NCCL's INIT, NET, P2P, SHM lines of a
+ * small allreduce are a few KiB), and bytes of one round of the gather */
+#define JOB_LOG_MAX (256u << 10)
+#define GATHER_BUDGET (8u << 20)
+
+/*
+ * Every rank's text to the leader of its node, through the job's bootstrap
+ * (which has allgather only: the lengths first, then rounds of at most
+ * GATHER_BUDGET bytes over all ranks).  On the node leader *out holds the
+ * texts of its node's ranks in rank order (malloc'ed, NUL-terminated).
+ */
+static int gather_node(struct pn_check *c, const char *buf, uint32_t len, char **out,
+		       size_t *olen)
+{
+	uint32_t *lens = calloc((size_t)c->nranks, sizeof(*lens)), maxl = 0, chunk, o;
+	size_t *pos = calloc((size_t)c->nranks, sizeof(*pos)), total = 0;
+	char *send = NULL, *all = NULL;
+	int r, ret;
+
+	*out = NULL;
+	*olen = 0;
+	if (!lens || !pos) {
+		ret = pn_err(-ENOMEM, "out of memory for NCCL's logs");
+		goto out;
+	}
+	ret = pn_boot_allgather(c->boot, &len, lens, sizeof(len));
+	for (r = 0; !ret && r < c->nranks; r++) {
+		if (lens[r] > JOB_LOG_MAX)
+			ret = pn_err(-EPROTO, "rank %d sent %u bytes of NCCL's log", r, lens[r]);
+		maxl = lens[r] > maxl ? lens[r] : maxl;
+		pos[r] = total;
+		if (pn_boot_node(c->boot, r) == c->node_index)
+			total += lens[r];
+	}
+	chunk = GATHER_BUDGET / (uint32_t)c->nranks;
+	chunk = chunk < 1 ? 1 : chunk > maxl ? maxl : chunk;
+	if (!ret && maxl) {
+		send = malloc(chunk);
+		all = malloc((size_t)chunk * (size_t)c->nranks);
+		*out = c->node_leader ? calloc(1, total + 1) : NULL;
+		if (!send || !all || (c->node_leader && !*out))
+			ret = pn_err(-ENOMEM, "out of memory for NCCL's logs");
+	}
+	for (o = 0; !ret && o < maxl; o += chunk) {
+		memset(send, 0, chunk);
+		if (o < len)
+			memcpy(send, buf + o, len - o < chunk ? len - o : chunk);
+		ret = pn_boot_allgather(c->boot, send, all, chunk);
+		for (r = 0; !ret && *out && r < c->nranks; r++)
+			if (pn_boot_node(c->boot, r) == c->node_index && o < lens[r])
+				memcpy(*out + pos[r] + o, all + (size_t)r * chunk,
+				       lens[r] - o < chunk ? lens[r] - o : chunk);
+	}
+	if (!ret && *out)
+		*olen = total;
+	if (ret) {
+		free(*out);
+		*out = NULL;
+	}
+out:
+	free(lens);
+	free(pos);
+	free(send);
+	free(all);
+	return ret;
+}
+
+int pn_ncclpath_capture_job(struct pn_check *c, char **node, size_t *nlen, char *why,
+			    size_t wlen)
+{
+	char dir[4096], file[4200], no[120] = "", *buf = NULL, dbg[4300];
+	const char *env[] = { "NCCL_DEBUG=INFO", dbg, "NCCL_DEBUG_SUBSYS=INIT,NET,P2P,SHM", NULL };
+	struct pn_fresh_end *ends = NULL;
+	struct pn_run run;
+	size_t len = 0;
+	int ok, k, ret;
+
+	*node = NULL;
+	*nlen = 0;
+	why[0] = 0;
+	ends = calloc((size_t)c->nranks, sizeof(*ends));
+	if (!ends)
+		return pn_err(-ENOMEM, "out of memory for NCCL's logs");
+	ok = log_dir(dir, sizeof(dir), no, sizeof(no));
+	if (ok < 0) {
+		free(ends);
+		return ok;
+	}
+	ok = !ok;
+	snprintf(file, sizeof(file), "%s/nccl.%%h.%%p.log", dir);
+	snprintf(dbg, sizeof(dbg), "NCCL_DEBUG_FILE=%s", file);
+	ret = pn_check_fresh_job(c, ok, no, env, PROBE_BYTES, &run, ends, why, wlen);
+	if (!ret) {
+		pn_run_release(&run);
+		if ((k = pn_fresh_failed(ends, c->nranks)) >= 0)
+			snprintf(why, wlen, "the job's allreduce on nccl failed: rank %d (node %.40s): "
+				 "%.180s", k, pn_boot_node_name(c->boot, k), ends[k].why);
+	}
+	if (ok && collect(dir, &buf, &len) == -ENOMEM && ret >= 0)
+		ret = -ENOMEM;
+	if (ret < 0)
+		goto out;
+	/* one rank's log, cut at a line */
+	if (len > JOB_LOG_MAX)
+		for (len = JOB_LOG_MAX; len && buf[len - 1] != '\n';)
+			len--;
+	ret = gather_node(c, why[0] ? "" : buf, why[0] ? 0 : (uint32_t)len, node, nlen);
+	if (!ret && why[0]) {
+		free(*node);
+		*node = NULL;
+		*nlen = 0;
+		ret = 1;
+	}
+out:
+	free(ends);
+	free(buf);
 	return ret;
 }
 

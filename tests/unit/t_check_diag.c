@@ -10,6 +10,7 @@
 #include "harness/check.h"
 #include "harness/check_diag.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -83,6 +84,15 @@ TEST(table)
 		  "network", 0, 1 },
 		{ "allreduce job F;nic-bw mlx5_0/1 P;nccl-path log S;allreduce job-rail F",
 		  "NCCL path selection", 0, 0 },
+		/* the NICs not measured: an A/B that recovers it still names NCCL's choice */
+		{ "allreduce job F 20 40;nic-bw mlx5_0/1 S;nccl-path ch01/0 P;"
+		  "allreduce job-rail P 41", "NCCL path selection", 0, 1 },
+		{ "allreduce job F 20 40;nccl-path ch01/0 F;allreduce job-rail F 30",
+		  "NCCL path selection", 1u << PN_CHECK_NICBW, 2 },
+		{ "allreduce job F 20 40;nic-bw mlx5_0/1 S;nccl-path ch01/0 P;"
+		  "allreduce job-rail F 21", "unknown", 0, 0 },
+		{ "allreduce job F 20 40;nic-bw mlx5_0/1 S;nccl-path ch01/0 P;"
+		  "allreduce job-rail F", "unknown", 0, 0 },
 	};
 	size_t k;
 
@@ -138,10 +148,90 @@ TEST(ab)
 	CHECK_EQ_INT(pn_diag_ab(-1, 30, 40), PN_AB_NONE);
 }
 
+/* When the A/B runs: the job's row missed on busbw, and no A/B is there yet. */
+TEST(ab_wanted)
+{
+	static const struct {
+		const char *rows;
+		int want;
+	} cases[] = {
+		{ "allreduce node F 1 40;allreduce job F 20 40", 1 },
+		{ "allreduce job F 20 40;nic-bw mlx5_0/1 P 50 40", 0 },
+		{ "allreduce job P 41 40", -1 },		/* it met it */
+		{ "allreduce job F 41 40", -1 },		/* wrong values, busbw fine */
+		{ "allreduce job F", -1 },			/* it did not run */
+		{ "allreduce job F 20", -1 },			/* no expectation */
+		{ "allreduce node F 1 40", -1 },		/* a node alone */
+		{ "allreduce job F 20 40;allreduce job-rail F 21 40", -1 }, /* done already */
+		{ "nic-bw job F 20 40", -1 },
+	};
+	size_t k;
+
+	for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct pn_verdict_list *l = list(cases[k].rows);
+
+		if (pn_diag_ab_wanted(l) != cases[k].want)
+			fprintf(stderr, "case %zu (%s): %d\n", k, cases[k].rows, pn_diag_ab_wanted(l));
+		CHECK_EQ_INT(pn_diag_ab_wanted(l), cases[k].want);
+		pn_verdict_list_free(l);
+	}
+}
+
+/* allreduce-test's JSON: the last row's out-of-place busbw, or why not. */
+TEST(ab_parse)
+{
+	static const char ok[] =
+		"{\"command\":\"allreduce-test\",\"results\":["
+		"{\"size\":4096,\"oop\":{\"busbw\":1.5},\"ip\":{\"busbw\":9}},"
+		"{\"size\":65536,\"oop\":{\"busbw\":41.25},\"ip\":{\"busbw\":9}}],"
+		"\"summary\":{\"wrong\":0}}";
+	static const struct {
+		const char *json, *why;
+	} bad[] = {
+		{ "", "not allreduce-test's JSON" },
+		{ "fake NCCL says hello\n{}", "not allreduce-test's JSON" },
+		{ "{\"command\":\"bw\",\"results\":[]}", "no \"command\"" },
+		{ "[1,2]", "no \"command\"" },
+		{ "{\"command\":\"allreduce-test\",\"results\":[]}", "measured no size" },
+		{ "{\"command\":\"allreduce-test\"}", "measured no size" },
+		{ "{\"command\":\"allreduce-test\",\"results\":[{\"size\":8,\"oop\":{}}]}",
+		  "no busbw and size" },
+		{ "{\"command\":\"allreduce-test\",\"results\":[{\"size\":8,"
+		  "\"oop\":{\"busbw\":\"fast\"}}]}", "no busbw and size" },
+		{ "{\"command\":\"allreduce-test\",\"results\":[{\"size\":-8,"
+		  "\"oop\":{\"busbw\":1}}]}", "no busbw and size" },
+		{ "{\"command\":\"allreduce-test\",\"results\":[{\"size\":8,"
+		  "\"oop\":{\"busbw\":-1}}]}", "no busbw and size" },
+		{ "{\"command\":\"allreduce-test\",\"results\":[{\"size\":8,"
+		  "\"oop\":{\"busbw\":1}}],\"summary\":{\"wrong\":3}}", "3 wrong values" },
+	};
+	unsigned long long bytes;
+	double bw;
+	char why[160];
+	size_t k;
+
+	CHECK_EQ_INT(pn_diag_ab_parse(ok, strlen(ok), &bw, &bytes, why, sizeof(why)), 0);
+	CHECK(bw == 41.25);
+	CHECK(bytes == 65536);
+	CHECK_STR(why, "");
+	for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		int ret = pn_diag_ab_parse(bad[k].json, strlen(bad[k].json), &bw, &bytes, why,
+					   sizeof(why));
+
+		if (ret != -EINVAL || !strstr(why, bad[k].why))
+			fprintf(stderr, "case %zu (%s): %d %s\n", k, bad[k].json, ret, why);
+		CHECK_EQ_INT(ret, -EINVAL);
+		CHECK(strstr(why, bad[k].why) != NULL);
+		CHECK(isnan(bw));
+	}
+}
+
 int main(void)
 {
 	RUN(table);
 	RUN(ab);
+	RUN(ab_wanted);
+	RUN(ab_parse);
 	RUN(evidence_bounded);
 	return unit_done();
 }
