@@ -20,6 +20,15 @@ test_expect_success 'nothing in the repository points at a folder beside it (sha
 	git -C "$TOP" ls-files -z | (cd "$TOP" && xargs -0 grep -lI "\.\./shared" --) >hits 2>/dev/null;
 	test ! -s hits || { cat hits; false; }
 '
+# The top level is the product's layout; a test's scratch files or a
+# stray output committed there (it happened: ok/, pf/, out.json, p.conf)
+# fail here.
+test_expect_success 'the top level holds the layout and nothing else' '
+	git -C "$TOP" ls-files | sed "s@/.*@/@" | sort -u >top &&
+	printf "%s\n" .ci/ .dockerignore .gitignore Makefile README.md cmd/ completions/ debian/ \
+		doc/ etc/ man/ plugins/ results/ src/ tests/ | sort >want &&
+	comm -23 top want >extra && test ! -s extra || { cat extra; false; }
+'
 test_expect_success 'no two tests share a number' '
 	(cd "$TOP/tests" && ls cli/t[0-9]*.sh lab/t[0-9]*.sh) | sed "s@.*/@@; s/-.*//" | sort | uniq -d >dups &&
 	test ! -s dups || { cat dups; false; }
