@@ -537,9 +537,12 @@ int pn_nv_set_rings(void *be, const int32_t *order, int nrings)
 		}
 	}
 	free(t);
-	if (!ret && c->desc_len < sizeof(c->desc))
-		snprintf(c->desc + c->desc_len, sizeof(c->desc) - c->desc_len,
-			 c->nrings ? ", ring channels on %d planned rings" : "", c->nrings);
+	if (!ret && c->desc_len < sizeof(c->desc)) {
+		c->desc[c->desc_len] = 0;
+		if (c->nrings)
+			snprintf(c->desc + c->desc_len, sizeof(c->desc) - c->desc_len,
+				 ", ring channels on %d planned rings", c->nrings);
+	}
 	return ret;
 }
 
