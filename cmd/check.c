@@ -265,7 +265,7 @@ static int agree_round(struct pn_ctx *ctx, struct pn_boot *b, const struct pn_jo
  * job at once, exit 2 on every rank, one line naming the option or key and
  * the ranks ("ranks disagree on --only: rank 0 inventory,pcie, rank 2
  * inventory"), instead of ranks waiting on each other until --timeout.
- * Per-node choices (-d, the output files, --baseline) are not compared.
+ * Per-node choices (-d, outputs, --baseline, --nccl-log's path) are not compared.
  */
 static int agree_params(struct pn_ctx *ctx, struct pn_boot *b, const struct pn_check *c)
 {
@@ -287,6 +287,7 @@ static int agree_params(struct pn_ctx *ctx, struct pn_boot *b, const struct pn_c
 	pn_job_param_set(&p[n++], "--backend", "%s", opt.backend ? opt.backend : "default");
 	pn_job_param_set(&p[n++], "--transport", "%s", pn_cli.transport ? pn_cli.transport : "probe");
 	pn_job_param_file(&p[n++], "--plan", opt.plan);
+	pn_job_param_set(&p[n++], "--nccl-log", "%s", opt.nccl_log ? "given" : "none");
 	rc = agree_round(ctx, b, p, n);
 	/* then the configuration, a key per parameter, in rounds */
 	for (i = 0, n = 0; !rc && i < nkeys; i++) {

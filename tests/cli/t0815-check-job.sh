@@ -39,14 +39,15 @@ wait3() {
 }
 took_le() { python3 -c "import sys; sys.exit(float(sys.argv[1]) > float(sys.argv[2]))" "$took" "$1"; }
 
-for case in "--only inventory|--only: rank 0 inventory,counters, rank 2 inventory" \
+for case in "--only inventory|--only: rank 0 inventory,counters,nccl-path, rank 2 inventory" \
 	"--quick|--quick: rank 0 no, rank 2 yes" \
 	"--require counters|--require: rank 0 none, rank 2 counters" \
 	"--config w1.conf|counters.window: rank 0 2, rank 2 1" \
-	"--timeout 9|--timeout: rank 0 20 s, rank 2 9 s"; do
+	"--timeout 9|--timeout: rank 0 20 s, rank 2 9 s" \
+	"--nccl-log /dev/null|--nccl-log: rank 0 none, rank 2 given"; do
 	a2=${case%%|*} want=${case#*|}
 	test_expect_success "rank 2 started with $a2: refused at once on every rank, named" '
-		job3 20 "$a2" -- --only inventory,counters --config w2.conf && wait3 &&
+		job3 20 "$a2" -- --only inventory,counters,nccl-path --config w2.conf && wait3 &&
 		test "$rc0 $rc1 $rc2" = "2 2 2" && took_le 3 &&
 		test "$(wc -l <err0)" -eq 1 && grep -q "ranks disagree on $want$" err0 &&
 		test "$(wc -l <err2)" -eq 1 && grep -q "ranks disagree on $want$" err2 && test ! -s err1
