@@ -27,9 +27,7 @@
  * FAKE_NCCL_VIA (default P2P/CUMEM/read); across nodes, the NET/IB Using
  * line and the connections to the next node and from the one before, via
  * FAKE_NCCL_NET_VIA (default NET/IB/<device>/GDRDMA); FAKE_NCCL_LOG_FILE
- * (%n: the rank's node index) writes that captured log instead.  Under
- * CUDA_VISIBLE_DEVICES the brackets hold the CUDA device a process sees
- * (local rank % entries) and the NIC index the node's GPU (an index entry).  For penny check's A/B of the
+ * (%n: the rank's node index) writes that captured log instead.  For penny check's A/B of the
  * rail NICs: FAKE_NCCL_XNODE_MS=N makes an allreduce across nodes take N
  * ms longer where NCCL_IB_HCA is not set (NCCL's NIC choice gone wrong); FAKE_NCCL_PINNED acts where NCCL_IB_HCA is set (on rank
  * FAKE_NCCL_PINNED_RANK only, when set): "fail" (init fails), "die" (init
@@ -182,37 +180,12 @@ static int replay(FILE *f, const struct penny_host_v1 *host)
 	return 1;
 }
 
-/* A local rank's CUDA device as a process sees it with CUDA_VISIBLE_DEVICES
- * (n entries: local rank % n), and *gpu the node's GPU it is (the entry
- * when it is an index, else the device itself). */
-static int cuda_dev(int local, int *gpu)
-{
-	const char *cvd = getenv("CUDA_VISIBLE_DEVICES"), *p;
-	int n = 1, d;
-
-	*gpu = local;
-	if (!cvd || !*cvd)
-		return local;
-	for (p = cvd; *p; p++)
-		n += *p == ',';
-	d = local % n;
-	for (p = cvd, n = 0; n < d; p++)
-		n += *p == ',';
-	if (*p >= '0' && *p <= '9')
-		*gpu = atoi(p);
-	return d;
-}
-
-/* NCCL_DEBUG_FILE with %h (host) and %p (pid) expanded, created as NCCL does;
- * under CUDA_VISIBLE_DEVICES the brackets hold the devices as each rank's
- * process sees them (its peers set theirs alike), the NIC index is the
- * node's GPU's (NIC i is GPU i's rail). */
+/* NCCL_DEBUG_FILE with %h (host) and %p (pid) expanded, created as NCCL does */
 static void nccl_log(const struct penny_host_v1 *host, int device)
 {
 	const char *dbg = getenv("NCCL_DEBUG"), *file = getenv("NCCL_DEBUG_FILE");
 	const char *via = getenv("FAKE_NCCL_VIA");
 	char path[4096], hostname[64] = "fakehost";
-	int gpu = device, next = device + 1, prev = host->local_size - 1;
 	size_t n = 0;
 	FILE *f;
 
@@ -233,11 +206,6 @@ static void nccl_log(const struct penny_host_v1 *host, int device)
 		return;
 	if (replay(f, host))
 		return;
-	if (getenv("CUDA_VISIBLE_DEVICES") && *getenv("CUDA_VISIBLE_DEVICES")) {
-		next = cuda_dev(host->local_rank + 1, &gpu);
-		prev = cuda_dev(host->local_size - 1, &gpu);
-		device = cuda_dev(device, &gpu);
-	}
 	fprintf(f, "%s:%d:%d [%d] NCCL INFO NCCL version 2.21.5+cuda12.4\n", hostname,
 		(int)getpid(), (int)getpid(), device);
 	if (host->nnodes > 1) {
@@ -247,19 +215,19 @@ static void nccl_log(const struct penny_host_v1 *host, int device)
 		char nvia[64];
 		int last = host->local_rank == host->local_size - 1;
 
-		snprintf(nvia, sizeof(nvia), "NET/IB/%d/GDRDMA", gpu);
+		snprintf(nvia, sizeof(nvia), "NET/IB/%d/GDRDMA", device);
 		fprintf(f, "%s:%d:%d [%d] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_3:1/IB "
 			"[RO]; OOB eth0:10.0.0.1<0>\n", hostname, (int)getpid(), (int)getpid(),
 			device);
 		fprintf(f, "%s:%d:%d [%d] NCCL INFO Channel 00/0 : %d[%d] -> %d[%d]%s via %s\n",
 			hostname, (int)getpid(), (int)getpid(), device, host->rank, device,
-			(host->rank + 1) % host->nranks, last ? 0 : next,
+			(host->rank + 1) % host->nranks, last ? 0 : device + 1,
 			last ? " [send]" : "", last ? (net && *net ? net : nvia) :
 			via && *via ? via : "P2P/CUMEM/read");
 		if (host->local_rank == 0)
 			fprintf(f, "%s:%d:%d [%d] NCCL INFO Channel 00/0 : %d[%d] -> %d[%d] [receive] "
 				"via %s\n", hostname, (int)getpid(), (int)getpid(), device,
-				(host->rank + host->nranks - 1) % host->nranks, prev,
+				(host->rank + host->nranks - 1) % host->nranks, host->local_size - 1,
 				host->rank, device, net && *net ? net : nvia);
 	} else {
 		fprintf(f, "%s:%d:%d [%d] NCCL INFO Channel 00/0 : %d[%d] -> %d[%d] via %s\n",

@@ -10,19 +10,13 @@
  *   SHM between two GPUs of the node that NVLink connects;
  *   NET over a NIC that is not the rank's GPU's rail (pn_topo_rail: the
  *   NICs nearest it), unless settings.nccl-rail = allow.
- * A rank's GPU is what the log's brackets hold: an older NCCL's bus id, or
- * (NCCL 2.19 on) a CUDA device index as that rank's process saw it, an
- * index into its CUDA_VISIBLE_DEVICES: penny's capture marks each rank's
- * value before its lines (nccllog.h) and the index is mapped through it
- * (pn_cuda_visible_gpu: indices in PCI order, CUDA's order for GPUs of one
- * kind; GPU UUIDs from /proc/driver/nvidia/gpus/<bus id>/information);
- * unset, or a log without marks, the index is the GPU in PCI order.  A
- * rank whose value penny cannot map SKIPs its rows, saying why.
+ * A rank's GPU is what the log's brackets hold: a CUDA device index (NCCL
+ * 2.19 on; taken in PCI order, CUDA's order for GPUs of one kind unless
+ * CUDA_VISIBLE_DEVICES reorders them) or an older NCCL's bus id.
  */
 #define _GNU_SOURCE
 #include "harness/check.h"
 #include "harness/check_gpu.h"
-#include "harness/check_ranks.h"
 #include "harness/check_settings.h"
 #include "harness/nccllog.h"
 #include "base/file.h"
@@ -30,7 +24,6 @@
 #include "base/verdict.h"
 #include "engine/boot.h"
 #include "node/nic.h"
-#include "node/sysfs.h"
 #include "node/topo.h"
 
 #include <errno.h>
@@ -40,62 +33,19 @@
 
 #define CHECK "nccl-path"
 
-/* What the log's device indices are relative to: the ranks' CUDA_VISIBLE_DEVICES. */
-struct devmap {
-	const struct pn_nccl_log *l;
-	const char **uuids;	/* the node's GPUs' UUIDs, read when a log has marks */
-	char (*uuid)[48];
-};
-
-/* GPU i's UUID from /proc/driver/nvidia/gpus/<bus id>/information ("" unknown). */
-static void read_uuids(const struct pn_topo *t, struct devmap *m)
-{
-	char text[4096], *u;
-	int i, n;
-
-	m->uuids = calloc((size_t)t->ngpus + 1, sizeof(*m->uuids));
-	m->uuid = calloc((size_t)t->ngpus + 1, sizeof(*m->uuid));
-	if (!m->uuids || !m->uuid)
-		return;	/* unknown: a UUID entry SKIPs */
-	for (i = 0; i < t->ngpus; i++) {
-		m->uuids[i] = m->uuid[i];
-		n = pn_sys_read_bin(text, sizeof(text) - 1, "/proc/driver/nvidia/gpus/%s/information",
-				    t->devs[i].pci_busid);
-		text[n > 0 ? n : 0] = 0;
-		u = strstr(text, "GPU UUID:");
-		if (!u)
-			continue;
-		u += strlen("GPU UUID:");
-		u += strspn(u, " \t");
-		snprintf(m->uuid[i], sizeof(m->uuid[i]), "%.*s", (int)strcspn(u, " \t\r\n"), u);
-	}
-}
-
-/*
- * The GPU (index into t->devs) a bracket dev names, logged by a process
- * whose CUDA_VISIBLE_DEVICES is the log's cvds[cvd] (-1 unset): -1 with
- * why when penny cannot tell.
- */
-static int gpu_of(const struct pn_topo *t, const struct devmap *m, const char *dev, int cvd,
-		  char *why, size_t wlen)
+/* The GPU (index into t->devs) a bracket names, -1 unknown. */
+static int gpu_of(const struct pn_topo *t, const char *dev)
 {
 	char busid[16];
 	unsigned long v;
 	char *end;
 	int i;
 
-	why[0] = 0;
-	if (cvd == -2) {
-		snprintf(why, wlen, "the log names more than %d CUDA_VISIBLE_DEVICES",
-			 PN_NCCL_MAX_CVDS);
-		return -1;
-	}
 	if (!dev[0])
 		return -1;
 	v = strtoul(dev, &end, 10);
-	if (!*end && strlen(dev) <= 3)
-		return pn_cuda_visible_gpu(cvd >= 0 ? m->l->cvds[cvd] : NULL, (int)v, t->ngpus,
-					   m->uuids, why, wlen);
+	if (!*end && v < (unsigned long)t->ngpus && strlen(dev) <= 3)
+		return (int)v;
 	/* NCCL's int64 bus id: the hex digits of "dddd:bb:dd.f" */
 	v = strtoul(dev, &end, 16);
 	if (*end || strlen(dev) < 4)
@@ -106,29 +56,6 @@ static int gpu_of(const struct pn_topo *t, const struct devmap *m, const char *d
 		if (!strcasecmp(t->devs[i].pci_busid, busid))
 			return i;
 	return -1;
-}
-
-/* The rank whose process logged p, and its device's bracket. */
-static int local_of(const struct pn_nccl_path *p, const char **dev)
-{
-	int recv = !strcmp(p->dir, "receive");
-
-	if (dev)
-		*dev = recv ? p->to_dev : p->from_dev;
-	return recv ? p->to : p->from;
-}
-
-/* The CUDA_VISIBLE_DEVICES (as pn_nccl_path's cvd) of rank r on p's host:
- * that of the lines r's process logged; not in the log: -1 when the log
- * names none, else -3. */
-static int cvd_of_rank(const struct devmap *m, const struct pn_nccl_path *p, int r)
-{
-	int i;
-
-	for (i = 0; i < m->l->npaths; i++)
-		if (local_of(&m->l->paths[i], NULL) == r && !strcmp(m->l->paths[i].host, p->host))
-			return m->l->paths[i].cvd;
-	return m->l->ncvds ? -3 : -1;
 }
 
 /* The NIC (index into t->devs) of "mlx5_3:1", -1 unknown. */
@@ -195,27 +122,16 @@ static int judge_rail(struct pn_check *c, struct pn_verdict_in *in, char *det, i
 	return pn_check_add(c, in);
 }
 
-/* A row penny cannot judge: rank r's device is unknown (why). */
-static int skip_row(struct pn_check *c, struct pn_verdict_in *in, char *det, int r,
-		    const char *why)
-{
-	in->verdict = PN_SKIP;
-	in->source = NULL;
-	snprintf(det, PN_VERDICT_DETAIL, "rank %d's GPU is unknown: %s", r, why);
-	return pn_check_add(c, in);
-}
-
-static int judge(struct pn_check *c, const struct devmap *m, const struct pn_nccl_path *p,
-		 const char *up)
+static int judge(struct pn_check *c, const struct pn_nccl_path *p, const char *up)
 {
 	const struct pn_topo *t = c->topo;
-	char target[PN_VERDICT_NAME], det[PN_VERDICT_DETAIL] = "", cls[16], why[200];
+	char target[PN_VERDICT_NAME], det[PN_VERDICT_DETAIL] = "", cls[16];
 	struct pn_verdict_in in = { .check = CHECK, .target = target, .verdict = PN_PASS,
 				    .measured = PN_VTEXT(p->via), .source = "topology",
 				    .detail = det };
-	const char *ldev;
-	int local = local_of(p, &ldev);
-	int g = gpu_of(t, m, ldev, p->cvd, why, sizeof(why)), k = -1, pc, nv = 0;
+	int local = !strcmp(p->dir, "receive") ? p->to : p->from;
+	const char *ldev = !strcmp(p->dir, "receive") ? p->to_dev : p->from_dev;
+	int g = gpu_of(t, ldev), k = -1, pc, nv = 0;
 
 	snprintf(target, sizeof(target), "ch%02d/%d %d->%d%s%s", p->channel, p->conn, p->from,
 		 p->to, p->dir[0] ? " " : "", p->dir);
@@ -225,9 +141,6 @@ static int judge(struct pn_check *c, const struct devmap *m, const struct pn_ncc
 		snprintf(det, sizeof(det), "NCCL sends over sockets while %s is ACTIVE: see "
 			 "NCCL_IB_DISABLE, NCCL_IB_HCA and NCCL_NET (NCCL_SOCKET_IFNAME only picks "
 			 "the socket interface)", up);
-	} else if (g < 0 && why[0]) {
-		/* its CUDA_VISIBLE_DEVICES says which GPU, but not so penny can tell */
-		return skip_row(c, &in, det, local, why);
 	} else if (p->transport == PN_NT_NET && !p->gdr && g >= 0 &&
 		   (k = nic_of(t, p->nic_name)) >= 0 &&
 		   (pc = pn_topo_path(t, g, k, 1, NULL)) <= PN_PATH_PXB && pc >= 0) {
@@ -238,18 +151,8 @@ static int judge(struct pn_check *c, const struct devmap *m, const struct pn_ncc
 			 "GPUDirect RDMA: see the settings check (nvidia_peermem, ACS), "
 			 "NCCL_NET_GDR_LEVEL", local, t->devs[g].name, p->nic_name, cls);
 	} else if (p->transport == PN_NT_SHM && g >= 0) {
-		/* the peer's index is as its own process sees it */
-		int out = local == p->from, peer = out ? p->to : p->from;
-		int pcvd = cvd_of_rank(m, p, peer), h = -1, a, b;
+		int a = gpu_of(t, p->from_dev), b = gpu_of(t, p->to_dev);
 
-		if (pcvd == -3)
-			snprintf(why, sizeof(why), "its CUDA_VISIBLE_DEVICES is not in the log");
-		else
-			h = gpu_of(t, m, out ? p->to_dev : p->from_dev, pcvd, why, sizeof(why));
-		if (h < 0 && why[0])
-			return skip_row(c, &in, det, peer, why);
-		a = out ? g : h;
-		b = out ? h : g;
 		if (a >= 0 && b >= 0 && a != b && pn_topo_path(t, a, b, 0, &nv) == PN_PATH_NV) {
 			in.verdict = PN_FAIL;
 			in.expected = PN_VTEXT("P2P");
@@ -304,7 +207,6 @@ int pn_check_ncclpath(struct pn_check *c)
 static int judge_log(struct pn_check *c, const char *buf, size_t len, const char *name)
 {
 	struct pn_nccl_log l;
-	struct devmap m = { .l = &l };
 	char up[80] = "", det[PN_VERDICT_DETAIL];
 	const char *other = NULL;
 	int i, mine = 0, single = 1, cuda_api = 0, ret;
@@ -341,15 +243,11 @@ static int judge_log(struct pn_check *c, const char *buf, size_t len, const char
 		goto out;
 	}
 	rdma_up(c->topo, up, sizeof(up));
-	if (l.ncvds)
-		read_uuids(c->topo, &m);
 	/* a log of one host (or of none named) is taken as this node's */
 	for (i = 0; !ret && i < l.npaths; i++)
 		if (!mine || this_host(c, l.paths[i].host))
-			ret = judge(c, &m, &l.paths[i], up);
+			ret = judge(c, &l.paths[i], up);
 out:
-	free(m.uuids);
-	free(m.uuid);
 	pn_nccl_log_release(&l);
 	return ret;
 }

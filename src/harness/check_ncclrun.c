@@ -13,7 +13,6 @@
 #include "harness/check.h"
 #include "harness/check_gpu.h"
 #include "harness/check_settings.h"
-#include "harness/nccllog.h"
 #include "base/file.h"
 #include "base/log.h"
 #include "base/run.h"
@@ -110,31 +109,6 @@ static int collect(const char *dir, char **buf, size_t *len)
 	return ret;
 }
 
-/*
- * penny's mark of this process's CUDA_VISIBLE_DEVICES (which the ranks it
- * starts inherit) before the log *buf[0, *len): the device indices in the
- * log's brackets are relative to it (nccllog.h).
- */
-static int mark_cvd(char **buf, size_t *len)
-{
-	char mark[PN_NCCL_CVD_MAX + 64], *nb;
-	size_t n = pn_nccl_cvd_mark(mark, sizeof(mark), getenv("CUDA_VISIBLE_DEVICES"));
-
-	if (n >= sizeof(mark))
-		n = sizeof(mark) - 1;
-	nb = malloc(n + *len + 1);
-	if (!nb)
-		return pn_err(-ENOMEM, "out of memory for NCCL's log");
-	memcpy(nb, mark, n);
-	if (*len)
-		memcpy(nb + n, *buf, *len);
-	nb[n + *len] = 0;
-	free(*buf);
-	*buf = nb;
-	*len += n;
-	return 0;
-}
-
 /* A private directory of ours for NCCL's log in $TMPDIR (else /tmp): 0, 1
  * with why when there is none, or -ENOMEM. */
 static int log_dir(char *dir, size_t len, char *why, size_t wlen)
@@ -193,7 +167,7 @@ int pn_ncclpath_capture(struct pn_check *c, char **buf, size_t *len, char *why, 
 		snprintf(why, wlen, "the allreduce on nccl failed: %s", pn_errmsg(ret));
 		ret = 1;
 	}
-	if (collect(dir, buf, len) == -ENOMEM || (!ret && mark_cvd(buf, len)))
+	if (collect(dir, buf, len) == -ENOMEM)
 		ret = -ENOMEM;
 	if (ret) {
 		free(*buf);
@@ -304,8 +278,6 @@ int pn_ncclpath_capture_job(struct pn_check *c, char **node, size_t *nlen, char 
 				 "%.180s", k, pn_boot_node_name(c->boot, k), ends[k].why);
 	}
 	if (ok && collect(dir, &buf, &len) == -ENOMEM && ret >= 0)
-		ret = -ENOMEM;
-	if (ret >= 0 && !why[0] && mark_cvd(&buf, &len))
 		ret = -ENOMEM;
 	if (ret < 0)
 		goto out;

@@ -28,137 +28,32 @@
 
 /* ------------------------------------------------------------ pure parts */
 
-/* One entry e[0, n) of CUDA_VISIBLE_DEVICES as a GPU of uuids (NULL or ""
- * unknown; "GPU-" prefix match, as CUDA does): its index, -1 with why. */
-static int uuid_gpu(const char *e, size_t n, int ngpus, const char *const *uuids, char *why,
-		    size_t wlen)
-{
-	int i, hit = -1;
-
-	for (i = 0; i < ngpus; i++) {
-		if (!uuids || !uuids[i] || !uuids[i][0]) {
-			snprintf(why, wlen, "%.*s: GPU%d's UUID is unknown (no "
-				 "/proc/driver/nvidia/gpus/*/information)", (int)(n > 48 ? 48 : n),
-				 e, i);
-			return -1;
-		}
-		if (strlen(uuids[i]) >= n && !strncmp(uuids[i], e, n)) {
-			if (hit >= 0) {
-				snprintf(why, wlen, "%.*s names more than one GPU",
-					 (int)(n > 48 ? 48 : n), e);
-				return -1;
-			}
-			hit = i;
-		}
-	}
-	if (hit < 0)
-		snprintf(why, wlen, "%.*s names no GPU of this node", (int)(n > 48 ? 48 : n), e);
-	return hit;
-}
-
-/*
- * CUDA_VISIBLE_DEVICES cvd as the node's GPUs (of ngpus, uuids as above):
- * the visible devices in CUDA's order into list[0, max), how many; at the
- * first entry that is not a GPU of the node (CUDA stops there, or penny
- * cannot tell which GPU it is) the list ends, why says which.
- */
-static int cvd_list(const char *cvd, int ngpus, const char *const *uuids, int *list, int max,
-		    char *why, size_t wlen)
-{
-	const char *p = cvd;
-	int n = 0;
-
-	why[0] = 0;
-	while (n < max) {
-		size_t len;
-		char *end;
-		long v;
-		int g;
-
-		while (*p == ' ')
-			p++;
-		len = strcspn(p, ",");
-		while (len && p[len - 1] == ' ')
-			len--;
-		if (!*p) {
-			break;
-		} else if (isdigit((unsigned char)*p)) {
-			errno = 0;
-			v = strtol(p, &end, 10);
-			if (errno || v >= ngpus || end != p + len) {
-				snprintf(why, wlen, "'%.*s' is not a GPU index of this node (%d GPUs)",
-					 (int)(len > 24 ? 24 : len), p, ngpus);
-				break;
-			}
-			g = (int)v;
-		} else if (!strncmp(p, "GPU-", 4) && len > 4) {
-			if ((g = uuid_gpu(p, len, ngpus, uuids, why, wlen)) < 0)
-				break;
-		} else if (!strncmp(p, "MIG-GPU-", 8) && len > 8) {
-			/* the old form, MIG-GPU-<uuid>/<gi>/<ci>: on that GPU */
-			size_t k = strcspn(p + 4, "/");
-
-			if ((g = uuid_gpu(p + 4, k < len - 4 ? k : len - 4, ngpus, uuids, why,
-					  wlen)) < 0)
-				break;
-		} else if (!strncmp(p, "MIG-", 4)) {
-			snprintf(why, wlen, "%.*s is a MIG instance: penny cannot tell its GPU",
-				 (int)(len > 48 ? 48 : len), p);
-			break;
-		} else {
-			snprintf(why, wlen, "'%.*s' is not a GPU index or UUID",
-				 (int)(len > 24 ? 24 : len), p);
-			break;
-		}
-		list[n++] = g;
-		p += strcspn(p, ",");
-		if (*p)
-			p++;
-	}
-	return n;
-}
-
 int pn_ranks_visible(const char *cvd, int local_rank, int ngpus)
 {
-	int list[256], n;
-	char why[160];
+	int list[256], n = 0;
+	const char *p = cvd;
 
 	if (ngpus <= 0 || local_rank < 0)
 		return -1;
 	if (!cvd)
 		return local_rank % ngpus;
-	n = cvd_list(cvd, ngpus, NULL, list, 256, why, sizeof(why));
-	return n ? list[local_rank % n] : -1;
-}
+	while (*p && n < 256) {
+		char *end;
+		long v;
 
-int pn_cuda_visible_gpu(const char *cvd, int dev, int ngpus, const char *const *uuids, char *why,
-			size_t wlen)
-{
-	int list[256], n;
-
-	if (dev < 0 || dev >= 256) {
-		snprintf(why, wlen, "CUDA device %d is not one", dev);
+		while (*p == ' ')
+			p++;
+		if (!isdigit((unsigned char)*p))
+			break;	/* a UUID, MIG, or the end: CUDA stops at the first it cannot use */
+		v = strtol(p, &end, 10);
+		if (v >= ngpus || (*end && *end != ','))
+			break;
+		list[n++] = (int)v;
+		p = *end ? end + 1 : end;
+	}
+	if (!n)
 		return -1;
-	}
-	if (!cvd) {
-		if (dev < ngpus)
-			return dev;
-		snprintf(why, wlen, "CUDA device %d: the node has %d GPUs", dev, ngpus);
-		return -1;
-	}
-	n = cvd_list(cvd, ngpus, uuids, list, dev + 1, why, wlen);
-	if (dev < n)
-		return list[dev];
-	if (why[0]) {
-		char w[160];
-
-		snprintf(w, sizeof(w), "%s", why);
-		snprintf(why, wlen, "CUDA device %d of CUDA_VISIBLE_DEVICES=%.60s: %s", dev, cvd, w);
-	} else {
-		snprintf(why, wlen, "CUDA device %d: CUDA_VISIBLE_DEVICES=%.60s makes %d visible",
-			 dev, cvd, n);
-	}
-	return -1;
+	return list[local_rank % n];
 }
 
 int pn_ranks_nic_allowed(const char *hca, const char *nic)

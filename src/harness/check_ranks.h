@@ -31,18 +31,6 @@ struct pn_rank_use {
  */
 int pn_ranks_visible(const char *cvd, int local_rank, int ngpus);
 
-/*
- * The GPU (index in PCI order, of ngpus) that CUDA device dev of a process
- * with CUDA_VISIBLE_DEVICES cvd is (NULL: unset, dev itself): entries are
- * indices, GPU UUIDs or a prefix of one ("GPU-8a1b", matched against
- * uuids[0, ngpus), NULL or "" unknown), "MIG-GPU-<uuid>/..." (on that
- * GPU); CUDA stops at the first entry it cannot use.  -1 with why when
- * penny cannot tell (a MIG-<uuid> instance, an unknown UUID, dev past the
- * visible devices, an empty or garbled value).
- */
-int pn_cuda_visible_gpu(const char *cvd, int dev, int ngpus, const char *const *uuids, char *why,
-			size_t wlen);
-
 /* Does NCCL_IB_HCA (or -d) hca let a rank use nic ("mlx5_0")?  NCCL's
  * syntax: a list of name prefixes with optional ":port", "=" for exact
  * names, "^" to exclude.  NULL or "": every NIC. */

@@ -139,7 +139,6 @@ int pn_nccl_parse_path(const char *line, size_t n, struct pn_nccl_path *p)
 	const char *s;
 
 	memset(p, 0, sizeof(*p));
-	p->cvd = -1;
 	if (message(line, n, msg, sizeof(msg), p->host, sizeof(p->host)))
 		return 0;
 	s = msg;
@@ -300,60 +299,12 @@ static void name_nics(struct pn_nccl_log *l)
 	}
 }
 
-size_t pn_nccl_cvd_mark(char *buf, size_t len, const char *cvd)
-{
-	size_t n, i;
-
-	if (!cvd)
-		return (size_t)snprintf(buf, len, "%s unset\n", PN_NCCL_CVD_MARK);
-	if (strlen(cvd) > PN_NCCL_CVD_MAX)
-		return (size_t)snprintf(buf, len, "%s=<%zu bytes, too long>\n", PN_NCCL_CVD_MARK,
-					strlen(cvd));
-	n = (size_t)snprintf(buf, len, "%s=%s\n", PN_NCCL_CVD_MARK, cvd);
-	/* one line: a control character (a newline) spoils the value, not the log */
-	for (i = sizeof(PN_NCCL_CVD_MARK); i + 1 < n && i + 1 < len; i++)
-		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f)
-			buf[i] = '?';
-	return n;
-}
-
-/* A penny mark line: the CUDA_VISIBLE_DEVICES of the lines after it (*cur:
- * -1 unset, an index into l->cvds, -2 past the bound); 1 when it is one. */
-static int cvd_mark(struct pn_nccl_log *l, const char *line, size_t k, int *cur)
-{
-	size_t m = sizeof(PN_NCCL_CVD_MARK) - 1;
-
-	if (k < m || memcmp(line, PN_NCCL_CVD_MARK, m))
-		return 0;
-	if (k == m + 6 && !memcmp(line + m, " unset", 6)) {
-		*cur = -1;
-		return 1;
-	}
-	if (k == m || line[m] != '=')
-		return 0;
-	if (l->ncvds >= PN_NCCL_MAX_CVDS) {
-		l->dropped++;
-		*cur = -2;
-		return 1;
-	}
-	if (!l->cvds) {
-		l->cvds = calloc(PN_NCCL_MAX_CVDS, sizeof(*l->cvds));
-		if (!l->cvds)
-			return -ENOMEM;
-	}
-	l->cvds[l->ncvds] = strndup(line + m + 1, k - m - 1);
-	if (!l->cvds[l->ncvds])
-		return -ENOMEM;
-	*cur = l->ncvds++;
-	return 1;
-}
-
 int pn_nccl_log_parse(struct pn_nccl_log *l, const char *buf, size_t len)
 {
 	struct pn_nccl_nic nics[32];
 	struct pn_nccl_path p;
 	size_t i = 0;
-	int cap = 0, n, ret, cvd = -1;
+	int cap = 0, n, ret;
 
 	while (i < len) {
 		const char *line = buf + i, *nl = memchr(line, '\n', len - i);
@@ -366,13 +317,7 @@ int pn_nccl_log_parse(struct pn_nccl_log *l, const char *buf, size_t len)
 				l->dropped++;
 			continue;
 		}
-		ret = cvd_mark(l, line, k, &cvd);
-		if (ret < 0)
-			return ret;
-		if (ret)
-			continue;
 		if (pn_nccl_parse_path(line, k, &p)) {
-			p.cvd = cvd;
 			ret = add_path(l, &p, &cap);
 			if (ret)
 				return ret;
@@ -394,11 +339,6 @@ int pn_nccl_log_parse(struct pn_nccl_log *l, const char *buf, size_t len)
 
 void pn_nccl_log_release(struct pn_nccl_log *l)
 {
-	int i;
-
-	for (i = 0; i < l->ncvds; i++)
-		free(l->cvds[i]);
-	free(l->cvds);
 	free(l->paths);
 	free(l->nics);
 	memset(l, 0, sizeof(*l));

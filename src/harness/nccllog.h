@@ -12,9 +12,6 @@
  * "NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE ..." line to name the NIC
  * a NET path's index means, and the "NCCL version 2.21.5+cuda12.4" line.
  * A pure parser: text in, a table out; the judgement is the caller's.
- * penny's own mark line "penny: CUDA_VISIBLE_DEVICES=1" (or "... unset"),
- * which penny's capture puts before each rank's log, gives the paths after
- * it the CUDA_VISIBLE_DEVICES their device indices are relative to.
  * Bounded: at most PN_NCCL_MAX_PATHS paths and PN_NCCL_MAX_NICS NICs are
  * kept, the rest counted; lines longer than PN_NCCL_LINE_MAX are skipped.
  */
@@ -26,9 +23,6 @@
 #define PN_NCCL_MAX_PATHS 65536
 #define PN_NCCL_MAX_NICS 256
 #define PN_NCCL_LINE_MAX 4096
-#define PN_NCCL_MAX_CVDS 4096
-#define PN_NCCL_CVD_MAX 1024	/* bytes of a CUDA_VISIBLE_DEVICES kept */
-#define PN_NCCL_CVD_MARK "penny: CUDA_VISIBLE_DEVICES"
 
 enum pn_nccl_transport {
 	PN_NT_OTHER,	/* what this parser does not know (NVLS, COLLNET, a new one) */
@@ -41,7 +35,11 @@ struct pn_nccl_path {
 	char host[64];		/* the line's host ("" when the prefix has none) */
 	int channel, conn;	/* "Channel 02/1": 2, 1 (conn 0 without "/N") */
 	int from, to;		/* ranks */
-	char from_dev[16], to_dev[16];	/* in the brackets: device index or bus id */
+	/* in the brackets: the NVML device index (2.19 on; the node's GPU in PCI
+	 * order, whatever CUDA_VISIBLE_DEVICES says: on 4 x H200 a rank with
+	 * CUDA_VISIBLE_DEVICES=2,3 and cudaDev 1 logged "3[3]", nvmlDev 3) or
+	 * the bus id (before); the "[1]" after the pid is the CUDA device */
+	char from_dev[16], to_dev[16];
 	char dir[8];		/* "send", "receive" or "" */
 	enum pn_nccl_transport transport;
 	char via[64];		/* all after "via ": "NET/IB/3/GDRDMA" */
@@ -50,8 +48,6 @@ struct pn_nccl_path {
 	char nic_name[40];	/* NET: "mlx5_3:1" from the host's Using line, "" unknown */
 	int gdr;		/* NET: GPUDirect RDMA (GDRDMA) */
 	int read;		/* P2P: the read protocol ("/read") */
-	int cvd;		/* the log's cvds[cvd] holds its process's CUDA_VISIBLE_DEVICES;
-				 * -1 unset or not said, -2 past PN_NCCL_MAX_CVDS */
 };
 
 struct pn_nccl_nic {
@@ -64,10 +60,9 @@ struct pn_nccl_nic {
 
 struct pn_nccl_log {
 	char version[32];	/* "2.21.5+cuda12.4", "" none seen */
-	int npaths, nnics, ncvds;
+	int npaths, nnics;
 	struct pn_nccl_path *paths;
 	struct pn_nccl_nic *nics;
-	char **cvds;		/* the mark lines' values */
 	long lines;		/* lines read */
 	long dropped;		/* paths or NICs past the bounds, lines too long */
 };
@@ -82,13 +77,6 @@ int pn_nccl_parse_path(const char *line, size_t n, struct pn_nccl_path *p);
  * names into nics[0, max), 0 when it is not one.
  */
 int pn_nccl_parse_using(const char *line, size_t n, struct pn_nccl_nic *nics, int max);
-
-/*
- * The mark line of a process whose CUDA_VISIBLE_DEVICES is cvd (NULL:
- * unset) into buf, newline included (control characters made '?', a value
- * past PN_NCCL_CVD_MAX one no GPU matches): its length, as snprintf.
- */
-size_t pn_nccl_cvd_mark(char *buf, size_t len, const char *cvd);
 
 /* The whole log buf[0, len) into l (zeroed by the caller): 0 or -ENOMEM. */
 int pn_nccl_log_parse(struct pn_nccl_log *l, const char *buf, size_t len);

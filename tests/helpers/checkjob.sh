@@ -16,22 +16,15 @@ rail_tree() {
 
 # job4 ARGS...: penny check ARGS --json as ranks 0..3 on nodes n0 n0 n1 n1
 # (PENNY_NODE_ID); rank 0's JSON in out.json (every rank's in outR.json),
-# stderr in err0..err3, the exit codes in rc ("1111"), seconds in took.
-# JOB4_CVD="V0 V1 V2 V3": each rank's CUDA_VISIBLE_DEVICES, as a launcher
-# sets it per rank ("-": unset)
+# stderr in err0..err3, the exit codes in rc ("1111"), seconds in took
 job4() {
-	local port r t0 ids=(n0 n0 n1 n1) pids=() cvd
-	read -r -a cvd <<<"${JOB4_CVD:-- - - -}"
+	local port r t0 ids=(n0 n0 n1 n1) pids=()
 	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])') ||
 		return 1
 	t0=$(date +%s.%N)
 	for r in 3 2 1 0; do
-		(
-			if [ "${cvd[$r]:--}" = - ]; then unset CUDA_VISIBLE_DEVICES
-			else export CUDA_VISIBLE_DEVICES=${cvd[$r]}; fi
-			PENNY_NODE_ID=${ids[$r]} exec "$PENNY" check --rank $r --nranks 4 \
-				--root 127.0.0.1:$port "$@" --json >out$r.json 2>err$r
-		) &
+		PENNY_NODE_ID=${ids[$r]} "$PENNY" check --rank $r --nranks 4 --root 127.0.0.1:$port \
+			"$@" --json >out$r.json 2>err$r &
 		pids[$r]=$!
 	done
 	rc=

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The ranks check's pure parts (src/harness/check_ranks.c): the GPU a
- * local rank opens under CUDA_VISIBLE_DEVICES, the GPU a CUDA device of a
- * process is (indices, UUIDs, MIG), NCCL_IB_HCA's syntax, and
+ * local rank opens under CUDA_VISIBLE_DEVICES, NCCL_IB_HCA's syntax, and
  * the audit over a table of synthetic jobs.  (t0846 runs it under --np.)
  */
 #define _GNU_SOURCE
@@ -128,84 +127,9 @@ TEST(audit)
 	}
 }
 
-/* The GPU that CUDA device dev of a process with CUDA_VISIBLE_DEVICES cvd
- * is, on a node of four GPUs (uuids: which of the tables below, 0 none),
- * and what why then says ("" anything). */
-TEST(cuda_visible)
-{
-	static const char *const all[] = { "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6",
-		"GPU-8a1b0000-0000-0000-0000-000000000001",
-		"GPU-8a1b0000-0000-0000-0000-000000000002",
-		"GPU-c0ffee00-0000-0000-0000-000000000003" };
-	static const char *const some[] = { "GPU-8932f937", "", NULL, "GPU-c0ffee00" };
-	static const char *const *const tables[] = { NULL, all, some };
-	static const struct {
-		const char *cvd;
-		int dev, uuids, want;
-		const char *why;
-	} cases[] = {
-		/* unset: the device is the GPU in PCI order */
-		{ NULL, 0, 0, 0, "" },
-		{ NULL, 3, 0, 3, "" },
-		{ NULL, 4, 0, -1, "CUDA device 4: the node has 4 GPUs" },
-		/* indices: device d is the d-th entry */
-		{ "1", 0, 0, 1, "" },
-		{ "3,1", 1, 0, 1, "" },
-		{ " 2 , 0", 0, 0, 2, "" },
-		{ " 2 , 0", 1, 0, 0, "" },
-		{ "1", 1, 0, -1, "CUDA device 1: CUDA_VISIBLE_DEVICES=1 makes 1 visible" },
-		/* CUDA stops at the first entry it cannot use */
-		{ "2,7,1", 0, 0, 2, "" },
-		{ "2,7,1", 2, 0, -1, "'7' is not a GPU index of this node (4 GPUs)" },
-		/* UUIDs and their prefixes */
-		{ "GPU-c0ffee00-0000-0000-0000-000000000003", 0, 1, 3, "" },
-		{ "GPU-8932,GPU-c0ff", 1, 1, 3, "" },
-		{ "GPU-8932,GPU-c0ff", 0, 1, 0, "" },
-		{ "GPU-8a1b", 0, 1, -1, "GPU-8a1b names more than one GPU" },
-		{ "GPU-8a1b0000-0000-0000-0000-000000000002", 0, 1, 2, "" },
-		{ "GPU-deadbeef", 0, 1, -1, "GPU-deadbeef names no GPU of this node" },
-		{ "2,GPU-8932", 1, 1, 0, "" },
-		/* a UUID longer than the GPU's is no prefix of it */
-		{ "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6ff", 0, 1, -1, "names no GPU" },
-		/* UUIDs penny does not know: no guess */
-		{ "GPU-8932", 0, 0, -1, "GPU0's UUID is unknown" },
-		{ "GPU-c0ff", 0, 2, -1, "GPU1's UUID is unknown" },
-		/* MIG: the old form is on its GPU, the new one cannot be told */
-		{ "MIG-GPU-c0ffee00-0000-0000-0000-000000000003/1/0", 0, 1, 3, "" },
-		{ "MIG-4f3b5e2a-1c9d-5f0e-8a7b-2d6c9e1f0a3b", 0, 1, -1,
-		  "MIG-4f3b5e2a-1c9d-5f0e-8a7b-2d6c9e1f0a3b is a MIG instance: penny cannot tell "
-		  "its GPU" },
-		/* empty, garbage, out of range */
-		{ "", 0, 1, -1, "CUDA_VISIBLE_DEVICES= makes 0 visible" },
-		{ "-1", 0, 1, -1, "'-1' is not a GPU index or UUID" },
-		{ "1x", 0, 1, -1, "'1x' is not a GPU index" },
-		{ "99999999999999999999", 0, 1, -1, "is not a GPU index" },
-		{ "GPU-", 0, 1, -1, "'GPU-' is not a GPU index or UUID" },
-		{ "1,,2", 1, 1, -1, "'' is not a GPU index or UUID" },
-		{ "<8 bytes, too long>", 0, 1, -1, "is not a GPU index or UUID" },
-		{ "1", -1, 1, -1, "CUDA device -1 is not one" },
-		{ NULL, 100000, 1, -1, "CUDA device 100000 is not one" },
-		{ "0,1,2,3", 300, 1, -1, "CUDA device 300 is not one" },
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char why[200] = "";
-		int g = pn_cuda_visible_gpu(cases[i].cvd, cases[i].dev, 4, tables[cases[i].uuids],
-					    why, sizeof(why));
-
-		if (g != cases[i].want || !strstr(why, cases[i].why))
-			fprintf(stderr, "# case %zu: '%s' device %d: %d (%s)\n", i,
-				cases[i].cvd ? cases[i].cvd : "(unset)", cases[i].dev, g, why);
-		CHECK_EQ_INT(g, cases[i].want);
-		CHECK(strstr(why, cases[i].why) != NULL);
-	}
-}
-
 int main(void)
 {
 	RUN(visible);
-	RUN(cuda_visible);
 	RUN(hca);
 	RUN(audit);
 	return unit_done();
