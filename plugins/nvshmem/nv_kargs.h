@@ -71,6 +71,17 @@ static inline PN_NV_HD uint64_t pn_nv_ll_bytes(int nranks, uint64_t ll_max)
 	return 2ull * (uint64_t)nranks * pn_nv_ll_slot(ll_max);
 }
 
+/* Where the signals and the LL area start in a work area of blocks channels. */
+static inline PN_NV_HD uint64_t pn_nv_sig_off(int nranks, uint64_t slot)
+{
+	return pn_nv_data_bytes(nranks, slot);
+}
+
+static inline PN_NV_HD uint64_t pn_nv_ll_off(int nranks, uint64_t slot, uint64_t blocks)
+{
+	return pn_nv_sig_off(nranks, slot) + 8ull * pn_nv_sig_words(nranks) * blocks;
+}
+
 struct pn_nv_args {
 	uint64_t src;		/* symmetric copy of the input (the send buffer itself when
 				 * it is symmetric, else the staging buffer) */

@@ -178,8 +178,7 @@ int pn_nv_rings_table(const int32_t *order, int nrings, int n, int32_t *out)
 
 uint64_t pn_nv_ws_bytes(const struct pn_nv_cfg *cfg)
 {
-	return pn_nv_data_bytes(cfg->nranks, cfg->slot) +
-	       8ull * pn_nv_sig_words(cfg->nranks) * PN_NV_MAX_BLOCKS +
+	return pn_nv_ll_off(cfg->nranks, cfg->slot, PN_NV_MAX_BLOCKS) +
 	       (cfg->ll_max ? pn_nv_ll_bytes(cfg->nranks, cfg->ll_max) : 0);
 }
 

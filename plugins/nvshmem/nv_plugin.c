@@ -438,12 +438,11 @@ static int launch(struct pn_nv *c, int kern, int dt, int op, CUdeviceptr src, CU
 	a.src = src;
 	a.recv = recv;
 	a.data = c->ws;
-	a.sig = c->ws + pn_nv_data_bytes(c->n, c->cfg.slot);
+	a.sig = c->ws + pn_nv_sig_off(c->n, c->cfg.slot);
 	a.ctr = c->local;
 	a.err = c->local + PN_NV_LOCAL_ERR;
 	a.llctr = c->local + PN_NV_LOCAL_LL;
-	a.ll = c->ws + pn_nv_data_bytes(c->n, c->cfg.slot) +
-	       8ull * pn_nv_sig_words(c->n) * PN_NV_MAX_BLOCKS;
+	a.ll = c->ws + pn_nv_ll_off(c->n, c->cfg.slot, PN_NV_MAX_BLOCKS);
 	a.ll_slot = pn_nv_ll_slot(c->cfg.ll_max);
 	memcpy(a.p2p, c->p2p, sizeof(a.p2p));
 	a.rings = c->rings;

@@ -183,8 +183,7 @@ static void world_init(world &w, int n, unsigned blocks, uint64_t slot)
 	w.blocks = blocks;
 	w.slot = slot;
 	/* data, signals, then the LL area for calls of up to slot bytes */
-	emu_nv.bytes = pn_nv_data_bytes(n, slot) + 8ull * pn_nv_sig_words(n) * blocks +
-		       pn_nv_ll_bytes(n, slot);
+	emu_nv.bytes = pn_nv_ll_off(n, slot, blocks) + pn_nv_ll_bytes(n, slot);
 	for (int r = 0; r < n; r++) {
 		char *h = (char *)aligned_alloc(256, (emu_nv.bytes + 255) / 256 * 256);
 		uint64_t *l = (uint64_t *)calloc(PN_NV_MAX_BLOCKS + 2, 8);
@@ -222,7 +221,7 @@ static struct pn_nv_args call_args(const world &w, const call &c, int r, uint64_
 	a.src = (uint64_t)c.send[r];
 	a.recv = (uint64_t)c.recv[r];
 	a.data = (uint64_t)emu_nv.heap[r];
-	a.sig = (uint64_t)emu_nv.heap[r] + pn_nv_data_bytes(w.n, w.slot);
+	a.sig = (uint64_t)emu_nv.heap[r] + pn_nv_sig_off(w.n, w.slot);
 	a.ctr = (uint64_t)w.local[r];
 	a.err = (uint64_t)err_words(w, r);
 	a.bytes = c.count * penny_data_size(c.dt);
@@ -230,7 +229,7 @@ static struct pn_nv_args call_args(const world &w, const call &c, int r, uint64_
 	a.timeout_ns = timeout_ns;
 	a.rank = r;
 	a.nranks = w.n;
-	a.ll = a.sig + 8ull * pn_nv_sig_words(w.n) * w.blocks;
+	a.ll = (uint64_t)emu_nv.heap[r] + pn_nv_ll_off(w.n, w.slot, w.blocks);
 	a.ll_slot = pn_nv_ll_slot(w.slot);
 	a.llctr = (uint64_t)(w.local[r] + PN_NV_MAX_BLOCKS + 1);
 	a.rings = (uint64_t)rings_tab.data();
