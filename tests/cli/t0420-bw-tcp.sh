@@ -77,6 +77,17 @@ test_expect_success 'TCP server and client: both print the same row, exit 0' '
 	grep "^ 1000 " cli.out >a && grep "^ 1000 " srv.out >b && test_cmp a b &&
 	grep -q "waiting for a client on TCP port $p" srv.err
 '
+test_expect_success 'a server that stops answering mid-test: the client ran and failed (exit 1)' '
+	p=$(port) &&
+	{ "$PENNY" bw --transport tcp -p $p -D 30 --timeout 2 >stop.out 2>stop.err & srv=$!; } &&
+	n=0 && while ! grep -q "waiting for a client" stop.err && test $n -lt 100; do
+		sleep 0.1; n=$((n + 1)); done &&
+	{ penny bw --transport tcp -p $p -D 30 --timeout 2 127.0.0.1 >cli.out 2>cli.err & cli=$!; } &&
+	sleep 1 && kill -STOP $srv &&
+	{ wait $cli; rc=$?; } ; kill -9 $srv 2>/dev/null; wait $srv 2>/dev/null;
+	cat cli.err; test "$rc" = 1 && test "$(wc -l <cli.err)" = 1 &&
+	grep -q "^penny bw: the peer stopped answering during the test: TCP: timed out" cli.err
+'
 test_expect_success 'server and client that disagree both say which option differs' '
 	p=$(port) &&
 	{ penny bw --transport tcp -p $p -n 30 -s 1000 >srv.out 2>srv.err & } &&
