@@ -177,6 +177,10 @@ PN_DEV void pn_ld_cg_elem(void *dst, const void *p, int bytes)
 PN_DEV void pn_fence(void) { __threadfence(); }
 PN_DEV void pn_fence_sys(void) { __threadfence_system(); }
 
+/* A block's shared variable / array (the emulator gives each block its own). */
+#define PN_SHARED(T, name) __shared__ T name
+#define PN_SHARED_ARRAY(T, name, n) __shared__ T name[n]
+
 PN_DEV uint32_t pn_atomic_add(uint32_t *p, uint32_t v) { return atomicAdd(p, v); }
 PN_DEV void pn_atomic_or(uint32_t *p, uint32_t v) { atomicOr(p, v); }
 PN_DEV void pn_atomic_add64(unsigned long long *p, unsigned long long v) { atomicAdd(p, v); }

@@ -35,12 +35,14 @@ typedef void (*emu_kernel_fn)(const void *args);
 struct emu_block {
 	unsigned nthreads, arrived, gen;
 	int or_acc, or_result;
+	alignas(16) char smem[2048]; /* __shared__ (PN_SHARED) */
 };
 
 struct emu_fiber {
 	ucontext_t ctx;
 	char *stack;
 	unsigned tid, bid, ntid, nbid;
+	size_t smem_off; /* the next shared variable's place in blk->smem */
 	int done;
 	struct emu_block *blk;
 	struct emu_launch *launch;
@@ -101,6 +103,8 @@ static void emu_start(emu_launch *l)
 		l->blocks[b].nthreads = l->block;
 		l->blocks[b].arrived = l->blocks[b].gen = 0;
 		l->blocks[b].or_acc = l->blocks[b].or_result = 0;
+		/* shared memory starts as garbage, as on a GPU */
+		memset(l->blocks[b].smem, 0xA5, sizeof(l->blocks[b].smem));
 	}
 	for (unsigned b = 0; b < l->grid; b++)
 		for (unsigned t = 0; t < l->block; t++) {
@@ -112,6 +116,7 @@ static void emu_start(emu_launch *l)
 			f->ntid = l->block;
 			f->nbid = l->grid;
 			f->done = 0;
+			f->smem_off = 0;
 			f->blk = &l->blocks[b];
 			f->launch = l;
 			getcontext(&f->ctx);

@@ -28,6 +28,21 @@ PN_DEV int pn_sync_or(int p)
 }
 
 PN_DEV void pn_sync(void) { (void)pn_sync_or(0); }
+
+/* Shared memory: the block's own bytes, handed out in the order every thread
+ * of the block declares its variables, so each gets the same place. */
+PN_DEV void *emu_smem(size_t bytes)
+{
+	emu_fiber *f = emu.cur;
+	size_t off = (f->smem_off + 15) & ~(size_t)15;
+
+	if (off + bytes > sizeof(f->blk->smem))
+		abort(); /* a kernel wants more than the emulator's block has */
+	f->smem_off = off + bytes;
+	return f->blk->smem + off;
+}
+#define PN_SHARED(T, name) T &name = *(T *)emu_smem(sizeof(T))
+#define PN_SHARED_ARRAY(T, name, n) T *name = (T *)emu_smem(sizeof(T) * (n))
 PN_DEV void pn_pause(void) { emu_yield(); }
 /* the emulator runs one kernel at a time: stream order holds already */
 PN_DEV void pn_pdl_wait(void) {}
