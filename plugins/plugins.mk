@@ -114,7 +114,7 @@ PL_NCCL_TEST := $(PL_TEST)/fakenccl/libnccl.so.2 $(PL_TEST)/fakecuda/libcuda.so.
 
 PL_EMU :=
 ifneq ($(strip $(PN_CXX)),)
-PL_EMU := $(B)/tests/unit/t_plugin_emu $(B)/tests/unit/t_plugin_nvemu
+PL_EMU := $(B)/tests/unit/t_plugin_emu $(B)/tests/unit/t_plugin_xnemu $(B)/tests/unit/t_plugin_nvemu
 endif
 
 plugins: $(PLUGIN_SO) $(PL_NV_SKIP) $(PL_FAKES) $(PL_NCCL_TEST) $(PL_EMU)
@@ -234,6 +234,15 @@ $(B)/tests/unit/t_plugin_emu: plugins/cuda/emu/t_emu.cc plugins/cuda/emu/emu.h \
 		plugins/cuda/emu/emu_dev.h plugins/cuda/emu/emu_check.h plugins/cuda/ar_kernels.cu \
 		plugins/common/data_kernels.cu \
 		$(PL_KDEPS)
+	@mkdir -p $(dir $@)
+	$(PN_CXX) -std=c++17 -O1 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -Wno-unused-function \
+		-Wno-unused-parameter -Wno-maybe-uninitialized -Wno-pass-failed -Wno-unknown-warning-option \
+		-o $@ $<
+
+# The cross-node kernel on the emulator, a stand-in proxy beside it.
+$(B)/tests/unit/t_plugin_xnemu: plugins/cuda/emu/t_emu_xn.cc plugins/cuda/emu/emu.h \
+		plugins/cuda/emu/emu_dev.h plugins/cuda/emu/emu_check.h plugins/cuda/ar_kernels.cu \
+		plugins/include/penny_plugin.h $(PL_KDEPS)
 	@mkdir -p $(dir $@)
 	$(PN_CXX) -std=c++17 -O1 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -Wno-unused-function \
 		-Wno-unused-parameter -Wno-maybe-uninitialized -Wno-pass-failed -Wno-unknown-warning-option \

@@ -934,6 +934,7 @@ PN_DEV bool pn_xn_ll_wait(const struct pn_xn_args &a, const char *p, uint32_t f,
 			*out = x;
 			return true;
 		}
+		pn_pause();
 		if (!pn_xn_alive(a, spins, t0, node))
 			return false;
 	}
@@ -950,9 +951,9 @@ template <typename T, int OP> PN_DEV void pn_xnode(const struct pn_xn_args &a)
 	const int N = a.nnodes, me = a.node;
 	const char *send = (const char *)a.send;
 	char *recv = (char *)a.recv;
-	__shared__ uint64_t base_in[PN_XN_MAX_NODES];
-	__shared__ uint64_t sent0[PN_XN_PREFETCH];
-	__shared__ int dead;
+	PN_SHARED_ARRAY(uint64_t, base_in, PN_XN_MAX_NODES);
+	PN_SHARED_ARRAY(uint64_t, sent0, PN_XN_PREFETCH);
+	PN_SHARED(int, dead);
 
 	if (pn_tid() < (unsigned)N)
 		base_in[pn_tid()] = ctr[1 + pn_tid()];
@@ -963,8 +964,12 @@ template <typename T, int OP> PN_DEV void pn_xnode(const struct pn_xn_args &a)
 	 * memory: a round trip over PCIe each, in parallel here instead of one
 	 * after the ticket read), and a small first chunk's data in registers:
 	 * the slot check and the copy overlap the reads they used to follow.
+	 * Threads 32..32 + S read them; a block of fewer threads (the emulator's)
+	 * waits for each slot instead.
 	 */
-	if (S <= PN_XN_PREFETCH && pn_tid() >= 32 && pn_tid() < 32 + S)
+	const bool pre = S <= PN_XN_PREFETCH && pn_ntid() >= 32 + S;
+
+	if (pre && pn_tid() >= 32 && pn_tid() < 32 + S)
 		sent0[pn_tid() - 32] = pn_ld_acquire_u64((const uint64_t *)(a.out_hdr + (pn_tid() - 32) * PN_XSLOT) + 8);
 	const uint64_t off0 = (uint64_t)pn_bid() * C;
 	const uint64_t len0 = off0 < bytes ? (bytes - off0 < C ? bytes - off0 : C) : 0;
@@ -981,7 +986,7 @@ template <typename T, int OP> PN_DEV void pn_xnode(const struct pn_xn_args &a)
 		const bool first = c == pn_bid();
 
 		if (pn_tid() == 0 && t >= S &&
-		    !(first && S <= PN_XN_PREFETCH && sent0[t % S] >= t + 1 - S) &&
+		    !(first && pre && sent0[t % S] >= t + 1 - S) &&
 		    !pn_xn_wait(a, o + 8, t + 1 - S, -1))
 			dead = 1;
 		pn_sync();
@@ -1102,13 +1107,13 @@ template <typename T, int OP> PN_DEV void pn_xnode(const struct pn_xn_args &a)
 	/* the last block moves the tickets on, dead or not (the job is failing then) */
 	pn_sync();
 	if (pn_tid() == 0) {
-		__threadfence();
+		pn_fence();
 		if (pn_atomic_add((uint32_t *)&ctr[1 + N], 1) == pn_nbid() - 1) {
 			ctr[1 + N] = 0;
 			ctr[0] = base_out + nch;
 			for (int q = 0; q < N; q++)
 				ctr[1 + q] = base_in[q] + nch;
-			__threadfence();
+			pn_fence();
 		}
 	}
 }
