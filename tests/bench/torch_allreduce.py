@@ -7,7 +7,8 @@ tests/bench/torch-allreduce.sh (one process per GPU under torchrun).
       and even counts: the results' SHA-256 per rank, rank 0's small
       results themselves, and the largest error against a float64
       reference; then bfloat16 sum from 1 KiB to 256 MiB, eager and
-      captured in a CUDA graph, mean microseconds per call.
+      captured in a CUDA graph, microseconds per call (the median of
+      BLOCKS timed blocks; every block's figure kept).
   python3 torch_allreduce.py compare NCCL.json PENNY.json OUTBASE
       results identical or not per case, the timings side by side and the
       penny/NCCL ratio per size; writes OUTBASE.txt and OUTBASE.tsv.
@@ -19,6 +20,29 @@ import json
 import os
 import sys
 import time
+
+
+# Each size is timed as BLOCKS blocks of calls back to back on the stream,
+# an event between blocks (no host synchronisation inside): the median
+# block's microseconds per call are reported, so that one stall of a few
+# milliseconds (seen on these machines for NCCL and penny alike, at random
+# sizes) moves one block, not the figure.  Every block's figure is kept.
+BLOCKS = 5
+
+
+def timed_blocks(torch, launch, launches, calls_per_launch):
+    """launch() `launches` times in BLOCKS blocks; (median, [per block]) us per call."""
+    nb = min(BLOCKS, launches)
+    sizes = [launches // nb + (1 if i < launches % nb else 0) for i in range(nb)]
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(nb + 1)]
+    ev[0].record()
+    for i, k in enumerate(sizes):
+        for _ in range(k):
+            launch()
+        ev[i + 1].record()
+    ev[-1].synchronize()
+    per = [ev[i].elapsed_time(ev[i + 1]) * 1000.0 / (sizes[i] * calls_per_launch) for i in range(nb)]
+    return sorted(per)[nb // 2], [round(v, 3) for v in per]
 
 
 def human(n):
@@ -95,7 +119,8 @@ def run(args):
     ops = {o: getattr(dist.ReduceOp, o) for o in OPS}
     res = {"label": args.label, "world": world, "torch": torch.__version__,
            "nccl": ".".join(str(v) for v in torch.cuda.nccl.version()),
-           "preload": os.environ.get("LD_PRELOAD", ""), "check": {}, "eager": {}, "graph": {}}
+           "preload": os.environ.get("LD_PRELOAD", ""), "check": {}, "eager": {}, "graph": {},
+           "eager_blocks": {}, "graph_blocks": {}, "timing": "median of %d blocks" % BLOCKS}
     keep = {}
     # a first collective outside any timing: the communicator is made here
     w = torch.ones(1024, device=dev)
@@ -149,13 +174,9 @@ def run(args):
             dist.all_reduce(x)
         torch.cuda.synchronize()
         dist.barrier()
-        a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(iters):
-            dist.all_reduce(x)
-        z.record()
-        z.synchronize()
-        res["eager"][str(nbytes)] = a.elapsed_time(z) * 1000.0 / iters
+        med, per_block = timed_blocks(torch, lambda: dist.all_reduce(x), iters, 1)
+        res["eager"][str(nbytes)] = med
+        res["eager_blocks"][str(nbytes)] = per_block
         if args.graph:
             per = args.graph
             s = torch.cuda.Stream()
@@ -181,12 +202,9 @@ def run(args):
             g.replay()
             torch.cuda.synchronize()
             dist.barrier()
-            a.record()
-            for _ in range(reps):
-                g.replay()
-            z.record()
-            z.synchronize()
-            res["graph"][str(nbytes)] = a.elapsed_time(z) * 1000.0 / (reps * per)
+            med, per_block = timed_blocks(torch, g.replay, max(BLOCKS, reps), per)
+            res["graph"][str(nbytes)] = med
+            res["graph_blocks"][str(nbytes)] = per_block
             del g
     dist.barrier()
     if rank == 0:
@@ -239,7 +257,8 @@ def compare(args):
         if not a[mode] or not b[mode]:
             continue
         out("")
-        out("# bfloat16 sum, %s: mean us per call" % ("captured in CUDA graphs" if mode == "graph" else "eager"))
+        out("# bfloat16 sum, %s: us per call, %s" % ("captured in CUDA graphs" if mode == "graph" else "eager",
+                                                      a.get("timing", "mean of one block")))
         out("%12s %12s %12s %8s" % ("size", "NCCL us", "penny us", "penny/NCCL"))
         worst = 0
         for s in sorted(a[mode], key=int):
