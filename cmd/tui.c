@@ -244,7 +244,7 @@ static void chart(const struct tui *t, int y, int x, int w, int h, const struct 
 
 /* ---- views ---- */
 
-static void header(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
+static void header(struct tui *t, const struct pn_counters_set *v, const struct pn_top_status *st)
 {
 	char buf[512], rx[32], tx[32], clock[16] = "--:--:--";
 	double srx = 0, stx = 0;
@@ -460,7 +460,7 @@ static void list_row(struct tui *t, const struct layout *l, int y, const struct 
 
 /* Screen rows of the GPU table under the list: a title and a row per GPU,
  * at most half of the list's room; 0 hidden or none. */
-static int gpu_rows(const struct tui *t, const struct tui_status *st)
+static int gpu_rows(const struct tui *t, const struct pn_top_status *st)
 {
 	int room = (LINES - 4) / 2;
 
@@ -508,7 +508,7 @@ static void draw_gpus(struct tui *t, const struct pn_gputraffic *g, int y, int r
 
 /* A view below the header: its rows cleared, its title bar drawn in a. */
 static void begin_view(struct tui *t, const struct pn_counters_set *v,
-		       const struct tui_status *st, attr_t a)
+		       const struct pn_top_status *st, attr_t a)
 {
 	int y;
 
@@ -522,7 +522,7 @@ static void begin_view(struct tui *t, const struct pn_counters_set *v,
 	attroff(a);
 }
 
-static void draw_procs(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
+static void draw_procs(struct tui *t, const struct pn_counters_set *v, const struct pn_top_status *st)
 {
 	const struct pn_rdmares *r = st->procs;
 	attr_t a = attr_of(t, C_TITLE, A_REVERSE);
@@ -567,7 +567,7 @@ int tui_procs_shown(const struct tui *t)
 	return pn_topview_procs(&t->v);
 }
 
-static void draw_list(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
+static void draw_list(struct tui *t, const struct pn_counters_set *v, const struct pn_top_status *st)
 {
 	struct layout l;
 	int n, i, y, sel, rows, grows;
@@ -657,7 +657,7 @@ static void draw_list(struct tui *t, const struct pn_counters_set *v, const stru
 
 /* 'r': one row per rail, the filtered ports summed, and the rail's share
  * of the node's RX + TX as a number and a bar */
-static void draw_rails(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
+static void draw_rails(struct tui *t, const struct pn_counters_set *v, const struct pn_top_status *st)
 {
 	const struct pn_nodectx *ctx = st->ctx;
 	struct pn_rail_sum *r = NULL;
@@ -715,7 +715,7 @@ static void draw_rails(struct tui *t, const struct pn_counters_set *v, const str
 	footer(t, "q:quit r:ports f:filter g:gpus +/-:interval Space:pause ?:help");
 }
 
-static void draw_detail(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
+static void draw_detail(struct tui *t, const struct pn_counters_set *v, const struct pn_top_status *st)
 {
 	const struct pn_counters_port *p = pn_counters_set_find(v, t->v.sel);
 	char buf[512], a[96], b[32], c[32], d[32];
@@ -821,7 +821,7 @@ static void draw_detail(struct tui *t, const struct pn_counters_set *v, const st
 	footer(t, "Esc:back j/k:scroll +/-:interval Space:pause q:quit ?:help");
 }
 
-static void draw_help(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
+static void draw_help(struct tui *t, const struct pn_counters_set *v, const struct pn_top_status *st)
 {
 	static const char *const help_text[] = {
 		"penny top: live per-port traffic of RDMA NICs (and netdevs with -e)",
@@ -858,7 +858,7 @@ static void draw_help(struct tui *t, const struct pn_counters_set *v, const stru
 	footer(t, "any key:back q:quit");
 }
 
-void tui_draw(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
+void tui_draw(struct tui *t, const struct pn_counters_set *v, const struct pn_top_status *st)
 {
 	if (COLS < 40 || LINES < 8) {
 		erase();
