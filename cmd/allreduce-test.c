@@ -41,11 +41,11 @@ static struct pn_aropts ar = {
 static struct {
 	int root;
 	/* nccl-tests' -t -g -m -N -p -z -C -R */
-	int nthreads, ngpus, agg_iters, run_cycles, parallel_init, blocking, cputime, reg;
+	struct pn_ar_nccl_tests nt;
 	const char *dtype, *op;
 } opt = {
 	.root = -1, .dtype = "float", .op = "sum",
-	.nthreads = 1, .ngpus = 1, .agg_iters = 1, .run_cycles = 1,
+	.nt = { .nthreads = 1, .ngpus = 1, .agg_iters = 1, .run_cycles = 1 },
 };
 
 #define MAX_BYTES (1ull << 40)
@@ -86,28 +86,28 @@ const struct pn_opt allreduce_test_options[] = {
 	  "GPU backends: the device of each local rank, like 0,1,2,3 (default: the local rank)",
 	  NULL, OPT_LIST },
 	/* nccl-tests' letters (all_reduce_perf) */
-	{ "nthreads", 't', OPT_INT, &opt.nthreads, "N",
+	{ "nthreads", 't', OPT_INT, &opt.nt.nthreads, "N",
 	  "threads per process: 1, as penny runs one rank per process (--np N starts N)", NULL,
 	  OPT_RANGE(1, 1024) },
-	{ "ngpus", 'g', OPT_INT, &opt.ngpus, "N",
+	{ "ngpus", 'g', OPT_INT, &opt.nt.ngpus, "N",
 	  "GPUs per thread: 1, as penny drives one GPU per rank (--gpus picks them)", NULL,
 	  OPT_RANGE(1, 1024) },
-	{ "agg_iters", 'm', OPT_INT, &opt.agg_iters, "N",
+	{ "agg_iters", 'm', OPT_INT, &opt.nt.agg_iters, "N",
 	  "operations aggregated per iteration: 1, as penny times one allreduce at a time",
 	  NULL, OPT_RANGE(1, 1000000) },
-	{ "run_cycles", 'N', OPT_INT, &opt.run_cycles, "N",
+	{ "run_cycles", 'N', OPT_INT, &opt.nt.run_cycles, "N",
 	  "sweeps run and printed: 1 (nccl-tests' 0 runs forever; run penny again)", NULL,
 	  OPT_RANGE(0, 1000000) },
-	{ "parallel_init", 'p', OPT_INT, &opt.parallel_init, "0|1",
+	{ "parallel_init", 'p', OPT_INT, &opt.nt.parallel_init, "0|1",
 	  "accepted: with one thread per rank every rank initialises in parallel anyway", "0 1",
 	  OPT_RANGE(0, 1) },
-	{ "blocking", 'z', OPT_INT, &opt.blocking, "0|1|2|3",
+	{ "blocking", 'z', OPT_INT, &opt.nt.blocking, "0|1|2|3",
 	  "0 (nccl-tests' default): the iterations back to back, no barrier between them; "
 	  "penny has no other", "0 1 2 3", OPT_RANGE(0, 3) },
-	{ "report_cputime", 'C', OPT_INT, &opt.cputime, "0|1",
+	{ "report_cputime", 'C', OPT_INT, &opt.nt.cputime, "0|1",
 	  "0: each backend's own clock (host: wall clock; GPU: CUDA events); penny has no "
 	  "CPU-time report", "0 1", OPT_RANGE(0, 1) },
-	{ "local_register", 'R', OPT_INT, &opt.reg, "0|1|2",
+	{ "local_register", 'R', OPT_INT, &opt.nt.reg, "0|1|2",
 	  "0: plain buffers; 2 (symmetric) is --backend nccl --algo symmetric; 1 is not "
 	  "supported", "0 1 2", OPT_RANGE(0, 2) },
 	{ "average", 'a', OPT_INT, &ar.average, "0|1|2|3",
@@ -546,44 +546,6 @@ static int print_summary(struct job *j)
 	return why[0] != 0;
 }
 
-/*
- * nccl-tests' letters that penny has no second way for: the value that
- * means what penny does is taken, another is one line naming what to do.
- */
-static int nccl_tests_options(struct pn_ctx *ctx, int ngpu)
-{
-	if (opt.nthreads != 1)
-		return pn_cmd_fail(ctx, 2, "-t %d: penny runs one rank per process and thread; "
-				   "start %d ranks with --np or the launcher instead", opt.nthreads,
-				   opt.nthreads);
-	if (opt.ngpus != 1)
-		return pn_cmd_fail(ctx, 2, "-g %d: penny drives one GPU per rank; start a rank per "
-				   "GPU (--np) and pick the devices with --gpus", opt.ngpus);
-	if (opt.agg_iters != 1)
-		return pn_cmd_fail(ctx, 2, "-m %d: penny times one allreduce at a time; it cannot "
-				   "aggregate operations", opt.agg_iters);
-	if (opt.run_cycles != 1)
-		return pn_cmd_fail(ctx, 2, "-N %d: penny runs the sweep once; run it again for "
-				   "another cycle", opt.run_cycles);
-	if (opt.blocking)
-		return pn_cmd_fail(ctx, 2, "-z %d: penny runs the iterations back to back without "
-				   "a barrier (-z 0) only", opt.blocking);
-	if (opt.cputime)
-		return pn_cmd_fail(ctx, 2, "-C 1: penny reports each backend's own clock (host: "
-				   "wall clock; GPU: CUDA events), not CPU time");
-	if (opt.reg == 1)
-		return pn_cmd_fail(ctx, 2, "-R 1: penny does not register local buffers; -R 2 is "
-				   "--backend nccl --algo symmetric");
-	if (opt.reg == 2 && (!ngpu || strcmp(ar.algo, "symmetric")))
-		return pn_cmd_fail(ctx, 2, "-R 2: symmetric registration is --backend nccl --algo "
-				   "symmetric; give those");
-	return 0;
-}
-
-static const enum pn_sweep_time time_of[] = {
-	PN_SWEEP_TIME_RANK0, PN_SWEEP_TIME_MEAN, PN_SWEEP_TIME_MIN, PN_SWEEP_TIME_MAX,
-};
-
 int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 {
 	struct pn_arjob_cfg jc = { .comm = { .transport = pn_cli.transport,
@@ -614,21 +576,11 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		pn_cmd_error(ctx, -EINVAL);
 		return 2;
 	}
-	/* -n -w -c -b -e -i -f -G are in range (the table); -f 0: not given */
-	if (ar.minbytes > ar.maxbytes)
-		return pn_cmd_fail(ctx, 2, "-b %llu is larger than -e %llu",
-				   (unsigned long long)ar.minbytes, (unsigned long long)ar.maxbytes);
-	if (ar.plan && j.bk.has_host && j.bk.ngpu)
-		return pn_cmd_fail(ctx, 2, "--plan: the host engine runs multiring over the plan, a "
-				   "GPU plugin its ring algorithm; run them in separate jobs");
-	if (ar.plan && j.bk.has_host && strcmp(ar.algo, "auto") && strcmp(ar.algo, "multiring"))
-		return pn_cmd_fail(ctx, 2, "--plan runs the multiring algorithm; it cannot run "
-				   "--algo %s", ar.algo);
-	if (ar.plan && j.bk.has_host)
-		ar.algo = "multiring";
-	if (nccl_tests_options(ctx, j.bk.ngpu))
-		return 2;
-	ret = pn_aropts_algos(ar.algo, j.bk.has_host, algos, &nalgos);
+	ret = pn_aropts_check(&ar, &j.bk);
+	if (!ret)
+		ret = pn_aropts_nccl_tests(&opt.nt, j.bk.ngpu, ar.algo);
+	if (!ret)
+		ret = pn_aropts_algos(ar.algo, j.bk.has_host, algos, &nalgos);
 	if (ret) {
 		pn_cmd_error(ctx, ret);
 		return 2;
@@ -688,11 +640,7 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		pn_sweep_csv_header(j.files.csv);
 	j.progress = j.rank == 0 && isatty(STDERR_FILENO) && !pn_cli.json && j.sw.nsizes > 8;
 	j.sw.comm = j.aj.comm;
-	j.sw.iters = ar.iters;
-	j.sw.warmup = ar.warmup;
-	j.sw.check = ar.check;
-	j.sw.seed = ar.seed;
-	j.sw.time_of = time_of[ar.average];	/* 0..3: the table's range */
+	pn_aropts_sweep(&ar, &j.sw);
 	j.sw.keep = j.rank == 0;
 	j.sw.sink = (struct pn_sweep_sink){ .arg = &j, .begin = print_header, .row = print_row,
 					    .end = print_footer, .skip = print_skip,

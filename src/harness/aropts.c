@@ -164,6 +164,67 @@ int pn_aropts_multiring(const enum pn_algo *algos, int nalgos)
 	return 0;
 }
 
+int pn_aropts_check(struct pn_aropts *o, const struct pn_arback *bk)
+{
+	/* -n -w -c -b -e -i -f -G are in range (the table); -f 0: not given */
+	if (o->minbytes > o->maxbytes)
+		return pn_err(-EINVAL, "-b %llu is larger than -e %llu",
+			      (unsigned long long)o->minbytes, (unsigned long long)o->maxbytes);
+	if (o->plan && bk->has_host && bk->ngpu)
+		return pn_err(-EINVAL, "--plan: the host engine runs multiring over the plan, a "
+				       "GPU plugin its ring algorithm; run them in separate jobs");
+	if (o->plan && bk->has_host && strcmp(o->algo, "auto") && strcmp(o->algo, "multiring"))
+		return pn_err(-EINVAL, "--plan runs the multiring algorithm; it cannot run "
+				       "--algo %s", o->algo);
+	if (o->plan && bk->has_host)
+		o->algo = "multiring";
+	return 0;
+}
+
+int pn_aropts_nccl_tests(const struct pn_ar_nccl_tests *t, int ngpu, const char *algo)
+{
+	if (t->nthreads != 1)
+		return pn_err(-EINVAL, "-t %d: penny runs one rank per process and thread; "
+				       "start %d ranks with --np or the launcher instead", t->nthreads,
+			      t->nthreads);
+	if (t->ngpus != 1)
+		return pn_err(-EINVAL, "-g %d: penny drives one GPU per rank; start a rank per "
+				       "GPU (--np) and pick the devices with --gpus", t->ngpus);
+	if (t->agg_iters != 1)
+		return pn_err(-EINVAL, "-m %d: penny times one allreduce at a time; it cannot "
+				       "aggregate operations", t->agg_iters);
+	if (t->run_cycles != 1)
+		return pn_err(-EINVAL, "-N %d: penny runs the sweep once; run it again for "
+				       "another cycle", t->run_cycles);
+	if (t->blocking)
+		return pn_err(-EINVAL, "-z %d: penny runs the iterations back to back without "
+				       "a barrier (-z 0) only", t->blocking);
+	if (t->cputime)
+		return pn_err(-EINVAL, "-C 1: penny reports each backend's own clock (host: "
+				       "wall clock; GPU: CUDA events), not CPU time");
+	if (t->reg == 1)
+		return pn_err(-EINVAL, "-R 1: penny does not register local buffers; -R 2 is "
+				       "--backend nccl --algo symmetric");
+	if (t->reg == 2 && (!ngpu || strcmp(algo, "symmetric")))
+		return pn_err(-EINVAL, "-R 2: symmetric registration is --backend nccl --algo "
+				       "symmetric; give those");
+	return 0;
+}
+
+void pn_aropts_sweep(const struct pn_aropts *o, struct pn_sweep *sw)
+{
+	static const enum pn_sweep_time time_of[] = {
+		PN_SWEEP_TIME_RANK0, PN_SWEEP_TIME_MEAN, PN_SWEEP_TIME_MIN, PN_SWEEP_TIME_MAX,
+	};
+
+	sw->iters = o->iters;
+	sw->warmup = o->warmup;
+	sw->check = o->check;
+	sw->seed = o->seed;
+	if (o->average >= 0 && o->average < (int)PN_ARRAY_SIZE(time_of))
+		sw->time_of = time_of[o->average];
+}
+
 int pn_aropts_params(const struct pn_aropts *o, enum pn_dtype dtype, enum pn_redop op,
 		     const enum pn_algo *algos, int nalgos, struct pn_job_param *p)
 {

@@ -28,6 +28,12 @@ struct pn_aropts {
 	const char *csv, *plot, *tune_out;
 };
 
+/* nccl-tests' letters of all_reduce_perf that penny has no second way for
+ * (-t -g -m -N -p -z -C -R), as given. */
+struct pn_ar_nccl_tests {
+	int nthreads, ngpus, agg_iters, run_cycles, parallel_init, blocking, cputime, reg;
+};
+
 /* What --backend and --gpus name, checked (aropts_backends). */
 struct pn_arback {
 	int has_host, ngpu;
@@ -44,6 +50,16 @@ int pn_aropts_has_host(const char *backends);
  * when has_host.  0 or -EINVAL (-ENOMEM). */
 int pn_aropts_algos(const char *list, int has_host, enum pn_algo *algos, int *n);
 int pn_aropts_multiring(const enum pn_algo *algos, int nalgos);
+/* -b against -e, and --plan against the backends and --algo: a --plan run
+ * by the host is multiring (o->algo becomes it).  0 or -EINVAL. */
+int pn_aropts_check(struct pn_aropts *o, const struct pn_arback *bk);
+/* nccl-tests' letters: the value that means what penny does is taken,
+ * another is -EINVAL with one line naming what to do (ngpu: the GPU
+ * backends given, algo: --algo). */
+int pn_aropts_nccl_tests(const struct pn_ar_nccl_tests *t, int ngpu, const char *algo);
+/* The sweep's parameters from the options: iterations, warm-up, the check,
+ * its seed and a size's time over the ranks (--average 0..3). */
+void pn_aropts_sweep(const struct pn_aropts *o, struct pn_sweep *sw);
 /* Every option that changes the data or the schedule into p (at least
  * PN_JOB_MAX_PARAMS), as the ranks compare them; returns how many. */
 int pn_aropts_params(const struct pn_aropts *o, enum pn_dtype dtype, enum pn_redop op,

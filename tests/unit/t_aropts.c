@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* allreduce-test's options as the harness checks them (src/harness/aropts.c):
- * the backend, algorithm and GPU lists, the agreed parameters, and rank 0's
- * output files written and committed, or left as they were. */
+ * the backend, algorithm and GPU lists, the sizes and --plan against them,
+ * nccl-tests' letters, the sweep's parameters, the agreed parameters, and
+ * rank 0's output files written and committed, or left as they were. */
 #define _GNU_SOURCE
 #include "unit.h"
 
@@ -208,6 +209,73 @@ TEST(outputs_committed_after_the_run_or_left_alone)
 	rmdir(dir);
 }
 
+TEST(sizes_and_plan_against_the_backends)
+{
+	struct pn_aropts o = { .minbytes = 8, .maxbytes = 1024, .algo = "auto" };
+	struct pn_arback host = { .has_host = 1 }, both = { .has_host = 1, .ngpu = 1 };
+
+	CHECK_EQ_INT(pn_aropts_check(&o, &host), 0);
+	CHECK_STR(o.algo, "auto");
+	o.minbytes = 2048;
+	CHECK_EQ_INT(pn_aropts_check(&o, &host), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "-b 2048 is larger than -e 1024");
+	o.minbytes = 8;
+	o.plan = "p.json";
+	CHECK_EQ_INT(pn_aropts_check(&o, &both), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "run them in separate jobs") != NULL);
+	o.algo = "ring";
+	CHECK_EQ_INT(pn_aropts_check(&o, &host), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "--plan runs the multiring algorithm; it cannot run --algo ring");
+	/* the host runs a plan as multiring */
+	o.algo = "auto";
+	CHECK_EQ_INT(pn_aropts_check(&o, &host), 0);
+	CHECK_STR(o.algo, "multiring");
+}
+
+TEST(nccl_tests_letters_take_what_penny_does)
+{
+	struct pn_ar_nccl_tests t = { .nthreads = 1, .ngpus = 1, .agg_iters = 1, .run_cycles = 1,
+				      .parallel_init = 1 };
+
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 0, "auto"), 0);
+	t.nthreads = 4;
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 0, "auto"), -EINVAL);
+	CHECK(!strncmp(pn_errmsg(-EINVAL), "-t 4: penny runs one rank", 25));
+	t.nthreads = 1;
+	t.run_cycles = 0;
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 0, "auto"), -EINVAL);
+	CHECK(!strncmp(pn_errmsg(-EINVAL), "-N 0:", 5));
+	t.run_cycles = 1;
+	t.blocking = 1;
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 0, "auto"), -EINVAL);
+	t.blocking = 0;
+	t.reg = 1;
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 1, "symmetric"), -EINVAL);
+	/* -R 2 is the nccl plugin's symmetric algorithm, nothing else */
+	t.reg = 2;
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 0, "symmetric"), -EINVAL);
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 1, "ring"), -EINVAL);
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 1, "symmetric"), 0);
+}
+
+TEST(sweep_parameters_and_time_over_the_ranks)
+{
+	static const enum pn_sweep_time want[] = { PN_SWEEP_TIME_RANK0, PN_SWEEP_TIME_MEAN,
+						   PN_SWEEP_TIME_MIN, PN_SWEEP_TIME_MAX };
+	struct pn_aropts o = { .iters = 7, .warmup = 2, .check = 1, .seed = 42 };
+	struct pn_sweep sw;
+	int a;
+
+	for (a = 0; a < 4; a++) {
+		pn_sweep_init(&sw);
+		o.average = a;
+		pn_aropts_sweep(&o, &sw);
+		CHECK(sw.iters == 7 && sw.warmup == 2 && sw.check == 1 && sw.seed == 42);
+		CHECK_EQ_INT(sw.time_of, want[a]);
+		pn_sweep_release(&sw);
+	}
+}
+
 int main(void)
 {
 	RUN(backends_each_once_and_gpu_options_need_a_gpu);
@@ -215,5 +283,8 @@ int main(void)
 	RUN(algos_once_all_and_gpu_only_names);
 	RUN(params_name_what_changes_the_data);
 	RUN(outputs_committed_after_the_run_or_left_alone);
+	RUN(sizes_and_plan_against_the_backends);
+	RUN(nccl_tests_letters_take_what_penny_does);
+	RUN(sweep_parameters_and_time_over_the_ranks);
 	return unit_done();
 }
