@@ -135,7 +135,7 @@ const struct pn_opt allreduce_test_options[] = {
 
 struct job {
 	struct pn_ctx *ctx;
-	struct pn_planned *plan;
+	struct pn_arprep prep;	/* what the ranks settle before the work; its plan */
 	struct pn_boot *boot;
 	struct pn_arjob aj;	/* communicator, collective, backends */
 	struct pn_sweep sw;
@@ -145,73 +145,10 @@ struct job {
 	int progress;
 };
 
-/*
- * --plan: every rank reads the plan and places it on the job's nodes and
- * ranks (harness/plansched.h).  A problem anywhere fails every rank with
- * exit 2; only the lowest rank that found one says why.
- */
-static int plan_load(struct job *j, int *rc)
-{
-	int first = -1, mine = 0;
-	int ret = pn_planned_load(&j->plan, j->boot, ar.plan, &first, &mine);
-
-	*rc = 0;
-	if (first >= 0) {
-		if (first == j->rank)
-			pn_cmd_fail(j->ctx, 2, "--plan: %s", pn_errmsg(ret));
-		*rc = mine == -ENOMEM || ret == -ENOMEM ? 1 : 2;
-		return 0;
-	}
-	return ret;
-}
-
-/*
- * Every option that changes the data or the schedule, compared across the
- * ranks before anything runs (per-rank options such as --gpus and the output
- * files are not).  A mismatch fails every rank with exit 2 and no table;
- * rank 0 and the ranks that differ from it say which option and ranks.
- */
-static int agree_params(struct job *j, const enum pn_algo *algos, int nalgos, int *rc)
-{
-	struct pn_job_param p[PN_JOB_MAX_PARAMS];
-	int n = pn_aropts_params(&ar, j->sw.dtype, j->sw.op, algos, nalgos, p), differs, ret;
-
-	*rc = 0;
-	ret = pn_job_params_agree(j->boot, p, n, &differs);
-	if (ret == -EINVAL) {
-		if (j->rank == 0 || differs)
-			pn_cmd_fail(j->ctx, 2, "%s", pn_errmsg(ret));
-		*rc = 2;
-		ret = 0;
-	}
-	return ret;
-}
-
-/*
- * Rank 0 writes --csv, --plot and --tune-out: it opens them (src/base/ofile.h)
- * before any work, and every rank agrees on the outcome, so a path that
- * cannot be written fails the whole job at once, exit 2 on every rank, with
- * one line naming it.
- */
-static int open_outputs(struct job *j, int *rc)
-{
-	int mine = j->rank == 0 ? pn_arout_open(&j->files, &ar) : 0, ret, first;
-
-	*rc = 0;
-	ret = pn_boot_agree_err(j->boot, mine, 0, &first);
-	if (first >= 0) {
-		if (first == j->rank)
-			pn_cmd_fail(j->ctx, 2, "%s", pn_errmsg(ret));
-		*rc = 2;
-		return 0;
-	}
-	return ret;
-}
-
 /* The plan in the header: the rings as ranks, in the order data moves. */
 static void plan_print(struct job *j)
 {
-	const struct pn_plan_job *m = &j->plan->map;
+	const struct pn_plan_job *m = &j->prep.plan->map;
 	struct pn_out *o = j->ctx->out;
 	int k, i;
 
@@ -352,30 +289,6 @@ int allreduce_test_prelaunch(struct pn_ctx *ctx, int np)
 	return ret ? pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret)) : 0;
 }
 
-/*
- * Every rank checks its host's planned memory before anything is mapped;
- * a host that cannot fit fails every rank with exit 2, and only the lowest
- * rank that found it says why.
- */
-static int check_memory(struct job *j, int nchan, int host, const enum pn_algo *algos,
-			int nalgos, int *rc)
-{
-	struct pn_mem_job mj;
-	int first = -1, ret;
-
-	*rc = 0;
-	pn_sweep_mem_job(&mj, pn_boot_local_size(j->boot), j->nranks, pn_cli.transport, nchan,
-			 host ? ar.maxbytes : 0, algos, nalgos, pn_cli.tune_file != NULL);
-	ret = pn_boot_agree_err(j->boot, pn_cli.mem_check ? pn_mem_check(&mj) : 0, 1, &first);
-	if (first >= 0) {
-		if (first == j->rank)
-			pn_cmd_fail(j->ctx, 2, "%s", pn_errmsg(ret));
-		*rc = 2;
-		return 0;
-	}
-	return ret;
-}
-
 /* A GPU plugin's log lines, each with its rank. */
 static void plugin_log(void *arg, int level, const char *msg)
 {
@@ -418,7 +331,7 @@ static void print_job(struct job *j, const char *backends, const char *launcher)
 		pn_out_close_object(o);
 	}
 	pn_out_close_array(o);
-	if (j->plan)
+	if (j->prep.plan)
 		plan_print(j);
 	for (a = 0; a < j->aj.nbe; a++) {
 		const struct pn_sweep_backend *be = j->aj.be[a];
@@ -603,25 +516,18 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	j.nranks = ctx->job->nranks;
 	if (ret)
 		goto fail;
-	ret = agree_params(&j, algos, nalgos, &rc);
-	if (!ret && !rc)
-		ret = open_outputs(&j, &rc);
-	if (ret || rc)
-		goto fail;
-	if (pn_aropts_multiring(algos, nalgos))
-		ccfg->nchannels = 2;
-	if (ar.plan) {
-		ret = plan_load(&j, &rc);
-		if (ret || rc)
-			goto fail;
-		ccfg->nchannels = j.plan->map.nrings;
-		ccfg->verbs_port = pn_planned_port;
-		ccfg->verbs_port_arg = j.plan;
+	j.prep = (struct pn_arprep){ .dtype = j.sw.dtype, .op = j.sw.op, .algos = algos,
+				     .nalgos = nalgos, .has_host = j.bk.has_host,
+				     .mem_check = pn_cli.mem_check, .tuned = pn_cli.tune_file != NULL };
+	ret = pn_aropts_prepare(&ar, j.boot, &j.prep, &j.files, ccfg);
+	if (ret && j.prep.rc) {
+		if (j.prep.say)
+			pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
+		rc = j.prep.rc;
 	}
-	ret = check_memory(&j, ccfg->nchannels, j.bk.has_host, algos, nalgos, &rc);
-	if (ret || rc)
+	if (ret)
 		goto fail;
-	jc.plan = j.plan;
+	jc.plan = j.prep.plan;
 	jc.algos = algos;
 	jc.nalgos = nalgos;
 	jc.gpu = (struct pn_sweep_gpu_cfg){ .algos = ar.algo, .graph = ar.graph, .gpus = ar.gpus,
@@ -677,7 +583,7 @@ out:
 	/* not committed: a failed run leaves the files as they were */
 	pn_arout_abort(&j.files);
 	pn_arjob_close(&j.aj);
-	pn_planned_free(j.plan);
+	pn_planned_free(j.prep.plan);
 	pn_sweep_release(&j.sw);
 	free(sizes);
 	return rc;

@@ -9,6 +9,8 @@
 
 #include "base/log.h"
 #include "base/util.h"
+#include "engine/mem.h"
+#include "harness/plansched.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -283,6 +285,55 @@ int pn_arout_open(struct pn_arout *w, const struct pn_aropts *o)
 }
 
 /* Commit the file, or drop it after an error (it is closed either way). */
+/* An error the job found: who says it, the exit status. */
+static int found(struct pn_arprep *p, int say, int rc, int ret)
+{
+	p->say = say;
+	p->rc = rc;
+	return ret;
+}
+
+int pn_aropts_prepare(const struct pn_aropts *o, struct pn_boot *b, struct pn_arprep *p,
+		      struct pn_arout *w, struct pn_comm_cfg *cfg)
+{
+	struct pn_job_param jp[PN_JOB_MAX_PARAMS];
+	struct pn_mem_job mj;
+	int rank = pn_boot_rank(b), first = -1, mine, differs, n, ret;
+
+	p->plan = NULL;
+	p->rc = p->say = 0;
+	n = pn_aropts_params(o, p->dtype, p->op, p->algos, p->nalgos, jp);
+	ret = pn_job_params_agree(b, jp, n, &differs);
+	if (ret == -EINVAL)
+		return found(p, rank == 0 || differs, 2, ret);
+	/* a path that cannot be written fails the whole job at once */
+	mine = ret ? 0 : rank == 0 ? pn_arout_open(w, o) : 0;
+	ret = ret ? ret : pn_boot_agree_err(b, mine, 0, &first);
+	if (first >= 0)
+		return found(p, first == rank, 2, ret);
+	if (ret)
+		return ret;
+	if (pn_aropts_multiring(p->algos, p->nalgos))
+		cfg->nchannels = 2;
+	if (o->plan) {
+		ret = pn_planned_load(&p->plan, b, o->plan, &first, &mine);
+		if (first >= 0)
+			return found(p, first == rank, mine == -ENOMEM || ret == -ENOMEM ? 1 : 2,
+				     pn_err_ctx(ret, "--plan"));
+		if (ret)
+			return ret;
+		cfg->nchannels = p->plan->map.nrings;
+		cfg->verbs_port = pn_planned_port;
+		cfg->verbs_port_arg = p->plan;
+	}
+	/* the host's planned memory, before anything is mapped */
+	pn_sweep_mem_job(&mj, pn_boot_local_size(b), pn_boot_nranks(b), o->transport,
+			 cfg->nchannels, p->has_host ? o->maxbytes : 0, p->algos, p->nalgos,
+			 p->tuned);
+	ret = pn_boot_agree_err(b, p->mem_check ? pn_mem_check(&mj) : 0, 1, &first);
+	return first >= 0 ? found(p, first == rank, 2, ret) : ret;
+}
+
 static int commit(struct pn_ofile **of, int ret)
 {
 	if (!ret)

@@ -2,11 +2,15 @@
 /* allreduce-test's options as the harness checks them (src/harness/aropts.c):
  * the backend, algorithm and GPU lists, the sizes and --plan against them,
  * nccl-tests' letters, the sweep's parameters, the agreed parameters, and
- * rank 0's output files written and committed, or left as they were. */
+ * rank 0's output files written and committed, or left as they were; what
+ * two self-launched ranks settle before the work, and who says what fails. */
 #define _GNU_SOURCE
 #include "unit.h"
 
 #include "base/log.h"
+#include "engine/boot.h"
+#include "engine/comm.h"
+#include "harness/plansched.h"
 #include "harness/aropts.h"
 
 #include <errno.h>
@@ -276,6 +280,115 @@ TEST(sweep_parameters_and_time_over_the_ranks)
 	}
 }
 
+/*
+ * Two self-launched ranks settle a job (pn_aropts_prepare): round 0 agrees;
+ * 1: rank 1's -n differs; 2: rank 0's --csv cannot be written; 3: the
+ * --plan cannot be read; 4: the host's memory cannot hold -e 1T.  Each
+ * rank writes "ret rc say channels message".
+ */
+static void prep_child(struct pn_boot_cfg *cfg, int round, int fd)
+{
+	enum pn_algo algos[1] = { PN_ALGO_MULTIRING };
+	struct pn_aropts o = { .minbytes = 8, .maxbytes = 1024, .stepbytes = 1024, .iters = 5,
+			       .algo = "multiring", .backends = "host" };
+	struct pn_arprep p = { .dtype = PN_FLOAT, .op = PN_SUM, .algos = algos,
+			       .nalgos = 1, .has_host = 1 };
+	struct pn_comm_cfg cc = { 0 };
+	struct pn_arout w = { 0 };
+	struct pn_boot *b = NULL;
+	char line[700];
+	int ret, n;
+
+	ret = pn_boot_cfg_from_env(cfg);
+	if (!ret)
+		ret = pn_boot_init(&b, cfg);
+	if (!ret) {
+		if (round == 1 && cfg->rank == 1)
+			o.iters = 6;
+		if (round == 2)
+			o.csv = "/nonexistent-dir/out.csv";
+		if (round == 3)
+			o.plan = "/nonexistent-dir/plan.json";
+		if (round == 4) {
+			o.maxbytes = 1ull << 40;
+			p.mem_check = 1;
+		}
+		ret = pn_aropts_prepare(&o, b, &p, &w, &cc);
+	}
+	n = snprintf(line, sizeof(line), "%d %d %d %d %d %s\n", cfg->rank, ret, p.rc, p.say,
+		     cc.nchannels, ret ? pn_errmsg(ret) : "-");
+	if (write(fd, line, (size_t)n) != n)
+		ret = -EIO;
+	pn_arout_abort(&w);
+	pn_planned_free(p.plan);
+	pn_boot_free(b);
+	_exit(0);
+}
+
+static void prep_round(int round, char out[2][600])
+{
+	struct pn_boot_cfg cfg;
+	int pfd[2], parent = 0, status = 0, i;
+	char *report = NULL;
+	FILE *f;
+
+	memset(out, 0, 2 * 600);
+	if (pipe(pfd))
+		return;
+	pn_boot_cfg_init(&cfg);
+	cfg.timeout = 10;
+	fflush(NULL);
+	if (pn_boot_selflaunch(2, &cfg, &parent, &status, &report)) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return;
+	}
+	if (!parent) {
+		close(pfd[0]);
+		prep_child(&cfg, round, pfd[1]);
+	}
+	free(report);
+	close(pfd[1]);
+	f = fdopen(pfd[0], "r");
+	for (i = 0; f && i < 2; i++) {
+		char line[600];
+		int r;
+
+		if (!fgets(line, sizeof(line), f) || sscanf(line, "%d", &r) != 1 || r < 0 || r > 1)
+			break;
+		line[strcspn(line, "\n")] = 0;
+		snprintf(out[r], 600, "%s", strchr(line, ' ') + 1);
+	}
+	if (f)
+		fclose(f);
+}
+
+TEST(ranks_settle_the_job_or_fail_together)
+{
+	char out[2][600], want[600];
+
+	prep_round(0, out);
+	CHECK_STR(out[0], "0 0 0 2 -");
+	CHECK_STR(out[1], "0 0 0 2 -");
+	/* a parameter differs: rank 0 and the rank that differs say it */
+	prep_round(1, out);
+	snprintf(want, sizeof(want), "%d 2 1 0 ranks disagree on -n: rank 0 5, rank 1 6", -EINVAL);
+	CHECK_STR(out[0], want);
+	CHECK_STR(out[1], want);
+	/* rank 0's file: rank 0 says it, every rank exits 2 */
+	prep_round(2, out);
+	CHECK(!strncmp(out[0], "-2 2 1 0 ", 9) && strstr(out[0], "out.csv") != NULL);
+	CHECK(!strncmp(out[1], "-2 2 0 0 ", 9));
+	/* the plan: the lowest rank says it, named */
+	prep_round(3, out);
+	CHECK(strstr(out[0], " 2 1 2 --plan: ") != NULL);
+	CHECK(strstr(out[1], " 2 0 2 --plan: ") != NULL);
+	/* the memory: the lowest rank that cannot hold it */
+	prep_round(4, out);
+	CHECK(!strncmp(out[0], "-", 1) && strstr(out[0], " 2 1 2 ") != NULL);
+	CHECK(strstr(out[1], " 2 0 2 ") != NULL);
+}
+
 int main(void)
 {
 	RUN(backends_each_once_and_gpu_options_need_a_gpu);
@@ -286,5 +399,6 @@ int main(void)
 	RUN(sizes_and_plan_against_the_backends);
 	RUN(nccl_tests_letters_take_what_penny_does);
 	RUN(sweep_parameters_and_time_over_the_ranks);
+	RUN(ranks_settle_the_job_or_fail_together);
 	return unit_done();
 }
