@@ -377,15 +377,17 @@ static void print_job(struct job *j, const char *backends, const char *launcher)
  * reference is nccl when it ran, else the first backend.  Nothing when
  * fewer than two backends ran.
  */
-static void print_ratios(struct job *j, const char *backends)
+static int print_ratios(struct job *j, const char *backends)
 {
-	const struct pn_sweep_row *rows = j->sw.rows;
-	size_t nrows = j->sw.nrows, i, q, k;
 	struct pn_out *o = j->ctx->out;
 	const char *ref = pn_sweep_ref_backend(&j->sw, backends);
+	struct pn_sweep_ratio *rt;
+	size_t i, n;
 
 	if (!ref)
-		return;
+		return 0;
+	if (pn_sweep_ratios(&j->sw, ref, &rt, &n))
+		return -ENOMEM;
 	pn_out_text(o, "#\n# ratios against %s, its fastest algorithm at each size, out of place "
 		       "(time ratio below 1 and busbw ratio above 1: faster than %s)\n",
 		    ref, ref);
@@ -394,39 +396,27 @@ static void print_ratios(struct job *j, const char *backends)
 	pn_out_text(o, "#%11s %-8s %-10s %9s %9s %-10s %7s %7s %7s %7s\n", "(B)", "", "", "(us)",
 		    "(us)", "", "ratio", "(GB/s)", "(GB/s)", "ratio");
 	pn_out_open_array(o, "ratios");
-	for (i = 0; i < nrows; i++) {
-		/* each series once, in order of appearance, the reference's excepted */
-		for (k = 0; k < i && !pn_sweep_same_series(&rows[k], &rows[i]); k++)
-			;
-		if (k < i || !strcmp(rows[i].backend, ref))
-			continue;
-		for (q = i; q < nrows; q++) {
-			const struct pn_sweep_row *r = &rows[q], *f;
+	for (i = 0; i < n; i++) {
+		const struct pn_sweep_row *r = rt[i].row, *f = rt[i].ref;
 
-			if (!pn_sweep_same_series(r, &rows[i]))
-				continue;
-			f = pn_sweep_ref_row(&j->sw, ref, r->bytes);
-			if (!f)
-				continue;
-			pn_out_open_object(o, NULL);
-			pn_out_uint(o, PN_ANY, "size", " %11llu", (unsigned long long)r->bytes);
-			pn_out_str(o, PN_ANY, "backend", " %-8s", r->backend);
-			pn_out_str(o, PN_ANY, "algo", " %-10s", r->algo);
-			pn_out_str(o, PN_JSON, "ref_backend", NULL, f->backend);
-			pn_out_float(o, PN_ANY, "time_us", " %9.2f", r->time_us[0]);
-			pn_out_float(o, PN_ANY, "ref_time_us", " %9.2f", f->time_us[0]);
-			pn_out_str(o, PN_ANY, "ref_algo", " %-10s", f->algo);
-			pn_out_float(o, PN_ANY, "time_ratio", " %7.3f",
-				     f->time_us[0] > 0 ? r->time_us[0] / f->time_us[0] : NAN);
-			pn_out_float(o, PN_ANY, "busbw", " %7.2f", r->busbw[0]);
-			pn_out_float(o, PN_ANY, "ref_busbw", " %7.2f", f->busbw[0]);
-			pn_out_float(o, PN_ANY, "busbw_ratio", " %7.3f",
-				     f->busbw[0] > 0 ? r->busbw[0] / f->busbw[0] : NAN);
-			pn_out_text(o, "\n");
-			pn_out_close_object(o);
-		}
+		pn_out_open_object(o, NULL);
+		pn_out_uint(o, PN_ANY, "size", " %11llu", (unsigned long long)r->bytes);
+		pn_out_str(o, PN_ANY, "backend", " %-8s", r->backend);
+		pn_out_str(o, PN_ANY, "algo", " %-10s", r->algo);
+		pn_out_str(o, PN_JSON, "ref_backend", NULL, f->backend);
+		pn_out_float(o, PN_ANY, "time_us", " %9.2f", r->time_us[0]);
+		pn_out_float(o, PN_ANY, "ref_time_us", " %9.2f", f->time_us[0]);
+		pn_out_str(o, PN_ANY, "ref_algo", " %-10s", f->algo);
+		pn_out_float(o, PN_ANY, "time_ratio", " %7.3f", rt[i].time_ratio);
+		pn_out_float(o, PN_ANY, "busbw", " %7.2f", r->busbw[0]);
+		pn_out_float(o, PN_ANY, "ref_busbw", " %7.2f", f->busbw[0]);
+		pn_out_float(o, PN_ANY, "busbw_ratio", " %7.3f", rt[i].busbw_ratio);
+		pn_out_text(o, "\n");
+		pn_out_close_object(o);
 	}
 	pn_out_close_array(o);
+	free(rt);
+	return 0;
 }
 
 /*
@@ -563,9 +553,10 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		goto fail;
 	if (j.rank == 0) {
 		pn_out_close_array(ctx->out);
-		print_ratios(&j, backends);
+		ret = print_ratios(&j, backends);
 		failed = print_summary(&j);
-		ret = pn_arout_finish(&j.files, &ar, &j.sw, j.nranks, j.aj.comm->nnodes);
+		if (!ret)
+			ret = pn_arout_finish(&j.files, &ar, &j.sw, j.nranks, j.aj.comm->nnodes);
 	}
 	if (ret) {
 		/* the results could not be kept: could not run (rank 0 only) */
