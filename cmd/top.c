@@ -40,23 +40,7 @@
 #define MIN_INTERVAL 0.05
 #define MAX_INTERVAL 86400.0
 
-static struct {
-	double interval;
-	int count;
-	int once;
-	const char *prom;
-	int ethernet;
-	const char *lids;
-	const char *ca;
-	const char *filter;
-	const char *sort;
-	int by_rail;
-	int processes;
-	const char *record;
-	uint64_t record_max;
-	const char *replay;
-	const char *plot;
-} opt = { .interval = 1.0, .record_max = PN_RECORD_MAX_DEFAULT };
+static struct pn_top_opts opt = { .interval = 1.0, .record_max = PN_RECORD_MAX_DEFAULT };
 
 const struct pn_opt top_options[] = {
 	{ "interval", 'i', OPT_SECONDS, &opt.interval, "SEC",
@@ -611,26 +595,14 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 
 	if (argc > 0)
 		return pn_cmd_fail(ctx, 2, "unexpected argument '%s'", argv[0]);
-	/* --interval and --count are in range (the table); --count 0: not given */
-	if (opt.once && opt.count)
-		return pn_cmd_fail(ctx, 2, "--once and --count exclude each other");
 	r.loop = (struct pn_top){ .ops = &ops, .interval = opt.interval, .filter = opt.filter,
 				  .want = opt.once ? 1 : opt.count, .processes = opt.processes,
 				  .stop = &got_signal };
-	r.loop.sort = opt.sort ? pn_port_sort_parse(opt.sort) : PN_PORT_SORT_NAME;
-	if (r.loop.sort < 0)
-		return pn_cmd_fail(ctx, 2, "unknown sort key '%s' (name, rx, tx, util, errors)",
-				   opt.sort);
-	if (opt.prom && !*opt.prom)
-		return pn_cmd_fail(ctx, 2, "--prom needs a file name");
-	if ((opt.record && !*opt.record) || (opt.replay && !*opt.replay) || (opt.plot && !*opt.plot))
-		return pn_cmd_fail(ctx, 2, "--record, --replay and --plot need a file name");
-	if (opt.record && opt.replay)
-		return pn_cmd_fail(ctx, 2, "--record and --replay exclude each other");
-	if (!opt.record && opt.record_max != PN_RECORD_MAX_DEFAULT)
-		return pn_cmd_fail(ctx, 2, "--record-max is for --record");
-	if (opt.replay && (opt.lids || opt.ca || opt.ethernet))
-		return pn_cmd_fail(ctx, 2, "--lid, --ca and -e are for a live run, not --replay");
+	ret = pn_top_opts_check(&opt, &r.loop.sort);
+	if (ret) {
+		pn_cmd_error(ctx, ret);
+		return 2;
+	}
 	{
 		const char *const names[] = { "--prom", "--record", "--plot", "--replay" };
 		const char *const paths[] = { opt.prom, opt.record, opt.plot, opt.replay };

@@ -18,6 +18,27 @@
 #include <string.h>
 #include <unistd.h>
 
+int pn_top_opts_check(const struct pn_top_opts *o, int *sort)
+{
+	/* --interval and --count are in range (the table); --count 0: not given */
+	if (o->once && o->count)
+		return pn_err(-EINVAL, "--once and --count exclude each other");
+	*sort = o->sort ? pn_port_sort_parse(o->sort) : PN_PORT_SORT_NAME;
+	if (*sort < 0)
+		return pn_err(-EINVAL, "unknown sort key '%s' (name, rx, tx, util, errors)", o->sort);
+	if (o->prom && !*o->prom)
+		return pn_err(-EINVAL, "--prom needs a file name");
+	if ((o->record && !*o->record) || (o->replay && !*o->replay) || (o->plot && !*o->plot))
+		return pn_err(-EINVAL, "--record, --replay and --plot need a file name");
+	if (o->record && o->replay)
+		return pn_err(-EINVAL, "--record and --replay exclude each other");
+	if (!o->record && o->record_max != PN_RECORD_MAX_DEFAULT)
+		return pn_err(-EINVAL, "--record-max is for --record");
+	if (o->replay && (o->lids || o->ca || o->ethernet))
+		return pn_err(-EINVAL, "--lid, --ca and -e are for a live run, not --replay");
+	return 0;
+}
+
 const char *pn_top_live_host(void)
 {
 	static char host[256];

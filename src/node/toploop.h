@@ -18,6 +18,31 @@
 #include "node/toprun.h"
 
 #include <signal.h>
+#include <stdint.h>
+
+/* top's options as given: cmd/top.c's table fills them (0 and NULL: not
+ * given; record_max: PN_RECORD_MAX_DEFAULT unless given). */
+struct pn_top_opts {
+	double interval;
+	int count;
+	int once;
+	const char *prom;
+	int ethernet;
+	const char *lids;
+	const char *ca;
+	const char *filter;
+	const char *sort;
+	int by_rail;
+	int processes;
+	const char *record;
+	uint64_t record_max;
+	const char *replay;
+	const char *plot;
+};
+
+/* The options that do not go together, the sort key into *sort (enum
+ * pn_port_sort), the file names that are empty: 0 or -EINVAL. */
+int pn_top_opts_check(const struct pn_top_opts *o, int *sort);
 
 /* What the screen shows beside the snapshot. */
 struct pn_top_status {

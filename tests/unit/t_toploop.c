@@ -2,12 +2,14 @@
 /* top's run loops (src/node/toploop.c) over an empty sysfs tree and a
  * recording: what each sample hands the printers, --count's end, a
  * printer's exit status and a signal ending the loop, the screen's keys
- * (interval, pause, quit), and a recording played in order with its host. */
+ * (interval, pause, quit), a recording played in order with its host, and
+ * the options that do not go together. */
 #define _GNU_SOURCE
 #include "unit.h"
 
 #include "base/log.h"
 #include "node/playback.h"
+#include "node/portsel.h"
 #include "node/sysfs.h"
 #include "node/toploop.h"
 #include "node/topview.h"
@@ -205,6 +207,48 @@ TEST(replay_in_order)
 	unlink(path);
 }
 
+TEST(options_that_do_not_go_together)
+{
+	struct pn_top_opts o = { .interval = 1, .record_max = PN_RECORD_MAX_DEFAULT };
+	int sort = -1;
+
+	CHECK_EQ_INT(pn_top_opts_check(&o, &sort), 0);
+	CHECK_EQ_INT(sort, PN_PORT_SORT_NAME);
+	o.sort = "RX";
+	CHECK_EQ_INT(pn_top_opts_check(&o, &sort), 0);
+	CHECK_EQ_INT(sort, PN_PORT_SORT_RX);
+	o.sort = "speed";
+	CHECK_EQ_INT(pn_top_opts_check(&o, &sort), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "unknown sort key 'speed' (name, rx, tx, util, errors)");
+	o.sort = NULL;
+	o.once = 1;
+	o.count = 3;
+	CHECK_EQ_INT(pn_top_opts_check(&o, &sort), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "--once and --count exclude each other");
+	o.count = 0;
+	o.prom = "";
+	CHECK_EQ_INT(pn_top_opts_check(&o, &sort), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "--prom needs a file name");
+	o.prom = NULL;
+	o.plot = "";
+	CHECK_EQ_INT(pn_top_opts_check(&o, &sort), -EINVAL);
+	o.plot = NULL;
+	o.record_max = 1 << 20;
+	CHECK_EQ_INT(pn_top_opts_check(&o, &sort), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "--record-max is for --record");
+	o.record = "r.jsonl";
+	CHECK_EQ_INT(pn_top_opts_check(&o, &sort), 0);
+	o.replay = "old.jsonl";
+	CHECK_EQ_INT(pn_top_opts_check(&o, &sort), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "--record and --replay exclude each other");
+	o.record = NULL;
+	o.record_max = PN_RECORD_MAX_DEFAULT;
+	CHECK_EQ_INT(pn_top_opts_check(&o, &sort), 0);
+	o.ethernet = 1;
+	CHECK_EQ_INT(pn_top_opts_check(&o, &sort), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "--lid, --ca and -e are for a live run, not --replay");
+}
+
 int main(void)
 {
 	static const char *const dirs[] = { "proc", "proc/sys", "proc/sys/kernel" };
@@ -231,6 +275,7 @@ int main(void)
 	RUN(batch_status_and_signal);
 	RUN(screen_keys);
 	RUN(replay_in_order);
+	RUN(options_that_do_not_go_together);
 	unlink(path);
 	for (i = sizeof(dirs) / sizeof(dirs[0]); i-- > 0;) {
 		snprintf(path, sizeof(path), "%s/%s", root, dirs[i]);
