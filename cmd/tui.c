@@ -193,15 +193,9 @@ static void chart(const struct tui *t, int y, int x, int w, int h, const struct 
 		  int tx_side, attr_t a)
 {
 	int n = p->hist_n < w ? p->hist_n : w, i, r;
-	double max = 0, rx, tx, v;
+	double max = pn_topview_hist_max(p, w, tx_side ? PN_TOPV_HIST_TX : PN_TOPV_HIST_RX), rx, tx, v;
 	char buf[32], label[64];
 
-	for (i = p->hist_n - n; i < p->hist_n; i++) {
-		pn_counters_hist(p, i, &rx, &tx);
-		v = tx_side ? tx : rx;
-		if (isfinite(v) && v > max)
-			max = v;
-	}
 	snprintf(label, sizeof(label), "%s  (top of scale %s, %d samples)", tx_side ? "TX" : "RX",
 		 tui_fmt_bps(buf, sizeof(buf), max), n);
 	line(y, x, A_BOLD, label);
@@ -317,8 +311,9 @@ static void ctx_cells(int y, int x, const struct pn_nicctx *c)
 	put(y, x + 10, 8, 0, c ? A_NORMAL : A_DIM, buf);
 }
 
-static void list_row(struct tui *t, const struct pn_topview_layout *l, int y, const struct pn_counters_port *p,
-		     const struct pn_nodectx *ctx, int show_dev, int selected, double hmax)
+static void list_row(struct tui *t, const struct pn_topview_layout *l, int y,
+		     const struct pn_counters_port *p, const struct pn_nodectx *ctx,
+		     int show_dev, int selected, double hmax)
 {
 	char buf[64];
 	attr_t st_attr = A_NORMAL;
@@ -415,7 +410,8 @@ static void begin_view(struct tui *t, const struct pn_counters_set *v,
 	attroff(a);
 }
 
-static void draw_procs(struct tui *t, const struct pn_counters_set *v, const struct pn_top_status *st)
+static void draw_procs(struct tui *t, const struct pn_counters_set *v,
+		       const struct pn_top_status *st)
 {
 	const struct pn_rdmares *r = st->procs;
 	attr_t a = attr_of(t, C_TITLE, A_REVERSE);
@@ -460,7 +456,8 @@ int tui_procs_shown(const struct tui *t)
 	return pn_topview_procs(&t->v);
 }
 
-static void draw_list(struct tui *t, const struct pn_counters_set *v, const struct pn_top_status *st)
+static void draw_list(struct tui *t, const struct pn_counters_set *v,
+		      const struct pn_top_status *st)
 {
 	struct pn_topview_layout l;
 	int n, i, y, sel, rows, grows;
@@ -497,7 +494,7 @@ static void draw_list(struct tui *t, const struct pn_counters_set *v, const stru
 	n = pn_topview_order(&t->v, v);
 	/* one scale for every row's history: the largest of the listed ports */
 	for (i = 0; i < n; i++)
-		hmax = fmax(hmax, pn_topview_hist_max(&v->ports[t->v.idx[i]], l.spark));
+		hmax = fmax(hmax, pn_topview_hist_max(&v->ports[t->v.idx[i]], l.spark, PN_TOPV_HIST_BOTH));
 	if (l.spark) {
 		char scale[48], head[64];
 
@@ -550,12 +547,14 @@ static void draw_list(struct tui *t, const struct pn_counters_set *v, const stru
 
 /* 'r': one row per rail, the filtered ports summed, and the rail's share
  * of the node's RX + TX as a number and a bar */
-static void draw_rails(struct tui *t, const struct pn_counters_set *v, const struct pn_top_status *st)
+static void draw_rails(struct tui *t, const struct pn_counters_set *v,
+		       const struct pn_top_status *st)
 {
 	const struct pn_nodectx *ctx = st->ctx;
 	struct pn_rail_sum *r = NULL;
 	attr_t a = attr_of(t, C_TITLE, A_REVERSE);
-	int n, i, y, rows = 0, x_bar = 65, w_bar = COLS - 65 - PN_TOPVIEW_CTX_W - 1, grows = gpu_rows(t, st);
+	int n, i, y, rows = 0, x_bar = 65, w_bar = COLS - 65 - PN_TOPVIEW_CTX_W - 1;
+	int grows = gpu_rows(t, st);
 	char buf[64];
 
 	begin_view(t, v, st, a);
@@ -608,7 +607,8 @@ static void draw_rails(struct tui *t, const struct pn_counters_set *v, const str
 	footer(t, "q:quit r:ports f:filter g:gpus +/-:interval Space:pause ?:help");
 }
 
-static void draw_detail(struct tui *t, const struct pn_counters_set *v, const struct pn_top_status *st)
+static void draw_detail(struct tui *t, const struct pn_counters_set *v,
+			const struct pn_top_status *st)
 {
 	const struct pn_counters_port *p = pn_counters_set_find(v, t->v.sel);
 	char buf[512], a[96], b[32], c[32], d[32];
@@ -710,7 +710,8 @@ static void draw_detail(struct tui *t, const struct pn_counters_set *v, const st
 	footer(t, "Esc:back j/k:scroll +/-:interval Space:pause q:quit ?:help");
 }
 
-static void draw_help(struct tui *t, const struct pn_counters_set *v, const struct pn_top_status *st)
+static void draw_help(struct tui *t, const struct pn_counters_set *v,
+		      const struct pn_top_status *st)
 {
 	static const char *const help_text[] = {
 		"penny top: live per-port traffic of RDMA NICs (and netdevs with -e)",

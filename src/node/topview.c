@@ -358,14 +358,16 @@ void pn_topview_layout(const struct pn_topview *v, const struct pn_counters_set 
 	l->x_disc = l->x_err + l->err + 1;
 }
 
-double pn_topview_hist_max(const struct pn_counters_port *p, int w)
+double pn_topview_hist_max(const struct pn_counters_port *p, int w, int which)
 {
 	int n = p->hist_n < w ? p->hist_n : w, i;
 	double max = 0, rx, tx, v;
 
 	for (i = p->hist_n - n; i < p->hist_n; i++) {
 		pn_counters_hist(p, i, &rx, &tx);
-		v = fmax(isfinite(rx) ? rx : 0, isfinite(tx) ? tx : 0);
+		rx = isfinite(rx) && which != PN_TOPV_HIST_TX ? rx : 0;
+		tx = isfinite(tx) && which != PN_TOPV_HIST_RX ? tx : 0;
+		v = fmax(rx, tx);
 		if (v > max)
 			max = v;
 	}

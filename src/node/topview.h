@@ -88,9 +88,10 @@ struct pn_topview_layout {
 
 void pn_topview_layout(const struct pn_topview *v, const struct pn_counters_set *s, int has_ctx,
 		       int cols, struct pn_topview_layout *l);
-/* The largest max(rx, tx) of the last w samples of port p (0: none): the
- * history column's scale. */
-double pn_topview_hist_max(const struct pn_counters_port *p, int w);
+/* The largest of the last w samples of port p (0: none) of max(rx, tx) (the
+ * history column's scale), or of one direction (the detail's charts). */
+enum pn_topview_hist { PN_TOPV_HIST_BOTH, PN_TOPV_HIST_RX, PN_TOPV_HIST_TX };
+double pn_topview_hist_max(const struct pn_counters_port *p, int w, int which);
 /* Screen rows of the GPU table under the list of a screen lines high: a
  * title and a row per GPU (ngpus), at most half of the list's room; 0
  * hidden or none. */

@@ -206,15 +206,19 @@ TEST(history_scale_gpu_rows_and_detail_scroll)
 	int i;
 
 	memset(&p, 0, sizeof(p));
-	CHECK(pn_topview_hist_max(&p, 10) == 0);
+	CHECK(pn_topview_hist_max(&p, 10, PN_TOPV_HIST_BOTH) == 0);
 	for (i = 0; i < 5; i++) {
 		p.hist_rx[i] = (float)(i * 10);
 		p.hist_tx[i] = i == 1 ? 100.0f : (float)NAN;
 	}
 	p.hist_n = p.hist_head = 5;
 	/* the last w samples only; NAN counts as nothing */
-	CHECK(pn_topview_hist_max(&p, 5) == 100);
-	CHECK(pn_topview_hist_max(&p, 3) == 40);
+	CHECK(pn_topview_hist_max(&p, 5, PN_TOPV_HIST_BOTH) == 100);
+	CHECK(pn_topview_hist_max(&p, 3, PN_TOPV_HIST_BOTH) == 40);
+	/* one direction: the detail's charts */
+	CHECK(pn_topview_hist_max(&p, 5, PN_TOPV_HIST_RX) == 40);
+	CHECK(pn_topview_hist_max(&p, 5, PN_TOPV_HIST_TX) == 100);
+	CHECK(pn_topview_hist_max(&p, 3, PN_TOPV_HIST_TX) == 0);
 	pn_topview_init(&v, NULL, PN_PORT_SORT_NAME, 0);
 	CHECK_EQ_INT(pn_topview_gpu_rows(&v, 4, 24), 5);
 	CHECK_EQ_INT(pn_topview_gpu_rows(&v, 16, 24), 10);
