@@ -12,7 +12,6 @@
 
 #include "engine/boot.h"
 #include "engine/coll.h"
-#include "engine/jobparams.h"
 #include "base/log.h"
 #include "engine/mem.h"
 #include "base/minijson.h"

@@ -6,6 +6,7 @@
  * two self-launched ranks settle before the work, and who says what fails. */
 #define _GNU_SOURCE
 #include "unit.h"
+#include "t_ranks.h"
 
 #include "base/log.h"
 #include "engine/boot.h"
@@ -325,47 +326,14 @@ static void prep_child(struct pn_boot_cfg *cfg, int round, int fd)
 	_exit(0);
 }
 
-static void prep_round(int round, char out[2][600])
+static void prep_round(int round, char out[2][T_RANKS_LINE])
 {
-	struct pn_boot_cfg cfg;
-	int pfd[2], parent = 0, status = 0, i;
-	char *report = NULL;
-	FILE *f;
-
-	memset(out, 0, 2 * 600);
-	if (pipe(pfd))
-		return;
-	pn_boot_cfg_init(&cfg);
-	cfg.timeout = 10;
-	fflush(NULL);
-	if (pn_boot_selflaunch(2, &cfg, &parent, &status, &report)) {
-		close(pfd[0]);
-		close(pfd[1]);
-		return;
-	}
-	if (!parent) {
-		close(pfd[0]);
-		prep_child(&cfg, round, pfd[1]);
-	}
-	free(report);
-	close(pfd[1]);
-	f = fdopen(pfd[0], "r");
-	for (i = 0; f && i < 2; i++) {
-		char line[600];
-		int r;
-
-		if (!fgets(line, sizeof(line), f) || sscanf(line, "%d", &r) != 1 || r < 0 || r > 1)
-			break;
-		line[strcspn(line, "\n")] = 0;
-		snprintf(out[r], 600, "%s", strchr(line, ' ') + 1);
-	}
-	if (f)
-		fclose(f);
+	t_ranks_run(2, prep_child, round, out);
 }
 
 TEST(ranks_settle_the_job_or_fail_together)
 {
-	char out[2][600], want[600];
+	char out[2][T_RANKS_LINE], want[600];
 
 	prep_round(0, out);
 	CHECK_STR(out[0], "0 0 0 2 -");
