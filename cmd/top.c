@@ -2,7 +2,8 @@
 /*
  * penny top: live per-port traffic of RDMA NICs.
  *
- * The counter model (src/node/counters.h) samples on its own thread; this file
+ * The counter model (src/node/counters.h) samples on its own thread and top's
+ * loops (src/node/toploop.h) take, keep and order the samples; this file
  * chooses the presentation: the ncurses screen (cmd/tui.c) on a terminal, or
  * batch output for scripts: a table per sample, JSON Lines (--json), a
  * Prometheus textfile (--prom FILE).  In every mode --record appends each
