@@ -187,17 +187,12 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 		pn_cmd_error(ctx, ret);
 		goto out;
 	}
-	if (opt.show_schedule && (opt.schedule_rank < 0 || opt.schedule_rank >= plan.model->nranks)) {
-		pn_cmd_fail(ctx, 2, "--schedule-rank must be between 0 and %d", plan.model->nranks - 1);
-		goto out;
-	}
 	/* the engine refuses a plan with violations: no schedule for it */
-	if (opt.show_schedule && !viol.n && !viol.dropped) {
-		ret = pn_plan_sched_build(&sc, &plan, opt.schedule_rank, (size_t)(opt.schedule_size / 4), 4);
-		if (ret) {
-			pn_cmd_error(ctx, ret);
-			goto out;
-		}
+	ret = opt.show_schedule ? pn_plan_sched_show(&sc, &plan, opt.schedule_rank, opt.schedule_size,
+						     !viol.n && !viol.dropped) : 0;
+	if (ret) {
+		pn_cmd_error(ctx, ret);
+		goto out;
 	}
 	pn_out_open_object(ctx->out, NULL);
 	pn_out_str(ctx->out, PN_ANY, "file", "check %s: ", opt.check);
@@ -305,12 +300,7 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 		}
 	}
 	if (opt.show_schedule) {
-		if (opt.schedule_rank < 0 || opt.schedule_rank >= model.nranks) {
-			rc = pn_cmd_fail(ctx, 2, "--schedule-rank must be between 0 and %d",
-					 model.nranks - 1);
-			goto out_plan;
-		}
-		ret = pn_plan_sched_build(&sc, &plan, opt.schedule_rank, (size_t)(opt.schedule_size / 4), 4);
+		ret = pn_plan_sched_show(&sc, &plan, opt.schedule_rank, opt.schedule_size, 1);
 		if (ret) {
 			pn_cmd_error(ctx, ret);
 			rc = 2;
