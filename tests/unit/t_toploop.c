@@ -196,6 +196,7 @@ TEST(replay_in_order)
 	CHECK_EQ_INT(pn_top_replay_batch(&t, rp, s), 0);
 	CHECK_EQ_INT(w.samples, 3);
 	CHECK_STR(w.host, "node-b");
+	free(t.idx);
 	setup(&t, &ops, NULL, &w);
 	t.want = 1;
 	CHECK_EQ_INT(pn_top_replay_batch(&t, rp, s), 0);
