@@ -12,7 +12,6 @@
 
 #include "engine/boot.h"
 #include "engine/coll.h"
-#include "engine/jobparams.h"
 #include "base/log.h"
 #include "engine/mem.h"
 #include "base/minijson.h"
@@ -41,11 +40,11 @@ static struct pn_aropts ar = {
 static struct {
 	int root;
 	/* nccl-tests' -t -g -m -N -p -z -C -R */
-	int nthreads, ngpus, agg_iters, run_cycles, parallel_init, blocking, cputime, reg;
+	struct pn_ar_nccl_tests nt;
 	const char *dtype, *op;
 } opt = {
 	.root = -1, .dtype = "float", .op = "sum",
-	.nthreads = 1, .ngpus = 1, .agg_iters = 1, .run_cycles = 1,
+	.nt = { .nthreads = 1, .ngpus = 1, .agg_iters = 1, .run_cycles = 1 },
 };
 
 #define MAX_BYTES (1ull << 40)
@@ -86,28 +85,28 @@ const struct pn_opt allreduce_test_options[] = {
 	  "GPU backends: the device of each local rank, like 0,1,2,3 (default: the local rank)",
 	  NULL, OPT_LIST },
 	/* nccl-tests' letters (all_reduce_perf) */
-	{ "nthreads", 't', OPT_INT, &opt.nthreads, "N",
+	{ "nthreads", 't', OPT_INT, &opt.nt.nthreads, "N",
 	  "threads per process: 1, as penny runs one rank per process (--np N starts N)", NULL,
 	  OPT_RANGE(1, 1024) },
-	{ "ngpus", 'g', OPT_INT, &opt.ngpus, "N",
+	{ "ngpus", 'g', OPT_INT, &opt.nt.ngpus, "N",
 	  "GPUs per thread: 1, as penny drives one GPU per rank (--gpus picks them)", NULL,
 	  OPT_RANGE(1, 1024) },
-	{ "agg_iters", 'm', OPT_INT, &opt.agg_iters, "N",
+	{ "agg_iters", 'm', OPT_INT, &opt.nt.agg_iters, "N",
 	  "operations aggregated per iteration: 1, as penny times one allreduce at a time",
 	  NULL, OPT_RANGE(1, 1000000) },
-	{ "run_cycles", 'N', OPT_INT, &opt.run_cycles, "N",
+	{ "run_cycles", 'N', OPT_INT, &opt.nt.run_cycles, "N",
 	  "sweeps run and printed: 1 (nccl-tests' 0 runs forever; run penny again)", NULL,
 	  OPT_RANGE(0, 1000000) },
-	{ "parallel_init", 'p', OPT_INT, &opt.parallel_init, "0|1",
+	{ "parallel_init", 'p', OPT_INT, &opt.nt.parallel_init, "0|1",
 	  "accepted: with one thread per rank every rank initialises in parallel anyway", "0 1",
 	  OPT_RANGE(0, 1) },
-	{ "blocking", 'z', OPT_INT, &opt.blocking, "0|1|2|3",
+	{ "blocking", 'z', OPT_INT, &opt.nt.blocking, "0|1|2|3",
 	  "0 (nccl-tests' default): the iterations back to back, no barrier between them; "
 	  "penny has no other", "0 1 2 3", OPT_RANGE(0, 3) },
-	{ "report_cputime", 'C', OPT_INT, &opt.cputime, "0|1",
+	{ "report_cputime", 'C', OPT_INT, &opt.nt.cputime, "0|1",
 	  "0: each backend's own clock (host: wall clock; GPU: CUDA events); penny has no "
 	  "CPU-time report", "0 1", OPT_RANGE(0, 1) },
-	{ "local_register", 'R', OPT_INT, &opt.reg, "0|1|2",
+	{ "local_register", 'R', OPT_INT, &opt.nt.reg, "0|1|2",
 	  "0: plain buffers; 2 (symmetric) is --backend nccl --algo symmetric; 1 is not "
 	  "supported", "0 1 2", OPT_RANGE(0, 2) },
 	{ "average", 'a', OPT_INT, &ar.average, "0|1|2|3",
@@ -135,7 +134,7 @@ const struct pn_opt allreduce_test_options[] = {
 
 struct job {
 	struct pn_ctx *ctx;
-	struct pn_planned *plan;
+	struct pn_arprep prep;	/* what the ranks settle before the work; its plan */
 	struct pn_boot *boot;
 	struct pn_arjob aj;	/* communicator, collective, backends */
 	struct pn_sweep sw;
@@ -145,73 +144,10 @@ struct job {
 	int progress;
 };
 
-/*
- * --plan: every rank reads the plan and places it on the job's nodes and
- * ranks (harness/plansched.h).  A problem anywhere fails every rank with
- * exit 2; only the lowest rank that found one says why.
- */
-static int plan_load(struct job *j, int *rc)
-{
-	int first = -1, mine = 0;
-	int ret = pn_planned_load(&j->plan, j->boot, ar.plan, &first, &mine);
-
-	*rc = 0;
-	if (first >= 0) {
-		if (first == j->rank)
-			pn_cmd_fail(j->ctx, 2, "--plan: %s", pn_errmsg(ret));
-		*rc = mine == -ENOMEM || ret == -ENOMEM ? 1 : 2;
-		return 0;
-	}
-	return ret;
-}
-
-/*
- * Every option that changes the data or the schedule, compared across the
- * ranks before anything runs (per-rank options such as --gpus and the output
- * files are not).  A mismatch fails every rank with exit 2 and no table;
- * rank 0 and the ranks that differ from it say which option and ranks.
- */
-static int agree_params(struct job *j, const enum pn_algo *algos, int nalgos, int *rc)
-{
-	struct pn_job_param p[PN_JOB_MAX_PARAMS];
-	int n = pn_aropts_params(&ar, j->sw.dtype, j->sw.op, algos, nalgos, p), differs, ret;
-
-	*rc = 0;
-	ret = pn_job_params_agree(j->boot, p, n, &differs);
-	if (ret == -EINVAL) {
-		if (j->rank == 0 || differs)
-			pn_cmd_fail(j->ctx, 2, "%s", pn_errmsg(ret));
-		*rc = 2;
-		ret = 0;
-	}
-	return ret;
-}
-
-/*
- * Rank 0 writes --csv, --plot and --tune-out: it opens them (src/base/ofile.h)
- * before any work, and every rank agrees on the outcome, so a path that
- * cannot be written fails the whole job at once, exit 2 on every rank, with
- * one line naming it.
- */
-static int open_outputs(struct job *j, int *rc)
-{
-	int mine = j->rank == 0 ? pn_arout_open(&j->files, &ar) : 0, ret, first;
-
-	*rc = 0;
-	ret = pn_boot_agree_err(j->boot, mine, 0, &first);
-	if (first >= 0) {
-		if (first == j->rank)
-			pn_cmd_fail(j->ctx, 2, "%s", pn_errmsg(ret));
-		*rc = 2;
-		return 0;
-	}
-	return ret;
-}
-
 /* The plan in the header: the rings as ranks, in the order data moves. */
 static void plan_print(struct job *j)
 {
-	const struct pn_plan_job *m = &j->plan->map;
+	const struct pn_plan_job *m = &j->prep.plan->map;
 	struct pn_out *o = j->ctx->out;
 	int k, i;
 
@@ -352,30 +288,6 @@ int allreduce_test_prelaunch(struct pn_ctx *ctx, int np)
 	return ret ? pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret)) : 0;
 }
 
-/*
- * Every rank checks its host's planned memory before anything is mapped;
- * a host that cannot fit fails every rank with exit 2, and only the lowest
- * rank that found it says why.
- */
-static int check_memory(struct job *j, int nchan, int host, const enum pn_algo *algos,
-			int nalgos, int *rc)
-{
-	struct pn_mem_job mj;
-	int first = -1, ret;
-
-	*rc = 0;
-	pn_sweep_mem_job(&mj, pn_boot_local_size(j->boot), j->nranks, pn_cli.transport, nchan,
-			 host ? ar.maxbytes : 0, algos, nalgos, pn_cli.tune_file != NULL);
-	ret = pn_boot_agree_err(j->boot, pn_cli.mem_check ? pn_mem_check(&mj) : 0, 1, &first);
-	if (first >= 0) {
-		if (first == j->rank)
-			pn_cmd_fail(j->ctx, 2, "%s", pn_errmsg(ret));
-		*rc = 2;
-		return 0;
-	}
-	return ret;
-}
-
 /* A GPU plugin's log lines, each with its rank. */
 static void plugin_log(void *arg, int level, const char *msg)
 {
@@ -418,7 +330,7 @@ static void print_job(struct job *j, const char *backends, const char *launcher)
 		pn_out_close_object(o);
 	}
 	pn_out_close_array(o);
-	if (j->plan)
+	if (j->prep.plan)
 		plan_print(j);
 	for (a = 0; a < j->aj.nbe; a++) {
 		const struct pn_sweep_backend *be = j->aj.be[a];
@@ -464,15 +376,17 @@ static void print_job(struct job *j, const char *backends, const char *launcher)
  * reference is nccl when it ran, else the first backend.  Nothing when
  * fewer than two backends ran.
  */
-static void print_ratios(struct job *j, const char *backends)
+static int print_ratios(struct job *j, const char *backends)
 {
-	const struct pn_sweep_row *rows = j->sw.rows;
-	size_t nrows = j->sw.nrows, i, q, k;
 	struct pn_out *o = j->ctx->out;
 	const char *ref = pn_sweep_ref_backend(&j->sw, backends);
+	struct pn_sweep_ratio *rt;
+	size_t i, n;
 
 	if (!ref)
-		return;
+		return 0;
+	if (pn_sweep_ratios(&j->sw, ref, &rt, &n))
+		return -ENOMEM;
 	pn_out_text(o, "#\n# ratios against %s, its fastest algorithm at each size, out of place "
 		       "(time ratio below 1 and busbw ratio above 1: faster than %s)\n",
 		    ref, ref);
@@ -481,39 +395,27 @@ static void print_ratios(struct job *j, const char *backends)
 	pn_out_text(o, "#%11s %-8s %-10s %9s %9s %-10s %7s %7s %7s %7s\n", "(B)", "", "", "(us)",
 		    "(us)", "", "ratio", "(GB/s)", "(GB/s)", "ratio");
 	pn_out_open_array(o, "ratios");
-	for (i = 0; i < nrows; i++) {
-		/* each series once, in order of appearance, the reference's excepted */
-		for (k = 0; k < i && !pn_sweep_same_series(&rows[k], &rows[i]); k++)
-			;
-		if (k < i || !strcmp(rows[i].backend, ref))
-			continue;
-		for (q = i; q < nrows; q++) {
-			const struct pn_sweep_row *r = &rows[q], *f;
+	for (i = 0; i < n; i++) {
+		const struct pn_sweep_row *r = rt[i].row, *f = rt[i].ref;
 
-			if (!pn_sweep_same_series(r, &rows[i]))
-				continue;
-			f = pn_sweep_ref_row(&j->sw, ref, r->bytes);
-			if (!f)
-				continue;
-			pn_out_open_object(o, NULL);
-			pn_out_uint(o, PN_ANY, "size", " %11llu", (unsigned long long)r->bytes);
-			pn_out_str(o, PN_ANY, "backend", " %-8s", r->backend);
-			pn_out_str(o, PN_ANY, "algo", " %-10s", r->algo);
-			pn_out_str(o, PN_JSON, "ref_backend", NULL, f->backend);
-			pn_out_float(o, PN_ANY, "time_us", " %9.2f", r->time_us[0]);
-			pn_out_float(o, PN_ANY, "ref_time_us", " %9.2f", f->time_us[0]);
-			pn_out_str(o, PN_ANY, "ref_algo", " %-10s", f->algo);
-			pn_out_float(o, PN_ANY, "time_ratio", " %7.3f",
-				     f->time_us[0] > 0 ? r->time_us[0] / f->time_us[0] : NAN);
-			pn_out_float(o, PN_ANY, "busbw", " %7.2f", r->busbw[0]);
-			pn_out_float(o, PN_ANY, "ref_busbw", " %7.2f", f->busbw[0]);
-			pn_out_float(o, PN_ANY, "busbw_ratio", " %7.3f",
-				     f->busbw[0] > 0 ? r->busbw[0] / f->busbw[0] : NAN);
-			pn_out_text(o, "\n");
-			pn_out_close_object(o);
-		}
+		pn_out_open_object(o, NULL);
+		pn_out_uint(o, PN_ANY, "size", " %11llu", (unsigned long long)r->bytes);
+		pn_out_str(o, PN_ANY, "backend", " %-8s", r->backend);
+		pn_out_str(o, PN_ANY, "algo", " %-10s", r->algo);
+		pn_out_str(o, PN_JSON, "ref_backend", NULL, f->backend);
+		pn_out_float(o, PN_ANY, "time_us", " %9.2f", r->time_us[0]);
+		pn_out_float(o, PN_ANY, "ref_time_us", " %9.2f", f->time_us[0]);
+		pn_out_str(o, PN_ANY, "ref_algo", " %-10s", f->algo);
+		pn_out_float(o, PN_ANY, "time_ratio", " %7.3f", rt[i].time_ratio);
+		pn_out_float(o, PN_ANY, "busbw", " %7.2f", r->busbw[0]);
+		pn_out_float(o, PN_ANY, "ref_busbw", " %7.2f", f->busbw[0]);
+		pn_out_float(o, PN_ANY, "busbw_ratio", " %7.3f", rt[i].busbw_ratio);
+		pn_out_text(o, "\n");
+		pn_out_close_object(o);
 	}
 	pn_out_close_array(o);
+	free(rt);
+	return 0;
 }
 
 /*
@@ -546,44 +448,6 @@ static int print_summary(struct job *j)
 	return why[0] != 0;
 }
 
-/*
- * nccl-tests' letters that penny has no second way for: the value that
- * means what penny does is taken, another is one line naming what to do.
- */
-static int nccl_tests_options(struct pn_ctx *ctx, int ngpu)
-{
-	if (opt.nthreads != 1)
-		return pn_cmd_fail(ctx, 2, "-t %d: penny runs one rank per process and thread; "
-				   "start %d ranks with --np or the launcher instead", opt.nthreads,
-				   opt.nthreads);
-	if (opt.ngpus != 1)
-		return pn_cmd_fail(ctx, 2, "-g %d: penny drives one GPU per rank; start a rank per "
-				   "GPU (--np) and pick the devices with --gpus", opt.ngpus);
-	if (opt.agg_iters != 1)
-		return pn_cmd_fail(ctx, 2, "-m %d: penny times one allreduce at a time; it cannot "
-				   "aggregate operations", opt.agg_iters);
-	if (opt.run_cycles != 1)
-		return pn_cmd_fail(ctx, 2, "-N %d: penny runs the sweep once; run it again for "
-				   "another cycle", opt.run_cycles);
-	if (opt.blocking)
-		return pn_cmd_fail(ctx, 2, "-z %d: penny runs the iterations back to back without "
-				   "a barrier (-z 0) only", opt.blocking);
-	if (opt.cputime)
-		return pn_cmd_fail(ctx, 2, "-C 1: penny reports each backend's own clock (host: "
-				   "wall clock; GPU: CUDA events), not CPU time");
-	if (opt.reg == 1)
-		return pn_cmd_fail(ctx, 2, "-R 1: penny does not register local buffers; -R 2 is "
-				   "--backend nccl --algo symmetric");
-	if (opt.reg == 2 && (!ngpu || strcmp(ar.algo, "symmetric")))
-		return pn_cmd_fail(ctx, 2, "-R 2: symmetric registration is --backend nccl --algo "
-				   "symmetric; give those");
-	return 0;
-}
-
-static const enum pn_sweep_time time_of[] = {
-	PN_SWEEP_TIME_RANK0, PN_SWEEP_TIME_MEAN, PN_SWEEP_TIME_MIN, PN_SWEEP_TIME_MAX,
-};
-
 int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 {
 	struct pn_arjob_cfg jc = { .comm = { .transport = pn_cli.transport,
@@ -614,21 +478,11 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		pn_cmd_error(ctx, -EINVAL);
 		return 2;
 	}
-	/* -n -w -c -b -e -i -f -G are in range (the table); -f 0: not given */
-	if (ar.minbytes > ar.maxbytes)
-		return pn_cmd_fail(ctx, 2, "-b %llu is larger than -e %llu",
-				   (unsigned long long)ar.minbytes, (unsigned long long)ar.maxbytes);
-	if (ar.plan && j.bk.has_host && j.bk.ngpu)
-		return pn_cmd_fail(ctx, 2, "--plan: the host engine runs multiring over the plan, a "
-				   "GPU plugin its ring algorithm; run them in separate jobs");
-	if (ar.plan && j.bk.has_host && strcmp(ar.algo, "auto") && strcmp(ar.algo, "multiring"))
-		return pn_cmd_fail(ctx, 2, "--plan runs the multiring algorithm; it cannot run "
-				   "--algo %s", ar.algo);
-	if (ar.plan && j.bk.has_host)
-		ar.algo = "multiring";
-	if (nccl_tests_options(ctx, j.bk.ngpu))
-		return 2;
-	ret = pn_aropts_algos(ar.algo, j.bk.has_host, algos, &nalgos);
+	ret = pn_aropts_check(&ar, &j.bk);
+	if (!ret)
+		ret = pn_aropts_nccl_tests(&opt.nt, j.bk.ngpu, ar.algo);
+	if (!ret)
+		ret = pn_aropts_algos(ar.algo, j.bk.has_host, algos, &nalgos);
 	if (ret) {
 		pn_cmd_error(ctx, ret);
 		return 2;
@@ -651,25 +505,18 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	j.nranks = ctx->job->nranks;
 	if (ret)
 		goto fail;
-	ret = agree_params(&j, algos, nalgos, &rc);
-	if (!ret && !rc)
-		ret = open_outputs(&j, &rc);
-	if (ret || rc)
-		goto fail;
-	if (pn_aropts_multiring(algos, nalgos))
-		ccfg->nchannels = 2;
-	if (ar.plan) {
-		ret = plan_load(&j, &rc);
-		if (ret || rc)
-			goto fail;
-		ccfg->nchannels = j.plan->map.nrings;
-		ccfg->verbs_port = pn_planned_port;
-		ccfg->verbs_port_arg = j.plan;
+	j.prep = (struct pn_arprep){ .dtype = j.sw.dtype, .op = j.sw.op, .algos = algos,
+				     .nalgos = nalgos, .has_host = j.bk.has_host,
+				     .mem_check = pn_cli.mem_check, .tuned = pn_cli.tune_file != NULL };
+	ret = pn_aropts_prepare(&ar, j.boot, &j.prep, &j.files, ccfg);
+	if (ret && j.prep.rc) {
+		if (j.prep.say)
+			pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
+		rc = j.prep.rc;
 	}
-	ret = check_memory(&j, ccfg->nchannels, j.bk.has_host, algos, nalgos, &rc);
-	if (ret || rc)
+	if (ret)
 		goto fail;
-	jc.plan = j.plan;
+	jc.plan = j.prep.plan;
 	jc.algos = algos;
 	jc.nalgos = nalgos;
 	jc.gpu = (struct pn_sweep_gpu_cfg){ .algos = ar.algo, .graph = ar.graph, .gpus = ar.gpus,
@@ -688,11 +535,7 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		pn_sweep_csv_header(j.files.csv);
 	j.progress = j.rank == 0 && isatty(STDERR_FILENO) && !pn_cli.json && j.sw.nsizes > 8;
 	j.sw.comm = j.aj.comm;
-	j.sw.iters = ar.iters;
-	j.sw.warmup = ar.warmup;
-	j.sw.check = ar.check;
-	j.sw.seed = ar.seed;
-	j.sw.time_of = time_of[ar.average];	/* 0..3: the table's range */
+	pn_aropts_sweep(&ar, &j.sw);
 	j.sw.keep = j.rank == 0;
 	j.sw.sink = (struct pn_sweep_sink){ .arg = &j, .begin = print_header, .row = print_row,
 					    .end = print_footer, .skip = print_skip,
@@ -709,9 +552,10 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		goto fail;
 	if (j.rank == 0) {
 		pn_out_close_array(ctx->out);
-		print_ratios(&j, backends);
+		ret = print_ratios(&j, backends);
 		failed = print_summary(&j);
-		ret = pn_arout_finish(&j.files, &ar, &j.sw, j.nranks, j.aj.comm->nnodes);
+		if (!ret)
+			ret = pn_arout_finish(&j.files, &ar, &j.sw, j.nranks, j.aj.comm->nnodes);
 	}
 	if (ret) {
 		/* the results could not be kept: could not run (rank 0 only) */
@@ -729,7 +573,7 @@ out:
 	/* not committed: a failed run leaves the files as they were */
 	pn_arout_abort(&j.files);
 	pn_arjob_close(&j.aj);
-	pn_planned_free(j.plan);
+	pn_planned_free(j.prep.plan);
 	pn_sweep_release(&j.sw);
 	free(sizes);
 	return rc;

@@ -24,9 +24,7 @@
 #include "harness/bwrun.h"
 #include "transport/verbs.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,26 +196,6 @@ int bw_prelaunch(struct pn_ctx *ctx, int np)
 						   PN_BW_SIZE_UNSET ? 65536 : opt.size));
 }
 
-/* A bare number that is no IPv4 address ("95", "90.5"), so no host. */
-static int is_pct(const char *arg)
-{
-	struct in_addr a;
-
-	return strspn(arg, "0123456789.") == strlen(arg) && inet_pton(AF_INET, arg, &a) != 1;
-}
-
-static int transport_tcp(struct bw *b)
-{
-	const char *t = pn_cli.transport;
-
-	if (!t || !strcmp(t, "verbs"))
-		return 0;
-	if (!strcmp(t, "tcp"))
-		return 1;
-	pn_cmd_fail(b->ctx, 2, "penny bw measures verbs or tcp, not '%s'", t);
-	return -1;
-}
-
 /* --------------------------------------------------------------- output */
 
 static void print_header(struct bw *b)
@@ -305,16 +283,10 @@ static void print_link(struct bw *b, const char *local, const char *remote, cons
 	pn_out_open_array(o, "results");
 }
 
-/* The average against the link's rate (twice it when bidirectional); NAN: unknown. */
-static double link_pct(const struct bw *b, const struct pn_bw_row *r, double link)
-{
-	return link > 0 ? r->avg_gbps / (link * (b->r.cfg.flags & PN_BW_BIDIR ? 2 : 1)) * 100 : NAN;
-}
-
 static void print_row(struct bw *b, const struct pn_bw_row *r, double link)
 {
 	struct pn_out *o = b->ctx->out;
-	double pct = link_pct(b, r, link);
+	double pct = pn_bwrun_link_pct(&b->r.cfg, r->avg_gbps, link);
 	double peak = opt.no_peak ? 0 : r->peak_gbps;
 
 	pn_out_open_object(o, NULL);
@@ -361,7 +333,7 @@ static void print_link_end(struct bw *b, const char *name, const struct pn_bw_ro
 	/* perftest's table has no column for it: one line under the table */
 	if (link > 0 && !(b->r.cfg.flags & PN_BW_LAT))
 		pn_out_text(o, " Link use        : %.1f %% of %g Gb/s%s at %llu bytes\n",
-			    link_pct(b, r, link), link, b->r.cfg.flags & PN_BW_BIDIR ? " x 2" : "",
+			    pn_bwrun_link_pct(&b->r.cfg, r->avg_gbps, link), link, b->r.cfg.flags & PN_BW_BIDIR ? " x 2" : "",
 			    (unsigned long long)r->bytes);
 	pn_bwrun_link_verdict(&b->r.cfg, link, opt.min_gbps, opt.expect, name, r->avg_gbps,
 			      &b->tally, &v);
@@ -483,20 +455,10 @@ static int run_launcher(struct bw *b)
 	pn_out_int(o, PN_JSON, "nranks", NULL, r->nranks);
 	pn_out_open_array(o, "links");
 	for (p = 0; p < r->nranks / 2; p++) {
-		const struct pn_bw_hello *ha = &r->all_hello[2 * p], *hb = &r->all_hello[2 * p + 1];
-		int nr = r->tcp ? 1 : (int)PN_MIN(ha->nrails, hb->nrails);
+		for (i = 0; i < pn_bwrun_pair_rails(r, p); i++) {
+			struct pn_bwrun_pair_link l;
 
-		for (i = 0; i < nr; i++) {
-			char local[96], remote[96], name[200];
-			double link = r->tcp ? 0 : ha->link_gbps[i];
-
-			if (r->tcp) {
-				snprintf(local, sizeof(local), "tcp:%s", ha->host);
-				snprintf(remote, sizeof(remote), "tcp:%s", hb->host);
-			} else {
-				snprintf(local, sizeof(local), "%.40s", ha->dev[i]);
-				snprintf(remote, sizeof(remote), "%.40s", hb->dev[i]);
-			}
+			pn_bwrun_pair_link(r, p, i, &l);
 			pn_out_open_object(o, NULL);
 			if (p || i)
 				pn_out_text(o, "%s\n", dashes);
@@ -505,13 +467,11 @@ static int run_launcher(struct bw *b)
 			pn_out_int(o, PN_JSON, "peer_rank", NULL, 2 * p + 1);
 			pn_out_int(o, PN_JSON, "rail", NULL, i);
 			pn_out_text(o, " Ranks           : %d -> %d, rail %d\n", 2 * p, 2 * p + 1, i);
-			print_link(b, local, remote, hb->host, link,
+			print_link(b, l.local, l.remote, l.rhost, l.gbps,
 				   p == 0 && !r->tcp ? &r->rails[i] : NULL);
 			for (k = 0; k < (int)r->cfg.nsizes; k++)
-				print_row(b, &r->all_rows[2 * p].rows[i][k], link);
-			snprintf(name, sizeof(name), "%s@%s -> %s@%s", local, ha->host, remote,
-				 hb->host);
-			print_link_end(b, name, &r->all_rows[2 * p].rows[i][r->cfg.nsizes - 1], link);
+				print_row(b, &l.rows[k], l.gbps);
+			print_link_end(b, l.name, &l.rows[r->cfg.nsizes - 1], l.gbps);
 		}
 	}
 	print_end(b, opt.all_rails || r->nranks > 2);
@@ -528,7 +488,7 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 	};
 	struct pn_cmd_job *job = ctx->job;
 	struct bw *b = &bw;
-	int ret, rc;
+	int ret, rc, rank0;
 
 	b->ctx = ctx;
 	if (opt.gpu) {
@@ -537,12 +497,8 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 			.engine = opt.gpu_engine, .bidir = opt.bidir, .lat = opt.lat,
 		};
 
-		/* RDMA options have no meaning for GPU copies */
-		if (argc || opt.loopback || opt.all_rails || opt.dev || opt.duration > 0 || opt.all ||
-		    opt.expect || opt.min_gbps >= 0 || ctx->launch || opt.qps != 1 || strcmp(opt.op, "write"))
-			return pn_cmd_fail(ctx, 2, "--gpu measures this host's GPUs in one process: it "
-						   "takes -s, -n, -b, --lat and --gpu-engine only");
-		return bw_gpu(ctx, &g);
+		ret = pn_bw_opts_gpu(&opt, argc, ctx->launch != NULL);
+		return ret ? pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret)) : bw_gpu(ctx, &g);
 	}
 	pn_bwrun_init(&b->r);
 	b->r.ops = &ops;
@@ -559,19 +515,9 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 		rc = bw_mem_fail(ctx, pn_bwrun_mem_local(opt.loopback ? 2 : 1, &b->r.cfg));
 	if (rc)
 		return rc;
-	b->r.tcp = transport_tcp(b);
-	if (b->r.tcp < 0)
-		return 2;
-	/* "--expect 95": a percentage taken for a HOST; "--expect 10.0.0.2" is the host */
-	for (int i = 0; i < argc && opt.expect && !opt.expect[0]; i++)
-		if (is_pct(argv[i]))
-			return pn_cmd_fail(ctx, 2, "'%s' is not a host: write --expect=%s", argv[i],
-					   argv[i]);
-	if (argc > 1)
-		return pn_cmd_fail(ctx, 2, "one HOST at most (got '%s' and '%s')", argv[0], argv[1]);
-	if (opt.all_rails && (argc || opt.loopback))
-		return pn_cmd_fail(ctx, 2, "--all-rails runs under a launcher (mpirun, srun, --np)");
-	ret = pn_bw_opts_devices(&opt);
+	ret = pn_bw_opts_args(&opt, pn_cli.transport, argc, argv, &b->r.tcp);
+	if (!ret)
+		ret = pn_bw_opts_devices(&opt);
 	if (ret)
 		return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
 	signal(SIGPIPE, SIG_IGN);
@@ -583,23 +529,13 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 	 * (rank 0 says so).  One rank of an outside launcher (srun -n 1) is a
 	 * plain process: server, client or loopback; --np 1 or --nranks 1 is not.
 	 */
-	if (job->nranks % 2 && (job->nranks > 1 || ctx->launch ||
-				!strcmp(job->cfg.launcher, "explicit"))) {
-		if (job->rank == 0)
-			pn_cmd_fail(ctx, 2, "ranks 2k and 2k+1 pair up: %d rank%s is odd%s",
-				    job->nranks, job->nranks == 1 ? "" : "s",
-				    job->nranks == 1 ? " (the server is 'penny bw' without --np)" : "");
+	ret = pn_bwrun_pairs(job->nranks, !ctx->launch && strcmp(job->cfg.launcher, "explicit"),
+			     argc, opt.loopback, opt.all_rails, job->cfg.launcher, &rank0);
+	if (ret) {
+		if (job->rank == 0 || !rank0)
+			pn_cmd_error(ctx, ret);
 		return 2;
 	}
-	if (job->nranks > 1 && (argc || opt.loopback)) {
-		if (job->rank == 0)
-			pn_cmd_fail(ctx, 2, "%s runs one pair of processes; under a launcher (%s) "
-					    "ranks 2k and 2k+1 pair up", argc ? "HOST" : "--loopback",
-				    job->cfg.launcher);
-		return 2;
-	}
-	if (opt.all_rails && job->nranks <= 1)
-		return pn_cmd_fail(ctx, 2, "--all-rails runs under a launcher (mpirun, srun, --np)");
 	if (opt.loopback)
 		ret = pn_bwrun_loopback(&b->r, opt.loopback);
 	else if (argc == 1)

@@ -15,7 +15,6 @@
 #include "plan/plan_json.h"
 #include "plan/plan_job.h"
 #include "harness/plansched.h"
-#include "node/topo.h"
 #include "base/util.h"
 
 #include <errno.h>
@@ -24,35 +23,36 @@
 #include <string.h>
 
 static struct {
-	int nodes, gpus, nics, gpus_per_nic, nvlinks, rings, summary, no_degrade;
+	struct pn_plan_source src;	/* the cluster model */
+	int rings, summary, no_degrade;
 	int show_schedule, schedule_rank;
-	double nic_rate, pcie_rate;
+	double pcie_rate;
 	uint64_t schedule_size;
-	const char *topo_files, *topo_xml, *rails, *hosts, *nccl_graph, *check;
-} opt = { .nics = -1, .nvlinks = -1, .schedule_size = 1 << 20 };
+	const char *nccl_graph, *check;
+} opt = { .src = { .nics = -1, .nvlinks = -1 }, .schedule_size = 1 << 20 };
 
 const struct pn_opt ring_plan_options[] = {
-	{ "nodes", 0, OPT_INT, &opt.nodes, "N", "synthetic cluster: N nodes", NULL,
+	{ "nodes", 0, OPT_INT, &opt.src.nodes, "N", "synthetic cluster: N nodes", NULL,
 	  OPT_RANGE(1, 1 << 20) },
-	{ "gpus", 0, OPT_INT, &opt.gpus, "G", "synthetic: GPUs per node (default 8)", NULL,
+	{ "gpus", 0, OPT_INT, &opt.src.gpus, "G", "synthetic: GPUs per node (default 8)", NULL,
 	  OPT_RANGE(1, PN_PLAN_MAX_GPUS) },
-	{ "nics", 0, OPT_INT, &opt.nics, "K", "synthetic: NIC ports per node (default: --gpus)", NULL,
+	{ "nics", 0, OPT_INT, &opt.src.nics, "K", "synthetic: NIC ports per node (default: --gpus)", NULL,
 	  OPT_RANGE(0, PN_PLAN_MAX_NICS) },
-	{ "gpus-per-nic", 0, OPT_INT, &opt.gpus_per_nic, "M",
+	{ "gpus-per-nic", 0, OPT_INT, &opt.src.gpus_per_nic, "M",
 	  "synthetic: GPUs i*M..i*M+M-1 are nearest to NIC i (default: spread evenly)", NULL,
 	  OPT_RANGE(1, PN_PLAN_MAX_GPUS) },
-	{ "nvlinks", 0, OPT_INT, &opt.nvlinks, "N",
+	{ "nvlinks", 0, OPT_INT, &opt.src.nvlinks, "N",
 	  "synthetic: NVLinks between GPUs (default 18; 0: PCIe only)", NULL, OPT_RANGE(0, 64) },
-	{ "nic-rate", 0, OPT_DOUBLE, &opt.nic_rate, "GBPS",
+	{ "nic-rate", 0, OPT_DOUBLE, &opt.src.nic_rate, "GBPS",
 	  "synthetic: NIC port rate in Gb/s (default 400)", NULL, OPT_RANGE(0.001, 100000) },
-	{ "topo-file", 0, OPT_APPEND, &opt.topo_files, "FILE,...",
+	{ "topo-file", 0, OPT_APPEND, &opt.src.topo_files, "FILE,...",
 	  "one `penny topo --save` file per node (repeatable)", NULL, OPT_LIST },
-	{ "topo-xml", 0, OPT_STRING, &opt.topo_xml, "FILE",
+	{ "topo-xml", 0, OPT_STRING, &opt.src.topo_xml, "FILE",
 	  "plan one node from an hwloc XML file (as penny topo --topo-xml)", NULL, NULL },
-	{ "rails", 0, OPT_STRING, &opt.rails, "DEV:PORT:RAIL,...",
+	{ "rails", 0, OPT_STRING, &opt.src.rails, "DEV:PORT:RAIL,...",
 	  "rail ids of NIC ports (NCCL_IB_HCA style); unlisted ports are not used", NULL,
 	  OPT_LIST },
-	{ "hosts", 0, OPT_STRING, &opt.hosts, "H1,H2,...",
+	{ "hosts", 0, OPT_STRING, &opt.src.hosts, "H1,H2,...",
 	  "node order of the rings (physical placement); names synthetic nodes", NULL, OPT_LIST },
 	{ "rings", 0, OPT_INT, &opt.rings, "N",
 	  "number of rings (one node: any; several: a multiple of one per rail)", NULL,
@@ -86,18 +86,10 @@ const struct pn_opt ring_plan_options[] = {
 static void write_schedule(struct pn_out *out, const struct pn_plan *p, const struct pn_sched *sc)
 {
 	const struct pn_plan_model *m = p->model;
-	int c, lo = 0, hi = m->nnodes - 1;
+	int c, lo = pn_plan_model_node_of(m, sc->rank);
 	size_t i;
 	char sz[32];
 
-	while (lo < hi) { /* node of the rank */
-		int mid = (lo + hi + 1) / 2;
-
-		if (m->nodes[mid].rank0 <= sc->rank)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
 	pn_out_open_object(out, "schedule");
 	pn_out_str(out, PN_ANY, "algo", "\nschedule: %s", pn_algo_name(sc->algo));
 	pn_out_int(out, PN_ANY, "rank", ", rank %lld", sc->rank);
@@ -165,60 +157,6 @@ static void text_loads(struct pn_out *out, const struct pn_plan *p)
 	free(g);
 }
 
-/* ---------------------------------------------------------------- model */
-
-static int load_model(struct pn_ctx *ctx, struct pn_plan_model *m, int need)
-{
-	int synth = opt.nodes || opt.gpus || opt.nics >= 0 || opt.gpus_per_nic || opt.nvlinks >= 0 || opt.nic_rate;
-	int ret;
-
-	if ((synth != 0) + (opt.topo_files != NULL) + (opt.topo_xml != NULL) > 1)
-		return pn_cmd_fail(ctx, 2, "give one of --topo-file, --topo-xml or a synthetic shape "
-					   "(--nodes ...), not both");
-	if (synth && !opt.nodes)
-		return pn_cmd_fail(ctx, 2, "a synthetic cluster needs --nodes N");
-	if (synth) {
-		struct pn_plan_synth s = {
-			.nodes = opt.nodes,
-			.gpus = opt.gpus ? opt.gpus : 8,
-			.nics = opt.nics >= 0 ? opt.nics : (opt.gpus ? opt.gpus : 8),
-			.gpus_per_nic = opt.gpus_per_nic,
-			.rate_gbps = opt.nic_rate ? opt.nic_rate : 400,
-			.nvlinks = opt.nvlinks >= 0 ? opt.nvlinks : 18,
-			.hosts = opt.hosts,
-		};
-
-		ret = pn_plan_model_synthetic(m, &s);
-	} else if (opt.topo_files) {
-		ret = pn_plan_model_add_topo_files(m, opt.topo_files);
-		if (!ret && opt.hosts)
-			ret = pn_plan_model_order_hosts(m, opt.hosts);
-	} else if (need || opt.topo_xml) {
-		/* this node: live (or the --sysfs-root tree), or an hwloc XML file */
-		struct pn_topo t;
-		struct pn_topo_cfg cfg = { .xml_file = opt.topo_xml };
-
-		memset(&t, 0, sizeof(t));
-		ret = pn_topo_load(&t, &cfg);
-		if (!ret)
-			ret = pn_plan_model_add_topology(m, &t);
-		pn_topo_release(&t);
-		if (!ret && opt.hosts)
-			ret = pn_plan_model_order_hosts(m, opt.hosts);
-	} else {
-		return 0;
-	}
-	if (!ret && opt.rails)
-		ret = pn_plan_model_set_rails(m, opt.rails);
-	if (!ret)
-		ret = pn_plan_model_finish(m);
-	if (ret) {
-		pn_cmd_error(ctx, ret);
-		return 2;
-	}
-	return 0;
-}
-
 /* ---------------------------------------------------------------- print */
 
 /* ---------------------------------------------------------------- check */
@@ -249,17 +187,12 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 		pn_cmd_error(ctx, ret);
 		goto out;
 	}
-	if (opt.show_schedule && (opt.schedule_rank < 0 || opt.schedule_rank >= plan.model->nranks)) {
-		pn_cmd_fail(ctx, 2, "--schedule-rank must be between 0 and %d", plan.model->nranks - 1);
-		goto out;
-	}
 	/* the engine refuses a plan with violations: no schedule for it */
-	if (opt.show_schedule && !viol.n && !viol.dropped) {
-		ret = pn_plan_sched_build(&sc, &plan, opt.schedule_rank, (size_t)(opt.schedule_size / 4), 4);
-		if (ret) {
-			pn_cmd_error(ctx, ret);
-			goto out;
-		}
+	ret = opt.show_schedule ? pn_plan_sched_show(&sc, &plan, opt.schedule_rank, opt.schedule_size,
+						     !viol.n && !viol.dropped) : 0;
+	if (ret) {
+		pn_cmd_error(ctx, ret);
+		goto out;
 	}
 	pn_out_open_object(ctx->out, NULL);
 	pn_out_str(ctx->out, PN_ANY, "file", "check %s: ", opt.check);
@@ -309,9 +242,12 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 		return pn_cmd_fail(ctx, 2, "--check reads a plan; --nccl-graph, --summary, --rings "
 					   "and --no-degrade are for planning");
 	pn_plan_model_init(&model);
-	rc = load_model(ctx, &model, !opt.check);
-	if (rc)
+	ret = pn_plan_model_load(&model, &opt.src, !opt.check);
+	if (ret) {
+		pn_cmd_error(ctx, ret);
+		rc = 2;
 		goto out_model;
+	}
 	if (opt.check) {
 		rc = check(ctx, &model);
 		goto out_model;
@@ -364,12 +300,7 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 		}
 	}
 	if (opt.show_schedule) {
-		if (opt.schedule_rank < 0 || opt.schedule_rank >= model.nranks) {
-			rc = pn_cmd_fail(ctx, 2, "--schedule-rank must be between 0 and %d",
-					 model.nranks - 1);
-			goto out_plan;
-		}
-		ret = pn_plan_sched_build(&sc, &plan, opt.schedule_rank, (size_t)(opt.schedule_size / 4), 4);
+		ret = pn_plan_sched_show(&sc, &plan, opt.schedule_rank, opt.schedule_size, 1);
 		if (ret) {
 			pn_cmd_error(ctx, ret);
 			rc = 2;

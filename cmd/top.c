@@ -2,7 +2,8 @@
 /*
  * penny top: live per-port traffic of RDMA NICs.
  *
- * The counter model (src/node/counters.h) samples on its own thread; this file
+ * The counter model (src/node/counters.h) samples on its own thread and top's
+ * loops (src/node/toploop.h) take, keep and order the samples; this file
  * chooses the presentation: the ncurses screen (cmd/tui.c) on a terminal, or
  * batch output for scripts: a table per sample, JSON Lines (--json), a
  * Prometheus textfile (--prom FILE).  In every mode --record appends each
@@ -22,46 +23,25 @@
 #include "base/ofile.h"
 #include "base/out.h"
 #include "node/perfquery.h"
-#include "node/playback.h"
 #include "node/record.h"
 #include "node/topplot.h"
+#include "node/toploop.h"
 #include "node/toprun.h"
-#include "node/sysfs.h"
 #include "base/util.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <math.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MIN_INTERVAL 0.05
 #define MAX_INTERVAL 86400.0
 
-static struct {
-	double interval;
-	int count;
-	int once;
-	const char *prom;
-	int ethernet;
-	const char *lids;
-	const char *ca;
-	const char *filter;
-	const char *sort;
-	int by_rail;
-	int processes;
-	const char *record;
-	uint64_t record_max;
-	const char *replay;
-	const char *plot;
-} opt = { .interval = 1.0, .record_max = PN_RECORD_MAX_DEFAULT };
+static struct pn_top_opts opt = { .interval = 1.0, .record_max = PN_RECORD_MAX_DEFAULT };
 
 const struct pn_opt top_options[] = {
 	{ "interval", 'i', OPT_SECONDS, &opt.interval, "SEC",
@@ -105,7 +85,7 @@ const struct pn_opt top_options[] = {
 };
 
 static volatile sig_atomic_t got_signal;
-static const char *replay_host;	/* --replay: the host of the sample shown */
+static const char *replay_host;	/* the host of the sample shown */
 
 /* GPU rows and QP owners beside the counter snapshot (batch output) */
 static struct {
@@ -114,19 +94,10 @@ static struct {
 } extra;
 
 
-/* The host the counters are of: under --sysfs-root the tree's own host
- * name (its /proc/sys/kernel/hostname), else the tree's path. */
+/* The host of the sample shown: a recording's, or the live counters'. */
 static const char *top_host(void)
 {
-	static char host[256];
-
-	if (replay_host)
-		return replay_host;
-	if (pn_sysfs_is_live())
-		return pn_hostname();
-	if (!host[0] && pn_sys_read(host, sizeof(host), "/proc/sys/kernel/hostname") <= 0)
-		snprintf(host, sizeof(host), "%s", pn_sysfs_root());
-	return host;
+	return replay_host ? replay_host : pn_top_live_host();
 }
 
 static void on_signal(int sig)
@@ -159,50 +130,6 @@ static void catch_signals(void)
 static const char *or_null(const char *s)
 {
 	return s && *s ? s : NULL;
-}
-
-static void out_ctr_value(struct pn_out *o, const char *key, const struct pn_counters_port *p, int kind)
-{
-	const struct pn_counter *c = p->ix[kind] >= 0 ? &p->ctr[p->ix[kind]] : NULL;
-
-	if (c && (c->flags & PN_CF_VALID))
-		pn_out_uint(o, PN_JSON, key, NULL, c->value);
-	else
-		pn_out_null(o, PN_JSON, key, NULL);
-}
-
-static void out_counters(struct pn_out *o, const struct pn_counters_port *p)
-{
-	int g, i;
-
-	pn_out_open_object(o, "counters");
-	for (g = 0; g < PN_CG_COUNT; g++) {
-		int opened = 0;
-
-		for (i = 0; i < p->nctr; i++) {
-			const struct pn_counter *c = &p->ctr[i];
-
-			if (c->group != g)
-				continue;
-			if (!opened) {
-				pn_out_open_object(o, pn_counters_group_name(g));
-				opened = 1;
-			}
-			pn_out_open_object(o, c->name);
-			if (c->flags & PN_CF_VALID)
-				pn_out_uint(o, PN_JSON, "value", NULL, c->raw);
-			else
-				pn_out_null(o, PN_JSON, "value", NULL);
-			if (c->flags & PN_CF_DELTA)
-				pn_out_uint(o, PN_JSON, "delta", NULL, c->delta / c->scale);
-			else
-				pn_out_null(o, PN_JSON, "delta", NULL);
-			pn_out_close_object(o);
-		}
-		if (opened)
-			pn_out_close_object(o);
-	}
-	pn_out_close_object(o);
 }
 
 /* numa, rail (unless the row is a rail) and gpus of a port or rail: JSON
@@ -440,18 +367,7 @@ static void print_sample(struct pn_out *o, const struct pn_counters_set *v, cons
 		else
 			pn_out_null(o, PN_ANY, "discards", "%6s");
 		out_context(o, pn_nodectx_port(ctx, p), cols, 1);
-		out_ctr_value(o, "rx_bytes", p, PN_CK_RX_BYTES);
-		out_ctr_value(o, "tx_bytes", p, PN_CK_TX_BYTES);
-		out_ctr_value(o, "rx_packets", p, PN_CK_RX_PKTS);
-		out_ctr_value(o, "tx_packets", p, PN_CK_TX_PKTS);
-		pn_out_uint(o, PN_JSON, "errors_total", NULL, p->err_total);
-		pn_out_uint(o, PN_JSON, "discards_total", NULL, p->disc_total);
-		pn_out_int(o, PN_JSON, "unreadable", NULL, p->nunreadable);
-		pn_out_bool(o, PN_JSON, "wrapped", NULL, !!(p->flags & PN_CF_WRAP));
-		pn_out_bool(o, PN_JSON, "reset", NULL, !!(p->flags & PN_CF_RESET));
-		pn_out_bool(o, PN_JSON, "saturated", NULL, !!(p->flags & PN_CF_SAT));
-		pn_out_bool(o, PN_JSON, "jumped", NULL, !!(p->flags & PN_CF_JUMP));
-		out_counters(o, p);
+		pn_counters_port_json(o, p);
 		pn_out_nl(o);
 		pn_out_close_object(o);
 	}
@@ -498,15 +414,13 @@ static int write_prom(const char *path, const struct pn_counters_set *v, const i
 	return pn_ofile_commit(of);
 }
 
-/* ---- options ---- */
-
 /* ---- the two ways to run ---- */
 
 struct top_run {
 	struct pn_ctx *ctx;
 	struct pn_toprun run;		/* sampler, snapshot, context, GPUs, recorder */
-	int sort;
-	int *idx, idx_cap;	/* the ports shown, in order (node/portsel.h) */
+	struct pn_top loop;		/* the loops (node/toploop.h) */
+	struct tui *tui;		/* the screen while it is open */
 	int in_screen;			/* warnings wait for the screen to close */
 	char warn[600];
 };
@@ -514,38 +428,14 @@ struct top_run {
 /* ---- flight recorder and plot ---- */
 
 /* One line "warning: ..." now, or after the screen has closed. */
-static void top_warn(struct top_run *r, const char *what, const char *then)
+static void top_warn(void *arg, const char *what, const char *then)
 {
+	struct top_run *r = arg;
+
 	if (r->in_screen)
 		snprintf(r->warn, sizeof(r->warn), "warning: %s%s", what, then);
 	else
 		pn_cmd_fail(r->ctx, 0, "warning: %s%s", what, then);
-}
-
-/* A recorded sample's GPU rows for the printers (one sample at a time). */
-static struct pn_gputraffic *gpus_from_record(const struct pn_record_sample *s)
-{
-	static struct pn_gpu_row rows[PN_RECORD_GPUS_MAX];
-	static struct pn_gputraffic g;
-
-	return pn_gputraffic_from_record(s, &g, rows);
-}
-
-/* A sample taken: into the recording and the plot's series. */
-static void keep(struct top_run *r)
-{
-	static struct pn_record_gpu gpus[PN_RECORD_GPUS_MAX];
-	double interval = r->run.view.interval > 0 ? r->run.view.interval : opt.interval;
-	int ret, ngpus = (r->run.rec || r->run.plot) ? pn_gputraffic_to_record(extra.gpus, gpus) : 0;
-
-	if (r->run.rec) {
-		ret = pn_record_write(r->run.rec, &r->run.view, &r->run.nodectx, top_host(), interval,
-				      ngpus ? gpus : NULL, ngpus);
-		if (ret)
-			top_warn(r, pn_errmsg(ret), "; recording stopped");
-	}
-	if (r->run.plot && pn_replay_add(r->run.plot, &r->run.view, &r->run.nodectx, ngpus ? gpus : NULL, ngpus))
-		top_warn(r, pn_errmsg(-E2BIG), "");
 }
 
 static int write_plot(struct top_run *r, const struct pn_replay *rp)
@@ -568,235 +458,89 @@ static int to_stdout(const struct top_run *r)
 
 /*
  * One sample out in batch mode, live or replayed: the textfile, then past
- * the baseline (no rates yet; a replay's live run printed nothing there
- * either) the table or JSON.  0 go on, 1 --count is reached, 2 an error
- * (said).
+ * the baseline the table or JSON.  0 go on, 2 an error (said).
  */
-static int emit(struct top_run *r, const struct pn_counters_set *v, int n, double interval,
-		const struct pn_nodectx *ctx, int *printed)
+static int emit(void *arg, const struct pn_top_sample *s)
 {
-	int want = opt.once ? 1 : opt.count, ret;
+	struct top_run *r = arg;
+	int ret;
 
+	replay_host = s->host;
+	extra.gpus = s->gpus;
 	if (opt.prom) {
-		ret = write_prom(opt.prom, v, r->idx, n, interval, ctx);
+		ret = write_prom(opt.prom, s->set, s->idx, s->n, s->interval, s->ctx);
 		if (ret) {
 			pn_cmd_error(r->ctx, ret);
 			return 2;
 		}
 	}
-	if (v->seq < 2)
-		return 0;
-	if (to_stdout(r) && print_one(r->ctx->out, v, r->idx, n, interval, ctx, *printed == 0))
+	if (s->rates && to_stdout(r) &&
+	    print_one(r->ctx->out, s->set, s->idx, s->n, s->interval, s->ctx, s->first))
 		return pn_cmd_fail(r->ctx, 2, "out of memory");
-	++*printed;
-	return want && *printed >= want;
+	return 0;
 }
 
-static int batch(struct top_run *r)
+/* A loop's end: its error said, or how a signal ends top. */
+static int done(struct top_run *r, int ret)
 {
-	int printed = 0;
-	struct pollfd pfd = { .fd = pn_sampler_fd(r->run.sampler), .events = POLLIN };
-
-	/* a sample is one write (each one ends with a flush) */
-	static char outbuf[256 << 10];
-
-	if (to_stdout(r) && !isatty(fileno(pn_out_file(r->ctx->out))))
-		setvbuf(pn_out_file(r->ctx->out), outbuf, _IOFBF, sizeof(outbuf));
-	while (!got_signal) {
-		char what[80];
-		double secs;
-		int ret, n;
-
-		/* woken by a sample or a signal; the timeout only checks for a
-		 * stuck read, which counts in seconds */
-		ret = poll(&pfd, 1, 1000);
-		if (ret < 0 && errno != EINTR)
-			return pn_cmd_fail(r->ctx, 2, "poll: %s", strerror(errno));
-		ret = pn_sampler_take(r->run.sampler, &r->run.view);
-		if (ret < 0) {
-			pn_cmd_error(r->ctx, ret);
-			return 2;
-		}
-		if (ret == 0) {
-			if (pn_sampler_busy(r->run.sampler, what, sizeof(what), &secs) &&
-			    secs > pn_top_stall_limit(opt.interval))
-				return pn_cmd_fail(r->ctx, 2,
-						   "reading the counters of '%s' has not returned for "
-						   "%.0f s",
-						   what[0] ? what : "the device list", secs);
-			continue;
-		}
-		n = pn_port_order_alloc(&r->run.view, opt.filter, r->sort, &r->idx, &r->idx_cap);
-		if (n < 0 || pn_toprun_extra(&r->run, opt.processes && r->run.view.seq >= 2))
-			return pn_cmd_fail(r->ctx, 2, "out of memory");
-		keep(r);
-		ret = emit(r, &r->run.view, n, opt.interval, &r->run.nodectx, &printed);
-		if (ret == 2)
-			return 2;
-		if (ret)
-			break;
-	}
-	return stop_status();
-}
-
-static int screen(struct top_run *r)
-{
-	struct pollfd pfd[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
-				 { .fd = pn_sampler_fd(r->run.sampler), .events = POLLIN } };
-	struct tui_status st = { .interval = opt.interval, .host = top_host(), .ctx = &r->run.nodectx,
-				 .gpus = &r->run.gpus, .procs = &r->run.procs };
-	char what[80] = "";
-	struct tui *t;
-	int ret, quit = 0, dirty = 1, was_busy = 0, err = 0, poll_errno = 0;
-
-	ret = tui_open(&t, opt.filter, r->sort, opt.processes);
-	if (ret)
-		return pn_cmd_fail(r->ctx, 2, "cannot open the terminal (TERM=%s)",
-				   getenv("TERM") ? getenv("TERM") : "");
-	if (opt.processes && pn_toprun_procs(&r->run)) {
-		tui_close(t);
-		return pn_cmd_fail(r->ctx, 2, "out of memory");
-	}
-	while (!quit && !got_signal && !err) {
-		int key, action;
-
-		if (dirty) {
-			tui_draw(t, &r->run.view, &st);
-			dirty = 0;
-		}
-		/* paused: leave the snapshots queued, look only at the keyboard */
-		if (poll(pfd, st.paused ? 1 : 2, 1000) < 0 && errno != EINTR) {
-			poll_errno = errno;
-			break;
-		}
-		if (!st.paused) {
-			ret = pn_sampler_take(r->run.sampler, &r->run.view);
-			if (ret < 0)
-				err = ret;
-			else if (ret > 0 && pn_toprun_extra(&r->run, tui_procs_shown(t)))
-				err = -ENOMEM;
-			else if (ret > 0)
-				dirty = 1;
-			if (ret > 0)
-				keep(r);
-		}
-		st.busy = pn_sampler_busy(r->run.sampler, what, sizeof(what), &st.busy_secs) &&
-			  st.busy_secs > (st.interval > 1 ? st.interval : 1);
-		st.busy_what = what;
-		if (st.busy || was_busy)
-			dirty = 1;
-		was_busy = st.busy;
-		while ((key = tui_getkey(t)) >= 0) {
-			action = tui_key(t, key, &r->run.view);
-			switch (action) {
-			case PN_TOPA_QUIT:
-				quit = 1;
-				break;
-			case PN_TOPA_SLOWER:
-			case PN_TOPA_FASTER:
-				st.interval = pn_top_next_interval(st.interval, action == PN_TOPA_SLOWER ? 1 : -1);
-				pn_sampler_set_interval(r->run.sampler, st.interval);
-				dirty = 1;
-				break;
-			case PN_TOPA_PAUSE:
-				st.paused = !st.paused;
-				dirty = 1;
-				break;
-			case PN_TOPA_REDRAW:
-				dirty = 1;
-				break;
-			case PN_TOPA_PROCS: /* the view opened: its first list now */
-				if (pn_toprun_procs(&r->run))
-					err = -ENOMEM;
-				dirty = 1;
-				break;
-			}
-			/* the detail view's port gets every counter read */
-			pn_sampler_set_detail(r->run.sampler, tui_detail(t));
-		}
-	}
-	tui_close(t);
-	if (poll_errno)
-		return pn_cmd_fail(r->ctx, 2, "poll: %s", strerror(poll_errno));
-	if (err) {
-		pn_cmd_error(r->ctx, err);
-		return 2;
-	}
-	return stop_status();
-}
-
-/* ---- --replay: a recording through the same printers and screen ---- */
-
-static int replay_batch(struct top_run *r, struct pn_replay *rp, struct pn_record_sample *s)
-{
-	int printed = 0, i, n, ret;
-
-	for (i = 0; i < pn_replay_count(rp) && !got_signal; i++) {
-		ret = pn_replay_load(rp, i, s);
-		if (ret) {
-			pn_cmd_error(r->ctx, ret);
-			return 2;
-		}
-		replay_host = s->host;
-		n = pn_port_order_alloc(&s->set, opt.filter, r->sort, &r->idx, &r->idx_cap);
-		if (n < 0)
-			return pn_cmd_fail(r->ctx, 2, "out of memory");
-		extra.gpus = gpus_from_record(s);
-		ret = emit(r, &s->set, n, s->interval, &s->ctx, &printed);
-		if (ret == 2)
-			return 2;
-		if (ret)
-			break;
-	}
-	return stop_status();
-}
-
-/* Playback: one sample per recorded interval / speed; keys step and seek. */
-static int replay_screen(struct top_run *r, struct pn_replay *rp, struct pn_record_sample *s)
-{
-	struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
-	struct tui_status st = { 0 };
-	struct pn_playback pb;
-	int quit = 0, key, ret = 0;
-	char status[80];
-	struct tui *t;
-
-	if (tui_open(&t, opt.filter, r->sort, 0))
-		return pn_cmd_fail(r->ctx, 2, "cannot open the terminal (TERM=%s)",
-				   getenv("TERM") ? getenv("TERM") : "");
-	pn_playback_init(&pb, pn_replay_count(rp), pn_now());
-	while (!quit && !got_signal) {
-		if (pn_playback_tick(&pb, pn_now())) {
-			ret = pn_replay_load(rp, pb.pos, s);
-			if (ret)
-				break;
-			pn_playback_shown(&pb, s->interval, pn_now());
-		}
-		replay_host = s->host;
-		st.host = s->host;
-		st.ctx = &s->ctx;
-		st.interval = s->interval;
-		snprintf(status, sizeof(status), "replay %d/%d x%g", pb.pos + 1, pb.n, pb.speed);
-		st.replay = status;
-		st.paused = pb.paused;
-		st.gpus = gpus_from_record(s);
-		tui_draw(t, &s->set, &st);
-		if (poll(&pfd, 1, (int)(pn_playback_wait(&pb, pn_now()) * 1000)) < 0 && errno != EINTR)
-			break;
-		while ((key = tui_getkey(t)) >= 0) {
-			int action = tui_key(t, key, &s->set);
-
-			quit |= action == PN_TOPA_QUIT;
-			pn_playback_action(&pb, action, s->interval, pn_now());
-		}
-	}
-	tui_close(t);
-	if (ret) {
+	if (ret < 0) {
 		pn_cmd_error(r->ctx, ret);
 		return 2;
 	}
-	return stop_status();
+	return ret ? ret : stop_status();
 }
+
+/* The batch output of a live run (rp NULL) or of a recording. */
+static int batch(struct top_run *r, struct pn_replay *rp, struct pn_record_sample *s)
+{
+	/* a sample is one write (each one ends with a flush) */
+	static char outbuf[256 << 10];
+
+	if (!rp && to_stdout(r) && !isatty(fileno(pn_out_file(r->ctx->out))))
+		setvbuf(pn_out_file(r->ctx->out), outbuf, _IOFBF, sizeof(outbuf));
+	return done(r, rp ? pn_top_replay_batch(&r->loop, rp, s) : pn_top_batch(&r->loop));
+}
+
+/* ---- the screen's side of the loops (cmd/tui.c) ---- */
+
+static void screen_draw(void *arg, const struct pn_counters_set *v, const struct pn_top_status *st)
+{
+	tui_draw(((struct top_run *)arg)->tui, v, st);
+}
+
+static int screen_key(void *arg, const struct pn_counters_set *v)
+{
+	struct top_run *r = arg;
+	int key = tui_getkey(r->tui);
+
+	return key < 0 ? -1 : tui_key(r->tui, key, v);
+}
+
+static const char *screen_detail(void *arg)
+{
+	return tui_detail(((struct top_run *)arg)->tui);
+}
+
+static int screen_procs(void *arg)
+{
+	return tui_procs_shown(((struct top_run *)arg)->tui);
+}
+
+/* The screen over a live run (rp NULL) or a recording. */
+static int screen(struct top_run *r, struct pn_replay *rp, struct pn_record_sample *s)
+{
+	int ret = tui_open(&r->tui, opt.filter, r->loop.sort, rp ? 0 : opt.processes);
+
+	if (ret)
+		return pn_cmd_fail(r->ctx, 2, "cannot open the terminal (TERM=%s)",
+				   getenv("TERM") ? getenv("TERM") : "");
+	ret = rp ? pn_top_replay_screen(&r->loop, rp, s) : pn_top_screen(&r->loop);
+	tui_close(r->tui);
+	r->tui = NULL;
+	return done(r, ret);
+}
+
+/* ---- --replay: a recording through the same printers and screen ---- */
 
 static int replay(struct top_run *r, int use_screen)
 {
@@ -821,7 +565,7 @@ static int replay(struct top_run *r, int use_screen)
 	else if (opt.plot && !pn_out_is_json(r->ctx->out) && !opt.count && !opt.once && !opt.prom)
 		ret = 0;
 	else
-		ret = use_screen ? replay_screen(r, rp, s) : replay_batch(r, rp, s);
+		ret = use_screen ? screen(r, rp, s) : batch(r, rp, s);
 	if (*pn_replay_warning(rp) && use_screen)
 		pn_cmd_fail(r->ctx, 0, "warning: %s", pn_replay_warning(rp));
 	if (!ret && opt.plot && pn_replay_count(rp)) {
@@ -837,7 +581,7 @@ static int replay(struct top_run *r, int use_screen)
 	}
 	pn_record_sample_release(s);
 	free(s);
-	free(r->idx);
+	free(r->loop.idx);
 	pn_replay_close(rp);
 	return ret;
 }
@@ -845,27 +589,21 @@ static int replay(struct top_run *r, int use_screen)
 int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 {
 	struct top_run r = { .ctx = ctx };
+	struct pn_top_ops ops = { .arg = &r, .sample = emit, .draw = screen_draw, .key = screen_key,
+				  .detail = screen_detail, .procs_shown = screen_procs,
+				  .warn = top_warn };
 	int ret, use_screen;
 
 	if (argc > 0)
 		return pn_cmd_fail(ctx, 2, "unexpected argument '%s'", argv[0]);
-	/* --interval and --count are in range (the table); --count 0: not given */
-	if (opt.once && opt.count)
-		return pn_cmd_fail(ctx, 2, "--once and --count exclude each other");
-	r.sort = opt.sort ? pn_port_sort_parse(opt.sort) : PN_PORT_SORT_NAME;
-	if (r.sort < 0)
-		return pn_cmd_fail(ctx, 2, "unknown sort key '%s' (name, rx, tx, util, errors)",
-				   opt.sort);
-	if (opt.prom && !*opt.prom)
-		return pn_cmd_fail(ctx, 2, "--prom needs a file name");
-	if ((opt.record && !*opt.record) || (opt.replay && !*opt.replay) || (opt.plot && !*opt.plot))
-		return pn_cmd_fail(ctx, 2, "--record, --replay and --plot need a file name");
-	if (opt.record && opt.replay)
-		return pn_cmd_fail(ctx, 2, "--record and --replay exclude each other");
-	if (!opt.record && opt.record_max != PN_RECORD_MAX_DEFAULT)
-		return pn_cmd_fail(ctx, 2, "--record-max is for --record");
-	if (opt.replay && (opt.lids || opt.ca || opt.ethernet))
-		return pn_cmd_fail(ctx, 2, "--lid, --ca and -e are for a live run, not --replay");
+	r.loop = (struct pn_top){ .ops = &ops, .interval = opt.interval, .filter = opt.filter,
+				  .want = opt.once ? 1 : opt.count, .processes = opt.processes,
+				  .stop = &got_signal };
+	ret = pn_top_opts_check(&opt, &r.loop.sort);
+	if (ret) {
+		pn_cmd_error(ctx, ret);
+		return 2;
+	}
 	{
 		const char *const names[] = { "--prom", "--record", "--plot", "--replay" };
 		const char *const paths[] = { opt.prom, opt.record, opt.plot, opt.replay };
@@ -908,12 +646,13 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 	extra.gpus = &r.run.gpus;
 	extra.procs = opt.processes ? &r.run.procs : NULL;
 	r.in_screen = use_screen;
-	ret = use_screen ? screen(&r) : batch(&r);
+	r.loop.run = &r.run;
+	ret = use_screen ? screen(&r, NULL, NULL) : batch(&r, NULL, NULL);
 	if (r.warn[0])
 		pn_cmd_fail(ctx, 0, "%s", r.warn);
 	if (r.run.plot && pn_replay_count(r.run.plot) && write_plot(&r, r.run.plot) && !ret)
 		ret = 2;
-	free(r.idx);
+	free(r.loop.idx);
 	if (pn_toprun_stop(&r.run)) {
 		/* stuck in a read: it may still use pq and remote; the process ends */
 		PN_DBG(PN_LOG_NIC, "%s", pn_errmsg(-ETIMEDOUT));

@@ -55,36 +55,6 @@ const struct pn_opt topo_options[] = {
 	OPT_TABLE_END
 };
 
-/*
- * -d: only with a port check, at most 64 entries, each DEV or DEV:PORT with
- * PORT 1..255 (empty entries are refused by the table).  A device or port
- * that does not exist is a failed check (exit 1), as a vanished NIC is.
- */
-static int check_devices(struct pn_ctx *ctx, int want_state)
-{
-	char *list, *tok, *save = NULL;
-	int n = 0, ret = 0;
-
-	if (want_state < 0 && opt.expect_rate < 0)
-		return pn_cmd_fail(ctx, 2, "-d picks the ports that --expect-state and --expect-rate "
-					   "check; give one of them");
-	list = strdup(opt.devices);
-	if (!list)
-		return pn_cmd_fail(ctx, 2, "out of memory");
-	for (tok = strtok_r(list, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
-		char *colon = strrchr(tok, ':');
-		int port;
-
-		if (++n > 64)
-			ret = pn_cmd_fail(ctx, 2, "-d names more than 64 devices or ports");
-		else if (colon && (colon == tok || pn_parse_int(colon + 1, &port) || port < 1 ||
-				   port > 255))
-			ret = pn_cmd_fail(ctx, 2, "-d '%s': want DEV or DEV:PORT, PORT 1..255", tok);
-	}
-	free(list);
-	return ret;
-}
-
 static const char *const legend[][2] = {
 	{ "X", "Self" },
 	{ "SYS", "Connection traversing PCIe as well as the SMP interconnect between NUMA nodes "
@@ -245,10 +215,16 @@ int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 					   opt.expect_state);
 	}
 	/* --expect-gpus, -nics, -rate are in range (the table); -1: not given */
-	if (opt.devices && check_devices(ctx, want_state))
+	e = (struct pn_topo_expect){ .gpus = opt.expect_gpus, .nics = opt.expect_nics,
+				     .rate = opt.expect_rate, .state = want_state,
+				     .state_name = opt.expect_state, .devices = opt.devices,
+				     .rail = opt.expect_rail };
+	ret = pn_topo_expect_valid(&e);
+	if (ret) {
+		pn_cmd_error(ctx, ret);
 		return 2;
-	checks = opt.expect_gpus >= 0 || opt.expect_nics >= 0 || opt.expect_rate >= 0 ||
-		 want_state >= 0 || opt.expect_rail;
+	}
+	checks = pn_topo_expect_any(&e);
 	cfg.xml_file = opt.xml;
 	/* the output first: a file that cannot be written fails before the work */
 	if (opt.save) {
@@ -264,10 +240,6 @@ int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 		pn_cmd_error(ctx, ret);
 		return 2;
 	}
-	e = (struct pn_topo_expect){ .gpus = opt.expect_gpus, .nics = opt.expect_nics,
-				     .rate = opt.expect_rate, .state = want_state,
-				     .state_name = opt.expect_state, .devices = opt.devices,
-				     .rail = opt.expect_rail };
 	ret = checks ? pn_topo_check(&t, &e, &c) : 0;
 	if (ret) {
 		pn_cmd_error(ctx, ret);

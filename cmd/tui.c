@@ -149,21 +149,6 @@ static void bar(const struct tui *t, int y, int x, int w, double f, attr_t a)
 	attroff(a);
 }
 
-/* The largest max(rx, tx) of the last w samples of port p (0: none). */
-static double hist_max(const struct pn_counters_port *p, int w)
-{
-	int n = p->hist_n < w ? p->hist_n : w, i;
-	double max = 0, rx, tx, v;
-
-	for (i = p->hist_n - n; i < p->hist_n; i++) {
-		pn_counters_hist(p, i, &rx, &tx);
-		v = fmax(isfinite(rx) ? rx : 0, isfinite(tx) ? tx : 0);
-		if (v > max)
-			max = v;
-	}
-	return max;
-}
-
 /* Sparkline of the last w samples of max(rx, tx) on the scale 0..max, the
  * one scale of every row (shown in the HISTORY header). */
 static void sparkline(const struct tui *t, int y, int x, int w, const struct pn_counters_port *p,
@@ -208,15 +193,9 @@ static void chart(const struct tui *t, int y, int x, int w, int h, const struct 
 		  int tx_side, attr_t a)
 {
 	int n = p->hist_n < w ? p->hist_n : w, i, r;
-	double max = 0, rx, tx, v;
+	double max = pn_topview_hist_max(p, w, tx_side ? PN_TOPV_HIST_TX : PN_TOPV_HIST_RX), rx, tx, v;
 	char buf[32], label[64];
 
-	for (i = p->hist_n - n; i < p->hist_n; i++) {
-		pn_counters_hist(p, i, &rx, &tx);
-		v = tx_side ? tx : rx;
-		if (isfinite(v) && v > max)
-			max = v;
-	}
 	snprintf(label, sizeof(label), "%s  (top of scale %s, %d samples)", tx_side ? "TX" : "RX",
 		 tui_fmt_bps(buf, sizeof(buf), max), n);
 	line(y, x, A_BOLD, label);
@@ -244,25 +223,12 @@ static void chart(const struct tui *t, int y, int x, int w, int h, const struct 
 
 /* ---- views ---- */
 
-static void header(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
+static void header(struct tui *t, const struct pn_counters_set *v, const struct pn_top_status *st)
 {
 	char buf[512], rx[32], tx[32], clock[16] = "--:--:--";
-	double srx = 0, stx = 0;
-	int i, active = 0, shown = 0, have = 0;
+	struct pn_port_totals tot;
 
-	for (i = 0; i < v->n; i++) {
-		const struct pn_counters_port *p = &v->ports[i];
-
-		if (!pn_port_match(t->v.filter, p))
-			continue;
-		shown++;
-		if (p->state == PN_PORT_ACTIVE)
-			active++;
-		if (isfinite(p->rx_Bps))
-			srx += p->rx_Bps, have = 1;
-		if (isfinite(p->tx_Bps))
-			stx += p->tx_Bps, have = 1;
-	}
+	pn_port_totals(v, t->v.filter, &tot);
 	if (v->seq) {
 		time_t now = (time_t)v->wall;
 		struct tm tm;
@@ -271,9 +237,8 @@ static void header(struct tui *t, const struct pn_counters_set *v, const struct 
 		strftime(clock, sizeof(clock), "%H:%M:%S", &tm);
 	}
 	snprintf(buf, sizeof(buf), "penny top  %s  %s  %gs  %d ports, %d up  RX %s  TX %s",
-		 st->host ? st->host : pn_hostname(), clock, st->interval, shown, active,
-		 tui_fmt_bps(rx, sizeof(rx), have ? srx : NAN),
-		 tui_fmt_bps(tx, sizeof(tx), have ? stx : NAN));
+		 st->host ? st->host : pn_hostname(), clock, st->interval, tot.shown, tot.active,
+		 tui_fmt_bps(rx, sizeof(rx), tot.rx_Bps), tui_fmt_bps(tx, sizeof(tx), tot.tx_Bps));
 	move(0, 0);
 	clrtoeol();
 	line(0, 0, A_BOLD, buf);
@@ -314,79 +279,6 @@ static void footer(struct tui *t, const char *keys)
 	line(LINES - 1, 0, attr_of(t, C_TITLE, A_REVERSE), keys);
 }
 
-struct layout {
-	int dev, port, state, speed, rate, pct, bar, spark, err, ctx;
-	int x_port, x_state, x_speed, x_rx, x_tx, x_pct, x_ctx, x_bar, x_spark, x_err, x_disc;
-};
-
-/* NUMA, RAIL, GPUS: 4 + 1 + 4 + 1 + 8 columns */
-#define CTX_W 18
-
-static void layout(const struct tui *t, const struct pn_counters_set *v,
-		   const struct pn_nodectx *ctx, struct layout *l)
-{
-	int i, rest, x;
-
-	memset(l, 0, sizeof(*l));
-	l->dev = 6;
-	for (i = 0; i < v->n; i++) {
-		int len = (int)strlen(v->ports[i].dev);
-
-		if (len > l->dev)
-			l->dev = len;
-	}
-	if (l->dev > 16)
-		l->dev = 16;
-	l->port = 4;
-	l->state = 6;
-	l->speed = 5;
-	l->rate = 10;
-	l->pct = 4;
-	l->err = t->v.show_err ? 6 : 0;
-	x = l->dev + 1;
-	l->x_port = x;
-	x += l->port + 1;
-	l->x_state = x;
-	x += l->state + 1;
-	l->x_speed = x;
-	x += l->speed + 1;
-	l->x_rx = x;
-	x += l->rate + 1;
-	l->x_tx = x;
-	x += l->rate + 1;
-	l->x_pct = x;
-	x += l->pct + 1;
-	rest = COLS - x - (t->v.show_err ? 2 * (l->err + 1) : 0);
-	/* the node context where the topology is known and a bar still fits */
-	l->x_ctx = x;
-	if (ctx && ctx->nnics && rest >= CTX_W + 1 + 13) {
-		l->ctx = CTX_W;
-		x += CTX_W + 1;
-		rest -= CTX_W + 1;
-	}
-	if (rest < 0)
-		rest = 0;
-	/* history up to a minute of samples; the bar gets the rest, up to 40 */
-	l->spark = rest * 2 / 3;
-	if (l->spark > 60)
-		l->spark = 60;
-	l->bar = rest - l->spark - 1;
-	if (l->bar > 40)
-		l->bar = 40;
-	if (l->bar < 4) {
-		l->bar = rest >= 9 ? 4 : 0;
-		l->spark = rest - l->bar - (l->bar ? 1 : 0);
-		if (l->spark < 0)
-			l->spark = 0;
-	}
-	l->x_bar = x;
-	x += l->bar + (l->bar ? 1 : 0);
-	l->x_spark = x;
-	x += l->spark;
-	l->x_err = x + 1;
-	l->x_disc = l->x_err + l->err + 1;
-}
-
 static void delta_cell(const struct tui *t, int y, int x, int w, int valid, uint64_t d)
 {
 	char buf[32];
@@ -399,7 +291,7 @@ static void delta_cell(const struct tui *t, int y, int x, int w, int valid, uint
 	put(y, x, w, 1, d ? attr_of(t, C_ALERT, A_BOLD | A_UNDERLINE) | A_BOLD : A_NORMAL, buf);
 }
 
-/* NUMA, RAIL, GPUS of a NIC at x (CTX_W columns); "-" unknown */
+/* NUMA, RAIL, GPUS of a NIC at x (PN_TOPVIEW_CTX_W columns); "-" unknown */
 static void ctx_cells(int y, int x, const struct pn_nicctx *c)
 {
 	char buf[PN_NODECTX_GPUS * 4];
@@ -419,8 +311,9 @@ static void ctx_cells(int y, int x, const struct pn_nicctx *c)
 	put(y, x + 10, 8, 0, c ? A_NORMAL : A_DIM, buf);
 }
 
-static void list_row(struct tui *t, const struct layout *l, int y, const struct pn_counters_port *p,
-		     const struct pn_nodectx *ctx, int show_dev, int selected, double hmax)
+static void list_row(struct tui *t, const struct pn_topview_layout *l, int y,
+		     const struct pn_counters_port *p, const struct pn_nodectx *ctx,
+		     int show_dev, int selected, double hmax)
 {
 	char buf[64];
 	attr_t st_attr = A_NORMAL;
@@ -458,15 +351,10 @@ static void list_row(struct tui *t, const struct layout *l, int y, const struct 
 
 /* ---- GPU rows ('g') and the process view ('p') ---- */
 
-/* Screen rows of the GPU table under the list: a title and a row per GPU,
- * at most half of the list's room; 0 hidden or none. */
-static int gpu_rows(const struct tui *t, const struct tui_status *st)
+/* Screen rows of the GPU table under the list (node/topview.h). */
+static int gpu_rows(const struct tui *t, const struct pn_top_status *st)
 {
-	int room = (LINES - 4) / 2;
-
-	if (t->v.hide_gpus || !st->gpus || !st->gpus->n || room < 2)
-		return 0;
-	return st->gpus->n + 1 < room ? st->gpus->n + 1 : room;
+	return pn_topview_gpu_rows(&t->v, st->gpus ? st->gpus->n : 0, LINES);
 }
 
 static void draw_gpus(struct tui *t, const struct pn_gputraffic *g, int y, int rows)
@@ -508,7 +396,7 @@ static void draw_gpus(struct tui *t, const struct pn_gputraffic *g, int y, int r
 
 /* A view below the header: its rows cleared, its title bar drawn in a. */
 static void begin_view(struct tui *t, const struct pn_counters_set *v,
-		       const struct tui_status *st, attr_t a)
+		       const struct pn_top_status *st, attr_t a)
 {
 	int y;
 
@@ -522,7 +410,8 @@ static void begin_view(struct tui *t, const struct pn_counters_set *v,
 	attroff(a);
 }
 
-static void draw_procs(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
+static void draw_procs(struct tui *t, const struct pn_counters_set *v,
+		       const struct pn_top_status *st)
 {
 	const struct pn_rdmares *r = st->procs;
 	attr_t a = attr_of(t, C_TITLE, A_REVERSE);
@@ -567,15 +456,16 @@ int tui_procs_shown(const struct tui *t)
 	return pn_topview_procs(&t->v);
 }
 
-static void draw_list(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
+static void draw_list(struct tui *t, const struct pn_counters_set *v,
+		      const struct pn_top_status *st)
 {
-	struct layout l;
+	struct pn_topview_layout l;
 	int n, i, y, sel, rows, grows;
 	char buf[160];
 	double hmax = 0;
 
 	header(t, v, st);
-	layout(t, v, st->ctx, &l);
+	pn_topview_layout(&t->v, v, st->ctx && st->ctx->nnics, COLS, &l);
 	move(2, 0);
 	clrtoeol();
 	attron(attr_of(t, C_TITLE, A_REVERSE));
@@ -604,7 +494,7 @@ static void draw_list(struct tui *t, const struct pn_counters_set *v, const stru
 	n = pn_topview_order(&t->v, v);
 	/* one scale for every row's history: the largest of the listed ports */
 	for (i = 0; i < n; i++)
-		hmax = fmax(hmax, hist_max(&v->ports[t->v.idx[i]], l.spark));
+		hmax = fmax(hmax, pn_topview_hist_max(&v->ports[t->v.idx[i]], l.spark, PN_TOPV_HIST_BOTH));
 	if (l.spark) {
 		char scale[48], head[64];
 
@@ -657,12 +547,14 @@ static void draw_list(struct tui *t, const struct pn_counters_set *v, const stru
 
 /* 'r': one row per rail, the filtered ports summed, and the rail's share
  * of the node's RX + TX as a number and a bar */
-static void draw_rails(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
+static void draw_rails(struct tui *t, const struct pn_counters_set *v,
+		       const struct pn_top_status *st)
 {
 	const struct pn_nodectx *ctx = st->ctx;
 	struct pn_rail_sum *r = NULL;
 	attr_t a = attr_of(t, C_TITLE, A_REVERSE);
-	int n, i, y, rows = 0, x_bar = 65, w_bar = COLS - 65 - CTX_W - 1, grows = gpu_rows(t, st);
+	int n, i, y, rows = 0, x_bar = 65, w_bar = COLS - 65 - PN_TOPVIEW_CTX_W - 1;
+	int grows = gpu_rows(t, st);
 	char buf[64];
 
 	begin_view(t, v, st, a);
@@ -715,7 +607,8 @@ static void draw_rails(struct tui *t, const struct pn_counters_set *v, const str
 	footer(t, "q:quit r:ports f:filter g:gpus +/-:interval Space:pause ?:help");
 }
 
-static void draw_detail(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
+static void draw_detail(struct tui *t, const struct pn_counters_set *v,
+			const struct pn_top_status *st)
 {
 	const struct pn_counters_port *p = pn_counters_set_find(v, t->v.sel);
 	char buf[512], a[96], b[32], c[32], d[32];
@@ -784,11 +677,7 @@ static void draw_detail(struct tui *t, const struct pn_counters_set *v, const st
 		put(y, w + 33, 14, 1, ta, "PER SEC");
 		y++;
 		rows = LINES - 1 - y;
-		if (t->v.dtop > p->nctr - rows)
-			t->v.dtop = p->nctr - rows;
-		if (t->v.dtop < 0)
-			t->v.dtop = 0;
-		for (i = t->v.dtop; i < p->nctr && y < LINES - 1; i++, y++) {
+		for (i = pn_topview_detail_top(&t->v, p->nctr, rows); i < p->nctr && y < LINES - 1; i++, y++) {
 			const struct pn_counter *k = &p->ctr[i];
 			attr_t da = A_NORMAL;
 
@@ -821,7 +710,8 @@ static void draw_detail(struct tui *t, const struct pn_counters_set *v, const st
 	footer(t, "Esc:back j/k:scroll +/-:interval Space:pause q:quit ?:help");
 }
 
-static void draw_help(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
+static void draw_help(struct tui *t, const struct pn_counters_set *v,
+		      const struct pn_top_status *st)
 {
 	static const char *const help_text[] = {
 		"penny top: live per-port traffic of RDMA NICs (and netdevs with -e)",
@@ -858,7 +748,7 @@ static void draw_help(struct tui *t, const struct pn_counters_set *v, const stru
 	footer(t, "any key:back q:quit");
 }
 
-void tui_draw(struct tui *t, const struct pn_counters_set *v, const struct tui_status *st)
+void tui_draw(struct tui *t, const struct pn_counters_set *v, const struct pn_top_status *st)
 {
 	if (COLS < 40 || LINES < 8) {
 		erase();

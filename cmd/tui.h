@@ -4,9 +4,10 @@
  * it, a rail view (the ports of each rail summed), a process view (who owns
  * QPs), a detail view of one port and a help page.  It only draws a snapshot
  * of the counter model, in the order node/portsel.h gives it, as the view
- * state of node/topview.h says, and hands the terminal's keys to that state,
- * which returns actions for the caller (quit, interval, pause); it never
- * samples (htop's model/screen split).
+ * state of node/topview.h says, with what node/toploop.h's pn_top_status
+ * knows beside it, and hands the terminal's keys to that state, which returns
+ * actions for the loops (quit, interval, pause); it never samples (htop's
+ * model/screen split).
  *
  * The formatting helpers are shared with the batch table.
  */
@@ -18,23 +19,10 @@
 #include "node/nodectx.h"
 #include "node/portsel.h"
 #include "node/rdmares.h"
+#include "node/toploop.h"
 #include "node/topview.h"
 
 #include <stddef.h>
-
-/* What the caller knows beside the snapshot. */
-struct tui_status {
-	const char *host;	/* whose counters: the header names it */
-	const struct pn_nodectx *ctx; /* NUMA, rail, GPUs of each NIC (NULL none) */
-	const struct pn_gputraffic *gpus; /* GPU rows (NULL none) */
-	const struct pn_rdmares *procs;	/* QP owners, read while their view shows */
-	double interval;
-	int paused;
-	int busy;		/* the sampler is stuck: busy_what for busy_secs */
-	const char *busy_what;
-	double busy_secs;
-	const char *replay;	/* --replay: "replay 3/120 x2", NULL live */
-};
 
 struct tui;
 
@@ -46,7 +34,7 @@ const char *tui_fmt_speed(char *buf, size_t len, double gbps);
 /* procs: open on the process view (--processes) */
 int tui_open(struct tui **t, const char *filter, int sort, int procs);
 void tui_close(struct tui *t);
-void tui_draw(struct tui *t, const struct pn_counters_set *view, const struct tui_status *st);
+void tui_draw(struct tui *t, const struct pn_counters_set *view, const struct pn_top_status *st);
 /* The port of the detail view, NULL in the list and help. */
 const char *tui_detail(const struct tui *t);
 /* The process view is on screen: the caller reads its list at each sample. */

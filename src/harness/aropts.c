@@ -9,6 +9,8 @@
 
 #include "base/log.h"
 #include "base/util.h"
+#include "engine/mem.h"
+#include "harness/plansched.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -164,6 +166,67 @@ int pn_aropts_multiring(const enum pn_algo *algos, int nalgos)
 	return 0;
 }
 
+int pn_aropts_check(struct pn_aropts *o, const struct pn_arback *bk)
+{
+	/* -n -w -c -b -e -i -f -G are in range (the table); -f 0: not given */
+	if (o->minbytes > o->maxbytes)
+		return pn_err(-EINVAL, "-b %llu is larger than -e %llu",
+			      (unsigned long long)o->minbytes, (unsigned long long)o->maxbytes);
+	if (o->plan && bk->has_host && bk->ngpu)
+		return pn_err(-EINVAL, "--plan: the host engine runs multiring over the plan, a "
+				       "GPU plugin its ring algorithm; run them in separate jobs");
+	if (o->plan && bk->has_host && strcmp(o->algo, "auto") && strcmp(o->algo, "multiring"))
+		return pn_err(-EINVAL, "--plan runs the multiring algorithm; it cannot run "
+				       "--algo %s", o->algo);
+	if (o->plan && bk->has_host)
+		o->algo = "multiring";
+	return 0;
+}
+
+int pn_aropts_nccl_tests(const struct pn_ar_nccl_tests *t, int ngpu, const char *algo)
+{
+	if (t->nthreads != 1)
+		return pn_err(-EINVAL, "-t %d: penny runs one rank per process and thread; "
+				       "start %d ranks with --np or the launcher instead", t->nthreads,
+			      t->nthreads);
+	if (t->ngpus != 1)
+		return pn_err(-EINVAL, "-g %d: penny drives one GPU per rank; start a rank per "
+				       "GPU (--np) and pick the devices with --gpus", t->ngpus);
+	if (t->agg_iters != 1)
+		return pn_err(-EINVAL, "-m %d: penny times one allreduce at a time; it cannot "
+				       "aggregate operations", t->agg_iters);
+	if (t->run_cycles != 1)
+		return pn_err(-EINVAL, "-N %d: penny runs the sweep once; run it again for "
+				       "another cycle", t->run_cycles);
+	if (t->blocking)
+		return pn_err(-EINVAL, "-z %d: penny runs the iterations back to back without "
+				       "a barrier (-z 0) only", t->blocking);
+	if (t->cputime)
+		return pn_err(-EINVAL, "-C 1: penny reports each backend's own clock (host: "
+				       "wall clock; GPU: CUDA events), not CPU time");
+	if (t->reg == 1)
+		return pn_err(-EINVAL, "-R 1: penny does not register local buffers; -R 2 is "
+				       "--backend nccl --algo symmetric");
+	if (t->reg == 2 && (!ngpu || strcmp(algo, "symmetric")))
+		return pn_err(-EINVAL, "-R 2: symmetric registration is --backend nccl --algo "
+				       "symmetric; give those");
+	return 0;
+}
+
+void pn_aropts_sweep(const struct pn_aropts *o, struct pn_sweep *sw)
+{
+	static const enum pn_sweep_time time_of[] = {
+		PN_SWEEP_TIME_RANK0, PN_SWEEP_TIME_MEAN, PN_SWEEP_TIME_MIN, PN_SWEEP_TIME_MAX,
+	};
+
+	sw->iters = o->iters;
+	sw->warmup = o->warmup;
+	sw->check = o->check;
+	sw->seed = o->seed;
+	if (o->average >= 0 && o->average < (int)PN_ARRAY_SIZE(time_of))
+		sw->time_of = time_of[o->average];
+}
+
 int pn_aropts_params(const struct pn_aropts *o, enum pn_dtype dtype, enum pn_redop op,
 		     const enum pn_algo *algos, int nalgos, struct pn_job_param *p)
 {
@@ -222,6 +285,55 @@ int pn_arout_open(struct pn_arout *w, const struct pn_aropts *o)
 }
 
 /* Commit the file, or drop it after an error (it is closed either way). */
+/* An error the job found: who says it, the exit status. */
+static int found(struct pn_arprep *p, int say, int rc, int ret)
+{
+	p->say = say;
+	p->rc = rc;
+	return ret;
+}
+
+int pn_aropts_prepare(const struct pn_aropts *o, struct pn_boot *b, struct pn_arprep *p,
+		      struct pn_arout *w, struct pn_comm_cfg *cfg)
+{
+	struct pn_job_param jp[PN_JOB_MAX_PARAMS];
+	struct pn_mem_job mj;
+	int rank = pn_boot_rank(b), first = -1, mine, differs, n, ret;
+
+	p->plan = NULL;
+	p->rc = p->say = 0;
+	n = pn_aropts_params(o, p->dtype, p->op, p->algos, p->nalgos, jp);
+	ret = pn_job_params_agree(b, jp, n, &differs);
+	if (ret == -EINVAL)
+		return found(p, rank == 0 || differs, 2, ret);
+	/* a path that cannot be written fails the whole job at once */
+	mine = ret ? 0 : rank == 0 ? pn_arout_open(w, o) : 0;
+	ret = ret ? ret : pn_boot_agree_err(b, mine, 0, &first);
+	if (first >= 0)
+		return found(p, first == rank, 2, ret);
+	if (ret)
+		return ret;
+	if (pn_aropts_multiring(p->algos, p->nalgos))
+		cfg->nchannels = 2;
+	if (o->plan) {
+		ret = pn_planned_load(&p->plan, b, o->plan, &first, &mine);
+		if (first >= 0)
+			return found(p, first == rank, mine == -ENOMEM || ret == -ENOMEM ? 1 : 2,
+				     pn_err_ctx(ret, "--plan"));
+		if (ret)
+			return ret;
+		cfg->nchannels = p->plan->map.nrings;
+		cfg->verbs_port = pn_planned_port;
+		cfg->verbs_port_arg = p->plan;
+	}
+	/* the host's planned memory, before anything is mapped */
+	pn_sweep_mem_job(&mj, pn_boot_local_size(b), pn_boot_nranks(b), o->transport,
+			 cfg->nchannels, p->has_host ? o->maxbytes : 0, p->algos, p->nalgos,
+			 p->tuned);
+	ret = pn_boot_agree_err(b, p->mem_check ? pn_mem_check(&mj) : 0, 1, &first);
+	return first >= 0 ? found(p, first == rank, 2, ret) : ret;
+}
+
 static int commit(struct pn_ofile **of, int ret)
 {
 	if (!ret)

@@ -28,6 +28,12 @@ struct pn_aropts {
 	const char *csv, *plot, *tune_out;
 };
 
+/* nccl-tests' letters of all_reduce_perf that penny has no second way for
+ * (-t -g -m -N -p -z -C -R), as given. */
+struct pn_ar_nccl_tests {
+	int nthreads, ngpus, agg_iters, run_cycles, parallel_init, blocking, cputime, reg;
+};
+
 /* What --backend and --gpus name, checked (aropts_backends). */
 struct pn_arback {
 	int has_host, ngpu;
@@ -44,16 +50,57 @@ int pn_aropts_has_host(const char *backends);
  * when has_host.  0 or -EINVAL (-ENOMEM). */
 int pn_aropts_algos(const char *list, int has_host, enum pn_algo *algos, int *n);
 int pn_aropts_multiring(const enum pn_algo *algos, int nalgos);
+/* -b against -e, and --plan against the backends and --algo: a --plan run
+ * by the host is multiring (o->algo becomes it).  0 or -EINVAL. */
+int pn_aropts_check(struct pn_aropts *o, const struct pn_arback *bk);
+/* nccl-tests' letters: the value that means what penny does is taken,
+ * another is -EINVAL with one line naming what to do (ngpu: the GPU
+ * backends given, algo: --algo). */
+int pn_aropts_nccl_tests(const struct pn_ar_nccl_tests *t, int ngpu, const char *algo);
+/* The sweep's parameters from the options: iterations, warm-up, the check,
+ * its seed and a size's time over the ranks (--average 0..3). */
+void pn_aropts_sweep(const struct pn_aropts *o, struct pn_sweep *sw);
 /* Every option that changes the data or the schedule into p (at least
  * PN_JOB_MAX_PARAMS), as the ranks compare them; returns how many. */
 int pn_aropts_params(const struct pn_aropts *o, enum pn_dtype dtype, enum pn_redop op,
 		     const enum pn_algo *algos, int nalgos, struct pn_job_param *p);
+
 
 /* Rank 0's output files. */
 struct pn_arout {
 	struct pn_ofile *csv_of, *plot_of, *tune_of;
 	FILE *csv;	/* the rows' CSV while open */
 };
+
+/* What the ranks settle before the work (pn_aropts_prepare). */
+struct pn_arprep {
+	/* in */
+	enum pn_dtype dtype;
+	enum pn_redop op;
+	const enum pn_algo *algos;	/* the host's */
+	int nalgos, has_host;
+	int mem_check;			/* PENNY_MEM_CHECK: check the planned memory */
+	int tuned;			/* a tuning file is given */
+	/* out */
+	struct pn_planned *plan;	/* --plan placed on the job (pn_planned_free) */
+	int rc;				/* on an error the job found: its exit status */
+	int say;			/* ... and this rank says it (pn_errmsg) */
+};
+
+/*
+ * Every rank, before the work, each step agreed by all of them so that they
+ * fail together: the parameters that change the data or the schedule (a
+ * mismatch is -EINVAL naming the option and ranks, said by rank 0 and the
+ * ranks that differ), rank 0's output files opened into w, --plan read and
+ * placed on the job (its rings as cfg's channels and ports; multiring
+ * without a plan: 2 channels), and the host's planned memory.  0, or the
+ * error: p->rc set (2, or 1 for a plan out of memory) when the job found
+ * it, with p->say on the rank that says it (the lowest that found it);
+ * p->rc 0 when the agreement itself failed.
+ */
+struct pn_comm_cfg;
+int pn_aropts_prepare(const struct pn_aropts *o, struct pn_boot *b, struct pn_arprep *p,
+		      struct pn_arout *w, struct pn_comm_cfg *cfg);
 
 /* Open the files o names (nothing written yet); 0 or an error naming the
  * option. */

@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "transport/verbs.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
 #include <strings.h>
@@ -108,5 +109,43 @@ int pn_bw_opts_devices(const struct pn_bw_opts *o)
 		return pn_err(-EINVAL, "-d names %d devices, at most %d", nd, PN_BW_MAX_RAILS);
 	if (nd > 1 && !o->all_rails)
 		return pn_err(-EINVAL, "-d names %d devices: a list is for --all-rails", nd);
+	return 0;
+}
+
+int pn_bw_opts_gpu(const struct pn_bw_opts *o, int nargs, int launched)
+{
+	/* RDMA options have no meaning for GPU copies */
+	if (nargs || o->loopback || o->all_rails || o->dev || o->duration > 0 || o->all ||
+	    o->expect || o->min_gbps >= 0 || launched || o->qps != 1 || strcmp(o->op, "write"))
+		return pn_err(-EINVAL, "--gpu measures this host's GPUs in one process: it "
+				       "takes -s, -n, -b, --lat and --gpu-engine only");
+	return 0;
+}
+
+/* A bare number that is no IPv4 address ("95", "90.5"), so no host. */
+static int is_pct(const char *arg)
+{
+	struct in_addr a;
+
+	return strspn(arg, "0123456789.") == strlen(arg) && inet_pton(AF_INET, arg, &a) != 1;
+}
+
+int pn_bw_opts_args(const struct pn_bw_opts *o, const char *transport, int nargs,
+		    char *const *args, int *tcp)
+{
+	int i;
+
+	*tcp = transport && !strcmp(transport, "tcp");
+	if (transport && !*tcp && strcmp(transport, "verbs"))
+		return pn_err(-EINVAL, "penny bw measures verbs or tcp, not '%s'", transport);
+	/* "--expect 95": a percentage taken for a HOST; "--expect 10.0.0.2" is the host */
+	for (i = 0; i < nargs && o->expect && !o->expect[0]; i++)
+		if (is_pct(args[i]))
+			return pn_err(-EINVAL, "'%s' is not a host: write --expect=%s", args[i],
+				      args[i]);
+	if (nargs > 1)
+		return pn_err(-EINVAL, "one HOST at most (got '%s' and '%s')", args[0], args[1]);
+	if (o->all_rails && (nargs || o->loopback))
+		return pn_err(-EINVAL, "--all-rails runs under a launcher (mpirun, srun, --np)");
 	return 0;
 }

@@ -34,5 +34,15 @@ struct pn_bw_opts {
 int pn_bw_opts_cfg(struct pn_bw_opts *o, struct pn_bw_cfg *c);
 /* -d and --loopback name what their mode uses: 0 or -EINVAL. */
 int pn_bw_opts_devices(const struct pn_bw_opts *o);
+/* --gpu measures this host's GPUs in one process: the RDMA options, a HOST
+ * (nargs) or --np (launched) are refused.  0 or -EINVAL. */
+int pn_bw_opts_gpu(const struct pn_bw_opts *o, int nargs, int launched);
+/*
+ * The HOST arguments and the transport (--transport: verbs, the default,
+ * or tcp: *tcp): a bare percentage taken for a HOST after --expect, more
+ * than one HOST, --all-rails with a HOST or --loopback.  0 or -EINVAL.
+ */
+int pn_bw_opts_args(const struct pn_bw_opts *o, const char *transport, int nargs,
+		    char *const *args, int *tcp);
 
 #endif

@@ -16,6 +16,7 @@
 #include "node/nic.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -90,6 +91,54 @@ int pn_bwrun_threshold(const struct pn_bw_cfg *c, double link, double min_gbps,
 	snprintf(why, len, "%g%% of %g Gb/s%s", pct, link,
 		 c->flags & PN_BW_BIDIR ? " x 2 directions" : "");
 	return 1;
+}
+
+double pn_bwrun_link_pct(const struct pn_bw_cfg *c, double gbps, double link)
+{
+	return link > 0 ? gbps / (link * (c->flags & PN_BW_BIDIR ? 2 : 1)) * 100 : NAN;
+}
+
+int pn_bwrun_pairs(int nranks, int single, int nargs, const char *loopback, int all_rails,
+		   const char *launcher, int *rank0)
+{
+	*rank0 = 1;
+	if (nranks % 2 && (nranks > 1 || !single))
+		return pn_err(-EINVAL, "ranks 2k and 2k+1 pair up: %d rank%s is odd%s", nranks,
+			      nranks == 1 ? "" : "s",
+			      nranks == 1 ? " (the server is 'penny bw' without --np)" : "");
+	if (nranks > 1 && (nargs || loopback))
+		return pn_err(-EINVAL, "%s runs one pair of processes; under a launcher (%s) "
+				       "ranks 2k and 2k+1 pair up", nargs ? "HOST" : "--loopback",
+			      launcher);
+	*rank0 = 0;
+	if (all_rails && nranks <= 1)
+		return pn_err(-EINVAL, "--all-rails runs under a launcher (mpirun, srun, --np)");
+	return 0;
+}
+
+int pn_bwrun_pair_rails(const struct pn_bwrun *r, int p)
+{
+	const struct pn_bw_hello *ha = &r->all_hello[2 * p], *hb = &r->all_hello[2 * p + 1];
+
+	return r->tcp ? 1 : (int)PN_MIN(ha->nrails, hb->nrails);
+}
+
+void pn_bwrun_pair_link(const struct pn_bwrun *r, int p, int i, struct pn_bwrun_pair_link *l)
+{
+	const struct pn_bw_hello *ha = &r->all_hello[2 * p], *hb = &r->all_hello[2 * p + 1];
+
+	if (r->tcp) {
+		snprintf(l->local, sizeof(l->local), "tcp:%s", ha->host);
+		snprintf(l->remote, sizeof(l->remote), "tcp:%s", hb->host);
+	} else {
+		snprintf(l->local, sizeof(l->local), "%.40s", ha->dev[i]);
+		snprintf(l->remote, sizeof(l->remote), "%.40s", hb->dev[i]);
+	}
+	snprintf(l->name, sizeof(l->name), "%s@%s -> %s@%s", l->local, ha->host, l->remote,
+		 hb->host);
+	l->rhost = hb->host;
+	l->gbps = r->tcp ? 0 : ha->link_gbps[i];
+	l->rows = r->all_rows[2 * p].rows[i];
 }
 
 void pn_bwrun_link_verdict(const struct pn_bw_cfg *c, double link, double min_gbps,

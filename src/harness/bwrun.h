@@ -143,6 +143,31 @@ void pn_bwrun_link_verdict(const struct pn_bw_cfg *c, double link, double min_gb
 			   const char *expect, const char *name, double gbps,
 			   struct pn_bw_tally *t, struct pn_bw_link_verdict *v);
 
+/* The average gbps of a link of rate link Gb/s, in % of it (twice it when
+ * bidirectional); NAN: the rate is unknown. */
+double pn_bwrun_link_pct(const struct pn_bw_cfg *c, double gbps, double link);
+
+/*
+ * How a job of nranks pairs up (2k, 2k+1) for the mode: an odd count is
+ * refused unless it is one rank of an outside launcher (single: a plain
+ * process), as are a HOST (nargs) or --loopback with more than one rank,
+ * and --all-rails with one.  0, or -EINVAL; *rank0: only rank 0 says it.
+ */
+int pn_bwrun_pairs(int nranks, int single, int nargs, const char *loopback, int all_rails,
+		   const char *launcher, int *rank0);
+
+/* Launcher mode, rank 0: pair p's rail i as the table shows it. */
+struct pn_bwrun_pair_link {
+	char local[96], remote[96];	/* the ends: devices, or tcp:HOST */
+	char name[200];			/* local@host -> remote@host */
+	const char *rhost;		/* the passive rank's host */
+	double gbps;			/* the link's rate, 0 unknown */
+	const struct pn_bw_row *rows;	/* every size's row */
+};
+/* How many rails pair p tested (1 over TCP). */
+int pn_bwrun_pair_rails(const struct pn_bwrun *r, int p);
+void pn_bwrun_pair_link(const struct pn_bwrun *r, int p, int i, struct pn_bwrun_pair_link *l);
+
 /* Server: listen on port, take the first client of this version, run. */
 int pn_bwrun_server(struct pn_bwrun *r, const char *devspec, int port);
 /* Client: connect to host:port, run (the initiator). */

@@ -24,6 +24,14 @@ struct pn_boot;
 int pn_plan_sched_build(struct pn_sched *sc, const struct pn_plan *p, int rank, size_t count,
 			size_t esize);
 
+/*
+ * ring-plan --show-schedule: rank's schedule of an allreduce of size bytes
+ * of float32 over p (pn_plan_sched_build), when build; -EINVAL naming
+ * --schedule-rank when p has no such rank, built or not.
+ */
+int pn_plan_sched_show(struct pn_sched *sc, const struct pn_plan *p, int rank, uint64_t size,
+		       int build);
+
 /* A plan placed on a running job's ranks (allreduce-test --plan). */
 struct pn_planned {
 	struct pn_plan_model model;

@@ -355,6 +355,39 @@ const struct pn_sweep_row *pn_sweep_ref_row(const struct pn_sweep *sw, const cha
 	return best;
 }
 
+int pn_sweep_ratios(const struct pn_sweep *sw, const char *ref, struct pn_sweep_ratio **out,
+		    size_t *n)
+{
+	const struct pn_sweep_row *rows = sw->rows;
+	size_t i, q, k;
+
+	*n = 0;
+	*out = calloc(sw->nrows + 1, sizeof(**out));
+	if (!*out)
+		return pn_err(-ENOMEM, "out of memory");
+	for (i = 0; i < sw->nrows; i++) {
+		/* each series once, in order of appearance, the reference's excepted */
+		for (k = 0; k < i && !pn_sweep_same_series(&rows[k], &rows[i]); k++)
+			;
+		if (k < i || !strcmp(rows[i].backend, ref))
+			continue;
+		for (q = i; q < sw->nrows; q++) {
+			const struct pn_sweep_row *r = &rows[q], *f;
+
+			if (!pn_sweep_same_series(r, &rows[i]))
+				continue;
+			f = pn_sweep_ref_row(sw, ref, r->bytes);
+			if (!f)
+				continue;
+			(*out)[(*n)++] = (struct pn_sweep_ratio){
+				.row = r, .ref = f,
+				.time_ratio = f->time_us[0] > 0 ? r->time_us[0] / f->time_us[0] : NAN,
+				.busbw_ratio = f->busbw[0] > 0 ? r->busbw[0] / f->busbw[0] : NAN };
+		}
+	}
+	return 0;
+}
+
 int pn_sweep_plot(const struct pn_sweep *sw, FILE *f, const char *title)
 {
 	const struct pn_sweep_row *rows = sw->rows;

@@ -188,6 +188,18 @@ int pn_sweep_verdict(uint64_t wrong, uint64_t differ, double busbw, double min_b
 const struct pn_sweep_row *pn_sweep_ref_row(const struct pn_sweep *sw, const char *ref,
 					    size_t bytes);
 int pn_sweep_same_series(const struct pn_sweep_row *a, const struct pn_sweep_row *b);
+/* A row of the ratio table: a series' row against the reference's fastest
+ * row of its size, out of place; time_ratio below 1 and busbw_ratio above
+ * 1 are faster (NAN where the reference's is 0). */
+struct pn_sweep_ratio {
+	const struct pn_sweep_row *row, *ref;
+	double time_ratio, busbw_ratio;
+};
+/* Every series but the reference backend ref's, in order of appearance,
+ * each row with a reference row of its size: *n of them into *out (free()).
+ * 0 or -ENOMEM. */
+int pn_sweep_ratios(const struct pn_sweep *sw, const char *ref, struct pn_sweep_ratio **out,
+		    size_t *n);
 /* --plot: one series per backend and algorithm, out-of-place busbw and time
  * against size, as SVG into f (base/plot.h). */
 int pn_sweep_plot(const struct pn_sweep *sw, FILE *f, const char *title);

@@ -257,4 +257,13 @@ struct pn_nodectx;
 void pn_counters_prom_write(FILE *f, const struct pn_counters_set *v, const int *idx, int n,
 			    double interval, const struct pn_nodectx *ctx);
 
+/*
+ * Port p's counters as the keys of `penny top --json` (counters_json.c):
+ * the totals of its bytes and packets, of its errors and discards, the
+ * unreadable count, the flags, and every counter by group with its value
+ * and delta (null where not read).  JSON only: the text table is top's.
+ */
+struct pn_out;
+void pn_counters_port_json(struct pn_out *o, const struct pn_counters_port *p);
+
 #endif

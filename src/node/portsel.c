@@ -6,6 +6,8 @@
 #define _GNU_SOURCE
 #include "node/portsel.h"
 
+#include "node/nic.h"
+
 #include <errno.h>
 #include <fnmatch.h>
 #include <math.h>
@@ -108,4 +110,27 @@ int pn_port_order_alloc(const struct pn_counters_set *s, const char *filter, int
 		*cap = s->n ? s->n : 1;
 	}
 	return pn_port_order(s, filter, sort, *idx);
+}
+
+void pn_port_totals(const struct pn_counters_set *s, const char *filter, struct pn_port_totals *t)
+{
+	double rx = 0, tx = 0;
+	int i, have = 0;
+
+	memset(t, 0, sizeof(*t));
+	for (i = 0; i < s->n; i++) {
+		const struct pn_counters_port *p = &s->ports[i];
+
+		if (!pn_port_match(filter, p))
+			continue;
+		t->shown++;
+		if (p->state == PN_PORT_ACTIVE)
+			t->active++;
+		if (isfinite(p->rx_Bps))
+			rx += p->rx_Bps, have = 1;
+		if (isfinite(p->tx_Bps))
+			tx += p->tx_Bps, have = 1;
+	}
+	t->rx_Bps = have ? rx : NAN;
+	t->tx_Bps = have ? tx : NAN;
 }

@@ -25,4 +25,12 @@ int pn_port_order(const struct pn_counters_set *s, const char *filter, int sort,
 int pn_port_order_alloc(const struct pn_counters_set *s, const char *filter, int sort, int **idx,
 			int *cap);
 
+/* The ports that match filter, summed for the screen's header: how many,
+ * how many are ACTIVE, and their RX and TX (NAN when none has a rate). */
+struct pn_port_totals {
+	int shown, active;
+	double rx_Bps, tx_Bps;
+};
+void pn_port_totals(const struct pn_counters_set *s, const char *filter, struct pn_port_totals *t);
+
 #endif

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "node/topo_check.h"
 #include "base/log.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -146,6 +147,38 @@ int pn_topo_check(const struct pn_topo *t, const struct pn_topo_expect *e, struc
 		free(nics);
 	}
 	return c->oom ? pn_err(-ENOMEM, "out of memory") : 0;
+}
+
+int pn_topo_expect_valid(const struct pn_topo_expect *e)
+{
+	char *list, *tok, *save = NULL;
+	int n = 0, ret = 0;
+
+	if (!e->devices)
+		return 0;
+	if (e->state < 0 && e->rate < 0)
+		return pn_err(-EINVAL, "-d picks the ports that --expect-state and --expect-rate "
+				       "check; give one of them");
+	list = strdup(e->devices);
+	if (!list)
+		return pn_err(-ENOMEM, "out of memory");
+	for (tok = strtok_r(list, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
+		char *colon = strrchr(tok, ':');
+		int port;
+
+		if (++n > 64)
+			ret = pn_err(-EINVAL, "-d names more than 64 devices or ports");
+		else if (colon && (colon == tok || pn_parse_int(colon + 1, &port) || port < 1 ||
+				   port > 255))
+			ret = pn_err(-EINVAL, "-d '%s': want DEV or DEV:PORT, PORT 1..255", tok);
+	}
+	free(list);
+	return ret;
+}
+
+int pn_topo_expect_any(const struct pn_topo_expect *e)
+{
+	return e->gpus >= 0 || e->nics >= 0 || e->rate >= 0 || e->state >= 0 || e->rail;
 }
 
 void pn_topo_viol_release(struct pn_topo_viol *v)

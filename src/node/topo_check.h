@@ -23,6 +23,16 @@ struct pn_topo_viol {
 };
 
 /*
+ * e as given, before anything is read: -d (devices) only with a port check
+ * (state or rate), at most 64 entries, each DEV or DEV:PORT with PORT
+ * 1..255 (a device or port that does not exist is a failed check later, as
+ * a vanished NIC is).  0, or -EINVAL (-ENOMEM) with a message.
+ */
+int pn_topo_expect_valid(const struct pn_topo_expect *e);
+/* e asks for a check. */
+int pn_topo_expect_any(const struct pn_topo_expect *e);
+
+/*
  * Run the checks e asks for on t, appending to v.  0, or -ENOMEM (with a
  * message) when a violation could not be recorded.
  */

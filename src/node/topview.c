@@ -7,6 +7,7 @@
 #include "node/portsel.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,4 +291,103 @@ int pn_topview_key(struct pn_topview *v, int key, const struct pn_counters_set *
 	if (v->mode == PN_TOPV_DETAIL)
 		return detail_key(v, key);
 	return list_key(v, key, s);
+}
+
+void pn_topview_layout(const struct pn_topview *v, const struct pn_counters_set *s, int has_ctx,
+		       int cols, struct pn_topview_layout *l)
+{
+	int i, rest, x;
+
+	memset(l, 0, sizeof(*l));
+	l->dev = 6;
+	for (i = 0; i < s->n; i++) {
+		int len = (int)strlen(s->ports[i].dev);
+
+		if (len > l->dev)
+			l->dev = len;
+	}
+	if (l->dev > 16)
+		l->dev = 16;
+	l->port = 4;
+	l->state = 6;
+	l->speed = 5;
+	l->rate = 10;
+	l->pct = 4;
+	l->err = v->show_err ? 6 : 0;
+	x = l->dev + 1;
+	l->x_port = x;
+	x += l->port + 1;
+	l->x_state = x;
+	x += l->state + 1;
+	l->x_speed = x;
+	x += l->speed + 1;
+	l->x_rx = x;
+	x += l->rate + 1;
+	l->x_tx = x;
+	x += l->rate + 1;
+	l->x_pct = x;
+	x += l->pct + 1;
+	rest = cols - x - (v->show_err ? 2 * (l->err + 1) : 0);
+	/* the node context where the topology is known and a bar still fits */
+	l->x_ctx = x;
+	if (has_ctx && rest >= PN_TOPVIEW_CTX_W + 1 + 13) {
+		l->ctx = PN_TOPVIEW_CTX_W;
+		x += PN_TOPVIEW_CTX_W + 1;
+		rest -= PN_TOPVIEW_CTX_W + 1;
+	}
+	if (rest < 0)
+		rest = 0;
+	/* history up to a minute of samples; the bar gets the rest, up to 40 */
+	l->spark = rest * 2 / 3;
+	if (l->spark > 60)
+		l->spark = 60;
+	l->bar = rest - l->spark - 1;
+	if (l->bar > 40)
+		l->bar = 40;
+	if (l->bar < 4) {
+		l->bar = rest >= 9 ? 4 : 0;
+		l->spark = rest - l->bar - (l->bar ? 1 : 0);
+		if (l->spark < 0)
+			l->spark = 0;
+	}
+	l->x_bar = x;
+	x += l->bar + (l->bar ? 1 : 0);
+	l->x_spark = x;
+	x += l->spark;
+	l->x_err = x + 1;
+	l->x_disc = l->x_err + l->err + 1;
+}
+
+double pn_topview_hist_max(const struct pn_counters_port *p, int w, int which)
+{
+	int n = p->hist_n < w ? p->hist_n : w, i;
+	double max = 0, rx, tx, v;
+
+	for (i = p->hist_n - n; i < p->hist_n; i++) {
+		pn_counters_hist(p, i, &rx, &tx);
+		rx = isfinite(rx) && which != PN_TOPV_HIST_TX ? rx : 0;
+		tx = isfinite(tx) && which != PN_TOPV_HIST_RX ? tx : 0;
+		v = fmax(rx, tx);
+		if (v > max)
+			max = v;
+	}
+	return max;
+}
+
+int pn_topview_gpu_rows(const struct pn_topview *v, int ngpus, int lines)
+{
+	int room = (lines - 4) / 2;
+
+	if (v->hide_gpus || ngpus <= 0 || room < 2)
+		return 0;
+	return ngpus + 1 < room ? ngpus + 1 : room;
+}
+
+int pn_topview_detail_top(struct pn_topview *v, int nctr, int rows)
+{
+	if (v->dtop > nctr - rows)
+		v->dtop = nctr - rows;
+	if (v->dtop < 0)
+		v->dtop = 0;
+	return v->dtop;
 }

@@ -73,4 +73,31 @@ int pn_topview_procs(const struct pn_topview *v);
 /* A key applied to the view over the snapshot s: an enum pn_topview_action. */
 int pn_topview_key(struct pn_topview *v, int key, const struct pn_counters_set *s);
 
+/* The port list's columns for a screen cols wide (x_*: where each starts;
+ * a width 0: not shown): device, port, state, speed, RX, TX, util, the
+ * NIC's context (NUMA, RAIL, GPUS) where the topology is known (has_ctx)
+ * and a bar still fits, the utilisation bar, the history and, when shown,
+ * errors and discards. */
+struct pn_topview_layout {
+	int dev, port, state, speed, rate, pct, bar, spark, err, ctx;
+	int x_port, x_state, x_speed, x_rx, x_tx, x_pct, x_ctx, x_bar, x_spark, x_err, x_disc;
+};
+
+/* NUMA, RAIL, GPUS: 4 + 1 + 4 + 1 + 8 columns */
+#define PN_TOPVIEW_CTX_W 18
+
+void pn_topview_layout(const struct pn_topview *v, const struct pn_counters_set *s, int has_ctx,
+		       int cols, struct pn_topview_layout *l);
+/* The largest of the last w samples of port p (0: none) of max(rx, tx) (the
+ * history column's scale), or of one direction (the detail's charts). */
+enum pn_topview_hist { PN_TOPV_HIST_BOTH, PN_TOPV_HIST_RX, PN_TOPV_HIST_TX };
+double pn_topview_hist_max(const struct pn_counters_port *p, int w, int which);
+/* Screen rows of the GPU table under the list of a screen lines high: a
+ * title and a row per GPU (ngpus), at most half of the list's room; 0
+ * hidden or none. */
+int pn_topview_gpu_rows(const struct pn_topview *v, int ngpus, int lines);
+/* The detail view's first counter row, kept so that rows of the port's
+ * nctr counters fill the screen. */
+int pn_topview_detail_top(struct pn_topview *v, int nctr, int rows);
+
 #endif

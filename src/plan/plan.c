@@ -300,6 +300,21 @@ int pn_plan_model_find_host(const struct pn_plan_model *m, const char *host)
 	return -1;
 }
 
+int pn_plan_model_node_of(const struct pn_plan_model *m, int rank)
+{
+	int lo = 0, hi = m->nnodes - 1;
+
+	while (lo < hi) {
+		int mid = (lo + hi + 1) / 2;
+
+		if (m->nodes[mid].rank0 <= rank)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
 int pn_plan_layout_nic_on_rail(const struct pn_plan_layout *l, int rail)
 {
 	int i;

@@ -158,6 +158,9 @@ int pn_plan_model_finish(struct pn_plan_model *m);
 int pn_plan_layout_nic_on_rail(const struct pn_plan_layout *l, int rail);
 /* Node index by host name, or -1. */
 int pn_plan_model_find_host(const struct pn_plan_model *m, const char *host);
+/* The node of a global rank (ranks are numbered node by node): its index,
+ * the last node whose first rank is not above it. */
+int pn_plan_model_node_of(const struct pn_plan_model *m, int rank);
 
 struct pn_plan_seg {
 	int node;

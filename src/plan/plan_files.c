@@ -9,6 +9,7 @@
 #include "base/file.h"
 #include "base/log.h"
 #include "base/ofile.h"
+#include "node/topo.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -220,4 +221,51 @@ int pn_plan_graphs_write(const char *pattern, const struct pn_plan *p)
 			ret = pn_ofile_commit(of);
 	}
 	return ret;
+}
+
+int pn_plan_model_load(struct pn_plan_model *m, const struct pn_plan_source *src, int need)
+{
+	int synth = src->nodes || src->gpus || src->nics >= 0 || src->gpus_per_nic ||
+		    src->nvlinks >= 0 || src->nic_rate;
+	int ret;
+
+	if ((synth != 0) + (src->topo_files != NULL) + (src->topo_xml != NULL) > 1)
+		return pn_err(-EINVAL, "give one of --topo-file, --topo-xml or a synthetic shape "
+				       "(--nodes ...), not both");
+	if (synth && !src->nodes)
+		return pn_err(-EINVAL, "a synthetic cluster needs --nodes N");
+	if (synth) {
+		struct pn_plan_synth s = {
+			.nodes = src->nodes,
+			.gpus = src->gpus ? src->gpus : 8,
+			.nics = src->nics >= 0 ? src->nics : (src->gpus ? src->gpus : 8),
+			.gpus_per_nic = src->gpus_per_nic,
+			.rate_gbps = src->nic_rate ? src->nic_rate : 400,
+			.nvlinks = src->nvlinks >= 0 ? src->nvlinks : 18,
+			.hosts = src->hosts,
+		};
+
+		ret = pn_plan_model_synthetic(m, &s);
+	} else if (src->topo_files) {
+		ret = pn_plan_model_add_topo_files(m, src->topo_files);
+		if (!ret && src->hosts)
+			ret = pn_plan_model_order_hosts(m, src->hosts);
+	} else if (need || src->topo_xml) {
+		/* this node: live (or the --sysfs-root tree), or an hwloc XML file */
+		struct pn_topo t;
+		struct pn_topo_cfg cfg = { .xml_file = src->topo_xml };
+
+		memset(&t, 0, sizeof(t));
+		ret = pn_topo_load(&t, &cfg);
+		if (!ret)
+			ret = pn_plan_model_add_topology(m, &t);
+		pn_topo_release(&t);
+		if (!ret && src->hosts)
+			ret = pn_plan_model_order_hosts(m, src->hosts);
+	} else {
+		return 0;
+	}
+	if (!ret && src->rails)
+		ret = pn_plan_model_set_rails(m, src->rails);
+	return ret ? ret : pn_plan_model_finish(m);
 }

@@ -17,6 +17,23 @@
  * node of m; -EINVAL when it names none. */
 int pn_plan_model_add_topo_files(struct pn_plan_model *m, const char *list);
 
+/*
+ * Where ring-plan's cluster model comes from: a synthetic shape (any of its
+ * fields given: nodes, gpus, gpus_per_nic, nic_rate not 0, nics, nvlinks
+ * not -1), the --topo-file list, an hwloc XML file, or this node; then
+ * --hosts' order and --rails.
+ */
+struct pn_plan_source {
+	int nodes, gpus, nics, gpus_per_nic, nvlinks;
+	double nic_rate;
+	const char *topo_files, *topo_xml, *rails, *hosts;
+};
+
+/* The model src names, finished (pn_plan_model_finish); this node when
+ * none is named and need, else nothing (m stays empty).  0, or -EINVAL
+ * when two sources are given or a shape lacks --nodes, or -errno. */
+int pn_plan_model_load(struct pn_plan_model *m, const struct pn_plan_source *src, int need);
+
 /* Files read whole. */
 struct pn_plan_files {
 	int n;

@@ -52,7 +52,6 @@ sizes() {
 import glob, json, os, re, sys
 top = sys.argv[1]
 known = {
-	"cmd/": 5664,
 }
 if sys.argv[2]:
 	known = json.loads(sys.argv[2])

@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* allreduce-test's options as the harness checks them (src/harness/aropts.c):
- * the backend, algorithm and GPU lists, the agreed parameters, and rank 0's
- * output files written and committed, or left as they were. */
+ * the backend, algorithm and GPU lists, the sizes and --plan against them,
+ * nccl-tests' letters, the sweep's parameters, the agreed parameters, and
+ * rank 0's output files written and committed, or left as they were; what
+ * two self-launched ranks settle before the work, and who says what fails. */
 #define _GNU_SOURCE
 #include "unit.h"
+#include "t_ranks.h"
 
 #include "base/log.h"
+#include "engine/boot.h"
+#include "engine/comm.h"
+#include "harness/plansched.h"
 #include "harness/aropts.h"
 
 #include <errno.h>
@@ -208,6 +214,149 @@ TEST(outputs_committed_after_the_run_or_left_alone)
 	rmdir(dir);
 }
 
+TEST(sizes_and_plan_against_the_backends)
+{
+	struct pn_aropts o = { .minbytes = 8, .maxbytes = 1024, .algo = "auto" };
+	struct pn_arback host = { .has_host = 1 }, both = { .has_host = 1, .ngpu = 1 };
+
+	CHECK_EQ_INT(pn_aropts_check(&o, &host), 0);
+	CHECK_STR(o.algo, "auto");
+	o.minbytes = 2048;
+	CHECK_EQ_INT(pn_aropts_check(&o, &host), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "-b 2048 is larger than -e 1024");
+	o.minbytes = 8;
+	o.plan = "p.json";
+	CHECK_EQ_INT(pn_aropts_check(&o, &both), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "run them in separate jobs") != NULL);
+	o.algo = "ring";
+	CHECK_EQ_INT(pn_aropts_check(&o, &host), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "--plan runs the multiring algorithm; it cannot run --algo ring");
+	/* the host runs a plan as multiring */
+	o.algo = "auto";
+	CHECK_EQ_INT(pn_aropts_check(&o, &host), 0);
+	CHECK_STR(o.algo, "multiring");
+}
+
+TEST(nccl_tests_letters_take_what_penny_does)
+{
+	struct pn_ar_nccl_tests t = { .nthreads = 1, .ngpus = 1, .agg_iters = 1, .run_cycles = 1,
+				      .parallel_init = 1 };
+
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 0, "auto"), 0);
+	t.nthreads = 4;
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 0, "auto"), -EINVAL);
+	CHECK(!strncmp(pn_errmsg(-EINVAL), "-t 4: penny runs one rank", 25));
+	t.nthreads = 1;
+	t.run_cycles = 0;
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 0, "auto"), -EINVAL);
+	CHECK(!strncmp(pn_errmsg(-EINVAL), "-N 0:", 5));
+	t.run_cycles = 1;
+	t.blocking = 1;
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 0, "auto"), -EINVAL);
+	t.blocking = 0;
+	t.reg = 1;
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 1, "symmetric"), -EINVAL);
+	/* -R 2 is the nccl plugin's symmetric algorithm, nothing else */
+	t.reg = 2;
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 0, "symmetric"), -EINVAL);
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 1, "ring"), -EINVAL);
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 1, "symmetric"), 0);
+}
+
+TEST(sweep_parameters_and_time_over_the_ranks)
+{
+	static const enum pn_sweep_time want[] = { PN_SWEEP_TIME_RANK0, PN_SWEEP_TIME_MEAN,
+						   PN_SWEEP_TIME_MIN, PN_SWEEP_TIME_MAX };
+	struct pn_aropts o = { .iters = 7, .warmup = 2, .check = 1, .seed = 42 };
+	struct pn_sweep sw;
+	int a;
+
+	for (a = 0; a < 4; a++) {
+		pn_sweep_init(&sw);
+		o.average = a;
+		pn_aropts_sweep(&o, &sw);
+		CHECK(sw.iters == 7 && sw.warmup == 2 && sw.check == 1 && sw.seed == 42);
+		CHECK_EQ_INT(sw.time_of, want[a]);
+		pn_sweep_release(&sw);
+	}
+}
+
+/*
+ * Two self-launched ranks settle a job (pn_aropts_prepare): round 0 agrees;
+ * 1: rank 1's -n differs; 2: rank 0's --csv cannot be written; 3: the
+ * --plan cannot be read; 4: the host's memory cannot hold -e 1T.  Each
+ * rank writes "ret rc say channels message".
+ */
+static void prep_child(struct pn_boot_cfg *cfg, int round, int fd)
+{
+	enum pn_algo algos[1] = { PN_ALGO_MULTIRING };
+	struct pn_aropts o = { .minbytes = 8, .maxbytes = 1024, .stepbytes = 1024, .iters = 5,
+			       .algo = "multiring", .backends = "host" };
+	struct pn_arprep p = { .dtype = PN_FLOAT, .op = PN_SUM, .algos = algos,
+			       .nalgos = 1, .has_host = 1 };
+	struct pn_comm_cfg cc = { 0 };
+	struct pn_arout w = { 0 };
+	struct pn_boot *b = NULL;
+	char line[700];
+	int ret, n;
+
+	ret = pn_boot_cfg_from_env(cfg);
+	if (!ret)
+		ret = pn_boot_init(&b, cfg);
+	if (!ret) {
+		if (round == 1 && cfg->rank == 1)
+			o.iters = 6;
+		if (round == 2)
+			o.csv = "/nonexistent-dir/out.csv";
+		if (round == 3)
+			o.plan = "/nonexistent-dir/plan.json";
+		if (round == 4) {
+			o.maxbytes = 1ull << 40;
+			p.mem_check = 1;
+		}
+		ret = pn_aropts_prepare(&o, b, &p, &w, &cc);
+	}
+	n = snprintf(line, sizeof(line), "%d %d %d %d %d %s\n", cfg->rank, ret, p.rc, p.say,
+		     cc.nchannels, ret ? pn_errmsg(ret) : "-");
+	if (write(fd, line, (size_t)n) != n)
+		ret = -EIO;
+	pn_arout_abort(&w);
+	pn_planned_free(p.plan);
+	pn_boot_free(b);
+	_exit(0);
+}
+
+static void prep_round(int round, char out[2][T_RANKS_LINE])
+{
+	t_ranks_run(2, prep_child, round, out);
+}
+
+TEST(ranks_settle_the_job_or_fail_together)
+{
+	char out[2][T_RANKS_LINE], want[600];
+
+	prep_round(0, out);
+	CHECK_STR(out[0], "0 0 0 2 -");
+	CHECK_STR(out[1], "0 0 0 2 -");
+	/* a parameter differs: rank 0 and the rank that differs say it */
+	prep_round(1, out);
+	snprintf(want, sizeof(want), "%d 2 1 0 ranks disagree on -n: rank 0 5, rank 1 6", -EINVAL);
+	CHECK_STR(out[0], want);
+	CHECK_STR(out[1], want);
+	/* rank 0's file: rank 0 says it, every rank exits 2 */
+	prep_round(2, out);
+	CHECK(!strncmp(out[0], "-2 2 1 0 ", 9) && strstr(out[0], "out.csv") != NULL);
+	CHECK(!strncmp(out[1], "-2 2 0 0 ", 9));
+	/* the plan: the lowest rank says it, named */
+	prep_round(3, out);
+	CHECK(strstr(out[0], " 2 1 2 --plan: ") != NULL);
+	CHECK(strstr(out[1], " 2 0 2 --plan: ") != NULL);
+	/* the memory: the lowest rank that cannot hold it */
+	prep_round(4, out);
+	CHECK(!strncmp(out[0], "-", 1) && strstr(out[0], " 2 1 2 ") != NULL);
+	CHECK(strstr(out[1], " 2 0 2 ") != NULL);
+}
+
 int main(void)
 {
 	RUN(backends_each_once_and_gpu_options_need_a_gpu);
@@ -215,5 +364,9 @@ int main(void)
 	RUN(algos_once_all_and_gpu_only_names);
 	RUN(params_name_what_changes_the_data);
 	RUN(outputs_committed_after_the_run_or_left_alone);
+	RUN(sizes_and_plan_against_the_backends);
+	RUN(nccl_tests_letters_take_what_penny_does);
+	RUN(sweep_parameters_and_time_over_the_ranks);
+	RUN(ranks_settle_the_job_or_fail_together);
 	return unit_done();
 }

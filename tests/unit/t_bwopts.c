@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* penny bw's options into its configuration (src/harness/bwopts.c): the
  * defaults, -a's sizes, -D against -n, -w in the table's unit, and the
- * combinations refused with the line that names them. */
+ * combinations refused with the line that names them; --gpu's options,
+ * the HOST arguments and the transport. */
 #define _GNU_SOURCE
 #include "unit.h"
 
@@ -117,10 +118,50 @@ TEST(devices_of_each_mode)
 	CHECK_EQ_INT(pn_bw_opts_devices(&o), -EINVAL);
 }
 
+TEST(gpu_options_hosts_and_transport)
+{
+	struct pn_bw_opts o = defaults();
+	char *one[] = { "10.0.0.2" }, *pct[] = { "95" }, *two[] = { "a", "b" };
+	int tcp = -1;
+
+	CHECK_EQ_INT(pn_bw_opts_gpu(&o, 0, 0), 0);
+	CHECK_EQ_INT(pn_bw_opts_gpu(&o, 0, 1), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "--gpu measures this host's GPUs") != NULL);
+	CHECK_EQ_INT(pn_bw_opts_gpu(&o, 1, 0), -EINVAL);
+	o.op = "read";
+	CHECK_EQ_INT(pn_bw_opts_gpu(&o, 0, 0), -EINVAL);
+	o = defaults();
+	o.min_gbps = 10;
+	CHECK_EQ_INT(pn_bw_opts_gpu(&o, 0, 0), -EINVAL);
+
+	o = defaults();
+	CHECK_EQ_INT(pn_bw_opts_args(&o, NULL, 1, one, &tcp), 0);
+	CHECK_EQ_INT(tcp, 0);
+	CHECK_EQ_INT(pn_bw_opts_args(&o, "tcp", 0, NULL, &tcp), 0);
+	CHECK_EQ_INT(tcp, 1);
+	CHECK_EQ_INT(pn_bw_opts_args(&o, "verbs", 0, NULL, &tcp), 0);
+	CHECK_EQ_INT(tcp, 0);
+	CHECK_EQ_INT(pn_bw_opts_args(&o, "shm", 0, NULL, &tcp), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "penny bw measures verbs or tcp, not 'shm'");
+	CHECK_EQ_INT(pn_bw_opts_args(&o, NULL, 2, two, &tcp), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "one HOST at most (got 'a' and 'b')");
+	/* "--expect 95" took 95 for the HOST; an address stays one */
+	o.expect = "";
+	CHECK_EQ_INT(pn_bw_opts_args(&o, NULL, 1, pct, &tcp), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "'95' is not a host: write --expect=95");
+	CHECK_EQ_INT(pn_bw_opts_args(&o, NULL, 1, one, &tcp), 0);
+	o.expect = "95";
+	CHECK_EQ_INT(pn_bw_opts_args(&o, NULL, 1, pct, &tcp), 0);
+	o.all_rails = 1;
+	CHECK_EQ_INT(pn_bw_opts_args(&o, NULL, 1, one, &tcp), -EINVAL);
+	CHECK_EQ_INT(pn_bw_opts_args(&o, NULL, 0, NULL, &tcp), 0);
+}
+
 int main(void)
 {
 	RUN(defaults_and_sizes);
 	RUN(refused_combinations);
 	RUN(devices_of_each_mode);
+	RUN(gpu_options_hosts_and_transport);
 	return unit_done();
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The pure parts of src/harness/bwtest.c: percentiles, the peak window, the check
- * that both sides of penny bw agree. */
+ * that both sides of penny bw agree; of bwrun.c: the link's use, how a job's
+ * ranks pair up and a pair's link as rank 0 shows it. */
 #include "unit.h"
 #include "harness/bwproto.h"
 #include "harness/bwrun.h"
@@ -207,6 +208,64 @@ TEST(link_verdicts_and_tally)
 	CHECK(pn_bw_meets(10, 10) && !pn_bw_meets(9.99, 10));
 }
 
+TEST(link_use_and_pairs)
+{
+	struct pn_bw_cfg c = { 0 };
+	struct pn_bw_hello h[4];
+	struct pn_bwrun_rows rows[4];
+	struct pn_bwrun r;
+	struct pn_bwrun_pair_link l;
+	int rank0;
+
+	CHECK(fabs(pn_bwrun_link_pct(&c, 90, 100) - 90) < 1e-9);
+	c.flags = PN_BW_BIDIR;
+	CHECK(fabs(pn_bwrun_link_pct(&c, 90, 100) - 45) < 1e-9);
+	CHECK(isnan(pn_bwrun_link_pct(&c, 90, 0)));
+
+	/* one rank of an outside launcher is a plain process; --np 1 is not */
+	CHECK_EQ_INT(pn_bwrun_pairs(1, 1, 0, NULL, 0, "srun", &rank0), 0);
+	CHECK_EQ_INT(pn_bwrun_pairs(1, 0, 0, NULL, 0, "explicit", &rank0), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "ranks 2k and 2k+1 pair up: 1 rank is odd (the server is "
+				      "'penny bw' without --np)");
+	CHECK_EQ_INT(rank0, 1);
+	CHECK_EQ_INT(pn_bwrun_pairs(3, 1, 0, NULL, 0, "mpirun", &rank0), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "ranks 2k and 2k+1 pair up: 3 ranks is odd");
+	CHECK_EQ_INT(pn_bwrun_pairs(2, 1, 1, NULL, 0, "mpirun", &rank0), -EINVAL);
+	CHECK(!strncmp(pn_errmsg(-EINVAL), "HOST runs one pair of processes; under a launcher "
+					   "(mpirun)", 58));
+	CHECK_EQ_INT(pn_bwrun_pairs(2, 1, 0, "mlx5_0", 0, "mpirun", &rank0), -EINVAL);
+	CHECK(!strncmp(pn_errmsg(-EINVAL), "--loopback runs", 15));
+	CHECK_EQ_INT(pn_bwrun_pairs(1, 1, 0, NULL, 1, "srun", &rank0), -EINVAL);
+	CHECK_EQ_INT(rank0, 0);
+	CHECK_EQ_INT(pn_bwrun_pairs(4, 1, 0, NULL, 1, "mpirun", &rank0), 0);
+
+	/* pair 1 (ranks 2 and 3): the fewer rails of the two */
+	memset(h, 0, sizeof(h));
+	memset(&r, 0, sizeof(r));
+	snprintf(h[2].host, sizeof(h[2].host), "n2");
+	snprintf(h[3].host, sizeof(h[3].host), "n3");
+	h[2].nrails = 2;
+	h[3].nrails = 1;
+	snprintf(h[2].dev[0], sizeof(h[2].dev[0]), "mlx5_0");
+	snprintf(h[3].dev[0], sizeof(h[3].dev[0]), "mlx5_4");
+	h[2].link_gbps[0] = 400;
+	rows[2].rows[0][1].avg_gbps = 7;
+	r.all_hello = h;
+	r.all_rows = rows;
+	CHECK_EQ_INT(pn_bwrun_pair_rails(&r, 1), 1);
+	pn_bwrun_pair_link(&r, 1, 0, &l);
+	CHECK_STR(l.local, "mlx5_0");
+	CHECK_STR(l.remote, "mlx5_4");
+	CHECK_STR(l.name, "mlx5_0@n2 -> mlx5_4@n3");
+	CHECK_STR(l.rhost, "n3");
+	CHECK(l.gbps == 400 && l.rows[1].avg_gbps == 7);
+	r.tcp = 1;
+	CHECK_EQ_INT(pn_bwrun_pair_rails(&r, 1), 1);
+	pn_bwrun_pair_link(&r, 1, 0, &l);
+	CHECK_STR(l.name, "tcp:n2@n2 -> tcp:n3@n3");
+	CHECK(l.gbps == 0);
+}
+
 int main(void)
 {
 	RUN(percentiles_nearest_rank);
@@ -215,5 +274,6 @@ int main(void)
 	RUN(buffer_and_sum);
 	RUN(hello_from_the_peer);
 	RUN(link_verdicts_and_tally);
+	RUN(link_use_and_pairs);
 	return unit_done();
 }

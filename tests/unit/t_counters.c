@@ -5,13 +5,14 @@
  * a counter that goes down (a reset: none wraps), saturation, a jump beyond
  * the line rate, a rate of inf, a port going DOWN, devices appearing and
  * disappearing, unreadable files, soft-RoCE fallback, netdevs, remote ports,
- * 16 devices x 2 ports.
+ * 16 devices x 2 ports; a port's counters as top's JSON keys.
  */
 #include "t_counters_fake.h"
 #include "unit.h"
 
 #include "node/counters.h"
 #include "base/log.h"
+#include "base/out.h"
 #include "node/nic.h"
 #include "node/perfquery.h"
 #include "node/portsel.h"
@@ -788,6 +789,47 @@ TEST(port_selection_filter_and_sort)
 	CHECK_STR(pn_port_sort_name(PN_PORT_SORT_COUNT), "?");
 }
 
+/* A port's JSON keys (counters_json.c): totals, flags and every counter by group. */
+TEST(port_counters_as_json)
+{
+	static struct pn_counters_port p;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct pn_out *o = f ? pn_out_new(f, 1) : NULL;
+	int k;
+
+	CHECK(o != NULL);
+	if (!o)
+		return;
+	memset(&p, 0, sizeof(p));
+	for (k = 0; k < PN_CK_COUNT; k++)
+		p.ix[k] = -1;
+	p.ix[PN_CK_RX_BYTES] = 0;
+	p.ix[PN_CK_TX_BYTES] = 1;
+	p.nctr = 3;
+	p.ctr[0] = (struct pn_counter){ .name = "port_rcv_data", .group = PN_CG_IB, .scale = 4,
+					.flags = PN_CF_VALID | PN_CF_DELTA, .raw = 10, .value = 40,
+					.delta = 8 };
+	p.ctr[1] = (struct pn_counter){ .name = "port_xmit_data", .group = PN_CG_IB, .scale = 4 };
+	p.ctr[2] = (struct pn_counter){ .name = "out_of_buffer", .group = PN_CG_HW, .scale = 1,
+					.flags = PN_CF_VALID, .raw = 3, .value = 3 };
+	p.err_total = 5;
+	p.flags = PN_CF_RESET;
+	pn_out_open_object(o, NULL);
+	pn_counters_port_json(o, &p);
+	pn_out_close_object(o);
+	CHECK_EQ_INT(pn_out_free(o), 0);
+	fclose(f);
+	CHECK_STR(buf, "{\"version\":1,\"rx_bytes\":40,\"tx_bytes\":null,\"rx_packets\":null,\"tx_packets\":null,"
+		       "\"errors_total\":5,\"discards_total\":0,\"unreadable\":0,\"wrapped\":false,"
+		       "\"reset\":true,\"saturated\":false,\"jumped\":false,\"counters\":{"
+		       "\"counters\":{\"port_rcv_data\":{\"value\":10,\"delta\":2},"
+		       "\"port_xmit_data\":{\"value\":null,\"delta\":null}},"
+		       "\"hw_counters\":{\"out_of_buffer\":{\"value\":3,\"delta\":null}}}}\n");
+	free(buf);
+}
+
 int main(void)
 {
 	if (fake_setup()) {
@@ -817,6 +859,7 @@ int main(void)
 	RUN(remote_ports_through_perfmgt);
 	RUN(empty_tree_is_an_empty_set);
 	RUN(port_selection_filter_and_sort);
+	RUN(port_counters_as_json);
 	pn_sysfs_set_root(NULL);
 	fake_teardown();
 	return unit_done();

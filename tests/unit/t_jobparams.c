@@ -3,6 +3,7 @@
  * agreement across real ranks (self-launched over the rendezvous). */
 #define _GNU_SOURCE
 #include "unit.h"
+#include "t_ranks.h"
 
 #include "engine/boot.h"
 #include "engine/jobparams.h"
@@ -133,47 +134,14 @@ static void child(struct pn_boot_cfg *cfg, int round, int fd)
 	_exit(0);
 }
 
-static void run_round(int round, char out[3][600])
+static void run_round(int round, char out[3][T_RANKS_LINE])
 {
-	struct pn_boot_cfg cfg;
-	int pfd[2], parent = 0, status = 0, i;
-	char *report = NULL;
-	FILE *f;
-
-	memset(out, 0, 3 * 600);
-	if (pipe(pfd))
-		return;
-	pn_boot_cfg_init(&cfg);
-	cfg.timeout = 10;
-	fflush(NULL);
-	if (pn_boot_selflaunch(3, &cfg, &parent, &status, &report)) {
-		close(pfd[0]);
-		close(pfd[1]);
-		return;
-	}
-	if (!parent) {
-		close(pfd[0]);
-		child(&cfg, round, pfd[1]);
-	}
-	free(report);
-	close(pfd[1]);
-	f = fdopen(pfd[0], "r");
-	for (i = 0; f && i < 3; i++) {
-		char line[600];
-		int r;
-
-		if (!fgets(line, sizeof(line), f) || sscanf(line, "%d", &r) != 1 || r < 0 || r > 2)
-			break;
-		line[strcspn(line, "\n")] = 0;
-		snprintf(out[r], 600, "%s", strchr(line, ' ') + 1);
-	}
-	if (f)
-		fclose(f);
+	t_ranks_run(3, child, round, out);
 }
 
 TEST(ranks_agree_or_all_fail_the_same_way)
 {
-	char out[3][600];
+	char out[3][T_RANKS_LINE];
 	char want[600];
 
 	run_round(0, out);

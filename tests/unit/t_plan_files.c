@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* ring-plan's files (src/plan/plan_files.c): the --topo-file list, the
  * files --check reads and how it tells their format, and the --nccl-graph
- * names (%h, %n) checked before the planning and written after it. */
+ * names (%h, %n) checked before the planning and written after it; the
+ * model's source (a shape, files, this node) and a rank's node. */
 #define _GNU_SOURCE
 #include "unit.h"
 
@@ -133,11 +134,52 @@ TEST(graphs_written_one_per_node)
 	pn_plan_model_release(&m);
 }
 
+TEST(model_from_one_source)
+{
+	struct pn_plan_source src = { .nics = -1, .nvlinks = -1 };
+	struct pn_plan_model m;
+	int r;
+
+	/* nothing named and nothing needed: no model */
+	pn_plan_model_init(&m);
+	CHECK_EQ_INT(pn_plan_model_load(&m, &src, 0), 0);
+	CHECK_EQ_INT(m.nnodes, 0);
+	pn_plan_model_release(&m);
+	/* a shape without --nodes, or with files too */
+	src.gpus = 4;
+	pn_plan_model_init(&m);
+	CHECK_EQ_INT(pn_plan_model_load(&m, &src, 1), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "a synthetic cluster needs --nodes N");
+	src.nodes = 3;
+	src.topo_files = "a.json";
+	CHECK_EQ_INT(pn_plan_model_load(&m, &src, 1), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "not both") != NULL);
+	pn_plan_model_release(&m);
+	/* 3 nodes of 4 GPUs and (by default) as many NICs, in --hosts' order */
+	src.topo_files = NULL;
+	src.hosts = "a,b,c";
+	pn_plan_model_init(&m);
+	CHECK_EQ_INT(pn_plan_model_load(&m, &src, 0), 0);
+	CHECK(m.nnodes == 3 && m.nranks == 12);
+	CHECK_STR(m.nodes[2].host, "c");
+	CHECK_EQ_INT(m.layouts[0].nnics, 4);
+	for (r = 0; r < 12; r++)
+		CHECK_EQ_INT(pn_plan_model_node_of(&m, r), r / 4);
+	pn_plan_model_release(&m);
+	/* --rails applies after the shape: a spec it cannot read fails */
+	src.rails = "x";
+	pn_plan_model_init(&m);
+	CHECK_EQ_INT(pn_plan_model_load(&m, &src, 0), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "--rails: 'x' is not dev:port:rail");
+	pn_plan_model_release(&m);
+}
+
 int main(void)
 {
 	RUN(topo_files_list_skips_empty_names);
 	RUN(check_files_read_whole_and_their_format);
 	RUN(graph_names_per_node);
 	RUN(graphs_written_one_per_node);
+	RUN(model_from_one_source);
 	return unit_done();
 }

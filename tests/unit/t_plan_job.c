@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* A ring plan placed on a job (plan_job.h): node and rank mapping, shape errors, NIC binding. */
+/* A ring plan placed on a job (plan_job.h): node and rank mapping, shape errors, NIC binding;
+ * ring-plan --show-schedule's rank rule and schedule (harness/plansched.h). */
 #define _GNU_SOURCE
 #include "unit.h"
 
@@ -7,6 +8,7 @@
 #include "plan/plan.h"
 #include "plan/plan_job.h"
 #include "engine/sched.h"
+#include "harness/plansched.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -259,6 +261,27 @@ TEST(schedule_follows_rings)
 	done(&m, &p, &j);
 }
 
+TEST(show_schedule_of_a_rank)
+{
+	struct pn_plan_model m;
+	struct pn_plan p;
+	struct pn_plan_job j = { 0 };
+	struct pn_sched sc = { 0 };
+
+	CHECK_EQ_INT(synth(&m, &p, 2, 2, 2, NULL), 0);
+	CHECK_EQ_INT(pn_plan_sched_show(&sc, &p, 4, 1 << 20, 1), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "--schedule-rank must be between 0 and 3");
+	CHECK_EQ_INT(pn_plan_sched_show(&sc, &p, -1, 1 << 20, 0), -EINVAL);
+	/* not built: the rank is checked all the same */
+	CHECK_EQ_INT(pn_plan_sched_show(&sc, &p, 3, 1 << 20, 0), 0);
+	CHECK(sc.ch == NULL);
+	CHECK_EQ_INT(pn_plan_sched_show(&sc, &p, 3, 1 << 20, 1), 0);
+	CHECK(sc.ch != NULL && sc.rank == 3 && sc.count == (1 << 18) && sc.esize == 4);
+	CHECK_EQ_INT(sc.nchan, p.nrings);
+	pn_sched_release(&sc);
+	done(&m, &p, &j);
+}
+
 int main(void)
 {
 	RUN(by_position);
@@ -269,5 +292,6 @@ int main(void)
 	RUN(nic_binding);
 	RUN(nic_conflict);
 	RUN(schedule_follows_rings);
+	RUN(show_schedule_of_a_rank);
 	return unit_done();
 }

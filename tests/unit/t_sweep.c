@@ -3,7 +3,7 @@
  * The allreduce sweep's reference for the ratio table (src/harness/sweep.h):
  * nccl when it produced rows, else the first backend that did; at each size
  * the reference backend's fastest out-of-place series there (NCCL default
- * or NCCL symmetric, whichever won).
+ * or NCCL symmetric, whichever won); the ratio table's rows against it.
  */
 #define _GNU_SOURCE
 #include "unit.h"
@@ -11,6 +11,7 @@
 #include "harness/sweep.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -76,6 +77,34 @@ TEST(without_nccl_the_first_backend_with_rows_and_none_alone)
 
 /* One verdict rule for allreduce-test and check: wrong values first, then
  * outputs that differ, then a floor (none when negative or NaN). */
+TEST(ratio_rows_each_series_against_the_reference)
+{
+	struct pn_sweep s = sample();
+	struct pn_sweep_ratio *rt;
+	size_t n;
+
+	/* a host series after cuda's, one size without a reference row */
+	row(7, "host", "ring", 1024, 6.0);
+	rows[7].busbw[0] = 2;
+	rows[4].busbw[0] = 4;
+	s.nrows = 8;
+	CHECK_EQ_INT(pn_sweep_ratios(&s, "nccl", &rt, &n), 0);
+	CHECK_EQ_INT(n, 3);
+	CHECK(rt[0].row == &rows[0] && rt[0].ref == &rows[4]);
+	CHECK(fabs(rt[0].time_ratio - 3.0 / 4.2) < 1e-12 && rt[0].busbw_ratio == 0);
+	/* the reference without a busbw: no ratio */
+	CHECK(rt[1].row == &rows[1] && rt[1].ref == &rows[3] && isnan(rt[1].busbw_ratio));
+	CHECK(rt[2].row == &rows[7] && rt[2].ref == &rows[4]);
+	CHECK(fabs(rt[2].busbw_ratio - 0.5) < 1e-12);
+	free(rt);
+	/* against cuda: nccl's and host's rows of the sizes cuda timed */
+	CHECK_EQ_INT(pn_sweep_ratios(&s, "cuda", &rt, &n), 0);
+	CHECK_EQ_INT(n, 5);
+	CHECK(rt[0].row == &rows[2] && rt[1].row == &rows[3] && rt[2].row == &rows[4]);
+	CHECK(rt[3].row == &rows[5] && rt[4].row == &rows[7]);
+	free(rt);
+}
+
 TEST(the_verdict_rule)
 {
 	char why[160];
@@ -110,6 +139,7 @@ int main(void)
 {
 	RUN(the_reference_is_nccls_fastest_algorithm_at_each_size);
 	RUN(without_nccl_the_first_backend_with_rows_and_none_alone);
+	RUN(ratio_rows_each_series_against_the_reference);
 	RUN(the_verdict_rule);
 	RUN(the_time_over_the_ranks_as_nccl_tests_average_says);
 	return unit_done();

@@ -2,13 +2,15 @@
 /*
  * Path classification (nvidia-smi semantics) over small hwloc XML topologies
  * built here, and over hand-made trees; GPU detection; rails; NVLink counts
- * from an hwloc NVLinkBandwidth matrix; class names.
+ * from an hwloc NVLinkBandwidth matrix; class names; the --expect-* options
+ * checked before anything is read.
  */
 #define _GNU_SOURCE
 #include "base/log.h"
 #include "node/nvml.h"
 #include "node/sysfs.h"
 #include "node/topo.h"
+#include "node/topo_check.h"
 #include "unit.h"
 
 #include <errno.h>
@@ -497,6 +499,39 @@ TEST(bad_xml)
 	CHECK(strstr(pn_errmsg(-ENOENT), "/nonexistent/topo.xml") != NULL);
 }
 
+TEST(expect_options_checked_first)
+{
+	struct pn_topo_expect e = { .gpus = -1, .nics = -1, .rate = -1, .state = -1 };
+	char many[64 * 8 + 16] = "";
+	int i;
+
+	CHECK_EQ_INT(pn_topo_expect_valid(&e), 0);
+	CHECK(!pn_topo_expect_any(&e));
+	/* -d picks ports for --expect-state or --expect-rate only */
+	e.devices = "mlx5_0";
+	CHECK_EQ_INT(pn_topo_expect_valid(&e), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "give one of them") != NULL);
+	e.rate = 100;
+	CHECK(pn_topo_expect_any(&e));
+	CHECK_EQ_INT(pn_topo_expect_valid(&e), 0);
+	e.devices = "mlx5_0:1,mlx5_1:255,mlx5_2";
+	CHECK_EQ_INT(pn_topo_expect_valid(&e), 0);
+	e.devices = "mlx5_0:0";
+	CHECK_EQ_INT(pn_topo_expect_valid(&e), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "-d 'mlx5_0:0': want DEV or DEV:PORT, PORT 1..255");
+	e.devices = ":1";
+	CHECK_EQ_INT(pn_topo_expect_valid(&e), -EINVAL);
+	e.devices = "mlx5_0:x";
+	CHECK_EQ_INT(pn_topo_expect_valid(&e), -EINVAL);
+	for (i = 0; i < 65; i++)
+		snprintf(many + strlen(many), sizeof(many) - strlen(many), "%sd%d", i ? "," : "", i);
+	e.devices = many;
+	CHECK_EQ_INT(pn_topo_expect_valid(&e), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "-d names more than 64 devices or ports");
+	many[strlen(many) - 4] = 0; /* 64 */
+	CHECK_EQ_INT(pn_topo_expect_valid(&e), 0);
+}
+
 int main(void)
 {
 	RUN(one_switch);
@@ -510,5 +545,6 @@ int main(void)
 	RUN(nvlink_bandwidth);
 	RUN(nvml_absent);
 	RUN(bad_xml);
+	RUN(expect_options_checked_first);
 	return unit_done();
 }
