@@ -8,14 +8,11 @@
  */
 #define _GNU_SOURCE
 #include "penny.h"
-#include "base/plot.h"
 
 #include "engine/boot.h"
 #include "engine/coll.h"
 #include "base/log.h"
 #include "engine/mem.h"
-#include "base/minijson.h"
-#include "base/ofile.h"
 #include "plan/plan_job.h"
 #include "gpu/plugin.h"
 #include "harness/arjob.h"
