@@ -27,7 +27,8 @@
  * FAKE_NCCL_VIA (default P2P/CUMEM/read); across nodes, the NET/IB Using
  * line and the connections to the next node and from the one before, via
  * FAKE_NCCL_NET_VIA (default NET/IB/<device>/GDRDMA); FAKE_NCCL_LOG_FILE
- * (%n: the rank's node index) writes that captured log instead.  For penny check's A/B of the
+ * (%n: the rank's node index) writes that captured log instead;
+ * FAKE_NCCL_LOG_MS=N makes that init take N ms longer.  For penny check's A/B of the
  * rail NICs: FAKE_NCCL_XNODE_MS=N makes an allreduce across nodes take N
  * ms longer where NCCL_IB_HCA is not set (NCCL's NIC choice gone wrong); FAKE_NCCL_PINNED acts where NCCL_IB_HCA is set (on rank
  * FAKE_NCCL_PINNED_RANK only, when set): "fail" (init fails), "die" (init
@@ -191,6 +192,14 @@ static void nccl_log(const struct penny_host_v1 *host, int device)
 
 	if (!dbg || strcasecmp(dbg, "INFO") || !file)
 		return;
+	if (getenv("FAKE_NCCL_LOG_MS")) {
+		/* a slow init where the log is asked for (the diagnosis's capture) */
+		long ms = atol(getenv("FAKE_NCCL_LOG_MS"));
+		struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000 };
+
+		if (ms > 0 && ms < 600000)
+			nanosleep(&ts, NULL);
+	}
 	gethostname(hostname, sizeof(hostname) - 1);
 	for (; *file && n < sizeof(path) - 80; file++) {
 		if (file[0] == '%' && file[1] == 'h')

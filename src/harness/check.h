@@ -159,6 +159,16 @@ int pn_check_run_one(struct pn_check *c, int id);
 int pn_check_diag_need(struct pn_check *c, uint32_t *need);
 int pn_check_diag_verdict(struct pn_check *c);
 /*
+ * How much longer than --timeout a rank waits for the others in the steps
+ * after the checks (the diagnosis, the A/B, NCCL's log of the job): the
+ * longest one rank's step may keep it from the next collective, a node's
+ * NCCL log capture (its allreduce killed at 2 x timeout + 10 s) and then
+ * the CUDA driver's version asked of each GPU plugin of the list (timeout
+ * each).  Every rank computes the same (the ranks agree on --timeout and
+ * --backend before anything runs).
+ */
+double pn_check_diag_bound(const struct pn_check *c);
+/*
  * The A/B of the job's NIC choice (check_ab.c, check_diag.h): when the
  * job's allreduce on nccl missed its expectation, every rank runs c->exe
  * allreduce-test afresh with NCCL_IB_HCA pinned to its GPU's rail NIC;
