@@ -68,6 +68,7 @@ struct pn_check {
 	const char *devspec;		/* RDMA devices to check (bw's -d syntax), NULL: the node's */
 	const char *backends;		/* GPU plugins to try, "cuda,nccl"; NULL: every one found */
 	const char *nccl_log;		/* --nccl-log FILE for nccl-path, NULL none */
+	const char *transport;		/* --transport between the allreduce's ranks, NULL: probed */
 	void (*progress)(void *arg, const char *check, const char *what); /* may be NULL */
 	void *progress_arg;
 	/* the environment's knobs, read by the command (penny(1)); NULL: unset */

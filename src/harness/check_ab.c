@@ -4,7 +4,8 @@
  * on nccl missed its expectation; is NCCL's choice of NIC the cause?  NCCL
  * reads NCCL_IB_HCA once per process, and the ranks' NCCL is initialised
  * already, so the A/B runs in fresh processes: every rank execs c->exe
- * `allreduce-test --backend nccl --json` (base/run.h) with NCCL_IB_HCA
+ * `allreduce-test --backend nccl --json` (base/run.h; the job's
+ * --transport and --sysfs-root, the rank's environment) with NCCL_IB_HCA
  * pinned to its GPU's rail NIC (the nearest NIC, pn_topo_rail; the GPU as
  * the ranks check finds it), at the job's allreduce.size.  The new ranks
  * meet through penny's own rendezvous (engine/boot.h): rank 0 takes a free
@@ -205,7 +206,7 @@ static int run_child(const struct pn_check *c, const struct fresh_go *go,
 	char rank[16], nranks[16], root[300], tmo[32], sz[32], cookie[80];
 	const char *sysroot = pn_sysfs_root();
 	double t = pn_boot_timeout(c->boot);
-	const char *argv[24], *env[FRESH_ENV_MAX + 2];
+	const char *argv[28], *env[FRESH_ENV_MAX + 2];
 	int n = 0, ret;
 
 	for (n = 0; add && add[n] && n < FRESH_ENV_MAX; n++)
@@ -244,6 +245,12 @@ static int run_child(const struct pn_check *c, const struct fresh_go *go,
 	if (sysroot && strcmp(sysroot, "/")) {
 		argv[n++] = "--sysfs-root";
 		argv[n++] = sysroot;
+	}
+	/* the job's own choice of transport (its environment's knobs are the
+	 * child's environment already) */
+	if (c->transport) {
+		argv[n++] = "--transport";
+		argv[n++] = c->transport;
 	}
 	argv[n] = NULL;
 	*run = (struct pn_run){ .argv = argv, .env = env, .timeout = t * 0.8,

@@ -22,9 +22,9 @@ printf 'allreduce.size = 65536\nallreduce.min-busbw = 1000\njob.median-margin = 
 printf 'allreduce.size = 65536\nallreduce.min-busbw = 0.000001\njob.median-margin = 1\n' >meet.conf
 
 export PENNY_PLUGIN_PATH=$BUILD/tests/plugins/nccl PENNY_IB_DISABLE=1
-# job TREE CONF TIMEOUT: the job of four ranks (checkjob.sh) on the allreduce
+# job TREE CONF TIMEOUT [ARGS]: the job of four ranks (checkjob.sh) on the allreduce
 job() {
-	job4 --sysfs-root "$1" --timeout "$3" --quick --only allreduce --backend nccl --config "$2"
+	job4 --sysfs-root "$1" --timeout "$3" --quick --only allreduce --backend nccl --config "$2" "${@:4}"
 }
 # row TARGET: rank 0's row of check allreduce, node job, TARGET
 row() {
@@ -75,6 +75,17 @@ for c in "die 2|rank 2 (node n1) failed: died of signal 6 (Aborted)" \
 		for r in 1 2 3; do test ! -s err$r || exit 1; done
 	'
 done
+
+test_expect_success 'the job.s --transport: its allreduce and the fresh ranks of the A/B use it' '
+	job n1 miss.conf 10 --transport verbs && test "$rc" = 1111 &&
+	row job | grep -q "^FAIL None None | host allreduce did not run: --transport verbs: rank 0 .* has no ACTIVE RDMA port" &&
+	{ FAKE_NCCL_PINNED=hang FAKE_NCCL_PINNED_RANK=1 job "$PWD/n1" miss.conf 6 --transport tcp >/dev/null & } &&
+	for i in $(seq 100); do
+		ps -eo args | grep "[a]llreduce-test .*--sysfs-root $PWD/n1" >args; test "$(wc -l <args)" = 4 && break
+		sleep 0.1
+	done; wait && cat args && test "$(wc -l <args)" = 4 && ! grep -v -- " --transport tcp" args &&
+	row job-rail | grep -q "rank 1 (node n0) failed: did not end in 4.8 s: killed"
+'
 
 test_expect_success 'a rank without a rail NIC: the A/B SKIPs, saying which' '
 	job nonic miss.conf 10 && test "$rc" = 1111 &&
