@@ -56,7 +56,10 @@ void pn_boot_cfg_init(struct pn_boot_cfg *cfg);
  * size variables (SLURM_PROCID and SLURM_NTASKS, RANK and WORLD_SIZE); each
  * of its variables that is set must then be a number in range, else
  * -EINVAL naming it.  A root address (cfg->root) without a rank from
- * --rank or a launcher is refused (-EINVAL).
+ * --rank or a launcher is refused (-EINVAL).  PENNY_ROOT_FD=N (rank 0 of a
+ * job with a root address only): descriptor N is rank 0's rendezvous
+ * socket, inherited bound and listening on the root's port (cfg->listen_fd);
+ * anything else is -EINVAL naming the variable.
  */
 int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg);
 

@@ -87,6 +87,30 @@ test_expect_success 'the job.s --transport: its allreduce and the fresh ranks of
 	row job-rail | grep -q "rank 1 (node n0) failed: did not end in 4.8 s: killed"
 '
 
+# tests/preload/steal-port.so: a stranger listens on every port penny check
+# closes, at once (the old A/B closed its port for rank 0's child to bind)
+steal() {
+	PENNY_TEST_STEAL_PORT=1 LD_PRELOAD=$BUILD/tests/preload/steal-port.so \
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 "$@"
+}
+test_expect_success 'a stranger takes every port check lets go: the A/B runs all the same' '
+	steal job n1 miss.conf 10 && test "$rc" = 1111 && row job-rail >ab && cat ab &&
+	grep -q "^FAIL [0-9.e-]* 1000 | NCCL_IB_HCA pinned to each GPU.s rail NIC (mlx5_0:1 mlx5_3:1): .* as run (65536 B, 4 ranks)$" ab
+'
+
+test_expect_success 'PENNY_ROOT_FD: a listening socket on --root.s port of rank 0, else one line, exit 2' '
+	for bad in "x|is not a descriptor number above 2" "2|is not a descriptor number above 2" \
+		"99999999999|is not a descriptor number above 2" \
+		"0 |is not a descriptor number above 2" \
+		"3|=3 is not a TCP socket listening on port 9 (--root 127.0.0.1:9)"; do
+		PENNY_ROOT_FD=${bad%%|*} test_exit 2 penny allreduce-test --rank 0 --nranks 2 \
+			--root 127.0.0.1:9 --timeout 1 2>err 3<miss.conf && cat err &&
+		test "$(wc -l <err)" = 1 && grep -q "PENNY_ROOT_FD.*${bad#*|}" err || exit 1
+	done &&
+	PENNY_ROOT_FD=3 test_exit 2 penny allreduce-test --rank 1 --nranks 2 --root 127.0.0.1:9 \
+		--timeout 1 2>err && grep -q "PENNY_ROOT_FD is for rank 0 of a job with --root" err
+'
+
 test_expect_success 'a rank without a rail NIC: the A/B SKIPs, saying which' '
 	job nonic miss.conf 10 && test "$rc" = 1111 &&
 	row job-rail | grep -q "^SKIP None None | rank 0 (node n0) has no rail NIC: GPU0 has no RDMA NIC with a port$"
