@@ -13,7 +13,8 @@
  * the first v1 size, without allgather), FAKE_ALGOS=bits (accepted
  * algorithms), FAKE_NOBW (no bw(), like the nccl plugin).  bw() measures memcpy between host buffers standing for
  * PENNY_FAKE_GPUS devices (default 2); hostbw() measures memcpy from an
- * mlock'ed host buffer to each of them.
+ * mlock'ed host buffer to each of them.  describe() names the device
+ * opened (the local rank's without --gpus) by a PCI address, bus = device.
  *
  * Slow mode, for the checks that must fail a slow GPU: PENNY_FAKE_SLOW=F
  * (a factor > 1) makes the copies of memcpy, bw() and hostbw() and every
@@ -279,8 +280,9 @@ static int fake_init(const struct penny_host_v1 *host, int device, void **be)
 		return fail(-ENOMEM, "out of memory");
 	f->host = host;
 	f->device = device >= 0 ? device : host->local_rank;
-	snprintf(f->desc, sizeof(f->desc), "fake device %d of rank %d/%d", device, host->rank,
-		 host->nranks);
+	/* the device's PCI address as the GPU plugins name it, bus = the device */
+	snprintf(f->desc, sizeof(f->desc), "fake device %d of rank %d/%d (0000:%02x:00.0)", device,
+		 host->rank, host->nranks, f->device & 0xff);
 #ifdef FAKE_NCCL_LOG
 	nccl_log(host, f->device);
 	if (pinned(host->rank) && !strcmp(pinned(host->rank), "fail")) {

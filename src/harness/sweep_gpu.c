@@ -6,6 +6,7 @@
  * (CUDA events; -G: CUDA graphs) and checks it exactly.
  */
 #define _GNU_SOURCE
+#include "harness/check_ranks.h"
 #include "harness/sweep.h"
 
 #include "engine/boot.h"
@@ -334,6 +335,43 @@ static int xnode_env(const struct pn_xnode_env *e, struct pn_gpucoll_cfg *cfg, c
 	return ret;
 }
 
+/*
+ * Two ranks of one node on one GPU (collective): every rank's GPU as its
+ * plugin's describe() names it (its PCI address), the audit's rule
+ * (check_ranks.h).  A GPU shared runs every backend many times slower and
+ * NCCL refuses it ("Duplicate GPU detected"): -EINVAL naming the ranks,
+ * the GPU and the node on every rank.  A plugin that names no address is
+ * not judged.
+ */
+static int shared_gpu(struct gpu *g)
+{
+	struct pn_boot *b = g->c->boot;
+	struct pn_rank_use me, *all;
+	int i, j = -1, ret;
+
+	memset(&me, 0, sizeof(me));
+	me.rank = g->c->rank;
+	me.gpu = pn_ranks_describe_busid(pn_gpucoll_describe(g->gc), me.busid, sizeof(me.busid));
+	snprintf(me.host, sizeof(me.host), "%s", pn_boot_host_id(b, me.rank));
+	all = calloc((size_t)g->c->nranks, sizeof(*all));
+	ret = pn_boot_agree_err(b, all ? 0 : pn_err(-ENOMEM, "out of memory"), 1, NULL);
+	if (!ret)
+		ret = pn_boot_allgather(b, &me, all, sizeof(me));
+	for (i = 0; !ret && i < g->c->nranks; i++)
+		all[i].host[sizeof(all[i].host) - 1] = all[i].busid[sizeof(all[i].busid) - 1] = 0;
+	/* the first rank with a partner, and that one (a later rank) */
+	for (i = 0; !ret && i < g->c->nranks && (j = pn_ranks_shared_gpu(all, g->c->nranks, i)) < 0;
+	     i++)
+		;
+	if (!ret && j >= 0)
+		ret = pn_err(-EINVAL, "ranks %d and %d share one GPU (%s, as the %s plugin names it) "
+			     "on %.60s: give each rank of a node its own (--gpus, or "
+			     "CUDA_VISIBLE_DEVICES per local rank)", all[i].rank, all[j].rank,
+			     all[i].busid, g->be.name, pn_boot_node_name(b, all[i].rank));
+	free(all);
+	return ret;
+}
+
 int pn_sweep_gpu_open(struct pn_sweep_backend **out, struct pn_coll *coll,
 		      const struct pn_sweep_gpu_cfg *o)
 {
@@ -390,6 +428,8 @@ int pn_sweep_gpu_open(struct pn_sweep_backend **out, struct pn_coll *coll,
 	if (ret == -ENOMEM)
 		snprintf(why, sizeof(why), "out of memory");
 	ret = agree(g, ret ? why : NULL);
+	if (!ret)
+		ret = shared_gpu(g);
 	if (ret)
 		goto fail;
 	g->graph = o->graph;
