@@ -465,8 +465,9 @@ int pn_check_run(struct pn_check *c)
 	}
 	/* a missed allreduce: the measurements the decision table calls for,
 	 * run on the node leaders while the others wait: every wait from here
-	 * on covers the longest such step (pn_check_diag_bound) */
-	if (c->boot)
+	 * on covers the longest such step (pn_check_diag_bound), where one
+	 * can run (an allreduce to diagnose, NCCL's log of the job) */
+	if (c->boot && (c->mask & (1u << PN_CHECK_ALLREDUCE | 1u << PN_CHECK_NCCLPATH)))
 		pn_boot_set_extra(c->boot, pn_check_diag_bound(c));
 	ret = pn_check_diag_need(c, &need);
 	for (id = 0; !ret && id < PN_CHECK_COUNT; id++) {
