@@ -11,11 +11,12 @@
  * meet through penny's own rendezvous (engine/boot.h): rank 0 listens on a
  * free port of the job's rendezvous host, hands the socket to its child
  * (PENNY_ROOT_FD: the port is never free for another process to take) and
- * makes a fresh secret, and the job's bootstrap hands both to every rank.  Rank 0 reads its child's JSON and
- * adds the result "allreduce", target "job-rail", against the job's
- * expectation; a rank without a rail NIC SKIPs it, a child that fails,
- * dies, hangs (killed before the job's --timeout runs out) or prints what
- * is not allreduce-test's JSON FAILs it, naming the rank and why.
+ * makes a fresh secret, and the job's bootstrap hands both to every
+ * rank.  Rank 0 reads its child's JSON and adds the result "allreduce",
+ * target "job-rail", against the job's expectation; a rank without a
+ * rail NIC SKIPs it, a child that fails, dies, hangs (killed before the
+ * job's --timeout runs out) or prints what is not allreduce-test's JSON
+ * FAILs it, naming the rank and why.
  */
 #define _GNU_SOURCE
 #include "harness/check.h"
