@@ -337,38 +337,46 @@ static int xnode_env(const struct pn_xnode_env *e, struct pn_gpucoll_cfg *cfg, c
 
 /*
  * Two ranks of one node on one GPU (collective): every rank's GPU as its
- * plugin's describe() names it (its PCI address), the audit's rule
- * (check_ranks.h).  A GPU shared runs every backend many times slower and
- * NCCL refuses it ("Duplicate GPU detected"): -EINVAL naming the ranks,
- * the GPU and the node on every rank.  A plugin that names no address is
+ * plugin's describe() names it (its PCI address; 16 bytes a rank in the
+ * allgather), the audit's rule (check_ranks.h) over the ranks of each
+ * node.  A GPU shared runs every backend many times slower and NCCL
+ * refuses it ("Duplicate GPU detected"): -EINVAL naming the ranks, the GPU
+ * and the node, agreed on every rank.  A plugin that names no address is
  * not judged.
  */
 static int shared_gpu(struct gpu *g)
 {
 	struct pn_boot *b = g->c->boot;
-	struct pn_rank_use me, *all;
-	int i, j = -1, ret;
+	int n = g->c->nranks, me = g->c->rank, i, j = -1, dup = 0, ret;
+	struct pn_rank_use *r = calloc((size_t)n, sizeof(*r));
+	char (*ids)[16] = calloc((size_t)n, sizeof(*ids)), mine[16] = "";
 
-	memset(&me, 0, sizeof(me));
-	me.rank = g->c->rank;
-	me.gpu = pn_ranks_describe_busid(pn_gpucoll_describe(g->gc), me.busid, sizeof(me.busid));
-	snprintf(me.host, sizeof(me.host), "%s", pn_boot_host_id(b, me.rank));
-	all = calloc((size_t)g->c->nranks, sizeof(*all));
-	ret = pn_boot_agree_err(b, all ? 0 : pn_err(-ENOMEM, "out of memory"), 1, NULL);
-	if (!ret)
-		ret = pn_boot_allgather(b, &me, all, sizeof(me));
-	for (i = 0; !ret && i < g->c->nranks; i++)
-		all[i].host[sizeof(all[i].host) - 1] = all[i].busid[sizeof(all[i].busid) - 1] = 0;
-	/* the first rank with a partner, and that one (a later rank) */
-	for (i = 0; !ret && i < g->c->nranks && (j = pn_ranks_shared_gpu(all, g->c->nranks, i)) < 0;
-	     i++)
-		;
-	if (!ret && j >= 0)
-		ret = pn_err(-EINVAL, "ranks %d and %d share one GPU (%s, as the %s plugin names it) "
-			     "on %.60s: give each rank of a node its own (--gpus, or "
-			     "CUDA_VISIBLE_DEVICES per local rank)", all[i].rank, all[j].rank,
-			     all[i].busid, g->be.name, pn_boot_node_name(b, all[i].rank));
-	free(all);
+	ret = pn_boot_agree_err(b, r && ids ? 0 : pn_err(-ENOMEM, "out of memory"), 1, NULL);
+	if (!ret) {
+		pn_ranks_describe_busid(pn_gpucoll_describe(g->gc), mine, sizeof(mine));
+		ret = pn_boot_allgather(b, mine, ids, sizeof(mine));
+	}
+	if (ret)
+		goto out;
+	for (i = 0; i < n; i++) {
+		r[i].rank = i;
+		memcpy(r[i].busid, ids[i], sizeof(r[i].busid) - 1);
+		pn_wire_printable(r[i].busid, sizeof(r[i].busid));
+		r[i].gpu = r[i].busid[0] ? 0 : -1;
+		snprintf(r[i].host, sizeof(r[i].host), "%s", pn_boot_host_id(b, i));
+	}
+	/* this node's ranks: the first with a partner, and that one (a later rank) */
+	for (i = 0; i < n && j < 0; i++)
+		if (pn_boot_node(b, i) == pn_boot_node(b, me) && (j = pn_ranks_shared_gpu(r, n, i)) >= 0)
+			dup = pn_err(-EINVAL, "ranks %d and %d share one GPU (%s, as the %s plugin names "
+				     "it) on %.60s: give each rank of a node its own (--gpus, or "
+				     "CUDA_VISIBLE_DEVICES per local rank)", i, j, r[i].busid, g->be.name,
+				     pn_boot_node_name(b, i));
+	/* every rank stops, with the first such node's reason */
+	ret = pn_boot_agree_err(b, dup, 0, NULL);
+out:
+	free(r);
+	free(ids);
 	return ret;
 }
 
