@@ -296,7 +296,7 @@ static int adopt_root_fd(struct pn_boot_cfg *cfg, const char *s)
 
 	errno = 0;
 	fd = strtol(s, &end, 10);
-	if (!*s || *end || errno || fd < 3 || fd > INT_MAX)
+	if (!*s || strspn(s, "0123456789") != strlen(s) || *end || errno || fd < 3 || fd > INT_MAX)
 		return pn_err(-EINVAL, "PENNY_ROOT_FD=%.40s is not a descriptor number above 2", s);
 	if (cfg->rank != 0 || cfg->nranks < 2 || !cfg->root ||
 	    pn_parse_hostport(cfg->root, host, sizeof(host), &port))

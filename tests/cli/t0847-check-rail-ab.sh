@@ -99,7 +99,7 @@ test_expect_success 'a stranger takes every port check lets go: the A/B runs all
 '
 
 test_expect_success 'PENNY_ROOT_FD: a listening socket on --root.s port of rank 0, else one line, exit 2' '
-	for bad in "x|is not a descriptor number above 2" "2|is not a descriptor number above 2" \
+	for bad in "x|is not a descriptor number above 2" "2|is not a descriptor number above 2" "+3|above 2" \
 		"99999999999|is not a descriptor number above 2" \
 		"0 |is not a descriptor number above 2" \
 		"3|=3 is not a TCP socket listening on port 9 (--root 127.0.0.1:9)"; do
