@@ -361,8 +361,7 @@ int cmd_check(struct pn_ctx *ctx, int argc, char **argv)
 	if (rank0) {
 		int o = open_outputs(ctx, &files);
 
-		if (!rc)
-			rc = o;
+		rc = rc ? rc : o;
 	}
 	cfg = pn_check_cfg_new();
 	if (!rc && !cfg)
