@@ -304,12 +304,10 @@ int pn_check_fresh_job(struct pn_check *c, int ok, const char *no, const char *c
 	free(oks);
 	if (!ret)
 		ret = pn_boot_bcast(c->boot, &go, sizeof(go), 0);
-	if (ret || !go.go) {
-		if (lfd >= 0)
-			close(lfd);
-		if (ret)
-			return ret;
-	}
+	if ((ret || !go.go) && lfd >= 0)
+		close(lfd);
+	if (ret)
+		return ret;
 	go.host[sizeof(go.host) - 1] = go.secret[sizeof(go.secret) - 1] = 0;
 	go.why[sizeof(go.why) - 1] = 0;
 	if (!go.go) {
