@@ -361,8 +361,7 @@ int cmd_check(struct pn_ctx *ctx, int argc, char **argv)
 	if (rank0) {
 		int o = open_outputs(ctx, &files);
 
-		if (!rc)
-			rc = o;
+		rc = rc ? rc : o;
 	}
 	cfg = pn_check_cfg_new();
 	if (!rc && !cfg)
@@ -381,6 +380,7 @@ int cmd_check(struct pn_ctx *ctx, int argc, char **argv)
 	c.devspec = opt.dev;
 	c.backends = opt.backend;
 	c.nccl_log = opt.nccl_log;
+	c.transport = pn_cli.transport;
 	c.node_id = pn_cli.node_id;
 	c.tune_file = pn_cli.tune_file;
 	c.ib_hca = pn_cli.ib_hca;

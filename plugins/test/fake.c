@@ -13,7 +13,8 @@
  * the first v1 size, without allgather), FAKE_ALGOS=bits (accepted
  * algorithms), FAKE_NOBW (no bw(), like the nccl plugin).  bw() measures memcpy between host buffers standing for
  * PENNY_FAKE_GPUS devices (default 2); hostbw() measures memcpy from an
- * mlock'ed host buffer to each of them.
+ * mlock'ed host buffer to each of them.  describe() names the device
+ * opened (the local rank's without --gpus) by a PCI address, bus = device.
  *
  * Slow mode, for the checks that must fail a slow GPU: PENNY_FAKE_SLOW=F
  * (a factor > 1) makes the copies of memcpy, bw() and hostbw() and every
@@ -27,7 +28,8 @@
  * FAKE_NCCL_VIA (default P2P/CUMEM/read); across nodes, the NET/IB Using
  * line and the connections to the next node and from the one before, via
  * FAKE_NCCL_NET_VIA (default NET/IB/<device>/GDRDMA); FAKE_NCCL_LOG_FILE
- * (%n: the rank's node index) writes that captured log instead.  For penny check's A/B of the
+ * (%n: the rank's node index) writes that captured log instead;
+ * FAKE_NCCL_LOG_MS=N makes that init take N ms longer.  For penny check's A/B of the
  * rail NICs: FAKE_NCCL_XNODE_MS=N makes an allreduce across nodes take N
  * ms longer where NCCL_IB_HCA is not set (NCCL's NIC choice gone wrong); FAKE_NCCL_PINNED acts where NCCL_IB_HCA is set (on rank
  * FAKE_NCCL_PINNED_RANK only, when set): "fail" (init fails), "die" (init
@@ -191,6 +193,14 @@ static void nccl_log(const struct penny_host_v1 *host, int device)
 
 	if (!dbg || strcasecmp(dbg, "INFO") || !file)
 		return;
+	if (getenv("FAKE_NCCL_LOG_MS")) {
+		/* a slow init where the log is asked for (the diagnosis's capture) */
+		long ms = atol(getenv("FAKE_NCCL_LOG_MS"));
+		struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000 };
+
+		if (ms > 0 && ms < 600000)
+			nanosleep(&ts, NULL);
+	}
 	gethostname(hostname, sizeof(hostname) - 1);
 	for (; *file && n < sizeof(path) - 80; file++) {
 		if (file[0] == '%' && file[1] == 'h')
@@ -270,8 +280,9 @@ static int fake_init(const struct penny_host_v1 *host, int device, void **be)
 		return fail(-ENOMEM, "out of memory");
 	f->host = host;
 	f->device = device >= 0 ? device : host->local_rank;
-	snprintf(f->desc, sizeof(f->desc), "fake device %d of rank %d/%d", device, host->rank,
-		 host->nranks);
+	/* the device's PCI address as the GPU plugins name it, bus = the device */
+	snprintf(f->desc, sizeof(f->desc), "fake device %d of rank %d/%d (0000:%02x:00.0)", device,
+		 host->rank, host->nranks, f->device & 0xff);
 #ifdef FAKE_NCCL_LOG
 	nccl_log(host, f->device);
 	if (pinned(host->rank) && !strcmp(pinned(host->rank), "fail")) {

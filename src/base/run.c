@@ -61,9 +61,12 @@ static void child(const struct pn_run *r, char **env, int out, int err, pid_t pa
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
 		_exit(127);
+	/* the one passed as 3 (dup2 clears close-on-exec; the same number keeps it) */
+	if (r->pass_fd > 2 && (r->pass_fd == 3 ? fcntl(3, F_SETFD, 0) : dup2(r->pass_fd, 3)) < 0)
+		_exit(127);
 	/* every other descriptor of the caller (sockets of its job) stays behind */
-	if (close_range(3, ~0u, 0))
-		for (int fd = 3; fd < 65536; fd++)
+	if (close_range(r->pass_fd > 2 ? 4 : 3, ~0u, 0))
+		for (int fd = r->pass_fd > 2 ? 4 : 3; fd < 65536; fd++)
 			close(fd);
 	execve(r->argv[0], (char *const *)r->argv, env);
 	_exit(127);
@@ -148,6 +151,8 @@ int pn_run(struct pn_run *r)
 	r->out_len = 0;
 	r->status = -1;
 	r->why[0] = 0;
+	if (r->pass_fd < 0 || (r->pass_fd > 0 && r->pass_fd < 3))
+		return pn_err(-EINVAL, "descriptor %d cannot be passed as 3", r->pass_fd);
 	env = make_env(r->env);
 	if (!env)
 		return pn_err(-ENOMEM, "out of memory for %s's environment", r->argv[0]);

@@ -4,7 +4,8 @@
  * it must start afresh (a library that reads its environment once per
  * process, as NCCL does).  The child gets the caller's environment with
  * some variables added or replaced, /dev/null as stdin and no other file
- * descriptor of the caller; it dies with the caller.  Its stdout is kept
+ * descriptor of the caller but the one it passes (pass_fd, as descriptor
+ * 3); it dies with the caller.  Its stdout is kept
  * up to a cap, the last line of its stderr is kept as the reason of a
  * failure, and a child that outlives the deadline is killed.  Nothing is
  * printed.
@@ -20,6 +21,8 @@ struct pn_run {
 	const char *const *env;		/* "NAME=VALUE" to add or replace, NULL-terminated (NULL: none) */
 	double timeout;			/* seconds from the start to the kill (SIGKILL) */
 	size_t out_max;			/* stdout past this many bytes: the child is killed */
+	int pass_fd;			/* > 2: a descriptor the child gets as its descriptor 3
+					 * (0: none) */
 	/* out */
 	char *out;			/* stdout, NUL-terminated, malloc'ed (free it) */
 	size_t out_len;

@@ -101,9 +101,25 @@ int pn_sock_listen(const char *host, int port, int backlog, int *out_port)
 			fd = e;
 	}
 	if (fd >= 0 && out_port)
-		*out_port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-							  : ((struct sockaddr_in6 *)&ss)->sin6_port);
+		*out_port = pn_sock_listening_port(fd);
 	return fd;
+}
+
+int pn_sock_listening_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss), il = sizeof(int);
+	int on = 0, type = 0;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &il) || !on ||
+	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &il) || type != SOCK_STREAM ||
+	    getsockname(fd, (struct sockaddr *)&ss, &sl))
+		return -1;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return -1;
 }
 
 static void nodelay(int fd)

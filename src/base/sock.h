@@ -53,6 +53,9 @@ int pn_sock_connect(const struct sockaddr_storage *ss, socklen_t sl, double dead
  * -ETIMEDOUT, or -errno.
  */
 int pn_sock_accept(int lfd, double deadline);
+/* The port a listening TCP socket (IPv4 or IPv6) is bound to; -1 for any
+ * other descriptor. */
+int pn_sock_listening_port(int fd);
 /* O_NONBLOCK on (1) or off (0): 0 or -errno. */
 int pn_sock_nonblock(int fd, int on);
 /* "address:port" of the peer ("?:0" when unknown); the address alone with port 0. */

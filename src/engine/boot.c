@@ -40,6 +40,7 @@ struct pn_boot {
 	int *node;		/* node index per rank */
 	int nnodes, local_rank, local_size;
 	uint32_t seq;
+	double extra;		/* seconds every collective's wait adds (pn_boot_set_extra) */
 	sig_atomic_t conts;	/* boot_conts when the job began */
 	int abort_code;		/* errno carried by the last ABORT received (rendezvous) */
 	char rdv_file[320];	/* rank 0: the rendezvous file it published */
@@ -114,7 +115,7 @@ static int peer_error(struct pn_boot *b, int r, int ret, const char *what)
 		snprintf(pid, sizeof(pid), ", pid %d", b->hello[r].pid);
 	if (ret == -ETIMEDOUT) {
 		snprintf(why, sizeof(why), "timed out after %.0f s waiting for rank %d (host %s%s) in "
-			 "%s: it did not answer (stopped or hung)", b->cfg.timeout, r,
+			 "%s: it did not answer (stopped or hung)", b->cfg.timeout + b->extra, r,
 			 rank_host(b, r), pid, what);
 	} else if (ret == -EPIPE || ret == -ECONNRESET) {
 		ret = -EPIPE;
@@ -891,6 +892,11 @@ const char *pn_boot_node_name(const struct pn_boot *b, int rank)
 }
 int pn_boot_pid(const struct pn_boot *b, int rank) { return b->hello[rank].pid; }
 double pn_boot_timeout(const struct pn_boot *b) { return b->cfg.timeout; }
+
+void pn_boot_set_extra(struct pn_boot *b, double extra)
+{
+	b->extra = isfinite(extra) && extra > 0 ? PN_MIN(extra, PN_BOOT_MAX_EXTRA) : 0;
+}
 const char *pn_boot_root(const struct pn_boot *b) { return b->nranks > 1 ? b->cfg.root : NULL; }
 const uint8_t *pn_boot_cookie(const struct pn_boot *b) { return b->cfg.cookie; }
 
@@ -974,7 +980,7 @@ static int bcast0(struct pn_boot *b, void *buf, size_t len, double deadline, con
 
 int pn_boot_allgather(struct pn_boot *b, const void *mine, void *all, size_t len)
 {
-	double deadline = pn_now() + b->cfg.timeout;
+	double deadline = pn_now() + b->cfg.timeout + b->extra;
 	char *out = all;
 	int ret = 0;
 
@@ -992,7 +998,7 @@ int pn_boot_allgather(struct pn_boot *b, const void *mine, void *all, size_t len
 
 int pn_boot_bcast(struct pn_boot *b, void *buf, size_t len, int root)
 {
-	double deadline = pn_now() + b->cfg.timeout;
+	double deadline = pn_now() + b->cfg.timeout + b->extra;
 	int ret = 0;
 
 	if (root < 0 || root >= b->nranks)
@@ -1016,7 +1022,7 @@ done:
 /* AND of one byte over all ranks: a byte in from each, a byte out to each. */
 static int and_all(struct pn_boot *b, int ok, int *all_ok, const char *what)
 {
-	double deadline = pn_now() + b->cfg.timeout;
+	double deadline = pn_now() + b->cfg.timeout + b->extra;
 	char c = ok ? 1 : 0, *all = NULL;
 	int ret = 0, i;
 
@@ -1048,7 +1054,7 @@ int pn_boot_agree(struct pn_boot *b, int ok, int *all_ok)
 
 int pn_boot_agree_err(struct pn_boot *b, int code, int name_rank, int *first)
 {
-	double deadline = pn_now() + b->cfg.timeout;
+	double deadline = pn_now() + b->cfg.timeout + b->extra;
 	int32_t mine = code, *codes = NULL, verdict[3] = { -1, 0, 0 }; /* first, nfail, code */
 	char msg[300];
 	int ret = 0, r, f;

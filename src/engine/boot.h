@@ -56,7 +56,10 @@ void pn_boot_cfg_init(struct pn_boot_cfg *cfg);
  * size variables (SLURM_PROCID and SLURM_NTASKS, RANK and WORLD_SIZE); each
  * of its variables that is set must then be a number in range, else
  * -EINVAL naming it.  A root address (cfg->root) without a rank from
- * --rank or a launcher is refused (-EINVAL).
+ * --rank or a launcher is refused (-EINVAL).  PENNY_ROOT_FD=N (rank 0 of a
+ * job with a root address only): descriptor N is rank 0's rendezvous
+ * socket, inherited bound and listening on the root's port (cfg->listen_fd);
+ * anything else is -EINVAL naming the variable.
  */
 int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg);
 
@@ -138,6 +141,14 @@ const char *pn_boot_host_id(const struct pn_boot *b, int rank);
 const char *pn_boot_node_name(const struct pn_boot *b, int rank);
 int pn_boot_pid(const struct pn_boot *b, int rank);
 double pn_boot_timeout(const struct pn_boot *b);
+/*
+ * Every wait of the collectives that follow is extra seconds longer than
+ * the timeout (0: the timeout alone; at most PN_BOOT_MAX_EXTRA), for a step
+ * whose own bound is known to be longer: every rank sets the same value
+ * (a rank that dies is still noticed at once: its connection closes).
+ */
+#define PN_BOOT_MAX_EXTRA 86400.0
+void pn_boot_set_extra(struct pn_boot *b, double extra);
 /* The rendezvous address the job met at ("host:port"), NULL for a rank alone. */
 const char *pn_boot_root(const struct pn_boot *b);
 const uint8_t *pn_boot_cookie(const struct pn_boot *b);

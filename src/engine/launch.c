@@ -282,6 +282,33 @@ int pn_boot_secret(struct pn_boot_cfg *cfg)
 	return ret;
 }
 
+/*
+ * PENNY_ROOT_FD: rank 0's rendezvous socket, inherited already bound and
+ * listening on --root's port (penny check's fresh ranks: no other process
+ * can take the port between its choice and the rendezvous).  Anything else
+ * is refused, naming the variable.
+ */
+static int adopt_root_fd(struct pn_boot_cfg *cfg, const char *s)
+{
+	char host[256], *end;
+	int port = 0;
+	long fd;
+
+	errno = 0;
+	fd = strtol(s, &end, 10);
+	if (!*s || strspn(s, "0123456789") != strlen(s) || *end || errno || fd < 3 || fd > INT_MAX)
+		return pn_err(-EINVAL, "PENNY_ROOT_FD=%.40s is not a descriptor number above 2", s);
+	if (cfg->rank != 0 || cfg->nranks < 2 || !cfg->root ||
+	    pn_parse_hostport(cfg->root, host, sizeof(host), &port))
+		return pn_err(-EINVAL, "PENNY_ROOT_FD is for rank 0 of a job with --root HOST:PORT");
+	if (pn_sock_listening_port((int)fd) != port)
+		return pn_err(-EINVAL, "PENNY_ROOT_FD=%ld is not a TCP socket listening on port %d "
+			      "(--root %s)", fd, port, cfg->root);
+	fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+	cfg->listen_fd = (int)fd;
+	return 0;
+}
+
 int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg)
 {
 	int r = -1, n = -1, lr = -1, ls = -1, ret;
@@ -350,6 +377,8 @@ int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg)
 			cfg->root = rootbuf;
 		}
 	}
+	if ((s = getenv("PENNY_ROOT_FD")) && cfg->listen_fd < 0)
+		return adopt_root_fd(cfg, s);
 	return 0;
 }
 

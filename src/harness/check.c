@@ -463,7 +463,12 @@ int pn_check_run(struct pn_check *c)
 		if (ret)
 			return ret;
 	}
-	/* a missed allreduce: the measurements the decision table calls for */
+	/* a missed allreduce: the measurements the decision table calls for,
+	 * run on the node leaders while the others wait: every wait from here
+	 * on covers the longest such step (pn_check_diag_bound), where one
+	 * can run (an allreduce to diagnose, NCCL's log of the job) */
+	if (c->boot && (c->mask & (1u << PN_CHECK_ALLREDUCE | 1u << PN_CHECK_NCCLPATH)))
+		pn_boot_set_extra(c->boot, pn_check_diag_bound(c));
 	ret = pn_check_diag_need(c, &need);
 	for (id = 0; !ret && id < PN_CHECK_COUNT; id++) {
 		if (!(need & (1u << id)))
@@ -479,6 +484,8 @@ int pn_check_run(struct pn_check *c)
 		ret = pn_boot_agree_err(c->boot, pn_check_rail_ab(c), 1, NULL);
 	if (!ret && c->boot)
 		ret = pn_boot_agree_err(c->boot, pn_check_ncclpath_job(c), 1, NULL);
+	if (c->boot)
+		pn_boot_set_extra(c->boot, 0);
 	if (ret)
 		return ret;
 	return finish(c);

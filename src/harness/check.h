@@ -68,6 +68,7 @@ struct pn_check {
 	const char *devspec;		/* RDMA devices to check (bw's -d syntax), NULL: the node's */
 	const char *backends;		/* GPU plugins to try, "cuda,nccl"; NULL: every one found */
 	const char *nccl_log;		/* --nccl-log FILE for nccl-path, NULL none */
+	const char *transport;		/* --transport between the allreduce's ranks, NULL: probed */
 	void (*progress)(void *arg, const char *check, const char *what); /* may be NULL */
 	void *progress_arg;
 	/* the environment's knobs, read by the command (penny(1)); NULL: unset */
@@ -158,6 +159,16 @@ int pn_check_run_one(struct pn_check *c, int id);
  * every rank (collective); 0 when the allreduce did not run. */
 int pn_check_diag_need(struct pn_check *c, uint32_t *need);
 int pn_check_diag_verdict(struct pn_check *c);
+/*
+ * How much longer than --timeout a rank waits for the others in the steps
+ * after the checks (the diagnosis, the A/B, NCCL's log of the job): the
+ * longest one rank's step may keep it from the next collective, a node's
+ * NCCL log capture (its allreduce killed at 2 x timeout + 10 s) and then
+ * the CUDA driver's version asked of each GPU plugin of the list (timeout
+ * each).  Every rank computes the same (the ranks agree on --timeout and
+ * --backend before anything runs).
+ */
+double pn_check_diag_bound(const struct pn_check *c);
 /*
  * The A/B of the job's NIC choice (check_ab.c, check_diag.h): when the
  * job's allreduce on nccl missed its expectation, every rank runs c->exe

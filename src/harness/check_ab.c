@@ -4,16 +4,19 @@
  * on nccl missed its expectation; is NCCL's choice of NIC the cause?  NCCL
  * reads NCCL_IB_HCA once per process, and the ranks' NCCL is initialised
  * already, so the A/B runs in fresh processes: every rank execs c->exe
- * `allreduce-test --backend nccl --json` (base/run.h) with NCCL_IB_HCA
+ * `allreduce-test --backend nccl --json` (base/run.h; the job's
+ * --transport and --sysfs-root, the rank's environment) with NCCL_IB_HCA
  * pinned to its GPU's rail NIC (the nearest NIC, pn_topo_rail; the GPU as
  * the ranks check finds it), at the job's allreduce.size.  The new ranks
- * meet through penny's own rendezvous (engine/boot.h): rank 0 takes a free
- * port on the job's rendezvous host and a fresh secret, and the job's
- * bootstrap hands both to every rank.  Rank 0 reads its child's JSON and
- * adds the result "allreduce", target "job-rail", against the job's
- * expectation; a rank without a rail NIC SKIPs it, a child that fails,
- * dies, hangs (killed before the job's --timeout runs out) or prints what
- * is not allreduce-test's JSON FAILs it, naming the rank and why.
+ * meet through penny's own rendezvous (engine/boot.h): rank 0 listens on a
+ * free port of the job's rendezvous host, hands the socket to its child
+ * (PENNY_ROOT_FD: the port is never free for another process to take) and
+ * makes a fresh secret, and the job's bootstrap hands both to every
+ * rank.  Rank 0 reads its child's JSON and adds the result "allreduce",
+ * target "job-rail", against the job's expectation; a rank without a
+ * rail NIC SKIPs it, a child that fails, dies, hangs (killed before the
+ * job's --timeout runs out) or prints what is not allreduce-test's JSON
+ * FAILs it, naming the rank and why.
  */
 #define _GNU_SOURCE
 #include "harness/check.h"
@@ -46,6 +49,8 @@
 #define AB_OUT_MAX (1u << 20)
 #define AB_ITERS "5"
 #define FRESH_ENV_MAX 8
+/* connections the fresh job's rendezvous socket queues (as the engine's own) */
+#define AB_BACKLOG 4096
 #define SOURCE "the decision table: NCCL_IB_HCA per rank"
 
 /* ------------------------------------------------------------ pure parts */
@@ -163,8 +168,10 @@ static void my_rail(const struct pn_check *c, struct ab_rank *me)
 	me->ok = 1;
 }
 
-/* Rank 0: a free port on the job's rendezvous host and a fresh secret. */
-static void make_go(const struct pn_check *c, struct fresh_go *go)
+/* Rank 0: a port on the job's rendezvous host, listening (*lfd, handed to
+ * rank 0's child: no other process can take it in between), and a fresh
+ * secret (a stranger on the port could not have joined the fresh ranks). */
+static void make_go(const struct pn_check *c, struct fresh_go *go, int *lfd)
 {
 	const char *root = pn_boot_root(c->boot);
 	uint8_t sec[32];
@@ -185,33 +192,35 @@ static void make_go(const struct pn_check *c, struct fresh_go *go)
 	}
 	for (i = 0; i < 32; i++)
 		snprintf(go->secret + 2 * i, 3, "%02x", sec[i]);
-	/* the port is free now; rank 0's child binds it again at once */
-	fd = pn_sock_listen(go->host, 0, 1, &port);
+	fd = pn_sock_listen(go->host, 0, AB_BACKLOG, &port);
 	if (fd < 0) {
 		snprintf(go->why, sizeof(go->why), "no free port on %.100s: %s", go->host,
 			 strerror(-fd));
 		return;
 	}
-	close(fd);
+	*lfd = fd;
 	go->port = port;
 	go->go = 1;
 }
 
 /* This rank's child: allreduce-test of the fresh job. */
-static int run_child(const struct pn_check *c, const struct fresh_go *go,
+static int run_child(const struct pn_check *c, const struct fresh_go *go, int lfd,
 		     const char *const *add, uint64_t size, struct pn_run *run,
 		     struct pn_fresh_end *end)
 {
 	char rank[16], nranks[16], root[300], tmo[32], sz[32], cookie[80];
 	const char *sysroot = pn_sysfs_root();
 	double t = pn_boot_timeout(c->boot);
-	const char *argv[24], *env[FRESH_ENV_MAX + 2];
+	const char *argv[28], *env[FRESH_ENV_MAX + 3];
 	int n = 0, ret;
 
 	for (n = 0; add && add[n] && n < FRESH_ENV_MAX; n++)
 		env[n] = add[n];
 	snprintf(cookie, sizeof(cookie), "PENNY_COOKIE=%s", go->secret);
 	env[n++] = cookie;
+	/* rank 0's child: the listening socket, as its descriptor 3 */
+	if (lfd >= 0)
+		env[n++] = "PENNY_ROOT_FD=3";
 	env[n] = NULL;
 	snprintf(rank, sizeof(rank), "%d", c->rank);
 	snprintf(nranks, sizeof(nranks), "%d", c->nranks);
@@ -245,9 +254,15 @@ static int run_child(const struct pn_check *c, const struct fresh_go *go,
 		argv[n++] = "--sysfs-root";
 		argv[n++] = sysroot;
 	}
+	/* the job's own choice of transport (its environment's knobs are the
+	 * child's environment already) */
+	if (c->transport) {
+		argv[n++] = "--transport";
+		argv[n++] = c->transport;
+	}
 	argv[n] = NULL;
 	*run = (struct pn_run){ .argv = argv, .env = env, .timeout = t * 0.8,
-				.out_max = AB_OUT_MAX };
+				.out_max = AB_OUT_MAX, .pass_fd = lfd >= 0 ? lfd : 0 };
 	ret = pn_run(run);
 	if (ret < 0)
 		return ret;
@@ -265,7 +280,7 @@ int pn_check_fresh_job(struct pn_check *c, int ok, const char *no, const char *c
 	struct pn_fresh_end end = { 0 };
 	struct fresh_go go = { 0 };
 	struct fresh_ok { int32_t ok; char no[120]; } mine = { .ok = ok }, *oks;
-	int r, ret;
+	int r, ret, lfd = -1;
 
 	*run = (struct pn_run){ 0 };
 	why[0] = 0;
@@ -283,12 +298,14 @@ int pn_check_fresh_job(struct pn_check *c, int ok, const char *no, const char *c
 			snprintf(go.why, sizeof(go.why), "rank %d (node %.40s) %s", r,
 				 pn_boot_node_name(c->boot, r), oks[r].no);
 		} else {
-			make_go(c, &go);
+			make_go(c, &go, &lfd);
 		}
 	}
 	free(oks);
 	if (!ret)
 		ret = pn_boot_bcast(c->boot, &go, sizeof(go), 0);
+	if ((ret || !go.go) && lfd >= 0)
+		close(lfd);
 	if (ret)
 		return ret;
 	go.host[sizeof(go.host) - 1] = go.secret[sizeof(go.secret) - 1] = 0;
@@ -297,7 +314,9 @@ int pn_check_fresh_job(struct pn_check *c, int ok, const char *no, const char *c
 		snprintf(why, wlen, "%s", go.why);
 		return 1;
 	}
-	ret = run_child(c, &go, env, size, run, &end);
+	ret = run_child(c, &go, lfd, env, size, run, &end);
+	if (lfd >= 0)
+		close(lfd);
 	/* every rank reports, also one whose child could not start */
 	if (ret) {
 		end.failed = 1;

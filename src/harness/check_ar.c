@@ -61,6 +61,7 @@ struct ar_req {
 	int nsizes, iters;
 	double timeout;
 	const char *tune_file;	/* the check's knobs (check.h) */
+	const char *transport;
 	const char *ib_hca;
 	int ib_disable;
 	const struct pn_xnode_env *xnode;
@@ -86,7 +87,8 @@ static int ar_sweep(struct pn_boot *b, const struct ar_req *rq, struct ar_meas *
 {
 	enum pn_algo algo = PN_ALGO_AUTO;
 	struct pn_arjob_cfg jc = {
-		.comm = { .nchannels = 1, .ib_hca = rq->ib_hca, .ib_disable = rq->ib_disable },
+		.comm = { .nchannels = 1, .transport = rq->transport, .ib_hca = rq->ib_hca,
+			  .ib_disable = rq->ib_disable },
 		.tune_file = rq->tune_file, .backends = rq->backend, .algos = &algo, .nalgos = 1,
 		.max_bytes = rq->sizes[rq->nsizes - 1],
 		.gpu = { .algos = "auto", .ndev = -1, .xnode = rq->xnode },
@@ -196,6 +198,7 @@ static void ar_sizes(const struct pn_check *c, struct ar_req *rq)
 	rq->iters = c->quick ? 5 : 20;
 	rq->timeout = c->timeout;
 	rq->tune_file = c->tune_file;
+	rq->transport = c->transport;
 	rq->ib_hca = c->ib_hca;
 	rq->ib_disable = c->ib_disable;
 	rq->xnode = c->xnode;

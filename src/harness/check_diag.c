@@ -293,6 +293,16 @@ int pn_check_diag_need(struct pn_check *c, uint32_t *out)
 	return 0;
 }
 
+double pn_check_diag_bound(const struct pn_check *c)
+{
+	const char *list = c->backends ? c->backends : "cuda,nccl", *p;
+	int nplugins = 1;
+
+	for (p = list; *p; p++)
+		nplugins += *p == ',';
+	return 2 * c->timeout + 10 + nplugins * c->timeout;
+}
+
 int pn_check_diag_verdict(struct pn_check *c)
 {
 	char ev[PN_VERDICT_DETAIL] = "", det[PN_VERDICT_DETAIL];

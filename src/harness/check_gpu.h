@@ -58,7 +58,7 @@ int pn_checkgpu_busid_eq(const char *a, const char *b);
  * shared with it (zeroed first).  The child's return value (0 or a negative
  * errno) comes back with its message (the child's pn_errmsg); a child that
  * dies or outlives timeout seconds (then killed) is -EIO / -ETIMEDOUT with
- * a message saying so.
+ * a message saying so.  The child dies with the caller (SIGKILL).
  */
 int pn_checkgpu_child(int (*fn)(void *arg, void *out), void *arg, void *out, size_t outlen,
 		      double timeout, const char *what);

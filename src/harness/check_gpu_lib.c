@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 /* ------------------------------------------------------------ the rates */
@@ -129,7 +130,7 @@ int pn_checkgpu_child(int (*fn)(void *arg, void *out), void *arg, void *out, siz
 	struct child_shared *sh;
 	double t0 = pn_now();
 	int status = 0, ret;
-	pid_t pid, w;
+	pid_t pid, w, self = getpid();
 
 	sh = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED)
@@ -143,6 +144,11 @@ int pn_checkgpu_child(int (*fn)(void *arg, void *out), void *arg, void *out, siz
 		return ret;
 	}
 	if (pid == 0) {
+		/* it dies with this process: the sockets of a job it holds too
+		 * close with a killed rank, and the others learn it at once */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != self)
+			_exit(1);
 		ret = fn(arg, (char *)sh + CHILD_OUT_OFF);
 		if (ret)
 			snprintf(sh->msg, sizeof(sh->msg), "%s", pn_errmsg(ret));

@@ -84,6 +84,34 @@ int pn_ranks_nic_allowed(const char *hca, const char *nic)
 	return exclude ? !hit : hit;
 }
 
+int pn_ranks_shared_gpu(const struct pn_rank_use *r, int n, int i)
+{
+	int j;
+
+	for (j = 0; r[i].gpu >= 0 && j < n; j++)
+		if (j != i && r[j].gpu >= 0 && !strcmp(r[i].host, r[j].host) &&
+		    !strcmp(r[i].busid, r[j].busid))
+			return j;
+	return -1;
+}
+
+int pn_ranks_describe_busid(const char *desc, char *busid, size_t len)
+{
+	const char *p;
+	unsigned d, b, s, f;
+	int n;
+
+	for (p = desc ? strchr(desc, '(') : NULL; p; p = strchr(p + 1, '(')) {
+		n = -1;
+		if (strspn(p + 1, "0123456789abcdefABCDEF:.") == 12 &&
+		    sscanf(p + 1, "%4x:%2x:%2x.%1x)%n", &d, &b, &s, &f, &n) == 4 && n == 13) {
+			snprintf(busid, len, "%04x:%02x:%02x.%x", d, b, s, f);
+			return 0;
+		}
+	}
+	return -1;
+}
+
 void pn_ranks_audit(const struct pn_rank_use *r, int n, enum pn_verdict *v, char (*det)[160])
 {
 	int i, j;
@@ -98,15 +126,12 @@ void pn_ranks_audit(const struct pn_rank_use *r, int n, enum pn_verdict *v, char
 			snprintf(det[i], 160, "%s", r[i].why[0] ? r[i].why : "its GPU is unknown");
 			continue;
 		}
-		for (j = 0; j < n; j++)
-			if (j != i && r[j].gpu >= 0 && !strcmp(r[i].host, r[j].host) &&
-			    !strcmp(r[i].busid, r[j].busid)) {
-				v[i] = PN_FAIL;
-				snprintf(det[i], 160, "ranks %d and %d share %s (%s) on %s: set "
-					 "CUDA_VISIBLE_DEVICES per local rank, or start fewer ranks",
-					 r[i].rank, r[j].rank, r[i].gpu_name, r[i].busid, r[i].host);
-				break;
-			}
+		if ((j = pn_ranks_shared_gpu(r, n, i)) >= 0) {
+			v[i] = PN_FAIL;
+			snprintf(det[i], 160, "ranks %d and %d share %s (%s) on %s: set "
+				 "CUDA_VISIBLE_DEVICES per local rank, or start fewer ranks",
+				 r[i].rank, r[j].rank, r[i].gpu_name, r[i].busid, r[i].host);
+		}
 		if (v[i] != PN_PASS)
 			continue;
 		if (r[i].nic[0] && r[i].path >= PN_PATH_NODE && r[i].best_path >= 0 &&

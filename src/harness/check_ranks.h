@@ -9,6 +9,8 @@
 
 #include "base/verdict.h"
 
+#include <stddef.h>
+
 /* What one rank uses (fixed size: it travels in an allgather). */
 struct pn_rank_use {
 	int rank;
@@ -35,6 +37,19 @@ int pn_ranks_visible(const char *cvd, int local_rank, int ngpus);
  * syntax: a list of name prefixes with optional ":port", "=" for exact
  * names, "^" to exclude.  NULL or "": every NIC. */
 int pn_ranks_nic_allowed(const char *hca, const char *nic);
+
+/*
+ * One GPU, two ranks (the audit's rule, and allreduce-test's on the GPU
+ * the plugin opened): the index of another rank of r[0..n) whose GPU is
+ * known and on r[i]'s host at r[i]'s PCI address; -1 none.
+ */
+int pn_ranks_shared_gpu(const struct pn_rank_use *r, int n, int i);
+/*
+ * The PCI address a GPU plugin's describe() line names in parentheses
+ * ("NVIDIA H100 80GB HBM3 (0000:18:00.0) sm_90 ..."), in busid as
+ * "dddd:bb:dd.f" (lower case): 0, or -1 when it names none.
+ */
+int pn_ranks_describe_busid(const char *desc, char *busid, size_t len);
 
 /*
  * The audit of n ranks: v[i] and det[i] for rank r[i]: FAIL when another

@@ -6,6 +6,7 @@
  * (CUDA events; -G: CUDA graphs) and checks it exactly.
  */
 #define _GNU_SOURCE
+#include "harness/check_ranks.h"
 #include "harness/sweep.h"
 
 #include "engine/boot.h"
@@ -334,6 +335,51 @@ static int xnode_env(const struct pn_xnode_env *e, struct pn_gpucoll_cfg *cfg, c
 	return ret;
 }
 
+/*
+ * Two ranks of one node on one GPU (collective): every rank's GPU as its
+ * plugin's describe() names it (its PCI address; 16 bytes a rank in the
+ * allgather), the audit's rule (check_ranks.h) over the ranks of each
+ * node.  A GPU shared runs every backend many times slower and NCCL
+ * refuses it ("Duplicate GPU detected"): -EINVAL naming the ranks, the GPU
+ * and the node, agreed on every rank.  A plugin that names no address is
+ * not judged.
+ */
+static int shared_gpu(struct gpu *g)
+{
+	struct pn_boot *b = g->c->boot;
+	int n = g->c->nranks, me = g->c->rank, i, j = -1, dup = 0, ret;
+	struct pn_rank_use *r = calloc((size_t)n, sizeof(*r));
+	char (*ids)[16] = calloc((size_t)n, sizeof(*ids)), mine[16] = "";
+
+	ret = pn_boot_agree_err(b, r && ids ? 0 : pn_err(-ENOMEM, "out of memory"), 1, NULL);
+	if (!ret) {
+		pn_ranks_describe_busid(pn_gpucoll_describe(g->gc), mine, sizeof(mine));
+		ret = pn_boot_allgather(b, mine, ids, sizeof(mine));
+	}
+	if (ret)
+		goto out;
+	for (i = 0; i < n; i++) {
+		r[i].rank = i;
+		memcpy(r[i].busid, ids[i], sizeof(r[i].busid) - 1);
+		pn_wire_printable(r[i].busid, sizeof(r[i].busid));
+		r[i].gpu = r[i].busid[0] ? 0 : -1;
+		snprintf(r[i].host, sizeof(r[i].host), "%s", pn_boot_host_id(b, i));
+	}
+	/* this node's ranks: the first with a partner, and that one (a later rank) */
+	for (i = 0; i < n && j < 0; i++)
+		if (pn_boot_node(b, i) == pn_boot_node(b, me) && (j = pn_ranks_shared_gpu(r, n, i)) >= 0)
+			dup = pn_err(-EINVAL, "ranks %d and %d share one GPU (%s, as the %s plugin names "
+				     "it) on %.60s: give each rank of a node its own (--gpus, or "
+				     "CUDA_VISIBLE_DEVICES per local rank)", i, j, r[i].busid, g->be.name,
+				     pn_boot_node_name(b, i));
+	/* every rank stops, with the first such node's reason */
+	ret = pn_boot_agree_err(b, dup, 0, NULL);
+out:
+	free(r);
+	free(ids);
+	return ret;
+}
+
 int pn_sweep_gpu_open(struct pn_sweep_backend **out, struct pn_coll *coll,
 		      const struct pn_sweep_gpu_cfg *o)
 {
@@ -390,6 +436,8 @@ int pn_sweep_gpu_open(struct pn_sweep_backend **out, struct pn_coll *coll,
 	if (ret == -ENOMEM)
 		snprintf(why, sizeof(why), "out of memory");
 	ret = agree(g, ret ? why : NULL);
+	if (!ret)
+		ret = shared_gpu(g);
 	if (ret)
 		goto fail;
 	g->graph = o->graph;

@@ -79,7 +79,7 @@ test_expect_success 'allreduce-test: every data or schedule option is compared (
 test_expect_success 'allreduce-test: 1K and 1024 agree; per-rank options (--gpus, --csv) are not compared' '
 	job allreduce-test 2 "$ar --csv a.csv" "-b 1024 -e 4096 -n 1 -w 0" &&
 	test "$rc0$rc1" = 00 && grep -q "Out of bounds values : 0 OK" out0 && test ! -s err1 &&
-	job allreduce-test 2 "$ar --backend fakeall --gpus 0,1" "$ar --backend fakeall --gpus 1,0" &&
+	job allreduce-test 2 "$ar --backend fakeall --gpus 0,1" "$ar --backend fakeall --gpus 1,1" &&
 	test "$rc0$rc1" = 00 && grep -q "Out of bounds values : 0 OK" out0
 '
 

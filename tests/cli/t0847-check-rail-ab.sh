@@ -22,9 +22,9 @@ printf 'allreduce.size = 65536\nallreduce.min-busbw = 1000\njob.median-margin = 
 printf 'allreduce.size = 65536\nallreduce.min-busbw = 0.000001\njob.median-margin = 1\n' >meet.conf
 
 export PENNY_PLUGIN_PATH=$BUILD/tests/plugins/nccl PENNY_IB_DISABLE=1
-# job TREE CONF TIMEOUT: the job of four ranks (checkjob.sh) on the allreduce
+# job TREE CONF TIMEOUT [ARGS]: the job of four ranks (checkjob.sh) on the allreduce
 job() {
-	job4 --sysfs-root "$1" --timeout "$3" --quick --only allreduce --backend nccl --config "$2"
+	job4 --sysfs-root "$1" --timeout "$3" --quick --only allreduce --backend nccl --config "$2" "${@:4}"
 }
 # row TARGET: rank 0's row of check allreduce, node job, TARGET
 row() {
@@ -75,6 +75,41 @@ for c in "die 2|rank 2 (node n1) failed: died of signal 6 (Aborted)" \
 		for r in 1 2 3; do test ! -s err$r || exit 1; done
 	'
 done
+
+test_expect_success 'the job.s --transport: its allreduce and the fresh ranks of the A/B use it' '
+	job n1 miss.conf 10 --transport verbs && test "$rc" = 1111 &&
+	row job | grep -q "^FAIL None None | host allreduce did not run: --transport verbs: rank 0 .* has no ACTIVE RDMA port" &&
+	{ FAKE_NCCL_PINNED=hang FAKE_NCCL_PINNED_RANK=1 job "$PWD/n1" miss.conf 6 --transport tcp >/dev/null & } &&
+	for i in $(seq 100); do
+		ps -eo args | grep "[a]llreduce-test .*--sysfs-root $PWD/n1" >args; test "$(wc -l <args)" = 4 && break
+		sleep 0.1
+	done; wait && cat args && test "$(wc -l <args)" = 4 && ! grep -v -- " --transport tcp" args &&
+	row job-rail | grep -q "rank 1 (node n0) failed: did not end in 4.8 s: killed"
+'
+
+# tests/preload/steal-port.so: a stranger listens on every port penny check
+# closes, at once (the old A/B closed its port for rank 0's child to bind)
+steal() {
+	PENNY_TEST_STEAL_PORT=1 LD_PRELOAD=$BUILD/tests/preload/steal-port.so \
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 "$@"
+}
+test_expect_success 'a stranger takes every port check lets go: the A/B runs all the same' '
+	steal job n1 miss.conf 10 && test "$rc" = 1111 && row job-rail >ab && cat ab &&
+	grep -q "^FAIL [0-9.e-]* 1000 | NCCL_IB_HCA pinned to each GPU.s rail NIC (mlx5_0:1 mlx5_3:1): .* as run (65536 B, 4 ranks)$" ab
+'
+
+test_expect_success 'PENNY_ROOT_FD: a listening socket on --root.s port of rank 0, else one line, exit 2' '
+	for bad in "x|is not a descriptor number above 2" "2|is not a descriptor number above 2" "+3|above 2" \
+		"99999999999|is not a descriptor number above 2" \
+		"0 |is not a descriptor number above 2" \
+		"3|=3 is not a TCP socket listening on port 9 (--root 127.0.0.1:9)"; do
+		PENNY_ROOT_FD=${bad%%|*} test_exit 2 penny allreduce-test --rank 0 --nranks 2 \
+			--root 127.0.0.1:9 --timeout 1 2>err 3<miss.conf && cat err &&
+		test "$(wc -l <err)" = 1 && grep -q "PENNY_ROOT_FD.*${bad#*|}" err || exit 1
+	done &&
+	PENNY_ROOT_FD=3 test_exit 2 penny allreduce-test --rank 1 --nranks 2 --root 127.0.0.1:9 \
+		--timeout 1 2>err && grep -q "PENNY_ROOT_FD is for rank 0 of a job with --root" err
+'
 
 test_expect_success 'a rank without a rail NIC: the A/B SKIPs, saying which' '
 	job nonic miss.conf 10 && test "$rc" = 1111 &&

@@ -127,10 +127,47 @@ TEST(audit)
 	}
 }
 
+/* The PCI address a plugin's describe() names: the GPU allreduce-test compares. */
+TEST(describe_busid)
+{
+	char b[16];
+
+	CHECK_EQ_INT(pn_ranks_describe_busid("NVIDIA H100 80GB HBM3 (0000:1A:00.0) sm_90 132 SMs, "
+					     "CUDA driver 12.4", b, sizeof(b)), 0);
+	CHECK_STR(b, "0000:1a:00.0");
+	CHECK_EQ_INT(pn_ranks_describe_busid("fake device -1 of rank 0/2 (x) (0000:03:00.1)", b,
+					     sizeof(b)), 0);
+	CHECK_STR(b, "0000:03:00.1");
+	CHECK_EQ_INT(pn_ranks_describe_busid("fake device 1 of rank 0/2", b, sizeof(b)), -1);
+	CHECK_EQ_INT(pn_ranks_describe_busid("(0000:03:00.1", b, sizeof(b)), -1);
+	CHECK_EQ_INT(pn_ranks_describe_busid("(0000:03:00.10)", b, sizeof(b)), -1);
+	CHECK_EQ_INT(pn_ranks_describe_busid("(00000:3:00.1)", b, sizeof(b)), -1);
+	CHECK_EQ_INT(pn_ranks_describe_busid(NULL, b, sizeof(b)), -1);
+}
+
+/* Two ranks on one host and address share a GPU; another host, or an unknown GPU, not. */
+TEST(shared_gpu)
+{
+	struct pn_rank_use r[4] = {
+		{ .rank = 0, .gpu = 0, .host = "a", .busid = "0000:18:00.0" },
+		{ .rank = 1, .gpu = 0, .host = "b", .busid = "0000:18:00.0" },
+		{ .rank = 2, .gpu = -1, .host = "a", .busid = "0000:18:00.0" },
+		{ .rank = 3, .gpu = 1, .host = "b", .busid = "0000:18:00.0" },
+	};
+
+	CHECK_EQ_INT(pn_ranks_shared_gpu(r, 4, 0), -1);
+	CHECK_EQ_INT(pn_ranks_shared_gpu(r, 4, 1), 3);
+	CHECK_EQ_INT(pn_ranks_shared_gpu(r, 4, 2), -1);
+	CHECK_EQ_INT(pn_ranks_shared_gpu(r, 4, 3), 1);
+	CHECK_EQ_INT(pn_ranks_shared_gpu(r, 3, 1), -1);
+}
+
 int main(void)
 {
 	RUN(visible);
 	RUN(hca);
 	RUN(audit);
+	RUN(describe_busid);
+	RUN(shared_gpu);
 	return unit_done();
 }

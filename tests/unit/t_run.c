@@ -10,6 +10,7 @@
 #include "base/run.h"
 #include "base/util.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -125,6 +126,53 @@ TEST(no_descriptor_of_ours)
 	close(fd);
 }
 
+/* What the child wrote to its descriptor 3, passed as descriptor num. */
+static int through(int num, char *buf, size_t len)
+{
+	static const char *argv[] = { "/bin/sh", "-c", "echo through >&3; "
+				      "if [ -e /proc/self/fd/4 ]; then echo leaked; fi", NULL };
+	struct pn_run r = { .argv = argv, .timeout = 5, .out_max = 4096, .pass_fd = num };
+	int p[2], saved = fcntl(num, F_DUPFD_CLOEXEC, 20), ret;
+	ssize_t n;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -1;
+	if (p[0] == num) {	/* the read end elsewhere */
+		p[0] = fcntl(num, F_DUPFD_CLOEXEC, 30);
+		close(num);
+	}
+	if (p[0] < 0 || dup3(p[1], num, O_CLOEXEC) != num)
+		return -1;
+	close(p[1]);
+	ret = pn_run(&r);
+	close(num);
+	if (saved >= 0) {
+		dup3(saved, num, O_CLOEXEC);
+		close(saved);
+	}
+	n = read(p[0], buf, len - 1);
+	buf[n > 0 ? n : 0] = 0;
+	close(p[0]);
+	if (!ret && r.out_len)
+		ret = 1;	/* "leaked" */
+	pn_run_release(&r);
+	return ret;
+}
+
+/* The descriptor it passes is the child's 3 (also 3 itself, close-on-exec), no other. */
+TEST(passes_one_descriptor)
+{
+	struct pn_run r = { 0 };
+	char buf[64];
+
+	CHECK_EQ_INT(through(10, buf, sizeof(buf)), 0);
+	CHECK_STR(buf, "through\n");
+	CHECK_EQ_INT(through(3, buf, sizeof(buf)), 0);
+	CHECK_STR(buf, "through\n");
+	r.pass_fd = 2;
+	CHECK_EQ_INT(pn_run(&r), -EINVAL);
+}
+
 int main(void)
 {
 	RUN(output_and_env);
@@ -132,5 +180,6 @@ int main(void)
 	RUN(deadline);
 	RUN(output_bounded);
 	RUN(no_descriptor_of_ours);
+	RUN(passes_one_descriptor);
 	return unit_done();
 }
