@@ -324,6 +324,8 @@ test_expect_success 'ranks of two nodes (PENNY_NODE_ID) on the GPU of the same i
 		PENNY_NODE_ID=n$r penny allreduce-test --rank $r --nranks 2 --root 127.0.0.1:$port \
 			--timeout 10 --backend fake -b 1K -e 1K >out$r 2>err$r & eval p$r=$!
 	done; wait $p0; rc0=$?; wait $p1; rc1=$? && test "$rc0 $rc1" = "0 0" &&
-	test "$(grep -c "^#  Rank   [01] fake: fake device -1 .* (0000:00:00.0)$" out0)" = 2
+	test "$(grep -c "^#  Rank   [01] fake: fake device -1 .* (0000:00:00.0)$" out0)" = 2 &&
+	cat err0 && one_line err0 && test ! -s err1 &&
+	grep -q "rank 0: warning: ranks 0 and 1, on emulated nodes n0 and n1 of one host, share one GPU (0000:00:00.0): the times measure the GPU shared" err0
 '
 test_done
