@@ -125,6 +125,17 @@ static int check_string(const char *cmd, const struct pn_opt *o, const char *arg
 		fprintf(stderr, "penny %s: %s '%s' has an empty element\n", cmd, spelled, arg);
 		return -EINVAL;
 	}
+	if ((flags & OPT_F_CHOICE) && o->choices) {
+		const char *c = o->choices;
+		size_t n = strlen(arg);
+
+		for (; *c; c += strcspn(c, " "), c += *c == ' ')
+			if (strcspn(c, " ") == n && !strncmp(c, arg, n))
+				return 0;
+		fprintf(stderr, "penny %s: %s must be one of: %s; got '%s'\n", cmd, spelled, o->choices,
+			arg);
+		return -EINVAL;
+	}
 	return 0;
 }
 

@@ -33,6 +33,7 @@ enum pn_opt_type {
 #define OPT_F_RANGE (1u << 0)	 /* numeric value (OPT_OPTSTRING: when given) in [min, max] */
 #define OPT_F_LIST (1u << 1)	 /* comma list: no empty element */
 #define OPT_F_EMPTY_OK (1u << 2) /* a string value may be "" */
+#define OPT_F_CHOICE (1u << 3)	 /* a string value must be one of the choices */
 
 /*
  * What the table says about a value beyond its type: its range, list-ness.
@@ -52,6 +53,7 @@ struct pn_opt_ext {
 
 #define OPT_RANGE(lo, hi) (&(const struct pn_opt_ext){ .min = (lo), .max = (hi), .flags = OPT_F_RANGE })
 #define OPT_LIST (&(const struct pn_opt_ext){ .flags = OPT_F_LIST })
+#define OPT_ONE_OF (&(const struct pn_opt_ext){ .flags = OPT_F_CHOICE })
 
 struct pn_opt {
 	const char *lng;

@@ -67,7 +67,7 @@ static const struct pn_opt launch_options[] = {
 	  OPT_RANGE(0.01, 86400) },
 	{ "transport", 0, OPT_STRING, &pn_cli.transport, "NAME",
 	  "force a transport between ranks: shm, tcp, verbs (default: probe)", "shm tcp verbs",
-	  NULL },
+	  OPT_ONE_OF },
 	OPT_TABLE_END
 };
 

@@ -93,6 +93,6 @@ test_expect_success 'bad arguments: one line, exit 2' '
 	test_exit 2 ar -b 2M -e 1M 2>err && test "$(wc -l <err)" -eq 1 &&
 	test_exit 2 ar -f 0.5 2>err && test "$(wc -l <err)" -eq 1 &&
 	test_exit 2 ar --np 0 2>err && test "$(wc -l <err)" -eq 1 &&
-	test_exit 2 ar --transport carrier-pigeon 2>err && grep -q "unknown transport" err
+	test_exit 2 ar --transport carrier-pigeon 2>err && grep -q "must be one of: shm tcp verbs" err
 '
 test_done
