@@ -16,7 +16,7 @@ test_expect_success '4 ranks over verbs, split across rxe0 and rxe1: every algor
 	test "$(grep -c "Out of bounds values : 0 OK" out)" -eq 6 && ! grep -q FAILED out
 '
 test_expect_success 'two nodes x 2 ranks: verbs chosen between nodes, shm inside, hierarchical' '
-	port=$((20000 + RANDOM % 20000)) pids=
+	port=$(rand_port) pids=
 	for r in 1 2 3; do
 		PENNY_NODE_ID=n$((r / 2)) "$PENNY" allreduce-test --rank $r --nranks 4 \
 			--root 127.0.0.1:$port --timeout 60 -n 2 -w 1 --algo hierarchical,ring \

@@ -49,7 +49,7 @@ timed() {
 # ------------------------------------------------------------ penny check --
 # penny_check ARGS: the job as guest/check.sh runs it; rank 0's JSON in pc.json
 penny_check() {
-	local port=$((20000 + RANDOM % 20000)) pids= r dev node rc p
+	local port=$(rand_port) pids= r dev node rc p
 	for r in 1 2 3; do
 		if [ $r -lt 2 ]; then dev=rxe0,rxe2 node=a; else dev=rxe1,rxe3 node=b; fi
 		PENNY_NODE_ID=$node "$PENNY" check --rank $r --nranks 4 --root 127.0.0.1:$port \
@@ -118,7 +118,7 @@ ar_node() {
 
 # ar_job ARGS: the job's 4 ranks, 2 per node, as penny check is launched
 ar_job() {
-	local port=$((20000 + RANDOM % 20000)) pids= r rc=0 p
+	local port=$(rand_port) pids= r rc=0 p
 	for r in 1 2 3; do
 		PENNY_NODE_ID=$([ $r -lt 2 ] && echo a || echo b) "$PENNY" allreduce-test --rank $r \
 			--nranks 4 --root 127.0.0.1:$port --timeout 60 "$@" >/dev/null 2>arj.err$r &

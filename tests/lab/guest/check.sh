@@ -23,7 +23,7 @@ CONF
 # run_check OUT ARGS: the job; rank 0's --json in OUT, its exit status returned
 # (node b's NICs in rail order: $B_DEVS, rxe1,rxe3 unless set)
 run_check() {
-	local out=$1 port=$((20000 + RANDOM % 20000)) pids= r dev node rc p
+	local out=$1 port=$(rand_port) pids= r dev node rc p
 	shift
 	for r in 1 2 3; do
 		if [ $r -lt 2 ]; then dev=rxe0,rxe2 node=a; else dev=${B_DEVS:-rxe1,rxe3} node=b; fi

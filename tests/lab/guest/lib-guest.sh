@@ -29,6 +29,11 @@ v4gid() {
 	printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n' "$a" "$b" "$c" "$d"
 }
 
+# A rendezvous port for one job: below the kernel's ephemeral range (from
+# 32768 by default), where a live outgoing connection of an earlier job can
+# hold the port and make the listen fail ("Address already in use").
+rand_port() { echo $((20000 + RANDOM % 12000)); }
+
 # wait_listen PORT: until a TCP listener is on PORT (at most 10 s)
 wait_listen() {
 	local i

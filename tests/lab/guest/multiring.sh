@@ -44,7 +44,7 @@ rails_pair_up() {
 }
 
 run_job() {
-	local port=$((20000 + RANDOM % 20000)) pids= r hca node
+	local port=$(rand_port) pids= r hca node
 	for r in 1 2 3; do
 		if [ $r -lt 2 ]; then hca=rxe0,rxe2 node=a; else hca=rxe1,rxe3 node=b; fi
 		PENNY_IB_HCA=$hca PENNY_NODE_ID=$node "$PENNY" allreduce-test --rank $r --nranks 4 \
@@ -80,7 +80,7 @@ test_expect_success 'rails follow the channels: each rank opened rail 0 and rail
 
 # run_plan_job ARGS: 2 x 2 ranks, nodes a and b, no PENNY_IB_HCA
 run_plan_job() {
-	local port=$((20000 + RANDOM % 20000)) pids= r node rc=0
+	local port=$(rand_port) pids= r node rc=0
 	for r in 1 2 3; do
 		if [ $r -lt 2 ]; then node=a; else node=b; fi
 		PENNY_NODE_ID=$node "$PENNY" allreduce-test --rank $r --nranks 4 \

@@ -17,7 +17,7 @@ exact() {
 # hosts N ARGS: N ranks, rank r on host h$r (rank 0 on the VM's own name),
 # NIC rxe(r % 2) as its rail (PENNY_IB_HCA); rank 0's output in out.
 hosts() {
-	local n=$1 port=$((20000 + RANDOM % 20000)) r pids= rc
+	local n=$1 port=$(rand_port) r pids= rc
 	shift
 	for ((r = 1; r < n; r++)); do
 		PENNY_IB_HCA=rxe$((r % 2)) unshare -u sh -c 'hostname "$0" && exec "$@"' h$r \
@@ -44,7 +44,7 @@ test_expect_success 'auto between hosts with RDMA ports: verbs, every type x op 
 	test $(($(pkts rxe0 sent_pkts) - s0)) -gt 1000 && test $(($(pkts rxe1 sent_pkts) - s1)) -gt 1000
 '
 test_expect_success 'emulated nodes (PENNY_NODE_ID) 2 x 2, verbs forced, PENNY_XNODE_NIC, 3 QPs, slots wrap, -G' '
-	port=$((20000 + RANDOM % 20000)) pids=
+	port=$(rand_port) pids=
 	export PENNY_XNODE_TRANSPORT=verbs PENNY_XNODE_QPS=3 PENNY_XNODE_CHUNK=4096 PENNY_XNODE_SLOTS=2
 	s1=$(pkts rxe1 rcvd_pkts)
 	for r in 1 2 3; do
@@ -68,7 +68,7 @@ test_expect_success '3 hosts of one rank over verbs (rxe0, rxe1, rxe0), wrapping
 # kill -SIG the rank on host h1 after 3 s; rank 0 must fail within its
 # --timeout (10 s) plus slack, with one line naming rank 1
 peer_dies() {
-	local sig=$1 port=$((20000 + RANDOM % 20000)) victim start rc
+	local sig=$1 port=$(rand_port) victim start rc
 	PENNY_IB_HCA=rxe1 unshare -u sh -c 'hostname h1 && exec "$@"' sh "$PENNY" allreduce-test \
 		--rank 1 --nranks 2 --root 127.0.0.1:$port --timeout 10 --backend fake -b 8M -e 8M \
 		-n 100000 -w 0 >/dev/null 2>err1 &
