@@ -344,7 +344,7 @@ static int xnode_env(const struct pn_xnode_env *e, struct pn_gpucoll_cfg *cfg, c
  * and the node, agreed on every rank.  A plugin that names no address is
  * not judged.
  */
-static int shared_gpu(struct gpu *g, void (*o_log)(void *, int, const char *), void *o_log_arg)
+static int shared_gpu(struct gpu *g, const struct pn_sweep_gpu_cfg *o)
 {
 	struct pn_boot *b = g->c->boot;
 	int n = g->c->nranks, me = g->c->rank, i, j = -1, dup = 0, ret;
@@ -377,23 +377,22 @@ static int shared_gpu(struct gpu *g, void (*o_log)(void *, int, const char *), v
 	/*
 	 * Nodes emulated on one host (PENNY_NODE_ID) that share a GPU run, but
 	 * each call then costs milliseconds (measured: 2.25 ms for 2 x 2 on
-	 * 4 x H200, 6.8 ms for NCCL alike): rank 0 says so once.
+	 * 4 x H200, 6.8 ms for NCCL alike): rank 0 says so once.  The same
+	 * rule by hostname: no node has a shared GPU by now, so a pair it
+	 * finds is on two emulated nodes.
 	 */
-	for (i = 0; !ret && me == 0 && o_log && i < n; i++)
-		for (j = i + 1; j < n; j++)
-			if (r[i].busid[0] && !strcmp(r[i].busid, r[j].busid) &&
-			    pn_boot_node(b, i) != pn_boot_node(b, j) &&
-			    !strcmp(pn_boot_host(b, i), pn_boot_host(b, j))) {
-				char msg[300];
+	for (i = 0; i < n; i++)
+		snprintf(r[i].host, sizeof(r[i].host), "%s", pn_boot_host(b, i));
+	for (i = 0, j = -1; !ret && me == 0 && o->log && i < n && j < 0; i++)
+		if ((j = pn_ranks_shared_gpu(r, n, i)) >= 0) {
+			char msg[300];
 
-				snprintf(msg, sizeof(msg), "warning: ranks %d and %d, on emulated nodes %.40s "
-					 "and %.40s of one host, share one GPU (%s): the times measure "
-					 "the GPU shared, not the path between nodes (--gpus per node)",
-					 i, j, pn_boot_node_name(b, i), pn_boot_node_name(b, j), r[i].busid);
-				o_log(o_log_arg, PENNY_LOG_INFO, msg);
-				i = n;
-				break;
-			}
+			snprintf(msg, sizeof(msg), "warning: ranks %d and %d, on emulated nodes %.40s and "
+				 "%.40s of one host, share one GPU (%s): the times measure the GPU "
+				 "shared, not the path between nodes (--gpus per node)",
+				 i, j, pn_boot_node_name(b, i), pn_boot_node_name(b, j), r[i].busid);
+			o->log(o->log_arg, PENNY_LOG_INFO, msg);
+		}
 out:
 	free(r);
 	free(ids);
@@ -457,7 +456,7 @@ int pn_sweep_gpu_open(struct pn_sweep_backend **out, struct pn_coll *coll,
 		snprintf(why, sizeof(why), "out of memory");
 	ret = agree(g, ret ? why : NULL);
 	if (!ret)
-		ret = shared_gpu(g, o->log, o->log_arg);
+		ret = shared_gpu(g, o);
 	if (ret)
 		goto fail;
 	g->graph = o->graph;
