@@ -66,7 +66,7 @@ struct pn_check {
 	double timeout;			/* bound on every wait, seconds */
 	const char *plan_path;		/* --plan FILE for allreduce/rails, NULL: built from the topology */
 	const char *devspec;		/* RDMA devices to check (bw's -d syntax), NULL: the node's */
-	const char *backends;		/* GPU plugins to try, "cuda,nccl"; NULL: every one found */
+	const char *backends;		/* GPU plugins to try in order; NULL: pn_check_backend_list's */
 	const char *nccl_log;		/* --nccl-log FILE for nccl-path, NULL none */
 	const char *transport;		/* --transport between the allreduce's ranks, NULL: probed */
 	void (*progress)(void *arg, const char *check, const char *what); /* may be NULL */
@@ -93,6 +93,9 @@ struct pn_check {
 	int exit_code;			/* pn_verdict_exit_code of the job's list, on every rank */
 	char job_backend[16];		/* the backend the job's allreduce ran on, "" none */
 };
+
+/* The GPU plugins the checks try, in order: --backend's list, else "cuda,nccl". */
+const char *pn_check_backend_list(const struct pn_check *c);
 
 void pn_check_init(struct pn_check *c);
 /*

@@ -287,7 +287,7 @@ static int node_allreduce(struct pn_check *c)
 	memset(&rq, 0, sizeof(rq));
 	memset(&m, 0, sizeof(m));
 	ar_sizes(c, &rq);
-	gpu = ngpus > 0 && pick_plugin(c->backends ? c->backends : "cuda,nccl", rq.backend,
+	gpu = ngpus > 0 && pick_plugin(pn_check_backend_list(c), rq.backend,
 				       sizeof(rq.backend), why, sizeof(why));
 	if (!gpu)
 		snprintf(rq.backend, sizeof(rq.backend), "host");
@@ -331,7 +331,7 @@ static int job_allreduce(struct pn_check *c)
 {
 	struct ar_req rq;
 	struct ar_meas m;
-	const char *list = c->backends ? c->backends : "cuda,nccl";
+	const char *list = pn_check_backend_list(c);
 	double t0 = pn_now();
 	int ret = -ENOENT;
 

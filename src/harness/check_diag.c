@@ -295,7 +295,7 @@ int pn_check_diag_need(struct pn_check *c, uint32_t *out)
 
 double pn_check_diag_bound(const struct pn_check *c)
 {
-	const char *list = c->backends ? c->backends : "cuda,nccl", *p;
+	const char *list = pn_check_backend_list(c), *p;
 	int nplugins = 1;
 
 	for (p = list; *p; p++)

@@ -261,7 +261,7 @@ static int judge_matrix(struct pn_check *c, const struct copy_meas *m, double se
 int pn_check_gpucopy(struct pn_check *c)
 {
 	struct copy_meas *m;
-	struct copy_req rq = { .list = c->backends ? c->backends : "cuda,nccl" };
+	struct copy_req rq = { .list = pn_check_backend_list(c) };
 	double t0 = pn_now(), size = cfg_num(c, "gpu-copy.size", NULL), secs;
 	char what[64];
 	int ret;

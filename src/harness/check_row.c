@@ -78,3 +78,8 @@ int pn_check_port_selected(const struct pn_check *c, const char *dev, int port)
 	}
 	return 0;
 }
+
+const char *pn_check_backend_list(const struct pn_check *c)
+{
+	return c->backends ? c->backends : "cuda,nccl";
+}
