@@ -103,6 +103,13 @@ int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status
  */
 int pn_boot_run_ranks(int np, struct pn_boot_cfg *cfg, int (*fn)(struct pn_boot_cfg *cfg, void *arg),
 		      void *arg, int *status, char **report);
+/*
+ * The CPUs a launch from this process should spread its ranks over, as a
+ * bit mask of len bytes (bit c of byte c / 8: CPU c): the CPUs it had
+ * before a self-launcher pinned it to one core, else its affinity now.
+ * The number of CPUs set, or -errno.
+ */
+int pn_boot_home_cpus(uint8_t *mask, size_t len);
 /* A self-launched rank's line (len bytes, its '\n' included) to its
  * launcher, in one write: 0, or -errno (the launcher is gone). */
 int pn_boot_tell(const struct pn_boot_cfg *cfg, const char *line, size_t len);

@@ -395,9 +395,41 @@ int pn_boot_random(uint8_t *buf, size_t len)
 }
 
 /*
+ * The CPUs this process had before a self-launcher pinned it to one (a
+ * rank's "home"): what a launch of its own (check's node allreduce, run
+ * afresh) spreads its ranks over.  Unset: the process was never pinned.
+ */
+static cpu_set_t home_cpus;
+static int home_set;
+
+int pn_boot_home_cpus(uint8_t *mask, size_t len)
+{
+	cpu_set_t now;
+	const cpu_set_t *s = &home_cpus;
+	int cpu, n = 0;
+
+	if (!home_set) {
+		if (sched_getaffinity(0, sizeof(now), &now))
+			return -errno;
+		s = &now;
+	}
+	memset(mask, 0, len);
+	for (cpu = 0; cpu < CPU_SETSIZE && (size_t)cpu / 8 < len; cpu++)
+		if (CPU_ISSET(cpu, s)) {
+			mask[cpu / 8] |= (uint8_t)(1u << (cpu % 8));
+			n++;
+		}
+	return n;
+}
+
+/*
  * Like mpirun's default for small jobs: when every rank can have a core of
  * its own, pin rank i to the i-th allowed CPU (PENNY_BIND=none keeps them
  * free).  Busy-polling ranks then do not chase each other across cores.
+ * The CPUs allowed are the launcher's home (above) when it was itself a
+ * pinned rank: a nested launch from a pinned rank must not put all its
+ * ranks on that one core (check's node allreduce under --np ran every GPU
+ * rank on one CPU at half its speed).
  */
 static void bind_rank(int i, int np)
 {
@@ -405,16 +437,29 @@ static void bind_rank(int i, int np)
 	const char *b = getenv("PENNY_BIND");
 	int cpu, k = 0;
 
-	if ((b && !strcmp(b, "none")) || sched_getaffinity(0, sizeof(allowed), &allowed) ||
-	    np > CPU_COUNT(&allowed))
+	if (b && !strcmp(b, "none"))
 		return;
+	if (home_set)
+		allowed = home_cpus;
+	else if (sched_getaffinity(0, sizeof(allowed), &allowed))
+		return;
+	if (np > CPU_COUNT(&allowed)) {
+		/* not a core each: the ranks share the launcher's home */
+		if (home_set)
+			sched_setaffinity(0, sizeof(allowed), &allowed);
+		return;
+	}
 	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
 		if (!CPU_ISSET(cpu, &allowed))
 			continue;
 		if (k++ == i) {
 			CPU_ZERO(&one);
 			CPU_SET(cpu, &one);
-			sched_setaffinity(0, sizeof(one), &one);
+			home_cpus = allowed;
+			home_set = 1;
+			if (!sched_setaffinity(0, sizeof(one), &one))
+				PN_DBG(PN_LOG_BOOT, "rank %d of %d pinned to CPU %d (of %d)", i, np,
+				       cpu, CPU_COUNT(&allowed));
 			return;
 		}
 	}
