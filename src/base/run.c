@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,18 +39,23 @@ static char **make_env(const char *const *add)
 
 		m = eq ? (size_t)(eq - environ[i]) + 1 : strlen(environ[i]);
 		for (a = 0; a < k; a++)
-			if (!strncmp(add[a], environ[i], m))
+			if (strchr(add[a], '=') ? !strncmp(add[a], environ[i], m)
+						: eq && strlen(add[a]) == m - 1 &&
+							  !strncmp(add[a], environ[i], m - 1))
 				break;
 		if (a == k)
 			e[j++] = environ[i];
 	}
+	/* a NAME without '=' only removes NAME */
 	for (i = 0; i < k; i++)
-		e[j++] = (char *)add[i];
+		if (strchr(add[i], '='))
+			e[j++] = (char *)add[i];
 	return e;
 }
 
 /* In the child: async-signal-safe calls only (the caller may have threads). */
-static void child(const struct pn_run *r, char **env, int out, int err, pid_t parent)
+static void child(const struct pn_run *r, char **env, int out, int err, pid_t parent,
+		  const cpu_set_t *cpus)
 {
 	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	sigset_t none;
@@ -59,6 +65,8 @@ static void child(const struct pn_run *r, char **env, int out, int err, pid_t pa
 		_exit(127);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (cpus && sched_setaffinity(0, sizeof(*cpus), cpus))
+		_exit(127);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
 		_exit(127);
 	/* the one passed as 3 (dup2 clears close-on-exec; the same number keeps it) */
@@ -146,6 +154,8 @@ int pn_run(struct pn_run *r)
 	double deadline = pn_now() + r->timeout;
 	char **env;
 	pid_t pid, self = getpid();
+	cpu_set_t cpus;
+	int c;
 
 	r->out = NULL;
 	r->out_len = 0;
@@ -153,6 +163,14 @@ int pn_run(struct pn_run *r)
 	r->why[0] = 0;
 	if (r->pass_fd < 0 || (r->pass_fd > 0 && r->pass_fd < 3))
 		return pn_err(-EINVAL, "descriptor %d cannot be passed as 3", r->pass_fd);
+	if (r->cpus) {
+		CPU_ZERO(&cpus);
+		for (c = 0; c < CPU_SETSIZE && (size_t)c / 8 < r->cpus_len; c++)
+			if (r->cpus[c / 8] & (1u << (c % 8)))
+				CPU_SET(c, &cpus);
+		if (!CPU_COUNT(&cpus))
+			return pn_err(-EINVAL, "no CPU to run %s on", r->argv[0]);
+	}
 	env = make_env(r->env);
 	if (!env)
 		return pn_err(-ENOMEM, "out of memory for %s's environment", r->argv[0]);
@@ -166,7 +184,7 @@ int pn_run(struct pn_run *r)
 		goto fail;
 	}
 	if (pid == 0)
-		child(r, env, po[1], pe[1], self);
+		child(r, env, po[1], pe[1], self, r->cpus ? &cpus : NULL);
 	free(env);
 	env = NULL;
 	close(po[1]);

@@ -18,11 +18,16 @@
 struct pn_run {
 	/* in */
 	const char *const *argv;	/* argv[0] is the program's path; NULL-terminated */
-	const char *const *env;		/* "NAME=VALUE" to add or replace, NULL-terminated (NULL: none) */
+	const char *const *env;		/* "NAME=VALUE" to add or replace, "NAME" to remove,
+					 * NULL-terminated (NULL: none) */
 	double timeout;			/* seconds from the start to the kill (SIGKILL) */
 	size_t out_max;			/* stdout past this many bytes: the child is killed */
 	int pass_fd;			/* > 2: a descriptor the child gets as its descriptor 3
 					 * (0: none) */
+	const unsigned char *cpus;	/* the CPUs the child may run on, a bit mask of
+					 * cpus_len bytes (bit c of byte c / 8: CPU c);
+					 * NULL: the caller's */
+	size_t cpus_len;
 	/* out */
 	char *out;			/* stdout, NUL-terminated, malloc'ed (free it) */
 	size_t out_len;

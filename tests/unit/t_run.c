@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -173,8 +174,44 @@ TEST(passes_one_descriptor)
 	CHECK_EQ_INT(pn_run(&r), -EINVAL);
 }
 
+/* "NAME" without '=' removes NAME; a prefix of another name removes nothing else. */
+TEST(env_removed)
+{
+	const char *env[] = { "PN_T_GONE", "PN_T_NEW=1", NULL };
+	struct pn_run r;
+
+	setenv("PN_T_GONE", "there", 1);
+	setenv("PN_T_GONE_NOT", "kept", 1);
+	CHECK_EQ_INT(sh(&r, "echo \"${PN_T_GONE-unset} $PN_T_GONE_NOT $PN_T_NEW\"", env, 5, 4096),
+		     0);
+	CHECK_STR(r.out, "unset kept 1\n");
+	pn_run_release(&r);
+	unsetenv("PN_T_GONE");
+	unsetenv("PN_T_GONE_NOT");
+}
+
+/* The child runs on the CPUs it is given, whatever the caller's are. */
+TEST(cpus)
+{
+	unsigned char one[128] = { 0 }, none[128] = { 0 };
+	const char *argv[] = { "/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status", NULL };
+	struct pn_run r;
+
+	one[0] = 1;	/* CPU 0 */
+	r = (struct pn_run){ .argv = argv, .timeout = 5, .out_max = 4096, .cpus = one,
+			     .cpus_len = sizeof(one) };
+	CHECK_EQ_INT(pn_run(&r), 0);
+	CHECK(r.out && strstr(r.out, ":\t0\n"));
+	pn_run_release(&r);
+	r = (struct pn_run){ .argv = argv, .timeout = 5, .out_max = 4096, .cpus = none,
+			     .cpus_len = sizeof(none) };
+	CHECK_EQ_INT(pn_run(&r), -EINVAL);
+}
+
 int main(void)
 {
+	RUN(env_removed);
+	RUN(cpus);
 	RUN(output_and_env);
 	RUN(failures_say_why);
 	RUN(deadline);
