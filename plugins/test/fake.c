@@ -252,6 +252,8 @@ static void nccl_log(const struct penny_host_v1 *host, int device)
 #if !defined(FAKE_NOSYM) && !defined(FAKE_OLD_SIZE)
 /* PENNY_FAKE_CUDA_API: the CUDA driver API version this fake reports
  * (12040 for 12.4); unset, there is no driver. */
+static int fake_driver_up(void);
+
 static int fake_driver_version(int *version)
 {
 	const char *e = getenv("PENNY_FAKE_CUDA_API");
@@ -259,6 +261,8 @@ static int fake_driver_version(int *version)
 	long v = e ? strtol(e, &end, 10) : 0;
 
 	*version = 0;
+	if (fake_driver_up())
+		return -EIO;
 	if (!e || !*e || *end || v < 1 || v > 1000000)
 		return fail(-ENODEV, "no CUDA driver (PENNY_FAKE_CUDA_API unset)");
 	*version = (int)v;
@@ -266,10 +270,31 @@ static int fake_driver_version(int *version)
 }
 #endif
 
+/*
+ * Like the CUDA driver, initialised once per process by the first call
+ * that needs a device: a process forked after its parent initialised it
+ * cannot use it (cuInit's CUDA_ERROR_INITIALIZATION_ERROR, 3).  So a test
+ * with this plugin fails where penny touches the GPU library before it
+ * forks a child that needs it, as a real GPU node would.
+ */
+static int fake_driver_up(void)
+{
+	static pid_t up;
+
+	if (up && up != getpid())
+		return fail(-EIO, "cuInit: initialization error (CUDA error 3): the fake driver was "
+			    "initialised in process %d, which forked this one", (int)up);
+	up = getpid();
+	return 0;
+}
+
 static int fake_init(const struct penny_host_v1 *host, int device, void **be)
 {
 	struct fake *f;
+	int ret = fake_driver_up();
 
+	if (ret)
+		return ret;
 #ifdef FAKE_FAIL_INIT
 	return fail(-ENODEV, "fake device is missing");
 #endif
@@ -1017,7 +1042,10 @@ static int fake_bw(struct penny_bw_v1 *q)
 	int n = env ? atoi(env) : 2, i, j, it, iters = q->iters > 0 ? q->iters : 10;
 	size_t bytes = q->what == PENNY_BW_LATENCY ? 8 : (size_t)q->bytes;
 	char *src[PENNY_BW_MAX_DEV] = { 0 }, *dst[PENNY_BW_MAX_DEV] = { 0 };
-	int ret = 0;
+	int ret = fake_driver_up();
+
+	if (ret)
+		return ret;
 
 	if (n < 1 || n > PENNY_BW_MAX_DEV)
 		return fail(-ENODEV, "PENNY_FAKE_GPUS must be 1..16");
@@ -1080,7 +1108,10 @@ static int fake_hostbw(struct penny_hostbw_v1 *q)
 	int n = env ? atoi(env) : 2, i, it, dir, iters = q->iters > 0 ? q->iters : 10;
 	size_t bytes = (size_t)q->bytes;
 	char *host, *dev;
-	int ret = 0;
+	int ret = fake_driver_up();
+
+	if (ret)
+		return ret;
 
 	if (n < 1 || n > PENNY_BW_MAX_DEV)
 		return fail(-ENODEV, "PENNY_FAKE_GPUS must be 1..16");

@@ -141,6 +141,38 @@ static int setup(struct pn_check *c)
 	return ret;
 }
 
+/*
+ * The CPUs of this node's ranks (collective): each rank's home (the CPUs
+ * it had before a launcher pinned it), the union over the node.  The
+ * node's own allreduce spreads its ranks over them, never onto the one
+ * core its leader may be pinned to.
+ */
+static int node_cpus(struct pn_check *c)
+{
+	unsigned char *all;
+	size_t i;
+	int r, n, ret;
+
+	n = pn_boot_home_cpus(c->cpus, sizeof(c->cpus));
+	c->ncpus = n > 0 ? n : 0;
+	if (n < 0)
+		memset(c->cpus, 0, sizeof(c->cpus));
+	if (!c->boot || c->nranks < 2)
+		return 0;
+	all = calloc((size_t)c->nranks, sizeof(c->cpus));
+	if (!all)
+		return pn_err(-ENOMEM, "out of memory");
+	ret = pn_boot_allgather(c->boot, c->cpus, all, sizeof(c->cpus));
+	for (r = 0; !ret && r < c->nranks; r++)
+		if (pn_boot_node(c->boot, r) == c->node_index)
+			for (i = 0; i < sizeof(c->cpus); i++)
+				c->cpus[i] |= all[(size_t)r * sizeof(c->cpus) + i];
+	free(all);
+	for (c->ncpus = 0, i = 0; i < sizeof(c->cpus) * 8; i++)
+		c->ncpus += (c->cpus[i / 8] >> (i % 8)) & 1;
+	return ret;
+}
+
 int pn_check_run_one(struct pn_check *c, int id)
 {
 	int ret = 0;
@@ -456,6 +488,8 @@ int pn_check_run(struct pn_check *c)
 		ret = setup(c);
 	if (c->boot)
 		ret = pn_boot_agree_err(c->boot, ret, 1, NULL);
+	if (!ret)
+		ret = node_cpus(c);
 	if (ret)
 		return ret;
 	for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {

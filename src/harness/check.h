@@ -87,6 +87,10 @@ struct pn_check {
 	int rank, nranks;		/* 0, 1 alone */
 	int node_index, nnodes;		/* pn_boot_node(rank), pn_boot_nnodes; 0, 1 alone */
 	int node_leader;		/* this rank runs the node's own checks (local rank 0) */
+	/* the CPUs of this node's ranks (the union of their homes,
+	 * pn_boot_home_cpus): what the node's own allreduce runs on */
+	unsigned char cpus[128];
+	int ncpus;			/* CPUs set in cpus; 0: unknown (the caller's) */
 
 	/* out */
 	struct pn_verdict_list *results; /* this rank's; after pn_check_run on rank 0: the job's */

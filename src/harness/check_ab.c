@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE
 #include "harness/check.h"
+#include "harness/check_ar.h"
 #include "harness/check_cfg.h"
 #include "harness/check_diag.h"
 #include "harness/check_gpu.h"
@@ -72,45 +73,6 @@ int pn_diag_ab_wanted(const struct pn_verdict_list *l)
 			job = i;
 	}
 	return job;
-}
-
-int pn_diag_ab_parse(const char *json, size_t len, double *busbw, unsigned long long *bytes,
-		     char *why, size_t wlen)
-{
-	struct pn_json_doc doc = { 0 };
-	const struct pn_jval *res, *last;
-	long long size = 0, wrong = 0;
-	int ret;
-
-	*busbw = NAN;
-	*bytes = 0;
-	why[0] = 0;
-	ret = pn_json_parse(&doc, json, len);
-	if (ret) {
-		snprintf(why, wlen, "not allreduce-test's JSON: %s", pn_errmsg(ret));
-		return -EINVAL;
-	}
-	res = pn_json_get(doc.root, "results");
-	last = pn_json_at(res, pn_json_len(res) ? pn_json_len(res) - 1 : 0);
-	if (!pn_json_str(pn_json_get(doc.root, "command")) ||
-	    strcmp(pn_json_str(pn_json_get(doc.root, "command")), "allreduce-test"))
-		snprintf(why, wlen, "not allreduce-test's JSON (no \"command\": \"allreduce-test\")");
-	else if (!last)
-		snprintf(why, wlen, "allreduce-test measured no size");
-	else if (pn_json_num(pn_json_get(pn_json_get(last, "oop"), "busbw"), busbw) ||
-		 !isfinite(*busbw) || *busbw < 0 || pn_json_int(pn_json_get(last, "size"), &size) ||
-		 size <= 0)
-		snprintf(why, wlen, "allreduce-test's last row has no busbw and size");
-	else if (!pn_json_int(pn_json_get(pn_json_get(doc.root, "summary"), "wrong"), &wrong) &&
-		 wrong)
-		snprintf(why, wlen, "%lld wrong values", wrong);
-	pn_json_release(&doc);
-	if (why[0]) {
-		*busbw = NAN;
-		return -EINVAL;
-	}
-	*bytes = (unsigned long long)size;
-	return 0;
 }
 
 /* ------------------------------------------------------------ in the run */
@@ -205,14 +167,14 @@ static void make_go(const struct pn_check *c, struct fresh_go *go, int *lfd)
 
 /* This rank's child: allreduce-test of the fresh job. */
 static int run_child(const struct pn_check *c, const struct fresh_go *go, int lfd,
-		     const char *const *add, uint64_t size, struct pn_run *run,
+		     const char *const *add, const char *const *args, struct pn_run *run,
 		     struct pn_fresh_end *end)
 {
-	char rank[16], nranks[16], root[300], tmo[32], sz[32], cookie[80];
+	char rank[16], nranks[16], root[300], tmo[32], cookie[80];
 	const char *sysroot = pn_sysfs_root();
 	double t = pn_boot_timeout(c->boot);
-	const char *argv[28], *env[FRESH_ENV_MAX + 3];
-	int n = 0, ret;
+	const char *argv[40], *env[FRESH_ENV_MAX + 3];
+	int n = 0, i, ret;
 
 	for (n = 0; add && add[n] && n < FRESH_ENV_MAX; n++)
 		env[n] = add[n];
@@ -229,12 +191,9 @@ static int run_child(const struct pn_check *c, const struct fresh_go *go, int lf
 	/* every wait of the fresh job a quarter of --timeout: it ends, or is
 	 * killed, well before the job's own ranks give up on this one */
 	snprintf(tmo, sizeof(tmo), "%.3f", t / 4 > 1 ? t / 4 : 1);
-	snprintf(sz, sizeof(sz), "%llu", (unsigned long long)size);
 	n = 0;
 	argv[n++] = c->exe;
 	argv[n++] = "allreduce-test";
-	argv[n++] = "--backend";
-	argv[n++] = "nccl";
 	argv[n++] = "--json";
 	argv[n++] = "--rank";
 	argv[n++] = rank;
@@ -244,12 +203,6 @@ static int run_child(const struct pn_check *c, const struct fresh_go *go, int lf
 	argv[n++] = root;
 	argv[n++] = "--timeout";
 	argv[n++] = tmo;
-	argv[n++] = "-b";
-	argv[n++] = sz;
-	argv[n++] = "-e";
-	argv[n++] = sz;
-	argv[n++] = "-n";
-	argv[n++] = AB_ITERS;
 	if (sysroot && strcmp(sysroot, "/")) {
 		argv[n++] = "--sysfs-root";
 		argv[n++] = sysroot;
@@ -260,6 +213,10 @@ static int run_child(const struct pn_check *c, const struct fresh_go *go, int lf
 		argv[n++] = "--transport";
 		argv[n++] = c->transport;
 	}
+	for (i = 0; args && args[i] && n < (int)PN_ARRAY_SIZE(argv) - 1; i++)
+		argv[n++] = args[i];
+	if (args && args[i])
+		return pn_err(-E2BIG, "allreduce-test's arguments do not fit");
 	argv[n] = NULL;
 	*run = (struct pn_run){ .argv = argv, .env = env, .timeout = t * 0.8,
 				.out_max = AB_OUT_MAX, .pass_fd = lfd >= 0 ? lfd : 0 };
@@ -274,8 +231,8 @@ static int run_child(const struct pn_check *c, const struct fresh_go *go, int lf
 }
 
 int pn_check_fresh_job(struct pn_check *c, int ok, const char *no, const char *const *env,
-		       uint64_t size, struct pn_run *run, struct pn_fresh_end *ends, char *why,
-		       size_t wlen)
+		       const char *const *args, struct pn_run *run, struct pn_fresh_end *ends,
+		       char *why, size_t wlen)
 {
 	struct pn_fresh_end end = { 0 };
 	struct fresh_go go = { 0 };
@@ -314,7 +271,7 @@ int pn_check_fresh_job(struct pn_check *c, int ok, const char *no, const char *c
 		snprintf(why, wlen, "%s", go.why);
 		return 1;
 	}
-	ret = run_child(c, &go, lfd, env, size, run, &end);
+	ret = run_child(c, &go, lfd, env, args, run, &end);
 	if (lfd >= 0)
 		close(lfd);
 	/* every rank reports, also one whose child could not start */
@@ -353,6 +310,7 @@ static int ab_row(struct pn_check *c, int job, const struct ab_rank *all,
 	char det[PN_VERDICT_DETAIL], why[160], nics[120] = "";
 	double as_run = j->measured.num, exp = j->expected.num, bw = NAN;
 	unsigned long long bytes = 0;
+	struct pn_ar_meas m;
 	struct pn_verdict_in in = { .check = "allreduce", .node = "job", .target = TARGET,
 				    .verdict = PN_FAIL, .unit = "GB/s", .detail = det,
 				    .expected = PN_VNUM(exp), .source = SOURCE };
@@ -372,10 +330,14 @@ static int ab_row(struct pn_check *c, int job, const struct ab_rank *all,
 	if ((r = pn_fresh_failed(ends, c->nranks)) >= 0) {
 		snprintf(det, sizeof(det), "pinned to the rail NICs, rank %d (node %.40s) failed: "
 			 "%s", r, pn_boot_node_name(c->boot, r), ends[r].why);
-	} else if (pn_diag_ab_parse(run->out, run->out_len, &bw, &bytes, why, sizeof(why))) {
+	} else if (pn_check_ar_parse(run->out, run->out_len, &m, why, sizeof(why)) ||
+		   (m.wrong && snprintf(why, sizeof(why), "%llu wrong values",
+					(unsigned long long)m.wrong))) {
 		snprintf(det, sizeof(det), "pinned to the rail NICs, rank 0's allreduce-test: %s",
 			 why);
 	} else {
+		bw = m.busbw[m.nsizes - 1];
+		bytes = m.bytes[m.nsizes - 1];
 		in.measured = PN_VNUM(bw);
 		in.verdict = bw >= exp ? PN_PASS : PN_FAIL;
 		snprintf(det, sizeof(det), "NCCL_IB_HCA pinned to each GPU's rail NIC (%s): %.3g "
@@ -391,6 +353,8 @@ int pn_check_rail_ab(struct pn_check *c)
 	struct pn_run run = { 0 };
 	char hca[100], no[120], why[160];
 	const char *env[] = { hca, NULL };
+	char sz[32];
+	const char *args[] = { "--backend", "nccl", "-b", sz, "-e", sz, "-n", AB_ITERS, NULL };
 	int32_t want = 0;
 	int job = -1, r, ret;
 	double size = 0;
@@ -422,7 +386,8 @@ int pn_check_rail_ab(struct pn_check *c)
 	snprintf(no, sizeof(no), "has no rail NIC: %.100s", me.why);
 	pn_check_cfg_num(c->cfg, "allreduce.size", &size);
 	size = size < 4 ? 4 : floor(size / 4) * 4;
-	ret = pn_check_fresh_job(c, me.ok, no, env, (uint64_t)size, &run, ends, why,
+	snprintf(sz, sizeof(sz), "%llu", (unsigned long long)size);
+	ret = pn_check_fresh_job(c, me.ok, no, env, args, &run, ends, why,
 				 sizeof(why));
 	if (ret == 1 && c->rank == 0)
 		ret = pn_check_add(c, &(struct pn_verdict_in){

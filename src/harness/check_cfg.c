@@ -68,8 +68,12 @@ static const struct pn_check_key keys[] = {
 	  "GPU-to-GPU copies over NVLink: fraction of NVLinks x 26.56 GB/s", NULL },
 	{ "gpu-copy.size", PN_KEY_INT, 4096, 1073741824, 67108864, NULL,
 	  "bytes per copy (--quick: a quarter)", NULL },
+	{ "allreduce.copy-efficiency", PN_KEY_NUM, 1e-6, 2, 0.75, NULL,
+	  "fraction of the node's slowest GPU-to-GPU copy (GB/s) its allreduce busbw must reach",
+	  NULL },
 	{ "allreduce.efficiency", PN_KEY_NUM, 1e-6, 1, 0.6, NULL,
-	  "fraction of the busbw ring-plan predicts for the node's topology", NULL },
+	  "fraction of the busbw ring-plan predicts for the node's topology, where no GPU copy "
+	  "was measured", NULL },
 	{ "allreduce.size", PN_KEY_INT, 4, 4294967296.0, 134217728, NULL,
 	  "bytes of the judged allreduce (the full check also runs 1/16 and 1/4 of it)", NULL },
 	{ "allreduce.min-busbw", PN_KEY_NUM, 0, 1e6, NAN, NULL,

@@ -61,14 +61,10 @@ enum pn_diag_ab pn_diag_ab(double as_run, double pinned, double expected);
  * The A/B's own parts (check_ab.c).  pn_diag_ab_wanted: the index of the
  * job's allreduce row (target "job") when it missed its expectation on
  * busbw (a FAIL whose measured rate is below its expected one) and no
- * "job-rail" row is there yet; else -1.  pn_diag_ab_parse: the busbw (GB/s,
- * out of place) and size of the last row of `penny allreduce-test --json`
- * output, 0; -EINVAL with why (wlen bytes) for what is not that output, no
- * row, a row that is not a rate, or wrong values.
+ * "job-rail" row is there yet; else -1.  Its run's output is read by
+ * pn_check_ar_parse (check_ar.h).
  */
 int pn_diag_ab_wanted(const struct pn_verdict_list *l);
-int pn_diag_ab_parse(const char *json, size_t len, double *busbw, unsigned long long *bytes,
-		     char *why, size_t wlen);
 
 /* Decide over the results l (a run's, or the job's on rank 0). */
 void pn_diag_decide(const struct pn_verdict_list *l, struct pn_diag *d);

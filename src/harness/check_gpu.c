@@ -43,6 +43,7 @@ struct copy_req {
 	const char *list;	/* plugins to try */
 	uint64_t bytes;
 	int iters;
+	int matrix_only;	/* no host copies */
 };
 
 /* In the child: the first plugin of the list that loads measures both. */
@@ -65,7 +66,9 @@ static int copy_measure(void *arg, void *out)
 	if (!p)
 		return pn_err(ret, "%s", why[0] ? why : "no GPU plugin to try");
 	snprintf(m->plugin, sizeof(m->plugin), "%s", p->name);
-	if (pn_plugin_covers(p, offsetof(struct penny_plugin_v1, hostbw)) && p->ops->hostbw) {
+	if (rq->matrix_only) {
+		m->host_err = -ENOTSUP;
+	} else if (pn_plugin_covers(p, offsetof(struct penny_plugin_v1, hostbw)) && p->ops->hostbw) {
 		m->host.bytes = rq->bytes;
 		m->host.iters = rq->iters;
 		m->host_err = p->ops->hostbw(&m->host);
@@ -299,4 +302,50 @@ int pn_check_gpucopy(struct pn_check *c)
 		ret = skip(c, "gpu-matrix", m->matrix_msg);
 	free(m);
 	return ret;
+}
+
+/* In the child: only the GPU-to-GPU matrix. */
+static int floor_measure(void *arg, void *out)
+{
+	struct copy_req rq = *(const struct copy_req *)arg;
+	struct copy_meas *m = out;
+	int ret = copy_measure(&rq, m);
+
+	return ret ? ret : m->have_matrix ? 0 : pn_err(m->matrix_err ? m->matrix_err : -ENOTSUP,
+						       "%s", m->matrix_msg);
+}
+
+int pn_checkgpu_copy_floor(struct pn_check *c, double *gbs, char *src, size_t len)
+{
+	struct copy_req rq = { .list = pn_check_backend_list(c), .iters = 5, .matrix_only = 1 };
+	struct copy_meas *m = calloc(1, sizeof(*m));
+	double size = cfg_num(c, "gpu-copy.size", NULL), low = 0;
+	int i, j, n, li = 0, lj = 0, ret;
+
+	if (!m)
+		return pn_err(-ENOMEM, "out of memory");
+	rq.bytes = (uint64_t)(size / 4 < 4096 ? 4096 : size / 4);
+	pn_check_progress(c, "allreduce", "GPU-to-GPU copies for its expectation (%s)", rq.list);
+	ret = pn_checkgpu_child(floor_measure, &rq, m, sizeof(*m), c->timeout,
+				"the GPU copy test");
+	n = m->matrix.ndev < PENNY_BW_MAX_DEV ? m->matrix.ndev : PENNY_BW_MAX_DEV;
+	for (i = 0; !ret && i < n; i++)
+		for (j = 0; j < n; j++) {
+			double v = m->matrix.value[i * n + j];
+
+			if (i != j && v > 0 && (low == 0 || v < low)) {
+				low = v;
+				li = i;
+				lj = j;
+			}
+		}
+	free(m);
+	if (ret || !(low > 0)) {
+		pn_err_clear();
+		return -ENOENT;
+	}
+	*gbs = low;
+	snprintf(src, len, "gpu-copy matrix: slowest pair GPU%d->GPU%d %.4g GB/s measured", li, lj,
+		 low);
+	return 0;
 }

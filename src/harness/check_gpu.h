@@ -64,18 +64,21 @@ int pn_checkgpu_child(int (*fn)(void *arg, void *out), void *arg, void *out, siz
 		      double timeout, const char *what);
 
 /*
- * One allreduce of bytes on nranks ranks of this node over plugin backend,
- * in a child (check_ar.c): for what it leaves behind (NCCL's debug log).
- * 0, or a negative errno with a message.
+ * The node's slowest GPU-to-GPU copy-engine rate (GB/s), measured now in a
+ * child (gpu-copy's matrix at a quarter of gpu-copy.size), for an
+ * expectation where gpu-copy did not run: 0 with *gbs and its source
+ * ("gpu-copy matrix: slowest pair GPU0-GPU1 345 GB/s measured"); -ENOENT
+ * (no message) when no plugin measures one here.
  */
-int pn_check_ar_probe(const char *backend, int nranks, uint64_t bytes, double timeout);
+int pn_checkgpu_copy_floor(struct pn_check *c, double *gbs, char *src, size_t len);
 
 /*
- * A fresh job of the job's ranks (check_ab.c), for what the ranks' own
- * NCCL cannot do once initialised (it reads its environment once per
- * process): every rank execs c->exe `allreduce-test --backend nccl --json`
- * of size bytes, 5 iterations, as rank c->rank of a new job with env
- * ("NAME=VALUE", at most 8) added to its environment; the new ranks meet
+ * A fresh job of the job's ranks (check_ab.c): the job's allreduce row,
+ * and what the ranks' own NCCL cannot do once initialised (it reads its
+ * environment once per process): every rank execs c->exe `allreduce-test
+ * --json` with args (NULL-terminated: the backend, the sizes, ...) as rank
+ * c->rank of a new job with env ("NAME=VALUE", at most 8) added to its
+ * environment; the new ranks meet
  * on a free port of the job's rendezvous host with a fresh secret, handed
  * out through the job's bootstrap.  Each of its waits gets a quarter of
  * --timeout and it is killed at 0.8 times --timeout, before the job's own
@@ -93,8 +96,8 @@ struct pn_fresh_end {
 };
 struct pn_run;
 int pn_check_fresh_job(struct pn_check *c, int ok, const char *no, const char *const *env,
-		       uint64_t size, struct pn_run *run, struct pn_fresh_end *ends, char *why,
-		       size_t wlen);
+		       const char *const *args, struct pn_run *run, struct pn_fresh_end *ends,
+		       char *why, size_t wlen);
 /* The rank whose fresh child died or was killed (its end the cause, the
  * others' the effect), else the first that failed; -1 none. */
 int pn_fresh_failed(const struct pn_fresh_end *ends, int n);

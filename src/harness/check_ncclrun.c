@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "harness/check.h"
+#include "harness/check_ar.h"
 #include "harness/check_gpu.h"
 #include "harness/check_settings.h"
 #include "base/file.h"
@@ -161,7 +162,7 @@ int pn_ncclpath_capture(struct pn_check *c, char **buf, size_t *len, char *why, 
 	pn_check_progress(c, "nccl-path", "%d ranks on nccl with NCCL_DEBUG=INFO", c->topo->ngpus);
 	ret = env_set(old, &nset, file);
 	if (!ret)
-		ret = pn_check_ar_probe("nccl", c->topo->ngpus, PROBE_BYTES, c->timeout);
+		ret = pn_check_ar_probe(c, "nccl", c->topo->ngpus, PROBE_BYTES);
 	env_restore(old, nset);
 	if (ret) {
 		snprintf(why, wlen, "the allreduce on nccl failed: %s", pn_errmsg(ret));
@@ -251,6 +252,8 @@ int pn_ncclpath_capture_job(struct pn_check *c, char **node, size_t *nlen, char 
 {
 	char dir[4096], file[4200], no[120] = "", *buf = NULL, dbg[4300];
 	const char *env[] = { "NCCL_DEBUG=INFO", dbg, "NCCL_DEBUG_SUBSYS=INIT,NET,P2P,SHM", NULL };
+	char sz[32];
+	const char *args[] = { "--backend", "nccl", "-b", sz, "-e", sz, "-n", "5", NULL };
 	struct pn_fresh_end *ends = NULL;
 	struct pn_run run;
 	size_t len = 0;
@@ -270,7 +273,8 @@ int pn_ncclpath_capture_job(struct pn_check *c, char **node, size_t *nlen, char 
 	ok = !ok;
 	snprintf(file, sizeof(file), "%s/nccl.%%h.%%p.log", dir);
 	snprintf(dbg, sizeof(dbg), "NCCL_DEBUG_FILE=%s", file);
-	ret = pn_check_fresh_job(c, ok, no, env, PROBE_BYTES, &run, ends, why, wlen);
+	snprintf(sz, sizeof(sz), "%u", PROBE_BYTES);
+	ret = pn_check_fresh_job(c, ok, no, env, args, &run, ends, why, wlen);
 	if (!ret) {
 		pn_run_release(&run);
 		if ((k = pn_fresh_failed(ends, c->nranks)) >= 0)

@@ -31,6 +31,7 @@ cat >generous.conf <<'CONF'
 gpu-copy.size = 1048576
 gpu-copy.fraction = 0.000001
 allreduce.size = 65536
+allreduce.copy-efficiency = 0.000001
 allreduce.efficiency = 0.000001
 job.median-margin = 1
 CONF
@@ -45,7 +46,7 @@ test_expect_success 'the GPU checks run on the test plugin and pass with a gener
 	field gpu-copy GPU0:h2d source | grep -q "config: Gen5 x16 = 63 GB/s x 0.0001%" &&
 	field gpu-copy GPU0-GPU3 source | grep -q "SYS: socket link 10 GB/s" &&
 	test "$(field allreduce node verdict)" = PASS &&
-	field allreduce node source | grep -q "^topology: ring-plan: " &&
+	field allreduce node source | grep -q "^gpu-copy: slowest pair GPU[0-3]-GPU[0-3] .* measured x 0.0001%" &&
 	field allreduce node detail | grep -q "^cuda, 4 ranks, 65536 B, 0 wrong values"
 '
 test_expect_success 'text output: one row per GPU and direction, per pair, and the node allreduce' '

@@ -78,7 +78,7 @@ done
 
 test_expect_success 'the job.s --transport: its allreduce and the fresh ranks of the A/B use it' '
 	job n1 miss.conf 10 --transport verbs && test "$rc" = 1111 &&
-	row job | grep -q "^FAIL None None | host allreduce did not run: --transport verbs: rank 0 .* has no ACTIVE RDMA port" &&
+	row job | grep -q "^FAIL None None | nccl allreduce did not run: rank 0 (node n0): .*--transport verbs: rank 0 .* has no ACTIVE RDMA port" &&
 	{ FAKE_NCCL_PINNED=hang FAKE_NCCL_PINNED_RANK=1 job "$PWD/n1" miss.conf 6 --transport tcp >/dev/null & } &&
 	for i in $(seq 100); do
 		ps -eo args | grep "[a]llreduce-test .*--sysfs-root $PWD/n1" >args; test "$(wc -l <args)" = 4 && break

@@ -177,61 +177,11 @@ TEST(ab_wanted)
 	}
 }
 
-/* allreduce-test's JSON: the last row's out-of-place busbw, or why not. */
-TEST(ab_parse)
-{
-	static const char ok[] =
-		"{\"command\":\"allreduce-test\",\"results\":["
-		"{\"size\":4096,\"oop\":{\"busbw\":1.5},\"ip\":{\"busbw\":9}},"
-		"{\"size\":65536,\"oop\":{\"busbw\":41.25},\"ip\":{\"busbw\":9}}],"
-		"\"summary\":{\"wrong\":0}}";
-	static const struct {
-		const char *json, *why;
-	} bad[] = {
-		{ "", "not allreduce-test's JSON" },
-		{ "fake NCCL says hello\n{}", "not allreduce-test's JSON" },
-		{ "{\"command\":\"bw\",\"results\":[]}", "no \"command\"" },
-		{ "[1,2]", "no \"command\"" },
-		{ "{\"command\":\"allreduce-test\",\"results\":[]}", "measured no size" },
-		{ "{\"command\":\"allreduce-test\"}", "measured no size" },
-		{ "{\"command\":\"allreduce-test\",\"results\":[{\"size\":8,\"oop\":{}}]}",
-		  "no busbw and size" },
-		{ "{\"command\":\"allreduce-test\",\"results\":[{\"size\":8,"
-		  "\"oop\":{\"busbw\":\"fast\"}}]}", "no busbw and size" },
-		{ "{\"command\":\"allreduce-test\",\"results\":[{\"size\":-8,"
-		  "\"oop\":{\"busbw\":1}}]}", "no busbw and size" },
-		{ "{\"command\":\"allreduce-test\",\"results\":[{\"size\":8,"
-		  "\"oop\":{\"busbw\":-1}}]}", "no busbw and size" },
-		{ "{\"command\":\"allreduce-test\",\"results\":[{\"size\":8,"
-		  "\"oop\":{\"busbw\":1}}],\"summary\":{\"wrong\":3}}", "3 wrong values" },
-	};
-	unsigned long long bytes;
-	double bw;
-	char why[160];
-	size_t k;
-
-	CHECK_EQ_INT(pn_diag_ab_parse(ok, strlen(ok), &bw, &bytes, why, sizeof(why)), 0);
-	CHECK(bw == 41.25);
-	CHECK(bytes == 65536);
-	CHECK_STR(why, "");
-	for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
-		int ret = pn_diag_ab_parse(bad[k].json, strlen(bad[k].json), &bw, &bytes, why,
-					   sizeof(why));
-
-		if (ret != -EINVAL || !strstr(why, bad[k].why))
-			fprintf(stderr, "case %zu (%s): %d %s\n", k, bad[k].json, ret, why);
-		CHECK_EQ_INT(ret, -EINVAL);
-		CHECK(strstr(why, bad[k].why) != NULL);
-		CHECK(isnan(bw));
-	}
-}
-
 int main(void)
 {
 	RUN(table);
 	RUN(ab);
 	RUN(ab_wanted);
-	RUN(ab_parse);
 	RUN(evidence_bounded);
 	return unit_done();
 }
