@@ -2,21 +2,15 @@
 /*
  * The A/B of the decision table (harness/check_diag.h): the job's allreduce
  * on nccl missed its expectation; is NCCL's choice of NIC the cause?  NCCL
- * reads NCCL_IB_HCA once per process, and the ranks' NCCL is initialised
- * already, so the A/B runs in fresh processes: every rank execs c->exe
- * `allreduce-test --backend nccl --json` (base/run.h; the job's
- * --transport and --sysfs-root, the rank's environment) with NCCL_IB_HCA
- * pinned to its GPU's rail NIC (the nearest NIC, pn_topo_rail; the GPU as
- * the ranks check finds it), at the job's allreduce.size.  The new ranks
- * meet through penny's own rendezvous (engine/boot.h): rank 0 listens on a
- * free port of the job's rendezvous host, hands the socket to its child
- * (PENNY_ROOT_FD: the port is never free for another process to take) and
- * makes a fresh secret, and the job's bootstrap hands both to every
- * rank.  Rank 0 reads its child's JSON and adds the result "allreduce",
- * target "job-rail", against the job's expectation; a rank without a
- * rail NIC SKIPs it, a child that fails, dies, hangs (killed before the
- * job's --timeout runs out) or prints what is not allreduce-test's JSON
- * FAILs it, naming the rank and why.
+ * reads NCCL_IB_HCA once per process, so the A/B is a fresh job
+ * (check_fresh.c): every rank's `allreduce-test --backend nccl --json`
+ * with NCCL_IB_HCA pinned to its GPU's rail NIC (the nearest NIC,
+ * pn_topo_rail; the GPU as the ranks check finds it), at the job's
+ * allreduce.size.  Rank 0 reads its child's JSON and adds the result
+ * "allreduce", target "job-rail", against the job's expectation; a rank
+ * without a rail NIC SKIPs it, a child that fails, dies, hangs (killed
+ * before the job's --timeout runs out) or prints what is not
+ * allreduce-test's JSON FAILs it, naming the rank and why.
  */
 #define _GNU_SOURCE
 #include "harness/check.h"
@@ -26,14 +20,11 @@
 #include "harness/check_gpu.h"
 #include "harness/check_ranks.h"
 #include "base/log.h"
-#include "base/minijson.h"
 #include "base/run.h"
-#include "base/sock.h"
 #include "base/util.h"
 #include "base/verdict.h"
 #include "engine/boot.h"
 #include "node/nic.h"
-#include "node/sysfs.h"
 #include "node/topo.h"
 
 #include <errno.h>
@@ -42,16 +33,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #define TARGET "job-rail"
-/* allreduce-test's JSON of one size is a few KiB; more is not its output */
-#define AB_OUT_MAX (1u << 20)
 #define AB_ITERS "5"
-#define FRESH_ENV_MAX 8
-/* connections the fresh job's rendezvous socket queues (as the engine's own) */
-#define AB_BACKLOG 4096
 #define SOURCE "the decision table: NCCL_IB_HCA per rank"
 
 /* ------------------------------------------------------------ pure parts */
@@ -82,15 +67,6 @@ struct ab_rank {
 	int32_t ok;		/* it has a rail NIC */
 	char hca[80];		/* "=mlx5_0:1": NCCL_IB_HCA, exact name */
 	char why[120];		/* !ok: why not */
-};
-
-/* What rank 0 hands every rank: where the fresh ranks meet. */
-struct fresh_go {
-	int32_t go;
-	int32_t port;
-	char host[256];
-	char secret[65];	/* PENNY_COOKIE of the fresh job (hex) */
-	char why[160];		/* !go: why not */
 };
 
 /* This rank's GPU's rail NIC as NCCL_IB_HCA wants it ("=mlx5_0:1"). */
@@ -128,178 +104,6 @@ static void my_rail(const struct pn_check *c, struct ab_rank *me)
 		}
 	snprintf(me->hca, sizeof(me->hca), "=%s:%d", t->devs[k].nic.name, port);
 	me->ok = 1;
-}
-
-/* Rank 0: a port on the job's rendezvous host, listening (*lfd, handed to
- * rank 0's child: no other process can take it in between), and a fresh
- * secret (a stranger on the port could not have joined the fresh ranks). */
-static void make_go(const struct pn_check *c, struct fresh_go *go, int *lfd)
-{
-	const char *root = pn_boot_root(c->boot);
-	uint8_t sec[32];
-	int fd, port = 0, i;
-
-	memset(go, 0, sizeof(*go));
-	if (!c->exe) {
-		snprintf(go->why, sizeof(go->why), "no penny binary to run afresh");
-		return;
-	}
-	if (!root || pn_parse_hostport(root, go->host, sizeof(go->host), &port)) {
-		snprintf(go->why, sizeof(go->why), "the job's rendezvous address is unknown");
-		return;
-	}
-	if (getrandom(sec, sizeof(sec), 0) != (ssize_t)sizeof(sec)) {
-		snprintf(go->why, sizeof(go->why), "no random bytes for a secret");
-		return;
-	}
-	for (i = 0; i < 32; i++)
-		snprintf(go->secret + 2 * i, 3, "%02x", sec[i]);
-	fd = pn_sock_listen(go->host, 0, AB_BACKLOG, &port);
-	if (fd < 0) {
-		snprintf(go->why, sizeof(go->why), "no free port on %.100s: %s", go->host,
-			 strerror(-fd));
-		return;
-	}
-	*lfd = fd;
-	go->port = port;
-	go->go = 1;
-}
-
-/* This rank's child: allreduce-test of the fresh job. */
-static int run_child(const struct pn_check *c, const struct fresh_go *go, int lfd,
-		     const char *const *add, const char *const *args, struct pn_run *run,
-		     struct pn_fresh_end *end)
-{
-	char rank[16], nranks[16], root[300], tmo[32], cookie[80];
-	const char *sysroot = pn_sysfs_root();
-	double t = pn_boot_timeout(c->boot);
-	const char *argv[40], *env[FRESH_ENV_MAX + 3];
-	int n = 0, i, ret;
-
-	for (n = 0; add && add[n] && n < FRESH_ENV_MAX; n++)
-		env[n] = add[n];
-	snprintf(cookie, sizeof(cookie), "PENNY_COOKIE=%s", go->secret);
-	env[n++] = cookie;
-	/* rank 0's child: the listening socket, as its descriptor 3 */
-	if (lfd >= 0)
-		env[n++] = "PENNY_ROOT_FD=3";
-	env[n] = NULL;
-	snprintf(rank, sizeof(rank), "%d", c->rank);
-	snprintf(nranks, sizeof(nranks), "%d", c->nranks);
-	snprintf(root, sizeof(root), strchr(go->host, ':') ? "[%s]:%d" : "%s:%d", go->host,
-		 go->port);
-	/* every wait of the fresh job a quarter of --timeout: it ends, or is
-	 * killed, well before the job's own ranks give up on this one */
-	snprintf(tmo, sizeof(tmo), "%.3f", t / 4 > 1 ? t / 4 : 1);
-	n = 0;
-	argv[n++] = c->exe;
-	argv[n++] = "allreduce-test";
-	argv[n++] = "--json";
-	argv[n++] = "--rank";
-	argv[n++] = rank;
-	argv[n++] = "--nranks";
-	argv[n++] = nranks;
-	argv[n++] = "--root";
-	argv[n++] = root;
-	argv[n++] = "--timeout";
-	argv[n++] = tmo;
-	if (sysroot && strcmp(sysroot, "/")) {
-		argv[n++] = "--sysfs-root";
-		argv[n++] = sysroot;
-	}
-	/* the job's own choice of transport (its environment's knobs are the
-	 * child's environment already) */
-	if (c->transport) {
-		argv[n++] = "--transport";
-		argv[n++] = c->transport;
-	}
-	for (i = 0; args && args[i] && n < (int)PN_ARRAY_SIZE(argv) - 1; i++)
-		argv[n++] = args[i];
-	if (args && args[i])
-		return pn_err(-E2BIG, "allreduce-test's arguments do not fit");
-	argv[n] = NULL;
-	*run = (struct pn_run){ .argv = argv, .env = env, .timeout = t * 0.8,
-				.out_max = AB_OUT_MAX, .pass_fd = lfd >= 0 ? lfd : 0 };
-	ret = pn_run(run);
-	if (ret < 0)
-		return ret;
-	if (ret)
-		snprintf(end->why, sizeof(end->why), "%s", run->why);
-	end->failed = ret != 0;
-	end->killed = ret && (run->status < 0 || run->status > 128);
-	return 0;
-}
-
-int pn_check_fresh_job(struct pn_check *c, int ok, const char *no, const char *const *env,
-		       const char *const *args, struct pn_run *run, struct pn_fresh_end *ends,
-		       char *why, size_t wlen)
-{
-	struct pn_fresh_end end = { 0 };
-	struct fresh_go go = { 0 };
-	struct fresh_ok { int32_t ok; char no[120]; } mine = { .ok = ok }, *oks;
-	int r, ret, lfd = -1;
-
-	*run = (struct pn_run){ 0 };
-	why[0] = 0;
-	snprintf(mine.no, sizeof(mine.no), "%s", ok ? "" : no);
-	oks = calloc((size_t)c->nranks, sizeof(*oks));
-	if (!oks)
-		return pn_err(-ENOMEM, "out of memory for a fresh job");
-	ret = pn_boot_allgather(c->boot, &mine, oks, sizeof(mine));
-	if (!ret && c->rank == 0) {
-		for (r = 0; r < c->nranks && oks[r].ok; r++)
-			;
-		if (r < c->nranks) {
-			oks[r].no[sizeof(oks[r].no) - 1] = 0;
-			pn_wire_printable(oks[r].no, sizeof(oks[r].no));
-			snprintf(go.why, sizeof(go.why), "rank %d (node %.40s) %s", r,
-				 pn_boot_node_name(c->boot, r), oks[r].no);
-		} else {
-			make_go(c, &go, &lfd);
-		}
-	}
-	free(oks);
-	if (!ret)
-		ret = pn_boot_bcast(c->boot, &go, sizeof(go), 0);
-	if ((ret || !go.go) && lfd >= 0)
-		close(lfd);
-	if (ret)
-		return ret;
-	go.host[sizeof(go.host) - 1] = go.secret[sizeof(go.secret) - 1] = 0;
-	go.why[sizeof(go.why) - 1] = 0;
-	if (!go.go) {
-		snprintf(why, wlen, "%s", go.why);
-		return 1;
-	}
-	ret = run_child(c, &go, lfd, env, args, run, &end);
-	if (lfd >= 0)
-		close(lfd);
-	/* every rank reports, also one whose child could not start */
-	if (ret) {
-		end.failed = 1;
-		snprintf(end.why, sizeof(end.why), "%s", pn_errmsg(ret));
-	}
-	r = pn_boot_allgather(c->boot, &end, ends, sizeof(end));
-	if (ret == -ENOMEM || r) {
-		pn_run_release(run);
-		return ret == -ENOMEM ? ret : r;
-	}
-	for (r = 0; r < c->nranks; r++) {
-		ends[r].why[sizeof(ends[r].why) - 1] = 0;
-		pn_wire_printable(ends[r].why, sizeof(ends[r].why));
-	}
-	return 0;
-}
-
-int pn_fresh_failed(const struct pn_fresh_end *ends, int n)
-{
-	int r, k = -1;
-
-	/* the rank whose child died or was killed is the cause; the others' say so */
-	for (r = 0; r < n; r++)
-		if (ends[r].failed && (k < 0 || (ends[r].killed && !ends[k].killed)))
-			k = r;
-	return k;
 }
 
 /* Rank 0: the row. */
