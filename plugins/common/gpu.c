@@ -475,6 +475,9 @@ out:
 
 /* ---- bandwidth / latency matrix ---- */
 
+/* a copy rate is the median of this many timed blocks (fewer with fewer copies) */
+#define PN_BW_BLOCKS 5
+
 struct bw_dev {
 	CUdevice dev;
 	CUcontext ctx;
@@ -551,27 +554,48 @@ static int bw_one(const struct pn_cudrv *cu, const struct penny_bw_v1 *q, struct
 	return 0;
 }
 
-static int bw_cell(const struct pn_cudrv *cu, const struct penny_bw_v1 *q, struct bw_dev *a,
-		   struct bw_dev *b, CUdeviceptr chain, double *out)
+/* The median of n values (n <= PN_BW_BLOCKS), which it sorts. */
+static double bw_median(double *v, int n)
 {
-	int it, iters = q->iters > 0 ? q->iters : 10, ret;
-	size_t bytes = q->what == PENNY_BW_LATENCY ? 4 : (size_t)q->bytes;
-	float ms = 0;
+	int i, j;
 
-	/* warm up, then time; b's stream joins in for bidirectional */
-	for (it = -1; it < iters; it++) {
-		if (it == 0) {
-			PN_CU(cu, CtxSetCurrent(a->ctx), "cuCtxSetCurrent");
-			PN_CU(cu, StreamSynchronize(a->s), "cuStreamSynchronize");
-			PN_CU(cu, EventRecord(a->e0, a->s), "cuEventRecord");
-			if (q->bidir && b != a) {
-				PN_CU(cu, CtxSetCurrent(b->ctx), "cuCtxSetCurrent");
-				PN_CU(cu, StreamWaitEvent(b->s, a->e0, 0), "cuStreamWaitEvent");
-			}
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			double t = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = t;
 		}
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* iters copies in at most PN_BW_BLOCKS blocks: a rate is never one block */
+static int bw_blocks(int iters)
+{
+	return iters < PN_BW_BLOCKS ? iters : PN_BW_BLOCKS;
+}
+
+/* One timed block of per transfers from a to b (b's stream joins in for
+ * bidirectional); the warm-up is a block too. */
+static int bw_block(const struct pn_cudrv *cu, const struct penny_bw_v1 *q, struct bw_dev *a,
+		    struct bw_dev *b, CUdeviceptr chain, size_t bytes, int per, float *ms)
+{
+	int it, ret;
+
+	PN_CU(cu, CtxSetCurrent(a->ctx), "cuCtxSetCurrent");
+	PN_CU(cu, StreamSynchronize(a->s), "cuStreamSynchronize");
+	if (q->bidir && b != a) {
+		PN_CU(cu, CtxSetCurrent(b->ctx), "cuCtxSetCurrent");
+		PN_CU(cu, StreamSynchronize(b->s), "cuStreamSynchronize");
+		PN_CU(cu, CtxSetCurrent(a->ctx), "cuCtxSetCurrent");
+	}
+	PN_CU(cu, EventRecord(a->e0, a->s), "cuEventRecord");
+	if (q->bidir && b != a) {
+		PN_CU(cu, CtxSetCurrent(b->ctx), "cuCtxSetCurrent");
+		PN_CU(cu, StreamWaitEvent(b->s, a->e0, 0), "cuStreamWaitEvent");
+	}
+	for (it = 0; it < per; it++) {
 		if (q->what == PENNY_BW_LATENCY && q->engine == PENNY_BW_SM) {
-			if (it < 0)
-				continue;
 			struct pn_chase_args ch = { chain, a->src, 1000, 0 };
 			void *params[1] = { &ch };
 
@@ -595,11 +619,35 @@ static int bw_cell(const struct pn_cudrv *cu, const struct penny_bw_v1 *q, struc
 	PN_CU(cu, CtxSetCurrent(a->ctx), "cuCtxSetCurrent");
 	PN_CU(cu, EventRecord(a->e1, a->s), "cuEventRecord");
 	PN_CU(cu, EventSynchronize(a->e1), "cuEventSynchronize");
-	PN_CU(cu, EventElapsedTime(&ms, a->e0, a->e1), "cuEventElapsedTime");
-	if (q->what == PENNY_BW_LATENCY)
-		*out = ms * 1000.0 / iters / (q->engine == PENNY_BW_SM ? 1000.0 : 1.0);
-	else
-		*out = (double)bytes * iters * (q->bidir && b != a ? 2 : 1) / (ms * 1e-3) / 1e9;
+	PN_CU(cu, EventElapsedTime(ms, a->e0, a->e1), "cuEventElapsedTime");
+	return 0;
+}
+
+/* A cell: warm up, then iters transfers in blocks (bw_blocks), the median
+ * block's figure. */
+static int bw_cell(const struct pn_cudrv *cu, const struct penny_bw_v1 *q, struct bw_dev *a,
+		   struct bw_dev *b, CUdeviceptr chain, double *out)
+{
+	int iters = q->iters > 0 ? q->iters : 10, nb = bw_blocks(iters), blk, per, ret;
+	size_t bytes = q->what == PENNY_BW_LATENCY ? 4 : (size_t)q->bytes;
+	double v[PN_BW_BLOCKS];
+	float ms = 0;
+
+	for (blk = -1; blk < nb; blk++) {
+		per = blk < 0 ? 1 : iters / nb + (blk < iters % nb);
+		ret = bw_block(cu, q, a, b, chain, bytes, per, &ms);
+		if (ret)
+			return ret;
+		if (blk < 0)
+			continue;
+		if (q->what == PENNY_BW_LATENCY)
+			v[blk] = ms * 1000.0 / per / (q->engine == PENNY_BW_SM ? 1000.0 : 1.0);
+		else
+			v[blk] = ms > 0 ? (double)bytes * per * (q->bidir && b != a ? 2 : 1) /
+						  (ms * 1e-3) / 1e9
+					: 0;
+	}
+	*out = bw_median(v, nb);
 	return 0;
 }
 
@@ -706,28 +754,37 @@ int pn_gpu_bw(const void *image, struct penny_bw_v1 *q)
 
 /* ---- host<->device bandwidth ---- */
 
-/* iters copies between the page-locked host buffer and d's memory, timed
- * on d's stream after one warm-up copy. */
+/* iters copies between the page-locked host buffer and d's memory after
+ * one warm-up copy, timed on d's stream in blocks (bw_blocks): the median
+ * block's rate, so a stall of the host does not fail a link. */
 static int hostbw_dir(const struct pn_cudrv *cu, struct bw_dev *d, void *host, size_t bytes,
 		      int iters, int h2d, double *out)
 {
+	double rate[PN_BW_BLOCKS];
+	int nb = bw_blocks(iters), b, it, per;
 	float ms = 0;
-	int it;
 
 	PN_CU(cu, CtxSetCurrent(d->ctx), "cuCtxSetCurrent");
-	PN_CU(cu, StreamSynchronize(d->s), "cuStreamSynchronize");
-	for (it = -1; it < iters; it++) {
-		if (it == 0)
-			PN_CU(cu, EventRecord(d->e0, d->s), "cuEventRecord");
-		if (h2d)
-			PN_CU(cu, MemcpyHtoDAsync(d->dst, host, bytes, d->s), "cuMemcpyHtoDAsync");
-		else
-			PN_CU(cu, MemcpyDtoHAsync(host, d->src, bytes, d->s), "cuMemcpyDtoHAsync");
+	for (b = -1; b < nb; b++) {
+		/* block -1: the warm-up copy */
+		per = b < 0 ? 1 : iters / nb + (b < iters % nb);
+		PN_CU(cu, StreamSynchronize(d->s), "cuStreamSynchronize");
+		PN_CU(cu, EventRecord(d->e0, d->s), "cuEventRecord");
+		for (it = 0; it < per; it++) {
+			if (h2d)
+				PN_CU(cu, MemcpyHtoDAsync(d->dst, host, bytes, d->s),
+				      "cuMemcpyHtoDAsync");
+			else
+				PN_CU(cu, MemcpyDtoHAsync(host, d->src, bytes, d->s),
+				      "cuMemcpyDtoHAsync");
+		}
+		PN_CU(cu, EventRecord(d->e1, d->s), "cuEventRecord");
+		PN_CU(cu, EventSynchronize(d->e1), "cuEventSynchronize");
+		PN_CU(cu, EventElapsedTime(&ms, d->e0, d->e1), "cuEventElapsedTime");
+		if (b >= 0)
+			rate[b] = ms > 0 ? (double)bytes * per / (ms * 1e-3) / 1e9 : 0;
 	}
-	PN_CU(cu, EventRecord(d->e1, d->s), "cuEventRecord");
-	PN_CU(cu, EventSynchronize(d->e1), "cuEventSynchronize");
-	PN_CU(cu, EventElapsedTime(&ms, d->e0, d->e1), "cuEventElapsedTime");
-	*out = ms > 0 ? (double)bytes * iters / (ms * 1e-3) / 1e9 : 0;
+	*out = bw_median(rate, nb);
 	return 0;
 }
 

@@ -20,7 +20,11 @@
  * (a factor > 1) makes the copies of memcpy, bw() and hostbw() and every
  * allreduce take F times as long (it sleeps for the difference);
  * PENNY_FAKE_SLOW_GPU=N limits it to device N (its copies, the matrix cells
- * from or to it, the allreduce of the rank on it).
+ * from or to it, the allreduce of the rank on it); PENNY_FAKE_SLOW_WHAT=
+ * allreduce to the allreduce (a GPU whose SMs another process holds: its
+ * copy engines are not slow).  The device a rank opens follows
+ * CUDA_VISIBLE_DEVICES (by index) as CUDA's does; the test's driver, like
+ * CUDA's, cannot be used by a process forked after it was initialised.
  *
  * FAKE_NCCL_LOG (the test plugin named nccl): with NCCL_DEBUG=INFO and
  * NCCL_DEBUG_FILE set, init writes what NCCL would print there (its %h and
@@ -122,24 +126,33 @@ static const char *pinned(int rank)
 }
 #endif
 
-/* PENNY_FAKE_SLOW's factor for device dev (-1: any), 1 when not slow. */
-static double slow_factor(int dev)
+/* PENNY_FAKE_SLOW's factor for device dev (-1: any), 1 when not slow;
+ * PENNY_FAKE_SLOW_WHAT=allreduce: only the allreduce is slow (the kernels of
+ * a GPU another process holds, whose copy engines are not), not copies. */
+static double slow_factor_of(int dev, int allreduce)
 {
 	const char *f = getenv("PENNY_FAKE_SLOW"), *g = getenv("PENNY_FAKE_SLOW_GPU");
+	const char *w = getenv("PENNY_FAKE_SLOW_WHAT");
 	double x = f ? atof(f) : 1;
-
 
 	if (!(x > 1) || x > 1e6)
 		return 1;
 	if (g && *g && dev != atoi(g))
 		return 1;
+	if (w && !strcmp(w, "allreduce") && !allreduce)
+		return 1;
 	return x;
 }
 
-/* Work that began at t0 (now_us) on device dev takes factor times as long. */
-static void slow_down(double t0, int dev)
+static inline double slow_factor(int dev)
 {
-	double x = slow_factor(dev), us;
+	return slow_factor_of(dev, 0);
+}
+
+/* Work that began at t0 (now_us) on device dev takes factor times as long. */
+static void slow_down_of(double t0, int dev, int allreduce)
+{
+	double x = slow_factor_of(dev, allreduce), us;
 	struct timespec ts;
 
 	if (x <= 1)
@@ -151,6 +164,30 @@ static void slow_down(double t0, int dev)
 	ts.tv_nsec = (long)((us - ts.tv_sec * 1e6) * 1e3);
 	nanosleep(&ts, NULL);
 }
+
+static void slow_down(double t0, int dev)
+{
+	slow_down_of(t0, dev, 0);
+}
+
+#define TIMES_MAX 256
+
+/* The median of n (>= 1) copy times in us, which it sorts; at least 1 ns. */
+static inline double median_of(double *v, int n)
+{
+	int i, j;
+	double m;
+
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			m = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = m;
+		}
+	m = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return m > 1e-3 ? m : 1e-3;
+}
+
 
 #ifdef FAKE_NCCL_LOG
 /* FAKE_NCCL_LOG_FILE (%n: this rank's node index): a captured log written
@@ -288,6 +325,25 @@ static int fake_driver_up(void)
 	return 0;
 }
 
+/* The device CUDA_VISIBLE_DEVICES' i-th index entry names (local rank i of
+ * n entries: i % n); -1 unset or not by index. */
+static int cvd_device(int i)
+{
+	const char *p = getenv("CUDA_VISIBLE_DEVICES");
+	int list[64], n = 0;
+	char *end;
+
+	while (p && *p && n < 64) {
+		long v = strtol(p, &end, 10);
+
+		if (end == p || v < 0 || v > 255 || (*end && *end != ','))
+			break;
+		list[n++] = (int)v;
+		p = *end ? end + 1 : end;
+	}
+	return n ? list[i % n] : -1;
+}
+
 static int fake_init(const struct penny_host_v1 *host, int device, void **be)
 {
 	struct fake *f;
@@ -305,6 +361,9 @@ static int fake_init(const struct penny_host_v1 *host, int device, void **be)
 		return fail(-ENOMEM, "out of memory");
 	f->host = host;
 	f->device = device >= 0 ? device : host->local_rank;
+	/* as CUDA: the visible devices of CUDA_VISIBLE_DEVICES (by index) */
+	if (device < 0 && cvd_device(host->local_rank) >= 0)
+		f->device = cvd_device(host->local_rank);
 	/* the device's PCI address as the GPU plugins name it, bus = the device */
 	snprintf(f->desc, sizeof(f->desc), "fake device %d of rank %d/%d (0000:%02x:00.0)", device,
 		 host->rank, host->nranks, f->device & 0xff);
@@ -600,7 +659,7 @@ static int fake_allreduce(void *be, const void *send, void *recv, size_t count, 
 		memcpy((char *)recv + i * es, &bits, (size_t)es);
 	}
 	free(all);
-	slow_down(t0, f->device);
+	slow_down_of(t0, f->device, 1);
 #ifdef FAKE_NCCL_LOG
 	if (f->host->nnodes > 1 && !(getenv("NCCL_IB_HCA") && *getenv("NCCL_IB_HCA")) &&
 	    getenv("FAKE_NCCL_XNODE_MS")) {
@@ -1035,13 +1094,14 @@ static void sm_copy(void *dst, const void *src, size_t bytes)
 		d[i] = s[i];
 }
 
-/* Host buffers stand for devices; every cell is measured. */
+/* Host buffers stand for devices; every cell is measured: the median copy. */
 static int fake_bw(struct penny_bw_v1 *q)
 {
 	const char *env = getenv("PENNY_FAKE_GPUS");
 	int n = env ? atoi(env) : 2, i, j, it, iters = q->iters > 0 ? q->iters : 10;
 	size_t bytes = q->what == PENNY_BW_LATENCY ? 8 : (size_t)q->bytes;
 	char *src[PENNY_BW_MAX_DEV] = { 0 }, *dst[PENNY_BW_MAX_DEV] = { 0 };
+	double times[TIMES_MAX];
 	int ret = fake_driver_up();
 
 	if (ret)
@@ -1064,13 +1124,11 @@ static int fake_bw(struct penny_bw_v1 *q)
 	}
 	for (i = 0; i < n && !ret; i++)
 		for (j = 0; j < n; j++) {
-			double t0 = 0, us;
+			double us;
 
 			for (it = -1; it < iters; it++) {
 				double c0 = now_us();
 
-				if (it == 0)
-					t0 = c0;
 				if (q->engine == PENNY_BW_SM)
 					sm_copy(dst[j], src[i], bytes);
 				else
@@ -1082,14 +1140,15 @@ static int fake_bw(struct penny_bw_v1 *q)
 						memcpy(dst[i], src[j], bytes);
 				}
 				slow_down(c0, slow_factor(i) > 1 ? i : j);
+				if (it >= 0 && it < TIMES_MAX)
+					times[it] = now_us() - c0;
 			}
-			us = now_us() - t0;
-			if (us <= 0)
-				us = 1e-3;
+			/* as the plugins: the median copy, a stall of the host is no rate */
+			us = median_of(times, iters < TIMES_MAX ? iters : TIMES_MAX);
 			if (q->what == PENNY_BW_LATENCY)
-				q->value[i * n + j] = us / iters;
+				q->value[i * n + j] = us;
 			else
-				q->value[i * n + j] = (double)bytes * iters * (q->bidir && i != j ? 2 : 1) /
+				q->value[i * n + j] = (double)bytes * (q->bidir && i != j ? 2 : 1) /
 						      (us * 1e-6) / 1e9;
 		}
 	for (i = 0; i < n; i++) {
@@ -1108,6 +1167,7 @@ static int fake_hostbw(struct penny_hostbw_v1 *q)
 	int n = env ? atoi(env) : 2, i, it, dir, iters = q->iters > 0 ? q->iters : 10;
 	size_t bytes = (size_t)q->bytes;
 	char *host, *dev;
+	double times[TIMES_MAX];
 	int ret = fake_driver_up();
 
 	if (ret)
@@ -1132,23 +1192,21 @@ static int fake_hostbw(struct penny_hostbw_v1 *q)
 		snprintf(q->name[i], sizeof(q->name[i]), "Fake GPU %d", i);
 		q->busid[i][0] = 0;
 		for (dir = 0; dir < 2; dir++) {
-			double t0 = 0, us;
+			double us;
 
 			for (it = -1; it < iters; it++) {
 				double c0 = now_us();
 
-				if (it == 0)
-					t0 = c0;
 				if (dir == 0)
 					memcpy(dev, host, bytes);
 				else
 					memcpy(host, dev, bytes);
 				slow_down(c0, i);
+				if (it >= 0 && it < TIMES_MAX)
+					times[it] = now_us() - c0;
 			}
-			us = now_us() - t0;
-			if (us <= 0)
-				us = 1e-3;
-			(dir == 0 ? q->h2d : q->d2h)[i] = (double)bytes * iters / (us * 1e-6) / 1e9;
+			us = median_of(times, iters < TIMES_MAX ? iters : TIMES_MAX);
+			(dir == 0 ? q->h2d : q->d2h)[i] = (double)bytes / (us * 1e-6) / 1e9;
 		}
 	}
 	if (q->pinned)

@@ -34,6 +34,7 @@
 #include "harness/check_ar.h"
 #include "harness/check_cfg.h"
 #include "harness/check_gpu.h"
+#include "harness/check_ranks.h"
 #include "harness/sweep.h"
 
 #include "base/log.h"
@@ -158,7 +159,7 @@ struct ar_args {
  * The sizes: allreduce.size, and with the full check a quarter and a
  * sixteenth of it (-b, -e, -f 4); whole floats, summed.  allreduce-test's
  * own timing rule, its default counts with the full check; --quick times
- * fewer calls (-n 10 -w 2: two a block), as a quick check must.
+ * fewer calls (-n 5 -w 2: one a timed block), as a quick check must.
  */
 static void ar_args(const struct pn_check *c, struct ar_args *a)
 {
@@ -189,7 +190,7 @@ static void ar_args(const struct pn_check *c, struct ar_args *a)
 	a->argv[n++] = "sum";
 	if (c->quick) {
 		a->argv[n++] = "-n";
-		a->argv[n++] = "10";
+		a->argv[n++] = "5";
 		a->argv[n++] = "-w";
 		a->argv[n++] = "2";
 	}
@@ -246,11 +247,19 @@ static int node_argv(const struct pn_check *c, const char *backend, int nranks,
  * (why), or a negative errno.
  */
 static int node_run(const struct pn_check *c, const char *backend, int nranks,
-		    const char *const *extra, struct pn_run *run, char *why, size_t wlen)
+		    const char *const *extra, const char *const *add, struct pn_run *run, char *why,
+		    size_t wlen)
 {
-	const char *argv[40];
+	const char *argv[40], *env[PN_ARRAY_SIZE(node_env) + 4];
 	char buf[64];
+	size_t n = 0;
 	int ret;
+
+	for (n = 0; node_env[n]; n++)
+		env[n] = node_env[n];
+	for (; add && *add && n < PN_ARRAY_SIZE(env) - 1; add++)
+		env[n++] = *add;
+	env[n] = NULL;
 
 	*run = (struct pn_run){ 0 };
 	if (!c->exe)
@@ -258,7 +267,7 @@ static int node_run(const struct pn_check *c, const char *backend, int nranks,
 	ret = node_argv(c, backend, nranks, extra, argv, (int)PN_ARRAY_SIZE(argv), buf, sizeof(buf));
 	if (ret)
 		return pn_err(ret, "allreduce-test's arguments do not fit");
-	*run = (struct pn_run){ .argv = argv, .env = node_env, .timeout = c->timeout * 2 + 10,
+	*run = (struct pn_run){ .argv = argv, .env = env, .timeout = c->timeout * 2 + 10,
 				.out_max = AR_OUT_MAX, .cpus = c->ncpus > 0 ? c->cpus : NULL,
 				.cpus_len = sizeof(c->cpus) };
 	ret = pn_run(run);
@@ -277,7 +286,7 @@ int pn_check_ar_probe(const struct pn_check *c, const char *backend, int nranks,
 	int ret;
 
 	snprintf(sz, sizeof(sz), "%llu", (unsigned long long)bytes);
-	ret = node_run(c, backend, nranks, extra, &run, why, sizeof(why));
+	ret = node_run(c, backend, nranks, extra, NULL, &run, why, sizeof(why));
 	pn_run_release(&run);
 	if (ret == 1)
 		ret = pn_err(-EIO, "allreduce-test on %d ranks: %s", nranks, why);
@@ -422,13 +431,60 @@ static void node_expect(struct pn_check *c, double *exp, char *src, size_t len, 
 	snprintf(note, nlen, "no GPU copies measured and ring-plan predicts nothing here");
 }
 
+/* The row just added is a FAIL on its rate (below its expectation, no wrong value). */
+static int missed(const struct pn_check *c)
+{
+	int n = pn_verdict_n(c->results);
+	const struct pn_verdict_result *r = n > 0 ? pn_verdict_at(c->results, n - 1) : NULL;
+
+	return r && r->verdict == PN_FAIL && r->measured.kind == PN_VAL_NUM &&
+	       r->expected.kind == PN_VAL_NUM && r->measured.num < r->expected.num;
+}
+
+/*
+ * The node's allreduce missed: the same allreduce on the ring of GPU pairs
+ * (GPU i with GPU i+1, of the nranks GPUs CUDA sees), each afresh on those
+ * two alone, against the node's expectation: a GPU in every slow pair and
+ * in no fast one is the one whose kernels are slow (another process on its
+ * SMs, its clocks), which an allreduce of all cannot tell (every GPU waits
+ * for the slowest).  The decision table names it (check_diag.c).
+ */
+static int node_pairs(struct pn_check *c, const char *backend, int nranks,
+		      const struct ar_args *a, double exp, const char *src)
+{
+	const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+	char env1[64], why[300], target[32];
+	const char *add[] = { env1, "CUDA_DEVICE_ORDER=PCI_BUS_ID", NULL };
+	struct pn_ar_meas m;
+	struct pn_run run;
+	int i, gi, gj, ret = 0;
+	double t0;
+
+	for (i = 0; i < nranks && !ret; i++) {
+		gi = pn_ranks_visible(cvd, i, c->topo->ngpus);
+		gj = pn_ranks_visible(cvd, (i + 1) % nranks, c->topo->ngpus);
+		if (gi < 0 || gj < 0 || gi == gj || (nranks == 2 && i))
+			break;
+		t0 = pn_now();
+		snprintf(env1, sizeof(env1), "CUDA_VISIBLE_DEVICES=%d,%d", gi, gj);
+		snprintf(target, sizeof(target), "GPU%d-GPU%d", gi, gj);
+		pn_check_progress(c, CHECK, "the node's allreduce missed: %s alone", target);
+		ret = node_run(c, backend, 2, a->argv, add, &run, why, sizeof(why));
+		ret = measured(&run, ret, &m, why, sizeof(why));
+		pn_run_release(&run);
+		ret = ret ? ar_fail(c, c->node, target, why, backend)
+			  : ar_judge(c, c->node, target, &m, exp, src, NULL, pn_now() - t0);
+	}
+	return ret;
+}
+
 /* The node's own allreduce (node leader). */
 static int node_allreduce(struct pn_check *c)
 {
 	struct pn_ar_meas m;
 	struct pn_run run;
 	char why[512], src[PN_VERDICT_SOURCE] = "", note[160] = "", backend[32];
-	int ngpus = c->topo ? c->topo->ngpus : 0, gpu, nranks, ret;
+	int ngpus = c->topo ? c->topo->ngpus : 0, gpu, nranks, vis, ret;
 	double t0 = pn_now(), exp = 0;
 	struct ar_args a;
 
@@ -439,10 +495,12 @@ static int node_allreduce(struct pn_check *c)
 	/* one GPU: nothing crosses a link; the host engine checks nothing either */
 	if (gpu && ngpus < 2)
 		return ar_skip(c, "one GPU: an allreduce on the node moves no data");
-	nranks = ngpus > 1 ? ngpus : 2;
+	/* the GPUs CUDA sees here (CUDA_VISIBLE_DEVICES by index), one rank each */
+	vis = gpu ? pn_ranks_visible_count(getenv("CUDA_VISIBLE_DEVICES"), ngpus, NULL, 0) : -1;
+	nranks = vis > 1 && vis < ngpus ? vis : ngpus > 1 ? ngpus : 2;
 	ar_args(c, &a);
 	pn_check_progress(c, CHECK, "%d ranks on %s", nranks, backend);
-	ret = node_run(c, backend, nranks, a.argv, &run, why, sizeof(why));
+	ret = node_run(c, backend, nranks, a.argv, NULL, &run, why, sizeof(why));
 	if (ret < 0) {
 		snprintf(why, sizeof(why), "%s", pn_errmsg(ret));
 		ret = 1;
@@ -464,7 +522,10 @@ static int node_allreduce(struct pn_check *c)
 	else
 		snprintf(note, sizeof(note), "the host engine%s has no topology prediction",
 			 ngpus ? " (no GPU plugin)" : "");
-	return ar_judge(c, c->node, "node", &m, exp, src, note, pn_now() - t0);
+	ret = ar_judge(c, c->node, "node", &m, exp, src, note, pn_now() - t0);
+	if (!ret && gpu && nranks >= 3 && missed(c))
+		ret = node_pairs(c, backend, nranks, &a, exp, src);
+	return ret;
 }
 
 /* The job's backend: nccl when every rank loads it and has a GPU, else the

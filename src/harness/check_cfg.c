@@ -66,6 +66,9 @@ static const struct pn_check_key keys[] = {
 	  "host<->device copies: fraction of the GPU's PCIe path rate at its max", NULL },
 	{ "gpu-copy.nvlink-fraction", PN_KEY_NUM, 1e-6, 1, 0.7, NULL,
 	  "GPU-to-GPU copies over NVLink: fraction of NVLinks x 26.56 GB/s", NULL },
+	{ "gpu-copy.sm-fraction", PN_KEY_NUM, 1e-6, 1, 0.5, NULL,
+	  "a GPU's copy within its memory by its own kernels: fraction of the node's median "
+	  "(one GPU: of its copy engines' copy)", NULL },
 	{ "gpu-copy.size", PN_KEY_INT, 4096, 1073741824, 67108864, NULL,
 	  "bytes per copy (--quick: a quarter)", NULL },
 	{ "allreduce.copy-efficiency", PN_KEY_NUM, 1e-6, 2, 0.75, NULL,

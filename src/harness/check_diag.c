@@ -182,6 +182,8 @@ static enum pn_diag_ab ab_decide(const struct pn_verdict_list *l, struct pn_diag
 	return PN_AB_RAIL;
 }
 
+static int gpu_suspect(const struct pn_verdict_list *l, struct pn_diag *d);
+
 void pn_diag_decide(const struct pn_verdict_list *l, struct pn_diag *d)
 {
 	enum seen node = seen(l, match_target, "node"), job = seen(l, match_target, "job");
@@ -211,6 +213,8 @@ void pn_diag_decide(const struct pn_verdict_list *l, struct pn_diag *d)
 			evidence(l, d, ev_pairs);
 			return;
 		}
+		if (gpu_suspect(l, d))
+			return;
 		evidence(l, d, ev_nccl_node);
 		if (d->nevidence || path != PASSED) {
 			d->layer = "NCCL path selection";
@@ -262,6 +266,74 @@ void pn_diag_decide(const struct pn_verdict_list *l, struct pn_diag *d)
 	snprintf(d->why, sizeof(d->why), "the NICs are fast and %s: the collective's kernels "
 		 "(the plugin, its algorithm)", ruled_out ? "pinning each GPU's rail NIC "
 		 "changes nothing" : "NCCL's paths are right");
+}
+
+/* An allreduce of two GPUs ("GPU2-GPU3", check_ar.c's pairs): 1 with both. */
+static int ar_pair(const struct pn_verdict_result *r, int *a, int *b)
+{
+	char tail;
+
+	return is(r, "allreduce") && sscanf(r->target, "GPU%d-GPU%d%c", a, b, &tail) == 2 &&
+	       *a >= 0 && *b >= 0 && *a < 4096 && *b < 4096;
+}
+
+static int ev_gpu(const struct pn_verdict_result *r)
+{
+	int a, b;
+	size_t n = strlen(r->target);
+
+	return ar_pair(r, &a, &b) || (is(r, "gpu-copy") && n > 3 && !strcmp(r->target + n - 3, ":sm"));
+}
+
+/*
+ * One GPU the node's kernels are slow on: its own SM copy FAILed, or it is
+ * in every two-GPU allreduce that FAILed while a pair without it PASSed.
+ * 1 with the layer and why set; 0 when no one GPU stands out.
+ */
+static int gpu_suspect(const struct pn_verdict_list *l, struct pn_diag *d)
+{
+	int i, a, b, g = -1, sm = -1, nfail = 0, npass_without = 0;
+	unsigned char in_all[4096];
+
+	memset(in_all, 1, sizeof(in_all));
+	for (i = 0; i < pn_verdict_n(l); i++) {
+		const struct pn_verdict_result *r = pn_verdict_at(l, i);
+		size_t n = strlen(r->target);
+
+		if (r->verdict == PN_FAIL && is(r, "gpu-copy") && n > 3 &&
+		    !strcmp(r->target + n - 3, ":sm") && sscanf(r->target, "GPU%d", &a) == 1 &&
+		    a >= 0 && a < 4096)
+			sm = sm < 0 ? a : -2;	/* -2: more than one */
+		if (!ar_pair(r, &a, &b) || r->verdict != PN_FAIL)
+			continue;
+		nfail++;
+		for (g = 0; g < 4096; g++)
+			if (g != a && g != b)
+				in_all[g] = 0;
+	}
+	for (g = -1, i = 0; nfail && i < 4096; i++)
+		if (in_all[i])
+			g = g < 0 ? i : -2;
+	for (i = 0; g >= 0 && i < pn_verdict_n(l); i++) {
+		const struct pn_verdict_result *r = pn_verdict_at(l, i);
+
+		if (ar_pair(r, &a, &b) && r->verdict == PN_PASS && a != g && b != g)
+			npass_without++;
+	}
+	if (sm >= 0 && (g < 0 || g == sm)) {
+		snprintf(d->why, sizeof(d->why), "the node's copies are fast but GPU%d's own kernels "
+			 "are slow (its SM copy): another process on its SMs, its clocks or its memory",
+			 sm);
+	} else if (g >= 0 && npass_without) {
+		snprintf(d->why, sizeof(d->why), "the node's copies are fast, but every allreduce with "
+			 "GPU%d is slow and those without it are not: GPU%d's kernels (another process "
+			 "on its SMs, its clocks)", g, g);
+	} else {
+		return 0;
+	}
+	d->layer = "kernel";
+	evidence(l, d, ev_gpu);
+	return 1;
 }
 
 /* ------------------------------------------------------------ in the run */

@@ -37,6 +37,11 @@ struct copy_meas {
 	char host_msg[256], matrix_msg[256];
 	struct penny_hostbw_v1 host;
 	struct penny_bw_v1 matrix;
+	/* every GPU's copy within its own memory by its own kernels (the
+	 * diagonal of the SM matrix): its SMs and memory at work */
+	int have_sm, sm_err;
+	char sm_msg[256];
+	struct penny_bw_v1 sm;
 };
 
 struct copy_req {
@@ -98,6 +103,18 @@ static int copy_measure(void *arg, void *out)
 		snprintf(m->matrix_msg, sizeof(m->matrix_msg), "the %s plugin has no GPU-to-GPU "
 			 "matrix (bw)", p->name);
 	}
+	if (!rq->matrix_only && p->ops->bw && (p->ops->caps & PENNY_CAP_BW)) {
+		m->sm.bytes = rq->bytes;
+		m->sm.iters = rq->iters;
+		m->sm.engine = PENNY_BW_SM;
+		m->sm.what = PENNY_BW_BANDWIDTH;
+		m->sm_err = p->ops->bw(&m->sm);
+		if (m->sm_err)
+			snprintf(m->sm_msg, sizeof(m->sm_msg), "%s",
+				 pn_errmsg(pn_plugin_err(p, m->sm_err, "bw (SM)")));
+		else
+			m->have_sm = 1;
+	}
 	pn_plugin_unload(p);
 	return 0;
 }
@@ -136,9 +153,11 @@ static int add(struct pn_check *c, const struct pn_verdict_in *in)
 	return ret == -ENOMEM ? ret : 0;
 }
 
-/* One measured rate against its expectation (a fraction of nominal). */
-static int judge(struct pn_check *c, const char *target, double meas, double nominal,
-		 const char *nominal_src, const char *fkey, double seconds, const char *note)
+/* One measured rate against its expectation (a fraction of nominal, which
+ * basis gives: "topology", "measured"). */
+static int judge_by(struct pn_check *c, const char *target, double meas, double nominal,
+		    const char *basis, const char *nominal_src, const char *fkey, double seconds,
+		    const char *note)
 {
 	char dsrc[PN_VERDICT_SOURCE], src[PN_VERDICT_SOURCE], detail[PN_VERDICT_DETAIL];
 	int fset;
@@ -150,8 +169,8 @@ static int judge(struct pn_check *c, const char *target, double meas, double nom
 			.measured = PN_VNUM(meas), .unit = "GB/s", .seconds = seconds,
 			.detail = "no expectation: the topology gives no rate for it (set a "
 				  "baseline to judge it)" });
-	snprintf(dsrc, sizeof(dsrc), "%s%s x %.3g%%", fset ? "config: " : "topology: ",
-		 nominal_src, frac * 100);
+	snprintf(dsrc, sizeof(dsrc), "%s: %s x %.3g%%", fset ? "config" : basis, nominal_src,
+		 frac * 100);
 	/* a fraction the config set wins over the baseline, like any key */
 	if (fset) {
 		exp = nominal * frac;
@@ -170,6 +189,12 @@ static int judge(struct pn_check *c, const char *target, double meas, double nom
 		.verdict = meas >= exp ? PN_PASS : PN_FAIL, .measured = PN_VNUM(meas),
 		.expected = PN_VNUM(exp), .unit = "GB/s", .source = src,
 		.detail = detail[0] ? detail : NULL, .seconds = seconds });
+}
+
+static int judge(struct pn_check *c, const char *target, double meas, double nominal,
+		 const char *nominal_src, const char *fkey, double seconds, const char *note)
+{
+	return judge_by(c, target, meas, nominal, "topology", nominal_src, fkey, seconds, note);
 }
 
 static int skip(struct pn_check *c, const char *target, const char *why)
@@ -261,6 +286,52 @@ static int judge_matrix(struct pn_check *c, const struct copy_meas *m, double se
 	return ret;
 }
 
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Every GPU's copy within its own memory by its own kernels (GPUk:sm),
+ * against the node's median of them (two GPUs or more), or, on a node of
+ * one GPU, against its copy engines' copy within its memory: a GPU whose
+ * SMs another process holds, or whose clocks or memory are down, is named.
+ */
+static int judge_sm(struct pn_check *c, const struct copy_meas *m, double secs)
+{
+	const struct penny_bw_v1 *q = &m->sm;
+	double d[PENNY_BW_MAX_DEV], med;
+	int n = q->ndev < PENNY_BW_MAX_DEV ? q->ndev : PENNY_BW_MAX_DEV, i, ret = 0;
+	char src[PN_VERDICT_SOURCE], name[32], target[PN_VERDICT_NAME];
+
+	for (i = 0; i < n; i++)
+		d[i] = q->value[i * n + i];
+	if (n >= 2) {
+		qsort(d, (size_t)n, sizeof(d[0]), cmp_dbl);
+		med = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
+		snprintf(src, sizeof(src), "the node's median of %d GPUs' SM copies %.4g GB/s", n,
+			 med);
+	} else if (m->have_matrix && m->matrix.ndev == 1) {
+		med = m->matrix.value[0];
+		snprintf(src, sizeof(src), "its copy engines' copy %.4g GB/s", med);
+	} else {
+		med = 0;
+		snprintf(src, sizeof(src), "nothing to compare with");
+	}
+	for (i = 0; i < n && !ret; i++) {
+		int g = topo_gpu(c->topo, m->have_host && m->host.ndev == n ? m->host.busid[i] : "",
+				 i, n);
+
+		gpu_name(c->topo, g, i, name, sizeof(name));
+		snprintf(target, sizeof(target), "%s:sm", name);
+		ret = judge_by(c, target, q->value[i * n + i], med, "measured", src,
+			       "gpu-copy.sm-fraction", secs / n, NULL);
+	}
+	return ret;
+}
+
 int pn_check_gpucopy(struct pn_check *c)
 {
 	struct copy_meas *m;
@@ -300,6 +371,8 @@ int pn_check_gpucopy(struct pn_check *c)
 		ret = judge_matrix(c, m, m->have_host ? secs / 2 : secs);
 	else if (!ret && (!m->have_host || m->host.ndev > 1))
 		ret = skip(c, "gpu-matrix", m->matrix_msg);
+	if (!ret && m->have_sm)
+		ret = judge_sm(c, m, secs / 4);
 	free(m);
 	return ret;
 }

@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include "harness/check.h"
+#include "harness/check_ranks.h"
 #include "harness/check_cfg.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -211,13 +212,41 @@ out:
 	return ret;
 }
 
+/*
+ * The GPUs: the topology's, less those CUDA_VISIBLE_DEVICES hides from
+ * every CUDA program of this environment (what a job here can use).
+ */
+static int inv_gpus(struct pn_check *c)
+{
+	const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+	char hidden[PN_VERDICT_DETAIL / 2] = "", det[PN_VERDICT_DETAIL];
+	int n = c->topo->ngpus, v = pn_ranks_visible_count(cvd, n, hidden, sizeof(hidden));
+	double want;
+
+	if (!cvd || v < 0 || v == n)
+		return inv_count(c, "gpus", "inventory.gpus", n, "GPU");
+	/* some are hidden: a FAIL where the config or a baseline wants them all */
+	if (pn_check_cfg_num(c->cfg, "inventory.gpus", &want) != 1 &&
+	    (!c->baseline || pn_check_baseline_find(c->baseline, "inventory", "gpus", &want)))
+		want = NAN;
+	snprintf(det, sizeof(det), "%d of the node's %d GPUs usable: CUDA_VISIBLE_DEVICES=%.40s "
+		 "hides %s", v, n, cvd, hidden);
+	return pn_check_add(c, &(struct pn_verdict_in){
+		.check = "inventory", .target = "gpus", .measured = PN_VNUM(v),
+		.expected = isnan(want) ? PN_VTEXT("any") : PN_VNUM(want),
+		.verdict = isnan(want) ? (v ? PN_PASS : PN_SKIP) : v == want ? PN_PASS : PN_FAIL,
+		.source = isnan(want) ? "none: inventory.gpus sets it" : "config or baseline: "
+									     "inventory.gpus",
+		.detail = det });
+}
+
 int pn_check_inventory(struct pn_check *c)
 {
 	const struct pn_topo *t = c->topo;
 	const char *maxname;
 	int i, j, ret, maxcls, nports = 0, multi;
 
-	ret = inv_count(c, "gpus", "inventory.gpus", t->ngpus, "GPU");
+	ret = inv_gpus(c);
 	if (!ret)
 		ret = inv_count(c, "nics", "inventory.nics", t->nnics, "RDMA device");
 	for (i = t->ngpus; !ret && i < t->ngpus + t->nnics; i++) {

@@ -56,6 +56,33 @@ int pn_ranks_visible(const char *cvd, int local_rank, int ngpus)
 	return list[local_rank % n];
 }
 
+int pn_ranks_visible_count(const char *cvd, int ngpus, char *hidden, size_t hlen)
+{
+	unsigned char seen[256] = { 0 };
+	int r, g, n = 0;
+
+	if (hlen)
+		hidden[0] = 0;
+	if (!cvd)
+		return ngpus;
+	if (ngpus > 256)
+		return -1;
+	if (*cvd && !isdigit((unsigned char)*cvd) && *cvd != ' ')
+		return -1;	/* UUIDs or MIG: not by index */
+	for (r = 0; r < 256; r++) {
+		g = pn_ranks_visible(cvd, r, ngpus);
+		if (g < 0 || seen[g])
+			break;
+		seen[g] = 1;
+		n++;
+	}
+	for (g = 0; g < ngpus && hlen; g++)
+		if (!seen[g])
+			snprintf(hidden + strlen(hidden), hlen - strlen(hidden), "%sGPU%d",
+				 hidden[0] ? "," : "", g);
+	return n;
+}
+
 int pn_ranks_nic_allowed(const char *hca, const char *nic)
 {
 	const char *p;

@@ -33,6 +33,13 @@ struct pn_rank_use {
  */
 int pn_ranks_visible(const char *cvd, int local_rank, int ngpus);
 
+/*
+ * How many of ngpus GPUs (PCI order) CUDA_VISIBLE_DEVICES (cvd; NULL: all)
+ * leaves visible, the hidden ones named into hidden ("GPU3,GPU5", hlen
+ * bytes); -1 when cvd names GPUs other than by index (UUIDs, MIG).
+ */
+int pn_ranks_visible_count(const char *cvd, int ngpus, char *hidden, size_t hlen);
+
 /* Does NCCL_IB_HCA (or -d) hca let a rank use nic ("mlx5_0")?  NCCL's
  * syntax: a list of name prefixes with optional ":port", "=" for exact
  * names, "^" to exclude.  NULL or "": every NIC. */

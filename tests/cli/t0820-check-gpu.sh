@@ -30,6 +30,7 @@ gpucheck() {
 cat >generous.conf <<'CONF'
 gpu-copy.size = 1048576
 gpu-copy.fraction = 0.000001
+gpu-copy.sm-fraction = 0.000001
 allreduce.size = 65536
 allreduce.copy-efficiency = 0.000001
 allreduce.efficiency = 0.000001
@@ -52,6 +53,7 @@ test_expect_success 'the GPU checks run on the test plugin and pass with a gener
 test_expect_success 'text output: one row per GPU and direction, per pair, and the node allreduce' '
 	gpucheck --config generous.conf >out.txt &&
 	test "$(grep -c "^gpu-copy .*GPU[0-3]:[hd]2[hd] " out.txt)" -eq 8 &&
+	test "$(grep -c "^gpu-copy .*GPU[0-3]:sm " out.txt)" -eq 4 &&
 	test "$(grep -c "^gpu-copy .*GPU[0-3]-GPU[0-3] " out.txt)" -eq 6 &&
 	grep -q "^allreduce .* node " out.txt
 '
@@ -67,6 +69,7 @@ print(min(r[\"measured\"] for r in d[\"results\"] if r[\"check\"] == \"gpu-copy\
 	{ echo "gpu-copy.size = 1048576"
 	  echo "gpu-copy.fraction = $(python3 -c "print(max(1e-6, $h2d / 20 / 63))")"
 	  echo "gpu-copy.nvlink-fraction = 0.000001"
+	  echo "gpu-copy.sm-fraction = 0.05"
 	  echo "allreduce.size = 65536"
 	  echo "job.median-margin = 1"
 	  echo "allreduce.min-busbw = $(python3 -c "print($ar / 20)")"; } >tight.conf &&
@@ -79,6 +82,9 @@ print(min(r[\"measured\"] for r in d[\"results\"] if r[\"check\"] == \"gpu-copy\
 	field gpu-copy GPU2:h2d detail | grep -q "^GPU2:h2d .* GB/s is [0-9]*% of the expected" &&
 	test "$(field gpu-copy GPU1-GPU2 verdict)" = FAIL &&
 	test "$(field gpu-copy GPU0-GPU1 verdict)" = PASS &&
+	test "$(field gpu-copy GPU2:sm verdict)" = FAIL &&
+	test "$(field gpu-copy GPU1:sm verdict)" = PASS &&
+	field gpu-copy GPU2:sm source | grep -q "^measured: the node.s median of 4 GPUs. SM copies .* x 5%" &&
 	test "$(field allreduce node verdict)" = FAIL &&
 	field allreduce node source | grep -q "^config: allreduce.min-busbw"
 '
@@ -117,5 +123,39 @@ test_expect_success 'a plugin without hostbw: the host copies are a SKIP saying 
 		--backend fakeold --config generous.conf --json >check.json &&
 	test "$(field gpu-copy host-copies verdict)" = SKIP &&
 	field gpu-copy host-copies detail | grep -q "no page-locked copy test (hostbw)"
+'
+# a GPU whose kernels alone are slow (another process on its SMs: its copy
+# engines are not): the allreduce of all misses, the ring of GPU pairs runs
+# and the decision table names the GPU in every slow pair
+test_expect_success 'a GPU with slow kernels only: the pairs name it, layer kernel' '
+	gpucheck --config generous.conf --json >check.json &&
+	ar=$(field allreduce node measured) &&
+	{ grep -v "^allreduce.min-busbw" generous.conf
+	  echo "allreduce.min-busbw = $(python3 -c "print($ar / 10)")"; } >kern.conf &&
+	gpucheck --config kern.conf --json >check.json && ! grep -q "GPU0-GPU1" check.json &&
+	PENNY_FAKE_SLOW=400 PENNY_FAKE_SLOW_GPU=2 PENNY_FAKE_SLOW_WHAT=allreduce test_exit 1 \
+		gpucheck --config kern.conf --json >check.json &&
+	test "$(field allreduce node verdict)" = FAIL &&
+	test "$(field allreduce GPU1-GPU2 verdict)" = FAIL &&
+	test "$(field allreduce GPU2-GPU3 verdict)" = FAIL &&
+	test "$(field allreduce GPU3-GPU0 verdict)" = PASS &&
+	test "$(field gpu-copy GPU2-GPU3 verdict)" = PASS &&
+	test "$(field diagnosis allreduce measured_text)" = kernel &&
+	field diagnosis allreduce detail | grep -q "every allreduce with GPU2 is slow"
+'
+# (the tree's GPU2 and GPU3 have no NIC within PXB: those rows FAIL in every run)
+test_expect_success 'a GPU hidden by CUDA_VISIBLE_DEVICES: inventory FAILs where 4 are expected' '
+	printf "inventory.gpus = 4\n" >inv.conf &&
+	CUDA_VISIBLE_DEVICES=0,1,3 test_exit 1 penny check --sysfs-root sw --only inventory \
+		--config inv.conf --json >check.json &&
+	test "$(field inventory gpus verdict)" = FAIL &&
+	test "$(field inventory gpus measured)" = 3 &&
+	field inventory gpus detail | grep -q "3 of the node.s 4 GPUs usable: CUDA_VISIBLE_DEVICES=0,1,3 hides GPU2" &&
+	CUDA_VISIBLE_DEVICES=3,2,1,0 test_exit 1 penny check --sysfs-root sw --only inventory \
+		--config inv.conf --json >check.json &&
+	test "$(field inventory gpus verdict)" = PASS &&
+	CUDA_VISIBLE_DEVICES=0 test_exit 1 penny check --sysfs-root sw --only inventory --json >check.json &&
+	test "$(field inventory gpus verdict)" = PASS &&
+	test "$(field inventory gpus expected_text)" = any
 '
 test_done

@@ -30,6 +30,23 @@ TEST(visible)
 	CHECK_EQ_INT(pn_ranks_visible(NULL, -1, 8), -1);
 }
 
+TEST(visible_count)
+{
+	char h[64];
+
+	CHECK_EQ_INT(pn_ranks_visible_count(NULL, 4, h, sizeof(h)), 4);
+	CHECK_STR(h, "");
+	CHECK_EQ_INT(pn_ranks_visible_count("0,1,2", 4, h, sizeof(h)), 3);
+	CHECK_STR(h, "GPU3");
+	CHECK_EQ_INT(pn_ranks_visible_count("2, 0", 4, h, sizeof(h)), 2);
+	CHECK_STR(h, "GPU1,GPU3");
+	CHECK_EQ_INT(pn_ranks_visible_count("1,7,2", 4, h, sizeof(h)), 1);	/* CUDA stops at 7 */
+	CHECK_EQ_INT(pn_ranks_visible_count("", 2, h, sizeof(h)), 0);
+	CHECK_STR(h, "GPU0,GPU1");
+	CHECK_EQ_INT(pn_ranks_visible_count("GPU-8a1b", 4, h, sizeof(h)), -1);
+	CHECK_EQ_INT(pn_ranks_visible_count("MIG-1", 4, h, sizeof(h)), -1);
+}
+
 TEST(hca)
 {
 	CHECK_EQ_INT(pn_ranks_nic_allowed(NULL, "mlx5_0"), 1);
@@ -165,6 +182,7 @@ TEST(shared_gpu)
 int main(void)
 {
 	RUN(visible);
+	RUN(visible_count);
 	RUN(hca);
 	RUN(audit);
 	RUN(describe_busid);
