@@ -483,6 +483,7 @@ struct bw_dev {
 	CUcontext ctx;
 	CUstream s;
 	CUevent e0, e1, ex;
+	CUevent eb[PN_BW_BLOCKS + 1];	/* the ends of back-to-back timed blocks */
 	CUdeviceptr src, dst;
 	CUmodule mod;
 	CUfunction copy, chase;
@@ -501,6 +502,8 @@ static int bw_setup(const struct pn_cudrv *cu, struct bw_dev *d, int i, size_t b
 	PN_CU(cu, EventCreate(&d->e0, CU_EVENT_DEFAULT), "cuEventCreate");
 	PN_CU(cu, EventCreate(&d->e1, CU_EVENT_DEFAULT), "cuEventCreate");
 	PN_CU(cu, EventCreate(&d->ex, CU_EVENT_DEFAULT), "cuEventCreate");
+	for (int b = 0; b <= PN_BW_BLOCKS; b++)
+		PN_CU(cu, EventCreate(&d->eb[b], CU_EVENT_DEFAULT), "cuEventCreate");
 	PN_CU(cu, MemAlloc(&d->src, bytes), "cuMemAlloc");
 	PN_CU(cu, MemAlloc(&d->dst, bytes), "cuMemAlloc");
 	PN_CU(cu, MemsetD8Async(d->src, 0x5a, bytes, d->s), "cuMemsetD8Async");
@@ -525,6 +528,9 @@ static void bw_release(const struct pn_cudrv *cu, struct bw_dev *d)
 		cu->MemFree(d->src);
 	if (d->dst)
 		cu->MemFree(d->dst);
+	for (int b = 0; b <= PN_BW_BLOCKS; b++)
+		if (d->eb[b])
+			cu->EventDestroy(d->eb[b]);
 	if (d->e0)
 		cu->EventDestroy(d->e0);
 	if (d->e1)
@@ -623,8 +629,55 @@ static int bw_block(const struct pn_cudrv *cu, const struct penny_bw_v1 *q, stru
 	return 0;
 }
 
+/* A cell's figure from the time of per transfers of bytes. */
+static double bw_figure(const struct penny_bw_v1 *q, size_t bytes, int per, int both, float ms)
+{
+	if (q->what == PENNY_BW_LATENCY)
+		return ms * 1000.0 / per / (q->engine == PENNY_BW_SM ? 1000.0 : 1.0);
+	return ms > 0 ? (double)bytes * per * (both ? 2 : 1) / (ms * 1e-3) / 1e9 : 0;
+}
+
+/* One direction: the warm-up block waited for, then the timed blocks
+ * enqueued back to back on a's stream, each between two events. */
+static int bw_cell_b2b(const struct pn_cudrv *cu, const struct penny_bw_v1 *q, struct bw_dev *a,
+		       struct bw_dev *b, CUdeviceptr chain, size_t bytes, int iters, double *out)
+{
+	int nb = bw_blocks(iters), blk, it, per, ret;
+	double v[PN_BW_BLOCKS];
+	float ms = 0;
+
+	ret = bw_block(cu, q, a, b, chain, bytes, 1, &ms);
+	if (ret)
+		return ret;
+	PN_CU(cu, CtxSetCurrent(a->ctx), "cuCtxSetCurrent");
+	PN_CU(cu, EventRecord(a->eb[0], a->s), "cuEventRecord");
+	for (blk = 0; blk < nb; blk++) {
+		per = iters / nb + (blk < iters % nb);
+		for (it = 0; it < per; it++) {
+			if (q->what == PENNY_BW_LATENCY && q->engine == PENNY_BW_SM) {
+				struct pn_chase_args ch = { chain, a->src, 1000, 0 };
+				void *params[1] = { &ch };
+
+				PN_CU(cu, LaunchKernel(a->chase, 1, 1, 1, 32, 1, 1, 0, a->s, params,
+						       NULL), "cuLaunchKernel");
+			} else if ((ret = bw_one(cu, q, a, b->dst, bytes))) {
+				return ret;
+			}
+		}
+		PN_CU(cu, EventRecord(a->eb[blk + 1], a->s), "cuEventRecord");
+	}
+	PN_CU(cu, EventSynchronize(a->eb[nb]), "cuEventSynchronize");
+	for (blk = 0; blk < nb; blk++) {
+		per = iters / nb + (blk < iters % nb);
+		PN_CU(cu, EventElapsedTime(&ms, a->eb[blk], a->eb[blk + 1]), "cuEventElapsedTime");
+		v[blk] = bw_figure(q, bytes, per, 0, ms);
+	}
+	*out = bw_median(v, nb);
+	return 0;
+}
+
 /* A cell: warm up, then iters transfers in blocks (bw_blocks), the median
- * block's figure. */
+ * block's figure (both directions at once: each block waited for). */
 static int bw_cell(const struct pn_cudrv *cu, const struct penny_bw_v1 *q, struct bw_dev *a,
 		   struct bw_dev *b, CUdeviceptr chain, double *out)
 {
@@ -633,6 +686,8 @@ static int bw_cell(const struct pn_cudrv *cu, const struct penny_bw_v1 *q, struc
 	double v[PN_BW_BLOCKS];
 	float ms = 0;
 
+	if (!(q->bidir && b != a))
+		return bw_cell_b2b(cu, q, a, b, chain, bytes, iters, out);
 	for (blk = -1; blk < nb; blk++) {
 		per = blk < 0 ? 1 : iters / nb + (blk < iters % nb);
 		ret = bw_block(cu, q, a, b, chain, bytes, per, &ms);
@@ -640,12 +695,7 @@ static int bw_cell(const struct pn_cudrv *cu, const struct penny_bw_v1 *q, struc
 			return ret;
 		if (blk < 0)
 			continue;
-		if (q->what == PENNY_BW_LATENCY)
-			v[blk] = ms * 1000.0 / per / (q->engine == PENNY_BW_SM ? 1000.0 : 1.0);
-		else
-			v[blk] = ms > 0 ? (double)bytes * per * (q->bidir && b != a ? 2 : 1) /
-						  (ms * 1e-3) / 1e9
-					: 0;
+		v[blk] = bw_figure(q, bytes, per, 1, ms);
 	}
 	*out = bw_median(v, nb);
 	return 0;
@@ -755,8 +805,9 @@ int pn_gpu_bw(const void *image, struct penny_bw_v1 *q)
 /* ---- host<->device bandwidth ---- */
 
 /* iters copies between the page-locked host buffer and d's memory after
- * one warm-up copy, timed on d's stream in blocks (bw_blocks): the median
- * block's rate, so a stall of the host does not fail a link. */
+ * one warm-up copy, in blocks (bw_blocks) enqueued back to back, each
+ * between two events: the median block's rate, so a stall of the host
+ * does not fail a link, and no block pays for the host's launch. */
 static int hostbw_dir(const struct pn_cudrv *cu, struct bw_dev *d, void *host, size_t bytes,
 		      int iters, int h2d, double *out)
 {
@@ -766,10 +817,10 @@ static int hostbw_dir(const struct pn_cudrv *cu, struct bw_dev *d, void *host, s
 
 	PN_CU(cu, CtxSetCurrent(d->ctx), "cuCtxSetCurrent");
 	for (b = -1; b < nb; b++) {
-		/* block -1: the warm-up copy */
+		/* block -1: the warm-up copy, waited for */
 		per = b < 0 ? 1 : iters / nb + (b < iters % nb);
-		PN_CU(cu, StreamSynchronize(d->s), "cuStreamSynchronize");
-		PN_CU(cu, EventRecord(d->e0, d->s), "cuEventRecord");
+		if (b <= 0)
+			PN_CU(cu, EventRecord(d->eb[0], d->s), "cuEventRecord");
 		for (it = 0; it < per; it++) {
 			if (h2d)
 				PN_CU(cu, MemcpyHtoDAsync(d->dst, host, bytes, d->s),
@@ -778,11 +829,16 @@ static int hostbw_dir(const struct pn_cudrv *cu, struct bw_dev *d, void *host, s
 				PN_CU(cu, MemcpyDtoHAsync(host, d->src, bytes, d->s),
 				      "cuMemcpyDtoHAsync");
 		}
-		PN_CU(cu, EventRecord(d->e1, d->s), "cuEventRecord");
-		PN_CU(cu, EventSynchronize(d->e1), "cuEventSynchronize");
-		PN_CU(cu, EventElapsedTime(&ms, d->e0, d->e1), "cuEventElapsedTime");
-		if (b >= 0)
-			rate[b] = ms > 0 ? (double)bytes * per / (ms * 1e-3) / 1e9 : 0;
+		if (b < 0)
+			PN_CU(cu, StreamSynchronize(d->s), "cuStreamSynchronize");
+		else
+			PN_CU(cu, EventRecord(d->eb[b + 1], d->s), "cuEventRecord");
+	}
+	PN_CU(cu, EventSynchronize(d->eb[nb]), "cuEventSynchronize");
+	for (b = 0; b < nb; b++) {
+		per = iters / nb + (b < iters % nb);
+		PN_CU(cu, EventElapsedTime(&ms, d->eb[b], d->eb[b + 1]), "cuEventElapsedTime");
+		rate[b] = ms > 0 ? (double)bytes * per / (ms * 1e-3) / 1e9 : 0;
 	}
 	*out = bw_median(rate, nb);
 	return 0;
