@@ -70,7 +70,7 @@ static const struct pn_check_key keys[] = {
 	  "a GPU's copy within its memory by its own kernels: fraction of the node's median "
 	  "(one GPU: of its copy engines' copy)", NULL },
 	{ "gpu-copy.size", PN_KEY_INT, 4096, 1073741824, 67108864, NULL,
-	  "bytes per copy (--quick: a quarter)", NULL },
+	  "bytes per copy (--quick: the same, 5 copies instead of 20)", NULL },
 	{ "allreduce.copy-efficiency", PN_KEY_NUM, 1e-6, 2, 0.75, NULL,
 	  "fraction of the node's slowest GPU-to-GPU copy (GB/s) its allreduce busbw must reach",
 	  NULL },

@@ -12,8 +12,9 @@
 # the physical limit.  Prints a summary; every run's JSON lands in OUTDIR.
 #   tests/bench/check-trust.sh [OUTDIR]      (default: results/check-trust-DATE-KIND)
 # Environment: PENNY (default ./penny), PENNY_PLUGIN_PATH (the plugins),
-# RUNS (10), KIND (the machine's name in the file names, default h200xN),
-# HOG=0 skips the busy-GPU fault (it needs python3 with torch).
+# RUNS (10), MODES ("full quick np": which checks run RUNS times), KIND
+# (the machine's name in the file names, default h200xN), HOG=0 skips the
+# busy-GPU fault (it needs python3 with torch).
 set -u
 export NCCL_NVLS_ENABLE=0
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -55,7 +56,7 @@ echo "## penny bw --gpu (copy engines, then SM copies)"
 "$P" bw --gpu 2>&1 | tail -n 20
 "$P" bw --gpu --gpu-engine sm 2>&1 | tail -n 20
 
-for mode in full quick np; do
+for mode in ${MODES:-full quick np}; do
 	for i in $(seq "$RUNS"); do
 		case $mode in
 		full) run check-$mode-$i "$P" check --json ;;
@@ -116,6 +117,8 @@ if ref:
     print("allreduce-test busbw (GB/s):", ", ".join("%d MiB %s" % (s >> 20, "/".join("%.1f" % v for v in ref[s]))
                                                   for s in sorted(ref)))
 for mode in ("full", "quick", "np"):
+    if not os.path.exists(os.path.join(out, "check-%s-1.rc" % mode)):
+        continue
     fails, times, node = [], [], []
     for i in range(1, runs + 1):
         rc, secs, d = load("check-%s-%d" % (mode, i))
