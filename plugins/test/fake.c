@@ -45,6 +45,7 @@
 #include "penny_plugin.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -325,6 +326,31 @@ static int fake_driver_up(void)
 	return 0;
 }
 
+/* PENNY_FAKE_CPUS_LOG=FILE: "NAME rank R cpus C,C,...\n" appended at init (one
+ * write), for tests of where a launcher put the ranks. */
+static void log_cpus(int rank)
+{
+	const char *path = getenv("PENNY_FAKE_CPUS_LOG");
+	char line[512];
+	cpu_set_t set;
+	int fd, c, n;
+
+	if (!path || !*path || sched_getaffinity(0, sizeof(set), &set))
+		return;
+	n = snprintf(line, sizeof(line), "%s rank %d cpus", FAKE_NAME, rank);
+	for (c = 0; c < CPU_SETSIZE && n < (int)sizeof(line) - 8; c++)
+		if (CPU_ISSET(c, &set))
+			n += snprintf(line + n, sizeof(line) - (size_t)n, "%s%d",
+				      line[n - 1] == 's' ? " " : ",", c);
+	line[n++] = '\n';
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		if (write(fd, line, (size_t)n) < 0)
+			n = 0;
+		close(fd);
+	}
+}
+
 /* The device CUDA_VISIBLE_DEVICES' i-th index entry names (local rank i of
  * n entries: i % n); -1 unset or not by index. */
 static int cvd_device(int i)
@@ -383,6 +409,7 @@ static int fake_init(const struct penny_host_v1 *host, int device, void **be)
 		fflush(stdout);
 	}
 #endif
+	log_cpus(host->rank);
 	*be = f;
 	return 0;
 }
