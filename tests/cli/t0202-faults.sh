@@ -4,7 +4,6 @@
 # surviving rank exits non-zero naming the culprit.
 . "$(dirname "$0")/../lib.sh"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 test_expect_success 'a rank killed mid-sweep: every other rank fails within the timeout, naming it' '
 	"$PENNY" allreduce-test --np 4 --timeout 10 -b 1K -e 1M -f 2 -n 100000 -w 0 >out 2>err &
