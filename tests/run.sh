@@ -50,7 +50,8 @@ ncpu=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 : "${JOBS:=$((ncpu + 2))}"
 : "${LAB_JOBS:=$(((ncpu + 2) / 3))}"
 for v in JOBS LAB_JOBS; do
-	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "tests/run.sh: $v='${!v}' is not a positive number" >&2; exit 2; }
+	[[ ${!v} =~ ^[1-9][0-9]*$ ]] ||
+		{ echo "tests/run.sh: $v='${!v}' is not a positive number" >&2; exit 2; }
 done
 # the ports: 20000..32767 (below the ephemeral range), cut in JOBS ranges
 [ "$JOBS" -le 64 ] || JOBS=64
