@@ -104,17 +104,17 @@ no_procs_left() {
 # within SECONDS CMD...: run CMD, fail if it ran longer than SECONDS (its own
 # exit code is kept in $WITHIN_RC, and the wall time in $WITHIN_SECS).
 within() {
-	local limit=$1 t0
+	local limit=$1 limit_ms t0 ms frac
 	shift
-	t0=$(date +%s.%N)
+	[[ $limit =~ ^([0-9]+)(\.([0-9]+))?$ ]] || { echo "within: bad limit '$limit'" >&2; return 2; }
+	frac=${BASH_REMATCH[3]}000
+	limit_ms=$((10#${BASH_REMATCH[1]} * 1000 + 10#${frac:0:3}))
+	t0=${EPOCHREALTIME/[.,]/}
 	"$@"
 	WITHIN_RC=$?
-	WITHIN_SECS=$(python3 -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 2))" \
-		"$(date +%s.%N)" "$t0")
-	if python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= float(sys.argv[2]) else 1)" \
-		"$WITHIN_SECS" "$limit"; then
-		return 0
-	fi
+	ms=$(((${EPOCHREALTIME/[.,]/} - t0) / 1000))
+	printf -v WITHIN_SECS '%d.%02d' $((ms / 1000)) $((ms % 1000 / 10))
+	[ "$ms" -le "$limit_ms" ] && return 0
 	echo "took ${WITHIN_SECS}s, limit ${limit}s: $*" >&2
 	return 1
 }
