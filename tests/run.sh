@@ -79,11 +79,12 @@ name_of() {
 # each) first, then shell files, then unit binaries.
 declare -A est=()
 if [ -r "$durations" ]; then
-	while read -r n s; do est[$n]=$s; done <"$durations"
+	while read -r n s c; do est[$n]="$s${c:+ $c}"; done <"$durations"
 fi
 order=$(for t in "${files[@]}"; do
 	n=$(name_of "$t")
 	s=${est[$n]:-}
+	s=${s%% *}
 	if [ -z "$s" ]; then
 		case $n in
 		tests/lab/*) s=300 ;;
@@ -143,20 +144,36 @@ run_one() {
 	else
 		"${cmd[@]}" >"$log" 2>&1 </dev/null
 	fi
+	local rc=$?
+	times >"$run_root/$slot.times" # the file's CPU: this subshell's children
+	return $rc
+}
+
+# cpu_ms FILE: user + system milliseconds of the second line of bash's times
+cpu_ms() {
+	local line ms=0 t
+	{ read -r line; read -r line; } <"$1" 2>/dev/null || { echo 0; return; }
+	for t in $line; do
+		[[ $t =~ ^([0-9]+)m([0-9]+)\.([0-9]{3})s$ ]] || continue
+		ms=$((ms + 10#${BASH_REMATCH[1]} * 60000 + 10#${BASH_REMATCH[2]} * 1000 + 10#${BASH_REMATCH[3]}))
+	done
+	echo "$ms"
 }
 
 pass=0 fail=0 skip=0
 failed_files=()
 free_slots=()
 for ((i = 0; i < JOBS; i++)); do free_slots+=("$i"); done
-running=0 running_lab=0 running_solo=0
+running=0 running_lab=0 running_solo=0 cpu_total=0 t_start=$(date +%s)
 new_durations=()
 
 finish() {
-	local pid=$1 rc=$2 t name log secs p s f
+	local pid=$1 rc=$2 t name log secs ms p s f
 	t=${job_file[$pid]} log=${job_log[$pid]}
 	name=$(name_of "$t")
 	secs=$(($(date +%s) - ${job_start[$pid]}))
+	ms=$(cpu_ms "$run_root/${job_slot[$pid]}.times")
+	cpu_total=$((cpu_total + ms))
 	free_slots+=("${job_slot[$pid]}")
 	running=$((running - 1))
 	is_lab "$t" && running_lab=$((running_lab - 1))
@@ -172,7 +189,7 @@ finish() {
 		echo "not ok - $name exited with status $rc" >>"$log"
 	fi
 	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
-	new_durations+=("$name $secs")
+	new_durations+=("$name $secs $((ms / 1000))")
 	if [ "$f" -gt 0 ]; then
 		printf 'FAIL %-44s %3d ok %3d failed (%ds)\n' "$name" "$p" "$f" "$secs"
 		grep -E '^not ok' "$log" | head -20 | sed 's/^/     /'
@@ -243,5 +260,6 @@ for l in "${failed_files[@]}"; do
 	echo "---- $l (last 30 lines)"
 	tail -n 30 "$l"
 done
+echo "# ${#files[@]} files in $(($(date +%s) - t_start)) s, $((cpu_total / 1000)) CPU s, JOBS=$JOBS LAB_JOBS=$LAB_JOBS"
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
