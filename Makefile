@@ -112,14 +112,24 @@ $(B)/tests/preload/%.so: tests/preload/%.c
 
 -include plugins/plugins.mk
 
-test check: all
-	@PENNY=$(abspath $(PENNY_BIN)) BUILD=$(abspath $(B)) bash tests/run.sh $(TESTS)
+# make test builds on every CPU (unless -j is given) and runs the test files
+# JOBS at a time (tests/run.sh; default: CPUs + 2; JOBS=1 one after another),
+# lab VMs LAB_JOBS at a time; TESTS="unit|cli|lab|FILE..." picks some.
+NPROC := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+RUN_TESTS = @PENNY=$(abspath $(PENNY_BIN)) BUILD=$(abspath $(B)) $(if $(JOBS),JOBS=$(JOBS)) \
+	$(if $(LAB_JOBS),LAB_JOBS=$(LAB_JOBS)) bash tests/run.sh
+.PHONY: build-for-test
+build-for-test:
+	@$(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(NPROC)) all
 
-unit: all
-	@PENNY=$(abspath $(PENNY_BIN)) BUILD=$(abspath $(B)) bash tests/run.sh unit
+test check: build-for-test
+	$(RUN_TESTS) $(TESTS)
 
-lab-test: all
-	@PENNY=$(abspath $(PENNY_BIN)) BUILD=$(abspath $(B)) bash tests/run.sh lab
+unit: build-for-test
+	$(RUN_TESTS) unit
+
+lab-test: build-for-test
+	$(RUN_TESTS) lab
 
 asan:
 	$(MAKE) B=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \

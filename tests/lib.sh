@@ -13,6 +13,8 @@ trap 'rm -rf "$TRASH"' EXIT
 cd "$TRASH" || exit 1
 # explicitly ranked jobs keep their per-user secret in here, not in ~/.config
 export XDG_CONFIG_HOME=$TRASH/.config
+# marks the processes this file starts (no_procs_left leaves other files' alone)
+export PENNY_TEST_TAG=$TRASH
 
 penny() { "$PENNY" "$@"; }
 
@@ -78,11 +80,14 @@ shm_leftovers() {
 # no_procs_left [SECONDS]: fail if a process running this build's penny
 # binary ($PENNY, matched by /proc/PID/exe) still lives after SECONDS
 # (default 3); kills them so one test's leak cannot break the next.
+# Processes of tests running beside this one carry another PENNY_TEST_TAG.
 penny_procs() {
-	local exe p
+	local exe p tag
 	exe=$(readlink -f "$PENNY")
 	for p in $(pgrep -x penny; pgrep -f 'penny '); do
-		[ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$exe" ] && echo "$p"
+		[ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$exe" ] || continue
+		tag=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | sed -n 's/^PENNY_TEST_TAG=//p')
+		[ -z "$tag" ] || [ "$tag" = "$PENNY_TEST_TAG" ] && echo "$p"
 	done | sort -u
 }
 no_procs_left() {
@@ -99,17 +104,44 @@ no_procs_left() {
 # within SECONDS CMD...: run CMD, fail if it ran longer than SECONDS (its own
 # exit code is kept in $WITHIN_RC, and the wall time in $WITHIN_SECS).
 within() {
-	local limit=$1 t0
+	local limit=$1 limit_ms t0 ms frac
 	shift
-	t0=$(date +%s.%N)
+	[[ $limit =~ ^([0-9]+)(\.([0-9]+))?$ ]] || { echo "within: bad limit '$limit'" >&2; return 2; }
+	frac=${BASH_REMATCH[3]}000
+	limit_ms=$((10#${BASH_REMATCH[1]} * 1000 + 10#${frac:0:3}))
+	t0=${EPOCHREALTIME/[.,]/}
 	"$@"
 	WITHIN_RC=$?
-	WITHIN_SECS=$(python3 -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 2))" \
-		"$(date +%s.%N)" "$t0")
-	if python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= float(sys.argv[2]) else 1)" \
-		"$WITHIN_SECS" "$limit"; then
-		return 0
-	fi
+	ms=$(((${EPOCHREALTIME/[.,]/} - t0) / 1000))
+	printf -v WITHIN_SECS '%d.%02d' $((ms / 1000)) $((ms % 1000 / 10))
+	[ "$ms" -le "$limit_ms" ] && return 0
 	echo "took ${WITHIN_SECS}s, limit ${limit}s: $*" >&2
+	return 1
+}
+
+# free_port: a TCP port nothing is bound to, from this file's own range
+# (PENNY_TEST_PORTS=LO-HI, given by tests/run.sh to each file running at
+# once; by hand, a range picked by the PID), below the kernel's ephemeral
+# range (32768 up), so that no outgoing connection takes it meanwhile.
+# Successive calls hand out successive ports.
+free_port() {
+	local range=${PENNY_TEST_PORTS:-} lo hi n i p
+	if [[ ! $range =~ ^[0-9]+-[0-9]+$ ]]; then
+		lo=$((20000 + $$ % 25 * 500))
+		range=$lo-$((lo + 499))
+	fi
+	lo=${range%-*} hi=${range#*-}
+	n=$(cat "$TRASH/.next-port" 2>/dev/null || echo 0)
+	for ((i = 0; i <= hi - lo; i++)); do
+		p=$((lo + (n + i) % (hi - lo + 1)))
+		if python3 -c 'import socket, sys
+s = socket.socket()
+s.bind(("", int(sys.argv[1])))' "$p" 2>/dev/null; then
+			echo $((n + i + 1)) >"$TRASH/.next-port"
+			echo "$p"
+			return 0
+		fi
+	done
+	echo "free_port: no free port in $range" >&2
 	return 1
 }

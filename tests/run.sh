@@ -1,9 +1,21 @@
 #!/usr/bin/env bash
 # Runs penny's tests and ends with one line "N passed, N failed, N skipped".
-# Usage: tests/run.sh [unit|cli|lab|bench-smoke|FILE...]   (default: all)
+# Usage: tests/run.sh [unit|cli|lab|all|FILE...]   (default: all)
 # Every test program speaks TAP: "ok N - what", "not ok N - what",
 # "ok N # skip why".  A program that exits non-zero without a "not ok"
 # line counts as one failure.
+#
+# Files run in parallel, JOBS at a time (default: the number of CPUs plus
+# two, since many tests wait; JOBS=1 runs them one after another), the
+# longest first (by the times of the last run, kept in
+# $BUILD/test-logs/durations; lab VMs before anything else on a first run).
+# At most LAB_JOBS lab files (one qemu guest each, CPU-bound under TCG) run
+# at once (default: a third of the CPUs, at least 1).  Each file gets its
+# own TMPDIR, its own range of TCP ports (PENNY_TEST_PORTS, below the
+# kernel's ephemeral range; tests/lib.sh's free_port draws from it), a tag
+# that marks its processes (PENNY_TEST_TAG, for no_procs_left) and, where
+# mount namespaces are allowed (root), its own /dev/shm.  A PASS/FAIL line
+# is printed per file as it ends; failing files' log tails at the end.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 : "${BUILD:=$top/build}"
@@ -11,6 +23,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 export PENNY BUILD TOP="$top"
 logdir=$BUILD/test-logs
 mkdir -p "$logdir"
+durations=$logdir/durations
+
+usage() { sed -n 's/^# Usage: //p' "$0" >&2; }
 
 list=()
 want=${*:-all}
@@ -20,25 +35,151 @@ for w in $want; do
 	unit) list+=("$BUILD"/tests/unit/t_*) ;;
 	cli) list+=("$top"/tests/cli/t*.sh) ;;
 	lab) list+=("$top"/tests/lab/t*.sh) ;;
-	*) list+=("$w") ;;
+	-h|--help) usage; exit 0 ;;
+	*)
+		if [ ! -f "$w" ]; then
+			echo "tests/run.sh: '$w' is neither unit, cli, lab, all nor a test file" >&2
+			exit 2
+		fi
+		list+=("$w")
+		;;
 	esac
 done
 
-pass=0 fail=0 skip=0
-failed_files=()
+ncpu=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+: "${JOBS:=$((ncpu + 2))}"
+: "${LAB_JOBS:=$(((ncpu + 2) / 3))}"
+for v in JOBS LAB_JOBS; do
+	[[ ${!v} =~ ^[1-9][0-9]*$ ]] ||
+		{ echo "tests/run.sh: $v='${!v}' is not a positive number" >&2; exit 2; }
+done
+# the ports: 20000..32767 (below the ephemeral range), cut in JOBS ranges
+[ "$JOBS" -le 64 ] || JOBS=64
+port_span=$((12768 / JOBS))
+[ "$port_span" -le 1000 ] || port_span=1000
+
+# What runs: the files that exist (a glob that matched nothing is dropped,
+# as are make's dependency files), each once.
+files=()
+declare -A seen=()
 for t in "${list[@]}"; do
 	[ -e "$t" ] || continue
 	case $t in *.d|*.o) continue ;; esac
-	name=${t#"$top"/}
-	name=${name#"$BUILD"/}
-	log=$logdir/$(echo "$name" | tr '/' '_').log
-	start=$(date +%s)
-	if [[ $t == *.sh ]]; then
-		bash "$t" >"$log" 2>&1
-	else
-		"$t" >"$log" 2>&1
+	[ -n "${seen[$t]:-}" ] && continue
+	seen[$t]=1
+	files+=("$t")
+done
+
+name_of() {
+	local n=${1#"$top"/}
+	echo "${n#"$BUILD"/}"
+}
+
+# Longest first: the last run's seconds; without one, lab files (a VM boot
+# each) first, then shell files, then unit binaries.
+declare -A est=()
+if [ -r "$durations" ]; then
+	while read -r n s c; do est[$n]="$s${c:+ $c}"; done <"$durations"
+fi
+order=$(for t in "${files[@]}"; do
+	n=$(name_of "$t")
+	s=${est[$n]:-}
+	s=${s%% *}
+	if [ -z "$s" ]; then
+		case $n in
+		tests/lab/*) s=300 ;;
+		*.sh) s=20 ;;
+		*) s=1 ;;
+		esac
 	fi
-	rc=$?
+	printf '%s\t%s\n' "$s" "$t"
+done | sort -t$'\t' -k1,1nr -s | cut -f2)
+queue=()
+while IFS= read -r t; do [ -n "$t" ] && queue+=("$t"); done <<<"$order"
+
+is_lab() { [[ $(name_of "$1") == tests/lab/* ]]; }
+
+# Private /dev/shm per file: tests look for segments left behind, and
+# count what is free there.
+private_shm=0
+if [ "$JOBS" -gt 1 ] && [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null &&
+	unshare -m sh -c 'mount -t tmpfs tmpfs /dev/shm' 2>/dev/null; then
+	private_shm=1
+	shm_size=$(df -k --output=size /dev/shm 2>/dev/null | tail -1 | tr -d ' ')
+fi
+# Without it, a file that checks /dev/shm for leftovers runs alone.
+solo() { [ "$private_shm" = 0 ] && [ "$JOBS" -gt 1 ] && grep -qs shm_snapshot "$1"; }
+
+declare -A job_file=() job_slot=() job_start=() job_log=()
+run_root=$(mktemp -d "${TMPDIR:-/tmp}/penny-run.XXXXXX") || exit 1
+# each file runs in a process group of its own: stopped whole when this stops
+cleanup() {
+	local p
+	for p in "${!job_file[@]}"; do kill -TERM -- "-$p" 2>/dev/null; done
+	rm -rf "$run_root"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+# python3 resolved once: a version manager's shim (pyenv's is a shell script
+# that looks the version up on every call: 0.7 CPU s on the 2-core machine)
+# in front of the interpreter it runs, which the tests call hundreds of times
+py=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
+if [ -n "$py" ] && [ -x "$py" ] && [ "$(command -v python3)" != "$py" ]; then
+	mkdir -p "$run_root/bin" && ln -s "$py" "$run_root/bin/python3" && export PATH=$run_root/bin:$PATH
+fi
+
+# run_one FILE LOG SLOT: one test file with its own TMPDIR and ports
+run_one() {
+	local t=$1 log=$2 slot=$3
+	set +m
+	mkdir -p "$run_root/$slot"
+	export TMPDIR=$run_root/$slot
+	export PENNY_TEST_PORTS="$((20000 + slot * port_span))-$((20000 + (slot + 1) * port_span - 1))"
+	local cmd=("$t")
+	[[ $t == *.sh ]] && cmd=(bash "$t")
+	if [ "$private_shm" = 1 ]; then
+		unshare -m sh -c 'mount -t tmpfs -o "size=${0}k,mode=1777" tmpfs /dev/shm || exit 125
+			exec "$@"' "$shm_size" "${cmd[@]}" >"$log" 2>&1 </dev/null
+	else
+		"${cmd[@]}" >"$log" 2>&1 </dev/null
+	fi
+	local rc=$?
+	times >"$run_root/$slot.times" # the file's CPU: this subshell's children
+	return $rc
+}
+
+# cpu_ms FILE: user + system milliseconds of the second line of bash's times
+cpu_ms() {
+	local line ms=0 t
+	{ read -r line; read -r line; } <"$1" 2>/dev/null || { echo 0; return; }
+	for t in $line; do
+		[[ $t =~ ^([0-9]+)m([0-9]+)\.([0-9]{3})s$ ]] || continue
+		ms=$((ms + 10#${BASH_REMATCH[1]} * 60000 + 10#${BASH_REMATCH[2]} * 1000 + 10#${BASH_REMATCH[3]}))
+	done
+	echo "$ms"
+}
+
+pass=0 fail=0 skip=0
+failed_files=()
+free_slots=()
+for ((i = 0; i < JOBS; i++)); do free_slots+=("$i"); done
+running=0 running_lab=0 running_solo=0 cpu_total=0 t_start=$(date +%s)
+new_durations=()
+
+finish() {
+	local pid=$1 rc=$2 t name log secs ms p s f
+	t=${job_file[$pid]} log=${job_log[$pid]}
+	name=$(name_of "$t")
+	secs=$(($(date +%s) - ${job_start[$pid]}))
+	ms=$(cpu_ms "$run_root/${job_slot[$pid]}.times")
+	cpu_total=$((cpu_total + ms))
+	free_slots+=("${job_slot[$pid]}")
+	running=$((running - 1))
+	is_lab "$t" && running_lab=$((running_lab - 1))
+	solo "$t" && running_solo=0
+	rm -rf "${run_root:?}/${job_slot[$pid]}"
+	unset "job_file[$pid]" "job_slot[$pid]" "job_start[$pid]" "job_log[$pid]"
 	p=$(grep -cE '^ok [0-9]+' "$log" | head -1)
 	s=$(grep -cE '^ok [0-9]+.*# (skip|SKIP)' "$log" | head -1)
 	f=$(grep -cE '^not ok [0-9]+' "$log" | head -1)
@@ -48,7 +189,7 @@ for t in "${list[@]}"; do
 		echo "not ok - $name exited with status $rc" >>"$log"
 	fi
 	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
-	secs=$(($(date +%s) - start))
+	new_durations+=("$name $secs $((ms / 1000))")
 	if [ "$f" -gt 0 ]; then
 		printf 'FAIL %-44s %3d ok %3d failed (%ds)\n' "$name" "$p" "$f" "$secs"
 		grep -E '^not ok' "$log" | head -20 | sed 's/^/     /'
@@ -58,10 +199,67 @@ for t in "${list[@]}"; do
 			"$([ "$s" -gt 0 ] && echo " $s skipped")" "$secs"
 	fi
 	grep -E '^# (SKIP|LOUD)' "$log" | sed 's/^/     /'
+}
+
+# may_start FILE: a slot is free and the file's limits allow it now
+may_start() {
+	[ "$running_solo" = 1 ] && return 1
+	if solo "$1"; then
+		[ "$running" -eq 0 ]
+		return
+	fi
+	if is_lab "$1" && [ "$running_lab" -ge "$LAB_JOBS" ]; then
+		return 1
+	fi
+	return 0
+}
+
+while [ ${#queue[@]} -gt 0 ] || [ "$running" -gt 0 ]; do
+	# start what may start, in queue order
+	i=0
+	while [ "$running" -lt "$JOBS" ] && [ "$i" -lt ${#queue[@]} ]; do
+		t=${queue[$i]}
+		if ! may_start "$t"; then
+			i=$((i + 1))
+			continue
+		fi
+		queue=("${queue[@]:0:$i}" "${queue[@]:$((i + 1))}")
+		slot=${free_slots[0]}
+		free_slots=("${free_slots[@]:1}")
+		name=$(name_of "$t")
+		log=$logdir/$(echo "$name" | tr '/' '_').log
+		set -m
+		run_one "$t" "$log" "$slot" &
+		pid=$!
+		set +m
+		job_file[$pid]=$t job_slot[$pid]=$slot job_start[$pid]=$(date +%s) job_log[$pid]=$log
+		running=$((running + 1))
+		is_lab "$t" && running_lab=$((running_lab + 1))
+		solo "$t" && running_solo=1
+		i=0
+	done
+	[ "$running" -gt 0 ] || break
+	done_pid=
+	wait -n -p done_pid
+	rc=$?
+	[ -n "$done_pid" ] && [ -n "${job_file[$done_pid]:-}" ] || continue
+	finish "$done_pid" "$rc"
 done
+
+# keep the times for the next run's order (files not run this time keep
+# theirs, files that are gone lose theirs)
+{
+	for l in "${new_durations[@]}"; do echo "$l"; done
+	for n in "${!est[@]}"; do
+		[ -e "$top/$n" ] || [ -e "$BUILD/$n" ] || continue
+		printf '%s\n' "${new_durations[@]}" | grep -q "^$n " || echo "$n ${est[$n]}"
+	done
+} | sort -k1,1 >"$durations.tmp" && mv "$durations.tmp" "$durations"
+
 for l in "${failed_files[@]}"; do
 	echo "---- $l (last 30 lines)"
 	tail -n 30 "$l"
 done
+echo "# ${#files[@]} files in $(($(date +%s) - t_start)) s, $((cpu_total / 1000)) CPU s, JOBS=$JOBS LAB_JOBS=$LAB_JOBS"
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

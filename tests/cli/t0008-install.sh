@@ -14,10 +14,12 @@
 
 # This suite's build directory, relative to the tree when inside it.  Under
 # make test the build's own variables (OPT, SAN of make asan) come along in
-# MAKEFLAGS.
+# MAKEFLAGS.  The installed binary is built here (INST), not in the build
+# directory, where another test file installs at the same time.
 b=$BUILD
 case $b in "$TOP"/*) b=${b#"$TOP"/} ;; esac
-mk() { make -C "$TOP" --no-print-directory B="$b" "$@" >make.log 2>&1 || { tail -20 make.log; return 1; }; }
+mk() { make -C "$TOP" --no-print-directory B="$b" INST="$TRASH/inst" "$@" >make.log 2>&1 ||
+	{ tail -20 make.log; return 1; }; }
 
 test_expect_success 'install builds the binary and the plugins, no tests' '
 	make -C "$TOP" -n B="$PWD/b" install DESTDIR="$PWD/d" >plan.txt 2>&1 &&

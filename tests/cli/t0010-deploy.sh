@@ -12,9 +12,12 @@
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/trees.sh"
 
+# the installed binary is built in INST, not in the build directory, where
+# another test file installs at the same time
 b=$BUILD
 case $b in "$TOP"/*) b=${b#"$TOP"/} ;; esac
-make -C "$TOP" --no-print-directory B="$b" install PREFIX="$PWD/r" >make.log 2>&1 ||
+inst() { make -C "$TOP" --no-print-directory B="$b" INST="$TRASH/inst" install PREFIX="$PWD/r"; }
+inst >make.log 2>&1 ||
 	{ tail -20 make.log; echo "Bail out! make install"; exit 1; }
 units=$PWD/r/lib/systemd/system
 
@@ -36,7 +39,7 @@ test_expect_success 'make install puts the units, the settings file and the exam
 '
 test_expect_success 'make install keeps a settings file the operator changed' '
 	echo "PENNY_TOP_ARGS=--ethernet" >r/etc/default/penny &&
-	make -C "$TOP" --no-print-directory B="$b" install PREFIX="$PWD/r" >make.log 2>&1 &&
+	inst >make.log 2>&1 &&
 	test "$(cat r/etc/default/penny)" = "PENNY_TOP_ARGS=--ethernet" &&
 	cp "$TOP/etc/default/penny" r/etc/default/penny
 '

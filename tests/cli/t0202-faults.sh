@@ -4,7 +4,6 @@
 # surviving rank exits non-zero naming the culprit.
 . "$(dirname "$0")/../lib.sh"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 test_expect_success 'a rank killed mid-sweep: every other rank fails within the timeout, naming it' '
 	"$PENNY" allreduce-test --np 4 --timeout 10 -b 1K -e 1M -f 2 -n 100000 -w 0 >out 2>err &
@@ -87,11 +86,12 @@ test_expect_success 'two "nodes" by PENNY_NODE_ID, 2 ranks each: hierarchical ov
 	pids=
 	for r in 1 2 3; do
 		PENNY_NODE_ID=n$((r / 2)) "$PENNY" allreduce-test --rank $r --nranks 4 --root 127.0.0.1:$port \
-			--timeout 30 --algo hierarchical,ring,simple-ring -b 1 -e 1M -f 9 -d bfloat16 >/dev/null 2>err$r &
+			--timeout 30 --algo hierarchical,ring,simple-ring -b 1 -e 1M -f 9 -d bfloat16 -n 2 -w 1 \
+			>/dev/null 2>err$r &
 		pids="$pids $!"
 	done
 	PENNY_NODE_ID=n0 penny allreduce-test --rank 0 --nranks 4 --root 127.0.0.1:$port --timeout 30 \
-		--algo hierarchical,ring,simple-ring -b 1 -e 1M -f 9 -d bfloat16 >out 2>err0 &&
+		--algo hierarchical,ring,simple-ring -b 1 -e 1M -f 9 -d bfloat16 -n 2 -w 1 >out 2>err0 &&
 	for p in $pids; do wait $p || exit 1; done &&
 	grep -q "4 ranks on 2 nodes" out && grep -q "via tcp" out && grep -q "via shm" out &&
 	test "$(grep -c "Out of bounds values : 0 OK" out)" -eq 3

@@ -16,7 +16,7 @@ else
 fi
 
 test_expect_success 'torchrun-style RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT' '
-	port=$(python3 -c "import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])") || exit 1
+	port=$(free_port) || exit 1
 	export MASTER_ADDR=127.0.0.1 MASTER_PORT=$port WORLD_SIZE=2
 	RANK=1 LOCAL_RANK=1 "$PENNY" allreduce-test --timeout 20 -b 1K -e 8K -f 2 >/dev/null 2>err1 &
 	p1=$!
@@ -41,11 +41,12 @@ if netns_ok; then
 		for r in 1 2 3; do
 			ns=$A; [ $r -ge 2 ] && ns=$B
 			ip netns exec $ns "$PENNY" allreduce-test --rank $r --nranks 4 --root 10.231.0.1:$port \
-				--timeout 30 --algo all -b 1 -e 300K -f 23 -d float -o sum >/dev/null 2>err$r &
+				--timeout 30 --algo all -b 1 -e 300K -f 23 -d float -o sum -n 2 -w 1 \
+				>/dev/null 2>err$r &
 			pids="$pids $!"
 		done
 		ip netns exec $A "$PENNY" allreduce-test --rank 0 --nranks 4 --root 10.231.0.1:$port \
-			--timeout 30 --algo all -b 1 -e 300K -f 23 -d float -o sum >out 2>err0 &&
+			--timeout 30 --algo all -b 1 -e 300K -f 23 -d float -o sum -n 2 -w 1 >out 2>err0 &&
 		for p in $pids; do wait $p || { cat err*; exit 1; }; done &&
 		cat out | head -12 &&
 		grep -q "4 ranks on 2 nodes" out && grep -q "via tcp" out &&

@@ -24,7 +24,7 @@ assert d[\"summary\"][\"passed\"] and all(r[\"oop\"][\"time_us\"] > 0 for r in d
 	done
 '
 test_expect_success 'ranks that disagree on -a: one line, exit 2' '
-	port=$(python3 -c "import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])") &&
+	port=$(free_port) &&
 	{ penny allreduce-test --rank 1 --nranks 2 --root 127.0.0.1:$port --timeout 10 -a 1 \
 		>out1 2>err1 & } &&
 	test_exit 2 penny allreduce-test --rank 0 --nranks 2 --root 127.0.0.1:$port --timeout 10 \
@@ -32,7 +32,7 @@ test_expect_success 'ranks that disagree on -a: one line, exit 2' '
 	rc=$?; wait; test $rc = 0 && grep -q "ranks disagree on -a: rank 0 3, rank 1 1" err0
 '
 test_expect_success '-T is --timeout: a rank 0 that never comes, exit 2 within -T' '
-	port=$(python3 -c "import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])") &&
+	port=$(free_port) &&
 	t0=$(date +%s) &&
 	test_exit 2 penny allreduce-test --rank 1 --nranks 2 --root 127.0.0.1:$port -T 1 2>err &&
 	test $(($(date +%s) - t0)) -lt 8 && grep -q "connecting to rank 0" err

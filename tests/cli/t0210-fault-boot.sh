@@ -5,7 +5,6 @@
 # address.  Each fails with one line and exit 2 (or completes), in bounded time.
 . "$(dirname "$0")/../lib.sh"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 shm_snapshot shm0
 
 # Every pair of local ranks has its own reserved shared-memory FIFOs

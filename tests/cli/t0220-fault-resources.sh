@@ -25,7 +25,6 @@ one_line() {
 
 # fake/proc/meminfo: a host with little memory available (read below --sysfs-root)
 mkdir -p fake/proc && printf 'MemTotal:       24684100 kB\nMemFree:          40000 kB\nMemAvailable:      32768 kB\n' >fake/proc/meminfo
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # /dev/shm free on this host, in GiB
 shm_free_gib() { df -k --output=avail /dev/shm | tail -1 | awk '{print int($1 / 1048576)}'; }
 

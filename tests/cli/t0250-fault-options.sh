@@ -193,7 +193,6 @@ test_expect_success 'a factor that rounds back to the same size still steps (-b 
 	test "$(cat sizes)" = "1 2 3 4 6 9 13 19 28 42 63 "
 '
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 test_expect_success 'bw server: strangers are dropped with one line each, the client still runs' '
 	p=$(free_port) &&

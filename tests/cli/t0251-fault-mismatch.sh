@@ -7,7 +7,6 @@
 # corruption, a deadlock until the timeout, or exit 0.
 . "$(dirname "$0")/../lib.sh"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 export PENNY_PLUGIN_PATH=$BUILD/tests/plugins
 
 # job CMD N ARGS0 ARGS1 [ARGS2...]: ranks 0..N-1 of CMD over 127.0.0.1,

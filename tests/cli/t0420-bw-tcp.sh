@@ -5,7 +5,6 @@
 # The verbs tests run in the lab (tests/lab/t0130-lab-bw.sh).
 . "$(dirname "$0")/../lib.sh"
 
-port() { echo $((20000 + RANDOM % 20000)); }
 mkdir empty
 
 test_expect_success 'usage errors: one line, exit 2' '
@@ -70,7 +69,7 @@ test_expect_success '--expect needs a link rate: the TCP path has none, so it fa
 	grep -q "link rate unknown, cannot check --expect" err
 '
 test_expect_success 'TCP server and client: both print the same row, exit 0' '
-	p=$(port) &&
+	p=$(free_port) &&
 	{ penny bw --transport tcp -p $p -n 30 -s 1000 >srv.out 2>srv.err & } &&
 	penny bw --transport tcp -p $p -n 30 -s 1000 127.0.0.1 >cli.out &&
 	wait $! &&
@@ -78,7 +77,7 @@ test_expect_success 'TCP server and client: both print the same row, exit 0' '
 	grep -q "waiting for a client on TCP port $p" srv.err
 '
 test_expect_success 'a server that stops answering mid-test: the client ran and failed (exit 1)' '
-	p=$(port) &&
+	p=$(free_port) &&
 	{ "$PENNY" bw --transport tcp -p $p -D 30 --timeout 2 >stop.out 2>stop.err & srv=$!; } &&
 	n=0 && while ! grep -q "waiting for a client" stop.err && test $n -lt 100; do
 		sleep 0.1; n=$((n + 1)); done &&
@@ -89,7 +88,7 @@ test_expect_success 'a server that stops answering mid-test: the client ran and 
 	grep -q "^penny bw: the peer stopped answering during the test: TCP: timed out" cli.err
 '
 test_expect_success 'server and client that disagree both say which option differs' '
-	p=$(port) &&
+	p=$(free_port) &&
 	{ penny bw --transport tcp -p $p -n 30 -s 1000 >srv.out 2>srv.err & } &&
 	test_exit 2 penny bw --transport tcp -p $p -n 30 -s 2000 127.0.0.1 >cli.out 2>cli.err;
 	rc=$?; wait; test $rc = 0 &&
@@ -97,7 +96,7 @@ test_expect_success 'server and client that disagree both say which option diffe
 	grep -q "the two sides disagree: -s: 1000 here, 2000 on the peer" srv.err
 '
 test_expect_success 'a server of bw protocol 1 (raw host struct hello): one line, exit 2, no hang' '
-	p=$(port) || exit 1
+	p=$(free_port) || exit 1
 	python3 - $p <<-PY &
 	import socket, struct, sys, time
 	# penny bw before the versioned frame: a raw struct whose first bytes are
@@ -116,14 +115,14 @@ test_expect_success 'a server of bw protocol 1 (raw host struct hello): one line
 	grep -q "^penny bw: peer 127.0.0.1 speaks bw protocol 1, this penny speaks 2: run the same penny version on both ends$" err
 '
 test_expect_success 'a refused client says it retries, and could not run (exit 2) at the timeout' '
-	p=$(port) && t0=$(date +%s) &&
+	p=$(free_port) && t0=$(date +%s) &&
 	test_exit 2 penny bw --transport tcp -p $p --timeout 2 127.0.0.1 2>err &&
 	test $(($(date +%s) - t0)) -lt 10 && test "$(wc -l <err)" = 2 &&
 	grep -q "^penny bw: 127.0.0.1 port $p refused the connection; retrying until the server listens (--timeout 2 s)$" err &&
 	grep -q "cannot connect to 127.0.0.1 port $p: Connection refused" err
 '
 test_expect_success 'a server that comes late: the refused client says so once, then runs' '
-	p=$(port) || exit 1
+	p=$(free_port) || exit 1
 	{ sleep 1; penny bw --transport tcp -p $p -n 20 -s 1000 >srv.out 2>srv.err; } &
 	penny bw --transport tcp -p $p -n 20 -s 1000 --timeout 20 127.0.0.1 >cli.out 2>cli.err &&
 	wait $! && test "$(grep -c "refused the connection; retrying" cli.err)" = 1 &&

@@ -7,7 +7,6 @@
 # On the TCP path: the verbs runs are the lab's (tests/lab/guest/bw.sh).
 . "$(dirname "$0")/../lib.sh"
 
-port() { echo $((20000 + RANDOM % 20000)); }
 bw() { penny bw --transport tcp --loopback lo "$@"; }
 
 # What a perftest-parsing script does: find the head of the table by its
@@ -117,11 +116,11 @@ test_expect_success 'out of range or not honoured: one line naming what penny do
 	EOF
 '
 test_expect_success 'an IPv4 host anywhere on the line, also after a bare --expect' '
-	p=$(port) || exit 1
+	p=$(free_port) || exit 1
 	{ penny bw --transport tcp -p $p -n 20 -s 1000 >srv.out 2>srv.err & } &&
 	penny bw 127.0.0.1 --transport tcp -p $p -n 20 -s 1000 --timeout 20 >cli.out &&
 	wait $! && grep -q "^ 1000 " cli.out &&
-	p=$(port) || exit 1
+	p=$(free_port) || exit 1
 	{ penny bw --transport tcp -p $p -n 20 -s 1000 >srv.out 2>srv.err & } &&
 	test_exit 1 penny bw --transport tcp -p $p -n 20 -s 1000 --timeout 20 --expect 127.0.0.1 \
 		>cli.out 2>cli.err &&

@@ -11,7 +11,6 @@
 fakes=$BUILD/tests/plugins
 export PENNY_PLUGIN_PATH=$fakes
 one_line() { test "$(wc -l <"$1")" -eq 1 || { cat "$1"; return 1; }; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 rows() { grep -cE '^ +[0-9]+ +[0-9]+ ' "$1"; }
 
 test_expect_success 'a table per backend and algorithm, then the ratio table' '
@@ -311,7 +310,7 @@ test_expect_success 'two ranks of one node on one GPU: one line naming them and 
 	one_line err && grep -q "ranks 0 and 1 share one GPU (0000:00:00.0, as the fake plugin names it) on [^:]*: give each rank of a node its own" err &&
 	test_exit 2 penny allreduce-test --np 3 --backend host,fake --gpus 1,0,1 -b 1K -e 1K 2>err &&
 	one_line err && grep -q "ranks 0 and 2 share one GPU (0000:01:00.0, as the fake plugin" err &&
-	port=$(python3 -c "import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])") &&
+	port=$(free_port) &&
 	for r in 1 0; do
 		PENNY_NODE_ID=one penny allreduce-test --rank $r --nranks 2 --root 127.0.0.1:$port \
 			--timeout 10 --backend fake --gpus 0,0 -b 1K -e 1K >out$r 2>err$r & eval p$r=$!
@@ -319,7 +318,7 @@ test_expect_success 'two ranks of one node on one GPU: one line naming them and 
 	one_line err0 && test ! -s err1 && grep -q "ranks 0 and 1 share one GPU (0000:00:00.0, .*) on one:" err0
 '
 test_expect_success 'ranks of two nodes (PENNY_NODE_ID) on the GPU of the same index: they run' '
-	port=$(python3 -c "import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])") &&
+	port=$(free_port) &&
 	for r in 1 0; do
 		PENNY_NODE_ID=n$r penny allreduce-test --rank $r --nranks 2 --root 127.0.0.1:$port \
 			--timeout 10 --backend fake -b 1K -e 1K >out$r 2>err$r & eval p$r=$!

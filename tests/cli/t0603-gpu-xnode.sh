@@ -11,7 +11,6 @@
 fakes=$BUILD/tests/plugins
 export PENNY_PLUGIN_PATH=$fakes
 one_line() { test "$(wc -l <"$1")" -eq 1 || { cat "$1"; return 1; }; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 rows() { grep -cE '^ +[0-9]+ +[0-9]+ ' "$1"; }
 
 # nodes N x per P ranks (PENNY_NODE_ID), rank 0's output in $out

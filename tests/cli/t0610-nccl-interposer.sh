@@ -75,14 +75,14 @@ test_expect_success 'PENNY_NCCL_MAX_BYTES: larger calls go to NCCL, smaller ones
 	test "$(nccl_ar)" -lt 172
 '
 test_expect_success 'a missing real NCCL: one line, ncclSystemError, no crash' '
-	PENNY_NCCL_REAL=$TRASH/nope.so ip "$caller" 2 version >out 2>err; test $? -eq 1 &&
+	PENNY_NCCL_REAL=$TRASH/nope.so test_exit 1 ip "$caller" 2 version >out 2>err &&
 	grep -q "^ncclGetVersion: 2 (unhandled system error)" out && one_line err &&
 	grep -q "^penny-nccl: cannot open the real NCCL PENNY_NCCL_REAL=.*nope.so" err &&
-	PENNY_NCCL_REAL=$TRASH/nope.so ip "$caller" 2 allreduce >out 2>err; test $? -eq 1 &&
+	PENNY_NCCL_REAL=$TRASH/nope.so test_exit 1 ip "$caller" 2 allreduce >out 2>err &&
 	grep -q "^ncclGetUniqueId: 2 " out && one_line err &&
-	PENNY_NCCL_REAL=/dev/null ip "$caller" 2 version >out 2>err; test $? -eq 1 && one_line err &&
+	PENNY_NCCL_REAL=/dev/null test_exit 1 ip "$caller" 2 version >out 2>err && one_line err &&
 	grep -q "/dev/null.: not a regular file" err &&
-	mkfifo fifo && PENNY_NCCL_REAL=$TRASH/fifo ip "$caller" 2 version >out 2>err; test $? -eq 1 &&
+	mkfifo fifo && PENNY_NCCL_REAL=$TRASH/fifo test_exit 1 ip "$caller" 2 version >out 2>err &&
 	one_line err && grep -q "fifo.: not a regular file" err &&
 	PLUGIN=$TRASH/fifo ip "$caller" 2 allreduce >out 2>err && one_line err &&
 	grep -q "cannot load the penny plugin .*fifo: not a regular file" err
@@ -103,10 +103,10 @@ test_expect_success 'installed as libnccl.so.2: the real one by PENNY_NCCL_REAL,
 		PENNY_NCCL_REAL="$fakes/fakenccl/libnccl.so.2" PENNY_NCCL_DEBUG=1 \
 		timeout 120 "$caller" 2 bf16 >out 2>err && grep -q "rank 1: bf16 ok" out &&
 	grep -q "penny runs ncclAllReduce" err && test "$(nccl_ar)" -eq 0 &&
-	env LD_LIBRARY_PATH="$TRASH/inst" timeout 60 "$caller" 2 version >out 2>err; test $? -eq 1 &&
+	test_exit 1 env LD_LIBRARY_PATH="$TRASH/inst" timeout 60 "$caller" 2 version >out 2>err &&
 	one_line err && grep -q "is libpenny-nccl.so itself" err &&
-	env LD_LIBRARY_PATH="$TRASH/inst" PENNY_NCCL_REAL="$TRASH/inst/libnccl.so.2" \
-		timeout 60 "$caller" 2 version >out 2>err; test $? -eq 1 &&
+	test_exit 1 env LD_LIBRARY_PATH="$TRASH/inst" PENNY_NCCL_REAL="$TRASH/inst/libnccl.so.2" \
+		timeout 60 "$caller" 2 version >out 2>err &&
 	one_line err && grep -q "is libpenny-nccl.so itself" err
 '
 test_expect_success 'a plugin without allreduce_stream, none, or one that fails: one line, NCCL runs' '
@@ -160,7 +160,7 @@ test_expect_success 'registration cache: PENNY_NCCL_REGCACHE bounds it (LRU), 0 
 		PENNY_NCCL_MAX_BYTES=1G ip "$caller" 2 regcache >out 2>err && test "$(grep -c "regcache ok, 10 " out)" -eq 2 &&
 	one_line err && grep -q "PENNY_NCCL_REGCACHE (0 or not) differs between ranks 0 and 1" err &&
 	test "$(nccl_ar)" -eq 20 &&
-	PENNY_NCCL_REGCACHE=4097 ip "$caller" 2 bf16 >out 2>err; test $? -eq 1 &&
+	PENNY_NCCL_REGCACHE=4097 test_exit 1 ip "$caller" 2 bf16 >out 2>err &&
 	grep -q "^penny-nccl: PENNY_NCCL_REGCACHE=.4097.: 0..4096" err
 '
 test_expect_success 'registration cache: graph captures stage (no host collective in a capture)' '

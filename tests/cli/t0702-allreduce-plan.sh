@@ -7,7 +7,6 @@
 # ring-plan --show-schedule prints).  Two "nodes" come from PENNY_NODE_ID.
 . "$(dirname "$0")/../lib.sh"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # run4 SPLIT ARGS...: ranks 0..SPLIT-1 on node a, the rest on node b; rc0..rc3, out0, err0..err3
 run4() {

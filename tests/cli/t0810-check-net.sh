@@ -9,7 +9,6 @@
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/trees.sh"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # verdicts FILE: "check node target verdict | detail" lines of a --json run
 verdicts() {

@@ -11,7 +11,6 @@
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/mksysfs.sh"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 sys_root tree node >/dev/null && sys_cpus 2 1 >/dev/null
 printf "counters.window = 2\n" >w2.conf
 printf "counters.window = 1\n" >w1.conf

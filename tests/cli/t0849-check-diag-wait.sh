@@ -20,8 +20,7 @@ export PENNY_PLUGIN_PATH=$BUILD/tests/plugins/nccl PENNY_IB_DISABLE=1 TMPDIR=$PW
 # background (pids in pid0 pid1, stderr in err0 err1); wait2: rc ("11"), took
 job2() {
 	local port r
-	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])') ||
-		return 1
+	port=$(free_port) || return 1
 	t0=$(date +%s.%N)
 	for r in 1 0; do
 		PENNY_NODE_ID=n0 "$PENNY" check --rank $r --nranks 2 --root 127.0.0.1:$port \

@@ -19,8 +19,7 @@ rail_tree() {
 # stderr in err0..err3, the exit codes in rc ("1111"), seconds in took
 job4() {
 	local port r t0 ids=(n0 n0 n1 n1) pids=()
-	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])') ||
-		return 1
+	port=$(free_port) || return 1
 	t0=$(date +%s.%N)
 	for r in 3 2 1 0; do
 		PENNY_NODE_ID=${ids[$r]} "$PENNY" check --rank $r --nranks 4 --root 127.0.0.1:$port \

@@ -57,7 +57,7 @@ int pn_nvb_pe(int *me_, int *n)
 void *pn_nvb_malloc(size_t bytes)
 {
 	__atomic_add_fetch(&nvb_mallocs, 1, __ATOMIC_SEQ_CST);
-	return aligned_alloc(256, (bytes + 255) / 256 * 256);
+	return fake_mem_alloc(bytes);
 }
 void pn_nvb_free(void *p)
 {
