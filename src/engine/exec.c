@@ -695,8 +695,10 @@ int pn_exec_run(struct pn_exec *e, const struct pn_sched *s, const struct pn_exe
 			if (cs[ch].idx < s->ch[ch].n)
 				left++;
 		}
-		if (!left)
+		if (!left) {
+			pn_comm_done_waiting(r.c);
 			return 0;
+		}
 		for (i = 0; pn_transports[i]; i++) {
 			ret = pn_transports[i]->progress(&r.c->tp);
 			if (ret < 0)
@@ -713,6 +715,7 @@ int pn_exec_run(struct pn_exec *e, const struct pn_sched *s, const struct pn_exe
 			goto fail;
 	}
 fail:
+	ret = pn_comm_first_cause(r.c, ret);
 	if (!r.c->failed && ret != -ECANCELED) {
 		char msg[300];
 
