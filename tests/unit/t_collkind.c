@@ -176,7 +176,8 @@ static void by_hand(const struct pn_testdata_coll *d, char *want, char *tmp)
 TEST(test_data_of_each_collective)
 {
 	static const size_t counts[] = { 1, 7, 300, 1500 };
-	char *want = malloc(5 * 1500 * 8), *got = malloc(5 * 1500 * 8), *tmp = malloc(5 * 1500 * 8);
+	char *want = malloc(5 * 1500 * 8 + 64), *got = malloc(5 * 1500 * 8 + 64);
+	char *tmp = malloc(5 * 1500 * 8 + 64);
 	int k, n, r, t, ci, ip;
 
 	for (k = 0; k < PN_NCOLLS; k++)

@@ -347,7 +347,7 @@ static int step_p2p(struct sim *m, int r, const struct pn_step *st)
 	size_t ns = PN_DIV_UP(st->count, m->slice);
 	int both = st->op == PN_OP_XSENDRECV || st->op == PN_OP_XBRUCK;
 	int rp = st->recv_peer, sp = st->send_peer, ret = 1;
-	struct sym *v = calloc(m->slice + 1, sizeof(*v));
+	struct sym *v = calloc(PN_MIN(m->slice, st->count) + 1, sizeof(*v));
 
 	if (both) {
 		while (k->sent < ns && m->q[r][sp].len < SLOTS) {
