@@ -87,6 +87,36 @@ static int local_of(struct run *r, int rank)
 	return r->c->peers[rank].local;
 }
 
+/*
+ * The slots of one slice of a point-to-point step: the received one (of
+ * bytes bytes) from in and a free one to out, where the step has them.  1
+ * ready, 0 blocked (waiting_for names the peer), <0 error.
+ */
+static int take_slots(struct run *r, const struct pn_step *st, struct pn_conn *in,
+		      struct pn_conn *out, size_t bytes, const void **rs, void **ss)
+{
+	size_t len = 0, cap = 0;
+
+	if (in) {
+		*rs = in->t->recv_slot(in, &len);
+		if (!*rs) {
+			r->waiting_for = st->recv_peer;
+			return 0;
+		}
+		if (len != bytes)
+			return pn_err(-EPROTO, "rank %d sent %zu bytes where %zu were expected (ranks "
+				      "disagree on the schedule)", st->recv_peer, len, bytes);
+	}
+	if (out) {
+		*ss = out->t->send_slot(out, &cap);
+		if (!*ss) {
+			r->waiting_for = st->send_peer;
+			return 0;
+		}
+	}
+	return 1;
+}
+
 /* Point-to-point steps: returns 1 done, 0 blocked, <0 error. */
 static int step_p2p(struct run *r, const struct pn_step *st, struct chan_state *cs, int chan)
 {
@@ -97,28 +127,14 @@ static int step_p2p(struct run *r, const struct pn_step *st, struct chan_state *
 	while (cs->done < ns) {
 		const void *rs = NULL;
 		void *ss = NULL;
-		size_t o, n, len = 0, cap = 0, bytes;
+		size_t o, n, bytes;
 		int ret;
 
 		slice_of(r, st->off, st->count, cs->done, &o, &n);
 		bytes = n * r->es;
-		if (in) {
-			rs = in->t->recv_slot(in, &len);
-			if (!rs) {
-				r->waiting_for = st->recv_peer;
-				return 0;
-			}
-			if (len != bytes)
-				return pn_err(-EPROTO, "rank %d sent %zu bytes where %zu were expected "
-					      "(ranks disagree on the schedule)", st->recv_peer, len, bytes);
-		}
-		if (out) {
-			ss = out->t->send_slot(out, &cap);
-			if (!ss) {
-				r->waiting_for = st->send_peer;
-				return 0;
-			}
-		}
+		ret = take_slots(r, st, in, out, bytes, &rs, &ss);
+		if (ret <= 0)
+			return ret;
 		switch (st->op) {
 		case PN_OP_SEND:
 			memcpy(ss, src_ptr(r, st, o), bytes);
@@ -467,31 +483,16 @@ static int step_x(struct run *r, const struct pn_step *st, struct chan_state *cs
 		const void *rs = NULL;
 		void *ss = NULL;
 		size_t rel = cs->done * r->slice, n = PN_MIN(r->slice, st->count - rel);
-		size_t len = 0, cap = 0, bytes = n * r->es;
+		size_t bytes = n * r->es;
 		/* a rank may pass no buffer it does not use (broadcast, reduce) */
 		char *d = st->op == PN_OP_XSEND || st->op == PN_OP_XRECV_REDUCE_SEND
 				  ? NULL : xbuf(r, st->dst, st->off + rel);
 		const char *src = st->op == PN_OP_XRECV || st->op == PN_OP_XRECV_SEND
 					  ? NULL : xbuf(r, st->src, st->soff + rel);
-		int ret;
+		int ret = take_slots(r, st, in, out, bytes, &rs, &ss);
 
-		if (in) {
-			rs = in->t->recv_slot(in, &len);
-			if (!rs) {
-				r->waiting_for = st->recv_peer;
-				return 0;
-			}
-			if (len != bytes)
-				return pn_err(-EPROTO, "rank %d sent %zu bytes where %zu were expected "
-					      "(ranks disagree on the schedule)", st->recv_peer, len, bytes);
-		}
-		if (out) {
-			ss = out->t->send_slot(out, &cap);
-			if (!ss) {
-				r->waiting_for = st->send_peer;
-				return 0;
-			}
-		}
+		if (ret <= 0)
+			return ret;
 		switch (st->op) {
 		case PN_OP_XSEND:
 			memcpy(ss, src, bytes);
