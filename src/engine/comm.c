@@ -323,7 +323,12 @@ int pn_comm_check(struct pn_comm *c, int waiting_for, double since)
 	    kill(c->peers[waiting_for].pid, 0) && errno == ESRCH) {
 		ret = pn_err(-EPIPE, "rank %d (host %s, pid %d) died", waiting_for,
 			     pn_boot_host(c->boot, waiting_for), c->peers[waiting_for].pid);
-		pn_comm_abort(c, pn_errmsg(ret));
+		/* a rank that failed said why before it ended: its notice, when
+		 * there is one, names the rank at fault (the notice check above
+		 * may have run just before it was written) */
+		ret = pn_comm_first_cause(c, ret);
+		if (ret != -ECANCELED)
+			pn_comm_abort(c, pn_errmsg(ret));
 		return ret;
 	}
 	ret = pn_boot_poll_abort(c->boot);
