@@ -140,6 +140,7 @@ tsan:
 
 bench: all
 	bash tests/bench/host-allreduce.sh
+	bash tests/bench/host-coll.sh
 
 # The installed binary: the objects of ./penny, but its plugin loader built
 # for PLUGINDIR as given now (make install PREFIX=/usr after make) and

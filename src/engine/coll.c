@@ -91,6 +91,8 @@ void pn_coll_release(struct pn_coll *co)
 {
 	if (co->cache_valid)
 		pn_sched_release(&co->cache);
+	if (co->xcache_valid)
+		pn_sched_release(&co->xcache);
 	free_rings(co);
 	pn_exec_release(&co->exec);
 	free(co->node);
@@ -186,8 +188,7 @@ static int run(struct pn_coll *co, const struct pn_sched *s, const void *sendbuf
 }
 
 /* Direct loads need every rank on this host over shm, and registrations. */
-static int can_direct(const struct pn_coll *co, const struct pn_reg *sreg,
-		      const struct pn_reg *rreg)
+int pn_coll_direct(const struct pn_coll *co, const struct pn_reg *sreg, const struct pn_reg *rreg)
 {
 	const struct pn_comm *c = co->comm;
 	int direct = sreg && rreg && c->nnodes == 1, p;
@@ -204,7 +205,7 @@ enum pn_algo pn_allreduce_algo(const struct pn_coll *co, size_t count, enum pn_d
 	if (algo != PN_ALGO_AUTO)
 		return algo;
 	return pn_tune_pick(co->tune, co->comm->nranks, co->comm->nnodes,
-			    count * pn_dtype_size(t), can_direct(co, sreg, rreg));
+			    count * pn_dtype_size(t), pn_coll_direct(co, sreg, rreg));
 }
 
 int pn_allreduce(struct pn_coll *co, const void *sendbuf, void *recvbuf, size_t count,
@@ -214,7 +215,7 @@ int pn_allreduce(struct pn_coll *co, const void *sendbuf, void *recvbuf, size_t 
 	const struct pn_sched *s;
 	int ret;
 
-	ret = pn_coll_schedule(co, count, t, algo, can_direct(co, sreg, rreg), sendbuf == recvbuf,
+	ret = pn_coll_schedule(co, count, t, algo, pn_coll_direct(co, sreg, rreg), sendbuf == recvbuf,
 			       &s);
 	if (ret)
 		return ret;

@@ -27,6 +27,9 @@ struct pn_coll {
 	enum pn_algo cache_algo;
 	size_t cache_count, cache_esize;
 	int cache_direct, cache_inplace;
+	/* the other collectives' last schedule (collrun.c) */
+	struct pn_sched xcache;
+	int xcache_valid, xcache_direct;
 };
 
 /* tune: the table auto picks from (the caller keeps it; NULL: built in).
@@ -62,6 +65,10 @@ int pn_allgather_group(struct pn_coll *co, const void *mine, void *all, size_t l
 /* The algorithm pn_allreduce runs for algo (auto: the tuning table's pick). */
 enum pn_algo pn_allreduce_algo(const struct pn_coll *co, size_t count, enum pn_dtype t,
 			       enum pn_algo algo, const struct pn_reg *sreg, const struct pn_reg *rreg);
+
+/* Whether single-node algorithms can load peers' buffers directly: every
+ * rank on this host over shm, and both registrations given. */
+int pn_coll_direct(const struct pn_coll *co, const struct pn_reg *sreg, const struct pn_reg *rreg);
 
 /* The schedule pn_allreduce would run (for printing); valid until the next call. */
 int pn_coll_schedule(struct pn_coll *co, size_t count, enum pn_dtype t, enum pn_algo algo,

@@ -235,6 +235,57 @@ void pn_comm_abort(struct pn_comm *c, const char *why)
 	pn_boot_abort(c->boot, msg);
 }
 
+void pn_comm_done_waiting(struct pn_comm *c)
+{
+	if (!c->said_waiting)
+		return;
+	pn_nodeseg_set_waiting(c, -1, pn_now());
+	c->said_waiting = 0;
+}
+
+int pn_comm_first_cause(struct pn_comm *c, int err)
+{
+	double until = pn_now() + 0.05;
+	char saved[300], msg[300];
+	int ret;
+
+	if (err == -ECANCELED || err == -ETIMEDOUT || err >= 0 || c->failed)
+		return err;
+	snprintf(saved, sizeof(saved), "%s", pn_errmsg(err));
+	/* the failed rank sent its notice before its connections closed */
+	do {
+		if (pn_nodeseg_get_abort(c, msg, sizeof(msg)))
+			return pn_err(-ECANCELED, "%s", msg);
+		ret = pn_boot_poll_abort(c->boot);
+		if (ret == -ECANCELED)
+			return ret;
+		if (ret)
+			break;
+		usleep(1000);
+	} while (pn_now() < until);
+	return pn_err(err, "%s", saved);
+}
+
+/*
+ * The rank at the end of the chain of waits that starts at first: follow
+ * local ranks that say they wait (node segment) until one that does not
+ * (stopped, busy) or a remote one, which is the one to name.
+ */
+static int wait_chain_end(struct pn_comm *c, int first, double now)
+{
+	int p = first, k, q;
+
+	for (k = 0; k < c->local_size; k++) {
+		if (p < 0 || p >= c->nranks || c->peers[p].local < 0)
+			break;
+		q = pn_nodeseg_waiting(c, c->peers[p].local, now);
+		if (q < 0 || q >= c->nranks || q == c->rank || q == p)
+			break;
+		p = q;
+	}
+	return p;
+}
+
 int pn_comm_check(struct pn_comm *c, int waiting_for, double since)
 {
 	char msg[300];
@@ -266,11 +317,18 @@ int pn_comm_check(struct pn_comm *c, int waiting_for, double since)
 	if (now - c->last_check < 0.02 && now - since < c->timeout)
 		return 0;
 	c->last_check = now;
+	pn_nodeseg_set_waiting(c, waiting_for, now);
+	c->said_waiting = 1;
 	if (waiting_for >= 0 && waiting_for != c->rank && c->peers[waiting_for].local >= 0 &&
 	    kill(c->peers[waiting_for].pid, 0) && errno == ESRCH) {
 		ret = pn_err(-EPIPE, "rank %d (host %s, pid %d) died", waiting_for,
 			     pn_boot_host(c->boot, waiting_for), c->peers[waiting_for].pid);
-		pn_comm_abort(c, pn_errmsg(ret));
+		/* a rank that failed said why before it ended: its notice, when
+		 * there is one, names the rank at fault (the notice check above
+		 * may have run just before it was written) */
+		ret = pn_comm_first_cause(c, ret);
+		if (ret != -ECANCELED)
+			pn_comm_abort(c, pn_errmsg(ret));
 		return ret;
 	}
 	ret = pn_boot_poll_abort(c->boot);
@@ -283,7 +341,13 @@ int pn_comm_check(struct pn_comm *c, int waiting_for, double since)
 		return ret;
 	}
 	if (now - since >= c->timeout) {
-		if (waiting_for >= 0)
+		int end = waiting_for >= 0 ? wait_chain_end(c, waiting_for, now) : -1;
+
+		if (end >= 0 && end != waiting_for)
+			ret = pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for rank %d (host %s), "
+				     "which waits for rank %d (host %s)", c->timeout, waiting_for,
+				     pn_boot_host(c->boot, waiting_for), end, pn_boot_host(c->boot, end));
+		else if (waiting_for >= 0)
 			ret = pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for rank %d (host %s)",
 				     c->timeout, waiting_for, pn_boot_host(c->boot, waiting_for));
 		else

@@ -46,6 +46,7 @@ struct pn_comm {
 	uint64_t spin_checks;
 	double last_check;
 	int failed;		/* an error was reported; stop waiting */
+	int said_waiting;	/* pn_nodeseg_set_waiting told the node this rank waits */
 	int oversubscribed;	/* more local ranks than online CPUs */
 };
 
@@ -62,8 +63,17 @@ const char *pn_comm_transport_name(const struct pn_comm *c, int peer);
  * negative error whose message names the rank and host.
  */
 int pn_comm_check(struct pn_comm *c, int waiting_for, double since);
+/* This rank no longer waits (the end of a collective; cheap when it never said it did). */
+void pn_comm_done_waiting(struct pn_comm *c);
 /* Report a failure to every rank (shared-memory notice + rendezvous). */
 void pn_comm_abort(struct pn_comm *c, const char *why);
+/*
+ * The cause to report for err, an error a wait met (a peer's connection
+ * closed, ...): when a rank that failed first has sent its notice (node
+ * segment or rendezvous; waited for up to 50 ms), -ECANCELED with its
+ * message, which names the rank at fault; else err with its message.
+ */
+int pn_comm_first_cause(struct pn_comm *c, int err);
 
 /* Barrier among the local ranks through the node segment's flags
  * (busy-polled, pn_comm_check on every spin). */

@@ -12,7 +12,8 @@
 
 struct chan_state {
 	size_t idx;		/* current step */
-	size_t done;		/* slices finished in this step */
+	size_t done;		/* slices finished (received, where a step receives) */
+	size_t sent;		/* XSENDRECV, XBRUCK: slices sent */
 	int started;
 };
 
@@ -86,6 +87,36 @@ static int local_of(struct run *r, int rank)
 	return r->c->peers[rank].local;
 }
 
+/*
+ * The slots of one slice of a point-to-point step: the received one (of
+ * bytes bytes) from in and a free one to out, where the step has them.  1
+ * ready, 0 blocked (waiting_for names the peer), <0 error.
+ */
+static int take_slots(struct run *r, const struct pn_step *st, struct pn_conn *in,
+		      struct pn_conn *out, size_t bytes, const void **rs, void **ss)
+{
+	size_t len = 0, cap = 0;
+
+	if (in) {
+		*rs = in->t->recv_slot(in, &len);
+		if (!*rs) {
+			r->waiting_for = st->recv_peer;
+			return 0;
+		}
+		if (len != bytes)
+			return pn_err(-EPROTO, "rank %d sent %zu bytes where %zu were expected (ranks "
+				      "disagree on the schedule)", st->recv_peer, len, bytes);
+	}
+	if (out) {
+		*ss = out->t->send_slot(out, &cap);
+		if (!*ss) {
+			r->waiting_for = st->send_peer;
+			return 0;
+		}
+	}
+	return 1;
+}
+
 /* Point-to-point steps: returns 1 done, 0 blocked, <0 error. */
 static int step_p2p(struct run *r, const struct pn_step *st, struct chan_state *cs, int chan)
 {
@@ -96,28 +127,14 @@ static int step_p2p(struct run *r, const struct pn_step *st, struct chan_state *
 	while (cs->done < ns) {
 		const void *rs = NULL;
 		void *ss = NULL;
-		size_t o, n, len = 0, cap = 0, bytes;
+		size_t o, n, bytes;
 		int ret;
 
 		slice_of(r, st->off, st->count, cs->done, &o, &n);
 		bytes = n * r->es;
-		if (in) {
-			rs = in->t->recv_slot(in, &len);
-			if (!rs) {
-				r->waiting_for = st->recv_peer;
-				return 0;
-			}
-			if (len != bytes)
-				return pn_err(-EPROTO, "rank %d sent %zu bytes where %zu were expected "
-					      "(ranks disagree on the schedule)", st->recv_peer, len, bytes);
-		}
-		if (out) {
-			ss = out->t->send_slot(out, &cap);
-			if (!ss) {
-				r->waiting_for = st->send_peer;
-				return 0;
-			}
-		}
+		ret = take_slots(r, st, in, out, bytes, &rs, &ss);
+		if (ret <= 0)
+			return ret;
 		switch (st->op) {
 		case PN_OP_SEND:
 			memcpy(ss, src_ptr(r, st, o), bytes);
@@ -364,6 +381,218 @@ static int step_direct(struct run *r, const struct pn_step *st)
 	return 1;
 }
 
+/* ---- the other collectives' steps (PN_OP_X*, sched_coll.h) ---- */
+
+/* Buffer which (PN_SRC_*) at element el. */
+static char *xbuf(struct run *r, int which, size_t el)
+{
+	char *base = which == PN_SRC_IN ? (char *)r->a->sendbuf
+		     : which == PN_SRC_OUT ? (char *)r->a->recvbuf : (char *)r->e->scratch;
+
+	return base + el * r->es;
+}
+
+/*
+ * XBRUCK: packed elements [q, q + n) of scratch's selected blocks (i & mask,
+ * blk elements each) to slot (pack) or from it.
+ */
+static void bruck_move(struct run *r, const struct pn_step *st, size_t q, size_t n, char *slot,
+		       int pack)
+{
+	size_t sel = q / st->blk, inner = q % st->blk, done = 0;
+	int i;
+
+	for (i = 0; i < r->s->nranks; i++)
+		if (((uint32_t)i & st->mask) && sel-- == 0)
+			break;
+	while (done < n && i < r->s->nranks) {
+		size_t m = PN_MIN(st->blk - inner, n - done);
+		char *p = xbuf(r, PN_SRC_SCRATCH, (size_t)i * st->blk + inner);
+
+		if (pack)
+			memcpy(slot + done * r->es, p, m * r->es);
+		else
+			memcpy(p, slot + done * r->es, m * r->es);
+		done += m;
+		inner = 0;
+		do
+			i++;
+		while (i < r->s->nranks && !((uint32_t)i & st->mask));
+	}
+}
+
+/* XSENDRECV and XBRUCK: sends run ahead; slice j is received only once slice j was sent. */
+static int step_x_both(struct run *r, const struct pn_step *st, struct chan_state *cs,
+		       struct pn_conn *in, struct pn_conn *out)
+{
+	size_t ns = nslices(r, st->count), rel, n, len, cap;
+	int ret;
+
+	while (cs->sent < ns) {
+		char *ss = out->t->send_slot(out, &cap);
+
+		if (!ss) {
+			r->waiting_for = st->send_peer;
+			break;
+		}
+		rel = cs->sent * r->slice;
+		n = PN_MIN(r->slice, st->count - rel);
+		if (st->op == PN_OP_XBRUCK)
+			bruck_move(r, st, st->off + rel, n, ss, 1);
+		else
+			memcpy(ss, xbuf(r, st->src, st->soff + rel), n * r->es);
+		ret = out->t->send_post(out, n * r->es);
+		if (ret)
+			return ret;
+		cs->sent++;
+	}
+	while (cs->done < cs->sent) {
+		const char *rs = in->t->recv_slot(in, &len);
+
+		if (!rs) {
+			r->waiting_for = st->recv_peer;
+			break;
+		}
+		rel = cs->done * r->slice;
+		n = PN_MIN(r->slice, st->count - rel);
+		if (len != n * r->es)
+			return pn_err(-EPROTO, "rank %d sent %zu bytes where %zu were expected (ranks "
+				      "disagree on the schedule)", st->recv_peer, len, n * r->es);
+		if (st->op == PN_OP_XBRUCK)
+			bruck_move(r, st, st->off + rel, n, (char *)rs, 0);
+		else
+			memcpy(xbuf(r, st->dst, st->off + rel), rs, len);
+		ret = in->t->recv_release(in);
+		if (ret)
+			return ret;
+		cs->done++;
+	}
+	return cs->done == ns;
+}
+
+/* The point-to-point PN_OP_X* steps: 1 done, 0 blocked, <0 error. */
+static int step_x(struct run *r, const struct pn_step *st, struct chan_state *cs, int chan)
+{
+	size_t ns = nslices(r, st->count);
+	struct pn_conn *in = st->recv_peer >= 0 ? pn_comm_conn(r->c, st->recv_peer, chan) : NULL;
+	struct pn_conn *out = st->send_peer >= 0 ? pn_comm_conn(r->c, st->send_peer, chan) : NULL;
+
+	if (st->op == PN_OP_XSENDRECV || st->op == PN_OP_XBRUCK)
+		return step_x_both(r, st, cs, in, out);
+	while (cs->done < ns) {
+		const void *rs = NULL;
+		void *ss = NULL;
+		size_t rel = cs->done * r->slice, n = PN_MIN(r->slice, st->count - rel);
+		size_t bytes = n * r->es;
+		/* a rank may pass no buffer it does not use (broadcast, reduce) */
+		char *d = st->op == PN_OP_XSEND || st->op == PN_OP_XRECV_REDUCE_SEND
+				  ? NULL : xbuf(r, st->dst, st->off + rel);
+		const char *src = st->op == PN_OP_XRECV || st->op == PN_OP_XRECV_SEND
+					  ? NULL : xbuf(r, st->src, st->soff + rel);
+		int ret = take_slots(r, st, in, out, bytes, &rs, &ss);
+
+		if (ret <= 0)
+			return ret;
+		switch (st->op) {
+		case PN_OP_XSEND:
+			memcpy(ss, src, bytes);
+			break;
+		case PN_OP_XRECV:
+			memcpy(d, rs, bytes);
+			break;
+		case PN_OP_XRECV_SEND:
+			memcpy(d, rs, bytes);
+			memcpy(ss, d, bytes);
+			break;
+		case PN_OP_XRECV_REDUCE_SEND:
+			pn_reduce2(ss, rs, src, n, r->a->dtype, r->a->op);
+			break;
+		default: /* PN_OP_XRECV_REDUCE */
+			pn_reduce2(d, rs, src, n, r->a->dtype, r->a->op);
+			finish(r, st, d, n);
+			break;
+		}
+		if (out && (ret = out->t->send_post(out, bytes)))
+			return ret;
+		if (in && (ret = in->t->recv_release(in)))
+			return ret;
+		cs->done++;
+	}
+	return 1;
+}
+
+/* Where rank's registered buffer which (PN_SRC_IN: sreg, else rreg) has element el. */
+static int peer_buf(struct run *r, int which, int rank, size_t el, size_t count, const char **p)
+{
+	const struct pn_exec_args *a = r->a;
+	const struct pn_reg *reg = which == PN_SRC_IN ? a->sreg : a->rreg;
+	const void *mine = which == PN_SRC_IN ? a->sendbuf : a->recvbuf;
+	size_t base, end;
+
+	if (!reg)
+		return pn_err(-EINVAL, "direct steps need registered buffers");
+	if (local_of(r, rank) < 0)
+		return pn_err(-EINVAL, "rank %d is not on this node: no direct load", rank);
+	/* a rank that passes no buffer (broadcast's sendbuf off the root) reads offset 0 */
+	base = mine ? reg_off(reg, mine) : 0;
+	end = base + (el + count) * r->es;
+	if (base > reg->len || end > reg->len || end < base)
+		return pn_err(-EINVAL, "a direct load of %zu bytes at %zu is outside the %zu "
+			      "registered", count * r->es, base + el * r->es, reg->len);
+	*p = (const char *)reg->peer_ptr[local_of(r, rank)] + base + el * r->es;
+	return 0;
+}
+
+/* The local PN_OP_X* steps (copies, loads of registered buffers): 1 or <0. */
+static int step_xlocal(struct run *r, const struct pn_step *st)
+{
+	const struct pn_sched_group *g;
+	int direct = st->op == PN_OP_XLOAD || st->op == PN_OP_XLOAD_REDUCE;
+	/* direct loads name their sources by registration; a remote
+	 * XLOAD_REDUCE writes the peer's buffer, not dst */
+	char *d = direct && st->send_peer >= 0 ? NULL : xbuf(r, st->dst, st->off);
+	const char *src = direct ? NULL : xbuf(r, st->src, st->soff);
+	int m, ret;
+
+	switch (st->op) {
+	case PN_OP_XCOPY:
+		if (d != src)
+			memcpy(d, src, st->count * r->es);
+		return 1;
+	case PN_OP_XREDUCE:
+		pn_reduce2(d, xbuf(r, PN_SRC_SCRATCH, st->off), src, st->count, r->a->dtype,
+			   r->a->op);
+		break;
+	case PN_OP_XLOAD:
+		ret = peer_buf(r, st->src, st->recv_peer, st->soff, st->count, &src);
+		if (ret)
+			return ret;
+		memcpy(d, src, st->count * r->es);
+		return 1;
+	default: /* PN_OP_XLOAD_REDUCE */
+		g = &r->s->groups[st->group];
+		if (st->send_peer >= 0) {
+			/* into that rank's registered receive buffer */
+			ret = peer_buf(r, PN_SRC_OUT, st->send_peer, st->off, st->count, &src);
+			if (ret)
+				return ret;
+			d = (char *)src;
+		}
+		if (g->n > r->e->npeer)
+			return pn_err(-E2BIG, "group of %d ranks in a job of %d", g->n, r->e->npeer);
+		for (m = 0; m < g->n; m++) {
+			ret = peer_buf(r, st->src, g->ranks[m], st->soff, st->count, &src);
+			if (ret)
+				return ret;
+			r->e->srcs[m] = src;
+		}
+		pn_reduce_chain(d, r->e->srcs, g->n, st->count, r->a->dtype, r->a->op);
+		break;
+	}
+	finish(r, st, d, st->count);
+	return 1;
+}
+
 static int try_step(struct run *r, int chan, struct chan_state *cs)
 {
 	const struct pn_step *st = &r->s->ch[chan].steps[cs->idx];
@@ -397,6 +626,19 @@ static int try_step(struct run *r, int chan, struct chan_state *cs)
 
 		return ret ? ret : 1;
 	}
+	case PN_OP_XSEND:
+	case PN_OP_XRECV:
+	case PN_OP_XRECV_SEND:
+	case PN_OP_XSENDRECV:
+	case PN_OP_XRECV_REDUCE_SEND:
+	case PN_OP_XRECV_REDUCE:
+	case PN_OP_XBRUCK:
+		return step_x(r, st, cs, chan);
+	case PN_OP_XREDUCE:
+	case PN_OP_XCOPY:
+	case PN_OP_XLOAD:
+	case PN_OP_XLOAD_REDUCE:
+		return step_xlocal(r, st);
 	}
 	return pn_err(-EINVAL, "bad schedule step %d", st->op);
 }
@@ -412,6 +654,22 @@ int pn_exec_run(struct pn_exec *e, const struct pn_sched *s, const struct pn_exe
 		return pn_err(-E2BIG, "too many channels");
 	r.es = pn_dtype_size(a->dtype);
 	r.slice = PN_FIFO_SLOT_BYTES / r.es;
+	if (s->esize && s->esize != r.es) {
+		ret = pn_err(-EINVAL, "a schedule of %zu-byte elements run on %s", s->esize,
+			     pn_dtype_name(a->dtype));
+		goto fail;
+	}
+	if (s->scratch_count > e->scratch_len / r.es) {
+		void *p = realloc(e->scratch, s->scratch_count * r.es);
+
+		if (!p) {
+			ret = pn_err(-ENOMEM, "out of memory for %zu bytes of scratch",
+				     s->scratch_count * r.es);
+			goto fail;
+		}
+		e->scratch = p;
+		e->scratch_len = s->scratch_count * r.es;
+	}
 	memset(cs, 0, sizeof(cs[0]) * (size_t)s->nchan);
 	for (;;) {
 		int progressed = 0;
@@ -419,26 +677,29 @@ int pn_exec_run(struct pn_exec *e, const struct pn_sched *s, const struct pn_exe
 		left = 0;
 		for (ch = 0; ch < s->nchan; ch++) {
 			while (cs[ch].idx < s->ch[ch].n) {
-				size_t before = cs[ch].done;
+				size_t before = cs[ch].done + cs[ch].sent;
 
 				ret = try_step(&r, ch, &cs[ch]);
 				if (ret < 0)
 					goto fail;
 				if (ret == 0) {
-					if (cs[ch].done != before)
+					if (cs[ch].done + cs[ch].sent != before)
 						progressed = 1;
 					break;
 				}
 				cs[ch].idx++;
 				cs[ch].done = 0;
+				cs[ch].sent = 0;
 				cs[ch].started = 0;
 				progressed = 1;
 			}
 			if (cs[ch].idx < s->ch[ch].n)
 				left++;
 		}
-		if (!left)
+		if (!left) {
+			pn_comm_done_waiting(r.c);
 			return 0;
+		}
 		for (i = 0; pn_transports[i]; i++) {
 			ret = pn_transports[i]->progress(&r.c->tp);
 			if (ret < 0)
@@ -455,6 +716,7 @@ int pn_exec_run(struct pn_exec *e, const struct pn_sched *s, const struct pn_exe
 			goto fail;
 	}
 fail:
+	ret = pn_comm_first_cause(r.c, ret);
 	if (!r.c->failed && ret != -ECANCELED) {
 		char msg[300];
 

@@ -28,7 +28,10 @@
 
 struct bar {
 	_Atomic uint64_t epoch;
-	char pad[CL - 8];
+	/* what the rank waits for (a global rank, -1 none) and when it last said so (ms) */
+	_Atomic int32_t waiting_for;
+	_Atomic uint32_t wait_ms;
+	char pad[CL - 16];
 };
 
 struct node_hdr {
@@ -202,6 +205,37 @@ uint64_t pn_nodeseg_arrive(struct pn_comm *c)
 int pn_nodeseg_arrived(const struct pn_comm *c, int i, uint64_t epoch)
 {
 	return atomic_load_explicit(&c->seg->bar[i].epoch, memory_order_acquire) >= epoch;
+}
+
+static uint32_t ms_of(double now)
+{
+	return (uint32_t)(uint64_t)(now * 1e3);
+}
+
+void pn_nodeseg_set_waiting(struct pn_comm *c, int waiting_for, double now)
+{
+	struct bar *b;
+
+	if (!c->seg)
+		return;
+	b = &c->seg->bar[c->local_rank];
+	atomic_store_explicit(&b->waiting_for, waiting_for, memory_order_relaxed);
+	atomic_store_explicit(&b->wait_ms, ms_of(now), memory_order_release);
+}
+
+int pn_nodeseg_waiting(const struct pn_comm *c, int i, double now)
+{
+	struct bar *b;
+	uint32_t said;
+
+	if (!c->seg || i < 0 || i >= c->seg->nlocal)
+		return -1;
+	b = &c->seg->bar[i];
+	said = atomic_load_explicit(&b->wait_ms, memory_order_acquire);
+	/* unsigned difference: the clock may wrap */
+	if (!said || ms_of(now) - said > PN_NODESEG_WAIT_FRESH_MS)
+		return -1;
+	return atomic_load_explicit(&b->waiting_for, memory_order_relaxed);
 }
 
 /* ---- registered buffers ---- */

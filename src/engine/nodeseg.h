@@ -42,4 +42,15 @@ void pn_nodeseg_reg_free(struct pn_comm *c, struct pn_reg *reg);
 uint64_t pn_nodeseg_arrive(struct pn_comm *c);
 int pn_nodeseg_arrived(const struct pn_comm *c, int i, uint64_t epoch);
 
+/*
+ * What each local rank waits for, so a timeout can name the rank at the end
+ * of a chain of waits (comm.c): this rank says it waits for waiting_for (a
+ * global rank, -1 none) at time now (pn_now()); pn_nodeseg_waiting gives
+ * what local index i said within the last PN_NODESEG_WAIT_FRESH_MS, else -1
+ * (a stopped or busy rank says nothing).
+ */
+#define PN_NODESEG_WAIT_FRESH_MS 1000u
+void pn_nodeseg_set_waiting(struct pn_comm *c, int waiting_for, double now);
+int pn_nodeseg_waiting(const struct pn_comm *c, int i, double now);
+
 #endif

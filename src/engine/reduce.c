@@ -22,6 +22,7 @@
  */
 #include "engine/reduce.h"
 #include "engine/simd.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <math.h>
@@ -965,6 +966,26 @@ void pn_reduce_n(void *dst, const void *const *srcs, int k, size_t count, enum p
 	}
 #endif
 	reduce_n_generic(dst, srcs, k, count, t, op);
+}
+
+void pn_reduce_chain(void *dst, const void *const *srcs, int k, size_t count, enum pn_dtype t,
+		     enum pn_redop op)
+{
+	uint16_t tmp[2048];
+
+	/* only half and bfloat16 round differently from pn_reduce_n's chain */
+	if ((t != PN_HALF && t != PN_BFLOAT16) || k < 3) {
+		pn_reduce_n(dst, srcs, k, count, t, op);
+		return;
+	}
+	for (size_t i = 0; i < count; i += PN_ARRAY_SIZE(tmp)) {
+		size_t m = PN_MIN(PN_ARRAY_SIZE(tmp), count - i);
+
+		pn_reduce2(tmp, (const uint16_t *)srcs[0] + i, (const uint16_t *)srcs[1] + i, m, t, op);
+		for (int s = 2; s < k; s++)
+			pn_reduce2(tmp, tmp, (const uint16_t *)srcs[s] + i, m, t, op);
+		memcpy((uint16_t *)dst + i, tmp, m * sizeof(tmp[0]));
+	}
 }
 
 void pn_reduce_finish(void *dst, size_t count, enum pn_dtype t, enum pn_redop op, int nranks)

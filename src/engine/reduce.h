@@ -35,6 +35,14 @@ void pn_reduce2(void *dst, const void *a, const void *b, size_t count, enum pn_d
 void pn_reduce_n(void *dst, const void *const *srcs, int k, size_t count, enum pn_dtype t,
 		 enum pn_redop op);
 /*
+ * The chain ((srcs[0] op srcs[1]) op srcs[2]) ... op srcs[k-1] with every
+ * step rounded to the type as pn_reduce2 rounds it (half and bfloat16 at
+ * each step, unlike pn_reduce_n): what a ring computes hop by hop, done in
+ * one place.  k >= 1; dst may equal any source.
+ */
+void pn_reduce_chain(void *dst, const void *const *srcs, int k, size_t count, enum pn_dtype t,
+		     enum pn_redop op);
+/*
  * PN_AVG: divide the summed values by nranks (integers: C division, which
  * truncates toward zero; float/double in their own precision; half and
  * bfloat16 in float, rounded once).  No-op for the other operations.

@@ -16,7 +16,9 @@ static const char *const algo_names[PN_NALGOS] = {
 static const char *const op_names[PN_NOPS] = {
 	"send", "recv", "recv-reduce-send", "recv-reduce-copy", "recv-reduce-copy-send",
 	"recv-copy-send", "copy", "gather-reduce", "scatter-reduce", "allgather",
-	"direct-reduce", "direct-gather", "local-barrier",
+	"direct-reduce", "direct-gather", "local-barrier", "send", "recv", "recv-send",
+	"send-recv", "recv-reduce-send", "recv-reduce", "reduce", "copy", "load", "load-reduce",
+	"bruck-exchange",
 };
 
 const char *pn_algo_name(enum pn_algo a)
@@ -578,6 +580,16 @@ out:
 	if (ret)
 		pn_sched_release(s);
 	return ret;
+}
+
+int pn_sched_push(struct pn_sched *s, int chan, const struct pn_step *st)
+{
+	return push(s, chan, *st);
+}
+
+int pn_sched_add_group(struct pn_sched *s, const int *ranks, int n)
+{
+	return add_group(s, ranks, n);
 }
 
 void pn_sched_release(struct pn_sched *s)

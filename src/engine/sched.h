@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Allreduce algorithms as schedules: for one rank, per channel, an ordered
- * list of steps {op, peers, offset, count}.  Generators are pure functions
- * of (algorithm, ranks and their nodes, count, element size), so the same
+ * Collectives as schedules: for one rank, per channel, an ordered list of
+ * steps {op, peers, offsets, count}.  Generators are pure functions of
+ * (algorithm, ranks and their nodes, count, element size), so the same
  * schedule can be printed (ring-plan --show-schedule), simulated in tests
- * and run by the host executor.
+ * and run by the host executor.  Allreduce's generators are here; the
+ * other collectives' are in sched_coll.h, with the PN_OP_X* steps.
  */
 #ifndef PENNY_SCHED_H
 #define PENNY_SCHED_H
@@ -37,11 +38,31 @@ enum pn_step_op {
 	PN_OP_DIRECT_REDUCE,	/* dst[off..] = reduce of the group's registered src, rank order */
 	PN_OP_DIRECT_GATHER,	/* dst[shard g] = rank g's registered dst[shard g], all g */
 	PN_OP_LOCAL_BARRIER,	/* all local ranks */
+	/*
+	 * The other collectives (sched_coll.h): buffers are named by src and
+	 * dst (PN_SRC_*), off is the offset in dst, soff the one in src.
+	 */
+	PN_OP_XSEND,		/* send src[soff..] to send_peer */
+	PN_OP_XRECV,		/* dst[off..] = received from recv_peer */
+	PN_OP_XRECV_SEND,	/* dst[off..] = received; send it on to send_peer */
+	PN_OP_XSENDRECV,	/* send src[soff..], dst[off..] = received; slice j of the
+				 * send leaves before slice j lands (in place) */
+	PN_OP_XRECV_REDUCE_SEND, /* send (received op src[soff..]) to send_peer */
+	PN_OP_XRECV_REDUCE,	/* dst[off..] = received op src[soff..] */
+	PN_OP_XREDUCE,		/* dst[off..] = scratch[off..] op src[soff..] */
+	PN_OP_XCOPY,		/* dst[off..] = src[soff..] */
+	PN_OP_XLOAD,		/* dst[off..] = recv_peer's registered src[soff..] */
+	PN_OP_XLOAD_REDUCE,	/* dst[off..] = the group's registered src[soff..],
+				 * reduced in group order (pn_reduce_chain); send_peer
+				 * >= 0: into that rank's registered out[off..] */
+	PN_OP_XBRUCK,		/* elements [off, off + count) of scratch's packed blocks
+				 * (blocks of blk elements, block i when i & mask): send to
+				 * send_peer, receive into the same places from recv_peer */
 	PN_NOPS
 };
 
-/* Where a step reads its local operand: the input or the output buffer. */
-enum { PN_SRC_IN = 0, PN_SRC_OUT = 1 };
+/* Where a step reads its local operand (src) or writes (dst, PN_OP_X*). */
+enum { PN_SRC_IN = 0, PN_SRC_OUT = 1, PN_SRC_SCRATCH = 2 };
 
 struct pn_step {
 	uint8_t op;
@@ -52,6 +73,11 @@ struct pn_step {
 	int recv_peer, send_peer;
 	int group;		/* index into pn_sched.groups, -1 none */
 	size_t off, count;	/* elements */
+	/* PN_OP_X* only */
+	uint8_t dst;		/* PN_SRC_OUT / PN_SRC_SCRATCH */
+	uint32_t mask;		/* XBRUCK: the blocks i with i & mask */
+	size_t soff;		/* offset in src (elements) */
+	size_t blk;		/* XBRUCK: elements per block */
 };
 
 struct pn_sched_chan {
@@ -74,6 +100,11 @@ struct pn_sched {
 	struct pn_sched_group *groups;
 	int direct;		/* uses registered buffers (DIRECT_* steps) */
 	int inplace;
+	/* the other collectives (sched_coll.h) */
+	int kind;		/* enum pn_coll_kind; 0 (allreduce) for pn_sched_build */
+	int calgo;		/* enum pn_calgo */
+	int root;
+	size_t scratch_count;	/* elements of scratch the steps use */
 };
 
 /* What a generator knows of the job. */
@@ -85,6 +116,7 @@ struct pn_sched_job {
 	int inplace;		/* input and output are the same buffer */
 	size_t step_max_bytes;	/* largest step (FIFO capacity / 2); 0 = default */
 	const int *const *rings; /* multiring: nchannels orders of all ranks; NULL = generated */
+	int root;		/* broadcast, reduce (sched_coll.h) */
 };
 
 int pn_sched_build(struct pn_sched *s, enum pn_algo algo, const struct pn_sched_job *job,
@@ -105,6 +137,10 @@ int pn_sched_build_ring_group(struct pn_sched *s, const struct pn_sched_job *job
 int pn_sched_build_allgather_group(struct pn_sched *s, const struct pn_sched_job *job,
 				   const int *group, int m, size_t shard, size_t esize);
 void pn_sched_release(struct pn_sched *s);
+/* For the generators of sched_coll.c: append a step to channel chan (an
+ * empty one, not a barrier, is skipped); add a group (its index, or <0). */
+int pn_sched_push(struct pn_sched *s, int chan, const struct pn_step *st);
+int pn_sched_add_group(struct pn_sched *s, const int *ranks, int n);
 
 const char *pn_algo_name(enum pn_algo a);
 int pn_algo_parse(const char *s, enum pn_algo *a);

@@ -144,8 +144,8 @@ static void store_prods(void *out, const int32_t *v, size_t m, enum pn_dtype t)
 	}
 }
 
-PN_INLINE void fill_body(void *buf, size_t count, enum pn_dtype t, enum pn_redop op, int rank,
-			 uint64_t seed)
+PN_INLINE void fill_body(void *buf, size_t first, size_t count, enum pn_dtype t,
+			 enum pn_redop op, int rank, uint64_t seed)
 {
 	int32_t v[PN_DATA_BLK];
 	size_t es = pn_dtype_size(t);
@@ -154,7 +154,7 @@ PN_INLINE void fill_body(void *buf, size_t count, enum pn_dtype t, enum pn_redop
 
 	for (size_t i = 0; i < count; i += PN_DATA_BLK) {
 		size_t m = count - i < PN_DATA_BLK ? count - i : PN_DATA_BLK;
-		uint32_t x0 = base + (uint32_t)i * PENNY_DATA_HASH_STEP;
+		uint32_t x0 = base + (uint32_t)(first + i) * PENNY_DATA_HASH_STEP;
 
 		if (op == PN_PROD)
 			hash_values(v, x0, m, sgn ? val_prod_signed : val_prod_unsigned);
@@ -222,15 +222,15 @@ PN_INLINE void expected_block(void *out, size_t i0, size_t m, enum pn_dtype t,
 		pn_reduce_finish(out, m, t, op, nranks);
 }
 
-PN_INLINE void expected_body(void *buf, size_t count, enum pn_dtype t, enum pn_redop op,
-			     int nranks, uint64_t seed)
+PN_INLINE void expected_body(void *buf, size_t first, size_t count, enum pn_dtype t,
+			     enum pn_redop op, int nranks, uint64_t seed)
 {
 	size_t es = pn_dtype_size(t);
 
 	for (size_t i = 0; i < count; i += PN_DATA_BLK) {
 		size_t m = count - i < PN_DATA_BLK ? count - i : PN_DATA_BLK;
 
-		expected_block((char *)buf + i * es, i, m, t, op, nranks, seed);
+		expected_block((char *)buf + i * es, first + i, m, t, op, nranks, seed);
 	}
 }
 
@@ -285,8 +285,12 @@ PN_INLINE size_t count_diff(const void *a, const void *b, size_t n, size_t es)
  * products of more than 15/127 twos), so comparing bits also counts every
  * NaN in buf as wrong.
  */
-PN_INLINE size_t check_body(const void *buf, size_t count, enum pn_dtype t, enum pn_redop op,
-			    int nranks, uint64_t seed)
+/*
+ * nranks > 0: the reduction's reference; nranks < 0: rank -nranks - 1's
+ * input (what a collective that moves data delivers).
+ */
+PN_INLINE size_t check_body(const void *buf, size_t first, size_t count, enum pn_dtype t,
+			    enum pn_redop op, int nranks, uint64_t seed)
 {
 	uint64_t ref[PN_DATA_BLK];
 	size_t es = pn_dtype_size(t), bad = 0;
@@ -294,86 +298,120 @@ PN_INLINE size_t check_body(const void *buf, size_t count, enum pn_dtype t, enum
 	for (size_t i = 0; i < count; i += PN_DATA_BLK) {
 		size_t m = count - i < PN_DATA_BLK ? count - i : PN_DATA_BLK;
 
-		expected_block(ref, i, m, t, op, nranks, seed);
+		if (nranks > 0)
+			expected_block(ref, first + i, m, t, op, nranks, seed);
+		else
+			fill_body(ref, first + i, m, t, op, -nranks - 1, seed);
 		bad += count_diff((const char *)buf + i * es, ref, m, es);
 	}
 	return bad;
 }
 
-static void fill_generic(void *buf, size_t count, enum pn_dtype t, enum pn_redop op, int rank,
-			 uint64_t seed)
+static void fill_generic(void *buf, size_t first, size_t count, enum pn_dtype t,
+			 enum pn_redop op, int rank, uint64_t seed)
 {
-	fill_body(buf, count, t, op, rank, seed);
+	fill_body(buf, first, count, t, op, rank, seed);
 }
 
-static void expected_generic(void *buf, size_t count, enum pn_dtype t, enum pn_redop op,
-			     int nranks, uint64_t seed)
+static void expected_generic(void *buf, size_t first, size_t count, enum pn_dtype t,
+			     enum pn_redop op, int nranks, uint64_t seed)
 {
-	expected_body(buf, count, t, op, nranks, seed);
+	expected_body(buf, first, count, t, op, nranks, seed);
 }
 
-static size_t check_generic(const void *buf, size_t count, enum pn_dtype t, enum pn_redop op,
-			    int nranks, uint64_t seed)
+static size_t check_generic(const void *buf, size_t first, size_t count, enum pn_dtype t,
+			    enum pn_redop op, int nranks, uint64_t seed)
 {
-	return check_body(buf, count, t, op, nranks, seed);
+	return check_body(buf, first, count, t, op, nranks, seed);
 }
 
 #if PN_HAVE_X86
-PN_TARGET_AVX2 static void fill_avx2(void *buf, size_t count, enum pn_dtype t,
+PN_TARGET_AVX2 static void fill_avx2(void *buf, size_t first, size_t count, enum pn_dtype t,
 				     enum pn_redop op, int rank, uint64_t seed)
 {
-	fill_body(buf, count, t, op, rank, seed);
+	fill_body(buf, first, count, t, op, rank, seed);
 }
 
-PN_TARGET_AVX2 static void expected_avx2(void *buf, size_t count, enum pn_dtype t,
-					 enum pn_redop op, int nranks, uint64_t seed)
+PN_TARGET_AVX2 static void expected_avx2(void *buf, size_t first, size_t count,
+					 enum pn_dtype t, enum pn_redop op, int nranks,
+					 uint64_t seed)
 {
-	expected_body(buf, count, t, op, nranks, seed);
+	expected_body(buf, first, count, t, op, nranks, seed);
 }
 
-PN_TARGET_AVX2 static size_t check_avx2(const void *buf, size_t count, enum pn_dtype t,
-					enum pn_redop op, int nranks, uint64_t seed)
+PN_TARGET_AVX2 static size_t check_avx2(const void *buf, size_t first, size_t count,
+					enum pn_dtype t, enum pn_redop op, int nranks,
+					uint64_t seed)
 {
-	return check_body(buf, count, t, op, nranks, seed);
+	return check_body(buf, first, count, t, op, nranks, seed);
 }
 #endif
+
+void pn_testdata_fill_at(void *buf, size_t first, size_t count, enum pn_dtype t,
+			 enum pn_redop op, int rank, uint64_t seed)
+{
+#if PN_HAVE_X86
+	if (pn_reduce_simd_now() == PN_SIMD_AVX2) {
+		fill_avx2(buf, first, count, t, op, rank, seed);
+		return;
+	}
+#endif
+	fill_generic(buf, first, count, t, op, rank, seed);
+}
 
 void pn_testdata_fill(void *buf, size_t count, enum pn_dtype t, enum pn_redop op, int rank,
 		  uint64_t seed)
 {
+	pn_testdata_fill_at(buf, 0, count, t, op, rank, seed);
+}
+
+void pn_testdata_expected_at(void *buf, size_t first, size_t count, enum pn_dtype t,
+			     enum pn_redop op, int nranks, uint64_t seed)
+{
+	if (nranks < 1)
+		nranks = 1;
 #if PN_HAVE_X86
 	if (pn_reduce_simd_now() == PN_SIMD_AVX2) {
-		fill_avx2(buf, count, t, op, rank, seed);
+		expected_avx2(buf, first, count, t, op, nranks, seed);
 		return;
 	}
 #endif
-	fill_generic(buf, count, t, op, rank, seed);
+	expected_generic(buf, first, count, t, op, nranks, seed);
 }
 
 void pn_testdata_expected(void *buf, size_t count, enum pn_dtype t, enum pn_redop op, int nranks,
 		      uint64_t seed)
 {
-	if (nranks < 1)
-		nranks = 1;
+	pn_testdata_expected_at(buf, 0, count, t, op, nranks, seed);
+}
+
+/* check_body's dispatch (nranks < 0: against rank -nranks - 1's input). */
+static size_t check_any(const void *buf, size_t first, size_t count, enum pn_dtype t,
+			enum pn_redop op, int nranks, uint64_t seed)
+{
 #if PN_HAVE_X86
-	if (pn_reduce_simd_now() == PN_SIMD_AVX2) {
-		expected_avx2(buf, count, t, op, nranks, seed);
-		return;
-	}
+	if (pn_reduce_simd_now() == PN_SIMD_AVX2)
+		return check_avx2(buf, first, count, t, op, nranks, seed);
 #endif
-	expected_generic(buf, count, t, op, nranks, seed);
+	return check_generic(buf, first, count, t, op, nranks, seed);
+}
+
+size_t pn_testdata_check_at(const void *buf, size_t first, size_t count, enum pn_dtype t,
+			    enum pn_redop op, int nranks, uint64_t seed)
+{
+	return check_any(buf, first, count, t, op, nranks < 1 ? 1 : nranks, seed);
 }
 
 size_t pn_testdata_check(const void *buf, size_t count, enum pn_dtype t, enum pn_redop op,
 		     int nranks, uint64_t seed)
 {
-	if (nranks < 1)
-		nranks = 1;
-#if PN_HAVE_X86
-	if (pn_reduce_simd_now() == PN_SIMD_AVX2)
-		return check_avx2(buf, count, t, op, nranks, seed);
-#endif
-	return check_generic(buf, count, t, op, nranks, seed);
+	return pn_testdata_check_at(buf, 0, count, t, op, nranks, seed);
+}
+
+size_t pn_testdata_check_fill_at(const void *buf, size_t first, size_t count, enum pn_dtype t,
+				 enum pn_redop op, int rank, uint64_t seed)
+{
+	return check_any(buf, first, count, t, op, -rank - 1, seed);
 }
 
 /*
@@ -388,4 +426,108 @@ size_t pn_testdata_check(const void *buf, size_t count, enum pn_dtype t, enum pn
 void pn_testdata_poison(void *buf, size_t bytes)
 {
 	memset(buf, 0xA5, bytes);
+}
+
+/* ---- the collectives (testdata.h) ---- */
+
+/* The op the data is made for: a reduction's, else sum's values. */
+static enum pn_redop data_op(const struct pn_testdata_coll *d)
+{
+	return pn_coll_reduces(d->kind) ? d->op : PN_SUM;
+}
+
+void pn_testdata_coll_fill(const struct pn_testdata_coll *d, void *sendbuf)
+{
+	pn_testdata_fill(sendbuf, pn_coll_send_count(d->kind, d->count, d->nranks), d->dtype,
+			 data_op(d), d->rank, d->seed);
+}
+
+/*
+ * Where this rank's receive buffer comes from, one part at a time: part i
+ * (of *nparts) is count elements at dst element *at; they are rank *src's
+ * input from element *first (*src >= 0), the reduction's reference from
+ * element *first (*src == -1), or untouched poison (*src == -2).
+ */
+static void coll_part(const struct pn_testdata_coll *d, size_t i, int *nparts, int *src,
+		      size_t *at, size_t *first, size_t *count)
+{
+	int n = d->nranks, r = d->rank;
+
+	*nparts = 1;
+	*at = 0;
+	*first = 0;
+	*count = d->count;
+	*src = -1;
+	switch (d->kind) {
+	case PN_COLL_ALLGATHER: /* block i is rank i's input */
+	case PN_COLL_ALLTOALL: /* block i is rank i's block r */
+		*nparts = n;
+		*src = (int)i;
+		*at = i * d->count;
+		*first = d->kind == PN_COLL_ALLTOALL ? (size_t)r * d->count : 0;
+		break;
+	case PN_COLL_REDUCE_SCATTER:
+		*first = (size_t)r * d->count;
+		break;
+	case PN_COLL_BROADCAST:
+		*src = d->root;
+		break;
+	case PN_COLL_REDUCE:
+		if (r != d->root)
+			*src = d->inplace ? r : -2;
+		break;
+	case PN_COLL_SENDRECV:
+		*src = (r + n - 1) % n;
+		break;
+	default:
+		break;
+	}
+}
+
+void pn_testdata_coll_expected(const struct pn_testdata_coll *d, void *recvbuf)
+{
+	size_t es = pn_dtype_size(d->dtype), at, first, count, i;
+	int nparts, src;
+
+	for (i = 0, nparts = 1; i < (size_t)nparts; i++) {
+		coll_part(d, i, &nparts, &src, &at, &first, &count);
+		if (src >= 0)
+			pn_testdata_fill_at((char *)recvbuf + at * es, first, count, d->dtype,
+					    data_op(d), src, d->seed);
+		else if (src == -1)
+			pn_testdata_expected_at((char *)recvbuf + at * es, first, count, d->dtype,
+						d->op, d->nranks, d->seed);
+		else
+			pn_testdata_poison((char *)recvbuf + at * es, count * es);
+	}
+}
+
+size_t pn_testdata_coll_check(const struct pn_testdata_coll *d, const void *recvbuf)
+{
+	size_t es = pn_dtype_size(d->dtype), at, first, count, i, j, bad = 0;
+	int nparts, src;
+
+	for (i = 0, nparts = 1; i < (size_t)nparts; i++) {
+		const char *p;
+
+		coll_part(d, i, &nparts, &src, &at, &first, &count);
+		p = (const char *)recvbuf + at * es;
+		if (src >= 0) {
+			bad += pn_testdata_check_fill_at(p, first, count, d->dtype, data_op(d), src,
+							 d->seed);
+		} else if (src == -1) {
+			bad += pn_testdata_check_at(p, first, count, d->dtype, d->op, d->nranks,
+						    d->seed);
+		} else {
+			/* an element is wrong when any of its bytes is not the poison */
+			for (j = 0; j < count * es; j += es) {
+				size_t k;
+
+				for (k = 0; k < es && (unsigned char)p[j + k] == 0xA5; k++)
+					;
+				bad += k < es;
+			}
+		}
+	}
+	return bad;
 }

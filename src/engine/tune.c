@@ -17,19 +17,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One line "nranks nnodes max_bytes algorithm" (NUL-terminated, no newline). */
+/* One line "[collective] nranks nnodes max_bytes algorithm" (NUL-terminated, no newline). */
 static int tune_line(char *line, struct pn_tune_entry *e)
 {
-	char *f[5], *save = NULL, *tok;
+	char *f[6], *save = NULL, *tok;
 	uint64_t b;
-	int n = 0;
+	int n = 0, k = 0;
 
-	for (tok = strtok_r(line, " \t", &save); tok && n < 5; tok = strtok_r(NULL, " \t", &save))
+	memset(e, 0, sizeof(*e));
+	for (tok = strtok_r(line, " \t", &save); tok && n < 6; tok = strtok_r(NULL, " \t", &save))
 		f[n++] = tok;
-	if (n != 4 || pn_parse_int(f[0], &e->nranks) || pn_parse_int(f[1], &e->nnodes) ||
-	    pn_parse_size(f[2], &b) || pn_algo_parse(f[3], &e->algo) || e->algo == PN_ALGO_AUTO ||
-	    e->nranks < 1 || e->nnodes < 1 || b > SIZE_MAX)
+	if (n == 5) {
+		if (pn_coll_parse(f[0], &e->kind))
+			return -EINVAL;
+		k = 1;
+	}
+	if (n != 4 + k || pn_parse_int(f[k], &e->nranks) || pn_parse_int(f[k + 1], &e->nnodes) ||
+	    pn_parse_size(f[k + 2], &b) || e->nranks < 1 || e->nnodes < 1 || b > SIZE_MAX)
 		return -EINVAL;
+	if (e->kind == PN_COLL_ALLREDUCE) {
+		if (pn_algo_parse(f[k + 3], &e->algo) || e->algo == PN_ALGO_AUTO)
+			return -EINVAL;
+	} else if (pn_calgo_parse(f[k + 3], &e->calgo) || !pn_calgo_valid(e->kind, e->calgo)) {
+		return -EINVAL;
+	}
 	e->max_bytes = (size_t)b;
 	return 0;
 }
@@ -67,8 +78,8 @@ int pn_tune_parse(const char *text, size_t len, const char *name, struct pn_tune
 		if (line[strspn(line, " \t")] == '#' || line[strspn(line, " \t")] == 0)
 			continue;
 		if (tune_line(line, &e)) {
-			ret = pn_err(-EINVAL, "%s:%d: want \"nranks nnodes max_bytes algorithm\"",
-				     name, lineno);
+			ret = pn_err(-EINVAL, "%s:%d: want \"[collective] nranks nnodes max_bytes "
+				     "algorithm\" (an algorithm of that collective)", name, lineno);
 			break;
 		}
 		if (n == PN_TUNE_MAX_ENTRIES) {
@@ -106,7 +117,8 @@ enum pn_algo pn_tune_pick(const struct pn_tune *tt, int nranks, int nnodes, size
 	for (i = 0; tt && i < tt->n; i++) {
 		const struct pn_tune_entry *t = &tt->tab[i];
 
-		if (t->nranks != nranks || t->nnodes != nnodes || t->max_bytes < bytes)
+		if (t->kind != PN_COLL_ALLREDUCE || t->nranks != nranks || t->nnodes != nnodes ||
+		    t->max_bytes < bytes)
 			continue;
 		if (best < 0 || t->max_bytes < tt->tab[best].max_bytes)
 			best = i;
@@ -126,6 +138,38 @@ enum pn_algo pn_tune_pick(const struct pn_tune *tt, int nranks, int nnodes, size
 	if (nranks > nnodes && nranks % nnodes == 0)
 		return PN_ALGO_HIER;
 	return PN_ALGO_RING;
+}
+
+enum pn_calgo pn_tune_pick_coll(const struct pn_tune *tt, enum pn_coll_kind k, int nranks,
+				int nnodes, size_t bytes, int direct)
+{
+	int i, best = -1;
+
+	for (i = 0; tt && i < tt->n; i++) {
+		const struct pn_tune_entry *t = &tt->tab[i];
+
+		if (t->kind != k || t->nranks != nranks || t->nnodes != nnodes || t->max_bytes < bytes)
+			continue;
+		if (best < 0 || t->max_bytes < tt->tab[best].max_bytes)
+			best = i;
+	}
+	if (best >= 0)
+		return tt->tab[best].calgo;
+	/* the built-in rule, measured on the host backend (README: Tuning) */
+	if (k == PN_COLL_SENDRECV || (direct && nranks > 1 && pn_calgo_valid(k, PN_CALGO_ONE_SHOT)))
+		return PN_CALGO_ONE_SHOT;
+	if (k == PN_COLL_ALLTOALL) {
+		size_t block = bytes / (size_t)PN_MAX(nranks, 1) / (size_t)PN_MAX(nranks, 1);
+
+		if (nranks >= 8 && block <= PN_TUNE_BRUCK_BLOCK_MAX)
+			return PN_CALGO_BRUCK;
+		return bytes <= PN_TUNE_COLL_ONE_SHOT_MAX ? PN_CALGO_ONE_SHOT : PN_CALGO_PAIRWISE;
+	}
+	if (bytes > PN_TUNE_COLL_ONE_SHOT_MAX)
+		return PN_CALGO_RING;
+	if (k == PN_COLL_BROADCAST && nranks > 4)
+		return PN_CALGO_TREE;
+	return PN_CALGO_ONE_SHOT;
 }
 
 int pn_tune_load(struct pn_tune *tt, const char *path)

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The tuning table: the algorithm pn_allreduce (coll.h) runs for
- * (nranks, nnodes, bytes) when asked for auto.
+ * (nranks, nnodes, bytes) when asked for auto, and the one the other
+ * collectives (collrun.h) run for (collective, nranks, nnodes, bytes).
  */
 #ifndef PENNY_TUNE_H
 #define PENNY_TUNE_H
 
+#include "engine/collkind.h"
 #include "engine/sched.h"
 
 #include <stddef.h>
@@ -14,7 +16,9 @@
 struct pn_tune_entry {
 	int nranks, nnodes;
 	size_t max_bytes;
-	enum pn_algo algo;
+	enum pn_algo algo;		/* allreduce's */
+	enum pn_coll_kind kind;		/* PN_COLL_ALLREDUCE for a line without one */
+	enum pn_calgo calgo;		/* the other collectives' */
 };
 
 /* A table read from a tuning file (the command reads PENNY_TUNE_FILE and
@@ -35,6 +39,19 @@ enum pn_algo pn_tune_pick(const struct pn_tune *t, int nranks, int nnodes, size_
  * table it replaces on success; t is unchanged on failure. */
 int pn_tune_load(struct pn_tune *t, const char *path);
 void pn_tune_release(struct pn_tune *t);
+
+/*
+ * The other collectives: t's lines "collective nranks nnodes max_bytes
+ * algorithm" for k first; then the built-in rule (README: Tuning).  bytes
+ * is nccl-tests' size (pn_coll_algbw_bytes); direct: one node, every peer
+ * over shm, registered buffers.
+ */
+enum pn_calgo pn_tune_pick_coll(const struct pn_tune *t, enum pn_coll_kind k, int nranks,
+				int nnodes, size_t bytes, int direct);
+/* The built-in rule's largest sizes (bytes, nccl-tests' size) for one-shot
+ * over the FIFOs, and the largest alltoall block for bruck. */
+#define PN_TUNE_COLL_ONE_SHOT_MAX (16u << 10)
+#define PN_TUNE_BRUCK_BLOCK_MAX 256u
 
 #define PN_TUNE_MAX_LINE 255
 #define PN_TUNE_MAX_ENTRIES 4096

@@ -153,6 +153,69 @@ TEST(coll_picks_from_the_table_it_was_handed)
 	unlink(path);
 }
 
+/*
+ * Lines for the other collectives ("allgather 4 1 64K ring") beside
+ * allreduce's: each collective picks from its own lines, allreduce ignores
+ * them, an algorithm the collective lacks is refused naming the line.
+ */
+TEST(tune_lines_of_the_other_collectives)
+{
+	static const char text[] = "# mixed\n"
+				   "4 1 1M two-shot\n"
+				   "allgather 4 1 64K ring\n"
+				   "allgather 4 1 1G one-shot\n"
+				   "all_to_all 4 1 1K bruck\n"
+				   "broadcast 4 2 8M tree\n"
+				   "allreduce 4 1 8 one-shot\n";
+	struct pn_tune t = { 0 };
+	int ret;
+
+	ret = pn_tune_parse(text, sizeof(text) - 1, "t", &t.tab, &t.n);
+	CHECK_EQ_INT(ret, 0);
+	CHECK_EQ_INT(t.n, 6);
+	CHECK_EQ_INT(pn_tune_pick(&t, 4, 1, 8, 0), PN_ALGO_ONE_SHOT);
+	CHECK_EQ_INT(pn_tune_pick(&t, 4, 1, 4096, 0), PN_ALGO_TWO_SHOT);
+	CHECK_EQ_INT(pn_tune_pick_coll(&t, PN_COLL_ALLGATHER, 4, 1, 4096, 0), PN_CALGO_RING);
+	CHECK_EQ_INT(pn_tune_pick_coll(&t, PN_COLL_ALLGATHER, 4, 1, 1u << 20, 0), PN_CALGO_ONE_SHOT);
+	CHECK_EQ_INT(pn_tune_pick_coll(&t, PN_COLL_ALLTOALL, 4, 1, 1024, 0), PN_CALGO_BRUCK);
+	CHECK_EQ_INT(pn_tune_pick_coll(&t, PN_COLL_BROADCAST, 4, 2, 1024, 0), PN_CALGO_TREE);
+	/* no line: the built-in rule */
+	CHECK_EQ_INT(pn_tune_pick_coll(&t, PN_COLL_BROADCAST, 4, 1, 1024, 1), PN_CALGO_ONE_SHOT);
+	pn_tune_release(&t);
+	ret = pn_tune_parse("reduce 2 1 8 pairwise\n", 22, "bad", &t.tab, &t.n);
+	CHECK_EQ_INT(ret, -EINVAL);
+	CHECK(strstr(pn_errmsg(ret), "bad:1:") != NULL);
+	CHECK_EQ_INT(pn_tune_parse("gather 2 1 8 ring\n", 18, "bad", &t.tab, &t.n), -EINVAL);
+	CHECK_EQ_INT(pn_tune_parse("allgather 2 1 8 two-shot\n", 25, "bad", &t.tab, &t.n), -EINVAL);
+	CHECK_EQ_INT(pn_tune_parse("allgather 2 1 8\n", 16, "bad", &t.tab, &t.n), -EINVAL);
+	CHECK_EQ_INT(pn_tune_parse("allgather 2 1 8 ring x\n", 23, "bad", &t.tab, &t.n), -EINVAL);
+}
+
+/* The built-in rule (README: Tuning): direct within a node; over the FIFOs
+ * one-shot up to 16 KiB, then ring (pairwise for alltoall); bruck for tiny
+ * alltoall blocks from 8 ranks; a tree for small broadcasts from 5 ranks. */
+TEST(tune_builtin_rule_of_the_other_collectives)
+{
+	int k;
+
+	for (k = 1; k < PN_NCOLLS; k++) {
+		enum pn_calgo a = pn_tune_pick_coll(NULL, (enum pn_coll_kind)k, 4, 1, 1u << 24, 1);
+
+		CHECK(pn_calgo_valid((enum pn_coll_kind)k, a));
+		CHECK_EQ_INT(a, PN_CALGO_ONE_SHOT);
+		CHECK(pn_calgo_valid((enum pn_coll_kind)k,
+				     pn_tune_pick_coll(NULL, (enum pn_coll_kind)k, 1, 1, 8, 0)));
+	}
+	CHECK_EQ_INT(pn_tune_pick_coll(NULL, PN_COLL_ALLGATHER, 4, 2, 16384, 0), PN_CALGO_ONE_SHOT);
+	CHECK_EQ_INT(pn_tune_pick_coll(NULL, PN_COLL_ALLGATHER, 4, 2, 16385, 0), PN_CALGO_RING);
+	CHECK_EQ_INT(pn_tune_pick_coll(NULL, PN_COLL_REDUCE, 4, 2, 1u << 20, 0), PN_CALGO_RING);
+	CHECK_EQ_INT(pn_tune_pick_coll(NULL, PN_COLL_ALLTOALL, 4, 2, 1u << 20, 0), PN_CALGO_PAIRWISE);
+	CHECK_EQ_INT(pn_tune_pick_coll(NULL, PN_COLL_ALLTOALL, 8, 2, 64 * 256, 0), PN_CALGO_BRUCK);
+	CHECK_EQ_INT(pn_tune_pick_coll(NULL, PN_COLL_ALLTOALL, 8, 2, 64 * 257, 0), PN_CALGO_PAIRWISE);
+	CHECK_EQ_INT(pn_tune_pick_coll(NULL, PN_COLL_BROADCAST, 8, 2, 1024, 0), PN_CALGO_TREE);
+	CHECK_EQ_INT(pn_tune_pick_coll(NULL, PN_COLL_SENDRECV, 8, 2, 1u << 30, 0), PN_CALGO_ONE_SHOT);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -162,6 +225,8 @@ int main(void)
 	RUN(tune_round_trip);
 	RUN(tune_save_refuses_auto);
 	RUN(coll_picks_from_the_table_it_was_handed);
+	RUN(tune_lines_of_the_other_collectives);
+	RUN(tune_builtin_rule_of_the_other_collectives);
 	rmdir(dir);
 	return unit_done();
 }

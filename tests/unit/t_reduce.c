@@ -665,6 +665,54 @@ TEST(reduce_n_order)
 	CHECK(pn_half_to_float(hout[0]) == 2048.0f);
 }
 
+/*
+ * pn_reduce_chain is chained pn_reduce2 (every step rounded as the ring
+ * rounds it), in blocks: identical to the chain for every type, op and
+ * length, with dst any of the sources; half differs from pn_reduce_n.
+ */
+TEST(reduce_chain)
+{
+	for (int t = 0; t < PN_NDTYPES; t++) {
+		for (int op = 0; op < PN_NREDOPS; op++) {
+			for (int k = 1; k <= 8; k++) {
+				size_t n = k == 5 ? MAXCOUNT
+					   : counts[(size_t)(t * 3 + op + k) % (sizeof(counts) / sizeof(counts[0]))];
+				size_t es = pn_dtype_size((enum pn_dtype)t);
+				const void *srcs[8];
+
+				for (int s = 0; s < k; s++) {
+					random_fill(S[s], n, (enum pn_dtype)t, (enum pn_redop)op);
+					srcs[s] = S[s];
+				}
+				memcpy(R, S[0], n * es);
+				for (int s = 1; s < k; s++)
+					pn_reduce2(R, R, S[s], n, (enum pn_dtype)t, (enum pn_redop)op);
+				memset(D, 0x5a, sizeof(D));
+				pn_reduce_chain(D, srcs, k, n, (enum pn_dtype)t, (enum pn_redop)op);
+				/* bit for bit but NaN payloads (unspecified for sum and prod) */
+				CHECK_EQ_INT(mismatches(D, R, n, (enum pn_dtype)t), 0);
+				CHECK(D[n * es] == 0x5a);
+				for (int s = 0; s < k; s++) {
+					unsigned char save[MAXCOUNT * 8];
+
+					memcpy(save, S[s], n * es);
+					pn_reduce_chain(S[s], srcs, k, n, (enum pn_dtype)t, (enum pn_redop)op);
+					CHECK_EQ_INT(mismatches(S[s], R, n, (enum pn_dtype)t), 0);
+					memcpy(S[s], save, n * es);
+				}
+			}
+		}
+	}
+	/* 2048 + 1 + 1 in half: the chain rounds 2049 to 2048 twice, reduce_n sums in float */
+	uint16_t h2048[1] = { pn_float_to_half(2048.0f) }, h1[1] = { pn_float_to_half(1.0f) }, hout[1];
+	const void *hs[3] = { h2048, h1, h1 };
+
+	pn_reduce_chain(hout, hs, 3, 1, PN_HALF, PN_SUM);
+	CHECK(pn_half_to_float(hout[0]) == 2048.0f);
+	pn_reduce_n(hout, hs, 3, 1, PN_HALF, PN_SUM);
+	CHECK(pn_half_to_float(hout[0]) == 2050.0f);
+}
+
 /* C division of the summed value, nranks 2..300 and the large-nranks paths. */
 TEST(finish_avg)
 {
@@ -958,6 +1006,7 @@ static void run_kernel_tests(const char *set)
 	RUN_SET(minmax_nan_and_zero);
 	RUN_SET(reduce_n_matrix);
 	RUN_SET(reduce_n_order);
+	RUN_SET(reduce_chain);
 	RUN_SET(finish_avg);
 	RUN_SET(data_hash_and_fill);
 	RUN_SET(data_expected_and_check);
