@@ -19,6 +19,7 @@
 #include "harness/aropts.h"
 #include "harness/plansched.h"
 #include "harness/sweep.h"
+#include "base/timing.h"
 #include "base/util.h"
 
 #include <errno.h>
@@ -31,7 +32,8 @@
 
 static struct pn_aropts ar = {
 	.minbytes = 8, .maxbytes = 32u << 20, .stepbytes = 1u << 20, .seed = 0x9e3779b97f4a7c15ull,
-	.min_busbw = -1, .iters = 20, .warmup = 5, .check = 1, .algo = "auto", .average = 3,
+	.min_busbw = -1, .iters = PN_TIMING_ITERS_AUTO, .warmup = 5, .check = 1, .algo = "auto",
+	.average = 3, .blocks = PN_TIMING_BLOCKS,
 };
 
 static struct {
@@ -55,8 +57,12 @@ const struct pn_opt allreduce_test_options[] = {
 	  "size increment when no factor is given (default 1M)", NULL, OPT_RANGE(1, MAX_BYTES) },
 	{ "stepfactor", 'f', OPT_DOUBLE, &ar.factor, "F", "multiply the size by F each step", NULL,
 	  OPT_RANGE(1.01, 1024) },
-	{ "iters", 'n', OPT_INT, &ar.iters, "N",
-	  "timed iterations per size (default 20; 0: the check only)", NULL, OPT_RANGE(0, 1000000) },
+	{ "iters", 'n', OPT_INT, &ar.iters, "N", "timed iterations per size, spread over the blocks "
+	  "(default: by size, 32 per block to 1M, 2 from 16M; 0: the check only)", NULL,
+	  OPT_RANGE(0, 1000000) },
+	{ "blocks", 0, OPT_INT, &ar.blocks, "N",
+	  "timed blocks per size; the time is the median block (default 5)", NULL,
+	  OPT_RANGE(PN_TIMING_BLOCKS, PN_TIMING_MAX_BLOCKS) },
 	{ "warmup_iters", 'w', OPT_INT, &ar.warmup, "N", "warm-up iterations (default 5)", NULL,
 	  OPT_RANGE(0, 1000000) },
 	{ "check", 'c', OPT_INT, &ar.check, "0|1", "check results against the exact reference "
@@ -202,10 +208,15 @@ static int print_row(void *arg, const struct pn_sweep_row *rw, size_t i, size_t 
 	pn_out_str(o, PN_ANY, "type", " %9s", pn_dtype_name(j->sw.dtype));
 	pn_out_str(o, PN_ANY, "redop", " %7s", pn_redop_name(j->sw.op));
 	pn_out_int(o, PN_ANY, "root", " %7lld", -1);
+	pn_out_int(o, PN_JSON, "blocks", NULL, rw->blocks);
+	pn_out_int(o, PN_JSON, "iters_per_block", NULL, rw->calls);
 	for (k = 0; k < 2; k++) {
 		pn_out_open_object(o, k ? "ip" : "oop");
 		pn_out_float(o, PN_ANY, "time_us", rw->time_us[k] >= 1e4 ? " %9.0f" : " %9.2f",
 			     rw->time_us[k]);
+		pn_out_float(o, PN_JSON, "time_min_us", NULL, rw->time_min_us[k]);
+		pn_out_float(o, PN_JSON, "time_max_us", NULL, rw->time_max_us[k]);
+		pn_out_floats(o, "blocks_us", rw->block_us[k], rw->block_us[k] ? (size_t)rw->blocks : 0);
 		pn_out_float(o, PN_ANY, "algbw", " %7.2f", rw->algbw[k]);
 		pn_out_float(o, PN_ANY, "busbw", " %7.2f", rw->busbw[k]);
 		if (ar.check) {
@@ -297,6 +308,7 @@ static void plugin_log(void *arg, int level, const char *msg)
 /* Rank 0: the job, its ranks, the plan and what each GPU backend runs on. */
 static void print_job(struct job *j, const char *backends, const char *launcher)
 {
+	char iters[16] = "auto";
 	struct pn_out *o = j->ctx->out;
 	int a, r, ngpu = 0;
 
@@ -308,13 +320,20 @@ static void print_job(struct job *j, const char *backends, const char *launcher)
 	pn_out_int(o, PN_JSON, "nnodes", NULL, j->aj.comm->nnodes);
 	pn_out_str(o, PN_JSON, "backend", NULL, backends);
 	pn_out_str(o, PN_JSON, "launcher", NULL, launcher);
-	pn_out_int(o, PN_JSON, "iters", NULL, ar.iters);
+	if (ar.iters >= 0)
+		pn_out_int(o, PN_JSON, "iters", NULL, ar.iters);
+	else
+		pn_out_null(o, PN_JSON, "iters", NULL);
+	pn_out_int(o, PN_JSON, "blocks", NULL, ar.blocks);
 	pn_out_int(o, PN_JSON, "warmup_iters", NULL, ar.warmup);
-	pn_out_text(o, "# minBytes %llu maxBytes %llu step: %g(%s) warmup iters: %d iters: "
-		    "%d validation: %d\n#\n# Ranks\n", (unsigned long long)ar.minbytes,
-		    (unsigned long long)ar.maxbytes,
+	if (ar.iters >= 0)
+		snprintf(iters, sizeof(iters), "%d", ar.iters);
+	pn_out_text(o, "# minBytes %llu maxBytes %llu step: %g(%s) warmup iters: %d iters: %s "
+		    "validation: %d\n# Timing: the median of %d timed blocks per size (a block: its "
+		    "time over the ranks, -a); the fastest and slowest in --json and --csv\n#\n"
+		    "# Ranks\n", (unsigned long long)ar.minbytes, (unsigned long long)ar.maxbytes,
 		    ar.factor > 1 ? ar.factor : (double)ar.stepbytes,
-		    ar.factor > 1 ? "factor" : "bytes", ar.warmup, ar.iters, ar.check);
+		    ar.factor > 1 ? "factor" : "bytes", ar.warmup, iters, ar.check, ar.blocks);
 	pn_out_open_array(o, "ranks");
 	for (r = 0; r < j->nranks; r++) {
 		pn_out_open_object(o, NULL);

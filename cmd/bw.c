@@ -308,6 +308,10 @@ static void print_row(struct bw *b, const struct pn_bw_row *r, double link)
 			    bw_in_unit(r->avg_gbps), r->msg_rate_mpps);
 		pn_out_float(o, PN_JSON, "bw_peak_gbps", NULL, peak);
 		pn_out_float(o, PN_JSON, "bw_avg_gbps", NULL, r->avg_gbps);
+		pn_out_float(o, PN_JSON, "bw_median_gbps", NULL, r->block_median_gbps);
+		pn_out_float(o, PN_JSON, "bw_min_gbps", NULL, r->block_min_gbps);
+		pn_out_float(o, PN_JSON, "bw_max_gbps", NULL, r->peak_gbps);
+		pn_out_floats(o, "blocks_gbps", r->block_gbps, (size_t)PN_MIN(r->nblocks, PN_BW_BLOCKS));
 		pn_out_float(o, PN_JSON, "msg_rate_mpps", NULL, r->msg_rate_mpps);
 		pn_out_float(o, PN_JSON, "pct_of_link", NULL, pct);
 		if (link > 0)

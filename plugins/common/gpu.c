@@ -124,6 +124,11 @@ void pn_gpu_close(struct pn_gpu *g)
 		cu->ModuleUnload(g->data_mod);
 	if (g->result)
 		cu->MemFree(g->result);
+	for (int i = 0; i < g->nbev; i++)
+		cu->EventDestroy(g->bev[i]);
+	free(g->bev);
+	g->bev = NULL;
+	g->nbev = 0;
 	if (g->ev1)
 		cu->EventDestroy(g->ev1);
 	if (g->ev0)
@@ -391,53 +396,97 @@ static double host_now_us(void)
 	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-int pn_gpu_time2_check(const struct penny_time_v2 *t)
+/* Events for n timed blocks (n + 1 of them), made once and kept. */
+static int block_events(struct pn_gpu *g, int n)
 {
-	if (!t || t->size < sizeof(struct penny_time_v2))
-		return pn_plugin_fail(-EINVAL, "time2: struct of %u bytes, %zu needed",
-				      t ? t->size : 0, sizeof(struct penny_time_v2));
+	CUevent *e;
+
+	if (n + 1 <= g->nbev)
+		return 0;
+	e = realloc(g->bev, (size_t)(n + 1) * sizeof(*e));
+	if (!e)
+		return pn_plugin_fail(-ENOMEM, "out of memory");
+	g->bev = e;
+	while (g->nbev < n + 1) {
+		PN_CU(g->cu, EventCreate(&g->bev[g->nbev], CU_EVENT_DEFAULT), "cuEventCreate");
+		g->nbev++;
+	}
 	return 0;
 }
 
-int pn_gpu_time(struct pn_gpu *g, pn_gpu_enqueue_fn enqueue, void *ctx, struct penny_time_v1 *t,
-		double *host_usec)
+/* The graph of t->graph calls, captured once and replayed once (the replay
+ * is warm-up too). */
+static int capture(struct pn_gpu *g, pn_gpu_enqueue_fn enqueue, void *ctx, int n, CUgraph *graph,
+		   CUgraphExec *exec)
 {
-	double h0, h1;
 	const struct pn_cudrv *cu = g->cu;
+	CUresult r = cu->StreamBeginCapture(g->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+	int i, ret = 0;
+
+	if (r != CUDA_SUCCESS)
+		return pn_cu_fail(cu, r, "cuStreamBeginCapture");
+	for (i = 0; i < n && !ret; i++)
+		ret = enqueue(ctx);
+	r = cu->StreamEndCapture(g->stream, graph);
+	if (ret)
+		return ret;
+	if (r != CUDA_SUCCESS)
+		return pn_cu_fail(cu, r, "cuStreamEndCapture");
+	PN_CU(cu, GraphInstantiateWithFlags(exec, *graph, 0), "cuGraphInstantiate");
+	PN_CU(cu, GraphLaunch(*exec, g->stream), "cuGraphLaunch");
+	return pn_gpu_sync(g);
+}
+
+/* One block: iters calls (or whole graphs of them) between events a and b. */
+static int block(struct pn_gpu *g, pn_gpu_enqueue_fn enqueue, void *ctx,
+		 const struct penny_time_v1 *t, CUgraphExec exec, CUevent b, double *host_us)
+{
+	const struct pn_cudrv *cu = g->cu;
+	double h0 = host_now_us();
+	int i, ret = 0, launches = exec ? (t->iters + t->graph - 1) / t->graph : 0;
+
+	for (i = 0; i < launches; i++)
+		PN_CU(cu, GraphLaunch(exec, g->stream), "cuGraphLaunch");
+	for (i = 0; !exec && i < t->iters && !ret; i++)
+		ret = enqueue(ctx);
+	*host_us += host_now_us() - h0;
+	if (!ret)
+		PN_CU(cu, EventRecord(b, g->stream), "cuEventRecord");
+	return ret;
+}
+
+int pn_gpu_time(struct pn_gpu *g, pn_gpu_enqueue_fn enqueue, void *ctx, struct penny_time_v2 *t2)
+{
+	struct penny_time_v1 *t = &t2->t;
+	const struct pn_cudrv *cu = g->cu;
+	int blocks = 1, stamped = 0, i, ret = 0, per;
 	CUgraph graph = NULL;
 	CUgraphExec exec = NULL;
+	double host = 0, total = 0;
 	float ms = 0;
-	int i, ret = 0, launches = 0;
 
+	if (t2->size < PENNY_TIME_V2_MIN_SIZE)
+		return pn_plugin_fail(-EINVAL, "time2: struct of %u bytes, %zu needed", t2->size,
+				      PENNY_TIME_V2_MIN_SIZE);
 	if (t->iters <= 0 || t->warmup < 0 || t->graph < 0)
 		return pn_plugin_fail(-EINVAL, "time: iters must be positive (got %d)", t->iters);
+	if (t2->size >= sizeof(*t2) && t2->blocks > 0) {
+		if (t2->blocks > PENNY_TIME_MAX_BLOCKS || !t2->block_usec)
+			return pn_plugin_fail(-EINVAL, "time: %d blocks (1..%d, with room for them)",
+					      t2->blocks, PENNY_TIME_MAX_BLOCKS);
+		blocks = t2->blocks;
+		stamped = 1;
+	}
+	ret = block_events(g, blocks);
 	for (i = 0; i < t->warmup && !ret; i++)
 		ret = enqueue(ctx);
 	if (!ret)
 		ret = pn_gpu_sync(g);
+	if (!ret && t->graph > 0)
+		ret = capture(g, enqueue, ctx, t->graph, &graph, &exec);
 	if (ret)
-		return ret;
-	if (t->graph > 0) {
-		CUresult r = cu->StreamBeginCapture(g->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
-
-		if (r != CUDA_SUCCESS)
-			return pn_cu_fail(cu, r, "cuStreamBeginCapture");
-		for (i = 0; i < t->graph && !ret; i++)
-			ret = enqueue(ctx);
-		r = cu->StreamEndCapture(g->stream, &graph);
-		if (ret)
-			goto out;
-		if (r != CUDA_SUCCESS) {
-			ret = pn_cu_fail(cu, r, "cuStreamEndCapture");
-			goto out;
-		}
-		PN_CU_GOTO(cu, GraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiate", ret, out);
-		PN_CU_GOTO(cu, GraphLaunch(exec, g->stream), "cuGraphLaunch", ret, out);
-		ret = pn_gpu_sync(g);
-		if (ret)
-			goto out;
-		launches = (t->iters + t->graph - 1) / t->graph;
-	}
+		goto out;
+	per = exec ? (t->iters + t->graph - 1) / t->graph * t->graph : t->iters;
 	if (g->host && g->host->barrier) {
 		ret = g->host->barrier(g->host->ctx);
 		if (ret) {
@@ -445,26 +494,24 @@ int pn_gpu_time(struct pn_gpu *g, pn_gpu_enqueue_fn enqueue, void *ctx, struct p
 			goto out;
 		}
 	}
-	PN_CU_GOTO(cu, EventRecord(g->ev0, g->stream), "cuEventRecord", ret, out);
-	h0 = host_now_us();
-	if (exec) {
-		for (i = 0; i < launches; i++)
-			PN_CU_GOTO(cu, GraphLaunch(exec, g->stream), "cuGraphLaunch", ret, out);
-		t->iters_run = launches * t->graph;
-	} else {
-		for (i = 0; i < t->iters && !ret; i++)
-			ret = enqueue(ctx);
-		if (ret)
-			goto out;
-		t->iters_run = t->iters;
+	PN_CU_GOTO(cu, EventRecord(g->bev[0], g->stream), "cuEventRecord", ret, out);
+	for (i = 0; i < blocks && !ret; i++)
+		ret = block(g, enqueue, ctx, t, exec, g->bev[i + 1], &host);
+	if (ret)
+		goto out;
+	PN_CU_GOTO(cu, EventSynchronize(g->bev[blocks]), "cuEventSynchronize", ret, out);
+	for (i = 0; i < blocks; i++) {
+		PN_CU_GOTO(cu, EventElapsedTime(&ms, g->bev[i], g->bev[i + 1]), "cuEventElapsedTime",
+			   ret, out);
+		total += (double)ms * 1000.0;
+		if (stamped)
+			t2->block_usec[i] = (double)ms * 1000.0 / per;
 	}
-	h1 = host_now_us();
-	if (host_usec)
-		*host_usec = (h1 - h0) / t->iters_run;
-	PN_CU_GOTO(cu, EventRecord(g->ev1, g->stream), "cuEventRecord", ret, out);
-	PN_CU_GOTO(cu, EventSynchronize(g->ev1), "cuEventSynchronize", ret, out);
-	PN_CU_GOTO(cu, EventElapsedTime(&ms, g->ev0, g->ev1), "cuEventElapsedTime", ret, out);
-	t->usec = (double)ms * 1000.0 / t->iters_run;
+	t->iters_run = per;
+	t->usec = total / ((double)per * blocks);
+	t2->host_usec = host / ((double)per * blocks);
+	if (t2->size >= sizeof(*t2))
+		t2->blocks_run = stamped ? blocks : 0;
 out:
 	if (exec)
 		cu->GraphExecDestroy(exec);
@@ -940,4 +987,79 @@ int pn_gpu_be_check(void *be, const void *buf, size_t count, int dtype, int op, 
 	int ret = pn_gpu_enter(g);
 
 	return ret ? ret : pn_gpu_check(g, buf, count, dtype, op, seed, nranks, res);
+}
+
+int pn_gpu_be_sync(void *be)
+{
+	struct pn_gpu *g = be;
+	int ret = pn_gpu_enter(g);
+
+	if (!ret)
+		ret = pn_gpu_sync(g);
+	return ret ? ret : g->hooks->errors(be);
+}
+
+/* The timing loop on enqueue, then the backend's errors. */
+static int be_time(void *be, struct penny_time_v2 *t, pn_gpu_enqueue_fn enqueue, void *arg)
+{
+	struct pn_gpu *g = be;
+	int ret = pn_gpu_enter(g);
+
+	if (!ret)
+		ret = pn_gpu_time(g, enqueue, arg, t);
+	return ret ? ret : g->hooks->errors(be);
+}
+
+/* One allreduce() of the call a time()/time2() describes. */
+struct be_call {
+	void *be;
+	const struct penny_time_v1 *t;
+};
+
+static int be_one(void *arg)
+{
+	const struct be_call *x = arg;
+	const struct pn_gpu *g = x->be;
+
+	return g->hooks->allreduce(x->be, x->t->send, x->t->recv, x->t->count, x->t->dtype,
+				   x->t->op, x->t->algo);
+}
+
+int pn_gpu_be_time(void *be, struct penny_time_v1 *t)
+{
+	struct penny_time_v2 t2;
+	struct be_call x = { be, t };
+	int ret;
+
+	memset(&t2, 0, sizeof(t2));
+	t2.size = (uint32_t)PENNY_TIME_V2_MIN_SIZE;
+	t2.t = *t;
+	x.t = &t2.t;
+	ret = be_time(be, &t2, be_one, &x);
+	*t = t2.t;
+	return ret;
+}
+
+int pn_gpu_be_time2(void *be, struct penny_time_v2 *t)
+{
+	struct be_call x = { be, &t->t };
+
+	return be_time(be, t, be_one, &x);
+}
+
+int pn_gpu_be_time_fn(void *be, struct penny_time_v2 *t, int (*enqueue)(void *), void *arg)
+{
+	return be_time(be, t, enqueue, arg);
+}
+
+int pn_gpu_entry_driver_version(int *version)
+{
+	pn_plugin_clear_error();
+	return pn_gpu_driver_version(version);
+}
+
+int pn_gpu_entry_hostbw(struct penny_hostbw_v1 *req)
+{
+	pn_plugin_clear_error();
+	return pn_gpu_hostbw(req);
 }

@@ -11,7 +11,22 @@
 #include "../include/penny_plugin.h"
 #include "cudrv.h"
 
+struct pn_gpu;
+
+/*
+ * What a backend adds to the host code every plugin shares (the pn_gpu_be_*
+ * entry points below take a backend whose struct begins with its struct
+ * pn_gpu, hooks set after pn_gpu_open): its allreduce() and the errors its
+ * kernels or library recorded, read once the stream is idle.
+ */
+struct pn_gpu_hooks {
+	int (*allreduce)(void *be, const void *send, void *recv, size_t count, int dtype, int op,
+			 int algo);
+	int (*errors)(void *be);	/* 0, or the first error (errmsg set) */
+};
+
 struct pn_gpu {
+	const struct pn_gpu_hooks *hooks;
 	const struct pn_cudrv *cu;
 	const struct penny_host_v1 *host;
 	int ordinal;
@@ -19,6 +34,8 @@ struct pn_gpu {
 	CUcontext ctx;
 	CUstream stream;
 	CUevent ev0, ev1;
+	CUevent *bev;		/* the timed blocks' events (pn_gpu_time), nbev of them */
+	int nbev;
 	int nsm, cc_major, cc_minor, driver_version;
 	char name[96], busid[32];
 	CUmodule data_mod;	/* NULL: fill/check on the host */
@@ -50,12 +67,14 @@ int pn_gpu_launch(struct pn_gpu *g, CUfunction f, unsigned grid, unsigned block,
  * the driver lacks cuLaunchKernelEx. */
 int pn_gpu_launch_pdl(struct pn_gpu *g, CUfunction f, unsigned grid, unsigned block, void *args);
 
-/* The timing loop of penny_plugin_v1.time: enqueue() adds one call. */
+/*
+ * The timing loop of time(), time2() and time_fn() (penny_time_v2's rule):
+ * enqueue() adds one call.  The warm-up, the graph captured once (-G), a
+ * host barrier, then t's blocks (those its size covers; one otherwise) back
+ * to back on the stream between events.
+ */
 typedef int (*pn_gpu_enqueue_fn)(void *ctx);
-int pn_gpu_time(struct pn_gpu *g, pn_gpu_enqueue_fn enqueue, void *ctx, struct penny_time_v1 *t,
-		double *host_usec);
-/* time2's size check: -EINVAL unless t covers struct penny_time_v2. */
-int pn_gpu_time2_check(const struct penny_time_v2 *t);
+int pn_gpu_time(struct pn_gpu *g, pn_gpu_enqueue_fn enqueue, void *ctx, struct penny_time_v2 *t);
 
 /* penny_plugin_v1.bw over every visible device. */
 int pn_gpu_bw(const void *data_image, struct penny_bw_v1 *req);
@@ -74,6 +93,17 @@ int pn_gpu_be_poison(void *be, void *buf, size_t bytes, int byte);
 int pn_gpu_be_fill(void *be, void *buf, size_t count, int dtype, int op, uint32_t seed, int rank);
 int pn_gpu_be_check(void *be, const void *buf, size_t count, int dtype, int op, uint32_t seed,
 		    int nranks, struct penny_check_v1 *res);
+/* sync, time, time2 and time_fn of such a backend through its hooks: the
+ * context made current, the work (the timing loop on hooks->allreduce or the
+ * caller's enqueue), then hooks->errors. */
+int pn_gpu_be_sync(void *be);
+int pn_gpu_be_time(void *be, struct penny_time_v1 *t);
+int pn_gpu_be_time2(void *be, struct penny_time_v2 *t);
+int pn_gpu_be_time_fn(void *be, struct penny_time_v2 *t, int (*enqueue)(void *), void *arg);
+/* The entry points that need no backend, with the calling thread's error
+ * cleared first (penny_plugin_v1.driver_version, hostbw). */
+int pn_gpu_entry_driver_version(int *version);
+int pn_gpu_entry_hostbw(struct penny_hostbw_v1 *req);
 
 /* Checks shared by the plugins' entry points. */
 int pn_gpu_check_args(size_t count, int dtype, int op);

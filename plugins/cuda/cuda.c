@@ -716,6 +716,11 @@ static int agree(struct pn_cuda *c, int local)
 	return ret;
 }
 
+static const struct pn_gpu_hooks cuda_hooks = {
+	.allreduce = pn_cuda_allreduce,
+	.errors = pn_cuda_kernel_errors,
+};
+
 int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *host, int device,
 		 void **be)
 {
@@ -744,6 +749,7 @@ int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *ho
 	c->n = host->nranks;
 	c->xnode_image = im->xnode;
 	ret = pn_gpu_open(&c->g, host, device, im->data);
+	c->g.hooks = &cuda_hooks;
 	if (!ret)
 		ret = read_cfg(c);
 	if (!ret)
@@ -1207,71 +1213,7 @@ static int kernel_errors(struct pn_cuda *c)
 	return word_error(c, w);
 }
 
-int pn_cuda_sync(void *be)
-{
-	struct pn_cuda *c = be;
-	int ret = pn_gpu_enter(&c->g);
-
-	if (!ret)
-		ret = pn_gpu_sync(&c->g);
-	if (!ret)
-		ret = kernel_errors(c);
-	return ret;
-}
-
-struct time_ctx {
-	struct pn_cuda *c;
-	const struct penny_time_v1 *t;
-};
-
-static int time_one(void *p)
-{
-	struct time_ctx *x = p;
-
-	return pn_cuda_allreduce(x->c, x->t->send, x->t->recv, x->t->count, x->t->dtype, x->t->op,
-				 x->t->algo);
-}
-
-/* The timing loop on enqueue, then the kernels' errors. */
-static int cuda_time_of(struct pn_cuda *c, int (*enqueue)(void *), void *arg,
-			struct penny_time_v1 *t, double *host_usec)
-{
-	int ret = pn_gpu_enter(&c->g);
-
-	if (!ret)
-		ret = pn_gpu_time(&c->g, enqueue, arg, t, host_usec);
-	if (!ret)
-		ret = kernel_errors(c);
-	return ret;
-}
-
-static int cuda_time(struct pn_cuda *c, struct penny_time_v1 *t, double *host_usec)
-{
-	struct time_ctx x = { c, t };
-
-	return cuda_time_of(c, time_one, &x, t, host_usec);
-}
-
-int pn_cuda_time(void *be, struct penny_time_v1 *t)
-{
-	return cuda_time(be, t, NULL);
-}
-
-int pn_cuda_time_fn(void *be, struct penny_time_v2 *t, int (*enqueue)(void *), void *arg)
-{
-	int ret = pn_gpu_time2_check(t);
-
-	return ret ? ret : cuda_time_of(be, enqueue, arg, &t->t, &t->host_usec);
-}
-
 int pn_cuda_kernel_errors(void *be)
 {
 	return kernel_errors(be);
-}
-
-int pn_cuda_time2(void *be, struct penny_time_v2 *t)
-{
-	int ret = pn_gpu_time2_check(t);
-
-	return ret ? ret : cuda_time(be, &t->t, &t->host_usec);
 }

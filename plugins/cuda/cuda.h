@@ -125,9 +125,6 @@ int pn_cuda_free(void *be, void *ptr);
 int pn_cuda_allreduce(void *be, const void *send, void *recv, size_t count, int dtype, int op,
 		      int algo);
 int pn_cuda_select(void *be, size_t count, int dtype, int op, int algo);
-int pn_cuda_time(void *be, struct penny_time_v1 *t);
-int pn_cuda_time2(void *be, struct penny_time_v2 *t);
-int pn_cuda_sync(void *be);
 int pn_cuda_allgather(void *be, const void *send, void *recv, size_t count, int dtype);
 /* pn_cuda_allreduce on the caller's stream (penny_plugin_v1.allreduce_stream). */
 int pn_cuda_allreduce_stream(void *be, const void *send, void *recv, size_t count, int dtype,
@@ -138,7 +135,6 @@ int pn_cuda_allreduce_reg(void *be, void *reg, const void *send, void *recv, siz
 			  int dtype, int op, int algo, void *stream);
 int pn_cuda_async_error(void *be);
 int pn_cuda_export_dmabuf(void *be, void *ptr, size_t bytes, int *fd, uint64_t *offset);
-int pn_cuda_time_fn(void *be, struct penny_time_v2 *t, int (*enqueue)(void *), void *arg);
 /* For xnode.c: the device, the kernels' error word, its check. */
 struct pn_gpu *pn_cuda_gpu(void *be);
 /* programmatic dependent launch on (PENNY_CUDA_PDL) */

@@ -31,18 +31,6 @@ static int bw(struct penny_bw_v1 *req)
 	return pn_gpu_bw(images.data, req);
 }
 
-static int driver_version(int *version)
-{
-	pn_plugin_clear_error();
-	return pn_gpu_driver_version(version);
-}
-
-static int hostbw(struct penny_hostbw_v1 *req)
-{
-	pn_plugin_clear_error();
-	return pn_gpu_hostbw(req);
-}
-
 __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin_v1 = {
 	.abi = PENNY_PLUGIN_ABI_V1,
 	.size = sizeof(struct penny_plugin_v1),
@@ -63,21 +51,21 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.check = pn_gpu_be_check,
 	.allreduce = pn_cuda_allreduce,
 	.select = pn_cuda_select,
-	.time = pn_cuda_time,
-	.sync = pn_cuda_sync,
+	.time = pn_gpu_be_time,
+	.sync = pn_gpu_be_sync,
 	.bw = bw,
 	.allgather = pn_cuda_allgather,
 	.export_dmabuf = pn_cuda_export_dmabuf,
-	.hostbw = hostbw,
-	.time2 = pn_cuda_time2,
+	.hostbw = pn_gpu_entry_hostbw,
+	.time2 = pn_gpu_be_time2,
 	.xnode_open = pn_cuda_xnode_open,
 	.xnode_allreduce = pn_cuda_xnode_allreduce,
 	.xnode_close = pn_cuda_xnode_close,
-	.time_fn = pn_cuda_time_fn,
+	.time_fn = pn_gpu_be_time_fn,
 	/* appended for the NCCL interposer */
 	.allreduce_stream = pn_cuda_allreduce_stream,
 	/* appended for penny check's versions row */
-	.driver_version = driver_version,
+	.driver_version = pn_gpu_entry_driver_version,
 	/* appended for the interposer's registration cache and async errors */
 	.reg_buffer = pn_cuda_reg_buffer,
 	.dereg_buffer = pn_cuda_dereg_buffer,

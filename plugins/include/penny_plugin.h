@@ -126,18 +126,35 @@ struct penny_time_v1 {
 
 /*
  * time2(): time() plus what the calling thread pays.  size =
- * sizeof(struct penny_time_v2) (the plugin fills only what it covers).
+ * sizeof(struct penny_time_v2) of the caller's header (the plugin reads and
+ * fills only what size covers; at least PENNY_TIME_V2_MIN_SIZE).
  * host_usec: wall time the calling thread spent issuing the timed calls,
  * per call: without graphs one allreduce() enqueue, with graphs a
  * cuGraphLaunch divided by the calls it holds.  A host_usec near usec
  * means the launch blocks the caller until the GPU catches up.
+ *
+ * Timed blocks (appended; read only when size covers them): with blocks
+ * > 0, the warm-up (and the graph's capture) once, the host barrier once,
+ * then blocks blocks of t.iters calls each, back to back on the stream,
+ * each between two events; block_usec[b] := block b's mean time of one
+ * call, blocks_run := blocks, t.iters_run := calls timed per block, t.usec
+ * := the mean over every timed call.  The core takes the median block.  A
+ * plugin of an older header leaves blocks_run 0 (the caller zeroes it): it
+ * timed one block of t.iters calls, and the core times the others with
+ * more calls of time2().
  */
 struct penny_time_v2 {
 	uint32_t size;
 	uint32_t reserved;
 	struct penny_time_v1 t;
 	double host_usec;	/* out */
+	/* ---- appended: timed blocks ---- */
+	int blocks;		/* in: timed blocks (0: one; at most PENNY_TIME_MAX_BLOCKS) */
+	int blocks_run;		/* out: blocks timed into block_usec */
+	double *block_usec;	/* in: room for blocks values; out: each block's time per call */
 };
+#define PENNY_TIME_V2_MIN_SIZE (offsetof(struct penny_time_v2, host_usec) + sizeof(double))
+#define PENNY_TIME_MAX_BLOCKS 1000
 
 /* bw(): a GPU-to-GPU matrix over every visible GPU, in one process. */
 #define PENNY_BW_MAX_DEV 16

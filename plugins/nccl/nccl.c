@@ -256,6 +256,13 @@ static int emulated_node_hostid(const struct penny_host_v1 *host, char *set, siz
 	return 1;
 }
 
+static int async_error(void *be);
+
+static const struct pn_gpu_hooks nccl_hooks = {
+	.allreduce = pn_nccl_allreduce,
+	.errors = async_error,
+};
+
 int pn_nccl_init(const void *data_image, const struct penny_host_v1 *host, int device, void **be)
 {
 	struct pn_nccl *c;
@@ -285,6 +292,7 @@ int pn_nccl_init(const void *data_image, const struct penny_host_v1 *host, int d
 		ret = -ENOENT;
 	if (!ret)
 		ret = pn_gpu_open(&c->g, host, device, data_image);
+	c->g.hooks = &nccl_hooks;
 	if (!ret && host->rank == 0) {
 		r = c->api->GetUniqueId(&mine.id);
 		if (!r && pn_nccl_has_symm(c->api)) {
@@ -524,8 +532,9 @@ int pn_nccl_allgather(void *be, const void *send, void *recv, size_t count, int 
 	return r ? nccl_fail(c, r, "ncclAllGather") : 0;
 }
 
-static int async_error(struct pn_nccl *c)
+static int async_error(void *be)
 {
+	struct pn_nccl *c = be;
 	ncclResult_t e = 0, r = c->api->CommGetAsyncError(c->comm, &e);
 
 	if (!r && !e && c->symm)
@@ -533,49 +542,4 @@ static int async_error(struct pn_nccl *c)
 	if (r)
 		return nccl_fail(c, r, "ncclCommGetAsyncError");
 	return e ? nccl_fail(c, e, "NCCL") : 0;
-}
-
-int pn_nccl_sync(void *be)
-{
-	struct pn_nccl *c = be;
-	int ret;
-
-	ENTER(c);
-	ret = pn_gpu_sync(&c->g);
-	return ret ? ret : async_error(c);
-}
-
-struct time_ctx {
-	struct pn_nccl *c;
-	const struct penny_time_v1 *t;
-};
-
-static int time_one(void *p)
-{
-	struct time_ctx *x = p;
-
-	return pn_nccl_allreduce(x->c, x->t->send, x->t->recv, x->t->count, x->t->dtype, x->t->op,
-				 x->t->algo);
-}
-
-static int nccl_time(struct pn_nccl *c, struct penny_time_v1 *t, double *host_usec)
-{
-	struct time_ctx x = { c, t };
-	int ret;
-
-	ENTER(c);
-	ret = pn_gpu_time(&c->g, time_one, &x, t, host_usec);
-	return ret ? ret : async_error(c);
-}
-
-int pn_nccl_time(void *be, struct penny_time_v1 *t)
-{
-	return nccl_time(be, t, NULL);
-}
-
-int pn_nccl_time2(void *be, struct penny_time_v2 *t)
-{
-	int ret = pn_gpu_time2_check(t);
-
-	return ret ? ret : nccl_time(be, &t->t, &t->host_usec);
 }

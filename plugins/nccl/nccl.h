@@ -64,9 +64,6 @@ int pn_nccl_free(void *be, void *ptr);
 int pn_nccl_allreduce(void *be, const void *send, void *recv, size_t count, int dtype, int op,
 		      int algo);
 int pn_nccl_select(void *be, size_t count, int dtype, int op, int algo);
-int pn_nccl_time(void *be, struct penny_time_v1 *t);
-int pn_nccl_time2(void *be, struct penny_time_v2 *t);
-int pn_nccl_sync(void *be);
 int pn_nccl_allgather(void *be, const void *send, void *recv, size_t count, int dtype);
 
 #endif

@@ -13,18 +13,6 @@ static int init(const struct penny_host_v1 *host, int device, void **be)
 	return pn_nccl_init(pn_image_data, host, device, be);
 }
 
-static int driver_version(int *version)
-{
-	pn_plugin_clear_error();
-	return pn_gpu_driver_version(version);
-}
-
-static int hostbw(struct penny_hostbw_v1 *req)
-{
-	pn_plugin_clear_error();
-	return pn_gpu_hostbw(req);
-}
-
 __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin_v1 = {
 	.abi = PENNY_PLUGIN_ABI_V1,
 	.size = sizeof(struct penny_plugin_v1),
@@ -44,12 +32,12 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.check = pn_gpu_be_check,
 	.allreduce = pn_nccl_allreduce,
 	.select = pn_nccl_select,
-	.time = pn_nccl_time,
-	.sync = pn_nccl_sync,
+	.time = pn_gpu_be_time,
+	.sync = pn_gpu_be_sync,
 	.bw = NULL, /* penny bw --gpu uses the cuda plugin */
 	.allgather = pn_nccl_allgather,
-	.hostbw = hostbw,
-	.time2 = pn_nccl_time2,
+	.hostbw = pn_gpu_entry_hostbw,
+	.time2 = pn_gpu_be_time2,
 	/* appended for penny check's versions row */
-	.driver_version = driver_version,
+	.driver_version = pn_gpu_entry_driver_version,
 };

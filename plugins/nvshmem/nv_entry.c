@@ -12,12 +12,6 @@ static int init(const struct penny_host_v1 *host, int device, void **be)
 	return pn_nv_init(pn_image_data, pn_image_nvshmem, host, device, be);
 }
 
-static int hostbw(struct penny_hostbw_v1 *req)
-{
-	pn_plugin_clear_error();
-	return pn_gpu_hostbw(req);
-}
-
 __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin_v1 = {
 	.abi = PENNY_PLUGIN_ABI_V1,
 	.size = sizeof(struct penny_plugin_v1),
@@ -40,11 +34,11 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.check = pn_gpu_be_check,
 	.allreduce = pn_nv_allreduce,
 	.select = pn_nv_select,
-	.time = pn_nv_time,
-	.sync = pn_nv_sync,
-	.hostbw = hostbw,
-	.time2 = pn_nv_time2,
-	.time_fn = pn_nv_time_fn,
+	.time = pn_gpu_be_time,
+	.sync = pn_gpu_be_sync,
+	.hostbw = pn_gpu_entry_hostbw,
+	.time2 = pn_gpu_be_time2,
+	.time_fn = pn_gpu_be_time_fn,
 	.allreduce_stream = pn_nv_allreduce_stream,
 	.set_rings = pn_nv_set_rings,
 };

@@ -250,6 +250,13 @@ static void uid_plugin(void)
 		setenv("NVSHMEM_BOOTSTRAP_UID_PLUGIN", path, 0);
 }
 
+static int kernel_errors(void *be);
+
+static const struct pn_gpu_hooks nv_hooks = {
+	.allreduce = pn_nv_allreduce,
+	.errors = kernel_errors,
+};
+
 int pn_nv_init(const void *data_image, const void *image, const struct penny_host_v1 *host,
 	       int device, void **be)
 {
@@ -275,6 +282,7 @@ int pn_nv_init(const void *data_image, const void *image, const struct penny_hos
 	ret = pn_nv_read_cfg(&c->cfg, c->n, 0);
 	if (!ret)
 		ret = pn_gpu_open(&c->g, host, device, data_image);
+	c->g.hooks = &nv_hooks;
 	if (!ret && c->g.nsm > 0 && c->cfg.blocks > (uint32_t)c->g.nsm)
 		c->cfg.blocks = (uint32_t)c->g.nsm;
 	if (!ret)
@@ -558,8 +566,9 @@ int pn_nv_allreduce_stream(void *be, const void *send, void *recv, size_t count,
 	return ret;
 }
 
-static int kernel_errors(struct pn_nv *c)
+static int kernel_errors(void *be)
 {
+	struct pn_nv *c = be;
 	uint32_t w[2], zero[2] = { 0, 0 };
 	CUdeviceptr at = c->local + PN_NV_LOCAL_ERR;
 
@@ -569,63 +578,4 @@ static int kernel_errors(struct pn_nv *c)
 	PN_CU(c->g.cu, MemcpyHtoD(at, zero, sizeof(zero)), "cuMemcpyHtoD");
 	return pn_plugin_fail(-ETIMEDOUT, "allreduce on PE %d timed out waiting for PE %u", c->rank,
 			      w[1]);
-}
-
-int pn_nv_sync(void *be)
-{
-	struct pn_nv *c = be;
-	int ret = pn_gpu_enter(&c->g);
-
-	if (!ret)
-		ret = pn_gpu_sync(&c->g);
-	if (!ret)
-		ret = kernel_errors(c);
-	return ret;
-}
-
-struct time_ctx {
-	struct pn_nv *c;
-	const struct penny_time_v1 *t;
-};
-
-static int time_one(void *p)
-{
-	struct time_ctx *x = p;
-
-	return pn_nv_allreduce(x->c, x->t->send, x->t->recv, x->t->count, x->t->dtype, x->t->op,
-			       x->t->algo);
-}
-
-static int nv_time_of(struct pn_nv *c, int (*enqueue)(void *), void *arg, struct penny_time_v1 *t,
-		      double *host_usec)
-{
-	int ret = pn_gpu_enter(&c->g);
-
-	if (!ret)
-		ret = pn_gpu_time(&c->g, enqueue, arg, t, host_usec);
-	if (!ret)
-		ret = kernel_errors(c);
-	return ret;
-}
-
-int pn_nv_time(void *be, struct penny_time_v1 *t)
-{
-	struct time_ctx x = { be, t };
-
-	return nv_time_of(be, time_one, &x, t, NULL);
-}
-
-int pn_nv_time2(void *be, struct penny_time_v2 *t)
-{
-	struct time_ctx x = { be, &t->t };
-	int ret = pn_gpu_time2_check(t);
-
-	return ret ? ret : nv_time_of(be, time_one, &x, &t->t, &t->host_usec);
-}
-
-int pn_nv_time_fn(void *be, struct penny_time_v2 *t, int (*enqueue)(void *), void *arg)
-{
-	int ret = pn_gpu_time2_check(t);
-
-	return ret ? ret : nv_time_of(be, enqueue, arg, &t->t, &t->host_usec);
 }

@@ -18,10 +18,6 @@ int pn_nv_allreduce(void *be, const void *send, void *recv, size_t count, int dt
 int pn_nv_allreduce_stream(void *be, const void *send, void *recv, size_t count, int dtype,
 			   int op, int algo, void *stream);
 int pn_nv_select(void *be, size_t count, int dtype, int op, int algo);
-int pn_nv_time(void *be, struct penny_time_v1 *t);
-int pn_nv_time2(void *be, struct penny_time_v2 *t);
-int pn_nv_time_fn(void *be, struct penny_time_v2 *t, int (*enqueue)(void *), void *arg);
-int pn_nv_sync(void *be);
 int pn_nv_set_rings(void *be, const int32_t *order, int nrings);
 
 #endif

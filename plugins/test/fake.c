@@ -16,6 +16,9 @@
  * mlock'ed host buffer to each of them.  describe() names the device
  * opened (the local rank's without --gpus) by a PCI address, bus = device.
  *
+ * One stall, for the timing rule's tests: PENNY_FAKE_STALL=K:MS (and
+ * PENNY_FAKE_STALL_RANK=R), at stall_once() below.
+ *
  * Slow mode, for the checks that must fail a slow GPU: PENNY_FAKE_SLOW=F
  * (a factor > 1) makes the copies of memcpy, bw() and hostbw() and every
  * allreduce take F times as long (it sleeps for the difference);
@@ -104,6 +107,7 @@ struct fake {
 	char desc[256];
 	uint32_t next_reg;	/* registrations so far (reg_buffer) */
 	int calls;		/* allreduce calls so far */
+	long stall_calls;	/* allreduce and xnode_allreduce calls so far (PENNY_FAKE_STALL) */
 };
 
 static double now_us(void)
@@ -143,6 +147,34 @@ static double slow_factor_of(int dev, int allreduce)
 	if (w && !strcmp(w, "allreduce") && !allreduce)
 		return 1;
 	return x;
+}
+
+/*
+ * PENNY_FAKE_STALL=K:MS: this process's K-th call of allreduce() and
+ * xnode_allreduce() together (1: the first; warm-up and check calls count)
+ * stalls MS ms (1..600000) before it starts, once; PENNY_FAKE_STALL_RANK=R
+ * limits it to rank R.  The other ranks wait for it in the call, as they
+ * would for a GPU that stalled: the tests show that one stalled block
+ * leaves a measurement's median where it was.
+ */
+static void stall_once(struct fake *f)
+{
+	const char *e = getenv("PENNY_FAKE_STALL"), *r = getenv("PENNY_FAKE_STALL_RANK");
+	char *end;
+	long k, ms;
+
+	f->stall_calls++;
+	if (!e || !*e)
+		return;
+	k = strtol(e, &end, 10);
+	if (*end != ':')
+		return;
+	ms = strtol(end + 1, &end, 10);
+	if (*end || k != f->stall_calls || ms < 1 || ms > 600000)
+		return;
+	if (r && *r && atoi(r) != f->host->rank)
+		return;
+	nanosleep(&(struct timespec){ .tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000L }, NULL);
 }
 
 static inline double slow_factor(int dev)
@@ -662,6 +694,7 @@ static int fake_allreduce(void *be, const void *send, void *recv, size_t count, 
 	if (f->host->rank == 1)
 		_exit(3);
 #endif
+	stall_once(f);
 	all = malloc(bytes * (size_t)n + 1);
 	if (!all)
 		return fail(-ENOMEM, "out of memory");
@@ -714,23 +747,39 @@ static int fake_select(void *be, size_t count, int dt, int op, int algo)
 	return algo == PENNY_ALGO_AUTO ? PENNY_ALGO_ONESHOT : algo;
 }
 
-/* Warm-up, a barrier, then the timed calls of enqueue (graphs: the calls
- * round up to whole graphs, as the real plugins' replays do). */
-static int time_loop(struct fake *f, struct penny_time_v1 *t, int (*enqueue)(void *), void *arg)
+/*
+ * Warm-up, a barrier, then the timed calls of enqueue (graphs: the calls
+ * round up to whole graphs, as the real plugins' replays do) in the blocks
+ * of t2 (penny_time_v2's rule; t2 NULL or short: one block).
+ */
+static int time_loop(struct fake *f, struct penny_time_v1 *t, struct penny_time_v2 *t2,
+		     int (*enqueue)(void *), void *arg)
 {
-	struct timespec a, b;
-	int i, ret = 0, n = t->graph > 0 ? (t->iters + t->graph - 1) / t->graph * t->graph : t->iters;
+	int i, b, ret = 0, n = t->graph > 0 ? (t->iters + t->graph - 1) / t->graph * t->graph : t->iters;
+	int stamped = t2 && t2->size >= sizeof(*t2) && t2->blocks > 0, blocks = 1;
+	double a, total = 0;
 
+	if (stamped && (t2->blocks > PENNY_TIME_MAX_BLOCKS || !t2->block_usec))
+		return fail(-EINVAL, "time: bad blocks");
+	if (stamped)
+		blocks = t2->blocks;
 	for (i = 0; i < t->warmup && !ret; i++)
 		ret = enqueue(arg);
 	if (!ret && f->host->barrier)
 		ret = f->host->barrier(f->host->ctx);
-	clock_gettime(CLOCK_MONOTONIC, &a);
-	for (i = 0; i < n && !ret; i++)
-		ret = enqueue(arg);
-	clock_gettime(CLOCK_MONOTONIC, &b);
+	for (b = 0; b < blocks && !ret; b++) {
+		a = now_us();
+		for (i = 0; i < n && !ret; i++)
+			ret = enqueue(arg);
+		a = now_us() - a;
+		total += a;
+		if (stamped)
+			t2->block_usec[b] = a / (n ? n : 1);
+	}
 	t->iters_run = n;
-	t->usec = ((b.tv_sec - a.tv_sec) * 1e6 + (b.tv_nsec - a.tv_nsec) / 1e3) / (n ? n : 1);
+	t->usec = total / (n ? n : 1) / blocks;
+	if (t2 && t2->size >= sizeof(*t2))
+		t2->blocks_run = stamped ? blocks : 0;
 	return ret;
 }
 
@@ -751,8 +800,34 @@ static int fake_time(void *be, struct penny_time_v1 *t)
 {
 	struct fake_call x = { be, t };
 
-	return time_loop(be, t, fake_one, &x);
+	return time_loop(be, t, NULL, fake_one, &x);
 }
+
+#ifndef FAKE_OLD_SIZE
+/* time2 and time_fn: time() in blocks, the caller's cost per call its own */
+static int fake_time2_of(void *be, struct penny_time_v2 *t2, int (*enqueue)(void *), void *arg)
+{
+	struct penny_time_v1 *t = &t2->t;
+	int ret;
+
+	if (t2->size < PENNY_TIME_V2_MIN_SIZE || t->iters <= 0 || t->warmup < 0 || t->graph < 0)
+		return fail(-EINVAL, "time2: bad arguments");
+#ifdef FAKE_NOGRAPH
+	if (t->graph > 0)
+		return fail(-ENOTSUP, "no graphs");
+#endif
+	ret = time_loop(be, t, t2, enqueue, arg);
+	t2->host_usec = t->usec;
+	return ret;
+}
+
+static int fake_time2(void *be, struct penny_time_v2 *t2)
+{
+	struct fake_call x = { be, &t2->t };
+
+	return fake_time2_of(be, t2, fake_one, &x);
+}
+#endif
 
 static int fake_sync(void *be)
 {
@@ -1011,9 +1086,9 @@ static int fake_xnode_allreduce(void *be, void *xnp, const void *send, void *rec
 	char *out = x->outbox, *in = x->inbox, *tmp, *lin;
 	int ll;
 
-	(void)be;
 	if (!es || op < 0 || op >= PENNY_NREDOPS)
 		return fail(-EINVAL, "bad type or op");
+	stall_once(be);
 	bytes = (uint64_t)count * (uint64_t)es;
 	nch = (bytes + C - 1) / C;
 	ll = bytes <= x->ll_max && 2 * ((bytes + 15) & ~(uint64_t)15) <= C;
@@ -1093,18 +1168,7 @@ static int fake_xnode_allreduce(void *be, void *xnp, const void *send, void *rec
 
 static int fake_time_fn(void *be, struct penny_time_v2 *t2, int (*enqueue)(void *), void *arg)
 {
-	struct penny_time_v1 *t = &t2->t;
-	int ret;
-
-	if (t2->size < sizeof(*t2) || t->iters <= 0 || t->warmup < 0 || t->graph < 0)
-		return fail(-EINVAL, "time_fn: bad arguments");
-#ifdef FAKE_NOGRAPH
-	if (t->graph > 0)
-		return fail(-ENOTSUP, "no graphs");
-#endif
-	ret = time_loop(be, t, enqueue, arg);
-	t2->host_usec = t->usec;
-	return ret;
+	return fake_time2_of(be, t2, enqueue, arg);
 }
 #endif
 
@@ -1283,6 +1347,7 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.allgather = fake_allgather,
 	.export_dmabuf = fake_export_dmabuf,
 	.hostbw = fake_hostbw,
+	.time2 = fake_time2,
 #ifndef FAKE_NOXNODE
 	.xnode_open = fake_xnode_open,
 	.xnode_allreduce = fake_xnode_allreduce,

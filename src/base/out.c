@@ -506,6 +506,16 @@ void pn_out_null(struct pn_out *o, int where, const char *key, const char *fmt)
 	}
 }
 
+void pn_out_floats(struct pn_out *o, const char *key, const double *v, size_t n)
+{
+	size_t i;
+
+	pn_out_open_array(o, key);
+	for (i = 0; i < n; i++)
+		pn_out_float(o, PN_JSON, NULL, NULL, v[i]);
+	pn_out_close_array(o);
+}
+
 /* One printf conversion spec with its '*' arguments taken already. */
 struct conv {
 	char spec[32];

@@ -40,6 +40,8 @@ void pn_out_uint(struct pn_out *o, int where, const char *key, const char *fmt,
 void pn_out_float(struct pn_out *o, int where, const char *key, const char *fmt, double v);
 void pn_out_bool(struct pn_out *o, int where, const char *key, const char *fmt, int v);
 void pn_out_null(struct pn_out *o, int where, const char *key, const char *fmt);
+/* JSON only: key (NULL in an array) and an array of the n numbers of v. */
+void pn_out_floats(struct pn_out *o, const char *key, const double *v, size_t n);
 /*
  * Text-only text (headers, separators, newlines): the format's own
  * characters as they are, every %s argument escaped as pn_out_str's are

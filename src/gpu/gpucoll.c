@@ -556,52 +556,92 @@ static int xtime_one(void *arg)
 			       x->t->algo);
 }
 
-/* The plugin times the GPU-driven path: events, and graphs with -G. */
-static int xnode_time(struct pn_gpucoll *g, struct penny_time_v1 *t)
+/* The hierarchical path's timing on the host: its warm-up, a barrier, then
+ * the blocks of t->t.iters calls each. */
+static int hier_time(struct pn_gpucoll *g, struct penny_time_v2 *t)
 {
-	struct penny_time_v2 t2;
-	struct xtime x = { g, t };
-	int ret, px;
+	struct penny_time_v1 *t1 = &t->t;
+	double t0, total = 0;
+	int i, b, ret = 0;
 
-	memset(&t2, 0, sizeof(t2));
-	t2.size = sizeof(t2);
-	t2.t = *t;
-	g->capturing = t->graph > 0;
-	ret = call(g, g->ops->time_fn(g->be, &t2, xtime_one, &x), "time");
-	g->capturing = 0;
-	t->usec = t2.t.usec;
-	t->iters_run = t2.t.iters_run;
-	px = pn_xproxy_error(g->xp);
-	return px ? px : ret;
+	for (i = 0; i < t1->warmup && !ret; i++)
+		ret = hier_allreduce(g, t1->send, t1->recv, t1->count, t1->dtype, t1->op, t1->algo);
+	if (!ret)
+		ret = pn_comm_barrier(g->c);
+	for (b = 0; b < t->blocks && !ret; b++) {
+		t0 = pn_now();
+		for (i = 0; i < t1->iters && !ret; i++)
+			ret = hier_allreduce(g, t1->send, t1->recv, t1->count, t1->dtype, t1->op,
+					     t1->algo);
+		t->block_usec[b] = (pn_now() - t0) * 1e6 / t1->iters;
+		total += t->block_usec[b];
+	}
+	t1->usec = total / t->blocks;
+	t1->iters_run = t1->iters;
+	t->blocks_run = t->blocks;
+	return ret;
 }
 
-int pn_gpucoll_time(struct pn_gpucoll *g, struct penny_time_v1 *t)
+/* One timing call of the plugin's: the GPU-driven path across nodes
+ * (time_fn: events, and graphs with -G), time2, or an older plugin's time. */
+static int plugin_time(struct pn_gpucoll *g, struct penny_time_v2 *t)
 {
-	double t0;
-	int i, ret = 0;
+	struct xtime x = { g, &t->t };
+	int ret, px;
 
-	if (t->iters <= 0 || t->warmup < 0 || t->graph < 0)
+	if (g->xp) {
+		g->capturing = t->t.graph > 0;
+		ret = call(g, g->ops->time_fn(g->be, t, xtime_one, &x), "time");
+		g->capturing = 0;
+		px = pn_xproxy_error(g->xp);
+		return px ? px : ret;
+	}
+	if (pn_plugin_covers(g->pl, offsetof(struct penny_plugin_v1, time2)) && g->ops->time2)
+		return call(g, g->ops->time2(g->be, t), "time");
+	return call(g, g->ops->time(g->be, &t->t), "time");
+}
+
+int pn_gpucoll_time(struct pn_gpucoll *g, struct penny_time_v2 *t)
+{
+	struct penny_time_v2 u;
+	double total;
+	int b, ret;
+
+	if (t->t.iters <= 0 || t->t.warmup < 0 || t->t.graph < 0)
 		return pn_err(-EINVAL, "time: iterations must be positive");
-	if (t->graph > 0 && !(pn_gpucoll_caps(g) & PENNY_CAP_GRAPH))
+	if (t->size < sizeof(*t) || t->blocks < 1 || t->blocks > PENNY_TIME_MAX_BLOCKS ||
+	    !t->block_usec)
+		return pn_err(-EINVAL, "time: 1..%d blocks and room for them", PENNY_TIME_MAX_BLOCKS);
+	if (t->t.graph > 0 && !(pn_gpucoll_caps(g) & PENNY_CAP_GRAPH))
 		return pn_err(-ENOTSUP, g->hier ? "CUDA graphs cannot capture the hierarchical %s "
 						  "allreduce (its steps between nodes run on the host)"
 						: "the %s plugin cannot capture CUDA graphs",
 			      g->pl->name);
-	if (!g->hier)
-		return call(g, g->ops->time(g->be, t), "time");
-	if (g->xp)
-		return xnode_time(g, t);
-	for (i = 0; i < t->warmup && !ret; i++)
-		ret = hier_allreduce(g, t->send, t->recv, t->count, t->dtype, t->op, t->algo);
-	if (!ret)
-		ret = pn_comm_barrier(g->c);
-	if (ret)
+	/* the proxy's threads spin from here, warm-up included */
+	pn_xproxy_wake(g->xp);
+	PN_DBG(PN_LOG_PLUGIN, "%s plugin: timing %zu elements: %d warm-up calls, then %d blocks of "
+	       "%d calls%s", g->pl->name, t->t.count, t->t.warmup, t->blocks, t->t.iters,
+	       g->xp ? " across nodes, GPU-driven" : g->hier ? " across nodes, hierarchical" : "");
+	if (g->hier && !g->xp)
+		return hier_time(g, t);
+	t->blocks_run = 0;
+	ret = plugin_time(g, t);
+	if (ret || t->blocks_run == t->blocks)
 		return ret;
-	t0 = pn_now();
-	for (i = 0; i < t->iters && !ret; i++)
-		ret = hier_allreduce(g, t->send, t->recv, t->count, t->dtype, t->op, t->algo);
-	t->usec = (pn_now() - t0) * 1e6 / t->iters;
-	t->iters_run = t->iters;
+	/* a plugin of an older header timed one block: it times each of the
+	 * others in a call of its own, without a warm-up */
+	t->block_usec[0] = t->t.usec;
+	total = t->t.usec;
+	u = *t;
+	u.blocks = 0;
+	u.t.warmup = 0;
+	for (b = 1; b < t->blocks && !ret; b++) {
+		ret = plugin_time(g, &u);
+		t->block_usec[b] = u.t.usec;
+		total += u.t.usec;
+	}
+	t->t.usec = total / t->blocks;
+	t->blocks_run = t->blocks;
 	return ret;
 }
 

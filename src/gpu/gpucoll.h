@@ -113,8 +113,14 @@ int pn_gpucoll_allreduce(struct pn_gpucoll *g, const void *send, void *recv, siz
 int pn_gpucoll_select(struct pn_gpucoll *g, size_t count, enum pn_dtype t, enum pn_redop op,
 		      int algo);
 int pn_gpucoll_sync(struct pn_gpucoll *g);
-/* Warm-up and timed calls (penny_time_v1); usec is this rank's mean. */
-int pn_gpucoll_time(struct pn_gpucoll *g, struct penny_time_v1 *t);
+/*
+ * Warm-up and timed blocks (penny_time_v2's rule, plugins/include/
+ * penny_plugin.h; the caller sets size to its sizeof, blocks 1..
+ * PENNY_TIME_MAX_BLOCKS and block_usec): block_usec[b] is this rank's time
+ * per call in block b and t.usec the mean, whatever the plugin's header (an
+ * older plugin is called once per block, the warm-up in the first only).
+ */
+int pn_gpucoll_time(struct pn_gpucoll *g, struct penny_time_v2 *t);
 
 /* The GPU-to-GPU matrix of a plugin's bw() (no communicator needed):
  * -ENOENT/-ENOEXEC (plugin), -ENOTSUP (no bw), or the plugin's error. */

@@ -33,6 +33,18 @@ struct xwire {
 
 #define XSOCK_MAX 8
 
+/*
+ * The warm-up of a tcp proxy (pn_xproxy_open): before open returns, every
+ * socket carries XWARM_FRAMES frames each way, in lockstep (frame i goes
+ * once the peer's frame i - 1 came), between the threads that will carry
+ * the chunks.  A warm-up frame is a header with chunk XWARM_CHUNK and no
+ * data.  The first timed call then finds every connection past its first
+ * bytes and every thread scheduled and spinning (lazy set-up that the
+ * first size of a run used to pay inside its timed calls).
+ */
+#define XWARM_CHUNK UINT64_MAX
+#define XWARM_FRAMES 64
+
 /* tcp: one socket of a peer; chunk k of the peer travels on socket k % nsock */
 struct xlane {
 	int fd;
@@ -43,6 +55,9 @@ struct xlane {
 	/* receive: bytes read ahead of the inbox slot, [rb_head, rb_tail) */
 	char *rb;
 	size_t rb_head, rb_tail;
+	/* warm-up frames sent (by the lane's sender) and received (by its
+	 * receiver); atomic */
+	uint64_t warm_tx, warm_rx;
 };
 
 /*
@@ -71,6 +86,7 @@ struct xrole {
 	uint64_t ticket;
 	uint64_t pending;	/* peers the current ticket still goes to */
 	int sending;
+	int warming;		/* tcp sender: warm-up frames still to send */
 };
 
 struct pn_xproxy {
@@ -92,6 +108,9 @@ struct pn_xproxy {
 	int err;
 	char msg[256];
 	int oversubscribed;	/* more local ranks than cores: yield while spinning */
+	uint64_t hot_until;	/* pn_now_ns() until which the threads never nap (atomic) */
+	int warm;		/* tcp: the sockets' warm-up runs (until every lane is done) */
+	uint64_t warmed;	/* frames each way on every socket, once done */
 };
 
 static uint64_t ld_acq(const uint64_t *p)
@@ -281,6 +300,12 @@ static int tcp_recv(struct pn_xproxy *p, struct xpeer *x, int j)
 					      "rank failed or was killed?)", x->rank, strerror(errno));
 	}
 	l->rgot += (size_t)n;
+	if (l->rgot == sizeof(l->rw) && l->rw.chunk == XWARM_CHUNK && !l->rw.len &&
+	    ld_acq(&l->warm_rx) < XWARM_FRAMES) {
+		st_rel(&l->warm_rx, ld_acq(&l->warm_rx) + 1);
+		l->rgot = 0;
+		return 1;
+	}
 	if (l->rgot == sizeof(l->rw) &&
 	    (l->rw.len > p->cfg.slot_bytes || l->rw.chunk != l->rchunk))
 		return thread_fail(p, -EPROTO, "cross-node proxy: rank %d sent chunk %llu of %llu "
@@ -323,12 +348,43 @@ static int peers_alive(struct pn_xproxy *p)
 	return 0;
 }
 
+/* A tcp sender's warm-up pass: the next frame to every peer whose frame
+ * before it came; >0 moved, <0 failed, 0 waiting; x->warming 0 when done. */
+static int warm_send(struct pn_xproxy *p, struct xrole *x)
+{
+	int q, r, moved = 0, left = 0;
+
+	for (q = 0; q < p->cfg.nnodes; q++) {
+		struct xlane *l = &p->peers[q].lane[x->lane];
+		uint64_t tx = ld_acq(&l->warm_tx);
+
+		if (q == p->cfg.me || tx == XWARM_FRAMES)
+			continue;
+		left = 1;
+		if (tx > ld_acq(&l->warm_rx))
+			continue; /* lockstep: the peer's frame tx - 1 first */
+		r = tcp_send(p, &p->peers[q], x->lane, XWARM_CHUNK, 0);
+		if (r < 0)
+			return r;
+		if (r) {
+			st_rel(&l->warm_tx, tx + 1);
+			moved = 1;
+		}
+	}
+	if (!left)
+		x->warming = 0;
+	return moved;
+}
+
 /* A sender's pass: its outbox tickets to the peers; >0 moved, <0 failed. */
 static int pump_send(struct pn_xproxy *p, struct xrole *x)
 {
 	struct penny_xout_slot *o = out_slot(p, x->ticket);
 	uint64_t all = p->cfg.nnodes == 64 ? ~0ull : (1ull << p->cfg.nnodes) - 1;
 	int q, moved = 0, r;
+
+	if (x->warming)
+		return warm_send(p, x);
 
 	all &= ~(1ull << p->cfg.me);
 	if (!x->sending && ld_acq(&o->ready) == x->ticket + 1) {
@@ -463,8 +519,10 @@ static void *thread_main(void *arg)
 					    p->cfg.timeout);
 			break;
 		}
-		if (now - last > 0.05) {
-			/* idle for a while: nap (the next call pays at most this) */
+		if (now - last > 0.05 &&
+		    pn_now_ns() > __atomic_load_n(&p->hot_until, __ATOMIC_ACQUIRE)) {
+			/* idle for a while, and no measurement is near
+			 * (pn_xproxy_wake): nap (the next call pays at most this) */
 			struct timespec ts = { 0, 20000 };
 
 			nanosleep(&ts, NULL);
@@ -479,7 +537,9 @@ static void *thread_main(void *arg)
 
 static int map_anon(size_t bytes, char **out)
 {
-	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* populated: no first touch of a box inside a timed call */
+	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 
 	if (m == MAP_FAILED)
 		return pn_err(-errno, "cross-node proxy: cannot map %zu bytes: %s", bytes,
@@ -509,7 +569,7 @@ static int map_shm(const char *name, size_t bytes, int create, char **out)
 		return pn_err(-EINVAL, "cross-node proxy: '%s' is not the inbox of %zu bytes", name,
 			      bytes);
 	}
-	m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	e = errno;
 	close(fd);
 	if (m == MAP_FAILED)
@@ -606,6 +666,44 @@ static int setup_tcp(struct pn_xproxy *p, struct pn_comm *c)
 	return ret;
 }
 
+/* Until every socket's warm-up is done both ways, or a thread failed, or
+ * the timeout passed. */
+static int warm_wait(struct pn_xproxy *p, int rank)
+{
+	double deadline = pn_now() + p->cfg.timeout;
+	int q, j, left = 1;
+
+	while (left) {
+		left = 0;
+		for (q = 0; q < p->cfg.nnodes && !left; q++)
+			for (j = 0; q != p->cfg.me && j < p->nsock && !left; j++)
+				left = ld_acq(&p->peers[q].lane[j].warm_tx) < XWARM_FRAMES ||
+				       ld_acq(&p->peers[q].lane[j].warm_rx) < XWARM_FRAMES;
+		if (__atomic_load_n(&p->failed, __ATOMIC_ACQUIRE))
+			return pn_xproxy_error(p);
+		if (!left)
+			break;
+		if (pn_now() > deadline)
+			return pn_err(-ETIMEDOUT, "cross-node proxy of rank %d: the warm-up of its "
+					      "connections did not end within %.0f s (a peer stopped)",
+				      rank, p->cfg.timeout);
+		nanosleep(&(struct timespec){ 0, 50000 }, NULL);
+	}
+	p->warmed = XWARM_FRAMES;
+	return 0;
+}
+
+void pn_xproxy_wake(struct pn_xproxy *p)
+{
+	if (p)
+		__atomic_store_n(&p->hot_until, pn_now_ns() + 1000000000ull, __ATOMIC_RELEASE);
+}
+
+uint64_t pn_xproxy_warmed(const struct pn_xproxy *p)
+{
+	return p ? p->warmed : 0;
+}
+
 int pn_xproxy_open(struct pn_xproxy **out, struct pn_comm *c, const struct pn_xproxy_cfg *cfg)
 {
 	struct pn_xproxy *p;
@@ -688,17 +786,22 @@ int pn_xproxy_open(struct pn_xproxy **out, struct pn_comm *c, const struct pn_xp
 			here += !strcmp(pn_boot_host(c->boot, (int)r), me);
 		p->oversubscribed = 2 * here > sysconf(_SC_NPROCESSORS_ONLN);
 	}
+	p->warm = !p->shm && !p->xv;
+	pn_xproxy_wake(p);
 	for (q = 0; !ret && q < (p->shm || p->xv ? 1 : 2 * p->nsock); q++) {
 		p->roles[q].p = p;
 		p->roles[q].recv = q >= p->nsock;
 		p->roles[q].lane = q % p->nsock;
 		p->roles[q].ticket = (uint64_t)(q % p->nsock);
+		p->roles[q].warming = p->warm && !p->roles[q].recv;
 		ret = -pthread_create(&p->thread[q], NULL, thread_main, &p->roles[q]);
 		if (ret)
 			pn_err(ret, "cross-node proxy: cannot start its thread: %s", strerror(-ret));
 		else
 			p->started++;
 	}
+	if (!ret && p->warm)
+		ret = warm_wait(p, c->rank);
 	if (ret) {
 		pn_xproxy_close(p);
 		return ret;
@@ -706,6 +809,10 @@ int pn_xproxy_open(struct pn_xproxy **out, struct pn_comm *c, const struct pn_xp
 	PN_DBG(PN_LOG_PLUGIN, "cross-node proxy of rank %d: %s%s%s, %d nodes, %u slots of %llu bytes",
 	       c->rank, pn_xproxy_transport(p), p->xv ? " on " : "", pn_xverbs_nic(p->xv),
 	       cfg->nnodes, cfg->slots, (unsigned long long)cfg->slot_bytes);
+	if (p->warm)
+		PN_DBG(PN_LOG_PLUGIN, "cross-node proxy of rank %d: warmed, %llu frames each way on "
+		       "each of %d sockets to %d peers", c->rank, (unsigned long long)p->warmed,
+		       p->nsock, cfg->nnodes - 1);
 	*out = p;
 	return 0;
 }

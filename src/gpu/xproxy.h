@@ -70,6 +70,16 @@ void *pn_xproxy_inbox(const struct pn_xproxy *p);
 const char *pn_xproxy_transport(const struct pn_xproxy *p);
 /* 0, or the proxy's failure as a negative errno with its message set. */
 int pn_xproxy_error(struct pn_xproxy *p);
+/*
+ * The warm-up (the timing rule's, base/timing.h): open maps the boxes
+ * populated and, over tcp, returns only once every socket carried its
+ * warm-up frames both ways between the threads that carry the chunks;
+ * pn_xproxy_warmed() says how many each way (0: none ran, shm and verbs).
+ * pn_xproxy_wake(): a measurement begins; the threads spin without napping
+ * for the next second (they nap after 50 ms idle otherwise).
+ */
+uint64_t pn_xproxy_warmed(const struct pn_xproxy *p);
+void pn_xproxy_wake(struct pn_xproxy *p);
 
 /* Check a transport name and the geometry (pure). */
 int pn_xproxy_check_cfg(const struct pn_xproxy_cfg *cfg);

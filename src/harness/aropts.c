@@ -220,6 +220,8 @@ void pn_aropts_sweep(const struct pn_aropts *o, struct pn_sweep *sw)
 	};
 
 	sw->iters = o->iters;
+	if (o->blocks > 0)
+		sw->blocks = o->blocks;
 	sw->warmup = o->warmup;
 	sw->check = o->check;
 	sw->seed = o->seed;
@@ -242,7 +244,11 @@ int pn_aropts_params(const struct pn_aropts *o, enum pn_dtype dtype, enum pn_red
 		pn_job_param_set(&p[n++], "-f", "none");
 		pn_job_param_set(&p[n++], "-i", "%llu", (unsigned long long)o->stepbytes);
 	}
-	pn_job_param_set(&p[n++], "-n", "%d", o->iters);
+	if (o->iters < 0)
+		pn_job_param_set(&p[n++], "-n", "by size");
+	else
+		pn_job_param_set(&p[n++], "-n", "%d", o->iters);
+	pn_job_param_set(&p[n++], "--blocks", "%d", o->blocks);
 	pn_job_param_set(&p[n++], "-w", "%d", o->warmup);
 	pn_job_param_set(&p[n++], "-c", "%d", o->check);
 	pn_job_param_set(&p[n++], "-d", "%s", pn_dtype_name(dtype));

@@ -24,6 +24,7 @@ struct pn_aropts {
 	uint64_t minbytes, maxbytes, stepbytes, seed;
 	double factor, min_busbw;	/* factor 0: not given; min_busbw < 0: none */
 	int iters, warmup, check, graph, average;
+	int blocks;			/* timed blocks per size (0: PN_TIMING_BLOCKS) */
 	const char *algo, *backends, *gpus, *plan, *transport;
 	const char *csv, *plot, *tune_out;
 };
@@ -57,8 +58,9 @@ int pn_aropts_check(struct pn_aropts *o, const struct pn_arback *bk);
  * another is -EINVAL with one line naming what to do (ngpu: the GPU
  * backends given, algo: --algo). */
 int pn_aropts_nccl_tests(const struct pn_ar_nccl_tests *t, int ngpu, const char *algo);
-/* The sweep's parameters from the options: iterations, warm-up, the check,
- * its seed and a size's time over the ranks (--average 0..3). */
+/* The sweep's parameters from the options: iterations (PN_TIMING_ITERS_AUTO:
+ * by size), blocks, warm-up, the check, its seed and a size's time over the
+ * ranks (--average 0..3). */
 void pn_aropts_sweep(const struct pn_aropts *o, struct pn_sweep *sw);
 /* Every option that changes the data or the schedule into p (at least
  * PN_JOB_MAX_PARAMS), as the ranks compare them; returns how many. */

@@ -6,7 +6,8 @@
  * server and client modes.  Exchanged over the socket in server/client
  * mode, through the launcher's rendezvous otherwise.  A peer of another
  * protocol version is refused by name ("speaks bw protocol 1, this penny
- * speaks 2"), a stranger dropped.  Nothing here prints.
+ * speaks 2"), a stranger dropped.  Nothing here prints.  Version 3: the
+ * rows the sides exchange carry their timed blocks (struct pn_bw_row).
  */
 #ifndef PENNY_BWPROTO_H
 #define PENNY_BWPROTO_H
@@ -19,7 +20,7 @@
 #include "transport/verbs.h"
 
 #define PN_BW_HELLO_MAGIC 0x5042574fu /* "PBWO" */
-#define PN_BW_PROTO_VERSION 2
+#define PN_BW_PROTO_VERSION 3
 #define PN_BW_MSG_HELLO 1
 #define PN_BW_MAX_RAILS 8
 

@@ -124,55 +124,75 @@ void pn_bw_percentiles(double *s, size_t n, double out[7])
 	out[6] = sqrt(var / (double)n);
 }
 
-/* Online peak over windows of w completions: a ring of the last w + 1 times. */
-struct peak {
-	double *ring;
-	size_t w, n;
-	double bytes, best;
-};
-
-static int peak_init(struct peak *p, size_t w, double bytes)
+void pn_bw_blocks_start(struct pn_bw_blocks *b, uint64_t iters, double duration, double t0,
+			double bytes)
 {
-	p->w = w ? w : 1;
-	p->n = 0;
-	p->bytes = bytes;
-	p->best = 0;
-	p->ring = malloc((p->w + 1) * sizeof(double));
-	return p->ring ? 0 : pn_err(-ENOMEM, "out of memory");
+	memset(b, 0, sizeof(*b));
+	b->limit = iters;
+	b->dur = duration > 0 ? duration : 0;
+	b->t0 = b->tb = t0;
+	b->bytes = bytes;
 }
 
-static void peak_push(struct peak *p, double t)
+/* Close the running block at (done, now) when it has moved anything. */
+static void block_close(struct pn_bw_blocks *b, uint64_t done, double now)
 {
-	p->ring[p->n % (p->w + 1)] = t;
-	p->n++;
-	if (p->n > p->w) {
-		double dt = t - p->ring[(p->n - 1 - p->w) % (p->w + 1)];
-
-		if (dt > 0)
-			p->best = PN_MAX(p->best, (double)p->w * p->bytes * 8 / dt / 1e9);
-	}
+	if (done > b->db && now > b->tb && b->nr < PN_BW_BLOCKS)
+		b->gbps[b->nr++] = (double)(done - b->db) * b->bytes * 8 / (now - b->tb) / 1e9;
+	b->tb = now;
+	b->db = done;
 }
 
-double pn_bw_peak(const double *t, size_t n, size_t w, double bytes)
+void pn_bw_blocks_push(struct pn_bw_blocks *b, uint64_t done, double now)
 {
-	struct peak p;
-	size_t i;
-	double best;
+	int k;
 
-	if (peak_init(&p, w, bytes))
-		return 0;
-	for (i = 0; i < n; i++)
-		peak_push(&p, t[i]);
-	best = p.best;
-	free(p.ring);
-	return best;
+	if (b->k >= PN_BW_BLOCKS - 1)
+		return; /* the last block ends with the run */
+	/* the block this completion falls in; a burst of completions that
+	 * crosses several boundaries closes one block, the next ones start
+	 * from here */
+	if (b->limit)
+		k = (int)PN_MIN((double)PN_BW_BLOCKS - 1,
+				(double)done * PN_BW_BLOCKS / (double)b->limit);
+	else
+		k = b->dur > 0 ? (int)PN_MIN((double)PN_BW_BLOCKS - 1,
+					     (now - b->t0) * PN_BW_BLOCKS / b->dur)
+			       : 0;
+	if (k <= b->k)
+		return;
+	block_close(b, done, now);
+	b->k = k;
+}
+
+void pn_bw_blocks_end(struct pn_bw_blocks *b, uint64_t done, double now, struct pn_bw_row *row)
+{
+	struct pn_timing_stat st;
+	int i;
+
+	block_close(b, done, now);
+	row->nblocks = b->nr;
+	for (i = 0; i < b->nr; i++)
+		row->block_gbps[i] = b->gbps[i];
+	pn_timing_stat(b->gbps, (size_t)b->nr, &st);
+	row->block_median_gbps = st.median;
+	row->block_min_gbps = st.min;
+	row->peak_gbps = b->nr ? st.max : row->avg_gbps;
 }
 
 void pn_bw_row_add(struct pn_bw_row *sum, const struct pn_bw_row *o)
 {
+	int i;
+
 	sum->iters += o->iters;
 	sum->peak_gbps += o->peak_gbps;
 	sum->avg_gbps += o->avg_gbps;
+	/* the blocks of the two directions, in the order they ran */
+	sum->nblocks = PN_MIN(sum->nblocks, o->nblocks);
+	for (i = 0; i < sum->nblocks; i++)
+		sum->block_gbps[i] += o->block_gbps[i];
+	sum->block_median_gbps += o->block_median_gbps;
+	sum->block_min_gbps += o->block_min_gbps;
 	sum->msg_rate_mpps += o->msg_rate_mpps;
 	sum->seconds = PN_MAX(sum->seconds, o->seconds);
 }
@@ -238,25 +258,17 @@ int pn_bw_run(struct pn_bw_link *l, int k, struct pn_bw_row *row)
 	int unsig[PN_VERBS_MAX_QPS] = { 0 };
 	double t0, tlast, stop_at;
 	struct pn_verbs_cqe cq[64];
-	struct peak pk;
-	size_t w;
+	struct pn_bw_blocks bk;
 
 	memset(row, 0, sizeof(*row));
 	row->bytes = size;
-	/* windows of at least two full queues: completions come in bursts */
-	w = PN_MAX((size_t)(c->iters / 8), 2 * (size_t)depth);
-	if (c->iters)
-		w = PN_MIN(w, (size_t)c->iters);
-	ret = peak_init(&pk, w, (double)size);
-	if (ret)
-		return ret;
 	if (!sender)
 		end_posted = end_done = 1;
 	if (!receiver)
 		end_seen = 1;
 	t0 = tlast = pn_now();
 	stop_at = c->iters ? INFINITY : t0 + c->duration;
-	peak_push(&pk, t0);
+	pn_bw_blocks_start(&bk, c->iters, c->duration, t0, (double)size);
 	while (!(end_done && end_seen)) {
 		int outstanding = (int)(posted - done) + (end_posted && !end_done);
 		int want;
@@ -334,8 +346,7 @@ int pn_bw_run(struct pn_bw_link *l, int k, struct pn_bw_row *row)
 			} else {
 				done += (uint64_t)cq[i].count;
 				tlast = pn_now();
-				for (j = 0; j < cq[i].count; j++)
-					peak_push(&pk, tlast);
+				pn_bw_blocks_push(&bk, done, tlast);
 			}
 		}
 	}
@@ -345,10 +356,9 @@ int pn_bw_run(struct pn_bw_link *l, int k, struct pn_bw_row *row)
 		row->avg_gbps = row->seconds > 0 ? (double)done * (double)size * 8 / row->seconds / 1e9
 						 : 0;
 		row->msg_rate_mpps = row->seconds > 0 ? (double)done / row->seconds / 1e6 : 0;
-		row->peak_gbps = pk.n > pk.w ? PN_MAX(pk.best, row->avg_gbps) : row->avg_gbps;
+		pn_bw_blocks_end(&bk, done, tlast, row);
 	}
 out:
-	free(pk.ring);
 	return mid_test(ret);
 }
 
@@ -555,22 +565,25 @@ int pn_bw_tcp_run(int fd, const struct pn_bw_cfg *c, int sender, int k, double t
 	stop_at = c->iters ? INFINITY : t0 + c->duration;
 	if (c->flags & PN_BW_LAT) {
 		double *lat = NULL;
+		uint64_t warm = 16; /* untimed round trips first, as over verbs */
 
 		iters = c->iters ? c->iters : 1000;
 		if (sender && !(lat = malloc(iters * sizeof(*lat)))) {
 			ret = pn_err(-ENOMEM, "out of memory");
 			goto out;
 		}
-		for (i = 0; i < iters && !ret; i++) {
+		for (i = 0; i < iters + warm && !ret; i++) {
 			double t = pn_now();
 
+			if (i == warm)
+				t0 = t;
 			deadline = t + timeout;
 			if (sender) {
 				ret = tcp_io(fd, buf, size, 1, deadline);
 				if (!ret)
 					ret = tcp_io(fd, buf, size, 0, deadline);
-				if (!ret)
-					lat[i] = (pn_now() - t) * 1e6 / 2;
+				if (!ret && i >= warm)
+					lat[i - warm] = (pn_now() - t) * 1e6 / 2;
 			} else {
 				ret = tcp_io(fd, buf, size, 0, deadline);
 				if (!ret)
@@ -588,10 +601,16 @@ int pn_bw_tcp_run(int fd, const struct pn_bw_cfg *c, int sender, int k, double t
 	/* bandwidth: each message is a flag byte (1: data follows, 0: the end)
 	 * and the data; the receiver answers the end with one byte */
 	if (sender) {
+		struct pn_bw_blocks bk;
+		double now = t0;
+
+		pn_bw_blocks_start(&bk, c->iters, c->duration, t0, (double)size);
 		buf[0] = 1;
-		for (i = 0; i < iters && pn_now() < stop_at && !ret; i++) {
-			ret = tcp_io(fd, buf, size + 1, 1, pn_now() + timeout);
+		for (i = 0; i < iters && now < stop_at && !ret; i++) {
+			ret = tcp_io(fd, buf, size + 1, 1, now + timeout);
 			count++;
+			now = pn_now();
+			pn_bw_blocks_push(&bk, count, now);
 		}
 		ack = 0;
 		if (!ret)
@@ -602,8 +621,9 @@ int pn_bw_tcp_run(int fd, const struct pn_bw_cfg *c, int sender, int k, double t
 			row->iters = count;
 			row->seconds = pn_now() - t0;
 			row->avg_gbps = (double)count * (double)size * 8 / row->seconds / 1e9;
-			row->peak_gbps = row->avg_gbps;
 			row->msg_rate_mpps = (double)count / row->seconds / 1e6;
+			/* the last block ends with the receiver's answer */
+			pn_bw_blocks_end(&bk, count, t0 + row->seconds, row);
 		}
 	} else {
 		for (;;) {

@@ -7,8 +7,11 @@
  *
  * Bandwidth: the initiator keeps tx_depth operations per QP in flight, round
  * robin over the QPs, for `iters` operations or `duration` seconds.  Average
- * = bytes / (last completion - first post); peak = the best window of
- * consecutive completions; Gb/s = 1e9 bits per second.  A send test ends
+ * = bytes / (last completion - first post), as perftest's; the run is also
+ * timed as PN_BW_BLOCKS blocks (the timing rule of base/timing.h:
+ * consecutive fifths of the operations, or of the duration, each closed at
+ * the completion that ends it): each block's rate, their median and
+ * slowest, and peak = the best block; Gb/s = 1e9 bits per second.  A send test ends
  * with a zero-byte send carrying PN_BW_END as immediate, so the receiver
  * knows when to stop.  Bidirectional: both sides initiate at once; each
  * measures its own direction.
@@ -22,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/timing.h"
 #include "transport/verbs.h"
 
 #define PN_BW_MAGIC 0x50425731u /* "PBW1" */
@@ -47,13 +51,21 @@ struct pn_bw_cfg {
 	uint64_t sizes[PN_BW_MAX_SIZES];
 };
 
+#define PN_BW_BLOCKS PN_TIMING_BLOCKS
+
 /* One measured size.  In latency mode the *_gbps fields are 0. */
 struct pn_bw_row {
 	uint64_t bytes;
 	uint64_t iters;		/* operations completed */
 	double seconds;
-	double peak_gbps, avg_gbps, msg_rate_mpps;
+	double peak_gbps, avg_gbps, msg_rate_mpps;	/* peak: the best block */
 	double lat_us[7];	/* min, median, average, p99, p99.9, max, stdev */
+	/* bandwidth: the timed blocks' rates, in the order they ran (nblocks
+	 * of them, fewer when there were fewer completions), their median
+	 * and slowest */
+	int nblocks;
+	double block_gbps[PN_BW_BLOCKS];
+	double block_median_gbps, block_min_gbps;
 };
 
 void pn_bw_cfg_init(struct pn_bw_cfg *cfg);
@@ -97,8 +109,24 @@ int pn_bw_send_fd(int fd, const void *buf, size_t len, double timeout);
 /* min, median, average, p99, p99.9, max and the (population) standard
  * deviation of n samples (sorted in place). */
 void pn_bw_percentiles(double *samples, size_t n, double out[7]);
-/* Best rate over windows of w consecutive completion times (seconds). */
-double pn_bw_peak(const double *t, size_t n, size_t w, double bytes_each);
+/*
+ * The blocks of a bandwidth run (pure; exposed for the unit tests): start
+ * at t0 with iters operations (0: by time, duration seconds) of bytes each;
+ * push the completions done so far at time now as they come; end fills
+ * row's blocks, their median and slowest, and peak (avg_gbps when no block
+ * closed).
+ */
+struct pn_bw_blocks {
+	uint64_t limit, db;	/* operations in all (0: by time); done at the block's start */
+	double t0, dur, tb;	/* start, duration, the block's start */
+	double bytes;
+	int k, nr;		/* the block running; blocks closed */
+	double gbps[PN_BW_BLOCKS];
+};
+void pn_bw_blocks_start(struct pn_bw_blocks *b, uint64_t iters, double duration, double t0,
+			double bytes);
+void pn_bw_blocks_push(struct pn_bw_blocks *b, uint64_t done, double now);
+void pn_bw_blocks_end(struct pn_bw_blocks *b, uint64_t done, double now, struct pn_bw_row *row);
 /* Sum of the two directions of a bidirectional row. */
 void pn_bw_row_add(struct pn_bw_row *sum, const struct pn_bw_row *other);
 

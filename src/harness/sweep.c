@@ -13,6 +13,7 @@
 #include "engine/mem.h"
 #include "base/plot.h"
 #include "base/log.h"
+#include "base/timing.h"
 #include "base/util.h"
 
 #include <errno.h>
@@ -67,6 +68,7 @@ void pn_sweep_init(struct pn_sweep *s)
 	s->rows = NULL;
 	s->nrows = s->caprows = 0;
 	s->time_of = PN_SWEEP_TIME_MAX;
+	s->blocks = PN_TIMING_BLOCKS;
 	s->wrong = 0;
 	s->worst_avg = INFINITY;
 }
@@ -95,33 +97,68 @@ double pn_sweep_time_over(const double *t, size_t stride, int n, enum pn_sweep_t
 	return v;
 }
 
-/* Over the ranks: the time as time_of says, the wrong values summed, the
- * ranks whose output digest differs from rank 0's. */
-static int over_ranks(struct pn_comm *c, enum pn_sweep_time time_of, double *t, uint64_t *wrong,
-		      uint64_t *differ)
+void pn_sweep_blocks_over(const double *t, size_t stride, int nranks, int nblocks,
+			  enum pn_sweep_time time_of, double *per_block, struct pn_timing_stat *st)
 {
-	struct {
-		double t;
-		uint64_t w, d;
-	} mine = { *t, *wrong, *differ }, *all = calloc((size_t)c->nranks, sizeof(mine));
+	int b;
+
+	for (b = 0; b < nblocks; b++)
+		per_block[b] = pn_sweep_time_over(t + b, stride, nranks, time_of);
+	pn_timing_stat(per_block, (size_t)(nblocks > 0 ? nblocks : 0), st);
+}
+
+int pn_sweep_blocks(const struct pn_sweep *s)
+{
+	return s->blocks > 0 ? PN_MIN(s->blocks, PN_TIMING_MAX_BLOCKS) : PN_TIMING_BLOCKS;
+}
+
+int pn_sweep_calls(const struct pn_sweep *s, size_t bytes)
+{
+	return pn_timing_calls(bytes, s->iters, pn_sweep_blocks(s));
+}
+
+/*
+ * Over the ranks: each block's time as time_of says (into the row's
+ * per_block, nb of them), the median, fastest and slowest block, the wrong
+ * values summed, the ranks whose output digest differs from rank 0's.
+ * Every rank sends {wrong, digest, its nb block times}.
+ */
+static int over_ranks(struct pn_comm *c, enum pn_sweep_time time_of, int nb, double *per_block,
+		      struct pn_sweep_row *rw, int k)
+{
+	size_t rec = 2 + (size_t)nb; /* 8-byte words a rank */
+	uint64_t *mine = calloc(rec, 8), *all = calloc(rec * (size_t)c->nranks, 8);
+	struct pn_timing_stat st;
 	int r, ret;
 
-	if (!all)
+	if (!mine || !all) {
+		free(mine);
+		free(all);
 		return pn_err(-ENOMEM, "out of memory");
-	ret = pn_boot_allgather(c->boot, &mine, all, sizeof(mine));
+	}
+	mine[0] = rw->wrong[k];
+	mine[1] = rw->differ[k];
+	memcpy(mine + 2, per_block, (size_t)nb * sizeof(double));
+	ret = pn_boot_allgather(c->boot, mine, all, rec * 8);
 	if (!ret) {
-		*t = pn_sweep_time_over(&all[0].t, sizeof(*all), c->nranks, time_of);
-		*wrong = 0;
-		*differ = 0;
+		pn_sweep_blocks_over((const double *)(all + 2), rec * 8, c->nranks, nb, time_of,
+				     per_block, &st);
+		rw->time_us[k] = st.median;
+		rw->time_min_us[k] = st.min;
+		rw->time_max_us[k] = st.max;
+		rw->wrong[k] = 0;
+		rw->differ[k] = 0;
 		for (r = 0; r < c->nranks; r++) {
-			*wrong += all[r].w;
-			*differ += all[r].d != all[0].d;
+			rw->wrong[k] += all[r * rec];
+			rw->differ[k] += all[r * rec + 1] != all[1];
 		}
 	}
+	free(mine);
 	free(all);
 	return ret;
 }
 
+/* A copy of the row in s->rows (without its block times: they go). */
 static int keep_row(struct pn_sweep *s, const struct pn_sweep_row *rw)
 {
 	if (!s->keep)
@@ -135,13 +172,16 @@ static int keep_row(struct pn_sweep *s, const struct pn_sweep_row *rw)
 		s->rows = nr;
 		s->caprows = cap;
 	}
-	s->rows[s->nrows++] = *rw;
+	s->rows[s->nrows] = *rw;
+	s->rows[s->nrows].block_us[0] = s->rows[s->nrows].block_us[1] = NULL;
+	s->nrows++;
 	return 0;
 }
 
-/* One size of a series, out of place and in place, over every rank. */
+/* One size of a series, out of place and in place, over every rank (each
+ * block's time over the ranks into blk[k * blocks + b]). */
 static int one_size(struct pn_sweep *s, struct pn_sweep_backend *be, int algo, size_t i,
-		    struct pn_sweep_row *rw)
+		    struct pn_sweep_row *rw, double *blk)
 {
 	const char *name = be->ops->algo_name(algo);
 	int k, ret;
@@ -152,22 +192,25 @@ static int one_size(struct pn_sweep *s, struct pn_sweep_backend *be, int algo, s
 	rw->host_algo = -2;
 	rw->bytes = s->sizes[i];
 	rw->count = s->sizes[i] / pn_dtype_size(s->dtype);
+	rw->calls = pn_sweep_calls(s, rw->bytes);
+	rw->blocks = rw->calls ? pn_sweep_blocks(s) : 0;
 	ret = be->ops->pick(be, s, algo, rw);
 	for (k = 0; !ret && k < 2; k++) {
 		struct pn_sweep_bad bad = { .rank = s->comm->rank, .ip = k, .backend = be->name,
 					    .algo = name, .bytes = rw->bytes };
+		double *mine = blk + (size_t)k * (size_t)pn_sweep_blocks(s);
 
+		memset(mine, 0, (size_t)pn_sweep_blocks(s) * sizeof(*mine));
 		ret = be->ops->run(be, s, algo, rw->bytes, k,
-				   s->seed + 2 * i * 7919 + (uint64_t)k * 104729, &rw->time_us[k],
-				   &bad);
+				   s->seed + 2 * i * 7919 + (uint64_t)k * 104729, mine, &bad);
 		if (ret)
 			break;
 		if (bad.wrong && s->sink.bad)
 			s->sink.bad(s->sink.arg, &bad);
 		rw->wrong[k] = bad.wrong;
 		rw->differ[k] = s->check ? bad.digest : 0;
-		ret = over_ranks(s->comm, s->time_of, &rw->time_us[k], &rw->wrong[k],
-				 &rw->differ[k]);
+		ret = over_ranks(s->comm, s->time_of, rw->blocks, mine, rw, k);
+		rw->block_us[k] = mine;
 		rw->algbw[k] = rw->time_us[k] > 0 ? (double)rw->bytes / rw->time_us[k] / 1e3 : 0;
 		rw->busbw[k] = pn_sweep_busbw(rw->algbw[k], s->comm->nranks);
 	}
@@ -177,16 +220,18 @@ static int one_size(struct pn_sweep *s, struct pn_sweep_backend *be, int algo, s
 static int series(struct pn_sweep *s, struct pn_sweep_backend *be, int algo)
 {
 	struct pn_sweep_series sr = { .backend = be->name, .algo = be->ops->algo_name(algo) };
-	double sum = 0;
+	double sum = 0, *blk = calloc(2 * (size_t)pn_sweep_blocks(s), sizeof(double));
 	size_t i;
-	int ret;
+	int ret = 0;
 
+	if (!blk)
+		return pn_err(-ENOMEM, "out of memory");
 	if (s->sink.begin)
 		s->sink.begin(s->sink.arg, sr.backend, sr.algo);
 	for (i = 0; i < s->nsizes; i++) {
 		struct pn_sweep_row rw;
 
-		ret = one_size(s, be, algo, i, &rw);
+		ret = one_size(s, be, algo, i, &rw, blk);
 		s->wrong += rw.wrong[0] + rw.wrong[1];
 		sr.wrong += rw.wrong[0] + rw.wrong[1];
 		s->differ += rw.differ[0] + rw.differ[1];
@@ -196,9 +241,12 @@ static int series(struct pn_sweep *s, struct pn_sweep_backend *be, int algo)
 		if (!ret && s->sink.row)
 			ret = s->sink.row(s->sink.arg, &rw, i, s->nsizes);
 		if (ret)
-			return ret;
+			break;
 		sum += rw.busbw[0];
 	}
+	free(blk);
+	if (ret)
+		return ret;
 	sr.avg_busbw = s->nsizes ? sum / (double)s->nsizes : 0;
 	s->worst_avg = PN_MIN(s->worst_avg, sr.avg_busbw);
 	if (s->sink.end)
@@ -295,16 +343,21 @@ void pn_sweep_best(const struct pn_sweep *s, size_t *bytes, enum pn_algo *best)
 void pn_sweep_csv_header(FILE *f)
 {
 	fprintf(f, "algo,size,count,type,redop,oop_time_us,oop_algbw,oop_busbw,oop_wrong,"
-		   "ip_time_us,ip_algbw,ip_busbw,ip_wrong,backend,oop_differ,ip_differ\n");
+		   "ip_time_us,ip_algbw,ip_busbw,ip_wrong,backend,oop_differ,ip_differ,"
+		   "oop_time_min_us,oop_time_max_us,ip_time_min_us,ip_time_max_us,blocks,"
+		   "iters_per_block\n");
 }
 
 void pn_sweep_csv_row(FILE *f, const struct pn_sweep_row *rw, enum pn_dtype t, enum pn_redop op)
 {
-	fprintf(f, "%s,%zu,%zu,%s,%s,%.3f,%.4f,%.4f,%llu,%.3f,%.4f,%.4f,%llu,%s,%llu,%llu\n", rw->algo,
+	fprintf(f, "%s,%zu,%zu,%s,%s,%.3f,%.4f,%.4f,%llu,%.3f,%.4f,%.4f,%llu,%s,%llu,%llu,"
+		   "%.3f,%.3f,%.3f,%.3f,%d,%d\n", rw->algo,
 		rw->bytes, rw->count, pn_dtype_name(t), pn_redop_name(op), rw->time_us[0],
 		rw->algbw[0], rw->busbw[0], (unsigned long long)rw->wrong[0], rw->time_us[1],
 		rw->algbw[1], rw->busbw[1], (unsigned long long)rw->wrong[1], rw->backend,
-		(unsigned long long)rw->differ[0], (unsigned long long)rw->differ[1]);
+		(unsigned long long)rw->differ[0], (unsigned long long)rw->differ[1],
+		rw->time_min_us[0], rw->time_max_us[0], rw->time_min_us[1], rw->time_max_us[1],
+		rw->blocks, rw->calls);
 }
 
 void pn_sweep_backend_close(struct pn_sweep_backend *be)

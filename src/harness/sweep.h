@@ -2,10 +2,13 @@
 /*
  * The allreduce sweep behind `penny allreduce-test` (nccl-tests'
  * all_reduce_perf), written once for every backend.  For each algorithm of
- * a backend and each size, out of place then in place: fill, warm up, time,
- * then fresh data, a poisoned output, one more call and an exact check.
- * Over the ranks: time is the slowest rank's, wrong values are summed.
- * algbw = bytes / time, busbw = algbw * 2(n-1)/n (nccl-tests' allreduce).
+ * a backend and each size, out of place then in place: fill, warm up, time
+ * in blocks (base/timing.h: the one timing rule), then fresh data, a
+ * poisoned output, one more call and an exact check.  Each block's time is
+ * its time per call over the ranks (the slowest rank's, or as time_of
+ * says); a size's time is the median block, its fastest and slowest blocks
+ * kept; wrong values are summed over the ranks.  algbw = bytes / time,
+ * busbw = algbw * 2(n-1)/n (nccl-tests' allreduce).
  * A series (one backend, one algorithm) ends with its wrong values and its
  * average out-of-place busbw.
  *
@@ -34,7 +37,12 @@ struct pn_sweep_row {
 	char ran[24];		/* what ran (GPU auto: the plugin's choice at this size) */
 	int host_algo;		/* host rows: the enum pn_algo that ran (auto: its pick); -2 otherwise */
 	size_t bytes, count;
-	double time_us[2], algbw[2], busbw[2];
+	double time_us[2], algbw[2], busbw[2];	/* time: the median block */
+	double time_min_us[2], time_max_us[2];	/* the fastest and the slowest block */
+	int blocks, calls;	/* timed blocks, calls in each (0: not timed) */
+	/* each block's time over the ranks (blocks values) while the sink's
+	 * row() runs; NULL in the rows kept */
+	const double *block_us[2];
 	uint64_t wrong[2];
 	/* ranks whose checked output is not bit-identical to rank 0's
 	 * (pn_digest64 of the whole output); 0 without a check */
@@ -86,11 +94,13 @@ struct pn_sweep_ops {
 	/* what runs at this row's count: row->ran, row->host_algo */
 	int (*pick)(struct pn_sweep_backend *be, const struct pn_sweep *s, int algo,
 		    struct pn_sweep_row *row);
-	/* One size on this rank: the mean time of the timed calls (0 without
-	 * any) and the check's findings (wrong 0 without a check; the digest
-	 * of the checked output, pn_digest64 over its bytes). */
+	/* One size on this rank: after the warm-up, pn_sweep_blocks(s) blocks
+	 * of pn_sweep_calls(s, bytes) calls each (none when that is 0), each
+	 * block's time per call into block_us; and the check's findings
+	 * (wrong 0 without a check; the digest of the checked output,
+	 * pn_digest64 over its bytes). */
 	int (*run)(struct pn_sweep_backend *be, const struct pn_sweep *s, int algo, size_t bytes,
-		   int ip, uint64_t seed, double *time_us, struct pn_sweep_bad *bad);
+		   int ip, uint64_t seed, double *block_us, struct pn_sweep_bad *bad);
 	void (*close)(struct pn_sweep_backend *be);
 };
 
@@ -116,7 +126,11 @@ struct pn_sweep {
 	enum pn_redop op;
 	const uint64_t *sizes;
 	size_t nsizes;
-	int iters, warmup, check;
+	/* iters: the timed calls of a size, spread over the blocks (at least
+	 * one each); PN_TIMING_ITERS_AUTO: by size; 0: the check only.
+	 * blocks: timed blocks of a size (pn_sweep_init: PN_TIMING_BLOCKS).
+	 * warmup: untimed calls first */
+	int iters, blocks, warmup, check;
 	uint64_t seed;
 	int keep;		/* keep the rows (the presenting rank: plot, tuning, ratios) */
 	enum pn_sweep_time time_of; /* a size's time over the ranks */
@@ -137,8 +151,20 @@ int pn_sweep_sizes(uint64_t min, uint64_t max, uint64_t step, double factor, siz
 
 /* The time over n ranks' times t[0], t[stride bytes], ... as time_of says. */
 double pn_sweep_time_over(const double *t, size_t stride, int n, enum pn_sweep_time time_of);
-/* Set the results of s to none and time_of to its default; the other
- * inputs are the caller's. */
+/*
+ * The blocks over the ranks: rank r's block b is t[r * stride bytes + b];
+ * each block's time over the ranks (time_of) into per_block[b], and their
+ * median, fastest and slowest into st.
+ */
+struct pn_timing_stat;
+void pn_sweep_blocks_over(const double *t, size_t stride, int nranks, int nblocks,
+			  enum pn_sweep_time time_of, double *per_block, struct pn_timing_stat *st);
+/* The timed blocks of a size (s->blocks, PN_TIMING_BLOCKS when not set) and
+ * the calls in each (base/timing.h's rule on s->iters). */
+int pn_sweep_blocks(const struct pn_sweep *s);
+int pn_sweep_calls(const struct pn_sweep *s, size_t bytes);
+/* Set the results of s to none, time_of and blocks to their defaults; the
+ * other inputs are the caller's. */
 void pn_sweep_init(struct pn_sweep *s);
 /* Collective: every series of backend be.  0 or a negative errno (message
  * in pn_errmsg). */

@@ -159,28 +159,32 @@ static int output_digest(struct gpu *g, const void *dev, size_t bytes, uint64_t 
 }
 
 static int gpu_run(struct pn_sweep_backend *be, const struct pn_sweep *s, int algo, size_t bytes,
-		   int ip, uint64_t seed, double *time_us, struct pn_sweep_bad *bad)
+		   int ip, uint64_t seed, double *block_us, struct pn_sweep_bad *bad)
 {
 	struct gpu *g = (struct gpu *)be;
 	size_t es = pn_dtype_size(s->dtype), count = bytes / es;
 	void *send = ip ? g->rbuf : g->sbuf, *recv = g->rbuf;
-	struct penny_time_v1 t;
-	int ret;
+	int ret, calls = pn_sweep_calls(s, bytes);
+	struct penny_time_v2 t;
 
 	ret = pn_gpucoll_fill(g->gc, send, count, s->dtype, s->op, (uint32_t)seed);
-	if (!ret && s->iters > 0) {
+	if (!ret && calls > 0) {
+		/* the warm-up, the graph captured once (-G), then the blocks back
+		 * to back between events (penny_time_v2) */
 		memset(&t, 0, sizeof(t));
-		t.send = send;
-		t.recv = recv;
-		t.count = count;
-		t.dtype = (int)s->dtype;
-		t.op = (int)s->op;
-		t.algo = algo;
-		t.warmup = s->warmup;
-		t.iters = s->iters;
-		t.graph = g->graph;
+		t.size = sizeof(t);
+		t.t.send = send;
+		t.t.recv = recv;
+		t.t.count = count;
+		t.t.dtype = (int)s->dtype;
+		t.t.op = (int)s->op;
+		t.t.algo = algo;
+		t.t.warmup = s->warmup;
+		t.t.iters = calls;
+		t.t.graph = g->graph;
+		t.blocks = pn_sweep_blocks(s);
+		t.block_usec = block_us;
 		ret = pn_gpucoll_time(g->gc, &t);
-		*time_us = t.usec;
 	}
 	if (!ret && s->check) {
 		/* fresh data, a poisoned output, one more call, exact check */

@@ -48,15 +48,15 @@ static int host_pick(struct pn_sweep_backend *be, const struct pn_sweep *s, int 
 }
 
 static int host_run(struct pn_sweep_backend *be, const struct pn_sweep *s, int algo, size_t bytes,
-		    int ip, uint64_t seed, double *time_us, struct pn_sweep_bad *bad)
+		    int ip, uint64_t seed, double *block_us, struct pn_sweep_bad *bad)
 {
 	struct host *h = (struct host *)be;
 	struct pn_comm *c = h->coll->comm;
 	size_t count = bytes / pn_dtype_size(s->dtype);
 	void *send = ip ? h->rreg->ptr : h->sreg->ptr, *recv = h->rreg->ptr;
 	struct pn_reg *sreg = ip ? h->rreg : h->sreg;
+	int i, b, ret, calls = pn_sweep_calls(s, bytes), blocks = calls ? pn_sweep_blocks(s) : 0;
 	double t0;
-	int i, ret;
 
 	pn_testdata_fill(send, count, s->dtype, s->op, c->rank, seed);
 	/* align the ranks: the rendezvous barrier leaves them microseconds
@@ -69,13 +69,18 @@ static int host_run(struct pn_sweep_backend *be, const struct pn_sweep *s, int a
 		ret = pn_comm_local_barrier(c);
 	if (ret)
 		return ret;
-	t0 = pn_now();
-	for (i = 0; i < s->iters; i++) {
-		ret = pn_allreduce(h->coll, send, recv, count, s->dtype, s->op, algo, sreg, h->rreg);
-		if (ret)
-			return ret;
+	/* the timed blocks back to back: the calls' own rendezvous keeps the
+	 * ranks together */
+	for (b = 0; b < blocks; b++) {
+		t0 = pn_now();
+		for (i = 0; i < calls; i++) {
+			ret = pn_allreduce(h->coll, send, recv, count, s->dtype, s->op, algo, sreg,
+					   h->rreg);
+			if (ret)
+				return ret;
+		}
+		block_us[b] = (pn_now() - t0) / calls * 1e6;
 	}
-	*time_us = s->iters ? (pn_now() - t0) / s->iters * 1e6 : 0;
 	if (s->check) {
 		/* fresh data, a poisoned output, one more run, exact check */
 		pn_testdata_fill(send, count, s->dtype, s->op, c->rank, seed + 1);

@@ -112,7 +112,7 @@ test_expect_success 'a server of bw protocol 1 (raw host struct hello): one line
 	# the fake server may not listen yet: the client says once that it retries
 	grep -v "refused the connection; retrying" err >err1
 	cat err && test "$WITHIN_RC" = 2 && test "$(wc -l <err1)" = 1 &&
-	grep -q "^penny bw: peer 127.0.0.1 speaks bw protocol 1, this penny speaks 2: run the same penny version on both ends$" err
+	grep -q "^penny bw: peer 127.0.0.1 speaks bw protocol 1, this penny speaks 3: run the same penny version on both ends$" err
 '
 test_expect_success 'a refused client says it retries, and could not run (exit 2) at the timeout' '
 	p=$(free_port) && t0=$(date +%s) &&

@@ -85,8 +85,9 @@ test_expect_success 'JSON: rows carry the backend and algorithm; ratios; devices
 test_expect_success 'CSV has a backend column, the plot a series per backend and algorithm' '
 	penny allreduce-test --np 2 --backend host,fake -b 1K -e 4K -f 2 -n 2 --csv rows.csv \
 		--plot ar.svg >/dev/null &&
-	head -1 rows.csv | grep -q "^algo,size,count,.*,ip_wrong,backend,oop_differ,ip_differ$" &&
-	test "$(grep -c ",fake,0,0$" rows.csv)" -eq 3 && test "$(grep -c ",host,0,0$" rows.csv)" -eq 3 &&
+	head -1 rows.csv | grep -q "^algo,size,count,.*,ip_wrong,backend,oop_differ,ip_differ,oop_time_min_us," &&
+	test "$(grep -c ",fake,0,0,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,5,1$" rows.csv)" -eq 3 &&
+	test "$(grep -c ",host,0,0,[0-9.]*,[0-9.]*,[0-9.]*,[0-9.]*,5,1$" rows.csv)" -eq 3 &&
 	grep -q "auto (fake)" ar.svg && grep -q "auto (host)" ar.svg
 '
 test_expect_success '--backend repeated is the same list' '

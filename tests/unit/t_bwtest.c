@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The pure parts of src/harness/bwtest.c: percentiles, the peak window, the check
+/* The pure parts of src/harness/bwtest.c: percentiles, the timed blocks, the check
  * that both sides of penny bw agree; of bwrun.c: the link's use, how a job's
  * ranks pair up and a pair's link as rank 0 shows it. */
 #include "unit.h"
@@ -40,26 +40,61 @@ TEST(percentiles_nearest_rank)
 	CHECK(out[0] == 0 && out[5] == 0 && out[6] == 0);
 }
 
-TEST(peak_is_the_best_window)
+/* Completions of 1e9 bytes each at times t[0..n) from 0: the row's blocks. */
+static void blocks_of(const double *t, int n, uint64_t iters, double dur, int step,
+		      struct pn_bw_row *row)
 {
-	/* start at 0, then 10 completions 1 s apart, then 10 in 0.1 s steps */
-	double t[21];
+	struct pn_bw_blocks b;
 	int i;
 
-	t[0] = 0;
-	for (i = 1; i <= 10; i++)
-		t[i] = i;
-	for (i = 11; i <= 20; i++)
-		t[i] = 10 + (i - 10) * 0.1;
-	/* 1e9 bytes each: window of 5 in the fast part = 5 * 8 Gbit / 0.5 s */
-	CHECK(fabs(pn_bw_peak(t, 21, 5, 1e9) - 80) < 1e-6);
-	/* one window over everything = the average */
-	CHECK(fabs(pn_bw_peak(t, 21, 20, 1e9) - 20 * 8 / 11.0) < 1e-6);
-	/* too few completions for a window */
-	CHECK(pn_bw_peak(t, 3, 5, 1e9) == 0);
-	/* bursts with equal times do not make an infinite peak */
-	t[2] = t[1];
-	CHECK(isfinite(pn_bw_peak(t, 21, 1, 1e9)));
+	memset(row, 0, sizeof(*row));
+	row->avg_gbps = 12345;
+	pn_bw_blocks_start(&b, iters, dur, 0, 1e9);
+	for (i = step - 1; i < n; i += step)
+		pn_bw_blocks_push(&b, (uint64_t)i + 1, t[i]);
+	pn_bw_blocks_end(&b, (uint64_t)n, t[n - 1], row);
+}
+
+TEST(peak_is_the_best_block_median_and_min_kept)
+{
+	/* 100 completions: 1 s apart, but the 3rd fifth 10 times faster */
+	double t[100], now = 0;
+	struct pn_bw_row r;
+	int i;
+
+	for (i = 0; i < 100; i++)
+		t[i] = now += i >= 40 && i < 60 ? 0.1 : 1;
+	blocks_of(t, 100, 100, 0, 1, &r);
+	CHECK_EQ_INT(r.nblocks, 5);
+	/* 20 completions of 8 Gbit a block: 8 Gb/s, the fast one 80 */
+	CHECK(fabs(r.block_gbps[0] - 8) < 1e-9 && fabs(r.block_gbps[2] - 80) < 1e-6);
+	CHECK(fabs(r.peak_gbps - 80) < 1e-6 && fabs(r.block_median_gbps - 8) < 1e-9 &&
+	      fabs(r.block_min_gbps - 8) < 1e-9);
+	/* completions in bursts of 7 (CQ moderation): the blocks still cover
+	 * every completion once, each closed where its burst ended */
+	blocks_of(t, 100, 100, 0, 7, &r);
+	CHECK(r.nblocks >= 4 && r.nblocks <= 5);
+	CHECK(r.peak_gbps > 8 && r.block_min_gbps > 0 && isfinite(r.peak_gbps));
+	/* by time: a 100 s run in 5 blocks of 20 s */
+	for (i = 0; i < 100; i++)
+		t[i] = i + 1;
+	blocks_of(t, 100, 0, 100, 1, &r);
+	CHECK_EQ_INT(r.nblocks, 5);
+	CHECK(fabs(r.block_median_gbps - 8) < 1e-9 && fabs(r.peak_gbps - 8) < 1e-9);
+	/* one completion: no block closes before the end, which closes one */
+	blocks_of(t, 1, 1, 0, 1, &r);
+	CHECK_EQ_INT(r.nblocks, 1);
+	CHECK(fabs(r.peak_gbps - 8) < 1e-9);
+	/* nothing completed: no blocks, the peak is the average */
+	{
+		struct pn_bw_blocks b;
+
+		memset(&r, 0, sizeof(r));
+		r.avg_gbps = 3;
+		pn_bw_blocks_start(&b, 10, 0, 0, 1e9);
+		pn_bw_blocks_end(&b, 0, 1, &r);
+		CHECK(r.nblocks == 0 && r.peak_gbps == 3);
+	}
 }
 
 TEST(sides_must_agree)
@@ -97,9 +132,11 @@ TEST(buffer_and_sum)
 {
 	struct pn_bw_cfg c;
 	struct pn_bw_row x = { .iters = 10, .seconds = 2, .peak_gbps = 5, .avg_gbps = 4,
-			       .msg_rate_mpps = 1 };
+			       .msg_rate_mpps = 1, .nblocks = 2, .block_gbps = { 1, 2 },
+			       .block_median_gbps = 1.5, .block_min_gbps = 1 };
 	struct pn_bw_row y = { .iters = 10, .seconds = 3, .peak_gbps = 6, .avg_gbps = 3,
-			       .msg_rate_mpps = 2 };
+			       .msg_rate_mpps = 2, .nblocks = 3, .block_gbps = { 10, 20, 30 },
+			       .block_median_gbps = 20, .block_min_gbps = 10 };
 
 	pn_bw_cfg_init(&c);
 	c.sizes[c.nsizes++] = 4096;
@@ -110,6 +147,9 @@ TEST(buffer_and_sum)
 	pn_bw_row_add(&x, &y);
 	CHECK_EQ_INT(x.iters, 20);
 	CHECK(x.avg_gbps == 7 && x.peak_gbps == 11 && x.msg_rate_mpps == 3 && x.seconds == 3);
+	/* the directions' blocks added in order, as many as both have */
+	CHECK(x.nblocks == 2 && x.block_gbps[0] == 11 && x.block_gbps[1] == 22);
+	CHECK(x.block_median_gbps == 21.5 && x.block_min_gbps == 11);
 }
 
 /* A peer's hello: only a whole, well-formed frame of this version is used. */
@@ -138,7 +178,8 @@ TEST(hello_from_the_peer)
 	CHECK(!memcmp(&h, &in, sizeof(h))); /* every field comes back */
 	/* explicit byte order: the magic "PBWO" and version 2, little-endian */
 	pn_bw_hello_encode(&in, w);
-	CHECK(w[0] == 0x4f && w[1] == 0x57 && w[2] == 0x42 && w[3] == 0x50 && w[4] == 2 && !w[5]);
+	CHECK(w[0] == 0x4f && w[1] == 0x57 && w[2] == 0x42 && w[3] == 0x50 &&
+	      w[4] == PN_BW_PROTO_VERSION && !w[5]);
 	CHECK_EQ_INT(decode(&h, &in, PN_BW_HELLO_LEN - 1), -EPROTO);
 	w[0] ^= 1;
 	CHECK_EQ_INT(pn_bw_hello_decode(&h, w, sizeof(w)), -EPROTO);
@@ -148,7 +189,7 @@ TEST(hello_from_the_peer)
 	/* another version is a penny bw, not a stranger: named as such */
 	w[4] = 1;
 	CHECK_EQ_INT(pn_bw_hello_check(w, 6), -EPROTONOSUPPORT);
-	CHECK(strstr(pn_errmsg(-EPROTONOSUPPORT), "hello version 1; this penny speaks bw protocol 2") != NULL);
+	CHECK(strstr(pn_errmsg(-EPROTONOSUPPORT), "hello version 1; this penny speaks bw protocol 3") != NULL);
 	/* what rank 0 would print or index: more rails than there are, a host without its NUL */
 	in.nrails = PN_BW_MAX_RAILS + 1;
 	CHECK_EQ_INT(decode(&h, &in, PN_BW_HELLO_LEN), -EPROTO);
@@ -269,7 +310,7 @@ TEST(link_use_and_pairs)
 int main(void)
 {
 	RUN(percentiles_nearest_rank);
-	RUN(peak_is_the_best_window);
+	RUN(peak_is_the_best_block_median_and_min_kept);
 	RUN(sides_must_agree);
 	RUN(buffer_and_sum);
 	RUN(hello_from_the_peer);

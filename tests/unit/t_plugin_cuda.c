@@ -17,6 +17,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <math.h>
 
 static const char img[] = "fatbin";
 static const struct pn_cuda_images images = {
@@ -310,7 +311,7 @@ static void do_call(struct fake_world *w, int r)
 	d = c->inplace ? s : (char *)bufs[r][1] + c->offset * penny_data_size(c->dtype);
 	rets[r] = pn_cuda_allreduce(be[r], s, d, c->count, c->dtype, PENNY_SUM, c->algo);
 	if (!rets[r])
-		rets[r] = pn_cuda_sync(be[r]);
+		rets[r] = pn_gpu_be_sync(be[r]);
 	snprintf(msgs[r], sizeof(msgs[r]), "%s", pn_plugin_errmsg());
 }
 
@@ -468,7 +469,7 @@ static void do_time(struct fake_world *w, int r)
 	t.iters = 25;
 	t.graph = 10;
 	w->rank[r].nlaunch = 0;
-	rets[r] = pn_cuda_time(be[r], &t);
+	rets[r] = pn_gpu_be_time(be[r], &t);
 	/* 3 warm-up launches, 10 captured, 3 graph replays (30 calls) + 1 warm */
 	if (!rets[r] && (w->rank[r].nlaunch != 3 || w->rank[r].ncaptured != 10 ||
 			 w->rank[r].graph_launches != 4 || t.iters_run != 30 || t.usec <= 0))
@@ -476,9 +477,53 @@ static void do_time(struct fake_world *w, int r)
 	if (!rets[r]) {
 		t.graph = 0;
 		w->rank[r].nlaunch = 0;
-		rets[r] = pn_cuda_time(be[r], &t);
+		rets[r] = pn_gpu_be_time(be[r], &t);
 		if (!rets[r] && (w->rank[r].nlaunch != 28 || t.iters_run != 25))
 			rets[r] = -2000;
+	}
+	if (!rets[r]) {
+		/* blocks (time2): one warm-up and one capture, then 5 blocks of 3
+		 * replays (30 calls) each; each block timed on its own events */
+		struct penny_time_v2 t2;
+		double blk[5] = { 0 };
+
+		memset(&t2, 0, sizeof(t2));
+		t2.size = sizeof(t2);
+		t2.t = t;
+		t2.t.graph = 10;
+		t2.blocks = 5;
+		t2.block_usec = blk;
+		w->rank[r].nlaunch = w->rank[r].ncaptured = w->rank[r].graph_launches = 0;
+		rets[r] = pn_gpu_be_time2(be[r], &t2);
+		if (!rets[r] && (w->rank[r].nlaunch != 3 || w->rank[r].ncaptured != 10 ||
+				 w->rank[r].graph_launches != 1 + 5 * 3 || t2.blocks_run != 5 ||
+				 t2.t.iters_run != 30 || blk[0] <= 0 || blk[4] != blk[0] ||
+				 fabs(t2.t.usec - blk[0]) > 1e-9))
+			rets[r] = -3000;
+		/* without graphs: 3 warm-up calls, then 5 blocks of 25 */
+		t2.t.graph = 0;
+		w->rank[r].nlaunch = 0;
+		if (!rets[r])
+			rets[r] = pn_gpu_be_time2(be[r], &t2);
+		if (!rets[r] && (w->rank[r].nlaunch != 3 + 5 * 25 || t2.blocks_run != 5))
+			rets[r] = -4000;
+		/* the caller of an older header (no blocks): one block, blocks_run untouched */
+		t2.size = (uint32_t)PENNY_TIME_V2_MIN_SIZE;
+		t2.blocks_run = 7;
+		w->rank[r].nlaunch = 0;
+		if (!rets[r])
+			rets[r] = pn_gpu_be_time2(be[r], &t2);
+		if (!rets[r] && (w->rank[r].nlaunch != 28 || t2.blocks_run != 7))
+			rets[r] = -5000;
+		/* more blocks than the ABI allows, or no room for them */
+		t2.size = sizeof(t2);
+		t2.blocks = PENNY_TIME_MAX_BLOCKS + 1;
+		if (!rets[r] && pn_gpu_be_time2(be[r], &t2) != -EINVAL)
+			rets[r] = -6000;
+		t2.blocks = 5;
+		t2.block_usec = NULL;
+		if (!rets[r] && pn_gpu_be_time2(be[r], &t2) != -EINVAL)
+			rets[r] = -7000;
 	}
 	snprintf(msgs[r], sizeof(msgs[r]), "%s", pn_plugin_errmsg());
 }
@@ -510,12 +555,12 @@ TEST(errors_the_kernels_record_come_out_at_sync)
 	err = (uint32_t *)(uintptr_t)(((struct pn_cuda *)be[0])->ws->base + PN_WS_COUNTERS) + PN_CNT_ERR;
 	err[0] = PN_ERR_TIMEOUT;
 	err[1] = 1;
-	CHECK_EQ_INT(pn_cuda_sync(be[0]), -ETIMEDOUT);
+	CHECK_EQ_INT(pn_gpu_be_sync(be[0]), -ETIMEDOUT);
 	CHECK_STR(pn_plugin_errmsg(), "allreduce on rank 0 timed out waiting for rank 1");
-	CHECK_EQ_INT(pn_cuda_sync(be[0]), 0); /* reported once */
+	CHECK_EQ_INT(pn_gpu_be_sync(be[0]), 0); /* reported once */
 	err[0] = PN_ERR_DESC;
 	err[1] = 1;
-	CHECK_EQ_INT(pn_cuda_sync(be[0]), -EINVAL);
+	CHECK_EQ_INT(pn_gpu_be_sync(be[0]), -EINVAL);
 	CHECK(strstr(pn_plugin_errmsg(), "buffers differ between ranks") != NULL);
 	fake_run(&w, do_fini);
 	fake_world_free(&w);
@@ -669,7 +714,7 @@ static void do_allgather(struct fake_world *w, int r)
 		memset(dst, 0xff, bytes * n);
 		for (int i = 0; i < AG_COUNT; i++)
 			src[i] = r * 1e6 + i + mode * 0.5;
-		if (pn_cuda_allgather(be[r], src, dst, AG_COUNT, PENNY_DOUBLE) || pn_cuda_sync(be[r])) {
+		if (pn_cuda_allgather(be[r], src, dst, AG_COUNT, PENNY_DOUBLE) || pn_gpu_be_sync(be[r])) {
 			snprintf(msgs[r], sizeof(msgs[r]), "%s", pn_plugin_errmsg());
 			return;
 		}
@@ -708,7 +753,7 @@ static void do_htod_then_allgather(struct fake_world *w, int r)
 		h[i] = r * 1e6 + i;
 	if (pn_gpu_be_memcpy(be[r], reg + (size_t)r * AG_COUNT, h, bytes, PENNY_H2D) ||
 	    pn_cuda_allgather(be[r], reg + (size_t)r * AG_COUNT, reg, AG_COUNT, PENNY_DOUBLE) ||
-	    pn_cuda_sync(be[r])) {
+	    pn_gpu_be_sync(be[r])) {
 		snprintf(msgs[r], sizeof(msgs[r]), "%s", pn_plugin_errmsg());
 		free(h);
 		return;

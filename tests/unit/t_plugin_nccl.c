@@ -281,7 +281,7 @@ static void do_calls(struct fake_world *w, int r)
 	t.iters = 10;
 	t.graph = 5;
 	nr[r].ar_calls = 0;
-	if (pn_nccl_time(be[r], &t) || nr[r].ar_calls != 7 || t.iters_run != 10 ||
+	if (pn_gpu_be_time(be[r], &t) || nr[r].ar_calls != 7 || t.iters_run != 10 ||
 	    w->rank[r].graph_launches != 3)
 		return;
 	/* time2: the same, and the caller's time per call; a short struct is refused */
@@ -289,14 +289,14 @@ static void do_calls(struct fake_world *w, int r)
 		struct penny_time_v2 t2;
 
 		memset(&t2, 0, sizeof(t2));
-		t2.size = sizeof(t2) - 8;
+		t2.size = PENNY_TIME_V2_MIN_SIZE - 8;
 		t2.t = t;
 		t2.host_usec = -1;
-		if (pn_nccl_time2(be[r], &t2) != -EINVAL || t2.host_usec != -1)
+		if (pn_gpu_be_time2(be[r], &t2) != -EINVAL || t2.host_usec != -1)
 			return;
 		t2.size = sizeof(t2);
 		t2.t.iters_run = 0;
-		if (pn_nccl_time2(be[r], &t2) || t2.t.iters_run != 10 || !(t2.host_usec >= 0))
+		if (pn_gpu_be_time2(be[r], &t2) || t2.t.iters_run != 10 || !(t2.host_usec >= 0))
 			return;
 	}
 	/* NCCL's errors carry its own words */
@@ -307,10 +307,10 @@ static void do_calls(struct fake_world *w, int r)
 		return;
 	nr[r].fail_allreduce = 0;
 	nr[r].async_error = 6;
-	if (pn_nccl_sync(be[r]) != -EIO)
+	if (pn_gpu_be_sync(be[r]) != -EIO)
 		return;
 	nr[r].async_error = 0;
-	if (pn_nccl_sync(be[r]))
+	if (pn_gpu_be_sync(be[r]))
 		return;
 	/* all-gather: NCCL's, on the same stream, NCCL's type enum */
 	if (pn_nccl_allgather(be[r], (char *)d + 8 * r, d, 4, PENNY_DOUBLE) || nr[r].ag_calls != 1 ||

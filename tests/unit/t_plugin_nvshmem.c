@@ -295,7 +295,7 @@ static void do_call(struct fake_world *w, int r)
 	if (!rets[r])
 		rets[r] = pn_nv_allreduce(c, s, d, call_count, call_dtype, PENNY_SUM, call_algo);
 	if (!rets[r])
-		rets[r] = pn_nv_sync(c);
+		rets[r] = pn_gpu_be_sync(c);
 	/* check each launch here, on this rank's thread */
 	for (int i = 0; i < me()->nlaunch && !rets[r]; i++) {
 		const struct pn_nv_args *a = &nv_args[i];
@@ -448,7 +448,7 @@ static void do_rings(struct fake_world *w, int r)
 	if (!rets[r])
 		rets[r] = pn_nv_allreduce(be[r], s, s, 1000, PENNY_FLOAT, PENNY_SUM, PENNY_ALGO_RING);
 	if (!rets[r])
-		rets[r] = pn_nv_sync(be[r]);
+		rets[r] = pn_gpu_be_sync(be[r]);
 	rings_seen[r] = me()->nlaunch == 1 ? nv_args[0].nrings + (nv_args[0].rings ? 100 : 0) : -1;
 	pn_nv_free(be[r], s);
 	pn_nv_fini(be[r]);

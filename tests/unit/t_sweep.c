@@ -9,6 +9,7 @@
 #include "unit.h"
 
 #include "harness/sweep.h"
+#include "base/timing.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -135,6 +136,62 @@ TEST(the_time_over_the_ranks_as_nccl_tests_average_says)
 	CHECK(pn_sweep_time_over(t, stride, 1, PN_SWEEP_TIME_MIN) == 4);
 }
 
+/*
+ * Blocks x ranks: each block's time over the ranks first (as -a says), then
+ * the median, fastest and slowest of the blocks.  Rank r's 5 blocks are a
+ * row of t; rank 2 stalls in block 3.
+ */
+TEST(the_blocks_over_the_ranks_then_their_median)
+{
+	const double t[3][5] = {
+		{ 10, 11, 12, 10, 11 },
+		{ 12, 10, 11, 11, 10 },
+		{ 11, 12, 10, 900, 12 },
+	};
+	double per[5];
+	struct pn_timing_stat st;
+
+	pn_sweep_blocks_over(&t[0][0], sizeof(t[0]), 3, 5, PN_SWEEP_TIME_MAX, per, &st);
+	CHECK(per[0] == 12 && per[1] == 12 && per[2] == 12 && per[3] == 900 && per[4] == 12);
+	CHECK(st.median == 12 && st.min == 12 && st.max == 900);
+	pn_sweep_blocks_over(&t[0][0], sizeof(t[0]), 3, 5, PN_SWEEP_TIME_MIN, per, &st);
+	CHECK(per[3] == 10 && st.median == 10 && st.max == 10 && st.min == 10);
+	pn_sweep_blocks_over(&t[0][0], sizeof(t[0]), 3, 5, PN_SWEEP_TIME_RANK0, per, &st);
+	CHECK(st.median == 11 && st.min == 10 && st.max == 12);
+	pn_sweep_blocks_over(&t[0][0], sizeof(t[0]), 3, 5, PN_SWEEP_TIME_MEAN, per, &st);
+	CHECK(fabs(per[3] - 307) < 1e-9 && fabs(st.median - 11) < 1e-9 && st.max == per[3]);
+	/* one rank: its own blocks */
+	pn_sweep_blocks_over(&t[2][0], sizeof(t[2]), 1, 5, PN_SWEEP_TIME_MAX, per, &st);
+	CHECK(st.median == 12 && st.max == 900);
+	/* nothing timed (-n 0) */
+	pn_sweep_blocks_over(&t[0][0], sizeof(t[0]), 3, 0, PN_SWEEP_TIME_MAX, per, &st);
+	CHECK(st.median == 0 && st.max == 0);
+}
+
+/* The sweep's blocks and the calls in each, from its iters and blocks. */
+TEST(blocks_and_calls_of_a_sweep)
+{
+	struct pn_sweep s;
+
+	memset(&s, 0, sizeof(s));
+	pn_sweep_init(&s);
+	CHECK_EQ_INT(pn_sweep_blocks(&s), 5);
+	s.iters = PN_TIMING_ITERS_AUTO;
+	CHECK_EQ_INT(pn_sweep_calls(&s, 8), 32);
+	CHECK_EQ_INT(pn_sweep_calls(&s, 128u << 20), 2);
+	s.iters = 20;
+	CHECK_EQ_INT(pn_sweep_calls(&s, 128u << 20), 4);
+	s.blocks = 7;
+	CHECK_EQ_INT(pn_sweep_blocks(&s), 7);
+	CHECK_EQ_INT(pn_sweep_calls(&s, 8), 3);
+	s.blocks = 0; /* not set: the default */
+	CHECK_EQ_INT(pn_sweep_blocks(&s), 5);
+	s.blocks = 1000000;
+	CHECK_EQ_INT(pn_sweep_blocks(&s), PN_TIMING_MAX_BLOCKS);
+	s.iters = 0;
+	CHECK_EQ_INT(pn_sweep_calls(&s, 8), 0);
+}
+
 int main(void)
 {
 	RUN(the_reference_is_nccls_fastest_algorithm_at_each_size);
@@ -142,5 +199,7 @@ int main(void)
 	RUN(ratio_rows_each_series_against_the_reference);
 	RUN(the_verdict_rule);
 	RUN(the_time_over_the_ranks_as_nccl_tests_average_says);
+	RUN(the_blocks_over_the_ranks_then_their_median);
+	RUN(blocks_and_calls_of_a_sweep);
 	return unit_done();
 }
