@@ -6,6 +6,8 @@
 
 #include "base/log.h"
 #include "base/util.h"
+#include "engine/nodeseg.h"
+#include "node/sysfs.h"
 #include "penny_plugin.h"
 
 #include <errno.h>
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -74,7 +77,13 @@ struct xpeer {
 	/* shm */
 	char *box;		/* the peer's inbox, mapped */
 	uint64_t schunk;	/* chunks put into its inbox */
-	int pid;		/* on this host: its process (> 0), watched */
+};
+
+/* A rank of the job on this host, watched: gone, or stopped too long. */
+struct xlocal {
+	int rank, pid;
+	unsigned long long start;	/* its start time: a pid used again is not it */
+	double stopped;			/* since when it is seen stopped; 0: it is not */
 };
 
 struct pn_xproxy;
@@ -107,6 +116,12 @@ struct pn_xproxy {
 	int claimed;		/* a thread is writing msg (atomic) */
 	int err;
 	char msg[256];
+	int echo;		/* the failure is a peer's going: maybe another's echo */
+	int told;		/* main thread: explained and told to the job */
+	struct pn_comm *c;	/* main thread only (pn_xproxy_error) */
+	const char **host;	/* [nranks]: names, read-only after the rendezvous */
+	struct xlocal *local;	/* the job's other ranks on this host */
+	int nlocal;
 	int oversubscribed;	/* more local ranks than cores: yield while spinning */
 	uint64_t hot_until;	/* pn_now_ns() until which the threads never nap (atomic) */
 	int warm;		/* tcp: the sockets' warm-up runs (until every lane is done) */
@@ -182,21 +197,42 @@ static int slot_free(const struct pn_xproxy *p, struct penny_xin_slot *s, uint64
 }
 
 /* The thread gives up: the kernels' waits end, the caller hears why. */
+static int thread_failv(struct pn_xproxy *p, int echo, int err, const char *fmt, va_list ap)
+{
+	/* both threads may fail at once: the first one tells */
+	if (__atomic_exchange_n(&p->claimed, 1, __ATOMIC_ACQ_REL))
+		return err;
+	vsnprintf(p->msg, sizeof(p->msg), fmt, ap);
+	p->err = err;
+	p->echo = echo;
+	st_rel(&((struct penny_xctl *)p->out)->abort, 1);
+	__atomic_store_n(&p->failed, 1, __ATOMIC_RELEASE);
+	return err;
+}
+
 static int thread_fail(struct pn_xproxy *p, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static int thread_fail(struct pn_xproxy *p, int err, const char *fmt, ...)
 {
 	va_list ap;
 
-	/* both threads may fail at once: the first one tells */
-	if (__atomic_exchange_n(&p->claimed, 1, __ATOMIC_ACQ_REL))
-		return err;
 	va_start(ap, fmt);
-	vsnprintf(p->msg, sizeof(p->msg), fmt, ap);
+	err = thread_failv(p, 0, err, fmt, ap);
 	va_end(ap);
-	p->err = err;
-	st_rel(&((struct penny_xctl *)p->out)->abort, 1);
-	__atomic_store_n(&p->failed, 1, __ATOMIC_RELEASE);
+	return err;
+}
+
+/* A peer went (its socket closed): it may have gone for another's reason,
+ * which pn_xproxy_error looks for before it blames the peer. */
+static int thread_gone(struct pn_xproxy *p, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int thread_gone(struct pn_xproxy *p, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	err = thread_failv(p, 1, err, fmt, ap);
+	va_end(ap);
 	return err;
 }
 
@@ -223,7 +259,8 @@ static int tcp_send(struct pn_xproxy *p, struct xpeer *x, int j, uint64_t t, uin
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EINTR)
 			return 0;
-		return thread_fail(p, -EPIPE, "cross-node proxy: sending to rank %d: %s", x->rank,
+		return thread_gone(p, -EPIPE, "cross-node proxy: sending to rank %d (host %s): %s "
+				   "(the rank failed or was killed?)", x->rank, p->host[x->rank],
 				   strerror(errno));
 	}
 	l->woff += (size_t)n;
@@ -291,13 +328,15 @@ static int tcp_recv(struct pn_xproxy *p, struct xpeer *x, int j)
 			     left, 0);
 	}
 	if (n == 0)
-		return thread_fail(p, -EPIPE, "cross-node proxy: rank %d closed its connection "
-					      "(the rank failed or was killed)", x->rank);
+		return thread_gone(p, -EPIPE, "cross-node proxy: rank %d (host %s) closed its "
+					      "connection (the rank failed or was killed)", x->rank,
+				   p->host[x->rank]);
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EINTR)
 			return 0;
-		return thread_fail(p, -EPIPE, "cross-node proxy: receiving from rank %d: %s (the "
-					      "rank failed or was killed?)", x->rank, strerror(errno));
+		return thread_gone(p, -EPIPE, "cross-node proxy: receiving from rank %d (host %s): "
+					      "%s (the rank failed or was killed?)", x->rank,
+				   p->host[x->rank], strerror(errno));
 	}
 	l->rgot += (size_t)n;
 	if (l->rgot == sizeof(l->rw) && l->rw.chunk == XWARM_CHUNK && !l->rw.len &&
@@ -322,16 +361,75 @@ static int tcp_recv(struct pn_xproxy *p, struct xpeer *x, int j)
 	return 1;
 }
 
-/* A peer on this host whose process is gone (no socket tells us with shm). */
+/* /proc/PID/stat of a process: its state letter and start time; -errno. */
+static int proc_stat(int pid, char *state, unsigned long long *start)
+{
+	char buf[1024], *s;
+	int n = pn_sys_read(buf, sizeof(buf), "/proc/%d/stat", pid), i;
+
+	if (n < 0)
+		return n;
+	/* "PID (COMM) S f4 ... f22": COMM may hold anything, so from its last ')' */
+	s = strrchr(buf, ')');
+	if (!s || s[1] != ' ' || !s[2])
+		return -EINVAL;
+	*state = s[2];
+	for (s += 2, i = 3; i < 22 && s; i++) {
+		s = strchr(s, ' ');
+		s = s ? s + 1 : NULL;
+	}
+	if (!s)
+		return -EINVAL;
+	*start = strtoull(s, NULL, 10);
+	return 0;
+}
+
+/*
+ * The job's other ranks on this host: one that is gone, or stopped
+ * (SIGSTOP, a debugger) for nearly the timeout, is named before the
+ * waits on it end in "timed out" somewhere else, as the host engine names
+ * them.  Stopped is read from /proc on the live system only.
+ */
+static int locals_alive(struct pn_xproxy *p)
+{
+	double now = pn_now(), limit = p->cfg.timeout > 2 ? p->cfg.timeout - 1 : p->cfg.timeout / 2;
+	int i, live = pn_sysfs_is_live();
+
+	for (i = 0; i < p->nlocal; i++) {
+		struct xlocal *l = &p->local[i];
+		unsigned long long start = 0;
+		char st = 0;
+		int gone = kill(l->pid, 0) && errno == ESRCH;
+
+		if (!gone && live && !proc_stat(l->pid, &st, &start)) {
+			gone = st == 'Z' || st == 'X' || (l->start && start != l->start);
+			if (st != 'T' && st != 't')
+				l->stopped = 0;
+			else if (!l->stopped)
+				l->stopped = now;
+			else if (now - l->stopped >= limit)
+				return thread_fail(p, -ETIMEDOUT, "cross-node proxy: rank %d (host %s, "
+							  "pid %d) has been stopped for %.0f s (SIGSTOP "
+							  "or a debugger): the others cannot go on "
+							  "without it", l->rank, p->host[l->rank], l->pid,
+						   now - l->stopped);
+		}
+		/* one that failed tells why before it goes: pn_xproxy_error looks */
+		if (gone)
+			return thread_gone(p, -EPIPE, "cross-node proxy: rank %d (host %s, pid %d) is "
+						      "gone (it failed or was killed)", l->rank,
+					   p->host[l->rank], l->pid);
+	}
+	return 0;
+}
+
+/* The job's ranks on this host and the peers' sockets: one that went. */
 static int peers_alive(struct pn_xproxy *p)
 {
 	int q;
 
-	for (q = 0; q < p->cfg.nnodes; q++)
-		if (q != p->cfg.me && p->peers[q].pid > 0 && kill(p->peers[q].pid, 0) && errno == ESRCH)
-			return thread_fail(p, -EPIPE, "cross-node proxy: rank %d (pid %d on this host) "
-						      "is gone (it failed or was killed)",
-					   p->peers[q].rank, p->peers[q].pid);
+	if (locals_alive(p))
+		return -EPIPE;
 	/* verbs: nothing travels on the peers' sockets, so one that ends is a peer gone */
 	for (q = 0; p->xv && q < p->cfg.nnodes; q++) {
 		struct pollfd pfd = { .fd = p->peers[q].lane[0].fd, .events = POLLIN };
@@ -341,9 +439,9 @@ static int peers_alive(struct pn_xproxy *p)
 			continue;
 		if (recv(pfd.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0 ||
 		    (pfd.revents & (POLLERR | POLLHUP)))
-			return thread_fail(p, -EPIPE, "cross-node proxy: rank %d closed its connection "
-						      "(the rank failed or was killed)",
-					   p->peers[q].rank);
+			return thread_gone(p, -EPIPE, "cross-node proxy: rank %d (host %s) closed its "
+						      "connection (the rank failed or was killed)",
+					   p->peers[q].rank, p->host[p->peers[q].rank]);
 	}
 	return 0;
 }
@@ -464,6 +562,21 @@ static int busy(const struct pn_xproxy *p, const struct xrole *x)
 	return 0;
 }
 
+/* The rank a stalled role waits on: a sender's first peer still to take
+ * the chunk, a receiver's first peer in the middle of one; -1 none. */
+static int stalled_on(const struct pn_xproxy *p, const struct xrole *x)
+{
+	int q;
+
+	for (q = 0; q < p->cfg.nnodes; q++) {
+		if (q == p->cfg.me)
+			continue;
+		if (x->recv ? p->peers[q].lane[x->lane].rgot != 0 : (x->pending >> q & 1))
+			return p->peers[q].rank;
+	}
+	return -1;
+}
+
 static void *thread_main(void *arg)
 {
 	struct xrole *x = arg;
@@ -508,11 +621,19 @@ static void *thread_main(void *arg)
 		if (busy(p, x) && now - last > p->cfg.timeout) {
 			int w = p->xv ? pn_xverbs_waiting_on(p->xv) : -1;
 
-			if (w >= 0)
+			if (w < 0)
+				w = stalled_on(p, x);
+			if (p->xv && w >= 0)
 				thread_fail(p, -ETIMEDOUT, "cross-node proxy: no progress for %.0f s over "
 							   "verbs (rank %d has not freed its inbox "
 							   "slots or acknowledged writes)",
 					    p->cfg.timeout, w);
+			else if (w >= 0)
+				thread_fail(p, -ETIMEDOUT, "cross-node proxy: no progress for %.0f s %s "
+							   "rank %d (host %s): it stopped %s (stopped "
+							   "or hung)",
+					    p->cfg.timeout, x->recv ? "receiving from" : "sending to", w,
+					    p->host[w], x->recv ? "sending" : "taking data");
 			else
 				thread_fail(p, -ETIMEDOUT, "cross-node proxy: no progress for %.0f s (a "
 							   "peer stopped reading or writing)",
@@ -548,6 +669,11 @@ static int map_anon(size_t bytes, char **out)
 	return 0;
 }
 
+/*
+ * Map an inbox: create (mine: O_EXCL, never another's file) or open a
+ * peer's, which must be a regular file of this user that no one else may
+ * touch (a name another user made is not a peer's inbox).
+ */
 static int map_shm(const char *name, size_t bytes, int create, char **out)
 {
 	struct stat st;
@@ -564,7 +690,13 @@ static int map_shm(const char *name, size_t bytes, int create, char **out)
 		return pn_err(-e, "cross-node proxy: cannot size '%s' to %zu bytes: %s", name,
 			      bytes, strerror(e));
 	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (size_t)st.st_size != bytes) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077)) {
+		close(fd);
+		return pn_err(-EPERM, "cross-node proxy: '%s' is not an inbox of this user (uid %u) "
+			      "that only it may use: refusing it", name, (unsigned)geteuid());
+	}
+	if ((size_t)st.st_size != bytes) {
 		close(fd);
 		return pn_err(-EINVAL, "cross-node proxy: '%s' is not the inbox of %zu bytes", name,
 			      bytes);
@@ -576,6 +708,29 @@ static int map_shm(const char *name, size_t bytes, int create, char **out)
 		return pn_err(-e, "cross-node proxy: cannot map '%s': %s", name, strerror(e));
 	*out = m;
 	return 0;
+}
+
+/*
+ * My inbox under a name no one can guess ahead: the pid (what a killed
+ * rank's leftovers are told by) and 64 random bits; a name that exists
+ * (another user's, made ahead) is passed over, never opened.
+ */
+static int make_inbox(struct pn_xproxy *p)
+{
+	int tries, ret = -EEXIST;
+
+	for (tries = 0; tries < 8 && ret == -EEXIST; tries++) {
+		uint64_t r;
+
+		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			return pn_err(-EIO, "cross-node proxy: no random bytes: %s", strerror(errno));
+		snprintf(p->in_name, sizeof(p->in_name), "/penny-xbox-%d-%016llx", (int)getpid(),
+			 (unsigned long long)r);
+		ret = map_shm(p->in_name, p->in_bytes, 1, &p->in);
+	}
+	if (ret)
+		p->in_name[0] = 0;
+	return ret;
 }
 
 /* Every member on this host (emulated nodes): shm is possible. */
@@ -596,19 +751,14 @@ struct xname {
 
 static int setup_shm(struct pn_xproxy *p, struct pn_comm *c)
 {
-	static unsigned serial;
 	struct xname mine, *all = calloc((size_t)c->nranks, sizeof(*all));
 	int q, ret = 0, ret2;
 
 	if (!all)
 		return pn_err(-ENOMEM, "out of memory");
 	memset(&mine, 0, sizeof(mine));
-	snprintf(p->in_name, sizeof(p->in_name), "/penny-xbox-%d-%u", (int)getpid(),
-		 __atomic_fetch_add(&serial, 1, __ATOMIC_RELAXED));
-	ret = map_shm(p->in_name, p->in_bytes, 1, &p->in);
-	if (ret)
-		p->in_name[0] = 0;
-	else
+	ret = make_inbox(p);
+	if (!ret)
 		snprintf(mine.name, sizeof(mine.name), "%s", p->in_name);
 	/* collective whatever happened: the others wait for the names */
 	ret2 = pn_boot_allgather(c->boot, &mine, all, sizeof(mine));
@@ -704,6 +854,33 @@ uint64_t pn_xproxy_warmed(const struct pn_xproxy *p)
 	return p ? p->warmed : 0;
 }
 
+/* Who the threads name, and the job's other ranks on this host they watch. */
+static int watch_locals(struct pn_xproxy *p, struct pn_comm *c)
+{
+	const char *me = pn_boot_host(c->boot, c->rank);
+	int r;
+
+	p->c = c;
+	p->host = calloc((size_t)c->nranks, sizeof(*p->host));
+	p->local = calloc((size_t)c->nranks, sizeof(*p->local));
+	if (!p->host || !p->local)
+		return pn_err(-ENOMEM, "out of memory");
+	for (r = 0; r < c->nranks; r++) {
+		struct xlocal *l = &p->local[p->nlocal];
+		char st;
+
+		p->host[r] = pn_boot_host(c->boot, r);
+		if (r == c->rank || strcmp(p->host[r], me) || pn_boot_pid(c->boot, r) <= 0)
+			continue;
+		l->rank = r;
+		l->pid = pn_boot_pid(c->boot, r);
+		if (!pn_sysfs_is_live() || proc_stat(l->pid, &st, &l->start))
+			l->start = 0;
+		p->nlocal++;
+	}
+	return 0;
+}
+
 int pn_xproxy_open(struct pn_xproxy **out, struct pn_comm *c, const struct pn_xproxy_cfg *cfg)
 {
 	struct pn_xproxy *p;
@@ -732,8 +909,11 @@ int pn_xproxy_open(struct pn_xproxy **out, struct pn_comm *c, const struct pn_xp
 			p->peers[q].lane[j].fd = -1;
 			p->peers[q].lane[j].rchunk = (uint64_t)j;
 		}
-		if (!strcmp(pn_boot_host(c->boot, cfg->ranks[q]), pn_boot_host(c->boot, c->rank)))
-			p->peers[q].pid = pn_boot_pid(c->boot, cfg->ranks[q]);
+	}
+	ret = watch_locals(p, c);
+	if (ret) {
+		pn_xproxy_close(p);
+		return ret;
 	}
 	/* every member decides alike: "auto" looks at every member's host and
 	 * RDMA port (what the ranks published at init) */
@@ -845,6 +1025,8 @@ void pn_xproxy_close(struct pn_xproxy *p)
 		munmap(p->in, p->in_bytes);
 	free(p->peers);
 	free(p->ranks);
+	free(p->host);
+	free(p->local);
 	free(p);
 }
 
@@ -863,9 +1045,68 @@ const char *pn_xproxy_transport(const struct pn_xproxy *p)
 	return p->shm ? "shm" : p->xv ? "verbs" : "tcp";
 }
 
+/*
+ * The job's reason, where one was told: rank 0's abort over the rendezvous
+ * (the first reason it heard, passed to every rank, or a rank's connection
+ * it saw close), else the node segment's (a rank of this node gave up).
+ * 0 when none, else its code with why set.
+ */
+static int job_reason(struct pn_xproxy *p, char *why, size_t len)
+{
+	int r = pn_boot_poll_abort(p->c->boot);
+
+	if (r) {
+		snprintf(why, len, "%s", pn_errmsg(r));
+		return r;
+	}
+	return pn_nodeseg_get_abort(p->c, why, len) ? -ECANCELED : 0;
+}
+
+/*
+ * A peer that went may have gone for a reason of its own, which the job
+ * hears as the engine tells it; waited for up to PN_BOOT_ROOT_GRACE (the
+ * others' waits end about when this one did).  None: the peer is blamed.
+ */
+static void explain(struct pn_xproxy *p)
+{
+	double until = pn_now() + PN_BOOT_ROOT_GRACE;
+	char why[256];
+	int r;
+
+	while (!(r = job_reason(p, why, sizeof(why))) && pn_now() < until)
+		usleep(10000);
+	if (!r)
+		return;
+	snprintf(p->msg, sizeof(p->msg), "%s", why);
+	p->err = r;
+}
+
 int pn_xproxy_error(struct pn_xproxy *p)
 {
-	if (!p || !__atomic_load_n(&p->failed, __ATOMIC_ACQUIRE))
+	char why[256];
+	int r;
+
+	if (!p)
 		return 0;
+	if (!__atomic_load_n(&p->failed, __ATOMIC_ACQUIRE)) {
+		/* the engine gave up here or on this node (often an echo: a peer
+		 * that went): the job's reason when there is one */
+		if (p->c && pn_nodeseg_get_abort(p->c, why, sizeof(why))) {
+			r = job_reason(p, why, sizeof(why));
+			return pn_err(r ? r : -ECANCELED, "%s", why);
+		}
+		return 0;
+	}
+	if (!p->told && p->c) {
+		p->told = 1;
+		if (p->echo)
+			explain(p);
+		/* the others hear this reason, as from the host engine */
+		if (p->err != -ECANCELED) {
+			snprintf(why, sizeof(why), "rank %d (host %s): %s", p->c->rank,
+				 p->host[p->c->rank], p->msg);
+			pn_comm_abort(p->c, why);
+		}
+	}
 	return pn_err(p->err, "%s", p->msg);
 }

@@ -41,8 +41,8 @@
 #define DMABUF_DRIVER 515
 #define DMABUF_KMAJ 5
 #define DMABUF_KMIN 12
-/* /proc/mounts of a busy container host runs to a few hundred KiB */
-#define MOUNTS_MAX (1u << 20)
+/* /proc/mounts of a busy container host runs to a few MiB: read whole up to this */
+#define MOUNTS_MAX (16u << 20)
 
 /* ------------------------------------------------------------ parsers */
 
@@ -151,12 +151,43 @@ int pn_settings_mount_size(const char *text, size_t len, const char *mnt, uint64
 
 			if (ol > 5 && !memcmp(o, "size=", 5))
 				bad = parse_size(o + 5, ol - 5, bytes) != 0;
+			/* tmpfs's size=0 is no limit at all */
+			if (ol > 5 && !memcmp(o, "size=", 5) && !bad && !*bytes)
+				*bytes = UINT64_MAX;
 			j += ol + 1;
 		}
 	}
 	if (!found)
 		return -ENOENT;
 	return bad ? -EINVAL : 0;
+}
+
+int pn_settings_memtotal(const char *text, size_t len, uint64_t *bytes)
+{
+	char line[128], *p;
+	uint64_t kb = 0;
+
+	if (find_line(text, len, "MemTotal:", line, sizeof(line)))
+		return -ENOENT;
+	p = line + strlen("MemTotal:");
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (!isdigit((unsigned char)*p))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*p); p++) {
+		if (kb > (UINT64_MAX - 9) / 10)
+			return -ERANGE;
+		kb = kb * 10 + (uint64_t)(*p - '0');
+	}
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (strcmp(p, "kB"))
+		return -EINVAL;
+	/* no machine has less than a MiB or more than 2^54 bytes (16 PiB) */
+	if (kb < 1024 || kb > (1ull << 44))
+		return -ERANGE;
+	*bytes = kb * 1024;
+	return 0;
 }
 
 int pn_settings_version(const char *s, int *major, int *minor)
@@ -524,21 +555,49 @@ static int memlock(struct pn_check *c)
 	return add(c, "memlock", PN_FAIL, meas, exp, src, det);
 }
 
+/* /dev/shm's tmpfs without size= holds half the memory: *have, or a SKIP said */
+static int half_memory(struct pn_check *c, uint64_t *have)
+{
+	char mi[8192], det[PN_VERDICT_DETAIL];
+	uint64_t mem = 0;
+	int n, ret;
+
+	n = pn_sys_read_bin(mi, sizeof(mi), "/proc/meminfo");
+	if (n < 0) {
+		snprintf(det, sizeof(det), "/dev/shm has no size=, and /proc/meminfo cannot be read: %s",
+			 strerror(-n));
+		return skip(c, "dev-shm", det);
+	}
+	ret = pn_settings_memtotal(mi, (size_t)n, &mem);
+	if (ret) {
+		snprintf(det, sizeof(det), "/dev/shm has no size=, and /proc/meminfo gives %s to take "
+			 "half of", ret == -ENOENT ? "no MemTotal" : ret == -ERANGE ?
+			 "a MemTotal out of range" : "a MemTotal that is not a size");
+		return skip(c, "dev-shm", det);
+	}
+	*have = mem / 2;
+	return 1;
+}
+
 static int dev_shm(struct pn_check *c)
 {
 	char *text, fstype[40], meas[40], exp[48], det[PN_VERDICT_DETAIL], src[PN_VERDICT_SOURCE];
-	char mi[4096];
-	uint64_t have = 0, memkb;
+	uint64_t have = 0;
 	double want;
 	int n, ret;
 
-	text = malloc(MOUNTS_MAX);
+	/* read whole, or not judged: a line cut at the end of the buffer is no line */
+	text = malloc(MOUNTS_MAX + 1);
 	if (!text)
 		return pn_err(-ENOMEM, "out of memory");
-	n = pn_sys_read_bin(text, MOUNTS_MAX, "/proc/mounts");
-	if (n < 0) {
+	n = pn_sys_read_bin(text, MOUNTS_MAX + 1, "/proc/mounts");
+	if (n < 0 || n > (int)MOUNTS_MAX) {
 		free(text);
-		snprintf(det, sizeof(det), "/proc/mounts cannot be read: %s", strerror(-n));
+		if (n < 0)
+			snprintf(det, sizeof(det), "/proc/mounts cannot be read: %s", strerror(-n));
+		else
+			snprintf(det, sizeof(det), "/proc/mounts is larger than %u MiB: too large to "
+				 "read whole", MOUNTS_MAX >> 20);
 		return skip(c, "dev-shm", det);
 	}
 	ret = pn_settings_mount_size(text, (size_t)n, "/dev/shm", &have, fstype, sizeof(fstype));
@@ -554,16 +613,8 @@ static int dev_shm(struct pn_check *c)
 			 fstype);
 		return add(c, "dev-shm", PN_FAIL, fstype, "tmpfs", "default: tmpfs", det);
 	}
-	if (!have) {
-		/* tmpfs without size=: half the memory */
-		n = pn_sys_read_bin(mi, sizeof(mi) - 1, "/proc/meminfo");
-		mi[n > 0 ? n : 0] = 0;
-		if (n <= 0 || sscanf(strstr(mi, "MemTotal:") ? strstr(mi, "MemTotal:") : "",
-				     "MemTotal: %" SCNu64, &memkb) != 1)
-			return skip(c, "dev-shm", "/dev/shm has no size=, and /proc/meminfo gives no "
-				    "MemTotal to take half of");
-		have = memkb * 1024 / 2;
-	}
+	if (!have && (ret = half_memory(c, &have)) != 1)
+		return ret;
 	if (pn_check_cfg_num(c->cfg, "settings.shm-min", &want) == 1)
 		snprintf(src, sizeof(src), "config: settings.shm-min");
 	else

@@ -19,13 +19,21 @@ int pn_settings_memlock(const char *text, size_t len, uint64_t *bytes);
 /*
  * The size of the tmpfs mounted at mnt in a /proc/mounts text (the last
  * mount of mnt wins, as it hides the others): 0 with *bytes (the size=
- * option: "65536k", "1g", a plain number of bytes) or *bytes 0 when the
- * mount has no size= (tmpfs then takes half the memory); *fstype (len
- * tlen) set either way.  -ENOENT when nothing is mounted at mnt, -EINVAL
- * for a size that is not one.
+ * option: "65536k", "1g", a plain number of bytes; UINT64_MAX for size=0,
+ * tmpfs's "no limit") or *bytes 0 when the mount has no size= (tmpfs then
+ * takes half the memory); *fstype (len tlen) set either way.  -ENOENT when
+ * nothing is mounted at mnt, -EINVAL for a size that is not one.  text
+ * must be the whole file: a line cut short would be judged as it is.
  */
 int pn_settings_mount_size(const char *text, size_t len, const char *mnt, uint64_t *bytes,
 			   char *fstype, size_t tlen);
+
+/*
+ * MemTotal of a /proc/meminfo text, in bytes: 0, -ENOENT without the line,
+ * -EINVAL when it is not "MemTotal: N kB", -ERANGE for a size no machine
+ * has (under 1 MiB, over 16 PiB: overflow-checked).
+ */
+int pn_settings_memtotal(const char *text, size_t len, uint64_t *bytes);
 
 /* "5.15.0-91-generic" -> major 5, minor 15; "535.104.05" -> 535, 104.  0 or -EINVAL. */
 int pn_settings_version(const char *s, int *major, int *minor);

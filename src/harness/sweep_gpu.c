@@ -340,6 +340,43 @@ static int xnode_env(const struct pn_xnode_env *e, struct pn_gpucoll_cfg *cfg, c
 }
 
 /*
+ * Every rank must move chunks between nodes alike (collective): the proxy
+ * of each transport meets its peers its own way, so ranks that were given
+ * different PENNY_XNODE_TRANSPORT (unset is auto) would read each other's
+ * setup as garbage.  -EINVAL naming the setting and a rank that differs, on
+ * every rank, before any proxy starts; where the path across nodes is not
+ * taken (one node, PENNY_XNODE=0 on a rank) nothing is judged.
+ */
+static int same_xnode_transport(struct gpu *g, const struct pn_gpucoll_cfg *cfg)
+{
+	static const char *const names[] = { "auto", "tcp", "shm", "verbs" };
+	const char *tp = cfg->xnode_transport ? cfg->xnode_transport : "auto";
+	int n = g->c->nranks, me = g->c->rank, r, ret, used = 1;
+	uint32_t mine[2] = { 0, cfg->xnode >= 0 }, *all = calloc((size_t)n, sizeof(mine));
+
+	for (r = 0; r < (int)PN_ARRAY_SIZE(names); r++)
+		if (!strcmp(tp, names[r]))
+			mine[0] = (uint32_t)r;
+	ret = pn_boot_agree_err(g->c->boot, all ? 0 : pn_err(-ENOMEM, "out of memory"), 1, NULL);
+	if (!ret)
+		ret = pn_boot_allgather(g->c->boot, mine, all, sizeof(mine));
+	if (ret) {
+		free(all);
+		return ret;
+	}
+	for (r = 0; r < n; r++)
+		used &= all[2 * r + 1] != 0;
+	for (r = 0; r < n && g->c->nnodes > 1 && used && !ret; r++)
+		if (all[2 * r] != mine[0] && all[2 * r] < PN_ARRAY_SIZE(names))
+			ret = pn_err(-EINVAL, "rank %d (host %s) has PENNY_XNODE_TRANSPORT=%s, rank %d "
+				     "(host %s) %s: every rank needs the same transport between nodes",
+				     r, pn_boot_host(g->c->boot, r), names[all[2 * r]], me,
+				     pn_boot_host(g->c->boot, me), names[mine[0]]);
+	free(all);
+	return pn_boot_agree_err(g->c->boot, ret, 0, NULL);
+}
+
+/*
  * Two ranks of one node on one GPU (collective): every rank's GPU as its
  * plugin's describe() names it (its PCI address; 16 bytes a rank in the
  * allgather), the audit's rule (check_ranks.h) over the ranks of each
@@ -437,6 +474,8 @@ int pn_sweep_gpu_open(struct pn_sweep_backend **out, struct pn_coll *coll,
 	cfg.log_arg = o->log_arg;
 	ret = xnode_env(o->xnode, &cfg, why, sizeof(why));
 	ret = agree(g, ret ? why : NULL);
+	if (!ret)
+		ret = same_xnode_transport(g, &cfg);
 	if (ret)
 		goto fail;
 	/* every rank has the same (first failing rank's) message */

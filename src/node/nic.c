@@ -195,16 +195,64 @@ int pn_port_read(const char *dev, int port, struct pn_port *p)
 
 static int cmp_int(const void *a, const void *b)
 {
-	return *(const int *)a - *(const int *)b;
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The port numbers of a device, every one, in numeric order (a switch has
+ * dozens; a directory lists them in any order): *out malloc'd, or NULL
+ * with *n 0.  At most PN_NIC_MAX_PORTS: a tree with more is refused.
+ */
+static int port_numbers(const char *name, int **out, int *n)
+{
+	int *ports = NULL, np = 0, cap = 0, p, k;
+	struct dirent *de;
+	DIR *d;
+
+	*out = NULL;
+	*n = 0;
+	d = pn_sys_opendir(PN_IB_CLASS "/%s/ports", name);
+	while (d && (de = readdir(d))) {
+		if (pn_parse_int(de->d_name, &p) || p <= 0)
+			continue;
+		if (np == PN_NIC_MAX_PORTS) {
+			closedir(d);
+			free(ports);
+			return pn_err(-E2BIG, "RDMA device '%s' has more than %d ports", name,
+				      PN_NIC_MAX_PORTS);
+		}
+		if (np == cap) {
+			int *more = realloc(ports, (size_t)(cap = cap ? 2 * cap : 8) * sizeof(int));
+
+			if (!more) {
+				closedir(d);
+				free(ports);
+				return pn_err(-ENOMEM, "out of memory");
+			}
+			ports = more;
+		}
+		ports[np++] = p;
+	}
+	if (d)
+		closedir(d);
+	if (np)
+		qsort(ports, (size_t)np, sizeof(int), cmp_int);
+	/* "1" and "01" are one port */
+	for (p = k = 0; p < np; p++)
+		if (!k || ports[k - 1] != ports[p])
+			ports[k++] = ports[p];
+	*out = ports;
+	*n = k;
+	return 0;
 }
 
 int pn_nic_read(const char *name, struct pn_nic *nic)
 {
 	char link[512], buf[128];
 	uint64_t v;
-	int ports[64], np = 0, i, ret;
-	DIR *d;
-	struct dirent *de;
+	int *ports, np, i, ret;
 
 	memset(nic, 0, sizeof(*nic));
 	snprintf(nic->name, sizeof(nic->name), "%s", name);
@@ -237,27 +285,22 @@ int pn_nic_read(const char *name, struct pn_nic *nic)
 		if (pn_parse_state(buf, nic->node_type, sizeof(nic->node_type)) < 0)
 			snprintf(nic->node_type, sizeof(nic->node_type), "%s", buf);
 	}
-
-	d = pn_sys_opendir(PN_IB_CLASS "/%s/ports", name);
-	while (d && (de = readdir(d)) && np < (int)PN_ARRAY_SIZE(ports)) {
-		int p;
-
-		if (!pn_parse_int(de->d_name, &p) && p > 0)
-			ports[np++] = p;
-	}
-	if (d)
-		closedir(d);
-	qsort(ports, (size_t)np, sizeof(int), cmp_int);
+	ret = port_numbers(name, &ports, &np);
+	if (ret)
+		return ret;
 	if (np) {
 		nic->ports = calloc((size_t)np, sizeof(*nic->ports));
-		if (!nic->ports)
+		if (!nic->ports) {
+			free(ports);
 			return pn_err(-ENOMEM, "out of memory");
+		}
 	}
 	for (i = 0; i < np; i++) {
 		ret = pn_port_read(name, ports[i], &nic->ports[nic->nports]);
 		if (!ret)
 			nic->nports++;
 	}
+	free(ports);
 	return 0;
 }
 

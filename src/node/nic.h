@@ -52,8 +52,12 @@ struct pn_nic {
 	char node_type[16];	/* "CA", "RNIC", "Switch" */
 	unsigned vendor_id, device_id; /* PCI ids (or sysfs vendor_id for rxe) */
 	int nports;
-	struct pn_port *ports;
+	struct pn_port *ports;	/* every port, in numeric order */
 };
+
+/* Ports of one device pn_nic_read reads (a 64-port switch has 65 with its
+ * management port 0; more is a tree to refuse, not to cut). */
+#define PN_NIC_MAX_PORTS 1024
 
 struct pn_nic_list {
 	int n;
@@ -63,7 +67,8 @@ struct pn_nic_list {
 /* Enumerate RDMA devices.  A missing /sys/class/infiniband is an empty list. */
 int pn_nic_list_read(struct pn_nic_list *l);
 void pn_nic_list_release(struct pn_nic_list *l);
-/* Read one device by name (ports included). */
+/* Read one device by name (ports included: all, numerically; -E2BIG over
+ * PN_NIC_MAX_PORTS). */
 int pn_nic_read(const char *name, struct pn_nic *nic);
 void pn_nic_release(struct pn_nic *nic);
 int pn_port_read(const char *dev, int port, struct pn_port *p);

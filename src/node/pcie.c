@@ -315,25 +315,43 @@ static unsigned le16(const uint8_t *b)
 
 int pn_pcie_ext_cap(const unsigned char *cfg, size_t len, unsigned id)
 {
-	unsigned off = 0x100;
-	int hops;
+	uint32_t seen[(4096 - 0x100) / 4 / 32] = { 0 };
+	unsigned off = 0x100, prev = 0;
 
-	/* at most one capability per dword of the extended space: a loop ends */
-	for (hops = 0; hops < (4096 - 0x100) / 4; hops++) {
+	if (len > 4096)
+		len = 4096;
+	for (;;) {
+		unsigned d = (off - 0x100) / 4;
 		uint32_t h;
 
-		if (off < 0x100 || off + 4 > len)
-			return -1;
+		if (off + 4 > len)
+			return pn_err(-EBADMSG, "the capability at 0x%03x points past its end, 0x%03zx",
+				      prev, len);
+		if (seen[d / 32] >> (d % 32) & 1)
+			return pn_err(-EBADMSG, "the capability list loops (0x%03x points back to "
+				      "0x%03x)", prev, off);
+		seen[d / 32] |= 1u << (d % 32);
 		h = (uint32_t)le16(cfg + off) | (uint32_t)le16(cfg + off + 2) << 16;
-		if (h == 0 || h == 0xffffffffu)
-			return -1;
+		if (h == 0xffffffffu)
+			return pn_err(-EBADMSG, "the capability header at 0x%03x reads all ones (the "
+				      "function does not answer)", off);
+		/* an empty list is one header of zeros at 0x100; elsewhere a zero header is
+		 * no capability at all */
+		if (h == 0 && off == 0x100)
+			return -ENOENT;
+		if (h == 0)
+			return pn_err(-EBADMSG, "0x%03x points to an empty capability header at 0x%03x",
+				      prev, off);
 		if ((h & 0xffff) == id)
 			return (int)off;
-		off = (h >> 20) & 0xffc;
+		prev = off;
+		off = (h >> 20) & 0xffc;	/* the low two bits are reserved, as Linux reads it */
 		if (!off)
-			return -1;
+			return -ENOENT;
+		if (off < 0x100)
+			return pn_err(-EBADMSG, "the capability at 0x%03x points to 0x%03x, outside the "
+				      "extended space", prev, off);
 	}
-	return -1;
 }
 
 int pn_pcie_parse_acs(const unsigned char *cfg, size_t len, struct pn_pcie_acs *a)
@@ -343,9 +361,20 @@ int pn_pcie_parse_acs(const unsigned char *cfg, size_t len, struct pn_pcie_acs *
 	memset(a, 0, sizeof(*a));
 	if (len <= 0x100)
 		return -ENODATA;
+	/* a function that does not answer reads all ones, vendor ID included */
+	if (cfg[0] == 0xff && cfg[1] == 0xff)
+		return pn_err(-EBADMSG, "it reads all ones (vendor 0xffff): the function does not "
+			      "answer (a dead link or switch port)");
+	/* the kernel gives 256 bytes or all 4096 of a PCIe function: else it was cut */
+	if (len != 4096)
+		return pn_err(-EBADMSG, "%zu bytes, not 4096: cut short", len);
 	cap = pn_pcie_ext_cap(cfg, len, PN_PCIE_EXT_CAP_ACS);
-	if (cap < 0 || (size_t)cap + 8 > len)
+	if (cap == -ENOENT)
 		return 0;
+	if (cap < 0)
+		return cap;
+	if ((size_t)cap + 8 > len)
+		return pn_err(-EBADMSG, "the ACS capability at 0x%03x runs past the end", cap);
 	a->present = 1;
 	a->cap = le16(cfg + cap + 4);
 	a->ctrl = le16(cfg + cap + 6);
@@ -354,20 +383,27 @@ int pn_pcie_parse_acs(const unsigned char *cfg, size_t len, struct pn_pcie_acs *
 
 int pn_pcie_read_acs(const char *addr, struct pn_pcie_acs *a)
 {
-	uint8_t cfg[4096];
+	uint8_t cfg[4097];
 	int ret = check_addr(addr), n;
 
 	memset(a, 0, sizeof(*a));
 	if (ret)
 		return ret;
+	/* one byte more than a config space: a longer file is no config space */
 	n = pn_sys_read_bin(cfg, sizeof(cfg), "/sys/bus/pci/devices/%s/config", addr);
 	if (n < 0)
 		return pn_err(n, "%s/config: %s", addr, strerror(-n));
+	if (n > 4096)
+		return pn_err(-EBADMSG, "/sys/bus/pci/devices/%s/config is longer than 4096 bytes: no "
+			      "config space", addr);
 	ret = pn_pcie_parse_acs(cfg, (size_t)n, a);
 	if (ret == -ENODATA)
 		return pn_err(ret, "%s/config is %d bytes, without the extended space (only root "
 			      "reads it)", addr, n);
-	return ret;
+	if (ret)
+		return pn_err_ctx(ret, "/sys/bus/pci/devices/%s/config is no config space to trust",
+				  addr);
+	return 0;
 }
 
 void pn_pcie_acs_bits(unsigned ctrl, char *buf, size_t len)

@@ -113,13 +113,21 @@ struct pn_pcie_acs {
 
 /*
  * Offset of extended capability id in config space cfg[0, len) (the list
- * from 0x100, bounded against loops and the buffer), -1 when absent.
+ * from 0x100), -ENOENT when the list ends without it, -EBADMSG with a
+ * message when the list is no list: it loops, points below 0x100 or past
+ * len, or reaches a header of all ones or (past 0x100) of zeros.
  */
 int pn_pcie_ext_cap(const unsigned char *cfg, size_t len, unsigned id);
-/* ACS of a config space dump: 0 (a->present 0 without one); -ENODATA when
- * len is 256 bytes or less (no extended space: an unprivileged read). */
+/*
+ * ACS of a config space dump: 0 (a->present 0 without one); -ENODATA when
+ * len is 256 bytes or less (no extended space: an unprivileged read);
+ * -EBADMSG with a message when it cannot be trusted: all ones (a function
+ * that does not answer), not 4096 bytes (cut short), a capability list
+ * that is no list (pn_pcie_ext_cap) or an ACS capability past the end.
+ */
 int pn_pcie_parse_acs(const unsigned char *cfg, size_t len, struct pn_pcie_acs *a);
-/* The same from addr's config file through the sysfs root; errors with a message. */
+/* The same from addr's config file through the sysfs root; errors with a
+ * message naming the file. */
 int pn_pcie_read_acs(const char *addr, struct pn_pcie_acs *a);
 /* "RR,CR,UF" of the control bits that are set, "none" without. */
 void pn_pcie_acs_bits(unsigned ctrl, char *buf, size_t len);

@@ -3,21 +3,14 @@
  * TCP between any two ranks: one nonblocking socket per peer, channels
  * multiplexed by a small frame header.  progress() writes posted slots and
  * reads into free receive slots of every peer, so two ranks sending to each
- * other at once never deadlock.
+ * other at once never deadlock.  The sockets come from the tcp mesh
+ * (tcpmesh.c), whose hello is proven with a key of the job's ranks.
  */
 #define _GNU_SOURCE
 #include "transport/transport.h"
 #include "base/log.h"
-#include "base/sock.h"
-#include "base/util.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <limits.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,19 +18,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define TCP_HELLO_MAGIC 0x50544350u /* "PTCP" */
-
 struct tcp_frame {
 	uint32_t chan;
 	uint32_t len;
-};
-
-struct tcp_hello {
-	uint32_t magic;
-	uint32_t version;
-	uint8_t cookie[16];
-	uint32_t rank;
-	uint32_t tag;		/* which mesh: the transport's channel count, or a caller's tag */
 };
 
 struct tcp_conn {
@@ -66,12 +49,6 @@ struct pn_tcp_state {
 	struct tcp_peer *peers;	/* [rank], fd -1 when not tcp */
 };
 
-struct tcp_addr {
-	struct sockaddr_storage ss;
-	uint32_t len;
-	uint32_t ok;
-};
-
 static int tcp_can_connect(struct pn_tp_group *c, int peer)
 {
 	(void)c;
@@ -83,44 +60,6 @@ static int peer_gone(struct pn_tp_group *c, int r, const char *what, int err)
 {
 	return pn_err(-EPIPE, "rank %d (host %s) %s: %s", r, pn_tp_host(c, r), what,
 		      err ? strerror(err) : "connection closed (the rank failed or was killed)");
-}
-
-static int tcp_listen(struct pn_tp_group *c, struct tcp_addr *me, int *lfd)
-{
-	struct sockaddr_storage bound;
-	socklen_t sl;
-	unsigned l = 0;
-	int fd;
-
-	memset(me, 0, sizeof(*me));
-	if (pn_tp_local_addr(c, &me->ss, &l)) {
-		struct sockaddr_in *in = (struct sockaddr_in *)&me->ss;
-
-		in->sin_family = AF_INET;
-		in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		l = sizeof(*in);
-	}
-	if (me->ss.ss_family == AF_INET)
-		((struct sockaddr_in *)&me->ss)->sin_port = 0;
-	else
-		((struct sockaddr_in6 *)&me->ss)->sin6_port = 0;
-	fd = pn_sock_listen_addr((struct sockaddr *)&me->ss, l, 1024, &bound, &sl);
-	if (fd < 0)
-		return pn_err(fd, "tcp transport cannot listen: %s", strerror(-fd));
-	me->ss = bound;
-	me->len = sl;
-	me->ok = 1;
-	*lfd = fd;
-	return 0;
-}
-
-static void tune_socket(int fd)
-{
-	int one = 1, buf = 4 << 20;
-
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 }
 
 static int alloc_conns(struct pn_tp_group *c, int p)
@@ -145,97 +84,6 @@ static int alloc_conns(struct pn_tp_group *c, int p)
 			return pn_err(-ENOMEM, "out of memory");
 	}
 	return 0;
-}
-
-int pn_tcp_mesh(struct pn_tp_group *c, const unsigned char *want, uint32_t tag, int *fds)
-{
-	struct tcp_addr me, *all;
-	struct tcp_hello hello;
-	double deadline = pn_now() + c->timeout;
-	int p, ret, need = 0, naccept = 0, lfd = -1;
-
-	if (c->nranks <= 0)
-		return pn_err(-EINVAL, "tcp mesh of %d ranks", c->nranks);
-	for (p = 0; p < c->nranks; p++) {
-		fds[p] = -1;
-		if (want[p] && p != c->rank)
-			need = 1;
-	}
-	all = calloc((size_t)c->nranks, sizeof(*all));
-	if (!all)
-		return pn_err(-ENOMEM, "out of memory");
-	memset(&me, 0, sizeof(me));
-	ret = need ? tcp_listen(c, &me, &lfd) : 0;
-	/* everyone takes part: the pairs are known from both sides */
-	if (!ret)
-		ret = pn_tp_allgather(c, &me, all, sizeof(me));
-	memset(&hello, 0, sizeof(hello));
-	hello.magic = TCP_HELLO_MAGIC;
-	hello.version = 1;
-	memcpy(hello.cookie, pn_tp_cookie(c), 16);
-	hello.rank = (uint32_t)c->rank;
-	hello.tag = tag;
-	/* connect to lower ranks, accept from higher ranks */
-	for (p = 0; p < c->nranks && !ret; p++) {
-		int fd;
-
-		if (!want[p] || p == c->rank)
-			continue;
-		if (p > c->rank) {
-			naccept++;
-			continue;
-		}
-		if (!all[p].ok) {
-			ret = pn_err(-EPROTO, "rank %d has no tcp listener", p);
-			break;
-		}
-		fd = pn_sock_connect(&all[p].ss, all[p].len, deadline, 0, NULL);
-		ret = fd < 0 ? fd : pn_sock_write_full(fd, &hello, sizeof(hello), deadline);
-		if (ret) {
-			ret = pn_err(ret, "tcp connect to rank %d (host %s): %s", p,
-				     pn_tp_host(c, p), strerror(-ret));
-			if (fd >= 0)
-				close(fd);
-			break;
-		}
-		tune_socket(fd);
-		fds[p] = fd;
-	}
-	while (!ret && naccept > 0) {
-		struct tcp_hello h;
-		int fd = pn_sock_accept(lfd, deadline), n;
-
-		if (fd == -ETIMEDOUT) {
-			ret = pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for %d tcp connections",
-				     c->timeout, naccept);
-			break;
-		}
-		if (fd < 0)
-			continue;
-		/* the hello must come at once; strangers are dropped */
-		n = pn_sock_read_full(fd, &h, sizeof(h), pn_now() + 5.0);
-		if (n || h.magic != TCP_HELLO_MAGIC || h.version != 1 ||
-		    memcmp(h.cookie, pn_tp_cookie(c), 16) || (int)h.rank <= c->rank ||
-		    (int)h.rank >= c->nranks || !want[h.rank] || fds[h.rank] >= 0 || h.tag != tag) {
-			PN_DBG(PN_LOG_NET, "dropped a stranger on the tcp listener");
-			close(fd);
-			continue;
-		}
-		tune_socket(fd);
-		fds[h.rank] = fd;
-		naccept--;
-	}
-	if (lfd >= 0)
-		close(lfd);
-	free(all);
-	if (ret)
-		for (p = 0; p < c->nranks; p++)
-			if (fds[p] >= 0) {
-				close(fds[p]);
-				fds[p] = -1;
-			}
-	/* connected and accepted sockets are non-blocking (base/sock.h) */
-	return ret;
 }
 
 static int tcp_setup(struct pn_tp_group *c)

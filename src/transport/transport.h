@@ -164,8 +164,11 @@ extern const struct pn_transport pn_transport_verbs;
  * want[p] (both sides must agree) by one TCP socket, non-blocking with
  * TCP_NODELAY, in fds[p] (-1 elsewhere).  tag tells this mesh's
  * connections from another's (the transport's are tagged with its channel
- * count); strangers are dropped.  The tcp transport's own setup and the GPU
- * proxy (gpu/xproxy.c) use it.
+ * count).  Each connection is proven both ways with a key the ranks share
+ * through the rendezvous (tcpmesh.h); strangers, idle or not, are dropped
+ * without holding up the others, and every wait ends at g->timeout, naming
+ * the rank still missing.  The tcp transport's own setup and the GPU proxy
+ * (gpu/xproxy.c) use it.
  */
 int pn_tcp_mesh(struct pn_tp_group *g, const unsigned char *want, uint32_t tag, int *fds);
 

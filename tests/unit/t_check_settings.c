@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "unit.h"
 
+#include "base/log.h"
 #include "harness/check_settings.h"
 #include "node/pcie.h"
 
@@ -43,7 +44,7 @@ TEST(acs_walk)
 	cap(0x200, 0x000d, 0);		/* ACS */
 	put32(0x204, 0x001c005f);	/* cap 0x5f, control RR|CR|UF */
 	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x000d), 0x200);
-	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x0019), -1);
+	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x0019), -ENOENT);
 	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, sizeof(cfg), &a), 0);
 	CHECK_EQ_INT(a.present, 1);
 	CHECK_EQ_INT((int)a.cap, 0x5f);
@@ -54,9 +55,13 @@ TEST(acs_walk)
 	CHECK_STR(bits, "none");
 	pn_pcie_acs_bits(0x7f, bits, 8);	/* bounded: no overflow */
 	CHECK(strlen(bits) < 8);
-	/* the capability past the end of what was read */
-	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, 0x204, &a), 0);
+	/* cut short: not 4096 bytes (0x120, 0x14a, just before ACS) is not judged */
+	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, 0x204, &a), -EBADMSG);
 	CHECK_EQ_INT(a.present, 0);
+	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, 0x120, &a), -EBADMSG);
+	CHECK(strstr(pn_errmsg(-EBADMSG), "288 bytes, not 4096: cut short") != NULL);
+	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, 0x14a, &a), -EBADMSG);
+	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, 4095, &a), -EBADMSG);
 	/* 256 bytes (an unprivileged read): no extended space */
 	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, 256, &a), -ENODATA);
 	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, 64, &a), -ENODATA);
@@ -70,22 +75,48 @@ TEST(acs_hostile)
 	memset(cfg, 0, sizeof(cfg));
 	cap(0x100, 0x0001, 0x140);
 	cap(0x140, 0x0002, 0x100);
-	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x000d), -1);
+	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x000d), -EBADMSG);
+	CHECK(strstr(pn_errmsg(-EBADMSG), "loops (0x140 points back to 0x100)") != NULL);
+	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, sizeof(cfg), &a), -EBADMSG);
+	CHECK_EQ_INT(a.present, 0);
 	cap(0x140, 0x0002, 0x40);
-	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x000d), -1);
+	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x000d), -EBADMSG);
+	CHECK(strstr(pn_errmsg(-EBADMSG), "points to 0x040, outside the extended space") != NULL);
 	cap(0x100, 0x0001, 0x100);	/* itself */
-	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x000d), -1);
+	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x000d), -EBADMSG);
+	/* a long loop that comes back late */
+	for (unsigned o = 0x100; o < 0xffc; o += 4)
+		cap(o, 0x0001, o + 4);
+	cap(0xffc, 0x0001, 0x800);
+	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x000d), -EBADMSG);
+	/* the ACS capability found after it would be a PASS: never reached */
 	memset(cfg, 0xff, sizeof(cfg));
-	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x000d), -1);
+	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x000d), -EBADMSG);
+	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, sizeof(cfg), &a), -EBADMSG);
+	CHECK(strstr(pn_errmsg(-EBADMSG), "reads all ones (vendor 0xffff)") != NULL);
+	/* a live function, its extended space all ones past 0x100 */
+	memset(cfg, 0, 0x100);
+	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, sizeof(cfg), &a), -EBADMSG);
 	memset(cfg, 0, sizeof(cfg));
 	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, sizeof(cfg), &a), 0);
 	CHECK_EQ_INT(a.present, 0);
+	/* a pointer to a header of zeros (past 0x100): no list */
+	cap(0x100, 0x0001, 0x200);
+	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x000d), -EBADMSG);
+	/* the reserved low bits of the pointer are masked, as Linux does */
+	cap(0x100, 0x0001, 0x203);
+	cap(0x200, 0x000d, 0);
+	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x000d), 0x200);
 	/* the last dword: a header there, its registers beyond the buffer */
 	cap(0x100, 0x0001, 0xffc);
 	cap(0xffc, 0x000d, 0);
 	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x000d), 0xffc);
-	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, sizeof(cfg), &a), 0);
+	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, sizeof(cfg), &a), -EBADMSG);
 	CHECK_EQ_INT(a.present, 0);
+	/* a short buffer: a pointer past its end */
+	cap(0x100, 0x0001, 0x200);
+	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, 0x180, 0x000d), -EBADMSG);
+	CHECK(strstr(pn_errmsg(-EBADMSG), "points past its end") != NULL);
 }
 
 #define S(x) x, strlen(x)
@@ -144,6 +175,13 @@ TEST(mounts)
 					    "/dev/shm", &v, t, sizeof(t)), -EINVAL);
 	CHECK_EQ_INT(pn_settings_mount_size(S("b /dev/shm tmpfs size= 0 0"), "/dev/shm", &v, t,
 					    sizeof(t)), 0);
+	/* size=0 is tmpfs without a limit, not "no size=" (half the memory) */
+	CHECK_EQ_INT(pn_settings_mount_size(S("b /dev/shm tmpfs rw,size=0k 0 0"), "/dev/shm", &v,
+					    t, sizeof(t)), 0);
+	CHECK(v == UINT64_MAX);
+	CHECK_EQ_INT(pn_settings_mount_size(S("b /dev/shm tmpfs rw,size=0 0 0"), "/dev/shm", &v, t,
+					    sizeof(t)), 0);
+	CHECK(v == UINT64_MAX);
 	/* fewer than four fields, blank lines, long lines */
 	CHECK_EQ_INT(pn_settings_mount_size(S("\n\n /dev/shm tmpfs\n   \n"), "/dev/shm", &v, t,
 					    sizeof(t)), -ENOENT);
@@ -159,6 +197,31 @@ TEST(mounts)
 		CHECK(v == 2ull << 30);
 		free(b);
 	}
+}
+
+TEST(memtotal)
+{
+	uint64_t v = 0;
+
+	CHECK_EQ_INT(pn_settings_memtotal(S("MemTotal:       16384000 kB\nMemFree: 1 kB\n"), &v), 0);
+	CHECK(v == 16384000ull * 1024);
+	CHECK_EQ_INT(pn_settings_memtotal(S("MemFree: 1 kB\nMemTotal:\t2048 kB"), &v), 0);
+	CHECK(v == 2048ull * 1024);
+	CHECK_EQ_INT(pn_settings_memtotal(S("MemFree: 1 kB\n"), &v), -ENOENT);
+	CHECK_EQ_INT(pn_settings_memtotal("", 0, &v), -ENOENT);
+	/* 2^64-1 kB wrapped to 9223372036854775296 B: out of range now */
+	CHECK_EQ_INT(pn_settings_memtotal(S("MemTotal: 18446744073709551615 kB"), &v), -ERANGE);
+	CHECK_EQ_INT(pn_settings_memtotal(S("MemTotal: 99999999999999999999999 kB"), &v), -ERANGE);
+	CHECK_EQ_INT(pn_settings_memtotal(S("MemTotal: 17592186044417 kB"), &v), -ERANGE);
+	CHECK_EQ_INT(pn_settings_memtotal(S("MemTotal: 17592186044416 kB"), &v), 0);
+	CHECK(v == 1ull << 54);
+	CHECK_EQ_INT(pn_settings_memtotal(S("MemTotal: 0 kB"), &v), -ERANGE);
+	CHECK_EQ_INT(pn_settings_memtotal(S("MemTotal: 1023 kB"), &v), -ERANGE);
+	CHECK_EQ_INT(pn_settings_memtotal(S("MemTotal: -5 kB"), &v), -EINVAL);
+	CHECK_EQ_INT(pn_settings_memtotal(S("MemTotal: 12 MB"), &v), -EINVAL);
+	CHECK_EQ_INT(pn_settings_memtotal(S("MemTotal: 12"), &v), -EINVAL);
+	CHECK_EQ_INT(pn_settings_memtotal(S("MemTotal: 0x100 kB"), &v), -EINVAL);
+	CHECK_EQ_INT(pn_settings_memtotal(S("MemTotal: 12 kB trailing"), &v), -EINVAL);
 }
 
 TEST(versions)
@@ -256,6 +319,7 @@ int main(void)
 	RUN(acs_hostile);
 	RUN(memlock);
 	RUN(mounts);
+	RUN(memtotal);
 	RUN(versions);
 	RUN(driver_rule);
 	RUN(imex_and_access);
