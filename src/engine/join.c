@@ -72,6 +72,7 @@ int pn_boot_root_listen(struct pn_boot *b)
 			      strerror(-fd), r->how);
 	snprintf(b->root, sizeof(b->root), strchr(r->hosts[0], ':') ? "[%s]:%d" : "%s:%d",
 		 r->hosts[0], r->ports[i]);
+	PN_DBG(PN_LOG_BOOT, "rank 0 listens on port %d, every address", r->ports[i]);
 	b->cfg.listen_fd = fd;
 	return 0;
 }
@@ -959,8 +960,15 @@ int pn_boot_init(struct pn_boot **out, const struct pn_boot_cfg *cfg)
 	}
 	b->seq = 1;
 	compute_nodes(b);
-	PN_DBG(PN_LOG_BOOT, "rank %d/%d node %d/%d local %d/%d launcher %s", b->rank, b->nranks,
-	       b->node[b->rank], b->nnodes, b->local_rank, b->local_size, cfg->launcher);
+	if (pn_debug_mask & PN_LOG_BOOT) {
+		uint8_t fp[PN_SHA256_LEN];
+
+		/* the cookie's fingerprint, never the cookie: another for every job */
+		pn_sha256(b->cfg.cookie, sizeof(b->cfg.cookie), fp);
+		PN_DBG(PN_LOG_BOOT, "rank %d/%d node %d/%d local %d/%d launcher %s, job %02x%02x%02x%02x",
+		       b->rank, b->nranks, b->node[b->rank], b->nnodes, b->local_rank,
+		       b->local_size, cfg->launcher, fp[0], fp[1], fp[2], fp[3]);
+	}
 	*out = b;
 	return 0;
 fail:
