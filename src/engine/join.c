@@ -614,10 +614,10 @@ static int join_challenge(struct pn_boot *b, const struct cand *c, double t,
 		}
 		b->cfg.have_secret = 1;
 		snprintf(b->cfg.secret_src, sizeof(b->cfg.secret_src), "rank 0's, through MUNGE");
+		PN_DBG(PN_LOG_BOOT, "rank %d: the secret: rank 0's, through MUNGE", b->rank);
 	}
-	if (!b->cfg.have_secret)
-		return pn_err(-EINVAL, "%s (rank 0 at %s handed out no secret through MUNGE)",
-			      b->cfg.secret_src + strlen("none: "), c->name);
+	if (!b->cfg.have_secret && (ret = pn_boot_secret_later(&b->cfg)))
+		return ret;
 	return 0;
 }
 

@@ -64,6 +64,12 @@ void pn_boot_ctx(const struct pn_boot_cfg *cfg, char *out, size_t len);
 /* The job's public tag: SHA-256("penny job tag\0" + context), 16 bytes. */
 void pn_boot_tag(const struct pn_boot_cfg *cfg, uint8_t tag[16]);
 /*
+ * A launcher's rank other than 0 whose secret would be the per-user file
+ * waits for rank 0's CHALLENGE (cfg->munge): when it carries no MUNGE
+ * credential, the per-user file after all.  0 or -errno (exit 2).
+ */
+int pn_boot_secret_later(struct pn_boot_cfg *cfg);
+/*
  * MUNGE (engine/secret.c): a credential only this uid can decode, carrying
  * the job's tag and secret (free() it); its decoding on another rank, which
  * checks the maker's uid and the tag.  0, or -errno with a message.

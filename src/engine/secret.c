@@ -377,8 +377,10 @@ static int secret_munge(struct pn_boot_cfg *cfg)
 	if (!by_launcher(cfg))
 		return 1;
 	if (cfg->rank != 0) {
+		/* decided when rank 0's CHALLENGE comes (pn_boot_secret_later) */
 		cfg->munge = 1;
-		return 1;
+		snprintf(cfg->secret_src, sizeof(cfg->secret_src), "none yet");
+		return 0;
 	}
 	if (pn_boot_munge_encode(zero, zero, &cred)) {
 		pn_err_clear();
@@ -391,6 +393,18 @@ static int secret_munge(struct pn_boot_cfg *cfg)
 	cfg->munge = 1;
 	snprintf(cfg->secret_src, sizeof(cfg->secret_src), "rank 0's, through MUNGE");
 	return 0;
+}
+
+/* The job cannot run: exit 2 (-EINVAL, -EPERM), whatever the file system said. */
+static int secret_exit2(int ret)
+{
+	if (ret && ret != -EPERM && ret != -EINVAL) {
+		char why[320];
+
+		snprintf(why, sizeof(why), "%s", pn_errmsg(ret));
+		ret = pn_err(-EINVAL, "%s", why);
+	}
+	return ret;
 }
 
 int pn_boot_secret(struct pn_boot_cfg *cfg)
@@ -411,18 +425,10 @@ int pn_boot_secret(struct pn_boot_cfg *cfg)
 	else if ((ret = secret_launcher(cfg)) > 0 && (ret = secret_site(cfg)) > 0 &&
 		 (ret = secret_munge(cfg)) > 0)
 		ret = secret_default(cfg);
-	/* a rank that may still get rank 0's MUNGE credential says why later */
-	if (ret && cfg->munge) {
-		snprintf(cfg->secret_src, sizeof(cfg->secret_src), "none: %.80s", pn_errmsg(ret));
-		pn_err_clear();
-		return 0;
-	}
-	/* the job cannot run: exit 2, whatever the file system said */
-	if (ret && ret != -EPERM && ret != -EINVAL) {
-		char why[320];
+	return secret_exit2(ret);
+}
 
-		snprintf(why, sizeof(why), "%s", pn_errmsg(ret));
-		ret = pn_err(-EINVAL, "%s", why);
-	}
-	return ret;
+int pn_boot_secret_later(struct pn_boot_cfg *cfg)
+{
+	return cfg->have_secret ? 0 : secret_exit2(secret_default(cfg));
 }
