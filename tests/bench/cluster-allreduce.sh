@@ -75,10 +75,10 @@ run() {
 graphs=${GRAPHS:-20}
 case $graphs in *[!0-9]* | "") echo "cluster-allreduce.sh: GRAPHS must be a number" >&2; exit 2 ;; esac
 for g in 0 $([ "$graphs" -gt 0 ] && echo "$graphs"); do
-	name=$tag$([ $g -gt 0 ] && echo -G)
+	name=$tag$([ "$g" -gt 0 ] && echo -G)
 	args=(allreduce-test --backend cuda,nccl -d bfloat16 -o sum -b 1K -e "${MAXB:-1G}" -f 4
 	      -n "${ITERS:-20}" -w "${WARMUP:-5}" --timeout 120)
-	[ $g -gt 0 ] && args+=(-G $g)
+	[ "$g" -gt 0 ] && args+=(-G "$g")
 	# penny writes the .csv itself (by rename) when the run completes
 	[ "$rank" = 0 ] && args+=(--csv "$out/$name.csv")
 	run "$name" "$penny" "${args[@]}"
