@@ -236,6 +236,7 @@ int pn_cmd_job_start(struct pn_ctx *ctx, double timeout)
 	cfg = job->cfg;
 	if (timeout > 0)
 		cfg.timeout = timeout;
+	job->started = 1;
 	ret = pn_boot_init(&job->boot, &cfg);
 	if (ret)
 		return ret;
@@ -282,13 +283,25 @@ static void cmd_help(const struct pn_cmd *c, FILE *f)
 	pn_opt_help(f, "common options", common_options);
 }
 
-/* The knobs of the environment (penny(1), ENVIRONMENT), read here once:
- * 0, or -ENOMEM (message in pn_errmsg). */
+extern char **environ;
+
+/* The knobs of the environment (penny(1), ENVIRONMENT), read here once, and
+ * the environment the launcher gave, where the engine finds its variables
+ * (doc/ARCHITECTURE.md): 0, or -ENOMEM (message in pn_errmsg). */
 static int read_env(void)
 {
 	const char *s = getenv("PENNY_IB_DISABLE"), *m = getenv("PENNY_MEM_CHECK");
+	const char *b = getenv("PENNY_BIND");
+	struct pn_boot_knobs k = { .site_secret = PN_BOOT_SITE_SECRET,
+				   .env = (const char *const *)environ };
 
-	pn_cli.node_id = getenv("PENNY_NODE_ID");
+	pn_cli.node_id = k.node_id = getenv("PENNY_NODE_ID");
+	k.root = getenv("PENNY_ROOT");
+	k.root_fd = getenv("PENNY_ROOT_FD");
+	k.cookie = getenv("PENNY_COOKIE");
+	k.cookie_file = getenv("PENNY_COOKIE_FILE");
+	k.bind_none = b && !strcmp(b, "none");
+	pn_boot_set_knobs(&k);
 	pn_cli.tune_file = getenv("PENNY_TUNE_FILE");
 	pn_cli.ib_hca = getenv("PENNY_IB_HCA");
 	pn_cli.ib_disable = s && atoi(s);
@@ -425,6 +438,9 @@ static int run_body(const struct pn_cmd *c, struct pn_ctx *ctx, int nargs, char 
 	if (!ctx->out)
 		return pn_cmd_fail(ctx, 1, "out of memory");
 	ret = c->fn(ctx, nargs, argv);
+	/* a rank that failed before it met the others tells them why */
+	if (ctx->job && ret && !job.started && (job.have_env || !pn_boot_cfg_from_env(&job.cfg)))
+		pn_boot_refuse(&job.cfg, said);
 	if (ctx->job)
 		pn_boot_free(job.boot);
 	ctx->job = NULL;

@@ -51,6 +51,7 @@ struct pn_cmd_job {
 	struct pn_boot *boot;	/* NULL until started */
 	int rank, nranks;	/* cfg's, then the rendezvous' */
 	int have_env;		/* pn_cmd_job_cfg() ran */
+	int started;		/* pn_cmd_job_start() ran (whatever it returned) */
 };
 
 struct pn_ctx {

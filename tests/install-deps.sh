@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Install the Debian packages penny needs, only those missing.
 #   tests/install-deps.sh build   compilers and -dev libraries
-#   tests/install-deps.sh test    + what the test suite and the lab use
+#   tests/install-deps.sh test    + what the test suite and the lab use (the
+#                                 lab's Slurm and MUNGE are started by the tests
+#                                 themselves, in private namespaces; on a host
+#                                 run by systemd their packages also enable
+#                                 munge.service and the Slurm units)
 #   tests/install-deps.sh deb     build + what make deb and its test use
 #                                 (debhelper, lintian: heavy, so not in test)
 set -eu
@@ -15,7 +19,7 @@ if [ "$want" = test ]; then
 	pkgs+=(clang python3 openmpi-bin libopenmpi-dev iproute2 procps tmux man-db zsh
 		hwloc-nox rdma-core ibverbs-providers ibverbs-utils infiniband-diags perftest
 		qemu-system-x86 busybox-static cpio kmod xz-utils librsvg2-bin libxml2-utils
-		prometheus shellcheck python3-yaml)
+		prometheus shellcheck python3-yaml slurm-wlm munge util-linux)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

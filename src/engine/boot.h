@@ -17,7 +17,7 @@
 #include "base/sock.h"
 
 #define PN_BOOT_MAGIC 0x50454e4eu /* "PENN" */
-#define PN_BOOT_VERSION 2
+#define PN_BOOT_VERSION 3
 #define PN_HOSTID_LEN 96
 
 /*
@@ -29,37 +29,108 @@
 #define PN_BOOT_MAX_RANKS 8192
 #define PN_BOOT_MAX_NP 1024
 
+/*
+ * What the command read from the environment for the bootstrap (penny(1)
+ * ENVIRONMENT), once, at start: the PENNY_ knobs as given, and the whole
+ * environment for the launcher's own variables (SLURM_*, OMPI_*, PMI_*,
+ * PMIX_*, RANK/WORLD_SIZE, MASTER_ADDR, HOME, TMPDIR, ...), which the engine
+ * looks up in that snapshot and never with getenv.  NULL: unset.
+ */
+struct pn_boot_knobs {
+	const char *root;		/* PENNY_ROOT */
+	const char *root_fd;		/* PENNY_ROOT_FD */
+	const char *cookie;		/* PENNY_COOKIE */
+	const char *cookie_file;	/* PENNY_COOKIE_FILE */
+	const char *node_id;		/* PENNY_NODE_ID */
+	int bind_none;			/* PENNY_BIND=none */
+	const char *const *env;		/* NAME=VALUE strings, NULL-terminated */
+	const char *site_secret;	/* the site's secret file (PN_BOOT_SITE_SECRET) */
+};
+/* The file a site may install on every node for the jobs' secrets. */
+#ifndef PN_BOOT_SITE_SECRET
+#define PN_BOOT_SITE_SECRET "/etc/penny/secret"
+#endif
+/* Set the knobs every pn_boot_cfg_init copies (the command, once); the
+ * array env is copied (its strings are not). */
+void pn_boot_set_knobs(const struct pn_boot_knobs *k);
+/* A variable of the snapshot env ("NAME"): its value, or NULL. */
+const char *pn_boot_env(const char *const *env, const char *name);
+
+/* Where rank 0 is to be met: addresses to try, ports to try (in order). */
+#define PN_RDV_MAX_HOSTS 4
+#define PN_RDV_MAX_PORTS 16
+struct pn_rdv {
+	char hosts[PN_RDV_MAX_HOSTS][256];
+	int nhosts;
+	int ports[PN_RDV_MAX_PORTS];
+	int nports;
+	int any;		/* rank 0 listens on every address (a derived rendezvous) */
+	int probe;		/* several candidates: a listener that is not this job's
+				 * rank 0 means "try the next", not "fail" */
+	char how[200];		/* where it came from, for messages */
+	char node[256];		/* Slurm: the node rank 0 should be on */
+	int hnp;		/* Open MPI: rank 0 should be on mpirun's host */
+};
+/*
+ * Ports of a derived rendezvous: PN_RDV_DERIVED candidates in
+ * [PN_RDV_PORT_LO, PN_RDV_PORT_LO + PN_RDV_PORT_SPAN), below Linux's default
+ * ephemeral range, from SHA-256 of the job's public context (pn_rdv_ports:
+ * the number written to ports, distinct).
+ */
+#define PN_RDV_DERIVED 8
+#define PN_RDV_PORT_LO 20480
+#define PN_RDV_PORT_SPAN 12288
+int pn_rdv_ports(const char *ctx, int *ports, int max);
+/*
+ * Slurm's host lists ("n[01-04,07],gpu[1-2]x[3-4]": brackets of numbers and
+ * ranges, the low bound's digits giving the width, several groups varying
+ * last-first): the number of hosts, or -EINVAL for what is not such a list;
+ * host k into out (0, 1 past the end, -EINVAL, -ENAMETOOLONG).
+ */
+long pn_hostlist_count(const char *list);
+int pn_hostlist_nth(const char *list, long k, char *out, size_t len);
+
 struct pn_boot_cfg {
 	int rank;		/* -1: from the launcher's environment */
 	int nranks;		/* -1: from the environment */
 	int local_rank;		/* -1: derived from host identities */
-	const char *root;	/* "host:port"; NULL: PENNY_ROOT, MASTER_ADDR:MASTER_PORT */
+	const char *root;	/* --root "host:port" (NULL: knobs.root, the launcher's) */
 	double timeout;		/* seconds for every wait (default 60) */
-	uint8_t cookie[16];	/* the job's public id, derived from the secret */
+	uint8_t cookie[16];	/* the job's id on the wire once joined (from the secret) */
 	int have_cookie;
 	uint8_t secret[32];	/* what a rank proves it holds (SHA-256 of its source) */
 	int have_secret;
+	uint8_t nonce[16];	/* the job's nonce (rank 0's, or the self-launch's) */
+	int have_nonce;
+	char secret_src[96];	/* where the secret came from, for messages */
+	int munge;		/* rank 0 hands the secret out as MUNGE credentials */
 	int listen_fd;		/* self-launch: rank 0 inherits the bound root socket */
 	char launcher[16];	/* out: "self", "mpirun", "srun", "pmi", "torchrun", "explicit" */
 	char jobid[64];		/* launcher's job id when known ("" otherwise) */
 	int single_node;	/* the launcher says every rank is on this host */
 	int err_fd;		/* self-launch child: where its error lines go (-1: none) */
+	struct pn_boot_knobs knobs; /* the command's (pn_boot_set_knobs) */
+	struct pn_rdv rdv;	/* out: where the ranks meet (pn_boot_init) */
+	const char *refuse;	/* this rank cannot run the job: tell the others why */
 };
 
 void pn_boot_cfg_init(struct pn_boot_cfg *cfg);
 /*
- * Fill rank/nranks/root/cookie from the environment where not set:
- * OMPI_COMM_WORLD_*, SLURM_*, PMI_RANK/PMI_SIZE, RANK/WORLD_SIZE/LOCAL_RANK,
- * PENNY_ROOT, MASTER_ADDR/MASTER_PORT.  With no launcher and
- * no explicit rank it is a single-rank job.  A launcher is recognised by its
- * rank variable (OMPI_COMM_WORLD_RANK, PMI_RANK) or by both of its rank and
- * size variables (SLURM_PROCID and SLURM_NTASKS, RANK and WORLD_SIZE); each
+ * Fill rank/nranks/root/cookie from the launcher's environment (the knobs'
+ * snapshot) where not set:
+ * OMPI_COMM_WORLD_*, SLURM_* of a step (SLURM_STEP_ID), PMI_RANK/PMI_SIZE,
+ * RANK/WORLD_SIZE/LOCAL_RANK, PENNY_ROOT, MASTER_ADDR/MASTER_PORT.  With no
+ * launcher and no explicit rank it is a single-rank job.  A launcher is
+ * recognised by its rank variable (OMPI_COMM_WORLD_RANK, PMI_RANK) or by
+ * both of its rank and size variables (SLURM_PROCID and SLURM_NTASKS in a
+ * step, RANK and WORLD_SIZE); each
  * of its variables that is set must then be a number in range, else
  * -EINVAL naming it.  A root address (cfg->root) without a rank from
  * --rank or a launcher is refused (-EINVAL).  PENNY_ROOT_FD=N (rank 0 of a
  * job with a root address only): descriptor N is rank 0's rendezvous
  * socket, inherited bound and listening on the root's port (cfg->listen_fd);
- * anything else is -EINVAL naming the variable.
+ * anything else is -EINVAL naming the variable.  A self-launched rank
+ * ignores an inherited PENNY_ROOT_FD.
  */
 int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg);
 
@@ -128,13 +199,24 @@ int pn_boot_tell(const struct pn_boot_cfg *cfg, const char *line, size_t len);
  */
 char *pn_boot_collapse(const char *in, size_t len);
 
-/* Host identity: hostname + network namespace (netns hosts are hosts). */
-const char *pn_host_id(void);
+/* Host identity: "node:ID" for a PENNY_NODE_ID, else hostname + network
+ * namespace (netns hosts are hosts). */
+void pn_host_id(const char *node_id, char *id, size_t len);
 
 struct pn_boot;
 
 int pn_boot_init(struct pn_boot **b, const struct pn_boot_cfg *cfg);
 void pn_boot_free(struct pn_boot *b);
+/*
+ * This rank cannot run the job (its own options or files failed, said
+ * already): meet the others only to tell them why, within the timeout, so
+ * that none waits for it.  Rank 0 tells each rank that comes ("rank 0 (host
+ * H) cannot run the job: WHY") until all came; another rank tells rank 0,
+ * which fails the job with "rank R (host H, pid P) cannot run the job: WHY".
+ * Nothing for a rank alone or a self-launched rank (its launcher reports).
+ * 0 when told, else -errno (nothing printed).
+ */
+int pn_boot_refuse(const struct pn_boot_cfg *cfg, const char *why);
 int pn_boot_rank(const struct pn_boot *b);
 int pn_boot_nranks(const struct pn_boot *b);
 int pn_boot_local_rank(const struct pn_boot *b);
@@ -179,19 +261,28 @@ int pn_boot_agree_err(struct pn_boot *b, int code, int name_rank, int *first);
 
 /*
  * Wire format, exposed for tests: frames of base/sock.h with the magic
- * PN_BOOT_MAGIC, version PN_BOOT_VERSION and the job's cookie; src is the
- * sending rank, seq the collective's sequence number.
+ * PN_BOOT_MAGIC, version PN_BOOT_VERSION and, in the cookie field, the
+ * job's public tag while a rank joins, its cookie once it has joined; src
+ * is the sending rank, seq the collective's sequence number.
  *
- * Joining (version 2): rank 0 sends every connection a CHALLENGE (16 random
- * bytes, a zero cookie: it tells a stranger nothing); the rank answers with
- * its HELLO, whose mac is HMAC-SHA-256(secret, "penny hello\0" + challenge
- * + the hello's 40 header bytes + its payload with mac zeroed); rank 0
- * checks it before it looks at anything the hello says, then answers with a
- * WELCOME, HMAC-SHA-256(secret, "penny welcome\0" + the hello's nonce +
- * challenge + rank as 4 little-endian bytes), which the rank checks before it
- * trusts rank 0.  A hello without the proof is dropped with one line (and an
- * ABORT with a zero cookie and seq EACCES, so that a rank of this job given
- * another secret fails at once, saying so); it never fails the job.
+ * Joining (version 3), so that nothing secret is said before each side
+ * proved it holds the job's secret: rank 0 sends every connection a
+ * CHALLENGE (16 random bytes, then, when rank 0 hands out the secret through
+ * MUNGE, a credential only the job's user can decode) under the tag; the
+ * rank answers with its HELLO, whose mac is HMAC-SHA-256(secret,
+ * "penny hello\0" + challenge + the hello's 40 header bytes + its payload
+ * with mac zeroed); rank 0 checks it before it looks at anything the hello
+ * says, then answers with a WELCOME: HMAC-SHA-256(secret, "penny welcome\0"
+ * + the hello's nonce + challenge + rank as 4 little-endian bytes + tag +
+ * the job's nonce), then the job's nonce (48 bytes), which the rank checks
+ * before it trusts rank 0.  Only then does the rank know the job's cookie
+ * (pn_boot_derive_cookie, from the nonce: another for every job, even with
+ * the same secret and address), and only what comes after the WELCOME on
+ * that connection is believed: an ABORT before it is a stranger's, never
+ * shown.  A hello without the proof is dropped with one line (and an
+ * unproven ABORT with seq EACCES: a rank given another secret stops, saying
+ * so in its own words); it never fails the job.  A hello with the REFUSE
+ * flag is a rank that cannot run the job: an ABORT with its reason follows.
  */
 enum pn_wire_type {
 	PN_MSG_HELLO = 1,	/* rank -> root: struct pn_wire_hello */
@@ -200,18 +291,21 @@ enum pn_wire_type {
 	PN_MSG_GATHERED = 4,	/* root -> rank: all contributions */
 	PN_MSG_ABORT = 5,	/* either way: a rank failed; payload is the text;
 				 * during the rendezvous seq is the errno */
-	PN_MSG_CHALLENGE = 6,	/* root -> new connection: 16-byte nonce */
-	PN_MSG_WELCOME = 7,	/* root -> rank: its 32-byte proof */
+	PN_MSG_CHALLENGE = 6,	/* root -> new connection: 16-byte nonce [+ MUNGE credential] */
+	PN_MSG_WELCOME = 7,	/* root -> rank: its 32-byte proof, the job's 16-byte nonce */
 };
 
 #define PN_WIRE_NONCE_LEN 16
 #define PN_WIRE_MAC_LEN 32
+#define PN_WIRE_CRED_MAX 2048	/* a MUNGE credential in a CHALLENGE */
+
+#define PN_HELLO_REFUSE 1u	/* flags: this rank cannot run the job (an ABORT follows) */
 
 struct pn_wire_hello {
 	uint32_t rank;
 	uint32_t nranks;
 	int32_t pid;
-	uint32_t reserved;
+	uint32_t flags;
 	char host[64];
 	char host_id[PN_HOSTID_LEN];
 	uint8_t nonce[PN_WIRE_NONCE_LEN];	/* the rank's, for rank 0's proof */
@@ -230,12 +324,13 @@ int pn_wire_hdr_check(const struct pn_frame *h, const uint8_t cookie[16], uint16
  * a hello) in answer to challenge, for a job of nranks: -EAGAIN while they
  * are a valid beginning, 0 when a whole valid hello arrived (copied to
  * *out, strings terminated), -EPROTO for a stranger (magic, version,
- * cookie, type, size), -EACCES for a hello without the proof of the secret
- * (checked before anything it says), -EINVAL for a proven hello that cannot
- * be of this job (rank 0 or out of range, another job size, another
- * sender): each with a message.
+ * type, size), -ESRCH for a rank of another job (another tag), -EACCES for
+ * a hello without the proof of the secret (checked before anything it
+ * says), -EINVAL for a proven hello that cannot be of this job (rank 0 or
+ * out of range, another job size, another sender; copied to *out too):
+ * each with a message.
  */
-int pn_wire_hello_check(const void *buf, size_t len, const uint8_t cookie[16],
+int pn_wire_hello_check(const void *buf, size_t len, const uint8_t tag[16],
 			const uint8_t secret[32], const uint8_t challenge[PN_WIRE_NONCE_LEN],
 			int nranks, struct pn_wire_hello *out);
 /* The hello's proof (mac) for challenge; hdr: its 40 header bytes. */
@@ -245,6 +340,7 @@ void pn_wire_hello_mac(const uint8_t secret[32], const uint8_t challenge[PN_WIRE
 /* Rank 0's proof (WELCOME) to the rank whose hello had nonce. */
 void pn_wire_welcome_mac(const uint8_t secret[32], const uint8_t challenge[PN_WIRE_NONCE_LEN],
 			 const uint8_t nonce[PN_WIRE_NONCE_LEN], uint32_t rank,
+			 const uint8_t tag[16], const uint8_t job_nonce[PN_WIRE_NONCE_LEN],
 			 uint8_t mac[PN_WIRE_MAC_LEN]);
 /* Text from the wire goes to terminals and logs: printable ASCII only. */
 void pn_wire_printable(char *s, size_t len);

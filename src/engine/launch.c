@@ -34,9 +34,29 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+static struct pn_boot_knobs knobs = { .site_secret = PN_BOOT_SITE_SECRET };
+
+void pn_boot_set_knobs(const struct pn_boot_knobs *k)
+{
+	static const char **snap;
+	size_t n = 0;
+
+	knobs = *k;
+	while (k->env && k->env[n])
+		n++;
+	free(snap);
+	/* the array as it is now: a later setenv may move the process's */
+	snap = calloc(n + 1, sizeof(*snap));
+	if (snap) {
+		memcpy(snap, k->env, n * sizeof(*snap));
+		knobs.env = snap;
+	}
+}
+
 void pn_boot_cfg_init(struct pn_boot_cfg *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->knobs = knobs;
 	cfg->rank = -1;
 	cfg->nranks = -1;
 	cfg->local_rank = -1;
@@ -45,34 +65,29 @@ void pn_boot_cfg_init(struct pn_boot_cfg *cfg)
 	cfg->err_fd = -1;
 }
 
-const char *pn_host_id(void)
+void pn_host_id(const char *node_id, char *id, size_t len)
 {
-	static char id[PN_HOSTID_LEN];
 	char ns[64] = "";
 	ssize_t n;
-	const char *over = getenv("PENNY_NODE_ID");
 
-	if (id[0])
-		return id;
-	if (over && *over) {
-		snprintf(id, sizeof(id), "node:%s", over);
-		return id;
+	if (node_id && *node_id) {
+		snprintf(id, len, "node:%s", node_id);
+		return;
 	}
 	/* network namespace inode: netns "hosts" on one machine are hosts */
 	n = readlink("/proc/self/ns/net", ns, sizeof(ns) - 1);
 	if (n > 0)
 		ns[n] = 0;
-	snprintf(id, sizeof(id), "%.60s/%s", pn_hostname(), ns);
-	return id;
+	snprintf(id, len, "%.60s/%s", pn_hostname(), ns);
 }
 
 /*
  * A launcher variable: absent (1), a decimal number in [lo, hi] (0), or
  * -EINVAL with a message naming it.
  */
-static int env_num(const char *name, int lo, int hi, int *v)
+static int env_num(const char *const *env, const char *name, int lo, int hi, int *v)
 {
-	const char *s = getenv(name), *p;
+	const char *s = pn_boot_env(env, name), *p;
 	long long x = 0;
 
 	if (!s)
@@ -105,24 +120,25 @@ static const struct launcher_env launchers[] = {
 };
 
 /* rank, size and local rank/size of launcher l; every variable set must be valid */
-static int launcher_read(const struct launcher_env *l, int *r, int *n, int *lr, int *ls)
+static int launcher_read(const char *const *env, const struct launcher_env *l, int *r, int *n,
+			 int *lr, int *ls)
 {
 	int ret;
 
 	*lr = -1;
 	*ls = -1;
-	ret = env_num(l->size, 1, PN_BOOT_MAX_RANKS, n);
+	ret = env_num(env, l->size, 1, PN_BOOT_MAX_RANKS, n);
 	if (ret > 0)
 		return pn_err(-EINVAL, "%s is set but %s is not", l->rank, l->size);
-	if (ret || (ret = env_num(l->rank, 0, INT_MAX, r)) < 0)
+	if (ret || (ret = env_num(env, l->rank, 0, INT_MAX, r)) < 0)
 		return ret;
 	if (ret > 0)
 		return pn_err(-EINVAL, "%s is set but %s is not", l->size, l->rank);
 	if (*r >= *n)
 		return pn_err(-EINVAL, "%s=%d is not below %s=%d", l->rank, *r, l->size, *n);
-	if (l->local_size && (ret = env_num(l->local_size, 1, *n, ls)) < 0)
+	if (l->local_size && (ret = env_num(env, l->local_size, 1, *n, ls)) < 0)
 		return ret;
-	if ((ret = env_num(l->local_rank, 0, INT_MAX, lr)) < 0)
+	if ((ret = env_num(env, l->local_rank, 0, INT_MAX, lr)) < 0)
 		return ret;
 	if (*lr >= (*ls > 0 ? *ls : *n))
 		return *ls > 0 ? pn_err(-EINVAL, "%s=%d is not below %s=%d", l->local_rank, *lr,
@@ -130,156 +146,6 @@ static int launcher_read(const struct launcher_env *l, int *r, int *n, int *lr, 
 			       : pn_err(-EINVAL, "%s=%d is not below %s=%d", l->local_rank, *lr,
 					l->size, *n);
 	return 0;
-}
-
-int pn_boot_hex(const char *s, uint8_t *out, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < 2 * n; i++)
-		if (!isxdigit((unsigned char)s[i]))
-			return -EINVAL;
-	if (s[2 * n])
-		return -EINVAL;
-	for (i = 0; i < n; i++) {
-		unsigned x;
-
-		sscanf(s + 2 * i, "%2x", &x);
-		out[i] = (uint8_t)x;
-	}
-	return 0;
-}
-
-void pn_boot_derive_cookie(struct pn_boot_cfg *cfg)
-{
-	static const char tag[] = "penny job cookie";
-	const char *ctx = cfg->jobid[0] ? cfg->jobid : cfg->root ? cfg->root : "";
-	const void *p[2] = { tag, ctx };
-	size_t l[2] = { sizeof(tag), strlen(ctx) };
-	uint8_t mac[PN_SHA256_LEN];
-
-	pn_hmac_sha256(cfg->secret, sizeof(cfg->secret), 2, p, l, mac);
-	memcpy(cfg->cookie, mac, sizeof(cfg->cookie));
-	cfg->have_cookie = 1;
-}
-
-/* The secret from a file of ours that only we can read (see boot.h). */
-static int secret_read(struct pn_boot_cfg *cfg, int dfd, const char *name, const char *shown)
-{
-	char buf[4097];
-	struct stat st;
-	ssize_t n;
-	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-
-	if (fd < 0)
-		return pn_err(errno == ELOOP ? -EPERM : -errno, "cannot read the job secret '%s': %s",
-			      shown, errno == ELOOP ? "a symbolic link" : strerror(errno));
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
-		close(fd);
-		return pn_err(-EPERM, "refusing the job secret '%s': not a regular file of uid %u that "
-			      "only it can read and write (chmod 600)", shown, (unsigned)geteuid());
-	}
-	n = read(fd, buf, sizeof(buf));
-	close(fd);
-	if (n <= 0 || n > 4096)
-		return pn_err(-EINVAL, "the job secret '%s' %s", shown,
-			      n < 0 ? strerror(errno) : n ? "is longer than 4096 bytes" : "is empty");
-	pn_sha256(buf, (size_t)n, cfg->secret);
-	memset(buf, 0, sizeof(buf));
-	cfg->have_secret = 1;
-	return 0;
-}
-
-/* mkdir that keeps an existing directory: 0 or -errno with a message */
-static int mkdir_private(const char *dir)
-{
-	if (mkdir(dir, 0700) && errno != EEXIST)
-		return pn_err(-errno, "cannot create '%s' for the job secret: %s", dir, strerror(errno));
-	return 0;
-}
-
-/*
- * The per-user secret: create it when missing, without ever replacing one
- * (a private temporary file linked to the name: two ranks racing on a
- * shared home get the same one), then read it like any other.
- */
-static int secret_default(struct pn_boot_cfg *cfg)
-{
-	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
-	char dir[PATH_MAX], shown[PATH_MAX + 16], tmp[64], line[66];
-	uint8_t r[32];
-	int dfd, fd, i, ret;
-
-	if (xdg && xdg[0] == '/')
-		snprintf(dir, sizeof(dir), "%s", xdg);
-	else if (home && home[0] == '/')
-		snprintf(dir, sizeof(dir), "%s/.config", home);
-	else
-		return pn_err(-EINVAL, "no job secret: set PENNY_COOKIE or PENNY_COOKIE_FILE (HOME is "
-			      "not set)");
-	if ((ret = mkdir_private(dir)))
-		return ret;
-	snprintf(dir + strlen(dir), sizeof(dir) - strlen(dir), "/penny");
-	if ((ret = mkdir_private(dir)))
-		return ret;
-	snprintf(shown, sizeof(shown), "%s/cookie", dir);
-	/* penny may run as root: only a real directory of ours that no one
-	 * else can write (not a link to elsewhere) gets the file */
-	dfd = pn_file_own_dir(dir, 022, "the job secret", "and writable by it alone");
-	if (dfd < 0)
-		return dfd;
-	if (faccessat(dfd, "cookie", F_OK, AT_SYMLINK_NOFOLLOW) && errno == ENOENT) {
-		snprintf(tmp, sizeof(tmp), ".cookie.%d", (int)getpid());
-		unlinkat(dfd, tmp, 0); /* ours, from a process with our pid */
-		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		ret = fd < 0 ? -errno : pn_boot_random(r, sizeof(r));
-		for (i = 0; i < 32; i++)
-			snprintf(line + 2 * i, 3, "%02x", r[i]);
-		line[64] = '\n';
-		if (!ret && (write(fd, line, 65) != 65 || fsync(fd)))
-			ret = -errno;
-		if (fd >= 0)
-			close(fd);
-		if (!ret && linkat(dfd, tmp, dfd, "cookie", 0) && errno != EEXIST)
-			ret = -errno;
-		unlinkat(dfd, tmp, 0);
-		memset(line, 0, sizeof(line));
-		memset(r, 0, sizeof(r));
-		if (ret) {
-			close(dfd);
-			return pn_err(ret, "cannot create the job secret '%s': %s", shown,
-				      strerror(-ret));
-		}
-	}
-	ret = secret_read(cfg, dfd, "cookie", shown);
-	close(dfd);
-	return ret;
-}
-
-int pn_boot_secret(struct pn_boot_cfg *cfg)
-{
-	const char *s;
-	int ret;
-
-	if (cfg->have_secret)
-		return 0;
-	if ((s = getenv("PENNY_COOKIE")) && *s) {
-		pn_sha256(s, strlen(s), cfg->secret);
-		cfg->have_secret = 1;
-		return 0;
-	}
-	if ((s = getenv("PENNY_COOKIE_FILE")) && *s)
-		ret = secret_read(cfg, AT_FDCWD, s, s);
-	else
-		ret = secret_default(cfg);
-	/* the job cannot run: exit 2, whatever the file system said */
-	if (ret && ret != -EPERM && ret != -EINVAL) {
-		char why[320];
-
-		snprintf(why, sizeof(why), "%s", pn_errmsg(ret));
-		ret = pn_err(-EINVAL, "%s", why);
-	}
-	return ret;
 }
 
 /*
@@ -309,12 +175,58 @@ static int adopt_root_fd(struct pn_boot_cfg *cfg, const char *s)
 	return 0;
 }
 
+/* A Slurm step's id ("SLURM_STEP_ID", older "SLURM_STEPID"); NULL in a batch script. */
+static const char *slurm_step(const char *const *env)
+{
+	const char *s = pn_boot_env(env, "SLURM_STEP_ID");
+
+	return s ? s : pn_boot_env(env, "SLURM_STEPID");
+}
+
+/* Is launcher l's environment there (see boot.h)? */
+static int launcher_here(const char *const *env, const struct launcher_env *l)
+{
+	if (!pn_boot_env(env, l->rank) || !(l->by_rank || pn_boot_env(env, l->size)))
+		return 0;
+	/* a batch script has SLURM_PROCID and SLURM_NTASKS too: one process */
+	return strcmp(l->name, "srun") || slurm_step(env);
+}
+
+/* The job id and the single-node hint of launcher l. */
+static int launcher_job(struct pn_boot_cfg *cfg, const struct launcher_env *l, int n, int ls)
+{
+	const char *const *env = cfg->knobs.env;
+	const char *s;
+	int ret;
+
+	if (l->local_size)
+		cfg->single_node = ls == n;
+	if (!strcmp(l->name, "mpirun")) {
+		if ((s = pn_boot_env(env, "OMPI_MCA_ess_base_jobid")) ||
+		    (s = pn_boot_env(env, "PMIX_NAMESPACE")))
+			snprintf(cfg->jobid, sizeof(cfg->jobid), "%s", s);
+	} else if (!strcmp(l->name, "srun")) {
+		ret = env_num(env, "SLURM_STEP_NUM_NODES", 1, n, &ls);
+		if (ret > 0)
+			ret = env_num(env, "SLURM_NNODES", 1, n, &ls);
+		if (ret < 0)
+			return pn_err_ctx(ret, "launcher environment (srun)");
+		cfg->single_node = ret == 0 && ls == 1;
+		if ((s = pn_boot_env(env, "SLURM_JOB_ID")))
+			snprintf(cfg->jobid, sizeof(cfg->jobid), "%.30s.%.30s", s, slurm_step(env));
+	} else if (!strcmp(l->name, "torchrun")) {
+		if ((s = pn_boot_env(env, "TORCHELASTIC_RUN_ID")))
+			snprintf(cfg->jobid, sizeof(cfg->jobid), "%s", s);
+	}
+	return 0;
+}
+
 int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg)
 {
+	const char *const *env = cfg->knobs.env;
 	int r = -1, n = -1, lr = -1, ls = -1, ret;
 	const struct launcher_env *l = NULL;
 	const char *s;
-	static char rootbuf[300];
 	size_t i;
 
 	if (cfg->rank >= 0 || cfg->nranks >= 0) {
@@ -327,32 +239,17 @@ int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg)
 			snprintf(cfg->launcher, sizeof(cfg->launcher), "explicit");
 	} else {
 		for (i = 0; i < PN_ARRAY_SIZE(launchers) && !l; i++)
-			if (getenv(launchers[i].rank) &&
-			    (launchers[i].by_rank || getenv(launchers[i].size)))
+			if (launcher_here(env, &launchers[i]))
 				l = &launchers[i];
 	}
 	if (l) {
-		ret = launcher_read(l, &r, &n, &lr, &ls);
+		ret = launcher_read(env, l, &r, &n, &lr, &ls);
 		if (ret)
 			return pn_err_ctx(ret, "launcher environment (%s)", l->name);
 		snprintf(cfg->launcher, sizeof(cfg->launcher), "%s", l->name);
-		if (l->local_size)
-			cfg->single_node = ls == n;
-		if (!strcmp(l->name, "mpirun")) {
-			if ((s = getenv("OMPI_MCA_ess_base_jobid")) || (s = getenv("PMIX_NAMESPACE")))
-				snprintf(cfg->jobid, sizeof(cfg->jobid), "%s", s);
-		} else if (!strcmp(l->name, "srun")) {
-			ret = env_num("SLURM_NNODES", 1, n, &ls);
-			if (ret < 0)
-				return pn_err_ctx(ret, "launcher environment (srun)");
-			cfg->single_node = ret == 0 && ls == 1;
-			if ((s = getenv("SLURM_JOB_ID")))
-				snprintf(cfg->jobid, sizeof(cfg->jobid), "%s.%s", s,
-					 getenv("SLURM_STEP_ID") ? getenv("SLURM_STEP_ID") : "0");
-		} else if (!strcmp(l->name, "torchrun")) {
-			if ((s = getenv("TORCHELASTIC_RUN_ID")))
-				snprintf(cfg->jobid, sizeof(cfg->jobid), "%s", s);
-		}
+		ret = launcher_job(cfg, l, n, ls);
+		if (ret)
+			return ret;
 	} else if (cfg->rank < 0) {
 		if (cfg->root)
 			return pn_err(-EINVAL, "--root %s needs --rank and --nranks (or a launcher's "
@@ -367,31 +264,13 @@ int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg)
 		if (cfg->local_rank < 0)
 			cfg->local_rank = lr;
 	}
-	if (!cfg->root) {
-		const char *addr = getenv("MASTER_ADDR"), *port = getenv("MASTER_PORT");
-
-		if ((s = getenv("PENNY_ROOT")) && *s) {
-			cfg->root = s;
-		} else if (addr && port) {
-			snprintf(rootbuf, sizeof(rootbuf), "%s:%s", addr, port);
-			cfg->root = rootbuf;
-		}
-	}
-	if ((s = getenv("PENNY_ROOT_FD")) && cfg->listen_fd < 0)
+	if (!cfg->root && (s = cfg->knobs.root) && *s)
+		cfg->root = s;
+	/* a self-launched rank's socket comes from its launcher, never from
+	 * a PENNY_ROOT_FD it inherited */
+	if ((s = cfg->knobs.root_fd) && cfg->listen_fd < 0 && strcmp(cfg->launcher, "self"))
 		return adopt_root_fd(cfg, s);
 	return 0;
-}
-
-int pn_boot_random(uint8_t *buf, size_t len)
-{
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len);
-	close(fd);
-	return n == (ssize_t)len ? 0 : -EIO;
 }
 
 /*
@@ -431,13 +310,12 @@ int pn_boot_home_cpus(uint8_t *mask, size_t len)
  * ranks on that one core (check's node allreduce under --np ran every GPU
  * rank on one CPU at half its speed).
  */
-static void bind_rank(int i, int np)
+static void bind_rank(const struct pn_boot_cfg *cfg, int i, int np)
 {
 	cpu_set_t allowed, one;
-	const char *b = getenv("PENNY_BIND");
 	int cpu, k = 0;
 
-	if (b && !strcmp(b, "none"))
+	if (cfg->knobs.bind_none)
 		return;
 	if (home_set)
 		allowed = home_cpus;
@@ -731,9 +609,16 @@ int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status
 	}
 	cfg->have_secret = 1;
 	cfg->root = rootbuf;
+	/* the job's cookie is known before the fork: its /dev/shm names are
+	 * swept by this launcher */
+	if (pn_boot_random(cfg->nonce, sizeof(cfg->nonce))) {
+		close(fd);
+		return pn_err(-EIO, "cannot read /dev/urandom");
+	}
+	cfg->have_nonce = 1;
+	snprintf(cfg->launcher, sizeof(cfg->launcher), "self");
 	pn_boot_derive_cookie(cfg);
 	cfg->nranks = np;
-	snprintf(cfg->launcher, sizeof(cfg->launcher), "self");
 	shm_prefix(child_shm, sizeof(child_shm), cfg->cookie);
 
 	pids = calloc((size_t)np, sizeof(*pids));
@@ -783,7 +668,7 @@ int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status
 			if (getppid() != self)
 				child_term(SIGTERM);
 			free(pids);
-			bind_rank(i, np);
+			bind_rank(cfg, i, np);
 			cfg->rank = i;
 			cfg->local_rank = i;
 			cfg->err_fd = errp[1];

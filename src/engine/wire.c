@@ -68,18 +68,20 @@ void pn_wire_hello_mac(const uint8_t secret[32], const uint8_t challenge[PN_WIRE
 
 void pn_wire_welcome_mac(const uint8_t secret[32], const uint8_t challenge[PN_WIRE_NONCE_LEN],
 			 const uint8_t nonce[PN_WIRE_NONCE_LEN], uint32_t rank,
+			 const uint8_t tag[16], const uint8_t job_nonce[PN_WIRE_NONCE_LEN],
 			 uint8_t mac[PN_WIRE_MAC_LEN])
 {
-	static const char tag[] = "penny welcome";
+	static const char label[] = "penny welcome";
 	uint8_t r[4];
-	const void *p[4] = { tag, nonce, challenge, r };
-	size_t l[4] = { sizeof(tag), PN_WIRE_NONCE_LEN, PN_WIRE_NONCE_LEN, sizeof(r) };
+	const void *p[6] = { label, nonce, challenge, r, tag, job_nonce };
+	size_t l[6] = { sizeof(label), PN_WIRE_NONCE_LEN, PN_WIRE_NONCE_LEN, sizeof(r), 16,
+			PN_WIRE_NONCE_LEN };
 
 	pn_put_u32(r, rank);
-	pn_hmac_sha256(secret, 32, 4, p, l, mac);
+	pn_hmac_sha256(secret, 32, 6, p, l, mac);
 }
 
-int pn_wire_hello_check(const void *buf, size_t len, const uint8_t cookie[16],
+int pn_wire_hello_check(const void *buf, size_t len, const uint8_t tag[16],
 			const uint8_t secret[32], const uint8_t challenge[PN_WIRE_NONCE_LEN],
 			int nranks, struct pn_wire_hello *out)
 {
@@ -99,12 +101,12 @@ int pn_wire_hello_check(const void *buf, size_t len, const uint8_t cookie[16],
 		return -EAGAIN;
 	}
 	pn_frame_get(&h, buf);
-	/* the cookie is derived from the secret and the job: another one is
-	 * a rank given another secret or address, or a stranger */
-	if (h.magic == PN_BOOT_MAGIC && h.version == PN_BOOT_VERSION && memcmp(h.cookie, cookie, 16))
-		return pn_err(-EACCES, "a hello with another job's cookie (another secret or "
-			      "rendezvous address)");
-	ret = pn_wire_hdr_check(&h, cookie, PN_MSG_HELLO, sizeof(m));
+	/* the tag is the job's public name: another one is a rank of another
+	 * job (another job id or rendezvous address) */
+	if (h.magic == PN_BOOT_MAGIC && h.version == PN_BOOT_VERSION && memcmp(h.cookie, tag, 16))
+		return pn_err(-ESRCH, "a hello of another job (another job id or rendezvous "
+			      "address)");
+	ret = pn_wire_hdr_check(&h, tag, PN_MSG_HELLO, sizeof(m));
 	if (ret)
 		return ret;
 	if (h.type != PN_MSG_HELLO)
@@ -124,6 +126,8 @@ int pn_wire_hello_check(const void *buf, size_t len, const uint8_t cookie[16],
 	if (pn_memeq_ct(mac, m.mac, sizeof(mac)))
 		return pn_err(-EACCES, "a hello claiming rank %u of %u (pid %d on %s) without the proof "
 			      "of the job's secret", m.rank, m.nranks, m.pid, m.host);
+	/* proven: rank 0 answers it, whether or not it is of this job */
+	*out = m;
 	if (h.src != m.rank)
 		return pn_err(-EINVAL, "a header of rank %u with the hello of rank %u", h.src, m.rank);
 	if (m.pid <= 0)
@@ -138,6 +142,5 @@ int pn_wire_hello_check(const void *buf, size_t len, const uint8_t cookie[16],
 	if (m.rank == 0 || m.rank >= (uint32_t)nranks)
 		return pn_err(-EINVAL, "a second rank %u (pid %d on %s) joined a job of %d ranks: two jobs "
 			      "on one rendezvous address?", m.rank, m.pid, m.host, nranks);
-	*out = m;
 	return 0;
 }

@@ -3,10 +3,11 @@
 # The nvshmem backend on a cluster, next to cuda (hierarchical) and NCCL:
 # run under the cluster's launcher, one task per GPU, e.g.
 #   srun -N 2 --ntasks-per-node 8 --gpus-per-node 8 tests/bench/nvshmem-cluster.sh
-#   mpirun -np 16 --npernode 8 -H a:8,b:8 -x PATH -x LD_LIBRARY_PATH -x ROOT=a:29517 \
+#   mpirun -np 16 --npernode 8 -H a:8,b:8 -x PATH -x LD_LIBRARY_PATH \
 #          -x RAILS=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7 tests/bench/nvshmem-cluster.sh
-# Each task runs penny allreduce-test --rank/--nranks from the launcher's
-# variables (SLURM_* or OMPI_COMM_WORLD_*) with rank 0's host as --root.
+# Each task runs penny allreduce-test, which finds rank 0 and the job's secret
+# from the launcher (penny(1), RENDEZVOUS: the step's first node under srun,
+# mpirun's host, a port derived from the job; no fixed port).
 # NVSHMEM reaches the other nodes through IBGDA (GPU-initiated RDMA):
 #   NVSHMEM_IB_ENABLE_IBGDA=1          the GPU posts its own work requests
 #   NVSHMEM_IBGDA_NUM_RC_PER_PE=QPS    RC connections per remote PE (QPS, default 2 here)
@@ -14,8 +15,9 @@
 #                                      the NICs and which PE uses which (RAILS below)
 #   NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME  the interface of the unique-id bootstrap (IFNAME)
 # Environment: PENNY (binary, default penny on PATH), ROOT (host:port of rank
-# 0; under srun the job's first node and port 29517, under mpirun required), RAILS (e.g.
-# mlx5_0,mlx5_1,...: local rank i uses the i-th), MAXB (1G), OUT (results).
+# 0, only to override the launcher's), RAILS (e.g. mlx5_0,mlx5_1,...: local
+# rank i uses the i-th), MAXB (1G), OUT (results).  NCCL runs here with NVLink
+# SHARP off; tests/bench/cluster-allreduce.sh also runs NCCL with it.
 set -u
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
 export NVSHMEM_IB_ENABLE_IBGDA=${NVSHMEM_IB_ENABLE_IBGDA:-1}
@@ -32,17 +34,14 @@ if [ -n "${RAILS:-}" ]; then
 	NVSHMEM_HCA_PE_MAPPING=$(echo "$RAILS" | tr ',' '\n' | sed 's/$/:1:1/' | paste -sd,)
 	export NVSHMEM_HCA_PE_MAPPING
 fi
-if [ -z "${ROOT:-}" ]; then
-	host=$(scontrol show hostnames "${SLURM_JOB_NODELIST:-}" 2>/dev/null | head -1)
-	[ -n "$host" ] || { echo "set ROOT=host-of-rank-0:port (mpirun)" >&2; exit 2; }
-	ROOT=$host:29517
-fi
+where=()
+[ -n "${ROOT:-}" ] && where=(--rank "$rank" --nranks "$nranks" --root "$ROOT")
 out=${OUT:-results}
 mkdir -p "$out"
 tag=$(date -u +%Y-%m-%d)-n$nranks
 for g in 0 10; do
-	timeout -k 10 900 "${PENNY:-penny}" allreduce-test --rank "$rank" --nranks "$nranks" \
-		--root "$ROOT" --backend nvshmem,cuda,nccl --algo all \
+	timeout -k 10 900 "${PENNY:-penny}" allreduce-test "${where[@]}" \
+		--backend nvshmem,cuda,nccl --algo all \
 		-b 1K -e "${MAXB:-1G}" -f 4 -d bfloat16 -o sum -n 20 -w 5 -G $g --timeout 120 \
 		--csv "$out/nvshmem-cluster-$tag-G$g.csv" || exit $?
 done

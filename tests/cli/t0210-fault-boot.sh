@@ -72,7 +72,7 @@ test_expect_success '--timeout past 24 h is refused; 24 h (86400000 ms) runs ove
 test_expect_success 'launcher variables that are not numbers or out of range: one line, exit 2' '
 	for env in "OMPI_COMM_WORLD_RANK=x" "OMPI_COMM_WORLD_RANK=x OMPI_COMM_WORLD_SIZE=2" \
 		"OMPI_COMM_WORLD_RANK=2 OMPI_COMM_WORLD_SIZE=2" "OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=-3" \
-		"SLURM_PROCID=1 SLURM_NTASKS=99999" "PMI_RANK=0 PMI_SIZE=2x" "RANK=1 WORLD_SIZE=1" \
+		"SLURM_PROCID=1 SLURM_NTASKS=99999 SLURM_STEP_ID=0" "PMI_RANK=0 PMI_SIZE=2x" "RANK=1 WORLD_SIZE=1" \
 		"OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=y"; do
 		env $env timeout 10 "$PENNY" allreduce-test -b 8 -e 8 --timeout 2 >out 2>err; rc=$?
 		echo "$env: rc=$rc $(cat err)"
@@ -156,8 +156,8 @@ fi
 # address, but not its secret: strangers speak to rank 0 before the real
 # rank 1 joins; every one is dropped with one line and the job completes.
 # stranger MODE PORT ROOT: old (version 1 hellos with the cookie derived from
-# --root: one of another job size, one claiming rank 1) or guess (version 2
-# hellos answering the challenge, with the job's public cookie, signed with a
+# --root: one of another job size, one claiming rank 1) or guess (version 3
+# hellos answering the challenge, under the job's public tag, signed with a
 # guessed secret); prints how many it sent.
 stranger() {
 	python3 - "$@" <<-PY
@@ -173,9 +173,8 @@ stranger() {
 	    else:
 	        typ, nonce = peer.read_frame(s)
 	        assert typ == peer.CHALLENGE and len(nonce) == 16, typ
-	        secret = open(sys.argv[4], "rb").read()
-	        cookie = peer.job_cookie(peer.job_secret(secret), root)
-	        s.sendall(peer.hello_v2(peer.job_secret(b"guess"), cookie, nonce, rank, nranks))
+	        tag = peer.job_tag("root:" + root)
+	        s.sendall(peer.hello_v3(peer.job_secret(b"guess"), tag, nonce, rank, nranks))
 	    n += 1
 	    time.sleep(0.3)
 	    s.close()
@@ -215,9 +214,9 @@ test_expect_success 'a rank given another secret fails at once saying so; the jo
 	wait $r0; rc0=$?
 	cat errx err0 err1; echo "rc0=$rc0 rc1=$rc1"
 	test $ok -eq 0 && test "$(wc -l <errx)" -eq 1 &&
-	grep -q "rank 1: rank 0 (host .*) refused this rank: it did not prove the job.s secret" errx &&
+	grep -q "rank 1: what listens at 127.0.0.1:$port refused this rank.s proof of the job.s secret: it is not rank 0 of this job, or rank 0 has another secret (this rank.s: PENNY_COOKIE)" errx &&
 	test $ok1 -eq 0 && test "$rc0" -eq 0 && test "$rc1" -eq 0 && test "$(wc -l <err0)" -eq 1 &&
-	grep -q "dropped a connection to the rendezvous: a hello with another job.s cookie" err0 &&
+	grep -q "dropped a connection to the rendezvous: a hello claiming rank 1 of 2 .* without the proof of the job.s secret" err0 &&
 	test ! -s err1 && no_procs_left
 '
 

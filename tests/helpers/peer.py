@@ -40,11 +40,6 @@ def job_secret(s):
     return hashlib.sha256(s if isinstance(s, bytes) else s.encode()).digest()
 
 
-def job_cookie(secret, context):
-    """The job's public cookie (version 2): context is the job id or --root."""
-    return hmac.new(secret, b"penny job cookie\0" + context.encode(), "sha256").digest()[:16]
-
-
 def header(version, typ, cookie, src, seq, length):
     return struct.pack("<IHH16sIIQ", MAGIC, version, typ, cookie, src, seq, length)
 
@@ -72,10 +67,21 @@ def hello_v1(cookie, rank, nranks, pid=4242, host="intruder"):
     return header(1, HELLO, cookie, rank, 0, len(body)) + body
 
 
-def hello_v2(secret, cookie, nonce, rank, nranks, pid=4242, host="intruder"):
-    """A version 2 hello answering the challenge nonce, signed with secret."""
+def job_tag(context):
+    """The job's public tag (version 3): context is "LAUNCHER:JOBID" or "root:HOST:PORT"."""
+    return hashlib.sha256(b"penny job tag\0" + context.encode()).digest()[:16]
+
+
+def hello_v3(secret, tag, challenge, rank, nranks, pid=4242, host="intruder"):
+    """A version 3 hello under the job's tag, answering challenge, signed with secret."""
     body = struct.pack("<IIiI64s96s16s", rank, nranks, pid, 0, host.encode(), b"host:intruder",
                        os.urandom(16))
-    h = header(2, HELLO, cookie, rank, 0, len(body) + 32)
-    mac = hmac.new(secret, b"penny hello\0" + nonce + h + body + bytes(32), "sha256").digest()
+    h = header(3, HELLO, tag, rank, 0, len(body) + 32)
+    mac = hmac.new(secret, b"penny hello\0" + challenge[:16] + h + body + bytes(32),
+                   "sha256").digest()
     return h + body + mac
+
+
+def frame(typ, tag, payload, seq=0, version=3):
+    """Any frame of the rendezvous (a stranger's challenge or ABORT)."""
+    return header(version, typ, tag, 0, seq, len(payload)) + payload

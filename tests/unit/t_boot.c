@@ -9,6 +9,7 @@
 #include "unit.h"
 
 #include "engine/boot.h"
+#include "engine/launch.h"
 #include "base/log.h"
 #include "base/sha256.h"
 #include "base/util.h"
@@ -17,30 +18,15 @@
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-static const char *const launcher_vars[] = {
-	"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-	"OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "SLURM_PROCID",
-	"SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NNODES", "SLURM_JOB_ID", "PMI_RANK", "PMI_SIZE",
-	"MPI_LOCALRANKID", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "PENNY_ROOT",
-	"MASTER_ADDR", "MASTER_PORT", "PENNY_COOKIE", "PENNY_COOKIE_FILE", "TORCHELASTIC_RUN_ID",
-};
-
-/* pn_boot_cfg_from_env with only "NAME=VALUE" pairs set; its return */
+/* pn_boot_cfg_from_env with only the "NAME=VALUE" pairs kv in the
+ * environment snapshot (the engine reads no other); its return */
 static int from_env(struct pn_boot_cfg *cfg, const char *const *kv)
 {
-	size_t i;
-
-	for (i = 0; i < PN_ARRAY_SIZE(launcher_vars); i++)
-		unsetenv(launcher_vars[i]);
-	for (; kv && *kv; kv++) {
-		char name[64];
-		const char *eq = strchr(*kv, '=');
-
-		snprintf(name, sizeof(name), "%.*s", (int)(eq - *kv), *kv);
-		setenv(name, eq + 1, 1);
-	}
 	pn_boot_cfg_init(cfg);
+	cfg->knobs.env = kv;
 	return pn_boot_cfg_from_env(cfg);
 }
 
@@ -56,8 +42,17 @@ TEST(launcher_env)
 	CHECK_STR(c.launcher, "mpirun");
 	CHECK(c.rank == 3 && c.nranks == 4 && c.single_node);
 	CHECK_EQ_INT(from_env(&c, (const char *[]){ "SLURM_PROCID=1", "SLURM_NTASKS=2",
-					     "SLURM_NNODES=1", NULL }), 0);
+					     "SLURM_NNODES=1", "SLURM_STEP_ID=0", NULL }), 0);
 	CHECK(!strcmp(c.launcher, "srun") && c.rank == 1 && c.single_node);
+	/* a step's own node count, not the allocation's */
+	CHECK_EQ_INT(from_env(&c, (const char *[]){ "SLURM_PROCID=0", "SLURM_NTASKS=2",
+					     "SLURM_NNODES=2", "SLURM_STEP_NUM_NODES=1",
+					     "SLURM_STEPID=3", "SLURM_JOB_ID=12", NULL }), 0);
+	CHECK(c.single_node && !strcmp(c.jobid, "12.3"));
+	/* a batch script has SLURM_PROCID and SLURM_NTASKS but no step: one process */
+	CHECK_EQ_INT(from_env(&c, (const char *[]){ "SLURM_PROCID=0", "SLURM_NTASKS=4",
+					     "SLURM_JOB_ID=12", NULL }), 0);
+	CHECK(!strcmp(c.launcher, "none") && c.nranks == 1);
 	CHECK_EQ_INT(from_env(&c, (const char *[]){ "RANK=1", "WORLD_SIZE=2", NULL }), 0);
 	CHECK(!strcmp(c.launcher, "torchrun") && c.rank == 1 && c.nranks == 2);
 	/* RANK alone is too common a name: not a launcher */
@@ -82,8 +77,12 @@ TEST(launcher_env_refused)
 				  "OMPI_COMM_WORLD_LOCAL_RANK=2", "OMPI_COMM_WORLD_LOCAL_SIZE=2", NULL },
 		(const char *[]){ "OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=4",
 				  "OMPI_COMM_WORLD_LOCAL_SIZE=5", NULL },
-		(const char *[]){ "SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_NNODES=two", NULL },
-		(const char *[]){ "SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_LOCALID=9", NULL },
+		(const char *[]){ "SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_NNODES=two",
+				  "SLURM_STEP_ID=0", NULL },
+		(const char *[]){ "SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_LOCALID=9",
+				  "SLURM_STEP_ID=0", NULL },
+		(const char *[]){ "SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_STEP_NUM_NODES=3",
+				  "SLURM_STEP_ID=0", NULL },
 		(const char *[]){ "PMI_RANK=0", NULL },
 		(const char *[]){ "PMI_RANK=0", "PMI_SIZE=1e3", NULL },
 		(const char *[]){ "RANK=1", "WORLD_SIZE=0x2", NULL },
@@ -122,12 +121,33 @@ TEST(explicit_ranks)
 	CHECK_EQ_INT(pn_boot_cfg_from_env(&c), -EINVAL);
 	CHECK(strstr(pn_errmsg(-EINVAL), "needs --rank") != NULL);
 	/* ... but with a launcher it is the rendezvous address */
-	from_env(&c, (const char *[]){ "PMI_RANK=1", "PMI_SIZE=2", NULL });
 	pn_boot_cfg_init(&c);
+	c.knobs.env = (const char *[]){ "PMI_RANK=1", "PMI_SIZE=2", NULL };
 	c.root = "10.0.0.1:5000";
 	CHECK_EQ_INT(pn_boot_cfg_from_env(&c), 0);
 	CHECK(c.rank == 1);
-	from_env(&c, NULL);
+	/* PENNY_ROOT (a knob) too, and --root before it */
+	pn_boot_cfg_init(&c);
+	c.knobs.env = (const char *[]){ "PMI_RANK=1", "PMI_SIZE=2", NULL };
+	c.knobs.root = "10.0.0.2:6000";
+	CHECK_EQ_INT(pn_boot_cfg_from_env(&c), 0);
+	CHECK(c.root && !strcmp(c.root, "10.0.0.2:6000"));
+	/* an inherited PENNY_ROOT_FD: refused for a rank of a launcher, not
+	 * looked at by a self-launched rank */
+	pn_boot_cfg_init(&c);
+	c.knobs.env = (const char *[]){ "PMI_RANK=1", "PMI_SIZE=2", NULL };
+	c.knobs.root_fd = "7";
+	c.root = "10.0.0.1:5000";
+	CHECK_EQ_INT(pn_boot_cfg_from_env(&c), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "PENNY_ROOT_FD") != NULL);
+	pn_boot_cfg_init(&c);
+	c.knobs.root_fd = "7";
+	c.rank = 1;
+	c.nranks = 2;
+	c.root = "127.0.0.1:5000";
+	snprintf(c.launcher, sizeof(c.launcher), "self");
+	CHECK_EQ_INT(pn_boot_cfg_from_env(&c), 0);
+	CHECK_EQ_INT(c.listen_fd, -1);
 }
 
 static const uint8_t cookie[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
@@ -184,8 +204,9 @@ TEST(hello_check)
 	/* strangers: dropped */
 	CHECK_EQ_INT(HELLO_CHECK("GET /", 5, &out), -EPROTO);
 	CHECK_EQ_INT(HELLO_CHECK("P", 1, &out), -EPROTO);
+	/* a rank of another job (another tag): known by its header alone */
 	x.h.cookie[3] ^= 1;
-	CHECK_EQ_INT(HELLO_CHECK(wire(&x), PN_FRAME_HDR_LEN, &out), -EACCES);
+	CHECK_EQ_INT(HELLO_CHECK(wire(&x), PN_FRAME_HDR_LEN, &out), -ESRCH);
 	hello_msg(&x, 2, 4);
 	x.h.len = 1ull << 40;
 	CHECK_EQ_INT(HELLO_CHECK(wire(&x), PN_FRAME_HDR_LEN, &out), -EPROTO);
@@ -226,6 +247,273 @@ TEST(hello_check)
 	memset(x.m.host, '\033', sizeof(x.m.host));
 	CHECK_EQ_INT(HELLO_CHECK(wire(&x), WHOLE, &out), 0);
 	CHECK(strlen(out.host) == sizeof(out.host) - 1 && !strchr(out.host, '\033'));
+}
+
+/* Slurm's host lists: every host, its count, and what is not a list. */
+TEST(hostlist)
+{
+	static const struct {
+		const char *list;
+		long count;
+		const char *hosts; /* the hosts, space-separated */
+	} v[] = {
+		{ "n1", 1, "n1" },
+		{ "n[1-2]", 2, "n1 n2" },
+		{ "node[01-04,07]", 5, "node01 node02 node03 node04 node07" },
+		{ "a1,b[8-10]c,d", 5, "a1 b8c b9c b10c d" },
+		{ "gpu[1-2]x[3-4]", 4, "gpu1x3 gpu1x4 gpu2x3 gpu2x4" },
+		{ "r[009-011]", 3, "r009 r010 r011" },
+		{ "[1-3]", 3, "1 2 3" },
+		{ "host-a.example.com", 1, "host-a.example.com" },
+	};
+	static const char *const bad[] = { "", "n[", "n[1-", "n[2-1]", "n]", "n[a]", "a,,b", ",a",
+					   "a,", "n[1-2", "n[1-2]]", "a b", "n[-1]", "n[1,]",
+					   "n[1-9999999999]", "x[1-999999][1-999999][1-999999][1-999999]" };
+	char h[64], want[200], got[200];
+	size_t i, k;
+
+	for (i = 0; i < PN_ARRAY_SIZE(v); i++) {
+		CHECK_EQ_INT(pn_hostlist_count(v[i].list), v[i].count);
+		got[0] = 0;
+		for (k = 0; !pn_hostlist_nth(v[i].list, (long)k, h, sizeof(h)); k++)
+			snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%s", k ? " " : "", h);
+		snprintf(want, sizeof(want), "%s", v[i].hosts);
+		CHECK_STR(got, want);
+		CHECK_EQ_INT(pn_hostlist_nth(v[i].list, v[i].count, h, sizeof(h)), 1);
+	}
+	for (i = 0; i < PN_ARRAY_SIZE(bad); i++) {
+		CHECK(pn_hostlist_count(bad[i]) < 0);
+		if (pn_hostlist_count(bad[i]) >= 0)
+			printf("#   accepted '%s'\n", bad[i]);
+		CHECK_EQ_INT(pn_hostlist_nth(bad[i], 0, h, sizeof(h)), -EINVAL);
+	}
+	CHECK_EQ_INT(pn_hostlist_nth("averylongname[1-2]", 0, h, 8), -ENAMETOOLONG);
+	CHECK_EQ_INT(pn_hostlist_count(NULL), -EINVAL);
+	/* a million hosts: the last one without listing them */
+	CHECK_EQ_INT(pn_hostlist_count("n[0-999],m[000000-999999]"), 1001000);
+	CHECK_EQ_INT(pn_hostlist_nth("n[0-999],m[000000-999999]", 1000999, h, sizeof(h)), 0);
+	CHECK_STR(h, "m999999");
+}
+
+/* The ports of a derived rendezvous: in range, distinct, the same for one
+ * job everywhere, others for another job. */
+TEST(rdv_ports)
+{
+	int a[PN_RDV_DERIVED], b[PN_RDV_DERIVED], c[PN_RDV_DERIVED], i, j, n;
+
+	n = pn_rdv_ports("srun:12.0", a, PN_RDV_DERIVED);
+	CHECK_EQ_INT(n, PN_RDV_DERIVED);
+	CHECK_EQ_INT(pn_rdv_ports("srun:12.0", b, PN_RDV_DERIVED), n);
+	CHECK(!memcmp(a, b, sizeof(a)));
+	pn_rdv_ports("srun:12.1", c, PN_RDV_DERIVED);
+	CHECK(memcmp(a, c, sizeof(a)));
+	for (i = 0; i < n; i++) {
+		CHECK(a[i] >= PN_RDV_PORT_LO && a[i] < PN_RDV_PORT_LO + PN_RDV_PORT_SPAN);
+		for (j = 0; j < i; j++)
+			CHECK(a[i] != a[j]);
+	}
+}
+
+/* The launcher's own rendezvous from its environment, or one line naming
+ * the launcher and the recipe. */
+static int rdv_of(struct pn_boot_cfg *c, const char *const *env)
+{
+	int ret = from_env(c, env);
+
+	return ret ? ret : pn_rdv_launcher(c);
+}
+
+TEST(rdv_launcher)
+{
+	struct pn_boot_cfg c;
+	char dir[] = "/tmp/penny-t_boot.XXXXXX", hf[64];
+	FILE *f;
+
+	/* Slurm: the step's first node, the job's ports; two steps differ */
+	CHECK_EQ_INT(rdv_of(&c, (const char *[]){ "SLURM_PROCID=1", "SLURM_NTASKS=4",
+		"SLURM_STEP_ID=0", "SLURM_JOB_ID=77", "SLURM_STEP_NUM_NODES=2",
+		"SLURM_JOB_NODELIST=a[1-9]", "SLURM_STEP_NODELIST=gpu[07-08]", NULL }), 0);
+	CHECK(c.rdv.nhosts == 1 && !strcmp(c.rdv.hosts[0], "gpu07") && c.rdv.any && c.rdv.probe);
+	CHECK_EQ_INT(c.rdv.nports, PN_RDV_DERIVED);
+	CHECK(strstr(c.rdv.how, "SLURM_STEP_NODELIST") != NULL);
+	{
+		int p0 = c.rdv.ports[0];
+
+		rdv_of(&c, (const char *[]){ "SLURM_PROCID=1", "SLURM_NTASKS=4", "SLURM_STEP_ID=1",
+			"SLURM_JOB_ID=77", "SLURM_STEP_NODELIST=gpu[07-08]", NULL });
+		CHECK(c.rdv.ports[0] != p0);
+	}
+	/* the step's reserved ports first; a node alias gives the address */
+	CHECK_EQ_INT(rdv_of(&c, (const char *[]){ "SLURM_PROCID=1", "SLURM_NTASKS=2",
+		"SLURM_STEP_ID=0", "SLURM_JOB_ID=7", "SLURM_STEP_NODELIST=c[1-2]",
+		"SLURM_STEP_RESV_PORTS=12001-12003",
+		"SLURM_NODE_ALIASES=c1:[fd00::1]:c1,c2:10.0.0.2:c2", NULL }), 0);
+	CHECK(c.rdv.ports[0] == 12001 && c.rdv.ports[2] == 12003 && c.rdv.nports == 11);
+	CHECK_STR(c.rdv.hosts[0], "fd00::1");
+	/* a heterogeneous step: rank 0 is in its first component */
+	CHECK_EQ_INT(rdv_of(&c, (const char *[]){ "SLURM_PROCID=1", "SLURM_NTASKS=3",
+		"SLURM_STEP_ID=0", "SLURM_JOB_ID=1", "SLURM_HET_SIZE=2",
+		"SLURM_STEP_NODELIST=n[1-2]", "SLURM_JOB_NODELIST_HET_GROUP_0=n2", NULL }), 0);
+	CHECK_STR(c.rdv.hosts[0], "n2");
+	/* -m arbitrary: the hostfile's first line */
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(hf, sizeof(hf), "%s/hosts", dir);
+	f = fopen(hf, "w");
+	if (f) {
+		fputs("n2\nn1\nn1\n", f);
+		fclose(f);
+	}
+	{
+		char var[80];
+
+		snprintf(var, sizeof(var), "SLURM_HOSTFILE=%s", hf);
+		CHECK_EQ_INT(rdv_of(&c, (const char *[]){ "SLURM_PROCID=1", "SLURM_NTASKS=3",
+			"SLURM_STEP_ID=0", "SLURM_JOB_ID=1", "SLURM_DISTRIBUTION=arbitrary",
+			"SLURM_STEP_NODELIST=n[1-2]", var, NULL }), 0);
+		CHECK_STR(c.rdv.hosts[0], "n2");
+	}
+	unlink(hf);
+	rmdir(dir);
+	/* rank 0 on another node than the others expect: it says so at once */
+	CHECK_EQ_INT(rdv_of(&c, (const char *[]){ "SLURM_PROCID=0", "SLURM_NTASKS=3",
+		"SLURM_STEP_ID=0", "SLURM_JOB_ID=1", "SLURM_STEP_NODELIST=n[1-2]",
+		"SLURMD_NODENAME=n2", NULL }), 0);
+	CHECK_EQ_INT(pn_rdv_check_root(&c), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "rank 0 runs on node n2, but the other ranks look for it on n1"));
+	c.knobs.env = (const char *[]){ "SLURMD_NODENAME=n1", NULL };
+	CHECK_EQ_INT(pn_rdv_check_root(&c), 0);
+	/* a list that is not one */
+	CHECK_EQ_INT(rdv_of(&c, (const char *[]){ "SLURM_PROCID=1", "SLURM_NTASKS=2",
+		"SLURM_STEP_ID=0", "SLURM_JOB_ID=1", "SLURM_STEP_NODELIST=n[1-", NULL }), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "under srun") && strstr(pn_errmsg(-EINVAL), "--root"));
+	/* Open MPI: mpirun's addresses, IPv4 first */
+	CHECK_EQ_INT(rdv_of(&c, (const char *[]){ "OMPI_COMM_WORLD_RANK=1",
+		"OMPI_COMM_WORLD_SIZE=2", "OMPI_MCA_ess_base_jobid=4242",
+		"OMPI_MCA_orte_hnp_uri=4241.0;tcp6://[fd00::2]:44461;tcp://192.0.2.2,10.1.1.1:4456",
+		NULL }), 0);
+	CHECK(c.rdv.nhosts == 3 && c.rdv.hnp);
+	CHECK_STR(c.rdv.hosts[0], "192.0.2.2");
+	CHECK_STR(c.rdv.hosts[1], "10.1.1.1");
+	CHECK_STR(c.rdv.hosts[2], "fd00::2");
+	/* torchrun: MASTER_ADDR, MASTER_PORT first unless its agent holds it */
+	CHECK_EQ_INT(rdv_of(&c, (const char *[]){ "RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=m",
+		"MASTER_PORT=29500", NULL }), 0);
+	CHECK(c.rdv.ports[0] == 29500 && c.rdv.nports == 1 + PN_RDV_DERIVED);
+	CHECK_EQ_INT(rdv_of(&c, (const char *[]){ "RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=m",
+		"MASTER_PORT=29500", "TORCHELASTIC_USE_AGENT_STORE=True", NULL }), 0);
+	CHECK(c.rdv.ports[0] != 29500);
+	/* PMI (MPICH's hydra) says nothing of rank 0: the launcher, the recipe */
+	CHECK_EQ_INT(rdv_of(&c, (const char *[]){ "PMI_RANK=1", "PMI_SIZE=2", NULL }), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "no rendezvous address for 2 ranks under pmi") &&
+	      strstr(pn_errmsg(-EINVAL), "PENNY_ROOT=HOST:PORT"));
+}
+
+/* Where a rank's secret comes from, in order, and what is refused. */
+TEST(secret_sources)
+{
+	char dir[] = "/tmp/penny-t_boot.XXXXXX", path[80], home[90];
+	struct pn_boot_cfg c, d;
+	uint8_t s1[32];
+	FILE *f;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/site", dir);
+	snprintf(home, sizeof(home), "HOME=%s", dir);
+	f = fopen(path, "w");
+	if (f) {
+		fputs("site secret\n", f);
+		fclose(f);
+	}
+	/* the site's file, when this user may read it and no one else */
+	chmod(path, 0640);
+	from_env(&c, (const char *[]){ home, NULL });
+	c.knobs.site_secret = path;
+	CHECK_EQ_INT(pn_boot_secret(&c), 0);
+	CHECK_STR(c.secret_src, path);
+	memcpy(s1, c.secret, 32);
+	chmod(path, 0644);
+	from_env(&c, (const char *[]){ home, NULL });
+	c.knobs.site_secret = path;
+	CHECK_EQ_INT(pn_boot_secret(&c), -EPERM);
+	CHECK(strstr(pn_errmsg(-EPERM), "refusing the site's job secret") != NULL);
+	/* Open MPI's job key before it; PENNY_COOKIE before both */
+	chmod(path, 0600);
+	from_env(&c, (const char *[]){ home, "OMPI_MCA_orte_precondition_transports="
+		 "2589b624164c9464-eb5d51af20e3d5ef", NULL });
+	c.knobs.site_secret = path;
+	CHECK_EQ_INT(pn_boot_secret(&c), 0);
+	CHECK(strstr(c.secret_src, "Open MPI") && memcmp(c.secret, s1, 32));
+	from_env(&c, (const char *[]){ home, NULL });
+	c.knobs.site_secret = path;
+	c.knobs.cookie = "x";
+	CHECK_EQ_INT(pn_boot_secret(&c), 0);
+	CHECK_STR(c.secret_src, "PENNY_COOKIE");
+	/* no site file: the per-user one, made once */
+	from_env(&c, (const char *[]){ home, NULL });
+	c.knobs.site_secret = "/nonexistent/penny/secret";
+	CHECK_EQ_INT(pn_boot_secret(&c), 0);
+	CHECK(strstr(c.secret_src, "made just now") != NULL);
+	from_env(&d, (const char *[]){ home, NULL });
+	d.knobs.site_secret = "/nonexistent/penny/secret";
+	CHECK_EQ_INT(pn_boot_secret(&d), 0);
+	CHECK(!memcmp(c.secret, d.secret, 32) && !strstr(d.secret_src, "made"));
+	/* a relative HOME is what it is, not "not set" */
+	from_env(&c, (const char *[]){ "HOME=rel/dir", NULL });
+	c.knobs.site_secret = NULL;
+	CHECK_EQ_INT(pn_boot_secret(&c), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "HOME='rel/dir' is not an absolute path") != NULL);
+	from_env(&c, (const char *[]){ "PATH=/bin", NULL });
+	c.knobs.site_secret = NULL;
+	CHECK_EQ_INT(pn_boot_secret(&c), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "HOME is not set") != NULL);
+	/* a launcher's rank without a secret of its own waits for rank 0's
+	 * MUNGE credential; without one, the per-user file, or why not */
+	from_env(&c, (const char *[]){ "SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_STEP_ID=0",
+		 "SLURM_JOB_ID=5", NULL });
+	c.knobs.site_secret = NULL;
+	CHECK_EQ_INT(pn_boot_secret(&c), 0);
+	CHECK(!c.have_secret && c.munge);
+	CHECK_EQ_INT(pn_boot_secret_later(&c), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "HOME is not set") != NULL);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	CHECK_EQ_INT(system(path), 0);
+}
+
+/* The job's public tag and its cookie: another for every context and nonce. */
+TEST(cookie_per_job)
+{
+	struct pn_boot_cfg a, b;
+	uint8_t ta[16], tb[16];
+
+	pn_boot_cfg_init(&a);
+	memset(a.secret, 7, sizeof(a.secret));
+	a.root = "h:1";
+	b = a;
+	pn_boot_tag(&a, ta);
+	pn_boot_tag(&b, tb);
+	CHECK(!memcmp(ta, tb, 16));
+	a.nonce[0] = 1;
+	pn_boot_derive_cookie(&a);
+	pn_boot_derive_cookie(&b);
+	CHECK(memcmp(a.cookie, b.cookie, 16));
+	/* the tag is public: no secret in it */
+	memset(b.secret, 8, sizeof(b.secret));
+	pn_boot_tag(&b, tb);
+	CHECK(!memcmp(ta, tb, 16));
+	snprintf(b.jobid, sizeof(b.jobid), "12.0");
+	snprintf(b.launcher, sizeof(b.launcher), "srun");
+	pn_boot_tag(&b, tb);
+	CHECK(memcmp(ta, tb, 16));
+	/* rank 0's proof covers the job's nonce and tag */
+	{
+		uint8_t m1[32], m2[32], n[16] = { 1 }, n2[16] = { 2 };
+
+		pn_wire_welcome_mac(a.secret, challenge, n, 1, ta, n, m1);
+		pn_wire_welcome_mac(a.secret, challenge, n, 1, ta, n2, m2);
+		CHECK(memcmp(m1, m2, 32));
+		pn_wire_welcome_mac(a.secret, challenge, n, 1, tb, n, m2);
+		CHECK(memcmp(m1, m2, 32));
+	}
 }
 
 TEST(sha256_vectors)
@@ -376,6 +664,11 @@ int main(void)
 	RUN(launcher_env_refused);
 	RUN(explicit_ranks);
 	RUN(hello_check);
+	RUN(hostlist);
+	RUN(rdv_ports);
+	RUN(rdv_launcher);
+	RUN(secret_sources);
+	RUN(cookie_per_job);
 	RUN(sha256_vectors);
 	RUN(collapse);
 	RUN(poll_ms);
