@@ -127,10 +127,10 @@ int pn_tune_parse(const char *s, struct pn_tune *t)
 
 /*
  * Measured on nvidia-h200-x4 and its 2-GPU subset, bfloat16 sum, with and
- * without CUDA graphs (results/gpu-allreduce-2026-11-21-*):
+ * without CUDA graphs (results/2026-11-21-h200x4/):
  * 2 GPUs: LL one-shot to 512 KiB, one-shot by flags to 4 MiB (both move the
- * buffer once), then the ring (nvidia-h100-x2, results/gpu-allreduce-
- * 2026-11-26-h100x2*: from 8 MiB up 0.2-4.5 % faster than the two-shot,
+ * buffer once), then the ring (nvidia-h100-x2, results/2026-11-26-h100x2/:
+ * from 8 MiB up 0.2-4.5 % faster than the two-shot,
  * whose 64 KiB tiles pay one more flag round).  More GPUs: the one-shot's (n-1)-fold traffic
  * soon costs more than a second flag round: LL one-shot to 128 KiB, one-shot
  * by flags to 512 KiB, two-shot to 16 MiB, then the ring with 128 KiB tiles.
