@@ -31,6 +31,8 @@ PL_INTERPOSE_SRC := plugins/common/cudrv.c plugins/interpose/interpose.c
 PL_INTERPOSE_OBJ := $(PL_INTERPOSE_SRC:%.c=$(PL)/obj/%.o)
 
 PLUGIN_SO := $(PL)/penny-nccl.so $(PL)/libpenny-nccl.so
+# every plugin make install may install (PLUGIN_SO: those this build makes)
+PLUGIN_ALL := penny-nccl.so libpenny-nccl.so penny-cuda.so penny-nvshmem.so
 ifneq ($(strip $(NVCC)),)
 PLUGIN_SO += $(PL)/penny-cuda.so
 PL_IMAGE_OBJ := $(PL)/obj/image_data.o
