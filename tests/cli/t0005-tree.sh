@@ -201,6 +201,15 @@ test_expect_success 'the architecture and the folder READMEs name every file' '
 	            bad.append("%sREADME.md does not name %s" % (d, stem))
 	        if f.endswith(".c") and not named(stem, entry.get(d, "")):
 	            bad.append("doc/ARCHITECTURE.md: %s does not name %s" % (d, stem))
+	tops = subprocess.run(["git", "ls-files"], capture_output=True, text=True).stdout.split("\n")
+	folders = {l.split("/")[0] + "/" for l in tops if "/" in l}
+	for d in sorted(folders):
+	    if not re.search(r"(?<![\w./-])" + re.escape(d), block):
+	        bad.append("doc/ARCHITECTURE.md: the folder list does not name %s" % d)
+	for d in sorted(glob.glob("plugins/*/")):
+	    if not named(os.path.basename(d.rstrip("/")) + "/", entry.get("plugins/", "")) and \
+	       not named(os.path.basename(d.rstrip("/")), entry.get("plugins/", "")):
+	        bad.append("doc/ARCHITECTURE.md: plugins/ does not name %s" % d)
 	subs = open("cmd/penny.c").read()
 	for f in sorted(glob.glob("cmd/*.c")):
 	    stem = os.path.basename(f)[:-2]
