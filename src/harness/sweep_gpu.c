@@ -13,6 +13,7 @@
 #include "engine/comm.h"
 #include "gpu/gpucoll.h"
 #include "base/log.h"
+#include "base/units.h"
 #include "base/util.h"
 
 #include <errno.h>
