@@ -16,6 +16,7 @@
 #include "nccl_api.h"
 
 #include "../common/cudrv.h"
+#include "../../src/base/units.h"
 #include "penny_data.h"
 #include "penny_plugin.h"
 
@@ -199,33 +200,14 @@ static struct {
 } cfg;
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
 
+/* A size or count of units.h up to max. */
 static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 {
-	uint64_t v = 0, mul = 1;
-	const char *p = s;
+	uint64_t v;
 
-	if (*p < '0' || *p > '9')
+	if (pn_parse_size(s, &v) || v > max)
 		return -1;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		if (v > (UINT64_MAX - 9) / 10)
-			return -1;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
-	if (*p == 'K' || *p == 'k')
-		mul = 1ull << 10;
-	else if (*p == 'M' || *p == 'm')
-		mul = 1ull << 20;
-	else if (*p == 'G' || *p == 'g')
-		mul = 1ull << 30;
-	else if (*p == 'T' || *p == 't')
-		mul = 1ull << 40;
-	if (mul > 1 && *++p == 'i')
-		p++;
-	if (mul > 1 && (*p == 'B' || *p == 'b'))
-		p++;
-	if (*p || v > max / mul)
-		return -1;
-	*out = v * mul;
+	*out = v;
 	return 0;
 }
 
@@ -235,6 +217,7 @@ static void read_cfg(void)
 	const char *to = getenv("PENNY_NCCL_TIMEOUT"), *dbg = getenv("PENNY_NCCL_DEBUG");
 	const char *rc = getenv("PENNY_NCCL_REGCACHE");
 	uint64_t v;
+	double d;
 
 	cfg.enabled = 1;
 	cfg.timeout_s = 300;
@@ -257,10 +240,11 @@ static void read_cfg(void)
 			cfg.max_bytes = v;
 	}
 	if (to && *to) {
-		if (parse_u64(to, 86400, &v) || !v)
-			snprintf(cfg.bad, sizeof(cfg.bad), "PENNY_NCCL_TIMEOUT='%.40s': seconds, 1..86400", to);
+		if (pn_parse_seconds(to, &d) || d < 1 || d > 86400)
+			snprintf(cfg.bad, sizeof(cfg.bad), "PENNY_NCCL_TIMEOUT='%.40s': a duration, 1 s..1 day",
+				 to);
 		else
-			cfg.timeout_s = (int)v;
+			cfg.timeout_s = (int)d;
 	}
 	if (rc && *rc) {
 		if (parse_u64(rc, 4096, &v))
