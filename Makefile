@@ -81,7 +81,8 @@ $(B)/tests/unit/%: tests/unit/%.c $(B)/libpenny.a tests/unit/unit.h
 # The GPU bench driver links only the plugin side of the engine (no verbs,
 # hwloc, curses or libxml2), so that tests/bench/gpu-allreduce.sh builds it
 # on GPU machines without those development packages.
-DRIVER_OBJ := $(addprefix $(B)/src/,gpu/plugin.o gpu/gpumem.o base/log.o base/util.o base/units.o)
+DRIVER_OBJ := $(addprefix $(B)/src/,gpu/plugin.o gpu/plugin_open.o gpu/gpumem.o base/log.o base/util.o \
+	base/units.o)
 $(B)/tests/helpers/penny-gpu-driver: tests/helpers/penny-gpu-driver.c $(DRIVER_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(DRIVER_OBJ) -lm -ldl -lpthread

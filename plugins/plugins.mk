@@ -29,7 +29,7 @@ PL_ALGOS := oneshot oneshot_fl twoshot_ll twoshot ring twoshot_hy
 
 # The NCCL interposer (plugins/interpose/): NCCL's C API in front of the
 # real NCCL, ncclAllReduce on the cuda plugin; always built, like penny-nccl.so.
-PL_INTERPOSE_SRC := plugins/common/cudrv.c $(PL_UNITS) plugins/interpose/interpose.c
+PL_INTERPOSE_SRC := plugins/common/cudrv.c $(PL_UNITS) src/gpu/plugin_open.c plugins/interpose/interpose.c
 PL_INTERPOSE_OBJ := $(PL_INTERPOSE_SRC:%.c=$(PL)/obj/%.o)
 
 PLUGIN_SO := $(PL)/penny-nccl.so $(PL)/libpenny-nccl.so

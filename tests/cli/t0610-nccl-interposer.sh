@@ -174,6 +174,14 @@ test_expect_success 'a kernel'"'"'s timeout reaches ncclCommGetAsyncError and nc
 	grep -q "rank 0: asyncerr ok" out && grep -q "rank 1: asyncerr ok" out &&
 	grep -q "rank 1: penny.s allreduce failed: allreduce on rank 1 timed out waiting for rank 0" err
 '
+test_expect_success 'the plugin passes the checks of penny'"'"'s loader, or NCCL runs every call' '
+	PLUGIN=$fakes/penny-badabi.so ip "$caller" 2 allreduce >out 2>err &&
+	grep -q "rank 1: allreduce ok, 86 " out && one_line err &&
+	grep -q "the plugin .*penny-badabi.so. has ABI 7 (.* bytes) under penny_plugin_v1" err &&
+	PLUGIN=$fakes/penny-nosym.so ip "$caller" 2 allreduce >out 2>err && one_line err &&
+	grep -q "penny-nosym.so. is not a penny plugin (no penny_plugin_v1)" err &&
+	test "$(nccl_ar)" -eq 172
+'
 test_expect_success 'the library exports NCCL'"'"'s API and nothing else' '
 	nm -D --defined-only "$lib" | awk "{ print \$3 }" >syms &&
 	! grep -v "^nccl" syms &&
