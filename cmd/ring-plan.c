@@ -227,12 +227,34 @@ out:
 
 /* ----------------------------------------------------------------- main */
 
+/* Check --nccl-graph's pattern, build the plan, check it and (--show-schedule)
+ * schedule it: 0, or -errno (exit 2); refused (--no-degrade): no rings, and
+ * plan->refused says why. */
+static int make_plan(struct pn_plan *plan, struct pn_plan_model *model, struct pn_plan_msgs *viol,
+		     struct pn_sched *sc)
+{
+	struct pn_plan_opts po = { .rings = opt.rings, .no_degrade = opt.no_degrade,
+				   .pcie_gbs = opt.pcie_rate };
+	int ret = opt.nccl_graph ? pn_plan_graphs_check(opt.nccl_graph, model) : 0;
+
+	pn_plan_init(plan, model);
+	if (!ret)
+		ret = pn_plan_build(plan, model, &po);
+	if (ret || plan->refused.n)
+		return ret;
+	ret = pn_plan_validate(plan, viol);
+	if (ret >= 0 && opt.nccl_graph && !strstr(opt.nccl_graph, "%h") && !strstr(opt.nccl_graph, "%n"))
+		ret = pn_plan_nccl_shared_ok(plan);
+	if (ret >= 0 && opt.show_schedule)
+		ret = pn_plan_sched_show(sc, plan, opt.schedule_rank, opt.schedule_size, 1);
+	return ret < 0 ? ret : 0;
+}
+
 int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 {
 	struct pn_plan_model model;
 	struct pn_plan plan;
 	struct pn_plan_msgs viol = { 0 };
-	struct pn_plan_opts po = { 0 };
 	struct pn_sched sc = { 0 };
 	int ret, rc;
 
@@ -253,18 +275,7 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 		rc = check(ctx, &model);
 		goto out_model;
 	}
-	if (opt.nccl_graph) {
-		ret = pn_plan_graphs_check(opt.nccl_graph, &model);
-		if (ret) {
-			rc = 2;
-			pn_cmd_error(ctx, ret);
-			goto out_model;
-		}
-	}
-	po.rings = opt.rings;
-	po.no_degrade = opt.no_degrade;
-	po.pcie_gbs = opt.pcie_rate;
-	ret = pn_plan_build(&plan, &model, &po);
+	ret = make_plan(&plan, &model, &viol, &sc);
 	if (ret) {
 		pn_cmd_error(ctx, ret);
 		rc = 2;
@@ -279,28 +290,6 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 		pn_cmd_fail(ctx, rc, "--no-degrade: refusing to plan around %d missing rail%s",
 			    plan.refused.n, plan.refused.n == 1 ? "" : "s");
 		goto out_plan;
-	}
-	ret = pn_plan_validate(&plan, &viol);
-	if (ret < 0) {
-		pn_cmd_error(ctx, ret);
-		rc = 2;
-		goto out_plan;
-	}
-	if (opt.nccl_graph && !strstr(opt.nccl_graph, "%h") && !strstr(opt.nccl_graph, "%n")) {
-		ret = pn_plan_nccl_shared_ok(&plan);
-		if (ret) {
-			pn_cmd_error(ctx, ret);
-			rc = 2;
-			goto out_plan;
-		}
-	}
-	if (opt.show_schedule) {
-		ret = pn_plan_sched_show(&sc, &plan, opt.schedule_rank, opt.schedule_size, 1);
-		if (ret) {
-			pn_cmd_error(ctx, ret);
-			rc = 2;
-			goto out_plan;
-		}
 	}
 	pn_plan_write_begin(ctx->out, &plan, opt.summary);
 	if (plan.model->nnodes > 1 && !pn_cli.json)
