@@ -57,7 +57,7 @@ else
 PENNY_BIN := $(B)/penny
 endif
 
-.PHONY: all test check unit asan tsan install install-strip installables uninstall clean lab-test \
+.PHONY: all test check unit asan tsan install install-strip install-list installables uninstall clean lab-test \
 	bench plugins fuzz deb FORCE
 FUZZ_SECONDS ?= 180
 FUZZ_CC ?= clang
@@ -81,7 +81,8 @@ $(B)/tests/unit/%: tests/unit/%.c $(B)/libpenny.a tests/unit/unit.h
 # The GPU bench driver links only the plugin side of the engine (no verbs,
 # hwloc, curses or libxml2), so that tests/bench/gpu-allreduce.sh builds it
 # on GPU machines without those development packages.
-DRIVER_OBJ := $(addprefix $(B)/src/,gpu/plugin.o gpu/gpumem.o base/log.o base/util.o)
+DRIVER_OBJ := $(addprefix $(B)/src/,gpu/plugin.o gpu/plugin_open.o gpu/gpumem.o base/log.o base/util.o \
+	base/units.o)
 $(B)/tests/helpers/penny-gpu-driver: tests/helpers/penny-gpu-driver.c $(DRIVER_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(DRIVER_OBJ) -lm -ldl -lpthread
@@ -169,19 +170,32 @@ installables: $(INST_BIN) $(PLUGIN_SO)
 # and keeps their debug info in DEBUGDIR, linked by .gnu_debuglink.
 INSTALLED_ELF = $(BINDIR)/penny $(addprefix $(PLUGINDIR)/,$(notdir $(PLUGIN_SO)))
 
+EXAMPLES := $(wildcard etc/check/*.conf) etc/container/Containerfile $(wildcard etc/kubernetes/*.yaml)
+EXAMPLE_BIN := etc/slurm/penny-slurm-check
+UNITS := $(patsubst %.in,%,$(wildcard etc/systemd/*.in)) $(wildcard etc/systemd/*.timer)
+
 install: installables
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7 \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(EXAMPLEDIR)
 	install -m 755 $(INST_BIN) $(DESTDIR)$(BINDIR)/penny
-	install -m 644 etc/check/*.conf $(DESTDIR)$(EXAMPLEDIR)/
-	install -m 755 etc/slurm/penny-slurm-check $(DESTDIR)$(EXAMPLEDIR)/
-	install -m 644 etc/container/Containerfile etc/kubernetes/*.yaml $(DESTDIR)$(EXAMPLEDIR)/
+	install -m 644 $(EXAMPLES) $(DESTDIR)$(EXAMPLEDIR)/
+	install -m 755 $(EXAMPLE_BIN) $(DESTDIR)$(EXAMPLEDIR)/
 	$(install_units)
 	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 man/*.7 $(DESTDIR)$(MANDIR)/man7/
 	install -m 644 completions/penny.bash $(DESTDIR)$(BASHCOMPDIR)/penny
 	install -m 644 completions/_penny $(DESTDIR)$(ZSHCOMPDIR)/_penny
 	$(install_plugins)
+
+# Every path make install can install, one a line, with the plugins that
+# need nvcc or NVSHMEM whether or not this build has them (penny(1)'s FILES
+# is checked against it, and t0008 checks it against a real install).
+install-list:
+	@printf '%s\n' $(BINDIR)/penny $(addprefix $(EXAMPLEDIR)/,$(notdir $(EXAMPLES) $(EXAMPLE_BIN))) \
+		$(addprefix $(UNITDIR)/,$(notdir $(UNITS))) $(SYSCONFDIR)/default/penny \
+		$(patsubst man/%,$(MANDIR)/man1/%,$(wildcard man/*.1)) \
+		$(patsubst man/%,$(MANDIR)/man7/%,$(wildcard man/*.7)) \
+		$(BASHCOMPDIR)/penny $(ZSHCOMPDIR)/_penny $(addprefix $(PLUGINDIR)/,$(PLUGIN_ALL))
 
 # The units name the installed binary and settings file (@BINDIR@,
 # @SYSCONFDIR@); an existing settings file is the operator's and stays.

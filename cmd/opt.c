@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "opt.h"
 
+#include "base/units.h"
 #include "base/util.h"
 
 #include <errno.h>

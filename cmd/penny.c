@@ -10,6 +10,7 @@
 #include "engine/boot.h"
 #include "base/log.h"
 #include "base/ofile.h"
+#include "base/units.h"
 #include "gpu/plugin.h"
 #include "node/nvml.h"
 #include "node/sysfs.h"
@@ -283,6 +284,50 @@ static void cmd_help(const struct pn_cmd *c, FILE *f)
 	pn_opt_help(f, "common options", common_options);
 }
 
+/* PENNY_XNODE_* checked into values (harness/sweep.h); the first knob that is
+ * not valid is said in x->bad, when a GPU job opens its backend. */
+static void read_xnode(struct pn_xnode_env *x)
+{
+	const char *on = getenv("PENNY_XNODE"), *tp = getenv("PENNY_XNODE_TRANSPORT");
+	const char *nic = getenv("PENNY_XNODE_NIC"), *p, *v;
+	const struct { const char *name, *v; uint64_t lo, hi, *out; } k[] = { /* bytes, then counts */
+		{ "PENNY_XNODE_CHUNK", getenv("PENNY_XNODE_CHUNK"), 4096, 64u << 20, &x->chunk },
+		{ "PENNY_XNODE_WHOLE_MAX", getenv("PENNY_XNODE_WHOLE_MAX"), 1, 1ull << 40, &x->whole_max },
+		{ "PENNY_XNODE_LL", v = getenv("PENNY_XNODE_LL"), 0, 1u << 20, &x->ll },
+		{ "PENNY_XNODE_SLOTS", getenv("PENNY_XNODE_SLOTS"), 2, 1024, &x->slots },
+		{ "PENNY_XNODE_SOCKETS", getenv("PENNY_XNODE_SOCKETS"), 1, 8, &x->sockets },
+		{ "PENNY_XNODE_QPS", getenv("PENNY_XNODE_QPS"), 1, 8, &x->qps },
+	};
+	unsigned i, port = 0;
+	int n = 0;
+
+	memset(x, 0, sizeof(*x));
+	x->off = on && !strcmp(on, "0");
+	x->transport = tp && *tp ? tp : NULL;
+	x->nic = nic && *nic ? nic : NULL;
+	/* a device name of 1 to 63 characters, optionally ":port", 1..255 */
+	p = x->nic ? nic + strspn(nic, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+		   : NULL;
+	if (on && *on && strcmp(on, "0") && strcmp(on, "1"))
+		snprintf(x->bad, sizeof(x->bad), "PENNY_XNODE='%.40s': 0 or 1", on);
+	else if (x->transport && strcmp(tp, "tcp") && strcmp(tp, "shm") && strcmp(tp, "verbs") &&
+		 strcmp(tp, "auto"))
+		snprintf(x->bad, sizeof(x->bad), "PENNY_XNODE_TRANSPORT='%.40s': tcp, shm, verbs or auto", tp);
+	else if (p && (p == nic || p - nic > 63 || (*p && (p[0] != ':' || p[1] < '0' || p[1] > '9' ||
+		 sscanf(p + 1, "%3u%n", &port, &n) != 1 || p[1 + n] || !port || port > 255))))
+		snprintf(x->bad, sizeof(x->bad), "PENNY_XNODE_NIC='%.40s': an RDMA device, optionally "
+			 "with its port (mlx5_0 or mlx5_0:1)", nic);
+	for (i = 0; i < sizeof(k) / sizeof(k[0]) && !x->bad[0]; i++)
+		if (k[i].v && *k[i].v && (pn_parse_size(k[i].v, k[i].out) || *k[i].out < k[i].lo ||
+					   *k[i].out > k[i].hi))
+			snprintf(x->bad, sizeof(x->bad), "%s='%.40s': a %s from %llu to %llu%s", k[i].name,
+				 k[i].v, i < 3 ? "size" : "whole number", (unsigned long long)k[i].lo,
+				 (unsigned long long)k[i].hi, i < 3 ? " bytes" : "");
+		else if (i == 0 && x->chunk % 16)
+			snprintf(x->bad, sizeof(x->bad), "PENNY_XNODE_CHUNK: a multiple of 16 bytes");
+	x->ll_off = v && *v && !x->ll;
+}
+
 extern char **environ;
 
 /* The knobs of the environment (penny(1), ENVIRONMENT), read here once, and
@@ -306,15 +351,7 @@ static int read_env(void)
 	pn_cli.ib_hca = getenv("PENNY_IB_HCA");
 	pn_cli.ib_disable = s && atoi(s);
 	pn_cli.mem_check = !(m && !strcmp(m, "0"));
-	pn_cli.xnode.on = getenv("PENNY_XNODE");
-	pn_cli.xnode.transport = getenv("PENNY_XNODE_TRANSPORT");
-	pn_cli.xnode.chunk = getenv("PENNY_XNODE_CHUNK");
-	pn_cli.xnode.slots = getenv("PENNY_XNODE_SLOTS");
-	pn_cli.xnode.whole_max = getenv("PENNY_XNODE_WHOLE_MAX");
-	pn_cli.xnode.sockets = getenv("PENNY_XNODE_SOCKETS");
-	pn_cli.xnode.ll = getenv("PENNY_XNODE_LL");
-	pn_cli.xnode.qps = getenv("PENNY_XNODE_QPS");
-	pn_cli.xnode.nic = getenv("PENNY_XNODE_NIC");
+	read_xnode(&pn_cli.xnode);
 	pn_cli.plugin_path = getenv("PENNY_PLUGIN_PATH");
 	pn_cli.nvml_lib = getenv("PENNY_NVML_LIB");
 	if (pn_nvml_set_lib(pn_cli.nvml_lib))

@@ -33,7 +33,7 @@ struct pn_cli {
 	const char *ib_hca;	/* PENNY_IB_HCA: NULL or empty, the ACTIVE ports */
 	int ib_disable;		/* PENNY_IB_DISABLE: a non-zero number */
 	int mem_check;		/* 0: PENNY_MEM_CHECK=0 */
-	struct pn_xnode_env xnode; /* PENNY_XNODE_*, as given */
+	struct pn_xnode_env xnode; /* PENNY_XNODE_*, checked */
 	const char *plugin_path; /* PENNY_PLUGIN_PATH: NULL unset */
 	const char *nvml_lib;	/* PENNY_NVML_LIB: NULL unset */
 };

@@ -168,7 +168,7 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 	struct pn_plan_msgs notes = { 0 }, viol = { 0 };
 	struct pn_sched sc = { 0 };
 	struct pn_plan_files f;
-	int ret, rc = 2;
+	int ret, rc = 2, verdict;
 
 	pn_plan_model_init(&own);
 	pn_plan_init(&plan, model);
@@ -187,9 +187,10 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 		pn_cmd_error(ctx, ret);
 		goto out;
 	}
+	verdict = pn_plan_verdict(&plan, &viol);
 	/* the engine refuses a plan with violations: no schedule for it */
 	ret = opt.show_schedule ? pn_plan_sched_show(&sc, &plan, opt.schedule_rank, opt.schedule_size,
-						     !viol.n && !viol.dropped) : 0;
+						     verdict == PN_PLAN_PASS) : 0;
 	if (ret) {
 		pn_cmd_error(ctx, ret);
 		goto out;
@@ -205,15 +206,15 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 	pn_out_float(ctx->out, PN_JSON, "ring_gbs", NULL, plan.ring_gbs);
 	pn_plan_write_msgs(ctx->out, "notes", "note", &notes, &plan.model->notes);
 	pn_plan_write_msgs(ctx->out, "violations", "violation", &viol, NULL);
-	pn_out_bool(ctx->out, PN_JSON, "ok", NULL, viol.n == 0 && !viol.dropped);
+	pn_out_bool(ctx->out, PN_JSON, "ok", NULL, verdict == PN_PLAN_PASS);
 	pn_out_text(ctx->out, "%d violations\n", viol.n + viol.dropped);
 	if (sc.ch)
 		write_schedule(ctx->out, &plan, &sc);
 	pn_out_close_object(ctx->out);
-	rc = viol.n || viol.dropped ? 1 : 0;
+	rc = verdict;
 	/* JSON: stdout is only the document ("ok"); the verdict line on stderr */
 	if (rc && pn_out_is_json(ctx->out))
-		pn_cmd_fail(ctx, 1, "FAILED: %d violations in %s", viol.n + viol.dropped, opt.check);
+		pn_cmd_fail(ctx, rc, "FAILED: %d violations in %s", viol.n + viol.dropped, opt.check);
 out:
 	pn_sched_release(&sc);
 	pn_plan_files_release(&f);
@@ -226,12 +227,34 @@ out:
 
 /* ----------------------------------------------------------------- main */
 
+/* Check --nccl-graph's pattern, build the plan, check it and (--show-schedule)
+ * schedule it: 0, or -errno (exit 2); refused (--no-degrade): no rings, and
+ * plan->refused says why. */
+static int make_plan(struct pn_plan *plan, struct pn_plan_model *model, struct pn_plan_msgs *viol,
+		     struct pn_sched *sc)
+{
+	struct pn_plan_opts po = { .rings = opt.rings, .no_degrade = opt.no_degrade,
+				   .pcie_gbs = opt.pcie_rate };
+	int ret = opt.nccl_graph ? pn_plan_graphs_check(opt.nccl_graph, model) : 0;
+
+	pn_plan_init(plan, model);
+	if (!ret)
+		ret = pn_plan_build(plan, model, &po);
+	if (ret || plan->refused.n)
+		return ret;
+	ret = pn_plan_validate(plan, viol);
+	if (ret >= 0 && opt.nccl_graph && !strstr(opt.nccl_graph, "%h") && !strstr(opt.nccl_graph, "%n"))
+		ret = pn_plan_nccl_shared_ok(plan);
+	if (ret >= 0 && opt.show_schedule)
+		ret = pn_plan_sched_show(sc, plan, opt.schedule_rank, opt.schedule_size, 1);
+	return ret < 0 ? ret : 0;
+}
+
 int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 {
 	struct pn_plan_model model;
 	struct pn_plan plan;
 	struct pn_plan_msgs viol = { 0 };
-	struct pn_plan_opts po = { 0 };
 	struct pn_sched sc = { 0 };
 	int ret, rc;
 
@@ -252,60 +275,21 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 		rc = check(ctx, &model);
 		goto out_model;
 	}
-	if (opt.nccl_graph) {
-		ret = pn_plan_graphs_check(opt.nccl_graph, &model);
-		if (ret) {
-			rc = 2;
-			pn_cmd_error(ctx, ret);
-			goto out_model;
-		}
-	}
-	if (opt.no_degrade && model.nnodes > 1) {
-		struct pn_plan_msgs why = { 0 };
-		int *rails, nrails, i;
-
-		ret = pn_plan_usable_rails(&model, &rails, &nrails, &why);
-		free(rails);
-		if (!ret && why.n) {
-			for (i = 0; i < why.n; i++)
-				pn_cmd_fail(ctx, 1, "%s", why.v[i]);
-			pn_cmd_fail(ctx, 1, "--no-degrade: refusing to plan around %d missing rail%s",
-				    why.n, why.n == 1 ? "" : "s");
-			pn_plan_msgs_release(&why);
-			rc = 1;
-			goto out_model;
-		}
-		pn_plan_msgs_release(&why);
-	}
-	po.rings = opt.rings;
-	po.pcie_gbs = opt.pcie_rate;
-	ret = pn_plan_build(&plan, &model, &po);
+	ret = make_plan(&plan, &model, &viol, &sc);
 	if (ret) {
 		pn_cmd_error(ctx, ret);
 		rc = 2;
 		goto out_plan;
 	}
-	ret = pn_plan_validate(&plan, &viol);
-	if (ret < 0) {
-		pn_cmd_error(ctx, ret);
-		rc = 2;
+	if (plan.refused.n) {
+		int i;
+
+		rc = pn_plan_verdict(&plan, NULL);
+		for (i = 0; i < plan.refused.n; i++)
+			pn_cmd_fail(ctx, rc, "%s", plan.refused.v[i]);
+		pn_cmd_fail(ctx, rc, "--no-degrade: refusing to plan around %d missing rail%s",
+			    plan.refused.n, plan.refused.n == 1 ? "" : "s");
 		goto out_plan;
-	}
-	if (opt.nccl_graph && !strstr(opt.nccl_graph, "%h") && !strstr(opt.nccl_graph, "%n")) {
-		ret = pn_plan_nccl_shared_ok(&plan);
-		if (ret) {
-			pn_cmd_error(ctx, ret);
-			rc = 2;
-			goto out_plan;
-		}
-	}
-	if (opt.show_schedule) {
-		ret = pn_plan_sched_show(&sc, &plan, opt.schedule_rank, opt.schedule_size, 1);
-		if (ret) {
-			pn_cmd_error(ctx, ret);
-			rc = 2;
-			goto out_plan;
-		}
 	}
 	pn_plan_write_begin(ctx->out, &plan, opt.summary);
 	if (plan.model->nnodes > 1 && !pn_cli.json)
@@ -314,7 +298,7 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 	if (opt.show_schedule)
 		write_schedule(ctx->out, &plan, &sc);
 	pn_out_close_object(ctx->out);
-	rc = viol.n || viol.dropped ? 1 : 0;
+	rc = pn_plan_verdict(&plan, &viol);
 	if (opt.nccl_graph) {
 		ret = pn_plan_graphs_write(opt.nccl_graph, &plan);
 		if (ret) {

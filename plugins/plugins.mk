@@ -17,8 +17,10 @@ PL_CFLAGS = $(CFLAGS) -fvisibility=hidden -Iplugins/include
 PL_LIBS := -ldl -lpthread
 
 PL_COMMON := plugins/common/cudrv.c plugins/common/gpu.c
+# the one size and duration rule (src/base/units.c: the C library only)
+PL_UNITS := src/base/units.c
 PL_NCCL_SRC := $(PL_COMMON) plugins/nccl/nccl.c plugins/nccl/nccl_entry.c
-PL_CUDA_SRC := $(PL_COMMON) plugins/cuda/cuda.c plugins/cuda/xnode.c plugins/cuda/cuda_entry.c
+PL_CUDA_SRC := $(PL_COMMON) $(PL_UNITS) plugins/cuda/cuda.c plugins/cuda/xnode.c plugins/cuda/cuda_entry.c
 PL_NCCL_OBJ := $(PL_NCCL_SRC:%.c=$(PL)/obj/%.o)
 PL_CUDA_OBJ := $(PL_CUDA_SRC:%.c=$(PL)/obj/%.o)
 PL_KDEPS := plugins/common/pn_dev.cuh plugins/common/pn_reduce.cuh plugins/common/kargs.h plugins/include/penny_data.h \
@@ -27,10 +29,12 @@ PL_ALGOS := oneshot oneshot_fl twoshot_ll twoshot ring twoshot_hy
 
 # The NCCL interposer (plugins/interpose/): NCCL's C API in front of the
 # real NCCL, ncclAllReduce on the cuda plugin; always built, like penny-nccl.so.
-PL_INTERPOSE_SRC := plugins/common/cudrv.c plugins/interpose/interpose.c
+PL_INTERPOSE_SRC := plugins/common/cudrv.c $(PL_UNITS) src/gpu/plugin_open.c plugins/interpose/interpose.c
 PL_INTERPOSE_OBJ := $(PL_INTERPOSE_SRC:%.c=$(PL)/obj/%.o)
 
 PLUGIN_SO := $(PL)/penny-nccl.so $(PL)/libpenny-nccl.so
+# every plugin make install may install (PLUGIN_SO: those this build makes)
+PLUGIN_ALL := penny-nccl.so libpenny-nccl.so penny-cuda.so penny-nvshmem.so
 ifneq ($(strip $(NVCC)),)
 PLUGIN_SO += $(PL)/penny-cuda.so
 PL_IMAGE_OBJ := $(PL)/obj/image_data.o
@@ -52,7 +56,7 @@ NVLINK ?= $(dir $(NVCC))nvlink
 PL_NV_INC := $(if $(strip $(NVCC)),$(if $(strip $(NVSHMEM_HOME)),$(wildcard $(NVSHMEM_HOME)/include/nvshmem.h)))
 PL_NV_LIBDIR := $(abspath $(NVSHMEM_HOME)/lib)
 PL_NV_OK := $(if $(PL_NV_INC),$(and $(wildcard $(PL_NV_LIBDIR)/libnvshmem_device.a),$(wildcard $(PL_NV_LIBDIR)/libnvshmem_host.so.3)))
-PL_NV_SRC := $(PL_COMMON) plugins/nvshmem/nv_plugin.c plugins/nvshmem/nv_plan.c \
+PL_NV_SRC := $(PL_COMMON) $(PL_UNITS) plugins/nvshmem/nv_plugin.c plugins/nvshmem/nv_plan.c \
 	plugins/nvshmem/nv_entry.c
 PL_NV_OBJ := $(PL_NV_SRC:%.c=$(PL)/obj/%.o)
 PL_NV_KDEPS := $(PL_KDEPS) plugins/nvshmem/nv_kargs.h

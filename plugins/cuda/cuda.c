@@ -8,6 +8,7 @@
 #include "cuda.h"
 
 #include "../include/penny_data.h"
+#include "../../src/base/units.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -34,48 +35,6 @@ static const char *const ar_type_names[PENNY_NDTYPES] = {
 static const char *const op_names[PENNY_NREDOPS] = { "sum", "prod", "min", "max", "avg" };
 
 /* ---- size table ---- */
-
-static int parse_size(const char *s, size_t len, uint64_t *out)
-{
-	uint64_t v = 0, mul = 1;
-	size_t i = 0;
-
-	if (len == 3 && !strncasecmp(s, "inf", 3)) {
-		*out = UINT64_MAX;
-		return 0;
-	}
-	if (!len || !isdigit((unsigned char)s[0]))
-		return -EINVAL;
-	for (; i < len && isdigit((unsigned char)s[i]); i++) {
-		if (v > UINT64_MAX / 10)
-			return -EINVAL;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	if (i < len) {
-		switch (toupper((unsigned char)s[i])) {
-		case 'K':
-			mul = 1ull << 10;
-			break;
-		case 'M':
-			mul = 1ull << 20;
-			break;
-		case 'G':
-			mul = 1ull << 30;
-			break;
-		default:
-			return -EINVAL;
-		}
-		i++;
-		if (i < len && (s[i] == 'i' || s[i] == 'I'))
-			i++;
-		if (i < len && (s[i] == 'B' || s[i] == 'b'))
-			i++;
-	}
-	if (i != len || v > UINT64_MAX / mul)
-		return -EINVAL;
-	*out = v * mul;
-	return 0;
-}
 
 static int kern_by_name(const char *s, size_t len)
 {
@@ -104,7 +63,7 @@ int pn_tune_parse(const char *s, struct pn_tune *t)
 			return pn_plugin_fail(-EINVAL, "PENNY_CUDA_TUNE: unknown kernel '%.*s' in '%s' "
 						       "(oneshot, oneshot_fl, twoshot_ll, twoshot_hy, twoshot, ring)",
 					      (int)an, p, s);
-		if (colon && parse_size(colon + 1, n - an - 1, &max))
+		if (colon && pn_parse_size_n(colon + 1, n - an - 1, PN_SIZE_INF, &max))
 			return pn_plugin_fail(-EINVAL, "PENNY_CUDA_TUNE: bad size '%.*s' in '%s'",
 					      (int)(n - an - 1), colon + 1, s);
 		if (t->nrows == PN_TUNE_ROWS)
@@ -127,10 +86,10 @@ int pn_tune_parse(const char *s, struct pn_tune *t)
 
 /*
  * Measured on nvidia-h200-x4 and its 2-GPU subset, bfloat16 sum, with and
- * without CUDA graphs (results/gpu-allreduce-2026-11-21-*):
+ * without CUDA graphs (results/2026-11-21-h200x4/):
  * 2 GPUs: LL one-shot to 512 KiB, one-shot by flags to 4 MiB (both move the
- * buffer once), then the ring (nvidia-h100-x2, results/gpu-allreduce-
- * 2026-11-26-h100x2*: from 8 MiB up 0.2-4.5 % faster than the two-shot,
+ * buffer once), then the ring (nvidia-h100-x2, results/2026-11-26-h100x2/:
+ * from 8 MiB up 0.2-4.5 % faster than the two-shot,
  * whose 64 KiB tiles pay one more flag round).  More GPUs: the one-shot's (n-1)-fold traffic
  * soon costs more than a second flag round: LL one-shot to 128 KiB, one-shot
  * by flags to 512 KiB, two-shot to 16 MiB, then the ring with 128 KiB tiles.
@@ -374,12 +333,28 @@ static uint64_t env_size(const char *name, uint64_t def, int *bad)
 
 	if (!s || !*s)
 		return def;
-	if (parse_size(s, strlen(s), &v) || v == UINT64_MAX) {
+	if (pn_parse_size(s, &v) || v == UINT64_MAX) {
 		*bad = 1;
 		pn_plugin_fail(-EINVAL, "%s: invalid size '%s'", name, s);
 		return def;
 	}
 	return v;
+}
+
+/* Seconds (a duration of units.h: "30", "2m"), 1 s..1 day; def when unset. */
+static double env_seconds(const char *name, double def, int *bad)
+{
+	const char *s = getenv(name);
+	double d;
+
+	if (!s || !*s)
+		return def;
+	if (pn_parse_seconds(s, &d) || d < 1 || d > 86400) {
+		*bad = 1;
+		pn_plugin_fail(-EINVAL, "%s: '%s' is not a duration from 1 s to 1 day", name, s);
+		return def;
+	}
+	return d;
 }
 
 static int read_cfg(struct pn_cuda *c)
@@ -400,8 +375,7 @@ static int read_cfg(struct pn_cuda *c)
 	if (v > 1)
 		return pn_plugin_fail(-EINVAL, "PENNY_CUDA_PDL: 0 or 1, not %" PRIu64, v);
 	c->cfg.pdl = (int)v;
-	v = env_size("PENNY_CUDA_TIMEOUT", 30, &bad);
-	c->cfg.timeout_ns = v * 1000000000ull;
+	c->cfg.timeout_ns = (uint64_t)(env_seconds("PENNY_CUDA_TIMEOUT", 30, &bad) * 1e9);
 	/* one block of 512 threads x 128 registers fills an SM: at most one per SM, so that
 	 * every block of a kernel is resident at once (they wait on each other's peers) */
 	c->cfg.blocks = (uint32_t)env_size("PENNY_CUDA_BLOCKS", (uint64_t)c->g.nsm, &bad);

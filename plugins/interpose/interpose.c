@@ -16,6 +16,8 @@
 #include "nccl_api.h"
 
 #include "../common/cudrv.h"
+#include "../../src/base/units.h"
+#include "../../src/gpu/plugin_open.h"
 #include "penny_data.h"
 #include "penny_plugin.h"
 
@@ -30,7 +32,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/stat.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -52,23 +53,6 @@ static void say(const char *fmt, ...)
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "penny-nccl: %s\n", line);
-}
-
-/*
- * A library a setting names must be a regular file: dlopen of a FIFO or a
- * device would block or read without end.  Returns 0, or -1 with why.
- */
-static int library_file(const char *path, char *why, size_t len)
-{
-	struct stat st;
-
-	if (stat(path, &st))
-		snprintf(why, len, "%s", strerror(errno));
-	else if (!S_ISREG(st.st_mode))
-		snprintf(why, len, "not a regular file");
-	else
-		return 0;
-	return -1;
 }
 
 /* ---- the real NCCL ---- */
@@ -102,12 +86,11 @@ static void load_real(void)
 	if (path && *path) {
 		char why[200] = "";
 
-		h = library_file(path, why, sizeof(why)) ? NULL : dlopen(path, RTLD_NOW | RTLD_LOCAL);
-		if (!h) {
-			const char *e = why[0] ? why : dlerror();
-
+		/* a regular file, as a plugin: dlopen of a FIFO or device would block or read
+		 * without end */
+		if (pn_plugin_dlopen(path, &h, why, sizeof(why))) {
 			snprintf(real_err, sizeof(real_err), "cannot open the real NCCL PENNY_NCCL_REAL='%s': %s",
-				 path, e ? e : "not found");
+				 path, why);
 			return;
 		}
 	} else {
@@ -199,33 +182,14 @@ static struct {
 } cfg;
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
 
+/* A size or count of units.h up to max. */
 static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 {
-	uint64_t v = 0, mul = 1;
-	const char *p = s;
+	uint64_t v;
 
-	if (*p < '0' || *p > '9')
+	if (pn_parse_size(s, &v) || v > max)
 		return -1;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		if (v > (UINT64_MAX - 9) / 10)
-			return -1;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
-	if (*p == 'K' || *p == 'k')
-		mul = 1ull << 10;
-	else if (*p == 'M' || *p == 'm')
-		mul = 1ull << 20;
-	else if (*p == 'G' || *p == 'g')
-		mul = 1ull << 30;
-	else if (*p == 'T' || *p == 't')
-		mul = 1ull << 40;
-	if (mul > 1 && *++p == 'i')
-		p++;
-	if (mul > 1 && (*p == 'B' || *p == 'b'))
-		p++;
-	if (*p || v > max / mul)
-		return -1;
-	*out = v * mul;
+	*out = v;
 	return 0;
 }
 
@@ -235,6 +199,7 @@ static void read_cfg(void)
 	const char *to = getenv("PENNY_NCCL_TIMEOUT"), *dbg = getenv("PENNY_NCCL_DEBUG");
 	const char *rc = getenv("PENNY_NCCL_REGCACHE");
 	uint64_t v;
+	double d;
 
 	cfg.enabled = 1;
 	cfg.timeout_s = 300;
@@ -257,10 +222,11 @@ static void read_cfg(void)
 			cfg.max_bytes = v;
 	}
 	if (to && *to) {
-		if (parse_u64(to, 86400, &v) || !v)
-			snprintf(cfg.bad, sizeof(cfg.bad), "PENNY_NCCL_TIMEOUT='%.40s': seconds, 1..86400", to);
+		if (pn_parse_seconds(to, &d) || d < 1 || d > 86400)
+			snprintf(cfg.bad, sizeof(cfg.bad), "PENNY_NCCL_TIMEOUT='%.40s': a duration, 1 s..1 day",
+				 to);
 		else
-			cfg.timeout_s = (int)v;
+			cfg.timeout_s = (int)d;
 	}
 	if (rc && *rc) {
 		if (parse_u64(rc, 4096, &v))
@@ -288,43 +254,42 @@ static char plugin_err[300];
 #define PLUGIN_HAS_reg_cache (PLUGIN_HAS_(reg_buffer) && PLUGIN_HAS_(dereg_buffer) && PLUGIN_HAS_(allreduce_reg))
 #define PLUGIN_HAS_async_error PLUGIN_HAS_(async_error)
 
+/*
+ * The penny plugin, by the loader's rules (src/gpu/plugin_open.h):
+ * PENNY_NCCL_PLUGIN names its file; else penny-cuda.so is searched beside
+ * this library (also when it is loaded through a link named libnccl.so.2),
+ * then in the install directory.
+ */
 static void load_plugin(void)
 {
-	const char *path = getenv("PENNY_NCCL_PLUGIN");
-	char beside[PATH_MAX + 32], me[PATH_MAX], *slash;
+	const char *path = getenv("PENNY_NCCL_PLUGIN"), *name = NULL;
+	char found[PATH_MAX + 32], dirs[2 * PATH_MAX + 8], me[PATH_MAX], *slash;
 	const struct penny_plugin_v1 *t;
-	char why[200] = "";
+	char why[PATH_MAX + 256] = "";
+	unsigned abi;
 	Dl_info self;
 	void *h;
 
 	if (!path || !*path) {
-		path = PENNY_PLUGINDIR "/penny-cuda.so";
-		/* the cuda plugin installed (or built) beside this library, also
-		 * when it is loaded through a link named libnccl.so.2 */
+		name = "cuda";
+		snprintf(dirs, sizeof(dirs), "%s", PENNY_PLUGINDIR);
 		if (dladdr((void *)load_plugin, &self) && self.dli_fname &&
 		    realpath(self.dli_fname, me) && (slash = strrchr(me, '/'))) {
 			*slash = 0;
-			snprintf(beside, sizeof(beside), "%s/penny-cuda.so", me);
-			if (!access(beside, R_OK))
-				path = beside;
+			snprintf(dirs, sizeof(dirs), "%s:%s", me, PENNY_PLUGINDIR);
 		}
+		pn_plugin_find(dirs, name, found, sizeof(found));
+		path = found;
 	}
-	h = library_file(path, why, sizeof(why)) ? NULL : dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		const char *e = why[0] ? why : dlerror();
-
-		snprintf(plugin_err, sizeof(plugin_err), "cannot load the penny plugin %s: %s", path,
-			 e ? e : "not found");
+	if (pn_plugin_dlopen(path, &h, why, sizeof(why))) {
+		snprintf(plugin_err, sizeof(plugin_err), "cannot load the penny plugin %s: %s", path, why);
 		return;
 	}
-	t = dlsym(h, PENNY_PLUGIN_SYMBOL_V1);
-	if (!t || t->abi != PENNY_PLUGIN_ABI_V1) {
-		snprintf(plugin_err, sizeof(plugin_err), "%s is no penny plugin of ABI %u", path,
-			 PENNY_PLUGIN_ABI_V1);
+	if (pn_plugin_table(h, path, name, &t, &abi, why, sizeof(why))) {
+		snprintf(plugin_err, sizeof(plugin_err), "%s", why);
 		return;
 	}
-	if (t->size < PLUGIN_NEEDS || !t->allreduce_stream || !t->init || !t->fini || !t->select ||
-	    !t->errmsg) {
+	if (t->size < PLUGIN_NEEDS || !t->allreduce_stream || !t->select) {
 		snprintf(plugin_err, sizeof(plugin_err), "the %s plugin %s has no allreduce_stream "
 							 "(older than this interposer)",
 			 t->name ? t->name : "?", path);

@@ -3,6 +3,7 @@
 #include "nv_plan.h"
 #include "../common/cudrv.h"
 #include "../include/penny_plugin.h"
+#include "../../src/base/units.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -13,35 +14,33 @@
 const char *const pn_nv_kern_names[PN_NV_NKERNS] = { "oneshot", "twoshot", "ring", "simple",
 							"oneshot_ll" };
 
-/* "64K", "8M", "1G", plain bytes; the largest accepted value is max. */
+/* A size of units.h ("64K", "8MiB", plain bytes) from min to max; def when unset. */
 static int env_u64(const char *name, uint64_t def, uint64_t min, uint64_t max, uint64_t *out)
 {
 	const char *s = getenv(name);
-	uint64_t v, mul = 1;
-	char *end;
+	uint64_t v;
 
 	*out = def;
 	if (!s || !*s)
 		return 0;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (end == s || errno || *s == '-')
-		goto bad;
-	if (*end == 'K' || *end == 'k')
-		mul = 1ull << 10;
-	else if (*end == 'M' || *end == 'm')
-		mul = 1ull << 20;
-	else if (*end == 'G' || *end == 'g')
-		mul = 1ull << 30;
-	if (mul > 1)
-		end++;
-	if (*end || v > max / mul || v * mul < min)
-		goto bad;
-	*out = v * mul;
+	if (pn_parse_size(s, &v) || v < min || v > max)
+		return pn_plugin_fail(-EINVAL, "%s: '%s' is not a number from %" PRIu64 " to %" PRIu64,
+				      name, s, min, max);
+	*out = v;
 	return 0;
-bad:
-	return pn_plugin_fail(-EINVAL, "%s: '%s' is not a number from %" PRIu64 " to %" PRIu64, name,
-			      s, min, max);
+}
+
+/* A duration of units.h ("30", "2m") from 1 s to max_s, in ns; def_s when unset. */
+static int env_ns(const char *name, double def_s, double max_s, uint64_t *out)
+{
+	const char *s = getenv(name);
+	double d = def_s;
+
+	if (s && *s && (pn_parse_seconds(s, &d) || d < 1 || d > max_s))
+		return pn_plugin_fail(-EINVAL, "%s: '%s' is not a duration from 1 s to %g s", name, s,
+				      max_s);
+	*out = (uint64_t)(d * 1e9);
+	return 0;
 }
 
 int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm)
@@ -74,8 +73,7 @@ int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm)
 		       nsm > 0 && nsm < PN_NV_MAX_BLOCKS ? (uint64_t)nsm : PN_NV_MAX_BLOCKS, 1,
 		       PN_NV_MAX_BLOCKS, &v);
 	cfg->blocks = (uint32_t)v;
-	ret |= env_u64("PENNY_NVSHMEM_TIMEOUT", 30, 1, 3600, &v);
-	cfg->timeout_ns = v * 1000000000ull;
+	ret |= env_ns("PENNY_NVSHMEM_TIMEOUT", 30, 3600, &cfg->timeout_ns);
 	/* a kernel's launch overlaps the previous kernel's end (it waits for it
 	 * before touching memory): 4 x H200, 1 KiB in graphs, 0.7 us of the
 	 * LL one-shot's 3.2 against the cuda plugin's 2.5 with it */

@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -102,54 +101,6 @@ int pn_parse_double(const char *s, double *out)
 	return 0;
 }
 
-int pn_parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	uint64_t mult = 1;
-
-	if (!s || !*s || !isdigit((unsigned char)*s))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -EINVAL;
-	switch (toupper((unsigned char)*end)) {
-	case 0:
-		break;
-	case 'K':
-		mult = 1ull << 10;
-		end++;
-		break;
-	case 'M':
-		mult = 1ull << 20;
-		end++;
-		break;
-	case 'G':
-		mult = 1ull << 30;
-		end++;
-		break;
-	case 'T':
-		mult = 1ull << 40;
-		end++;
-		break;
-	case 'B':
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (mult > 1 && (!strcasecmp(end, "iB") || !strcasecmp(end, "B") || !*end))
-		end += strlen(end);
-	else if (mult == 1 && !strcasecmp(end, "B"))
-		end++;
-	if (*end)
-		return -EINVAL;
-	if (v > UINT64_MAX / mult)
-		return -ERANGE;
-	*out = v * mult;
-	return 0;
-}
-
 const char *pn_fmt_size(char *buf, size_t len, uint64_t bytes)
 {
 	static const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
@@ -162,31 +113,6 @@ const char *pn_fmt_size(char *buf, size_t len, uint64_t bytes)
 	}
 	snprintf(buf, len, "%llu %s", (unsigned long long)v, units[u]);
 	return buf;
-}
-
-int pn_parse_seconds(const char *s, double *out)
-{
-	char *end;
-	double v;
-
-	if (!s || !*s || isspace((unsigned char)*s) || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v) || v < 0)
-		return -EINVAL;
-	if (!strcmp(end, "ms"))
-		v /= 1e3;
-	else if (!strcmp(end, "us"))
-		v /= 1e6;
-	else if (!strcmp(end, "m"))
-		v *= 60;
-	else if (!strcmp(end, "h"))
-		v *= 3600;
-	else if (*end && strcmp(end, "s"))
-		return -EINVAL;
-	*out = v;
-	return 0;
 }
 
 double pn_now(void)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Small shared helpers: natural sort, size/number parsing, clocks, hosts. */
+/* Small shared helpers: natural sort, number parsing, clocks, hosts (sizes and
+ * durations: units.h). */
 #ifndef PENNY_UTIL_H
 #define PENNY_UTIL_H
 
@@ -17,15 +18,11 @@ int pn_natcmp(const char *a, const char *b);
 /* qsort adaptor for arrays of char *. */
 int pn_natcmp_qsort(const void *a, const void *b);
 
-/* "4096", "1K", "8M", "1G", "64KiB", "2MB" (binary multiples, like nccl-tests). */
-int pn_parse_size(const char *s, uint64_t *out);
 /* Format bytes as "8 MiB", "512 KiB", "3 B" (exact multiples) into buf. */
 const char *pn_fmt_size(char *buf, size_t len, uint64_t bytes);
 int pn_parse_u64(const char *s, uint64_t *out);
 int pn_parse_int(const char *s, int *out);
 int pn_parse_double(const char *s, double *out);
-/* Durations: "60", "1.5", "500ms", "2s", "1m". */
-int pn_parse_seconds(const char *s, double *out);
 
 /* Monotonic clock in seconds / nanoseconds. */
 double pn_now(void);

@@ -9,6 +9,7 @@
 #include "base/file.h"
 #include "base/log.h"
 #include "base/minijson.h"
+#include "base/units.h"
 #include "base/util.h"
 
 #include <errno.h>

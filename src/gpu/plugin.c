@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Plugin search and versioned lookup (see plugin.h). */
+/* Plugin search and versioned lookup (see plugin.h), by the rules of plugin_open.h. */
 #define _GNU_SOURCE
 #include "gpu/plugin.h"
+#include "gpu/plugin_open.h"
 
 #include "engine/dtype.h"
 #include "base/log.h"
@@ -23,15 +24,6 @@ _Static_assert(PENNY_AVG == (int)PN_AVG && PENNY_MIN == (int)PN_MIN && PENNY_NRE
 #ifndef PENNY_PLUGINDIR
 #define PENNY_PLUGINDIR "/usr/local/lib/penny"
 #endif
-
-/* Newest first. */
-static const struct {
-	const char *symbol;
-	unsigned abi;
-	size_t size;
-} versions[] = {
-	{ PENNY_PLUGIN_SYMBOL_V1, PENNY_PLUGIN_ABI_V1, PENNY_PLUGIN_V1_MIN_SIZE },
-};
 
 /*
  * The running binary's directory.  /proc/self/exe names this process's
@@ -108,36 +100,16 @@ int pn_plugin_dirs(char *buf, size_t len)
 
 static int open_table(struct pn_plugin *p)
 {
-	const char *e;
-	size_t i;
+	char why[PN_PLUGIN_PATH_MAX + 256];
+	int ret;
 
-	p->dl = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
-	if (!p->dl) {
-		e = dlerror();
-		return pn_err(-ENOEXEC, "cannot load the %s plugin '%s': %s", p->name, p->path,
-			      e ? e : "unknown error");
-	}
-	for (i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
-		const struct penny_plugin_v1 *t = dlsym(p->dl, versions[i].symbol);
-
-		if (!t)
-			continue;
-		if (t->abi != versions[i].abi || t->size < versions[i].size)
-			return pn_err(-ENOEXEC, "the plugin '%s' has ABI %u (%u bytes) under %s; this "
-						"penny needs ABI %u",
-				      p->path, t->abi, t->size, versions[i].symbol, versions[i].abi);
-		if (!t->name || strcmp(t->name, p->name))
-			return pn_err(-ENOEXEC, "the plugin '%s' calls itself '%s', not '%s'", p->path,
-				      t->name ? t->name : "(null)", p->name);
-		if (!t->errmsg || !t->init || !t->fini || !t->alloc || !t->free || !t->allreduce ||
-		    !t->sync || !t->time || !t->fill || !t->check)
-			return pn_err(-ENOEXEC, "the plugin '%s' leaves required functions empty",
-				      p->path);
-		p->ops = t;
-		p->abi = versions[i].abi;
-		return 0;
-	}
-	return pn_err(-ENOEXEC, "'%s' is not a penny plugin (no %s)", p->path, versions[0].symbol);
+	ret = pn_plugin_dlopen(p->path, &p->dl, why, sizeof(why));
+	if (ret)
+		return pn_err(ret, "cannot load the %s plugin '%s': %s", p->name, p->path, why);
+	ret = pn_plugin_table(p->dl, p->path, p->name, &p->ops, &p->abi, why, sizeof(why));
+	if (ret)
+		return pn_err(ret, "%s", why);
+	return 0;
 }
 
 int pn_plugin_load(const char *name, struct pn_plugin **out)
@@ -157,10 +129,7 @@ int pn_plugin_load(const char *name, struct pn_plugin **out)
 	if (!p)
 		return pn_err(-ENOMEM, "out of memory");
 	snprintf(p->name, sizeof(p->name), "%s", name);
-	for (d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-		snprintf(p->path, sizeof(p->path), "%s/%s", d, file);
-		if (access(p->path, F_OK))
-			continue;
+	if (!pn_plugin_find(dirs, name, p->path, sizeof(p->path))) {
 		PN_DBG(PN_LOG_PLUGIN, "plugin %s: loading %s", name, p->path);
 		ret = open_table(p);
 		if (ret) {
@@ -171,7 +140,6 @@ int pn_plugin_load(const char *name, struct pn_plugin **out)
 		return 0;
 	}
 	free(p);
-	pn_plugin_dirs(dirs, sizeof(dirs));
 	{
 		char list[sizeof(dirs) * 2];
 		size_t used = 0;

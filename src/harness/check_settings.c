@@ -22,6 +22,7 @@
 #include "harness/check_cfg.h"
 #include "harness/check_settings.h"
 #include "base/log.h"
+#include "base/units.h"
 #include "base/verdict.h"
 #include "node/pcie.h"
 #include "node/sysfs.h"
@@ -91,32 +92,6 @@ int pn_settings_memlock(const char *text, size_t len, uint64_t *bytes)
 	return 0;
 }
 
-/* "65536k", "1g", "1073741824": bytes; -EINVAL otherwise (and for "50%"). */
-static int parse_size(const char *s, size_t n, uint64_t *bytes)
-{
-	uint64_t v = 0, mul = 1;
-	size_t i;
-
-	if (!n || !isdigit((unsigned char)s[0]))
-		return -EINVAL;
-	for (i = 0; i < n && isdigit((unsigned char)s[i]); i++) {
-		if (v > (UINT64_MAX - 9) / 10)
-			return -EINVAL;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	if (i < n) {
-		const char *u = strchr("kKmMgGtT", s[i]);
-
-		if (!u || i + 1 != n)
-			return -EINVAL;
-		mul = 1ull << (10 * (1 + (u - "kKmMgGtT") / 2));
-	}
-	if (v > UINT64_MAX / mul)
-		return -EINVAL;
-	*bytes = v * mul;
-	return 0;
-}
-
 int pn_settings_mount_size(const char *text, size_t len, const char *mnt, uint64_t *bytes,
 			   char *fstype, size_t tlen)
 {
@@ -150,7 +125,7 @@ int pn_settings_mount_size(const char *text, size_t len, const char *mnt, uint64
 			size_t ol = comma ? (size_t)(comma - o) : fl[3] - j;
 
 			if (ol > 5 && !memcmp(o, "size=", 5))
-				bad = parse_size(o + 5, ol - 5, bytes) != 0;
+				bad = pn_parse_size_n(o + 5, ol - 5, 0, bytes) != 0;
 			/* tmpfs's size=0 is no limit at all */
 			if (ol > 5 && !memcmp(o, "size=", 5) && !bad && !*bytes)
 				*bytes = UINT64_MAX;

@@ -250,12 +250,19 @@ int pn_sweep_host_open(struct pn_sweep_backend **out, struct pn_coll *coll,
  * rank's message.
  */
 /*
- * The GPU path across nodes' knobs as the command read them from the
- * environment (PENNY_XNODE, PENNY_XNODE_TRANSPORT, _CHUNK, _SLOTS,
- * _WHOLE_MAX, _SOCKETS, _LL; NULL: unset); pn_sweep_gpu_open checks them.
+ * The GPU path across nodes' knobs (gpu/gpucoll.h), as the command read
+ * and checked them from the environment (PENNY_XNODE, _TRANSPORT, _NIC,
+ * _CHUNK, _SLOTS, _WHOLE_MAX, _SOCKETS, _QPS, _LL); 0 or NULL: unset.  A
+ * knob that is not valid is not applied but said in bad, which
+ * pn_sweep_gpu_open reports as every rank's error.
  */
 struct pn_xnode_env {
-	const char *on, *transport, *chunk, *slots, *whole_max, *sockets, *ll, *qps, *nic;
+	int off;			/* PENNY_XNODE=0: the host-staged path */
+	const char *transport;		/* tcp, shm, verbs, auto */
+	const char *nic;		/* dev or dev:port */
+	uint64_t chunk, slots, whole_max, sockets, qps, ll;
+	int ll_off;			/* PENNY_XNODE_LL=0: never */
+	char bad[160];
 };
 
 struct pn_sweep_gpu_cfg {

@@ -229,114 +229,20 @@ static const struct pn_sweep_ops gpu_ops = {
 	.close = gpu_close,
 };
 
-/* A size from the environment (v: name's value): "1M", "64K", "4096"; 0
- * when unset. */
-static int env_bytes(const char *name, const char *v, uint64_t lo, uint64_t hi, uint64_t *out,
-		     char *why, size_t len)
+/* The GPU path across nodes (gpu/xproxy.h), as the command read it (e; NULL: defaults). */
+static void xnode_cfg(const struct pn_xnode_env *e, struct pn_gpucoll_cfg *cfg)
 {
-	uint64_t x;
-
-	*out = 0;
-	if (!v || !*v)
-		return 0;
-	if (pn_parse_size(v, &x) || x < lo || x > hi) {
-		snprintf(why, len, "%s='%.40s': a size from %llu to %llu bytes", name, v,
-			 (unsigned long long)lo, (unsigned long long)hi);
-		return -EINVAL;
-	}
-	*out = x;
-	return 0;
-}
-
-/* A count from lo to hi (env_bytes, with a message that says so). */
-static int env_count(const char *name, const char *v, uint64_t lo, uint64_t hi, uint64_t *out,
-		     char *why, size_t len)
-{
-	int ret = env_bytes(name, v, lo, hi, out, why, len);
-
-	if (ret)
-		snprintf(why, len, "%s='%.40s': a whole number from %llu to %llu", name, v,
-			 (unsigned long long)lo, (unsigned long long)hi);
-	return ret;
-}
-
-/* "mlx5_0" or "mlx5_0:1": a device name and a port 1..255 (opened later) */
-static int nic_spec_ok(const char *v)
-{
-	size_t n = strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-");
-	char *end;
-	long port;
-
-	if (!n || n > 63)
-		return 0;
-	if (!v[n])
-		return 1;
-	if (v[n] != ':' || v[n + 1] < '0' || v[n + 1] > '9')
-		return 0;
-	errno = 0;
-	port = strtol(v + n + 1, &end, 10);
-	return !errno && !*end && port >= 1 && port <= 255;
-}
-
-/*
- * The GPU path across nodes (gpu/xproxy.h), from the environment the
- * command read (e; NULL: all unset): PENNY_XNODE=0 (the host-staged path),
- * PENNY_XNODE_TRANSPORT=tcp|shm|verbs|auto, PENNY_XNODE_CHUNK,
- * PENNY_XNODE_SLOTS, PENNY_XNODE_WHOLE_MAX, PENNY_XNODE_SOCKETS,
- * PENNY_XNODE_LL (0: never), PENNY_XNODE_QPS, PENNY_XNODE_NIC=dev[:port].
- */
-static int xnode_env(const struct pn_xnode_env *e, struct pn_gpucoll_cfg *cfg, char *why,
-		     size_t len)
-{
-	static const struct pn_xnode_env unset;
-	const char *on, *tp;
-	uint64_t n = 0;
-	int ret;
-
 	if (!e)
-		e = &unset;
-	on = e->on;
-	tp = e->transport;
-	if (on && *on && strcmp(on, "0") && strcmp(on, "1")) {
-		snprintf(why, len, "PENNY_XNODE='%.40s': 0 or 1", on);
-		return -EINVAL;
-	}
-	cfg->xnode = on && !strcmp(on, "0") ? -1 : 0;
-	if (tp && *tp && strcmp(tp, "tcp") && strcmp(tp, "shm") && strcmp(tp, "verbs") &&
-	    strcmp(tp, "auto")) {
-		snprintf(why, len, "PENNY_XNODE_TRANSPORT='%.40s': tcp, shm, verbs or auto", tp);
-		return -EINVAL;
-	}
+		return;
+	cfg->xnode = e->off ? -1 : 0;
+	cfg->xnode_transport = e->transport;
 	cfg->xnode_nic = e->nic;
-	if (cfg->xnode_nic && *cfg->xnode_nic && !nic_spec_ok(cfg->xnode_nic)) {
-		snprintf(why, len, "PENNY_XNODE_NIC='%.40s': an RDMA device, optionally with its "
-				   "port (mlx5_0 or mlx5_0:1)", cfg->xnode_nic);
-		return -EINVAL;
-	}
-	cfg->xnode_transport = tp && *tp ? tp : NULL;
-	ret = env_bytes("PENNY_XNODE_CHUNK", e->chunk, 4096, 64u << 20, &cfg->xnode_chunk, why,
-			len);
-	if (!ret && cfg->xnode_chunk % 16) {
-		snprintf(why, len, "PENNY_XNODE_CHUNK: a multiple of 16 bytes");
-		ret = -EINVAL;
-	}
-	if (!ret)
-		ret = env_count("PENNY_XNODE_SLOTS", e->slots, 2, 1024, &n, why, len);
-	cfg->xnode_slots = (uint32_t)n;
-	if (!ret)
-		ret = env_bytes("PENNY_XNODE_WHOLE_MAX", e->whole_max, 1, 1ull << 40,
-				&cfg->xnode_whole_max, why, len);
-	if (!ret)
-		ret = env_count("PENNY_XNODE_SOCKETS", e->sockets, 1, 8, &n, why, len);
-	cfg->xnode_sockets = (int)n;
-	if (!ret)
-		ret = env_count("PENNY_XNODE_QPS", e->qps, 1, 8, &n, why, len);
-	cfg->xnode_qps = (int)n;
-	if (!ret)
-		ret = env_bytes("PENNY_XNODE_LL", e->ll, 0, 1u << 20, &cfg->xnode_ll, why, len);
-	if (!ret && e->ll && *e->ll && !cfg->xnode_ll)
-		cfg->xnode_ll = PN_XNODE_LL_OFF;
-	return ret;
+	cfg->xnode_chunk = e->chunk;
+	cfg->xnode_slots = (uint32_t)e->slots;
+	cfg->xnode_whole_max = e->whole_max;
+	cfg->xnode_sockets = (int)e->sockets;
+	cfg->xnode_qps = (int)e->qps;
+	cfg->xnode_ll = e->ll_off ? PN_XNODE_LL_OFF : e->ll;
 }
 
 /*
@@ -472,8 +378,8 @@ int pn_sweep_gpu_open(struct pn_sweep_backend **out, struct pn_coll *coll,
 	cfg.device = device;
 	cfg.log = o->log;
 	cfg.log_arg = o->log_arg;
-	ret = xnode_env(o->xnode, &cfg, why, sizeof(why));
-	ret = agree(g, ret ? why : NULL);
+	xnode_cfg(o->xnode, &cfg);
+	ret = agree(g, o->xnode && o->xnode->bad[0] ? o->xnode->bad : NULL);
 	if (!ret)
 		ret = same_xnode_transport(g, &cfg);
 	if (ret)

@@ -198,6 +198,7 @@ struct pn_plan {
 	struct pn_plan_limit bottleneck;
 	struct pn_plan_msgs notes;	/* degradations, flagged */
 	int degraded;
+	struct pn_plan_msgs refused;	/* --no-degrade: the rails it would leave out (no rings) */
 	struct pn_plan_msgs file_viol;	/* read back: what the file says that its rings do not */
 };
 
@@ -209,8 +210,20 @@ struct pn_plan_opts {
 
 void pn_plan_init(struct pn_plan *p, struct pn_plan_model *m);
 void pn_plan_release(struct pn_plan *p);
-/* Plan rings; then analyse.  -EINVAL (message) when the model cannot be planned. */
+/*
+ * Plan rings; then analyse.  -EINVAL (message) when the model cannot be
+ * planned.  With o->no_degrade and a rail that some node cannot use, 0 and
+ * no rings: p->refused says, a line a rail, what would be left out.
+ */
 int pn_plan_build(struct pn_plan *p, struct pn_plan_model *m, const struct pn_plan_opts *o);
+/*
+ * ring-plan's verdict on a plan it built or read, its exit status:
+ * PN_PLAN_PASS (0) when it has no violation (viol NULL: none counted),
+ * PN_PLAN_FAIL (1) when it has one or was refused (p->refused).  A model or
+ * file that cannot be planned or read is an error (2), not a verdict.
+ */
+enum { PN_PLAN_PASS = 0, PN_PLAN_FAIL = 1 };
+int pn_plan_verdict(const struct pn_plan *p, const struct pn_plan_msgs *viol);
 /* Rails usable on every node (active NIC on that rail everywhere); notes for the rest. */
 int pn_plan_usable_rails(const struct pn_plan_model *m, int **rails, int *nrails,
 			 struct pn_plan_msgs *notes);

@@ -45,7 +45,15 @@ void pn_plan_release(struct pn_plan *p)
 	free(p->recv);
 	pn_plan_msgs_release(&p->notes);
 	pn_plan_msgs_release(&p->file_viol);
+	pn_plan_msgs_release(&p->refused);
 	memset(p, 0, sizeof(*p));
+}
+
+int pn_plan_verdict(const struct pn_plan *p, const struct pn_plan_msgs *viol)
+{
+	if (p->refused.n || (viol && (viol->n || viol->dropped)))
+		return PN_PLAN_FAIL;
+	return PN_PLAN_PASS;
 }
 
 int pn_plan_ring_alloc(struct pn_plan_ring *r, int nseg, int ngpus)
@@ -283,7 +291,8 @@ static int build_one_node(struct pn_plan *p, const struct pn_plan_opts *o)
 }
 
 /* The rails the rings use (p->rails): those every node can use; the others
- * noted as left out (degraded), or refused with --no-degrade. */
+ * noted as left out (degraded), or, with --no-degrade, none: p->refused
+ * says which would be. */
 static int choose_rails(struct pn_plan *p, const struct pn_plan_opts *o)
 {
 	const struct pn_plan_model *m = p->model;
@@ -308,7 +317,9 @@ static int choose_rails(struct pn_plan *p, const struct pn_plan_opts *o)
 		goto out;
 	}
 	if (dropped.n && o->no_degrade) {
-		ret = pn_err(-EINVAL, "%s (--no-degrade refuses to plan without it)", dropped.v[0]);
+		p->refused = dropped;
+		memset(&dropped, 0, sizeof(dropped));
+		ret = 0;
 		goto out;
 	}
 	for (i = 0; i < dropped.n; i++)
@@ -368,7 +379,7 @@ int pn_plan_build(struct pn_plan *p, struct pn_plan_model *m, const struct pn_pl
 		return ret;
 	}
 	ret = choose_rails(p, o);
-	if (ret)
+	if (ret || p->refused.n)
 		goto out;
 
 	pa = malloc(sizeof(int) * (size_t)p->nrails);

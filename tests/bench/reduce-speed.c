@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "engine/reduce.h"
 #include "engine/testdata.h"
+#include "base/units.h"
 #include "base/util.h"
 
 #include <stdio.h>

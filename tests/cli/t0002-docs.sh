@@ -99,6 +99,96 @@ test_expect_success 'zsh completion script is syntactically valid' '
 	if command -v zsh >/dev/null; then zsh -n "$TOP/completions/_penny"; else
 		grep -q "penny __complete" "$TOP/completions/_penny"; fi
 '
+# The knobs: every PENNY_ variable the code reads (getenv or a plugin's
+# env_* helper, in cmd/, src/ and plugins/ but not the test plugins) is a
+# row of README.md's environment table, and every row names a knob that is
+# read.  A row may shorten "PENNY_CUDA_TILE, _RING_TILE" after its first name.
+# knobs_check TOP: prints each difference, exits 1 on one.
+knobs_check() {
+	python3 - "$1" <<-\PY
+	import glob, os, re, sys
+	os.chdir(sys.argv[1])
+	read = {}
+	call = re.compile(r"\b(?:getenv|secure_getenv|env_\w+)\s*\(\s*\"(PENNY_[A-Z0-9_]+)\"")
+	srcs = glob.glob("cmd/*.[ch]") + glob.glob("src/**/*.[ch]", recursive=True) + \
+	       glob.glob("plugins/**/*.[ch]", recursive=True) + glob.glob("plugins/**/*.c[cu]", recursive=True)
+	for f in sorted(srcs):
+	    if f.startswith("plugins/test/") or "/emu/" in f:
+	        continue
+	    for k in call.findall(open(f, errors="replace").read()):
+	        read.setdefault(k, f)
+	readme = open("README.md").read()
+	table = readme[readme.index("## Environment"):]
+	table = table[:table.index("\n## ")]
+	listed = set()
+	for row in re.findall(r"^\| *(`[^|]*)\|", table, re.M):
+	    names = re.findall(r"`([A-Z_][A-Z0-9_]*)`", row)
+	    first = names[0] if names else ""
+	    prefix = "_".join(first.split("_")[:2])
+	    for n in names:
+	        listed.add(prefix + n if n.startswith("_") else n)
+	bad = ["%s: read by %s, not in README.md's environment table" % (k, f) for k, f in sorted(read.items())
+	       if k not in listed]
+	bad += ["%s: in README.md's environment table, read by nothing" % k for k in sorted(listed)
+	        if k.startswith("PENNY_") and k not in read]
+	print("\n".join(bad))
+	sys.exit(1 if bad else 0)
+	PY
+}
+test_expect_success 'README.md lists every PENNY_ knob the code reads, and no other' '
+	knobs_check "$TOP"
+'
+test_expect_success 'the knob check names a knob missing from README.md and a stale row' '
+	mkdir -p k/cmd k/plugins/x && sed "s/PENNY_BIND/PENNY_X_PLUGIN/" "$TOP/README.md" >k/README.md &&
+	echo "const char *a = getenv(\"PENNY_ONLY_IN_CODE\");" >k/cmd/a.c &&
+	echo "static int b = env_u64(\"PENNY_X_PLUGIN\", 1);" >k/plugins/x/b.c &&
+	! knobs_check k >out && cat out &&
+	grep -qx "PENNY_ONLY_IN_CODE: read by cmd/a.c, not in README.md.s environment table" out &&
+	grep -qx "PENNY_DEBUG: in README.md.s environment table, read by nothing" out &&
+	! grep -q PENNY_X_PLUGIN out
+'
+# penny(1)'s FILES against what make install installs in the Debian
+# package's layout (debian/rules' PENNY_DIRS): every installed file but the
+# binary and the man pages is named there (a path, or a * glob), and every
+# path named there is installed.  debian/control names every plugin.
+files_check() {
+	python3 - "$1" "$2" <<-\PY
+	import fnmatch, re, sys
+	man, listfile = sys.argv[1:3]
+	inst = [l.strip() for l in open(listfile) if l.strip()]
+	text = open(man).read()
+	sec = text[text.index(".SH FILES"):]
+	sec = sec[:sec.index("\n.SH", 1)]
+	named = []
+	for line in re.findall(r"^\.I (.*)$", sec, re.M):
+	    named += [p.strip() for p in line.replace("\\-", "-").split(",")]
+	bad = ["FILES names %s, which make install does not install" % p for p in named
+	       if not any(fnmatch.fnmatchcase(f, p) for f in inst)]
+	bad += ["make install installs %s, which FILES does not name" % f for f in inst
+	        if not re.search(r"/bin/penny$|/man[17]/", f) and not any(fnmatch.fnmatchcase(f, p) for p in named)]
+	print("\n".join(bad))
+	sys.exit(1 if bad else 0)
+	PY
+}
+dirs=$(sed -n '/^PENNY_DIRS/,/[^\\]$/p' "$TOP/debian/rules" | sed 's/^PENNY_DIRS = //; s/\\$//' | tr '\n\t' '  ')
+test_expect_success 'penny(1) FILES names what make install installs, in the package layout' '
+	test -n "$dirs" &&
+	make -s -C "$TOP" --no-print-directory install-list $dirs >list &&
+	grep -qx /usr/lib/penny/penny-nvshmem.so list &&
+	files_check "$TOP/man/penny.1" list
+'
+test_expect_success 'the FILES check names an installed file it lacks and a path not installed' '
+	make -s -C "$TOP" --no-print-directory install-list $dirs >list &&
+	sed "/^\\.I .*libpenny\\\\-nccl/s@.*@.I /usr/lib/penny/gone.so@" "$TOP/man/penny.1" >p.1 &&
+	! files_check p.1 list >out && cat out &&
+	grep -qx "FILES names /usr/lib/penny/gone.so, which make install does not install" out &&
+	grep -qx "make install installs /usr/lib/penny/libpenny-nccl.so, which FILES does not name" out
+'
+test_expect_success 'debian/control names every plugin of the GPU package' '
+	make -s -C "$TOP" --no-print-directory install-list $dirs | sed -n "s@^/usr/lib/penny/@@p" >plugins &&
+	test -s plugins &&
+	for p in $(cat plugins); do grep -q "$p" "$TOP/debian/control" || { echo "debian/control lacks $p"; exit 1; }; done
+'
 test_expect_success 'every man page is valid roff' '
 	for p in "$TOP"/man/*.1; do
 		LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$p" 2>warn >/dev/null || exit 1

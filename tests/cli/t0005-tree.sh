@@ -42,6 +42,69 @@ test_expect_success 'measured results live in results/, not under tests/' '
 	git -C "$TOP" ls-files tests | grep -E "/results/" >res;
 	test ! -s res || { cat res; false; }
 '
+# results_index TOP LIST: the files of results/ (LIST: one a line) against the
+# paths the docs cite: every file is cited by doc/results.md (a path, a
+# {a,b} list, a * glob, or a sub-folder ending in /; citing a whole
+# DATE-MACHINE folder does not count), and every results/ path that
+# README.md, doc/, tests/README.md, man/, src/ or plugins/ cite exists.
+results_index() {
+	python3 - "$1" "$2" <<-\PY
+	import fnmatch, glob, os, re, sys
+	top = sys.argv[1]
+	files = [l.strip() for l in open(sys.argv[2]) if l.strip()]
+	tok = re.compile(r"results/(?:\{[^}\s]*\}|[^\s`\x27\"(),{}|])*")
+	def expand(p):
+	    m = re.search(r"\{([^{}]*)\}", p)
+	    if not m:
+	        return [p]
+	    return [q for alt in m.group(1).split(",") for q in expand(p[:m.start()] + alt + p[m.end():])]
+	def matches(p):
+	    if p.endswith("/"):
+	        return [f for f in files if f.startswith(p)]
+	    return [f for f in files if fnmatch.fnmatchcase(f, p) or f.startswith(p + "/")]
+	def cited(path):
+	    text = open(path, errors="replace").read()
+	    for t in tok.findall(text):
+	        t = t.rstrip(".:")
+	        if not re.search(r"[$<]|YYYY|DATE|NAME|MACHINE", t) and t != "results/":
+	            yield t
+	bad, covered = [], set()
+	os.chdir(top)
+	docs = ["README.md", "tests/README.md"] + glob.glob("doc/*.md") + glob.glob("man/*") + \
+	       glob.glob("src/*/*.[ch]") + glob.glob("plugins/**/*.[ch]*", recursive=True)
+	for d in sorted(d for d in docs if os.path.isfile(d)):
+	    for t in cited(d):
+	        for p in expand(t):
+	            hit = matches(p)
+	            if not hit:
+	                bad.append("%s cites %s: no such file in results/" % (d, p))
+	            elif d == "doc/results.md" and not re.fullmatch(r"results/[^/]+/?", p):
+	                covered.update(hit)
+	for f in files:
+	    if f not in covered:
+	        bad.append("%s: not cited by doc/results.md (cite it or git rm it)" % f)
+	print("\n".join(bad))
+	sys.exit(1 if bad else 0)
+	PY
+}
+test_expect_success 'doc/results.md cites every file of results/; cited results exist' '
+	git -C "$TOP" ls-files results >list &&
+	results_index "$TOP" list
+'
+test_expect_success 'the results check names an uncited file and a missing one' '
+	mkdir -p r/doc r/results/2026-01-01-x/sub &&
+	: >r/results/2026-01-01-x/a.txt && : >r/results/2026-01-01-x/b.tsv &&
+	: >r/results/2026-01-01-x/c.csv && : >r/results/2026-01-01-x/sub/d &&
+	: >r/results/2026-01-01-x/e.md &&
+	printf "%s\n" "Files: \`results/2026-01-01-x/{a.txt,b.tsv}\`, results/2026-01-01-x/*.csv," \
+		"\`results/2026-01-01-x/sub/\` and results/2026-01-01-x/gone.txt." \
+		"    tests/bench/x.sh results/2026-01-01-x" >r/doc/results.md &&
+	(cd r && find results -type f | sort) >list &&
+	! results_index r list >out && cat out &&
+	grep -qx "doc/results.md cites results/2026-01-01-x/gone.txt: no such file in results/" out &&
+	grep -qx "results/2026-01-01-x/e.md: not cited by doc/results.md (cite it or git rm it)" out &&
+	test $(wc -l <out) = 2
+'
 # Sizes (doc/ARCHITECTURE.md): cmd/ under 5,000 lines, no function of src/
 # or cmd/ over 150 lines, no file of src/ over 1,200.  What exceeds a mark
 # today is listed with its size: it may shrink, not grow, and an entry that
@@ -138,6 +201,15 @@ test_expect_success 'the architecture and the folder READMEs name every file' '
 	            bad.append("%sREADME.md does not name %s" % (d, stem))
 	        if f.endswith(".c") and not named(stem, entry.get(d, "")):
 	            bad.append("doc/ARCHITECTURE.md: %s does not name %s" % (d, stem))
+	tops = subprocess.run(["git", "ls-files"], capture_output=True, text=True).stdout.split("\n")
+	folders = {l.split("/")[0] + "/" for l in tops if "/" in l}
+	for d in sorted(folders):
+	    if not re.search(r"(?<![\w./-])" + re.escape(d), block):
+	        bad.append("doc/ARCHITECTURE.md: the folder list does not name %s" % d)
+	for d in sorted(glob.glob("plugins/*/")):
+	    if not named(os.path.basename(d.rstrip("/")) + "/", entry.get("plugins/", "")) and \
+	       not named(os.path.basename(d.rstrip("/")), entry.get("plugins/", "")):
+	        bad.append("doc/ARCHITECTURE.md: plugins/ does not name %s" % d)
 	subs = open("cmd/penny.c").read()
 	for f in sorted(glob.glob("cmd/*.c")):
 	    stem = os.path.basename(f)[:-2]

@@ -45,6 +45,17 @@ test_expect_success 'make; make install PREFIX=/usr: the plugin dir follows PREF
 	test -f r/usr/share/zsh/site-functions/_penny &&
 	test -f r/usr/share/doc/penny/examples/dgx-h100.conf
 '
+# make install-list (what penny(1)'s FILES is checked against, t0002) says
+# what install installs: every installed file is on it, and every file on it
+# is installed but the plugins this build could not make (no nvcc, NVSHMEM).
+test_expect_success 'make install-list lists what make install installed' '
+	(cd r && find . -type f | sed "s@^\\.@@" | sort) >installed &&
+	make -s -C "$TOP" --no-print-directory install-list PREFIX=/usr | sort >listed &&
+	comm -23 installed listed >extra && test_cmp /dev/null extra &&
+	comm -13 installed listed | grep -vx -e /usr/lib/penny/penny-cuda.so \
+		-e /usr/lib/penny/penny-nvshmem.so >missing;
+	test_cmp /dev/null missing
+'
 test_expect_success 'the installed binary finds its plugins beside it (../lib/penny)' '
 	r/usr/bin/penny allreduce-test --np 2 --backend nccl -b 1K -e 1K -n 1 >out 2>err;
 	! grep -q "is not installed" err &&

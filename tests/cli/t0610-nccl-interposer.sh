@@ -120,14 +120,14 @@ test_expect_success 'a plugin without allreduce_stream, none, or one that fails:
 	grep -q "the failinit plugin: fake device is missing; NCCL runs every call" err &&
 	test "$(nccl_ar)" -eq 172
 '
-test_expect_success 'PENNY_NCCL_MAX_BYTES takes the largest size it names, 1T' '
-	PENNY_NCCL_MAX_BYTES=1T ip "$caller" 2 allreduce >out 2>err && test ! -s err &&
+test_expect_success 'PENNY_NCCL_MAX_BYTES takes the largest size it names, 1TiB; a timeout 2m' '
+	PENNY_NCCL_MAX_BYTES=1TiB PENNY_NCCL_TIMEOUT=2m ip "$caller" 2 allreduce >out 2>err && test ! -s err &&
 	grep -q "rank 1: allreduce ok" out && test "$(nccl_ar)" -lt 172
 '
 test_expect_success 'bad settings: one line a process, NCCL runs every call' '
 	for bad in PENNY_NCCL_MAX_BYTES=12X PENNY_NCCL_MAX_BYTES=0 PENNY_NCCL_MAX_BYTES=99999999999999999999 \
-		PENNY_NCCL_MAX_BYTES=2T \
-		PENNY_NCCL_TIMEOUT=0 PENNY_NCCL_TIMEOUT=-1 PENNY_NCCL=maybe; do
+		PENNY_NCCL_MAX_BYTES=2T PENNY_NCCL_MAX_BYTES=1Ki PENNY_NCCL_MAX_BYTES=1.5K \
+		PENNY_NCCL_TIMEOUT=0 PENNY_NCCL_TIMEOUT=-1 PENNY_NCCL_TIMEOUT=2d PENNY_NCCL=maybe; do
 		env "$bad" LD_LIBRARY_PATH="$fakes/fakecuda" LD_PRELOAD="$lib" \
 			PENNY_NCCL_PLUGIN="$fakes/cuda/penny-cuda.so" timeout 60 "$caller" 2 bf16 >out 2>err
 		test $? -eq 1 && test "$(sort -u err | wc -l)" -eq 1 &&
@@ -173,6 +173,14 @@ test_expect_success 'a kernel'"'"'s timeout reaches ncclCommGetAsyncError and nc
 	PENNY_FAKE_ASYNC_ERROR=1 ip "$caller" 2 asyncerr >out 2>err &&
 	grep -q "rank 0: asyncerr ok" out && grep -q "rank 1: asyncerr ok" out &&
 	grep -q "rank 1: penny.s allreduce failed: allreduce on rank 1 timed out waiting for rank 0" err
+'
+test_expect_success 'the plugin passes the checks of penny'"'"'s loader, or NCCL runs every call' '
+	PLUGIN=$fakes/penny-badabi.so ip "$caller" 2 allreduce >out 2>err &&
+	grep -q "rank 1: allreduce ok, 86 " out && one_line err &&
+	grep -q "the plugin .*penny-badabi.so. has ABI 7 (.* bytes) under penny_plugin_v1" err &&
+	PLUGIN=$fakes/penny-nosym.so ip "$caller" 2 allreduce >out 2>err && one_line err &&
+	grep -q "penny-nosym.so. is not a penny plugin (no penny_plugin_v1)" err &&
+	test "$(nccl_ar)" -eq 172
 '
 test_expect_success 'the library exports NCCL'"'"'s API and nothing else' '
 	nm -D --defined-only "$lib" | awk "{ print \$3 }" >syms &&

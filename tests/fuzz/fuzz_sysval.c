@@ -14,6 +14,7 @@
 #include "node/perfquery.h"
 #include "node/sysfs.h"
 #include "node/topo.h"
+#include "base/units.h"
 #include "base/util.h"
 
 #include <math.h>

@@ -17,6 +17,7 @@
 #include "gpu/gpumem.h"
 #include "base/log.h"
 #include "gpu/plugin.h"
+#include "base/units.h"
 #include "base/util.h"
 #include "../../plugins/include/penny_data.h"
 

@@ -24,6 +24,7 @@
 #define _GNU_SOURCE
 #include "base/log.h"
 #include "transport/verbs.h"
+#include "base/units.h"
 #include "base/util.h"
 
 #include <errno.h>

@@ -278,11 +278,16 @@ TEST(degrade_missing_nic)
 	CHECK(loads_are(&p, 1));
 	CHECK_EQ_INT(nviol(&p, &v), 0);
 	CHECK(p.ring_gbs == 50.0);
+	CHECK_EQ_INT(pn_plan_verdict(&p, &v), PN_PLAN_PASS);
 	pn_plan_msgs_release(&v);
 	pn_plan_release(&p);
+	/* --no-degrade: no rings, the verdict FAIL (exit 1), the rail left out said */
 	o.no_degrade = 1;
-	CHECK(pn_plan_build(&p, &m, &o) == -EINVAL);
-	CHECK(strstr(pn_errmsg(-EINVAL), "--no-degrade") != NULL);
+	CHECK_EQ_INT(pn_plan_build(&p, &m, &o), 0);
+	CHECK_EQ_INT(p.nrings, 0);
+	CHECK_EQ_INT(p.refused.n, 1);
+	CHECK(has_msg(&p.refused, "rail 5 left out: node03 has no NIC on rail 5"));
+	CHECK_EQ_INT(pn_plan_verdict(&p, NULL), PN_PLAN_FAIL);
 	pn_plan_release(&p);
 	pn_plan_model_release(&m);
 }

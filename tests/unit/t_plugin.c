@@ -153,6 +153,18 @@ TEST(wrong_abi_no_table_and_wrong_name_are_refused)
 	CHECK(strstr(pn_errmsg(ret), "cannot load the junk plugin") != NULL);
 	CHECK_EQ_INT(pn_plugin_load("../etc", &p), -EINVAL);
 	CHECK_EQ_INT(pn_plugin_load("", &p), -EINVAL);
+	/* not a regular file: refused before dlopen, which would block on a FIFO */
+	snprintf(path, sizeof(path), "%s/penny-adir.so", dir);
+	mkdir(path, 0755);
+	ret = pn_plugin_load("adir", &p);
+	CHECK_EQ_INT(ret, -ENOEXEC);
+	CHECK(strstr(pn_errmsg(ret), "penny-adir.so': not a regular file") != NULL);
+	snprintf(path, sizeof(path), "%s/penny-afifo.so", dir);
+	if (!mkfifo(path, 0600)) {
+		ret = pn_plugin_load("afifo", &p);
+		CHECK_EQ_INT(ret, -ENOEXEC);
+		CHECK(strstr(pn_errmsg(ret), "penny-afifo.so': not a regular file") != NULL);
+	}
 }
 
 TEST(plugin_call_errors_carry_the_plugins_message)

@@ -669,12 +669,24 @@ TEST(bad_arguments)
 	setenv("PENNY_CUDA_TILE", "12X", 1);
 	CHECK_EQ_INT(pn_cuda_init(&images, &w1.host[0], 0, &b), -EINVAL);
 	CHECK(strstr(pn_plugin_errmsg(), "PENNY_CUDA_TILE: invalid size '12X'") != NULL);
-	unsetenv("PENNY_CUDA_TILE");
+	setenv("PENNY_CUDA_TILE", "1.5K", 1);
+	CHECK_EQ_INT(pn_cuda_init(&images, &w1.host[0], 0, &b), -EINVAL);
+	setenv("PENNY_CUDA_TIMEOUT", "0", 1);
+	CHECK_EQ_INT(pn_cuda_init(&images, &w1.host[0], 0, &b), -EINVAL);
+	CHECK(strstr(pn_plugin_errmsg(), "PENNY_CUDA_TIMEOUT: '0' is not a duration") != NULL);
+	/* sizes and durations by the rule of src/base/units.h, as every option */
+	setenv("PENNY_CUDA_TILE", "64KiB", 1);
+	setenv("PENNY_CUDA_TIMEOUT", "2m", 1);
 	/* one rank: a copy, no kernel */
 	fake_me = &w1.rank[0];
 	CHECK_EQ_INT(pn_cuda_init(&images, &w1.host[0], 0, &b), 0);
+	unsetenv("PENNY_CUDA_TILE");
+	unsetenv("PENNY_CUDA_TIMEOUT");
 	if (b) {
 		void *x = NULL, *y = NULL;
+
+		CHECK(((struct pn_cuda *)b)->cfg.tile_twoshot == 64u << 10);
+		CHECK(((struct pn_cuda *)b)->cfg.timeout_ns == 120000000000ull);
 
 		w1.rank[0].nlaunch = w1.rank[0].ncopy = 0;
 		CHECK_EQ_INT(pn_cuda_alloc(b, 64, 0, &x), 0);

@@ -189,6 +189,7 @@ TEST(settings_are_range_checked)
 		{ "PENNY_NVSHMEM_ONESHOT_MAX", "abc" }, { "PENNY_NVSHMEM_ONESHOT_MAX", "4Q" },
 		{ "PENNY_NVSHMEM_TWOSHOT_MAX", "99999999999999999999" },
 		{ "PENNY_NVSHMEM_PDL", "2" },		{ "PENNY_NVSHMEM_LL_MAX", "2M" },
+		{ "PENNY_NVSHMEM_SLOT", "1Ki" },	{ "PENNY_NVSHMEM_TIMEOUT", "1h1" },
 	};
 	struct pn_nv_cfg c;
 
@@ -199,6 +200,15 @@ TEST(settings_are_range_checked)
 		unsetenv(bad[i][0]);
 	}
 	CHECK_EQ_INT(pn_nv_read_cfg(&c, 65, 132), -ENOTSUP);
+	/* sizes and durations by the rule of src/base/units.h, as every option */
+	setenv("PENNY_NVSHMEM_SLOT", "128KiB", 1);
+	setenv("PENNY_NVSHMEM_TWOSHOT_MAX", "1T", 1);
+	setenv("PENNY_NVSHMEM_TIMEOUT", "2m", 1);
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132), 0);
+	CHECK(c.slot == 128u << 10 && c.twoshot_max == 1ull << 40 && c.timeout_ns == 120000000000ull);
+	unsetenv("PENNY_NVSHMEM_SLOT");
+	unsetenv("PENNY_NVSHMEM_TWOSHOT_MAX");
+	unsetenv("PENNY_NVSHMEM_TIMEOUT");
 	/* blocks never exceed the SMs: every block of a launch is resident */
 	setenv("PENNY_NVSHMEM_BLOCKS", "64", 1);
 	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 20), 0);

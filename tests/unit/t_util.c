@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Pure helpers: natural sort, size/duration parsing, rate/state parsing, JSON output. */
+/* Pure helpers: natural sort, number parsing, rate/state parsing, JSON output. */
 #define _GNU_SOURCE
 #include "unit.h"
 
@@ -27,26 +27,6 @@ TEST(natural_sort)
 	CHECK(pn_natcmp("a10b", "a10a") > 0);
 }
 
-TEST(size_parsing)
-{
-	uint64_t v = 0;
-
-	CHECK(!pn_parse_size("8", &v) && v == 8);
-	CHECK(!pn_parse_size("1K", &v) && v == 1024);
-	CHECK(!pn_parse_size("64KiB", &v) && v == 65536);
-	CHECK(!pn_parse_size("8M", &v) && v == 8u << 20);
-	CHECK(!pn_parse_size("2MB", &v) && v == 2u << 20);
-	CHECK(!pn_parse_size("1G", &v) && v == 1u << 30);
-	CHECK(!pn_parse_size("12B", &v) && v == 12);
-	CHECK(pn_parse_size("", &v) == -EINVAL);
-	CHECK(pn_parse_size("-1", &v) == -EINVAL);
-	CHECK(pn_parse_size("1Q", &v) == -EINVAL);
-	CHECK(pn_parse_size("1KX", &v) == -EINVAL);
-	CHECK(pn_parse_size("K", &v) == -EINVAL);
-	CHECK(pn_parse_size("99999999999999999999", &v) < 0);
-	CHECK(pn_parse_size("20000000000T", &v) == -ERANGE);
-}
-
 TEST(size_formatting)
 {
 	char b[32];
@@ -57,17 +37,11 @@ TEST(size_formatting)
 	CHECK_STR(pn_fmt_size(b, sizeof(b), 1536), "1536 B");
 }
 
-TEST(number_and_duration_parsing)
+TEST(number_parsing)
 {
 	double d;
 	int i;
 
-	CHECK(!pn_parse_seconds("60", &d) && d == 60);
-	CHECK(!pn_parse_seconds("500ms", &d) && d == 0.5);
-	CHECK(!pn_parse_seconds("2s", &d) && d == 2);
-	CHECK(!pn_parse_seconds("1m", &d) && d == 60);
-	CHECK(pn_parse_seconds("-1", &d) == -EINVAL);
-	CHECK(pn_parse_seconds("1y", &d) == -EINVAL);
 	CHECK(!pn_parse_int("-3", &i) && i == -3);
 	CHECK(pn_parse_int("3x", &i) == -EINVAL);
 	CHECK(pn_parse_int("99999999999", &i) == -EINVAL);
@@ -246,10 +220,9 @@ int main(void)
 {
 	RUN(digest_of_outputs);
 	RUN(natural_sort);
-	RUN(size_parsing);
 	RUN(size_formatting);
 	RUN(grow_by_doubling);
-	RUN(number_and_duration_parsing);
+	RUN(number_parsing);
 	RUN(hostport_parsing);
 	RUN(rate_and_state_parsing);
 	RUN(debug_subsystems);
