@@ -16,6 +16,8 @@
  * mlock'ed host buffer to each of them.  describe() names the device
  * opened (the local rank's without --gpus) by a PCI address, bus = device.
  *
+ * A modeled clock, PENNY_FAKE_GBS=X, at model_gbs() below.
+ *
  * One stall, for the timing rule's tests: PENNY_FAKE_STALL=K:MS (and
  * PENNY_FAKE_STALL_RANK=R), at stall_once() below.
  *
@@ -108,6 +110,7 @@ struct fake {
 	uint32_t next_reg;	/* registrations so far (reg_buffer) */
 	int calls;		/* allreduce calls so far */
 	long stall_calls;	/* allreduce and xnode_allreduce calls so far (PENNY_FAKE_STALL) */
+	double stalled_us;	/* time spent in that stall (the modeled clock adds it) */
 };
 
 static double now_us(void)
@@ -174,7 +177,35 @@ static void stall_once(struct fake *f)
 		return;
 	if (r && *r && atoi(r) != f->host->rank)
 		return;
-	nanosleep(&(struct timespec){ .tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000L }, NULL);
+	{
+		double t0 = now_us();
+
+		nanosleep(&(struct timespec){ .tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000L },
+			  NULL);
+		f->stalled_us += now_us() - t0;
+	}
+}
+
+/*
+ * PENNY_FAKE_GBS=X (0.001..100000): a modeled clock, for tests that must
+ * not depend on how busy the machine is.  Every copy of bw() and hostbw()
+ * is timed as moving its bytes at X GB/s, and every timed allreduce call
+ * as reaching a bus bandwidth of 0.9 X (nccl-tests' 2(n-1)/n), the slow
+ * mode's factor applied and not slept; a stall (PENNY_FAKE_STALL) still
+ * adds its real length to its block.  0 when unset.
+ */
+static double model_gbs(void)
+{
+	const char *e = getenv("PENNY_FAKE_GBS");
+	double x = e && *e ? atof(e) : 0;
+
+	return x >= 0.001 && x <= 100000 ? x : 0;
+}
+
+/* bytes at the modeled rate times factor, in us (model_gbs() set) */
+static double model_us(double bytes, double factor)
+{
+	return bytes / (model_gbs() * 1e3) * (factor > 1 ? factor : 1);
 }
 
 static inline double slow_factor(int dev)
@@ -188,7 +219,7 @@ static void slow_down_of(double t0, int dev, int allreduce)
 	double x = slow_factor_of(dev, allreduce), us;
 	struct timespec ts;
 
-	if (x <= 1)
+	if (x <= 1 || model_gbs() > 0)
 		return;
 	us = (now_us() - t0) * (x - 1);
 	if (us < 1)
@@ -753,7 +784,7 @@ static int fake_select(void *be, size_t count, int dt, int op, int algo)
  * of t2 (penny_time_v2's rule; t2 NULL or short: one block).
  */
 static int time_loop(struct fake *f, struct penny_time_v1 *t, struct penny_time_v2 *t2,
-		     int (*enqueue)(void *), void *arg)
+		     int (*enqueue)(void *), void *arg, size_t model_bytes)
 {
 	int i, b, ret = 0, n = t->graph > 0 ? (t->iters + t->graph - 1) / t->graph * t->graph : t->iters;
 	int stamped = t2 && t2->size >= sizeof(*t2) && t2->blocks > 0, blocks = 1;
@@ -768,10 +799,19 @@ static int time_loop(struct fake *f, struct penny_time_v1 *t, struct penny_time_
 	if (!ret && f->host->barrier)
 		ret = f->host->barrier(f->host->ctx);
 	for (b = 0; b < blocks && !ret; b++) {
+		double stalled = f->stalled_us;
+
 		a = now_us();
 		for (i = 0; i < n && !ret; i++)
 			ret = enqueue(arg);
 		a = now_us() - a;
+		if (model_bytes && model_gbs() > 0) {
+			int nr = f->host->nranks;
+			double bus = nr > 1 ? 2.0 * (nr - 1) / nr : 1;
+
+			a = n * model_us((double)model_bytes * bus / 0.9,
+					 slow_factor_of(f->device, 1)) + (f->stalled_us - stalled);
+		}
 		total += a;
 		if (stamped)
 			t2->block_usec[b] = a / (n ? n : 1);
@@ -800,12 +840,14 @@ static int fake_time(void *be, struct penny_time_v1 *t)
 {
 	struct fake_call x = { be, t };
 
-	return time_loop(be, t, NULL, fake_one, &x);
+	return time_loop(be, t, NULL, fake_one, &x,
+			 t->count * (size_t)penny_data_size(t->dtype));
 }
 
 #ifndef FAKE_OLD_SIZE
 /* time2 and time_fn: time() in blocks, the caller's cost per call its own */
-static int fake_time2_of(void *be, struct penny_time_v2 *t2, int (*enqueue)(void *), void *arg)
+static int fake_time2_of(void *be, struct penny_time_v2 *t2, int (*enqueue)(void *), void *arg,
+			 size_t model_bytes)
 {
 	struct penny_time_v1 *t = &t2->t;
 	int ret;
@@ -816,7 +858,7 @@ static int fake_time2_of(void *be, struct penny_time_v2 *t2, int (*enqueue)(void
 	if (t->graph > 0)
 		return fail(-ENOTSUP, "no graphs");
 #endif
-	ret = time_loop(be, t, t2, enqueue, arg);
+	ret = time_loop(be, t, t2, enqueue, arg, model_bytes);
 	t2->host_usec = t->usec;
 	return ret;
 }
@@ -825,7 +867,8 @@ static int fake_time2(void *be, struct penny_time_v2 *t2)
 {
 	struct fake_call x = { be, &t2->t };
 
-	return fake_time2_of(be, t2, fake_one, &x);
+	return fake_time2_of(be, t2, fake_one, &x,
+			     t2->t.count * (size_t)penny_data_size(t2->t.dtype));
 }
 #endif
 
@@ -1168,7 +1211,7 @@ static int fake_xnode_allreduce(void *be, void *xnp, const void *send, void *rec
 
 static int fake_time_fn(void *be, struct penny_time_v2 *t2, int (*enqueue)(void *), void *arg)
 {
-	return fake_time2_of(be, t2, enqueue, arg);
+	return fake_time2_of(be, t2, enqueue, arg, 0);
 }
 #endif
 
@@ -1232,7 +1275,10 @@ static int fake_bw(struct penny_bw_v1 *q)
 				}
 				slow_down(c0, slow_factor(i) > 1 ? i : j);
 				if (it >= 0 && it < TIMES_MAX)
-					times[it] = now_us() - c0;
+					times[it] = model_gbs() > 0
+						? model_us((double)bytes * (q->bidir && i != j ? 2 : 1),
+							   slow_factor(slow_factor(i) > 1 ? i : j))
+						: now_us() - c0;
 			}
 			/* as the plugins: the median copy, a stall of the host is no rate */
 			us = median_of(times, iters < TIMES_MAX ? iters : TIMES_MAX);
@@ -1294,7 +1340,8 @@ static int fake_hostbw(struct penny_hostbw_v1 *q)
 					memcpy(host, dev, bytes);
 				slow_down(c0, i);
 				if (it >= 0 && it < TIMES_MAX)
-					times[it] = now_us() - c0;
+					times[it] = model_gbs() > 0 ? model_us((double)bytes, slow_factor(i))
+								    : now_us() - c0;
 			}
 			us = median_of(times, iters < TIMES_MAX ? iters : TIMES_MAX);
 			(dir == 0 ? q->h2d : q->d2h)[i] = (double)bytes / (us * 1e-6) / 1e9;

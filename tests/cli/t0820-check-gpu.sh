@@ -8,21 +8,12 @@
 # gpu-copy is a SKIP with the reason (exit 2 when nothing else ran).
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/trees.sh"
+. "$TOP/tests/helpers/checkjson.sh"
 unset PENNY_SYSROOT PENNY_DEBUG PENNY_FAKE_SLOW PENNY_FAKE_SLOW_GPU
 tree_switches sw
 export PENNY_FAKE_GPUS=4 PENNY_NODE_ID=node01
 fake=$BUILD/tests/plugins/cuda
 
-# field CHECK TARGET KEY: a result's value from check.json
-field() {
-	python3 -c "
-import json, sys
-d = json.load(open('check.json'))
-r = [r for r in d['results'] if r['check'] == sys.argv[1] and r['target'] == sys.argv[2]]
-assert len(r) == 1, (sys.argv, d['results'])
-print(r[0][sys.argv[3]])
-" "$@"
-}
 gpucheck() {
 	PENNY_PLUGIN_PATH=$fake penny check --sysfs-root sw --only gpu-copy,allreduce --quick "$@"
 }

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char fakes[4096], tmp[256];
@@ -49,6 +50,53 @@ TEST(loads_a_plugin_from_penny_plugin_path)
 	CHECK_STR(p->ops->version, "first");
 	CHECK_EQ_INT(p->abi, PENNY_PLUGIN_ABI_V1);
 	CHECK(strstr(p->path, "/penny-fake.so") != NULL);
+	pn_plugin_unload(p);
+}
+
+/*
+ * The test plugin's driver behaves like CUDA's across fork(): a child of a
+ * process that used it gets "initialization error (CUDA error 3)", so a
+ * test of penny fails where penny uses the GPU library before it forks
+ * the ranks (the cause of check's SKIPped diagnosis on GPU nodes).
+ */
+TEST(the_test_driver_refuses_a_child_forked_after_it_was_used)
+{
+	struct pn_plugin *p = NULL;
+	struct penny_bw_v1 q = { .bytes = 4096, .iters = 1 };
+	int fd[2], st = 0;
+	char got[8] = "";
+	pid_t pid;
+
+	pn_plugin_set_path(fakes);
+	CHECK_EQ_INT(pn_plugin_load("fake", &p), 0);
+	if (!p || !p->ops || !p->ops->bw)
+		return;
+	CHECK_EQ_INT(pipe(fd), 0);
+	/* a fresh child may still use it: nothing was initialised yet */
+	pid = fork();
+	if (!pid) {
+		struct penny_bw_v1 c = q;
+
+		_exit(p->ops->bw(&c) ? 1 : 0);
+	}
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st));
+	CHECK_EQ_INT(p->ops->bw(&q), 0);
+	pid = fork();
+	if (!pid) {
+		struct penny_bw_v1 c = q;
+		int r = p->ops->bw(&c);
+
+		if (write(fd[1], r == -EIO ? "EIO" : "other", r == -EIO ? 4 : 6) < 0)
+			_exit(2);
+		_exit(0);
+	}
+	close(fd[1]);
+	CHECK(pid > 0 && read(fd[0], got, sizeof(got) - 1) > 0);
+	CHECK_STR(got, "EIO");
+	CHECK(waitpid(pid, &st, 0) == pid);
+	close(fd[0]);
+	/* the parent itself still may */
+	CHECK_EQ_INT(p->ops->bw(&q), 0);
 	pn_plugin_unload(p);
 }
 
@@ -309,6 +357,7 @@ int main(void)
 		return 1;
 	}
 	RUN(loads_a_plugin_from_penny_plugin_path);
+	RUN(the_test_driver_refuses_a_child_forked_after_it_was_used);
 	RUN(first_directory_wins);
 	RUN(a_table_of_the_first_v1_size_loads_without_the_appended_members);
 	RUN(missing_plugin_is_one_line_naming_the_search);
