@@ -11,7 +11,9 @@
 . "$TOP/tests/helpers/checkjson.sh"
 unset PENNY_SYSROOT PENNY_DEBUG PENNY_FAKE_SLOW PENNY_FAKE_SLOW_GPU
 tree_switches sw
-export PENNY_FAKE_GPUS=4 PENNY_NODE_ID=node01
+# the test plugin on its modeled clock (copies at 50 GB/s, the allreduce at
+# a bus bandwidth of 45): the slow mode multiplies, nothing waits on load
+export PENNY_FAKE_GPUS=4 PENNY_NODE_ID=node01 PENNY_FAKE_GBS=50
 fake=$BUILD/tests/plugins/cuda
 
 gpucheck() {
