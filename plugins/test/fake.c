@@ -208,11 +208,6 @@ static double model_us(double bytes, double factor)
 	return bytes / (model_gbs() * 1e3) * (factor > 1 ? factor : 1);
 }
 
-static inline double slow_factor(int dev)
-{
-	return slow_factor_of(dev, 0);
-}
-
 /* Work that began at t0 (now_us) on device dev takes factor times as long. */
 static void slow_down_of(double t0, int dev, int allreduce)
 {
@@ -1273,11 +1268,11 @@ static int fake_bw(struct penny_bw_v1 *q)
 					else
 						memcpy(dst[i], src[j], bytes);
 				}
-				slow_down(c0, slow_factor(i) > 1 ? i : j);
+				slow_down(c0, slow_factor_of(i, 0) > 1 ? i : j);
 				if (it >= 0 && it < TIMES_MAX)
 					times[it] = model_gbs() > 0
 						? model_us((double)bytes * (q->bidir && i != j ? 2 : 1),
-							   slow_factor(slow_factor(i) > 1 ? i : j))
+							   slow_factor_of(slow_factor_of(i, 0) > 1 ? i : j, 0))
 						: now_us() - c0;
 			}
 			/* as the plugins: the median copy, a stall of the host is no rate */
@@ -1340,7 +1335,7 @@ static int fake_hostbw(struct penny_hostbw_v1 *q)
 					memcpy(host, dev, bytes);
 				slow_down(c0, i);
 				if (it >= 0 && it < TIMES_MAX)
-					times[it] = model_gbs() > 0 ? model_us((double)bytes, slow_factor(i))
+					times[it] = model_gbs() > 0 ? model_us((double)bytes, slow_factor_of(i, 0))
 								    : now_us() - c0;
 			}
 			us = median_of(times, iters < TIMES_MAX ? iters : TIMES_MAX);

@@ -110,8 +110,14 @@ int pn_check_ar_parse(const char *json, size_t len, struct pn_ar_meas *m, char *
 			goto out;
 		}
 		m->bytes[i] = (uint64_t)v;
-		m->busbw_min[i] = block_busbw(oop, "busbw_min");
-		m->busbw_max[i] = block_busbw(oop, "busbw_max");
+		/* the slowest and fastest block's rates, from their times */
+		{
+			double t = block_busbw(oop, "time_us"), lo = block_busbw(oop, "time_max_us"),
+			       hi = block_busbw(oop, "time_min_us");
+
+			m->busbw_min[i] = t > 0 && lo > 0 ? m->busbw[i] * t / lo : NAN;
+			m->busbw_max[i] = t > 0 && hi > 0 ? m->busbw[i] * t / hi : NAN;
+		}
 		m->nsizes = (int)i + 1;
 	}
 	if (!pn_json_int(pn_json_get(pn_json_get(doc.root, "summary"), "wrong"), &v) && v > 0)
