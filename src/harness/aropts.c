@@ -193,8 +193,8 @@ int pn_aropts_nccl_tests(const struct pn_ar_nccl_tests *t, int has_host, int ngp
 	warn[0] = 0;
 	if (t->nthreads != 1)
 		return pn_err(-EINVAL, "-t %d: not supported by penny: it runs one rank per "
-				       "process and thread; start %d times the ranks with --np or the "
-				       "launcher instead", t->nthreads, t->nthreads);
+				       "process; start a rank for each thread instead (--np or the "
+				       "launcher)", t->nthreads);
 	if (t->ngpus != 1)
 		return pn_err(-EINVAL, "-g %d: not supported by penny: it drives one GPU per rank; "
 				       "start a rank per GPU (--np) and pick the devices with --gpus",
