@@ -4,7 +4,8 @@
  * allreduce sweep (src/harness/sweep.h) with the table of nccl-tests'
  * all_reduce_perf (out-of-place, then in-place), over the engine's
  * algorithms (--backend host) and GPU plugins, and the ratio table that
- * compares the backends.  Only rank 0 prints.
+ * compares the backends.  Only rank 0 prints.  The same job and table for
+ * coll-test's collectives (sweep_main, cmd/coll-test.c).
  */
 #define _GNU_SOURCE
 #include "penny.h"
@@ -49,6 +50,36 @@ static struct {
 #define MAX_BYTES (1ull << 40)
 
 const struct pn_opt allreduce_test_options[] = {
+	{ "algo", 'A', OPT_STRING, &ar.algo, "NAME",
+	  "ring, simple-ring, one-shot, two-shot, hierarchical, multiring, auto or all (GPU "
+	  "backends: auto, one-shot, two-shot, ring, simple-ring, symmetric); a comma list runs several "
+	  "(default auto)",
+	  "auto all ring simple-ring one-shot two-shot hierarchical multiring symmetric", OPT_LIST },
+	{ "backend", 0, OPT_APPEND, &ar.backends, "NAME",
+	  "host (the engine, default) or a GPU plugin: cuda, nccl, nvshmem; a comma list or repeated runs "
+	  "each in turn, then a ratio table", "host cuda nccl nvshmem", OPT_LIST },
+	{ "gpus", 0, OPT_STRING, &ar.gpus, "LIST",
+	  "GPU backends: the device of each local rank, like 0,1,2,3 (default: the local rank)",
+	  NULL, OPT_LIST },
+	{ "tune-out", 0, OPT_STRING, &ar.tune_out, "FILE",
+	  "write the fastest algorithm per size as a tuning table (use with --algo all)", NULL,
+	  NULL },
+	{ "plan", 0, OPT_STRING, &ar.plan, "FILE",
+	  "host: multiring over the rings of FILE (penny ring-plan --json), one channel per ring, "
+	  "its NICs on verbs (implies --algo multiring); nvshmem: its ring follows them", NULL, NULL },
+	OPT_TABLE_END
+};
+
+const struct pn_opt coll_test_options[] = {
+	{ "algo", 'A', OPT_STRING, &ar.algo, "NAME",
+	  "ring, one-shot, pairwise, bruck, tree (those the collective has), auto or all; a comma "
+	  "list runs several (default auto)", "auto all ring one-shot pairwise bruck tree", OPT_LIST },
+	{ "backend", 0, OPT_APPEND, &ar.backends, "NAME",
+	  "host (the engine, default; the only one so far)", "host", OPT_LIST },
+	OPT_TABLE_END
+};
+
+const struct pn_opt sweep_options[] = {
 	{ "minbytes", 'b', OPT_SIZE, &ar.minbytes, "SIZE", "smallest size (default 8)", NULL,
 	  OPT_RANGE(0, MAX_BYTES) },
 	{ "maxbytes", 'e', OPT_SIZE, &ar.maxbytes, "SIZE", "largest size (default 32M)", NULL,
@@ -67,26 +98,16 @@ const struct pn_opt allreduce_test_options[] = {
 	  OPT_RANGE(0, 1000000) },
 	{ "check", 'c', OPT_INT, &ar.check, "0|1", "check results against the exact reference "
 	  "(default 1)", "0 1", OPT_RANGE(0, 1) },
-	{ "datatype", 'd', OPT_STRING, &opt.dtype, "TYPE", "element type (default float)",
-	  "int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double", NULL },
-	{ "op", 'o', OPT_STRING, &opt.op, "OP", "reduction: sum prod min max avg (default sum)",
-	  "sum prod min max avg", NULL },
-	{ "root-rank", 'r', OPT_INT, &opt.root, "R", "accepted for nccl-tests' -r (allreduce has "
-	  "no root; --root is the rendezvous address)", NULL, OPT_RANGE(0, 65535) },
-	{ "algo", 'A', OPT_STRING, &ar.algo, "NAME",
-	  "ring, simple-ring, one-shot, two-shot, hierarchical, multiring, auto or all (GPU "
-	  "backends: auto, one-shot, two-shot, ring, simple-ring, symmetric); a comma list runs several "
-	  "(default auto)",
-	  "auto all ring simple-ring one-shot two-shot hierarchical multiring symmetric", OPT_LIST },
-	{ "backend", 0, OPT_APPEND, &ar.backends, "NAME",
-	  "host (the engine, default) or a GPU plugin: cuda, nccl, nvshmem; a comma list or repeated runs "
-	  "each in turn, then a ratio table", "host cuda nccl nvshmem", OPT_LIST },
+	{ "datatype", 'd', OPT_STRING, &opt.dtype, "TYPE", "element type, or all: each in turn "
+	  "(default float)", "int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double all",
+	  NULL },
+	{ "op", 'o', OPT_STRING, &opt.op, "OP", "reduction: sum prod min max avg, or all: each in "
+	  "turn (default sum)", "sum prod min max avg all", NULL },
+	{ "root-rank", 'r', OPT_INT, &opt.root, "R", "root of broadcast and reduce (default 0; "
+	  "allreduce has none; --root is the rendezvous address)", NULL, OPT_RANGE(0, 65535) },
 	{ "cudagraph", 'G', OPT_INT, &ar.graph, "N",
 	  "GPU backends: capture N calls into a CUDA graph and time its replays (nccl-tests -G)",
 	  NULL, OPT_RANGE(0, 100000) },
-	{ "gpus", 0, OPT_STRING, &ar.gpus, "LIST",
-	  "GPU backends: the device of each local rank, like 0,1,2,3 (default: the local rank)",
-	  NULL, OPT_LIST },
 	/* nccl-tests' letters (all_reduce_perf) */
 	{ "nthreads", 't', OPT_INT, &opt.nt.nthreads, "N",
 	  "threads per process: 1, as penny runs one rank per process (--np N starts N)", NULL,
@@ -95,23 +116,23 @@ const struct pn_opt allreduce_test_options[] = {
 	  "GPUs per thread: 1, as penny drives one GPU per rank (--gpus picks them)", NULL,
 	  OPT_RANGE(1, 1024) },
 	{ "agg_iters", 'm', OPT_INT, &opt.nt.agg_iters, "N",
-	  "operations aggregated per iteration: 1, as penny times one allreduce at a time",
-	  NULL, OPT_RANGE(1, 1000000) },
+	  "calls per iteration, one after another (no group to aggregate them into); the time is "
+	  "per call (default 1)", NULL, OPT_RANGE(1, 1000000) },
 	{ "run_cycles", 'N', OPT_INT, &opt.nt.run_cycles, "N",
-	  "sweeps run and printed: 1 (nccl-tests' 0 runs forever; run penny again)", NULL,
+	  "sweeps run and printed (default 1; nccl-tests' 0, forever, is not supported)", NULL,
 	  OPT_RANGE(0, 1000000) },
 	{ "parallel_init", 'p', OPT_INT, &opt.nt.parallel_init, "0|1",
 	  "accepted: with one thread per rank every rank initialises in parallel anyway", "0 1",
 	  OPT_RANGE(0, 1) },
 	{ "blocking", 'z', OPT_INT, &opt.nt.blocking, "0|1|2|3",
-	  "0 (nccl-tests' default): the iterations back to back, no barrier between them; "
-	  "penny has no other", "0 1 2 3", OPT_RANGE(0, 3) },
+	  "the host's calls block (any value); GPU backends run the iterations back to back "
+	  "(a warning for 1..3)", "0 1 2 3", OPT_RANGE(0, 3) },
 	{ "report_cputime", 'C', OPT_INT, &opt.nt.cputime, "0|1",
-	  "0: each backend's own clock (host: wall clock; GPU: CUDA events); penny has no "
-	  "CPU-time report", "0 1", OPT_RANGE(0, 1) },
+	  "the host is timed with the CPU's wall clock (any value); GPU backends with CUDA events "
+	  "(a warning for 1)", "0 1", OPT_RANGE(0, 1) },
 	{ "local_register", 'R', OPT_INT, &opt.nt.reg, "0|1|2",
-	  "0: plain buffers; 2 (symmetric) is --backend nccl --algo symmetric; 1 is not "
-	  "supported", "0 1 2", OPT_RANGE(0, 2) },
+	  "the host's buffers are registered (any of 0, 1); GPU backends: 0 plain buffers, 2 "
+	  "--backend nccl --algo symmetric, 1 not supported", "0 1 2", OPT_RANGE(0, 2) },
 	{ "average", 'a', OPT_INT, &ar.average, "0|1|2|3",
 	  "time of a size over the ranks: 0 rank 0's, 1 the mean, 2 the fastest, 3 the slowest "
 	  "(default 3)", "0 1 2 3", OPT_RANGE(0, 3) },
@@ -123,12 +144,6 @@ const struct pn_opt allreduce_test_options[] = {
 	{ "min-busbw", 0, OPT_DOUBLE, &ar.min_busbw, "GBPS",
 	  "fail (exit 1, FAILED) when the average bus bandwidth is below GBPS", NULL,
 	  OPT_RANGE(0, 1e9) },
-	{ "tune-out", 0, OPT_STRING, &ar.tune_out, "FILE",
-	  "write the fastest algorithm per size as a tuning table (use with --algo all)", NULL,
-	  NULL },
-	{ "plan", 0, OPT_STRING, &ar.plan, "FILE",
-	  "host: multiring over the rings of FILE (penny ring-plan --json), one channel per ring, "
-	  "its NICs on verbs (implies --algo multiring); nvshmem: its ring follows them", NULL, NULL },
 	{ "seed", 0, OPT_U64, &ar.seed, "N",
 	  "seed of the check data (default: a fixed seed, the same on every rank)", NULL,
 	  OPT_RANGE(0, OPT_U64_MAX) },
@@ -143,6 +158,7 @@ struct job {
 	struct pn_sweep sw;
 	int rank, nranks;
 	struct pn_arback bk;	/* --backend, --gpus */
+	struct pn_artypes types; /* -d, -o */
 	struct pn_arout files;	/* rank 0's, opened before the work, committed after it */
 	int progress;
 };
@@ -194,7 +210,7 @@ static int print_row(void *arg, const struct pn_sweep_row *rw, size_t i, size_t 
 {
 	struct job *j = arg;
 	struct pn_out *o = j->ctx->out;
-	int k;
+	int k, same = pn_sweep_same_output(j->sw.kind);
 
 	if (j->rank != 0)
 		return 0;
@@ -205,9 +221,9 @@ static int print_row(void *arg, const struct pn_sweep_row *rw, size_t i, size_t 
 		pn_out_str(o, PN_JSON, "ran", NULL, rw->ran);
 	pn_out_uint(o, PN_ANY, "size", " %11llu", (unsigned long long)rw->bytes);
 	pn_out_uint(o, PN_ANY, "count", " %13llu", (unsigned long long)rw->count);
-	pn_out_str(o, PN_ANY, "type", " %9s", pn_dtype_name(j->sw.dtype));
-	pn_out_str(o, PN_ANY, "redop", " %7s", pn_redop_name(j->sw.op));
-	pn_out_int(o, PN_ANY, "root", " %7lld", -1);
+	pn_out_str(o, PN_ANY, "type", " %9s", pn_dtype_name(rw->dtype));
+	pn_out_str(o, PN_ANY, "redop", " %7s", pn_sweep_redop_name(j->sw.kind, rw->op));
+	pn_out_int(o, PN_ANY, "root", " %7lld", pn_coll_rooted(j->sw.kind) ? j->sw.root : -1);
 	pn_out_int(o, PN_JSON, "blocks", NULL, rw->blocks);
 	pn_out_int(o, PN_JSON, "iters_per_block", NULL, rw->calls);
 	for (k = 0; k < 2; k++) {
@@ -221,14 +237,17 @@ static int print_row(void *arg, const struct pn_sweep_row *rw, size_t i, size_t 
 		pn_out_float(o, PN_ANY, "busbw", " %7.2f", rw->busbw[k]);
 		if (ar.check) {
 			pn_out_uint(o, PN_ANY, "wrong", " %6llu", (unsigned long long)rw->wrong[k]);
-			pn_out_uint(o, PN_JSON, "differ", NULL, (unsigned long long)rw->differ[k]);
+			if (same)
+				pn_out_uint(o, PN_JSON, "differ", NULL,
+					    (unsigned long long)rw->differ[k]);
 		} else {
 			pn_out_str(o, PN_ANY, "wrong", " %6s", "N/A");
 		}
 		pn_out_close_object(o);
 	}
-	/* ranks whose output is not bit-identical to rank 0's, out of and in place */
-	if (ar.check)
+	/* ranks whose output is not bit-identical to rank 0's, out of and in place
+	 * (where every rank holds the same) */
+	if (ar.check && same)
 		pn_out_text(o, " %6llu", (unsigned long long)(rw->differ[0] + rw->differ[1]));
 	else
 		pn_out_text(o, " %6s", "N/A");
@@ -236,7 +255,7 @@ static int print_row(void *arg, const struct pn_sweep_row *rw, size_t i, size_t 
 	pn_out_close_object(o);
 	fflush(pn_out_file(o));
 	if (j->files.csv)
-		pn_sweep_csv_row(j->files.csv, rw, j->sw.dtype, j->sw.op);
+		pn_sweep_csv_row(j->files.csv, rw, j->sw.kind);
 	if (j->progress)
 		fprintf(stderr, "\r%s %zu/%zu sizes ", rw->algo, i + 1, n);
 	return 0;
@@ -252,7 +271,7 @@ static void print_footer(void *arg, const struct pn_sweep_series *sr)
 		fprintf(stderr, "\r%40s\r", "");
 	pn_out_text(j->ctx->out, "# Out of bounds values : %llu %s\n# Avg bus bandwidth    : %g \n",
 		    (unsigned long long)sr->wrong, sr->wrong ? "FAILED" : "OK", sr->avg_busbw);
-	if (ar.check)
+	if (ar.check && pn_sweep_same_output(j->sw.kind))
 		pn_out_text(j->ctx->out, "# Rank outputs differ  : %llu %s\n",
 			    (unsigned long long)sr->differ, sr->differ ? "FAILED" : "OK");
 }
@@ -280,20 +299,31 @@ static void print_bad(void *arg, const struct pn_sweep_bad *b)
 
 /* --np: the planned memory of the ranks about to be forked (a --plan's rings
  * are not read yet: one channel, the ranks check again with them). */
-int allreduce_test_prelaunch(struct pn_ctx *ctx, int np)
+static int prelaunch(struct pn_ctx *ctx, int np, int coll)
 {
-	enum pn_algo algos[PN_SWEEP_MAX_ALGOS];
+	enum pn_algo algos[PN_SWEEP_MAX_ALGOS] = { PN_ALGO_ONE_SHOT };
 	struct pn_mem_job mj;
-	int nalgos, host = pn_aropts_has_host(ar.backends ? ar.backends : "host"), ret;
+	int nalgos = 1, host = pn_aropts_has_host(ar.backends ? ar.backends : "host"), ret;
 
-	/* options that do not parse are the ranks' to report */
-	if (pn_aropts_algos(ar.algo, host, algos, &nalgos))
+	/* options that do not parse are the ranks' to report; the other
+	 * collectives' scratch (exec.c) is at most a buffer, one-shot's */
+	if (!coll && pn_aropts_algos(ar.algo, host, algos, &nalgos))
 		return 0;
 	pn_sweep_mem_job(&mj, np, np, pn_cli.transport, pn_aropts_multiring(algos, nalgos) ? 2 : 1,
 			 host ? ar.maxbytes : 0, algos, nalgos, pn_cli.tune_file != NULL);
 	mj.base_bytes = PN_MEM_RANK_BASE;
 	ret = pn_cli.mem_check ? pn_mem_check(&mj) : 0;
 	return ret ? pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret)) : 0;
+}
+
+int allreduce_test_prelaunch(struct pn_ctx *ctx, int np)
+{
+	return prelaunch(ctx, np, 0);
+}
+
+int coll_test_prelaunch(struct pn_ctx *ctx, int np)
+{
+	return prelaunch(ctx, np, 1);
 }
 
 /* A GPU plugin's log lines, each with its rank. */
@@ -312,10 +342,15 @@ static void print_job(struct job *j, const char *backends, const char *launcher)
 	struct pn_out *o = j->ctx->out;
 	int a, r, ngpu = 0;
 
-	pn_out_text(o, "# penny allreduce-test: %d ranks on %d nodes, backend %s, type %s, op %s\n",
-		    j->nranks, j->aj.comm->nnodes, backends, pn_dtype_name(j->sw.dtype),
-		    pn_redop_name(j->sw.op));
-	pn_out_str(o, PN_JSON, "command", NULL, "allreduce-test");
+	pn_out_text(o, "# penny %s%s%s: %d ranks on %d nodes, backend %s, type %s, op %s",
+		    j->ctx->name, j->sw.kind ? " " : "", j->sw.kind ? pn_coll_name(j->sw.kind) : "",
+		    j->nranks, j->aj.comm->nnodes, backends,
+		    j->types.ndtypes > 1 ? "all" : pn_dtype_name(j->sw.dtype),
+		    j->types.nops > 1 ? "all" : pn_sweep_redop_name(j->sw.kind, j->sw.op));
+	pn_out_text(o, pn_coll_rooted(j->sw.kind) ? ", root %d\n" : "\n", j->sw.root);
+	pn_out_str(o, PN_JSON, "command", NULL, j->ctx->name);
+	if (j->sw.kind)
+		pn_out_str(o, PN_JSON, "collective", NULL, pn_coll_name(j->sw.kind));
 	pn_out_int(o, PN_JSON, "nranks", NULL, j->nranks);
 	pn_out_int(o, PN_JSON, "nnodes", NULL, j->aj.comm->nnodes);
 	pn_out_str(o, PN_JSON, "backend", NULL, backends);
@@ -464,55 +499,78 @@ static int print_summary(struct job *j)
 	return why[0] != 0;
 }
 
-int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
+/* The options, before the job: 0, or the exit status after one line.  The
+ * host's algorithms into algos (allreduce) or calgos (the others). */
+static int settle(struct job *j, enum pn_coll_kind kind, enum pn_algo *algos, int *nalgos,
+		  enum pn_calgo *calgos, int *ncalgos)
+{
+	struct pn_ctx *ctx = j->ctx;
+	uint64_t *sizes = NULL;
+	size_t n;
+	char warn[200] = "";
+	int ret;
+
+	ar.transport = pn_cli.transport;
+	ar.kind = kind;
+	ar.root = opt.root < 0 ? 0 : opt.root;
+	ret = pn_aropts_backends(&ar, &j->bk);
+	if (!ret && kind && (j->bk.ngpu || !j->bk.has_host))
+		ret = pn_err(-EINVAL, "%s runs on the host engine only so far (--backend host)",
+			     pn_coll_name(kind));
+	if (!ret)
+		ret = pn_aropts_types(opt.dtype, opt.op, kind, &j->types);
+	ar.types = &j->types;
+	j->sw.dtype = j->types.dtypes[0];
+	j->sw.op = j->types.ops[0];
+	if (!ret)
+		ret = pn_aropts_nccl_tests(&opt.nt, j->bk.has_host, j->bk.ngpu, ar.algo, warn,
+					   sizeof(warn));
+	ar.agg = opt.nt.agg_iters;
+	ar.cycles = opt.nt.run_cycles;
+	if (!ret)
+		ret = pn_aropts_check(&ar, &j->bk);
+	if (!ret && kind)
+		ret = pn_aropts_calgos(ar.algo, kind, calgos, ncalgos);
+	else if (!ret)
+		ret = pn_aropts_algos(ar.algo, j->bk.has_host, algos, nalgos);
+	if (ret) {
+		pn_cmd_error(ctx, ret);
+		return 2;
+	}
+	if (warn[0] && ctx->rank <= 0)
+		pn_cmd_say(ctx, "warning: %s", warn);
+	/* the sizes' number does not depend on the type */
+	ret = pn_sweep_sizes(ar.minbytes, ar.maxbytes, ar.stepbytes, ar.factor, 1, &sizes, &n);
+	free(sizes);
+	if (ret == -E2BIG)
+		return pn_cmd_fail(ctx, 2, "-b, -e and -i or -f give more than %d sizes",
+				   PN_SWEEP_MAX_SIZES);
+	return ret ? pn_cmd_fail(ctx, 1, "out of memory") : 0;
+}
+
+int sweep_main(struct pn_ctx *ctx, enum pn_coll_kind kind)
 {
 	struct pn_arjob_cfg jc = { .comm = { .transport = pn_cli.transport,
 					     .ib_hca = pn_cli.ib_hca,
 					     .ib_disable = pn_cli.ib_disable },
 				   .tune_file = pn_cli.tune_file, .max_bytes = ar.maxbytes,
-				   .describe = 1 };
+				   .describe = 1, .kind = kind };
 	struct pn_comm_cfg *ccfg = &jc.comm;
+	struct pn_arjob_plan plan = { .minbytes = ar.minbytes, .maxbytes = ar.maxbytes,
+				      .stepbytes = ar.stepbytes, .factor = ar.factor };
 	struct job j;
-	enum pn_algo algos[PN_SWEEP_MAX_ALGOS];
-	uint64_t *sizes = NULL;
-	int nalgos = 0, ret = 0, failed = 0, rc = 0;
+	enum pn_algo algos[PN_SWEEP_MAX_ALGOS] = { PN_ALGO_ONE_SHOT };
+	enum pn_calgo calgos[PN_SWEEP_MAX_ALGOS];
+	int nalgos = 1, ncalgos = 0, ret = 0, failed = 0, rc = 0;
 	const char *backends = ar.backends ? ar.backends : "host";
 
 	memset(&j, 0, sizeof(j));
 	j.ctx = ctx;
 	pn_sweep_init(&j.sw);
-	if (argc > 0)
-		return pn_cmd_fail(ctx, 2, "unexpected argument '%s'", argv[0]);
 	ar.backends = jc.backends = backends;
-	ar.transport = pn_cli.transport;
-	ret = pn_aropts_backends(&ar, &j.bk);
-	if (ret) {
-		pn_cmd_error(ctx, ret);
-		return 2;
-	}
-	if (pn_dtype_parse(opt.dtype, &j.sw.dtype) || pn_redop_parse(opt.op, &j.sw.op)) {
-		pn_cmd_error(ctx, -EINVAL);
-		return 2;
-	}
-	ret = pn_aropts_check(&ar, &j.bk);
-	if (!ret)
-		ret = pn_aropts_nccl_tests(&opt.nt, j.bk.ngpu, ar.algo);
-	if (!ret)
-		ret = pn_aropts_algos(ar.algo, j.bk.has_host, algos, &nalgos);
-	if (ret) {
-		pn_cmd_error(ctx, ret);
-		return 2;
-	}
-	ret = pn_sweep_sizes(ar.minbytes, ar.maxbytes, ar.stepbytes, ar.factor,
-			     pn_dtype_size(j.sw.dtype), &sizes, &j.sw.nsizes);
-	if (ret == -E2BIG)
-		return pn_cmd_fail(ctx, 2, "-b, -e and -i or -f give more than %d sizes",
-				   PN_SWEEP_MAX_SIZES);
-	if (ret)
-		return pn_cmd_fail(ctx, 1, "out of memory");
-	j.sw.sizes = sizes;
-
-	rc = pn_cmd_job_cfg(ctx);
+	rc = settle(&j, kind, algos, &nalgos, calgos, &ncalgos);
+	if (!rc)
+		rc = pn_cmd_job_cfg(ctx);
 	if (rc)
 		goto out;
 	ret = pn_cmd_job_start(ctx, 0);
@@ -521,6 +579,13 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	j.nranks = ctx->job->nranks;
 	if (ret)
 		goto fail;
+	if (pn_coll_rooted(kind) && ar.root >= j.nranks) {
+		/* every rank knows; rank 0 says it */
+		rc = j.rank ? 2 : pn_cmd_fail(ctx, 2, "-r %d: the root is not a rank of the %d "
+						       "(0..%d)", ar.root, j.nranks, j.nranks - 1);
+		goto out;
+	}
+	/* the other collectives' memory: one-shot's, a buffer of scratch */
 	j.prep = (struct pn_arprep){ .dtype = j.sw.dtype, .op = j.sw.op, .algos = algos,
 				     .nalgos = nalgos, .has_host = j.bk.has_host,
 				     .mem_check = pn_cli.mem_check, .tuned = pn_cli.tune_file != NULL };
@@ -535,6 +600,8 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	jc.plan = j.prep.plan;
 	jc.algos = algos;
 	jc.nalgos = nalgos;
+	jc.calgos = calgos;
+	jc.ncalgos = ncalgos;
 	jc.gpu = (struct pn_sweep_gpu_cfg){ .algos = ar.algo, .graph = ar.graph, .gpus = ar.gpus,
 					    .dev = j.bk.dev, .ndev = j.bk.ndev, .log = plugin_log,
 					    .log_arg = &j, .xnode = &pn_cli.xnode };
@@ -549,6 +616,8 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		goto fail;
 	if (j.files.csv)
 		pn_sweep_csv_header(j.files.csv);
+	pn_sweep_sizes(ar.minbytes, ar.maxbytes, ar.stepbytes, ar.factor, 1, &plan.sizes,
+		       &j.sw.nsizes);
 	j.progress = j.rank == 0 && isatty(STDERR_FILENO) && !pn_cli.json && j.sw.nsizes > 8;
 	j.sw.comm = j.aj.comm;
 	pn_aropts_sweep(&ar, &j.sw);
@@ -562,8 +631,12 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 		print_job(&j, backends, ctx->job->cfg.launcher);
 		pn_out_open_array(ctx->out, "results");
 	}
-	if (!ret)
-		ret = pn_arjob_run(&j.aj, &j.sw);
+	plan.dtypes = j.types.dtypes;
+	plan.ndtypes = j.types.ndtypes;
+	plan.ops = j.types.ops;
+	plan.nops = j.types.nops;
+	plan.cycles = ar.cycles;
+	ret = pn_arjob_sweep(&j.aj, &j.sw, &plan);
 	if (ret)
 		goto fail;
 	if (j.rank == 0) {
@@ -591,6 +664,13 @@ out:
 	pn_arjob_close(&j.aj);
 	pn_planned_free(j.prep.plan);
 	pn_sweep_release(&j.sw);
-	free(sizes);
+	free(plan.sizes);
 	return rc;
+}
+
+int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
+{
+	if (argc > 0)
+		return pn_cmd_fail(ctx, 2, "unexpected argument '%s'", argv[0]);
+	return sweep_main(ctx, PN_COLL_ALLREDUCE);
 }

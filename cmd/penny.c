@@ -27,18 +27,21 @@ struct pn_cli pn_cli = { .np = -1, .rank = -1, .nranks = -1, .timeout = 60.0 };
 static int stdout_error_said;
 
 static const struct pn_cmd commands[] = {
-	{ "topo", cmd_topo, topo_options, 0, "",
+	{ "topo", cmd_topo, topo_options, NULL, 0, "",
 	  "GPU/NIC/NUMA topology, PCIe path classes and rails", NULL },
-	{ "bw", cmd_bw, bw_options, CMD_LAUNCH, "[HOST]",
+	{ "bw", cmd_bw, bw_options, NULL, CMD_LAUNCH, "[HOST]",
 	  "RDMA bandwidth and latency test (like ib_write_bw)", bw_prelaunch },
-	{ "ring-plan", cmd_ring_plan, ring_plan_options, 0, "",
+	{ "ring-plan", cmd_ring_plan, ring_plan_options, NULL, 0, "",
 	  "rail-aligned ring planner, validation and NCCL graph export", NULL },
-	{ "allreduce-test", cmd_allreduce_test, allreduce_test_options, CMD_LAUNCH, "",
-	  "allreduce correctness and performance sweep (like all_reduce_perf)",
+	{ "allreduce-test", cmd_allreduce_test, allreduce_test_options, sweep_options, CMD_LAUNCH,
+	  "", "allreduce correctness and performance sweep (like all_reduce_perf)",
 	  allreduce_test_prelaunch },
-	{ "top", cmd_top, top_options, 0, "",
+	{ "coll-test", cmd_coll_test, coll_test_options, sweep_options, CMD_LAUNCH, "COLLECTIVE",
+	  "the other collectives' sweep (like all_gather_perf, alltoall_perf, ...)",
+	  coll_test_prelaunch },
+	{ "top", cmd_top, top_options, NULL, 0, "",
 	  "live per-NIC traffic view", NULL },
-	{ "check", cmd_check, check_options, CMD_LAUNCH, "",
+	{ "check", cmd_check, check_options, NULL, CMD_LAUNCH, "",
 	  "one health verdict for a node or a job (PASS/FAIL/SKIP per check)", NULL },
 };
 
@@ -279,6 +282,8 @@ static void cmd_help(const struct pn_cmd *c, FILE *f)
 	fprintf(f, "usage: penny %s [options]%s%s\n\n%s\n", c->name, c->args[0] ? " " : "",
 		c->args, c->summary);
 	pn_opt_help(f, "options", c->opts);
+	if (c->shared)
+		pn_opt_help(f, "sweep options (nccl-tests')", c->shared);
 	if (c->flags & CMD_LAUNCH)
 		pn_opt_help(f, "launch options", launch_options);
 	pn_opt_help(f, "common options", common_options);
@@ -392,13 +397,15 @@ static int run_rank(struct pn_boot_cfg *cfg, void *arg)
 
 static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 {
-	const struct pn_opt *tables[4] = { c->opts, common_options, NULL, NULL };
+	const struct pn_opt *tables[5] = { c->opts, common_options, NULL, NULL, NULL };
 	struct pn_ctx ctx = { .name = c->name, .rank = -1 };
 	const char *root;
 	int nargs = 0, ret, status = 0;
 
 	if (c->flags & CMD_LAUNCH)
 		tables[2] = launch_options;
+	if (c->shared)
+		tables[tables[2] ? 3 : 2] = c->shared;
 	ret = pn_opt_parse(c->name, tables, argc, argv, &nargs);
 	if (ret)
 		return ret;
@@ -505,6 +512,8 @@ static int complete(int argc, char **argv)
 	if (!c)
 		return 1;
 	pn_opt_complete(stdout, c->opts);
+	if (c->shared)
+		pn_opt_complete(stdout, c->shared);
 	if (c->flags & CMD_LAUNCH)
 		pn_opt_complete(stdout, launch_options);
 	pn_opt_complete(stdout, common_options);

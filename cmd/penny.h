@@ -68,6 +68,7 @@ struct pn_cmd {
 	const char *name;
 	pn_cmd_fn fn;
 	const struct pn_opt *opts;
+	const struct pn_opt *shared;	/* a table several commands share; NULL: none */
 	unsigned flags;
 	const char *args;	/* positional arguments in the usage line */
 	const char *summary;
@@ -118,6 +119,14 @@ int pn_cmd_job_start(struct pn_ctx *ctx, double timeout);
 int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv);
 int allreduce_test_prelaunch(struct pn_ctx *ctx, int np);
 extern const struct pn_opt allreduce_test_options[];
+/* allreduce-test's and coll-test's: nccl-tests' sweep options */
+extern const struct pn_opt sweep_options[];
+int cmd_coll_test(struct pn_ctx *ctx, int argc, char **argv);
+int coll_test_prelaunch(struct pn_ctx *ctx, int np);
+extern const struct pn_opt coll_test_options[];
+/* Both sweeps, after their own options (allreduce-test.c): collective kind,
+ * the host algorithms of --algo for it; the command's exit status. */
+int sweep_main(struct pn_ctx *ctx, enum pn_coll_kind kind);
 int cmd_topo(struct pn_ctx *ctx, int argc, char **argv);
 extern const struct pn_opt topo_options[];
 int cmd_top(struct pn_ctx *ctx, int argc, char **argv);

@@ -36,12 +36,18 @@ static int add_backend(struct pn_arjob *j, const struct pn_arjob_cfg *cfg, const
 	if (j->nbe == PN_ARJOB_MAX_BACKENDS)
 		return pn_err(-E2BIG, "more than %d backends", PN_ARJOB_MAX_BACKENDS);
 	if (!strcmp(name, "host")) {
-		ret = pn_sweep_host_open(&j->be[j->nbe], &j->coll, cfg->algos, cfg->nalgos,
-					 cfg->max_bytes);
+		ret = cfg->kind == PN_COLL_ALLREDUCE
+			      ? pn_sweep_host_open(&j->be[j->nbe], &j->coll, cfg->algos, cfg->nalgos,
+						   cfg->max_bytes)
+			      : pn_sweep_coll_open(&j->be[j->nbe], &j->coll, cfg->kind, cfg->calgos,
+						   cfg->ncalgos, cfg->max_bytes);
 		if (!ret)
 			j->nbe++;
 		return ret;
 	}
+	if (cfg->kind != PN_COLL_ALLREDUCE)
+		return pn_err(-ENOTSUP, "%s runs on the host engine only so far (--backend host), "
+			      "not on %s", pn_coll_name(cfg->kind), name);
 	gc.name = name;
 	ret = pn_sweep_gpu_open(&j->be[j->nbe], &j->coll, &gc);
 	if (ret) {
@@ -72,6 +78,28 @@ int pn_arjob_run(struct pn_arjob *j, struct pn_sweep *sw)
 	sw->comm = j->comm;
 	for (a = 0; a < j->nbe && !ret; a++)
 		ret = pn_sweep_run(sw, j->be[a]);
+	return ret;
+}
+
+int pn_arjob_sweep(struct pn_arjob *j, struct pn_sweep *sw, struct pn_arjob_plan *p)
+{
+	int c, t, o, ret = 0;
+
+	for (c = 0; c < p->cycles && !ret; c++)
+		for (t = 0; t < p->ndtypes && !ret; t++)
+			for (o = 0; o < p->nops && !ret; o++) {
+				sw->dtype = p->dtypes[t];
+				sw->op = p->ops[o];
+				free(p->sizes);
+				ret = pn_sweep_sizes(p->minbytes, p->maxbytes, p->stepbytes, p->factor,
+						     pn_dtype_size(sw->dtype), &p->sizes, &sw->nsizes);
+				if (ret == -E2BIG)
+					return pn_err(ret, "more than %d sizes", PN_SWEEP_MAX_SIZES);
+				if (ret)
+					return pn_err(ret, "out of memory");
+				sw->sizes = p->sizes;
+				ret = pn_arjob_run(j, sw);
+			}
 	return ret;
 }
 

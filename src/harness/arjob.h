@@ -3,7 +3,9 @@
  * One allreduce job (arjob.c), the same for `penny allreduce-test` and
  * `penny check`'s allreduce: over a started boot, the communicator, the
  * tuning table, the collective (with a plan's rings), its backends (the
- * host engine, GPU plugins) and the sweep over each of them.
+ * host engine, GPU plugins) and the sweep over each of them.  `penny
+ * coll-test` runs the same job for another collective (cfg.kind), on the
+ * host engine only so far.
  */
 #ifndef PENNY_ARJOB_H
 #define PENNY_ARJOB_H
@@ -26,6 +28,9 @@ struct pn_arjob_cfg {
 	const char *backends;
 	const enum pn_algo *algos;	/* the host's algorithms */
 	int nalgos;
+	enum pn_coll_kind kind;		/* 0: allreduce; another: the host's calgos */
+	const enum pn_calgo *calgos;
+	int ncalgos;
 	uint64_t max_bytes;		/* the host's buffers */
 	struct pn_sweep_gpu_cfg gpu;	/* every GPU backend's (its name is set for each) */
 	int describe;			/* GPU backends: every rank's device into desc[] */
@@ -53,6 +58,25 @@ int pn_arjob_start(struct pn_arjob *j, struct pn_boot *b, const struct pn_arjob_
 /* The sweep sw (its sizes, type, iterations and sink set) over every backend
  * in order; stops at the first error. */
 int pn_arjob_run(struct pn_arjob *j, struct pn_sweep *sw);
+/*
+ * The whole run, as nccl-tests orders it: cycles times (-N), every type of
+ * dtypes (-d all), every op of ops (-o all), the sizes of min..max (by
+ * factor, else step; pn_sweep_sizes in the type's elements) over every
+ * backend.  sw->sizes and nsizes, dtype and op are set for each (sizes:
+ * p->sizes, the last combination's after it, free() it); the rows
+ * accumulate in sw.
+ */
+struct pn_arjob_plan {
+	uint64_t minbytes, maxbytes, stepbytes;
+	double factor;
+	const enum pn_dtype *dtypes;
+	int ndtypes;
+	const enum pn_redop *ops;
+	int nops;
+	int cycles;
+	uint64_t *sizes;	/* out */
+};
+int pn_arjob_sweep(struct pn_arjob *j, struct pn_sweep *sw, struct pn_arjob_plan *p);
 void pn_arjob_close(struct pn_arjob *j);
 
 #endif

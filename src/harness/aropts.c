@@ -178,39 +178,110 @@ int pn_aropts_check(struct pn_aropts *o, const struct pn_arback *bk)
 	if (o->plan && bk->has_host && strcmp(o->algo, "auto") && strcmp(o->algo, "multiring"))
 		return pn_err(-EINVAL, "--plan runs the multiring algorithm; it cannot run "
 				       "--algo %s", o->algo);
+	if (o->tune_out && ((o->types && (o->types->ndtypes > 1 || o->types->nops > 1)) ||
+			    o->cycles > 1))
+		return pn_err(-EINVAL, "--tune-out tunes one type and op over one sweep: not with "
+				       "-d all, -o all or -N");
 	if (o->plan && bk->has_host)
 		o->algo = "multiring";
 	return 0;
 }
 
-int pn_aropts_nccl_tests(const struct pn_ar_nccl_tests *t, int ngpu, const char *algo)
+int pn_aropts_nccl_tests(const struct pn_ar_nccl_tests *t, int has_host, int ngpu,
+			 const char *algo, char *warn, size_t len)
 {
+	warn[0] = 0;
 	if (t->nthreads != 1)
-		return pn_err(-EINVAL, "-t %d: penny runs one rank per process and thread; "
-				       "start %d ranks with --np or the launcher instead", t->nthreads,
-			      t->nthreads);
+		return pn_err(-EINVAL, "-t %d: not supported by penny: it runs one rank per "
+				       "process; start a rank for each thread instead (--np or the "
+				       "launcher)", t->nthreads);
 	if (t->ngpus != 1)
-		return pn_err(-EINVAL, "-g %d: penny drives one GPU per rank; start a rank per "
-				       "GPU (--np) and pick the devices with --gpus", t->ngpus);
-	if (t->agg_iters != 1)
-		return pn_err(-EINVAL, "-m %d: penny times one allreduce at a time; it cannot "
-				       "aggregate operations", t->agg_iters);
-	if (t->run_cycles != 1)
-		return pn_err(-EINVAL, "-N %d: penny runs the sweep once; run it again for "
-				       "another cycle", t->run_cycles);
-	if (t->blocking)
-		return pn_err(-EINVAL, "-z %d: penny runs the iterations back to back without "
-				       "a barrier (-z 0) only", t->blocking);
-	if (t->cputime)
-		return pn_err(-EINVAL, "-C 1: penny reports each backend's own clock (host: "
-				       "wall clock; GPU: CUDA events), not CPU time");
-	if (t->reg == 1)
-		return pn_err(-EINVAL, "-R 1: penny does not register local buffers; -R 2 is "
-				       "--backend nccl --algo symmetric");
+		return pn_err(-EINVAL, "-g %d: not supported by penny: it drives one GPU per rank; "
+				       "start a rank per GPU (--np) and pick the devices with --gpus",
+			      t->ngpus);
+	if (t->run_cycles < 1)
+		return pn_err(-EINVAL, "-N %d: not supported by penny: nccl-tests' 0 runs "
+				       "forever; give the number of cycles", t->run_cycles);
+	if (t->reg == 1 && ngpu)
+		return pn_err(-EINVAL, "-R 1: not supported by penny: its GPU plugins do not "
+				       "register local buffers; -R 2 is --backend nccl --algo symmetric");
 	if (t->reg == 2 && (!ngpu || strcmp(algo, "symmetric")))
 		return pn_err(-EINVAL, "-R 2: symmetric registration is --backend nccl --algo "
 				       "symmetric; give those");
+	/* the host engine's calls block and are timed with the CPU's clock */
+	if (ngpu && t->blocking)
+		snprintf(warn, len, "-z %d changes nothing penny can honour on GPU backends: they "
+			 "time the calls back to back on the stream", t->blocking);
+	else if (ngpu && t->cputime)
+		snprintf(warn, len, "-C 1 changes nothing penny can honour on GPU backends: they "
+			 "are timed with CUDA events%s", has_host ? " (the host with the CPU's clock)" : "");
 	return 0;
+}
+
+int pn_aropts_types(const char *d, const char *op, enum pn_coll_kind k, struct pn_artypes *t)
+{
+	int i;
+
+	t->ndtypes = t->nops = 0;
+	if (!strcmp(d, "all"))
+		for (i = 0; i < PN_NDTYPES; i++)
+			t->dtypes[t->ndtypes++] = (enum pn_dtype)i;
+	else if (pn_dtype_parse(d, &t->dtypes[t->ndtypes++]))
+		return -EINVAL;
+	if (!strcmp(op, "all"))
+		for (i = 0; i < PN_NREDOPS; i++)
+			t->ops[t->nops++] = (enum pn_redop)i;
+	else if (pn_redop_parse(op, &t->ops[t->nops++]))
+		return -EINVAL;
+	if (!pn_coll_reduces(k)) {
+		t->ops[0] = PN_SUM;	/* the data's; the table says none */
+		t->nops = 1;
+	}
+	return 0;
+}
+
+int pn_aropts_calgos(const char *spec, enum pn_coll_kind k, enum pn_calgo *algos, int *n)
+{
+	char list[160], *tok, *save = NULL;
+	enum pn_calgo a;
+	int i, m;
+
+	*n = 0;
+	if (strlen(spec) >= sizeof(list))
+		return pn_err(-EINVAL, "--algo '%.40s...' is too long", spec);
+	snprintf(list, sizeof(list), "%s", spec);
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		enum pn_calgo one[PN_NCALGOS + 1];
+		int na = 0;
+
+		if (!strcmp(tok, "all")) {
+			for (i = 0; i < PN_NCALGOS; i++)
+				if (pn_calgo_valid(k, (enum pn_calgo)i))
+					one[na++] = (enum pn_calgo)i;
+		} else if (pn_calgo_parse(tok, &a)) {
+			return -EINVAL;
+		} else if (a != PN_CALGO_AUTO && !pn_calgo_valid(k, a)) {
+			char names[80] = "";
+
+			for (i = 0; i < PN_NCALGOS; i++)
+				if (pn_calgo_valid(k, (enum pn_calgo)i))
+					snprintf(names + strlen(names), sizeof(names) - strlen(names),
+						 ", %s", pn_calgo_name((enum pn_calgo)i));
+			return pn_err(-EINVAL, "%s has no algorithm '%s' (it has auto%s)",
+				      pn_coll_name(k), tok, names);
+		} else {
+			one[na++] = a;
+		}
+		for (i = 0; i < na; i++) {
+			for (m = 0; m < *n && algos[m] != one[i]; m++)
+				;
+			if (m < *n)
+				return pn_err(-EINVAL, "--algo '%s' names %s twice", spec,
+					      pn_calgo_name(one[i]));
+			algos[(*n)++] = one[i];
+		}
+	}
+	return *n ? 0 : pn_err(-EINVAL, "--algo is empty");
 }
 
 void pn_aropts_sweep(const struct pn_aropts *o, struct pn_sweep *sw)
@@ -225,6 +296,9 @@ void pn_aropts_sweep(const struct pn_aropts *o, struct pn_sweep *sw)
 	sw->warmup = o->warmup;
 	sw->check = o->check;
 	sw->seed = o->seed;
+	sw->kind = o->kind;
+	sw->root = o->root;
+	sw->agg = o->agg > 1 ? o->agg : 1;
 	if (o->average >= 0 && o->average < (int)PN_ARRAY_SIZE(time_of))
 		sw->time_of = time_of[o->average];
 }
@@ -251,13 +325,20 @@ int pn_aropts_params(const struct pn_aropts *o, enum pn_dtype dtype, enum pn_red
 	pn_job_param_set(&p[n++], "--blocks", "%d", o->blocks);
 	pn_job_param_set(&p[n++], "-w", "%d", o->warmup);
 	pn_job_param_set(&p[n++], "-c", "%d", o->check);
-	pn_job_param_set(&p[n++], "-d", "%s", pn_dtype_name(dtype));
-	pn_job_param_set(&p[n++], "-o", "%s", pn_redop_name(op));
+	pn_job_param_set(&p[n++], "-d", "%s", o->types && o->types->ndtypes > 1 ? "all"
+							     : pn_dtype_name(dtype));
+	pn_job_param_set(&p[n++], "-o", "%s", o->types && o->types->nops > 1 ? "all"
+							     : pn_redop_name(op));
 	for (a = 0; a < nalgos; a++)
 		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", a ? "," : "",
 			 pn_algo_name(algos[a]));
-	/* GPU backends read --algo themselves, names of their own included */
-	pn_job_param_set(&p[n++], "-A", "%s", strcmp(o->backends, "host") ? o->algo : list);
+	/* GPU backends and the other collectives: --algo as given */
+	pn_job_param_set(&p[n++], "-A", "%s", strcmp(o->backends, "host") || o->kind ? o->algo
+										      : list);
+	pn_job_param_set(&p[n++], "COLLECTIVE", "%s", pn_coll_name(o->kind));
+	pn_job_param_set(&p[n++], "-r", "%d", pn_coll_rooted(o->kind) ? o->root : -1);
+	pn_job_param_set(&p[n++], "-m", "%d", o->agg > 1 ? o->agg : 1);
+	pn_job_param_set(&p[n++], "-N", "%d", o->cycles > 1 ? o->cycles : 1);
 	pn_job_param_set(&p[n++], "--backend", "%s", o->backends);
 	pn_job_param_set(&p[n++], "-G", "%d", o->graph);
 	pn_job_param_set(&p[n++], "-a", "%d", o->average);
@@ -363,9 +444,11 @@ int pn_arout_finish(struct pn_arout *w, const struct pn_aropts *o, const struct 
 			return ret;
 	}
 	if (w->plot_of) {
-		snprintf(title, sizeof(title),
-			 "penny allreduce-test: %d ranks on %d nodes, %s %s, out of place", nranks,
-			 nnodes, pn_dtype_name(sw->dtype), pn_redop_name(sw->op));
+		snprintf(title, sizeof(title), "penny %s%s: %d ranks on %d nodes, %s %s, out of place",
+			 sw->kind ? "coll-test " : "allreduce-test", sw->kind ? pn_coll_name(sw->kind)
+			 : "", nranks, nnodes, o->types && o->types->ndtypes > 1 ? "all types" :
+			 pn_dtype_name(sw->dtype), o->types && o->types->nops > 1 ? "all ops" :
+			 pn_sweep_redop_name(sw->kind, sw->op));
 		ret = pn_sweep_plot(sw, pn_ofile_file(w->plot_of), title);
 		if (ret)
 			pn_err_ctx(ret, "'%s'", o->plot);

@@ -25,6 +25,10 @@ struct pn_aropts {
 	double factor, min_busbw;	/* factor 0: not given; min_busbw < 0: none */
 	int iters, warmup, check, graph, average;
 	int blocks;			/* timed blocks per size (0: PN_TIMING_BLOCKS) */
+	int agg, cycles;		/* nccl-tests' -m and -N, checked (0: 1) */
+	enum pn_coll_kind kind;		/* 0: allreduce (allreduce-test); coll-test's */
+	int root;			/* broadcast's and reduce's root (-r) */
+	const struct pn_artypes *types;	/* -d and -o as lists; NULL: the one dtype and op */
 	const char *algo, *backends, *gpus, *plan, *transport;
 	const char *csv, *plot, *tune_out;
 };
@@ -34,6 +38,21 @@ struct pn_aropts {
 struct pn_ar_nccl_tests {
 	int nthreads, ngpus, agg_iters, run_cycles, parallel_init, blocking, cputime, reg;
 };
+
+/* -d and -o as nccl-tests takes them: one name or "all". */
+struct pn_artypes {
+	enum pn_dtype dtypes[PN_NDTYPES];
+	int ndtypes;
+	enum pn_redop ops[PN_NREDOPS];
+	int nops;
+};
+/* d: a type or "all" (every type); op: an op or "all" (every op); for a
+ * collective that does not reduce (collkind.h) the op is "none": one pass,
+ * whatever op says.  0 or -EINVAL naming the option. */
+int pn_aropts_types(const char *d, const char *op, enum pn_coll_kind k, struct pn_artypes *t);
+/* coll-test's --algo for collective k: a comma list of pn_calgo names, each
+ * once, "auto", or "all" (every algorithm k has).  0 or -EINVAL. */
+int pn_aropts_calgos(const char *list, enum pn_coll_kind k, enum pn_calgo *algos, int *n);
 
 /* What --backend and --gpus name, checked (aropts_backends). */
 struct pn_arback {
@@ -54,13 +73,19 @@ int pn_aropts_multiring(const enum pn_algo *algos, int nalgos);
 /* -b against -e, and --plan against the backends and --algo: a --plan run
  * by the host is multiring (o->algo becomes it).  0 or -EINVAL. */
 int pn_aropts_check(struct pn_aropts *o, const struct pn_arback *bk);
-/* nccl-tests' letters: the value that means what penny does is taken,
- * another is -EINVAL with one line naming what to do (ngpu: the GPU
- * backends given, algo: --algo). */
-int pn_aropts_nccl_tests(const struct pn_ar_nccl_tests *t, int ngpu, const char *algo);
+/*
+ * nccl-tests' letters: what penny honours is taken (-m, -N from 1, and on
+ * the host -z, -C and -R 1, which the engine does anyway); what changes
+ * nothing penny can honour is taken with a warning into warn (len bytes,
+ * "" if none: -z and -C on GPU backends); another is -EINVAL with one line
+ * "not supported by penny" and what to do (has_host, ngpu: the backends
+ * given, algo: --algo).
+ */
+int pn_aropts_nccl_tests(const struct pn_ar_nccl_tests *t, int has_host, int ngpu,
+			 const char *algo, char *warn, size_t len);
 /* The sweep's parameters from the options: iterations (PN_TIMING_ITERS_AUTO:
- * by size), blocks, warm-up, the check, its seed and a size's time over the
- * ranks (--average 0..3). */
+ * by size), blocks, warm-up, the check, its seed, a size's time over the
+ * ranks (--average 0..3), the collective, its root and -m. */
 void pn_aropts_sweep(const struct pn_aropts *o, struct pn_sweep *sw);
 /* Every option that changes the data or the schedule into p (at least
  * PN_JOB_MAX_PARAMS), as the ranks compare them; returns how many. */

@@ -63,12 +63,21 @@ double pn_sweep_busbw(double algbw, int nranks)
 	return algbw * (nranks > 1 ? 2.0 * (nranks - 1) / nranks : 1.0);
 }
 
+double pn_sweep_kind_busbw(enum pn_coll_kind k, double algbw, int nranks)
+{
+	return k == PN_COLL_ALLREDUCE ? pn_sweep_busbw(algbw, nranks)
+				      : algbw * pn_coll_bus_factor(k, nranks);
+}
+
 void pn_sweep_init(struct pn_sweep *s)
 {
 	s->rows = NULL;
 	s->nrows = s->caprows = 0;
 	s->time_of = PN_SWEEP_TIME_MAX;
 	s->blocks = PN_TIMING_BLOCKS;
+	s->kind = PN_COLL_ALLREDUCE;
+	s->root = 0;
+	s->agg = 1;
 	s->wrong = 0;
 	s->worst_avg = INFINITY;
 }
@@ -114,7 +123,7 @@ int pn_sweep_blocks(const struct pn_sweep *s)
 
 int pn_sweep_calls(const struct pn_sweep *s, size_t bytes)
 {
-	return pn_timing_calls(bytes, s->iters, pn_sweep_blocks(s));
+	return pn_timing_calls(bytes, s->iters, pn_sweep_blocks(s)) * (s->agg > 1 ? s->agg : 1);
 }
 
 /*
@@ -184,14 +193,19 @@ static int one_size(struct pn_sweep *s, struct pn_sweep_backend *be, int algo, s
 		    struct pn_sweep_row *rw, double *blk)
 {
 	const char *name = be->ops->algo_name(algo);
+	size_t es = pn_dtype_size(s->dtype);
 	int k, ret;
 
 	memset(rw, 0, sizeof(*rw));
 	snprintf(rw->backend, sizeof(rw->backend), "%s", be->name);
 	snprintf(rw->algo, sizeof(rw->algo), "%s", name);
 	rw->host_algo = -2;
-	rw->bytes = s->sizes[i];
-	rw->count = s->sizes[i] / pn_dtype_size(s->dtype);
+	rw->dtype = s->dtype;
+	rw->op = s->op;
+	/* nccl-tests' size: what the count moves (a whole number of elements
+	 * per rank where the size is the whole buffer) */
+	rw->count = pn_coll_count_for_bytes(s->kind, s->sizes[i], es, s->comm->nranks);
+	rw->bytes = (size_t)pn_coll_algbw_bytes(s->kind, rw->count, es, s->comm->nranks);
 	rw->calls = pn_sweep_calls(s, rw->bytes);
 	rw->blocks = rw->calls ? pn_sweep_blocks(s) : 0;
 	ret = be->ops->pick(be, s, algo, rw);
@@ -212,7 +226,7 @@ static int one_size(struct pn_sweep *s, struct pn_sweep_backend *be, int algo, s
 		ret = over_ranks(s->comm, s->time_of, rw->blocks, mine, rw, k);
 		rw->block_us[k] = mine;
 		rw->algbw[k] = rw->time_us[k] > 0 ? (double)rw->bytes / rw->time_us[k] / 1e3 : 0;
-		rw->busbw[k] = pn_sweep_busbw(rw->algbw[k], s->comm->nranks);
+		rw->busbw[k] = pn_sweep_kind_busbw(s->kind, rw->algbw[k], s->comm->nranks);
 	}
 	return ret;
 }
@@ -348,11 +362,22 @@ void pn_sweep_csv_header(FILE *f)
 		   "iters_per_block\n");
 }
 
-void pn_sweep_csv_row(FILE *f, const struct pn_sweep_row *rw, enum pn_dtype t, enum pn_redop op)
+int pn_sweep_same_output(enum pn_coll_kind k)
+{
+	return k == PN_COLL_ALLREDUCE || k == PN_COLL_ALLGATHER || k == PN_COLL_BROADCAST;
+}
+
+const char *pn_sweep_redop_name(enum pn_coll_kind k, enum pn_redop op)
+{
+	return k == PN_COLL_ALLREDUCE || pn_coll_reduces(k) ? pn_redop_name(op) : "none";
+}
+
+void pn_sweep_csv_row(FILE *f, const struct pn_sweep_row *rw, enum pn_coll_kind k)
 {
 	fprintf(f, "%s,%zu,%zu,%s,%s,%.3f,%.4f,%.4f,%llu,%.3f,%.4f,%.4f,%llu,%s,%llu,%llu,"
 		   "%.3f,%.3f,%.3f,%.3f,%d,%d\n", rw->algo,
-		rw->bytes, rw->count, pn_dtype_name(t), pn_redop_name(op), rw->time_us[0],
+		rw->bytes, rw->count, pn_dtype_name(rw->dtype), pn_sweep_redop_name(k, rw->op),
+		rw->time_us[0],
 		rw->algbw[0], rw->busbw[0], (unsigned long long)rw->wrong[0], rw->time_us[1],
 		rw->algbw[1], rw->busbw[1], (unsigned long long)rw->wrong[1], rw->backend,
 		(unsigned long long)rw->differ[0], (unsigned long long)rw->differ[1],
@@ -368,7 +393,8 @@ void pn_sweep_backend_close(struct pn_sweep_backend *be)
 
 int pn_sweep_same_series(const struct pn_sweep_row *a, const struct pn_sweep_row *b)
 {
-	return !strcmp(a->backend, b->backend) && !strcmp(a->algo, b->algo);
+	return !strcmp(a->backend, b->backend) && !strcmp(a->algo, b->algo) &&
+	       a->dtype == b->dtype && a->op == b->op;
 }
 
 const char *pn_sweep_ref_backend(const struct pn_sweep *sw, const char *backends)
@@ -391,8 +417,9 @@ const char *pn_sweep_ref_backend(const struct pn_sweep *sw, const char *backends
 	return distinct >= 2 ? ref : NULL;
 }
 
-const struct pn_sweep_row *pn_sweep_ref_row(const struct pn_sweep *sw, const char *ref,
-					    size_t bytes)
+/* The reference's fastest timed row of a size (and of like's type and op). */
+static const struct pn_sweep_row *ref_of(const struct pn_sweep *sw, const char *ref, size_t bytes,
+					 const struct pn_sweep_row *like)
 {
 	const struct pn_sweep_row *best = NULL;
 	size_t i;
@@ -400,12 +427,19 @@ const struct pn_sweep_row *pn_sweep_ref_row(const struct pn_sweep *sw, const cha
 	for (i = 0; i < sw->nrows; i++) {
 		const struct pn_sweep_row *r = &sw->rows[i];
 
-		if (strcmp(r->backend, ref) || r->bytes != bytes || !(r->time_us[0] > 0))
+		if (strcmp(r->backend, ref) || r->bytes != bytes || !(r->time_us[0] > 0) ||
+		    (like && (r->dtype != like->dtype || r->op != like->op)))
 			continue;
 		if (!best || r->time_us[0] < best->time_us[0])
 			best = r;
 	}
 	return best;
+}
+
+const struct pn_sweep_row *pn_sweep_ref_row(const struct pn_sweep *sw, const char *ref,
+					    size_t bytes)
+{
+	return ref_of(sw, ref, bytes, NULL);
 }
 
 int pn_sweep_ratios(const struct pn_sweep *sw, const char *ref, struct pn_sweep_ratio **out,
@@ -429,7 +463,7 @@ int pn_sweep_ratios(const struct pn_sweep *sw, const char *ref, struct pn_sweep_
 
 			if (!pn_sweep_same_series(r, &rows[i]))
 				continue;
-			f = pn_sweep_ref_row(sw, ref, r->bytes);
+			f = ref_of(sw, ref, r->bytes, r);
 			if (!f)
 				continue;
 			(*out)[(*n)++] = (struct pn_sweep_ratio){
@@ -449,12 +483,15 @@ int pn_sweep_plot(const struct pn_sweep *sw, FILE *f, const char *title)
 	struct pn_plot_point *pts = calloc(nrows + 1, sizeof(*pts));
 	char *labels = calloc(nrows + 1, 64);
 	struct pn_plot plot;
-	int ret = 0, ns = 0;
+	int ret = 0, ns = 0, mixed = 0;
 
 	if (!series || !pts || !labels) {
 		ret = pn_err(-ENOMEM, "out of memory");
 		goto out;
 	}
+	/* several types or ops (-d all, -o all): the labels name them */
+	for (r = 0; r < nrows; r++)
+		mixed |= rows[r].dtype != rows[0].dtype || rows[r].op != rows[0].op;
 	for (r = 0; r < nrows; r++) {
 		size_t first = k;
 
@@ -470,7 +507,11 @@ int pn_sweep_plot(const struct pn_sweep *sw, FILE *f, const char *title)
 			pts[k].time_us = rows[q].time_us[0];
 			k++;
 		}
-		snprintf(labels + 64 * ns, 64, "%s (%s)", rows[r].algo, rows[r].backend);
+		if (mixed)
+			snprintf(labels + 64 * ns, 64, "%s (%s, %s %s)", rows[r].algo, rows[r].backend,
+				 pn_dtype_name(rows[r].dtype), pn_redop_name(rows[r].op));
+		else
+			snprintf(labels + 64 * ns, 64, "%s (%s)", rows[r].algo, rows[r].backend);
 		series[ns].label = labels + 64 * ns;
 		series[ns].pts = pts + first;
 		series[ns].n = k - first;

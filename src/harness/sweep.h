@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The allreduce sweep behind `penny allreduce-test` (nccl-tests'
- * all_reduce_perf), written once for every backend.  For each algorithm of
+ * The sweep behind `penny allreduce-test` and `penny coll-test` (nccl-tests'
+ * all_reduce_perf and its siblings), written once for every backend and
+ * collective (s->kind, src/engine/collkind.h).  For each algorithm of
  * a backend and each size, out of place then in place: fill, warm up, time
  * in blocks (base/timing.h: the one timing rule), then fresh data, a
  * poisoned output, one more call and an exact check.  Each block's time is
  * its time per call over the ranks (the slowest rank's, or as time_of
  * says); a size's time is the median block, its fastest and slowest blocks
- * kept; wrong values are summed over the ranks.  algbw = bytes / time,
- * busbw = algbw * 2(n-1)/n (nccl-tests' allreduce).
+ * kept; wrong values are summed over the ranks.  A row's size is
+ * nccl-tests' (the whole buffer for allgather, reducescatter and alltoall),
+ * its count the collective's argument; algbw = size / time, busbw = algbw
+ * times nccl-tests' bus factor of the kind (allreduce 2(n-1)/n).
  * A series (one backend, one algorithm) ends with its wrong values and its
  * average out-of-place busbw.
  *
@@ -21,6 +24,7 @@
 #define PENNY_SWEEP_H
 
 #include "engine/coll.h"
+#include "engine/collkind.h"
 #include "engine/dtype.h"
 
 #include <stddef.h>
@@ -35,7 +39,10 @@ struct pn_sweep_row {
 	char backend[32];	/* "host", "cuda", ... */
 	char algo[24];		/* as asked: "ring", "auto" */
 	char ran[24];		/* what ran (GPU auto: the plugin's choice at this size) */
-	int host_algo;		/* host rows: the enum pn_algo that ran (auto: its pick); -2 otherwise */
+	int host_algo;		/* host allreduce rows: the enum pn_algo that ran (auto: its
+				 * pick); -2 otherwise */
+	enum pn_dtype dtype;	/* the sweep's type and op when the row ran */
+	enum pn_redop op;
 	size_t bytes, count;
 	double time_us[2], algbw[2], busbw[2];	/* time: the median block */
 	double time_min_us[2], time_max_us[2];	/* the fastest and the slowest block */
@@ -122,6 +129,9 @@ enum pn_sweep_time {
 struct pn_sweep {
 	/* in */
 	struct pn_comm *comm;	/* the job: rank, nranks, the rendezvous */
+	enum pn_coll_kind kind;	/* the collective (pn_sweep_init: allreduce) */
+	int root;		/* broadcast's and reduce's root */
+	int agg;		/* calls per iteration, nccl-tests' -m (pn_sweep_init: 1) */
 	enum pn_dtype dtype;
 	enum pn_redop op;
 	const uint64_t *sizes;
@@ -160,11 +170,11 @@ struct pn_timing_stat;
 void pn_sweep_blocks_over(const double *t, size_t stride, int nranks, int nblocks,
 			  enum pn_sweep_time time_of, double *per_block, struct pn_timing_stat *st);
 /* The timed blocks of a size (s->blocks, PN_TIMING_BLOCKS when not set) and
- * the calls in each (base/timing.h's rule on s->iters). */
+ * the calls in each (base/timing.h's rule on s->iters, times s->agg). */
 int pn_sweep_blocks(const struct pn_sweep *s);
 int pn_sweep_calls(const struct pn_sweep *s, size_t bytes);
-/* Set the results of s to none, time_of and blocks to their defaults; the
- * other inputs are the caller's. */
+/* Set the results of s to none, time_of, blocks, kind (allreduce), root and
+ * agg to their defaults; the other inputs are the caller's. */
 void pn_sweep_init(struct pn_sweep *s);
 /* Collective: every series of backend be.  0 or a negative errno (message
  * in pn_errmsg). */
@@ -172,6 +182,9 @@ int pn_sweep_run(struct pn_sweep *s, struct pn_sweep_backend *be);
 void pn_sweep_release(struct pn_sweep *s);
 
 double pn_sweep_busbw(double algbw, int nranks);
+/* busbw of algbw for collective k on nranks (nccl-tests' bus factor;
+ * allreduce as pn_sweep_busbw). */
+double pn_sweep_kind_busbw(enum pn_coll_kind k, double algbw, int nranks);
 
 /*
  * The planned memory of this host's nlocal ranks of nranks (src/engine/mem.h):
@@ -233,13 +246,25 @@ int pn_sweep_plot(const struct pn_sweep *sw, FILE *f, const char *title);
 int pn_sweep_tune_save(const struct pn_sweep *sw, FILE *f, const char *name, int nranks,
 		       int nnodes);
 void pn_sweep_csv_header(FILE *f);
-void pn_sweep_csv_row(FILE *f, const struct pn_sweep_row *row, enum pn_dtype t,
-		     enum pn_redop op);
+void pn_sweep_csv_row(FILE *f, const struct pn_sweep_row *row, enum pn_coll_kind k);
+/* The redop column of collective k: the op's name where k reduces, else
+ * "none" (nccl-tests'). */
+const char *pn_sweep_redop_name(enum pn_coll_kind k, enum pn_redop op);
 
 /* The host engine's allreduce over coll, the algorithms of algos (enum
  * pn_algo), its buffers of max_bytes registered now. */
 int pn_sweep_host_open(struct pn_sweep_backend **out, struct pn_coll *coll,
 		       const enum pn_algo *algos, int nalgos, size_t max_bytes);
+/* The host engine's other collectives (collrun.h) over coll, the algorithms
+ * of algos (enum pn_calgo; PN_CALGO_AUTO the tuning table's), each buffer
+ * of max_bytes registered now, for collective kind (the sweep's); the rows
+ * of auto say in ran what it ran. */
+int pn_sweep_coll_open(struct pn_sweep_backend **out, struct pn_coll *coll,
+		       enum pn_coll_kind kind, const enum pn_calgo *algos, int nalgos,
+		       size_t max_bytes);
+/* Whether every rank of collective k ends with the same output (allreduce,
+ * allgather, broadcast): only then are the ranks' outputs compared (differ). */
+int pn_sweep_same_output(enum pn_coll_kind k);
 
 /*
  * A GPU plugin's allreduce (src/gpu/gpucoll.h), opened on every rank.

@@ -15,6 +15,7 @@
 #include "harness/aropts.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,26 +242,90 @@ TEST(nccl_tests_letters_take_what_penny_does)
 {
 	struct pn_ar_nccl_tests t = { .nthreads = 1, .ngpus = 1, .agg_iters = 1, .run_cycles = 1,
 				      .parallel_init = 1 };
+	char w[200];
 
-	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 0, "auto"), 0);
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 1, 0, "auto", w, sizeof(w)), 0);
+	CHECK_STR(w, "");
 	t.nthreads = 4;
-	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 0, "auto"), -EINVAL);
-	CHECK(!strncmp(pn_errmsg(-EINVAL), "-t 4: penny runs one rank", 25));
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 1, 0, "auto", w, sizeof(w)), -EINVAL);
+	CHECK(!strncmp(pn_errmsg(-EINVAL), "-t 4: not supported by penny: it runs one rank", 46));
 	t.nthreads = 1;
+	t.ngpus = 8;
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 1, 0, "auto", w, sizeof(w)), -EINVAL);
+	CHECK(!strncmp(pn_errmsg(-EINVAL), "-g 8: not supported by penny:", 29));
+	t.ngpus = 1;
 	t.run_cycles = 0;
-	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 0, "auto"), -EINVAL);
-	CHECK(!strncmp(pn_errmsg(-EINVAL), "-N 0:", 5));
-	t.run_cycles = 1;
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 1, 0, "auto", w, sizeof(w)), -EINVAL);
+	CHECK(!strncmp(pn_errmsg(-EINVAL), "-N 0: not supported by penny:", 29));
+	/* honoured: -N 3, -m 4; on the host -z, -C and -R 1 are what the engine does */
+	t.run_cycles = 3;
+	t.agg_iters = 4;
 	t.blocking = 1;
-	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 0, "auto"), -EINVAL);
-	t.blocking = 0;
+	t.cputime = 1;
 	t.reg = 1;
-	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 1, "symmetric"), -EINVAL);
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 1, 0, "auto", w, sizeof(w)), 0);
+	CHECK_STR(w, "");
+	/* GPU backends: -R 1 is refused, -z and -C change nothing: a warning */
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 0, 1, "auto", w, sizeof(w)), -EINVAL);
+	CHECK(!strncmp(pn_errmsg(-EINVAL), "-R 1: not supported by penny:", 29));
+	t.reg = 0;
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 0, 1, "auto", w, sizeof(w)), 0);
+	CHECK(!strncmp(w, "-z 1 changes nothing penny can honour on GPU backends", 53));
+	t.blocking = 0;
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 1, 1, "auto", w, sizeof(w)), 0);
+	CHECK(!strncmp(w, "-C 1 changes nothing", 20));
+	t.cputime = 0;
 	/* -R 2 is the nccl plugin's symmetric algorithm, nothing else */
 	t.reg = 2;
-	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 0, "symmetric"), -EINVAL);
-	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 1, "ring"), -EINVAL);
-	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 1, "symmetric"), 0);
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 1, 0, "symmetric", w, sizeof(w)), -EINVAL);
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 0, 1, "ring", w, sizeof(w)), -EINVAL);
+	CHECK_EQ_INT(pn_aropts_nccl_tests(&t, 0, 1, "symmetric", w, sizeof(w)), 0);
+}
+
+TEST(types_and_ops_one_or_all_none_where_nothing_reduces)
+{
+	struct pn_artypes t;
+
+	CHECK_EQ_INT(pn_aropts_types("half", "max", PN_COLL_ALLREDUCE, &t), 0);
+	CHECK(t.ndtypes == 1 && t.dtypes[0] == PN_HALF && t.nops == 1 && t.ops[0] == PN_MAX);
+	CHECK_EQ_INT(pn_aropts_types("all", "all", PN_COLL_REDUCE_SCATTER, &t), 0);
+	CHECK(t.ndtypes == PN_NDTYPES && t.nops == PN_NREDOPS && t.ops[4] == (enum pn_redop)4);
+	/* alltoall does not reduce: one pass whatever -o says */
+	CHECK_EQ_INT(pn_aropts_types("all", "all", PN_COLL_ALLTOALL, &t), 0);
+	CHECK(t.ndtypes == PN_NDTYPES && t.nops == 1);
+	CHECK_STR(pn_sweep_redop_name(PN_COLL_ALLTOALL, t.ops[0]), "none");
+	CHECK_STR(pn_sweep_redop_name(PN_COLL_REDUCE, PN_PROD), "prod");
+	CHECK_EQ_INT(pn_aropts_types("float7", "sum", PN_COLL_ALLREDUCE, &t), -EINVAL);
+	CHECK_EQ_INT(pn_aropts_types("float", "sqrt", PN_COLL_REDUCE, &t), -EINVAL);
+	CHECK_EQ_INT(pn_aropts_types("float", "Al", PN_COLL_REDUCE, &t), -EINVAL);
+}
+
+TEST(coll_algorithms_those_of_the_collective)
+{
+	enum pn_calgo a[PN_SWEEP_MAX_ALGOS];
+	int n;
+
+	CHECK_EQ_INT(pn_aropts_calgos("all", PN_COLL_ALLTOALL, a, &n), 0);
+	CHECK(n == 3 && a[0] == PN_CALGO_ONE_SHOT && a[1] == PN_CALGO_PAIRWISE &&
+	      a[2] == PN_CALGO_BRUCK);
+	CHECK_EQ_INT(pn_aropts_calgos("auto,all", PN_COLL_BROADCAST, a, &n), 0);
+	CHECK(n == 4 && a[0] == PN_CALGO_AUTO);
+	CHECK_EQ_INT(pn_aropts_calgos("ring,ring", PN_COLL_ALLGATHER, a, &n), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "--algo 'ring,ring' names ring twice");
+	CHECK_EQ_INT(pn_aropts_calgos("tree", PN_COLL_REDUCE, a, &n), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "reduce has no algorithm 'tree' (it has auto, ring, one-shot)");
+	CHECK_EQ_INT(pn_aropts_calgos("fastest", PN_COLL_REDUCE, a, &n), -EINVAL);
+	CHECK_EQ_INT(pn_aropts_calgos(",", PN_COLL_REDUCE, a, &n), -EINVAL);
+}
+
+TEST(bus_factor_and_size_per_kind)
+{
+	/* nccl-tests: allgather (n-1)/n of the whole buffer; broadcast 1 */
+	CHECK(fabs(pn_sweep_kind_busbw(PN_COLL_ALLGATHER, 4.0, 4) - 3.0) < 1e-12);
+	CHECK(fabs(pn_sweep_kind_busbw(PN_COLL_BROADCAST, 4.0, 4) - 4.0) < 1e-12);
+	CHECK(fabs(pn_sweep_kind_busbw(PN_COLL_ALLREDUCE, 4.0, 4) - 6.0) < 1e-12);
+	CHECK(fabs(pn_sweep_kind_busbw(PN_COLL_ALLREDUCE, 4.0, 1) - 4.0) < 1e-12);
+	CHECK(pn_sweep_same_output(PN_COLL_ALLGATHER) && !pn_sweep_same_output(PN_COLL_ALLTOALL));
 }
 
 TEST(sweep_parameters_and_time_over_the_ranks)
@@ -366,6 +431,9 @@ int main(void)
 	RUN(outputs_committed_after_the_run_or_left_alone);
 	RUN(sizes_and_plan_against_the_backends);
 	RUN(nccl_tests_letters_take_what_penny_does);
+	RUN(types_and_ops_one_or_all_none_where_nothing_reduces);
+	RUN(coll_algorithms_those_of_the_collective);
+	RUN(bus_factor_and_size_per_kind);
 	RUN(sweep_parameters_and_time_over_the_ranks);
 	RUN(ranks_settle_the_job_or_fail_together);
 	return unit_done();
