@@ -483,6 +483,16 @@ int cmd_allreduce_test(struct pn_ctx *ctx, int argc, char **argv)
 	pn_sweep_init(&j.sw);
 	if (argc > 0)
 		return pn_cmd_fail(ctx, 2, "unexpected argument '%s'", argv[0]);
+	{
+		/* two outputs, or an output and an input, on one file: refused */
+		const char *const names[] = { "--csv", "--plot", "--tune-out", "--plan",
+					      "PENNY_TUNE_FILE" };
+		const char *const paths[] = { ar.csv, ar.plot, ar.tune_out, ar.plan,
+					      pn_cli.tune_file };
+
+		if ((rc = pn_cmd_refuse_shared(ctx, names, paths, 3, PN_ARRAY_SIZE(paths))))
+			return rc;
+	}
 	ar.backends = jc.backends = backends;
 	ar.transport = pn_cli.transport;
 	ret = pn_aropts_backends(&ar, &j.bk);
