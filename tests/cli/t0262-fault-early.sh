@@ -78,6 +78,21 @@ test_expect_success 'a command line that fails outside a job is one line, at onc
 	test "$(wc -l <err)" -eq 1
 '
 
+test_expect_success 'a stale PENNY_ROOT_FD does not break a process alone, nor --np' '
+	exec 7</dev/null &&
+	PENNY_ROOT_FD=7 "$PENNY" "${AR[@]}" >out 2>err && test ! -s err &&
+	grep -q "Out of bounds values : 0 OK" out &&
+	PENNY_ROOT_FD=7 "$PENNY" "${AR[@]}" --np 2 >out 2>err && test ! -s err &&
+	grep -q "Out of bounds values : 0 OK" out
+'
+
+test_expect_success '... but rank 0 of a job is still told what is wrong with it' '
+	exec 7</dev/null &&
+	within 3 test_exit 2 env PENNY_ROOT_FD=7 "$PENNY" "${AR[@]}" --rank 0 --nranks 2 \
+		--root 127.0.0.1:$(free_port) --timeout 2 2>err && cat err &&
+	grep -q "PENNY_ROOT_FD=7 is not a TCP socket listening on port" err
+'
+
 if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null &&
 	command -v unshare >/dev/null && unshare -m true 2>/dev/null; then
 	# rdv_job ENV...: a 2-rank mpirun-style job on this host in a mount
