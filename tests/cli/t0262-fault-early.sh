@@ -74,7 +74,7 @@ test_expect_success 'rank 1 with a bad --debug: rank 0 hears why at once' '
 '
 
 test_expect_success 'a command line that fails outside a job is one line, at once' '
-	within 2 test_exit 2 "$PENNY" allreduce-test --bogus 2>err && cat err &&
+	within 5 test_exit 2 "$PENNY" allreduce-test --bogus 2>err && cat err &&
 	test "$(wc -l <err)" -eq 1
 '
 
