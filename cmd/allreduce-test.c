@@ -567,6 +567,16 @@ int sweep_main(struct pn_ctx *ctx, enum pn_coll_kind kind)
 	memset(&j, 0, sizeof(j));
 	j.ctx = ctx;
 	pn_sweep_init(&j.sw);
+	{
+		/* two outputs, or an output and an input, on one file: refused */
+		const char *const names[] = { "--csv", "--plot", "--tune-out", "--plan",
+					      "PENNY_TUNE_FILE" };
+		const char *const paths[] = { ar.csv, ar.plot, ar.tune_out, ar.plan,
+					      pn_cli.tune_file };
+
+		if ((rc = pn_cmd_refuse_shared(ctx, names, paths, 3, PN_ARRAY_SIZE(paths))))
+			return rc;
+	}
 	ar.backends = jc.backends = backends;
 	rc = settle(&j, kind, algos, &nalgos, calgos, &ncalgos);
 	if (!rc)

@@ -6,6 +6,7 @@
 #include "base/util.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +14,28 @@
 #include <string.h>
 
 #define MAX_OPTS 128
+
+
+/* The last error said, for a rank that tells its job why it stops. */
+static char last_error[512];
+static int quiet;
+
+static void opt_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void opt_err(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+	if (!quiet)
+		fprintf(stderr, "penny %s: %s\n", cmd, last_error);
+}
+
+const char *pn_opt_error(void)
+{
+	return last_error;
+}
 
 static const char *type_name(enum pn_opt_type t)
 {
@@ -118,12 +141,12 @@ static int check_string(const char *cmd, const struct pn_opt *o, const char *arg
 	unsigned flags = o->ext ? o->ext->flags : 0;
 
 	if (!*arg && !(flags & OPT_F_EMPTY_OK)) {
-		fprintf(stderr, "penny %s: %s must not be empty\n", cmd, spelled);
+		opt_err(cmd, "%s must not be empty", spelled);
 		return -EINVAL;
 	}
 	if ((flags & OPT_F_LIST) && *arg &&
 	    (arg[0] == ',' || arg[strlen(arg) - 1] == ',' || strstr(arg, ",,"))) {
-		fprintf(stderr, "penny %s: %s '%s' has an empty element\n", cmd, spelled, arg);
+		opt_err(cmd, "%s '%s' has an empty element", spelled, arg);
 		return -EINVAL;
 	}
 	if ((flags & OPT_F_CHOICE) && o->choices) {
@@ -133,7 +156,7 @@ static int check_string(const char *cmd, const struct pn_opt *o, const char *arg
 		for (; *c; c += strcspn(c, " "), c += *c == ' ')
 			if (strcspn(c, " ") == n && !strncmp(c, arg, n))
 				return 0;
-		fprintf(stderr, "penny %s: %s must be one of: %s; got '%s'\n", cmd, spelled, o->choices,
+		opt_err(cmd, "%s must be one of: %s; got '%s'", spelled, o->choices,
 			arg);
 		return -EINVAL;
 	}
@@ -208,13 +231,13 @@ static int set_value(const char *cmd, const struct pn_opt *o, const char *arg,
 	}
 	case OPT_REFUSE:
 	case OPT_REFUSE_ARG:
-		fprintf(stderr, "penny %s: %s: %s\n", cmd, spelled, o->help);
+		opt_err(cmd, "%s: %s", spelled, o->help);
 		return -EINVAL;
 	case OPT_END:
 		return -EINVAL;
 	}
 	if (ret) {
-		fprintf(stderr, "penny %s: invalid %s '%s' for '%s'\n", cmd, type_name(o->type), arg,
+		opt_err(cmd, "invalid %s '%s' for '%s'", type_name(o->type), arg,
 			spelled);
 		return ret;
 	}
@@ -234,7 +257,7 @@ static int set_value(const char *cmd, const struct pn_opt *o, const char *arg,
 	}
 	return 0;
 bad_range:
-	fprintf(stderr, "penny %s: %s must be %s, got %s\n", cmd, spelled,
+	opt_err(cmd, "%s must be %s, got %s", spelled,
 		pn_opt_range_str(o, range, sizeof(range)), arg);
 	return -ERANGE;
 }
@@ -297,13 +320,15 @@ int pn_opt_parse(const char *cmd, const struct pn_opt *const *tables, int argc, 
 			/* strip "=value" of an unknown long option */
 			spelled[strcspn(spelled, "=")] = 0;
 			if (c == ':')
-				fprintf(stderr, "penny %s: option '%s' needs a value\n", cmd, spelled);
+				opt_err(cmd, "option '%s' needs a value", spelled);
 			else if (optopt >= 0x1000 && (map[optopt - 0x1000]->type == OPT_BOOL ||
 						    map[optopt - 0x1000]->type == OPT_REFUSE))
-				fprintf(stderr, "penny %s: option '%s' takes no value\n", cmd, spelled);
+				opt_err(cmd, "option '%s' takes no value", spelled);
 			else
-				fprintf(stderr, "penny %s: unknown option '%s' (see 'penny %s --help')\n",
-					cmd, spelled, cmd);
+				opt_err(cmd, "unknown option '%s' (see 'penny %s --help')", spelled,
+					cmd);
+			if (quiet)
+				continue;
 			return 2;
 		}
 		if (c >= 0x1000) {
@@ -315,16 +340,29 @@ int pn_opt_parse(const char *cmd, const struct pn_opt *const *tables, int argc, 
 					o = map[i];
 			snprintf(spelled, sizeof(spelled), "-%c", c);
 		}
-		if (!o)
+		if (!o || set_value(cmd, o, optarg, spelled)) {
+			if (quiet)
+				continue;
 			return 2;
-		if (set_value(cmd, o, optarg, spelled))
-			return 2;
+		}
 	}
 	/* positional arguments to the front */
 	for (i = optind; i < argc; i++)
 		argv[i - optind] = argv[i];
 	*nargs = argc - optind;
 	return 0;
+}
+
+void pn_opt_scan(const struct pn_opt *const *tables, int argc, char **argv)
+{
+	char keep[sizeof(last_error)];
+	int nargs;
+
+	memcpy(keep, last_error, sizeof(keep));
+	quiet = 1;
+	pn_opt_parse("", tables, argc, argv, &nargs);
+	quiet = 0;
+	memcpy(last_error, keep, sizeof(keep));
 }
 
 void pn_opt_help(FILE *f, const char *title, const struct pn_opt *opts)

@@ -75,6 +75,14 @@ struct pn_opt {
  */
 int pn_opt_parse(const char *cmd, const struct pn_opt *const *tables, int argc, char **argv,
 		 int *nargs);
+/* The last error pn_opt_parse said (without "penny CMD: "), or "". */
+const char *pn_opt_error(void);
+/*
+ * Set what the options of tables among argv say, passing by silently what
+ * is unknown or invalid (the rank, size and rendezvous of a command line
+ * that failed to parse, so that the rank can tell its job why).
+ */
+void pn_opt_scan(const struct pn_opt *const *tables, int argc, char **argv);
 void pn_opt_help(FILE *f, const char *title, const struct pn_opt *opts);
 /* The range of a ranged option as help and the man pages write it ("1..16"); "" if none. */
 const char *pn_opt_range_str(const struct pn_opt *o, char *buf, size_t len);

@@ -395,6 +395,31 @@ static int run_rank(struct pn_boot_cfg *cfg, void *arg)
 	return stdout_status(run_body(rr->c, rr->ctx, rr->nargs, rr->argv));
 }
 
+/*
+ * A rank of a job whose command line or environment failed before the
+ * command ran tells rank 0 why (rank 0 then fails at once, naming it, not
+ * after --timeout); argv, when the options did not parse, is scanned for
+ * the rank, size and rendezvous alone.
+ */
+static void tell_job(const struct pn_cmd *c, int argc, char **argv, const char *why)
+{
+	const struct pn_opt *const tables[] = { launch_options, NULL };
+	struct pn_cmd_job job;
+
+	if (!(c->flags & CMD_LAUNCH))
+		return;
+	if (argv)
+		pn_opt_scan(tables, argc, argv);
+	if (pn_cli.np > 0)
+		return;
+	if (read_env())
+		pn_err_clear();
+	job_init(&job, NULL);
+	if (!pn_boot_cfg_from_env(&job.cfg))
+		pn_boot_refuse(&job.cfg, why);
+	pn_err_clear();
+}
+
 static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 {
 	const struct pn_opt *tables[5] = { c->opts, common_options, NULL, NULL, NULL };
@@ -407,8 +432,10 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 	if (c->shared)
 		tables[tables[2] ? 3 : 2] = c->shared;
 	ret = pn_opt_parse(c->name, tables, argc, argv, &nargs);
-	if (ret)
+	if (ret) {
+		tell_job(c, argc, argv, pn_opt_error());
 		return ret;
+	}
 	if (pn_cli.help) {
 		cmd_help(c, stdout);
 		return 0;
@@ -417,6 +444,7 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 		ret = pn_debug_parse(pn_cli.debug, &pn_debug_mask);
 		if (ret) {
 			pn_cmd_error(&ctx, ret);
+			tell_job(c, 0, NULL, said);
 			return 2;
 		}
 	} else if (getenv("PENNY_DEBUG")) {
@@ -426,6 +454,7 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 	ret = read_env();
 	if (ret) {
 		pn_cmd_error(&ctx, ret);
+		tell_job(c, 0, NULL, said);
 		return 2;
 	}
 	root = pn_cli.sysroot ? pn_cli.sysroot : getenv("PENNY_SYSROOT");
@@ -433,6 +462,7 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 		ret = pn_sysfs_set_root(root);
 		if (ret) {
 			pn_cmd_error(&ctx, ret);
+			tell_job(c, 0, NULL, said);
 			return 2;
 		}
 	}

@@ -267,8 +267,9 @@ int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg)
 	if (!cfg->root && (s = cfg->knobs.root) && *s)
 		cfg->root = s;
 	/* a self-launched rank's socket comes from its launcher, never from
-	 * a PENNY_ROOT_FD it inherited */
-	if ((s = cfg->knobs.root_fd) && cfg->listen_fd < 0 && strcmp(cfg->launcher, "self"))
+	 * a PENNY_ROOT_FD it inherited; a process alone has no rendezvous */
+	if ((s = cfg->knobs.root_fd) && cfg->listen_fd < 0 && strcmp(cfg->launcher, "self") &&
+	    strcmp(cfg->launcher, "none"))
 		return adopt_root_fd(cfg, s);
 	return 0;
 }

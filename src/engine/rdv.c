@@ -243,54 +243,118 @@ static void rdv_add_host(struct pn_rdv *r, const char *h, size_t len)
 /*
  * Launchers that give no rendezvous address but say the job is on one host:
  * rank 0 listens on loopback and publishes "HOST:PORT COOKIE" in a file
- * named after the job id, in a directory only this user can write:
- * ${TMPDIR}/penny-<euid> when TMPDIR is set; else one no other user can
- * create: /run/penny for root, ${XDG_RUNTIME_DIR}/penny; else
- * /tmp/penny-<euid>, created 0700.  Another user could plant a directory or
- * file there first (or a symbolic link): the directory must be a real
- * directory of ours with mode 0700, the file a regular file of ours with
- * mode 0600 (opened without following links), or it is refused.
+ * named after the job id, in a directory only this user can write.  The
+ * candidates, in order: ${TMPDIR}/penny-<euid> when TMPDIR is set; /run/penny
+ * for root; ${XDG_RUNTIME_DIR}/penny; /tmp/penny-<euid>; and last one in the
+ * user's home that no other user can make first,
+ * ${XDG_CACHE_HOME:-$HOME/.cache}/penny/rdv-<host>.  Another user could plant
+ * a directory or file in a shared one first (or a symbolic link): a
+ * directory must be a real directory of ours with mode 0700, the file a
+ * regular file of ours with mode 0600 (opened without following links), or
+ * it is passed by.  Rank 0 publishes in the first candidate that is (or
+ * becomes) ours; the others look in every candidate that is ours, so that
+ * a planted directory taken away between the two does not part them.
  */
-static int rdv_mkdir(const char *dir)
+#define RDV_DIRS 5
+
+struct rdv_dirs {
+	char dir[RDV_DIRS][300];
+	int n;
+	int home;	/* the one in the home directory, or -1 */
+	size_t below;	/* the length of its home part: the directories below it are made */
+};
+
+static void rdv_add_dir(struct rdv_dirs *d, const char *a, const char *b, const char *c)
 {
-	if (mkdir(dir, 0700) && errno != EEXIST)
-		return pn_err(-errno, "cannot create '%s': %s", dir, strerror(errno));
-	return pn_file_own_dir(dir, 077, "the rendezvous", "with mode 700");
+	if (d->n < RDV_DIRS && (size_t)snprintf(d->dir[d->n], sizeof(d->dir[0]), "%s%s%s", a, b,
+						 c) < sizeof(d->dir[0]))
+		d->n++;
 }
 
-static int rdv_dir(const struct pn_boot_cfg *cfg, char *dir, size_t len)
+static void rdv_dirs(const struct pn_boot_cfg *cfg, struct rdv_dirs *d)
 {
 	const char *tmp = pn_boot_env(cfg->knobs.env, "TMPDIR");
 	const char *run = pn_boot_env(cfg->knobs.env, "XDG_RUNTIME_DIR");
-	unsigned me = (unsigned)geteuid();
-	int fd;
+	const char *cache = pn_boot_env(cfg->knobs.env, "XDG_CACHE_HOME");
+	const char *home = pn_boot_env(cfg->knobs.env, "HOME");
+	char me[32], host[80];
+	size_t i;
+	int before;
 
-	if (tmp && *tmp) {
-		snprintf(dir, len, "%s/penny-%u", tmp, me);
-		return rdv_mkdir(dir);
+	snprintf(me, sizeof(me), "%u", (unsigned)geteuid());
+	snprintf(host, sizeof(host), "%s", pn_hostname());
+	for (i = 0; host[i]; i++)
+		if (!isalnum((unsigned char)host[i]) && !strchr("._-", host[i]))
+			host[i] = '_';
+	d->n = 0;
+	d->home = -1;
+	if (tmp && *tmp)
+		rdv_add_dir(d, tmp, "/penny-", me);
+	if (!geteuid())
+		rdv_add_dir(d, "/run/penny", "", "");
+	if (run && run[0] == '/')
+		rdv_add_dir(d, run, "/penny", "");
+	rdv_add_dir(d, "/tmp/penny-", me, "");
+	before = d->n;
+	if (cache && cache[0] == '/') {
+		d->below = strlen(cache);
+		rdv_add_dir(d, cache, "/penny/rdv-", host);
+	} else if (home && home[0] == '/') {
+		d->below = strlen(home);
+		rdv_add_dir(d, home, "/.cache/penny/rdv-", host);
 	}
-	if (me == 0) {
-		snprintf(dir, len, "/run/penny");
-		if ((fd = rdv_mkdir(dir)) >= 0)
+	if (d->n > before)
+		d->home = before;
+}
+
+/* mkdir that keeps an existing directory, and its parents below p[from] */
+static int rdv_mkdir(const char *dir, size_t from)
+{
+	char p[300], *s;
+
+	snprintf(p, sizeof(p), "%s", dir);
+	for (s = from ? strchr(p + from + 1, '/') : NULL; s; s = strchr(s + 1, '/')) {
+		*s = 0;
+		if (mkdir(p, 0700) && errno != EEXIST)
+			break;
+		*s = '/';
+	}
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return pn_err(-errno, "cannot create '%s': %s", dir, strerror(errno));
+	return 0;
+}
+
+/* A candidate that is ours: its descriptor, else -errno with why. */
+static int rdv_own(const char *dir)
+{
+	return pn_file_own_dir(dir, 077, "the rendezvous", "with mode 700");
+}
+
+/* Rank 0: the first candidate that is (or becomes) ours, else why none is. */
+static int rdv_dir(const struct pn_boot_cfg *cfg, char *dir, size_t len)
+{
+	struct rdv_dirs d;
+	char why[600] = "";
+	size_t n = 0;
+	int fd = -ENOENT, i;
+
+	rdv_dirs(cfg, &d);
+	for (i = 0; i < d.n; i++) {
+		fd = rdv_mkdir(d.dir[i], i == d.home ? d.below : 0);
+		if (!fd)
+			fd = rdv_own(d.dir[i]);
+		if (fd >= 0) {
+			snprintf(dir, len, "%s", d.dir[i]);
 			return fd;
+		}
+		PN_DBG(PN_LOG_BOOT, "rendezvous directory: %s", pn_errmsg(fd));
+		if (n < sizeof(why))
+			n += (size_t)snprintf(why + n, sizeof(why) - n, "%s%s", n ? "; " : "",
+					      pn_errmsg(fd));
 		pn_err_clear();
 	}
-	if (run && run[0] == '/' && (fd = pn_file_own_dir(run, 077, "", "")) >= 0) {
-		close(fd);
-		snprintf(dir, len, "%s/penny", run);
-		if ((fd = rdv_mkdir(dir)) >= 0)
-			return fd;
-	}
-	pn_err_clear();
-	snprintf(dir, len, "/tmp/penny-%u", me);
-	fd = rdv_mkdir(dir);
-	if (fd < 0) {
-		char why[300];
-
-		snprintf(why, sizeof(why), "%s", pn_errmsg(fd));
-		return pn_err(fd, "%s (set TMPDIR to a directory of yours)", why);
-	}
-	return fd;
+	return pn_err(fd, "no private directory for the rendezvous file: %s (set TMPDIR to a "
+		      "directory of yours, or give every rank --root HOST:PORT)", why);
 }
 
 /* The file's name: the job id, with what could leave the directory replaced. */
@@ -374,27 +438,47 @@ static int rdv_read(struct pn_boot_cfg *cfg, int dfd, const char *dir, const cha
 	return 0;
 }
 
+/* The other ranks: look in every candidate that is ours until rank 0 published. */
+static int rdv_find(struct pn_boot_cfg *cfg, double deadline, const char *name)
+{
+	struct rdv_dirs d;
+	char where[400] = "";
+	size_t n = 0;
+	int ret = 1, i, fd;
+
+	rdv_dirs(cfg, &d);
+	for (i = 0; i < d.n && n < sizeof(where); i++)
+		n += (size_t)snprintf(where + n, sizeof(where) - n, "%s%s", i ? ", " : "", d.dir[i]);
+	for (;;) {
+		for (i = 0; i < d.n && ret > 0; i++) {
+			if ((fd = rdv_own(d.dir[i])) < 0) {
+				pn_err_clear();
+				continue;
+			}
+			ret = rdv_read(cfg, fd, d.dir[i], name);
+			close(fd);
+		}
+		if (ret <= 0)
+			return ret;
+		if (pn_now() > deadline)
+			return pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for rank 0 to publish "
+				      "'%s' in a directory of this user (%s)", cfg->timeout, name, where);
+		usleep(10000);
+	}
+}
+
 int pn_rdv_file(struct pn_boot_cfg *cfg, double deadline, char *published, size_t len)
 {
 	char dir[300], name[80];
-	int dfd = rdv_dir(cfg, dir, sizeof(dir)), ret;
+	int dfd, ret;
 
+	rdv_name(name, sizeof(name), cfg->jobid);
+	if (cfg->rank != 0)
+		return rdv_find(cfg, deadline, name);
+	dfd = rdv_dir(cfg, dir, sizeof(dir));
 	if (dfd < 0)
 		return dfd;
-	rdv_name(name, sizeof(name), cfg->jobid);
-	if (cfg->rank == 0) {
-		ret = rdv_publish(cfg, dfd, dir, name, published, len);
-		close(dfd);
-		return ret;
-	}
-	while ((ret = rdv_read(cfg, dfd, dir, name)) > 0) {
-		if (pn_now() > deadline) {
-			ret = pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for rank 0 to publish "
-				     "'%s/%s'", cfg->timeout, dir, name);
-			break;
-		}
-		usleep(10000);
-	}
+	ret = rdv_publish(cfg, dfd, dir, name, published, len);
 	close(dfd);
 	return ret;
 }

@@ -155,8 +155,14 @@ int main(int argc, char **argv)
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (!strcmp(a, "--cookie-of") && v) {
+			struct pn_boot_knobs kn = { .cookie = getenv("PENNY_COOKIE"),
+						    .cookie_file = getenv("PENNY_COOKIE_FILE"),
+						    .env = (const char *const *)environ,
+						    .site_secret = PN_BOOT_SITE_SECRET };
 			struct pn_boot_cfg cfg;
 
+			/* the secret as penny reads it: its knobs, from this environment */
+			pn_boot_set_knobs(&kn);
 			pn_boot_cfg_init(&cfg);
 			cfg.root = v;
 			if (pn_boot_secret(&cfg)) {
