@@ -338,7 +338,8 @@ static int setup(struct pn_ctx *ctx, struct pn_check_cfg *cfg, struct pn_check_b
 	if (opt.nccl_log && !(c->mask & (1u << PN_CHECK_NCCLPATH)))
 		return pn_cmd_fail(ctx, 2, "--nccl-log given, but nccl-path is not run");
 	if (!c->mask)
-		return pn_cmd_fail(ctx, 2, "no check left to run (--only, --skip)");
+		return pn_cmd_fail(ctx, 2, "no check left to run (--only, --skip%s)",
+				   opt.passive ? ", --passive" : "");
 	if (opt.baseline && opt.save)
 		return pn_cmd_fail(ctx, 2, "--baseline and --save-baseline exclude each other");
 	if (opt.config && (ret = pn_check_cfg_load(cfg, opt.config)))

@@ -110,7 +110,9 @@ assert got and got <= {\"inventory\", \"pcie\", \"counters\", \"settings\", \"ra
 	test_exit 2 "$PENNY" check --passive --only pcie,allreduce 2>err && cat err &&
 	grep -qx "penny check: --passive and --only pcie,allreduce: allreduce sends traffic" err &&
 	test_exit 2 "$PENNY" check --passive --only nccl-path 2>err &&
-	grep -q "nccl-path runs NCCL without --nccl-log" err
+	grep -q "nccl-path runs NCCL without --nccl-log" err &&
+	test_exit 2 "$PENNY" check --passive --skip inventory,pcie,counters,settings,ranks 2>err &&
+	grep -qx "penny check: no check left to run (--only, --skip, --passive)" err
 '
 if [ -x /usr/bin/time ]; then
 	test_expect_success 'check --quick on the host engine (no GPU) stays under 100 MB' '
