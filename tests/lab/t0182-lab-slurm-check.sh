@@ -33,7 +33,19 @@ cp -a ok bad && echo 8 >"$(readlink -f bad/sys/bus/pci/devices/0000:01:00.0)/cur
 settings() {
 	local f=$1
 	shift
-	{ echo "PENNY=$PENNY"; printf "%s\n" "$@"; } >"$f"
+	# each run that reads it says so in runs
+	{ echo "PENNY=$PENNY"; echo "echo run >>$PWD/runs"; printf "%s\n" "$@"; } >"$f"
+}
+# slurmd_runs N: wait up to 20 s for N more runs of slurmd's (nothing else
+# runs the script meanwhile), the last of them started after this call
+slurmd_runs() {
+	local want=$(($(wc -l <runs 2>/dev/null || echo 0) + $1)) i
+	for ((i = 0; i < 100; i++)); do
+		[ "$(wc -l <runs 2>/dev/null || echo 0)" -ge "$want" ] && sleep 1 && return 0
+		sleep 0.2
+	done
+	echo "slurmd ran the script $(wc -l <runs) times, not $want"
+	return 1
 }
 settings ok.conf "PENNY_SLURM_CHECK_ARGS='--only pcie --sysfs-root $PWD/ok'"
 settings bad.conf "PENNY_SLURM_CHECK_ARGS='--only pcie --sysfs-root $PWD/bad'"
@@ -95,8 +107,8 @@ test_expect_success 'slurmd'"'"'s HealthCheckProgram: drains when the check fail
 '
 test_expect_success 'slurmd'"'"'s HealthCheckProgram leaves an admin'"'"'s drain alone' '
 	on ctl scontrol update NodeName=n1 State=DRAIN Reason="admin: replace DIMM B2" &&
-	cp bad.conf dflt/penny && sleep 5 && reason >r1 &&
-	cp ok.conf dflt/penny && sleep 5 && reason >r2; cat r1 r2
+	cp bad.conf dflt/penny && slurmd_runs 2 && reason >r1 &&
+	cp ok.conf dflt/penny && slurmd_runs 2 && reason >r2; cat r1 r2
 	grep -qx "admin: replace DIMM B2" r1 && grep -qx "admin: replace DIMM B2" r2 &&
 	on ctl scontrol update NodeName=n1 State=RESUME
 '
@@ -108,7 +120,7 @@ test_expect_success 'Prolog: a failing check requeues the job held and keeps the
 	job=$(on ctl sbatch --parsable -w n1 -o /dev/null job.sh) && echo "job $job" &&
 	for ((i = 0; i < 100; i++)); do
 		on ctl squeue -h -j "$job" -o "%T %r" >q 2>/dev/null
-		grep -qi held q && break
+		grep -q "^PENDING .*[Hh]eld" q && break
 		sleep 0.2
 	done; cat q; reason >r; state >s; cat r s
 	on ctl scancel "$job" 2>/dev/null
