@@ -8,6 +8,8 @@ endif
 PKG_CONFIG ?= pkg-config
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
+# Slurm's HealthCheckProgram and Prolog: LIBEXECDIR/penny/penny-slurm-check
+LIBEXECDIR ?= $(PREFIX)/libexec
 LIBDIR ?= $(PREFIX)/lib
 MANDIR ?= $(PREFIX)/share/man
 EXAMPLEDIR ?= $(PREFIX)/share/doc/penny/examples
@@ -18,6 +20,10 @@ PLUGINDIR ?= $(LIBDIR)/penny
 # settings file SYSCONFDIR/default/penny (/etc for PREFIX=/usr)
 UNITDIR ?= $(LIBDIR)/systemd/system
 SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+# penny-top.service's user and /var/lib/penny (systemd-sysusers and
+# systemd-tmpfiles --create read them at boot; after make install run them)
+SYSUSERSDIR ?= $(LIBDIR)/sysusers.d
+TMPFILESDIR ?= $(LIBDIR)/tmpfiles.d
 # install-strip keeps the debug info of what it strips under DEBUGDIR, at the
 # installed file's path (gdb's debug-file-directory is /usr/lib/debug).
 DEBUGDIR ?= $(LIBDIR)/debug
@@ -171,15 +177,15 @@ installables: $(INST_BIN) $(PLUGIN_SO)
 INSTALLED_ELF = $(BINDIR)/penny $(addprefix $(PLUGINDIR)/,$(notdir $(PLUGIN_SO)))
 
 EXAMPLES := $(wildcard etc/check/*.conf) etc/container/Containerfile $(wildcard etc/kubernetes/*.yaml)
-EXAMPLE_BIN := etc/slurm/penny-slurm-check
+SLURM_CHECK := etc/slurm/penny-slurm-check
 UNITS := $(patsubst %.in,%,$(wildcard etc/systemd/*.in)) $(wildcard etc/systemd/*.timer)
 
 install: installables
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7 \
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/penny $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7 \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(EXAMPLEDIR)
 	install -m 755 $(INST_BIN) $(DESTDIR)$(BINDIR)/penny
 	install -m 644 $(EXAMPLES) $(DESTDIR)$(EXAMPLEDIR)/
-	install -m 755 $(EXAMPLE_BIN) $(DESTDIR)$(EXAMPLEDIR)/
+	$(install_slurm)
 	$(install_units)
 	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 man/*.7 $(DESTDIR)$(MANDIR)/man7/
@@ -191,8 +197,9 @@ install: installables
 # need nvcc or NVSHMEM whether or not this build has them (penny(1)'s FILES
 # is checked against it, and t0008 checks it against a real install).
 install-list:
-	@printf '%s\n' $(BINDIR)/penny $(addprefix $(EXAMPLEDIR)/,$(notdir $(EXAMPLES) $(EXAMPLE_BIN))) \
+	@printf '%s\n' $(BINDIR)/penny $(LIBEXECDIR)/penny/penny-slurm-check $(addprefix $(EXAMPLEDIR)/,$(notdir $(EXAMPLES))) \
 		$(addprefix $(UNITDIR)/,$(notdir $(UNITS))) $(SYSCONFDIR)/default/penny \
+		$(SYSUSERSDIR)/penny.conf $(TMPFILESDIR)/penny.conf \
 		$(patsubst man/%,$(MANDIR)/man1/%,$(wildcard man/*.1)) \
 		$(patsubst man/%,$(MANDIR)/man7/%,$(wildcard man/*.7)) \
 		$(BASHCOMPDIR)/penny $(ZSHCOMPDIR)/_penny $(addprefix $(PLUGINDIR)/,$(PLUGIN_ALL))
@@ -208,8 +215,19 @@ define install_units
 		install -m 644 $(INST)/units/$$n $(DESTDIR)$(UNITDIR)/$$n; \
 	done
 	install -m 644 etc/systemd/*.timer $(DESTDIR)$(UNITDIR)/
+	install -d $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR)
+	install -m 644 etc/systemd/penny.sysusers $(DESTDIR)$(SYSUSERSDIR)/penny.conf
+	install -m 644 etc/systemd/penny.tmpfiles $(DESTDIR)$(TMPFILESDIR)/penny.conf
 	test -e $(DESTDIR)$(SYSCONFDIR)/default/penny || \
 		install -m 644 etc/default/penny $(DESTDIR)$(SYSCONFDIR)/default/penny
+endef
+
+# The Slurm script names the installed binary and settings file.
+define install_slurm
+	sed -e 's|^PENNY=$${PENNY:-penny}$$|PENNY=$${PENNY:-$(BINDIR)/penny}|' \
+		-e 's|/etc/default/penny|$(SYSCONFDIR)/default/penny|g' $(SLURM_CHECK) >$(INST)/penny-slurm-check
+	grep -q '^PENNY=$${PENNY:-$(BINDIR)/penny}$$' $(INST)/penny-slurm-check
+	install -m 755 $(INST)/penny-slurm-check $(DESTDIR)$(LIBEXECDIR)/penny/penny-slurm-check
 endef
 
 install-strip: install
@@ -224,6 +242,8 @@ install-strip: install
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/penny $(DESTDIR)$(BASHCOMPDIR)/penny $(DESTDIR)$(ZSHCOMPDIR)/_penny
+	rm -f $(DESTDIR)$(LIBEXECDIR)/penny/penny-slurm-check $(DESTDIR)$(SYSUSERSDIR)/penny.conf \
+		$(DESTDIR)$(TMPFILESDIR)/penny.conf
 	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man1/%,$(wildcard man/*.1))
 	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man7/%,$(wildcard man/*.7))
 	rm -f $(addprefix $(DESTDIR)$(DEBUGDIR),$(addsuffix .debug,$(INSTALLED_ELF)))

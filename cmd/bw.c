@@ -99,15 +99,15 @@ const struct pn_opt bw_options[] = {
 	{ "limit_bw", 'w', OPT_DOUBLE, &opt.limit_bw, "BW",
 	  "fail (exit 1) below BW in the table's unit (MB/sec; Gb/sec with --report_gbits), "
 	  "as perftest's verifier limit", NULL, OPT_RANGE(0, 1e12) },
-	{ "rdma_cm", 'R', OPT_REFUSE, NULL, NULL,
-	  "penny connects the QPs over its own TCP exchange on -p PORT; rdma_cm is not "
-	  "supported (drop -R)", NULL, NULL },
+	{ "rdma_cm", 'R', OPT_BOOL, &opt.rdma_cm, NULL,
+	  "accepted with a warning: penny connects the QPs over its own TCP exchange on -p PORT, "
+	  "not rdma_cm; the test is the same", NULL, NULL },
 	{ "com_rdma_cm", 'z', OPT_REFUSE, NULL, NULL,
-	  "penny exchanges the QP data over TCP on -p PORT; rdma_cm is not supported (drop -z)",
+	  "not supported by penny: it exchanges the QP data over TCP on -p PORT (drop -z)",
 	  NULL, NULL },
-	{ "events", 'e', OPT_REFUSE, NULL, NULL,
-	  "penny polls the completion queue; sleeping on CQ events is not supported", NULL,
-	  NULL },
+	{ "events", 'e', OPT_BOOL, &opt.events, NULL,
+	  "accepted with a warning: penny polls the completion queue instead of sleeping on "
+	  "its events (the same bandwidth, a busy CPU, a lower latency)", NULL, NULL },
 	{ "sl", 'S', OPT_REFUSE_ARG, NULL, "SL",
 	  "penny uses service level 0; another SL is not supported", NULL, NULL },
 	{ "cq-mod", 'Q', OPT_REFUSE_ARG, NULL, "N",
@@ -143,9 +143,11 @@ const struct pn_opt bw_options[] = {
 	{ "report-counters", 'W', OPT_REFUSE_ARG, NULL, "LIST",
 	  "penny top shows the port counters while the test runs", NULL, NULL },
 	{ "out_json", 0, OPT_REFUSE, NULL, NULL,
-	  "--json writes the report on standard output", NULL, NULL },
+	  "not supported by penny: its report has penny's fields, not perftest's JSON; "
+	  "--json writes it on standard output (--json >FILE)", NULL, NULL },
 	{ "out_json_file", 0, OPT_REFUSE_ARG, NULL, "FILE",
-	  "--json writes the report on standard output: redirect it", NULL, NULL },
+	  "not supported by penny: its report has penny's fields, not perftest's JSON; "
+	  "--json writes it on standard output (--json >FILE)", NULL, NULL },
 	{ "gpu", 0, OPT_BOOL, &opt.gpu, NULL,
 	  "GPU-to-GPU bandwidth and latency matrices of this host's GPUs (the cuda plugin), "
 	  "like p2pBandwidthLatencyTest; -b: bidirectional only, --lat: latency only", NULL, NULL },
@@ -347,10 +349,16 @@ static void print_link_end(struct bw *b, const char *name, const struct pn_bw_ro
 	} else if (v.gated) {
 		pn_out_float(o, PN_JSON, "expect_gbps", NULL, v.want);
 		pn_out_bool(o, PN_JSON, "passed", NULL, v.passed);
+		char lim[64];
+
+		/* the gate as the user gave it: -w in the table's unit */
+		if (opt.limit_bw >= 0)
+			snprintf(lim, sizeof(lim), "-w %g %s", opt.limit_bw, bw_unit());
 		if (!v.passed)
 			pn_cmd_fail(b->ctx, 1, "FAILED %s: %.3f Gb/s at %llu bytes is below "
 					       "%.3f Gb/s (%s)", name, r->avg_gbps,
-				    (unsigned long long)r->bytes, v.want, v.why);
+				    (unsigned long long)r->bytes, v.want,
+				    opt.limit_bw >= 0 ? lim : v.why);
 	}
 	pn_out_close_object(o);
 }
@@ -514,6 +522,14 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 	b->r.timeout = pn_cli.timeout;
 	b->r.qp_timeout = opt.qp_timeout;
 	rc = parse_cfg(b);
+	if (!rc && opt.rdma_cm)
+		pn_cmd_say(ctx, "-R: penny connects the QPs over its own TCP exchange on TCP port "
+			   "%d, not rdma_cm (both ends must be penny bw); the test is the same",
+			   opt.port);
+	if (!rc && opt.events)
+		pn_cmd_say(ctx, "-e: penny polls the completion queue instead of sleeping on its "
+			   "events: the CPU is busy%s", opt.lat ? " and the latency lower than "
+			   "perftest -e's" : "; the bandwidth is the same");
 	/* this process (and the loopback peer it forks); --np checked them all */
 	if (!rc && !ctx->launch && pn_cli.mem_check)
 		rc = bw_mem_fail(ctx, pn_bwrun_mem_local(opt.loopback ? 2 : 1, &b->r.cfg));

@@ -26,7 +26,7 @@
 static struct {
 	const char *config, *only, *skip, *require, *junit, *prom, *baseline, *save, *plan, *dev,
 		*backend, *nccl_log;
-	int quick, list_keys;
+	int quick, passive, list_keys;
 } opt;
 
 const struct pn_opt check_options[] = {
@@ -41,6 +41,9 @@ const struct pn_opt check_options[] = {
 	  "inventory pcie counters nic-bw gpu-copy allreduce rails settings nccl-path ranks", OPT_LIST },
 	{ "quick", 0, OPT_BOOL, &opt.quick, NULL,
 	  "shorter measurements (see the man page for what is left out)", NULL, NULL },
+	{ "passive", 0, OPT_BOOL, &opt.passive, NULL,
+	  "read the node's state only, send no traffic: inventory, pcie, counters, settings, "
+	  "ranks (nccl-path with --nccl-log)", NULL, NULL },
 	{ "junit", 0, OPT_STRING, &opt.junit, "FILE", "also write JUnit XML to FILE", NULL, NULL },
 	{ "prom", 0, OPT_STRING, &opt.prom, "FILE",
 	  "also write a node_exporter textfile to FILE (by rename)", NULL, NULL },
@@ -317,11 +320,26 @@ static int setup(struct pn_ctx *ctx, struct pn_check_cfg *cfg, struct pn_check_b
 	if (opt.skip && (ret = pn_check_parse_list(opt.skip, &skip)))
 		return pn_cmd_fail(ctx, 2, "--skip: %s", pn_errmsg(ret));
 	c->mask = only & ~skip;
+	if (opt.passive) {
+		/* the checks that only read: nccl-path judges a log, never captures one */
+		unsigned passive = 1u << PN_CHECK_INVENTORY | 1u << PN_CHECK_PCIE |
+				   1u << PN_CHECK_COUNTERS | 1u << PN_CHECK_SETTINGS |
+				   1u << PN_CHECK_RANKS | (opt.nccl_log ? 1u << PN_CHECK_NCCLPATH : 0);
+		int id;
+
+		for (id = 0; opt.only && id < PN_CHECK_COUNT; id++)
+			if (c->mask & ~passive & (1u << id))
+				return pn_cmd_fail(ctx, 2, "--passive and --only %s: %s %s", opt.only,
+						   pn_check_name(id), id == PN_CHECK_NCCLPATH
+						   ? "runs NCCL without --nccl-log" : "sends traffic");
+		c->mask &= passive;
+	}
 	/* nccl-path judges --nccl-log, else a log it captures */
 	if (opt.nccl_log && !(c->mask & (1u << PN_CHECK_NCCLPATH)))
 		return pn_cmd_fail(ctx, 2, "--nccl-log given, but nccl-path is not run");
 	if (!c->mask)
-		return pn_cmd_fail(ctx, 2, "no check left to run (--only, --skip)");
+		return pn_cmd_fail(ctx, 2, "no check left to run (--only, --skip%s)",
+				   opt.passive ? ", --passive" : "");
 	if (opt.baseline && opt.save)
 		return pn_cmd_fail(ctx, 2, "--baseline and --save-baseline exclude each other");
 	if (opt.config && (ret = pn_check_cfg_load(cfg, opt.config)))

@@ -2,11 +2,26 @@
 # Plugins: optional shared objects loaded at run time through
 # plugins/include/penny_plugin.h.  The core binary never links CUDA or NCCL.
 #   $(B)/plugins/penny-nccl.so   always (NCCL and the CUDA driver are opened with dlopen)
-#   $(B)/plugins/penny-cuda.so   when nvcc exists (kernels embedded as fatbins for sm_90)
+#   $(B)/plugins/penny-cuda.so   when nvcc exists (kernels embedded as fatbins for CUDA_ARCHS)
 #   $(B)/plugins/penny-nvshmem.so   when nvcc and NVSHMEM are found (below)
 # NVCC= (empty) builds as if there were no nvcc.
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
-NVCC_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+# The GPU architectures of the kernels: CUDA_ARCHS, compute capabilities
+# without the dot, machine code (SASS) for each and PTX of the first, which
+# the driver compiles for a GPU newer than all of them.  Default: Ampere
+# (80), Hopper (90) and Blackwell (100, 120), those this nvcc knows
+# (nvcc --list-gpu-arch; Blackwell from CUDA 12.8).  The nvshmem plugin is
+# linked for NVSHMEM_ARCH (90) alone.  debian/control states the default.
+CUDA_ARCHS_DEFAULT := 80 90 100 120
+ifeq ($(origin CUDA_ARCHS),undefined)
+ifneq ($(strip $(NVCC)),)
+CUDA_ARCHS := $(filter $(CUDA_ARCHS_DEFAULT),$(patsubst compute_%,%,$(shell $(NVCC) --list-gpu-arch 2>/dev/null)))
+CUDA_ARCHS := $(if $(CUDA_ARCHS),$(CUDA_ARCHS),80 90)
+endif
+endif
+NVSHMEM_ARCH ?= 90
+NVCC_ARCH ?= $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+	-gencode arch=compute_$(firstword $(CUDA_ARCHS)),code=compute_$(firstword $(CUDA_ARCHS))
 NVCC_FLAGS ?= -O3 -std=c++17 $(NVCC_ARCH) -diag-suppress 177
 BIN2C ?= $(dir $(NVCC))bin2c
 # The CPU emulator test of the kernels needs a C++ compiler (not nvcc).
@@ -77,12 +92,12 @@ $(PL)/obj/nv_boot.o: plugins/nvshmem/nv_boot.cc plugins/nvshmem/nv_boot.h
 	@mkdir -p $(dir $@)
 	$(PL_NV_NVCC) -c -o $@ $<
 
-$(PL)/gen/nvshmem_k.o: plugins/nvshmem/nv_kernels.cu $(PL_NV_KDEPS)
+$(PL)/gen/nvshmem_k.o: plugins/nvshmem/nv_kernels.cu $(PL_NV_KDEPS) $(PL)/gen/arch
 	@mkdir -p $(dir $@)
 	$(PL_NV_NVCC) $(NVCC_FLAGS) -rdc=true -c -o $@ $<
 
 $(PL)/gen/nvshmem.cubin: $(PL)/gen/nvshmem_k.o
-	$(NVLINK) -arch=sm_90 -o $@ $< -L$(PL_NV_LIBDIR) -lnvshmem_device
+	$(NVLINK) -arch=sm_$(NVSHMEM_ARCH) -o $@ $< -L$(PL_NV_LIBDIR) -lnvshmem_device
 
 $(PL)/gen/image_nvshmem.c: $(PL)/gen/nvshmem.cubin
 	$(BIN2C) -c -n pn_image_nvshmem $< | \
@@ -143,17 +158,22 @@ $(PL)/libpenny-nccl.so: $(PL_INTERPOSE_OBJ)
 $(PL)/penny-cuda.so: $(PL_CUDA_OBJ) $(PL_IMAGE_OBJ) $(PL_AR_IMAGE_OBJ)
 	$(CC) -shared $(LDFLAGS) -o $@ $^ $(PL_LIBS)
 
-# Kernels: nvcc -> fatbin -> C array (bin2c) -> object.
-$(PL)/gen/data.fatbin: plugins/common/data_kernels.cu $(PL_KDEPS)
+# Kernels: nvcc -> fatbin -> C array (bin2c) -> object, built again when
+# the architectures change ($(PL)/gen/arch holds those they were built for).
+$(PL)/gen/arch: FORCE
+	@mkdir -p $(dir $@)
+	@printf '%s\n' '$(NVCC_ARCH)' | cmp -s - $@ || printf '%s\n' '$(NVCC_ARCH)' >$@
+
+$(PL)/gen/data.fatbin: plugins/common/data_kernels.cu $(PL_KDEPS) $(PL)/gen/arch
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -fatbin -o $@ $<
 
-$(PL)/gen/%.fatbin: plugins/cuda/ar_kernels.cu $(PL_KDEPS)
+$(PL)/gen/%.fatbin: plugins/cuda/ar_kernels.cu $(PL_KDEPS) $(PL)/gen/arch
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -DPN_AR_ALGO=$* -fatbin -o $@ $<
 
 # The cross-node kernels: the same source, their own image.
-$(PL)/gen/xnode.fatbin: plugins/cuda/ar_kernels.cu $(PL_KDEPS)
+$(PL)/gen/xnode.fatbin: plugins/cuda/ar_kernels.cu $(PL_KDEPS) $(PL)/gen/arch
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -DPN_XNODE_KERNELS -fatbin -o $@ $<
 

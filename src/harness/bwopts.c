@@ -63,8 +63,9 @@ int pn_bw_opts_cfg(struct pn_bw_opts *o, struct pn_bw_cfg *c)
 	if (why)
 		return pn_err(-EINVAL, "%s", why);
 	if (o->connection && strcasecmp(o->connection, "RC"))
-		return pn_err(-EINVAL, "-c: penny bw tests RC (reliable connection) QPs only, not "
-				       "'%s'", o->connection);
+		return pn_err(-EINVAL, "-c %s: not supported by penny: it tests RC (reliable "
+				       "connected) QPs only, with RDMA write, read and send",
+			      o->connection);
 	if (o->limit_bw >= 0 && o->min_gbps >= 0)
 		return pn_err(-EINVAL, "-w and --min-gbps are one gate: give one");
 	if (o->limit_bw >= 0 && o->lat)
@@ -116,7 +117,8 @@ int pn_bw_opts_gpu(const struct pn_bw_opts *o, int nargs, int launched)
 {
 	/* RDMA options have no meaning for GPU copies */
 	if (nargs || o->loopback || o->all_rails || o->dev || o->duration > 0 || o->all ||
-	    o->expect || o->min_gbps >= 0 || launched || o->qps != 1 || strcmp(o->op, "write"))
+	    o->expect || o->min_gbps >= 0 || o->limit_bw >= 0 || o->rdma_cm || o->events ||
+	    launched || o->qps != 1 || strcmp(o->op, "write"))
 		return pn_err(-EINVAL, "--gpu measures this host's GPUs in one process: it "
 				       "takes -s, -n, -b, --lat and --gpu-engine only");
 	return 0;

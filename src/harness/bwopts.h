@@ -22,6 +22,7 @@ struct pn_bw_opts {
 	const char *dev, *op, *loopback, *expect, *gpu_engine, *connection;
 	int ibport, gid, all, iters, qps, bidir, mtu, lat, txdepth, port, all_rails;
 	int inline_size, use_cuda, gpu, cpu_freq, report_gbits, qp_timeout, no_peak;
+	int rdma_cm, events;	/* accepted, warned: penny's TCP exchange, CQ polling */
 	uint64_t size;		/* 65536 (RDMA) or 256 MiB (--gpu) when not given */
 	double duration, min_gbps, limit_bw;
 };

@@ -5,8 +5,10 @@
 # copy of the tree and leaves the tree as it was; the packages hold what they
 # should and nothing else, lintian has nothing to say at its default level,
 # the unpacked binary runs topo and check --quick on a synthetic node with
-# the plugins of its package, and so does the installed one: dpkg -i and -r
-# in a throw-away overlay of this machine's root (where root may mount one;
+# the plugins of its package, and so does the installed one: dpkg -i (the
+# user penny, /var/lib/penny root:penny 0775, the Slurm check in libexec),
+# dpkg -r (the units an operator enabled are disabled) and dpkg -P
+# (/var/lib/penny goes) in a throw-away overlay of this machine's root (where root may mount one;
 # skipped otherwise).  The build (about a minute) needs
 # debhelper (make setup-deb); without it the build tests are skipped.  It is
 # built without the cuda plugin (NVCC=) to keep it short.
@@ -38,14 +40,17 @@ test_expect_success 'make deb builds the four packages, the tree untouched' '
 deb() { echo deb/$1_${version}_*.deb; }
 contents() { dpkg-deb -c $(deb "$1") | awk "{print \$6}" | grep -v "/$" | sed "s@^\./@/@" | sort; }
 
-test_expect_success 'penny holds the binary, man pages, completions and examples' '
+test_expect_success 'penny holds the binary, man pages, completions, examples and the Slurm check' '
 	{
 		echo /usr/bin/penny
 		echo /usr/share/bash-completion/completions/penny
 		echo /usr/share/doc/penny/changelog.gz
 		echo /usr/share/doc/penny/copyright
-		for f in "$TOP"/etc/check/*.conf "$TOP"/etc/slurm/* "$TOP"/etc/container/* \
+		for f in "$TOP"/etc/check/*.conf "$TOP"/etc/container/* \
 			"$TOP"/etc/kubernetes/*; do echo /usr/share/doc/penny/examples/${f##*/}; done
+		echo /usr/libexec/penny/penny-slurm-check
+		echo /usr/lib/sysusers.d/penny.conf
+		echo /usr/lib/tmpfiles.d/penny.conf
 		echo /etc/default/penny
 		for f in penny-check.service penny-check.timer penny-top.service; do
 			echo /lib/systemd/system/$f
@@ -60,6 +65,13 @@ test_expect_success 'penny-plugins-gpu holds the nccl plugin, the interposer and
 	printf "%s\n" /usr/lib/penny/libpenny-nccl.so /usr/lib/penny/penny-nccl.so \
 		/usr/share/man/man7/penny-nccl.7.gz >want && test_cmp want got &&
 	dpkg-deb -f $(deb penny-plugins-gpu) Depends | grep -q "penny (= $version)"
+'
+test_expect_success 'penny-plugins-gpu'"'"'s description states the GPU architectures of the plugins' '
+	dpkg-deb -f $(deb penny-plugins-gpu) Description >desc && cat desc &&
+	for a in $(make -s -C "$TOP" --no-print-directory -f Makefile -f - print-archs <<-\MK
+		print-archs: ; @echo $(CUDA_ARCHS_DEFAULT)
+		MK
+	); do grep -q "sm_$a" desc || { echo "sm_$a not stated"; exit 1; }; done && grep -q PTX desc
 '
 test_expect_success 'the binaries are stripped; the debug info is in -dbgsym by build-id' '
 	mkdir x && dpkg-deb -x $(deb penny) x && dpkg-deb -x $(deb penny-plugins-gpu) x &&
@@ -125,8 +137,18 @@ else
 				/lib/systemd/system/penny-check.timer /lib/systemd/system/penny-top.service &&
 			grep -q ^ExecStart=/usr/bin/penny /lib/systemd/system/penny-top.service &&
 			test ! -e /etc/systemd/system/timers.target.wants/penny-check.timer &&
+			getent passwd penny >/dev/null && test \"\$(stat -c %U:%G:%a /var/lib/penny)\" = root:penny:775 &&
+			test -x /usr/libexec/penny/penny-slurm-check &&
+			grep -qx \"PENNY=\\\${PENNY:-/usr/bin/penny}\" /usr/libexec/penny/penny-slurm-check &&
+			systemctl enable penny-check.timer penny-top.service 2>/dev/null &&
+			test -e /etc/systemd/system/timers.target.wants/penny-check.timer &&
+			echo x >/var/lib/penny/penny-check.prom &&
 			cat topo.txt && dpkg -r penny-plugins-gpu penny >/dev/null &&
-			test ! -e /usr/bin/penny && test ! -e /usr/lib/penny" >out 2>&1 ||
+			test ! -e /usr/bin/penny && test ! -e /usr/lib/penny &&
+			test ! -e /etc/systemd/system/timers.target.wants/penny-check.timer &&
+			test ! -e /etc/systemd/system/multi-user.target.wants/penny-top.service &&
+			test -e /var/lib/penny/penny-check.prom && dpkg -P penny >/dev/null &&
+			test ! -e /var/lib/penny" >out 2>&1 ||
 			{ cat out; exit 1; }
 		grep -v "^Processing triggers" out >topo.txt &&
 		test_cmp "$TOP/tests/fixtures/topo/sysfs-ports.txt" topo.txt

@@ -3,9 +3,12 @@
 # The fleet examples make install puts in place (etc/): the systemd units
 # pass systemd-analyze verify and their command lines, as systemd expands
 # them with the defaults, run and write what they promise (penny top ends
-# with 0 on SIGTERM); the Slurm script drains a failing node with the first
-# failing check as the reason (a stub scontrol records the exact arguments)
-# and resumes the nodes it drained; the Containerfile builds the way
+# with 0 on SIGTERM); the Slurm script drains a failing node with the
+# failing checks as the reason (a stub scontrol records the exact
+# arguments), never touches a node drained by someone else and resumes only
+# the nodes it drained, drains on exit 2 (or only logs), bounds the check
+# and kills it on its time-out or SIGTERM (tests/lab/t0182-lab-slurm-check.sh
+# does the same against a real slurmctld); the Containerfile builds the way
 # `make setup` and `make install` say, with the libraries the binary links;
 # the Kubernetes DaemonSet is a well-formed apps/v1 DaemonSet whose command
 # penny accepts.
@@ -28,11 +31,12 @@ appears() { timeout 10 sh -c 'until test -s "$1"; do sleep 0.05; done' sh "$1"; 
 test_expect_success 'make install puts the units, the settings file and the examples in place' '
 	for f in lib/systemd/system/penny-check.service lib/systemd/system/penny-check.timer \
 		lib/systemd/system/penny-top.service etc/default/penny \
-		share/doc/penny/examples/penny-slurm-check share/doc/penny/examples/Containerfile \
+		libexec/penny/penny-slurm-check share/doc/penny/examples/Containerfile \
 		share/doc/penny/examples/penny-top-daemonset.yaml; do
 		test -f r/$f || { echo "no $f"; exit 1; }
 	done &&
-	test -x r/share/doc/penny/examples/penny-slurm-check &&
+	test -x r/libexec/penny/penny-slurm-check && test -f r/lib/sysusers.d/penny.conf &&
+	test -f r/lib/tmpfiles.d/penny.conf &&
 	grep -qx "ExecStart=$PWD/r/bin/penny check .*" $units/penny-check.service &&
 	grep -qx "EnvironmentFile=-$PWD/r/etc/default/penny" $units/penny-top.service &&
 	! grep -n "@[A-Z]*@" $units/*
@@ -98,6 +102,27 @@ test_expect_success 'penny-check.service: its command writes the textfile and th
 	test "$rc" -le 1 && grep -q "^penny_check_exit_code $rc$" v/check.prom &&
 	grep -q "<testsuites" v/check.xml && ! grep -q FAIL out
 '
+test_expect_success 'the units'"'"' default, check --passive, runs only the checks that read' '
+	PENNY_SYSROOT=$PWD/ok "$PENNY" check --passive --json >p.json; rc=$?; test $rc -le 1 &&
+	python3 -c "import json; d = json.load(open(\"p.json\"))
+got = {r[\"check\"] for r in d[\"results\"]}
+assert got and got <= {\"inventory\", \"pcie\", \"counters\", \"settings\", \"ranks\"}, got" &&
+	test_exit 2 "$PENNY" check --passive --only pcie,allreduce 2>err && cat err &&
+	grep -qx "penny check: --passive and --only pcie,allreduce: allreduce sends traffic" err &&
+	test_exit 2 "$PENNY" check --passive --only nccl-path 2>err &&
+	grep -q "nccl-path runs NCCL without --nccl-log" err &&
+	test_exit 2 "$PENNY" check --passive --skip inventory,pcie,counters,settings,ranks 2>err &&
+	grep -qx "penny check: no check left to run (--only, --skip, --passive)" err
+'
+if [ -x /usr/bin/time ]; then
+	test_expect_success 'check --quick on the host engine (no GPU) stays under 100 MB' '
+		/usr/bin/time -f "%M" -o rss "$PENNY" check --quick --only allreduce --sysfs-root "$PWD/ok" \
+			--backend nosuch >out 2>err; rc=$?; cat out rss; test $rc -le 1 &&
+		grep -q "^allreduce .* PASS" out && test "$(tail -n 1 rss)" -lt 100000
+	'
+else
+	test_skip "check --quick's memory" "no /usr/bin/time"
+fi
 test_expect_success 'penny-top.service: its command writes the textfile and ends with 0 on SIGTERM' '
 	cmdline $units/penny-top.service PENNY_TOP_PROM=$PWD/v/top.prom PENNY_TOP_ARGS=-i0.2 >args &&
 	cat args && mapfile -t a <args &&
@@ -114,10 +139,10 @@ test_expect_success 'the default settings file is all comments and names only th
 '
 
 # ---- Slurm ----
-slurm=$PWD/r/share/doc/penny/examples/penny-slurm-check
+slurm=$PWD/r/libexec/penny/penny-slurm-check
 mkdir bin
 # the stub scontrol: each call's arguments, one a line, then "--"; "show
-# node" prints the state in the file show
+# node" prints the node as the file show says (State=, Reason= lines)
 cat >bin/scontrol <<-EOF
 	#!/bin/sh
 	for a in "\$@"; do printf "%s\n" "\$a"; done >>"$PWD/calls"
@@ -125,11 +150,24 @@ cat >bin/scontrol <<-EOF
 	if [ "\$1" = show ]; then cat "$PWD/show" 2>/dev/null; fi
 	exit 0
 	EOF
-chmod +x bin/scontrol
+# a check that hangs: its arguments and pid in slow.args and slow.pid
+cat >bin/slow-penny <<-EOF
+	#!/bin/sh
+	printf "%s\n" "\$@" >"$PWD/slow.args"
+	echo \$\$ >"$PWD/slow.pid"
+	exec sleep 60
+	EOF
+chmod +x bin/scontrol bin/slow-penny
 cp -a ok bad && echo 8 >"$(readlink -f bad/sys/bus/pci/devices/0000:01:00.0)/current_link_width"
 echo "PENNY_SLURM_CHECK_ARGS='--only pcie --sysfs-root $PWD/bad'" >bad.conf
 echo "PENNY_SLURM_CHECK_ARGS='--only pcie --sysfs-root $PWD/ok'" >ok.conf
 echo "PENNY_SLURM_CHECK_ARGS='--only nosuch'" >err.conf
+# show_node STATE [REASON]: what the stub scontrol says of node n01
+show_node() {
+	{ echo "NodeName=n01 Arch=x86_64 CoresPerSocket=1"
+	  echo "   State=$1 ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A"
+	  if [ -n "${2:-}" ]; then echo "   Reason=$2 [root@2026-11-26T10:00:00]"; fi; } >show
+}
 # hc CONF [ENV...]: the script as slurmd runs it, on node n01
 hc() {
 	local conf=$1
@@ -138,37 +176,101 @@ hc() {
 	env -i PATH="$PWD/bin:$PATH" PENNY="$PENNY" PENNY_DEFAULTS="$PWD/$conf" \
 		SLURMD_NODENAME=n01 "$@" sh "$slurm"
 }
+# exec_hc CONF [ENV...]: hc in this process (its pid the script's)
+exec_hc() {
+	local conf=$1
+	shift
+	exec env -i PATH="$PWD/bin:$PATH" PENNY="$PENNY" PENNY_DEFAULTS="$PWD/$conf" \
+		SLURMD_NODENAME=n01 "$@" sh "$slurm"
+}
+fail_reason="Reason=penny check: pcie GPU0: downtrained width link at 0000:01:00.0 (above the device): Gen5 x8 of Gen5 x16 (and 1 more)"
 if command -v shellcheck >/dev/null; then
 	test_expect_success 'penny-slurm-check: shellcheck has nothing to say' '
-		shellcheck "$TOP/etc/slurm/penny-slurm-check"
+		shellcheck "$TOP/etc/slurm/penny-slurm-check" "$slurm"
 	'
 else
 	test_skip "shellcheck of penny-slurm-check" "no shellcheck"
 fi
-test_expect_success 'HealthCheckProgram: a failing check drains the node, the check as the reason' '
-	test_exit 1 hc bad.conf &&
-	printf "%s\n" update NodeName=n01 State=DRAIN \
-		"Reason=penny check: pcie GPU0: downtrained width link at 0000:01:00.0 (above the device): Gen5 x8 of Gen5 x16 (and 1 more)" \
-		-- >want && test_cmp want calls
+test_expect_success 'installed in libexec, naming the installed penny and settings file' '
+	test -x "$slurm" && grep -qx "PENNY=\${PENNY:-$PWD/r/bin/penny}" "$slurm" &&
+	grep -q "^defaults=\${PENNY_DEFAULTS:-$PWD/r/etc/default/penny}$" "$slurm"
 '
-test_expect_success 'HealthCheckProgram: a passing check resumes a node it drained, only that' '
-	hc ok.conf && printf "%s\n" show node n01 -- >want && test_cmp want calls &&
-	echo "   State=IDLE+DRAIN Reason=penny check: pcie GPU0: x8 [root@2026-11-26]" >show &&
+test_expect_success 'HealthCheckProgram: a failing check drains the node, the check as the reason' '
+	show_node IDLE && test_exit 1 hc bad.conf 2>err && cat err &&
+	printf "%s\n" show node n01 -- update NodeName=n01 State=DRAIN "$fail_reason" -- >want &&
+	test_cmp want calls
+'
+test_expect_success 'an admin'"'"'s drain is kept: a failing check does not replace its reason' '
+	show_node IDLE+DRAIN "admin: replace DIMM B2" &&
+	test_exit 1 hc bad.conf 2>err && cat err &&
+	printf "%s\n" show node n01 -- >want && test_cmp want calls &&
+	grep -q "left as it is: its reason is not penny.s: admin: replace DIMM B2" err
+'
+test_expect_success 'a passing check resumes a node penny drained, never one an admin drained' '
+	show_node IDLE && hc ok.conf && printf "%s\n" show node n01 -- >want && test_cmp want calls &&
+	show_node IDLE+DRAIN "penny check: pcie GPU0: x8" &&
 	hc ok.conf && printf "%s\n" show node n01 -- update NodeName=n01 State=RESUME -- >want &&
 	test_cmp want calls &&
-	echo "   State=IDLE+DRAIN Reason=bad DIMM [root@2026-11-26]" >show &&
+	show_node IDLE+DRAIN "bad DIMM" &&
 	hc ok.conf && printf "%s\n" show node n01 -- >want && test_cmp want calls
 '
-test_expect_success 'Prolog: drains and exits 1 (the job is requeued); never resumes' '
-	test_exit 1 hc bad.conf SLURM_JOB_ID=42 && grep -qx State=DRAIN calls &&
-	echo "   State=IDLE+DRAIN Reason=penny check: old" >show &&
-	hc ok.conf SLURM_JOB_ID=42 && test ! -e calls
+test_expect_success 'a node penny drained that fails again gets the new reason' '
+	show_node IDLE+DRAIN "penny check: old" && test_exit 1 hc bad.conf 2>/dev/null &&
+	printf "%s\n" show node n01 -- update NodeName=n01 State=DRAIN "$fail_reason" -- >want &&
+	test_cmp want calls
 '
-test_expect_success 'a check that cannot run: logged, no drain unless PENNY_SLURM_DRAIN_ON_ERROR=1' '
-	hc err.conf && test ! -e calls &&
-	echo PENNY_SLURM_DRAIN_ON_ERROR=1 >>err.conf &&
-	test_exit 1 hc err.conf && sed -n 4p calls >reason &&
-	grep -q "^Reason=penny check: could not run: .*nosuch" reason
+test_expect_success 'Prolog: drains and exits 1 (the job is requeued); never resumes' '
+	show_node MIXED && test_exit 1 hc bad.conf SLURM_JOB_ID=42 2>/dev/null &&
+	grep -qx State=DRAIN calls &&
+	show_node MIXED+DRAIN "penny check: old" &&
+	hc ok.conf SLURM_JOB_ID=42 && printf "%s\n" show node n01 -- >want && test_cmp want calls
+'
+test_expect_success 'a check that cannot run (exit 2) drains, its error line the reason' '
+	show_node IDLE && test_exit 1 hc err.conf 2>err && cat err &&
+	grep "^Reason=" calls >reason && cat reason &&
+	grep -q "^Reason=penny check: could not run (exit 2): penny check: --only: .*nosuch" reason
+'
+test_expect_success 'exit 2 after a table: the reason is the error, not the table'"'"'s header' '
+	echo "PENNY_SLURM_CHECK_ARGS='"'"'--only ranks --sysfs-root $PWD/ok'"'"'" >empty.conf &&
+	show_node IDLE && { hc empty.conf 2>err; test $? -eq 1; } && cat err &&
+	grep "^Reason=" calls >reason && cat reason &&
+	grep -q "^Reason=penny check: could not run (exit 2): " reason &&
+	! grep -q "CHECK *NODE *TARGET" reason
+'
+test_expect_success 'PENNY_SLURM_ON_ERROR=log: a check that cannot run is logged, the node left alone' '
+	show_node IDLE && hc err.conf PENNY_SLURM_ON_ERROR=log 2>err && cat err &&
+	printf "%s\n" show node n01 -- >want && test_cmp want calls &&
+	grep -q "could not run (exit 2): .*nosuch.*PENNY_SLURM_ON_ERROR=log" err
+'
+test_expect_success 'a hanging check: penny gets --timeout, is killed at the bound, the node drained' '
+	show_node IDLE && s=$(date +%s) &&
+	{ hc ok.conf PENNY=slow-penny PENNY_SLURM_TIMEOUT=1 2>err; rc=$?; } && cat err &&
+	test $rc -eq 1 && test $(($(date +%s) - s)) -le 5 &&
+	grep -qx -- --timeout slow.args && grep -A1 -x -- --timeout slow.args | tail -n 1 | grep -qx 1 &&
+	! kill -0 "$(cat slow.pid)" 2>/dev/null &&
+	grep -q "^Reason=penny check: timed out after 1 s (PENNY_SLURM_TIMEOUT)" calls
+'
+test_expect_success 'SIGTERM to the script kills its check at once; the node left alone' '
+	show_node IDLE && rm -f slow.pid &&
+	rm -f calls && { exec_hc ok.conf PENNY=slow-penny 2>err & } && pid=$! &&
+	timeout 10 sh -c "until test -s slow.pid; do sleep 0.05; done" &&
+	kill -TERM $pid && s=$(date +%s) && wait $pid; rc=$?; cat err &&
+	test $rc -ne 0 && test $(($(date +%s) - s)) -le 3 &&
+	! kill -0 "$(cat slow.pid)" 2>/dev/null &&
+	printf "%s\n" show node n01 -- >want && test_cmp want calls && grep -q "stopped by SIGTERM" err
+'
+test_expect_success 'the default runs --passive; PENNY_SLURM_IDLE_ARGS only on an IDLE node' '
+	: >none.conf && show_node MIXED &&
+	{ hc none.conf PENNY=slow-penny PENNY_SLURM_TIMEOUT=1 PENNY_SLURM_IDLE_ARGS=--quick 2>/dev/null; true; } &&
+	head -n 2 slow.args >got && printf "%s\n" check --passive >want && test_cmp want got &&
+	show_node IDLE &&
+	{ hc none.conf PENNY=slow-penny PENNY_SLURM_TIMEOUT=1 PENNY_SLURM_IDLE_ARGS=--quick 2>/dev/null; true; } &&
+	head -n 2 slow.args >got && printf "%s\n" check --quick >want && test_cmp want got
+'
+test_expect_success 'a bad PENNY_SLURM_TIMEOUT or PENNY_SLURM_ON_ERROR is said, the default used' '
+	show_node IDLE && hc ok.conf PENNY_SLURM_TIMEOUT=0 PENNY_SLURM_ON_ERROR=maybe 2>err && cat err &&
+	grep -q "PENNY_SLURM_TIMEOUT=.0. is not a whole number of seconds from 1; 50 used" err &&
+	grep -q "PENNY_SLURM_ON_ERROR=.maybe. is neither drain nor log; drain used" err
 '
 
 # ---- container and Kubernetes ----

@@ -72,9 +72,27 @@ test_expect_success 'perftest letters penny honours: -F, -c RC, -m, -u, -w' '
 	bw -F -c RC -m 1024 -u 18 -n 20 -s 4096 >out && python3 parse.py out MB 20 >/dev/null &&
 	bw -n 20 -w 0.001 >out &&
 	test_exit 1 bw -n 20 -w 1e9 >out 2>err && test "$(wc -l <err)" = 1 &&
-	grep -q "^penny bw: FAILED .* below .* Gb/s (--min-gbps " err &&
+	grep -q "^penny bw: FAILED .* below .* Gb/s (-w 1e+09 MB/sec)$" err &&
 	test_exit 1 bw -n 20 --report_gbits -w 1e6 2>err &&
-	grep -q "below 1000000.000 Gb/s" err
+	grep -q "below 1000000.000 Gb/s (-w 1e+06 Gb/sec)$" err
+'
+test_expect_success '"-w 999999" fails naming -w, never an option the user did not give' '
+	test_exit 1 bw -n 20 -w 999999 >out 2>err && cat err &&
+	grep -q "(-w 999999 MB/sec)$" err && ! grep -q -- "--min-gbps" err
+'
+test_expect_success 'perftest letters that change nothing penny measures: -R, -e run, one warning each' '
+	bw -R -n 20 -s 4096 >out 2>err && python3 parse.py out MB 20 >/dev/null && cat err &&
+	test "$(wc -l <err)" = 1 && grep -q "^penny bw: -R: penny connects the QPs over its own TCP exchange" err &&
+	bw --events -n 20 -s 4096 >out 2>err && python3 parse.py out MB 20 >/dev/null &&
+	test "$(wc -l <err)" = 1 && grep -q "^penny bw: -e: penny polls the completion queue .*the bandwidth is the same$" err &&
+	bw -e --lat -n 200 -s 8 >out 2>err && grep -q "latency lower than perftest -e.s$" err
+'
+test_expect_success 'BW peak is the best timed block, at least the average, not the average' '
+	bw -n 2000 -s 4096 --json >out.json && python3 -c "import json
+d = json.load(open(\"out.json\"))
+for r in d[\"links\"][0][\"results\"]:
+    assert r[\"bw_peak_gbps\"] == max(r[\"blocks_gbps\"]), r
+    assert r[\"bw_peak_gbps\"] >= r[\"bw_avg_gbps\"], r"
 '
 test_expect_success 'out of range or not honoured: one line naming what penny does, exit 2' '
 	tab=$(printf "\t") &&
@@ -83,12 +101,9 @@ test_expect_success 'out of range or not honoured: one line naming what penny do
 		test "$(wc -l <err)" = 1 || { echo "args: $args"; cat err; exit 1; }
 		grep -q -- "$want" err || { echo "args: $args"; cat err; exit 1; }
 	done <<-EOF
-	-R	-R: penny connects the QPs over its own TCP exchange on -p PORT
-	--rdma_cm	--rdma_cm: penny connects
-	-z	-z: penny exchanges the QP data over TCP on -p PORT
-	-c UD	-c: penny bw tests RC (reliable connection) QPs only, not .UD.
-	-c XRC	only, not .XRC.
-	-e	-e: penny polls the completion queue
+	-z	-z: not supported by penny: it exchanges the QP data over TCP on -p PORT
+	-c UD	-c UD: not supported by penny: it tests RC (reliable connected) QPs only
+	-c XRC	-c XRC: not supported by penny
 	-S 3	-S: penny uses service level 0
 	-Q 8	-Q: penny signals one work request in min(100, tx-depth/2)
 	-l 4	-l: penny posts one work request at a time; use -t N
@@ -105,8 +120,10 @@ test_expect_success 'out of range or not honoured: one line naming what penny do
 	-f 2	-f: penny measures the whole -D SEC
 	-y 1	-y: penny gates on bandwidth: -w BW
 	-W counters/port_xmit_data	-W: penny top shows the port counters
-	--out_json	--out_json: --json writes the report on standard output
-	--out_json_file=r.json	--out_json_file: --json writes the report
+	--out_json	--out_json: not supported by penny: its report has penny.s fields, not perftest.s JSON
+	--out_json_file=r.json	--out_json_file: not supported by penny: .* (--json >FILE)
+	-R --gpu	--gpu measures this host.s GPUs in one process
+	-w 5 --gpu	--gpu measures this host.s GPUs in one process
 	-u 0	-u must be 1..31, got 0
 	-u 32	-u must be 1..31, got 32
 	-m 9000	-m must be 256..4096, got 9000

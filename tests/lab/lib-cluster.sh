@@ -15,6 +15,7 @@
 #   cluster_net N           hosts n1..nN (10.77.0.1..N) and ctl (10.77.0.254)
 #   cluster_munge           munged on the default socket, a fresh key
 #   cluster_slurm           slurmctld on ctl, slurmd on n1..nN; waits for idle
+#                           (CLUSTER_SLURM_CONF: more slurm.conf lines)
 #   cluster_agent           prints the path of an rsh agent for mpirun
 #   on HOST CMD...          run CMD on HOST (its network and host name)
 #   cluster_down            stop everything (installed as the EXIT trap)
@@ -128,6 +129,7 @@ cluster_slurm() {
 	MailProg=/bin/true
 	NodeName=$nodes CPUs=2 State=UNKNOWN
 	PartitionName=lab Nodes=$nodes Default=YES MaxTime=10 State=UP OverSubscribe=FORCE:4
+	${CLUSTER_SLURM_CONF:-}
 	EOF
 	mount --bind "$d/etc" /etc/slurm 2>/dev/null ||
 		cluster_skip "no /etc/slurm to bind this run's slurm.conf over (slurm-wlm not installed?)"
