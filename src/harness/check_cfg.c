@@ -85,6 +85,8 @@ static const struct pn_check_key keys[] = {
 	{ "alltoall.size", PN_KEY_INT, 4096, 1 << 30, 1 << 20, NULL,
 	  "bytes each way of every pair exchange, and from each rank in the job's all-to-all "
 	  "(--quick: a quarter)", NULL },
+	{ "alltoall.iters", PN_KEY_INT, 5, 10000, 10, NULL,
+	  "timed exchanges per pair of ranks, over 5 blocks (--quick: half, at least 5)", NULL },
 	{ "alltoall.efficiency", PN_KEY_NUM, 1e-6, 1, 0.5, NULL,
 	  "over verbs: fraction of the slower NIC's port rate every pair exchange must reach",
 	  NULL },
