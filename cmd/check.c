@@ -33,15 +33,12 @@ const struct pn_opt check_options[] = {
 	{ "config", 0, OPT_STRING, &opt.config, "FILE",
 	  "expectations: one 'key = value' a line (see --list-keys)", NULL, NULL },
 	{ "only", 0, OPT_STRING, &opt.only, "LIST", "run only these checks (comma list)",
-	  "inventory pcie counters nic-bw gpu-copy allreduce rails settings nccl-path ranks "
-	  "alltoall", OPT_LIST },
+	  "inventory pcie counters nic-bw gpu-copy allreduce rails settings nccl-path ranks alltoall", OPT_LIST },
 	{ "skip", 0, OPT_STRING, &opt.skip, "LIST", "run every check but these (comma list)",
-	  "inventory pcie counters nic-bw gpu-copy allreduce rails settings nccl-path ranks "
-	  "alltoall", OPT_LIST },
+	  "inventory pcie counters nic-bw gpu-copy allreduce rails settings nccl-path ranks alltoall", OPT_LIST },
 	{ "require", 0, OPT_STRING, &opt.require, "LIST",
 	  "a SKIP of these checks is a FAIL (comma list; adds to job.require)",
-	  "inventory pcie counters nic-bw gpu-copy allreduce rails settings nccl-path ranks "
-	  "alltoall", OPT_LIST },
+	  "inventory pcie counters nic-bw gpu-copy allreduce rails settings nccl-path ranks alltoall", OPT_LIST },
 	{ "quick", 0, OPT_BOOL, &opt.quick, NULL,
 	  "shorter measurements (see the man page for what is left out)", NULL, NULL },
 	{ "junit", 0, OPT_STRING, &opt.junit, "FILE", "also write JUnit XML to FILE", NULL, NULL },
