@@ -46,6 +46,7 @@ static const struct {
 	[PN_CHECK_SETTINGS] = { "settings", pn_check_settings, 1 },
 	[PN_CHECK_NCCLPATH] = { "nccl-path", pn_check_ncclpath, 1 },
 	[PN_CHECK_RANKS] = { "ranks", pn_check_ranks, 0 },
+	[PN_CHECK_ALLTOALL] = { "alltoall", pn_check_alltoall, 0 },
 };
 
 const char *pn_check_name(enum pn_check_id id)
@@ -69,7 +70,8 @@ int pn_check_parse_list(const char *list, unsigned *mask)
 			return pn_err(-EINVAL, "an empty check name in '%s'", list);
 		if (id == PN_CHECK_COUNT)
 			return pn_err(-EINVAL, "no check '%.*s' (checks: inventory, pcie, counters, "
-				      "nic-bw, gpu-copy, allreduce, rails, settings, nccl-path, ranks)", (int)(n > 64 ? 64 : n), p);
+				      "nic-bw, gpu-copy, allreduce, rails, settings, nccl-path, ranks, "
+				      "alltoall)", (int)(n > 64 ? 64 : n), p);
 		m |= 1u << id;
 		if (!p[n])
 			break;
@@ -457,7 +459,7 @@ int pn_check_run(struct pn_check *c)
 	static const int order[] = { PN_CHECK_INVENTORY, PN_CHECK_PCIE, PN_CHECK_SETTINGS,
 				     PN_CHECK_NCCLPATH, PN_CHECK_RANKS, PN_CHECK_NICBW,
 				     PN_CHECK_GPUCOPY, PN_CHECK_ALLREDUCE, PN_CHECK_RAILS,
-				     PN_CHECK_COUNTERS };
+				     PN_CHECK_ALLTOALL, PN_CHECK_COUNTERS };
 	double window = 0, timeout;
 	size_t i;
 	uint32_t need;

@@ -44,6 +44,7 @@ enum pn_check_id {
 	PN_CHECK_SETTINGS,	/* "settings" (runs after pcie) */
 	PN_CHECK_NCCLPATH,	/* "nccl-path" (with --nccl-log only) */
 	PN_CHECK_RANKS,		/* "ranks" (under a launcher) */
+	PN_CHECK_ALLTOALL,	/* "alltoall" (across nodes; runs after rails) */
 	PN_CHECK_COUNT
 };
 
@@ -153,6 +154,7 @@ int pn_check_rails(struct pn_check *c);		/* check_net.c */
 int pn_check_settings(struct pn_check *c);	/* check_platform.c */
 int pn_check_ncclpath(struct pn_check *c);	/* check_nccl.c */
 int pn_check_ranks(struct pn_check *c);		/* check_ranks.c */
+int pn_check_alltoall(struct pn_check *c);	/* check_a2a.c */
 
 /* Run check id now (the driver's step: node checks on the node leader). */
 int pn_check_run_one(struct pn_check *c, int id);

@@ -46,7 +46,7 @@ static const struct pn_check_key keys[] = {
 	  "under a launcher: fail a result this fraction below its group's job median", NULL },
 	{ "job.require", PN_KEY_LIST, 0, 0, 0, NULL,
 	  "checks whose SKIP is a FAIL (comma list; --require adds to it)",
-	  "inventory pcie counters nic-bw gpu-copy allreduce rails settings nccl-path" },
+	  "inventory pcie counters nic-bw gpu-copy allreduce rails settings nccl-path alltoall" },
 	{ "job.baseline-fraction", PN_KEY_NUM, 0, 1, 0.9, NULL,
 	  "with --baseline: the fraction of the baseline's figure a result must reach", NULL },
 	/* check-net: nic-bw, rails */
@@ -81,6 +81,22 @@ static const struct pn_check_key keys[] = {
 	  "bytes of the judged allreduce (the full check also runs 1/16 and 1/4 of it)", NULL },
 	{ "allreduce.min-busbw", PN_KEY_NUM, 0, 1e6, NAN, NULL,
 	  "busbw (GB/s) the allreduce must reach, instead of the prediction", NULL },
+	/* alltoall */
+	{ "alltoall.size", PN_KEY_INT, 4096, 1 << 30, 1 << 20, NULL,
+	  "bytes each way of every pair exchange, and from each rank in the job's all-to-all "
+	  "(--quick: a quarter)", NULL },
+	{ "alltoall.iters", PN_KEY_INT, 5, 10000, 10, NULL,
+	  "timed exchanges per pair of ranks, over 5 blocks (--quick: half, at least 5)", NULL },
+	{ "alltoall.efficiency", PN_KEY_NUM, 1e-6, 1, 0.5, NULL,
+	  "over verbs: fraction of the slower NIC's port rate every pair exchange must reach",
+	  NULL },
+	{ "alltoall.min-gbps", PN_KEY_NUM, 0, 1e6, NAN, NULL,
+	  "Gb/s every pair exchange must reach each way (instead of the topology's)", NULL },
+	{ "alltoall.pair-margin", PN_KEY_NUM, 0, 1, 0.5, NULL,
+	  "fail a pair exchange this fraction below the job's median of its link (leaf, spine)",
+	  NULL },
+	{ "alltoall.min-busbw", PN_KEY_NUM, 0, 1e6, NAN, NULL,
+	  "busbw (GB/s) the job's all-to-all must reach", NULL },
 	/* settings */
 	{ "settings.acs", PN_KEY_TEXT, 0, 0, 0, "fail",
 	  "ACS redirect on a switch port above a GPU or NIC: fail, or allow (a PASS that says so)",

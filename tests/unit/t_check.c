@@ -27,12 +27,13 @@ TEST(names)
 	CHECK_STR(pn_check_name(PN_CHECK_SETTINGS), "settings");
 	CHECK_STR(pn_check_name(PN_CHECK_NCCLPATH), "nccl-path");
 	CHECK_STR(pn_check_name(PN_CHECK_RANKS), "ranks");
+	CHECK_STR(pn_check_name(PN_CHECK_ALLTOALL), "alltoall");
 	CHECK(pn_check_name(PN_CHECK_COUNT) == NULL);
 	CHECK(pn_check_name((enum pn_check_id)-1) == NULL);
 	CHECK_EQ_INT(pn_check_parse_list("nic-bw,pcie", &m), 0);
 	CHECK_EQ_INT(m, (1u << PN_CHECK_NICBW) | (1u << PN_CHECK_PCIE));
 	CHECK_EQ_INT(pn_check_parse_list("inventory,pcie,counters,nic-bw,gpu-copy,allreduce,rails,"
-					 "settings,nccl-path,ranks", &m), 0);
+					 "settings,nccl-path,ranks,alltoall", &m), 0);
 	CHECK_EQ_INT(m, PN_CHECK_ALL);
 	m = 7;
 	CHECK_EQ_INT(pn_check_parse_list("pcie,nope", &m), -EINVAL);
