@@ -320,6 +320,10 @@ static int setup(struct pn_ctx *ctx, struct pn_check_cfg *cfg, struct pn_check_b
 	if (opt.skip && (ret = pn_check_parse_list(opt.skip, &skip)))
 		return pn_cmd_fail(ctx, 2, "--skip: %s", pn_errmsg(ret));
 	c->mask = only & ~skip;
+	/* alltoall loads every node pair and needs a spine: run when asked for */
+	if (!opt.only && !(opt.require && !pn_check_parse_list(opt.require, &skip) &&
+			   (skip & 1u << PN_CHECK_ALLTOALL)))
+		c->mask &= ~(1u << PN_CHECK_ALLTOALL);
 	if (opt.passive) {
 		/* the checks that only read: nccl-path judges a log, never captures one */
 		unsigned passive = 1u << PN_CHECK_INVENTORY | 1u << PN_CHECK_PCIE |

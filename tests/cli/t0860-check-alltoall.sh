@@ -35,6 +35,15 @@ test_expect_success 'a node alone: alltoall SKIPs, saying why (every check skipp
 	grep -q "^n0 job SKIP None None | .*needs at least 2 nodes under a launcher" r
 '
 
+test_expect_success 'alltoall runs when asked for: --only or --require, not by default' '
+	job4 --sysfs-root n1 --timeout 20 --skip nic-bw,gpu-copy,allreduce,rails,nccl-path,counters \
+		--config ok.conf && test "$rc" = 0000 &&
+	rows >r && test ! -s r &&
+	job4 --sysfs-root n1 --timeout 20 --skip nic-bw,gpu-copy,allreduce,rails,nccl-path,counters \
+		--require alltoall --config ok.conf && test "$rc" = 0000 &&
+	rows >r && cat r && test "$(wc -l <r)" -eq 4
+'
+
 test_expect_success '2 nodes x 2 ranks: every row PASSes, the pairs and their links named' '
 	job4 --sysfs-root n1 --timeout 20 --only alltoall --config ok.conf && test "$rc" = 0000 &&
 	rows >r && cat r && test "$(wc -l <r)" -eq 4 &&
