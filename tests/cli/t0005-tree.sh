@@ -117,7 +117,7 @@ top = sys.argv[1]
 known = {
 	# coll-test and nccl-tests' letters (the sweep's options shared by two
 	# commands), early refusals, --passive: to move out (the sweep's flow)
-	"cmd/": 5282,
+	"cmd/": 5286,
 }
 if sys.argv[2]:
 	known = json.loads(sys.argv[2])
