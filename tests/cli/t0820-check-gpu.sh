@@ -41,7 +41,7 @@ test_expect_success 'the GPU checks run on the test plugin and pass with a gener
 	field gpu-copy GPU0-GPU3 source | grep -q "SYS: socket link 10 GB/s" &&
 	test "$(field allreduce node verdict)" = PASS &&
 	field allreduce node source | grep -q "^gpu-copy: slowest pair GPU[0-3]-GPU[0-3] .* measured x 0.0001%" &&
-	field allreduce node detail | grep -q "^cuda, 4 ranks, 65536 B, 0 wrong values"
+	field allreduce node detail | grep -Eq "^cuda, 4 ranks, 65536 B, blocks [0-9.e+-]+-[0-9.e+-]+, 0 wrong values"
 '
 test_expect_success 'text output: one row per GPU and direction, per pair, and the node allreduce' '
 	gpucheck --config generous.conf >out.txt &&
