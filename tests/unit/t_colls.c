@@ -67,14 +67,15 @@ static int job_open(struct job *j, struct pn_boot_cfg *cfg, const struct round *
 	struct pn_comm_cfg cc = { .transport = rd->transport, .nchannels = 1 };
 	int ret;
 
-	memset(j, 0, sizeof(*j));
-	if (rd->nodes > 1) {
-		char id[16];
+	static char id[16];
 
-		snprintf(id, sizeof(id), "n%d", cfg->rank * rd->nodes / rd->np);
-		setenv("PENNY_NODE_ID", id, 1);
-	}
+	memset(j, 0, sizeof(*j));
 	ret = pn_boot_cfg_from_env(cfg);
+	/* PENNY_NODE_ID as cmd/ hands it down (the engine reads no knob) */
+	if (rd->nodes > 1) {
+		snprintf(id, sizeof(id), "n%d", cfg->rank * rd->nodes / rd->np);
+		cfg->knobs.node_id = id;
+	}
 	if (!ret)
 		ret = pn_boot_init(&j->b, cfg);
 	if (!ret)
