@@ -120,7 +120,7 @@ $(B)/tests/preload/%.so: tests/preload/%.c
 -include plugins/plugins.mk
 
 # make test builds on every CPU (unless -j is given) and runs the test files
-# JOBS at a time (tests/run.sh; default: CPUs + 2; JOBS=1 one after another),
+# JOBS at a time (tests/run.sh; default: CPUs; JOBS=1 one after another),
 # lab VMs LAB_JOBS at a time; TESTS="unit|cli|lab|FILE..." picks some.
 NPROC := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 RUN_TESTS = @PENNY=$(abspath $(PENNY_BIN)) BUILD=$(abspath $(B)) $(if $(JOBS),JOBS=$(JOBS)) \

@@ -5,8 +5,9 @@
 # "ok N # skip why".  A program that exits non-zero without a "not ok"
 # line counts as one failure.
 #
-# Files run in parallel, JOBS at a time (default: the number of CPUs plus
-# two, since many tests wait; JOBS=1 runs them one after another), the
+# Files run in parallel, JOBS at a time (default: the number of CPUs: the
+# suite's CPU time exceeds its wall time on 2 CPUs, and more files at once
+# starve the timing tests; JOBS=1 runs them one after another), the
 # longest first (by the times of the last run, kept in
 # $BUILD/test-logs/durations; lab VMs before anything else on a first run).
 # At most LAB_JOBS lab files (one qemu guest each, CPU-bound under TCG) run
@@ -47,7 +48,7 @@ for w in $want; do
 done
 
 ncpu=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
-: "${JOBS:=$((ncpu + 2))}"
+: "${JOBS:=$ncpu}"
 : "${LAB_JOBS:=$(((ncpu + 2) / 3))}"
 for v in JOBS LAB_JOBS; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] ||
