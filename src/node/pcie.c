@@ -365,6 +365,9 @@ int pn_pcie_parse_acs(const unsigned char *cfg, size_t len, struct pn_pcie_acs *
 	if (cfg[0] == 0xff && cfg[1] == 0xff)
 		return pn_err(-EBADMSG, "it reads all ones (vendor 0xffff): the function does not "
 			      "answer (a dead link or switch port)");
+	/* no vendor is 0x0000: a file of zeros is no function's config space */
+	if (!cfg[0] && !cfg[1])
+		return pn_err(-EBADMSG, "vendor 0x0000: not a function's config space (zeros)");
 	/* the kernel gives 256 bytes or all 4096 of a PCIe function: else it was cut */
 	if (len != 4096)
 		return pn_err(-EBADMSG, "%zu bytes, not 4096: cut short", len);

@@ -54,6 +54,7 @@ open(sys.argv[1], \"wb\").write(b)" "$f"
 for c in "cut0x120@b = b[:0x120]@288 bytes, not 4096: cut short" \
 	"cut0x14a@b = b[:0x14a]@330 bytes, not 4096: cut short" \
 	"ones@b = bytearray(b\"\\xff\" * 4096)@reads all ones (vendor 0xffff): the function does not answer" \
+	"zeros@b = bytearray(4096)@is no config space to trust: vendor 0x0000: not a function" \
 	"loop@w32(0x100, 0x0001 | 1 << 16 | 0x100 << 20)@the capability list loops (0x100 points back to 0x100)" \
 	"loop2@w32(0x100, 0x0001 | 1 << 16 | 0x140 << 20); w32(0x140, 0x0002 | 1 << 16 | 0x100 << 20)@loops (0x140 points back to 0x100)" \
 	"below@w32(0x100, 0x0001 | 1 << 16 | 0x40 << 20)@the capability at 0x100 points to 0x040, outside the extended space" \

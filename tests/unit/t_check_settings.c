@@ -27,6 +27,14 @@ static void put32(unsigned off, uint32_t v)
 	cfg[off + 3] = v >> 24;
 }
 
+/* a function's config space: zeros, NVIDIA's vendor ID */
+static void clear(void)
+{
+	memset(cfg, 0, sizeof(cfg));
+	cfg[0] = 0xde;
+	cfg[1] = 0x10;
+}
+
 /* header id | version 1 | next */
 static void cap(unsigned off, unsigned id, unsigned next)
 {
@@ -38,7 +46,7 @@ TEST(acs_walk)
 	struct pn_pcie_acs a;
 	char bits[32];
 
-	memset(cfg, 0, sizeof(cfg));
+	clear();
 	cap(0x100, 0x0001, 0x150);	/* AER */
 	cap(0x150, 0x000b, 0x200);	/* vendor specific */
 	cap(0x200, 0x000d, 0);		/* ACS */
@@ -72,7 +80,7 @@ TEST(acs_hostile)
 	struct pn_pcie_acs a;
 
 	/* a loop, a pointer into the standard space, all ones, all zeros */
-	memset(cfg, 0, sizeof(cfg));
+	clear();
 	cap(0x100, 0x0001, 0x140);
 	cap(0x140, 0x0002, 0x100);
 	CHECK_EQ_INT(pn_pcie_ext_cap(cfg, sizeof(cfg), 0x000d), -EBADMSG);
@@ -96,8 +104,15 @@ TEST(acs_hostile)
 	CHECK(strstr(pn_errmsg(-EBADMSG), "reads all ones (vendor 0xffff)") != NULL);
 	/* a live function, its extended space all ones past 0x100 */
 	memset(cfg, 0, 0x100);
+	cfg[0] = 0xde;
+	cfg[1] = 0x10;
 	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, sizeof(cfg), &a), -EBADMSG);
+	/* all zeros, vendor ID too: no function's config space, not "no ACS" */
 	memset(cfg, 0, sizeof(cfg));
+	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, sizeof(cfg), &a), -EBADMSG);
+	CHECK(strstr(pn_errmsg(-EBADMSG), "vendor 0x0000") != NULL);
+	/* a function with an empty extended list: no ACS */
+	clear();
 	CHECK_EQ_INT(pn_pcie_parse_acs(cfg, sizeof(cfg), &a), 0);
 	CHECK_EQ_INT(a.present, 0);
 	/* a pointer to a header of zeros (past 0x100): no list */
