@@ -39,7 +39,7 @@ no_row() { ! grep -q '"target":"job-rail"' out.json; }
 
 test_expect_success 'a missed job allreduce on nccl: the A/B pinned to the rail NICs runs' '
 	job n1 miss.conf 10 && test "$rc" = 1111 &&
-	row job | grep -q "^FAIL [0-9.e-]* 1000 | busbw .* (nccl, 4 ranks, 65536 B)" &&
+	row job | grep -q "^FAIL [0-9.e-]* 1000 | busbw .* (nccl, 4 ranks, 65536 B, blocks [0-9.e+-]*-[0-9.e+-]*)" &&
 	row job-rail >ab && cat ab &&
 	grep -q "^FAIL [0-9.e-]* 1000 | NCCL_IB_HCA pinned to each GPU.s rail NIC (mlx5_0:1 mlx5_3:1): .* as run (65536 B, 4 ranks)$" ab &&
 	grep -q "\"source\":\"the decision table: NCCL_IB_HCA per rank\"" out.json
