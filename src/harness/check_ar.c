@@ -223,9 +223,8 @@ static const char *const node_env[] = { "PENNY_ROOT", "PENNY_ROOT_FD", "PENNY_CO
 static int node_argv(const struct pn_check *c, const char *backend, int nranks,
 		     const char *const *extra, const char **argv, int max, char *buf, size_t blen)
 {
-	const char *sysroot = pn_sysfs_root();
 	char *np = buf, *tmo = buf + 16;
-	int n = 0, i;
+	int n = 0;
 
 	if (blen < 64)
 		return -EINVAL;
@@ -240,18 +239,8 @@ static int node_argv(const struct pn_check *c, const char *backend, int nranks,
 	argv[n++] = "--json";
 	argv[n++] = "--timeout";
 	argv[n++] = tmo;
-	if (sysroot && strcmp(sysroot, "/")) {
-		argv[n++] = "--sysfs-root";
-		argv[n++] = sysroot;
-	}
-	if (c->transport) {
-		argv[n++] = "--transport";
-		argv[n++] = c->transport;
-	}
-	for (i = 0; extra && extra[i] && n < max - 1; i++)
-		argv[n++] = extra[i];
-	argv[n] = NULL;
-	return extra && extra[i] ? -E2BIG : 0;
+	n = pn_check_ar_argv_tail(c, argv, n, max, extra);
+	return n < 0 ? n : 0;
 }
 
 /*

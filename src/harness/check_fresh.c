@@ -79,16 +79,37 @@ static void make_go(const struct pn_check *c, struct fresh_go *go, int *lfd)
 	go->go = 1;
 }
 
+int pn_check_ar_argv_tail(const struct pn_check *c, const char **argv, int n, int max,
+			  const char *const *extra)
+{
+	const char *sysroot = pn_sysfs_root();
+	int i;
+
+	if (n + 5 > max)
+		return -E2BIG;
+	if (sysroot && strcmp(sysroot, "/")) {
+		argv[n++] = "--sysfs-root";
+		argv[n++] = sysroot;
+	}
+	if (c->transport) {
+		argv[n++] = "--transport";
+		argv[n++] = c->transport;
+	}
+	for (i = 0; extra && extra[i] && n < max - 1; i++)
+		argv[n++] = extra[i];
+	argv[n] = NULL;
+	return extra && extra[i] ? -E2BIG : n;
+}
+
 /* This rank's child: allreduce-test of the fresh job. */
 static int run_child(const struct pn_check *c, const struct fresh_go *go, int lfd,
 		     const char *const *add, const char *const *args, struct pn_run *run,
 		     struct pn_fresh_end *end)
 {
 	char rank[16], nranks[16], root[300], tmo[32], cookie[80];
-	const char *sysroot = pn_sysfs_root();
 	double t = pn_boot_timeout(c->boot);
 	const char *argv[40], *env[FRESH_ENV_MAX + 3];
-	int n = 0, i, ret;
+	int n = 0, ret;
 
 	for (n = 0; add && add[n] && n < FRESH_ENV_MAX; n++)
 		env[n] = add[n];
@@ -117,21 +138,11 @@ static int run_child(const struct pn_check *c, const struct fresh_go *go, int lf
 	argv[n++] = root;
 	argv[n++] = "--timeout";
 	argv[n++] = tmo;
-	if (sysroot && strcmp(sysroot, "/")) {
-		argv[n++] = "--sysfs-root";
-		argv[n++] = sysroot;
-	}
 	/* the job's own choice of transport (its environment's knobs are the
 	 * child's environment already) */
-	if (c->transport) {
-		argv[n++] = "--transport";
-		argv[n++] = c->transport;
-	}
-	for (i = 0; args && args[i] && n < (int)PN_ARRAY_SIZE(argv) - 1; i++)
-		argv[n++] = args[i];
-	if (args && args[i])
-		return pn_err(-E2BIG, "allreduce-test's arguments do not fit");
-	argv[n] = NULL;
+	n = pn_check_ar_argv_tail(c, argv, n, (int)PN_ARRAY_SIZE(argv), args);
+	if (n < 0)
+		return pn_err(n, "allreduce-test's arguments do not fit");
 	*run = (struct pn_run){ .argv = argv, .env = env, .timeout = t * 0.8,
 				.out_max = FRESH_OUT_MAX, .pass_fd = lfd >= 0 ? lfd : 0 };
 	ret = pn_run(run);

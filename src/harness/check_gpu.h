@@ -98,6 +98,14 @@ struct pn_run;
 int pn_check_fresh_job(struct pn_check *c, int ok, const char *no, const char *const *env,
 		       const char *const *args, struct pn_run *run, struct pn_fresh_end *ends,
 		       char *why, size_t wlen);
+/*
+ * The arguments every fresh allreduce-test of check ends with, appended to
+ * argv from argv[n] (max entries in all, NULL-terminated): the sysfs root
+ * the check reads, the job's --transport, then extra (NULL-terminated).
+ * The new count, or -E2BIG when they do not fit.
+ */
+int pn_check_ar_argv_tail(const struct pn_check *c, const char **argv, int n, int max,
+			  const char *const *extra);
 /* The rank whose fresh child died or was killed (its end the cause, the
  * others' the effect), else the first that failed; -1 none. */
 int pn_fresh_failed(const struct pn_fresh_end *ends, int n);
