@@ -35,17 +35,33 @@ struct pn_gpucoll {
 	int me_inter;		/* my place among g->inter */
 	int capturing;		/* time() with graphs: whole-buffer exchanges only */
 	int planned;		/* rings handed to the plugin (set_rings), 0: its own */
+	int host_ret;		/* the first failed host service (allgather, barrier) */
+	char host_err[512];	/* and the engine's message for it: the cause of the
+				 * plugin's failure that follows, which says only
+				 * "allgather failed" */
 };
 
 /* ---- the plugin's host services ---- */
+
+/* A host service failed: keep the engine's message (which rank, why). */
+static int host_failed(struct pn_gpucoll *g, int ret)
+{
+	if (ret && !g->host_ret) {
+		g->host_ret = ret;
+		snprintf(g->host_err, sizeof(g->host_err), "%s", pn_errmsg(ret));
+	}
+	return ret;
+}
 
 static int host_allgather(void *ctx, const void *mine, void *all, size_t len)
 {
 	struct pn_gpucoll *g = ctx;
 
 	if (g->hier)
-		return pn_allgather_group(g->coll, mine, all, len, g->local, g->nlocal);
-	return pn_allgather_group(g->coll, mine, all, len, g->everyone, g->c->nranks);
+		return host_failed(g, pn_allgather_group(g->coll, mine, all, len, g->local,
+							 g->nlocal));
+	return host_failed(g, pn_allgather_group(g->coll, mine, all, len, g->everyone,
+						 g->c->nranks));
 }
 
 static int host_barrier(void *ctx)
@@ -53,8 +69,22 @@ static int host_barrier(void *ctx)
 	struct pn_gpucoll *g = ctx;
 
 	if (g->hier || g->c->nnodes == 1)
-		return pn_comm_local_barrier(g->c);
-	return pn_comm_barrier(g->c);
+		return host_failed(g, pn_comm_local_barrier(g->c));
+	return host_failed(g, pn_comm_barrier(g->c));
+}
+
+/*
+ * A failed plugin call: "NAME plugin: WHAT: <plugin's message>", or, when a
+ * host service the plugin called failed first, the engine's message for
+ * that (a rank stopped, gone, timed out): the cause, which the plugin's own
+ * "allgather failed" hides.
+ */
+static int plugin_err(struct pn_gpucoll *g, int ret, const char *what)
+{
+	if (g->host_ret)
+		return pn_err(ret < 0 ? ret : g->host_ret, "%s plugin: %s: %s", g->pl->name, what,
+			      g->host_err);
+	return plugin_err(g, ret, what);
 }
 
 static void host_log(void *ctx, int level, const char *msg)
@@ -200,7 +230,7 @@ static int xnode_open(struct pn_gpucoll *g)
 		ret = g->ops->xnode_open(g->be, &x, &g->xn);
 		if (ret) {
 			g->xn = NULL;
-			ret = pn_plugin_err(g->pl, ret, "xnode_open");
+			ret = plugin_err(g, ret, "xnode_open");
 		}
 	}
 	return agree(g, ret);
@@ -235,7 +265,7 @@ static int set_rings(struct pn_gpucoll *g)
 	ret = g->ops->set_rings(g->be, order, co->nchannels);
 	free(order);
 	if (ret)
-		ret = pn_plugin_err(g->pl, ret, "set_rings");
+		ret = plugin_err(g, ret, "set_rings");
 	else
 		g->planned = co->nchannels;
 	return agree(g, ret);
@@ -294,7 +324,7 @@ int pn_gpucoll_open(struct pn_gpucoll **out, struct pn_coll *coll,
 	ret = g->ops->init(&g->host, cfg->device, &g->be);
 	if (ret) {
 		g->be = NULL;
-		ret = pn_plugin_err(g->pl, ret, "init");
+		ret = plugin_err(g, ret, "init");
 	}
 	ret = agree(g, ret);
 	if (ret) {
@@ -380,7 +410,7 @@ int pn_gpucoll_hierarchical(const struct pn_gpucoll *g)
 /* A failed plugin call: "NAME plugin: WHAT: <plugin's message>". */
 static int call(struct pn_gpucoll *g, int ret, const char *what)
 {
-	return ret ? pn_plugin_err(g->pl, ret, what) : 0;
+	return ret ? plugin_err(g, ret, what) : 0;
 }
 
 int pn_gpucoll_alloc(struct pn_gpucoll *g, size_t bytes, int registered, void **ptr)
@@ -429,7 +459,7 @@ int pn_gpucoll_select(struct pn_gpucoll *g, size_t count, enum pn_dtype t, enum 
 	if (!g->ops->select)
 		return algo;
 	ret = g->ops->select(g->be, count, (int)t, (int)op, algo);
-	return ret < 0 ? pn_plugin_err(g->pl, ret, "select") : ret;
+	return ret < 0 ? plugin_err(g, ret, "select") : ret;
 }
 
 int pn_gpucoll_sync(struct pn_gpucoll *g)
