@@ -130,6 +130,8 @@ static int recv_abort(struct pn_boot *b, int fd, const struct pn_frame *h, doubl
 	text[n] = 0;
 	pn_wire_printable(text, sizeof(text));
 	b->abort_code = h->seq > 0 && h->seq < 4096 ? -(int)h->seq : -ECANCELED;
+	if (!b->abort_text[0])
+		snprintf(b->abort_text, sizeof(b->abort_text), "%s", text);
 	/* rank 0 passes it on, as pn_boot_poll_abort does: otherwise the other
 	 * ranks see only rank 0's connection close, and blame rank 0 */
 	if (b->rank == 0 && text[0])
@@ -436,6 +438,7 @@ void pn_boot_abort(struct pn_boot *b, const char *why)
 
 	if (!b || b->nranks == 1)
 		return;
+	PN_DBG(PN_LOG_BOOT, "rank %d: abort notice: %s", b->rank, why);
 	if (b->rank == 0) {
 		for (i = 1; i < b->nranks; i++)
 			if (b->fds[i] >= 0)
@@ -457,6 +460,11 @@ int pn_boot_poll_abort(struct pn_boot *b)
 
 	if (b->nranks == 1)
 		return 0;
+	/* read once, said on every poll: a caller that looks again after the
+	 * notice (the cross-node proxy explaining its own failure) must not
+	 * find only the closed connection behind it */
+	if (b->abort_text[0])
+		return pn_err(-ECANCELED, "%s", b->abort_text);
 	for (i = lo; i < hi; i++) {
 		struct pn_frame h;
 		ssize_t n;
@@ -478,6 +486,8 @@ int pn_boot_poll_abort(struct pn_boot *b)
 			recv(b->fds[i], &h, sizeof(h), MSG_DONTWAIT);
 			pn_sock_read_full(b->fds[i], text, tl, pn_now() + 0.5);
 			pn_wire_printable(text, sizeof(text));
+			if (text[0])
+				snprintf(b->abort_text, sizeof(b->abort_text), "%s", text);
 			if (b->rank == 0)
 				pn_boot_abort(b, text);
 			return pn_err(-ECANCELED, "%s", text[0] ? text : "a peer aborted the job");

@@ -235,6 +235,17 @@ void pn_comm_abort(struct pn_comm *c, const char *why)
 	pn_boot_abort(c->boot, msg);
 }
 
+int pn_comm_local_notice(struct pn_comm *c, char *msg, size_t len)
+{
+	if (!pn_nodeseg_get_abort(c, msg, len))
+		return 0;
+	if (c->rank == 0 && !c->failed) {
+		c->failed = 1;
+		pn_boot_abort(c->boot, msg);
+	}
+	return 1;
+}
+
 void pn_comm_done_waiting(struct pn_comm *c)
 {
 	if (!c->said_waiting)
@@ -254,7 +265,7 @@ int pn_comm_first_cause(struct pn_comm *c, int err)
 	snprintf(saved, sizeof(saved), "%s", pn_errmsg(err));
 	/* the failed rank sent its notice before its connections closed */
 	do {
-		if (pn_nodeseg_get_abort(c, msg, sizeof(msg)))
+		if (pn_comm_local_notice(c, msg, sizeof(msg)))
 			return pn_err(-ECANCELED, "%s", msg);
 		ret = pn_boot_poll_abort(c->boot);
 		if (ret == -ECANCELED)
@@ -296,7 +307,7 @@ int pn_comm_check(struct pn_comm *c, int waiting_for, double since)
 	 * more local ranks than cores: then the peer needs our core) */
 	if (++c->spin_checks & (c->oversubscribed ? 15 : 255))
 		return 0;
-	if (pn_nodeseg_get_abort(c, msg, sizeof(msg)))
+	if (pn_comm_local_notice(c, msg, sizeof(msg)))
 		return pn_err(-ECANCELED, "%s", msg);
 	now = pn_now();
 	/*

@@ -74,6 +74,14 @@ void pn_comm_abort(struct pn_comm *c, const char *why);
  * message, which names the rank at fault; else err with its message.
  */
 int pn_comm_first_cause(struct pn_comm *c, int err);
+/*
+ * A notice from a rank of this node (the node segment): 1 with its text in
+ * msg, else 0.  The rendezvous root passes it on to the other nodes' ranks
+ * (once), as it does a notice it hears over the rendezvous: it may end on
+ * this notice before it reads the same one from the rendezvous, and the
+ * others would then hear only that the root's connection closed.
+ */
+int pn_comm_local_notice(struct pn_comm *c, char *msg, size_t len);
 
 /* Barrier among the local ranks through the node segment's flags
  * (busy-polled, pn_comm_check on every spin). */

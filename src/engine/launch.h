@@ -26,6 +26,7 @@ struct pn_boot {
 	double extra;		/* seconds every collective's wait adds (pn_boot_set_extra) */
 	sig_atomic_t conts;	/* boot_conts when the job began */
 	int abort_code;		/* errno carried by the last ABORT received (rendezvous) */
+	char abort_text[300];	/* the first ABORT's text: every later poll reports it */
 	char rdv_file[320];	/* rank 0: the rendezvous file it published */
 	uint8_t tag[16];	/* the job's public tag (pn_boot_tag) */
 	char root[300];		/* "host:port" the job met at */
