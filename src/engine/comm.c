@@ -324,6 +324,11 @@ int pn_comm_check(struct pn_comm *c, int waiting_for, double since)
 			sched_yield();
 	} else if (now - since > 0.1) {
 		usleep(100);
+	} else if (now - since > 50e-6) {
+		/* a peer that has not answered in 50 us may be waiting for
+		 * a core (a shared or busy machine): offer ours; when nobody
+		 * else wants it the call returns at once */
+		sched_yield();
 	}
 	if (now - c->last_check < 0.02 && now - since < c->timeout)
 		return 0;

@@ -647,7 +647,9 @@ static void *thread_main(void *arg)
 			struct timespec ts = { 0, 20000 };
 
 			nanosleep(&ts, NULL);
-		} else if (p->oversubscribed) {
+		} else if (p->oversubscribed || now - last > 50e-6) {
+			/* idle 50 us: the thread that feeds this one may be
+			 * waiting for a core (returns at once when none is) */
 			sched_yield();
 		}
 	}
@@ -1059,7 +1061,7 @@ static int job_reason(struct pn_xproxy *p, char *why, size_t len)
 		snprintf(why, len, "%s", pn_errmsg(r));
 		return r;
 	}
-	return pn_nodeseg_get_abort(p->c, why, len) ? -ECANCELED : 0;
+	return pn_comm_local_notice(p->c, why, len) ? -ECANCELED : 0;
 }
 
 /*
@@ -1091,7 +1093,7 @@ int pn_xproxy_error(struct pn_xproxy *p)
 	if (!__atomic_load_n(&p->failed, __ATOMIC_ACQUIRE)) {
 		/* the engine gave up here or on this node (often an echo: a peer
 		 * that went): the job's reason when there is one */
-		if (p->c && pn_nodeseg_get_abort(p->c, why, sizeof(why))) {
+		if (p->c && pn_comm_local_notice(p->c, why, sizeof(why))) {
 			r = job_reason(p, why, sizeof(why));
 			return pn_err(r ? r : -ECANCELED, "%s", why);
 		}
