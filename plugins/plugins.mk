@@ -38,7 +38,7 @@ PL_NCCL_SRC := $(PL_COMMON) plugins/nccl/nccl.c plugins/nccl/nccl_entry.c
 PL_CUDA_SRC := $(PL_COMMON) $(PL_UNITS) plugins/cuda/cuda.c plugins/cuda/xnode.c plugins/cuda/cuda_entry.c
 PL_NCCL_OBJ := $(PL_NCCL_SRC:%.c=$(PL)/obj/%.o)
 PL_CUDA_OBJ := $(PL_CUDA_SRC:%.c=$(PL)/obj/%.o)
-PL_KDEPS := plugins/common/pn_dev.cuh plugins/common/pn_reduce.cuh plugins/common/kargs.h plugins/include/penny_data.h \
+PL_KDEPS := plugins/cuda/ar_block.cuh plugins/common/pn_dev.cuh plugins/common/pn_reduce.cuh plugins/common/kargs.h plugins/include/penny_data.h \
 	plugins/include/penny_plugin.h
 PL_ALGOS := oneshot oneshot_fl twoshot_ll twoshot ring twoshot_hy
 
@@ -172,10 +172,10 @@ $(PL)/gen/%.fatbin: plugins/cuda/ar_kernels.cu $(PL_KDEPS) $(PL)/gen/arch
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -DPN_AR_ALGO=$* -fatbin -o $@ $<
 
-# The cross-node kernels: the same source, their own image.
-$(PL)/gen/xnode.fatbin: plugins/cuda/ar_kernels.cu $(PL_KDEPS) $(PL)/gen/arch
+# The cross-node kernels, their own image.
+$(PL)/gen/xnode.fatbin: plugins/cuda/xn_kernels.cu $(PL_KDEPS) $(PL)/gen/arch
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCC_FLAGS) -DPN_XNODE_KERNELS -fatbin -o $@ $<
+	$(NVCC) $(NVCC_FLAGS) -fatbin -o $@ $<
 
 $(PL)/gen/image_%.c: $(PL)/gen/%.fatbin
 	$(BIN2C) -c -n pn_image_$* $< | \
@@ -265,7 +265,7 @@ $(B)/tests/unit/t_plugin_emu: plugins/cuda/emu/t_emu.cc plugins/cuda/emu/emu.h \
 
 # The cross-node kernel on the emulator, a stand-in proxy beside it.
 $(B)/tests/unit/t_plugin_xnemu: plugins/cuda/emu/t_emu_xn.cc plugins/cuda/emu/emu.h \
-		plugins/cuda/emu/emu_dev.h plugins/cuda/emu/emu_check.h plugins/cuda/ar_kernels.cu \
+		plugins/cuda/emu/emu_dev.h plugins/cuda/emu/emu_check.h plugins/cuda/xn_kernels.cu \
 		plugins/include/penny_plugin.h $(PL_KDEPS)
 	@mkdir -p $(dir $@)
 	$(PN_CXX) -std=c++17 -O1 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -Wno-unused-function \

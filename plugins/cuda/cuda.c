@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The cuda plugin: allreduce over CUDA IPC between the GPUs of one node.
- * Host side only (the kernels are in ar_kernels.cu); every CUDA call goes
- * through the driver table of cudrv.h.
+ * Host side only (the kernels are in ar_kernels.cu and xn_kernels.cu);
+ * every CUDA call goes through the driver table of cudrv.h.
  */
 #define _GNU_SOURCE
 #include "cuda.h"

@@ -38,7 +38,7 @@ int pn_kern_algo(int kern);
 struct pn_cuda_images {
 	const void *data;
 	const void *kern[PN_NKERNS];
-	const void *xnode;	/* pn_xn_* (ar_kernels.cu with PN_XNODE_KERNELS) */
+	const void *xnode;	/* pn_xn_* (xn_kernels.cu) */
 };
 
 /* A buffer mapped into every local rank. */
