@@ -2,8 +2,9 @@
 /*
  * The cuda plugin's host side: registered (IPC-mapped) buffers, the
  * workspace of flags, LL lines and scratch, algorithm choice, staging and
- * kernel launches.  The pure parts (size table, launch plans) are exposed
- * for the unit tests, which also drive the rest through a fake driver table.
+ * kernel launches (cuda.c).  The pure parts (cuda_plan.c: size table,
+ * launch plans) are exposed for the unit tests, which also drive the rest
+ * through a fake driver table.
  */
 #ifndef PENNY_PLUGIN_CUDA_H
 #define PENNY_PLUGIN_CUDA_H
