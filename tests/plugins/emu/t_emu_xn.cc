@@ -11,9 +11,9 @@
 // Bit-exact against penny_data.h.  TAP output.
 #include "emu.h"
 
-#include "../../common/kargs.h"
-#include "../xn_kernels.cu"
-#include "../../include/penny_plugin.h"
+#include "../../../plugins/common/kargs.h"
+#include "../../../plugins/cuda/xn_kernels.cu"
+#include "../../../plugins/include/penny_plugin.h"
 #include "emu_check.h"
 
 #include <algorithm>
