@@ -35,10 +35,10 @@ PL_COMMON := plugins/common/cudrv.c plugins/common/gpu.c
 # the one size and duration rule (src/base/units.c: the C library only)
 PL_UNITS := src/base/units.c
 PL_NCCL_SRC := $(PL_COMMON) plugins/nccl/nccl.c plugins/nccl/nccl_entry.c
-PL_CUDA_SRC := $(PL_COMMON) $(PL_UNITS) plugins/cuda/cuda.c plugins/cuda/xnode.c plugins/cuda/cuda_entry.c
+PL_CUDA_SRC := $(PL_COMMON) $(PL_UNITS) plugins/cuda/cuda.c plugins/cuda/cuda_plan.c plugins/cuda/xnode.c plugins/cuda/cuda_entry.c
 PL_NCCL_OBJ := $(PL_NCCL_SRC:%.c=$(PL)/obj/%.o)
 PL_CUDA_OBJ := $(PL_CUDA_SRC:%.c=$(PL)/obj/%.o)
-PL_KDEPS := plugins/common/pn_dev.cuh plugins/common/pn_reduce.cuh plugins/common/kargs.h plugins/include/penny_data.h \
+PL_KDEPS := plugins/cuda/ar_block.cuh plugins/common/pn_dev.cuh plugins/common/pn_reduce.cuh plugins/common/kargs.h plugins/include/penny_data.h \
 	plugins/include/penny_plugin.h
 PL_ALGOS := oneshot oneshot_fl twoshot_ll twoshot ring twoshot_hy
 
@@ -118,7 +118,8 @@ else
 	@echo "nvshmem-check skipped: no nvcc or no NVSHMEM headers (NVSHMEM_HOME='$(NVSHMEM_HOME)')"
 endif
 
-# Test plugins for the loader's unit test (never installed).
+# Test plugins for the loader's unit test and the CLI tests (sources in
+# tests/plugins/fake/, never installed).
 PL_TEST := $(B)/tests/plugins
 PL_FAKES := $(PL_TEST)/penny-fake.so $(PL_TEST)/penny-badabi.so $(PL_TEST)/penny-nosym.so \
 	$(PL_TEST)/penny-fake2.so $(PL_TEST)/penny-failinit.so $(PL_TEST)/penny-fakewrong.so \
@@ -172,10 +173,10 @@ $(PL)/gen/%.fatbin: plugins/cuda/ar_kernels.cu $(PL_KDEPS) $(PL)/gen/arch
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -DPN_AR_ALGO=$* -fatbin -o $@ $<
 
-# The cross-node kernels: the same source, their own image.
-$(PL)/gen/xnode.fatbin: plugins/cuda/ar_kernels.cu $(PL_KDEPS) $(PL)/gen/arch
+# The cross-node kernels, their own image.
+$(PL)/gen/xnode.fatbin: plugins/cuda/xn_kernels.cu $(PL_KDEPS) $(PL)/gen/arch
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCC_FLAGS) -DPN_XNODE_KERNELS -fatbin -o $@ $<
+	$(NVCC) $(NVCC_FLAGS) -fatbin -o $@ $<
 
 $(PL)/gen/image_%.c: $(PL)/gen/%.fatbin
 	$(BIN2C) -c -n pn_image_$* $< | \
@@ -190,96 +191,97 @@ $(PL)/gen/image_%.c: $(PL)/gen/%.fatbin
 $(PL)/obj/image_%.o: $(PL)/gen/image_%.c
 	$(CC) $(OPT) -fPIC -c -o $@ $<
 
-$(PL_TEST)/penny-fake.so: plugins/test/fake.c plugins/include/penny_plugin.h
+$(PL_TEST)/penny-fake.so: tests/plugins/fake/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -shared -o $@ $<
-$(PL_TEST)/penny-fake2.so: plugins/test/fake.c plugins/include/penny_plugin.h
+$(PL_TEST)/penny-fake2.so: tests/plugins/fake/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_VERSION='"second"' -shared -o $@ $<
-$(PL_TEST)/penny-failinit.so: plugins/test/fake.c plugins/include/penny_plugin.h
+$(PL_TEST)/penny-failinit.so: tests/plugins/fake/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_FAIL_INIT -DFAKE_NAME='"failinit"' -shared -o $@ $<
-$(PL_TEST)/penny-fakewrong.so: plugins/test/fake.c plugins/include/penny_plugin.h
+$(PL_TEST)/penny-fakewrong.so: tests/plugins/fake/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_WRONG -DFAKE_NAME='"fakewrong"' -shared -o $@ $<
-$(PL_TEST)/penny-fakeskew.so: plugins/test/fake.c plugins/include/penny_plugin.h
+$(PL_TEST)/penny-fakeskew.so: tests/plugins/fake/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_SKEW -DFAKE_NAME='"fakeskew"' -shared -o $@ $<
-$(PL_TEST)/penny-fakedie.so: plugins/test/fake.c plugins/include/penny_plugin.h
+$(PL_TEST)/penny-fakedie.so: tests/plugins/fake/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_DIE -DFAKE_NAME='"fakedie"' -shared -o $@ $<
-$(PL_TEST)/penny-fakenograph.so: plugins/test/fake.c plugins/include/penny_plugin.h
+$(PL_TEST)/penny-fakenograph.so: tests/plugins/fake/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_NOGRAPH -DFAKE_NAME='"fakenograph"' -shared -o $@ $<
-$(PL_TEST)/penny-fakeflat.so: plugins/test/fake.c plugins/include/penny_plugin.h
+$(PL_TEST)/penny-fakeflat.so: tests/plugins/fake/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_MULTINODE -DFAKE_NAME='"fakeflat"' -shared -o $@ $<
-$(PL_TEST)/penny-fakeold.so: plugins/test/fake.c plugins/include/penny_plugin.h
+$(PL_TEST)/penny-fakeold.so: tests/plugins/fake/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_OLD_SIZE -DFAKE_NAME='"fakeold"' -shared -o $@ $<
-$(PL_TEST)/penny-fakeall.so: plugins/test/fake.c plugins/include/penny_plugin.h
+$(PL_TEST)/penny-fakeall.so: tests/plugins/fake/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_ALGOS=15u -DFAKE_NAME='"fakeall"' -shared -o $@ $<
 # A test plugin named cuda (its own directory): penny bw --gpu and --backend cuda.
-$(PL_TEST)/cuda/penny-cuda.so: plugins/test/fake.c plugins/include/penny_plugin.h
+$(PL_TEST)/cuda/penny-cuda.so: tests/plugins/fake/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_ALGOS=15u -DFAKE_NAME='"cuda"' -DFAKE_VERSION='"fake cuda"' \
 		-shared -o $@ $<
-$(PL_TEST)/nccl/penny-nccl.so: plugins/test/fake.c plugins/include/penny_plugin.h
+$(PL_TEST)/nccl/penny-nccl.so: tests/plugins/fake/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_NAME='"nccl"' -DFAKE_NOBW -DFAKE_ALGOS=17u -DFAKE_NCCL_LOG -DFAKE_MULTINODE -shared \
 		-o $@ $<
-$(PL_TEST)/cuda-nobw/penny-cuda.so: plugins/test/fake.c plugins/include/penny_plugin.h
+$(PL_TEST)/cuda-nobw/penny-cuda.so: tests/plugins/fake/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_NAME='"cuda"' -DFAKE_NOBW -shared -o $@ $<
 # The test plugin without the xnode calls: the host-staged path across nodes.
-$(PL_TEST)/noxnode/penny-fake.so: plugins/test/fake.c plugins/include/penny_plugin.h
+$(PL_TEST)/noxnode/penny-fake.so: tests/plugins/fake/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_NOXNODE -shared -o $@ $<
-$(PL_TEST)/fakenccl/libnccl.so.2: plugins/test/fakenccl.c plugins/interpose/nccl_api.h
+$(PL_TEST)/fakenccl/libnccl.so.2: tests/plugins/fake/fakenccl.c plugins/interpose/nccl_api.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -shared -Wl,-soname,libnccl.so.2 -o $@ $<
-$(PL_TEST)/fakecuda/libcuda.so.1: plugins/test/fakecuda.c
+$(PL_TEST)/fakecuda/libcuda.so.1: tests/plugins/fake/fakecuda.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $<
-$(PL_TEST)/nccl-caller: plugins/test/nccl-caller.c plugins/interpose/nccl_api.h \
+$(PL_TEST)/nccl-caller: tests/plugins/fake/nccl-caller.c plugins/interpose/nccl_api.h \
 		$(PL_TEST)/fakenccl/libnccl.so.2
 	$(CC) $(PL_CFLAGS) $(LDFLAGS) -o $@ $< -L$(PL_TEST)/fakenccl -l:libnccl.so.2 -ldl \
 		-Wl,-rpath,$(abspath $(PL_TEST)/fakenccl)
-$(PL_TEST)/penny-badabi.so: plugins/test/fake.c plugins/include/penny_plugin.h
+$(PL_TEST)/penny-badabi.so: tests/plugins/fake/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_ABI=7 -shared -o $@ $<
-$(PL_TEST)/penny-nosym.so: plugins/test/fake.c plugins/include/penny_plugin.h
+$(PL_TEST)/penny-nosym.so: tests/plugins/fake/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_NOSYM -Wno-unused-function -shared -o $@ $<
 
-# The kernels on the CPU emulator (no sanitizer: fibers switch stacks).
-$(B)/tests/unit/t_plugin_emu: plugins/cuda/emu/t_emu.cc plugins/cuda/emu/emu.h \
-		plugins/cuda/emu/emu_dev.h plugins/cuda/emu/emu_check.h plugins/cuda/ar_kernels.cu \
+# The kernels on the CPU emulator (tests/plugins/emu/; no sanitizer: fibers
+# switch stacks).
+$(B)/tests/unit/t_plugin_emu: tests/plugins/emu/t_emu.cc tests/plugins/emu/emu.h \
+		tests/plugins/emu/emu_dev.h tests/plugins/emu/emu_check.h plugins/cuda/ar_kernels.cu \
 		plugins/common/data_kernels.cu \
 		$(PL_KDEPS)
 	@mkdir -p $(dir $@)
 	$(PN_CXX) -std=c++17 -O1 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -Wno-unused-function \
 		-Wno-unused-parameter -Wno-maybe-uninitialized -Wno-pass-failed -Wno-unknown-warning-option \
-		-o $@ $<
+		-Itests/plugins/emu -o $@ $<
 
 # The cross-node kernel on the emulator, a stand-in proxy beside it.
-$(B)/tests/unit/t_plugin_xnemu: plugins/cuda/emu/t_emu_xn.cc plugins/cuda/emu/emu.h \
-		plugins/cuda/emu/emu_dev.h plugins/cuda/emu/emu_check.h plugins/cuda/ar_kernels.cu \
+$(B)/tests/unit/t_plugin_xnemu: tests/plugins/emu/t_emu_xn.cc tests/plugins/emu/emu.h \
+		tests/plugins/emu/emu_dev.h tests/plugins/emu/emu_check.h plugins/cuda/xn_kernels.cu \
 		plugins/include/penny_plugin.h $(PL_KDEPS)
 	@mkdir -p $(dir $@)
 	$(PN_CXX) -std=c++17 -O1 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -Wno-unused-function \
 		-Wno-unused-parameter -Wno-maybe-uninitialized -Wno-pass-failed -Wno-unknown-warning-option \
-		-o $@ $<
+		-Itests/plugins/emu -o $@ $<
 
 # The nvshmem plugin's kernels on the same emulator, NVSHMEM's calls stood in.
-$(B)/tests/unit/t_plugin_nvemu: plugins/nvshmem/emu/t_emu.cc plugins/cuda/emu/emu.h \
-		plugins/cuda/emu/emu_dev.h plugins/cuda/emu/emu_check.h plugins/nvshmem/nv_kernels.cu \
+$(B)/tests/unit/t_plugin_nvemu: tests/plugins/emu/t_nvemu.cc tests/plugins/emu/emu.h \
+		tests/plugins/emu/emu_dev.h tests/plugins/emu/emu_check.h plugins/nvshmem/nv_kernels.cu \
 		$(PL_NV_KDEPS)
 	@mkdir -p $(dir $@)
 	$(PN_CXX) -std=c++17 -O1 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -Wno-unused-function \
 		-Wno-unused-parameter -Wno-maybe-uninitialized -Wno-pass-failed -Wno-unknown-warning-option \
-		-o $@ $<
+		-Itests/plugins/emu -o $@ $<
 
 install_plugins = install -d $(DESTDIR)$(PLUGINDIR) && install -m 755 $(PLUGIN_SO) $(DESTDIR)$(PLUGINDIR)/
 

@@ -105,6 +105,18 @@ int pn_gpu_be_time_fn(void *be, struct penny_time_v2 *t, int (*enqueue)(void *),
 int pn_gpu_entry_driver_version(int *version);
 int pn_gpu_entry_hostbw(struct penny_hostbw_v1 *req);
 
+/*
+ * The members of penny_plugin_v1 that every GPU plugin's table (its
+ * *_entry.c) takes from the code above: the ABI and size, the error text,
+ * the data calls, sync and the timing.  The table adds its own name,
+ * version, algorithms, capabilities and backend calls after it.
+ */
+#define PN_GPU_ENTRY_COMMON                                                                        \
+	.abi = PENNY_PLUGIN_ABI_V1, .size = sizeof(struct penny_plugin_v1),                        \
+	.errmsg = pn_plugin_errmsg, .memcpy = pn_gpu_be_memcpy, .poison = pn_gpu_be_poison,         \
+	.fill = pn_gpu_be_fill, .check = pn_gpu_be_check, .time = pn_gpu_be_time,                 \
+	.sync = pn_gpu_be_sync, .time2 = pn_gpu_be_time2, .hostbw = pn_gpu_entry_hostbw
+
 /* Checks shared by the plugins' entry points. */
 int pn_gpu_check_args(size_t count, int dtype, int op);
 

@@ -3,7 +3,7 @@
  * Device primitives of penny's kernels: memory-model operations (acquire /
  * release at system scope, LL volatile lines), 16-byte vector accesses,
  * half/bfloat16 conversions, thread indices.  With PN_EMU defined they map to
- * the host emulator (plugins/cuda/emu/emu.h), which runs the same kernel
+ * the host emulator (tests/plugins/emu/emu.h), which runs the same kernel
  * source on the CPU for the unit tests.
  */
 #ifndef PENNY_DEV_CUH
@@ -189,7 +189,7 @@ PN_DEV void pn_atomic_min64(unsigned long long *p, unsigned long long v) { atomi
 #else /* PN_EMU: the host emulator provides these */
 
 #define PN_DEV static inline
-#include "../cuda/emu/emu_dev.h"
+#include "emu_dev.h" /* tests/plugins/emu/, on the emulator's -I */
 
 #endif
 

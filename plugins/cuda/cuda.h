@@ -2,8 +2,9 @@
 /*
  * The cuda plugin's host side: registered (IPC-mapped) buffers, the
  * workspace of flags, LL lines and scratch, algorithm choice, staging and
- * kernel launches.  The pure parts (size table, launch plans) are exposed
- * for the unit tests, which also drive the rest through a fake driver table.
+ * kernel launches (cuda.c).  The pure parts (cuda_plan.c: size table,
+ * launch plans) are exposed for the unit tests, which also drive the rest
+ * through a fake driver table.
  */
 #ifndef PENNY_PLUGIN_CUDA_H
 #define PENNY_PLUGIN_CUDA_H
@@ -38,7 +39,7 @@ int pn_kern_algo(int kern);
 struct pn_cuda_images {
 	const void *data;
 	const void *kern[PN_NKERNS];
-	const void *xnode;	/* pn_xn_* (ar_kernels.cu with PN_XNODE_KERNELS) */
+	const void *xnode;	/* pn_xn_* (xn_kernels.cu) */
 };
 
 /* A buffer mapped into every local rank. */

@@ -3,7 +3,7 @@
  * The cuda plugin across nodes (penny_plugin_v1.xnode_*): the core's boxes
  * registered as mapped host memory (cuMemHostRegister with DEVICEMAP), the
  * kernel's ticket counters in device memory, and the launch of pn_xn_*
- * (ar_kernels.cu with PN_XNODE_KERNELS) on the plugin's stream.
+ * (xn_kernels.cu) on the plugin's stream.
  */
 #include "cuda.h"
 #include "penny_data.h"

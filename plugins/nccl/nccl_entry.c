@@ -14,30 +14,20 @@ static int init(const struct penny_host_v1 *host, int device, void **be)
 }
 
 __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin_v1 = {
-	.abi = PENNY_PLUGIN_ABI_V1,
-	.size = sizeof(struct penny_plugin_v1),
+	PN_GPU_ENTRY_COMMON,
 	.name = "nccl",
 	.version = "penny nccl plugin 1 (NCCL opened at run time)",
 	.algos = (1u << PENNY_ALGO_AUTO) | (1u << PENNY_ALGO_SYMMETRIC),
 	.caps = PENNY_CAP_GRAPH | PENNY_CAP_MULTINODE,
-	.errmsg = pn_plugin_errmsg,
 	.init = init,
 	.fini = pn_nccl_fini,
 	.describe = pn_nccl_describe,
 	.alloc = pn_nccl_alloc,
 	.free = pn_nccl_free,
-	.memcpy = pn_gpu_be_memcpy,
-	.poison = pn_gpu_be_poison,
-	.fill = pn_gpu_be_fill,
-	.check = pn_gpu_be_check,
 	.allreduce = pn_nccl_allreduce,
 	.select = pn_nccl_select,
-	.time = pn_gpu_be_time,
-	.sync = pn_gpu_be_sync,
 	.bw = NULL, /* penny bw --gpu uses the cuda plugin */
 	.allgather = pn_nccl_allgather,
-	.hostbw = pn_gpu_entry_hostbw,
-	.time2 = pn_gpu_be_time2,
 	/* appended for penny check's versions row */
 	.driver_version = pn_gpu_entry_driver_version,
 };

@@ -13,8 +13,7 @@ static int init(const struct penny_host_v1 *host, int device, void **be)
 }
 
 __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin_v1 = {
-	.abi = PENNY_PLUGIN_ABI_V1,
-	.size = sizeof(struct penny_plugin_v1),
+	PN_GPU_ENTRY_COMMON,
 	.name = "nvshmem",
 	.version = "penny nvshmem plugin 1 (NVSHMEM put-with-signal: one-shot, two-shot, ring, "
 		   "simple ring; NVLink within a node, IBGDA across nodes)",
@@ -22,22 +21,13 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 		 (1u << PENNY_ALGO_RING) | (1u << PENNY_ALGO_SIMPLE_RING),
 	/* NVSHMEM reaches every PE itself: no proxy around it across nodes */
 	.caps = PENNY_CAP_GRAPH | PENNY_CAP_MULTINODE,
-	.errmsg = pn_plugin_errmsg,
 	.init = init,
 	.fini = pn_nv_fini,
 	.describe = pn_nv_describe,
 	.alloc = pn_nv_alloc,
 	.free = pn_nv_free,
-	.memcpy = pn_gpu_be_memcpy,
-	.poison = pn_gpu_be_poison,
-	.fill = pn_gpu_be_fill,
-	.check = pn_gpu_be_check,
 	.allreduce = pn_nv_allreduce,
 	.select = pn_nv_select,
-	.time = pn_gpu_be_time,
-	.sync = pn_gpu_be_sync,
-	.hostbw = pn_gpu_entry_hostbw,
-	.time2 = pn_gpu_be_time2,
 	.time_fn = pn_gpu_be_time_fn,
 	.allreduce_stream = pn_nv_allreduce_stream,
 	.set_rings = pn_nv_set_rings,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # penny's own CLI on the GPU plugins, on a machine without a GPU: the test
-# plugins (plugins/test/fake.c: "device" memory on the host) behind
+# plugins (tests/plugins/fake/fake.c: "device" memory on the host) behind
 # allreduce-test --backend and bw --gpu.  Tables per backend and algorithm,
 # the ratio table, JSON/CSV, -G with and without the capability, -g, one
 # line and exit 2 for what cannot run, and the hierarchical allreduce across

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # penny check's GPU checks (gpu-copy, allreduce) with the test GPU plugin
-# (plugins/test/fake.c installed as penny-cuda.so: host memory standing for
-# PENNY_FAKE_GPUS devices) on the synthetic 4-GPU machine of the topo tests:
+# (tests/plugins/fake/fake.c installed as penny-cuda.so: host memory
+# standing for PENNY_FAKE_GPUS devices) on the synthetic 4-GPU machine of
+# the topo tests:
 # the checks run and pass with a generous config, the plugin's slow mode
 # (PENNY_FAKE_SLOW) fails them naming the GPU, and without a plugin
 # gpu-copy is a SKIP with the reason (exit 2 when nothing else ran).

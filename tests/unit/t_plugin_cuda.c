@@ -11,6 +11,7 @@
 
 #include "../../plugins/common/cudrv.c"
 #include "../../plugins/common/gpu.c"
+#include "../../plugins/cuda/cuda_plan.c"
 #include "../../plugins/cuda/cuda.c"
 
 #include "t_plugin_fakecu.h"

@@ -6,9 +6,9 @@
 // must end in an error word, not a hang.  TAP output.
 #include "emu.h"
 
-#include "../../common/kargs.h"
-#include "../ar_kernels.cu"
-#include "../../common/data_kernels.cu"
+#include "../../../plugins/common/kargs.h"
+#include "../../../plugins/cuda/ar_kernels.cu"
+#include "../../../plugins/common/data_kernels.cu"
 #include "emu_check.h"
 
 #include <map>

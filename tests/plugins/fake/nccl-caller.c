@@ -34,7 +34,7 @@
  * Exit: 0 when every rank found what it expected, 1 otherwise, 2 on usage.
  */
 #define _GNU_SOURCE
-#include "../interpose/nccl_api.h"
+#include "../../../plugins/interpose/nccl_api.h"
 
 #include <dlfcn.h>
 #include <signal.h>

@@ -13,7 +13,7 @@
  * bfloat16, fp8, PreMulSum ops) are logged and answered ncclInvalidArgument.
  */
 #define _GNU_SOURCE
-#include "../interpose/nccl_api.h"
+#include "../../../plugins/interpose/nccl_api.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,20 +1,19 @@
 // SPDX-License-Identifier: MIT
-// The cross-node kernel pn_xn_<type>_<op> (ar_kernels.cu with
-// PN_XNODE_KERNELS) on the CPU emulator, against a stand-in for the core's
-// proxy that keeps the box protocol of penny_plugin.h (outbox ready/sent,
-// inbox ready/done): every type x op, plain chunks and LL lines, counts
-// with tails, more chunks than slots (slots reused, the kernel waits for
-// the proxy's sent word), calls in sequence (the tickets in device memory
-// carry on, in place and out of place), a slow proxy that lands the lines
-// of a chunk in a random order, and the two ends of a dead call: the
-// proxy's abort word (PN_ERR_XNODE) and a node that never sends
-// (PN_ERR_TIMEOUT naming it).  Bit-exact against penny_data.h.  TAP output.
+// The cross-node kernel pn_xn_<type>_<op> (xn_kernels.cu) on the CPU
+// emulator, against a stand-in for the core's proxy that keeps the box
+// protocol of penny_plugin.h (outbox ready/sent, inbox ready/done): every
+// type x op, plain chunks and LL lines, counts with tails, more chunks
+// than slots (slots reused, the kernel waits for the proxy's sent word),
+// calls in sequence (the tickets in device memory carry on, in place and
+// out of place), a slow proxy that lands the lines of a chunk in a random
+// order, and the two ends of a dead call: the proxy's abort word
+// (PN_ERR_XNODE) and a node that never sends (PN_ERR_TIMEOUT naming it).
+// Bit-exact against penny_data.h.  TAP output.
 #include "emu.h"
 
-#define PN_XNODE_KERNELS 1
-#include "../../common/kargs.h"
-#include "../ar_kernels.cu"
-#include "../../include/penny_plugin.h"
+#include "../../../plugins/common/kargs.h"
+#include "../../../plugins/cuda/xn_kernels.cu"
+#include "../../../plugins/include/penny_plugin.h"
 #include "emu_check.h"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The nvshmem plugin's kernels (nv_kernels.cu) on the CPU emulator
-// (plugins/cuda/emu/emu.h) with a stand-in for the few NVSHMEM device calls
+// (emu.h) with a stand-in for the few NVSHMEM device calls
 // they make: every PE's symmetric work area is a heap of its own, a put
 // copies into the peer's heap at the same offset (byte by byte, with random
 // fiber switches) and then sets the peer's signal word.  Checked: every
@@ -11,12 +11,12 @@
 // put-with-signal), bit-exact
 // against the host formula (penny_data.h); and a PE that never comes, which
 // must end in the error word naming it, not a hang.  TAP output.
-#include "../../cuda/emu/emu.h"
+#include "emu.h"
 
 #define __launch_bounds__(a, b)
 
-#include "../../common/pn_dev.cuh"
-#include "../../include/penny_plugin.h"
+#include "../../../plugins/common/pn_dev.cuh"
+#include "../../../plugins/include/penny_plugin.h"
 
 /* ---- the NVSHMEM device calls nv_kernels.cu makes ---- */
 #define NVSHMEM_SIGNAL_SET 0
@@ -110,8 +110,8 @@ static void *nvshmem_ptr(const void *p, int pe)
 static void nvshmem_quiet(void) {}
 
 #define PN_NV_CHUNK 96ull /* several chunks per ring step even in short calls */
-#include "../nv_kernels.cu"
-#include "../../cuda/emu/emu_check.h"
+#include "../../../plugins/nvshmem/nv_kernels.cu"
+#include "emu_check.h"
 
 #include <map>
 

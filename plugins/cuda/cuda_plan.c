@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The cuda plugin's pure decisions (cuda.h): the kernels' names, the size
+ * table of auto, each call's plan (direct or staged, in chunks) and each
+ * launch's geometry.  No CUDA call: the unit tests drive them directly.
+ */
+#include "cuda.h"
+
+#include "../../src/base/units.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *const pn_kern_names[PN_NKERNS] = { "oneshot", "oneshot_fl", "twoshot_ll", "twoshot",
+						 "ring", "twoshot_hy" };
+
+int pn_kern_algo(int kern)
+{
+	static const int map[PN_NKERNS] = { PENNY_ALGO_ONESHOT, PENNY_ALGO_ONESHOT, PENNY_ALGO_TWOSHOT,
+					    PENNY_ALGO_TWOSHOT, PENNY_ALGO_RING, PENNY_ALGO_TWOSHOT };
+
+	return kern >= 0 && kern < PN_NKERNS ? map[kern] : -1;
+}
+
+/* ---- size table ---- */
+
+static int kern_by_name(const char *s, size_t len)
+{
+	int k;
+
+	for (k = 0; k < PN_NKERNS; k++)
+		if (strlen(pn_kern_names[k]) == len && !strncmp(s, pn_kern_names[k], len))
+			return k;
+	return -1;
+}
+
+int pn_tune_parse(const char *s, struct pn_tune *t)
+{
+	const char *p = s;
+
+	memset(t, 0, sizeof(*t));
+	while (*p) {
+		size_t n = strcspn(p, ","), an;
+		const char *colon = memchr(p, ':', n);
+		uint64_t max = UINT64_MAX;
+		int algo;
+
+		an = colon ? (size_t)(colon - p) : n;
+		algo = kern_by_name(p, an);
+		if (algo < 0)
+			return pn_plugin_fail(-EINVAL, "PENNY_CUDA_TUNE: unknown kernel '%.*s' in '%s' "
+						       "(oneshot, oneshot_fl, twoshot_ll, twoshot_hy, twoshot, ring)",
+					      (int)an, p, s);
+		if (colon && pn_parse_size_n(colon + 1, n - an - 1, PN_SIZE_INF, &max))
+			return pn_plugin_fail(-EINVAL, "PENNY_CUDA_TUNE: bad size '%.*s' in '%s'",
+					      (int)(n - an - 1), colon + 1, s);
+		if (t->nrows == PN_TUNE_ROWS)
+			return pn_plugin_fail(-EINVAL, "PENNY_CUDA_TUNE: more than %d rows in '%s'",
+					      PN_TUNE_ROWS, s);
+		if (t->nrows && max <= t->row[t->nrows - 1].max_bytes)
+			return pn_plugin_fail(-EINVAL, "PENNY_CUDA_TUNE: sizes must grow in '%s'", s);
+		t->row[t->nrows].max_bytes = max;
+		t->row[t->nrows].kern = algo;
+		t->nrows++;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	if (!t->nrows)
+		return pn_plugin_fail(-EINVAL, "PENNY_CUDA_TUNE is empty");
+	t->row[t->nrows - 1].max_bytes = UINT64_MAX;
+	return 0;
+}
+
+/*
+ * Measured on nvidia-h200-x4 and its 2-GPU subset, bfloat16 sum, with and
+ * without CUDA graphs (results/2026-11-21-h200x4/):
+ * 2 GPUs: LL one-shot to 512 KiB, one-shot by flags to 4 MiB (both move the
+ * buffer once), then the ring (nvidia-h100-x2, results/2026-11-26-h100x2/:
+ * from 8 MiB up 0.2-4.5 % faster than the two-shot,
+ * whose 64 KiB tiles pay one more flag round).  More GPUs: the one-shot's (n-1)-fold traffic
+ * soon costs more than a second flag round: LL one-shot to 128 KiB, one-shot
+ * by flags to 512 KiB, two-shot to 16 MiB, then the ring with 128 KiB tiles.
+ * The LL and hybrid two-shots measured slower than these on 4 GPUs (LL
+ * stores reach about 200 GB/s against 360 for plain stores), so no row
+ * names them; PENNY_CUDA_TUNE can.
+ */
+void pn_tune_default(struct pn_tune *t, int nranks)
+{
+	memset(t, 0, sizeof(*t));
+	t->nrows = 0;
+#define ROW(k, max)                                                                            \
+	do {                                                                                   \
+		t->row[t->nrows].kern = (k);                                                   \
+		t->row[t->nrows++].max_bytes = (max);                                          \
+	} while (0)
+	if (nranks <= 2) {
+		ROW(PN_K_ONESHOT, 512u << 10);
+		ROW(PN_K_ONESHOT_FL, 4u << 20);
+		ROW(PN_K_RING, UINT64_MAX);
+	} else {
+		ROW(PN_K_ONESHOT, 128u << 10);
+		ROW(PN_K_ONESHOT_FL, 512u << 10);
+		ROW(PN_K_TWOSHOT, 16u << 20);
+		ROW(PN_K_RING, UINT64_MAX);
+	}
+#undef ROW
+}
+
+int pn_tune_select(const struct pn_tune *t, uint64_t bytes)
+{
+	int i;
+
+	for (i = 0; i < t->nrows; i++)
+		if (bytes <= t->row[i].max_bytes)
+			return t->row[i].kern;
+	return PN_K_TWOSHOT;
+}
+
+void pn_tune_format(const struct pn_tune *t, char *buf, size_t len)
+{
+	size_t used = 0;
+	int i;
+
+	buf[0] = 0;
+	for (i = 0; i < t->nrows && used < len; i++) {
+		uint64_t m = t->row[i].max_bytes;
+		int w;
+
+		if (m == UINT64_MAX)
+			w = snprintf(buf + used, len - used, "%s%s", i ? "," : "", pn_kern_names[t->row[i].kern]);
+		else if (m % (1ull << 20) == 0)
+			w = snprintf(buf + used, len - used, "%s%s<=%" PRIu64 "MiB", i ? "," : "",
+				     pn_kern_names[t->row[i].kern], m >> 20);
+		else if (m % 1024 == 0)
+			w = snprintf(buf + used, len - used, "%s%s<=%" PRIu64 "KiB", i ? "," : "",
+				     pn_kern_names[t->row[i].kern], m >> 10);
+		else
+			w = snprintf(buf + used, len - used, "%s%s<=%" PRIu64 "B", i ? "," : "",
+				     pn_kern_names[t->row[i].kern], m);
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+}
+
+/* ---- plans ---- */
+
+int pn_cuda_plan(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes, uintptr_t send,
+		 uintptr_t recv, const struct pn_reg *recv_reg, struct pn_plan *plan)
+{
+	int aligned = !((send | recv) & 15);
+	uint64_t limit;
+
+	plan->kern = kern;
+	switch (kern) {
+	case PN_K_ONESHOT:
+	case PN_K_TWOSHOT_LL:
+		plan->staged = !aligned;
+		limit = kern == PN_K_ONESHOT ? cfg->ll_max : cfg->ll_max / 2 * (uint64_t)cfg->nranks;
+		if (plan->staged && cfg->stage_bytes < limit)
+			limit = cfg->stage_bytes;
+		break;
+	case PN_K_ONESHOT_FL:
+		plan->staged = !aligned;
+		limit = plan->staged ? cfg->stage_bytes : UINT64_MAX;
+		break;
+	case PN_K_TWOSHOT_HY:
+		plan->staged = !aligned;
+		limit = cfg->ll_max;
+		if (plan->staged && cfg->stage_bytes < limit)
+			limit = cfg->stage_bytes;
+		break;
+	case PN_K_TWOSHOT:
+	case PN_K_RING:
+		plan->staged = !aligned || !recv_reg;
+		limit = plan->staged ? cfg->stage_bytes : UINT64_MAX;
+		break;
+	default:
+		return pn_plugin_fail(-EINVAL, "unknown kernel %d", kern);
+	}
+	limit &= ~(uint64_t)15;
+	if (!limit)
+		return pn_plugin_fail(-EINVAL, "the %s buffer is too small",
+				      plan->staged ? "staging" : "LL");
+	plan->chunk = bytes && bytes < limit ? bytes : limit;
+	return 0;
+}
+
+uint64_t pn_cuda_twoshot_ll_min(int nranks)
+{
+	return (uint64_t)nranks * 4096;
+}
+
+static unsigned round_up(unsigned v, unsigned m)
+{
+	return (v + m - 1) / m * m;
+}
+
+static void ll_geometry(uint64_t lines, uint64_t blocks, struct pn_launch *l)
+{
+	uint64_t g;
+
+	l->threads = lines >= 512 ? 512 : round_up((unsigned)lines, 32);
+	if (l->threads < 64)
+		l->threads = 64;
+	g = (lines + l->threads - 1) / l->threads;
+	l->grid = (unsigned)(g < 1 ? 1 : g > blocks ? blocks : g);
+	l->tile = 0;
+}
+
+void pn_cuda_geometry(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes,
+		      struct pn_launch *l)
+{
+	uint64_t blocks = cfg->blocks ? cfg->blocks : 1, n = (uint64_t)cfg->nranks;
+
+	if (kern == PN_K_ONESHOT) {
+		ll_geometry((bytes + 7) / 8, blocks, l);
+	} else if (kern == PN_K_TWOSHOT_LL) {
+		ll_geometry(((bytes + 7) / 8 + n - 1) / n, blocks, l);
+	} else if (kern == PN_K_ONESHOT_FL) {
+		uint64_t t = (bytes + blocks - 1) / blocks, nt;
+
+		t = (t + 15) / 16 * 16;
+		if (t < 512)
+			t = 512;
+		if (t > cfg->slot_bytes)
+			t = cfg->slot_bytes;
+		nt = (bytes + t - 1) / t;
+		l->tile = (uint32_t)t;
+		l->grid = (unsigned)(nt < 1 ? 1 : nt > blocks ? blocks : nt);
+		l->threads = round_up((unsigned)(t / 16), 32);
+		if (l->threads < 64)
+			l->threads = 64;
+		if (l->threads > 512)
+			l->threads = 512;
+	} else { /* twoshot, twoshot_hy, ring */
+		uint64_t cap = kern == PN_K_RING ? cfg->tile_ring : cfg->tile_twoshot;
+		uint64_t t = (bytes + n * blocks - 1) / (n * blocks), nt;
+
+		t = (t + 15) / 16 * 16;
+		if (t < 512)
+			t = 512;
+		if (t > cap)
+			t = cap;
+		nt = (bytes + t * n - 1) / (t * n);
+		l->tile = (uint32_t)t;
+		l->grid = (unsigned)(nt < 1 ? 1 : nt > blocks ? blocks : nt);
+		l->threads = round_up((unsigned)(t / 16), 32);
+		if (l->threads < 64)
+			l->threads = 64;
+		if (l->threads > 512)
+			l->threads = 512;
+	}
+}
+
+int pn_cuda_kernel_for(const struct pn_cuda_cfg *cfg, const struct pn_tune *t, int algo,
+		       uint64_t bytes)
+{
+	switch (algo) {
+	case PENNY_ALGO_AUTO:
+		return pn_tune_select(t, bytes);
+	case PENNY_ALGO_ONESHOT:
+		return bytes <= cfg->oneshot_ll_max ? PN_K_ONESHOT : PN_K_ONESHOT_FL;
+	case PENNY_ALGO_TWOSHOT:
+		return bytes <= cfg->twoshot_ll_max	? PN_K_TWOSHOT_LL
+		       : bytes <= cfg->twoshot_hy_max ? PN_K_TWOSHOT_HY
+						      : PN_K_TWOSHOT;
+	case PENNY_ALGO_RING:
+		return PN_K_RING;
+	}
+	return pn_plugin_fail(-EINVAL, "unknown algorithm %d", algo);
+}

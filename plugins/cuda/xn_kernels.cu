@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * penny's cross-node allreduce kernel pn_xn_<type>_<op> (struct pn_xn_args).
+ *
+ * Across nodes (penny_plugin_v1.xnode_allreduce): chunk c of this rank's
+ * buffer goes into outbox ticket base + c for the core's proxy thread, which
+ * sends it to every other node; chunk c from node q arrives in inbox slot
+ * (base_q + c) % slots of ring q.  Each block takes chunks c = block, block
+ * + grid, ...: it waits for its outbox slot to be free (the proxy sent the
+ * ticket slots before), copies the chunk in, raises ready (st.release.sys
+ * after __syncthreads: cumulative over the block's stores), waits for every
+ * node's chunk, reduces in node order into recv and frees the inbox slots.
+ * Every block is resident at once (grid <= slots and SMs), so the lowest
+ * unfinished chunk can always go on.  The tickets live in device memory
+ * (the last block moves them on): graph replays are safe.  The waits end on
+ * the proxy's abort word or after timeout_ns (PN_ERR_XNODE / PN_ERR_TIMEOUT).
+ */
+#include "ar_block.cuh"
+
+PN_DEV uint64_t pn_ld_acquire_u64(const uint64_t *p)
+{
+#ifndef PN_EMU
+	uint64_t v;
+
+	asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+#else
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
+PN_DEV void pn_st_release_u64(uint64_t *p, uint64_t v)
+{
+#ifndef PN_EMU
+	asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#else
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+PN_DEV void pn_xn_fail(const struct pn_xn_args &a, uint32_t bit, int node)
+{
+	uint32_t *e = (uint32_t *)a.err;
+
+	pn_atomic_or(&e[0], bit);
+	e[1] = (uint32_t)node;
+}
+
+/*
+ * A waiting thread's check every 256 spins: false, with the error word set,
+ * when the proxy gave up (its abort word) or the wait passed the timeout.
+ */
+PN_DEV bool pn_xn_alive(const struct pn_xn_args &a, uint32_t &spins, uint64_t &t0, int node)
+{
+	if (++spins < 256)
+		return true;
+	spins = 0;
+	if (pn_ld_volatile_u64((const uint64_t *)a.ctl)) {
+		pn_xn_fail(a, PN_ERR_XNODE, node);
+		return false;
+	}
+	uint64_t now = pn_clock_ns();
+
+	if (!t0) {
+		t0 = now;
+	} else if (now - t0 > a.timeout_ns) {
+		pn_xn_fail(a, PN_ERR_TIMEOUT, node);
+		return false;
+	}
+	return true;
+}
+
+/* Wait until *w >= v (thread 0 of a block); false when the call is dead. */
+PN_DEV bool pn_xn_wait(const struct pn_xn_args &a, const uint64_t *w, uint64_t v, int node)
+{
+	uint32_t spins = 0;
+	uint64_t t0 = 0;
+
+	while (pn_ld_acquire_u64(w) < v) {
+		pn_pause();
+		if (!pn_xn_alive(a, spins, t0, node))
+			return false;
+	}
+	return true;
+}
+
+/* The last len % 16 bytes of a chunk, one element per thread: copy into the
+ * outbox (dst non-NULL) or reduce the N sources into dst2. */
+template <typename T, int OP>
+PN_DEV void pn_xn_tail_copy(char *dst, const char *src, uint64_t from, uint64_t len)
+{
+	typedef typename pn_xraw<sizeof(T)>::U U;
+
+	for (uint64_t o = from + (uint64_t)pn_tid() * sizeof(T); o < len; o += pn_ntid() * sizeof(T))
+		*(volatile U *)(dst + o) = *(const U *)(src + o);
+}
+
+template <typename T, int OP>
+PN_DEV void pn_xn_tail_reduce(const char *const *src, const bool *remote, int nsrc, char *dst,
+			      uint64_t from, uint64_t len, int n)
+{
+	typedef typename pn_xraw<sizeof(T)>::U U;
+
+	for (uint64_t o = from + (uint64_t)pn_tid() * sizeof(T); o < len; o += pn_ntid() * sizeof(T)) {
+		pn_pack<T, OP, sizeof(T)> pk;
+
+		for (int s = 0; s < nsrc; s++) {
+			U u = remote[s] ? *(const volatile U *)(src[s] + o) : *(const U *)(src[s] + o);
+
+			if (s == 0)
+				pk.first(&u);
+			else
+				pk.add(&u);
+		}
+		U r;
+
+		pk.out(&r, n, true);
+		*(U *)(dst + o) = r;
+	}
+}
+
+/*
+ * LL across nodes (small calls): a chunk travels as 16-byte lines of 8 data
+ * bytes and two copies of a flag (the ticket + 1, low 32 bits), the format
+ * of pn_ll_store.  The receiving threads poll their own lines in the inbox:
+ * the data comes with its flag in one read over PCIe, where the plain
+ * protocol reads the slot's header, then the data.  The proxy moves the
+ * bytes unchanged.  Twice the bytes on the wire: small calls only.
+ */
+PN_DEV pn_v4 pn_xn_ld_part(const char *p, uint64_t n)
+{
+	pn_v4 x = { 0, 0, 0, 0 };
+
+	if (n >= 16)
+		return pn_ld(p);
+	pn_ld_bytes(&x, p, (unsigned)n, false);
+	return x;
+}
+
+/* Wait for the 32 bytes of LL lines at p to carry flag f; false: the call is dead. */
+PN_DEV bool pn_xn_ll_wait(const struct pn_xn_args &a, const char *p, uint32_t f, int node,
+			  pn_v4 *out)
+{
+	uint32_t spins = 0;
+	uint64_t t0 = 0;
+
+	for (;;) {
+		pn_v4 u = pn_ll_load(p), w = pn_ll_load(p + 16);
+
+		if (u.y == f && u.w == f && w.y == f && w.w == f) {
+			pn_v4 x = { u.x, u.z, w.x, w.z };
+
+			*out = x;
+			return true;
+		}
+		pn_pause();
+		if (!pn_xn_alive(a, spins, t0, node))
+			return false;
+	}
+}
+
+/* outbox slots whose sent words a block reads up front (threads 32..) */
+#define PN_XN_PREFETCH 32
+
+/*
+ * Chunk [0, len) of send into outbox slot t: LL lines (flag t + 1) or plain
+ * bytes.  from_v0: the block's first chunk of a small call, whose 16 bytes
+ * per thread are in v0 already (read before the slot was free).
+ */
+template <typename T, int OP>
+PN_DEV void pn_xn_put(const struct pn_xn_args &a, const char *send, uint64_t t, uint64_t len,
+		      bool from_v0, const pn_v4 &v0)
+{
+	char *dst = (char *)(a.out_data + (t % a.slots) * a.stride);
+
+	if (a.ll) {
+		const uint64_t nv = (len + 15) / 16;
+
+		for (uint64_t v = pn_tid(); v < nv; v += pn_ntid()) {
+			pn_v4 x = from_v0 && v == pn_tid() && v * 16 + 16 <= len
+					  ? v0
+					  : pn_xn_ld_part(send + v * 16, len - v * 16);
+
+			pn_ll_store(dst + v * 32, x.x, x.y, (uint32_t)(t + 1));
+			pn_ll_store(dst + v * 32 + 16, x.z, x.w, (uint32_t)(t + 1));
+		}
+	} else {
+		const uint64_t main = len & ~(uint64_t)15;
+
+		if (from_v0) {
+			if ((uint64_t)pn_tid() * 16 + 16 <= main)
+				pn_st(dst + (uint64_t)pn_tid() * 16, v0);
+		} else {
+			pn_block_copy(dst, send, main, false, sizeof(T));
+		}
+		pn_xn_tail_copy<T, OP>(dst, send, main, len);
+	}
+}
+
+/* The inbox slot of node q's ticket k: its header, its data. */
+PN_DEV uint64_t *pn_xn_in_hdr(const struct pn_xn_args &a, int q, uint64_t k)
+{
+	return (uint64_t *)(a.in_hdr + ((uint64_t)q * a.slots + k % a.slots) * PN_XSLOT);
+}
+
+PN_DEV const char *pn_xn_in_data(const struct pn_xn_args &a, int q, uint64_t k)
+{
+	return (const char *)(a.in_data + ((uint64_t)q * a.slots + k % a.slots) * a.stride);
+}
+
+/*
+ * Chunk c's LL lines from every node, each line waited for on its own,
+ * reduced with this node's [0, len) of send into recv.  A thread whose wait
+ * fails sets dead (the block's shared word), which ends every thread's loop.
+ */
+template <typename T, int OP>
+PN_DEV void pn_xn_reduce_ll(const struct pn_xn_args &a, const uint64_t *base_in, uint64_t c,
+			    const char *send, char *recv, uint64_t len, int &dead)
+{
+	const int N = a.nnodes, me = a.node;
+	const uint64_t nv = (len + 15) / 16;
+
+	for (uint64_t v = pn_tid(); v < nv && !dead; v += pn_ntid()) {
+		pn_pack<T, OP, 16> pk;
+		pn_v4 x[PN_AR_MAX_RANKS], r;
+		bool ok = true;
+
+#pragma unroll
+		for (int q = 0; q < PN_AR_MAX_RANKS; q++) {
+			if (q >= N)
+				break;
+			if (q == me) {
+				x[q] = pn_xn_ld_part(send + v * 16, len - v * 16);
+			} else if (ok) {
+				uint64_t k = base_in[q] + c;
+
+				ok = pn_xn_ll_wait(a, pn_xn_in_data(a, q, k) + v * 32, (uint32_t)(k + 1), q,
+						   &x[q]);
+			}
+		}
+		if (!ok) {
+			dead = 1;
+			break;
+		}
+		pk.first(&x[0]);
+#pragma unroll
+		for (int q = 1; q < PN_AR_MAX_RANKS; q++)
+			if (q < N)
+				pk.add(&x[q]);
+		pk.out(&r, a.nranks, true);
+		if (v * 16 + 16 <= len)
+			pn_st(recv + v * 16, r);
+		else
+			pn_st_bytes(recv + v * 16, &r, (unsigned)(len - v * 16));
+	}
+}
+
+/* Chunk c of every node (their slots' headers seen), reduced with this
+ * node's [0, len) of send into recv. */
+template <typename T, int OP>
+PN_DEV void pn_xn_reduce(const struct pn_xn_args &a, const uint64_t *base_in, uint64_t c,
+			 const char *send, char *recv, uint64_t len)
+{
+	const int N = a.nnodes, me = a.node;
+	const char *src[PN_AR_MAX_RANKS];
+	bool remote[PN_AR_MAX_RANKS];
+
+#pragma unroll
+	for (int q = 0; q < PN_AR_MAX_RANKS; q++) {
+		uint64_t k = q < N ? base_in[q] + c : 0;
+
+		src[q] = q == me ? send : pn_xn_in_data(a, q, k);
+		remote[q] = q != me;
+	}
+	const uint64_t main = len & ~(uint64_t)15;
+
+	pn_block_reduce<T, OP>(src, remote, N, recv, NULL, 0, main, a.nranks, true);
+	pn_xn_tail_reduce<T, OP>(src, remote, N, recv, main, len, a.nranks);
+}
+
+/*
+ * Thread 0: publish outbox slot t (len bytes of chunk data), then, plain
+ * protocol, wait for every other node's slot of chunk c; false when the call
+ * is dead.
+ */
+PN_DEV bool pn_xn_publish(const struct pn_xn_args &a, const uint64_t *base_in, uint64_t c, uint64_t t,
+			  uint64_t len)
+{
+	const int N = a.nnodes;
+	uint64_t *o = (uint64_t *)(a.out_hdr + (t % a.slots) * PN_XSLOT);
+
+	pn_st_volatile_u64(o + 1, a.ll ? (len + 15) / 16 * 32 : len);
+	pn_st_volatile_u64(o + 2, N == 64 ? ~0ull : (1ull << N) - 1);
+	pn_st_release_u64(o, t + 1);
+	for (int q = 0; q < N && !a.ll; q++) {
+		uint64_t k = base_in[q] + c;
+
+		if (q != a.node && !pn_xn_wait(a, pn_xn_in_hdr(a, q, k), k + 1, q))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Thread 0, after the call: the last block to get here moves the tickets on
+ * by the call's nch chunks, dead or not (the job is failing then).
+ */
+PN_DEV void pn_xn_advance(const struct pn_xn_args &a, uint64_t base_out, const uint64_t *base_in,
+			  uint64_t nch)
+{
+	uint64_t *ctr = (uint64_t *)a.ctr;
+	const int N = a.nnodes;
+
+	pn_fence();
+	if (pn_atomic_add((uint32_t *)&ctr[1 + N], 1) == pn_nbid() - 1) {
+		ctr[1 + N] = 0;
+		ctr[0] = base_out + nch;
+		for (int q = 0; q < N; q++)
+			ctr[1 + q] = base_in[q] + nch;
+		pn_fence();
+	}
+}
+
+template <typename T, int OP> PN_DEV void pn_xnode(const struct pn_xn_args &a)
+{
+	uint64_t *ctr = (uint64_t *)a.ctr;
+	const uint64_t S = a.slots, C = a.slot_bytes, bytes = a.count * sizeof(T);
+	const uint64_t nch = (bytes + C - 1) / C, base_out = ctr[0];
+	const int N = a.nnodes, me = a.node;
+	const char *send = (const char *)a.send;
+	char *recv = (char *)a.recv;
+	PN_SHARED_ARRAY(uint64_t, base_in, PN_XN_MAX_NODES);
+	PN_SHARED_ARRAY(uint64_t, sent0, PN_XN_PREFETCH);
+	PN_SHARED(int, dead);
+
+	if (pn_tid() < (unsigned)N)
+		base_in[pn_tid()] = ctr[1 + pn_tid()];
+	if (pn_tid() == 0)
+		dead = 0;
+	/*
+	 * The outbox slots' sent words, read at once beside the tickets (host
+	 * memory: a round trip over PCIe each, in parallel here instead of one
+	 * after the ticket read), and a small first chunk's data in registers:
+	 * the slot check and the copy overlap the reads they used to follow.
+	 * Threads 32..32 + S read them; a block of fewer threads (the emulator's)
+	 * waits for each slot instead.
+	 */
+	const bool pre = S <= PN_XN_PREFETCH && pn_ntid() >= 32 + S;
+
+	if (pre && pn_tid() >= 32 && pn_tid() < 32 + S)
+		sent0[pn_tid() - 32] = pn_ld_acquire_u64((const uint64_t *)(a.out_hdr + (pn_tid() - 32) * PN_XSLOT) + 8);
+	const uint64_t off0 = (uint64_t)pn_bid() * C;
+	const uint64_t len0 = off0 < bytes ? (bytes - off0 < C ? bytes - off0 : C) : 0;
+	const bool small = (len0 & ~(uint64_t)15) <= 16ull * pn_ntid();
+	pn_v4 v0;
+
+	if (small && (uint64_t)pn_tid() * 16 + 16 <= len0)
+		v0 = pn_ld(send + off0 + (uint64_t)pn_tid() * 16);
+	pn_sync();
+	for (uint64_t c = pn_bid(); c < nch && !dead; c += pn_nbid()) {
+		const uint64_t off = c * C, len = bytes - off < C ? bytes - off : C;
+		const uint64_t t = base_out + c;
+		const uint64_t *o = (const uint64_t *)(a.out_hdr + (t % S) * PN_XSLOT);
+		const bool first = c == pn_bid();
+
+		if (pn_tid() == 0 && t >= S &&
+		    !(first && pre && sent0[t % S] >= t + 1 - S) &&
+		    !pn_xn_wait(a, o + 8, t + 1 - S, -1))
+			dead = 1;
+		pn_sync();
+		if (dead)
+			break;
+		pn_xn_put<T, OP>(a, send + off, t, len, first && small, v0);
+		pn_sync();
+		if (pn_tid() == 0 && !pn_xn_publish(a, base_in, c, t, len))
+			dead = 1;
+		pn_sync();
+		if (dead)
+			break;
+		if (a.ll)
+			pn_xn_reduce_ll<T, OP>(a, base_in, c, send + off, recv + off, len, dead);
+		else
+			pn_xn_reduce<T, OP>(a, base_in, c, send + off, recv + off, len);
+		/*
+		 * Free the inbox slots: every thread's reads of them returned (their
+		 * values are in recv's stores, issued before the barrier), so a plain
+		 * store does; a release would wait for recv's stores as well.
+		 */
+		pn_sync();
+		if (pn_tid() == 0)
+			for (int q = 0; q < N; q++)
+				if (q != me) {
+					uint64_t k = base_in[q] + c;
+
+					pn_st_volatile_u64(pn_xn_in_hdr(a, q, k) + 8, k + 1);
+				}
+	}
+	pn_sync();
+	if (pn_tid() == 0)
+		pn_xn_advance(a, base_out, base_in, nch);
+}
+
+#define PN_XN_KERNEL(T, tname, OP, oname)                                                      \
+	extern "C" __global__ void PN_BOUNDS pn_xn_##tname##_##oname(struct pn_xn_args a)      \
+	{                                                                                      \
+		pn_pdl_wait();                                                                 \
+		pn_pdl_trigger();                                                              \
+		pn_xnode<T, OP>(a);                                                            \
+	}
+#define PN_XN_OPS(T, tname)                                                                    \
+	PN_XN_KERNEL(T, tname, PENNY_SUM, sum)                                                 \
+	PN_XN_KERNEL(T, tname, PENNY_PROD, prod)                                               \
+	PN_XN_KERNEL(T, tname, PENNY_MIN, min)                                                 \
+	PN_XN_KERNEL(T, tname, PENNY_MAX, max)                                                 \
+	PN_XN_KERNEL(T, tname, PENNY_AVG, avg)
+PN_XN_OPS(int8_t, int8)
+PN_XN_OPS(uint8_t, uint8)
+PN_XN_OPS(int32_t, int32)
+PN_XN_OPS(uint32_t, uint32)
+PN_XN_OPS(int64_t, int64)
+PN_XN_OPS(uint64_t, uint64)
+PN_XN_OPS(pn_half_t, half)
+PN_XN_OPS(pn_bf16_t, bfloat16)
+PN_XN_OPS(float, float)
+PN_XN_OPS(double, double)
