@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A port's counters as `penny top --json` writes them (counters.h,
+ * A port's counters as `penny top --json` writes them (counters_json.h,
  * pn_counters_port_json): JSON keys only, through the one output path.
  */
+#include "top/counters_json.h"
 #include "node/counters.h"
 
 #include "base/out.h"

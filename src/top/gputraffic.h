@@ -65,7 +65,7 @@ void pn_gputraffic_prom_write(FILE *f, const struct pn_gputraffic *g);
 struct pn_record_gpu;
 struct pn_record_sample;
 /* g's rows (NULL: none) as a recording keeps them, rates only, into out
- * (room for PN_RECORD_GPUS_MAX, node/record.h): how many. */
+ * (room for PN_RECORD_GPUS_MAX, top/record.h): how many. */
 int pn_gputraffic_to_record(const struct pn_gputraffic *g, struct pn_record_gpu *out);
 /* A recorded sample's GPU rows into g over rows (room for
  * PN_RECORD_GPUS_MAX): the rates, no totals; returns g. */

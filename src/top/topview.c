@@ -3,8 +3,8 @@
  * The state of `penny top`'s screen and its keys (topview.h).
  */
 #define _GNU_SOURCE
-#include "node/topview.h"
-#include "node/portsel.h"
+#include "top/topview.h"
+#include "top/portsel.h"
 
 #include <errno.h>
 #include <math.h>

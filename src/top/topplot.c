@@ -3,7 +3,7 @@
  * The SVG plot of `penny top` (topplot.h): a recording's series turned into
  * the panels and colours of base/plot's time plot.
  */
-#include "node/topplot.h"
+#include "top/topplot.h"
 #include "base/log.h"
 #include "base/ofile.h"
 #include "base/plot.h"

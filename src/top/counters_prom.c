@@ -4,6 +4,7 @@
  * textfile collector): what `penny top --prom FILE` writes each interval.
  * Metric names, types and help lines are penny-top(1)'s.
  */
+#include "top/counters_prom.h"
 #include "node/counters.h"
 #include "node/nodectx.h"
 #include "base/out.h"

@@ -11,11 +11,11 @@
 #define PENNY_TOPLOOP_H
 
 #include "node/counters.h"
-#include "node/gputraffic.h"
+#include "top/gputraffic.h"
 #include "node/nodectx.h"
 #include "node/rdmares.h"
-#include "node/record.h"
-#include "node/toprun.h"
+#include "top/record.h"
+#include "top/toprun.h"
 
 #include <signal.h>
 #include <stdint.h>
@@ -61,7 +61,7 @@ struct pn_top_status {
 /* One sample for the batch output, live or replayed. */
 struct pn_top_sample {
 	const struct pn_counters_set *set;
-	const int *idx;		/* the ports shown, in order (node/portsel.h) */
+	const int *idx;		/* the ports shown, in order (top/portsel.h) */
 	int n;
 	double interval;
 	const struct pn_nodectx *ctx;

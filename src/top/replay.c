@@ -6,7 +6,7 @@
  * by record.c's parser.
  */
 #define _GNU_SOURCE
-#include "node/record.h"
+#include "top/record.h"
 #include "node/nic.h"
 #include "base/util.h"
 #include "base/log.h"

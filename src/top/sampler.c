@@ -13,6 +13,7 @@
  * start (the eventfd, a PerfMgt port) are in both tables.
  */
 #define _GNU_SOURCE
+#include "top/sampler.h"
 #include "node/counters.h"
 #include "base/log.h"
 #include "base/util.h"

@@ -4,7 +4,7 @@
  * its batch lines, --record and --prom all take the same selection.
  */
 #define _GNU_SOURCE
-#include "node/portsel.h"
+#include "top/portsel.h"
 
 #include "node/nic.h"
 

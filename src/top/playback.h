@@ -26,7 +26,7 @@ int pn_playback_tick(struct pn_playback *p, double now);
 void pn_playback_shown(struct pn_playback *p, double interval, double now);
 /* How long to wait for a key: until the next sample, at most 1 s. */
 double pn_playback_wait(const struct pn_playback *p, double now);
-/* A key's action (node/topview.h): speed, pause, step, seek. */
+/* A key's action (top/topview.h): speed, pause, step, seek. */
 void pn_playback_action(struct pn_playback *p, int action, double interval, double now);
 
 /* The live screen's interval one step longer (dir > 0) or shorter. */

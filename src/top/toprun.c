@@ -2,7 +2,8 @@
 /*
  * top's live run, opened and closed in one order (toprun.h).
  */
-#include "node/toprun.h"
+#include "top/sampler.h"
+#include "top/toprun.h"
 
 #include "base/log.h"
 #include "base/util.h"

@@ -11,7 +11,7 @@
 #ifndef PENNY_TOPPLOT_H
 #define PENNY_TOPPLOT_H
 
-#include "node/record.h"
+#include "top/record.h"
 
 /* Write the plot of r to path through base/ofile.h: 0 or -errno (message set). */
 int pn_topplot_write(const struct pn_replay *r, const char *path, const char *title);

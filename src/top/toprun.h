@@ -10,11 +10,11 @@
 #define PENNY_TOPRUN_H
 
 #include "node/counters.h"
-#include "node/gputraffic.h"
+#include "top/gputraffic.h"
 #include "node/nodectx.h"
 #include "node/perfquery.h"
 #include "node/rdmares.h"
-#include "node/record.h"
+#include "top/record.h"
 
 #include <stdint.h>
 

@@ -4,9 +4,9 @@
  * cumulative counters (rates, wraps and resets here; NVML in nvml.c), and
  * their Prometheus exposition.
  */
-#include "node/gputraffic.h"
+#include "top/gputraffic.h"
 #include "node/nvml.h"
-#include "node/record.h"
+#include "top/record.h"
 #include "node/sysfs.h"
 #include "base/out.h"
 

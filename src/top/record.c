@@ -6,7 +6,7 @@
  * over a recording's lines is replay.c.
  */
 #define _GNU_SOURCE
-#include "node/record.h"
+#include "top/record.h"
 #include "node/nic.h"
 #include "base/util.h"
 #include "base/log.h"

@@ -3,14 +3,15 @@
  * top's run loops, live and replayed (toploop.h).
  */
 #define _GNU_SOURCE
-#include "node/toploop.h"
+#include "top/sampler.h"
+#include "top/toploop.h"
 
 #include "base/log.h"
 #include "base/util.h"
-#include "node/playback.h"
-#include "node/portsel.h"
+#include "top/playback.h"
+#include "top/portsel.h"
 #include "node/sysfs.h"
-#include "node/topview.h"
+#include "top/topview.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -2,8 +2,8 @@
 /*
  * top's playback of a recording and its intervals (playback.h).
  */
-#include "node/playback.h"
-#include "node/topview.h"
+#include "top/playback.h"
+#include "top/topview.h"
 
 #include "base/util.h"
 
