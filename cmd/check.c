@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * penny check: one health verdict for a node, or for a job under a
- * launcher.  The checks and the job's rules are src/harness/check*.c; this
+ * launcher.  The checks and the job's rules are src/check/check*.c; this
  * file parses the options, opens the output files before the work, calls
  * pn_check_run and presents the results (rank 0 only): the table or --json
  * on stdout, --junit, --prom and --save-baseline through base/ofile.h.
@@ -13,8 +13,8 @@
 #include "base/ofile.h"
 #include "base/util.h"
 #include "base/verdict.h"
-#include "harness/check.h"
-#include "harness/check_cfg.h"
+#include "check/check.h"
+#include "check/check_cfg.h"
 #include "engine/jobparams.h"
 
 #include <errno.h>

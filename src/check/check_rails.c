@@ -6,8 +6,8 @@
  * counters (pn_rails_judge, check_net.h).
  */
 #define _GNU_SOURCE
-#include "harness/check_net.h"
-#include "harness/check.h"
+#include "check/check_net.h"
+#include "check/check.h"
 
 #include "base/file.h"
 #include "base/log.h"

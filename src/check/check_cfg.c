@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The configuration of `penny check` (harness/check_cfg.h): the one table
+ * The configuration of `penny check` (check/check_cfg.h): the one table
  * of keys (type, range, default, documentation) and the parser of
  * "key = value" files.  A number key whose default is NAN has none: the
  * check derives its expectation (topology, baseline) instead.
  */
-#include "harness/check_cfg.h"
-#include "harness/check.h"
+#include "check/check_cfg.h"
+#include "check/check.h"
 #include "base/file.h"
 #include "base/log.h"
 

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * NCCL's NCCL_DEBUG=INFO log into the table of the paths it chose
- * (harness/nccllog.h).  Formats, not code, follow NCCL: a line is
+ * (check/nccllog.h).  Formats, not code, follow NCCL: a line is
  * "<host>:<pid>:<tid> [<dev>] NCCL INFO <message>"; only the message
  * matters, and the host names the NIC list a NET path's index refers to.
  */
 #define _GNU_SOURCE
-#include "harness/nccllog.h"
+#include "check/nccllog.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The driver of `penny check` (harness/check.h): the check names and the
+ * The driver of `penny check` (check/check.h): the check names and the
  * --only/--skip lists, the run itself (the node's name, its topology and counters before the
  * first check, the checks in order, counters judged last), and under a
  * launcher the gather of every rank's results on rank 0 with the job's
@@ -8,8 +8,8 @@
  * themselves call (expectation, progress, rows) is check_row.c.
  */
 #define _GNU_SOURCE
-#include "harness/check.h"
-#include "harness/check_cfg.h"
+#include "check/check.h"
+#include "check/check_cfg.h"
 #include "base/file.h"
 #include "base/log.h"
 #include "base/verdict.h"

@@ -6,7 +6,7 @@
  * links it alone.
  */
 #define _GNU_SOURCE
-#include "harness/check_gpu.h"
+#include "check/check_gpu.h"
 
 #include "base/log.h"
 #include "base/util.h"

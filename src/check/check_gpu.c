@@ -9,9 +9,9 @@
  * child process the measurements run in.
  */
 #define _GNU_SOURCE
-#include "harness/check.h"
-#include "harness/check_cfg.h"
-#include "harness/check_gpu.h"
+#include "check/check.h"
+#include "check/check_cfg.h"
+#include "check/check_gpu.h"
 
 #include "base/log.h"
 #include "base/util.h"

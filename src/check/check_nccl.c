@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The nccl-path check of `penny check` (harness/check.h): the paths an
+ * The nccl-path check of `penny check` (check/check.h): the paths an
  * NCCL job chose, from its NCCL_DEBUG=INFO log (--nccl-log FILE, parsed by
- * harness/nccllog.h), one result per channel connection of this node,
+ * check/nccllog.h), one result per channel connection of this node,
  * judged against this node's topology:
  *   NET/Socket while an RDMA port of the node is ACTIVE;
  *   NET without GDRDMA where the rank's GPU and the NIC share a PCIe
@@ -15,10 +15,10 @@
  * CUDA_VISIBLE_DEVICES reorders them) or an older NCCL's bus id.
  */
 #define _GNU_SOURCE
-#include "harness/check.h"
-#include "harness/check_gpu.h"
-#include "harness/check_settings.h"
-#include "harness/nccllog.h"
+#include "check/check.h"
+#include "check/check_gpu.h"
+#include "check/check_settings.h"
+#include "check/nccllog.h"
 #include "base/file.h"
 #include "base/log.h"
 #include "base/verdict.h"

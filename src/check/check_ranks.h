@@ -8,22 +8,9 @@
 #define PENNY_CHECK_RANKS_H
 
 #include "base/verdict.h"
+#include "harness/ranks.h"
 
 #include <stddef.h>
-
-/* What one rank uses (fixed size: it travels in an allgather). */
-struct pn_rank_use {
-	int rank;
-	int gpu;		/* index into its node's topology, -1 unknown */
-	int path;		/* PN_PATH_* from the GPU to nic, -1 no NIC */
-	int best_path;		/* from the GPU to the nearest NIC of all, -1 none */
-	char host[64];
-	char gpu_name[16];	/* "GPU1" */
-	char busid[16];		/* the GPU's PCI address: what "one GPU" means */
-	char nic[64];		/* the RDMA device it uses, "" none */
-	char best_nic[64];	/* the nearest one */
-	char why[96];		/* gpu -1: why */
-};
 
 /*
  * The GPU (index in PCI order, of ngpus) that local rank opens: CUDA's
@@ -44,19 +31,6 @@ int pn_ranks_visible_count(const char *cvd, int ngpus, char *hidden, size_t hlen
  * syntax: a list of name prefixes with optional ":port", "=" for exact
  * names, "^" to exclude.  NULL or "": every NIC. */
 int pn_ranks_nic_allowed(const char *hca, const char *nic);
-
-/*
- * One GPU, two ranks (the audit's rule, and allreduce-test's on the GPU
- * the plugin opened): the index of another rank of r[0..n) whose GPU is
- * known and on r[i]'s host at r[i]'s PCI address; -1 none.
- */
-int pn_ranks_shared_gpu(const struct pn_rank_use *r, int n, int i);
-/*
- * The PCI address a GPU plugin's describe() line names in parentheses
- * ("NVIDIA H100 80GB HBM3 (0000:18:00.0) sm_90 ..."), in busid as
- * "dddd:bb:dd.f" (lower case): 0, or -1 when it names none.
- */
-int pn_ranks_describe_busid(const char *desc, char *busid, size_t len);
 
 /*
  * The audit of n ranks: v[i] and det[i] for rank r[i]: FAIL when another

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The ranks check of `penny check` (harness/check.h, check_ranks.h): under
+ * The ranks check of `penny check` (check/check.h, check_ranks.h): under
  * a launcher, the GPU and the NIC each rank of the job uses, audited on
  * rank 0.  A rank's GPU is what the GPU plugins open (and what NCCL's
  * launchers expect): CUDA device local_rank % visible, the visible devices
@@ -11,8 +11,8 @@
  * SYS from its GPU while a nearer NIC exists, FAIL naming them.
  */
 #define _GNU_SOURCE
-#include "harness/check.h"
-#include "harness/check_ranks.h"
+#include "check/check.h"
+#include "check/check_ranks.h"
 #include "base/log.h"
 #include "base/verdict.h"
 #include "engine/boot.h"
@@ -109,34 +109,6 @@ int pn_ranks_nic_allowed(const char *hca, const char *nic)
 			p++;
 	}
 	return exclude ? !hit : hit;
-}
-
-int pn_ranks_shared_gpu(const struct pn_rank_use *r, int n, int i)
-{
-	int j;
-
-	for (j = 0; r[i].gpu >= 0 && j < n; j++)
-		if (j != i && r[j].gpu >= 0 && !strcmp(r[i].host, r[j].host) &&
-		    !strcmp(r[i].busid, r[j].busid))
-			return j;
-	return -1;
-}
-
-int pn_ranks_describe_busid(const char *desc, char *busid, size_t len)
-{
-	const char *p;
-	unsigned d, b, s, f;
-	int n;
-
-	for (p = desc ? strchr(desc, '(') : NULL; p; p = strchr(p + 1, '(')) {
-		n = -1;
-		if (strspn(p + 1, "0123456789abcdefABCDEF:.") == 12 &&
-		    sscanf(p + 1, "%4x:%2x:%2x.%1x)%n", &d, &b, &s, &f, &n) == 4 && n == 13) {
-			snprintf(busid, len, "%04x:%02x:%02x.%x", d, b, s, f);
-			return 0;
-		}
-	}
-	return -1;
 }
 
 void pn_ranks_audit(const struct pn_rank_use *r, int n, enum pn_verdict *v, char (*det)[160])

@@ -6,9 +6,9 @@
  * order).  rails is check_rails.c; the pure parts are in check_net.h.
  */
 #define _GNU_SOURCE
-#include "harness/check_net.h"
-#include "harness/check.h"
-#include "harness/check_cfg.h"
+#include "check/check_net.h"
+#include "check/check.h"
+#include "check/check_cfg.h"
 
 #include "base/log.h"
 #include "base/util.h"

@@ -30,11 +30,11 @@
  * baseline.
  */
 #define _GNU_SOURCE
-#include "harness/check.h"
-#include "harness/check_ar.h"
-#include "harness/check_cfg.h"
-#include "harness/check_gpu.h"
-#include "harness/check_ranks.h"
+#include "check/check.h"
+#include "check/check_ar.h"
+#include "check/check_cfg.h"
+#include "check/check_gpu.h"
+#include "check/check_ranks.h"
 #include "harness/sweep.h"
 
 #include "base/log.h"

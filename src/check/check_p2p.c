@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The settings check's NVLink and P2P rows (harness/check.h): from NVML
+ * The settings check's NVLink and P2P rows (check/check.h): from NVML
  * loaded at run time (node/nvml.h), for the node's NVIDIA GPUs:
  *   GPUn:nvlink     the GPU's NVLinks NVML knows, up and down: a link
  *                   down FAILs (NCCL routes around it, slower);
@@ -10,8 +10,8 @@
  * PENNY_NVML_LIB (the live NVML does not describe it): one SKIP.
  */
 #define _GNU_SOURCE
-#include "harness/check.h"
-#include "harness/check_settings.h"
+#include "check/check.h"
+#include "check/check_settings.h"
 #include "base/log.h"
 #include "base/verdict.h"
 #include "node/nvml.h"

@@ -10,10 +10,10 @@
  * rank's log to its node's first rank, which judges them.
  */
 #define _GNU_SOURCE
-#include "harness/check.h"
-#include "harness/check_ar.h"
-#include "harness/check_gpu.h"
-#include "harness/check_settings.h"
+#include "check/check.h"
+#include "check/check_ar.h"
+#include "check/check_gpu.h"
+#include "check/check_settings.h"
 #include "base/file.h"
 #include "base/log.h"
 #include "base/run.h"

@@ -12,8 +12,8 @@
  * (check_ab.c) and NCCL's log of the job (check_ncclrun.c).
  */
 #define _GNU_SOURCE
-#include "harness/check.h"
-#include "harness/check_gpu.h"
+#include "check/check.h"
+#include "check/check_gpu.h"
 #include "base/log.h"
 #include "base/run.h"
 #include "base/sock.h"

@@ -26,10 +26,10 @@
  *      "slowest-pair", naming the two nodes, ranks, NICs and the link.
  */
 #define _GNU_SOURCE
-#include "harness/check_a2a.h"
-#include "harness/check.h"
-#include "harness/check_net.h"
-#include "harness/check_ranks.h"
+#include "check/check_a2a.h"
+#include "check/check.h"
+#include "check/check_net.h"
+#include "check/check_ranks.h"
 
 #include "base/log.h"
 #include "base/timing.h"
