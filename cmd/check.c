@@ -14,7 +14,9 @@
 #include "base/util.h"
 #include "base/verdict.h"
 #include "check/check.h"
+#include "check/check_base.h"
 #include "check/check_cfg.h"
+#include "check/check_row.h"
 #include "engine/jobparams.h"
 
 #include <errno.h>

@@ -27,9 +27,9 @@
  */
 #define _GNU_SOURCE
 #include "check/check_a2a.h"
-#include "check/check.h"
 #include "check/check_net.h"
 #include "check/check_ranks.h"
+#include "check/check_row.h"
 
 #include "base/log.h"
 #include "base/timing.h"

@@ -10,6 +10,8 @@
 #ifndef PENNY_CHECK_A2A_H
 #define PENNY_CHECK_A2A_H
 
+struct pn_check;
+
 #include <stddef.h>
 
 /*
@@ -77,5 +79,9 @@ double pn_a2a_topo_expect(const char *nic_a, double rate_a, const char *nic_b, d
  */
 double pn_a2a_bar(double exp, const char *esrc, double median, int npairs, double margin,
 		  char *src, size_t len);
+
+/* The check's entry (check_row.h's rule: results to c->results, 0 also on
+ * FAIL or SKIP, a negative errno only when the run cannot go on). */
+int pn_check_alltoall(struct pn_check *c);	/* collective, across nodes */
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The A/B of the decision table (check/check_diag.h): the job's allreduce
+ * The A/B of the decision table (check_ab.h, check_diag.h): the job's allreduce
  * on nccl missed its expectation; is NCCL's choice of NIC the cause?  NCCL
  * reads NCCL_IB_HCA once per process, so the A/B is a fresh job
  * (check_fresh.c): every rank's `allreduce-test --backend nccl --json`
@@ -13,12 +13,12 @@
  * allreduce-test's JSON FAILs it, naming the rank and why.
  */
 #define _GNU_SOURCE
-#include "check/check.h"
+#include "check/check_ab.h"
 #include "check/check_ar.h"
 #include "check/check_cfg.h"
-#include "check/check_diag.h"
-#include "check/check_gpu.h"
+#include "check/check_fresh.h"
 #include "check/check_ranks.h"
+#include "check/check_row.h"
 #include "base/log.h"
 #include "base/run.h"
 #include "base/util.h"

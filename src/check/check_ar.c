@@ -30,11 +30,14 @@
  * baseline.
  */
 #define _GNU_SOURCE
-#include "check/check.h"
 #include "check/check_ar.h"
+#include "check/check_base.h"
 #include "check/check_cfg.h"
+#include "check/check_fresh.h"
 #include "check/check_gpu.h"
+#include "check/check_gpu_lib.h"
 #include "check/check_ranks.h"
+#include "check/check_row.h"
 #include "harness/sweep.h"
 
 #include "base/log.h"

@@ -56,4 +56,8 @@ int pn_check_ar_copy_expect(const struct pn_verdict_list *l, const char *node, d
 int pn_check_ar_probe(const struct pn_check *c, const char *backend, int nranks,
 		      uint64_t bytes);
 
+/* The check's entry (check_row.h's rule: results to c->results, 0 also on
+ * FAIL or SKIP, a negative errno only when the run cannot go on). */
+int pn_check_allreduce(struct pn_check *c);	/* collective under a launcher */
+
 #endif

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The baseline of `penny check` (check/check.h): a known-good run's
+ * The baseline of `penny check` (check_base.h): a known-good run's
  * numeric results written as JSON (--save-baseline) and read back
  * (--baseline), bounded and strict, as the expectations' second source:
  *   {"penny_check_baseline": 1,
  *    "results": [{"check": "nic-bw", "target": "mlx5_0/1", "node": "n1",
  *                 "measured": 371.2, "unit": "Gb/s"}, ...]}
  */
-#include "check/check.h"
+#include "check/check_base.h"
 #include "base/file.h"
 #include "base/log.h"
 #include "base/minijson.h"

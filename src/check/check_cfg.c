@@ -6,7 +6,6 @@
  * check derives its expectation (topology, baseline) instead.
  */
 #include "check/check_cfg.h"
-#include "check/check.h"
 #include "base/file.h"
 #include "base/log.h"
 

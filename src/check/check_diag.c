@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The decision table (check/check_diag.h) and its place in the run
- * (check/check.h): after the checks, when an allreduce missed, the
+ * The decision table (check_diag.h) and its place in the run
+ * (check.h): after the checks, when an allreduce missed, the
  * measurements the table needs are run if they did not (every rank agrees
  * on them: the union of what each rank's results ask for), and rank 0 adds
  * one result, check "diagnosis", that names the layer and the evidence.
  */
 #define _GNU_SOURCE
-#include "check/check.h"
 #include "check/check_diag.h"
+#include "check/check_row.h"
 #include "base/log.h"
 #include "base/verdict.h"
 #include "engine/boot.h"

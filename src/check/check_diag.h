@@ -32,6 +32,10 @@
 #ifndef PENNY_CHECK_DIAG_H
 #define PENNY_CHECK_DIAG_H
 
+#include <stdint.h>
+
+struct pn_check;
+
 #include "base/verdict.h"
 
 #include <stddef.h>
@@ -57,16 +61,28 @@ enum pn_diag_ab { PN_AB_NONE, PN_AB_RAIL, PN_AB_NOT_RAIL };
  * job's expectation (0 or NaN: none). */
 enum pn_diag_ab pn_diag_ab(double as_run, double pinned, double expected);
 
-/*
- * The A/B's own parts (check_ab.c).  pn_diag_ab_wanted: the index of the
- * job's allreduce row (target "job") when it missed its expectation on
- * busbw (a FAIL whose measured rate is below its expected one) and no
- * "job-rail" row is there yet; else -1.  Its run's output is read by
- * pn_check_ar_parse (check_ar.h).
- */
-int pn_diag_ab_wanted(const struct pn_verdict_list *l);
-
 /* Decide over the results l (a run's, or the job's on rank 0). */
 void pn_diag_decide(const struct pn_verdict_list *l, struct pn_diag *d);
+
+/*
+ * The decision table in the run: after the checks, when
+ * an allreduce missed, run what the table needs that did not run
+ * (collective); on rank 0 after the gather, add the "diagnosis" result
+ * naming the likely layer and the evidence.
+ */
+/* The checks (1 << id) the table calls for that did not run, the union over
+ * every rank (collective); 0 when the allreduce did not run. */
+int pn_check_diag_need(struct pn_check *c, uint32_t *need);
+int pn_check_diag_verdict(struct pn_check *c);
+/*
+ * How much longer than --timeout a rank waits for the others in the steps
+ * after the checks (the diagnosis, the A/B, NCCL's log of the job): the
+ * longest one rank's step may keep it from the next collective, a node's
+ * NCCL log capture (its allreduce killed at 2 x timeout + 10 s) and then
+ * the CUDA driver's version asked of each GPU plugin of the list (timeout
+ * each).  Every rank computes the same (the ranks agree on --timeout and
+ * --backend before anything runs).
+ */
+double pn_check_diag_bound(const struct pn_check *c);
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A fresh job of the check's ranks (check_gpu.h: pn_check_fresh_job): every
+ * A fresh job of the check's ranks (check_fresh.h: pn_check_fresh_job): every
  * rank execs c->exe `allreduce-test --json` (base/run.h; the job's
  * --transport and --sysfs-root, the rank's environment with the caller's
  * variables) as its rank of a new job.  The new ranks meet through penny's
@@ -12,8 +12,8 @@
  * (check_ab.c) and NCCL's log of the job (check_ncclrun.c).
  */
 #define _GNU_SOURCE
-#include "check/check.h"
-#include "check/check_gpu.h"
+#include "check/check_fresh.h"
+#include "check/check_row.h"
 #include "base/log.h"
 #include "base/run.h"
 #include "base/sock.h"

@@ -5,13 +5,14 @@
  * plugin's hostbw()) against its PCIe path's usable rate, and the
  * GPU-to-GPU copy-engine matrix (bw()) against the NVLink bond, or the PCIe
  * path, that the topology reports between each pair.  Also the helpers both
- * GPU checks share (check_gpu.h): the rates, ring-plan's prediction and the
+ * GPU checks share (check_gpu_lib.h): the rates, ring-plan's prediction and the
  * child process the measurements run in.
  */
 #define _GNU_SOURCE
-#include "check/check.h"
-#include "check/check_cfg.h"
 #include "check/check_gpu.h"
+#include "check/check_cfg.h"
+#include "check/check_gpu_lib.h"
+#include "check/check_row.h"
 
 #include "base/log.h"
 #include "base/util.h"

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the GPU checks (check_gpu.c, check_ar.c) share, declared in
- * check_gpu.h: the rates the topology promises and the child process every
+ * check_gpu_lib.h: the rates the topology promises and the child process every
  * GPU measurement runs in.  Apart from the checks so that the unit test
  * links it alone.
  */
 #define _GNU_SOURCE
-#include "check/check_gpu.h"
+#include "check/check_gpu_lib.h"
 
 #include "base/log.h"
 #include "base/util.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The nccl-path check of `penny check` (check/check.h): the paths an
+ * The nccl-path check of `penny check` (check_nccl.h): the paths an
  * NCCL job chose, from its NCCL_DEBUG=INFO log (--nccl-log FILE, parsed by
  * check/nccllog.h), one result per channel connection of this node,
  * judged against this node's topology:
@@ -15,8 +15,10 @@
  * CUDA_VISIBLE_DEVICES reorders them) or an older NCCL's bus id.
  */
 #define _GNU_SOURCE
-#include "check/check.h"
-#include "check/check_gpu.h"
+#include "check/check_nccl.h"
+#include "check/check_ncclrun.h"
+#include "check/check_platform.h"
+#include "check/check_row.h"
 #include "check/check_settings.h"
 #include "check/nccllog.h"
 #include "base/file.h"

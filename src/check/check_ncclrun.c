@@ -6,14 +6,15 @@
  * of penny's own (mkdtemp, then checked: a real directory, ours, mode
  * 0700), one file per rank (NCCL expands %h and %p), read back bounded and
  * removed.  Across nodes the job's log instead (pn_check_ncclpath_job):
- * the same variables in a fresh job of every rank (check_gpu.h), each
+ * the same variables in a fresh job of every rank (check_fresh.h), each
  * rank's log to its node's first rank, which judges them.
  */
 #define _GNU_SOURCE
-#include "check/check.h"
+#include "check/check_ncclrun.h"
 #include "check/check_ar.h"
-#include "check/check_gpu.h"
-#include "check/check_settings.h"
+#include "check/check_fresh.h"
+#include "check/check_gpu_lib.h"
+#include "check/check_row.h"
 #include "base/file.h"
 #include "base/log.h"
 #include "base/run.h"

@@ -3,12 +3,12 @@
  * penny check's nic-bw: every NIC's RDMA write bandwidth at once, in
  * loopback alone, paired per rail across nodes under a launcher; and what
  * the network checks share (config numbers, this node's NICs in rail
- * order).  rails is check_rails.c; the pure parts are in check_net.h.
+ * order).  rails is check_rails.c; its pure parts are in check_net.h.
  */
 #define _GNU_SOURCE
 #include "check/check_net.h"
-#include "check/check.h"
 #include "check/check_cfg.h"
+#include "check/check_row.h"
 
 #include "base/log.h"
 #include "base/util.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The node's own checks of `penny check` (check/check.h), all from the
+ * The node's own checks of `penny check` (check_node.h), all from the
  * topology and sysfs read through the sysfs root:
  *   inventory  GPU and NIC counts, every port ACTIVE/LinkUp at its rate,
  *              every GPU with a NIC on its own PCIe switch (its rail) on
@@ -11,9 +11,11 @@
  *              sample before the first check and one after the last.
  */
 #define _GNU_SOURCE
-#include "check/check.h"
-#include "check/check_ranks.h"
+#include "check/check_node.h"
+#include "check/check_base.h"
 #include "check/check_cfg.h"
+#include "check/check_ranks.h"
+#include "check/check_row.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "base/verdict.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The settings check's NVLink and P2P rows (check/check.h): from NVML
+ * The settings check's NVLink and P2P rows (check_p2p.h): from NVML
  * loaded at run time (node/nvml.h), for the node's NVIDIA GPUs:
  *   GPUn:nvlink     the GPU's NVLinks NVML knows, up and down: a link
  *                   down FAILs (NCCL routes around it, slower);
@@ -10,7 +10,8 @@
  * PENNY_NVML_LIB (the live NVML does not describe it): one SKIP.
  */
 #define _GNU_SOURCE
-#include "check/check.h"
+#include "check/check_p2p.h"
+#include "check/check_row.h"
 #include "check/check_settings.h"
 #include "base/log.h"
 #include "base/verdict.h"

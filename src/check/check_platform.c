@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The settings check's results of the platform around the links
- * (check/check.h, check_settings.c), all read through the sysfs root
+ * (check_platform.h, check_settings.c), all read through the sysfs root
  * (/sys, /proc and the few /dev and /etc entries below it):
  *   nvidia-driver     the NVIDIA driver's version, where NVIDIA GPUs are;
  *   fabric-manager    on a node with NVSwitches (/dev/nvidia-nvswitchN, or
@@ -24,8 +24,10 @@
  * check's, where NCCL's version is known; its rule is here.
  */
 #define _GNU_SOURCE
-#include "check/check.h"
+#include "check/check_platform.h"
 #include "check/check_cfg.h"
+#include "check/check_p2p.h"
+#include "check/check_row.h"
 #include "check/check_settings.h"
 #include "base/log.h"
 #include "base/verdict.h"

@@ -3,11 +3,12 @@
  * penny check's rails: an allreduce over a ring plan with every NIC's byte
  * counters read before and after (the plan's NICs carried the traffic, the
  * others did not, nothing crossed rails), and the pure judgement of those
- * counters (pn_rails_judge, check_net.h).
+ * counters (pn_rails_judge, check_rails.h).
  */
 #define _GNU_SOURCE
+#include "check/check_rails.h"
 #include "check/check_net.h"
-#include "check/check.h"
+#include "check/check_row.h"
 
 #include "base/file.h"
 #include "base/log.h"

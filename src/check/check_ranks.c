@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The ranks check of `penny check` (check/check.h, check_ranks.h): under
+ * The ranks check of `penny check` (check_ranks.h): under
  * a launcher, the GPU and the NIC each rank of the job uses, audited on
  * rank 0.  A rank's GPU is what the GPU plugins open (and what NCCL's
  * launchers expect): CUDA device local_rank % visible, the visible devices
@@ -11,8 +11,8 @@
  * SYS from its GPU while a nearer NIC exists, FAIL naming them.
  */
 #define _GNU_SOURCE
-#include "check/check.h"
 #include "check/check_ranks.h"
+#include "check/check_row.h"
 #include "base/log.h"
 #include "base/verdict.h"
 #include "engine/boot.h"

@@ -7,6 +7,8 @@
 #ifndef PENNY_CHECK_RANKS_H
 #define PENNY_CHECK_RANKS_H
 
+struct pn_check;
+
 #include "base/verdict.h"
 #include "harness/ranks.h"
 
@@ -38,5 +40,9 @@ int pn_ranks_nic_allowed(const char *hca, const char *nic);
  * GPU while a nearer one exists; SKIP when its GPU is unknown; else PASS.
  */
 void pn_ranks_audit(const struct pn_rank_use *r, int n, enum pn_verdict *v, char (*det)[160]);
+
+/* The check's entry (check_row.h's rule: results to c->results, 0 also on
+ * FAIL or SKIP, a negative errno only when the run cannot go on). */
+int pn_check_ranks(struct pn_check *c);	/* under a launcher */
 
 #endif

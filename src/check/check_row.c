@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What every check of `penny check` uses (check/check.h): the expectation
+ * What every check of `penny check` uses (check_row.h): the expectation
  * rule (config > baseline > topology), the progress line, adding a result
  * row and whether --dev selects a port.  The checks call these and the
  * driver (check.c) calls the checks, so they live apart from the driver.
  */
 #define _GNU_SOURCE
-#include "check/check.h"
+#include "check/check_row.h"
+#include "check/check_base.h"
 #include "check/check_cfg.h"
 #include "base/verdict.h"
 

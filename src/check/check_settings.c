@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The settings check of `penny check` (check/check.h): the node's settings
+ * The settings check of `penny check` (check_settings.h): the node's settings
  * that make GPU communication slow or fail while every link is healthy, each
  * a result of its own, all read through the sysfs root (/sys and /proc):
  *   TARGET:acs      PCIe ACS redirect on the switch ports above a GPU or an
@@ -18,9 +18,9 @@
  *   dev-shm         the size of the tmpfs at /dev/shm, from /proc/mounts.
  */
 #define _GNU_SOURCE
-#include "check/check.h"
-#include "check/check_cfg.h"
 #include "check/check_settings.h"
+#include "check/check_cfg.h"
+#include "check/check_row.h"
 #include "base/log.h"
 #include "base/units.h"
 #include "base/verdict.h"

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The pure parts of the settings check (check_settings.c), for the unit
- * tests: what the kernel writes in the files it reads.
+ * The settings check's node part (check_settings.c) and what its platform
+ * part (check_platform.h) and NVLink rows (check_p2p.h) share with it; the
+ * pure parts for the unit tests: what the kernel writes in the files it
+ * reads.
  */
 #ifndef PENNY_CHECK_SETTINGS_H
 #define PENNY_CHECK_SETTINGS_H
@@ -44,39 +46,7 @@ int pn_settings_version(const char *s, int *major, int *minor);
  */
 int pn_settings_nvidia_proc(const char *text, char *ver, size_t vlen, int *open_module);
 
-/*
- * NCCL's rule for the driver (CUDA's minor version compatibility, which
- * NCCL's install guide defers to): a library built for CUDA MAJOR.x needs
- * a driver of at least the release this gives ("525.60.13" for 12), NULL
- * for a major the table does not know.
- */
-const char *pn_settings_driver_min(int cuda_major);
-
-/*
- * Do the versions match?  driver "550.54.15" (may be ""), nccl NCCL's
- * version line "2.21.5+cuda12.4" (may be ""), cuda_api the CUDA driver
- * API version the driver reports (12040; 0 unknown).  1 match, 0 not
- * (why says which rule), -ENOENT too little known (why says what).  With
- * the driver's release unknown the API version alone is judged (NCCL's
- * CUDA major no newer than it).
- */
-int pn_settings_versions(const char *driver, const char *nccl, int cuda_api, char *why,
-			 size_t len);
-
-/* Of a nodes_config.cfg text: the lines naming a node (not empty, not a
- * comment). */
-int pn_settings_imex_nodes(const char *text, size_t len);
-
-/*
- * Can user uid (in group gid, or in its supplementary groups: ingroup)
- * read and write a file of mode, owner fuid, group fgid?  The bits of the
- * class the user falls in, as the kernel picks them (owner, group,
- * others); root's override is not counted.  1 or 0.
- */
-int pn_settings_rw_access(unsigned mode, unsigned fuid, unsigned fgid, unsigned uid,
-			  int ingroup);
-
-/* -------- shared by check_settings.c and check_platform.c (not pure) */
+/* -------- shared with check_platform.c and check_p2p.c (not pure) */
 #include "base/verdict.h"
 struct pn_check;
 struct pn_nic;
@@ -91,17 +61,8 @@ int pn_settings_add(struct pn_check *c, const char *target, enum pn_verdict v, c
 enum pn_verdict pn_settings_allowed(const struct pn_check *c, const char *key, char *det,
 				    size_t len, char *src, size_t slen);
 int pn_settings_selected_nic(const struct pn_check *c, const struct pn_nic *nic);
-/* check_settings.c: the node's part of the settings check (ACS, IOMMU,
- * GPUDirect RDMA, memlock, /dev/shm); pn_check_settings (check_platform.c)
- * runs it, then the platform's. */
+/* The node's part of the settings check (ACS, IOMMU, GPUDirect RDMA,
+ * memlock, /dev/shm); pn_check_settings (check_platform.h) runs it, then
+ * the platform's. */
 int pn_settings_node(struct pn_check *c);
-/* check_platform.c: driver, NVSwitch fabric manager, IMEX, RoCE GIDs and
- * ECN, hidden PCI paths. */
-int pn_settings_platform(struct pn_check *c);
-/* check_p2p.c: every NVIDIA GPU's NVLinks up and down, every pair's P2P. */
-int pn_settings_nvlink_p2p(struct pn_check *c);
-/* The versions row of check (the driver's, NCCL's, the CUDA driver API's). */
-int pn_settings_versions_row(struct pn_check *c, const char *check, const char *nccl,
-			     int cuda_api);
-
 #endif

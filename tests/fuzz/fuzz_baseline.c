@@ -7,7 +7,7 @@
 #include "fuzz.h"
 
 #include "base/minijson.h"
-#include "check/check.h"
+#include "check/check_base.h"
 
 #include <math.h>
 

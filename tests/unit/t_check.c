@@ -10,7 +10,9 @@
 #include "base/log.h"
 #include "base/verdict.h"
 #include "check/check.h"
+#include "check/check_base.h"
 #include "check/check_cfg.h"
+#include "check/check_row.h"
 
 #include <errno.h>
 #include <math.h>

@@ -7,8 +7,9 @@
 #include "unit.h"
 
 #include "base/verdict.h"
-#include "check/check.h"
+#include "check/check_ab.h"
 #include "check/check_diag.h"
+#include "check/check_row.h"
 
 #include <errno.h>
 #include <math.h>

@@ -10,7 +10,8 @@
 
 #include "base/verdict.h"
 #include "check/check.h"
-#include "check/check_cfg.h"
+#include "check/check_nccl.h"
+#include "check/check_row.h"
 #include "node/topo.h"
 
 #include <stdio.h>

@@ -9,6 +9,7 @@
 #include "unit.h"
 
 #include "base/log.h"
+#include "check/check_platform.h"
 #include "check/check_settings.h"
 #include "node/pcie.h"
 
