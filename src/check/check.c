@@ -26,6 +26,7 @@
 #include "base/log.h"
 #include "base/verdict.h"
 #include "engine/boot.h"
+#include "engine/jobparams.h"
 #include "node/counters.h"
 #include "node/topo.h"
 
@@ -91,6 +92,115 @@ int pn_check_parse_list(const char *list, unsigned *mask)
 	}
 	*mask = m;
 	return 0;
+}
+
+int pn_check_select(const struct pn_check_sel *s, unsigned *mask)
+{
+	unsigned only = PN_CHECK_ALL, skip = 0;
+	int ret;
+
+	if (s->only && (ret = pn_check_parse_list(s->only, &only)))
+		return pn_err_ctx(ret, "--only");
+	if (s->skip && (ret = pn_check_parse_list(s->skip, &skip)))
+		return pn_err_ctx(ret, "--skip");
+	*mask = only & ~skip;
+	/* alltoall loads every node pair and needs a spine: run when asked for */
+	if (!s->only && !(s->require && !pn_check_parse_list(s->require, &skip) &&
+			  (skip & 1u << PN_CHECK_ALLTOALL)))
+		*mask &= ~(1u << PN_CHECK_ALLTOALL);
+	if (s->passive) {
+		/* the checks that only read: nccl-path judges a log, never captures one */
+		unsigned passive = 1u << PN_CHECK_INVENTORY | 1u << PN_CHECK_PCIE |
+				   1u << PN_CHECK_COUNTERS | 1u << PN_CHECK_SETTINGS |
+				   1u << PN_CHECK_RANKS | (s->nccl_log ? 1u << PN_CHECK_NCCLPATH : 0);
+		int id;
+
+		for (id = 0; s->only && id < PN_CHECK_COUNT; id++)
+			if (*mask & ~passive & (1u << id))
+				return pn_err(-EINVAL, "--passive and --only %s: %s %s", s->only,
+					      pn_check_name(id), id == PN_CHECK_NCCLPATH
+					      ? "runs NCCL without --nccl-log" : "sends traffic");
+		*mask &= passive;
+	}
+	/* nccl-path judges --nccl-log, else a log it captures */
+	if (s->nccl_log && !(*mask & (1u << PN_CHECK_NCCLPATH)))
+		return pn_err(-EINVAL, "--nccl-log given, but nccl-path is not run");
+	if (!*mask)
+		return pn_err(-EINVAL, "no check left to run (--only, --skip%s)",
+			      s->passive ? ", --passive" : "");
+	return 0;
+}
+
+int pn_check_required(const struct pn_check_sel *s, const struct pn_check_cfg *cfg,
+		      unsigned mask, unsigned *req)
+{
+	const char *list = NULL;
+	unsigned m = 0;
+	int ret, i;
+
+	*req = 0;
+	if (s->require && (ret = pn_check_parse_list(s->require, req)))
+		return pn_err_ctx(ret, "--require");
+	if (pn_check_cfg_str(cfg, "job.require", &list) > 0) {
+		if ((ret = pn_check_parse_list(list, &m)))
+			return pn_err_ctx(ret, "%s: job.require", s->config);
+		/* a config shared by runs of some checks (--only): those that run */
+		m &= mask;
+	}
+	for (i = 0; i < PN_CHECK_COUNT; i++)
+		if ((*req & (1u << i)) && !(mask & (1u << i)))
+			return pn_err(-EINVAL, "check '%s' is required but not run (--only, --skip)",
+				      pn_check_name((enum pn_check_id)i));
+	*req |= m;
+	return 0;
+}
+
+/* Compare p[0..n) across the job; *say: whether this rank says a failure. */
+static int agree_round(struct pn_boot *b, const struct pn_job_param *p, int n, int *say)
+{
+	int differs = 0, ret = pn_job_params_agree(b, p, n, &differs);
+
+	*say = ret != -EINVAL || pn_boot_rank(b) == 0 || differs;
+	return ret;
+}
+
+int pn_check_agree(struct pn_boot *b, const struct pn_check *c, const char *require, int *say)
+{
+	struct pn_job_param p[PN_JOB_MAX_PARAMS];
+	const struct pn_check_key *k;
+	char list[160] = "";
+	size_t nkeys, i;
+	int n = 0, id, ret;
+
+	k = pn_check_keys(&nkeys);
+	for (id = 0; id < PN_CHECK_COUNT; id++)
+		if (c->mask & (1u << id))
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+				 list[0] ? "," : "", pn_check_name(id));
+	pn_job_param_set(&p[n++], "--only", "%s", list);
+	pn_job_param_set(&p[n++], "--quick", "%s", c->quick ? "yes" : "no");
+	pn_job_param_set(&p[n++], "--require", "%s", require ? require : "none");
+	pn_job_param_set(&p[n++], "--timeout", "%.15g s", pn_boot_timeout(b));
+	pn_job_param_set(&p[n++], "--backend", "%s", c->backends ? c->backends : "default");
+	pn_job_param_set(&p[n++], "--transport", "%s", c->transport ? c->transport : "probe");
+	pn_job_param_file(&p[n++], "--plan", c->plan_path);
+	pn_job_param_set(&p[n++], "--nccl-log", "%s", c->nccl_log ? "given" : "none");
+	ret = agree_round(b, p, n, say);
+	/* then the configuration, a key per parameter, in rounds */
+	for (i = 0, n = 0; !ret && i < nkeys; i++) {
+		const char *v = NULL;
+		double x = 0;
+
+		if (PN_KEY_IS_NUM(&k[i]) && pn_check_cfg_num(c->cfg, k[i].key, &x) >= 0)
+			pn_job_param_set(&p[n++], k[i].key, "%.17g", x);
+		else if (!PN_KEY_IS_NUM(&k[i]) && pn_check_cfg_str(c->cfg, k[i].key, &v) >= 0)
+			pn_job_param_set(&p[n++], k[i].key, "%s", v ? v : "none");
+		if (n == PN_JOB_MAX_PARAMS || (i + 1 == nkeys && n)) {
+			ret = agree_round(b, p, n, say);
+			n = 0;
+		}
+	}
+	return ret;
 }
 
 void pn_check_init(struct pn_check *c)

@@ -25,12 +25,51 @@
 
 #include <stdint.h>
 
+struct pn_boot;
+struct pn_check_cfg;
 struct pn_verdict_list;
 
 /* "inventory", ...; NULL out of range. */
 const char *pn_check_name(enum pn_check_id id);
 /* "nic-bw,pcie" into a mask of (1u << id); -EINVAL (message names the word) otherwise. */
 int pn_check_parse_list(const char *list, unsigned *mask);
+
+/*
+ * The checks a run selects, from the command's options as given (NULL:
+ * unset): --only, --skip, --require, --nccl-log (a path), --passive, and
+ * --config's path for messages.
+ */
+struct pn_check_sel {
+	const char *only, *skip, *require, *nccl_log, *config;
+	int passive;
+};
+/*
+ * The mask of checks to run: --only minus --skip; alltoall only when
+ * --only or --require names it; --passive keeps the checks that only read
+ * (and refuses an --only that names another); -EINVAL (message) when
+ * --nccl-log is given without nccl-path or no check is left.
+ */
+int pn_check_select(const struct pn_check_sel *s, unsigned *mask);
+/*
+ * The checks whose SKIP is a FAIL: --require's and the config's
+ * job.require (of those in mask); -EINVAL (message) when --require names
+ * a check that does not run or a list does not parse.
+ */
+int pn_check_required(const struct pn_check_sel *s, const struct pn_check_cfg *cfg,
+		      unsigned mask, unsigned *req);
+/*
+ * Under a launcher every rank runs the same checks the same way: the
+ * options that choose or shape the work (the checks, --quick, --timeout,
+ * --plan's content, --backend, --transport, --require as given) and every
+ * configuration key's value are compared before anything runs (collective).
+ * A rank that differs fails the job at once: -EINVAL on every rank, one
+ * line naming the option or key and the ranks ("ranks disagree on --only:
+ * rank 0 inventory,pcie, rank 2 inventory"), *say set on rank 0 and the
+ * ranks that differ; another negative errno (*say set) when the exchange
+ * fails.  Per-node choices (-d, outputs, --baseline, --nccl-log's path)
+ * are not compared.
+ */
+int pn_check_agree(struct pn_boot *b, const struct pn_check *c, const char *require, int *say);
 
 void pn_check_init(struct pn_check *c);
 /*
