@@ -2,7 +2,7 @@
 # The layer rule of src/ (src/README.md): every '#include "..."' of a file
 # under src/ goes to its own folder or a lower one, in the order
 #   base < node < transport < engine < gpu < harness < check,
-# plan uses base and node only (gpu and harness may use plan; engine may
+# plan uses base and node only (gpu, harness and check may use plan; engine may
 # not), top (penny top's application) uses base and node only, nothing
 # includes in a cycle (file or folder), no two modules (a .c with the
 # header of its name) depend on each other through the functions they
