@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * penny check: one health verdict for a node, or for a job under a
- * launcher.  The checks and the job's rules are src/harness/check*.c; this
+ * launcher.  The checks and the job's rules are src/check/check*.c; this
  * file parses the options, opens the output files before the work, calls
  * pn_check_run and presents the results (rank 0 only): the table or --json
  * on stdout, --junit, --prom and --save-baseline through base/ofile.h.
@@ -13,9 +13,10 @@
 #include "base/ofile.h"
 #include "base/util.h"
 #include "base/verdict.h"
-#include "harness/check.h"
-#include "harness/check_cfg.h"
-#include "engine/jobparams.h"
+#include "check/check.h"
+#include "check/check_base.h"
+#include "check/check_cfg.h"
+#include "check/check_row.h"
 
 #include <errno.h>
 #include <math.h>
@@ -219,140 +220,23 @@ static int present(struct pn_ctx *ctx, struct pn_check *c, int ret)
 	return code;
 }
 
-/* --require and job.require: the checks whose SKIP is a FAIL. */
-static int required(struct pn_ctx *ctx, const struct pn_check_cfg *cfg, unsigned mask,
-		    unsigned *req)
-{
-	const char *list = NULL;
-	unsigned m = 0;
-	int ret, i;
-
-	*req = 0;
-	if (opt.require && (ret = pn_check_parse_list(opt.require, req)))
-		return pn_cmd_fail(ctx, 2, "--require: %s", pn_errmsg(ret));
-	if (pn_check_cfg_str(cfg, "job.require", &list) > 0) {
-		if ((ret = pn_check_parse_list(list, &m)))
-			return pn_cmd_fail(ctx, 2, "%s: job.require: %s", opt.config,
-					   pn_errmsg(ret));
-		/* a config shared by runs of some checks (--only): those that run */
-		m &= mask;
-	}
-	for (i = 0; i < PN_CHECK_COUNT; i++)
-		if ((*req & (1u << i)) && !(mask & (1u << i)))
-			return pn_cmd_fail(ctx, 2, "check '%s' is required but not run (--only, "
-					   "--skip)", pn_check_name((enum pn_check_id)i));
-	*req |= m;
-	return 0;
-}
-
-/* Compare p[0..n) across the job: 0, or 2 said by rank 0 and the ranks that differ. */
-static int agree_round(struct pn_ctx *ctx, struct pn_boot *b, const struct pn_job_param *p, int n)
-{
-	int differs = 0, ret = pn_job_params_agree(b, p, n, &differs);
-
-	if (ret == -EINVAL) {
-		if (pn_boot_rank(b) == 0 || differs)
-			pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
-		return 2;
-	}
-	if (ret)
-		return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
-	return 0;
-}
-
-/*
- * Under a launcher every rank runs the same checks the same way: the
- * options that choose or shape the work (the checks, --quick, --timeout,
- * --plan's content, --backend, --transport) and every configuration key's
- * value are compared before anything runs.  A rank that differs fails the
- * job at once, exit 2 on every rank, one line naming the option or key and
- * the ranks ("ranks disagree on --only: rank 0 inventory,pcie, rank 2
- * inventory"), instead of ranks waiting on each other until --timeout.
- * Per-node choices (-d, outputs, --baseline, --nccl-log's path) are not compared.
- */
-static int agree_params(struct pn_ctx *ctx, struct pn_boot *b, const struct pn_check *c)
-{
-	struct pn_job_param p[PN_JOB_MAX_PARAMS];
-	const struct pn_check_key *k;
-	char list[160] = "";
-	size_t nkeys, i;
-	int n = 0, id, rc;
-
-	k = pn_check_keys(&nkeys);
-	for (id = 0; id < PN_CHECK_COUNT; id++)
-		if (c->mask & (1u << id))
-			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
-				 list[0] ? "," : "", pn_check_name(id));
-	pn_job_param_set(&p[n++], "--only", "%s", list);
-	pn_job_param_set(&p[n++], "--quick", "%s", c->quick ? "yes" : "no");
-	pn_job_param_set(&p[n++], "--require", "%s", opt.require ? opt.require : "none");
-	pn_job_param_set(&p[n++], "--timeout", "%.15g s", pn_boot_timeout(b));
-	pn_job_param_set(&p[n++], "--backend", "%s", opt.backend ? opt.backend : "default");
-	pn_job_param_set(&p[n++], "--transport", "%s", pn_cli.transport ? pn_cli.transport : "probe");
-	pn_job_param_file(&p[n++], "--plan", opt.plan);
-	pn_job_param_set(&p[n++], "--nccl-log", "%s", opt.nccl_log ? "given" : "none");
-	rc = agree_round(ctx, b, p, n);
-	/* then the configuration, a key per parameter, in rounds */
-	for (i = 0, n = 0; !rc && i < nkeys; i++) {
-		const char *v = NULL;
-		double x = 0;
-
-		if (PN_KEY_IS_NUM(&k[i]) && pn_check_cfg_num(c->cfg, k[i].key, &x) >= 0)
-			pn_job_param_set(&p[n++], k[i].key, "%.17g", x);
-		else if (!PN_KEY_IS_NUM(&k[i]) && pn_check_cfg_str(c->cfg, k[i].key, &v) >= 0)
-			pn_job_param_set(&p[n++], k[i].key, "%s", v ? v : "none");
-		if (n == PN_JOB_MAX_PARAMS || (i + 1 == nkeys && n)) {
-			rc = agree_round(ctx, b, p, n);
-			n = 0;
-		}
-	}
-	return rc;
-}
-
 static int setup(struct pn_ctx *ctx, struct pn_check_cfg *cfg, struct pn_check_baseline **base,
 		 struct pn_check *c)
 {
-	unsigned only = PN_CHECK_ALL, skip = 0;
-	int ret;
+	const struct pn_check_sel s = { .only = opt.only, .skip = opt.skip, .require = opt.require,
+					.nccl_log = opt.nccl_log, .config = opt.config,
+					.passive = opt.passive };
+	int ret = pn_check_select(&s, &c->mask);
 
-	if (opt.only && (ret = pn_check_parse_list(opt.only, &only)))
-		return pn_cmd_fail(ctx, 2, "--only: %s", pn_errmsg(ret));
-	if (opt.skip && (ret = pn_check_parse_list(opt.skip, &skip)))
-		return pn_cmd_fail(ctx, 2, "--skip: %s", pn_errmsg(ret));
-	c->mask = only & ~skip;
-	/* alltoall loads every node pair and needs a spine: run when asked for */
-	if (!opt.only && !(opt.require && !pn_check_parse_list(opt.require, &skip) &&
-			   (skip & 1u << PN_CHECK_ALLTOALL)))
-		c->mask &= ~(1u << PN_CHECK_ALLTOALL);
-	if (opt.passive) {
-		/* the checks that only read: nccl-path judges a log, never captures one */
-		unsigned passive = 1u << PN_CHECK_INVENTORY | 1u << PN_CHECK_PCIE |
-				   1u << PN_CHECK_COUNTERS | 1u << PN_CHECK_SETTINGS |
-				   1u << PN_CHECK_RANKS | (opt.nccl_log ? 1u << PN_CHECK_NCCLPATH : 0);
-		int id;
-
-		for (id = 0; opt.only && id < PN_CHECK_COUNT; id++)
-			if (c->mask & ~passive & (1u << id))
-				return pn_cmd_fail(ctx, 2, "--passive and --only %s: %s %s", opt.only,
-						   pn_check_name(id), id == PN_CHECK_NCCLPATH
-						   ? "runs NCCL without --nccl-log" : "sends traffic");
-		c->mask &= passive;
-	}
-	/* nccl-path judges --nccl-log, else a log it captures */
-	if (opt.nccl_log && !(c->mask & (1u << PN_CHECK_NCCLPATH)))
-		return pn_cmd_fail(ctx, 2, "--nccl-log given, but nccl-path is not run");
-	if (!c->mask)
-		return pn_cmd_fail(ctx, 2, "no check left to run (--only, --skip%s)",
-				   opt.passive ? ", --passive" : "");
-	if (opt.baseline && opt.save)
-		return pn_cmd_fail(ctx, 2, "--baseline and --save-baseline exclude each other");
-	if (opt.config && (ret = pn_check_cfg_load(cfg, opt.config)))
-		return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
-	if ((ret = required(ctx, cfg, c->mask, &c->require)))
-		return ret;
-	if (opt.baseline && (ret = pn_check_baseline_load(base, opt.baseline)))
-		return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
-	return 0;
+	if (!ret && opt.baseline && opt.save)
+		ret = pn_err(-EINVAL, "--baseline and --save-baseline exclude each other");
+	if (!ret && opt.config)
+		ret = pn_check_cfg_load(cfg, opt.config);
+	if (!ret)
+		ret = pn_check_required(&s, cfg, c->mask, &c->require);
+	if (!ret && opt.baseline)
+		ret = pn_check_baseline_load(base, opt.baseline);
+	return ret ? pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret)) : 0;
 }
 
 int cmd_check(struct pn_ctx *ctx, int argc, char **argv)
@@ -362,7 +246,7 @@ int cmd_check(struct pn_ctx *ctx, int argc, char **argv)
 	struct pn_check_baseline *base = NULL;
 	struct pn_check_cfg *cfg;
 	struct pn_check c;
-	int rc, ret = 0, rank0;
+	int rc, ret = 0, rank0, say = 0;
 
 	if (opt.list_keys)
 		return list_keys(ctx);
@@ -418,8 +302,10 @@ int cmd_check(struct pn_ctx *ctx, int argc, char **argv)
 			goto out;
 		}
 		c.boot = job->boot;
-		if (!ret && (rc = agree_params(ctx, c.boot, &c)))
+		if (!ret && (ret = pn_check_agree(c.boot, &c, opt.require, &say))) {
+			rc = say ? pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret)) : 2;
 			goto out;
+		}
 	}
 	if (!ret)
 		ret = pn_check_run(&c);

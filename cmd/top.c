@@ -2,20 +2,22 @@
 /*
  * penny top: live per-port traffic of RDMA NICs.
  *
- * The counter model (src/node/counters.h) samples on its own thread and top's
- * loops (src/node/toploop.h) take, keep and order the samples; this file
+ * The counter model (src/node/counters.h) samples on its own thread (top/sampler.h)
+ * and top's loops (src/top/toploop.h) take, keep and order the samples; this file
  * chooses the presentation: the ncurses screen (cmd/tui.c) on a terminal, or
  * batch output for scripts: a table per sample, JSON Lines (--json), a
  * Prometheus textfile (--prom FILE).  In every mode --record appends each
- * sample to a recording (node/record.h) and --plot draws the run at exit;
+ * sample to a recording (top/record.h) and --plot draws the run at exit;
  * --replay shows a recording through the same screen and printers.
  */
 #define _GNU_SOURCE
+#include "top/counters_json.h"
+#include "top/counters_prom.h"
 #include "penny.h"
 #include "tui.h"
 
 #include "node/counters.h"
-#include "node/gputraffic.h"
+#include "top/gputraffic.h"
 #include "node/nodectx.h"
 #include "node/rdmares.h"
 #include "base/log.h"
@@ -23,10 +25,10 @@
 #include "base/ofile.h"
 #include "base/out.h"
 #include "node/perfquery.h"
-#include "node/record.h"
-#include "node/topplot.h"
-#include "node/toploop.h"
-#include "node/toprun.h"
+#include "top/record.h"
+#include "top/topplot.h"
+#include "top/toploop.h"
+#include "top/toprun.h"
 #include "base/util.h"
 
 #include <errno.h>
@@ -419,7 +421,7 @@ static int write_prom(const char *path, const struct pn_counters_set *v, const i
 struct top_run {
 	struct pn_ctx *ctx;
 	struct pn_toprun run;		/* sampler, snapshot, context, GPUs, recorder */
-	struct pn_top loop;		/* the loops (node/toploop.h) */
+	struct pn_top loop;		/* the loops (top/toploop.h) */
 	struct tui *tui;		/* the screen while it is open */
 	int in_screen;			/* warnings wait for the screen to close */
 	char warn[600];

@@ -3,7 +3,7 @@
 #include "tui.h"
 
 #include "node/nic.h"
-#include "node/topview.h"
+#include "top/topview.h"
 #include "base/util.h"
 
 #include <curses.h>
@@ -24,7 +24,7 @@ enum { C_HEAD = 1, C_ALERT, C_WARN, C_BAR, C_SPARK, C_TITLE, C_GOOD };
 enum { K_CTRL_L = 12 };
 
 struct tui {
-	struct pn_topview v;	/* what is shown (node/topview.h) */
+	struct pn_topview v;	/* what is shown (top/topview.h) */
 	int utf8, color;
 	SCREEN *scr;
 };
@@ -351,7 +351,7 @@ static void list_row(struct tui *t, const struct pn_topview_layout *l, int y,
 
 /* ---- GPU rows ('g') and the process view ('p') ---- */
 
-/* Screen rows of the GPU table under the list (node/topview.h). */
+/* Screen rows of the GPU table under the list (top/topview.h). */
 static int gpu_rows(const struct tui *t, const struct pn_top_status *st)
 {
 	return pn_topview_gpu_rows(&t->v, st->gpus ? st->gpus->n : 0, LINES);

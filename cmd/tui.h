@@ -3,8 +3,8 @@
  * The screen of `penny top` (ncursesw): a port list with the GPU rows under
  * it, a rail view (the ports of each rail summed), a process view (who owns
  * QPs), a detail view of one port and a help page.  It only draws a snapshot
- * of the counter model, in the order node/portsel.h gives it, as the view
- * state of node/topview.h says, with what node/toploop.h's pn_top_status
+ * of the counter model, in the order top/portsel.h gives it, as the view
+ * state of top/topview.h says, with what top/toploop.h's pn_top_status
  * knows beside it, and hands the terminal's keys to that state, which returns
  * actions for the loops (quit, interval, pause); it never samples (htop's
  * model/screen split).
@@ -15,12 +15,12 @@
 #define PENNY_TUI_H
 
 #include "node/counters.h"
-#include "node/gputraffic.h"
+#include "top/gputraffic.h"
 #include "node/nodectx.h"
-#include "node/portsel.h"
+#include "top/portsel.h"
 #include "node/rdmares.h"
-#include "node/toploop.h"
-#include "node/topview.h"
+#include "top/toploop.h"
+#include "top/topview.h"
 
 #include <stddef.h>
 
@@ -41,7 +41,7 @@ const char *tui_detail(const struct tui *t);
 int tui_procs_shown(const struct tui *t);
 /* Next key without waiting, or -1. */
 int tui_getkey(struct tui *t);
-/* Apply a key to the view state (node/topview.h); returns an enum
+/* Apply a key to the view state (top/topview.h); returns an enum
  * pn_topview_action. */
 int tui_key(struct tui *t, int key, const struct pn_counters_set *view);
 

@@ -6,7 +6,7 @@
  * (CUDA events; -G: CUDA graphs) and checks it exactly.
  */
 #define _GNU_SOURCE
-#include "harness/check_ranks.h"
+#include "harness/ranks.h"
 #include "harness/sweep.h"
 
 #include "engine/boot.h"
@@ -285,7 +285,7 @@ static int same_xnode_transport(struct gpu *g, const struct pn_gpucoll_cfg *cfg)
 /*
  * Two ranks of one node on one GPU (collective): every rank's GPU as its
  * plugin's describe() names it (its PCI address; 16 bytes a rank in the
- * allgather), the audit's rule (check_ranks.h) over the ranks of each
+ * allgather), the audit's rule (ranks.h) over the ranks of each
  * node.  A GPU shared runs every backend many times slower and NCCL
  * refuses it ("Duplicate GPU detected"): -EINVAL naming the ranks, the GPU
  * and the node, agreed on every rank.  A plugin that names no address is

@@ -26,9 +26,9 @@
  * changes and every 16th sample.  (On real NICs every counters/ read is a
  * PMA query to the firmware: reading fewer files matters twice.)
  *
- * The sampler runs pn_counters_set_sample() on its own thread at a fixed cadence
- * and publishes snapshots (htop's model/screen split): the screen never
- * waits on a slow sysfs read.
+ * top's sampler (top/sampler.h) runs pn_counters_set_sample() on its own
+ * thread at a fixed cadence and publishes snapshots (htop's model/screen
+ * split): the screen never waits on a slow sysfs read.
  */
 #ifndef PENNY_COUNTERS_H
 #define PENNY_COUNTERS_H
@@ -212,58 +212,5 @@ const char *pn_counters_group_name(int group);	/* "counters", "hw_counters", ...
 const char *pn_port_type_name(int type);	/* "rdma", "netdev", "remote" */
 /* Natural order of ports: type, device name (mlx5_2 < mlx5_10), port. */
 int pn_counters_port_cmp(const struct pn_counters_port *a, const struct pn_counters_port *b);
-
-/*
- * Sampler thread: samples `set` (which it takes over) every interval and
- * publishes a snapshot.  The first sample is a baseline; the second comes
- * after first_delay (<= 0: one interval) so rates show up early.
- */
-struct pn_counters_sampler;
-
-int pn_sampler_start(struct pn_counters_sampler **sp, struct pn_counters_set *set, double interval,
-			 double first_delay);
-/* A file descriptor that polls readable when a new snapshot is ready. */
-int pn_sampler_fd(const struct pn_counters_sampler *s);
-/*
- * Copy the newest snapshot into view if it is newer than view->seq.
- * Returns 1 when copied, 0 when nothing new, -errno on error (the sampler's
- * own error: it stops sampling).
- */
-int pn_sampler_take(struct pn_counters_sampler *s, struct pn_counters_set *view);
-void pn_sampler_set_interval(struct pn_counters_sampler *s, double interval);
-/* In brief mode: the port that gets every counter (NULL none); samples now. */
-void pn_sampler_set_detail(struct pn_counters_sampler *s, const char *name);
-double pn_sampler_interval(struct pn_counters_sampler *s);
-/*
- * If a sample is in progress: what it is reading (port name) and for how
- * long, in seconds.  Returns 1 while sampling, 0 while idle.
- */
-int pn_sampler_busy(struct pn_counters_sampler *s, char *what, size_t len, double *secs);
-/*
- * Stop and free.  Waits up to timeout seconds for the thread; a thread stuck
- * in a read is left behind (-ETIMEDOUT) and its memory kept reachable, so
- * the caller can still exit.
- */
-int pn_sampler_stop(struct pn_counters_sampler *s, double timeout);
-
-/*
- * The ports idx[0..n) of v as a Prometheus text exposition into f (metrics
- * penny_port_* (the counter files as penny_port_stat_*), the sample's time and interval;
- * counters_prom.c).  ctx (node/nodectx.h, may be NULL) adds numa, rail and
- * gpus labels to penny_port_info.  Write errors show when f is committed
- * (base/ofile.h).
- */
-struct pn_nodectx;
-void pn_counters_prom_write(FILE *f, const struct pn_counters_set *v, const int *idx, int n,
-			    double interval, const struct pn_nodectx *ctx);
-
-/*
- * Port p's counters as the keys of `penny top --json` (counters_json.c):
- * the totals of its bytes and packets, of its errors and discards, the
- * unreadable count, the flags, and every counter by group with its value
- * and delta (null where not read).  JSON only: the text table is top's.
- */
-struct pn_out;
-void pn_counters_port_json(struct pn_out *o, const struct pn_counters_port *p);
 
 #endif

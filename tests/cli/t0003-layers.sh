@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The layer rule of src/ (src/README.md): every '#include "..."' of a file
 # under src/ goes to its own folder or a lower one, in the order
-#   base < node < transport < engine < gpu < harness,
-# plan uses base and node only (gpu and harness may use plan; engine may
-# not), nothing includes in a cycle (file or folder), no two modules (a .c
-# with the header of its name) depend on each other through the functions
-# they call, however long the circle, and nothing in src/ includes cmd/.
+#   base < node < transport < engine < gpu < harness < check,
+# plan uses base and node only (gpu, harness and check may use plan; engine may
+# not), top (penny top's application) uses base and node only, nothing
+# includes in a cycle (file or folder), no two modules (a .c with the
+# header of its name) depend on each other through the functions they
+# call, however long the circle, nothing in src/check/ but check.c
+# includes the driver's check.h, and nothing in src/ includes cmd/.
 # A failure names the offending edge: "src/a/x.c -> src/b/y.h".
 . "$(dirname "$0")/../lib.sh"
 
@@ -23,9 +25,12 @@ may = {
 	"transport": {"base", "node", "transport"},
 	"engine": {"base", "node", "transport", "engine"},
 	"plan": {"base", "node", "plan"},
+	"top": {"base", "node", "top"},
 	"gpu": {"base", "node", "transport", "engine", "plan", "gpu"},
 	"harness": {"base", "node", "transport", "engine", "plan", "gpu", "harness"},
+	"check": {"base", "node", "transport", "engine", "plan", "gpu", "harness", "check"},
 }
+drivers = {"check"}	# rooms whose <room>.c drives the rest of the room
 inc_re = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 def rel(p):
 	return "src/" + os.path.relpath(p, src) if p.startswith(src + os.sep) else os.path.relpath(p, top)
@@ -85,6 +90,13 @@ elif mode == "layers":
 		fa, fb = folder(a), folder(b)
 		if b.startswith(src + os.sep) and fa in may and fb not in may.get(fa, ()):
 			bad.append("%s -> %s (%s may use %s)" % (rel(a), rel(b), fa, ", ".join(sorted(may[fa]))))
+	# Inside a room with a driver (check/check.c over the checks), no arrow
+	# back up: the driver's header is its .c's alone, each check's own.
+	for a, b in edges:
+		d = folder(a)
+		if d in drivers and b == os.path.join(src, d, d + ".h") and \
+		   os.path.basename(a) not in (d + ".c", d + ".h"):
+			bad.append("%s -> %s (only %s/%s.c includes its driver)" % (rel(a), rel(b), d, d))
 elif mode == "module-cycles":
 	# A module is a .c file with the header of its name (comm.c + comm.h); a
 	# header without a .c of its name is a module of its own.  A module
@@ -178,10 +190,16 @@ test_expect_success 'the checker names an upward include, cycles and a cmd/ incl
 	echo "#include \"transport/tcp_x.h\"" >bad/engine/x.h && : >bad/transport/tcp_x.h &&
 	echo "#include \"engine/x.h\"" >>bad/transport/tcp_x.h &&
 	echo "#include \"cmd/penny.h\"" >>bad/base/log.c &&
+	echo "#include \"check/check_row.h\"" >>bad/harness/sweep.c &&
+	echo "#include \"check/check.h\"" >>bad/check/check_node.c &&
+	echo "#include \"harness/sweep.h\"" >>bad/top/record.c &&
 	printf "int pn_xa(void)\n{\n\treturn pn_xb();\n}\n" >bad/base/xa.c &&
 	printf "int pn_xb(void)\n{\n\treturn pn_xa();\n}\n" >bad/base/xb.c &&
 	! layers layers bad >out && cat out &&
 	grep -qx "src/transport/shm.c -> src/engine/comm.h (transport may use base, node, transport)" out &&
+	grep -qx "src/harness/sweep.c -> src/check/check_row.h (harness may use base, engine, gpu, harness, node, plan, transport)" out &&
+	grep -qx "src/check/check_node.c -> src/check/check.h (only check/check.c includes its driver)" out &&
+	grep -qx "src/top/record.c -> src/harness/sweep.h (top may use base, node, top)" out &&
 	! layers file-cycles bad >out && cat out &&
 	grep -q "cycle: src/engine/x.h -> src/transport/tcp_x.h -> src/engine/x.h" out &&
 	! layers module-cycles bad >out && cat out &&

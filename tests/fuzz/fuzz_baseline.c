@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzz harness: penny check's baseline (pn_check_baseline_parse,
- * src/harness/check.h), as --baseline reads it.  A baseline it takes has
+ * src/check/check.h), as --baseline reads it.  A baseline it takes has
  * no negative figure, and a saved figure is found again by its names.
  */
 #include "fuzz.h"
 
 #include "base/minijson.h"
-#include "harness/check.h"
+#include "check/check_base.h"
 
 #include <math.h>
 

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzz harness: penny check's configuration (pn_check_cfg_parse,
- * src/harness/check_cfg.h).  What it takes must hold what the table says:
+ * src/check/check_cfg.h).  What it takes must hold what the table says:
  * every set number in its key's range (an integer key a whole number),
  * every set string shorter than its bound and one of its choices.
  */
 #include "fuzz.h"
 
-#include "harness/check.h"
-#include "harness/check_cfg.h"
+#include "check/check.h"
+#include "check/check_cfg.h"
 
 #include <math.h>
 

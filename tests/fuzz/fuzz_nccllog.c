@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzz harness: NCCL's NCCL_DEBUG=INFO log into the table of its paths
- * (harness/nccllog.h), the whole log and every line alone; every row's
+ * (check/nccllog.h), the whole log and every line alone; every row's
  * strings terminated, every NIC index matched to a NIC of its host.
  */
 #include "fuzz.h"
 
-#include "harness/nccllog.h"
+#include "check/nccllog.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

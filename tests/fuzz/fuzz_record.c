@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz harness: penny top recordings (node/record.h) as --replay reads them:
+ * Fuzz harness: penny top recordings (top/record.h) as --replay reads them:
  * the line reader and its bounds, the JSON of each sample, the index and
  * rate history, the plot's series.  Every sample read back must format
  * and parse again to the same line (the writer and reader agree).
@@ -10,7 +10,7 @@
 
 #include <math.h>
 
-#include "node/record.h"
+#include "top/record.h"
 
 #include <stdio.h>
 

@@ -11,7 +11,7 @@
 
 #include <errno.h>
 
-#include "harness/check_settings.h"
+#include "check/check_settings.h"
 #include "node/pcie.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

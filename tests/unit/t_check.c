@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * penny check's driver rules (src/harness/check.c, check_base.c): check
+ * penny check's driver rules (src/check/check.c, check_base.c): check
  * names and lists, the expectation rule (config > baseline > topology), the
  * job-median rule, and a baseline written and read back.
  */
@@ -9,8 +9,10 @@
 
 #include "base/log.h"
 #include "base/verdict.h"
-#include "harness/check.h"
-#include "harness/check_cfg.h"
+#include "check/check.h"
+#include "check/check_base.h"
+#include "check/check_cfg.h"
+#include "check/check_row.h"
 
 #include <errno.h>
 #include <math.h>

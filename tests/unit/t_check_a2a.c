@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The pure parts of penny check's alltoall (src/harness/check_a2a.h): the
+/* The pure parts of penny check's alltoall (src/check/check_a2a.h): the
  * round-robin tournament of nodes, the shifts of their ranks, the link a
  * pair of rails crosses, the slowest pair and the expectation. */
 #include "unit.h"
-#include "harness/check_a2a.h"
+#include "check/check_a2a.h"
 
 #include <stdio.h>
 #include <stdlib.h>

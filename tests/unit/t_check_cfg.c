@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * penny check's configuration (src/harness/check_cfg.c): the table, the
+ * penny check's configuration (src/check/check_cfg.c): the table, the
  * parser's every error path ("FILE:LINE: why"), bounds and defaults.
  */
 #define _GNU_SOURCE
 #include "unit.h"
 
 #include "base/log.h"
-#include "harness/check_cfg.h"
+#include "check/check_cfg.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The decision table (src/harness/check_diag.c) over a table of synthetic
+ * The decision table (src/check/check_diag.c) over a table of synthetic
  * runs: which layer, which evidence, which measurement is asked for next.
  */
 #define _GNU_SOURCE
 #include "unit.h"
 
 #include "base/verdict.h"
-#include "harness/check.h"
-#include "harness/check_diag.h"
+#include "check/check_ab.h"
+#include "check/check_diag.h"
+#include "check/check_row.h"
 
 #include <errno.h>
 #include <math.h>

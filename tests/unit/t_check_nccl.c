@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The nccl-path check (src/harness/check_nccl.c) on a hand-made topology:
+ * The nccl-path check (src/check/check_nccl.c) on a hand-made topology:
  * SHM between two GPUs that NVLink connects FAILs, SHM between GPUs without
  * NVLink PASSes; CUDA device indices and bus ids name the GPUs.  (The CLI
  * test t0845 covers what sysfs trees can hold: sockets, GDRDMA.)
@@ -9,8 +9,9 @@
 #include "unit.h"
 
 #include "base/verdict.h"
-#include "harness/check.h"
-#include "harness/check_cfg.h"
+#include "check/check.h"
+#include "check/check_nccl.h"
+#include "check/check_row.h"
 #include "node/topo.h"
 
 #include <stdio.h>

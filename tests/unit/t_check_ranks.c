@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The ranks check's pure parts (src/harness/check_ranks.c): the GPU a
+ * The ranks check's pure parts (src/check/check_ranks.c): the GPU a
  * local rank opens under CUDA_VISIBLE_DEVICES, NCCL_IB_HCA's syntax, and
  * the audit over a table of synthetic jobs.  (t0846 runs it under --np.)
  */
 #define _GNU_SOURCE
 #include "unit.h"
 
-#include "harness/check_ranks.h"
+#include "check/check_ranks.h"
 #include "node/topo.h"
 
 #include <stdio.h>

@@ -3,13 +3,14 @@
  * The settings check's pure parts: the walk of the PCIe extended
  * capability list for ACS (node/pcie.h), and the parsers of
  * /proc/self/limits, /proc/mounts and version strings
- * (harness/check_settings.h), on good, truncated and hostile input.
+ * (check/check_settings.h), on good, truncated and hostile input.
  */
 #define _GNU_SOURCE
 #include "unit.h"
 
 #include "base/log.h"
-#include "harness/check_settings.h"
+#include "check/check_platform.h"
+#include "check/check_settings.h"
 #include "node/pcie.h"
 
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The allreduce check's pure parts (src/harness/check_ar.h): allreduce-test's
+ * The allreduce check's pure parts (src/check/check_ar.h): allreduce-test's
  * JSON read back into a measurement, and the node's expectation from its
  * own slowest GPU-to-GPU copy.
  */
@@ -8,7 +8,7 @@
 #include "unit.h"
 
 #include "base/verdict.h"
-#include "harness/check_ar.h"
+#include "check/check_ar.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The expectation math of the GPU checks (src/harness/check_gpu.h): a PCIe
+ * The expectation math of the GPU checks (src/check/check_gpu_lib.h): a PCIe
  * path's usable rate at its max, the nominal rate between two GPUs by path
  * class and NVLink count, ring-plan's predicted busbw for a node, PCI
  * address matching, and the child process the measurements run in.
@@ -8,7 +8,7 @@
 #include "unit.h"
 
 #include "base/log.h"
-#include "harness/check_gpu.h"
+#include "check/check_gpu_lib.h"
 #include "node/pcie.h"
 #include "node/topo.h"
 #include "plan/plan.h"

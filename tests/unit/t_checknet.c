@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* The pure parts of penny check's network checks (src/harness/check_net.h):
+/* The pure parts of penny check's network checks (src/check/check_net.h,
+ * check_rails.h):
  * nic-bw's pairing of nodes in rounds, and the rails check's judgement of
  * byte counters (planned, unplanned, crossed). */
 #include "unit.h"
-#include "harness/check_net.h"
+#include "check/check_net.h"
+#include "check/check_rails.h"
 
 #include <stdio.h>
 #include <string.h>

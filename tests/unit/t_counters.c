@@ -7,6 +7,7 @@
  * disappearing, unreadable files, soft-RoCE fallback, netdevs, remote ports,
  * 16 devices x 2 ports; a port's counters as top's JSON keys.
  */
+#include "top/counters_json.h"
 #include "t_counters_fake.h"
 #include "unit.h"
 
@@ -15,7 +16,7 @@
 #include "base/out.h"
 #include "node/nic.h"
 #include "node/perfquery.h"
-#include "node/portsel.h"
+#include "top/portsel.h"
 #include "node/sysfs.h"
 
 #include <math.h>

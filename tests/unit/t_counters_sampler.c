@@ -6,6 +6,7 @@
  * free: busy() names the port, take() returns nothing new, stop() gives up
  * after its timeout.
  */
+#include "top/sampler.h"
 #include "t_counters_fake.h"
 #include "unit.h"
 

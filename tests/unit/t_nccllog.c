@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * NCCL's NCCL_DEBUG=INFO log parser (src/harness/nccllog.c): one line of
+ * NCCL's NCCL_DEBUG=INFO log parser (src/check/nccllog.c): one line of
  * each transport format, the NIC lists, and the fixtures of
  * tests/fixtures/nccl-log (the formats of NCCL 2.7 to 2.28) parsed into
  * the table; hostile lines.
@@ -9,7 +9,7 @@
 #include "unit.h"
 
 #include "base/file.h"
-#include "harness/nccllog.h"
+#include "check/nccllog.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* Time in penny top (src/node/playback.c): a recording played at its
+/* Time in penny top (src/top/playback.c): a recording played at its
  * recorded interval over the speed, pausing on the last sample, the keys'
  * steps and seeks, and the live screen's interval steps and stall limit. */
 #define _GNU_SOURCE
 #include "unit.h"
 
-#include "node/playback.h"
-#include "node/topview.h"
+#include "top/playback.h"
+#include "top/topview.h"
 
 TEST(plays_at_the_recorded_interval_and_stops_on_the_last)
 {

@@ -6,7 +6,7 @@
  * and the replay file of a sysfs tree with /proc/PID/comm.
  */
 #define _GNU_SOURCE
-#include "node/gputraffic.h"
+#include "top/gputraffic.h"
 #include "node/rdmares.h"
 #include "node/sysfs.h"
 #include "unit.h"

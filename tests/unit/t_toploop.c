@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* top's run loops (src/node/toploop.c) over an empty sysfs tree and a
+/* top's run loops (src/top/toploop.c) over an empty sysfs tree and a
  * recording: what each sample hands the printers, --count's end, a
  * printer's exit status and a signal ending the loop, the screen's keys
  * (interval, pause, quit), a recording played in order with its host, and
  * the options that do not go together. */
 #define _GNU_SOURCE
+#include "top/sampler.h"
 #include "unit.h"
 
 #include "base/log.h"
-#include "node/playback.h"
-#include "node/portsel.h"
+#include "top/playback.h"
+#include "top/portsel.h"
 #include "node/sysfs.h"
-#include "node/toploop.h"
-#include "node/topview.h"
+#include "top/toploop.h"
+#include "top/topview.h"
 
 #include <errno.h>
 #include <signal.h>

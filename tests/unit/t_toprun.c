@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* top's live run (src/node/toprun.c): opened in one order with the first
+/* top's live run (src/top/toprun.c): opened in one order with the first
  * failure's line (a --ca without --lid, a recording that cannot be
  * written), sampling an empty tree, stopped and closed. */
 #define _GNU_SOURCE
+#include "top/sampler.h"
 #include "unit.h"
 
 #include "base/log.h"
 #include "node/sysfs.h"
-#include "node/toprun.h"
+#include "top/toprun.h"
 
 #include <errno.h>
 #include <stdio.h>

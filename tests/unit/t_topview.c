@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* What top's screen shows and how its keys change it (src/node/topview.c):
+/* What top's screen shows and how its keys change it (src/top/topview.c):
  * the selection moves over the filtered order and is kept by name, the
  * filter is edited and Escape restores it, Enter opens a port's detail,
  * the help page returns to the view under it, and the caller's actions;
@@ -9,8 +9,8 @@
 #include "unit.h"
 
 #include "node/nic.h"
-#include "node/portsel.h"
-#include "node/topview.h"
+#include "top/portsel.h"
+#include "top/topview.h"
 
 #include <math.h>
 #include <stdio.h>
