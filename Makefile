@@ -119,7 +119,8 @@ $(B)/tests/preload/%.so: tests/preload/%.c
 
 -include plugins/plugins.mk
 
-# make test builds on every CPU (unless -j is given) and runs the test files
+# make test builds on every CPU (unless -j is given; the GPU kernels for one
+# architecture on a fresh tree: TEST_CUDA_ARCHS in plugins/plugins.mk) and runs the test files
 # JOBS at a time (tests/run.sh; default: CPUs; JOBS=1 one after another),
 # lab VMs LAB_JOBS at a time; TESTS="unit|cli|lab|FILE..." picks some.
 NPROC := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
@@ -127,7 +128,7 @@ RUN_TESTS = @PENNY=$(abspath $(PENNY_BIN)) BUILD=$(abspath $(B)) $(if $(JOBS),JO
 	$(if $(LAB_JOBS),LAB_JOBS=$(LAB_JOBS)) bash tests/run.sh
 .PHONY: build-for-test
 build-for-test:
-	@$(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(NPROC)) all
+	@$(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(NPROC)) all $(PL_TEST_ARCHS)
 
 test check: build-for-test
 	$(RUN_TESTS) $(TESTS)

@@ -13,6 +13,7 @@ NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvc
 # (nvcc --list-gpu-arch; Blackwell from CUDA 12.8).  The nvshmem plugin is
 # linked for NVSHMEM_ARCH (90) alone.  debian/control states the default.
 CUDA_ARCHS_DEFAULT := 80 90 100 120
+CUDA_ARCHS_GIVEN := $(if $(filter undefined,$(origin CUDA_ARCHS)),,yes)
 ifeq ($(origin CUDA_ARCHS),undefined)
 ifneq ($(strip $(NVCC)),)
 CUDA_ARCHS := $(filter $(CUDA_ARCHS_DEFAULT),$(patsubst compute_%,%,$(shell $(NVCC) --list-gpu-arch 2>/dev/null)))
@@ -20,6 +21,14 @@ CUDA_ARCHS := $(if $(CUDA_ARCHS),$(CUDA_ARCHS),80 90)
 endif
 endif
 NVSHMEM_ARCH ?= 90
+# make test builds the kernels for one architecture, TEST_CUDA_ARCHS (90, or
+# the first of CUDA_ARCHS), unless CUDA_ARCHS is given or this build tree has
+# kernels already (a plain make before keeps its architectures): no test runs
+# them here (no GPU; the emulator tests compile the kernels' source with the
+# host compiler), and each architecture costs about 2 minutes of nvcc on a
+# 2-core machine.  make, make install and make deb build every one.
+TEST_CUDA_ARCHS ?= $(firstword $(filter 90,$(CUDA_ARCHS)) $(CUDA_ARCHS))
+PL_TEST_ARCHS = $(if $(CUDA_ARCHS_GIVEN)$(wildcard $(PL)/gen/arch),,CUDA_ARCHS="$(TEST_CUDA_ARCHS)")
 NVCC_ARCH ?= $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
 	-gencode arch=compute_$(firstword $(CUDA_ARCHS)),code=compute_$(firstword $(CUDA_ARCHS))
 NVCC_FLAGS ?= -O3 -std=c++17 $(NVCC_ARCH) -diag-suppress 177
