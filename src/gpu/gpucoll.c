@@ -35,10 +35,12 @@ struct pn_gpucoll {
 	int me_inter;		/* my place among g->inter */
 	int capturing;		/* time() with graphs: whole-buffer exchanges only */
 	int planned;		/* rings handed to the plugin (set_rings), 0: its own */
-	int host_ret;		/* the first failed host service (allgather, barrier) */
+	int host_claimed;	/* a host service failed: the first one writes */
+	int host_ret;		/* its error, set (release) after host_err */
 	char host_err[512];	/* and the engine's message for it: the cause of the
 				 * plugin's failure that follows, which says only
-				 * "allgather failed" */
+				 * "allgather failed" (a plugin may call the services
+				 * from a thread of its own) */
 };
 
 /* ---- the plugin's host services ---- */
@@ -46,9 +48,9 @@ struct pn_gpucoll {
 /* A host service failed: keep the engine's message (which rank, why). */
 static int host_failed(struct pn_gpucoll *g, int ret)
 {
-	if (ret && !g->host_ret) {
-		g->host_ret = ret;
+	if (ret && !__atomic_exchange_n(&g->host_claimed, 1, __ATOMIC_ACQ_REL)) {
 		snprintf(g->host_err, sizeof(g->host_err), "%s", pn_errmsg(ret));
+		__atomic_store_n(&g->host_ret, ret, __ATOMIC_RELEASE);
 	}
 	return ret;
 }
@@ -81,10 +83,12 @@ static int host_barrier(void *ctx)
  */
 static int plugin_err(struct pn_gpucoll *g, int ret, const char *what)
 {
-	if (g->host_ret)
-		return pn_err(ret < 0 ? ret : g->host_ret, "%s plugin: %s: %s", g->pl->name, what,
+	int host = __atomic_load_n(&g->host_ret, __ATOMIC_ACQUIRE);
+
+	if (host && g->host_err[0])
+		return pn_err(ret < 0 ? ret : host, "%s plugin: %s: %s", g->pl->name, what,
 			      g->host_err);
-	return plugin_err(g, ret, what);
+	return pn_plugin_err(g->pl, ret, what);
 }
 
 static void host_log(void *ctx, int level, const char *msg)
