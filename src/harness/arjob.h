@@ -28,7 +28,8 @@ struct pn_arjob_cfg {
 	const char *backends;
 	const enum pn_algo *algos;	/* the host's algorithms */
 	int nalgos;
-	enum pn_coll_kind kind;		/* 0: allreduce; another: the host's calgos */
+	enum pn_coll_kind kind;		/* 0: allreduce; another: the host's calgos, the
+					 * GPU plugins' member of it */
 	const enum pn_calgo *calgos;
 	int ncalgos;
 	uint64_t max_bytes;		/* the host's buffers */
