@@ -5,7 +5,7 @@
  * tuning table, the collective (with a plan's rings), its backends (the
  * host engine, GPU plugins) and the sweep over each of them.  `penny
  * coll-test` runs the same job for another collective (cfg.kind), on the
- * host engine only so far.
+ * host engine and on GPU plugins that have it.
  */
 #ifndef PENNY_ARJOB_H
 #define PENNY_ARJOB_H
