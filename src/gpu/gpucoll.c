@@ -84,7 +84,7 @@ static int plugin_err(struct pn_gpucoll *g, int ret, const char *what)
 	if (g->host_ret)
 		return pn_err(ret < 0 ? ret : g->host_ret, "%s plugin: %s: %s", g->pl->name, what,
 			      g->host_err);
-	return plugin_err(g, ret, what);
+	return pn_plugin_err(g->pl, ret, what);
 }
 
 static void host_log(void *ctx, int level, const char *msg)

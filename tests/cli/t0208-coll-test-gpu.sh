@@ -84,6 +84,11 @@ test_expect_success 'every call reaches NCCL as its own: ncclSend/ncclRecv in gr
 	grep -q "^rank 1 ncclSend 16 7 2$" nccl.log && grep -q "^rank 1 ncclRecv 16 7 0$" nccl.log
 '
 # (its allgather is right: the hierarchical allreduce's step)
+test_expect_success 'NCCL refuses a call: its error, named, one line a rank, exit 1' '
+	test_exit 1 nccl coll-test reduce --np 2 --backend nccl -d bfloat16 -b 64 -e 64 -n 1 \
+		--timeout 30 >out 2>err && one_line err &&
+	grep -q "nccl plugin: reduce: ncclReduce: fake NCCL error: fake NCCL: no last error (NCCL error 4)" err
+'
 test_expect_success 'a plugin that gets it wrong: the wrong values counted, FAILED, exit 1' '
 	for c in reducescatter alltoall broadcast reduce sendrecv; do
 		test_exit 1 ct $c --np 2 --backend fakewrong -b 64 -e 64 -n 1 >out || exit 1
