@@ -55,12 +55,6 @@ const struct pn_opt allreduce_test_options[] = {
 	  "backends: auto, one-shot, two-shot, ring, simple-ring, symmetric); a comma list runs several "
 	  "(default auto)",
 	  "auto all ring simple-ring one-shot two-shot hierarchical multiring symmetric", OPT_LIST },
-	{ "backend", 0, OPT_APPEND, &ar.backends, "NAME",
-	  "host (the engine, default) or a GPU plugin: cuda, nccl, nvshmem; a comma list or repeated runs "
-	  "each in turn, then a ratio table", "host cuda nccl nvshmem", OPT_LIST },
-	{ "gpus", 0, OPT_STRING, &ar.gpus, "LIST",
-	  "GPU backends: the device of each local rank, like 0,1,2,3 (default: the local rank)",
-	  NULL, OPT_LIST },
 	{ "tune-out", 0, OPT_STRING, &ar.tune_out, "FILE",
 	  "write the fastest algorithm per size as a tuning table (use with --algo all)", NULL,
 	  NULL },
@@ -74,12 +68,18 @@ const struct pn_opt coll_test_options[] = {
 	{ "algo", 'A', OPT_STRING, &ar.algo, "NAME",
 	  "ring, one-shot, pairwise, bruck, tree (those the collective has), auto or all; a comma "
 	  "list runs several (default auto)", "auto all ring one-shot pairwise bruck tree", OPT_LIST },
-	{ "backend", 0, OPT_APPEND, &ar.backends, "NAME",
-	  "host (the engine, default; the only one so far)", "host", OPT_LIST },
 	OPT_TABLE_END
 };
 
+/* allreduce-test's and coll-test's (cmd/coll-test.c) */
 const struct pn_opt sweep_options[] = {
+	{ "backend", 0, OPT_APPEND, &ar.backends, "NAME",
+	  "host (the engine, default) or a GPU plugin: cuda, nccl, nvshmem (coll-test: nccl; the cuda "
+	  "plugin runs allreduce only); a comma list or repeated runs each in turn, then a ratio "
+	  "table", "host cuda nccl nvshmem", OPT_LIST },
+	{ "gpus", 0, OPT_STRING, &ar.gpus, "LIST",
+	  "GPU backends: the device of each local rank, like 0,1,2,3 (default: the local rank)",
+	  NULL, OPT_LIST },
 	{ "minbytes", 'b', OPT_SIZE, &ar.minbytes, "SIZE", "smallest size (default 8)", NULL,
 	  OPT_RANGE(0, MAX_BYTES) },
 	{ "maxbytes", 'e', OPT_SIZE, &ar.maxbytes, "SIZE", "largest size (default 32M)", NULL,
@@ -514,9 +514,6 @@ static int settle(struct job *j, enum pn_coll_kind kind, enum pn_algo *algos, in
 	ar.kind = kind;
 	ar.root = opt.root < 0 ? 0 : opt.root;
 	ret = pn_aropts_backends(&ar, &j->bk);
-	if (!ret && kind && (j->bk.ngpu || !j->bk.has_host))
-		ret = pn_err(-EINVAL, "%s runs on the host engine only so far (--backend host)",
-			     pn_coll_name(kind));
 	if (!ret)
 		ret = pn_aropts_types(opt.dtype, opt.op, kind, &j->types);
 	ar.types = &j->types;

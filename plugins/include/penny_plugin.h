@@ -19,7 +19,9 @@
  * enqueued on the backend's own stream (one per backend); sync() waits for
  * it.  Collective functions (init, alloc with PENNY_MEM_REGISTERED, free of
  * such a buffer, allreduce, time, fini) must be called by every rank in the
- * same order with the same sizes, like NCCL's.
+ * same order with the same sizes, like NCCL's; so must allgather and the
+ * other collectives appended at the end of the table (reduce_scatter ...
+ * sendrecv).
  */
 #ifndef PENNY_PLUGIN_H
 #define PENNY_PLUGIN_H
@@ -422,6 +424,46 @@ struct penny_plugin_v1 {
 	 * order that is not one of all ranks.  NULL if not provided (the
 	 * plugin's rings are its own). */
 	int (*set_rings)(void *be, const int32_t *order, int nrings);
+
+	/* ---- appended for penny coll-test's other collectives (read only
+	 * when size covers them) ----
+	 *
+	 * Each is collective (every rank calls it in the same order with the
+	 * same count, dtype, op and root, like NCCL's), enqueued on stream (a
+	 * CUstream; NULL: the backend's own stream, the one sync() waits for
+	 * and time_fn() times, unlike allreduce_stream's NULL), with no host
+	 * work per call that a CUDA graph could not capture, so that
+	 * time_fn() times them (with graphs too) through the caller's enqueue
+	 * function.  count is NCCL's: the elements each rank receives
+	 * (reduce_scatter), sends to each peer (alltoall), or of the whole
+	 * buffer (broadcast, reduce, sendrecv).  In place is where nccl-tests
+	 * puts it: send == recv, except reduce_scatter's recv = send + rank *
+	 * count elements.  NULL if not provided (the core refuses the
+	 * collective on this backend in one line). */
+
+	/* recv := op over the ranks of elements [rank * count, (rank + 1) *
+	 * count) of send (nranks * count elements); PENNY_AVG divides the sum
+	 * by nranks, as allreduce() does (ncclReduceScatter). */
+	int (*reduce_scatter)(void *be, const void *send, void *recv, size_t count, int dtype,
+			      int op, void *stream);
+	/* Block j of recv (count elements at recv + j * count) := block rank
+	 * of rank j's send (nranks * count elements each; grouped
+	 * ncclSend/ncclRecv in the nccl plugin). */
+	int (*alltoall)(void *be, const void *send, void *recv, size_t count, int dtype,
+			void *stream);
+	/* recv := root's send (count elements; send is read on root only)
+	 * (ncclBroadcast). */
+	int (*broadcast)(void *be, const void *send, void *recv, size_t count, int dtype, int root,
+			 void *stream);
+	/* On root, recv := op over the ranks of send (count elements); recv
+	 * is not written elsewhere (ncclReduce). */
+	int (*reduce)(void *be, const void *send, void *recv, size_t count, int dtype, int op,
+		      int root, void *stream);
+	/* The ring of pairs: send (count elements) goes to rank (rank + 1) %
+	 * nranks while recv gets rank (rank - 1 + nranks) % nranks's (one
+	 * rank: a copy) (grouped ncclSend/ncclRecv in the nccl plugin). */
+	int (*sendrecv)(void *be, const void *send, void *recv, size_t count, int dtype,
+			void *stream);
 };
 
 /* Size of the first v1 table (every member up to bw). */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The nccl plugin: ncclAllReduce on the plugin's stream, timed like penny's. */
+/* The nccl plugin: ncclAllReduce and NCCL's other collectives on the
+ * plugin's stream, timed like penny's. */
 #define _GNU_SOURCE
 #include "nccl.h"
 
@@ -38,6 +39,13 @@ static int resolve(void *dl, struct pn_nccl_api *a, char *why, size_t len)
 		{ "ncclCommGetAsyncError", offsetof(struct pn_nccl_api, CommGetAsyncError), 0 },
 		{ "ncclAllReduce", offsetof(struct pn_nccl_api, AllReduce), 0 },
 		{ "ncclAllGather", offsetof(struct pn_nccl_api, AllGather), 0 },
+		{ "ncclReduceScatter", offsetof(struct pn_nccl_api, ReduceScatter), 1 },
+		{ "ncclBroadcast", offsetof(struct pn_nccl_api, Broadcast), 1 },
+		{ "ncclReduce", offsetof(struct pn_nccl_api, Reduce), 1 },
+		{ "ncclSend", offsetof(struct pn_nccl_api, Send), 1 },
+		{ "ncclRecv", offsetof(struct pn_nccl_api, Recv), 1 },
+		{ "ncclGroupStart", offsetof(struct pn_nccl_api, GroupStart), 1 },
+		{ "ncclGroupEnd", offsetof(struct pn_nccl_api, GroupEnd), 1 },
 		{ "ncclGetErrorString", offsetof(struct pn_nccl_api, GetErrorString), 0 },
 		{ "ncclGetLastError", offsetof(struct pn_nccl_api, GetLastError), 1 },
 		{ "ncclMemAlloc", offsetof(struct pn_nccl_api, MemAlloc), 1 },
@@ -530,6 +538,152 @@ int pn_nccl_allgather(void *be, const void *send, void *recv, size_t count, int 
 	ENTER(c);
 	r = c->api->AllGather(send, recv, count, pn_nccl_dtype(dtype), c->comm, c->g.stream);
 	return r ? nccl_fail(c, r, "ncclAllGather") : 0;
+}
+
+/* The caller's stream, or the plugin's own for NULL. */
+static CUstream stream_of(const struct pn_nccl *c, void *stream)
+{
+	return stream ? (CUstream)stream : c->g.stream;
+}
+
+/* A call this NCCL lacks: refused in one line. */
+static int lacks(const char *sym)
+{
+	return pn_plugin_fail(-ENOTSUP, "this NCCL has no %s", sym);
+}
+
+int pn_nccl_reduce_scatter(void *be, const void *send, void *recv, size_t count, int dtype,
+			   int op, void *stream)
+{
+	struct pn_nccl *c = be;
+	ncclResult_t r;
+	int ret = pn_gpu_check_args(count, dtype, op);
+
+	if (ret || !count)
+		return ret;
+	if (!c->api->ReduceScatter)
+		return lacks("ncclReduceScatter");
+	ENTER(c);
+	r = c->api->ReduceScatter(send, recv, count, pn_nccl_dtype(dtype), pn_nccl_op(op), c->comm,
+				  stream_of(c, stream));
+	return r ? nccl_fail(c, r, "ncclReduceScatter") : 0;
+}
+
+static int check_root(const struct pn_nccl *c, int root)
+{
+	return root < 0 || root >= c->host->nranks
+		       ? pn_plugin_fail(-EINVAL, "root %d is not a rank of %d", root, c->host->nranks)
+		       : 0;
+}
+
+int pn_nccl_broadcast(void *be, const void *send, void *recv, size_t count, int dtype, int root,
+		      void *stream)
+{
+	struct pn_nccl *c = be;
+	ncclResult_t r;
+	int ret = pn_gpu_check_args(count, dtype, PENNY_SUM);
+
+	if (!ret)
+		ret = check_root(c, root);
+	if (ret || !count)
+		return ret;
+	if (!c->api->Broadcast)
+		return lacks("ncclBroadcast");
+	ENTER(c);
+	r = c->api->Broadcast(send, recv, count, pn_nccl_dtype(dtype), root, c->comm,
+			      stream_of(c, stream));
+	return r ? nccl_fail(c, r, "ncclBroadcast") : 0;
+}
+
+int pn_nccl_reduce(void *be, const void *send, void *recv, size_t count, int dtype, int op,
+		   int root, void *stream)
+{
+	struct pn_nccl *c = be;
+	ncclResult_t r;
+	int ret = pn_gpu_check_args(count, dtype, op);
+
+	if (!ret)
+		ret = check_root(c, root);
+	if (ret || !count)
+		return ret;
+	if (!c->api->Reduce)
+		return lacks("ncclReduce");
+	ENTER(c);
+	r = c->api->Reduce(send, recv, count, pn_nccl_dtype(dtype), pn_nccl_op(op), root, c->comm,
+			   stream_of(c, stream));
+	return r ? nccl_fail(c, r, "ncclReduce") : 0;
+}
+
+/*
+ * One group of point-to-point calls: to every peer p of to[] count elements
+ * at send + soff[p], from every peer of from[] count elements into recv +
+ * roff[p] (npeers of each), as NCCL's alltoall and sendrecv examples do.
+ * The group ends even after a failed call, so that NCCL is not left inside
+ * one.
+ */
+static int p2p_group(struct pn_nccl *c, const void *send, void *recv, size_t count, int dtype,
+		     const int *peers, int npeers, int shift, CUstream st, const char *what)
+{
+	size_t es = (size_t)penny_data_size(dtype);
+	ncclResult_t r, r2;
+	int i, to, from;
+
+	if (!c->api->Send || !c->api->Recv || !c->api->GroupStart || !c->api->GroupEnd)
+		return lacks(!c->api->Send ? "ncclSend" : !c->api->Recv ? "ncclRecv"
+			     : !c->api->GroupStart ? "ncclGroupStart" : "ncclGroupEnd");
+	r = c->api->GroupStart();
+	if (r)
+		return nccl_fail(c, r, "ncclGroupStart");
+	for (i = 0; i < npeers && !r; i++) {
+		/* alltoall (shift 0): block p to p, from p into block p; the ring
+		 * (shift 1): the whole buffer to the next rank, from the one before */
+		to = shift ? peers[0] : peers[i];
+		from = shift ? peers[1] : peers[i];
+		r = c->api->Send((const char *)send + (shift ? 0 : (size_t)to * count * es), count,
+				 pn_nccl_dtype(dtype), to, c->comm, st);
+		if (!r)
+			r = c->api->Recv((char *)recv + (shift ? 0 : (size_t)from * count * es), count,
+					 pn_nccl_dtype(dtype), from, c->comm, st);
+	}
+	r2 = c->api->GroupEnd();
+	if (r)
+		return nccl_fail(c, r, what);
+	return r2 ? nccl_fail(c, r2, "ncclGroupEnd") : 0;
+}
+
+int pn_nccl_alltoall(void *be, const void *send, void *recv, size_t count, int dtype,
+		     void *stream)
+{
+	struct pn_nccl *c = be;
+	int n = c->host->nranks, *peers, i, ret = pn_gpu_check_args(count, dtype, PENNY_SUM);
+
+	if (ret || !count)
+		return ret;
+	peers = malloc(sizeof(*peers) * (size_t)n);
+	if (!peers)
+		return pn_plugin_fail(-ENOMEM, "out of memory");
+	for (i = 0; i < n; i++)
+		peers[i] = i;
+	ret = pn_gpu_enter(&c->g);
+	if (!ret)
+		ret = p2p_group(c, send, recv, count, dtype, peers, n, 0, stream_of(c, stream),
+				"ncclSend/ncclRecv (alltoall)");
+	free(peers);
+	return ret;
+}
+
+int pn_nccl_sendrecv(void *be, const void *send, void *recv, size_t count, int dtype,
+		     void *stream)
+{
+	struct pn_nccl *c = be;
+	int n = c->host->nranks, me = c->host->rank, ret = pn_gpu_check_args(count, dtype, PENNY_SUM);
+	int peers[2] = { (me + 1) % n, (me + n - 1) % n };
+
+	if (ret || !count)
+		return ret;
+	ENTER(c);
+	return p2p_group(c, send, recv, count, dtype, peers, 1, 1, stream_of(c, stream),
+			 "ncclSend/ncclRecv (sendrecv)");
 }
 
 static int async_error(void *be)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The nccl plugin: NCCL's allreduce inside penny's harness, as the baseline.
+ * The nccl plugin: NCCL's allreduce and its other collectives inside
+ * penny's harness, as the baseline.
  * NCCL is opened at run time (no headers or libraries at build time): the
  * few types and functions used are declared here.
  */
@@ -28,6 +29,19 @@ struct pn_nccl_api {
 				  ncclComm_t comm, CUstream stream);
 	ncclResult_t (*AllGather)(const void *send, void *recv, size_t count, int dtype,
 				  ncclComm_t comm, CUstream stream);
+	/* the other collectives (coll-test); each may be NULL: that call is refused */
+	ncclResult_t (*ReduceScatter)(const void *send, void *recv, size_t recvcount, int dtype,
+				      int op, ncclComm_t comm, CUstream stream);
+	ncclResult_t (*Broadcast)(const void *send, void *recv, size_t count, int dtype, int root,
+				  ncclComm_t comm, CUstream stream);
+	ncclResult_t (*Reduce)(const void *send, void *recv, size_t count, int dtype, int op,
+			       int root, ncclComm_t comm, CUstream stream);
+	ncclResult_t (*Send)(const void *send, size_t count, int dtype, int peer, ncclComm_t comm,
+			     CUstream stream);
+	ncclResult_t (*Recv)(void *recv, size_t count, int dtype, int peer, ncclComm_t comm,
+			     CUstream stream);
+	ncclResult_t (*GroupStart)(void);
+	ncclResult_t (*GroupEnd)(void);
 	const char *(*GetErrorString)(ncclResult_t r);
 	const char *(*GetLastError)(ncclComm_t comm);	/* may be NULL */
 	/* NCCL >= 2.27 (symmetric memory); each may be NULL */
@@ -65,5 +79,18 @@ int pn_nccl_allreduce(void *be, const void *send, void *recv, size_t count, int 
 		      int algo);
 int pn_nccl_select(void *be, size_t count, int dtype, int op, int algo);
 int pn_nccl_allgather(void *be, const void *send, void *recv, size_t count, int dtype);
+/* penny_plugin_v1's other collectives with NCCL's calls: ncclReduceScatter,
+ * ncclBroadcast, ncclReduce, and grouped ncclSend/ncclRecv for alltoall and
+ * the ring of pairs (sendrecv); stream NULL: the plugin's own. */
+int pn_nccl_reduce_scatter(void *be, const void *send, void *recv, size_t count, int dtype,
+			   int op, void *stream);
+int pn_nccl_alltoall(void *be, const void *send, void *recv, size_t count, int dtype,
+		     void *stream);
+int pn_nccl_broadcast(void *be, const void *send, void *recv, size_t count, int dtype, int root,
+		      void *stream);
+int pn_nccl_reduce(void *be, const void *send, void *recv, size_t count, int dtype, int op,
+		   int root, void *stream);
+int pn_nccl_sendrecv(void *be, const void *send, void *recv, size_t count, int dtype,
+		     void *stream);
 
 #endif

@@ -28,6 +28,13 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.select = pn_nccl_select,
 	.bw = NULL, /* penny bw --gpu uses the cuda plugin */
 	.allgather = pn_nccl_allgather,
+	.time_fn = pn_gpu_be_time_fn,
 	/* appended for penny check's versions row */
 	.driver_version = pn_gpu_entry_driver_version,
+	/* appended for coll-test's other collectives */
+	.reduce_scatter = pn_nccl_reduce_scatter,
+	.alltoall = pn_nccl_alltoall,
+	.broadcast = pn_nccl_broadcast,
+	.reduce = pn_nccl_reduce,
+	.sendrecv = pn_nccl_sendrecv,
 };

@@ -697,3 +697,152 @@ int pn_gpucoll_bw(const char *plugin, struct penny_bw_v1 *req)
 	pn_plugin_unload(p);
 	return ret;
 }
+
+/* ---- the other collectives (penny_plugin_v1's reduce_scatter ... sendrecv) ---- */
+
+/* The plugin's member for collective k and its name in the table; NULL
+ * where the plugin's header is older than the member or leaves it NULL. */
+static const void *coll_member(const struct pn_gpucoll *g, enum pn_coll_kind k, const char **name)
+{
+	const struct penny_plugin_v1 *o = g->ops;
+	size_t off;
+	const void *f;
+
+	switch (k) {
+	case PN_COLL_ALLGATHER:
+		*name = "allgather";
+		off = offsetof(struct penny_plugin_v1, allgather);
+		f = (const void *)o->allgather;
+		break;
+	case PN_COLL_REDUCE_SCATTER:
+		*name = "reduce_scatter";
+		off = offsetof(struct penny_plugin_v1, reduce_scatter);
+		f = (const void *)o->reduce_scatter;
+		break;
+	case PN_COLL_ALLTOALL:
+		*name = "alltoall";
+		off = offsetof(struct penny_plugin_v1, alltoall);
+		f = (const void *)o->alltoall;
+		break;
+	case PN_COLL_BROADCAST:
+		*name = "broadcast";
+		off = offsetof(struct penny_plugin_v1, broadcast);
+		f = (const void *)o->broadcast;
+		break;
+	case PN_COLL_REDUCE:
+		*name = "reduce";
+		off = offsetof(struct penny_plugin_v1, reduce);
+		f = (const void *)o->reduce;
+		break;
+	case PN_COLL_SENDRECV:
+		*name = "sendrecv";
+		off = offsetof(struct penny_plugin_v1, sendrecv);
+		f = (const void *)o->sendrecv;
+		break;
+	default:
+		*name = "allreduce";
+		return (const void *)o->allreduce;
+	}
+	return pn_plugin_covers(g->pl, off) ? f : NULL;
+}
+
+int pn_gpucoll_coll_supported(const struct pn_gpucoll *g, enum pn_coll_kind k)
+{
+	const char *name;
+
+	if (k == PN_COLL_ALLREDUCE)
+		return 0;
+	if (!coll_member(g, k, &name))
+		return pn_err(-ENOTSUP, "the %s plugin does not run %s; --backend nccl does",
+			      g->pl->name, name);
+	if (g->hier)
+		return pn_err(-ENOTSUP, "the %s plugin runs %s on one node only (%d nodes here: a "
+			      "plugin that spans nodes itself, --backend nccl, does)", g->pl->name,
+			      name, g->c->nnodes);
+	if (!pn_plugin_covers(g->pl, offsetof(struct penny_plugin_v1, time_fn)) || !g->ops->time_fn)
+		return pn_err(-ENOTSUP, "the %s plugin cannot time %s (it has no time_fn)",
+			      g->pl->name, name);
+	return 0;
+}
+
+int pn_gpucoll_coll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a)
+{
+	const struct penny_plugin_v1 *o = g->ops;
+	int dt = (int)a->dtype, op = (int)a->op, ret = pn_gpucoll_coll_supported(g, a->kind);
+	const char *name;
+
+	if (ret)
+		return ret;
+	coll_member(g, a->kind, &name);
+	switch (a->kind) {
+	case PN_COLL_ALLREDUCE:
+		return pn_gpucoll_allreduce(g, a->send, a->recv, a->count, a->dtype, a->op,
+					    PENNY_ALGO_AUTO);
+	case PN_COLL_ALLGATHER:
+		ret = o->allgather(g->be, a->send, a->recv, a->count, dt);
+		break;
+	case PN_COLL_REDUCE_SCATTER:
+		ret = o->reduce_scatter(g->be, a->send, a->recv, a->count, dt, op, NULL);
+		break;
+	case PN_COLL_ALLTOALL:
+		ret = o->alltoall(g->be, a->send, a->recv, a->count, dt, NULL);
+		break;
+	case PN_COLL_BROADCAST:
+		ret = o->broadcast(g->be, a->send, a->recv, a->count, dt, a->root, NULL);
+		break;
+	case PN_COLL_REDUCE:
+		ret = o->reduce(g->be, a->send, a->recv, a->count, dt, op, a->root, NULL);
+		break;
+	default:
+		ret = o->sendrecv(g->be, a->send, a->recv, a->count, dt, NULL);
+		break;
+	}
+	return call(g, ret, name);
+}
+
+struct coll_time {
+	struct pn_gpucoll *g;
+	const struct pn_gpucoll_args *a;
+	int ret;	/* the first failed call's (its message in pn_errmsg) */
+};
+
+static int coll_time_one(void *arg)
+{
+	struct coll_time *x = arg;
+	int ret = pn_gpucoll_coll(x->g, x->a);
+
+	if (ret && !x->ret)
+		x->ret = ret;
+	return ret;
+}
+
+int pn_gpucoll_coll_time(struct pn_gpucoll *g, const struct pn_gpucoll_args *a,
+			 struct penny_time_v2 *t)
+{
+	struct coll_time x = { g, a, 0 };
+	int ret = pn_gpucoll_coll_supported(g, a->kind);
+
+	if (ret)
+		return ret;
+	if (t->t.iters <= 0 || t->t.warmup < 0 || t->t.graph < 0)
+		return pn_err(-EINVAL, "time: iterations must be positive");
+	if (t->size < sizeof(*t) || t->blocks < 1 || t->blocks > PENNY_TIME_MAX_BLOCKS ||
+	    !t->block_usec)
+		return pn_err(-EINVAL, "time: 1..%d blocks and room for them", PENNY_TIME_MAX_BLOCKS);
+	t->blocks_run = 0;
+	ret = g->ops->time_fn(g->be, t, coll_time_one, &x);
+	/* a failed call's message (the plugin's, named) rather than time_fn's */
+	if (ret && x.ret)
+		return x.ret;
+	if (!ret && t->blocks_run != t->blocks)
+		return pn_err(-EPROTO, "the %s plugin timed %d blocks of %d", g->pl->name,
+			      t->blocks_run, t->blocks);
+	return call(g, ret, "time_fn");
+}
+
+int pn_gpucoll_write(struct pn_gpucoll *g, void *dev, const void *host, size_t bytes)
+{
+	if (!g->ops->memcpy)
+		return pn_err(-ENOTSUP, "the %s plugin has no memcpy()", g->pl->name);
+	return call(g, g->ops->memcpy(g->be, dev, host, bytes, PENNY_H2D), "memcpy");
+}

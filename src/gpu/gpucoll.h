@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "engine/coll.h"
+#include "engine/collkind.h"
 #include "gpu/plugin.h"
 
 struct pn_gpucoll;
@@ -121,6 +122,34 @@ int pn_gpucoll_sync(struct pn_gpucoll *g);
  * older plugin is called once per block, the warm-up in the first only).
  */
 int pn_gpucoll_time(struct pn_gpucoll *g, struct penny_time_v2 *t);
+
+/*
+ * The other collectives (engine/collkind.h), through the plugin's members
+ * of the same names (penny_plugin_v1: allgather, reduce_scatter, alltoall,
+ * broadcast, reduce, sendrecv) on its own stream: one node, or a plugin
+ * that spans nodes itself.  pn_gpucoll_coll_supported: 0, or -ENOTSUP and
+ * one line ("the cuda plugin does not run reduce_scatter; --backend nccl
+ * does") for a plugin without the member, without time_fn, or on the
+ * hierarchical path.  pn_gpucoll_coll enqueues one call (count is
+ * collkind.h's, in place as nccl-tests puts it); pn_gpucoll_coll_time
+ * times calls of it as pn_gpucoll_time does allreduce's (t.send ... algo
+ * are not read).
+ */
+struct pn_gpucoll_args {
+	enum pn_coll_kind kind;
+	const void *send;
+	void *recv;
+	size_t count;
+	enum pn_dtype dtype;
+	enum pn_redop op;
+	int root;
+};
+int pn_gpucoll_coll_supported(const struct pn_gpucoll *g, enum pn_coll_kind k);
+int pn_gpucoll_coll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a);
+int pn_gpucoll_coll_time(struct pn_gpucoll *g, const struct pn_gpucoll_args *a,
+			 struct penny_time_v2 *t);
+/* Copy bytes of host memory to the device (test data the host made). */
+int pn_gpucoll_write(struct pn_gpucoll *g, void *dev, const void *host, size_t bytes);
 
 /* The GPU-to-GPU matrix of a plugin's bw() (no communicator needed):
  * -ENOENT/-ENOEXEC (plugin), -ENOTSUP (no bw), or the plugin's error. */

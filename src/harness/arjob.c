@@ -45,10 +45,8 @@ static int add_backend(struct pn_arjob *j, const struct pn_arjob_cfg *cfg, const
 			j->nbe++;
 		return ret;
 	}
-	if (cfg->kind != PN_COLL_ALLREDUCE)
-		return pn_err(-ENOTSUP, "%s runs on the host engine only so far (--backend host), "
-			      "not on %s", pn_coll_name(cfg->kind), name);
 	gc.name = name;
+	gc.kind = cfg->kind;
 	ret = pn_sweep_gpu_open(&j->be[j->nbe], &j->coll, &gc);
 	if (ret) {
 		j->gpu_failed = 1;

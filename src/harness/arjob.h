@@ -5,7 +5,7 @@
  * tuning table, the collective (with a plan's rings), its backends (the
  * host engine, GPU plugins) and the sweep over each of them.  `penny
  * coll-test` runs the same job for another collective (cfg.kind), on the
- * host engine only so far.
+ * host engine and on GPU plugins that have it.
  */
 #ifndef PENNY_ARJOB_H
 #define PENNY_ARJOB_H
@@ -28,7 +28,8 @@ struct pn_arjob_cfg {
 	const char *backends;
 	const enum pn_algo *algos;	/* the host's algorithms */
 	int nalgos;
-	enum pn_coll_kind kind;		/* 0: allreduce; another: the host's calgos */
+	enum pn_coll_kind kind;		/* 0: allreduce; another: the host's calgos, the
+					 * GPU plugins' member of it */
 	const enum pn_calgo *calgos;
 	int ncalgos;
 	uint64_t max_bytes;		/* the host's buffers */

@@ -267,7 +267,8 @@ int pn_sweep_coll_open(struct pn_sweep_backend **out, struct pn_coll *coll,
 int pn_sweep_same_output(enum pn_coll_kind k);
 
 /*
- * A GPU plugin's allreduce (src/gpu/gpucoll.h), opened on every rank.
+ * A GPU plugin's allreduce, or another collective (kind; src/gpu/gpucoll.h),
+ * opened on every rank.
  * algos: --algo's comma list (auto, one-shot, two-shot, ring, all); graph:
  * calls per CUDA graph (0: none); dev/ndev: the device of each local rank
  * (ndev < 0: the local rank's), gpus the list as written; log: the plugin's
@@ -300,6 +301,9 @@ struct pn_sweep_gpu_cfg {
 	void (*log)(void *arg, int level, const char *msg);
 	void *log_arg;
 	const struct pn_xnode_env *xnode;	/* NULL: every knob unset */
+	/* the collective (allreduce: 0); another runs the plugin's member of it
+	 * (gpucoll.h), its own algorithm (algos: auto or all) */
+	enum pn_coll_kind kind;
 };
 int pn_sweep_gpu_open(struct pn_sweep_backend **out, struct pn_coll *coll,
 		      const struct pn_sweep_gpu_cfg *cfg);

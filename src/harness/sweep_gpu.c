@@ -3,7 +3,10 @@
  * The sweep's GPU backends (sweep.h): a plugin's allreduce through
  * src/gpu/gpucoll.h.  The data stays on the GPUs: the plugin fills it (the
  * formula of plugins/include/penny_data.h), runs and times the allreduce
- * (CUDA events; -G: CUDA graphs) and checks it exactly.
+ * (CUDA events; -G: CUDA graphs) and checks it exactly.  The other
+ * collectives (coll-test) run the plugin's member of the collective, timed
+ * alike (time_fn); their data is made and checked on the host
+ * (engine/testdata.h: every collective's exact result) and copied.
  */
 #define _GNU_SOURCE
 #include "harness/ranks.h"
@@ -11,6 +14,7 @@
 
 #include "engine/boot.h"
 #include "engine/comm.h"
+#include "engine/testdata.h"
 #include "gpu/gpucoll.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -37,6 +41,7 @@ struct gpu {
 	struct pn_gpucoll *gc;
 	void *sbuf, *rbuf;
 	int graph;
+	enum pn_coll_kind kind;	/* what it opened for: allreduce, or another */
 };
 
 static const char *gpu_algo_name(int algo)
@@ -99,6 +104,36 @@ static int parse_algos(struct gpu *g, const char *list, char *why, size_t wlen)
 	return ret;
 }
 
+/*
+ * Another collective: the plugin's member runs its library's own choice
+ * (auto; all is that one), on a plugin that has it: -EINVAL or -ENOTSUP
+ * and why otherwise.
+ */
+static int coll_algos(struct gpu *g, const char *list, char *why, size_t wlen)
+{
+	char *copy = strdup(list), *tok, *save = NULL;
+	int ret = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save))
+		if (strcmp(tok, "auto") && strcmp(tok, "all")) {
+			snprintf(why, wlen, "the %s backend runs its library's own %s algorithm: "
+					    "--algo auto (or all), not '%s'", g->be.name,
+				 pn_coll_name(g->kind), tok);
+			ret = -EINVAL;
+		}
+	free(copy);
+	if (ret)
+		return ret;
+	g->be.algos[0] = PENNY_ALGO_AUTO;
+	g->be.nalgos = 1;
+	ret = pn_gpucoll_coll_supported(g->gc, g->kind);
+	if (ret)
+		snprintf(why, wlen, "%s", pn_errmsg(ret));
+	return ret;
+}
+
 /* Every rank's verdict on a step: the first failing rank's reason on all. */
 static int agree(struct gpu *g, const char *why)
 {
@@ -129,8 +164,17 @@ static int gpu_pick(struct pn_sweep_backend *be, const struct pn_sweep *s, int a
 		    struct pn_sweep_row *rw)
 {
 	struct gpu *g = (struct gpu *)be;
-	int ran = pn_gpucoll_select(g->gc, rw->count, s->dtype, s->op, algo);
+	int ran;
 
+	if (s->kind != g->kind)
+		return pn_err(-EINVAL, "the %s backend opened for %s runs no %s", g->be.name,
+			      pn_coll_name(g->kind), pn_coll_name(s->kind));
+	if (s->kind != PN_COLL_ALLREDUCE) {
+		/* the library's own choice, as NCCL's */
+		snprintf(rw->ran, sizeof(rw->ran), "auto");
+		return 0;
+	}
+	ran = pn_gpucoll_select(g->gc, rw->count, s->dtype, s->op, algo);
 	if (ran < 0)
 		return ran;
 	snprintf(rw->ran, sizeof(rw->ran), "%s", gpu_algo_name(ran));
@@ -158,6 +202,87 @@ static int output_digest(struct gpu *g, const void *dev, size_t bytes, uint64_t 
 	return ret;
 }
 
+/* The host's test data of d into dev (its send part: send count elements). */
+static int coll_fill(struct gpu *g, const struct pn_testdata_coll *d, void *dev)
+{
+	size_t bytes = pn_coll_send_count(d->kind, d->count, d->nranks) * pn_dtype_size(d->dtype);
+	void *h = malloc(bytes ? bytes : 1);
+	int ret;
+
+	if (!h)
+		return pn_err(-ENOMEM, "out of memory");
+	pn_testdata_coll_fill(d, h);
+	ret = pn_gpucoll_write(g->gc, dev, h, bytes);
+	free(h);
+	return ret;
+}
+
+/* The output of d's call read back and checked exactly on the host. */
+static int coll_check(struct gpu *g, const struct pn_testdata_coll *d, const void *dev,
+		      struct pn_sweep_bad *bad)
+{
+	size_t bytes = pn_coll_recv_count(d->kind, d->count, d->nranks) * pn_dtype_size(d->dtype);
+	void *h = malloc(bytes ? bytes : 1);
+	int ret;
+
+	if (!h)
+		return pn_err(-ENOMEM, "out of memory");
+	ret = pn_gpucoll_read(g->gc, h, dev, bytes);
+	if (!ret) {
+		bad->wrong = pn_testdata_coll_check(d, h);
+		bad->digest = pn_sweep_same_output(d->kind) ? pn_digest64(0, h, bytes) : 0;
+	}
+	free(h);
+	return ret;
+}
+
+/* One size of another collective: host data in, the plugin's calls timed
+ * (time_fn), then fresh data, a poisoned output (the bytes the host's check
+ * takes for untouched), one more call and the check on the host. */
+static int coll_run(struct gpu *g, const struct pn_sweep *s, size_t bytes, int ip, uint64_t seed,
+		    double *block_us, struct pn_sweep_bad *bad)
+{
+	size_t es = pn_dtype_size(s->dtype);
+	int n = g->c->nranks, ret, calls = pn_sweep_calls(s, bytes);
+	size_t count = pn_coll_count_for_bytes(s->kind, bytes, es, n);
+	struct pn_testdata_coll d = { .kind = s->kind, .dtype = s->dtype, .op = s->op,
+				      .rank = g->c->rank, .nranks = n, .root = s->root,
+				      .count = count, .inplace = ip, .seed = seed };
+	struct pn_gpucoll_args a = { .kind = s->kind, .send = g->sbuf, .recv = g->rbuf,
+				     .count = count, .dtype = s->dtype, .op = s->op,
+				     .root = s->root };
+	struct penny_time_v2 t;
+	unsigned char poison;
+
+	if (ip) {
+		a.send = (char *)g->rbuf + pn_coll_inplace_send_off(s->kind, count, d.rank) * es;
+		a.recv = (char *)g->rbuf + pn_coll_inplace_recv_off(s->kind, count, d.rank) * es;
+	}
+	ret = coll_fill(g, &d, (void *)a.send);
+	if (!ret && calls > 0) {
+		memset(&t, 0, sizeof(t));
+		t.size = sizeof(t);
+		t.t.warmup = s->warmup;
+		t.t.iters = calls;
+		t.t.graph = g->graph;
+		t.blocks = pn_sweep_blocks(s);
+		t.block_usec = block_us;
+		ret = pn_gpucoll_coll_time(g->gc, &a, &t);
+	}
+	if (ret || !s->check)
+		return ret;
+	d.seed = seed + 1;
+	pn_testdata_poison(&poison, 1);
+	ret = pn_gpucoll_poison(g->gc, a.recv, pn_coll_recv_count(s->kind, count, n) * es, poison);
+	if (!ret)
+		ret = coll_fill(g, &d, (void *)a.send);
+	if (!ret)
+		ret = pn_gpucoll_coll(g->gc, &a);
+	if (!ret)
+		ret = pn_gpucoll_sync(g->gc);
+	return ret ? ret : coll_check(g, &d, a.recv, bad);
+}
+
 static int gpu_run(struct pn_sweep_backend *be, const struct pn_sweep *s, int algo, size_t bytes,
 		   int ip, uint64_t seed, double *block_us, struct pn_sweep_bad *bad)
 {
@@ -167,6 +292,8 @@ static int gpu_run(struct pn_sweep_backend *be, const struct pn_sweep *s, int al
 	int ret, calls = pn_sweep_calls(s, bytes);
 	struct penny_time_v2 t;
 
+	if (s->kind != PN_COLL_ALLREDUCE)
+		return coll_run(g, s, bytes, ip, seed, block_us, bad);
 	ret = pn_gpucoll_fill(g->gc, send, count, s->dtype, s->op, (uint32_t)seed);
 	if (!ret && calls > 0) {
 		/* the warm-up, the graph captured once (-G), then the blocks back
@@ -388,7 +515,11 @@ int pn_sweep_gpu_open(struct pn_sweep_backend **out, struct pn_coll *coll,
 	ret = pn_gpucoll_open(&g->gc, coll, &cfg);
 	if (ret)
 		goto fail;
-	ret = parse_algos(g, o->algos, why, sizeof(why));
+	g->kind = o->kind;
+	if (o->kind == PN_COLL_ALLREDUCE)
+		ret = parse_algos(g, o->algos, why, sizeof(why));
+	else
+		ret = coll_algos(g, o->algos, why, sizeof(why));
 	if (!ret && o->graph > 0 && !(pn_gpucoll_caps(g->gc) & PENNY_CAP_GRAPH)) {
 		if (pn_gpucoll_hierarchical(g->gc))
 			snprintf(why, sizeof(why), "-G: CUDA graphs cannot capture the %s allreduce across "

@@ -103,8 +103,6 @@ test_expect_success 'bad input: one line naming the problem, exit 2' '
 	allreduce --np 2	.allreduce. is not a collective of coll-test
 	gossip --np 2	.gossip. is not a collective of coll-test
 	alltoall extra --np 2	unexpected argument .extra.
-	alltoall --np 2 --backend cuda	alltoall runs on the host engine only so far
-	alltoall --np 2 --backend host,nccl	alltoall runs on the host engine only so far
 	alltoall --np 2 -G 5	-G captures CUDA graphs
 	reduce --np 2 --algo tree	reduce has no algorithm .tree. (it has auto, ring, one-shot)
 	alltoall --np 2 --algo pairwise,pairwise	names pairwise twice

@@ -16,6 +16,7 @@
 #include "t_plugin_fakecu.h"
 
 #include <errno.h>
+#include <stdarg.h>
 
 struct fake_nccl_rank {
 	int init_calls, init_nranks, init_rank;
@@ -336,6 +337,180 @@ TEST(allreduce_runs_on_the_plugins_stream_with_nccls_enums)
 	fake_world_free(&w);
 }
 
+/* ---- the other collectives: what reached NCCL, as one line per rank ---- */
+
+static char calls[FAKE_MAX_RANKS][512];
+static void *base_of[FAKE_MAX_RANKS];
+
+static void logc(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logc(const char *fmt, ...)
+{
+	char *l = calls[my_rank];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(l + strlen(l), sizeof(calls[0]) - strlen(l), fmt, ap);
+	va_end(ap);
+}
+/* offsets from the rank's buffer, so that lines compare across runs */
+#define OFF(p) ((long)((const char *)(p) - (const char *)base_of[my_rank]))
+static ncclResult_t n_rs(const void *s, void *r, size_t n, int dt, int op, ncclComm_t c,
+			 CUstream st)
+{
+	(void)c;
+	logc("RS %ld %ld %zu %d %d %s;", OFF(s), OFF(r), n, dt, op, st ? "st" : "0");
+	return 0;
+}
+static ncclResult_t n_bc(const void *s, void *r, size_t n, int dt, int root, ncclComm_t c,
+			 CUstream st)
+{
+	(void)c;
+	(void)st;
+	logc("BC %ld %ld %zu %d %d;", OFF(s), OFF(r), n, dt, root);
+	return 0;
+}
+static ncclResult_t n_red(const void *s, void *r, size_t n, int dt, int op, int root,
+			  ncclComm_t c, CUstream st)
+{
+	(void)c;
+	(void)st;
+	logc("RD %ld %ld %zu %d %d %d;", OFF(s), OFF(r), n, dt, op, root);
+	return 0;
+}
+static ncclResult_t n_send(const void *s, size_t n, int dt, int peer, ncclComm_t c, CUstream st)
+{
+	(void)c;
+	(void)st;
+	logc("S%d %ld %zu %d;", peer, OFF(s), n, dt);
+	return 0;
+}
+static ncclResult_t n_recv(void *r, size_t n, int dt, int peer, ncclComm_t c, CUstream st)
+{
+	(void)c;
+	(void)st;
+	logc("R%d %ld %zu %d;", peer, OFF(r), n, dt);
+	return 0;
+}
+static ncclResult_t n_gstart(void)
+{
+	logc("(");
+	return 0;
+}
+static ncclResult_t n_gend(void)
+{
+	logc(")");
+	return 0;
+}
+
+static struct pn_nccl_api fake_colls;
+
+static void do_colls(struct fake_world *w, int r)
+{
+	struct pn_nccl *c = be[r];
+	char *b;
+	int ok;
+
+	(void)w;
+	my_rank = r;
+	rets[r] = -1;
+	calls[r][0] = 0;
+	if (!c || pn_nccl_alloc(be[r], 4096, 0, &base_of[r]))
+		return;
+	b = base_of[r];
+	/* NULL: the plugin's stream; the caller's otherwise */
+	ok = !pn_nccl_reduce_scatter(be[r], b, b + 1024, 5, PENNY_FLOAT, PENNY_MIN, NULL) &&
+	     !pn_nccl_reduce_scatter(be[r], b, b, 5, PENNY_INT8, PENNY_AVG, (void *)0x5) &&
+	     !pn_nccl_broadcast(be[r], b, b + 8, 7, PENNY_DOUBLE, 2, NULL) &&
+	     !pn_nccl_reduce(be[r], b, b + 8, 9, PENNY_BFLOAT16, PENNY_MAX, 1, NULL) &&
+	     /* alltoall: block p of 3 int32 to and from every peer, in one group */
+	     !pn_nccl_alltoall(be[r], b, b + 2048, 3, PENNY_INT32, NULL) &&
+	     /* the ring of pairs: to the next rank, from the one before */
+	     !pn_nccl_sendrecv(be[r], b, b + 512, 4, PENNY_HALF, NULL) &&
+	     /* nothing to move: NCCL is not called */
+	     !pn_nccl_alltoall(be[r], b, b, 0, PENNY_INT32, NULL);
+	/* a root that is not a rank, a bad type: refused before NCCL */
+	ok = ok && pn_nccl_broadcast(be[r], b, b, 1, PENNY_FLOAT, 3, NULL) == -EINVAL &&
+	     strstr(pn_plugin_errmsg(), "root 3 is not a rank of 3") &&
+	     pn_nccl_reduce(be[r], b, b, 1, 99, PENNY_SUM, 0, NULL) < 0;
+	if (ok && !pn_nccl_free(be[r], base_of[r]))
+		rets[r] = 0;
+}
+
+TEST(the_other_collectives_are_nccls_own_calls)
+{
+	struct fake_world w;
+	char want[512];
+	int r;
+
+	memset(nr, 0, sizeof(nr));
+	fake_colls = fake_nccl;
+	fake_colls.ReduceScatter = n_rs;
+	fake_colls.Broadcast = n_bc;
+	fake_colls.Reduce = n_red;
+	fake_colls.Send = n_send;
+	fake_colls.Recv = n_recv;
+	fake_colls.GroupStart = n_gstart;
+	fake_colls.GroupEnd = n_gend;
+	pn_nccl_set_api(&fake_colls);
+	fake_world_init(&w, 3);
+	fake_run(&w, do_init);
+	fake_run(&w, do_colls);
+	for (r = 0; r < 3; r++) {
+		CHECK_EQ_INT(rets[r], 0);
+		/* NCCL's enums: float 7, min 3, int8 0, avg 4, double 8, bfloat16 9, max 2,
+		 * int32 2, half 6 */
+		snprintf(want, sizeof(want),
+			 "RS 0 1024 5 7 3 st;RS 0 0 5 0 4 st;BC 0 8 7 8 2;RD 0 8 9 9 2 1;"
+			 "(S0 0 3 2;R0 2048 3 2;S1 12 3 2;R1 2060 3 2;S2 24 3 2;R2 2072 3 2;)"
+			 "(S%d 0 4 6;R%d 512 4 6;)", (r + 1) % 3, (r + 2) % 3);
+		CHECK_STR(calls[r], want);
+	}
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
+	pn_nccl_set_api(&fake_nccl);
+}
+
+/* An NCCL without ncclSend: alltoall and sendrecv refused in one line, no group opened. */
+static void do_no_send(struct fake_world *w, int r)
+{
+	char b[64] = "";
+
+	(void)w;
+	my_rank = r;
+	calls[r][0] = 0;
+	base_of[r] = b;
+	rets[r] = pn_nccl_alltoall(be[r], b, b, 1, PENNY_FLOAT, NULL);
+	snprintf(msgs[r], sizeof(msgs[r]), "%s", pn_plugin_errmsg());
+	if (rets[r] == -ENOTSUP && pn_nccl_sendrecv(be[r], b, b, 1, PENNY_FLOAT, NULL) != -ENOTSUP)
+		rets[r] = -1;
+	if (rets[r] == -ENOTSUP && pn_nccl_reduce_scatter(be[r], b, b, 1, PENNY_FLOAT, PENNY_SUM,
+							  NULL) != -ENOTSUP)
+		rets[r] = -2;
+}
+
+TEST(a_missing_nccl_call_is_refused_in_one_line)
+{
+	struct fake_world w;
+	int r;
+
+	memset(nr, 0, sizeof(nr));
+	fake_colls = fake_nccl;
+	fake_colls.GroupStart = n_gstart;
+	fake_colls.GroupEnd = n_gend;
+	pn_nccl_set_api(&fake_colls);
+	fake_world_init(&w, 2);
+	fake_run(&w, do_init);
+	fake_run(&w, do_no_send);
+	for (r = 0; r < 2; r++) {
+		CHECK_EQ_INT(rets[r], -ENOTSUP);
+		CHECK_STR(msgs[r], "this NCCL has no ncclSend");
+		CHECK_STR(calls[r], "");
+	}
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
+	pn_nccl_set_api(&fake_nccl);
+}
+
 static struct pn_nccl_api fake_symm;
 
 static void do_symm_calls(struct fake_world *w, int r)
@@ -499,6 +674,8 @@ int main(void)
 	RUN(without_windows_symmetric_is_refused_naming_the_version);
 	RUN(emulated_nodes_get_their_own_nccl_hostid);
 	RUN(a_missing_nccl_is_one_line_naming_what_was_tried);
+	RUN(the_other_collectives_are_nccls_own_calls);
+	RUN(a_missing_nccl_call_is_refused_in_one_line);
 	fake_funcs_free();
 	return unit_done();
 }

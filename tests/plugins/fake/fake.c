@@ -10,7 +10,7 @@
  * dies in its first allreduce), FAKE_NOGRAPH (no PENNY_CAP_GRAPH),
  * FAKE_MULTINODE (claims PENNY_CAP_MULTINODE), FAKE_NOXNODE (no xnode_*: the
  * hierarchical path through the host), FAKE_OLD_SIZE (a table of
- * the first v1 size, without allgather), FAKE_ALGOS=bits (accepted
+ * the first v1 size, without allgather or the other collectives), FAKE_ALGOS=bits (accepted
  * algorithms), FAKE_NOBW (no bw(), like the nccl plugin).  bw() measures memcpy between host buffers standing for
  * PENNY_FAKE_GPUS devices (default 2); hostbw() measures memcpy from an
  * mlock'ed host buffer to each of them.  describe() names the device
@@ -988,6 +988,170 @@ static int fake_async_error(void *be)
 	return fail(-ETIMEDOUT, "allreduce on rank %d timed out waiting for rank %d (fake)",
 		    f->host->rank, (f->host->rank + 1) % f->host->nranks);
 }
+
+/*
+ * The other collectives (penny_plugin.h: reduce_scatter ... sendrecv), each
+ * from one host allgather of every rank's whole send buffer (so in place is
+ * safe: all is read before recv is written), the reductions in rank order
+ * (combine).  FAKE_WRONG / FAKE_SKEW: element 1 of the output is off, as
+ * allreduce's.
+ */
+static int gathered(struct fake *f, const void *send, size_t bytes, char **all)
+{
+	int ret;
+
+	*all = malloc(bytes * (size_t)f->host->nranks + 1);
+	if (!*all)
+		return fail(-ENOMEM, "out of memory");
+	ret = f->host->allgather(f->host->ctx, send, *all, bytes);
+	if (ret) {
+		free(*all);
+		return fail(ret, "allgather failed");
+	}
+	return 0;
+}
+
+static void spoil(const struct fake *f, char *out, size_t count, int es)
+{
+	(void)f;
+	(void)out;
+	(void)count;
+	(void)es;
+#ifdef FAKE_WRONG
+	if (count > 1)
+		out[es] ^= 1;
+#endif
+#ifdef FAKE_SKEW
+	if (count > 1 && f->host->rank == f->host->nranks - 1)
+		out[es] ^= 1;
+#endif
+}
+
+/* recv := op over the ranks of block `block` (count elements) of all. */
+static void reduce_block(const struct fake *f, const char *all, size_t stride, size_t block,
+			 void *recv, size_t count, int dt, int op)
+{
+	int n = f->host->nranks, es = penny_data_size(dt), r;
+	const char *src[1024];
+	size_t i;
+
+	for (r = 0; r < n; r++)
+		src[r] = all + (size_t)r * stride + block * count * es;
+	for (i = 0; i < count; i++) {
+		uint64_t bits = combine(dt, op, src, n, i, n);
+
+		memcpy((char *)recv + i * es, &bits, (size_t)es);
+	}
+	spoil(f, recv, count, es);
+}
+
+static int coll_args(const struct fake *f, size_t count, int dt, int op, int root)
+{
+	if (!penny_data_size(dt) || op < 0 || op >= PENNY_NREDOPS)
+		return fail(-EINVAL, "bad type or op");
+	if (f->host->nranks > 1024)
+		return fail(-EINVAL, "more than 1024 ranks");
+	if (root < 0 || root >= f->host->nranks)
+		return fail(-EINVAL, "root %d is not a rank of %d", root, f->host->nranks);
+	return count > ((size_t)1 << 40) ? fail(-EINVAL, "count %zu too large", count) : 0;
+}
+
+static int fake_reduce_scatter(void *be, const void *send, void *recv, size_t count, int dt,
+			       int op, void *stream)
+{
+	struct fake *f = be;
+	size_t bytes = count * (size_t)penny_data_size(dt) * (size_t)f->host->nranks;
+	char *all;
+	int ret = coll_args(f, count, dt, op, 0);
+
+	(void)stream;
+	if (!ret)
+		ret = gathered(f, send, bytes, &all);
+	if (ret)
+		return ret;
+	reduce_block(f, all, bytes, (size_t)f->host->rank, recv, count, dt, op);
+	free(all);
+	return 0;
+}
+
+static int fake_alltoall(void *be, const void *send, void *recv, size_t count, int dt,
+			 void *stream)
+{
+	struct fake *f = be;
+	int n = f->host->nranks, es = penny_data_size(dt), ret = coll_args(f, count, dt, 0, 0), j;
+	size_t block = count * (size_t)es, bytes = block * (size_t)n;
+	char *all;
+
+	(void)stream;
+	if (!ret)
+		ret = gathered(f, send, bytes, &all);
+	if (ret)
+		return ret;
+	for (j = 0; j < n; j++)
+		memcpy((char *)recv + (size_t)j * block,
+		       all + (size_t)j * bytes + (size_t)f->host->rank * block, block);
+	spoil(f, recv, count * (size_t)n, es);
+	free(all);
+	return 0;
+}
+
+static int fake_broadcast(void *be, const void *send, void *recv, size_t count, int dt, int root,
+			  void *stream)
+{
+	struct fake *f = be;
+	int es = penny_data_size(dt), ret = coll_args(f, count, dt, 0, root);
+	size_t bytes = count * (size_t)es;
+	char *all;
+
+	(void)stream;
+	/* send is read on the root only: the others pass what recv holds */
+	if (!ret)
+		ret = gathered(f, f->host->rank == root ? send : recv, bytes, &all);
+	if (ret)
+		return ret;
+	memcpy(recv, all + (size_t)root * bytes, bytes);
+	spoil(f, recv, count, es);
+	free(all);
+	return 0;
+}
+
+static int fake_reduce(void *be, const void *send, void *recv, size_t count, int dt, int op,
+		       int root, void *stream)
+{
+	struct fake *f = be;
+	size_t bytes = count * (size_t)penny_data_size(dt);
+	char *all;
+	int ret = coll_args(f, count, dt, op, root);
+
+	(void)stream;
+	if (!ret)
+		ret = gathered(f, send, bytes, &all);
+	if (ret)
+		return ret;
+	if (f->host->rank == root)
+		reduce_block(f, all, bytes, 0, recv, count, dt, op);
+	free(all);
+	return 0;
+}
+
+static int fake_sendrecv(void *be, const void *send, void *recv, size_t count, int dt,
+			 void *stream)
+{
+	struct fake *f = be;
+	int n = f->host->nranks, es = penny_data_size(dt), ret = coll_args(f, count, dt, 0, 0);
+	size_t bytes = count * (size_t)es;
+	char *all;
+
+	(void)stream;
+	if (!ret)
+		ret = gathered(f, send, bytes, &all);
+	if (ret)
+		return ret;
+	memcpy(recv, all + (size_t)((f->host->rank + n - 1) % n) * bytes, bytes);
+	spoil(f, recv, count, es);
+	free(all);
+	return 0;
+}
 #endif
 
 #if !defined(FAKE_OLD_SIZE) && !defined(FAKE_NOXNODE)
@@ -1407,6 +1571,12 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 #ifndef FAKE_NORINGS
 	.set_rings = fake_set_rings,
 #endif
+	/* appended for coll-test's other collectives */
+	.reduce_scatter = fake_reduce_scatter,
+	.alltoall = fake_alltoall,
+	.broadcast = fake_broadcast,
+	.reduce = fake_reduce,
+	.sendrecv = fake_sendrecv,
 #endif
 };
 #else

@@ -8,6 +8,8 @@
  * with CUDA_ERROR_NOT_SUPPORTED.
  */
 #include <pthread.h>
+#include <stdio.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,6 +238,82 @@ EXPORT CUresult cuStreamIsCapturing(CUstream s, int *status)
 	return 0;
 }
 
+/*
+ * Enough of a device for the plugins' common open (plugins/common/gpu.c) and
+ * their timing: a name, a PCI address by ordinal, attributes, events that
+ * stamp the host's clock when recorded (streams do everything at once), and
+ * memset.  So the nccl plugin runs on the fake NCCL (coll-test's tests).
+ */
+EXPORT CUresult cuDeviceGetName(char *name, int len, int d)
+{
+	snprintf(name, (size_t)len, "Fake GPU %d", d);
+	return 0;
+}
+
+EXPORT CUresult cuDeviceGetPCIBusId(char *id, int len, int d)
+{
+	snprintf(id, (size_t)len, "0000:%02x:00.0", d + 0x10);
+	return 0;
+}
+
+EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, int d)
+{
+	(void)d;
+	/* 16 multiprocessors, compute capability 9.0, every other attribute 0 */
+	*v = attr == 16 ? 16 : attr == 75 ? 9 : 0;
+	return 0;
+}
+
+EXPORT CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char byte, size_t n, CUstream st)
+{
+	(void)st;
+	memset((void *)(uintptr_t)p, byte, n);
+	return 0;
+}
+
+EXPORT CUresult cuEventCreate(double **e, unsigned flags)
+{
+	(void)flags;
+	*e = calloc(1, sizeof(**e));
+	return *e ? 0 : 2; /* out of memory */
+}
+
+EXPORT CUresult cuEventDestroy_v2(double *e)
+{
+	free(e);
+	return 0;
+}
+
+EXPORT CUresult cuEventRecord(double *e, CUstream st)
+{
+	struct timespec t;
+
+	(void)st;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	*e = t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+	return 0;
+}
+
+EXPORT CUresult cuEventSynchronize(double *e)
+{
+	(void)e;
+	return 0;
+}
+
+EXPORT CUresult cuEventElapsedTime(float *ms, double *a, double *b)
+{
+	*ms = (float)(*b - *a);
+	return 0;
+}
+
+EXPORT CUresult cuStreamWaitEvent(CUstream st, double *e, unsigned flags)
+{
+	(void)st;
+	(void)e;
+	(void)flags;
+	return 0;
+}
+
 /* The rest of what cudrv.c requires: present, never used by these tests. */
 #define UNSUPPORTED(name)                                                                          \
 	EXPORT CUresult name(void);                                                                \
@@ -243,18 +321,8 @@ EXPORT CUresult cuStreamIsCapturing(CUstream s, int *status)
 	{                                                                                          \
 		return NOT_SUPPORTED;                                                              \
 	}
-UNSUPPORTED(cuDeviceGetName)
-UNSUPPORTED(cuDeviceGetAttribute)
-UNSUPPORTED(cuDeviceGetPCIBusId)
 UNSUPPORTED(cuDeviceCanAccessPeer)
 UNSUPPORTED(cuCtxEnablePeerAccess)
-UNSUPPORTED(cuMemsetD8Async)
-UNSUPPORTED(cuEventCreate)
-UNSUPPORTED(cuEventDestroy_v2)
-UNSUPPORTED(cuEventRecord)
-UNSUPPORTED(cuEventSynchronize)
-UNSUPPORTED(cuEventElapsedTime)
-UNSUPPORTED(cuStreamWaitEvent)
 UNSUPPORTED(cuStreamBeginCapture_v2)
 UNSUPPORTED(cuStreamEndCapture)
 UNSUPPORTED(cuGraphInstantiateWithFlags)

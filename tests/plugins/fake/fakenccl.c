@@ -8,9 +8,11 @@
  * file is unlinked once every rank has joined.  Every call is logged as one
  * line "rank R call args" to PENNY_FAKE_NCCL_LOG when set, so that tests
  * count what reached NCCL.  A rank that aborts makes its peers' waits give
- * up (ncclRemoteError, also from ncclCommGetAsyncError).  Reductions: int8, uint8, int32, uint32, int64,
+ * up (ncclRemoteError, also from ncclCommGetAsyncError).  Reductions
+ * (ncclAllReduce, ncclReduceScatter, ncclReduce): int8, uint8, int32, uint32, int64,
  * uint64, float, double with sum, prod, max, min and avg; others (half,
  * bfloat16, fp8, PreMulSum ops) are logged and answered ncclInvalidArgument.
+ * ncclSend and ncclRecv are matched at the end of their group (p2p_flush).
  */
 #define _GNU_SOURCE
 #include "../../../plugins/interpose/nccl_api.h"
@@ -313,7 +315,111 @@ EXPORT const char *ncclGetLastError(ncclComm_t c)
 	return "fake NCCL: no last error";
 }
 
+static const size_t type_size[] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2 };
+
 static int group;
+static ncclResult_t gather(struct ncclComm *c, const char *send, size_t bytes, char *all,
+			   size_t stride);
+
+/*
+ * Point-to-point calls wait for the end of their group (a call outside one
+ * is a group of its own): then every rank packs its sends (count, then
+ * each as peer, bytes, data), the packs are gathered, and each receive
+ * takes the next send to this rank from its peer, in call order (NCCL's
+ * matching).  Sends are packed before any receive is written, so in place
+ * is safe.  One communicator per group.
+ */
+struct p2p {
+	int send, peer;
+	const void *s;
+	void *r;
+	size_t bytes;
+};
+#define MAX_P2P 1024
+static struct p2p pq[MAX_P2P];
+static int npq;
+static struct ncclComm *pq_comm;
+
+static ncclResult_t p2p_flush(void)
+{
+	struct ncclComm *c = pq_comm;
+	size_t mine = 8, most = 0, at, *cur = NULL;
+	uint64_t *sizes = NULL, v, k;
+	char *pack = NULL, *all = NULL;
+	ncclResult_t ret = ncclSystemError;
+	int i, r, n = npq;
+
+	npq = 0;
+	pq_comm = NULL;
+	if (!n)
+		return ncclSuccess;
+	for (i = 0; i < n; i++)
+		if (pq[i].send)
+			mine += 16 + pq[i].bytes;
+	sizes = calloc((size_t)c->n, sizeof(*sizes));
+	cur = calloc((size_t)c->n, sizeof(*cur));
+	if (!sizes || !cur)
+		goto out;
+	v = mine;
+	if (gather(c, (const char *)&v, sizeof(v), (char *)sizes, sizeof(v)))
+		goto remote;
+	for (r = 0; r < c->n; r++)
+		most = sizes[r] > most ? sizes[r] : most;
+	pack = calloc(1, most);
+	all = malloc(most * (size_t)c->n);
+	if (!pack || !all)
+		goto out;
+	for (i = 0, k = 0, at = 8; i < n; i++)
+		if (pq[i].send) {
+			v = (uint64_t)pq[i].peer;
+			memcpy(pack + at, &v, 8);
+			v = pq[i].bytes;
+			memcpy(pack + at + 8, &v, 8);
+			memcpy(pack + at + 16, pq[i].s, pq[i].bytes);
+			at += 16 + pq[i].bytes;
+			k++;
+		}
+	memcpy(pack, &k, 8);
+	if (gather(c, pack, most, all, most))
+		goto remote;
+	for (r = 0; r < c->n; r++)
+		cur[r] = 8;
+	for (i = 0; i < n; i++) {
+		const char *p;
+		uint64_t peer, bytes;
+
+		if (pq[i].send)
+			continue;
+		r = pq[i].peer;
+		p = all + (size_t)r * most;
+		/* the next send of rank r to me */
+		for (;;) {
+			if (cur[r] + 16 > sizes[r])
+				goto out_inval;
+			memcpy(&peer, p + cur[r], 8);
+			memcpy(&bytes, p + cur[r] + 8, 8);
+			cur[r] += 16 + bytes;
+			if ((int)peer == c->rank)
+				break;
+		}
+		if (bytes != pq[i].bytes)
+			goto out_inval;
+		memcpy(pq[i].r, p + cur[r] - bytes, bytes);
+	}
+	ret = ncclSuccess;
+	goto out;
+out_inval:
+	ret = ncclInvalidUsage;
+	goto out;
+remote:
+	ret = ncclRemoteError;
+out:
+	free(sizes);
+	free(cur);
+	free(pack);
+	free(all);
+	return progress(c, ret);
+}
 
 EXPORT ncclResult_t ncclGroupStart(void)
 {
@@ -328,10 +434,36 @@ EXPORT ncclResult_t ncclGroupEnd(void)
 	if (!group)
 		return ncclInvalidUsage;
 	group--;
-	return ncclSuccess;
+	return group ? ncclSuccess : p2p_flush();
 }
 
-static const size_t type_size[] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2 };
+static ncclResult_t p2p_post(int send, const void *s, void *r, size_t count, ncclDataType_t dt,
+			     int peer, struct ncclComm *c)
+{
+	logline(ok(c) ? c->rank : -1, "%s %zu %d %d", send ? "ncclSend" : "ncclRecv", count, (int)dt,
+		peer);
+	if (!ok(c) || (unsigned)dt >= 10 || peer < 0 || peer >= c->n || count > (1u << 28) ||
+	    (count && !(send ? s : r)) || npq == MAX_P2P || (pq_comm && pq_comm != c))
+		return ncclInvalidArgument;
+	pq[npq++] = (struct p2p){ .send = send, .peer = peer, .s = s, .r = r,
+				  .bytes = count * type_size[dt] };
+	pq_comm = c;
+	return group ? ncclSuccess : p2p_flush();
+}
+
+EXPORT ncclResult_t ncclSend(const void *s, size_t count, ncclDataType_t dt, int peer,
+			     ncclComm_t c, cudaStream_t st)
+{
+	(void)st;
+	return p2p_post(1, s, NULL, count, dt, peer, c);
+}
+
+EXPORT ncclResult_t ncclRecv(void *r, size_t count, ncclDataType_t dt, int peer, ncclComm_t c,
+			     cudaStream_t st)
+{
+	(void)st;
+	return p2p_post(0, NULL, r, count, dt, peer, c);
+}
 
 /*
  * Every rank's bytes of send, slot by slot, land in all (rank order,
@@ -360,7 +492,7 @@ static ncclResult_t gather(struct ncclComm *c, const char *send, size_t bytes, c
 
 #define REDUCE(T)                                                                                  \
 	do {                                                                                       \
-		T *out = (T *)(void *)recv;                                                        \
+		T *o = (T *)(void *)recv;                                                          \
 		const T *in = (const T *)(const void *)all;                                        \
 		for (i = 0; i < count; i++) {                                                      \
 			T a = in[i];                                                               \
@@ -370,22 +502,63 @@ static ncclResult_t gather(struct ncclComm *c, const char *send, size_t bytes, c
 				    : op == ncclMax ? (v > a ? v : a)                              \
 				    : op == ncclMin ? (v < a ? v : a) : (T)(a + v);                \
 			}                                                                          \
-			out[i] = op == ncclAvg ? (T)(a / (T)c->n) : a;                             \
+			o[i] = op == ncclAvg ? (T)(a / (T)c->n) : a;                               \
 		}                                                                                  \
 	} while (0)
+
+/* recv := op over the c->n blocks of count elements in all (rank order). */
+static void reduce_all(const struct ncclComm *c, const char *all, void *recv, size_t count,
+		       ncclDataType_t dt, ncclRedOp_t op)
+{
+	size_t i;
+	int r;
+
+	switch (dt) {
+	case ncclInt8:
+		REDUCE(int8_t);
+		break;
+	case ncclUint8:
+		REDUCE(uint8_t);
+		break;
+	case ncclInt32:
+		REDUCE(int32_t);
+		break;
+	case ncclUint32:
+		REDUCE(uint32_t);
+		break;
+	case ncclInt64:
+		REDUCE(int64_t);
+		break;
+	case ncclUint64:
+		REDUCE(uint64_t);
+		break;
+	case ncclFloat32:
+		REDUCE(float);
+		break;
+	default:
+		REDUCE(double);
+		break;
+	}
+}
+
+/* The reductions' arguments: the types and ops reduce_all has. */
+static int reducible(const struct ncclComm *c, const void *s, const void *recv, size_t count,
+		     ncclDataType_t dt, ncclRedOp_t op)
+{
+	return ok(c) && (unsigned)dt < 10 && (unsigned)op < 5 && dt != ncclFloat16 &&
+	       dt != ncclBfloat16 && !(count && (!s || !recv)) && count <= (1u << 28);
+}
 
 EXPORT ncclResult_t ncclAllReduce(const void *s, void *recv, size_t count, ncclDataType_t dt,
 				  ncclRedOp_t op, ncclComm_t c, cudaStream_t st)
 {
-	size_t i, es;
+	size_t es;
 	char *all;
-	int r;
 	ncclResult_t ret;
 
 	(void)st;
 	logline(ok(c) ? c->rank : -1, "ncclAllReduce %zu %d %d", count, (int)dt, (int)op);
-	if (!ok(c) || (unsigned)dt >= 10 || (unsigned)op >= 5 || dt == ncclFloat16 ||
-	    dt == ncclBfloat16 || (count && (!s || !recv)) || count > (1u << 28))
+	if (!reducible(c, s, recv, count, dt, op))
 		return ncclInvalidArgument;
 	if (!count)
 		return ncclSuccess;
@@ -395,32 +568,66 @@ EXPORT ncclResult_t ncclAllReduce(const void *s, void *recv, size_t count, ncclD
 		return ncclSystemError;
 	ret = gather(c, s, count * es, all, count * es);
 	if (ret == ncclSuccess)
-		switch (dt) {
-		case ncclInt8:
-			REDUCE(int8_t);
-			break;
-		case ncclUint8:
-			REDUCE(uint8_t);
-			break;
-		case ncclInt32:
-			REDUCE(int32_t);
-			break;
-		case ncclUint32:
-			REDUCE(uint32_t);
-			break;
-		case ncclInt64:
-			REDUCE(int64_t);
-			break;
-		case ncclUint64:
-			REDUCE(uint64_t);
-			break;
-		case ncclFloat32:
-			REDUCE(float);
-			break;
-		default:
-			REDUCE(double);
-			break;
-		}
+		reduce_all(c, all, recv, count, dt, op);
+	free(all);
+	return progress(c, ret);
+}
+
+/* recv (count elements) := op over the ranks of block rank of s (c->n blocks). */
+EXPORT ncclResult_t ncclReduceScatter(const void *s, void *recv, size_t count, ncclDataType_t dt,
+				      ncclRedOp_t op, ncclComm_t c, cudaStream_t st)
+{
+	size_t es, block;
+	char *all;
+	ncclResult_t ret;
+	int r;
+
+	(void)st;
+	logline(ok(c) ? c->rank : -1, "ncclReduceScatter %zu %d %d", count, (int)dt, (int)op);
+	if (!reducible(c, s, recv, count, dt, op))
+		return ncclInvalidArgument;
+	if (!count)
+		return ncclSuccess;
+	es = type_size[dt];
+	block = count * es;
+	all = malloc(block * (size_t)c->n * (size_t)c->n);
+	if (!all)
+		return ncclSystemError;
+	ret = gather(c, s, block * (size_t)c->n, all, block * (size_t)c->n);
+	/* every rank's block of mine, packed in rank order, then reduced */
+	for (r = 0; r < c->n && ret == ncclSuccess; r++)
+		memmove(all + (size_t)r * block, all + ((size_t)r * c->n + c->rank) * block, block);
+	if (ret == ncclSuccess)
+		reduce_all(c, all, recv, count, dt, op);
+	free(all);
+	return progress(c, ret);
+}
+
+/* On root, recv := op over the ranks of s; recv is not written elsewhere. */
+EXPORT ncclResult_t ncclReduce(const void *s, void *recv, size_t count, ncclDataType_t dt,
+			       ncclRedOp_t op, int root, ncclComm_t c, cudaStream_t st)
+{
+	size_t es;
+	char *all, *out;
+	ncclResult_t ret;
+
+	(void)st;
+	logline(ok(c) ? c->rank : -1, "ncclReduce %zu %d %d %d", count, (int)dt, (int)op, root);
+	if (!reducible(c, s, s, count, dt, op) || root < 0 || root >= c->n ||
+	    (count && c->rank == root && !recv))
+		return ncclInvalidArgument;
+	if (!count)
+		return ncclSuccess;
+	es = type_size[dt];
+	all = malloc(count * es * (size_t)(c->n + 1));
+	if (!all)
+		return ncclSystemError;
+	out = all + count * es * (size_t)c->n;
+	ret = gather(c, s, count * es, all, count * es);
+	if (ret == ncclSuccess && c->rank == root) {
+		reduce_all(c, all, out, count, dt, op);
+		memcpy(recv, out, count * es);
+	}
 	free(all);
 	return progress(c, ret);
 }
