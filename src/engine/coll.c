@@ -131,7 +131,7 @@ int pn_coll_schedule(struct pn_coll *co, size_t count, enum pn_dtype t, enum pn_
 	int ret;
 
 	if (algo == PN_ALGO_AUTO)
-		algo = pn_tune_pick(co->tune, c->nranks, c->nnodes, count * es, direct);
+		algo = pn_tune_pick(co->tune, c->nranks, c->nnodes, count * es, direct, inplace);
 	if (co->cache_valid && co->cache_algo == algo && co->cache_count == count &&
 	    co->cache_esize == es && co->cache_direct == direct && co->cache_inplace == inplace) {
 		*out = &co->cache;
@@ -204,8 +204,10 @@ enum pn_algo pn_allreduce_algo(const struct pn_coll *co, size_t count, enum pn_d
 {
 	if (algo != PN_ALGO_AUTO)
 		return algo;
+	/* in place, pn_allreduce is handed one registration for both */
 	return pn_tune_pick(co->tune, co->comm->nranks, co->comm->nnodes,
-			    count * pn_dtype_size(t), pn_coll_direct(co, sreg, rreg));
+			    count * pn_dtype_size(t), pn_coll_direct(co, sreg, rreg),
+			    sreg && sreg == rreg);
 }
 
 int pn_allreduce(struct pn_coll *co, const void *sendbuf, void *recvbuf, size_t count,

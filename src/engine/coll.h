@@ -62,7 +62,8 @@ int pn_allreduce_group(struct pn_coll *co, const void *sendbuf, void *recvbuf, s
 int pn_allgather_group(struct pn_coll *co, const void *mine, void *all, size_t len,
 		       const int *group, int m);
 
-/* The algorithm pn_allreduce runs for algo (auto: the tuning table's pick). */
+/* The algorithm pn_allreduce runs for algo (auto: the tuning table's pick;
+ * in place when sreg is rreg, as pn_allreduce in place is handed them). */
 enum pn_algo pn_allreduce_algo(const struct pn_coll *co, size_t count, enum pn_dtype t,
 			       enum pn_algo algo, const struct pn_reg *sreg, const struct pn_reg *rreg);
 

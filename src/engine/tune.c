@@ -111,7 +111,7 @@ int pn_tune_parse(const char *text, size_t len, const char *name, struct pn_tune
 }
 
 enum pn_algo pn_tune_pick(const struct pn_tune *tt, int nranks, int nnodes, size_t bytes,
-			  int direct)
+			  int direct, int inplace)
 {
 	int i, best = -1;
 
@@ -130,6 +130,19 @@ enum pn_algo pn_tune_pick(const struct pn_tune *tt, int nranks, int nnodes, size
 	if (nranks == 1)
 		return PN_ALGO_RING;
 	if (nnodes == 1) {
+		/*
+		 * Registered buffers, two ranks: out of place, one-shot reads
+		 * the peer's input, which a loop of calls leaves cached on
+		 * both cores.  In place each call's input is the last call's
+		 * output, written by its owner: every byte crosses cores
+		 * whatever the algorithm, one-shot adds a pass through
+		 * scratch, and the ring over the FIFOs is the fastest at every
+		 * size measured.
+		 */
+		if (direct && nranks == 2 && inplace)
+			return PN_ALGO_RING;
+		if (direct && nranks == 2)
+			return bytes <= PN_TUNE_ONE_SHOT_2_MAX ? PN_ALGO_ONE_SHOT : PN_ALGO_TWO_SHOT;
 		if (direct)
 			return bytes <= PN_TUNE_ONE_SHOT_MAX ? PN_ALGO_ONE_SHOT : PN_ALGO_TWO_SHOT;
 		return bytes <= (16u << 10) ? PN_ALGO_ONE_SHOT : PN_ALGO_RING;

@@ -29,11 +29,16 @@ struct pn_tune {
 };
 
 /* Tuning: the algorithm for (nranks, nnodes, bytes); t's lines "nranks
- * nnodes max_bytes algo" override the built-in table (t NULL: built in). */
+ * nnodes max_bytes algo" override the built-in table (t NULL: built in),
+ * in place and out of place alike.  direct: one node, every peer over shm,
+ * registered buffers; inplace: sendbuf == recvbuf (the built-in table
+ * differs there, README: Tuning). */
 enum pn_algo pn_tune_pick(const struct pn_tune *t, int nranks, int nnodes, size_t bytes,
-			  int direct);
-/* The built-in table's largest size for one-shot (which reduces in place
- * into a scratch buffer of the whole size). */
+			  int direct, int inplace);
+/* The built-in table's largest sizes for one-shot with registered buffers:
+ * two ranks out of place; more ranks (in place it reduces into a scratch
+ * buffer of the whole size; two ranks in place never run it). */
+#define PN_TUNE_ONE_SHOT_2_MAX (4u << 20)
 #define PN_TUNE_ONE_SHOT_MAX (64u << 10)
 /* Read a tuning file (pn_file_read: a regular file, bounded) into t, whose
  * table it replaces on success; t is unchanged on failure. */

@@ -6,13 +6,20 @@
 # Environment: ITERS (default 200), WARMUP (20), MINB (8), MAXB (16777216;
 # byte counts in digits),
 # ROUNDS (3: alternate the two programs, keep the best time of each).
+# Then, in the same call, penny alone: every algorithm of ALGOS (one-shot,
+# two-shot, ring) and auto, in place and out of place, ROUNDS sweeps; per
+# size the median over the rounds of each (auto's fastest and slowest
+# round beside it): the fastest algorithm and auto's ratio to it, out of
+# place and in place, then every in-place time over its out-of-place time
+# (above 1: in place is slower).
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 PENNY=${PENNY:-$top/penny}
 iters=${ITERS:-200} warmup=${WARMUP:-20} minb=${MINB:-8} maxb=${MAXB:-16777216}
 [[ $minb =~ ^[0-9]+$ && $maxb =~ ^[0-9]+$ && $minb -le $maxb ]] ||
 	{ echo "MINB and MAXB are byte counts in digits, MINB <= MAXB" >&2; exit 2; }
-rounds=${ROUNDS:-3}
+rounds=${ROUNDS:-3} algos=${ALGOS:-one-shot,two-shot,ring}
+[[ $algos =~ ^[a-z,-]+$ ]] || { echo "ALGOS is a comma list of algorithms" >&2; exit 2; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 mpicc -O2 -o "$out/mpi_allreduce" "$top/tests/bench/mpi_allreduce.c"
@@ -52,5 +59,43 @@ m, p = load("mpi"), load("penny")
 for b in sorted(m):
     if b in p:
         print(f"{b:12d} {m[b]:12.2f} {p[b]:12.2f} {m[b] / p[b]:9.2f}x")
+PY
+done
+
+# penny alone: auto against the fastest, in place against out of place
+for np in ${*:-2 4}; do
+	for r in $(seq "$rounds"); do
+		"$PENNY" allreduce-test --np "$np" -b "$minb" -e "$maxb" -f 4 -n "$iters" -w "$warmup" -c 0 \
+			-A "$algos,auto" --json >"$out/algos.$np.$r.json"
+	done
+	echo
+	echo "# np=$np: penny's algorithms ($algos) and auto, median of $rounds sweeps, time in us"
+	python3 - "$out" "$np" "$rounds" <<'PY'
+import json, statistics, sys
+d, np, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+t = {}
+for r in range(1, rounds + 1):
+    for row in json.load(open(f"{d}/algos.{np}.{r}.json"))["results"]:
+        for mode in ("oop", "ip"):
+            t.setdefault((row["algo"], mode, row["size"]), []).append(row[mode]["time_us"])
+med = {k: statistics.median(v) for k, v in t.items()}
+span = {k: f"{min(v):.2f}-{max(v):.2f}" for k, v in t.items()}
+algos = sorted({a for a, _, _ in med if a != "auto"})
+sizes = sorted({b for _, _, b in med})
+print(f"{'bytes':>10} {'mode':>4} {'best':>9} {'best_us':>9} {'auto_us':>9} {'auto_min-max':>15} "
+      f"{'auto/best':>9}  " + " ".join(f"{a:>9}" for a in algos))
+worst = {"oop": 0.0, "ip": 0.0}
+for b in sizes:
+    for mode in ("oop", "ip"):
+        best = min(algos, key=lambda a: med[(a, mode, b)])
+        ratio = med[("auto", mode, b)] / med[(best, mode, b)]
+        worst[mode] = max(worst[mode], ratio)
+        print(f"{b:10d} {mode:>4} {best:>9} {med[(best, mode, b)]:9.2f} {med[('auto', mode, b)]:9.2f} "
+              f"{span[('auto', mode, b)]:>15} {ratio:8.2f}x  "
+              + " ".join(f"{med[(a, mode, b)]:9.2f}" for a in algos))
+    print(f"{b:10d} {'ip/oop':>14} {'':9} {med[('auto', 'ip', b)] / med[('auto', 'oop', b)]:9.2f}x "
+          f"{'':15} {'':9}  " + " ".join(f"{med[(a, 'ip', b)] / med[(a, 'oop', b)]:8.2f}x"
+                                   for a in algos))
+print(f"# auto's worst ratio to the fastest: out of place {worst['oop']:.2f}x, in place {worst['ip']:.2f}x")
 PY
 done

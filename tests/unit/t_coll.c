@@ -68,7 +68,7 @@ TEST(tune_round_trip)
 					  (int)PN_ARRAY_SIZE(sizes)), 0);
 			CHECK_EQ_INT(pn_tune_load(&t, path), 0);
 			for (i = 0; i < PN_ARRAY_SIZE(sizes); i++)
-				CHECK_EQ_INT(pn_tune_pick(&t, nr, nn, sizes[i], 0), algo[i]);
+				CHECK_EQ_INT(pn_tune_pick(&t, nr, nn, sizes[i], 0, 0), algo[i]);
 		}
 	/* an empty table (no sizes) is just the comment line, and loads */
 	CHECK_EQ_INT(save(path, 2, 1, bytes, algo, 0), 0);
@@ -134,8 +134,8 @@ TEST(coll_picks_from_the_table_it_was_handed)
 	CHECK_EQ_INT(pn_tune_load(&t, path), 0);
 	CHECK(pn_tune_load(&t, missing) == -ENOENT);
 	CHECK_EQ_INT(t.n, 1);
-	CHECK_EQ_INT(pn_tune_pick(&t, 2, 1, 4096, 0), PN_ALGO_TWO_SHOT);
-	CHECK_EQ_INT(pn_tune_pick(NULL, 2, 1, 4096, 0), PN_ALGO_ONE_SHOT);
+	CHECK_EQ_INT(pn_tune_pick(&t, 2, 1, 4096, 0, 0), PN_ALGO_TWO_SHOT);
+	CHECK_EQ_INT(pn_tune_pick(NULL, 2, 1, 4096, 0, 0), PN_ALGO_ONE_SHOT);
 	setenv("PENNY_TUNE_FILE", missing, 1);
 	CHECK_EQ_INT(pn_coll_init(&co, &c, &t), 0);
 	unsetenv("PENNY_TUNE_FILE");
@@ -173,8 +173,8 @@ TEST(tune_lines_of_the_other_collectives)
 	ret = pn_tune_parse(text, sizeof(text) - 1, "t", &t.tab, &t.n);
 	CHECK_EQ_INT(ret, 0);
 	CHECK_EQ_INT(t.n, 6);
-	CHECK_EQ_INT(pn_tune_pick(&t, 4, 1, 8, 0), PN_ALGO_ONE_SHOT);
-	CHECK_EQ_INT(pn_tune_pick(&t, 4, 1, 4096, 0), PN_ALGO_TWO_SHOT);
+	CHECK_EQ_INT(pn_tune_pick(&t, 4, 1, 8, 0, 0), PN_ALGO_ONE_SHOT);
+	CHECK_EQ_INT(pn_tune_pick(&t, 4, 1, 4096, 0, 0), PN_ALGO_TWO_SHOT);
 	CHECK_EQ_INT(pn_tune_pick_coll(&t, PN_COLL_ALLGATHER, 4, 1, 4096, 0), PN_CALGO_RING);
 	CHECK_EQ_INT(pn_tune_pick_coll(&t, PN_COLL_ALLGATHER, 4, 1, 1u << 20, 0), PN_CALGO_ONE_SHOT);
 	CHECK_EQ_INT(pn_tune_pick_coll(&t, PN_COLL_ALLTOALL, 4, 1, 1024, 0), PN_CALGO_BRUCK);
@@ -216,6 +216,45 @@ TEST(tune_builtin_rule_of_the_other_collectives)
 	CHECK_EQ_INT(pn_tune_pick_coll(NULL, PN_COLL_SENDRECV, 8, 2, 1u << 30, 0), PN_CALGO_ONE_SHOT);
 }
 
+/*
+ * The built-in allreduce rule on one node with registered buffers, as
+ * measured on the host with two ranks (results/2026-11-28-dev): out of
+ * place one-shot up to 4 MiB, then two-shot; in place the ring over the
+ * FIFOs at every size (one-shot there adds a pass through scratch over data
+ * that crosses cores anyway).  pn_allreduce_algo tells in place by one registration
+ * handed as both.  Without registrations nothing changed.
+ */
+TEST(tune_builtin_in_place_and_out_of_place)
+{
+	static const size_t sizes[] = { 8, 4096, 65536, 262144, 1u << 20, 4u << 20 };
+	struct pn_peer peers[2] = { { .transport = &pn_transport_shm, .node = 0, .local = 0 },
+				    { .transport = &pn_transport_shm, .node = 0, .local = 1 } };
+	struct pn_comm c = { .rank = 0, .nranks = 2, .nnodes = 1, .local_size = 2, .nchannels = 1,
+			     .peers = peers };
+	struct pn_reg sreg = { 0 }, rreg = { 0 };
+	struct pn_coll co;
+	size_t i;
+
+	for (i = 0; i < PN_ARRAY_SIZE(sizes); i++) {
+		CHECK_EQ_INT(pn_tune_pick(NULL, 2, 1, sizes[i], 1, 0), PN_ALGO_ONE_SHOT);
+		CHECK_EQ_INT(pn_tune_pick(NULL, 2, 1, sizes[i], 1, 1), PN_ALGO_RING);
+	}
+	/* more ranks: as before */
+	CHECK_EQ_INT(pn_tune_pick(NULL, 4, 1, 65536, 1, 1), PN_ALGO_ONE_SHOT);
+	CHECK_EQ_INT(pn_tune_pick(NULL, 4, 1, 65537, 1, 0), PN_ALGO_TWO_SHOT);
+	CHECK_EQ_INT(pn_tune_pick(NULL, 2, 1, (4u << 20) + 1, 1, 0), PN_ALGO_TWO_SHOT);
+	CHECK_EQ_INT(pn_tune_pick(NULL, 2, 1, 16384, 0, 1), PN_ALGO_ONE_SHOT);
+	CHECK_EQ_INT(pn_tune_pick(NULL, 2, 1, 16385, 0, 0), PN_ALGO_RING);
+	CHECK_EQ_INT(pn_coll_init(&co, &c, NULL), 0);
+	CHECK_EQ_INT(pn_allreduce_algo(&co, 65536, PN_FLOAT, PN_ALGO_AUTO, &sreg, &rreg),
+		     PN_ALGO_ONE_SHOT);
+	CHECK_EQ_INT(pn_allreduce_algo(&co, 65536, PN_FLOAT, PN_ALGO_AUTO, &rreg, &rreg),
+		     PN_ALGO_RING);
+	CHECK_EQ_INT(pn_allreduce_algo(&co, 65536, PN_FLOAT, PN_ALGO_TWO_SHOT, &rreg, &rreg),
+		     PN_ALGO_TWO_SHOT);
+	pn_coll_release(&co);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -227,6 +266,7 @@ int main(void)
 	RUN(coll_picks_from_the_table_it_was_handed);
 	RUN(tune_lines_of_the_other_collectives);
 	RUN(tune_builtin_rule_of_the_other_collectives);
+	RUN(tune_builtin_in_place_and_out_of_place);
 	rmdir(dir);
 	return unit_done();
 }
