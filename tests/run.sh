@@ -47,6 +47,15 @@ for w in $want; do
 	esac
 done
 
+# The GPU kernels' architectures this build has (make test builds one on a
+# fresh tree): a test that runs make on the build (install, deploy) keeps
+# them, instead of rebuilding every fatbin for the default list underneath
+# the files running beside it.
+if [ -z "${CUDA_ARCHS+set}" ] && [ -r "$BUILD/plugins/gen/arch" ]; then
+	archs=$(grep -o 'code=sm_[0-9a-z]*' "$BUILD/plugins/gen/arch" | sed 's/code=sm_//' | tr '\n' ' ')
+	[ -n "$archs" ] && export CUDA_ARCHS="${archs% }"
+fi
+
 ncpu=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 : "${JOBS:=$ncpu}"
 : "${LAB_JOBS:=$(((ncpu + 2) / 3))}"
