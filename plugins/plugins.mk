@@ -134,7 +134,8 @@ PL_FAKES := $(PL_TEST)/penny-fake.so $(PL_TEST)/penny-badabi.so $(PL_TEST)/penny
 	$(PL_TEST)/penny-fake2.so $(PL_TEST)/penny-failinit.so $(PL_TEST)/penny-fakewrong.so \
 	$(PL_TEST)/penny-fakedie.so $(PL_TEST)/penny-fakeskew.so $(PL_TEST)/penny-fakenograph.so $(PL_TEST)/penny-fakeflat.so \
 	$(PL_TEST)/penny-fakeold.so $(PL_TEST)/penny-fakeall.so $(PL_TEST)/cuda/penny-cuda.so \
-	$(PL_TEST)/nccl/penny-nccl.so $(PL_TEST)/cuda-nobw/penny-cuda.so $(PL_TEST)/noxnode/penny-fake.so
+	$(PL_TEST)/nccl/penny-nccl.so $(PL_TEST)/cuda-nobw/penny-cuda.so $(PL_TEST)/noxnode/penny-fake.so \
+	$(PL_TEST)/ncclhost/penny-nccl.so
 
 # Stand-ins for NCCL and the CUDA driver, and a program that calls NCCL like
 # a framework: the NCCL interposer's tests (tests/cli/t0610-nccl-interposer.sh).
@@ -160,6 +161,13 @@ $(PL)/obj/%.o: %.c
 
 $(PL)/penny-nccl.so: $(PL_NCCL_OBJ) $(PL_IMAGE_OBJ)
 	$(CC) -shared $(LDFLAGS) -o $@ $^ $(PL_LIBS)
+
+# The nccl plugin itself without the data kernels (fill and check on the
+# host, as where nvcc is missing): what the tests run over the fake NCCL and
+# CUDA driver, which load no GPU code (t0208).
+$(PL_TEST)/ncclhost/penny-nccl.so: $(PL_NCCL_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -o $@ $(filter %.o,$^) $(PL_LIBS)
 
 # Only NCCL's API is exported (the sources hide everything else).
 $(PL)/libpenny-nccl.so: $(PL_INTERPOSE_OBJ)

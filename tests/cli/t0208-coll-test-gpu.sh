@@ -14,9 +14,10 @@ fakes=$BUILD/tests/plugins
 export PENNY_PLUGIN_PATH=$fakes PENNY_FAKE_NCCL_DIR=$TRASH
 one_line() { test "$(wc -l <"$1")" -eq 1 || { cat "$1"; return 1; }; }
 ct() { penny coll-test "$@" --timeout 30 -w 0; }
-# the nccl plugin of this build over the fake NCCL and CUDA driver
+# the nccl plugin of this build over the fake NCCL and CUDA driver (its
+# copy without the data kernels, which the fake driver cannot load)
 nccl() {
-	env PENNY_PLUGIN_PATH="$BUILD/plugins:$fakes" LD_LIBRARY_PATH="$fakes/fakecuda" \
+	env PENNY_PLUGIN_PATH="$fakes/ncclhost:$fakes" LD_LIBRARY_PATH="$fakes/fakecuda" \
 		PENNY_NCCL_LIB="$fakes/fakenccl/libnccl.so.2" timeout 120 "$PENNY" "$@"
 }
 # every row of every backend 0 wrong out of and in place, at least N rows
