@@ -119,6 +119,13 @@ int pn_boot_peer_error(struct pn_boot *b, int r, int ret, const char *what)
 	return pn_err(ret, "%s", why);
 }
 
+/* The first notice's text, kept: every later poll says it (pn_boot_poll_abort). */
+static void keep_notice(struct pn_boot *b, const char *text)
+{
+	if (text[0] && !b->abort_text[0])
+		snprintf(b->abort_text, sizeof(b->abort_text), "%s", text);
+}
+
 /* An ABORT's text (h read already): -ECANCELED with it as the message. */
 static int recv_abort(struct pn_boot *b, int fd, const struct pn_frame *h, double deadline)
 {
@@ -130,8 +137,7 @@ static int recv_abort(struct pn_boot *b, int fd, const struct pn_frame *h, doubl
 	text[n] = 0;
 	pn_wire_printable(text, sizeof(text));
 	b->abort_code = h->seq > 0 && h->seq < 4096 ? -(int)h->seq : -ECANCELED;
-	if (!b->abort_text[0])
-		snprintf(b->abort_text, sizeof(b->abort_text), "%s", text);
+	keep_notice(b, text);
 	/* rank 0 passes it on, as pn_boot_poll_abort does: otherwise the other
 	 * ranks see only rank 0's connection close, and blame rank 0 */
 	if (b->rank == 0 && text[0])
@@ -486,8 +492,7 @@ int pn_boot_poll_abort(struct pn_boot *b)
 			recv(b->fds[i], &h, sizeof(h), MSG_DONTWAIT);
 			pn_sock_read_full(b->fds[i], text, tl, pn_now() + 0.5);
 			pn_wire_printable(text, sizeof(text));
-			if (text[0])
-				snprintf(b->abort_text, sizeof(b->abort_text), "%s", text);
+			keep_notice(b, text);
 			if (b->rank == 0)
 				pn_boot_abort(b, text);
 			return pn_err(-ECANCELED, "%s", text[0] ? text : "a peer aborted the job");

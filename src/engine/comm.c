@@ -312,7 +312,8 @@ int pn_comm_check(struct pn_comm *c, int waiting_for, double since)
 	now = pn_now();
 	/*
 	 * More local ranks than cores: the peer we wait for needs our core, so
-	 * yield, then sleep briefly.  Otherwise spin like MPI and NCCL do, and
+	 * yield, then sleep briefly.  Otherwise spin like MPI and NCCL do, yield
+	 * once a wait passes 50 us (the peer may be waiting for a core), and
 	 * only nap when a wait has lasted long (a slow remote peer).
 	 */
 	if (c->oversubscribed) {
