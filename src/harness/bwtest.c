@@ -244,6 +244,18 @@ static int mid_test(int ret)
 	return ret;
 }
 
+/* A sender whose operations outlive the timed phase by drain_s. */
+static int no_drain(const struct pn_bw_link *l, uint64_t size, uint64_t done, int outstanding,
+		    double secs)
+{
+	double gbps = secs > 0 ? (double)done * (double)size * 8 / secs / 1e9 : 0;
+
+	pn_err_clear();
+	return pn_err(-EIO, "moved %.3g Gb/s, and %d operation%s still in flight %.3g s after the "
+			    "timed phase: the link does not drain", gbps, outstanding,
+		      outstanding == 1 ? "" : "s", l->drain_s);
+}
+
 int pn_bw_run(struct pn_bw_link *l, int k, struct pn_bw_row *row)
 {
 	const struct pn_bw_cfg *c = l->cfg;
@@ -272,6 +284,12 @@ int pn_bw_run(struct pn_bw_link *l, int k, struct pn_bw_row *row)
 	while (!(end_done && end_seen)) {
 		int outstanding = (int)(posted - done) + (end_posted && !end_done);
 		int want;
+
+		if (l->drain_s > 0 && outstanding > 0 && !c->iters &&
+		    pn_now() > stop_at + l->drain_s) {
+			ret = no_drain(l, size, done, outstanding, tlast - t0);
+			goto out;
+		}
 
 		/* keep the queues full */
 		while (sender && !end_posted && !draining && posted < limit && outstanding < depth) {
@@ -330,6 +348,10 @@ int pn_bw_run(struct pn_bw_link *l, int k, struct pn_bw_row *row)
 		}
 		want = outstanding > 0 || (receiver && !end_seen) ? 1 : 0;
 		n = pn_verbs_poll(l->conn, cq, (int)PN_ARRAY_SIZE(cq), want);
+		if (n == -ETIMEDOUT && l->drain_s > 0 && !c->iters && pn_now() > stop_at) {
+			ret = no_drain(l, size, done, outstanding, tlast - t0);
+			goto out;
+		}
 		if (n < 0) {
 			ret = n;
 			goto out;

@@ -85,6 +85,9 @@ struct pn_bw_link {
 				 * and reads, [max, 2 max) is the local source/target */
 	size_t buflen;		/* 2 * max size */
 	double spin_s;		/* latency mode: spin this long between checks */
+	double drain_s;		/* bandwidth by duration: > 0, operations still in
+				 * flight this long after the timed phase fail the
+				 * run (a link that stalls, not one that is slow) */
 };
 
 /* Buffer size a link needs (pn_bw_link.buf) for cfg. */

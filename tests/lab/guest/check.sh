@@ -69,7 +69,30 @@ test_expect_success 'veth3 (node b, rxe3, rail 1) throttled by tc: nic-bw fails 
 	test $rc -eq 1 &&
 	grep -q "^nic-bw b rxe3/1 FAIL" slow.txt &&
 	test "$(grep -c " FAIL " slow.txt)" -eq 1 &&
-	grep -q "^nic-bw a rxe2/1 PASS" slow.txt && grep -q "^nic-bw b rxe1/1 PASS" slow.txt
+	grep -q "^nic-bw a rxe2/1 PASS" slow.txt && grep -q "^nic-bw b rxe1/1 PASS" slow.txt ||
+	{ echo "rc $rc"; tail -n 4 err0 err1 err2 err3 | sed "s/^/# /"; false; }
+'
+
+# A link that barely moves: only veth3's data packets (IP length 1024-2047:
+# soft-RoCE's 1 KiB-MTU writes, not its ACKs, so a's sends to b still pass)
+# drain at 256 kbit/s, a minute for what can be in flight.  The sender
+# gives up at most 10 s after the timed phase (the bound --timeout 60
+# allows; its NIC's row says "does not drain", or its rate when fewer writes
+# were in flight) and its QPs go to the error state before they are
+# destroyed: every row in place, the job well inside --timeout.  Before, the
+# QPs' destruction waited for soft-RoCE's retransmissions (50 s), the rows'
+# gather timed out and the job ended in an error with b's rows missing.
+test_expect_success 'veth3 data at 256 kbit/s: nic-bw fails b rxe3/1, not the job' '
+	tc qdisc add dev veth3 root handle 1: prio &&
+	tc qdisc add dev veth3 parent 1:3 handle 30: tbf rate 256kbit burst 4kb latency 50ms &&
+	tc filter add dev veth3 parent 1: protocol ip u32 match u16 0x0400 0xfc00 at 2 flowid 1:3 &&
+	t0=$(date +%s) && rc=0 && run_check stall.json --only nic-bw || rc=$?
+	t1=$(date +%s) && tc qdisc del dev veth3 root
+	verdicts stall.json | tee stall.txt &&
+	echo "# rc $rc, $((t1 - t0)) s" && test $rc -eq 1 && test $((t1 - t0)) -lt 55 &&
+	grep -q "^nic-bw b rxe3/1 FAIL" stall.txt &&
+	test "$(grep -c " FAIL " stall.txt)" -eq 1 && test "$(grep -c " PASS " stall.txt)" -eq 3 ||
+	{ tail -n 4 err0 err1 err2 err3 | sed "s/^/# /"; false; }
 '
 
 # Crossed rails.  Each veth end counts as received what its peer sent, so
