@@ -30,9 +30,12 @@ job() {
 	return $rc
 }
 
+# every section of the output (one per type x op) checked, none wrong
 exact() {
-	grep -q "Out of bounds values : 0 OK" "$1" && grep -q "Rank outputs differ  : 0 OK" "$1" ||
-		{ cat "$1" err*; return 1; }
+	local n=$(grep -c "Out of bounds values :" "$1") d=$(grep -c "Rank outputs differ  :" "$1")
+	test "$n" -ge 1 && test "$d" -eq "$n" &&
+	test "$(grep -c "Out of bounds values : 0 OK" "$1")" -eq "$n" &&
+	test "$(grep -c "Rank outputs differ  : 0 OK" "$1")" -eq "$n" || { cat "$1" err*; return 1; }
 }
 
 sizes() { case $1 in int8|uint8) echo 1;; half|bfloat16) echo 2;; int32|uint32|float) echo 4;;
@@ -43,13 +46,14 @@ for tp in tcp shm; do
 		export PENNY_XNODE_TRANSPORT=$tp PENNY_XNODE_CHUNK=4096 &&
 		for t in int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double; do
 			es=$(sizes $t)
+			# every op in one job; counts 1, 7, 49, 343, 2401: odd, one chunk and several
+			job 2 1 out --backend fake -d $t -o all -b $es -e $((2401 * es)) -f 7 -n 1 -w 0 ||
+				{ echo "$t failed"; cat out err*; exit 1; }
+			grep -q "fake: across 2 nodes GPU-driven (.*$tp between nodes, LL lines up to 2048 B)" out &&
+			test "$(rows out)" -eq 25 && test "$(grep -c "Out of bounds values :" out)" -eq 5 &&
 			for o in sum prod min max avg; do
-				# counts 1, 7, 49, 343, 2401: odd, one chunk and several
-				job 2 1 out --backend fake -d $t -o $o -b $es -e $((2401 * es)) -f 7 -n 1 -w 0 ||
-					{ echo "$t $o failed"; cat out err*; exit 1; }
-				grep -q "fake: across 2 nodes GPU-driven (.*$tp between nodes, LL lines up to 2048 B)" out &&
-				test "$(rows out)" -eq 5 && exact out || { echo "$t $o"; exit 1; }
-			done
+				test "$(grep -cE "^ +[0-9]+ +[0-9]+ +$t +$o " out)" -eq 5 || exit 1
+			done && exact out || { echo "$t"; exit 1; }
 		done
 	'
 done
