@@ -44,7 +44,8 @@ PL_COMMON := plugins/common/cudrv.c plugins/common/gpu.c
 # the one size and duration rule (src/base/units.c: the C library only)
 PL_UNITS := src/base/units.c
 PL_NCCL_SRC := $(PL_COMMON) plugins/nccl/nccl.c plugins/nccl/nccl_entry.c
-PL_CUDA_SRC := $(PL_COMMON) $(PL_UNITS) plugins/cuda/cuda.c plugins/cuda/cuda_plan.c plugins/cuda/xnode.c plugins/cuda/cuda_entry.c
+PL_CUDA_SRC := $(PL_COMMON) $(PL_UNITS) plugins/cuda/cuda.c plugins/cuda/cuda_plan.c plugins/cuda/xnode.c \
+	plugins/cuda/cuda_coll.c plugins/cuda/cuda_entry.c
 PL_NCCL_OBJ := $(PL_NCCL_SRC:%.c=$(PL)/obj/%.o)
 PL_CUDA_OBJ := $(PL_CUDA_SRC:%.c=$(PL)/obj/%.o)
 PL_KDEPS := plugins/cuda/ar_block.cuh plugins/cuda/ar_sync.cuh plugins/common/pn_dev.cuh plugins/common/pn_reduce.cuh plugins/common/kargs.h plugins/include/penny_data.h \
