@@ -358,10 +358,11 @@ int main(void)
 	emu.stall = 1;
 	/* tile 64 B: 203 floats are 13 tiles, several per block of a grid of 2
 	 * or 3; 1, 37 and 203 leave blocks of an odd size (unaligned) */
-	test_colls(3, { PENNY_FLOAT, PENNY_BFLOAT16, PENNY_INT8 }, all_ops, { 37, 1, 203 }, 2, 32, 64);
-	test_colls(3, { PENNY_HALF, PENNY_INT64, PENNY_UINT32, PENNY_DOUBLE, PENNY_UINT8, PENNY_INT32,
-			PENNY_UINT64 },
-		   { PENNY_SUM, PENNY_MAX }, { 37, 16 }, 2, 32, 64);
+	std::vector<int> all_types;
+
+	for (int dt = 0; dt < PENNY_NDTYPES; dt++)
+		all_types.push_back(dt);
+	test_colls(3, all_types, all_ops, { 37, 1, 203 }, 2, 32, 64);
 	test_colls(2, { PENNY_FLOAT, PENNY_HALF }, { PENNY_SUM, PENNY_AVG, PENNY_MIN }, { 64, 5, 130 },
 		   3, 32, 48);
 	test_colls(4, { PENNY_DOUBLE, PENNY_BFLOAT16 }, { PENNY_SUM, PENNY_PROD, PENNY_AVG },
