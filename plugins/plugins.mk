@@ -44,10 +44,11 @@ PL_COMMON := plugins/common/cudrv.c plugins/common/gpu.c
 # the one size and duration rule (src/base/units.c: the C library only)
 PL_UNITS := src/base/units.c
 PL_NCCL_SRC := $(PL_COMMON) plugins/nccl/nccl.c plugins/nccl/nccl_entry.c
-PL_CUDA_SRC := $(PL_COMMON) $(PL_UNITS) plugins/cuda/cuda.c plugins/cuda/cuda_plan.c plugins/cuda/xnode.c plugins/cuda/cuda_entry.c
+PL_CUDA_SRC := $(PL_COMMON) $(PL_UNITS) plugins/cuda/cuda.c plugins/cuda/cuda_plan.c plugins/cuda/xnode.c \
+	plugins/cuda/cuda_coll.c plugins/cuda/cuda_entry.c
 PL_NCCL_OBJ := $(PL_NCCL_SRC:%.c=$(PL)/obj/%.o)
 PL_CUDA_OBJ := $(PL_CUDA_SRC:%.c=$(PL)/obj/%.o)
-PL_KDEPS := plugins/cuda/ar_block.cuh plugins/common/pn_dev.cuh plugins/common/pn_reduce.cuh plugins/common/kargs.h plugins/include/penny_data.h \
+PL_KDEPS := plugins/cuda/ar_block.cuh plugins/cuda/ar_sync.cuh plugins/common/pn_dev.cuh plugins/common/pn_reduce.cuh plugins/common/kargs.h plugins/include/penny_data.h \
 	plugins/include/penny_plugin.h
 PL_ALGOS := oneshot oneshot_fl twoshot_ll twoshot ring twoshot_hy
 
@@ -62,7 +63,7 @@ PLUGIN_ALL := penny-nccl.so libpenny-nccl.so penny-cuda.so penny-nvshmem.so
 ifneq ($(strip $(NVCC)),)
 PLUGIN_SO += $(PL)/penny-cuda.so
 PL_IMAGE_OBJ := $(PL)/obj/image_data.o
-PL_AR_IMAGE_OBJ := $(PL_ALGOS:%=$(PL)/obj/image_%.o) $(PL)/obj/image_xnode.o
+PL_AR_IMAGE_OBJ := $(PL_ALGOS:%=$(PL)/obj/image_%.o) $(PL)/obj/image_xnode.o $(PL)/obj/image_coll.o
 endif
 
 # The nvshmem plugin (plugins/nvshmem/): NVSHMEM_HOME names an NVSHMEM tree
@@ -144,7 +145,8 @@ PL_NCCL_TEST := $(PL_TEST)/fakenccl/libnccl.so.2 $(PL_TEST)/fakecuda/libcuda.so.
 
 PL_EMU :=
 ifneq ($(strip $(PN_CXX)),)
-PL_EMU := $(B)/tests/unit/t_plugin_emu $(B)/tests/unit/t_plugin_xnemu $(B)/tests/unit/t_plugin_nvemu
+PL_EMU := $(B)/tests/unit/t_plugin_emu $(B)/tests/unit/t_plugin_xnemu $(B)/tests/unit/t_plugin_nvemu \
+	$(B)/tests/unit/t_plugin_coemu
 endif
 
 plugins: $(PLUGIN_SO) $(PL_NV_SKIP) $(PL_FAKES) $(PL_NCCL_TEST) $(PL_EMU)
@@ -190,6 +192,11 @@ $(PL)/gen/%.fatbin: plugins/cuda/ar_kernels.cu $(PL_KDEPS) $(PL)/gen/arch
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -DPN_AR_ALGO=$* -fatbin -o $@ $<
 
+# The other collectives (reduce-scatter ... all-gather), their own image.
+$(PL)/gen/coll.fatbin: plugins/cuda/co_kernels.cu $(PL_KDEPS) $(PL)/gen/arch
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -fatbin -o $@ $<
+
 # The cross-node kernels, their own image.
 $(PL)/gen/xnode.fatbin: plugins/cuda/xn_kernels.cu $(PL_KDEPS) $(PL)/gen/arch
 	@mkdir -p $(dir $@)
@@ -201,7 +208,7 @@ $(PL)/gen/image_%.c: $(PL)/gen/%.fatbin
 	mv $@.tmp $@
 
 .SECONDARY: $(PL_ALGOS:%=$(PL)/gen/%.fatbin) $(PL_ALGOS:%=$(PL)/gen/image_%.c) \
-	$(PL)/gen/xnode.fatbin $(PL)/gen/image_xnode.c \
+	$(PL)/gen/xnode.fatbin $(PL)/gen/image_xnode.c $(PL)/gen/coll.fatbin $(PL)/gen/image_coll.c \
 	$(PL)/gen/data.fatbin $(PL)/gen/image_data.c \
 	$(PL)/gen/nvshmem_k.o $(PL)/gen/nvshmem.cubin $(PL)/gen/image_nvshmem.c
 
@@ -286,6 +293,15 @@ $(B)/tests/unit/t_plugin_emu: tests/plugins/emu/t_emu.cc tests/plugins/emu/emu.h
 $(B)/tests/unit/t_plugin_xnemu: tests/plugins/emu/t_emu_xn.cc tests/plugins/emu/emu.h \
 		tests/plugins/emu/emu_dev.h tests/plugins/emu/emu_check.h plugins/cuda/xn_kernels.cu \
 		plugins/include/penny_plugin.h $(PL_KDEPS)
+	@mkdir -p $(dir $@)
+	$(PN_CXX) -std=c++17 -O1 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -Wno-unused-function \
+		-Wno-unused-parameter -Wno-maybe-uninitialized -Wno-pass-failed -Wno-unknown-warning-option \
+		-Itests/plugins/emu -o $@ $<
+
+# The other collectives' kernels on the emulator.
+$(B)/tests/unit/t_plugin_coemu: tests/plugins/emu/t_emu_coll.cc tests/plugins/emu/emu.h \
+		tests/plugins/emu/emu_dev.h tests/plugins/emu/emu_check.h plugins/cuda/co_kernels.cu \
+		$(PL_KDEPS)
 	@mkdir -p $(dir $@)
 	$(PN_CXX) -std=c++17 -O1 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -Wno-unused-function \
 		-Wno-unused-parameter -Wno-maybe-uninitialized -Wno-pass-failed -Wno-unknown-warning-option \

@@ -52,7 +52,25 @@ struct pn_ar_args {
 	uint32_t slot_bytes;		/* twoshot/ring: capacity of one scratch slot */
 	uint64_t ll_slot_bytes;		/* oneshot: capacity of one LL slot (16 B per 8 B) */
 	int32_t rank, nranks;
+	int32_t root;			/* co_kernels.cu: broadcast and reduce */
+	uint32_t esize;			/* co_kernels.cu: element bytes of the copies */
 };
+
+/*
+ * The other collectives on one node (co_kernels.cu): pn_co_<name>_<type>_<op>
+ * for those that reduce, pn_co_<name> for the copies; count in
+ * struct pn_ar_args is NCCL's count of the collective.
+ */
+enum pn_co {
+	PN_CO_REDUCE_SCATTER = 0,
+	PN_CO_REDUCE,
+	PN_CO_ALLTOALL,
+	PN_CO_BROADCAST,
+	PN_CO_SENDRECV,
+	PN_CO_ALLGATHER,
+	PN_NCO
+};
+#define PN_CO_REDUCES(k) ((k) <= PN_CO_REDUCE)
 
 /* Workspace layout (bytes from the start of a rank's workspace). */
 #define PN_WS_FLAGS 0	/* uint32 [MAX_BLOCKS][MAX_RANKS]: flag from rank p to block b */

@@ -20,11 +20,13 @@
 
 #include "../common/pn_reduce.cuh"
 
-/* Copy len bytes (a multiple of the element size) with the whole block. */
+/* Copy len bytes (a multiple of the element size) with the whole block; in
+ * 16-byte vectors where both ends are 16-byte aligned, element by element
+ * otherwise (a block of an odd count inside a user's buffer). */
 PN_DEV void pn_block_copy(char *dst, const char *src, uint64_t len, bool remote_src,
 			  unsigned esize)
 {
-	const uint64_t nv = len / 16, nt = pn_ntid();
+	const uint64_t nv = (((uintptr_t)dst | (uintptr_t)src) & 15) ? 0 : len / 16, nt = pn_ntid();
 	uint64_t v = pn_tid();
 
 	for (; v < nv; v += 4 * nt) {
@@ -52,13 +54,23 @@ PN_DEV void pn_block_copy(char *dst, const char *src, uint64_t len, bool remote_
 
 /*
  * Reduce len bytes from nsrc sources in order (src[i], remote[i]) into the
- * local dst and the ndst extra (peer) destinations.
+ * local dst and the ndst extra (peer) destinations; element by element
+ * where a buffer is not 16-byte aligned.
  */
 template <typename T, int OP>
 PN_DEV void pn_block_reduce(const char *const *src, const bool *remote, int nsrc, char *dst,
 			    char *const *pdst, int npdst, uint64_t len, int n, bool fin)
 {
-	const uint64_t nv = len / 16, nt = pn_ntid();
+	uintptr_t al = (uintptr_t)dst;
+
+#pragma unroll
+	for (int s = 0; s < PN_AR_MAX_RANKS; s++) {
+		if (s < nsrc)
+			al |= (uintptr_t)src[s];
+		if (s < npdst)
+			al |= (uintptr_t)pdst[s];
+	}
+	const uint64_t nv = (al & 15) ? 0 : len / 16, nt = pn_ntid();
 
 	for (uint64_t v = pn_tid(); v < nv; v += nt) {
 		pn_pack<T, OP, 16> pk;

@@ -45,6 +45,8 @@ struct pn_cuda {
 	int async_err;
 	char async_msg[200];
 	const void *xnode_image;	/* the cross-node kernels (xnode.c), NULL if not built */
+	CUmodule co_mod;		/* the other collectives (cuda_coll.c), NULL if not built */
+	CUfunction co_fn[PN_NCO][PENNY_NDTYPES][PENNY_NREDOPS];
 	char desc[360];
 };
 /* the shared entry points (pn_gpu_be_*) take the backend as its struct pn_gpu */
@@ -349,6 +351,8 @@ static int load_modules(struct pn_cuda *c, const struct pn_cuda_images *im)
 					      pn_kern_names[k]);
 		PN_CU(c->g.cu, ModuleLoadData(&c->mod[k], im->kern[k]), "cuModuleLoadData");
 	}
+	if (im->coll)
+		PN_CU(c->g.cu, ModuleLoadData(&c->co_mod, im->coll), "cuModuleLoadData (coll)");
 	return 0;
 }
 
@@ -514,6 +518,8 @@ fail_gpu:
 	for (int k = 0; k < PN_NKERNS; k++)
 		if (c->mod[k])
 			c->g.cu->ModuleUnload(c->mod[k]);
+	if (c->co_mod)
+		c->g.cu->ModuleUnload(c->co_mod);
 	pn_gpu_close(&c->g);
 	free(c);
 	return ret;
@@ -537,6 +543,8 @@ void pn_cuda_fini(void *be)
 	for (a = 0; a < PN_NKERNS; a++)
 		if (c->mod[a])
 			c->g.cu->ModuleUnload(c->mod[a]);
+	if (c->co_mod)
+		c->g.cu->ModuleUnload(c->co_mod);
 	pn_gpu_close(&c->g);
 	free(c);
 }
@@ -786,93 +794,6 @@ int pn_cuda_async_error(void *be)
 	return ret;
 }
 
-static int host_barrier(struct pn_cuda *c)
-{
-	char b = 0, *all;
-	int ret;
-
-	if (c->host->barrier)
-		ret = c->host->barrier(c->host->ctx);
-	else if (!(all = malloc((size_t)c->n)))
-		return pn_plugin_fail(-ENOMEM, "out of memory");
-	else {
-		ret = c->host->allgather(c->host->ctx, &b, all, 1);
-		free(all);
-	}
-	return ret ? pn_plugin_fail(ret < 0 ? ret : -EIO, "barrier through the host failed") : 0;
-}
-
-/*
- * One round of the all-gather: every rank's [off + p * stride, + len) of
- * registration r (as mapped here) lands at d + p * dstride.  The copies
- * read the peers' memory over CUDA IPC (copy engines); host barriers order
- * them after the peers' data is in place and before anyone changes it.
- */
-static int gather_round(struct pn_cuda *c, const struct pn_reg *r, uint64_t off, uint64_t stride,
-			CUdeviceptr d, uint64_t dstride, uint64_t len)
-{
-	const struct pn_cudrv *cu = c->g.cu;
-	int p, ret = pn_gpu_sync(&c->g);
-
-	if (!ret)
-		ret = host_barrier(c);
-	for (p = 0; p < c->n && !ret; p++)
-		if (p != c->rank)
-			PN_CU(cu, MemcpyAsync(d + (uint64_t)p * dstride, r->peer[p] + off + (uint64_t)p * stride,
-					      len, c->g.stream),
-			      "cuMemcpyAsync (all-gather)");
-	if (!ret)
-		ret = pn_gpu_sync(&c->g);
-	if (!ret)
-		ret = host_barrier(c);
-	return ret;
-}
-
-/*
- * All-gather (penny_plugin_v1.allgather): registered data is read where it
- * is (in place: rank p's part of its registered recv; otherwise a
- * registered send, at the same offset on every rank); anything else goes
- * through the staging buffer, a slot per rank, in chunks.
- */
-int pn_cuda_allgather(void *be, const void *send, void *recv, size_t count, int dtype)
-{
-	struct pn_cuda *c = be;
-	CUdeviceptr s = (CUdeviceptr)(uintptr_t)send, d = (CUdeviceptr)(uintptr_t)recv;
-	const struct pn_reg *reg;
-	uint64_t bytes, mine, chunk, off;
-	int ret = pn_gpu_check_args(count, dtype, PENNY_SUM);
-
-	if (ret || !count)
-		return ret;
-	ret = pn_gpu_enter(&c->g);
-	if (ret)
-		return ret;
-	bytes = (uint64_t)count * penny_data_size(dtype);
-	mine = d + (uint64_t)c->rank * bytes;
-	if (s != mine)
-		PN_CU(c->g.cu, MemcpyAsync(mine, s, bytes, c->g.stream), "cuMemcpyAsync");
-	if (c->n == 1)
-		return 0;
-	/* in place, rank p's part is at its recv + p * bytes; otherwise every
-	 * rank's send is at the same offset (every rank calls alike) */
-	if (s == mine && (reg = find_reg(c, d, bytes * (uint64_t)c->n)))
-		return gather_round(c, reg, d - reg->base, bytes, d, bytes, bytes);
-	if (s != mine && (reg = find_reg(c, s, bytes)))
-		return gather_round(c, reg, s - reg->base, 0, d, bytes, bytes);
-	chunk = c->cfg.stage_bytes / (uint64_t)c->n & ~(uint64_t)15;
-	if (!chunk)
-		return pn_plugin_fail(-EINVAL, "the staging buffer is too small for %d ranks", c->n);
-	for (off = 0; off < bytes && !ret; off += chunk) {
-		uint64_t len = bytes - off < chunk ? bytes - off : chunk;
-
-		PN_CU(c->g.cu, MemcpyAsync(c->stage->base + (uint64_t)c->rank * chunk, s + off, len,
-					   c->g.stream),
-		      "cuMemcpyAsync");
-		ret = gather_round(c, c->stage, 0, chunk, d + off, bytes, len);
-	}
-	return ret;
-}
-
 int pn_cuda_export_dmabuf(void *be, void *ptr, size_t bytes, int *fd, uint64_t *offset)
 {
 	struct pn_cuda *c = be;
@@ -889,6 +810,19 @@ struct pn_gpu *pn_cuda_gpu(void *be)
 int pn_cuda_pdl(void *be)
 {
 	return ((struct pn_cuda *)be)->cfg.pdl;
+}
+
+void pn_cuda_co_view(void *be, struct pn_cuda_co_view *v)
+{
+	struct pn_cuda *c = be;
+
+	v->g = &c->g;
+	v->cfg = &c->cfg;
+	v->rank = c->rank;
+	v->n = c->n;
+	v->ws = c->ws->peer;
+	v->mod = c->co_mod;
+	v->fn = &c->co_fn[0][0][0];
 }
 
 const void *pn_cuda_xnode_image(void *be)

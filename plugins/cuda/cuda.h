@@ -40,6 +40,7 @@ struct pn_cuda_images {
 	const void *data;
 	const void *kern[PN_NKERNS];
 	const void *xnode;	/* pn_xn_* (xn_kernels.cu) */
+	const void *coll;	/* pn_co_* (co_kernels.cu) */
 };
 
 /* A buffer mapped into every local rank. */
@@ -126,7 +127,6 @@ int pn_cuda_free(void *be, void *ptr);
 int pn_cuda_allreduce(void *be, const void *send, void *recv, size_t count, int dtype, int op,
 		      int algo);
 int pn_cuda_select(void *be, size_t count, int dtype, int op, int algo);
-int pn_cuda_allgather(void *be, const void *send, void *recv, size_t count, int dtype);
 /* pn_cuda_allreduce on the caller's stream (penny_plugin_v1.allreduce_stream). */
 int pn_cuda_allreduce_stream(void *be, const void *send, void *recv, size_t count, int dtype,
 			     int op, int algo, void *stream);
@@ -150,6 +150,29 @@ int pn_cuda_xnode_open(void *be, const struct penny_xnode_v1 *x, void **xn);
 int pn_cuda_xnode_allreduce(void *be, void *xn, const void *send, void *recv, size_t count,
 			    int dtype, int op);
 void pn_cuda_xnode_close(void *be, void *xn);
+/* The other collectives on one node (cuda_coll.c; penny_plugin_v1's
+ * allgather, reduce_scatter ... sendrecv), kernels of co_kernels.cu. */
+int pn_cuda_allgather(void *be, const void *send, void *recv, size_t count, int dtype);
+int pn_cuda_reduce_scatter(void *be, const void *send, void *recv, size_t count, int dtype, int op,
+			   void *stream);
+int pn_cuda_alltoall(void *be, const void *send, void *recv, size_t count, int dtype,
+		     void *stream);
+int pn_cuda_broadcast(void *be, const void *send, void *recv, size_t count, int dtype, int root,
+		      void *stream);
+int pn_cuda_reduce(void *be, const void *send, void *recv, size_t count, int dtype, int op,
+		   int root, void *stream);
+int pn_cuda_sendrecv(void *be, const void *send, void *recv, size_t count, int dtype,
+		     void *stream);
+/* What cuda_coll.c needs of the backend. */
+struct pn_cuda_co_view {
+	struct pn_gpu *g;
+	const struct pn_cuda_cfg *cfg;
+	int rank, n;
+	const CUdeviceptr *ws;	/* every rank's workspace as mapped here */
+	CUmodule mod;		/* NULL: built without the kernels */
+	CUfunction *fn;		/* the looked-up kernels, [PN_NCO][PENNY_NDTYPES][PENNY_NREDOPS] */
+};
+void pn_cuda_co_view(void *be, struct pn_cuda_co_view *v);
 /* The registration holding [p, p + bytes), or NULL (tests). */
 const struct pn_reg *pn_cuda_find_reg(void *be, const void *p, size_t bytes);
 

@@ -11,12 +11,14 @@ extern const unsigned char pn_image_twoshot[];
 extern const unsigned char pn_image_ring[];
 extern const unsigned char pn_image_twoshot_hy[];
 extern const unsigned char pn_image_xnode[];
+extern const unsigned char pn_image_coll[];
 
 static const struct pn_cuda_images images = {
 	.data = pn_image_data,
 	.kern = { pn_image_oneshot, pn_image_oneshot_fl, pn_image_twoshot_ll, pn_image_twoshot,
 		  pn_image_ring, pn_image_twoshot_hy },
 	.xnode = pn_image_xnode,
+	.coll = pn_image_coll,
 };
 
 static int init(const struct penny_host_v1 *host, int device, void **be)
@@ -61,4 +63,10 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.dereg_buffer = pn_cuda_dereg_buffer,
 	.allreduce_reg = pn_cuda_allreduce_reg,
 	.async_error = pn_cuda_async_error,
+	/* appended for penny coll-test's other collectives (one node, co_kernels.cu) */
+	.reduce_scatter = pn_cuda_reduce_scatter,
+	.alltoall = pn_cuda_alltoall,
+	.broadcast = pn_cuda_broadcast,
+	.reduce = pn_cuda_reduce,
+	.sendrecv = pn_cuda_sendrecv,
 };

@@ -4,7 +4,8 @@
  * IPC handle exchange over the host's allgather (ranks are threads), the
  * settings every rank must agree on, registered buffers, the size table,
  * staging and chunking decisions, the kernel arguments, graph capture in
- * time(), errors raised by kernels, and a missing driver.
+ * time(), errors raised by kernels, the other collectives' launches, and a
+ * missing driver.
  */
 #define _GNU_SOURCE
 #include "unit.h"
@@ -13,6 +14,7 @@
 #include "../../plugins/common/gpu.c"
 #include "../../plugins/cuda/cuda_plan.c"
 #include "../../plugins/cuda/cuda.c"
+#include "../../plugins/cuda/cuda_coll.c"
 
 #include "t_plugin_fakecu.h"
 
@@ -24,6 +26,7 @@ static const char img[] = "fatbin";
 static const struct pn_cuda_images images = {
 	.data = img,
 	.kern = { img, img, img, img, img, img },
+	.coll = img,
 };
 
 /* state shared by the rank threads of one test */
@@ -706,111 +709,61 @@ TEST(bad_arguments)
 	fake_world_free(&w);
 }
 
-/* all-gather: 1000 doubles per rank (not a multiple of 16 bytes per chunk) */
+/* all-gather: 1000 doubles per rank (not a multiple of 16 bytes) */
 #define AG_COUNT 1000
 
+/*
+ * In place in a registered buffer and out of place from plain memory: one
+ * pn_co_allgather launch each on the backend's stream, no copy, no host
+ * barrier, no synchronisation (it was copies between two host barriers,
+ * which a CUDA graph cannot hold).
+ */
 static void do_allgather(struct fake_world *w, int r)
 {
+	struct fake_rank *f = &w->rank[r];
+	struct pn_cuda *c = be[r];
 	size_t bytes = AG_COUNT * 8;
-	void *reg = NULL, *plain = NULL, *out = NULL;
-	double *v;
-	int n = w->n, ok = 1, p, mode;
+	char *reg = NULL, *plain = NULL, *out = NULL;
+	int n = w->n, gathers, ok;
 
 	rets[r] = -1;
-	if (pn_cuda_alloc(be[r], bytes * n, PENNY_MEM_REGISTERED, &reg) ||
-	    pn_cuda_alloc(be[r], bytes, 0, &plain) || pn_cuda_alloc(be[r], bytes * n, 0, &out))
+	if (pn_cuda_alloc(c, bytes * n, PENNY_MEM_REGISTERED, (void **)&reg) ||
+	    pn_cuda_alloc(c, bytes, 0, (void **)&plain) || pn_cuda_alloc(c, bytes * n, 0, (void **)&out))
 		return;
-	/* 0: in place in a registered buffer; 1: unregistered send, through staging */
-	for (mode = 0; mode < 2 && ok; mode++) {
-		double *dst = mode ? out : reg, *src = mode ? plain : (double *)reg + (size_t)r * AG_COUNT;
+	pn_gpu_be_sync(c);
+	gathers = w->gathers;
+	f->nlaunch = f->ncopy = 0;
+	ok = !pn_cuda_allgather(c, reg + (size_t)r * bytes, reg, AG_COUNT, PENNY_DOUBLE) &&
+	     !pn_cuda_allgather(c, plain, out, AG_COUNT, PENNY_DOUBLE) && f->nlaunch == 2 &&
+	     f->ncopy == 0 && w->gathers == gathers;
+	for (int i = 0; i < 2 && ok; i++) {
+		const struct pn_ar_args *x = &f->launch[i].ar;
 
-		memset(dst, 0xff, bytes * n);
-		for (int i = 0; i < AG_COUNT; i++)
-			src[i] = r * 1e6 + i + mode * 0.5;
-		if (pn_cuda_allgather(be[r], src, dst, AG_COUNT, PENNY_DOUBLE) || pn_gpu_be_sync(be[r])) {
-			snprintf(msgs[r], sizeof(msgs[r]), "%s", pn_plugin_errmsg());
-			return;
-		}
-		v = dst;
-		for (p = 0; p < n; p++)
-			for (int i = 0; i < AG_COUNT; i++)
-				if (v[(size_t)p * AG_COUNT + i] != p * 1e6 + i + mode * 0.5)
-					ok = 0;
-		if (!ok)
-			snprintf(msgs[r], sizeof(msgs[r]), "wrong data after mode %d", mode);
-		/* nobody may change its data before every peer read it: the next
-		 * round starts after the closing barrier */
+		ok = !strcmp(f->launch[i].name, "pn_co_allgather") && f->launch[i].stream == c->g.stream &&
+		     x->count == AG_COUNT && x->esize == 8 && x->rank == r && x->nranks == n &&
+		     x->send == (uint64_t)(uintptr_t)(i ? plain : reg + (size_t)r * bytes) &&
+		     x->recv == (uint64_t)(uintptr_t)(i ? out : reg);
 	}
-	pn_cuda_free(be[r], reg);
-	pn_cuda_free(be[r], plain);
-	pn_cuda_free(be[r], out);
-	rets[r] = ok ? 0 : -1;
-}
-
-/* the hierarchical path's pattern: a slice written from the host, then the
- * all-gather; the peers must read the new data (a cuMemcpyHtoD from
- * pageable memory has not landed when it returns) */
-static void do_htod_then_allgather(struct fake_world *w, int r)
-{
-	size_t bytes = AG_COUNT * 8;
-	double *reg = NULL, *h = malloc(bytes);
-	int n = w->n, ok = 1, p;
-
-	rets[r] = -1;
-	if (!h || pn_cuda_alloc(be[r], bytes * n, PENNY_MEM_REGISTERED, (void **)&reg)) {
-		free(h);
-		return;
-	}
-	memset(reg, 0, bytes * n);
-	for (int i = 0; i < AG_COUNT; i++)
-		h[i] = r * 1e6 + i;
-	if (pn_gpu_be_memcpy(be[r], reg + (size_t)r * AG_COUNT, h, bytes, PENNY_H2D) ||
-	    pn_cuda_allgather(be[r], reg + (size_t)r * AG_COUNT, reg, AG_COUNT, PENNY_DOUBLE) ||
-	    pn_gpu_be_sync(be[r])) {
-		snprintf(msgs[r], sizeof(msgs[r]), "%s", pn_plugin_errmsg());
-		free(h);
-		return;
-	}
-	for (p = 0; p < n; p++)
-		for (int i = 0; i < AG_COUNT; i++)
-			if (reg[(size_t)p * AG_COUNT + i] != p * 1e6 + i)
-				ok = 0;
 	if (!ok)
-		snprintf(msgs[r], sizeof(msgs[r]), "a peer's slice is stale after host write + all-gather");
-	pn_cuda_free(be[r], reg);
-	free(h);
+		snprintf(msgs[r], sizeof(msgs[r]), "%d launches, %d copies, %d host gathers: %s",
+			 f->nlaunch, f->ncopy, w->gathers - gathers, pn_plugin_errmsg());
+	pn_cuda_free(c, reg);
+	pn_cuda_free(c, plain);
+	pn_cuda_free(c, out);
 	rets[r] = ok ? 0 : -1;
 }
 
-TEST(a_slice_written_from_the_host_has_landed_before_peers_gather_it)
+TEST(allgather_is_one_kernel_without_host_barriers)
 {
 	struct fake_world w;
 
-	fake_world_init(&w, 3);
-	fake_run(&w, do_init);
-	CHECK(all_ok(3));
-	fake_run(&w, do_htod_then_allgather);
-	CHECK(all_ok(3));
-	fake_run(&w, do_fini);
-	fake_world_free(&w);
-}
-
-TEST(allgather_reads_registered_data_in_place_and_stages_the_rest)
-{
-	struct fake_world w;
-
-	setenv("PENNY_CUDA_STAGING", "4096", 1); /* 1360-byte slots: six rounds */
 	fake_world_init(&w, 3);
 	fake_run(&w, do_init);
 	CHECK(all_ok(3));
 	fake_run(&w, do_allgather);
 	CHECK(all_ok(3));
-	/* in place: two peers' parts copied directly; staged: six rounds of
-	 * (own slot + two peers) */
-	CHECK_EQ_INT(w.rank[1].ncopy, 2 + 6 * 3 + 1);
 	fake_run(&w, do_fini);
 	fake_world_free(&w);
-	unsetenv("PENNY_CUDA_STAGING");
 }
 
 static void do_init_rank1_bad_device(struct fake_world *w, int r)
@@ -937,6 +890,134 @@ TEST(allreduce_stream_enqueues_on_the_callers_stream)
 	fake_world_free(&w);
 }
 
+/* ---- the other collectives: one launch each, on the caller's stream ---- */
+
+static void do_colls(struct fake_world *w, int r)
+{
+	struct fake_rank *f = &w->rank[r];
+	struct pn_cuda *c = be[r];
+	CUstream own = c->g.stream, theirs = (CUstream)(uintptr_t)0x5eed;
+	char *a = NULL, *b = NULL;
+	int ok = 1, ret;
+
+	rets[r] = -1;
+	if (pn_cuda_alloc(c, 1u << 20, 0, (void **)&a) || pn_cuda_alloc(c, 1u << 20, 0, (void **)&b))
+		return;
+	f->nlaunch = f->ncopy = 0;
+	/* an odd count at an unaligned offset: launched as it is, no staging */
+	ret = pn_cuda_reduce_scatter(c, a + 2, b + 6, 1001, PENNY_BFLOAT16, PENNY_AVG, theirs);
+	ret = ret ? ret : pn_cuda_broadcast(c, a, b, 77, PENNY_DOUBLE, 2, NULL);
+	ret = ret ? ret : pn_cuda_reduce(c, a, a, 5, PENNY_INT8, PENNY_MAX, 1, theirs);
+	ret = ret ? ret : pn_cuda_alltoall(c, a, b, 300000, PENNY_FLOAT, NULL);
+	ret = ret ? ret : pn_cuda_sendrecv(c, a, b, 9, PENNY_HALF, NULL);
+	/* nothing to do, or refused in one line */
+	ret = ret ? ret : pn_cuda_sendrecv(c, a, b, 0, PENNY_HALF, NULL);
+	if (ret || f->nlaunch != 5 || f->ncopy) {
+		snprintf(msgs[r], sizeof(msgs[r]), "ret %d, %d launches, %d copies: %s", ret, f->nlaunch,
+			 f->ncopy, pn_plugin_errmsg());
+		return;
+	}
+	ok = pn_cuda_broadcast(c, a, b, 10, PENNY_FLOAT, 3, NULL) == -EINVAL &&
+	     strstr(pn_plugin_errmsg(), "root 3 is not a rank of 3") &&
+	     pn_cuda_reduce(c, a, b, 10, PENNY_FLOAT, 9, 0, NULL) == -EINVAL &&
+	     pn_cuda_alltoall(c, NULL, b, 10, PENNY_FLOAT, NULL) == -EINVAL && f->nlaunch == 5 &&
+	     c->g.stream == own;
+	ok = ok && !strcmp(f->launch[0].name, "pn_co_reduce_scatter_bfloat16_avg") &&
+	     f->launch[0].stream == theirs && f->launch[0].ar.send == (uint64_t)(uintptr_t)(a + 2) &&
+	     f->launch[0].ar.recv == (uint64_t)(uintptr_t)(b + 6) && f->launch[0].ar.count == 1001;
+	ok = ok && !strcmp(f->launch[1].name, "pn_co_broadcast") && f->launch[1].stream == own &&
+	     f->launch[1].ar.root == 2 && f->launch[1].ar.esize == 8 && f->launch[1].ar.count == 77;
+	ok = ok && !strcmp(f->launch[2].name, "pn_co_reduce_int8_max") && f->launch[2].ar.root == 1 &&
+	     f->launch[2].stream == theirs;
+	ok = ok && !strcmp(f->launch[3].name, "pn_co_alltoall") && f->launch[3].ar.esize == 4;
+	ok = ok && !strcmp(f->launch[4].name, "pn_co_sendrecv") && f->launch[4].ar.esize == 2;
+	for (int i = 0; i < 5 && ok; i++) {
+		const struct pn_ar_args *x = &f->launch[i].ar;
+
+		ok = x->rank == r && x->nranks == 3 && x->timeout_ns == c->cfg.timeout_ns &&
+		     x->tile >= 16 && x->tile % 16 == 0 && x->tile <= c->cfg.slot_bytes &&
+		     x->slot_bytes == c->cfg.slot_bytes && f->launch[i].grid >= 1 &&
+		     f->launch[i].grid <= c->cfg.blocks && f->launch[i].block <= 512;
+		for (int p = 0; p < 3 && ok; p++)
+			ok = x->peer_ws[p] == ((struct pn_cuda *)be[p])->ws->base;
+	}
+	/* 300000 floats: more tiles than blocks, every block busy */
+	ok = ok && f->launch[3].grid == c->cfg.blocks;
+	if (!ok)
+		snprintf(msgs[r], sizeof(msgs[r]), "wrong launches");
+	pn_cuda_free(c, a);
+	pn_cuda_free(c, b);
+	rets[r] = ok ? 0 : -1;
+}
+
+/* One rank: a copy where send and recv differ, nothing in place. */
+static void do_colls_alone(struct fake_world *w, int r)
+{
+	struct fake_rank *f = &w->rank[r];
+	char *a = NULL, *b = NULL;
+	int ok;
+
+	rets[r] = -1;
+	if (pn_cuda_alloc(be[r], 4096, 0, (void **)&a) || pn_cuda_alloc(be[r], 4096, 0, (void **)&b))
+		return;
+	f->nlaunch = f->ncopy = 0;
+	ok = !pn_cuda_reduce_scatter(be[r], a, b, 100, PENNY_FLOAT, PENNY_AVG, NULL) &&
+	     !pn_cuda_alltoall(be[r], a, a, 100, PENNY_FLOAT, NULL) &&
+	     !pn_cuda_reduce(be[r], a, b, 3, PENNY_INT64, PENNY_SUM, 0, NULL) && f->nlaunch == 0 &&
+	     f->ncopy == 2 && f->copy[0].bytes == 400 && f->copy[1].bytes == 24;
+	pn_cuda_free(be[r], a);
+	pn_cuda_free(be[r], b);
+	rets[r] = ok ? 0 : -1;
+}
+
+static const struct pn_cuda_images images_nocoll = {
+	.data = img,
+	.kern = { img, img, img, img, img, img },
+};
+
+static void do_init_nocoll(struct fake_world *w, int r)
+{
+	be[r] = NULL;
+	rets[r] = pn_cuda_init(&images_nocoll, &w->host[r], r, &be[r]);
+	if (!rets[r]) {
+		rets[r] = pn_cuda_sendrecv(be[r], (void *)16, (void *)32, 4, PENNY_FLOAT, NULL) == -ENOEXEC &&
+				  strstr(pn_plugin_errmsg(), "built without its sendrecv kernels")
+			  ? 0
+			  : -1;
+	}
+}
+
+TEST(other_collectives_launch_one_kernel_each_on_the_callers_stream)
+{
+	struct fake_world w;
+
+	fake_world_init(&w, 3);
+	fake_run(&w, do_init);
+	CHECK(all_ok(3));
+	fake_run(&w, do_colls);
+	CHECK(all_ok(3));
+	/* every rank cuts the same tiles over the same grid */
+	for (int r = 1; r < 3; r++)
+		for (int i = 0; i < 5; i++) {
+			CHECK_EQ_INT(w.rank[r].launch[i].grid, w.rank[0].launch[i].grid);
+			CHECK_EQ_INT(w.rank[r].launch[i].ar.tile, w.rank[0].launch[i].ar.tile);
+		}
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
+	fake_world_init(&w, 1);
+	fake_run(&w, do_init);
+	CHECK(all_ok(1));
+	fake_run(&w, do_colls_alone);
+	CHECK(all_ok(1));
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
+	fake_world_init(&w, 2);
+	fake_run(&w, do_init_nocoll);
+	CHECK(all_ok(2));
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
+}
+
 int main(void)
 {
 	pn_cudrv_set(&fake_cu);
@@ -955,12 +1036,12 @@ int main(void)
 	RUN(errors_the_kernels_record_come_out_at_sync);
 	RUN(async_errors_are_read_without_breaking_another_threads_capture);
 	RUN(bad_arguments);
-	RUN(allgather_reads_registered_data_in_place_and_stages_the_rest);
-	RUN(a_slice_written_from_the_host_has_landed_before_peers_gather_it);
+	RUN(allgather_is_one_kernel_without_host_barriers);
 	RUN(a_rank_that_cannot_open_its_gpu_fails_every_rank_naming_it);
 	RUN(without_a_driver_init_says_so_in_one_line);
 	RUN(allreduce_kernels_launch_as_programmatic_dependents);
 	RUN(allreduce_stream_enqueues_on_the_callers_stream);
+	RUN(other_collectives_launch_one_kernel_each_on_the_callers_stream);
 	fake_funcs_free();
 	return unit_done();
 }

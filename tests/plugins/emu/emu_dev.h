@@ -75,10 +75,20 @@ PN_DEV pn_v4 pn_ll_load(const void *p)
 	return v;
 }
 
+/* A GPU faults on a 16-byte access that is not 16-byte aligned: so does the emulator. */
+static inline void emu_aligned16(const void *p)
+{
+	if ((uintptr_t)p & 15) {
+		fprintf(stderr, "emu: 16-byte access at %p, not 16-byte aligned\n", p);
+		abort();
+	}
+}
+
 PN_DEV pn_v4 pn_ld_cg(const void *p)
 {
 	pn_v4 v;
 
+	emu_aligned16(p);
 	memcpy(&v, p, 16);
 	return v;
 }
@@ -87,11 +97,16 @@ PN_DEV pn_v4 pn_ld(const void *p)
 {
 	pn_v4 v;
 
+	emu_aligned16(p);
 	memcpy(&v, p, 16);
 	return v;
 }
 
-PN_DEV void pn_st(void *p, pn_v4 v) { memcpy(p, &v, 16); }
+PN_DEV void pn_st(void *p, pn_v4 v)
+{
+	emu_aligned16(p);
+	memcpy(p, &v, 16);
+}
 PN_DEV void pn_ld_cg_elem(void *dst, const void *p, int bytes) { memcpy(dst, p, bytes); }
 PN_DEV void pn_fence(void) {}
 PN_DEV void pn_fence_sys(void) {}

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * penny's other collectives over CUDA IPC (NVLink) on one node:
+ * reduce-scatter, reduce (to a root), all-to-all, broadcast, send/recv (a
+ * ring of pairs) and all-gather, in the allreduce's one-shot-with-flags
+ * scheme (ar_kernels.cu, pn_ar_oneshot_fl):
+ *
+ *  - The buffer (each rank's block of it, for reduce-scatter, all-to-all and
+ *    all-gather) is cut into tiles of at most slot_bytes; block b takes
+ *    tiles b, b + grid, ...
+ *  - Push: for tile k, every rank stores what rank j needs of it (its block
+ *    j; its whole tile for the root, the next rank, every rank) into slot
+ *    [rank] of rank j's scratch (plain 16-byte stores into the peer); every
+ *    read of a user buffer is local.
+ *  - One flag round per tile: __syncthreads, one st.release.sys flag to
+ *    every peer, a timed wait for every peer's (a wait past timeout_ns
+ *    records PN_ERR_TIMEOUT naming the peer and the kernel finishes).
+ *  - Consume: each rank reads its own scratch slots (ld.cg) into its recv;
+ *    reductions in rank order 0..n-1 as the allreduce's (PENNY_AVG divides
+ *    the sum by n once), so results are bit-identical to the allreduce's.
+ *
+ * Nothing is written into a peer's user buffer, so any buffers do (no
+ * registration, no staging); a tile's own data is pushed before the flag
+ * and its recv written after it, by the same block, so in place (nccl-tests'
+ * placement) is safe.  Every rank signals every peer in every tile, which
+ * keeps the scratch parity argument of pn_ar_oneshot_fl: a rank writes a
+ * peer's slot of parity p for tile t + 2 only after that peer's flag of tile
+ * t + 1, which the peer raised after reading tile t.  The flags, sequence
+ * and tile counters are the allreduce kernels' (per block, in device
+ * memory): calls of every kind interleave on one stream and CUDA-graph
+ * replays are safe.
+ */
+#include "ar_sync.cuh"
+
+/* What rank r pushes to rank j (NULL: nothing) for collective K. */
+template <int K>
+PN_DEV const char *pn_co_push_src(const struct pn_ar_args &a, int j, uint64_t bytes)
+{
+	const char *send = (const char *)a.send;
+	const int r = a.rank, n = a.nranks;
+
+	switch (K) {
+	case PN_CO_REDUCE_SCATTER:
+	case PN_CO_ALLTOALL:
+		return send + (uint64_t)j * bytes;
+	case PN_CO_REDUCE:
+		return j == a.root ? send : NULL;
+	case PN_CO_BROADCAST:
+		return r == a.root ? send : NULL;
+	case PN_CO_SENDRECV:
+		return j == (r + 1) % n ? send : NULL;
+	default: /* all-gather */
+		return send;
+	}
+}
+
+/* Consume tile [base, base + len) of every block from the scratch slots. */
+template <int K, typename T, int OP>
+PN_DEV void pn_co_consume(const struct pn_ar_args &a, unsigned b, unsigned par, uint64_t base,
+			  uint64_t len, uint64_t bytes, unsigned es)
+{
+	const int n = a.nranks, r = a.rank;
+	const char *send = (const char *)a.send;
+	char *recv = (char *)a.recv;
+
+	if constexpr (K == PN_CO_REDUCE_SCATTER || K == PN_CO_REDUCE) {
+		const char *src[PN_AR_MAX_RANKS];
+		bool remote[PN_AR_MAX_RANKS];
+		char *pdst[PN_AR_MAX_RANKS];
+		const char *mine = send + (K == PN_CO_REDUCE_SCATTER ? (uint64_t)r * bytes : 0) + base;
+
+		if (K == PN_CO_REDUCE && r != a.root)
+			return;
+#pragma unroll
+		for (int p = 0; p < PN_AR_MAX_RANKS; p++) {
+			src[p] = p == r ? mine : (p < n ? (const char *)pn_scratch(a, r, b, par, p) : mine);
+			remote[p] = p != r;
+			pdst[p] = NULL;
+		}
+		pn_block_reduce<T, OP>(src, remote, n, recv + base, pdst, 0, len, n, true);
+	} else if constexpr (K == PN_CO_ALLTOALL || K == PN_CO_ALLGATHER) {
+		for (int q = 0; q < n; q++) {
+			const int p = (r + q) % n;
+			char *dst = recv + (uint64_t)p * bytes + base;
+
+			if (p != r)
+				pn_block_copy(dst, (const char *)pn_scratch(a, r, b, par, p), len, true, es);
+			else if (K == PN_CO_ALLTOALL && dst != send + (uint64_t)r * bytes + base)
+				pn_block_copy(dst, send + (uint64_t)r * bytes + base, len, false, es);
+			else if (K == PN_CO_ALLGATHER && dst != send + base)
+				pn_block_copy(dst, send + base, len, false, es);
+		}
+	} else {
+		/* broadcast: the root's slot; send/recv: the previous rank's */
+		const int from = K == PN_CO_BROADCAST ? a.root : (r + n - 1) % n;
+
+		if (from != r)
+			pn_block_copy(recv + base, (const char *)pn_scratch(a, r, b, par, from), len, true, es);
+		else if (recv != send)
+			pn_block_copy(recv + base, send + base, len, false, es);
+	}
+}
+
+template <int K, typename T, int OP> PN_DEV void pn_co(const struct pn_ar_args &a)
+{
+	const int n = a.nranks, r = a.rank;
+	const unsigned b = pn_bid(), nb = pn_nbid();
+	const unsigned es = PN_CO_REDUCES(K) ? (unsigned)sizeof(T) : a.esize;
+	uint32_t *cnt = pn_ws_u32(a.peer_ws[r], PN_WS_COUNTERS);
+	uint32_t seq = cnt[PN_CNT_SEQ + b], tiles = cnt[PN_CNT_TILES + b];
+	const uint64_t bytes = a.count * es, tile = a.tile;
+	const uint64_t ntiles = (bytes + tile - 1) / tile;
+	pn_wait_state w = { false };
+
+	for (uint64_t k = b; k < ntiles; k += nb, tiles++) {
+		const unsigned par = tiles & 1;
+		const uint64_t base = k * tile;
+		const uint64_t len = bytes - base < tile ? bytes - base : tile;
+
+		for (int q = 1; q < n; q++) {
+			const int j = (r + q) % n;
+			const char *src = pn_co_push_src<K>(a, j, bytes);
+
+			if (src)
+				pn_block_copy((char *)pn_scratch(a, j, b, par, r), src + base, len, false, es);
+		}
+		pn_sync();
+		seq++;
+		if ((int)pn_tid() < n && (int)pn_tid() != r)
+			pn_signal(a, (int)pn_tid(), b, seq, false);
+		pn_wait_all(a, b, seq, false, w);
+		pn_co_consume<K, T, OP>(a, b, par, base, len, bytes, es);
+	}
+	if (pn_tid() == 0) {
+		cnt[PN_CNT_SEQ + b] = seq;
+		cnt[PN_CNT_TILES + b] = tiles;
+	}
+}
+
+#define PN_CO_KERNEL(name, K, T, tname, OP, oname)                                              \
+	extern "C" __global__ void PN_BOUNDS pn_co_##name##_##tname##_##oname(struct pn_ar_args a) \
+	{                                                                                      \
+		pn_pdl_wait();                                                                 \
+		pn_pdl_trigger();                                                              \
+		pn_co<K, T, OP>(a);                                                            \
+	}
+#define PN_CO_OPS(name, K, T, tname)                                                           \
+	PN_CO_KERNEL(name, K, T, tname, PENNY_SUM, sum)                                        \
+	PN_CO_KERNEL(name, K, T, tname, PENNY_PROD, prod)                                      \
+	PN_CO_KERNEL(name, K, T, tname, PENNY_MIN, min)                                        \
+	PN_CO_KERNEL(name, K, T, tname, PENNY_MAX, max)                                        \
+	PN_CO_KERNEL(name, K, T, tname, PENNY_AVG, avg)
+#define PN_CO_TYPES(name, K)                                                                   \
+	PN_CO_OPS(name, K, int8_t, int8)                                                       \
+	PN_CO_OPS(name, K, uint8_t, uint8)                                                     \
+	PN_CO_OPS(name, K, int32_t, int32)                                                     \
+	PN_CO_OPS(name, K, uint32_t, uint32)                                                   \
+	PN_CO_OPS(name, K, int64_t, int64)                                                     \
+	PN_CO_OPS(name, K, uint64_t, uint64)                                                   \
+	PN_CO_OPS(name, K, pn_half_t, half)                                                    \
+	PN_CO_OPS(name, K, pn_bf16_t, bfloat16)                                                \
+	PN_CO_OPS(name, K, float, float)                                                       \
+	PN_CO_OPS(name, K, double, double)
+
+PN_CO_TYPES(reduce_scatter, PN_CO_REDUCE_SCATTER)
+PN_CO_TYPES(reduce, PN_CO_REDUCE)
+
+/* The copies move bytes: one kernel each, the element size in the arguments. */
+#define PN_CO_COPY(name, K)                                                                     \
+	extern "C" __global__ void PN_BOUNDS pn_co_##name(struct pn_ar_args a)                   \
+	{                                                                                      \
+		pn_pdl_wait();                                                                 \
+		pn_pdl_trigger();                                                              \
+		pn_co<K, uint8_t, PENNY_SUM>(a);                                               \
+	}
+PN_CO_COPY(alltoall, PN_CO_ALLTOALL)
+PN_CO_COPY(broadcast, PN_CO_BROADCAST)
+PN_CO_COPY(sendrecv, PN_CO_SENDRECV)
+PN_CO_COPY(allgather, PN_CO_ALLGATHER)
