@@ -19,6 +19,11 @@ test_expect_success() {
 	echo "#   ($(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}') s)"
 }
 
+# warm_python: start python3 once in the background, so that the guest
+# reads its files over 9p (seconds under emulation) while the checks before
+# the first python3 run
+warm_python() { python3 -c "import json" >/dev/null 2>&1 & }
+
 # GID index 1 of a device, as sysfs prints it
 gid1() { cat "/sys/class/infiniband/$1/ports/1/gids/1"; }
 

@@ -59,7 +59,7 @@ test_expect_success 'an unknown device is named with the ones that exist' '
 	test_exit 1 vp -d mlx5_9 connect && grep -q "no RDMA device .mlx5_9. (have: rxe0, rxe1)" err
 ' 3>&1
 test_expect_success 'peer killed in the middle of a transfer: error within the timeout' '
-	vp_ok -t 10 kill && grep -q "# error: .*rxe0:1.*qp 0x" out
+	vp_ok -t 5 kill && grep -q "# error: .*rxe0:1.*qp 0x" out
 ' 3>&1
 test_expect_success 'a send nobody receives times out (every wait is bounded)' '
 	vp_ok -t 2 norecv &&
