@@ -8,10 +8,11 @@
 # of the plan; nic-bw runs on each node's first rank.
 . "$(dirname "$0")/lib-guest.sh"
 
-# soft-RoCE in a TCG VM moves ~0.2 Gb/s per link: an absolute floor instead of
-# 90 % of the port rate; small messages keep a throttled link's drain short
+# soft-RoCE in a TCG VM moves ~0.2 Gb/s per link, 0.024 at the least seen on
+# a loaded CI machine: an absolute floor (0.01) instead of 90 % of the port
+# rate; small messages keep a throttled link's drain short
 cat >lab.conf <<'CONF'
-nic-bw.min-gbps = 0.05
+nic-bw.min-gbps = 0.01
 nic-bw.size = 4096
 nic-bw.seconds = 1
 rails.size = 1048576
@@ -61,8 +62,15 @@ test_expect_success '2 nodes x 2 rails: nic-bw and rails pass, every node and NI
 	done &&
 	test "$(grep -c " PASS " pass.txt)" -eq 8
 '
+# throttle: veth3's data packets (IP length 1024-2047: soft-RoCE's 1 KiB-MTU
+# writes, not its ACKs, so a's sends to b are not slowed) at RATE
+throttle() {
+	tc qdisc add dev veth3 root handle 1: prio &&
+	tc qdisc add dev veth3 parent 1:3 handle 30: tbf rate $1 burst 4kb latency 50ms &&
+	tc filter add dev veth3 parent 1: protocol ip u32 match u16 0x0400 0xfc00 at 2 flowid 1:3
+}
 test_expect_success 'veth3 (node b, rxe3, rail 1) throttled by tc: nic-bw fails naming b rxe3/1' '
-	tc qdisc add dev veth3 root tbf rate 20mbit burst 16kb latency 100ms &&
+	throttle 5mbit &&
 	rc=0 && run_check slow.json --only nic-bw || rc=$?
 	tc qdisc del dev veth3 root
 	verdicts slow.json | tee slow.txt &&
@@ -73,25 +81,26 @@ test_expect_success 'veth3 (node b, rxe3, rail 1) throttled by tc: nic-bw fails 
 	{ echo "rc $rc"; tail -n 4 err0 err1 err2 err3 | sed "s/^/# /"; false; }
 '
 
-# A link that barely moves: only veth3's data packets (IP length 1024-2047:
-# soft-RoCE's 1 KiB-MTU writes, not its ACKs, so a's sends to b still pass)
-# drain at 256 kbit/s, a minute for what can be in flight.  The sender
+# A link that barely moves: veth3's data packets drain at 256 kbit/s, a
+# minute for what can be in flight.  The sender
 # gives up at most 10 s after the timed phase (the bound --timeout 60
 # allows; its NIC's row says "does not drain", or its rate when fewer writes
 # were in flight) and its QPs go to the error state before they are
-# destroyed: every row in place, the job well inside --timeout.  Before, the
+# destroyed: every row in place and measured, the job well inside
+# --timeout.  The other links' verdicts are case 2's business: a guest
+# starved by a loaded host measured them below the floor here (0.024-0.031
+# Gb/s in one CI run).  Before, the
 # QPs' destruction waited for soft-RoCE's retransmissions (50 s), the rows'
 # gather timed out and the job ended in an error with b's rows missing.
 test_expect_success 'veth3 data at 256 kbit/s: nic-bw fails b rxe3/1, not the job' '
-	tc qdisc add dev veth3 root handle 1: prio &&
-	tc qdisc add dev veth3 parent 1:3 handle 30: tbf rate 256kbit burst 4kb latency 50ms &&
-	tc filter add dev veth3 parent 1: protocol ip u32 match u16 0x0400 0xfc00 at 2 flowid 1:3 &&
-	t0=$(date +%s) && rc=0 && run_check stall.json --only nic-bw || rc=$?
+	throttle 256kbit && t0=$(date +%s) && rc=0 && run_check stall.json --only nic-bw || rc=$?
 	t1=$(date +%s) && tc qdisc del dev veth3 root
 	verdicts stall.json | tee stall.txt &&
 	echo "# rc $rc, $((t1 - t0)) s" && test $rc -eq 1 && test $((t1 - t0)) -lt 55 &&
-	grep -q "^nic-bw b rxe3/1 FAIL" stall.txt &&
-	test "$(grep -c " FAIL " stall.txt)" -eq 1 && test "$(grep -c " PASS " stall.txt)" -eq 3 ||
+	grep -q "^nic-bw b rxe3/1 FAIL" stall.txt && test "$(grep -c "^nic-bw " stall.txt)" -eq 4 &&
+	for t in "a rxe0/1" "a rxe2/1" "b rxe1/1"; do
+		grep -qE "^nic-bw $t (PASS|FAIL) [0-9]" stall.txt || exit 1
+	done ||
 	{ tail -n 4 err0 err1 err2 err3 | sed "s/^/# /"; false; }
 '
 
