@@ -279,42 +279,36 @@ $(PL_TEST)/penny-nosym.so: tests/plugins/fake/fake.c plugins/include/penny_plugi
 	$(CC) $(PL_CFLAGS) -DFAKE_NOSYM -Wno-unused-function -shared -o $@ $<
 
 # The kernels on the CPU emulator (tests/plugins/emu/; no sanitizer: fibers
-# switch stacks).
-$(B)/tests/unit/t_plugin_emu: tests/plugins/emu/t_emu.cc tests/plugins/emu/emu.h \
-		tests/plugins/emu/emu_dev.h tests/plugins/emu/emu_check.h plugins/cuda/ar_kernels.cu \
-		plugins/common/data_kernels.cu \
-		$(PL_KDEPS)
+# switch stacks), each test one C++ file that includes the kernels.
+define pl_emu_build
 	@mkdir -p $(dir $@)
 	$(PN_CXX) -std=c++17 -O1 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -Wno-unused-function \
 		-Wno-unused-parameter -Wno-maybe-uninitialized -Wno-pass-failed -Wno-unknown-warning-option \
 		-Itests/plugins/emu -o $@ $<
+endef
+$(B)/tests/unit/t_plugin_emu: tests/plugins/emu/t_emu.cc tests/plugins/emu/emu.h \
+		tests/plugins/emu/emu_dev.h tests/plugins/emu/emu_check.h plugins/cuda/ar_kernels.cu \
+		plugins/common/data_kernels.cu \
+		$(PL_KDEPS)
+	$(pl_emu_build)
 
 # The cross-node kernel on the emulator, a stand-in proxy beside it.
 $(B)/tests/unit/t_plugin_xnemu: tests/plugins/emu/t_emu_xn.cc tests/plugins/emu/emu.h \
 		tests/plugins/emu/emu_dev.h tests/plugins/emu/emu_check.h plugins/cuda/xn_kernels.cu \
 		plugins/include/penny_plugin.h $(PL_KDEPS)
-	@mkdir -p $(dir $@)
-	$(PN_CXX) -std=c++17 -O1 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -Wno-unused-function \
-		-Wno-unused-parameter -Wno-maybe-uninitialized -Wno-pass-failed -Wno-unknown-warning-option \
-		-Itests/plugins/emu -o $@ $<
+	$(pl_emu_build)
 
 # The other collectives' kernels on the emulator.
 $(B)/tests/unit/t_plugin_coemu: tests/plugins/emu/t_emu_coll.cc tests/plugins/emu/emu.h \
 		tests/plugins/emu/emu_dev.h tests/plugins/emu/emu_check.h plugins/cuda/co_kernels.cu \
 		$(PL_KDEPS)
-	@mkdir -p $(dir $@)
-	$(PN_CXX) -std=c++17 -O1 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -Wno-unused-function \
-		-Wno-unused-parameter -Wno-maybe-uninitialized -Wno-pass-failed -Wno-unknown-warning-option \
-		-Itests/plugins/emu -o $@ $<
+	$(pl_emu_build)
 
 # The nvshmem plugin's kernels on the same emulator, NVSHMEM's calls stood in.
 $(B)/tests/unit/t_plugin_nvemu: tests/plugins/emu/t_nvemu.cc tests/plugins/emu/emu.h \
 		tests/plugins/emu/emu_dev.h tests/plugins/emu/emu_check.h plugins/nvshmem/nv_kernels.cu \
 		$(PL_NV_KDEPS)
-	@mkdir -p $(dir $@)
-	$(PN_CXX) -std=c++17 -O1 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -Wno-unused-function \
-		-Wno-unused-parameter -Wno-maybe-uninitialized -Wno-pass-failed -Wno-unknown-warning-option \
-		-Itests/plugins/emu -o $@ $<
+	$(pl_emu_build)
 
 install_plugins = install -d $(DESTDIR)$(PLUGINDIR) && install -m 755 $(PLUGIN_SO) $(DESTDIR)$(PLUGINDIR)/
 
