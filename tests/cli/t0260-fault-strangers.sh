@@ -40,14 +40,14 @@ in_ns() {
 		'"$1"
 }
 # ranks N PORT TIMEOUT [ARGS]: explicit ranks (stderr in errR, exit status
-# in rcR, seconds in tR); the last starts a second late, so that the
+# in rcR, seconds in tR); the last starts two seconds late, so that the
 # others' mesh listeners wait that long for the rendezvous, strangers on
 # them
 ranks_fn='ranks() {
 	local n=$1 port=$2 t=$3 r pids=
 	shift 3
 	for ((r = n - 1; r >= 0; r--)); do
-		( [ $r -lt $((n - 1)) ] || sleep 1; s=$(date +%s); "$PENNY" allreduce-test --rank $r --nranks $n --root 127.0.0.1:$port \
+		( [ $r -lt $((n - 1)) ] || sleep 2; s=$(date +%s); "$PENNY" allreduce-test --rank $r --nranks $n --root 127.0.0.1:$port \
 			--timeout $t --transport tcp -b 1K -e 4K "$@" >out$r 2>err$r
 		  echo $? >rc$r; echo $(($(date +%s) - s)) >t$r ) &
 		pids="$pids $!"
