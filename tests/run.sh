@@ -7,11 +7,15 @@
 #
 # Files run in parallel, JOBS at a time (default: the number of CPUs: the
 # suite's CPU time exceeds its wall time on 2 CPUs, and more files at once
-# starve the timing tests; JOBS=1 runs them one after another), the
+# starve the timing tests; JOBS=1 runs them one after another); a file that
+# waits does not hold a CPU: while JOBS files run and the CPUs have been at
+# least half a CPU idle for two seconds (/proc/stat), one more starts, up
+# to twice JOBS, like make's --load-average.  The
 # longest first (by the times of the last run, kept in
 # $BUILD/test-logs/durations; lab VMs before anything else on a first run).
-# At most LAB_JOBS lab files (one qemu guest each, CPU-bound under TCG) run
-# at once (default: a third of the CPUs, at least 1).  Each file gets its
+# At most LAB_JOBS lab files that boot a qemu guest (CPU-bound under TCG)
+# run at once (default: a third of the CPUs, at least 1); the lab's cluster
+# files (network-namespace hosts, no guest) are not bounded by it.  Each file gets its
 # own TMPDIR, its own range of TCP ports (PENNY_TEST_PORTS, below the
 # kernel's ephemeral range; tests/lib.sh's free_port draws from it), a tag
 # that marks its processes (PENNY_TEST_TAG, for no_procs_left) and, where
@@ -63,9 +67,12 @@ for v in JOBS LAB_JOBS; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] ||
 		{ echo "tests/run.sh: $v='${!v}' is not a positive number" >&2; exit 2; }
 done
-# the ports: 20000..32767 (below the ephemeral range), cut in JOBS ranges
+# the ports: 20000..32767 (below the ephemeral range), cut in a range per
+# slot (JOBS, and as many for the files started while the CPUs idle)
 [ "$JOBS" -le 64 ] || JOBS=64
-port_span=$((12768 / JOBS))
+max_jobs=$JOBS
+[ "$JOBS" -gt 1 ] && [ -r /proc/stat ] && max_jobs=$((2 * JOBS))
+port_span=$((12768 / max_jobs))
 [ "$port_span" -le 1000 ] || port_span=1000
 
 # What runs: the files that exist (a glob that matched nothing is dropped,
@@ -107,7 +114,16 @@ done | sort -t$'\t' -k1,1nr -s | cut -f2)
 queue=()
 while IFS= read -r t; do [ -n "$t" ] && queue+=("$t"); done <<<"$order"
 
-is_lab() { [[ $(name_of "$1") == tests/lab/* ]]; }
+# a lab file that boots a qemu guest (tests/lab/lib-lab.sh: lab_tap, lab_vm)
+declare -A vm_file=()
+is_vm() {
+	[[ $(name_of "$1") == tests/lab/* ]] || return 1
+	if [ -z "${vm_file[$1]:-}" ]; then
+		vm_file[$1]=no
+		grep -qE '^[^#]*\<lab_(tap|vm)\>' "$1" && vm_file[$1]=yes
+	fi
+	[ "${vm_file[$1]}" = yes ]
+}
 
 # Private /dev/shm per file: tests look for segments left behind, and
 # count what is free there.
@@ -173,8 +189,8 @@ cpu_ms() {
 pass=0 fail=0 skip=0
 failed_files=()
 free_slots=()
-for ((i = 0; i < JOBS; i++)); do free_slots+=("$i"); done
-running=0 running_lab=0 running_solo=0 cpu_total=0 t_start=$(date +%s)
+for ((i = 0; i < max_jobs; i++)); do free_slots+=("$i"); done
+running=0 running_vm=0 running_solo=0 cpu_total=0 t_start=$(date +%s)
 new_durations=()
 
 finish() {
@@ -186,7 +202,7 @@ finish() {
 	cpu_total=$((cpu_total + ms))
 	free_slots+=("${job_slot[$pid]}")
 	running=$((running - 1))
-	is_lab "$t" && running_lab=$((running_lab - 1))
+	is_vm "$t" && running_vm=$((running_vm - 1))
 	solo "$t" && running_solo=0
 	rm -rf "${run_root:?}/${job_slot[$pid]}"
 	unset "job_file[$pid]" "job_slot[$pid]" "job_start[$pid]" "job_log[$pid]"
@@ -218,16 +234,33 @@ may_start() {
 		[ "$running" -eq 0 ]
 		return
 	fi
-	if is_lab "$1" && [ "$running_lab" -ge "$LAB_JOBS" ]; then
+	if is_vm "$1" && [ "$running_vm" -ge "$LAB_JOBS" ]; then
 		return 1
 	fi
 	return 0
 }
 
+# idle_cpus: the CPUs' idle time since the last call, in hundredths of a CPU
+# (user nice system idle iowait ...: idle + iowait over the whole)
+stat_idle=0 stat_total=0
+idle_cpus() {
+	local cpu a b c d e rest total idle x
+	read -r cpu a b c d e rest </proc/stat || { echo 0; return; }
+	total=$((a + b + c + d + e))
+	for x in $rest; do total=$((total + x)); done
+	idle=$((d + e))
+	local di=$((idle - stat_idle)) dt=$((total - stat_total))
+	stat_idle=$idle stat_total=$total
+	[ "$dt" -gt 0 ] || { echo 0; return; }
+	echo $((di * ncpu * 100 / dt))
+}
+[ "$max_jobs" -gt "$JOBS" ] && idle_cpus >/dev/null
+ticker="" cap=$JOBS extra=0
+
 while [ ${#queue[@]} -gt 0 ] || [ "$running" -gt 0 ]; do
 	# start what may start, in queue order
 	i=0
-	while [ "$running" -lt "$JOBS" ] && [ "$i" -lt ${#queue[@]} ]; do
+	while [ "$running" -lt "$cap" ] && [ "$i" -lt ${#queue[@]} ]; do
 		t=${queue[$i]}
 		if ! may_start "$t"; then
 			i=$((i + 1))
@@ -244,17 +277,32 @@ while [ ${#queue[@]} -gt 0 ] || [ "$running" -gt 0 ]; do
 		set +m
 		job_file[$pid]=$t job_slot[$pid]=$slot job_start[$pid]=$(date +%s) job_log[$pid]=$log
 		running=$((running + 1))
-		is_lab "$t" && running_lab=$((running_lab + 1))
+		[ "$running" -gt "$JOBS" ] && extra=$((extra + 1))
+		is_vm "$t" && running_vm=$((running_vm + 1))
 		solo "$t" && running_solo=1
 		i=0
 	done
+	cap=$JOBS
 	[ "$running" -gt 0 ] || break
+	# all slots taken, files waiting: look at the CPUs every two seconds
+	if [ -z "$ticker" ] && [ "$max_jobs" -gt "$JOBS" ] && [ ${#queue[@]} -gt 0 ] &&
+		[ "$running" -ge "$JOBS" ] && [ "$running" -lt "$max_jobs" ]; then
+		idle_cpus >/dev/null
+		sleep 2 &
+		ticker=$!
+	fi
 	done_pid=
 	wait -n -p done_pid
 	rc=$?
+	if [ -n "$ticker" ] && [ "${done_pid:-}" = "$ticker" ]; then
+		ticker=""
+		[ "$(idle_cpus)" -ge 50 ] && cap=$((running + 1))
+		continue
+	fi
 	[ -n "$done_pid" ] && [ -n "${job_file[$done_pid]:-}" ] || continue
 	finish "$done_pid" "$rc"
 done
+[ -n "$ticker" ] && kill "$ticker" 2>/dev/null
 
 # keep the times for the next run's order (files not run this time keep
 # theirs, files that are gone lose theirs)
@@ -270,6 +318,6 @@ for l in "${failed_files[@]}"; do
 	echo "---- $l (last 30 lines)"
 	tail -n 30 "$l"
 done
-echo "# ${#files[@]} files in $(($(date +%s) - t_start)) s, $((cpu_total / 1000)) CPU s, JOBS=$JOBS LAB_JOBS=$LAB_JOBS"
+echo "# ${#files[@]} files in $(($(date +%s) - t_start)) s, $((cpu_total / 1000)) CPU s, JOBS=$JOBS (+$extra while the CPUs idled, at most $max_jobs) LAB_JOBS=$LAB_JOBS"
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
