@@ -5,6 +5,7 @@
 #include "gpu/xproxy.h"
 
 #include "base/log.h"
+#include "engine/collrun.h"
 #include "engine/reduce.h"
 #include "base/util.h"
 
@@ -474,6 +475,21 @@ int pn_gpucoll_sync(struct pn_gpucoll *g)
 	return px ? px : ret;
 }
 
+/* The host buffer of the hierarchical paths holds at least bytes. */
+static int host_room(struct pn_gpucoll *g, size_t bytes)
+{
+	char *nb;
+
+	if (bytes <= g->hcap)
+		return 0;
+	nb = realloc(g->hbuf, bytes);
+	if (!nb)
+		return pn_err(-ENOMEM, "out of memory");
+	g->hbuf = nb;
+	g->hcap = bytes;
+	return 0;
+}
+
 static int hier_allreduce(struct pn_gpucoll *g, const void *send, void *recv, size_t count,
 			  enum pn_dtype t, enum pn_redop op, int algo)
 {
@@ -490,14 +506,9 @@ static int hier_allreduce(struct pn_gpucoll *g, const void *send, void *recv, si
 		ret = pn_gpucoll_sync(g);
 	if (ret || !count)
 		return ret;
-	if (nh * es > g->hcap) {
-		char *nb = realloc(g->hbuf, nh * es);
-
-		if (!nb)
-			return pn_err(-ENOMEM, "out of memory");
-		g->hbuf = nb;
-		g->hcap = nh * es;
-	}
+	ret = host_room(g, nh * es);
+	if (ret)
+		return ret;
 	/* 2. my slice and the tail to the host */
 	ret = call(g, o->memcpy(g->be, g->hbuf, d + k * per * es, per * es, PENNY_D2H), "memcpy");
 	if (!ret && tail)
@@ -590,23 +601,32 @@ static int xtime_one(void *arg)
 			       x->t->algo);
 }
 
-/* The hierarchical path's timing on the host: its warm-up, a barrier, then
- * the blocks of t->t.iters calls each. */
-static int hier_time(struct pn_gpucoll *g, struct penny_time_v2 *t)
+static int hier_one(void *arg)
+{
+	struct xtime *x = arg;
+
+	return hier_allreduce(x->g, x->t->send, x->t->recv, x->t->count, x->t->dtype, x->t->op,
+			      x->t->algo);
+}
+
+/* The hierarchical paths' timing on the host: one(arg) t->t.warmup times, a
+ * barrier, then the blocks of t->t.iters calls each (each call returns
+ * with its result in place). */
+static int hier_time(struct pn_gpucoll *g, struct penny_time_v2 *t, int (*one)(void *),
+		     void *arg)
 {
 	struct penny_time_v1 *t1 = &t->t;
 	double t0, total = 0;
 	int i, b, ret = 0;
 
 	for (i = 0; i < t1->warmup && !ret; i++)
-		ret = hier_allreduce(g, t1->send, t1->recv, t1->count, t1->dtype, t1->op, t1->algo);
+		ret = one(arg);
 	if (!ret)
 		ret = pn_comm_barrier(g->c);
 	for (b = 0; b < t->blocks && !ret; b++) {
 		t0 = pn_now();
 		for (i = 0; i < t1->iters && !ret; i++)
-			ret = hier_allreduce(g, t1->send, t1->recv, t1->count, t1->dtype, t1->op,
-					     t1->algo);
+			ret = one(arg);
 		t->block_usec[b] = (pn_now() - t0) * 1e6 / t1->iters;
 		total += t->block_usec[b];
 	}
@@ -656,8 +676,11 @@ int pn_gpucoll_time(struct pn_gpucoll *g, struct penny_time_v2 *t)
 	PN_DBG(PN_LOG_PLUGIN, "%s plugin: timing %zu elements: %d warm-up calls, then %d blocks of "
 	       "%d calls%s", g->pl->name, t->t.count, t->t.warmup, t->blocks, t->t.iters,
 	       g->xp ? " across nodes, GPU-driven" : g->hier ? " across nodes, hierarchical" : "");
-	if (g->hier && !g->xp)
-		return hier_time(g, t);
+	if (g->hier && !g->xp) {
+		struct xtime x = { g, &t->t };
+
+		return hier_time(g, t, hier_one, &x);
+	}
 	t->blocks_run = 0;
 	ret = plugin_time(g, t);
 	if (ret || t->blocks_run == t->blocks)
@@ -756,13 +779,57 @@ int pn_gpucoll_coll_supported(const struct pn_gpucoll *g, enum pn_coll_kind k)
 		return pn_err(-ENOTSUP, "the %s plugin does not run %s; --backend nccl does",
 			      g->pl->name, name);
 	if (g->hier)
-		return pn_err(-ENOTSUP, "the %s plugin runs %s on one node only (%d nodes here: a "
-			      "plugin that spans nodes itself, --backend nccl, does)", g->pl->name,
-			      name, g->c->nnodes);
+		return 0; /* host-staged (hier_coll) */
 	if (!pn_plugin_covers(g->pl, offsetof(struct penny_plugin_v1, time_fn)) || !g->ops->time_fn)
 		return pn_err(-ENOTSUP, "the %s plugin cannot time %s (it has no time_fn)",
 			      g->pl->name, name);
 	return 0;
+}
+
+/*
+ * Another collective across nodes with a plugin that spans none (cuda):
+ * host-staged.  This rank's input comes to the host, the engine runs the
+ * collective over every rank of the job (its transports, within the node
+ * and between nodes) and the output goes back: the result is the engine's,
+ * exactly; no NVLink step and no GPU-driven path (allreduce's only).
+ */
+static int hier_coll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a)
+{
+	const struct penny_plugin_v1 *o = g->ops;
+	int n = g->c->nranks, me = g->c->rank;
+	size_t es = pn_dtype_size(a->dtype);
+	size_t ns = pn_coll_send_count(a->kind, a->count, n);
+	size_t nr = pn_coll_recv_count(a->kind, a->count, n);
+	int sends = a->kind != PN_COLL_BROADCAST || me == a->root;
+	int recvs = a->kind != PN_COLL_REDUCE || me == a->root;
+	struct pn_coll_args h;
+	int ret;
+
+	if (!a->count)
+		return 0;
+	if (ns > SIZE_MAX / 2 / es || nr > SIZE_MAX / 2 / es)
+		return pn_err(-EOVERFLOW, "%zu elements are too many", a->count);
+	ret = host_room(g, (ns + nr) * es);
+	/* the input was written in the plugin's stream order */
+	if (!ret)
+		ret = pn_gpucoll_sync(g);
+	if (!ret && sends)
+		ret = call(g, o->memcpy(g->be, g->hbuf, a->send, ns * es, PENNY_D2H), "memcpy");
+	if (ret)
+		return ret;
+	memset(&h, 0, sizeof(h));
+	h.kind = a->kind;
+	h.sendbuf = sends ? g->hbuf : NULL;
+	h.recvbuf = recvs ? g->hbuf + ns * es : NULL;
+	h.count = a->count;
+	h.dtype = a->dtype;
+	h.op = a->op;
+	h.root = a->root;
+	h.algo = PN_CALGO_AUTO;
+	ret = pn_coll_run(g->coll, &h);
+	if (!ret && recvs)
+		ret = call(g, o->memcpy(g->be, a->recv, h.recvbuf, nr * es, PENNY_H2D), "memcpy");
+	return ret;
 }
 
 int pn_gpucoll_coll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a)
@@ -774,6 +841,8 @@ int pn_gpucoll_coll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a)
 	if (ret)
 		return ret;
 	coll_member(g, a->kind, &name);
+	if (g->hier && a->kind != PN_COLL_ALLREDUCE)
+		return hier_coll(g, a);
 	switch (a->kind) {
 	case PN_COLL_ALLREDUCE:
 		return pn_gpucoll_allreduce(g, a->send, a->recv, a->count, a->dtype, a->op,
@@ -829,6 +898,14 @@ int pn_gpucoll_coll_time(struct pn_gpucoll *g, const struct pn_gpucoll_args *a,
 	if (t->size < sizeof(*t) || t->blocks < 1 || t->blocks > PENNY_TIME_MAX_BLOCKS ||
 	    !t->block_usec)
 		return pn_err(-EINVAL, "time: 1..%d blocks and room for them", PENNY_TIME_MAX_BLOCKS);
+	if (g->hier && a->kind != PN_COLL_ALLREDUCE) {
+		if (t->t.graph > 0)
+			return pn_err(-ENOTSUP, "-G: CUDA graphs cannot capture the %s plugin's %s "
+						"across nodes (host-staged)", g->pl->name,
+				      pn_coll_name(a->kind));
+		ret = hier_time(g, t, coll_time_one, &x);
+		return ret ? ret : x.ret;
+	}
 	t->blocks_run = 0;
 	ret = g->ops->time_fn(g->be, t, coll_time_one, &x);
 	/* a failed call's message (the plugin's, named) rather than time_fn's */

@@ -127,10 +127,12 @@ int pn_gpucoll_time(struct pn_gpucoll *g, struct penny_time_v2 *t);
  * The other collectives (engine/collkind.h), through the plugin's members
  * of the same names (penny_plugin_v1: allgather, reduce_scatter, alltoall,
  * broadcast, reduce, sendrecv) on its own stream: one node, or a plugin
- * that spans nodes itself.  pn_gpucoll_coll_supported: 0, or -ENOTSUP and
- * one line ("the cuda plugin does not run reduce_scatter; --backend nccl
- * does") for a plugin without the member, without time_fn, or on the
- * hierarchical path.  pn_gpucoll_coll enqueues one call (count is
+ * that spans nodes itself.  Across nodes otherwise (hierarchical) they are
+ * host-staged: the input to the host, the engine's collective over every
+ * rank (pn_coll_run), the output back, each call returning when done (no
+ * graphs).  pn_gpucoll_coll_supported: 0, or -ENOTSUP and one line ("the
+ * cuda plugin does not run reduce_scatter; --backend nccl does") for a
+ * plugin without the member or, on one node, without time_fn.  pn_gpucoll_coll enqueues one call (count is
  * collkind.h's, in place as nccl-tests puts it); pn_gpucoll_coll_time
  * times calls of it as pn_gpucoll_time does allreduce's (t.send ... algo
  * are not read).

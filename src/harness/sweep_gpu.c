@@ -520,12 +520,14 @@ int pn_sweep_gpu_open(struct pn_sweep_backend **out, struct pn_coll *coll,
 		ret = parse_algos(g, o->algos, why, sizeof(why));
 	else
 		ret = coll_algos(g, o->algos, why, sizeof(why));
-	if (!ret && o->graph > 0 && !(pn_gpucoll_caps(g->gc) & PENNY_CAP_GRAPH)) {
+	if (!ret && o->graph > 0 &&
+	    (!(pn_gpucoll_caps(g->gc) & PENNY_CAP_GRAPH) ||
+	     (o->kind != PN_COLL_ALLREDUCE && pn_gpucoll_hierarchical(g->gc)))) {
 		if (pn_gpucoll_hierarchical(g->gc))
-			snprintf(why, sizeof(why), "-G: CUDA graphs cannot capture the %s allreduce across "
+			snprintf(why, sizeof(why), "-G: CUDA graphs cannot capture the %s %s across "
 						   "%d nodes (hierarchical: its steps between nodes run "
 						   "on the host)",
-				 g->be.name, g->c->nnodes);
+				 g->be.name, pn_coll_name(o->kind), g->c->nnodes);
 		else
 			snprintf(why, sizeof(why), "-G: the %s plugin cannot capture CUDA graphs (no "
 						   "PENNY_CAP_GRAPH)",

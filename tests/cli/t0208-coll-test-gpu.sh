@@ -121,7 +121,7 @@ two_nodes() {
 	port=$(free_port) || return 1
 	for r in 1 2 3; do
 		PENNY_NODE_ID=n$((r / 2)) "$PENNY" coll-test "$@" --rank $r --nranks 4 \
-			--root 127.0.0.1:$port --timeout 30 >/dev/null 2>err$r &
+			--root 127.0.0.1:$port --timeout 30 >out$r 2>err$r &
 		pids="$pids $!"
 	done
 	PENNY_NODE_ID=n0 "$PENNY" coll-test "$@" --rank 0 --nranks 4 --root 127.0.0.1:$port \
@@ -130,8 +130,23 @@ two_nodes() {
 	for r in $pids; do wait $r; done
 	return $rc
 }
-test_expect_success 'across two nodes: only a plugin that spans nodes itself' '
-	test_exit 2 two_nodes reduce --backend fake -b 8 -e 8 && one_line err0 &&
-	grep -q "the fake plugin runs reduce on one node only (2 nodes here" err0
+# A plugin that spans no nodes (fake, as cuda): host-staged between nodes,
+# every result the engine's; the root on the second node; odd counts.
+i=0
+for c in $colls; do
+	t=${types[$((i % 6))]} op=${ops[$((i % 6))]}
+	test_expect_success "across two nodes x 2: $c $t $op root 3, host and fake, 0 wrong" '
+		two_nodes '$c' --backend host,fake -d '$t' -o '$op' -r 3 -b 4 -e 40K -f 17 			-n 2 -w 1 --json && json_valid out && all_right out 8 host,fake &&
+		python3 - out <<-\PY
+		import json, sys
+		d = json.load(open(sys.argv[1]))
+		assert d["nnodes"] == 2 and d["nranks"] == 4, (d["nnodes"], d["nranks"])
+		PY
+	'
+	i=$((i + 1))
+done
+test_expect_success 'across two nodes: -G refused in one line (the steps between run on the host)' '
+	test_exit 2 two_nodes reduce --backend fake -G 2 -b 8 -e 8 && one_line err0 &&
+	grep -q "CUDA graphs cannot capture the fake reduce across 2 nodes" err0
 '
 test_done
