@@ -643,6 +643,17 @@ static int try_step(struct run *r, int chan, struct chan_state *cs)
 	return pn_err(-EINVAL, "bad schedule step %d", st->op);
 }
 
+/* Some transport still holds posted sends in this rank's memory. */
+static int unsent(struct pn_comm *c)
+{
+	int i;
+
+	for (i = 0; pn_transports[i]; i++)
+		if (pn_transports[i]->unsent && pn_transports[i]->unsent(&c->tp))
+			return 1;
+	return 0;
+}
+
 int pn_exec_run(struct pn_exec *e, const struct pn_sched *s, const struct pn_exec_args *a)
 {
 	struct chan_state cs[64];
@@ -696,7 +707,9 @@ int pn_exec_run(struct pn_exec *e, const struct pn_sched *s, const struct pn_exe
 			if (cs[ch].idx < s->ch[ch].n)
 				left++;
 		}
-		if (!left) {
+		/* every step done and every send out of this rank's memory (a
+		 * tcp frame still queued here is data a peer waits for) */
+		if (!left && !unsent(r.c)) {
 			pn_comm_done_waiting(r.c);
 			return 0;
 		}
@@ -704,6 +717,10 @@ int pn_exec_run(struct pn_exec *e, const struct pn_sched *s, const struct pn_exe
 			ret = pn_transports[i]->progress(&r.c->tp);
 			if (ret < 0)
 				goto fail;
+		}
+		if (!left && !unsent(r.c)) {
+			pn_comm_done_waiting(r.c);
+			return 0;
 		}
 		if (progressed) {
 			since = 0;

@@ -276,6 +276,17 @@ static int tcp_progress(struct pn_tp_group *c)
 	return 0;
 }
 
+static int tcp_unsent(struct pn_tp_group *c)
+{
+	struct pn_tcp_state *t = c->tcp;
+	int p;
+
+	for (p = 0; t && p < t->npeers; p++)
+		if (t->peers[p].fd >= 0 && t->peers[p].qtail < t->peers[p].qhead)
+			return 1;
+	return 0;
+}
+
 static void tcp_close(struct pn_tp_group *c)
 {
 	struct pn_tcp_state *t = c->tcp;
@@ -317,5 +328,6 @@ const struct pn_transport pn_transport_tcp = {
 	.recv_slot = tcp_recv_slot,
 	.recv_release = tcp_recv_release,
 	.progress = tcp_progress,
+	.unsent = tcp_unsent,
 	.close = tcp_close,
 };
