@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libpenny-nccl.so: NCCL's C API in front of the real NCCL.  ncclAllReduce
- * runs on a penny plugin (the cuda plugin: CUDA IPC kernels) where the
- * plugin supports the call; every other call, and every call penny does
- * not take, goes to the real NCCL unchanged.  See man/penny-nccl.7.
+ * libpenny-nccl.so: NCCL's C API in front of the real NCCL.  ncclAllReduce,
+ * ncclReduceScatter and ncclAllGather run on a penny plugin (the cuda
+ * plugin: CUDA IPC kernels) where the plugin supports the call; every other
+ * call, and every call penny does not take, goes to the real NCCL
+ * unchanged.  See man/penny-nccl.7.
  *
  * Communicators stay NCCL's: the caller holds the real ncclComm_t, and a
  * side table maps it to penny's backend, made beside it at its first
- * allreduce outside a group and a graph capture.  The
+ * allreduce, reduce-scatter or all-gather outside a group and a graph
+ * capture.  The
  * plugin's host services (allgather, barrier) run on the real
  * communicator: ncclAllGather of a small device buffer on a stream of our
  * own, waited for with a timeout.
@@ -254,6 +256,18 @@ static char plugin_err[300];
 #define PLUGIN_HAS_reg_cache (PLUGIN_HAS_(reg_buffer) && PLUGIN_HAS_(dereg_buffer) && PLUGIN_HAS_(allreduce_reg))
 #define PLUGIN_HAS_async_error PLUGIN_HAS_(async_error)
 
+/* The calls penny may run: bit (1 << kind) of a communicator's colls. */
+enum { K_ALLREDUCE = 0, K_REDUCE_SCATTER, K_ALLGATHER, K_N };
+static const char *const kind_name[K_N] = { "ncclAllReduce", "ncclReduceScatter",
+					    "ncclAllGather" };
+
+/* The kinds this process's plugin has (allreduce: every plugin taken). */
+static int plugin_colls(void)
+{
+	return 1 << K_ALLREDUCE | (PLUGIN_HAS_(reduce_scatter) ? 1 << K_REDUCE_SCATTER : 0) |
+	       (PLUGIN_HAS_(allgather_stream) ? 1 << K_ALLGATHER : 0);
+}
+
 /*
  * The penny plugin, by the loader's rules (src/gpu/plugin_open.h):
  * PENNY_NCCL_PLUGIN names its file; else penny-cuda.so is searched beside
@@ -330,6 +344,8 @@ struct pcomm {
 	void *be;		/* the plugin's backend (PC_ON) */
 	CUstream last;		/* the stream of penny's last call */
 	int used;		/* penny ran a call */
+	int colls;		/* the kinds every rank's plugin has (bit 1 << K_*) */
+	unsigned said[K_N];	/* PENNY_NCCL_DEBUG: the reasons told, per kind (1 << WHY_*) */
 	int aborting;		/* host services fail at once (abort; atomic) */
 	int inflight;		/* calls using it now (hold/unhold; atomic) */
 	ncclResult_t err;	/* a failed penny call: the communicator's async error */
@@ -528,6 +544,7 @@ struct hello {
 	int32_t want, plugin_ok;
 	uint64_t max_bytes;
 	int32_t regcache;	/* on every rank alike: the cache's calls are collective */
+	int32_t colls;		/* the kinds its plugin has: penny runs those all have */
 	char host[64];
 	char err[300];
 };
@@ -576,6 +593,7 @@ static ncclResult_t attach(struct pcomm *p)
 	if (cfg.enabled) {
 		pthread_once(&plugin_once, load_plugin);
 		mine.plugin_ok = P != NULL;
+		mine.colls = P ? plugin_colls() : 0;
 		snprintf(mine.err, sizeof(mine.err), "%s", P ? "" : plugin_err);
 	}
 	mine.max_bytes = cfg.max_bytes;
@@ -601,6 +619,9 @@ static ncclResult_t attach(struct pcomm *p)
 			first_bad = r;
 	}
 	p->host.nnodes = nnodes;
+	p->colls = mine.colls;
+	for (r = 0; r < p->n; r++)
+		p->colls &= all[r].colls;
 	for (r = 0; r < p->n && (all[r].want && all[r].max_bytes == mine.max_bytes &&
 				 all[r].regcache == mine.regcache); r++)
 		;
@@ -638,7 +659,9 @@ static ncclResult_t attach(struct pcomm *p)
 		goto off;
 	}
 	if (debug_on && p->rank == 0)
-		say("penny runs ncclAllReduce of this communicator of %d ranks: %s", p->n,
+		say("penny runs %s%s%s of this communicator of %d ranks: %s", kind_name[K_ALLREDUCE],
+		    p->colls & 1 << K_REDUCE_SCATTER ? ", ncclReduceScatter" : "",
+		    p->colls & 1 << K_ALLGATHER ? ", ncclAllGather" : "", p->n,
 		    P->describe ? P->describe(p->be) : P->name);
 	free(all);
 	__atomic_store_n(&p->state, PC_ON, __ATOMIC_RELEASE);
@@ -1034,6 +1057,65 @@ static int penny_op(ncclRedOp_t o)
 	return (unsigned)o < sizeof(map) / sizeof(map[0]) ? map[o] : -1;
 }
 
+/* Who runs a call of a communicator penny runs, and why (WHY_PENNY: penny). */
+enum { WHY_PENNY = 0, WHY_GROUP, WHY_ARGS, WHY_TYPE, WHY_PLUGIN, WHY_OVERLAP, WHY_SIZE };
+
+/*
+ * PENNY_NCCL_DEBUG: rank 0 says who runs a kind of call and why, the first
+ * time each reason comes for that kind on the communicator (every rank
+ * decides alike, so rank 0 speaks for all; a line per call would flood a
+ * framework's log).
+ */
+static void tell(struct pcomm *p, int kind, int why, size_t bytes)
+{
+	const char *name = kind_name[kind];
+
+	if (!debug_on || p->rank != 0 || p->said[kind] & 1u << why)
+		return;
+	p->said[kind] |= 1u << why;
+	switch (why) {
+	case WHY_PENNY:
+		say("penny runs %s (the first of %zu bytes)", name, bytes);
+		break;
+	case WHY_GROUP:
+		say("NCCL runs %s inside a group (with the group, at ncclGroupEnd)", name);
+		break;
+	case WHY_ARGS:
+		say("NCCL runs %s with count 0 or a NULL buffer (NCCL's answer)", name);
+		break;
+	case WHY_TYPE:
+		say("NCCL runs %s of a type or op penny lacks (fp8, PreMulSum)", name);
+		break;
+	case WHY_PLUGIN:
+		say("NCCL runs %s of %zu bytes: the %s plugin does not take it", name, bytes, P->name);
+		break;
+	case WHY_OVERLAP:
+		say("NCCL runs %s whose buffers overlap other than in place", name);
+		break;
+	default:
+		if (cfg.max_bytes)
+			say("NCCL runs %s of %zu bytes: above PENNY_NCCL_MAX_BYTES (%" PRIu64 ")", name,
+			    bytes, cfg.max_bytes);
+		else
+			say("NCCL runs %s of %zu bytes: above the plugin's one-shot sizes "
+			    "(PENNY_NCCL_MAX_BYTES=auto)", name, bytes);
+	}
+}
+
+/* A call penny enqueued failed (ret): the communicator is broken, as after
+ * NCCL's asynchronous errors (its peers may be inside the call). */
+static ncclResult_t failed(struct pcomm *p, int kind, int ret)
+{
+	static const char *const what[K_N] = { "allreduce", "reduce-scatter", "all-gather" };
+
+	if (!p->errmsg[0])
+		snprintf(p->errmsg, sizeof(p->errmsg), "penny's %s failed: %s", what[kind],
+			 P->errmsg());
+	p->err = ret == -EINVAL ? ncclInvalidArgument : ncclUnhandledCudaError;
+	say("rank %d: %s", p->rank, p->errmsg);
+	return p->err;
+}
+
 /* The allreduce on penny when it takes it (1), else 0: NCCL runs it. */
 static int penny_allreduce(struct pcomm *p, const void *s, void *r, size_t count,
 			   ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, ncclResult_t *res);
@@ -1053,25 +1135,53 @@ EXPORT ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclData
 	return taken ? res : R.ncclAllReduce(s, r, count, dt, op, comm, st);
 }
 
+/*
+ * Penny's set-up at a communicator's first call of these kinds outside a
+ * group and a capture; then whether the call is one penny may run at all
+ * (else WHY_* but WHY_SIZE, or -1 when the communicator is not penny's).
+ */
+static int may_run(struct pcomm *p, int kind, const void *s, const void *r, size_t count,
+		   int pdt, int pop, cudaStream_t st, int *cap, ncclResult_t *res)
+{
+	*cap = -1;
+	if (p->state == PC_PENDING && group_depth == 0 && !(*cap = capturing(st)) &&
+	    (*res = attach(p)) != ncclSuccess)
+		return -2;
+	if (p->state != PC_ON || p->err)
+		return -1;
+	/* NCCL's own checks and answers for what penny does not take */
+	if (!count || !s || !r)
+		return WHY_ARGS;
+	if (pdt < 0 || pop < 0)
+		return WHY_TYPE;
+	if (!(p->colls & 1 << kind))
+		return WHY_PLUGIN;
+	return WHY_PENNY;
+}
+
 static int penny_allreduce(struct pcomm *p, const void *s, void *r, size_t count,
 			   ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, ncclResult_t *res)
 {
-	int pdt, pop, algo, ret, cap = -1;
+	int pdt = penny_dtype(dt), pop = penny_op(op), algo, ret, cap;
+	int why = may_run(p, K_ALLREDUCE, s, r, count, pdt, pop, st, &cap, res);
+	size_t bytes;
 
-	if (p->state == PC_PENDING && group_depth == 0 && !(cap = capturing(st)) &&
-	    (*res = attach(p)) != ncclSuccess)
+	if (why == -2)
 		return 1;
-	pdt = penny_dtype(dt);
-	pop = penny_op(op);
-	/* NCCL's own checks and answers for what penny does not take */
-	if (p->state != PC_ON || p->err || !count || !s || !r || pdt < 0 || pop < 0 ||
-	    count > SIZE_MAX / 16)
+	if (why == WHY_PENNY && count > SIZE_MAX / 16)
+		why = WHY_ARGS;
+	if (why) {
+		if (why > 0)
+			tell(p, K_ALLREDUCE, why, 0);
 		return 0;
+	}
+	bytes = count * (size_t)penny_data_size(pdt);
 	algo = P->select(p->be, count, pdt, pop, PENNY_ALGO_AUTO);
-	if (algo < 0 ||
-	    (cfg.max_bytes ? count * (size_t)penny_data_size(pdt) > cfg.max_bytes
-			   : algo != PENNY_ALGO_ONESHOT))
+	if (algo < 0 || (cfg.max_bytes ? bytes > cfg.max_bytes : algo != PENNY_ALGO_ONESHOT)) {
+		tell(p, K_ALLREDUCE, algo < 0 ? WHY_PLUGIN : WHY_SIZE, bytes);
 		return 0;
+	}
+	tell(p, K_ALLREDUCE, WHY_PENNY, bytes);
 	/* kernels that store into the peers' recv want it registered; the
 	 * agreement on it is a host collective, never in a group or a capture */
 	if ((algo == PENNY_ALGO_TWOSHOT || algo == PENNY_ALGO_RING) && cfg.regcache &&
@@ -1081,16 +1191,103 @@ static int penny_allreduce(struct pcomm *p, const void *s, void *r, size_t count
 	else
 		ret = P->allreduce_stream(p->be, s, r, count, pdt, pop, PENNY_ALGO_AUTO, st);
 	if (ret) {
-		/* its peers may be inside the call: the communicator is broken */
-		if (!p->errmsg[0])
-			snprintf(p->errmsg, sizeof(p->errmsg), "penny's allreduce failed: %s",
-				 P->errmsg());
-		p->err = ret == -EINVAL ? ncclInvalidArgument : ncclUnhandledCudaError;
-		say("rank %d: %s", p->rank, p->errmsg);
-		*res = p->err;
+		*res = failed(p, K_ALLREDUCE, ret);
 		return 1;
 	}
 	p->last = st;
 	p->used = 1;
 	return 1;
+}
+
+/* CUDA's CU_STREAM_LEGACY: the caller's NULL stream, which the plugin's
+ * other collectives would take for the backend's own. */
+#define STREAM_LEGACY ((void *)(uintptr_t)1)
+
+/*
+ * A reduce-scatter (send: n blocks of count elements, recv: one) or an
+ * all-gather (send: one block, recv: n) on penny when it takes it (1),
+ * else 0: NCCL runs it.  As the allreduce, but never inside a group, and
+ * the size that counts is the whole buffer's (n blocks, nccl-tests' size),
+ * which the plugin's allreduce of that size must run one-shot under auto.
+ * In place is NCCL's placement (the block at rank's offset in the whole
+ * buffer); buffers that overlap otherwise are NCCL's.
+ */
+static int penny_coll(struct pcomm *p, int kind, const void *s, void *r, size_t count,
+		      ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, ncclResult_t *res)
+{
+	int pdt = penny_dtype(dt), pop = kind == K_ALLGATHER ? PENNY_SUM : penny_op(op), algo, ret;
+	int cap, why = may_run(p, kind, s, r, count, pdt, pop, st, &cap, res);
+	uintptr_t whole, one, in, at;
+	size_t bytes = 0;
+
+	if (why == -2)
+		return 1;
+	if (why == WHY_PENNY && group_depth)
+		why = WHY_GROUP;
+	if (why == WHY_PENNY && count > SIZE_MAX / 16 / (size_t)p->n)
+		why = WHY_ARGS;
+	if (why == WHY_PENNY) {
+		one = count * (uintptr_t)penny_data_size(pdt);
+		bytes = one * (size_t)p->n;
+		/* the whole buffer and the block: send and recv, or recv and send */
+		whole = (uintptr_t)(kind == K_REDUCE_SCATTER ? s : r);
+		at = (uintptr_t)(kind == K_REDUCE_SCATTER ? r : s);
+		in = whole + one * (uintptr_t)p->rank;
+		if (at != in && at < whole + bytes && whole < at + one)
+			why = WHY_OVERLAP;
+	}
+	if (why) {
+		if (why > 0)
+			tell(p, kind, why, bytes);
+		return 0;
+	}
+	algo = P->select(p->be, count * (size_t)p->n, pdt, pop, PENNY_ALGO_AUTO);
+	if (algo < 0 || (cfg.max_bytes ? bytes > cfg.max_bytes : algo != PENNY_ALGO_ONESHOT)) {
+		tell(p, kind, algo < 0 ? WHY_PLUGIN : WHY_SIZE, bytes);
+		return 0;
+	}
+	tell(p, kind, WHY_PENNY, bytes);
+	if (kind == K_REDUCE_SCATTER)
+		ret = P->reduce_scatter(p->be, s, r, count, pdt, pop, st ? (void *)st : STREAM_LEGACY);
+	else
+		ret = P->allgather_stream(p->be, s, r, count, pdt, st ? (void *)st : STREAM_LEGACY);
+	if (ret) {
+		*res = failed(p, kind, ret);
+		return 1;
+	}
+	p->last = st;
+	p->used = 1;
+	return 1;
+}
+
+EXPORT ncclResult_t ncclReduceScatter(const void *s, void *r, size_t count, ncclDataType_t dt,
+				      ncclRedOp_t op, ncclComm_t comm, cudaStream_t st)
+{
+	struct pcomm *p;
+	ncclResult_t res = ncclSuccess;
+	int taken;
+
+	if (!real())
+		return ncclSystemError;
+	if (!R.ncclReduceScatter)
+		return lacks("ncclReduceScatter");
+	p = hold(comm);
+	taken = p && penny_coll(p, K_REDUCE_SCATTER, s, r, count, dt, op, st, &res);
+	unhold(p);
+	return taken ? res : R.ncclReduceScatter(s, r, count, dt, op, comm, st);
+}
+
+EXPORT ncclResult_t ncclAllGather(const void *s, void *r, size_t count, ncclDataType_t dt,
+				  ncclComm_t comm, cudaStream_t st)
+{
+	struct pcomm *p;
+	ncclResult_t res = ncclSuccess;
+	int taken;
+
+	if (!real())
+		return ncclSystemError;
+	p = hold(comm);
+	taken = p && penny_coll(p, K_ALLGATHER, s, r, count, dt, ncclSum, st, &res);
+	unhold(p);
+	return taken ? res : R.ncclAllGather(s, r, count, dt, comm, st);
 }

@@ -760,13 +760,16 @@ static int fake_allreduce(void *be, const void *send, void *recv, size_t count, 
 }
 
 /* PENNY_FAKE_REG_BYTES=N: auto picks the two-shot kernel (which stores into
- * the peers' recv, so wants it registered) from N bytes on. */
+ * the peers' recv, so wants it registered) from N bytes on.
+ * PENNY_FAKE_REFUSE_TYPE=T: no algorithm for penny type T (-EOPNOTSUPP). */
 static int fake_select(void *be, size_t count, int dt, int op, int algo)
 {
-	const char *reg = getenv("PENNY_FAKE_REG_BYTES");
+	const char *reg = getenv("PENNY_FAKE_REG_BYTES"), *no = getenv("PENNY_FAKE_REFUSE_TYPE");
 
 	(void)be;
 	(void)op;
+	if (no && *no && atoi(no) == dt)
+		return fail(-EOPNOTSUPP, "fake: no algorithm for type %d", dt);
 	if (algo == PENNY_ALGO_AUTO && reg && *reg &&
 	    count * (size_t)penny_data_size(dt) >= strtoull(reg, NULL, 10))
 		return PENNY_ALGO_TWOSHOT;
@@ -891,6 +894,14 @@ static int fake_allgather(void *be, const void *send, void *recv, size_t count, 
 		memcpy(recv, all, bytes * (size_t)f->host->nranks);
 	free(all);
 	return ret ? fail(ret, "allgather failed") : 0;
+}
+
+/* On a stream (host memory has none): at once, as allgather(). */
+static int fake_allgather_stream(void *be, const void *send, void *recv, size_t count, int dt,
+				 void *stream)
+{
+	(void)stream;
+	return fake_allgather(be, send, recv, count, dt);
 }
 
 /* A registration of a caller's buffer: what the rank passed. */
@@ -1577,6 +1588,8 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.broadcast = fake_broadcast,
 	.reduce = fake_reduce,
 	.sendrecv = fake_sendrecv,
+	/* appended for the interposer's ncclAllGather */
+	.allgather_stream = fake_allgather_stream,
 #endif
 };
 #else
