@@ -896,12 +896,21 @@ static int fake_allgather(void *be, const void *send, void *recv, size_t count, 
 	return ret ? fail(ret, "allgather failed") : 0;
 }
 
+/* PENNY_FAKE_WANT_STREAM=1: a call of the other collectives on the
+ * backend's own stream (NULL) fails, as the interposer's must never be. */
+static int own_stream(void *stream)
+{
+	const char *e = getenv("PENNY_FAKE_WANT_STREAM");
+
+	return !stream && e && !strcmp(e, "1") ? fail(-EINVAL, "fake: called on the backend's stream")
+					       : 0;
+}
+
 /* On a stream (host memory has none): at once, as allgather(). */
 static int fake_allgather_stream(void *be, const void *send, void *recv, size_t count, int dt,
 				 void *stream)
 {
-	(void)stream;
-	return fake_allgather(be, send, recv, count, dt);
+	return own_stream(stream) ? -EINVAL : fake_allgather(be, send, recv, count, dt);
 }
 
 /* A registration of a caller's buffer: what the rank passed. */
@@ -1075,7 +1084,8 @@ static int fake_reduce_scatter(void *be, const void *send, void *recv, size_t co
 	char *all;
 	int ret = coll_args(f, count, dt, op, 0);
 
-	(void)stream;
+	if (!ret)
+		ret = own_stream(stream);
 	if (!ret)
 		ret = gathered(f, send, bytes, &all);
 	if (ret)
