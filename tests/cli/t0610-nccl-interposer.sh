@@ -4,10 +4,11 @@
 # with NCCL (nccl-caller, one process per rank) runs over a fake NCCL and a
 # fake CUDA driver on host memory, with the test cuda plugin as penny's
 # backend.  The fake NCCL logs every call it gets, so the tests count what
-# penny ran and what reached NCCL: supported allreduces run on penny with
-# checked results; unsupported cases and bad arguments reach NCCL and get
-# its answers; a missing real NCCL, plugin or bad setting is one line and
-# NCCL runs every call.
+# penny ran and what reached NCCL: supported allreduces, reduce-scatters
+# and all-gathers run on penny with checked results; unsupported cases,
+# groups (of reduce-scatters and all-gathers) and bad arguments reach NCCL
+# and get its answers; a missing real NCCL, plugin or bad setting is one
+# line and NCCL runs every call.
 . "$(dirname "$0")/../lib.sh"
 
 fakes=$BUILD/tests/plugins
