@@ -1058,7 +1058,7 @@ static int penny_op(ncclRedOp_t o)
 }
 
 /* Who runs a call of a communicator penny runs, and why (WHY_PENNY: penny). */
-enum { WHY_PENNY = 0, WHY_GROUP, WHY_ARGS, WHY_TYPE, WHY_PLUGIN, WHY_OVERLAP, WHY_SIZE };
+enum { WHY_PENNY = 0, WHY_GROUP, WHY_ARGS, WHY_TYPE, WHY_PLUGIN, WHY_SIZE };
 
 /*
  * PENNY_NCCL_DEBUG: rank 0 says who runs a kind of call and why, the first
@@ -1088,9 +1088,6 @@ static void tell(struct pcomm *p, int kind, int why, size_t bytes)
 		break;
 	case WHY_PLUGIN:
 		say("NCCL runs %s of %zu bytes: the %s plugin does not take it", name, bytes, P->name);
-		break;
-	case WHY_OVERLAP:
-		say("NCCL runs %s whose buffers overlap other than in place", name);
 		break;
 	default:
 		if (cfg.max_bytes)
@@ -1210,15 +1207,15 @@ static int penny_allreduce(struct pcomm *p, const void *s, void *r, size_t count
  * the size that counts is the whole buffer's (n blocks, nccl-tests' size),
  * which the plugin's allreduce of that size must run one-shot under auto.
  * In place is NCCL's placement (the block at rank's offset in the whole
- * buffer); buffers that overlap otherwise are NCCL's.
+ * buffer), which the plugin's kernels take; other overlaps are undefined,
+ * as in NCCL (and not looked for: ranks must never decide apart).
  */
 static int penny_coll(struct pcomm *p, int kind, const void *s, void *r, size_t count,
 		      ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, ncclResult_t *res)
 {
 	int pdt = penny_dtype(dt), pop = kind == K_ALLGATHER ? PENNY_SUM : penny_op(op), algo, ret;
 	int cap, why = may_run(p, kind, s, r, count, pdt, pop, st, &cap, res);
-	uintptr_t whole, one, in, at;
-	size_t bytes = 0;
+	size_t bytes;
 
 	if (why == -2)
 		return 1;
@@ -1226,21 +1223,12 @@ static int penny_coll(struct pcomm *p, int kind, const void *s, void *r, size_t 
 		why = WHY_GROUP;
 	if (why == WHY_PENNY && count > SIZE_MAX / 16 / (size_t)p->n)
 		why = WHY_ARGS;
-	if (why == WHY_PENNY) {
-		one = count * (uintptr_t)penny_data_size(pdt);
-		bytes = one * (size_t)p->n;
-		/* the whole buffer and the block: send and recv, or recv and send */
-		whole = (uintptr_t)(kind == K_REDUCE_SCATTER ? s : r);
-		at = (uintptr_t)(kind == K_REDUCE_SCATTER ? r : s);
-		in = whole + one * (uintptr_t)p->rank;
-		if (at != in && at < whole + bytes && whole < at + one)
-			why = WHY_OVERLAP;
-	}
 	if (why) {
 		if (why > 0)
-			tell(p, kind, why, bytes);
+			tell(p, kind, why, 0);
 		return 0;
 	}
+	bytes = count * (size_t)p->n * (size_t)penny_data_size(pdt);
 	algo = P->select(p->be, count * (size_t)p->n, pdt, pop, PENNY_ALGO_AUTO);
 	if (algo < 0 || (cfg.max_bytes ? bytes > cfg.max_bytes : algo != PENNY_ALGO_ONESHOT)) {
 		tell(p, kind, algo < 0 ? WHY_PLUGIN : WHY_SIZE, bytes);
