@@ -15,13 +15,11 @@
  * own, waited for with a timeout.
  */
 #define _GNU_SOURCE
-#include "nccl_api.h"
+#include "interpose.h"
 
-#include "../common/cudrv.h"
 #include "../../src/base/units.h"
 #include "../../src/gpu/plugin_open.h"
 #include "penny_data.h"
-#include "penny_plugin.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -43,10 +41,9 @@
 
 /* ---- one line on stderr ---- */
 
-static int debug_on;
+int debug_on;
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
+void say(const char *fmt, ...)
 {
 	char line[600];
 	va_list ap;
@@ -175,13 +172,7 @@ EXPORT const char *ncclGetErrorString(ncclResult_t r)
 
 /* ---- settings (PENNY_NCCL*) ---- */
 
-static struct {
-	int enabled;		/* PENNY_NCCL: 0 forwards every call */
-	uint64_t max_bytes;	/* PENNY_NCCL_MAX_BYTES; 0: auto */
-	int timeout_s;		/* PENNY_NCCL_TIMEOUT */
-	int regcache;		/* PENNY_NCCL_REGCACHE: registrations kept per communicator */
-	char bad[200];		/* a setting that could not be read */
-} cfg;
+struct ip_cfg cfg;
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
 
 /* A size or count of units.h up to max. */
@@ -245,19 +236,12 @@ static void read_cfg(void)
 
 /* ---- the penny plugin ---- */
 
-static const struct penny_plugin_v1 *P;
+const struct penny_plugin_v1 *P;
 static pthread_once_t plugin_once = PTHREAD_ONCE_INIT;
 static char plugin_err[300];
 
 #define PLUGIN_NEEDS (offsetof(struct penny_plugin_v1, allreduce_stream) + sizeof(void (*)(void)))
-/* The plugin has member m (its table is long enough and m is set). */
-#define PLUGIN_HAS_(m) (P->size >= offsetof(struct penny_plugin_v1, m) + sizeof(void (*)(void)) && P->m)
-#define PLUGIN_HAS(what) PLUGIN_HAS_##what
-#define PLUGIN_HAS_reg_cache (PLUGIN_HAS_(reg_buffer) && PLUGIN_HAS_(dereg_buffer) && PLUGIN_HAS_(allreduce_reg))
-#define PLUGIN_HAS_async_error PLUGIN_HAS_(async_error)
 
-/* The calls penny may run: bit (1 << kind) of a communicator's colls. */
-enum { K_ALLREDUCE = 0, K_REDUCE_SCATTER, K_ALLGATHER, K_N };
 static const char *const kind_name[K_N] = { "ncclAllReduce", "ncclReduceScatter",
 					    "ncclAllGather" };
 
@@ -313,50 +297,6 @@ static void load_plugin(void)
 }
 
 /* ---- communicators ---- */
-
-/*
- * One allocation of the caller's (cuMemGetAddressRange: base and size;
- * its buffer id tells a new allocation at a reused address) registered
- * with the plugin, under registration number gen, the same on every rank.
- */
-struct rc_entry {
-	CUdeviceptr base;
-	size_t bytes;
-	unsigned long long bufid;
-	void *reg;		/* the plugin's handle */
-	uint32_t gen;		/* 1, 2, ...: the communicator's registration count */
-	uint64_t tick;		/* last use */
-};
-
-/* A communicator's penny state: made at its first allreduce, then on or off. */
-enum { PC_PENDING = 0, PC_ON, PC_OFF };
-
-struct pcomm {
-	ncclComm_t real;
-	int state;		/* PC_* */
-	int rank, n, dev;
-	const struct pn_cudrv *cu;
-	CUcontext ctx;
-	CUstream hs;		/* the host services' stream */
-	CUdeviceptr buf;	/* their device buffer */
-	size_t buf_bytes;
-	struct penny_host_v1 host;
-	void *be;		/* the plugin's backend (PC_ON) */
-	CUstream last;		/* the stream of penny's last call */
-	int used;		/* penny ran a call */
-	int colls;		/* the kinds every rank's plugin has (bit 1 << K_*) */
-	unsigned said[K_N];	/* PENNY_NCCL_DEBUG: the reasons told, per kind (1 << WHY_*) */
-	int aborting;		/* host services fail at once (abort; atomic) */
-	int inflight;		/* calls using it now (hold/unhold; atomic) */
-	ncclResult_t err;	/* a failed penny call: the communicator's async error */
-	char errmsg[300];
-	struct rc_entry *rc;	/* the registration cache: cfg.regcache entries */
-	int rc_n;		/* entries in use */
-	uint64_t rc_tick;	/* the calls that consulted it (LRU clock) */
-	uint32_t rc_gen;	/* registrations made (the same count on every rank) */
-	uint64_t rc_hits, rc_misses, rc_evicted, rc_staged;
-	struct pcomm *next;
-};
 
 static pthread_mutex_t comms_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pcomm *comms;
@@ -455,7 +395,7 @@ static int hs_wait(struct pcomm *p)
 }
 
 /* penny_host_v1.allgather: ncclAllGather on the real communicator. */
-static int hs_allgather(void *ctx, const void *mine, void *all, size_t len)
+int hs_allgather(void *ctx, const void *mine, void *all, size_t len)
 {
 	struct pcomm *p = ctx;
 	const struct pn_cudrv *cu = p->cu;
@@ -711,169 +651,6 @@ static int capturing(cudaStream_t s)
 	if (!cu || !cu->StreamIsCapturing)
 		return 0;
 	return cu->StreamIsCapturing((CUstream)s, &status) != CUDA_SUCCESS || status != 0;
-}
-
-/* ---- the registration cache ---- */
-
-/* The calls that used e's registration are done; then it goes. */
-static void rc_drop(struct pcomm *p, struct rc_entry *e, int sync)
-{
-	if (e->reg) {
-		if (sync && p->used)
-			p->cu->StreamSynchronize(p->last);
-		P->dereg_buffer(p->be, e->reg);
-	}
-	*e = p->rc[--p->rc_n];
-}
-
-/*
- * This rank's registration of the allocation [base, + bytes) with buffer
- * id bufid, or NULL.  Entries at the same address for another size or
- * buffer id are of freed allocations: they go.
- */
-static struct rc_entry *rc_find(struct pcomm *p, CUdeviceptr base, size_t bytes,
-				unsigned long long bufid)
-{
-	int i;
-
-	for (i = 0; i < p->rc_n; i++) {
-		struct rc_entry *e = &p->rc[i];
-
-		if (e->base != base)
-			continue;
-		if (e->bytes == bytes && e->bufid == bufid)
-			return e;
-		rc_drop(p, e, 1);
-		i--;
-	}
-	return NULL;
-}
-
-/* A free entry: the least recently used one goes when the cache is full. */
-static struct rc_entry *rc_slot(struct pcomm *p)
-{
-	struct rc_entry *old = p->rc;
-	int i;
-
-	if (p->rc_n == cfg.regcache) {
-		for (i = 1; i < p->rc_n; i++)
-			if (p->rc[i].tick < old->tick)
-				old = &p->rc[i];
-		rc_drop(p, old, 1);
-		p->rc_evicted++;
-	}
-	return &p->rc[p->rc_n++];
-}
-
-/* What every rank says about its recv before a call that wants it registered. */
-struct regsay {
-	uint32_t gen;		/* its registration of recv's allocation (0: none) */
-	int32_t ok;		/* recv's allocation known and registrable */
-	uint64_t off;		/* recv's offset in it */
-};
-
-/*
- * An allreduce whose kernel stores into the peers' recv: registered (no
- * staging copy) when every rank has its recv's allocation registered under
- * the same registration at the same offset; registered now, collectively,
- * when every rank's recv is at the same offset in an allocation but some
- * rank lacks the registration; staged otherwise.  The ranks decide
- * together on what they all said (one small allgather on the host
- * services), so that a rank whose buffer is cached and one whose buffer is
- * new never take different paths.  Not during a graph capture (no host
- * collective there): the caller stages those.
- */
-static int reg_allreduce(struct pcomm *p, const void *s, void *r, size_t count, int pdt, int pop,
-			 cudaStream_t st)
-{
-	const struct pn_cudrv *cu = p->cu;
-	struct regsay mine = { 0, 0, 0 }, *all;
-	CUdeviceptr base = 0;
-	size_t bytes = 0;
-	unsigned long long bufid = 0;
-	struct rc_entry *e = NULL;
-	void *h = NULL;
-	int q, ret, agreed = 1, same = 1;
-
-	p->rc_tick++;
-	if (!p->rc)
-		p->rc = calloc((size_t)cfg.regcache, sizeof(*p->rc));
-	if (p->rc && !cu->MemGetAddressRange(&base, &bytes, (CUdeviceptr)(uintptr_t)r) && base) {
-		if (cu->PointerGetAttribute)
-			cu->PointerGetAttribute(&bufid, CU_POINTER_ATTRIBUTE_BUFFER_ID, base);
-		e = rc_find(p, base, bytes, bufid);
-		mine.ok = !e || e->reg;	/* known unregistrable: staged */
-		mine.gen = e ? e->gen : 0;
-		mine.off = (CUdeviceptr)(uintptr_t)r - base;
-	}
-	all = calloc((size_t)p->n, sizeof(*all));
-	ret = all ? hs_allgather(p, &mine, all, sizeof(mine)) : -ENOMEM;
-	if (ret)
-		goto broken;
-	for (q = 0; q < p->n; q++) {
-		agreed &= all[q].ok && all[q].off == mine.off;
-		same &= all[q].gen == mine.gen;
-	}
-	if (!agreed) {
-		p->rc_staged++;
-		free(all);
-		return P->allreduce_reg(p->be, NULL, s, r, count, pdt, pop, PENNY_ALGO_AUTO, st);
-	}
-	if (!same || !mine.gen) {
-		/* every rank registers its allocation anew, under the same number */
-		p->rc_misses++;
-		if (e)
-			rc_drop(p, e, 1);
-		e = rc_slot(p);
-		e->base = base;
-		e->bytes = bytes;
-		e->bufid = bufid;
-		e->gen = ++p->rc_gen;
-		ret = P->reg_buffer(p->be, (void *)(uintptr_t)base, bytes, &h);
-		if (ret && debug_on)
-			say("rank %d: cannot register %zu bytes at %#llx: %s", p->rank, bytes,
-			    (unsigned long long)base, P->errmsg());
-		mine.ok = !ret;
-		ret = hs_allgather(p, &mine, all, sizeof(mine));
-		if (ret) {
-			if (h)
-				P->dereg_buffer(p->be, h);
-			rc_drop(p, e, 0);
-			goto broken;
-		}
-		for (q = 0; q < p->n && all[q].ok; q++)
-			;
-		if (q < p->n && h) {
-			P->dereg_buffer(p->be, h);
-			h = NULL;
-		}
-		e->reg = h; /* NULL: known unregistrable (on some rank): staged */
-	} else {
-		p->rc_hits++;
-	}
-	e->tick = p->rc_tick;
-	free(all);
-	if (!e->reg)
-		p->rc_staged++;
-	return P->allreduce_reg(p->be, e->reg, s, r, count, pdt, pop, PENNY_ALGO_AUTO, st);
-broken:
-	snprintf(p->errmsg, sizeof(p->errmsg), "penny's buffer agreement on NCCL's communicator "
-		 "failed (%s)", strerror(-ret));
-	free(all);
-	return ret;
-}
-
-/* Every registration goes (the backend's last call is done). */
-static void rc_clear(struct pcomm *p)
-{
-	if (debug_on && p->rc_tick)
-		say("rank %d: registration cache: %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
-		    " evicted, %" PRIu64 " staged", p->rank, p->rc_hits, p->rc_misses, p->rc_evicted,
-		    p->rc_staged);
-	while (p->rc_n)
-		rc_drop(p, &p->rc[0], 0);
-	free(p->rc);
-	p->rc = NULL;
 }
 
 /* Penny's backend goes before the real communicator (abort: at once). */
