@@ -890,25 +890,6 @@ static ncclResult_t failed(struct pcomm *p, int kind, int ret)
 	return p->err;
 }
 
-/* The allreduce on penny when it takes it (1), else 0: NCCL runs it. */
-static int penny_allreduce(struct pcomm *p, const void *s, void *r, size_t count,
-			   ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, ncclResult_t *res);
-
-EXPORT ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t dt,
-				  ncclRedOp_t op, ncclComm_t comm, cudaStream_t st)
-{
-	struct pcomm *p;
-	ncclResult_t res = ncclSuccess;
-	int taken;
-
-	if (!real())
-		return ncclSystemError;
-	p = hold(comm);
-	taken = p && penny_allreduce(p, s, r, count, dt, op, st, &res);
-	unhold(p);
-	return taken ? res : R.ncclAllReduce(s, r, count, dt, op, comm, st);
-}
-
 /*
  * Penny's set-up at a communicator's first call of these kinds outside a
  * group and a capture; then whether the call is one penny may run at all
@@ -933,6 +914,7 @@ static int may_run(struct pcomm *p, int kind, const void *s, const void *r, size
 	return WHY_PENNY;
 }
 
+/* The allreduce on penny when it takes it (1), else 0: NCCL runs it. */
 static int penny_allreduce(struct pcomm *p, const void *s, void *r, size_t count,
 			   ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, ncclResult_t *res)
 {
@@ -1025,34 +1007,52 @@ static int penny_coll(struct pcomm *p, int kind, const void *s, void *r, size_t 
 	return 1;
 }
 
+/* Whether penny takes a call of kind on comm (1: *res is its answer), or
+ * NCCL runs it (0). */
+static int taken(ncclComm_t comm, int kind, const void *s, void *r, size_t count,
+		 ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, ncclResult_t *res)
+{
+	struct pcomm *p = hold(comm);
+	int yes;
+
+	*res = ncclSuccess;
+	yes = p && (kind == K_ALLREDUCE ? penny_allreduce(p, s, r, count, dt, op, st, res)
+					 : penny_coll(p, kind, s, r, count, dt, op, st, res));
+	unhold(p);
+	return yes;
+}
+
+EXPORT ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t dt,
+				  ncclRedOp_t op, ncclComm_t comm, cudaStream_t st)
+{
+	ncclResult_t res;
+
+	if (!real())
+		return ncclSystemError;
+	return taken(comm, K_ALLREDUCE, s, r, count, dt, op, st, &res)
+		       ? res : R.ncclAllReduce(s, r, count, dt, op, comm, st);
+}
+
 EXPORT ncclResult_t ncclReduceScatter(const void *s, void *r, size_t count, ncclDataType_t dt,
 				      ncclRedOp_t op, ncclComm_t comm, cudaStream_t st)
 {
-	struct pcomm *p;
-	ncclResult_t res = ncclSuccess;
-	int taken;
+	ncclResult_t res;
 
 	if (!real())
 		return ncclSystemError;
 	if (!R.ncclReduceScatter)
 		return lacks("ncclReduceScatter");
-	p = hold(comm);
-	taken = p && penny_coll(p, K_REDUCE_SCATTER, s, r, count, dt, op, st, &res);
-	unhold(p);
-	return taken ? res : R.ncclReduceScatter(s, r, count, dt, op, comm, st);
+	return taken(comm, K_REDUCE_SCATTER, s, r, count, dt, op, st, &res)
+		       ? res : R.ncclReduceScatter(s, r, count, dt, op, comm, st);
 }
 
 EXPORT ncclResult_t ncclAllGather(const void *s, void *r, size_t count, ncclDataType_t dt,
 				  ncclComm_t comm, cudaStream_t st)
 {
-	struct pcomm *p;
-	ncclResult_t res = ncclSuccess;
-	int taken;
+	ncclResult_t res;
 
 	if (!real())
 		return ncclSystemError;
-	p = hold(comm);
-	taken = p && penny_coll(p, K_ALLGATHER, s, r, count, dt, ncclSum, st, &res);
-	unhold(p);
-	return taken ? res : R.ncclAllGather(s, r, count, dt, comm, st);
+	return taken(comm, K_ALLGATHER, s, r, count, dt, ncclSum, st, &res)
+		       ? res : R.ncclAllGather(s, r, count, dt, comm, st);
 }
