@@ -118,6 +118,17 @@ static double get(const void *p, ncclDataType_t dt, size_t i)
 	}
 }
 
+/* The types of the scenarios; the type and op pairs they check (avg of
+ * the floats alone; no product of uint8). */
+static const ncclDataType_t types[] = { ncclInt32, ncclInt64, ncclUint8, ncclFloat32, ncclFloat64 };
+
+static int checked(ncclDataType_t dt, int op)
+{
+	if (op == ncclAvg)
+		return dt == ncclFloat32 || dt == ncclFloat64;
+	return dt != ncclUint8 || op != ncclProd;
+}
+
 /* One allreduce, checked; returns 1 when it ran. */
 static int one(ncclComm_t comm, int rank, int n, ncclDataType_t dt, int op, size_t count,
 	       int inplace, int in_group)
@@ -160,8 +171,6 @@ static int one(ncclComm_t comm, int rank, int n, ncclDataType_t dt, int op, size
 
 static int allreduce(ncclComm_t comm, int rank, int n)
 {
-	static const ncclDataType_t types[] = { ncclInt32, ncclInt64, ncclUint8, ncclFloat32,
-						ncclFloat64 };
 	static const size_t counts[] = { 1, 7, 1000, 70000 };
 	unsigned t, c;
 	int op, calls = 0;
@@ -170,9 +179,7 @@ static int allreduce(ncclComm_t comm, int rank, int n)
 	for (t = 0; t < sizeof(types) / sizeof(types[0]); t++)
 		for (op = 0; op < 5; op++)
 			for (c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
-				if (op == ncclAvg && types[t] != ncclFloat32 && types[t] != ncclFloat64)
-					continue;
-				if (types[t] == ncclUint8 && op == ncclProd)
+				if (!checked(types[t], op))
 					continue;
 				calls += one(comm, rank, n, types[t], op, counts[c], c & 1, 0);
 			}
@@ -244,8 +251,6 @@ static int one_coll(ncclComm_t comm, int rank, int n, int kind, ncclDataType_t d
 
 static int colls(ncclComm_t comm, int rank, int n, int *ag)
 {
-	static const ncclDataType_t types[] = { ncclInt32, ncclInt64, ncclUint8, ncclFloat32,
-						ncclFloat64 };
 	static const size_t counts[] = { 1, 7, 1000, 9000 };
 	unsigned t, c;
 	int op, rs = 0;
@@ -253,9 +258,7 @@ static int colls(ncclComm_t comm, int rank, int n, int *ag)
 	for (t = 0; t < sizeof(types) / sizeof(types[0]); t++)
 		for (op = 0; op < 5; op++)
 			for (c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
-				if (op == ncclAvg && types[t] != ncclFloat32 && types[t] != ncclFloat64)
-					continue;
-				if (types[t] == ncclUint8 && op == ncclProd)
+				if (!checked(types[t], op))
 					continue;
 				rs += one_coll(comm, rank, n, 0, types[t], op, counts[c], c & 1, 0);
 				/* the all-gathers: not of uint8 (the host services' type) */
@@ -268,49 +271,46 @@ static int colls(ncclComm_t comm, int rank, int n, int *ag)
 	return rs;
 }
 
+/* NCCL's answer to the call is want. */
+#define ANSWER(call, want, what)                                                                   \
+	do {                                                                                       \
+		ncclResult_t r_ = (call);                                                          \
+		EXPECT(r_ == (want), "rank %d: %s gave %d", rank, what, r_);                       \
+	} while (0)
+
 static void args(ncclComm_t comm, int rank)
 {
 	float x[4] = { 1, 2, 3, 4 };
 	ncclRedOp_t pre;
-	ncclResult_t r;
 	double scale = 0.5;
+	const ncclResult_t inval = ncclInvalidArgument;
 
-	r = ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, NULL, NULL);
-	EXPECT(r == ncclInvalidArgument, "rank %d: NULL comm gave %d", rank, r);
-	r = ncclAllReduce(x, x, 4, (ncclDataType_t)42, ncclSum, comm, NULL);
-	EXPECT(r == ncclInvalidArgument, "rank %d: type 42 gave %d", rank, r);
-	r = ncclAllReduce(x, x, 4, ncclFloat32, (ncclRedOp_t)77, comm, NULL);
-	EXPECT(r == ncclInvalidArgument, "rank %d: op 77 gave %d", rank, r);
-	r = ncclAllReduce(x, x, 0, ncclFloat32, ncclSum, comm, NULL);
-	EXPECT(r == ncclSuccess, "rank %d: count 0 gave %d", rank, r);
-	r = ncclAllReduce(NULL, x, 4, ncclFloat32, ncclSum, comm, NULL);
-	EXPECT(r == ncclInvalidArgument, "rank %d: NULL send gave %d", rank, r);
-	r = ncclRedOpCreatePreMulSum(&pre, &scale, ncclFloat64, ncclScalarHostImmediate, comm);
-	EXPECT(r == ncclSuccess, "rank %d: PreMulSum gave %d", rank, r);
-	r = ncclAllReduce(x, x, 4, ncclFloat32, pre, comm, NULL);
-	EXPECT(r == ncclInvalidArgument, "rank %d: the PreMulSum op gave %d", rank, r);
-	r = ncclReduceScatter(x, x, 2, ncclFloat32, pre, comm, NULL);
-	EXPECT(r == ncclInvalidArgument, "rank %d: a PreMulSum reduce-scatter gave %d", rank, r);
+	ANSWER(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, NULL, NULL), inval, "NULL comm");
+	ANSWER(ncclAllReduce(x, x, 4, (ncclDataType_t)42, ncclSum, comm, NULL), inval, "type 42");
+	ANSWER(ncclAllReduce(x, x, 4, ncclFloat32, (ncclRedOp_t)77, comm, NULL), inval, "op 77");
+	ANSWER(ncclAllReduce(x, x, 0, ncclFloat32, ncclSum, comm, NULL), ncclSuccess, "count 0");
+	ANSWER(ncclAllReduce(NULL, x, 4, ncclFloat32, ncclSum, comm, NULL), inval, "NULL send");
+	ANSWER(ncclRedOpCreatePreMulSum(&pre, &scale, ncclFloat64, ncclScalarHostImmediate, comm),
+	       ncclSuccess, "PreMulSum");
+	ANSWER(ncclAllReduce(x, x, 4, ncclFloat32, pre, comm, NULL), inval, "the PreMulSum op");
+	ANSWER(ncclReduceScatter(x, x, 2, ncclFloat32, pre, comm, NULL), inval,
+	       "a PreMulSum reduce-scatter");
 	ncclRedOpDestroy(pre, comm);
 	/* the same answers for reduce-scatter and all-gather (4 floats: 2 a rank) */
-	r = ncclReduceScatter(x, x, 2, ncclFloat32, ncclSum, NULL, NULL);
-	EXPECT(r == ncclInvalidArgument, "rank %d: reduce-scatter, NULL comm gave %d", rank, r);
-	r = ncclReduceScatter(x, x, 2, (ncclDataType_t)42, ncclSum, comm, NULL);
-	EXPECT(r == ncclInvalidArgument, "rank %d: reduce-scatter, type 42 gave %d", rank, r);
-	r = ncclReduceScatter(x, x, 2, ncclFloat32, (ncclRedOp_t)77, comm, NULL);
-	EXPECT(r == ncclInvalidArgument, "rank %d: reduce-scatter, op 77 gave %d", rank, r);
-	r = ncclReduceScatter(x, NULL, 2, ncclFloat32, ncclSum, comm, NULL);
-	EXPECT(r == ncclInvalidArgument, "rank %d: reduce-scatter, NULL recv gave %d", rank, r);
-	r = ncclReduceScatter(x, x, 0, ncclFloat32, ncclSum, comm, NULL);
-	EXPECT(r == ncclSuccess, "rank %d: reduce-scatter, count 0 gave %d", rank, r);
-	r = ncclAllGather(x, x + 2, 2, ncclFloat8e4m3, NULL, NULL);
-	EXPECT(r == ncclInvalidArgument, "rank %d: all-gather, NULL comm gave %d", rank, r);
-	r = ncclAllGather(x + 2 * (rank & 1), x, 1, ncclFloat8e4m3, comm, NULL);
-	EXPECT(r == ncclInvalidArgument, "rank %d: all-gather of fp8 gave %d", rank, r);
-	r = ncclAllGather(NULL, x, 2, ncclFloat32, comm, NULL);
-	EXPECT(r == ncclInvalidArgument, "rank %d: all-gather, NULL send gave %d", rank, r);
-	r = ncclAllGather(x, x, 0, ncclFloat32, comm, NULL);
-	EXPECT(r == ncclSuccess, "rank %d: all-gather, count 0 gave %d", rank, r);
+	ANSWER(ncclReduceScatter(x, x, 2, ncclFloat32, ncclSum, NULL, NULL), inval,
+	       "reduce-scatter, NULL comm");
+	ANSWER(ncclReduceScatter(x, x, 2, (ncclDataType_t)42, ncclSum, comm, NULL), inval,
+	       "reduce-scatter, type 42");
+	ANSWER(ncclReduceScatter(x, x, 2, ncclFloat32, (ncclRedOp_t)77, comm, NULL), inval,
+	       "reduce-scatter, op 77");
+	ANSWER(ncclReduceScatter(x, NULL, 2, ncclFloat32, ncclSum, comm, NULL), inval,
+	       "reduce-scatter, NULL recv");
+	ANSWER(ncclReduceScatter(x, x, 0, ncclFloat32, ncclSum, comm, NULL), ncclSuccess,
+	       "reduce-scatter, count 0");
+	ANSWER(ncclAllGather(x, x + 2, 2, ncclFloat8e4m3, NULL, NULL), inval, "all-gather, NULL comm");
+	ANSWER(ncclAllGather(x, x, 1, ncclFloat8e4m3, comm, NULL), inval, "all-gather of fp8");
+	ANSWER(ncclAllGather(NULL, x, 2, ncclFloat32, comm, NULL), inval, "all-gather, NULL send");
+	ANSWER(ncclAllGather(x, x, 0, ncclFloat32, comm, NULL), ncclSuccess, "all-gather, count 0");
 }
 
 /* One in-place float sum of count elements at buf, checked. */
