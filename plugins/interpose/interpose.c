@@ -858,7 +858,8 @@ static void tell(struct pcomm *p, int kind, int why, size_t bytes)
 		say("NCCL runs %s inside a group (with the group, at ncclGroupEnd)", name);
 		break;
 	case WHY_ARGS:
-		say("NCCL runs %s with count 0 or a NULL buffer (NCCL's answer)", name);
+		say("NCCL runs %s with count 0, a NULL buffer or a count past penny's "
+		    "(NCCL's answer)", name);
 		break;
 	case WHY_TYPE:
 		say("NCCL runs %s of a type or op penny lacks (fp8, PreMulSum)", name);
