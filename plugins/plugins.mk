@@ -53,8 +53,10 @@ PL_KDEPS := plugins/cuda/ar_block.cuh plugins/cuda/ar_sync.cuh plugins/common/pn
 PL_ALGOS := oneshot oneshot_fl twoshot_ll twoshot ring twoshot_hy
 
 # The NCCL interposer (plugins/interpose/): NCCL's C API in front of the
-# real NCCL, ncclAllReduce on the cuda plugin; always built, like penny-nccl.so.
-PL_INTERPOSE_SRC := plugins/common/cudrv.c $(PL_UNITS) src/gpu/plugin_open.c plugins/interpose/interpose.c
+# real NCCL, ncclAllReduce, ncclReduceScatter and ncclAllGather on the cuda
+# plugin; always built, like penny-nccl.so.
+PL_INTERPOSE_SRC := plugins/common/cudrv.c $(PL_UNITS) src/gpu/plugin_open.c plugins/interpose/interpose.c \
+	plugins/interpose/regcache.c
 PL_INTERPOSE_OBJ := $(PL_INTERPOSE_SRC:%.c=$(PL)/obj/%.o)
 
 PLUGIN_SO := $(PL)/penny-nccl.so $(PL)/libpenny-nccl.so

@@ -153,6 +153,8 @@ void pn_cuda_xnode_close(void *be, void *xn);
 /* The other collectives on one node (cuda_coll.c; penny_plugin_v1's
  * allgather, reduce_scatter ... sendrecv), kernels of co_kernels.cu. */
 int pn_cuda_allgather(void *be, const void *send, void *recv, size_t count, int dtype);
+int pn_cuda_allgather_stream(void *be, const void *send, void *recv, size_t count, int dtype,
+			     void *stream);
 int pn_cuda_reduce_scatter(void *be, const void *send, void *recv, size_t count, int dtype, int op,
 			   void *stream);
 int pn_cuda_alltoall(void *be, const void *send, void *recv, size_t count, int dtype,

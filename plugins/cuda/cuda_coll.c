@@ -126,6 +126,14 @@ int pn_cuda_allgather(void *be, const void *send, void *recv, size_t count, int 
 	return co_call(be, PN_CO_ALLGATHER, send, recv, count, dtype, PENNY_SUM, 0, NULL);
 }
 
+/* penny_plugin_v1.allgather_stream: the same on the caller's stream (the
+ * NCCL interposer's ncclAllGather). */
+int pn_cuda_allgather_stream(void *be, const void *send, void *recv, size_t count, int dtype,
+			     void *stream)
+{
+	return co_call(be, PN_CO_ALLGATHER, send, recv, count, dtype, PENNY_SUM, 0, stream);
+}
+
 int pn_cuda_reduce_scatter(void *be, const void *send, void *recv, size_t count, int dtype, int op,
 			   void *stream)
 {

@@ -69,4 +69,6 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.broadcast = pn_cuda_broadcast,
 	.reduce = pn_cuda_reduce,
 	.sendrecv = pn_cuda_sendrecv,
+	/* appended for the NCCL interposer's ncclAllGather */
+	.allgather_stream = pn_cuda_allgather_stream,
 };

@@ -464,6 +464,15 @@ struct penny_plugin_v1 {
 	 * rank: a copy) (grouped ncclSend/ncclRecv in the nccl plugin). */
 	int (*sendrecv)(void *be, const void *send, void *recv, size_t count, int dtype,
 			void *stream);
+
+	/* ---- appended for the NCCL interposer's ncclAllGather (read only
+	 * when size covers it) ---- */
+
+	/* allgather() on stream, as the collectives above take it (NULL: the
+	 * backend's own), so that it orders with the caller's work and a
+	 * graph captured on that stream holds it.  NULL if not provided. */
+	int (*allgather_stream)(void *be, const void *send, void *recv, size_t count, int dtype,
+				void *stream);
 };
 
 /* Size of the first v1 table (every member up to bw). */

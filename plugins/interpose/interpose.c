@@ -1,25 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libpenny-nccl.so: NCCL's C API in front of the real NCCL.  ncclAllReduce
- * runs on a penny plugin (the cuda plugin: CUDA IPC kernels) where the
- * plugin supports the call; every other call, and every call penny does
- * not take, goes to the real NCCL unchanged.  See man/penny-nccl.7.
+ * libpenny-nccl.so: NCCL's C API in front of the real NCCL.  ncclAllReduce,
+ * ncclReduceScatter and ncclAllGather run on a penny plugin (the cuda
+ * plugin: CUDA IPC kernels) where the plugin supports the call; every other
+ * call, and every call penny does not take, goes to the real NCCL
+ * unchanged.  See man/penny-nccl.7.
  *
  * Communicators stay NCCL's: the caller holds the real ncclComm_t, and a
  * side table maps it to penny's backend, made beside it at its first
- * allreduce outside a group and a graph capture.  The
+ * allreduce, reduce-scatter or all-gather outside a group and a graph
+ * capture.  The
  * plugin's host services (allgather, barrier) run on the real
  * communicator: ncclAllGather of a small device buffer on a stream of our
  * own, waited for with a timeout.
  */
 #define _GNU_SOURCE
-#include "nccl_api.h"
+#include "interpose.h"
 
-#include "../common/cudrv.h"
 #include "../../src/base/units.h"
 #include "../../src/gpu/plugin_open.h"
 #include "penny_data.h"
-#include "penny_plugin.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -41,10 +41,9 @@
 
 /* ---- one line on stderr ---- */
 
-static int debug_on;
+int debug_on;
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
+void say(const char *fmt, ...)
 {
 	char line[600];
 	va_list ap;
@@ -173,13 +172,7 @@ EXPORT const char *ncclGetErrorString(ncclResult_t r)
 
 /* ---- settings (PENNY_NCCL*) ---- */
 
-static struct {
-	int enabled;		/* PENNY_NCCL: 0 forwards every call */
-	uint64_t max_bytes;	/* PENNY_NCCL_MAX_BYTES; 0: auto */
-	int timeout_s;		/* PENNY_NCCL_TIMEOUT */
-	int regcache;		/* PENNY_NCCL_REGCACHE: registrations kept per communicator */
-	char bad[200];		/* a setting that could not be read */
-} cfg;
+struct ip_cfg cfg;
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
 
 /* A size or count of units.h up to max. */
@@ -243,16 +236,21 @@ static void read_cfg(void)
 
 /* ---- the penny plugin ---- */
 
-static const struct penny_plugin_v1 *P;
+const struct penny_plugin_v1 *P;
 static pthread_once_t plugin_once = PTHREAD_ONCE_INIT;
 static char plugin_err[300];
 
 #define PLUGIN_NEEDS (offsetof(struct penny_plugin_v1, allreduce_stream) + sizeof(void (*)(void)))
-/* The plugin has member m (its table is long enough and m is set). */
-#define PLUGIN_HAS_(m) (P->size >= offsetof(struct penny_plugin_v1, m) + sizeof(void (*)(void)) && P->m)
-#define PLUGIN_HAS(what) PLUGIN_HAS_##what
-#define PLUGIN_HAS_reg_cache (PLUGIN_HAS_(reg_buffer) && PLUGIN_HAS_(dereg_buffer) && PLUGIN_HAS_(allreduce_reg))
-#define PLUGIN_HAS_async_error PLUGIN_HAS_(async_error)
+
+static const char *const kind_name[K_N] = { "ncclAllReduce", "ncclReduceScatter",
+					    "ncclAllGather" };
+
+/* The kinds this process's plugin has (allreduce: every plugin taken). */
+static int plugin_colls(void)
+{
+	return 1 << K_ALLREDUCE | (PLUGIN_HAS_(reduce_scatter) ? 1 << K_REDUCE_SCATTER : 0) |
+	       (PLUGIN_HAS_(allgather_stream) ? 1 << K_ALLGATHER : 0);
+}
 
 /*
  * The penny plugin, by the loader's rules (src/gpu/plugin_open.h):
@@ -299,48 +297,6 @@ static void load_plugin(void)
 }
 
 /* ---- communicators ---- */
-
-/*
- * One allocation of the caller's (cuMemGetAddressRange: base and size;
- * its buffer id tells a new allocation at a reused address) registered
- * with the plugin, under registration number gen, the same on every rank.
- */
-struct rc_entry {
-	CUdeviceptr base;
-	size_t bytes;
-	unsigned long long bufid;
-	void *reg;		/* the plugin's handle */
-	uint32_t gen;		/* 1, 2, ...: the communicator's registration count */
-	uint64_t tick;		/* last use */
-};
-
-/* A communicator's penny state: made at its first allreduce, then on or off. */
-enum { PC_PENDING = 0, PC_ON, PC_OFF };
-
-struct pcomm {
-	ncclComm_t real;
-	int state;		/* PC_* */
-	int rank, n, dev;
-	const struct pn_cudrv *cu;
-	CUcontext ctx;
-	CUstream hs;		/* the host services' stream */
-	CUdeviceptr buf;	/* their device buffer */
-	size_t buf_bytes;
-	struct penny_host_v1 host;
-	void *be;		/* the plugin's backend (PC_ON) */
-	CUstream last;		/* the stream of penny's last call */
-	int used;		/* penny ran a call */
-	int aborting;		/* host services fail at once (abort; atomic) */
-	int inflight;		/* calls using it now (hold/unhold; atomic) */
-	ncclResult_t err;	/* a failed penny call: the communicator's async error */
-	char errmsg[300];
-	struct rc_entry *rc;	/* the registration cache: cfg.regcache entries */
-	int rc_n;		/* entries in use */
-	uint64_t rc_tick;	/* the calls that consulted it (LRU clock) */
-	uint32_t rc_gen;	/* registrations made (the same count on every rank) */
-	uint64_t rc_hits, rc_misses, rc_evicted, rc_staged;
-	struct pcomm *next;
-};
 
 static pthread_mutex_t comms_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pcomm *comms;
@@ -439,7 +395,7 @@ static int hs_wait(struct pcomm *p)
 }
 
 /* penny_host_v1.allgather: ncclAllGather on the real communicator. */
-static int hs_allgather(void *ctx, const void *mine, void *all, size_t len)
+int hs_allgather(void *ctx, const void *mine, void *all, size_t len)
 {
 	struct pcomm *p = ctx;
 	const struct pn_cudrv *cu = p->cu;
@@ -528,6 +484,7 @@ struct hello {
 	int32_t want, plugin_ok;
 	uint64_t max_bytes;
 	int32_t regcache;	/* on every rank alike: the cache's calls are collective */
+	int32_t colls;		/* the kinds its plugin has: penny runs those all have */
 	char host[64];
 	char err[300];
 };
@@ -576,6 +533,7 @@ static ncclResult_t attach(struct pcomm *p)
 	if (cfg.enabled) {
 		pthread_once(&plugin_once, load_plugin);
 		mine.plugin_ok = P != NULL;
+		mine.colls = P ? plugin_colls() : 0;
 		snprintf(mine.err, sizeof(mine.err), "%s", P ? "" : plugin_err);
 	}
 	mine.max_bytes = cfg.max_bytes;
@@ -601,6 +559,9 @@ static ncclResult_t attach(struct pcomm *p)
 			first_bad = r;
 	}
 	p->host.nnodes = nnodes;
+	p->colls = mine.colls;
+	for (r = 0; r < p->n; r++)
+		p->colls &= all[r].colls;
 	for (r = 0; r < p->n && (all[r].want && all[r].max_bytes == mine.max_bytes &&
 				 all[r].regcache == mine.regcache); r++)
 		;
@@ -638,7 +599,9 @@ static ncclResult_t attach(struct pcomm *p)
 		goto off;
 	}
 	if (debug_on && p->rank == 0)
-		say("penny runs ncclAllReduce of this communicator of %d ranks: %s", p->n,
+		say("penny runs %s%s%s of this communicator of %d ranks: %s", kind_name[K_ALLREDUCE],
+		    p->colls & 1 << K_REDUCE_SCATTER ? ", ncclReduceScatter" : "",
+		    p->colls & 1 << K_ALLGATHER ? ", ncclAllGather" : "", p->n,
 		    P->describe ? P->describe(p->be) : P->name);
 	free(all);
 	__atomic_store_n(&p->state, PC_ON, __ATOMIC_RELEASE);
@@ -688,169 +651,6 @@ static int capturing(cudaStream_t s)
 	if (!cu || !cu->StreamIsCapturing)
 		return 0;
 	return cu->StreamIsCapturing((CUstream)s, &status) != CUDA_SUCCESS || status != 0;
-}
-
-/* ---- the registration cache ---- */
-
-/* The calls that used e's registration are done; then it goes. */
-static void rc_drop(struct pcomm *p, struct rc_entry *e, int sync)
-{
-	if (e->reg) {
-		if (sync && p->used)
-			p->cu->StreamSynchronize(p->last);
-		P->dereg_buffer(p->be, e->reg);
-	}
-	*e = p->rc[--p->rc_n];
-}
-
-/*
- * This rank's registration of the allocation [base, + bytes) with buffer
- * id bufid, or NULL.  Entries at the same address for another size or
- * buffer id are of freed allocations: they go.
- */
-static struct rc_entry *rc_find(struct pcomm *p, CUdeviceptr base, size_t bytes,
-				unsigned long long bufid)
-{
-	int i;
-
-	for (i = 0; i < p->rc_n; i++) {
-		struct rc_entry *e = &p->rc[i];
-
-		if (e->base != base)
-			continue;
-		if (e->bytes == bytes && e->bufid == bufid)
-			return e;
-		rc_drop(p, e, 1);
-		i--;
-	}
-	return NULL;
-}
-
-/* A free entry: the least recently used one goes when the cache is full. */
-static struct rc_entry *rc_slot(struct pcomm *p)
-{
-	struct rc_entry *old = p->rc;
-	int i;
-
-	if (p->rc_n == cfg.regcache) {
-		for (i = 1; i < p->rc_n; i++)
-			if (p->rc[i].tick < old->tick)
-				old = &p->rc[i];
-		rc_drop(p, old, 1);
-		p->rc_evicted++;
-	}
-	return &p->rc[p->rc_n++];
-}
-
-/* What every rank says about its recv before a call that wants it registered. */
-struct regsay {
-	uint32_t gen;		/* its registration of recv's allocation (0: none) */
-	int32_t ok;		/* recv's allocation known and registrable */
-	uint64_t off;		/* recv's offset in it */
-};
-
-/*
- * An allreduce whose kernel stores into the peers' recv: registered (no
- * staging copy) when every rank has its recv's allocation registered under
- * the same registration at the same offset; registered now, collectively,
- * when every rank's recv is at the same offset in an allocation but some
- * rank lacks the registration; staged otherwise.  The ranks decide
- * together on what they all said (one small allgather on the host
- * services), so that a rank whose buffer is cached and one whose buffer is
- * new never take different paths.  Not during a graph capture (no host
- * collective there): the caller stages those.
- */
-static int reg_allreduce(struct pcomm *p, const void *s, void *r, size_t count, int pdt, int pop,
-			 cudaStream_t st)
-{
-	const struct pn_cudrv *cu = p->cu;
-	struct regsay mine = { 0, 0, 0 }, *all;
-	CUdeviceptr base = 0;
-	size_t bytes = 0;
-	unsigned long long bufid = 0;
-	struct rc_entry *e = NULL;
-	void *h = NULL;
-	int q, ret, agreed = 1, same = 1;
-
-	p->rc_tick++;
-	if (!p->rc)
-		p->rc = calloc((size_t)cfg.regcache, sizeof(*p->rc));
-	if (p->rc && !cu->MemGetAddressRange(&base, &bytes, (CUdeviceptr)(uintptr_t)r) && base) {
-		if (cu->PointerGetAttribute)
-			cu->PointerGetAttribute(&bufid, CU_POINTER_ATTRIBUTE_BUFFER_ID, base);
-		e = rc_find(p, base, bytes, bufid);
-		mine.ok = !e || e->reg;	/* known unregistrable: staged */
-		mine.gen = e ? e->gen : 0;
-		mine.off = (CUdeviceptr)(uintptr_t)r - base;
-	}
-	all = calloc((size_t)p->n, sizeof(*all));
-	ret = all ? hs_allgather(p, &mine, all, sizeof(mine)) : -ENOMEM;
-	if (ret)
-		goto broken;
-	for (q = 0; q < p->n; q++) {
-		agreed &= all[q].ok && all[q].off == mine.off;
-		same &= all[q].gen == mine.gen;
-	}
-	if (!agreed) {
-		p->rc_staged++;
-		free(all);
-		return P->allreduce_reg(p->be, NULL, s, r, count, pdt, pop, PENNY_ALGO_AUTO, st);
-	}
-	if (!same || !mine.gen) {
-		/* every rank registers its allocation anew, under the same number */
-		p->rc_misses++;
-		if (e)
-			rc_drop(p, e, 1);
-		e = rc_slot(p);
-		e->base = base;
-		e->bytes = bytes;
-		e->bufid = bufid;
-		e->gen = ++p->rc_gen;
-		ret = P->reg_buffer(p->be, (void *)(uintptr_t)base, bytes, &h);
-		if (ret && debug_on)
-			say("rank %d: cannot register %zu bytes at %#llx: %s", p->rank, bytes,
-			    (unsigned long long)base, P->errmsg());
-		mine.ok = !ret;
-		ret = hs_allgather(p, &mine, all, sizeof(mine));
-		if (ret) {
-			if (h)
-				P->dereg_buffer(p->be, h);
-			rc_drop(p, e, 0);
-			goto broken;
-		}
-		for (q = 0; q < p->n && all[q].ok; q++)
-			;
-		if (q < p->n && h) {
-			P->dereg_buffer(p->be, h);
-			h = NULL;
-		}
-		e->reg = h; /* NULL: known unregistrable (on some rank): staged */
-	} else {
-		p->rc_hits++;
-	}
-	e->tick = p->rc_tick;
-	free(all);
-	if (!e->reg)
-		p->rc_staged++;
-	return P->allreduce_reg(p->be, e->reg, s, r, count, pdt, pop, PENNY_ALGO_AUTO, st);
-broken:
-	snprintf(p->errmsg, sizeof(p->errmsg), "penny's buffer agreement on NCCL's communicator "
-		 "failed (%s)", strerror(-ret));
-	free(all);
-	return ret;
-}
-
-/* Every registration goes (the backend's last call is done). */
-static void rc_clear(struct pcomm *p)
-{
-	if (debug_on && p->rc_tick)
-		say("rank %d: registration cache: %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
-		    " evicted, %" PRIu64 " staged", p->rank, p->rc_hits, p->rc_misses, p->rc_evicted,
-		    p->rc_staged);
-	while (p->rc_n)
-		rc_drop(p, &p->rc[0], 0);
-	free(p->rc);
-	p->rc = NULL;
 }
 
 /* Penny's backend goes before the real communicator (abort: at once). */
@@ -1034,44 +834,111 @@ static int penny_op(ncclRedOp_t o)
 	return (unsigned)o < sizeof(map) / sizeof(map[0]) ? map[o] : -1;
 }
 
-/* The allreduce on penny when it takes it (1), else 0: NCCL runs it. */
-static int penny_allreduce(struct pcomm *p, const void *s, void *r, size_t count,
-			   ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, ncclResult_t *res);
+/* Who runs a call of a communicator penny runs, and why (WHY_PENNY: penny). */
+enum { WHY_PENNY = 0, WHY_GROUP, WHY_ARGS, WHY_TYPE, WHY_PLUGIN, WHY_SIZE };
 
-EXPORT ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t dt,
-				  ncclRedOp_t op, ncclComm_t comm, cudaStream_t st)
+/*
+ * PENNY_NCCL_DEBUG: rank 0 says who runs a kind of call and why, the first
+ * time each reason comes for that kind on the communicator (every rank
+ * decides alike, so rank 0 speaks for all; a line per call would flood a
+ * framework's log).
+ */
+static void tell(struct pcomm *p, int kind, int why, size_t bytes)
 {
-	struct pcomm *p;
-	ncclResult_t res = ncclSuccess;
-	int taken;
+	const char *name = kind_name[kind];
 
-	if (!real())
-		return ncclSystemError;
-	p = hold(comm);
-	taken = p && penny_allreduce(p, s, r, count, dt, op, st, &res);
-	unhold(p);
-	return taken ? res : R.ncclAllReduce(s, r, count, dt, op, comm, st);
+	if (!debug_on || p->rank != 0 || p->said[kind] & 1u << why)
+		return;
+	p->said[kind] |= 1u << why;
+	switch (why) {
+	case WHY_PENNY:
+		say("penny runs %s (the first of %zu bytes)", name, bytes);
+		break;
+	case WHY_GROUP:
+		say("NCCL runs %s inside a group (with the group, at ncclGroupEnd)", name);
+		break;
+	case WHY_ARGS:
+		say("NCCL runs %s with count 0, a NULL buffer or a count past penny's "
+		    "(NCCL's answer)", name);
+		break;
+	case WHY_TYPE:
+		say("NCCL runs %s of a type or op penny lacks (fp8, PreMulSum)", name);
+		break;
+	case WHY_PLUGIN:
+		say("NCCL runs %s of %zu bytes: the %s plugin does not take it", name, bytes, P->name);
+		break;
+	default:
+		if (cfg.max_bytes)
+			say("NCCL runs %s of %zu bytes: above PENNY_NCCL_MAX_BYTES (%" PRIu64 ")", name,
+			    bytes, cfg.max_bytes);
+		else
+			say("NCCL runs %s of %zu bytes: above the plugin's one-shot sizes "
+			    "(PENNY_NCCL_MAX_BYTES=auto)", name, bytes);
+	}
 }
 
+/* A call penny enqueued failed (ret): the communicator is broken, as after
+ * NCCL's asynchronous errors (its peers may be inside the call). */
+static ncclResult_t failed(struct pcomm *p, int kind, int ret)
+{
+	static const char *const what[K_N] = { "allreduce", "reduce-scatter", "all-gather" };
+
+	if (!p->errmsg[0])
+		snprintf(p->errmsg, sizeof(p->errmsg), "penny's %s failed: %s", what[kind],
+			 P->errmsg());
+	p->err = ret == -EINVAL ? ncclInvalidArgument : ncclUnhandledCudaError;
+	say("rank %d: %s", p->rank, p->errmsg);
+	return p->err;
+}
+
+/*
+ * Penny's set-up at a communicator's first call of these kinds outside a
+ * group and a capture; then whether the call is one penny may run at all
+ * (else WHY_* but WHY_SIZE, or -1 when the communicator is not penny's).
+ */
+static int may_run(struct pcomm *p, int kind, const void *s, const void *r, size_t count,
+		   int pdt, int pop, cudaStream_t st, int *cap, ncclResult_t *res)
+{
+	*cap = -1;
+	if (p->state == PC_PENDING && group_depth == 0 && !(*cap = capturing(st)) &&
+	    (*res = attach(p)) != ncclSuccess)
+		return -2;
+	if (p->state != PC_ON || p->err)
+		return -1;
+	/* NCCL's own checks and answers for what penny does not take */
+	if (!count || !s || !r)
+		return WHY_ARGS;
+	if (pdt < 0 || pop < 0)
+		return WHY_TYPE;
+	if (!(p->colls & 1 << kind))
+		return WHY_PLUGIN;
+	return WHY_PENNY;
+}
+
+/* The allreduce on penny when it takes it (1), else 0: NCCL runs it. */
 static int penny_allreduce(struct pcomm *p, const void *s, void *r, size_t count,
 			   ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, ncclResult_t *res)
 {
-	int pdt, pop, algo, ret, cap = -1;
+	int pdt = penny_dtype(dt), pop = penny_op(op), algo, ret, cap;
+	int why = may_run(p, K_ALLREDUCE, s, r, count, pdt, pop, st, &cap, res);
+	size_t bytes;
 
-	if (p->state == PC_PENDING && group_depth == 0 && !(cap = capturing(st)) &&
-	    (*res = attach(p)) != ncclSuccess)
+	if (why == -2)
 		return 1;
-	pdt = penny_dtype(dt);
-	pop = penny_op(op);
-	/* NCCL's own checks and answers for what penny does not take */
-	if (p->state != PC_ON || p->err || !count || !s || !r || pdt < 0 || pop < 0 ||
-	    count > SIZE_MAX / 16)
+	if (why == WHY_PENNY && count > SIZE_MAX / 16)
+		why = WHY_ARGS;
+	if (why) {
+		if (why > 0)
+			tell(p, K_ALLREDUCE, why, 0);
 		return 0;
+	}
+	bytes = count * (size_t)penny_data_size(pdt);
 	algo = P->select(p->be, count, pdt, pop, PENNY_ALGO_AUTO);
-	if (algo < 0 ||
-	    (cfg.max_bytes ? count * (size_t)penny_data_size(pdt) > cfg.max_bytes
-			   : algo != PENNY_ALGO_ONESHOT))
+	if (algo < 0 || (cfg.max_bytes ? bytes > cfg.max_bytes : algo != PENNY_ALGO_ONESHOT)) {
+		tell(p, K_ALLREDUCE, algo < 0 ? WHY_PLUGIN : WHY_SIZE, bytes);
 		return 0;
+	}
+	tell(p, K_ALLREDUCE, WHY_PENNY, bytes);
 	/* kernels that store into the peers' recv want it registered; the
 	 * agreement on it is a host collective, never in a group or a capture */
 	if ((algo == PENNY_ALGO_TWOSHOT || algo == PENNY_ALGO_RING) && cfg.regcache &&
@@ -1081,16 +948,112 @@ static int penny_allreduce(struct pcomm *p, const void *s, void *r, size_t count
 	else
 		ret = P->allreduce_stream(p->be, s, r, count, pdt, pop, PENNY_ALGO_AUTO, st);
 	if (ret) {
-		/* its peers may be inside the call: the communicator is broken */
-		if (!p->errmsg[0])
-			snprintf(p->errmsg, sizeof(p->errmsg), "penny's allreduce failed: %s",
-				 P->errmsg());
-		p->err = ret == -EINVAL ? ncclInvalidArgument : ncclUnhandledCudaError;
-		say("rank %d: %s", p->rank, p->errmsg);
-		*res = p->err;
+		*res = failed(p, K_ALLREDUCE, ret);
 		return 1;
 	}
 	p->last = st;
 	p->used = 1;
 	return 1;
+}
+
+/* CUDA's CU_STREAM_LEGACY: the caller's NULL stream, which the plugin's
+ * other collectives would take for the backend's own. */
+#define STREAM_LEGACY ((void *)(uintptr_t)1)
+
+/*
+ * A reduce-scatter (send: n blocks of count elements, recv: one) or an
+ * all-gather (send: one block, recv: n) on penny when it takes it (1),
+ * else 0: NCCL runs it.  As the allreduce, but never inside a group, and
+ * the size that counts is the whole buffer's (n blocks, nccl-tests' size),
+ * which the plugin's allreduce of that size must run one-shot under auto.
+ * In place is NCCL's placement (the block at rank's offset in the whole
+ * buffer), which the plugin's kernels take; other overlaps are undefined,
+ * as in NCCL (and not looked for: ranks must never decide apart).
+ */
+static int penny_coll(struct pcomm *p, int kind, const void *s, void *r, size_t count,
+		      ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, ncclResult_t *res)
+{
+	int pdt = penny_dtype(dt), pop = kind == K_ALLGATHER ? PENNY_SUM : penny_op(op), algo, ret;
+	int cap, why = may_run(p, kind, s, r, count, pdt, pop, st, &cap, res);
+	size_t bytes;
+
+	if (why == -2)
+		return 1;
+	if (why == WHY_PENNY && group_depth)
+		why = WHY_GROUP;
+	if (why == WHY_PENNY && count > SIZE_MAX / 16 / (size_t)p->n)
+		why = WHY_ARGS;
+	if (why) {
+		if (why > 0)
+			tell(p, kind, why, 0);
+		return 0;
+	}
+	bytes = count * (size_t)p->n * (size_t)penny_data_size(pdt);
+	algo = P->select(p->be, count * (size_t)p->n, pdt, pop, PENNY_ALGO_AUTO);
+	if (algo < 0 || (cfg.max_bytes ? bytes > cfg.max_bytes : algo != PENNY_ALGO_ONESHOT)) {
+		tell(p, kind, algo < 0 ? WHY_PLUGIN : WHY_SIZE, bytes);
+		return 0;
+	}
+	tell(p, kind, WHY_PENNY, bytes);
+	if (kind == K_REDUCE_SCATTER)
+		ret = P->reduce_scatter(p->be, s, r, count, pdt, pop, st ? (void *)st : STREAM_LEGACY);
+	else
+		ret = P->allgather_stream(p->be, s, r, count, pdt, st ? (void *)st : STREAM_LEGACY);
+	if (ret) {
+		*res = failed(p, kind, ret);
+		return 1;
+	}
+	p->last = st;
+	p->used = 1;
+	return 1;
+}
+
+/* Whether penny takes a call of kind on comm (1: *res is its answer), or
+ * NCCL runs it (0). */
+static int taken(ncclComm_t comm, int kind, const void *s, void *r, size_t count,
+		 ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, ncclResult_t *res)
+{
+	struct pcomm *p = hold(comm);
+	int yes;
+
+	*res = ncclSuccess;
+	yes = p && (kind == K_ALLREDUCE ? penny_allreduce(p, s, r, count, dt, op, st, res)
+					 : penny_coll(p, kind, s, r, count, dt, op, st, res));
+	unhold(p);
+	return yes;
+}
+
+EXPORT ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t dt,
+				  ncclRedOp_t op, ncclComm_t comm, cudaStream_t st)
+{
+	ncclResult_t res;
+
+	if (!real())
+		return ncclSystemError;
+	return taken(comm, K_ALLREDUCE, s, r, count, dt, op, st, &res)
+		       ? res : R.ncclAllReduce(s, r, count, dt, op, comm, st);
+}
+
+EXPORT ncclResult_t ncclReduceScatter(const void *s, void *r, size_t count, ncclDataType_t dt,
+				      ncclRedOp_t op, ncclComm_t comm, cudaStream_t st)
+{
+	ncclResult_t res;
+
+	if (!real())
+		return ncclSystemError;
+	if (!R.ncclReduceScatter)
+		return lacks("ncclReduceScatter");
+	return taken(comm, K_REDUCE_SCATTER, s, r, count, dt, op, st, &res)
+		       ? res : R.ncclReduceScatter(s, r, count, dt, op, comm, st);
+}
+
+EXPORT ncclResult_t ncclAllGather(const void *s, void *r, size_t count, ncclDataType_t dt,
+				  ncclComm_t comm, cudaStream_t st)
+{
+	ncclResult_t res;
+
+	if (!real())
+		return ncclSystemError;
+	return taken(comm, K_ALLGATHER, s, r, count, dt, ncclSum, st, &res)
+		       ? res : R.ncclAllGather(s, r, count, dt, comm, st);
 }

@@ -129,14 +129,6 @@ typedef int ncclCommMemStat_t;
 	  (const void *s, void *r, size_t count, ncclDataType_t dt, int root, ncclComm_t comm,     \
 	   cudaStream_t st),                                                                       \
 	  (s, r, count, dt, root, comm, st))                                                       \
-	X(ncclReduceScatter,                                                                       \
-	  (const void *s, void *r, size_t count, ncclDataType_t dt, ncclRedOp_t op,                \
-	   ncclComm_t comm, cudaStream_t st),                                                      \
-	  (s, r, count, dt, op, comm, st))                                                         \
-	X(ncclAllGather,                                                                           \
-	  (const void *s, void *r, size_t count, ncclDataType_t dt, ncclComm_t comm,               \
-	   cudaStream_t st),                                                                       \
-	  (s, r, count, dt, comm, st))                                                             \
 	X(ncclAlltoAll,                                                                            \
 	  (const void *s, void *r, size_t count, ncclDataType_t dt, ncclComm_t comm,               \
 	   cudaStream_t st),                                                                       \
@@ -188,6 +180,14 @@ typedef int ncclCommMemStat_t;
 	  (const void *s, void *r, size_t count, ncclDataType_t dt, ncclRedOp_t op,                \
 	   ncclComm_t comm, cudaStream_t st),                                                      \
 	  (s, r, count, dt, op, comm, st))                                                         \
+	X(ncclReduceScatter,                                                                       \
+	  (const void *s, void *r, size_t count, ncclDataType_t dt, ncclRedOp_t op,                \
+	   ncclComm_t comm, cudaStream_t st),                                                      \
+	  (s, r, count, dt, op, comm, st))                                                         \
+	X(ncclAllGather,                                                                           \
+	  (const void *s, void *r, size_t count, ncclDataType_t dt, ncclComm_t comm,               \
+	   cudaStream_t st),                                                                       \
+	  (s, r, count, dt, comm, st))                                                             \
 	X(ncclGroupStart, (void), ())                                                              \
 	X(ncclGroupEnd, (void), ())
 

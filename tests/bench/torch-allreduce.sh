@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# penny's allreduce inside PyTorch: torch.distributed.all_reduce (torchrun,
-# one process per GPU) with NCCL alone and with the NCCL interposer
+# penny's collectives inside PyTorch: torch.distributed.all_reduce,
+# reduce_scatter_tensor and all_gather_into_tensor (torchrun, one process
+# per GPU) with NCCL alone and with the NCCL interposer
 # (LD_PRELOAD=libpenny-nccl.so), on 2 and on 4 GPUs.  Every dtype PyTorch
-# offers x sum, min, max, avg, product at odd and even counts: results
-# compared bit for bit with NCCL's (and both against a float64 reference);
-# bfloat16 sum from 1 KiB to 256 MiB, eager and captured in CUDA graphs
-# (whose replay is checked): NCCL and penny side by side, the penny/NCCL
-# ratio per size.  Writes OUTDIR/torch-allreduce-DATE-KIND-xN.{txt,tsv} and
-# the runs' JSON.
+# offers x sum, min, max, avg, product (the all-gather: no op) at odd and
+# even counts: results compared bit for bit with NCCL's (every rank's, and
+# both against a float64 reference); bfloat16 from 1 KiB to 256 MiB (the
+# whole buffer), eager and captured in CUDA graphs (whose replay is
+# checked): NCCL and penny side by side, the penny/NCCL ratio per size.
+# Writes OUTDIR/torch-COLL-DATE-KIND-xN.{txt,tsv} (COLL: allreduce,
+# reducescatter, allgather) and the runs' JSON.
 #   tests/bench/torch-allreduce.sh [OUTDIR]     (default: results)
-# Environment: B (build dir, default build-gpu), GPUS ("2 4"), PYTHON
+# Environment: COLLS (of all_reduce reduce_scatter all_gather, default all
+# three), B (build dir, default build-gpu), GPUS ("2 4"), PYTHON
 # (python3), MAXB (bytes, 268435456), ITERS (200), GRAPH (calls per captured
 # graph, 20; 0: no graphs), TIMEOUT (seconds per torchrun, 1800), KIND (the
 # machine's name in the file names), PENNY_NCCL_REAL (the real NCCL; default:
@@ -24,8 +27,8 @@
 # copy), as ...-xN-all-stage.{txt,tsv}.  Builds only libpenny-nccl.so and the cuda plugin (make, a C
 # compiler and nvcc are enough), or none with PLUGINDIR=dir (both built
 # before).  NVLink SHARP/multicast stays off.
-# Exit: 0 all identical and every graph replay right, 1 otherwise, 2 when it
-# could not run.
+# Exit: 0 all identical, every graph replay right and penny ran each
+# collective, 1 otherwise, 2 when it could not run.
 set -u
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -33,12 +36,19 @@ out=${1:-$top/results}
 B=${B:-build-gpu}
 PY=${PYTHON:-python3}
 GPUS=${GPUS:-2 4}
+COLLS=${COLLS:-all_reduce reduce_scatter all_gather}
 TIMEOUT=${TIMEOUT:-1800}
 die() {
 	echo "torch-allreduce: $*" >&2
 	exit 2
 }
 
+for coll in $COLLS; do
+	case $coll in
+	all_reduce | reduce_scatter | all_gather) ;;
+	*) die "COLLS: '$coll' is not all_reduce, reduce_scatter or all_gather" ;;
+	esac
+done
 command -v "$PY" >/dev/null 2>&1 || die "no $PY on PATH (set PYTHON=)"
 "$PY" -c 'import torch, torch.distributed' >/dev/null 2>&1 ||
 	die "PyTorch is not installed for $PY (pip install torch, or set PYTHON=)"
@@ -58,7 +68,9 @@ cd "$top" || exit 2
 lib=${PLUGINDIR:-$top/$B/plugins}/libpenny-nccl.so
 plugin=${PLUGINDIR:-$top/$B/plugins}/penny-cuda.so
 if [ -n "${PLUGINDIR:-}" ]; then
-	[ -e "$lib" ] && [ -e "$plugin" ] || die "PLUGINDIR=$PLUGINDIR lacks libpenny-nccl.so or penny-cuda.so"
+	if [ ! -e "$lib" ] || [ ! -e "$plugin" ]; then
+		die "PLUGINDIR=$PLUGINDIR lacks libpenny-nccl.so or penny-cuda.so"
+	fi
 elif ! make -j"$(nproc)" B="$B" CFLAGS=-Wno-error "$B/plugins/libpenny-nccl.so" "$B/plugins/penny-cuda.so" \
 	>"$work/build.log" 2>&1 || [ ! -e "$lib" ] || [ ! -e "$plugin" ]; then
 	tail -n 30 "$work/build.log" >&2
@@ -77,43 +89,53 @@ trun() {
 	shift
 	timeout -k 30 "$TIMEOUT" "$PY" -m torch.distributed.run --standalone --nproc-per-node="$np" \
 		"$top/tests/bench/torch_allreduce.py" run --graph "${GRAPH:-20}" --iters "${ITERS:-200}" \
-		--max-bytes "${MAXB:-268435456}" "$@"
+		--max-bytes "${MAXB:-268435456}" --coll "$coll" "$@"
 }
 for np in $GPUS; do
 	[ "$ngpu" -ge "$np" ] || { echo "# skip $np GPUs: only $ngpu"; continue; }
-	base=$out/torch-allreduce-$stamp-$kind-x$np
-	echo "## $np GPUs: NCCL"
-	if ! trun "$np" --label nccl --out "$work/x$np-nccl.json" >"$work/x$np-nccl.log" 2>&1; then
-		tail -n 30 "$work/x$np-nccl.log"
-		echo "## exit: the NCCL run on $np GPUs failed"
-		rc=1
-		continue
-	fi
-	cp "$work/x$np-nccl.json" "$base-nccl.json"
-	modes=penny
-	[ "${ALL:-0}" = 1 ] && modes="penny penny-all"
-	[ "${ALL:-0}" = 2 ] && modes="penny penny-all penny-all-stage"
-	for mode in $modes; do
-		max=auto suffix='' cache=${PENNY_NCCL_REGCACHE:-0}
-		[ "$mode" = penny-all ] && max=1T suffix=-all cache=${PENNY_NCCL_REGCACHE:-64}
-		[ "$mode" = penny-all-stage ] && max=1T suffix=-all-stage cache=0
-		echo "## $np GPUs: $mode (LD_PRELOAD=$lib, PENNY_NCCL_MAX_BYTES=$max, PENNY_NCCL_REGCACHE=$cache)"
-		if ! (export PENNY_NCCL_DEBUG=1 PENNY_NCCL_PLUGIN="$plugin" PENNY_NCCL_MAX_BYTES=$max \
-			PENNY_NCCL_REGCACHE=$cache LD_PRELOAD="$lib"; trun "$np" --label "$mode" --out "$work/x$np-$mode.json") \
-			>"$work/x$np-$mode.log" 2>&1; then
-			tail -n 30 "$work/x$np-$mode.log"
-			echo "## exit: the $mode run on $np GPUs failed"
+	for coll in $COLLS; do
+		# the interposer's call and the file names' collective
+		case $coll in
+		all_reduce) call=ncclAllReduce ;;
+		reduce_scatter) call=ncclReduceScatter ;;
+		*) call=ncclAllGather ;;
+		esac
+		base=$out/torch-${coll//_/}-$stamp-$kind-x$np
+		w=$work/${coll//_/}-x$np
+		echo "## $np GPUs, $coll: NCCL"
+		if ! trun "$np" --label nccl --out "$w-nccl.json" >"$w-nccl.log" 2>&1; then
+			tail -n 30 "$w-nccl.log"
+			echo "## exit: the NCCL run of $coll on $np GPUs failed"
 			rc=1
 			continue
 		fi
-		grep "^penny-nccl:" "$work/x$np-$mode.log" | sort | uniq -c | sed 's/^/# /' | head -n 20
-		if ! grep -q "penny runs ncclAllReduce" "$work/x$np-$mode.log"; then
-			echo "## penny ran no allreduce on $np GPUs: the interposer's lines above say why"
-			rc=1
-		fi
-		cp "$work/x$np-$mode.json" "$base-$mode.json"
-		"$PY" "$top/tests/bench/torch_allreduce.py" compare "$work/x$np-nccl.json" \
-			"$work/x$np-$mode.json" "$base$suffix" || rc=1
+		cp "$w-nccl.json" "$base-nccl.json"
+		modes=penny
+		[ "${ALL:-0}" = 1 ] && modes="penny penny-all"
+		[ "${ALL:-0}" = 2 ] && modes="penny penny-all penny-all-stage"
+		for mode in $modes; do
+			max=auto suffix='' cache=${PENNY_NCCL_REGCACHE:-0}
+			[ "$mode" = penny-all ] && max=1T suffix=-all cache=${PENNY_NCCL_REGCACHE:-64}
+			[ "$mode" = penny-all-stage ] && max=1T suffix=-all-stage cache=0
+			echo "## $np GPUs, $coll: $mode (LD_PRELOAD=$lib, PENNY_NCCL_MAX_BYTES=$max, PENNY_NCCL_REGCACHE=$cache)"
+			if ! (export PENNY_NCCL_DEBUG=1 PENNY_NCCL_PLUGIN="$plugin" PENNY_NCCL_MAX_BYTES=$max \
+				PENNY_NCCL_REGCACHE=$cache LD_PRELOAD="$lib"; trun "$np" --label "$mode" --out "$w-$mode.json") \
+				>"$w-$mode.log" 2>&1; then
+				tail -n 30 "$w-$mode.log"
+				echo "## exit: the $mode run of $coll on $np GPUs failed"
+				rc=1
+				continue
+			fi
+			grep "^penny-nccl:" "$w-$mode.log" | sort | uniq -c | sed 's/^/# /' | head -n 20
+			# the interposer's line at penny's first call of the kind
+			if ! grep -q "penny runs $call (the first" "$w-$mode.log"; then
+				echo "## penny ran no $call on $np GPUs: the interposer's lines above say why"
+				rc=1
+			fi
+			cp "$w-$mode.json" "$base-$mode.json"
+			"$PY" "$top/tests/bench/torch_allreduce.py" compare "$w-nccl.json" \
+				"$w-$mode.json" "$base$suffix" || rc=1
+		done
 	done
 done
 echo "# exit $rc"

@@ -1,14 +1,18 @@
 # SPDX-License-Identifier: MIT
-"""torch.distributed.all_reduce as a framework calls it, for
+"""torch.distributed.all_reduce, reduce_scatter_tensor and
+all_gather_into_tensor as a framework calls them, for
 tests/bench/torch-allreduce.sh (one process per GPU under torchrun).
 
   torchrun --nproc-per-node N torch_allreduce.py run --label L --out FILE.json
-      every dtype PyTorch offers x sum, min, max, avg (and product) at odd
-      and even counts: the results' SHA-256 per rank, rank 0's small
-      results themselves, and the largest error against a float64
-      reference; then bfloat16 sum from 1 KiB to 256 MiB, eager and
-      captured in a CUDA graph, microseconds per call (the median of
-      BLOCKS timed blocks; every block's figure kept).
+           [--coll all_reduce|reduce_scatter|all_gather]
+      every dtype PyTorch offers x sum, min, max, avg (and product; the
+      all-gather: no op) at odd and even counts (of each rank's block for
+      the reduce-scatter and all-gather): the results' SHA-256 per rank,
+      rank 0's small results themselves, and the largest error against a
+      float64 reference; then bfloat16 sum from 1 KiB to 256 MiB (the whole
+      buffer: nccl-tests' size), eager and captured in a CUDA graph,
+      microseconds per call (the median of BLOCKS timed blocks; every
+      block's figure kept).
   python3 torch_allreduce.py compare NCCL.json PENNY.json OUTBASE
       results identical or not per case, the timings side by side and the
       penny/NCCL ratio per size; writes OUTBASE.txt and OUTBASE.tsv.
@@ -105,6 +109,26 @@ def reference(torch, dt, world, count, op):
     return out
 
 
+def output(coll, world, x):
+    """The call's output for input x: x itself for all_reduce (in place);
+    one of x's world blocks for reduce_scatter; world x's for all_gather."""
+    if coll == "all_reduce":
+        return x
+    return x.new_empty(x.numel() // world if coll == "reduce_scatter" else x.numel() * world)
+
+
+def collective(dist, coll, x, y, op=None):
+    """The call from input x into y (output()); y."""
+    kw = {} if op is None else {"op": op}
+    if coll == "all_reduce":
+        dist.all_reduce(x, **kw)
+    elif coll == "reduce_scatter":
+        dist.reduce_scatter_tensor(y, x, **kw)
+    else:
+        dist.all_gather_into_tensor(y, x)
+    return y
+
+
 def run(args):
     import torch
     import torch.distributed as dist
@@ -117,7 +141,8 @@ def run(args):
     dist.init_process_group("nccl", timeout=datetime.timedelta(seconds=args.timeout),
                             device_id=dev)
     ops = {o: getattr(dist.ReduceOp, o) for o in OPS}
-    res = {"label": args.label, "world": world, "torch": torch.__version__,
+    coll = args.coll
+    res = {"label": args.label, "coll": coll, "world": world, "torch": torch.__version__,
            "nccl": ".".join(str(v) for v in torch.cuda.nccl.version()),
            "preload": os.environ.get("LD_PRELOAD", ""), "check": {}, "eager": {}, "graph": {},
            "eager_blocks": {}, "graph_blocks": {}, "timing": "median of %d blocks" % BLOCKS}
@@ -132,12 +157,15 @@ def run(args):
         dt = getattr(torch, name, None)
         if dt is None:
             continue
-        for op in OPS:
+        for op in (OPS if coll != "all_gather" else ["SUM"]):
             for count in COUNTS:
                 key = "%s %s %d" % (name, op, count)
+                # the input: world blocks of count for the reduce-scatter
+                whole = count * world if coll == "reduce_scatter" else count
                 try:  # the same on every rank: an error here is the type's or op's
-                    x = make_input(torch, dt, rank, count, op).to(dev)
-                    dist.all_reduce(x, op=ops[op])
+                    x = make_input(torch, dt, rank, whole, op).to(dev)
+                    x = collective(dist, coll, x, output(coll, world, x),
+                                   None if coll == "all_gather" else ops[op])
                     torch.cuda.synchronize()
                 except Exception as e:  # what this PyTorch/NCCL does not offer
                     msg = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
@@ -148,8 +176,18 @@ def run(args):
                 hs = [None] * world
                 dist.all_gather_object(hs, h)
                 entry = {"sha256": h, "ranks_agree": len(set(hs)) == 1}
+                if coll == "reduce_scatter":  # every rank's block: all of them compared
+                    entry = {"sha256": hashlib.sha256("".join(hs).encode()).hexdigest(),
+                             "ranks_agree": True}
                 if rank == 0 and count <= 4097:
-                    ref = reference(torch, dt, world, count, op)
+                    if coll == "all_gather":
+                        ref = torch.cat([make_input(torch, dt, r, count, op) for r in range(world)])
+                        ref = None if dt == torch.bool else \
+                            ref.to(torch.complex128 if dt.is_complex else torch.float64)
+                    else:
+                        ref = reference(torch, dt, world, whole, op)
+                    if ref is not None and coll == "reduce_scatter":
+                        ref = ref[:count]  # rank 0's block
                     if ref is not None:
                         got = host.to(ref.dtype)
                         err = (got - ref).abs()
@@ -167,14 +205,19 @@ def run(args):
         sizes.append(b)
         b *= 2
     for nbytes in sizes:
-        n = nbytes // 2
-        x = torch.randn(n, device=dev).to(torch.bfloat16)
+        # nbytes: the whole buffer (world blocks for reduce-scatter and all-gather)
+        n = nbytes // 2 if coll == "all_reduce" else nbytes // 2 // world * world
+        if n < world:
+            continue
+        nin = n // world if coll == "all_gather" else n
+        x = torch.randn(nin, device=dev).to(torch.bfloat16)
+        out = output(coll, world, x)  # made once: the timing is the call's alone
         iters = max(10, min(args.iters, int(2e9 // max(nbytes, 1) // 8)))
         for _ in range(5):
-            dist.all_reduce(x)
+            collective(dist, coll, x, out)
         torch.cuda.synchronize()
         dist.barrier()
-        med, per_block = timed_blocks(torch, lambda: dist.all_reduce(x), iters, 1)
+        med, per_block = timed_blocks(torch, lambda: collective(dist, coll, x, out), iters, 1)
         res["eager"][str(nbytes)] = med
         res["eager_blocks"][str(nbytes)] = per_block
         if args.graph:
@@ -183,20 +226,26 @@ def run(args):
             s.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(s):  # warm-up on a side stream, as PyTorch asks
                 for _ in range(3):
-                    dist.all_reduce(x)
+                    collective(dist, coll, x, out)
             torch.cuda.current_stream().wait_stream(s)
             g = torch.cuda.CUDAGraph()
             with torch.cuda.graph(g):
                 for _ in range(per):
-                    dist.all_reduce(x)
+                    collective(dist, coll, x, out)
             torch.cuda.synchronize()
             # a replay reduces again: the captured calls must still be right
-            y = torch.full((n,), float(rank + 1), device=dev, dtype=torch.bfloat16)
+            y = torch.full((nin,), float(rank + 1), device=dev, dtype=torch.bfloat16)
             x.copy_(y)
             g.replay()
             torch.cuda.synchronize()
-            want = float(world * (world + 1) // 2) * world ** (per - 1)
-            ok = bool(torch.isclose(x[:16].float(), torch.tensor(want, device=dev), rtol=0.02).all())
+            if coll == "all_reduce":
+                want = float(world * (world + 1) // 2) * world ** (per - 1)
+                ok = bool(torch.isclose(x[:16].float(), torch.tensor(want, device=dev), rtol=0.02).all())
+            elif coll == "reduce_scatter":  # from the same input at every call
+                want = float(world * (world + 1) // 2)
+                ok = bool(torch.isclose(out[:16].float(), torch.tensor(want, device=dev), rtol=0.02).all())
+            else:  # block r from rank r: 1 first, world last
+                ok = bool((out[:16].float() == 1).all()) and bool((out[-16:].float() == world).all())
             res.setdefault("graph_replay_ok", {})[str(nbytes)] = ok
             reps = max(2, iters // per)
             g.replay()
@@ -221,8 +270,11 @@ def compare(args):
     b = json.load(open(args.penny))
     lines = []
     out = lines.append
-    out("# torch.distributed.all_reduce, %d ranks: NCCL %s (%s) vs penny's interposer (%s), PyTorch %s"
-        % (a["world"], a["nccl"], a["label"], b["label"], a["torch"]))
+    coll = a.get("coll", "all_reduce")
+    call = {"all_reduce": "all_reduce", "reduce_scatter": "reduce_scatter_tensor",
+            "all_gather": "all_gather_into_tensor"}[coll]
+    out("# torch.distributed.%s, %d ranks: NCCL %s (%s) vs penny's interposer (%s), PyTorch %s"
+        % (call, a["world"], a["nccl"], a["label"], b["label"], a["torch"]))
     same = diff = skipped = 0
     notes = []
     for key in sorted(a["check"]):
@@ -257,8 +309,9 @@ def compare(args):
         if not a[mode] or not b[mode]:
             continue
         out("")
-        out("# bfloat16 sum, %s: us per call, %s" % ("captured in CUDA graphs" if mode == "graph" else "eager",
-                                                      a.get("timing", "mean of one block")))
+        out("# bfloat16 %s, %s: us per call, %s; size: the whole buffer"
+            % ("sum" if coll != "all_gather" else "all-gather",
+               "captured in CUDA graphs" if mode == "graph" else "eager", a.get("timing", "mean of one block")))
         out("%12s %12s %12s %8s" % ("size", "NCCL us", "penny us", "penny/NCCL"))
         worst = 0
         for s in sorted(a[mode], key=int):
@@ -269,7 +322,7 @@ def compare(args):
             ok = b.get("graph_replay_ok", {}).get(s, True) if mode == "graph" else True
             out("%12s %12.2f %12.2f %8.3f%s" % (human(int(s)), a[mode][s], b[mode][s], r,
                                                    "" if ok else "  REPLAY WRONG"))
-            rows.append("%s\t%d\t%s\t%.3f\t%.3f\t%.4f" % (mode, a["world"], s, a[mode][s], b[mode][s], r))
+            rows.append("%s\t%d\t%s\t%.3f\t%.3f\t%.4f\t%s" % (mode, a["world"], s, a[mode][s], b[mode][s], r, coll))
         out("# %s: worst penny/NCCL %.3f (goal: <= 1.03)" % (mode, worst))
     bad_replay = [s for s, ok in b.get("graph_replay_ok", {}).items() if not ok]
     bad_replay += ["NCCL " + s for s, ok in a.get("graph_replay_ok", {}).items() if not ok]
@@ -280,7 +333,7 @@ def compare(args):
     with open(args.outbase + ".txt", "w") as f:
         f.write(text)
     with open(args.outbase + ".tsv", "w") as f:
-        f.write("mode\tranks\tbytes\tnccl_us\tpenny_us\tratio\n" + "\n".join(rows) + "\n")
+        f.write("mode\tranks\tbytes\tnccl_us\tpenny_us\tratio\tcoll\n" + "\n".join(rows) + "\n")
     return 1 if diff or bad_replay else 0
 
 
@@ -289,6 +342,7 @@ def main():
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
     r.add_argument("--label", required=True)
+    r.add_argument("--coll", default="all_reduce", choices=["all_reduce", "reduce_scatter", "all_gather"])
     r.add_argument("--out", required=True)
     r.add_argument("--timeout", type=int, default=300)
     r.add_argument("--iters", type=int, default=200)

@@ -4,10 +4,11 @@
 # with NCCL (nccl-caller, one process per rank) runs over a fake NCCL and a
 # fake CUDA driver on host memory, with the test cuda plugin as penny's
 # backend.  The fake NCCL logs every call it gets, so the tests count what
-# penny ran and what reached NCCL: supported allreduces run on penny with
-# checked results; unsupported cases and bad arguments reach NCCL and get
-# its answers; a missing real NCCL, plugin or bad setting is one line and
-# NCCL runs every call.
+# penny ran and what reached NCCL: supported allreduces, reduce-scatters
+# and all-gathers run on penny with checked results; unsupported cases,
+# groups (of reduce-scatters and all-gathers) and bad arguments reach NCCL
+# and get its answers; a missing real NCCL, plugin or bad setting is one
+# line and NCCL runs every call.
 . "$(dirname "$0")/../lib.sh"
 
 fakes=$BUILD/tests/plugins
@@ -25,6 +26,18 @@ ip() {
 }
 # allreduce calls that reached NCCL
 nccl_ar() { grep -c " ncclAllReduce " nccl.log || true; }
+# reduce-scatter and all-gather calls that reached NCCL (the host services'
+# all-gathers are of uint8, type 1; the caller's never)
+nccl_rs() { grep -c " ncclReduceScatter " nccl.log || true; }
+nccl_ag() { awk '$3 == "ncclAllGather" && $5 != 1 { n++ } END { print n + 0 }' nccl.log; }
+# NCCL's reduce-scatter and all-gather calls outside the scenario's group
+# (count 100) of at most / above $1 bytes for the whole buffer of $2 ranks
+nccl_rsag_bytes() {
+	awk -v max="$1" -v n="$2" '($3 == "ncclReduceScatter" || $3 == "ncclAllGather" && $5 != 1) && $4 != 100 {
+		es = ($5 < 2) ? 1 : ($5 == 2 || $5 == 3 || $5 == 7) ? 4 : 8
+		if ($4 * n * es <= max) small++; else big++ }
+		END { print small + 0, big + 0 }' nccl.log
+}
 
 test_expect_success 'without the interposer every allreduce is NCCL'"'"'s (the baseline)' '
 	rm -f nccl.log && "$caller" 2 allreduce >out && grep -q "rank 1: allreduce ok, 86 " out &&
@@ -73,6 +86,75 @@ test_expect_success 'PENNY_NCCL_MAX_BYTES: larger calls go to NCCL, smaller ones
 		if (\$4 * es <= 1024) small++; else big++ }
 		END { exit !(big > 0 && small == 0) }" nccl.log &&
 	test "$(nccl_ar)" -lt 172
+'
+test_expect_success 'reduce-scatter and all-gather without the interposer: every one NCCL'"'"'s' '
+	rm -f nccl.log && "$caller" 2 colls >out && grep -q "rank 1: 85 reduce-scatter and 17 all-gather calls" out &&
+	test "$(nccl_rs)" -eq 170 && test "$(nccl_ag)" -eq 34 &&
+	test_exit 1 "$caller" 2 bf16coll >out && grep -q "bfloat16 reduce-scatter: fake NCCL error" out
+'
+test_expect_success 'penny runs reduce-scatter and all-gather in and out of place; a group'"'"'s are NCCL'"'"'s' '
+	ip "$caller" 2 colls >out 2>err && test ! -s err &&
+	test "$(grep -c "colls ok" out)" -eq 2 && grep -q "rank 1: 85 reduce-scatter and 17 all-gather" out &&
+	test "$(nccl_rs)" -eq 2 && test "$(grep -c "^rank [01] ncclReduceScatter 100 7 0" nccl.log)" -eq 2 &&
+	test "$(nccl_ag)" -eq 2 && test "$(grep -c "^rank [01] ncclAllGather 100 7" nccl.log)" -eq 2 &&
+	awk "/ncclGroupStart/ { g = 1 } /ncclGroupEnd/ { g = 0 }
+		/ ncclReduceScatter | ncclAllGather 100 / && !g { bad++ } END { exit bad > 0 }" nccl.log &&
+	ip "$caller" 4 colls >out 2>err && test ! -s err && test "$(grep -c "colls ok" out)" -eq 4 &&
+	test "$(nccl_rs)" -eq 4 && test "$(nccl_ag)" -eq 4 &&
+	ip "$caller" 2 bf16coll >out 2>err && test "$(grep -c "bf16coll ok" out)" -eq 2 &&
+	test "$(nccl_rs)" -eq 0 && test "$(nccl_ag)" -eq 0
+'
+test_expect_success 'penny'"'"'s reduce-scatter and all-gather go on the caller'"'"'s stream (NULL: the legacy one)' '
+	PENNY_FAKE_WANT_STREAM=1 ip "$caller" 2 colls >out 2>err && test ! -s err &&
+	test "$(grep -c "colls ok" out)" -eq 2 && test "$(nccl_rs)" -eq 2
+'
+test_expect_success 'reduce-scatter and all-gather: NCCL answers its cases (NULL comm, fp8, bad op, count 0, NULL buffer)' '
+	ip "$caller" 2 args >out 2>err && grep -q "rank 0: args ok" out && grep -q "rank 1: args ok" out &&
+	test "$(grep -c "^rank -1 ncclReduceScatter 2 7 0" nccl.log)" -eq 2 &&
+	test "$(grep -c " ncclReduceScatter 2 42 0" nccl.log)" -eq 2 &&
+	test "$(grep -c " ncclReduceScatter 2 7 77" nccl.log)" -eq 2 &&
+	test "$(grep -c " ncclReduceScatter 2 7 5" nccl.log)" -eq 2 &&
+	test "$(grep -c "^rank [01] ncclReduceScatter 2 7 0" nccl.log)" -eq 2 &&
+	test "$(grep -c " ncclReduceScatter 0 7 0" nccl.log)" -eq 2 &&
+	test "$(grep -c "^rank -1 ncclAllGather 2 10" nccl.log)" -eq 2 &&
+	test "$(grep -c "^rank [01] ncclAllGather 1 10" nccl.log)" -eq 2 &&
+	test "$(grep -c "^rank [01] ncclAllGather 2 7" nccl.log)" -eq 2 &&
+	test "$(grep -c " ncclAllGather 0 7" nccl.log)" -eq 2 &&
+	test "$(nccl_rs)" -eq 12 && test "$(nccl_ag)" -eq 8
+'
+test_expect_success 'a type the plugin refuses: NCCL runs those reduce-scatters and all-gathers, penny the rest' '
+	PENNY_FAKE_REFUSE_TYPE=8 PENNY_NCCL_DEBUG=1 ip "$caller" 2 colls >out 2>err &&
+	test "$(grep -c "colls ok" out)" -eq 2 &&
+	test "$(nccl_rs)" -eq 42 && test "$(nccl_ag)" -eq 10 &&
+	! awk "(\$3 == \"ncclReduceScatter\" || \$3 == \"ncclAllGather\") && \$5 != 7 && \$5 != 1" nccl.log | grep -q . &&
+	grep -q "^penny-nccl: NCCL runs ncclReduceScatter of 8 bytes: the cuda plugin does not take it" err &&
+	grep -q "^penny-nccl: NCCL runs ncclAllGather of 8 bytes: the cuda plugin does not take it" err
+'
+test_expect_success 'reduce-scatter and all-gather: PENNY_NCCL_MAX_BYTES, or auto'"'"'s one-shot sizes, of the whole buffer' '
+	PENNY_NCCL_MAX_BYTES=1K PENNY_NCCL_DEBUG=1 ip "$caller" 2 colls >out 2>err &&
+	test "$(grep -c "colls ok" out)" -eq 2 && set -- $(nccl_rsag_bytes 1024 2) &&
+	test "$1" -eq 0 && test "$2" -eq 100 &&
+	grep -q "^penny-nccl: NCCL runs ncclAllGather of 8000 bytes: above PENNY_NCCL_MAX_BYTES (1024)" err &&
+	PENNY_FAKE_REG_BYTES=4096 ip "$caller" 4 colls >out 2>err && test "$(grep -c "colls ok" out)" -eq 4 &&
+	set -- $(nccl_rsag_bytes 4095 4) && test "$1" -eq 0 && test "$2" -eq 188
+'
+test_expect_success 'reduce-scatter and all-gather in a graph capture: penny'"'"'s once set up outside one' '
+	PENNY_FAKE_CAPTURING=1 ip "$caller" 2 colls >out 2>err && test "$(grep -c "colls ok" out)" -eq 2 &&
+	test "$(nccl_rs)" -eq 170 && test "$(nccl_ag)" -eq 34 && ! grep -q ncclAllGather.*" 1$" nccl.log &&
+	PENNY_FAKE_CAPTURING=2 ip "$caller" 2 colls >out 2>err && test "$(grep -c "colls ok" out)" -eq 2 &&
+	test "$(nccl_rs)" -eq 2 && test "$(nccl_ag)" -eq 2
+'
+test_expect_success 'PENNY_NCCL_DEBUG: who runs each kind of call and why, once a reason' '
+	PENNY_NCCL_DEBUG=1 ip "$caller" 2 colls >out 2>err && test "$(grep -c "colls ok" out)" -eq 2 &&
+	grep -q "^penny-nccl: penny runs ncclAllReduce, ncclReduceScatter, ncclAllGather of this communicator of 2 ranks" err &&
+	test "$(grep -c "^penny-nccl: penny runs ncclReduceScatter (the first of 8 bytes)" err)" -eq 1 &&
+	test "$(grep -c "^penny-nccl: penny runs ncclAllGather (the first of 8 bytes)" err)" -eq 1 &&
+	grep -q "^penny-nccl: NCCL runs ncclReduceScatter inside a group" err &&
+	grep -q "^penny-nccl: NCCL runs ncclAllGather inside a group" err && test "$(wc -l <err)" -eq 5 &&
+	PENNY_NCCL_DEBUG=1 ip "$caller" 2 args >out 2>err &&
+	grep -q "^penny-nccl: NCCL runs ncclReduceScatter of a type or op penny lacks" err &&
+	grep -q "^penny-nccl: NCCL runs ncclAllGather of a type or op penny lacks" err &&
+	grep -q "^penny-nccl: NCCL runs ncclAllGather with count 0, a NULL buffer or a count past" err
 '
 test_expect_success 'a missing real NCCL: one line, ncclSystemError, no crash' '
 	PENNY_NCCL_REAL=$TRASH/nope.so test_exit 1 ip "$caller" 2 version >out 2>err &&

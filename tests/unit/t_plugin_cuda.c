@@ -910,9 +910,11 @@ static void do_colls(struct fake_world *w, int r)
 	ret = ret ? ret : pn_cuda_reduce(c, a, a, 5, PENNY_INT8, PENNY_MAX, 1, theirs);
 	ret = ret ? ret : pn_cuda_alltoall(c, a, b, 300000, PENNY_FLOAT, NULL);
 	ret = ret ? ret : pn_cuda_sendrecv(c, a, b, 9, PENNY_HALF, NULL);
+	/* the interposer's all-gather: in place, on the caller's stream */
+	ret = ret ? ret : pn_cuda_allgather_stream(c, b + 24 * r, b, 3, PENNY_DOUBLE, theirs);
 	/* nothing to do, or refused in one line */
 	ret = ret ? ret : pn_cuda_sendrecv(c, a, b, 0, PENNY_HALF, NULL);
-	if (ret || f->nlaunch != 5 || f->ncopy) {
+	if (ret || f->nlaunch != 6 || f->ncopy) {
 		snprintf(msgs[r], sizeof(msgs[r]), "ret %d, %d launches, %d copies: %s", ret, f->nlaunch,
 			 f->ncopy, pn_plugin_errmsg());
 		return;
@@ -920,7 +922,7 @@ static void do_colls(struct fake_world *w, int r)
 	ok = pn_cuda_broadcast(c, a, b, 10, PENNY_FLOAT, 3, NULL) == -EINVAL &&
 	     strstr(pn_plugin_errmsg(), "root 3 is not a rank of 3") &&
 	     pn_cuda_reduce(c, a, b, 10, PENNY_FLOAT, 9, 0, NULL) == -EINVAL &&
-	     pn_cuda_alltoall(c, NULL, b, 10, PENNY_FLOAT, NULL) == -EINVAL && f->nlaunch == 5 &&
+	     pn_cuda_alltoall(c, NULL, b, 10, PENNY_FLOAT, NULL) == -EINVAL && f->nlaunch == 6 &&
 	     c->g.stream == own;
 	ok = ok && !strcmp(f->launch[0].name, "pn_co_reduce_scatter_bfloat16_avg") &&
 	     f->launch[0].stream == theirs && f->launch[0].ar.send == (uint64_t)(uintptr_t)(a + 2) &&
@@ -931,7 +933,11 @@ static void do_colls(struct fake_world *w, int r)
 	     f->launch[2].stream == theirs;
 	ok = ok && !strcmp(f->launch[3].name, "pn_co_alltoall") && f->launch[3].ar.esize == 4;
 	ok = ok && !strcmp(f->launch[4].name, "pn_co_sendrecv") && f->launch[4].ar.esize == 2;
-	for (int i = 0; i < 5 && ok; i++) {
+	ok = ok && !strcmp(f->launch[5].name, "pn_co_allgather") && f->launch[5].stream == theirs &&
+	     f->launch[5].ar.send == (uint64_t)(uintptr_t)(b + 24 * r) &&
+	     f->launch[5].ar.recv == (uint64_t)(uintptr_t)b && f->launch[5].ar.count == 3 &&
+	     f->launch[5].ar.esize == 8;
+	for (int i = 0; i < 6 && ok; i++) {
 		const struct pn_ar_args *x = &f->launch[i].ar;
 
 		ok = x->rank == r && x->nranks == 3 && x->timeout_ns == c->cfg.timeout_ns &&

@@ -760,13 +760,16 @@ static int fake_allreduce(void *be, const void *send, void *recv, size_t count, 
 }
 
 /* PENNY_FAKE_REG_BYTES=N: auto picks the two-shot kernel (which stores into
- * the peers' recv, so wants it registered) from N bytes on. */
+ * the peers' recv, so wants it registered) from N bytes on.
+ * PENNY_FAKE_REFUSE_TYPE=T: no algorithm for penny type T (-EOPNOTSUPP). */
 static int fake_select(void *be, size_t count, int dt, int op, int algo)
 {
-	const char *reg = getenv("PENNY_FAKE_REG_BYTES");
+	const char *reg = getenv("PENNY_FAKE_REG_BYTES"), *no = getenv("PENNY_FAKE_REFUSE_TYPE");
 
 	(void)be;
 	(void)op;
+	if (no && *no && atoi(no) == dt)
+		return fail(-EOPNOTSUPP, "fake: no algorithm for type %d", dt);
 	if (algo == PENNY_ALGO_AUTO && reg && *reg &&
 	    count * (size_t)penny_data_size(dt) >= strtoull(reg, NULL, 10))
 		return PENNY_ALGO_TWOSHOT;
@@ -891,6 +894,23 @@ static int fake_allgather(void *be, const void *send, void *recv, size_t count, 
 		memcpy(recv, all, bytes * (size_t)f->host->nranks);
 	free(all);
 	return ret ? fail(ret, "allgather failed") : 0;
+}
+
+/* PENNY_FAKE_WANT_STREAM=1: a call of the other collectives on the
+ * backend's own stream (NULL) fails, as the interposer's must never be. */
+static int own_stream(void *stream)
+{
+	const char *e = getenv("PENNY_FAKE_WANT_STREAM");
+
+	return !stream && e && !strcmp(e, "1") ? fail(-EINVAL, "fake: called on the backend's stream")
+					       : 0;
+}
+
+/* On a stream (host memory has none): at once, as allgather(). */
+static int fake_allgather_stream(void *be, const void *send, void *recv, size_t count, int dt,
+				 void *stream)
+{
+	return own_stream(stream) ? -EINVAL : fake_allgather(be, send, recv, count, dt);
 }
 
 /* A registration of a caller's buffer: what the rank passed. */
@@ -1064,7 +1084,8 @@ static int fake_reduce_scatter(void *be, const void *send, void *recv, size_t co
 	char *all;
 	int ret = coll_args(f, count, dt, op, 0);
 
-	(void)stream;
+	if (!ret)
+		ret = own_stream(stream);
 	if (!ret)
 		ret = gathered(f, send, bytes, &all);
 	if (ret)
@@ -1577,6 +1598,8 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.broadcast = fake_broadcast,
 	.reduce = fake_reduce,
 	.sendrecv = fake_sendrecv,
+	/* appended for the interposer's ncclAllGather */
+	.allgather_stream = fake_allgather_stream,
 #endif
 };
 #else

@@ -30,6 +30,13 @@
  *              more buffers; every result checked
  *   asyncerr   one allreduce, then ncclCommGetAsyncError must report the
  *              error a kernel recorded, and ncclGetLastError say it
+ *   colls      ncclReduceScatter of the allreduce's types and ops and
+ *              ncclAllGather of int32, int64, float and double, counts
+ *              1..9000, in NCCL's in-place placement and not; one of each
+ *              inside a group; every result checked
+ *   bf16coll   a bfloat16 reduce-scatter and all-gather (only penny can
+ *              reduce bfloat16 here)
+ * args also gives ncclReduceScatter and ncclAllGather NCCL's cases.
  * NCCL_CALLER_RANK0_ENV=NAME=VALUE sets NAME in rank 0 alone.
  * Exit: 0 when every rank found what it expected, 1 otherwise, 2 on usage.
  */
@@ -111,6 +118,17 @@ static double get(const void *p, ncclDataType_t dt, size_t i)
 	}
 }
 
+/* The types of the scenarios; the type and op pairs they check (avg of
+ * the floats alone; no product of uint8). */
+static const ncclDataType_t types[] = { ncclInt32, ncclInt64, ncclUint8, ncclFloat32, ncclFloat64 };
+
+static int checked(ncclDataType_t dt, int op)
+{
+	if (op == ncclAvg)
+		return dt == ncclFloat32 || dt == ncclFloat64;
+	return dt != ncclUint8 || op != ncclProd;
+}
+
 /* One allreduce, checked; returns 1 when it ran. */
 static int one(ncclComm_t comm, int rank, int n, ncclDataType_t dt, int op, size_t count,
 	       int inplace, int in_group)
@@ -153,8 +171,6 @@ static int one(ncclComm_t comm, int rank, int n, ncclDataType_t dt, int op, size
 
 static int allreduce(ncclComm_t comm, int rank, int n)
 {
-	static const ncclDataType_t types[] = { ncclInt32, ncclInt64, ncclUint8, ncclFloat32,
-						ncclFloat64 };
 	static const size_t counts[] = { 1, 7, 1000, 70000 };
 	unsigned t, c;
 	int op, calls = 0;
@@ -163,9 +179,7 @@ static int allreduce(ncclComm_t comm, int rank, int n)
 	for (t = 0; t < sizeof(types) / sizeof(types[0]); t++)
 		for (op = 0; op < 5; op++)
 			for (c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
-				if (op == ncclAvg && types[t] != ncclFloat32 && types[t] != ncclFloat64)
-					continue;
-				if (types[t] == ncclUint8 && op == ncclProd)
+				if (!checked(types[t], op))
 					continue;
 				calls += one(comm, rank, n, types[t], op, counts[c], c & 1, 0);
 			}
@@ -183,28 +197,120 @@ static int allreduce(ncclComm_t comm, int rank, int n)
 	return calls;
 }
 
+/*
+ * One reduce-scatter (kind 0: send n blocks of count, recv one) or
+ * all-gather (kind 1: send one block, recv n), checked; in place at NCCL's
+ * placement (the block at rank's offset of the whole buffer).
+ */
+static int one_coll(ncclComm_t comm, int rank, int n, int kind, ncclDataType_t dt, int op,
+		    size_t count, int inplace, int in_group)
+{
+	size_t whole = count * (size_t)n, i, wrong = 0, at = count * (size_t)rank;
+	char *w = malloc(whole * 8), *b = inplace ? NULL : malloc(count * 8), *blk;
+	ncclResult_t r;
+
+	if (!w || (!inplace && !b))
+		exit(2);
+	blk = inplace ? w + at * (dt == ncclUint8 ? 1 : dt == ncclInt32 || dt == ncclFloat32 ? 4 : 8)
+		      : b;
+	if (kind == 0)
+		for (i = 0; i < whole; i++)
+			put(w, dt, i, input(rank, i));
+	else
+		for (i = 0; i < count; i++)
+			put(blk, dt, i, input(rank, i));
+	if (in_group)
+		ncclGroupStart();
+	if (kind == 0)
+		r = ncclReduceScatter(w, blk, count, dt, (ncclRedOp_t)op, comm, NULL);
+	else
+		r = ncclAllGather(blk, w, count, dt, comm, NULL);
+	if (in_group)
+		ncclGroupEnd();
+	EXPECT(r == ncclSuccess, "rank %d: %s type %d op %d count %zu: %s", rank,
+	       kind ? "all-gather" : "reduce-scatter", dt, op, count, ncclGetErrorString(r));
+	for (i = 0; i < (kind ? whole : count) && r == ncclSuccess; i++) {
+		double want = kind ? input((int)(i / count), i % count) : expect(n, at + i, op);
+		double got = get(kind ? w : blk, dt, i);
+
+		if (dt == ncclUint8)
+			want = (double)((unsigned long long)want & 0xff);
+		if (dt == ncclFloat32)
+			want = (float)want;
+		if (got != want && !wrong++)
+			printf("rank %d: %s type %d op %d count %zu%s: element %zu is %g, not %g\n", rank,
+			       kind ? "all-gather" : "reduce-scatter", dt, op, count,
+			       inplace ? " in place" : "", i, got, want);
+	}
+	if (wrong)
+		bad = 1;
+	free(b);
+	free(w);
+	return 1;
+}
+
+static int colls(ncclComm_t comm, int rank, int n, int *ag)
+{
+	static const size_t counts[] = { 1, 7, 1000, 9000 };
+	unsigned t, c;
+	int op, rs = 0;
+
+	for (t = 0; t < sizeof(types) / sizeof(types[0]); t++)
+		for (op = 0; op < 5; op++)
+			for (c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+				if (!checked(types[t], op))
+					continue;
+				rs += one_coll(comm, rank, n, 0, types[t], op, counts[c], c & 1, 0);
+				/* the all-gathers: not of uint8 (the host services' type) */
+				if (op == ncclSum && types[t] != ncclUint8)
+					*ag += one_coll(comm, rank, n, 1, types[t], op, counts[c],
+							(c & 1) == (t & 1), 0);
+			}
+	rs += one_coll(comm, rank, n, 0, ncclFloat32, ncclSum, 100, 0, 1);
+	*ag += one_coll(comm, rank, n, 1, ncclFloat32, ncclSum, 100, 1, 1);
+	return rs;
+}
+
+/* NCCL's answer to the call is want. */
+#define ANSWER(call, want, what)                                                                   \
+	do {                                                                                       \
+		ncclResult_t r_ = (call);                                                          \
+		EXPECT(r_ == (want), "rank %d: %s gave %d", rank, what, r_);                       \
+	} while (0)
+
 static void args(ncclComm_t comm, int rank)
 {
 	float x[4] = { 1, 2, 3, 4 };
 	ncclRedOp_t pre;
-	ncclResult_t r;
 	double scale = 0.5;
+	const ncclResult_t inval = ncclInvalidArgument;
 
-	r = ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, NULL, NULL);
-	EXPECT(r == ncclInvalidArgument, "rank %d: NULL comm gave %d", rank, r);
-	r = ncclAllReduce(x, x, 4, (ncclDataType_t)42, ncclSum, comm, NULL);
-	EXPECT(r == ncclInvalidArgument, "rank %d: type 42 gave %d", rank, r);
-	r = ncclAllReduce(x, x, 4, ncclFloat32, (ncclRedOp_t)77, comm, NULL);
-	EXPECT(r == ncclInvalidArgument, "rank %d: op 77 gave %d", rank, r);
-	r = ncclAllReduce(x, x, 0, ncclFloat32, ncclSum, comm, NULL);
-	EXPECT(r == ncclSuccess, "rank %d: count 0 gave %d", rank, r);
-	r = ncclAllReduce(NULL, x, 4, ncclFloat32, ncclSum, comm, NULL);
-	EXPECT(r == ncclInvalidArgument, "rank %d: NULL send gave %d", rank, r);
-	r = ncclRedOpCreatePreMulSum(&pre, &scale, ncclFloat64, ncclScalarHostImmediate, comm);
-	EXPECT(r == ncclSuccess, "rank %d: PreMulSum gave %d", rank, r);
-	r = ncclAllReduce(x, x, 4, ncclFloat32, pre, comm, NULL);
-	EXPECT(r == ncclInvalidArgument, "rank %d: the PreMulSum op gave %d", rank, r);
+	ANSWER(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, NULL, NULL), inval, "NULL comm");
+	ANSWER(ncclAllReduce(x, x, 4, (ncclDataType_t)42, ncclSum, comm, NULL), inval, "type 42");
+	ANSWER(ncclAllReduce(x, x, 4, ncclFloat32, (ncclRedOp_t)77, comm, NULL), inval, "op 77");
+	ANSWER(ncclAllReduce(x, x, 0, ncclFloat32, ncclSum, comm, NULL), ncclSuccess, "count 0");
+	ANSWER(ncclAllReduce(NULL, x, 4, ncclFloat32, ncclSum, comm, NULL), inval, "NULL send");
+	ANSWER(ncclRedOpCreatePreMulSum(&pre, &scale, ncclFloat64, ncclScalarHostImmediate, comm),
+	       ncclSuccess, "PreMulSum");
+	ANSWER(ncclAllReduce(x, x, 4, ncclFloat32, pre, comm, NULL), inval, "the PreMulSum op");
+	ANSWER(ncclReduceScatter(x, x, 2, ncclFloat32, pre, comm, NULL), inval,
+	       "a PreMulSum reduce-scatter");
 	ncclRedOpDestroy(pre, comm);
+	/* the same answers for reduce-scatter and all-gather (4 floats: 2 a rank) */
+	ANSWER(ncclReduceScatter(x, x, 2, ncclFloat32, ncclSum, NULL, NULL), inval,
+	       "reduce-scatter, NULL comm");
+	ANSWER(ncclReduceScatter(x, x, 2, (ncclDataType_t)42, ncclSum, comm, NULL), inval,
+	       "reduce-scatter, type 42");
+	ANSWER(ncclReduceScatter(x, x, 2, ncclFloat32, (ncclRedOp_t)77, comm, NULL), inval,
+	       "reduce-scatter, op 77");
+	ANSWER(ncclReduceScatter(x, NULL, 2, ncclFloat32, ncclSum, comm, NULL), inval,
+	       "reduce-scatter, NULL recv");
+	ANSWER(ncclReduceScatter(x, x, 0, ncclFloat32, ncclSum, comm, NULL), ncclSuccess,
+	       "reduce-scatter, count 0");
+	ANSWER(ncclAllGather(x, x + 2, 2, ncclFloat8e4m3, NULL, NULL), inval, "all-gather, NULL comm");
+	ANSWER(ncclAllGather(x, x, 1, ncclFloat8e4m3, comm, NULL), inval, "all-gather of fp8");
+	ANSWER(ncclAllGather(NULL, x, 2, ncclFloat32, comm, NULL), inval, "all-gather, NULL send");
+	ANSWER(ncclAllGather(x, x, 0, ncclFloat32, comm, NULL), ncclSuccess, "all-gather, count 0");
 }
 
 /* One in-place float sum of count elements at buf, checked. */
@@ -341,6 +447,36 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what)
 	}
 	else if (!strcmp(what, "regcache"))
 		calls = regcache(comm, rank, n);
+	else if (!strcmp(what, "colls")) {
+		int ag = 0;
+
+		calls = colls(comm, rank, n, &ag);
+		if (!bad)
+			printf("rank %d: %d reduce-scatter and %d all-gather calls\n", rank, calls, ag);
+		calls = 0;
+	} else if (!strcmp(what, "bf16coll")) {
+		/* 1, 2, 3 in each block of each rank */
+		uint16_t v[3 * 64], g[3 * 64], one[3] = { 0x3f80, 0x4000, 0x4040 };
+		int i;
+
+		for (i = 0; i < 3 * n; i++)
+			v[i] = one[i % 3];
+		r = ncclReduceScatter(v, v + 3 * rank, 3, ncclBfloat16, ncclSum, comm, NULL);
+		EXPECT(r == ncclSuccess, "rank %d: bfloat16 reduce-scatter: %s", rank,
+		       ncclGetErrorString(r));
+		EXPECT(r != ncclSuccess || n != 2 ||
+			       (v[3 * rank] == 0x4000 && v[3 * rank + 1] == 0x4080 &&
+				v[3 * rank + 2] == 0x40c0),
+		       "rank %d: bfloat16 reduce-scatter is %04x %04x %04x", rank, v[3 * rank],
+		       v[3 * rank + 1], v[3 * rank + 2]);
+		memcpy(g + 3 * rank, one, sizeof(one));
+		r = ncclAllGather(g + 3 * rank, g, 3, ncclBfloat16, comm, NULL);
+		EXPECT(r == ncclSuccess, "rank %d: bfloat16 all-gather: %s", rank, ncclGetErrorString(r));
+		for (i = 0; i < 3 * n && r == ncclSuccess; i++)
+			EXPECT(g[i] == one[i % 3], "rank %d: bfloat16 all-gather element %d is %04x",
+			       rank, i, g[i]);
+		calls = 2;
+	}
 	else if (!strcmp(what, "asyncerr")) {
 		calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
 		EXPECT(ncclCommGetAsyncError(comm, &ae) == ncclSuccess && ae == ncclRemoteError,
@@ -376,7 +512,7 @@ int main(int argc, char **argv)
 
 	if (argc != 3 || (n = atoi(argv[1])) < 1 || n > 64) {
 		fprintf(stderr, "usage: nccl-caller NRANKS allreduce|bf16|args|version|abort|"
-				"nonblocking|groupfirst|peerdies|regcache|asyncerr\n");
+				"nonblocking|groupfirst|peerdies|regcache|asyncerr|colls|bf16coll\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the interposer's files share (interpose.c: NCCL's calls, the
+ * communicators and their host services; regcache.c: the registration
+ * cache of the allreduce).  Nothing here is exported from the library
+ * (it is built with hidden visibility; only NCCL's names are exported).
+ */
+#ifndef PENNY_INTERPOSE_H
+#define PENNY_INTERPOSE_H
+
+#include "nccl_api.h"
+
+#include "../common/cudrv.h"
+#include "penny_plugin.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* PENNY_NCCL_DEBUG; one line "penny-nccl: ..." on stderr. */
+extern int debug_on;
+void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The settings (PENNY_NCCL*), read once. */
+struct ip_cfg {
+	int enabled;		/* PENNY_NCCL: 0 forwards every call */
+	uint64_t max_bytes;	/* PENNY_NCCL_MAX_BYTES; 0: auto */
+	int timeout_s;		/* PENNY_NCCL_TIMEOUT */
+	int regcache;		/* PENNY_NCCL_REGCACHE: registrations kept per communicator */
+	char bad[200];		/* a setting that could not be read */
+};
+extern struct ip_cfg cfg;
+
+/* The penny plugin (NULL until loaded). */
+extern const struct penny_plugin_v1 *P;
+/* The plugin has member m (its table is long enough and m is set). */
+#define PLUGIN_HAS_(m) (P->size >= offsetof(struct penny_plugin_v1, m) + sizeof(void (*)(void)) && P->m)
+#define PLUGIN_HAS(what) PLUGIN_HAS_##what
+#define PLUGIN_HAS_reg_cache (PLUGIN_HAS_(reg_buffer) && PLUGIN_HAS_(dereg_buffer) && PLUGIN_HAS_(allreduce_reg))
+#define PLUGIN_HAS_async_error PLUGIN_HAS_(async_error)
+
+/* The calls penny may run: bit (1 << kind) of a communicator's colls. */
+enum { K_ALLREDUCE = 0, K_REDUCE_SCATTER, K_ALLGATHER, K_N };
+
+/*
+ * One allocation of the caller's (cuMemGetAddressRange: base and size;
+ * its buffer id tells a new allocation at a reused address) registered
+ * with the plugin, under registration number gen, the same on every rank.
+ */
+struct rc_entry {
+	CUdeviceptr base;
+	size_t bytes;
+	unsigned long long bufid;
+	void *reg;		/* the plugin's handle */
+	uint32_t gen;		/* 1, 2, ...: the communicator's registration count */
+	uint64_t tick;		/* last use */
+};
+
+/* A communicator's penny state: made at its first allreduce, then on or off. */
+enum { PC_PENDING = 0, PC_ON, PC_OFF };
+
+struct pcomm {
+	ncclComm_t real;
+	int state;		/* PC_* */
+	int rank, n, dev;
+	const struct pn_cudrv *cu;
+	CUcontext ctx;
+	CUstream hs;		/* the host services' stream */
+	CUdeviceptr buf;	/* their device buffer */
+	size_t buf_bytes;
+	struct penny_host_v1 host;
+	void *be;		/* the plugin's backend (PC_ON) */
+	CUstream last;		/* the stream of penny's last call */
+	int used;		/* penny ran a call */
+	int colls;		/* the kinds every rank's plugin has (bit 1 << K_*) */
+	unsigned said[K_N];	/* PENNY_NCCL_DEBUG: the reasons told, per kind (1 << WHY_*) */
+	int aborting;		/* host services fail at once (abort; atomic) */
+	int inflight;		/* calls using it now (hold/unhold; atomic) */
+	ncclResult_t err;	/* a failed penny call: the communicator's async error */
+	char errmsg[300];
+	struct rc_entry *rc;	/* the registration cache: cfg.regcache entries */
+	int rc_n;		/* entries in use */
+	uint64_t rc_tick;	/* the calls that consulted it (LRU clock) */
+	uint32_t rc_gen;	/* registrations made (the same count on every rank) */
+	uint64_t rc_hits, rc_misses, rc_evicted, rc_staged;
+	struct pcomm *next;
+};
+
+/* penny_host_v1.allgather: ncclAllGather on the real communicator. */
+int hs_allgather(void *ctx, const void *mine, void *all, size_t len);
+
+/* regcache.c: an allreduce through the registration cache (0 or a
+ * negative errno, p->errmsg set); every registration goes. */
+int reg_allreduce(struct pcomm *p, const void *s, void *r, size_t count, int pdt, int pop,
+		  cudaStream_t st);
+void rc_clear(struct pcomm *p);
+
+#endif
