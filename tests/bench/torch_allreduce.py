@@ -102,6 +102,11 @@ def reference(torch, dt, world, count, op):
         out = xs[0]
         for x in xs[1:]:
             out = out * x
+    elif acc == torch.complex128:  # min/max of the real and imaginary parts
+        # apart, as NCCL does when PyTorch hands complex as pairs of reals
+        # (reduce_scatter_tensor takes complex min/max; all_reduce refuses)
+        parts = torch.stack([torch.view_as_real(x) for x in xs])
+        out = torch.view_as_complex((parts.min(0) if op == "MIN" else parts.max(0)).values.contiguous())
     elif op == "MIN":
         out = torch.stack(xs).min(0).values
     else:
