@@ -18,9 +18,27 @@ export PENNY_TEST_TAG=$TRASH
 
 penny() { "$PENNY" "$@"; }
 
+# python3: the interpreter PATH names, found once per file and then called
+# directly (a version manager's shim, such as pyenv's, is a shell script
+# that costs about half a CPU second a call; the tests call it hundreds of
+# times).  PENNY_TEST_PYTHON may name it.
+python3() {
+	if [ -z "${PENNY_TEST_PYTHON:-}" ]; then
+		if [ -s "$TRASH/.python" ]; then
+			PENNY_TEST_PYTHON=$(<"$TRASH/.python")
+		else
+			PENNY_TEST_PYTHON=$(command python3 -c 'import sys; print(sys.executable)') &&
+				[ -x "$PENNY_TEST_PYTHON" ] || PENNY_TEST_PYTHON=$(command -v python3)
+			echo "$PENNY_TEST_PYTHON" >"$TRASH/.python"
+		fi
+	fi
+	"$PENNY_TEST_PYTHON" "$@"
+}
+
 test_expect_success() {
 	local what=$1 body=$2 out
 	TEST_N=$((TEST_N + 1))
+	[ -z "${PENNY_TEST_TIMES:-}" ] || test_clock
 	if out=$(eval "$body" 2>&1); then
 		echo "ok $TEST_N - $what"
 	else
@@ -28,6 +46,24 @@ test_expect_success() {
 		TEST_FAILED=$((TEST_FAILED + 1))
 		printf '%s\n' "$out" | tail -n 40 | sed 's/^/#   /'
 	fi
+	[ -z "${PENNY_TEST_TIMES:-}" ] || test_clock "$TEST_N"
+}
+
+# PENNY_TEST_TIMES=1: a "# time" comment after each case, its wall and CPU
+# seconds (this shell and its children), to find where a file's time goes.
+TEST_CLOCK=
+test_clock() {
+	local t c
+	t=${EPOCHREALTIME/[.,]/}
+	times >"$TRASH/.times"
+	c=$(awk '{ for (i = 1; i <= NF; i++) { split($i, a, "m"); s += a[1] * 60 + a[2] } }
+		END { printf "%d", s * 1000 }' "$TRASH/.times")
+	if [ -n "${1:-}" ] && [ -n "$TEST_CLOCK" ]; then
+		set -- "$1" $(((t - ${TEST_CLOCK% *}) / 1000)) $((c - ${TEST_CLOCK#* }))
+		printf '# time %d: %d.%03d s wall, %d.%03d s CPU\n' "$1" $(($2 / 1000)) $(($2 % 1000)) \
+			$(($3 / 1000)) $(($3 % 1000))
+	fi
+	TEST_CLOCK="$t $c"
 }
 
 test_skip() {
@@ -119,28 +155,36 @@ within() {
 	return 1
 }
 
-# free_port: a TCP port nothing is bound to, from this file's own range
+# free_port: a TCP port no socket listens on or talks from (the kernel's
+# tables, read without starting a process), from this file's own range
 # (PENNY_TEST_PORTS=LO-HI, given by tests/run.sh to each file running at
 # once; by hand, a range picked by the PID), below the kernel's ephemeral
 # range (32768 up), so that no outgoing connection takes it meanwhile.
 # Successive calls hand out successive ports.
 free_port() {
-	local range=${PENNY_TEST_PORTS:-} lo hi n i p
+	local range=${PENNY_TEST_PORTS:-} lo hi n i p f
 	if [[ ! $range =~ ^[0-9]+-[0-9]+$ ]]; then
 		lo=$((20000 + $$ % 25 * 500))
 		range=$lo-$((lo + 499))
 	fi
 	lo=${range%-*} hi=${range#*-}
-	n=$(cat "$TRASH/.next-port" 2>/dev/null || echo 0)
+	n=0
+	[ ! -s "$TRASH/.next-port" ] || n=$(<"$TRASH/.next-port")
+	# the TCP ports of the sockets listening, connected or in TIME_WAIT
+	local -A used=()
+	local sl addr rest
+	for f in /proc/net/tcp /proc/net/tcp6; do
+		[ -r "$f" ] || continue
+		while read -r sl addr rest; do
+			[[ $addr == *:* ]] && used[$((16#${addr##*:}))]=1
+		done <"$f"
+	done
 	for ((i = 0; i <= hi - lo; i++)); do
 		p=$((lo + (n + i) % (hi - lo + 1)))
-		if python3 -c 'import socket, sys
-s = socket.socket()
-s.bind(("", int(sys.argv[1])))' "$p" 2>/dev/null; then
-			echo $((n + i + 1)) >"$TRASH/.next-port"
-			echo "$p"
-			return 0
-		fi
+		[ -z "${used[$p]:-}" ] || continue
+		echo $((n + i + 1)) >"$TRASH/.next-port"
+		echo "$p"
+		return 0
 	done
 	echo "free_port: no free port in $range" >&2
 	return 1

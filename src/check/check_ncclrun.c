@@ -254,7 +254,9 @@ int pn_ncclpath_capture_job(struct pn_check *c, char **node, size_t *nlen, char 
 	char dir[4096], file[4200], no[120] = "", *buf = NULL, dbg[4300];
 	const char *env[] = { "NCCL_DEBUG=INFO", dbg, "NCCL_DEBUG_SUBSYS=INIT,NET,P2P,SHM", NULL };
 	char sz[32];
-	const char *args[] = { "--backend", "nccl", "-b", sz, "-e", sz, "-n", "5", NULL };
+	/* -n 0: the exact check's calls only; NCCL connects its channels and
+	 * logs the paths at the first call, the timed ones would add nothing */
+	const char *args[] = { "--backend", "nccl", "-b", sz, "-e", sz, "-n", "0", NULL };
 	struct pn_fresh_end *ends = NULL;
 	struct pn_run run;
 	size_t len = 0;

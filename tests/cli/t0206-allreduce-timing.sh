@@ -13,7 +13,6 @@
 fakes=$BUILD/tests/plugins
 ar() { penny allreduce-test --timeout 30 "$@"; }
 one_line() { test "$(wc -l <"$1")" -eq 1 || { cat "$1"; return 1; }; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # check_rows FILE IPB BLOCKS: every row's blocks, iters per block, and the
 # median, fastest and slowest of its blocks (IPB "auto": 32 MiB / size in 2..32)

@@ -9,7 +9,6 @@
 # the others, /tmp/penny-0 made by another user, an inherited PENNY_ROOT_FD.
 . "$(dirname "$0")/../lib.sh"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 AR=(allreduce-test -b 8 -e 4K -f 8 -n 2 -w 1 --timeout 10)
 
 # slurm_rank R STEP NODE [ARGS]: rank R of a 2-task step STEP of job $$ on
