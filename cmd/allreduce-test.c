@@ -74,9 +74,8 @@ const struct pn_opt coll_test_options[] = {
 /* allreduce-test's and coll-test's (cmd/coll-test.c) */
 const struct pn_opt sweep_options[] = {
 	{ "backend", 0, OPT_APPEND, &ar.backends, "NAME",
-	  "host (the engine, default) or a GPU plugin: cuda, nccl, nvshmem (coll-test: nccl; the cuda "
-	  "plugin runs allreduce only); a comma list or repeated runs each in turn, then a ratio "
-	  "table", "host cuda nccl nvshmem", OPT_LIST },
+	  "host (the engine, default) or a GPU plugin: cuda, nccl, nvshmem (coll-test: cuda, "
+	  "nccl); a comma list or repeated runs each in turn, then a ratio table", "host cuda nccl nvshmem", OPT_LIST },
 	{ "gpus", 0, OPT_STRING, &ar.gpus, "LIST",
 	  "GPU backends: the device of each local rank, like 0,1,2,3 (default: the local rank)",
 	  NULL, OPT_LIST },
