@@ -133,6 +133,10 @@ log "ready at $(cut -d' ' -f1 /proc/uptime) s: ${devs[*]}"
 (
 	set +u
 	. /run/lab/env 2>/dev/null
+	if [ -n "$PYTHON3" ] && [ -x "$PYTHON3" ]; then
+		mkdir -p /run/lab-bin && ln -sf "$PYTHON3" /run/lab-bin/python3 &&
+			export PATH=/run/lab-bin:$PATH
+	fi
 	export LAB_GUEST=1 LAB_DEVS="${devs[*]}" LAB_NETDEVS="${netdevs[*]}" LAB_IPS="${ips[*]}"
 	export LAB_PAIRS="${pairs[*]}"
 	cd "$CWD" 2>/dev/null || cd /

@@ -249,10 +249,14 @@ trap 'exit 130' INT TERM HUP
 # the checkout is always shared read-write; the caller's extra --share dirs too
 shares=("$top" "${shares[@]}")
 printf '%s' "$*" >"$RUN/cmd"
+# The caller's python3 as the file it runs: a version manager's shim (pyenv's
+# is a shell script that runs a few hundred programs) costs tens of seconds
+# per start under emulation; the guest puts this one first in its PATH.
+py=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) || py=""
 export -p | grep -vE '^declare -x (BASH_[A-Z_]*|SHLVL|PWD|OLDPWD|HOSTNAME|_|SHELLOPTS|BASHOPTS|DISPLAY|SSH_[A-Z_]*|XDG_RUNTIME_DIR)=' >"$RUN/env"
 {
-	printf 'KVER=%q\nKMODS=%q\nMODE=%q\nCOUNT=%q\nNETMTU=%q\nCWD=%q\n' \
-		"$KVER" "$KDIR/root/lib/modules/$KVER" "$mode" "$count" "$netmtu" "$cwd"
+	printf 'KVER=%q\nKMODS=%q\nMODE=%q\nCOUNT=%q\nNETMTU=%q\nCWD=%q\nPYTHON3=%q\n' \
+		"$KVER" "$KDIR/root/lib/modules/$KVER" "$mode" "$count" "$netmtu" "$cwd" "$py"
 	printf 'SHARES=('
 	printf '%q ' "${shares[@]}"
 	printf ')\n'
