@@ -87,12 +87,26 @@ install_missing() {
 	done
 }
 
+# linux-image-amd64's current dependency; apt-cache takes seconds, so the
+# answer is kept in $CACHE until apt's lists or package cache change.
+kernel_pkg() {
+	local f=$CACHE/kernel-pkg p
+	if [ -s "$f" ] && [ -z "$(find /var/lib/apt/lists /var/cache/apt/pkgcache.bin \
+		-maxdepth 0 -newer "$f" 2>/dev/null)" ]; then
+		cat "$f"
+		return 0
+	fi
+	p=$(apt-cache depends linux-image-amd64 2>/dev/null |
+		awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+	[ -n "$p" ] && echo "$p" >"$f.tmp" && mv "$f.tmp" "$f"
+	echo "$p"
+}
+
 # The kernel: linux-image-amd64's current dependency, fetched with apt-get
 # download; offline, the newest cached one.  Prints the kernel's directory.
 fetch_kernel() {
 	local pkg dir deb
-	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
-		awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+	pkg=$(kernel_pkg)
 	if [ -n "$pkg" ] && [ -s "$CACHE/$pkg/ok" ]; then
 		echo "$CACHE/$pkg"
 		return 0
@@ -175,13 +189,20 @@ build_initrd() {
 	local kdir=$1 kver root ir f m key list=""
 	kver=$(cat "$kdir/kver")
 	root=$kdir/root
-	for m in "${initrd_modules[@]}"; do
-		f=$(modprobe -d "$root" -S "$kver" --show-depends "$m" 2>/dev/null |
-			awk '$1 == "insmod" {print $2}')
-		[ -n "$f" ] || { echo "module $m not found in $kver"; return 1; }
-		list+="$f"$'\n'
-	done
-	list=$(printf '%s' "$list" | awk 'NF && !seen[$0]++')
+	# the kernel's directory never changes: its module list is kept there
+	key=$(echo "${initrd_modules[*]}" | md5sum | cut -c1-12)
+	if [ -s "$kdir/modules-$key" ]; then
+		list=$(cat "$kdir/modules-$key")
+	else
+		for m in "${initrd_modules[@]}"; do
+			f=$(modprobe -d "$root" -S "$kver" --show-depends "$m" 2>/dev/null |
+				awk '$1 == "insmod" {print $2}')
+			[ -n "$f" ] || { echo "module $m not found in $kver"; return 1; }
+			list+="$f"$'\n'
+		done
+		list=$(printf '%s' "$list" | awk 'NF && !seen[$0]++')
+		echo "$list" >"$kdir/modules-$key.tmp" && mv "$kdir/modules-$key.tmp" "$kdir/modules-$key"
+	fi
 	key=$( (initrd_init; echo "$list"; md5sum </bin/busybox) | md5sum | cut -c1-12)
 	if [ ! -s "$kdir/initrd-$key.cpio" ]; then
 		ir=$(mktemp -d "$kdir/initrd.XXXXXX") || return 1
