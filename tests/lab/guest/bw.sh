@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Guest side of t0130: penny bw on soft-RoCE, two hosts x two rails
+# Guest side of t0150 (after rxe.sh): penny bw on soft-RoCE, two hosts x two rails
 # (vm.sh --pairs 2: rxe0<->rxe1 over veth0/1, rxe2<->rxe3 over veth2/3).
 . "$(dirname "$0")/lib-guest.sh"
 # 20 messages per size: each penny bw start costs seconds in the guest, the
