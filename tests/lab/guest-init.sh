@@ -115,14 +115,11 @@ EOF
 none) ;;
 *) fatal "unknown mode '$MODE'" ;;
 esac
-# the devices added side by side (one rdma process each)
-rpids=()
+# one after another: the kernel numbers the devices in this order, and
+# ibv_get_device_list lists them so (rxe0 before rxe1)
 for i in "${!devs[@]}"; do
-	rdma link add "${devs[$i]}" type rxe netdev "${netdevs[$i]}" &
-	rpids+=($!)
-done
-for i in "${!devs[@]}"; do
-	wait "${rpids[$i]}" || fatal "cannot add ${devs[$i]} on ${netdevs[$i]}"
+	rdma link add "${devs[$i]}" type rxe netdev "${netdevs[$i]}" ||
+		fatal "cannot add ${devs[$i]} on ${netdevs[$i]}"
 done
 # RoCE needs a GID: wait until each port is ACTIVE and index 1 (the
 # IPv4-mapped RoCE v2 GID) is filled.
