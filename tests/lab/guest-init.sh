@@ -37,14 +37,17 @@ done
 hostname penny-lab
 ip link set lo up
 
+# Under emulation every program started costs a tenth of a second or more:
+# what the shell can do itself (read, echo, loops) it does.
+uptime_s() { local u _; read -r u _ </proc/uptime; echo "$u"; }
 port() {
-	local p
+	local p n
 	for p in /sys/class/virtio-ports/*; do
-		[ "$(cat "$p/name" 2>/dev/null)" = "$1" ] && { echo "/dev/${p##*/}"; return 0; }
+		read -r n <"$p/name" 2>/dev/null && [ "$n" = "$1" ] && { echo "/dev/${p##*/}"; return 0; }
 	done
 	return 1
 }
-for i in $(seq 50); do
+for ((i = 0; i < 50; i++)); do
 	OUT=$(port lab.stdout) && ERR=$(port lab.stderr) && [ -e "$OUT" ] && [ -e "$ERR" ] && break
 	sleep 0.1
 done
@@ -65,7 +68,7 @@ nolocal() {
 # them at MTU 1024); the default backlog of 1000 drops most of it, and the
 # 6.1 rxe's read retry path then completes work requests wrongly (a WARN in
 # rxe_completer, then flushed errors).  A real NIC paces its traffic.
-sysctl -qw net.core.netdev_max_backlog=100000
+echo 100000 >/proc/sys/net/core/netdev_max_backlog
 devs=() netdevs=() ips=() pairs=()
 case $MODE in
 rxe)
@@ -80,14 +83,14 @@ rxe)
 	done
 	;;
 pairs)
-	ip rule add pref 1000 lookup local && ip rule del pref 0 || fatal "ip rule failed"
+	# every pair made and configured by one ip -batch; traffic only starts
+	# after nolocal
 	for ((k = 0; k < COUNT; k++)); do
 		a=veth$((2 * k)) b=veth$((2 * k + 1)) ia=10.0.$k.1 ib=10.0.$k.2
-		ip link add "$a" type veth peer name "$b" || fatal "cannot add $a"
-		nolocal "$a" "$b"
-		{
-			[ -n "$NETMTU" ] && echo "link set $a mtu $NETMTU" && echo "link set $b mtu $NETMTU"
-			cat <<EOF
+		[ $k = 0 ] && echo "rule add pref 1000 lookup local" && echo "rule del pref 0"
+		echo "link add $a type veth peer name $b"
+		[ -n "$NETMTU" ] && echo "link set $a mtu $NETMTU" && echo "link set $b mtu $NETMTU"
+		cat <<EOF
 addr add $ia/24 dev $a
 addr add $ib/24 dev $b
 link set $a up
@@ -99,7 +102,11 @@ route add $ib dev $a src $ia table $((100 + 2 * k))
 rule add pref 100 from $ib to $ia lookup $((101 + 2 * k))
 route add $ia dev $b src $ib table $((101 + 2 * k))
 EOF
-		} | ip -batch - || fatal "cannot configure $a/$b"
+	done >/run/pairs.ip
+	ip -batch /run/pairs.ip || fatal "cannot configure the veth pairs"
+	for ((k = 0; k < COUNT; k++)); do
+		a=veth$((2 * k)) b=veth$((2 * k + 1)) ia=10.0.$k.1 ib=10.0.$k.2
+		nolocal "$a" "$b"
 		devs+=("rxe$((2 * k))" "rxe$((2 * k + 1))") netdevs+=("$a" "$b") ips+=("$ia" "$ib")
 		pairs+=("rxe$((2 * k)):rxe$((2 * k + 1))")
 	done
@@ -108,6 +115,8 @@ EOF
 none) ;;
 *) fatal "unknown mode '$MODE'" ;;
 esac
+# one after another: the kernel numbers the devices in this order, and
+# ibv_get_device_list lists them so (rxe0 before rxe1)
 for i in "${!devs[@]}"; do
 	rdma link add "${devs[$i]}" type rxe netdev "${netdevs[$i]}" ||
 		fatal "cannot add ${devs[$i]} on ${netdevs[$i]}"
@@ -116,9 +125,11 @@ done
 # IPv4-mapped RoCE v2 GID) is filled.
 for d in "${devs[@]}"; do
 	ok=0
-	for i in $(seq 200); do
-		if grep -q ACTIVE "/sys/class/infiniband/$d/ports/1/state" 2>/dev/null &&
-			g=$(cat "/sys/class/infiniband/$d/ports/1/gids/1" 2>/dev/null) &&
+	for ((i = 0; i < 200; i++)); do
+		st="" g=""
+		read -r st <"/sys/class/infiniband/$d/ports/1/state" 2>/dev/null
+		read -r g <"/sys/class/infiniband/$d/ports/1/gids/1" 2>/dev/null
+		if [[ $st == *ACTIVE* ]] && [ -n "$g" ] &&
 			[ "$g" != 0000:0000:0000:0000:0000:0000:0000:0000 ]; then
 			ok=1
 			break
@@ -128,17 +139,21 @@ for d in "${devs[@]}"; do
 	[ "$ok" = 1 ] || fatal "$d: port 1 not ACTIVE with GID index 1 after 10 s"
 done
 
-echo "start $(cut -d' ' -f1 /proc/uptime)" >/run/lab/times
-log "ready at $(cut -d' ' -f1 /proc/uptime) s: ${devs[*]}"
+echo "start $(uptime_s)" >/run/lab/times
+log "ready at $(uptime_s) s: ${devs[*]}"
 (
 	set +u
 	. /run/lab/env 2>/dev/null
+	if [ -n "$PYTHON3" ] && [ -x "$PYTHON3" ]; then
+		mkdir -p /run/lab-bin && ln -sf "$PYTHON3" /run/lab-bin/python3 &&
+			export PATH=/run/lab-bin:$PATH
+	fi
 	export LAB_GUEST=1 LAB_DEVS="${devs[*]}" LAB_NETDEVS="${netdevs[*]}" LAB_IPS="${ips[*]}"
 	export LAB_PAIRS="${pairs[*]}"
 	cd "$CWD" 2>/dev/null || cd /
 	exec bash -c "$(cat /run/lab/cmd)"
 ) </dev/null >"$OUT" 2>"$ERR"
 rc=$?
-echo "end $(cut -d' ' -f1 /proc/uptime)" >>/run/lab/times
+echo "end $(uptime_s)" >>/run/lab/times
 log "command exited $rc"
 finish "$rc"

@@ -2,10 +2,11 @@
 # Helpers for the lab tests (tests/lab/t*.sh), sourced after tests/lib.sh.
 #   lab_require          skip the whole test file, loudly, when the lab cannot run
 #   lab_vm ARGS...       tests/lab/vm.sh ARGS...
-#   lab_tap VMOPTS... -- SCRIPT [ARGS]
-#                        run a guest TAP script (tests/lab/guest/) in one VM and
-#                        fold its "ok"/"not ok" lines into this file's TAP stream,
-#                        so many checks share one boot
+#   lab_tap VMOPTS... -- SCRIPT...
+#                        run guest TAP scripts (tests/lab/guest/) one after
+#                        another in one VM (guest/seq.sh) and fold their
+#                        "ok"/"not ok" lines into this file's TAP stream, so
+#                        many checks share one boot (a boot is 10-20 s)
 LAB_VM=$TOP/tests/lab/vm.sh
 LAB_GUEST_DIR=$TOP/tests/lab/guest
 
@@ -31,7 +32,7 @@ lab_tap() {
 	log=$TRASH/lab-tap.$TEST_N.log
 	t0=$(date +%s)
 	bash "$LAB_VM" "${opts[@]}" -- \
-		"LAB_TAP_BASE=$TEST_N bash $(printf '%q ' "$LAB_GUEST_DIR/$1" "${@:2}")" 2>&1 |
+		"LAB_TAP_BASE=$TEST_N bash $(printf '%q ' "$LAB_GUEST_DIR/seq.sh" "$@")" 2>&1 |
 		tee "$log"
 	rc=${PIPESTATUS[0]}
 	secs=$(($(date +%s) - t0))
@@ -39,10 +40,10 @@ lab_tap() {
 	nok=$(grep -cE '^not ok [0-9]+' "$log")
 	TEST_N=$((TEST_N + ok + nok))
 	TEST_FAILED=$((TEST_FAILED + nok))
-	echo "# lab: $1 in one VM (${opts[*]}): $((ok + nok)) checks, ${secs} s"
+	echo "# lab: $* in one VM (${opts[*]}): $((ok + nok)) checks, ${secs} s"
 	if [ "$rc" -ne 0 ] && [ "$nok" -eq 0 ] || [ $((ok + nok)) -eq 0 ]; then
 		TEST_N=$((TEST_N + 1))
 		TEST_FAILED=$((TEST_FAILED + 1))
-		echo "not ok $TEST_N - $1 in the VM exited with status $rc after $((ok + nok)) checks"
+		echo "not ok $TEST_N - $* in the VM exited with status $rc after $((ok + nok)) checks"
 	fi
 }

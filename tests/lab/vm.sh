@@ -87,12 +87,26 @@ install_missing() {
 	done
 }
 
+# linux-image-amd64's current dependency; apt-cache takes seconds, so the
+# answer is kept in $CACHE until apt's lists or package cache change.
+kernel_pkg() {
+	local f=$CACHE/kernel-pkg p
+	if [ -s "$f" ] && [ -z "$(find /var/lib/apt/lists /var/cache/apt/pkgcache.bin \
+		-maxdepth 0 -newer "$f" 2>/dev/null)" ]; then
+		cat "$f"
+		return 0
+	fi
+	p=$(apt-cache depends linux-image-amd64 2>/dev/null |
+		awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+	[ -n "$p" ] && echo "$p" >"$f.tmp" && mv "$f.tmp" "$f"
+	echo "$p"
+}
+
 # The kernel: linux-image-amd64's current dependency, fetched with apt-get
 # download; offline, the newest cached one.  Prints the kernel's directory.
 fetch_kernel() {
 	local pkg dir deb
-	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
-		awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+	pkg=$(kernel_pkg)
 	if [ -n "$pkg" ] && [ -s "$CACHE/$pkg/ok" ]; then
 		echo "$CACHE/$pkg"
 		return 0
@@ -175,13 +189,20 @@ build_initrd() {
 	local kdir=$1 kver root ir f m key list=""
 	kver=$(cat "$kdir/kver")
 	root=$kdir/root
-	for m in "${initrd_modules[@]}"; do
-		f=$(modprobe -d "$root" -S "$kver" --show-depends "$m" 2>/dev/null |
-			awk '$1 == "insmod" {print $2}')
-		[ -n "$f" ] || { echo "module $m not found in $kver"; return 1; }
-		list+="$f"$'\n'
-	done
-	list=$(printf '%s' "$list" | awk 'NF && !seen[$0]++')
+	# the kernel's directory never changes: its module list is kept there
+	key=$(echo "${initrd_modules[*]}" | md5sum | cut -c1-12)
+	if [ -s "$kdir/modules-$key" ]; then
+		list=$(cat "$kdir/modules-$key")
+	else
+		for m in "${initrd_modules[@]}"; do
+			f=$(modprobe -d "$root" -S "$kver" --show-depends "$m" 2>/dev/null |
+				awk '$1 == "insmod" {print $2}')
+			[ -n "$f" ] || { echo "module $m not found in $kver"; return 1; }
+			list+="$f"$'\n'
+		done
+		list=$(printf '%s' "$list" | awk 'NF && !seen[$0]++')
+		echo "$list" >"$kdir/modules-$key.tmp" && mv "$kdir/modules-$key.tmp" "$kdir/modules-$key"
+	fi
 	key=$( (initrd_init; echo "$list"; md5sum </bin/busybox) | md5sum | cut -c1-12)
 	if [ ! -s "$kdir/initrd-$key.cpio" ]; then
 		ir=$(mktemp -d "$kdir/initrd.XXXXXX") || return 1
@@ -249,10 +270,14 @@ trap 'exit 130' INT TERM HUP
 # the checkout is always shared read-write; the caller's extra --share dirs too
 shares=("$top" "${shares[@]}")
 printf '%s' "$*" >"$RUN/cmd"
+# The caller's python3 as the file it runs: a version manager's shim (pyenv's
+# is a shell script that runs a few hundred programs) costs tens of seconds
+# per start under emulation; the guest puts this one first in its PATH.
+py=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) || py=""
 export -p | grep -vE '^declare -x (BASH_[A-Z_]*|SHLVL|PWD|OLDPWD|HOSTNAME|_|SHELLOPTS|BASHOPTS|DISPLAY|SSH_[A-Z_]*|XDG_RUNTIME_DIR)=' >"$RUN/env"
 {
-	printf 'KVER=%q\nKMODS=%q\nMODE=%q\nCOUNT=%q\nNETMTU=%q\nCWD=%q\n' \
-		"$KVER" "$KDIR/root/lib/modules/$KVER" "$mode" "$count" "$netmtu" "$cwd"
+	printf 'KVER=%q\nKMODS=%q\nMODE=%q\nCOUNT=%q\nNETMTU=%q\nCWD=%q\nPYTHON3=%q\n' \
+		"$KVER" "$KDIR/root/lib/modules/$KVER" "$mode" "$count" "$netmtu" "$cwd" "$py"
 	printf 'SHARES=('
 	printf '%q ' "${shares[@]}"
 	printf ')\n'

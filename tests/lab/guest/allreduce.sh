@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Guest side of t0130: penny allreduce-test over the engine's verbs transport
+# Guest side of t0120 (after verbs.sh): penny allreduce-test over the engine's verbs transport
 # on real soft-RoCE devices (vm.sh --pairs 1: rxe0 and rxe1 across a veth).
 . "$(dirname "$0")/lib-guest.sh"
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Guest side of t0130: penny bw on soft-RoCE, two hosts x two rails
+# Guest side of t0150 (after rxe.sh): penny bw on soft-RoCE, two hosts x two rails
 # (vm.sh --pairs 2: rxe0<->rxe1 over veth0/1, rxe2<->rxe3 over veth2/3).
 . "$(dirname "$0")/lib-guest.sh"
 # 20 messages per size: each penny bw start costs seconds in the guest, the
@@ -9,6 +9,8 @@ N="-n 20"
 warm_python
 
 # row of a given size from a text table
+# packets a device received
+rcvd() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/rcvd_pkts"; }
 row() { grep -E "^ $1 " "$2"; }
 # a server in the background on port $1, then the client; both outputs kept
 pair() {
@@ -128,9 +130,15 @@ test_expect_success 'a GID index of another kind on one side: both sides name bo
 test_expect_success 'the server killed in the middle: the client fails within the timeout' '
 	"$PENNY" bw -p 18603 -d rxe1 -n 100000 -s 65536 --timeout 10 >srv.out 2>srv.err &
 	srv=$! && wait_listen 18603 &&
+	r1=$(rcvd rxe1) &&
 	{ penny bw -p 18603 -d rxe0 -n 100000 -s 65536 --timeout 10 10.0.0.2 >k.out 2>k.err &
 	  cli=$!; } &&
-	sleep 4 && t0=$(date +%s) && kill -9 $srv &&
+	for i in $(seq 300); do
+		[ $(($(rcvd rxe1) - r1)) -gt 2000 ] && break
+		kill -0 $cli 2>/dev/null || break
+		sleep 0.1
+	done &&
+	t0=$(date +%s) && kill -9 $srv &&
 	{ wait $cli; rc=$?; } ; t=$(($(date +%s) - ${t0:-0})); cat srv.err k.err;
 	test "${rc:-0}" = 1 && test $t -lt 25 && grep -q "^penny bw: " k.err
 '

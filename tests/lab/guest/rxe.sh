@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Guest side of t0110: the rxe devices of "vm.sh --pairs N" work as verbs
+# Guest side of t0150 (then bw.sh): the rxe devices of "vm.sh --pairs N" work as verbs
 # devices and traffic between the two ends of a pair crosses the veth wire.
 . "$(dirname "$0")/lib-guest.sh"
 read -r -a devs <<<"$LAB_DEVS"

@@ -1,30 +1,48 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Guest side of t0160: penny top watches real soft-RoCE devices while penny bw
+# Guest side of t0160 (then top-procs.sh): penny top watches real soft-RoCE devices while penny bw
 # moves data between rxe0 and rxe1 (vm.sh --pairs 1).  The rates top reports
 # must agree with the bytes bw moved (within 10%; top counts the
 # netdev's bytes, which carry the RoCE headers too), and so must a flight
 # recording of another run, read directly and replayed.
 . "$(dirname "$0")/lib-guest.sh"
+warm_python
+
+# top_around TOPARGS...: penny top (every 0.2 s, output as TOPARGS say, the
+# samples in FILE=$1 as lines) from 1 s before penny bw moves 1500 x 64 KiB
+# between rxe0 and rxe1 (its --json in bw.json) until 2 samples after it, and
+# at least 31 lines; top stopped by SIGTERM (exit 0)
+top_around() {
+	local file=$1 topp n i
+	shift
+	"$PENNY" top --count 100000 --interval 0.2 --filter rxe "$@" &
+	topp=$!
+	for i in $(seq 100); do [ -s "$file" ] && break; sleep 0.1; done
+	sleep 1
+	"$PENNY" bw --loopback rxe0,rxe1 -s 65536 -n 1500 --json >bw.json 2>bw.err || {
+		kill $topp; wait $topp; return 1; }
+	n=$(($(wc -l <"$file") + 2))
+	[ $n -ge 31 ] || n=31
+	for i in $(seq 300); do
+		[ "$(wc -l <"$file")" -ge $n ] && break
+		kill -0 $topp 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -TERM $topp
+	wait $topp
+}
 
 test_expect_success 'penny top --json during penny bw: bytes and rates agree with bw (10%)' '
-	"$PENNY" top --json --count 40 --interval 0.5 --filter rxe >top.jsonl &
-	topp=$!
-	sleep 1.5
-	"$PENNY" bw --loopback rxe0,rxe1 -s 65536 -n 1500 --json >bw.json 2>bw.err &&
-	wait $topp && cat bw.json &&
+	top_around top.jsonl --json >top.jsonl && cat bw.json &&
 	python3 "$TOP/tests/lab/guest/top-bw-check.py" bw.json top.jsonl rxe0 rxe1
 '
 test_expect_success 'penny top --record during penny bw: the recording and its replay agree with bw (10%)' '
-	"$PENNY" top --count 40 --interval 0.5 --filter rxe --record rec.jsonl >/dev/null &
-	# the recording has the baseline sample too: 41 lines, replayed as 40
-	topp=$!
-	sleep 1.5
-	"$PENNY" bw --loopback rxe0,rxe1 -s 65536 -n 1500 --json >bw2.json 2>bw2.err &&
-	wait $topp &&
+	# the recording has the baseline sample too: one line more than its replay
+	top_around rec.jsonl --record rec.jsonl >/dev/null && mv bw.json bw2.json &&
 	test "$(wc -l <rec.jsonl)" -ge 30 &&
 	python3 "$TOP/tests/lab/guest/top-bw-check.py" bw2.json rec.jsonl rxe0 rxe1 &&
 	"$PENNY" top --replay rec.jsonl --json >replay.jsonl &&
+	echo "recording: $(wc -l <rec.jsonl) lines, replayed: $(wc -l <replay.jsonl)" &&
 	test "$(wc -l <replay.jsonl)" -eq "$(($(wc -l <rec.jsonl) - 1))" &&
 	python3 "$TOP/tests/lab/guest/top-bw-check.py" bw2.json replay.jsonl rxe0 rxe1
 '

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Guest side of t0165: penny top --processes while penny bw runs between
+# Guest side of t0160 (after top-bw.sh): penny top --processes while penny bw runs between
 # rxe0 and rxe1 (vm.sh --pairs 1): the QP owners read through RDMA netlink
 # name penny bw's pid and command with RC QPs on both devices, as JSON and
 # as the table; after bw is gone, its pid is no longer listed.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Guest side of t0135: the GPU path's cross-node proxy (src/gpu/xproxy*.c)
+# Guest side of t0120 (after allreduce.sh): the GPU path's cross-node proxy (src/gpu/xproxy*.c)
 # over verbs on soft-RoCE (vm.sh --pairs 1: rxe0 and rxe1 across a veth),
 # with the test plugin (GPU memory emulated in host memory).  Ranks on
 # "other hosts" run in their own UTS namespace (another hostname), so penny
