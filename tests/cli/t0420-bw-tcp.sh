@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # penny bw on this host, without RDMA: option errors, the one-line "no RDMA"
 # message, and the TCP path (--transport tcp) in every mode, gates included.
-# The verbs tests run in the lab (tests/lab/t0130-lab-bw.sh).
+# The verbs tests run in the lab (tests/lab/t0150-lab-bw.sh).
 . "$(dirname "$0")/../lib.sh"
 
 mkdir empty
