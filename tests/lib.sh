@@ -162,7 +162,10 @@ free_port() {
 		range=$lo-$((lo + 499))
 	fi
 	lo=${range%-*} hi=${range#*-}
-	n=0
+	# a file's first port at random in its range: the file that ran before
+	# in the same slot (run.sh) had the same range, and a rank of it still
+	# retrying its root's port would reach this file's listener there
+	n=$((RANDOM % (hi - lo + 1)))
 	[ ! -s "$TRASH/.next-port" ] || n=$(<"$TRASH/.next-port")
 	# the TCP ports of the sockets listening, connected or in TIME_WAIT
 	local -A used=()
