@@ -718,10 +718,6 @@ int pn_exec_run(struct pn_exec *e, const struct pn_sched *s, const struct pn_exe
 			if (ret < 0)
 				goto fail;
 		}
-		if (!left && !unsent(r.c)) {
-			pn_comm_done_waiting(r.c);
-			return 0;
-		}
 		if (progressed) {
 			since = 0;
 			continue;
