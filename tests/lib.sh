@@ -18,16 +18,22 @@ export PENNY_TEST_TAG=$TRASH
 
 penny() { "$PENNY" "$@"; }
 
-# python3: the interpreter PATH names, found once per file and linked
-# first in PATH (a version manager's shim, pyenv's, is a shell script that
-# looks the version up on every call: 0.6 CPU s here, and the tests call
-# python3 hundreds of times).  A link, not a shell function: "python3 ... &"
-# must make $! the interpreter itself, which a test kills.
-if py=$(command python3 -c 'import sys; print(sys.executable)' 2>/dev/null) && [ -x "$py" ] &&
-	mkdir -p "$TRASH/.bin" && ln -sf "$py" "$TRASH/.bin/python3"; then
-	PATH=$TRASH/.bin:$PATH
+# python3: tests/run.sh links one interpreter first in PATH for the run
+# (PENNY_TEST_PYTHON; see there why).  A file run alone does the same here:
+# the distribution's interpreter when it runs, else the one PATH names,
+# linked (not a shell function: "python3 ... &" must make $! the
+# interpreter itself, which a test kills).
+if [ -z "${PENNY_TEST_PYTHON:-}" ]; then
+	if /usr/bin/python3 -c '' >/dev/null 2>&1; then
+		py=/usr/bin/python3
+	else
+		py=$(command python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
+	fi
+	if [ -n "$py" ] && [ -x "$py" ] && mkdir -p "$TRASH/.bin" && ln -sf "$py" "$TRASH/.bin/python3"; then
+		PATH=$TRASH/.bin:$PATH
+	fi
+	unset py
 fi
-unset py
 
 test_expect_success() {
 	local what=$1 body=$2 out

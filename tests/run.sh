@@ -147,12 +147,20 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
-# python3 resolved once: a version manager's shim (pyenv's is a shell script
-# that looks the version up on every call: 0.7 CPU s on the 2-core machine)
-# in front of the interpreter it runs, which the tests call hundreds of times
-py=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
-if [ -n "$py" ] && [ -x "$py" ] && [ "$(command -v python3)" != "$py" ]; then
-	mkdir -p "$run_root/bin" && ln -s "$py" "$run_root/bin/python3" && export PATH=$run_root/bin:$PATH
+# python3 resolved once for the whole run: the distribution's interpreter
+# (/usr/bin/python3, the one `make setup-test` installs python3-yaml for)
+# when it runs, else the one PATH names.  Not a version manager's shim
+# (pyenv's is a shell script that looks the version up on every call: 0.7
+# CPU s on the 2-core machine), and not an interpreter whose site-packages
+# import more at every start (one here imports certifi from a .pth file:
+# 0.115 CPU s a start against /usr/bin/python3's 0.05; the tests call
+# python3 about a thousand times, the lab's guest under emulation too).
+py=
+/usr/bin/python3 -c '' >/dev/null 2>&1 && py=/usr/bin/python3
+[ -n "$py" ] || py=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
+if [ -n "$py" ] && [ -x "$py" ]; then
+	mkdir -p "$run_root/bin" && ln -s "$py" "$run_root/bin/python3" &&
+		export PATH=$run_root/bin:$PATH PENNY_TEST_PYTHON=$py
 fi
 
 # run_one FILE LOG SLOT: one test file with its own TMPDIR and ports
