@@ -119,7 +119,8 @@ int pn_boot_peer_error(struct pn_boot *b, int r, int ret, const char *what)
 	return pn_err(ret, "%s", why);
 }
 
-/* The first notice's text, kept: every later poll says it (pn_boot_poll_abort). */
+/* The first notice's text, heard or told, kept: every later poll says it
+ * (pn_boot_poll_abort). */
 static void keep_notice(struct pn_boot *b, const char *text)
 {
 	if (text[0] && !b->abort_text[0])
@@ -436,7 +437,12 @@ judged:
 	return ret;
 }
 
-/* Tell the others this rank failed (best effort, never blocks long). */
+/*
+ * Tell the others this rank failed (best effort, never blocks long).  What
+ * a rank told is its reason from then on, as a notice it heard is: the
+ * ranks it told end on it and close their connections, and a later poll
+ * (the cross-node proxy explaining itself) must not blame one of them.
+ */
 void pn_boot_abort(struct pn_boot *b, const char *why)
 {
 	double deadline = pn_now() + 0.5;
@@ -445,6 +451,7 @@ void pn_boot_abort(struct pn_boot *b, const char *why)
 	if (!b || b->nranks == 1)
 		return;
 	PN_DBG(PN_LOG_BOOT, "rank %d: abort notice: %s", b->rank, why);
+	keep_notice(b, why);
 	if (b->rank == 0) {
 		for (i = 1; i < b->nranks; i++)
 			if (b->fds[i] >= 0)

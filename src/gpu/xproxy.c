@@ -1049,19 +1049,21 @@ const char *pn_xproxy_transport(const struct pn_xproxy *p)
 
 /*
  * The job's reason, where one was told: rank 0's abort over the rendezvous
- * (the first reason it heard, passed to every rank, or a rank's connection
- * it saw close), else the node segment's (a rank of this node gave up).
+ * (the first reason it heard, passed to every rank), else the node
+ * segment's (a rank of this node gave up), else a rank's connection to
+ * the rendezvous seen closed: a rank that heard a notice ends on it, so a
+ * closed connection names the rank at fault only where no notice came.
  * 0 when none, else its code with why set.
  */
 static int job_reason(struct pn_xproxy *p, char *why, size_t len)
 {
 	int r = pn_boot_poll_abort(p->c->boot);
 
-	if (r) {
+	if (r != -ECANCELED && pn_comm_local_notice(p->c, why, len))
+		return -ECANCELED;
+	if (r)
 		snprintf(why, len, "%s", pn_errmsg(r));
-		return r;
-	}
-	return pn_comm_local_notice(p->c, why, len) ? -ECANCELED : 0;
+	return r;
 }
 
 /*
