@@ -150,12 +150,12 @@ enum pn_algo pn_tune_pick(const struct pn_tune *tt, int nranks, int nnodes, size
 		 * the peer's input, which a loop of calls leaves cached on
 		 * both cores.  In place each call's input is the last call's
 		 * output, written by its owner: every byte crosses cores
-		 * whatever the algorithm, one-shot adds a pass through
-		 * scratch, and the ring over the FIFOs is the fastest at every
-		 * size measured.
+		 * whatever the algorithm.  There one-shot runs over the FIFOs
+		 * (sched.c), the fastest up to 64 KiB; from 256 KiB the ring
+		 * ties or wins.
 		 */
 		if (direct && nranks == 2 && inplace)
-			return PN_ALGO_RING;
+			return bytes <= PN_TUNE_ONE_SHOT_2_IP_MAX ? PN_ALGO_ONE_SHOT : PN_ALGO_RING;
 		if (direct && nranks == 2)
 			return bytes <= PN_TUNE_ONE_SHOT_2_MAX ? PN_ALGO_ONE_SHOT : PN_ALGO_TWO_SHOT;
 		if (direct)

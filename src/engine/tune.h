@@ -44,9 +44,11 @@ enum pn_algo pn_tune_pick(const struct pn_tune *t, int nranks, int nnodes, size_
 			  int direct, int inplace);
 /* The built-in table's largest sizes for one-shot with registered buffers:
  * two ranks out of place; more ranks (in place it reduces into a scratch
- * buffer of the whole size; two ranks in place never run it). */
+ * buffer of the whole size). */
 #define PN_TUNE_ONE_SHOT_2_MAX (4u << 20)
 #define PN_TUNE_ONE_SHOT_MAX (64u << 10)
+/* Two ranks in place (one-shot over the FIFOs there), then the ring. */
+#define PN_TUNE_ONE_SHOT_2_IP_MAX (64u << 10)
 /* Read a tuning file (pn_file_read: a regular file, bounded) into t, whose
  * table it replaces on success; t is unchanged on failure. */
 int pn_tune_load(struct pn_tune *t, const char *path);

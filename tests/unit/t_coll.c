@@ -220,10 +220,10 @@ TEST(tune_builtin_rule_of_the_other_collectives)
 /*
  * The built-in allreduce rule on one node with registered buffers, as
  * measured on the host with two ranks (results/2026-11-28-dev): out of
- * place one-shot up to 4 MiB, then two-shot; in place the ring over the
- * FIFOs at every size (one-shot there adds a pass through scratch over data
- * that crosses cores anyway).  pn_allreduce_algo tells in place by one registration
- * handed as both.  Without registrations nothing changed.
+ * place one-shot up to 4 MiB, then two-shot; in place one-shot (over the
+ * FIFOs, results/2026-11-29-dev) up to 64 KiB, then the ring over the
+ * FIFOs.  pn_allreduce_algo tells in place by one registration handed as
+ * both.  Without registrations nothing changed.
  */
 TEST(tune_builtin_in_place_and_out_of_place)
 {
@@ -238,7 +238,8 @@ TEST(tune_builtin_in_place_and_out_of_place)
 
 	for (i = 0; i < PN_ARRAY_SIZE(sizes); i++) {
 		CHECK_EQ_INT(pn_tune_pick(NULL, 2, 1, sizes[i], 1, 0), PN_ALGO_ONE_SHOT);
-		CHECK_EQ_INT(pn_tune_pick(NULL, 2, 1, sizes[i], 1, 1), PN_ALGO_RING);
+		CHECK_EQ_INT(pn_tune_pick(NULL, 2, 1, sizes[i], 1, 1),
+			     sizes[i] <= 65536 ? PN_ALGO_ONE_SHOT : PN_ALGO_RING);
 	}
 	/* more ranks: as before */
 	CHECK_EQ_INT(pn_tune_pick(NULL, 4, 1, 65536, 1, 1), PN_ALGO_ONE_SHOT);
@@ -249,7 +250,10 @@ TEST(tune_builtin_in_place_and_out_of_place)
 	CHECK_EQ_INT(pn_coll_init(&co, &c, NULL), 0);
 	CHECK_EQ_INT(pn_allreduce_algo(&co, 65536, PN_FLOAT, PN_ALGO_AUTO, &sreg, &rreg),
 		     PN_ALGO_ONE_SHOT);
-	CHECK_EQ_INT(pn_allreduce_algo(&co, 65536, PN_FLOAT, PN_ALGO_AUTO, &rreg, &rreg),
+	/* 64 KiB of floats in place: one-shot; one float more: the ring */
+	CHECK_EQ_INT(pn_allreduce_algo(&co, 16384, PN_FLOAT, PN_ALGO_AUTO, &rreg, &rreg),
+		     PN_ALGO_ONE_SHOT);
+	CHECK_EQ_INT(pn_allreduce_algo(&co, 16385, PN_FLOAT, PN_ALGO_AUTO, &rreg, &rreg),
 		     PN_ALGO_RING);
 	CHECK_EQ_INT(pn_allreduce_algo(&co, 65536, PN_FLOAT, PN_ALGO_TWO_SHOT, &rreg, &rreg),
 		     PN_ALGO_TWO_SHOT);
