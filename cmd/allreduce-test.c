@@ -56,7 +56,8 @@ const struct pn_opt allreduce_test_options[] = {
 	  "(default auto)",
 	  "auto all ring simple-ring one-shot two-shot hierarchical multiring symmetric", OPT_LIST },
 	{ "tune-out", 0, OPT_STRING, &ar.tune_out, "FILE",
-	  "write the fastest algorithm per size as a tuning table (use with --algo all)", NULL,
+	  "write the fastest algorithm per size, in and out of place, as a tuning table (use with "
+	  "--algo all)", NULL,
 	  NULL },
 	{ "plan", 0, OPT_STRING, &ar.plan, "FILE",
 	  "host: multiring over the rings of FILE (penny ring-plan --json), one channel per ring, "

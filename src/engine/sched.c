@@ -244,6 +244,16 @@ static int gen_one_shot(struct pn_sched *s, const int *all, size_t step_el)
 
 	if (g < 0)
 		return g;
+	/*
+	 * In place with one peer: over the FIFOs, whose slots are the copy of
+	 * my input the peer reads, so I reduce straight into my buffer, which
+	 * no peer reads.  The direct loads would need the result aside until
+	 * the peer is done and a copy back whose stores hit the lines the
+	 * peer has just read (README: Tuning).  With more peers the FIFOs
+	 * copy the input once per peer: they keep the one copy back.
+	 */
+	if (s->inplace && s->nranks == 2)
+		s->direct = 0;
 	if (s->direct) {
 		ret = push(s, 0, step(PN_OP_LOCAL_BARRIER, -1, -1, 0, 0));
 		st = step(PN_OP_DIRECT_REDUCE, -1, -1, 0, s->count);

@@ -18,16 +18,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One line "[collective] nranks nnodes max_bytes algorithm" (NUL-terminated, no newline). */
+static const char *const mode_names[] = { "", "out-of-place", "in-place" };
+
+/* One line "[collective] nranks nnodes max_bytes algorithm [mode]"
+ * (NUL-terminated, no newline). */
 static int tune_line(char *line, struct pn_tune_entry *e)
 {
-	char *f[6], *save = NULL, *tok;
+	char *f[7], *save = NULL, *tok;
 	uint64_t b;
 	int n = 0, k = 0;
 
 	memset(e, 0, sizeof(*e));
-	for (tok = strtok_r(line, " \t", &save); tok && n < 6; tok = strtok_r(NULL, " \t", &save))
+	for (tok = strtok_r(line, " \t", &save); tok && n < 7; tok = strtok_r(NULL, " \t", &save))
 		f[n++] = tok;
+	/* no algorithm or collective is named like a mode */
+	for (k = PN_TUNE_OOP; n && k <= PN_TUNE_IP; k++)
+		if (!strcmp(f[n - 1], mode_names[k])) {
+			e->mode = (enum pn_tune_mode)k;
+			n--;
+			break;
+		}
+	k = 0;
 	if (n == 5) {
 		if (pn_coll_parse(f[0], &e->kind))
 			return -EINVAL;
@@ -39,7 +50,8 @@ static int tune_line(char *line, struct pn_tune_entry *e)
 	if (e->kind == PN_COLL_ALLREDUCE) {
 		if (pn_algo_parse(f[k + 3], &e->algo) || e->algo == PN_ALGO_AUTO)
 			return -EINVAL;
-	} else if (pn_calgo_parse(f[k + 3], &e->calgo) || !pn_calgo_valid(e->kind, e->calgo)) {
+	} else if (e->mode != PN_TUNE_BOTH || pn_calgo_parse(f[k + 3], &e->calgo) ||
+		   !pn_calgo_valid(e->kind, e->calgo)) {
 		return -EINVAL;
 	}
 	e->max_bytes = (size_t)b;
@@ -80,7 +92,8 @@ int pn_tune_parse(const char *text, size_t len, const char *name, struct pn_tune
 			continue;
 		if (tune_line(line, &e)) {
 			ret = pn_err(-EINVAL, "%s:%d: want \"[collective] nranks nnodes max_bytes "
-				     "algorithm\" (an algorithm of that collective)", name, lineno);
+				     "algorithm [in-place|out-of-place]\" (an algorithm of that "
+				     "collective; a mode on allreduce's lines only)", name, lineno);
 			break;
 		}
 		if (n == PN_TUNE_MAX_ENTRIES) {
@@ -113,15 +126,17 @@ int pn_tune_parse(const char *text, size_t len, const char *name, struct pn_tune
 enum pn_algo pn_tune_pick(const struct pn_tune *tt, int nranks, int nnodes, size_t bytes,
 			  int direct, int inplace)
 {
+	enum pn_tune_mode mine = inplace ? PN_TUNE_IP : PN_TUNE_OOP;
 	int i, best = -1;
 
 	for (i = 0; tt && i < tt->n; i++) {
 		const struct pn_tune_entry *t = &tt->tab[i];
 
 		if (t->kind != PN_COLL_ALLREDUCE || t->nranks != nranks || t->nnodes != nnodes ||
-		    t->max_bytes < bytes)
+		    t->max_bytes < bytes || (t->mode != PN_TUNE_BOTH && t->mode != mine))
 			continue;
-		if (best < 0 || t->max_bytes < tt->tab[best].max_bytes)
+		if (best < 0 || t->max_bytes < tt->tab[best].max_bytes ||
+		    (t->max_bytes == tt->tab[best].max_bytes && t->mode == mine))
 			best = i;
 	}
 	if (best >= 0)
@@ -135,12 +150,12 @@ enum pn_algo pn_tune_pick(const struct pn_tune *tt, int nranks, int nnodes, size
 		 * the peer's input, which a loop of calls leaves cached on
 		 * both cores.  In place each call's input is the last call's
 		 * output, written by its owner: every byte crosses cores
-		 * whatever the algorithm, one-shot adds a pass through
-		 * scratch, and the ring over the FIFOs is the fastest at every
-		 * size measured.
+		 * whatever the algorithm.  There one-shot runs over the FIFOs
+		 * (sched.c), the fastest up to 64 KiB; from 256 KiB the ring
+		 * ties or wins.
 		 */
 		if (direct && nranks == 2 && inplace)
-			return PN_ALGO_RING;
+			return bytes <= PN_TUNE_ONE_SHOT_2_IP_MAX ? PN_ALGO_ONE_SHOT : PN_ALGO_RING;
 		if (direct && nranks == 2)
 			return bytes <= PN_TUNE_ONE_SHOT_2_MAX ? PN_ALGO_ONE_SHOT : PN_ALGO_TWO_SHOT;
 		if (direct)
@@ -214,19 +229,31 @@ void pn_tune_release(struct pn_tune *tt)
 }
 
 int pn_tune_save(FILE *f, const char *path, int nranks, int nnodes, const size_t *bytes,
-		 const enum pn_algo *algo, int n)
+		 const enum pn_algo *oop, const enum pn_algo *ip, int n)
 {
-	int i;
+	int i, m;
 
+	if (!ip)
+		ip = oop;
 	/* only what pn_tune_load accepts: an algorithm that runs, never "auto" */
-	for (i = 0; i < n; i++)
-		if (algo[i] < 0 || algo[i] >= PN_NALGOS || nranks < 1 || nnodes < 1)
+	for (i = 0; i < 2 * n; i++) {
+		enum pn_algo a = i < n ? oop[i] : ip[i - n];
+
+		if (a < 0 || a >= PN_NALGOS || nranks < 1 || nnodes < 1)
 			return pn_err(-EINVAL, "tuning table '%s': %d ranks, %d nodes, %zu bytes: "
 				      "'%s' is not an algorithm that runs", path, nranks, nnodes,
-				      bytes[i], pn_algo_name(algo[i]));
-	fprintf(f, "# penny tuning table: nranks nnodes max_bytes algorithm\n");
+				      bytes[i % n], pn_algo_name(a));
+	}
+	fprintf(f, "# penny tuning table: nranks nnodes max_bytes algorithm [mode]\n");
 	for (i = 0; i < n; i++)
-		fprintf(f, "%d %d %zu %s\n", nranks, nnodes, bytes[i], pn_algo_name(algo[i]));
+		for (m = PN_TUNE_OOP; m <= PN_TUNE_IP; m++) {
+			enum pn_algo a = m == PN_TUNE_OOP ? oop[i] : ip[i];
+
+			if (oop[i] == ip[i] && m == PN_TUNE_IP)
+				break;
+			fprintf(f, "%d %d %zu %s%s%s\n", nranks, nnodes, bytes[i], pn_algo_name(a),
+				oop[i] == ip[i] ? "" : " ", oop[i] == ip[i] ? "" : mode_names[m]);
+		}
 	if (fflush(f) || ferror(f))
 		return pn_err(-EIO, "write error on '%s': %s", path, strerror(errno ? errno : EIO));
 	return 0;

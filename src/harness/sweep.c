@@ -199,7 +199,7 @@ static int one_size(struct pn_sweep *s, struct pn_sweep_backend *be, int algo, s
 	memset(rw, 0, sizeof(*rw));
 	snprintf(rw->backend, sizeof(rw->backend), "%s", be->name);
 	snprintf(rw->algo, sizeof(rw->algo), "%s", name);
-	rw->host_algo = -2;
+	rw->host_algo = rw->host_algo_ip = -2;
 	rw->dtype = s->dtype;
 	rw->op = s->op;
 	/* nccl-tests' size: what the count moves (a whole number of elements
@@ -333,7 +333,7 @@ int pn_sweep_verdict(uint64_t wrong, uint64_t differ, double busbw, double min_b
 	return why[0] != 0;
 }
 
-void pn_sweep_best(const struct pn_sweep *s, size_t *bytes, enum pn_algo *best)
+void pn_sweep_best(const struct pn_sweep *s, int ip, size_t *bytes, enum pn_algo *best)
 {
 	size_t i, r;
 
@@ -345,10 +345,12 @@ void pn_sweep_best(const struct pn_sweep *s, size_t *bytes, enum pn_algo *best)
 		for (r = 0; r < s->nrows; r++) {
 			const struct pn_sweep_row *rw = &s->rows[r];
 
-			if (rw->host_algo != -2 && rw->bytes == s->sizes[i] && rw->time_us[0] < bt &&
-			    !rw->wrong[0]) {
-				bt = rw->time_us[0];
-				best[i] = (enum pn_algo)rw->host_algo;
+			int ran = ip ? rw->host_algo_ip : rw->host_algo;
+
+			if (ran != -2 && rw->bytes == s->sizes[i] && rw->time_us[ip] < bt &&
+			    !rw->wrong[ip]) {
+				bt = rw->time_us[ip];
+				best[i] = (enum pn_algo)ran;
 			}
 		}
 	}
@@ -532,12 +534,14 @@ int pn_sweep_tune_save(const struct pn_sweep *sw, FILE *f, const char *name, int
 		       int nnodes)
 {
 	size_t *bytes = calloc(sw->nsizes, sizeof(size_t));
-	enum pn_algo *best = calloc(sw->nsizes, sizeof(*best));
+	enum pn_algo *best = calloc(2 * sw->nsizes, sizeof(*best));
 	int ret;
 
 	if (bytes && best) {
-		pn_sweep_best(sw, bytes, best);
-		ret = pn_tune_save(f, name, nranks, nnodes, bytes, best, (int)sw->nsizes);
+		pn_sweep_best(sw, 0, bytes, best);
+		pn_sweep_best(sw, 1, bytes, best + sw->nsizes);
+		ret = pn_tune_save(f, name, nranks, nnodes, bytes, best, best + sw->nsizes,
+				   (int)sw->nsizes);
 	} else {
 		ret = pn_err(-ENOMEM, "out of memory");
 	}

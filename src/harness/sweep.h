@@ -39,8 +39,9 @@ struct pn_sweep_row {
 	char backend[32];	/* "host", "cuda", ... */
 	char algo[24];		/* as asked: "ring", "auto" */
 	char ran[24];		/* what ran (GPU auto: the plugin's choice at this size) */
-	int host_algo;		/* host allreduce rows: the enum pn_algo that ran (auto: its
-				 * pick); -2 otherwise */
+	int host_algo;		/* host allreduce rows: the enum pn_algo that ran out of
+				 * place (auto: its pick); -2 otherwise */
+	int host_algo_ip;	/* the same in place */
 	enum pn_dtype dtype;	/* the sweep's type and op when the row ran */
 	enum pn_redop op;
 	size_t bytes, count;
@@ -199,9 +200,9 @@ void pn_sweep_mem_job(struct pn_mem_job *mj, int nlocal, int nranks, const char 
 		      int nchan, uint64_t host_bytes, const enum pn_algo *algos, int nalgos,
 		      int tuned);
 
-/* The host rows' fastest correct algorithm at each size, out of place
- * (ring where none ran). */
-void pn_sweep_best(const struct pn_sweep *s, size_t *bytes, enum pn_algo *best);
+/* The host rows' fastest correct algorithm at each size, out of place (ip
+ * 0) or in place (ip 1): what ran in that mode (ring where none ran). */
+void pn_sweep_best(const struct pn_sweep *s, int ip, size_t *bytes, enum pn_algo *best);
 
 /* The CSV file of the rows: a header line, then one line per row (a write
  * error shows when the file is committed, src/base/ofile.h). */

@@ -100,6 +100,9 @@ static int host_pick(struct pn_sweep_backend *be, const struct pn_sweep *s, int 
 	/* what ran (auto: the pick), which is what a tuning table may name */
 	rw->host_algo = pn_allreduce_algo(h->coll, rw->count, s->dtype, (enum pn_algo)algo, h->sreg,
 					  h->rreg);
+	/* in place, pn_allreduce is handed one registration for both */
+	rw->host_algo_ip = pn_allreduce_algo(h->coll, rw->count, s->dtype, (enum pn_algo)algo,
+					     h->rreg, h->rreg);
 	return 0;
 }
 

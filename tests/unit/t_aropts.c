@@ -149,7 +149,7 @@ static struct pn_sweep *one_row_sweep(void)
 	memset(&row, 0, sizeof(row));
 	snprintf(row.backend, sizeof(row.backend), "host");
 	snprintf(row.algo, sizeof(row.algo), "ring");
-	row.host_algo = PN_ALGO_RING;
+	row.host_algo = row.host_algo_ip = PN_ALGO_RING;
 	row.bytes = 1024;
 	row.count = 256;
 	row.time_us[0] = row.time_us[1] = 10;

@@ -5,6 +5,7 @@
 #include "unit.h"
 
 #include "engine/coll.h"
+#include "base/file.h"
 #include "base/ofile.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -25,14 +26,14 @@ static void path_of(char *buf, size_t len, const char *name)
 /* pn_tune_save through an output file, as allreduce-test --tune-out writes it:
  * committed on success, nothing at path on failure. */
 static int save(const char *path, int nranks, int nnodes, const size_t *bytes,
-		const enum pn_algo *algo, int n)
+		const enum pn_algo *algo, const enum pn_algo *ip, int n)
 {
 	struct pn_ofile *of;
 	int ret = pn_ofile_open(&of, path, 0);
 
 	if (ret)
 		return ret;
-	ret = pn_tune_save(pn_ofile_file(of), path, nranks, nnodes, bytes, algo, n);
+	ret = pn_tune_save(pn_ofile_file(of), path, nranks, nnodes, bytes, algo, ip, n);
 	if (ret) {
 		pn_ofile_abort(of);
 		return ret;
@@ -64,14 +65,14 @@ TEST(tune_round_trip)
 				/* every algorithm at every size, in every position */
 				algo[i] = (enum pn_algo)((a + (int)i) % PN_NALGOS);
 			}
-			CHECK_EQ_INT(save(path, nr, nn, bytes, algo,
+			CHECK_EQ_INT(save(path, nr, nn, bytes, algo, NULL,
 					  (int)PN_ARRAY_SIZE(sizes)), 0);
 			CHECK_EQ_INT(pn_tune_load(&t, path), 0);
 			for (i = 0; i < PN_ARRAY_SIZE(sizes); i++)
 				CHECK_EQ_INT(pn_tune_pick(&t, nr, nn, sizes[i], 0, 0), algo[i]);
 		}
 	/* an empty table (no sizes) is just the comment line, and loads */
-	CHECK_EQ_INT(save(path, 2, 1, bytes, algo, 0), 0);
+	CHECK_EQ_INT(save(path, 2, 1, bytes, algo, NULL, 0), 0);
 	CHECK_EQ_INT(pn_tune_load(&t, path), 0);
 	CHECK_EQ_INT(t.n, 0);
 	pn_tune_release(&t);
@@ -86,14 +87,14 @@ TEST(tune_save_refuses_auto)
 	char path[256];
 
 	path_of(path, sizeof(path), "auto");
-	CHECK(save(path, 2, 1, bytes, algo, 2) == -EINVAL);
+	CHECK(save(path, 2, 1, bytes, algo, NULL, 2) == -EINVAL);
 	CHECK(access(path, F_OK) != 0);
 	CHECK(strstr(pn_errmsg(-EINVAL), "'auto'") != NULL);
 	algo[1] = PN_NALGOS;
-	CHECK(save(path, 2, 1, bytes, algo, 2) == -EINVAL);
+	CHECK(save(path, 2, 1, bytes, algo, NULL, 2) == -EINVAL);
 	algo[1] = PN_ALGO_RING;
-	CHECK(save(path, 0, 1, bytes, algo, 2) == -EINVAL);
-	CHECK(save(path, 2, 0, bytes, algo, 2) == -EINVAL);
+	CHECK(save(path, 0, 1, bytes, algo, NULL, 2) == -EINVAL);
+	CHECK(save(path, 2, 0, bytes, algo, NULL, 2) == -EINVAL);
 	CHECK(access(path, F_OK) != 0);
 	/* and the loader keeps refusing what the writer refuses */
 	{
@@ -130,7 +131,7 @@ TEST(coll_picks_from_the_table_it_was_handed)
 
 	path_of(path, sizeof(path), "handed");
 	path_of(missing, sizeof(missing), "missing");
-	CHECK_EQ_INT(save(path, 2, 1, bytes, algo, 1), 0);
+	CHECK_EQ_INT(save(path, 2, 1, bytes, algo, NULL, 1), 0);
 	CHECK_EQ_INT(pn_tune_load(&t, path), 0);
 	CHECK(pn_tune_load(&t, missing) == -ENOENT);
 	CHECK_EQ_INT(t.n, 1);
@@ -219,10 +220,10 @@ TEST(tune_builtin_rule_of_the_other_collectives)
 /*
  * The built-in allreduce rule on one node with registered buffers, as
  * measured on the host with two ranks (results/2026-11-28-dev): out of
- * place one-shot up to 4 MiB, then two-shot; in place the ring over the
- * FIFOs at every size (one-shot there adds a pass through scratch over data
- * that crosses cores anyway).  pn_allreduce_algo tells in place by one registration
- * handed as both.  Without registrations nothing changed.
+ * place one-shot up to 4 MiB, then two-shot; in place one-shot (over the
+ * FIFOs, results/2026-11-29-dev) up to 64 KiB, then the ring over the
+ * FIFOs.  pn_allreduce_algo tells in place by one registration handed as
+ * both.  Without registrations nothing changed.
  */
 TEST(tune_builtin_in_place_and_out_of_place)
 {
@@ -237,7 +238,8 @@ TEST(tune_builtin_in_place_and_out_of_place)
 
 	for (i = 0; i < PN_ARRAY_SIZE(sizes); i++) {
 		CHECK_EQ_INT(pn_tune_pick(NULL, 2, 1, sizes[i], 1, 0), PN_ALGO_ONE_SHOT);
-		CHECK_EQ_INT(pn_tune_pick(NULL, 2, 1, sizes[i], 1, 1), PN_ALGO_RING);
+		CHECK_EQ_INT(pn_tune_pick(NULL, 2, 1, sizes[i], 1, 1),
+			     sizes[i] <= 65536 ? PN_ALGO_ONE_SHOT : PN_ALGO_RING);
 	}
 	/* more ranks: as before */
 	CHECK_EQ_INT(pn_tune_pick(NULL, 4, 1, 65536, 1, 1), PN_ALGO_ONE_SHOT);
@@ -248,11 +250,75 @@ TEST(tune_builtin_in_place_and_out_of_place)
 	CHECK_EQ_INT(pn_coll_init(&co, &c, NULL), 0);
 	CHECK_EQ_INT(pn_allreduce_algo(&co, 65536, PN_FLOAT, PN_ALGO_AUTO, &sreg, &rreg),
 		     PN_ALGO_ONE_SHOT);
-	CHECK_EQ_INT(pn_allreduce_algo(&co, 65536, PN_FLOAT, PN_ALGO_AUTO, &rreg, &rreg),
+	/* 64 KiB of floats in place: one-shot; one float more: the ring */
+	CHECK_EQ_INT(pn_allreduce_algo(&co, 16384, PN_FLOAT, PN_ALGO_AUTO, &rreg, &rreg),
+		     PN_ALGO_ONE_SHOT);
+	CHECK_EQ_INT(pn_allreduce_algo(&co, 16385, PN_FLOAT, PN_ALGO_AUTO, &rreg, &rreg),
 		     PN_ALGO_RING);
 	CHECK_EQ_INT(pn_allreduce_algo(&co, 65536, PN_FLOAT, PN_ALGO_TWO_SHOT, &rreg, &rreg),
 		     PN_ALGO_TWO_SHOT);
 	pn_coll_release(&co);
+}
+
+/*
+ * In place and out of place may need different picks: --tune-out writes a
+ * line per mode where they differ ("2 1 4096 ring in-place"), one line
+ * without a mode where they agree, and a file without modes (written before
+ * them) still loads and holds for both.  At one max_bytes the line of the
+ * call's mode wins over a line without one; modes are allreduce's only.
+ */
+TEST(tune_in_place_and_out_of_place_lines)
+{
+	static const char old[] = "2 1 4096 two-shot\n2 1 1M ring\n";
+	static const char text[] = "2 1 4096 one-shot out-of-place\n"
+				   "2 1 4096 ring in-place\n"
+				   "2 1 64K two-shot\n"
+				   "2 1 64K simple-ring in-place\n"
+				   "allreduce 2 1 1M multiring in-place\n";
+	static const char *const bad[] = { "allgather 2 1 8 ring in-place", "2 1 8 in-place",
+					   "2 1 8 ring in-place in-place", "2 1 8 ring inplace",
+					   "in-place 2 1 8 ring" };
+	size_t bytes[3] = { 64, 4096, 1u << 20 };
+	enum pn_algo oop[3] = { PN_ALGO_ONE_SHOT, PN_ALGO_ONE_SHOT, PN_ALGO_TWO_SHOT };
+	enum pn_algo ip[3] = { PN_ALGO_ONE_SHOT, PN_ALGO_RING, PN_ALGO_RING };
+	struct pn_tune t = { 0 };
+	char path[256], *body = NULL;
+	size_t len = 0;
+	int i;
+
+	CHECK_EQ_INT(pn_tune_parse(old, sizeof(old) - 1, "old", &t.tab, &t.n), 0);
+	for (i = 0; i < 2; i++) {
+		CHECK_EQ_INT(pn_tune_pick(&t, 2, 1, 4096, 1, i), PN_ALGO_TWO_SHOT);
+		CHECK_EQ_INT(pn_tune_pick(&t, 2, 1, 8192, 1, i), PN_ALGO_RING);
+	}
+	pn_tune_release(&t);
+	CHECK_EQ_INT(pn_tune_parse(text, sizeof(text) - 1, "t", &t.tab, &t.n), 0);
+	CHECK_EQ_INT(t.n, 5);
+	CHECK_EQ_INT(pn_tune_pick(&t, 2, 1, 16, 1, 0), PN_ALGO_ONE_SHOT);
+	CHECK_EQ_INT(pn_tune_pick(&t, 2, 1, 16, 1, 1), PN_ALGO_RING);
+	CHECK_EQ_INT(pn_tune_pick(&t, 2, 1, 8192, 1, 0), PN_ALGO_TWO_SHOT);
+	CHECK_EQ_INT(pn_tune_pick(&t, 2, 1, 8192, 1, 1), PN_ALGO_SIMPLE_RING);
+	CHECK_EQ_INT(pn_tune_pick(&t, 2, 1, 1u << 20, 1, 1), PN_ALGO_MULTIRING);
+	/* no out-of-place line that large: the built-in rule */
+	CHECK_EQ_INT(pn_tune_pick(&t, 2, 1, 1u << 20, 1, 0), PN_ALGO_ONE_SHOT);
+	pn_tune_release(&t);
+	path_of(path, sizeof(path), "modes");
+	CHECK_EQ_INT(save(path, 2, 1, bytes, oop, ip, 3), 0);
+	CHECK_EQ_INT(pn_file_read(path, &body, &len), 0);
+	CHECK(body && strstr(body, "\n2 1 64 one-shot\n") &&
+	      strstr(body, "\n2 1 4096 one-shot out-of-place\n2 1 4096 ring in-place\n") &&
+	      strstr(body, "\n2 1 1048576 two-shot out-of-place\n2 1 1048576 ring in-place\n"));
+	free(body);
+	CHECK_EQ_INT(pn_tune_load(&t, path), 0);
+	CHECK_EQ_INT(t.n, 5);
+	for (i = 0; i < 3; i++) {
+		CHECK_EQ_INT(pn_tune_pick(&t, 2, 1, bytes[i], 1, 0), oop[i]);
+		CHECK_EQ_INT(pn_tune_pick(&t, 2, 1, bytes[i], 1, 1), ip[i]);
+	}
+	pn_tune_release(&t);
+	unlink(path);
+	for (i = 0; i < (int)PN_ARRAY_SIZE(bad); i++)
+		CHECK_EQ_INT(pn_tune_parse(bad[i], strlen(bad[i]), "b", &t.tab, &t.n), -EINVAL);
 }
 
 int main(void)
@@ -267,6 +333,7 @@ int main(void)
 	RUN(tune_lines_of_the_other_collectives);
 	RUN(tune_builtin_rule_of_the_other_collectives);
 	RUN(tune_builtin_in_place_and_out_of_place);
+	RUN(tune_in_place_and_out_of_place_lines);
 	rmdir(dir);
 	return unit_done();
 }

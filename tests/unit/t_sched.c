@@ -634,6 +634,76 @@ TEST(algo_names)
 	CHECK(pn_algo_parse("bogus", &a) == -EINVAL);
 }
 
+/*
+ * In place with registered buffers and two ranks, one-shot and two-shot
+ * write every element of the rank's buffer once, straight from the inputs:
+ * no result held in scratch and copied back after the peer has read the
+ * buffer (that copy's stores hit the lines the peer has just read).
+ */
+TEST(inplace_writes_once_no_scratch)
+{
+	static const size_t counts[] = { 1, 17, 333, 4099, 1u << 20 };
+	static const enum pn_algo algos[] = { PN_ALGO_ONE_SHOT, PN_ALGO_TWO_SHOT };
+	int node[2] = { 0, 0 }, a, r, ci;
+	size_t i, e;
+
+	for (a = 0; a < 2; a++)
+		for (ci = 0; ci < (int)PN_ARRAY_SIZE_T(counts); ci++)
+			for (r = 0; r < 2; r++) {
+				struct pn_sched s;
+				struct pn_sched_job job = { .rank = r, .nranks = 2, .node = node,
+							    .direct = 1, .inplace = 1 };
+				size_t n = counts[ci];
+				unsigned char *w = calloc(n, 1);
+				int bad = 0;
+
+				CHECK(w && !pn_sched_build(&s, algos[a], &job, n, 4));
+				for (i = 0; w && i < s.ch[0].n; i++) {
+					const struct pn_step *st = &s.ch[0].steps[i];
+					size_t o = st->off, c = st->count, so, sc;
+					int g;
+
+					if (st->scratch)
+						bad = 1;
+					switch (st->op) {
+					case PN_OP_SCATTER_REDUCE:
+						pn_sched_shard(st->count, 2, st->shard, &o, &c);
+						o += st->off;
+						/* fallthrough */
+					case PN_OP_GATHER_REDUCE:
+					case PN_OP_DIRECT_REDUCE:
+					case PN_OP_COPY:
+						for (e = o; e < o + c; e++)
+							w[e]++;
+						break;
+					case PN_OP_ALLGATHER:
+					case PN_OP_DIRECT_GATHER:
+						for (g = 0; g < 2; g++) {
+							if (g == st->shard)
+								continue;
+							pn_sched_shard(st->count, 2, g, &so, &sc);
+							for (e = st->off + so; e < st->off + so + sc; e++)
+								w[e]++;
+						}
+						break;
+					default:
+						break;
+					}
+				}
+				for (e = 0; w && e < n; e++)
+					if (w[e] != 1)
+						bad = 1;
+				if (bad) {
+					if (fails++ < 10)
+						printf("#   %s count=%zu rank %d: scratch or an element "
+						       "not written once\n", pn_algo_name(algos[a]), n, r);
+					unit_cur++;
+				}
+				free(w);
+				pn_sched_release(&s);
+			}
+}
+
 int main(void)
 {
 	RUN(ring);
@@ -649,5 +719,6 @@ int main(void)
 	RUN(algo_names);
 	RUN(group_ring_and_allgather);
 	RUN(group_errors);
+	RUN(inplace_writes_once_no_scratch);
 	return unit_done();
 }
