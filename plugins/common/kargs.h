@@ -54,6 +54,9 @@ struct pn_ar_args {
 	int32_t rank, nranks;
 	int32_t root;			/* co_kernels.cu: broadcast and reduce */
 	uint32_t esize;			/* co_kernels.cu: element bytes of the copies */
+	uint32_t coll;			/* the collective, for the error detail: 0 the
+					 * allreduce, 1 + enum pn_co the others */
+	uint32_t pad;
 };
 
 /*
@@ -119,5 +122,10 @@ struct pn_xn_args {
 #define PN_ERR_TIMEOUT 1u	/* a wait timed out; detail = peer rank */
 #define PN_ERR_DESC 2u		/* buffers differ between ranks */
 #define PN_ERR_XNODE 4u		/* the cross-node proxy gave up; detail = node */
+/* the detail word: the peer (rank or node) in the low 16 bits, the
+ * collective whose kernel recorded it (pn_ar_args.coll) above them */
+#define PN_ERR_DETAIL(peer, coll) ((uint32_t)(peer) | (uint32_t)(coll) << 16)
+#define PN_ERR_PEER(detail) ((detail) & 0xffffu)
+#define PN_ERR_COLL(detail) ((detail) >> 16)
 
 #endif

@@ -23,7 +23,7 @@ PN_DEV void pn_fail(const struct pn_ar_args &a, uint32_t bit, uint32_t info)
 	uint32_t *cnt = (uint32_t *)(a.peer_ws[a.rank] + PN_WS_COUNTERS);
 
 	pn_atomic_or(&cnt[PN_CNT_ERR], bit);
-	cnt[PN_CNT_ERR_INFO] = info;
+	cnt[PN_CNT_ERR_INFO] = PN_ERR_DETAIL(info, a.coll);
 }
 
 /* Wait until *f >= target (mod 2^32). */

@@ -14,7 +14,8 @@
  *    read of a user buffer is local.
  *  - One flag round per tile: __syncthreads, one st.release.sys flag to
  *    every peer, a timed wait for every peer's (a wait past timeout_ns
- *    records PN_ERR_TIMEOUT naming the peer and the kernel finishes).
+ *    records PN_ERR_TIMEOUT naming the peer and, from pn_ar_args.coll, the
+ *    collective, and the kernel finishes).
  *  - Consume: each rank reads its own scratch slots (ld.cg) into its recv;
  *    reductions in rank order 0..n-1 as the allreduce's (PENNY_AVG divides
  *    the sum by n once), so results are bit-identical to the allreduce's.

@@ -729,17 +729,21 @@ int pn_cuda_allreduce_reg(void *be, void *reg, const void *send, void *recv, siz
 	return ret;
 }
 
-/* The error of the kernels' error word w (w[0] not 0), into errmsg. */
+/* The error of the kernels' error word w (w[0] not 0; w[1] the detail:
+ * peer and collective), into errmsg. */
 static int word_error(const struct pn_cuda *c, const uint32_t w[2])
 {
+	uint32_t peer = PN_ERR_PEER(w[1]);
+
 	if (w[0] & PN_ERR_XNODE)
-		return pn_plugin_fail(-ECANCELED, "the cross-node proxy gave up (node %d)", (int)w[1]);
+		return pn_plugin_fail(-ECANCELED, "the cross-node proxy gave up (node %u)", peer);
 	if (w[0] & PN_ERR_DESC)
-		return pn_plugin_fail(-EINVAL, "allreduce buffers differ between ranks (rank %u "
-					       "passed another buffer or offset, or a buffer registered "
-					       "on some ranks only)", w[1]);
-	return pn_plugin_fail(-ETIMEDOUT, "allreduce on rank %d timed out waiting for rank %u",
-			      c->rank, w[1]);
+		return pn_plugin_fail(-EINVAL, "%s buffers differ between ranks (rank %u passed "
+					       "another buffer or offset, or a buffer registered on "
+					       "some ranks only)", pn_cuda_coll_name(PN_ERR_COLL(w[1])),
+				      peer);
+	return pn_plugin_fail(-ETIMEDOUT, "%s on rank %d timed out waiting for rank %u",
+			      pn_cuda_coll_name(PN_ERR_COLL(w[1])), c->rank, peer);
 }
 
 /*

@@ -165,6 +165,9 @@ int pn_cuda_reduce(void *be, const void *send, void *recv, size_t count, int dty
 		   int root, void *stream);
 int pn_cuda_sendrecv(void *be, const void *send, void *recv, size_t count, int dtype,
 		     void *stream);
+/* The collective of a kernel error's detail (pn_ar_args.coll): "allreduce",
+ * "allgather" ... */
+const char *pn_cuda_coll_name(uint32_t coll);
 /* What cuda_coll.c needs of the backend. */
 struct pn_cuda_co_view {
 	struct pn_gpu *g;

@@ -22,6 +22,13 @@ static const char *const co_types[PENNY_NDTYPES] = {
 };
 static const char *const co_ops[PENNY_NREDOPS] = { "sum", "prod", "min", "max", "avg" };
 
+const char *pn_cuda_coll_name(uint32_t coll)
+{
+	if (!coll)
+		return "allreduce";
+	return coll <= PN_NCO ? co_names[coll - 1] : "collective";
+}
+
 static int co_kernel(const struct pn_cuda_co_view *v, int kind, int dt, int op, CUfunction *f)
 {
 	CUfunction *slot;
@@ -72,6 +79,7 @@ static int co_launch(void *be, const struct pn_cuda_co_view *v, int kind, int dt
 	a.nranks = v->n;
 	a.root = root;
 	a.esize = (uint32_t)penny_data_size(dt);
+	a.coll = 1 + (uint32_t)kind;
 	return pn_cuda_pdl(be) ? pn_gpu_launch_pdl(v->g, f, l.grid, l.threads, &a)
 			       : pn_gpu_launch(v->g, f, l.grid, l.threads, &a);
 }

@@ -346,6 +346,9 @@ static int agree_and_connect(struct pn_bwrun *b)
 		if (ret)
 			return ret;
 		b->rails[i].link.initiator = b->initiator;
+		b->rails[i].link.peer = p->host;
+		/* the socket modes' side channel: the peer lives while it is open */
+		pn_verbs_conn_watch(b->rails[i].conn, b->fd);
 	}
 	return 0;
 }

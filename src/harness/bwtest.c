@@ -236,11 +236,16 @@ int pn_bw_prepare(struct pn_bw_link *l)
 /* A peer that stops answering once the test runs has vanished: the test ran
  * and failed (EIO, exit status 1), unlike one that never came (ETIMEDOUT,
  * "could not run").  Whether the dead peer's QP reports an error completion
- * before --timeout (rxe's retry timer) must not decide the exit status. */
-static int mid_test(int ret)
+ * before --timeout (rxe's retry timer) must not decide the exit status.  One
+ * whose side channel closed (pn_verbs_conn_watch) is gone. */
+static int mid_test(const char *peer, int ret)
 {
+	const char *on = peer ? " on " : "", *host = peer ? peer : "";
+
 	if (ret == -ETIMEDOUT)
-		return pn_err_ctx(-EIO, "the peer stopped answering during the test");
+		return pn_err_ctx(-EIO, "the peer%s%s stopped answering during the test", on, host);
+	if (ret == -ECONNRESET)
+		return pn_err_ctx(-EIO, "the peer%s%s went away during the test", on, host);
 	return ret;
 }
 
@@ -381,7 +386,7 @@ int pn_bw_run(struct pn_bw_link *l, int k, struct pn_bw_row *row)
 		pn_bw_blocks_end(&bk, done, tlast, row);
 	}
 out:
-	return mid_test(ret);
+	return mid_test(l->peer, ret);
 }
 
 /* Busy-poll one byte of memory the peer writes, bounded by the timeout.  A
@@ -393,7 +398,7 @@ static int wait_byte(struct pn_bw_link *l, volatile uint8_t *p, uint8_t want, do
 {
 	double start = 0, now;
 	unsigned spins = 0;
-	int yield = 0;
+	int yield = 0, ret;
 
 	/* an acquire load: what the peer wrote before this byte is visible */
 	while (__atomic_load_n(p, __ATOMIC_ACQUIRE) != want) {
@@ -405,10 +410,16 @@ static int wait_byte(struct pn_bw_link *l, volatile uint8_t *p, uint8_t want, do
 		else if (now - start > 1e-3)
 			yield = 1;
 		if (now > deadline)
-			return pn_err(-ETIMEDOUT, "timed out waiting for the peer's write on %s",
+			return pn_err(-ETIMEDOUT, "timed out after %g s waiting for the peer's write on "
+					"%s", pn_verbs_conn_timeout(l->conn),
 				      pn_verbs_dev_name(pn_verbs_conn_dev(l->conn)));
-		if (yield)
+		if (yield) {
+			/* slow already: is the peer still there? */
+			ret = pn_verbs_conn_alive(l->conn, "waiting for the peer's write");
+			if (ret)
+				return ret;
 			sched_yield();
+		}
 	}
 	return 0;
 }
@@ -493,7 +504,7 @@ int pn_bw_run_lat(struct pn_bw_link *l, int k, struct pn_bw_row *row)
 		int sig = i % 16 == 15 || i + 1 == iters;
 
 		t = pn_now();
-		deadline = t + 60;
+		deadline = t + pn_verbs_conn_timeout(l->conn);
 		if (c->op == PN_VERBS_READ) {
 			if (!l->initiator)
 				break; /* the reader's peer has nothing to do */
@@ -539,7 +550,7 @@ int pn_bw_run_lat(struct pn_bw_link *l, int k, struct pn_bw_row *row)
 	free(lat);
 	/* clear what the peer wrote, for the next size */
 	memset(l->buf, 0, max);
-	return mid_test(ret);
+	return mid_test(l->peer, ret);
 }
 
 /* ------------------------------------------------------------------ TCP */
@@ -661,7 +672,7 @@ int pn_bw_tcp_run(int fd, const struct pn_bw_cfg *c, int sender, int k, double t
 	}
 out:
 	free(buf);
-	return mid_test(ret);
+	return mid_test(NULL, ret);
 }
 
 int pn_bw_meets(double got, double want)

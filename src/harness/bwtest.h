@@ -88,6 +88,7 @@ struct pn_bw_link {
 	double drain_s;		/* bandwidth by duration: > 0, operations still in
 				 * flight this long after the timed phase fail the
 				 * run (a link that stalls, not one that is slow) */
+	const char *peer;	/* the peer's host, for messages (NULL: unnamed) */
 };
 
 /* Buffer size a link needs (pn_bw_link.buf) for cfg. */

@@ -73,6 +73,8 @@ struct pn_verbs_conn {
 	uint32_t rkey;
 	uint32_t rqpn[PN_VERBS_MAX_QPS];
 	char rname[48];		/* "rxe1:1" */
+	int watch;		/* the peer's side channel (-1: none), pn_verbs_conn_watch */
+	double watch_next;	/* when a spinning wait looks at it again */
 	/* transfers awaiting their signaled pieces */
 	struct xfer *xfers;
 	int nxfers, free_xfer, live_xfers;
@@ -166,6 +168,7 @@ int pn_verbs_conn_create(struct pn_verbs_conn **out, struct pn_verbs_dev *d,
 	if (!c)
 		return pn_err(-ENOMEM, "out of memory");
 	c->d = d;
+	c->watch = -1;
 	if (given)
 		c->cfg = *given;
 	else
@@ -543,6 +546,17 @@ int pn_verbs_conn_fd(const struct pn_verbs_conn *c)
 	return c->ch->fd;
 }
 
+double pn_verbs_conn_timeout(const struct pn_verbs_conn *c)
+{
+	return c->cfg.timeout;
+}
+
+void pn_verbs_conn_watch(struct pn_verbs_conn *c, int fd)
+{
+	c->watch = fd;
+	c->watch_next = 0;
+}
+
 int pn_verbs_outstanding(const struct pn_verbs_conn *c)
 {
 	int i, n = c->live_xfers;
@@ -694,31 +708,69 @@ static int cq_harvest(struct pn_verbs_conn *c)
 	return n;
 }
 
-/* Wait for at least one completion until the deadline: spin, then sleep. */
-static int cq_wait(struct pn_verbs_conn *c, double deadline)
+/* The watched side channel hung up (revents of a poll that asked for
+ * POLLRDHUP): the peer's process is gone, whatever its QPs still answer. */
+static int watch_gone(struct pn_verbs_conn *c, short revents, const char *what)
+{
+	if (!(revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
+		return 0;
+	return conn_fail(c, -ECONNRESET, "its connection closed while %s on %s (qp 0x%x to %s)", what,
+			 c->d->name, c->qps[0].qp->qp_num, c->rname[0] ? c->rname : "no peer yet");
+}
+
+/* Ask the watched side channel at most every 10 ms (a system call). */
+static int watch_check(struct pn_verbs_conn *c, double now, const char *what)
+{
+	struct pollfd pfd = { .fd = c->watch, .events = POLLRDHUP };
+
+	if (c->watch < 0 || now < c->watch_next)
+		return 0;
+	c->watch_next = now + 0.01;
+	if (poll(&pfd, 1, 0) <= 0)
+		return 0;
+	return watch_gone(c, pfd.revents, what);
+}
+
+int pn_verbs_conn_alive(struct pn_verbs_conn *c, const char *what)
+{
+	if (c->failed)
+		return pn_err(c->failed, "%s", c->why);
+	return c->watch < 0 ? 0 : watch_check(c, pn_now(), what);
+}
+
+/* Wait for at least one completion until the deadline: spin, then sleep;
+ * a hang-up of the watched side channel ends the wait. */
+static int cq_wait(struct pn_verbs_conn *c, double deadline, const char *what)
 {
 	double spin_end = pn_now() + c->cfg.spin_us * 1e-6;
 	unsigned spins = 0;
-	int n;
+	int n, ret;
 
 	for (;;) {
 		n = cq_harvest(c);
 		if (n)
 			return n;
 		/* the clock can be a system call (a VM's HPET): read it now and then */
-		if (++spins % 16 == 0 && pn_now() >= spin_end)
-			break;
+		if (++spins % 16 == 0) {
+			double now = pn_now();
+
+			if (now >= spin_end)
+				break;
+			ret = watch_check(c, now, what);
+			if (ret)
+				return ret;
+		}
 		/* a long spin gives way: soft-RoCE and the network stack need this
 		 * CPU too (a VM with as many spinners as CPUs stalls for ms) */
 		if (spins > 256)
 			sched_yield();
 	}
 	for (;;) {
-		struct pollfd pfd = { .fd = c->ch->fd, .events = POLLIN };
+		struct pollfd pfd[2] = { { .fd = c->ch->fd, .events = POLLIN },
+					 { .fd = c->watch, .events = POLLRDHUP } };
 		struct ibv_cq *ecq;
 		void *ectx;
 		double left;
-		int ret;
 
 		/* armed on creation and after each event; re-check after arming */
 		n = cq_harvest(c);
@@ -727,11 +779,16 @@ static int cq_wait(struct pn_verbs_conn *c, double deadline)
 		left = deadline - pn_now();
 		if (left <= 0)
 			return 0;
-		ret = poll(&pfd, 1, pn_poll_ms(left, INT_MAX - 1) + 1);
+		ret = poll(pfd, c->watch >= 0 ? 2 : 1, pn_poll_ms(left, INT_MAX - 1) + 1);
 		if (ret < 0 && errno != EINTR)
 			return conn_fail(c, -errno, "poll on the completion channel of %s: %s",
 					 c->d->name, strerror(errno));
 		if (ret <= 0)
+			continue;
+		ret = c->watch >= 0 ? watch_gone(c, pfd[1].revents, what) : 0;
+		if (ret)
+			return ret;
+		if (!pfd[0].revents)
 			continue;
 		if (ibv_get_cq_event(c->ch, &ecq, &ectx) == 0) {
 			if (++c->unacked >= 64) {
@@ -775,7 +832,7 @@ int pn_verbs_poll(struct pn_verbs_conn *c, struct pn_verbs_cqe *out, int max, in
 	if (c->rcount < min)
 		deadline = pn_now() + c->cfg.timeout;
 	while (c->rcount < min) {
-		ret = cq_wait(c, deadline);
+		ret = cq_wait(c, deadline, "waiting for completions");
 		if (ret < 0)
 			return ret;
 		if (!ret)
@@ -801,7 +858,7 @@ static int sq_room(struct pn_verbs_conn *c, int q)
 		return 0; /* the common case: no clock read */
 	deadline = pn_now() + c->cfg.timeout;
 	while (v->sq_head - v->sq_tail >= (uint64_t)c->cfg.sq_depth) {
-		ret = cq_wait(c, deadline);
+		ret = cq_wait(c, deadline, "waiting for room in the send queue");
 		if (ret < 0)
 			return ret;
 		if (!ret)

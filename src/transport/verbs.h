@@ -99,6 +99,20 @@ uint32_t pn_verbs_conn_qpn(const struct pn_verbs_conn *c, int i);
 struct pn_verbs_dev *pn_verbs_conn_dev(const struct pn_verbs_conn *c);
 /* The completion channel's fd (readable when pn_verbs_poll has work). */
 int pn_verbs_conn_fd(const struct pn_verbs_conn *c);
+/* The bound on every wait, seconds (pn_verbs_conn_cfg.timeout). */
+double pn_verbs_conn_timeout(const struct pn_verbs_conn *c);
+/*
+ * Watch fd (-1: nothing), a connection to the peer's process that stays open
+ * while it lives (a TCP or socketpair side channel; what it carries is left
+ * alone): once it hangs up, every wait of the connection fails at once with
+ * -ECONNRESET.  A peer's QPs answer until its process is torn down, and a
+ * dead peer's QP is not always reported by the HCA (rxe retries forever
+ * with retry_cnt 7), so this, not the timeout, tells a peer that is gone.
+ */
+void pn_verbs_conn_watch(struct pn_verbs_conn *c, int fd);
+/* 0, or the error of a watched side channel that hung up (checked at most
+ * every 10 ms): for waits outside the verbs layer (a spin on memory). */
+int pn_verbs_conn_alive(struct pn_verbs_conn *c, const char *what);
 
 enum pn_verbs_op {
 	PN_VERBS_WRITE = 1,

@@ -956,6 +956,46 @@ static void do_colls(struct fake_world *w, int r)
 	rets[r] = ok ? 0 : -1;
 }
 
+/* A kernel that times out records the collective its launch named: the
+ * error says which one ran, not "allreduce" for all of them. */
+static void do_coll_timeouts(struct fake_world *w, int r)
+{
+	static const char *const names[] = { "reduce_scatter", "broadcast", "reduce", "alltoall",
+					     "sendrecv", "allgather", "allreduce" };
+	struct fake_rank *f = &w->rank[r];
+	struct pn_cuda *c = be[r];
+	uint32_t *err = (uint32_t *)(uintptr_t)(c->ws->base + PN_WS_COUNTERS) + PN_CNT_ERR;
+	char *a = NULL, *b = NULL, want[96];
+	int i, ok, peer = (r + 1) % 3;
+
+	rets[r] = -1;
+	if (pn_cuda_alloc(c, 1u << 16, 0, (void **)&a) || pn_cuda_alloc(c, 1u << 16, 0, (void **)&b))
+		return;
+	f->nlaunch = 0;
+	ok = !pn_cuda_reduce_scatter(c, a, b, 64, PENNY_FLOAT, PENNY_SUM, NULL) &&
+	     !pn_cuda_broadcast(c, a, b, 64, PENNY_FLOAT, 1, NULL) &&
+	     !pn_cuda_reduce(c, a, b, 64, PENNY_FLOAT, PENNY_MAX, 2, NULL) &&
+	     !pn_cuda_alltoall(c, a, b, 64, PENNY_FLOAT, NULL) &&
+	     !pn_cuda_sendrecv(c, a, b, 64, PENNY_FLOAT, NULL) &&
+	     !pn_cuda_allgather(c, a, b, 64, PENNY_FLOAT) &&
+	     !pn_cuda_allreduce(c, a, b, 64, PENNY_FLOAT, PENNY_SUM, PENNY_ALGO_ONESHOT) &&
+	     f->nlaunch == 7;
+	for (i = 0; i < 7 && ok; i++) {
+		/* what the kernel's timed wait records (ar_sync.cuh, pn_fail) */
+		err[0] = PN_ERR_TIMEOUT;
+		err[1] = PN_ERR_DETAIL(peer, f->launch[i].ar.coll);
+		snprintf(want, sizeof(want), "%s on rank %d timed out waiting for rank %d", names[i], r,
+			 peer);
+		ok = pn_cuda_kernel_errors(c) == -ETIMEDOUT && !strcmp(pn_plugin_errmsg(), want);
+		if (!ok)
+			snprintf(msgs[r], sizeof(msgs[r]), "launch %d (%s): '%s'", i, f->launch[i].name,
+				 pn_plugin_errmsg());
+	}
+	pn_cuda_free(c, a);
+	pn_cuda_free(c, b);
+	rets[r] = ok ? 0 : -1;
+}
+
 /* One rank: a copy where send and recv differ, nothing in place. */
 static void do_colls_alone(struct fake_world *w, int r)
 {
@@ -991,6 +1031,21 @@ static void do_init_nocoll(struct fake_world *w, int r)
 			  ? 0
 			  : -1;
 	}
+}
+
+TEST(a_kernel_timeout_names_the_collective_that_ran)
+{
+	struct fake_world w;
+
+	fake_world_init(&w, 3);
+	fake_run(&w, do_init);
+	CHECK(all_ok(3));
+	if (all_ok(3)) {
+		fake_run(&w, do_coll_timeouts);
+		CHECK(all_ok(3));
+	}
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
 }
 
 TEST(other_collectives_launch_one_kernel_each_on_the_callers_stream)
@@ -1043,6 +1098,7 @@ int main(void)
 	RUN(async_errors_are_read_without_breaking_another_threads_capture);
 	RUN(bad_arguments);
 	RUN(allgather_is_one_kernel_without_host_barriers);
+	RUN(a_kernel_timeout_names_the_collective_that_ran);
 	RUN(a_rank_that_cannot_open_its_gpu_fails_every_rank_naming_it);
 	RUN(without_a_driver_init_says_so_in_one_line);
 	RUN(allreduce_kernels_launch_as_programmatic_dependents);

@@ -338,12 +338,14 @@ static void test_dead_peer(int k)
 		a.rank = 0;
 		a.nranks = 2;
 		a.esize = 4;
+		a.coll = 1 + (uint32_t)k;
 		emu_launch_kernel(0, kernels[name], 1, 32, &a, sizeof(a));
 	}
 	emu_run();
 	uint32_t *cnt = ws_cnt(w, 0);
-	tap((cnt[PN_CNT_ERR] & PN_ERR_TIMEOUT) && cnt[PN_CNT_ERR_INFO] == 1,
-	    std::string(knames[k]) + ": a peer that never comes is a timeout naming it");
+	tap((cnt[PN_CNT_ERR] & PN_ERR_TIMEOUT) && cnt[PN_CNT_ERR_INFO] == PN_ERR_DETAIL(1, 1 + k),
+	    std::string(knames[k]) + ": a peer that never comes is a timeout naming it and the "
+				     "collective");
 	call_free(c);
 	world_free(w);
 }
