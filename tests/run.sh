@@ -199,7 +199,14 @@ failed_files=()
 free_slots=()
 for ((i = 0; i < max_jobs; i++)); do free_slots+=("$i"); done
 running=0 running_vm=0 running_solo=0 cpu_total=0 t_start=$(date +%s)
-new_durations=()
+new_durations=() timeline=()
+declare -A job_start_rel=()
+# the CPUs' idle time over the run (/proc/stat: idle + iowait, in USER_HZ)
+run_idle() {
+	local cpu a b c d e rest
+	read -r cpu a b c d e rest </proc/stat 2>/dev/null && echo $((d + e)) || echo 0
+}
+idle_start=$(run_idle)
 
 finish() {
 	local pid=$1 rc=$2 t name log secs ms p s f
@@ -224,6 +231,8 @@ finish() {
 	fi
 	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
 	new_durations+=("$name $secs $((ms / 1000))")
+	timeline+=("$((${job_start_rel[$pid]})) $(($(date +%s) - t_start)) $name")
+	unset "job_start_rel[$pid]"
 	if [ "$f" -gt 0 ]; then
 		printf 'FAIL %-44s %3d ok %3d failed (%ds)\n' "$name" "$p" "$f" "$secs"
 		grep -E '^not ok' "$log" | head -20 | sed 's/^/     /'
@@ -284,6 +293,7 @@ while [ ${#queue[@]} -gt 0 ] || [ "$running" -gt 0 ]; do
 		pid=$!
 		set +m
 		job_file[$pid]=$t job_slot[$pid]=$slot job_start[$pid]=$(date +%s) job_log[$pid]=$log
+		job_start_rel[$pid]=$((${job_start[$pid]} - t_start))
 		running=$((running + 1))
 		[ "$running" -gt "$JOBS" ] && extra=$((extra + 1))
 		is_vm "$t" && running_vm=$((running_vm + 1))
@@ -322,10 +332,15 @@ done
 	done
 } | sort -k1,1 >"$durations.tmp" && mv "$durations.tmp" "$durations"
 
+# when each file ran (seconds from the start: begin end name), to see how
+# the files filled the CPUs
+printf '%s\n' "${timeline[@]}" | sort -n >"$logdir/timeline"
+
 for l in "${failed_files[@]}"; do
 	echo "---- $l (last 30 lines)"
 	tail -n 30 "$l"
 done
-echo "# ${#files[@]} files in $(($(date +%s) - t_start)) s, $((cpu_total / 1000)) CPU s, JOBS=$JOBS (+$extra while the CPUs idled, at most $max_jobs) LAB_JOBS=$LAB_JOBS"
+idle=$((($(run_idle) - idle_start) / $(getconf CLK_TCK 2>/dev/null || echo 100)))
+echo "# ${#files[@]} files in $(($(date +%s) - t_start)) s, $((cpu_total / 1000)) CPU s ($idle CPU s idle), JOBS=$JOBS (+$extra while the CPUs idled, at most $max_jobs) LAB_JOBS=$LAB_JOBS"
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
