@@ -200,7 +200,6 @@ free_slots=()
 for ((i = 0; i < max_jobs; i++)); do free_slots+=("$i"); done
 running=0 running_vm=0 running_solo=0 cpu_total=0 t_start=$(date +%s)
 new_durations=() timeline=()
-declare -A job_start_rel=()
 # the CPUs' idle time over the run (/proc/stat: idle + iowait, in USER_HZ)
 run_idle() {
 	local cpu a b c d e rest
@@ -209,10 +208,11 @@ run_idle() {
 idle_start=$(run_idle)
 
 finish() {
-	local pid=$1 rc=$2 t name log secs ms p s f
+	local pid=$1 rc=$2 t name log secs ms p s f now
 	t=${job_file[$pid]} log=${job_log[$pid]}
 	name=$(name_of "$t")
-	secs=$(($(date +%s) - ${job_start[$pid]}))
+	now=$(date +%s)
+	secs=$((now - ${job_start[$pid]}))
 	ms=$(cpu_ms "$run_root/${job_slot[$pid]}.times")
 	cpu_total=$((cpu_total + ms))
 	free_slots+=("${job_slot[$pid]}")
@@ -231,8 +231,7 @@ finish() {
 	fi
 	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
 	new_durations+=("$name $secs $((ms / 1000))")
-	timeline+=("$((${job_start_rel[$pid]})) $(($(date +%s) - t_start)) $name")
-	unset "job_start_rel[$pid]"
+	timeline+=("$((now - secs - t_start)) $((now - t_start)) $name")
 	if [ "$f" -gt 0 ]; then
 		printf 'FAIL %-44s %3d ok %3d failed (%ds)\n' "$name" "$p" "$f" "$secs"
 		grep -E '^not ok' "$log" | head -20 | sed 's/^/     /'
@@ -293,7 +292,6 @@ while [ ${#queue[@]} -gt 0 ] || [ "$running" -gt 0 ]; do
 		pid=$!
 		set +m
 		job_file[$pid]=$t job_slot[$pid]=$slot job_start[$pid]=$(date +%s) job_log[$pid]=$log
-		job_start_rel[$pid]=$((${job_start[$pid]} - t_start))
 		running=$((running + 1))
 		[ "$running" -gt "$JOBS" ] && extra=$((extra + 1))
 		is_vm "$t" && running_vm=$((running_vm + 1))
