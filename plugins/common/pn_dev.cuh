@@ -203,11 +203,22 @@ PN_DEV void pn_ld_bytes(void *dst, const char *src, unsigned n, bool remote)
 		d[i] = remote ? *(const volatile unsigned char *)(src + i) : (unsigned char)src[i];
 }
 
+/* In 16-bit halves where dst and n allow (every tail of 16-bit or wider
+ * elements): byte stores of a 16-bit result can lose its low byte on sm_90
+ * (nvcc 13.0; see pn_block_reduce). */
 PN_DEV void pn_st_bytes(char *dst, const void *src, unsigned n)
 {
 	const unsigned char *s = (const unsigned char *)src;
+	unsigned i = 0;
 
-	for (unsigned i = 0; i < n; i++)
+	if (!(((uintptr_t)dst | n) & 1))
+		for (; i < n; i += 2) {
+			uint16_t u;
+
+			memcpy(&u, s + i, 2);
+			*(uint16_t *)(dst + i) = u;
+		}
+	for (; i < n; i++)
 		dst[i] = (char)s[i];
 }
 

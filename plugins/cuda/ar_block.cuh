@@ -94,26 +94,34 @@ PN_DEV void pn_block_reduce(const char *const *src, const bool *remote, int nsrc
 				pn_st(pdst[d] + v * 16, o);
 			}
 	}
+	/* the tail (or an unaligned buffer): one element per thread, loaded and
+	 * stored whole (byte stores of a half or bfloat16 result lost its low
+	 * byte on sm_90 with nvcc 13.0, as the nvshmem plugin's tail did) */
+	typedef typename pn_xraw<sizeof(T)>::U U;
+
 	for (uint64_t o = nv * 16 + (uint64_t)pn_tid() * sizeof(T); o < len; o += nt * sizeof(T)) {
 		pn_pack<T, OP, sizeof(T)> pk;
-		T e;
+		U e;
 
 #pragma unroll
 		for (int s = 0; s < PN_AR_MAX_RANKS; s++) {
 			if (s >= nsrc)
 				break;
-			pn_ld_bytes(&e, src[s] + o, sizeof(T), remote[s]);
+			if (remote[s])
+				pn_ld_cg_elem(&e, src[s] + o, sizeof(T));
+			else
+				e = *(const U *)(src[s] + o);
 			if (s == 0)
 				pk.first(&e);
 			else
 				pk.add(&e);
 		}
 		pk.out(&e, n, fin);
-		pn_st_bytes(dst + o, &e, sizeof(T));
+		*(U *)(dst + o) = e;
 #pragma unroll
 		for (int d = 0; d < PN_AR_MAX_RANKS; d++)
 			if (d < npdst)
-				pn_st_bytes(pdst[d] + o, &e, sizeof(T));
+				*(U *)(pdst[d] + o) = e;
 	}
 }
 
