@@ -204,6 +204,20 @@ $(PL)/gen/xnode.fatbin: plugins/cuda/xn_kernels.cu $(PL_KDEPS) $(PL)/gen/arch
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -fatbin -o $@ $<
 
+# kernel-check: the block helpers every one-node kernel uses, run on a real
+# GPU against a host reference (tests/helpers/kernel-check.cu).  Not part of
+# all or test: no test machine has a GPU; GPU benches run it first.
+.PHONY: kernel-check
+ifneq ($(strip $(NVCC)),)
+kernel-check: $(B)/tests/helpers/kernel-check
+$(B)/tests/helpers/kernel-check: tests/helpers/kernel-check.cu $(PL_KDEPS) $(PL)/gen/arch
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -Iplugins/include -o $@ $<
+else
+kernel-check:
+	@echo "kernel-check needs nvcc (NVCC= or none found)" >&2; exit 2
+endif
+
 $(PL)/gen/image_%.c: $(PL)/gen/%.fatbin
 	$(BIN2C) -c -n pn_image_$* $< | \
 		sed 's/^const unsigned char/__attribute__((aligned(64), visibility("hidden"))) const unsigned char/' >$@.tmp

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# GPU collectives other than allreduce: penny's cuda plugin against NCCL (the
+# nccl plugin) in the same runs, like nccl-tests' all_gather_perf ...
+# sendrecv_perf.  First the block helpers' check on one GPU (make
+# kernel-check: every type x op against a host reference), then on each GPU
+# count of GPUS: every collective, every type x op, odd counts, in and out of
+# place (0 wrong expected from both backends), then bfloat16 sum from 1 KiB
+# to MAXB without and with CUDA graphs, each with penny's ratio table
+# against NCCL.  Ends with one line per part and exit 1 if any failed.
+#   tests/bench/gpu-coll.sh [OUTDIR]     (default: results)
+# Environment: B (build dir, default build-gpu); PENNY=path/to/penny (its
+# shared libraries on LD_LIBRARY_PATH) instead of building $B/penny, which
+# needs the RDMA, hwloc and curses development packages; PLUGINDIR=dir with
+# penny-cuda.so and penny-nccl.so built before; KCHECK=path to a built
+# kernel-check (else make kernel-check); GPUS ("4 2": the counts run, those
+# above the machine's skipped); COLLS (all six); MAXB (256M); ITERS (20);
+# WARMUP (5); CHECK=0 skips the every-type pass.  NVLink SHARP stays off.
+set -u
+export NCCL_NVLS_ENABLE=0
+top=$(cd "$(dirname "$0")/../.." && pwd)
+out=${1:-$top/results}
+B=${B:-build-gpu}
+GPUS=${GPUS:-4 2}
+COLLS=${COLLS:-allgather reducescatter alltoall broadcast reduce sendrecv}
+MAXB=${MAXB:-256M}
+export PENNY_CUDA_TIMEOUT=${PENNY_CUDA_TIMEOUT:-10}
+mkdir -p "$out"
+if [ -z "${PENNY_NCCL_LIB:-}" ]; then
+	d=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])' 2>/dev/null)
+	[ -n "$d" ] && [ -e "$d/lib/libnccl.so.2" ] && export PENNY_NCCL_LIB=$d/lib/libnccl.so.2
+fi
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+base="$out/gpu-coll-$(date -u +%Y-%m-%d)-h200x$ngpu"
+exec > >(tee "$base.txt") 2>&1
+echo "# penny GPU collectives bench, $(date -u '+%Y-%m-%d %H:%M UTC'), $(hostname)"
+nvidia-smi -L 2>&1 | sed 's/^/# /'
+nvidia-smi topo -m 2>&1 | head -n $((ngpu + 1)) | sed 's/^/# /'
+
+cd "$top" || exit 2
+targets=
+[ -n "${PLUGINDIR:-}" ] || targets=plugins
+[ -n "${KCHECK:-}" ] || targets="$targets kernel-check"
+[ -n "${PENNY:-}" ] || targets="$targets $B/penny"
+if [ -n "$targets" ] && ! make -j"$(nproc)" B="$B" CFLAGS=-Wno-error $targets >"$base-build.log" 2>&1; then
+	tail -n 30 "$base-build.log"
+	echo "# build failed ($targets)"
+	exit 2
+fi
+PENNY=${PENNY:-$top/$B/penny}
+KCHECK=${KCHECK:-$top/$B/tests/helpers/kernel-check}
+export PENNY_PLUGIN_PATH=${PLUGINDIR:-$top/$B/plugins}
+echo "# penny: $PENNY ($("$PENNY" --version 2>&1))"
+summary=() rc=0
+part() { # part NAME STATUS
+	summary+=("$(printf '%-44s %s' "$1" "$2")")
+	[ "$2" = ok ] || rc=1
+}
+
+echo "## kernel-check: the block helpers on GPU 0"
+timeout 300 "$KCHECK" >"$base-kernel-check.txt" 2>&1
+r=$?
+grep -E '^not ok|^#' "$base-kernel-check.txt"
+echo "# kernel-check: exit $r, $(grep -c '^ok' "$base-kernel-check.txt") ok, $(grep -c '^not ok' "$base-kernel-check.txt") not ok"
+part "kernel-check" "$([ $r -eq 0 ] && echo ok || echo "FAILED (exit $r)")"
+
+for np in $GPUS; do
+	if [ "$np" -gt "$ngpu" ]; then
+		echo "## $np GPUs: skipped (this machine has $ngpu)"
+		continue
+	fi
+	gpus=$(seq -s, 0 $((np - 1)))
+	for c in $COLLS; do
+		if [ "${CHECK:-1}" != 0 ]; then
+			f="$base-$c-np$np-check.txt"
+			timeout 300 "$PENNY" coll-test "$c" --backend cuda,nccl --np "$np" --gpus "$gpus" -d all -o all \
+				-r $((np - 1)) -b 1 -e 1M -f 37 -n 1 -w 0 --timeout 60 >"$f" 2>&1
+			r=$?
+			# #wrong columns: out of place and in place, per backend table
+			bad=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13 { w += $9 + $13 } END { print w + 0 }' "$f")
+			echo "## $c, $np GPUs, every type x op: exit $r, $bad wrong values"
+			grep -E '^# (algorithm|backend)|wrong|WRONG|rror' "$f" | head -n 6
+			part "$c np$np every type x op" "$([ $r -eq 0 ] && [ "$bad" = 0 ] && echo ok || echo "FAILED (exit $r, $bad wrong)")"
+		fi
+		for g in 0 10; do
+			f="$base-$c-np$np-G$g.txt"
+			timeout 300 "$PENNY" coll-test "$c" --backend cuda,nccl --np "$np" --gpus "$gpus" -d bfloat16 -o sum \
+				-b 1K -e "$MAXB" -f 4 -n "${ITERS:-20}" -w "${WARMUP:-5}" -G "$g" --timeout 60 >"$f" 2>&1
+			r=$?
+			echo "## $c, $np GPUs, bfloat16 sum, -G $g: exit $r"
+			sed -n '/ratio/,$p' "$f" | head -n 16
+			part "$c np$np bfloat16 -G $g" "$([ $r -eq 0 ] && echo ok || echo "FAILED (exit $r)")"
+		done
+	done
+done
+echo "## summary"
+printf '%s\n' "${summary[@]}"
+exit $rc
