@@ -80,6 +80,9 @@ const struct pn_opt sweep_options[] = {
 	{ "gpus", 0, OPT_STRING, &ar.gpus, "LIST",
 	  "GPU backends: the device of each local rank, like 0,1,2,3 (default: the local rank)",
 	  NULL, OPT_LIST },
+	{ "share-gpus", 0, OPT_BOOL, &ar.share_gpus, NULL,
+	  "GPU backends: let ranks of one node share a GPU (they time-slice it: each call takes "
+	  "milliseconds; for checking results with more ranks than GPUs)", NULL, NULL },
 	{ "minbytes", 'b', OPT_SIZE, &ar.minbytes, "SIZE", "smallest size (default 8)", NULL,
 	  OPT_RANGE(0, MAX_BYTES) },
 	{ "maxbytes", 'e', OPT_SIZE, &ar.maxbytes, "SIZE", "largest size (default 32M)", NULL,
@@ -610,7 +613,7 @@ int sweep_main(struct pn_ctx *ctx, enum pn_coll_kind kind)
 	jc.calgos = calgos;
 	jc.ncalgos = ncalgos;
 	jc.gpu = (struct pn_sweep_gpu_cfg){ .algos = ar.algo, .graph = ar.graph, .gpus = ar.gpus,
-					    .dev = j.bk.dev, .ndev = j.bk.ndev, .log = plugin_log,
+					    .share = ar.share_gpus, .dev = j.bk.dev, .ndev = j.bk.ndev, .log = plugin_log,
 					    .log_arg = &j, .xnode = &pn_cli.xnode };
 	ret = pn_arjob_start(&j.aj, j.boot, &jc);
 	if (ret && j.aj.gpu_failed) {

@@ -81,6 +81,9 @@ int pn_aropts_backends(const struct pn_aropts *o, struct pn_arback *bk)
 	if (o->gpus && !bk->ngpu)
 		return pn_err(-EINVAL, "--gpus picks GPUs: it needs a GPU backend (--backend cuda or "
 				       "nccl)");
+	if (o->share_gpus && !bk->ngpu)
+		return pn_err(-EINVAL, "--share-gpus lets ranks share a GPU: it needs a GPU backend "
+				       "(--backend cuda or nccl)");
 	if (o->gpus)
 		return parse_gpus(o->gpus, bk->dev, PN_AROPTS_MAX_GPUS, &bk->ndev);
 	return 0;

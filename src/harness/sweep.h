@@ -299,6 +299,7 @@ struct pn_sweep_gpu_cfg {
 	const char *gpus;
 	const int *dev;
 	int ndev;
+	int share;	/* --share-gpus: ranks of one node may share a GPU (a warning) */
 	void (*log)(void *arg, int level, const char *msg);
 	void *log_arg;
 	const struct pn_xnode_env *xnode;	/* NULL: every knob unset */

@@ -318,6 +318,16 @@ test_expect_success 'two ranks of one node on one GPU: one line naming them and 
 	done; wait $p0; rc0=$?; wait $p1; rc1=$? && test "$rc0 $rc1" = "2 2" && cat err0 err1 &&
 	one_line err0 && test ! -s err1 && grep -q "ranks 0 and 1 share one GPU (0000:00:00.0, .*) on one:" err0
 '
+test_expect_success '--share-gpus: two ranks of one node on one GPU run, rank 0 warns once' '
+	penny allreduce-test --np 2 --backend fake --gpus 0,0 --share-gpus -b 1K -e 1K >out 2>err &&
+	one_line err &&
+	grep -q "warning: ranks 0 and 1 share one GPU (0000:00:00.0) on [^ ]* (--share-gpus): they time-slice it" err &&
+	grep -qE "^ +1024 " out &&
+	penny coll-test reduce --np 3 --backend fake --gpus 1,0,1 --share-gpus -b 1K -e 1K >out 2>err &&
+	one_line err && grep -q "ranks 0 and 2 share one GPU (0000:01:00.0)" err &&
+	test_exit 2 penny coll-test reduce --np 2 --share-gpus -b 1K -e 1K 2>err && one_line err &&
+	grep -q "^penny coll-test: --share-gpus lets ranks share a GPU: it needs a GPU backend" err
+'
 test_expect_success 'ranks of two nodes (PENNY_NODE_ID) on the GPU of the same index: they run' '
 	port=$(free_port) &&
 	for r in 1 0; do
