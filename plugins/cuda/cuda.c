@@ -102,6 +102,7 @@ static int read_cfg(struct pn_cuda *c)
 	const char *tune = getenv("PENNY_CUDA_TUNE");
 	int bad = 0;
 	uint64_t v;
+	double d;
 
 	c->cfg.nranks = c->n;
 	c->cfg.ll_max = env_size("PENNY_CUDA_ONESHOT_MAX", 1u << 20, &bad);
@@ -115,7 +116,10 @@ static int read_cfg(struct pn_cuda *c)
 	if (v > 1)
 		return pn_plugin_fail(-EINVAL, "PENNY_CUDA_PDL: 0 or 1, not %" PRIu64, v);
 	c->cfg.pdl = (int)v;
-	c->cfg.timeout_ns = (uint64_t)(env_seconds("PENNY_CUDA_TIMEOUT", 30, &bad) * 1e9);
+	/* PENNY_CUDA_TIMEOUT if set, else the core's --timeout (at least 1 s: a
+	 * kernel's wait spans its peers' launches), else 30 s */
+	d = c->host->timeout_ns ? (double)c->host->timeout_ns / 1e9 : 30;
+	c->cfg.timeout_ns = (uint64_t)(env_seconds("PENNY_CUDA_TIMEOUT", d < 1 ? 1 : d, &bad) * 1e9);
 	/* one block of 512 threads x 128 registers fills an SM: at most one per SM, so that
 	 * every block of a kernel is resident at once (they wait on each other's peers) */
 	c->cfg.blocks = (uint32_t)env_size("PENNY_CUDA_BLOCKS", (uint64_t)c->g.nsm, &bad);

@@ -96,6 +96,10 @@ struct penny_host_v1 {
 	int (*allgather)(void *ctx, const void *mine, void *all, size_t len);
 	int (*barrier)(void *ctx);
 	void (*log)(void *ctx, int level, const char *msg); /* may be NULL */
+	/* the core's bound on every wait (--timeout): a kernel's wait for a peer
+	 * gives up after it unless the plugin's own knob says otherwise; 0: the
+	 * plugin's default (the interposer's case) */
+	uint64_t timeout_ns;
 };
 
 /* alloc() flags */

@@ -43,7 +43,7 @@ static int env_ns(const char *name, double def_s, double max_s, uint64_t *out)
 	return 0;
 }
 
-int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm)
+int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm, double timeout_s)
 {
 	uint64_t v, slot_def;
 	int ret = 0;
@@ -73,7 +73,9 @@ int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm)
 		       nsm > 0 && nsm < PN_NV_MAX_BLOCKS ? (uint64_t)nsm : PN_NV_MAX_BLOCKS, 1,
 		       PN_NV_MAX_BLOCKS, &v);
 	cfg->blocks = (uint32_t)v;
-	ret |= env_ns("PENNY_NVSHMEM_TIMEOUT", 30, 3600, &cfg->timeout_ns);
+	/* unset: the core's --timeout (timeout_s, at least 1 s), else 30 s */
+	ret |= env_ns("PENNY_NVSHMEM_TIMEOUT", timeout_s > 0 ? (timeout_s < 1 ? 1 : timeout_s) : 30,
+		      3600, &cfg->timeout_ns);
 	/* a kernel's launch overlaps the previous kernel's end (it waits for it
 	 * before touching memory): 4 x H200, 1 KiB in graphs, 0.7 us of the
 	 * LL one-shot's 3.2 against the cuda plugin's 2.5 with it */

@@ -27,9 +27,10 @@ struct pn_nv_cfg {
 	int pdl;		/* programmatic dependent launch (PENNY_NVSHMEM_PDL) */
 };
 
-/* From PENNY_NVSHMEM_* (nsm: SMs of the device, the most blocks); 0 or
- * -EINVAL with the plugin error set. */
-int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm);
+/* From PENNY_NVSHMEM_* (nsm: SMs of the device, the most blocks; timeout_s:
+ * the core's --timeout, the kernels' timeout unless PENNY_NVSHMEM_TIMEOUT
+ * says, 0: 30 s); 0 or -EINVAL with the plugin error set. */
+int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm, double timeout_s);
 /* The kernel that algo (enum penny_algo) runs for bytes; -ENOTSUP. */
 int pn_nv_kernel_for(const struct pn_nv_cfg *cfg, int algo, uint64_t bytes);
 /* The ABI algorithm of a kernel. */

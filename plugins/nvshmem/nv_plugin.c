@@ -279,7 +279,7 @@ int pn_nv_init(const void *data_image, const void *image, const struct penny_hos
 	c->host = host;
 	c->rank = host->rank;
 	c->n = host->nranks;
-	ret = pn_nv_read_cfg(&c->cfg, c->n, 0);
+	ret = pn_nv_read_cfg(&c->cfg, c->n, 0, (double)host->timeout_ns / 1e9);
 	if (!ret)
 		ret = pn_gpu_open(&c->g, host, device, data_image);
 	c->g.hooks = &nv_hooks;

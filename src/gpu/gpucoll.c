@@ -324,6 +324,7 @@ int pn_gpucoll_open(struct pn_gpucoll **out, struct pn_coll *coll,
 	g->host.allgather = host_allgather;
 	g->host.barrier = host_barrier;
 	g->host.log = host_log;
+	g->host.timeout_ns = g->c->timeout > 0 ? (uint64_t)(g->c->timeout * 1e9) : 0;
 	PN_DBG(PN_LOG_PLUGIN, "%s plugin: init on rank %d (%s, device %d)", g->pl->name, c->rank,
 	       g->hier ? "hierarchical" : "flat", cfg->device);
 	ret = g->ops->init(&g->host, cfg->device, &g->be);

@@ -687,10 +687,31 @@ TEST(bad_arguments)
 	unsetenv("PENNY_CUDA_TILE");
 	unsetenv("PENNY_CUDA_TIMEOUT");
 	if (b) {
-		void *x = NULL, *y = NULL;
-
 		CHECK(((struct pn_cuda *)b)->cfg.tile_twoshot == 64u << 10);
 		CHECK(((struct pn_cuda *)b)->cfg.timeout_ns == 120000000000ull);
+		pn_cuda_fini(b);
+		b = NULL;
+	}
+	/* PENNY_CUDA_TIMEOUT unset: the core's --timeout (at least 1 s), without one 30 s */
+	{
+		static const uint64_t given[] = { 7000000000ull, 10000000ull, 0 };
+		static const uint64_t want[] = { 7000000000ull, 1000000000ull, 30000000000ull };
+
+		for (int i = 0; i < 3; i++) {
+			void *t = NULL;
+
+			w1.host[0].timeout_ns = given[i];
+			CHECK_EQ_INT(pn_cuda_init(&images, &w1.host[0], 0, &t), 0);
+			if (t) {
+				CHECK(((struct pn_cuda *)t)->cfg.timeout_ns == want[i]);
+				pn_cuda_fini(t);
+			}
+		}
+		w1.host[0].timeout_ns = 0;
+	}
+	CHECK_EQ_INT(pn_cuda_init(&images, &w1.host[0], 0, &b), 0);
+	if (b) {
+		void *x = NULL, *y = NULL;
 
 		w1.rank[0].nlaunch = w1.rank[0].ncopy = 0;
 		CHECK_EQ_INT(pn_cuda_alloc(b, 64, 0, &x), 0);

@@ -134,7 +134,7 @@ TEST(size_table_and_explicit_algorithms)
 {
 	struct pn_nv_cfg c;
 
-	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132), 0);
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132, 0), 0);
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 1024), PN_NV_ONESHOT);
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 1 << 20), PN_NV_ONESHOT);
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, (1 << 20) + 16), PN_NV_TWOSHOT);
@@ -150,13 +150,13 @@ TEST(size_table_and_explicit_algorithms)
 	CHECK_EQ_INT(pn_nv_kern_algo(PN_NV_RING), PENNY_ALGO_RING);
 	setenv("PENNY_NVSHMEM_SIMPLE_MAX", "2M", 1);
 	setenv("PENNY_NVSHMEM_ONESHOT_MAX", "64K", 1);
-	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132), 0);
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132, 0), 0);
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 512 << 10), PN_NV_SIMPLE);
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 4 << 20), PN_NV_TWOSHOT);
 	unsetenv("PENNY_NVSHMEM_SIMPLE_MAX");
 	unsetenv("PENNY_NVSHMEM_ONESHOT_MAX");
 	/* 2 GPUs: one-shot further up */
-	CHECK_EQ_INT(pn_nv_read_cfg(&c, 2, 132), 0);
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 2, 132, 0), 0);
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 4 << 20), PN_NV_ONESHOT);
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, (4 << 20) + 16), PN_NV_TWOSHOT);
 	/* the LL one-shot: within one NVLink domain of at most PN_NV_LL_MAX_PES */
@@ -171,11 +171,11 @@ TEST(size_table_and_explicit_algorithms)
 	CHECK_EQ_INT((int)pn_nv_grid(&c, PN_NV_ONESHOT_LL, 64 << 10), 16);
 	CHECK_EQ_INT((int)pn_nv_grid(&c, PN_NV_ONESHOT_LL, 4097), 2);
 	CHECK_EQ_INT((int)pn_nv_grid(&c, PN_NV_ONESHOT_LL, 512 << 10), 128);
-	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132), 0);
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132, 0), 0);
 	c.ll_ok = 1;
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 128 << 10), PN_NV_ONESHOT_LL);
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, (128 << 10) + 8), PN_NV_ONESHOT);
-	CHECK_EQ_INT(pn_nv_read_cfg(&c, 16, 132), 0);
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 16, 132, 0), 0);
 	c.ll_ok = 1;
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 1024), PN_NV_ONESHOT);
 }
@@ -195,27 +195,37 @@ TEST(settings_are_range_checked)
 
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		setenv(bad[i][0], bad[i][1], 1);
-		CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132), -EINVAL);
+		CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132, 0), -EINVAL);
 		CHECK(strstr(pn_plugin_errmsg(), bad[i][0]) == pn_plugin_errmsg());
 		unsetenv(bad[i][0]);
 	}
-	CHECK_EQ_INT(pn_nv_read_cfg(&c, 65, 132), -ENOTSUP);
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 65, 132, 0), -ENOTSUP);
 	/* sizes and durations by the rule of src/base/units.h, as every option */
 	setenv("PENNY_NVSHMEM_SLOT", "128KiB", 1);
 	setenv("PENNY_NVSHMEM_TWOSHOT_MAX", "1T", 1);
 	setenv("PENNY_NVSHMEM_TIMEOUT", "2m", 1);
-	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132), 0);
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132, 0), 0);
 	CHECK(c.slot == 128u << 10 && c.twoshot_max == 1ull << 40 && c.timeout_ns == 120000000000ull);
+	/* the knob wins over the core's --timeout */
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132, 7), 0);
+	CHECK(c.timeout_ns == 120000000000ull);
 	unsetenv("PENNY_NVSHMEM_SLOT");
 	unsetenv("PENNY_NVSHMEM_TWOSHOT_MAX");
 	unsetenv("PENNY_NVSHMEM_TIMEOUT");
+	/* unset: the core's --timeout (at least 1 s), without one 30 s */
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132, 7), 0);
+	CHECK(c.timeout_ns == 7000000000ull);
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132, 0.01), 0);
+	CHECK(c.timeout_ns == 1000000000ull);
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132, 0), 0);
+	CHECK(c.timeout_ns == 30000000000ull);
 	/* blocks never exceed the SMs: every block of a launch is resident */
 	setenv("PENNY_NVSHMEM_BLOCKS", "64", 1);
-	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 20), 0);
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 20, 0), 0);
 	CHECK_EQ_INT((int)c.blocks, 20);
 	unsetenv("PENNY_NVSHMEM_BLOCKS");
 	/* the work area stays near 512 MiB by default on many PEs */
-	CHECK_EQ_INT(pn_nv_read_cfg(&c, 64, 132), 0);
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 64, 132, 0), 0);
 	CHECK(pn_nv_data_bytes(64, c.slot) <= (512ull << 20));
 	CHECK(c.slot % 16 == 0 && c.slot > 0);
 }
@@ -224,7 +234,7 @@ TEST(grid_and_staging)
 {
 	struct pn_nv_cfg c;
 
-	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132), 0);
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132, 0), 0);
 	CHECK_EQ_INT((int)pn_nv_grid(&c, PN_NV_ONESHOT, 16), 1);
 	CHECK_EQ_INT((int)pn_nv_grid(&c, PN_NV_ONESHOT, 256 << 10), 64);
 	CHECK_EQ_INT((int)pn_nv_grid(&c, PN_NV_RING, 64 << 10), 1);
