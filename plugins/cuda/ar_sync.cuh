@@ -26,6 +26,15 @@ PN_DEV void pn_fail(const struct pn_ar_args &a, uint32_t bit, uint32_t info)
 	cnt[PN_CNT_ERR_INFO] = PN_ERR_DETAIL(info, a.coll);
 }
 
+/* An earlier wait of this or an earlier kernel has failed (the host has not
+ * read the error yet): the calls queued behind a timed-out one give up at
+ * once instead of each waiting timeout_ns, so a stopped peer fails a loop
+ * of calls within the timeout, not within calls x timeout. */
+PN_DEV bool pn_failed(const struct pn_ar_args &a)
+{
+	return ((const volatile uint32_t *)(a.peer_ws[a.rank] + PN_WS_COUNTERS))[PN_CNT_ERR] != 0;
+}
+
 /* Wait until *f >= target (mod 2^32). */
 PN_DEV void pn_wait_flag(const struct pn_ar_args &a, const uint32_t *f, uint32_t target,
 			 int peer, pn_wait_state &w)
@@ -40,7 +49,9 @@ PN_DEV void pn_wait_flag(const struct pn_ar_args &a, const uint32_t *f, uint32_t
 		spins = 0;
 		uint64_t now = pn_clock_ns();
 
-		if (!t0) {
+		if (pn_failed(a)) {
+			w.dead = true;
+		} else if (!t0) {
 			t0 = now;
 		} else if (now - t0 > a.timeout_ns) {
 			pn_fail(a, PN_ERR_TIMEOUT, (uint32_t)peer);
@@ -69,7 +80,9 @@ PN_DEV pn_v2 pn_ll_wait(const struct pn_ar_args &a, const char *p, uint32_t epoc
 		spins = 0;
 		uint64_t now = pn_clock_ns();
 
-		if (!t0) {
+		if (pn_failed(a)) {
+			w.dead = true;
+		} else if (!t0) {
 			t0 = now;
 		} else if (now - t0 > a.timeout_ns) {
 			pn_fail(a, PN_ERR_TIMEOUT, (uint32_t)peer);
