@@ -15,7 +15,10 @@
 # penny-cuda.so and penny-nccl.so built before; KCHECK=path to a built
 # kernel-check (else make kernel-check); GPUS ("4 2": the counts run, those
 # above the machine's skipped); COLLS (all six); MAXB (256M); ITERS (20);
-# WARMUP (5); CHECK=0 skips the every-type pass.  NVLink SHARP stays off.
+# WARMUP (5); CHECK=0 skips the every-type pass; SHARE=1 runs a GPU count
+# above the machine's with ranks sharing GPUs (--share-gpus: penny's kernels
+# only, the every-type pass only: NCCL refuses a shared GPU and the times
+# would be the time-slicing's).  NVLink SHARP stays off.
 set -u
 export NCCL_NVLS_ENABLE=0
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -65,23 +68,32 @@ echo "# kernel-check: exit $r, $(grep -c '^ok' "$base-kernel-check.txt") ok, $(g
 part "kernel-check" "$([ $r -eq 0 ] && echo ok || echo "FAILED (exit $r)")"
 
 for np in $GPUS; do
+	share='' backends=cuda,nccl
 	if [ "$np" -gt "$ngpu" ]; then
-		echo "## $np GPUs: skipped (this machine has $ngpu)"
-		continue
+		if [ "${SHARE:-0}" != 1 ] || [ "$ngpu" -lt 1 ]; then
+			echo "## $np GPUs: skipped (this machine has $ngpu; SHARE=1 shares them)"
+			continue
+		fi
+		share=--share-gpus backends=cuda
+		gpus=$(for ((i = 0; i < np; i++)); do echo $((i % ngpu)); done | paste -sd,)
+		echo "## $np ranks on $ngpu GPUs (--share-gpus): penny's kernels, results only"
+	else
+		gpus=$(seq -s, 0 $((np - 1)))
 	fi
-	gpus=$(seq -s, 0 $((np - 1)))
 	for c in $COLLS; do
 		if [ "${CHECK:-1}" != 0 ]; then
 			f="$base-$c-np$np-check.txt"
-			timeout 300 "$PENNY" coll-test "$c" --backend cuda,nccl --np "$np" --gpus "$gpus" -d all -o all \
-				-r $((np - 1)) -b 1 -e 1M -f 37 -n 1 -w 0 --timeout 60 >"$f" 2>&1
+			timeout 300 "$PENNY" coll-test "$c" --backend "$backends" --np "$np" --gpus "$gpus" $share \
+				-d all -o all -r $((np - 1)) -b 1 -e 1M -f 37 -n 1 -w 0 --timeout 60 >"$f" 2>&1
 			r=$?
 			# #wrong columns: out of place and in place, per backend table
 			bad=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13 { w += $9 + $13 } END { print w + 0 }' "$f")
-			echo "## $c, $np GPUs, every type x op: exit $r, $bad wrong values"
-			grep -E '^# (algorithm|backend)|wrong|WRONG|rror' "$f" | head -n 6
-			part "$c np$np every type x op" "$([ $r -eq 0 ] && [ "$bad" = 0 ] && echo ok || echo "FAILED (exit $r, $bad wrong)")"
+			rows=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13' "$f" | wc -l)
+			echo "## $c, $np ranks, every type x op ($backends): exit $r, $rows rows, $bad wrong values"
+			grep -E 'WRONG|rror' "$f" | head -n 6
+			part "$c np$np every type x op" "$([ $r -eq 0 ] && [ "$bad" = 0 ] && [ "$rows" -gt 0 ] && echo ok || echo "FAILED (exit $r, $rows rows, $bad wrong)")"
 		fi
+		[ -n "$share" ] && continue
 		for g in 0 10; do
 			f="$base-$c-np$np-G$g.txt"
 			timeout 300 "$PENNY" coll-test "$c" --backend cuda,nccl --np "$np" --gpus "$gpus" -d bfloat16 -o sum \
