@@ -217,6 +217,15 @@ void pn_boot_set_extra(struct pn_boot *b, double extra)
 	b->extra = isfinite(extra) && extra > 0 ? PN_MIN(extra, PN_BOOT_MAX_EXTRA) : 0;
 }
 const char *pn_boot_root(const struct pn_boot *b) { return b->nranks > 1 ? b->root : NULL; }
+
+int pn_boot_peer_fd(const struct pn_boot *b, int r)
+{
+	if (!b || !b->fds || r < 0 || r >= b->nranks || r == b->rank)
+		return -1;
+	if (b->rank == 0)
+		return b->fds[r];
+	return r == 0 ? b->fds[0] : -1;
+}
 const uint8_t *pn_boot_cookie(const struct pn_boot *b) { return b->cfg.cookie; }
 
 int pn_boot_local_addr(const struct pn_boot *b, void *ss, unsigned *len)

@@ -238,6 +238,14 @@ double pn_boot_timeout(const struct pn_boot *b);
  */
 #define PN_BOOT_MAX_EXTRA 86400.0
 void pn_boot_set_extra(struct pn_boot *b, double extra);
+/*
+ * The connection this rank holds to rank r's process, or -1: rank 0 holds
+ * one to every rank, the others one to rank 0 alone.  Its hang-up
+ * (POLLRDHUP) says r's process is gone, whatever a transfer with r (an RDMA
+ * queue pair the dead process's kernel still answers) says yet: a side
+ * channel to watch (pn_verbs_conn_watch).  Nothing but the rendezvous reads it.
+ */
+int pn_boot_peer_fd(const struct pn_boot *b, int r);
 /* The rendezvous address the job met at ("host:port"), NULL for a rank alone. */
 const char *pn_boot_root(const struct pn_boot *b);
 const uint8_t *pn_boot_cookie(const struct pn_boot *b);
