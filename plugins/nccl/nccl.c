@@ -185,6 +185,12 @@ struct pn_nccl_win {
 	struct pn_nccl_win *next;
 };
 
+/* A staging buffer a CUDA graph may still read: kept until fini. */
+struct pn_nccl_old {
+	CUdeviceptr p;
+	struct pn_nccl_old *next;
+};
+
 /*
  * Two communicators over the same ranks: comm runs NCCL's default path
  * (PENNY_ALGO_AUTO) and symm, where every REGISTERED allocation is a
@@ -192,12 +198,6 @@ struct pn_nccl_win {
  * (PENNY_ALGO_SYMMETRIC).  Windows belong to one communicator, so the same
  * buffers serve both without the default path seeing them registered.
  */
-/* A staging buffer a CUDA graph may still read: kept until fini. */
-struct pn_nccl_old {
-	CUdeviceptr p;
-	struct pn_nccl_old *next;
-};
-
 struct pn_nccl {
 	struct pn_gpu g;
 	const struct penny_host_v1 *host;
