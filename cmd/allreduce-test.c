@@ -617,9 +617,9 @@ int sweep_main(struct pn_ctx *ctx, enum pn_coll_kind kind)
 					    .log_arg = &j, .xnode = &pn_cli.xnode };
 	ret = pn_arjob_start(&j.aj, j.boot, &jc);
 	if (ret && j.aj.gpu_failed) {
-		/* every rank has the same (first failing rank's) message */
-		if (j.rank == 0)
-			pn_cmd_error(ctx, ret);
+		/* every rank has the first failing rank's message: rank 0 says it */
+		if ((rc = pn_boot_agreed_error(j.boot, ret)))
+			pn_cmd_error(ctx, rc);
 		rc = 2;
 	}
 	if (ret)

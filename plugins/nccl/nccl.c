@@ -185,6 +185,12 @@ struct pn_nccl_win {
 	struct pn_nccl_win *next;
 };
 
+/* A staging buffer a CUDA graph may still read: kept until fini. */
+struct pn_nccl_old {
+	CUdeviceptr p;
+	struct pn_nccl_old *next;
+};
+
 /*
  * Two communicators over the same ranks: comm runs NCCL's default path
  * (PENNY_ALGO_AUTO) and symm, where every REGISTERED allocation is a
@@ -200,6 +206,12 @@ struct pn_nccl {
 	struct pn_nccl_win *wins;
 	int version;
 	char desc[480];
+	/* in-place alltoall and sendrecv: the input staged here (stage_input) */
+	CUdeviceptr stage;
+	size_t stage_len;
+	CUstream stage_stream;	/* the last stream that used it */
+	int stage_captured;	/* a graph captured with it may hold it */
+	struct pn_nccl_old *retired;
 };
 /* the shared entry points (pn_gpu_be_*) take the backend as its struct pn_gpu */
 _Static_assert(offsetof(struct pn_nccl, g) == 0, "struct pn_nccl begins with its struct pn_gpu");
@@ -380,8 +392,19 @@ void pn_nccl_fini(void *be)
 		return;
 	pn_gpu_enter(&c->g);
 	c->g.cu->StreamSynchronize(c->g.stream);
+	if (c->stage_stream)
+		c->g.cu->StreamSynchronize(c->stage_stream);
 	while (c->wins)
 		pn_nccl_free(c, c->wins->ptr);
+	if (c->stage)
+		c->g.cu->MemFree(c->stage);
+	while (c->retired) {
+		struct pn_nccl_old *o = c->retired;
+
+		c->retired = o->next;
+		c->g.cu->MemFree(o->p);
+		free(o);
+	}
 	if (c->symm) {
 		if (c->api->CommFinalize)
 			c->api->CommFinalize(c->symm);
@@ -615,6 +638,105 @@ int pn_nccl_reduce(void *be, const void *send, void *recv, size_t count, int dty
 }
 
 /*
+ * In place (the input overlaps the output, as nccl-tests places alltoall
+ * and sendrecv), a group's receive may land in a block before NCCL has
+ * read it for a send: NCCL runs a group's sends and receives at once, in
+ * no set order.  So the input is staged first: one device-to-device copy,
+ * on the caller's stream before the group, into the plugin's staging
+ * buffer, and the sends read that.  Out of place sends straight from the
+ * caller's buffer.  The buffer grows outside CUDA-graph capture only
+ * (cuMemAlloc may not run while the stream is captured): a captured call
+ * that needs more fails, asking for an uncaptured call (a warm-up) first.
+ * A buffer a graph was captured with is kept until fini, never freed while
+ * that graph may still run.  One buffer per backend: in-place calls on
+ * several streams at once must be ordered by the caller (penny's are on
+ * one stream).
+ */
+static int overlaps(const void *a, const void *b, size_t bytes)
+{
+	uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+
+	return bytes && x < y + bytes && y < x + bytes;
+}
+
+static int capturing(const struct pn_nccl *c, CUstream st)
+{
+	int status = 0;
+
+	return c->g.cu->StreamIsCapturing && !c->g.cu->StreamIsCapturing(st, &status) && status;
+}
+
+static int stage_grow(struct pn_nccl *c, size_t bytes)
+{
+	const struct pn_cudrv *cu = c->g.cu;
+	CUdeviceptr p;
+	CUresult r;
+
+	if (c->stage && c->stage_captured) {
+		struct pn_nccl_old *o = malloc(sizeof(*o));
+
+		if (!o)
+			return pn_plugin_fail(-ENOMEM, "out of memory");
+		o->p = c->stage;
+		o->next = c->retired;
+		c->retired = o;
+	} else if (c->stage) {
+		/* its last copy and sends are over before it goes (a caller's
+		 * stream may be gone by now: cuMemFree waits for the device too) */
+		cu->StreamSynchronize(c->stage_stream);
+		PN_CU(cu, MemFree(c->stage), "cuMemFree");
+	}
+	c->stage = 0;
+	c->stage_len = 0;
+	c->stage_captured = 0;
+	r = cu->MemAlloc(&p, bytes);
+	if (r != CUDA_SUCCESS)
+		return pn_cu_fail(cu, r, "cuMemAlloc (the in-place staging buffer)");
+	c->stage = p;
+	c->stage_len = bytes;
+	return 0;
+}
+
+/* *send, or its bytes staged when they overlap the output (recv, rbytes). */
+static int stage_input(struct pn_nccl *c, const void **send, size_t bytes, const void *recv,
+		       CUstream st, const char *coll)
+{
+	int cap, ret;
+
+	if (!overlaps(*send, recv, bytes))
+		return 0;
+	cap = capturing(c, st);
+	if (bytes > c->stage_len) {
+		if (cap)
+			return pn_plugin_fail(-ENOTSUP, "in-place %s of %zu bytes under CUDA-graph "
+					      "capture: the staging buffer of its input holds %zu "
+					      "and cannot grow while the stream is captured; run one "
+					      "uncaptured call of this size first (a warm-up, -w 1)",
+					      coll, bytes, c->stage_len);
+		ret = stage_grow(c, bytes);
+		if (ret)
+			return ret;
+	}
+	PN_CU(c->g.cu, MemcpyAsync(c->stage, (CUdeviceptr)(uintptr_t)*send, bytes, st),
+	      "cuMemcpyAsync (staging the in-place input)");
+	c->stage_stream = st;
+	c->stage_captured |= cap;
+	*send = (const void *)(uintptr_t)c->stage;
+	return 0;
+}
+
+/* An NCCL without point-to-point calls: refused before anything runs. */
+static int p2p_lacks(const struct pn_nccl *c)
+{
+	const struct pn_nccl_api *a = c->api;
+
+	if (a->Send && a->Recv && a->GroupStart && a->GroupEnd)
+		return 0;
+	return lacks(!a->Send ? "ncclSend" : !a->Recv ? "ncclRecv"
+		     : !a->GroupStart ? "ncclGroupStart" : "ncclGroupEnd");
+}
+
+/*
  * One group of point-to-point calls: to every peer p of to[] count elements
  * at send + soff[p], from every peer of from[] count elements into recv +
  * roff[p] (npeers of each), as NCCL's alltoall and sendrecv examples do.
@@ -628,9 +750,6 @@ static int p2p_group(struct pn_nccl *c, const void *send, void *recv, size_t cou
 	ncclResult_t r, r2;
 	int i, to, from;
 
-	if (!c->api->Send || !c->api->Recv || !c->api->GroupStart || !c->api->GroupEnd)
-		return lacks(!c->api->Send ? "ncclSend" : !c->api->Recv ? "ncclRecv"
-			     : !c->api->GroupStart ? "ncclGroupStart" : "ncclGroupEnd");
 	r = c->api->GroupStart();
 	if (r)
 		return nccl_fail(c, r, "ncclGroupStart");
@@ -657,6 +776,8 @@ int pn_nccl_alltoall(void *be, const void *send, void *recv, size_t count, int d
 	struct pn_nccl *c = be;
 	int n = c->host->nranks, *peers, i, ret = pn_gpu_check_args(count, dtype, PENNY_SUM);
 
+	if (!ret && count)
+		ret = p2p_lacks(c);
 	if (ret || !count)
 		return ret;
 	peers = malloc(sizeof(*peers) * (size_t)n);
@@ -665,6 +786,9 @@ int pn_nccl_alltoall(void *be, const void *send, void *recv, size_t count, int d
 	for (i = 0; i < n; i++)
 		peers[i] = i;
 	ret = pn_gpu_enter(&c->g);
+	if (!ret)
+		ret = stage_input(c, &send, (size_t)n * count * (size_t)penny_data_size(dtype), recv,
+				  stream_of(c, stream), "alltoall");
 	if (!ret)
 		ret = p2p_group(c, send, recv, count, dtype, peers, n, 0, stream_of(c, stream),
 				"ncclSend/ncclRecv (alltoall)");
@@ -679,11 +803,15 @@ int pn_nccl_sendrecv(void *be, const void *send, void *recv, size_t count, int d
 	int n = c->host->nranks, me = c->host->rank, ret = pn_gpu_check_args(count, dtype, PENNY_SUM);
 	int peers[2] = { (me + 1) % n, (me + n - 1) % n };
 
+	if (!ret && count)
+		ret = p2p_lacks(c);
 	if (ret || !count)
 		return ret;
 	ENTER(c);
-	return p2p_group(c, send, recv, count, dtype, peers, 1, 1, stream_of(c, stream),
-			 "ncclSend/ncclRecv (sendrecv)");
+	ret = stage_input(c, &send, count * (size_t)penny_data_size(dtype), recv, stream_of(c, stream),
+			  "sendrecv");
+	return ret ? ret : p2p_group(c, send, recv, count, dtype, peers, 1, 1, stream_of(c, stream),
+				     "ncclSend/ncclRecv (sendrecv)");
 }
 
 static int async_error(void *be)

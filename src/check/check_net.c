@@ -513,14 +513,16 @@ struct nb_wire {
 	struct nb_wire_nic nic[PN_NET_MAX];
 };
 
-/* The partner's wire (its node leader's) in all, NULL none. */
-static const struct nb_wire *nb_find(const struct nb_wire *all, int nranks, int node)
+/* The partner's wire (its node leader's) in all, its rank in *rank; NULL none. */
+static const struct nb_wire *nb_find(const struct nb_wire *all, int nranks, int node, int *rank)
 {
 	int r;
 
 	for (r = 0; r < nranks; r++)
-		if (all[r].magic == PN_NET_WIRE_MAGIC && all[r].leader && all[r].node == node)
+		if (all[r].magic == PN_NET_WIRE_MAGIC && all[r].leader && all[r].node == node) {
+			*rank = r;
 			return &all[r];
+		}
 	return NULL;
 }
 
@@ -531,7 +533,7 @@ static int nicbw_round(struct pn_check *c, struct pn_netnic *nics, int n, int ro
 	int report = partner >= 0 && pn_nicbw_report_round(c->nnodes, c->node_index) == round;
 	struct nb_wire me;
 	const struct nb_wire *peer = NULL;
-	int i, d, ret, which[PN_NET_MAX] = { 0 };
+	int i, d, ret, prank = -1, which[PN_NET_MAX] = { 0 };
 
 	memset(&me, 0, sizeof(me));
 	memset(jobs, 0, sizeof(*jobs) * PN_NET_MAX);
@@ -568,7 +570,7 @@ static int nicbw_round(struct pn_check *c, struct pn_netnic *nics, int n, int ro
 	if (ret)
 		return ret;
 	if (partner >= 0)
-		peer = nb_find(all, c->nranks, partner);
+		peer = nb_find(all, c->nranks, partner, &prank);
 	for (i = 0; peer && i < n; i++) {
 		struct nbjob *j = &jobs[i];
 
@@ -579,6 +581,13 @@ static int nicbw_round(struct pn_check *c, struct pn_netnic *nics, int n, int ro
 			continue;
 		}
 		ret = pn_verbs_conn_connect(j->conn, &peer->nic[i].info);
+		/* the partner's process gone (its rendezvous connection closed)
+		 * ends a wait on its QPs at once, as in penny bw: a killed peer's
+		 * QPs answer until its kernel tears them down, and soft-RoCE
+		 * retries towards a dead one forever.  A pair without rank 0 has
+		 * no such connection: it waits out its drain bound. */
+		pn_verbs_conn_watch(j->conn, pn_boot_peer_fd(c->boot, prank));
+		j->link.peer = peer->host;
 		if (!ret)
 			ret = pn_bw_prepare(&j->link);
 		if (ret)

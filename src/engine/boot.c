@@ -84,6 +84,27 @@ static int was_stopped(struct pn_boot *b, int ret, const char *why)
 		      "others gave up waiting for it (%s)", b->rank, rank_host(b, b->rank), why);
 }
 
+/* The first way the rendezvous failed under this rank, kept
+ * (pn_boot_agreed_error). */
+static void note_lost(struct pn_boot *b, int code, int from, const char *why)
+{
+	if (b->lost)
+		return;
+	b->lost = code;
+	b->lost_from = from;
+	snprintf(b->lost_why, sizeof(b->lost_why), "%s", why);
+}
+
+int pn_boot_agreed_error(const struct pn_boot *b, int code)
+{
+	if (!b || b->rank == 0)
+		return code;
+	if (b->lost == -ECANCELED)
+		return pn_err(-ECANCELED, "rank %d: stopped by an abort notice from rank %d (rank 0 "
+			      "says why)", b->rank, b->lost_from);
+	return b->lost ? pn_err(b->lost, "rank %d: %s", b->rank, b->lost_why) : 0;
+}
+
 /*
  * A step that failed with rank r.  Rank 0 waits on every rank and the
  * others wait longer on rank 0 (PN_BOOT_ROOT_GRACE), so rank 0 names the
@@ -112,11 +133,15 @@ int pn_boot_peer_error(struct pn_boot *b, int r, int ret, const char *what)
 		snprintf(why, sizeof(why), "%s with rank %d (host %s): %s", what, r, rank_host(b, r),
 			 strerror(-ret));
 	}
-	if (boot_conts != b->conts)
-		return was_stopped(b, ret, why);
-	if (b->rank == 0)
-		pn_boot_abort(b, why);
-	return pn_err(ret, "%s", why);
+	if (boot_conts != b->conts) {
+		ret = was_stopped(b, ret, why);
+	} else {
+		if (b->rank == 0)
+			pn_boot_abort(b, why);
+		ret = pn_err(ret, "%s", why);
+	}
+	note_lost(b, ret, r, pn_errmsg(ret));
+	return ret;
 }
 
 /* The first notice's text, heard or told, kept: every later poll says it
@@ -127,8 +152,10 @@ static void keep_notice(struct pn_boot *b, const char *text)
 		snprintf(b->abort_text, sizeof(b->abort_text), "%s", text);
 }
 
-/* An ABORT's text (h read already): -ECANCELED with it as the message. */
-static int recv_abort(struct pn_boot *b, int fd, const struct pn_frame *h, double deadline)
+/* An ABORT's text (h read already) from rank from: -ECANCELED with it as
+ * the message. */
+static int recv_abort(struct pn_boot *b, int fd, int from, const struct pn_frame *h,
+		      double deadline)
 {
 	char text[300] = "";
 	size_t n = h->len < sizeof(text) - 1 ? h->len : sizeof(text) - 1;
@@ -139,6 +166,7 @@ static int recv_abort(struct pn_boot *b, int fd, const struct pn_frame *h, doubl
 	pn_wire_printable(text, sizeof(text));
 	b->abort_code = h->seq > 0 && h->seq < 4096 ? -(int)h->seq : -ECANCELED;
 	keep_notice(b, text);
+	note_lost(b, -ECANCELED, from, text[0] ? text : "a peer aborted the job");
 	/* rank 0 passes it on, as pn_boot_poll_abort does: otherwise the other
 	 * ranks see only rank 0's connection close, and blame rank 0 */
 	if (b->rank == 0 && text[0])
@@ -163,7 +191,7 @@ int pn_boot_recv_msg(struct pn_boot *b, int r, uint16_t type, void *buf, size_t 
 	if (ret)
 		return pn_err_ctx(ret, "bad message from rank %d (host %s)", r, rank_host(b, r));
 	if (h.type == PN_MSG_ABORT)
-		return recv_abort(b, fd, &h, deadline);
+		return recv_abort(b, fd, r, &h, deadline);
 	if (h.len != len || h.seq != b->seq)
 		return pn_err(-EPROTO, "rank %d (host %s) sent %llu bytes for step %u, expected %zu for "
 			      "step %u (ranks disagree on the work)", r, rank_host(b, r),
@@ -217,6 +245,15 @@ void pn_boot_set_extra(struct pn_boot *b, double extra)
 	b->extra = isfinite(extra) && extra > 0 ? PN_MIN(extra, PN_BOOT_MAX_EXTRA) : 0;
 }
 const char *pn_boot_root(const struct pn_boot *b) { return b->nranks > 1 ? b->root : NULL; }
+
+int pn_boot_peer_fd(const struct pn_boot *b, int r)
+{
+	if (!b || !b->fds || r < 0 || r >= b->nranks || r == b->rank)
+		return -1;
+	if (b->rank == 0)
+		return b->fds[r];
+	return r == 0 ? b->fds[0] : -1;
+}
 const uint8_t *pn_boot_cookie(const struct pn_boot *b) { return b->cfg.cookie; }
 
 int pn_boot_local_addr(const struct pn_boot *b, void *ss, unsigned *len)
@@ -488,8 +525,10 @@ int pn_boot_poll_abort(struct pn_boot *b)
 		if (n == 0) {
 			int r = b->rank == 0 ? i : 0;
 
-			return pn_err(-EPIPE, "rank %d (host %s, pid %d) closed its connection: it "
-				      "failed or was killed", r, rank_host(b, r), b->hello[r].pid);
+			pn_err(-EPIPE, "rank %d (host %s, pid %d) closed its connection: it failed or "
+			       "was killed", r, rank_host(b, r), b->hello[r].pid);
+			note_lost(b, -EPIPE, r, pn_errmsg(-EPIPE));
+			return -EPIPE;
 		}
 		if (n == (ssize_t)sizeof(h) && h.type == PN_MSG_ABORT &&
 		    !pn_wire_hdr_check(&h, b->cfg.cookie, PN_MSG_ABORT, 4096)) {
@@ -500,6 +539,8 @@ int pn_boot_poll_abort(struct pn_boot *b)
 			pn_sock_read_full(b->fds[i], text, tl, pn_now() + 0.5);
 			pn_wire_printable(text, sizeof(text));
 			keep_notice(b, text);
+			note_lost(b, -ECANCELED, b->rank == 0 ? i : 0,
+				  text[0] ? text : "a peer aborted the job");
 			if (b->rank == 0)
 				pn_boot_abort(b, text);
 			return pn_err(-ECANCELED, "%s", text[0] ? text : "a peer aborted the job");

@@ -238,6 +238,14 @@ double pn_boot_timeout(const struct pn_boot *b);
  */
 #define PN_BOOT_MAX_EXTRA 86400.0
 void pn_boot_set_extra(struct pn_boot *b, double extra);
+/*
+ * The connection this rank holds to rank r's process, or -1: rank 0 holds
+ * one to every rank, the others one to rank 0 alone.  Its hang-up
+ * (POLLRDHUP) says r's process is gone, whatever a transfer with r (an RDMA
+ * queue pair the dead process's kernel still answers) says yet: a side
+ * channel to watch (pn_verbs_conn_watch).  Nothing but the rendezvous reads it.
+ */
+int pn_boot_peer_fd(const struct pn_boot *b, int r);
 /* The rendezvous address the job met at ("host:port"), NULL for a rank alone. */
 const char *pn_boot_root(const struct pn_boot *b);
 const uint8_t *pn_boot_cookie(const struct pn_boot *b);
@@ -356,6 +364,16 @@ void pn_wire_printable(char *s, size_t len);
 typedef void pn_boot_notice_fn(const char *line);
 void pn_boot_set_notice(pn_boot_notice_fn *fn);
 
+/*
+ * What this rank says of a set-up error code the ranks agreed on (the
+ * first failing rank's, the same on every rank): rank 0 code itself, said
+ * once for all.  Another rank nothing (0), unless its rendezvous failed
+ * under it first: then one line of its own, the abort notice it heard and
+ * from which rank ("rank R: stopped by an abort notice from rank 0 (rank 0
+ * says why)"), or the connection it lost ("rank R: rank 0 (host H, pid P)
+ * closed its connection during agreement: ...", whose rank may say nothing).
+ */
+int pn_boot_agreed_error(const struct pn_boot *b, int code);
 /* Best-effort notice to every rank that this one failed (text = reason). */
 void pn_boot_abort(struct pn_boot *b, const char *why);
 /* Non-blocking: -ECANCELED if a peer aborted, -EPIPE if a connection closed. */

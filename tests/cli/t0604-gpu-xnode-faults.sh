@@ -5,7 +5,8 @@
 # PENNY_XNODE_TRANSPORT are told so on every rank, before any proxy
 # starts; a rank stopped (SIGSTOP) or killed in the middle of a 2 x 2 job
 # is named by every other rank, over the tcp and the shm proxy, within
-# the timeout; and inbox names another user made ahead (/dev/shm) neither
+# the timeout; a rank killed in the job's set-up leaves no other rank
+# silent; and inbox names another user made ahead (/dev/shm) neither
 # fail the next shm-proxy job nor are touched by it.
 . "$(dirname "$0")/../lib.sh"
 
@@ -101,6 +102,69 @@ for tp in tcp shm; do
 		done
 	'
 done
+
+# A rank killed in the job's set-up: its open of the fake plugin held 5 s
+# (strace), the kill 0.5 s after every rank joined, while the
+# others wait for it in an agreement.  Rank 0 says the error, once; every
+# other rank says in one line what stopped it (the notice it heard from
+# rank 0, or its lost connection to a killed rank 0), never nothing.
+# Every other rank's exit status in rcR, its stderr (no debug lines) in leftR.
+setup_kill_job() { # VICTIM
+	local port r pids= sp vp i w
+	port=$(free_port) || return 1
+	for r in 0 1 2 3; do
+		if [ $r -eq $1 ]; then
+			PENNY_NODE_ID=n$((r / 2)) strace -f -qq -o /dev/null \
+				-P "$PENNY_PLUGIN_PATH/penny-fake.so" -e trace=openat \
+				-e inject=openat:delay_enter=5000000 "$PENNY" allreduce-test --rank $r \
+				--nranks 4 --root 127.0.0.1:$port --timeout 6 --backend fake -b 1K -e 1K \
+				>/dev/null 2>err$r &
+			sp=$!
+			continue
+		fi
+		( PENNY_NODE_ID=n$((r / 2)) PENNY_DEBUG=boot timeout 60 "$PENNY" allreduce-test \
+			--rank $r --nranks 4 --root 127.0.0.1:$port --timeout 6 --backend fake -b 1K \
+			-e 1K >/dev/null 2>err$r
+		  echo $? >rc$r ) &
+		pids="$pids $!"
+	done
+	w=$((1 - ($1 > 0)))	# a rank that is not the victim: once it joined, all have
+	for ((i = 0; i < 200; i++)); do
+		grep -q "BOOT rank $w/4 node" err$w 2>/dev/null && break
+		sleep 0.1
+	done
+	sleep 0.5
+	vp=$(pgrep -P $sp) && kill -KILL $vp
+	wait $pids
+	wait $sp 2>/dev/null
+	for r in 0 1 2 3; do
+		[ $r -eq $1 ] || others err$r | grep -v " penny BOOT " >left$r
+	done
+	return 0
+}
+if ! command -v strace >/dev/null || ! strace -qq -o /dev/null -e trace=none \
+	-e inject=openat:delay_enter=1 true 2>/dev/null; then
+	test_skip "a rank killed in the set-up" "LOUD: no strace with syscall delay injection here"
+else
+	test_expect_success 'rank 3 killed in the set-up: rank 0 names it, ranks 1 and 2 say they heard rank 0' '
+		setup_kill_job 3 &&
+		for r in 0 1 2; do
+			test "$(cat rc$r)" -eq 2 && test "$(wc -l <left$r)" -eq 1 || {
+				echo "rank $r: rc $(cat rc$r)"; cat err$r; exit 1; }
+		done &&
+		grep -q "^penny allreduce-test: rank 3 (host .*, pid [0-9]*) closed its connection during agreement: it failed or was killed$" left0 &&
+		grep -q "^penny allreduce-test: rank 1: stopped by an abort notice from rank 0 (rank 0 says why)$" left1 &&
+		grep -q "^penny allreduce-test: rank 2: stopped by an abort notice from rank 0 (rank 0 says why)$" left2
+	'
+	test_expect_success 'rank 0 killed in the set-up: ranks 1, 2 and 3 each name it, in one line' '
+		setup_kill_job 0 &&
+		for r in 1 2 3; do
+			test "$(cat rc$r)" -eq 2 && test "$(wc -l <left$r)" -eq 1 &&
+			grep -q "^penny allreduce-test: rank $r: rank 0 (host .*, pid [0-9]*) closed its connection during agreement: it failed or was killed$" left$r ||
+			{ echo "rank $r: rc $(cat rc$r)"; cat err$r; exit 1; }
+		done
+	'
+fi
 
 # Another user makes the inbox names of the next pids ahead, in a /dev/shm
 # of the test's own (a mount namespace) and pids of its own (a pid

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -632,6 +633,35 @@ static int one_rank(struct pn_boot_cfg *cfg, void *arg)
 	return ret < 0 ? 1 : ret;
 }
 
+/* Rank 0 holds a connection to every rank, the others one to rank 0; when
+ * rank 2's process ends without a word, rank 0's connection to it hangs up
+ * (what a transfer with rank 2 watches: pn_verbs_conn_watch). */
+static int peer_fd_rank(struct pn_boot_cfg *cfg, void *arg)
+{
+	struct pn_boot *b = NULL;
+	struct pollfd p;
+	int ret = pn_boot_init(&b, cfg), me = cfg->rank, r;
+
+	(void)arg;
+	if (ret)
+		return 1;
+	for (r = 0; r < 3; r++)
+		if ((pn_boot_peer_fd(b, r) >= 0) != (r != me && (me == 0 || r == 0)))
+			ret = 3;
+	if (pn_boot_peer_fd(b, 3) != -1 || pn_boot_peer_fd(b, -1) != -1 ||
+	    pn_boot_peer_fd(NULL, 0) != -1)
+		ret = 3;
+	if (!ret && pn_boot_barrier(b))
+		ret = 4;
+	if (me == 2)
+		_exit(ret); /* gone, as a killed process is: no goodbye */
+	p = (struct pollfd){ .fd = pn_boot_peer_fd(b, me == 0 ? 2 : 0), .events = POLLRDHUP };
+	if (!ret && me == 0 && (poll(&p, 1, 10000) != 1 || !(p.revents & (POLLRDHUP | POLLHUP))))
+		ret = 5;
+	pn_boot_free(b);
+	return ret;
+}
+
 TEST(run_ranks)
 {
 	struct pn_boot_cfg cfg;
@@ -653,6 +683,13 @@ TEST(run_ranks)
 	CHECK_EQ_INT(status, 2);
 	CHECK(report && strstr(report, "rank 1: boom\n"));
 	free(report);
+	/* the connection to a rank's process, and its hang-up when it is gone */
+	pn_boot_cfg_init(&cfg);
+	cfg.timeout = 10;
+	CHECK_EQ_INT(pn_boot_run_ranks(3, &cfg, peer_fd_rank, NULL, &status, &report), 0);
+	CHECK_EQ_INT(status, 0);
+	free(report);
+	report = NULL;
 	/* no launcher to tell */
 	pn_boot_cfg_init(&cfg);
 	CHECK(pn_boot_tell(&cfg, "x\n", 2) < 0);

@@ -283,6 +283,12 @@ static CUresult f_capend(CUstream s, CUgraph *g)
 	*g = (CUgraph)(uintptr_t)0x4000;
 	return 0;
 }
+static CUresult f_iscap(CUstream s, int *status)
+{
+	(void)s;
+	*status = me()->capturing;
+	return 0;
+}
 static CUresult f_inst(CUgraphExec *e, CUgraph g, unsigned long long fl)
 {
 	(void)g;
@@ -444,6 +450,7 @@ static const struct pn_cudrv fake_cu = {
 	.StreamWaitEvent = f_wait,
 	.StreamBeginCapture = f_capbegin,
 	.StreamEndCapture = f_capend,
+	.StreamIsCapturing = f_iscap,
 	.GraphInstantiateWithFlags = f_inst,
 	.GraphLaunch = f_glaunch,
 	.GraphExecDestroy = f_gexecdestroy,

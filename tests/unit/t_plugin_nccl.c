@@ -511,6 +511,231 @@ TEST(a_missing_nccl_call_is_refused_in_one_line)
 	pn_nccl_set_api(&fake_nccl);
 }
 
+/*
+ * ---- a fake NCCL that moves grouped ncclSend/ncclRecv data, as NCCL may ----
+ * NCCL runs a group's sends and receives at once, in no set order: a
+ * receive may land before a send of the same group has read its buffer.
+ * Here the ranks' sends are read one rank at a time at ncclGroupEnd, rank
+ * 0's first, each landing in its receiver's buffer at once: one legal
+ * order, in which an in-place exchange reads blocks already overwritten.
+ */
+struct p2p_op {
+	int send, peer, done;
+	const void *s;
+	void *r;
+	size_t bytes;
+};
+static struct p2p_op p2p_q[FAKE_MAX_RANKS][2 * FAKE_MAX_RANKS];
+static int p2p_n[FAKE_MAX_RANKS], p2p_nranks;
+static const void *p2p_first_send[FAKE_MAX_RANKS];
+static pthread_barrier_t p2p_bar;
+
+static ncclResult_t p2p_post(int send, const void *s, void *r, size_t n, int dt, int peer)
+{
+	static const size_t es[] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2 };
+	int me_ = my_rank;
+
+	if (p2p_n[me_] == 2 * FAKE_MAX_RANKS || dt < 0 || dt > 9)
+		return 4;
+	if (send && !p2p_n[me_])
+		p2p_first_send[me_] = s;
+	p2p_q[me_][p2p_n[me_]++] = (struct p2p_op){ send, peer, 0, s, r, n * es[dt] };
+	return 0;
+}
+static ncclResult_t m_send(const void *s, size_t n, int dt, int peer, ncclComm_t c, CUstream st)
+{
+	(void)c;
+	(void)st;
+	return p2p_post(1, s, NULL, n, dt, peer);
+}
+static ncclResult_t m_recv(void *r, size_t n, int dt, int peer, ncclComm_t c, CUstream st)
+{
+	(void)c;
+	(void)st;
+	return p2p_post(0, NULL, r, n, dt, peer);
+}
+static ncclResult_t m_gstart(void)
+{
+	return 0;
+}
+static ncclResult_t m_gend(void)
+{
+	int me_ = my_rank, src, i, j, bad = 0;
+
+	for (src = 0; src < p2p_nranks; src++) {
+		pthread_barrier_wait(&p2p_bar);
+		for (i = 0; src == me_ && i < p2p_n[me_]; i++) {
+			struct p2p_op *o = &p2p_q[me_][i], *q = NULL;
+
+			for (j = 0; o->send && j < p2p_n[o->peer] && !q; j++)
+				if (!p2p_q[o->peer][j].send && p2p_q[o->peer][j].peer == me_ &&
+				    !p2p_q[o->peer][j].done)
+					q = &p2p_q[o->peer][j];
+			if (o->send && (!q || q->bytes != o->bytes)) {
+				bad = 1;
+				continue;
+			}
+			if (q) {
+				q->done = 1;
+				memmove(q->r, o->s, o->bytes);
+			}
+		}
+	}
+	pthread_barrier_wait(&p2p_bar);
+	p2p_n[me_] = 0;
+	return bad ? 5 : 0;
+}
+
+static struct pn_nccl_api fake_p2p;
+
+/* rank r's int32 element k of block p: r 1000 + p 10 + k */
+static int32_t a2a_val(int r, int p, int k)
+{
+	return r * 1000 + p * 10 + k;
+}
+
+/* alltoall and sendrecv of rank r (of n) into d, from s (in place: s ==
+ * d); every rank makes both calls, whatever the first gave (the fake's
+ * ncclGroupEnd waits for every rank). */
+static int p2p_right(int r, int n, int32_t *s, int32_t *d, void *stream)
+{
+	int p, k, cnt = 5, ok;
+
+	for (p = 0; p < n; p++)
+		for (k = 0; k < cnt; k++)
+			s[p * cnt + k] = a2a_val(r, p, k);
+	if (s != d)
+		memset(d, 0, sizeof(int32_t) * (size_t)(n * cnt));
+	ok = !pn_nccl_alltoall(be[r], s, d, (size_t)cnt, PENNY_INT32, stream);
+	for (p = 0; p < n; p++)
+		for (k = 0; k < cnt; k++)
+			ok = ok && d[p * cnt + k] == a2a_val(p, r, k);
+	/* the ring of pairs: what the rank before held */
+	for (k = 0; k < 7; k++)
+		s[k] = a2a_val(r, 0, k);
+	ok = !pn_nccl_sendrecv(be[r], s, d, 7, PENNY_INT32, stream) && ok;
+	for (k = 0; k < 7; k++)
+		ok = ok && d[k] == a2a_val((r + n - 1) % n, 0, k);
+	return ok;
+}
+
+static void do_p2p_data(struct fake_world *w, int r)
+{
+	struct fake_rank *f = &w->rank[r];
+	char *b = NULL;
+	int n = w->n, copies;
+
+	my_rank = r;
+	rets[r] = -1;
+	if (!be[r] || pn_nccl_alloc(be[r], 4096, 0, (void **)&b))
+		return;
+	/* out of place: sent straight from the caller's buffer, no copy */
+	copies = f->ncopy;
+	if (!p2p_right(r, n, (int32_t *)(void *)b, (int32_t *)(void *)(b + 2048), NULL))
+		rets[r] = -2;
+	else if (f->ncopy != copies || p2p_first_send[r] != b)
+		rets[r] = -3;
+	/* in place (nccl-tests' placement): right in every block */
+	if (!p2p_right(r, n, (int32_t *)(void *)b, (int32_t *)(void *)b, (void *)0x6))
+		rets[r] = -4;
+	if (rets[r] == -1)
+		rets[r] = pn_nccl_free(be[r], b);
+}
+
+static void p2p_world(struct fake_world *w, int n)
+{
+	memset(nr, 0, sizeof(nr));
+	memset(p2p_n, 0, sizeof(p2p_n));
+	fake_p2p = fake_nccl;
+	fake_p2p.Send = m_send;
+	fake_p2p.Recv = m_recv;
+	fake_p2p.GroupStart = m_gstart;
+	fake_p2p.GroupEnd = m_gend;
+	pn_nccl_set_api(&fake_p2p);
+	p2p_nranks = n;
+	pthread_barrier_init(&p2p_bar, NULL, (unsigned)n);
+	fake_world_init(w, n);
+	fake_run(w, do_init);
+}
+
+static void p2p_world_free(struct fake_world *w)
+{
+	fake_run(w, do_fini);
+	fake_world_free(w);
+	pthread_barrier_destroy(&p2p_bar);
+	pn_nccl_set_api(&fake_nccl);
+}
+
+TEST(in_place_alltoall_and_sendrecv_are_right_whatever_ncclGroupEnd_reads_first)
+{
+	struct fake_world w;
+
+	for (int n = 2; n <= 3; n++) {
+		p2p_world(&w, n);
+		fake_run(&w, do_p2p_data);
+		for (int r = 0; r < n; r++)
+			CHECK_EQ_INT(rets[r], 0);
+		p2p_world_free(&w);
+	}
+}
+
+/*
+ * Under CUDA-graph capture the staging buffer cannot grow (no cuMemAlloc
+ * while the stream is captured): a call that needs more is refused in one
+ * line saying what to do, before NCCL; one that fits runs.  A buffer a
+ * graph was captured with is kept (until fini) when it grows later.
+ */
+static void do_p2p_capture(struct fake_world *w, int r)
+{
+	struct pn_nccl *c = be[r];
+	struct fake_rank *f = &w->rank[r];
+	char *b = NULL;
+	CUgraph g;
+	int copies;
+
+	my_rank = r;
+	rets[r] = -1;
+	msgs[r][0] = 0;
+	if (!c || pn_nccl_alloc(be[r], 4096, 0, (void **)&b))
+		return;
+	/* uncaptured: 64 bytes staged (one copy, on the caller's stream, of the input) */
+	copies = f->ncopy;
+	if (pn_nccl_sendrecv(be[r], b, b, 16, PENNY_INT32, (void *)0x6) || f->ncopy != copies + 1 ||
+	    f->copy[copies].src != (CUdeviceptr)(uintptr_t)b || f->copy[copies].bytes != 64 ||
+	    f->copy[copies].stream != (CUstream)0x6 || c->stage_len != 64 ||
+	    p2p_first_send[r] != (const void *)(uintptr_t)c->stage)
+		return;
+	c->g.cu->StreamBeginCapture(c->g.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+	if (pn_nccl_sendrecv(be[r], b, b, 17, PENNY_INT32, NULL) != -ENOTSUP)
+		rets[r] = -2;
+	snprintf(msgs[r], sizeof(msgs[r]), "%s", pn_plugin_errmsg());
+	if (rets[r] == -1 && pn_nccl_sendrecv(be[r], b, b, 16, PENNY_INT32, NULL))
+		rets[r] = -3;
+	c->g.cu->StreamEndCapture(c->g.stream, &g);
+	if (rets[r] != -1 || c->stage_len != 64 || !c->stage_captured)
+		return;
+	/* grown outside capture: the captured buffer kept, not freed under the graph */
+	if (pn_nccl_sendrecv(be[r], b, b, 32, PENNY_INT32, NULL) || c->stage_len != 128 ||
+	    !c->retired || c->stage_captured)
+		return;
+	rets[r] = pn_nccl_free(be[r], b);
+}
+
+TEST(in_place_under_graph_capture_never_allocates)
+{
+	struct fake_world w;
+
+	p2p_world(&w, 2);
+	fake_run(&w, do_p2p_capture);
+	for (int r = 0; r < 2; r++) {
+		CHECK_EQ_INT(rets[r], 0);
+		CHECK_STR(msgs[r], "in-place sendrecv of 68 bytes under CUDA-graph capture: the "
+			  "staging buffer of its input holds 64 and cannot grow while the stream "
+			  "is captured; run one uncaptured call of this size first (a warm-up, -w 1)");
+	}
+	p2p_world_free(&w);
+}
+
 static struct pn_nccl_api fake_symm;
 
 static void do_symm_calls(struct fake_world *w, int r)
@@ -676,6 +901,8 @@ int main(void)
 	RUN(a_missing_nccl_is_one_line_naming_what_was_tried);
 	RUN(the_other_collectives_are_nccls_own_calls);
 	RUN(a_missing_nccl_call_is_refused_in_one_line);
+	RUN(in_place_alltoall_and_sendrecv_are_right_whatever_ncclGroupEnd_reads_first);
+	RUN(in_place_under_graph_capture_never_allocates);
 	fake_funcs_free();
 	return unit_done();
 }

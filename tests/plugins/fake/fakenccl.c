@@ -12,7 +12,8 @@
  * (ncclAllReduce, ncclReduceScatter, ncclReduce): int8, uint8, int32, uint32, int64,
  * uint64, float, double with sum, prod, max, min and avg; others (half,
  * bfloat16, fp8, PreMulSum ops) are logged and answered ncclInvalidArgument.
- * ncclSend and ncclRecv are matched at the end of their group (p2p_flush).
+ * ncclSend and ncclRecv are matched at the end of their group (p2p_flush),
+ * their data read and delivered in an order NCCL may take.
  */
 #define _GNU_SOURCE
 #include "../../../plugins/interpose/nccl_api.h"
@@ -323,11 +324,15 @@ static ncclResult_t gather(struct ncclComm *c, const char *send, size_t bytes, c
 
 /*
  * Point-to-point calls wait for the end of their group (a call outside one
- * is a group of its own): then every rank packs its sends (count, then
- * each as peer, bytes, data), the packs are gathered, and each receive
- * takes the next send to this rank from its peer, in call order (NCCL's
- * matching).  Sends are packed before any receive is written, so in place
- * is safe.  One communicator per group.
+ * is a group of its own).  NCCL runs a group's sends and receives at once,
+ * in no set order: a receive may land in a buffer before a send of the
+ * same group has read it.  Here the ranks take turns, rank 0 first: in
+ * rank s's turn it packs its sends (count, then each as peer, bytes, data),
+ * the pack reaches every rank, and each receive from s takes the next send
+ * of s to this rank, in call order (NCCL's matching), at once.  So a rank's
+ * sends are read after the receives from the ranks before it have landed:
+ * one legal order, in which an in-place exchange goes wrong as it can on a
+ * GPU.  One communicator per group.
  */
 struct p2p {
 	int send, peer;
@@ -340,36 +345,31 @@ static struct p2p pq[MAX_P2P];
 static int npq;
 static struct ncclComm *pq_comm;
 
-static ncclResult_t p2p_flush(void)
+/* Rank src's turn: its sends packed and delivered to the receives from it. */
+static ncclResult_t p2p_turn(struct ncclComm *c, int n, int src)
 {
-	struct ncclComm *c = pq_comm;
-	size_t mine = 8, most = 0, at, *cur = NULL;
-	uint64_t *sizes = NULL, v, k;
+	size_t most, at, cur;
+	uint64_t *sizes = NULL, v, k = 0;
 	char *pack = NULL, *all = NULL;
+	const char *p;
 	ncclResult_t ret = ncclSystemError;
-	int i, r, n = npq;
+	int i, mine = c->rank == src;
 
-	npq = 0;
-	pq_comm = NULL;
-	if (!n)
-		return ncclSuccess;
-	for (i = 0; i < n; i++)
+	v = 8;
+	for (i = 0; mine && i < n; i++)
 		if (pq[i].send)
-			mine += 16 + pq[i].bytes;
+			v += 16 + pq[i].bytes;
 	sizes = calloc((size_t)c->n, sizeof(*sizes));
-	cur = calloc((size_t)c->n, sizeof(*cur));
-	if (!sizes || !cur)
+	if (!sizes)
 		goto out;
-	v = mine;
 	if (gather(c, (const char *)&v, sizeof(v), (char *)sizes, sizeof(v)))
 		goto remote;
-	for (r = 0; r < c->n; r++)
-		most = sizes[r] > most ? sizes[r] : most;
+	most = sizes[src];
 	pack = calloc(1, most);
 	all = malloc(most * (size_t)c->n);
 	if (!pack || !all)
 		goto out;
-	for (i = 0, k = 0, at = 8; i < n; i++)
+	for (i = 0, at = 8; mine && i < n; i++)
 		if (pq[i].send) {
 			v = (uint64_t)pq[i].peer;
 			memcpy(pack + at, &v, 8);
@@ -382,29 +382,25 @@ static ncclResult_t p2p_flush(void)
 	memcpy(pack, &k, 8);
 	if (gather(c, pack, most, all, most))
 		goto remote;
-	for (r = 0; r < c->n; r++)
-		cur[r] = 8;
-	for (i = 0; i < n; i++) {
-		const char *p;
+	p = all + (size_t)src * most;
+	for (i = 0, cur = 8; i < n; i++) {
 		uint64_t peer, bytes;
 
-		if (pq[i].send)
+		if (pq[i].send || pq[i].peer != src)
 			continue;
-		r = pq[i].peer;
-		p = all + (size_t)r * most;
-		/* the next send of rank r to me */
+		/* the next send of rank src to me */
 		for (;;) {
-			if (cur[r] + 16 > sizes[r])
+			if (cur + 16 > most)
 				goto out_inval;
-			memcpy(&peer, p + cur[r], 8);
-			memcpy(&bytes, p + cur[r] + 8, 8);
-			cur[r] += 16 + bytes;
+			memcpy(&peer, p + cur, 8);
+			memcpy(&bytes, p + cur + 8, 8);
+			cur += 16 + bytes;
 			if ((int)peer == c->rank)
 				break;
 		}
 		if (bytes != pq[i].bytes)
 			goto out_inval;
-		memcpy(pq[i].r, p + cur[r] - bytes, bytes);
+		memcpy(pq[i].r, p + cur - bytes, bytes);
 	}
 	ret = ncclSuccess;
 	goto out;
@@ -415,9 +411,30 @@ remote:
 	ret = ncclRemoteError;
 out:
 	free(sizes);
-	free(cur);
 	free(pack);
 	free(all);
+	return ret;
+}
+
+static ncclResult_t p2p_flush(void)
+{
+	struct ncclComm *c = pq_comm;
+	ncclResult_t ret = ncclSuccess;
+	int src, n = npq;
+
+	npq = 0;
+	pq_comm = NULL;
+	if (!n)
+		return ncclSuccess;
+	/* every turn runs on every rank, even after a failed one: no rank left waiting */
+	for (src = 0; src < c->n; src++) {
+		ncclResult_t r = p2p_turn(c, n, src);
+
+		if (ret == ncclSuccess)
+			ret = r;
+		if (r == ncclRemoteError)
+			break;
+	}
 	return progress(c, ret);
 }
 
