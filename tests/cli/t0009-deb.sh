@@ -13,6 +13,7 @@
 # debhelper (make setup-deb); without it the build tests are skipped.  It is
 # built without the cuda plugin (NVCC=) and unoptimised (DEB_BUILD_OPTIONS=noopt:
 # 53 CPU s against 127 with -O2) to keep it short.
+# cost: 81
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/trees.sh"
 
