@@ -13,7 +13,8 @@
 # to twice JOBS, like make's --load-average.  The
 # longest first (by the times of the last run, kept in
 # $BUILD/test-logs/durations; on a first run by the file's cost hint, "#
-# cost: N" in its header, see cost_hint; lab VMs before anything else).
+# cost: N" in its header, see cost_hint, and lab files without one before
+# anything else).
 # At most LAB_JOBS lab files that boot a qemu guest (CPU-bound under TCG)
 # run at once (default: a third of the CPUs, at least 1); the lab's cluster
 # files (network-namespace hosts, no guest) are not bounded by it.  Each file gets its
@@ -93,10 +94,11 @@ name_of() {
 	echo "${n#"$BUILD"/}"
 }
 
-# cost_hint FILE: the seconds a file declares it takes, run alone (its cost
-# hint, like CTest's COST property): a line "# cost: N" among a shell file's
-# first 20 lines, or " * cost: N" (or "// cost: N") among the first 20 of a
-# unit binary's source, tests/unit/NAME.c.  Nothing when there is none.
+# cost_hint FILE: the wall seconds a file declares it takes in a full run
+# (its cost hint, like CTest's COST property): a line "# cost: N" among a
+# shell file's first 20 lines, or " * cost: N" (or "// cost: N") among the
+# first 20 of a unit binary's source, tests/unit/NAME.c.  Nothing when
+# there is none.
 cost_hint() {
 	local f=$1
 	case $f in
@@ -105,8 +107,12 @@ cost_hint() {
 	*) return 0 ;;
 	esac
 	[ -r "$f" ] || return 0
-	sed -nE '1,20{s@^[[:space:]]*(#|//|\*)[[:space:]]*cost:[[:space:]]*([0-9]+)[[:space:]]*$@\2@p}' "$f" |
-		head -n 1
+	local n=0 line re='^[[:space:]]*(#|//|\*)[[:space:]]*cost:[[:space:]]*([0-9]+)[[:space:]]*$'
+	while [ $n -lt 20 ] && IFS= read -r line; do
+		n=$((n + 1))
+		[[ $line =~ $re ]] && echo "${BASH_REMATCH[2]}" && return 0
+	done <"$f"
+	return 0
 }
 
 # Longest first: the last run's seconds; without one, the file's cost hint;
