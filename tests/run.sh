@@ -12,7 +12,9 @@
 # least half a CPU idle for two seconds (/proc/stat), one more starts, up
 # to twice JOBS, like make's --load-average.  The
 # longest first (by the times of the last run, kept in
-# $BUILD/test-logs/durations; lab VMs before anything else on a first run).
+# $BUILD/test-logs/durations; on a first run by the file's cost hint, "#
+# cost: N" in its header, see cost_hint, and lab files without one before
+# anything else).
 # At most LAB_JOBS lab files that boot a qemu guest (CPU-bound under TCG)
 # run at once (default: a third of the CPUs, at least 1); the lab's cluster
 # files (network-namespace hosts, no guest) are not bounded by it.  Each file gets its
@@ -92,8 +94,30 @@ name_of() {
 	echo "${n#"$BUILD"/}"
 }
 
-# Longest first: the last run's seconds; without one, lab files (a VM boot
-# each) first, then shell files, then unit binaries.
+# cost_hint FILE: the wall seconds a file declares it takes in a full run
+# (its cost hint, like CTest's COST property): a line "# cost: N" among a
+# shell file's first 20 lines, or " * cost: N" (or "// cost: N") among the
+# first 20 of a unit binary's source, tests/unit/NAME.c.  Nothing when
+# there is none.
+cost_hint() {
+	local f=$1
+	case $f in
+	*.sh) ;;
+	*/tests/unit/t_*|tests/unit/t_*) f=$top/tests/unit/${f##*/}.c ;;
+	*) return 0 ;;
+	esac
+	[ -r "$f" ] || return 0
+	local n=0 line re='^[[:space:]]*(#|//|\*)[[:space:]]*cost:[[:space:]]*([0-9]+)[[:space:]]*$'
+	while [ $n -lt 20 ] && IFS= read -r line; do
+		n=$((n + 1))
+		[[ $line =~ $re ]] && echo "${BASH_REMATCH[2]}" && return 0
+	done <"$f"
+	return 0
+}
+
+# Longest first: the last run's seconds; without one, the file's cost hint;
+# without either, lab files (a VM boot each) first, then shell files, then
+# unit binaries.
 declare -A est=()
 if [ -r "$durations" ]; then
 	while read -r n s c; do est[$n]="$s${c:+ $c}"; done <"$durations"
@@ -102,6 +126,7 @@ order=$(for t in "${files[@]}"; do
 	n=$(name_of "$t")
 	s=${est[$n]:-}
 	s=${s%% *}
+	[ -n "$s" ] || s=$(cost_hint "$t")
 	if [ -z "$s" ]; then
 		case $n in
 		tests/lab/*) s=300 ;;

@@ -9,6 +9,7 @@
 #  - the bench driver, the nccl plugin and the NCCL interposer (which
 #    tests/bench/torch-allreduce.sh builds) build with PKG_CONFIG=false,
 #    with gcc and with clang.
+# cost: 33
 . "$(dirname "$0")/../lib.sh"
 
 # Headers that include an external library's header by design.

@@ -6,6 +6,7 @@
 # `timeout 10` and must end well before); a FIFO inside a --sysfs-root tree;
 # plans that --check passed but --plan refused (one validator decides both);
 # XML with a second root element, trailing content or an unclosed element.
+# cost: 24
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/trees.sh"
 unset PENNY_SYSROOT PENNY_TUNE_FILE PENNY_DEBUG

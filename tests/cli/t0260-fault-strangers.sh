@@ -12,6 +12,7 @@
 # only its own job, no other test's); as root the stranger runs as nobody,
 # else as this user in a user namespace (another process, not another
 # user), else the cases are skipped, loudly.
+# cost: 21
 . "$(dirname "$0")/../lib.sh"
 
 S=$BUILD/tests/helpers/stranger

@@ -5,6 +5,7 @@
 # rates and x4 scaling, a counter going down (a reset: none wraps), a port going DOWN, devices
 # appearing and going away, unreadable files, soft-RoCE, a blocked read,
 # a FIFO in the tree, errors.
+# cost: 29
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/top/top-lib.sh"
 

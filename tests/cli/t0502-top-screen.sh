@@ -5,6 +5,7 @@
 # mask.py; PENNY_UPDATE_GOLDEN=1 rewrites them), sorting, filter, detail
 # view, help, pause, interval, error columns, quit, resize, no colour, ASCII,
 # and a sysfs read that blocks while the screen stays live.
+# cost: 23
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/top/top-lib.sh"
 

@@ -9,6 +9,7 @@
 # Where no timing is asked about, -n 0: the exact check's calls only (the
 # timed calls' outputs are not checked; on two shared CPUs each call of the
 # tcp proxy costs its threads' scheduling, most of what this file takes).
+# cost: 62
 . "$(dirname "$0")/../lib.sh"
 
 fakes=$BUILD/tests/plugins
@@ -166,7 +167,16 @@ test_expect_success 'a peer killed in the middle: the others stop within the tim
 	PENNY_NODE_ID=n1 "$PENNY" allreduce-test --rank 1 --nranks 2 --root 127.0.0.1:$port \
 		--timeout 10 --backend fake -b 16M -e 16M -n 100000 -w 0 >/dev/null 2>err1 &
 	victim=$!
-	( sleep 3; kill -9 $victim ) &
+	# once it has spent half a CPU second (its calls: joining and setting
+	# up cost a few hundredths), not after a fixed 3 s (6 CPU s of sums)
+	(
+		for i in $(seq 600); do
+			read -r -a st </proc/$victim/stat || break
+			[ $((st[13] + st[14])) -lt 50 ] || break
+			sleep 0.05
+		done
+		kill -9 $victim
+	) &
 	start=$(date +%s)
 	! PENNY_NODE_ID=n0 timeout 60 "$PENNY" allreduce-test --rank 0 --nranks 2 \
 		--root 127.0.0.1:$port --timeout 10 --backend fake -b 16M -e 16M -n 100000 -w 0 \

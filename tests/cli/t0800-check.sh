@@ -6,6 +6,7 @@
 # during the run each FAIL with the right target (exit 1); nothing to check is
 # exit 2.  --only/--skip, bad options and config lines, the outputs (--json,
 # --junit, --prom), baselines and output files that are not regular files.
+# cost: 24
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/trees.sh"
 TOPH=$TOP/tests/helpers/top

@@ -8,6 +8,7 @@
 # a stopped rank 0 is named by the others; a killed rank is named as such.
 # Three "nodes" (PENNY_NODE_ID) on an empty tree: the counters check waits
 # counters.window seconds on each.
+# cost: 32
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/mksysfs.sh"
 

@@ -8,6 +8,7 @@
 # an expectation no pair meets FAILs every pair, naming the other node; a
 # node alone SKIPs; a stopped rank is named within --timeout.  (A slowed
 # link is the lab's: tests/lab/t0190-lab-alltoall.sh.)
+# cost: 22
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/checkjob.sh"
 

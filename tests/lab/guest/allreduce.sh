@@ -32,14 +32,13 @@ test_expect_success 'two nodes x 2 ranks: verbs chosen between nodes, shm inside
 	test "$(grep -c "Out of bounds values : 0 OK" out)" -eq 2
 '
 test_expect_success 'a rank killed mid-run over verbs: the others fail within the timeout' '
-	r1=$(cat /sys/class/infiniband/rxe1/ports/1/hw_counters/rcvd_pkts)
+	r1=$(hwc rxe1 rcvd_pkts)
 	"$PENNY" allreduce-test --np 2 --transport verbs --timeout 10 -b 64K -e 64K -n 100000 >out 2>err &
 	parent=$!
 	# once data moves over rxe1 (both ranks joined and connected)
-	for i in $(seq 600); do
-		[ $(($(cat /sys/class/infiniband/rxe1/ports/1/hw_counters/rcvd_pkts) - r1)) -gt 200 ] &&
-			break
-		sleep 0.1
+	for ((i = 0; i < 600; i++)); do
+		[ $(($(hwc rxe1 rcvd_pkts) - r1)) -gt 200 ] && break
+		nap 0.1
 	done
 	victim=$(pgrep -P $parent | sort -n | sed -n 2p)
 	kill -9 $victim

@@ -10,7 +10,7 @@ warm_python
 
 # row of a given size from a text table
 # packets a device received
-rcvd() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/rcvd_pkts"; }
+rcvd() { hwc "$1" rcvd_pkts; }
 row() { grep -E "^ $1 " "$2"; }
 # a server in the background on port $1, then the client; both outputs kept
 pair() {
@@ -138,10 +138,10 @@ test_expect_success 'the server killed in the middle: the client fails once it i
 	r1=$(rcvd rxe1) &&
 	{ penny bw -p 18603 -d rxe0 -n 100000 -s 65536 --timeout 10 10.0.0.2 >k.out 2>k.err &
 	  cli=$!; } &&
-	for i in $(seq 300); do
+	for ((i = 0; i < 300; i++)); do
 		[ $(($(rcvd rxe1) - r1)) -gt 2000 ] && break
 		kill -0 $cli 2>/dev/null || break
-		sleep 0.1
+		nap 0.1
 	done
 	t0=$(cs); kill -9 $srv; wait $srv; ts=$(cs); wait $cli; rc=$?; tc=$(cs); cat srv.err k.err;
 	echo "# server gone $((ts - t0))0 ms after the kill, the client $((tc - t0))0 ms" >&3 &&

@@ -10,7 +10,7 @@
 . "$(dirname "$0")/lib-guest.sh"
 warm_python
 
-pkts() { cat /sys/class/infiniband/$1/ports/1/hw_counters/$2; }
+pkts() { hwc "$@"; }
 snap() { for d in rxe0 rxe1 rxe2 rxe3; do echo "$d $(pkts $d sent_pkts) $(pkts $d rcvd_pkts)"; done; }
 
 # Soft-RoCE's retransmission path, summed over the four devices: requests
@@ -103,12 +103,12 @@ watched() {
 	"$PENNY" top --json --count 600 --interval 0.5 --filter rxe >top.jsonl 2>top.err &
 	topp=$!
 	# its first sample, taken before the job moves anything
-	for i in $(seq 100); do
+	for ((i = 0; i < 100; i++)); do
 		[ -s top.jsonl ] && break
-		sleep 0.1
+		nap 0.1
 	done
 	"$@" || rc=1
-	sleep 0.6 # one more sample after the job
+	nap 0.6 # one more sample after the job
 	kill $topp
 	wait $topp
 	snap >after

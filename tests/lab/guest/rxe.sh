@@ -23,14 +23,17 @@ test_expect_success 'GID index 1 is the IPv4-mapped RoCE v2 GID of the netdev ad
 	for i in "${!devs[@]}"; do
 		d=${devs[$i]}
 		test "$(gid1 "$d")" = "$(v4gid "${ips[$i]}")" || { gid1 "$d"; exit 1; }
-		test "$(cat /sys/class/infiniband/$d/ports/1/gid_attrs/types/1)" = "RoCE v2" || exit 1
-		test "$(cat /sys/class/infiniband/$d/ports/1/gid_attrs/ndevs/1)" = "${nds[$i]}" || exit 1
-		test "$(cat /sys/class/infiniband/$d/parent)" = "${nds[$i]}" || exit 1
+		test "$(</sys/class/infiniband/$d/ports/1/gid_attrs/types/1)" = "RoCE v2" || exit 1
+		test "$(</sys/class/infiniband/$d/ports/1/gid_attrs/ndevs/1)" = "${nds[$i]}" || exit 1
+		test "$(</sys/class/infiniband/$d/parent)" = "${nds[$i]}" || exit 1
 	done
 '
 
 # tx bytes of a netdev
-txb() { cat "/sys/class/net/$1/statistics/tx_bytes"; }
+txb() {
+	local v
+	read -r v <"/sys/class/net/$1/statistics/tx_bytes" && echo "$v"
+}
 N=300 S=65536
 test_expect_success "ib_write_bw loopback on ${devs[0]} ($S B x $N)" '
 	perftest_pair ib_write_bw "${devs[0]}" "${devs[0]}" 127.0.0.1 -s $S -n $N -F >out &&
@@ -51,7 +54,7 @@ for p in $LAB_PAIRS; do
 	' 3>&1
 done
 test_expect_success "rxe counted the packets (hw_counters of ${devs[0]})" '
-	test "$(cat /sys/class/infiniband/${devs[0]}/ports/1/hw_counters/sent_pkts)" -gt $N &&
-	test "$(cat /sys/class/infiniband/${devs[0]}/ports/1/hw_counters/rcvd_pkts)" -gt 0
+	test "$(</sys/class/infiniband/${devs[0]}/ports/1/hw_counters/sent_pkts)" -gt $N &&
+	test "$(</sys/class/infiniband/${devs[0]}/ports/1/hw_counters/rcvd_pkts)" -gt 0
 '
 guest_done

@@ -17,16 +17,16 @@ top_around() {
 	shift
 	"$PENNY" top --count 100000 --interval 0.2 --filter rxe "$@" &
 	topp=$!
-	for i in $(seq 100); do [ -s "$file" ] && break; sleep 0.1; done
-	sleep 1
+	for ((i = 0; i < 100; i++)); do [ -s "$file" ] && break; nap 0.1; done
+	nap 1
 	"$PENNY" bw --loopback rxe0,rxe1 -s 65536 -n 1500 --json >bw.json 2>bw.err || {
 		kill $topp; wait $topp; return 1; }
 	n=$(($(wc -l <"$file") + 2))
 	[ $n -ge 31 ] || n=31
-	for i in $(seq 300); do
+	for ((i = 0; i < 300; i++)); do
 		[ "$(wc -l <"$file")" -ge $n ] && break
 		kill -0 $topp 2>/dev/null || break
-		sleep 0.1
+		nap 0.1
 	done
 	kill -TERM $topp
 	wait $topp

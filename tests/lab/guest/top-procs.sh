@@ -27,13 +27,13 @@ test_expect_success 'during penny bw: its processes own RC QPs on rxe0 and rxe1'
 	bwp=$! &&
 	echo $bwp >bw.pid &&
 	ok= &&
-	for i in $(seq 40); do
+	for ((i = 0; i < 40; i++)); do
 		kids=$(cat /proc/$bwp/task/*/children 2>/dev/null) &&
 		"$PENNY" top --once -i 0.2 --processes --filter rxe --json >p.json 2>p.err &&
 			procs_of p.json $bwp $kids >seen &&
 			grep -q "^rxe0 [1-9][0-9]* .*RC" seen && grep -q "^rxe1 [1-9][0-9]* .*RC" seen &&
 			{ ok=1; break; }
-		sleep 0.25
+		nap 0.25
 	done
 	echo "bw $bwp, children: $kids" && cat seen p.err &&
 	{ test -n "$ok" || python3 -c "import json; s = json.loads(open(\"p.json\").read().splitlines()[-1]); print(s[\"processes_note\"], s[\"processes\"])"; } &&

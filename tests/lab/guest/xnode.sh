@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib-guest.sh"
 
 export PENNY_PLUGIN_PATH=$BUILD/tests/plugins
-pkts() { cat /sys/class/infiniband/$1/ports/1/hw_counters/$2; }
+pkts() { hwc "$@"; }
 # every series of out (one per type x op) exact on every rank
 exact() {
 	grep -q "Out of bounds values : 0 OK" "$1" && grep -q "Rank outputs differ  : 0 OK" "$1" &&
@@ -87,10 +87,10 @@ peer_dies() {
 		--root 127.0.0.1:$port --timeout 10 --backend fake -b 8M -e 8M -n 100000 -w 0 \
 		>/dev/null 2>err0 &
 	r0=$!
-	for i in $(seq 600); do
+	for ((i = 0; i < 600; i++)); do
 		[ $(($(pkts rxe1 rcvd_pkts) - r1)) -gt 200 ] && break
 		kill -0 $r0 2>/dev/null || break
-		sleep 0.1
+		nap 0.1
 	done
 	echo "# data moving after $((i / 10)) s: stopping rank 1 with SIG$sig"
 	start=$(date +%s)
