@@ -8,6 +8,7 @@
 # the timeout; a rank killed in the job's set-up leaves no other rank
 # silent; and inbox names another user made ahead (/dev/shm) neither
 # fail the next shm-proxy job nor are touched by it.
+# cost: 40
 . "$(dirname "$0")/../lib.sh"
 
 export PENNY_PLUGIN_PATH=$BUILD/tests/plugins
