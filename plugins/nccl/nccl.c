@@ -251,9 +251,25 @@ static void keep_nvls_off(const struct penny_host_v1 *host)
 struct pn_nccl_hello {
 	int32_t ok;
 	int32_t symm;	/* rank 0: a second id for the symmetric communicator */
+	int32_t node;	/* host->node */
+	char busid[32];	/* the rank's GPU ("" before it opened one) */
 	char err[220];
 	ncclUniqueId id, id_symm;
 };
+
+/* Two ranks of one node on one GPU: NCCL stops them with "invalid usage"
+ * in ncclCommInitRank, which names neither; say who, on every rank. */
+static int shared_gpu(const struct pn_nccl_hello *all, int n)
+{
+	for (int p = 0; p < n; p++)
+		for (int q = p + 1; q < n; q++)
+			if (all[p].busid[0] && all[p].node == all[q].node &&
+			    !strncmp(all[p].busid, all[q].busid, sizeof(all[p].busid)))
+				return pn_plugin_fail(-EINVAL, "ranks %d and %d share GPU %.31s on one node: "
+						      "NCCL runs one rank per GPU (--share-gpus is for "
+						      "penny's own kernels)", p, q, all[p].busid);
+	return 0;
+}
 
 /*
  * Emulated nodes on one host (PENNY_NODE_ID): NCCL must see the same node
@@ -323,6 +339,9 @@ int pn_nccl_init(const void *data_image, const struct penny_host_v1 *host, int d
 			ret = nccl_fail(c, r, "ncclGetUniqueId");
 	}
 	mine.ok = !ret;
+	mine.node = host->node;
+	if (!ret)
+		snprintf(mine.busid, sizeof(mine.busid), "%s", c->g.busid);
 	if (ret)
 		snprintf(mine.err, sizeof(mine.err), "%s", pn_plugin_errmsg());
 	p = host->allgather(host->ctx, &mine, all, sizeof(mine));
@@ -337,6 +356,9 @@ int pn_nccl_init(const void *data_image, const struct penny_host_v1 *host, int d
 			ret = pn_plugin_fail(-EIO, "rank %d failed: %s", p, all[p].err);
 			goto fail;
 		}
+	ret = shared_gpu(all, host->nranks);
+	if (ret)
+		goto fail;
 	if (all[0].symm && !pn_nccl_has_symm(c->api)) {
 		/* every rank goes on to NCCL: fail there together, not here alone */
 		ret = pn_plugin_fail(-EIO, "rank 0's NCCL has symmetric memory, this rank's (%s) not",

@@ -84,6 +84,11 @@ test_expect_success 'every call reaches NCCL as its own: ncclSend/ncclRecv in gr
 		-b 64 -e 64 -n 1 --timeout 30 -w 0 >out &&
 	grep -q "^rank 1 ncclSend 16 7 2$" nccl.log && grep -q "^rank 1 ncclRecv 16 7 0$" nccl.log
 '
+test_expect_success 'nccl with --share-gpus: the ranks on one GPU named, one line, exit 2' '
+	test_exit 2 nccl coll-test allgather --np 2 --backend nccl --gpus 0,0 --share-gpus -b 64 \
+		-e 64 -n 1 --timeout 30 >out 2>err && one_line err &&
+	grep -q "nccl plugin: init: ranks 0 and 1 share GPU 0000:10:00.0 on one node: NCCL runs one rank per GPU" err
+'
 # (its allgather is right: the hierarchical allreduce's step)
 test_expect_success 'NCCL refuses a call: its error, named, one line a rank, exit 1' '
 	test_exit 1 nccl coll-test reduce --np 2 --backend nccl -d bfloat16 -b 64 -e 64 -n 1 \
