@@ -57,9 +57,12 @@ done
 # fresh tree): a test that runs make on the build (install, deploy) keeps
 # them, instead of rebuilding every fatbin for the default list underneath
 # the files running beside it.
+# Both the list and the exact nvcc line: make test's build is PTX only
+# (no code=sm_), which the default line for those architectures is not.
 if [ -z "${CUDA_ARCHS+set}" ] && [ -r "$BUILD/plugins/gen/arch" ]; then
-	archs=$(grep -o 'code=sm_[0-9a-z]*' "$BUILD/plugins/gen/arch" | sed 's/code=sm_//' | tr '\n' ' ')
-	[ -n "$archs" ] && export CUDA_ARCHS="${archs% }"
+	read -r line <"$BUILD/plugins/gen/arch"
+	archs=$(grep -o 'arch=compute_[0-9a-z]*' <<<"$line" | sed 's/arch=compute_//' | awk '!seen[$0]++' | tr '\n' ' ')
+	[ -n "$archs" ] && export CUDA_ARCHS="${archs% }" NVCC_ARCH="$line"
 fi
 
 ncpu=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)

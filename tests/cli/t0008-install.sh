@@ -36,6 +36,7 @@ searched() {
 
 test_expect_success 'make; make install PREFIX=/usr: the plugin dir follows PREFIX' '
 	mk install DESTDIR="$PWD/r" PREFIX=/usr &&
+	{ ! grep -E "(^|/)nvcc " make.log || { echo "install rebuilt the GPU kernels"; exit 1; }; } &&
 	test -x r/usr/bin/penny && test -f r/usr/lib/penny/penny-nccl.so &&
 	test -f r/usr/lib/penny/libpenny-nccl.so && test -f r/usr/share/man/man7/penny-nccl.7 &&
 	echo "PENNY_PLUGIN_PATH (unset), /usr/lib/penny, $PWD/r/usr/bin/../lib/penny" >want &&
