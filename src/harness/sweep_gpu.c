@@ -440,26 +440,26 @@ static int shared_gpu(struct gpu *g, const struct pn_sweep_gpu_cfg *o)
 		snprintf(r[i].host, sizeof(r[i].host), "%s", pn_boot_host_id(b, i));
 	}
 	/* this node's ranks: the first with a partner, and that one (a later rank) */
-	for (i = 0; i < n && j < 0; i++)
-		if (pn_boot_node(b, i) == pn_boot_node(b, me) && (j = pn_ranks_shared_gpu(r, n, i)) >= 0) {
-			if (!o->share)
-				dup = pn_err(-EINVAL, "ranks %d and %d share one GPU (%s, as the %s plugin "
-					     "names it) on %.60s: give each rank of a node its own (--gpus, "
-					     "or CUDA_VISIBLE_DEVICES per local rank)", i, j, r[i].busid,
-					     g->be.name, pn_boot_node_name(b, i));
-			else if (me == 0 && o->log) {
-				char msg[300];
-
-				snprintf(msg, sizeof(msg), "warning: ranks %d and %d share one GPU (%s) on "
-					 "%.60s (--share-gpus): they time-slice it, so the times are not "
-					 "the GPU's", i, j, r[i].busid, pn_boot_node_name(b, i));
-				o->log(o->log_arg, PENNY_LOG_INFO, msg);
-			}
-		}
+	for (i = 0; i < n && j < 0 && !o->share; i++)
+		if (pn_boot_node(b, i) == pn_boot_node(b, me) && (j = pn_ranks_shared_gpu(r, n, i)) >= 0)
+			dup = pn_err(-EINVAL, "ranks %d and %d share one GPU (%s, as the %s plugin names "
+				     "it) on %.60s: give each rank of a node its own (--gpus, or "
+				     "CUDA_VISIBLE_DEVICES per local rank)", i, j, r[i].busid, g->be.name,
+				     pn_boot_node_name(b, i));
 	/* every rank stops, with the first such node's reason */
 	ret = pn_boot_agree_err(b, dup, 0, NULL);
-	if (o->share)
-		goto out; /* said above, whichever nodes */
+	/* --share-gpus: rank 0 says the first pair of any node once; when there
+	 * is none, a pair of emulated nodes is said below */
+	for (i = 0, j = -1; !ret && o->share && me == 0 && o->log && i < n && j < 0; i++)
+		if ((j = pn_ranks_shared_gpu(r, n, i)) >= 0) {
+			char msg[300];
+
+			snprintf(msg, sizeof(msg), "warning: ranks %d and %d share one GPU (%s) on %.60s "
+				 "(--share-gpus): they time-slice it, so the times are not the GPU's",
+				 i, j, r[i].busid, pn_boot_node_name(b, i));
+			o->log(o->log_arg, PENNY_LOG_INFO, msg);
+			goto out;
+		}
 	/*
 	 * Nodes emulated on one host (PENNY_NODE_ID) that share a GPU run, but
 	 * each call then costs milliseconds (measured: 2.25 ms for 2 x 2 on

@@ -327,7 +327,13 @@ test_expect_success '--share-gpus: two ranks of one node on one GPU run, rank 0 
 	penny coll-test reduce --np 3 --backend fake --gpus 1,0,1 --share-gpus -b 1K -e 1K >out 2>err &&
 	one_line err && grep -q "ranks 0 and 2 share one GPU (0000:01:00.0)" err &&
 	test_exit 2 penny coll-test reduce --np 2 --share-gpus -b 1K -e 1K 2>err && one_line err &&
-	grep -q "^penny coll-test: --share-gpus lets ranks share a GPU: it needs a GPU backend" err
+	grep -q "^penny coll-test: --share-gpus lets ranks share a GPU: it needs a GPU backend" err &&
+	port=$(free_port) &&
+	for r in 1 0; do
+		PENNY_NODE_ID=n$r penny allreduce-test --rank $r --nranks 2 --root 127.0.0.1:$port \
+			--timeout 10 --backend fake --share-gpus -b 1K -e 1K >out$r 2>err$r & eval p$r=$!
+	done; wait $p0; rc0=$?; wait $p1; rc1=$? && test "$rc0 $rc1" = "0 0" &&
+	one_line err0 && grep -q "warning: ranks 0 and 1, on emulated nodes n0 and n1 of one host, share one GPU" err0
 '
 test_expect_success 'ranks of two nodes (PENNY_NODE_ID) on the GPU of the same index: they run' '
 	port=$(free_port) &&
