@@ -122,6 +122,24 @@ static void log_multiring(const struct pn_sched *s, int planned)
 	}
 }
 
+/*
+ * The tuned pick for a call.  A table written by a sweep that ran
+ * multiring (two channels) may name it for a communicator opened with one
+ * channel: there the ring, multiring's one-channel form, runs instead.
+ */
+static enum pn_algo auto_pick(const struct pn_coll *co, size_t bytes, int direct, int inplace)
+{
+	const struct pn_comm *c = co->comm;
+	enum pn_algo a = pn_tune_pick(co->tune, c->nranks, c->nnodes, bytes, direct, inplace);
+
+	if (a == PN_ALGO_MULTIRING && c->nchannels < 2) {
+		PN_DBG(PN_LOG_COLL, "tuned multiring at %zu B, the communicator has 1 channel: ring",
+		       bytes);
+		a = PN_ALGO_RING;
+	}
+	return a;
+}
+
 int pn_coll_schedule(struct pn_coll *co, size_t count, enum pn_dtype t, enum pn_algo algo,
 		     int direct, int inplace, const struct pn_sched **out)
 {
@@ -131,7 +149,7 @@ int pn_coll_schedule(struct pn_coll *co, size_t count, enum pn_dtype t, enum pn_
 	int ret;
 
 	if (algo == PN_ALGO_AUTO)
-		algo = pn_tune_pick(co->tune, c->nranks, c->nnodes, count * es, direct, inplace);
+		algo = auto_pick(co, count * es, direct, inplace);
 	if (co->cache_valid && co->cache_algo == algo && co->cache_count == count &&
 	    co->cache_esize == es && co->cache_direct == direct && co->cache_inplace == inplace) {
 		*out = &co->cache;
@@ -205,9 +223,8 @@ enum pn_algo pn_allreduce_algo(const struct pn_coll *co, size_t count, enum pn_d
 	if (algo != PN_ALGO_AUTO)
 		return algo;
 	/* in place, pn_allreduce is handed one registration for both */
-	return pn_tune_pick(co->tune, co->comm->nranks, co->comm->nnodes,
-			    count * pn_dtype_size(t), pn_coll_direct(co, sreg, rreg),
-			    sreg && sreg == rreg);
+	return auto_pick(co, count * pn_dtype_size(t), pn_coll_direct(co, sreg, rreg),
+			 sreg && sreg == rreg);
 }
 
 int pn_allreduce(struct pn_coll *co, const void *sendbuf, void *recvbuf, size_t count,

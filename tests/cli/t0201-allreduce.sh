@@ -86,6 +86,11 @@ test_expect_success '--tune-out writes a table that PENNY_TUNE_FILE loads' '
 	test "$(grep -c " in-place$" tune.txt)" -eq "$(grep -c " out-of-place$" tune.txt)" &&
 	PENNY_TUNE_FILE=tune.txt ar --np 2 -b 1K -e 64K -f 8 >out && ! grep -q FAILED out
 '
+test_expect_success 'a tuned multiring runs as ring on a one-channel communicator' '
+	echo "2 1 65536 multiring" >mr.txt &&
+	PENNY_TUNE_FILE=mr.txt ar --np 2 -b 1K -e 64K -f 8 >out 2>err &&
+	! grep -q FAILED out && test ! -s err
+'
 test_expect_success 'a bad tuning file is one clear line' '
 	echo "2 1 lots ring" >bad.txt &&
 	! PENNY_TUNE_FILE=bad.txt ar --np 2 -b 1K -e 1K 2>err >/dev/null &&
