@@ -502,8 +502,11 @@ static int fake_allgather(void *ctx, const void *mine, void *all, size_t len)
 	pthread_barrier_wait(&w->bar);
 	for (int r = 0; r < w->n; r++)
 		memcpy((char *)all + (size_t)r * len, w->slots + (size_t)r * w->slot_len, len);
-	if (pthread_barrier_wait(&w->bar) == PTHREAD_BARRIER_SERIAL_THREAD)
+	/* counted before the second barrier, so every rank sees it on return
+	 * (counted after it, a rank that read the count at once could miss it) */
+	if (h->rank == 0)
 		w->gathers++;
+	pthread_barrier_wait(&w->bar);
 	return 0;
 }
 
