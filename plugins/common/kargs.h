@@ -56,7 +56,7 @@ struct pn_ar_args {
 	uint32_t esize;			/* co_kernels.cu: element bytes of the copies */
 	uint32_t coll;			/* the collective, for the error detail: 0 the
 					 * allreduce, 1 + enum pn_co the others */
-	uint32_t pad;
+	uint32_t ll;			/* co_kernels.cu: 1 LL lines (pn_co_ll_fits) */
 };
 
 /*
@@ -74,6 +74,19 @@ enum pn_co {
 	PN_NCO
 };
 #define PN_CO_REDUCES(k) ((k) <= PN_CO_REDUCE)
+
+/*
+ * Whether a call of the other collectives takes the LL lines (co_kernels.cu,
+ * pn_co_ll): bytes, what a rank sends to or receives from one peer (NCCL's
+ * count in bytes), at most max (the host's limit) and below the LL slot,
+ * whose last line is the call's token (ll_slot_bytes: 16 B per 8 data
+ * bytes).  It depends on nothing that differs between ranks (not the
+ * buffers' alignment: the LL path takes any), so every rank decides alike.
+ */
+static inline int pn_co_ll_fits(uint64_t bytes, uint64_t max, uint64_t ll_slot_bytes)
+{
+	return bytes > 0 && bytes <= max && ll_slot_bytes >= 32 && bytes <= ll_slot_bytes / 2 - 8;
+}
 
 /* Workspace layout (bytes from the start of a rank's workspace). */
 #define PN_WS_FLAGS 0	/* uint32 [MAX_BLOCKS][MAX_RANKS]: flag from rank p to block b */

@@ -34,16 +34,6 @@
 
 /* ---- one-shot with LL lines ---- */
 
-/* The last block of an LL kernel moves the epoch on (graph-safe: in memory). */
-PN_DEV void pn_ll_done(uint32_t *cnt, uint32_t epoch)
-{
-	pn_sync();
-	if (pn_tid() == 0 && pn_atomic_add(&cnt[PN_CNT_LL_DONE], 1) == pn_nbid() - 1) {
-		cnt[PN_CNT_LL_DONE] = 0;
-		cnt[PN_CNT_LL_EPOCH] = epoch;
-	}
-}
-
 template <typename T, int OP> PN_DEV void pn_ar_oneshot(const struct pn_ar_args &a)
 {
 	const int n = a.nranks, r = a.rank;

@@ -96,6 +96,16 @@ PN_DEV uint32_t *pn_ws_u32(uint64_t ws, uint64_t off)
 	return (uint32_t *)(ws + off);
 }
 
+/* The last block of an LL kernel moves the epoch on (graph-safe: in memory). */
+PN_DEV void pn_ll_done(uint32_t *cnt, uint32_t epoch)
+{
+	pn_sync();
+	if (pn_tid() == 0 && pn_atomic_add(&cnt[PN_CNT_LL_DONE], 1) == pn_nbid() - 1) {
+		cnt[PN_CNT_LL_DONE] = 0;
+		cnt[PN_CNT_LL_EPOCH] = epoch;
+	}
+}
+
 PN_DEV uint64_t pn_scratch(const struct pn_ar_args &a, int rank, unsigned b, unsigned par,
 			   int slot)
 {

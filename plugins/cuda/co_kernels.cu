@@ -30,6 +30,9 @@
  * and tile counters are the allreduce kernels' (per block, in device
  * memory): calls of every kind interleave on one stream and CUDA-graph
  * replays are safe.
+ *
+ * Small calls (a.ll, chosen by the host with pn_co_ll_fits) take LL lines
+ * instead, as the allreduce's one-shot does (ar_kernels.cu): pn_co_ll.
  */
 #include "ar_sync.cuh"
 
@@ -102,6 +105,130 @@ PN_DEV void pn_co_consume(const struct pn_ar_args &a, unsigned b, unsigned par, 
 	}
 }
 
+/* Line i of a buffer of bytes at any alignment (the LL path takes any
+ * buffers: every rank must choose it alike). */
+PN_DEV pn_v2 pn_co_ld8(const char *p, uint64_t i, uint64_t bytes)
+{
+	pn_v2 d = { 0, 0 };
+
+	if (!((uintptr_t)(p + i * 8) & 7))
+		return pn_load8(p, i, bytes);
+	pn_ld_bytes(&d, p + i * 8, (unsigned)(bytes - i * 8 < 8 ? bytes - i * 8 : 8), false);
+	return d;
+}
+
+/* Store line i of a buffer of bytes at any element-aligned address (16-bit
+ * halves where it allows: pn_st_bytes). */
+PN_DEV void pn_co_st8(char *p, uint64_t i, uint64_t bytes, pn_v2 v)
+{
+	if (!((uintptr_t)(p + i * 8) & 7))
+		pn_store8(p, i, bytes, v);
+	else
+		pn_st_bytes(p + i * 8, &v, (unsigned)(bytes - i * 8 < 8 ? bytes - i * 8 : 8));
+}
+
+/*
+ * LL lines, for small calls: no flag round, no fence.  What rank r pushes
+ * to rank j (pn_co_push_src) goes as LL lines (8 data bytes + the call's
+ * epoch twice, one 16-byte store) into slot [r] of j's LL area, of the
+ * epoch's parity; each rank polls the lines of the slots it consumes and
+ * reduces (in rank order, as the allreduce) or copies them into its recv.
+ * The one-shot's parity argument needs every rank to hear from every peer
+ * in every call, which broadcast, reduce and send/recv do not: so every
+ * rank also stores a token line (the slot's last, which data never
+ * reaches: pn_co_ll_fits) into every peer, and waits for every peer's
+ * before the kernel ends.  A rank then writes a slot of parity p for call
+ * k + 2 only after its call k + 1 heard the peer's token, which the peer
+ * stored after finishing call k.  The same thread handles line i in every
+ * loop (of every block of a per-rank kind), so in place is safe.
+ */
+template <int K, typename T, int OP> PN_DEV void pn_co_ll(const struct pn_ar_args &a)
+{
+	const int n = a.nranks, r = a.rank;
+	const unsigned es = PN_CO_REDUCES(K) ? (unsigned)sizeof(T) : a.esize;
+	uint32_t *cnt = pn_ws_u32(a.peer_ws[r], PN_WS_COUNTERS);
+	const uint32_t epoch = cnt[PN_CNT_LL_EPOCH] + 1, par = epoch & 1;
+	const uint64_t bytes = a.count * es, lines = (bytes + 7) / 8;
+	const uint64_t tok = (a.ll_slot_bytes / 16 - 1) * 16;
+	const uint64_t stride = (uint64_t)pn_nbid() * pn_ntid();
+	const uint64_t first = (uint64_t)pn_bid() * pn_ntid() + pn_tid();
+	const char *send = (const char *)a.send;
+	char *recv = (char *)a.recv;
+	const char *mine = (const char *)(a.peer_ws[r] + PN_WS_LL) + (uint64_t)par * n * a.ll_slot_bytes;
+	const bool tokens = pn_bid() == 0 && (int)pn_tid() < n && (int)pn_tid() != r;
+	pn_wait_state w = { false };
+
+	if (tokens)
+		pn_ll_store((char *)(a.peer_ws[pn_tid()] + PN_WS_LL) +
+				    ((uint64_t)par * n + r) * a.ll_slot_bytes + tok,
+			    0, 0, epoch);
+	for (int q = 1; q < n; q++) {
+		const int j = (r + q) % n;
+		const char *src = pn_co_push_src<K>(a, j, bytes);
+		char *dst = (char *)(a.peer_ws[j] + PN_WS_LL) + ((uint64_t)par * n + r) * a.ll_slot_bytes;
+
+		if (!src)
+			continue;
+		for (uint64_t i = first; i < lines; i += stride) {
+			pn_v2 d = pn_co_ld8(src, i, bytes);
+
+			pn_maybe_yield();
+			pn_ll_store(dst + i * 16, d.x, d.y, epoch);
+		}
+	}
+	if constexpr (K == PN_CO_REDUCE_SCATTER || K == PN_CO_REDUCE) {
+		const char *own = send + (K == PN_CO_REDUCE_SCATTER ? (uint64_t)r * bytes : 0);
+
+		if (K == PN_CO_REDUCE_SCATTER || r == a.root)
+			for (uint64_t i = first; i < lines; i += stride) {
+				pn_pack<T, OP, 8> pk;
+				pn_v2 o;
+
+				for (int p = 0; p < n; p++) {
+					pn_v2 d = p == r ? pn_co_ld8(own, i, bytes)
+							 : pn_ll_wait(a, mine + (uint64_t)p * a.ll_slot_bytes +
+									      i * 16,
+								      epoch, p, w);
+					if (p == 0)
+						pk.first(&d);
+					else
+						pk.add(&d);
+				}
+				pk.out(&o, n, true);
+				pn_co_st8(recv, i, bytes, o);
+			}
+	} else if constexpr (K == PN_CO_ALLTOALL || K == PN_CO_ALLGATHER) {
+		const char *own = send + (K == PN_CO_ALLTOALL ? (uint64_t)r * bytes : 0);
+
+		for (int q = 0; q < n; q++) {
+			const int p = (r + q) % n;
+			char *dst = recv + (uint64_t)p * bytes;
+
+			if (p == r && dst == own)
+				continue;
+			for (uint64_t i = first; i < lines; i += stride)
+				pn_co_st8(dst, i, bytes,
+					  p == r ? pn_co_ld8(own, i, bytes)
+						 : pn_ll_wait(a, mine + (uint64_t)p * a.ll_slot_bytes + i * 16,
+							      epoch, p, w));
+		}
+	} else {
+		/* broadcast: the root's lines; send/recv: the previous rank's */
+		const int from = K == PN_CO_BROADCAST ? a.root : (r + n - 1) % n;
+
+		if (from != r || recv != send)
+			for (uint64_t i = first; i < lines; i += stride)
+				pn_co_st8(recv, i, bytes,
+					  from == r ? pn_co_ld8(send, i, bytes)
+						    : pn_ll_wait(a, mine + (uint64_t)from * a.ll_slot_bytes +
+									 i * 16,
+							         epoch, from, w));
+	}
+	if (tokens)
+		pn_ll_wait(a, mine + (uint64_t)pn_tid() * a.ll_slot_bytes + tok, epoch, (int)pn_tid(), w);
+	pn_ll_done(cnt, epoch);
+}
+
 template <int K, typename T, int OP> PN_DEV void pn_co(const struct pn_ar_args &a)
 {
 	const int n = a.nranks, r = a.rank;
@@ -113,6 +240,10 @@ template <int K, typename T, int OP> PN_DEV void pn_co(const struct pn_ar_args &
 	const uint64_t ntiles = (bytes + tile - 1) / tile;
 	pn_wait_state w = { false };
 
+	if (a.ll) {
+		pn_co_ll<K, T, OP>(a);
+		return;
+	}
 	for (uint64_t k = b; k < ntiles; k += nb, tiles++) {
 		const unsigned par = tiles & 1;
 		const uint64_t base = k * tile;

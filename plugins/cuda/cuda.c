@@ -57,7 +57,8 @@ struct pn_cuda_hello {
 	uint32_t magic, version;
 	char busid[32];
 	int32_t nsm, blocks;
-	uint64_t ll_max, oneshot_ll_max, twoshot_ll_max, twoshot_hy_max, stage_bytes, timeout_ns;
+	uint64_t ll_max, oneshot_ll_max, twoshot_ll_max, twoshot_hy_max, co_ll_max, stage_bytes,
+		timeout_ns;
 	uint32_t tile_twoshot, tile_ring;
 	int32_t ok;		/* 0: this rank failed before the exchange (err says why) */
 	char tune[96];
@@ -109,6 +110,8 @@ static int read_cfg(struct pn_cuda *c)
 	c->cfg.oneshot_ll_max = env_size("PENNY_CUDA_ONESHOT_LL_MAX", c->n <= 2 ? 512u << 10 : 128u << 10, &bad);
 	c->cfg.twoshot_ll_max = env_size("PENNY_CUDA_TWOSHOT_LL_MAX", c->n <= 2 ? 1u << 20 : 0, &bad);
 	c->cfg.twoshot_hy_max = env_size("PENNY_CUDA_TWOSHOT_HY_MAX", 0, &bad);
+	/* off until measured on GPUs against the flag kernels (co_kernels.cu) */
+	c->cfg.co_ll_max = env_size("PENNY_CUDA_CO_LL_MAX", 0, &bad);
 	c->cfg.tile_twoshot = (uint32_t)env_size("PENNY_CUDA_TILE", c->n <= 2 ? 64u << 10 : 32u << 10, &bad);
 	c->cfg.tile_ring = (uint32_t)env_size("PENNY_CUDA_RING_TILE", c->n <= 4 ? 128u << 10 : 64u << 10, &bad);
 	c->cfg.stage_bytes = env_size("PENNY_CUDA_STAGING", 64u << 20, &bad);
@@ -142,6 +145,9 @@ static int read_cfg(struct pn_cuda *c)
 		c->cfg.oneshot_ll_max = c->cfg.ll_max;
 	if (c->cfg.twoshot_hy_max > c->cfg.ll_max)
 		c->cfg.twoshot_hy_max = c->cfg.ll_max;
+	/* a peer's lines and the token line fit one LL slot (2 * ll_max) */
+	if (c->cfg.co_ll_max > c->cfg.ll_max - 8)
+		c->cfg.co_ll_max = c->cfg.ll_max - 8;
 	if (c->cfg.twoshot_ll_max > c->cfg.ll_max / 2 * (uint64_t)c->n)
 		c->cfg.twoshot_ll_max = c->cfg.ll_max / 2 * (uint64_t)c->n;
 	if (tune && *tune)
@@ -385,7 +391,7 @@ static int agree(struct pn_cuda *c, int local)
 
 	memset(&mine, 0, sizeof(mine));
 	mine.magic = PN_CUDA_MAGIC;
-	mine.version = 2;
+	mine.version = 3;
 	snprintf(mine.busid, sizeof(mine.busid), "%s", c->g.busid);
 	mine.nsm = c->g.nsm;
 	mine.blocks = (int32_t)c->cfg.blocks;
@@ -393,6 +399,7 @@ static int agree(struct pn_cuda *c, int local)
 	mine.oneshot_ll_max = c->cfg.oneshot_ll_max;
 	mine.twoshot_ll_max = c->cfg.twoshot_ll_max;
 	mine.twoshot_hy_max = c->cfg.twoshot_hy_max;
+	mine.co_ll_max = c->cfg.co_ll_max;
 	mine.stage_bytes = c->cfg.stage_bytes;
 	mine.timeout_ns = c->cfg.timeout_ns;
 	mine.tile_twoshot = c->cfg.tile_twoshot;
@@ -420,6 +427,7 @@ static int agree(struct pn_cuda *c, int local)
 			 all[p].twoshot_ll_max != mine.twoshot_ll_max ||
 			 all[p].oneshot_ll_max != mine.oneshot_ll_max ||
 			 all[p].twoshot_hy_max != mine.twoshot_hy_max ||
+			 all[p].co_ll_max != mine.co_ll_max ||
 			 all[p].tile_twoshot != mine.tile_twoshot || all[p].tile_ring != mine.tile_ring ||
 			 strcmp(all[p].tune, mine.tune))
 			ret = pn_plugin_fail(-EINVAL, "PENNY_CUDA_* settings differ between rank %d and "
@@ -499,12 +507,12 @@ int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *ho
 	snprintf(c->desc, sizeof(c->desc),
 		 "%s (%s) sm_%d%d %d SMs, CUDA driver %d.%d, rank %d of %d, %u blocks, "
 		 "LL one-shot <= %" PRIu64 " B, LL two-shot <= %" PRIu64 " B, hybrid two-shot <= %" PRIu64
-		 " B, tiles %u/%u B, "
+		 " B, other collectives LL <= %" PRIu64 " B a peer, tiles %u/%u B, "
 		 "staging %" PRIu64 " B, PDL %s, auto %s",
 		 c->g.name, c->g.busid, c->g.cc_major, c->g.cc_minor, c->g.nsm,
 		 c->g.driver_version / 1000, c->g.driver_version % 1000 / 10, c->rank, c->n,
 		 c->cfg.blocks, c->cfg.oneshot_ll_max, c->cfg.twoshot_ll_max, c->cfg.twoshot_hy_max,
-		 c->cfg.tile_twoshot,
+		 c->cfg.co_ll_max, c->cfg.tile_twoshot,
 		 c->cfg.tile_ring, c->cfg.stage_bytes,
 		 !c->cfg.pdl ? "off" : c->g.cu->LaunchKernelEx ? "on" : "unavailable", tune);
 	pn_gpu_log(host, PENNY_LOG_DEBUG, "cuda: %s", c->desc);

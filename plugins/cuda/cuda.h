@@ -79,6 +79,7 @@ struct pn_cuda_cfg {
 	uint64_t oneshot_ll_max; /* explicit one-shot: LL lines up to this size */
 	uint64_t twoshot_ll_max; /* explicit two-shot: LL lines up to this size */
 	uint64_t twoshot_hy_max; /* then the hybrid up to this size */
+	uint64_t co_ll_max;	/* other collectives: LL lines up to this many bytes a peer */
 	uint32_t tile_twoshot;	/* two-shot: largest tile slice */
 	uint32_t tile_ring;	/* ring: largest tile slice */
 	uint32_t slot_bytes;	/* scratch slot = max of the tiles */

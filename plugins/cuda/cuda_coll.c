@@ -4,8 +4,9 @@
  * allgather, reduce_scatter, alltoall, broadcast, reduce, sendrecv): one launch of a
  * pn_co_* kernel (co_kernels.cu) per call on the caller's stream, which
  * moves the data through the peers' workspace scratch and syncs by flags
- * there: no host work per call beyond the launch, no host barrier, nothing
- * that a CUDA graph could not capture.  Any buffers do (nothing is written
+ * there (LL lines up to PENNY_CUDA_CO_LL_MAX bytes a peer): no host work
+ * per call beyond the launch, no host barrier, nothing that a CUDA graph
+ * could not capture.  Any buffers do (nothing is written
  * into a peer's buffer): no registration, no staging.  One rank: a copy.
  */
 #include "cuda.h"
@@ -63,8 +64,12 @@ static int co_launch(void *be, const struct pn_cuda_co_view *v, int kind, int dt
 
 	if (ret)
 		return ret;
-	/* the flag one-shot's tiles: a block's piece of each peer's part */
-	pn_cuda_geometry(v->cfg, PN_K_ONESHOT_FL, count * (uint64_t)penny_data_size(dt), &l);
+	const uint64_t bytes = count * (uint64_t)penny_data_size(dt);
+	const int ll = pn_co_ll_fits(bytes, v->cfg->co_ll_max, 2 * v->cfg->ll_max);
+
+	/* LL: the one-shot's lines; else the flag one-shot's tiles, a
+	 * block's piece of each peer's part */
+	pn_cuda_geometry(v->cfg, ll ? PN_K_ONESHOT : PN_K_ONESHOT_FL, bytes, &l);
 	memset(&a, 0, sizeof(a));
 	a.send = s;
 	a.recv = d;
@@ -80,6 +85,7 @@ static int co_launch(void *be, const struct pn_cuda_co_view *v, int kind, int dt
 	a.root = root;
 	a.esize = (uint32_t)penny_data_size(dt);
 	a.coll = 1 + (uint32_t)kind;
+	a.ll = (uint32_t)ll;
 	return pn_cuda_pdl(be) ? pn_gpu_launch_pdl(v->g, f, l.grid, l.threads, &a)
 			       : pn_gpu_launch(v->g, f, l.grid, l.threads, &a);
 }

@@ -18,7 +18,10 @@
 # WARMUP (5); CHECK=0 skips the every-type pass; SHARE=1 runs a GPU count
 # above the machine's with ranks sharing GPUs (--share-gpus: penny's kernels
 # only, the every-type pass only: NCCL refuses a shared GPU and the times
-# would be the time-slicing's).  NVLink SHARP stays off.
+# would be the time-slicing's).  NVLink SHARP stays off.  The cuda
+# plugin's settings come from the environment: PENNY_CUDA_CO_LL_MAX=256K in
+# one run against a run without it (another OUTDIR) compares its LL lines
+# with its flag kernels at small sizes.
 set -u
 export NCCL_NVLS_ENABLE=0
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -54,6 +57,7 @@ PENNY=${PENNY:-$top/$B/penny}
 KCHECK=${KCHECK:-$top/$B/tests/helpers/kernel-check}
 export PENNY_PLUGIN_PATH=${PLUGINDIR:-$top/$B/plugins}
 echo "# penny: $PENNY ($("$PENNY" --version 2>&1))"
+env | grep '^PENNY_CUDA_' | sed 's/^/# /'
 summary=() rc=0
 part() { # part NAME STATUS
 	summary+=("$(printf '%-44s %s' "$1" "$2")")

@@ -977,6 +977,45 @@ static void do_colls(struct fake_world *w, int r)
 	rets[r] = ok ? 0 : -1;
 }
 
+/* PENNY_CUDA_CO_LL_MAX=4K: the small calls take LL lines (one-shot
+ * geometry, the LL slot of the workspace), whatever each rank's buffer
+ * alignment (every rank must choose alike), the rest the flag tiles. */
+static void do_colls_ll(struct fake_world *w, int r)
+{
+	struct fake_rank *f = &w->rank[r];
+	struct pn_cuda *c = be[r];
+	char *a = NULL, *b = NULL;
+	int ok;
+
+	rets[r] = -1;
+	if (pn_cuda_alloc(c, 1u << 20, 0, (void **)&a) || pn_cuda_alloc(c, 1u << 20, 0, (void **)&b))
+		return;
+	f->nlaunch = 0;
+	/* 4 KiB a peer: LL; 4 KiB + 2: flags; rank-dependent misalignment */
+	ok = !pn_cuda_reduce_scatter(c, a + 2 * r, b + 6 * r, 2048, PENNY_BFLOAT16, PENNY_SUM, NULL) &&
+	     !pn_cuda_reduce_scatter(c, a, b, 2049, PENNY_BFLOAT16, PENNY_SUM, NULL) &&
+	     !pn_cuda_allgather(c, a + r, b, 4096, PENNY_INT8) &&
+	     !pn_cuda_broadcast(c, a, b, 1, PENNY_DOUBLE, 0, NULL) && f->nlaunch == 4;
+	ok = ok && f->launch[0].ar.ll == 1 && f->launch[1].ar.ll == 0 && f->launch[2].ar.ll == 1 &&
+	     f->launch[3].ar.ll == 1 && c->cfg.co_ll_max == 4096;
+	for (int i = 0; i < 4 && ok; i++)
+		ok = f->launch[i].ar.ll_slot_bytes == 2 * c->cfg.ll_max;
+	/* LL: the one-shot's geometry for 4 KiB; flags: the tiles */
+	{
+		struct pn_launch l;
+
+		pn_cuda_geometry(&c->cfg, PN_K_ONESHOT, 4096, &l);
+		ok = ok && f->launch[0].grid == l.grid && f->launch[0].block == l.threads &&
+		     f->launch[1].ar.tile >= 512 && f->launch[1].ar.tile % 16 == 0;
+	}
+	if (!ok)
+		snprintf(msgs[r], sizeof(msgs[r]), "wrong LL choices: %u %u %u %u", f->launch[0].ar.ll,
+			 f->launch[1].ar.ll, f->launch[2].ar.ll, f->launch[3].ar.ll);
+	pn_cuda_free(c, a);
+	pn_cuda_free(c, b);
+	rets[r] = ok ? 0 : -1;
+}
+
 /* A kernel that times out records the collective its launch named: the
  * error says which one ran, not "allreduce" for all of them. */
 static void do_coll_timeouts(struct fake_world *w, int r)
@@ -1083,6 +1122,21 @@ TEST(other_collectives_launch_one_kernel_each_on_the_callers_stream)
 		for (int i = 0; i < 5; i++) {
 			CHECK_EQ_INT(w.rank[r].launch[i].grid, w.rank[0].launch[i].grid);
 			CHECK_EQ_INT(w.rank[r].launch[i].ar.tile, w.rank[0].launch[i].ar.tile);
+		}
+	fake_run(&w, do_fini);
+	/* LL lines for the small calls, off by default (above: none took them) */
+	for (int i = 0; i < 6; i++)
+		CHECK_EQ_INT(w.rank[0].launch[i].ar.ll, 0);
+	setenv("PENNY_CUDA_CO_LL_MAX", "4K", 1);
+	fake_run(&w, do_init);
+	unsetenv("PENNY_CUDA_CO_LL_MAX");
+	CHECK(all_ok(3));
+	fake_run(&w, do_colls_ll);
+	CHECK(all_ok(3));
+	for (int r = 1; r < 3; r++)
+		for (int i = 0; i < 4; i++) {
+			CHECK_EQ_INT(w.rank[r].launch[i].ar.ll, w.rank[0].launch[i].ar.ll);
+			CHECK_EQ_INT(w.rank[r].launch[i].grid, w.rank[0].launch[i].grid);
 		}
 	fake_run(&w, do_fini);
 	fake_world_free(&w);

@@ -8,8 +8,9 @@
 // several tiles per block; every element of every rank's output against
 // the host formula (penny_data.h) and the reference's order (the reduction
 // in rank order, as the allreduce's); a recv that must stay untouched (a
-// reduce's non-roots) must.  Plus a peer that never comes: an error word
-// naming it, not a hang.  TAP output.
+// reduce's non-roots) must.  The same with LL lines for the calls that fit
+// (pn_co_ll_fits), mixed with flag calls on the same workspaces.  Plus a
+// peer that never comes: an error word naming it, not a hang.  TAP output.
 #include "emu.h"
 
 #include "../../../plugins/common/kargs.h"
@@ -54,19 +55,22 @@ static void register_kernels(void)
 	kernels["allgather"] = call_co<pn_co_allgather>;
 }
 
-/* nranks workspaces as the plugin lays them out (no LL area in use). */
+/* nranks workspaces as the plugin lays them out: an LL area of two
+ * parities of n slots of ll_slot bytes (0: none), then the scratch. */
 struct world {
 	int n;
 	uint32_t slot_bytes;
+	uint64_t ll_slot;
 	std::vector<char *> ws;
 };
 
-static void world_init(world &w, int n, unsigned blocks, uint32_t slot_bytes)
+static void world_init(world &w, int n, unsigned blocks, uint32_t slot_bytes, uint64_t ll_slot = 0)
 {
-	size_t bytes = PN_WS_LL + (size_t)blocks * 2 * n * slot_bytes;
+	size_t bytes = PN_WS_LL + 2 * (size_t)n * ll_slot + (size_t)blocks * 2 * n * slot_bytes;
 
 	w.n = n;
 	w.slot_bytes = slot_bytes;
+	w.ll_slot = ll_slot;
 	for (int r = 0; r < n; r++) {
 		char *p = (char *)aligned_alloc(256, (bytes + 255) / 256 * 256);
 
@@ -102,7 +106,7 @@ static uint64_t recv_elems(int k, uint64_t count, int n)
 struct call {
 	int k, dt, op, root;
 	uint64_t count;
-	bool inplace;
+	bool inplace, ll;
 	uint32_t seed;
 	unsigned grid, block;
 	uint32_t tile;
@@ -231,6 +235,8 @@ static void call_enqueue(const world &w, const call &c)
 		a.timeout_ns = 200000000ull;
 		a.tile = c.tile;
 		a.slot_bytes = w.slot_bytes;
+		a.ll_slot_bytes = w.ll_slot;
+		a.ll = c.ll;
 		a.rank = r;
 		a.nranks = w.n;
 		a.root = c.root;
@@ -241,17 +247,22 @@ static void call_enqueue(const world &w, const call &c)
 
 /*
  * Every collective at every count, in turn, on one world: each in place
- * at every other count, the root moving.  Returns the wrong elements.
+ * at every other count, the root moving; with ll_max, LL lines for the
+ * calls that fit (as the plugin decides; *nll counts them).  Returns the
+ * wrong elements.
  */
 static uint64_t run_sequence(int n, int dt, int op, const std::vector<uint64_t> &counts,
-			     unsigned grid, unsigned block, uint32_t tile, std::string &why)
+			     unsigned grid, unsigned block, uint32_t tile, uint64_t ll_max, int *nll,
+			     std::string &why)
 {
 	std::vector<call> calls;
 	uint64_t wrong = 0;
 	world w;
 	int i = 0;
 
-	world_init(w, n, grid, tile);
+	/* the plugin's slot: 2 x its one-shot maximum, above ll_max + 8 */
+	world_init(w, n, grid, tile, ll_max ? 2 * (ll_max + 64) : 0);
+	*nll = 0;
 	for (size_t ci = 0; ci < counts.size(); ci++)
 		for (int k = 0; k < PN_NCO; k++, i++) {
 			const uint64_t count = counts[ci];
@@ -267,6 +278,8 @@ static uint64_t run_sequence(int n, int dt, int op, const std::vector<uint64_t> 
 			c.grid = grid;
 			c.block = block;
 			c.tile = tile;
+			c.ll = pn_co_ll_fits(count * penny_data_size(dt), ll_max, w.ll_slot);
+			*nll += c.ll;
 			call_alloc(c, n);
 			calls.push_back(c);
 		}
@@ -277,38 +290,54 @@ static uint64_t run_sequence(int n, int dt, int op, const std::vector<uint64_t> 
 		wrong += call_wrong(c, n, why);
 		call_free(c);
 	}
-	for (int r = 0; r < n; r++)
+	for (int r = 0; r < n; r++) {
 		if (ws_cnt(w, r)[PN_CNT_ERR]) {
 			wrong++;
 			why += " error word set";
 		}
+		/* each call on LL lines moved the epoch on once, the others not */
+		if (ws_cnt(w, r)[PN_CNT_LL_EPOCH] != (uint32_t)*nll) {
+			wrong++;
+			why += " rank " + std::to_string(r) + " LL epoch " +
+			       std::to_string(ws_cnt(w, r)[PN_CNT_LL_EPOCH]) + ", not " + std::to_string(*nll);
+		}
+	}
 	world_free(w);
 	return wrong;
 }
 
+/* ll_max: LL lines up to that many bytes a peer (0: flags only); then at
+ * least one call of each sequence must take them. */
 static void test_colls(int n, const std::vector<int> &dts, const std::vector<int> &ops,
-		       const std::vector<uint64_t> &counts, unsigned grid, unsigned block, uint32_t tile)
+		       const std::vector<uint64_t> &counts, unsigned grid, unsigned block, uint32_t tile,
+		       uint64_t ll_max = 0)
 {
 	for (int dt : dts)
 		for (int op : ops) {
 			std::string why;
-			uint64_t bad = run_sequence(n, dt, op, counts, grid, block, tile, why);
-			char name[400];
+			int nll = 0;
+			uint64_t bad = run_sequence(n, dt, op, counts, grid, block, tile, ll_max, &nll,
+						    why);
+			char name[400], lls[80] = "";
 
+			if (ll_max)
+				snprintf(lls, sizeof(lls), ", LL lines for %d of %zu calls", nll,
+					 counts.size() * PN_NCO);
 			snprintf(name, sizeof(name), "every collective, %s %s on %d ranks (grid %u x %u, "
-				 "tile %u)%s%s", tnames[dt], onames[op], n, grid, block, tile,
+				 "tile %u%s)%s%s", tnames[dt], onames[op], n, grid, block, tile, lls,
 				 bad ? ": " : "", why.c_str());
-			tap(bad == 0, name);
+			tap(bad == 0 && (!ll_max || nll > 0), name);
 		}
 }
 
-/* Only rank 0 launches: its waits time out and set the error word naming rank 1. */
-static void test_dead_peer(int k)
+/* Only rank 0 launches: its waits time out and set the error word naming
+ * rank 1 (ll: on the LL lines). */
+static void test_dead_peer(int k, bool ll)
 {
 	world w;
 	call c;
 
-	world_init(w, 2, 1, 64);
+	world_init(w, 2, 1, 64, ll ? 1024 : 0);
 	c.k = k;
 	c.dt = PENNY_INT32;
 	c.op = PENNY_SUM;
@@ -334,6 +363,8 @@ static void test_dead_peer(int k)
 	a.timeout_ns = 3000000;
 	a.tile = c.tile;
 	a.slot_bytes = w.slot_bytes;
+	a.ll_slot_bytes = w.ll_slot;
+	a.ll = ll;
 	a.rank = 0;
 	a.nranks = 2;
 	a.esize = 4;
@@ -341,9 +372,10 @@ static void test_dead_peer(int k)
 	emu_launch_kernel(0, kernels[name], 1, 32, &a, sizeof(a));
 	emu_run();
 	uint32_t *cnt = ws_cnt(w, 0);
+	const std::string kn = std::string(knames[k]) + (ll ? " (LL lines)" : "");
+
 	tap((cnt[PN_CNT_ERR] & PN_ERR_TIMEOUT) && cnt[PN_CNT_ERR_INFO] == PN_ERR_DETAIL(1, 1 + k),
-	    std::string(knames[k]) + ": a peer that never comes is a timeout naming it and the "
-				     "collective");
+	    kn + ": a peer that never comes is a timeout naming it and the collective");
 	/* a call queued behind it (the host has not read the error yet) gives up
 	 * at once, not after its own timeout: a loop of calls fails within one */
 	a.timeout_ns = 2000000000ull;
@@ -353,8 +385,8 @@ static void test_dead_peer(int k)
 	emu_run();
 	double s = (double)(emu.clock_ns - t0) / 1e9;
 
-	tap(s < 1.0, std::string(knames[k]) + ": the next call gives up at once after a timeout (" +
-			     std::to_string(s) + " s, its own timeout 2 s)");
+	tap(s < 1.0, kn + ": the next call gives up at once after a timeout (" + std::to_string(s) +
+			     " s, its own timeout 2 s)");
 	call_free(c);
 	world_free(w);
 }
@@ -378,8 +410,20 @@ int main(void)
 		   3, 32, 48);
 	test_colls(4, { PENNY_DOUBLE, PENNY_BFLOAT16 }, { PENNY_SUM, PENNY_PROD, PENNY_AVG },
 		   { 250, 3, 17 }, 2, 64, 96);
-	for (int k = 0; k < PN_NCO; k++)
-		test_dead_peer(k);
+	/* LL lines up to 256 B a peer, the rest flags, on the same workspaces
+	 * (an odd count out of place puts recv one element into its
+	 * allocation: LL lines at any alignment): counts 1-8 fit every type,
+	 * 17-64 the types up to 4 bytes (32 and 64 doubles not), 130-250 the
+	 * 1-byte ones */
+	test_colls(3, all_types, all_ops, { 40, 1, 203, 8 }, 2, 32, 64, 256);
+	test_colls(2, { PENNY_FLOAT, PENNY_HALF, PENNY_INT8 }, { PENNY_SUM, PENNY_AVG, PENNY_MIN },
+		   { 64, 5, 130, 7 }, 3, 32, 48, 256);
+	test_colls(4, { PENNY_DOUBLE, PENNY_BFLOAT16 }, { PENNY_SUM, PENNY_PROD, PENNY_AVG },
+		   { 250, 3, 17, 32 }, 2, 64, 96, 256);
+	for (int k = 0; k < PN_NCO; k++) {
+		test_dead_peer(k, false);
+		test_dead_peer(k, true);
+	}
 	printf("1..%d\n", tap_n);
 	return tap_failed ? 1 : 0;
 }
