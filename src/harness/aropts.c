@@ -84,6 +84,9 @@ int pn_aropts_backends(const struct pn_aropts *o, struct pn_arback *bk)
 	if (o->share_gpus && !bk->ngpu)
 		return pn_err(-EINVAL, "--share-gpus lets ranks share a GPU: it needs a GPU backend "
 				       "(--backend cuda or nccl)");
+	if (o->fresh_input && bk->ngpu)
+		return pn_err(-EINVAL, "--fresh-input rewrites host memory between calls: the host "
+				       "backend only (not with --backend %s)", o->backends);
 	if (o->gpus)
 		return parse_gpus(o->gpus, bk->dev, PN_AROPTS_MAX_GPUS, &bk->ndev);
 	return 0;
@@ -171,10 +174,22 @@ int pn_aropts_multiring(const enum pn_algo *algos, int nalgos)
 
 int pn_aropts_check(struct pn_aropts *o, const struct pn_arback *bk)
 {
+	uint64_t *sizes = NULL;
+	size_t n;
+	int ret;
+
 	/* -n -w -c -b -e -i -f -G are in range (the table); -f 0: not given */
 	if (o->minbytes > o->maxbytes)
 		return pn_err(-EINVAL, "-b %llu is larger than -e %llu",
 			      (unsigned long long)o->minbytes, (unsigned long long)o->maxbytes);
+	/* the sizes' number does not depend on the type */
+	ret = pn_sweep_sizes(o->minbytes, o->maxbytes, o->stepbytes, o->factor, 1, &sizes, &n);
+	free(sizes);
+	if (ret == -E2BIG)
+		return pn_err(-EINVAL, "-b, -e and -i or -f give more than %d sizes",
+			      PN_SWEEP_MAX_SIZES);
+	if (ret)
+		return pn_err(ret, "out of memory");
 	if (o->plan && bk->has_host && bk->ngpu)
 		return pn_err(-EINVAL, "--plan: the host engine runs multiring over the plan, a "
 				       "GPU plugin its ring algorithm; run them in separate jobs");
@@ -298,6 +313,7 @@ void pn_aropts_sweep(const struct pn_aropts *o, struct pn_sweep *sw)
 		sw->blocks = o->blocks;
 	sw->warmup = o->warmup;
 	sw->check = o->check;
+	sw->fresh_input = o->fresh_input;
 	sw->seed = o->seed;
 	sw->kind = o->kind;
 	sw->root = o->root;
@@ -345,6 +361,7 @@ int pn_aropts_params(const struct pn_aropts *o, enum pn_dtype dtype, enum pn_red
 	pn_job_param_set(&p[n++], "--backend", "%s", o->backends);
 	pn_job_param_set(&p[n++], "-G", "%d", o->graph);
 	pn_job_param_set(&p[n++], "-a", "%d", o->average);
+	pn_job_param_set(&p[n++], "--fresh-input", "%d", o->fresh_input);
 	pn_job_param_set(&p[n++], "--seed", "%llu", (unsigned long long)o->seed);
 	pn_job_param_file(&p[n++], "--plan", o->plan);
 	pn_job_param_set(&p[n++], "--transport", "%s", o->transport ? o->transport : "probe");

@@ -29,6 +29,7 @@ struct pn_aropts {
 	enum pn_coll_kind kind;		/* 0: allreduce (allreduce-test); coll-test's */
 	int root;			/* broadcast's and reduce's root (-r) */
 	int share_gpus;			/* --share-gpus (GPU backends) */
+	int fresh_input;		/* --fresh-input (the host backend) */
 	const struct pn_artypes *types;	/* -d and -o as lists; NULL: the one dtype and op */
 	const char *algo, *backends, *gpus, *plan, *transport;
 	const char *csv, *plot, *tune_out;

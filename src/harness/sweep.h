@@ -142,6 +142,9 @@ struct pn_sweep {
 	 * blocks: timed blocks of a size (pn_sweep_init: PN_TIMING_BLOCKS).
 	 * warmup: untimed calls first */
 	int iters, blocks, warmup, check;
+	/* fresh_input: every rank rewrites its input before each timed call
+	 * and only the calls are timed (the host backend) */
+	int fresh_input;
 	uint64_t seed;
 	int keep;		/* keep the rows (the presenting rank: plot, tuning, ratios) */
 	enum pn_sweep_time time_of; /* a size's time over the ranks */

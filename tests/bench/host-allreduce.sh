@@ -11,7 +11,9 @@
 # size the median over the rounds of each (auto's fastest and slowest
 # round beside it): the fastest algorithm and auto's ratio to it, out of
 # place and in place, then every in-place time over its out-of-place time
-# (above 1: in place is slower).
+# (above 1: in place is slower).  FRESH=1: that part with --fresh-input
+# (every input rewritten before each call, only the calls timed), where
+# out of place no longer reads an input the call before left cached.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 PENNY=${PENNY:-$top/penny}
@@ -19,6 +21,8 @@ iters=${ITERS:-200} warmup=${WARMUP:-20} minb=${MINB:-8} maxb=${MAXB:-16777216}
 [[ $minb =~ ^[0-9]+$ && $maxb =~ ^[0-9]+$ && $minb -le $maxb ]] ||
 	{ echo "MINB and MAXB are byte counts in digits, MINB <= MAXB" >&2; exit 2; }
 rounds=${ROUNDS:-3} algos=${ALGOS:-one-shot,two-shot,ring}
+fresh=
+[ "${FRESH:-0}" = 1 ] && fresh=--fresh-input
 [[ $algos =~ ^[a-z,-]+$ ]] || { echo "ALGOS is a comma list of algorithms" >&2; exit 2; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -66,10 +70,10 @@ done
 for np in ${*:-2 4}; do
 	for r in $(seq "$rounds"); do
 		"$PENNY" allreduce-test --np "$np" -b "$minb" -e "$maxb" -f 4 -n "$iters" -w "$warmup" -c 0 \
-			-A "$algos,auto" --json >"$out/algos.$np.$r.json"
+			-A "$algos,auto" $fresh --json >"$out/algos.$np.$r.json"
 	done
 	echo
-	echo "# np=$np: penny's algorithms ($algos) and auto, median of $rounds sweeps, time in us"
+	echo "# np=$np: penny's algorithms ($algos) and auto, median of $rounds sweeps, time in us${fresh:+, $fresh}"
 	python3 - "$out" "$np" "$rounds" <<'PY'
 import json, statistics, sys
 d, np, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -97,5 +101,8 @@ for b in sizes:
           f"{'':15} {'':9}  " + " ".join(f"{med[(a, 'ip', b)] / med[(a, 'oop', b)]:8.2f}x"
                                    for a in algos))
 print(f"# auto's worst ratio to the fastest: out of place {worst['oop']:.2f}x, in place {worst['ip']:.2f}x")
+print("# in place over out of place, worst size of each: " +
+      ", ".join(f"{a} {max(med[(a, 'ip', b)] / med[(a, 'oop', b)] for b in sizes):.2f}x"
+                for a in algos + ["auto"]))
 PY
 done

@@ -79,6 +79,17 @@ assert s[\"passed\"] is False and \"below 1000000.00 GB/s\" in s[\"reason\"]" &&
 test_expect_success '--min-busbw: a trivial gate passes' '
 	ar --np 2 -b 1K -e 1K --min-busbw 0 >out && ! grep -q FAILED out
 '
+test_expect_success '--fresh-input: timed calls on inputs rewritten before each, 0 wrong' '
+	ar --np 2 -b 1K -e 64K -f 8 -n 4 --fresh-input >out 2>err && ! grep -q FAILED out &&
+	grep -q "^# Inputs rewritten before each call, only the calls timed (--fresh-input): yes" out &&
+	test "$(grep -cE "^ +[0-9]+ +[0-9]+ +float +sum +-1 .* 0 +0$" out)" -eq 3 &&
+	ar --np 2 -b 1K -e 1K --fresh-input --json >out.json && json_valid out.json &&
+	python3 -c "import json,sys; d=json.load(open(\"out.json\")); assert d[\"fresh_input\"] is True" &&
+	ar --np 2 -b 1K -e 1K --json >out.json &&
+	python3 -c "import json,sys; d=json.load(open(\"out.json\")); assert d[\"fresh_input\"] is False" &&
+	test_exit 2 ar --fresh-input --backend nccl 2>err && test "$(wc -l <err)" -eq 1 &&
+	grep -q "fresh-input rewrites host memory between calls: the host backend only" err
+'
 test_expect_success '--tune-out writes a table that PENNY_TUNE_FILE loads' '
 	ar --np 2 --algo all -b 1K -e 64K -f 8 --tune-out tune.txt >/dev/null &&
 	test "$(grep -v "^#" tune.txt | cut -d" " -f3 | sort -u | wc -l)" -eq 3 &&
@@ -101,6 +112,8 @@ test_expect_success 'bad arguments: one line, exit 2' '
 	test_exit 2 ar -o sqrt 2>err && test "$(wc -l <err)" -eq 1 &&
 	test_exit 2 ar --algo fastest 2>err && test "$(wc -l <err)" -eq 1 &&
 	test_exit 2 ar -b 2M -e 1M 2>err && test "$(wc -l <err)" -eq 1 &&
+	test_exit 2 ar -b 1 -e 1G -i 1 2>err && test "$(wc -l <err)" -eq 1 &&
+	grep -q "b, -e and -i or -f give more than [0-9]* sizes" err &&
 	test_exit 2 ar -f 0.5 2>err && test "$(wc -l <err)" -eq 1 &&
 	test_exit 2 ar --np 0 2>err && test "$(wc -l <err)" -eq 1 &&
 	test_exit 2 ar --transport carrier-pigeon 2>err && grep -q "must be one of: shm tcp verbs" err

@@ -21,6 +21,12 @@ all_right() {
 	PY
 }
 colls="allgather reducescatter alltoall broadcast reduce sendrecv"
+test_expect_success '--fresh-input: every collective timed on rewritten inputs, 0 wrong' '
+	for c in $colls; do
+		penny coll-test $c --np 3 -b 1K -e 16K -f 4 -n 3 -w 1 --fresh-input --json \
+			--timeout 30 >out && all_right out 3 || { echo "$c"; exit 1; }
+	done
+'
 types=(int8 bfloat16 float double uint64 half)
 ops=(sum prod min max avg sum)
 
