@@ -62,25 +62,9 @@ template <typename T, int OP> PN_DEV void pn_ar_oneshot(const struct pn_ar_args 
 			pn_ll_store(dst, d.x, d.y, epoch);
 		}
 	}
-	for (uint64_t i = first; i < lines; i += stride) {
-		pn_pack<T, OP, 8> pk;
-		pn_v2 o;
-
-#pragma unroll
-		for (int p = 0; p < PN_AR_MAX_RANKS; p++) {
-			if (p >= n)
-				break;
-			pn_v2 d = p == r ? pn_load8(send, i, bytes)
-					 : pn_ll_wait(a, mine + (uint64_t)p * a.ll_slot_bytes + i * 16,
-						      epoch, p, w);
-			if (p == 0)
-				pk.first(&d);
-			else
-				pk.add(&d);
-		}
-		pk.out(&o, n, true);
-		pn_store8(recv, i, bytes, o);
-	}
+	for (uint64_t i = first; i < lines; i += stride)
+		pn_store8(recv, i, bytes,
+			  pn_ll_reduce8<T, OP>(a, mine, pn_load8(send, i, bytes), i, epoch, w));
 	pn_ll_done(cnt, epoch);
 }
 

@@ -96,6 +96,32 @@ PN_DEV uint32_t *pn_ws_u32(uint64_t ws, uint64_t off)
 	return (uint32_t *)(ws + off);
 }
 
+/* Line i reduced over every rank in rank order 0..n-1 (PENNY_AVG divided
+ * once): own is this rank's, the peers' are polled from their LL slots of
+ * this rank's area (mine) as they arrive. */
+template <typename T, int OP>
+PN_DEV pn_v2 pn_ll_reduce8(const struct pn_ar_args &a, const char *mine, pn_v2 own, uint64_t i,
+			   uint32_t epoch, pn_wait_state &w)
+{
+	pn_pack<T, OP, 8> pk;
+	pn_v2 o;
+
+#pragma unroll
+	for (int p = 0; p < PN_AR_MAX_RANKS; p++) {
+		if (p >= a.nranks)
+			break;
+		pn_v2 d = p == a.rank ? own
+				      : pn_ll_wait(a, mine + (uint64_t)p * a.ll_slot_bytes + i * 16,
+						   epoch, p, w);
+		if (p == 0)
+			pk.first(&d);
+		else
+			pk.add(&d);
+	}
+	pk.out(&o, a.nranks, true);
+	return o;
+}
+
 /* The last block of an LL kernel moves the epoch on (graph-safe: in memory). */
 PN_DEV void pn_ll_done(uint32_t *cnt, uint32_t epoch)
 {

@@ -180,23 +180,10 @@ template <int K, typename T, int OP> PN_DEV void pn_co_ll(const struct pn_ar_arg
 		const char *own = send + (K == PN_CO_REDUCE_SCATTER ? (uint64_t)r * bytes : 0);
 
 		if (K == PN_CO_REDUCE_SCATTER || r == a.root)
-			for (uint64_t i = first; i < lines; i += stride) {
-				pn_pack<T, OP, 8> pk;
-				pn_v2 o;
-
-				for (int p = 0; p < n; p++) {
-					pn_v2 d = p == r ? pn_co_ld8(own, i, bytes)
-							 : pn_ll_wait(a, mine + (uint64_t)p * a.ll_slot_bytes +
-									      i * 16,
-								      epoch, p, w);
-					if (p == 0)
-						pk.first(&d);
-					else
-						pk.add(&d);
-				}
-				pk.out(&o, n, true);
-				pn_co_st8(recv, i, bytes, o);
-			}
+			for (uint64_t i = first; i < lines; i += stride)
+				pn_co_st8(recv, i, bytes,
+					  pn_ll_reduce8<T, OP>(a, mine, pn_co_ld8(own, i, bytes), i, epoch,
+							       w));
 	} else if constexpr (K == PN_CO_ALLTOALL || K == PN_CO_ALLGATHER) {
 		const char *own = send + (K == PN_CO_ALLTOALL ? (uint64_t)r * bytes : 0);
 
