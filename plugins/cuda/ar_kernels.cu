@@ -116,22 +116,8 @@ template <typename T, int OP> PN_DEV void pn_ar_twoshot_ll(const struct pn_ar_ar
 
 		for (uint64_t k = first; k < lr; k += stride) {
 			const uint64_t i = (uint64_t)r * L + k;
-			pn_pack<T, OP, 8> pk;
-			pn_v2 o;
+			const pn_v2 o = pn_ll_reduce8<T, OP>(a, mine, pn_load8(send, i, bytes), k, epoch, w);
 
-#pragma unroll
-			for (int p = 0; p < PN_AR_MAX_RANKS; p++) {
-				if (p >= n)
-					break;
-				pn_v2 d = p == r ? pn_load8(send, i, bytes)
-						 : pn_ll_wait(a, mine + (uint64_t)p * a.ll_slot_bytes + k * 16,
-							      epoch, p, w);
-				if (p == 0)
-					pk.first(&d);
-				else
-					pk.add(&d);
-			}
-			pk.out(&o, n, true);
 #pragma unroll
 			for (int q = 1; q < PN_AR_MAX_RANKS; q++) {
 				if (q >= n)
@@ -143,10 +129,7 @@ template <typename T, int OP> PN_DEV void pn_ar_twoshot_ll(const struct pn_ar_ar
 				pn_maybe_yield();
 				pn_ll_store(dst + k * 16, o.x, o.y, epoch);
 			}
-			if (i * 8 + 8 <= bytes)
-				*(pn_v2 *)(recv + i * 8) = o;
-			else
-				pn_st_bytes(recv + i * 8, &o, (unsigned)(bytes - i * 8));
+			pn_store8(recv, i, bytes, o);
 		}
 	}
 	/* all-gather: the other slices, as their owners send them */
@@ -162,10 +145,7 @@ template <typename T, int OP> PN_DEV void pn_ar_twoshot_ll(const struct pn_ar_ar
 			const uint64_t i = (uint64_t)j * L + k;
 			pn_v2 o = pn_ll_wait(a, src + k * 16, epoch, j, w);
 
-			if (i * 8 + 8 <= bytes)
-				*(pn_v2 *)(recv + i * 8) = o;
-			else
-				pn_st_bytes(recv + i * 8, &o, (unsigned)(bytes - i * 8));
+			pn_store8(recv, i, bytes, o);
 		}
 	}
 #undef PN_SLICE_LINES

@@ -96,9 +96,9 @@ PN_DEV uint32_t *pn_ws_u32(uint64_t ws, uint64_t off)
 	return (uint32_t *)(ws + off);
 }
 
-/* Line i reduced over every rank in rank order 0..n-1 (PENNY_AVG divided
- * once): own is this rank's, the peers' are polled from their LL slots of
- * this rank's area (mine) as they arrive. */
+/* One 8-byte line reduced over every rank in rank order 0..n-1 (PENNY_AVG
+ * divided once): own is this rank's, the peers' are polled from line i of
+ * their LL slots in this rank's area (mine) as they arrive. */
 template <typename T, int OP>
 PN_DEV pn_v2 pn_ll_reduce8(const struct pn_ar_args &a, const char *mine, pn_v2 own, uint64_t i,
 			   uint32_t epoch, pn_wait_state &w)
