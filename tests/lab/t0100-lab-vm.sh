@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The lab harness itself: options, exit status, output streams, shares, the
-# environment, and the whole-VM timeout.
+# environment, the whole-VM timeout and the boot watchdog.
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/lab/lib-lab.sh"
 
@@ -9,6 +9,10 @@ test_expect_success 'vm.sh: bad option values are usage errors (exit 2, no boot)
 	test_exit 2 lab_vm --pairs x true 2>err && grep -q "positive number" err &&
 	test_exit 2 lab_vm --frob true 2>err && grep -q "unknown option" err &&
 	test_exit 2 lab_vm 2>err && grep -q "usage:" err
+'
+test_expect_success 'PENNY_LAB_BOOT_TIMEOUT is range-checked (exit 2, no boot)' '
+	PENNY_LAB_BOOT_TIMEOUT=0 test_exit 2 lab_vm --none -- true 2>err &&
+	grep -q "PENNY_LAB_BOOT_TIMEOUT needs a positive number" err
 '
 lab_require
 
@@ -39,12 +43,22 @@ test_expect_success 'a reader that goes away stops the VM instead of hanging it'
 	t=$(($(date +%s) - t0)) &&
 	test "$(cat out | wc -l)" = 3 && test "$t" -lt 60
 '
-echo "# lab: two runs in $(($(date +%s) - t_start)) s beside the timeout's"
+test_expect_success 'a guest that does not reach the command is booted once more, then fails (exit 125)' '
+	t0=$(date +%s) &&
+	{ PENNY_LAB_BOOT_TIMEOUT=2 lab_vm --none --smp 1 --timeout 100 -- "echo reached" >out 2>err
+		rc=$?; } &&
+	t=$(($(date +%s) - t0)) && cat err &&
+	test "$rc" = 125 && test ! -s out && test "$t" -lt 40 &&
+	grep -q "LOUD: lab: the guest did not reach the command in 2 s; booting it again" err &&
+	grep -q "^vm.sh: the guest did not reach the command in 2 s; console tail:" err
+'
+echo "# lab: four runs in $(($(date +%s) - t_start)) s beside the timeout's"
 wait $tmo_pid
 test_expect_success 'the whole-VM timeout stops a hanging guest (exit 124)' '
 	read -r rc t <tmo.rc &&
 	echo "# lab: timeout run took ${t} s (rc $rc)" >&3 && cat tmo.out tmo.err &&
-	test "$rc" = 124 && grep -q started tmo.out && grep -q "timed out" tmo.err &&
+	test "$rc" = 124 && grep -q started tmo.out &&
+	grep -q "timed out after 45s; the command had run since boot" tmo.err &&
 	test "$t" -lt 90
 ' 3>&1
 test_done
