@@ -8,7 +8,9 @@
 #    libxml2;
 #  - the bench driver, the nccl plugin and the NCCL interposer (which
 #    tests/bench/torch-allreduce.sh builds) build with PKG_CONFIG=false,
-#    with gcc and with clang.
+#    with gcc and with clang;
+#  - tests/bench/bundle.sh carries a build there: the binary runs from its
+#    directory with the RDMA, hwloc and netlink libraries beside it.
 # cost: 33
 . "$(dirname "$0")/../lib.sh"
 
@@ -53,4 +55,21 @@ for cc in gcc clang; do
 	test_expect_success "bench driver and nccl plugin build without pkg-config ($cc)" \
 		"bench_build $cc"
 done
+test_expect_success 'bench/bundle.sh: penny, its plugins and the libraries it carries run from one directory' '
+	bash "$TOP/tests/bench/bundle.sh" "$TRASH/bundle" >out && cat out &&
+	test -x bundle/penny && test -f bundle/plugins/penny-nccl.so &&
+	(
+		. bundle/env.sh &&
+		test "$PENNY_PLUGIN_PATH" = "$TRASH/bundle/plugins" &&
+		for l in libibverbs.so libibumad.so libibmad.so libhwloc.so libnl-3.so libnl-route-3.so; do
+			ldd bundle/penny | grep -q "$l.* => $TRASH/bundle/lib/" || { echo "$l not carried"; exit 1; }
+		done &&
+		bundle/penny --version | grep -q "^penny "
+	) &&
+	test_exit 2 bash "$TOP/tests/bench/bundle.sh" a b 2>err && grep -q usage err &&
+	: >file && test_exit 1 bash "$TOP/tests/bench/bundle.sh" file 2>err &&
+	grep -q "is not a directory" err &&
+	LIBS=libnosuch test_exit 1 bash "$TOP/tests/bench/bundle.sh" "$TRASH/b2" 2>err &&
+	grep -q "does not link libnosuch" err
+'
 test_done
