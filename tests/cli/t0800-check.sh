@@ -36,15 +36,18 @@ print(r[0]["verdict"], r[0]["detail"] or "", "|", r[0]["source"] or "")' "$@"
 }
 
 test_expect_success 'a healthy node passes (exit 0, nothing on stderr)' '
-	penny check --sysfs-root ok >out 2>err &&
-	test ! -s err &&
-	grep -q "^inventory  *node-ok  *gpus  *2  *any  *PASS" out &&
-	grep -q "^inventory  *node-ok  *mlx5_1/1  *400 Gb/s  *400 Gb/s  *PASS" out &&
-	grep -q "^inventory  *node-ok  *GPU1  *PIX to mlx5_1  *PXB or better  *PASS" out &&
-	grep -q "^pcie  *node-ok  *GPU0  *Gen5 x16  *Gen5 x16  *PASS" out &&
-	grep -q "^counters  *node-ok  *mlx5_0/1  *0  *0  *PASS" out &&
-	grep -q " 0 failed, " out &&
-	! grep -q FAIL out
+	{ penny check --sysfs-root ok >out 2>err; rc=$?; } &&
+	{
+		test "$rc" = 0 && test ! -s err &&
+		grep -q "^inventory  *node-ok  *gpus  *2  *any  *PASS" out &&
+		grep -q "^inventory  *node-ok  *mlx5_1/1  *400 Gb/s  *400 Gb/s  *PASS" out &&
+		grep -q "^inventory  *node-ok  *GPU1  *PIX to mlx5_1  *PXB or better  *PASS" out &&
+		grep -q "^pcie  *node-ok  *GPU0  *Gen5 x16  *Gen5 x16  *PASS" out &&
+		grep -q "^counters  *node-ok  *mlx5_0/1  *0  *0  *PASS" out &&
+		grep -q " 0 failed, " out &&
+		! grep -q FAIL out ||
+		{ echo "exit $rc; stderr:"; cat err; echo "stdout, all but PASS rows:"; grep -v " PASS" out; false; }
+	}
 '
 
 test_expect_success 'PENNY_NODE_ID names the node' '
