@@ -59,8 +59,7 @@ const struct pn_opt check_options[] = {
 	{ "backend", 0, OPT_STRING, &opt.backend, "LIST",
 	  "GPU plugins to try, e.g. cuda,nccl (default: every one found)", NULL, OPT_LIST },
 	{ "nccl-log", 0, OPT_STRING, &opt.nccl_log, "FILE",
-	  "judge this NCCL_DEBUG=INFO log (nccl-path; default: one it captures)", NULL,
-	  NULL },
+	  "judge this NCCL_DEBUG=INFO log (nccl-path; default: one it captures)", NULL, NULL },
 	{ "list-keys", 0, OPT_BOOL, &opt.list_keys, NULL,
 	  "list the configuration keys with their defaults and ranges", NULL, NULL },
 	OPT_TABLE_END
@@ -225,7 +224,7 @@ static int setup(struct pn_ctx *ctx, struct pn_check_cfg *cfg, struct pn_check_b
 {
 	const struct pn_check_sel s = { .only = opt.only, .skip = opt.skip, .require = opt.require,
 					.nccl_log = opt.nccl_log, .config = opt.config,
-					.passive = opt.passive };
+					.passive = opt.passive, .dev = opt.dev };
 	int ret = pn_check_select(&s, &c->mask);
 
 	if (!ret && opt.baseline && opt.save)

@@ -39,19 +39,8 @@ const char *pn_opt_error(void)
 
 static const char *type_name(enum pn_opt_type t)
 {
-	switch (t) {
-	case OPT_INT:
-	case OPT_U64:
-		return "number";
-	case OPT_SIZE:
-		return "size";
-	case OPT_DOUBLE:
-		return "number";
-	case OPT_SECONDS:
-		return "duration";
-	default:
-		return "value";
-	}
+	return t == OPT_SIZE ? "size" : t == OPT_SECONDS ? "duration"
+	       : t == OPT_INT || t == OPT_U64 || t == OPT_DOUBLE ? "number" : "value";
 }
 
 static const char *size_str(uint64_t v, char *buf, size_t len)
@@ -332,8 +321,17 @@ int pn_opt_parse(const char *cmd, const struct pn_opt *const *tables, int argc, 
 			return 2;
 		}
 		if (c >= 0x1000) {
+			/* whole names only (getopt_long takes a prefix): "--i" must
+			 * not change its meaning when an option is added */
+			const char *tok = argv[optind - (optarg && optarg == argv[optind - 1] ? 2 : 1)];
+
 			o = map[c - 0x1000];
 			snprintf(spelled, sizeof(spelled), "--%s", o->lng);
+			if (strcspn(tok + 2, "=") != strlen(o->lng)) {
+				opt_err(cmd, "unknown option '%.*s' (see 'penny %s --help'; options are "
+					"not abbreviated)", (int)strcspn(tok, "="), tok, cmd);
+				o = NULL;
+			}
 		} else {
 			for (i = 0; i < n; i++)
 				if (map[i]->shrt == c)

@@ -39,7 +39,7 @@ static const struct pn_cmd commands[] = {
 	{ "coll-test", cmd_coll_test, coll_test_options, sweep_options, CMD_LAUNCH, "COLLECTIVE",
 	  "the other collectives' sweep (like all_gather_perf, alltoall_perf, ...)",
 	  coll_test_prelaunch },
-	{ "top", cmd_top, top_options, NULL, 0, "",
+	{ "top", cmd_top, top_options, NULL, CMD_JSON_LINES, "",
 	  "live per-NIC traffic view", NULL },
 	{ "check", cmd_check, check_options, NULL, CMD_LAUNCH, "",
 	  "one health verdict for a node or a job (PASS/FAIL/SKIP per check)", NULL },
@@ -481,6 +481,7 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 
 			pn_boot_cfg_init(&cfg);
 			cfg.timeout = pn_cli.timeout;
+			cfg.rank = pn_cli.rank, cfg.nranks = pn_cli.nranks, cfg.root = pn_cli.root;
 			fflush(NULL);
 			ret = pn_boot_run_ranks(pn_cli.np, &cfg, run_rank, &rr, &status, &report);
 			if (ret) {
@@ -509,6 +510,7 @@ static int run_body(const struct pn_cmd *c, struct pn_ctx *ctx, int nargs, char 
 		ctx->job = &job;
 	}
 	ctx->out = pn_out_new(stdout, pn_cli.json);
+	pn_ofile_claim_stdout(pn_cli.json && !(c->flags & CMD_JSON_LINES) ? "--json" : NULL);
 	if (!ctx->out)
 		return pn_cmd_fail(ctx, 1, "out of memory");
 	ret = c->fn(ctx, nargs, argv);

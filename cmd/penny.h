@@ -12,6 +12,7 @@
 
 /* Setup flags of a subcommand (cmd/penny.c commands[]). */
 #define CMD_LAUNCH (1u << 1)	/* multi-rank: launch options, self-launch with --np */
+#define CMD_JSON_LINES (1u << 2) /* --json: one object a line (top), not one document */
 
 /* Common and launch option values (cmd/penny.c). */
 struct pn_cli {
@@ -107,8 +108,7 @@ int pn_cmd_refuse_shared(const struct pn_ctx *ctx, const char *const *names,
  * escaping), "" if none: what a CI output names as the reason of an exit. */
 const char *pn_cmd_said(void);
 
-/* ctx->job: the launcher's environment into cfg (once); 0, or 2 after one
- * line. */
+/* ctx->job: the launcher's environment into cfg (once); 0, or 2 after one line. */
 int pn_cmd_job_cfg(struct pn_ctx *ctx);
 /* ctx->job: pn_cmd_job_cfg(), then the rendezvous with every wait bounded
  * by timeout (0: --timeout); 0, 2 after one line (the environment), or a

@@ -235,7 +235,7 @@ static int make_plan(struct pn_plan *plan, struct pn_plan_model *model, struct p
 {
 	struct pn_plan_opts po = { .rings = opt.rings, .no_degrade = opt.no_degrade,
 				   .pcie_gbs = opt.pcie_rate };
-	int ret = opt.nccl_graph ? pn_plan_graphs_check(opt.nccl_graph, model) : 0;
+	int ret = opt.nccl_graph ? pn_plan_graphs_check(opt.nccl_graph, model, &opt.src) : 0;
 
 	pn_plan_init(plan, model);
 	if (!ret)

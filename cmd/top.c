@@ -43,7 +43,7 @@
 #define MIN_INTERVAL 0.05
 #define MAX_INTERVAL 86400.0
 
-static struct pn_top_opts opt = { .interval = 1.0, .record_max = PN_RECORD_MAX_DEFAULT };
+static struct pn_top_opts opt = { .interval = PN_TOP_INTERVAL_DEFAULT, .record_max = PN_RECORD_MAX_DEFAULT };
 
 const struct pn_opt top_options[] = {
 	{ "interval", 'i', OPT_SECONDS, &opt.interval, "SEC",

@@ -226,6 +226,8 @@ int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 	}
 	checks = pn_topo_expect_any(&e);
 	cfg.xml_file = opt.xml;
+	if (opt.save && opt.xml && pn_ofile_same(opt.save, opt.xml))
+		return pn_cmd_fail(ctx, 2, "--save and --topo-xml name the same file '%s'", opt.save);
 	/* the output first: a file that cannot be written fails before the work */
 	if (opt.save) {
 		ret = pn_ofile_open(&save, opt.save, PN_OFILE_SYNC);

@@ -41,8 +41,7 @@ const char *tui_detail(const struct tui *t);
 int tui_procs_shown(const struct tui *t);
 /* Next key without waiting, or -1. */
 int tui_getkey(struct tui *t);
-/* Apply a key to the view state (top/topview.h); returns an enum
- * pn_topview_action. */
+/* Apply a key to the view state (top/topview.h); returns an enum pn_topview_action. */
 int tui_key(struct tui *t, int key, const struct pn_counters_set *view);
 
 #endif

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,6 +29,27 @@ struct pn_ofile {
 	unsigned flags;
 	int inplace;		/* stdout or stderr: f is that stream */
 };
+
+/* Whose document standard output carries (pn_ofile_claim_stdout); NULL: none */
+static const char *stdout_owner;
+
+void pn_ofile_claim_stdout(const char *who)
+{
+	stdout_owner = who;
+}
+
+/* An output file that is standard output, where a document goes: refused,
+ * unless that is /dev/null (nothing is kept there to break). */
+static int stdout_taken(const char *path)
+{
+	struct stat st;
+
+	if (!stdout_owner || (!fstat(STDOUT_FILENO, &st) && S_ISCHR(st.st_mode) &&
+			      st.st_rdev == makedev(1, 3)))
+		return 0;
+	return pn_err(-EINVAL, "cannot write '%s': it is standard output, where %s writes its "
+		      "document", path, stdout_owner);
+}
 
 static int refuse(const char *path, mode_t m)
 {
@@ -161,6 +183,8 @@ int pn_ofile_open(struct pn_ofile **ofp, const char *path, unsigned flags)
 		goto fail;
 	}
 	s = std_stream(path);
+	if (s == 1 && (ret = stdout_taken(path)))
+		goto fail;
 	if (s) {
 		of->inplace = 1;
 		of->f = s == 1 ? stdout : stderr;
@@ -417,6 +441,8 @@ int pn_ofile_append(const char *path)
 	if (!path || !*path)
 		return pn_err(-EINVAL, "an output file needs a name");
 	s = std_stream(path);
+	if (s == 1 && (e = stdout_taken(path)))
+		return e;
 	if (s) {
 		fd = fcntl(s, F_DUPFD_CLOEXEC, 3);
 		return fd >= 0 ? fd : fail_errno(path, errno);

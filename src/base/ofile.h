@@ -17,6 +17,8 @@
  *   "-", or the same file as standard output or standard error
  *   (/dev/stdout, /dev/stderr, /dev/fd/1, the terminal of stdout ...)
  *                                written in place through that stream
+ *                                (standard output refused while --json
+ *                                claims it: pn_ofile_claim_stdout)
  *   a symbolic link              refused (-ELOOP): neither replaced nor
  *                                followed; give the target's name
  *   a directory                  refused (-EISDIR)
@@ -58,6 +60,11 @@ int pn_ofile_inplace(const struct pn_ofile *of);
 int pn_ofile_commit(struct pn_ofile *of);
 /* Drop the temporary file; PATH is left as it was.  NULL is fine. */
 void pn_ofile_abort(struct pn_ofile *of);
+/* Standard output carries one document, written by WHO (--json): from now
+ * on an output file that is standard output ("-", /dev/stdout, its terminal
+ * or pipe) is refused (-EINVAL, "... where WHO writes its document"), unless
+ * standard output is /dev/null.  NULL gives it back. */
+void pn_ofile_claim_stdout(const char *who);
 /* Would PATH be written?  pn_ofile_open() then pn_ofile_abort(). */
 int pn_ofile_check(const char *path);
 /*

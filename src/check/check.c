@@ -29,6 +29,9 @@
 #include "engine/jobparams.h"
 #include "node/counters.h"
 #include "node/topo.h"
+#include "node/topo_check.h"
+#include "plan/plan.h"
+#include "plan/plan_job.h"
 
 #include <errno.h>
 #include <math.h>
@@ -103,6 +106,8 @@ int pn_check_select(const struct pn_check_sel *s, unsigned *mask)
 		return pn_err_ctx(ret, "--only");
 	if (s->skip && (ret = pn_check_parse_list(s->skip, &skip)))
 		return pn_err_ctx(ret, "--skip");
+	if (s->dev && (ret = pn_topo_devlist_valid(s->dev)))
+		return ret;
 	*mask = only & ~skip;
 	/* alltoall loads every node pair and needs a spine: run when asked for */
 	if (!s->only && !(s->require && !pn_check_parse_list(s->require, &skip) &&
@@ -237,15 +242,28 @@ static int setup(struct pn_check *c)
 	int ret;
 
 	if (c->plan_path) {
-		/* a plan that cannot be read is a usage error, also where no
-		 * check gets to use it (rails SKIPs on a node alone) */
+		/* a plan that cannot be read or is no plan is a usage error, also
+		 * where no check gets to use it (rails SKIPs on a node alone);
+		 * one with violations runs as given (rails says so) */
+		struct pn_plan_msgs viol = { 0 };
+		struct pn_plan_model own;
+		struct pn_plan plan;
 		char *text;
 		size_t len;
 
 		ret = pn_file_read(c->plan_path, &text, &len);
 		if (ret)
 			return ret == -ENOMEM ? ret : pn_err_ctx(-EINVAL, "--plan");
+		pn_plan_model_init(&own);
+		pn_plan_init(&plan, &own);
+		ret = pn_plan_load_json(&plan, &own, NULL, text, len, &viol);
 		free(text);
+		pn_plan_msgs_release(&viol);
+		pn_plan_release(&plan);
+		pn_plan_model_release(&own);
+		if (ret < 0)
+			return ret == -ENOMEM ? ret : pn_err_ctx(-EINVAL, "--plan: plan '%s'",
+								c->plan_path);
 	}
 	c->topo = calloc(1, sizeof(*c->topo));
 	c->before = calloc(1, sizeof(*c->before));

@@ -36,18 +36,19 @@ int pn_check_parse_list(const char *list, unsigned *mask);
 
 /*
  * The checks a run selects, from the command's options as given (NULL:
- * unset): --only, --skip, --require, --nccl-log (a path), --passive, and
- * --config's path for messages.
+ * unset): --only, --skip, --require, --nccl-log (a path), --passive, -d
+ * (checked as topo's, node/topo_check.h) and --config's path for messages.
  */
 struct pn_check_sel {
-	const char *only, *skip, *require, *nccl_log, *config;
+	const char *only, *skip, *require, *nccl_log, *config, *dev;
 	int passive;
 };
 /*
  * The mask of checks to run: --only minus --skip; alltoall only when
  * --only or --require names it; --passive keeps the checks that only read
  * (and refuses an --only that names another); -EINVAL (message) when
- * --nccl-log is given without nccl-path or no check is left.
+ * --nccl-log is given without nccl-path, no check is left or -d is not a
+ * list of DEV or DEV:PORT.
  */
 int pn_check_select(const struct pn_check_sel *s, unsigned *mask);
 /*

@@ -150,16 +150,18 @@ void pn_boot_derive_cookie(struct pn_boot_cfg *cfg);
 
 /*
  * Self-launch np local ranks: bind a root socket on 127.0.0.1, make a
- * cookie, fork.  In a child it returns 0 with cfg set for that rank and
- * *parent = 0; the child dies with the parent (SIGTERM, then it removes the
- * job's shared-memory segments) and writes its error lines, without the
- * command's prefix, to cfg->err_fd.  In the parent it waits for all children
- * and returns 0 with *parent = 1, *status the worst exit status (128 + the
- * signal when the parent itself was terminated) and *report the ranks' error
- * lines with identical ones collapsed (pn_boot_collapse; free() it, may be
- * NULL).  Once one rank has failed the others get PN_BOOT_GRACE seconds to
- * end before they are killed; a SIGTERM, SIGINT or SIGHUP to the parent is
- * forwarded to every rank.  The job's /dev/shm segments are removed.
+ * cookie, fork (-EINVAL when cfg already names a rank, a size or a root:
+ * --rank, --nranks or --root given with --np).  In a child it returns 0
+ * with cfg set for that rank and *parent = 0; the child dies with the
+ * parent (SIGTERM, then it removes the job's shared-memory segments) and
+ * writes its error lines, without the command's prefix, to cfg->err_fd.  In
+ * the parent it waits for all children and returns 0 with *parent = 1,
+ * *status the worst exit status (128 + the signal when the parent itself
+ * was terminated) and *report the ranks' error lines with identical ones
+ * collapsed (pn_boot_collapse; free() it, may be NULL).  Once one rank has
+ * failed the others get PN_BOOT_GRACE seconds to end before they are
+ * killed; a SIGTERM, SIGINT or SIGHUP to the parent is forwarded to every
+ * rank.  The job's /dev/shm segments are removed.
  */
 int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status,
 		       char **report);

@@ -345,8 +345,7 @@ static int challenge(struct pn_boot *b, int fd, uint8_t c[PN_WIRE_NONCE_LEN])
 	if (b->cfg.munge) {
 		ret = pn_boot_munge_encode(b->tag, b->cfg.secret, &cred);
 		if (ret)
-			return pn_err(-EACCES, "rank 0 cannot hand out the job's secret: %s",
-				      pn_errmsg(ret));
+			return pn_err_ctx(-EACCES, "rank 0 cannot hand out the job's secret");
 		len += strlen(cred);
 		if (len > sizeof(msg)) {
 			free(cred);

@@ -229,6 +229,10 @@ int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg)
 	const char *s;
 	size_t i;
 
+	/* "node:ID" must fit the hello whole: cut, two nodes could be one */
+	if ((s = cfg->knobs.node_id) && strlen(s) > PN_HOSTID_LEN - 6)
+		return pn_err(-EINVAL, "PENNY_NODE_ID='%.40s...' is longer than %d characters", s,
+			      PN_HOSTID_LEN - 6);
 	if (cfg->rank >= 0 || cfg->nranks >= 0) {
 		if (cfg->nranks > PN_BOOT_MAX_RANKS)
 			return pn_err(-EINVAL, "--nranks %d is more than %d, the most ranks a job can have",
@@ -595,6 +599,10 @@ int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status
 	*report = NULL;
 	if (np < 1 || np > PN_BOOT_MAX_NP)
 		return pn_err(-EINVAL, "--np must be between 1 and %d", PN_BOOT_MAX_NP);
+	/* the ranks are its own: a rank, size or rendezvous given would be ignored */
+	if (cfg->rank >= 0 || cfg->nranks >= 0 || cfg->root)
+		return pn_err(-EINVAL, "--np starts its own ranks and their rendezvous: --rank, "
+			      "--nranks and --root are for ranks a launcher starts");
 	if (!(cfg->timeout > 0))
 		return pn_err(-EINVAL, "the timeout must be positive");
 	ret = pn_boot_fd_budget(np, 1);

@@ -641,7 +641,16 @@ int pn_rdv_launcher(struct pn_boot_cfg *cfg)
 	{
 		char why[200];
 
-		snprintf(why, sizeof(why), "%s", ret < 0 ? pn_errmsg(ret) : "it gives none");
+		/* a MASTER_ADDR or MASTER_PORT given but not used is named */
+		if (ret < 0)
+			snprintf(why, sizeof(why), "%s", pn_errmsg(ret));
+		else if ((addr && *addr) != !!port)
+			snprintf(why, sizeof(why), "%s=%.60s without %s", port ? "MASTER_PORT" :
+				 "MASTER_ADDR", port ? port : addr, port ? "MASTER_ADDR" : "MASTER_PORT");
+		else if (port)
+			snprintf(why, sizeof(why), "MASTER_PORT='%.60s' is not a port 1..65535", port);
+		else
+			snprintf(why, sizeof(why), "it gives none");
 		return pn_err(-EINVAL, "no rendezvous address for %d ranks under %s (%s): give every "
 			      "rank --root HOST:PORT or PENNY_ROOT=HOST:PORT (rank 0's host and a "
 			      "free port)", cfg->nranks, cfg->launcher, why);

@@ -43,6 +43,10 @@ int pn_bw_opts_cfg(struct pn_bw_opts *o, struct pn_bw_cfg *c)
 	int i;
 
 	pn_bw_cfg_init(c);
+	/* -a would run its sizes whatever -s said */
+	if (o->all && o->size != PN_BW_SIZE_UNSET)
+		return pn_err(-EINVAL, "-a runs every size from 2 bytes to 8 MiB, -s one size: "
+				       "give one of them");
 	if (o->size == PN_BW_SIZE_UNSET)
 		o->size = 65536;
 	if (o->gpu_engine)

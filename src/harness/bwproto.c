@@ -372,7 +372,7 @@ int pn_bw_listen(const char *host, int port, int *out_port)
 	int fd = pn_sock_listen(host, port, 4, out_port);
 
 	if (fd == -EHOSTUNREACH)
-		return pn_err(-EINVAL, "%s", pn_errmsg(fd));
+		return -EINVAL;	/* said: "cannot resolve 'HOST': ..." */
 	if (fd < 0)
 		return pn_err(fd, "cannot listen on TCP port %d: %s", port, strerror(-fd));
 	return fd;
@@ -386,9 +386,8 @@ int pn_bw_connect(const char *host, int port, double timeout, pn_bw_refused_fn *
 	socklen_t sl;
 	int fd, last = ECONNREFUSED;
 
-	fd = pn_sock_resolve(host, port, 0, &ss, &sl);
-	if (fd)
-		return pn_err(-EINVAL, "%s", pn_errmsg(fd));
+	if (pn_sock_resolve(host, port, 0, &ss, &sl))
+		return -EINVAL;	/* said: "cannot resolve 'HOST': ..." */
 	/* the server may start a moment later: retry until the timeout, and
 	 * say so once the first try is refused */
 	fd = pn_sock_connect(&ss, sl, deadline, 0, &last);

@@ -151,19 +151,24 @@ int pn_topo_check(const struct pn_topo *t, const struct pn_topo_expect *e, struc
 
 int pn_topo_expect_valid(const struct pn_topo_expect *e)
 {
-	char *list, *tok, *save = NULL;
-	int n = 0, ret = 0;
-
 	if (!e->devices)
 		return 0;
 	if (e->state < 0 && e->rate < 0)
 		return pn_err(-EINVAL, "-d picks the ports that --expect-state and --expect-rate "
 				       "check; give one of them");
-	list = strdup(e->devices);
+	return pn_topo_devlist_valid(e->devices);
+}
+
+int pn_topo_devlist_valid(const char *devices)
+{
+	char *list, *tok, *save = NULL;
+	int n = 0, ret = 0;
+
+	list = strdup(devices);
 	if (!list)
 		return pn_err(-ENOMEM, "out of memory");
 	for (tok = strtok_r(list, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
-		char *colon = strrchr(tok, ':');
+		char *colon = strchr(tok, ':');	/* the first, as the checks read it */
 		int port;
 
 		if (++n > 64)

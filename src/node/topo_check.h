@@ -29,6 +29,11 @@ struct pn_topo_viol {
  * a vanished NIC is).  0, or -EINVAL (-ENOMEM) with a message.
  */
 int pn_topo_expect_valid(const struct pn_topo_expect *e);
+/*
+ * A -d list as given (topo's, check's): at most 64 entries, each DEV or
+ * DEV:PORT with PORT 1..255.  0, or -EINVAL (-ENOMEM) with a message.
+ */
+int pn_topo_devlist_valid(const char *devices);
 /* e asks for a check. */
 int pn_topo_expect_any(const struct pn_topo_expect *e);
 

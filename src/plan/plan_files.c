@@ -114,8 +114,11 @@ int pn_plan_files_check(const struct pn_plan_files *f, struct pn_plan *plan,
 	if (!f->xml && f->n > 1)
 		return pn_err(-EINVAL, "--check takes several files only for NCCL graph XML, one "
 				       "per node");
-	if (!f->xml)	/* the validator of allreduce-test --plan (plan_job.h) */
-		return pn_plan_load_json(plan, own, model, f->texts[0], f->lens[0], viol);
+	if (!f->xml) {	/* the validator of allreduce-test --plan (plan_job.h) */
+		ret = pn_plan_load_json(plan, own, model, f->texts[0], f->lens[0], viol);
+		/* the file named, as --topo-file and --plan name theirs */
+		return ret < 0 && ret != -ENOMEM ? pn_err_ctx(ret, "'%s'", f->names[0]) : ret;
+	}
 	ret = pn_plan_read_nccl(plan, model, (const char *const *)f->texts, f->lens,
 				(const char *const *)f->names, f->n, notes, viol);
 	return ret ? ret : pn_plan_validate(plan, viol);
@@ -172,7 +175,29 @@ static int graph_cmp(const void *a, const void *b)
 	return c ? c : x->node - y->node;
 }
 
-int pn_plan_graphs_check(const char *pattern, const struct pn_plan_model *m)
+/* 0, or -EINVAL when graph file path is one of src's input files. */
+static int graph_not_input(const char *path, const struct pn_plan_source *src)
+{
+	char *list, *tok, *save = NULL;
+	int ret = 0;
+
+	if (src && src->topo_xml && pn_ofile_same(path, src->topo_xml))
+		return pn_err(-EINVAL, "--nccl-graph and --topo-xml name the same file '%s'", path);
+	if (!src || !src->topo_files)
+		return 0;
+	list = strdup(src->topo_files);
+	if (!list)
+		return pn_err(-ENOMEM, "out of memory");
+	for (tok = strtok_r(list, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save))
+		if (pn_ofile_same(path, tok))
+			ret = pn_err(-EINVAL, "--nccl-graph and --topo-file name the same file '%s'",
+				     path);
+	free(list);
+	return ret;
+}
+
+int pn_plan_graphs_check(const char *pattern, const struct pn_plan_model *m,
+			 const struct pn_plan_source *src)
 {
 	int n = pn_plan_graph_per_node(pattern) ? m->nnodes : 1, i, ret = 0;
 	struct graph_file *g = calloc((size_t)n, sizeof(*g));
@@ -192,6 +217,8 @@ int pn_plan_graphs_check(const char *pattern, const struct pn_plan_model *m)
 		if (!strcmp(g[i - 1].name, g[i].name))
 			ret = pn_err(-EINVAL, "--nccl-graph: nodes %d and %d would both write '%s'",
 				     g[i - 1].node, g[i].node, g[i].name);
+	for (i = 0; i < n && !ret; i++)
+		ret = graph_not_input(g[i].name, src);
 	for (i = 0; i < n && !ret; i++)
 		ret = pn_ofile_check(g[i].name);
 	for (i = 0; i < n; i++)

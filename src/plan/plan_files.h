@@ -58,8 +58,11 @@ int pn_plan_graph_per_node(const char *pattern);
 /* Node i's file name: %h its host name, %n its index. */
 int pn_plan_graph_name(const char *pattern, const struct pn_plan_model *m, int i, char *path,
 		       size_t len);
-/* Before the planning: every file can be written, no two nodes share one. */
-int pn_plan_graphs_check(const char *pattern, const struct pn_plan_model *m);
+/* Before the planning: every file can be written, no two nodes share one
+ * and none is a file the model was read from (src: --topo-file, --topo-xml;
+ * NULL: none). */
+int pn_plan_graphs_check(const char *pattern, const struct pn_plan_model *m,
+			 const struct pn_plan_source *src);
 /* p's graph into each file, each committed whole. */
 int pn_plan_graphs_write(const char *pattern, const struct pn_plan *p);
 

@@ -37,6 +37,13 @@ int pn_top_opts_check(const struct pn_top_opts *o, int *sort)
 		return pn_err(-EINVAL, "--record-max is for --record");
 	if (o->replay && (o->lids || o->ca || o->ethernet))
 		return pn_err(-EINVAL, "--lid, --ca and -e are for a live run, not --replay");
+	/* a replay shows each sample for its recorded interval; QP owners are
+	 * not recorded */
+	if (o->replay && (o->processes || o->interval != PN_TOP_INTERVAL_DEFAULT))
+		return pn_err(-EINVAL, "--%s is for a live run: --replay shows %s",
+			      o->processes ? "processes" : "interval",
+			      o->processes ? "the recorded ports, not the processes"
+					   : "each sample for its recorded interval");
 	return 0;
 }
 

@@ -21,7 +21,9 @@
 #include <stdint.h>
 
 /* top's options as given: cmd/top.c's table fills them (0 and NULL: not
- * given; record_max: PN_RECORD_MAX_DEFAULT unless given). */
+ * given; record_max: PN_RECORD_MAX_DEFAULT, interval:
+ * PN_TOP_INTERVAL_DEFAULT unless given). */
+#define PN_TOP_INTERVAL_DEFAULT 1.0	/* --interval default, seconds */
 struct pn_top_opts {
 	double interval;
 	int count;

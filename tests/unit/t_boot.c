@@ -403,6 +403,16 @@ TEST(rdv_launcher)
 	CHECK_EQ_INT(rdv_of(&c, (const char *[]){ "RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=m",
 		"MASTER_PORT=29500", "TORCHELASTIC_USE_AGENT_STORE=True", NULL }), 0);
 	CHECK(c.rdv.ports[0] != 29500);
+	/* a MASTER_PORT that is no port, or one of the two alone: named, not "none" */
+	CHECK_EQ_INT(rdv_of(&c, (const char *[]){ "RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=m",
+		"MASTER_PORT=99999", NULL }), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "(MASTER_PORT='99999' is not a port 1..65535)") != NULL);
+	CHECK_EQ_INT(rdv_of(&c, (const char *[]){ "RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=m",
+		NULL }), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "(MASTER_ADDR=m without MASTER_PORT)") != NULL);
+	CHECK_EQ_INT(rdv_of(&c, (const char *[]){ "RANK=1", "WORLD_SIZE=2", "MASTER_PORT=29500",
+		NULL }), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "(MASTER_PORT=29500 without MASTER_ADDR)") != NULL);
 	/* PMI (MPICH's hydra) says nothing of rank 0: the launcher, the recipe */
 	CHECK_EQ_INT(rdv_of(&c, (const char *[]){ "PMI_RANK=1", "PMI_SIZE=2", NULL }), -EINVAL);
 	CHECK(strstr(pn_errmsg(-EINVAL), "no rendezvous address for 2 ranks under pmi") &&
@@ -683,6 +693,15 @@ TEST(run_ranks)
 	CHECK_EQ_INT(status, 2);
 	CHECK(report && strstr(report, "rank 1: boom\n"));
 	free(report);
+	report = NULL;
+	/* a rank, size or rendezvous of its own is refused, nothing started */
+	pn_boot_cfg_init(&cfg);
+	cfg.nranks = 4;
+	CHECK_EQ_INT(pn_boot_run_ranks(2, &cfg, one_rank, &fail, &status, &report), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "--rank, --nranks and --root") != NULL);
+	pn_boot_cfg_init(&cfg);
+	cfg.root = "127.0.0.1:1";
+	CHECK_EQ_INT(pn_boot_run_ranks(2, &cfg, one_rank, &fail, &status, &report), -EINVAL);
 	/* the connection to a rank's process, and its hang-up when it is gone */
 	pn_boot_cfg_init(&cfg);
 	cfg.timeout = 10;

@@ -67,7 +67,7 @@ TEST(refused_combinations)
 	struct {
 		struct pn_bw_opts o;
 		const char *want;
-	} t[8];
+	} t[9];
 	struct pn_bw_cfg c;
 	size_t i;
 
@@ -91,6 +91,9 @@ TEST(refused_combinations)
 	t[6].want = "--lat needs -s of at least 1";
 	t[7].o.gpu_engine = "ce";
 	t[7].want = "--gpu-engine goes with --gpu";
+	t[8].o.all = 1;
+	t[8].o.size = 64;
+	t[8].want = "-a runs every size from 2 bytes to 8 MiB, -s one size: give one of them";
 	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++)
 		refused(t[i].o, t[i].want);
 	t[4].o.connection = "rc";

@@ -100,8 +100,20 @@ TEST(graph_names_per_node)
 	CHECK_STR(path, "g-b-1%.xml");
 	CHECK_EQ_INT(pn_plan_graph_name("0123456789%h", &m, 0, path, 11), -ENAMETOOLONG);
 	/* one file for every node, or one each; never two nodes in one */
-	CHECK_EQ_INT(pn_plan_graphs_check("/nonexistent/g.xml", &m), -ENOENT);
-	CHECK_EQ_INT(pn_plan_graphs_check("/tmp/t_plan_files-%n.xml", &m), 0);
+	CHECK_EQ_INT(pn_plan_graphs_check("/nonexistent/g.xml", &m, NULL), -ENOENT);
+	CHECK_EQ_INT(pn_plan_graphs_check("/tmp/t_plan_files-%n.xml", &m, NULL), 0);
+	/* never over a file the model is read from */
+	{
+		struct pn_plan_source src = { .topo_files = "x.json,/tmp/t_plan_files-1.xml" };
+
+		CHECK_EQ_INT(pn_plan_graphs_check("/tmp/t_plan_files-%n.xml", &m, &src), -EINVAL);
+		CHECK_STR(pn_errmsg(-EINVAL),
+			  "--nccl-graph and --topo-file name the same file '/tmp/t_plan_files-1.xml'");
+		src.topo_files = NULL;
+		src.topo_xml = "./g.xml";
+		CHECK_EQ_INT(pn_plan_graphs_check("g.xml", &m, &src), -EINVAL);
+		CHECK_STR(pn_errmsg(-EINVAL), "--nccl-graph and --topo-xml name the same file 'g.xml'");
+	}
 	pn_plan_model_release(&m);
 	CHECK_EQ_INT(synth(&m, 2, "x/y,b"), 0);
 	CHECK_EQ_INT(pn_plan_graph_name("%h", &m, 0, path, sizeof(path)), -EINVAL);
@@ -122,7 +134,7 @@ TEST(graphs_written_one_per_node)
 	pn_plan_init(&p, &m);
 	CHECK_EQ_INT(pn_plan_build(&p, &m, &o), 0);
 	snprintf(pat, sizeof(pat), "%s/g-%%n.xml", dir);
-	CHECK_EQ_INT(pn_plan_graphs_check(pat, &m), 0);
+	CHECK_EQ_INT(pn_plan_graphs_check(pat, &m, NULL), 0);
 	CHECK_EQ_INT(pn_plan_graphs_write(pat, &p), 0);
 	for (i = 0; i < 2; i++) {
 		snprintf(path, sizeof(path), "%s/g-%d.xml", dir, i);

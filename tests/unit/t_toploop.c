@@ -249,6 +249,19 @@ TEST(options_that_do_not_go_together)
 	o.ethernet = 1;
 	CHECK_EQ_INT(pn_top_opts_check(&o, &sort), -EINVAL);
 	CHECK_STR(pn_errmsg(-EINVAL), "--lid, --ca and -e are for a live run, not --replay");
+	/* options that a replay would ignore are refused too */
+	o.ethernet = 0;
+	o.processes = 1;
+	CHECK_EQ_INT(pn_top_opts_check(&o, &sort), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL),
+		  "--processes is for a live run: --replay shows the recorded ports, not the processes");
+	o.processes = 0;
+	o.interval = 5;
+	CHECK_EQ_INT(pn_top_opts_check(&o, &sort), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL),
+		  "--interval is for a live run: --replay shows each sample for its recorded interval");
+	o.interval = PN_TOP_INTERVAL_DEFAULT;
+	CHECK_EQ_INT(pn_top_opts_check(&o, &sort), 0);
 }
 
 int main(void)
