@@ -90,8 +90,10 @@ test_expect_success '3 nodes, one with its rails swapped: its pairs cross the sp
 	grep -q "^job slowest-pair PASS .* | slowest n[0-2]-n[0-2]: .*; 0 of 3 pairs below$" r
 '
 
+# The exchanges must outlast the 2 s before the stop: a fast machine ended
+# 10 iterations of 32 MiB before it (kill: no such process).
 test_expect_success 'a rank stopped during the exchanges is named within --timeout' '
-	printf "alltoall.size = 33554432\n" >big.conf &&
+	printf "alltoall.size = 33554432\nalltoall.iters = 10000\n" >big.conf &&
 	port=$(free_port) && t0=$(date +%s) &&
 	for r in 2 1 0; do
 		PENNY_NODE_ID=n$r "$PENNY" check --rank $r --nranks 3 --root 127.0.0.1:$port \
