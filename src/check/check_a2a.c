@@ -236,7 +236,7 @@ static int a2a_mine(struct a2a_run *st, struct a2a_info *me)
 {
 	struct pn_check *c = st->c;
 	struct pn_netnic nics[PN_NET_MAX];
-	int n = pn_checknet_nics(c, nics, PN_NET_MAX), local = st->local_of[st->rank], gpu = -1, i,
+	int n = pn_checknet_nics(c, nics, PN_NET_MAX, NULL), local = st->local_of[st->rank], gpu = -1, i,
 	    k = -1;
 
 	memset(me, 0, sizeof(*me));

@@ -115,14 +115,11 @@ static void nic_fill(struct pn_netnic *n, const char *dev, int port, int rail)
 	pn_nic_release(&nic);
 }
 
-/*
- * This node's NIC ports, in rail order: the -d list as given, else the
- * topology's NICs (NIC<k> is rail k), else every RDMA device.
- */
-int pn_checknet_nics(const struct pn_check *c, struct pn_netnic *out, int max)
+/* This node's NIC ports, in rail order (check_net.h). */
+int pn_checknet_nics(const struct pn_check *c, struct pn_netnic *out, int max, int *left)
 {
 	struct pn_nodectx ctx;
-	int n = 0, i;
+	int n = 0, i, more = 0;
 
 	memset(&ctx, 0, sizeof(ctx));
 	if (c->devspec && c->devspec[0]) {
@@ -142,13 +139,19 @@ int pn_checknet_nics(const struct pn_check *c, struct pn_netnic *out, int max)
 			nic_fill(&out[n], tok, port, n);
 			n++;
 		}
+		for (; tok; tok = strtok_r(NULL, ",", &save))
+			more++;
 		free(dup);
 	} else if (c->topo && c->topo->nnics) {
-		for (i = 0; i < c->topo->nnics && n < max; i++) {
+		for (i = 0; i < c->topo->nnics; i++) {
 			const struct pn_topo_dev *d = &c->topo->devs[c->topo->ngpus + i];
 
 			if (!d->nic.name[0])
 				continue;
+			if (n == max) {
+				more++;
+				continue;
+			}
 			nic_fill(&out[n], d->nic.name, 0, i);
 			n++;
 		}
@@ -160,6 +163,7 @@ int pn_checknet_nics(const struct pn_check *c, struct pn_netnic *out, int max)
 				nic_fill(&out[n], l.nics[i].name, 0, i);
 				n++;
 			}
+			more += l.n - i;
 			pn_nic_list_release(&l);
 		}
 	}
@@ -174,6 +178,8 @@ int pn_checknet_nics(const struct pn_check *c, struct pn_netnic *out, int max)
 		}
 		pn_nodectx_release(&ctx);
 	}
+	if (left)
+		*left = more;
 	return n;
 }
 
@@ -644,9 +650,21 @@ int pn_check_nicbw(struct pn_check *c)
 	int n = 0, ret = 0, r;
 
 	if (c->node_leader) {
-		n = pn_checknet_nics(c, nics, PN_NET_MAX);
+		int left = 0;
+
+		n = pn_checknet_nics(c, nics, PN_NET_MAX, &left);
 		if (n < 0)
 			return n;
+		if (left > 0) {
+			char why[160];
+			struct pn_verdict_in v = { .check = "nic-bw", .target = "NICs",
+						   .verdict = PN_SKIP, .detail = why };
+
+			snprintf(why, sizeof(why), "%d more NIC port%s not checked: nic-bw takes the "
+				 "first %d of a node (choose them with -d)", left, left == 1 ? "" : "s",
+				 PN_NET_MAX);
+			pn_check_add(c, &v);
+		}
 		if (!n) {
 			struct pn_verdict_in v = { .check = "nic-bw", .target = "NICs",
 						   .verdict = PN_SKIP,

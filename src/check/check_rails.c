@@ -349,7 +349,7 @@ static int ctr_delta(const struct pn_counters_port *p, int kind, uint64_t *v)
 static int rails_mine(struct pn_check *c, const struct rl_hop *hops, int nhops, struct rl_wire *w)
 {
 	struct pn_netnic nics[PN_NET_MAX];
-	int n = pn_checknet_nics(c, nics, PN_NET_MAX), h, i;
+	int n = pn_checknet_nics(c, nics, PN_NET_MAX, NULL), h, i;
 
 	if (n < 0)
 		return n;

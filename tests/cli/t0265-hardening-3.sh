@@ -123,4 +123,19 @@ test_expect_success 'an output naming an input file: refused, the input left who
 	penny ring-plan --topo-file node01.json,n2.json --nccl-graph g-%h.xml >out && test -s g-node01.xml
 '
 
+test_expect_success 'check nic-bw on a node of 18 NIC ports: the 2 past the 16 it takes are named, not dropped' '
+	(
+		. "$TOP/tests/helpers/mksysfs.sh" &&
+		sys_root t18 n18 >/dev/null && sys_cpus 4 1 &&
+		for k in $(seq 0 17); do
+			sys_ib mlx5_$k >/dev/null &&
+			sys_port mlx5_$k 1 ACTIVE LinkUp "400 Gb/sec (4X NDR)" InfiniBand >/dev/null || exit 1
+		done
+	) &&
+	test_exit 2 penny check --sysfs-root t18 --only nic-bw >out 2>err &&
+	grep -q "^nic-bw  *n18  *NICs .* SKIP  2 more NIC ports not checked: nic-bw takes the first 16" out &&
+	test "$(grep -c "^nic-bw  *n18  *mlx5_[0-9]*/1 " out)" -eq 16 &&
+	test_exit 2 penny check --sysfs-root t18 --only nic-bw -d "$(seq -s, -f mlx5_%g 0 16)" >out 2>err &&
+	grep -q "SKIP  1 more NIC port not checked" out
+'
 test_done
