@@ -7,7 +7,7 @@
 #define _GNU_SOURCE
 #include "penny.h"
 
-#include "engine/boot.h"
+#include "base/util.h"
 #include "base/log.h"
 #include "base/ofile.h"
 #include "base/units.h"
@@ -337,25 +337,25 @@ extern char **environ;
 
 /* The knobs of the environment (penny(1), ENVIRONMENT), read here once, and
  * the environment the launcher gave, where the engine finds its variables
- * (doc/ARCHITECTURE.md): 0, or -ENOMEM (message in pn_errmsg). */
+ * (doc/ARCHITECTURE.md): 0, or -EINVAL (a knob's value) or -ENOMEM (said). */
 static int read_env(void)
 {
-	const char *s = getenv("PENNY_IB_DISABLE"), *m = getenv("PENNY_MEM_CHECK");
-	const char *b = getenv("PENNY_BIND");
-	struct pn_boot_knobs k = { .site_secret = PN_BOOT_SITE_SECRET,
+	static const char *const bit[] = { "0", "1", NULL }, *const bind[] = { "none", NULL };
+	int ibd = pn_knob_choice("PENNY_IB_DISABLE", getenv("PENNY_IB_DISABLE"), bit, 0);
+	int mc = pn_knob_choice("PENNY_MEM_CHECK", getenv("PENNY_MEM_CHECK"), bit, 1);
+	int bn = pn_knob_choice("PENNY_BIND", getenv("PENNY_BIND"), bind, -1);
+	struct pn_boot_knobs k = { .site_secret = PN_BOOT_SITE_SECRET, .bind_none = !bn,
+				   .node_id = getenv("PENNY_NODE_ID"), .root = getenv("PENNY_ROOT"),
+				   .root_fd = getenv("PENNY_ROOT_FD"), .cookie = getenv("PENNY_COOKIE"),
+				   .cookie_file = getenv("PENNY_COOKIE_FILE"),
 				   .env = (const char *const *)environ };
 
-	pn_cli.node_id = k.node_id = getenv("PENNY_NODE_ID");
-	k.root = getenv("PENNY_ROOT");
-	k.root_fd = getenv("PENNY_ROOT_FD");
-	k.cookie = getenv("PENNY_COOKIE");
-	k.cookie_file = getenv("PENNY_COOKIE_FILE");
-	k.bind_none = b && !strcmp(b, "none");
+	if (ibd < 0 || mc < 0 || bn < -1) /* garbage: said, not read as something else */
+		return -EINVAL;
+	pn_cli.node_id = k.node_id;
 	pn_boot_set_knobs(&k);
-	pn_cli.tune_file = getenv("PENNY_TUNE_FILE");
-	pn_cli.ib_hca = getenv("PENNY_IB_HCA");
-	pn_cli.ib_disable = s && atoi(s);
-	pn_cli.mem_check = !(m && !strcmp(m, "0"));
+	pn_cli.tune_file = getenv("PENNY_TUNE_FILE"), pn_cli.ib_hca = getenv("PENNY_IB_HCA");
+	pn_cli.ib_disable = ibd, pn_cli.mem_check = mc;
 	read_xnode(&pn_cli.xnode);
 	pn_cli.plugin_path = getenv("PENNY_PLUGIN_PATH");
 	pn_cli.nvml_lib = getenv("PENNY_NVML_LIB");

@@ -86,6 +86,25 @@ int pn_parse_int(const char *s, int *out)
 	return 0;
 }
 
+int pn_knob_choice(const char *name, const char *v, const char *const *words, int dflt)
+{
+	char want[128] = "";
+	size_t len = 0;
+	int i;
+
+	if (!v || !*v)
+		return dflt;
+	for (i = 0; words[i]; i++) {
+		if (!strcmp(v, words[i]))
+			return i;
+		if (len < sizeof(want))
+			len += (size_t)snprintf(want + len, sizeof(want) - len, "%s%s",
+						i ? " or " : "", words[i]);
+	}
+	return pn_err(-EINVAL, "%s='%.40s%s': want %s", name, v, strlen(v) > 40 ? "..." : "",
+		      want);
+}
+
 int pn_parse_double(const char *s, double *out)
 {
 	char *end;

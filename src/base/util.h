@@ -23,6 +23,12 @@ const char *pn_fmt_size(char *buf, size_t len, uint64_t bytes);
 int pn_parse_u64(const char *s, uint64_t *out);
 int pn_parse_int(const char *s, int *out);
 int pn_parse_double(const char *s, double *out);
+/*
+ * An environment knob that takes one of a few words: the index in words
+ * (NULL-terminated) of v, dflt when v is NULL or empty, else -EINVAL with
+ * "NAME='v': want w0 or w1 ..." (v cut at 40 characters).
+ */
+int pn_knob_choice(const char *name, const char *v, const char *const *words, int dflt);
 
 /* Monotonic clock in seconds / nanoseconds. */
 double pn_now(void);

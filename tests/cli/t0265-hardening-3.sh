@@ -138,4 +138,14 @@ test_expect_success 'check nic-bw on a node of 18 NIC ports: the 2 past the 16 i
 	test_exit 2 penny check --sysfs-root t18 --only nic-bw -d "$(seq -s, -f mlx5_%g 0 16)" >out 2>err &&
 	grep -q "SKIP  1 more NIC port not checked" out
 '
+test_expect_success 'PENNY_IB_DISABLE, PENNY_MEM_CHECK and PENNY_BIND: a word they do not take is refused, not misread' '
+	for kv in PENNY_IB_DISABLE=yes PENNY_IB_DISABLE=true PENNY_MEM_CHECK=off PENNY_BIND=nonee; do
+		env "$kv" "$PENNY" allreduce-test --np 2 -b 8 -e 8 -n 1 -w 0 >out 2>err; rc=$?
+		test $rc = 2 && test "$(wc -l <err)" = 1 && test ! -s out &&
+		grep -q "^penny allreduce-test: ${kv%%=*}=.${kv#*=}.: want " err || { echo "$kv: exit $rc"; cat err; exit 1; }
+	done &&
+	for kv in PENNY_IB_DISABLE=1 PENNY_IB_DISABLE=0 PENNY_MEM_CHECK=1 PENNY_BIND=none PENNY_BIND=; do
+		env "$kv" "$PENNY" allreduce-test --np 2 -b 8 -e 8 -n 1 -w 0 >out || { echo "$kv"; exit 1; }
+	done
+'
 test_done

@@ -48,6 +48,27 @@ TEST(number_parsing)
 	CHECK(pn_parse_double("nan", &d) == -EINVAL);
 }
 
+TEST(knob_words)
+{
+	static const char *const bit[] = { "0", "1", NULL }, *const many[] = { "a", "b", "c", NULL };
+	char big[300];
+
+	CHECK_EQ_INT(pn_knob_choice("K", NULL, bit, 7), 7);
+	CHECK_EQ_INT(pn_knob_choice("K", "", bit, 7), 7);
+	CHECK_EQ_INT(pn_knob_choice("K", "1", bit, 7), 1);
+	CHECK_EQ_INT(pn_knob_choice("K", "0", bit, 7), 0);
+	CHECK_EQ_INT(pn_knob_choice("K", "yes", bit, 7), -EINVAL);
+	CHECK(!strcmp(pn_errmsg(-EINVAL), "K='yes': want 0 or 1"));
+	CHECK_EQ_INT(pn_knob_choice("K", " 1", bit, 7), -EINVAL);
+	CHECK_EQ_INT(pn_knob_choice("K", "d", many, 0), -EINVAL);
+	CHECK(!strcmp(pn_errmsg(-EINVAL), "K='d': want a or b or c"));
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	CHECK_EQ_INT(pn_knob_choice("K", big, bit, 0), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "x...': want 0 or 1") && strlen(pn_errmsg(-EINVAL)) < 80);
+	pn_err_clear();
+}
+
 TEST(hostport_parsing)
 {
 	char h[64];
@@ -223,6 +244,7 @@ int main(void)
 	RUN(size_formatting);
 	RUN(grow_by_doubling);
 	RUN(number_parsing);
+	RUN(knob_words);
 	RUN(hostport_parsing);
 	RUN(rate_and_state_parsing);
 	RUN(debug_subsystems);
