@@ -613,15 +613,15 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 		if (pn_cmd_refuse_shared(ctx, names, paths, 3, PN_ARRAY_SIZE(paths)))
 			return 2;
 	}
-	/* before any sampling: a file that cannot be written fails at once */
-	if (opt.prom || opt.plot) {
-		ret = pn_ofile_check(opt.prom ? opt.prom : opt.plot);
-		if (!ret && opt.prom && opt.plot)
-			ret = pn_ofile_check(opt.plot);
-		if (ret) {
-			pn_cmd_error(ctx, ret);
-			return 2;
-		}
+	/* before any sampling: a file that cannot be written, or --json's stdout, fails */
+	pn_ofile_claim_stdout(pn_out_is_json(ctx->out) ? "--json" : NULL);
+	ret = opt.prom ? pn_ofile_check(opt.prom) : 0;
+	if (!ret && opt.plot)
+		ret = pn_ofile_check(opt.plot);
+	pn_ofile_claim_stdout(NULL); /* --record - may interleave its lines */
+	if (ret) {
+		pn_cmd_error(ctx, ret);
+		return 2;
 	}
 	use_screen = !pn_out_is_json(ctx->out) && !opt.once && !opt.count && !opt.prom &&
 		     isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);

@@ -148,4 +148,14 @@ test_expect_success 'PENNY_IB_DISABLE, PENNY_MEM_CHECK and PENNY_BIND: a word th
 		env "$kv" "$PENNY" allreduce-test --np 2 -b 8 -e 8 -n 1 -w 0 >out || { echo "$kv"; exit 1; }
 	done
 '
+test_expect_success 'top --json: --prom and --plot on standard output are refused; --record - still interleaves' '
+	for args in "--prom -" "--prom /dev/stdout" "--plot /dev/fd/1"; do
+		# shellcheck disable=SC2086
+		one_line_error 2 top -n 1 -i 50ms --json $args || exit 1
+		grep -q "is standard output, where --json writes its document" err || { cat err; exit 1; }
+	done &&
+	penny top -n 1 -i 50ms --prom - >out && grep -q "^# TYPE penny_port_up gauge" out &&
+	penny top -n 1 -i 50ms --json --prom p.prom >out && grep -q "^# TYPE" p.prom &&
+	penny top -n 1 -i 50ms --json --record - >out && grep -q "^{\"penny_record\":1," out
+'
 test_done
