@@ -20,6 +20,7 @@
 #include "node/nodectx.h"
 #include "node/sysfs.h"
 #include "node/topo.h"
+#include "node/topo_check.h"
 #include "transport/verbs.h"
 
 #include <errno.h>
@@ -128,13 +129,11 @@ int pn_checknet_nics(const struct pn_check *c, struct pn_netnic *out, int max, i
 		if (!dup)
 			return pn_err(-ENOMEM, "out of memory");
 		for (tok = strtok_r(dup, ",", &save); tok && n < max; tok = strtok_r(NULL, ",", &save)) {
-			char *colon = strchr(tok, ':');
-			int port = 0;
+			int port, ret = pn_topo_dev_entry(tok, &port);
 
-			if (colon) {
-				*colon = 0;
-				if (pn_parse_int(colon + 1, &port) || port < 1 || port > 255)
-					port = 1;
+			if (ret) {
+				free(dup);
+				return ret;
 			}
 			nic_fill(&out[n], tok, port, n);
 			n++;

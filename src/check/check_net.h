@@ -34,8 +34,9 @@ double pn_checknet_num(const struct pn_check *c, const char *key, double dflt, i
 /*
  * This node's NIC ports in rail order (at most max): the -d list as given,
  * else the topology's NICs (NIC<k> is rail k), else every RDMA device.
- * Returns the count or -ENOMEM; *left (may be NULL): how many more there
- * were past max, which the caller must say it did not check.
+ * Returns the count, -EINVAL (a -d entry) or -ENOMEM; *left (may be NULL):
+ * how many more there were past max, which the caller must say it did not
+ * check.
  */
 int pn_checknet_nics(const struct pn_check *c, struct pn_netnic *out, int max, int *left);
 

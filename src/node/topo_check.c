@@ -159,24 +159,30 @@ int pn_topo_expect_valid(const struct pn_topo_expect *e)
 	return pn_topo_devlist_valid(e->devices);
 }
 
+int pn_topo_dev_entry(char *entry, int *port)
+{
+	char *colon = strchr(entry, ':');	/* the first */
+
+	*port = 0;
+	if (!colon)
+		return 0;
+	if (colon == entry || pn_parse_int(colon + 1, port) || *port < 1 || *port > 255)
+		return pn_err(-EINVAL, "-d '%s': want DEV or DEV:PORT, PORT 1..255", entry);
+	*colon = 0;
+	return 0;
+}
+
 int pn_topo_devlist_valid(const char *devices)
 {
 	char *list, *tok, *save = NULL;
-	int n = 0, ret = 0;
+	int n = 0, ret = 0, port;
 
 	list = strdup(devices);
 	if (!list)
 		return pn_err(-ENOMEM, "out of memory");
-	for (tok = strtok_r(list, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
-		char *colon = strchr(tok, ':');	/* the first, as the checks read it */
-		int port;
-
-		if (++n > 64)
-			ret = pn_err(-EINVAL, "-d names more than 64 devices or ports");
-		else if (colon && (colon == tok || pn_parse_int(colon + 1, &port) || port < 1 ||
-				   port > 255))
-			ret = pn_err(-EINVAL, "-d '%s': want DEV or DEV:PORT, PORT 1..255", tok);
-	}
+	for (tok = strtok_r(list, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save))
+		ret = ++n > 64 ? pn_err(-EINVAL, "-d names more than 64 devices or ports")
+			       : pn_topo_dev_entry(tok, &port);
 	free(list);
 	return ret;
 }

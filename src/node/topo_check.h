@@ -34,6 +34,12 @@ int pn_topo_expect_valid(const struct pn_topo_expect *e);
  * DEV:PORT with PORT 1..255.  0, or -EINVAL (-ENOMEM) with a message.
  */
 int pn_topo_devlist_valid(const char *devices);
+/*
+ * One entry of a -d list, DEV or DEV:PORT (PORT 1..255), split in place at
+ * its first ':' (entry becomes DEV): *port the port, 0 when none given.
+ * 0, or -EINVAL with a message.
+ */
+int pn_topo_dev_entry(char *entry, int *port);
 /* e asks for a check. */
 int pn_topo_expect_any(const struct pn_topo_expect *e);
 

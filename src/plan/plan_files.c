@@ -178,21 +178,21 @@ static int graph_cmp(const void *a, const void *b)
 /* 0, or -EINVAL when graph file path is one of src's input files. */
 static int graph_not_input(const char *path, const struct pn_plan_source *src)
 {
-	char *list, *tok, *save = NULL;
+	const char *p = src ? src->topo_files : NULL;
 	int ret = 0;
 
 	if (src && src->topo_xml && pn_ofile_same(path, src->topo_xml))
 		return pn_err(-EINVAL, "--nccl-graph and --topo-xml name the same file '%s'", path);
-	if (!src || !src->topo_files)
-		return 0;
-	list = strdup(src->topo_files);
-	if (!list)
-		return pn_err(-ENOMEM, "out of memory");
-	for (tok = strtok_r(list, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save))
-		if (pn_ofile_same(path, tok))
+	while (p && *p && !ret) {
+		char *name = next_name(&p);
+
+		if (!name)
+			return pn_err(-ENOMEM, "out of memory");
+		if (*name && pn_ofile_same(path, name))
 			ret = pn_err(-EINVAL, "--nccl-graph and --topo-file name the same file '%s'",
 				     path);
-	free(list);
+		free(name);
+	}
 	return ret;
 }
 
