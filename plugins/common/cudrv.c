@@ -99,6 +99,7 @@ static const struct sym syms[] = {
 	OPT(MemHostUnregister, "cuMemHostUnregister"),
 	OPT(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2|cuMemHostGetDevicePointer"),
 	OPT(StreamQuery, "cuStreamQuery"),
+	OPT(EventQuery, "cuEventQuery"),
 	OPT(StreamIsCapturing, "cuStreamIsCapturing"),
 	OPT(MemGetAddressRange, "cuMemGetAddressRange_v2"),
 	OPT(PointerGetAttribute, "cuPointerGetAttribute"),

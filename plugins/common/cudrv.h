@@ -125,9 +125,10 @@ struct pn_cudrv {
 	CUresult (*MemHostRegister)(void *p, size_t bytes, unsigned flags);
 	CUresult (*MemHostUnregister)(void *p);
 	CUresult (*MemHostGetDevicePointer)(CUdeviceptr *d, void *p, unsigned flags);
-	/* optional (the NCCL interposer): a bounded wait on a stream; whether a
-	 * stream is being captured (status 0: no) */
+	/* optional (the interposer, pn_gpu_wait): a bounded wait on a stream or
+	 * an event; whether a stream is being captured (status 0: no) */
 	CUresult (*StreamQuery)(CUstream s);
+	CUresult (*EventQuery)(CUevent e);
 	CUresult (*StreamIsCapturing)(CUstream s, int *status);
 	/* optional (the interposer's registration cache): the allocation
 	 * around p; a pointer attribute (CU_POINTER_ATTRIBUTE_*) */

@@ -71,6 +71,8 @@ int pn_gpu_open(struct pn_gpu *g, const struct penny_host_v1 *host, int device,
 
 	memset(g, 0, sizeof(*g));
 	g->host = host;
+	if (host && host->timeout_ns)
+		g->wait_ns = host->timeout_ns + PN_GPU_WAIT_GRACE_NS;
 	cu = pn_cudrv_get();
 	if (!cu)
 		return -ENODEV;
@@ -118,6 +120,16 @@ void pn_gpu_close(struct pn_gpu *g)
 	if (!cu || !g->ctx)
 		return;
 	cu->CtxSetCurrent(g->ctx);
+	if (g->hung) {
+		/* the stream's work may never end: every call below could wait
+		 * for it (cuMemFree, cuStreamDestroy, the context's release);
+		 * the process's exit frees what is left on the device */
+		free(g->bev);
+		g->bev = NULL;
+		g->nbev = 0;
+		g->ctx = NULL;
+		return;
+	}
 	if (g->stream)
 		cu->StreamSynchronize(g->stream);
 	if (g->data_mod)
@@ -152,7 +164,7 @@ int pn_gpu_alloc(struct pn_gpu *g, size_t bytes, void **p)
 
 int pn_gpu_free(struct pn_gpu *g, void *p)
 {
-	if (!p)
+	if (!p || g->hung)	/* hung: the work may still use it; the exit frees it */
 		return 0;
 	PN_CU(g->cu, StreamSynchronize(g->stream), "cuStreamSynchronize");
 	PN_CU(g->cu, MemFree((CUdeviceptr)(uintptr_t)p), "cuMemFree");
@@ -161,8 +173,52 @@ int pn_gpu_free(struct pn_gpu *g, void *p)
 
 int pn_gpu_sync(struct pn_gpu *g)
 {
-	PN_CU(g->cu, StreamSynchronize(g->stream), "cuStreamSynchronize");
-	return 0;
+	return pn_gpu_wait(g, g->stream, NULL, "cuStreamSynchronize");
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+int pn_gpu_wait(struct pn_gpu *g, CUstream s, CUevent ev, const char *what)
+{
+	const struct pn_cudrv *cu = g->cu;
+	struct timespec nap = { 0, 10000 };
+	uint64_t t0, el;
+	CUresult r;
+
+	if (g->hung)
+		return pn_plugin_fail(-ETIMEDOUT, "%s: an earlier wait for this GPU timed out", what);
+	if (!g->wait_ns || (ev ? !cu->EventQuery : !cu->StreamQuery)) {
+		r = ev ? cu->EventSynchronize(ev) : cu->StreamSynchronize(s);
+		return r == CUDA_SUCCESS ? 0 : pn_cu_fail(cu, r, what);
+	}
+	t0 = mono_ns();
+	for (;;) {
+		r = ev ? cu->EventQuery(ev) : cu->StreamQuery(s);
+		if (r == CUDA_SUCCESS)
+			return 0;
+		if (r != CUDA_ERROR_NOT_READY)
+			return pn_cu_fail(cu, r, what);
+		el = mono_ns() - t0;
+		if (el >= g->wait_ns) {
+			g->hung = 1;
+			return pn_plugin_fail(-ETIMEDOUT, "the GPU's work has not finished after "
+					      "%.3g s (the timeout and %.0f s): a kernel waits for a "
+					      "peer that does not come, or the GPU is stuck (%s)",
+					      (double)el / 1e9, PN_GPU_WAIT_GRACE_NS / 1e9, what);
+		}
+		/* spin the first 100 us (a call's own wait), then back off to 1 ms */
+		if (el > 100000) {
+			nanosleep(&nap, NULL);
+			if (nap.tv_nsec < 1000000)
+				nap.tv_nsec *= 2;
+		}
+	}
 }
 
 int pn_gpu_memcpy(struct pn_gpu *g, void *dst, const void *src, size_t bytes, int dir)
@@ -499,7 +555,11 @@ int pn_gpu_time(struct pn_gpu *g, pn_gpu_enqueue_fn enqueue, void *ctx, struct p
 		ret = block(g, enqueue, ctx, t, exec, g->bev[i + 1], &host);
 	if (ret)
 		goto out;
-	PN_CU_GOTO(cu, EventSynchronize(g->bev[blocks]), "cuEventSynchronize", ret, out);
+	/* block by block: the bound is on a block's time, not the whole loop's */
+	for (i = 1; i <= blocks && !ret; i++)
+		ret = pn_gpu_wait(g, NULL, g->bev[i], "cuEventSynchronize (a timed block)");
+	if (ret)
+		goto out;
 	for (i = 0; i < blocks; i++) {
 		PN_CU_GOTO(cu, EventElapsedTime(&ms, g->bev[i], g->bev[i + 1]), "cuEventElapsedTime",
 			   ret, out);
@@ -513,9 +573,9 @@ int pn_gpu_time(struct pn_gpu *g, pn_gpu_enqueue_fn enqueue, void *ctx, struct p
 	if (t2->size >= sizeof(*t2))
 		t2->blocks_run = stamped ? blocks : 0;
 out:
-	if (exec)
+	if (exec && !g->hung)	/* a graph that may still run is left to the exit */
 		cu->GraphExecDestroy(exec);
-	if (graph)
+	if (graph && !g->hung)
 		cu->GraphDestroy(graph);
 	return ret;
 }

@@ -41,7 +41,16 @@ struct pn_gpu {
 	CUmodule data_mod;	/* NULL: fill/check on the host */
 	CUfunction fill_fn[PENNY_NDTYPES], check_fn[PENNY_NDTYPES];
 	CUdeviceptr result;	/* check: uint64_t[2] */
+	/* the longest wait on the GPU's work (pn_gpu_wait): the core's timeout
+	 * plus PN_GPU_WAIT_GRACE_NS; 0: unbounded (no timeout given) */
+	uint64_t wait_ns;
+	int hung;		/* a wait timed out: the GPU's work may never end */
 };
+
+/* A plugin whose kernels time out by themselves raises wait_ns to its own
+ * timeout plus this, so that the kernel's message (which names the peer)
+ * comes first. */
+#define PN_GPU_WAIT_GRACE_NS 2000000000ull
 
 /* device < 0: host->local_rank modulo the visible devices.  data_image: the
  * fatbin of data_kernels.cu, or NULL. */
@@ -62,6 +71,10 @@ int pn_gpu_fill(struct pn_gpu *g, void *buf, size_t count, int dtype, int op, ui
 int pn_gpu_check(struct pn_gpu *g, const void *buf, size_t count, int dtype, int op,
 		 uint32_t seed, int nranks, struct penny_check_v1 *res);
 int pn_gpu_sync(struct pn_gpu *g);
+/* Wait for the work on stream s (ev NULL) or for event ev, no longer than
+ * g->wait_ns: past it -ETIMEDOUT, the message naming what, and g->hung set
+ * (pn_gpu_close then skips the calls that would wait for that work). */
+int pn_gpu_wait(struct pn_gpu *g, CUstream s, CUevent ev, const char *what);
 int pn_gpu_launch(struct pn_gpu *g, CUfunction f, unsigned grid, unsigned block, void *args);
 /* The same with programmatic dependent launch (gpu.c); a plain launch where
  * the driver lacks cuLaunchKernelEx. */

@@ -480,6 +480,9 @@ int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *ho
 	c->g.hooks = &cuda_hooks;
 	if (!ret)
 		ret = read_cfg(c);
+	/* the kernels' own timeout (it names the peer) speaks before the host's */
+	if (!ret && c->g.wait_ns && c->cfg.timeout_ns + PN_GPU_WAIT_GRACE_NS > c->g.wait_ns)
+		c->g.wait_ns = c->cfg.timeout_ns + PN_GPU_WAIT_GRACE_NS;
 	if (!ret)
 		ret = load_modules(c, im);
 	ret = agree(c, ret);
@@ -545,6 +548,11 @@ void pn_cuda_fini(void *be)
 	if (!c)
 		return;
 	pn_gpu_enter(&c->g);
+	if (c->g.hung) {	/* a kernel may still run: nothing below may wait for it */
+		pn_gpu_close(&c->g);
+		free(c);
+		return;
+	}
 	c->g.cu->StreamSynchronize(c->g.stream);
 	while (c->xregs)
 		pn_cuda_dereg_buffer(c, c->xregs);

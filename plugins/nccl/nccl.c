@@ -413,6 +413,27 @@ void pn_nccl_fini(void *be)
 	if (!c)
 		return;
 	pn_gpu_enter(&c->g);
+	if (c->g.hung) {
+		/* NCCL's kernels may never end, and every NCCL teardown waits for
+		 * them: ncclCommAbort too (its cudaFreeHost blocked on 2 x H200,
+		 * NCCL 2.28.9).  The communicators and device memory are left
+		 * to the process's exit; only the host's lists go. */
+		while (c->wins) {
+			struct pn_nccl_win *w = c->wins;
+
+			c->wins = w->next;
+			free(w);
+		}
+		while (c->retired) {
+			struct pn_nccl_old *o = c->retired;
+
+			c->retired = o->next;
+			free(o);
+		}
+		pn_gpu_close(&c->g);
+		free(c);
+		return;
+	}
 	c->g.cu->StreamSynchronize(c->g.stream);
 	if (c->stage_stream)
 		c->g.cu->StreamSynchronize(c->stage_stream);
@@ -495,6 +516,8 @@ int pn_nccl_free(void *be, void *ptr)
 	ncclResult_t r, r2;
 
 	ENTER(c);
+	if (c->g.hung)	/* NCCL's work may still use it: the exit frees it */
+		return 0;
 	for (pw = &c->wins; *pw && (*pw)->ptr != ptr; pw = &(*pw)->next)
 		;
 	if (!*pw)
@@ -705,7 +728,11 @@ static int stage_grow(struct pn_nccl *c, size_t bytes)
 	} else if (c->stage) {
 		/* its last copy and sends are over before it goes (a caller's
 		 * stream may be gone by now: cuMemFree waits for the device too) */
-		cu->StreamSynchronize(c->stage_stream);
+		int ret = pn_gpu_wait(&c->g, c->stage_stream, NULL,
+				      "cuStreamSynchronize (the in-place staging buffer)");
+
+		if (ret)
+			return ret;
 		PN_CU(cu, MemFree(c->stage), "cuMemFree");
 	}
 	c->stage = 0;

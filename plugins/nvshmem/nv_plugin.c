@@ -203,6 +203,11 @@ static int sym_alloc(struct pn_nv *c, size_t bytes, CUdeviceptr *p)
 
 static void teardown(struct pn_nv *c)
 {
+	if (c->g.hung) {	/* a kernel may still run: the process's exit frees the rest */
+		pn_gpu_close(&c->g);
+		free(c);
+		return;
+	}
 	if (c->nvshmem_up) {
 		c->g.cu->StreamSynchronize(c->g.stream);
 		while (c->syms) {
@@ -283,6 +288,8 @@ int pn_nv_init(const void *data_image, const void *image, const struct penny_hos
 	if (!ret)
 		ret = pn_gpu_open(&c->g, host, device, data_image);
 	c->g.hooks = &nv_hooks;
+	if (!ret && c->g.wait_ns && c->cfg.timeout_ns + PN_GPU_WAIT_GRACE_NS > c->g.wait_ns)
+		c->g.wait_ns = c->cfg.timeout_ns + PN_GPU_WAIT_GRACE_NS;
 	if (!ret && c->g.nsm > 0 && c->cfg.blocks > (uint32_t)c->g.nsm)
 		c->cfg.blocks = (uint32_t)c->g.nsm;
 	if (!ret)
@@ -403,6 +410,10 @@ int pn_nv_free(void *be, void *ptr)
 		if (s->base != (CUdeviceptr)(uintptr_t)ptr)
 			continue;
 		*pp = s->next;
+		if (c->g.hung) {	/* the work may still use it: the exit frees it */
+			free(s);
+			return 0;
+		}
 		c->g.cu->StreamSynchronize(c->g.stream);
 		pn_nvb_free(ptr);
 		free(s);

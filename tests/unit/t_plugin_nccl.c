@@ -887,6 +887,110 @@ TEST(a_missing_nccl_is_one_line_naming_what_was_tried)
 	pn_nccl_set_api(&fake_nccl);
 }
 
+/*
+ * A stream whose work never ends (NCCL's kernel waits for a peer that never
+ * comes, as its graphs of in-place send/recv did on two H200): the plugin's
+ * waits give up after the bound (the core's timeout and a grace) in one
+ * line, and fini calls nothing that would wait for that work (NCCL's
+ * teardown, ncclCommAbort's too, waited for it on the H200s): the process's
+ * exit frees it.  Before, cuStreamSynchronize waited past --timeout, forever.
+ */
+static int stuck[FAKE_MAX_RANKS], waited_stuck[FAKE_MAX_RANKS];
+static CUdeviceptr left[FAKE_MAX_RANKS];	/* device memory fini leaves to the exit */
+static CUresult s_query(CUstream s)
+{
+	(void)s;
+	return stuck[my_rank] ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+static CUresult e_query(CUevent e)
+{
+	(void)e;
+	return stuck[my_rank] ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+static CUresult s_sync(CUstream s)
+{
+	waited_stuck[my_rank] += stuck[my_rank];
+	return f_ssync(s);
+}
+static CUresult e_sync(CUevent e)
+{
+	waited_stuck[my_rank] += stuck[my_rank];
+	return f_esync(e);
+}
+static int one_call(void *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+
+static void do_stuck(struct fake_world *w, int r)
+{
+	struct pn_nccl *c = be[r];
+	struct penny_time_v2 t = { .size = sizeof(t) };
+	double block_us[5];
+	uint64_t t0;
+	double took;
+
+	my_rank = r;
+	rets[r] = -1;
+	if (!c || c->g.wait_ns != w->host[r].timeout_ns + PN_GPU_WAIT_GRACE_NS)
+		return;
+	/* a healthy stream: the bounded waits return at once */
+	if (pn_gpu_sync(&c->g))
+		return;
+	left[r] = c->g.result;
+	c->g.wait_ns = 50000000;	/* 50 ms: the test's timeout and grace */
+	stuck[r] = 1;
+	t0 = mono_ns();
+	if (pn_gpu_sync(&c->g) != -ETIMEDOUT)
+		return;
+	took = (double)(mono_ns() - t0) / 1e9;
+	snprintf(msgs[r], sizeof(msgs[r]), "%s", pn_plugin_errmsg());
+	if (took < 0.05 || took > 2 || !c->g.hung || waited_stuck[r])
+		return;
+	/* every later wait fails at once, naming why */
+	t.t.iters = 1;
+	t.blocks = 5;
+	t.block_usec = block_us;
+	if (pn_gpu_time(&c->g, one_call, NULL, &t) != -ETIMEDOUT ||
+	    !strstr(pn_plugin_errmsg(), "an earlier wait for this GPU timed out"))
+		return;
+	rets[r] = 0;
+}
+
+TEST(a_gpu_that_never_finishes_fails_the_wait_and_fini_does_not_wait)
+{
+	struct fake_world w;
+	struct pn_cudrv cu = fake_cu;
+
+	cu.StreamQuery = s_query;
+	cu.EventQuery = e_query;
+	cu.StreamSynchronize = s_sync;
+	cu.EventSynchronize = e_sync;
+	pn_cudrv_set(&cu);
+	memset(nr, 0, sizeof(nr));
+	fake_world_init(&w, 2);
+	for (int r = 0; r < 2; r++)
+		w.host[r].timeout_ns = 3000000000ull;
+	fake_run(&w, do_init);
+	fake_run(&w, do_stuck);
+	for (int r = 0; r < 2; r++) {
+		CHECK_EQ_INT(rets[r], 0);
+		CHECK(strstr(msgs[r], "the GPU's work has not finished after 0.05") == msgs[r]);
+		CHECK(strstr(msgs[r], "a kernel waits for a peer that does not come, or the GPU is "
+			      "stuck (cuStreamSynchronize)") != NULL);
+	}
+	fake_run(&w, do_fini);
+	for (int r = 0; r < 2; r++) {
+		CHECK_EQ_INT(waited_stuck[r], 0);	/* fini waited for nothing */
+		CHECK_EQ_INT(nr[r].destroyed, 0);	/* nor called NCCL's teardown */
+		stuck[r] = 0;
+		fake_cu.MemFree(left[r]);	/* what the process's exit would free */
+	}
+	fake_world_free(&w);
+	pn_cudrv_set(&fake_cu);
+}
+
 int main(void)
 {
 	pn_cudrv_set(&fake_cu);
@@ -903,6 +1007,7 @@ int main(void)
 	RUN(a_missing_nccl_call_is_refused_in_one_line);
 	RUN(in_place_alltoall_and_sendrecv_are_right_whatever_ncclGroupEnd_reads_first);
 	RUN(in_place_under_graph_capture_never_allocates);
+	RUN(a_gpu_that_never_finishes_fails_the_wait_and_fini_does_not_wait);
 	fake_funcs_free();
 	return unit_done();
 }
