@@ -1113,7 +1113,15 @@ TEST(other_collectives_launch_one_kernel_each_on_the_callers_stream)
 	struct fake_world w;
 
 	fake_world_init(&w, 3);
+	/* the default: LL lines up to 256 KiB a peer */
 	fake_run(&w, do_init);
+	CHECK(all_ok(3));
+	CHECK(be[0] && ((struct pn_cuda *)be[0])->cfg.co_ll_max == 256u << 10);
+	fake_run(&w, do_fini);
+	/* the flag kernels, LL off */
+	setenv("PENNY_CUDA_CO_LL_MAX", "0", 1);
+	fake_run(&w, do_init);
+	unsetenv("PENNY_CUDA_CO_LL_MAX");
 	CHECK(all_ok(3));
 	fake_run(&w, do_colls);
 	CHECK(all_ok(3));
@@ -1124,7 +1132,7 @@ TEST(other_collectives_launch_one_kernel_each_on_the_callers_stream)
 			CHECK_EQ_INT(w.rank[r].launch[i].ar.tile, w.rank[0].launch[i].ar.tile);
 		}
 	fake_run(&w, do_fini);
-	/* LL lines for the small calls, off by default (above: none took them) */
+	/* LL off (PENNY_CUDA_CO_LL_MAX=0): none took them */
 	for (int i = 0; i < 6; i++)
 		CHECK_EQ_INT(w.rank[0].launch[i].ar.ll, 0);
 	setenv("PENNY_CUDA_CO_LL_MAX", "4K", 1);
