@@ -21,7 +21,11 @@
 # would be the time-slicing's).  NVLink SHARP stays off.  The cuda
 # plugin's settings come from the environment: PENNY_CUDA_CO_LL_MAX=256K in
 # one run against a run without it (another OUTDIR) compares its LL lines
-# with its flag kernels at small sizes.
+# with its flag kernels at small sizes (the LL lines are the default since
+# that comparison: PENNY_CUDA_CO_LL_MAX=0 runs the flag kernels).  NCCL's
+# alltoall and sendrecv in graphs run with NCCL_GRAPH_REGISTER=0 unless it
+# is set: with NCCL 2.28.9's registration of user buffers in graphs their
+# kernels never finished from 1-4 MiB on 2 x H200 (2026-11-29).
 set -u
 export NCCL_NVLS_ENABLE=0
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -100,7 +104,13 @@ for np in $GPUS; do
 		[ -n "$share" ] && continue
 		for g in 0 10; do
 			f="$base-$c-np$np-G$g.txt"
-			timeout 300 "$PENNY" coll-test "$c" --backend cuda,nccl --np "$np" --gpus "$gpus" -d bfloat16 -o sum \
+			reg=()
+			case $c:$g in
+			alltoall:10 | sendrecv:10)
+				[ -n "${NCCL_GRAPH_REGISTER-}" ] || reg=(NCCL_GRAPH_REGISTER=0)
+				echo "# $c -G $g: NCCL_GRAPH_REGISTER=${NCCL_GRAPH_REGISTER-0}" ;;
+			esac
+			env "${reg[@]}" timeout 300 "$PENNY" coll-test "$c" --backend cuda,nccl --np "$np" --gpus "$gpus" -d bfloat16 -o sum \
 				-b 1K -e "$MAXB" -f 4 -n "${ITERS:-20}" -w "${WARMUP:-5}" -G "$g" --timeout 60 >"$f" 2>&1
 			r=$?
 			echo "## $c, $np GPUs, bfloat16 sum, -G $g: exit $r"
