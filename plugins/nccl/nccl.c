@@ -271,6 +271,8 @@ static int shared_gpu(const struct pn_nccl_hello *all, int n)
 	return 0;
 }
 
+static pthread_mutex_t hostid_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /*
  * Emulated nodes on one host (PENNY_NODE_ID): NCCL must see the same node
  * split as penny, so each emulated node gets its own NCCL_HOSTID (unless the
@@ -278,18 +280,23 @@ static int shared_gpu(const struct pn_nccl_hello *all, int n)
  */
 static int emulated_node_hostid(const struct penny_host_v1 *host, char *set, size_t len)
 {
-	const char *node = getenv("PENNY_NODE_ID"), *have = getenv("NCCL_HOSTID");
+	const char *node, *have;
+	int ret = 0;
 
+	/* ranks that are threads of one process read and set it one at a time */
+	pthread_mutex_lock(&hostid_lock);
+	node = getenv("PENNY_NODE_ID");
+	have = getenv("NCCL_HOSTID");
 	set[0] = 0;
 	if (have && *have) {
 		snprintf(set, len, "%s", have);
-		return 0;
+	} else if (node && *node && host->nnodes > 1) {
+		snprintf(set, len, "penny-node-%s", node);
+		setenv("NCCL_HOSTID", set, 1);
+		ret = 1;
 	}
-	if (!node || !*node || host->nnodes <= 1)
-		return 0;
-	snprintf(set, len, "penny-node-%s", node);
-	setenv("NCCL_HOSTID", set, 1);
-	return 1;
+	pthread_mutex_unlock(&hostid_lock);
+	return ret;
 }
 
 static int async_error(void *be);
