@@ -176,19 +176,25 @@ int pn_gpu_sync(struct pn_gpu *g)
 	return pn_gpu_wait(g, g->stream, NULL, "cuStreamSynchronize");
 }
 
-static uint64_t mono_ns(void)
+static double host_now_us(void)
 {
-	struct timespec t;
+	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+void pn_gpu_kernel_timeout(struct pn_gpu *g, uint64_t kernel_ns)
+{
+	if (g->wait_ns && kernel_ns + PN_GPU_WAIT_GRACE_NS > g->wait_ns)
+		g->wait_ns = kernel_ns + PN_GPU_WAIT_GRACE_NS;
 }
 
 int pn_gpu_wait(struct pn_gpu *g, CUstream s, CUevent ev, const char *what)
 {
 	const struct pn_cudrv *cu = g->cu;
 	struct timespec nap = { 0, 10000 };
-	uint64_t t0, el;
+	double t0, el;
 	CUresult r;
 
 	if (g->hung)
@@ -197,23 +203,23 @@ int pn_gpu_wait(struct pn_gpu *g, CUstream s, CUevent ev, const char *what)
 		r = ev ? cu->EventSynchronize(ev) : cu->StreamSynchronize(s);
 		return r == CUDA_SUCCESS ? 0 : pn_cu_fail(cu, r, what);
 	}
-	t0 = mono_ns();
+	t0 = host_now_us();
 	for (;;) {
 		r = ev ? cu->EventQuery(ev) : cu->StreamQuery(s);
 		if (r == CUDA_SUCCESS)
 			return 0;
 		if (r != CUDA_ERROR_NOT_READY)
 			return pn_cu_fail(cu, r, what);
-		el = mono_ns() - t0;
-		if (el >= g->wait_ns) {
+		el = host_now_us() - t0;
+		if (el * 1e3 >= (double)g->wait_ns) {
 			g->hung = 1;
 			return pn_plugin_fail(-ETIMEDOUT, "the GPU's work has not finished after "
 					      "%.3g s (the timeout and %.0f s): a kernel waits for a "
 					      "peer that does not come, or the GPU is stuck (%s)",
-					      (double)el / 1e9, PN_GPU_WAIT_GRACE_NS / 1e9, what);
+					      el / 1e6, PN_GPU_WAIT_GRACE_NS / 1e9, what);
 		}
 		/* spin the first 100 us (a call's own wait), then back off to 1 ms */
-		if (el > 100000) {
+		if (el > 100) {
 			nanosleep(&nap, NULL);
 			if (nap.tv_nsec < 1000000)
 				nap.tv_nsec *= 2;
@@ -442,14 +448,6 @@ int pn_gpu_check(struct pn_gpu *g, const void *buf, size_t count, int dtype, int
 	}
 	free(h);
 	return ret;
-}
-
-static double host_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
 /* Events for n timed blocks (n + 1 of them), made once and kept. */

@@ -47,9 +47,6 @@ struct pn_gpu {
 	int hung;		/* a wait timed out: the GPU's work may never end */
 };
 
-/* A plugin whose kernels time out by themselves raises wait_ns to its own
- * timeout plus this, so that the kernel's message (which names the peer)
- * comes first. */
 #define PN_GPU_WAIT_GRACE_NS 2000000000ull
 
 /* device < 0: host->local_rank modulo the visible devices.  data_image: the
@@ -75,6 +72,10 @@ int pn_gpu_sync(struct pn_gpu *g);
  * g->wait_ns: past it -ETIMEDOUT, the message naming what, and g->hung set
  * (pn_gpu_close then skips the calls that would wait for that work). */
 int pn_gpu_wait(struct pn_gpu *g, CUstream s, CUevent ev, const char *what);
+/* A plugin whose kernels time out by themselves (after kernel_ns) raises
+ * wait_ns to that plus the grace, so that the kernel's message (which names
+ * the peer) comes first.  A wait without a bound stays without one. */
+void pn_gpu_kernel_timeout(struct pn_gpu *g, uint64_t kernel_ns);
 int pn_gpu_launch(struct pn_gpu *g, CUfunction f, unsigned grid, unsigned block, void *args);
 /* The same with programmatic dependent launch (gpu.c); a plain launch where
  * the driver lacks cuLaunchKernelEx. */

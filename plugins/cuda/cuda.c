@@ -481,9 +481,8 @@ int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *ho
 	c->g.hooks = &cuda_hooks;
 	if (!ret)
 		ret = read_cfg(c);
-	/* the kernels' own timeout (it names the peer) speaks before the host's */
-	if (!ret && c->g.wait_ns && c->cfg.timeout_ns + PN_GPU_WAIT_GRACE_NS > c->g.wait_ns)
-		c->g.wait_ns = c->cfg.timeout_ns + PN_GPU_WAIT_GRACE_NS;
+	if (!ret)
+		pn_gpu_kernel_timeout(&c->g, c->cfg.timeout_ns);
 	if (!ret)
 		ret = load_modules(c, im);
 	ret = agree(c, ret);

@@ -288,8 +288,8 @@ int pn_nv_init(const void *data_image, const void *image, const struct penny_hos
 	if (!ret)
 		ret = pn_gpu_open(&c->g, host, device, data_image);
 	c->g.hooks = &nv_hooks;
-	if (!ret && c->g.wait_ns && c->cfg.timeout_ns + PN_GPU_WAIT_GRACE_NS > c->g.wait_ns)
-		c->g.wait_ns = c->cfg.timeout_ns + PN_GPU_WAIT_GRACE_NS;
+	if (!ret)
+		pn_gpu_kernel_timeout(&c->g, c->cfg.timeout_ns);
 	if (!ret && c->g.nsm > 0 && c->cfg.blocks > (uint32_t)c->g.nsm)
 		c->cfg.blocks = (uint32_t)c->g.nsm;
 	if (!ret)
