@@ -286,6 +286,56 @@ struct penny_xnode_v1 {
 	uint64_t timeout_ns;	/* a kernel wait longer than this fails the call */
 };
 
+/*
+ * The other collectives across nodes (penny_plugin_v1.xnode_coll), among
+ * the ranks of the boxes: one rank per node (my local index on every node:
+ * my rail), in node order.  A block is count elements of dtype; node q's
+ * block of send is at send + q * sstride bytes and of recv at recv + q *
+ * rstride bytes (a stride of 0: count elements), so that the core can put
+ * a rail's blocks inside a larger buffer.  me is xnode_open()'s node, N its
+ * nnodes, root a node:
+ *   PENNY_XC_ALLGATHER       recv block q := node q's send block 0 (mine
+ *                            copied unless it is already there)
+ *   PENNY_XC_BROADCAST       recv block 0 := root's send block 0 (the
+ *                            root copies unless send == recv; send is
+ *                            read on the root only)
+ *   PENNY_XC_REDUCE          on root, recv block 0 := op, in node order,
+ *                            over the nodes' send block 0; recv is not
+ *                            written elsewhere
+ *   PENNY_XC_REDUCE_SCATTER  recv block 0 := op, in node order, over the
+ *                            nodes' send block me
+ *   PENNY_XC_ALLTOALL        recv block q := node q's send block me
+ *   PENNY_XC_SENDRECV        recv block 0 := node (me - 1 + N) % N's send
+ *                            block 0 (it sends to (me + 1) % N)
+ * PENNY_AVG divides the sum by xnode_open()'s nranks.  Every outbox ticket
+ * goes to every other node (its mask is all of them: the proxy's tcp
+ * transport carries nothing else, and a receiver's count of chunks from a
+ * node stays that node's ticket count, which the LL flags rely on), so the
+ * four kinds that send a node's blocks to one node each (reduce,
+ * reduce_scatter, alltoall, sendrecv) take exactly 2 nodes; allgather and
+ * broadcast take any number.  In place is nccl-tests' (send == recv, or
+ * for allgather send == recv block me, for reduce_scatter recv == send
+ * block me) and any other overlap is undefined.
+ */
+#define PENNY_XC_ALLGATHER 1
+#define PENNY_XC_BROADCAST 2
+#define PENNY_XC_REDUCE 3
+#define PENNY_XC_REDUCE_SCATTER 4
+#define PENNY_XC_ALLTOALL 5
+#define PENNY_XC_SENDRECV 6
+
+struct penny_xcoll_v1 {
+	uint32_t size;		/* sizeof(struct penny_xcoll_v1) */
+	int32_t kind;		/* PENNY_XC_* */
+	const void *send;
+	void *recv;
+	uint64_t count;		/* elements of a block */
+	int32_t dtype, op;	/* op: reduce, reduce_scatter (else PENNY_SUM) */
+	int32_t root;		/* broadcast, reduce: the root's node */
+	int32_t pad;
+	uint64_t sstride, rstride;	/* bytes from a node's block to the next; 0: count elements */
+};
+
 /* caps */
 #define PENNY_CAP_GRAPH 1u	/* time() supports graph > 0 */
 #define PENNY_CAP_BW 2u		/* bw() is provided */
@@ -477,6 +527,18 @@ struct penny_plugin_v1 {
 	 * graph captured on that stream holds it.  NULL if not provided. */
 	int (*allgather_stream)(void *be, const void *send, void *recv, size_t count, int dtype,
 				void *stream);
+
+	/* ---- appended for the other collectives across nodes (read only
+	 * when size covers it) ---- */
+
+	/* Enqueue c (struct penny_xcoll_v1: its kinds, layout and limits) on
+	 * the boxes of xn (xnode_open()), on the backend's stream: no host
+	 * work per call, CUDA-graph capturable, in order with the other
+	 * xnode_* calls on xn, as xnode_allreduce().  Every node's rank calls
+	 * it with the same kind, count, dtype, op and root, in the same order.
+	 * -EINVAL for a kind the node count does not allow.  NULL if not
+	 * provided (the core stages these collectives through the host). */
+	int (*xnode_coll)(void *be, void *xn, const struct penny_xcoll_v1 *c);
 };
 
 /* Size of the first v1 table (every member up to bw). */
