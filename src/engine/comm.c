@@ -254,9 +254,20 @@ void pn_comm_done_waiting(struct pn_comm *c)
 	c->said_waiting = 0;
 }
 
+/*
+ * How long a rank that met a closed connection waits for the notice of the
+ * rank that failed first.  The notice reaches it through rank 0, which
+ * passes it on only when it next polls (pn_boot_poll_abort): on a loaded
+ * host that took longer than the 50 ms this used to be, and the rank
+ * blamed its peer's closed connection instead of the cause (a CI run of
+ * t0604).  As long as pn_boot_abort gives its own send; spent only when
+ * no notice comes, on the way out of a failed job.
+ */
+#define PN_NOTICE_GRACE 0.5
+
 int pn_comm_first_cause(struct pn_comm *c, int err)
 {
-	double until = pn_now() + 0.05;
+	double until = pn_now() + PN_NOTICE_GRACE;
 	char saved[300], msg[300];
 	int ret;
 
