@@ -186,9 +186,22 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+/*
+ * Outside a graph capture (eager calls, PyTorch's default) a call costs the
+ * caller's host work, about 30 us a call in PyTorch on H200s for penny and
+ * NCCL alike, and penny's kernels save nothing once they are shorter than
+ * that: on 2 x H200 (2026-11-29) penny was 0.67-0.79x NCCL's time to
+ * 512 KiB but 1.05-1.07x at 1-2 MiB and 1.03-1.26x at 8 MiB, and on 4 x
+ * H200 1.36-1.42x at 1-4 MiB (2026-11-28).  So by default penny takes
+ * eager calls up to 512 KiB and leaves larger ones to NCCL; in a capture
+ * (0.22-0.88x to 32 MiB) the plugin's one-shot sizes.
+ */
+#define EAGER_MAX_AUTO (512u << 10)
+
 static void read_cfg(void)
 {
 	const char *on = getenv("PENNY_NCCL"), *max = getenv("PENNY_NCCL_MAX_BYTES");
+	const char *eager = getenv("PENNY_NCCL_EAGER_MAX_BYTES");
 	const char *to = getenv("PENNY_NCCL_TIMEOUT"), *dbg = getenv("PENNY_NCCL_DEBUG");
 	const char *rc = getenv("PENNY_NCCL_REGCACHE");
 	uint64_t v;
@@ -213,6 +226,16 @@ static void read_cfg(void)
 				 "PENNY_NCCL_MAX_BYTES='%.40s': auto or a size 1..1T (K, M, G, T)", max);
 		else
 			cfg.max_bytes = v;
+	}
+	/* unset or auto: 512 KiB, or PENNY_NCCL_MAX_BYTES's size when that is set */
+	cfg.eager_max = cfg.max_bytes ? UINT64_MAX : EAGER_MAX_AUTO;
+	if (eager && *eager && strcmp(eager, "auto")) {
+		if (parse_u64(eager, 1ull << 40, &v))
+			snprintf(cfg.bad, sizeof(cfg.bad),
+				 "PENNY_NCCL_EAGER_MAX_BYTES='%.40s': auto or a size 0..1T (K, M, G, T)",
+				 eager);
+		else
+			cfg.eager_max = v;
 	}
 	if (to && *to) {
 		if (pn_parse_seconds(to, &d) || d < 1 || d > 86400)
@@ -482,7 +505,7 @@ static void release(struct pcomm *p)
 struct hello {
 	uint32_t magic;
 	int32_t want, plugin_ok;
-	uint64_t max_bytes;
+	uint64_t max_bytes, eager_max;
 	int32_t regcache;	/* on every rank alike: the cache's calls are collective */
 	int32_t colls;		/* the kinds its plugin has: penny runs those all have */
 	char host[64];
@@ -537,6 +560,7 @@ static ncclResult_t attach(struct pcomm *p)
 		snprintf(mine.err, sizeof(mine.err), "%s", P ? "" : plugin_err);
 	}
 	mine.max_bytes = cfg.max_bytes;
+	mine.eager_max = cfg.eager_max;
 	mine.regcache = cfg.regcache > 0;
 	gethostname(mine.host, sizeof(mine.host) - 1);
 	all = calloc((size_t)p->n, sizeof(*all));
@@ -563,14 +587,15 @@ static ncclResult_t attach(struct pcomm *p)
 	for (r = 0; r < p->n; r++)
 		p->colls &= all[r].colls;
 	for (r = 0; r < p->n && (all[r].want && all[r].max_bytes == mine.max_bytes &&
+				 all[r].eager_max == mine.eager_max &&
 				 all[r].regcache == mine.regcache); r++)
 		;
 	if (r < p->n || first_bad >= 0 || nnodes > 1) {
 		if (first_bad >= 0 && p->rank == 0)
 			say("rank %d: %s; NCCL runs every call", first_bad, all[first_bad].err);
 		else if (r < p->n && p->rank == 0 && all[r].want && mine.want)
-			say("PENNY_NCCL_MAX_BYTES or PENNY_NCCL_REGCACHE (0 or not) differs between "
-			    "ranks 0 and %d; NCCL runs every call", r);
+			say("PENNY_NCCL_MAX_BYTES, PENNY_NCCL_EAGER_MAX_BYTES or PENNY_NCCL_REGCACHE "
+			    "(0 or not) differs between ranks 0 and %d; NCCL runs every call", r);
 		else if (debug_on && p->rank == 0)
 			say("NCCL runs this communicator of %d ranks (%s)", p->n,
 			    nnodes > 1 ? "more than one node" : "PENNY_NCCL=off on some rank");
@@ -835,7 +860,7 @@ static int penny_op(ncclRedOp_t o)
 }
 
 /* Who runs a call of a communicator penny runs, and why (WHY_PENNY: penny). */
-enum { WHY_PENNY = 0, WHY_GROUP, WHY_ARGS, WHY_TYPE, WHY_PLUGIN, WHY_SIZE };
+enum { WHY_PENNY = 0, WHY_GROUP, WHY_ARGS, WHY_TYPE, WHY_PLUGIN, WHY_SIZE, WHY_EAGER };
 
 /*
  * PENNY_NCCL_DEBUG: rank 0 says who runs a kind of call and why, the first
@@ -866,6 +891,10 @@ static void tell(struct pcomm *p, int kind, int why, size_t bytes)
 		break;
 	case WHY_PLUGIN:
 		say("NCCL runs %s of %zu bytes: the %s plugin does not take it", name, bytes, P->name);
+		break;
+	case WHY_EAGER:
+		say("NCCL runs %s of %zu bytes outside a graph capture: above "
+		    "PENNY_NCCL_EAGER_MAX_BYTES (%" PRIu64 ")", name, bytes, cfg.eager_max);
 		break;
 	default:
 		if (cfg.max_bytes)
@@ -915,6 +944,27 @@ static int may_run(struct pcomm *p, int kind, const void *s, const void *r, size
 	return WHY_PENNY;
 }
 
+/*
+ * Whether a call of bytes that passed may_run is penny's by size (algo: the
+ * plugin's choice under auto): WHY_PENNY, WHY_SIZE or WHY_EAGER.  *cap
+ * (may_run's: -1 unknown) is asked of the stream only when the eager
+ * limit could matter.
+ */
+static int size_rule(size_t bytes, int algo, cudaStream_t st, int *cap)
+{
+	if (algo < 0)
+		return WHY_PLUGIN;
+	if (cfg.max_bytes ? bytes > cfg.max_bytes : algo != PENNY_ALGO_ONESHOT)
+		return WHY_SIZE;
+	if (bytes > cfg.eager_max) {
+		if (*cap < 0)
+			*cap = capturing(st);
+		if (!*cap)
+			return WHY_EAGER;
+	}
+	return WHY_PENNY;
+}
+
 /* The allreduce on penny when it takes it (1), else 0: NCCL runs it. */
 static int penny_allreduce(struct pcomm *p, const void *s, void *r, size_t count,
 			   ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, ncclResult_t *res)
@@ -934,8 +984,9 @@ static int penny_allreduce(struct pcomm *p, const void *s, void *r, size_t count
 	}
 	bytes = count * (size_t)penny_data_size(pdt);
 	algo = P->select(p->be, count, pdt, pop, PENNY_ALGO_AUTO);
-	if (algo < 0 || (cfg.max_bytes ? bytes > cfg.max_bytes : algo != PENNY_ALGO_ONESHOT)) {
-		tell(p, K_ALLREDUCE, algo < 0 ? WHY_PLUGIN : WHY_SIZE, bytes);
+	why = size_rule(bytes, algo, st, &cap);
+	if (why) {
+		tell(p, K_ALLREDUCE, why, bytes);
 		return 0;
 	}
 	tell(p, K_ALLREDUCE, WHY_PENNY, bytes);
@@ -990,8 +1041,9 @@ static int penny_coll(struct pcomm *p, int kind, const void *s, void *r, size_t 
 	}
 	bytes = count * (size_t)p->n * (size_t)penny_data_size(pdt);
 	algo = P->select(p->be, count * (size_t)p->n, pdt, pop, PENNY_ALGO_AUTO);
-	if (algo < 0 || (cfg.max_bytes ? bytes > cfg.max_bytes : algo != PENNY_ALGO_ONESHOT)) {
-		tell(p, kind, algo < 0 ? WHY_PLUGIN : WHY_SIZE, bytes);
+	why = size_rule(bytes, algo, st, &cap);
+	if (why) {
+		tell(p, kind, why, bytes);
 		return 0;
 	}
 	tell(p, kind, WHY_PENNY, bytes);

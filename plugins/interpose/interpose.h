@@ -24,6 +24,8 @@ void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 struct ip_cfg {
 	int enabled;		/* PENNY_NCCL: 0 forwards every call */
 	uint64_t max_bytes;	/* PENNY_NCCL_MAX_BYTES; 0: auto */
+	uint64_t eager_max;	/* PENNY_NCCL_EAGER_MAX_BYTES: calls outside a graph capture
+				 * penny takes up to this size; UINT64_MAX: no such limit */
 	int timeout_s;		/* PENNY_NCCL_TIMEOUT */
 	int regcache;		/* PENNY_NCCL_REGCACHE: registrations kept per communicator */
 	char bad[200];		/* a setting that could not be read */
