@@ -15,7 +15,9 @@
 # penny-cuda.so and penny-nccl.so built before; KCHECK=path to a built
 # kernel-check (else make kernel-check); GPUS ("4 2": the counts run, those
 # above the machine's skipped); COLLS (all six); MAXB (256M); ITERS (20);
-# WARMUP (5); CHECK=0 skips the every-type pass; SHARE=1 runs a GPU count
+# WARMUP (5); TYPES (bfloat16; "bfloat16 float" times both); XNODE=0 skips
+# the part across 2 emulated nodes; XMAXB (64M, its largest size); CHECK=0
+# skips the every-type passes; SHARE=1 runs a GPU count
 # above the machine's with ranks sharing GPUs (--share-gpus: penny's kernels
 # only, the every-type pass only: NCCL refuses a shared GPU and the times
 # would be the time-slicing's).  NVLink SHARP stays off.  The cuda
@@ -34,6 +36,7 @@ B=${B:-build-gpu}
 GPUS=${GPUS:-4 2}
 COLLS=${COLLS:-allgather reducescatter alltoall broadcast reduce sendrecv}
 MAXB=${MAXB:-256M}
+TYPES=${TYPES:-bfloat16}
 export PENNY_CUDA_TIMEOUT=${PENNY_CUDA_TIMEOUT:-10}
 mkdir -p "$out"
 if [ -z "${PENNY_NCCL_LIB:-}" ]; then
@@ -102,23 +105,75 @@ for np in $GPUS; do
 			part "$c np$np every type x op" "$([ $r -eq 0 ] && [ "$bad" = 0 ] && [ "$rows" -gt 0 ] && echo ok || echo "FAILED (exit $r, $rows rows, $bad wrong)")"
 		fi
 		[ -n "$share" ] && continue
+		for t in $TYPES; do
 		for g in 0 10; do
 			f="$base-$c-np$np-G$g.txt"
+			[ "$t" = bfloat16 ] || f="$base-$c-np$np-$t-G$g.txt"
 			reg=()
 			case $c:$g in
 			alltoall:10 | sendrecv:10)
 				[ -n "${NCCL_GRAPH_REGISTER-}" ] || reg=(NCCL_GRAPH_REGISTER=0)
 				echo "# $c -G $g: NCCL_GRAPH_REGISTER=${NCCL_GRAPH_REGISTER-0}" ;;
 			esac
-			env "${reg[@]}" timeout 300 "$PENNY" coll-test "$c" --backend cuda,nccl --np "$np" --gpus "$gpus" -d bfloat16 -o sum \
+			env "${reg[@]}" timeout 300 "$PENNY" coll-test "$c" --backend cuda,nccl --np "$np" --gpus "$gpus" -d "$t" -o sum \
 				-b 1K -e "$MAXB" -f 4 -n "${ITERS:-20}" -w "${WARMUP:-5}" -G "$g" --timeout 60 >"$f" 2>&1
 			r=$?
-			echo "## $c, $np GPUs, bfloat16 sum, -G $g: exit $r"
+			echo "## $c, $np GPUs, $t sum, -G $g: exit $r"
 			sed -n '/ratio/,$p' "$f" | head -n 16
-			part "$c np$np bfloat16 -G $g" "$([ $r -eq 0 ] && echo ok || echo "FAILED (exit $r)")"
+			part "$c np$np $t -G $g" "$([ $r -eq 0 ] && echo ok || echo "FAILED (exit $r)")"
+		done
 		done
 	done
 done
+
+# Across nodes: the GPUs as 2 emulated nodes of half of them each
+# (PENNY_NODE_ID; the core sets NCCL_HOSTID per node for NCCL, whose
+# NET/Socket runs on lo), one process per rank: penny's cuda plugin (its
+# kernels inside a node, the host engine's tcp between nodes) against
+# NCCL, bfloat16 sum from 1 KiB to XMAXB, no graphs (penny's steps between
+# nodes run on the host: -G is refused there).
+xjob() { # COLL NODES PER ARGS...
+	local c=$1 nodes=$2 per=$3 port=$((20000 + RANDOM % 20000)) r n pids="" err
+	shift 3
+	err=$(mktemp -d) || return 2
+	for ((r = 1; r < nodes * per; r++)); do
+		n=$((r / per))
+		PENNY_NODE_ID=n$n timeout 300 "$PENNY" coll-test "$c" --rank $r --nranks $((nodes * per)) \
+			--root 127.0.0.1:$port --transport tcp --gpus "$(seq -s, $((n * per)) $((n * per + per - 1)))" \
+			--timeout 60 "$@" >/dev/null 2>"$err/$r" &
+		pids="$pids $!"
+	done
+	PENNY_NODE_ID=n0 timeout 300 "$PENNY" coll-test "$c" --rank 0 --nranks $((nodes * per)) \
+		--root 127.0.0.1:$port --transport tcp --gpus "$(seq -s, 0 $((per - 1)))" --timeout 60 "$@" \
+		2>"$err/0"
+	r=$?
+	for n in $pids; do wait "$n" || r=1; done
+	[ $r -eq 0 ] || cat "$err"/*
+	rm -rf "$err"
+	return $r
+}
+if [ "${XNODE:-1}" = 1 ] && [ "$ngpu" -ge 2 ]; then
+	export NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
+	per=$((ngpu / 2))
+	for c in $COLLS; do
+		if [ "${CHECK:-1}" != 0 ]; then
+			f="$base-$c-xnode2x$per-check.txt"
+			xjob "$c" 2 "$per" --backend cuda,nccl -d all -o all -r 1 -b 1 -e 1M -f 37 -n 1 -w 0 >"$f" 2>&1
+			r=$?
+			bad=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13 { w += $9 + $13 } END { print w + 0 }' "$f")
+			rows=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13' "$f" | wc -l)
+			echo "## $c, 2 nodes x $per GPUs, every type x op: exit $r, $rows rows, $bad wrong values"
+			part "$c 2x$per nodes every type x op" "$([ $r -eq 0 ] && [ "$bad" = 0 ] && [ "$rows" -gt 0 ] && echo ok || echo "FAILED (exit $r, $rows rows, $bad wrong)")"
+		fi
+		f="$base-$c-xnode2x$per.txt"
+		xjob "$c" 2 "$per" --backend cuda,nccl -d bfloat16 -o sum -b 1K -e "${XMAXB:-64M}" -f 4 \
+			-n "${ITERS:-20}" -w "${WARMUP:-5}" >"$f" 2>&1
+		r=$?
+		echo "## $c, 2 nodes x $per GPUs, bfloat16 sum: exit $r"
+		sed -n '/ratio/,$p' "$f" | head -n 16
+		part "$c 2x$per nodes bfloat16" "$([ $r -eq 0 ] && echo ok || echo "FAILED (exit $r)")"
+	done
+fi
 echo "## summary"
 printf '%s\n' "${summary[@]}"
 exit $rc
