@@ -16,8 +16,10 @@
 # kernel-check (else make kernel-check); GPUS ("4 2": the counts run, those
 # above the machine's skipped); COLLS (all six); MAXB (256M); ITERS (20);
 # WARMUP (5); TYPES (bfloat16; "bfloat16 float" times both); XNODE=0 skips
-# the part across 2 emulated nodes; XMAXB (64M, its largest size); CHECK=0
-# skips the every-type passes; SHARE=1 runs a GPU count
+# the part across 2 emulated nodes; XMAXB (64M, its largest size);
+# XTRANSPORTS (tcp; "tcp shm": penny's proxy between the nodes, each in
+# turn); XGRAPHS (0; "0 10" adds -G 10 runs); CHECK=0 skips the every-type
+# passes; SHARE=1 runs a GPU count
 # above the machine's with ranks sharing GPUs (--share-gpus: penny's kernels
 # only, the every-type pass only: NCCL refuses a shared GPU and the times
 # would be the time-slicing's).  NVLink SHARP stays off.  The cuda
@@ -129,9 +131,10 @@ done
 # Across nodes: the GPUs as 2 emulated nodes of half of them each
 # (PENNY_NODE_ID; the core sets NCCL_HOSTID per node for NCCL, whose
 # NET/Socket runs on lo), one process per rank: penny's cuda plugin (its
-# kernels inside a node, the host engine's tcp between nodes) against
-# NCCL, bfloat16 sum from 1 KiB to XMAXB, no graphs (penny's steps between
-# nodes run on the host: -G is refused there).
+# kernels inside a node; between nodes the proxy, GPU-driven, or the host
+# engine, host-staged, as the core decides per collective) against
+# NCCL, bfloat16 sum from 1 KiB to XMAXB; with -G only where penny's path
+# between nodes is GPU-driven (the host-staged one refuses it).
 xjob() { # COLL NODES PER ARGS...
 	local c=$1 nodes=$2 per=$3 port=$((20000 + RANDOM % 20000)) r n pids="" err
 	shift 3
@@ -155,23 +158,34 @@ xjob() { # COLL NODES PER ARGS...
 if [ "${XNODE:-1}" = 1 ] && [ "$ngpu" -ge 2 ]; then
 	export NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
 	per=$((ngpu / 2))
+	for tp in ${XTRANSPORTS:-tcp}; do
+	export PENNY_XNODE_TRANSPORT=$tp
 	for c in $COLLS; do
 		if [ "${CHECK:-1}" != 0 ]; then
-			f="$base-$c-xnode2x$per-check.txt"
+			f="$base-$c-xnode2x$per-$tp-check.txt"
 			xjob "$c" 2 "$per" --backend cuda,nccl -d all -o all -r 1 -b 1 -e 1M -f 37 -n 1 -w 0 >"$f" 2>&1
 			r=$?
 			bad=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13 { w += $9 + $13 } END { print w + 0 }' "$f")
 			rows=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13' "$f" | wc -l)
-			echo "## $c, 2 nodes x $per GPUs, every type x op: exit $r, $rows rows, $bad wrong values"
-			part "$c 2x$per nodes every type x op" "$([ $r -eq 0 ] && [ "$bad" = 0 ] && [ "$rows" -gt 0 ] && echo ok || echo "FAILED (exit $r, $rows rows, $bad wrong)")"
+			echo "## $c, 2 nodes x $per GPUs, $tp proxy, every type x op: exit $r, $rows rows, $bad wrong values"
+			part "$c 2x$per nodes $tp every type x op" "$([ $r -eq 0 ] && [ "$bad" = 0 ] && [ "$rows" -gt 0 ] && echo ok || echo "FAILED (exit $r, $rows rows, $bad wrong)")"
 		fi
-		f="$base-$c-xnode2x$per.txt"
-		xjob "$c" 2 "$per" --backend cuda,nccl -d bfloat16 -o sum -b 1K -e "${XMAXB:-64M}" -f 4 \
-			-n "${ITERS:-20}" -w "${WARMUP:-5}" >"$f" 2>&1
-		r=$?
-		echo "## $c, 2 nodes x $per GPUs, bfloat16 sum: exit $r"
-		sed -n '/ratio/,$p' "$f" | head -n 16
-		part "$c 2x$per nodes bfloat16" "$([ $r -eq 0 ] && echo ok || echo "FAILED (exit $r)")"
+		for g in ${XGRAPHS:-0}; do
+			f="$base-$c-xnode2x$per-$tp-G$g.txt"
+			reg=()
+			case $c:$g in
+			alltoall:0 | sendrecv:0) ;;
+			alltoall:* | sendrecv:*) [ -n "${NCCL_GRAPH_REGISTER-}" ] || reg=(NCCL_GRAPH_REGISTER=0) ;;
+			esac
+			( [ ${#reg[@]} -eq 0 ] || export "${reg[@]}"
+			  xjob "$c" 2 "$per" --backend cuda,nccl -d bfloat16 -o sum -b 1K -e "${XMAXB:-64M}" \
+				-f 4 -n "${ITERS:-20}" -w "${WARMUP:-5}" -G "$g" ) >"$f" 2>&1
+			r=$?
+			echo "## $c, 2 nodes x $per GPUs, $tp proxy, bfloat16 sum, -G $g: exit $r"
+			sed -n '/ratio/,$p' "$f" | head -n 16
+			part "$c 2x$per nodes $tp bfloat16 -G $g" "$([ $r -eq 0 ] && echo ok || echo "FAILED (exit $r)")"
+		done
+	done
 	done
 fi
 echo "## summary"
