@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+#include "../include/penny_plugin.h"
+
 /* pn_fill_<type>, pn_check_<type> */
 struct pn_testdata_args {
 	uint64_t ptr;
@@ -108,15 +110,22 @@ static inline int pn_co_ll_fits(uint64_t bytes, uint64_t max, uint64_t ll_slot_b
  * scratch: [MAX_BLOCKS... blocks][2 parities][MAX_RANKS slots][slot_bytes]. */
 
 /*
- * The cross-node kernel pn_xn_<type>_<op> (penny_plugin_v1.xnode_*): the
- * boxes as the device sees them (penny_plugin.h's layout: slot headers of
- * PN_XSLOT bytes with the ready word at 0, len at 8, mask at 16 and the
- * other side's word, sent or done, at 64).
+ * The cross-node kernels (penny_plugin_v1.xnode_*, xn_kernels.cu):
+ * pn_xn_<type>_<op> for the allreduce, reduce and reduce_scatter (this
+ * node's operand and the peers' chunks reduced in node order into recv),
+ * pn_xn_copy for the other collectives (node q's chunks into recv + q *
+ * rstride).  The boxes as the device sees them: penny_plugin.h's layout,
+ * slot headers of PN_XSLOT bytes with the ready word at 0, len at 8, mask
+ * at 16 and the other side's word, sent or done, at 64.
  */
 #define PN_XSLOT 128
 #define PN_XN_MAX_NODES PN_AR_MAX_RANKS
 struct pn_xn_args {
-	uint64_t send, recv, count;	/* count elements */
+	uint64_t send;			/* what this node sends, count elements (0: nothing) */
+	uint64_t own;			/* reduce: this node's operand; copy: its own block,
+					 * copied to recv + node * rstride (0: none) */
+	uint64_t recv, rstride;		/* node q's chunks land at recv + q * rstride */
+	uint64_t count;			/* elements */
 	uint64_t ctl;			/* outbox control line (abort word at 0) */
 	uint64_t out_hdr, out_data;	/* outbox slot headers, data */
 	uint64_t in_hdr, in_data;	/* inbox: [node][slot] headers, data */
@@ -129,7 +138,67 @@ struct pn_xn_args {
 	uint32_t slots;
 	int32_t nnodes, node, nranks;
 	uint32_t ll;			/* chunks travel as LL lines (4 data bytes + a flag) */
+	uint32_t from;			/* bit q: this call receives node q's chunks */
+	uint32_t esize;			/* pn_xn_copy: element bytes */
+	uint32_t coll;			/* the error detail's collective (pn_ar_args.coll) */
 };
+
+/*
+ * penny_xcoll_v1 c on node me of n as the kernels take it (bytes: a
+ * block's; the boxes, count and ll are the caller's).  Every ticket goes
+ * to every other node, so a node sends in a call only where every other
+ * node receives it: broadcast's root, reduce's non-root, every node
+ * otherwise (reduce, reduce_scatter, alltoall and sendrecv on 2 nodes,
+ * where the other node is every other node).  Shared by xnode.c and the
+ * emulator test.
+ */
+static inline void pn_xn_coll_args(struct pn_xn_args *a, const struct penny_xcoll_v1 *c,
+				   uint64_t bytes, int me, int n)
+{
+	const uint64_t s = (uint64_t)(uintptr_t)c->send, d = (uint64_t)(uintptr_t)c->recv;
+	const uint64_t ss = c->sstride ? c->sstride : bytes, rs = c->rstride ? c->rstride : bytes;
+	const uint64_t other = (uint64_t)(1 - me);	/* the kinds of 2 nodes */
+	const uint32_t others = ((1u << n) - 1) & ~(1u << me);	/* n <= PN_XN_MAX_NODES */
+
+	a->send = a->own = a->rstride = 0;
+	a->recv = d;
+	a->from = others;
+	switch (c->kind) {
+	case PENNY_XC_ALLGATHER:
+		a->send = s;
+		a->own = s != d + (uint64_t)me * rs ? s : 0;
+		a->rstride = rs;
+		a->coll = 1 + PN_CO_ALLGATHER;
+		break;
+	case PENNY_XC_BROADCAST:
+		a->send = me == c->root ? s : 0;
+		a->own = me == c->root && s != d ? s : 0;
+		a->from = me == c->root ? 0 : 1u << c->root;
+		a->coll = 1 + PN_CO_BROADCAST;
+		break;
+	case PENNY_XC_REDUCE:
+		a->send = me == c->root ? 0 : s;
+		a->own = s;
+		a->from = me == c->root ? others : 0;
+		a->coll = 1 + PN_CO_REDUCE;
+		break;
+	case PENNY_XC_REDUCE_SCATTER:
+		a->send = s + other * ss;
+		a->own = s + (uint64_t)me * ss;
+		a->coll = 1 + PN_CO_REDUCE_SCATTER;
+		break;
+	case PENNY_XC_ALLTOALL:
+		a->send = s + other * ss;
+		a->own = s + (uint64_t)me * ss != d + (uint64_t)me * rs ? s + (uint64_t)me * ss : 0;
+		a->rstride = rs;
+		a->coll = 1 + PN_CO_ALLTOALL;
+		break;
+	default: /* sendrecv: to and from the other node */
+		a->send = s;
+		a->coll = 1 + PN_CO_SENDRECV;
+		break;
+	}
+}
 
 /* error word bits */
 #define PN_ERR_TIMEOUT 1u	/* a wait timed out; detail = peer rank */

@@ -151,6 +151,7 @@ int pn_cuda_xnode_open(void *be, const struct penny_xnode_v1 *x, void **xn);
 int pn_cuda_xnode_allreduce(void *be, void *xn, const void *send, void *recv, size_t count,
 			    int dtype, int op);
 void pn_cuda_xnode_close(void *be, void *xn);
+int pn_cuda_xnode_coll(void *be, void *xn, const struct penny_xcoll_v1 *c);
 /* The other collectives on one node (cuda_coll.c; penny_plugin_v1's
  * allgather, reduce_scatter ... sendrecv), kernels of co_kernels.cu. */
 int pn_cuda_allgather(void *be, const void *send, void *recv, size_t count, int dtype);

@@ -71,4 +71,6 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.sendrecv = pn_cuda_sendrecv,
 	/* appended for the NCCL interposer's ncclAllGather */
 	.allgather_stream = pn_cuda_allgather_stream,
+	/* appended for the other collectives across nodes (xn_kernels.cu) */
+	.xnode_coll = pn_cuda_xnode_coll,
 };

@@ -1,19 +1,32 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * penny's cross-node allreduce kernel pn_xn_<type>_<op> (struct pn_xn_args).
+ * penny's cross-node kernels (struct pn_xn_args): pn_xn_<type>_<op>, the
+ * allreduce, reduce and reduce_scatter, and pn_xn_copy, the allgather,
+ * broadcast, alltoall and sendrecv (penny_plugin_v1.xnode_allreduce and
+ * xnode_coll).
  *
- * Across nodes (penny_plugin_v1.xnode_allreduce): chunk c of this rank's
- * buffer goes into outbox ticket base + c for the core's proxy thread, which
- * sends it to every other node; chunk c from node q arrives in inbox slot
- * (base_q + c) % slots of ring q.  Each block takes chunks c = block, block
- * + grid, ...: it waits for its outbox slot to be free (the proxy sent the
- * ticket slots before), copies the chunk in, raises ready (st.release.sys
- * after __syncthreads: cumulative over the block's stores), waits for every
- * node's chunk, reduces in node order into recv and frees the inbox slots.
- * Every block is resident at once (grid <= slots and SMs), so the lowest
+ * Across nodes: chunk c of what this node sends (a.send; pn_xn_coll_args
+ * picks it) goes into outbox ticket base + c for the core's proxy thread,
+ * which sends it to every other node; chunk c from node q arrives in inbox
+ * slot (base_q + c) % slots of ring q.  Each block takes chunks c = block,
+ * block + grid, ...: it waits for its outbox slot to be free (the proxy
+ * sent the ticket slots before), copies the chunk in, raises ready
+ * (st.release.sys after __syncthreads: cumulative over the block's stores),
+ * waits for the chunk of every node it hears from in this call (a.from),
+ * reduces them in node order with this node's operand into recv, or copies
+ * node q's into recv + q * rstride (and this node's own block into its
+ * place), and frees the inbox slots.  A node that sends nothing in a call
+ * (broadcast's others, reduce's root) skips the outbox; one that hears
+ * from nobody (broadcast's root, reduce's others) skips the inbox.  Every
+ * block is resident at once (grid <= slots and SMs), so the lowest
  * unfinished chunk can always go on.  The tickets live in device memory
- * (the last block moves them on): graph replays are safe.  The waits end on
- * the proxy's abort word or after timeout_ns (PN_ERR_XNODE / PN_ERR_TIMEOUT).
+ * (the last block moves them on, the outbox's by the call's chunks where
+ * it sent, node q's where it heard from q): graph replays are safe.  The
+ * waits end on the proxy's abort word or after timeout_ns (PN_ERR_XNODE /
+ * PN_ERR_TIMEOUT).  Buffers may sit at any element boundary (the blocks of
+ * a rail inside a larger buffer): 16-byte vectors where aligned, elements
+ * otherwise (one per thread, so a warp's reads and writes of a box still
+ * coalesce into whole sectors over PCIe).
  */
 #include "ar_block.cuh"
 
@@ -43,7 +56,7 @@ PN_DEV void pn_xn_fail(const struct pn_xn_args &a, uint32_t bit, int node)
 	uint32_t *e = (uint32_t *)a.err;
 
 	pn_atomic_or(&e[0], bit);
-	e[1] = (uint32_t)node;
+	e[1] = PN_ERR_DETAIL((uint32_t)node & 0xffffu, a.coll);
 }
 
 /*
@@ -84,17 +97,8 @@ PN_DEV bool pn_xn_wait(const struct pn_xn_args &a, const uint64_t *w, uint64_t v
 	return true;
 }
 
-/* The last len % 16 bytes of a chunk, one element per thread: copy into the
- * outbox (dst non-NULL) or reduce the N sources into dst2. */
-template <typename T, int OP>
-PN_DEV void pn_xn_tail_copy(char *dst, const char *src, uint64_t from, uint64_t len)
-{
-	typedef typename pn_xraw<sizeof(T)>::U U;
-
-	for (uint64_t o = from + (uint64_t)pn_tid() * sizeof(T); o < len; o += pn_ntid() * sizeof(T))
-		*(volatile U *)(dst + o) = *(const U *)(src + o);
-}
-
+/* The last len % 16 bytes of a chunk, one element per thread: the N
+ * sources reduced into dst. */
 template <typename T, int OP>
 PN_DEV void pn_xn_tail_reduce(const char *const *src, const bool *remote, int nsrc, char *dst,
 			      uint64_t from, uint64_t len, int n)
@@ -131,10 +135,19 @@ PN_DEV pn_v4 pn_xn_ld_part(const char *p, uint64_t n)
 {
 	pn_v4 x = { 0, 0, 0, 0 };
 
-	if (n >= 16)
+	if (n >= 16 && !((uintptr_t)p & 15))
 		return pn_ld(p);
-	pn_ld_bytes(&x, p, (unsigned)n, false);
+	pn_ld_bytes(&x, p, (unsigned)(n < 16 ? n : 16), false);
 	return x;
+}
+
+/* The first min(n, 16) bytes of x to p (any element boundary). */
+PN_DEV void pn_xn_st_part(char *p, const pn_v4 &x, uint64_t n)
+{
+	if (n >= 16 && !((uintptr_t)p & 15))
+		pn_st(p, x);
+	else
+		pn_st_bytes(p, &x, (unsigned)(n < 16 ? n : 16));
 }
 
 /* Wait for the 32 bytes of LL lines at p to carry flag f; false: the call is dead. */
@@ -163,13 +176,13 @@ PN_DEV bool pn_xn_ll_wait(const struct pn_xn_args &a, const char *p, uint32_t f,
 #define PN_XN_PREFETCH 32
 
 /*
- * Chunk [0, len) of send into outbox slot t: LL lines (flag t + 1) or plain
- * bytes.  from_v0: the block's first chunk of a small call, whose 16 bytes
- * per thread are in v0 already (read before the slot was free).
+ * Chunk [0, len) of src into outbox slot t: LL lines (flag t + 1) or plain
+ * bytes, elements of es bytes.  from_v0: the block's first chunk of a small
+ * call, whose 16 bytes per thread are in v0 already (read before the slot
+ * was free).
  */
-template <typename T, int OP>
-PN_DEV void pn_xn_put(const struct pn_xn_args &a, const char *send, uint64_t t, uint64_t len,
-		      bool from_v0, const pn_v4 &v0)
+PN_DEV void pn_xn_put(const struct pn_xn_args &a, const char *src, uint64_t t, uint64_t len,
+		      unsigned es, bool from_v0, const pn_v4 &v0)
 {
 	char *dst = (char *)(a.out_data + (t % a.slots) * a.stride);
 
@@ -179,21 +192,19 @@ PN_DEV void pn_xn_put(const struct pn_xn_args &a, const char *send, uint64_t t, 
 		for (uint64_t v = pn_tid(); v < nv; v += pn_ntid()) {
 			pn_v4 x = from_v0 && v == pn_tid() && v * 16 + 16 <= len
 					  ? v0
-					  : pn_xn_ld_part(send + v * 16, len - v * 16);
+					  : pn_xn_ld_part(src + v * 16, len - v * 16);
 
 			pn_ll_store(dst + v * 32, x.x, x.y, (uint32_t)(t + 1));
 			pn_ll_store(dst + v * 32 + 16, x.z, x.w, (uint32_t)(t + 1));
 		}
-	} else {
+	} else if (from_v0) {
 		const uint64_t main = len & ~(uint64_t)15;
 
-		if (from_v0) {
-			if ((uint64_t)pn_tid() * 16 + 16 <= main)
-				pn_st(dst + (uint64_t)pn_tid() * 16, v0);
-		} else {
-			pn_block_copy(dst, send, main, false, sizeof(T));
-		}
-		pn_xn_tail_copy<T, OP>(dst, send, main, len);
+		if ((uint64_t)pn_tid() * 16 + 16 <= main)
+			pn_st(dst + (uint64_t)pn_tid() * 16, v0);
+		pn_block_copy(dst + main, src + main, len - main, false, es);
+	} else {
+		pn_block_copy(dst, src, len, false, es);
 	}
 }
 
@@ -209,13 +220,15 @@ PN_DEV const char *pn_xn_in_data(const struct pn_xn_args &a, int q, uint64_t k)
 }
 
 /*
- * Chunk c's LL lines from every node, each line waited for on its own,
- * reduced with this node's [0, len) of send into recv.  A thread whose wait
- * fails sets dead (the block's shared word), which ends every thread's loop.
+ * Chunk c's LL lines from every other node, each line waited for on its
+ * own, reduced with this node's [0, len) of own into recv (the kinds that
+ * reduce hear from every other node when they hear from any).  A thread
+ * whose wait fails sets dead (the block's shared word), which ends every
+ * thread's loop.
  */
 template <typename T, int OP>
 PN_DEV void pn_xn_reduce_ll(const struct pn_xn_args &a, const uint64_t *base_in, uint64_t c,
-			    const char *send, char *recv, uint64_t len, int &dead)
+			    const char *own, char *recv, uint64_t len, int &dead)
 {
 	const int N = a.nnodes, me = a.node;
 	const uint64_t nv = (len + 15) / 16;
@@ -230,7 +243,7 @@ PN_DEV void pn_xn_reduce_ll(const struct pn_xn_args &a, const uint64_t *base_in,
 			if (q >= N)
 				break;
 			if (q == me) {
-				x[q] = pn_xn_ld_part(send + v * 16, len - v * 16);
+				x[q] = pn_xn_ld_part(own + v * 16, len - v * 16);
 			} else if (ok) {
 				uint64_t k = base_in[q] + c;
 
@@ -248,18 +261,15 @@ PN_DEV void pn_xn_reduce_ll(const struct pn_xn_args &a, const uint64_t *base_in,
 			if (q < N)
 				pk.add(&x[q]);
 		pk.out(&r, a.nranks, true);
-		if (v * 16 + 16 <= len)
-			pn_st(recv + v * 16, r);
-		else
-			pn_st_bytes(recv + v * 16, &r, (unsigned)(len - v * 16));
+		pn_xn_st_part(recv + v * 16, r, len - v * 16);
 	}
 }
 
-/* Chunk c of every node (their slots' headers seen), reduced with this
- * node's [0, len) of send into recv. */
+/* Chunk c of every other node (their slots' headers seen), reduced with
+ * this node's [0, len) of own into recv. */
 template <typename T, int OP>
 PN_DEV void pn_xn_reduce(const struct pn_xn_args &a, const uint64_t *base_in, uint64_t c,
-			 const char *send, char *recv, uint64_t len)
+			 const char *own, char *recv, uint64_t len)
 {
 	const int N = a.nnodes, me = a.node;
 	const char *src[PN_AR_MAX_RANKS];
@@ -269,7 +279,7 @@ PN_DEV void pn_xn_reduce(const struct pn_xn_args &a, const uint64_t *base_in, ui
 	for (int q = 0; q < PN_AR_MAX_RANKS; q++) {
 		uint64_t k = q < N ? base_in[q] + c : 0;
 
-		src[q] = q == me ? send : pn_xn_in_data(a, q, k);
+		src[q] = q == me ? own : pn_xn_in_data(a, q, k);
 		remote[q] = q != me;
 	}
 	const uint64_t main = len & ~(uint64_t)15;
@@ -279,12 +289,42 @@ PN_DEV void pn_xn_reduce(const struct pn_xn_args &a, const uint64_t *base_in, ui
 }
 
 /*
- * Thread 0: publish outbox slot t (len bytes of chunk data), then, plain
- * protocol, wait for every other node's slot of chunk c; false when the call
- * is dead.
+ * Chunk c of every node this call hears from (their slots' headers seen)
+ * into recv + q * rstride + off, elements of es bytes.
  */
-PN_DEV bool pn_xn_publish(const struct pn_xn_args &a, const uint64_t *base_in, uint64_t c, uint64_t t,
-			  uint64_t len)
+PN_DEV void pn_xn_recv_copy(const struct pn_xn_args &a, const uint64_t *base_in, uint64_t c,
+			    uint64_t off, uint64_t len, unsigned es)
+{
+	for (int q = 0; q < a.nnodes; q++)
+		if (a.from >> q & 1)
+			pn_block_copy((char *)a.recv + q * a.rstride + off,
+				      pn_xn_in_data(a, q, base_in[q] + c), len, true, es);
+}
+
+/* The same from LL lines, each line waited for on its own (dead: as
+ * pn_xn_reduce_ll). */
+PN_DEV void pn_xn_recv_copy_ll(const struct pn_xn_args &a, const uint64_t *base_in, uint64_t c,
+			       uint64_t off, uint64_t len, int &dead)
+{
+	const uint64_t nv = (len + 15) / 16;
+
+	for (uint64_t v = pn_tid(); v < nv && !dead; v += pn_ntid())
+		for (int q = 0; q < a.nnodes; q++) {
+			const uint64_t k = base_in[q] + c;
+			pn_v4 x;
+
+			if (!(a.from >> q & 1))
+				continue;
+			if (!pn_xn_ll_wait(a, pn_xn_in_data(a, q, k) + v * 32, (uint32_t)(k + 1), q, &x)) {
+				dead = 1;
+				return;
+			}
+			pn_xn_st_part((char *)a.recv + q * a.rstride + off + v * 16, x, len - v * 16);
+		}
+}
+
+/* Thread 0: publish outbox slot t (len bytes of chunk data) to every other node. */
+PN_DEV void pn_xn_publish(const struct pn_xn_args &a, uint64_t t, uint64_t len)
 {
 	const int N = a.nnodes;
 	uint64_t *o = (uint64_t *)(a.out_hdr + (t % a.slots) * PN_XSLOT);
@@ -292,10 +332,16 @@ PN_DEV bool pn_xn_publish(const struct pn_xn_args &a, const uint64_t *base_in, u
 	pn_st_volatile_u64(o + 1, a.ll ? (len + 15) / 16 * 32 : len);
 	pn_st_volatile_u64(o + 2, N == 64 ? ~0ull : (1ull << N) - 1);
 	pn_st_release_u64(o, t + 1);
-	for (int q = 0; q < N && !a.ll; q++) {
+}
+
+/* Thread 0, plain protocol: wait for the slot of chunk c of every node this
+ * call hears from; false when the call is dead. */
+PN_DEV bool pn_xn_wait_from(const struct pn_xn_args &a, const uint64_t *base_in, uint64_t c)
+{
+	for (int q = 0; q < a.nnodes; q++) {
 		uint64_t k = base_in[q] + c;
 
-		if (q != a.node && !pn_xn_wait(a, pn_xn_in_hdr(a, q, k), k + 1, q))
+		if ((a.from >> q & 1) && !pn_xn_wait(a, pn_xn_in_hdr(a, q, k), k + 1, q))
 			return false;
 	}
 	return true;
@@ -303,7 +349,8 @@ PN_DEV bool pn_xn_publish(const struct pn_xn_args &a, const uint64_t *base_in, u
 
 /*
  * Thread 0, after the call: the last block to get here moves the tickets on
- * by the call's nch chunks, dead or not (the job is failing then).
+ * by the call's nch chunks, dead or not (the job is failing then): the
+ * outbox's where this node sent, node q's where it heard from q.
  */
 PN_DEV void pn_xn_advance(const struct pn_xn_args &a, uint64_t base_out, const uint64_t *base_in,
 			  uint64_t nch)
@@ -314,20 +361,22 @@ PN_DEV void pn_xn_advance(const struct pn_xn_args &a, uint64_t base_out, const u
 	pn_fence();
 	if (pn_atomic_add((uint32_t *)&ctr[1 + N], 1) == pn_nbid() - 1) {
 		ctr[1 + N] = 0;
-		ctr[0] = base_out + nch;
+		ctr[0] = base_out + (a.send ? nch : 0);
 		for (int q = 0; q < N; q++)
-			ctr[1 + q] = base_in[q] + nch;
+			ctr[1 + q] = base_in[q] + (a.from >> q & 1 ? nch : 0);
 		pn_fence();
 	}
 }
 
-template <typename T, int OP> PN_DEV void pn_xnode(const struct pn_xn_args &a)
+/* RED: reduce into recv (T, OP); else copy elements of a.esize bytes. */
+template <typename T, int OP, bool RED> PN_DEV void pn_xnode(const struct pn_xn_args &a)
 {
 	uint64_t *ctr = (uint64_t *)a.ctr;
-	const uint64_t S = a.slots, C = a.slot_bytes, bytes = a.count * sizeof(T);
+	const unsigned es = RED ? (unsigned)sizeof(T) : a.esize;
+	const uint64_t S = a.slots, C = a.slot_bytes, bytes = a.count * es;
 	const uint64_t nch = (bytes + C - 1) / C, base_out = ctr[0];
-	const int N = a.nnodes, me = a.node;
-	const char *send = (const char *)a.send;
+	const int N = a.nnodes;
+	const char *send = (const char *)a.send, *own = (const char *)a.own;
 	char *recv = (char *)a.recv;
 	PN_SHARED_ARRAY(uint64_t, base_in, PN_XN_MAX_NODES);
 	PN_SHARED_ARRAY(uint64_t, sent0, PN_XN_PREFETCH);
@@ -345,13 +394,13 @@ template <typename T, int OP> PN_DEV void pn_xnode(const struct pn_xn_args &a)
 	 * Threads 32..32 + S read them; a block of fewer threads (the emulator's)
 	 * waits for each slot instead.
 	 */
-	const bool pre = S <= PN_XN_PREFETCH && pn_ntid() >= 32 + S;
+	const bool pre = send && S <= PN_XN_PREFETCH && pn_ntid() >= 32 + S;
 
 	if (pre && pn_tid() >= 32 && pn_tid() < 32 + S)
 		sent0[pn_tid() - 32] = pn_ld_acquire_u64((const uint64_t *)(a.out_hdr + (pn_tid() - 32) * PN_XSLOT) + 8);
 	const uint64_t off0 = (uint64_t)pn_bid() * C;
 	const uint64_t len0 = off0 < bytes ? (bytes - off0 < C ? bytes - off0 : C) : 0;
-	const bool small = (len0 & ~(uint64_t)15) <= 16ull * pn_ntid();
+	const bool small = send && !(a.send & 15) && (len0 & ~(uint64_t)15) <= 16ull * pn_ntid();
 	pn_v4 v0;
 
 	if (small && (uint64_t)pn_tid() * 16 + 16 <= len0)
@@ -360,27 +409,44 @@ template <typename T, int OP> PN_DEV void pn_xnode(const struct pn_xn_args &a)
 	for (uint64_t c = pn_bid(); c < nch && !dead; c += pn_nbid()) {
 		const uint64_t off = c * C, len = bytes - off < C ? bytes - off : C;
 		const uint64_t t = base_out + c;
-		const uint64_t *o = (const uint64_t *)(a.out_hdr + (t % S) * PN_XSLOT);
-		const bool first = c == pn_bid();
 
-		if (pn_tid() == 0 && t >= S &&
-		    !(first && pre && sent0[t % S] >= t + 1 - S) &&
-		    !pn_xn_wait(a, o + 8, t + 1 - S, -1))
+		if (send) {
+			const uint64_t *o = (const uint64_t *)(a.out_hdr + (t % S) * PN_XSLOT);
+			const bool first = c == pn_bid();
+
+			if (pn_tid() == 0 && t >= S &&
+			    !(first && pre && sent0[t % S] >= t + 1 - S) &&
+			    !pn_xn_wait(a, o + 8, t + 1 - S, -1))
+				dead = 1;
+			pn_sync();
+			if (dead)
+				break;
+			pn_xn_put(a, send + off, t, len, es, first && small, v0);
+			pn_sync();
+			if (pn_tid() == 0)
+				pn_xn_publish(a, t, len);
+		}
+		/* this node's own block, while thread 0 waits for the others' */
+		if (!RED && own)
+			pn_block_copy(recv + a.node * a.rstride + off, own + off, len, false, es);
+		if (pn_tid() == 0 && !a.ll && !pn_xn_wait_from(a, base_in, c))
 			dead = 1;
 		pn_sync();
 		if (dead)
 			break;
-		pn_xn_put<T, OP>(a, send + off, t, len, first && small, v0);
-		pn_sync();
-		if (pn_tid() == 0 && !pn_xn_publish(a, base_in, c, t, len))
-			dead = 1;
-		pn_sync();
-		if (dead)
-			break;
-		if (a.ll)
-			pn_xn_reduce_ll<T, OP>(a, base_in, c, send + off, recv + off, len, dead);
-		else
-			pn_xn_reduce<T, OP>(a, base_in, c, send + off, recv + off, len);
+		if (!a.from)
+			continue;
+		if constexpr (RED) {
+			if (a.ll)
+				pn_xn_reduce_ll<T, OP>(a, base_in, c, own + off, recv + off, len, dead);
+			else
+				pn_xn_reduce<T, OP>(a, base_in, c, own + off, recv + off, len);
+		} else {
+			if (a.ll)
+				pn_xn_recv_copy_ll(a, base_in, c, off, len, dead);
+			else
+				pn_xn_recv_copy(a, base_in, c, off, len, es);
+		}
 		/*
 		 * Free the inbox slots: every thread's reads of them returned (their
 		 * values are in recv's stores, issued before the barrier), so a plain
@@ -389,7 +455,7 @@ template <typename T, int OP> PN_DEV void pn_xnode(const struct pn_xn_args &a)
 		pn_sync();
 		if (pn_tid() == 0)
 			for (int q = 0; q < N; q++)
-				if (q != me) {
+				if (a.from >> q & 1) {
 					uint64_t k = base_in[q] + c;
 
 					pn_st_volatile_u64(pn_xn_in_hdr(a, q, k) + 8, k + 1);
@@ -405,7 +471,7 @@ template <typename T, int OP> PN_DEV void pn_xnode(const struct pn_xn_args &a)
 	{                                                                                      \
 		pn_pdl_wait();                                                                 \
 		pn_pdl_trigger();                                                              \
-		pn_xnode<T, OP>(a);                                                            \
+		pn_xnode<T, OP, true>(a);                                                      \
 	}
 #define PN_XN_OPS(T, tname)                                                                    \
 	PN_XN_KERNEL(T, tname, PENNY_SUM, sum)                                                 \
@@ -423,3 +489,11 @@ PN_XN_OPS(pn_half_t, half)
 PN_XN_OPS(pn_bf16_t, bfloat16)
 PN_XN_OPS(float, float)
 PN_XN_OPS(double, double)
+
+/* The copies move bytes: one kernel, the element size in the arguments. */
+extern "C" __global__ void PN_BOUNDS pn_xn_copy(struct pn_xn_args a)
+{
+	pn_pdl_wait();
+	pn_pdl_trigger();
+	pn_xnode<uint8_t, PENNY_SUM, false>(a);
+}

@@ -2,8 +2,9 @@
 /*
  * The cuda plugin across nodes (penny_plugin_v1.xnode_*): the core's boxes
  * registered as mapped host memory (cuMemHostRegister with DEVICEMAP), the
- * kernel's ticket counters in device memory, and the launch of pn_xn_*
- * (xn_kernels.cu) on the plugin's stream.
+ * kernels' ticket counters in device memory, and the launch of pn_xn_*
+ * (xn_kernels.cu) on the plugin's stream: the allreduce and, through
+ * pn_xn_coll_args (kargs.h), the other collectives.
  */
 #include "cuda.h"
 #include "penny_data.h"
@@ -23,6 +24,7 @@ struct pn_cuda_xn {
 	CUdeviceptr ctr;		/* uint64 [1 + nnodes + 1] */
 	CUmodule mod;
 	CUfunction fn[PENNY_NDTYPES][PENNY_NREDOPS];
+	CUfunction copy;		/* pn_xn_copy */
 	unsigned blocks;		/* largest grid */
 };
 
@@ -147,46 +149,82 @@ static uint64_t xn_chunk(const struct penny_xnode_v1 *x, uint64_t bytes)
 	return c < x->slot_bytes ? c : x->slot_bytes;
 }
 
-/* One launch over [send, + count elements) -> recv (both 16-byte aligned). */
-static int xn_launch(void *be, struct pn_cuda_xn *n, CUdeviceptr send, CUdeviceptr recv,
-		     uint64_t count, int dtype, int op, uint64_t chunk, int ll)
+/* The kernel of dtype x op (dtype < 0: pn_xn_copy), looked up once. */
+static int xn_fn(struct pn_gpu *g, struct pn_cuda_xn *n, int dtype, int op, CUfunction *f)
+{
+	CUfunction *slot = dtype < 0 ? &n->copy : &n->fn[dtype][op];
+
+	if (!*slot) {
+		char name[64] = "pn_xn_copy";
+
+		if (dtype >= 0)
+			snprintf(name, sizeof(name), "pn_xn_%s_%s", xn_types[dtype], xn_ops[op]);
+		PN_CU(g->cu, ModuleGetFunction(slot, n->mod, name), name);
+	}
+	*f = *slot;
+	return 0;
+}
+
+/* Whether a call of bytes (a block's) travels as LL lines in chunks of
+ * chunk: by its size, the same on every rank (alignment may differ). */
+static int xn_ll(const struct penny_xnode_v1 *x, uint64_t bytes, uint64_t chunk)
+{
+	return bytes <= x->ll_max && 2 * ((chunk + 15) & ~(uint64_t)15) <= x->slot_bytes;
+}
+
+/* The boxes' part of a call's arguments (its buffers are the caller's). */
+static void xn_args(void *be, const struct pn_cuda_xn *n, uint64_t count, uint64_t chunk, int ll,
+		    struct pn_xn_args *a)
+{
+	const struct penny_xnode_v1 *x = &n->x;
+
+	memset(a, 0, sizeof(*a));
+	a->count = count;
+	a->ctl = n->out_d;
+	a->out_hdr = n->out_d + PENNY_XBOX_LINE;
+	a->out_data = n->out_d + penny_xbox_out_data(x->slots, x->slot_bytes, 0);
+	a->in_hdr = n->in_d + penny_xbox_in_hdr(x->slots, 0, 0);
+	a->in_data = n->in_d + penny_xbox_in_data(x->nnodes, x->slots, x->slot_bytes, 0, 0);
+	a->ctr = n->ctr;
+	a->err = pn_cuda_err_word(be);
+	a->slot_bytes = chunk;
+	a->stride = x->slot_bytes;
+	a->timeout_ns = x->timeout_ns;
+	a->slots = x->slots;
+	a->nnodes = x->nnodes;
+	a->node = x->node;
+	a->nranks = x->nranks;
+	a->ll = (uint32_t)ll;
+}
+
+/* One launch of f over a call of bytes (a block's) in chunks of a->slot_bytes. */
+static int xn_launch(void *be, struct pn_cuda_xn *n, CUfunction f, struct pn_xn_args *a,
+		     uint64_t bytes)
 {
 	struct pn_gpu *g = pn_cuda_gpu(be);
-	const struct penny_xnode_v1 *x = &n->x;
-	struct pn_xn_args a;
-	uint64_t nch;
-	unsigned grid;
+	uint64_t nch = (bytes + a->slot_bytes - 1) / a->slot_bytes;
+	unsigned grid = nch < n->blocks ? (unsigned)nch : n->blocks;
 
-	if (!n->fn[dtype][op]) {
-		char name[64];
-
-		snprintf(name, sizeof(name), "pn_xn_%s_%s", xn_types[dtype], xn_ops[op]);
-		PN_CU(g->cu, ModuleGetFunction(&n->fn[dtype][op], n->mod, name), name);
-	}
-	memset(&a, 0, sizeof(a));
-	a.send = send;
-	a.recv = recv;
-	a.count = count;
-	a.ctl = n->out_d;
-	a.out_hdr = n->out_d + PENNY_XBOX_LINE;
-	a.out_data = n->out_d + penny_xbox_out_data(x->slots, x->slot_bytes, 0);
-	a.in_hdr = n->in_d + penny_xbox_in_hdr(x->slots, 0, 0);
-	a.in_data = n->in_d + penny_xbox_in_data(x->nnodes, x->slots, x->slot_bytes, 0, 0);
-	a.ctr = n->ctr;
-	a.err = pn_cuda_err_word(be);
-	a.slot_bytes = chunk;
-	a.stride = x->slot_bytes;
-	a.timeout_ns = x->timeout_ns;
-	a.slots = x->slots;
-	a.nnodes = x->nnodes;
-	a.node = x->node;
-	a.nranks = x->nranks;
-	a.ll = (uint32_t)ll;
-	nch = (count * (uint64_t)penny_data_size(dtype) + chunk - 1) / chunk;
-	grid = nch < n->blocks ? (unsigned)nch : n->blocks;
 	/* the kernel waits for the previous one (griddepcontrol.wait) first */
-	return pn_cuda_pdl(be) ? pn_gpu_launch_pdl(g, n->fn[dtype][op], grid, 512, &a)
-			       : pn_gpu_launch(g, n->fn[dtype][op], grid, 512, &a);
+	return pn_cuda_pdl(be) ? pn_gpu_launch_pdl(g, f, grid, 512, a)
+			       : pn_gpu_launch(g, f, grid, 512, a);
+}
+
+/* The allreduce over [send, + count elements) -> recv (both 16-byte aligned). */
+static int xn_allreduce(void *be, struct pn_cuda_xn *n, CUdeviceptr send, CUdeviceptr recv,
+			uint64_t count, int dtype, int op, uint64_t chunk, int ll)
+{
+	struct pn_xn_args a;
+	CUfunction f;
+	int ret = xn_fn(pn_cuda_gpu(be), n, dtype, op, &f);
+
+	if (ret)
+		return ret;
+	xn_args(be, n, count, chunk, ll, &a);
+	a.send = a.own = send;
+	a.recv = recv;
+	a.from = ((1u << n->x.nnodes) - 1) & ~(1u << n->x.node);
+	return xn_launch(be, n, f, &a, count * (uint64_t)penny_data_size(dtype));
 }
 
 /*
@@ -213,9 +251,9 @@ int pn_cuda_xnode_allreduce(void *be, void *xnp, const void *send, void *recv, s
 	bytes = count * es;
 	chunk = xn_chunk(&n->x, bytes);
 	/* LL by the call's size, the same on every rank (alignment may differ) */
-	ll = bytes <= n->x.ll_max && 2 * ((chunk + 15) & ~(uint64_t)15) <= n->x.slot_bytes;
+	ll = xn_ll(&n->x, bytes, chunk);
 	if (!((s | d) & 15))
-		return xn_launch(be, n, s, d, count, dtype, op, chunk, ll);
+		return xn_allreduce(be, n, s, d, count, dtype, op, chunk, ll);
 	pn_cuda_stage(be, &st, &stage_bytes);
 	piece = stage_bytes / chunk * chunk;
 	if (!piece)
@@ -227,9 +265,94 @@ int pn_cuda_xnode_allreduce(void *be, void *xnp, const void *send, void *recv, s
 		uint64_t len = bytes - off < piece ? bytes - off : piece;
 
 		PN_CU(g->cu, MemcpyAsync(st, s + off, len, g->stream), "cuMemcpyAsync");
-		ret = xn_launch(be, n, st, st, len / es, dtype, op, chunk, ll);
+		ret = xn_allreduce(be, n, st, st, len / es, dtype, op, chunk, ll);
 		if (!ret)
 			PN_CU(g->cu, MemcpyAsync(d + off, st, len, g->stream), "cuMemcpyAsync");
 	}
 	return ret;
+}
+
+/* The kinds that send a node's blocks to one node each: 2 nodes only. */
+static int xc_pairwise(int kind)
+{
+	return kind == PENNY_XC_REDUCE || kind == PENNY_XC_REDUCE_SCATTER ||
+	       kind == PENNY_XC_ALLTOALL || kind == PENNY_XC_SENDRECV;
+}
+
+static int xc_reduces(int kind)
+{
+	return kind == PENNY_XC_REDUCE || kind == PENNY_XC_REDUCE_SCATTER;
+}
+
+static const char *const xc_names[] = {
+	"", "allgather", "broadcast", "reduce", "reduce_scatter", "alltoall", "sendrecv",
+};
+
+/*
+ * A call the kernels take: a kind the node count allows, elements whole
+ * (the kernels load and store elements where buffers are not 16-byte
+ * aligned) and the blocks of a side with several apart.
+ */
+static int xc_check(const struct penny_xnode_v1 *x, const struct penny_xcoll_v1 *c)
+{
+	uint64_t es, bytes, ss, rs;
+	int ret;
+
+	if (!c || c->size < sizeof(*c))
+		return pn_plugin_fail(-EINVAL, "xnode_coll: a bad call description");
+	if (c->kind < PENNY_XC_ALLGATHER || c->kind > PENNY_XC_SENDRECV)
+		return pn_plugin_fail(-EINVAL, "xnode_coll: unknown collective %d", c->kind);
+	if (xc_pairwise(c->kind) && x->nnodes != 2)
+		return pn_plugin_fail(-EINVAL, "xnode_coll: %s across %d nodes; the cuda plugin "
+					       "takes it across 2 (every chunk goes to every node)",
+				      xc_names[c->kind], x->nnodes);
+	ret = pn_gpu_check_args(c->count, c->dtype, xc_reduces(c->kind) ? c->op : PENNY_SUM);
+	if (ret)
+		return ret;
+	if ((c->kind == PENNY_XC_BROADCAST || c->kind == PENNY_XC_REDUCE) &&
+	    (c->root < 0 || c->root >= x->nnodes))
+		return pn_plugin_fail(-EINVAL, "xnode_coll: root %d is not one of %d nodes", c->root,
+				      x->nnodes);
+	es = (uint64_t)penny_data_size(c->dtype);
+	bytes = c->count * es;
+	/* the strides the kind uses */
+	ss = c->kind == PENNY_XC_REDUCE_SCATTER || c->kind == PENNY_XC_ALLTOALL ? c->sstride : 0;
+	rs = c->kind == PENNY_XC_ALLGATHER || c->kind == PENNY_XC_ALLTOALL ? c->rstride : 0;
+	if (((uintptr_t)c->send | (uintptr_t)c->recv | ss | rs) % es || (ss && ss < bytes) ||
+	    (rs && rs < bytes))
+		return pn_plugin_fail(-EINVAL, "xnode_coll: %s buffers or strides (%llu, %llu bytes) "
+					       "that are not whole elements or overlap blocks of "
+					       "%llu bytes",
+				      xc_names[c->kind], (unsigned long long)c->sstride,
+				      (unsigned long long)c->rstride, (unsigned long long)bytes);
+	return 0;
+}
+
+/*
+ * penny_plugin_v1.xnode_coll: one launch on the user's buffers (the kernels
+ * take any element boundary, so no staging), the allreduce's chunks and LL
+ * choice by a block's bytes.
+ */
+int pn_cuda_xnode_coll(void *be, void *xnp, const struct penny_xcoll_v1 *c)
+{
+	struct pn_cuda_xn *n = xnp;
+	struct pn_gpu *g = pn_cuda_gpu(be);
+	struct pn_xn_args a;
+	uint64_t bytes, chunk;
+	CUfunction f;
+	int ret = xc_check(&n->x, c);
+
+	if (ret || !c->count)
+		return ret;
+	ret = pn_gpu_enter(g);
+	if (!ret)
+		ret = xn_fn(g, n, xc_reduces(c->kind) ? c->dtype : -1, c->op, &f);
+	if (ret)
+		return ret;
+	bytes = c->count * (uint64_t)penny_data_size(c->dtype);
+	chunk = xn_chunk(&n->x, bytes);
+	xn_args(be, n, c->count, chunk, xn_ll(&n->x, bytes, chunk), &a);
+	pn_xn_coll_args(&a, c, bytes, n->x.node, n->x.nnodes);
+	a.esize = (uint32_t)penny_data_size(c->dtype);
+	return xn_launch(be, n, f, &a, bytes);
 }
