@@ -408,6 +408,9 @@ static void print_job(struct job *j, const char *backends, const char *launcher)
 				       "to a proxy thread per rank, %s between nodes, LL lines up to %lld B)\n",
 				    be->name, j->aj.comm->nnodes, pn_sweep_gpu_xnode(be),
 				    (long long)pn_sweep_gpu_xnode_ll(be));
+		else if (pn_sweep_gpu_hierarchical(be) && j->sw.kind)
+			pn_out_text(o, "# %s: host-staged over %d nodes (the engine's %s over every rank)\n",
+				    be->name, j->aj.comm->nnodes, pn_coll_name(j->sw.kind));
 		else if (pn_sweep_gpu_hierarchical(be))
 			pn_out_text(o, "# %s: hierarchical over %d nodes (the plugin within each node, "
 				       "the engine's ring between them)\n", be->name, j->aj.comm->nnodes);

@@ -15,7 +15,6 @@
 
 #define MAX_OPTS 128
 
-
 /* The last error said, for a rank that tells its job why it stops. */
 static char last_error[512];
 static int quiet;

@@ -95,7 +95,6 @@ static struct {
 	const struct pn_rdmares *procs;	/* NULL: --processes not given */
 } extra;
 
-
 /* The host of the sample shown: a recording's, or the live counters'. */
 static const char *top_host(void)
 {

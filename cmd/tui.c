@@ -393,7 +393,6 @@ static void draw_gpus(struct tui *t, const struct pn_gputraffic *g, int y, int r
 	}
 }
 
-
 /* A view below the header: its rows cleared, its title bar drawn in a. */
 static void begin_view(struct tui *t, const struct pn_counters_set *v,
 		       const struct pn_top_status *st, attr_t a)

@@ -27,7 +27,13 @@ struct pn_gpucoll {
 	int *everyone;		/* 0..nranks-1 */
 	int *local;		/* this node's ranks, in local order */
 	int *inter;		/* the ranks of my local index on every node, node order */
+	int *lidx, *place;	/* of every rank: its local index, its place (node) on its rail */
 	int nlocal, ninter, me_local;
+	int blocked;		/* rank r is the r % L-th of its node and the r / L-th of its
+				 * rail: a rail's allgather blocks land at their ranks' places */
+	unsigned told;		/* 1 << kind: its path across nodes was logged */
+	void *scratch;		/* GPU-driven reduce: the partial off the root's node */
+	size_t scap;
 	char *hbuf;		/* hierarchical: the slice on the host */
 	size_t hcap;
 	struct pn_xproxy *xp;	/* across nodes, GPU-driven (NULL: host-staged) */
@@ -115,29 +121,37 @@ static int make_groups(struct pn_gpucoll *g)
 {
 	struct pn_comm *c = g->c;
 	const int *node = g->coll->node;
-	int *lidx = calloc((size_t)c->nranks, sizeof(int));
-	int *per = calloc((size_t)c->nranks, sizeof(int));
+	int *lidx, *per = calloc((size_t)c->nranks, sizeof(int)), *rail;
 	int r, q, ret = 0;
 
 	g->everyone = calloc((size_t)c->nranks, sizeof(int));
 	g->local = calloc((size_t)c->nranks, sizeof(int));
 	g->inter = calloc((size_t)c->nranks, sizeof(int));
-	if (!lidx || !per || !g->everyone || !g->local || !g->inter) {
+	lidx = g->lidx = calloc((size_t)c->nranks, sizeof(int));
+	g->place = calloc((size_t)c->nranks, sizeof(int));
+	/* rail[k]: the ranks of local index k seen so far */
+	rail = calloc((size_t)c->nranks, sizeof(int));
+	if (!per || !g->everyone || !g->local || !g->inter || !lidx || !g->place || !rail) {
 		ret = pn_err(-ENOMEM, "out of memory");
 		goto out;
 	}
 	for (r = 0; r < c->nranks; r++) {
 		g->everyone[r] = r;
 		lidx[r] = per[node[r]]++;
+		g->place[r] = rail[lidx[r]]++;
 		if (node[r] == node[c->rank]) {
 			if (r == c->rank)
 				g->me_local = g->nlocal;
 			g->local[g->nlocal++] = r;
 		}
 	}
-	for (r = 0; r < c->nranks; r++)
+	g->blocked = 1;
+	for (r = 0; r < c->nranks; r++) {
 		if (lidx[r] == g->me_local)
 			g->inter[g->ninter++] = r;
+		if (g->place[r] * g->nlocal + lidx[r] != r)
+			g->blocked = 0;
+	}
 	for (q = 0; q < c->nranks && g->hier; q++)
 		if (per[q] && per[q] != g->nlocal) {
 			ret = pn_err(-EINVAL, "the %s backend across nodes is hierarchical and needs the "
@@ -147,7 +161,7 @@ static int make_groups(struct pn_gpucoll *g)
 			break;
 		}
 out:
-	free(lidx);
+	free(rail);
 	free(per);
 	return ret;
 }
@@ -363,12 +377,16 @@ void pn_gpucoll_close(struct pn_gpucoll *g)
 	if (g->xn)
 		g->ops->xnode_close(g->be, g->xn);
 	pn_xproxy_close(g->xp);
+	if (g->be && g->scratch)
+		g->ops->free(g->be, g->scratch);
 	if (g->be)
 		g->ops->fini(g->be);
 	pn_plugin_unload(g->pl);
 	free(g->everyone);
 	free(g->local);
 	free(g->inter);
+	free(g->lidx);
+	free(g->place);
 	free(g->hbuf);
 	free(g);
 }
@@ -788,11 +806,12 @@ int pn_gpucoll_coll_supported(const struct pn_gpucoll *g, enum pn_coll_kind k)
 }
 
 /*
- * Another collective across nodes with a plugin that spans none (cuda):
- * host-staged.  This rank's input comes to the host, the engine runs the
- * collective over every rank of the job (its transports, within the node
- * and between nodes) and the output goes back: the result is the engine's,
- * exactly; no NVLink step and no GPU-driven path (allreduce's only).
+ * Another collective across nodes with a plugin that spans none (cuda),
+ * where it does not run GPU-driven (coll_driven): host-staged.  This
+ * rank's input comes to the host, the engine runs the collective over
+ * every rank of the job (its transports, within the node and between
+ * nodes) and the output goes back: the result is the engine's, exactly;
+ * no NVLink step.
  */
 static int hier_coll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a)
 {
@@ -833,6 +852,215 @@ static int hier_coll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a)
 	return ret;
 }
 
+/*
+ * Across nodes (g->hier), whether collective k (not allreduce) runs
+ * GPU-driven: xnode_coll on the rails, with the plugin's own collective
+ * within each node; else it is host-staged (hier_coll).  *why: the reason,
+ * for the debug line.  The proxy's tickets go to every other node
+ * (penny_xcoll_v1), so the kinds that send each node's blocks to one node
+ * take 2 nodes; with several ranks per node, only the kinds whose step
+ * within the node composes with one rail's: allgather (when the ranks are
+ * numbered node by node, so that a rail's blocks land at their ranks'
+ * places), broadcast and reduce.
+ */
+static int coll_driven(const struct pn_gpucoll *g, enum pn_coll_kind k, const char **why)
+{
+	int one = g->nlocal == 1, any_n = k == PN_COLL_ALLGATHER || k == PN_COLL_BROADCAST;
+
+	if (!g->xp) {
+		*why = "no GPU-driven path: PENNY_XNODE=0 or a plugin without xnode_*";
+		return 0;
+	}
+	if (!pn_plugin_covers(g->pl, offsetof(struct penny_plugin_v1, xnode_coll)) ||
+	    !g->ops->xnode_coll) {
+		*why = "the plugin has no xnode_coll";
+		return 0;
+	}
+	if (!any_n && g->ninter != 2) {
+		*why = "it sends each node's blocks to one node: xnode_coll takes 2 nodes for that";
+		return 0;
+	}
+	if (!one && !any_n && k != PN_COLL_REDUCE) {
+		*why = "with several ranks per node only allgather, broadcast and reduce run "
+		       "GPU-driven";
+		return 0;
+	}
+	if (!one && k == PN_COLL_ALLGATHER && !g->blocked) {
+		*why = "the ranks are not numbered node by node, where a rail's blocks land";
+		return 0;
+	}
+	*why = one ? "xnode_coll between the nodes"
+		   : "xnode_coll on a rail, the plugin's own collective within each node";
+	return 1;
+}
+
+int pn_gpucoll_coll_staged(const struct pn_gpucoll *g, enum pn_coll_kind k)
+{
+	const char *why;
+
+	if (!g->hier)
+		return 0;
+	return k == PN_COLL_ALLREDUCE ? !g->xp : !coll_driven(g, k, &why);
+}
+
+/* pn_gpucoll_coll_staged for another collective's call (allreduce: 0, it
+ * routes itself), its path said once per collective. */
+static int coll_staged(struct pn_gpucoll *g, enum pn_coll_kind k)
+{
+	const char *why;
+	int driven;
+
+	if (!g->hier || k == PN_COLL_ALLREDUCE)
+		return 0;
+	driven = coll_driven(g, k, &why);
+	if (!(g->told & 1u << k)) {
+		g->told |= 1u << k;
+		PN_DBG(PN_LOG_PLUGIN, "%s plugin: %s across %d nodes of %d rank%s: %s (%s)",
+		       g->pl->name, pn_coll_name(k), g->ninter, g->nlocal,
+		       g->nlocal == 1 ? "" : "s", driven ? "GPU-driven through the proxy" : "host-staged",
+		       why);
+	}
+	return !driven;
+}
+
+/* The GPU-driven reduce's scratch holds bytes.  Grown outside any capture
+ * (a first call, or pn_gpucoll_coll_time before time_fn), after the calls
+ * enqueued before, which may still read the old one. */
+static int xscratch(struct pn_gpucoll *g, size_t bytes)
+{
+	void *p;
+	int ret;
+
+	if (bytes <= g->scap)
+		return 0;
+	ret = pn_gpucoll_sync(g);
+	if (!ret)
+		ret = pn_gpucoll_free(g, g->scratch);
+	if (ret)
+		return ret;
+	g->scratch = NULL;
+	g->scap = 0;
+	ret = pn_gpucoll_alloc(g, bytes, 0, &p);
+	if (!ret) {
+		g->scratch = p;
+		g->scap = bytes;
+	}
+	return ret;
+}
+
+/* Where the GPU-driven reduce puts its node's partial on this rank: in
+ * scratch on the root's local index of the other node (its recv is NCCL's,
+ * written on the root only), else recv (written by the root only). */
+static int reduce_partial(struct pn_gpucoll *g, const struct pn_gpucoll_args *a, void **part)
+{
+	int ret;
+
+	*part = a->recv;
+	if (a->kind != PN_COLL_REDUCE || g->nlocal == 1 || a->root < 0 ||
+	    a->root >= g->c->nranks || g->lidx[a->root] != g->me_local ||
+	    g->place[a->root] == g->me_inter)
+		return 0; /* (a root out of range: xnode_coll refuses it) */
+	ret = xscratch(g, a->count * pn_dtype_size(a->dtype));
+	*part = g->scratch;
+	return ret;
+}
+
+static const int32_t xc_kind[PN_NCOLLS] = {
+	[PN_COLL_ALLGATHER] = PENNY_XC_ALLGATHER,
+	[PN_COLL_REDUCE_SCATTER] = PENNY_XC_REDUCE_SCATTER,
+	[PN_COLL_ALLTOALL] = PENNY_XC_ALLTOALL,
+	[PN_COLL_BROADCAST] = PENNY_XC_BROADCAST,
+	[PN_COLL_REDUCE] = PENNY_XC_REDUCE,
+	[PN_COLL_SENDRECV] = PENNY_XC_SENDRECV,
+};
+
+/* One xnode_coll of a's kind, count, dtype and op on my rail's boxes; root:
+ * a node.  A failure the proxy saw first is the proxy's (its reason beats
+ * the kernel's "gave up"). */
+static int xcoll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a, const void *send,
+		 void *recv, int root, uint64_t rstride)
+{
+	struct penny_xcoll_v1 x;
+	int ret, px;
+
+	memset(&x, 0, sizeof(x));
+	x.size = sizeof(x);
+	x.kind = xc_kind[a->kind];
+	x.send = send;
+	x.recv = recv;
+	x.count = a->count;
+	x.dtype = (int32_t)a->dtype;
+	x.op = (int32_t)(pn_coll_reduces(a->kind) ? a->op : PN_SUM);
+	x.root = root;
+	x.rstride = rstride;
+	ret = g->ops->xnode_coll(g->be, g->xn, &x);
+	px = ret ? pn_xproxy_error(g->xp) : 0;
+	return px ? px : call(g, ret, "xnode_coll");
+}
+
+/*
+ * Another collective across nodes, GPU-driven (coll_driven): all enqueued
+ * on the plugin's stream, nothing waited for, so that a CUDA graph
+ * captures it.  One rank per node: xnode_coll is the whole collective.
+ * L ranks per node, on the rails (g->inter) and within the nodes:
+ *   allgather  my rail's blocks straight to their ranks' places (rank q *
+ *              L + my local index: a stride of L blocks), then each node's
+ *              L blocks by the plugin's allgather, in place
+ *   broadcast  the rail of the root's local index from the root's node,
+ *              then every node's broadcast from that local index, in place
+ *   reduce     every node's reduce to the root's local index (sums for avg:
+ *              xnode_coll divides by nranks), then that rail's reduce to
+ *              the root's node (2 nodes)
+ */
+static int xnode_coll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a)
+{
+	const struct penny_plugin_v1 *o = g->ops;
+	size_t B = a->count * pn_dtype_size(a->dtype), L = (size_t)g->nlocal;
+	size_t k = (size_t)g->me_local;
+	int rooted = pn_coll_rooted(a->kind), dt = (int)a->dtype, lroot = 0, nroot = 0, q, ret;
+	char *d = a->recv;
+	void *part;
+
+	if (rooted && (a->root < 0 || a->root >= g->c->nranks))
+		return pn_err(-EINVAL, "root %d is not a rank of %d", a->root, g->c->nranks);
+	if (rooted) {
+		lroot = g->lidx[a->root];
+		nroot = g->place[a->root];
+	}
+	ret = pn_xproxy_error(g->xp);
+	if (ret || !a->count)
+		return ret;
+	if (L == 1)
+		return xcoll(g, a, a->send, a->recv, nroot, 0);
+	switch (a->kind) {
+	case PN_COLL_ALLGATHER:
+		ret = xcoll(g, a, a->send, d + k * B, 0, L * B);
+		for (q = 0; q < g->ninter && !ret; q++)
+			ret = call(g, g->allgather(g->be, d + ((size_t)q * L + k) * B,
+						   d + (size_t)q * L * B, a->count, dt),
+				   "allgather");
+		return ret;
+	case PN_COLL_BROADCAST:
+		if (k == (size_t)lroot)
+			ret = xcoll(g, a, a->send, a->recv, nroot, 0);
+		if (!ret)
+			ret = call(g, o->broadcast(g->be, a->recv, a->recv, a->count, dt, lroot,
+						   NULL),
+				   "broadcast");
+		return ret;
+	default: /* reduce */
+		ret = reduce_partial(g, a, &part);
+		if (!ret)
+			ret = call(g, o->reduce(g->be, a->send, part, a->count, dt,
+						(int)(a->op == PN_AVG ? PN_SUM : a->op), lroot,
+						NULL),
+				   "reduce");
+		if (!ret && k == (size_t)lroot)
+			ret = xcoll(g, a, part, a->recv, nroot, 0);
+		return ret;
+	}
+}
+
 int pn_gpucoll_coll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a)
 {
 	const struct penny_plugin_v1 *o = g->ops;
@@ -842,8 +1070,10 @@ int pn_gpucoll_coll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a)
 	if (ret)
 		return ret;
 	coll_member(g, a->kind, &name);
-	if (g->hier && a->kind != PN_COLL_ALLREDUCE)
+	if (coll_staged(g, a->kind))
 		return hier_coll(g, a);
+	if (g->hier && a->kind != PN_COLL_ALLREDUCE)
+		return xnode_coll(g, a);
 	switch (a->kind) {
 	case PN_COLL_ALLREDUCE:
 		return pn_gpucoll_allreduce(g, a->send, a->recv, a->count, a->dtype, a->op,
@@ -890,7 +1120,7 @@ int pn_gpucoll_coll_time(struct pn_gpucoll *g, const struct pn_gpucoll_args *a,
 			 struct penny_time_v2 *t)
 {
 	struct coll_time x = { g, a, 0 };
-	int ret = pn_gpucoll_coll_supported(g, a->kind);
+	int ret = pn_gpucoll_coll_supported(g, a->kind), px;
 
 	if (ret)
 		return ret;
@@ -899,7 +1129,7 @@ int pn_gpucoll_coll_time(struct pn_gpucoll *g, const struct pn_gpucoll_args *a,
 	if (t->size < sizeof(*t) || t->blocks < 1 || t->blocks > PENNY_TIME_MAX_BLOCKS ||
 	    !t->block_usec)
 		return pn_err(-EINVAL, "time: 1..%d blocks and room for them", PENNY_TIME_MAX_BLOCKS);
-	if (g->hier && a->kind != PN_COLL_ALLREDUCE) {
+	if (coll_staged(g, a->kind)) {
 		if (t->t.graph > 0)
 			return pn_err(-ENOTSUP, "-G: CUDA graphs cannot capture the %s plugin's %s "
 						"across nodes (host-staged)", g->pl->name,
@@ -907,9 +1137,22 @@ int pn_gpucoll_coll_time(struct pn_gpucoll *g, const struct pn_gpucoll_args *a,
 		ret = hier_time(g, t, coll_time_one, &x);
 		return ret ? ret : x.ret;
 	}
+	if (g->hier && a->kind != PN_COLL_ALLREDUCE) {
+		/* no allocation inside a capture; the proxy's threads spin from here */
+		void *part;
+
+		ret = reduce_partial(g, a, &part);
+		if (ret)
+			return ret;
+		pn_xproxy_wake(g->xp);
+	}
 	t->blocks_run = 0;
 	ret = g->ops->time_fn(g->be, t, coll_time_one, &x);
-	/* a failed call's message (the plugin's, named) rather than time_fn's */
+	/* the proxy's reason, else a failed call's message (the plugin's,
+	 * named), rather than time_fn's */
+	px = ret ? pn_xproxy_error(g->xp) : 0;
+	if (px)
+		return px;
 	if (ret && x.ret)
 		return x.ret;
 	if (!ret && t->blocks_run != t->blocks)

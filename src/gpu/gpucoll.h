@@ -127,12 +127,24 @@ int pn_gpucoll_time(struct pn_gpucoll *g, struct penny_time_v2 *t);
  * The other collectives (engine/collkind.h), through the plugin's members
  * of the same names (penny_plugin_v1: allgather, reduce_scatter, alltoall,
  * broadcast, reduce, sendrecv) on its own stream: one node, or a plugin
- * that spans nodes itself.  Across nodes otherwise (hierarchical) they are
- * host-staged: the input to the host, the engine's collective over every
- * rank (pn_coll_run), the output back, each call returning when done (no
- * graphs).  pn_gpucoll_coll_supported: 0, or -ENOTSUP and one line ("the
- * cuda plugin does not run reduce_scatter; --backend nccl does") for a
- * plugin without the member or, on one node, without time_fn.  pn_gpucoll_coll enqueues one call (count is
+ * that spans nodes itself.  Across nodes otherwise (hierarchical), with
+ * the GPU-driven path (the proxy) and a plugin that has xnode_coll, these
+ * run GPU-driven, enqueued like allreduce's (graphs capture them):
+ *   one rank per node   every collective across 2 nodes; allgather and
+ *                       broadcast across any number
+ *   L ranks per node    allgather (ranks numbered node by node), broadcast,
+ *                       and reduce across 2 nodes: xnode_coll on one rail
+ *                       (or each) and the plugin's collective within each
+ *                       node
+ * The others, or all of them without that path, are host-staged: the input
+ * to the host, the engine's collective over every rank (pn_coll_run), the
+ * output back, each call returning when done (no graphs).
+ * pn_gpucoll_coll_staged says which (1: host-staged; also allreduce's
+ * hierarchical path without the proxy); the first call of each collective
+ * says it and why in a PLUGIN debug line.  pn_gpucoll_coll_supported: 0,
+ * or -ENOTSUP and one line ("the cuda plugin does not run reduce_scatter;
+ * --backend nccl does") for a plugin without the member or, on one node,
+ * without time_fn.  pn_gpucoll_coll enqueues one call (count is
  * collkind.h's, in place as nccl-tests puts it); pn_gpucoll_coll_time
  * times calls of it as pn_gpucoll_time does allreduce's (t.send ... algo
  * are not read).
@@ -147,6 +159,7 @@ struct pn_gpucoll_args {
 	int root;
 };
 int pn_gpucoll_coll_supported(const struct pn_gpucoll *g, enum pn_coll_kind k);
+int pn_gpucoll_coll_staged(const struct pn_gpucoll *g, enum pn_coll_kind k);
 int pn_gpucoll_coll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a);
 int pn_gpucoll_coll_time(struct pn_gpucoll *g, const struct pn_gpucoll_args *a,
 			 struct penny_time_v2 *t);

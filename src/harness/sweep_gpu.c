@@ -532,10 +532,12 @@ int pn_sweep_gpu_open(struct pn_sweep_backend **out, struct pn_coll *coll,
 		ret = parse_algos(g, o->algos, why, sizeof(why));
 	else
 		ret = coll_algos(g, o->algos, why, sizeof(why));
+	/* across nodes, graphs capture what runs GPU-driven; a host-staged
+	 * collective's calls return when done */
 	if (!ret && o->graph > 0 &&
 	    (!(pn_gpucoll_caps(g->gc) & PENNY_CAP_GRAPH) ||
-	     (o->kind != PN_COLL_ALLREDUCE && pn_gpucoll_hierarchical(g->gc)))) {
-		if (pn_gpucoll_hierarchical(g->gc))
+	     pn_gpucoll_coll_staged(g->gc, o->kind))) {
+		if (pn_gpucoll_coll_staged(g->gc, o->kind))
 			snprintf(why, sizeof(why), "-G: CUDA graphs cannot capture the %s %s across "
 						   "%d nodes (hierarchical: its steps between nodes run "
 						   "on the host)",
@@ -581,14 +583,19 @@ int pn_sweep_gpu_describe(struct pn_sweep_backend *be, char **out)
 	return 0;
 }
 
+/* (the proxy's, where this backend's collective runs GPU-driven) */
 const char *pn_sweep_gpu_xnode(const struct pn_sweep_backend *be)
 {
-	return pn_gpucoll_xnode(((const struct gpu *)be)->gc);
+	const struct gpu *g = (const struct gpu *)be;
+
+	return pn_gpucoll_coll_staged(g->gc, g->kind) ? NULL : pn_gpucoll_xnode(g->gc);
 }
 
 uint64_t pn_sweep_gpu_xnode_ll(const struct pn_sweep_backend *be)
 {
-	return pn_gpucoll_xnode_ll(((const struct gpu *)be)->gc);
+	const struct gpu *g = (const struct gpu *)be;
+
+	return pn_gpucoll_coll_staged(g->gc, g->kind) ? 0 : pn_gpucoll_xnode_ll(g->gc);
 }
 
 int pn_sweep_gpu_hierarchical(const struct pn_sweep_backend *be)

@@ -157,8 +157,8 @@ test_expect_success 'across two nodes: a 16 MiB broadcast from the second node r
 	two_nodes broadcast --backend fake -d int8 -r 3 -b 16M -e 16M -n 1 -w 0 --json &&
 	all_right out 1 fake
 '
-test_expect_success 'across two nodes: -G refused in one line (the steps between run on the host)' '
-	test_exit 2 two_nodes reduce --backend fake -G 2 -b 8 -e 8 && one_line err0 &&
-	grep -q "CUDA graphs cannot capture the fake reduce across 2 nodes" err0
+test_expect_success 'across two nodes: -G refused in one line where the steps between run on the host' '
+	test_exit 2 two_nodes alltoall --backend fake -G 2 -b 8 -e 8 && one_line err0 &&
+	grep -q "CUDA graphs cannot capture the fake alltoall across 2 nodes" err0
 '
 test_done

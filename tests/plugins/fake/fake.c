@@ -1299,93 +1299,268 @@ static int ll_get(const struct fake_xn *n, char *dst, const char *src, uint64_t 
 	return 0;
 }
 
+/*
+ * One call on the boxes, the protocol's pieces that fake_xnode_allreduce
+ * and fake_xnode_coll share: every outbox ticket goes to every other node
+ * (its mask is all of them), so a receiver's count of chunks from node q
+ * stays q's ticket count, which the LL flags rely on.  A call travels as
+ * LL lines when its payload (the bytes a node sends) is small.
+ */
+struct xcall {
+	struct fake_xn *n;
+	int ll;
+	char *lin;	/* LL: the data of one chunk per node */
+};
+
+/* dst := len bytes of the n inputs src[] reduced in order (through tmp:
+ * dst may be one of them, in place). */
+static void reduce_chunk(char *dst, char *tmp, int dt, int op, const char *const *src, int n,
+			 uint64_t len, int div)
+{
+	int es = penny_data_size(dt);
+	uint64_t i;
+
+	for (i = 0; i < len / (uint64_t)es; i++) {
+		uint64_t bits = combine(dt, op, src, n, i, div);
+
+		memcpy(tmp + i * es, &bits, (size_t)es);
+	}
+	memcpy(dst, tmp, len);
+}
+
+/* Bit q for every node q of N. */
+static uint64_t every_node(int N)
+{
+	return N == 64 ? ~0ull : (1ull << N) - 1;
+}
+
+static int xcall_begin(struct xcall *k, struct fake_xn *n, uint64_t bytes)
+{
+	const struct penny_xnode_v1 *x = &n->x;
+
+	k->n = n;
+	k->ll = bytes <= x->ll_max && 2 * ((bytes + 15) & ~(uint64_t)15) <= x->slot_bytes;
+	k->lin = k->ll ? malloc((size_t)x->nnodes * x->slot_bytes / 2) : NULL;
+	return k->ll && !k->lin ? fail(-ENOMEM, "out of memory") : 0;
+}
+
+/* Outbox ticket t := len bytes of src, to every other node. */
+static int xput(const struct xcall *k, uint64_t t, const char *src, uint64_t len)
+{
+	const struct penny_xnode_v1 *x = &k->n->x;
+	uint64_t S = x->slots, C = x->slot_bytes;
+	char *out = x->outbox, *data = out + penny_xbox_out_data(x->slots, C, (uint32_t)(t % S));
+	struct penny_xout_slot *o = (struct penny_xout_slot *)(out + PENNY_XBOX_LINE) + t % S;
+	int ret = t >= S ? xwait(k->n, &o->sent, t + 1 - S, -1) : 0;
+
+	if (ret)
+		return ret;
+	if (k->ll)
+		ll_put(data, src, len, (uint32_t)(t + 1));
+	else
+		memcpy(data, src, len);
+	o->len = k->ll ? (len + 15) / 16 * 32 : len;
+	o->mask = every_node(x->nnodes);
+	__atomic_store_n(&o->ready, t + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Chunk c from node q (len bytes): *data := where it is (its inbox slot,
+ * or the LL lines' data taken out), until xdone(). */
+static int xget(const struct xcall *k, int q, uint64_t c, uint64_t len, const char **data)
+{
+	const struct penny_xnode_v1 *x = &k->n->x;
+	uint64_t S = x->slots, C = x->slot_bytes;
+	const struct penny_xin_slot *s = (const struct penny_xin_slot *)(
+		(char *)x->inbox + penny_xbox_in_hdr(x->slots, q, (uint32_t)(c % S)));
+	const char *src = (char *)x->inbox + penny_xbox_in_data(x->nnodes, x->slots, C, q,
+								(uint32_t)(c % S));
+	int ret;
+
+	if (k->ll) {
+		/* the lines' flags, not the slot's ready word */
+		*data = k->lin + (size_t)q * C / 2;
+		return ll_get(k->n, k->lin + (size_t)q * C / 2, src, len, (uint32_t)(c + 1), q);
+	}
+	*data = src;
+	ret = xwait(k->n, &s->ready, c + 1, q);
+	if (!ret && s->len != len)
+		ret = fail(-EPROTO, "xnode: node %d sent %llu bytes, %llu expected", q,
+			   (unsigned long long)s->len, (unsigned long long)len);
+	return ret;
+}
+
+/* Chunk c from node q was read: its inbox slot is free. */
+static void xdone(const struct xcall *k, int q, uint64_t c)
+{
+	const struct penny_xnode_v1 *x = &k->n->x;
+	struct penny_xin_slot *s = (struct penny_xin_slot *)(
+		(char *)x->inbox + penny_xbox_in_hdr(x->slots, q, (uint32_t)(c % x->slots)));
+
+	__atomic_store_n(&s->done, c + 1, __ATOMIC_RELEASE);
+}
+
+/* The call's chunks are spent: mine when I sent, node q's when q sent
+ * (sent: bit q).  A failed call leaves the boxes mid-protocol: the proxy
+ * has given up (abort) or a peer is gone, and the job ends there. */
+static void xcall_end(struct xcall *k, uint64_t nch, uint64_t sent)
+{
+	int q;
+
+	for (q = 0; q < k->n->x.nnodes; q++)
+		if (sent >> q & 1) {
+			if (q == k->n->x.node)
+				k->n->out_t += nch;
+			else
+				k->n->in_k[q] += nch;
+		}
+	free(k->lin);
+}
+
 static int fake_xnode_allreduce(void *be, void *xnp, const void *send, void *recv, size_t count,
 				int dt, int op)
 {
 	struct fake_xn *n = xnp;
 	const struct penny_xnode_v1 *x = &n->x;
 	int es = penny_data_size(dt), N = x->nnodes, q, ret = 0;
-	uint64_t bytes, nch, c, S = x->slots, C = x->slot_bytes;
-	char *out = x->outbox, *in = x->inbox, *tmp, *lin;
-	int ll;
+	uint64_t bytes, nch, c, C = x->slot_bytes;
+	struct xcall k;
+	char *tmp;
 
 	if (!es || op < 0 || op >= PENNY_NREDOPS)
 		return fail(-EINVAL, "bad type or op");
 	stall_once(be);
 	bytes = (uint64_t)count * (uint64_t)es;
 	nch = (bytes + C - 1) / C;
-	ll = bytes <= x->ll_max && 2 * ((bytes + 15) & ~(uint64_t)15) <= C;
 	tmp = malloc(C);
-	lin = ll ? malloc((size_t)N * C / 2) : NULL;
-	if (!tmp || (ll && !lin)) {
-		free(tmp);
+	if (!tmp)
 		return fail(-ENOMEM, "out of memory");
+	ret = xcall_begin(&k, n, bytes);
+	if (ret) {
+		free(tmp);
+		return ret;
 	}
 	for (c = 0; c < nch && !ret; c++) {
-		uint64_t off = c * C, len = bytes - off < C ? bytes - off : C, t = n->out_t + c;
-		struct penny_xout_slot *o = (struct penny_xout_slot *)(out + PENNY_XBOX_LINE) + t % S;
+		uint64_t off = c * C, len = bytes - off < C ? bytes - off : C;
 		const char *src[PENNY_XBOX_MAX_NODES];
-		size_t i;
 
-		if (t >= S)
-			ret = xwait(n, &o->sent, t + 1 - S, -1);
-		if (ret)
-			break;
-		if (ll)
-			ll_put(out + penny_xbox_out_data(x->slots, C, (uint32_t)(t % S)),
-			       (const char *)send + off, len, (uint32_t)(t + 1));
-		else
-			memcpy(out + penny_xbox_out_data(x->slots, C, (uint32_t)(t % S)),
-			       (const char *)send + off, len);
-		o->len = ll ? (len + 15) / 16 * 32 : len;
-		o->mask = N == 64 ? ~0ull : (1ull << N) - 1;
-		__atomic_store_n(&o->ready, t + 1, __ATOMIC_RELEASE);
-		for (q = 0; q < N && !ret; q++) {
-			uint64_t k = n->in_k[q] + c;
-			struct penny_xin_slot *s =
-				(struct penny_xin_slot *)(in + penny_xbox_in_hdr(x->slots, q,
-										 (uint32_t)(k % S)));
-
-			if (q == x->node) {
+		ret = xput(&k, n->out_t + c, (const char *)send + off, len);
+		for (q = 0; q < N && !ret; q++)
+			if (q == x->node)
 				src[q] = (const char *)send + off;
-				continue;
-			}
-			src[q] = in + penny_xbox_in_data(N, x->slots, C, q, (uint32_t)(k % S));
-			if (ll) {
-				/* the lines' flags, not the slot's ready word */
-				ret = ll_get(n, lin + (size_t)q * C / 2, src[q], len, (uint32_t)(k + 1), q);
-				src[q] = lin + (size_t)q * C / 2;
-				continue;
-			}
-			ret = xwait(n, &s->ready, k + 1, q);
-			if (!ret && s->len != len)
-				ret = fail(-EPROTO, "xnode: node %d sent %llu bytes, %llu expected", q,
-					   (unsigned long long)s->len, (unsigned long long)len);
-		}
+			else
+				ret = xget(&k, q, n->in_k[q] + c, len, &src[q]);
 		if (ret)
 			break;
-		for (i = 0; i < len / (uint64_t)es; i++) {
-			uint64_t bits = combine(dt, op, src, N, i, x->nranks);
-
-			memcpy(tmp + i * es, &bits, (size_t)es);
-		}
-		memcpy((char *)recv + off, tmp, len);
+		reduce_chunk((char *)recv + off, tmp, dt, op, src, N, len, x->nranks);
 		for (q = 0; q < N; q++)
-			if (q != x->node) {
-				uint64_t k = n->in_k[q] + c;
-				struct penny_xin_slot *s = (struct penny_xin_slot *)(
-					in + penny_xbox_in_hdr(x->slots, q, (uint32_t)(k % S)));
-
-				__atomic_store_n(&s->done, k + 1, __ATOMIC_RELEASE);
-			}
+			if (q != x->node)
+				xdone(&k, q, n->in_k[q] + c);
 	}
 	free(tmp);
-	free(lin);
-	/* a failed call leaves the boxes mid-protocol: the proxy has given up
-	 * (abort) or a peer is gone, and the job ends here */
-	n->out_t += nch;
-	for (q = 0; q < N; q++)
-		n->in_k[q] += nch;
+	xcall_end(&k, nch, every_node(N));
+	return ret;
+}
+
+/*
+ * The other collectives across nodes (penny_xcoll_v1), on the same
+ * protocol.  Each node sends at most one block (its payload), to every
+ * other node; the nodes that send nothing advance no ticket:
+ *   allgather       every node its send block 0
+ *   broadcast       the root its send block 0
+ *   reduce          every node but the root its send block 0
+ *   reduce_scatter  (2 nodes) the other node's send block
+ *   alltoall        (2 nodes) the other node's send block
+ *   sendrecv        (2 nodes) its send block 0
+ * chunk by chunk, each chunk put before the peers' of the same place are
+ * taken (in place, the part of recv a peer's chunk overwrites was sent).
+ */
+static int fake_xnode_coll(void *be, void *xnp, const struct penny_xcoll_v1 *c)
+{
+	struct fake_xn *n = xnp;
+	const struct penny_xnode_v1 *x = &n->x;
+	int es, N = x->nnodes, me = x->node, q, ret, pair, reduces, root, spread;
+	uint64_t B, sstride, rstride, nch, ch, C = x->slot_bytes, senders;
+	const char *send, *payload, *mine, *src[2];
+	char *recv, *tmp = NULL;
+	struct xcall k;
+
+	(void)be;
+	if (!c || c->size < sizeof(*c) || c->kind < PENNY_XC_ALLGATHER ||
+	    c->kind > PENNY_XC_SENDRECV)
+		return fail(-EINVAL, "xnode_coll: bad call description");
+	es = penny_data_size(c->dtype);
+	pair = c->kind >= PENNY_XC_REDUCE;
+	reduces = c->kind == PENNY_XC_REDUCE || c->kind == PENNY_XC_REDUCE_SCATTER;
+	root = c->kind == PENNY_XC_BROADCAST || c->kind == PENNY_XC_REDUCE ? c->root : 0;
+	if (!es || (reduces && (c->op < 0 || c->op >= PENNY_NREDOPS)))
+		return fail(-EINVAL, "bad type or op");
+	if (pair && N != 2)
+		return fail(-EINVAL, "xnode_coll: kind %d sends to one node each: 2 nodes, not %d",
+			    (int)c->kind, N);
+	if (root < 0 || root >= N)
+		return fail(-EINVAL, "xnode_coll: root %d is not a node of %d", root, N);
+	if (c->count > ((uint64_t)1 << 40))
+		return fail(-EINVAL, "xnode_coll: count %llu too large",
+			    (unsigned long long)c->count);
+	B = c->count * (uint64_t)es;
+	sstride = c->sstride ? c->sstride : B;
+	rstride = c->rstride ? c->rstride : B;
+	send = c->send;
+	recv = c->recv;
+	nch = (B + C - 1) / C;
+	/* what I send, and from whom I receive; pairs: the other node's block
+	 * (reduce_scatter, alltoall), or all I have (reduce, sendrecv) */
+	senders = c->kind == PENNY_XC_ALLGATHER ? every_node(N)
+		  : c->kind == PENNY_XC_BROADCAST ? 1ull << root
+		  : c->kind == PENNY_XC_REDUCE ? 1ull << (1 - root) : 3;
+	payload = c->kind == PENNY_XC_REDUCE_SCATTER || c->kind == PENNY_XC_ALLTOALL
+		  ? send + (uint64_t)(1 - me) * sstride : send;
+	/* my own part: reduce's input, my block of reduce_scatter's and
+	 * alltoall's, which alltoall and allgather keep (copied unless in place) */
+	mine = c->kind == PENNY_XC_REDUCE || c->kind == PENNY_XC_ALLGATHER
+	       ? send : send + (uint64_t)me * sstride;
+	spread = c->kind == PENNY_XC_ALLGATHER || c->kind == PENNY_XC_ALLTOALL;
+	if (spread && mine != recv + (uint64_t)me * rstride)
+		memcpy(recv + (uint64_t)me * rstride, mine, B);
+	if (c->kind == PENNY_XC_BROADCAST && me == root && send != recv)
+		memcpy(recv, send, B);
+	if (reduces && (me == root || c->kind == PENNY_XC_REDUCE_SCATTER)) {
+		tmp = malloc(C);
+		if (!tmp)
+			return fail(-ENOMEM, "out of memory");
+	}
+	ret = xcall_begin(&k, n, B);
+	if (ret) {
+		free(tmp);
+		return ret;
+	}
+	for (ch = 0; ch < nch && !ret; ch++) {
+		uint64_t off = ch * C, len = B - off < C ? B - off : C;
+		const char *data;
+
+		if (senders >> me & 1)
+			ret = xput(&k, n->out_t + ch, payload + off, len);
+		for (q = 0; q < N && !ret; q++) {
+			if (q == me || !(senders >> q & 1))
+				continue;
+			ret = xget(&k, q, n->in_k[q] + ch, len, &data);
+			if (ret)
+				break;
+			if (tmp) {
+				/* reduce (on the root), reduce_scatter: in node order */
+				src[me] = mine + off;
+				src[q] = data;
+				reduce_chunk(recv + off, tmp, c->dtype, c->op, src, 2, len, x->nranks);
+			} else {
+				/* allgather, alltoall: block q; broadcast, sendrecv: block 0 */
+				memcpy(recv + (spread ? (uint64_t)q * rstride : 0) + off, data, len);
+			}
+			xdone(&k, q, n->in_k[q] + ch);
+		}
+	}
+	free(tmp);
+	xcall_end(&k, nch, senders);
 	return ret;
 }
 
@@ -1600,6 +1775,10 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.sendrecv = fake_sendrecv,
 	/* appended for the interposer's ncclAllGather */
 	.allgather_stream = fake_allgather_stream,
+#ifndef FAKE_NOXNODE
+	/* appended for the other collectives across nodes */
+	.xnode_coll = fake_xnode_coll,
+#endif
 #endif
 };
 #else
