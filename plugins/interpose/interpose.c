@@ -188,15 +188,16 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 
 /*
  * Outside a graph capture (eager calls, PyTorch's default) a call costs the
- * caller's host work, about 30 us a call in PyTorch on H200s for penny and
- * NCCL alike, and penny's kernels save nothing once they are shorter than
- * that: on 2 x H200 (2026-11-29) penny was 0.67-0.79x NCCL's time to
- * 512 KiB but 1.05-1.07x at 1-2 MiB and 1.03-1.26x at 8 MiB, and on 4 x
- * H200 1.36-1.42x at 1-4 MiB (2026-11-28).  So by default penny takes
- * eager calls up to 512 KiB and leaves larger ones to NCCL; in a capture
- * (0.22-0.88x to 32 MiB) the plugin's one-shot sizes.
+ * caller's host work, about 30 us a call in PyTorch on H200s, and penny's
+ * kernels save little once they are shorter than that.  A size above
+ * which NCCL runs eager calls was measured and not kept: on 2 x H200
+ * (2026-11-29) NCCL's own eager 1-2 MiB calls took 27-52 us from run to
+ * run, penny's 30-38, and NCCL's calls made through this library while
+ * penny ran the smaller ones took 54-73 us (a cost not found yet), so a
+ * limit of 512 KiB made those sizes 1.4-2.0x slower than NCCL alone.  By
+ * default (auto) eager calls follow the captured calls' rule;
+ * PENNY_NCCL_EAGER_MAX_BYTES sets a limit where a site measures one.
  */
-#define EAGER_MAX_AUTO (512u << 10)
 
 static void read_cfg(void)
 {
@@ -227,8 +228,8 @@ static void read_cfg(void)
 		else
 			cfg.max_bytes = v;
 	}
-	/* unset or auto: 512 KiB, or PENNY_NCCL_MAX_BYTES's size when that is set */
-	cfg.eager_max = cfg.max_bytes ? UINT64_MAX : EAGER_MAX_AUTO;
+	/* unset or auto: no limit of its own (PENNY_NCCL_MAX_BYTES's rule) */
+	cfg.eager_max = UINT64_MAX;
 	if (eager && *eager && strcmp(eager, "auto")) {
 		if (parse_u64(eager, 1ull << 40, &v))
 			snprintf(cfg.bad, sizeof(cfg.bad),

@@ -114,7 +114,7 @@ for np in $GPUS; do
 		[ "${ALL:-0}" = 1 ] && modes="penny penny-all"
 		[ "${ALL:-0}" = 2 ] && modes="penny penny-all penny-all-stage"
 		for mode in $modes; do
-			max=auto suffix='' cache=${PENNY_NCCL_REGCACHE:-0}
+			max=${PENNY_NCCL_MAX_BYTES:-auto} suffix='' cache=${PENNY_NCCL_REGCACHE:-0}
 			[ "$mode" = penny-all ] && max=1T suffix=-all cache=${PENNY_NCCL_REGCACHE:-64}
 			[ "$mode" = penny-all-stage ] && max=1T suffix=-all-stage cache=0
 			echo "## $np GPUs, $coll: $mode (LD_PRELOAD=$lib, PENNY_NCCL_MAX_BYTES=$max, PENNY_NCCL_REGCACHE=$cache)"
