@@ -343,6 +343,9 @@ static void gpu_close(struct pn_sweep_backend *be)
 {
 	struct gpu *g = (struct gpu *)be;
 
+	/* a sweep that failed never reached stop (a GPU marked hung frees nothing) */
+	if (g->gc)
+		gpu_stop(be);
 	pn_gpucoll_close(g->gc);
 	free(g);
 }
