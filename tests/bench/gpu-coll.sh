@@ -133,7 +133,7 @@ done
 # NET/Socket runs on lo), one process per rank: penny's cuda plugin (its
 # kernels inside a node; between nodes the proxy, GPU-driven, or the host
 # engine, host-staged, as the core decides per collective) against
-# NCCL, bfloat16 sum from 1 KiB to XMAXB; with -G only where penny's path
+# NCCL, each of TYPES, sum, from 1 KiB to XMAXB; with -G only where penny's path
 # between nodes is GPU-driven (the host-staged one refuses it).
 xjob() { # COLL NODES PER ARGS...
 	local c=$1 nodes=$2 per=$3 port=$((20000 + RANDOM % 20000)) r n pids="" err
@@ -170,20 +170,23 @@ if [ "${XNODE:-1}" = 1 ] && [ "$ngpu" -ge 2 ]; then
 			echo "## $c, 2 nodes x $per GPUs, $tp proxy, every type x op: exit $r, $rows rows, $bad wrong values"
 			part "$c 2x$per nodes $tp every type x op" "$([ $r -eq 0 ] && [ "$bad" = 0 ] && [ "$rows" -gt 0 ] && echo ok || echo "FAILED (exit $r, $rows rows, $bad wrong)")"
 		fi
+		for t in $TYPES; do
 		for g in ${XGRAPHS:-0}; do
 			f="$base-$c-xnode2x$per-$tp-G$g.txt"
+			[ "$t" = bfloat16 ] || f="$base-$c-xnode2x$per-$tp-$t-G$g.txt"
 			reg=()
 			case $c:$g in
 			alltoall:0 | sendrecv:0) ;;
 			alltoall:* | sendrecv:*) [ -n "${NCCL_GRAPH_REGISTER-}" ] || reg=(NCCL_GRAPH_REGISTER=0) ;;
 			esac
 			( [ ${#reg[@]} -eq 0 ] || export "${reg[@]}"
-			  xjob "$c" 2 "$per" --backend cuda,nccl -d bfloat16 -o sum -b 1K -e "${XMAXB:-64M}" \
+			  xjob "$c" 2 "$per" --backend cuda,nccl -d "$t" -o sum -b 1K -e "${XMAXB:-64M}" \
 				-f 4 -n "${ITERS:-20}" -w "${WARMUP:-5}" -G "$g" ) >"$f" 2>&1
 			r=$?
-			echo "## $c, 2 nodes x $per GPUs, $tp proxy, bfloat16 sum, -G $g: exit $r"
+			echo "## $c, 2 nodes x $per GPUs, $tp proxy, $t sum, -G $g: exit $r"
 			sed -n '/ratio/,$p' "$f" | head -n 16
-			part "$c 2x$per nodes $tp bfloat16 -G $g" "$([ $r -eq 0 ] && echo ok || echo "FAILED (exit $r)")"
+			part "$c 2x$per nodes $tp $t -G $g" "$([ $r -eq 0 ] && echo ok || echo "FAILED (exit $r)")"
+		done
 		done
 	done
 	done
