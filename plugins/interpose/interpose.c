@@ -190,12 +190,10 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
  * Outside a graph capture (eager calls, PyTorch's default) a call costs the
  * caller's host work, about 30 us a call in PyTorch on H200s, and penny's
  * kernels save little once they are shorter than that.  A size above
- * which NCCL runs eager calls was measured and not kept: on 2 x H200
- * (2026-11-29) NCCL's own eager 1-2 MiB calls took 27-52 us from run to
- * run, penny's 30-38, and NCCL's calls made through this library while
- * penny ran the smaller ones took 54-73 us (a cost not found yet), so a
- * limit of 512 KiB made those sizes 1.4-2.0x slower than NCCL alone.  By
- * default (auto) eager calls follow the captured calls' rule;
+ * which NCCL runs eager calls was tried and not kept: on 2 x H200
+ * (2026-11-29) the same NCCL measured 0.73-2.28x itself from one eager
+ * run to the next, so no limit could be told from such runs.  By default
+ * (auto) eager calls follow the captured calls' rule;
  * PENNY_NCCL_EAGER_MAX_BYTES sets a limit where a site measures one.
  */
 
