@@ -14,7 +14,8 @@
 #   tests/bench/torch-allreduce.sh [OUTDIR]     (default: results)
 # Environment: COLLS (of all_reduce reduce_scatter all_gather, default all
 # three), B (build dir, default build-gpu), GPUS ("2 4"), PYTHON
-# (python3), MAXB (bytes, 268435456), ITERS (200), GRAPH (calls per captured
+# (python3), MAXB (bytes, 268435456), ITERS (200), BLOCKS (timed blocks per
+# size, 5..100, default 5: the time is their median), GRAPH (calls per captured
 # graph, 20; 0: no graphs), TIMEOUT (seconds per torchrun, 1800), KIND (the
 # machine's name in the file names), PENNY_NCCL_REAL (the real NCCL; default:
 # the Python environment's nvidia/nccl/lib/libnccl.so.2, else the one PyTorch
@@ -89,7 +90,7 @@ trun() {
 	shift
 	timeout -k 30 "$TIMEOUT" "$PY" -m torch.distributed.run --standalone --nproc-per-node="$np" \
 		"$top/tests/bench/torch_allreduce.py" run --graph "${GRAPH:-20}" --iters "${ITERS:-200}" \
-		--max-bytes "${MAXB:-268435456}" --coll "$coll" "$@"
+		--max-bytes "${MAXB:-268435456}" --blocks "${BLOCKS:-5}" --coll "$coll" "$@"
 }
 for np in $GPUS; do
 	[ "$ngpu" -ge "$np" ] || { echo "# skip $np GPUs: only $ngpu"; continue; }

@@ -138,6 +138,9 @@ def run(args):
     import torch
     import torch.distributed as dist
 
+    global BLOCKS
+    BLOCKS = args.blocks
+
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
     local = int(os.environ.get("LOCAL_RANK", rank))
@@ -354,6 +357,9 @@ def main():
     r.add_argument("--graph", type=int, default=20, help="calls per captured graph (0: none)")
     r.add_argument("--min-bytes", type=int, default=1 << 10)
     r.add_argument("--max-bytes", type=int, default=256 << 20)
+    r.add_argument("--blocks", type=int, default=BLOCKS, choices=range(5, 101), metavar="5..100",
+                   help="timed blocks per size; the time is their median (eager times move "
+                   "by up to 2x between runs on a shared machine: more blocks steady it)")
     c = sub.add_parser("compare")
     c.add_argument("nccl")
     c.add_argument("penny")
