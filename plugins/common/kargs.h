@@ -143,6 +143,21 @@ struct pn_xn_args {
 	uint32_t coll;			/* the error detail's collective (pn_ar_args.coll) */
 };
 
+/* The error detail's collective (pn_ar_args.coll: 1 + PN_CO_*) of an
+ * xnode_coll kind (PENNY_XC_*; 0 for none). */
+static inline uint32_t pn_xc_coll(int kind)
+{
+	switch (kind) {
+	case PENNY_XC_ALLGATHER: return 1 + PN_CO_ALLGATHER;
+	case PENNY_XC_BROADCAST: return 1 + PN_CO_BROADCAST;
+	case PENNY_XC_REDUCE: return 1 + PN_CO_REDUCE;
+	case PENNY_XC_REDUCE_SCATTER: return 1 + PN_CO_REDUCE_SCATTER;
+	case PENNY_XC_ALLTOALL: return 1 + PN_CO_ALLTOALL;
+	case PENNY_XC_SENDRECV: return 1 + PN_CO_SENDRECV;
+	default: return 0;
+	}
+}
+
 /*
  * penny_xcoll_v1 c on node me of n as the kernels take it (bytes: a
  * block's; the boxes, count and ll are the caller's).  Every ticket goes
@@ -163,39 +178,34 @@ static inline void pn_xn_coll_args(struct pn_xn_args *a, const struct penny_xcol
 	a->send = a->own = a->rstride = 0;
 	a->recv = d;
 	a->from = others;
+	a->coll = pn_xc_coll(c->kind);
 	switch (c->kind) {
 	case PENNY_XC_ALLGATHER:
 		a->send = s;
 		a->own = s != d + (uint64_t)me * rs ? s : 0;
 		a->rstride = rs;
-		a->coll = 1 + PN_CO_ALLGATHER;
 		break;
 	case PENNY_XC_BROADCAST:
 		a->send = me == c->root ? s : 0;
 		a->own = me == c->root && s != d ? s : 0;
 		a->from = me == c->root ? 0 : 1u << c->root;
-		a->coll = 1 + PN_CO_BROADCAST;
 		break;
 	case PENNY_XC_REDUCE:
 		a->send = me == c->root ? 0 : s;
 		a->own = s;
 		a->from = me == c->root ? others : 0;
-		a->coll = 1 + PN_CO_REDUCE;
 		break;
 	case PENNY_XC_REDUCE_SCATTER:
 		a->send = s + other * ss;
 		a->own = s + (uint64_t)me * ss;
-		a->coll = 1 + PN_CO_REDUCE_SCATTER;
 		break;
 	case PENNY_XC_ALLTOALL:
 		a->send = s + other * ss;
 		a->own = s + (uint64_t)me * ss != d + (uint64_t)me * rs ? s + (uint64_t)me * ss : 0;
 		a->rstride = rs;
-		a->coll = 1 + PN_CO_ALLTOALL;
 		break;
 	default: /* sendrecv: to and from the other node */
 		a->send = s;
-		a->coll = 1 + PN_CO_SENDRECV;
 		break;
 	}
 }

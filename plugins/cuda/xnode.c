@@ -284,10 +284,6 @@ static int xc_reduces(int kind)
 	return kind == PENNY_XC_REDUCE || kind == PENNY_XC_REDUCE_SCATTER;
 }
 
-static const char *const xc_names[] = {
-	"", "allgather", "broadcast", "reduce", "reduce_scatter", "alltoall", "sendrecv",
-};
-
 /*
  * A call the kernels take: a kind the node count allows, elements whole
  * (the kernels load and store elements where buffers are not 16-byte
@@ -296,16 +292,18 @@ static const char *const xc_names[] = {
 static int xc_check(const struct penny_xnode_v1 *x, const struct penny_xcoll_v1 *c)
 {
 	uint64_t es, bytes, ss, rs;
+	const char *name;
 	int ret;
 
 	if (!c || c->size < sizeof(*c))
 		return pn_plugin_fail(-EINVAL, "xnode_coll: a bad call description");
-	if (c->kind < PENNY_XC_ALLGATHER || c->kind > PENNY_XC_SENDRECV)
+	if (!pn_xc_coll(c->kind))
 		return pn_plugin_fail(-EINVAL, "xnode_coll: unknown collective %d", c->kind);
+	name = pn_cuda_coll_name(pn_xc_coll(c->kind));
 	if (xc_pairwise(c->kind) && x->nnodes != 2)
 		return pn_plugin_fail(-EINVAL, "xnode_coll: %s across %d nodes; the cuda plugin "
 					       "takes it across 2 (every chunk goes to every node)",
-				      xc_names[c->kind], x->nnodes);
+				      name, x->nnodes);
 	ret = pn_gpu_check_args(c->count, c->dtype, xc_reduces(c->kind) ? c->op : PENNY_SUM);
 	if (ret)
 		return ret;
@@ -323,7 +321,7 @@ static int xc_check(const struct penny_xnode_v1 *x, const struct penny_xcoll_v1 
 		return pn_plugin_fail(-EINVAL, "xnode_coll: %s buffers or strides (%llu, %llu bytes) "
 					       "that are not whole elements or overlap blocks of "
 					       "%llu bytes",
-				      xc_names[c->kind], (unsigned long long)c->sstride,
+				      name, (unsigned long long)c->sstride,
 				      (unsigned long long)c->rstride, (unsigned long long)bytes);
 	return 0;
 }

@@ -186,17 +186,6 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-/*
- * Outside a graph capture (eager calls, PyTorch's default) a call costs the
- * caller's host work, about 30 us a call in PyTorch on H200s, and penny's
- * kernels save little once they are shorter than that.  A size above
- * which NCCL runs eager calls was tried and not kept: on 2 x H200
- * (2026-11-29) the same NCCL measured 0.73-2.28x itself from one eager
- * run to the next, so no limit could be told from such runs.  By default
- * (auto) eager calls follow the captured calls' rule;
- * PENNY_NCCL_EAGER_MAX_BYTES sets a limit where a site measures one.
- */
-
 static void read_cfg(void)
 {
 	const char *on = getenv("PENNY_NCCL"), *max = getenv("PENNY_NCCL_MAX_BYTES");
@@ -226,7 +215,14 @@ static void read_cfg(void)
 		else
 			cfg.max_bytes = v;
 	}
-	/* unset or auto: no limit of its own (PENNY_NCCL_MAX_BYTES's rule) */
+	/*
+	 * Calls outside a graph capture (eager, PyTorch's default) cost the
+	 * caller's host work, about 30 us a call on H200s, which hides what
+	 * penny's kernels save.  A default limit for them was tried and not
+	 * kept: on 2 x H200 (2026-11-29) the same NCCL measured 0.73-2.28x
+	 * itself from one eager run to the next, so none could be told.
+	 * Unset or auto: no limit of its own (PENNY_NCCL_MAX_BYTES's rule).
+	 */
 	cfg.eager_max = UINT64_MAX;
 	if (eager && *eager && strcmp(eager, "auto")) {
 		if (parse_u64(eager, 1ull << 40, &v))
