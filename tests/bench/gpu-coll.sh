@@ -72,6 +72,33 @@ part() { # part NAME STATUS
 	summary+=("$(printf '%-44s %s' "$1" "$2")")
 	[ "$2" = ok ] || rc=1
 }
+# an every-type pass that exited R into FILE: its rows and wrong values
+# (the #wrong columns, out of place and in place, of every backend's table)
+checked() { # checked NAME FILE R
+	local bad rows
+	bad=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13 { w += $9 + $13 } END { print w + 0 }' "$2")
+	rows=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13' "$2" | wc -l)
+	echo "## $1: exit $3, $rows rows, $bad wrong values"
+	grep -E 'WRONG|rror' "$2" | head -n 6
+	part "$1" "$([ "$3" -eq 0 ] && [ "$bad" = 0 ] && [ "$rows" -gt 0 ] && echo ok || echo "FAILED (exit $3, $rows rows, $bad wrong)")"
+}
+# a timed run that exited R into FILE: its ratio table
+timed() { # timed NAME FILE R
+	echo "## $1: exit $3"
+	sed -n '/ratio/,$p' "$2" | head -n 16
+	part "$1" "$([ "$3" -eq 0 ] && echo ok || echo "FAILED (exit $3)")"
+}
+# reg: NCCL's alltoall and sendrecv in graphs with NCCL_GRAPH_REGISTER=0
+# unless it is set (above)
+graph_reg() { # graph_reg COLL G
+	reg=()
+	case $1:$2 in
+	alltoall:0 | sendrecv:0) ;;
+	alltoall:* | sendrecv:*)
+		[ -n "${NCCL_GRAPH_REGISTER-}" ] || reg=(NCCL_GRAPH_REGISTER=0)
+		echo "# $1 -G $2: NCCL_GRAPH_REGISTER=${NCCL_GRAPH_REGISTER-0}" ;;
+	esac
+}
 
 echo "## kernel-check: the block helpers on GPU 0"
 timeout 300 "$KCHECK" >"$base-kernel-check.txt" 2>&1
@@ -98,31 +125,17 @@ for np in $GPUS; do
 			f="$base-$c-np$np-check.txt"
 			timeout 300 "$PENNY" coll-test "$c" --backend "$backends" --np "$np" --gpus "$gpus" $share \
 				-d all -o all -r $((np - 1)) -b 1 -e 1M -f 37 -n 1 -w 0 --timeout 60 >"$f" 2>&1
-			r=$?
-			# #wrong columns: out of place and in place, per backend table
-			bad=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13 { w += $9 + $13 } END { print w + 0 }' "$f")
-			rows=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13' "$f" | wc -l)
-			echo "## $c, $np ranks, every type x op ($backends): exit $r, $rows rows, $bad wrong values"
-			grep -E 'WRONG|rror' "$f" | head -n 6
-			part "$c np$np every type x op" "$([ $r -eq 0 ] && [ "$bad" = 0 ] && [ "$rows" -gt 0 ] && echo ok || echo "FAILED (exit $r, $rows rows, $bad wrong)")"
+			checked "$c np$np every type x op ($backends)" "$f" $?
 		fi
 		[ -n "$share" ] && continue
 		for t in $TYPES; do
 		for g in 0 10; do
 			f="$base-$c-np$np-G$g.txt"
 			[ "$t" = bfloat16 ] || f="$base-$c-np$np-$t-G$g.txt"
-			reg=()
-			case $c:$g in
-			alltoall:10 | sendrecv:10)
-				[ -n "${NCCL_GRAPH_REGISTER-}" ] || reg=(NCCL_GRAPH_REGISTER=0)
-				echo "# $c -G $g: NCCL_GRAPH_REGISTER=${NCCL_GRAPH_REGISTER-0}" ;;
-			esac
+			graph_reg "$c" "$g"
 			env "${reg[@]}" timeout 300 "$PENNY" coll-test "$c" --backend cuda,nccl --np "$np" --gpus "$gpus" -d "$t" -o sum \
 				-b 1K -e "$MAXB" -f 4 -n "${ITERS:-20}" -w "${WARMUP:-5}" -G "$g" --timeout 60 >"$f" 2>&1
-			r=$?
-			echo "## $c, $np GPUs, $t sum, -G $g: exit $r"
-			sed -n '/ratio/,$p' "$f" | head -n 16
-			part "$c np$np $t -G $g" "$([ $r -eq 0 ] && echo ok || echo "FAILED (exit $r)")"
+			timed "$c np$np $t -G $g" "$f" $?
 		done
 		done
 	done
@@ -164,28 +177,17 @@ if [ "${XNODE:-1}" = 1 ] && [ "$ngpu" -ge 2 ]; then
 		if [ "${CHECK:-1}" != 0 ]; then
 			f="$base-$c-xnode2x$per-$tp-check.txt"
 			xjob "$c" 2 "$per" --backend cuda,nccl -d all -o all -r 1 -b 1 -e 1M -f 37 -n 1 -w 0 >"$f" 2>&1
-			r=$?
-			bad=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13 { w += $9 + $13 } END { print w + 0 }' "$f")
-			rows=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13' "$f" | wc -l)
-			echo "## $c, 2 nodes x $per GPUs, $tp proxy, every type x op: exit $r, $rows rows, $bad wrong values"
-			part "$c 2x$per nodes $tp every type x op" "$([ $r -eq 0 ] && [ "$bad" = 0 ] && [ "$rows" -gt 0 ] && echo ok || echo "FAILED (exit $r, $rows rows, $bad wrong)")"
+			checked "$c 2x$per nodes $tp every type x op" "$f" $?
 		fi
 		for t in $TYPES; do
 		for g in ${XGRAPHS:-0}; do
 			f="$base-$c-xnode2x$per-$tp-G$g.txt"
 			[ "$t" = bfloat16 ] || f="$base-$c-xnode2x$per-$tp-$t-G$g.txt"
-			reg=()
-			case $c:$g in
-			alltoall:0 | sendrecv:0) ;;
-			alltoall:* | sendrecv:*) [ -n "${NCCL_GRAPH_REGISTER-}" ] || reg=(NCCL_GRAPH_REGISTER=0) ;;
-			esac
+			graph_reg "$c" "$g"
 			( [ ${#reg[@]} -eq 0 ] || export "${reg[@]}"
 			  xjob "$c" 2 "$per" --backend cuda,nccl -d "$t" -o sum -b 1K -e "${XMAXB:-64M}" \
 				-f 4 -n "${ITERS:-20}" -w "${WARMUP:-5}" -G "$g" ) >"$f" 2>&1
-			r=$?
-			echo "## $c, 2 nodes x $per GPUs, $tp proxy, $t sum, -G $g: exit $r"
-			sed -n '/ratio/,$p' "$f" | head -n 16
-			part "$c 2x$per nodes $tp $t -G $g" "$([ $r -eq 0 ] && echo ok || echo "FAILED (exit $r)")"
+			timed "$c 2x$per nodes $tp $t -G $g" "$f" $?
 		done
 		done
 	done
