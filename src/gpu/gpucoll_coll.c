@@ -134,10 +134,10 @@ static int hier_coll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a)
  * within each node; else it is host-staged (hier_coll).  *why: the reason,
  * for the debug line.  The proxy's tickets go to every other node
  * (penny_xcoll_v1), so the kinds that send each node's blocks to one node
- * take 2 nodes; with several ranks per node, only the kinds whose step
- * within the node composes with one rail's: allgather (when the ranks are
- * numbered node by node, so that a rail's blocks land at their ranks'
- * places), broadcast and reduce.
+ * take 2 nodes.  With several ranks per node: broadcast and reduce; the
+ * rest when the ranks are numbered node by node (a rail's blocks then land
+ * at their ranks' places, and the ring of sendrecv crosses between the
+ * nodes' last and first ranks).
  */
 static int coll_driven(const struct pn_gpucoll *g, enum pn_coll_kind k, const char **why)
 {
@@ -156,12 +156,7 @@ static int coll_driven(const struct pn_gpucoll *g, enum pn_coll_kind k, const ch
 		*why = "it sends each node's blocks to one node: xnode_coll takes 2 nodes for that";
 		return 0;
 	}
-	if (!one && !any_n && k != PN_COLL_REDUCE) {
-		*why = "with several ranks per node only allgather, broadcast and reduce run "
-		       "GPU-driven";
-		return 0;
-	}
-	if (!one && k == PN_COLL_ALLGATHER && !g->blocked) {
+	if (!one && k != PN_COLL_BROADCAST && k != PN_COLL_REDUCE && !g->blocked) {
 		*why = "the ranks are not numbered node by node, where a rail's blocks land";
 		return 0;
 	}
@@ -199,7 +194,7 @@ static int coll_staged(struct pn_gpucoll *g, enum pn_coll_kind k)
 	return !driven;
 }
 
-/* The GPU-driven reduce's scratch holds bytes.  Grown outside any capture
+/* The GPU-driven collective's scratch holds bytes.  Grown outside any capture
  * (a first call, or pn_gpucoll_coll_time before time_fn), after the calls
  * enqueued before, which may still read the old one. */
 static int xscratch(struct pn_gpucoll *g, size_t bytes)
@@ -224,19 +219,48 @@ static int xscratch(struct pn_gpucoll *g, size_t bytes)
 	return ret;
 }
 
-/* Where the GPU-driven reduce puts its node's partial on this rank: in
- * scratch on the root's local index of the other node (its recv is NCCL's,
- * written on the root only), else recv (written by the root only). */
-static int reduce_partial(struct pn_gpucoll *g, const struct pn_gpucoll_args *a, void **part)
+/*
+ * The GPU-driven collective's scratch on this rank (xnode_coll), grown
+ * here, before any capture; *part: where the node's step leaves what the
+ * rail's step sends.  reduce: the node's partial, in scratch on the root's
+ * local index of the other node (its recv is NCCL's, written on the root
+ * only), else recv (written by the root only).  With several ranks per
+ * node: reduce_scatter, the node's sums of my local index's block of
+ * either node; alltoall, my node's blocks for my local index of the other
+ * node; sendrecv, on local index 0, the block of the node's last rank.
+ */
+static int coll_scratch(struct pn_gpucoll *g, const struct pn_gpucoll_args *a, void **part)
 {
+	size_t B = a->count * pn_dtype_size(a->dtype), n = 0;
 	int ret;
 
 	*part = a->recv;
-	if (a->kind != PN_COLL_REDUCE || g->nlocal == 1 || a->root < 0 ||
-	    a->root >= g->c->nranks || g->lidx[a->root] != g->me_local ||
-	    g->place[a->root] == g->me_inter)
-		return 0; /* (a root out of range: xnode_coll refuses it) */
-	ret = xscratch(g, a->count * pn_dtype_size(a->dtype));
+	if (g->nlocal == 1)
+		return 0;
+	switch (a->kind) {
+	case PN_COLL_REDUCE:
+		if (a->root < 0 || a->root >= g->c->nranks || g->lidx[a->root] != g->me_local ||
+		    g->place[a->root] == g->me_inter)
+			return 0; /* (a root out of range: xnode_coll refuses it) */
+		n = 1;
+		break;
+	case PN_COLL_REDUCE_SCATTER:
+		n = 2;
+		break;
+	case PN_COLL_ALLTOALL:
+		n = (size_t)g->nlocal;
+		break;
+	case PN_COLL_SENDRECV:
+		n = g->me_local == 0;
+		break;
+	default:
+		return 0;
+	}
+	if (!n)
+		return 0;
+	if (B && n > SIZE_MAX / B)
+		return pn_err(-EOVERFLOW, "%zu elements are too many", a->count);
+	ret = xscratch(g, n * B);
 	*part = g->scratch;
 	return ret;
 }
@@ -250,24 +274,27 @@ static const int32_t xc_kind[PN_NCOLLS] = {
 	[PN_COLL_SENDRECV] = PENNY_XC_SENDRECV,
 };
 
-/* One xnode_coll of a's kind, count, dtype and op on my rail's boxes; root:
- * a node.  A failure the proxy saw first is the proxy's (its reason beats
- * the kernel's "gave up"). */
-static int xcoll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a, const void *send,
-		 void *recv, int root, uint64_t rstride)
+/* One xnode_coll of kind on my rail's boxes: count elements a block of a's
+ * dtype and op; root: a node; the strides: penny_xcoll_v1's.  A failure
+ * the proxy saw first is the proxy's (its reason beats the kernel's "gave
+ * up"). */
+static int xcoll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a, int32_t kind,
+		 size_t count, const void *send, void *recv, int root, uint64_t sstride,
+		 uint64_t rstride)
 {
 	struct penny_xcoll_v1 x;
 	int ret, px;
 
 	memset(&x, 0, sizeof(x));
 	x.size = sizeof(x);
-	x.kind = xc_kind[a->kind];
+	x.kind = kind;
 	x.send = send;
 	x.recv = recv;
-	x.count = a->count;
+	x.count = count;
 	x.dtype = (int32_t)a->dtype;
 	x.op = (int32_t)(pn_coll_reduces(a->kind) ? a->op : PN_SUM);
 	x.root = root;
+	x.sstride = sstride;
 	x.rstride = rstride;
 	ret = g->ops->xnode_coll(g->be, g->xn, &x);
 	px = ret ? pn_xproxy_error(g->xp) : 0;
@@ -278,7 +305,10 @@ static int xcoll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a, const vo
  * Another collective across nodes, GPU-driven (coll_driven): all enqueued
  * on the plugin's stream, nothing waited for, so that a CUDA graph
  * captures it.  One rank per node: xnode_coll is the whole collective.
- * L ranks per node, on the rails (g->inter) and within the nodes:
+ * L ranks per node (2 nodes where noted), on the rails (g->inter) and
+ * within the nodes; a step reads this rank's buffers only once the steps
+ * before it on this stream are done, and the plugin's collectives read no
+ * peer's buffer (so a later step may overwrite what an earlier one read):
  *   allgather  my rail's blocks straight to their ranks' places (rank q *
  *              L + my local index: a stride of L blocks), then each node's
  *              L blocks by the plugin's allgather, in place
@@ -287,14 +317,30 @@ static int xcoll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a, const vo
  *   reduce     every node's reduce to the root's local index (sums for avg:
  *              xnode_coll divides by nranks), then that rail's reduce to
  *              the root's node (2 nodes)
+ *   reduce_scatter  (2 nodes) my node's reduce_scatter of each node's L
+ *              blocks (sums for avg) into scratch block q, then the rail's
+ *              reduce_scatter of the two
+ *   alltoall   (2 nodes) my node's blocks for the other node go through
+ *              the rank of their destination's local index here (an
+ *              alltoall within the node, into scratch), then cross on that
+ *              rail, L blocks at a time (a sendrecv); my node's own blocks
+ *              by an alltoall within the node.  Every message crosses on
+ *              its destination's rail, as NCCL's PXN does
+ *   sendrecv   (2 nodes) the ring within the node, except that local index
+ *              0 takes the last rank's block into scratch and sends it on
+ *              rail 0 to the other node's first rank, receiving its
+ *              node's last rank's: the crossing goes through local index 0
  */
 static int xnode_coll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a)
 {
 	const struct penny_plugin_v1 *o = g->ops;
 	size_t B = a->count * pn_dtype_size(a->dtype), L = (size_t)g->nlocal;
-	size_t k = (size_t)g->me_local;
+	size_t k = (size_t)g->me_local, mine = (size_t)g->me_inter, other = 1 - mine;
 	int rooted = pn_coll_rooted(a->kind), dt = (int)a->dtype, lroot = 0, nroot = 0, q, ret;
-	char *d = a->recv;
+	int32_t kind = xc_kind[a->kind];
+	int op = (int)(a->op == PN_AVG ? PN_SUM : a->op);
+	const char *s = a->send;
+	char *d = a->recv, *sc;
 	void *part;
 
 	if (rooted && (a->root < 0 || a->root >= g->c->nranks))
@@ -307,10 +353,14 @@ static int xnode_coll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a)
 	if (ret || !a->count)
 		return ret;
 	if (L == 1)
-		return xcoll(g, a, a->send, a->recv, nroot, 0);
+		return xcoll(g, a, kind, a->count, a->send, a->recv, nroot, 0, 0);
+	ret = coll_scratch(g, a, &part);
+	if (ret)
+		return ret;
+	sc = part;
 	switch (a->kind) {
 	case PN_COLL_ALLGATHER:
-		ret = xcoll(g, a, a->send, d + k * B, 0, L * B);
+		ret = xcoll(g, a, kind, a->count, a->send, d + k * B, 0, 0, L * B);
 		for (q = 0; q < g->ninter && !ret; q++)
 			ret = call(g, g->allgather(g->be, d + ((size_t)q * L + k) * B,
 						   d + (size_t)q * L * B, a->count, dt),
@@ -318,21 +368,42 @@ static int xnode_coll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a)
 		return ret;
 	case PN_COLL_BROADCAST:
 		if (k == (size_t)lroot)
-			ret = xcoll(g, a, a->send, a->recv, nroot, 0);
+			ret = xcoll(g, a, kind, a->count, a->send, a->recv, nroot, 0, 0);
 		if (!ret)
 			ret = call(g, o->broadcast(g->be, a->recv, a->recv, a->count, dt, lroot,
 						   NULL),
 				   "broadcast");
 		return ret;
-	default: /* reduce */
-		ret = reduce_partial(g, a, &part);
-		if (!ret)
-			ret = call(g, o->reduce(g->be, a->send, part, a->count, dt,
-						(int)(a->op == PN_AVG ? PN_SUM : a->op), lroot,
-						NULL),
-				   "reduce");
+	case PN_COLL_REDUCE:
+		ret = call(g, o->reduce(g->be, a->send, part, a->count, dt, op, lroot, NULL),
+			   "reduce");
 		if (!ret && k == (size_t)lroot)
-			ret = xcoll(g, a, part, a->recv, nroot, 0);
+			ret = xcoll(g, a, kind, a->count, part, a->recv, nroot, 0, 0);
+		return ret;
+	case PN_COLL_REDUCE_SCATTER:
+		for (q = 0; q < 2 && !ret; q++)
+			ret = call(g, o->reduce_scatter(g->be, s + (size_t)q * L * B,
+							sc + (size_t)q * B, a->count, dt, op, NULL),
+				   "reduce_scatter");
+		if (!ret)
+			ret = xcoll(g, a, kind, a->count, sc, a->recv, 0, B, 0);
+		return ret;
+	case PN_COLL_ALLTOALL:
+		ret = call(g, o->alltoall(g->be, s + other * L * B, sc, a->count, dt, NULL),
+			   "alltoall");
+		if (!ret)
+			ret = call(g, o->alltoall(g->be, s + mine * L * B, d + mine * L * B,
+						  a->count, dt, NULL),
+				   "alltoall");
+		if (!ret)
+			ret = xcoll(g, a, PENNY_XC_SENDRECV, L * a->count, sc, d + other * L * B,
+				    0, 0, 0);
+		return ret;
+	default: /* sendrecv */
+		ret = call(g, o->sendrecv(g->be, a->send, k ? a->recv : sc, a->count, dt, NULL),
+			   "sendrecv");
+		if (!ret && !k)
+			ret = xcoll(g, a, kind, a->count, sc, a->recv, 0, 0, 0);
 		return ret;
 	}
 }
@@ -417,7 +488,7 @@ int pn_gpucoll_coll_time(struct pn_gpucoll *g, const struct pn_gpucoll_args *a,
 		/* no allocation inside a capture; the proxy's threads spin from here */
 		void *part;
 
-		ret = reduce_partial(g, a, &part);
+		ret = coll_scratch(g, a, &part);
 		if (ret)
 			return ret;
 		pn_xproxy_wake(g->xp);

@@ -30,7 +30,7 @@ struct pn_gpucoll {
 	int blocked;		/* rank r is the r % L-th of its node and the r / L-th of its
 				 * rail: a rail's allgather blocks land at their ranks' places */
 	unsigned told;		/* 1 << kind: its path across nodes was logged */
-	void *scratch;		/* GPU-driven reduce: the partial off the root's node */
+	void *scratch;		/* GPU-driven collectives: their step within the node (coll_scratch) */
 	size_t scap;
 	char *hbuf;		/* hierarchical: the slice on the host */
 	size_t hcap;

@@ -3,7 +3,7 @@
 # The other collectives across nodes (penny coll-test) through the
 # GPU-driven path (xnode_coll, src/gpu/gpucoll.c) on the test plugin, whose
 # "kernel" runs the boxes' protocol on the host: emulated nodes
-# (PENNY_NODE_ID) of one and of two ranks, 2 and 3 nodes, the proxy over
+# (PENNY_NODE_ID) of one, two and three ranks, 2 and 3 nodes, the proxy over
 # tcp and over shm, every collective at odd counts (one chunk and chunks
 # that wrap their slots, LL lines and not), in place and not, roots on
 # either node, 0 wrong; which collectives run GPU-driven and which stage
@@ -82,10 +82,9 @@ for tp in tcp shm; do
 		export PENNY_XNODE_TRANSPORT='$tp' &&
 		for c in $colls; do run_all 2 1 $c GPU || exit 1; done
 	'
-	test_expect_success "2 nodes x 2, $tp proxy: allgather, broadcast, reduce GPU-driven, the others host-staged" '
+	test_expect_success "2 nodes x 2, $tp proxy: every collective GPU-driven, every type x op, 0 wrong" '
 		export PENNY_XNODE_TRANSPORT='$tp' &&
-		for c in allgather broadcast reduce; do run_all 2 2 $c GPU || exit 1; done &&
-		for c in reducescatter alltoall sendrecv; do run_all 2 2 $c host || exit 1; done
+		for c in $colls; do run_all 2 2 $c GPU || exit 1; done
 	'
 	test_expect_success "3 nodes x 1, $tp proxy: allgather, broadcast GPU-driven, the others host-staged" '
 		export PENNY_XNODE_TRANSPORT='$tp' &&
@@ -104,9 +103,18 @@ test_expect_success '2 x 2, roots 1 and 2 (3: above): the reduce partial off the
 		job 2 2 broadcast -d int8 -r $r -b 1 -e 64K -f 37 -n 0 && exact 4 || { echo "root $r"; exit 1; }
 	done
 '
-test_expect_success 'ranks numbered across the nodes (rank r on node r % 2): allgather host-staged, broadcast and reduce GPU-driven' '
-	SPREAD=1 job 2 2 allgather -d int32 -b 4 -e 64K -f 37 -n 0 && exact 3 &&
-	grep -q "allgather across 2 nodes of 2 ranks: host-staged (the ranks are not numbered node by node" err0 &&
+test_expect_success '2 x 3, shm: the collectives that cross through a rail of their own, 0 wrong' '
+	for c in reducescatter alltoall sendrecv; do
+		PENNY_XNODE_TRANSPORT=shm job 2 3 $c -d float -o avg -b 4 -e 64K -f 37 -n 0 &&
+		exact 3 && path $c GPU-driven || exit 1
+	done
+'
+test_expect_success 'ranks numbered across the nodes (rank r on node r % 2): allgather, reduce_scatter, alltoall, sendrecv host-staged, broadcast and reduce GPU-driven' '
+	for c in allgather reducescatter alltoall sendrecv; do
+		SPREAD=1 job 2 2 $c -d int32 -b 4 -e 64K -f 37 -n 0 && exact 3 &&
+		grep -q "$c across 2 nodes of 2 ranks: host-staged (the ranks are not numbered node by node" err0 ||
+			exit 1
+	done &&
 	for c in broadcast reduce; do
 		SPREAD=1 job 2 2 $c -d int64 -o max -r 1 -b 8 -e 64K -f 37 -n 0 && exact 3 &&
 		path $c GPU-driven || exit 1
@@ -115,12 +123,15 @@ test_expect_success 'ranks numbered across the nodes (rank r on node r % 2): all
 test_expect_success '-G: graphs of the GPU-driven calls timed, 0 wrong' '
 	job 2 2 broadcast -G 2 -r 3 -b 1K -e 64K -f 8 -n 4 -w 1 && exact 3 && path broadcast GPU-driven &&
 	job 2 1 alltoall -G 3 -b 1K -e 1K -n 3 -w 1 && exact 1 &&
+	for c in reducescatter alltoall sendrecv; do
+		job 2 2 $c -G 2 -b 1K -e 16K -f 4 -n 3 -w 1 && exact 3 && path $c GPU-driven || exit 1
+	done &&
 	grep -q "fake: across 2 nodes GPU-driven (.*, LL lines up to 2048 B)" out
 '
 test_expect_success '-G where the collective stages through the host: one line, exit 2' '
 	! job 3 1 alltoall -G 2 -b 1K -e 1K && said &&
 	grep -q "^penny coll-test: -G: CUDA graphs cannot capture the fake alltoall across 3 nodes (hierarchical: its steps between nodes run on the host)$" left &&
-	! job 2 2 sendrecv -G 2 -b 1K -e 1K && said &&
+	! SPREAD=1 job 2 2 sendrecv -G 2 -b 1K -e 1K && said &&
 	grep -q "CUDA graphs cannot capture the fake sendrecv across 2 nodes" left
 '
 test_expect_success 'PENNY_XNODE=0 and a plugin without xnode_*: host-staged, 0 wrong, -G refused' '
