@@ -158,6 +158,7 @@ test_expect_success 'across two nodes: a 16 MiB broadcast from the second node r
 	all_right out 1 fake
 '
 test_expect_success 'across two nodes: -G refused in one line where the steps between run on the host' '
+	export PENNY_XNODE=0 &&
 	test_exit 2 two_nodes alltoall --backend fake -G 2 -b 8 -e 8 && one_line err0 &&
 	grep -q "CUDA graphs cannot capture the fake alltoall across 2 nodes" err0
 '
