@@ -7,9 +7,10 @@
  * unchanged.  See man/penny-nccl.7.
  *
  * Communicators stay NCCL's: the caller holds the real ncclComm_t, and a
- * side table maps it to penny's backend, made beside it at its first
- * allreduce, reduce-scatter or all-gather outside a group and a graph
- * capture.  The
+ * side table, which every call that makes a communicator fills, maps it to
+ * penny's backend, made beside it at its first allreduce, reduce-scatter
+ * or all-gather outside a group and a graph capture (ncclCommInitAll's,
+ * every rank in one process, are NCCL's from the start).  The
  * plugin's host services (allgather, barrier) run on the real
  * communicator: ncclAllGather of a small device buffer on a stream of our
  * own, waited for with a timeout.
@@ -17,7 +18,6 @@
 #define _GNU_SOURCE
 #include "interpose.h"
 
-#include "../../src/base/units.h"
 #include "../../src/gpu/plugin_open.h"
 #include "penny_data.h"
 
@@ -26,33 +26,18 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/random.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
 #ifndef PENNY_PLUGINDIR
 #define PENNY_PLUGINDIR "/usr/local/lib/penny"
 #endif
-
-/* ---- one line on stderr ---- */
-
-int debug_on;
-
-void say(const char *fmt, ...)
-{
-	char line[600];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "penny-nccl: %s\n", line);
-}
 
 /* ---- the real NCCL ---- */
 
@@ -168,88 +153,6 @@ EXPORT const char *ncclGetErrorString(ncclResult_t r)
 	if (real_ok)
 		return R.ncclGetErrorString(r);
 	return (unsigned)r < ncclNumResults ? own_strings[r] : "unknown result code";
-}
-
-/* ---- settings (PENNY_NCCL*) ---- */
-
-struct ip_cfg cfg;
-static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
-
-/* A size or count of units.h up to max. */
-static int parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-	uint64_t v;
-
-	if (pn_parse_size(s, &v) || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static void read_cfg(void)
-{
-	const char *on = getenv("PENNY_NCCL"), *max = getenv("PENNY_NCCL_MAX_BYTES");
-	const char *eager = getenv("PENNY_NCCL_EAGER_MAX_BYTES");
-	const char *to = getenv("PENNY_NCCL_TIMEOUT"), *dbg = getenv("PENNY_NCCL_DEBUG");
-	const char *rc = getenv("PENNY_NCCL_REGCACHE");
-	uint64_t v;
-	double d;
-
-	cfg.enabled = 1;
-	cfg.timeout_s = 300;
-	/* off by default: its per-call host agreement cost more than the staging copy it
-	 * saves in eager mode (4 x H100, PyTorch, 1-4 MiB: 175-516 us against 48-72) */
-	cfg.regcache = 0;
-	if (dbg && *dbg)
-		debug_on = strcmp(dbg, "0") != 0;
-	if (on && *on) {
-		if (!strcmp(on, "0") || !strcmp(on, "off"))
-			cfg.enabled = 0;
-		else if (strcmp(on, "1") && strcmp(on, "on"))
-			snprintf(cfg.bad, sizeof(cfg.bad), "PENNY_NCCL='%.40s': on, off, 1 or 0", on);
-	}
-	if (max && *max && strcmp(max, "auto")) {
-		if (parse_u64(max, 1ull << 40, &v) || !v)
-			snprintf(cfg.bad, sizeof(cfg.bad),
-				 "PENNY_NCCL_MAX_BYTES='%.40s': auto or a size 1..1T (K, M, G, T)", max);
-		else
-			cfg.max_bytes = v;
-	}
-	/*
-	 * Calls outside a graph capture (eager, PyTorch's default) cost the
-	 * caller's host work, about 30 us a call on H200s, which hides what
-	 * penny's kernels save.  A default limit for them was tried and not
-	 * kept: on 2 x H200 (2026-11-29) the same NCCL measured 0.73-2.28x
-	 * itself from one eager run to the next, so none could be told.
-	 * Unset or auto: no limit of its own (PENNY_NCCL_MAX_BYTES's rule).
-	 */
-	cfg.eager_max = UINT64_MAX;
-	if (eager && *eager && strcmp(eager, "auto")) {
-		if (parse_u64(eager, 1ull << 40, &v))
-			snprintf(cfg.bad, sizeof(cfg.bad),
-				 "PENNY_NCCL_EAGER_MAX_BYTES='%.40s': auto or a size 0..1T (K, M, G, T)",
-				 eager);
-		else
-			cfg.eager_max = v;
-	}
-	if (to && *to) {
-		if (pn_parse_seconds(to, &d) || d < 1 || d > 86400)
-			snprintf(cfg.bad, sizeof(cfg.bad), "PENNY_NCCL_TIMEOUT='%.40s': a duration, 1 s..1 day",
-				 to);
-		else
-			cfg.timeout_s = (int)d;
-	}
-	if (rc && *rc) {
-		if (parse_u64(rc, 4096, &v))
-			snprintf(cfg.bad, sizeof(cfg.bad), "PENNY_NCCL_REGCACHE='%.40s': 0..4096 buffers",
-				 rc);
-		else
-			cfg.regcache = (int)v;
-	}
-	if (cfg.bad[0]) {
-		say("%s; penny's allreduce is off, NCCL runs every call", cfg.bad);
-		cfg.enabled = 0;
-	}
 }
 
 /* ---- the penny plugin ---- */
@@ -503,10 +406,57 @@ struct hello {
 	uint64_t max_bytes, eager_max;
 	int32_t regcache;	/* on every rank alike: the cache's calls are collective */
 	int32_t colls;		/* the kinds its plugin has: penny runs those all have */
+	uint64_t proc;		/* its process: proc_id and pid, the same for threads of one */
+	int32_t pid;
 	char host[64];
 	char err[300];
 };
 #define HELLO_MAGIC 0x706e636cu /* "pncl" */
+
+/* This process apart from any other: pids repeat across hosts and
+ * containers, and with the pid a child forked after the draw differs too. */
+static uint64_t proc_id;
+static pthread_once_t proc_once = PTHREAD_ONCE_INIT;
+
+static void draw_proc_id(void)
+{
+	struct timespec t;
+
+	if (getrandom(&proc_id, sizeof(proc_id), GRND_NONBLOCK) == (ssize_t)sizeof(proc_id))
+		return;
+	clock_gettime(CLOCK_REALTIME, &t);
+	proc_id = ((uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec) ^ (uintptr_t)&t;
+}
+
+/* A rank (of n) in the process of an earlier one (*first), or -1: threads of
+ * one process, which CUDA IPC does not join (penny runs a GPU a process). */
+static int shared_process(const struct hello *all, int n, int *first)
+{
+	int r, q;
+
+	for (r = 1; r < n; r++)
+		for (q = 0; q < r; q++)
+			if (all[q].proc == all[r].proc && all[q].pid == all[r].pid) {
+				*first = q;
+				return r;
+			}
+	return -1;
+}
+
+/* PENNY_NCCL_DEBUG: why NCCL runs a communicator where nothing failed. */
+static void tell_off(const struct pcomm *p, int nnodes, int first, int second)
+{
+	char why[100];
+
+	if (nnodes > 1)
+		snprintf(why, sizeof(why), "more than one node");
+	else if (second >= 0)
+		snprintf(why, sizeof(why), "ranks %d and %d in one process; penny runs one GPU per "
+			 "process", first, second);
+	else
+		snprintf(why, sizeof(why), "PENNY_NCCL=off on some rank");
+	say("NCCL runs communicator %p of %d ranks (%s)", (void *)p->real, p->n, why);
+}
 
 /*
  * Penny's backend beside a communicator, at its first allreduce outside a
@@ -520,10 +470,10 @@ static ncclResult_t attach(struct pcomm *p)
 {
 	struct hello mine, *all = NULL;
 	CUdevice d;
-	int r, ret, nnodes = 0, first_bad = -1;
+	int r, ret, nnodes = 0, first_bad = -1, first = -1, second = -1;
 
 	p->state = PC_OFF;
-	pthread_once(&cfg_once, read_cfg);
+	cfg_read();
 	if (R.ncclCommCount(p->real, &p->n) || R.ncclCommUserRank(p->real, &p->rank) ||
 	    R.ncclCommCuDevice(p->real, &p->dev) || p->n < 2)
 		return ncclSuccess;
@@ -557,6 +507,9 @@ static ncclResult_t attach(struct pcomm *p)
 	mine.max_bytes = cfg.max_bytes;
 	mine.eager_max = cfg.eager_max;
 	mine.regcache = cfg.regcache > 0;
+	pthread_once(&proc_once, draw_proc_id);
+	mine.proc = proc_id;
+	mine.pid = (int32_t)getpid();
 	gethostname(mine.host, sizeof(mine.host) - 1);
 	all = calloc((size_t)p->n, sizeof(*all));
 	ret = all ? hs_allgather(p, &mine, all, sizeof(mine)) : -ENOMEM;
@@ -578,6 +531,8 @@ static ncclResult_t attach(struct pcomm *p)
 			first_bad = r;
 	}
 	p->host.nnodes = nnodes;
+	if (nnodes == 1)
+		second = shared_process(all, p->n, &first);
 	p->colls = mine.colls;
 	for (r = 0; r < p->n; r++)
 		p->colls &= all[r].colls;
@@ -585,15 +540,14 @@ static ncclResult_t attach(struct pcomm *p)
 				 all[r].eager_max == mine.eager_max &&
 				 all[r].regcache == mine.regcache); r++)
 		;
-	if (r < p->n || first_bad >= 0 || nnodes > 1) {
+	if (r < p->n || first_bad >= 0 || nnodes > 1 || second >= 0) {
 		if (first_bad >= 0 && p->rank == 0)
 			say("rank %d: %s; NCCL runs every call", first_bad, all[first_bad].err);
 		else if (r < p->n && p->rank == 0 && all[r].want && mine.want)
 			say("PENNY_NCCL_MAX_BYTES, PENNY_NCCL_EAGER_MAX_BYTES or PENNY_NCCL_REGCACHE "
 			    "(0 or not) differs between ranks 0 and %d; NCCL runs every call", r);
 		else if (debug_on && p->rank == 0)
-			say("NCCL runs this communicator of %d ranks (%s)", p->n,
-			    nnodes > 1 ? "more than one node" : "PENNY_NCCL=off on some rank");
+			tell_off(p, nnodes, first, second);
 		goto off;
 	}
 
@@ -619,9 +573,9 @@ static ncclResult_t attach(struct pcomm *p)
 		goto off;
 	}
 	if (debug_on && p->rank == 0)
-		say("penny runs %s%s%s of this communicator of %d ranks: %s", kind_name[K_ALLREDUCE],
+		say("penny runs %s%s%s of communicator %p of %d ranks: %s", kind_name[K_ALLREDUCE],
 		    p->colls & 1 << K_REDUCE_SCATTER ? ", ncclReduceScatter" : "",
-		    p->colls & 1 << K_ALLGATHER ? ", ncclAllGather" : "", p->n,
+		    p->colls & 1 << K_ALLGATHER ? ", ncclAllGather" : "", (void *)p->real, p->n,
 		    P->describe ? P->describe(p->be) : P->name);
 	free(all);
 	__atomic_store_n(&p->state, PC_ON, __ATOMIC_RELEASE);
@@ -645,21 +599,55 @@ broken:
 	return ncclSystemError;
 }
 
-/* A new communicator: penny's state waits for its first allreduce. */
-static void track(ncclResult_t r, ncclComm_t *comm)
+/* Communicator c in the table, in state st (NULL: no memory, NCCL runs it). */
+static struct pcomm *add(ncclComm_t c, int st)
 {
-	struct pcomm *p;
+	struct pcomm *p = calloc(1, sizeof(*p));
 
-	if ((r != ncclSuccess && r != ncclInProgress) || !comm || !*comm)
-		return;
-	p = calloc(1, sizeof(*p));
 	if (!p)
-		return; /* NCCL runs it */
-	p->real = *comm;
+		return NULL;
+	p->real = c;
+	p->state = st;
 	pthread_mutex_lock(&comms_lock);
 	p->next = comms;
 	comms = p;
 	pthread_mutex_unlock(&comms_lock);
+	return p;
+}
+
+/* PENNY_NCCL_DEBUG: who runs communicator c of n ranks that how made, and
+ * why (all_here: every rank in this process). */
+static void tell_new(ncclComm_t c, const char *how, int n, int all_here)
+{
+	if (n < 2)
+		say("NCCL runs communicator %p (%s: 1 rank; penny runs 2 ranks or more)", (void *)c,
+		    how);
+	else if (all_here)
+		say("NCCL runs communicator %p (%s: %d GPUs in one process; penny runs one GPU per "
+		    "process)", (void *)c, how, n);
+	else
+		say("NCCL runs communicator %p (%s: %d ranks) until its first ncclAllReduce, "
+		    "ncclReduceScatter or ncclAllGather outside a group and a graph capture, where "
+		    "penny's set-up decides", (void *)c, how, n);
+}
+
+/*
+ * A communicator how made (its rank and size where the call names them,
+ * else -1): penny's state waits for its first allreduce; its rank 0 tells
+ * (a split's rank is asked once it is made: not in a group, not in
+ * progress).  Returns r.
+ */
+static ncclResult_t track(ncclResult_t r, ncclComm_t *comm, const char *how, int rank, int n)
+{
+	if ((r != ncclSuccess && r != ncclInProgress) || !comm || !*comm || !add(*comm, PC_PENDING))
+		return r;
+	cfg_read();
+	if (debug_on && rank < 0 && r == ncclSuccess && !group_depth &&
+	    (R.ncclCommUserRank(*comm, &rank) || R.ncclCommCount(*comm, &n)))
+		rank = -1;
+	if (debug_on && rank == 0)
+		tell_new(*comm, how, n, 0);
+	return r;
 }
 
 /* Whether work on stream s is being captured into a graph now (unknown: yes). */
@@ -694,55 +682,87 @@ static void detach(ncclComm_t comm, int abort)
 
 EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
 {
-	ncclResult_t r;
-
 	if (!real())
 		return ncclSystemError;
-	r = R.ncclCommInitRank(comm, nranks, id, rank);
-	track(r, comm);
-	return r;
+	return track(R.ncclCommInitRank(comm, nranks, id, rank), comm, "ncclCommInitRank", rank,
+		     nranks);
 }
 
 EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
 					   ncclConfig_t *config)
 {
-	ncclResult_t r;
-
 	if (!real())
 		return ncclSystemError;
 	if (!R.ncclCommInitRankConfig)
 		return lacks("ncclCommInitRankConfig");
-	r = R.ncclCommInitRankConfig(comm, nranks, id, rank, config);
-	track(r, comm);
-	return r;
+	return track(R.ncclCommInitRankConfig(comm, nranks, id, rank, config), comm,
+		     "ncclCommInitRankConfig", rank, nranks);
 }
 
 EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, int nid,
 					     ncclUniqueId *ids, ncclConfig_t *config)
 {
-	ncclResult_t r;
-
 	if (!real())
 		return ncclSystemError;
 	if (!R.ncclCommInitRankScalable)
 		return lacks("ncclCommInitRankScalable");
-	r = R.ncclCommInitRankScalable(comm, nranks, rank, nid, ids, config);
-	track(r, comm);
+	return track(R.ncclCommInitRankScalable(comm, nranks, rank, nid, ids, config), comm,
+		     "ncclCommInitRankScalable", rank, nranks);
+}
+
+/*
+ * Every rank of ncclCommInitAll's communicators is in this process, where
+ * penny's kernels (CUDA IPC between processes) do not run: they are NCCL's
+ * from the start, decided here for all their ranks at once.
+ */
+EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
+{
+	ncclResult_t r;
+	int i;
+
+	if (!real())
+		return ncclSystemError;
+	if (!R.ncclCommInitAll)
+		return lacks("ncclCommInitAll");
+	r = R.ncclCommInitAll(comm, ndev, devlist);
+	cfg_read();
+	for (i = 0; r == ncclSuccess && comm && i < ndev; i++)
+		if (comm[i] && add(comm[i], PC_OFF) && debug_on)
+			tell_new(comm[i], "ncclCommInitAll", ndev, 1);
 	return r;
 }
 
 EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
 				  ncclConfig_t *config)
 {
-	ncclResult_t r;
-
 	if (!real())
 		return ncclSystemError;
 	if (!R.ncclCommSplit)
 		return lacks("ncclCommSplit");
-	r = R.ncclCommSplit(comm, color, key, newcomm, config);
-	track(r, newcomm);
-	return r;
+	return track(R.ncclCommSplit(comm, color, key, newcomm, config), newcomm, "ncclCommSplit",
+		     -1, -1);
+}
+
+EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excl, int nexcl, ncclComm_t *newcomm,
+				   ncclConfig_t *config, int flags)
+{
+	if (!real())
+		return ncclSystemError;
+	if (!R.ncclCommShrink)
+		return lacks("ncclCommShrink");
+	return track(R.ncclCommShrink(comm, excl, nexcl, newcomm, config, flags), newcomm,
+		     "ncclCommShrink", -1, -1);
+}
+
+EXPORT ncclResult_t ncclCommGrow(ncclComm_t comm, int nranks, const ncclUniqueId *id, int rank,
+				 ncclComm_t *newcomm, ncclConfig_t *config)
+{
+	if (!real())
+		return ncclSystemError;
+	if (!R.ncclCommGrow)
+		return lacks("ncclCommGrow");
+	return track(R.ncclCommGrow(comm, nranks, id, rank, newcomm, config), newcomm,
+		     "ncclCommGrow", -1, -1);
 }
 
 EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm)

@@ -2,8 +2,9 @@
 /*
  * What the interposer's files share (interpose.c: NCCL's calls, the
  * communicators and their host services; regcache.c: the registration
- * cache of the allreduce).  Nothing here is exported from the library
- * (it is built with hidden visibility; only NCCL's names are exported).
+ * cache of the allreduce; settings.c: PENNY_NCCL* and the one-line
+ * messages).  Nothing here is exported from the library (it is built with
+ * hidden visibility; only NCCL's names are exported).
  */
 #ifndef PENNY_INTERPOSE_H
 #define PENNY_INTERPOSE_H
@@ -31,6 +32,8 @@ struct ip_cfg {
 	char bad[200];		/* a setting that could not be read */
 };
 extern struct ip_cfg cfg;
+/* cfg and debug_on from the environment, once (settings.c). */
+void cfg_read(void);
 
 /* The penny plugin (NULL until loaded). */
 extern const struct penny_plugin_v1 *P;
@@ -57,7 +60,8 @@ struct rc_entry {
 	uint64_t tick;		/* last use */
 };
 
-/* A communicator's penny state: made at its first allreduce, then on or off. */
+/* A communicator's penny state: made at its first allreduce, then on or off
+ * (ncclCommInitAll's: off from the start). */
 enum { PC_PENDING = 0, PC_ON, PC_OFF };
 
 struct pcomm {

@@ -87,17 +87,8 @@ typedef int ncclCommMemStat_t;
 	X(ncclMemFree, (void *ptr), (ptr))                                                         \
 	X(ncclGetVersion, (int *version), (version))                                               \
 	X(ncclGetUniqueId, (ncclUniqueId * uniqueId), (uniqueId))                                  \
-	X(ncclCommInitAll, (ncclComm_t * comm, int ndev, const int *devlist), (comm, ndev, devlist)) \
-	X(ncclCommShrink,                                                                          \
-	  (ncclComm_t comm, int *excl, int nexcl, ncclComm_t *newcomm, ncclConfig_t *config,       \
-	   int flags),                                                                             \
-	  (comm, excl, nexcl, newcomm, config, flags))                                             \
 	X(ncclCommRevoke, (ncclComm_t comm, int flags), (comm, flags))                             \
 	X(ncclCommGetUniqueId, (ncclComm_t comm, ncclUniqueId * id), (comm, id))                   \
-	X(ncclCommGrow,                                                                            \
-	  (ncclComm_t comm, int nranks, const ncclUniqueId *id, int rank, ncclComm_t *newcomm,     \
-	   ncclConfig_t *config),                                                                  \
-	  (comm, nranks, id, rank, newcomm, config))                                               \
 	X(ncclCommCount, (const ncclComm_t comm, int *count), (comm, count))                       \
 	X(ncclCommCuDevice, (const ncclComm_t comm, int *device), (comm, device))                  \
 	X(ncclCommUserRank, (const ncclComm_t comm, int *rank), (comm, rank))                      \
@@ -172,6 +163,15 @@ typedef int ncclCommMemStat_t;
 	X(ncclCommSplit,                                                                           \
 	  (ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config),        \
 	  (comm, color, key, newcomm, config))                                                     \
+	X(ncclCommInitAll, (ncclComm_t * comm, int ndev, const int *devlist), (comm, ndev, devlist)) \
+	X(ncclCommShrink,                                                                          \
+	  (ncclComm_t comm, int *excl, int nexcl, ncclComm_t *newcomm, ncclConfig_t *config,       \
+	   int flags),                                                                             \
+	  (comm, excl, nexcl, newcomm, config, flags))                                             \
+	X(ncclCommGrow,                                                                            \
+	  (ncclComm_t comm, int nranks, const ncclUniqueId *id, int rank, ncclComm_t *newcomm,     \
+	   ncclConfig_t *config),                                                                  \
+	  (comm, nranks, id, rank, newcomm, config))                                               \
 	X(ncclCommFinalize, (ncclComm_t comm), (comm))                                             \
 	X(ncclCommDestroy, (ncclComm_t comm), (comm))                                              \
 	X(ncclCommAbort, (ncclComm_t comm), (comm))                                                \

@@ -8,7 +8,9 @@
 # and all-gathers run on penny with checked results; unsupported cases,
 # groups (of reduce-scatters and all-gathers) and bad arguments reach NCCL
 # and get its answers; a missing real NCCL, plugin or bad setting is one
-# line and NCCL runs every call.
+# line and NCCL runs every call.  Communicators penny does not run
+# (ncclCommInitAll's, ranks that are threads of one process, one the
+# interposer never saw) are NCCL's, each told with PENNY_NCCL_DEBUG.
 . "$(dirname "$0")/../lib.sh"
 
 fakes=$BUILD/tests/plugins
@@ -18,6 +20,8 @@ export PENNY_FAKE_NCCL_DIR=$TRASH PENNY_FAKE_NCCL_LOG=$TRASH/nccl.log
 # the sanitizer builds: a preloaded library comes before the runtime
 export ASAN_OPTIONS=verify_asan_link_order=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}
 one_line() { test "$(wc -l <"$1")" -eq 1 || { cat "$1"; return 1; }; }
+# a communicator in the debug lines (%p)
+ptr="0x[0-9a-f]*"
 # with the interposer preloaded (PLUGIN: penny's backend)
 ip() {
 	rm -f nccl.log
@@ -180,15 +184,62 @@ test_expect_success 'reduce-scatter and all-gather in a graph capture: penny'"'"
 '
 test_expect_success 'PENNY_NCCL_DEBUG: who runs each kind of call and why, once a reason' '
 	PENNY_NCCL_DEBUG=1 ip "$caller" 2 colls >out 2>err && test "$(grep -c "colls ok" out)" -eq 2 &&
-	grep -q "^penny-nccl: penny runs ncclAllReduce, ncclReduceScatter, ncclAllGather of this communicator of 2 ranks" err &&
+	grep -q "^penny-nccl: NCCL runs communicator $ptr (ncclCommInitRank: 2 ranks) until its first ncclAllReduce, ncclReduceScatter or ncclAllGather outside a group and a graph capture, where penny.s set-up decides$" err &&
+	grep -q "^penny-nccl: penny runs ncclAllReduce, ncclReduceScatter, ncclAllGather of communicator $ptr of 2 ranks: fake device" err &&
 	test "$(grep -c "^penny-nccl: penny runs ncclReduceScatter (the first of 8 bytes)" err)" -eq 1 &&
 	test "$(grep -c "^penny-nccl: penny runs ncclAllGather (the first of 8 bytes)" err)" -eq 1 &&
 	grep -q "^penny-nccl: NCCL runs ncclReduceScatter inside a group" err &&
-	grep -q "^penny-nccl: NCCL runs ncclAllGather inside a group" err && test "$(wc -l <err)" -eq 5 &&
+	grep -q "^penny-nccl: NCCL runs ncclAllGather inside a group" err && test "$(wc -l <err)" -eq 6 &&
 	PENNY_NCCL_DEBUG=1 ip "$caller" 2 args >out 2>err &&
 	grep -q "^penny-nccl: NCCL runs ncclReduceScatter of a type or op penny lacks" err &&
 	grep -q "^penny-nccl: NCCL runs ncclAllGather of a type or op penny lacks" err &&
 	grep -q "^penny-nccl: NCCL runs ncclAllGather with count 0, a NULL buffer or a count past" err
+'
+# communicators penny does not run: NCCL's, with the right results, each
+# told; the fake NCCL's ncclCommInitAll makes its ranks in one process, a
+# thread each runs the scenario; the split communicators of the allreduce
+# scenario (ranks % 2) are of 1 rank with 2 ranks, of 2 with 4
+host_ag() { grep -c " ncclAllGather [0-9]* 1$" nccl.log || true; }
+test_expect_success 'ncclCommInitAll: NCCL'"'"'s from the start (no set-up), right results, a line each' '
+	PENNY_NCCL_DEBUG=1 ip "$caller" 2 initall:allreduce >out 2>err &&
+	test "$(grep -c "allreduce ok, 86 " out)" -eq 2 && test "$(nccl_ar)" -eq 172 &&
+	grep -q "^rank -1 ncclCommInitAll 2$" nccl.log && test "$(host_ag)" -eq 0 &&
+	test "$(grep -c "^penny-nccl: NCCL runs communicator $ptr (ncclCommInitAll: 2 GPUs in one process; penny runs one GPU per process)$" err)" -eq 2 &&
+	test "$(grep -c "^penny-nccl: NCCL runs communicator $ptr (ncclCommSplit: 1 rank; penny runs 2 ranks or more)$" err)" -eq 2 &&
+	test "$(wc -l <err)" -eq 4 && test "$(sort -u err | wc -l)" -eq 4 &&
+	ip "$caller" 3 initall:colls >out 2>err && test ! -s err && test "$(grep -c "colls ok" out)" -eq 3 &&
+	test "$(nccl_rs)" -eq 255 && test "$(nccl_ag)" -eq 51 && test "$(host_ag)" -eq 0
+'
+test_expect_success 'ranks that are threads of one process: their hello finds it, NCCL runs the communicator' '
+	PENNY_NCCL_DEBUG=1 ip "$caller" 2 threads:allreduce >out 2>err &&
+	test "$(grep -c "allreduce ok, 86 " out)" -eq 2 && test "$(nccl_ar)" -eq 172 && test "$(host_ag)" -eq 2 &&
+	c=$(sed -n "s/^penny-nccl: NCCL runs communicator \($ptr\) (ncclCommInitRank: 2 ranks) until its first .*/\1/p" err) &&
+	test -n "$c" && grep -qx "penny-nccl: NCCL runs communicator $c of 2 ranks (ranks 0 and 1 in one process; penny runs one GPU per process)" err &&
+	test "$(wc -l <err)" -eq 4 &&
+	PENNY_NCCL_DEBUG=1 ip "$caller" 4 initall:allreduce >out 2>err &&
+	test "$(grep -c "allreduce ok, 86 " out)" -eq 4 && test "$(nccl_ar)" -eq 344 &&
+	test "$(grep -c "^penny-nccl: NCCL runs communicator $ptr (ncclCommSplit: 2 ranks) until" err)" -eq 2 &&
+	test "$(grep -c "^penny-nccl: NCCL runs communicator $ptr of 2 ranks (ranks 0 and 1 in one process;" err)" -eq 2 &&
+	ip "$caller" 3 threads:colls >out 2>err && test ! -s err && test "$(grep -c "colls ok" out)" -eq 3 &&
+	test "$(nccl_rs)" -eq 255 && test "$(nccl_ag)" -eq 51 && test "$(host_ag)" -eq 3
+'
+test_expect_success 'a communicator the interposer never saw (made by NCCL'"'"'s own handle): every call NCCL'"'"'s' '
+	PENNY_NCCL_DEBUG=1 ip "$caller" 2 untracked:allreduce >out 2>err &&
+	test "$(grep -c "allreduce ok, 86 " out)" -eq 2 && test "$(nccl_ar)" -eq 172 &&
+	! grep -q "(ncclCommInitRank" err && test "$(grep -c "(ncclCommSplit: 1 rank;" err)" -eq 2 &&
+	ip "$caller" 2 untracked:colls >out 2>err && test ! -s err && test "$(grep -c "colls ok" out)" -eq 2 &&
+	test "$(nccl_rs)" -eq 170 && test "$(nccl_ag)" -eq 34 && test "$(host_ag)" -eq 0
+'
+test_expect_success 'ncclCommShrink and ncclCommGrow: their communicators are penny'"'"'s as any other, each told' '
+	rm -f nccl.log && "$caller" 3 shrinkgrow >out && test "$(grep -c "shrinkgrow ok, 3 " out)" -eq 2 &&
+	grep -q "rank 2: shrinkgrow ok, 2 " out && test "$(nccl_ar)" -eq 8 &&
+	PENNY_NCCL_DEBUG=1 ip "$caller" 3 shrinkgrow >out 2>err && test "$(grep -c "shrinkgrow ok" out)" -eq 3 &&
+	test "$(nccl_ar)" -eq 0 &&
+	for how in "ncclCommShrink: 2" "ncclCommGrow: 3"; do
+		c=$(sed -n "s/^penny-nccl: NCCL runs communicator \($ptr\) ($how ranks) until its first .*/\1/p" err) &&
+		test -n "$c" && grep -q "^penny-nccl: penny runs ncclAllReduce, ncclReduceScatter, ncclAllGather of communicator $c of ${how#*: } ranks" err ||
+		{ echo "$how:"; cat err; return 1; }
+	done
 '
 test_expect_success 'a missing real NCCL: one line, ncclSystemError, no crash' '
 	PENNY_NCCL_REAL=$TRASH/nope.so test_exit 1 ip "$caller" 2 version >out 2>err &&
@@ -303,7 +354,8 @@ test_expect_success 'the library exports NCCL'"'"'s API and nothing else' '
 	nm -D --defined-only "$lib" | awk "{ print \$3 }" >syms &&
 	! grep -v "^nccl" syms &&
 	for f in ncclAllReduce ncclCommInitRankConfig ncclCommSplit ncclCommWindowRegister ncclMemAlloc \
-		ncclGroupEnd ncclGetLastError ncclCommGetAsyncError ncclSend ncclRecv; do
+		ncclGroupEnd ncclGetLastError ncclCommGetAsyncError ncclSend ncclRecv ncclCommInitAll \
+		ncclCommShrink ncclCommGrow ncclCommGetUniqueId; do
 		grep -qx "$f" syms || { echo "missing $f"; return 1; }
 	done
 '

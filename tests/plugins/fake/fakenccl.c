@@ -13,7 +13,11 @@
  * uint64, float, double with sum, prod, max, min and avg; others (half,
  * bfloat16, fp8, PreMulSum ops) are logged and answered ncclInvalidArgument.
  * ncclSend and ncclRecv are matched at the end of their group (p2p_flush),
- * their data read and delivered in an order NCCL may take.
+ * their data read and delivered in an order NCCL may take; groups are a
+ * thread's own, as NCCL's.  ncclCommInitAll makes its communicators in one
+ * process, to be used by a thread each (a collective waits for every rank);
+ * ncclCommShrink and ncclCommGrow make theirs on files named after the
+ * communicator they start from.
  */
 #define _GNU_SOURCE
 #include "../../../plugins/interpose/nccl_api.h"
@@ -42,7 +46,7 @@ struct hdr {
 
 struct ncclComm {
 	uint32_t magic;
-	int rank, n, splits;
+	int rank, n, splits, shrinks, grows;
 	int failed;		/* a barrier gave up: the async error */
 	int nonblocking;	/* config blocking=0: calls say ncclInProgress once */
 	int inprogress;		/* the next ncclCommGetAsyncError says ncclInProgress */
@@ -129,27 +133,34 @@ EXPORT ncclResult_t ncclGetVersion(int *v)
 	return ncclSuccess;
 }
 
-EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
+/* A new id: a file's path in PENNY_FAKE_NCCL_DIR (default /tmp). */
+static ncclResult_t make_id(ncclUniqueId *id)
 {
 	static int seq;
 	const char *dir = getenv("PENNY_FAKE_NCCL_DIR");
 
-	logline(-1, "ncclGetUniqueId");
-	if (!id)
-		return ncclInvalidArgument;
 	memset(id, 0, sizeof(*id));
 	snprintf(id->internal, sizeof(id->internal), ID_PREFIX "%s/penny-fakenccl-%d-%d",
-		 dir && *dir ? dir : "/tmp", (int)getpid(), seq++);
+		 dir && *dir ? dir : "/tmp", (int)getpid(),
+		 __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
 	return id->internal[sizeof(id->internal) - 2] ? ncclInvalidArgument : ncclSuccess;
 }
 
-static ncclResult_t join(ncclComm_t *out, int n, const char *path, int rank)
+EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
+{
+	logline(-1, "ncclGetUniqueId");
+	if (!id)
+		return ncclInvalidArgument;
+	return make_id(id);
+}
+
+/* Rank rank's communicator of n on the file at path, counted in (not waited for). */
+static ncclResult_t map_rank(ncclComm_t *out, int n, const char *path, int rank)
 {
 	struct ncclComm *c;
 	size_t len = sizeof(struct hdr) + 64 + (size_t)n * SLOT;
 	void *m;
 	int fd;
-	double t0 = now();
 
 	if (n < 1 || n > 64 || rank < 0 || rank >= n || strlen(path) >= sizeof(c->path))
 		return ncclInvalidArgument;
@@ -176,15 +187,27 @@ static ncclResult_t join(ncclComm_t *out, int n, const char *path, int rank)
 	c->len = len;
 	snprintf(c->path, sizeof(c->path), "%s", path);
 	__atomic_add_fetch(&c->h->joined, 1, __ATOMIC_ACQ_REL);
+	*out = c;
+	return ncclSuccess;
+}
+
+static ncclResult_t join(ncclComm_t *out, int n, const char *path, int rank)
+{
+	struct ncclComm *c;
+	ncclResult_t r = map_rank(&c, n, path, rank);
+	double t0 = now();
+
+	if (r != ncclSuccess)
+		return r;
 	while (__atomic_load_n(&c->h->joined, __ATOMIC_ACQUIRE) < n)
 		if (now() - t0 > 60) {
-			munmap(m, len);
+			munmap(c->h, c->len);
 			free(c);
 			return ncclSystemError;
 		} else
 			sched_yield();
 	if (barrier(c)) {
-		munmap(m, len);
+		munmap(c->h, c->len);
 		free(c);
 		return ncclSystemError;
 	}
@@ -226,19 +249,39 @@ EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int n, ncclUniqueId
 	return r;
 }
 
-EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
-{
-	(void)comm;
-	(void)devlist;
-	logline(-1, "ncclCommInitAll %d", ndev);
-	return ncclInvalidUsage;
-}
-
 static void drop(struct ncclComm *c)
 {
 	c->magic = 0;
 	munmap(c->h, c->len);
 	free(c);
+}
+
+/* ndev ranks in this process, every one mapped before any returns (devlist:
+ * ignored, a rank's device is rank % 8 as everywhere here). */
+EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
+{
+	ncclUniqueId id;
+	const char *path = id.internal + strlen(ID_PREFIX);
+	ncclResult_t r;
+	int i;
+
+	(void)devlist;
+	logline(-1, "ncclCommInitAll %d", ndev);
+	if (!comm || ndev < 1 || ndev > 64)
+		return ncclInvalidArgument;
+	r = make_id(&id);
+	if (r != ncclSuccess)
+		return r;
+	for (i = 0; i < ndev; i++) {
+		r = map_rank(&comm[i], ndev, path, i);
+		if (r != ncclSuccess)
+			break;
+	}
+	unlink(path);
+	/* a rank that failed: those before it go */
+	while (r != ncclSuccess && i-- > 0)
+		drop(comm[i]);
+	return r;
 }
 
 EXPORT ncclResult_t ncclCommFinalize(ncclComm_t c)
@@ -318,7 +361,7 @@ EXPORT const char *ncclGetLastError(ncclComm_t c)
 
 static const size_t type_size[] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2 };
 
-static int group;
+static _Thread_local int group;
 static ncclResult_t gather(struct ncclComm *c, const char *send, size_t bytes, char *all,
 			   size_t stride);
 
@@ -332,7 +375,7 @@ static ncclResult_t gather(struct ncclComm *c, const char *send, size_t bytes, c
  * of s to this rank, in call order (NCCL's matching), at once.  So a rank's
  * sends are read after the receives from the ranks before it have landed:
  * one legal order, in which an in-place exchange goes wrong as it can on a
- * GPU.  One communicator per group.
+ * GPU.  One communicator per group (a thread's).
  */
 struct p2p {
 	int send, peer;
@@ -341,9 +384,9 @@ struct p2p {
 	size_t bytes;
 };
 #define MAX_P2P 1024
-static struct p2p pq[MAX_P2P];
-static int npq;
-static struct ncclComm *pq_comm;
+static _Thread_local struct p2p pq[MAX_P2P];
+static _Thread_local int npq;
+static _Thread_local struct ncclComm *pq_comm;
 
 /* Rank src's turn: its sends packed and delivered to the receives from it. */
 static ncclResult_t p2p_turn(struct ncclComm *c, int n, int src)
@@ -712,6 +755,61 @@ EXPORT ncclResult_t ncclCommSplit(ncclComm_t c, int color, int key, ncclComm_t *
 	if (ret != ncclSuccess || color == NCCL_SPLIT_NOCOLOR)
 		return ret;
 	return join(newcomm, n, path, rank);
+}
+
+/* The communicator of the ranks not in excl (which do not call), in their order. */
+EXPORT ncclResult_t ncclCommShrink(ncclComm_t c, int *excl, int nexcl, ncclComm_t *newcomm,
+				   ncclConfig_t *config, int flags)
+{
+	char path[sizeof(c->path) + 32];
+	int i, rank;
+
+	(void)config;
+	(void)flags;
+	if (!ok(c) || !newcomm || nexcl < 0 || nexcl >= c->n || (nexcl && !excl))
+		return ncclInvalidArgument;
+	logline(c->rank, "ncclCommShrink %d", nexcl);
+	for (i = 0, rank = c->rank; i < nexcl; i++) {
+		if (excl[i] < 0 || excl[i] >= c->n || excl[i] == c->rank)
+			return ncclInvalidArgument;
+		if (excl[i] < c->rank)
+			rank--;
+	}
+	snprintf(path, sizeof(path), "%s.k%d", c->path, c->shrinks++);
+	*newcomm = NULL;
+	return join(newcomm, c->n - nexcl, path, rank);
+}
+
+/* The id of the communicator's next ncclCommGrow, for its new ranks. */
+EXPORT ncclResult_t ncclCommGetUniqueId(ncclComm_t c, ncclUniqueId *id)
+{
+	if (!ok(c) || !id)
+		return ncclInvalidArgument;
+	logline(c->rank, "ncclCommGetUniqueId");
+	memset(id, 0, sizeof(*id));
+	snprintf(id->internal, sizeof(id->internal), ID_PREFIX "%s.g%d", c->path, c->grows);
+	return id->internal[sizeof(id->internal) - 2] ? ncclInvalidArgument : ncclSuccess;
+}
+
+/* A larger communicator: its ranks keep their rank (rank -1), the new ones
+ * (c NULL) take theirs and the id of ncclCommGetUniqueId. */
+EXPORT ncclResult_t ncclCommGrow(ncclComm_t c, int n, const ncclUniqueId *id, int rank,
+				 ncclComm_t *newcomm, ncclConfig_t *config)
+{
+	char path[sizeof(c->path) + 32];
+
+	(void)config;
+	logline(ok(c) ? c->rank : rank, "ncclCommGrow %d", n);
+	if (!newcomm || (c && (!ok(c) || n <= c->n || rank != -1)) ||
+	    (!c && (!id || strncmp(id->internal, ID_PREFIX, strlen(ID_PREFIX)) ||
+		    !memchr(id->internal, 0, sizeof(id->internal)))))
+		return ncclInvalidArgument;
+	*newcomm = NULL;
+	if (c)
+		snprintf(path, sizeof(path), "%s.g%d", c->path, c->grows++);
+	else
+		snprintf(path, sizeof(path), "%s", id->internal + strlen(ID_PREFIX));
+	return join(newcomm, n, path, c ? c->rank : rank);
 }
 
 EXPORT ncclResult_t ncclMemAlloc(void **p, size_t size)

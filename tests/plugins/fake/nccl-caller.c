@@ -3,11 +3,20 @@
  * A program that uses NCCL the way a framework does (linked with
  * libnccl.so.2, one process per rank), for the interposer's tests:
  *
- *	nccl-caller NRANKS SCENARIO
+ *	nccl-caller NRANKS [MODE:]SCENARIO
  *
  * The parent makes the unique id and forks the ranks; each rank creates
  * its communicator, runs the scenario and prints one line per finding.
  * Buffers are host memory (the fake libcuda and NCCL of the tests).
+ * Modes (how the ranks and their communicator are made):
+ *   threads:   the ranks are threads of one process, each calling
+ *              ncclCommInitRank with the same id (nccl-tests' -t)
+ *   initall:   ncclCommInitAll makes every rank's communicator in one
+ *              process; a thread each runs the scenario on one
+ *   untracked: processes, each making its communicator with the
+ *              ncclCommInitRank of NCCL's own library (looked up in its
+ *              handle, as vLLM's pynccl does), which an interposer in
+ *              front of it never sees
  * Scenarios:
  *   allreduce  int32, int64, uint8, float and double with sum, prod, max,
  *              min (and avg for the floats), counts 1..70000, in place and
@@ -36,14 +45,20 @@
  *              inside a group; every result checked
  *   bf16coll   a bfloat16 reduce-scatter and all-gather (only penny can
  *              reduce bfloat16 here)
+ *   shrinkgrow (processes, 3 ranks or more) the last rank leaves by
+ *              ncclCommShrink and comes back by ncclCommGrow (the id from
+ *              rank 0 through a pipe); an allreduce on each of the three
+ *              communicators, checked
+ * peerdies and shrinkgrow run in processes only.
  * args also gives ncclReduceScatter and ncclAllGather NCCL's cases.
- * NCCL_CALLER_RANK0_ENV=NAME=VALUE sets NAME in rank 0 alone.
+ * NCCL_CALLER_RANK0_ENV=NAME=VALUE sets NAME in rank 0 alone (processes).
  * Exit: 0 when every rank found what it expected, 1 otherwise, 2 on usage.
  */
 #define _GNU_SOURCE
 #include "../../../plugins/interpose/nccl_api.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +67,8 @@
 #include <sys/wait.h>
 
 static int bad;
+/* shrinkgrow: rank 0 hands the last rank the id of the grown communicator */
+static int grow_pipe[2] = { -1, -1 };
 
 #define EXPECT(cond, ...)                                                                          \
 	do {                                                                                       \
@@ -396,24 +413,92 @@ static int regcache(ncclComm_t comm, int rank, int n)
 	return calls;
 }
 
-static int run_rank(int n, int rank, ncclUniqueId id, const char *what)
+static int shrinkgrow(ncclComm_t comm, int rank, int n)
 {
-	ncclComm_t comm = NULL;
-	ncclResult_t r, ae;
+	ncclComm_t small = NULL, big = NULL;
+	ncclUniqueId gid;
+	int last = n - 1, calls;
+	ncclResult_t r;
+
+	calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+	if (rank != last) {
+		r = ncclCommShrink(comm, &last, 1, &small, NULL, 0);
+		EXPECT(r == ncclSuccess && small, "rank %d: ncclCommShrink: %s", rank,
+		       ncclGetErrorString(r));
+		if (!small)
+			return calls;
+		calls += one(small, rank, n - 1, ncclFloat32, ncclSum, 100, 0, 0);
+		if (rank == 0 && (ncclCommGetUniqueId(small, &gid) != ncclSuccess ||
+				  write(grow_pipe[1], &gid, sizeof(gid)) != (ssize_t)sizeof(gid))) {
+			printf("rank 0: no id to grow by\n");
+			bad = 1;
+		}
+		r = ncclCommGrow(small, n, rank == 0 ? &gid : NULL, -1, &big, NULL);
+	} else {
+		/* EOF if rank 0 gave up before it wrote */
+		if (read(grow_pipe[0], &gid, sizeof(gid)) != (ssize_t)sizeof(gid)) {
+			printf("rank %d: no id to grow by\n", rank);
+			bad = 1;
+			return calls;
+		}
+		r = ncclCommGrow(NULL, n, &gid, rank, &big, NULL);
+	}
+	EXPECT(r == ncclSuccess && big, "rank %d: ncclCommGrow: %s", rank, ncclGetErrorString(r));
+	if (big) {
+		calls += one(big, rank, n, ncclFloat64, ncclSum, 1000, 1, 0);
+		EXPECT(ncclCommDestroy(big) == ncclSuccess, "rank %d: ncclCommDestroy (grown)",
+		       rank);
+	}
+	if (small)
+		EXPECT(ncclCommDestroy(small) == ncclSuccess, "rank %d: ncclCommDestroy (shrunk)",
+		       rank);
+	return calls;
+}
+
+/* ncclCommInitRank looked up in NCCL's own handle (what an interposer does not see). */
+static ncclResult_t init_untracked(ncclComm_t *comm, int n, ncclUniqueId id, int rank)
+{
+	ncclResult_t (*init)(ncclComm_t *, int, ncclUniqueId, int) = NULL;
+	void *h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
+
+	if (h)
+		*(void **)&init = dlsym(h, "ncclCommInitRank");
+	if (!init) {
+		printf("rank %d: no ncclCommInitRank in NCCL's handle\n", rank);
+		return ncclSystemError;
+	}
+	return init(comm, n, id, rank);
+}
+
+enum { M_PROCS, M_THREADS, M_INITALL, M_UNTRACKED };
+
+/* Rank rank's communicator as mode makes it (nonblocking: by a non-blocking config). */
+static ncclResult_t make_comm(ncclComm_t *comm, int n, ncclUniqueId id, int rank, int mode,
+			      int nonblocking)
+{
+	ncclConfig_t cfg = { sizeof(cfg), NCCL_CONFIG_MAGIC, 22809, 0 };
+	ncclResult_t r;
+
+	if (mode == M_UNTRACKED)
+		return init_untracked(comm, n, id, rank);
+	if (!nonblocking)
+		return ncclCommInitRank(comm, n, id, rank);
+	r = ncclCommInitRankConfig(comm, n, id, rank, &cfg);
+	while (r == ncclInProgress && ncclCommGetAsyncError(*comm, &r) == ncclSuccess)
+		;
+	return r;
+}
+
+/* Rank rank runs scenario what on comm (NULL: it makes its own, as mode says). */
+static int run_rank(int n, int rank, ncclUniqueId id, const char *what, int mode, ncclComm_t comm)
+{
+	ncclResult_t r = ncclSuccess, ae;
 	int calls = 0;
-	char *e = getenv("NCCL_CALLER_RANK0_ENV"); /* NAME=VALUE for rank 0 alone */
 
-	if (rank == 0 && e && *e)
-		putenv(e);
-	if (!strcmp(what, "nonblocking")) {
-		ncclConfig_t cfg = { sizeof(cfg), NCCL_CONFIG_MAGIC, 22809, 0 };
-
-		r = ncclCommInitRankConfig(&comm, n, id, rank, &cfg);
-		while (r == ncclInProgress && ncclCommGetAsyncError(comm, &r) == ncclSuccess)
-			;
+	if (!comm)
+		r = make_comm(&comm, n, id, rank, mode, !strcmp(what, "nonblocking"));
+	if (!strcmp(what, "nonblocking"))
 		what = "bf16";
-	} else
-		r = ncclCommInitRank(&comm, n, id, rank);
 	if (r != ncclSuccess) {
 		printf("rank %d: ncclCommInitRank: %d %s\n", rank, r, ncclGetErrorString(r));
 		return 1;
@@ -447,6 +532,8 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what)
 	}
 	else if (!strcmp(what, "regcache"))
 		calls = regcache(comm, rank, n);
+	else if (!strcmp(what, "shrinkgrow"))
+		calls = shrinkgrow(comm, rank, n);
 	else if (!strcmp(what, "colls")) {
 		int ag = 0;
 
@@ -503,37 +590,111 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what)
 	return bad;
 }
 
+struct rank_thread {
+	pthread_t t;
+	int n, rank, mode, ret;
+	ncclUniqueId id;
+	const char *what;
+	ncclComm_t comm;
+};
+
+static void *rank_main(void *arg)
+{
+	struct rank_thread *a = arg;
+
+	a->ret = run_rank(a->n, a->rank, a->id, a->what, a->mode, a->comm);
+	return NULL;
+}
+
+/* The ranks as threads of this process (mode threads or initall). */
+static int run_threads(int n, ncclUniqueId id, const char *what, int mode)
+{
+	static struct rank_thread a[64];
+	ncclComm_t comms[64] = { NULL };
+	ncclResult_t res;
+	int r, fails = 0;
+
+	alarm(120);
+	if (mode == M_INITALL && (res = ncclCommInitAll(comms, n, NULL)) != ncclSuccess) {
+		printf("ncclCommInitAll: %d %s\n", res, ncclGetErrorString(res));
+		return 1;
+	}
+	for (r = 0; r < n; r++) {
+		a[r] = (struct rank_thread){ .n = n, .rank = r, .mode = mode, .id = id,
+					     .what = what, .comm = comms[r], .ret = 1 };
+		if (pthread_create(&a[r].t, NULL, rank_main, &a[r])) {
+			printf("rank %d: no thread\n", r);
+			return 1; /* the others go at exit */
+		}
+	}
+	for (r = 0; r < n; r++) {
+		pthread_join(a[r].t, NULL);
+		if (a[r].ret) {
+			printf("rank %d failed\n", r);
+			fails++;
+		}
+	}
+	return fails ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
-	int n, r, st, fails = 0;
+	static const char *const modes[] = { "threads:", "initall:", "untracked:" };
+	int n, r, st, mode = M_PROCS, fails = 0;
+	const char *what;
 	pid_t pid[64];
 	ncclUniqueId id;
 	ncclResult_t res;
 
 	if (argc != 3 || (n = atoi(argv[1])) < 1 || n > 64) {
-		fprintf(stderr, "usage: nccl-caller NRANKS allreduce|bf16|args|version|abort|"
-				"nonblocking|groupfirst|peerdies|regcache|asyncerr|colls|bf16coll\n");
+		fprintf(stderr, "usage: nccl-caller NRANKS [threads:|initall:|untracked:]allreduce|"
+				"bf16|args|version|abort|nonblocking|groupfirst|peerdies|regcache|"
+				"asyncerr|colls|bf16coll|shrinkgrow\n");
 		return 2;
 	}
+	what = argv[2];
+	for (r = 0; r < 3; r++)
+		if (!strncmp(what, modes[r], strlen(modes[r]))) {
+			mode = r == 0 ? M_THREADS : r == 1 ? M_INITALL : M_UNTRACKED;
+			what += strlen(modes[r]);
+		}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (!strcmp(argv[2], "version")) {
+	if (!strcmp(what, "version")) {
 		int v = 0;
 
 		res = ncclGetVersion(&v);
 		printf("ncclGetVersion: %d (%s) %d\n", res, ncclGetErrorString(res), v);
 		return res == ncclSuccess ? 0 : 1;
 	}
+	if ((!strcmp(what, "shrinkgrow") && (n < 3 || pipe(grow_pipe))) ||
+	    (mode != M_PROCS && mode != M_UNTRACKED &&
+	     (!strcmp(what, "shrinkgrow") || !strcmp(what, "peerdies")))) {
+		fprintf(stderr, "nccl-caller: %s wants processes (shrinkgrow: 3 or more)\n", what);
+		return 2;
+	}
 	res = ncclGetUniqueId(&id);
 	if (res != ncclSuccess) {
 		printf("ncclGetUniqueId: %d (%s)\n", res, ncclGetErrorString(res));
 		return 1;
 	}
+	if (mode == M_THREADS || mode == M_INITALL)
+		return run_threads(n, id, what, mode);
 	for (r = 0; r < n; r++) {
 		pid[r] = fork();
 		if (pid[r] == 0) {
+			char *e = getenv("NCCL_CALLER_RANK0_ENV"); /* NAME=VALUE for rank 0 alone */
+
 			alarm(120);
-			_exit(run_rank(n, r, id, argv[2]));
+			if (r == 0 && e && *e)
+				putenv(e);
+			if (r != 0 && grow_pipe[1] >= 0)
+				close(grow_pipe[1]);
+			_exit(run_rank(n, r, id, what, mode, NULL));
 		}
+	}
+	if (grow_pipe[1] >= 0) {
+		close(grow_pipe[0]);
+		close(grow_pipe[1]);
 	}
 	for (r = 0; r < n; r++)
 		if (pid[r] < 0 || waitpid(pid[r], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The interposer's settings (PENNY_NCCL*, man/penny-nccl.7), read once,
+ * and its one-line messages.
+ */
+#include "interpose.h"
+
+#include "../../src/base/units.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int debug_on;
+
+void say(const char *fmt, ...)
+{
+	char line[600];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "penny-nccl: %s\n", line);
+}
+
+struct ip_cfg cfg;
+
+/* A size or count of units.h up to max. */
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v;
+
+	if (pn_parse_size(s, &v) || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static void read_cfg(void)
+{
+	const char *on = getenv("PENNY_NCCL"), *max = getenv("PENNY_NCCL_MAX_BYTES");
+	const char *eager = getenv("PENNY_NCCL_EAGER_MAX_BYTES");
+	const char *to = getenv("PENNY_NCCL_TIMEOUT"), *dbg = getenv("PENNY_NCCL_DEBUG");
+	const char *rc = getenv("PENNY_NCCL_REGCACHE");
+	uint64_t v;
+	double d;
+
+	cfg.enabled = 1;
+	cfg.timeout_s = 300;
+	/* off by default: its per-call host agreement cost more than the staging copy it
+	 * saves in eager mode (4 x H100, PyTorch, 1-4 MiB: 175-516 us against 48-72) */
+	cfg.regcache = 0;
+	if (dbg && *dbg)
+		debug_on = strcmp(dbg, "0") != 0;
+	if (on && *on) {
+		if (!strcmp(on, "0") || !strcmp(on, "off"))
+			cfg.enabled = 0;
+		else if (strcmp(on, "1") && strcmp(on, "on"))
+			snprintf(cfg.bad, sizeof(cfg.bad), "PENNY_NCCL='%.40s': on, off, 1 or 0", on);
+	}
+	if (max && *max && strcmp(max, "auto")) {
+		if (parse_u64(max, 1ull << 40, &v) || !v)
+			snprintf(cfg.bad, sizeof(cfg.bad),
+				 "PENNY_NCCL_MAX_BYTES='%.40s': auto or a size 1..1T (K, M, G, T)", max);
+		else
+			cfg.max_bytes = v;
+	}
+	/*
+	 * Calls outside a graph capture (eager, PyTorch's default) cost the
+	 * caller's host work, about 30 us a call on H200s, which hides what
+	 * penny's kernels save.  A default limit for them was tried and not
+	 * kept: on 2 x H200 (2026-11-29) the same NCCL measured 0.73-2.28x
+	 * itself from one eager run to the next, so none could be told.
+	 * Unset or auto: no limit of its own (PENNY_NCCL_MAX_BYTES's rule).
+	 */
+	cfg.eager_max = UINT64_MAX;
+	if (eager && *eager && strcmp(eager, "auto")) {
+		if (parse_u64(eager, 1ull << 40, &v))
+			snprintf(cfg.bad, sizeof(cfg.bad),
+				 "PENNY_NCCL_EAGER_MAX_BYTES='%.40s': auto or a size 0..1T (K, M, G, T)",
+				 eager);
+		else
+			cfg.eager_max = v;
+	}
+	if (to && *to) {
+		if (pn_parse_seconds(to, &d) || d < 1 || d > 86400)
+			snprintf(cfg.bad, sizeof(cfg.bad), "PENNY_NCCL_TIMEOUT='%.40s': a duration, 1 s..1 day",
+				 to);
+		else
+			cfg.timeout_s = (int)d;
+	}
+	if (rc && *rc) {
+		if (parse_u64(rc, 4096, &v))
+			snprintf(cfg.bad, sizeof(cfg.bad), "PENNY_NCCL_REGCACHE='%.40s': 0..4096 buffers",
+				 rc);
+		else
+			cfg.regcache = (int)v;
+	}
+	if (cfg.bad[0]) {
+		say("%s; penny's allreduce is off, NCCL runs every call", cfg.bad);
+		cfg.enabled = 0;
+	}
+}
+
+void cfg_read(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, read_cfg);
+}
