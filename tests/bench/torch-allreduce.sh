@@ -13,21 +13,33 @@
 # reducescatter, allgather) and the runs' JSON.
 #   tests/bench/torch-allreduce.sh [OUTDIR]     (default: results)
 # Environment: COLLS (of all_reduce reduce_scatter all_gather, default all
-# three), B (build dir, default build-gpu), GPUS ("2 4"), PYTHON
-# (python3), MAXB (bytes, 268435456), ITERS (200), BLOCKS (timed blocks per
-# size, 5..100, default 5: the time is their median), GRAPH (calls per captured
-# graph, 20; 0: no graphs), TIMEOUT (seconds per torchrun, 1800), KIND (the
-# machine's name in the file names), PENNY_NCCL_REAL (the real NCCL; default:
-# the Python environment's nvidia/nccl/lib/libnccl.so.2, else the one PyTorch
-# links), TORCH_NCCL_USE_COMM_NONBLOCKING (PyTorch's choice by default: with
-# eager init it makes non-blocking communicators).  ALL=1 adds a run with
-# PENNY_NCCL_MAX_BYTES=1T (every size on penny, the larger ones on buffers
-# the interposer's registration cache shares once: the timing loops reuse
-# their tensor, as PyTorch's callers do), written as ...-xN-all.{txt,tsv};
-# ALL=2 also one with the cache off (PENNY_NCCL_REGCACHE=0: the staging
-# copy), as ...-xN-all-stage.{txt,tsv}.  Builds only libpenny-nccl.so and the cuda plugin (make, a C
-# compiler and nvcc are enough), or none with PLUGINDIR=dir (both built
-# before).  NVLink SHARP/multicast stays off.
+# three), B (build dir, default build-gpu), GPUS ("2 4"), PYTHON (python3),
+# MAXB (bytes, 268435456), ITERS (200), BLOCKS (timed blocks per size,
+# 5..100, default 5: the time is their median), GRAPH (calls per captured
+# graph, 20; 0: no graphs), TIMEOUT (seconds per torchrun launch, 1800),
+# KIND (the machine's name in the file names), PENNY_NCCL_REAL (the real
+# NCCL; default: the Python environment's nvidia/nccl/lib/libnccl.so.2, else
+# the one PyTorch links), TORCH_NCCL_USE_COMM_NONBLOCKING (PyTorch's choice
+# by default: with eager init it makes non-blocking communicators).  ALL=1
+# adds a run with PENNY_NCCL_MAX_BYTES=1T (every size on penny, the larger
+# ones on buffers the interposer's registration cache shares once: the
+# timing loops reuse their tensor, as PyTorch's callers do), written as
+# ...-xN-all.{txt,tsv}; ALL=2 also one with the cache off
+# (PENNY_NCCL_REGCACHE=0: the staging copy), as ...-xN-all-stage.{txt,tsv}.
+# ROUNDS (1..50, default 1): launch NCCL and penny ROUNDS times each,
+# alternately, NCCL first in odd rounds and last in even ones (N P, P N,
+# N P, ...: eager times move by up to 2x from one launch to the next, so one
+# pair cannot judge a few per cent); every launch's JSON kept
+# (...-nccl-rR.json, ...-penny-rR.json), each round compared as one run is
+# (...-xN-rR.{txt,tsv}), then per size the median over the rounds of each
+# side, their spread and the ratios round by round (...-xN-rounds.{txt,tsv};
+# a ratio over the goal is reported, not an error).  PIN=1 (default 0):
+# each rank binds itself to its own CPUs before CUDA starts (the CPUs it may
+# use shared out evenly, its GPU's NUMA node's where the machine says), one
+# "# pin:" line a rank.
+# Builds only libpenny-nccl.so and the cuda plugin (make, a C compiler and
+# nvcc are enough), or none with PLUGINDIR=dir (both built before).  NVLink
+# SHARP/multicast stays off.
 # Exit: 0 all identical, every graph replay right and penny ran each
 # collective, 1 otherwise, 2 when it could not run.
 set -u
@@ -39,6 +51,8 @@ PY=${PYTHON:-python3}
 GPUS=${GPUS:-2 4}
 COLLS=${COLLS:-all_reduce reduce_scatter all_gather}
 TIMEOUT=${TIMEOUT:-1800}
+ROUNDS=${ROUNDS:-1}
+PIN=${PIN:-0}
 die() {
 	echo "torch-allreduce: $*" >&2
 	exit 2
@@ -50,6 +64,12 @@ for coll in $COLLS; do
 	*) die "COLLS: '$coll' is not all_reduce, reduce_scatter or all_gather" ;;
 	esac
 done
+[[ $ROUNDS =~ ^[1-9][0-9]?$ && $ROUNDS -le 50 ]] || die "ROUNDS: '$ROUNDS' is not 1..50"
+case $PIN in
+0) pin=() ;;
+1) pin=(--pin) ;;
+*) die "PIN: '$PIN' is not 0 or 1" ;;
+esac
 command -v "$PY" >/dev/null 2>&1 || die "no $PY on PATH (set PYTHON=)"
 "$PY" -c 'import torch, torch.distributed' >/dev/null 2>&1 ||
 	die "PyTorch is not installed for $PY (pip install torch, or set PYTHON=)"
@@ -90,7 +110,65 @@ trun() {
 	shift
 	timeout -k 30 "$TIMEOUT" "$PY" -m torch.distributed.run --standalone --nproc-per-node="$np" \
 		"$top/tests/bench/torch_allreduce.py" run --graph "${GRAPH:-20}" --iters "${ITERS:-200}" \
-		--max-bytes "${MAXB:-268435456}" --blocks "${BLOCKS:-5}" --coll "$coll" "$@"
+		--max-bytes "${MAXB:-268435456}" --blocks "${BLOCKS:-5}" --coll "$coll" ${pin[@]+"${pin[@]}"} "$@"
+}
+# mode_env MODE: the interposer's settings of a penny run (max, cache) and
+# its file names' suffix
+mode_env() {
+	max=${PENNY_NCCL_MAX_BYTES:-auto} suffix='' cache=${PENNY_NCCL_REGCACHE:-0}
+	[ "$1" = penny-all ] && max=1T suffix=-all cache=${PENNY_NCCL_REGCACHE:-64}
+	[ "$1" = penny-all-stage ] && max=1T suffix=-all-stage cache=0
+}
+# launch SIDE: one torchrun of $coll on $np GPUs, NCCL alone (SIDE nccl) or
+# through the interposer (a mode); $w-SIDE$tag.json and .log, the JSON
+# kept in OUTDIR; 1 when it failed (its JSON removed)
+launch() {
+	local side=$1 f=$w-$1$tag t0=$SECONDS ok=1
+	if [ "$side" = nccl ]; then
+		echo "## $round$np GPUs, $coll: NCCL"
+		trun "$np" --label nccl --out "$f.json" >"$f.log" 2>&1 || ok=0
+	else
+		mode_env "$side"
+		echo "## $round$np GPUs, $coll: $side (LD_PRELOAD=$lib, PENNY_NCCL_MAX_BYTES=$max, PENNY_NCCL_REGCACHE=$cache)"
+		(export PENNY_NCCL_DEBUG=1 PENNY_NCCL_PLUGIN="$plugin" PENNY_NCCL_MAX_BYTES=$max \
+			PENNY_NCCL_REGCACHE=$cache LD_PRELOAD="$lib"; trun "$np" --label "$side" --out "$f.json") \
+			>"$f.log" 2>&1 || ok=0
+	fi
+	if [ $ok = 0 ]; then
+		tail -n 30 "$f.log"
+		echo "## exit: the ${side/nccl/NCCL} run of $coll on $np GPUs failed${round:+ (round $r)}"
+		rm -f "$f.json"
+		rc=1
+		return 1
+	fi
+	[ "$ROUNDS" = 1 ] || echo "# launch: $((SECONDS - t0)) s"
+	[ "$PIN" = 1 ] && [ "$r" = 1 ] && grep -o "# pin: .*" "$f.log" | sort
+	if [ "$side" != nccl ]; then
+		[ "$r" = 1 ] && grep "^penny-nccl:" "$f.log" | sort | uniq -c | sed 's/^/# /' | head -n 20
+		# the interposer's line at penny's first call of the kind
+		if ! grep -q "penny runs $call (the first" "$f.log"; then
+			echo "## penny ran no $call on $np GPUs: the interposer's lines above say why"
+			rc=1
+		fi
+	fi
+	cp "$f.json" "$base-$side$tag.json"
+	return 0
+}
+# compare_pair MODE: this round's NCCL run against MODE's (torch_allreduce.py
+# compare); with more than one round only its result and worst-ratio lines
+# shown (the rest in OUTDIR)
+compare_pair() {
+	local mode=$1
+	mode_env "$mode"
+	set -- "$PY" "$top/tests/bench/torch_allreduce.py" compare "$w-nccl$tag.json" "$w-$mode$tag.json" \
+		"$base$suffix$tag"
+	if [ "$ROUNDS" = 1 ]; then
+		"$@" || rc=1
+		return
+	fi
+	"$@" >"$w-cmp.txt" || rc=1
+	echo "# round $r: $mode against NCCL"
+	grep -E '^# (results|eager|graph|CUDA)|^#   ' "$w-cmp.txt"
 }
 for np in $GPUS; do
 	[ "$ngpu" -ge "$np" ] || { echo "# skip $np GPUs: only $ngpu"; continue; }
@@ -103,39 +181,44 @@ for np in $GPUS; do
 		esac
 		base=$out/torch-${coll//_/}-$stamp-$kind-x$np
 		w=$work/${coll//_/}-x$np
-		echo "## $np GPUs, $coll: NCCL"
-		if ! trun "$np" --label nccl --out "$w-nccl.json" >"$w-nccl.log" 2>&1; then
-			tail -n 30 "$w-nccl.log"
-			echo "## exit: the NCCL run of $coll on $np GPUs failed"
-			rc=1
-			continue
-		fi
-		cp "$w-nccl.json" "$base-nccl.json"
 		modes=penny
 		[ "${ALL:-0}" = 1 ] && modes="penny penny-all"
 		[ "${ALL:-0}" = 2 ] && modes="penny penny-all penny-all-stage"
+		backwards=nccl
+		for mode in $modes; do backwards="$mode $backwards"; done
+		for ((r = 1; r <= ROUNDS; r++)); do
+			tag='' round='' sides="nccl $modes"
+			[ "$ROUNDS" = 1 ] || tag=-r$r round="round $r of $ROUNDS, "
+			[ $((r % 2)) = 0 ] && sides=$backwards
+			# a pair is compared once both have run; a failed NCCL run ends the round
+			for side in $sides; do
+				if ! launch "$side"; then
+					[ "$side" = nccl ] && break
+				elif [ "$side" != nccl ]; then
+					[ -e "$w-nccl$tag.json" ] && compare_pair "$side"
+				else
+					for mode in $modes; do
+						[ -e "$w-$mode$tag.json" ] && compare_pair "$mode"
+					done
+				fi
+			done
+		done
+		[ "$ROUNDS" = 1 ] && continue
+		# the rounds that ran both sides, per mode
 		for mode in $modes; do
-			max=${PENNY_NCCL_MAX_BYTES:-auto} suffix='' cache=${PENNY_NCCL_REGCACHE:-0}
-			[ "$mode" = penny-all ] && max=1T suffix=-all cache=${PENNY_NCCL_REGCACHE:-64}
-			[ "$mode" = penny-all-stage ] && max=1T suffix=-all-stage cache=0
-			echo "## $np GPUs, $coll: $mode (LD_PRELOAD=$lib, PENNY_NCCL_MAX_BYTES=$max, PENNY_NCCL_REGCACHE=$cache)"
-			if ! (export PENNY_NCCL_DEBUG=1 PENNY_NCCL_PLUGIN="$plugin" PENNY_NCCL_MAX_BYTES=$max \
-				PENNY_NCCL_REGCACHE=$cache LD_PRELOAD="$lib"; trun "$np" --label "$mode" --out "$w-$mode.json") \
-				>"$w-$mode.log" 2>&1; then
-				tail -n 30 "$w-$mode.log"
-				echo "## exit: the $mode run of $coll on $np GPUs failed"
-				rc=1
+			mode_env "$mode"
+			nf=() pf=()
+			for ((r = 1; r <= ROUNDS; r++)); do
+				[[ -e $w-nccl-r$r.json && -e $w-$mode-r$r.json ]] || continue
+				nf+=("$w-nccl-r$r.json") pf+=("$w-$mode-r$r.json")
+			done
+			if [ ${#nf[@]} = 0 ]; then
+				echo "## $np GPUs, $coll: no round ran both NCCL and $mode"
 				continue
 			fi
-			grep "^penny-nccl:" "$w-$mode.log" | sort | uniq -c | sed 's/^/# /' | head -n 20
-			# the interposer's line at penny's first call of the kind
-			if ! grep -q "penny runs $call (the first" "$w-$mode.log"; then
-				echo "## penny ran no $call on $np GPUs: the interposer's lines above say why"
-				rc=1
-			fi
-			cp "$w-$mode.json" "$base-$mode.json"
-			"$PY" "$top/tests/bench/torch_allreduce.py" compare "$w-nccl.json" \
-				"$w-$mode.json" "$base$suffix" || rc=1
+			echo "## $np GPUs, $coll: NCCL and $mode over ${#nf[@]} rounds"
+			"$PY" "$top/tests/bench/torch_allreduce.py" rounds --out "$base$suffix-rounds" \
+				--nccl "${nf[@]}" --penny "${pf[@]}" || rc=1
 		done
 	done
 done

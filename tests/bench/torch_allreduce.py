@@ -4,7 +4,7 @@ all_gather_into_tensor as a framework calls them, for
 tests/bench/torch-allreduce.sh (one process per GPU under torchrun).
 
   torchrun --nproc-per-node N torch_allreduce.py run --label L --out FILE.json
-           [--coll all_reduce|reduce_scatter|all_gather]
+           [--coll all_reduce|reduce_scatter|all_gather] [--pin]
       every dtype PyTorch offers x sum, min, max, avg (and product; the
       all-gather: no op) at odd and even counts (of each rank's block for
       the reduce-scatter and all-gather): the results' SHA-256 per rank,
@@ -12,16 +12,27 @@ tests/bench/torch-allreduce.sh (one process per GPU under torchrun).
       float64 reference; then bfloat16 sum from 1 KiB to 256 MiB (the whole
       buffer: nccl-tests' size), eager and captured in a CUDA graph,
       microseconds per call (the median of BLOCKS timed blocks; every
-      block's figure kept).
+      block's figure kept).  --pin: each rank first binds itself to its
+      own CPUs (pin_plan; one "# pin:" line per rank).
   python3 torch_allreduce.py compare NCCL.json PENNY.json OUTBASE
       results identical or not per case, the timings side by side and the
       penny/NCCL ratio per size; writes OUTBASE.txt and OUTBASE.tsv.
+  python3 torch_allreduce.py rounds --out OUTBASE --nccl N1.json N2.json ...
+                                    --penny P1.json P2.json ...
+      launches of each side alternated in rounds (round r: Nr and Pr):
+      results checked per round as compare does; per size and mode each
+      side's median over its launches and their range, the ratio of the
+      medians, and the per-round ratios' min, median and max; writes
+      OUTBASE.txt and OUTBASE.tsv.  Exit (compare's rules too): 1 when a
+      round's results differ or a graph replay was wrong, 0 otherwise (a
+      ratio over the goal is reported, not an error), 2 on unusable files.
 """
 import argparse
 import datetime
 import hashlib
 import json
 import os
+import statistics
 import sys
 import time
 
@@ -32,6 +43,7 @@ import time
 # milliseconds (seen on these machines for NCCL and penny alike, at random
 # sizes) moves one block, not the figure.  Every block's figure is kept.
 BLOCKS = 5
+GOAL = 1.03  # penny/NCCL per size at most (issue 41)
 
 
 def timed_blocks(torch, launch, launches, calls_per_launch):
@@ -54,6 +66,130 @@ def human(n):
         if n >= 1 << shift and n % (1 << shift) == 0:
             return "%d %s" % (n >> shift, unit)
     return "%d B" % n
+
+
+# ---- pin (inside torchrun, before CUDA is initialised) ----
+
+def cpulist(text):
+    """'0-3,8' -> [0, 1, 2, 3, 8] (the kernel's cpulist format)."""
+    out = []
+    for part in text.strip().split(","):
+        if part:
+            lo, _, hi = part.partition("-")
+            out.extend(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def cpulist_text(cpus):
+    """[0, 1, 2, 3, 8] -> '0-3,8'."""
+    runs = []
+    for c in sorted(cpus):
+        if runs and c == runs[-1][1] + 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    return ",".join("%d" % a if a == b else "%d-%d" % (a, b) for a, b in runs)
+
+
+def sysread(root, path):
+    try:
+        with open(os.path.join(root, path)) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def gpu_bdfs(root, env):
+    """The PCI addresses of the GPUs CUDA numbers 0, 1, ... (its
+    CUDA_VISIBLE_DEVICES choice: indices or GPU- UUIDs), from the driver's
+    /proc/driver/nvidia/gpus; CUDA orders them by PCI address as the driver
+    does when CUDA_DEVICE_ORDER=PCI_BUS_ID or all GPUs are one model (its
+    default puts the fastest first).  [] when that cannot be told."""
+    gpus = []
+    try:
+        names = sorted(os.listdir(os.path.join(root, "proc/driver/nvidia/gpus")))
+    except OSError:
+        return []
+    for bdf in names:
+        info = sysread(root, "proc/driver/nvidia/gpus/%s/information" % bdf) or ""
+        f = dict((k.strip(), v.strip()) for k, _, v in (l.partition(":") for l in info.splitlines()))
+        gpus.append((bdf.lower(), f.get("GPU UUID", ""), f.get("Model", "")))
+    if len(set(g[2] for g in gpus)) > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
+        return []
+    vis = env.get("CUDA_VISIBLE_DEVICES")
+    if vis is None:
+        return [g[0] for g in gpus]
+    out = []
+    for v in vis.split(","):
+        v = v.strip()
+        hit = [g for g in gpus if v.startswith("GPU-") and g[1].startswith(v)]
+        if v.isdigit() and int(v) < len(gpus):
+            hit = [gpus[int(v)]]
+        if len(hit) != 1:
+            return []
+        out.append(hit[0][0])
+    return out
+
+
+def numa_node(root, bdf):
+    v = (sysread(root, "sys/bus/pci/devices/%s/numa_node" % bdf) or "").strip()
+    return int(v) if v.isdigit() else None  # -1: the machine does not say
+
+
+def split_cpus(root, pool, k, m):
+    """The k-th of m disjoint parts of the CPUs in pool: whole cores
+    (thread_siblings_list) when there are m cores or more, else CPUs."""
+    cores, seen = [], set()
+    for c in sorted(pool):
+        if c in seen:
+            continue
+        sib = cpulist(sysread(root, "sys/devices/system/cpu/cpu%d/topology/thread_siblings_list" % c) or "")
+        core = sorted((set(sib) & set(pool)) | {c})
+        seen.update(core)
+        cores.append(core)
+    units = cores if len(cores) >= m else [[c] for c in sorted(pool)]
+    n = len(units)
+    return sorted(c for u in units[k * n // m:(k + 1) * n // m] for c in u)
+
+
+def pin_plan(local, nlocal, allowed, root="/", env=None):
+    """The CPUs local rank `local` of `nlocal` binds itself to, from
+    `allowed` (the CPUs the process may use), disjoint from every other
+    local rank's: the CPUs of its GPU's NUMA node shared out among the ranks
+    whose GPUs are there, when every rank's GPU has a node
+    (/sys/bus/pci/devices/BDF/numa_node, .../node/nodeN/cpulist) with a CPU
+    for each; else all of `allowed` shared out.  (cpus, GPU's PCI address
+    or None, NUMA node or None when not used); cpus [] when there are fewer
+    CPUs than ranks."""
+    env = os.environ if env is None else env
+    allowed = sorted(allowed)
+    bdfs = gpu_bdfs(root, env)
+    gpu = bdfs[local] if local < len(bdfs) else None
+    nodes = [numa_node(root, bdfs[i]) if i < len(bdfs) else None for i in range(nlocal)]
+    if None not in nodes:
+        ranks = {n: [i for i in range(nlocal) if nodes[i] == n] for n in set(nodes)}
+        cpus = {n: sorted(set(cpulist(sysread(root, "sys/devices/system/node/node%d/cpulist" % n) or ""))
+                          & set(allowed)) for n in ranks}
+        if all(len(cpus[n]) >= len(ranks[n]) for n in ranks):
+            n = nodes[local]
+            return split_cpus(root, cpus[n], ranks[n].index(local), len(ranks[n])), gpu, n
+    if len(allowed) < nlocal:
+        return [], gpu, None
+    return split_cpus(root, allowed, local, nlocal), gpu, None
+
+
+def pin(rank, local, nlocal):
+    """Binds this process to pin_plan's CPUs before CUDA or any thread is
+    made (threads inherit it); prints the choice."""
+    allowed = os.sched_getaffinity(0)
+    cpus, gpu, node = pin_plan(local, nlocal, allowed)
+    if not cpus:
+        sys.exit("torch_allreduce: pin: %d CPUs for %d ranks" % (len(allowed), nlocal))
+    os.sched_setaffinity(0, cpus)
+    print("# pin: rank %d (local %d of %d, GPU %s): CPUs %s of %s, %s"
+          % (rank, local, nlocal, gpu or "not known", cpulist_text(cpus), cpulist_text(allowed),
+             "all shared out" if node is None else "NUMA node %d's" % node), flush=True)
+    return gpu
 
 
 # ---- run (inside torchrun) ----
@@ -135,6 +271,11 @@ def collective(dist, coll, x, y, op=None):
 
 
 def run(args):
+    pinned = None  # the GPU's PCI address pin() took
+    if args.pin:  # before torch is imported: no thread is made yet
+        rank = int(os.environ["RANK"])
+        pinned = pin(rank, int(os.environ.get("LOCAL_RANK", rank)),
+                     int(os.environ.get("LOCAL_WORLD_SIZE", os.environ["WORLD_SIZE"])))
     import torch
     import torch.distributed as dist
 
@@ -145,6 +286,13 @@ def run(args):
     world = int(os.environ["WORLD_SIZE"])
     local = int(os.environ.get("LOCAL_RANK", rank))
     torch.cuda.set_device(local)
+    if pinned:  # pin()'s guess of the GPU against CUDA's, where PyTorch tells it
+        p = torch.cuda.get_device_properties(local)
+        if hasattr(p, "pci_bus_id"):
+            bdf = "%04x:%02x:%02x" % (p.pci_domain_id, p.pci_bus_id, p.pci_device_id)
+            if not pinned.startswith(bdf):
+                print("# pin: rank %d: CUDA's device %d is %s, not %s: the NUMA node may be the wrong one"
+                      % (rank, local, bdf, pinned), flush=True)
     dev = torch.device("cuda", local)
     dist.init_process_group("nccl", timeout=datetime.timedelta(seconds=args.timeout),
                             device_id=dev)
@@ -273,16 +421,13 @@ def run(args):
 
 # ---- compare (plain python; torch only for the kept tensors) ----
 
-def compare(args):
-    a = json.load(open(args.nccl))
-    b = json.load(open(args.penny))
-    lines = []
-    out = lines.append
-    coll = a.get("coll", "all_reduce")
-    call = {"all_reduce": "all_reduce", "reduce_scatter": "reduce_scatter_tensor",
-            "all_gather": "all_gather_into_tensor"}[coll]
-    out("# torch.distributed.%s, %d ranks: NCCL %s (%s) vs penny's interposer (%s), PyTorch %s"
-        % (call, a["world"], a["nccl"], a["label"], b["label"], a["torch"]))
+CALLS = {"all_reduce": "all_reduce", "reduce_scatter": "reduce_scatter_tensor",
+         "all_gather": "all_gather_into_tensor"}
+
+
+def check_results(a, b):
+    """NCCL's run a against penny's b, case by case: (identical, different,
+    not run by one or both, notes)."""
     same = diff = skipped = 0
     notes = []
     for key in sorted(a["check"]):
@@ -298,6 +443,24 @@ def compare(args):
         diff += 1
         notes.append("%-34s differs: ranks agree NCCL %s penny %s; error vs float64 NCCL %s penny %s"
                      % (key, x["ranks_agree"], y["ranks_agree"], x.get("max_abs_err"), y.get("max_abs_err")))
+    return same, diff, skipped, notes
+
+
+def bad_replays(a, b):
+    """The sizes whose CUDA graph replay was wrong, penny's then NCCL's."""
+    bad = [s for s, ok in b.get("graph_replay_ok", {}).items() if not ok]
+    return bad + ["NCCL " + s for s, ok in a.get("graph_replay_ok", {}).items() if not ok]
+
+
+def compare(args):
+    a = json.load(open(args.nccl))
+    b = json.load(open(args.penny))
+    lines = []
+    out = lines.append
+    coll = a.get("coll", "all_reduce")
+    out("# torch.distributed.%s, %d ranks: NCCL %s (%s) vs penny's interposer (%s), PyTorch %s"
+        % (CALLS[coll], a["world"], a["nccl"], a["label"], b["label"], a["torch"]))
+    same, diff, skipped, notes = check_results(a, b)
     out("# results: %d identical, %d different, %d not run by one or both (unsupported)" % (same, diff, skipped))
     try:
         import torch
@@ -331,9 +494,8 @@ def compare(args):
             out("%12s %12.2f %12.2f %8.3f%s" % (human(int(s)), a[mode][s], b[mode][s], r,
                                                    "" if ok else "  REPLAY WRONG"))
             rows.append("%s\t%d\t%s\t%.3f\t%.3f\t%.4f\t%s" % (mode, a["world"], s, a[mode][s], b[mode][s], r, coll))
-        out("# %s: worst penny/NCCL %.3f (goal: <= 1.03)" % (mode, worst))
-    bad_replay = [s for s, ok in b.get("graph_replay_ok", {}).items() if not ok]
-    bad_replay += ["NCCL " + s for s, ok in a.get("graph_replay_ok", {}).items() if not ok]
+        out("# %s: worst penny/NCCL %.3f (goal: <= %.2f)" % (mode, worst, GOAL))
+    bad_replay = bad_replays(a, b)
     if bad_replay:
         out("# CUDA graph replays with wrong results: " + ", ".join(bad_replay))
     text = "\n".join(lines) + "\n"
@@ -342,6 +504,118 @@ def compare(args):
         f.write(text)
     with open(args.outbase + ".tsv", "w") as f:
         f.write("mode\tranks\tbytes\tnccl_us\tpenny_us\tratio\tcoll\n" + "\n".join(rows) + "\n")
+    return 1 if diff or bad_replay else 0
+
+
+# ---- rounds (plain python) ----
+
+def rounds(args):
+    """The launches of each side in rounds: per size and mode, each side's
+    median over its launches, the ratio of the medians and the per-round
+    ratios; exit as compare's (a timing miss is not an error)."""
+    if len(args.nccl) != len(args.penny):
+        print("torch_allreduce: rounds: %d NCCL files, %d penny files: one of each per round"
+              % (len(args.nccl), len(args.penny)), file=sys.stderr)
+        return 2
+    runs = []
+    for name in args.nccl + args.penny:
+        try:
+            with open(name) as f:
+                d = json.load(f)
+            lack = [key for key in ("label", "coll", "world", "nccl", "torch", "check", "eager", "graph")
+                    if key not in d]
+        except (OSError, ValueError, TypeError) as e:
+            lack = [str(e)]
+        if lack:
+            print("torch_allreduce: rounds: %s is not a run's JSON (%s)" % (name, ", ".join(lack)),
+                  file=sys.stderr)
+            return 2
+        runs.append((name, d))
+    k = len(args.nccl)
+    desc = lambda i: "%s: %s, %s on %d ranks" % (runs[i][0], runs[i][1]["label"], runs[i][1]["coll"],
+                                                runs[i][1]["world"])
+    for i, (name, d) in enumerate(runs):
+        side = 0 if i < k else k  # a side's launches share a label, all launches coll and ranks
+        if d["label"] != runs[side][1]["label"]:
+            bad = side
+        elif (d["coll"], d["world"]) != (runs[0][1]["coll"], runs[0][1]["world"]):
+            bad = 0
+        else:
+            continue
+        print("torch_allreduce: rounds: %s; %s" % (desc(i), desc(bad)), file=sys.stderr)
+        return 2
+    ns, ps = [d for _, d in runs[:k]], [d for _, d in runs[k:]]
+    a = ns[0]
+    coll = a["coll"]
+    lines = []
+    out = lines.append
+    out("# torch.distributed.%s, %d ranks: NCCL %s (%s) vs penny's interposer (%s), PyTorch %s; "
+        "%d rounds, one launch of each side a round"
+        % (CALLS[coll], a["world"], a["nccl"], a["label"], ps[0]["label"], a["torch"], k))
+    diff = 0
+    counts, notes, bad_replay = [], [], []
+    for r, (x, y) in enumerate(zip(ns, ps), 1):
+        same, nd, skipped, nn = check_results(x, y)
+        diff += nd
+        counts.append((same, nd, skipped))
+        notes += ["round %d: %s" % (r, n) for n in nn]
+        bad_replay += ["round %d: %s" % (r, s) for s in bad_replays(x, y)]
+    if len(set(counts)) == 1:
+        out("# results, every round: %d identical, %d different, %d not run by one or both (unsupported)"
+            % counts[0])
+    else:
+        for r, c in enumerate(counts, 1):
+            out("# results, round %d: %d identical, %d different, %d not run by one or both (unsupported)"
+                % ((r,) + c))
+    lines.extend("#   " + n for n in notes)
+    rows = []
+    for mode in ("eager", "graph"):
+        if not all(d[mode] for d in ns + ps):
+            if any(d[mode] for d in ns + ps):
+                out("")
+                out("# %s: not timed in every launch, not reported" % mode)
+            continue
+        sizes = sorted(set.intersection(*(set(d[mode]) for d in ns + ps)), key=int)
+        out("")
+        out("# bfloat16 %s, %s: us per call, a launch's figure the %s; size: the whole buffer;"
+            % ("sum" if coll != "all_gather" else "all-gather",
+               "captured in CUDA graphs" if mode == "graph" else "eager", a.get("timing", "mean of one block")))
+        out("# per side the median over its %d launches and their range, the ratio of the medians,"
+            " and round by round penny/NCCL (min median max)" % k)
+        out("%10s %9s %17s %9s %17s %8s %7s %7s %7s" % ("size", "NCCL us", "NCCL min-max", "penny us",
+                                                        "penny min-max", "med/med", "r.min", "r.med", "r.max"))
+        over, always, never, spread, worst = [], 0, 0, 0, (0, "")
+        for s in sizes:
+            av, bv = [d[mode][s] for d in ns], [d[mode][s] for d in ps]
+            ma, mb = statistics.median(av), statistics.median(bv)
+            rr = [y / x for x, y in zip(av, bv)]
+            ratio = mb / ma
+            if ratio > GOAL:
+                over.append(human(int(s)))
+            worst = max(worst, (ratio, human(int(s))))
+            always += min(rr) > GOAL
+            never += max(rr) <= GOAL
+            spread = max(spread, max(av) / min(av))
+            out("%10s %9.2f %17s %9.2f %17s %8.3f %7.3f %7.3f %7.3f"
+                % (human(int(s)), ma, "%.2f-%.2f" % (min(av), max(av)), mb, "%.2f-%.2f" % (min(bv), max(bv)),
+                   ratio, min(rr), statistics.median(rr), max(rr)))
+            rows.append("%s\t%d\t%s\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.4f\t%.4f\t%.4f\t%.4f\t%s"
+                        % (mode, a["world"], s, k, ma, min(av), max(av), mb, min(bv), max(bv), ratio,
+                           min(rr), statistics.median(rr), max(rr), coll))
+        out("# %s: worst penny/NCCL of the medians %.3f (%s), over %.2f at %d of %d sizes%s (goal: <= %.2f)"
+            % (mode, worst[0], worst[1], GOAL, len(over), len(sizes), (": " + ", ".join(over)) if over else "",
+               GOAL))
+        out("# %s: sizes over %.2f in every round: %d, in no round: %d (the others: the rounds disagree); "
+            "NCCL's launches differ up to %.2fx (slowest/fastest)" % (mode, GOAL, always, never, spread))
+    if bad_replay:
+        out("# CUDA graph replays with wrong results: " + ", ".join(bad_replay))
+    text = "\n".join(lines) + "\n"
+    sys.stdout.write(text)
+    with open(args.out + ".txt", "w") as f:
+        f.write(text)
+    with open(args.out + ".tsv", "w") as f:
+        f.write("mode\tranks\tbytes\trounds\tnccl_us\tnccl_min\tnccl_max\tpenny_us\tpenny_min\tpenny_max"
+                "\tratio\tround_ratio_min\tround_ratio_med\tround_ratio_max\tcoll\n" + "\n".join(rows) + "\n")
     return 1 if diff or bad_replay else 0
 
 
@@ -360,14 +634,22 @@ def main():
     r.add_argument("--blocks", type=int, default=BLOCKS, choices=range(5, 101), metavar="5..100",
                    help="timed blocks per size; the time is their median (eager times move "
                    "by up to 2x between runs on a shared machine: more blocks steady it)")
+    r.add_argument("--pin", action="store_true",
+                   help="bind each rank to its own CPUs (its GPU's NUMA node's where known) first")
     c = sub.add_parser("compare")
     c.add_argument("nccl")
     c.add_argument("penny")
     c.add_argument("outbase")
+    o = sub.add_parser("rounds", help="launches of NCCL and penny alternated: medians over the rounds")
+    o.add_argument("--out", required=True, metavar="OUTBASE", help="writes OUTBASE.txt and OUTBASE.tsv")
+    o.add_argument("--nccl", required=True, nargs="+", metavar="JSON", help="NCCL's runs, round 1 first")
+    o.add_argument("--penny", required=True, nargs="+", metavar="JSON", help="penny's runs, round 1 first")
     args = p.parse_args()
     if args.cmd == "run":
         run(args)
         return 0
+    if args.cmd == "rounds":
+        return rounds(args)
     return compare(args)
 
 
