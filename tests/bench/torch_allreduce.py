@@ -452,6 +452,19 @@ def bad_replays(a, b):
     return bad + ["NCCL " + s for s, ok in a.get("graph_replay_ok", {}).items() if not ok]
 
 
+def report(lines, bad_replay, outbase, header, rows):
+    """The report's lines (and the wrong replays) to stdout and OUTBASE.txt,
+    the rows under header to OUTBASE.tsv."""
+    if bad_replay:
+        lines.append("# CUDA graph replays with wrong results: " + ", ".join(bad_replay))
+    text = "\n".join(lines) + "\n"
+    sys.stdout.write(text)
+    with open(outbase + ".txt", "w") as f:
+        f.write(text)
+    with open(outbase + ".tsv", "w") as f:
+        f.write(header + "\n" + "\n".join(rows) + "\n")
+
+
 def compare(args):
     a = json.load(open(args.nccl))
     b = json.load(open(args.penny))
@@ -496,14 +509,7 @@ def compare(args):
             rows.append("%s\t%d\t%s\t%.3f\t%.3f\t%.4f\t%s" % (mode, a["world"], s, a[mode][s], b[mode][s], r, coll))
         out("# %s: worst penny/NCCL %.3f (goal: <= %.2f)" % (mode, worst, GOAL))
     bad_replay = bad_replays(a, b)
-    if bad_replay:
-        out("# CUDA graph replays with wrong results: " + ", ".join(bad_replay))
-    text = "\n".join(lines) + "\n"
-    sys.stdout.write(text)
-    with open(args.outbase + ".txt", "w") as f:
-        f.write(text)
-    with open(args.outbase + ".tsv", "w") as f:
-        f.write("mode\tranks\tbytes\tnccl_us\tpenny_us\tratio\tcoll\n" + "\n".join(rows) + "\n")
+    report(lines, bad_replay, args.outbase, "mode\tranks\tbytes\tnccl_us\tpenny_us\tratio\tcoll", rows)
     return 1 if diff or bad_replay else 0
 
 
@@ -607,15 +613,8 @@ def rounds(args):
                GOAL))
         out("# %s: sizes over %.2f in every round: %d, in no round: %d (the others: the rounds disagree); "
             "NCCL's launches differ up to %.2fx (slowest/fastest)" % (mode, GOAL, always, never, spread))
-    if bad_replay:
-        out("# CUDA graph replays with wrong results: " + ", ".join(bad_replay))
-    text = "\n".join(lines) + "\n"
-    sys.stdout.write(text)
-    with open(args.out + ".txt", "w") as f:
-        f.write(text)
-    with open(args.out + ".tsv", "w") as f:
-        f.write("mode\tranks\tbytes\trounds\tnccl_us\tnccl_min\tnccl_max\tpenny_us\tpenny_min\tpenny_max"
-                "\tratio\tround_ratio_min\tround_ratio_med\tround_ratio_max\tcoll\n" + "\n".join(rows) + "\n")
+    report(lines, bad_replay, args.out, "mode\tranks\tbytes\trounds\tnccl_us\tnccl_min\tnccl_max\tpenny_us"
+           "\tpenny_min\tpenny_max\tratio\tround_ratio_min\tround_ratio_med\tround_ratio_max\tcoll", rows)
     return 1 if diff or bad_replay else 0
 
 
