@@ -613,7 +613,7 @@ int sweep_main(struct pn_ctx *ctx, enum pn_coll_kind kind)
 	jc.ncalgos = ncalgos;
 	jc.gpu = (struct pn_sweep_gpu_cfg){ .algos = ar.algo, .graph = ar.graph, .gpus = ar.gpus,
 					    .share = ar.share_gpus, .dev = j.bk.dev, .ndev = j.bk.ndev, .log = plugin_log,
-					    .log_arg = &j, .xnode = &pn_cli.xnode };
+					    .log_arg = &j, .xnode = &pn_cli.xnode, .no_mem_check = !pn_cli.mem_check };
 	ret = pn_arjob_start(&j.aj, j.boot, &jc);
 	if (ret && j.aj.gpu_failed) {
 		/* every rank has the first failing rank's message: rank 0 says it */

@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "engine/collrun.h"
+#include "engine/mem.h"
 #include "engine/reduce.h"
 #include "base/util.h"
 
@@ -461,10 +462,28 @@ int pn_gpucoll_sync(struct pn_gpucoll *g)
 /* The host buffer of the hierarchical paths holds at least bytes. */
 int pn_gpucoll_host_room(struct pn_gpucoll *g, size_t bytes)
 {
+	struct pn_mem_free f;
+	char need[32], have[32];
 	char *nb;
 
 	if (bytes <= g->hcap)
 		return 0;
+	/*
+	 * Every rank of this node grows its slice alike, and pages come as
+	 * they are touched: past what the host has, the OOM killer would
+	 * take a rank, not this check.
+	 */
+	if (!g->cfg.no_mem_check) {
+		pn_mem_free_read(&f);
+		if (f.have_mem && (bytes - g->hcap) > f.mem_avail / (uint64_t)g->nlocal) {
+			pn_mem_fmt(need, sizeof(need), bytes, 1);
+			pn_mem_fmt(have, sizeof(have), f.mem_avail, 0);
+			return pn_err(-ENOMEM, "the GPU data staged through the host across nodes needs "
+					       "%d rank%s x %s of host memory, %s available "
+					       "(PENNY_MEM_CHECK=0 skips this check)",
+				      g->nlocal, g->nlocal == 1 ? "" : "s", need, have);
+		}
+	}
 	nb = realloc(g->hbuf, bytes);
 	if (!nb)
 		return pn_err(-ENOMEM, "out of memory");

@@ -62,6 +62,8 @@ struct pn_gpucoll_cfg {
 	/* the proxy over verbs */
 	int xnode_qps;		/* RC QPs per peer (0: 1) */
 	const char *xnode_nic;	/* "dev[:port]" (NULL or "": the rank's rail port) */
+	int no_mem_check;	/* PENNY_MEM_CHECK=0: no check of the host memory the
+				 * host-staged paths take */
 };
 
 #define PN_XNODE_LL_OFF UINT64_MAX

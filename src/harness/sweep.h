@@ -306,6 +306,7 @@ struct pn_sweep_gpu_cfg {
 	void (*log)(void *arg, int level, const char *msg);
 	void *log_arg;
 	const struct pn_xnode_env *xnode;	/* NULL: every knob unset */
+	int no_mem_check;	/* PENNY_MEM_CHECK=0 (gpucoll.h) */
 	/* the collective (allreduce: 0); another runs the plugin's member of it
 	 * (gpucoll.h), its own algorithm (algos: auto or all) */
 	enum pn_coll_kind kind;

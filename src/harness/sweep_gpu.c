@@ -520,6 +520,7 @@ int pn_sweep_gpu_open(struct pn_sweep_backend **out, struct pn_coll *coll,
 	cfg.device = device;
 	cfg.log = o->log;
 	cfg.log_arg = o->log_arg;
+	cfg.no_mem_check = o->no_mem_check;
 	xnode_cfg(o->xnode, &cfg);
 	ret = agree(g, o->xnode && o->xnode->bad[0] ? o->xnode->bad : NULL);
 	if (!ret)

@@ -143,6 +143,15 @@ test_expect_success 'PENNY_XNODE=0 and a plugin without xnode_*: host-staged, 0 
 	PENNY_PLUGIN_PATH=$fakes/noxnode job 2 1 reduce -b 1K -e 4K -n 0 && exact 1 &&
 	path reduce host-staged
 '
+# the host-staged path's slice of host memory against MemAvailable (a
+# meminfo through --sysfs-root): refused before the pages are touched
+test_expect_success 'host-staged: more host memory than the host has is one line, a failure; PENNY_MEM_CHECK=0 runs it' '
+	mkdir -p mroot/proc && printf "MemTotal: 1048576 kB\nMemAvailable: 65536 kB\n" >mroot/proc/meminfo &&
+	export PENNY_XNODE=0 &&
+	! job 2 1 alltoall --sysfs-root "$PWD/mroot" -b 64M -e 64M -n 1 -w 0 && said &&
+	grep -q "^penny coll-test: rank 0: the GPU data staged through the host across nodes needs 1 rank x 128 MiB of host memory, 64 MiB available (PENNY_MEM_CHECK=0 skips this check)$" left &&
+	PENNY_MEM_CHECK=0 job 2 1 alltoall --sysfs-root "$PWD/mroot" -b 64M -e 64M -n 1 -w 0 && exact 1
+'
 # rank 1 killed once its first GPU-driven call ran (its debug line), in
 # a long timed run: rank 0 names it, well within --timeout
 test_expect_success 'a peer killed in the middle: the other rank names it, within the timeout' '
