@@ -13,9 +13,13 @@
 #include <errno.h>
 #include <stddef.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 static const char *const ar_type_names[PENNY_NDTYPES] = {
 	"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double",
@@ -34,6 +38,7 @@ struct pn_cuda {
 	CUfunction fn[PN_NKERNS][PENNY_NDTYPES][PENNY_NREDOPS];
 	struct pn_reg *regs;
 	uint32_t next_id;
+	uint64_t peer_on;	/* devices of ranks in this process: peer access enabled */
 	struct pn_reg *ws, *stage;
 	size_t ws_bytes;
 	/* the interposer's registrations of its caller's buffers (apart from
@@ -166,15 +171,66 @@ static int allgather(struct pn_cuda *c, const void *mine, void *all, size_t len)
 	return 0;
 }
 
-/* Close this rank's mappings of the peers' parts of r. */
+/* Close this rank's mappings of the peers' parts of r (a peer in this
+ * process has its pointer, not a mapping). */
 static void unmap_peers(struct pn_cuda *c, struct pn_reg *r)
 {
 	int p;
 
 	for (p = 0; p < c->n; p++)
-		if (p != c->rank && r->peer[p])
+		if (p != c->rank && r->peer[p] && !(r->here >> p & 1))
 			c->g.cu->IpcCloseMemHandle(r->peer[p]);
 	memset(r->peer, 0, sizeof(r->peer));
+	r->here = 0;
+}
+
+/*
+ * This process apart from every other on the host: a number drawn once
+ * (pids repeat across containers), with the pid (a child forked after the
+ * draw).  Ranks that are threads of one process share it: CUDA IPC does
+ * not open a handle in the process that made it ("invalid device
+ * context"), so where the open fails they take each other's pointers (one
+ * address space) with peer access.
+ */
+static uint64_t proc_id;
+static pthread_once_t proc_once = PTHREAD_ONCE_INIT;
+
+static void draw_proc_id(void)
+{
+	struct timespec t;
+
+	if (getrandom(&proc_id, sizeof(proc_id), GRND_NONBLOCK) == (ssize_t)sizeof(proc_id))
+		return;
+	clock_gettime(CLOCK_REALTIME, &t);
+	proc_id = ((uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec) ^ (uintptr_t)&t;
+}
+
+/* Peer access from this rank's context to device d's (a rank in this
+ * process), once per device. */
+static int peer_access(struct pn_cuda *c, int d)
+{
+	const struct pn_cudrv *cu = c->g.cu;
+	CUdevice dev;
+	CUcontext pc;
+	CUresult e;
+	int can = 0;
+
+	if (d < 0 || d >= 64)
+		return pn_plugin_fail(-EINVAL, "a peer in this process on device %d", d);
+	if (c->peer_on >> d & 1)
+		return 0;
+	PN_CU(cu, DeviceGet(&dev, d), "cuDeviceGet");
+	PN_CU(cu, DeviceCanAccessPeer(&can, c->g.dev, dev), "cuDeviceCanAccessPeer");
+	if (!can)
+		return pn_plugin_fail(-ENOTSUP, "device %d cannot reach device %d's memory (no P2P "
+						"between them)", c->g.ordinal, d);
+	PN_CU(cu, DevicePrimaryCtxRetain(&pc, dev), "cuDevicePrimaryCtxRetain");
+	e = cu->CtxEnablePeerAccess(pc, 0);
+	cu->DevicePrimaryCtxRelease(dev);
+	if (e != CUDA_SUCCESS && e != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+		return pn_cu_fail(cu, e, "cuCtxEnablePeerAccess");
+	c->peer_on |= 1ull << d;
+	return 0;
 }
 
 /*
@@ -188,17 +244,22 @@ static int reg_share(struct pn_cuda *c, struct pn_reg *r, size_t bytes, int exte
 	const struct pn_cudrv *cu = c->g.cu;
 	struct {
 		CUipcMemHandle h;
-		uint64_t bytes;
+		uint64_t bytes, proc, ptr;
 		uint32_t id;
-		int32_t ok;
+		int32_t ok, pid, dev;
 		char err[128];
 	} mine, *all = NULL;
 	int ret = 0, p;
 
+	pthread_once(&proc_once, draw_proc_id);
 	memset(&mine, 0, sizeof(mine));
 	mine.bytes = bytes;
 	mine.id = c->next_id;
 	mine.ok = 1;
+	mine.proc = proc_id;
+	mine.pid = (int32_t)getpid();
+	mine.dev = c->g.ordinal;
+	mine.ptr = r ? (uint64_t)r->base : 0;
 	all = calloc((size_t)c->n, sizeof(*all));
 	if (!r || !all) {
 		mine.ok = 0;
@@ -241,6 +302,16 @@ static int reg_share(struct pn_cuda *c, struct pn_reg *r, size_t bytes, int exte
 			continue;
 		}
 		e = cu->IpcOpenMemHandle(&r->peer[p], all[p].h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+		if (e != CUDA_SUCCESS && all[p].proc == mine.proc && all[p].pid == mine.pid) {
+			/* a handle of this process (rank p is a thread of it): its pointer */
+			r->peer[p] = 0;
+			ret = peer_access(c, all[p].dev);
+			if (ret)
+				goto out;
+			r->peer[p] = (CUdeviceptr)all[p].ptr;
+			r->here |= 1ull << p;
+			continue;
+		}
 		if (e != CUDA_SUCCESS) {
 			char why[256];
 

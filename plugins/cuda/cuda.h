@@ -49,6 +49,7 @@ struct pn_reg {
 	CUdeviceptr base;
 	size_t bytes;
 	CUdeviceptr peer[PN_AR_MAX_RANKS];	/* rank p's buffer as mapped here */
+	uint64_t here;			/* bit p: rank p is in this process (its pointer) */
 	struct pn_reg *next;
 };
 

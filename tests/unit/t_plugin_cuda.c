@@ -88,6 +88,37 @@ TEST(init_maps_every_peers_workspace)
 	fake_world_free(&w);
 }
 
+/* Ranks that are threads of one process: CUDA IPC fails to open a handle
+ * of the process that made it, so each peer's pointer is taken, with peer
+ * access, and nothing is closed at fini. */
+TEST(ranks_in_one_process_take_each_others_pointers)
+{
+	struct fake_world w;
+
+	fake_world_init(&w, 3);
+	for (int r = 0; r < 3; r++)
+		w.rank[r].ipc_same = 1;
+	fake_run(&w, do_init);
+	CHECK(all_ok(3));
+	for (int r = 0; r < 3 && all_ok(3); r++) {
+		struct pn_cuda *c = be[r];
+
+		for (int p = 0; p < 3; p++) {
+			struct pn_cuda *q = be[p];
+
+			CHECK(c->ws->peer[p] == q->ws->base);
+			CHECK(c->stage->peer[p] == q->stage->base);
+		}
+		CHECK_EQ_INT(w.rank[r].ipc_open, 0);
+		/* once per peer device, not per buffer */
+		CHECK_EQ_INT(w.rank[r].peer_on, 2);
+	}
+	fake_run(&w, do_fini);
+	for (int r = 0; r < 3; r++)
+		CHECK_EQ_INT(w.rank[r].ipc_close, 0);
+	fake_world_free(&w);
+}
+
 static void do_alloc(struct fake_world *w, int r)
 {
 	(void)w;
@@ -1166,6 +1197,7 @@ int main(void)
 {
 	pn_cudrv_set(&fake_cu);
 	RUN(init_maps_every_peers_workspace);
+	RUN(ranks_in_one_process_take_each_others_pointers);
 	RUN(registered_buffers_map_the_same_buffer_of_every_rank);
 	RUN(registered_allocations_fail_together);
 	RUN(size_table);

@@ -45,6 +45,9 @@ struct fake_rank {
 	int ncaptured, graph_launches;
 	int fail_alloc;		/* cuMemAlloc fails from now on */
 	int ipc_open, ipc_close;
+	int ipc_same;		/* cuIpcOpenMemHandle fails as in the process that made the
+				 * handle (ranks that are threads of one process) */
+	int peer_on;		/* cuCtxEnablePeerAccess calls */
 	/* cuMemcpyHtoD from pageable memory returns before its DMA lands (on
 	 * the legacy default stream): the copy waits here until that stream is
 	 * synchronized or the next synchronous copy */
@@ -133,6 +136,7 @@ static CUresult f_peer(CUcontext c, unsigned fl)
 {
 	(void)c;
 	(void)fl;
+	me()->peer_on++;
 	return 0;
 }
 /*
@@ -406,6 +410,8 @@ static CUresult f_ipcget(CUipcMemHandle *h, CUdeviceptr p)
 static CUresult f_ipcopen(CUdeviceptr *p, CUipcMemHandle h, unsigned fl)
 {
 	(void)fl;
+	if (me()->ipc_same)
+		return 201; /* CUDA_ERROR_INVALID_CONTEXT */
 	if (memcmp(h.reserved, "FAKEIPC", 8))
 		return 1;
 	memcpy(p, h.reserved + 8, sizeof(*p));
