@@ -10,7 +10,7 @@
  * side table, which every call that makes a communicator fills, maps it to
  * penny's backend, made beside it at its first allreduce, reduce-scatter
  * or all-gather outside a group and a graph capture (ncclCommInitAll's,
- * every rank in one process, are NCCL's from the start).  The
+ * every rank on one thread, are NCCL's from the start).  The
  * plugin's host services (allgather, barrier) run on the real
  * communicator: ncclAllGather of a small device buffer on a stream of our
  * own, waited for with a timeout.
@@ -325,7 +325,8 @@ int hs_allgather(void *ctx, const void *mine, void *all, size_t len)
 	ncclResult_t r;
 	int ret;
 
-	if (aborting(p))
+	/* quiet: a parked clique's release, its real communicator gone */
+	if (aborting(p) || p->quiet)
 		return -ECANCELED;
 	if (!len)
 		return 0;
@@ -360,9 +361,12 @@ int hs_allgather(void *ctx, const void *mine, void *all, size_t len)
 static int hs_barrier(void *ctx)
 {
 	struct pcomm *p = ctx;
-	char one = 1, *all = malloc((size_t)p->n);
+	char one = 1, *all;
 	int ret;
 
+	if (p->quiet)
+		return 0;
+	all = malloc((size_t)p->n);
 	if (!all)
 		return -ENOMEM;
 	ret = hs_allgather(ctx, &one, all, 1);
@@ -407,6 +411,7 @@ struct hello {
 	int32_t regcache;	/* on every rank alike: the cache's calls are collective */
 	int32_t colls;		/* the kinds its plugin has: penny runs those all have */
 	uint64_t proc;		/* its process: proc_id and pid, the same for threads of one */
+	uint64_t key;		/* drawn for this set-up: rank 0's names a clique of threads */
 	int32_t pid;
 	char host[64];
 	char err[300];
@@ -418,44 +423,41 @@ struct hello {
 static uint64_t proc_id;
 static pthread_once_t proc_once = PTHREAD_ONCE_INIT;
 
-static void draw_proc_id(void)
+static uint64_t draw(void)
 {
 	struct timespec t;
+	uint64_t v;
 
-	if (getrandom(&proc_id, sizeof(proc_id), GRND_NONBLOCK) == (ssize_t)sizeof(proc_id))
-		return;
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))
+		return v;
 	clock_gettime(CLOCK_REALTIME, &t);
-	proc_id = ((uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec) ^ (uintptr_t)&t;
+	return ((uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec) ^ (uintptr_t)&t;
 }
 
-/* A rank (of n) in the process of an earlier one (*first), or -1: threads of
- * one process, which CUDA IPC does not join (penny runs a GPU a process). */
-static int shared_process(const struct hello *all, int n, int *first)
+static void draw_proc_id(void)
 {
-	int r, q;
+	proc_id = draw();
+}
 
-	for (r = 1; r < n; r++)
-		for (q = 0; q < r; q++)
-			if (all[q].proc == all[r].proc && all[q].pid == all[r].pid) {
-				*first = q;
-				return r;
-			}
-	return -1;
+/* The ranks (of n) in my process (mine: my hello): threads of one process
+ * share their proc and pid. */
+static int in_process(const struct hello *all, int n, const struct hello *mine)
+{
+	int r, k = 0;
+
+	for (r = 0; r < n; r++)
+		k += all[r].proc == mine->proc && all[r].pid == mine->pid;
+	return k;
 }
 
 /* PENNY_NCCL_DEBUG: why NCCL runs a communicator where nothing failed. */
-static void tell_off(const struct pcomm *p, int nnodes, int first, int second)
+static void tell_off(const struct pcomm *p, int nnodes, int here)
 {
-	char why[100];
-
-	if (nnodes > 1)
-		snprintf(why, sizeof(why), "more than one node");
-	else if (second >= 0)
-		snprintf(why, sizeof(why), "ranks %d and %d in one process; penny runs one GPU per "
-			 "process", first, second);
-	else
-		snprintf(why, sizeof(why), "PENNY_NCCL=off on some rank");
-	say("NCCL runs communicator %p of %d ranks (%s)", (void *)p->real, p->n, why);
+	say("NCCL runs communicator %p of %d ranks (%s)", (void *)p->real, p->n,
+	    nnodes > 1 ? "more than one node"
+	    : here > 1 && here < p->n ? "some ranks threads of one process, some not: penny runs "
+					"either kind, not both"
+	    : "PENNY_NCCL=off on some rank");
 }
 
 /*
@@ -470,7 +472,7 @@ static ncclResult_t attach(struct pcomm *p)
 {
 	struct hello mine, *all = NULL;
 	CUdevice d;
-	int r, ret, nnodes = 0, first_bad = -1, first = -1, second = -1;
+	int r, ret, nnodes = 0, first_bad = -1, here = 1;
 
 	p->state = PC_OFF;
 	cfg_read();
@@ -497,6 +499,10 @@ static ncclResult_t attach(struct pcomm *p)
 
 	memset(&mine, 0, sizeof(mine));
 	mine.magic = HELLO_MAGIC;
+	pthread_once(&proc_once, draw_proc_id);
+	mine.proc = proc_id;
+	mine.pid = (int32_t)getpid();
+	mine.key = draw() | 1;
 	mine.want = cfg.enabled;
 	if (cfg.enabled) {
 		pthread_once(&plugin_once, load_plugin);
@@ -507,9 +513,6 @@ static ncclResult_t attach(struct pcomm *p)
 	mine.max_bytes = cfg.max_bytes;
 	mine.eager_max = cfg.eager_max;
 	mine.regcache = cfg.regcache > 0;
-	pthread_once(&proc_once, draw_proc_id);
-	mine.proc = proc_id;
-	mine.pid = (int32_t)getpid();
 	gethostname(mine.host, sizeof(mine.host) - 1);
 	all = calloc((size_t)p->n, sizeof(*all));
 	ret = all ? hs_allgather(p, &mine, all, sizeof(mine)) : -ENOMEM;
@@ -532,7 +535,7 @@ static ncclResult_t attach(struct pcomm *p)
 	}
 	p->host.nnodes = nnodes;
 	if (nnodes == 1)
-		second = shared_process(all, p->n, &first);
+		here = in_process(all, p->n, &mine);
 	p->colls = mine.colls;
 	for (r = 0; r < p->n; r++)
 		p->colls &= all[r].colls;
@@ -540,16 +543,17 @@ static ncclResult_t attach(struct pcomm *p)
 				 all[r].eager_max == mine.eager_max &&
 				 all[r].regcache == mine.regcache); r++)
 		;
-	if (r < p->n || first_bad >= 0 || nnodes > 1 || second >= 0) {
+	if (r < p->n || first_bad >= 0 || nnodes > 1 || (here > 1 && here < p->n)) {
 		if (first_bad >= 0 && p->rank == 0)
 			say("rank %d: %s; NCCL runs every call", first_bad, all[first_bad].err);
 		else if (r < p->n && p->rank == 0 && all[r].want && mine.want)
 			say("PENNY_NCCL_MAX_BYTES, PENNY_NCCL_EAGER_MAX_BYTES or PENNY_NCCL_REGCACHE "
 			    "(0 or not) differs between ranks 0 and %d; NCCL runs every call", r);
 		else if (debug_on && p->rank == 0)
-			tell_off(p, nnodes, first, second);
+			tell_off(p, nnodes, here);
 		goto off;
 	}
+	p->clique = here == p->n ? all[0].key : 0;
 
 	/* the backend, then whether every rank has one */
 	ret = P->init(&p->host, p->dev, &p->be);
@@ -623,8 +627,8 @@ static void tell_new(ncclComm_t c, const char *how, int n, int all_here)
 		say("NCCL runs communicator %p (%s: 1 rank; penny runs 2 ranks or more)", (void *)c,
 		    how);
 	else if (all_here)
-		say("NCCL runs communicator %p (%s: %d GPUs in one process; penny runs one GPU per "
-		    "process)", (void *)c, how, n);
+		say("NCCL runs communicator %p (%s: %d GPUs of one calling thread; penny's set-up "
+		    "would wait on every rank at once)", (void *)c, how, n);
 	else
 		say("NCCL runs communicator %p (%s: %d ranks) until its first ncclAllReduce, "
 		    "ncclReduceScatter or ncclAllGather outside a group and a graph capture, where "
@@ -661,6 +665,58 @@ static int capturing(cudaStream_t s)
 	return cu->StreamIsCapturing((CUstream)s, &status) != CUDA_SUCCESS || status != 0;
 }
 
+/*
+ * A clique's communicators (every rank a thread of this process) whose
+ * destroy came: penny's release is collective (the plugin's barriers
+ * before it frees what the peers mapped), which one thread destroying
+ * them one after another (nccl-tests' main thread) could never give.
+ * Each waits here, its last call done, until the last of its clique comes;
+ * then every rank's work is done and the barriers answer at once.
+ */
+static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pcomm *parked;
+
+static void fini(struct pcomm *p)
+{
+	if (p->state == PC_ON) {
+		rc_clear(p);
+		P->fini(p->be);
+	}
+	release(p);
+	free(p);
+}
+
+/* p parked; the whole clique released when p is its last (the caller's
+ * thread does it). */
+static void park(struct pcomm *p)
+{
+	struct pcomm **pp, *go = NULL, *q;
+	int k = 0;
+
+	pthread_mutex_lock(&park_lock);
+	p->next = parked;
+	parked = p;
+	for (q = parked; q; q = q->next)
+		k += q->clique == p->clique;
+	if (k == p->n)
+		for (pp = &parked; *pp;) {
+			q = *pp;
+			if (q->clique != p->clique) {
+				pp = &q->next;
+				continue;
+			}
+			*pp = q->next;
+			q->next = go;
+			go = q;
+		}
+	pthread_mutex_unlock(&park_lock);
+	while ((q = go)) {
+		go = q->next;
+		q->quiet = 1;
+		fini(q);
+	}
+}
+
 /* Penny's backend goes before the real communicator (abort: at once). */
 static void detach(ncclComm_t comm, int abort)
 {
@@ -673,11 +729,12 @@ static void detach(ncclComm_t comm, int abort)
 		p->cu->CtxSetCurrent(p->ctx);
 		if (!abort && p->used)
 			p->cu->StreamSynchronize(p->last);
-		rc_clear(p);
-		P->fini(p->be);
+		if (p->clique && !abort) {
+			park(p);
+			return;
+		}
 	}
-	release(p);
-	free(p);
+	fini(p);
 }
 
 EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
@@ -711,9 +768,12 @@ EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int r
 }
 
 /*
- * Every rank of ncclCommInitAll's communicators is in this process, where
- * penny's kernels (CUDA IPC between processes) do not run: they are NCCL's
- * from the start, decided here for all their ranks at once.
+ * ncclCommInitAll's communicators are one thread's, whose calls on them come
+ * in groups (NCCL's); penny's set-up, a host exchange every rank enters at
+ * once, would wait on that thread forever: they are NCCL's from the start,
+ * decided here for all their ranks at once.  (Ranks that are threads of
+ * one process, each with its own communicator, are penny's as any other:
+ * the plugin takes its peers' pointers there instead of CUDA IPC.)
  */
 EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
 {

@@ -80,6 +80,9 @@ struct pcomm {
 	int colls;		/* the kinds every rank's plugin has (bit 1 << K_*) */
 	unsigned said[K_N];	/* PENNY_NCCL_DEBUG: the reasons told, per kind (1 << WHY_*) */
 	int aborting;		/* host services fail at once (abort; atomic) */
+	uint64_t clique;	/* every rank a thread of this process: the set-up's key
+				 * (0: ranks in processes of their own) */
+	int quiet;		/* host barriers answer at once: every rank's work is done */
 	int inflight;		/* calls using it now (hold/unhold; atomic) */
 	ncclResult_t err;	/* a failed penny call: the communicator's async error */
 	char errmsg[300];

@@ -472,8 +472,15 @@ static int fake_init(const struct penny_host_v1 *host, int device, void **be)
 	return 0;
 }
 
+/* PENNY_FAKE_FINI_BARRIER=1: fini waits at a host barrier first, as the
+ * cuda plugin's release of its registered buffers does. */
 static void fake_fini(void *be)
 {
+	struct fake *f = be;
+	const char *b = getenv("PENNY_FAKE_FINI_BARRIER");
+
+	if (f && b && !strcmp(b, "1") && f->host && f->host->barrier)
+		f->host->barrier(f->host->ctx);
 	free(be);
 }
 

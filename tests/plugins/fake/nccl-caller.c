@@ -11,6 +11,9 @@
  * Modes (how the ranks and their communicator are made):
  *   threads:   the ranks are threads of one process, each calling
  *              ncclCommInitRank with the same id (nccl-tests' -t)
+ *   threadsmain: as threads:, but the main thread destroys every rank's
+ *              communicator, one after another, once the threads are done
+ *              (nccl-tests 2.19 does)
  *   initall:   ncclCommInitAll makes every rank's communicator in one
  *              process; a thread each runs the scenario on one
  *   untracked: processes, each making its communicator with the
@@ -470,7 +473,10 @@ static ncclResult_t init_untracked(ncclComm_t *comm, int n, ncclUniqueId id, int
 	return init(comm, n, id, rank);
 }
 
-enum { M_PROCS, M_THREADS, M_INITALL, M_UNTRACKED };
+enum { M_PROCS, M_THREADS, M_INITALL, M_UNTRACKED, M_THREADSMAIN };
+
+/* threadsmain: the communicators the threads leave to the main thread */
+static ncclComm_t kept[64];
 
 /* Rank rank's communicator as mode makes it (nonblocking: by a non-blocking config). */
 static ncclResult_t make_comm(ncclComm_t *comm, int n, ncclUniqueId id, int rank, int mode,
@@ -583,7 +589,11 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what, int mode
 	if (comm) {
 		EXPECT(ncclCommGetAsyncError(comm, &ae) == ncclSuccess && ae == ncclSuccess,
 		       "rank %d: async error %d", rank, ae);
-		EXPECT(ncclCommDestroy(comm) == ncclSuccess, "rank %d: ncclCommDestroy failed", rank);
+		if (mode == M_THREADSMAIN)
+			kept[rank] = comm;
+		else
+			EXPECT(ncclCommDestroy(comm) == ncclSuccess, "rank %d: ncclCommDestroy failed",
+			       rank);
 	}
 	if (!bad)
 		printf("rank %d: %s ok, %d allreduce calls\n", rank, what, calls);
@@ -634,12 +644,19 @@ static int run_threads(int n, ncclUniqueId id, const char *what, int mode)
 			fails++;
 		}
 	}
+	for (r = 0; r < n; r++)
+		if (kept[r] && ncclCommDestroy(kept[r]) != ncclSuccess) {
+			printf("rank %d: ncclCommDestroy (main thread) failed\n", r);
+			fails++;
+		}
+	if (mode == M_THREADSMAIN && !fails)
+		printf("main thread: %d communicators destroyed\n", n);
 	return fails ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
-	static const char *const modes[] = { "threads:", "initall:", "untracked:" };
+	static const char *const modes[] = { "threads:", "initall:", "untracked:", "threadsmain:" };
 	int n, r, st, mode = M_PROCS, fails = 0;
 	const char *what;
 	pid_t pid[64];
@@ -647,15 +664,17 @@ int main(int argc, char **argv)
 	ncclResult_t res;
 
 	if (argc != 3 || (n = atoi(argv[1])) < 1 || n > 64) {
-		fprintf(stderr, "usage: nccl-caller NRANKS [threads:|initall:|untracked:]allreduce|"
+		fprintf(stderr, "usage: nccl-caller NRANKS [threads:|initall:|untracked:|threadsmain:]"
+				"allreduce|"
 				"bf16|args|version|abort|nonblocking|groupfirst|peerdies|regcache|"
 				"asyncerr|colls|bf16coll|shrinkgrow\n");
 		return 2;
 	}
 	what = argv[2];
-	for (r = 0; r < 3; r++)
+	for (r = 0; r < 4; r++)
 		if (!strncmp(what, modes[r], strlen(modes[r]))) {
-			mode = r == 0 ? M_THREADS : r == 1 ? M_INITALL : M_UNTRACKED;
+			mode = r == 0 ? M_THREADS : r == 1 ? M_INITALL : r == 2 ? M_UNTRACKED
+									      : M_THREADSMAIN;
 			what += strlen(modes[r]);
 		}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -677,7 +696,7 @@ int main(int argc, char **argv)
 		printf("ncclGetUniqueId: %d (%s)\n", res, ncclGetErrorString(res));
 		return 1;
 	}
-	if (mode == M_THREADS || mode == M_INITALL)
+	if (mode == M_THREADS || mode == M_INITALL || mode == M_THREADSMAIN)
 		return run_threads(n, id, what, mode);
 	for (r = 0; r < n; r++) {
 		pid[r] = fork();
