@@ -18,6 +18,9 @@
  *
  * A modeled clock, PENNY_FAKE_GBS=X, at model_gbs() below.
  *
+ * A collective release, as the cuda plugin's: PENNY_FAKE_FINI_BARRIER=1 (at
+ * fake_fini() below).
+ *
  * One stall, for the timing rule's tests: PENNY_FAKE_STALL=K:MS (and
  * PENNY_FAKE_STALL_RANK=R), at stall_once() below.
  *
