@@ -7,8 +7,12 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 static _Thread_local char plugin_err[512];
 
@@ -30,6 +34,32 @@ const char *pn_plugin_errmsg(void)
 void pn_plugin_clear_error(void)
 {
 	plugin_err[0] = 0;
+}
+
+uint64_t pn_plugin_random(void)
+{
+	struct timespec t;
+	uint64_t v;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))
+		return v;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return ((uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec) ^ (uintptr_t)&t;
+}
+
+static uint64_t proc_id;
+static pthread_once_t proc_once = PTHREAD_ONCE_INIT;
+
+static void draw_proc_id(void)
+{
+	proc_id = pn_plugin_random();
+}
+
+void pn_plugin_process(uint64_t *id, int32_t *pid)
+{
+	pthread_once(&proc_once, draw_proc_id);
+	*id = proc_id;
+	*pid = (int32_t)getpid();
 }
 
 static struct pn_cudrv real;

@@ -156,6 +156,15 @@ int pn_plugin_fail(int code, const char *fmt, ...) __attribute__((format(printf,
 const char *pn_plugin_errmsg(void);
 void pn_plugin_clear_error(void);
 
+/* 64 random bits (getrandom; the clock where it has none). */
+uint64_t pn_plugin_random(void);
+/*
+ * This process apart from any other: a number drawn once, and the pid
+ * (pids repeat across hosts and containers; a child forked after the draw
+ * has another pid).  Threads of one process share both.
+ */
+void pn_plugin_process(uint64_t *id, int32_t *pid);
+
 #define PN_CU_GOTO(cu, call, what, ret, label)                                                 \
 	do {                                                                                   \
 		CUresult _r = (cu)->call;                                                      \

@@ -13,13 +13,9 @@
 #include <errno.h>
 #include <stddef.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
-#include <unistd.h>
 
 static const char *const ar_type_names[PENNY_NDTYPES] = {
 	"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double",
@@ -185,25 +181,11 @@ static void unmap_peers(struct pn_cuda *c, struct pn_reg *r)
 }
 
 /*
- * This process apart from every other on the host: a number drawn once
- * (pids repeat across containers), with the pid (a child forked after the
- * draw).  Ranks that are threads of one process share it: CUDA IPC does
- * not open a handle in the process that made it ("invalid device
+ * Ranks that are threads of one process (pn_plugin_process alike): CUDA IPC
+ * does not open a handle in the process that made it ("invalid device
  * context"), so where the open fails they take each other's pointers (one
  * address space) with peer access.
  */
-static uint64_t proc_id;
-static pthread_once_t proc_once = PTHREAD_ONCE_INIT;
-
-static void draw_proc_id(void)
-{
-	struct timespec t;
-
-	if (getrandom(&proc_id, sizeof(proc_id), GRND_NONBLOCK) == (ssize_t)sizeof(proc_id))
-		return;
-	clock_gettime(CLOCK_REALTIME, &t);
-	proc_id = ((uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec) ^ (uintptr_t)&t;
-}
 
 /* Peer access from this rank's context to device d's (a rank in this
  * process), once per device. */
@@ -251,13 +233,11 @@ static int reg_share(struct pn_cuda *c, struct pn_reg *r, size_t bytes, int exte
 	} mine, *all = NULL;
 	int ret = 0, p;
 
-	pthread_once(&proc_once, draw_proc_id);
 	memset(&mine, 0, sizeof(mine));
 	mine.bytes = bytes;
 	mine.id = c->next_id;
 	mine.ok = 1;
-	mine.proc = proc_id;
-	mine.pid = (int32_t)getpid();
+	pn_plugin_process(&mine.proc, &mine.pid);
 	mine.dev = c->g.ordinal;
 	mine.ptr = r ? (uint64_t)r->base : 0;
 	all = calloc((size_t)c->n, sizeof(*all));

@@ -31,7 +31,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/random.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -410,34 +409,13 @@ struct hello {
 	uint64_t max_bytes, eager_max;
 	int32_t regcache;	/* on every rank alike: the cache's calls are collective */
 	int32_t colls;		/* the kinds its plugin has: penny runs those all have */
-	uint64_t proc;		/* its process: proc_id and pid, the same for threads of one */
+	uint64_t proc;		/* its process (pn_plugin_process), with pid: the same for threads of one */
 	uint64_t key;		/* drawn for this set-up: rank 0's names a clique of threads */
 	int32_t pid;
 	char host[64];
 	char err[300];
 };
 #define HELLO_MAGIC 0x706e636cu /* "pncl" */
-
-/* This process apart from any other: pids repeat across hosts and
- * containers, and with the pid a child forked after the draw differs too. */
-static uint64_t proc_id;
-static pthread_once_t proc_once = PTHREAD_ONCE_INIT;
-
-static uint64_t draw(void)
-{
-	struct timespec t;
-	uint64_t v;
-
-	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))
-		return v;
-	clock_gettime(CLOCK_REALTIME, &t);
-	return ((uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec) ^ (uintptr_t)&t;
-}
-
-static void draw_proc_id(void)
-{
-	proc_id = draw();
-}
 
 /* The ranks (of n) in my process (mine: my hello): threads of one process
  * share their proc and pid. */
@@ -499,10 +477,8 @@ static ncclResult_t attach(struct pcomm *p)
 
 	memset(&mine, 0, sizeof(mine));
 	mine.magic = HELLO_MAGIC;
-	pthread_once(&proc_once, draw_proc_id);
-	mine.proc = proc_id;
-	mine.pid = (int32_t)getpid();
-	mine.key = draw() | 1;
+	pn_plugin_process(&mine.proc, &mine.pid);
+	mine.key = pn_plugin_random() | 1;
 	mine.want = cfg.enabled;
 	if (cfg.enabled) {
 		pthread_once(&plugin_once, load_plugin);
