@@ -134,10 +134,11 @@ int pn_gpucoll_time(struct pn_gpucoll *g, struct penny_time_v2 *t);
  * run GPU-driven, enqueued like allreduce's (graphs capture them):
  *   one rank per node   every collective across 2 nodes; allgather and
  *                       broadcast across any number
- *   L ranks per node    allgather (ranks numbered node by node), broadcast,
- *                       and reduce across 2 nodes: xnode_coll on one rail
- *                       (or each) and the plugin's collective within each
- *                       node
+ *   L ranks per node    broadcast, and reduce across 2 nodes; allgather,
+ *                       and reduce_scatter, alltoall and sendrecv across 2
+ *                       nodes, when the ranks are numbered node by node:
+ *                       xnode_coll on one rail (or each) and the plugin's
+ *                       collective within each node (gpucoll_coll.c)
  * The others, or all of them without that path, are host-staged: the input
  * to the host, the engine's collective over every rank (pn_coll_run), the
  * output back, each call returning when done (no graphs).
