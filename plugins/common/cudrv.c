@@ -134,6 +134,7 @@ static const struct sym syms[] = {
 	OPT(MemGetAddressRange, "cuMemGetAddressRange_v2"),
 	OPT(PointerGetAttribute, "cuPointerGetAttribute"),
 	OPT(ThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode"),
+	OPT(CtxGetCurrent, "cuCtxGetCurrent"),
 };
 #undef S
 #undef OPT

@@ -137,6 +137,9 @@ struct pn_cudrv {
 	/* optional: this thread's stream-capture interaction mode
 	 * (CU_STREAM_CAPTURE_MODE_*), the old one into *mode */
 	CUresult (*ThreadExchangeStreamCaptureMode)(int *mode);
+	/* optional (the interposer): this thread's context, given back to a
+	 * caller whose call penny ran on another device's */
+	CUresult (*CtxGetCurrent)(CUcontext *c);
 };
 
 /*

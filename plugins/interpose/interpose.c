@@ -9,8 +9,8 @@
  * Communicators stay NCCL's: the caller holds the real ncclComm_t, and a
  * side table, which every call that makes a communicator fills, maps it to
  * penny's backend, made beside it at its first allreduce, reduce-scatter
- * or all-gather outside a group and a graph capture (ncclCommInitAll's,
- * every rank on one thread, are NCCL's from the start).  The
+ * or all-gather outside a group and a graph capture (or, where one thread
+ * made every rank, when they are made: together.c).  The
  * plugin's host services (allgather, barrier) run on the real
  * communicator: ncclAllGather of a small device buffer on a stream of our
  * own, waited for with a timeout.
@@ -227,7 +227,7 @@ static _Thread_local int group_depth;
  * done.  Another thread may abort or destroy the communicator meanwhile
  * (a framework's watchdog does): take() waits for the calls that hold it.
  */
-static struct pcomm *hold(ncclComm_t c)
+struct pcomm *hold(ncclComm_t c)
 {
 	struct pcomm *p;
 
@@ -242,7 +242,7 @@ static struct pcomm *hold(ncclComm_t c)
 	return p;
 }
 
-static void unhold(struct pcomm *p)
+void unhold(struct pcomm *p)
 {
 	if (p)
 		__atomic_sub_fetch(&p->inflight, 1, __ATOMIC_RELEASE);
@@ -446,7 +446,7 @@ static void tell_off(const struct pcomm *p, int nnodes, int here)
  * host services failed on the real communicator (which then wants an
  * abort, as after NCCL's own asynchronous errors).
  */
-static ncclResult_t attach(struct pcomm *p)
+ncclResult_t attach(struct pcomm *p)
 {
 	struct hello mine, *all = NULL;
 	CUdevice d;
@@ -597,14 +597,14 @@ static struct pcomm *add(ncclComm_t c, int st)
 
 /* PENNY_NCCL_DEBUG: who runs communicator c of n ranks that how made, and
  * why (all_here: every rank in this process). */
-static void tell_new(ncclComm_t c, const char *how, int n, int all_here)
+void tell_new(ncclComm_t c, const char *how, int n, int all_here)
 {
 	if (n < 2)
 		say("NCCL runs communicator %p (%s: 1 rank; penny runs 2 ranks or more)", (void *)c,
 		    how);
 	else if (all_here)
-		say("NCCL runs communicator %p (%s: %d GPUs of one calling thread; penny's set-up "
-		    "would wait on every rank at once)", (void *)c, how, n);
+		say("penny's set-up of communicator %p runs now (%s: its %d ranks made by one "
+		    "thread, which calls them in groups), a thread for each rank", (void *)c, how, n);
 	else
 		say("NCCL runs communicator %p (%s: %d ranks) until its first ncclAllReduce, "
 		    "ncclReduceScatter or ncclAllGather outside a group and a graph capture, where "
@@ -613,15 +613,22 @@ static void tell_new(ncclComm_t c, const char *how, int n, int all_here)
 
 /*
  * A communicator how made (its rank and size where the call names them,
- * else -1): penny's state waits for its first allreduce; its rank 0 tells
- * (a split's rank is asked once it is made: not in a group, not in
- * progress).  Returns r.
+ * else -1; id: its unique id where the call takes one): penny's state
+ * waits for its first allreduce; its rank 0 tells (a split's rank is asked
+ * once it is made: not in a group, not in progress).  Made inside a group,
+ * it waits for the group's end, where the ranks one thread made of one id
+ * are set up at once when they are all of them (together.c).  Returns r.
  */
-static ncclResult_t track(ncclResult_t r, ncclComm_t *comm, const char *how, int rank, int n)
+static ncclResult_t track(ncclResult_t r, ncclComm_t *comm, const char *how, int rank, int n,
+			  const ncclUniqueId *id)
 {
 	if ((r != ncclSuccess && r != ncclInProgress) || !comm || !*comm || !add(*comm, PC_PENDING))
 		return r;
 	cfg_read();
+	if (group_depth && id && rank >= 0 && n >= 2) {
+		born_add(*comm, id, rank, n, how);
+		return r;
+	}
 	if (debug_on && rank < 0 && r == ncclSuccess && !group_depth &&
 	    (R.ncclCommUserRank(*comm, &rank) || R.ncclCommCount(*comm, &n)))
 		rank = -1;
@@ -718,7 +725,7 @@ EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId 
 	if (!real())
 		return ncclSystemError;
 	return track(R.ncclCommInitRank(comm, nranks, id, rank), comm, "ncclCommInitRank", rank,
-		     nranks);
+		     nranks, &id);
 }
 
 EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
@@ -729,7 +736,7 @@ EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUni
 	if (!R.ncclCommInitRankConfig)
 		return lacks("ncclCommInitRankConfig");
 	return track(R.ncclCommInitRankConfig(comm, nranks, id, rank, config), comm,
-		     "ncclCommInitRankConfig", rank, nranks);
+		     "ncclCommInitRankConfig", rank, nranks, &id);
 }
 
 EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, int nid,
@@ -740,31 +747,40 @@ EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int r
 	if (!R.ncclCommInitRankScalable)
 		return lacks("ncclCommInitRankScalable");
 	return track(R.ncclCommInitRankScalable(comm, nranks, rank, nid, ids, config), comm,
-		     "ncclCommInitRankScalable", rank, nranks);
+		     "ncclCommInitRankScalable", rank, nranks, NULL);
 }
 
 /*
  * ncclCommInitAll's communicators are one thread's, whose calls on them come
- * in groups (NCCL's); penny's set-up, a host exchange every rank enters at
- * once, would wait on that thread forever: they are NCCL's from the start,
- * decided here for all their ranks at once.  (Ranks that are threads of
- * one process, each with its own communicator, are penny's as any other:
- * the plugin takes its peers' pointers there instead of CUDA IPC.)
+ * in groups (NCCL's): penny's set-up runs here, for all their ranks at
+ * once, a thread each (together.c).  (The plugin takes its peers' pointers
+ * in one process instead of CUDA IPC.)
  */
 EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
 {
+	struct pcomm **v;
 	ncclResult_t r;
-	int i;
+	int i, k = 0;
 
 	if (!real())
 		return ncclSystemError;
 	if (!R.ncclCommInitAll)
 		return lacks("ncclCommInitAll");
 	r = R.ncclCommInitAll(comm, ndev, devlist);
+	if (r != ncclSuccess || !comm || ndev < 1)
+		return r;
 	cfg_read();
-	for (i = 0; r == ncclSuccess && comm && i < ndev; i++)
-		if (comm[i] && add(comm[i], PC_OFF) && debug_on)
-			tell_new(comm[i], "ncclCommInitAll", ndev, 1);
+	v = calloc((size_t)ndev, sizeof(*v));
+	for (i = 0; i < ndev; i++)
+		if (comm[i] && add(comm[i], PC_PENDING) && v && (v[k] = hold(comm[i])))
+			k++;
+	if (debug_on && k)
+		tell_new(comm[0], "ncclCommInitAll", ndev, k == ndev && ndev > 1);
+	if (k == ndev && ndev > 1)
+		together(v, k);
+	for (i = 0; i < k; i++)
+		unhold(v[i]);
+	free(v);
 	return r;
 }
 
@@ -776,7 +792,7 @@ EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_
 	if (!R.ncclCommSplit)
 		return lacks("ncclCommSplit");
 	return track(R.ncclCommSplit(comm, color, key, newcomm, config), newcomm, "ncclCommSplit",
-		     -1, -1);
+		     -1, -1, NULL);
 }
 
 EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excl, int nexcl, ncclComm_t *newcomm,
@@ -787,7 +803,7 @@ EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excl, int nexcl, ncclCo
 	if (!R.ncclCommShrink)
 		return lacks("ncclCommShrink");
 	return track(R.ncclCommShrink(comm, excl, nexcl, newcomm, config, flags), newcomm,
-		     "ncclCommShrink", -1, -1);
+		     "ncclCommShrink", -1, -1, NULL);
 }
 
 EXPORT ncclResult_t ncclCommGrow(ncclComm_t comm, int nranks, const ncclUniqueId *id, int rank,
@@ -798,7 +814,7 @@ EXPORT ncclResult_t ncclCommGrow(ncclComm_t comm, int nranks, const ncclUniqueId
 	if (!R.ncclCommGrow)
 		return lacks("ncclCommGrow");
 	return track(R.ncclCommGrow(comm, nranks, id, rank, newcomm, config), newcomm,
-		     "ncclCommGrow", -1, -1);
+		     "ncclCommGrow", -1, -1, NULL);
 }
 
 EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm)
@@ -886,11 +902,22 @@ EXPORT ncclResult_t ncclGroupStart(void)
 
 EXPORT ncclResult_t ncclGroupEnd(void)
 {
+	ncclResult_t r;
+
 	if (!real())
 		return ncclSystemError;
 	if (group_depth > 0)
 		group_depth--;
-	return R.ncclGroupEnd();
+	r = R.ncclGroupEnd();
+	/* the communicators made in the group are made now (or failed) */
+	if (!group_depth)
+		born_settle(r == ncclSuccess);
+	return r;
+}
+
+int real_async_error(ncclComm_t c, ncclResult_t *ae)
+{
+	return R.ncclCommGetAsyncError(c, ae) != ncclSuccess;
 }
 
 /* NCCL's types and ops in penny's numbering (-1: NCCL's alone). */
@@ -1081,7 +1108,8 @@ static int penny_coll(struct pcomm *p, int kind, const void *s, void *r, size_t 
 
 	if (why == -2)
 		return 1;
-	if (why == WHY_PENNY && group_depth)
+	/* one thread's ranks come in groups alone, each rank's launch on its way */
+	if (why == WHY_PENNY && group_depth && !p->together)
 		why = WHY_GROUP;
 	if (why == WHY_PENNY && count > SIZE_MAX / 16 / (size_t)p->n)
 		why = WHY_ARGS;
@@ -1117,11 +1145,20 @@ static int taken(ncclComm_t comm, int kind, const void *s, void *r, size_t count
 		 ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, ncclResult_t *res)
 {
 	struct pcomm *p = hold(comm);
-	int yes;
+	const struct pn_cudrv *cu = p ? pn_cudrv_get() : NULL;
+	CUcontext was = NULL;
+	int yes, back;
 
 	*res = ncclSuccess;
-	yes = p && (kind == K_ALLREDUCE ? penny_allreduce(p, s, r, count, dt, op, st, res)
-					 : penny_coll(p, kind, s, r, count, dt, op, st, res));
+	if (!p)
+		return 0;
+	/* the caller's context comes back, as from NCCL's calls: one thread
+	 * may call ranks of several GPUs, and penny's plugin enters its own */
+	back = cu && cu->CtxGetCurrent && cu->CtxGetCurrent(&was) == CUDA_SUCCESS;
+	yes = kind == K_ALLREDUCE ? penny_allreduce(p, s, r, count, dt, op, st, res)
+				  : penny_coll(p, kind, s, r, count, dt, op, st, res);
+	if (back)
+		cu->CtxSetCurrent(was);
 	unhold(p);
 	return yes;
 }

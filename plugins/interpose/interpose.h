@@ -61,7 +61,7 @@ struct rc_entry {
 };
 
 /* A communicator's penny state: made at its first allreduce, then on or off
- * (ncclCommInitAll's: off from the start). */
+ * (one thread's, every rank made by it: made at once, together.c). */
 enum { PC_PENDING = 0, PC_ON, PC_OFF };
 
 struct pcomm {
@@ -83,6 +83,8 @@ struct pcomm {
 	uint64_t clique;	/* every rank a thread of this process: the set-up's key
 				 * (0: ranks in processes of their own) */
 	int quiet;		/* host barriers answer at once: every rank's work is done */
+	int together;		/* one thread made every rank (its calls come in groups,
+				 * which penny takes): set up at once, a thread a rank */
 	int inflight;		/* calls using it now (hold/unhold; atomic) */
 	ncclResult_t err;	/* a failed penny call: the communicator's async error */
 	char errmsg[300];
@@ -93,6 +95,23 @@ struct pcomm {
 	uint64_t rc_hits, rc_misses, rc_evicted, rc_staged;
 	struct pcomm *next;
 };
+
+/* interpose.c: a communicator's state held for a call (NULL: not in the
+ * table) and let go; penny's set-up beside it; the debug line of a new
+ * one; NCCL's ncclCommGetAsyncError (nonzero: the call failed). */
+struct pcomm *hold(ncclComm_t c);
+void unhold(struct pcomm *p);
+ncclResult_t attach(struct pcomm *p);
+void tell_new(ncclComm_t c, const char *how, int n, int all_here);
+int real_async_error(ncclComm_t c, ncclResult_t *ae);
+
+/* together.c: communicators one thread made every rank of, set up at once
+ * (a thread a rank); one made in this thread's group (id: its unique id),
+ * remembered until the group's end, where born_settle (made: the group
+ * succeeded) sets up the ids it made whole. */
+void together(struct pcomm **v, int k);
+void born_add(ncclComm_t c, const ncclUniqueId *id, int rank, int n, const char *how);
+void born_settle(int made);
 
 /* penny_host_v1.allgather: ncclAllGather on the real communicator. */
 int hs_allgather(void *ctx, const void *mine, void *all, size_t len);

@@ -7,8 +7,9 @@
 # all_gather: what the interposer runs) and each of GRAPHS, one process with
 # a thread per GPU (-t NGPU -g 1: each thread calls on its own communicator,
 # which penny runs) and, with GROUPED=1, one thread for every GPU (-g NGPU:
-# grouped calls, which stay NCCL's); per size penny's time over NCCL's, out
-# of place and in place, and every run's #wrong.
+# grouped calls, which penny runs too: that thread made every rank); per
+# size penny's time over NCCL's, out of place and in place, and every run's
+# #wrong.
 #   tests/bench/nccl-tests.sh NCCL_TESTS_DIR [OUTDIR]   (OUTDIR default: results)
 # Environment: B (build dir of penny's plugins, default build-gpu), PLUGINDIR
 # (libpenny-nccl.so and penny-cuda.so built before; else built in B), NGPU
@@ -17,7 +18,7 @@
 # TIMEOUT (seconds per run, 300), NCCL_HOME (include/ and lib/ of the NCCL to
 # build against and run; default the Python environment's nvidia/nccl).
 # Writes OUTDIR/nccl-tests-DATE-xN.txt.  Exit: 0 when every run finished
-# with 0 wrong and penny ran each collective of the threads' runs, 1
+# with 0 wrong and penny ran each collective of every run, 1
 # otherwise, 2 when it could not run.
 set -u
 export NCCL_NVLS_ENABLE=0
@@ -122,7 +123,7 @@ for c in $COLLS; do
 			grep "^penny-nccl:" "$w-penny.txt" | sort | uniq -c | sed 's/^/# /' | head -n 8
 			echo "# exit: NCCL $e0, through the interposer $e1"
 			[ $e0 -eq 0 ] && [ $e1 -eq 0 ] || rc=1
-			if [ "$how" = threads ] && ! grep -q "penny runs $call (the first" "$w-penny.txt"; then
+			if ! grep -q "penny runs $call (the first" "$w-penny.txt"; then
 				echo "# penny ran no $call: the interposer's lines above say why"
 				rc=1
 			fi

@@ -66,9 +66,18 @@ EXPORT CUresult cuDevicePrimaryCtxRelease_v2(int d)
 	return 0;
 }
 
+/* this thread's context, as CUDA's: the interposer gives it back */
+static _Thread_local CUcontext current;
+
 EXPORT CUresult cuCtxSetCurrent(CUcontext c)
 {
-	(void)c;
+	current = c;
+	return 0;
+}
+
+EXPORT CUresult cuCtxGetCurrent(CUcontext *c)
+{
+	*c = current;
 	return 0;
 }
 

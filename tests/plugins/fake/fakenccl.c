@@ -14,7 +14,8 @@
  * bfloat16, fp8, PreMulSum ops) are logged and answered ncclInvalidArgument.
  * ncclSend and ncclRecv are matched at the end of their group (p2p_flush),
  * their data read and delivered in an order NCCL may take; groups are a
- * thread's own, as NCCL's.  ncclCommInitAll makes its communicators in one
+ * thread's own, as NCCL's.  ncclCommInitRank inside a group joins at its
+ * end (join_flush), so one thread may make every rank of an id.  ncclCommInitAll makes its communicators in one
  * process, to be used by a thread each (a collective waits for every rank);
  * ncclCommShrink and ncclCommGrow make theirs on files named after the
  * communicator they start from.
@@ -24,6 +25,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -191,39 +193,96 @@ static ncclResult_t map_rank(ncclComm_t *out, int n, const char *path, int rank)
 	return ncclSuccess;
 }
 
+/* c's wait for every rank to join (0, or -1: it never came). */
+static int joined(struct ncclComm *c)
+{
+	double t0 = now();
+
+	while (__atomic_load_n(&c->h->joined, __ATOMIC_ACQUIRE) < c->n)
+		if (now() - t0 > 60)
+			return -1;
+		else
+			sched_yield();
+	if (barrier(c))
+		return -1;
+	if (c->rank == 0)
+		unlink(c->path);
+	return 0;
+}
+
 static ncclResult_t join(ncclComm_t *out, int n, const char *path, int rank)
 {
 	struct ncclComm *c;
 	ncclResult_t r = map_rank(&c, n, path, rank);
-	double t0 = now();
 
 	if (r != ncclSuccess)
 		return r;
-	while (__atomic_load_n(&c->h->joined, __ATOMIC_ACQUIRE) < n)
-		if (now() - t0 > 60) {
-			munmap(c->h, c->len);
-			free(c);
-			return ncclSystemError;
-		} else
-			sched_yield();
-	if (barrier(c)) {
+	if (joined(c)) {
 		munmap(c->h, c->len);
 		free(c);
 		return ncclSystemError;
 	}
-	if (rank == 0)
-		unlink(path);
 	*out = c;
 	return ncclSuccess;
 }
 
+/*
+ * Inside a group, as NCCL's, a rank's communicator is handed out at once
+ * and joins its peers at the group's end, where one thread's ranks (nccl-
+ * tests makes every rank so) wait on a thread each: one thread can make
+ * every rank of an id.
+ */
+#define MAX_JOIN 64
+static _Thread_local struct ncclComm *to_join[MAX_JOIN];
+static _Thread_local int njoin;
+
+static void *join_main(void *arg)
+{
+	struct ncclComm *c = arg;
+
+	if (joined(c))
+		c->failed = 1;
+	return NULL;
+}
+
+static ncclResult_t join_flush(void)
+{
+	pthread_t t[MAX_JOIN];
+	char made[MAX_JOIN];
+	int i, n = njoin, bad = 0;
+
+	njoin = 0;
+	for (i = 0; i < n; i++) {
+		made[i] = !pthread_create(&t[i], NULL, join_main, to_join[i]);
+		if (!made[i])
+			to_join[i]->failed = 1;
+	}
+	for (i = 0; i < n; i++) {
+		if (made[i])
+			pthread_join(t[i], NULL);
+		bad |= to_join[i]->failed;
+	}
+	return bad ? ncclSystemError : ncclSuccess;
+}
+
+static _Thread_local int group;
+
 EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int n, ncclUniqueId id, int rank)
 {
+	ncclResult_t r;
+
 	logline(rank, "ncclCommInitRank %d", n);
 	if (!comm || strncmp(id.internal, ID_PREFIX, strlen(ID_PREFIX)))
 		return ncclInvalidArgument;
 	id.internal[sizeof(id.internal) - 1] = 0;
-	return join(comm, n, id.internal + strlen(ID_PREFIX), rank);
+	if (!group)
+		return join(comm, n, id.internal + strlen(ID_PREFIX), rank);
+	if (njoin == MAX_JOIN)
+		return ncclInvalidUsage;
+	r = map_rank(comm, n, id.internal + strlen(ID_PREFIX), rank);
+	if (r == ncclSuccess)
+		to_join[njoin++] = *comm;
+	return r;
 }
 
 /* A non-blocking communicator (blocking=0) answers ncclInProgress to its
@@ -360,8 +419,6 @@ EXPORT const char *ncclGetLastError(ncclComm_t c)
 }
 
 static const size_t type_size[] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2 };
-
-static _Thread_local int group;
 static ncclResult_t gather(struct ncclComm *c, const char *send, size_t bytes, char *all,
 			   size_t stride);
 
@@ -490,11 +547,16 @@ EXPORT ncclResult_t ncclGroupStart(void)
 
 EXPORT ncclResult_t ncclGroupEnd(void)
 {
+	ncclResult_t r;
+
 	logline(-1, "ncclGroupEnd");
 	if (!group)
 		return ncclInvalidUsage;
 	group--;
-	return group ? ncclSuccess : p2p_flush();
+	if (group)
+		return ncclSuccess;
+	r = njoin ? join_flush() : ncclSuccess;
+	return r == ncclSuccess ? p2p_flush() : r;
 }
 
 static ncclResult_t p2p_post(int send, const void *s, void *r, size_t count, ncclDataType_t dt,

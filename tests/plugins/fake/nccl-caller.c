@@ -16,6 +16,9 @@
  *              (nccl-tests 2.19 does)
  *   initall:   ncclCommInitAll makes every rank's communicator in one
  *              process; a thread each runs the scenario on one
+ *   maingroup: the main thread makes every rank's communicator with
+ *              ncclCommInitRank in one group (nccl-tests does); a thread
+ *              each runs the scenario on one
  *   untracked: processes, each making its communicator with the
  *              ncclCommInitRank of NCCL's own library (looked up in its
  *              handle, as vLLM's pynccl does), which an interposer in
@@ -473,7 +476,7 @@ static ncclResult_t init_untracked(ncclComm_t *comm, int n, ncclUniqueId id, int
 	return init(comm, n, id, rank);
 }
 
-enum { M_PROCS, M_THREADS, M_INITALL, M_UNTRACKED, M_THREADSMAIN };
+enum { M_PROCS, M_THREADS, M_INITALL, M_UNTRACKED, M_THREADSMAIN, M_MAINGROUP };
 
 /* threadsmain: the communicators the threads leave to the main thread */
 static ncclComm_t kept[64];
@@ -616,7 +619,7 @@ static void *rank_main(void *arg)
 	return NULL;
 }
 
-/* The ranks as threads of this process (mode threads or initall). */
+/* The ranks as threads of this process (mode threads, threadsmain, initall or maingroup). */
 static int run_threads(int n, ncclUniqueId id, const char *what, int mode)
 {
 	static struct rank_thread a[64];
@@ -628,6 +631,18 @@ static int run_threads(int n, ncclUniqueId id, const char *what, int mode)
 	if (mode == M_INITALL && (res = ncclCommInitAll(comms, n, NULL)) != ncclSuccess) {
 		printf("ncclCommInitAll: %d %s\n", res, ncclGetErrorString(res));
 		return 1;
+	}
+	if (mode == M_MAINGROUP) {
+		ncclGroupStart();
+		for (r = 0; r < n; r++)
+			if ((res = ncclCommInitRank(&comms[r], n, id, r)) != ncclSuccess)
+				printf("rank %d: ncclCommInitRank in a group: %d %s\n", r, res,
+				       ncclGetErrorString(res));
+		if ((res = ncclGroupEnd()) != ncclSuccess) {
+			printf("ncclGroupEnd after ncclCommInitRank: %d %s\n", res,
+			       ncclGetErrorString(res));
+			return 1;
+		}
 	}
 	for (r = 0; r < n; r++) {
 		a[r] = (struct rank_thread){ .n = n, .rank = r, .mode = mode, .id = id,
@@ -656,7 +671,10 @@ static int run_threads(int n, ncclUniqueId id, const char *what, int mode)
 
 int main(int argc, char **argv)
 {
-	static const char *const modes[] = { "threads:", "initall:", "untracked:", "threadsmain:" };
+	static const char *const modes[] = { "threads:", "initall:", "untracked:", "threadsmain:",
+					     "maingroup:" };
+	static const int mode_of[] = { M_THREADS, M_INITALL, M_UNTRACKED, M_THREADSMAIN,
+				       M_MAINGROUP };
 	int n, r, st, mode = M_PROCS, fails = 0;
 	const char *what;
 	pid_t pid[64];
@@ -664,17 +682,17 @@ int main(int argc, char **argv)
 	ncclResult_t res;
 
 	if (argc != 3 || (n = atoi(argv[1])) < 1 || n > 64) {
-		fprintf(stderr, "usage: nccl-caller NRANKS [threads:|initall:|untracked:|threadsmain:]"
+		fprintf(stderr, "usage: nccl-caller NRANKS "
+				"[threads:|initall:|untracked:|threadsmain:|maingroup:]"
 				"allreduce|"
 				"bf16|args|version|abort|nonblocking|groupfirst|peerdies|regcache|"
 				"asyncerr|colls|bf16coll|shrinkgrow\n");
 		return 2;
 	}
 	what = argv[2];
-	for (r = 0; r < 4; r++)
+	for (r = 0; r < (int)(sizeof(modes) / sizeof(modes[0])); r++)
 		if (!strncmp(what, modes[r], strlen(modes[r]))) {
-			mode = r == 0 ? M_THREADS : r == 1 ? M_INITALL : r == 2 ? M_UNTRACKED
-									      : M_THREADSMAIN;
+			mode = mode_of[r];
 			what += strlen(modes[r]);
 		}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -696,7 +714,7 @@ int main(int argc, char **argv)
 		printf("ncclGetUniqueId: %d (%s)\n", res, ncclGetErrorString(res));
 		return 1;
 	}
-	if (mode == M_THREADS || mode == M_INITALL || mode == M_THREADSMAIN)
+	if (mode != M_PROCS && mode != M_UNTRACKED)
 		return run_threads(n, id, what, mode);
 	for (r = 0; r < n; r++) {
 		pid[r] = fork();
