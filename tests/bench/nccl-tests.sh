@@ -88,7 +88,10 @@ stamp=$(date -u +%Y-%m-%d)
 report=$out/nccl-tests-$stamp-x$ngpu.txt
 exec > >(tee "$report") 2>&1
 echo "# nccl-tests through penny's interposer, $(date -u '+%Y-%m-%d %H:%M UTC'), $(hostname), $ngpu GPUs"
-echo "# nccl-tests: $src ($(git -C "$src" log -1 --format=%h 2>/dev/null || echo 'not a git checkout')); NCCL: $real"
+# a copy without .git inside another checkout would name that one's commit
+ver="not a git checkout"
+[ "$(git -C "$src" rev-parse --show-toplevel 2>/dev/null)" = "$src" ] && ver=$(git -C "$src" log -1 --format=%h)
+echo "# nccl-tests: $src ($ver); NCCL: $real"
 rc=0
 # run OUT PENNY ARGS...: one nccl-tests run (PENNY 1: through the interposer)
 run() {
