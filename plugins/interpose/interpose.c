@@ -479,8 +479,8 @@ ncclResult_t attach(struct pcomm *p)
 	mine.magic = HELLO_MAGIC;
 	pn_plugin_process(&mine.proc, &mine.pid);
 	mine.key = pn_plugin_random() | 1;
-	mine.want = cfg.enabled;
-	if (cfg.enabled) {
+	mine.want = cfg_wanted();
+	if (mine.want) {
 		pthread_once(&plugin_once, load_plugin);
 		mine.plugin_ok = P != NULL;
 		mine.colls = P ? plugin_colls() : 0;

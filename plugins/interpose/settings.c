@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The interposer's settings (PENNY_NCCL*, man/penny-nccl.7), read once,
- * and its one-line messages.
+ * The interposer's settings (PENNY_NCCL*, man/penny-nccl.7), read once
+ * (PENNY_NCCL also at each communicator's set-up), and its one-line
+ * messages.
  */
 #include "interpose.h"
 
@@ -110,4 +111,17 @@ void cfg_read(void)
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 	pthread_once(&once, read_cfg);
+}
+
+/* PENNY_NCCL as it is now (a program may turn penny off for the
+ * communicators it makes next, as the bench's in-process A/B does); a
+ * value read_cfg refused keeps penny off. */
+int cfg_wanted(void)
+{
+	const char *on = getenv("PENNY_NCCL");
+
+	cfg_read();
+	if (!cfg.enabled && cfg.bad[0])
+		return 0;
+	return !on || !*on || !strcmp(on, "1") || !strcmp(on, "on");
 }

@@ -253,6 +253,16 @@ test_expect_success 'threads destroyed one after another by the main thread: rel
 	PENNY_NCCL_TIMEOUT=60 ip timeout 20 "$caller" 3 threadsmain:colls >out 2>err &&
 	test "$(grep -c "colls ok" out)" -eq 3 && grep -q "^main thread: 3 communicators destroyed$" out
 '
+# PENNY_NCCL is read again at each communicator's set-up (the PyTorch
+# bench's in-process A/B): a split made with it off is NCCL's, the next
+# one, made with it unset, penny's; the first communicator stays penny's
+test_expect_success 'PENNY_NCCL=off set by the program: the communicators it makes next are NCCL'"'"'s' '
+	PENNY_NCCL_DEBUG=1 ip "$caller" 4 offsplit >out 2>err &&
+	test "$(grep -c "offsplit ok, 3 " out)" -eq 4 && test "$(nccl_ar)" -eq 4 &&
+	test "$(grep -c "^penny-nccl: NCCL runs communicator $ptr of 2 ranks (PENNY_NCCL=off on some rank)$" err)" -eq 2 &&
+	test "$(grep -c "^penny-nccl: penny runs ncclAllReduce, ncclReduceScatter, ncclAllGather of communicator $ptr of 2 ranks" err)" -eq 2 &&
+	grep -q "^penny-nccl: penny runs ncclAllReduce, ncclReduceScatter, ncclAllGather of communicator $ptr of 4 ranks" err
+'
 test_expect_success 'a communicator the interposer never saw (made by NCCL'"'"'s own handle): every call NCCL'"'"'s' '
 	PENNY_NCCL_DEBUG=1 ip "$caller" 2 untracked:allreduce >out 2>err &&
 	test "$(grep -c "allreduce ok, 86 " out)" -eq 2 && test "$(nccl_ar)" -eq 172 &&

@@ -51,6 +51,10 @@
  *              inside a group; every result checked
  *   bf16coll   a bfloat16 reduce-scatter and all-gather (only penny can
  *              reduce bfloat16 here)
+ *   offsplit   (4 ranks) one allreduce; then PENNY_NCCL=off in the
+ *              environment and a split (ranks % 2) with one allreduce,
+ *              then PENNY_NCCL unset and another split with one: each
+ *              checked (the interposer reads it at each set-up)
  *   shrinkgrow (processes, 3 ranks or more) the last rank leaves by
  *              ncclCommShrink and comes back by ncclCommGrow (the id from
  *              rank 0 through a pipe); an allreduce on each of the three
@@ -541,6 +545,28 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what, int mode
 	}
 	else if (!strcmp(what, "regcache"))
 		calls = regcache(comm, rank, n);
+	else if (!strcmp(what, "offsplit")) {
+		ncclComm_t sub[2] = { NULL, NULL };
+		int i, sn = 0, sr = -1;
+
+		calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+		for (i = 0; i < 2; i++) {
+			if (i == 0)
+				setenv("PENNY_NCCL", "off", 1);
+			else
+				unsetenv("PENNY_NCCL");
+			EXPECT(ncclCommSplit(comm, rank % 2, rank, &sub[i], NULL) == ncclSuccess &&
+				       sub[i], "rank %d: ncclCommSplit failed", rank);
+			if (!sub[i])
+				continue;
+			ncclCommCount(sub[i], &sn);
+			ncclCommUserRank(sub[i], &sr);
+			calls += one(sub[i], sr, sn, ncclFloat64, ncclSum, 1000 + i, 0, 0);
+		}
+		for (i = 0; i < 2; i++)
+			if (sub[i])
+				ncclCommDestroy(sub[i]);
+	}
 	else if (!strcmp(what, "shrinkgrow"))
 		calls = shrinkgrow(comm, rank, n);
 	else if (!strcmp(what, "colls")) {
@@ -686,7 +712,7 @@ int main(int argc, char **argv)
 				"[threads:|initall:|untracked:|threadsmain:|maingroup:]"
 				"allreduce|"
 				"bf16|args|version|abort|nonblocking|groupfirst|peerdies|regcache|"
-				"asyncerr|colls|bf16coll|shrinkgrow\n");
+				"asyncerr|colls|bf16coll|shrinkgrow|offsplit\n");
 		return 2;
 	}
 	what = argv[2];
