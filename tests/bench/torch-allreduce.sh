@@ -37,6 +37,12 @@
 # each rank binds itself to its own CPUs before CUDA starts (the CPUs it may
 # use shared out evenly, its GPU's NUMA node's where the machine says), one
 # "# pin:" line a rank.
+# AB=R (2..200; default 0: off): instead of the above, one launch per GPU
+# count and collective under the interposer that runs NCCL and penny in the
+# same processes (torch_allreduce.py ab: the default group penny's, a second
+# one made with PENNY_NCCL=off NCCL's), R rounds of one timed block each,
+# alternated; writes ...-xN-ab.{txt,tsv,json}.  Whatever moves one launch's
+# eager times against the next moves both sides alike there.
 # Builds only libpenny-nccl.so and the cuda plugin (make, a C compiler and
 # nvcc are enough), or none with PLUGINDIR=dir (both built before).  NVLink
 # SHARP/multicast stays off.
@@ -53,6 +59,7 @@ COLLS=${COLLS:-all_reduce reduce_scatter all_gather}
 TIMEOUT=${TIMEOUT:-1800}
 ROUNDS=${ROUNDS:-1}
 PIN=${PIN:-0}
+AB=${AB:-0}
 die() {
 	echo "torch-allreduce: $*" >&2
 	exit 2
@@ -65,6 +72,7 @@ for coll in $COLLS; do
 	esac
 done
 [[ $ROUNDS =~ ^[1-9][0-9]?$ && $ROUNDS -le 50 ]] || die "ROUNDS: '$ROUNDS' is not 1..50"
+[[ $AB = 0 || ($AB =~ ^[1-9][0-9]{0,2}$ && $AB -ge 2 && $AB -le 200) ]] || die "AB: '$AB' is not 0 or 2..200"
 case $PIN in
 0) pin=() ;;
 1) pin=(--pin) ;;
@@ -170,6 +178,27 @@ compare_pair() {
 	echo "# round $r: $mode against NCCL"
 	grep -E '^# (results|eager|graph|CUDA)|^#   ' "$w-cmp.txt"
 }
+# ab: NCCL and penny alternated inside one launch (torch_allreduce.py ab)
+ab() {
+	local f=$out/torch-${coll//_/}-$stamp-$kind-x$np-ab
+	echo "## $np GPUs, $coll: NCCL and penny in one process, $AB rounds"
+	if ! (export PENNY_NCCL_DEBUG=1 PENNY_NCCL_PLUGIN="$plugin" LD_PRELOAD="$lib"
+		timeout -k 30 "$TIMEOUT" "$PY" -m torch.distributed.run --standalone --nproc-per-node="$np" \
+			"$top/tests/bench/torch_allreduce.py" ab --rounds "$AB" --graph "${GRAPH:-20}" \
+			--iters "${ITERS:-200}" --max-bytes "${MAXB:-268435456}" --coll "$coll" \
+			${pin[@]+"${pin[@]}"} --out "$f") >"$work/ab.log" 2>&1; then
+		tail -n 30 "$work/ab.log"
+		echo "## exit: the launch failed"
+		rc=1
+		return
+	fi
+	grep "^penny-nccl:" "$work/ab.log" | sort | uniq -c | sed 's/^/# /' | head -n 20
+	# penny ran the default group, and NCCL the other (the interposer's lines)
+	grep -q "penny runs $call (the first" "$work/ab.log" &&
+		grep -q "ranks (PENNY_NCCL=off on some rank)" "$work/ab.log" ||
+		{ echo "## penny ran no $call, or the NCCL group was not NCCL's: the lines above say why"; rc=1; }
+	cat "$f.txt"
+}
 for np in $GPUS; do
 	[ "$ngpu" -ge "$np" ] || { echo "# skip $np GPUs: only $ngpu"; continue; }
 	for coll in $COLLS; do
@@ -179,6 +208,10 @@ for np in $GPUS; do
 		reduce_scatter) call=ncclReduceScatter ;;
 		*) call=ncclAllGather ;;
 		esac
+		if [ "$AB" != 0 ]; then
+			ab
+			continue
+		fi
 		base=$out/torch-${coll//_/}-$stamp-$kind-x$np
 		w=$work/${coll//_/}-x$np
 		modes=penny

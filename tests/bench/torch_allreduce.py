@@ -26,6 +26,16 @@ tests/bench/torch-allreduce.sh (one process per GPU under torchrun).
       OUTBASE.txt and OUTBASE.tsv.  Exit (compare's rules too): 1 when a
       round's results differ or a graph replay was wrong, 0 otherwise (a
       ratio over the goal is reported, not an error), 2 on unusable files.
+  torchrun --nproc-per-node N torch_allreduce.py ab --out OUTBASE [--coll C]
+           [--rounds R] [--pin]  (under LD_PRELOAD=libpenny-nccl.so)
+      NCCL and penny in one process: the default group is penny's, a second
+      group over the same ranks is made with PENNY_NCCL=off (the interposer
+      reads it at each communicator's set-up) and is NCCL's; per size, R
+      rounds of one timed block on each, alternated (P N, N P, ...), eager
+      and in CUDA graphs, so that what moves eager times from one process
+      to the next (up to 2x) moves both sides alike.  Per size and mode:
+      each side's median block, the ratio of the medians and the per-round
+      ratios' min, median and max; rank 0 writes OUTBASE.txt, .tsv, .json.
 """
 import argparse
 import datetime
@@ -258,15 +268,17 @@ def output(coll, world, x):
     return x.new_empty(x.numel() // world if coll == "reduce_scatter" else x.numel() * world)
 
 
-def collective(dist, coll, x, y, op=None):
-    """The call from input x into y (output()); y."""
+def collective(dist, coll, x, y, op=None, group=None):
+    """The call from input x into y (output()) on group (None: the default); y."""
     kw = {} if op is None else {"op": op}
+    if group is not None:
+        kw["group"] = group
     if coll == "all_reduce":
         dist.all_reduce(x, **kw)
     elif coll == "reduce_scatter":
         dist.reduce_scatter_tensor(y, x, **kw)
     else:
-        dist.all_gather_into_tensor(y, x)
+        dist.all_gather_into_tensor(y, x, **({} if group is None else {"group": group}))
     return y
 
 
@@ -416,6 +428,117 @@ def run(args):
         with open(args.out, "w") as f:
             json.dump(res, f, indent=1, sort_keys=True)
         torch.save(keep, args.out + ".pt")
+    dist.destroy_process_group()
+
+
+def ab(args):
+    """NCCL (a group made with PENNY_NCCL=off) and penny (the default group)
+    alternated in one process: see the module's text."""
+    if args.pin:
+        rank = int(os.environ["RANK"])
+        pin(rank, int(os.environ.get("LOCAL_RANK", rank)),
+            int(os.environ.get("LOCAL_WORLD_SIZE", os.environ["WORLD_SIZE"])))
+    import torch
+    import torch.distributed as dist
+
+    rank = int(os.environ["RANK"])
+    world = int(os.environ["WORLD_SIZE"])
+    local = int(os.environ.get("LOCAL_RANK", rank))
+    torch.cuda.set_device(local)
+    dev = torch.device("cuda", local)
+    dist.init_process_group("nccl", timeout=datetime.timedelta(seconds=args.timeout), device_id=dev)
+    coll = args.coll
+    w = torch.ones(1024, device=dev)
+    dist.all_reduce(w)  # the default group's set-up: penny's (PENNY_NCCL as launched)
+    torch.cuda.synchronize()
+    os.environ["PENNY_NCCL"] = "off"  # every rank alike, before the second group's set-up
+    g_nccl = dist.new_group(list(range(world)))
+    dist.all_reduce(w, group=g_nccl)
+    torch.cuda.synchronize()
+    del os.environ["PENNY_NCCL"]
+    sides = (("penny", None), ("nccl", g_nccl))
+    res = {"coll": coll, "world": world, "rounds": args.rounds, "torch": torch.__version__,
+           "nccl": ".".join(str(v) for v in torch.cuda.nccl.version()), "eager": {}, "graph": {}}
+    lines = ["# %s, %d ranks, NCCL %s, PyTorch %s: penny (default group) and NCCL (a group made "
+             "with PENNY_NCCL=off) in one process, %d rounds of one block each, alternated"
+             % (coll, world, res["nccl"], res["torch"], args.rounds),
+             "# mode   bytes       nccl_us   penny_us  ratio   ratio/round min med max"]
+    rows = []
+    b = args.min_bytes
+    while b <= args.max_bytes:
+        nbytes, b = b, b * 2
+        n = nbytes // 2 if coll == "all_reduce" else nbytes // 2 // world * world
+        if n < world:
+            continue
+        nin = n // world if coll == "all_gather" else n
+        bufs = {}
+        for name, grp in sides:
+            x = torch.randn(nin, device=dev).to(torch.bfloat16)
+            bufs[name] = (x, output(coll, world, x), grp)
+        iters = max(10, min(args.iters, int(2e9 // max(nbytes, 1) // 8)))
+        for name in bufs:
+            x, y, grp = bufs[name]
+            for _ in range(5):
+                collective(dist, coll, x, y, group=grp)
+        graphs = {}
+        if args.graph:
+            for name in bufs:
+                x, y, grp = bufs[name]
+                s = torch.cuda.Stream()
+                s.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(s):
+                    for _ in range(3):
+                        collective(dist, coll, x, y, group=grp)
+                torch.cuda.current_stream().wait_stream(s)
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    for _ in range(args.graph):
+                        collective(dist, coll, x, y, group=grp)
+                graphs[name] = g
+        torch.cuda.synchronize()
+        for mode in ("eager", "graph") if graphs else ("eager",):
+            per = {"penny": [], "nccl": []}
+            for r in range(args.rounds):
+                order = sides if r % 2 == 0 else sides[::-1]
+                for name, _ in order:
+                    x, y, grp = bufs[name]
+                    torch.cuda.synchronize()
+                    dist.barrier()
+                    if mode == "eager":
+                        launch, k, calls = (lambda: collective(dist, coll, x, y, group=grp)), iters, 1
+                    else:
+                        launch, k, calls = graphs[name].replay, max(2, iters // args.graph), args.graph
+                    ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+                    ev[0].record()
+                    for _ in range(k):
+                        launch()
+                    ev[1].record()
+                    ev[1].synchronize()
+                    per[name].append(ev[0].elapsed_time(ev[1]) * 1000.0 / (k * calls))
+            # the slowest rank's figure per block
+            t = torch.tensor(per["penny"] + per["nccl"], device=dev, dtype=torch.float64)
+            dist.all_reduce(t, op=dist.ReduceOp.MAX)
+            t = t.tolist()
+            pp, nn = t[:args.rounds], t[args.rounds:]
+            ratios = sorted(p_ / n_ for p_, n_ in zip(pp, nn))
+            pm, nm = statistics.median(pp), statistics.median(nn)
+            res[mode][str(nbytes)] = {"penny": pp, "nccl": nn}
+            lines.append("%-6s %11d %9.2f %9.2f %6.3f   %6.3f %6.3f %6.3f%s"
+                         % (mode, nbytes, nm, pm, pm / nm, ratios[0], statistics.median(ratios),
+                            ratios[-1], "  over %.2f" % GOAL if pm / nm > GOAL else ""))
+            rows.append("\t".join(str(v) for v in (mode, world, nbytes, args.rounds, round(nm, 3),
+                                                    round(pm, 3), round(pm / nm, 4), round(ratios[0], 4),
+                                                    round(statistics.median(ratios), 4),
+                                                    round(ratios[-1], 4))))
+        del graphs
+    over = [ln.split()[0] + " " + ln.split()[1] for ln in lines[2:] if "over" in ln]
+    lines.append("# sizes with penny's median over %.2fx NCCL's: %s" % (GOAL, ", ".join(over) or "none"))
+    dist.barrier()
+    if rank == 0:
+        report(lines, [], args.out, "mode\tranks\tbytes\trounds\tnccl_us\tpenny_us\tratio"
+               "\tratio_min\tratio_med\tratio_max", rows)
+        with open(args.out + ".json", "w") as f:
+            json.dump(res, f, indent=1, sort_keys=True)
     dist.destroy_process_group()
 
 
@@ -635,6 +758,16 @@ def main():
                    "by up to 2x between runs on a shared machine: more blocks steady it)")
     r.add_argument("--pin", action="store_true",
                    help="bind each rank to its own CPUs (its GPU's NUMA node's where known) first")
+    a = sub.add_parser("ab", help="NCCL and penny alternated in one process (under the interposer)")
+    a.add_argument("--coll", default="all_reduce", choices=["all_reduce", "reduce_scatter", "all_gather"])
+    a.add_argument("--out", required=True, metavar="OUTBASE")
+    a.add_argument("--timeout", type=int, default=300)
+    a.add_argument("--iters", type=int, default=200)
+    a.add_argument("--graph", type=int, default=20, help="calls per captured graph (0: none)")
+    a.add_argument("--rounds", type=int, default=10, choices=range(2, 201), metavar="2..200")
+    a.add_argument("--min-bytes", type=int, default=1 << 10)
+    a.add_argument("--max-bytes", type=int, default=256 << 20)
+    a.add_argument("--pin", action="store_true")
     c = sub.add_parser("compare")
     c.add_argument("nccl")
     c.add_argument("penny")
@@ -646,6 +779,9 @@ def main():
     args = p.parse_args()
     if args.cmd == "run":
         run(args)
+        return 0
+    if args.cmd == "ab":
+        ab(args)
         return 0
     if args.cmd == "rounds":
         return rounds(args)
