@@ -146,18 +146,22 @@ enum pn_algo pn_tune_pick(const struct pn_tune *tt, int nranks, int nnodes, size
 		return PN_ALGO_RING;
 	if (nnodes == 1) {
 		/*
-		 * Registered buffers, two ranks: out of place, one-shot reads
-		 * the peer's input, which a loop of calls leaves cached on
-		 * both cores.  In place each call's input is the last call's
-		 * output, written by its owner: every byte crosses cores
-		 * whatever the algorithm.  There one-shot runs over the FIFOs
-		 * (sched.c), the fastest up to 64 KiB; from 256 KiB the ring
-		 * ties or wins.
+		 * Registered buffers, two ranks, each input written by its
+		 * rank just before the call (as a step's gradients are): the
+		 * peer's bytes cross cores whatever the algorithm.  Small
+		 * sizes: out of place the ring (direct one-shot 1.1-1.2x at
+		 * 1 KiB and 32-64 KiB), in place one-shot over the FIFOs
+		 * (sched.c).  Then two-shot, each rank reducing half (0.44-
+		 * 0.98x the faster other's time from 128 KiB to 8 MiB); in
+		 * place from 16 MiB the ring, 0.5-0.9x two-shot's time there
+		 * (results/2026-11-30-dev).
 		 */
-		if (direct && nranks == 2 && inplace)
-			return bytes <= PN_TUNE_ONE_SHOT_2_IP_MAX ? PN_ALGO_ONE_SHOT : PN_ALGO_RING;
+		if (direct && nranks == 2 && !inplace)
+			return bytes <= PN_TUNE_RING_2_OOP_MAX ? PN_ALGO_RING : PN_ALGO_TWO_SHOT;
+		if (direct && nranks == 2 && bytes <= PN_TUNE_ONE_SHOT_2_IP_MAX)
+			return PN_ALGO_ONE_SHOT;
 		if (direct && nranks == 2)
-			return bytes <= PN_TUNE_ONE_SHOT_2_MAX ? PN_ALGO_ONE_SHOT : PN_ALGO_TWO_SHOT;
+			return bytes <= PN_TUNE_TWO_SHOT_2_IP_MAX ? PN_ALGO_TWO_SHOT : PN_ALGO_RING;
 		if (direct)
 			return bytes <= PN_TUNE_ONE_SHOT_MAX ? PN_ALGO_ONE_SHOT : PN_ALGO_TWO_SHOT;
 		return bytes <= (16u << 10) ? PN_ALGO_ONE_SHOT : PN_ALGO_RING;

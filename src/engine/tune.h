@@ -42,13 +42,19 @@ struct pn_tune {
  * table differs there too, README: Tuning). */
 enum pn_algo pn_tune_pick(const struct pn_tune *t, int nranks, int nnodes, size_t bytes,
 			  int direct, int inplace);
-/* The built-in table's largest sizes for one-shot with registered buffers:
- * two ranks out of place; more ranks (in place it reduces into a scratch
- * buffer of the whole size). */
-#define PN_TUNE_ONE_SHOT_2_MAX (4u << 20)
-#define PN_TUNE_ONE_SHOT_MAX (64u << 10)
-/* Two ranks in place (one-shot over the FIFOs there), then the ring. */
+/*
+ * The built-in table's sizes with registered buffers, measured with every
+ * input rewritten before each call (README: Tuning).  Two ranks: out of
+ * place the ring up to PN_TUNE_RING_2_OOP_MAX, then two-shot; in place
+ * one-shot (over the FIFOs there) up to PN_TUNE_ONE_SHOT_2_IP_MAX, then
+ * two-shot up to PN_TUNE_TWO_SHOT_2_IP_MAX, then the ring.  More ranks:
+ * one-shot up to PN_TUNE_ONE_SHOT_MAX (in place it reduces into a scratch
+ * buffer of the whole size), then two-shot.
+ */
+#define PN_TUNE_RING_2_OOP_MAX (32u << 10)
 #define PN_TUNE_ONE_SHOT_2_IP_MAX (64u << 10)
+#define PN_TUNE_TWO_SHOT_2_IP_MAX (8u << 20)
+#define PN_TUNE_ONE_SHOT_MAX (64u << 10)
 /* Read a tuning file (pn_file_read: a regular file, bounded) into t, whose
  * table it replaces on success; t is unchanged on failure. */
 int pn_tune_load(struct pn_tune *t, const char *path);

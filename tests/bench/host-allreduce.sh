@@ -4,7 +4,7 @@
 # in one run.  Prints per size both times and the speed-up MPI/penny.
 #   tests/bench/host-allreduce.sh [NP...]      (default: 2 4)
 # Environment: ITERS (default 200), WARMUP (20), MINB (8), MAXB (16777216;
-# byte counts in digits),
+# byte counts in digits), FACTOR (4: the size step of penny's sweeps),
 # ROUNDS (3: alternate the two programs, keep the best time of each).
 # Then, in the same call, penny alone: every algorithm of ALGOS (one-shot,
 # two-shot, ring) and auto, in place and out of place, ROUNDS sweeps; per
@@ -14,23 +14,32 @@
 # (above 1: in place is slower).  FRESH=1: that part with --fresh-input
 # (every input rewritten before each call, only the calls timed), where
 # out of place no longer reads an input the call before left cached.
+# MPI=0: penny alone (no Open MPI run).  RAW=DIR: keep each sweep's JSON
+# there (algos.NP.ROUND[.fresh].json).
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 PENNY=${PENNY:-$top/penny}
 iters=${ITERS:-200} warmup=${WARMUP:-20} minb=${MINB:-8} maxb=${MAXB:-16777216}
 [[ $minb =~ ^[0-9]+$ && $maxb =~ ^[0-9]+$ && $minb -le $maxb ]] ||
 	{ echo "MINB and MAXB are byte counts in digits, MINB <= MAXB" >&2; exit 2; }
-rounds=${ROUNDS:-3} algos=${ALGOS:-one-shot,two-shot,ring}
+rounds=${ROUNDS:-3} algos=${ALGOS:-one-shot,two-shot,ring} factor=${FACTOR:-4}
+[[ $factor =~ ^[0-9]+$ && $factor -ge 2 ]] || { echo "FACTOR is an integer from 2" >&2; exit 2; }
 fresh=
 [ "${FRESH:-0}" = 1 ] && fresh=--fresh-input
 [[ $algos =~ ^[a-z,-]+$ ]] || { echo "ALGOS is a comma list of algorithms" >&2; exit 2; }
+mpi=${MPI:-1} raw=${RAW:-}
+[ -z "$raw" ] || mkdir -p "$raw"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-mpicc -O2 -o "$out/mpi_allreduce" "$top/tests/bench/mpi_allreduce.c"
 [ -x "$PENNY" ] || { echo "build penny first (make)" >&2; exit 2; }
-echo "# host allreduce: penny vs Open MPI $(mpirun --version 2>/dev/null | head -1 | awk '{print $NF}'), float sum, $(nproc) cores, $(uname -r)"
-echo "# iters $iters warm-up $warmup, best of $rounds alternating rounds; time in us (slowest rank's average)"
-for np in ${*:-2 4}; do
+if [ "$mpi" = 1 ]; then
+	mpicc -O2 -o "$out/mpi_allreduce" "$top/tests/bench/mpi_allreduce.c"
+	echo "# host allreduce: penny vs Open MPI $(mpirun --version 2>/dev/null | head -1 | awk '{print $NF}'), float sum, $(nproc) cores, $(uname -r)"
+else
+	echo "# host allreduce: penny alone, float sum, $(nproc) cores, $(uname -r)"
+fi
+echo "# iters $iters warm-up $warmup, $rounds rounds; time in us (slowest rank's average); $(uptime)"
+[ "$mpi" = 1 ] && for np in ${*:-2 4}; do
 	extra=
 	[ "$np" -gt "$(nproc)" ] && extra=--oversubscribe
 	for r in $(seq "$rounds"); do
@@ -69,8 +78,9 @@ done
 # penny alone: auto against the fastest, in place against out of place
 for np in ${*:-2 4}; do
 	for r in $(seq "$rounds"); do
-		"$PENNY" allreduce-test --np "$np" -b "$minb" -e "$maxb" -f 4 -n "$iters" -w "$warmup" -c 0 \
-			-A "$algos,auto" $fresh --json >"$out/algos.$np.$r.json"
+		"$PENNY" allreduce-test --np "$np" -b "$minb" -e "$maxb" -f "$factor" -n "$iters" -w "$warmup" \
+			-c 0 -A "$algos,auto" $fresh --json >"$out/algos.$np.$r.json"
+		[ -z "$raw" ] || cp "$out/algos.$np.$r.json" "$raw/algos.$np.$r${fresh:+.fresh}.json"
 	done
 	echo
 	echo "# np=$np: penny's algorithms ($algos) and auto, median of $rounds sweeps, time in us${fresh:+, $fresh}"

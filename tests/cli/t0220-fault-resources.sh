@@ -41,7 +41,7 @@ test_expect_success 'a tuning file that cannot be read: one line, no crash (was 
 
 test_expect_success '--tune-out without --algo all writes what ran, and PENNY_TUNE_FILE loads it' '
 	penny allreduce-test --np 2 -b 8 -e 256K -f 8 --tune-out t.tune >out &&
-	cat t.tune && grep -q " one-shot$" t.tune &&
+	cat t.tune && grep -q " two-shot$" t.tune &&
 	# a line per size, two where in place and out of place ran apart
 	test "$(grep -v "^#" t.tune | cut -d" " -f3 | sort -u | wc -l)" -eq 6 &&
 	! grep -v "^#" t.tune | grep -vqE "^2 1 [0-9]+ [a-z-]+( in-place| out-of-place)?$" &&

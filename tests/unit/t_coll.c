@@ -219,15 +219,29 @@ TEST(tune_builtin_rule_of_the_other_collectives)
 
 /*
  * The built-in allreduce rule on one node with registered buffers, as
- * measured on the host with two ranks (results/2026-11-28-dev): out of
- * place one-shot up to 4 MiB, then two-shot; in place one-shot (over the
- * FIFOs, results/2026-11-29-dev) up to 64 KiB, then the ring over the
- * FIFOs.  pn_allreduce_algo tells in place by one registration handed as
- * both.  Without registrations nothing changed.
+ * measured on the host with two ranks and every input rewritten before each
+ * call (results/2026-11-30-dev): out of place the ring up to 32 KiB, then
+ * two-shot; in place one-shot (over the FIFOs) up to 64 KiB, then two-shot
+ * up to 8 MiB, then the ring.  pn_allreduce_algo tells in place by one
+ * registration handed as both.  More ranks and no registrations: as before.
  */
 TEST(tune_builtin_in_place_and_out_of_place)
 {
-	static const size_t sizes[] = { 8, 4096, 65536, 262144, 1u << 20, 4u << 20 };
+	static const struct {
+		size_t bytes;
+		enum pn_algo oop, ip;
+	} want[] = {
+		{ 8, PN_ALGO_RING, PN_ALGO_ONE_SHOT },
+		{ 4096, PN_ALGO_RING, PN_ALGO_ONE_SHOT },
+		{ 32768, PN_ALGO_RING, PN_ALGO_ONE_SHOT },
+		{ 32769, PN_ALGO_TWO_SHOT, PN_ALGO_ONE_SHOT },
+		{ 65536, PN_ALGO_TWO_SHOT, PN_ALGO_ONE_SHOT },
+		{ 65537, PN_ALGO_TWO_SHOT, PN_ALGO_TWO_SHOT },
+		{ 1u << 20, PN_ALGO_TWO_SHOT, PN_ALGO_TWO_SHOT },
+		{ 8u << 20, PN_ALGO_TWO_SHOT, PN_ALGO_TWO_SHOT },
+		{ (8u << 20) + 1, PN_ALGO_TWO_SHOT, PN_ALGO_RING },
+		{ 64u << 20, PN_ALGO_TWO_SHOT, PN_ALGO_RING },
+	};
 	struct pn_peer peers[2] = { { .transport = &pn_transport_shm, .node = 0, .local = 0 },
 				    { .transport = &pn_transport_shm, .node = 0, .local = 1 } };
 	struct pn_comm c = { .rank = 0, .nranks = 2, .nnodes = 1, .local_size = 2, .nchannels = 1,
@@ -236,25 +250,26 @@ TEST(tune_builtin_in_place_and_out_of_place)
 	struct pn_coll co;
 	size_t i;
 
-	for (i = 0; i < PN_ARRAY_SIZE(sizes); i++) {
-		CHECK_EQ_INT(pn_tune_pick(NULL, 2, 1, sizes[i], 1, 0), PN_ALGO_ONE_SHOT);
-		CHECK_EQ_INT(pn_tune_pick(NULL, 2, 1, sizes[i], 1, 1),
-			     sizes[i] <= 65536 ? PN_ALGO_ONE_SHOT : PN_ALGO_RING);
+	for (i = 0; i < PN_ARRAY_SIZE(want); i++) {
+		CHECK_EQ_INT(pn_tune_pick(NULL, 2, 1, want[i].bytes, 1, 0), want[i].oop);
+		CHECK_EQ_INT(pn_tune_pick(NULL, 2, 1, want[i].bytes, 1, 1), want[i].ip);
 	}
-	/* more ranks: as before */
+	/* more ranks, and no registrations: as before */
 	CHECK_EQ_INT(pn_tune_pick(NULL, 4, 1, 65536, 1, 1), PN_ALGO_ONE_SHOT);
 	CHECK_EQ_INT(pn_tune_pick(NULL, 4, 1, 65537, 1, 0), PN_ALGO_TWO_SHOT);
-	CHECK_EQ_INT(pn_tune_pick(NULL, 2, 1, (4u << 20) + 1, 1, 0), PN_ALGO_TWO_SHOT);
+	CHECK_EQ_INT(pn_tune_pick(NULL, 4, 1, 64u << 20, 1, 1), PN_ALGO_TWO_SHOT);
 	CHECK_EQ_INT(pn_tune_pick(NULL, 2, 1, 16384, 0, 1), PN_ALGO_ONE_SHOT);
 	CHECK_EQ_INT(pn_tune_pick(NULL, 2, 1, 16385, 0, 0), PN_ALGO_RING);
 	CHECK_EQ_INT(pn_coll_init(&co, &c, NULL), 0);
-	CHECK_EQ_INT(pn_allreduce_algo(&co, 65536, PN_FLOAT, PN_ALGO_AUTO, &sreg, &rreg),
-		     PN_ALGO_ONE_SHOT);
-	/* 64 KiB of floats in place: one-shot; one float more: the ring */
+	CHECK_EQ_INT(pn_allreduce_algo(&co, 8192, PN_FLOAT, PN_ALGO_AUTO, &sreg, &rreg),
+		     PN_ALGO_RING);
+	CHECK_EQ_INT(pn_allreduce_algo(&co, 8193, PN_FLOAT, PN_ALGO_AUTO, &sreg, &rreg),
+		     PN_ALGO_TWO_SHOT);
+	/* 64 KiB of floats in place: one-shot; one float more: two-shot */
 	CHECK_EQ_INT(pn_allreduce_algo(&co, 16384, PN_FLOAT, PN_ALGO_AUTO, &rreg, &rreg),
 		     PN_ALGO_ONE_SHOT);
 	CHECK_EQ_INT(pn_allreduce_algo(&co, 16385, PN_FLOAT, PN_ALGO_AUTO, &rreg, &rreg),
-		     PN_ALGO_RING);
+		     PN_ALGO_TWO_SHOT);
 	CHECK_EQ_INT(pn_allreduce_algo(&co, 65536, PN_FLOAT, PN_ALGO_TWO_SHOT, &rreg, &rreg),
 		     PN_ALGO_TWO_SHOT);
 	pn_coll_release(&co);
@@ -300,7 +315,7 @@ TEST(tune_in_place_and_out_of_place_lines)
 	CHECK_EQ_INT(pn_tune_pick(&t, 2, 1, 8192, 1, 1), PN_ALGO_SIMPLE_RING);
 	CHECK_EQ_INT(pn_tune_pick(&t, 2, 1, 1u << 20, 1, 1), PN_ALGO_MULTIRING);
 	/* no out-of-place line that large: the built-in rule */
-	CHECK_EQ_INT(pn_tune_pick(&t, 2, 1, 1u << 20, 1, 0), PN_ALGO_ONE_SHOT);
+	CHECK_EQ_INT(pn_tune_pick(&t, 2, 1, 1u << 20, 1, 0), PN_ALGO_TWO_SHOT);
 	pn_tune_release(&t);
 	path_of(path, sizeof(path), "modes");
 	CHECK_EQ_INT(save(path, 2, 1, bytes, oop, ip, 3), 0);
