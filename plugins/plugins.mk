@@ -147,7 +147,7 @@ PL_FAKES := $(PL_TEST)/penny-fake.so $(PL_TEST)/penny-badabi.so $(PL_TEST)/penny
 	$(PL_TEST)/penny-fakedie.so $(PL_TEST)/penny-fakeskew.so $(PL_TEST)/penny-fakenograph.so $(PL_TEST)/penny-fakeflat.so \
 	$(PL_TEST)/penny-fakeold.so $(PL_TEST)/penny-fakeall.so $(PL_TEST)/cuda/penny-cuda.so \
 	$(PL_TEST)/nccl/penny-nccl.so $(PL_TEST)/cuda-nobw/penny-cuda.so $(PL_TEST)/noxnode/penny-fake.so \
-	$(PL_TEST)/ncclhost/penny-nccl.so
+	$(PL_TEST)/ncclhost/penny-nccl.so $(PL_TEST)/xcoll2/penny-fake.so
 
 # Stand-ins for NCCL and the CUDA driver, and a program that calls NCCL like
 # a framework: the NCCL interposer's tests (tests/cli/t0610-nccl-interposer.sh).
@@ -286,6 +286,11 @@ $(PL_TEST)/cuda-nobw/penny-cuda.so: tests/plugins/fake/fake.c plugins/include/pe
 $(PL_TEST)/noxnode/penny-fake.so: tests/plugins/fake/fake.c plugins/include/penny_plugin.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -DFAKE_NOXNODE -shared -o $@ $<
+# The test plugin as before PENNY_CAP_XCOLL_NODES: xnode_coll's kinds that
+# send to one node each across 2 nodes only.
+$(PL_TEST)/xcoll2/penny-fake.so: tests/plugins/fake/fake.c plugins/include/penny_plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -DFAKE_XCOLL2 -shared -o $@ $<
 $(PL_TEST)/fakenccl/libnccl.so.2: tests/plugins/fake/fakenccl.c plugins/interpose/nccl_api.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PL_CFLAGS) -shared -Wl,-soname,libnccl.so.2 -o $@ $<

@@ -121,7 +121,10 @@ static inline int pn_co_ll_fits(uint64_t bytes, uint64_t max, uint64_t ll_slot_b
 #define PN_XSLOT 128
 #define PN_XN_MAX_NODES PN_AR_MAX_RANKS
 struct pn_xn_args {
-	uint64_t send;			/* what this node sends, count elements (0: nothing) */
+	uint64_t send;			/* what this node sends, count elements (to 0: nothing) */
+	uint64_t sstride;		/* 0: send goes to every node of to in one ticket a
+					 * chunk; else node q's block is at send + q * sstride,
+					 * a ticket a chunk to each node of to */
 	uint64_t own;			/* reduce: this node's operand; copy: its own block,
 					 * copied to recv + node * rstride (0: none) */
 	uint64_t recv, rstride;		/* node q's chunks land at recv + q * rstride */
@@ -129,8 +132,9 @@ struct pn_xn_args {
 	uint64_t ctl;			/* outbox control line (abort word at 0) */
 	uint64_t out_hdr, out_data;	/* outbox slot headers, data */
 	uint64_t in_hdr, in_data;	/* inbox: [node][slot] headers, data */
-	uint64_t ctr;			/* device uint64 [1 + nnodes + 1]: next outbox ticket,
-					 * next chunk from each node, blocks done */
+	uint64_t ctr;			/* device uint64 [1 + nnodes + 2]: next outbox ticket,
+					 * next chunk from each node, blocks done, the epoch
+					 * (the chunks of the calls before: LL flags) */
 	uint64_t err;			/* device uint32 [2]: error word, detail */
 	uint64_t slot_bytes;		/* this call's chunk (<= stride) */
 	uint64_t stride;		/* bytes between two slots' data */
@@ -139,6 +143,7 @@ struct pn_xn_args {
 	int32_t nnodes, node, nranks;
 	uint32_t ll;			/* chunks travel as LL lines (4 data bytes + a flag) */
 	uint32_t from;			/* bit q: this call receives node q's chunks */
+	uint32_t to;			/* bit q: this call sends to node q */
 	uint32_t esize;			/* pn_xn_copy: element bytes */
 	uint32_t coll;			/* the error detail's collective (pn_ar_args.coll) */
 };
@@ -160,52 +165,52 @@ static inline uint32_t pn_xc_coll(int kind)
 
 /*
  * penny_xcoll_v1 c on node me of n as the kernels take it (bytes: a
- * block's; the boxes, count and ll are the caller's).  Every ticket goes
- * to every other node, so a node sends in a call only where every other
- * node receives it: broadcast's root, reduce's non-root, every node
- * otherwise (reduce, reduce_scatter, alltoall and sendrecv on 2 nodes,
- * where the other node is every other node).  Shared by xnode.c and the
- * emulator test.
+ * block's; the boxes, count and ll are the caller's).  An outbox ticket
+ * goes to the nodes of its mask: one ticket a chunk to every node of to,
+ * or with sstride one a chunk to each node of to with its own block
+ * (reduce_scatter and alltoall: block q to node q).  Broadcast's root and
+ * reduce's others send, to every other node / the root; sendrecv to node
+ * me + 1.  Shared by xnode.c and the emulator test.
  */
 static inline void pn_xn_coll_args(struct pn_xn_args *a, const struct penny_xcoll_v1 *c,
 				   uint64_t bytes, int me, int n)
 {
 	const uint64_t s = (uint64_t)(uintptr_t)c->send, d = (uint64_t)(uintptr_t)c->recv;
 	const uint64_t ss = c->sstride ? c->sstride : bytes, rs = c->rstride ? c->rstride : bytes;
-	const uint64_t other = (uint64_t)(1 - me);	/* the kinds of 2 nodes */
 	const uint32_t others = ((1u << n) - 1) & ~(1u << me);	/* n <= PN_XN_MAX_NODES */
 
-	a->send = a->own = a->rstride = 0;
+	a->send = s;
+	a->own = a->rstride = a->sstride = 0;
 	a->recv = d;
-	a->from = others;
+	a->from = a->to = others;
 	a->coll = pn_xc_coll(c->kind);
 	switch (c->kind) {
 	case PENNY_XC_ALLGATHER:
-		a->send = s;
 		a->own = s != d + (uint64_t)me * rs ? s : 0;
 		a->rstride = rs;
 		break;
 	case PENNY_XC_BROADCAST:
-		a->send = me == c->root ? s : 0;
+		a->to = me == c->root ? others : 0;
 		a->own = me == c->root && s != d ? s : 0;
 		a->from = me == c->root ? 0 : 1u << c->root;
 		break;
 	case PENNY_XC_REDUCE:
-		a->send = me == c->root ? 0 : s;
+		a->to = me == c->root ? 0 : 1u << c->root;
 		a->own = s;
 		a->from = me == c->root ? others : 0;
 		break;
 	case PENNY_XC_REDUCE_SCATTER:
-		a->send = s + other * ss;
+		a->sstride = ss;
 		a->own = s + (uint64_t)me * ss;
 		break;
 	case PENNY_XC_ALLTOALL:
-		a->send = s + other * ss;
+		a->sstride = ss;
 		a->own = s + (uint64_t)me * ss != d + (uint64_t)me * rs ? s + (uint64_t)me * ss : 0;
 		a->rstride = rs;
 		break;
-	default: /* sendrecv: to and from the other node */
-		a->send = s;
+	default: /* sendrecv: to the next node, from the one before */
+		a->to = 1u << (me + 1) % n;
+		a->from = 1u << (me + n - 1) % n;
 		break;
 	}
 }

@@ -39,7 +39,7 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.version = "penny cuda plugin 1 (CUDA IPC over NVLink: one-shot LL, two-shot LL and flags, ring)",
 	.algos = (1u << PENNY_ALGO_AUTO) | (1u << PENNY_ALGO_ONESHOT) | (1u << PENNY_ALGO_TWOSHOT) |
 		 (1u << PENNY_ALGO_RING),
-	.caps = PENNY_CAP_GRAPH | PENNY_CAP_BW,
+	.caps = PENNY_CAP_GRAPH | PENNY_CAP_BW | PENNY_CAP_XCOLL_NODES,
 	.init = init,
 	.fini = pn_cuda_fini,
 	.describe = pn_cuda_describe,

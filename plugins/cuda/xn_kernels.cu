@@ -7,21 +7,26 @@
  *
  * Across nodes: chunk c of what this node sends (a.send; pn_xn_coll_args
  * picks it) goes into outbox ticket base + c for the core's proxy thread,
- * which sends it to every other node; chunk c from node q arrives in inbox
- * slot (base_q + c) % slots of ring q.  Each block takes chunks c = block,
- * block + grid, ...: it waits for its outbox slot to be free (the proxy
- * sent the ticket slots before), copies the chunk in, raises ready
- * (st.release.sys after __syncthreads: cumulative over the block's stores),
- * waits for the chunk of every node it hears from in this call (a.from),
- * reduces them in node order with this node's operand into recv, or copies
- * node q's into recv + q * rstride (and this node's own block into its
- * place), and frees the inbox slots.  A node that sends nothing in a call
- * (broadcast's others, reduce's root) skips the outbox; one that hears
- * from nobody (broadcast's root, reduce's others) skips the inbox.  Every
- * block is resident at once (grid <= slots and SMs), so the lowest
+ * which sends it to the nodes of its mask (a.to); with a.sstride, chunk c
+ * of block q goes to node q alone, each node of a.to in turn from node +
+ * 1 on, in tickets base + c * |to| + j.  The proxy counts chunks per pair
+ * of nodes: chunk c from node q arrives in inbox slot (base_q + c) % slots
+ * of ring q, base_q counting q's chunks to this node only.  Each block
+ * takes chunks c = block, block + grid, ...: it waits for its outbox slots
+ * to be free (the proxy sent the tickets slots before), copies the chunks
+ * in, raises ready (st.release.sys after __syncthreads: cumulative over
+ * the block's stores), waits for the chunk of every node it hears from in
+ * this call (a.from), reduces them in node order with this node's operand
+ * into recv, or copies node q's into recv + q * rstride (and this node's
+ * own block into its place), and frees the inbox slots.  A node that
+ * sends nothing in a call (broadcast's others, reduce's root) skips the
+ * outbox; one that hears from nobody (broadcast's root, reduce's others)
+ * skips the inbox.  Every block is resident at once (grid <= slots and
+ * SMs), and a chunk's tickets come before the next chunk's, so the lowest
  * unfinished chunk can always go on.  The tickets live in device memory
- * (the last block moves them on, the outbox's by the call's chunks where
- * it sent, node q's where it heard from q): graph replays are safe.  The
+ * (the last block moves them on, the outbox's by the call's tickets, node
+ * q's where it heard from q, the epoch by the call's chunks): graph
+ * replays are safe.  The
  * waits end on the proxy's abort word or after timeout_ns (PN_ERR_XNODE /
  * PN_ERR_TIMEOUT).  Buffers may sit at any element boundary (the blocks of
  * a rail inside a larger buffer): 16-byte vectors where aligned, elements
@@ -125,8 +130,10 @@ PN_DEV void pn_xn_tail_reduce(const char *const *src, const bool *remote, int ns
 
 /*
  * LL across nodes (small calls): a chunk travels as 16-byte lines of 8 data
- * bytes and two copies of a flag (the ticket + 1, low 32 bits), the format
- * of pn_ll_store.  The receiving threads poll their own lines in the inbox:
+ * bytes and two copies of a flag (low 32 bits of epoch + c + 1 for chunk c
+ * of a call, epoch being the chunks of the calls before it: the same on
+ * every node, so both ends know it whatever the tickets and counts, and it
+ * only grows in a slot), the format of pn_ll_store.  The receiving threads poll their own lines in the inbox:
  * the data comes with its flag in one read over PCIe, where the plain
  * protocol reads the slot's header, then the data.  The proxy moves the
  * bytes unchanged.  Twice the bytes on the wire: small calls only.
@@ -176,13 +183,13 @@ PN_DEV bool pn_xn_ll_wait(const struct pn_xn_args &a, const char *p, uint32_t f,
 #define PN_XN_PREFETCH 32
 
 /*
- * Chunk [0, len) of src into outbox slot t: LL lines (flag t + 1) or plain
+ * Chunk [0, len) of src into outbox slot t: LL lines (flag f) or plain
  * bytes, elements of es bytes.  from_v0: the block's first chunk of a small
  * call, whose 16 bytes per thread are in v0 already (read before the slot
  * was free).
  */
-PN_DEV void pn_xn_put(const struct pn_xn_args &a, const char *src, uint64_t t, uint64_t len,
-		      unsigned es, bool from_v0, const pn_v4 &v0)
+PN_DEV void pn_xn_put(const struct pn_xn_args &a, const char *src, uint64_t t, uint32_t f,
+		      uint64_t len, unsigned es, bool from_v0, const pn_v4 &v0)
 {
 	char *dst = (char *)(a.out_data + (t % a.slots) * a.stride);
 
@@ -194,8 +201,8 @@ PN_DEV void pn_xn_put(const struct pn_xn_args &a, const char *src, uint64_t t, u
 					  ? v0
 					  : pn_xn_ld_part(src + v * 16, len - v * 16);
 
-			pn_ll_store(dst + v * 32, x.x, x.y, (uint32_t)(t + 1));
-			pn_ll_store(dst + v * 32 + 16, x.z, x.w, (uint32_t)(t + 1));
+			pn_ll_store(dst + v * 32, x.x, x.y, f);
+			pn_ll_store(dst + v * 32 + 16, x.z, x.w, f);
 		}
 	} else if (from_v0) {
 		const uint64_t main = len & ~(uint64_t)15;
@@ -228,7 +235,7 @@ PN_DEV const char *pn_xn_in_data(const struct pn_xn_args &a, int q, uint64_t k)
  */
 template <typename T, int OP>
 PN_DEV void pn_xn_reduce_ll(const struct pn_xn_args &a, const uint64_t *base_in, uint64_t c,
-			    const char *own, char *recv, uint64_t len, int &dead)
+			    uint32_t f, const char *own, char *recv, uint64_t len, int &dead)
 {
 	const int N = a.nnodes, me = a.node;
 	const uint64_t nv = (len + 15) / 16;
@@ -247,8 +254,7 @@ PN_DEV void pn_xn_reduce_ll(const struct pn_xn_args &a, const uint64_t *base_in,
 			} else if (ok) {
 				uint64_t k = base_in[q] + c;
 
-				ok = pn_xn_ll_wait(a, pn_xn_in_data(a, q, k) + v * 32, (uint32_t)(k + 1), q,
-						   &x[q]);
+				ok = pn_xn_ll_wait(a, pn_xn_in_data(a, q, k) + v * 32, f, q, &x[q]);
 			}
 		}
 		if (!ok) {
@@ -304,7 +310,7 @@ PN_DEV void pn_xn_recv_copy(const struct pn_xn_args &a, const uint64_t *base_in,
 /* The same from LL lines, each line waited for on its own (dead: as
  * pn_xn_reduce_ll). */
 PN_DEV void pn_xn_recv_copy_ll(const struct pn_xn_args &a, const uint64_t *base_in, uint64_t c,
-			       uint64_t off, uint64_t len, int &dead)
+			       uint32_t f, uint64_t off, uint64_t len, int &dead)
 {
 	const uint64_t nv = (len + 15) / 16;
 
@@ -315,7 +321,7 @@ PN_DEV void pn_xn_recv_copy_ll(const struct pn_xn_args &a, const uint64_t *base_
 
 			if (!(a.from >> q & 1))
 				continue;
-			if (!pn_xn_ll_wait(a, pn_xn_in_data(a, q, k) + v * 32, (uint32_t)(k + 1), q, &x)) {
+			if (!pn_xn_ll_wait(a, pn_xn_in_data(a, q, k) + v * 32, f, q, &x)) {
 				dead = 1;
 				return;
 			}
@@ -323,15 +329,61 @@ PN_DEV void pn_xn_recv_copy_ll(const struct pn_xn_args &a, const uint64_t *base_
 		}
 }
 
-/* Thread 0: publish outbox slot t (len bytes of chunk data) to every other node. */
-PN_DEV void pn_xn_publish(const struct pn_xn_args &a, uint64_t t, uint64_t len)
+/* Thread 0: publish outbox slot t (len bytes of chunk data) to the nodes of mask. */
+PN_DEV void pn_xn_publish(const struct pn_xn_args &a, uint64_t t, uint64_t len, uint32_t mask)
 {
-	const int N = a.nnodes;
 	uint64_t *o = (uint64_t *)(a.out_hdr + (t % a.slots) * PN_XSLOT);
 
 	pn_st_volatile_u64(o + 1, a.ll ? (len + 15) / 16 * 32 : len);
-	pn_st_volatile_u64(o + 2, N == 64 ? ~0ull : (1ull << N) - 1);
+	pn_st_volatile_u64(o + 2, mask);
 	pn_st_release_u64(o, t + 1);
+}
+
+/* The tickets of a chunk: one to every node of a.to, or one to each. */
+PN_DEV uint64_t pn_xn_tickets(const struct pn_xn_args &a)
+{
+	uint64_t n = 0;
+
+	for (uint32_t m = a.to; a.sstride && m; m &= m - 1)
+		n++;
+	return a.sstride ? n : a.to ? 1 : 0;
+}
+
+/*
+ * The j-th ticket of chunk c of a call (ticket t, flag f, at off, len
+ * bytes), every thread of the block: wait for its outbox slot (sent,
+ * unless first_ok), fill it, publish it (thread 0).  Its node and block:
+ * a.to's j-th node from node + 1 on with sstride, else all of a.to and
+ * send.  false: the call is dead.
+ */
+PN_DEV bool pn_xn_send(const struct pn_xn_args &a, int j, uint64_t t, uint32_t f, uint64_t off,
+		       uint64_t len, unsigned es, bool first_ok, bool from_v0, const pn_v4 &v0,
+		       int &dead)
+{
+	const uint64_t *o = (const uint64_t *)(a.out_hdr + (t % a.slots) * PN_XSLOT);
+	const char *src = (const char *)a.send + off;
+	uint32_t mask = a.to;
+
+	if (a.sstride) {
+		int q = a.node;
+
+		for (int i = 0; i <= j; i++)
+			do
+				q = (q + 1) % a.nnodes;
+			while (!(a.to >> q & 1));
+		mask = 1u << q;
+		src += (uint64_t)q * a.sstride;
+	}
+	if (pn_tid() == 0 && t >= a.slots && !first_ok && !pn_xn_wait(a, o + 8, t + 1 - a.slots, -1))
+		dead = 1;
+	pn_sync();
+	if (dead)
+		return false;
+	pn_xn_put(a, src, t, f, len, es, from_v0, v0);
+	pn_sync();
+	if (pn_tid() == 0)
+		pn_xn_publish(a, t, len, mask);
+	return true;
 }
 
 /* Thread 0, plain protocol: wait for the slot of chunk c of every node this
@@ -353,7 +405,7 @@ PN_DEV bool pn_xn_wait_from(const struct pn_xn_args &a, const uint64_t *base_in,
  * outbox's where this node sent, node q's where it heard from q.
  */
 PN_DEV void pn_xn_advance(const struct pn_xn_args &a, uint64_t base_out, const uint64_t *base_in,
-			  uint64_t nch)
+			  uint64_t epoch, uint64_t nch)
 {
 	uint64_t *ctr = (uint64_t *)a.ctr;
 	const int N = a.nnodes;
@@ -361,9 +413,10 @@ PN_DEV void pn_xn_advance(const struct pn_xn_args &a, uint64_t base_out, const u
 	pn_fence();
 	if (pn_atomic_add((uint32_t *)&ctr[1 + N], 1) == pn_nbid() - 1) {
 		ctr[1 + N] = 0;
-		ctr[0] = base_out + (a.send ? nch : 0);
+		ctr[0] = base_out + pn_xn_tickets(a) * nch;
 		for (int q = 0; q < N; q++)
 			ctr[1 + q] = base_in[q] + (a.from >> q & 1 ? nch : 0);
+		ctr[2 + N] = epoch + nch;
 		pn_fence();
 	}
 }
@@ -374,7 +427,8 @@ template <typename T, int OP, bool RED> PN_DEV void pn_xnode(const struct pn_xn_
 	uint64_t *ctr = (uint64_t *)a.ctr;
 	const unsigned es = RED ? (unsigned)sizeof(T) : a.esize;
 	const uint64_t S = a.slots, C = a.slot_bytes, bytes = a.count * es;
-	const uint64_t nch = (bytes + C - 1) / C, base_out = ctr[0];
+	const uint64_t nch = (bytes + C - 1) / C, base_out = ctr[0], epoch = ctr[2 + a.nnodes];
+	const uint64_t ntk = pn_xn_tickets(a);
 	const int N = a.nnodes;
 	const char *send = (const char *)a.send, *own = (const char *)a.own;
 	char *recv = (char *)a.recv;
@@ -394,13 +448,14 @@ template <typename T, int OP, bool RED> PN_DEV void pn_xnode(const struct pn_xn_
 	 * Threads 32..32 + S read them; a block of fewer threads (the emulator's)
 	 * waits for each slot instead.
 	 */
-	const bool pre = send && S <= PN_XN_PREFETCH && pn_ntid() >= 32 + S;
+	const bool pre = ntk == 1 && S <= PN_XN_PREFETCH && pn_ntid() >= 32 + S;
 
 	if (pre && pn_tid() >= 32 && pn_tid() < 32 + S)
 		sent0[pn_tid() - 32] = pn_ld_acquire_u64((const uint64_t *)(a.out_hdr + (pn_tid() - 32) * PN_XSLOT) + 8);
 	const uint64_t off0 = (uint64_t)pn_bid() * C;
 	const uint64_t len0 = off0 < bytes ? (bytes - off0 < C ? bytes - off0 : C) : 0;
-	const bool small = send && !(a.send & 15) && (len0 & ~(uint64_t)15) <= 16ull * pn_ntid();
+	const bool small = pre && !a.sstride && !(a.send & 15) &&
+			   (len0 & ~(uint64_t)15) <= 16ull * pn_ntid();
 	pn_v4 v0;
 
 	if (small && (uint64_t)pn_tid() * 16 + 16 <= len0)
@@ -408,24 +463,18 @@ template <typename T, int OP, bool RED> PN_DEV void pn_xnode(const struct pn_xn_
 	pn_sync();
 	for (uint64_t c = pn_bid(); c < nch && !dead; c += pn_nbid()) {
 		const uint64_t off = c * C, len = bytes - off < C ? bytes - off : C;
-		const uint64_t t = base_out + c;
+		const uint32_t f = (uint32_t)(epoch + c + 1);
+		const bool first = c == pn_bid();
 
-		if (send) {
-			const uint64_t *o = (const uint64_t *)(a.out_hdr + (t % S) * PN_XSLOT);
-			const bool first = c == pn_bid();
+		for (uint64_t j = 0; j < ntk && !dead; j++) {
+			const uint64_t t = base_out + c * ntk + j;
 
-			if (pn_tid() == 0 && t >= S &&
-			    !(first && pre && sent0[t % S] >= t + 1 - S) &&
-			    !pn_xn_wait(a, o + 8, t + 1 - S, -1))
-				dead = 1;
-			pn_sync();
-			if (dead)
-				break;
-			pn_xn_put(a, send + off, t, len, es, first && small, v0);
-			pn_sync();
-			if (pn_tid() == 0)
-				pn_xn_publish(a, t, len);
+			/* pre: one ticket a chunk, t = base_out + c */
+			pn_xn_send(a, (int)j, t, f, off, len, es, first && pre && sent0[t % S] >= t + 1 - S,
+				   first && small, v0, dead);
 		}
+		if (dead)
+			break;
 		/* this node's own block, while thread 0 waits for the others' */
 		if (!RED && own)
 			pn_block_copy(recv + a.node * a.rstride + off, own + off, len, false, es);
@@ -438,12 +487,12 @@ template <typename T, int OP, bool RED> PN_DEV void pn_xnode(const struct pn_xn_
 			continue;
 		if constexpr (RED) {
 			if (a.ll)
-				pn_xn_reduce_ll<T, OP>(a, base_in, c, own + off, recv + off, len, dead);
+				pn_xn_reduce_ll<T, OP>(a, base_in, c, f, own + off, recv + off, len, dead);
 			else
 				pn_xn_reduce<T, OP>(a, base_in, c, own + off, recv + off, len);
 		} else {
 			if (a.ll)
-				pn_xn_recv_copy_ll(a, base_in, c, off, len, dead);
+				pn_xn_recv_copy_ll(a, base_in, c, f, off, len, dead);
 			else
 				pn_xn_recv_copy(a, base_in, c, off, len, es);
 		}
@@ -463,7 +512,7 @@ template <typename T, int OP, bool RED> PN_DEV void pn_xnode(const struct pn_xn_
 	}
 	pn_sync();
 	if (pn_tid() == 0)
-		pn_xn_advance(a, base_out, base_in, nch);
+		pn_xn_advance(a, base_out, base_in, epoch, nch);
 }
 
 #define PN_XN_KERNEL(T, tname, OP, oname)                                                      \

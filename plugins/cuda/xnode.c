@@ -21,7 +21,7 @@ struct pn_cuda_xn {
 	struct penny_xnode_v1 x;
 	CUdeviceptr out_d, in_d;	/* the boxes as the device sees them */
 	int out_reg, in_reg;
-	CUdeviceptr ctr;		/* uint64 [1 + nnodes + 1] */
+	CUdeviceptr ctr;		/* uint64 [1 + nnodes + 2] (pn_xn_args.ctr) */
 	CUmodule mod;
 	CUfunction fn[PENNY_NDTYPES][PENNY_NREDOPS];
 	CUfunction copy;		/* pn_xn_copy */
@@ -95,7 +95,7 @@ int pn_cuda_xnode_open(void *be, const struct penny_xnode_v1 *x, void **xn)
 	n->blocks = x->slots < 16 ? x->slots : 16;
 	if (n->blocks > (unsigned)g->nsm)
 		n->blocks = (unsigned)g->nsm;
-	ctr_bytes = 8 * ((size_t)x->nnodes + 2);
+	ctr_bytes = 8 * ((size_t)x->nnodes + 3);
 	ret = map_box(cu, x->outbox, penny_xbox_out_bytes(x->slots, x->slot_bytes), &n->out_d,
 		      &n->out_reg);
 	if (!ret)
@@ -223,7 +223,7 @@ static int xn_allreduce(void *be, struct pn_cuda_xn *n, CUdeviceptr send, CUdevi
 	xn_args(be, n, count, chunk, ll, &a);
 	a.send = a.own = send;
 	a.recv = recv;
-	a.from = ((1u << n->x.nnodes) - 1) & ~(1u << n->x.node);
+	a.from = a.to = ((1u << n->x.nnodes) - 1) & ~(1u << n->x.node);
 	return xn_launch(be, n, f, &a, count * (uint64_t)penny_data_size(dtype));
 }
 
@@ -272,20 +272,14 @@ int pn_cuda_xnode_allreduce(void *be, void *xnp, const void *send, void *recv, s
 	return ret;
 }
 
-/* The kinds that send a node's blocks to one node each: 2 nodes only. */
-static int xc_pairwise(int kind)
-{
-	return kind == PENNY_XC_REDUCE || kind == PENNY_XC_REDUCE_SCATTER ||
-	       kind == PENNY_XC_ALLTOALL || kind == PENNY_XC_SENDRECV;
-}
-
 static int xc_reduces(int kind)
 {
 	return kind == PENNY_XC_REDUCE || kind == PENNY_XC_REDUCE_SCATTER;
 }
 
 /*
- * A call the kernels take: a kind the node count allows, elements whole
+ * A call the kernels take: every kind across any number of nodes (outbox
+ * tickets to the nodes of their masks, PENNY_CAP_XCOLL_NODES), elements whole
  * (the kernels load and store elements where buffers are not 16-byte
  * aligned) and the blocks of a side with several apart.
  */
@@ -300,10 +294,6 @@ static int xc_check(const struct penny_xnode_v1 *x, const struct penny_xcoll_v1 
 	if (!pn_xc_coll(c->kind))
 		return pn_plugin_fail(-EINVAL, "xnode_coll: unknown collective %d", c->kind);
 	name = pn_cuda_coll_name(pn_xc_coll(c->kind));
-	if (xc_pairwise(c->kind) && x->nnodes != 2)
-		return pn_plugin_fail(-EINVAL, "xnode_coll: %s across %d nodes; the cuda plugin "
-					       "takes it across 2 (every chunk goes to every node)",
-				      name, x->nnodes);
 	ret = pn_gpu_check_args(c->count, c->dtype, xc_reduces(c->kind) ? c->op : PENNY_SUM);
 	if (ret)
 		return ret;

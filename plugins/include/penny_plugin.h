@@ -213,7 +213,13 @@ struct penny_hostbw_v1 {
  * node slots * slot_bytes of data.  Slot s of a ring holds ticket t where
  * t % slots == s; a kernel fills outbox ticket t only when ticket t - slots
  * was sent, and the proxy lands the k-th chunk from node q in inbox slot
- * k % slots only when the kernel freed chunk k - slots.
+ * k % slots only when the kernel freed chunk k - slots.  An outbox ticket
+ * goes to the nodes of its mask only, and chunks are counted per pair of
+ * nodes: the k-th chunk from node q is the k-th ticket of q whose mask has
+ * my bit (tickets that leave me out take no slot of mine).  (A core older
+ * than PENNY_CAP_XCOLL_NODES carried over tcp only tickets to every other
+ * node; it called xnode_coll's kinds that send to one node across 2 nodes
+ * only, where that node is every other node.)
  */
 #define PENNY_XBOX_LINE 64u
 #define PENNY_XBOX_MAX_NODES 64
@@ -228,7 +234,8 @@ struct penny_xctl {
 struct penny_xout_slot {
 	uint64_t ready;		/* kernel: ticket + 1 when len bytes are in */
 	uint64_t len;		/* kernel */
-	uint64_t mask;		/* kernel: bit q = send to node q (PENNY_XBOX_MAX_NODES) */
+	uint64_t mask;		/* kernel: bit q = send to node q (PENNY_XBOX_MAX_NODES);
+				 * the nodes left out do not count the ticket */
 	uint64_t pad0[5];
 	uint64_t sent;		/* proxy: ticket + 1 when every copy left */
 	uint64_t pad1[7];
@@ -307,15 +314,17 @@ struct penny_xnode_v1 {
  *   PENNY_XC_ALLTOALL        recv block q := node q's send block me
  *   PENNY_XC_SENDRECV        recv block 0 := node (me - 1 + N) % N's send
  *                            block 0 (it sends to (me + 1) % N)
- * PENNY_AVG divides the sum by xnode_open()'s nranks.  Every outbox ticket
- * goes to every other node (its mask is all of them: the proxy's tcp
- * transport carries nothing else, and a receiver's count of chunks from a
- * node stays that node's ticket count, which the LL flags rely on), so the
- * four kinds that send a node's blocks to one node each (reduce,
- * reduce_scatter, alltoall, sendrecv) take exactly 2 nodes; allgather and
- * broadcast take any number.  In place is nccl-tests' (send == recv, or
- * for allgather send == recv block me, for reduce_scatter recv == send
- * block me) and any other overlap is undefined.
+ * PENNY_AVG divides the sum by xnode_open()'s nranks.  "In node order" is
+ * op(...op(op(node 0's, node 1's), node 2's)..., node N - 1's), whatever
+ * the order the blocks arrive in, so that every run gives the same bits.
+ * A plugin with PENNY_CAP_XCOLL_NODES takes every kind across any number
+ * of nodes (the four that send a node's blocks to one node each: reduce,
+ * reduce_scatter, alltoall and sendrecv, with outbox tickets to one node,
+ * their masks honoured); without it the core calls those four across 2
+ * nodes only (a plugin of an older header may refuse more, -EINVAL).  In
+ * place is nccl-tests' (send == recv, or for allgather send == recv block
+ * me, for reduce_scatter recv == send block me) and any other overlap is
+ * undefined.
  */
 #define PENNY_XC_ALLGATHER 1
 #define PENNY_XC_BROADCAST 2
@@ -341,6 +350,9 @@ struct penny_xcoll_v1 {
 #define PENNY_CAP_BW 2u		/* bw() is provided */
 #define PENNY_CAP_MULTINODE 4u	/* allreduce() spans nodes by itself (NCCL, NVSHMEM); without
 				 * it the core runs it hierarchically across nodes */
+#define PENNY_CAP_XCOLL_NODES 8u /* xnode_coll() takes every kind across any number of
+				 * nodes (penny_xcoll_v1); without it reduce,
+				 * reduce_scatter, alltoall and sendrecv across 2 only */
 
 struct penny_plugin_v1 {
 	uint32_t abi;		/* PENNY_PLUGIN_ABI_V1 */

@@ -132,13 +132,15 @@ int pn_gpucoll_time(struct pn_gpucoll *g, struct penny_time_v2 *t);
  * that spans nodes itself.  Across nodes otherwise (hierarchical), with
  * the GPU-driven path (the proxy) and a plugin that has xnode_coll, these
  * run GPU-driven, enqueued like allreduce's (graphs capture them):
- *   one rank per node   every collective across 2 nodes; allgather and
- *                       broadcast across any number
- *   L ranks per node    broadcast, and reduce across 2 nodes; allgather,
- *                       and reduce_scatter, alltoall and sendrecv across 2
- *                       nodes, when the ranks are numbered node by node:
- *                       xnode_coll on one rail (or each) and the plugin's
- *                       collective within each node (gpucoll_coll.c)
+ *   one rank per node   every collective across any number of nodes
+ *   L ranks per node    broadcast and reduce; allgather, reduce_scatter,
+ *                       alltoall and sendrecv when the ranks are numbered
+ *                       node by node: xnode_coll on one rail (or each) and
+ *                       the plugin's collective within each node
+ *                       (gpucoll_coll.c)
+ * (a plugin without PENNY_CAP_XCOLL_NODES: reduce, reduce_scatter, alltoall
+ * and sendrecv across 2 nodes only; the proxy sends an outbox ticket to
+ * the nodes of its mask, penny_plugin.h)
  * The others, or all of them without that path, are host-staged: the input
  * to the host, the engine's collective over every rank (pn_coll_run), the
  * output back, each call returning when done (no graphs).

@@ -132,16 +132,18 @@ static int hier_coll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a)
  * Across nodes (g->hier), whether collective k (not allreduce) runs
  * GPU-driven: xnode_coll on the rails, with the plugin's own collective
  * within each node; else it is host-staged (hier_coll).  *why: the reason,
- * for the debug line.  The proxy's tickets go to every other node
- * (penny_xcoll_v1), so the kinds that send each node's blocks to one node
- * take 2 nodes.  With several ranks per node: broadcast and reduce; the
- * rest when the ranks are numbered node by node (a rail's blocks then land
- * at their ranks' places, and the ring of sendrecv crosses between the
- * nodes' last and first ranks).
+ * for the debug line.  The kinds that send each node's blocks to one node
+ * (reduce, reduce_scatter, alltoall, sendrecv: outbox tickets to one node)
+ * take any number of nodes with a plugin of PENNY_CAP_XCOLL_NODES, 2
+ * without.  With several ranks per node: broadcast and reduce; the rest
+ * when the ranks are numbered node by node (a rail's blocks then land at
+ * their ranks' places, and the ring of sendrecv crosses between the nodes'
+ * last and first ranks).
  */
 static int coll_driven(const struct pn_gpucoll *g, enum pn_coll_kind k, const char **why)
 {
-	int one = g->nlocal == 1, any_n = k == PN_COLL_ALLGATHER || k == PN_COLL_BROADCAST;
+	int one = g->nlocal == 1, any_n = k == PN_COLL_ALLGATHER || k == PN_COLL_BROADCAST ||
+					   (g->ops->caps & PENNY_CAP_XCOLL_NODES);
 
 	if (!g->xp) {
 		*why = "no GPU-driven path: PENNY_XNODE=0 or a plugin without xnode_*";
@@ -153,7 +155,8 @@ static int coll_driven(const struct pn_gpucoll *g, enum pn_coll_kind k, const ch
 		return 0;
 	}
 	if (!any_n && g->ninter != 2) {
-		*why = "it sends each node's blocks to one node: xnode_coll takes 2 nodes for that";
+		*why = "it sends each node's blocks to one node: the plugin's xnode_coll takes 2 "
+		       "nodes for that (no PENNY_CAP_XCOLL_NODES)";
 		return 0;
 	}
 	if (!one && k != PN_COLL_BROADCAST && k != PN_COLL_REDUCE && !g->blocked) {
@@ -223,11 +226,12 @@ static int xscratch(struct pn_gpucoll *g, size_t bytes)
  * The GPU-driven collective's scratch on this rank (xnode_coll), grown
  * here, before any capture; *part: where the node's step leaves what the
  * rail's step sends.  reduce: the node's partial, in scratch on the root's
- * local index of the other node (its recv is NCCL's, written on the root
+ * local index of the other nodes (its recv is NCCL's, written on the root
  * only), else recv (written by the root only).  With several ranks per
  * node: reduce_scatter, the node's sums of my local index's block of
- * either node; alltoall, my node's blocks for my local index of the other
- * node; sendrecv, on local index 0, the block of the node's last rank.
+ * every node (N blocks); alltoall, my node's blocks for my local index of
+ * every node (N x L blocks); sendrecv, on local index 0, the block of the
+ * node's last rank.
  */
 static int coll_scratch(struct pn_gpucoll *g, const struct pn_gpucoll_args *a, void **part)
 {
@@ -245,10 +249,10 @@ static int coll_scratch(struct pn_gpucoll *g, const struct pn_gpucoll_args *a, v
 		n = 1;
 		break;
 	case PN_COLL_REDUCE_SCATTER:
-		n = 2;
+		n = (size_t)g->ninter;
 		break;
 	case PN_COLL_ALLTOALL:
-		n = (size_t)g->nlocal;
+		n = (size_t)g->ninter * (size_t)g->nlocal;
 		break;
 	case PN_COLL_SENDRECV:
 		n = g->me_local == 0;
@@ -305,10 +309,10 @@ static int xcoll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a, int32_t 
  * Another collective across nodes, GPU-driven (coll_driven): all enqueued
  * on the plugin's stream, nothing waited for, so that a CUDA graph
  * captures it.  One rank per node: xnode_coll is the whole collective.
- * L ranks per node (2 nodes where noted), on the rails (g->inter) and
- * within the nodes; a step reads this rank's buffers only once the steps
- * before it on this stream are done, and the plugin's collectives read no
- * peer's buffer (so a later step may overwrite what an earlier one read):
+ * L ranks per node across N nodes, on the rails (g->inter) and within the
+ * nodes; a step reads this rank's buffers only once the steps before it on
+ * this stream are done, and the plugin's collectives read no peer's buffer
+ * (so a later step may overwrite what an earlier one read):
  *   allgather  my rail's blocks straight to their ranks' places (rank q *
  *              L + my local index: a stride of L blocks), then each node's
  *              L blocks by the plugin's allgather, in place
@@ -316,26 +320,27 @@ static int xcoll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a, int32_t 
  *              then every node's broadcast from that local index, in place
  *   reduce     every node's reduce to the root's local index (sums for avg:
  *              xnode_coll divides by nranks), then that rail's reduce to
- *              the root's node (2 nodes)
- *   reduce_scatter  (2 nodes) my node's reduce_scatter of each node's L
- *              blocks (sums for avg) into scratch block q, then the rail's
- *              reduce_scatter of the two
- *   alltoall   (2 nodes) my node's blocks for the other node go through
- *              the rank of their destination's local index here (an
- *              alltoall within the node, into scratch), then cross on that
- *              rail, L blocks at a time (a sendrecv); my node's own blocks
- *              by an alltoall within the node.  Every message crosses on
- *              its destination's rail, as NCCL's PXN does
- *   sendrecv   (2 nodes) the ring within the node, except that local index
- *              0 takes the last rank's block into scratch and sends it on
- *              rail 0 to the other node's first rank, receiving its
+ *              the root's node
+ *   reduce_scatter  my node's reduce_scatter of each node's L blocks (sums
+ *              for avg) into scratch block q, then the rail's
+ *              reduce_scatter of the N: op over the ranks of a node in
+ *              local order, then over the nodes in node order
+ *   alltoall   my node's blocks for node o go through the rank of their
+ *              destination's local index here (an alltoall within the
+ *              node, into scratch group o of L blocks; my node's own group
+ *              too), then cross on that rail, L blocks at a time (the
+ *              rail's alltoall of the N groups).  Every message crosses
+ *              on its destination's rail, as NCCL's PXN does
+ *   sendrecv   the ring within the node, except that local index 0 takes
+ *              the last rank's block into scratch and sends it on rail 0
+ *              to the next node's first rank, receiving the previous
  *              node's last rank's: the crossing goes through local index 0
  */
 static int xnode_coll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a)
 {
 	const struct penny_plugin_v1 *o = g->ops;
 	size_t B = a->count * pn_dtype_size(a->dtype), L = (size_t)g->nlocal;
-	size_t k = (size_t)g->me_local, mine = (size_t)g->me_inter, other = 1 - mine;
+	size_t k = (size_t)g->me_local, N = (size_t)g->ninter, o2;
 	int rooted = pn_coll_rooted(a->kind), dt = (int)a->dtype, lroot = 0, nroot = 0, q, ret;
 	int32_t kind = xc_kind[a->kind];
 	int op = (int)(a->op == PN_AVG ? PN_SUM : a->op);
@@ -381,23 +386,20 @@ static int xnode_coll(struct pn_gpucoll *g, const struct pn_gpucoll_args *a)
 			ret = xcoll(g, a, kind, a->count, part, a->recv, nroot, 0, 0);
 		return ret;
 	case PN_COLL_REDUCE_SCATTER:
-		for (q = 0; q < 2 && !ret; q++)
-			ret = call(g, o->reduce_scatter(g->be, s + (size_t)q * L * B,
-							sc + (size_t)q * B, a->count, dt, op, NULL),
+		for (o2 = 0; o2 < N && !ret; o2++)
+			ret = call(g, o->reduce_scatter(g->be, s + o2 * L * B, sc + o2 * B, a->count,
+							dt, op, NULL),
 				   "reduce_scatter");
 		if (!ret)
 			ret = xcoll(g, a, kind, a->count, sc, a->recv, 0, B, 0);
 		return ret;
 	case PN_COLL_ALLTOALL:
-		ret = call(g, o->alltoall(g->be, s + other * L * B, sc, a->count, dt, NULL),
-			   "alltoall");
-		if (!ret)
-			ret = call(g, o->alltoall(g->be, s + mine * L * B, d + mine * L * B,
-						  a->count, dt, NULL),
+		for (o2 = 0; o2 < N && !ret; o2++)
+			ret = call(g, o->alltoall(g->be, s + o2 * L * B, sc + o2 * L * B, a->count, dt,
+						  NULL),
 				   "alltoall");
 		if (!ret)
-			ret = xcoll(g, a, PENNY_XC_SENDRECV, L * a->count, sc, d + other * L * B,
-				    0, 0, 0);
+			ret = xcoll(g, a, kind, L * a->count, sc, a->recv, 0, L * B, L * B);
 		return ret;
 	default: /* sendrecv */
 		ret = call(g, o->sendrecv(g->be, a->send, k ? a->recv : sc, a->count, dt, NULL),

@@ -31,7 +31,7 @@
 /* On the wire before every chunk (tcp). */
 struct xwire {
 	uint64_t len;
-	uint64_t chunk;		/* the sender's count of chunks to me */
+	uint64_t chunk;		/* the sender's count of chunks to me before this one */
 };
 
 #define XSOCK_MAX 8
@@ -48,7 +48,9 @@ struct xwire {
 #define XWARM_CHUNK UINT64_MAX
 #define XWARM_FRAMES 64
 
-/* tcp: one socket of a peer; chunk k of the peer travels on socket k % nsock */
+/* tcp: one socket of a peer; chunk k to the peer (its k-th, counted per
+ * peer: tickets whose mask leaves it out are not counted) travels on socket
+ * k % nsock */
 struct xlane {
 	int fd;
 	size_t woff;		/* bytes of the current chunk (wire + data) written */
@@ -91,11 +93,14 @@ struct xrole {
 	struct pn_xproxy *p;
 	int recv;		/* 0: send (the first one also watches the peers), 1: receive */
 	int lane;		/* tcp: its socket of every peer */
-	/* a sender's state: its tickets are lane, lane + nsock, ... */
+	/* a sender's state: every sender walks every ticket in order (tcp: each
+	 * sends the copies whose count to their peer falls on its lane) */
 	uint64_t ticket;
 	uint64_t pending;	/* peers the current ticket still goes to */
 	int sending;
 	int warming;		/* tcp sender: warm-up frames still to send */
+	uint64_t seq[PENNY_XBOX_MAX_NODES];	/* tcp: chunks to each peer so far */
+	uint64_t cur[PENNY_XBOX_MAX_NODES];	/* tcp: the current ticket's count to each */
 };
 
 struct pn_xproxy {
@@ -108,6 +113,7 @@ struct pn_xproxy {
 	char in_name[96];	/* shm: my inbox's name until unlinked */
 	struct xpeer *peers;	/* [nnodes], mine unused */
 	int nsock;		/* tcp: sockets (and sender/receiver thread pairs) per peer */
+	uint32_t *acks;		/* tcp, [slots]: senders done with the slot's ticket (atomic) */
 	pthread_t thread[2 * XSOCK_MAX];
 	struct xrole roles[2 * XSOCK_MAX];
 	int started;		/* threads running */
@@ -236,11 +242,13 @@ static int thread_gone(struct pn_xproxy *p, int err, const char *fmt, ...)
 	return err;
 }
 
-/* tcp: write what is left of ticket t's chunk to peer x; 1 when done. */
-static int tcp_send(struct pn_xproxy *p, struct xpeer *x, int j, uint64_t t, uint64_t len)
+/* tcp: write what is left of ticket t's chunk, the k-th to peer x, on its
+ * socket j; 1 when done. */
+static int tcp_send(struct pn_xproxy *p, struct xpeer *x, int j, uint64_t t, uint64_t k,
+		    uint64_t len)
 {
 	struct xlane *l = &x->lane[j];
-	struct xwire w = { len, t };
+	struct xwire w = { len, k };
 	struct iovec iov[2];
 	size_t total = sizeof(w) + len;
 	ssize_t n;
@@ -461,7 +469,7 @@ static int warm_send(struct pn_xproxy *p, struct xrole *x)
 		left = 1;
 		if (tx > ld_acq(&l->warm_rx))
 			continue; /* lockstep: the peer's frame tx - 1 first */
-		r = tcp_send(p, &p->peers[q], x->lane, XWARM_CHUNK, 0);
+		r = tcp_send(p, &p->peers[q], x->lane, 0, XWARM_CHUNK, 0);
 		if (r < 0)
 			return r;
 		if (r) {
@@ -474,7 +482,44 @@ static int warm_send(struct pn_xproxy *p, struct xrole *x)
 	return moved;
 }
 
-/* A sender's pass: its outbox tickets to the peers; >0 moved, <0 failed. */
+/*
+ * tcp: ticket t's copies go on the lanes of their counts to their peers
+ * (every sender walks every ticket and keeps the counts alike): this
+ * sender's part of it, the peers of the mask whose count falls on its lane.
+ */
+static uint64_t tcp_part(struct pn_xproxy *p, struct xrole *x, uint64_t mask)
+{
+	uint64_t part = 0;
+	int q;
+
+	for (q = 0; q < p->cfg.nnodes; q++) {
+		if (!(mask >> q & 1))
+			continue;
+		x->cur[q] = x->seq[q]++;
+		if (x->cur[q] % (uint64_t)p->nsock == (uint64_t)x->lane)
+			part |= 1ull << q;
+	}
+	return part;
+}
+
+/* tcp: this sender is done with ticket t; the last one of them raises sent. */
+static void tcp_sent(struct pn_xproxy *p, struct penny_xout_slot *o, uint64_t t)
+{
+	uint32_t *a = &p->acks[t % p->cfg.slots];
+
+	if (p->nsock > 1 && __atomic_add_fetch(a, 1, __ATOMIC_ACQ_REL) < (uint32_t)p->nsock)
+		return;
+	/* the slot's next ticket comes only after sent: no sender is on it */
+	__atomic_store_n(a, 0, __ATOMIC_RELAXED);
+	st_rel(&o->sent, t + 1);
+}
+
+/*
+ * A sender's pass: its outbox tickets to the peers of their masks; >0
+ * moved, <0 failed.  A peer's chunks are counted per peer (shm: xpeer's
+ * schunk, verbs: its own count, tcp: tcp_part), which is where they land
+ * in its inbox: a ticket that leaves a peer out takes none of its slots.
+ */
 static int pump_send(struct pn_xproxy *p, struct xrole *x)
 {
 	struct penny_xout_slot *o = out_slot(p, x->ticket);
@@ -491,12 +536,7 @@ static int pump_send(struct pn_xproxy *p, struct xrole *x)
 						       "a slot of %llu",
 					   (unsigned long long)o->len,
 					   (unsigned long long)p->cfg.slot_bytes);
-		x->pending = o->mask & all;
-		/* over tcp, chunk k of a peer is ticket k: every ticket goes to every peer */
-		if (!p->shm && !p->xv && x->pending != all)
-			return thread_fail(p, -EPROTO, "cross-node proxy: a chunk for some nodes only "
-						       "(mask %llx) needs the shm or verbs transport",
-					   (unsigned long long)o->mask);
+		x->pending = p->shm || p->xv ? o->mask & all : tcp_part(p, x, o->mask & all);
 		x->sending = 1;
 		if (p->xv)
 			pn_xverbs_begin(p->xv, x->ticket);
@@ -506,7 +546,7 @@ static int pump_send(struct pn_xproxy *p, struct xrole *x)
 			continue;
 		r = p->shm ? shm_send(p, &p->peers[q], x->ticket, o->len)
 		    : p->xv ? pn_xverbs_put(p->xv, q, x->ticket, o->len)
-			   : tcp_send(p, &p->peers[q], x->lane, x->ticket, o->len);
+			   : tcp_send(p, &p->peers[q], x->lane, x->ticket, x->cur[q], o->len);
 		if (r < 0)
 			return p->xv ? thread_fail(p, r, "%s", pn_errmsg(r)) : r;
 		if (r) {
@@ -518,9 +558,11 @@ static int pump_send(struct pn_xproxy *p, struct xrole *x)
 		/* verbs: sent rises when the writes complete (pn_xverbs_progress) */
 		if (p->xv)
 			pn_xverbs_seal(p->xv, x->ticket);
-		else
+		else if (p->shm)
 			st_rel(&o->sent, x->ticket + 1);
-		x->ticket += (uint64_t)p->nsock;
+		else
+			tcp_sent(p, o, x->ticket);
+		x->ticket++;
 		x->sending = 0;
 		moved = 1;
 	}
@@ -934,6 +976,11 @@ int pn_xproxy_open(struct pn_xproxy **out, struct pn_comm *c, const struct pn_xp
 		: !same && pn_xverbs_possible(c, cfg->ranks, cfg->nnodes);
 	/* verbs: one socket per peer, only to hear that a peer is gone */
 	p->nsock = p->shm || verbs ? 1 : cfg->sockets;
+	p->acks = calloc(cfg->slots, sizeof(*p->acks));
+	if (!p->acks) {
+		pn_xproxy_close(p);
+		return pn_err(-ENOMEM, "out of memory");
+	}
 	p->out_bytes = penny_xbox_out_bytes(cfg->slots, cfg->slot_bytes);
 	p->in_bytes = penny_xbox_in_bytes(cfg->nnodes, cfg->slots, cfg->slot_bytes);
 	ret = map_anon(p->out_bytes, &p->out);
@@ -974,7 +1021,7 @@ int pn_xproxy_open(struct pn_xproxy **out, struct pn_comm *c, const struct pn_xp
 		p->roles[q].p = p;
 		p->roles[q].recv = q >= p->nsock;
 		p->roles[q].lane = q % p->nsock;
-		p->roles[q].ticket = (uint64_t)(q % p->nsock);
+		p->roles[q].ticket = 0;
 		p->roles[q].warming = p->warm && !p->roles[q].recv;
 		ret = -pthread_create(&p->thread[q], NULL, thread_main, &p->roles[q]);
 		if (ret)
@@ -1026,6 +1073,7 @@ void pn_xproxy_close(struct pn_xproxy *p)
 	if (p->in)
 		munmap(p->in, p->in_bytes);
 	free(p->peers);
+	free(p->acks);
 	free(p->ranks);
 	free(p->host);
 	free(p->local);

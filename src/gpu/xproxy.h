@@ -2,15 +2,20 @@
 /*
  * The cross-node proxy of the GPU path (the pattern of NCCL's net proxy):
  * one thread per rank that moves the chunks a plugin's kernel puts in its
- * outbox to the ranks of the same local index on the other nodes, and
- * lands theirs in its inbox, where the kernel polls for them.  The boxes
+ * outbox to the ranks of the same local index on the other nodes (those of
+ * each chunk's node mask), and lands theirs in its inbox, where the kernel
+ * polls for them.  Chunks are counted per pair of nodes: the k-th chunk
+ * from a peer, the k-th of its tickets whose mask names me, lands in slot
+ * k % slots of that peer's ring.  The boxes
  * and their protocol are the plugin ABI's (penny_xnode_v1 in
  * plugins/include/penny_plugin.h); the kernel needs no host work per call,
  * so the whole allreduce is stream-ordered and captures in a CUDA graph.
  *
  * Transports:
- *   tcp  sockets per peer (transport/tcp.c's mesh), chunk k on socket k %
- *        sockets, a sending and a receiving thread per socket; a chunk is written
+ *   tcp  sockets per peer (transport/tcp.c's mesh), chunk k to a peer on
+ *        socket k % sockets, a sending and a receiving thread per socket
+ *        (each sender walks every ticket, counting alike, and sends the
+ *        copies on its socket; the last one done raises sent); a chunk is written
  *        straight from the outbox and read straight into the inbox slot
  *        (no copy of its own); a slot is read only once the kernel freed it,
  *        so TCP's window is the flow control.
@@ -50,7 +55,8 @@ struct pn_xproxy_cfg {
 	uint64_t slot_bytes;	/* a multiple of 16 */
 	double timeout;		/* seconds a stalled transfer may wait */
 	int sockets;		/* tcp: sockets per peer, each with a sending and a
-				 * receiving thread (1..8; chunk k on socket k % sockets) */
+				 * receiving thread (1..8; chunk k to a peer on socket
+				 * k % sockets) */
 	int qps;		/* verbs: RC QPs per peer (1..8; chunk k on QP k % qps) */
 	const char *nic;	/* verbs: "dev[:port]"; NULL: the rank's rail port as the
 				 * engine's verbs transport picks it (PENNY_IB_HCA or the

@@ -12,7 +12,10 @@
 // allreduce and calls where a node sends or hears nothing (the tickets of
 // each ring checked after them), roots, in place, strides that put blocks
 // off 16-byte boundaries, poison around every block (nothing else
-// written).  The ends of a dead call: the proxy's abort word
+// written), across 2, 3 and 4 nodes (the kinds that send a block to one
+// node: outbox tickets whose masks leave nodes out, which the stand-in
+// proxy counts per pair of nodes as the core's does).  The ends of a dead
+// call: the proxy's abort word
 // (PN_ERR_XNODE) and a node that never sends (PN_ERR_TIMEOUT naming it).
 // Bit-exact against penny_data.h.  TAP output.
 #include "emu.h"
@@ -69,7 +72,7 @@ static void xworld_init(xworld &w, int n, uint32_t slots, uint64_t stride)
 		w.in.push_back((char *)aligned_alloc(4096, (ib + 4095) / 4096 * 4096));
 		memset(w.out[r], 0, ob);
 		memset(w.in[r], 0, ib);
-		w.ctr.push_back((uint64_t *)calloc(n + 2, 8));
+		w.ctr.push_back((uint64_t *)calloc(n + 3, 8));
 		w.err.push_back((uint32_t *)calloc(2, 4));
 	}
 }
@@ -96,10 +99,11 @@ static struct penny_xout_slot *out_slot(const xworld &w, int r, uint64_t t)
 
 /*
  * The proxy of node r, as a fiber on its own stream: ticket by ticket, it
- * waits for the kernel's ready word, copies the chunk into ring r of every
- * other node's inbox once that slot's done word freed it, raises the
- * inbox's ready word, then the outbox's sent word.  It ends after
- * `tickets` tickets or when a wait passes `spins` polls (a dead call).
+ * waits for the kernel's ready word, copies the chunk into ring r of the
+ * inbox of every node of its mask (its k-th chunk to that node: counted
+ * per node) once that slot's done word freed it, raises the inbox's ready
+ * word, then the outbox's sent word.  It ends after `tickets` tickets or
+ * when a wait passes `spins` polls (a dead call).
  */
 struct proxy_args {
 	xworld *w;
@@ -122,6 +126,7 @@ static void proxy_kernel(const void *p)
 	const proxy_args *a = (const proxy_args *)p;
 	xworld &w = *a->w;
 	uint64_t left = a->spins;
+	std::vector<uint64_t> sent_to(w.n);
 
 	for (uint64_t t = 0; t < a->tickets; t++) {
 		struct penny_xout_slot *o = out_slot(w, a->r, t);
@@ -136,11 +141,12 @@ static void proxy_kernel(const void *p)
 		for (int q = 0; q < w.n; q++) {
 			if (q == a->r || !(o->mask & (1ull << q)))
 				continue;
+			const uint64_t k = sent_to[q]++;
 			struct penny_xin_slot *h =
-				(struct penny_xin_slot *)(w.in[q] + penny_xbox_in_hdr(w.slots, a->r, (uint32_t)(t % w.slots)));
-			char *dst = w.in[q] + penny_xbox_in_data(w.n, w.slots, w.stride, a->r, (uint32_t)(t % w.slots));
+				(struct penny_xin_slot *)(w.in[q] + penny_xbox_in_hdr(w.slots, a->r, (uint32_t)(k % w.slots)));
+			char *dst = w.in[q] + penny_xbox_in_data(w.n, w.slots, w.stride, a->r, (uint32_t)(k % w.slots));
 
-			if (t >= w.slots && !proxy_wait(&h->done, t + 1 - w.slots, left))
+			if (k >= w.slots && !proxy_wait(&h->done, k + 1 - w.slots, left))
 				return;
 			if (w.scramble) {
 				/* 16-byte lines in a random order, a yield between some */
@@ -159,7 +165,7 @@ static void proxy_kernel(const void *p)
 				memcpy(dst, src, len);
 			}
 			h->len = len;
-			__atomic_store_n(&h->ready, t + 1, __ATOMIC_RELEASE);
+			__atomic_store_n(&h->ready, k + 1, __ATOMIC_RELEASE);
 		}
 		__atomic_store_n(&o->sent, t + 1, __ATOMIC_RELEASE);
 	}
@@ -204,7 +210,7 @@ static struct pn_xn_args xargs(const xworld &w, const xcall &c, int r, uint64_t 
 
 	a.send = a.own = (uint64_t)c.send[r];
 	a.recv = (uint64_t)c.recv[r];
-	a.from = ((1u << w.n) - 1) & ~(1u << r);
+	a.from = a.to = ((1u << w.n) - 1) & ~(1u << r);
 	return a;
 }
 
@@ -524,17 +530,21 @@ static std::vector<char> xop_expected(const xop &o, int r, int n)
 	return e;
 }
 
-/* Whether node r sends in call o / hears from node q (the kinds' rules,
- * independent of pn_xn_coll_args: the tickets the kernel must move on). */
-static bool xop_sends(const xop &o, int r)
+/* The tickets node r sends a chunk of call o / whether it hears from node
+ * q (the kinds' rules, independent of pn_xn_coll_args: the tickets the
+ * kernel must move on). */
+static uint64_t xop_sends(const xop &o, int r, int n)
 {
-	return !(o.kind == PENNY_XC_BROADCAST && r != o.root) && !(o.kind == PENNY_XC_REDUCE && r == o.root);
+	if ((o.kind == PENNY_XC_BROADCAST && r != o.root) || (o.kind == PENNY_XC_REDUCE && r == o.root))
+		return 0;
+	return o.kind == PENNY_XC_REDUCE_SCATTER || o.kind == PENNY_XC_ALLTOALL ? n - 1 : 1;
 }
 
-static bool xop_hears(const xop &o, int r, int q)
+static bool xop_hears(const xop &o, int r, int q, int n)
 {
 	return q != r && !(o.kind == PENNY_XC_BROADCAST && q != o.root) &&
-	       !(o.kind == PENNY_XC_REDUCE && r != o.root);
+	       !(o.kind == PENNY_XC_REDUCE && r != o.root) &&
+	       !(o.kind == PENNY_XC_SENDRECV && q != (r + n - 1) % n);
 }
 
 /* Node r's kernel arguments for o: the allreduce's, or xnode_coll's from
@@ -546,7 +556,7 @@ static struct pn_xn_args xop_args(const xworld &w, const xop &o, int r, uint64_t
 	if (!o.kind) {
 		a.send = a.own = (uint64_t)o.send[r];
 		a.recv = (uint64_t)o.recv[r];
-		a.from = ((1u << w.n) - 1) & ~(1u << r);
+		a.from = a.to = ((1u << w.n) - 1) & ~(1u << r);
 		return a;
 	}
 	struct penny_xcoll_v1 c;
@@ -598,9 +608,9 @@ static uint64_t run_ops(xworld &w, std::vector<xop> &ops, std::string &why)
 			emu_launch_kernel(r, xop_kernel(o), grid, o.block, &a, sizeof(a));
 			emu_launch_kernel(r, emu_snap_kernel, 1, 1, &rs, sizeof(rs));
 			emu_launch_kernel(r, emu_snap_kernel, 1, 1, &ss, sizeof(ss));
-			tickets[r] += xop_sends(o, r) ? nch : 0;
+			tickets[r] += xop_sends(o, r, w.n) * nch;
 			for (int q = 0; q < w.n; q++)
-				heard[r * w.n + q] += xop_hears(o, r, q) ? nch : 0;
+				heard[r * w.n + q] += xop_hears(o, r, q, w.n) ? nch : 0;
 		}
 	}
 	for (int r = 0; r < w.n; r++) {
@@ -693,8 +703,8 @@ static void test_coll_seq(int kind, int n, int dt, int op, int ll, bool scramble
 	for (int k = 0; k < 5; k++) {
 		ops.push_back(xop_make(kind, dt, op, k, n, ll, block));
 		if (k == 1) {
-			/* a node that sends nothing: reduce (2 nodes) or broadcast */
-			xop o = xop_make(n == 2 && kind != PENNY_XC_REDUCE ? PENNY_XC_REDUCE : PENNY_XC_BROADCAST,
+			/* a node that sends nothing: reduce or broadcast */
+			xop o = xop_make(kind != PENNY_XC_REDUCE ? PENNY_XC_REDUCE : PENNY_XC_BROADCAST,
 					 dt, PENNY_SUM, 3, n, !ll, block);
 
 			o.root = n - 1;
@@ -776,18 +786,23 @@ static void test_coll(bool quick)
 	for (int ll = 0; ll < 2; ll++) {
 		for (int kind : { PENNY_XC_REDUCE, PENNY_XC_REDUCE_SCATTER })
 			for (int dt = 0; dt < PENNY_NDTYPES; dt++)
-				for (int op = 0; op < PENNY_NREDOPS; op++)
+				for (int op = 0; op < PENNY_NREDOPS; op++) {
 					test_coll_seq(kind, 2, dt, op, ll, false, 32);
+					/* 3 and 4 nodes: in node order, a type each */
+					if (dt % 3 == (op + ll) % 3)
+						test_coll_seq(kind, 3 + (dt + op) % 2, dt, op, ll, false, 32);
+				}
 		for (int kind : copies)
 			for (int dt : cdts) {
 				test_coll_seq(kind, 2, dt, PENNY_SUM, ll, false, 32);
-				if (kind == PENNY_XC_ALLGATHER || kind == PENNY_XC_BROADCAST)
-					test_coll_seq(kind, 3, dt, PENNY_SUM, ll, false, 32);
+				test_coll_seq(kind, 3, dt, PENNY_SUM, ll, false, 32);
+				if (dt == PENNY_HALF || dt == PENNY_DOUBLE)
+					test_coll_seq(kind, 4, dt, PENNY_SUM, ll, false, 32);
 			}
 	}
 	if (!quick)
 		for (int kind : copies)
-			test_coll_seq(kind, kind == PENNY_XC_ALLGATHER ? 3 : 2, PENNY_BFLOAT16, PENNY_SUM, 1,
+			test_coll_seq(kind, 3 + (kind == PENNY_XC_ALLTOALL), PENNY_BFLOAT16, PENNY_SUM, 1,
 				      true, 64);
 	test_coll_dead(0);
 	test_coll_dead(1);

@@ -9,7 +9,9 @@
  * same on the last rank only: outputs that differ between ranks), FAKE_DIE (rank 1
  * dies in its first allreduce), FAKE_NOGRAPH (no PENNY_CAP_GRAPH),
  * FAKE_MULTINODE (claims PENNY_CAP_MULTINODE), FAKE_NOXNODE (no xnode_*: the
- * hierarchical path through the host), FAKE_OLD_SIZE (a table of
+ * hierarchical path through the host), FAKE_XCOLL2 (xnode_coll as before
+ * PENNY_CAP_XCOLL_NODES: reduce, reduce_scatter, alltoall and sendrecv
+ * across 2 nodes only), FAKE_OLD_SIZE (a table of
  * the first v1 size, without allgather or the other collectives), FAKE_ALGOS=bits (accepted
  * algorithms), FAKE_NOBW (no bw(), like the nccl plugin).  bw() measures memcpy between host buffers standing for
  * PENNY_FAKE_GPUS devices (default 2); hostbw() measures memcpy from an
@@ -86,6 +88,11 @@
 #define FAKE_CAP_MULTINODE PENNY_CAP_MULTINODE
 #else
 #define FAKE_CAP_MULTINODE 0u
+#endif
+#if defined(FAKE_XCOLL2) || defined(FAKE_NOXNODE) || defined(FAKE_OLD_SIZE)
+#define FAKE_CAP_XCOLL 0u
+#else
+#define FAKE_CAP_XCOLL PENNY_CAP_XCOLL_NODES
 #endif
 
 static _Thread_local char err[256];
@@ -1195,6 +1202,8 @@ struct fake_xn {
 	struct penny_xnode_v1 x;
 	uint64_t out_t;				/* next outbox ticket */
 	uint64_t in_k[PENNY_XBOX_MAX_NODES];	/* next chunk from each node */
+	uint64_t epoch;				/* LL flags: the calls' chunks so far, the
+						 * same on every node */
 };
 
 static int fake_xnode_open(void *be, const struct penny_xnode_v1 *x, void **xn)
@@ -1255,7 +1264,7 @@ static int xwait(const struct fake_xn *n, const uint64_t *w, uint64_t v, int pee
 /*
  * LL lines as the cuda plugin's kernel writes them (penny_xnode_v1.ll_max):
  * per 16 bytes of data two 16-byte lines {w0, flag, w1, flag}, the flag
- * being the ticket + 1; the tail is padded with zeros.
+ * being the chunk's epoch + 1 (xcall); the tail is padded with zeros.
  */
 static void ll_put(char *dst, const char *src, uint64_t len, uint32_t flag)
 {
@@ -1311,10 +1320,14 @@ static int ll_get(const struct fake_xn *n, char *dst, const char *src, uint64_t 
 
 /*
  * One call on the boxes, the protocol's pieces that fake_xnode_allreduce
- * and fake_xnode_coll share: every outbox ticket goes to every other node
- * (its mask is all of them), so a receiver's count of chunks from node q
- * stays q's ticket count, which the LL flags rely on.  A call travels as
- * LL lines when its payload (the bytes a node sends) is small.
+ * and fake_xnode_coll share.  An outbox ticket goes to the nodes of its
+ * mask; the proxy counts the chunks it lands per pair of nodes, so chunk k
+ * from node q sits in inbox slot k % slots of ring q where k counts q's
+ * chunks to me only (in_k).  The LL flags cannot be tickets then (a ticket
+ * to several nodes is a different count at each): chunk c of a call
+ * carries epoch + c + 1, epoch being the chunks of the calls before (a
+ * block's, the same on every node, whoever sent), so that a slot's flags
+ * only grow.  A call travels as LL lines when a block is small.
  */
 struct xcall {
 	struct fake_xn *n;
@@ -1354,8 +1367,10 @@ static int xcall_begin(struct xcall *k, struct fake_xn *n, uint64_t bytes)
 	return k->ll && !k->lin ? fail(-ENOMEM, "out of memory") : 0;
 }
 
-/* Outbox ticket t := len bytes of src, to every other node. */
-static int xput(const struct xcall *k, uint64_t t, const char *src, uint64_t len)
+/* Outbox ticket t := len bytes of src, to the nodes of mask (LL: lines
+ * of flag). */
+static int xput(const struct xcall *k, uint64_t t, const char *src, uint64_t len, uint64_t mask,
+		uint32_t flag)
 {
 	const struct penny_xnode_v1 *x = &k->n->x;
 	uint64_t S = x->slots, C = x->slot_bytes;
@@ -1366,18 +1381,19 @@ static int xput(const struct xcall *k, uint64_t t, const char *src, uint64_t len
 	if (ret)
 		return ret;
 	if (k->ll)
-		ll_put(data, src, len, (uint32_t)(t + 1));
+		ll_put(data, src, len, flag);
 	else
 		memcpy(data, src, len);
 	o->len = k->ll ? (len + 15) / 16 * 32 : len;
-	o->mask = every_node(x->nnodes);
+	o->mask = mask;
 	__atomic_store_n(&o->ready, t + 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
-/* Chunk c from node q (len bytes): *data := where it is (its inbox slot,
- * or the LL lines' data taken out), until xdone(). */
-static int xget(const struct xcall *k, int q, uint64_t c, uint64_t len, const char **data)
+/* Chunk c from node q (len bytes; LL: lines of flag): *data := where it
+ * is (its inbox slot, or the LL lines' data taken out), until xdone(). */
+static int xget(const struct xcall *k, int q, uint64_t c, uint64_t len, uint32_t flag,
+		const char **data)
 {
 	const struct penny_xnode_v1 *x = &k->n->x;
 	uint64_t S = x->slots, C = x->slot_bytes;
@@ -1390,7 +1406,7 @@ static int xget(const struct xcall *k, int q, uint64_t c, uint64_t len, const ch
 	if (k->ll) {
 		/* the lines' flags, not the slot's ready word */
 		*data = k->lin + (size_t)q * C / 2;
-		return ll_get(k->n, k->lin + (size_t)q * C / 2, src, len, (uint32_t)(c + 1), q);
+		return ll_get(k->n, k->lin + (size_t)q * C / 2, src, len, flag, q);
 	}
 	*data = src;
 	ret = xwait(k->n, &s->ready, c + 1, q);
@@ -1410,20 +1426,19 @@ static void xdone(const struct xcall *k, int q, uint64_t c)
 	__atomic_store_n(&s->done, c + 1, __ATOMIC_RELEASE);
 }
 
-/* The call's chunks are spent: mine when I sent, node q's when q sent
- * (sent: bit q).  A failed call leaves the boxes mid-protocol: the proxy
- * has given up (abort) or a peer is gone, and the job ends there. */
-static void xcall_end(struct xcall *k, uint64_t nch, uint64_t sent)
+/* The call's chunks are spent: my tickets, nch chunks from each node of
+ * from, and nch of the epoch.  A failed call leaves the boxes
+ * mid-protocol: the proxy has given up (abort) or a peer is gone, and the
+ * job ends there. */
+static void xcall_end(struct xcall *k, uint64_t tickets, uint64_t nch, uint64_t from)
 {
 	int q;
 
+	k->n->out_t += tickets;
 	for (q = 0; q < k->n->x.nnodes; q++)
-		if (sent >> q & 1) {
-			if (q == k->n->x.node)
-				k->n->out_t += nch;
-			else
-				k->n->in_k[q] += nch;
-		}
+		if (from >> q & 1 && q != k->n->x.node)
+			k->n->in_k[q] += nch;
+	k->n->epoch += nch;
 	free(k->lin);
 }
 
@@ -1454,12 +1469,15 @@ static int fake_xnode_allreduce(void *be, void *xnp, const void *send, void *rec
 		uint64_t off = c * C, len = bytes - off < C ? bytes - off : C;
 		const char *src[PENNY_XBOX_MAX_NODES];
 
-		ret = xput(&k, n->out_t + c, (const char *)send + off, len);
+		const uint32_t flag = (uint32_t)(n->epoch + c + 1);
+
+		ret = xput(&k, n->out_t + c, (const char *)send + off, len,
+			   every_node(N) & ~(1ull << x->node), flag);
 		for (q = 0; q < N && !ret; q++)
 			if (q == x->node)
 				src[q] = (const char *)send + off;
 			else
-				ret = xget(&k, q, n->in_k[q] + c, len, &src[q]);
+				ret = xget(&k, q, n->in_k[q] + c, len, flag, &src[q]);
 		if (ret)
 			break;
 		reduce_chunk((char *)recv + off, tmp, dt, op, src, N, len, x->nranks);
@@ -1468,31 +1486,103 @@ static int fake_xnode_allreduce(void *be, void *xnp, const void *send, void *rec
 				xdone(&k, q, n->in_k[q] + c);
 	}
 	free(tmp);
-	xcall_end(&k, nch, every_node(N));
+	xcall_end(&k, nch, nch, every_node(N));
 	return ret;
 }
 
 /*
  * The other collectives across nodes (penny_xcoll_v1), on the same
- * protocol.  Each node sends at most one block (its payload), to every
- * other node; the nodes that send nothing advance no ticket:
- *   allgather       every node its send block 0
- *   broadcast       the root its send block 0
- *   reduce          every node but the root its send block 0
- *   reduce_scatter  (2 nodes) the other node's send block
- *   alltoall        (2 nodes) the other node's send block
- *   sendrecv        (2 nodes) its send block 0
- * chunk by chunk, each chunk put before the peers' of the same place are
- * taken (in place, the part of recv a peer's chunk overwrites was sent).
+ * protocol, across any number of nodes.  What node me sends (to: the
+ * nodes; a ticket per chunk to all of them, or with each, a ticket per
+ * chunk and node of its own block) and hears (from):
+ *   allgather       its send block 0 to every other node; from all
+ *   broadcast       the root its send block 0 to every other node; the
+ *                   others from the root
+ *   reduce          every node but the root its send block 0 to the root;
+ *                   the root from all, reduced in node order
+ *   reduce_scatter  its send block q to node q, each; from all, their
+ *                   blocks me reduced in node order (direct: one step)
+ *   alltoall        its send block q to node q, each; from all
+ *   sendrecv        its send block 0 to node me + 1; from node me - 1
+ * chunk by chunk: chunk c of every ticket put (blocks for nodes me + 1,
+ * me + 2, ... in turn), then chunk c of every node heard from taken (in
+ * place, the part of recv a peer's chunk overwrites was sent).
  */
+struct xshape {
+	uint64_t to, from;	/* bit q: node q */
+	int each;		/* a ticket per node of to, with its block */
+	const char *payload;	/* send block 0, or with each the send blocks */
+	const char *mine;	/* the reduce's operand, or my block that recv keeps */
+	int reduces, spread;	/* reduce in node order; recv block q := node q's */
+};
+
+static void xshape_of(struct xshape *h, const struct penny_xcoll_v1 *c, int N, int me,
+		      uint64_t sstride)
+{
+	const uint64_t others = every_node(N) & ~(1ull << me);
+	const char *send = c->send;
+
+	memset(h, 0, sizeof(*h));
+	h->to = h->from = others;
+	h->payload = send;
+	h->mine = send + (uint64_t)me * sstride;
+	switch (c->kind) {
+	case PENNY_XC_ALLGATHER:
+		h->mine = send;
+		h->spread = 1;
+		break;
+	case PENNY_XC_BROADCAST:
+		h->to = me == c->root ? others : 0;
+		h->from = me == c->root ? 0 : 1ull << c->root;
+		break;
+	case PENNY_XC_REDUCE:
+		h->to = me == c->root ? 0 : 1ull << c->root;
+		h->from = me == c->root ? others : 0;
+		h->mine = send;
+		h->reduces = 1;
+		break;
+	case PENNY_XC_REDUCE_SCATTER:
+		h->each = h->reduces = 1;
+		break;
+	case PENNY_XC_ALLTOALL:
+		h->each = h->spread = 1;
+		break;
+	default: /* sendrecv */
+		h->to = 1ull << (me + 1) % N;
+		h->from = 1ull << (me + N - 1) % N;
+		break;
+	}
+}
+
+/* Chunk ch (at off, len bytes) of every ticket of a call: the block of each
+ * node of to (each), or send block 0 to all of them. */
+static int xput_chunk(const struct xcall *k, const struct xshape *h, uint64_t t, uint64_t off,
+		      uint64_t len, uint64_t sstride, uint32_t flag)
+{
+	const int N = k->n->x.nnodes, me = k->n->x.node;
+	int j, ret = 0;
+
+	if (!h->each)
+		return h->to ? xput(k, t, h->payload + off, len, h->to, flag) : 0;
+	for (j = 1; j < N && !ret; j++) {
+		int q = (me + j) % N;
+
+		if (h->to >> q & 1)
+			ret = xput(k, t++, h->payload + (uint64_t)q * sstride + off, len, 1ull << q,
+				   flag);
+	}
+	return ret;
+}
+
 static int fake_xnode_coll(void *be, void *xnp, const struct penny_xcoll_v1 *c)
 {
 	struct fake_xn *n = xnp;
 	const struct penny_xnode_v1 *x = &n->x;
-	int es, N = x->nnodes, me = x->node, q, ret, pair, reduces, root, spread;
-	uint64_t B, sstride, rstride, nch, ch, C = x->slot_bytes, senders;
-	const char *send, *payload, *mine, *src[2];
+	int es, N = x->nnodes, me = x->node, q, ret, root, ntk = 0;
+	uint64_t B, sstride, rstride, nch, ch, C = x->slot_bytes;
+	const char *src[PENNY_XBOX_MAX_NODES];
 	char *recv, *tmp = NULL;
+	struct xshape h;
 	struct xcall k;
 
 	(void)be;
@@ -1500,42 +1590,33 @@ static int fake_xnode_coll(void *be, void *xnp, const struct penny_xcoll_v1 *c)
 	    c->kind > PENNY_XC_SENDRECV)
 		return fail(-EINVAL, "xnode_coll: bad call description");
 	es = penny_data_size(c->dtype);
-	pair = c->kind >= PENNY_XC_REDUCE;
-	reduces = c->kind == PENNY_XC_REDUCE || c->kind == PENNY_XC_REDUCE_SCATTER;
 	root = c->kind == PENNY_XC_BROADCAST || c->kind == PENNY_XC_REDUCE ? c->root : 0;
-	if (!es || (reduces && (c->op < 0 || c->op >= PENNY_NREDOPS)))
+	if (!es || ((c->kind == PENNY_XC_REDUCE || c->kind == PENNY_XC_REDUCE_SCATTER) &&
+		    (c->op < 0 || c->op >= PENNY_NREDOPS)))
 		return fail(-EINVAL, "bad type or op");
-	if (pair && N != 2)
-		return fail(-EINVAL, "xnode_coll: kind %d sends to one node each: 2 nodes, not %d",
-			    (int)c->kind, N);
 	if (root < 0 || root >= N)
 		return fail(-EINVAL, "xnode_coll: root %d is not a node of %d", root, N);
+#ifdef FAKE_XCOLL2
+	if (c->kind >= PENNY_XC_REDUCE && N != 2)
+		return fail(-EINVAL, "xnode_coll: kind %d sends to one node each: 2 nodes, not %d",
+			    (int)c->kind, N);
+#endif
 	if (c->count > ((uint64_t)1 << 40))
 		return fail(-EINVAL, "xnode_coll: count %llu too large",
 			    (unsigned long long)c->count);
 	B = c->count * (uint64_t)es;
 	sstride = c->sstride ? c->sstride : B;
 	rstride = c->rstride ? c->rstride : B;
-	send = c->send;
 	recv = c->recv;
 	nch = (B + C - 1) / C;
-	/* what I send, and from whom I receive; pairs: the other node's block
-	 * (reduce_scatter, alltoall), or all I have (reduce, sendrecv) */
-	senders = c->kind == PENNY_XC_ALLGATHER ? every_node(N)
-		  : c->kind == PENNY_XC_BROADCAST ? 1ull << root
-		  : c->kind == PENNY_XC_REDUCE ? 1ull << (1 - root) : 3;
-	payload = c->kind == PENNY_XC_REDUCE_SCATTER || c->kind == PENNY_XC_ALLTOALL
-		  ? send + (uint64_t)(1 - me) * sstride : send;
-	/* my own part: reduce's input, my block of reduce_scatter's and
-	 * alltoall's, which alltoall and allgather keep (copied unless in place) */
-	mine = c->kind == PENNY_XC_REDUCE || c->kind == PENNY_XC_ALLGATHER
-	       ? send : send + (uint64_t)me * sstride;
-	spread = c->kind == PENNY_XC_ALLGATHER || c->kind == PENNY_XC_ALLTOALL;
-	if (spread && mine != recv + (uint64_t)me * rstride)
-		memcpy(recv + (uint64_t)me * rstride, mine, B);
-	if (c->kind == PENNY_XC_BROADCAST && me == root && send != recv)
-		memcpy(recv, send, B);
-	if (reduces && (me == root || c->kind == PENNY_XC_REDUCE_SCATTER)) {
+	xshape_of(&h, c, N, me, sstride);
+	for (q = 0; q < N; q++)
+		ntk += h.each ? (int)(h.to >> q & 1) : q == 0 && h.to;
+	if (h.spread && h.mine != recv + (uint64_t)me * rstride)
+		memcpy(recv + (uint64_t)me * rstride, h.mine, B);
+	if (c->kind == PENNY_XC_BROADCAST && me == root && c->send != recv)
+		memcpy(recv, c->send, B);
+	if (h.reduces && h.from) {
 		tmp = malloc(C);
 		if (!tmp)
 			return fail(-ENOMEM, "out of memory");
@@ -1547,30 +1628,28 @@ static int fake_xnode_coll(void *be, void *xnp, const struct penny_xcoll_v1 *c)
 	}
 	for (ch = 0; ch < nch && !ret; ch++) {
 		uint64_t off = ch * C, len = B - off < C ? B - off : C;
-		const char *data;
+		const uint32_t flag = (uint32_t)(n->epoch + ch + 1);
 
-		if (senders >> me & 1)
-			ret = xput(&k, n->out_t + ch, payload + off, len);
+		ret = xput_chunk(&k, &h, n->out_t + ch * (uint64_t)ntk, off, len, sstride, flag);
 		for (q = 0; q < N && !ret; q++) {
-			if (q == me || !(senders >> q & 1))
+			if (!(h.from >> q & 1))
 				continue;
-			ret = xget(&k, q, n->in_k[q] + ch, len, &data);
-			if (ret)
-				break;
-			if (tmp) {
-				/* reduce (on the root), reduce_scatter: in node order */
-				src[me] = mine + off;
-				src[q] = data;
-				reduce_chunk(recv + off, tmp, c->dtype, c->op, src, 2, len, x->nranks);
-			} else {
-				/* allgather, alltoall: block q; broadcast, sendrecv: block 0 */
-				memcpy(recv + (spread ? (uint64_t)q * rstride : 0) + off, data, len);
-			}
-			xdone(&k, q, n->in_k[q] + ch);
+			ret = xget(&k, q, n->in_k[q] + ch, len, flag, &src[q]);
+			/* allgather, alltoall: block q; broadcast, sendrecv: block 0 */
+			if (!ret && !h.reduces)
+				memcpy(recv + (h.spread ? (uint64_t)q * rstride : 0) + off, src[q], len);
 		}
+		if (!ret && tmp) {
+			/* reduce (on the root), reduce_scatter: in node order */
+			src[me] = h.mine + off;
+			reduce_chunk(recv + off, tmp, c->dtype, c->op, src, N, len, x->nranks);
+		}
+		for (q = 0; q < N && !ret; q++)
+			if (h.from >> q & 1)
+				xdone(&k, q, n->in_k[q] + ch);
 	}
 	free(tmp);
-	xcall_end(&k, nch, senders);
+	xcall_end(&k, nch * (uint64_t)ntk, nch, h.from);
 	return ret;
 }
 
@@ -1732,9 +1811,9 @@ __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin
 	.version = FAKE_VERSION,
 	.algos = FAKE_ALGOS,
 #ifdef FAKE_NOBW
-	.caps = FAKE_CAP_GRAPH | FAKE_CAP_MULTINODE,
+	.caps = FAKE_CAP_GRAPH | FAKE_CAP_MULTINODE | FAKE_CAP_XCOLL,
 #else
-	.caps = FAKE_CAP_GRAPH | FAKE_CAP_MULTINODE | PENNY_CAP_BW,
+	.caps = FAKE_CAP_GRAPH | FAKE_CAP_MULTINODE | FAKE_CAP_XCOLL | PENNY_CAP_BW,
 #endif
 	.errmsg = fake_errmsg,
 	.init = fake_init,
