@@ -42,7 +42,8 @@
 # same processes (torch_allreduce.py ab: the default group penny's, a second
 # one made with PENNY_NCCL=off NCCL's), R rounds of one timed block each,
 # alternated; writes ...-xN-ab.{txt,tsv,json}.  Whatever moves one launch's
-# eager times against the next moves both sides alike there.
+# eager times against the next moves both sides alike there.  AB_SWAP=1:
+# penny on the second group and NCCL on the default one (...-ab-swap).
 # Builds only libpenny-nccl.so and the cuda plugin (make, a C compiler and
 # nvcc are enough), or none with PLUGINDIR=dir (both built before).  NVLink
 # SHARP/multicast stays off.
@@ -180,13 +181,14 @@ compare_pair() {
 }
 # ab: NCCL and penny alternated inside one launch (torch_allreduce.py ab)
 ab() {
-	local f=$out/torch-${coll//_/}-$stamp-$kind-x$np-ab
-	echo "## $np GPUs, $coll: NCCL and penny in one process, $AB rounds"
+	local f=$out/torch-${coll//_/}-$stamp-$kind-x$np-ab swap=()
+	[ "${AB_SWAP:-0}" = 1 ] && swap=(--swap) f=$f-swap
+	echo "## $np GPUs, $coll: NCCL and penny in one process, $AB rounds${swap:+ (penny on the second group)}"
 	if ! (export PENNY_NCCL_DEBUG=1 PENNY_NCCL_PLUGIN="$plugin" LD_PRELOAD="$lib"
 		timeout -k 30 "$TIMEOUT" "$PY" -m torch.distributed.run --standalone --nproc-per-node="$np" \
 			"$top/tests/bench/torch_allreduce.py" ab --rounds "$AB" --graph "${GRAPH:-20}" \
 			--iters "${ITERS:-200}" --max-bytes "${MAXB:-268435456}" --coll "$coll" \
-			${pin[@]+"${pin[@]}"} --out "$f") >"$work/ab.log" 2>&1; then
+			${pin[@]+"${pin[@]}"} ${swap[@]+"${swap[@]}"} --out "$f") >"$work/ab.log" 2>&1; then
 		tail -n 30 "$work/ab.log"
 		echo "## exit: the launch failed"
 		rc=1

@@ -33,7 +33,9 @@ tests/bench/torch-allreduce.sh (one process per GPU under torchrun).
       reads it at each communicator's set-up) and is NCCL's; per size, R
       rounds of one timed block on each, alternated (P N, N P, ...), eager
       and in CUDA graphs, so that what moves eager times from one process
-      to the next (up to 2x) moves both sides alike.  Per size and mode:
+      to the next (up to 2x) moves both sides alike.  --swap: penny on the
+      second group, NCCL on the default one (what differs between the two
+      groups themselves shows as a ratio that follows the group).  Per size and mode:
       each side's median block, the ratio of the medians and the per-round
       ratios' min, median and max; rank 0 writes OUTBASE.txt, .tsv, .json.
 """
@@ -449,19 +451,24 @@ def ab(args):
     dist.init_process_group("nccl", timeout=datetime.timedelta(seconds=args.timeout), device_id=dev)
     coll = args.coll
     w = torch.ones(1024, device=dev)
-    dist.all_reduce(w)  # the default group's set-up: penny's (PENNY_NCCL as launched)
+    # every rank alike, before each group's set-up (its first call): the
+    # default group penny's and the second NCCL's, or (--swap) the other way
+    os.environ["PENNY_NCCL"] = "off" if args.swap else "on"
+    dist.all_reduce(w)
     torch.cuda.synchronize()
-    os.environ["PENNY_NCCL"] = "off"  # every rank alike, before the second group's set-up
-    g_nccl = dist.new_group(list(range(world)))
-    dist.all_reduce(w, group=g_nccl)
+    os.environ["PENNY_NCCL"] = "on" if args.swap else "off"
+    g_two = dist.new_group(list(range(world)))
+    dist.all_reduce(w, group=g_two)
     torch.cuda.synchronize()
     del os.environ["PENNY_NCCL"]
-    sides = (("penny", None), ("nccl", g_nccl))
+    sides = (("penny", g_two), ("nccl", None)) if args.swap else (("penny", None), ("nccl", g_two))
     res = {"coll": coll, "world": world, "rounds": args.rounds, "torch": torch.__version__,
            "nccl": ".".join(str(v) for v in torch.cuda.nccl.version()), "eager": {}, "graph": {}}
-    lines = ["# %s, %d ranks, NCCL %s, PyTorch %s: penny (default group) and NCCL (a group made "
-             "with PENNY_NCCL=off) in one process, %d rounds of one block each, alternated"
-             % (coll, world, res["nccl"], res["torch"], args.rounds),
+    lines = ["# %s, %d ranks, NCCL %s, PyTorch %s: penny (%s) and NCCL (%s) in one process, %d "
+             "rounds of one block each, alternated"
+             % (coll, world, res["nccl"], res["torch"],
+                "a second group" if args.swap else "the default group",
+                "the default group" if args.swap else "a second group", args.rounds),
              "# mode   bytes       nccl_us   penny_us  ratio   ratio/round min med max"]
     rows = []
     b = args.min_bytes
@@ -768,6 +775,8 @@ def main():
     a.add_argument("--min-bytes", type=int, default=1 << 10)
     a.add_argument("--max-bytes", type=int, default=256 << 20)
     a.add_argument("--pin", action="store_true")
+    a.add_argument("--swap", action="store_true",
+                   help="NCCL on the default group, penny on the second (the groups' own difference)")
     c = sub.add_parser("compare")
     c.add_argument("nccl")
     c.add_argument("penny")
