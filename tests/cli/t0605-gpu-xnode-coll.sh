@@ -84,26 +84,6 @@ test_expect_success 'host-staged: more host memory than the host has is one line
 # rank 1 killed once its first GPU-driven call ran (its debug line), in
 # a long timed run: rank 0 names it, well within --timeout
 test_expect_success 'a peer killed in the middle: the other rank names it, within the timeout' '
-	port=$(free_port) || exit 1
-	PENNY_NODE_ID=n1 "$PENNY" coll-test allgather --rank 1 --nranks 2 --root 127.0.0.1:$port \
-		--timeout 6 --backend fake -b 1M -e 1M -n 100000 -w 0 --debug=plugin >/dev/null 2>err1 &
-	vp=$!
-	s=$(date +%s)
-	PENNY_NODE_ID=n0 timeout 60 "$PENNY" coll-test allgather --rank 0 --nranks 2 \
-		--root 127.0.0.1:$port --timeout 6 --backend fake -b 1M -e 1M -n 100000 -w 0 \
-		>out 2>err0 &
-	p0=$!
-	for ((i = 0; i < 200; i++)); do
-		grep -q "allgather across 2 nodes of 1 rank: GPU-driven" err1 && break
-		sleep 0.1
-	done
-	sleep 1
-	kill -KILL $vp
-	wait $p0
-	rc=$?
-	wait $vp 2>/dev/null
-	test $rc -ne 0 && test $rc -ne 124 && test $(($(date +%s) - s)) -le 14 && said &&
-	grep -Eq "rank 1 \(host [^)]*\) (closed|is gone|died)|rank 1 \(host [^)]*, pid [0-9]*\) (closed|is gone|died)" left ||
-		{ echo "rc $rc"; cat err0; exit 1; }
+	killed_mid 2 allgather 1
 '
 test_done

@@ -81,3 +81,37 @@ run_all() {
 	esac ||
 		{ echo "$nodes x $per $c"; return 1; }
 }
+
+# N nodes of one rank, a long timed run of COLL (1 MiB): rank VICTIM is
+# killed once its first GPU-driven call ran (its debug line); every other
+# rank must fail (not time out), within 14 s of the start (--timeout 6),
+# rank 0 naming the victim.  Over the transport PENNY_XNODE_TRANSPORT says.
+killed_mid() {
+	local nodes=$1 c=$2 v=$3 port r s rc=0 rr p pv pids=
+	port=$(free_port) || return 1
+	rm -f err*
+	s=$(date +%s)
+	# the victim without timeout(1): the kill reaches penny itself
+	for ((r = nodes - 1; r >= 0; r--)); do
+		if [ $r -eq $v ]; then set -- "$PENNY"; else set -- timeout 60 "$PENNY"; fi
+		PENNY_NODE_ID=n$r "$@" coll-test $c --rank $r --nranks $nodes \
+			--root 127.0.0.1:$port --timeout 6 --backend $xb $(xgpus $r 1) -b 1M -e 1M \
+			-n 100000 -w 0 --debug=plugin >/dev/null 2>err$r &
+		if [ $r -eq $v ]; then pv=$!; else pids="$pids $!"; fi
+	done
+	for ((r = 0; r < 200; r++)); do
+		grep -q "$c across $nodes nodes of 1 rank: GPU-driven" err$v && break
+		sleep 0.1
+	done
+	sleep 1
+	kill -KILL $pv
+	for p in $pids; do
+		wait $p
+		rr=$?
+		{ test $rr -ne 0 && test $rr -ne 124; } || rc=1
+	done
+	wait $pv 2>/dev/null
+	test $rc -eq 0 && test $(($(date +%s) - s)) -le 14 && said &&
+		grep -Eq "rank $v \(host [^)]*(, pid [0-9]*)?\) (closed|is gone|died)" left ||
+		{ echo "rc $rc, $(($(date +%s) - s)) s"; cat err*; return 1; }
+}
