@@ -497,11 +497,12 @@ def ab(args):
                     for _ in range(3):
                         collective(dist, coll, x, y, group=grp)
                 torch.cuda.current_stream().wait_stream(s)
-                g = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(g):
+                # no name here holds a graph past its size (launches that kept
+                # the last one hung at exit; run() drops its graph likewise)
+                graphs[name] = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graphs[name]):
                     for _ in range(args.graph):
                         collective(dist, coll, x, y, group=grp)
-                graphs[name] = g
         torch.cuda.synchronize()
         for mode in ("eager", "graph") if graphs else ("eager",):
             per = {"penny": [], "nccl": []}
@@ -537,7 +538,8 @@ def ab(args):
                                                     round(pm, 3), round(pm / nm, 4), round(ratios[0], 4),
                                                     round(statistics.median(ratios), 4),
                                                     round(ratios[-1], 4))))
-        del graphs
+        launch = None  # graphs[name].replay holds its graph
+        graphs.clear()
     over = [ln.split()[0] + " " + ln.split()[1] for ln in lines[2:] if "over" in ln]
     lines.append("# sizes with penny's median over %.2fx NCCL's: %s" % (GOAL, ", ".join(over) or "none"))
     dist.barrier()
