@@ -34,8 +34,8 @@ struct ip_cfg {
 extern struct ip_cfg cfg;
 /* cfg and debug_on from the environment, once (settings.c). */
 void cfg_read(void);
-/* PENNY_NCCL now: 1 on, 0 off. */
-int cfg_wanted(void);
+/* PENNY_NCCL now: 1 on, 0 off (a value neither said of comm when speak). */
+int cfg_wanted(int speak, const void *comm);
 
 /* The penny plugin (NULL until loaded). */
 extern const struct penny_plugin_v1 *P;

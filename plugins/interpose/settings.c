@@ -115,13 +115,19 @@ void cfg_read(void)
 
 /* PENNY_NCCL as it is now (a program may turn penny off for the
  * communicators it makes next, as the bench's in-process A/B does); a
- * value read_cfg refused keeps penny off. */
-int cfg_wanted(void)
+ * value read_cfg refused keeps penny off.  A value set since that is none
+ * of on, off, 1, 0 is off too, which speak (rank 0) says of comm. */
+int cfg_wanted(int speak, const void *comm)
 {
 	const char *on = getenv("PENNY_NCCL");
 
 	cfg_read();
 	if (!cfg.enabled && cfg.bad[0])
 		return 0;
-	return !on || !*on || !strcmp(on, "1") || !strcmp(on, "on");
+	if (!on || !*on || !strcmp(on, "1") || !strcmp(on, "on"))
+		return 1;
+	if (speak && strcmp(on, "0") && strcmp(on, "off"))
+		say("PENNY_NCCL='%.40s' at communicator %p's set-up: on, off, 1 or 0; NCCL runs it",
+		    on, comm);
+	return 0;
 }

@@ -261,7 +261,11 @@ test_expect_success 'PENNY_NCCL=off set by the program: the communicators it mak
 	test "$(grep -c "offsplit ok, 3 " out)" -eq 4 && test "$(nccl_ar)" -eq 4 &&
 	test "$(grep -c "^penny-nccl: NCCL runs communicator $ptr of 2 ranks (PENNY_NCCL=off on some rank)$" err)" -eq 2 &&
 	test "$(grep -c "^penny-nccl: penny runs ncclAllReduce, ncclReduceScatter, ncclAllGather of communicator $ptr of 2 ranks" err)" -eq 2 &&
-	grep -q "^penny-nccl: penny runs ncclAllReduce, ncclReduceScatter, ncclAllGather of communicator $ptr of 4 ranks" err
+	grep -q "^penny-nccl: penny runs ncclAllReduce, ncclReduceScatter, ncclAllGather of communicator $ptr of 4 ranks" err &&
+	NCCL_CALLER_OFF=maybe ip "$caller" 4 offsplit >out 2>err &&
+	test "$(grep -c "offsplit ok, 3 " out)" -eq 4 && test "$(nccl_ar)" -eq 4 &&
+	test "$(grep -c "^penny-nccl: PENNY_NCCL=.maybe. at communicator $ptr.s set-up: on, off, 1 or 0; NCCL runs it$" err)" -eq 2 &&
+	test "$(wc -l <err)" -eq 2
 '
 test_expect_success 'a communicator the interposer never saw (made by NCCL'"'"'s own handle): every call NCCL'"'"'s' '
 	PENNY_NCCL_DEBUG=1 ip "$caller" 2 untracked:allreduce >out 2>err &&

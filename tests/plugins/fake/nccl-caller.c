@@ -51,8 +51,9 @@
  *              inside a group; every result checked
  *   bf16coll   a bfloat16 reduce-scatter and all-gather (only penny can
  *              reduce bfloat16 here)
- *   offsplit   (4 ranks) one allreduce; then PENNY_NCCL=off in the
- *              environment and a split (ranks % 2) with one allreduce,
+ *   offsplit   (4 ranks) one allreduce; then PENNY_NCCL=off (or
+ *              NCCL_CALLER_OFF's value) in the environment and a split
+ *              (ranks % 2) with one allreduce,
  *              then PENNY_NCCL unset and another split with one: each
  *              checked (the interposer reads it at each set-up)
  *   shrinkgrow (processes, 3 ranks or more) the last rank leaves by
@@ -551,8 +552,10 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what, int mode
 
 		calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
 		for (i = 0; i < 2; i++) {
+			/* a value neither on nor off is off too, and said (NCCL_CALLER_OFF) */
 			if (i == 0)
-				setenv("PENNY_NCCL", "off", 1);
+				setenv("PENNY_NCCL", getenv("NCCL_CALLER_OFF") ? getenv("NCCL_CALLER_OFF")
+									: "off", 1);
 			else
 				unsetenv("PENNY_NCCL");
 			EXPECT(ncclCommSplit(comm, rank % 2, rank, &sub[i], NULL) == ncclSuccess &&
