@@ -253,6 +253,13 @@ test_expect_success 'threads destroyed one after another by the main thread: rel
 	PENNY_NCCL_TIMEOUT=60 ip timeout 20 "$caller" 3 threadsmain:colls >out 2>err &&
 	test "$(grep -c "colls ok" out)" -eq 3 && grep -q "^main thread: 3 communicators destroyed$" out
 '
+# the caller's CUDA context is the same after a call penny took as before
+# it, as after NCCL's (one thread may call ranks of several GPUs): the
+# set-up and the host services enter the rank's own (the fake driver
+# keeps a context per thread)
+test_expect_success 'the thread'"'"'s CUDA context is given back after penny'"'"'s calls' '
+	ip "$caller" 2 ctx >out 2>err && test "$(grep -c "ctx ok, 2 " out)" -eq 2 && test "$(nccl_ar)" -eq 0
+'
 # PENNY_NCCL is read again at each communicator's set-up (the PyTorch
 # bench's in-process A/B): a split made with it off is NCCL's, the next
 # one, made with it unset, penny's; the first communicator stays penny's

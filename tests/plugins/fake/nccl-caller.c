@@ -56,6 +56,9 @@
  *              (ranks % 2) with one allreduce,
  *              then PENNY_NCCL unset and another split with one: each
  *              checked (the interposer reads it at each set-up)
+ *   ctx        the thread's CUDA context (the fake driver's) set before the
+ *              first allreduce (penny's set-up inside it) and one more is
+ *              still the same after each, as NCCL leaves it
  *   shrinkgrow (processes, 3 ranks or more) the last rank leaves by
  *              ncclCommShrink and comes back by ncclCommGrow (the id from
  *              rank 0 through a pipe); an allreduce on each of the three
@@ -546,7 +549,22 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what, int mode
 	}
 	else if (!strcmp(what, "regcache"))
 		calls = regcache(comm, rank, n);
-	else if (!strcmp(what, "offsplit")) {
+	else if (!strcmp(what, "ctx")) {
+		void *cu = dlopen("libcuda.so.1", RTLD_NOW), *c = NULL;
+		int (*set)(void *) = cu ? (int (*)(void *))dlsym(cu, "cuCtxSetCurrent") : NULL;
+		int (*cur)(void **) = cu ? (int (*)(void **))dlsym(cu, "cuCtxGetCurrent") : NULL;
+		int i;
+
+		EXPECT(set && cur, "rank %d: no cuCtxSetCurrent/cuCtxGetCurrent in libcuda.so.1", rank);
+		for (i = 0; set && cur && i < 2; i++) {
+			set((void *)(uintptr_t)(0x5150 + i));
+			calls += one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+			cur(&c);
+			EXPECT(c == (void *)(uintptr_t)(0x5150 + i),
+			       "rank %d: call %d: the thread's context is %p, not %#x", rank, i, c,
+			       0x5150 + i);
+		}
+	} else if (!strcmp(what, "offsplit")) {
 		ncclComm_t sub[2] = { NULL, NULL };
 		int i, sn = 0, sr = -1;
 
@@ -715,7 +733,7 @@ int main(int argc, char **argv)
 				"[threads:|initall:|untracked:|threadsmain:|maingroup:]"
 				"allreduce|"
 				"bf16|args|version|abort|nonblocking|groupfirst|peerdies|regcache|"
-				"asyncerr|colls|bf16coll|shrinkgrow|offsplit\n");
+				"asyncerr|colls|bf16coll|shrinkgrow|offsplit|ctx\n");
 		return 2;
 	}
 	what = argv[2];
