@@ -750,12 +750,8 @@ EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int r
 		     "ncclCommInitRankScalable", rank, nranks, NULL);
 }
 
-/*
- * ncclCommInitAll's communicators are one thread's, whose calls on them come
- * in groups (NCCL's): penny's set-up runs here, for all their ranks at
- * once, a thread each (together.c).  (The plugin takes its peers' pointers
- * in one process instead of CUDA IPC.)
- */
+/* ncclCommInitAll's communicators are one thread's, called in groups: penny's
+ * set-up runs here, a thread a rank (together.c); NCCL's without memory for it. */
 EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
 {
 	struct pcomm **v;
@@ -772,14 +768,17 @@ EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devli
 	cfg_read();
 	v = calloc((size_t)ndev, sizeof(*v));
 	for (i = 0; i < ndev; i++)
-		if (comm[i] && add(comm[i], PC_PENDING) && v && (v[k] = hold(comm[i])))
+		if (comm[i] && add(comm[i], v ? PC_PENDING : PC_OFF) && v && (v[k] = hold(comm[i])))
 			k++;
 	if (debug_on && k)
 		tell_new(comm[0], "ncclCommInitAll", ndev, k == ndev && ndev > 1);
 	if (k == ndev && ndev > 1)
 		together(v, k);
-	for (i = 0; i < k; i++)
+	for (i = 0; i < k; i++) {
+		if (k < ndev)
+			v[i]->state = PC_OFF;
 		unhold(v[i]);
+	}
 	free(v);
 	return r;
 }
