@@ -385,12 +385,13 @@ static int fake_driver_version(int *version)
  */
 static int fake_driver_up(void)
 {
-	static pid_t up;
+	static pid_t up; /* atomic: ranks that are threads initialise at once */
+	pid_t was = __atomic_load_n(&up, __ATOMIC_ACQUIRE);
 
-	if (up && up != getpid())
+	if (was && was != getpid())
 		return fail(-EIO, "cuInit: initialization error (CUDA error 3): the fake driver was "
-			    "initialised in process %d, which forked this one", (int)up);
-	up = getpid();
+			    "initialised in process %d, which forked this one", (int)was);
+	__atomic_store_n(&up, getpid(), __ATOMIC_RELEASE);
 	return 0;
 }
 
