@@ -253,6 +253,21 @@ test_expect_success 'threads destroyed one after another by the main thread: rel
 	PENNY_NCCL_TIMEOUT=60 ip timeout 20 "$caller" 3 threadsmain:colls >out 2>err &&
 	test "$(grep -c "colls ok" out)" -eq 3 && grep -q "^main thread: 3 communicators destroyed$" out
 '
+# one thread calls every rank inside groups (nccl-tests' -g N): the test
+# plugin queues each call (PENNY_FAKE_ASYNC=1) as a GPU's stream does, so
+# the thread launches every rank's before any runs; every result checked,
+# none reaches NCCL, the main thread destroys them one after another (the
+# release barrier on: they go together).  Before ff0095e these calls were
+# NCCL's, which one thread cannot run for several ranks (a wait until the
+# timeout here)
+test_expect_success 'one thread, every rank, grouped calls (nccl-tests -g): penny'"'"'s, right results' '
+	export PENNY_FAKE_ASYNC=1 PENNY_FAKE_FINI_BARRIER=1 &&
+	ip timeout 60 "$caller" 2 grouped:allreduce >out 2>err && test ! -s err &&
+	grep -q "^grouped: allreduce ok, 84 grouped calls of 2 ranks$" out && test "$(nccl_ar)" -eq 0 &&
+	ip timeout 60 "$caller" 3 grouped:colls >out 2>err && test ! -s err &&
+	grep -q "^grouped: colls ok, 100 grouped calls of 3 ranks$" out &&
+	test "$(nccl_rs)" -eq 0 && test "$(nccl_ag)" -eq 0
+'
 # the caller's CUDA context is the same after a call penny took as before
 # it, as after NCCL's (one thread may call ranks of several GPUs): the
 # set-up and the host services enter the rank's own (the fake driver

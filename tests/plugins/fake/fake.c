@@ -54,8 +54,10 @@
 #include "penny_data.h"
 #include "penny_plugin.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -113,7 +115,10 @@ static int fail(int code, const char *fmt, ...)
 	return code;
 }
 
+struct fake_queue;
+
 struct fake {
+	struct fake_queue *q;	/* PENNY_FAKE_ASYNC=1: the calls queued (fake_enqueue) */
 	const struct penny_host_v1 *host;
 	int device;
 	char desc[256];
@@ -439,6 +444,171 @@ static int cvd_device(int i)
 	return n ? list[i % n] : -1;
 }
 
+/*
+ * PENNY_FAKE_ASYNC=1 (the interposer's tests): allreduce_stream,
+ * reduce_scatter and allgather_stream return once queued, and a thread of
+ * the backend runs them in order, as a GPU runs a stream's kernels, so
+ * that one thread may call every rank of a communicator inside a group
+ * (ncclCommInitAll's, nccl-tests' -g N).  The fake libcuda.so.1's
+ * cuStreamSynchronize waits for every backend's queue (fakecuda_sync_hook);
+ * a queued call that fails says so on stderr.
+ */
+#ifndef FAKE_OLD_SIZE
+struct fake_job {
+	int kind;		/* 0 allreduce, 1 reduce_scatter, 2 allgather */
+	const void *send;
+	void *recv;
+	size_t count;
+	int dt, op, algo;
+	void *stream;
+	struct fake_job *next;
+};
+
+struct fake_queue {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	struct fake_job *head, *tail;
+	int stop;
+	pthread_t t;
+};
+
+static pthread_mutex_t queued_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t queued_none = PTHREAD_COND_INITIALIZER;
+static int queued;			/* calls queued or running, every backend's */
+static _Thread_local int in_worker;	/* this thread runs queued calls */
+
+static int fake_allreduce_stream(void *be, const void *send, void *recv, size_t count, int dt,
+				 int op, int algo, void *stream);
+static int fake_reduce_scatter(void *be, const void *send, void *recv, size_t count, int dt,
+			       int op, void *stream);
+static int fake_allgather_stream(void *be, const void *send, void *recv, size_t count, int dt,
+				 void *stream);
+
+static void *fake_worker(void *arg)
+{
+	struct fake *f = arg;
+	struct fake_queue *q = f->q;
+	struct fake_job *j;
+	int ret;
+
+	in_worker = 1;
+	pthread_mutex_lock(&q->m);
+	for (;;) {
+		while (!q->head && !q->stop)
+			pthread_cond_wait(&q->c, &q->m);
+		if (!(j = q->head))
+			break;
+		q->head = j->next;
+		if (!q->head)
+			q->tail = NULL;
+		pthread_mutex_unlock(&q->m);
+		ret = j->kind == 0 ? fake_allreduce_stream(f, j->send, j->recv, j->count, j->dt, j->op,
+							   j->algo, j->stream)
+		      : j->kind == 1 ? fake_reduce_scatter(f, j->send, j->recv, j->count, j->dt, j->op,
+							   j->stream)
+				     : fake_allgather_stream(f, j->send, j->recv, j->count, j->dt,
+							     j->stream);
+		if (ret)
+			fprintf(stderr, "fake plugin: rank %d: a queued call failed: %s\n",
+				f->host->rank, err);
+		free(j);
+		pthread_mutex_lock(&queued_lock);
+		if (--queued == 0)
+			pthread_cond_broadcast(&queued_none);
+		pthread_mutex_unlock(&queued_lock);
+		pthread_mutex_lock(&q->m);
+	}
+	pthread_mutex_unlock(&q->m);
+	return NULL;
+}
+
+/* cuStreamSynchronize's hook: every queued call done (not from a worker). */
+static void fake_sync_all(void)
+{
+	if (in_worker)
+		return;
+	pthread_mutex_lock(&queued_lock);
+	while (queued)
+		pthread_cond_wait(&queued_none, &queued_lock);
+	pthread_mutex_unlock(&queued_lock);
+}
+
+static int fake_enqueue(struct fake *f, const struct fake_job *how)
+{
+	struct fake_job *j = malloc(sizeof(*j));
+
+	if (!j)
+		return fail(-ENOMEM, "out of memory");
+	*j = *how;
+	j->next = NULL;
+	pthread_mutex_lock(&queued_lock);
+	queued++;
+	pthread_mutex_unlock(&queued_lock);
+	pthread_mutex_lock(&f->q->m);
+	if (f->q->tail)
+		f->q->tail->next = j;
+	else
+		f->q->head = j;
+	f->q->tail = j;
+	pthread_cond_signal(&f->q->c);
+	pthread_mutex_unlock(&f->q->m);
+	return 0;
+}
+
+/* PENNY_FAKE_ASYNC=1: f's queue and its thread, the driver's hook set. */
+static int fake_async(struct fake *f)
+{
+	const char *a = getenv("PENNY_FAKE_ASYNC");
+	void *cu;
+	void (*hook)(void (*)(void));
+
+	if (!a || strcmp(a, "1"))
+		return 0;
+	cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	hook = cu ? (void (*)(void (*)(void)))dlsym(cu, "fakecuda_sync_hook") : NULL;
+	if (!hook)
+		return fail(-ENOSYS, "PENNY_FAKE_ASYNC=1 wants the tests' libcuda.so.1 loaded");
+	hook(fake_sync_all);
+	f->q = calloc(1, sizeof(*f->q));
+	if (!f->q)
+		return fail(-ENOMEM, "out of memory");
+	pthread_mutex_init(&f->q->m, NULL);
+	pthread_cond_init(&f->q->c, NULL);
+	if (pthread_create(&f->q->t, NULL, fake_worker, f)) {
+		free(f->q);
+		f->q = NULL;
+		return fail(-EAGAIN, "no thread for the queued calls");
+	}
+	return 0;
+}
+
+/* Its queued calls done, f's thread goes. */
+static void fake_async_end(struct fake *f)
+{
+	if (!f->q)
+		return;
+	pthread_mutex_lock(&f->q->m);
+	f->q->stop = 1;
+	pthread_cond_signal(&f->q->c);
+	pthread_mutex_unlock(&f->q->m);
+	pthread_join(f->q->t, NULL);
+	free(f->q);
+	f->q = NULL;
+}
+#else
+/* (a table without the calls that queue) */
+static int fake_async(struct fake *f)
+{
+	(void)f;
+	return 0;
+}
+
+static void fake_async_end(struct fake *f)
+{
+	(void)f;
+}
+#endif
+
 static int fake_init(const struct penny_host_v1 *host, int device, void **be)
 {
 	struct fake *f;
@@ -479,6 +649,11 @@ static int fake_init(const struct penny_host_v1 *host, int device, void **be)
 	}
 #endif
 	log_cpus(host->rank);
+	ret = fake_async(f);
+	if (ret) {
+		free(f);
+		return ret;
+	}
 	*be = f;
 	return 0;
 }
@@ -490,6 +665,8 @@ static void fake_fini(void *be)
 	struct fake *f = be;
 	const char *b = getenv("PENNY_FAKE_FINI_BARRIER");
 
+	if (f)
+		fake_async_end(f);
 	if (f && b && !strcmp(b, "1") && f->host && f->host->barrier)
 		f->host->barrier(f->host->ctx);
 	free(be);
@@ -928,6 +1105,11 @@ static int own_stream(void *stream)
 static int fake_allgather_stream(void *be, const void *send, void *recv, size_t count, int dt,
 				 void *stream)
 {
+	struct fake *f = be;
+
+	if (f->q && !in_worker)
+		return fake_enqueue(f, &(struct fake_job){ .kind = 2, .send = send, .recv = recv,
+							  .count = count, .dt = dt, .stream = stream });
 	return own_stream(stream) ? -EINVAL : fake_allgather(be, send, recv, count, dt);
 }
 
@@ -1012,6 +1194,12 @@ static int fake_allreduce_reg(void *be, void *reg, const void *send, void *recv,
 static int fake_allreduce_stream(void *be, const void *send, void *recv, size_t count, int dt,
 				 int op, int algo, void *stream)
 {
+	struct fake *f = be;
+
+	if (f->q && !in_worker)
+		return fake_enqueue(f, &(struct fake_job){ .kind = 0, .send = send, .recv = recv,
+							  .count = count, .dt = dt, .op = op,
+							  .algo = algo, .stream = stream });
 	return fake_allreduce_reg(be, NULL, send, recv, count, dt, op, algo, stream);
 }
 
@@ -1098,6 +1286,11 @@ static int fake_reduce_scatter(void *be, const void *send, void *recv, size_t co
 			       int op, void *stream)
 {
 	struct fake *f = be;
+
+	if (f->q && !in_worker)
+		return fake_enqueue(f, &(struct fake_job){ .kind = 1, .send = send, .recv = recv,
+							  .count = count, .dt = dt, .op = op,
+							  .stream = stream });
 	size_t bytes = count * (size_t)penny_data_size(dt) * (size_t)f->host->nranks;
 	char *all;
 	int ret = coll_args(f, count, dt, op, 0);

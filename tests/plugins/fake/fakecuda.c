@@ -2,7 +2,8 @@
 /*
  * A libcuda.so.1 for tests of the NCCL interposer on machines without a
  * GPU: "device" memory is host memory (cuMemAlloc is malloc, copies are
- * memmove, streams do everything at once), so that the fake NCCL
+ * memmove, streams do everything at once, but for the test plugin's
+ * queued calls, fakecuda_sync_hook), so that the fake NCCL
  * (fakenccl.c) and the test plugins work on the pointers it hands out.
  * Every other entry point plugins/common/cudrv.c resolves exists and fails
  * with CUDA_ERROR_NOT_SUPPORTED.
@@ -223,9 +224,22 @@ EXPORT CUresult cuStreamDestroy_v2(CUstream s)
 	return 0;
 }
 
+/* The test plugin's queued calls (PENNY_FAKE_ASYNC=1 in fake.c): a stream's
+ * synchronize waits for them, as CUDA's waits for a stream's kernels. */
+static void (*sync_hook)(void);
+
+EXPORT void fakecuda_sync_hook(void (*fn)(void))
+{
+	__atomic_store_n(&sync_hook, fn, __ATOMIC_RELEASE);
+}
+
 EXPORT CUresult cuStreamSynchronize(CUstream s)
 {
+	void (*fn)(void) = __atomic_load_n(&sync_hook, __ATOMIC_ACQUIRE);
+
 	(void)s;
+	if (fn)
+		fn();
 	return 0;
 }
 

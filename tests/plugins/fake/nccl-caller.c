@@ -19,6 +19,12 @@
  *   maingroup: the main thread makes every rank's communicator with
  *              ncclCommInitRank in one group (nccl-tests does); a thread
  *              each runs the scenario on one
+ *   grouped:   made as maingroup:, then the main thread calls every rank
+ *              inside groups (nccl-tests' -g N), waits with the driver's
+ *              cuStreamSynchronize and checks every rank; then destroys
+ *              them one after another (allreduce and colls only, every
+ *              call one penny takes: the fake NCCL cannot run one thread's
+ *              ranks; with the fake plugin's PENNY_FAKE_ASYNC=1)
  *   untracked: processes, each making its communicator with the
  *              ncclCommInitRank of NCCL's own library (looked up in its
  *              handle, as vLLM's pynccl does), which an interposer in
@@ -160,26 +166,12 @@ static int checked(ncclDataType_t dt, int op)
 	return dt != ncclUint8 || op != ncclProd;
 }
 
-/* One allreduce, checked; returns 1 when it ran. */
-static int one(ncclComm_t comm, int rank, int n, ncclDataType_t dt, int op, size_t count,
-	       int inplace, int in_group)
+/* Rank rank's allreduce result d (count of dt) against the sum (op) of n ranks' inputs. */
+static void ar_check(int rank, int n, ncclDataType_t dt, int op, size_t count, const void *d)
 {
-	double *s = malloc(count * 8), *d = inplace ? s : malloc(count * 8);
 	size_t i, wrong = 0;
-	ncclResult_t r;
 
-	if (!s || !d)
-		exit(2);
-	for (i = 0; i < count; i++)
-		put(s, dt, i, input(rank, i));
-	if (in_group)
-		ncclGroupStart();
-	r = ncclAllReduce(s, d, count, dt, (ncclRedOp_t)op, comm, NULL);
-	if (in_group)
-		ncclGroupEnd();
-	EXPECT(r == ncclSuccess, "rank %d: allreduce type %d op %d count %zu: %s", rank, dt, op, count,
-	       ncclGetErrorString(r));
-	for (i = 0; i < count && r == ncclSuccess; i++) {
+	for (i = 0; i < count; i++) {
 		double want = expect(n, i, op);
 
 		if (dt == ncclUint8 || dt == ncclInt32 || dt == ncclInt64)
@@ -194,6 +186,39 @@ static int one(ncclComm_t comm, int rank, int n, ncclDataType_t dt, int op, size
 	}
 	if (wrong)
 		bad = 1;
+}
+
+/* Rank rank's allreduce input (count of dt, 8 bytes an element at most). */
+static double *ar_input(int rank, ncclDataType_t dt, size_t count)
+{
+	double *s = malloc(count * 8);
+	size_t i;
+
+	if (!s)
+		exit(2);
+	for (i = 0; i < count; i++)
+		put(s, dt, i, input(rank, i));
+	return s;
+}
+
+/* One allreduce, checked; returns 1 when it ran. */
+static int one(ncclComm_t comm, int rank, int n, ncclDataType_t dt, int op, size_t count,
+	       int inplace, int in_group)
+{
+	double *s = ar_input(rank, dt, count), *d = inplace ? s : malloc(count * 8);
+	ncclResult_t r;
+
+	if (!d)
+		exit(2);
+	if (in_group)
+		ncclGroupStart();
+	r = ncclAllReduce(s, d, count, dt, (ncclRedOp_t)op, comm, NULL);
+	if (in_group)
+		ncclGroupEnd();
+	EXPECT(r == ncclSuccess, "rank %d: allreduce type %d op %d count %zu: %s", rank, dt, op, count,
+	       ncclGetErrorString(r));
+	if (r == ncclSuccess)
+		ar_check(rank, n, dt, op, count, d);
 	if (d != s)
 		free(d);
 	free(s);
@@ -233,36 +258,49 @@ static int allreduce(ncclComm_t comm, int rank, int n)
  * all-gather (kind 1: send one block, recv n), checked; in place at NCCL's
  * placement (the block at rank's offset of the whole buffer).
  */
-static int one_coll(ncclComm_t comm, int rank, int n, int kind, ncclDataType_t dt, int op,
-		    size_t count, int inplace, int in_group)
-{
-	size_t whole = count * (size_t)n, i, wrong = 0, at = count * (size_t)rank;
-	char *w = malloc(whole * 8), *b = inplace ? NULL : malloc(count * 8), *blk;
-	ncclResult_t r;
+/* A reduce-scatter's or all-gather's buffers of one rank (coll_make):
+ * the whole buffer of n blocks and the rank's block (in place: inside it). */
+struct cbuf {
+	char *w, *b, *blk;
+};
 
-	if (!w || (!inplace && !b))
+static void coll_make(struct cbuf *c, int rank, int n, int kind, ncclDataType_t dt, size_t count,
+		      int inplace)
+{
+	size_t whole = count * (size_t)n, i, at = count * (size_t)rank;
+
+	c->w = malloc(whole * 8);
+	c->b = inplace ? NULL : malloc(count * 8);
+	if (!c->w || (!inplace && !c->b))
 		exit(2);
-	blk = inplace ? w + at * (dt == ncclUint8 ? 1 : dt == ncclInt32 || dt == ncclFloat32 ? 4 : 8)
-		      : b;
+	c->blk = inplace ? c->w + at * (dt == ncclUint8 ? 1 : dt == ncclInt32 || dt == ncclFloat32 ? 4 : 8)
+			 : c->b;
 	if (kind == 0)
 		for (i = 0; i < whole; i++)
-			put(w, dt, i, input(rank, i));
+			put(c->w, dt, i, input(rank, i));
 	else
 		for (i = 0; i < count; i++)
-			put(blk, dt, i, input(rank, i));
-	if (in_group)
-		ncclGroupStart();
+			put(c->blk, dt, i, input(rank, i));
+}
+
+/* kind 0: ncclReduceScatter, 1: ncclAllGather, on c's buffers. */
+static ncclResult_t coll_call(struct cbuf *c, int kind, ncclDataType_t dt, int op, size_t count,
+			      ncclComm_t comm)
+{
 	if (kind == 0)
-		r = ncclReduceScatter(w, blk, count, dt, (ncclRedOp_t)op, comm, NULL);
-	else
-		r = ncclAllGather(blk, w, count, dt, comm, NULL);
-	if (in_group)
-		ncclGroupEnd();
-	EXPECT(r == ncclSuccess, "rank %d: %s type %d op %d count %zu: %s", rank,
-	       kind ? "all-gather" : "reduce-scatter", dt, op, count, ncclGetErrorString(r));
-	for (i = 0; i < (kind ? whole : count) && r == ncclSuccess; i++) {
+		return ncclReduceScatter(c->w, c->blk, count, dt, (ncclRedOp_t)op, comm, NULL);
+	return ncclAllGather(c->blk, c->w, count, dt, comm, NULL);
+}
+
+/* c's result checked, then freed. */
+static void coll_check(struct cbuf *c, int rank, int n, int kind, ncclDataType_t dt, int op,
+		       size_t count, int inplace)
+{
+	size_t whole = count * (size_t)n, i, wrong = 0, at = count * (size_t)rank;
+
+	for (i = 0; i < (kind ? whole : count); i++) {
 		double want = kind ? input((int)(i / count), i % count) : expect(n, at + i, op);
-		double got = get(kind ? w : blk, dt, i);
+		double got = get(kind ? c->w : c->blk, dt, i);
 
 		if (dt == ncclUint8)
 			want = (double)((unsigned long long)want & 0xff);
@@ -275,8 +313,26 @@ static int one_coll(ncclComm_t comm, int rank, int n, int kind, ncclDataType_t d
 	}
 	if (wrong)
 		bad = 1;
-	free(b);
-	free(w);
+}
+
+static int one_coll(ncclComm_t comm, int rank, int n, int kind, ncclDataType_t dt, int op,
+		    size_t count, int inplace, int in_group)
+{
+	struct cbuf c;
+	ncclResult_t r;
+
+	coll_make(&c, rank, n, kind, dt, count, inplace);
+	if (in_group)
+		ncclGroupStart();
+	r = coll_call(&c, kind, dt, op, count, comm);
+	if (in_group)
+		ncclGroupEnd();
+	EXPECT(r == ncclSuccess, "rank %d: %s type %d op %d count %zu: %s", rank,
+	       kind ? "all-gather" : "reduce-scatter", dt, op, count, ncclGetErrorString(r));
+	if (r == ncclSuccess)
+		coll_check(&c, rank, n, kind, dt, op, count, inplace);
+	free(c.b);
+	free(c.w);
 	return 1;
 }
 
@@ -484,7 +540,73 @@ static ncclResult_t init_untracked(ncclComm_t *comm, int n, ncclUniqueId id, int
 	return init(comm, n, id, rank);
 }
 
-enum { M_PROCS, M_THREADS, M_INITALL, M_UNTRACKED, M_THREADSMAIN, M_MAINGROUP };
+enum { M_PROCS, M_THREADS, M_INITALL, M_UNTRACKED, M_THREADSMAIN, M_MAINGROUP, M_GROUPED };
+
+/* grouped: one thread calls every rank (comms[n]) in a group, then waits
+ * (the driver's cuStreamSynchronize on the NULL stream) and checks each */
+static int grouped(ncclComm_t *comms, int n, const char *what)
+{
+	static const size_t ar_counts[] = { 1, 7, 1000, 70000 }, co_counts[] = { 1, 7, 1000, 9000 };
+	void *cu = dlopen("libcuda.so.1", RTLD_NOW);
+	int (*sync)(void *) = cu ? (int (*)(void *))dlsym(cu, "cuStreamSynchronize") : NULL;
+	int colls_too = !strcmp(what, "colls"), op, r, kind, calls = 0;
+	unsigned t, c;
+
+	if (!sync || (strcmp(what, "allreduce") && !colls_too)) {
+		printf("grouped: %s\n", sync ? "allreduce or colls only" : "no cuStreamSynchronize");
+		return 1;
+	}
+	for (t = 0; t < sizeof(types) / sizeof(types[0]); t++)
+		for (op = 0; op < 5; op++)
+			for (c = 0; c < 4; c++) {
+				size_t count = colls_too ? co_counts[c] : ar_counts[c];
+
+				if (!checked(types[t], op))
+					continue;
+				for (kind = colls_too ? 0 : 2; kind < (colls_too ? 2 : 3); kind++) {
+					double *s[64], *d[64];
+					struct cbuf cb[64];
+					ncclResult_t res = ncclSuccess;
+
+					if (kind == 1 && (op != ncclSum || types[t] == ncclUint8))
+						continue; /* the all-gathers: sum, not uint8 */
+					for (r = 0; r < n; r++)
+						if (kind == 2) {
+							s[r] = ar_input(r, types[t], count);
+							d[r] = c & 1 ? s[r] : malloc(count * 8);
+						} else
+							coll_make(&cb[r], r, n, kind, types[t], count, c & 1);
+					ncclGroupStart();
+					for (r = 0; r < n && res == ncclSuccess; r++)
+						res = kind == 2 ? ncclAllReduce(s[r], d[r], count, types[t],
+										(ncclRedOp_t)op, comms[r], NULL)
+								: coll_call(&cb[r], kind, types[t], op, count,
+									    comms[r]);
+					EXPECT(ncclGroupEnd() == ncclSuccess && res == ncclSuccess,
+					       "grouped: kind %d type %d op %d count %zu: %s", kind, types[t],
+					       op, count, ncclGetErrorString(res));
+					sync(NULL);
+					for (r = 0; r < n; r++) {
+						if (kind == 2) {
+							ar_check(r, n, types[t], op, count, d[r]);
+							if (d[r] != s[r])
+								free(d[r]);
+							free(s[r]);
+						} else {
+							coll_check(&cb[r], r, n, kind, types[t], op, count, c & 1);
+							free(cb[r].b);
+							free(cb[r].w);
+						}
+					}
+					calls++;
+				}
+			}
+	for (r = 0; r < n; r++)
+		EXPECT(ncclCommDestroy(comms[r]) == ncclSuccess, "rank %d: ncclCommDestroy failed", r);
+	if (!bad)
+		printf("grouped: %s ok, %d grouped calls of %d ranks\n", what, calls, n);
+	return bad;
+}
 
 /* threadsmain: the communicators the threads leave to the main thread */
 static ncclComm_t kept[64];
@@ -679,7 +801,7 @@ static int run_threads(int n, ncclUniqueId id, const char *what, int mode)
 		printf("ncclCommInitAll: %d %s\n", res, ncclGetErrorString(res));
 		return 1;
 	}
-	if (mode == M_MAINGROUP) {
+	if (mode == M_MAINGROUP || mode == M_GROUPED) {
 		ncclGroupStart();
 		for (r = 0; r < n; r++)
 			if ((res = ncclCommInitRank(&comms[r], n, id, r)) != ncclSuccess)
@@ -691,6 +813,8 @@ static int run_threads(int n, ncclUniqueId id, const char *what, int mode)
 			return 1;
 		}
 	}
+	if (mode == M_GROUPED)
+		return grouped(comms, n, what);
 	for (r = 0; r < n; r++) {
 		a[r] = (struct rank_thread){ .n = n, .rank = r, .mode = mode, .id = id,
 					     .what = what, .comm = comms[r], .ret = 1 };
@@ -719,9 +843,9 @@ static int run_threads(int n, ncclUniqueId id, const char *what, int mode)
 int main(int argc, char **argv)
 {
 	static const char *const modes[] = { "threads:", "initall:", "untracked:", "threadsmain:",
-					     "maingroup:" };
+					     "maingroup:", "grouped:" };
 	static const int mode_of[] = { M_THREADS, M_INITALL, M_UNTRACKED, M_THREADSMAIN,
-				       M_MAINGROUP };
+				       M_MAINGROUP, M_GROUPED };
 	int n, r, st, mode = M_PROCS, fails = 0;
 	const char *what;
 	pid_t pid[64];
@@ -730,7 +854,7 @@ int main(int argc, char **argv)
 
 	if (argc != 3 || (n = atoi(argv[1])) < 1 || n > 64) {
 		fprintf(stderr, "usage: nccl-caller NRANKS "
-				"[threads:|initall:|untracked:|threadsmain:|maingroup:]"
+				"[threads:|initall:|untracked:|threadsmain:|maingroup:|grouped:]"
 				"allreduce|"
 				"bf16|args|version|abort|nonblocking|groupfirst|peerdies|regcache|"
 				"asyncerr|colls|bf16coll|shrinkgrow|offsplit|ctx\n");
