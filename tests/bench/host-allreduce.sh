@@ -28,6 +28,7 @@ fresh=
 [ "${FRESH:-0}" = 1 ] && fresh=--fresh-input
 [[ $algos =~ ^[a-z,-]+$ ]] || { echo "ALGOS is a comma list of algorithms" >&2; exit 2; }
 mpi=${MPI:-1} raw=${RAW:-}
+[[ $mpi =~ ^[01]$ ]] || { echo "MPI is 0 or 1" >&2; exit 2; }
 [ -z "$raw" ] || mkdir -p "$raw"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

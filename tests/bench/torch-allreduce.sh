@@ -74,6 +74,7 @@ for coll in $COLLS; do
 done
 [[ $ROUNDS =~ ^[1-9][0-9]?$ && $ROUNDS -le 50 ]] || die "ROUNDS: '$ROUNDS' is not 1..50"
 [[ $AB = 0 || ($AB =~ ^[1-9][0-9]{0,2}$ && $AB -ge 2 && $AB -le 200) ]] || die "AB: '$AB' is not 0 or 2..200"
+case ${AB_SWAP:-0} in 0 | 1) ;; *) die "AB_SWAP: '${AB_SWAP}' is not 0 or 1" ;; esac
 case $PIN in
 0) pin=() ;;
 1) pin=(--pin) ;;
