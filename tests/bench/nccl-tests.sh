@@ -62,14 +62,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/nccl-tests.XXXXXX") || die "no temporary direc
 trap 'rm -rf "$work"' EXIT
 
 cd "$top" || exit 2
-lib=${PLUGINDIR:-$top/$B/plugins}/libpenny-nccl.so
-plugin=${PLUGINDIR:-$top/$B/plugins}/penny-cuda.so
-if [ -z "${PLUGINDIR:-}" ] && ! make -j"$(nproc)" B="$B" CFLAGS=-Wno-error "$B/plugins/libpenny-nccl.so" \
-	"$B/plugins/penny-cuda.so" >"$work/build.log" 2>&1; then
-	tail -n 20 "$work/build.log" >&2
-	die "building libpenny-nccl.so and the cuda plugin failed"
-fi
-[ -e "$lib" ] && [ -e "$plugin" ] || die "no $lib or $plugin"
+. "$top/tests/bench/interposer-build.sh"
 # nccl-tests links -lnccl: the wheel has libnccl.so.2 only
 mkdir -p "$work/nccl/lib" && ln -s "$NCCL_HOME/include" "$work/nccl/include" &&
 	ln -s "$real" "$work/nccl/lib/libnccl.so" || die "cannot lay out NCCL for the build"

@@ -96,17 +96,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/torch-allreduce.XXXXXX") || die "no temporary 
 trap 'rm -rf "$work"' EXIT
 
 cd "$top" || exit 2
-lib=${PLUGINDIR:-$top/$B/plugins}/libpenny-nccl.so
-plugin=${PLUGINDIR:-$top/$B/plugins}/penny-cuda.so
-if [ -n "${PLUGINDIR:-}" ]; then
-	if [ ! -e "$lib" ] || [ ! -e "$plugin" ]; then
-		die "PLUGINDIR=$PLUGINDIR lacks libpenny-nccl.so or penny-cuda.so"
-	fi
-elif ! make -j"$(nproc)" B="$B" CFLAGS=-Wno-error "$B/plugins/libpenny-nccl.so" "$B/plugins/penny-cuda.so" \
-	>"$work/build.log" 2>&1 || [ ! -e "$lib" ] || [ ! -e "$plugin" ]; then
-	tail -n 30 "$work/build.log" >&2
-	die "building libpenny-nccl.so and the cuda plugin failed (nvcc on PATH or in /usr/local/cuda?)"
-fi
+. "$top/tests/bench/interposer-build.sh"
 
 stamp=$(date -u +%Y-%m-%d)
 kind=${KIND:-$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 |

@@ -270,6 +270,23 @@ def output(coll, world, x):
     return x.new_empty(x.numel() // world if coll == "reduce_scatter" else x.numel() * world)
 
 
+def captured(torch, launch, per):
+    """A CUDA graph of per launch() calls, after 3 warm-up calls on a side
+    stream, as PyTorch asks.  The caller keeps the only reference: a graph
+    kept past its use held a launch at exit (destroy_process_group)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            launch()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(per):
+            launch()
+    return g
+
+
 def collective(dist, coll, x, y, op=None, group=None):
     """The call from input x into y (output()) on group (None: the default); y."""
     kw = {} if op is None else {"op": op}
@@ -392,16 +409,7 @@ def run(args):
         res["eager_blocks"][str(nbytes)] = per_block
         if args.graph:
             per = args.graph
-            s = torch.cuda.Stream()
-            s.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(s):  # warm-up on a side stream, as PyTorch asks
-                for _ in range(3):
-                    collective(dist, coll, x, out)
-            torch.cuda.current_stream().wait_stream(s)
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                for _ in range(per):
-                    collective(dist, coll, x, out)
+            g = captured(torch, lambda: collective(dist, coll, x, out), per)
             torch.cuda.synchronize()
             # a replay reduces again: the captured calls must still be right
             y = torch.full((nin,), float(rank + 1), device=dev, dtype=torch.bfloat16)
@@ -491,18 +499,9 @@ def ab(args):
         if args.graph:
             for name in bufs:
                 x, y, grp = bufs[name]
-                s = torch.cuda.Stream()
-                s.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(s):
-                    for _ in range(3):
-                        collective(dist, coll, x, y, group=grp)
-                torch.cuda.current_stream().wait_stream(s)
-                # no name here holds a graph past its size (launches that kept
-                # the last one hung at exit; run() drops its graph likewise)
-                graphs[name] = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graphs[name]):
-                    for _ in range(args.graph):
-                        collective(dist, coll, x, y, group=grp)
+                # the dict alone holds them (dropped after the size)
+                graphs[name] = captured(torch, lambda: collective(dist, coll, x, y, group=grp),
+                                        args.graph)
         torch.cuda.synchronize()
         for mode in ("eager", "graph") if graphs else ("eager",):
             per = {"penny": [], "nccl": []}
