@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *const ar_type_names[PENNY_NDTYPES] = {
 	"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double",
@@ -38,12 +39,19 @@ struct pn_cuda {
 	struct pn_reg *ws, *stage;
 	size_t ws_bytes;
 	/* the interposer's registrations of its caller's buffers (apart from
-	 * regs: find_reg() never takes them on its own), the one the call in
-	 * progress uses, and the sticky kernel error async_error() found */
+	 * regs: find_reg() never takes them on its own) and the one the call
+	 * in progress uses */
 	struct pn_reg *xregs, *use_reg;
 	int use_set;
+	/* async_error()'s poll: its copies' stream and event, the pinned
+	 * word they fill, the next look's time (CLOCK_MONOTONIC ns), a copy in
+	 * flight, a thread looking, the poll off (a driver call failed) */
 	CUstream poll;
-	int async_err;
+	CUevent poll_ev;
+	uint32_t *poll_word;
+	uint64_t poll_next;
+	int poll_busy, polling, poll_off;
+	int async_err;		/* the sticky kernel error async_error() found */
 	char async_msg[200];
 	const void *xnode_image;	/* the cross-node kernels (xnode.c), NULL if not built */
 	CUmodule co_mod;		/* the other collectives (cuda_coll.c), NULL if not built */
@@ -609,8 +617,14 @@ void pn_cuda_fini(void *be)
 		pn_cuda_dereg_buffer(c, c->xregs);
 	while (c->regs)
 		reg_release(c, c->regs);
-	if (c->poll)
+	if (c->poll) {
+		c->g.cu->StreamSynchronize(c->poll); /* its copy into poll_word */
 		c->g.cu->StreamDestroy(c->poll);
+	}
+	if (c->poll_ev)
+		c->g.cu->EventDestroy(c->poll_ev);
+	if (c->poll_word)
+		c->g.cu->MemFreeHost(c->poll_word);
 	for (a = 0; a < PN_NKERNS; a++)
 		if (c->mod[a])
 			c->g.cu->ModuleUnload(c->mod[a]);
@@ -817,52 +831,95 @@ static int word_error(const struct pn_cuda *c, const uint32_t w[2])
 			      pn_cuda_coll_name(PN_ERR_COLL(w[1])), c->rank, peer);
 }
 
+/* The async_error() poll's stream, event and pinned word, made at its first
+ * call (0), or -1 when a driver call failed: the poll stays off. */
+static int poll_open(struct pn_cuda *c)
+{
+	const struct pn_cudrv *cu = c->g.cu;
+	void *host = NULL;
+
+	if (c->poll)
+		return 0;
+	if (cu->StreamCreate(&c->poll, CU_STREAM_NON_BLOCKING)) {
+		c->poll = NULL;
+		return -1;
+	}
+	if (cu->EventCreate(&c->poll_ev, CU_EVENT_DISABLE_TIMING)) {
+		c->poll_ev = NULL;
+		return -1;
+	}
+	if (cu->MemHostAlloc(&host, 2 * sizeof(uint32_t), 0))
+		return -1;
+	c->poll_word = host;
+	c->poll_word[0] = c->poll_word[1] = 0;
+	return 0;
+}
+
 /*
- * penny_plugin_v1.async_error: the kernels' error word read on a stream of
- * its own (a copy, never behind the caller's work), kept once set.
+ * penny_plugin_v1.async_error: the kernels' error word, copied on a stream
+ * of its own (never behind the caller's work) into pinned host memory, and
+ * looked at once that copy is done.  The call never waits for the GPU, and
+ * looks at most once every POLL_NS: PyTorch asks at every collective, and a
+ * synchronous read there cost each call a round trip (12 us on H200), the
+ * five driver calls of a look 5 us.  An error shows at the first look after
+ * a copy that saw it completed; it is kept once seen.  One thread looks at a
+ * time; another finds nothing new meanwhile.
  */
+#define POLL_NS 1000000ull
 int pn_cuda_async_error(void *be)
 {
 	struct pn_cuda *c = be;
 	const struct pn_cudrv *cu = c->g.cu;
-	CUstream s = __atomic_load_n(&c->poll, __ATOMIC_ACQUIRE), mine = NULL;
-	uint32_t w[2];
-	int ret;
+	uint32_t w[2] = { 0, 0 };
+	int ret, mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+	struct timespec ts;
+	uint64_t now;
+	CUresult q;
 
 	if (__atomic_load_n(&c->async_err, __ATOMIC_ACQUIRE))
 		return pn_plugin_fail(c->async_err, "%s", c->async_msg);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (now < __atomic_load_n(&c->poll_next, __ATOMIC_RELAXED))
+		return 0;
+	__atomic_store_n(&c->poll_next, now + POLL_NS, __ATOMIC_RELAXED);
 	ret = pn_gpu_enter(&c->g);
 	if (ret)
 		return 0;
 	/*
 	 * The caller (a framework's watchdog thread) may run while another of
 	 * its threads captures a CUDA graph in global mode: a stream creation
-	 * or a copy to pageable memory from this thread would invalidate that
-	 * capture (PyTorch: "operation failed due to a previous error during
-	 * capture").  This thread's calls run in relaxed capture mode, as
-	 * NCCL's own threads do; without that mode the word is not read.
+	 * or a copy from this thread would invalidate that capture (PyTorch:
+	 * "operation failed due to a previous error during capture").  This
+	 * thread's calls run in relaxed capture mode, as NCCL's own threads
+	 * do; without that mode, or the driver calls below, there is no poll.
 	 */
-	if (!cu->ThreadExchangeStreamCaptureMode || !cu->MemcpyDtoHAsync)
+	if (!cu->ThreadExchangeStreamCaptureMode || !cu->MemcpyDtoHAsync || !cu->EventQuery ||
+	    !cu->MemHostAlloc || !cu->MemFreeHost)
 		return 0;
-	{
-		int mode = CU_STREAM_CAPTURE_MODE_RELAXED, bad = 0;
-
-		if (cu->ThreadExchangeStreamCaptureMode(&mode))
-			return 0;
-		if (!s) {
-			bad = cu->StreamCreate(&mine, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS;
-			if (!bad && __atomic_compare_exchange_n(&c->poll, &s, mine, 0, __ATOMIC_ACQ_REL,
-								__ATOMIC_ACQUIRE))
-				s = mine;
-			else if (!bad)
-				cu->StreamDestroy(mine); /* another thread's won */
-		}
-		bad = bad || cu->MemcpyDtoHAsync(w, pn_cuda_err_word(c), sizeof(w), s) ||
-		      cu->StreamSynchronize(s);
-		cu->ThreadExchangeStreamCaptureMode(&mode);
-		if (bad || !w[0])
-			return 0;
+	if (__atomic_exchange_n(&c->polling, 1, __ATOMIC_ACQUIRE))
+		return 0;
+	if (c->poll_off || cu->ThreadExchangeStreamCaptureMode(&mode)) {
+		__atomic_store_n(&c->polling, 0, __ATOMIC_RELEASE);
+		return 0;
 	}
+	if (poll_open(c))
+		c->poll_off = 1;
+	else if (c->poll_busy && (q = cu->EventQuery(c->poll_ev)) != CUDA_ERROR_NOT_READY) {
+		c->poll_busy = 0;
+		if (q == CUDA_SUCCESS) {
+			w[0] = __atomic_load_n(&c->poll_word[0], __ATOMIC_ACQUIRE);
+			w[1] = __atomic_load_n(&c->poll_word[1], __ATOMIC_ACQUIRE);
+		}
+	}
+	if (!c->poll_off && !c->poll_busy && !w[0])
+		c->poll_busy = !cu->MemcpyDtoHAsync(c->poll_word, pn_cuda_err_word(c), sizeof(w),
+						    c->poll) &&
+			       !cu->EventRecord(c->poll_ev, c->poll);
+	cu->ThreadExchangeStreamCaptureMode(&mode);
+	__atomic_store_n(&c->polling, 0, __ATOMIC_RELEASE);
+	if (!w[0])
+		return 0;
 	ret = word_error(c, w);
 	snprintf(c->async_msg, sizeof(c->async_msg), "%s", pn_plugin_errmsg());
 	__atomic_store_n(&c->async_err, ret, __ATOMIC_RELEASE);

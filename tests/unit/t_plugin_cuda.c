@@ -606,10 +606,15 @@ TEST(errors_the_kernels_record_come_out_at_sync)
  * threads captures a graph in global mode: the stream creation and the copy
  * the check makes would invalidate that capture unless this thread's
  * capture mode is relaxed (PyTorch: "operation failed due to a previous
- * error during capture").
+ * error during capture").  And PyTorch asks at every collective: the check
+ * never waits for the GPU, it looks at the copy once that is done.
  */
 static int xmode_cur;		/* this test's one thread: its capture mode */
 static int other_capture, capture_broken;
+static int x_pending, x_behind, x_syncs, x_copies, x_queries;
+static void *x_dst;
+static CUdeviceptr x_src;
+static size_t x_n;
 
 static CUresult x_exchange(int *mode)
 {
@@ -633,28 +638,78 @@ static CUresult x_screate(CUstream *s, unsigned fl)
 	*s = (CUstream)(uintptr_t)0x2100;
 	return x_unsafe();
 }
+/* the GPU catches up: the copy in flight lands */
+static void x_land(void)
+{
+	if (x_pending)
+		memcpy(x_dst, (const void *)(uintptr_t)x_src, x_n);
+	x_pending = 0;
+}
 static CUresult x_dtoh_async(void *d, CUdeviceptr s, size_t n, CUstream st)
 {
 	(void)st;
-	memcpy(d, (const void *)(uintptr_t)s, n);
+	CHECK(!x_pending); /* one copy in flight at most */
+	x_dst = d;
+	x_src = s;
+	x_n = n;
+	x_pending = 1;
+	x_copies++;
+	if (!x_behind)
+		x_land();
 	return x_unsafe();
+}
+static CUresult x_equery(CUevent e)
+{
+	(void)e;
+	x_queries++;
+	return x_pending ? CUDA_ERROR_NOT_READY : x_unsafe();
 }
 static CUresult x_ssync(CUstream s)
 {
 	(void)s;
+	x_syncs++;
+	x_land();
 	return x_unsafe();
 }
+static CUresult x_halloc(void **p, size_t n, unsigned fl)
+{
+	(void)fl;
+	*p = calloc(1, n);
+	return *p ? 0 : 2;
+}
+static CUresult x_hfree(void *p)
+{
+	free(p);
+	return 0;
+}
 
-TEST(async_errors_are_read_without_breaking_another_threads_capture)
+static uint32_t *err_word(int r)
+{
+	return (uint32_t *)(uintptr_t)(((struct pn_cuda *)be[r])->ws->base + PN_WS_COUNTERS) +
+	       PN_CNT_ERR;
+}
+
+/* async_error() as after its interval (it looks once a millisecond) */
+static int look(int r)
+{
+	((struct pn_cuda *)be[r])->poll_next = 0;
+	return pn_cuda_async_error(be[r]);
+}
+
+TEST(async_errors_are_read_without_waiting_or_breaking_another_threads_capture)
 {
 	struct pn_cudrv cu = fake_cu;
 	struct fake_world w;
 	uint32_t *err;
+	int syncs;
 
 	cu.ThreadExchangeStreamCaptureMode = x_exchange;
 	cu.StreamCreate = x_screate;
 	cu.MemcpyDtoHAsync = x_dtoh_async;
+	cu.EventQuery = x_equery;
 	cu.StreamSynchronize = x_ssync;
+	cu.MemHostAlloc = x_halloc;
+	cu.MemFreeHost = x_hfree;
 	pn_cudrv_set(&cu); /* the backend keeps the table it was made with */
 	fake_world_init(&w, 2);
 	fake_run(&w, do_init);
@@ -664,16 +719,40 @@ TEST(async_errors_are_read_without_breaking_another_threads_capture)
 		return;
 	}
 	other_capture = 1;
-	CHECK_EQ_INT(pn_cuda_async_error(be[0]), 0);
-	err = (uint32_t *)(uintptr_t)(((struct pn_cuda *)be[0])->ws->base + PN_WS_COUNTERS) + PN_CNT_ERR;
+	syncs = x_syncs;
+	CHECK_EQ_INT(look(0), 0);
+	err = err_word(0);
 	err[0] = PN_ERR_TIMEOUT;
 	err[1] = 1;
-	CHECK_EQ_INT(pn_cuda_async_error(be[0]), -ETIMEDOUT);
+	/* the copy done is from before the error; the next one sees it */
+	CHECK_EQ_INT(look(0), 0);
+	CHECK_EQ_INT(look(0), -ETIMEDOUT);
 	CHECK_STR(pn_plugin_errmsg(), "allreduce on rank 0 timed out waiting for rank 1");
 	CHECK_EQ_INT(capture_broken, 0);
 	CHECK_EQ_INT(xmode_cur, 0); /* the thread's mode is back */
-	CHECK_EQ_INT(pn_cuda_async_error(be[0]), -ETIMEDOUT); /* it stays */
+	CHECK_EQ_INT(look(0), -ETIMEDOUT); /* it stays */
 	other_capture = 0;
+	err[0] = 0;
+
+	/* the GPU behind: no answer and no second copy until the first lands */
+	x_behind = 1;
+	err = err_word(1);
+	err[0] = PN_ERR_TIMEOUT;
+	err[1] = 0;
+	x_copies = 0;
+	CHECK_EQ_INT(look(1), 0);
+	CHECK_EQ_INT(look(1), 0);
+	CHECK_EQ_INT(look(1), 0);
+	CHECK_EQ_INT(x_copies, 1);
+	/* within the interval: not a driver call */
+	x_queries = 0;
+	CHECK_EQ_INT(pn_cuda_async_error(be[1]), 0);
+	CHECK_EQ_INT(x_queries, 0);
+	x_behind = 0;
+	x_land();
+	CHECK_EQ_INT(look(1), -ETIMEDOUT);
+	CHECK_STR(pn_plugin_errmsg(), "allreduce on rank 1 timed out waiting for rank 0");
+	CHECK_EQ_INT(x_syncs, syncs); /* never a wait for the GPU */
 	err[0] = 0;
 	fake_run(&w, do_fini);
 	fake_world_free(&w);
@@ -1210,7 +1289,7 @@ int main(void)
 	RUN(auto_follows_the_table_and_odd_tails_go_by_ll);
 	RUN(time_captures_a_graph_of_n_calls);
 	RUN(errors_the_kernels_record_come_out_at_sync);
-	RUN(async_errors_are_read_without_breaking_another_threads_capture);
+	RUN(async_errors_are_read_without_waiting_or_breaking_another_threads_capture);
 	RUN(bad_arguments);
 	RUN(allgather_is_one_kernel_without_host_barriers);
 	RUN(a_kernel_timeout_names_the_collective_that_ran);
