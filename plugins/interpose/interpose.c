@@ -162,9 +162,6 @@ static char plugin_err[300];
 
 #define PLUGIN_NEEDS (offsetof(struct penny_plugin_v1, allreduce_stream) + sizeof(void (*)(void)))
 
-static const char *const kind_name[K_N] = { "ncclAllReduce", "ncclReduceScatter",
-					    "ncclAllGather" };
-
 /* The kinds this process's plugin has (allreduce: every plugin taken). */
 static int plugin_colls(void)
 {
@@ -648,76 +645,64 @@ static int capturing(cudaStream_t s)
 	return cu->StreamIsCapturing((CUstream)s, &status) != CUDA_SUCCESS || status != 0;
 }
 
-/*
- * A clique's communicators (every rank a thread of this process) whose
- * destroy came: penny's release is collective (the plugin's barriers
- * before it frees what the peers mapped), which one thread destroying
- * them one after another (nccl-tests' main thread) could never give.
- * Each waits here, its last call done, until the last of its clique comes;
- * then every rank's work is done and the barriers answer at once.
- */
-static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct pcomm *parked;
-
-static void fini(struct pcomm *p)
+/* Penny's backend and the host services' resources go (p stays, off). */
+static void unmake(struct pcomm *p)
 {
 	if (p->state == PC_ON) {
 		rc_clear(p);
 		P->fini(p->be);
 	}
+	p->state = PC_OFF;
 	release(p);
+}
+
+void pcomm_fini(struct pcomm *p)
+{
+	unmake(p);
 	free(p);
 }
 
-/* p parked; the whole clique released when p is its last (the caller's
- * thread does it). */
-static void park(struct pcomm *p)
+/* The thread's CUDA context (1), given back after penny's work on the
+ * thread, as NCCL's calls leave it: one thread may call ranks of several
+ * GPUs, and penny's plugin enters its own. */
+static int ctx_keep(const struct pn_cudrv *cu, CUcontext *was)
 {
-	struct pcomm **pp, *go = NULL, *q;
-	int k = 0;
-
-	pthread_mutex_lock(&park_lock);
-	p->next = parked;
-	parked = p;
-	for (q = parked; q; q = q->next)
-		k += q->clique == p->clique;
-	if (k == p->n)
-		for (pp = &parked; *pp;) {
-			q = *pp;
-			if (q->clique != p->clique) {
-				pp = &q->next;
-				continue;
-			}
-			*pp = q->next;
-			q->next = go;
-			go = q;
-		}
-	pthread_mutex_unlock(&park_lock);
-	while ((q = go)) {
-		go = q->next;
-		q->quiet = 1;
-		fini(q);
-	}
+	*was = NULL;
+	return cu && cu->CtxGetCurrent && cu->CtxGetCurrent(was) == CUDA_SUCCESS;
 }
 
 /* Penny's backend goes before the real communicator (abort: at once). */
 static void detach(ncclComm_t comm, int abort)
 {
 	struct pcomm *p = take(comm, abort);
+	CUcontext was;
+	int back = ctx_keep(p ? p->cu : NULL, &was);
 
 	if (!p)
 		return;
+	/* after penny's kernels failed, no peer is waited for: as an abort */
+	if (!abort && __atomic_load_n(&p->err, __ATOMIC_ACQUIRE)) {
+		abort = 1;
+		__atomic_store_n(&p->aborting, 1, __ATOMIC_RELEASE);
+	}
 	if (p->state == PC_ON) {
 		/* the buffers go: penny's last call on the caller's stream must be done */
 		p->cu->CtxSetCurrent(p->ctx);
 		if (!abort && p->used)
 			p->cu->StreamSynchronize(p->last);
-		if (p->clique && !abort) {
+		if (p->clique) {
+			/* an abort's backend goes at once; its place in the clique
+			 * stays, so that the others' release still comes */
+			if (abort)
+				unmake(p);
 			park(p);
-			return;
+			p = NULL;
 		}
 	}
-	fini(p);
+	if (p)
+		pcomm_fini(p);
+	if (back)
+		pn_cudrv_get()->CtxSetCurrent(was);
 }
 
 EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
@@ -846,16 +831,23 @@ EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *err)
 {
 	struct pcomm *p;
 	ncclResult_t r;
-	int ret;
+	CUcontext was;
+	int ret, back;
 
 	if (!real())
 		return ncclSystemError;
 	r = R.ncclCommGetAsyncError(comm, err);
 	if (r == ncclSuccess && err && *err == ncclSuccess && (p = hold(comm))) {
 		/* what penny's kernels found since (a peer that never came) */
+		ret = 0;
 		if (!__atomic_load_n(&p->err, __ATOMIC_ACQUIRE) &&
-		    __atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PC_ON && PLUGIN_HAS(async_error) &&
-		    (ret = P->async_error(p->be))) {
+		    __atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PC_ON && PLUGIN_HAS(async_error)) {
+			back = ctx_keep(p->cu, &was);
+			ret = P->async_error(p->be);
+			if (back)
+				p->cu->CtxSetCurrent(was);
+		}
+		if (ret) {
 			snprintf(p->errmsg, sizeof(p->errmsg), "penny's allreduce failed: %s",
 				 P->errmsg());
 			say("rank %d: %s", p->rank, p->errmsg);
@@ -914,6 +906,23 @@ EXPORT ncclResult_t ncclGroupEnd(void)
 	return r;
 }
 
+/* Closes the group as ncclGroupEnd does, running nothing. */
+EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *info)
+{
+	ncclResult_t r;
+
+	if (!real())
+		return ncclSystemError;
+	if (!R.ncclGroupSimulateEnd)
+		return lacks("ncclGroupSimulateEnd");
+	if (group_depth > 0)
+		group_depth--;
+	r = R.ncclGroupSimulateEnd(info);
+	if (!group_depth)
+		born_settle(0);
+	return r;
+}
+
 int real_async_error(ncclComm_t c, ncclResult_t *ae)
 {
 	return R.ncclCommGetAsyncError(c, ae) != ncclSuccess;
@@ -934,53 +943,6 @@ static int penny_op(ncclRedOp_t o)
 	static const int map[] = { PENNY_SUM, PENNY_PROD, PENNY_MAX, PENNY_MIN, PENNY_AVG };
 
 	return (unsigned)o < sizeof(map) / sizeof(map[0]) ? map[o] : -1;
-}
-
-/* Who runs a call of a communicator penny runs, and why (WHY_PENNY: penny). */
-enum { WHY_PENNY = 0, WHY_GROUP, WHY_ARGS, WHY_TYPE, WHY_PLUGIN, WHY_SIZE, WHY_EAGER };
-
-/*
- * PENNY_NCCL_DEBUG: rank 0 says who runs a kind of call and why, the first
- * time each reason comes for that kind on the communicator (every rank
- * decides alike, so rank 0 speaks for all; a line per call would flood a
- * framework's log).
- */
-static void tell(struct pcomm *p, int kind, int why, size_t bytes)
-{
-	const char *name = kind_name[kind];
-
-	if (!debug_on || p->rank != 0 || p->said[kind] & 1u << why)
-		return;
-	p->said[kind] |= 1u << why;
-	switch (why) {
-	case WHY_PENNY:
-		say("penny runs %s (the first of %zu bytes)", name, bytes);
-		break;
-	case WHY_GROUP:
-		say("NCCL runs %s inside a group (with the group, at ncclGroupEnd)", name);
-		break;
-	case WHY_ARGS:
-		say("NCCL runs %s with count 0, a NULL buffer or a count past penny's "
-		    "(NCCL's answer)", name);
-		break;
-	case WHY_TYPE:
-		say("NCCL runs %s of a type or op penny lacks (fp8, PreMulSum)", name);
-		break;
-	case WHY_PLUGIN:
-		say("NCCL runs %s of %zu bytes: the %s plugin does not take it", name, bytes, P->name);
-		break;
-	case WHY_EAGER:
-		say("NCCL runs %s of %zu bytes outside a graph capture: above "
-		    "PENNY_NCCL_EAGER_MAX_BYTES (%" PRIu64 ")", name, bytes, cfg.eager_max);
-		break;
-	default:
-		if (cfg.max_bytes)
-			say("NCCL runs %s of %zu bytes: above PENNY_NCCL_MAX_BYTES (%" PRIu64 ")", name,
-			    bytes, cfg.max_bytes);
-		else
-			say("NCCL runs %s of %zu bytes: above the plugin's one-shot sizes "
-			    "(PENNY_NCCL_MAX_BYTES=auto)", name, bytes);
-	}
 }
 
 /* A call penny enqueued failed (ret): the communicator is broken, as after
@@ -1145,15 +1107,13 @@ static int taken(ncclComm_t comm, int kind, const void *s, void *r, size_t count
 {
 	struct pcomm *p = hold(comm);
 	const struct pn_cudrv *cu = p ? pn_cudrv_get() : NULL;
-	CUcontext was = NULL;
+	CUcontext was;
 	int yes, back;
 
 	*res = ncclSuccess;
 	if (!p)
 		return 0;
-	/* the caller's context comes back, as from NCCL's calls: one thread
-	 * may call ranks of several GPUs, and penny's plugin enters its own */
-	back = cu && cu->CtxGetCurrent && cu->CtxGetCurrent(&was) == CUDA_SUCCESS;
+	back = ctx_keep(cu, &was);
 	yes = kind == K_ALLREDUCE ? penny_allreduce(p, s, r, count, dt, op, st, res)
 				  : penny_coll(p, kind, s, r, count, dt, op, st, res);
 	if (back)

@@ -47,6 +47,13 @@ extern const struct penny_plugin_v1 *P;
 
 /* The calls penny may run: bit (1 << kind) of a communicator's colls. */
 enum { K_ALLREDUCE = 0, K_REDUCE_SCATTER, K_ALLGATHER, K_N };
+extern const char *const kind_name[K_N];	/* NCCL's calls of each kind */
+
+/* Who runs a call of a communicator penny runs, and why (WHY_PENNY: penny);
+ * settings.c's tell() says it (PENNY_NCCL_DEBUG), once a reason and kind. */
+enum { WHY_PENNY = 0, WHY_GROUP, WHY_ARGS, WHY_TYPE, WHY_PLUGIN, WHY_SIZE, WHY_EAGER };
+struct pcomm;
+void tell(struct pcomm *p, int kind, int why, size_t bytes);
 
 /*
  * One allocation of the caller's (cuMemGetAddressRange: base and size;
@@ -106,12 +113,14 @@ void unhold(struct pcomm *p);
 ncclResult_t attach(struct pcomm *p);
 void tell_new(ncclComm_t c, const char *how, int n, int all_here);
 int real_async_error(ncclComm_t c, ncclResult_t *ae);
+void pcomm_fini(struct pcomm *p);
 
 /* together.c: communicators one thread made every rank of, set up at once
  * (a thread a rank); one made in this thread's group (id: its unique id),
  * remembered until the group's end, where born_settle (made: the group
  * succeeded) sets up the ids it made whole. */
 void together(struct pcomm **v, int k);
+void park(struct pcomm *p);
 void born_add(ncclComm_t c, const ncclUniqueId *id, int rank, int n, const char *how);
 void born_settle(int made);
 

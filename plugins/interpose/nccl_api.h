@@ -138,7 +138,6 @@ typedef int ncclCommMemStat_t;
 	X(ncclRecv, (void *r, size_t count, ncclDataType_t dt, int peer, ncclComm_t comm,          \
 		     cudaStream_t st),                                                             \
 	  (r, count, dt, peer, comm, st))                                                          \
-	X(ncclGroupSimulateEnd, (ncclSimInfo_t * info), (info))                                    \
 	X(ncclPutSignal,                                                                           \
 	  (const void *s, size_t count, ncclDataType_t dt, int peer, ncclWindow_t win, size_t off, \
 	   int sig, int ctx, unsigned int flags, ncclComm_t comm, cudaStream_t st),                \
@@ -189,7 +188,8 @@ typedef int ncclCommMemStat_t;
 	   cudaStream_t st),                                                                       \
 	  (s, r, count, dt, comm, st))                                                             \
 	X(ncclGroupStart, (void), ())                                                              \
-	X(ncclGroupEnd, (void), ())
+	X(ncclGroupEnd, (void), ())                                                                \
+	X(ncclGroupSimulateEnd, (ncclSimInfo_t * info), (info))
 
 #define NCCL_DECLARE(name, params, args) ncclResult_t name params;
 NCCL_FORWARDS(NCCL_DECLARE)

@@ -8,6 +8,7 @@
 
 #include "../../src/base/units.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -130,4 +131,50 @@ int cfg_wanted(int speak, const void *comm)
 		say("PENNY_NCCL='%.40s' at communicator %p's set-up: on, off, 1 or 0; NCCL runs it",
 		    on, comm);
 	return 0;
+}
+
+const char *const kind_name[K_N] = { "ncclAllReduce", "ncclReduceScatter", "ncclAllGather" };
+
+/*
+ * PENNY_NCCL_DEBUG: rank 0 says who runs a kind of call and why, the first
+ * time each reason comes for that kind on the communicator (every rank
+ * decides alike, so rank 0 speaks for all; a line per call would flood a
+ * framework's log).
+ */
+void tell(struct pcomm *p, int kind, int why, size_t bytes)
+{
+	const char *name = kind_name[kind];
+
+	if (!debug_on || p->rank != 0 || p->said[kind] & 1u << why)
+		return;
+	p->said[kind] |= 1u << why;
+	switch (why) {
+	case WHY_PENNY:
+		say("penny runs %s (the first of %zu bytes)", name, bytes);
+		break;
+	case WHY_GROUP:
+		say("NCCL runs %s inside a group (with the group, at ncclGroupEnd)", name);
+		break;
+	case WHY_ARGS:
+		say("NCCL runs %s with count 0, a NULL buffer or a count past penny's "
+		    "(NCCL's answer)", name);
+		break;
+	case WHY_TYPE:
+		say("NCCL runs %s of a type or op penny lacks (fp8, PreMulSum)", name);
+		break;
+	case WHY_PLUGIN:
+		say("NCCL runs %s of %zu bytes: the %s plugin does not take it", name, bytes, P->name);
+		break;
+	case WHY_EAGER:
+		say("NCCL runs %s of %zu bytes outside a graph capture: above "
+		    "PENNY_NCCL_EAGER_MAX_BYTES (%" PRIu64 ")", name, bytes, cfg.eager_max);
+		break;
+	default:
+		if (cfg.max_bytes)
+			say("NCCL runs %s of %zu bytes: above PENNY_NCCL_MAX_BYTES (%" PRIu64 ")", name,
+			    bytes, cfg.max_bytes);
+		else
+			say("NCCL runs %s of %zu bytes: above the plugin's one-shot sizes "
+			    "(PENNY_NCCL_MAX_BYTES=auto)", name, bytes);
+	}
 }

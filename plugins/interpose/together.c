@@ -176,3 +176,46 @@ void born_settle(int made)
 	born = NULL;
 	born_room = 0;
 }
+
+/*
+ * A clique's communicators (every rank a thread of this process) whose
+ * destroy came: penny's release is collective (the plugin's barriers
+ * before it frees what the peers mapped), which one thread destroying
+ * them one after another (nccl-tests' main thread) could never give.
+ * Each waits here, its last call done, until the last of its clique comes;
+ * then every rank's work is done and the barriers answer at once.
+ */
+static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pcomm *parked;
+
+
+/* p parked; the whole clique released when p is its last (the caller's
+ * thread does it). */
+void park(struct pcomm *p)
+{
+	struct pcomm **pp, *go = NULL, *q;
+	int k = 0;
+
+	pthread_mutex_lock(&park_lock);
+	p->next = parked;
+	parked = p;
+	for (q = parked; q; q = q->next)
+		k += q->clique == p->clique;
+	if (k == p->n)
+		for (pp = &parked; *pp;) {
+			q = *pp;
+			if (q->clique != p->clique) {
+				pp = &q->next;
+				continue;
+			}
+			*pp = q->next;
+			q->next = go;
+			go = q;
+		}
+	pthread_mutex_unlock(&park_lock);
+	while ((q = go)) {
+		go = q->next;
+		q->quiet = 1;
+		pcomm_fini(q);
+	}
+}

@@ -275,6 +275,21 @@ test_expect_success 'one thread, every rank, grouped calls (nccl-tests -g): penn
 test_expect_success 'the thread'"'"'s CUDA context is given back after penny'"'"'s calls' '
 	ip "$caller" 2 ctx >out 2>err && test "$(grep -c "ctx ok, 2 " out)" -eq 2 && test "$(nccl_ar)" -eq 0
 '
+# one thread's communicators torn down as a watchdog or nccl-tests does
+# (grouped:teardown): a group ended by ncclGroupSimulateEnd leaves the next
+# group's set-up to its end (the depth stayed open before, and the ranks'
+# calls went to NCCL); ranks made by ncclCommInitRankConfig in a group are
+# set up there; the thread's context stays the caller's through
+# ncclCommGetAsyncError, destroy and abort (destroy left it on the rank's
+# GPU before); a clique destroyed on one rank and aborted on the others
+# leaves no backend behind (one stayed parked for good before: its thread
+# here)
+test_expect_success 'one thread'"'"'s communicators: simulated group, config ranks, context and clique teardown' '
+	export PENNY_FAKE_ASYNC=1 PENNY_FAKE_FINI_BARRIER=1 &&
+	PENNY_NCCL_DEBUG=1 ip timeout 60 "$caller" 3 grouped:teardown >out 2>err &&
+	grep -q "^grouped: teardown ok, 3 ranks$" out && test "$(nccl_ar)" -eq 0 &&
+	test "$(grep -c "ncclCommInitRankConfig: its 3 ranks made by one thread" err)" -eq 1
+'
 # PENNY_NCCL is read again at each communicator's set-up (the PyTorch
 # bench's in-process A/B): a split made with it off is NCCL's, the next
 # one, made with it unset, penny's; the first communicator stays penny's
@@ -407,6 +422,13 @@ test_expect_success 'a kernel'"'"'s timeout reaches ncclCommGetAsyncError and nc
 	PENNY_FAKE_ASYNC_ERROR=1 ip "$caller" 2 asyncerr >out 2>err &&
 	grep -q "rank 0: asyncerr ok" out && grep -q "rank 1: asyncerr ok" out &&
 	grep -q "rank 1: penny.s allreduce failed: allreduce on rank 1 timed out waiting for rank 0" err
+'
+# after penny's error the communicator is broken: a destroy (PyTorch's
+# destroy_process_group) waits for no peer, as an abort; the collective
+# release's barrier waited for the peer before (PENNY_NCCL_TIMEOUT)
+test_expect_success 'after a kernel'"'"'s timeout ncclCommDestroy waits for no peer' '
+	PENNY_FAKE_ASYNC_ERROR=1 PENNY_FAKE_FINI_BARRIER=1 ip "$caller" 2 asyncdestroy >out 2>err &&
+	grep -q "rank 0: asyncdestroy ok" out && grep -q "rank 1: asyncdestroy ok" out
 '
 test_expect_success 'the plugin passes the checks of penny'"'"'s loader, or NCCL runs every call' '
 	PLUGIN=$fakes/penny-badabi.so ip "$caller" 2 allreduce >out 2>err &&

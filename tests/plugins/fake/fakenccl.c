@@ -14,7 +14,8 @@
  * bfloat16, fp8, PreMulSum ops) are logged and answered ncclInvalidArgument.
  * ncclSend and ncclRecv are matched at the end of their group (p2p_flush),
  * their data read and delivered in an order NCCL may take; groups are a
- * thread's own, as NCCL's.  ncclCommInitRank inside a group joins at its
+ * thread's own, as NCCL's (ncclGroupSimulateEnd ends one, running none of
+ * its sends and receives).  ncclCommInitRank inside a group joins at its
  * end (join_flush), so one thread may make every rank of an id.  ncclCommInitAll makes its communicators in one
  * process, to be used by a thread each (a collective waits for every rank);
  * ncclCommShrink and ncclCommGrow make theirs on files named after the
@@ -267,7 +268,9 @@ static ncclResult_t join_flush(void)
 
 static _Thread_local int group;
 
-EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int n, ncclUniqueId id, int rank)
+/* ncclCommInitRank's work; ncclCommInitRankConfig calls it here, not through
+ * the exported name, which an interposer in front of this library takes */
+static ncclResult_t init_rank(ncclComm_t *comm, int n, ncclUniqueId id, int rank)
 {
 	ncclResult_t r;
 
@@ -285,6 +288,11 @@ EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int n, ncclUniqueId id, i
 	return r;
 }
 
+EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int n, ncclUniqueId id, int rank)
+{
+	return init_rank(comm, n, id, rank);
+}
+
 /* A non-blocking communicator (blocking=0) answers ncclInProgress to its
  * creation and its collectives, and ncclInProgress to the next
  * ncclCommGetAsyncError, as NCCL's may. */
@@ -299,7 +307,7 @@ static ncclResult_t progress(struct ncclComm *c, ncclResult_t r)
 EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int n, ncclUniqueId id, int rank,
 					   ncclConfig_t *config)
 {
-	ncclResult_t r = ncclCommInitRank(comm, n, id, rank);
+	ncclResult_t r = init_rank(comm, n, id, rank);
 
 	if (r == ncclSuccess && config && config->magic == NCCL_CONFIG_MAGIC && config->blocking == 0) {
 		(*comm)->nonblocking = 1;
@@ -557,6 +565,22 @@ EXPORT ncclResult_t ncclGroupEnd(void)
 		return ncclSuccess;
 	r = njoin ? join_flush() : ncclSuccess;
 	return r == ncclSuccess ? p2p_flush() : r;
+}
+
+/* Ends the group as ncclGroupEnd, its point-to-point calls dropped (NCCL
+ * runs nothing there; its communicators are made). */
+EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *info)
+{
+	(void)info;
+	logline(-1, "ncclGroupSimulateEnd");
+	if (!group)
+		return ncclInvalidUsage;
+	group--;
+	if (group)
+		return ncclSuccess;
+	npq = 0;
+	pq_comm = NULL;
+	return njoin ? join_flush() : ncclSuccess;
 }
 
 static ncclResult_t p2p_post(int send, const void *s, void *r, size_t count, ncclDataType_t dt,

@@ -19,6 +19,7 @@
  *   maingroup: the main thread makes every rank's communicator with
  *              ncclCommInitRank in one group (nccl-tests does); a thread
  *              each runs the scenario on one
+ *   grouped:teardown (its own scenario) see teardown()
  *   grouped:   made as maingroup:, then the main thread calls every rank
  *              inside groups (nccl-tests' -g N), waits with the driver's
  *              cuStreamSynchronize and checks every rank; then destroys
@@ -51,6 +52,8 @@
  *              more buffers; every result checked
  *   asyncerr   one allreduce, then ncclCommGetAsyncError must report the
  *              error a kernel recorded, and ncclGetLastError say it
+ *   asyncdestroy as asyncerr, then ncclCommDestroy: rank 0's returns at
+ *              once though rank 1's comes 3 s later
  *   colls      ncclReduceScatter of the allreduce's types and ops and
  *              ncclAllGather of int32, int64, float and double, counts
  *              1..9000, in NCCL's in-place placement and not; one of each
@@ -608,6 +611,109 @@ static int grouped(ncclComm_t *comms, int n, const char *what)
 	return bad;
 }
 
+/* One grouped float sum of count 7 on every rank of comms, checked. */
+static void group_sum(ncclComm_t *comms, int n, int (*sync)(void *))
+{
+	double *x[64];
+	ncclResult_t res = ncclSuccess;
+	int r;
+
+	for (r = 0; r < n; r++)
+		x[r] = ar_input(r, ncclFloat32, 7);
+	ncclGroupStart();
+	for (r = 0; r < n && res == ncclSuccess; r++)
+		res = ncclAllReduce(x[r], x[r], 7, ncclFloat32, ncclSum, comms[r], NULL);
+	EXPECT(ncclGroupEnd() == ncclSuccess && res == ncclSuccess, "teardown: grouped allreduce: %s",
+	       ncclGetErrorString(res));
+	sync(NULL);
+	for (r = 0; r < n; r++) {
+		ar_check(r, n, ncclFloat32, ncclSum, 7, x[r]);
+		free(x[r]);
+	}
+}
+
+static int nthreads(void)
+{
+	char line[200];
+	int k = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Threads:", 8))
+			k = atoi(line + 8);
+	if (f)
+		fclose(f);
+	return k;
+}
+
+/*
+ * grouped:teardown: one thread's communicators made and torn down as a
+ * framework's watchdog or nccl-tests may.  A group ended by
+ * ncclGroupSimulateEnd leaves the next group's set-up to that group's end;
+ * ranks made there by ncclCommInitRankConfig are set up at its end; the
+ * thread's CUDA context stays the caller's through ncclCommGetAsyncError,
+ * ncclCommDestroy and ncclCommAbort; a clique whose ranks are destroyed
+ * and aborted leaves no backend behind (with PENNY_FAKE_ASYNC=1 the fake
+ * plugin's backends each have a thread).
+ */
+static int teardown(int n, ncclUniqueId id)
+{
+	void *cu = dlopen("libcuda.so.1", RTLD_NOW), *c = NULL;
+	int (*sync)(void *) = cu ? (int (*)(void *))dlsym(cu, "cuStreamSynchronize") : NULL;
+	int (*set)(void *) = cu ? (int (*)(void *))dlsym(cu, "cuCtxSetCurrent") : NULL;
+	int (*cur)(void **) = cu ? (int (*)(void **))dlsym(cu, "cuCtxGetCurrent") : NULL;
+	ncclConfig_t cfg = { sizeof(cfg), NCCL_CONFIG_MAGIC, 22809, 1 };
+	ncclComm_t comms[64];
+	ncclResult_t ae;
+	int r, k, t0;
+
+	if (!sync || !set || !cur) {
+		printf("teardown: no cuStreamSynchronize, cuCtxSetCurrent or cuCtxGetCurrent\n");
+		return 1;
+	}
+	ncclGroupStart();
+	EXPECT(ncclGroupSimulateEnd(NULL) == ncclSuccess, "teardown: ncclGroupSimulateEnd failed");
+	ncclGroupStart();
+	for (r = 0; r < n; r++)
+		EXPECT(ncclCommInitRankConfig(&comms[r], n, id, r, &cfg) == ncclSuccess,
+		       "teardown: rank %d: ncclCommInitRankConfig failed", r);
+	EXPECT(ncclGroupEnd() == ncclSuccess, "teardown: ncclGroupEnd after the ranks failed");
+	if (bad)
+		return 1;
+	set((void *)(uintptr_t)0x5150);
+	group_sum(comms, n, sync);
+	for (r = 0; r < n; r++)
+		EXPECT(ncclCommGetAsyncError(comms[r], &ae) == ncclSuccess && ae == ncclSuccess,
+		       "teardown: rank %d: async error %d", r, ae);
+	cur(&c);
+	EXPECT(c == (void *)(uintptr_t)0x5150, "teardown: context %p after the calls", c);
+	for (r = 0; r < n; r++) {
+		EXPECT((r ? ncclCommAbort : ncclCommDestroy)(comms[r]) == ncclSuccess,
+		       "teardown: rank %d: %s failed", r, r ? "abort" : "destroy");
+		cur(&c);
+		EXPECT(c == (void *)(uintptr_t)0x5150, "teardown: context %p after rank %d's %s", c,
+		       r, r ? "abort" : "destroy");
+	}
+	t0 = nthreads();
+	for (k = 0; k < 3 && !bad; k++) {
+		EXPECT(ncclCommInitAll(comms, n, NULL) == ncclSuccess, "teardown: ncclCommInitAll failed");
+		if (bad)
+			break;
+		group_sum(comms, n, sync);
+		/* rank 0 destroyed before the others' aborts, or after (odd rounds) */
+		if (!(k & 1))
+			ncclCommDestroy(comms[0]);
+		for (r = 1; r < n; r++)
+			ncclCommAbort(comms[r]);
+		if (k & 1)
+			ncclCommDestroy(comms[0]);
+		EXPECT(nthreads() == t0, "teardown: round %d: %d threads, %d before", k, nthreads(), t0);
+	}
+	if (!bad)
+		printf("grouped: teardown ok, %d ranks\n", n);
+	return bad;
+}
+
 /* threadsmain: the communicators the threads leave to the main thread */
 static ncclComm_t kept[64];
 
@@ -751,6 +857,23 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what, int mode
 		       ncclGetLastError(comm));
 		EXPECT(ncclCommAbort(comm) == ncclSuccess, "rank %d: abort failed", rank);
 		comm = NULL;
+	} else if (!strcmp(what, "asyncdestroy")) {
+		/* after penny's error the communicator is broken: its destroy waits
+		 * for no peer (rank 1 comes 3 s late) */
+		struct timespec t0, t1;
+
+		calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+		EXPECT(ncclCommGetAsyncError(comm, &ae) == ncclSuccess && ae == ncclRemoteError,
+		       "rank %d: async error %d after a kernel's timeout", rank, ae);
+		if (rank == 1)
+			sleep(3);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		EXPECT(ncclCommDestroy(comm) == ncclSuccess, "rank %d: ncclCommDestroy failed", rank);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		EXPECT(rank == 1 || t1.tv_sec - t0.tv_sec < 2,
+		       "rank %d: ncclCommDestroy after the error took %ld s", rank,
+		       (long)(t1.tv_sec - t0.tv_sec));
+		comm = NULL;
 	} else if (!strcmp(what, "abort")) {
 		calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
 		EXPECT(ncclCommGetAsyncError(comm, &ae) == ncclSuccess && ae == ncclSuccess,
@@ -801,7 +924,7 @@ static int run_threads(int n, ncclUniqueId id, const char *what, int mode)
 		printf("ncclCommInitAll: %d %s\n", res, ncclGetErrorString(res));
 		return 1;
 	}
-	if (mode == M_MAINGROUP || mode == M_GROUPED) {
+	if (mode == M_MAINGROUP || (mode == M_GROUPED && strcmp(what, "teardown"))) {
 		ncclGroupStart();
 		for (r = 0; r < n; r++)
 			if ((res = ncclCommInitRank(&comms[r], n, id, r)) != ncclSuccess)
@@ -813,6 +936,8 @@ static int run_threads(int n, ncclUniqueId id, const char *what, int mode)
 			return 1;
 		}
 	}
+	if (mode == M_GROUPED && !strcmp(what, "teardown"))
+		return teardown(n, id);
 	if (mode == M_GROUPED)
 		return grouped(comms, n, what);
 	for (r = 0; r < n; r++) {
@@ -857,7 +982,7 @@ int main(int argc, char **argv)
 				"[threads:|initall:|untracked:|threadsmain:|maingroup:|grouped:]"
 				"allreduce|"
 				"bf16|args|version|abort|nonblocking|groupfirst|peerdies|regcache|"
-				"asyncerr|colls|bf16coll|shrinkgrow|offsplit|ctx\n");
+				"asyncerr|asyncdestroy|colls|bf16coll|shrinkgrow|offsplit|ctx\n");
 		return 2;
 	}
 	what = argv[2];
