@@ -736,7 +736,8 @@ EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int r
 }
 
 /* ncclCommInitAll's communicators are one thread's, called in groups: penny's
- * set-up runs here, a thread a rank (together.c); NCCL's without memory for it. */
+ * set-up runs here (inside a group: at its end), a thread a rank
+ * (together.c); NCCL's without memory for it. */
 EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
 {
 	struct pcomm **v;
@@ -755,10 +756,21 @@ EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devli
 	for (i = 0; i < ndev; i++)
 		if (comm[i] && add(comm[i], v ? PC_PENDING : PC_OFF) && v && (v[k] = hold(comm[i])))
 			k++;
-	if (debug_on && k)
-		tell_new(comm[0], "ncclCommInitAll", ndev, k == ndev && ndev > 1);
-	if (k == ndev && ndev > 1)
-		together(v, k);
+	if (group_depth && k == ndev && ndev > 1) {
+		/* inside the caller's group NCCL makes them at its end: so does
+		 * penny's set-up (born_settle), under an id of their own */
+		ncclUniqueId id;
+
+		memset(&id, 0, sizeof(id));
+		snprintf(id.internal, sizeof(id.internal), "penny ncclCommInitAll %p", (void *)comm[0]);
+		for (i = 0; i < k; i++)
+			born_add(comm[i], &id, i, ndev, "ncclCommInitAll");
+	} else {
+		if (debug_on && k)
+			tell_new(comm[0], "ncclCommInitAll", ndev, k == ndev && ndev > 1);
+		if (k == ndev && ndev > 1)
+			together(v, k);
+	}
 	for (i = 0; i < k; i++) {
 		if (k < ndev)
 			v[i]->state = PC_OFF;

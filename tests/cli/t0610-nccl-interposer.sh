@@ -283,12 +283,16 @@ test_expect_success 'the thread'"'"'s CUDA context is given back after penny'"'"
 # ncclCommGetAsyncError, destroy and abort (destroy left it on the rank's
 # GPU before); a clique destroyed on one rank and aborted on the others
 # leaves no backend behind (one stayed parked for good before: its thread
-# here)
+# here); ncclCommInitAll inside a group is set up at the group's end, where
+# NCCL makes them (the set-up's allgathers came inside the group before)
 test_expect_success 'one thread'"'"'s communicators: simulated group, config ranks, context and clique teardown' '
 	export PENNY_FAKE_ASYNC=1 PENNY_FAKE_FINI_BARRIER=1 &&
 	PENNY_NCCL_DEBUG=1 ip timeout 60 "$caller" 3 grouped:teardown >out 2>err &&
 	grep -q "^grouped: teardown ok, 3 ranks$" out && test "$(nccl_ar)" -eq 0 &&
-	test "$(grep -c "ncclCommInitRankConfig: its 3 ranks made by one thread" err)" -eq 1
+	test "$(grep -c "ncclCommInitRankConfig: its 3 ranks made by one thread" err)" -eq 1 &&
+	: the last ncclCommInitAll, inside a group, is set up after its ncclGroupEnd &&
+	awk "/ncclCommInitAll/ { last = NR } { line[NR] = \$0 } END { print line[last + 1] }" nccl.log >next &&
+	grep -q " ncclGroupEnd$" next
 '
 # PENNY_NCCL is read again at each communicator's set-up (the PyTorch
 # bench's in-process A/B): a split made with it off is NCCL's, the next

@@ -654,7 +654,8 @@ static int nthreads(void)
  * thread's CUDA context stays the caller's through ncclCommGetAsyncError,
  * ncclCommDestroy and ncclCommAbort; a clique whose ranks are destroyed
  * and aborted leaves no backend behind (with PENNY_FAKE_ASYNC=1 the fake
- * plugin's backends each have a thread).
+ * plugin's backends each have a thread); ncclCommInitAll inside a group is
+ * set up at the group's end.
  */
 static int teardown(int n, ncclUniqueId id)
 {
@@ -708,6 +709,16 @@ static int teardown(int n, ncclUniqueId id)
 		if (k & 1)
 			ncclCommDestroy(comms[0]);
 		EXPECT(nthreads() == t0, "teardown: round %d: %d threads, %d before", k, nthreads(), t0);
+	}
+	/* ncclCommInitAll inside a group: set up at the group's end (NCCL
+	 * makes them there); its allreduces penny's */
+	ncclGroupStart();
+	EXPECT(ncclCommInitAll(comms, n, NULL) == ncclSuccess, "teardown: ncclCommInitAll in a group");
+	EXPECT(ncclGroupEnd() == ncclSuccess, "teardown: ncclGroupEnd after ncclCommInitAll");
+	if (!bad) {
+		group_sum(comms, n, sync);
+		for (r = 0; r < n; r++)
+			ncclCommDestroy(comms[r]);
 	}
 	if (!bad)
 		printf("grouped: teardown ok, %d ranks\n", n);
