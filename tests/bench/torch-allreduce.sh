@@ -14,18 +14,19 @@
 #   tests/bench/torch-allreduce.sh [OUTDIR]     (default: results)
 # Environment: COLLS (of all_reduce reduce_scatter all_gather, default all
 # three), B (build dir, default build-gpu), GPUS ("2 4"), PYTHON (python3),
-# MAXB (bytes, 268435456), ITERS (200), BLOCKS (timed blocks per size,
-# 5..100, default 5: the time is their median), GRAPH (calls per captured
-# graph, 20; 0: no graphs), TIMEOUT (seconds per torchrun launch, 1800),
-# KIND (the machine's name in the file names), PENNY_NCCL_REAL (the real
-# NCCL; default: the Python environment's nvidia/nccl/lib/libnccl.so.2, else
-# the one PyTorch links), TORCH_NCCL_USE_COMM_NONBLOCKING (PyTorch's choice
-# by default: with eager init it makes non-blocking communicators).  ALL=1
-# adds a run with PENNY_NCCL_MAX_BYTES=1T (every size on penny, the larger
-# ones on buffers the interposer's registration cache shares once: the
-# timing loops reuse their tensor, as PyTorch's callers do), written as
-# ...-xN-all.{txt,tsv}; ALL=2 also one with the cache off
-# (PENNY_NCCL_REGCACHE=0: the staging copy), as ...-xN-all-stage.{txt,tsv}.
+# MAXB (bytes, 1024..16G, default 268435456), ITERS (200), BLOCKS (timed
+# blocks per size, 5..100, default 5: the time is their median), GRAPH
+# (calls per captured graph, 0..9999, default 20; 0: no graphs), TIMEOUT
+# (seconds per torchrun launch, 1800), KIND (the machine's name in the file
+# names), PENNY_NCCL_REAL (the real NCCL; default: the Python environment's
+# nvidia/nccl/lib/libnccl.so.2, else the one PyTorch links),
+# TORCH_NCCL_USE_COMM_NONBLOCKING (PyTorch's choice by default: with eager
+# init it makes non-blocking communicators).  ALL=1 adds a run with
+# PENNY_NCCL_MAX_BYTES=1T (every size on penny, the larger ones on buffers
+# the interposer's registration cache shares once: the timing loops reuse
+# their tensor, as PyTorch's callers do), written as ...-xN-all.{txt,tsv};
+# ALL=2 also one with the cache off (PENNY_NCCL_REGCACHE=0: the staging
+# copy), as ...-xN-all-stage.{txt,tsv}.
 # ROUNDS (1..50, default 1): launch NCCL and penny ROUNDS times each,
 # alternately, NCCL first in odd rounds and last in even ones (N P, P N,
 # N P, ...: eager times move by up to 2x from one launch to the next, so one
@@ -44,6 +45,7 @@
 # alternated; writes ...-xN-ab.{txt,tsv,json}.  Whatever moves one launch's
 # eager times against the next moves both sides alike there.  AB_SWAP=1:
 # penny on the second group and NCCL on the default one (...-ab-swap).
+# ROUNDS, ALL and BLOCKS do not apply to AB runs (an error there).
 # Builds only libpenny-nccl.so and the cuda plugin (make, a C compiler and
 # nvcc are enough), or none with PLUGINDIR=dir (both built before).  NVLink
 # SHARP/multicast stays off.
@@ -75,6 +77,16 @@ done
 [[ $ROUNDS =~ ^[1-9][0-9]?$ && $ROUNDS -le 50 ]] || die "ROUNDS: '$ROUNDS' is not 1..50"
 [[ $AB = 0 || ($AB =~ ^[1-9][0-9]{0,2}$ && $AB -ge 2 && $AB -le 200) ]] || die "AB: '$AB' is not 0 or 2..200"
 case ${AB_SWAP:-0} in 0 | 1) ;; *) die "AB_SWAP: '${AB_SWAP}' is not 0 or 1" ;; esac
+[ "${AB_SWAP:-0}" = 0 ] || [ "$AB" != 0 ] || die "AB_SWAP: applies to AB=R runs only (AB is 0)"
+[ "$AB" = 0 ] || [[ $ROUNDS = 1 && ${ALL:-0} = 0 && -z ${BLOCKS:-} ]] ||
+	die "ROUNDS, ALL and BLOCKS: not with AB=R (its R rounds of one timed block each side)"
+case ${ALL:-0} in 0 | 1 | 2) ;; *) die "ALL: '${ALL}' is not 0, 1 or 2" ;; esac
+[[ ${GRAPH:-20} =~ ^[0-9]{1,4}$ ]] || die "GRAPH: '${GRAPH}' is not 0..9999 (calls per captured graph)"
+[[ ${ITERS:-200} =~ ^[1-9][0-9]{0,6}$ ]] || die "ITERS: '${ITERS}' is not a count 1..9999999"
+[[ ${BLOCKS:-5} =~ ^[0-9]{1,3}$ && ${BLOCKS:-5} -ge 5 && ${BLOCKS:-5} -le 100 ]] ||
+	die "BLOCKS: '${BLOCKS}' is not 5..100"
+[[ ${MAXB:-268435456} =~ ^[0-9]{4,11}$ && ${MAXB:-268435456} -ge 1024 &&
+	${MAXB:-268435456} -le 17179869184 ]] || die "MAXB: '${MAXB}' is not a byte count 1024..16G"
 case $PIN in
 0) pin=() ;;
 1) pin=(--pin) ;;

@@ -25,6 +25,17 @@ test_expect_success 'torch-allreduce.sh: AB, AB_SWAP, ROUNDS, PIN and COLLS out 
 	bench torch-allreduce.sh "torch-allreduce: PIN: '"'"'yes'"'"' is not 0 or 1" PIN=yes &&
 	bench torch-allreduce.sh "torch-allreduce: COLLS: '"'"'alltoall'"'"' is not all_reduce, reduce_scatter or all_gather" COLLS=alltoall
 '
+test_expect_success 'torch-allreduce.sh: GRAPH, ITERS, BLOCKS, MAXB, ALL out of range; AB with others' '
+	bench torch-allreduce.sh "torch-allreduce: AB_SWAP: applies to AB=R runs only (AB is 0)" AB_SWAP=1 &&
+	bench torch-allreduce.sh "torch-allreduce: ROUNDS, ALL and BLOCKS: not with AB=R (its R rounds of one timed block each side)" AB=4 ROUNDS=3 &&
+	bench torch-allreduce.sh "torch-allreduce: ROUNDS, ALL and BLOCKS: not with AB=R (its R rounds of one timed block each side)" AB=4 BLOCKS=7 &&
+	bench torch-allreduce.sh "torch-allreduce: ALL: '"'"'3'"'"' is not 0, 1 or 2" ALL=3 &&
+	bench torch-allreduce.sh "torch-allreduce: GRAPH: '"'"'-5'"'"' is not 0..9999 (calls per captured graph)" GRAPH=-5 &&
+	bench torch-allreduce.sh "torch-allreduce: ITERS: '"'"'0'"'"' is not a count 1..9999999" ITERS=0 &&
+	bench torch-allreduce.sh "torch-allreduce: BLOCKS: '"'"'4'"'"' is not 5..100" BLOCKS=4 &&
+	bench torch-allreduce.sh "torch-allreduce: MAXB: '"'"'512'"'"' is not a byte count 1024..16G" MAXB=512 &&
+	bench torch-allreduce.sh "torch-allreduce: MAXB: '"'"'1M'"'"' is not a byte count 1024..16G" MAXB=1M
+'
 # nt: enough of an nccl-tests checkout for the script to read its settings
 nt() {
 	env "$@" bash "$b/nccl-tests.sh" nt >out 2>err
