@@ -3,7 +3,7 @@
 # variables that are not numbers, huge --nranks and --timeout, rendezvous
 # files planted by another user, floods of idle strangers, two jobs on one
 # address.  Each fails with one line and exit 2 (or completes), in bounded time.
-# cost: 32
+# cost: 18
 . "$(dirname "$0")/../lib.sh"
 
 shm_snapshot shm0

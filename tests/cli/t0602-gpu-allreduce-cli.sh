@@ -6,7 +6,7 @@
 # the ratio table, JSON/CSV, -G with and without the capability, -g, one
 # line and exit 2 for what cannot run, and the hierarchical allreduce across
 # two fake nodes (PENNY_NODE_ID) over tcp: every type x op, odd counts, exact.
-# cost: 33
+# cost: 12
 . "$(dirname "$0")/../lib.sh"
 
 fakes=$BUILD/tests/plugins

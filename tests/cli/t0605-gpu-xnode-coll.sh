@@ -11,7 +11,7 @@
 # the first and refused in one line on the second, PENNY_XNODE=0, and a
 # peer killed in the middle.  -n 0 where no timing is asked about: the
 # exact check's calls.
-# cost: 40
+# cost: 28
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/xcolljob.sh"
 

@@ -14,7 +14,7 @@
 # the middle of an alltoall across 3 nodes.  On a GPU machine the same
 # with the cuda plugin's kernels (xcolljob.sh):
 #   XBACKEND=cuda XGPUS=2 tests/run.sh tests/cli/t0606-gpu-xnode-coll-nodes.sh
-# cost: 150
+# cost: 60
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/xcolljob.sh"
 

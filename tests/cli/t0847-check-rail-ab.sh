@@ -8,7 +8,7 @@
 # --timeout; a rank without a rail NIC SKIPs it.  Two emulated nodes
 # (PENNY_NODE_ID) of two ranks on the test plugin named nccl
 # (FAKE_NCCL_PINNED acts where NCCL_IB_HCA is set).
-# cost: 40
+# cost: 20
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/checkjob.sh"
 # a child that hangs is killed at 0.8 x --timeout (the rows say so); the
