@@ -11,7 +11,7 @@
 #    with gcc and with clang;
 #  - tests/bench/bundle.sh carries a build there: the binary runs from its
 #    directory with the RDMA, hwloc and netlink libraries beside it.
-# cost: 33
+# cost: 12
 . "$(dirname "$0")/../lib.sh"
 
 # Headers that include an external library's header by design.

@@ -12,7 +12,7 @@
 # `make setup` and `make install` say, with the libraries the binary links;
 # the Kubernetes DaemonSet is a well-formed apps/v1 DaemonSet whose command
 # penny accepts.
-# cost: 29
+# cost: 7
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/trees.sh"
 

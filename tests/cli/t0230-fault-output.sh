@@ -9,7 +9,7 @@
 # --sysfs-root, a counter reset above 100 %, a stdout write error said twice.
 # Names with invalid UTF-8 and control characters stay valid JSON and
 # Prometheus text and never reach a terminal raw.
-# cost: 27
+# cost: 10
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/trees.sh"
 . "$TOP/tests/helpers/top/top-lib.sh"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/helpers/capture.sh: record this machine (and synthetic trees) into
 # a tarball, replay it with --sysfs-root, get the same topology.
-# cost: 25
+# cost: 6
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/trees.sh"
 unset PENNY_SYSROOT PENNY_DEBUG

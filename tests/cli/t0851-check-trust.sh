@@ -13,7 +13,7 @@
 #   CUDA's, refuses a process forked after its parent used it);
 # - under --np the node row's ranks are spread over the node's CPUs, not
 #   all on the CPU its leader rank was pinned to.
-# cost: 37
+# cost: 14
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/trees.sh"
 . "$TOP/tests/helpers/checkjson.sh"
