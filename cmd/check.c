@@ -149,12 +149,12 @@ static int commit(struct pn_ctx *ctx, struct pn_ofile **of, const char *path, in
 {
 	if (!*of)
 		return 0;
-	if (ret)
+	if (ret) {
 		pn_err(ret, "%s: write error", path);
-	else
-		ret = pn_ofile_commit(*of);
-	if (ret)
 		pn_ofile_abort(*of);
+	} else {
+		ret = pn_ofile_commit(*of); /* frees it either way */
+	}
 	*of = NULL;
 	if (ret)
 		return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));

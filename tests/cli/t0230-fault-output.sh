@@ -114,6 +114,21 @@ test_expect_success 'a write error on an output is one line, exit 2, the old fil
 	test "$(cat d/t.json)" = old && test "$(ls -A d)" = t.json
 '
 
+# check's outputs when the write fails only at the commit (a stdio buffer
+# that fits, a file size limit of 0): one line, exit 2, the old file kept
+# (before: a double free, exit 134, no table)
+test_expect_success 'check: an output failing at its commit is one line, exit 2' '
+	mkdir -p d &&
+	for o in save-baseline:d/b.json junit:d/j.xml prom:d/p.prom; do
+		echo old >"${o#*:}" &&
+		( trap "" XFSZ; ulimit -f 0
+		  penny check --passive --only settings "--${o%%:*}" "${o#*:}" 2>&1 >/dev/null
+		  echo "rc $?" ) | cat >err &&
+		test "$(wc -l <err)" -eq 2 && test "$(tail -n 1 err)" = "rc 2" &&
+		grep -q "^penny check: .*${o#*:}.*" err && test "$(cat "${o#*:}")" = old ||
+			{ echo "$o:"; cat err; exit 1; }
+	done
+'
 test_expect_success 'allreduce-test: an unwritable output fails every rank at once, one line' '
 	for np in 1 3; do
 		within 6 penny allreduce-test --np $np -b 8 -e 256M -f 2 -n 50 \
