@@ -200,6 +200,11 @@ int pn_aropts_check(struct pn_aropts *o, const struct pn_arback *bk)
 			    o->cycles > 1))
 		return pn_err(-EINVAL, "--tune-out tunes one type and op over one sweep: not with "
 				       "-d all, -o all or -N");
+	if (o->tune_out && !bk->has_host)
+		return pn_err(-EINVAL, "--tune-out writes the host engine's table: the run needs "
+				       "--backend host (alone or in its list)");
+	if (o->tune_out && o->iters == 0)
+		return pn_err(-EINVAL, "--tune-out needs timed calls: not with -n 0");
 	if (o->plan && bk->has_host)
 		o->algo = "multiring";
 	return 0;

@@ -333,9 +333,9 @@ int pn_sweep_verdict(uint64_t wrong, uint64_t differ, double busbw, double min_b
 	return why[0] != 0;
 }
 
-void pn_sweep_best(const struct pn_sweep *s, int ip, size_t *bytes, enum pn_algo *best)
+size_t pn_sweep_best(const struct pn_sweep *s, int ip, size_t *bytes, enum pn_algo *best)
 {
-	size_t i, r;
+	size_t i, r, none = 0;
 
 	for (i = 0; i < s->nsizes; i++) {
 		double bt = INFINITY;
@@ -353,7 +353,10 @@ void pn_sweep_best(const struct pn_sweep *s, int ip, size_t *bytes, enum pn_algo
 				best[i] = (enum pn_algo)ran;
 			}
 		}
+		if (bt == INFINITY && none == 0)
+			none = i + 1;
 	}
+	return none;
 }
 
 void pn_sweep_csv_header(FILE *f)
@@ -538,10 +541,19 @@ int pn_sweep_tune_save(const struct pn_sweep *sw, FILE *f, const char *name, int
 	int ret;
 
 	if (bytes && best) {
-		pn_sweep_best(sw, 0, bytes, best);
-		pn_sweep_best(sw, 1, bytes, best + sw->nsizes);
-		ret = pn_tune_save(f, name, nranks, nnodes, bytes, best, best + sw->nsizes,
-				   (int)sw->nsizes);
+		size_t none = pn_sweep_best(sw, 0, bytes, best), ip = 0;
+
+		if (!none) {
+			none = pn_sweep_best(sw, 1, bytes, best + sw->nsizes);
+			ip = 1;
+		}
+		if (none)
+			ret = pn_err(-EINVAL, "--tune-out: no host algorithm ran %s at %zu bytes without "
+					      "wrong values: no table written",
+				     ip ? "in place" : "out of place", sw->sizes[none - 1]);
+		else
+			ret = pn_tune_save(f, name, nranks, nnodes, bytes, best, best + sw->nsizes,
+					   (int)sw->nsizes);
 	} else {
 		ret = pn_err(-ENOMEM, "out of memory");
 	}

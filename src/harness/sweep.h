@@ -204,8 +204,9 @@ void pn_sweep_mem_job(struct pn_mem_job *mj, int nlocal, int nranks, const char 
 		      int tuned);
 
 /* The host rows' fastest correct algorithm at each size, out of place (ip
- * 0) or in place (ip 1): what ran in that mode (ring where none ran). */
-void pn_sweep_best(const struct pn_sweep *s, int ip, size_t *bytes, enum pn_algo *best);
+ * 0) or in place (ip 1): what ran in that mode (ring where none ran).
+ * Returns 0, or 1 + the index of the first size where none ran right. */
+size_t pn_sweep_best(const struct pn_sweep *s, int ip, size_t *bytes, enum pn_algo *best);
 
 /* The CSV file of the rows: a header line, then one line per row (a write
  * error shows when the file is committed, src/base/ofile.h). */

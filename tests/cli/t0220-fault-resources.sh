@@ -51,6 +51,17 @@ test_expect_success '--tune-out without --algo all writes what ran, and PENNY_TU
 	no_procs_left
 '
 
+# a table made of nothing timed, or of a GPU plugin's rows (the host
+# engine's table), was written as all ring or the first algorithm listed
+test_expect_success '--tune-out without the host backend or without timed calls: one line, exit 2' '
+	test_exit 2 penny allreduce-test -A one-shot,two-shot -n 0 --np 2 -e 4K -f 4 --tune-out n.tune \
+		>out 2>err && test ! -e n.tune &&
+	one_line err "^penny allreduce-test: --tune-out needs timed calls: not with -n 0$" &&
+	PENNY_PLUGIN_PATH="$BUILD/tests/plugins" test_exit 2 penny allreduce-test --backend fake \
+		-A one-shot --np 2 -e 4K -f 4 -n 1 -w 0 --tune-out g.tune >out 2>err && test ! -e g.tune &&
+	one_line err "^penny allreduce-test: --tune-out writes the host engine.s table: the run needs --backend host"
+'
+
 if [ -n "$HAVE_UNSHARE" ]; then
 test_expect_success 'Docker-sized /dev/shm: the job is refused before it starts, one line, nothing left' '
 	# it died by SIGBUS, with no message
