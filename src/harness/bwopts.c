@@ -74,6 +74,9 @@ int pn_bw_opts_cfg(struct pn_bw_opts *o, struct pn_bw_cfg *c)
 		return pn_err(-EINVAL, "-w and --min-gbps are one gate: give one");
 	if (o->limit_bw >= 0 && o->lat)
 		return pn_err(-EINVAL, "-w is a bandwidth limit; --lat measures latency");
+	if ((o->min_gbps >= 0 || o->expect) && o->lat)
+		return pn_err(-EINVAL, "%s is a bandwidth gate; --lat measures latency",
+			      o->min_gbps >= 0 ? "--min-gbps" : "--expect");
 	/* -w: perftest's verifier limit, in the table's unit */
 	if (o->limit_bw >= 0)
 		o->min_gbps = o->report_gbits ? o->limit_bw : o->limit_bw / PN_BW_MIB_PER_GBIT;

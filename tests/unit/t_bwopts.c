@@ -67,7 +67,7 @@ TEST(refused_combinations)
 	struct {
 		struct pn_bw_opts o;
 		const char *want;
-	} t[9];
+	} t[11];
 	struct pn_bw_cfg c;
 	size_t i;
 
@@ -94,6 +94,13 @@ TEST(refused_combinations)
 	t[8].o.all = 1;
 	t[8].o.size = 64;
 	t[8].want = "-a runs every size from 2 bytes to 8 MiB, -s one size: give one of them";
+	/* they were taken and ignored: a latency run passed any gate */
+	t[9].o.lat = 1;
+	t[9].o.min_gbps = 1e9;
+	t[9].want = "--min-gbps is a bandwidth gate; --lat measures latency";
+	t[10].o.lat = 1;
+	t[10].o.expect = "90";
+	t[10].want = "--expect is a bandwidth gate; --lat measures latency";
 	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++)
 		refused(t[i].o, t[i].want);
 	t[4].o.connection = "rc";
