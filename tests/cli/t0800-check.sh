@@ -254,6 +254,15 @@ test_expect_success '--only and --skip choose the checks; -d the ports' '
 	penny check --sysfs-root ok --only inventory,counters -d mlx5_1 >out &&
 	! grep -q mlx5_0/1 out && grep -q "^inventory .*mlx5_1/1" out && grep -q "^counters .*mlx5_1/1" out
 '
+# a typo in -d selected nothing and passed (every port row a SKIP)
+test_expect_success '-d naming no device or port of the node fails the node' '
+	for d in mlx5_typo mlx5_1:9 mlx5_1,mlx5_typo; do
+		test_exit 1 penny check --sysfs-root ok --only inventory -d $d >out &&
+		grep -q "^inventory .* selected .* FAIL .*-d .${d#*,}.: no such RDMA device or port" out ||
+			{ echo "-d $d:"; cat out; exit 1; }
+	done &&
+	penny check --sysfs-root ok --only inventory -d mlx5_1:1 >out && ! grep -q selected out
+'
 
 test_expect_success 'bad options: one line each, exit 2' '
 	for args in "--only bogus" "--skip pcie,,counters" "--only pcie --skip pcie" \
