@@ -159,6 +159,12 @@ int pn_cmd_exit_code(int err)
 	case -ENOTSUP:
 	case -EPROTONOSUPPORT:
 	case -EAFNOSUPPORT:
+	/* an input or output that is a directory, too large, or past a limit */
+	case -EISDIR:
+	case -ENOTDIR:
+	case -EFBIG:
+	case -ELOOP:
+	case -ENAMETOOLONG:
 	/* a peer that never came or never answered, a refused or unreachable
 	 * connection, another rank that could not connect (ENOTCONN) */
 	case -ETIMEDOUT:
@@ -448,8 +454,13 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 			return 2;
 		}
 	} else if (getenv("PENNY_DEBUG")) {
-		if (pn_debug_parse(getenv("PENNY_DEBUG"), &pn_debug_mask))
-			pn_debug_mask = 0;
+		ret = pn_debug_parse(getenv("PENNY_DEBUG"), &pn_debug_mask);
+		if (ret) {
+			pn_err_ctx(ret, "PENNY_DEBUG");
+			pn_cmd_error(&ctx, ret);
+			tell_job(c, 0, NULL, said);
+			return 2;
+		}
 	}
 	ret = read_env();
 	if (ret) {

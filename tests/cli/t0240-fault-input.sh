@@ -69,11 +69,18 @@ test_expect_success 'PENNY_TUNE_FILE: refused at once, not read forever' '
 	for f in $INPUTS; do
 		within 5 timeout 10 env PENNY_TUNE_FILE="$f" "$PENNY" allreduce-test --np 2 \
 			-b 1K -e 1K --timeout 2 >out 2>err || exit 1
-		test "$WITHIN_RC" -ne 0 && test "$WITHIN_RC" -ne 124 &&
-		test "$(wc -l <err)" -eq 1 &&
+		test "$WITHIN_RC" -eq 2 && test "$(wc -l <err)" -eq 1 &&
 		grep -q "^penny allreduce-test: ranks 0,1: tuning file: $(what $f)$" err ||
 			{ echo "$f: exit $WITHIN_RC"; cat err; exit 1; }
 	done
+'
+# a directory or an oversized file was exit 1, a device exit 2 (penny(1):
+# every unusable input is 2); PENNY_DEBUG's unknown subsystem was dropped
+# without a word, while --debug's is refused
+test_expect_success 'PENNY_DEBUG with an unknown subsystem: one line, exit 2, as --debug' '
+	PENNY_DEBUG=bogus test_exit 2 penny ring-plan --nodes 2 --summary >out 2>err &&
+	test "$(wc -l <err)" -eq 1 && grep -q "^penny ring-plan: PENNY_DEBUG: unknown debug subsystem .bogus." err &&
+	PENNY_DEBUG=init penny ring-plan --nodes 2 --summary >out 2>err
 '
 test_expect_success 'PENNY_TUNE_FILE: a long line, extra fields, a NUL byte: file:line' '
 	printf "2 1 1K ring\n2 1 1K ring extra\n" >extra.tune &&
