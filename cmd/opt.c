@@ -167,10 +167,10 @@ static int set_value(const char *cmd, const struct pn_opt *o, const char *arg,
 		*(int *)o->dst = 1;
 		return 0;
 	case OPT_INT:
-		ret = pn_parse_int(arg, &v.i);
+		ret = pn_parse_dec_int(arg, &v.i);
 		break;
 	case OPT_U64:
-		ret = pn_parse_u64(arg, &v.u);
+		ret = pn_parse_dec_u64(arg, &v.u);
 		break;
 	case OPT_SIZE:
 		ret = pn_parse_size(arg, &v.u);

@@ -56,7 +56,7 @@ int pn_natcmp_qsort(const void *a, const void *b)
 	return pn_natcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-int pn_parse_u64(const char *s, uint64_t *out)
+static int parse_u64(const char *s, uint64_t *out, int base)
 {
 	char *end;
 	unsigned long long v;
@@ -64,14 +64,14 @@ int pn_parse_u64(const char *s, uint64_t *out)
 	if (!s || !*s || *s == '-' || isspace((unsigned char)*s))
 		return -EINVAL;
 	errno = 0;
-	v = strtoull(s, &end, 0);
+	v = strtoull(s, &end, base);
 	if (errno || *end)
 		return -EINVAL;
 	*out = v;
 	return 0;
 }
 
-int pn_parse_int(const char *s, int *out)
+static int parse_int(const char *s, int *out, int base)
 {
 	char *end;
 	long v;
@@ -79,11 +79,31 @@ int pn_parse_int(const char *s, int *out)
 	if (!s || !*s || isspace((unsigned char)*s))
 		return -EINVAL;
 	errno = 0;
-	v = strtol(s, &end, 0);
+	v = strtol(s, &end, base);
 	if (errno || *end || v < INT_MIN || v > INT_MAX)
 		return -EINVAL;
 	*out = (int)v;
 	return 0;
+}
+
+int pn_parse_u64(const char *s, uint64_t *out)
+{
+	return parse_u64(s, out, 0);
+}
+
+int pn_parse_int(const char *s, int *out)
+{
+	return parse_int(s, out, 0);
+}
+
+int pn_parse_dec_u64(const char *s, uint64_t *out)
+{
+	return parse_u64(s, out, 10);
+}
+
+int pn_parse_dec_int(const char *s, int *out)
+{
+	return parse_int(s, out, 10);
 }
 
 int pn_knob_choice(const char *name, const char *v, const char *const *words, int dflt)

@@ -39,12 +39,19 @@ TEST(size_formatting)
 
 TEST(number_parsing)
 {
+	uint64_t u;
 	double d;
 	int i;
 
 	CHECK(!pn_parse_int("-3", &i) && i == -3);
 	CHECK(pn_parse_int("3x", &i) == -EINVAL);
 	CHECK(pn_parse_int("99999999999", &i) == -EINVAL);
+	/* what files say keeps C's prefixes; what a user types is decimal */
+	CHECK(!pn_parse_int("0x10", &i) && i == 16);
+	CHECK(!pn_parse_dec_int("010", &i) && i == 10);
+	CHECK(pn_parse_dec_int("0x10", &i) == -EINVAL);
+	CHECK(!pn_parse_dec_u64("08", &u) && u == 8);
+	CHECK(pn_parse_dec_u64("0x10", &u) == -EINVAL);
 	CHECK(pn_parse_double("nan", &d) == -EINVAL);
 }
 
