@@ -507,7 +507,7 @@ int pn_sweep_gpu_open(struct pn_sweep_backend **out, struct pn_coll *coll,
 		if (g->c->local_rank < o->ndev)
 			device = o->dev[g->c->local_rank];
 		else
-			snprintf(why, sizeof(why), "-g '%s' names %d GPU%s; local rank %d on host %s "
+			snprintf(why, sizeof(why), "--gpus '%s' names %d GPU%s; local rank %d on host %s "
 						   "needs one more",
 				 o->gpus, o->ndev, o->ndev == 1 ? "" : "s", g->c->local_rank,
 				 pn_boot_host(g->c->boot, g->c->rank));

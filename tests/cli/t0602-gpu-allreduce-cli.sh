@@ -147,7 +147,7 @@ test_expect_success '--gpus: the local rank picks its entry; bad lists are one l
 		test_exit 2 penny allreduce-test --backend fake --gpus "$bad" 2>err && one_line err || exit 1
 	done &&
 	test_exit 2 penny allreduce-test --np 3 --backend fake --gpus 0,1 -b 1K -e 1K 2>err &&
-	one_line err && grep -q "names 2 GPUs; local rank 2 .* needs one more" err
+	one_line err && grep -q -- "--gpus .0,1. names 2 GPUs; local rank 2 .* needs one more" err
 '
 test_expect_success 'an algorithm the backend lacks: one line naming what it has, exit 2' '
 	test_exit 2 penny allreduce-test --np 2 --backend fake --algo ring 2>err && one_line err &&
