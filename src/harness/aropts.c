@@ -205,6 +205,10 @@ int pn_aropts_check(struct pn_aropts *o, const struct pn_arback *bk)
 				       "--backend host (alone or in its list)");
 	if (o->tune_out && o->iters == 0)
 		return pn_err(-EINVAL, "--tune-out needs timed calls: not with -n 0");
+	/* a bandwidth gate over nothing timed would fail a healthy run */
+	if (o->min_busbw >= 0 && (o->iters == 0 || o->maxbytes == 0))
+		return pn_err(-EINVAL, "--min-busbw needs timed calls of some bytes: not with %s",
+			      o->iters == 0 ? "-n 0" : "-e 0");
 	if (o->plan && bk->has_host)
 		o->algo = "multiring";
 	return 0;

@@ -49,6 +49,8 @@ test_expect_success 'what penny cannot honour: one line, not supported by penny:
 	-g 8	-g 8: not supported by penny: it drives one GPU per rank; start a rank per GPU (--np) and pick the devices with --gpus
 	-g 0,1	invalid number .0,1. for .-g.
 	-n 0x10	invalid number .0x10. for .-n.
+	-n 0 --min-busbw 1	--min-busbw needs timed calls of some bytes: not with -n 0
+	-b 0 -e 0 --min-busbw 0.001	--min-busbw needs timed calls of some bytes: not with -e 0
 	-N 0	-N 0: not supported by penny: nccl-tests. 0 runs forever
 	-R 2	-R 2: symmetric registration is --backend nccl --algo symmetric
 	-d all --tune-out t.txt	--tune-out tunes one type and op
