@@ -8,10 +8,12 @@
 #include "check/check_cfg.h"
 #include "base/file.h"
 #include "base/log.h"
+#include "base/units.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,12 +55,12 @@ static const struct pn_check_key keys[] = {
 	  "fraction of the port rate every NIC must send at", NULL },
 	{ "nic-bw.min-gbps", PN_KEY_NUM, 0, 1e5, NAN, NULL,
 	  "Gb/s every NIC must send at (overrides the fraction of the port rate)", NULL },
-	{ "nic-bw.size", PN_KEY_INT, 1, 1 << 30, 1 << 20, NULL, "bytes per RDMA write", NULL },
+	{ "nic-bw.size", PN_KEY_SIZE, 1, 1 << 30, 1 << 20, NULL, "bytes per RDMA write", NULL },
 	{ "nic-bw.seconds", PN_KEY_NUM, 0.1, 600, 2, NULL,
 	  "seconds each NIC sends (--quick: a quarter, at least 0.2)", NULL },
-	{ "rails.noise-bytes", PN_KEY_INT, 0, 1e15, 1 << 20, NULL,
+	{ "rails.noise-bytes", PN_KEY_SIZE, 0, 1e15, 1 << 20, NULL,
 	  "bytes a NIC may carry outside the plan (background traffic)", NULL },
-	{ "rails.size", PN_KEY_INT, 4096, 1 << 30, 16 << 20, NULL,
+	{ "rails.size", PN_KEY_SIZE, 4096, 1 << 30, 16 << 20, NULL,
 	  "bytes of each allreduce over the plan (4 of them; --quick: a quarter)", NULL },
 	/* check-gpu: gpu-copy, allreduce */
 	{ "gpu-copy.fraction", PN_KEY_NUM, 1e-6, 1, 0.7, NULL,
@@ -68,7 +70,7 @@ static const struct pn_check_key keys[] = {
 	{ "gpu-copy.sm-fraction", PN_KEY_NUM, 1e-6, 1, 0.5, NULL,
 	  "a GPU's copy within its memory by its own kernels: fraction of the node's median "
 	  "(one GPU: of its copy engines' copy)", NULL },
-	{ "gpu-copy.size", PN_KEY_INT, 4096, 1073741824, 67108864, NULL,
+	{ "gpu-copy.size", PN_KEY_SIZE, 4096, 1073741824, 67108864, NULL,
 	  "bytes per copy (--quick: the same, 5 copies instead of 20)", NULL },
 	{ "allreduce.copy-efficiency", PN_KEY_NUM, 1e-6, 2, 0.75, NULL,
 	  "fraction of the node's slowest GPU-to-GPU copy (GB/s) its allreduce busbw must reach",
@@ -76,12 +78,12 @@ static const struct pn_check_key keys[] = {
 	{ "allreduce.efficiency", PN_KEY_NUM, 1e-6, 1, 0.6, NULL,
 	  "fraction of the busbw ring-plan predicts for the node's topology, where no GPU copy "
 	  "was measured", NULL },
-	{ "allreduce.size", PN_KEY_INT, 4, 4294967296.0, 134217728, NULL,
+	{ "allreduce.size", PN_KEY_SIZE, 4, 4294967296.0, 134217728, NULL,
 	  "bytes of the judged allreduce (the full check also runs 1/16 and 1/4 of it)", NULL },
 	{ "allreduce.min-busbw", PN_KEY_NUM, 0, 1e6, NAN, NULL,
 	  "busbw (GB/s) the allreduce must reach, instead of the prediction", NULL },
 	/* alltoall */
-	{ "alltoall.size", PN_KEY_INT, 4096, 1 << 30, 1 << 20, NULL,
+	{ "alltoall.size", PN_KEY_SIZE, 4096, 1 << 30, 1 << 20, NULL,
 	  "bytes each way of every pair exchange, and from each rank in the job's all-to-all "
 	  "(--quick: a quarter)", NULL },
 	{ "alltoall.iters", PN_KEY_INT, 5, 10000, 10, NULL,
@@ -106,10 +108,10 @@ static const struct pn_check_key keys[] = {
 	{ "settings.gpudirect-rdma", PN_KEY_TEXT, 0, 0, 0, "fail",
 	  "no nvidia_peermem and no dma-buf with GPUs and RDMA NICs: fail, or allow",
 	  "fail allow" },
-	{ "settings.memlock-min", PN_KEY_INT, 0, 1e18, NAN, NULL,
+	{ "settings.memlock-min", PN_KEY_SIZE, 0, 1e18, NAN, NULL,
 	  "bytes of locked memory (soft RLIMIT_MEMLOCK) enough (default: unlimited required)",
 	  NULL },
-	{ "settings.shm-min", PN_KEY_INT, 0, 1e18, 1073741824, NULL,
+	{ "settings.shm-min", PN_KEY_SIZE, 0, 1e18, 1073741824, NULL,
 	  "bytes the tmpfs at /dev/shm must hold at least", NULL },
 	{ "settings.versions", PN_KEY_TEXT, 0, 0, 0, "fail",
 	  "a driver older than NCCL's CUDA needs (nccl-path's versions): fail, or allow",
@@ -238,7 +240,17 @@ static int set_value(struct pn_check_cfg *c, int k, const char *v, const char *n
 
 	if (!*v)
 		return pn_err(-EINVAL, "%s:%d: %s has no value", name, line, d->key);
-	if (PN_KEY_IS_NUM(d)) {
+	if (d->type == PN_KEY_SIZE) {
+		uint64_t u;
+
+		if (pn_parse_size(v, &u))
+			return pn_err(-EINVAL, "%s:%d: %s must be a size in bytes (4096, 64K, 1GiB), "
+					       "not '%s'", name, line, d->key, v);
+		if ((double)u < d->min || (double)u > d->max)
+			return pn_err(-EINVAL, "%s:%d: %s must be %.0f..%.0f bytes, got %s", name,
+				      line, d->key, d->min, d->max, v);
+		c->num[k] = (double)u;
+	} else if (PN_KEY_IS_NUM(d)) {
 		char *end;
 		double x;
 
@@ -250,8 +262,9 @@ static int set_value(struct pn_check_cfg *c, int k, const char *v, const char *n
 				      d->key, d->type == PN_KEY_INT ? "a decimal integer"
 								    : "a decimal number", v);
 		if (x < d->min || x > d->max)
-			return pn_err(-EINVAL, "%s:%d: %s must be %g..%g, got %s", name, line,
-				      d->key, d->min, d->max, v);
+			return pn_err(-EINVAL, d->type == PN_KEY_INT ? "%s:%d: %s must be %.0f..%.0f, got %s"
+								     : "%s:%d: %s must be %g..%g, got %s",
+				      name, line, d->key, d->min, d->max, v);
 		c->num[k] = x;
 	} else {
 		if (strlen(v) >= CFG_VAL_LEN)

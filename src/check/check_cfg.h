@@ -44,8 +44,10 @@ struct pn_check_key {
  * ("4096"), both numbers to pn_check_cfg_num; a text and a list (of
  * choices, comma-separated: "pcie,nic-bw") are strings to pn_check_cfg_str.
  */
-enum pn_check_key_type { PN_KEY_TEXT, PN_KEY_NUM, PN_KEY_INT, PN_KEY_LIST };
-#define PN_KEY_IS_NUM(k) ((k)->type == PN_KEY_NUM || (k)->type == PN_KEY_INT)
+/* PN_KEY_SIZE: bytes, written as penny(1)'s sizes (4096, 64K, 1GiB) */
+enum pn_check_key_type { PN_KEY_TEXT, PN_KEY_NUM, PN_KEY_INT, PN_KEY_LIST, PN_KEY_SIZE };
+#define PN_KEY_IS_NUM(k) \
+	((k)->type == PN_KEY_NUM || (k)->type == PN_KEY_INT || (k)->type == PN_KEY_SIZE)
 const struct pn_check_key *pn_check_keys(size_t *n);
 
 #endif

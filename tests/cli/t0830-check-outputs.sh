@@ -126,11 +126,23 @@ test_expect_success 'config numbers: decimal, integers without a fraction or hex
 		 "nic-bw.size = 0x100000" "job.median-margin = 0x0.1p0" "job.median-margin = nan"; do
 		printf "# a comment\n%s\n" "$v" >n.conf
 		test_exit 2 penny check --sysfs-root ok --config n.conf >out 2>err || exit 1
-		test $(wc -l <err) = 1 && grep -q "n.conf:2: .* must be a decimal" err ||
+		test $(wc -l <err) = 1 && grep -Eq "n.conf:2: .* must be a (decimal|size in bytes)" err ||
 			{ echo "$v"; cat err; exit 1; }
 	done &&
 	printf "inventory.nics = 1\njob.median-margin = .5\n" >n.conf &&
 	penny check --sysfs-root ok --only inventory --config n.conf >out
+'
+# byte keys take penny(1)'s sizes (64K was "must be a decimal integer");
+# an integer range is said in integers (it read 0..4.29497e+09)
+test_expect_success 'config byte keys take sizes; integer ranges said in full' '
+	printf "nic-bw.size = 64K\nsettings.shm-min = 1GiB\nrails.size = 16MB\n" >s.conf &&
+	penny check --sysfs-root ok --only inventory --config s.conf >out &&
+	echo "nic-bw.size = 2G" >s.conf &&
+	test_exit 2 penny check --sysfs-root ok --config s.conf >out 2>err &&
+	grep -q "s.conf:1: nic-bw.size must be 1..1073741824 bytes, got 2G$" err &&
+	echo "settings.job-uid = 4294967295" >s.conf &&
+	test_exit 2 penny check --sysfs-root ok --config s.conf >out 2>err &&
+	grep -q "s.conf:1: settings.job-uid must be 0..4294967294, got 4294967295$" err
 '
 
 test_expect_success 'a baseline with a negative measured value: refused with FILE:LINE' '

@@ -111,7 +111,9 @@ TEST(errors)
 	refused("inventory.gpus = 0x2", "must be a decimal integer, not '0x2'");
 	refused("inventory.gpus = 2e0", "must be a decimal integer");
 	refused("inventory.gpus = +", "must be a decimal integer");
-	refused("nic-bw.size = 0x100000", "must be a decimal integer");
+	refused("nic-bw.size = 0x100000", "must be a size in bytes");
+	refused("nic-bw.size = 1.5M", "must be a size in bytes");
+	refused("settings.job-uid = 4294967295", "must be 0..4294967294, got 4294967295");
 	refused("job.median-margin = 0x0.1p0", "must be a decimal number, not '0x0.1p0'");
 	refused("job.median-margin = nan", "must be a decimal number");
 	refused("job.median-margin = infinity", "must be a decimal number");
