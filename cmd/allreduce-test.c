@@ -665,7 +665,7 @@ int sweep_main(struct pn_ctx *ctx, enum pn_coll_kind kind)
 fail:
 	if (!rc) {
 		pn_cmd_fail(ctx, 1, "rank %d: %s", j.rank, pn_errmsg(ret));
-		rc = pn_cmd_exit_code(ret);
+		rc = pn_exit_status(ret);
 	}
 out:
 	/* not committed: a failed run leaves the files as they were */

@@ -567,9 +567,9 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 	if (ret && b->said)
 		rc = b->said;
 	else if (ret && job->boot)
-		rc = pn_cmd_fail(ctx, pn_cmd_exit_code(ret), "rank %d: %s", job->rank, pn_errmsg(ret));
+		rc = pn_cmd_fail(ctx, pn_exit_status(ret), "rank %d: %s", job->rank, pn_errmsg(ret));
 	else if (ret)
-		rc = pn_cmd_fail(ctx, pn_cmd_exit_code(ret), "%s", pn_errmsg(ret));
+		rc = pn_cmd_fail(ctx, pn_exit_status(ret), "%s", pn_errmsg(ret));
 	else
 		rc = b->tally.failed_links ? 1 : 0;
 	pn_bwrun_release(&b->r);

@@ -143,46 +143,6 @@ void pn_cmd_error(const struct pn_ctx *ctx, int code)
 	pn_err_clear();
 }
 
-int pn_cmd_exit_code(int err)
-{
-	switch (err) {
-	/* usage, or a job this host cannot hold */
-	case -EINVAL:
-	case -ENOSPC:
-	case -ENOMEM:
-	case -EMFILE:
-	case -ENFILE:
-	case -EPERM:
-	case -EACCES:
-	case -ENODEV:
-	case -ENOENT:
-	case -ENOTSUP:
-	case -EPROTONOSUPPORT:
-	case -EAFNOSUPPORT:
-	/* an input or output that is a directory, too large, or past a limit */
-	case -EISDIR:
-	case -ENOTDIR:
-	case -EFBIG:
-	case -ELOOP:
-	case -ENAMETOOLONG:
-	/* a peer that never came or never answered, a refused or unreachable
-	 * connection, another rank that could not connect (ENOTCONN) */
-	case -ETIMEDOUT:
-	case -ENOTCONN:
-	case -ECONNREFUSED:
-	case -EHOSTUNREACH:
-	case -ENETUNREACH:
-	case -ENETDOWN:
-	case -EADDRINUSE:
-	case -EADDRNOTAVAIL:
-		return 2;
-	/* EIO (a work request or a peer failed), EPIPE, ECONNRESET, ECANCELED
-	 * (a rank aborted: its own status reaches the launcher), EPROTO */
-	default:
-		return 1;
-	}
-}
-
 void pn_cmd_say(const struct pn_ctx *ctx, const char *fmt, ...)
 {
 	char keep[sizeof(said)];

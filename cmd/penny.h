@@ -81,16 +81,6 @@ struct pn_cmd {
 /* Print "penny CMD: <engine message>" for a negative engine return code. */
 void pn_cmd_error(const struct pn_ctx *ctx, int code);
 /* Print "penny CMD: <formatted>" on stderr; returns code. */
-/*
- * The exit status for an engine error, the one mapping of cmd/: 2 when the
- * test could not run (usage; a job the host cannot hold: memory, /dev/shm,
- * open files, a refused rendezvous file, no device; a peer that never came
- * or never answered within --timeout, a refused or unreachable connection,
- * another rank that could not connect), 1 when it ran and failed (a work
- * request or a peer that failed, a peer that went away or aborted during
- * the run, a protocol error, wrong values).
- */
-int pn_cmd_exit_code(int err);
 /* Print "penny CMD: <formatted>" on stderr, like pn_cmd_fail, for a notice
  * that is no reason of an exit (pn_cmd_said keeps the last failure). */
 void pn_cmd_say(const struct pn_ctx *ctx, const char *fmt, ...)

@@ -141,3 +141,43 @@ void pn_err_clear(void)
 {
 	err_buf[0] = 0;
 }
+
+int pn_exit_status(int err)
+{
+	switch (err) {
+	/* usage, or a job this host cannot hold */
+	case -EINVAL:
+	case -ENOSPC:
+	case -ENOMEM:
+	case -EMFILE:
+	case -ENFILE:
+	case -EPERM:
+	case -EACCES:
+	case -ENODEV:
+	case -ENOENT:
+	case -ENOTSUP:
+	case -EPROTONOSUPPORT:
+	case -EAFNOSUPPORT:
+	/* an input or output that is a directory, too large, or past a limit */
+	case -EISDIR:
+	case -ENOTDIR:
+	case -EFBIG:
+	case -ELOOP:
+	case -ENAMETOOLONG:
+	/* a peer that never came or never answered, a refused or unreachable
+	 * connection, another rank that could not connect (ENOTCONN) */
+	case -ETIMEDOUT:
+	case -ENOTCONN:
+	case -ECONNREFUSED:
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+	case -ENETDOWN:
+	case -EADDRINUSE:
+	case -EADDRNOTAVAIL:
+		return 2;
+	/* EIO (a work request or a peer failed), EPIPE, ECONNRESET, ECANCELED
+	 * (a rank aborted: its own status reaches the launcher), EPROTO */
+	default:
+		return 1;
+	}
+}

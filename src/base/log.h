@@ -49,5 +49,16 @@ int pn_err_ctx(int code, const char *fmt, ...) __attribute__((format(printf, 2, 
 /* Last recorded message, or strerror(-code) if none was recorded. */
 const char *pn_errmsg(int code);
 void pn_err_clear(void);
+/*
+ * The exit status for an engine error, the one mapping that cmd/ exits
+ * with: 2 when the test could not run (usage; a job the host cannot hold:
+ * memory, /dev/shm, open files, a refused rendezvous file, no device; an
+ * input or output that is a directory or too large; a peer that never came
+ * or never answered within --timeout, a refused or unreachable connection,
+ * another rank that could not connect), 1 when it ran and failed (a work
+ * request or a peer that failed, a peer that went away or aborted during
+ * the run, a protocol error, wrong values).
+ */
+int pn_exit_status(int err);
 
 #endif
