@@ -137,7 +137,7 @@ const struct pn_opt sweep_options[] = {
 	  "(a warning for 1)", "0 1", OPT_RANGE(0, 1) },
 	{ "local_register", 'R', OPT_INT, &opt.nt.reg, "0|1|2",
 	  "the host's buffers are registered (any of 0, 1); GPU backends: 0 plain buffers, 2 "
-	  "--backend nccl --algo symmetric, 1 not supported", "0 1 2", OPT_RANGE(0, 2) },
+	  "--backend nccl --algo symmetric (allreduce-test), 1 not supported", "0 1 2", OPT_RANGE(0, 2) },
 	{ "average", 'a', OPT_INT, &ar.average, "0|1|2|3",
 	  "time of a size over the ranks: 0 rank 0's, 1 the mean, 2 the fastest, 3 the slowest "
 	  "(default 3)", "0 1 2 3", OPT_RANGE(0, 3) },

@@ -57,7 +57,7 @@ const struct pn_opt check_options[] = {
 	{ "ib-dev", 'd', OPT_STRING, &opt.dev, "DEV[:PORT]",
 	  "check only these RDMA devices (comma list; default: every one)", NULL, OPT_LIST },
 	{ "backend", 0, OPT_STRING, &opt.backend, "LIST",
-	  "GPU plugins to try, e.g. cuda,nccl (default: every one found)", NULL, OPT_LIST },
+	  "GPU plugins to try, in order, e.g. cuda,nccl (default: cuda,nccl)", NULL, OPT_LIST },
 	{ "nccl-log", 0, OPT_STRING, &opt.nccl_log, "FILE",
 	  "judge this NCCL_DEBUG=INFO log (nccl-path; default: one it captures)", NULL, NULL },
 	{ "list-keys", 0, OPT_BOOL, &opt.list_keys, NULL,

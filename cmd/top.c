@@ -47,7 +47,7 @@ static struct pn_top_opts opt = { .interval = PN_TOP_INTERVAL_DEFAULT, .record_m
 
 const struct pn_opt top_options[] = {
 	{ "interval", 'i', OPT_SECONDS, &opt.interval, "SEC",
-	  "time between samples (default 1 s; ms, s, m suffixes)", NULL,
+	  "time between samples (default 1 s; us, ms, s, m, h suffixes)", NULL,
 	  OPT_RANGE(MIN_INTERVAL, MAX_INTERVAL) },
 	{ "count", 'n', OPT_INT, &opt.count, "N", "print N samples, then exit", NULL,
 	  OPT_RANGE(1, 1000000000) },

@@ -49,7 +49,7 @@ const struct pn_opt topo_options[] = {
 	{ "expect-rate", 0, OPT_DOUBLE, &opt.expect_rate, "GBPS",
 	  "check: every checked port runs at GBPS Gb/s or more", NULL, OPT_RANGE(1, 100000) },
 	{ "expect-state", 0, OPT_STRING, &opt.expect_state, "STATE",
-	  "check: every checked port is in STATE", "ACTIVE INIT ARMED DOWN", NULL },
+	  "check: every checked port is in STATE", "ACTIVE INIT ARMED DOWN NOP ACTIVE_DEFER", NULL },
 	{ "expect-rail", 0, OPT_BOOL, &opt.expect_rail, NULL,
 	  "check: every GPU has an RDMA NIC at PIX or PXB", NULL, NULL },
 	OPT_TABLE_END
