@@ -9,6 +9,7 @@
 #include "t_ranks.h"
 
 #include "base/log.h"
+#include "base/timing.h"
 #include "engine/boot.h"
 #include "engine/comm.h"
 #include "harness/plansched.h"
@@ -217,11 +218,19 @@ TEST(outputs_committed_after_the_run_or_left_alone)
 
 TEST(sizes_and_plan_against_the_backends)
 {
-	struct pn_aropts o = { .minbytes = 8, .maxbytes = 1024, .algo = "auto" };
+	struct pn_aropts o = { .minbytes = 8, .maxbytes = 1024, .algo = "auto", .min_busbw = -1,
+			       .iters = PN_TIMING_ITERS_AUTO };
 	struct pn_arback host = { .has_host = 1 }, both = { .has_host = 1, .ngpu = 1 };
 
 	CHECK_EQ_INT(pn_aropts_check(&o, &host), 0);
 	CHECK_STR(o.algo, "auto");
+	/* a bandwidth gate over nothing timed */
+	o.min_busbw = 0;
+	o.iters = 0;
+	CHECK_EQ_INT(pn_aropts_check(&o, &host), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "--min-busbw needs timed calls of some bytes: not with -n 0");
+	o.min_busbw = -1;
+	o.iters = PN_TIMING_ITERS_AUTO;
 	o.minbytes = 2048;
 	CHECK_EQ_INT(pn_aropts_check(&o, &host), -EINVAL);
 	CHECK_STR(pn_errmsg(-EINVAL), "-b 2048 is larger than -e 1024");
