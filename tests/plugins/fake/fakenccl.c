@@ -553,34 +553,36 @@ EXPORT ncclResult_t ncclGroupStart(void)
 	return ncclSuccess;
 }
 
-EXPORT ncclResult_t ncclGroupEnd(void)
+/* The end of a group (name: the call's, for the log): at the outermost,
+ * its communicators join, and its point-to-point calls run (run) or are
+ * dropped (NCCL's simulation runs nothing). */
+static ncclResult_t group_end(const char *name, int run)
 {
 	ncclResult_t r;
 
-	logline(-1, "ncclGroupEnd");
+	logline(-1, "%s", name);
 	if (!group)
 		return ncclInvalidUsage;
 	group--;
 	if (group)
 		return ncclSuccess;
 	r = njoin ? join_flush() : ncclSuccess;
-	return r == ncclSuccess ? p2p_flush() : r;
+	if (!run) {
+		npq = 0;
+		pq_comm = NULL;
+	}
+	return r == ncclSuccess && run ? p2p_flush() : r;
 }
 
-/* Ends the group as ncclGroupEnd, its point-to-point calls dropped (NCCL
- * runs nothing there; its communicators are made). */
+EXPORT ncclResult_t ncclGroupEnd(void)
+{
+	return group_end("ncclGroupEnd", 1);
+}
+
 EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *info)
 {
 	(void)info;
-	logline(-1, "ncclGroupSimulateEnd");
-	if (!group)
-		return ncclInvalidUsage;
-	group--;
-	if (group)
-		return ncclSuccess;
-	npq = 0;
-	pq_comm = NULL;
-	return njoin ? join_flush() : ncclSuccess;
+	return group_end("ncclGroupSimulateEnd", 0);
 }
 
 static ncclResult_t p2p_post(int send, const void *s, void *r, size_t count, ncclDataType_t dt,
