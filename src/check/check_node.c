@@ -242,50 +242,17 @@ static int inv_gpus(struct pn_check *c)
 		.detail = det });
 }
 
-/* -d's first entry that no device or port of this node answers (1, named
- * in out), or 0: a typo there must not pass a node it never looked at. */
-static int devspec_missing(const struct pn_check *c, char *out, size_t len)
-{
-	const struct pn_topo *t = c->topo;
-	const char *p = c->devspec;
-
-	while (p && *p) {
-		size_t n = strcspn(p, ",");
-		const char *colon = memchr(p, ':', n);
-		size_t nl = colon ? (size_t)(colon - p) : n;
-		int i, j, port = colon ? atoi(colon + 1) : 0, hit = !n;
-
-		for (i = t->ngpus; !hit && i < t->ngpus + t->nnics; i++) {
-			const struct pn_nic *nic = &t->devs[i].nic;
-
-			if (strlen(nic->name) != nl || memcmp(nic->name, p, nl))
-				continue;
-			hit = !port || !nic->nports; /* no ports read: its own FAIL row */
-			for (j = 0; !hit && j < nic->nports; j++)
-				hit = nic->ports[j].port == port;
-		}
-		if (!hit) {
-			snprintf(out, len, "%.*s", (int)(n < 64 ? n : 64), p);
-			return 1;
-		}
-		p += n;
-		if (*p == ',')
-			p++;
-	}
-	return 0;
-}
-
 int pn_check_inventory(struct pn_check *c)
 {
 	const struct pn_topo *t = c->topo;
 	const char *maxname;
 	int i, j, ret, maxcls, nports = 0, multi;
-	char miss[72], det[160];
+	char miss[PN_CHECK_ENTRY_LEN], det[160];
 
 	ret = inv_gpus(c);
 	if (!ret)
 		ret = inv_count(c, "nics", "inventory.nics", t->nnics, "RDMA device");
-	if (!ret && devspec_missing(c, miss, sizeof(miss))) {
+	if (!ret && pn_check_devspec_missing(c, miss)) {
 		snprintf(det, sizeof(det), "-d '%s': no such RDMA device or port on this node", miss);
 		ret = pn_check_add(c, &(struct pn_verdict_in){
 			.check = "inventory", .target = "selected", .measured = PN_VTEXT("absent"),

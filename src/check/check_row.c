@@ -10,6 +10,7 @@
 #include "check/check_base.h"
 #include "check/check_cfg.h"
 #include "base/verdict.h"
+#include "node/topo.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -59,23 +60,63 @@ int pn_check_add(struct pn_check *c, const struct pn_verdict_in *in)
 	return ret == -ENOSPC || ret == -EEXIST ? 0 : ret;
 }
 
+/* Whether the -d entry p (n bytes, "DEV" or "DEV:PORT") names port of dev
+ * (port 0: dev, with or without a port). */
+static int entry_names(const char *p, size_t n, const char *dev, int port)
+{
+	const char *colon = memchr(p, ':', n);
+	size_t nl = colon ? (size_t)(colon - p) : n;
+
+	return nl == strlen(dev) && !memcmp(p, dev, nl) &&
+	       (!colon || !port || atoi(colon + 1) == port);
+}
+
+/* The -d entry at *p (its length in *n), *p moved past it; NULL at the end. */
+static const char *entry_at(const char **p, size_t *n)
+{
+	const char *e = *p;
+
+	if (!e || !*e)
+		return NULL;
+	*n = strcspn(e, ",");
+	*p = e[*n] ? e + *n + 1 : e + *n;
+	return e;
+}
+
 int pn_check_port_selected(const struct pn_check *c, const char *dev, int port)
 {
-	const char *p = c->devspec;
-	size_t dl = strlen(dev);
+	const char *p = c->devspec, *e;
+	size_t n;
 
 	if (!p || !*p)
 		return 1;
-	while (*p) {
-		size_t n = strcspn(p, ",");
-		const char *colon = memchr(p, ':', n);
-		size_t nl = colon ? (size_t)(colon - p) : n;
-
-		if (nl == dl && !memcmp(p, dev, dl) && (!colon || !port || atoi(colon + 1) == port))
+	while ((e = entry_at(&p, &n)))
+		if (entry_names(e, n, dev, port))
 			return 1;
-		p += n;
-		if (*p == ',')
-			p++;
+	return 0;
+}
+
+int pn_check_devspec_missing(const struct pn_check *c, char out[PN_CHECK_ENTRY_LEN])
+{
+	const struct pn_topo *t = c->topo;
+	const char *p = c->devspec, *e;
+	size_t n;
+	int i, j, hit;
+
+	while ((e = entry_at(&p, &n))) {
+		for (i = t->ngpus, hit = !n; !hit && i < t->ngpus + t->nnics; i++) {
+			const struct pn_nic *nic = &t->devs[i].nic;
+
+			if (!entry_names(e, n, nic->name, 0))
+				continue;
+			hit = !nic->nports; /* no ports read: its own FAIL row */
+			for (j = 0; !hit && j < nic->nports; j++)
+				hit = entry_names(e, n, nic->name, nic->ports[j].port);
+		}
+		if (!hit) {
+			snprintf(out, PN_CHECK_ENTRY_LEN, "%.*s", (int)(n < 64 ? n : 64), e);
+			return 1;
+		}
 	}
 	return 0;
 }

@@ -104,6 +104,11 @@ int pn_check_add(struct pn_check *c, const struct pn_verdict_in *in);
 /* Is RDMA port dev/port among c->devspec ("mlx5_0,mlx5_1:1"; NULL: all)?
  * port 0: is any port of dev (or dev itself) named? */
 int pn_check_port_selected(const struct pn_check *c, const char *dev, int port);
+/* -d's first entry that no RDMA device or port of this node answers (1,
+ * the entry in out), or 0: a typo there must not pass a node it never
+ * looked at. */
+#define PN_CHECK_ENTRY_LEN 72
+int pn_check_devspec_missing(const struct pn_check *c, char out[PN_CHECK_ENTRY_LEN]);
 
 /* Progress line (when the caller asked for it). */
 void pn_check_progress(const struct pn_check *c, const char *check, const char *fmt, ...)
