@@ -3,6 +3,7 @@
  * Check results (base/verdict.h): the bounded result list, the exit code
  * rule and the text/JSON, JUnit XML and Prometheus writers.
  */
+#define _GNU_SOURCE
 #include "base/verdict.h"
 #include "base/log.h"
 #include "base/out.h"

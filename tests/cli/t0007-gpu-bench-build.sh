@@ -6,12 +6,16 @@
 #  - every header under src/ compiles on its own with -std=c11 and no
 #    pkg-config flags (it includes what it uses), except the one that wraps
 #    libxml2;
+#  - every C file compiles without pkg-config's feature macros (ncursesw's
+#    -D_DEFAULT_SOURCE -D_XOPEN_SOURCE=600 hid a missing _GNU_SOURCE in
+#    the fake libcuda, and tests/bench/nvshmem-allreduce.sh's `make plugins`
+#    failed on the GPU machines);
 #  - the bench driver, the nccl plugin and the NCCL interposer (which
 #    tests/bench/torch-allreduce.sh builds) build with PKG_CONFIG=false,
 #    with gcc and with clang;
 #  - tests/bench/bundle.sh carries a build there: the binary runs from its
 #    directory with the RDMA, hwloc and netlink libraries beside it.
-# cost: 12
+# cost: 22
 . "$(dirname "$0")/../lib.sh"
 
 # Headers that include an external library's header by design.
@@ -26,6 +30,23 @@ headers_alone() {
 			-fsyntax-only hdr.c 2>err; then
 			echo "${h#"$TOP"/}: does not compile alone:"
 			head -3 err
+			bad=1
+		fi
+	done
+	return $bad
+}
+
+sources_alone() {
+	local cc=$1 f bad=0 inc
+	inc=$(pkg-config --cflags-only-I libibverbs hwloc libxml-2.0 2>/dev/null)
+	for f in "$TOP"/src/*/*.c "$TOP"/cmd/*.c "$TOP"/plugins/*/*.c "$TOP"/tests/plugins/fake/*.c \
+		"$TOP"/tests/helpers/*.c "$TOP"/tests/unit/*.c; do
+		# shellcheck disable=SC2086
+		"$cc" -std=c11 -Werror=implicit-function-declaration -I"$TOP"/src -I"$TOP"/plugins/include \
+			$inc -DPENNY_PLUGINDIR='""' -fsyntax-only "$f" 2>err
+		if grep -q "implicit declaration\|undeclared" err; then
+			echo "${f#"$TOP"/}: needs a feature macro it does not define:"
+			grep -m2 "implicit declaration\|undeclared" err
 			bad=1
 		fi
 	done
@@ -47,11 +68,14 @@ bench_build() {
 for cc in gcc clang; do
 	if ! command -v $cc >/dev/null; then
 		test_skip "headers alone ($cc)" "no $cc"
+		test_skip "sources alone ($cc)" "no $cc"
 		test_skip "bench driver without pkg-config ($cc)" "no $cc"
 		continue
 	fi
 	test_expect_success "every src header compiles alone, no pkg-config flags ($cc)" \
 		"headers_alone $cc"
+	test_expect_success "every C file compiles without pkg-config's feature macros ($cc)" \
+		"sources_alone $cc"
 	test_expect_success "bench driver and nccl plugin build without pkg-config ($cc)" \
 		"bench_build $cc"
 done

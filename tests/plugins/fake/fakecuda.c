@@ -8,6 +8,7 @@
  * Every other entry point plugins/common/cudrv.c resolves exists and fails
  * with CUDA_ERROR_NOT_SUPPORTED.
  */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
 #include <time.h>
