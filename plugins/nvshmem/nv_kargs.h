@@ -102,6 +102,8 @@ struct pn_nv_args {
 	uint64_t rings;		/* device: int32 [nrings][2][nranks]: a planned ring's
 				 * order of PEs, then each PE's position in it */
 	int32_t nrings;		/* 0: the ring 0, 1, ..., n - 1 */
+	uint64_t chunk;		/* a ring step's slice travels in chunks of a quarter of it,
+				 * from chunk to 4 x chunk bytes (0: the kernels' default) */
 };
 
 #define PN_NV_MAX_RINGS 64	/* planned rings (set_rings) */

@@ -120,26 +120,27 @@ PN_DEVM uint64_t nv_val(const pn_nv_ctx &c, uint64_t chunk)
 #define PN_NV_CHUNK (64ull << 10)
 #endif
 
-/* A quarter of the slice, from PN_NV_CHUNK to 4 x PN_NV_CHUNK: large calls
- * pay the per-chunk fence and signal less often (4 x H200, 1 GiB: 64 KiB
- * chunks gave 325 GB/s busbw), small ones still pipeline. */
-PN_DEVM uint64_t nv_chunk_size(uint64_t len)
+/* A quarter of the slice, from a.chunk (PENNY_NVSHMEM_CHUNK) to 4 x that:
+ * large calls pay the per-chunk fence and signal less often (4 x H200,
+ * 1 GiB: 64 KiB chunks gave 325 GB/s busbw), small ones still pipeline. */
+PN_DEVM uint64_t nv_chunk_size(const pn_nv_args &a, uint64_t len)
 {
+	const uint64_t m = a.chunk ? a.chunk : PN_NV_CHUNK;
 	uint64_t c = (len / 4 + 15) & ~(uint64_t)15;
 
-	return c < PN_NV_CHUNK ? PN_NV_CHUNK : c > 4 * PN_NV_CHUNK ? 4 * PN_NV_CHUNK : c;
+	return c < m ? m : c > 4 * m ? 4 * m : c;
 }
 
-PN_DEVM uint64_t nv_nchunks(uint64_t len)
+PN_DEVM uint64_t nv_nchunks(const pn_nv_args &a, uint64_t len)
 {
-	uint64_t c = nv_chunk_size(len);
+	uint64_t c = nv_chunk_size(a, len);
 
 	return len ? (len + c - 1) / c : 1;
 }
 
-PN_DEVM void nv_chunk(uint64_t len, uint64_t j, uint64_t *co, uint64_t *cl)
+PN_DEVM void nv_chunk(const pn_nv_args &a, uint64_t len, uint64_t j, uint64_t *co, uint64_t *cl)
 {
-	uint64_t c = nv_chunk_size(len);
+	uint64_t c = nv_chunk_size(a, len);
 
 	*co = j * c;
 	*cl = *co < len ? (len - *co < c ? len - *co : c) : 0;
@@ -502,7 +503,7 @@ template <typename T, int OP> PN_DEVM void nv_ring(pn_nv_ctx &c)
 	do {                                                                                   \
 		nv_segment(a.bytes, n, (j), &s0, &slen);                                       \
 		nv_slice(slen, &off, &len, seg);                                               \
-		nch = nv_nchunks(len);                                                         \
+		nch = nv_nchunks(a, len);                                                         \
 	} while (0)
 	/* The last segment to arrive (me + 2) goes from the gather slot to recv
 	 * chunk by chunk, one chunk behind, between the chunks this PE sends last
@@ -513,12 +514,12 @@ template <typename T, int OP> PN_DEVM void nv_ring(pn_nv_ctx &c)
 
 	nv_segment(a.bytes, n, (me + 2) % n, &f0, &flen);
 	nv_slice(flen, &foff, &fl, seg);
-	const uint64_t fnch = nv_nchunks(fl);
+	const uint64_t fnch = nv_nchunks(a, fl);
 	auto final_copy = [&](uint64_t upto) {
 		for (; fdone < upto && fdone < fnch && !c.dead; fdone++) {
 			uint64_t fco, fcl;
 
-			nv_chunk(fl, fdone, &fco, &fcl);
+			nv_chunk(a, fl, fdone, &fco, &fcl);
 			nv_block_wait(c, nv_sig(c, 1, n - 2), nv_val(c, fdone), left);
 			if (!c.dead)
 				nv_copy(recv + f0 + foff + fco, gath + f0 + foff + fco, fcl);
@@ -528,7 +529,7 @@ template <typename T, int OP> PN_DEVM void nv_ring(pn_nv_ctx &c)
 	nv_wait_ack(c, right);
 	SEG(me);
 	for (j = 0; j < nch && !c.dead; j++) {
-		nv_chunk(len, j, &co, &cl);
+		nv_chunk(a, len, j, &co, &cl);
 		nv_put(c, nv_slot(c, 0) + off + co, src + s0 + off + co, cl, nv_sig(c, 0, 0), right,
 		       nv_val(c, j));
 	}
@@ -543,7 +544,7 @@ template <typename T, int OP> PN_DEVM void nv_ring(pn_nv_ctx &c)
 			const char *srcs[2];
 			char *g;
 
-			nv_chunk(len, j, &co, &cl);
+			nv_chunk(a, len, j, &co, &cl);
 			nv_block_wait(c, nv_sig(c, 0, k - 1), nv_val(c, j), left);
 			if (c.dead)
 				break;
@@ -579,7 +580,7 @@ template <typename T, int OP> PN_DEVM void nv_ring(pn_nv_ctx &c)
 		for (j = 0; j < nch; j++) {
 			char *g;
 
-			nv_chunk(len, j, &co, &cl);
+			nv_chunk(a, len, j, &co, &cl);
 			nv_block_wait(c, nv_sig(c, 1, k - 1), nv_val(c, j), left);
 			if (c.dead)
 				break;

@@ -53,9 +53,13 @@ int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm, double timeout_s)
 		return pn_plugin_fail(-ENOTSUP, "the nvshmem backend handles 1 to %d PEs, not %d",
 				      PN_NV_MAX_PES, nranks);
 	cfg->nranks = nranks;
-	/* the work area is 2 (n + 1) slots: keep it near 512 MiB at most by default */
-	slot_def = (512ull << 20) / (2ull * (uint64_t)(nranks + 1));
-	slot_def = slot_def > (32ull << 20) ? 32ull << 20 : slot_def & ~(uint64_t)4095;
+	/* the work area is 2 (n + 1) slots, at most 768 MiB by default (with the
+	 * staging slot it stays under NVSHMEM's default 1 GiB heap).  A larger
+	 * call is cut into launches of one slot, each paying the ring's pipeline
+	 * fill: 2 x H200, 1 GiB ring, 314 GB/s busbw with 32 MiB slots, 342 with
+	 * 128 MiB (results/2026-11-30-h200x2/s57-nvshmem-*). */
+	slot_def = (768ull << 20) / (2ull * (uint64_t)(nranks + 1));
+	slot_def = slot_def > (128ull << 20) ? 128ull << 20 : slot_def & ~(uint64_t)4095;
 	/* 4 x H200: one-shot 15 us at 512 KiB on 4 ranks against two-shot's 22,
 	 * 22 us at 4 MiB on 2 against 23-24 */
 	ret |= env_u64("PENNY_NVSHMEM_ONESHOT_MAX", nranks <= 2 ? 4u << 20 : 1u << 20, 0,
@@ -67,6 +71,9 @@ int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm, double timeout_s)
 	ret |= env_u64("PENNY_NVSHMEM_SIMPLE_MAX", 0, 0, 1ull << 30, &cfg->simple_max);
 	ret |= env_u64("PENNY_NVSHMEM_TWOSHOT_MAX", 8u << 20, 0, 1ull << 40, &cfg->twoshot_max);
 	ret |= env_u64("PENNY_NVSHMEM_SLOT", slot_def, 64u << 10, 1ull << 30, &cfg->slot);
+	/* the ring's chunk: each is signalled on its own, so the next PE works on
+	 * one while this one sends the next */
+	ret |= env_u64("PENNY_NVSHMEM_CHUNK", 64u << 10, 4u << 10, 16u << 20, &cfg->chunk);
 	/* every SM by default: a large call's bandwidth grows with the channels (4 x H100,
 	 * 256 MiB: ring busbw 222 GB/s on 32 blocks, 285 on 132); small calls use few */
 	ret |= env_u64("PENNY_NVSHMEM_BLOCKS",
@@ -86,6 +93,7 @@ int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm, double timeout_s)
 	if (nsm > 0 && cfg->blocks > (uint32_t)nsm)
 		cfg->blocks = (uint32_t)nsm; /* every block resident: they wait on each other */
 	cfg->slot &= ~(uint64_t)15;
+	cfg->chunk &= ~(uint64_t)15;
 	if (cfg->ll_max > cfg->slot)
 		cfg->ll_max = cfg->slot;
 	return 0;

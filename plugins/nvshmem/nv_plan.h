@@ -22,6 +22,7 @@ struct pn_nv_cfg {
 	uint64_t simple_max;	/* then the simple ring up to this (0: never) */
 	uint64_t twoshot_max;	/* then two-shot up to this, then the ring */
 	uint64_t slot;		/* bytes per work-area slot = most bytes of one launch */
+	uint64_t chunk;		/* the ring's smallest chunk (PENNY_NVSHMEM_CHUNK) */
 	uint32_t blocks;	/* channels: most blocks of a launch */
 	uint64_t timeout_ns;
 	int pdl;		/* programmatic dependent launch (PENNY_NVSHMEM_PDL) */

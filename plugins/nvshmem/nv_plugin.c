@@ -83,7 +83,7 @@ _Static_assert(offsetof(struct pn_nv, g) == 0, "struct pn_nv begins with its str
 struct nv_hello {
 	uint32_t magic, version;
 	int32_t ok, blocks;
-	uint64_t oneshot_max, simple_max, twoshot_max, slot, timeout_ns, ll_max;
+	uint64_t oneshot_max, simple_max, twoshot_max, slot, timeout_ns, ll_max, chunk;
 	char err[160];
 	unsigned char uid[512];
 };
@@ -100,7 +100,7 @@ static int agree(struct pn_nv *c, int local, unsigned char *uid)
 				      ulen);
 	memset(&mine, 0, sizeof(mine));
 	mine.magic = PN_NV_MAGIC;
-	mine.version = 2;
+	mine.version = 3;
 	mine.ok = local == 0;
 	mine.blocks = (int32_t)c->cfg.blocks;
 	mine.oneshot_max = c->cfg.oneshot_max;
@@ -109,6 +109,7 @@ static int agree(struct pn_nv *c, int local, unsigned char *uid)
 	mine.slot = c->cfg.slot;
 	mine.timeout_ns = c->cfg.timeout_ns;
 	mine.ll_max = c->cfg.ll_max;
+	mine.chunk = c->cfg.chunk;
 	if (local)
 		snprintf(mine.err, sizeof(mine.err), "%s", pn_plugin_errmsg());
 	else if (c->rank == 0 && pn_nvb_get_uid(mine.uid, ulen))
@@ -123,7 +124,7 @@ static int agree(struct pn_nv *c, int local, unsigned char *uid)
 	for (p = 0; p < c->n && !ret; p++) {
 		const struct nv_hello *h = &all[p];
 
-		if (h->magic != PN_NV_MAGIC || h->version != 2)
+		if (h->magic != PN_NV_MAGIC || h->version != 3)
 			ret = pn_plugin_fail(-EPROTO, "rank %d runs another nvshmem plugin", p);
 		else if (!h->ok)
 			ret = p != c->rank ? pn_plugin_fail(-EIO, "rank %d: %.*s", p, 150, h->err)
@@ -132,7 +133,7 @@ static int agree(struct pn_nv *c, int local, unsigned char *uid)
 		else if (h->oneshot_max != mine.oneshot_max ||
 			 h->simple_max != mine.simple_max || h->twoshot_max != mine.twoshot_max ||
 			 h->slot != mine.slot || h->timeout_ns != mine.timeout_ns ||
-			 h->ll_max != mine.ll_max)
+			 h->ll_max != mine.ll_max || h->chunk != mine.chunk)
 			ret = pn_plugin_fail(-EINVAL, "rank %d has other PENNY_NVSHMEM_* settings than "
 						      "rank %d (every rank needs the same)",
 					     p, c->rank);
@@ -468,6 +469,7 @@ static int launch(struct pn_nv *c, int kern, int dt, int op, CUdeviceptr src, CU
 	a.nrings = c->nrings;
 	a.bytes = len;
 	a.slot = c->cfg.slot;
+	a.chunk = c->cfg.chunk;
 	a.timeout_ns = c->cfg.timeout_ns;
 	a.rank = c->rank;
 	a.nranks = c->n;

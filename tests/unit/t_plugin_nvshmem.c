@@ -190,6 +190,7 @@ TEST(settings_are_range_checked)
 		{ "PENNY_NVSHMEM_TWOSHOT_MAX", "99999999999999999999" },
 		{ "PENNY_NVSHMEM_PDL", "2" },		{ "PENNY_NVSHMEM_LL_MAX", "2M" },
 		{ "PENNY_NVSHMEM_SLOT", "1Ki" },	{ "PENNY_NVSHMEM_TIMEOUT", "1h1" },
+		{ "PENNY_NVSHMEM_CHUNK", "2K" },	{ "PENNY_NVSHMEM_CHUNK", "32M" },
 	};
 	struct pn_nv_cfg c;
 
@@ -204,8 +205,11 @@ TEST(settings_are_range_checked)
 	setenv("PENNY_NVSHMEM_SLOT", "128KiB", 1);
 	setenv("PENNY_NVSHMEM_TWOSHOT_MAX", "1T", 1);
 	setenv("PENNY_NVSHMEM_TIMEOUT", "2m", 1);
+	setenv("PENNY_NVSHMEM_CHUNK", "4100", 1);
 	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132, 0), 0);
 	CHECK(c.slot == 128u << 10 && c.twoshot_max == 1ull << 40 && c.timeout_ns == 120000000000ull);
+	CHECK(c.chunk == 4096); /* whole 16-byte vectors */
+	unsetenv("PENNY_NVSHMEM_CHUNK");
 	/* the knob wins over the core's --timeout */
 	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132, 7), 0);
 	CHECK(c.timeout_ns == 120000000000ull);
@@ -218,15 +222,17 @@ TEST(settings_are_range_checked)
 	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132, 0.01), 0);
 	CHECK(c.timeout_ns == 1000000000ull);
 	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132, 0), 0);
-	CHECK(c.timeout_ns == 30000000000ull);
+	CHECK(c.timeout_ns == 30000000000ull && c.chunk == 64u << 10);
 	/* blocks never exceed the SMs: every block of a launch is resident */
 	setenv("PENNY_NVSHMEM_BLOCKS", "64", 1);
 	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 20, 0), 0);
 	CHECK_EQ_INT((int)c.blocks, 20);
 	unsetenv("PENNY_NVSHMEM_BLOCKS");
-	/* the work area stays near 512 MiB by default on many PEs */
+	/* the work area stays under 768 MiB by default: 128 MiB slots on 2 PEs, less on many */
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 2, 132, 0), 0);
+	CHECK(c.slot == 128u << 20);
 	CHECK_EQ_INT(pn_nv_read_cfg(&c, 64, 132, 0), 0);
-	CHECK(pn_nv_data_bytes(64, c.slot) <= (512ull << 20));
+	CHECK(pn_nv_data_bytes(64, c.slot) <= (768ull << 20));
 	CHECK(c.slot % 16 == 0 && c.slot > 0);
 }
 

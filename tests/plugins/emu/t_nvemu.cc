@@ -226,6 +226,8 @@ static struct pn_nv_args call_args(const world &w, const call &c, int r, uint64_
 	a.err = (uint64_t)err_words(w, r);
 	a.bytes = c.count * penny_data_size(c.dt);
 	a.slot = w.slot;
+	/* PENNY_NVSHMEM_CHUNK's value on odd counts, the kernels' default (96 B here) else */
+	a.chunk = c.count % 2 ? 48 : 0;
 	a.timeout_ns = timeout_ns;
 	a.rank = r;
 	a.nranks = w.n;
