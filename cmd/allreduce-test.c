@@ -62,6 +62,9 @@ const struct pn_opt allreduce_test_options[] = {
 	{ "plan", 0, OPT_STRING, &ar.plan, "FILE",
 	  "host: multiring over the rings of FILE (penny ring-plan --json), one channel per ring, "
 	  "its NICs on verbs (implies --algo multiring); nvshmem: its ring follows them", NULL, NULL },
+	{ "backend", 0, OPT_APPEND, &ar.backends, "NAME", "host (the engine, default) or a GPU "
+	  "plugin: cuda, nccl, nvshmem; a comma list or repeated runs each in turn, then a ratio "
+	  "table", "host cuda nccl nvshmem", OPT_LIST },
 	OPT_TABLE_END
 };
 
@@ -69,14 +72,14 @@ const struct pn_opt coll_test_options[] = {
 	{ "algo", 'A', OPT_STRING, &ar.algo, "NAME",
 	  "ring, one-shot, pairwise, bruck, tree (those the collective has), auto or all; a comma "
 	  "list runs several (default auto)", "auto all ring one-shot pairwise bruck tree", OPT_LIST },
+	{ "backend", 0, OPT_APPEND, &ar.backends, "NAME", "host (the engine, default) or a GPU "
+	  "plugin: cuda, nccl (nvshmem has no other collectives); a comma list or repeated runs "
+	  "each in turn, then a ratio table", "host cuda nccl", OPT_LIST },
 	OPT_TABLE_END
 };
 
 /* allreduce-test's and coll-test's (cmd/coll-test.c) */
 const struct pn_opt sweep_options[] = {
-	{ "backend", 0, OPT_APPEND, &ar.backends, "NAME",
-	  "host (the engine, default) or a GPU plugin: cuda, nccl, nvshmem (coll-test: cuda, "
-	  "nccl); a comma list or repeated runs each in turn, then a ratio table", "host cuda nccl nvshmem", OPT_LIST },
 	{ "gpus", 0, OPT_STRING, &ar.gpus, "LIST",
 	  "GPU backends: the device of each local rank, like 0,1,2,3 (default: the local rank)",
 	  NULL, OPT_LIST },

@@ -74,6 +74,8 @@ const struct pn_opt bw_options[] = {
 	  OPT_RANGE(0, 1023) },
 	{ "port", 'p', OPT_INT, &opt.port, "PORT",
 	  "TCP port of the server (default 18515)", NULL, OPT_RANGE(1, 65535) },
+	{ "transport", 0, OPT_STRING, &pn_cli.transport, "NAME", "verbs (default) or tcp: the TCP "
+	  "path between the same two ends, labelled as such", "tcp verbs", OPT_ONE_OF },
 	{ "loopback", 0, OPT_STRING, &opt.loopback, "DEV1[,DEV2]",
 	  "both ends in this host: on one device, or a link between two", NULL, OPT_LIST },
 	{ "all-rails", 0, OPT_BOOL, &opt.all_rails, NULL,

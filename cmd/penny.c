@@ -10,7 +10,6 @@
 #include "base/util.h"
 #include "base/log.h"
 #include "base/ofile.h"
-#include "base/units.h"
 #include "gpu/plugin.h"
 #include "node/nvml.h"
 #include "node/sysfs.h"
@@ -29,7 +28,7 @@ static int stdout_error_said;
 static const struct pn_cmd commands[] = {
 	{ "topo", cmd_topo, topo_options, NULL, 0, "",
 	  "GPU/NIC/NUMA topology, PCIe path classes and rails", NULL },
-	{ "bw", cmd_bw, bw_options, NULL, CMD_LAUNCH, "[HOST]",
+	{ "bw", cmd_bw, bw_options, NULL, CMD_LAUNCH | CMD_OWN_TRANSPORT, "[HOST]",
 	  "RDMA bandwidth and latency test (like ib_write_bw)", bw_prelaunch },
 	{ "ring-plan", cmd_ring_plan, ring_plan_options, NULL, 0, "",
 	  "rail-aligned ring planner, validation and NCCL graph export", NULL },
@@ -57,7 +56,11 @@ static const struct pn_opt common_options[] = {
 	OPT_TABLE_END
 };
 
+/* --transport first: a command with its own (CMD_OWN_TRANSPORT) takes the rest */
 static const struct pn_opt launch_options[] = {
+	{ "transport", 0, OPT_STRING, &pn_cli.transport, "NAME",
+	  "force a transport between ranks: shm, tcp, verbs (default: probe)", "shm tcp verbs",
+	  OPT_ONE_OF },
 	{ "np", 0, OPT_INT, &pn_cli.np, "N", "start N local ranks (self-launch)", NULL,
 	  OPT_RANGE(1, PN_BOOT_MAX_NP) },
 	{ "rank", 0, OPT_INT, &pn_cli.rank, "R", "this process's rank (with --nranks, --root)",
@@ -69,11 +72,13 @@ static const struct pn_opt launch_options[] = {
 	{ "timeout", 0, OPT_SECONDS, &pn_cli.timeout, "SEC",
 	  "bound on every wait; a silent peer fails the job (default 60)", NULL,
 	  OPT_RANGE(0.01, 86400) },
-	{ "transport", 0, OPT_STRING, &pn_cli.transport, "NAME",
-	  "force a transport between ranks: shm, tcp, verbs (default: probe)", "shm tcp verbs",
-	  OPT_ONE_OF },
 	OPT_TABLE_END
 };
+
+static const struct pn_opt *launch_of(const struct pn_cmd *c)
+{
+	return c->flags & CMD_OWN_TRANSPORT ? launch_options + 1 : launch_options;
+}
 
 static const struct pn_cmd *find_cmd(const char *name)
 {
@@ -251,52 +256,8 @@ static void cmd_help(const struct pn_cmd *c, FILE *f)
 	if (c->shared)
 		pn_opt_help(f, "sweep options (nccl-tests')", c->shared);
 	if (c->flags & CMD_LAUNCH)
-		pn_opt_help(f, "launch options", launch_options);
+		pn_opt_help(f, "launch options", launch_of(c));
 	pn_opt_help(f, "common options", common_options);
-}
-
-/* PENNY_XNODE_* checked into values (harness/sweep.h); the first knob that is
- * not valid is said in x->bad, when a GPU job opens its backend. */
-static void read_xnode(struct pn_xnode_env *x)
-{
-	const char *on = getenv("PENNY_XNODE"), *tp = getenv("PENNY_XNODE_TRANSPORT");
-	const char *nic = getenv("PENNY_XNODE_NIC"), *p, *v;
-	const struct { const char *name, *v; uint64_t lo, hi, *out; } k[] = { /* bytes, then counts */
-		{ "PENNY_XNODE_CHUNK", getenv("PENNY_XNODE_CHUNK"), 4096, 64u << 20, &x->chunk },
-		{ "PENNY_XNODE_WHOLE_MAX", getenv("PENNY_XNODE_WHOLE_MAX"), 1, 1ull << 40, &x->whole_max },
-		{ "PENNY_XNODE_LL", v = getenv("PENNY_XNODE_LL"), 0, 1u << 20, &x->ll },
-		{ "PENNY_XNODE_SLOTS", getenv("PENNY_XNODE_SLOTS"), 2, 1024, &x->slots },
-		{ "PENNY_XNODE_SOCKETS", getenv("PENNY_XNODE_SOCKETS"), 1, 8, &x->sockets },
-		{ "PENNY_XNODE_QPS", getenv("PENNY_XNODE_QPS"), 1, 8, &x->qps },
-	};
-	unsigned i, port = 0;
-	int n = 0;
-
-	memset(x, 0, sizeof(*x));
-	x->off = on && !strcmp(on, "0");
-	x->transport = tp && *tp ? tp : NULL;
-	x->nic = nic && *nic ? nic : NULL;
-	/* a device name of 1 to 63 characters, optionally ":port", 1..255 */
-	p = x->nic ? nic + strspn(nic, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
-		   : NULL;
-	if (on && *on && strcmp(on, "0") && strcmp(on, "1"))
-		snprintf(x->bad, sizeof(x->bad), "PENNY_XNODE='%.40s': 0 or 1", on);
-	else if (x->transport && strcmp(tp, "tcp") && strcmp(tp, "shm") && strcmp(tp, "verbs") &&
-		 strcmp(tp, "auto"))
-		snprintf(x->bad, sizeof(x->bad), "PENNY_XNODE_TRANSPORT='%.40s': tcp, shm, verbs or auto", tp);
-	else if (p && (p == nic || p - nic > 63 || (*p && (p[0] != ':' || p[1] < '0' || p[1] > '9' ||
-		 sscanf(p + 1, "%3u%n", &port, &n) != 1 || p[1 + n] || !port || port > 255))))
-		snprintf(x->bad, sizeof(x->bad), "PENNY_XNODE_NIC='%.40s': an RDMA device, optionally "
-			 "with its port (mlx5_0 or mlx5_0:1)", nic);
-	for (i = 0; i < sizeof(k) / sizeof(k[0]) && !x->bad[0]; i++)
-		if (k[i].v && *k[i].v && (pn_parse_size(k[i].v, k[i].out) || *k[i].out < k[i].lo ||
-					   *k[i].out > k[i].hi))
-			snprintf(x->bad, sizeof(x->bad), "%s='%.40s': a %s from %llu to %llu%s", k[i].name,
-				 k[i].v, i < 3 ? "size" : "whole number", (unsigned long long)k[i].lo,
-				 (unsigned long long)k[i].hi, i < 3 ? " bytes" : "");
-		else if (i == 0 && x->chunk % 16)
-			snprintf(x->bad, sizeof(x->bad), "PENNY_XNODE_CHUNK: a multiple of 16 bytes");
-	x->ll_off = v && *v && !x->ll;
 }
 
 extern char **environ;
@@ -322,7 +283,10 @@ static int read_env(void)
 	pn_boot_set_knobs(&k);
 	pn_cli.tune_file = getenv("PENNY_TUNE_FILE"), pn_cli.ib_hca = getenv("PENNY_IB_HCA");
 	pn_cli.ib_disable = ibd, pn_cli.mem_check = mc;
-	read_xnode(&pn_cli.xnode);
+	pn_xnode_env_parse(&pn_cli.xnode, (const char *const[PN_XNODE_NKNOBS]){
+		getenv("PENNY_XNODE"), getenv("PENNY_XNODE_TRANSPORT"), getenv("PENNY_XNODE_NIC"),
+		getenv("PENNY_XNODE_CHUNK"), getenv("PENNY_XNODE_WHOLE_MAX"), getenv("PENNY_XNODE_LL"),
+		getenv("PENNY_XNODE_SLOTS"), getenv("PENNY_XNODE_SOCKETS"), getenv("PENNY_XNODE_QPS") });
 	pn_cli.plugin_path = getenv("PENNY_PLUGIN_PATH");
 	pn_cli.nvml_lib = getenv("PENNY_NVML_LIB");
 	if (pn_nvml_set_lib(pn_cli.nvml_lib))
@@ -394,7 +358,7 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 	int nargs = 0, ret, status = 0;
 
 	if (c->flags & CMD_LAUNCH)
-		tables[2] = launch_options;
+		tables[2] = launch_of(c);
 	if (c->shared)
 		tables[tables[2] ? 3 : 2] = c->shared;
 	ret = pn_opt_parse(c->name, tables, argc, argv, &nargs);
@@ -518,7 +482,7 @@ static int complete(int argc, char **argv)
 	if (c->shared)
 		pn_opt_complete(stdout, c->shared);
 	if (c->flags & CMD_LAUNCH)
-		pn_opt_complete(stdout, launch_options);
+		pn_opt_complete(stdout, launch_of(c));
 	pn_opt_complete(stdout, common_options);
 	return 0;
 }

@@ -13,6 +13,7 @@
 /* Setup flags of a subcommand (cmd/penny.c commands[]). */
 #define CMD_LAUNCH (1u << 1)	/* multi-rank: launch options, self-launch with --np */
 #define CMD_JSON_LINES (1u << 2) /* --json: one object a line (top), not one document */
+#define CMD_OWN_TRANSPORT (1u << 3) /* its own --transport (bw: tcp, verbs), not the launch one */
 
 /* Common and launch option values (cmd/penny.c). */
 struct pn_cli {

@@ -295,6 +295,13 @@ struct pn_xnode_env {
 	int ll_off;			/* PENNY_XNODE_LL=0: never */
 	char bad[160];
 };
+/*
+ * The knobs' values as the command read them (NULL: unset), in the order
+ * PENNY_XNODE, _TRANSPORT, _NIC, _CHUNK, _WHOLE_MAX, _LL, _SLOTS, _SOCKETS,
+ * _QPS, checked into x; the first knob that is not valid is said in x->bad.
+ */
+#define PN_XNODE_NKNOBS 9
+void pn_xnode_env_parse(struct pn_xnode_env *x, const char *const v[PN_XNODE_NKNOBS]);
 
 struct pn_sweep_gpu_cfg {
 	const char *name;

@@ -17,9 +17,11 @@
 #include "engine/testdata.h"
 #include "gpu/gpucoll.h"
 #include "base/log.h"
+#include "base/units.h"
 #include "base/util.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -358,6 +360,47 @@ static const struct pn_sweep_ops gpu_ops = {
 	.run = gpu_run,
 	.close = gpu_close,
 };
+
+void pn_xnode_env_parse(struct pn_xnode_env *x, const char *const v[PN_XNODE_NKNOBS])
+{
+	const char *on = v[0], *tp = v[1], *nic = v[2], *p;
+	const struct { const char *name, *v; uint64_t lo, hi, *out; } k[] = { /* bytes, then counts */
+		{ "PENNY_XNODE_CHUNK", v[3], 4096, 64u << 20, &x->chunk },
+		{ "PENNY_XNODE_WHOLE_MAX", v[4], 1, 1ull << 40, &x->whole_max },
+		{ "PENNY_XNODE_LL", v[5], 0, 1u << 20, &x->ll },
+		{ "PENNY_XNODE_SLOTS", v[6], 2, 1024, &x->slots },
+		{ "PENNY_XNODE_SOCKETS", v[7], 1, 8, &x->sockets },
+		{ "PENNY_XNODE_QPS", v[8], 1, 8, &x->qps },
+	};
+	unsigned i, port = 0;
+	int n = 0;
+
+	memset(x, 0, sizeof(*x));
+	x->off = on && !strcmp(on, "0");
+	x->transport = tp && *tp ? tp : NULL;
+	x->nic = nic && *nic ? nic : NULL;
+	/* a device name of 1 to 63 characters, optionally ":port", 1..255 */
+	p = x->nic ? nic + strspn(nic, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+		   : NULL;
+	if (on && *on && strcmp(on, "0") && strcmp(on, "1"))
+		snprintf(x->bad, sizeof(x->bad), "PENNY_XNODE='%.40s': 0 or 1", on);
+	else if (x->transport && strcmp(tp, "tcp") && strcmp(tp, "shm") && strcmp(tp, "verbs") &&
+		 strcmp(tp, "auto"))
+		snprintf(x->bad, sizeof(x->bad), "PENNY_XNODE_TRANSPORT='%.40s': tcp, shm, verbs or auto", tp);
+	else if (p && (p == nic || p - nic > 63 || (*p && (p[0] != ':' || p[1] < '0' || p[1] > '9' ||
+		 sscanf(p + 1, "%3u%n", &port, &n) != 1 || p[1 + n] || !port || port > 255))))
+		snprintf(x->bad, sizeof(x->bad), "PENNY_XNODE_NIC='%.40s': an RDMA device, optionally "
+			 "with its port (mlx5_0 or mlx5_0:1)", nic);
+	for (i = 0; i < PN_ARRAY_SIZE(k) && !x->bad[0]; i++)
+		if (k[i].v && *k[i].v && (pn_parse_size(k[i].v, k[i].out) || *k[i].out < k[i].lo ||
+					   *k[i].out > k[i].hi))
+			snprintf(x->bad, sizeof(x->bad), "%s='%.40s': a %s from %llu to %llu%s", k[i].name,
+				 k[i].v, i < 3 ? "size" : "whole number", (unsigned long long)k[i].lo,
+				 (unsigned long long)k[i].hi, i < 3 ? " bytes" : "");
+		else if (i == 0 && x->chunk % 16)
+			snprintf(x->bad, sizeof(x->bad), "PENNY_XNODE_CHUNK: a multiple of 16 bytes");
+	x->ll_off = v[5] && *v[5] && !x->ll;
+}
 
 /* The GPU path across nodes (gpu/xproxy.h), as the command read it (e; NULL: defaults). */
 static void xnode_cfg(const struct pn_xnode_env *e, struct pn_gpucoll_cfg *cfg)

@@ -192,6 +192,39 @@ TEST(blocks_and_calls_of_a_sweep)
 	CHECK_EQ_INT(pn_sweep_calls(&s, 8), 0);
 }
 
+/* PENNY_XNODE_* (pn_xnode_env_parse): values in range taken, the first bad
+ * knob said, 0 for PENNY_XNODE_LL "never" */
+TEST(the_xnode_knobs_checked)
+{
+	struct pn_xnode_env x;
+	const char *v[PN_XNODE_NKNOBS] = { NULL };
+
+	pn_xnode_env_parse(&x, v);
+	CHECK(!x.off && !x.transport && !x.nic && !x.chunk && !x.ll_off && !x.bad[0]);
+	v[0] = "0", v[1] = "tcp", v[2] = "mlx5_0:1", v[3] = "1M", v[5] = "0", v[8] = "8";
+	pn_xnode_env_parse(&x, v);
+	CHECK(x.off && !strcmp(x.transport, "tcp") && !strcmp(x.nic, "mlx5_0:1"));
+	CHECK(x.chunk == 1u << 20 && x.ll_off && x.qps == 8 && !x.bad[0]);
+	v[3] = "17";
+	pn_xnode_env_parse(&x, v);
+	CHECK_STR(x.bad, "PENNY_XNODE_CHUNK='17': a size from 4096 to 67108864 bytes");
+	v[3] = "4104";
+	pn_xnode_env_parse(&x, v);
+	CHECK_STR(x.bad, "PENNY_XNODE_CHUNK: a multiple of 16 bytes");
+	v[3] = NULL, v[2] = "mlx5_0:256";
+	pn_xnode_env_parse(&x, v);
+	CHECK(strstr(x.bad, "PENNY_XNODE_NIC='mlx5_0:256'") == x.bad);
+	v[2] = NULL, v[1] = "udp";
+	pn_xnode_env_parse(&x, v);
+	CHECK_STR(x.bad, "PENNY_XNODE_TRANSPORT='udp': tcp, shm, verbs or auto");
+	v[1] = NULL, v[0] = "2";
+	pn_xnode_env_parse(&x, v);
+	CHECK_STR(x.bad, "PENNY_XNODE='2': 0 or 1");
+	v[0] = NULL, v[8] = "9";
+	pn_xnode_env_parse(&x, v);
+	CHECK_STR(x.bad, "PENNY_XNODE_QPS='9': a whole number from 1 to 8");
+}
+
 int main(void)
 {
 	RUN(the_reference_is_nccls_fastest_algorithm_at_each_size);
@@ -201,5 +234,6 @@ int main(void)
 	RUN(the_time_over_the_ranks_as_nccl_tests_average_says);
 	RUN(the_blocks_over_the_ranks_then_their_median);
 	RUN(blocks_and_calls_of_a_sweep);
+	RUN(the_xnode_knobs_checked);
 	return unit_done();
 }
