@@ -29,7 +29,7 @@ static struct {
 	double pcie_rate;
 	uint64_t schedule_size;
 	const char *nccl_graph, *check;
-} opt = { .src = { .nics = -1, .nvlinks = -1 }, .schedule_size = 1 << 20 };
+} opt = { .src = { .nics = -1, .nvlinks = -1 }, .schedule_rank = -1 };
 
 const struct pn_opt ring_plan_options[] = {
 	{ "nodes", 0, OPT_INT, &opt.src.nodes, "N", "synthetic cluster: N nodes", NULL,
@@ -264,6 +264,8 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 	if (opt.check && (opt.nccl_graph || opt.summary || opt.rings || opt.no_degrade))
 		return pn_cmd_fail(ctx, 2, "--check reads a plan; --nccl-graph, --summary, --rings "
 					   "and --no-degrade are for planning");
+	if (!opt.show_schedule && (opt.schedule_rank >= 0 || opt.schedule_size))
+		return pn_cmd_fail(ctx, 2, "--schedule-rank and --schedule-size go with --show-schedule");
 	pn_plan_model_init(&model);
 	ret = pn_plan_model_load(&model, &opt.src, !opt.check);
 	if (ret) {

@@ -233,6 +233,12 @@ int pn_boot_cfg_from_env(struct pn_boot_cfg *cfg)
 	if ((s = cfg->knobs.node_id) && strlen(s) > PN_HOSTID_LEN - 6)
 		return pn_err(-EINVAL, "PENNY_NODE_ID='%.40s...' is longer than %d characters", s,
 			      PN_HOSTID_LEN - 6);
+	/* ... and be read alike by every rank: the hello shows a byte outside
+	 * printable ASCII as '?', so "a\tb" was one node to some, two to others */
+	for (i = 0; s && s[i]; i++)
+		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
+			return pn_err(-EINVAL, "PENNY_NODE_ID='%.40s' has a byte that is not printable "
+				      "ASCII (at %zu)", s, i + 1);
 	if (cfg->rank >= 0 || cfg->nranks >= 0) {
 		if (cfg->nranks > PN_BOOT_MAX_RANKS)
 			return pn_err(-EINVAL, "--nranks %d is more than %d, the most ranks a job can have",

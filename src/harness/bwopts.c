@@ -156,5 +156,12 @@ int pn_bw_opts_args(const struct pn_bw_opts *o, const char *transport, int nargs
 		return pn_err(-EINVAL, "one HOST at most (got '%s' and '%s')", args[0], args[1]);
 	if (o->all_rails && (nargs || o->loopback))
 		return pn_err(-EINVAL, "--all-rails runs under a launcher (mpirun, srun, --np)");
+	if (o->loopback && nargs)
+		return pn_err(-EINVAL, "--loopback runs both ends in this host: no HOST (got '%s')",
+			      args[0]);
+	/* the TCP path sends host memory: a GPU's would be a claim it never tested */
+	if (*tcp && o->use_cuda >= 0)
+		return pn_err(-EINVAL, "--use_cuda registers GPU memory with an RDMA device; "
+				       "--transport tcp measures the TCP path, with host memory");
 	return 0;
 }

@@ -41,7 +41,9 @@ int pn_bw_opts_gpu(const struct pn_bw_opts *o, int nargs, int launched);
 /*
  * The HOST arguments and the transport (--transport: verbs, the default,
  * or tcp: *tcp): a bare percentage taken for a HOST after --expect, more
- * than one HOST, --all-rails with a HOST or --loopback.  0 or -EINVAL.
+ * than one HOST, --all-rails with a HOST or --loopback, --loopback with a
+ * HOST, tcp with --use_cuda (GPU memory; tcp sends host memory).  0 or
+ * -EINVAL.
  */
 int pn_bw_opts_args(const struct pn_bw_opts *o, const char *transport, int nargs,
 		    char *const *args, int *tcp);

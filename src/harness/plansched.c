@@ -48,7 +48,9 @@ int pn_plan_sched_build(struct pn_sched *sc, const struct pn_plan *p, int rank, 
 int pn_plan_sched_show(struct pn_sched *sc, const struct pn_plan *p, int rank, uint64_t size,
 		       int build)
 {
-	if (rank < 0 || rank >= p->model->nranks)
+	rank = rank < 0 ? 0 : rank;
+	size = size ? size : 1 << 20;
+	if (rank >= p->model->nranks)
 		return pn_err(-EINVAL, "--schedule-rank must be between 0 and %d",
 			      p->model->nranks - 1);
 	return build ? pn_plan_sched_build(sc, p, rank, (size_t)(size / 4), 4) : 0;

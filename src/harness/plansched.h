@@ -27,7 +27,8 @@ int pn_plan_sched_build(struct pn_sched *sc, const struct pn_plan *p, int rank, 
 /*
  * ring-plan --show-schedule: rank's schedule of an allreduce of size bytes
  * of float32 over p (pn_plan_sched_build), when build; -EINVAL naming
- * --schedule-rank when p has no such rank, built or not.
+ * --schedule-rank when p has no such rank, built or not.  rank -1 and size
+ * 0 are not given: rank 0, 1 MiB.
  */
 int pn_plan_sched_show(struct pn_sched *sc, const struct pn_plan *p, int rank, uint64_t size,
 		       int build);

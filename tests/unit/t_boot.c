@@ -116,6 +116,16 @@ TEST(explicit_ranks)
 	c.rank = 0;
 	c.nranks = PN_BOOT_MAX_RANKS;
 	CHECK_EQ_INT(pn_boot_cfg_from_env(&c), 0);
+	/* PENNY_NODE_ID: printable ASCII, what every rank's hello shows alike */
+	pn_boot_cfg_init(&c);
+	c.knobs.node_id = "rack1/node-07.a b";
+	CHECK_EQ_INT(pn_boot_cfg_from_env(&c), 0);
+	c.knobs.node_id = "a\tb";
+	CHECK_EQ_INT(pn_boot_cfg_from_env(&c), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "PENNY_NODE_ID='a\tb' has a byte that is not printable ASCII "
+				      "(at 2)");
+	c.knobs.node_id = "n\xc3\xa9";
+	CHECK_EQ_INT(pn_boot_cfg_from_env(&c), -EINVAL);
 	/* --root without --rank: refused, not ignored */
 	pn_boot_cfg_init(&c);
 	c.root = "127.0.0.1:5000";
@@ -375,10 +385,11 @@ TEST(rdv_launcher)
 	}
 	unlink(hf);
 	rmdir(dir);
-	/* rank 0 on another node than the others expect: it says so at once */
-	CHECK_EQ_INT(rdv_of(&c, (const char *[]){ "SLURM_PROCID=0", "SLURM_NTASKS=3",
-		"SLURM_STEP_ID=0", "SLURM_JOB_ID=1", "SLURM_STEP_NODELIST=n[1-2]",
-		"SLURMD_NODENAME=n2", NULL }), 0);
+	/* rank 0 on another node than the others expect: it says so at once
+	 * (the environment outlives the CHECK's block: pn_rdv_check_root reads it) */
+	const char *n2[] = { "SLURM_PROCID=0", "SLURM_NTASKS=3", "SLURM_STEP_ID=0", "SLURM_JOB_ID=1",
+			     "SLURM_STEP_NODELIST=n[1-2]", "SLURMD_NODENAME=n2", NULL };
+	CHECK_EQ_INT(rdv_of(&c, n2), 0);
 	CHECK_EQ_INT(pn_rdv_check_root(&c), -EINVAL);
 	CHECK(strstr(pn_errmsg(-EINVAL), "rank 0 runs on node n2, but the other ranks look for it on n1"));
 	c.knobs.env = (const char *[]){ "SLURMD_NODENAME=n1", NULL };

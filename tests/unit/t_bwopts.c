@@ -165,6 +165,19 @@ TEST(gpu_options_hosts_and_transport)
 	o.all_rails = 1;
 	CHECK_EQ_INT(pn_bw_opts_args(&o, NULL, 1, one, &tcp), -EINVAL);
 	CHECK_EQ_INT(pn_bw_opts_args(&o, NULL, 0, NULL, &tcp), 0);
+	/* --loopback runs both ends here: a HOST would be ignored */
+	o = defaults();
+	o.loopback = "mlx5_0";
+	CHECK_EQ_INT(pn_bw_opts_args(&o, NULL, 1, one, &tcp), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "--loopback runs both ends in this host: no HOST (got '10.0.0.2')");
+	CHECK_EQ_INT(pn_bw_opts_args(&o, "tcp", 0, NULL, &tcp), 0);
+	/* tcp sends host memory: --use_cuda is refused, not ignored */
+	o.use_cuda = 0;
+	CHECK_EQ_INT(pn_bw_opts_args(&o, "tcp", 0, NULL, &tcp), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "--use_cuda registers GPU memory with an RDMA device; "
+				      "--transport tcp measures the TCP path, with host memory");
+	CHECK_EQ_INT(pn_bw_opts_args(&o, "verbs", 0, NULL, &tcp), 0);
+	CHECK_EQ_INT(pn_bw_opts_args(&o, NULL, 0, NULL, &tcp), 0);
 }
 
 int main(void)

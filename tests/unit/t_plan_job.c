@@ -271,7 +271,10 @@ TEST(show_schedule_of_a_rank)
 	CHECK_EQ_INT(synth(&m, &p, 2, 2, 2, NULL), 0);
 	CHECK_EQ_INT(pn_plan_sched_show(&sc, &p, 4, 1 << 20, 1), -EINVAL);
 	CHECK_STR(pn_errmsg(-EINVAL), "--schedule-rank must be between 0 and 3");
-	CHECK_EQ_INT(pn_plan_sched_show(&sc, &p, -1, 1 << 20, 0), -EINVAL);
+	/* -1 and 0: not given (ring-plan's table), rank 0 and 1 MiB */
+	CHECK_EQ_INT(pn_plan_sched_show(&sc, &p, -1, 0, 1), 0);
+	CHECK(sc.ch != NULL && sc.rank == 0 && sc.count == (1 << 18));
+	pn_sched_release(&sc);
 	/* not built: the rank is checked all the same */
 	CHECK_EQ_INT(pn_plan_sched_show(&sc, &p, 3, 1 << 20, 0), 0);
 	CHECK(sc.ch == NULL);
