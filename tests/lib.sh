@@ -86,6 +86,22 @@ test_exit() {
 	fi
 }
 
+# A usage or input error, said well: one_line_error N CMD ARGS... runs penny
+# CMD ARGS... and wants exit N, no stdout and one "penny CMD: " line on stderr
+# (in err)
+one_line_error() {
+	local want=$1 rc
+	shift
+	"$PENNY" "$@" </dev/null >out 2>err
+	rc=$?
+	if [ $rc -ne "$want" ] || [ -s out ] || [ "$(wc -l <err)" -ne 1 ] ||
+		! grep -q "^penny $1: " err; then
+		echo "penny $*: exit $rc (want $want), stdout $(wc -c <out) bytes, stderr:"
+		cat err
+		return 1
+	fi
+}
+
 # Valid JSON (each line one JSON value when $2 = lines)
 json_valid() {
 	if [ "${2:-}" = lines ]; then

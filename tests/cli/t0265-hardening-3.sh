@@ -4,20 +4,6 @@
 # with one line and the right exit, or now doing what it says.
 . "$(dirname "$0")/../lib.sh"
 
-# one_line_error N CMD ARGS...: exit N, no stdout, one "penny CMD: " line
-one_line_error() {
-	local want=$1 rc
-	shift
-	"$PENNY" "$@" </dev/null >out 2>err
-	rc=$?
-	if [ $rc -ne "$want" ] || [ -s out ] || [ "$(wc -l <err)" -ne 1 ] ||
-		! grep -q "^penny $1: " err; then
-		echo "penny $*: exit $rc (want $want), stdout $(wc -c <out) bytes, stderr:"
-		cat err
-		return 1
-	fi
-}
-
 test_expect_success 'check -d: a port that is not 1..255 is refused, not read as port 1' '
 	for d in mlx5_0:x mlx5_0:0 mlx5_0:256 :1 mlx5_0:1:2 mlx5_0,mlx5_1:-1; do
 		one_line_error 2 check --passive --only settings -d "$d" || exit 1

@@ -4,20 +4,6 @@
 # what a careless user found, each refused with one line and the right exit.
 . "$(dirname "$0")/../lib.sh"
 
-# one_line_error N CMD ARGS...: exit N, no stdout, one "penny CMD: " line
-one_line_error() {
-	local want=$1 rc
-	shift
-	"$PENNY" "$@" </dev/null >out 2>err
-	rc=$?
-	if [ $rc -ne "$want" ] || [ -s out ] || [ "$(wc -l <err)" -ne 1 ] ||
-		! grep -q "^penny $1: " err; then
-		echo "penny $*: exit $rc (want $want), stdout $(wc -c <out) bytes, stderr:"
-		cat err
-		return 1
-	fi
-}
-
 # complete WORD...: what the bash completion offers for the last word
 complete_words() {
 	PATH=$(dirname "$PENNY"):$PATH bash -c '
