@@ -125,8 +125,10 @@ test_expect_success 'ASCII terminal: history without block characters' '
 
 test_expect_success 'a resize redraws the layout' '
 	start 80 24 -- && shows "^sort name" &&
-	T resize-window -t top -x 132 -y 40 && shows "^q:quit" && row 40 | grep -q "^q:quit" &&
-	test "$(cap | grep -c " ACTIVE ")" -eq 32 &&
+	# the footer can show before the last rows are drawn: wait for both
+	T resize-window -t top -x 132 -y 40 && shows "^q:quit" &&
+	wait_for 5 eval "row 40 | grep -q \"^q:quit\"" &&
+	wait_for 5 eval "test \"\$(cap | grep -c \" ACTIVE \")\" -eq 32" &&
 	T resize-window -t top -x 30 -y 6 && shows "terminal too small" &&
 	T resize-window -t top -x 80 -y 24 && shows "^DEVICE" &&
 	key q && wait_for 5 exited
