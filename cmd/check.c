@@ -16,6 +16,7 @@
 #include "check/check.h"
 #include "check/check_base.h"
 #include "check/check_cfg.h"
+#include "check/check_nccl.h"
 #include "check/check_row.h"
 
 #include <errno.h>
@@ -203,7 +204,8 @@ static int present(struct pn_ctx *ctx, struct pn_check *c, int ret)
 	int code = ret ? 2 : c->exit_code, nfail;
 
 	pn_out_open_object(o, NULL);
-	if (c->results)
+	/* no empty table and "0 passed" above the error that stopped the run */
+	if (c->results && (!ret || pn_cli.json || pn_verdict_n(c->results)))
 		pn_verdict_write_out(o, c->results);
 	if (ret)
 		pn_out_str(o, PN_JSON, "error", NULL, pn_errmsg(ret));
@@ -235,6 +237,9 @@ static int setup(struct pn_ctx *ctx, struct pn_check_cfg *cfg, struct pn_check_b
 		ret = pn_check_required(&s, cfg, c->mask, &c->require);
 	if (!ret && opt.baseline)
 		ret = pn_check_baseline_load(base, opt.baseline);
+	c->nccl_log = opt.nccl_log;
+	if (!ret)
+		ret = pn_check_ncclpath_load(c);
 	return ret ? pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret)) : 0;
 }
 
@@ -284,7 +289,6 @@ int cmd_check(struct pn_ctx *ctx, int argc, char **argv)
 	c.plan_path = opt.plan;
 	c.devspec = opt.dev;
 	c.backends = opt.backend;
-	c.nccl_log = opt.nccl_log;
 	c.transport = pn_cli.transport;
 	c.node_id = pn_cli.node_id;
 	c.tune_file = pn_cli.tune_file;

@@ -681,4 +681,6 @@ void pn_check_release(struct pn_check *c)
 	}
 	pn_verdict_list_free(c->results);
 	c->results = NULL;
+	free(c->nccl_text);
+	c->nccl_text = NULL;
 }

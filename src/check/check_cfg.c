@@ -47,7 +47,7 @@ static const struct pn_check_key keys[] = {
 	  "under a launcher: fail a result this fraction below its group's job median", NULL },
 	{ "job.require", PN_KEY_LIST, 0, 0, 0, NULL,
 	  "checks whose SKIP is a FAIL (comma list; --require adds to it)",
-	  "inventory pcie counters nic-bw gpu-copy allreduce rails settings nccl-path alltoall" },
+	  "inventory pcie counters nic-bw gpu-copy allreduce rails settings nccl-path ranks alltoall" },
 	{ "job.baseline-fraction", PN_KEY_NUM, 0, 1, 0.9, NULL,
 	  "with --baseline: the fraction of the baseline's figure a result must reach", NULL },
 	/* check-net: nic-bw, rails */

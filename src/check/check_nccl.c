@@ -194,6 +194,8 @@ int pn_check_ncclpath(struct pn_check *c)
 		if (ret > 0)
 			return pn_check_add(c, &(struct pn_verdict_in){
 				.check = CHECK, .target = "log", .verdict = PN_SKIP, .detail = det });
+	} else if (c->nccl_text) {	/* read before the checks: pn_check_ncclpath_load */
+		return judge_log(c, c->nccl_text, c->nccl_len, c->nccl_log);
 	} else {
 		ret = pn_file_read(c->nccl_log, &buf, &len);
 	}
@@ -202,6 +204,13 @@ int pn_check_ncclpath(struct pn_check *c)
 	ret = judge_log(c, buf, len, c->nccl_log ? c->nccl_log : "the logged allreduce");
 	free(buf);
 	return ret;
+}
+
+int pn_check_ncclpath_load(struct pn_check *c)
+{
+	if (!c->nccl_log || c->nccl_text)
+		return 0;
+	return pn_file_read(c->nccl_log, &c->nccl_text, &c->nccl_len);
 }
 
 /* The nccl-path rows of NCCL log text buf[0, len) (name: the log's, for

@@ -12,6 +12,12 @@ struct pn_check;
  * FAIL or SKIP, a negative errno only when the run cannot go on). */
 int pn_check_ncclpath(struct pn_check *c);
 /*
+ * Read c->nccl_log (--nccl-log) into c->nccl_text now, before any check
+ * runs (base/file.h's reader: a missing, unreadable, special or too large
+ * file is refused in one line); 0 also without one.
+ */
+int pn_check_ncclpath_load(struct pn_check *c);
+/*
  * nccl-path across nodes without --nccl-log (check_nccl.c; the capture
  * is check_ncclrun.c's): every rank runs a small allreduce of the job on
  * nccl afresh with NCCL_DEBUG=INFO into a private directory; each node's

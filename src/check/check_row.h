@@ -51,6 +51,9 @@ struct pn_check {
 	const char *devspec;		/* RDMA devices to check (bw's -d syntax), NULL: the node's */
 	const char *backends;		/* GPU plugins to try in order; NULL: pn_check_backend_list's */
 	const char *nccl_log;		/* --nccl-log FILE for nccl-path, NULL none */
+	char *nccl_text;		/* its content (pn_check_ncclpath_load), freed by
+					 * pn_check_release; NULL: read when the check runs */
+	size_t nccl_len;
 	const char *transport;		/* --transport between the allreduce's ranks, NULL: probed */
 	void (*progress)(void *arg, const char *check, const char *what); /* may be NULL */
 	void *progress_arg;

@@ -101,9 +101,34 @@ TEST(no_nvlink_info)
 	pn_verdict_list_free(c.results);
 }
 
+/* --nccl-log is read before any check runs: refused then, or kept for nccl-path */
+TEST(log_read_up_front)
+{
+	const char *log = "h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct\n";
+	char path[] = "/tmp/t_check_nccl.XXXXXX";
+	int fd = mkstemp(path);
+	struct pn_check c;
+
+	CHECK(fd >= 0);
+	CHECK(write(fd, log, strlen(log)) == (ssize_t)strlen(log));
+	close(fd);
+	pn_check_init(&c);
+	CHECK_EQ_INT(pn_check_ncclpath_load(&c), 0);	/* none given */
+	c.nccl_log = "/";
+	CHECK(pn_check_ncclpath_load(&c) < 0);
+	CHECK(c.nccl_text == NULL);
+	c.nccl_log = path;
+	CHECK_EQ_INT(pn_check_ncclpath_load(&c), 0);
+	unlink(path);
+	CHECK(c.nccl_text && c.nccl_len == strlen(log) && !memcmp(c.nccl_text, log, c.nccl_len));
+	pn_check_release(&c);
+	CHECK(c.nccl_text == NULL);
+}
+
 int main(void)
 {
 	RUN(shm_over_nvlink);
 	RUN(no_nvlink_info);
+	RUN(log_read_up_front);
 	return unit_done();
 }
