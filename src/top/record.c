@@ -748,8 +748,13 @@ int pn_record_parse(struct pn_record_sample *s, const char *line, size_t len)
 	if (!len) /* (no buffer at all for a first line that is empty) */
 		return pn_err(-EINVAL, "an empty line");
 	ret = pn_json_parse(&doc, line, len);
-	if (ret)
-		return ret;
+	if (ret) {
+		/* the caller names the recording's line: keep the column alone */
+		char m[256];
+
+		snprintf(m, sizeof(m), "%s", pn_errmsg(ret));
+		return strncmp(m, "line 1 column ", 14) ? ret : pn_err(ret, "%s", m + 7);
+	}
 	ret = parse_doc(s, doc.root);
 	pn_json_release(&doc);
 	if (ret) {

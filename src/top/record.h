@@ -98,7 +98,8 @@ struct pn_record_sample {
 
 void pn_record_sample_init(struct pn_record_sample *s);
 void pn_record_sample_release(struct pn_record_sample *s);
-/* Parse one line (no newline) into s.  Returns 0 or -EINVAL with a message. */
+/* Parse one line (no newline) into s.  Returns 0 or -EINVAL with a message
+ * (a JSON error says its column, not the line: the caller knows which). */
 int pn_record_parse(struct pn_record_sample *s, const char *line, size_t len);
 
 /* A recording: an index of its samples and their rates. */
