@@ -21,13 +21,16 @@
  * can at best take twice that.
  *
  *   nvcc -O3 -arch=sm_90 -o ce-allreduce tests/bench/ce-allreduce.cu
- *   ./ce-allreduce [PIECE_MIB ...]        (default: 16 32 64)
+ *   [CE_PULL=1] ./ce-allreduce [PIECE_MIB ...]        (default: 16 32 64)
+ * CE_PULL=1: the all-gather reads the peer's sum (a copy from the peer's
+ * recv into this GPU's) instead of pushing this GPU's into the peer.
  * Prints one line per size and piece; exit 1 on a wrong value or a CUDA
  * error.
  */
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <cuda_runtime.h>
 #include <vector>
 
@@ -79,6 +82,7 @@ struct gpu {
 };
 
 static gpu G[2];
+static int pull; /* CE_PULL=1: the all-gather reads the peer's sum instead of pushing it */
 
 /* One allreduce of n floats in pieces of pc floats (pc even, n % pc == 0). */
 static void allreduce(size_t n, size_t pc)
@@ -111,9 +115,21 @@ static void allreduce(size_t n, size_t pc)
 							half / 4);
 			CK(cudaGetLastError());
 			CK(cudaEventRecord(me.ev_red[k], me.rs));
+			if (pull)
+				continue;
 			/* all-gather: my sum into the peer's recv */
 			CK(cudaStreamWaitEvent(me.ag, me.ev_red[k], 0));
 			CK(cudaMemcpyPeerAsync(peer.recv + o, h, me.recv + o, g, half * sizeof(float), me.ag));
+		}
+		for (int g = 0; g < 2 && pull; g++) {
+			const int h = 1 - g;
+			gpu &me = G[g], &peer = G[h];
+			const size_t o = k * pc + h * half;
+
+			/* all-gather by pulling: the peer's sum from its recv into mine */
+			CK(cudaSetDevice(g));
+			CK(cudaStreamWaitEvent(me.ag, peer.ev_red[k], 0));
+			CK(cudaMemcpyPeerAsync(me.recv + o, g, peer.recv + o, h, half * sizeof(float), me.ag));
 		}
 	}
 	for (int g = 0; g < 2; g++) {
@@ -163,6 +179,7 @@ int main(int argc, char **argv)
 		}
 		pieces.push_back((size_t)v << 20);
 	}
+	pull = getenv("CE_PULL") && !strcmp(getenv("CE_PULL"), "1");
 	if (pieces.empty())
 		pieces = { 16ull << 20, 32ull << 20, 64ull << 20 };
 	CK(cudaGetDeviceCount(&ndev));
@@ -196,8 +213,10 @@ int main(int argc, char **argv)
 		CK(cudaDeviceSynchronize());
 	}
 	CK(cudaMallocManaged(&bad, sizeof(*bad)));
-	printf("# ce-allreduce: 2 GPUs, float sum; busbw = bytes / time (2 ranks); both-ways = both GPUs\n"
-	       "# copying bytes / 2 to each other at once (a copy engine each), ideal = 2 x that\n");
+	printf("# ce-allreduce: 2 GPUs, float sum, all-gather by %s; busbw = bytes / time (2 ranks);\n"
+	       "# both-ways = both GPUs"
+	       " copying bytes / 2 to each other at once (a copy engine each), ideal = 2 x that\n",
+	       pull ? "pull" : "push");
 	printf("%12s %9s %7s %11s %10s %14s %10s %8s\n", "bytes", "piece", "pieces", "time_us",
 	       "busbw", "both-ways_us", "ce GB/s", "ideal/t");
 	for (size_t bytes : sizes) {
