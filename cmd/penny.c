@@ -296,13 +296,14 @@ static int read_env(void)
 
 static int run_body(const struct pn_cmd *c, struct pn_ctx *ctx, int nargs, char **argv);
 
-/* like git's run_builtin: a result that could not be written is a failure */
+/* like git's run_builtin: a result that could not be written is an error
+ * (2, as a --csv - that cannot be written: not 1, which says a check failed) */
 static int stdout_status(int ret)
 {
 	if (fflush(stdout) || ferror(stdout)) {
 		if (!stdout_error_said)
 			fprintf(stderr, "penny: write error on standard output\n");
-		return ret ? ret : 1;
+		return ret ? ret : 2;
 	}
 	return ret;
 }
@@ -458,7 +459,7 @@ static int run_body(const struct pn_cmd *c, struct pn_ctx *ctx, int nargs, char 
 	if (pn_out_free(ctx->out) && !ret) {
 		fprintf(stderr, "penny %s: write error on standard output\n", c->name);
 		stdout_error_said = 1;
-		ret = 1;
+		ret = 2;
 	}
 	return ret;
 }
