@@ -15,6 +15,8 @@
 sys_root tree node >/dev/null && sys_cpus 2 1 >/dev/null
 printf "counters.window = 2\n" >w2.conf
 printf "counters.window = 1\n" >w1.conf
+# a log rank 2 alone is given (a regular file: --nccl-log is read before the job starts)
+: >nccl.log
 
 # job3 TIMEOUT ARGS2 -- ARGS: ranks 0..2 with ARGS (rank 2 with ARGS2 too);
 # their pids in pid0..pid2, errors in err0..err2; waits for none of them
@@ -44,7 +46,7 @@ for case in "--only inventory|--only: rank 0 inventory,counters,nccl-path, rank 
 	"--require counters|--require: rank 0 none, rank 2 counters" \
 	"--config w1.conf|counters.window: rank 0 2, rank 2 1" \
 	"--timeout 9|--timeout: rank 0 20 s, rank 2 9 s" \
-	"--nccl-log /dev/null|--nccl-log: rank 0 none, rank 2 given"; do
+	"--nccl-log nccl.log|--nccl-log: rank 0 none, rank 2 given"; do
 	a2=${case%%|*} want=${case#*|}
 	test_expect_success "rank 2 started with $a2: refused at once on every rank, named" '
 		job3 20 "$a2" -- --only inventory,counters,nccl-path --config w2.conf && wait3 &&
