@@ -600,6 +600,7 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 	r.loop = (struct pn_top){ .ops = &ops, .interval = opt.interval, .filter = opt.filter,
 				  .want = opt.once ? 1 : opt.count, .processes = opt.processes,
 				  .stop = &got_signal };
+	opt.sysroot = pn_cli.sysroot;
 	ret = pn_top_opts_check(&opt, &r.loop.sort);
 	if (ret) {
 		pn_cmd_error(ctx, ret);

@@ -37,6 +37,10 @@ int pn_top_opts_check(const struct pn_top_opts *o, int *sort)
 		return pn_err(-EINVAL, "--record-max is for --record");
 	if (o->replay && (o->lids || o->ca || o->ethernet))
 		return pn_err(-EINVAL, "--lid, --ca and -e are for a live run, not --replay");
+	/* a recording carries its host's ports and GPUs: no tree is read */
+	if (o->replay && o->sysroot)
+		return pn_err(-EINVAL, "--sysfs-root is for a live run: --replay shows the recorded "
+			      "host's counters");
 	/* a replay shows each sample for its recorded interval; QP owners are
 	 * not recorded */
 	if (o->replay && (o->processes || o->interval != PN_TOP_INTERVAL_DEFAULT))

@@ -40,6 +40,7 @@ struct pn_top_opts {
 	uint64_t record_max;
 	const char *replay;
 	const char *plot;
+	const char *sysroot;	/* --sysfs-root as given (a live run's; the command sets it) */
 };
 
 /* The options that do not go together, the sort key into *sort (enum

@@ -261,6 +261,11 @@ TEST(options_that_do_not_go_together)
 	CHECK_STR(pn_errmsg(-EINVAL),
 		  "--interval is for a live run: --replay shows each sample for its recorded interval");
 	o.interval = PN_TOP_INTERVAL_DEFAULT;
+	o.sysroot = "tree";
+	CHECK_EQ_INT(pn_top_opts_check(&o, &sort), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL),
+		  "--sysfs-root is for a live run: --replay shows the recorded host's counters");
+	o.sysroot = NULL;
 	CHECK_EQ_INT(pn_top_opts_check(&o, &sort), 0);
 }
 
