@@ -240,31 +240,42 @@ static int set_value(struct pn_check_cfg *c, int k, const char *v, const char *n
 
 	if (!*v)
 		return pn_err(-EINVAL, "%s:%d: %s has no value", name, line, d->key);
+	/* integers are compared as integers: a double rounds 10^18 + 1 to 10^18
+	 * (every bound is an integer a double holds exactly) */
 	if (d->type == PN_KEY_SIZE) {
 		uint64_t u;
 
 		if (pn_parse_size(v, &u))
 			return pn_err(-EINVAL, "%s:%d: %s must be a size in bytes (4096, 64K, 1GiB), "
 					       "not '%s'", name, line, d->key, v);
-		if ((double)u < d->min || (double)u > d->max)
+		if (u < (uint64_t)d->min || u > (uint64_t)d->max)
 			return pn_err(-EINVAL, "%s:%d: %s must be %.0f..%.0f bytes, got %s", name,
 				      line, d->key, d->min, d->max, v);
 		c->num[k] = (double)u;
+	} else if (d->type == PN_KEY_INT) {
+		long long i;
+
+		if (!is_decimal(v, 1))
+			return pn_err(-EINVAL, "%s:%d: %s must be a decimal integer, not '%s'", name,
+				      line, d->key, v);
+		errno = 0;
+		i = strtoll(v, NULL, 10);
+		if (errno || i < (long long)d->min || i > (long long)d->max)
+			return pn_err(-EINVAL, "%s:%d: %s must be %.0f..%.0f, got %s", name, line,
+				      d->key, d->min, d->max, v);
+		c->num[k] = (double)i;
 	} else if (PN_KEY_IS_NUM(d)) {
 		char *end;
 		double x;
 
 		errno = 0;
 		x = strtod(v, &end);
-		if (!is_decimal(v, d->type == PN_KEY_INT) || end == v || *end || errno ||
-		    !isfinite(x))
-			return pn_err(-EINVAL, "%s:%d: %s must be %s, not '%s'", name, line,
-				      d->key, d->type == PN_KEY_INT ? "a decimal integer"
-								    : "a decimal number", v);
+		if (!is_decimal(v, 0) || end == v || *end || errno || !isfinite(x))
+			return pn_err(-EINVAL, "%s:%d: %s must be a decimal number, not '%s'", name,
+				      line, d->key, v);
 		if (x < d->min || x > d->max)
-			return pn_err(-EINVAL, d->type == PN_KEY_INT ? "%s:%d: %s must be %.0f..%.0f, got %s"
-								     : "%s:%d: %s must be %g..%g, got %s",
-				      name, line, d->key, d->min, d->max, v);
+			return pn_err(-EINVAL, "%s:%d: %s must be %g..%g, got %s", name, line, d->key,
+				      d->min, d->max, v);
 		c->num[k] = x;
 	} else {
 		if (strlen(v) >= CFG_VAL_LEN)

@@ -114,6 +114,11 @@ TEST(errors)
 	refused("nic-bw.size = 0x100000", "must be a size in bytes");
 	refused("nic-bw.size = 1.5M", "must be a size in bytes");
 	refused("settings.job-uid = 4294967295", "must be 0..4294967294, got 4294967295");
+	/* integers compared as integers, not rounded to a double at the bound */
+	refused("counters.max-increase = 1000000000000000001",
+		"must be 0..1000000000000000000, got 1000000000000000001");
+	refused("counters.max-increase = 99999999999999999999", "must be 0..1000000000000000000");
+	refused("settings.shm-min = 1000000000000000001", "must be 0..1000000000000000000 bytes");
 	refused("job.median-margin = 0x0.1p0", "must be a decimal number, not '0x0.1p0'");
 	refused("job.median-margin = nan", "must be a decimal number");
 	refused("job.median-margin = infinity", "must be a decimal number");
