@@ -226,7 +226,7 @@ static int setup(struct pn_ctx *ctx, struct pn_check_cfg *cfg, struct pn_check_b
 {
 	const struct pn_check_sel s = { .only = opt.only, .skip = opt.skip, .require = opt.require,
 					.nccl_log = opt.nccl_log, .config = opt.config,
-					.passive = opt.passive, .dev = opt.dev };
+					.passive = opt.passive, .dev = opt.dev, .backend = opt.backend };
 	int ret = pn_check_select(&s, &c->mask);
 
 	if (!ret && opt.baseline && opt.save)

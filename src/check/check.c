@@ -108,6 +108,8 @@ int pn_check_select(const struct pn_check_sel *s, unsigned *mask)
 		return pn_err_ctx(ret, "--skip");
 	if (s->dev && (ret = pn_topo_devlist_valid(s->dev)))
 		return ret;
+	if (s->backend && (ret = pn_check_backends_found(s->backend)))
+		return ret;
 	*mask = only & ~skip;
 	/* alltoall loads every node pair and needs a spine: run when asked for */
 	if (!s->only && !(s->require && !pn_check_parse_list(s->require, &skip) &&

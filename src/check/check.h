@@ -37,18 +37,19 @@ int pn_check_parse_list(const char *list, unsigned *mask);
 /*
  * The checks a run selects, from the command's options as given (NULL:
  * unset): --only, --skip, --require, --nccl-log (a path), --passive, -d
- * (checked as topo's, node/topo_check.h) and --config's path for messages.
+ * (checked as topo's, node/topo_check.h), --backend (pn_check_backends_found)
+ * and --config's path for messages.
  */
 struct pn_check_sel {
-	const char *only, *skip, *require, *nccl_log, *config, *dev;
+	const char *only, *skip, *require, *nccl_log, *config, *dev, *backend;
 	int passive;
 };
 /*
  * The mask of checks to run: --only minus --skip; alltoall only when
  * --only or --require names it; --passive keeps the checks that only read
  * (and refuses an --only that names another); -EINVAL (message) when
- * --nccl-log is given without nccl-path, no check is left or -d is not a
- * list of DEV or DEV:PORT.
+ * --nccl-log is given without nccl-path, no check is left, -d is not a
+ * list of DEV or DEV:PORT or --backend names a plugin not found (-ENOENT).
  */
 int pn_check_select(const struct pn_check_sel *s, unsigned *mask);
 /*

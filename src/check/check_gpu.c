@@ -63,11 +63,12 @@ static int copy_measure(void *arg, void *out)
 
 	snprintf(list, sizeof(list), "%s", rq->list);
 	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		ret = pn_plugin_load(tok, &p);
+		/* host: the host engine (--backend), no GPU to copy with */
+		ret = strcmp(tok, "host") ? pn_plugin_load(tok, &p) : -ENOENT;
 		if (!ret)
 			break;
 		snprintf(why + strlen(why), sizeof(why) - strlen(why), "%s%s", why[0] ? "; " : "",
-			 pn_errmsg(ret));
+			 strcmp(tok, "host") ? pn_errmsg(ret) : "host: the host engine has no GPU");
 	}
 	if (!p)
 		return pn_err(ret, "%s", why[0] ? why : "no GPU plugin to try");

@@ -2,14 +2,17 @@
 /*
  * What every check of `penny check` uses (check_row.h): the expectation
  * rule (config > baseline > topology), the progress line, adding a result
- * row and whether --dev selects a port.  The checks call these and the
- * driver (check.c) calls the checks, so they live apart from the driver.
+ * row, whether --dev selects a port and whether --backend's plugins are
+ * installed.  The checks call these and the driver (check.c) calls the
+ * checks, so they live apart from the driver.
  */
 #define _GNU_SOURCE
 #include "check/check_row.h"
 #include "check/check_base.h"
 #include "check/check_cfg.h"
+#include "base/log.h"
 #include "base/verdict.h"
+#include "gpu/plugin.h"
 #include "node/topo.h"
 
 #include <errno.h>
@@ -124,4 +127,23 @@ int pn_check_devspec_missing(const struct pn_check *c, char out[PN_CHECK_ENTRY_L
 const char *pn_check_backend_list(const struct pn_check *c)
 {
 	return c->backends ? c->backends : "cuda,nccl";
+}
+
+int pn_check_backends_found(const char *list)
+{
+	/* as long as the lists the checks copy (check_ar.c, check_gpu.c) */
+	char copy[256], *tok, *save = NULL, *path;
+	int ret = 0;
+
+	if (strlen(list) >= sizeof(copy))
+		return pn_err(-EINVAL, "--backend: a list of at most %zu characters", sizeof(copy) - 1);
+	path = malloc(PN_PLUGIN_PATH_MAX);
+	if (!path)
+		return pn_err(-ENOMEM, "out of memory");
+	snprintf(copy, sizeof(copy), "%s", list);
+	for (tok = strtok_r(copy, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save))
+		if (strcmp(tok, "host") && (ret = pn_plugin_locate(tok, path, PN_PLUGIN_PATH_MAX)))
+			pn_err_ctx(ret, "--backend");
+	free(path);
+	return ret;
 }

@@ -86,6 +86,15 @@ struct pn_check {
 
 /* The GPU plugins the checks try, in order: --backend's list, else "cuda,nccl". */
 const char *pn_check_backend_list(const struct pn_check *c);
+/*
+ * --backend as given, before anything runs: every entry a plugin whose
+ * file is in the search path (src/gpu/plugin.h; one found that cannot
+ * start is the checks' SKIP later) or "host" (the host engine, no GPU
+ * plugin).  0, or -EINVAL / -ENOENT with "--backend: " and the reason (a
+ * list too long, not a plugin name, a name no file answers to and where it
+ * looked).
+ */
+int pn_check_backends_found(const char *list);
 
 /*
  * The expectation of one numeric result where higher is better: the config

@@ -112,46 +112,50 @@ static int open_table(struct pn_plugin *p)
 	return 0;
 }
 
+int pn_plugin_locate(const char *name, char *path, size_t len)
+{
+	char dirs[8192], list[sizeof(dirs) * 2], *save = NULL, *d;
+	const char *env = plugin_path;
+	size_t used = 0;
+
+	if (len)
+		path[0] = 0;
+	if (!name || !*name || strlen(name) >= sizeof(((struct pn_plugin *)0)->name) ||
+	    strchr(name, '/'))
+		return pn_err(-EINVAL, "invalid plugin name '%s'", name ? name : "");
+	pn_plugin_dirs(dirs, sizeof(dirs));
+	if (!pn_plugin_find(dirs, name, path, len))
+		return 0;
+	list[0] = 0;
+	for (d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save))
+		used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", used ? ", " : "", d);
+	return pn_err(-ENOENT, "the %s plugin (penny-%s.so) is not installed: searched %s%s", name,
+		      name, env && *env ? "" : "PENNY_PLUGIN_PATH (unset), ", list[0] ? list : "nothing");
+}
+
 int pn_plugin_load(const char *name, struct pn_plugin **out)
 {
-	char dirs[8192], file[64];
-	const char *env = plugin_path;
 	struct pn_plugin *p;
-	char *save = NULL, *d;
 	int ret;
 
 	*out = NULL;
-	if (!name || !*name || strlen(name) >= sizeof(p->name) || strchr(name, '/'))
-		return pn_err(-EINVAL, "invalid plugin name '%s'", name ? name : "");
-	snprintf(file, sizeof(file), "penny-%s.so", name);
-	pn_plugin_dirs(dirs, sizeof(dirs));
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return pn_err(-ENOMEM, "out of memory");
+	ret = pn_plugin_locate(name, p->path, sizeof(p->path));
+	if (ret) {
+		free(p);
+		return ret;
+	}
 	snprintf(p->name, sizeof(p->name), "%s", name);
-	if (!pn_plugin_find(dirs, name, p->path, sizeof(p->path))) {
-		PN_DBG(PN_LOG_PLUGIN, "plugin %s: loading %s", name, p->path);
-		ret = open_table(p);
-		if (ret) {
-			pn_plugin_unload(p);
-			return ret;
-		}
-		*out = p;
-		return 0;
+	PN_DBG(PN_LOG_PLUGIN, "plugin %s: loading %s", name, p->path);
+	ret = open_table(p);
+	if (ret) {
+		pn_plugin_unload(p);
+		return ret;
 	}
-	free(p);
-	{
-		char list[sizeof(dirs) * 2];
-		size_t used = 0;
-
-		list[0] = 0;
-		for (d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save))
-			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s",
-						 used ? ", " : "", d);
-		return pn_err(-ENOENT, "the %s plugin (%s) is not installed: searched %s%s", name,
-			      file, env && *env ? "" : "PENNY_PLUGIN_PATH (unset), ",
-			      list[0] ? list : "nothing");
-	}
+	*out = p;
+	return 0;
 }
 
 void pn_plugin_unload(struct pn_plugin *p)

@@ -43,6 +43,12 @@ struct pn_plugin {
 
 /* Returns 0, -ENOENT (not found) or -ENOEXEC (found, unusable), with a message. */
 int pn_plugin_load(const char *name, struct pn_plugin **out);
+/*
+ * Where the plugin NAME is, without opening it: 0 and its path (len
+ * bytes), -EINVAL (not a plugin name: empty, too long, a '/') or -ENOENT
+ * (no penny-NAME.so in any search directory; the message names them).
+ */
+int pn_plugin_locate(const char *name, char *path, size_t len);
 void pn_plugin_unload(struct pn_plugin *p);
 
 /*

@@ -45,4 +45,45 @@ test_expect_success 'top --replay: a damaged line names its line once, with the 
 	test "$(wc -l <err)" -eq 1 &&
 	grep -q "^penny top: warning: bad.rec: line 1: column 1: value expected, got .g.; skipped it$" err
 '
+test_expect_success 'check --backend naming no plugin file: one line naming it and where it looked' '
+	mkdir nowhere &&
+	for a in "--passive" "--only gpu-copy" "--only allreduce --quick"; do
+		PENNY_PLUGIN_PATH=$PWD/nowhere one_line_error 2 check --sysfs-root ok $a \
+			--backend nccl,bogus || exit 1
+		grep -q "^penny check: --backend: the bogus plugin (penny-bogus.so) is not installed: searched $PWD/nowhere, " err ||
+			{ cat err; exit 1; }
+	done &&
+	one_line_error 2 check --sysfs-root ok --passive --backend a/b &&
+	grep -qx "penny check: --backend: invalid plugin name .a/b." err
+'
+
+test_expect_success 'check --backend: a plugin found that cannot start stays a SKIP; host is the host engine' '
+	mkdir -p plug && : >plug/penny-empty.so &&
+	PENNY_PLUGIN_PATH=$BUILD/tests/plugins test_exit 2 penny check --sysfs-root ok \
+		--only gpu-copy --backend badabi >out 2>err &&
+	grep -q "^gpu-copy .* SKIP .*penny-badabi.so. has ABI 7" out &&
+	grep -q "every check was skipped" err &&
+	PENNY_PLUGIN_PATH=$PWD/plug test_exit 2 penny check --sysfs-root ok \
+		--only gpu-copy --backend empty >out 2>err &&
+	grep -q "^gpu-copy .* SKIP .*cannot load the empty plugin" out &&
+	penny check --sysfs-root ok --passive --backend nccl,host >out 2>err; test $? -le 1 &&
+	grep -q "^inventory " out && test ! -s err
+'
+
+test_expect_success 'top --replay --sysfs-root: refused in one line (a recording reads no tree)' '
+	penny top --sysfs-root ok -n 2 -i 50ms --record r2.rec >/dev/null &&
+	one_line_error 2 top --replay r2.rec --sysfs-root ok -n 1 &&
+	grep -qx "penny top: --sysfs-root is for a live run: --replay shows the recorded host.s counters" err &&
+	PENNY_SYSROOT=$PWD/ok penny top --replay r2.rec -n 1 >out && grep -q mlx5_0 out
+'
+
+test_expect_success 'check --config: an integer key above its range by 1 is refused, not rounded' '
+	echo "counters.max-increase = 1000000000000000001" >big.conf &&
+	one_line_error 2 check --sysfs-root ok --passive --config big.conf &&
+	grep -q "counters.max-increase must be 0..1000000000000000000, got 1000000000000000001$" err &&
+	echo "settings.shm-min = 1000000000000000001" >big.conf &&
+	one_line_error 2 check --sysfs-root ok --passive --config big.conf &&
+	echo "counters.max-increase = 1000000000000000000" >big.conf &&
+	{ penny check --sysfs-root ok --passive --config big.conf >out; test $? -le 1; }
+'
 test_done

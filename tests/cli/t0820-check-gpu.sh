@@ -99,14 +99,14 @@ test_expect_success 'wrong values fail the allreduce' '
 	test "$(field allreduce node verdict)" = FAIL &&
 	field allreduce node detail | grep -q "wrong values (fakewrong, 4 ranks)"
 '
-test_expect_success 'no GPU plugin: gpu-copy is a SKIP naming where it looked, exit 2' '
+test_expect_success 'no GPU plugin (--backend host): gpu-copy is a SKIP saying why, exit 2' '
 	PENNY_PLUGIN_PATH=$TRASH test_exit 2 penny check --sysfs-root sw --only gpu-copy \
-		--backend nosuch --json >check.json &&
+		--backend host --json >check.json &&
 	test "$(field gpu-copy node verdict)" = SKIP &&
-	field gpu-copy node detail | grep -q "nosuch plugin (penny-nosuch.so) is not installed"
+	field gpu-copy node detail | grep -qx "host: the host engine has no GPU"
 '
 test_expect_success 'no GPU plugin: the allreduce runs on the host engine, no prediction' '
-	PENNY_PLUGIN_PATH=$TRASH penny check --sysfs-root sw --only allreduce --quick --backend nosuch \
+	PENNY_PLUGIN_PATH=$TRASH penny check --sysfs-root sw --only allreduce --quick --backend host \
 		--config generous.conf --json >check.json &&
 	test "$(field allreduce node verdict)" = PASS &&
 	test "$(field allreduce node expected_text)" = none &&

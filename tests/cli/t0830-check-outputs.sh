@@ -78,7 +78,7 @@ test_expect_success 'a lone rank that times out waiting for the job: exit 2 in b
 
 test_expect_success 'every result a SKIP (exit 2) is a JUnit error, not a pass' '
 	penny check --sysfs-root ok --only inventory --junit j.xml --prom p.prom >out &&
-	test_exit 2 penny check --sysfs-root ok --only gpu-copy --backend nosuch \
+	test_exit 2 penny check --sysfs-root ok --only gpu-copy --backend host \
 		--junit j.xml --prom p.prom >out 2>err &&
 	grep -q "SKIP" out && outputs 2 "every check was skipped"
 '
