@@ -7,7 +7,9 @@
 # failing checks as the reason (a stub scontrol records the exact
 # arguments), never touches a node drained by someone else and resumes only
 # the nodes it drained, drains on exit 2 (or only logs), bounds the check
-# and kills it on its time-out or SIGTERM (tests/lab/t0182-lab-slurm-check.sh
+# and kills it on its time-out or SIGTERM, reads the node when the check
+# ends and leaves it alone when scontrol fails or hangs, writes reasons
+# slurmdbd keeps whole (tests/lab/t0182-lab-slurm-check.sh
 # does the same against a real slurmctld); the Containerfile builds the way
 # `make setup` and `make install` say, with the libraries the binary links;
 # the Kubernetes DaemonSet is a well-formed apps/v1 DaemonSet whose command
@@ -143,13 +145,39 @@ test_expect_success 'the default settings file is all comments and names only th
 slurm=$PWD/r/libexec/penny/penny-slurm-check
 mkdir bin
 # the stub scontrol: each call's arguments, one a line, then "--"; "show
-# node" prints the node as the file show says (State=, Reason= lines)
+# node" prints the node as the file show says (State=, Reason= lines), or
+# fails as with its controller down when there is no show; every call
+# hangs while the file hang is there
 cat >bin/scontrol <<-EOF
 	#!/bin/sh
 	for a in "\$@"; do printf "%s\n" "\$a"; done >>"$PWD/calls"
 	echo -- >>"$PWD/calls"
-	if [ "\$1" = show ]; then cat "$PWD/show" 2>/dev/null; fi
+	if [ -e "$PWD/hang" ]; then exec sleep 30; fi
+	if [ "\$1" = show ]; then
+		cat "$PWD/show" 2>/dev/null && exit 0
+		echo "slurm_load_node error: Unable to contact slurm controller (connect failure)" >&2
+		exit 1
+	fi
 	exit 0
+	EOF
+# a check that says FAKE_OUT and FAKE_ERR and exits FAKE_RC; meanwhile the
+# node becomes FAKE_STATE with FAKE_REASON (as show_node) when set, and with
+# FAKE_MARK a file named as its standard output plus .timeout is made (its
+# name in mark)
+cat >bin/fake-penny <<-EOF
+	#!/bin/sh
+	if [ -n "\${FAKE_STATE:-}" ]; then
+		{ echo "NodeName=n01 Arch=x86_64 CoresPerSocket=1"
+		  echo "   State=\$FAKE_STATE ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A"
+		  if [ -n "\${FAKE_REASON:-}" ]; then echo "   Reason=\$FAKE_REASON [root@2026-11-26T10:00:00]"; fi
+		} >"$PWD/show"
+	fi
+	if [ -n "\${FAKE_MARK:-}" ]; then
+		o=\$(readlink /proc/\$\$/fd/1) && : >"\$o.timeout" && echo "\$o.timeout" >"$PWD/mark"
+	fi
+	printf "%b" "\${FAKE_OUT:-}"
+	printf "%b" "\${FAKE_ERR:-}" >&2
+	exit \${FAKE_RC:-0}
 	EOF
 # a check that hangs: its arguments and pid in slow.args and slow.pid
 cat >bin/slow-penny <<-EOF
@@ -158,7 +186,7 @@ cat >bin/slow-penny <<-EOF
 	echo \$\$ >"$PWD/slow.pid"
 	exec sleep 60
 	EOF
-chmod +x bin/scontrol bin/slow-penny
+chmod +x bin/scontrol bin/slow-penny bin/fake-penny
 cp -a ok bad && echo 8 >"$(readlink -f bad/sys/bus/pci/devices/0000:01:00.0)/current_link_width"
 echo "PENNY_SLURM_CHECK_ARGS='--only pcie --sysfs-root $PWD/bad'" >bad.conf
 echo "PENNY_SLURM_CHECK_ARGS='--only pcie --sysfs-root $PWD/ok'" >ok.conf
@@ -224,7 +252,7 @@ test_expect_success 'Prolog: drains and exits 1 (the job is requeued); never res
 	show_node MIXED && test_exit 1 hc bad.conf SLURM_JOB_ID=42 2>/dev/null &&
 	grep -qx State=DRAIN calls &&
 	show_node MIXED+DRAIN "penny check: old" &&
-	hc ok.conf SLURM_JOB_ID=42 && printf "%s\n" show node n01 -- >want && test_cmp want calls
+	hc ok.conf SLURM_JOB_ID=42 && test ! -e calls
 '
 test_expect_success 'a check that cannot run (exit 2) drains, its error line the reason' '
 	show_node IDLE && test_exit 1 hc err.conf 2>err && cat err &&
@@ -242,8 +270,7 @@ test_expect_success 'exit 2 after a table: the reason is the error, not the tabl
 # fresh-clone run under load without a word, and passed on every rerun)
 test_expect_success 'PENNY_SLURM_ON_ERROR=log: a check that cannot run is logged, the node left alone' '
 	show_node IDLE && { hc err.conf PENNY_SLURM_ON_ERROR=log 2>err; rc=$?; } &&
-	echo "exit $rc" && cat err calls && test $rc -eq 0 &&
-	printf "%s\n" show node n01 -- >want && test_cmp want calls &&
+	echo "exit $rc" && cat err && test $rc -eq 0 && test ! -e calls &&
 	grep -q "could not run (exit 2): .*nosuch.*PENNY_SLURM_ON_ERROR=log" err
 '
 test_expect_success 'a hanging check: penny gets --timeout, is killed at the bound, the node drained' '
@@ -260,8 +287,7 @@ test_expect_success 'SIGTERM to the script kills its check at once; the node lef
 	timeout 10 sh -c "until test -s slow.pid; do sleep 0.05; done" &&
 	kill -TERM $pid && s=$(date +%s) && wait $pid; rc=$?; cat err &&
 	test $rc -ne 0 && test $(($(date +%s) - s)) -le 3 &&
-	! kill -0 "$(cat slow.pid)" 2>/dev/null &&
-	printf "%s\n" show node n01 -- >want && test_cmp want calls && grep -q "stopped by SIGTERM" err
+	! kill -0 "$(cat slow.pid)" 2>/dev/null && test ! -e calls && grep -q "stopped by SIGTERM" err
 '
 test_expect_success 'the default runs --passive; PENNY_SLURM_IDLE_ARGS only on an IDLE node' '
 	: >none.conf && show_node MIXED &&
@@ -275,6 +301,52 @@ test_expect_success 'a bad PENNY_SLURM_TIMEOUT or PENNY_SLURM_ON_ERROR is said, 
 	show_node IDLE && hc ok.conf PENNY_SLURM_TIMEOUT=0 PENNY_SLURM_ON_ERROR=maybe 2>err && cat err &&
 	grep -q "PENNY_SLURM_TIMEOUT=.0. is not a whole number of seconds from 1; 50 used" err &&
 	grep -q "PENNY_SLURM_ON_ERROR=.maybe. is neither drain nor log; drain used" err
+'
+test_expect_success 'scontrol cannot say the node'"'"'s state (its controller down): the node is not changed' '
+	rm -f show && test_exit 1 hc bad.conf 2>err && cat err &&
+	printf "%s\n" show node n01 -- >want && test_cmp want calls &&
+	grep -q "scontrol show node n01: slurm_load_node error: Unable to contact" err &&
+	grep -q "n01 left as it is: its state is unknown" err
+'
+test_expect_success 'a hanging scontrol is bounded (5 s a call): the node then left alone' '
+	show_node IDLE && touch hang && s=$(date +%s) &&
+	{ hc bad.conf 2>err; rc=$?; rm -f hang; } && cat err &&
+	test $rc -eq 1 && test $(($(date +%s) - s)) -le 15 &&
+	grep -q "scontrol show node n01: no answer in 5 s" err && ! grep -qx update calls
+'
+test_expect_success 'the node is read when the check ends: an admin'"'"'s drain meanwhile is kept, not resumed' '
+	: >none.conf && show_node IDLE &&
+	test_exit 1 hc none.conf PENNY=fake-penny FAKE_RC=1 FAKE_OUT="pcie n01 GPU0 x8 x16 FAIL downtrained\n" \
+		FAKE_STATE=IDLE+DRAIN FAKE_REASON="admin: reseat" 2>err && cat err &&
+	! grep -qx update calls && grep -q "its reason is not penny.s: admin: reseat" err &&
+	show_node IDLE+DRAIN "penny check: old" &&
+	hc none.conf PENNY=fake-penny FAKE_STATE=IDLE+DRAIN FAKE_REASON="admin: RMA 1234" 2>err && cat err &&
+	! grep -qx update calls
+'
+test_expect_success 'a time-out is the watchdog'"'"'s word, not a file anyone can make in /tmp' '
+	show_node IDLE && rm -f mark && hc none.conf PENNY=fake-penny FAKE_MARK=1 2>err; rc=$?; cat err;
+	test -s mark && rm -f "$(cat mark)" && test $rc -eq 0 &&
+	printf "%s\n" show node n01 -- >want && test_cmp want calls
+'
+test_expect_success 'a drain reason is printable ASCII, 255 bytes at most (slurmdbd keeps a TINYTEXT)' '
+	long=$(printf "%0400d" 0) && show_node IDLE &&
+	test_exit 1 hc none.conf PENNY=fake-penny FAKE_RC=1 \
+		FAKE_OUT="pcie n01 GPU0 x8 x16 FAIL caf\0303\0251 \0033[1m$long\n" 2>/dev/null &&
+	sed -n "s/^Reason=//p" calls >reason && cat reason &&
+	grep -q "^penny check: pcie GPU0: caf?? ?\[1m00" reason &&
+	test "$(wc -c <reason)" -le 256 && ! LC_ALL=C grep -q "[^ -~]" reason &&
+	test_exit 1 hc none.conf PENNY=fake-penny FAKE_RC=2 FAKE_ERR="penny check: \0303\0251\r$long\n" 2>/dev/null &&
+	sed -n "s/^Reason=//p" calls >reason && cat reason &&
+	grep -q "^penny check: could not run (exit 2): penny check: ???00" reason &&
+	test "$(wc -c <reason)" -le 256 && ! LC_ALL=C grep -q "[^ -~]" reason
+'
+test_expect_success 'PENNY_SLURM_IDLE_ARGS: also on an idle node penny drained; a job started meanwhile voids a FAIL' '
+	: >none.conf && show_node IDLE+DRAIN "penny check: nic-bw mlx5_0: 180 Gb/s" &&
+	{ hc none.conf PENNY=slow-penny PENNY_SLURM_TIMEOUT=1 PENNY_SLURM_IDLE_ARGS=--quick 2>/dev/null; true; } &&
+	head -n 2 slow.args >got && printf "%s\n" check --quick >want && test_cmp want got &&
+	show_node IDLE && test_exit 1 hc none.conf PENNY=fake-penny PENNY_SLURM_IDLE_ARGS=--quick FAKE_RC=1 \
+		FAKE_OUT="nic-bw n01 mlx5_0 180 400 FAIL low\n" FAKE_STATE=MIXED 2>err && cat err &&
+	! grep -qx update calls && grep -q "left as it is: a job started on it during the check (now MIXED)" err
 '
 
 # ---- container and Kubernetes ----
