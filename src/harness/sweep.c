@@ -270,22 +270,33 @@ static int series(struct pn_sweep *s, struct pn_sweep_backend *be, int algo)
 
 int pn_sweep_run(struct pn_sweep *s, struct pn_sweep_backend *be)
 {
+	int err[PN_SWEEP_MAX_ALGOS] = { 0 };
 	size_t maxb = 16, i;
-	int a, ret, err;
+	int a, ret, nrun = 0;
 
+	for (a = 0; a < be->nalgos; a++) {
+		err[a] = be->ops->supported ? be->ops->supported(be, be->algos[a]) : 0;
+		nrun += !err[a];
+	}
+	/* nothing to measure: an error, not a sweep of headers and exit 0 */
+	if (be->nalgos && !nrun) {
+		a = be->nalgos - 1;	/* the last one said why */
+		pn_err_ctx(err[a], "%s --algo %s", be->name, be->ops->algo_name(be->algos[a]));
+		return -EINVAL;
+	}
 	for (i = 0; i < s->nsizes; i++)
 		maxb = PN_MAX(maxb, s->sizes[i]);
 	ret = be->ops->start ? be->ops->start(be, maxb) : 0;
 	for (a = 0; !ret && a < be->nalgos; a++) {
-		err = be->ops->supported ? be->ops->supported(be, be->algos[a]) : 0;
-		if (err) {
-			if (s->sink.skip)
+		if (err[a]) {
+			if (s->sink.skip && !be->skips_said)
 				s->sink.skip(s->sink.arg, be->name, be->ops->algo_name(be->algos[a]),
-					     err);
+					     err[a]);
 			continue;
 		}
 		ret = series(s, be, be->algos[a]);
 	}
+	be->skips_said = 1;
 	if (!ret && be->ops->stop)
 		ret = be->ops->stop(be);
 	return ret;

@@ -117,6 +117,7 @@ struct pn_sweep_backend {
 	char name[32];
 	int algos[PN_SWEEP_MAX_ALGOS];
 	int nalgos;
+	int skips_said;		/* pn_sweep_run: its skipped algorithms were said */
 };
 
 /* A size's time over the ranks (nccl-tests' -a 3, 0, 1, 2). */
@@ -182,6 +183,8 @@ int pn_sweep_calls(const struct pn_sweep *s, size_t bytes);
 void pn_sweep_init(struct pn_sweep *s);
 /* Collective: every series of backend be.  0 or a negative errno (message
  * in pn_errmsg). */
+/* Every algorithm of be the job can run (those it cannot are said to
+ * sink.skip, once per backend); -EINVAL when it can run none of them. */
 int pn_sweep_run(struct pn_sweep *s, struct pn_sweep_backend *be);
 void pn_sweep_release(struct pn_sweep *s);
 

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Hardening, round 6: allreduce-test and coll-test on the host engine, their
+# output modes and uneven jobs, fed what a careless user gives them.
+. "$(dirname "$0")/../lib.sh"
+
+# uneven_job ARGS...: 3 ranks on "nodes" a, b, a (PENNY_NODE_ID); rank r's
+# stdout in out.r, stderr in err.r, the exit codes in rcs
+uneven_job() {
+	local port r pids= p
+	port=$(free_port) || return 1
+	for r in 1 2; do
+		PENNY_NODE_ID=$( [ $r = 1 ] && echo b || echo a ) "$PENNY" allreduce-test \
+			--rank $r --nranks 3 --root 127.0.0.1:$port --timeout 20 "$@" \
+			>out.$r 2>err.$r &
+		pids="$pids $!"
+	done
+	PENNY_NODE_ID=a "$PENNY" allreduce-test --rank 0 --nranks 3 --root 127.0.0.1:$port \
+		--timeout 20 "$@" >out.0 2>err.0
+	rcs=$?
+	for p in $pids; do wait $p; rcs="$rcs $?"; done
+}
+
+test_expect_success 'allreduce-test --algo hierarchical on uneven nodes: an error, not exit 0 with no rows' '
+	uneven_job --algo hierarchical -b 8 -e 64 -n 1 -w 0 &&
+	test "$rcs" = "2 2 2" || { echo "exit codes: $rcs"; cat err.*; exit 1; }
+	grep -q "Out of bounds" out.0 && { cat out.0; exit 1; }
+	for r in 0 1 2; do
+		test "$(wc -l <err.$r)" -eq 1 &&
+		grep -q "^penny allreduce-test: rank $r: host --algo hierarchical: hierarchical needs the same number of ranks on every node$" err.$r ||
+			{ cat err.$r; exit 1; }
+	done
+'
+
+test_expect_success 'a skipped algorithm under -d all -o all is said once, not once per type and op' '
+	uneven_job --algo hierarchical,ring -b 8 -e 64 -n 1 -w 0 -d all -o all &&
+	test "$rcs" = "0 0 0" || { echo "exit codes: $rcs"; cat err.*; exit 1; }
+	test "$(grep -c "skipping hierarchical" err.0)" -eq 1 || { sort err.0 | uniq -c; exit 1; }
+	test ! -s err.1 && test ! -s err.2 &&
+	test "$(grep -c "^# Out of bounds values : 0 OK" out.0)" -eq 50
+'
+test_done
