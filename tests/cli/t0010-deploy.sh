@@ -14,7 +14,7 @@
 # `make setup` and `make install` say, with the libraries the binary links;
 # the Kubernetes DaemonSet is a well-formed apps/v1 DaemonSet whose command
 # penny accepts.
-# cost: 23
+# cost: 7
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/trees.sh"
 
@@ -163,13 +163,9 @@ cat >bin/scontrol <<-EOF
 # a check that says FAKE_OUT and FAKE_ERR and exits FAKE_RC; meanwhile the
 # node becomes FAKE_STATE with FAKE_REASON (as show_node) when set, and with
 # FAKE_MARK a file named as its standard output plus .timeout is made (its
-# name in mark); with FAKE_LOG it appends "start PID ARGS" and "end PID" to
-# that file, and with FAKE_SLEEP it sleeps that long between them (its pid
-# in fake.started when it has started)
+# name in mark)
 cat >bin/fake-penny <<-EOF
 	#!/bin/sh
-	if [ -n "\${FAKE_LOG:-}" ]; then echo "start \$\$ \$*" >>"\$FAKE_LOG"; fi
-	if [ -n "\${FAKE_SLEEP:-}" ]; then echo \$\$ >"$PWD/fake.started"; sleep "\$FAKE_SLEEP"; fi
 	if [ -n "\${FAKE_STATE:-}" ]; then
 		{ echo "NodeName=n01 Arch=x86_64 CoresPerSocket=1"
 		  echo "   State=\$FAKE_STATE ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A"
@@ -181,7 +177,6 @@ cat >bin/fake-penny <<-EOF
 	fi
 	printf "%b" "\${FAKE_OUT:-}"
 	printf "%b" "\${FAKE_ERR:-}" >&2
-	if [ -n "\${FAKE_LOG:-}" ]; then echo "end \$\$" >>"\$FAKE_LOG"; fi
 	exit \${FAKE_RC:-0}
 	EOF
 # a check that hangs: its arguments and pid in slow.args and slow.pid
@@ -202,21 +197,20 @@ show_node() {
 	  echo "   State=$1 ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A"
 	  if [ -n "${2:-}" ]; then echo "   Reason=$2 [root@2026-11-26T10:00:00]"; fi; } >show
 }
-# hc CONF [ENV...]: the script as slurmd runs it, on node n01, its lock
-# file here
+# hc CONF [ENV...]: the script as slurmd runs it, on node n01
 hc() {
 	local conf=$1
 	shift
 	rm -f calls
 	env -i PATH="$PWD/bin:$PATH" PENNY="$PENNY" PENNY_DEFAULTS="$PWD/$conf" \
-		SLURMD_NODENAME=n01 PENNY_SLURM_LOCK="$PWD/lock" "$@" sh "$slurm"
+		SLURMD_NODENAME=n01 "$@" sh "$slurm"
 }
 # exec_hc CONF [ENV...]: hc in this process (its pid the script's)
 exec_hc() {
 	local conf=$1
 	shift
 	exec env -i PATH="$PWD/bin:$PATH" PENNY="$PENNY" PENNY_DEFAULTS="$PWD/$conf" \
-		SLURMD_NODENAME=n01 PENNY_SLURM_LOCK="$PWD/lock" "$@" sh "$slurm"
+		SLURMD_NODENAME=n01 "$@" sh "$slurm"
 }
 fail_reason="Reason=penny check: pcie GPU0: downtrained width link at 0000:01:00.0 (above the device): Gen5 x8 of Gen5 x16 (and 1 more)"
 if command -v shellcheck >/dev/null; then
@@ -353,57 +347,6 @@ test_expect_success 'PENNY_SLURM_IDLE_ARGS: also on an idle node penny drained; 
 	show_node IDLE && test_exit 1 hc none.conf PENNY=fake-penny PENNY_SLURM_IDLE_ARGS=--quick FAKE_RC=1 \
 		FAKE_OUT="nic-bw n01 mlx5_0 180 400 FAIL low\n" FAKE_STATE=MIXED 2>err && cat err &&
 	! grep -qx update calls && grep -q "left as it is: a job started on it during the check (now MIXED)" err
-'
-# One run at a time (a lock): a first run in the background holds it
-# while its check sleeps (its pid in fake.started when it has started)
-test_expect_success 'a health check that finds another run skips at once: no scontrol, no penny, exit 0' '
-	: >none.conf && show_node IDLE && rm -f fake.started plog &&
-	{ exec_hc none.conf PENNY=fake-penny FAKE_SLEEP=3 FAKE_LOG=$PWD/plog 2>err1 & } && pid=$! &&
-	appears fake.started &&
-	rm -f calls && within 2 hc none.conf PENNY=fake-penny FAKE_LOG=$PWD/plog 2>err; cat err &&
-	test "$WITHIN_RC" -eq 0 && test ! -e calls && test "$(grep -c "^start " plog)" -eq 1 &&
-	grep -q "another penny-slurm-check is running (pid $pid); this run skipped" err &&
-	timeout 10 tail --pid=$pid -f /dev/null && wait $pid &&
-	printf "%s\n" show node n01 -- >want && test_cmp want calls
-'
-test_expect_success 'a Prolog waits for the other run, then checks with what is left of the bound' '
-	show_node MIXED && rm -f fake.started plog &&
-	{ exec_hc none.conf PENNY=fake-penny FAKE_SLEEP=2 FAKE_LOG=$PWD/plog 2>err1 & } && pid=$! &&
-	appears fake.started &&
-	within 7 timeout 20 env -i PATH="$PWD/bin:$PATH" PENNY_DEFAULTS="$PWD/none.conf" SLURMD_NODENAME=n01 \
-		PENNY_SLURM_LOCK="$PWD/lock" PENNY=fake-penny FAKE_LOG=$PWD/plog PENNY_SLURM_TIMEOUT=8 \
-		SLURM_JOB_ID=42 sh "$slurm" 2>err; cat err plog &&
-	test "$WITHIN_RC" -eq 0 && wait $pid &&
-	sed "s/ .*//" plog | tr "\n" " " >got && test "$(cat got)" = "start end start end " &&
-	test "$(sed -n 1p plog | cut -d" " -f2)" = "$(sed -n 2p plog | cut -d" " -f2)" &&
-	grep -q "waited [1-3] s for another penny-slurm-check; [5-7] s left for the check" err &&
-	sed -n 3p plog | grep -q -- "--timeout [5-7]$"
-'
-test_expect_success 'a Prolog that cannot get the lock in half the bound logs and exits 0, the node unchanged' '
-	show_node MIXED && rm -f slow.pid &&
-	{ exec_hc none.conf PENNY=slow-penny PENNY_SLURM_TIMEOUT=20 2>err1 & } && pid=$! &&
-	appears slow.pid && rm -f calls &&
-	within 4 timeout 10 env -i PATH="$PWD/bin:$PATH" PENNY_DEFAULTS="$PWD/none.conf" SLURMD_NODENAME=n01 \
-		PENNY_SLURM_LOCK="$PWD/lock" PENNY=fake-penny PENNY_SLURM_TIMEOUT=2 SLURM_JOB_ID=42 \
-		sh "$slurm" 2>err; cat err;
-	kill -TERM $pid; wait $pid;
-	test "$WITHIN_RC" -eq 0 && test ! -e calls &&
-	grep -q "another penny-slurm-check is running (pid $pid) after 1 s; this Prolog.s check skipped, n01 left as it is" err
-'
-test_expect_success 'the lock outlives a run killed with SIGKILL only as long as its check, then is free' '
-	show_node IDLE && rm -f slow.pid &&
-	{ exec_hc none.conf PENNY=slow-penny PENNY_SLURM_TIMEOUT=2 2>err1 & } && pid=$! &&
-	appears slow.pid && kill -KILL $pid; wait $pid;
-	within 2 hc none.conf PENNY=fake-penny 2>err; cat err &&
-	grep -q "this run skipped" err && test ! -e calls &&
-	timeout 10 sh -c "until flock -n lock true; do sleep 0.1; done" &&
-	! kill -0 "$(cat slow.pid)" 2>/dev/null &&
-	hc none.conf PENNY=fake-penny 2>err && printf "%s\n" show node n01 -- >want && test_cmp want calls
-'
-test_expect_success 'a lock file that cannot be opened: said, and the check runs unlocked' '
-	show_node IDLE && hc none.conf PENNY=fake-penny PENNY_SLURM_LOCK=$PWD/nodir/lock 2>err; rc=$?; cat err &&
-	test $rc -eq 0 && grep -q "no lock: cannot open $PWD/nodir/lock; this run is not kept from overlapping another" err &&
-	printf "%s\n" show node n01 -- >want && test_cmp want calls
 '
 
 # ---- container and Kubernetes ----
