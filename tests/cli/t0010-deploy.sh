@@ -9,12 +9,14 @@
 # the nodes it drained, drains on exit 2 (or only logs), bounds the check
 # and kills it on its time-out or SIGTERM, reads the node when the check
 # ends and leaves it alone when scontrol fails or hangs, writes reasons
-# slurmdbd keeps whole (tests/lab/t0182-lab-slurm-check.sh
+# slurmdbd keeps whole, runs one check at a time (a health check skips, a
+# Prolog waits) under a lock that neither penny nor its children hold, and
+# leaves no temporary file behind (tests/lab/t0182-lab-slurm-check.sh
 # does the same against a real slurmctld); the Containerfile builds the way
 # `make setup` and `make install` say, with the libraries the binary links;
 # the Kubernetes DaemonSet is a well-formed apps/v1 DaemonSet whose command
 # penny accepts.
-# cost: 7
+# cost: 17
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/trees.sh"
 
@@ -153,6 +155,9 @@ cat >bin/scontrol <<-EOF
 	for a in "\$@"; do printf "%s\n" "\$a"; done >>"$PWD/calls"
 	echo -- >>"$PWD/calls"
 	if [ -e "$PWD/hang" ]; then exec sleep 30; fi
+	if [ "\$1" = update ]; then
+		if flock -n "$PWD/lock" true; then echo free; else echo held; fi >>"$PWD/lockstate"
+	fi
 	if [ "\$1" = show ]; then
 		cat "$PWD/show" 2>/dev/null && exit 0
 		echo "slurm_load_node error: Unable to contact slurm controller (connect failure)" >&2
@@ -163,9 +168,17 @@ cat >bin/scontrol <<-EOF
 # a check that says FAKE_OUT and FAKE_ERR and exits FAKE_RC; meanwhile the
 # node becomes FAKE_STATE with FAKE_REASON (as show_node) when set, and with
 # FAKE_MARK a file named as its standard output plus .timeout is made (its
-# name in mark)
+# name in mark); with FAKE_LOG it adds "start PID ARGS" and "end PID" to
+# that file, and with FAKE_WAIT it waits (up to 20 s) between them for
+# that file to be there (its pid in fake.started when it has started)
 cat >bin/fake-penny <<-EOF
 	#!/bin/sh
+	if [ -n "\${FAKE_LOG:-}" ]; then echo "start \$\$ \$*" >>"\$FAKE_LOG"; fi
+	if [ -n "\${FAKE_WAIT:-}" ]; then
+		echo \$\$ >"$PWD/fake.started"
+		i=0
+		while [ ! -e "\$FAKE_WAIT" ] && [ \$i -lt 400 ]; do sleep 0.05; i=\$((i + 1)); done
+	fi
 	if [ -n "\${FAKE_STATE:-}" ]; then
 		{ echo "NodeName=n01 Arch=x86_64 CoresPerSocket=1"
 		  echo "   State=\$FAKE_STATE ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A"
@@ -177,6 +190,7 @@ cat >bin/fake-penny <<-EOF
 	fi
 	printf "%b" "\${FAKE_OUT:-}"
 	printf "%b" "\${FAKE_ERR:-}" >&2
+	if [ -n "\${FAKE_LOG:-}" ]; then echo "end \$\$" >>"\$FAKE_LOG"; fi
 	exit \${FAKE_RC:-0}
 	EOF
 # a check that hangs: its arguments and pid in slow.args and slow.pid
@@ -186,7 +200,18 @@ cat >bin/slow-penny <<-EOF
 	echo \$\$ >"$PWD/slow.pid"
 	exec sleep 60
 	EOF
-chmod +x bin/scontrol bin/slow-penny bin/fake-penny
+# a check that hangs as slow-penny does, after starting a child of its own
+# that leaves its process group (a stray: its pid in stray.pid) and listing
+# its open descriptors (in stray.fds)
+cat >bin/stray-penny <<-EOF
+	#!/bin/sh
+	ls -l /proc/\$\$/fd/ >"$PWD/stray.fds"
+	setsid sleep 60 </dev/null >/dev/null 2>&1 &
+	echo \$! >"$PWD/stray.pid"
+	echo \$\$ >"$PWD/slow.pid"
+	exec sleep 60
+	EOF
+chmod +x bin/scontrol bin/slow-penny bin/fake-penny bin/stray-penny
 cp -a ok bad && echo 8 >"$(readlink -f bad/sys/bus/pci/devices/0000:01:00.0)/current_link_width"
 echo "PENNY_SLURM_CHECK_ARGS='--only pcie --sysfs-root $PWD/bad'" >bad.conf
 echo "PENNY_SLURM_CHECK_ARGS='--only pcie --sysfs-root $PWD/ok'" >ok.conf
@@ -197,21 +222,25 @@ show_node() {
 	  echo "   State=$1 ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A"
 	  if [ -n "${2:-}" ]; then echo "   Reason=$2 [root@2026-11-26T10:00:00]"; fi; } >show
 }
-# hc CONF [ENV...]: the script as slurmd runs it, on node n01
+# hc CONF [ENV...]: the script as slurmd runs it, on node n01, its lock
+# file and temporary directories here (lock, tmp/)
+mkdir tmp
 hc() {
 	local conf=$1
 	shift
 	rm -f calls
 	env -i PATH="$PWD/bin:$PATH" PENNY="$PENNY" PENNY_DEFAULTS="$PWD/$conf" \
-		SLURMD_NODENAME=n01 "$@" sh "$slurm"
+		SLURMD_NODENAME=n01 PENNY_SLURM_LOCK="$PWD/lock" TMPDIR="$PWD/tmp" "$@" sh "$slurm"
 }
 # exec_hc CONF [ENV...]: hc in this process (its pid the script's)
 exec_hc() {
 	local conf=$1
 	shift
 	exec env -i PATH="$PWD/bin:$PATH" PENNY="$PENNY" PENNY_DEFAULTS="$PWD/$conf" \
-		SLURMD_NODENAME=n01 "$@" sh "$slurm"
+		SLURMD_NODENAME=n01 PENNY_SLURM_LOCK="$PWD/lock" TMPDIR="$PWD/tmp" "$@" sh "$slurm"
 }
+# until_gone PID: wait up to 15 s for process PID to end
+until_gone() { timeout 15 sh -c 'while kill -0 "$1" 2>/dev/null; do sleep 0.05; done' sh "$1"; }
 fail_reason="Reason=penny check: pcie GPU0: downtrained width link at 0000:01:00.0 (above the device): Gen5 x8 of Gen5 x16 (and 1 more)"
 if command -v shellcheck >/dev/null; then
 	test_expect_success 'penny-slurm-check: shellcheck has nothing to say' '
@@ -242,6 +271,10 @@ test_expect_success 'a passing check resumes a node penny drained, never one an 
 	test_cmp want calls &&
 	show_node IDLE+DRAIN "bad DIMM" &&
 	hc ok.conf && printf "%s\n" show node n01 -- >want && test_cmp want calls
+'
+test_expect_success 'the node is updated under the lock (a waiting Prolog cannot drain between a pass and its resume)' '
+	rm -f lockstate && show_node IDLE+DRAIN "penny check: pcie GPU0: x8" && hc ok.conf &&
+	test_exit 1 hc bad.conf 2>/dev/null && printf "%s\n" held held >want && test_cmp want lockstate
 '
 test_expect_success 'a node penny drained that fails again gets the new reason' '
 	show_node IDLE+DRAIN "penny check: old" && test_exit 1 hc bad.conf 2>/dev/null &&
@@ -347,6 +380,92 @@ test_expect_success 'PENNY_SLURM_IDLE_ARGS: also on an idle node penny drained; 
 	show_node IDLE && test_exit 1 hc none.conf PENNY=fake-penny PENNY_SLURM_IDLE_ARGS=--quick FAKE_RC=1 \
 		FAKE_OUT="nic-bw n01 mlx5_0 180 400 FAIL low\n" FAKE_STATE=MIXED 2>err && cat err &&
 	! grep -qx update calls && grep -q "left as it is: a job started on it during the check (now MIXED)" err
+'
+
+# One check at a time (a lock).  A first run holds it while its check
+# (fake-penny FAKE_WAIT=release) waits for the file release: no test here
+# rests on how long a run takes to start; each test ends that run whatever
+# happens (touch release; wait), so that it holds nothing up after it.
+test_expect_success 'one at a time: a health check that finds a check running skips it (exit 0, logged)' '
+	: >none.conf && show_node IDLE && rm -f release fake.started plog &&
+	{ exec_hc none.conf PENNY=fake-penny FAKE_WAIT=release FAKE_LOG=$PWD/plog 2>err1 & } && pid=$! &&
+	appears fake.started &&
+	within 10 hc none.conf PENNY=fake-penny FAKE_LOG=$PWD/plog 2>err; cat err;
+	test ! -e calls; none=$?; touch release; wait $pid; rc1=$?; cat err1 plog;
+	test "$WITHIN_RC" -eq 0 && test $none -eq 0 && test $rc1 -eq 0 &&
+	grep -q "another penny-slurm-check is running (it holds $PWD/lock); this run skipped, n01 left as it is" err &&
+	sed "s/ .*//" plog | tr "\n" " " >got && test "$(cat got)" = "start end " &&
+	printf "%s\n" show node n01 -- >want && test_cmp want calls
+'
+test_expect_success 'one at a time: a Prolog waits for the running check, then checks in what is left of its bound' '
+	show_node MIXED && rm -f release fake.started plog &&
+	{ exec_hc none.conf PENNY=fake-penny FAKE_WAIT=release FAKE_LOG=$PWD/plog 2>err1 & } && pid=$! &&
+	appears fake.started &&
+	{ exec_hc none.conf PENNY=fake-penny FAKE_LOG=$PWD/plog SLURM_JOB_ID=42 PENNY_SLURM_TIMEOUT=20 2>err & } &&
+	p2=$! && timeout 15 sh -c "until pgrep -x -P $p2 flock >/dev/null; do sleep 0.05; done";
+	sleep 1.1; started=$(grep -c "^start " plog); touch release; wait $pid; rc1=$?; wait $p2; rc2=$?;
+	cat err plog; test $rc1 -eq 0 && test $rc2 -eq 0 && test "$started" -eq 1 &&
+	sed "s/ .*//" plog | tr "\n" " " >got && test "$(cat got)" = "start end start end " &&
+	test "$(sed -n 1p plog | cut -d" " -f2)" = "$(sed -n 2p plog | cut -d" " -f2)" &&
+	sed -n "s/.*waited \([0-9]*\) s for another penny-slurm-check (the lock .*); \([0-9]*\) s left for the check$/\1 \2/p" \
+		err >w && read -r waited left <w && test "$waited" -ge 1 && test $((waited + left)) -eq 20 &&
+	sed -n 3p plog | grep -q -- "--timeout $left$"
+'
+test_expect_success 'one at a time: a Prolog still locked out after half its bound: PENNY_SLURM_ON_ERROR' '
+	show_node MIXED && rm -f release fake.started plog &&
+	{ exec_hc none.conf PENNY=fake-penny FAKE_WAIT=release FAKE_LOG=$PWD/plog 2>err1 & } && pid=$! &&
+	appears fake.started &&
+	within 8 hc none.conf PENNY=fake-penny FAKE_LOG=$PWD/plog SLURM_JOB_ID=42 PENNY_SLURM_TIMEOUT=2 2>err;
+	rc=$WITHIN_RC; cp calls drain.calls; cat err;
+	within 8 hc none.conf PENNY=fake-penny FAKE_LOG=$PWD/plog SLURM_JOB_ID=42 PENNY_SLURM_TIMEOUT=2 \
+		PENNY_SLURM_ON_ERROR=log 2>err2; rc2=$WITHIN_RC; test ! -e calls; none=$?; cat err2;
+	touch release; wait $pid; cat plog;
+	test "$rc" -eq 1 && test "$rc2" -eq 0 && test $none -eq 0 && test "$(grep -c "^start " plog)" -eq 1 &&
+	why="penny check: could not run: another penny-slurm-check held the lock for 1 s (half of PENNY_SLURM_TIMEOUT)" &&
+	printf "%s\n" show node n01 -- update NodeName=n01 State=DRAIN "Reason=$why" -- >want &&
+	test_cmp want drain.calls && grep -q "still holds $PWD/lock after 1 s" err &&
+	grep -q "could not run: another penny-slurm-check held the lock for 1 s .*PENNY_SLURM_ON_ERROR=log: n01 left as it is" err2
+'
+test_expect_success 'one at a time: the lock lasts as long as the check of a run killed with SIGKILL, no longer' '
+	show_node IDLE && rm -f slow.pid stray.pid stray.fds && mkdir kt &&
+	{ exec_hc none.conf PENNY=stray-penny PENNY_SLURM_TIMEOUT=4 TMPDIR=$PWD/kt 2>err1 & } && pid=$! &&
+	appears slow.pid && appears stray.pid && kill -KILL $pid; wait $pid;
+	! flock -n lock true; held=$?; ls kt >left; cat stray.fds;
+	until_gone "$(cat slow.pid)"; gone=$?; s=${EPOCHREALTIME/[.,]/};
+	timeout 10 flock lock true; free=$(((${EPOCHREALTIME/[.,]/} - s) / 1000));
+	kill -0 "$(cat stray.pid)"; stray=$?; echo "lock free ${free} ms after the check ended";
+	within 8 hc none.conf PENNY=fake-penny TMPDIR=$PWD/kt 2>err; cat err;
+	kill "$(cat stray.pid)";
+	test $held -eq 0 && test $gone -eq 0 && test $stray -eq 0 && test "$free" -le 2000 &&
+	test "$WITHIN_RC" -eq 0 && printf "%s\n" show node n01 -- >want && test_cmp want calls &&
+	grep -q "^penny-slurm-check\.$pid\.......$" left && test "$(ls kt)" = "" &&
+	grep -q " 0 -> /dev/null$" stray.fds && ! grep -q "/lock$" stray.fds
+'
+test_expect_success 'temporary directories: another run'"'"'s kept while its pid lives; never a link followed' '
+	show_node IDLE && mkdir -p victim/penny-slurm-check.1.keep && : >victim/file &&
+	mkdir tmp/penny-slurm-check.$$.abcdef &&
+	ln -s "$PWD/victim" tmp/penny-slurm-check.999999999.link &&
+	hc none.conf PENNY=fake-penny 2>err && cat err &&
+	test -d tmp/penny-slurm-check.$$.abcdef && test -L tmp/penny-slurm-check.999999999.link &&
+	test -e victim/file && test -d victim/penny-slurm-check.1.keep &&
+	rm -r tmp/penny-slurm-check.$$.abcdef tmp/penny-slurm-check.999999999.link && test "$(ls tmp)" = ""
+'
+test_expect_success 'the lock file: made 0600 in a 0700 directory; never a link, a FIFO, nor in a directory others write' '
+	show_node IDLE && hc none.conf PENNY=fake-penny PENNY_SLURM_LOCK=$PWD/ld/lock 2>err && cat err && test ! -s err &&
+	test "$(stat -c %a ld) $(stat -c %a ld/lock)" = "700 600" &&
+	ln -s "$PWD/made-by-link" ld/link && mkfifo ld/fifo &&
+	for f in link fifo; do
+		within 5 hc none.conf PENNY=fake-penny PENNY_SLURM_LOCK=$PWD/ld/$f 2>err; cat err
+		test "$WITHIN_RC" -eq 0 && printf "%s\n" show node n01 -- >want && test_cmp want calls &&
+		grep -q "no lock: $PWD/ld/$f is not a regular file; this run may overlap another" err || exit 1
+	done && test ! -e made-by-link &&
+	chmod 0777 ld && hc none.conf PENNY=fake-penny PENNY_SLURM_LOCK=$PWD/ld/lock 2>err; rc=$?; cat err;
+	chmod 0700 ld && test $rc -eq 0 && grep -q "no lock: others can write in $PWD/ld; this run may overlap another" err &&
+	hc none.conf PENNY=fake-penny PENNY_SLURM_LOCK=$PWD/no/such/lock 2>err; rc=$?; cat err; test $rc -eq 0 &&
+	grep -q "no lock: $PWD/no/such is not a directory of this user.s; this run may overlap another" err
+'
+test_expect_success 'every run of the script here removed its temporary directory' '
+	ls tmp >left && test_cmp /dev/null left
 '
 
 # ---- container and Kubernetes ----

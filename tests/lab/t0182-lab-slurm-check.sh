@@ -29,12 +29,14 @@ HealthCheckInterval=2
 Prolog=$script"
 tree_pairs ok >/dev/null
 cp -a ok bad && echo 8 >"$(readlink -f bad/sys/bus/pci/devices/0000:01:00.0)/current_link_width"
-# settings NAME LINES...: the settings file NAME, penny and the check's options
+# settings NAME LINES...: the settings file NAME, penny, its lock file
+# (here: not the machine's /run/penny) and the check's options
 settings() {
 	local f=$1
 	shift
 	# each run that reads it says so in runs
-	{ echo "PENNY=$PENNY"; echo "echo run >>$PWD/runs"; printf "%s\n" "$@"; } >"$f"
+	{ echo "PENNY=$PENNY"; echo "PENNY_SLURM_LOCK=$PWD/lock"; echo "echo run >>$PWD/runs"
+	  printf "%s\n" "$@"; } >"$f"
 }
 # slurmd_runs N: wait up to 20 s for N more runs of slurmd's (nothing else
 # runs the script meanwhile), the last of them started after this call
@@ -53,7 +55,9 @@ settings err.conf "PENNY_SLURM_CHECK_ARGS='--config /nonexistent.conf --sysfs-ro
 settings slow.conf "PENNY_SLURM_CHECK_ARGS='--only pcie --sysfs-root $PWD/ok'" PENNY=$PWD/slow-penny \
 	PENNY_SLURM_TIMEOUT=2
 printf '#!/bin/sh\nexec sleep 60\n' >slow-penny && chmod +x slow-penny
-settings inert.conf "PENNY_SLURM_CHECK_ARGS='--only pcie --sysfs-root $PWD/ok'" SCONTROL=true
+# (their lock their own: a run by hand never finds it held and skips)
+settings inert.conf "PENNY_SLURM_CHECK_ARGS='--only pcie --sysfs-root $PWD/ok'" SCONTROL=true \
+	"PENNY_SLURM_LOCK=$PWD/inert.lock"
 cp inert.conf dflt/penny
 
 cluster_net 1 || cluster_skip "cannot make the network namespaces"
