@@ -151,13 +151,22 @@ void pn_gpu_close(struct pn_gpu *g)
 	g->ctx = NULL;
 }
 
+size_t pn_gpu_alloc_size(size_t bytes)
+{
+	const size_t page = (size_t)2 << 20;
+
+	if (!bytes)
+		return 1;
+	if (bytes < page || bytes > SIZE_MAX - page)
+		return bytes;
+	return (bytes + page - 1) / page * page;
+}
+
 int pn_gpu_alloc(struct pn_gpu *g, size_t bytes, void **p)
 {
 	CUdeviceptr d = 0;
 
-	if (!bytes)
-		bytes = 1;
-	PN_CU(g->cu, MemAlloc(&d, bytes), "cuMemAlloc");
+	PN_CU(g->cu, MemAlloc(&d, pn_gpu_alloc_size(bytes)), "cuMemAlloc");
 	*p = (void *)(uintptr_t)d;
 	return 0;
 }

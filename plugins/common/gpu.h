@@ -57,6 +57,14 @@ void pn_gpu_close(struct pn_gpu *g);
 /* Make the device's context current to the calling thread. */
 int pn_gpu_enter(struct pn_gpu *g);
 
+/*
+ * The size to allocate for bytes: from 2 MiB up, whole 2 MiB pages.  A
+ * peer's copy engine writes into an allocation of 512 MiB + 4 KiB at 330
+ * GB/s and into one of 1 GiB at 386 (2 x H200, results/2026-11-30-h200x2,
+ * s58-ce-alloc-size.txt): an allocation that ends inside a 2 MiB page is
+ * mapped with smaller pages, it seems, everywhere.
+ */
+size_t pn_gpu_alloc_size(size_t bytes);
 int pn_gpu_alloc(struct pn_gpu *g, size_t bytes, void **p);
 int pn_gpu_free(struct pn_gpu *g, void *p);
 int pn_gpu_memcpy(struct pn_gpu *g, void *dst, const void *src, size_t bytes, int dir);

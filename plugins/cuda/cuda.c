@@ -321,7 +321,7 @@ out:
 static int reg_alloc(struct pn_cuda *c, size_t bytes, struct pn_reg **out)
 {
 	struct pn_reg *r = calloc(1, sizeof(*r));
-	CUresult e = r ? c->g.cu->MemAlloc(&r->base, bytes ? bytes : 1) : CUDA_SUCCESS;
+	CUresult e = r ? c->g.cu->MemAlloc(&r->base, pn_gpu_alloc_size(bytes)) : CUDA_SUCCESS;
 	int ret = reg_share(c, r, bytes, 0, e);
 
 	if (ret) {
