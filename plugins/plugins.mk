@@ -54,12 +54,12 @@ PL_COMMON := plugins/common/cudrv.c plugins/common/gpu.c
 PL_UNITS := src/base/units.c
 PL_NCCL_SRC := $(PL_COMMON) plugins/nccl/nccl.c plugins/nccl/nccl_entry.c
 PL_CUDA_SRC := $(PL_COMMON) $(PL_UNITS) plugins/cuda/cuda.c plugins/cuda/cuda_plan.c plugins/cuda/xnode.c \
-	plugins/cuda/cuda_coll.c plugins/cuda/cuda_entry.c
+	plugins/cuda/cuda_coll.c plugins/cuda/cuda_ce.c plugins/cuda/cuda_entry.c
 PL_NCCL_OBJ := $(PL_NCCL_SRC:%.c=$(PL)/obj/%.o)
 PL_CUDA_OBJ := $(PL_CUDA_SRC:%.c=$(PL)/obj/%.o)
 PL_KDEPS := plugins/cuda/ar_block.cuh plugins/cuda/ar_sync.cuh plugins/common/pn_dev.cuh plugins/common/pn_reduce.cuh plugins/common/kargs.h plugins/include/penny_data.h \
 	plugins/include/penny_plugin.h
-PL_ALGOS := oneshot oneshot_fl twoshot_ll twoshot ring twoshot_hy
+PL_ALGOS := oneshot oneshot_fl twoshot_ll twoshot ring twoshot_hy ce
 
 # The NCCL interposer (plugins/interpose/): NCCL's C API in front of the
 # real NCCL, ncclAllReduce, ncclReduceScatter and ncclAllGather on the cuda
@@ -157,7 +157,7 @@ PL_NCCL_TEST := $(PL_TEST)/fakenccl/libnccl.so.2 $(PL_TEST)/fakecuda/libcuda.so.
 PL_EMU :=
 ifneq ($(strip $(PN_CXX)),)
 PL_EMU := $(B)/tests/unit/t_plugin_emu $(B)/tests/unit/t_plugin_xnemu $(B)/tests/unit/t_plugin_nvemu \
-	$(B)/tests/unit/t_plugin_coemu
+	$(B)/tests/unit/t_plugin_coemu $(B)/tests/unit/t_plugin_ceemu
 endif
 
 plugins: $(PLUGIN_SO) $(PL_NV_SKIP) $(PL_FAKES) $(PL_NCCL_TEST) $(PL_EMU)
@@ -202,6 +202,12 @@ $(PL)/gen/data.fatbin: plugins/common/data_kernels.cu $(PL_KDEPS) $(PL)/gen/arch
 $(PL)/gen/%.fatbin: plugins/cuda/ar_kernels.cu $(PL_KDEPS) $(PL)/gen/arch
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -DPN_AR_ALGO=$* -fatbin -o $@ $<
+
+# The copy-engine allreduce's reduce and gate kernels (ce_kernels.cu),
+# the image of the size table's kernel "ce".
+$(PL)/gen/ce.fatbin: plugins/cuda/ce_kernels.cu $(PL_KDEPS) $(PL)/gen/arch
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -fatbin -o $@ $<
 
 # The other collectives (reduce-scatter ... all-gather), their own image.
 $(PL)/gen/coll.fatbin: plugins/cuda/co_kernels.cu $(PL_KDEPS) $(PL)/gen/arch
@@ -335,6 +341,21 @@ $(B)/tests/unit/t_plugin_coemu: tests/plugins/emu/t_emu_coll.cc tests/plugins/em
 		tests/plugins/emu/emu_dev.h tests/plugins/emu/emu_check.h plugins/cuda/co_kernels.cu \
 		$(PL_KDEPS)
 	$(pl_emu_build)
+
+# The copy-engine allreduce on the emulator: its host code (C, built here
+# without the rest of the plugin) through a stand-in driver, its kernels.
+PL_CEEMU_C := plugins/cuda/cuda_ce.c plugins/cuda/cuda_plan.c plugins/common/cudrv.c $(PL_UNITS)
+PL_CEEMU_OBJ := $(PL_CEEMU_C:%.c=$(B)/tests/unit/ceemu/%.o)
+$(B)/tests/unit/ceemu/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PL_CFLAGS) -c -o $@ $<
+$(B)/tests/unit/t_plugin_ceemu: tests/plugins/emu/t_emu_ce.cc tests/plugins/emu/emu.h \
+		tests/plugins/emu/emu_dev.h tests/plugins/emu/emu_check.h plugins/cuda/ce_kernels.cu \
+		plugins/cuda/cuda_ce.h plugins/cuda/cuda.h $(PL_CEEMU_OBJ) $(PL_KDEPS)
+	@mkdir -p $(dir $@)
+	$(PN_CXX) -std=c++17 -O1 -g1 -Wall -Wextra -Werror -Wno-unknown-pragmas -Wno-unused-function \
+		-Wno-unused-parameter -Wno-maybe-uninitialized -Wno-pass-failed -Wno-unknown-warning-option \
+		-Itests/plugins/emu -Iplugins/include -o $@ $< $(PL_CEEMU_OBJ) -ldl -lpthread
 
 # The nvshmem plugin's kernels on the same emulator, NVSHMEM's calls stood in.
 $(B)/tests/unit/t_plugin_nvemu: tests/plugins/emu/t_nvemu.cc tests/plugins/emu/emu.h \

@@ -59,7 +59,50 @@ struct pn_ar_args {
 	uint32_t coll;			/* the collective, for the error detail: 0 the
 					 * allreduce, 1 + enum pn_co the others */
 	uint32_t ll;			/* co_kernels.cu: 1 LL lines (pn_co_ll_fits) */
+	/* ce_kernels.cu (the copy-engine allreduce): every rank's CE area, the
+	 * reduction's sources in rank order (this rank's send slice, the
+	 * peers' in its CE area), the gate's steps and its peer */
+	uint64_t peer_ce[PN_AR_MAX_RANKS];
+	uint64_t ce_src[PN_AR_MAX_RANKS];
+	uint32_t ce_steps;
+	int32_t ce_peer;
+	uint32_t ce_piece;		/* the gate's piece of the call */
+	uint32_t ce_pad;
 };
+
+/*
+ * The copy-engine allreduce (cuda_ce.c, ce_kernels.cu).  A call is cut into
+ * an even number of pieces, a piece into n slices, slice j owned by rank j.
+ * Copy engines push each slice into its owner's CE area (a slot per sender
+ * and piece parity), the owner's kernel reduces the n contributions in rank
+ * order into its recv, and the owner's copy engines push the result into
+ * every peer's recv (at the same offset: the plugin ABI's registered
+ * buffers are symmetric).  Small gate kernels (one thread) order the copies
+ * across the GPUs by monotonic counters in device memory (graph-safe); the
+ * reduce kernel waits for the pushes itself, with fewer blocks than the GPU
+ * has SMs, so that the gates always find room.  A rank's CE area: the
+ * header of uint32 words below, then the slots [2 parities][n - 1
+ * senders][slot bytes].
+ */
+#define PN_CE_RS 0		/* [sender]: pieces the sender pushed into my slots */
+#define PN_CE_RED 8		/* [owner]: pieces the owner has reduced */
+#define PN_CE_AG 16		/* [sender]: calls whose results the sender pushed into my recv */
+#define PN_CE_DESC 24		/* uint64 [sender] at word 24 + 2 * sender: its recv's identity */
+#define PN_CE_SIG_RS 40		/* [peer]: pieces I pushed into the peer's slots */
+#define PN_CE_SIG_RED 48	/* pieces I reduced */
+#define PN_CE_SIG_AG 56		/* [peer]: calls whose results I pushed into the peer's recv */
+#define PN_CE_EXP_RS 64		/* pieces whose pushes into my slots I waited for */
+#define PN_CE_BASE_RED 72	/* [peer]: pieces the peer had reduced when this call began */
+#define PN_CE_EXP_AG 80		/* [peer]: calls whose results from the peer I waited for */
+#define PN_CE_DONE 96		/* the reduce kernel's finished blocks */
+#define PN_CE_HDR (2u << 20)	/* a 2 MiB page of its own: the slots start on one */
+/* gate steps (ce_steps), run in this order */
+#define PN_CE_PUSHED 1u		/* tell ce_peer a push into its slots has landed */
+#define PN_CE_FREE 2u		/* wait until ce_peer reduced piece ce_piece - 2 of this call */
+#define PN_CE_AG_DONE 4u	/* tell ce_peer this call's results are in its recv */
+#define PN_CE_FINAL 8u		/* wait until every peer's results are in my recv (from the
+				 * same buffer as mine) */
+
 
 /*
  * The other collectives on one node (co_kernels.cu): pn_co_<name>_<type>_<op>

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "cuda.h"
+#include "cuda_ce.h"
 
 #include "../include/penny_data.h"
 #include "../../src/base/units.h"
@@ -56,7 +57,9 @@ struct pn_cuda {
 	const void *xnode_image;	/* the cross-node kernels (xnode.c), NULL if not built */
 	CUmodule co_mod;		/* the other collectives (cuda_coll.c), NULL if not built */
 	CUfunction co_fn[PN_NCO][PENNY_NDTYPES][PENNY_NREDOPS];
-	char desc[360];
+	struct pn_reg *ce_area;		/* the copy-engine allreduce's (cuda_ce.c), if the table names it */
+	struct pn_ce *ce;
+	char desc[400];
 };
 /* the shared entry points (pn_gpu_be_*) take the backend as its struct pn_gpu */
 _Static_assert(offsetof(struct pn_cuda, g) == 0, "struct pn_cuda begins with its struct pn_gpu");
@@ -67,7 +70,7 @@ struct pn_cuda_hello {
 	char busid[32];
 	int32_t nsm, blocks;
 	uint64_t ll_max, oneshot_ll_max, twoshot_ll_max, twoshot_hy_max, co_ll_max, stage_bytes,
-		timeout_ns;
+		timeout_ns, ce_bytes;
 	uint32_t tile_twoshot, tile_ring;
 	int32_t ok;		/* 0: this rank failed before the exchange (err says why) */
 	char tune[96];
@@ -160,9 +163,24 @@ static int read_cfg(struct pn_cuda *c)
 		c->cfg.co_ll_max = c->cfg.ll_max - 8;
 	if (c->cfg.twoshot_ll_max > c->cfg.ll_max / 2 * (uint64_t)c->n)
 		c->cfg.twoshot_ll_max = c->cfg.ll_max / 2 * (uint64_t)c->n;
-	if (tune && *tune)
-		return pn_tune_parse(tune, &c->tune);
-	pn_tune_default(&c->tune, c->n);
+	if (tune && *tune && pn_tune_parse(tune, &c->tune))
+		return -EINVAL;
+	if (!tune || !*tune)
+		pn_tune_default(&c->tune, c->n);
+	/* the copy-engine allreduce's slots, where the table names it: they
+	 * bound a piece (512 MiB: 1 GiB in 2 pieces on 2 GPUs, 385 GB/s where 4
+	 * pieces made 381, results/2026-11-30-h200x2/s58-ce-*); 0: none, its
+	 * rows run the ring */
+	c->cfg.ce_bytes = env_size("PENNY_CUDA_CE_BYTES", 512u << 20, &bad);
+	if (bad)
+		return -EINVAL;
+	if (c->cfg.ce_bytes && (c->cfg.ce_bytes < (1u << 20) || c->cfg.ce_bytes > (16ull << 30)))
+		return pn_plugin_fail(-EINVAL, "PENNY_CUDA_CE_BYTES: 0 or 1 MiB..16 GiB, not %" PRIu64,
+				      c->cfg.ce_bytes);
+	for (v = 0; v < (uint64_t)c->tune.nrows && c->n > 1; v++)
+		if (c->tune.row[v].kern == PN_K_CE)
+			return 0;
+	c->cfg.ce_bytes = 0;
 	return 0;
 }
 
@@ -284,6 +302,8 @@ static int reg_share(struct pn_cuda *c, struct pn_reg *r, size_t bytes, int exte
 	}
 	r->id = mine.id;
 	r->bytes = bytes;
+	for (p = 0; p < c->n; p++)
+		r->peer_bytes[p] = all[p].bytes;
 	for (p = 0; p < c->n; p++) {
 		if (p == c->rank) {
 			r->peer[p] = r->base;
@@ -451,7 +471,7 @@ static int agree(struct pn_cuda *c, int local)
 
 	memset(&mine, 0, sizeof(mine));
 	mine.magic = PN_CUDA_MAGIC;
-	mine.version = 3;
+	mine.version = 4;
 	snprintf(mine.busid, sizeof(mine.busid), "%s", c->g.busid);
 	mine.nsm = c->g.nsm;
 	mine.blocks = (int32_t)c->cfg.blocks;
@@ -462,6 +482,7 @@ static int agree(struct pn_cuda *c, int local)
 	mine.co_ll_max = c->cfg.co_ll_max;
 	mine.stage_bytes = c->cfg.stage_bytes;
 	mine.timeout_ns = c->cfg.timeout_ns;
+	mine.ce_bytes = c->cfg.ce_bytes;
 	mine.tile_twoshot = c->cfg.tile_twoshot;
 	mine.tile_ring = c->cfg.tile_ring;
 	mine.ok = !local;
@@ -487,7 +508,7 @@ static int agree(struct pn_cuda *c, int local)
 			 all[p].twoshot_ll_max != mine.twoshot_ll_max ||
 			 all[p].oneshot_ll_max != mine.oneshot_ll_max ||
 			 all[p].twoshot_hy_max != mine.twoshot_hy_max ||
-			 all[p].co_ll_max != mine.co_ll_max ||
+			 all[p].co_ll_max != mine.co_ll_max || all[p].ce_bytes != mine.ce_bytes ||
 			 all[p].tile_twoshot != mine.tile_twoshot || all[p].tile_ring != mine.tile_ring ||
 			 strcmp(all[p].tune, mine.tune))
 			ret = pn_plugin_fail(-EINVAL, "PENNY_CUDA_* settings differ between rank %d and "
@@ -561,6 +582,18 @@ int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *ho
 	ret = reg_alloc(c, c->cfg.stage_bytes, &c->stage);
 	if (ret)
 		goto fail_gpu;
+	if (c->cfg.ce_bytes) {
+		ret = reg_alloc(c, PN_CE_HDR + pn_gpu_alloc_size(c->cfg.ce_bytes), &c->ce_area);
+		if (!ret)
+			PN_CU_GOTO(c->g.cu, MemsetD8Async(c->ce_area->base, 0, PN_CE_HDR, c->g.stream),
+				   "cuMemsetD8Async", ret, fail_gpu);
+		if (!ret)
+			ret = pn_gpu_sync(&c->g);
+		if (!ret)
+			ret = pn_ce_open(&c->g, c->rank, c->n, c->ce_area, c->mod[PN_K_CE], &c->ce);
+		if (ret)
+			goto fail_gpu;
+	}
 	if (host->barrier && host->barrier(host->ctx)) {
 		ret = pn_plugin_fail(-EIO, "barrier after mapping the peers' memory failed");
 		goto fail_gpu;
@@ -570,12 +603,12 @@ int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *ho
 		 "%s (%s) sm_%d%d %d SMs, CUDA driver %d.%d, rank %d of %d, %u blocks, "
 		 "LL one-shot <= %" PRIu64 " B, LL two-shot <= %" PRIu64 " B, hybrid two-shot <= %" PRIu64
 		 " B, other collectives LL <= %" PRIu64 " B a peer, tiles %u/%u B, "
-		 "staging %" PRIu64 " B, PDL %s, auto %s",
+		 "staging %" PRIu64 " B, copy-engine slots %" PRIu64 " B, PDL %s, auto %s",
 		 c->g.name, c->g.busid, c->g.cc_major, c->g.cc_minor, c->g.nsm,
 		 c->g.driver_version / 1000, c->g.driver_version % 1000 / 10, c->rank, c->n,
 		 c->cfg.blocks, c->cfg.oneshot_ll_max, c->cfg.twoshot_ll_max, c->cfg.twoshot_hy_max,
 		 c->cfg.co_ll_max, c->cfg.tile_twoshot,
-		 c->cfg.tile_ring, c->cfg.stage_bytes,
+		 c->cfg.tile_ring, c->cfg.stage_bytes, c->cfg.ce_bytes,
 		 !c->cfg.pdl ? "off" : c->g.cu->LaunchKernelEx ? "on" : "unavailable", tune);
 	pn_gpu_log(host, PENNY_LOG_DEBUG, "cuda: %s", c->desc);
 	*be = c;
@@ -613,6 +646,7 @@ void pn_cuda_fini(void *be)
 		return;
 	}
 	c->g.cu->StreamSynchronize(c->g.stream);
+	pn_ce_close(c->ce);
 	while (c->xregs)
 		pn_cuda_dereg_buffer(c, c->xregs);
 	while (c->regs)
@@ -664,7 +698,8 @@ int pn_cuda_free(void *be, void *ptr)
 	if (ret || !ptr)
 		return ret;
 	for (r = c->regs; r; r = r->next)
-		if (r->base == (CUdeviceptr)(uintptr_t)ptr && r != c->ws && r != c->stage)
+		if (r->base == (CUdeviceptr)(uintptr_t)ptr && r != c->ws && r != c->stage &&
+		    r != c->ce_area)
 			return reg_release(c, r);
 	return pn_gpu_free(&c->g, ptr);
 }
@@ -741,6 +776,36 @@ static int run(struct pn_cuda *c, int kern, int dt, int op, CUdeviceptr s, CUdev
 	return ret;
 }
 
+/* The copy-engine allreduce where recv is registered and the buffers
+ * aligned (the ring otherwise, as it would stage), the tail by LL. */
+static int run_ce(struct pn_cuda *c, int dt, int op, CUdeviceptr s, CUdeviceptr d, uint64_t bytes)
+{
+	struct pn_reg *reg = c->use_set ? c->use_reg : find_reg(c, d, bytes);
+	uint64_t main = bytes & ~(uint64_t)15;
+	struct pn_ce_call call;
+	int ret;
+
+	if (!c->ce || !reg || ((s | d) & 15) || main < 16 * (uint64_t)c->n)
+		return run(c, PN_K_RING, dt, op, s, d, bytes);
+	memset(&call, 0, sizeof(call));
+	ret = kernel(c, PN_K_CE, dt, op, &call.reduce);
+	if (ret)
+		return ret;
+	call.send = s;
+	call.recv = d;
+	call.bytes = main;
+	call.esize = (unsigned)penny_data_size(dt);
+	call.reg = reg;
+	call.ws = c->ws;
+	/* room for the gates (2(n - 1) + 1 spin at once) beside every block */
+	call.grid = c->cfg.blocks > 2u * (unsigned)c->n + 8 ? c->cfg.blocks - 2u * (unsigned)c->n - 8 : 1;
+	call.timeout_ns = c->cfg.timeout_ns;
+	ret = pn_ce_run(c->ce, &call);
+	if (!ret && main < bytes)
+		ret = run(c, PN_K_ONESHOT, dt, op, s + main, d + main, bytes - main);
+	return ret;
+}
+
 int pn_cuda_allreduce(void *be, const void *send, void *recv, size_t count, int dtype, int op,
 		      int algo)
 {
@@ -766,6 +831,8 @@ int pn_cuda_allreduce(void *be, const void *send, void *recv, size_t count, int 
 		return kern;
 	if (kern == PN_K_ONESHOT || kern == PN_K_TWOSHOT_LL)
 		return run(c, kern, dtype, op, s, d, bytes);
+	if (kern == PN_K_CE)
+		return run_ce(c, dtype, op, s, d, bytes);
 	/* the flag kernels move whole 16-byte vectors; a last partial one goes by LL */
 	main = bytes & ~(uint64_t)15;
 	ret = main ? run(c, kern, dtype, op, s, d, main) : 0;

@@ -29,6 +29,7 @@ enum pn_kern {
 	PN_K_TWOSHOT,
 	PN_K_RING,
 	PN_K_TWOSHOT_HY,
+	PN_K_CE,
 	PN_NKERNS
 };
 extern const char *const pn_kern_names[PN_NKERNS];
@@ -49,6 +50,7 @@ struct pn_reg {
 	CUdeviceptr base;
 	size_t bytes;
 	CUdeviceptr peer[PN_AR_MAX_RANKS];	/* rank p's buffer as mapped here */
+	uint64_t peer_bytes[PN_AR_MAX_RANKS];	/* and its size there */
 	uint64_t here;			/* bit p: rank p is in this process (its pointer) */
 	struct pn_reg *next;
 };
@@ -86,6 +88,7 @@ struct pn_cuda_cfg {
 	uint32_t slot_bytes;	/* scratch slot = max of the tiles */
 	uint64_t stage_bytes;	/* staging buffer for unregistered or unaligned buffers */
 	uint32_t blocks;	/* largest grid (<= SMs: every block resident at once) */
+	uint64_t ce_bytes;	/* the copy-engine allreduce's area (0: none) */
 	uint64_t timeout_ns;
 	int pdl;		/* programmatic dependent launch (PENNY_CUDA_PDL, default on) */
 };
@@ -111,6 +114,19 @@ struct pn_launch {
  */
 int pn_cuda_plan(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes, uintptr_t send,
 		 uintptr_t recv, const struct pn_reg *recv_reg, struct pn_plan *plan);
+/*
+ * The copy-engine allreduce's geometry: slots_bytes of slots (PENNY_CUDA_CE_BYTES,
+ * after the area's header) make [2 parities][n - 1 senders] slots of
+ * pn_ce_slot_bytes each; a call of bytes (a multiple of 16) runs in the
+ * fewest even number of pieces of n slices whose slice fits a slot.
+ * pn_ce_len: the bytes of the slice at off (0 past the end).
+ */
+struct pn_ce_geom {
+	uint64_t pieces, piece, slice;
+};
+uint64_t pn_ce_slot_bytes(uint64_t slots_bytes, int n);
+int pn_ce_geometry(uint64_t bytes, int n, uint64_t slot_bytes, struct pn_ce_geom *geo);
+uint64_t pn_ce_len(const struct pn_ce_geom *geo, uint64_t bytes, uint64_t off);
 /* twoshot_ll and twoshot_hy need every rank to own data: below this, one-shot runs. */
 uint64_t pn_cuda_twoshot_ll_min(int nranks);
 void pn_cuda_geometry(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes,

@@ -10,13 +10,14 @@ extern const unsigned char pn_image_twoshot_ll[];
 extern const unsigned char pn_image_twoshot[];
 extern const unsigned char pn_image_ring[];
 extern const unsigned char pn_image_twoshot_hy[];
+extern const unsigned char pn_image_ce[];
 extern const unsigned char pn_image_xnode[];
 extern const unsigned char pn_image_coll[];
 
 static const struct pn_cuda_images images = {
 	.data = pn_image_data,
 	.kern = { pn_image_oneshot, pn_image_oneshot_fl, pn_image_twoshot_ll, pn_image_twoshot,
-		  pn_image_ring, pn_image_twoshot_hy },
+		  pn_image_ring, pn_image_twoshot_hy, pn_image_ce },
 	.xnode = pn_image_xnode,
 	.coll = pn_image_coll,
 };
@@ -36,7 +37,7 @@ static int bw(struct penny_bw_v1 *req)
 __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin_v1 = {
 	PN_GPU_ENTRY_COMMON,
 	.name = "cuda",
-	.version = "penny cuda plugin 1 (CUDA IPC over NVLink: one-shot LL, two-shot LL and flags, ring)",
+	.version = "penny cuda plugin 1 (CUDA IPC over NVLink: one-shot LL, two-shot LL and flags, ring, copy engines)",
 	.algos = (1u << PENNY_ALGO_AUTO) | (1u << PENNY_ALGO_ONESHOT) | (1u << PENNY_ALGO_TWOSHOT) |
 		 (1u << PENNY_ALGO_RING),
 	.caps = PENNY_CAP_GRAPH | PENNY_CAP_BW | PENNY_CAP_XCOLL_NODES,

@@ -14,12 +14,14 @@
 #include <string.h>
 
 const char *const pn_kern_names[PN_NKERNS] = { "oneshot", "oneshot_fl", "twoshot_ll", "twoshot",
-						 "ring", "twoshot_hy" };
+						 "ring", "twoshot_hy", "ce" };
 
 int pn_kern_algo(int kern)
 {
+	/* ce: a reduce-scatter and an all-gather, as the two-shot */
 	static const int map[PN_NKERNS] = { PENNY_ALGO_ONESHOT, PENNY_ALGO_ONESHOT, PENNY_ALGO_TWOSHOT,
-					    PENNY_ALGO_TWOSHOT, PENNY_ALGO_RING, PENNY_ALGO_TWOSHOT };
+					    PENNY_ALGO_TWOSHOT, PENNY_ALGO_RING, PENNY_ALGO_TWOSHOT,
+					    PENNY_ALGO_TWOSHOT };
 
 	return kern >= 0 && kern < PN_NKERNS ? map[kern] : -1;
 }
@@ -51,7 +53,7 @@ int pn_tune_parse(const char *s, struct pn_tune *t)
 		algo = kern_by_name(p, an);
 		if (algo < 0)
 			return pn_plugin_fail(-EINVAL, "PENNY_CUDA_TUNE: unknown kernel '%.*s' in '%s' "
-						       "(oneshot, oneshot_fl, twoshot_ll, twoshot_hy, twoshot, ring)",
+						       "(oneshot, oneshot_fl, twoshot_ll, twoshot_hy, twoshot, ring, ce)",
 					      (int)an, p, s);
 		if (colon && pn_parse_size_n(colon + 1, n - an - 1, PN_SIZE_INF, &max))
 			return pn_plugin_fail(-EINVAL, "PENNY_CUDA_TUNE: bad size '%.*s' in '%s'",
@@ -175,6 +177,7 @@ int pn_cuda_plan(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes, uintpt
 		break;
 	case PN_K_TWOSHOT:
 	case PN_K_RING:
+	case PN_K_CE:
 		plan->staged = !aligned || !recv_reg;
 		limit = plan->staged ? cfg->stage_bytes : UINT64_MAX;
 		break;
@@ -187,6 +190,45 @@ int pn_cuda_plan(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes, uintpt
 				      plan->staged ? "staging" : "LL");
 	plan->chunk = bytes && bytes < limit ? bytes : limit;
 	return 0;
+}
+
+uint64_t pn_ce_slot_bytes(uint64_t slots_bytes, int n)
+{
+	if (n < 2)
+		return 0;
+	return slots_bytes / (2 * (uint64_t)(n - 1)) / 256 * 256;
+}
+
+static uint64_t ce_slice(uint64_t bytes, uint64_t n, uint64_t pieces)
+{
+	uint64_t unit = 16 * n;
+
+	return ((bytes + pieces - 1) / pieces + unit - 1) / unit * unit / n;
+}
+
+int pn_ce_geometry(uint64_t bytes, int n, uint64_t slot_bytes, struct pn_ce_geom *geo)
+{
+	uint64_t pieces;
+
+	if (n < 2 || slot_bytes < 16 || bytes % 16)
+		return pn_plugin_fail(-EINVAL, "copy-engine allreduce: %" PRIu64 " bytes over %d "
+					       "ranks with %" PRIu64 "-byte slots", bytes, n, slot_bytes);
+	/* the fewest pieces, an even number, whose slices fit a slot */
+	pieces = bytes / (slot_bytes / 16 * 16 * (uint64_t)n);
+	pieces = pieces < 2 ? 2 : pieces + (pieces & 1);
+	while (ce_slice(bytes, (uint64_t)n, pieces) > slot_bytes)
+		pieces += 2;
+	geo->pieces = pieces;
+	geo->slice = ce_slice(bytes, (uint64_t)n, pieces);
+	geo->piece = geo->slice * (uint64_t)n;
+	return 0;
+}
+
+uint64_t pn_ce_len(const struct pn_ce_geom *geo, uint64_t bytes, uint64_t off)
+{
+	if (off >= bytes)
+		return 0;
+	return bytes - off < geo->slice ? bytes - off : geo->slice;
 }
 
 uint64_t pn_cuda_twoshot_ll_min(int nranks)

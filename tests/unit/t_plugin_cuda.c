@@ -15,6 +15,7 @@
 #include "../../plugins/cuda/cuda_plan.c"
 #include "../../plugins/cuda/cuda.c"
 #include "../../plugins/cuda/cuda_coll.c"
+#include "../../plugins/cuda/cuda_ce.c"
 
 #include "t_plugin_fakecu.h"
 
@@ -25,7 +26,7 @@
 static const char img[] = "fatbin";
 static const struct pn_cuda_images images = {
 	.data = img,
-	.kern = { img, img, img, img, img, img },
+	.kern = { img, img, img, img, img, img, img },
 	.coll = img,
 };
 
@@ -1188,7 +1189,7 @@ static void do_colls_alone(struct fake_world *w, int r)
 
 static const struct pn_cuda_images images_nocoll = {
 	.data = img,
-	.kern = { img, img, img, img, img, img },
+	.kern = { img, img, img, img, img, img, img },
 };
 
 static void do_init_nocoll(struct fake_world *w, int r)
@@ -1272,8 +1273,132 @@ TEST(other_collectives_launch_one_kernel_each_on_the_callers_stream)
 	fake_world_free(&w);
 }
 
+
+TEST(copy_engine_geometry)
+{
+	static const uint64_t sizes[] = { 16, 48, 4096, 1u << 20, 3000016, 1ull << 30, 5ull << 30 };
+	struct pn_ce_geom g;
+
+	/* 512 MiB of slots on 2 ranks: a 1 GiB call in 2 pieces (s58 measured) */
+	CHECK(pn_ce_slot_bytes(512u << 20, 2) == 256u << 20);
+	CHECK_EQ_INT(pn_ce_geometry(1ull << 30, 2, pn_ce_slot_bytes(512u << 20, 2), &g), 0);
+	CHECK(g.pieces == 2 && g.slice == 256u << 20 && g.piece == 512u << 20);
+	CHECK(pn_ce_slot_bytes(1000, 1) == 0);
+	CHECK(pn_ce_geometry(100, 2, 1u << 20, &g) < 0); /* not whole 16-byte lines */
+	for (int n = 2; n <= 8; n++)
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+			for (uint64_t slot = 256; slot <= (64u << 20); slot *= 16) {
+				uint64_t b = sizes[i];
+
+				CHECK_EQ_INT(pn_ce_geometry(b, n, slot, &g), 0);
+				/* even (parities alternate across calls), the slices fit
+				 * their slots, every byte covered, no spare pair of pieces */
+				CHECK(g.pieces >= 2 && g.pieces % 2 == 0);
+				CHECK(g.slice <= slot && g.slice % 16 == 0 && g.piece == g.slice * (uint64_t)n);
+				CHECK(g.piece * g.pieces >= b);
+				CHECK(g.pieces == 2 || g.piece * (g.pieces - 2) < b);
+				CHECK(pn_ce_len(&g, b, g.piece * g.pieces) == 0);
+				CHECK(pn_ce_len(&g, b, 0) == (b < g.slice ? b : g.slice));
+			}
+}
+
+TEST(copy_engine_allreduce_pushes_into_slots_and_peers_recv)
+{
+	struct fake_world w;
+	/* 3 MiB of float + 3 elements: slots of 1 MiB / 2 / 256 B-rounded on 2 ranks */
+	const size_t count = (3u << 20) / 4 + 3;
+	struct pn_ce_geom g;
+
+	setenv("PENNY_CUDA_TUNE", "oneshot:4K,ce", 1);
+	fake_world_init(&w, 2);
+	fake_run(&w, do_init);
+	CHECK(all_ok(2));
+	CHECK_EQ_INT(pn_ce_geometry((uint64_t)count * 4 / 16 * 16, 2, pn_ce_slot_bytes(1u << 20, 2), &g), 0);
+	call_on(&w, (struct call){ PENNY_ALGO_AUTO, PENNY_FLOAT, count, 1, 0, 0 });
+	CHECK(all_ok(2));
+	for (int r = 0; r < 2 && all_ok(2); r++) {
+		struct fake_rank *f = &w.rank[r];
+		const struct pn_reg *rg = pn_cuda_find_reg(be[r], bufs[r][1], 16);
+		const struct pn_cuda *c = be[r];
+		int reduces = 0, gates = 0, pushes = 0, ags = 0, q = 1 - r;
+		CUstream main = f->launch[0].stream;
+
+		CHECK(rg != NULL);
+		if (!rg)
+			continue;
+		for (int i = 0; i < f->nlaunch; i++) {
+			struct fake_launch *l = &f->launch[i];
+
+			if (!strcmp(l->name, "pn_ar_ce_float_sum")) {
+				/* on the caller's stream, fewer blocks than SMs */
+				CHECK(l->stream == main && l->grid < c->cfg.blocks);
+				CHECK(l->ar.recv == (uint64_t)(uintptr_t)bufs[r][1] + (uint64_t)reduces * g.piece +
+							    (uint64_t)r * g.slice);
+				CHECK(l->ar.ce_src[r] == l->ar.send);
+				CHECK(l->ar.ce_src[q] >= c->ce_area->base + PN_CE_HDR &&
+				      l->ar.ce_src[q] < c->ce_area->base + c->ce_area->bytes);
+				reduces++;
+			} else if (!strcmp(l->name, "pn_ce_gate")) {
+				gates++;
+			}
+		}
+		CHECK(reduces == (int)g.pieces);
+		/* pushes: per piece, the RS; then a gate per piece and the final one */
+		CHECK_EQ_INT(gates, (int)g.pieces + 2);
+		CHECK_STR(f->launch[f->nlaunch - 1].name, "pn_ar_oneshot_float_sum"); /* the tail */
+		CHECK_STR(f->launch[f->nlaunch - 2].name, "pn_ce_gate"); /* every peer's results in */
+		CHECK(f->launch[f->nlaunch - 2].stream == main);
+		for (int i = 0; i < f->ncopy; i++) {
+			struct fake_copy *k = &f->copy[i];
+
+			CHECK(k->stream != main);
+			if (k->dst >= c->ce_area->peer[q] && k->dst < c->ce_area->peer[q] + c->ce_area->bytes) {
+				pushes++;
+				CHECK(k->bytes == g.slice || k->bytes == pn_ce_len(&g, count * 4 / 16 * 16,
+										  k->src - (uint64_t)(uintptr_t)bufs[r][0]));
+			} else {
+				/* the all-gather: my slice into the peer's recv, same offset */
+				CHECK(k->dst - rg->peer[q] == k->src - (uint64_t)(uintptr_t)bufs[r][1]);
+				ags++;
+			}
+		}
+		CHECK_EQ_INT(pushes, (int)g.pieces);
+		CHECK_EQ_INT(ags, (int)g.pieces);
+	}
+	fake_run(&w, do_free_call);
+	/* an unregistered recv: the ring (through the staging buffer) */
+	call_on(&w, (struct call){ PENNY_ALGO_AUTO, PENNY_FLOAT, count, 0, 0, 0 });
+	CHECK(all_ok(2));
+	CHECK_STR(w.rank[0].launch[0].name, "pn_ar_ring_float_sum");
+	fake_run(&w, do_free_call);
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
+	/* no slots (0): the table's ce rows run the ring; out of range: refused */
+	setenv("PENNY_CUDA_CE_BYTES", "0", 1);
+	fake_world_init(&w, 2);
+	fake_run(&w, do_init);
+	CHECK(all_ok(2));
+	call_on(&w, (struct call){ PENNY_ALGO_AUTO, PENNY_FLOAT, 1u << 20, 1, 0, 0 });
+	CHECK(all_ok(2));
+	CHECK_STR(w.rank[0].launch[0].name, "pn_ar_ring_float_sum");
+	fake_run(&w, do_free_call);
+	fake_run(&w, do_fini);
+	fake_world_free(&w);
+	setenv("PENNY_CUDA_CE_BYTES", "17G", 1);
+	fake_world_init(&w, 2);
+	fake_run(&w, do_init);
+	CHECK_EQ_INT(rets[0], -EINVAL);
+	CHECK(strstr(msgs[0], "PENNY_CUDA_CE_BYTES") != NULL);
+	fake_world_free(&w);
+	unsetenv("PENNY_CUDA_TUNE");
+	setenv("PENNY_CUDA_CE_BYTES", "1M", 1);
+}
+
 int main(void)
 {
+	/* the fake driver's memory is the host's, every byte of it written:
+	 * small copy-engine slots */
+	setenv("PENNY_CUDA_CE_BYTES", "1M", 1);
 	pn_cudrv_set(&fake_cu);
 	RUN(init_maps_every_peers_workspace);
 	RUN(ranks_in_one_process_take_each_others_pointers);
@@ -1298,6 +1423,8 @@ int main(void)
 	RUN(allreduce_kernels_launch_as_programmatic_dependents);
 	RUN(allreduce_stream_enqueues_on_the_callers_stream);
 	RUN(other_collectives_launch_one_kernel_each_on_the_callers_stream);
+	RUN(copy_engine_geometry);
+	RUN(copy_engine_allreduce_pushes_into_slots_and_peers_recv);
 	fake_funcs_free();
 	return unit_done();
 }

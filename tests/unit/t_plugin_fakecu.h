@@ -48,6 +48,7 @@ struct fake_rank {
 	int ipc_same;		/* cuIpcOpenMemHandle fails as in the process that made the
 				 * handle (ranks that are threads of one process) */
 	int peer_on;		/* cuCtxEnablePeerAccess calls */
+	int nstreams;		/* cuStreamCreate calls: the first is 0x2000, then 0x2010 ... */
 	/* cuMemcpyHtoD from pageable memory returns before its DMA lands (on
 	 * the legacy default stream): the copy waits here until that stream is
 	 * synchronized or the next synchronous copy */
@@ -222,7 +223,7 @@ static CUresult f_memset(CUdeviceptr p, unsigned char v, size_t n, CUstream s)
 static CUresult f_screate(CUstream *s, unsigned fl)
 {
 	(void)fl;
-	*s = (CUstream)(uintptr_t)0x2000;
+	*s = (CUstream)(uintptr_t)(0x2000 + 0x10 * me()->nstreams++);
 	return 0;
 }
 static CUresult f_sdestroy(CUstream s)

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The copy-engine allreduce (kernel "ce" of the size table): large sizes,
+ * where one GPU's copy engines move about 394 GB/s over NVLink and its SMs'
+ * stores about 369 (penny bw --gpu --gpu-engine both, 2 x H200).  The
+ * protocol is in kargs.h.  Per piece, on streams of their own:
+ *  - push, one stream a peer: gate (tell the peer the last push landed;
+ *    wait until its slot of this parity is free), copy this rank's slice of
+ *    the peer into its CE area;
+ *  - the caller's stream: the reduce kernel (waits for every push into
+ *    this rank's slots, reduces, tells every peer);
+ *  - all-gather, one stream a peer: once the reduction is done, copy this
+ *    rank's slice of its recv into the peer's recv.
+ * Pulling the results instead (each rank reading its peers' recv) keeps
+ * every write in memory the writer can check, but a copy engine's remote
+ * reads reach 370 GB/s where its writes reach 386 (results/2026-11-30-h200x2,
+ * s58-ce-trace.txt).
+ * The side streams fork from the caller's stream at the start and join it
+ * at the end, so the call orders with the caller's work and a graph
+ * captured on that stream holds all of it.  The last gate on the caller's
+ * stream waits until every peer's results are in recv and checks that they
+ * came from the same buffer (the ABI's registered buffers are symmetric).
+ */
+#include "cuda_ce.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pn_ce {
+	struct pn_gpu *g;
+	int rank, n;
+	const struct pn_reg *area;
+	uint64_t slot_bytes;
+	CUfunction gate;
+	CUstream push[PN_AR_MAX_RANKS], ag[PN_AR_MAX_RANKS];
+	CUevent fork, red, join[2 * PN_AR_MAX_RANKS];
+};
+
+int pn_ce_open(struct pn_gpu *g, int rank, int n, const struct pn_reg *area, CUmodule mod,
+	       struct pn_ce **out)
+{
+	const struct pn_cudrv *cu = g->cu;
+	struct pn_ce *ce;
+	int p, ret = 0;
+
+	*out = NULL;
+	if (n < 2 || area->bytes <= PN_CE_HDR)
+		return pn_plugin_fail(-EINVAL, "copy-engine allreduce: no room for its slots");
+	ce = calloc(1, sizeof(*ce));
+	if (!ce)
+		return pn_plugin_fail(-ENOMEM, "out of memory");
+	ce->g = g;
+	ce->rank = rank;
+	ce->n = n;
+	ce->area = area;
+	ce->slot_bytes = pn_ce_slot_bytes(area->bytes - PN_CE_HDR, n);
+	PN_CU_GOTO(cu, ModuleGetFunction(&ce->gate, mod, "pn_ce_gate"), "pn_ce_gate", ret, fail);
+	/* CU_STREAM_NON_BLOCKING, CU_EVENT_DISABLE_TIMING */
+	PN_CU_GOTO(cu, EventCreate(&ce->fork, 2), "cuEventCreate", ret, fail);
+	PN_CU_GOTO(cu, EventCreate(&ce->red, 2), "cuEventCreate", ret, fail);
+	for (p = 0; p < n; p++) {
+		if (p == rank)
+			continue;
+		PN_CU_GOTO(cu, StreamCreate(&ce->push[p], 1), "cuStreamCreate", ret, fail);
+		PN_CU_GOTO(cu, StreamCreate(&ce->ag[p], 1), "cuStreamCreate", ret, fail);
+		PN_CU_GOTO(cu, EventCreate(&ce->join[2 * p], 2), "cuEventCreate", ret, fail);
+		PN_CU_GOTO(cu, EventCreate(&ce->join[2 * p + 1], 2), "cuEventCreate", ret, fail);
+	}
+	*out = ce;
+	return 0;
+fail:
+	pn_ce_close(ce);
+	return ret;
+}
+
+void pn_ce_close(struct pn_ce *ce)
+{
+	const struct pn_cudrv *cu;
+	int p;
+
+	if (!ce)
+		return;
+	cu = ce->g->cu;
+	for (p = 0; p < PN_AR_MAX_RANKS; p++) {
+		if (ce->push[p])
+			cu->StreamDestroy(ce->push[p]);
+		if (ce->ag[p])
+			cu->StreamDestroy(ce->ag[p]);
+	}
+	for (p = 0; p < 2 * PN_AR_MAX_RANKS; p++)
+		if (ce->join[p])
+			cu->EventDestroy(ce->join[p]);
+	if (ce->fork)
+		cu->EventDestroy(ce->fork);
+	if (ce->red)
+		cu->EventDestroy(ce->red);
+	free(ce);
+}
+
+/* A gate of steps for peer q on stream s. */
+static int gate(struct pn_ce *ce, struct pn_ar_args *a, CUstream s, uint32_t steps, int q)
+{
+	CUstream own = ce->g->stream;
+	int ret;
+
+	a->ce_steps = steps;
+	a->ce_peer = q;
+	ce->g->stream = s;
+	ret = pn_gpu_launch(ce->g, ce->gate, 1, 32, a);
+	ce->g->stream = own;
+	return ret;
+}
+
+int pn_ce_run(struct pn_ce *ce, const struct pn_ce_call *call)
+{
+	const struct pn_cudrv *cu = ce->g->cu;
+	const int n = ce->n, r = ce->rank;
+	CUstream main = ce->g->stream;
+	struct pn_ce_geom geo;
+	struct pn_ar_args a;
+	uint64_t k, roff = call->recv - call->reg->base;
+	int p, ret;
+
+	ret = pn_ce_geometry(call->bytes, n, ce->slot_bytes, &geo);
+	if (ret)
+		return ret;
+	for (p = 0; p < n; p++)
+		if (roff + call->bytes > call->reg->peer_bytes[p])
+			return pn_plugin_fail(-EINVAL, "recv ends past rank %d's registered buffer "
+						       "(%" PRIu64 " bytes)", p, call->reg->peer_bytes[p]);
+	memset(&a, 0, sizeof(a));
+	for (p = 0; p < n; p++) {
+		a.peer_ws[p] = call->ws->peer[p];
+		a.peer_ce[p] = ce->area->peer[p];
+	}
+	a.desc = (uint64_t)call->reg->id << 40 | roff;
+	a.timeout_ns = call->timeout_ns;
+	a.rank = r;
+	a.nranks = n;
+
+	/* fork */
+	PN_CU(cu, EventRecord(ce->fork, main), "cuEventRecord");
+	for (p = 0; p < n; p++) {
+		if (p == r)
+			continue;
+		PN_CU(cu, StreamWaitEvent(ce->push[p], ce->fork, 0), "cuStreamWaitEvent");
+		PN_CU(cu, StreamWaitEvent(ce->ag[p], ce->fork, 0), "cuStreamWaitEvent");
+	}
+	for (k = 0; k < geo.pieces && !ret; k++) {
+		uint64_t base = k * geo.piece, par = k & 1;
+		uint64_t off = base + (uint64_t)r * geo.slice, len = pn_ce_len(&geo, call->bytes, off);
+
+		/* pushes: my slice of owner p into slot [par][sender] of p's area */
+		for (p = 0; p < n && !ret; p++) {
+			uint64_t po = base + (uint64_t)p * geo.slice, pl = pn_ce_len(&geo, call->bytes, po);
+			int slot = (r - p - 1 + n) % n;
+
+			if (p == r)
+				continue;
+			a.ce_piece = (uint32_t)k;
+			if (k)
+				ret = gate(ce, &a, ce->push[p], PN_CE_PUSHED | (k >= 2 ? PN_CE_FREE : 0), p);
+			if (!ret && pl)
+				PN_CU(cu, MemcpyAsync(ce->area->peer[p] + PN_CE_HDR +
+							      (par * (uint64_t)(n - 1) + (uint64_t)slot) *
+								      ce->slot_bytes,
+						      call->send + po, pl, ce->push[p]),
+				      "cuMemcpyAsync (push)");
+		}
+		if (ret)
+			break;
+		/* my slice, reduced in rank order into my recv */
+		for (p = 0; p < n; p++) {
+			int slot = (p - r - 1 + n) % n;
+
+			a.ce_src[p] = p == r ? call->send + off
+					     : ce->area->base + PN_CE_HDR +
+						       (par * (uint64_t)(n - 1) + (uint64_t)slot) *
+							       ce->slot_bytes;
+		}
+		a.send = call->send + off;
+		a.recv = call->recv + off;
+		a.count = len / call->esize;
+		ret = pn_gpu_launch(ce->g, call->reduce, call->grid, 512, &a);
+		if (ret)
+			break;
+		PN_CU(cu, EventRecord(ce->red, main), "cuEventRecord");
+		/* all-gather: my reduced slice into every peer's recv */
+		for (p = 0; p < n; p++) {
+			if (p == r)
+				continue;
+			PN_CU(cu, StreamWaitEvent(ce->ag[p], ce->red, 0), "cuStreamWaitEvent");
+			if (len)
+				PN_CU(cu, MemcpyAsync(call->reg->peer[p] + roff + off, call->recv + off, len,
+						      ce->ag[p]),
+				      "cuMemcpyAsync (all-gather)");
+		}
+	}
+	/* the last push is announced, the results are in the peers' recv */
+	for (p = 0; p < n && !ret; p++) {
+		if (p == r)
+			continue;
+		ret = gate(ce, &a, ce->push[p], PN_CE_PUSHED, p);
+		if (!ret)
+			ret = gate(ce, &a, ce->ag[p], PN_CE_AG_DONE, p);
+		if (ret)
+			break;
+		PN_CU(cu, EventRecord(ce->join[2 * p], ce->push[p]), "cuEventRecord");
+		PN_CU(cu, EventRecord(ce->join[2 * p + 1], ce->ag[p]), "cuEventRecord");
+	}
+	/* every peer's results are in my recv (waited for beside my own copies'
+	 * end, not after it); then the join */
+	if (!ret)
+		ret = gate(ce, &a, main, PN_CE_FINAL, r);
+	for (p = 0; p < n && !ret; p++) {
+		if (p == r)
+			continue;
+		PN_CU(cu, StreamWaitEvent(main, ce->join[2 * p], 0), "cuStreamWaitEvent");
+		PN_CU(cu, StreamWaitEvent(main, ce->join[2 * p + 1], 0), "cuStreamWaitEvent");
+	}
+	return ret;
+}
