@@ -87,7 +87,9 @@ int pn_tune_parse(const char *s, struct pn_tune *t)
  * by flags to 512 KiB, two-shot to 16 MiB, then the ring with 128 KiB tiles.
  * The LL and hybrid two-shots measured slower than these on 4 GPUs (LL
  * stores reach about 200 GB/s against 360 for plain stores), so no row
- * names them; PENNY_CUDA_TUNE can.
+ * names them; PENNY_CUDA_TUNE can.  Copy engines (ce) from 256 MiB on 2 GPUs:
+ * 369-385 GB/s where the ring moves 360-365, the ring faster at 128 MiB
+ * (results/2026-11-30-h200x2/s58-ce-*); on more GPUs not measured yet.
  */
 void pn_tune_default(struct pn_tune *t, int nranks)
 {
@@ -101,7 +103,8 @@ void pn_tune_default(struct pn_tune *t, int nranks)
 	if (nranks <= 2) {
 		ROW(PN_K_ONESHOT, 512u << 10);
 		ROW(PN_K_ONESHOT_FL, 4u << 20);
-		ROW(PN_K_RING, UINT64_MAX);
+		ROW(PN_K_RING, 128u << 20);
+		ROW(PN_K_CE, UINT64_MAX);
 	} else {
 		ROW(PN_K_ONESHOT, 128u << 10);
 		ROW(PN_K_ONESHOT_FL, 512u << 10);
