@@ -122,7 +122,7 @@ int pn_boot_peer_error(struct pn_boot *b, int r, int ret, const char *what)
 	if (b->hello && b->hello[r].pid > 0)
 		snprintf(pid, sizeof(pid), ", pid %d", b->hello[r].pid);
 	if (ret == -ETIMEDOUT) {
-		snprintf(why, sizeof(why), "timed out after %.0f s waiting for rank %d (host %s%s) in "
+		snprintf(why, sizeof(why), "timed out after %g s waiting for rank %d (host %s%s) in "
 			 "%s: it did not answer (stopped or hung)", b->cfg.timeout + b->extra, r,
 			 rank_host(b, r), pid, what);
 	} else if (ret == -EPIPE || ret == -ECONNRESET) {

@@ -160,8 +160,11 @@ void pn_boot_derive_cookie(struct pn_boot_cfg *cfg);
  * was terminated) and *report the ranks' error lines with identical ones
  * collapsed (pn_boot_collapse; free() it, may be NULL).  Once one rank has
  * failed the others get PN_BOOT_GRACE seconds to end before they are
- * killed; a SIGTERM, SIGINT or SIGHUP to the parent is forwarded to every
- * rank.  The job's /dev/shm segments are removed.
+ * killed (a stopped one at once, as it cannot end; a rank stopped for
+ * cfg->timeout + PN_BOOT_GRACE is killed too, failing the job); a rank
+ * killed by SIGPIPE makes *status 2.  A SIGTERM, SIGINT or SIGHUP to the
+ * parent is forwarded to every rank.  The job's /dev/shm segments are
+ * removed.
  */
 int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status,
 		       char **report);

@@ -372,14 +372,14 @@ int pn_comm_check(struct pn_comm *c, int waiting_for, double since)
 		int end = waiting_for >= 0 ? wait_chain_end(c, waiting_for, now) : -1;
 
 		if (end >= 0 && end != waiting_for)
-			ret = pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for rank %d (host %s), "
+			ret = pn_err(-ETIMEDOUT, "timed out after %g s waiting for rank %d (host %s), "
 				     "which waits for rank %d (host %s)", c->timeout, waiting_for,
 				     pn_boot_host(c->boot, waiting_for), end, pn_boot_host(c->boot, end));
 		else if (waiting_for >= 0)
-			ret = pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for rank %d (host %s)",
+			ret = pn_err(-ETIMEDOUT, "timed out after %g s waiting for rank %d (host %s)",
 				     c->timeout, waiting_for, pn_boot_host(c->boot, waiting_for));
 		else
-			ret = pn_err(-ETIMEDOUT, "timed out after %.0f s", c->timeout);
+			ret = pn_err(-ETIMEDOUT, "timed out after %g s", c->timeout);
 		snprintf(msg, sizeof(msg), "%s", pn_errmsg(ret));
 		pn_comm_abort(c, msg);
 		pn_err(ret, "%s", msg);

@@ -178,7 +178,7 @@ static int root_missing(struct pn_boot *b, int have)
 					      n ? "," : "", i);
 	if (n >= sizeof(missing) - 16)
 		snprintf(missing + n, sizeof(missing) - n, ",...");
-	ret = pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for ranks %s to join "
+	ret = pn_err(-ETIMEDOUT, "timed out after %g s waiting for ranks %s to join "
 		     "(%d of %d joined)", b->cfg.timeout, missing, have, b->nranks);
 	root_refuse(b, ret, pn_errmsg(ret), -1);
 	return ret;
@@ -272,7 +272,7 @@ static int root_hello(struct pn_boot *b, struct root_wait *w, struct pending *p,
 		snprintf(whybuf, sizeof(whybuf), "%s", pn_errmsg(chk));
 		why = whybuf;
 	} else if (chk == -EAGAIN && !why && now - p->since > w->hello_secs) {
-		snprintf(whybuf, sizeof(whybuf), "no hello within %.0f s (%zu bytes)",
+		snprintf(whybuf, sizeof(whybuf), "no hello within %g s (%zu bytes)",
 			 w->hello_secs, p->got);
 		why = whybuf;
 	}
@@ -764,12 +764,12 @@ int pn_boot_rank_join(struct pn_boot *b, double deadline)
 		if (ret || i < n)
 			break;
 		if (pn_now() >= deadline) {
-			ret = r->probe ? pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for rank 0 "
+			ret = r->probe ? pn_err(-ETIMEDOUT, "timed out after %g s waiting for rank 0 "
 						"(%s): %s", b->cfg.timeout, r->how, seen)
 				       : worst > JOIN_NOBODY
-				       ? pn_err(-ETIMEDOUT, "timed out after %.0f s connecting to rank 0 "
+				       ? pn_err(-ETIMEDOUT, "timed out after %g s connecting to rank 0 "
 						"at %s: %s", b->cfg.timeout, c[0].name, seen)
-				       : pn_err(-ETIMEDOUT, "timed out after %.0f s connecting to rank 0 "
+				       : pn_err(-ETIMEDOUT, "timed out after %g s connecting to rank 0 "
 						"at %s", b->cfg.timeout, c[0].name);
 			break;
 		}
@@ -807,6 +807,11 @@ int pn_boot_where(struct pn_boot *b, double deadline)
 		if (pn_parse_hostport(root, r->hosts[0], sizeof(r->hosts[0]), &port) ||
 		    !r->hosts[0][0])
 			return pn_err(-EINVAL, "bad rendezvous address '%s' (want HOST:PORT)", root);
+		/* port 0: rank 0 listens on a port of its own choosing; another
+		 * rank cannot reach it there (it tried until the timeout) */
+		if (!port && b->rank != 0)
+			return pn_err(-EINVAL, "rendezvous address '%s': port 0 cannot be reached "
+					       "(give the port rank 0 listens on)", root);
 		r->nhosts = 1;
 		r->ports[r->nports++] = port;
 		snprintf(r->how, sizeof(r->how), "%s", root);

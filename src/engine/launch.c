@@ -521,30 +521,65 @@ static void lines_read(struct err_lines *l, int fd)
 		lines_add(l, buf, (size_t)n);
 }
 
-/* Wait for every rank; see boot.h.  pids[i] is rank i (0 once reaped). */
-static int reap_ranks(pid_t *pids, int np, int errfd, double grace, struct err_lines *l)
+/* A stop signal's name, for the launcher's line about a stopped rank. */
+static const char *stop_name(int sig)
+{
+	return sig == SIGSTOP ? "SIGSTOP" : sig == SIGTSTP ? "SIGTSTP" :
+	       sig == SIGTTIN ? "SIGTTIN: it read the terminal in the background" :
+	       sig == SIGTTOU ? "SIGTTOU: it wrote to the terminal in the background" : "a signal";
+}
+
+/* What the launcher knows of a rank that has not ended. */
+struct rank_state {
+	double stopped;		/* when it was seen stopped (WUNTRACED), 0: running */
+	int stopsig, killed;	/* killed: by the launcher, which said why */
+};
+
+/*
+ * Wait for every rank; see boot.h.  pids[i] is rank i (0 once reaped).  A
+ * rank stopped (SIGSTOP, a terminal's SIGTSTP or SIGTTOU: WUNTRACED; a
+ * debugger's stops go to the debugger) cannot end by itself: once another
+ * rank failed it is killed at once; when no rank fails (the others are
+ * done, or wait for nothing) it is killed after it stayed stopped for the
+ * job's timeout and the grace.
+ */
+static int reap_ranks(pid_t *pids, int np, int errfd, double timeout, double grace,
+		      struct err_lines *l)
 {
 	int left = np, worst = 0, first = -1, killed = 0, forwarded = 0, i;
+	struct rank_state *rs = calloc((size_t)np, sizeof(*rs));
 	double kill_at = 0;
 
 	while (left > 0) {
 		struct pollfd pfd = { .fd = errfd, .events = POLLIN };
-		double now;
+		double now = pn_now();
 		pid_t pid;
 		int st;
 
-		while (left > 0 && (pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		while (left > 0 && (pid = waitpid(-1, &st, WNOHANG | WUNTRACED | WCONTINUED)) > 0) {
 			for (i = 0; i < np && pids[i] != pid; i++)
 				;
 			if (i == np)
 				continue;
+			if (WIFSTOPPED(st) || WIFCONTINUED(st)) {
+				if (rs) {
+					rs[i].stopped = WIFSTOPPED(st) ? now : 0;
+					rs[i].stopsig = WIFSTOPPED(st) ? WSTOPSIG(st) : 0;
+				}
+				continue;
+			}
 			pids[i] = 0;
 			left--;
 			if (WIFEXITED(st) && WEXITSTATUS(st)) {
 				worst = PN_MAX(worst, WEXITSTATUS(st));
+			} else if (WIFSIGNALED(st) && WTERMSIG(st) == SIGPIPE) {
+				/* its output cannot be written: 2, as penny's write errors */
+				worst = PN_MAX(worst, 2);
+				lines_printf(l, "rank %d (pid %d) was killed by SIGPIPE: its output's "
+					     "reader went away", i, (int)pid);
 			} else if (WIFSIGNALED(st)) {
 				worst = PN_MAX(worst, 1);
-				if (!killed)
+				if (!killed && !(rs && rs[i].killed))
 					lines_printf(l, "rank %d (pid %d) was killed by signal %d (%s)", i,
 						     (int)pid, WTERMSIG(st), strsignal(WTERMSIG(st)));
 			}
@@ -553,15 +588,33 @@ static int reap_ranks(pid_t *pids, int np, int errfd, double grace, struct err_l
 		}
 		if (!left)
 			break;
-		now = pn_now();
 		if (parent_sig && !forwarded) {
 			lines_printf(l, "got %s: stopping the ranks", strsignal(parent_sig));
 			for (i = 0; i < np; i++)
-				if (pids[i] > 0)
+				if (pids[i] > 0) {
 					kill(pids[i], SIGTERM);
+					kill(pids[i], SIGCONT);	/* a stopped one ends too */
+				}
 			forwarded = 1;
 			if (!kill_at)
 				kill_at = now + grace;
+		}
+		for (i = 0; rs && !killed && i < np; i++) {
+			double for_s = now - rs[i].stopped;
+
+			if (pids[i] <= 0 || !rs[i].stopped || rs[i].killed)
+				continue;
+			if (first >= 0)
+				lines_printf(l, "rank %d (pid %d) was stopped (%s) when rank %d failed: "
+					     "killed", i, (int)pids[i], stop_name(rs[i].stopsig), first);
+			else if (for_s >= timeout + grace)
+				lines_printf(l, "rank %d (pid %d) was stopped (%s) for %.3g s, longer than "
+					     "the timeout (%g s): killed", i, (int)pids[i],
+					     stop_name(rs[i].stopsig), for_s, timeout);
+			else
+				continue;
+			kill(pids[i], SIGKILL);
+			rs[i].killed = 1;
 		}
 		/* one rank failed: the others learn it at once (the abort notice,
 		 * a closed connection) and end; one that does not is stuck */
@@ -569,7 +622,7 @@ static int reap_ranks(pid_t *pids, int np, int errfd, double grace, struct err_l
 			kill_at = now + grace;
 		if (kill_at && now >= kill_at && !killed) {
 			for (i = 0; i < np; i++) {
-				if (pids[i] <= 0)
+				if (pids[i] <= 0 || (rs && rs[i].killed))
 					continue;
 				if (first >= 0)
 					lines_printf(l, "rank %d (pid %d) had not ended %.0f s after rank %d "
@@ -584,6 +637,7 @@ static int reap_ranks(pid_t *pids, int np, int errfd, double grace, struct err_l
 		if (poll(&pfd, 1, 20) > 0)
 			lines_read(l, errfd);
 	}
+	free(rs);
 	lines_read(l, errfd);
 	if (parent_sig)
 		return 128 + parent_sig;
@@ -707,7 +761,7 @@ int pn_boot_selflaunch(int np, struct pn_boot_cfg *cfg, int *parent, int *status
 		sigaction(term_sigs[i], &act, &old[i]);
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	*parent = 1;
-	*status = reap_ranks(pids, np, errp[0], PN_BOOT_GRACE, &lines);
+	*status = reap_ranks(pids, np, errp[0], cfg->timeout, PN_BOOT_GRACE, &lines);
 	for (i = 0; i < (int)PN_ARRAY_SIZE(term_sigs); i++)
 		sigaction(term_sigs[i], &old[i], NULL);
 	close(errp[0]);

@@ -461,7 +461,7 @@ static int rdv_find(struct pn_boot_cfg *cfg, double deadline, const char *name)
 		if (ret <= 0)
 			return ret;
 		if (pn_now() > deadline)
-			return pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for rank 0 to publish "
+			return pn_err(-ETIMEDOUT, "timed out after %g s waiting for rank 0 to publish "
 				      "'%s' in a directory of this user (%s)", cfg->timeout, name, where);
 		usleep(10000);
 	}

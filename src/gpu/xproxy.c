@@ -666,18 +666,18 @@ static void *thread_main(void *arg)
 			if (w < 0)
 				w = stalled_on(p, x);
 			if (p->xv && w >= 0)
-				thread_fail(p, -ETIMEDOUT, "cross-node proxy: no progress for %.0f s over "
+				thread_fail(p, -ETIMEDOUT, "cross-node proxy: no progress for %g s over "
 							   "verbs (rank %d has not freed its inbox "
 							   "slots or acknowledged writes)",
 					    p->cfg.timeout, w);
 			else if (w >= 0)
-				thread_fail(p, -ETIMEDOUT, "cross-node proxy: no progress for %.0f s %s "
+				thread_fail(p, -ETIMEDOUT, "cross-node proxy: no progress for %g s %s "
 							   "rank %d (host %s): it stopped %s (stopped "
 							   "or hung)",
 					    p->cfg.timeout, x->recv ? "receiving from" : "sending to", w,
 					    p->host[w], x->recv ? "sending" : "taking data");
 			else
-				thread_fail(p, -ETIMEDOUT, "cross-node proxy: no progress for %.0f s (a "
+				thread_fail(p, -ETIMEDOUT, "cross-node proxy: no progress for %g s (a "
 							   "peer stopped reading or writing)",
 					    p->cfg.timeout);
 			break;
@@ -879,7 +879,7 @@ static int warm_wait(struct pn_xproxy *p, int rank)
 			break;
 		if (pn_now() > deadline)
 			return pn_err(-ETIMEDOUT, "cross-node proxy of rank %d: the warm-up of its "
-					      "connections did not end within %.0f s (a peer stopped)",
+					      "connections did not end within %g s (a peer stopped)",
 				      rank, p->cfg.timeout);
 		nanosleep(&(struct timespec){ 0, 50000 }, NULL);
 	}

@@ -442,10 +442,10 @@ static int timed_out(const struct mesh *m)
 	if (n > 1)
 		snprintf(more, sizeof(more), " (and %d more rank%s)", n - 1, n == 2 ? "" : "s");
 	if (first < m->c->rank)
-		return pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for rank %d (host %s) to "
+		return pn_err(-ETIMEDOUT, "timed out after %g s waiting for rank %d (host %s) to "
 			      "answer its tcp connection%s: it did not (stopped or hung)",
 			      m->c->timeout, first, pn_tp_host(m->c, first), more);
-	return pn_err(-ETIMEDOUT, "timed out after %.0f s waiting for the tcp connection of rank "
+	return pn_err(-ETIMEDOUT, "timed out after %g s waiting for the tcp connection of rank "
 		      "%d (host %s)%s: it did not connect (stopped, hung or failed)",
 		      m->c->timeout, first, pn_tp_host(m->c, first), more);
 }
