@@ -168,7 +168,7 @@ struct job {
 	struct pn_arback bk;	/* --backend, --gpus */
 	struct pn_artypes types; /* -d, -o */
 	struct pn_arout files;	/* rank 0's, opened before the work, committed after it */
-	int progress;
+	int progress, doc;	/* doc: rank 0 began the JSON document */
 };
 
 /* The plan in the header: the rings as ranks, in the order data moves. */
@@ -642,6 +642,7 @@ int sweep_main(struct pn_ctx *ctx, enum pn_coll_kind kind)
 		pn_out_open_object(ctx->out, NULL);
 		print_job(&j, backends, ctx->job->cfg.launcher);
 		pn_out_open_array(ctx->out, "results");
+		j.doc = 1;
 	}
 	plan.dtypes = j.types.dtypes;
 	plan.ndtypes = j.types.ndtypes;
@@ -666,6 +667,11 @@ int sweep_main(struct pn_ctx *ctx, enum pn_coll_kind kind)
 	rc = failed ? 1 : 0;
 	goto out;
 fail:
+	if (j.doc) {	/* --json: the document ends, with why, as check's */
+		pn_out_close_array(ctx->out);
+		pn_out_str(ctx->out, PN_JSON, "error", NULL, pn_errmsg(ret));
+		pn_out_close_object(ctx->out);
+	}
 	if (!rc) {
 		pn_cmd_fail(ctx, 1, "rank %d: %s", j.rank, pn_errmsg(ret));
 		rc = pn_exit_status(ret);

@@ -261,9 +261,10 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 	if (argc > 0)
 		return pn_cmd_fail(ctx, 2, "unexpected argument '%s'", argv[0]);
 	/* counts and rates are in range (the table); 0 and -1 mean "not given" */
-	if (opt.check && (opt.nccl_graph || opt.summary || opt.rings || opt.no_degrade))
-		return pn_cmd_fail(ctx, 2, "--check reads a plan; --nccl-graph, --summary, --rings "
-					   "and --no-degrade are for planning");
+	if (opt.check && (opt.nccl_graph || opt.summary || opt.rings || opt.no_degrade ||
+			  opt.pcie_rate))
+		return pn_cmd_fail(ctx, 2, "--check reads a plan; --nccl-graph, --summary, --rings, "
+					   "--no-degrade and --pcie-rate are for planning");
 	if (!opt.show_schedule && (opt.schedule_rank >= 0 || opt.schedule_size))
 		return pn_cmd_fail(ctx, 2, "--schedule-rank and --schedule-size go with --show-schedule");
 	pn_plan_model_init(&model);

@@ -132,6 +132,10 @@ int pn_parse_double(const char *s, double *out)
 
 	if (!s || !*s || isspace((unsigned char)*s))
 		return -EINVAL;
+	/* decimal only, as every other number penny reads: strtod would take
+	 * hex (0x10, 0x1p4) */
+	if (strpbrk(s, "xX"))
+		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
 	if (errno || *end || !isfinite(v))

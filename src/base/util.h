@@ -27,6 +27,7 @@ int pn_parse_u64(const char *s, uint64_t *out);
 int pn_parse_int(const char *s, int *out);
 int pn_parse_dec_u64(const char *s, uint64_t *out);
 int pn_parse_dec_int(const char *s, int *out);
+/* A finite decimal number (1.5, 2e3; not 0x10, 0x1p4, inf or nan). */
 int pn_parse_double(const char *s, double *out);
 /*
  * An environment knob that takes one of a few words: the index in words

@@ -59,13 +59,16 @@ static int add_backend(struct pn_arjob *j, const struct pn_arjob_cfg *cfg, const
 int pn_arjob_start(struct pn_arjob *j, struct pn_boot *b, const struct pn_arjob_cfg *cfg)
 {
 	char list[512], *tok, *save = NULL;
-	int ret;
+	int ret, i;
 
 	memset(j, 0, sizeof(*j));
 	ret = job_open(j, b, cfg);
 	snprintf(list, sizeof(list), "%s", cfg->backends);
 	for (tok = strtok_r(list, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save))
 		ret = add_backend(j, cfg, tok);
+	/* a backend that can run none of its algorithms: said before any header */
+	for (i = 0; !ret && i < j->nbe; i++)
+		ret = pn_sweep_runnable(j->be[i]);
 	return ret;
 }
 

@@ -52,8 +52,9 @@ struct pn_arjob {
 /*
  * Collective over the boot's ranks: the communicator, the table, the
  * collective and the plan's rings, then every backend of the list, in that
- * order.  0 or -errno with a message; pn_arjob_close releases what was
- * opened either way.
+ * order; -EINVAL when a backend can run none of its algorithms (the job
+ * agrees on that: pn_sweep_runnable).  0 or -errno with a message;
+ * pn_arjob_close releases what was opened either way.
  */
 int pn_arjob_start(struct pn_arjob *j, struct pn_boot *b, const struct pn_arjob_cfg *cfg);
 /* The sweep sw (its sizes, type, iterations and sink set) over every backend

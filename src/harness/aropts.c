@@ -172,6 +172,16 @@ int pn_aropts_multiring(const enum pn_algo *algos, int nalgos)
 	return 0;
 }
 
+/* How many host algorithms --algo names, auto one of them (2 when it does
+ * not parse: pn_aropts_algos says why, later). */
+static int tune_choices(const char *spec)
+{
+	enum pn_algo a[PN_SWEEP_MAX_ALGOS];
+	int n;
+
+	return pn_aropts_algos(spec, 1, a, &n) ? 2 : n;
+}
+
 int pn_aropts_check(struct pn_aropts *o, const struct pn_arback *bk)
 {
 	uint64_t *sizes = NULL;
@@ -205,6 +215,13 @@ int pn_aropts_check(struct pn_aropts *o, const struct pn_arback *bk)
 				       "--backend host (alone or in its list)");
 	if (o->tune_out && o->iters == 0)
 		return pn_err(-EINVAL, "--tune-out needs timed calls: not with -n 0");
+	/* a table of one algorithm, or of auto's own picks, chooses nothing */
+	if (o->tune_out && o->plan)
+		return pn_err(-EINVAL, "--tune-out writes the fastest of the algorithms it measures: "
+				       "--plan runs one (multiring)");
+	if (o->tune_out && tune_choices(o->algo) < 2)
+		return pn_err(-EINVAL, "--tune-out writes the fastest of the algorithms it measures: "
+				       "give --algo all (or two or more), not --algo %s", o->algo);
 	/* a bandwidth gate over nothing timed would fail a healthy run */
 	if (o->min_busbw >= 0 && (o->iters == 0 || o->maxbytes == 0))
 		return pn_err(-EINVAL, "--min-busbw needs timed calls of some bytes: not with %s",

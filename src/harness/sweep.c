@@ -268,11 +268,10 @@ static int series(struct pn_sweep *s, struct pn_sweep_backend *be, int algo)
 	return 0;
 }
 
-int pn_sweep_run(struct pn_sweep *s, struct pn_sweep_backend *be)
+/* Each algorithm's verdict into err[]: 0, or -EINVAL when be can run none. */
+static int runnable(struct pn_sweep_backend *be, int *err)
 {
-	int err[PN_SWEEP_MAX_ALGOS] = { 0 };
-	size_t maxb = 16, i;
-	int a, ret, nrun = 0;
+	int a, nrun = 0;
 
 	for (a = 0; a < be->nalgos; a++) {
 		err[a] = be->ops->supported ? be->ops->supported(be, be->algos[a]) : 0;
@@ -284,6 +283,25 @@ int pn_sweep_run(struct pn_sweep *s, struct pn_sweep_backend *be)
 		pn_err_ctx(err[a], "%s --algo %s", be->name, be->ops->algo_name(be->algos[a]));
 		return -EINVAL;
 	}
+	return 0;
+}
+
+int pn_sweep_runnable(struct pn_sweep_backend *be)
+{
+	int err[PN_SWEEP_MAX_ALGOS];
+
+	return runnable(be, err);
+}
+
+int pn_sweep_run(struct pn_sweep *s, struct pn_sweep_backend *be)
+{
+	int err[PN_SWEEP_MAX_ALGOS] = { 0 };
+	size_t maxb = 16, i;
+	int a, ret;
+
+	ret = runnable(be, err);
+	if (ret)
+		return ret;
 	for (i = 0; i < s->nsizes; i++)
 		maxb = PN_MAX(maxb, s->sizes[i]);
 	ret = be->ops->start ? be->ops->start(be, maxb) : 0;

@@ -186,6 +186,9 @@ void pn_sweep_init(struct pn_sweep *s);
 /* Every algorithm of be the job can run (those it cannot are said to
  * sink.skip, once per backend); -EINVAL when it can run none of them. */
 int pn_sweep_run(struct pn_sweep *s, struct pn_sweep_backend *be);
+/* Whether be can run one of its algorithms at least, as pn_sweep_run asks
+ * (not collective): 0, or -EINVAL with the reason. */
+int pn_sweep_runnable(struct pn_sweep_backend *be);
 void pn_sweep_release(struct pn_sweep *s);
 
 double pn_sweep_busbw(double algbw, int nranks);

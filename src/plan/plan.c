@@ -588,7 +588,7 @@ int pn_plan_model_set_rails(struct pn_plan_model *m, const char *spec)
 		}
 		l->hash = layout_hash(l);
 	}
-	m->rails_set = 1;
+	m->rails_set = m->rails_listed = 1;
 	for (k = 0; k < nrs; k++)
 		if (!rs[k].seen)
 			pn_plan_msg(&m->notes, "--rails names %s:%d, which no node has", rs[k].dev,

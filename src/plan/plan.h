@@ -111,6 +111,7 @@ struct pn_plan_model {
 	struct pn_plan_msgs notes;	/* what loading found (uneven inputs) */
 	int exact;			/* classes/rates known (not guessed from a graph file) */
 	int rails_set;			/* rails given (--rails, synthetic, read back) */
+	int rails_listed;		/* --rails: the ports not listed are not used */
 };
 
 void pn_plan_model_init(struct pn_plan_model *m);

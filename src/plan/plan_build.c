@@ -307,9 +307,9 @@ static int choose_rails(struct pn_plan *p, const struct pn_plan_opts *o)
 		const char *why = dropped.n ? strstr(dropped.v[0], "left out: ") : NULL;
 
 		if (!total_rails)
-			ret = pn_err(-EINVAL, "no node has a usable NIC port: rings across %d nodes need "
-					      "a rail active on every node",
-				     N);
+			ret = pn_err(-EINVAL, "no node has a usable NIC port%s: rings across %d nodes "
+					      "need a rail active on every node",
+				     m->rails_listed ? " among those --rails names" : "", N);
 		else
 			ret = pn_err(-EINVAL, "no rail has an active NIC on every node (%d rails; "
 					      "first: %s)",

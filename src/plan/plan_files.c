@@ -289,6 +289,11 @@ int pn_plan_model_load(struct pn_plan_model *m, const struct pn_plan_source *src
 		pn_topo_release(&t);
 		if (!ret && src->hosts)
 			ret = pn_plan_model_order_hosts(m, src->hosts);
+	} else if (src->rails || src->hosts) {
+		/* --check without a model checks the plan's own: they would change nothing */
+		return pn_err(-EINVAL, "%s shapes a model: with --check give one (--nodes, "
+				       "--topo-file or --topo-xml), or leave it out",
+			      src->rails ? "--rails" : "--hosts");
 	} else {
 		return 0;
 	}

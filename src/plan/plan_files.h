@@ -30,8 +30,9 @@ struct pn_plan_source {
 };
 
 /* The model src names, finished (pn_plan_model_finish); this node when
- * none is named and need, else nothing (m stays empty).  0, or -EINVAL
- * when two sources are given or a shape lacks --nodes, or -errno. */
+ * none is named and need, else nothing (m stays empty; -EINVAL when src
+ * has rails or hosts for it).  0, or -EINVAL when two sources are given or
+ * a shape lacks --nodes, or -errno. */
 int pn_plan_model_load(struct pn_plan_model *m, const struct pn_plan_source *src, int need);
 
 /* Files read whole. */

@@ -455,16 +455,20 @@ static int read_layout(const struct pn_jval *lv, struct pn_plan_layout *l, unsig
 		snprintf(c->device, sizeof(c->device), "%s", dev ? dev : name);
 		snprintf(c->label, sizeof(c->label), "%s", label ? label : "");
 		snprintf(c->state, sizeof(c->state), "%s", state ? state : "ACTIVE");
-		if (pn_json_get(nv, "port") && pn_json_int(pn_json_get(nv, "port"), &port))
-			return pn_err(-EINVAL, "layout %u NIC %s: bad \"port\"", li, name);
+		/* as a topo file's (topo_json.c) */
+		if (pn_json_get(nv, "port") &&
+		    (pn_json_int(pn_json_get(nv, "port"), &port) || port < 1 || port > 255))
+			return pn_err(-EINVAL, "layout %u NIC %s: \"port\" must be an integer 1-255",
+				      li, name);
 		if (pn_json_int(pn_json_get(nv, "rail"), &rail) || rail < -1 || rail > 65535)
 			return pn_err(-EINVAL, "layout %u NIC %s: \"rail\" must be an integer", li,
 				      name);
 		c->port = (int)port;
 		c->rail = (int)rail;
 		if (pn_json_get(nv, "rate_gbps") &&
-		    pn_json_num(pn_json_get(nv, "rate_gbps"), &c->rate_gbps))
-			return pn_err(-EINVAL, "layout %u NIC %s: bad \"rate_gbps\"", li, name);
+		    (pn_json_num(pn_json_get(nv, "rate_gbps"), &c->rate_gbps) || c->rate_gbps < 0))
+			return pn_err(-EINVAL, "layout %u NIC %s: \"rate_gbps\" must be a number >= 0",
+				      li, name);
 		a = pn_json_get(nv, "active");
 		c->active = a ? (a->type == PN_JSON_BOOL && a->u.b) : pn_plan_port_active(c->state);
 		c->netdev = -1;

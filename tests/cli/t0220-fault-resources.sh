@@ -39,8 +39,8 @@ test_expect_success 'a tuning file that cannot be read: one line, no crash (was 
 	no_procs_left && shm_leftovers shm0
 '
 
-test_expect_success '--tune-out without --algo all writes what ran, and PENNY_TUNE_FILE loads it' '
-	penny allreduce-test --np 2 -b 8 -e 256K -f 8 --tune-out t.tune >out &&
+test_expect_success '--tune-out with auto in --algo writes what auto ran, and PENNY_TUNE_FILE loads it' '
+	penny allreduce-test --np 2 -b 8 -e 256K -f 8 --algo auto,two-shot --tune-out t.tune >out &&
 	cat t.tune && grep -q " two-shot$" t.tune &&
 	# a line per size, two where in place and out of place ran apart
 	test "$(grep -v "^#" t.tune | cut -d" " -f3 | sort -u | wc -l)" -eq 6 &&

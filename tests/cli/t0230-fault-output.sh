@@ -28,8 +28,11 @@ run_out() {
 	case $1 in
 	prom) "${P[@]}" top --sysfs-root F --once -i "$i" --prom "$2" ;;
 	save) "${P[@]}" topo --sysfs-root T --save "$2" ;;
-	csv | plot | tune-out)
+	csv | plot)
 		"${P[@]}" allreduce-test --np 2 -b 8 -e "$e" -f 2 -n "$n" -w 1 "--$1" "$2" ;;
+	tune-out)	# the fastest of two algorithms
+		"${P[@]}" allreduce-test --np 2 -b 8 -e "$e" -f 2 -n "$n" -w 1 -A one-shot,two-shot \
+			--tune-out "$2" ;;
 	graph) "${P[@]}" ring-plan --nodes 2 --summary --nccl-graph "$2" ;;
 	esac
 }

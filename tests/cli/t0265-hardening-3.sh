@@ -44,7 +44,7 @@ test_expect_success '--json: an output file on standard output is refused, not m
 		"check --passive --only settings --junit -" "check --passive --only settings --prom /dev/fd/1" \
 		"allreduce-test --np 2 -b 8 -e 8 -n 1 -w 0 --csv -" \
 		"coll-test allgather --np 2 -b 8 -e 8 -n 1 -w 0 --plot /dev/stdout" \
-		"allreduce-test --np 2 -b 8 -e 8 -n 1 -w 0 --tune-out -"; do
+		"allreduce-test --np 2 -b 8 -e 8 -n 1 -w 0 -A one-shot,two-shot --tune-out -"; do
 		# shellcheck disable=SC2086
 		one_line_error 2 $args --json || exit 1
 		grep -q "is standard output, where --json writes its document" err || { cat err; exit 1; }

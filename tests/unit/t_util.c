@@ -53,6 +53,9 @@ TEST(number_parsing)
 	CHECK(!pn_parse_dec_u64("08", &u) && u == 8);
 	CHECK(pn_parse_dec_u64("0x10", &u) == -EINVAL);
 	CHECK(pn_parse_double("nan", &d) == -EINVAL);
+	CHECK(!pn_parse_double("2e3", &d) && d == 2000);
+	CHECK(pn_parse_double("0x10", &d) == -EINVAL);
+	CHECK(pn_parse_double("-0X1p4", &d) == -EINVAL);
 }
 
 TEST(knob_words)
