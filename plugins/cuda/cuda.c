@@ -57,7 +57,8 @@ struct pn_cuda {
 	const void *xnode_image;	/* the cross-node kernels (xnode.c), NULL if not built */
 	CUmodule co_mod;		/* the other collectives (cuda_coll.c), NULL if not built */
 	CUfunction co_fn[PN_NCO][PENNY_NDTYPES][PENNY_NREDOPS];
-	struct pn_reg *ce_area;		/* the copy-engine allreduce's (cuda_ce.c), if the table names it */
+	/* the copy-engine allreduce's (cuda_ce.c), from its first call on */
+	struct pn_reg *ce_area;
 	struct pn_ce *ce;
 	char desc[400];
 };
@@ -582,18 +583,6 @@ int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *ho
 	ret = reg_alloc(c, c->cfg.stage_bytes, &c->stage);
 	if (ret)
 		goto fail_gpu;
-	if (c->cfg.ce_bytes) {
-		ret = reg_alloc(c, PN_CE_HDR + pn_gpu_alloc_size(c->cfg.ce_bytes), &c->ce_area);
-		if (!ret)
-			PN_CU_GOTO(c->g.cu, MemsetD8Async(c->ce_area->base, 0, PN_CE_HDR, c->g.stream),
-				   "cuMemsetD8Async", ret, fail_gpu);
-		if (!ret)
-			ret = pn_gpu_sync(&c->g);
-		if (!ret)
-			ret = pn_ce_open(&c->g, c->rank, c->n, c->ce_area, c->mod[PN_K_CE], &c->ce);
-		if (ret)
-			goto fail_gpu;
-	}
 	if (host->barrier && host->barrier(host->ctx)) {
 		ret = pn_plugin_fail(-EIO, "barrier after mapping the peers' memory failed");
 		goto fail_gpu;
@@ -776,6 +765,55 @@ static int run(struct pn_cuda *c, int kern, int dt, int op, CUdeviceptr s, CUdev
 	return ret;
 }
 
+/*
+ * The copy-engine allreduce's slots, made at the first call the table gives
+ * it (PENNY_CUDA_CE_BYTES of GPU memory a rank: no cost to a communicator
+ * that never makes one, as the NCCL interposer's, which leaves large sizes
+ * to NCCL).  Collective: every rank's table sends the same call here.  Not
+ * inside a graph capture (no allocation or host barrier there): such a call
+ * runs the ring.  Zeroed and agreed on before any peer can signal into it;
+ * where any rank fails, every rank goes on without it (the ring).
+ */
+static int ce_start(struct pn_cuda *c)
+{
+	const struct pn_cudrv *cu = c->g.cu;
+	int cap = 0, ok, *all, ret, p;
+
+	if (cu->StreamIsCapturing && cu->StreamIsCapturing(c->g.stream, &cap) == CUDA_SUCCESS && cap)
+		return 0;
+	ret = reg_alloc(c, PN_CE_HDR + pn_gpu_alloc_size(c->cfg.ce_bytes), &c->ce_area);
+	if (ret) {
+		c->cfg.ce_bytes = 0; /* reg_alloc fails on every rank together */
+		pn_gpu_log(c->host, PENNY_LOG_INFO, "cuda: no copy-engine slots (the ring instead): %s",
+			   pn_plugin_errmsg());
+		return 0;
+	}
+	ret = cu->MemsetD8Async(c->ce_area->base, 0, PN_CE_HDR, c->g.stream) != CUDA_SUCCESS
+		      ? pn_plugin_fail(-EIO, "cuMemsetD8Async failed")
+		      : pn_gpu_sync(&c->g);
+	if (!ret)
+		ret = pn_ce_open(&c->g, c->rank, c->n, c->ce_area, c->mod[PN_K_CE], &c->ce);
+	all = calloc((size_t)c->n, sizeof(*all));
+	ok = !ret;
+	if (!all || allgather(c, &ok, all, sizeof(ok))) {
+		free(all);
+		return pn_plugin_fail(-EIO, "copy-engine slots: the ranks could not agree on them");
+	}
+	for (p = 0; p < c->n; p++)
+		ok &= all[p];
+	free(all);
+	if (!ok) {
+		pn_ce_close(c->ce);
+		c->ce = NULL;
+		reg_release(c, c->ce_area);
+		c->ce_area = NULL;
+		c->cfg.ce_bytes = 0;
+		pn_gpu_log(c->host, PENNY_LOG_INFO, "cuda: no copy-engine slots (the ring instead): "
+						    "a rank could not set them up");
+	}
+	return 0;
+}
+
 /* The copy-engine allreduce where recv is registered and the buffers
  * aligned (the ring otherwise, as it would stage), the tail by LL. */
 static int run_ce(struct pn_cuda *c, int dt, int op, CUdeviceptr s, CUdeviceptr d, uint64_t bytes)
@@ -785,6 +823,11 @@ static int run_ce(struct pn_cuda *c, int dt, int op, CUdeviceptr s, CUdeviceptr 
 	struct pn_ce_call call;
 	int ret;
 
+	if (!c->ce && c->cfg.ce_bytes) {
+		ret = ce_start(c);
+		if (ret)
+			return ret;
+	}
 	if (!c->ce || !reg || ((s | d) & 15) || main < 16 * (uint64_t)c->n)
 		return run(c, PN_K_RING, dt, op, s, d, bytes);
 	memset(&call, 0, sizeof(call));

@@ -1302,6 +1302,17 @@ TEST(copy_engine_geometry)
 			}
 }
 
+static void do_capture_on(struct fake_world *w, int r)
+{
+	w->rank[r].capturing = 1;
+	w->rank[r].ncaptured = 0;
+}
+
+static void do_capture_off(struct fake_world *w, int r)
+{
+	w->rank[r].capturing = 0;
+}
+
 TEST(copy_engine_allreduce_pushes_into_slots_and_peers_recv)
 {
 	struct fake_world w;
@@ -1314,6 +1325,17 @@ TEST(copy_engine_allreduce_pushes_into_slots_and_peers_recv)
 	fake_run(&w, do_init);
 	CHECK(all_ok(2));
 	CHECK_EQ_INT(pn_ce_geometry((uint64_t)count * 4 / 16 * 16, 2, pn_ce_slot_bytes(1u << 20, 2), &g), 0);
+	/* the slots come with the first call the table gives ce, not before
+	 * (a communicator that never makes one pays nothing) */
+	for (int r = 0; r < 2 && all_ok(2); r++)
+		CHECK(((struct pn_cuda *)be[r])->ce_area == NULL);
+	/* nor inside a capture: that call runs the ring */
+	fake_run(&w, do_capture_on);
+	call_on(&w, (struct call){ PENNY_ALGO_AUTO, PENNY_FLOAT, count, 1, 0, 0 });
+	fake_run(&w, do_capture_off);
+	for (int r = 0; r < 2 && all_ok(2); r++)
+		CHECK(((struct pn_cuda *)be[r])->ce_area == NULL && w.rank[r].ncaptured > 0);
+	fake_run(&w, do_free_call);
 	call_on(&w, (struct call){ PENNY_ALGO_AUTO, PENNY_FLOAT, count, 1, 0, 0 });
 	CHECK(all_ok(2));
 	for (int r = 0; r < 2 && all_ok(2); r++) {
