@@ -86,6 +86,24 @@ test_exit() {
 	fi
 }
 
+# uneven_job ARGS...: allreduce-test on 3 ranks on "nodes" a, b, a
+# (PENNY_NODE_ID); rank r's stdout in out.r, stderr in err.r, the exit codes
+# (rank 0's first) in rcs
+uneven_job() {
+	local port r pids= p
+	port=$(free_port) || return 1
+	for r in 1 2; do
+		PENNY_NODE_ID=$( [ $r = 1 ] && echo b || echo a ) "$PENNY" allreduce-test \
+			--rank $r --nranks 3 --root 127.0.0.1:$port --timeout 20 "$@" \
+			>out.$r 2>err.$r &
+		pids="$pids $!"
+	done
+	PENNY_NODE_ID=a "$PENNY" allreduce-test --rank 0 --nranks 3 --root 127.0.0.1:$port \
+		--timeout 20 "$@" >out.0 2>err.0
+	rcs=$?
+	for p in $pids; do wait $p; rcs="$rcs $?"; done
+}
+
 # A usage or input error, said well: one_line_error N CMD ARGS... runs penny
 # CMD ARGS... and wants exit N, no stdout and one "penny CMD: " line on stderr
 # (in err)

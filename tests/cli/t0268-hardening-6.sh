@@ -4,23 +4,6 @@
 # output modes and uneven jobs, fed what a careless user gives them.
 . "$(dirname "$0")/../lib.sh"
 
-# uneven_job ARGS...: 3 ranks on "nodes" a, b, a (PENNY_NODE_ID); rank r's
-# stdout in out.r, stderr in err.r, the exit codes in rcs
-uneven_job() {
-	local port r pids= p
-	port=$(free_port) || return 1
-	for r in 1 2; do
-		PENNY_NODE_ID=$( [ $r = 1 ] && echo b || echo a ) "$PENNY" allreduce-test \
-			--rank $r --nranks 3 --root 127.0.0.1:$port --timeout 20 "$@" \
-			>out.$r 2>err.$r &
-		pids="$pids $!"
-	done
-	PENNY_NODE_ID=a "$PENNY" allreduce-test --rank 0 --nranks 3 --root 127.0.0.1:$port \
-		--timeout 20 "$@" >out.0 2>err.0
-	rcs=$?
-	for p in $pids; do wait $p; rcs="$rcs $?"; done
-}
-
 test_expect_success 'allreduce-test --algo hierarchical on uneven nodes: an error, not exit 0 with no rows' '
 	uneven_job --algo hierarchical -b 8 -e 64 -n 1 -w 0 &&
 	test "$rcs" = "2 2 2" || { echo "exit codes: $rcs"; cat err.*; exit 1; }

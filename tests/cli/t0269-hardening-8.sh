@@ -7,23 +7,6 @@
 
 shm_snapshot shm0
 
-# uneven_job ARGS...: 3 ranks on "nodes" a, b, a (PENNY_NODE_ID); rank r's
-# stdout in out.r, stderr in err.r, the exit codes in rcs
-uneven_job() {
-	local port r pids= p
-	port=$(free_port) || return 1
-	for r in 1 2; do
-		PENNY_NODE_ID=$( [ $r = 1 ] && echo b || echo a ) "$PENNY" allreduce-test \
-			--rank $r --nranks 3 --root 127.0.0.1:$port --timeout 20 "$@" \
-			>out.$r 2>err.$r &
-		pids="$pids $!"
-	done
-	PENNY_NODE_ID=a "$PENNY" allreduce-test --rank 0 --nranks 3 --root 127.0.0.1:$port \
-		--timeout 20 "$@" >out.0 2>err.0
-	rcs=$?
-	for p in $pids; do wait $p; rcs="$rcs $?"; done
-}
-
 # it wrote a table of auto's own picks (or of the one algorithm given): the
 # next run with PENNY_TUNE_FILE learnt nothing
 test_expect_success '--tune-out with --algo auto, one algorithm or --plan: one line, exit 2, no table' '

@@ -44,12 +44,6 @@ struct ev_args {
 	fake_event *ev;
 	uint64_t gen;
 };
-struct copy_args {
-	char *dst;
-	const char *src;
-	size_t len;
-};
-
 static void k_record(const void *p)
 {
 	const ev_args *a = (const ev_args *)p;
@@ -65,10 +59,11 @@ static void k_wait(const void *p)
 		emu_yield();
 }
 
-/* a copy engine: a few hundred bytes at a time, others running between */
+/* a copy engine: a few hundred bytes at a time, others running between
+ * (its arguments: the snapshot's, emu_check.h) */
 static void k_copy(const void *p)
 {
-	const copy_args *a = (const copy_args *)p;
+	const emu_snap_args *a = (const emu_snap_args *)p;
 
 	for (size_t off = 0; off < a->len; off += 96) {
 		memcpy(a->dst + off, a->src + off, a->len - off < 96 ? a->len - off : 96);
@@ -130,7 +125,7 @@ static CUresult f_wait(CUstream s, CUevent e, unsigned fl)
 }
 static CUresult f_copy(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)
 {
-	copy_args a = { (char *)(uintptr_t)d, (const char *)(uintptr_t)s, n };
+	emu_snap_args a = { (char *)(uintptr_t)d, (const char *)(uintptr_t)s, n };
 
 	emu_launch_kernel(sidx(st), k_copy, 1, 1, &a, sizeof(a));
 	return CUDA_SUCCESS;
@@ -262,13 +257,6 @@ static uint64_t recv_at(const world &w, int r, const ce_call &c)
 	return c.inplace ? send_at(w, r, c) : send_at(w, r, c) + c.count * penny_data_size(c.dt);
 }
 
-static void snap_kernel(const void *p)
-{
-	const copy_args *a = (const copy_args *)p;
-
-	memcpy(a->dst, a->src, a->len);
-}
-
 /* skip: the rank that never calls (-1: none); off_of: a rank whose buffer
  * is 16 bytes further on (-1: none) */
 static int enqueue(world &w, ce_call &c, int skip, int off_of)
@@ -307,9 +295,9 @@ static int enqueue(world &w, ce_call &c, int skip, int off_of)
 		ret = pn_ce_run(w.ce[r], &k);
 		if (ret)
 			return ret;
-		copy_args sa = { c.snap[r].data(), (const char *)recv_at(w, r, c), c.count * es };
+		emu_snap_args sa = { c.snap[r].data(), (const char *)recv_at(w, r, c), c.count * es };
 
-		emu_launch_kernel(sidx(w.g[r].stream), snap_kernel, 1, 1, &sa, sizeof(sa));
+		emu_launch_kernel(sidx(w.g[r].stream), emu_snap_kernel, 1, 1, &sa, sizeof(sa));
 	}
 	return 0;
 }
