@@ -98,6 +98,8 @@ int pn_arjob_sweep(struct pn_arjob *j, struct pn_sweep *sw, struct pn_arjob_plan
 					return pn_err(ret, "more than %d sizes", PN_SWEEP_MAX_SIZES);
 				if (ret)
 					return pn_err(ret, "out of memory");
+				pn_sweep_distinct(sw->kind, pn_dtype_size(sw->dtype), j->comm->nranks,
+						  p->sizes, &sw->nsizes);
 				sw->sizes = p->sizes;
 				ret = pn_arjob_run(j, sw);
 			}

@@ -63,7 +63,8 @@ int pn_arjob_run(struct pn_arjob *j, struct pn_sweep *sw);
 /*
  * The whole run, as nccl-tests orders it: cycles times (-N), every type of
  * dtypes (-d all), every op of ops (-o all), the sizes of min..max (by
- * factor, else step; pn_sweep_sizes in the type's elements) over every
+ * factor, else step; pn_sweep_sizes in the type's elements, each row's
+ * size once: pn_sweep_distinct) over every
  * backend.  sw->sizes and nsizes, dtype and op are set for each (sizes:
  * p->sizes, the last combination's after it, free() it); the rows
  * accumulate in sw.

@@ -58,6 +58,20 @@ int pn_sweep_sizes(uint64_t min, uint64_t max, uint64_t step, double factor, siz
 	return 0;
 }
 
+void pn_sweep_distinct(enum pn_coll_kind k, size_t es, int nranks, uint64_t *v, size_t *n)
+{
+	size_t i, m = 0;
+
+	for (i = 0; i < *n; i++) {
+		size_t count = pn_coll_count_for_bytes(k, (size_t)v[i], es, nranks);
+		uint64_t b = (uint64_t)pn_coll_algbw_bytes(k, count, es, nranks);
+
+		if (!m || v[m - 1] != b)
+			v[m++] = b;
+	}
+	*n = m;
+}
+
 double pn_sweep_busbw(double algbw, int nranks)
 {
 	return algbw * (nranks > 1 ? 2.0 * (nranks - 1) / nranks : 1.0);

@@ -163,6 +163,13 @@ struct pn_sweep {
  * PN_SWEEP_MAX_SIZES of them.  free() *out. */
 int pn_sweep_sizes(uint64_t min, uint64_t max, uint64_t step, double factor, size_t es,
 		   uint64_t **out, size_t *n);
+/* The sizes v[0..*n) of a collective k over nranks ranks as its rows carry
+ * them (a whole number of es-byte elements, per rank where the size is the
+ * whole buffer: pn_coll_count_for_bytes), each once: a size that rounds to
+ * its predecessor's row is dropped and *n shrinks.  nccl-tests prints a row
+ * per step, repeats included; a repeated row measures nothing new and
+ * weighs twice in the average busbw. */
+void pn_sweep_distinct(enum pn_coll_kind k, size_t es, int nranks, uint64_t *v, size_t *n);
 
 /* The time over n ranks' times t[0], t[stride bytes], ... as time_of says. */
 double pn_sweep_time_over(const double *t, size_t stride, int n, enum pn_sweep_time time_of);
