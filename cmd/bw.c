@@ -31,7 +31,7 @@
 #include <string.h>
 
 static struct pn_bw_opts opt = {
-	.op = "write", .gid = -1, .iters = -1, .qps = 1, .txdepth = 128, .port = 18515,
+	.op = "write", .gid = -1, .iters = -1, .qps = 1, .txdepth = 128, .port = 0,
 	.inline_size = -1, .use_cuda = -1, .size = PN_BW_SIZE_UNSET, .min_gbps = -1, .limit_bw = -1,
 };
 
@@ -439,6 +439,14 @@ static void loopback_failed(void *arg, const char *dev, int err)
 	pn_cmd_say(((struct bw *)arg)->ctx, "loopback peer (%s): %s", dev, pn_errmsg(err));
 }
 
+static void say_tcp_unused(struct bw *b)
+{
+	char u[256];
+
+	if (pn_bw_opts_tcp_unused(&opt, b->r.tcp, u, sizeof(u)))
+		pn_cmd_say(b->ctx, "%s", u);
+}
+
 /* ------------------------------------------------------------- launcher */
 
 static int run_launcher(struct bw *b)
@@ -454,6 +462,8 @@ static int run_launcher(struct bw *b)
 		return ret;
 	r->boot = b->ctx->job->boot;
 	ret = pn_bwrun_agree(r, opt.all, &differs);
+	if (!ret && b->ctx->job->rank == 0)
+		say_tcp_unused(b);
 	if (ret == -EINVAL) {
 		/* rank 0 and the ranks that differ from it say which option and ranks */
 		if (b->ctx->job->rank == 0 || differs)
@@ -558,6 +568,8 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 			pn_cmd_error(ctx, ret);
 		return 2;
 	}
+	if (job->nranks <= 1)
+		say_tcp_unused(b);
 	if (opt.loopback)
 		ret = pn_bwrun_loopback(&b->r, opt.loopback);
 	else if (argc == 1)
@@ -566,6 +578,8 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 		ret = run_launcher(b);
 	else
 		ret = pn_bwrun_server(&b->r, opt.dev, opt.port);
+	if (ret)	/* --json: a run cut short ends its document, with why */
+		pn_out_end_error(ctx->out, pn_errmsg(ret));
 	if (ret && b->said)
 		rc = b->said;
 	else if (ret && job->boot)

@@ -16,6 +16,7 @@ struct pn_out {
 	int json;
 	int depth;
 	int first[OUT_MAX_DEPTH]; /* no member printed yet at this depth */
+	char close[OUT_MAX_DEPTH]; /* what closes the container at this depth */
 };
 
 struct pn_out *pn_out_new(FILE *f, int json)
@@ -333,6 +334,7 @@ static void open_container(struct pn_out *o, const char *key, char c)
 	if (o->depth + 1 < OUT_MAX_DEPTH)
 		o->depth++;
 	o->first[o->depth] = 1;
+	o->close[o->depth] = c == '{' ? '}' : ']';
 	/* every JSON document penny writes says which schema it follows */
 	if (doc)
 		pn_out_int(o, PN_JSON, "version", NULL, PN_OUT_VERSION);
@@ -359,6 +361,17 @@ void pn_out_open_object(struct pn_out *o, const char *key)
 void pn_out_close_object(struct pn_out *o)
 {
 	close_container(o, '}');
+}
+
+void pn_out_end_error(struct pn_out *o, const char *why)
+{
+	if (!o->json || o->depth == 0)
+		return;
+	while (o->depth > 1)
+		close_container(o, o->close[o->depth]);
+	if (o->close[1] == '}')
+		pn_out_str(o, PN_JSON, "error", NULL, why);
+	close_container(o, o->close[1]);
 }
 
 void pn_out_open_array(struct pn_out *o, const char *key)

@@ -30,6 +30,10 @@ FILE *pn_out_file(const struct pn_out *o);
 void pn_out_open_object(struct pn_out *o, const char *key);
 void pn_out_close_object(struct pn_out *o);
 void pn_out_open_array(struct pn_out *o, const char *key);
+/* A document cut short (JSON; nothing in text or when none is open): what
+ * is open inside the top-level value is closed, and an object gets
+ * "error": why before its end, so the output stays one whole document. */
+void pn_out_end_error(struct pn_out *o, const char *why);
 void pn_out_close_array(struct pn_out *o);
 
 void pn_out_str(struct pn_out *o, int where, const char *key, const char *fmt, const char *v);

@@ -11,6 +11,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -49,6 +51,12 @@ int pn_bw_opts_cfg(struct pn_bw_opts *o, struct pn_bw_cfg *c)
 				       "give one of them");
 	if (o->size == PN_BW_SIZE_UNSET)
 		o->size = 65536;
+	/* the two ends of --loopback meet on a port of their own */
+	if (o->loopback && o->port)
+		return pn_err(-EINVAL, "-p is the server's port; --loopback connects its two ends "
+				       "on a port of its own");
+	if (!o->port)
+		o->port = PN_BW_PORT;
 	if (o->gpu_engine)
 		return pn_err(-EINVAL, "--gpu-engine goes with --gpu");
 	if (!strcmp(o->op, "write"))
@@ -77,6 +85,14 @@ int pn_bw_opts_cfg(struct pn_bw_opts *o, struct pn_bw_cfg *c)
 	if ((o->min_gbps >= 0 || o->expect) && o->lat)
 		return pn_err(-EINVAL, "%s is a bandwidth gate; --lat measures latency",
 			      o->min_gbps >= 0 ? "--min-gbps" : "--expect");
+	/* the threshold came from --min-gbps or -w, --expect was dropped */
+	if (o->expect && (o->min_gbps >= 0 || o->limit_bw >= 0))
+		return pn_err(-EINVAL, "--expect and %s both set the gate: give one",
+			      o->limit_bw >= 0 ? "-w" : "--min-gbps");
+	/* the latency table has no bandwidth column for them to change */
+	if (o->lat && (o->report_gbits || o->no_peak))
+		return pn_err(-EINVAL, "%s is about the bandwidth columns; --lat measures latency",
+			      o->report_gbits ? "--report_gbits" : "-N");
 	/* -w: perftest's verifier limit, in the table's unit */
 	if (o->limit_bw >= 0)
 		o->min_gbps = o->report_gbits ? o->limit_bw : o->limit_bw / PN_BW_MIB_PER_GBIT;
@@ -164,4 +180,52 @@ int pn_bw_opts_args(const struct pn_bw_opts *o, const char *transport, int nargs
 		return pn_err(-EINVAL, "--use_cuda registers GPU memory with an RDMA device; "
 				       "--transport tcp measures the TCP path, with host memory");
 	return 0;
+}
+
+/* ", " and one more item onto the list in buf (n: its length so far). */
+static void __attribute__((format(printf, 4, 5)))
+list_add(char *buf, size_t len, size_t *n, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (*n >= len)
+		return;
+	if (*n)
+		*n += (size_t)snprintf(buf + *n, len - *n, ", ");
+	if (*n >= len)
+		return;
+	va_start(ap, fmt);
+	*n += (size_t)vsnprintf(buf + *n, len - *n, fmt, ap);
+	va_end(ap);
+}
+
+int pn_bw_opts_tcp_unused(const struct pn_bw_opts *o, int tcp, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	if (!tcp)
+		return 0;
+	if (o->dev)
+		list_add(buf, len, &n, "-d %s", o->dev);
+	if (o->ibport)
+		list_add(buf, len, &n, "-i %d", o->ibport);
+	if (o->gid >= 0)
+		list_add(buf, len, &n, "-x %d", o->gid);
+	if (o->qps != 1)
+		list_add(buf, len, &n, "-q %d", o->qps);
+	if (o->txdepth != 128)
+		list_add(buf, len, &n, "-t %d", o->txdepth);
+	if (o->mtu)
+		list_add(buf, len, &n, "--mtu %d", o->mtu);
+	if (strcmp(o->op, "write"))
+		list_add(buf, len, &n, "--op %s", o->op);
+	if (o->inline_size >= 0)
+		list_add(buf, len, &n, "-I %d", o->inline_size);
+	if (o->qp_timeout)
+		list_add(buf, len, &n, "-u %d", o->qp_timeout);
+	if (n && n < len)
+		snprintf(buf + n, len - n, ": RDMA settings, unused by --transport tcp (one TCP "
+					   "stream)");
+	return n > 0;
 }

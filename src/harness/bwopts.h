@@ -16,8 +16,10 @@
 /* perftest's MB/sec: 2^20 bytes per second (its --report_gbits: 10^9 bits) */
 #define PN_BW_MIB_PER_GBIT (1e9 / 8 / 1048576.0)
 
+#define PN_BW_PORT 18515	/* -p when not given (perftest's) */
+
 /* The options as given; the initial values -1, 0 and PN_BW_SIZE_UNSET mean
- * "not given" (cmd/bw.c's table). */
+ * "not given" (cmd/bw.c's table; -p: 0). */
 struct pn_bw_opts {
 	const char *dev, *op, *loopback, *expect, *gpu_engine, *connection;
 	int ibport, gid, all, iters, qps, bidir, mtu, lat, txdepth, port, all_rails;
@@ -29,8 +31,9 @@ struct pn_bw_opts {
 
 /*
  * The RDMA test's configuration from o into c: 0, or -EINVAL naming the
- * options that do not go together.  Sets o->size when not given, and
- * o->min_gbps from -w (perftest's limit, in the table's unit).
+ * options that do not go together.  Sets o->size and o->port (0: not
+ * given) when not given, and o->min_gbps from -w (perftest's limit, in the
+ * table's unit).
  */
 int pn_bw_opts_cfg(struct pn_bw_opts *o, struct pn_bw_cfg *c);
 /* -d and --loopback name what their mode uses: 0 or -EINVAL. */
@@ -47,5 +50,13 @@ int pn_bw_opts_gpu(const struct pn_bw_opts *o, int nargs, int launched);
  */
 int pn_bw_opts_args(const struct pn_bw_opts *o, const char *transport, int nargs,
 		    char *const *args, int *tcp);
+/*
+ * With the TCP path (tcp): the RDMA settings given that it does not use (-d
+ * -i -x -q -t --mtu --op -I -u), as one line for a warning into buf ("-q 2,
+ * --op read: RDMA settings, unused by --transport tcp ..."): 1, else 0 and
+ * "".  They stay accepted: both sides, and the ranks of a job, still
+ * compare them.
+ */
+int pn_bw_opts_tcp_unused(const struct pn_bw_opts *o, int tcp, char *buf, size_t len);
 
 #endif

@@ -218,37 +218,55 @@ static int io_error(int ret)
 	return pn_err(ret, "TCP: %s", strerror(-ret));
 }
 
+/* The peer's address for a message ("(local)" for a socketpair). */
+static void peer_name(int fd, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	snprintf(buf, len, "(local)");
+	if (!getpeername(fd, (struct sockaddr *)&ss, &sl) &&
+	    (ss.ss_family == AF_INET || ss.ss_family == AF_INET6))
+		pn_sock_addr_name(&ss, buf, len, 0);
+}
+
 int pn_bw_hello_recv(int fd, struct pn_bw_hello *h, double timeout)
 {
 	uint8_t *w = malloc(PN_BW_HELLO_LEN);
 	double deadline = pn_now() + timeout;
-	int ret;
+	size_t got = 0, step[] = { 4, 6, PN_FRAME_HDR_LEN };
+	char peer[64];
+	int ret = 0, i;
 
 	if (!w)
 		return pn_err(-ENOMEM, "out of memory");
-	/* the header first: a peer of another version may send less */
-	ret = pn_sock_read_full(fd, w, PN_FRAME_HDR_LEN, deadline);
-	if (ret) {
-		ret = io_error(ret);
-		goto out;
+	/* the header a piece at a time: a peer of another version may send
+	 * less, and one that is no penny bw (a banner, a reply) is told by its
+	 * first bytes, not by a wait for a whole header */
+	for (i = 0; i < 3 && (!ret || ret == -EAGAIN); i++) {
+		ret = pn_sock_read_full(fd, w + got, step[i] - got, deadline);
+		if (ret) {
+			ret = io_error(ret);
+			goto out;
+		}
+		got = step[i];
+		ret = pn_bw_hello_check(w, got);
 	}
-	ret = pn_bw_hello_check(w, PN_FRAME_HDR_LEN);
 	if (ret == -EPROTONOSUPPORT) {
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof(ss);
-		char peer[64] = "(local)";
 		uint16_t v;
 
 		pn_get_u16(w + 4, &v);
-		if (!getpeername(fd, (struct sockaddr *)&ss, &sl) &&
-		    (ss.ss_family == AF_INET || ss.ss_family == AF_INET6))
-			pn_sock_addr_name(&ss, peer, sizeof(peer), 0);
+		peer_name(fd, peer, sizeof(peer));
+		pn_err_clear();
 		ret = pn_err(-EINVAL, "peer %s speaks bw protocol %u, this penny speaks %u: run the "
 			     "same penny version on both ends", peer, v, PN_BW_PROTO_VERSION);
 		goto out;
 	}
 	if (ret && ret != -EAGAIN) {
-		ret = pn_err(-EPROTO, "the peer is not a penny bw of this version");
+		peer_name(fd, peer, sizeof(peer));
+		pn_err_clear();
+		ret = pn_err(-EINVAL, "peer %s is not a penny bw of this version (its first bytes "
+			     "are no bw hello): is -p its port?", peer);
 		goto out;
 	}
 	ret = pn_sock_read_full(fd, w + PN_FRAME_HDR_LEN, PN_BW_HELLO_LEN - PN_FRAME_HDR_LEN,

@@ -54,7 +54,11 @@ int pn_bwrun_mem_ranks(int np, uint64_t max)
 
 int pn_bwrun_mem_local(int nlocal, const struct pn_bw_cfg *cfg)
 {
-	return mem_check(nlocal, pn_bw_buflen(cfg), 0);
+	/* latency: a sample of each timed round trip, on the issuing side */
+	uint64_t lat = cfg->flags & PN_BW_LAT ? (cfg->iters ? cfg->iters : 1000) * sizeof(double)
+					      : 0;
+
+	return mem_check(nlocal, pn_bw_buflen(cfg) + lat, 0);
 }
 
 double pn_bwrun_bound(const struct pn_bw_cfg *c, double timeout, int k0, int k1)
@@ -381,6 +385,8 @@ static int run_socket(struct pn_bwrun *b)
 			return ret;
 		ret = pn_bw_xchg_fd(b->fd, &mine, &theirs, sizeof(mine),
 				    pn_bwrun_bound(&b->cfg, b->timeout, k, k + 1));
+		if (!ret)
+			ret = pn_bw_row_check(&b->cfg, k, &theirs);
 		if (ret)
 			return ret;
 		shown = b->initiator ? &mine : &theirs;
@@ -420,7 +426,7 @@ static int socket_handshake(struct pn_bwrun *b, int have_peer)
 
 		ret = pn_bw_xchg_fd(b->fd, &ok, &peer_ok, sizeof(ok), b->timeout);
 	}
-	return ret;
+	return ret ? pn_err_ctx(ret, "exchanging the setup with the peer") : 0;
 }
 
 /* Tell the peer why we cannot go on (best effort), so it does not wait. */

@@ -102,7 +102,8 @@ double pn_bwrun_bound(const struct pn_bw_cfg *c, double timeout, int k0, int k1)
  * Planned memory (src/engine/mem.h): 0, or the error of pn_mem_check.
  * --np ranks not started yet (devices not picked, one rail counted):
  * twice the largest size each; this process and nlocal - 1 forked peers:
- * pn_bw_buflen(cfg) each.
+ * pn_bw_buflen(cfg) each, and with --lat 8 bytes per iteration (the
+ * samples).
  */
 int pn_bwrun_mem_ranks(int np, uint64_t max_size);
 int pn_bwrun_mem_local(int nlocal, const struct pn_bw_cfg *cfg);

@@ -9,7 +9,9 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -178,6 +180,34 @@ void pn_bw_blocks_end(struct pn_bw_blocks *b, uint64_t done, double now, struct 
 	row->block_median_gbps = st.median;
 	row->block_min_gbps = st.min;
 	row->peak_gbps = b->nr ? st.max : row->avg_gbps;
+}
+
+int pn_bw_row_check(const struct pn_bw_cfg *c, int k, const struct pn_bw_row *r)
+{
+	double v[4 + 7 + PN_BW_BLOCKS + 2] = { r->seconds, r->peak_gbps, r->avg_gbps,
+					       r->msg_rate_mpps };
+	const char *why = NULL;
+	size_t i, n = 4;
+
+	for (i = 0; i < 7; i++)
+		v[n++] = r->lat_us[i];
+	for (i = 0; i < PN_BW_BLOCKS; i++)
+		v[n++] = r->block_gbps[i];
+	v[n++] = r->block_median_gbps;
+	v[n++] = r->block_min_gbps;
+	if (k < 0 || k >= (int)c->nsizes || r->bytes != c->sizes[k])
+		why = "size";
+	else if (c->iters && r->iters > c->iters)
+		why = "operation count";
+	else if (r->nblocks < 0 || r->nblocks > PN_BW_BLOCKS)
+		why = "block count";
+	for (i = 0; !why && i < n; i++)
+		if (!isfinite(v[i]) || v[i] < 0)
+			why = "a time or rate";
+	if (why)
+		return pn_err(-EPROTO, "the peer's results are malformed (%s): not a penny bw of "
+				       "this version", why);
+	return 0;
 }
 
 void pn_bw_row_add(struct pn_bw_row *sum, const struct pn_bw_row *o)
@@ -580,97 +610,184 @@ int pn_bw_send_fd(int fd, const void *buf, size_t len, double timeout)
 	return tcp_io(fd, (void *)buf, len, 1, pn_now() + timeout);
 }
 
+/* TCP latency: ping-pong of size bytes, iters timed round trips after 16
+ * untimed ones (as over verbs); the sender's half round trips into row. */
+static int tcp_lat(int fd, const struct pn_bw_cfg *c, int sender, uint64_t size, uint8_t *buf,
+		   double timeout, struct pn_bw_row *row)
+{
+	uint64_t iters = c->iters ? c->iters : 1000, warm = 16, i;
+	double *lat = NULL, t0 = pn_now(), deadline;
+	int ret = 0;
+
+	if (sender && !(lat = malloc(iters * sizeof(*lat))))
+		return pn_err(-ENOMEM, "out of memory");
+	for (i = 0; i < iters + warm && !ret; i++) {
+		double t = pn_now();
+
+		if (i == warm)
+			t0 = t;
+		deadline = t + timeout;
+		if (sender) {
+			ret = tcp_io(fd, buf, size, 1, deadline);
+			if (!ret)
+				ret = tcp_io(fd, buf, size, 0, deadline);
+			if (!ret && i >= warm)
+				lat[i - warm] = (pn_now() - t) * 1e6 / 2;
+		} else {
+			ret = tcp_io(fd, buf, size, 0, deadline);
+			if (!ret)
+				ret = tcp_io(fd, buf, size, 1, deadline);
+		}
+	}
+	if (!ret && sender) {
+		row->iters = iters;
+		row->seconds = pn_now() - t0;
+		pn_bw_percentiles(lat, iters, row->lat_us);
+	}
+	free(lat);
+	return ret;
+}
+
+/*
+ * TCP bandwidth: each message is a flag byte (1: data follows, 0: the end)
+ * and the data; the receiver answers the end with one byte.  The sender's
+ * messages, then its end: *count of them sent, the blocks pushed.
+ */
+static int tcp_send(int fd, const struct pn_bw_cfg *c, uint64_t size, uint8_t *buf, double t0,
+		    double timeout, uint64_t *count, struct pn_bw_blocks *bk)
+{
+	uint64_t iters = c->iters ? c->iters : UINT64_MAX, i;
+	double stop_at = c->iters ? INFINITY : t0 + c->duration, now = t0;
+	uint8_t end = 0;
+	int ret = 0;
+
+	buf[0] = 1;
+	for (i = 0; i < iters && now < stop_at && !ret; i++) {
+		ret = tcp_io(fd, buf, size + 1, 1, now + timeout);
+		(*count)++;
+		now = pn_now();
+		pn_bw_blocks_push(bk, *count, now);
+	}
+	return ret ? ret : tcp_io(fd, &end, 1, 1, pn_now() + timeout);
+}
+
+/* The receiver's side: the peer's messages up to its end.  A peer that
+ * sends more than -n messages, or still sends twice -D and the timeout
+ * after the start (slack for its clock and its last message), is not a
+ * penny bw sender: refused, not drained for ever. */
+static int tcp_drain(int fd, const struct pn_bw_cfg *c, uint64_t size, uint8_t *buf, double t0,
+		     double timeout)
+{
+	uint64_t n = 0;
+	int ret;
+
+	for (;;) {
+		ret = tcp_io(fd, buf, 1, 0, pn_now() + timeout);
+		if (ret || !buf[0])
+			return ret;
+		if (c->iters ? ++n > c->iters : pn_now() > t0 + 2 * c->duration + timeout + 1) {
+			pn_err_clear();
+			if (c->iters)
+				return pn_err(-EPROTO, "the peer sent more than the %llu messages of -n",
+					      (unsigned long long)c->iters);
+			return pn_err(-EPROTO, "the peer went on sending long after the %g s of -D",
+				      c->duration);
+		}
+		ret = tcp_io(fd, buf + 1, size, 0, pn_now() + timeout);
+		if (ret)
+			return ret;
+	}
+}
+
+/* -b over TCP: the peer's messages drained by a thread while this one sends. */
+struct tcp_rx {
+	int fd;
+	const struct pn_bw_cfg *c;
+	uint64_t size;
+	uint8_t *buf;
+	double t0, timeout;
+	int ret;
+	char err[256];
+};
+
+static void *tcp_rx_thread(void *arg)
+{
+	struct tcp_rx *x = arg;
+
+	x->ret = tcp_drain(x->fd, x->c, x->size, x->buf, x->t0, x->timeout);
+	if (x->ret)
+		snprintf(x->err, sizeof(x->err), "%s", pn_errmsg(x->ret));
+	return NULL;
+}
+
+/*
+ * One direction's bandwidth (sender: the row), or both at once (bidir):
+ * each side sends its messages and its end while a thread drains the
+ * peer's, then answers the peer's end and waits for the answer to its own;
+ * each row is its own direction over the whole exchange.
+ */
+static int tcp_bw(int fd, const struct pn_bw_cfg *c, int sender, uint64_t size, uint8_t *buf,
+		  double timeout, struct pn_bw_row *row)
+{
+	int bidir = !!(c->flags & PN_BW_BIDIR), ret = 0;
+	struct tcp_rx x = { .fd = fd, .c = c, .size = size, .timeout = timeout };
+	double t0 = pn_now();
+	uint8_t ack = 1;
+	uint64_t count = 0;
+	struct pn_bw_blocks bk;
+	pthread_t th;
+
+	if (!sender && !bidir) {
+		ret = tcp_drain(fd, c, size, buf, t0, timeout);
+		return ret ? ret : tcp_io(fd, &ack, 1, 1, pn_now() + timeout);
+	}
+	x.t0 = t0;
+	if (bidir && !(x.buf = malloc(size + 1)))
+		return pn_err(-ENOMEM, "out of memory");
+	if (bidir && pthread_create(&th, NULL, tcp_rx_thread, &x)) {
+		free(x.buf);
+		return pn_err(-EAGAIN, "cannot start a thread");
+	}
+	pn_bw_blocks_start(&bk, c->iters, c->duration, t0, (double)size);
+	ret = tcp_send(fd, c, size, buf, t0, timeout, &count, &bk);
+	if (bidir) {
+		/* the thread ends: the peer's end came, or its reads timed out */
+		pthread_join(th, NULL);
+		free(x.buf);
+		if (!ret && x.ret)
+			ret = pn_err(x.ret, "%s", x.err);
+		if (!ret)
+			ret = tcp_io(fd, &ack, 1, 1, pn_now() + timeout);
+	}
+	if (!ret)
+		ret = tcp_io(fd, &ack, 1, 0, pn_now() + timeout);
+	if (!ret) {
+		row->iters = count;
+		row->seconds = pn_now() - t0;
+		row->avg_gbps = (double)count * (double)size * 8 / row->seconds / 1e9;
+		row->msg_rate_mpps = (double)count / row->seconds / 1e6;
+		/* the last block ends with the receiver's answer */
+		pn_bw_blocks_end(&bk, count, t0 + row->seconds, row);
+	}
+	return ret;
+}
+
 int pn_bw_tcp_run(int fd, const struct pn_bw_cfg *c, int sender, int k, double timeout,
 		  struct pn_bw_row *row)
 {
-	uint64_t size = c->sizes[k], iters = c->iters ? c->iters : UINT64_MAX, i;
-	double t0, stop_at, deadline;
-	uint8_t *buf, ack = 1;
-	uint64_t count = 0;
-	int ret = 0;
+	uint64_t size = c->sizes[k];
+	uint8_t *buf;
+	int ret;
 
 	memset(row, 0, sizeof(*row));
 	row->bytes = size;
 	buf = calloc(1, size + 1);
 	if (!buf)
 		return pn_err(-ENOMEM, "out of memory");
-	t0 = pn_now();
-	stop_at = c->iters ? INFINITY : t0 + c->duration;
-	if (c->flags & PN_BW_LAT) {
-		double *lat = NULL;
-		uint64_t warm = 16; /* untimed round trips first, as over verbs */
-
-		iters = c->iters ? c->iters : 1000;
-		if (sender && !(lat = malloc(iters * sizeof(*lat)))) {
-			ret = pn_err(-ENOMEM, "out of memory");
-			goto out;
-		}
-		for (i = 0; i < iters + warm && !ret; i++) {
-			double t = pn_now();
-
-			if (i == warm)
-				t0 = t;
-			deadline = t + timeout;
-			if (sender) {
-				ret = tcp_io(fd, buf, size, 1, deadline);
-				if (!ret)
-					ret = tcp_io(fd, buf, size, 0, deadline);
-				if (!ret && i >= warm)
-					lat[i - warm] = (pn_now() - t) * 1e6 / 2;
-			} else {
-				ret = tcp_io(fd, buf, size, 0, deadline);
-				if (!ret)
-					ret = tcp_io(fd, buf, size, 1, deadline);
-			}
-		}
-		if (!ret && sender) {
-			row->iters = iters;
-			row->seconds = pn_now() - t0;
-			pn_bw_percentiles(lat, iters, row->lat_us);
-		}
-		free(lat);
-		goto out;
-	}
-	/* bandwidth: each message is a flag byte (1: data follows, 0: the end)
-	 * and the data; the receiver answers the end with one byte */
-	if (sender) {
-		struct pn_bw_blocks bk;
-		double now = t0;
-
-		pn_bw_blocks_start(&bk, c->iters, c->duration, t0, (double)size);
-		buf[0] = 1;
-		for (i = 0; i < iters && now < stop_at && !ret; i++) {
-			ret = tcp_io(fd, buf, size + 1, 1, now + timeout);
-			count++;
-			now = pn_now();
-			pn_bw_blocks_push(&bk, count, now);
-		}
-		ack = 0;
-		if (!ret)
-			ret = tcp_io(fd, &ack, 1, 1, pn_now() + timeout);
-		if (!ret)
-			ret = tcp_io(fd, &ack, 1, 0, pn_now() + timeout);
-		if (!ret) {
-			row->iters = count;
-			row->seconds = pn_now() - t0;
-			row->avg_gbps = (double)count * (double)size * 8 / row->seconds / 1e9;
-			row->msg_rate_mpps = (double)count / row->seconds / 1e6;
-			/* the last block ends with the receiver's answer */
-			pn_bw_blocks_end(&bk, count, t0 + row->seconds, row);
-		}
-	} else {
-		for (;;) {
-			ret = tcp_io(fd, buf, 1, 0, pn_now() + timeout);
-			if (ret || !buf[0])
-				break;
-			ret = tcp_io(fd, buf + 1, size, 0, pn_now() + timeout);
-			if (ret)
-				break;
-		}
-		if (!ret)
-			ret = tcp_io(fd, &ack, 1, 1, pn_now() + timeout);
-	}
-out:
+	if (c->flags & PN_BW_LAT)
+		ret = tcp_lat(fd, c, sender, size, buf, timeout, row);
+	else
+		ret = tcp_bw(fd, c, sender, size, buf, timeout, row);
 	free(buf);
 	return mid_test(NULL, ret);
 }

@@ -100,7 +100,9 @@ int pn_bw_run(struct pn_bw_link *l, int k, struct pn_bw_row *row);
 /* Latency of size index k: both sides call it; row filled on the initiator. */
 int pn_bw_run_lat(struct pn_bw_link *l, int k, struct pn_bw_row *row);
 
-/* TCP: the same measurements over a connected stream socket. */
+/* TCP: the same measurements over a connected stream socket (-b: both
+ * sides send at once, a thread drains the peer's); a peer that sends more
+ * than -n messages, or long past -D, is refused (-EPROTO). */
 int pn_bw_tcp_run(int fd, const struct pn_bw_cfg *cfg, int sender, int k, double timeout,
 		  struct pn_bw_row *row);
 
@@ -131,6 +133,13 @@ void pn_bw_blocks_start(struct pn_bw_blocks *b, uint64_t iters, double duration,
 			double bytes);
 void pn_bw_blocks_push(struct pn_bw_blocks *b, uint64_t done, double now);
 void pn_bw_blocks_end(struct pn_bw_blocks *b, uint64_t done, double now, struct pn_bw_row *row);
+/*
+ * A row the peer sent for size index k (pure): 0, or -EPROTO with a message
+ * when it is not one a penny bw of cfg measures: another size, more
+ * operations than -n, a block count outside 0..PN_BW_BLOCKS, a time or
+ * rate that is negative or not finite.
+ */
+int pn_bw_row_check(const struct pn_bw_cfg *cfg, int k, const struct pn_bw_row *row);
 /* Sum of the two directions of a bidirectional row. */
 void pn_bw_row_add(struct pn_bw_row *sum, const struct pn_bw_row *other);
 
