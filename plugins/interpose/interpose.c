@@ -72,7 +72,7 @@ static void load_real(void)
 		/* a regular file, as a plugin: dlopen of a FIFO or device would block or read
 		 * without end */
 		if (pn_plugin_dlopen(path, &h, why, sizeof(why))) {
-			snprintf(real_err, sizeof(real_err), "cannot open the real NCCL PENNY_NCCL_REAL='%s': %s",
+			snprintf(real_err, sizeof(real_err), "cannot open the real NCCL PENNY_NCCL_REAL='%.200s': %s",
 				 path, why);
 			return;
 		}
@@ -197,7 +197,7 @@ static void load_plugin(void)
 		path = found;
 	}
 	if (pn_plugin_dlopen(path, &h, why, sizeof(why))) {
-		snprintf(plugin_err, sizeof(plugin_err), "cannot load the penny plugin %s: %s", path, why);
+		snprintf(plugin_err, sizeof(plugin_err), "cannot load the penny plugin %.200s: %s", path, why);
 		return;
 	}
 	if (pn_plugin_table(h, path, name, &t, &abi, why, sizeof(why))) {
@@ -222,7 +222,9 @@ static _Thread_local int group_depth;
 /*
  * A communicator's state for one call (NULL: not penny's); unhold() when
  * done.  Another thread may abort or destroy the communicator meanwhile
- * (a framework's watchdog does): take() waits for the calls that hold it.
+ * (a framework's watchdog does): take() waits for the calls that hold it,
+ * an abort only for those not inside NCCL (in_nccl), which NCCL's abort
+ * ends (detach).
  */
 struct pcomm *hold(ncclComm_t c)
 {
@@ -246,7 +248,8 @@ void unhold(struct pcomm *p)
 }
 
 /* Out of the table, once no call holds it; abort: the host services of a
- * call in progress give up at once. */
+ * call in progress give up at once, and the calls inside NCCL (in_nccl)
+ * are not waited for: NCCL's abort ends them (detach). */
 static struct pcomm *take(ncclComm_t c, int abort)
 {
 	struct pcomm **pp, *p = NULL;
@@ -262,16 +265,20 @@ static struct pcomm *take(ncclComm_t c, int abort)
 	pthread_mutex_unlock(&comms_lock);
 	if (!p)
 		return NULL;
+	/* sequentially consistent with hs_allgather's in_nccl and its look at
+	 * aborting: a call either sees the abort or is counted in in_nccl */
 	if (abort)
-		__atomic_store_n(&p->aborting, 1, __ATOMIC_RELEASE);
-	while (__atomic_load_n(&p->inflight, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&p->aborting, 1, __ATOMIC_SEQ_CST);
+	/* out of the table: no new holds, inflight only falls */
+	while (__atomic_load_n(&p->inflight, __ATOMIC_SEQ_CST) >
+	       (abort ? __atomic_load_n(&p->in_nccl, __ATOMIC_SEQ_CST) : 0))
 		nanosleep(&nap, NULL);
 	return p;
 }
 
 static int aborting(const struct pcomm *p)
 {
-	return __atomic_load_n(&p->aborting, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&p->aborting, __ATOMIC_SEQ_CST);
 }
 
 /* Wait for the host services' stream, at most PENNY_NCCL_TIMEOUT. */
@@ -344,8 +351,20 @@ int hs_allgather(void *ctx, const void *mine, void *all, size_t len)
 	if (cu->MemcpyHtoDAsync ? cu->MemcpyHtoDAsync(at, mine, len, p->hs)
 				: cu->MemcpyHtoD(at, mine, len) || cu->StreamSynchronize(NULL))
 		return -EIO;
-	r = R.ncclAllGather((const void *)(uintptr_t)at, (void *)(uintptr_t)p->buf, len, ncclUint8,
-			    p->real, p->hs);
+	/*
+	 * NCCL's ncclAllGather may wait on the host for the peers (the
+	 * connections of a communicator's first collective): a peer that
+	 * never comes leaves it there until NCCL's abort, which a watchdog's
+	 * ncclCommAbort on another thread must reach (in_nccl); once the
+	 * abort is seen, the real communicator is not touched again.
+	 */
+	__atomic_add_fetch(&p->in_nccl, 1, __ATOMIC_SEQ_CST);
+	r = aborting(p) ? ncclInvalidUsage
+			: R.ncclAllGather((const void *)(uintptr_t)at, (void *)(uintptr_t)p->buf, len,
+					  ncclUint8, p->real, p->hs);
+	__atomic_sub_fetch(&p->in_nccl, 1, __ATOMIC_SEQ_CST);
+	if (aborting(p))
+		return -ECANCELED;
 	if (r != ncclSuccess && r != ncclInProgress)
 		return -EIO;
 	ret = hs_wait(p);
@@ -423,16 +442,6 @@ static int in_process(const struct hello *all, int n, const struct hello *mine)
 	for (r = 0; r < n; r++)
 		k += all[r].proc == mine->proc && all[r].pid == mine->pid;
 	return k;
-}
-
-/* PENNY_NCCL_DEBUG: why NCCL runs a communicator where nothing failed. */
-static void tell_off(const struct pcomm *p, int nnodes, int here)
-{
-	say("NCCL runs communicator %p of %d ranks (%s)", (void *)p->real, p->n,
-	    nnodes > 1 ? "more than one node"
-	    : here > 1 && here < p->n ? "some ranks threads of one process, some not: penny runs "
-					"either kind, not both"
-	    : "PENNY_NCCL=off on some rank");
 }
 
 /*
@@ -592,22 +601,6 @@ static struct pcomm *add(ncclComm_t c, int st)
 	return p;
 }
 
-/* PENNY_NCCL_DEBUG: who runs communicator c of n ranks that how made, and
- * why (all_here: every rank in this process). */
-void tell_new(ncclComm_t c, const char *how, int n, int all_here)
-{
-	if (n < 2)
-		say("NCCL runs communicator %p (%s: 1 rank; penny runs 2 ranks or more)", (void *)c,
-		    how);
-	else if (all_here)
-		say("penny's set-up of communicator %p runs now (%s: its %d ranks made by one "
-		    "thread, which calls them in groups), a thread for each rank", (void *)c, how, n);
-	else
-		say("NCCL runs communicator %p (%s: %d ranks) until its first ncclAllReduce, "
-		    "ncclReduceScatter or ncclAllGather outside a group and a graph capture, where "
-		    "penny's set-up decides", (void *)c, how, n);
-}
-
 /*
  * A communicator how made (its rank and size where the call names them,
  * else -1; id: its unique id where the call takes one): penny's state
@@ -671,15 +664,29 @@ static int ctx_keep(const struct pn_cudrv *cu, CUcontext *was)
 	return cu && cu->CtxGetCurrent && cu->CtxGetCurrent(was) == CUDA_SUCCESS;
 }
 
-/* Penny's backend goes before the real communicator (abort: at once). */
-static void detach(ncclComm_t comm, int abort)
+/*
+ * Penny's backend goes before the real communicator (abort: at once).  An
+ * abort while another thread's call waits inside the host services'
+ * ncclAllGather (a peer that never came to penny's set-up: only NCCL's
+ * abort ends that wait) aborts the real communicator first, *r its answer
+ * (1: done; 0: the caller's to do).
+ */
+static int detach(ncclComm_t comm, int abort, ncclResult_t *r)
 {
 	struct pcomm *p = take(comm, abort);
+	struct timespec nap = { 0, 1000000 };
 	CUcontext was;
-	int back = ctx_keep(p ? p->cu : NULL, &was);
+	int back = ctx_keep(p ? p->cu : NULL, &was), done = 0;
 
 	if (!p)
-		return;
+		return 0;
+	/* the calls take() left were inside NCCL, and touch nothing of it after */
+	if (abort && __atomic_load_n(&p->inflight, __ATOMIC_SEQ_CST)) {
+		*r = R.ncclCommAbort(comm);
+		done = 1;
+		while (__atomic_load_n(&p->inflight, __ATOMIC_SEQ_CST))
+			nanosleep(&nap, NULL);
+	}
 	/* after penny's kernels failed, no peer is waited for: as an abort */
 	if (!abort && __atomic_load_n(&p->err, __ATOMIC_ACQUIRE)) {
 		abort = 1;
@@ -703,6 +710,7 @@ static void detach(ncclComm_t comm, int abort)
 		pcomm_fini(p);
 	if (back)
 		pn_cudrv_get()->CtxSetCurrent(was);
+	return done;
 }
 
 EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
@@ -815,27 +823,34 @@ EXPORT ncclResult_t ncclCommGrow(ncclComm_t comm, int nranks, const ncclUniqueId
 
 EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm)
 {
+	ncclResult_t r;
+
 	if (!real())
 		return ncclSystemError;
 	if (!R.ncclCommFinalize)
 		return lacks("ncclCommFinalize");
-	detach(comm, 0);
+	detach(comm, 0, &r);
 	return R.ncclCommFinalize(comm);
 }
 
 EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
+	ncclResult_t r;
+
 	if (!real())
 		return ncclSystemError;
-	detach(comm, 0);
+	detach(comm, 0, &r);
 	return R.ncclCommDestroy(comm);
 }
 
 EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
 {
+	ncclResult_t r;
+
 	if (!real())
 		return ncclSystemError;
-	detach(comm, 1);
+	if (detach(comm, 1, &r))
+		return r;
 	return R.ncclCommAbort(comm);
 }
 
@@ -975,14 +990,25 @@ static ncclResult_t failed(struct pcomm *p, int kind, int ret)
  * Penny's set-up at a communicator's first call of these kinds outside a
  * group and a capture; then whether the call is one penny may run at all
  * (else WHY_* but WHY_SIZE, or -1 when the communicator is not penny's).
+ * A communicator NCCL would refuse the call on (a non-blocking one whose
+ * last call is still in progress, or one with an error) is not set up:
+ * the call is NCCL's, which answers it, and the set-up waits for a call
+ * on it once it is ready, as the caller's next call must (NCCL refuses
+ * a call on a communicator in progress with ncclInvalidArgument, and the
+ * set-up's ncclAllGather would fail there, breaking the communicator).
  */
 static int may_run(struct pcomm *p, int kind, const void *s, const void *r, size_t count,
 		   int pdt, int pop, cudaStream_t st, int *cap, ncclResult_t *res)
 {
+	ncclResult_t ae;
+
 	*cap = -1;
-	if (p->state == PC_PENDING && group_depth == 0 && !(*cap = capturing(st)) &&
-	    (*res = attach(p)) != ncclSuccess)
-		return -2;
+	if (p->state == PC_PENDING && group_depth == 0 && !(*cap = capturing(st))) {
+		if (real_async_error(p->real, &ae) || ae != ncclSuccess)
+			return -1;
+		if ((*res = attach(p)) != ncclSuccess)
+			return -2;
+	}
 	if (p->state != PC_ON || p->err)
 		return -1;
 	/* NCCL's own checks and answers for what penny does not take */

@@ -54,6 +54,11 @@ extern const char *const kind_name[K_N];	/* NCCL's calls of each kind */
 enum { WHY_PENNY = 0, WHY_GROUP, WHY_ARGS, WHY_TYPE, WHY_PLUGIN, WHY_SIZE, WHY_EAGER };
 struct pcomm;
 void tell(struct pcomm *p, int kind, int why, size_t bytes);
+/* PENNY_NCCL_DEBUG: who runs communicator c of n ranks that how made, and
+ * why (all_here: every rank in this process); why NCCL runs p where
+ * nothing failed (its nodes, its ranks in this process). */
+void tell_new(ncclComm_t c, const char *how, int n, int all_here);
+void tell_off(const struct pcomm *p, int nnodes, int here);
 
 /*
  * One allocation of the caller's (cuMemGetAddressRange: base and size;
@@ -95,6 +100,8 @@ struct pcomm {
 	int together;		/* one thread made every rank (its calls come in groups,
 				 * which penny takes): set up at once, a thread a rank */
 	int inflight;		/* calls using it now (hold/unhold; atomic) */
+	int in_nccl;		/* of them, those inside the host services' ncclAllGather,
+				 * which may wait there for a peer until NCCL's abort (atomic) */
 	ncclResult_t err;	/* a failed penny call: the communicator's async error */
 	char errmsg[300];
 	struct rc_entry *rc;	/* the registration cache: cfg.regcache entries */
@@ -106,12 +113,11 @@ struct pcomm {
 };
 
 /* interpose.c: a communicator's state held for a call (NULL: not in the
- * table) and let go; penny's set-up beside it; the debug line of a new
- * one; NCCL's ncclCommGetAsyncError (nonzero: the call failed). */
+ * table) and let go; penny's set-up beside it; NCCL's
+ * ncclCommGetAsyncError (nonzero: the call failed). */
 struct pcomm *hold(ncclComm_t c);
 void unhold(struct pcomm *p);
 ncclResult_t attach(struct pcomm *p);
-void tell_new(ncclComm_t c, const char *how, int n, int all_here);
 int real_async_error(ncclComm_t c, ncclResult_t *ae);
 void pcomm_fini(struct pcomm *p);
 

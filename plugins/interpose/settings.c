@@ -55,8 +55,9 @@ static void read_cfg(void)
 	/* off by default: its per-call host agreement cost more than the staging copy it
 	 * saves in eager mode (4 x H100, PyTorch, 1-4 MiB: 175-516 us against 48-72) */
 	cfg.regcache = 0;
+	/* 0 and off (as PENNY_NCCL's) are off, any other value on */
 	if (dbg && *dbg)
-		debug_on = strcmp(dbg, "0") != 0;
+		debug_on = strcmp(dbg, "0") && strcmp(dbg, "off");
 	if (on && *on) {
 		if (!strcmp(on, "0") || !strcmp(on, "off"))
 			cfg.enabled = 0;
@@ -177,4 +178,30 @@ void tell(struct pcomm *p, int kind, int why, size_t bytes)
 			say("NCCL runs %s of %zu bytes: above the plugin's one-shot sizes "
 			    "(PENNY_NCCL_MAX_BYTES=auto)", name, bytes);
 	}
+}
+
+/* PENNY_NCCL_DEBUG: why NCCL runs a communicator where nothing failed. */
+void tell_off(const struct pcomm *p, int nnodes, int here)
+{
+	say("NCCL runs communicator %p of %d ranks (%s)", (void *)p->real, p->n,
+	    nnodes > 1 ? "more than one node"
+	    : here > 1 && here < p->n ? "some ranks threads of one process, some not: penny runs "
+					"either kind, not both"
+	    : "PENNY_NCCL=off on some rank");
+}
+
+/* PENNY_NCCL_DEBUG: who runs communicator c of n ranks that how made, and
+ * why (all_here: every rank in this process). */
+void tell_new(ncclComm_t c, const char *how, int n, int all_here)
+{
+	if (n < 2)
+		say("NCCL runs communicator %p (%s: 1 rank; penny runs 2 ranks or more)", (void *)c,
+		    how);
+	else if (all_here)
+		say("penny's set-up of communicator %p runs now (%s: its %d ranks made by one "
+		    "thread, which calls them in groups), a thread for each rank", (void *)c, how, n);
+	else
+		say("NCCL runs communicator %p (%s: %d ranks) until its first ncclAllReduce, "
+		    "ncclReduceScatter or ncclAllGather outside a group and a graph capture, where "
+		    "penny's set-up decides", (void *)c, how, n);
 }

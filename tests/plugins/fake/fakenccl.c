@@ -8,7 +8,12 @@
  * file is unlinked once every rank has joined.  Every call is logged as one
  * line "rank R call args" to PENNY_FAKE_NCCL_LOG when set, so that tests
  * count what reached NCCL.  A rank that aborts makes its peers' waits give
- * up (ncclRemoteError, also from ncclCommGetAsyncError).  Reductions
+ * up (ncclRemoteError, also from ncclCommGetAsyncError), and a wait for
+ * ranks that never come gives up after PENNY_FAKE_NCCL_TIMEOUT s.  As
+ * NCCL's checks answer: a destroyed or aborted communicator gets
+ * ncclInvalidArgument for every later call (drop()), a non-blocking one
+ * while its last call is in progress (ready()), a config not from
+ * NCCL_CONFIG_INITIALIZER or with blocking other than 0 or 1 too.  Reductions
  * (ncclAllReduce, ncclReduceScatter, ncclReduce): int8, uint8, int32, uint32, int64,
  * uint64, float, double with sum, prod, max, min and avg; others (half,
  * bfloat16, fp8, PreMulSum ops) are logged and answered ncclInvalidArgument.
@@ -52,11 +57,12 @@ struct ncclComm {
 	int rank, n, splits, shrinks, grows;
 	int failed;		/* a barrier gave up: the async error */
 	int nonblocking;	/* config blocking=0: calls say ncclInProgress once */
-	int inprogress;		/* the next ncclCommGetAsyncError says ncclInProgress */
+	double busy_until;	/* ncclCommGetAsyncError says ncclInProgress until then (now()) */
 	struct hdr *h;
 	char *slots;
 	size_t len;
 	char path[200];
+	struct ncclComm *next_dead;	/* destroyed: drop() */
 };
 
 static void logline(int rank, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -86,7 +92,18 @@ static void logline(int rank, const char *fmt, ...)
 
 static int ok(const struct ncclComm *c)
 {
-	return c && c->magic == FAKE_MAGIC;
+	return c && __atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) == FAKE_MAGIC;
+}
+
+static double now(void);
+
+/* A call may use c: NCCL refuses (ncclInvalidArgument) a communicator whose
+ * last non-blocking call is still in progress ("Attempt to use communicator
+ * before the previous operation returned ncclSuccess"), and the
+ * communicator stays as it was. */
+static int ready(const struct ncclComm *c)
+{
+	return ok(c) && now() >= c->busy_until;
 }
 
 static double now(void)
@@ -200,7 +217,7 @@ static int joined(struct ncclComm *c)
 	double t0 = now();
 
 	while (__atomic_load_n(&c->h->joined, __ATOMIC_ACQUIRE) < c->n)
-		if (now() - t0 > 60)
+		if (now() - t0 > wait_limit())
 			return -1;
 		else
 			sched_yield();
@@ -294,33 +311,62 @@ EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int n, ncclUniqueId id, i
 }
 
 /* A non-blocking communicator (blocking=0) answers ncclInProgress to its
- * creation and its collectives, and ncclInProgress to the next
- * ncclCommGetAsyncError, as NCCL's may. */
+ * creation and its collectives, as NCCL's may, and its
+ * ncclCommGetAsyncError says ncclInProgress for 20 ms after, its calls
+ * refused meanwhile (ready()). */
 static ncclResult_t progress(struct ncclComm *c, ncclResult_t r)
 {
 	if (r != ncclSuccess || !c->nonblocking)
 		return r;
-	c->inprogress = 1;
+	c->busy_until = now() + 0.02;
 	return ncclInProgress;
+}
+
+/* NCCL's checks of a config: NCCL_CONFIG_INITIALIZER's magic, blocking
+ * undefined, 0 or 1 (else ncclInvalidArgument, nothing made). */
+static int config_ok(const ncclConfig_t *config)
+{
+	return !config || (config->magic == NCCL_CONFIG_MAGIC &&
+			   (config->blocking == NCCL_CONFIG_UNDEF_INT || config->blocking == 0 ||
+			    config->blocking == 1));
 }
 
 EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int n, ncclUniqueId id, int rank,
 					   ncclConfig_t *config)
 {
-	ncclResult_t r = init_rank(comm, n, id, rank);
+	ncclResult_t r = config_ok(config) ? init_rank(comm, n, id, rank) : ncclInvalidArgument;
 
-	if (r == ncclSuccess && config && config->magic == NCCL_CONFIG_MAGIC && config->blocking == 0) {
+	if (r == ncclSuccess && config && config->blocking == 0) {
 		(*comm)->nonblocking = 1;
 		r = progress(*comm, r);
 	}
 	return r;
 }
 
-static void drop(struct ncclComm *c)
+/*
+ * A communicator destroyed or aborted: its struct stays (on a list, never
+ * freed), so that a call on it (a second destroy, an abort then a destroy,
+ * a watchdog's poll that comes late) is answered ncclInvalidArgument, as
+ * NCCL's check of its communicator's magic and "comm has already been
+ * destroyed" answer, where NCCL's would read freed memory.  A destroy
+ * unmaps the file (unmap); an abort leaves it, as another thread's call
+ * inside it (which the abort ends) still reads it.
+ */
+static struct ncclComm *dead;
+static pthread_mutex_t dead_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void drop(struct ncclComm *c, int unmap)
 {
-	c->magic = 0;
-	munmap(c->h, c->len);
-	free(c);
+	__atomic_store_n(&c->magic, 0, __ATOMIC_RELEASE);
+	if (unmap) {
+		munmap(c->h, c->len);
+		c->h = NULL;
+		c->slots = NULL;
+	}
+	pthread_mutex_lock(&dead_lock);
+	c->next_dead = dead;
+	dead = c;
+	pthread_mutex_unlock(&dead_lock);
 }
 
 /* ndev ranks in this process, every one mapped before any returns (devlist:
@@ -347,7 +393,7 @@ EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devli
 	unlink(path);
 	/* a rank that failed: those before it go */
 	while (r != ncclSuccess && i-- > 0)
-		drop(comm[i]);
+		drop(comm[i], 1);
 	return r;
 }
 
@@ -366,7 +412,7 @@ EXPORT ncclResult_t ncclCommDestroy(ncclComm_t c)
 	if (!ok(c))
 		return ncclInvalidArgument;
 	logline(c->rank, "ncclCommDestroy");
-	drop(c);
+	drop(c, 1);
 	return ncclSuccess;
 }
 
@@ -378,7 +424,7 @@ EXPORT ncclResult_t ncclCommAbort(ncclComm_t c)
 		return ncclInvalidArgument;
 	logline(c->rank, "ncclCommAbort");
 	__atomic_store_n(&c->h->aborted, 1, __ATOMIC_RELAXED);
-	drop(c);
+	drop(c, 0);
 	return ncclSuccess;
 }
 
@@ -386,8 +432,7 @@ EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t c, ncclResult_t *e)
 {
 	if (!ok(c) || !e)
 		return ncclInvalidArgument;
-	*e = c->failed ? ncclRemoteError : c->inprogress ? ncclInProgress : ncclSuccess;
-	c->inprogress = 0;
+	*e = c->failed ? ncclRemoteError : now() < c->busy_until ? ncclInProgress : ncclSuccess;
 	return ncclSuccess;
 }
 
@@ -590,7 +635,7 @@ static ncclResult_t p2p_post(int send, const void *s, void *r, size_t count, ncc
 {
 	logline(ok(c) ? c->rank : -1, "%s %zu %d %d", send ? "ncclSend" : "ncclRecv", count, (int)dt,
 		peer);
-	if (!ok(c) || (unsigned)dt >= 10 || peer < 0 || peer >= c->n || count > (1u << 28) ||
+	if (!ready(c) || (unsigned)dt >= 10 || peer < 0 || peer >= c->n || count > (1u << 28) ||
 	    (count && !(send ? s : r)) || npq == MAX_P2P || (pq_comm && pq_comm != c))
 		return ncclInvalidArgument;
 	pq[npq++] = (struct p2p){ .send = send, .peer = peer, .s = s, .r = r,
@@ -693,7 +738,7 @@ static void reduce_all(const struct ncclComm *c, const char *all, void *recv, si
 static int reducible(const struct ncclComm *c, const void *s, const void *recv, size_t count,
 		     ncclDataType_t dt, ncclRedOp_t op)
 {
-	return ok(c) && (unsigned)dt < 10 && (unsigned)op < 5 && dt != ncclFloat16 &&
+	return ready(c) && (unsigned)dt < 10 && (unsigned)op < 5 && dt != ncclFloat16 &&
 	       dt != ncclBfloat16 && !(count && (!s || !recv)) && count <= (1u << 28);
 }
 
@@ -787,7 +832,7 @@ EXPORT ncclResult_t ncclAllGather(const void *s, void *recv, size_t count, ncclD
 
 	(void)st;
 	logline(ok(c) ? c->rank : -1, "ncclAllGather %zu %d", count, (int)dt);
-	if (!ok(c) || (unsigned)dt >= 10 || (count && (!s || !recv)) || count > (1u << 28))
+	if (!ready(c) || (unsigned)dt >= 10 || (count && (!s || !recv)) || count > (1u << 28))
 		return ncclInvalidArgument;
 	bytes = count * type_size[dt];
 	return progress(c, gather(c, s, bytes, recv, bytes));
@@ -802,7 +847,7 @@ EXPORT ncclResult_t ncclBroadcast(const void *s, void *recv, size_t count, ncclD
 
 	(void)st;
 	logline(ok(c) ? c->rank : -1, "ncclBroadcast %zu %d %d", count, (int)dt, root);
-	if (!ok(c) || (unsigned)dt >= 10 || root < 0 || root >= c->n || count > (1u << 28))
+	if (!ready(c) || (unsigned)dt >= 10 || root < 0 || root >= c->n || count > (1u << 28))
 		return ncclInvalidArgument;
 	bytes = count * type_size[dt];
 	all = malloc(bytes * (size_t)c->n + 1);
@@ -815,7 +860,8 @@ EXPORT ncclResult_t ncclBroadcast(const void *s, void *recv, size_t count, ncclD
 	return ret;
 }
 
-/* The new communicator of a color: its ranks ordered by key, then old rank. */
+/* The new communicator of a color: its ranks ordered by key, then old rank
+ * (non-blocking by its config, as ncclCommInitRankConfig's). */
 EXPORT ncclResult_t ncclCommSplit(ncclComm_t c, int color, int key, ncclComm_t *newcomm,
 				  ncclConfig_t *config)
 {
@@ -823,8 +869,7 @@ EXPORT ncclResult_t ncclCommSplit(ncclComm_t c, int color, int key, ncclComm_t *
 	char path[sizeof(c->path) + 32];
 	ncclResult_t ret;
 
-	(void)config;
-	if (!ok(c) || !newcomm)
+	if (!ready(c) || !newcomm || !config_ok(config))
 		return ncclInvalidArgument;
 	logline(c->rank, "ncclCommSplit %d %d", color, key);
 	all = malloc(sizeof(mine) * (size_t)c->n);
@@ -842,7 +887,12 @@ EXPORT ncclResult_t ncclCommSplit(ncclComm_t c, int color, int key, ncclComm_t *
 	*newcomm = NULL;
 	if (ret != ncclSuccess || color == NCCL_SPLIT_NOCOLOR)
 		return ret;
-	return join(newcomm, n, path, rank);
+	ret = join(newcomm, n, path, rank);
+	if (ret == ncclSuccess && config && config->blocking == 0) {
+		(*newcomm)->nonblocking = 1;
+		ret = progress(*newcomm, ret);
+	}
+	return ret;
 }
 
 /* The communicator of the ranks not in excl (which do not call), in their order. */

@@ -72,7 +72,34 @@
  *              ncclCommShrink and comes back by ncclCommGrow (the id from
  *              rank 0 through a pipe); an allreduce on each of the three
  *              communicators, checked
- * peerdies and shrinkgrow run in processes only.
+ * The careless or unusual framework (t0611), each answer NCCL's or
+ * penny's right result:
+ *   nullcomm   NULL communicators to every call that takes one
+ *   twice      a split destroyed twice, one aborted then destroyed (the
+ *              fake NCCL answers ncclInvalidArgument), calls on them; one
+ *              finalized then destroyed
+ *   badinit    NULL ids and communicators, ranks and counts of ranks out
+ *              of range, a junk id, bad configs (blocking 5, no magic);
+ *              NCCL_CALLER_MORE_RANKS: more ranks than come, on an id
+ *              of its own
+ *   groups     ncclGroupEnd without a start, groups 10000 deep with a
+ *              call inside, then calls outside and in a group
+ *   groupexit  a group left open with a call in it at exit, nothing
+ *              destroyed
+ *   counts     counts 0 and SIZE_MAX/2 and the like, NULL buffers, type
+ *              and op 99 and -1: nothing written, nothing broken
+ *   secondthread  a second thread's calls while the first is in a group
+ *   watchdog   a thread polls ncclCommGetAsyncError while its rank calls
+ *              and destroys a split
+ *   abortwait  (processes) the last rank comes NCCL_CALLER_LATE s (20)
+ *              late; the others' watchdog aborts at 1 s, which must end
+ *              their first allreduce at once
+ *   notready   a call on a non-blocking communicator still in progress
+ *              (NCCL's ncclInvalidArgument), then calls once it is made
+ *   oddsplit   a non-blocking split the last rank leaves
+ *              (NCCL_SPLIT_NOCOLOR), the others reversed, called before
+ *              and after it is made
+ * peerdies, shrinkgrow and abortwait run in processes only.
  * args also gives ncclReduceScatter and ncclAllGather NCCL's cases.
  * NCCL_CALLER_RANK0_ENV=NAME=VALUE sets NAME in rank 0 alone (processes).
  * Exit: 0 when every rank found what it expected, 1 otherwise, 2 on usage.
@@ -86,12 +113,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
 
 static int bad;
 /* shrinkgrow: rank 0 hands the last rank the id of the grown communicator */
 static int grow_pipe[2] = { -1, -1 };
+/* badinit: an id of its own for ranks that say there are more of them */
+static ncclUniqueId more_id;
 
 #define EXPECT(cond, ...)                                                                          \
 	do {                                                                                       \
@@ -725,10 +756,418 @@ static int teardown(int n, ncclUniqueId id)
 	return bad;
 }
 
+/*
+ * The careless or unusual framework (tests/cli/t0611-interposer-misuse.sh):
+ * every scenario below gets NCCL's answer from the interposer, or penny's
+ * right result, and never a crash, a hang or a wrong ncclResult_t.
+ */
+
+/* NULL communicators to every entry point that takes one. */
+static int nullcomm(ncclComm_t comm, int rank, int n)
+{
+	float x[4] = { 1, 2, 3, 4 };
+	const ncclResult_t inval = ncclInvalidArgument;
+	ncclComm_t sub = NULL;
+	ncclUniqueId gid;
+	ncclRedOp_t pre;
+	ncclResult_t ae;
+	double scale = 2;
+	int v = -7, calls;
+
+	calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+	ANSWER(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, NULL, NULL), inval, "allreduce, NULL comm");
+	ANSWER(ncclReduceScatter(x, x, 1, ncclFloat32, ncclSum, NULL, NULL), inval,
+	       "reduce-scatter, NULL comm");
+	ANSWER(ncclAllGather(x, x, 1, ncclFloat32, NULL, NULL), inval, "all-gather, NULL comm");
+	ANSWER(ncclBroadcast(x, x, 4, ncclFloat32, 0, NULL, NULL), inval, "broadcast, NULL comm");
+	ANSWER(ncclReduce(x, x, 4, ncclFloat32, ncclSum, 0, NULL, NULL), inval, "reduce, NULL comm");
+	ANSWER(ncclSend(x, 4, ncclFloat32, 0, NULL, NULL), inval, "send, NULL comm");
+	ANSWER(ncclRecv(x, 4, ncclFloat32, 0, NULL, NULL), inval, "recv, NULL comm");
+	ANSWER(ncclCommCount(NULL, &v), inval, "ncclCommCount(NULL)");
+	ANSWER(ncclCommCuDevice(NULL, &v), inval, "ncclCommCuDevice(NULL)");
+	ANSWER(ncclCommUserRank(NULL, &v), inval, "ncclCommUserRank(NULL)");
+	ANSWER(ncclCommCount(comm, NULL), inval, "ncclCommCount(comm, NULL)");
+	ANSWER(ncclCommCuDevice(comm, NULL), inval, "ncclCommCuDevice(comm, NULL)");
+	ANSWER(ncclCommUserRank(comm, NULL), inval, "ncclCommUserRank(comm, NULL)");
+	EXPECT(v == -7, "rank %d: a NULL communicator's count, device or rank wrote %d", rank, v);
+	ANSWER(ncclCommGetAsyncError(NULL, &ae), inval, "ncclCommGetAsyncError(NULL)");
+	ANSWER(ncclCommGetAsyncError(comm, NULL), inval, "ncclCommGetAsyncError(comm, NULL)");
+	EXPECT(ncclGetLastError(NULL) != NULL, "rank %d: ncclGetLastError(NULL) is NULL", rank);
+	ANSWER(ncclCommSplit(NULL, 0, rank, &sub, NULL), inval, "ncclCommSplit(NULL)");
+	ANSWER(ncclCommShrink(NULL, NULL, 0, &sub, NULL, 0), inval, "ncclCommShrink(NULL)");
+	ANSWER(ncclCommGetUniqueId(NULL, &gid), inval, "ncclCommGetUniqueId(NULL)");
+	ANSWER(ncclRedOpCreatePreMulSum(&pre, &scale, ncclFloat64, ncclScalarHostImmediate, NULL),
+	       inval, "ncclRedOpCreatePreMulSum(NULL comm)");
+	ANSWER(ncclRedOpDestroy(ncclSum, NULL), inval, "ncclRedOpDestroy(NULL comm)");
+	ANSWER(ncclCommFinalize(NULL), inval, "ncclCommFinalize(NULL)");
+	/* NCCL: nothing to destroy or abort */
+	ANSWER(ncclCommDestroy(NULL), ncclSuccess, "ncclCommDestroy(NULL)");
+	ANSWER(ncclCommAbort(NULL), ncclSuccess, "ncclCommAbort(NULL)");
+	EXPECT(sub == NULL, "rank %d: a split of NULL made %p", rank, (void *)sub);
+	/* the communicator is as it was */
+	return calls + one(comm, rank, n, ncclFloat64, ncclSum, 1000, 1, 0);
+}
+
+/* A split of comm (every rank, its order) with one allreduce on it. */
+static ncclComm_t split_one(ncclComm_t comm, int rank, int n, int *calls)
+{
+	ncclComm_t sub = NULL;
+
+	EXPECT(ncclCommSplit(comm, 0, rank, &sub, NULL) == ncclSuccess && sub,
+	       "rank %d: ncclCommSplit failed", rank);
+	if (sub)
+		*calls += one(sub, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+	return sub;
+}
+
+/* Destroyed communicators used again: a second destroy, an abort then a
+ * destroy, calls on them (NCCL's answers: the fake's is ncclInvalidArgument,
+ * never penny's run); finalize then destroy, as it should be. */
+static int twice(ncclComm_t comm, int rank, int n)
+{
+	const ncclResult_t inval = ncclInvalidArgument;
+	float x[4] = { 1, 2, 3, 4 };
+	ncclResult_t ae;
+	ncclComm_t sub;
+	int calls = 0, v;
+
+	calls += one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+	if ((sub = split_one(comm, rank, n, &calls))) {
+		ANSWER(ncclCommDestroy(sub), ncclSuccess, "ncclCommDestroy");
+		ANSWER(ncclCommDestroy(sub), inval, "a second ncclCommDestroy");
+		ANSWER(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, sub, NULL), inval,
+		       "an allreduce on a destroyed communicator");
+		ANSWER(ncclReduceScatter(x, x, 1, ncclFloat32, ncclSum, sub, NULL), inval,
+		       "a reduce-scatter on a destroyed communicator");
+		ANSWER(ncclAllGather(x, x, 1, ncclFloat32, sub, NULL), inval,
+		       "an all-gather on a destroyed communicator");
+		ANSWER(ncclCommGetAsyncError(sub, &ae), inval, "ncclCommGetAsyncError, destroyed");
+		ANSWER(ncclCommCount(sub, &v), inval, "ncclCommCount, destroyed");
+		ANSWER(ncclCommFinalize(sub), inval, "ncclCommFinalize, destroyed");
+		ANSWER(ncclCommAbort(sub), inval, "ncclCommAbort, destroyed");
+	}
+	if ((sub = split_one(comm, rank, n, &calls))) {
+		ANSWER(ncclCommAbort(sub), ncclSuccess, "ncclCommAbort");
+		ANSWER(ncclCommDestroy(sub), inval, "ncclCommDestroy after ncclCommAbort");
+		ANSWER(ncclCommAbort(sub), inval, "a second ncclCommAbort");
+	}
+	if ((sub = split_one(comm, rank, n, &calls))) {
+		ANSWER(ncclCommFinalize(sub), ncclSuccess, "ncclCommFinalize");
+		ANSWER(ncclCommDestroy(sub), ncclSuccess, "ncclCommDestroy after ncclCommFinalize");
+	}
+	return calls + one(comm, rank, n, ncclFloat64, ncclSum, 1000, 1, 0);
+}
+
+/* Communicators asked for with bad arguments: NCCL's answers; none made. */
+static int badinit(ncclComm_t comm, int rank, int n, ncclUniqueId id)
+{
+	const ncclResult_t inval = ncclInvalidArgument;
+	ncclConfig_t cfg = { sizeof(cfg), NCCL_CONFIG_MAGIC, 22809, 1 };
+	ncclComm_t c = NULL, all[2] = { NULL, NULL };
+	ncclUniqueId junk;
+
+	memset(&junk, 0x5a, sizeof(junk));
+	ANSWER(ncclGetUniqueId(NULL), inval, "ncclGetUniqueId(NULL)");
+	ANSWER(ncclCommInitRank(NULL, n, id, rank), inval, "ncclCommInitRank(NULL)");
+	ANSWER(ncclCommInitRank(&c, n, id, -1), inval, "ncclCommInitRank, rank -1");
+	ANSWER(ncclCommInitRank(&c, n, id, n), inval, "ncclCommInitRank, rank nranks");
+	ANSWER(ncclCommInitRank(&c, 0, id, 0), inval, "ncclCommInitRank, 0 ranks");
+	ANSWER(ncclCommInitRank(&c, -1, id, 0), inval, "ncclCommInitRank, -1 ranks");
+	ANSWER(ncclCommInitRank(&c, n, junk, rank), inval, "ncclCommInitRank, a junk id");
+	ANSWER(ncclCommInitRankConfig(&c, n, id, n + 5, &cfg), inval,
+	       "ncclCommInitRankConfig, rank past nranks");
+	cfg.blocking = 5;
+	ANSWER(ncclCommInitRankConfig(&c, n, id, rank, &cfg), inval,
+	       "ncclCommInitRankConfig, blocking 5");
+	ANSWER(ncclCommSplit(comm, 0, rank, &c, &cfg), inval, "ncclCommSplit, blocking 5");
+	cfg.blocking = 1;
+	cfg.magic = 0x12345678;
+	ANSWER(ncclCommInitRankConfig(&c, n, id, rank, &cfg), inval,
+	       "ncclCommInitRankConfig, a config not from NCCL_CONFIG_INITIALIZER");
+	/* more ranks than come (NCCL_CALLER_MORE_RANKS: a fresh id, from the
+	 * parent): the last never does (NCCL: an error once it gives up) */
+	if (getenv("NCCL_CALLER_MORE_RANKS")) {
+		ncclResult_t r = ncclCommInitRank(&c, n + 1, more_id, rank);
+
+		EXPECT(r != ncclSuccess && r != ncclInProgress,
+		       "rank %d: ncclCommInitRank of %d ranks, %d came: %d", rank, n + 1, n, r);
+	}
+	ANSWER(ncclCommInitAll(NULL, 2, NULL), inval, "ncclCommInitAll(NULL)");
+	ANSWER(ncclCommInitAll(all, 0, NULL), inval, "ncclCommInitAll, 0 devices");
+	ANSWER(ncclCommInitAll(all, -1, NULL), inval, "ncclCommInitAll, -1 devices");
+	/* in a group: refused at once, nothing made at its end */
+	ncclGroupStart();
+	ANSWER(ncclCommInitRank(&c, n, id, -1), inval, "ncclCommInitRank in a group, rank -1");
+	ANSWER(ncclGroupEnd(), ncclSuccess, "ncclGroupEnd after a refused ncclCommInitRank");
+	/* the communicator made before is as it was */
+	return one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+}
+
+/* ncclGroupEnd without ncclGroupStart, groups 10000 deep: NCCL's answers;
+ * then the first allreduce outside a group is penny's (its set-up). */
+static int groups(ncclComm_t comm, int rank, int n)
+{
+	int i, fails = 0, calls;
+
+	ANSWER(ncclGroupEnd(), ncclInvalidUsage, "ncclGroupEnd without ncclGroupStart");
+	ANSWER(ncclGroupSimulateEnd(NULL), ncclInvalidUsage,
+	       "ncclGroupSimulateEnd without ncclGroupStart");
+	for (i = 0; i < 10000; i++)
+		fails += ncclGroupStart() != ncclSuccess;
+	calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0); /* inside: NCCL's */
+	for (i = 0; i < 10000; i++)
+		fails += ncclGroupEnd() != ncclSuccess;
+	EXPECT(!fails, "rank %d: %d of 20000 nested ncclGroupStart and ncclGroupEnd failed", rank,
+	       fails);
+	ANSWER(ncclGroupEnd(), ncclInvalidUsage, "an extra ncclGroupEnd");
+	calls += one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0); /* penny's */
+	calls += one(comm, rank, n, ncclFloat32, ncclSum, 100, 1, 1); /* penny's, in a group */
+	ANSWER(ncclGroupEnd(), ncclInvalidUsage, "one more extra ncclGroupEnd");
+	return calls + one(comm, rank, n, ncclFloat64, ncclMax, 1000, 0, 0);
+}
+
+/* Counts, buffers, types and ops NCCL refuses or takes as nothing. */
+static int counts(ncclComm_t comm, int rank, int n)
+{
+	const ncclResult_t inval = ncclInvalidArgument;
+	float x[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, y[8] = { -1, -1, -1, -1, -1, -1, -1, -1 };
+	static const size_t huge[] = { SIZE_MAX / 2, SIZE_MAX, SIZE_MAX / 16, SIZE_MAX / 16 + 1,
+				       SIZE_MAX / 64, (size_t)1 << 40 };
+	unsigned i;
+	int calls, k;
+
+	calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+	ANSWER(ncclAllReduce(x, y, 0, ncclFloat32, ncclSum, comm, NULL), ncclSuccess, "count 0");
+	ANSWER(ncclAllReduce(NULL, NULL, 0, ncclFloat32, ncclSum, comm, NULL), ncclSuccess,
+	       "count 0, NULL buffers");
+	ANSWER(ncclReduceScatter(x, y, 0, ncclFloat32, ncclSum, comm, NULL), ncclSuccess,
+	       "reduce-scatter, count 0");
+	ANSWER(ncclAllGather(x, y, 0, ncclFloat32, comm, NULL), ncclSuccess, "all-gather, count 0");
+	for (k = 0; k < 8; k++)
+		EXPECT(y[k] == -1, "rank %d: a call of count 0 wrote element %d: %g", rank, k, y[k]);
+	for (i = 0; i < sizeof(huge) / sizeof(huge[0]); i++) {
+		char what[80];
+
+		snprintf(what, sizeof(what), "count %zu", huge[i]);
+		ANSWER(ncclAllReduce(x, y, huge[i], ncclFloat32, ncclSum, comm, NULL), inval, what);
+		ANSWER(ncclAllReduce(x, x, huge[i], ncclInt8, ncclMax, comm, NULL), inval, what);
+		ANSWER(ncclReduceScatter(x, y, huge[i], ncclFloat32, ncclSum, comm, NULL), inval, what);
+		ANSWER(ncclAllGather(x, y, huge[i], ncclFloat32, comm, NULL), inval, what);
+	}
+	ANSWER(ncclAllReduce(NULL, y, 4, ncclFloat32, ncclSum, comm, NULL), inval, "NULL send");
+	ANSWER(ncclAllReduce(x, NULL, 4, ncclFloat32, ncclSum, comm, NULL), inval, "NULL recv");
+	ANSWER(ncclReduceScatter(NULL, y, 2, ncclFloat32, ncclSum, comm, NULL), inval,
+	       "reduce-scatter, NULL send");
+	ANSWER(ncclAllGather(x, NULL, 2, ncclFloat32, comm, NULL), inval, "all-gather, NULL recv");
+	ANSWER(ncclAllReduce(x, y, 4, (ncclDataType_t)99, ncclSum, comm, NULL), inval, "type 99");
+	ANSWER(ncclAllReduce(x, y, 4, (ncclDataType_t)-1, ncclSum, comm, NULL), inval, "type -1");
+	ANSWER(ncclAllReduce(x, y, 4, ncclFloat32, (ncclRedOp_t)99, comm, NULL), inval, "op 99");
+	ANSWER(ncclAllReduce(x, y, 4, ncclFloat32, (ncclRedOp_t)-1, comm, NULL), inval, "op -1");
+	ANSWER(ncclAllReduce(x, y, 4, ncclFloat32, ncclNumOps, comm, NULL), inval,
+	       "op ncclNumOps (no PreMulSum made)");
+	ANSWER(ncclReduceScatter(x, y, 2, (ncclDataType_t)99, ncclSum, comm, NULL), inval,
+	       "reduce-scatter, type 99");
+	ANSWER(ncclReduceScatter(x, y, 2, ncclFloat32, (ncclRedOp_t)99, comm, NULL), inval,
+	       "reduce-scatter, op 99");
+	ANSWER(ncclAllGather(x, y, 2, (ncclDataType_t)99, comm, NULL), inval, "all-gather, type 99");
+	for (k = 0; k < 8; k++)
+		EXPECT(y[k] == -1, "rank %d: a refused call wrote element %d: %g", rank, k, y[k]);
+	/* nothing above broke the communicator */
+	return calls + one(comm, rank, n, ncclFloat64, ncclSum, 1000, 1, 0);
+}
+
+/* A split the last rank leaves (NCCL_SPLIT_NOCOLOR), the others in reverse
+ * order, non-blocking: a call on it before it is made is NCCL's to refuse;
+ * once made, penny's. */
+static int oddsplit(ncclComm_t comm, int rank, int n)
+{
+	ncclConfig_t cfg = { sizeof(cfg), NCCL_CONFIG_MAGIC, 22809, 0 };
+	float x[4] = { 1, 2, 3, 4 };
+	ncclComm_t sub = NULL;
+	ncclResult_t r, ae;
+	int calls, sr = -1, sn = 0;
+
+	calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+	r = ncclCommSplit(comm, rank == n - 1 ? NCCL_SPLIT_NOCOLOR : 0, n - rank, &sub, &cfg);
+	if (rank == n - 1) {
+		EXPECT(r == ncclSuccess && !sub, "rank %d: a split without color: %d, %p", rank, r,
+		       (void *)sub);
+		return calls;
+	}
+	EXPECT((r == ncclSuccess || r == ncclInProgress) && sub, "rank %d: ncclCommSplit: %d", rank,
+	       r);
+	if (!sub)
+		return calls;
+	if (r == ncclInProgress)
+		ANSWER(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, sub, NULL), ncclInvalidArgument,
+		       "an allreduce on a split in progress");
+	while (ncclCommGetAsyncError(sub, &ae) == ncclSuccess && ae == ncclInProgress)
+		;
+	EXPECT(ae == ncclSuccess, "rank %d: the split is %d once made", rank, ae);
+	ncclCommCount(sub, &sn);
+	ncclCommUserRank(sub, &sr);
+	EXPECT(sn == n - 1 && sr == n - 2 - rank, "rank %d: split rank %d of %d", rank, sr, sn);
+	calls += one(sub, sr, sn, ncclFloat64, ncclSum, 1000, 1, 0);
+	calls += one(sub, sr, sn, ncclFloat32, ncclMax, 100, 0, 0);
+	EXPECT(ncclCommGetAsyncError(sub, &ae) == ncclSuccess && ae == ncclSuccess,
+	       "rank %d: the split's async error %d", rank, ae);
+	EXPECT(ncclCommDestroy(sub) == ncclSuccess, "rank %d: destroying the split failed", rank);
+	return calls;
+}
+
+struct side {
+	ncclComm_t comm;
+	int rank, n, calls;
+};
+
+static void *side_main(void *arg)
+{
+	struct side *s = arg;
+
+	s->calls = one(s->comm, s->rank, s->n, ncclFloat32, ncclSum, 100, 0, 0);
+	return NULL;
+}
+
+/* A second thread's calls while the first is inside a group: groups are
+ * a thread's own (NCCL's), so the second thread's calls are outside one. */
+static int secondthread(ncclComm_t comm, int rank, int n)
+{
+	struct side s = { comm, rank, n, 0 };
+	pthread_t t;
+	int calls = 0, k;
+
+	for (k = 0; k < 2; k++) {
+		ANSWER(ncclGroupStart(), ncclSuccess, "ncclGroupStart");
+		if (k)	/* one grouped call first: penny's, at once */
+			calls += one(comm, rank, n, ncclFloat64, ncclSum, 1000, 1, 0);
+		if (pthread_create(&t, NULL, side_main, &s)) {
+			printf("rank %d: no thread\n", rank);
+			exit(2);
+		}
+		pthread_join(t, NULL);
+		calls += s.calls;
+		ANSWER(ncclGroupEnd(), ncclSuccess, "ncclGroupEnd after the other thread's call");
+	}
+	return calls + one(comm, rank, n, ncclFloat32, ncclMax, 100, 0, 0);
+}
+
+/* A watchdog polls ncclCommGetAsyncError (PyTorch's does) while its rank
+ * calls and destroys the communicator: each answer is "no error", or,
+ * once it is destroyed, NCCL's (the fake's ncclInvalidArgument). */
+struct dog {
+	ncclComm_t comm;
+	int stop, polls, bad;
+	ncclResult_t what;
+};
+
+static void *dog_main(void *arg)
+{
+	struct dog *d = arg;
+	ncclResult_t r, ae;
+
+	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
+		ae = ncclSuccess;
+		r = ncclCommGetAsyncError(d->comm, &ae);
+		d->polls++;
+		if ((r != ncclSuccess || ae != ncclSuccess) && r != ncclInvalidArgument && !d->bad++)
+			d->what = r != ncclSuccess ? r : ae;
+	}
+	return NULL;
+}
+
+static int watchdog(ncclComm_t comm, int rank, int n)
+{
+	struct dog d = { NULL, 0, 0, 0, ncclSuccess };
+	pthread_t t;
+	ncclComm_t sub;
+	int calls = 0, k;
+
+	sub = split_one(comm, rank, n, &calls);
+	if (!sub)
+		return calls;
+	d.comm = sub;
+	if (pthread_create(&t, NULL, dog_main, &d)) {
+		printf("rank %d: no thread\n", rank);
+		exit(2);
+	}
+	for (k = 0; k < 20; k++)
+		calls += one(sub, rank, n, ncclFloat32, ncclSum, 100 + k, k & 1, 0);
+	EXPECT(ncclCommDestroy(sub) == ncclSuccess, "rank %d: ncclCommDestroy under the watchdog",
+	       rank);
+	__atomic_store_n(&d.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	EXPECT(!d.bad, "rank %d: the watchdog got %d (%d bad answers of %d)", rank, d.what, d.bad,
+	       d.polls);
+	return calls + one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+}
+
+/* A watchdog aborts the communicator while its rank waits inside the first
+ * allreduce for the last rank, which comes late (NCCL_CALLER_LATE s, 20)
+ * or never (NCCL_CALLER_LATE=never): the call returns an error at once,
+ * not when NCCL or penny give up waiting; then the abort returns. */
+struct abortdog {
+	ncclComm_t comm;
+	ncclResult_t r;
+};
+
+static void *abortdog_main(void *arg)
+{
+	struct abortdog *a = arg;
+
+	sleep(1);
+	a->r = ncclCommAbort(a->comm);
+	return NULL;
+}
+
+static double secs(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static int abortwait(ncclComm_t comm, int rank, int n)
+{
+	const char *late = getenv("NCCL_CALLER_LATE");
+	struct abortdog a = { comm, ncclInternalError };
+	float x[4] = { 1, 2, 3, 4 };
+	pthread_t t;
+	ncclResult_t r;
+	double t0;
+
+	if (rank == n - 1) {
+		if (late && !strcmp(late, "never"))
+			pause();
+		sleep(late ? (unsigned)atoi(late) : 20);
+		r = ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, NULL);
+		printf("rank %d: late allreduce: %d\n", rank, r);
+		ncclCommAbort(comm);
+		return 0;
+	}
+	if (pthread_create(&t, NULL, abortdog_main, &a)) {
+		printf("rank %d: no thread\n", rank);
+		exit(2);
+	}
+	t0 = secs();
+	r = ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, NULL);
+	EXPECT(r != ncclSuccess, "rank %d: an allreduce without its last rank succeeded", rank);
+	EXPECT(secs() - t0 < 5, "rank %d: the allreduce returned %.1f s after it began (aborted at 1 s)",
+	       rank, secs() - t0);
+	pthread_join(t, NULL);
+	EXPECT(a.r == ncclSuccess, "rank %d: ncclCommAbort gave %d", rank, a.r);
+	EXPECT(secs() - t0 < 5, "rank %d: the abort returned %.1f s after the allreduce began", rank,
+	       secs() - t0);
+	if (!bad)
+		printf("rank %d: aborted after %.1f s\n", rank, secs() - t0);
+	return 0;
+}
+
 /* threadsmain: the communicators the threads leave to the main thread */
 static ncclComm_t kept[64];
 
-/* Rank rank's communicator as mode makes it (nonblocking: by a non-blocking config). */
+/* Rank rank's communicator as mode makes it (nonblocking: by a non-blocking
+ * config, polled until made; 2: returned in progress). */
 static ncclResult_t make_comm(ncclComm_t *comm, int n, ncclUniqueId id, int rank, int mode,
 			      int nonblocking)
 {
@@ -740,6 +1179,8 @@ static ncclResult_t make_comm(ncclComm_t *comm, int n, ncclUniqueId id, int rank
 	if (!nonblocking)
 		return ncclCommInitRank(comm, n, id, rank);
 	r = ncclCommInitRankConfig(comm, n, id, rank, &cfg);
+	if (nonblocking == 2 && r == ncclInProgress)
+		return ncclSuccess;
 	while (r == ncclInProgress && ncclCommGetAsyncError(*comm, &r) == ncclSuccess)
 		;
 	return r;
@@ -752,7 +1193,8 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what, int mode
 	int calls = 0;
 
 	if (!comm)
-		r = make_comm(&comm, n, id, rank, mode, !strcmp(what, "nonblocking"));
+		r = make_comm(&comm, n, id, rank, mode,
+			      !strcmp(what, "nonblocking") ? 1 : !strcmp(what, "notready") ? 2 : 0);
 	if (!strcmp(what, "nonblocking"))
 		what = "bf16";
 	if (r != ncclSuccess) {
@@ -885,6 +1327,53 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what, int mode
 		       "rank %d: ncclCommDestroy after the error took %ld s", rank,
 		       (long)(t1.tv_sec - t0.tv_sec));
 		comm = NULL;
+	} else if (!strcmp(what, "notready")) {
+		/* a call before the non-blocking communicator is made: NCCL refuses
+		 * it and the communicator stays good; penny's set-up waits */
+		float x[4] = { 1, 2, 3, 4 };
+		uint16_t v[3] = { 0x3f80, 0x4000, 0x4040 }; /* bfloat16 1, 2, 3 */
+
+		ANSWER(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, NULL), ncclInvalidArgument,
+		       "an allreduce on a communicator in progress");
+		while (ncclCommGetAsyncError(comm, &ae) == ncclSuccess && ae == ncclInProgress)
+			;
+		EXPECT(ae == ncclSuccess, "rank %d: the communicator is %d once made", rank, ae);
+		r = ncclAllReduce(v, v, 3, ncclBfloat16, ncclSum, comm, NULL);
+		EXPECT(r == ncclSuccess && (n != 2 || (v[0] == 0x4000 && v[1] == 0x4080 &&
+						       v[2] == 0x40c0)),
+		       "rank %d: bfloat16 allreduce once made: %d, %04x %04x %04x", rank, r, v[0],
+		       v[1], v[2]);
+		calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+	} else if (!strcmp(what, "nullcomm"))
+		calls = nullcomm(comm, rank, n);
+	else if (!strcmp(what, "twice"))
+		calls = twice(comm, rank, n);
+	else if (!strcmp(what, "badinit"))
+		calls = badinit(comm, rank, n, id);
+	else if (!strcmp(what, "groups"))
+		calls = groups(comm, rank, n);
+	else if (!strcmp(what, "counts"))
+		calls = counts(comm, rank, n);
+	else if (!strcmp(what, "oddsplit"))
+		calls = oddsplit(comm, rank, n);
+	else if (!strcmp(what, "secondthread"))
+		calls = secondthread(comm, rank, n);
+	else if (!strcmp(what, "watchdog"))
+		calls = watchdog(comm, rank, n);
+	else if (!strcmp(what, "abortwait")) {
+		calls = abortwait(comm, rank, n);
+		comm = NULL;
+	} else if (!strcmp(what, "groupexit")) {
+		float x[4] = { 1, 2, 3, 4 };
+
+		/* a group left open, a call in it, the communicator never destroyed */
+		calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+		ncclGroupStart();
+		ncclGroupStart();
+		EXPECT(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, NULL) == ncclSuccess,
+		       "rank %d: an allreduce in the open group failed", rank);
+		printf("rank %d: groupexit ok, %d allreduce calls\n", rank, calls + 1);
+		exit(bad);
 	} else if (!strcmp(what, "abort")) {
 		calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
 		EXPECT(ncclCommGetAsyncError(comm, &ae) == ncclSuccess && ae == ncclSuccess,
@@ -993,7 +1482,9 @@ int main(int argc, char **argv)
 				"[threads:|initall:|untracked:|threadsmain:|maingroup:|grouped:]"
 				"allreduce|"
 				"bf16|args|version|abort|nonblocking|groupfirst|peerdies|regcache|"
-				"asyncerr|asyncdestroy|colls|bf16coll|shrinkgrow|offsplit|ctx\n");
+				"asyncerr|asyncdestroy|colls|bf16coll|shrinkgrow|offsplit|ctx|nullcomm|"
+				"twice|badinit|groups|counts|secondthread|watchdog|abortwait|groupexit|"
+				"notready|oddsplit\n");
 		return 2;
 	}
 	what = argv[2];
@@ -1012,11 +1503,14 @@ int main(int argc, char **argv)
 	}
 	if ((!strcmp(what, "shrinkgrow") && (n < 3 || pipe(grow_pipe))) ||
 	    (mode != M_PROCS && mode != M_UNTRACKED &&
-	     (!strcmp(what, "shrinkgrow") || !strcmp(what, "peerdies")))) {
+	     (!strcmp(what, "shrinkgrow") || !strcmp(what, "peerdies") ||
+	      !strcmp(what, "abortwait")))) {
 		fprintf(stderr, "nccl-caller: %s wants processes (shrinkgrow: 3 or more)\n", what);
 		return 2;
 	}
 	res = ncclGetUniqueId(&id);
+	if (res == ncclSuccess && getenv("NCCL_CALLER_MORE_RANKS"))
+		res = ncclGetUniqueId(&more_id);
 	if (res != ncclSuccess) {
 		printf("ncclGetUniqueId: %d (%s)\n", res, ncclGetErrorString(res));
 		return 1;
