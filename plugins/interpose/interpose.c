@@ -458,7 +458,7 @@ ncclResult_t attach(struct pcomm *p)
 	CUdevice d;
 	int r, ret, nnodes = 0, first_bad = -1, here = 1;
 
-	p->state = PC_OFF;
+	__atomic_store_n(&p->state, PC_OFF, __ATOMIC_RELEASE);
 	cfg_read();
 	if (R.ncclCommCount(p->real, &p->n) || R.ncclCommUserRank(p->real, &p->rank) ||
 	    R.ncclCommCuDevice(p->real, &p->dev) || p->n < 2)
@@ -574,7 +574,7 @@ broken:
 	snprintf(p->errmsg, sizeof(p->errmsg), "penny's set-up on NCCL's communicator failed (%s)",
 		 strerror(-ret));
 	say("rank %d: %s", p->rank, p->errmsg);
-	p->err = ncclSystemError;
+	__atomic_store_n(&p->err, ncclSystemError, __ATOMIC_RELEASE);
 	free(all);
 	if (p->be) {
 		__atomic_store_n(&p->aborting, 1, __ATOMIC_RELEASE);
@@ -641,11 +641,11 @@ static int capturing(cudaStream_t s)
 /* Penny's backend and the host services' resources go (p stays, off). */
 static void unmake(struct pcomm *p)
 {
-	if (p->state == PC_ON) {
+	if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PC_ON) {
 		rc_clear(p);
 		P->fini(p->be);
 	}
-	p->state = PC_OFF;
+	__atomic_store_n(&p->state, PC_OFF, __ATOMIC_RELEASE);
 	release(p);
 }
 
@@ -692,7 +692,7 @@ static int detach(ncclComm_t comm, int abort, ncclResult_t *r)
 		abort = 1;
 		__atomic_store_n(&p->aborting, 1, __ATOMIC_RELEASE);
 	}
-	if (p->state == PC_ON) {
+	if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PC_ON) {
 		/* the buffers go: penny's last call on the caller's stream must be done */
 		p->cu->CtxSetCurrent(p->ctx);
 		if (!abort && p->used)
@@ -781,7 +781,7 @@ EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devli
 	}
 	for (i = 0; i < k; i++) {
 		if (k < ndev)
-			v[i]->state = PC_OFF;
+			__atomic_store_n(&v[i]->state, PC_OFF, __ATOMIC_RELEASE);
 		unhold(v[i]);
 	}
 	free(v);
@@ -981,7 +981,8 @@ static ncclResult_t failed(struct pcomm *p, int kind, int ret)
 	if (!p->errmsg[0])
 		snprintf(p->errmsg, sizeof(p->errmsg), "penny's %s failed: %s", what[kind],
 			 P->errmsg());
-	p->err = ret == -EINVAL ? ncclInvalidArgument : ncclUnhandledCudaError;
+	__atomic_store_n(&p->err, ret == -EINVAL ? ncclInvalidArgument : ncclUnhandledCudaError,
+			 __ATOMIC_RELEASE);
 	say("rank %d: %s", p->rank, p->errmsg);
 	return p->err;
 }
@@ -1003,13 +1004,14 @@ static int may_run(struct pcomm *p, int kind, const void *s, const void *r, size
 	ncclResult_t ae;
 
 	*cap = -1;
-	if (p->state == PC_PENDING && group_depth == 0 && !(*cap = capturing(st))) {
+	if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PC_PENDING && group_depth == 0 && !(*cap = capturing(st))) {
 		if (real_async_error(p->real, &ae) || ae != ncclSuccess)
 			return -1;
 		if ((*res = attach(p)) != ncclSuccess)
 			return -2;
 	}
-	if (p->state != PC_ON || p->err)
+	if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) != PC_ON ||
+	    __atomic_load_n(&p->err, __ATOMIC_ACQUIRE))
 		return -1;
 	/* NCCL's own checks and answers for what penny does not take */
 	if (!count || !s || !r)

@@ -103,7 +103,7 @@ void together(struct pcomm **v, int k)
 		say("no thread for penny's set-up of communicator %p (%d ranks of one thread); "
 		    "NCCL runs it", (void *)v[0]->real, k);
 		for (i = 0; i < k; i++)
-			v[i]->state = PC_OFF;
+			__atomic_store_n(&v[i]->state, PC_OFF, __ATOMIC_RELEASE);
 		return;
 	}
 	for (i = 0; i < k; i++)
