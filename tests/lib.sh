@@ -86,6 +86,19 @@ test_exit() {
 	fi
 }
 
+# ranks_up PARENT N: wait up to 10 s for launcher PARENT (penny --np N) to
+# have forked its N ranks, then 1 s for them to be inside the job; prints
+# their pids in the order they were forked, one a line
+ranks_up() {
+	local i
+	for i in $(seq 100); do
+		[ "$(pgrep -P "$1" | wc -l)" -eq "$2" ] && break
+		sleep 0.1
+	done
+	sleep 1
+	pgrep -P "$1" | sort -n
+}
+
 # uneven_job ARGS...: allreduce-test on 3 ranks on "nodes" a, b, a
 # (PENNY_NODE_ID); rank r's stdout in out.r, stderr in err.r, the exit codes
 # (rank 0's first) in rcs

@@ -8,12 +8,7 @@
 test_expect_success 'a rank killed mid-sweep: every other rank fails within the timeout, naming it' '
 	"$PENNY" allreduce-test --np 4 --timeout 10 -b 1K -e 1M -f 2 -n 100000 -w 0 >out 2>err &
 	parent=$! rc=none victim=
-	for i in $(seq 50); do
-		[ "$(pgrep -P $parent | wc -l)" -eq 4 ] && break
-		sleep 0.1
-	done
-	sleep 1
-	victim=$(pgrep -P $parent | sort -n | sed -n 3p)
+	victim=$(ranks_up $parent 4 | sed -n 3p)
 	test -n "$victim" && kill -9 $victim
 	start=$(date +%s)
 	wait $parent

@@ -13,12 +13,7 @@ shm_snapshot shm0
 start_job() {
 	"$PENNY" allreduce-test --np 4 --timeout $T -b 1K -e 1M -f 2 -n 100000 -w 0 >out 2>err &
 	parent=$!
-	for i in $(seq 100); do
-		[ "$(pgrep -P $parent | wc -l)" -eq 4 ] && break
-		sleep 0.1
-	done
-	sleep 1
-	ranks=$(pgrep -P $parent | sort -n)
+	ranks=$(ranks_up $parent 4)
 	t0=$(date +%s.%N)
 }
 # end_job: wait for the launcher; $rc, $took (seconds since start_job)

@@ -38,12 +38,7 @@ test_expect_success '--json of a job that fails after its header: a whole docume
 	"$PENNY" allreduce-test --np 3 --timeout 5 -b 1K -e 1M -f 2 -n 100000 -w 0 --json \
 		>out 2>err &
 	parent=$!
-	for i in $(seq 100); do
-		[ "$(pgrep -P $parent | wc -l)" -eq 3 ] && break
-		sleep 0.1
-	done
-	sleep 1
-	kill -9 $(pgrep -P $parent | sort -n | tail -n 1)
+	kill -9 $(ranks_up $parent 3 | tail -n 1)
 	wait $parent
 	rc=$?
 	test $rc -eq 1 || { echo "rc=$rc"; cat err; exit 1; }
@@ -71,12 +66,7 @@ test_expect_success 'a rank stopped after its work, the others done: killed afte
 test_expect_success 'a rank stopped mid-run: killed as soon as a peer times out on it, named' '
 	"$PENNY" allreduce-test --np 3 --timeout 2 -b 1K -e 1M -f 2 -n 100000 -w 0 >out 2>err &
 	parent=$!
-	for i in $(seq 100); do
-		[ "$(pgrep -P $parent | wc -l)" -eq 3 ] && break
-		sleep 0.1
-	done
-	sleep 1
-	victim=$(pgrep -P $parent | sort -n | sed -n 2p)
+	victim=$(ranks_up $parent 3 | sed -n 2p)
 	kill -STOP $victim
 	within 5 wait $parent
 	ok=$?
