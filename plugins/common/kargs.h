@@ -77,29 +77,31 @@ struct pn_ar_args {
  * and piece parity), the owner's kernel reduces the n contributions in rank
  * order into its recv, and the owner's copy engines push the result into
  * every peer's recv (at the same offset: the plugin ABI's registered
- * buffers are symmetric).  Small gate kernels (one thread) order the copies
- * across the GPUs by monotonic counters in device memory (graph-safe); the
- * reduce kernel waits for the pushes itself, with fewer blocks than the GPU
- * has SMs, so that the gates always find room.  A rank's CE area: the
- * header of uint32 words below, then the slots [2 parities][n - 1
- * senders][slot bytes].
+ * buffers are symmetric).  The copy streams tell the peers that their
+ * copies have landed by a copy of a flag word after them on the same
+ * stream (the word PN_CE_ONE of this rank's area into the peer's flag),
+ * and the flag's reader puts it back to 0: a graph's replay copies the
+ * same values again.  What waits is a kernel, never the copy engine, so
+ * that every wait gives up at the timeout: the reduce kernel waits for
+ * the pushes itself (with fewer blocks than the GPU has SMs, so that the
+ * gates always find room), and one-thread gate kernels wait for a slot to
+ * be free and for the peers' results; the reductions are counted in
+ * device memory by the kernels.  A rank's CE area: the header of uint32
+ * words below, then the slots [2 parities][n - 1 senders][slot bytes].
  */
-#define PN_CE_RS 0		/* [sender]: pieces the sender pushed into my slots */
-#define PN_CE_RED 8		/* [owner]: pieces the owner has reduced */
-#define PN_CE_AG 16		/* [sender]: calls whose results the sender pushed into my recv */
-#define PN_CE_DESC 24		/* uint64 [sender] at word 24 + 2 * sender: its recv's identity */
-#define PN_CE_SIG_RS 40		/* [peer]: pieces I pushed into the peer's slots */
+#define PN_CE_RSF 0		/* [parity][sender] (8 a parity): the sender's push of this
+				 * parity's piece into my slot landed (flag) */
+#define PN_CE_RED 16		/* [owner]: pieces the owner has reduced */
+#define PN_CE_AGF 24		/* [sender]: the sender's results are in my recv (flag) */
+#define PN_CE_DESC 32		/* uint64 [sender] at word 32 + 2 * sender: its recv's identity */
 #define PN_CE_SIG_RED 48	/* pieces I reduced */
-#define PN_CE_SIG_AG 56		/* [peer]: calls whose results I pushed into the peer's recv */
-#define PN_CE_EXP_RS 64		/* pieces whose pushes into my slots I waited for */
-#define PN_CE_BASE_RED 72	/* [peer]: pieces the peer had reduced when this call began */
-#define PN_CE_EXP_AG 80		/* [peer]: calls whose results from the peer I waited for */
-#define PN_CE_DONE 96		/* the reduce kernel's finished blocks */
+#define PN_CE_BASE_RED 56	/* [peer]: pieces the peer had reduced when this call began */
+#define PN_CE_DONE 64		/* the reduce kernel's finished blocks */
+#define PN_CE_ONE 66		/* 1, the value every flag is set to (from the area's start) */
+#define PN_CE_MYDESC 68		/* uint64: my recv's identity in this call, for the peers' DESC */
 #define PN_CE_HDR (2u << 20)	/* a 2 MiB page of its own: the slots start on one */
 /* gate steps (ce_steps), run in this order */
-#define PN_CE_PUSHED 1u		/* tell ce_peer a push into its slots has landed */
 #define PN_CE_FREE 2u		/* wait until ce_peer reduced piece ce_piece - 2 of this call */
-#define PN_CE_AG_DONE 4u	/* tell ce_peer this call's results are in its recv */
 #define PN_CE_FINAL 8u		/* wait until every peer's results are in my recv (from the
 				 * same buffer as mine) */
 

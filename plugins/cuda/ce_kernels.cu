@@ -5,8 +5,9 @@
  * piece, reduces this rank's slice in rank order and tells every peer;
  * pn_ce_gate runs on the copy streams between the copies and waits or
  * signals for them.  Every count they compare lives in device memory and
- * moves on by one a piece or a call, so a CUDA graph's replay finds the
- * values it needs.  Every wait gives up after timeout_ns and records
+ * moves on by one a piece or a call, or is a flag the copy streams set
+ * and its reader clears, so a CUDA graph's replay finds the values it
+ * needs.  Every wait gives up after timeout_ns and records
  * PN_ERR_TIMEOUT; a peer whose recv was another buffer records
  * PN_ERR_DESC.  Unlike the SM kernels, which check a peer's buffer before
  * they store into it, the copies are enqueued by the host and cannot be
@@ -32,20 +33,31 @@ PN_DEV void pn_ce_wait(const struct pn_ar_args &a, unsigned word, int peer, uint
 	pn_wait_flag(a, pn_ce_w(a.peer_ce[a.rank], word + peer), target, peer, w);
 }
 
+/* Wait until the peer's copy stream set its flag at word, then clear it
+ * for the next write (nothing writes it again before this rank has gone
+ * on: the protocol in kargs.h).  After a failed wait it stays as it is. */
+PN_DEV void pn_ce_take(const struct pn_ar_args &a, unsigned word, int peer, pn_wait_state &w)
+{
+	pn_ce_wait(a, word, peer, 1, w);
+	if (!w.dead)
+		*pn_ce_w(a.peer_ce[a.rank], word + peer) = 0;
+}
+
 template <typename T, int OP> PN_DEV void pn_ar_ce(const struct pn_ar_args &a)
 {
 	const int n = a.nranks, r = a.rank;
 	const uint64_t me = a.peer_ce[r];
 	const uint64_t bytes = a.count * sizeof(T), nb = pn_nbid();
 	const uint64_t per = ((bytes + nb - 1) / nb + 15) / 16 * 16, off = per * pn_bid();
-	const uint32_t exp = *pn_ce_w(me, PN_CE_EXP_RS) + 1;
+	const unsigned rsf = PN_CE_RSF + PN_AR_MAX_RANKS * (a.ce_piece & 1);
 	pn_wait_state w = { false };
 	int t = (int)pn_tid(), bad = 0;
 
-	/* every peer's push of this piece has landed; after a failed wait
-	 * nothing is reduced, but the peers are still told */
+	/* every peer's push of this piece has landed (the last block to
+	 * finish clears the flags, when every block has seen them); after a
+	 * failed wait nothing is reduced, but the peers are still told */
 	if (t < n && t != r) {
-		pn_ce_wait(a, PN_CE_RS, t, exp, w);
+		pn_ce_wait(a, rsf, t, 1, w);
 		bad = w.dead;
 	}
 	if (!pn_sync_or(bad) && off < bytes) {
@@ -61,7 +73,7 @@ template <typename T, int OP> PN_DEV void pn_ar_ce(const struct pn_ar_args &a)
 		pn_block_reduce<T, OP>(src, remote, n, (char *)a.recv + off, pdst, 0,
 				       bytes - off < per ? bytes - off : per, n, true);
 	}
-	/* the last block to finish tells every peer */
+	/* the last block to finish clears the flags and tells every peer */
 	pn_sync();
 	if (pn_tid() == 0) {
 		uint32_t *done = pn_ce_w(me, PN_CE_DONE);
@@ -72,7 +84,11 @@ template <typename T, int OP> PN_DEV void pn_ar_ce(const struct pn_ar_args &a)
 
 			pn_fence_sys();
 			*done = 0;
-			*pn_ce_w(me, PN_CE_EXP_RS) = exp;
+			for (int p = 0; p < n; p++)
+				*pn_ce_w(me, rsf + p) = 0;
+			/* for the all-gather's copy of it after this piece */
+			*(uint64_t *)pn_ce_w(me, PN_CE_MYDESC) = a.desc;
+			pn_fence_sys();
 			*pn_ce_w(me, PN_CE_SIG_RED) = v;
 			for (int p = 0; p < n; p++) {
 				if (p == r)
@@ -93,35 +109,17 @@ PN_DEV void pn_ce_gate_run(const struct pn_ar_args &a)
 
 	if (pn_tid() != 0 || pn_bid() != 0)
 		return;
-	if (a.ce_steps & PN_CE_PUSHED) {
-		uint32_t v = *pn_ce_w(me, PN_CE_SIG_RS + q) + 1;
-
-		*pn_ce_w(me, PN_CE_SIG_RS + q) = v;
-		pn_fence_sys();
-		pn_st_release(pn_ce_w(a.peer_ce[q], PN_CE_RS + r), v);
-	}
 	if (a.ce_steps & PN_CE_FREE) {
 		/* the slot of this parity was last read by the peer's reduction of
 		 * piece ce_piece - 2 (pieces 0 and 1 need no gate: the last call
 		 * ended after every peer had reduced all of its pieces) */
 		pn_ce_wait(a, PN_CE_RED, q, *pn_ce_w(me, PN_CE_BASE_RED + q) + a.ce_piece - 1, w);
 	}
-	if (a.ce_steps & PN_CE_AG_DONE) {
-		uint32_t v = *pn_ce_w(me, PN_CE_SIG_AG + q) + 1;
-
-		*pn_ce_w(me, PN_CE_SIG_AG + q) = v;
-		pn_fence_sys();
-		pn_st_volatile_u64(pn_ce_desc(a.peer_ce[q], r), a.desc);
-		pn_st_release(pn_ce_w(a.peer_ce[q], PN_CE_AG + r), v);
-	}
 	if (a.ce_steps & PN_CE_FINAL) {
 		for (int p = 0; p < a.nranks; p++) {
 			if (p == r)
 				continue;
-			uint32_t e = *pn_ce_w(me, PN_CE_EXP_AG + p) + 1;
-
-			*pn_ce_w(me, PN_CE_EXP_AG + p) = e;
-			pn_ce_wait(a, PN_CE_AG, p, e, w);
+			pn_ce_take(a, PN_CE_AGF, p, w);
 			if (w.dead)
 				continue;
 			/* the peer stored into my recv at my offset: if its recv was

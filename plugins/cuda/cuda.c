@@ -788,9 +788,12 @@ static int ce_start(struct pn_cuda *c)
 			   pn_plugin_errmsg());
 		return 0;
 	}
-	ret = cu->MemsetD8Async(c->ce_area->base, 0, PN_CE_HDR, c->g.stream) != CUDA_SUCCESS
-		      ? pn_plugin_fail(-EIO, "cuMemsetD8Async failed")
-		      : pn_gpu_sync(&c->g);
+	/* the header zeroed, its word PN_CE_ONE 1 (little-endian) */
+	if (cu->MemsetD8Async(c->ce_area->base, 0, PN_CE_HDR, c->g.stream) != CUDA_SUCCESS ||
+	    cu->MemsetD8Async(c->ce_area->base + 4 * PN_CE_ONE, 1, 1, c->g.stream) != CUDA_SUCCESS)
+		ret = pn_plugin_fail(-EIO, "cuMemsetD8Async failed");
+	else
+		ret = pn_gpu_sync(&c->g);
 	if (!ret)
 		ret = pn_ce_open(&c->g, c->rank, c->n, c->ce_area, c->mod[PN_K_CE], &c->ce);
 	all = calloc((size_t)c->n, sizeof(*all));

@@ -4,13 +4,20 @@
  * where one GPU's copy engines move about 394 GB/s over NVLink and its SMs'
  * stores about 369 (penny bw --gpu --gpu-engine both, 2 x H200).  The
  * protocol is in kargs.h.  Per piece, on streams of their own:
- *  - push, one stream a peer: gate (tell the peer the last push landed;
- *    wait until its slot of this parity is free), copy this rank's slice of
- *    the peer into its CE area;
+ *  - push, one stream a peer: from the third piece on a gate (wait until
+ *    the peer's slot of this parity is free), copy this rank's slice of the
+ *    peer into its CE area, then set the peer's flag for it (a copy);
  *  - the caller's stream: the reduce kernel (waits for every push into
  *    this rank's slots, reduces, tells every peer);
  *  - all-gather, one stream a peer: once the reduction is done, copy this
- *    rank's slice of its recv into the peer's recv.
+ *    rank's slice of its recv into the peer's recv; after the last piece
+ *    copy this recv's identity (the reduce kernel wrote it) and set the
+ *    peer's flag.
+ * The flags are 4-byte copies behind the data on the same stream, not
+ * kernels: a gate kernel between two pushes left the link idle about
+ * 11 us (s58-ce-trace.txt), and the peer saw a push that late.  Stream
+ * writes (cuStreamWriteValue32) into the peer's memory cost more: 351
+ * GB/s at 1 GiB against 386 (s59-ce-flags.txt).
  * Pulling the results instead (each rank reading its peers' recv) keeps
  * every write in memory the writer can check, but a copy engine's remote
  * reads reach 370 GB/s where its writes reach 386 (results/2026-11-30-h200x2,
@@ -113,6 +120,18 @@ static int gate(struct pn_ce *ce, struct pn_ar_args *a, CUstream s, uint32_t ste
 	return ret;
 }
 
+/* Copy bytes from word mine of this rank's CE area to word theirs of peer
+ * p's on stream s, behind the stream's earlier copies. */
+static int flag(struct pn_ce *ce, CUstream s, int p, unsigned theirs, unsigned mine, size_t bytes)
+{
+	const struct pn_cudrv *cu = ce->g->cu;
+
+	PN_CU(cu, MemcpyAsync(ce->area->peer[p] + 4 * (uint64_t)theirs,
+			      ce->area->base + 4 * (uint64_t)mine, bytes, s),
+	      "cuMemcpyAsync (flag)");
+	return 0;
+}
+
 int pn_ce_run(struct pn_ce *ce, const struct pn_ce_call *call)
 {
 	const struct pn_cudrv *cu = ce->g->cu;
@@ -153,21 +172,25 @@ int pn_ce_run(struct pn_ce *ce, const struct pn_ce_call *call)
 		uint64_t off = base + (uint64_t)r * geo.slice, len = pn_ce_len(&geo, call->bytes, off);
 
 		/* pushes: my slice of owner p into slot [par][sender] of p's area */
+		a.ce_piece = (uint32_t)k;
 		for (p = 0; p < n && !ret; p++) {
 			uint64_t po = base + (uint64_t)p * geo.slice, pl = pn_ce_len(&geo, call->bytes, po);
 			int slot = (r - p - 1 + n) % n;
 
 			if (p == r)
 				continue;
-			a.ce_piece = (uint32_t)k;
-			if (k)
-				ret = gate(ce, &a, ce->push[p], PN_CE_PUSHED | (k >= 2 ? PN_CE_FREE : 0), p);
+			if (k >= 2)
+				ret = gate(ce, &a, ce->push[p], PN_CE_FREE, p);
 			if (!ret && pl)
 				PN_CU(cu, MemcpyAsync(ce->area->peer[p] + PN_CE_HDR +
 							      (par * (uint64_t)(n - 1) + (uint64_t)slot) *
 								      ce->slot_bytes,
 						      call->send + po, pl, ce->push[p]),
 				      "cuMemcpyAsync (push)");
+			if (!ret)
+				ret = flag(ce, ce->push[p], p,
+					   PN_CE_RSF + PN_AR_MAX_RANKS * (unsigned)par + (unsigned)r,
+					   PN_CE_ONE, 4);
 		}
 		if (ret)
 			break;
@@ -198,13 +221,13 @@ int pn_ce_run(struct pn_ce *ce, const struct pn_ce_call *call)
 				      "cuMemcpyAsync (all-gather)");
 		}
 	}
-	/* the last push is announced, the results are in the peers' recv */
+	/* the results and their buffer's identity are in the peers' recv */
 	for (p = 0; p < n && !ret; p++) {
 		if (p == r)
 			continue;
-		ret = gate(ce, &a, ce->push[p], PN_CE_PUSHED, p);
+		ret = flag(ce, ce->ag[p], p, PN_CE_DESC + 2 * (unsigned)r, PN_CE_MYDESC, 8);
 		if (!ret)
-			ret = gate(ce, &a, ce->ag[p], PN_CE_AG_DONE, p);
+			ret = flag(ce, ce->ag[p], p, PN_CE_AGF + (unsigned)r, PN_CE_ONE, 4);
 		if (ret)
 			break;
 		PN_CU(cu, EventRecord(ce->join[2 * p], ce->push[p]), "cuEventRecord");

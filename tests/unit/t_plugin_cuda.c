@@ -1342,7 +1342,7 @@ TEST(copy_engine_allreduce_pushes_into_slots_and_peers_recv)
 		struct fake_rank *f = &w.rank[r];
 		const struct pn_reg *rg = pn_cuda_find_reg(be[r], bufs[r][1], 16);
 		const struct pn_cuda *c = be[r];
-		int reduces = 0, gates = 0, pushes = 0, ags = 0, q = 1 - r;
+		int reduces = 0, gates = 0, pushes = 0, ags = 0, rsfs = 0, descs = 0, agfs = 0, q = 1 - r;
 		CUstream main = f->launch[0].stream;
 
 		CHECK(rg != NULL);
@@ -1365,16 +1365,36 @@ TEST(copy_engine_allreduce_pushes_into_slots_and_peers_recv)
 			}
 		}
 		CHECK(reduces == (int)g.pieces);
-		/* pushes: per piece, the RS; then a gate per piece and the final one */
-		CHECK_EQ_INT(gates, (int)g.pieces + 2);
+		/* a gate waits for a free slot from the third piece on, and the
+		 * final one for every peer's results */
+		CHECK_EQ_INT(gates, (int)g.pieces - 1);
 		CHECK_STR(f->launch[f->nlaunch - 1].name, "pn_ar_oneshot_float_sum"); /* the tail */
 		CHECK_STR(f->launch[f->nlaunch - 2].name, "pn_ce_gate"); /* every peer's results in */
 		CHECK(f->launch[f->nlaunch - 2].stream == main);
 		for (int i = 0; i < f->ncopy; i++) {
-			struct fake_copy *k = &f->copy[i];
+			struct fake_copy *k = &f->copy[i], *prev = i ? k - 1 : NULL;
+			uint64_t at = k->dst - c->ce_area->peer[q];
 
 			CHECK(k->stream != main);
-			if (k->dst >= c->ce_area->peer[q] && k->dst < c->ce_area->peer[q] + c->ce_area->bytes) {
+			if (k->dst >= c->ce_area->peer[q] && at < PN_CE_HDR) {
+				/* a flag from this rank's word ONE (or its recv's
+				 * identity), behind the copy it tells of on its stream */
+				CHECK(prev && prev->stream == k->stream);
+				if (at == 4 * (PN_CE_DESC + 2 * (uint64_t)r)) {
+					CHECK(k->bytes == 8 && k->src == c->ce_area->base + 4 * PN_CE_MYDESC);
+					descs++;
+					continue;
+				}
+				CHECK(k->bytes == 4 && k->src == c->ce_area->base + 4 * PN_CE_ONE);
+				if (at == 4 * (PN_CE_AGF + (uint64_t)r)) {
+					CHECK(prev && prev->bytes == 8); /* the identity first */
+					agfs++;
+				} else {
+					CHECK(at == 4 * (PN_CE_RSF + (uint64_t)PN_AR_MAX_RANKS * (rsfs & 1) + r));
+					rsfs++;
+				}
+			} else if (k->dst >= c->ce_area->peer[q] &&
+				   k->dst < c->ce_area->peer[q] + c->ce_area->bytes) {
 				pushes++;
 				CHECK(k->bytes == g.slice || k->bytes == pn_ce_len(&g, count * 4 / 16 * 16,
 										  k->src - (uint64_t)(uintptr_t)bufs[r][0]));
@@ -1384,6 +1404,10 @@ TEST(copy_engine_allreduce_pushes_into_slots_and_peers_recv)
 				ags++;
 			}
 		}
+		/* a flag after each push, the identity and the results' flag at the end */
+		CHECK_EQ_INT(rsfs, (int)g.pieces);
+		CHECK_EQ_INT(descs, 1);
+		CHECK_EQ_INT(agfs, 1);
 		CHECK_EQ_INT(pushes, (int)g.pieces);
 		CHECK_EQ_INT(ags, (int)g.pieces);
 	}

@@ -202,6 +202,7 @@ static bool world_init(world &w, int n, uint64_t slots, size_t buf_bytes)
 		w.ws[r].base = (CUdeviceptr)zalloc(PN_WS_LL);
 		w.area[r].bytes = PN_CE_HDR + slots;
 		w.area[r].base = (CUdeviceptr)zalloc(w.area[r].bytes);
+		((uint32_t *)w.area[r].base)[PN_CE_ONE] = 1; /* as cuda.c's ce_start */
 		w.buf[r].id = 7;
 		w.buf[r].bytes = buf_bytes;
 		w.buf[r].base = (CUdeviceptr)zalloc(buf_bytes);
