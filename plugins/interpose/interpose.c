@@ -26,6 +26,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,14 +41,7 @@
 
 /* ---- the real NCCL ---- */
 
-static struct {
-#define X(name, params, args) ncclResult_t(*name) params;
-	NCCL_FORWARDS(X)
-	NCCL_OWN(X)
-#undef X
-	const char *(*ncclGetErrorString)(ncclResult_t r);
-	const char *(*ncclGetLastError)(ncclComm_t comm);
-} R;
+struct real_nccl R;
 static pthread_once_t real_once = PTHREAD_ONCE_INIT;
 static int real_ok, real_told;
 static char real_err[512];
@@ -114,7 +108,7 @@ static void load_real(void)
 }
 
 /* 1 when the real NCCL is there; else says why, once, and returns 0. */
-static int real(void)
+int real(void)
 {
 	pthread_once(&real_once, load_real);
 	if (!real_ok && !__atomic_exchange_n(&real_told, 1, __ATOMIC_RELAXED))
@@ -122,7 +116,7 @@ static int real(void)
 	return real_ok;
 }
 
-static ncclResult_t lacks(const char *name)
+ncclResult_t lacks(const char *name)
 {
 	say("the real NCCL lacks %s (older than the caller expects)", name);
 	return ncclInvalidUsage;
@@ -135,7 +129,7 @@ static ncclResult_t lacks(const char *name)
 			return ncclSystemError;                                                    \
 		if (!R.name)                                                                       \
 			return lacks(#name);                                                       \
-		return R.name args;                                                                \
+		return seen(R.name args);                                                          \
 	}
 NCCL_FORWARDS(X)
 #undef X
@@ -217,7 +211,7 @@ static void load_plugin(void)
 
 static pthread_mutex_t comms_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pcomm *comms;
-static _Thread_local int group_depth;
+_Thread_local int group_depth;
 
 /*
  * A communicator's state for one call (NULL: not penny's); unhold() when
@@ -281,37 +275,76 @@ static int aborting(const struct pcomm *p)
 	return __atomic_load_n(&p->aborting, __ATOMIC_SEQ_CST);
 }
 
+/*
+ * The host services failed (ret, a negative errno, the plugin's answer)
+ * for why, which NCCL would answer res to (the call's result where it was
+ * penny's set-up or its buffer agreement: errno_result cannot tell a peer
+ * that left from a CUDA call that failed).
+ */
+static int hs_fail(struct pcomm *p, int ret, ncclResult_t res, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int hs_fail(struct pcomm *p, int ret, ncclResult_t res, const char *fmt, ...)
+{
+	va_list ap;
+
+	p->hs_res = res;
+	va_start(ap, fmt);
+	vsnprintf(p->hs_why, sizeof(p->hs_why), fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+static int hs_cuda(struct pcomm *p, const char *call, CUresult r)
+{
+	const char *s = NULL;
+
+	if (!p->cu->GetErrorString || p->cu->GetErrorString(r, &s) || !s)
+		s = "unknown CUDA error";
+	return hs_fail(p, -EIO, ncclUnhandledCudaError, "%s failed: %s (CUDA error %d)", call, s, (int)r);
+}
+
+/* An NCCL result the real NCCL's call gave, in words (its ncclGetErrorString). */
+static int hs_nccl(struct pcomm *p, int ret, const char *what, ncclResult_t r)
+{
+	return hs_fail(p, ret, r, "%s: %s (NCCL error %d)", what, R.ncclGetErrorString(r), (int)r);
+}
+
+static int hs_aborted(struct pcomm *p)
+{
+	return hs_fail(p, -ECANCELED, ncclInternalError, "ncclCommAbort from another thread ended it");
+}
+
 /* Wait for the host services' stream, at most PENNY_NCCL_TIMEOUT. */
 static int hs_wait(struct pcomm *p)
 {
 	const struct pn_cudrv *cu = p->cu;
 	struct timespec t0, t, nap = { 0, 20000 };
-	ncclResult_t ae;
-	CUresult r;
+	ncclResult_t ae, r;
+	CUresult c;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		if (aborting(p))
-			return -ECANCELED;
+			return hs_aborted(p);
 		/* a non-blocking communicator enqueues the call once it says ncclSuccess;
 		 * data that has arrived stands, whatever a peer did since */
-		if (R.ncclCommGetAsyncError(p->real, &ae) != ncclSuccess)
-			return -EREMOTEIO;
+		if ((r = R.ncclCommGetAsyncError(p->real, &ae)) != ncclSuccess)
+			return hs_nccl(p, -EREMOTEIO, "NCCL's ncclCommGetAsyncError on it failed", r);
 		if (ae != ncclInProgress) {
-			if (!cu->StreamQuery)
-				return ae != ncclSuccess ? -EREMOTEIO
-							 : cu->StreamSynchronize(p->hs) ? -EIO : 0;
-			r = cu->StreamQuery(p->hs);
-			if (r == CUDA_SUCCESS)
+			c = cu->StreamQuery ? cu->StreamQuery(p->hs) : ae ? CUDA_ERROR_NOT_READY
+								   : cu->StreamSynchronize(p->hs);
+			if (c == CUDA_SUCCESS)
 				return 0;
-			if (r != CUDA_ERROR_NOT_READY)
-				return -EIO;
+			if (c != CUDA_ERROR_NOT_READY)
+				return hs_cuda(p, cu->StreamQuery ? "cuStreamQuery" : "cuStreamSynchronize", c);
 			if (ae != ncclSuccess)
-				return -EREMOTEIO;
+				return hs_nccl(p, -EREMOTEIO, "NCCL's communicator has an error", ae);
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		if (t.tv_sec - t0.tv_sec >= cfg.timeout_s)
-			return -ETIMEDOUT;
+			return hs_fail(p, -ETIMEDOUT, ncclRemoteError,
+				       "some rank did not answer within PENNY_NCCL_TIMEOUT (%d s): it left, "
+				       "or never made this call", cfg.timeout_s);
 		nanosleep(&nap, NULL);
 		if (nap.tv_nsec < 1000000)
 			nap.tv_nsec *= 2;
@@ -326,51 +359,55 @@ int hs_allgather(void *ctx, const void *mine, void *all, size_t len)
 	size_t need;
 	CUdeviceptr at;
 	ncclResult_t r;
+	CUresult c;
 	int ret;
 
 	/* quiet: a parked clique's release, its real communicator gone */
 	if (aborting(p) || p->quiet)
-		return -ECANCELED;
+		return hs_aborted(p);
 	if (!len)
 		return 0;
 	if (len > (SIZE_MAX >> 8) / (size_t)(p->n + 1))
-		return -EINVAL;
+		return hs_fail(p, -EINVAL, ncclInternalError, "a host exchange of %zu bytes a rank", len);
 	need = len * (size_t)(p->n + 1);
-	if (cu->CtxSetCurrent(p->ctx))
-		return -EIO;
+	if ((c = cu->CtxSetCurrent(p->ctx)))
+		return hs_cuda(p, "cuCtxSetCurrent", c);
 	if (need > p->buf_bytes) {
 		if (p->buf)
 			cu->MemFree(p->buf);
 		p->buf = 0;
 		p->buf_bytes = 0;
-		if (cu->MemAlloc(&p->buf, need))
-			return -ENOMEM;
+		if ((c = cu->MemAlloc(&p->buf, need)))
+			return hs_cuda(p, "cuMemAlloc", c);
 		p->buf_bytes = need;
 	}
 	at = p->buf + len * (size_t)p->n;
-	if (cu->MemcpyHtoDAsync ? cu->MemcpyHtoDAsync(at, mine, len, p->hs)
-				: cu->MemcpyHtoD(at, mine, len) || cu->StreamSynchronize(NULL))
-		return -EIO;
+	c = cu->MemcpyHtoDAsync ? cu->MemcpyHtoDAsync(at, mine, len, p->hs) : cu->MemcpyHtoD(at, mine, len);
+	if (c || (!cu->MemcpyHtoDAsync && (c = cu->StreamSynchronize(NULL))))
+		return hs_cuda(p, "cuMemcpyHtoD", c);
 	/*
 	 * NCCL's ncclAllGather may wait on the host for the peers (the
 	 * connections of a communicator's first collective): a peer that
 	 * never comes leaves it there until NCCL's abort, which a watchdog's
 	 * ncclCommAbort on another thread must reach (in_nccl); once the
-	 * abort is seen, the real communicator is not touched again.
+	 * abort is seen, the real communicator is not touched again.  NCCL's
+	 * answer there, where it gave one, is the call's.
 	 */
 	__atomic_add_fetch(&p->in_nccl, 1, __ATOMIC_SEQ_CST);
-	r = aborting(p) ? ncclInvalidUsage
+	r = aborting(p) ? ncclSuccess
 			: R.ncclAllGather((const void *)(uintptr_t)at, (void *)(uintptr_t)p->buf, len,
 					  ncclUint8, p->real, p->hs);
 	__atomic_sub_fetch(&p->in_nccl, 1, __ATOMIC_SEQ_CST);
-	if (aborting(p))
-		return -ECANCELED;
 	if (r != ncclSuccess && r != ncclInProgress)
-		return -EIO;
+		return hs_nccl(p, aborting(p) ? -ECANCELED : -EIO, "NCCL's ncclAllGather on it failed", r);
+	if (aborting(p))
+		return hs_aborted(p);
 	ret = hs_wait(p);
 	if (ret)
 		return ret;
-	return cu->MemcpyDtoH(all, p->buf, len * (size_t)p->n) ? -EIO : 0;
+	if ((c = cu->MemcpyDtoH(all, p->buf, len * (size_t)p->n)))
+		return hs_cuda(p, "cuMemcpyDtoH", c);
+	return 0;
 }
 
 static int hs_barrier(void *ctx)
@@ -455,10 +492,16 @@ static int in_process(const struct hello *all, int n, const struct hello *mine)
 ncclResult_t attach(struct pcomm *p)
 {
 	struct hello mine, *all = NULL;
+	int r, ret, nnodes = 0, first_bad = -1, here = 1, pending = PC_PENDING;
+	ncclResult_t res;
 	CUdevice d;
-	int r, ret, nnodes = 0, first_bad = -1, here = 1;
 
-	__atomic_store_n(&p->state, PC_OFF, __ATOMIC_RELEASE);
+	/* once, by one thread (two calling one communicator at once is NCCL's misuse) */
+	if (!__atomic_compare_exchange_n(&p->state, &pending, PC_OFF, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return ncclSuccess;
+	p->hs_res = ncclSuccess;
+	p->hs_why[0] = 0;
 	cfg_read();
 	if (R.ncclCommCount(p->real, &p->n) || R.ncclCommUserRank(p->real, &p->rank) ||
 	    R.ncclCommCuDevice(p->real, &p->dev) || p->n < 2)
@@ -571,10 +614,11 @@ off:
 	release(p);
 	return ncclSuccess;
 broken:
-	snprintf(p->errmsg, sizeof(p->errmsg), "penny's set-up on NCCL's communicator failed (%s)",
-		 strerror(-ret));
-	say("rank %d: %s", p->rank, p->errmsg);
-	__atomic_store_n(&p->err, ncclSystemError, __ATOMIC_RELEASE);
+	/* what NCCL answers where it failed the same way (before the release's
+	 * barriers, which fail at once, say otherwise) */
+	res = set_err(p, p->hs_res != ncclSuccess ? p->hs_res : errno_result(ret),
+		      "penny's set-up on NCCL's communicator failed: %s; abort the communicator",
+		      p->hs_why[0] ? p->hs_why : strerror(-ret));
 	free(all);
 	if (p->be) {
 		__atomic_store_n(&p->aborting, 1, __ATOMIC_RELEASE);
@@ -582,49 +626,23 @@ broken:
 		p->be = NULL;
 	}
 	release(p);
-	return ncclSystemError;
+	return res;
 }
 
 /* Communicator c in the table, in state st (NULL: no memory, NCCL runs it). */
-static struct pcomm *add(ncclComm_t c, int st)
+struct pcomm *add(ncclComm_t c, int st)
 {
 	struct pcomm *p = calloc(1, sizeof(*p));
 
 	if (!p)
 		return NULL;
 	p->real = c;
-	p->state = st;
+	__atomic_store_n(&p->state, st, __ATOMIC_RELAXED);	/* published by the lock */
 	pthread_mutex_lock(&comms_lock);
 	p->next = comms;
 	comms = p;
 	pthread_mutex_unlock(&comms_lock);
 	return p;
-}
-
-/*
- * A communicator how made (its rank and size where the call names them,
- * else -1; id: its unique id where the call takes one): penny's state
- * waits for its first allreduce; its rank 0 tells (a split's rank is asked
- * once it is made: not in a group, not in progress).  Made inside a group,
- * it waits for the group's end, where the ranks one thread made of one id
- * are set up at once when they are all of them (together.c).  Returns r.
- */
-static ncclResult_t track(ncclResult_t r, ncclComm_t *comm, const char *how, int rank, int n,
-			  const ncclUniqueId *id)
-{
-	if ((r != ncclSuccess && r != ncclInProgress) || !comm || !*comm || !add(*comm, PC_PENDING))
-		return r;
-	cfg_read();
-	if (group_depth && id && rank >= 0 && n >= 2) {
-		born_add(*comm, id, rank, n, how);
-		return r;
-	}
-	if (debug_on && rank < 0 && r == ncclSuccess && !group_depth &&
-	    (R.ncclCommUserRank(*comm, &rank) || R.ncclCommCount(*comm, &n)))
-		rank = -1;
-	if (debug_on && rank == 0)
-		tell_new(*comm, how, n, 0);
-	return r;
 }
 
 /* Whether work on stream s is being captured into a graph now (unknown: yes). */
@@ -692,6 +710,11 @@ static int detach(ncclComm_t comm, int abort, ncclResult_t *r)
 		abort = 1;
 		__atomic_store_n(&p->aborting, 1, __ATOMIC_RELEASE);
 	}
+	/* inside the caller's group no host exchange can run (NCCL would run the
+	 * host services' ncclAllGather at the group's end, on a communicator gone
+	 * by then): the release's barriers answer at once (a clique's are quiet) */
+	if (group_depth && !p->clique)
+		__atomic_store_n(&p->aborting, 1, __ATOMIC_RELEASE);
 	if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PC_ON) {
 		/* the buffers go: penny's last call on the caller's stream must be done */
 		p->cu->CtxSetCurrent(p->ctx);
@@ -713,114 +736,6 @@ static int detach(ncclComm_t comm, int abort, ncclResult_t *r)
 	return done;
 }
 
-EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
-{
-	if (!real())
-		return ncclSystemError;
-	return track(R.ncclCommInitRank(comm, nranks, id, rank), comm, "ncclCommInitRank", rank,
-		     nranks, &id);
-}
-
-EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
-					   ncclConfig_t *config)
-{
-	if (!real())
-		return ncclSystemError;
-	if (!R.ncclCommInitRankConfig)
-		return lacks("ncclCommInitRankConfig");
-	return track(R.ncclCommInitRankConfig(comm, nranks, id, rank, config), comm,
-		     "ncclCommInitRankConfig", rank, nranks, &id);
-}
-
-EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, int nid,
-					     ncclUniqueId *ids, ncclConfig_t *config)
-{
-	if (!real())
-		return ncclSystemError;
-	if (!R.ncclCommInitRankScalable)
-		return lacks("ncclCommInitRankScalable");
-	return track(R.ncclCommInitRankScalable(comm, nranks, rank, nid, ids, config), comm,
-		     "ncclCommInitRankScalable", rank, nranks, NULL);
-}
-
-/* ncclCommInitAll's communicators are one thread's, called in groups: penny's
- * set-up runs here (inside a group: at its end), a thread a rank
- * (together.c); NCCL's without memory for it. */
-EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
-{
-	struct pcomm **v;
-	ncclResult_t r;
-	int i, k = 0;
-
-	if (!real())
-		return ncclSystemError;
-	if (!R.ncclCommInitAll)
-		return lacks("ncclCommInitAll");
-	r = R.ncclCommInitAll(comm, ndev, devlist);
-	if (r != ncclSuccess || !comm || ndev < 1)
-		return r;
-	cfg_read();
-	v = calloc((size_t)ndev, sizeof(*v));
-	for (i = 0; i < ndev; i++)
-		if (comm[i] && add(comm[i], v ? PC_PENDING : PC_OFF) && v && (v[k] = hold(comm[i])))
-			k++;
-	if (group_depth && k == ndev && ndev > 1) {
-		/* inside the caller's group NCCL makes them at its end: so does
-		 * penny's set-up (born_settle), under an id of their own */
-		ncclUniqueId id;
-
-		memset(&id, 0, sizeof(id));
-		snprintf(id.internal, sizeof(id.internal), "penny ncclCommInitAll %p", (void *)comm[0]);
-		for (i = 0; i < k; i++)
-			born_add(comm[i], &id, i, ndev, "ncclCommInitAll");
-	} else {
-		if (debug_on && k)
-			tell_new(comm[0], "ncclCommInitAll", ndev, k == ndev && ndev > 1);
-		if (k == ndev && ndev > 1)
-			together(v, k);
-	}
-	for (i = 0; i < k; i++) {
-		if (k < ndev)
-			__atomic_store_n(&v[i]->state, PC_OFF, __ATOMIC_RELEASE);
-		unhold(v[i]);
-	}
-	free(v);
-	return r;
-}
-
-EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
-				  ncclConfig_t *config)
-{
-	if (!real())
-		return ncclSystemError;
-	if (!R.ncclCommSplit)
-		return lacks("ncclCommSplit");
-	return track(R.ncclCommSplit(comm, color, key, newcomm, config), newcomm, "ncclCommSplit",
-		     -1, -1, NULL);
-}
-
-EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excl, int nexcl, ncclComm_t *newcomm,
-				   ncclConfig_t *config, int flags)
-{
-	if (!real())
-		return ncclSystemError;
-	if (!R.ncclCommShrink)
-		return lacks("ncclCommShrink");
-	return track(R.ncclCommShrink(comm, excl, nexcl, newcomm, config, flags), newcomm,
-		     "ncclCommShrink", -1, -1, NULL);
-}
-
-EXPORT ncclResult_t ncclCommGrow(ncclComm_t comm, int nranks, const ncclUniqueId *id, int rank,
-				 ncclComm_t *newcomm, ncclConfig_t *config)
-{
-	if (!real())
-		return ncclSystemError;
-	if (!R.ncclCommGrow)
-		return lacks("ncclCommGrow");
-	return track(R.ncclCommGrow(comm, nranks, id, rank, newcomm, config), newcomm,
-		     "ncclCommGrow", -1, -1, NULL);
-}
-
 EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm)
 {
 	ncclResult_t r;
@@ -830,7 +745,7 @@ EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm)
 	if (!R.ncclCommFinalize)
 		return lacks("ncclCommFinalize");
 	detach(comm, 0, &r);
-	return R.ncclCommFinalize(comm);
+	return seen(R.ncclCommFinalize(comm));
 }
 
 EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
@@ -840,7 +755,7 @@ EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
 	if (!real())
 		return ncclSystemError;
 	detach(comm, 0, &r);
-	return R.ncclCommDestroy(comm);
+	return seen(R.ncclCommDestroy(comm));
 }
 
 EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
@@ -850,58 +765,64 @@ EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
 	if (!real())
 		return ncclSystemError;
 	if (detach(comm, 1, &r))
-		return r;
-	return R.ncclCommAbort(comm);
+		return seen(r);
+	return seen(R.ncclCommAbort(comm));
 }
 
 EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *err)
 {
 	struct pcomm *p;
-	ncclResult_t r;
+	ncclResult_t r, mine;
 	CUcontext was;
 	int ret, back;
 
 	if (!real())
 		return ncclSystemError;
-	r = R.ncclCommGetAsyncError(comm, err);
-	if (r == ncclSuccess && err && *err == ncclSuccess && (p = hold(comm))) {
+	r = seen(R.ncclCommGetAsyncError(comm, err));
+	/* penny's error once there is one, also while a call of NCCL's is in
+	 * progress (the communicator wants an abort, which may come at once) */
+	if (r == ncclSuccess && err && (*err == ncclSuccess || *err == ncclInProgress) &&
+	    (p = hold(comm))) {
 		/* what penny's kernels found since (a peer that never came) */
 		ret = 0;
-		if (!__atomic_load_n(&p->err, __ATOMIC_ACQUIRE) &&
+		if (*err == ncclSuccess && !__atomic_load_n(&p->err, __ATOMIC_ACQUIRE) &&
 		    __atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PC_ON && PLUGIN_HAS(async_error)) {
 			back = ctx_keep(p->cu, &was);
 			ret = P->async_error(p->be);
 			if (back)
 				p->cu->CtxSetCurrent(was);
 		}
-		if (ret) {
-			snprintf(p->errmsg, sizeof(p->errmsg), "penny's allreduce failed: %s",
-				 P->errmsg());
-			say("rank %d: %s", p->rank, p->errmsg);
-			__atomic_store_n(&p->err, ret == -EINVAL ? ncclInvalidUsage : ncclRemoteError,
-					 __ATOMIC_RELEASE);
-		}
-		if (__atomic_load_n(&p->err, __ATOMIC_ACQUIRE))
-			*err = p->err;
+		/* buffers that differ between the ranks are the caller's misuse */
+		if (ret)
+			set_err(p, ret == -EINVAL ? ncclInvalidUsage : ncclRemoteError,
+				"penny's allreduce failed: %s", P->errmsg());
+		if ((mine = __atomic_load_n(&p->err, __ATOMIC_ACQUIRE)))
+			*err = mine;
 		unhold(p);
 	}
 	return r;
 }
 
+/*
+ * comm's error where penny's call failed on it; else penny's line while
+ * it is the process's last error (NCCL's ncclGetLastError is the
+ * process's, whatever comm: frameworks pass NULL), else NCCL's.
+ */
 EXPORT const char *ncclGetLastError(ncclComm_t comm)
 {
-	static _Thread_local char last[sizeof(((struct pcomm *)0)->errmsg)];
+	static _Thread_local char last[sizeof(((struct pcomm *)0)->errmsg) + 16];
 	struct pcomm *p;
 	int mine = 0;
 
 	if (!real())
 		return real_err;
 	if ((p = hold(comm))) {
-		if ((mine = p->err != ncclSuccess))
+		/* errmsg is written once, before err */
+		if ((mine = __atomic_load_n(&p->err, __ATOMIC_ACQUIRE) != ncclSuccess))
 			snprintf(last, sizeof(last), "%s", p->errmsg);
 		unhold(p);
 	}
-	if (mine)
+	if (mine || last_error(last, sizeof(last)))
 		return last;
 	return R.ncclGetLastError ? R.ncclGetLastError(comm) : "";
 }
@@ -912,7 +833,7 @@ EXPORT ncclResult_t ncclGroupStart(void)
 
 	if (!real())
 		return ncclSystemError;
-	r = R.ncclGroupStart();
+	r = seen(R.ncclGroupStart());
 	if (r == ncclSuccess)
 		group_depth++;
 	return r;
@@ -926,7 +847,7 @@ EXPORT ncclResult_t ncclGroupEnd(void)
 		return ncclSystemError;
 	if (group_depth > 0)
 		group_depth--;
-	r = R.ncclGroupEnd();
+	r = seen(R.ncclGroupEnd());
 	/* the communicators made in the group are made now (or failed) */
 	if (!group_depth)
 		born_settle(r == ncclSuccess);
@@ -944,7 +865,7 @@ EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *info)
 		return lacks("ncclGroupSimulateEnd");
 	if (group_depth > 0)
 		group_depth--;
-	r = R.ncclGroupSimulateEnd(info);
+	r = seen(R.ncclGroupSimulateEnd(info));
 	if (!group_depth)
 		born_settle(0);
 	return r;
@@ -977,14 +898,11 @@ static int penny_op(ncclRedOp_t o)
 static ncclResult_t failed(struct pcomm *p, int kind, int ret)
 {
 	static const char *const what[K_N] = { "allreduce", "reduce-scatter", "all-gather" };
+	int hs = p->hs_res != ncclSuccess;
 
-	if (!p->errmsg[0])
-		snprintf(p->errmsg, sizeof(p->errmsg), "penny's %s failed: %s", what[kind],
-			 P->errmsg());
-	__atomic_store_n(&p->err, ret == -EINVAL ? ncclInvalidArgument : ncclUnhandledCudaError,
-			 __ATOMIC_RELEASE);
-	say("rank %d: %s", p->rank, p->errmsg);
-	return p->err;
+	/* the host services' failure where it was theirs (a peer that left) */
+	return set_err(p, hs ? p->hs_res : errno_result(ret), "penny's %s failed: %s%s%s%s", what[kind],
+		       P->errmsg(), hs ? " (" : "", p->hs_why, hs ? ")" : "");
 }
 
 /*
@@ -1153,6 +1071,8 @@ static int taken(ncclComm_t comm, int kind, const void *s, void *r, size_t count
 	*res = ncclSuccess;
 	if (!p)
 		return 0;
+	p->hs_res = ncclSuccess;
+	p->hs_why[0] = 0;
 	back = ctx_keep(cu, &was);
 	yes = kind == K_ALLREDUCE ? penny_allreduce(p, s, r, count, dt, op, st, res)
 				  : penny_coll(p, kind, s, r, count, dt, op, st, res);
@@ -1170,7 +1090,7 @@ EXPORT ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclData
 	if (!real())
 		return ncclSystemError;
 	return taken(comm, K_ALLREDUCE, s, r, count, dt, op, st, &res)
-		       ? res : R.ncclAllReduce(s, r, count, dt, op, comm, st);
+		       ? res : seen(R.ncclAllReduce(s, r, count, dt, op, comm, st));
 }
 
 EXPORT ncclResult_t ncclReduceScatter(const void *s, void *r, size_t count, ncclDataType_t dt,
@@ -1183,7 +1103,7 @@ EXPORT ncclResult_t ncclReduceScatter(const void *s, void *r, size_t count, nccl
 	if (!R.ncclReduceScatter)
 		return lacks("ncclReduceScatter");
 	return taken(comm, K_REDUCE_SCATTER, s, r, count, dt, op, st, &res)
-		       ? res : R.ncclReduceScatter(s, r, count, dt, op, comm, st);
+		       ? res : seen(R.ncclReduceScatter(s, r, count, dt, op, comm, st));
 }
 
 EXPORT ncclResult_t ncclAllGather(const void *s, void *r, size_t count, ncclDataType_t dt,
@@ -1194,5 +1114,5 @@ EXPORT ncclResult_t ncclAllGather(const void *s, void *r, size_t count, ncclData
 	if (!real())
 		return ncclSystemError;
 	return taken(comm, K_ALLGATHER, s, r, count, dt, ncclSum, st, &res)
-		       ? res : R.ncclAllGather(s, r, count, dt, comm, st);
+		       ? res : seen(R.ncclAllGather(s, r, count, dt, comm, st));
 }

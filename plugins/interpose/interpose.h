@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the interposer's files share (interpose.c: NCCL's calls, the
- * communicators and their host services; regcache.c: the registration
- * cache of the allreduce; settings.c: PENNY_NCCL* and the one-line
- * messages).  Nothing here is exported from the library (it is built with
- * hidden visibility; only NCCL's names are exported).
+ * What the interposer's files share (interpose.c: the real NCCL, NCCL's
+ * calls, the communicators and their host services; together.c: the calls
+ * that make communicators, and those one thread made every rank of;
+ * regcache.c: the registration cache of the allreduce; settings.c:
+ * PENNY_NCCL*, the one-line messages and the errors penny reports).
+ * Nothing here is exported from the library (it is built with hidden
+ * visibility; only NCCL's names are exported).
  */
 #ifndef PENNY_INTERPOSE_H
 #define PENNY_INTERPOSE_H
@@ -16,6 +18,23 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* The real NCCL's calls (interpose.c; NULL where it lacks one). */
+struct real_nccl {
+#define X(name, params, args) ncclResult_t(*name) params;
+	NCCL_FORWARDS(X)
+	NCCL_OWN(X)
+#undef X
+	const char *(*ncclGetErrorString)(ncclResult_t r);
+	const char *(*ncclGetLastError)(ncclComm_t comm);
+};
+extern struct real_nccl R;
+/* 1 when the real NCCL is there (else says why, once); the answer to a
+ * call it lacks. */
+int real(void);
+ncclResult_t lacks(const char *name);
+/* This thread's depth of ncclGroupStart (NCCL's groups are a thread's own). */
+extern _Thread_local int group_depth;
 
 /* PENNY_NCCL_DEBUG; one line "penny-nccl: ..." on stderr. */
 extern int debug_on;
@@ -102,8 +121,13 @@ struct pcomm {
 	int inflight;		/* calls using it now (hold/unhold; atomic) */
 	int in_nccl;		/* of them, those inside the host services' ncclAllGather,
 				 * which may wait there for a peer until NCCL's abort (atomic) */
-	ncclResult_t err;	/* a failed penny call: the communicator's async error */
-	char errmsg[300];
+	ncclResult_t err;	/* a failed penny call: the communicator's async error
+				 * (atomic; set once, by set_err) */
+	int err_claim;		/* set_err's: the first error's writer owns errmsg (atomic) */
+	char errmsg[300];	/* its line, read once err is seen set */
+	ncclResult_t hs_res;	/* the host services' last failure in NCCL's terms
+				 * (ncclSuccess: none since the call began) */
+	char hs_why[200];	/* and what it was */
 	struct rc_entry *rc;	/* the registration cache: cfg.regcache entries */
 	int rc_n;		/* entries in use */
 	uint64_t rc_tick;	/* the calls that consulted it (LRU clock) */
@@ -112,9 +136,11 @@ struct pcomm {
 	struct pcomm *next;
 };
 
-/* interpose.c: a communicator's state held for a call (NULL: not in the
- * table) and let go; penny's set-up beside it; NCCL's
- * ncclCommGetAsyncError (nonzero: the call failed). */
+/* interpose.c: a communicator in the table, in state st (NULL: no memory,
+ * NCCL runs it); its state held for a call (NULL: not in the table) and let
+ * go; penny's set-up beside it (once: a communicator no longer pending is
+ * left as it is); NCCL's ncclCommGetAsyncError (nonzero: the call failed). */
+struct pcomm *add(ncclComm_t c, int st);
 struct pcomm *hold(ncclComm_t c);
 void unhold(struct pcomm *p);
 ncclResult_t attach(struct pcomm *p);
@@ -124,11 +150,32 @@ void pcomm_fini(struct pcomm *p);
 /* together.c: communicators one thread made every rank of, set up at once
  * (a thread a rank); one made in this thread's group (id: its unique id),
  * remembered until the group's end, where born_settle (made: the group
- * succeeded) sets up the ids it made whole. */
+ * succeeded) sets up the ids it made whole; a thread that ends inside its
+ * group leaves nothing behind. */
 void together(struct pcomm **v, int k);
 void park(struct pcomm *p);
 void born_add(ncclComm_t c, const ncclUniqueId *id, int rank, int n, const char *how);
 void born_settle(int made);
+
+/*
+ * settings.c: the errors penny reports.  errno_result: a plugin's or the
+ * host services' negative errno in NCCL's terms (what NCCL answers in the
+ * same situation).  set_err: p's error, once (the first stays), with its
+ * line, said on stderr and kept as the process's last error; returns res.
+ * last_error: that line into buf (1) while no call of NCCL's failed since
+ * (seen(): every result of the real NCCL's passes it), else 0.
+ */
+ncclResult_t errno_result(int ret);
+ncclResult_t set_err(struct pcomm *p, ncclResult_t res, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int last_error(char *buf, size_t len);
+extern int penny_last;
+static inline ncclResult_t seen(ncclResult_t r)
+{
+	if (r != ncclSuccess && r != ncclInProgress)
+		__atomic_store_n(&penny_last, 0, __ATOMIC_RELAXED);
+	return r;
+}
 
 /* penny_host_v1.allgather: ncclAllGather on the real communicator. */
 int hs_allgather(void *ctx, const void *mine, void *all, size_t len);

@@ -155,8 +155,9 @@ int reg_allreduce(struct pcomm *p, const void *s, void *r, size_t count, int pdt
 		p->rc_staged++;
 	return P->allreduce_reg(p->be, e->reg, s, r, count, pdt, pop, PENNY_ALGO_AUTO, st);
 broken:
-	snprintf(p->errmsg, sizeof(p->errmsg), "penny's buffer agreement on NCCL's communicator "
-		 "failed (%s)", strerror(-ret));
+	set_err(p, p->hs_res != ncclSuccess ? p->hs_res : errno_result(ret),
+		"penny's buffer agreement on NCCL's communicator failed: %s",
+		p->hs_why[0] ? p->hs_why : strerror(-ret));
 	free(all);
 	return ret;
 }

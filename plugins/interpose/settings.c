@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The interposer's settings (PENNY_NCCL*, man/penny-nccl.7), read once
- * (PENNY_NCCL also at each communicator's set-up), and its one-line
- * messages.
+ * (PENNY_NCCL also at each communicator's set-up), its one-line messages
+ * and the errors it reports (man/penny-nccl.7, ERRORS).
  */
 #include "interpose.h"
 
 #include "../../src/base/units.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -55,9 +56,14 @@ static void read_cfg(void)
 	/* off by default: its per-call host agreement cost more than the staging copy it
 	 * saves in eager mode (4 x H100, PyTorch, 1-4 MiB: 175-516 us against 48-72) */
 	cfg.regcache = 0;
-	/* 0 and off (as PENNY_NCCL's) are off, any other value on */
-	if (dbg && *dbg)
-		debug_on = strcmp(dbg, "0") && strcmp(dbg, "off");
+	/* PENNY_NCCL's values */
+	if (dbg && *dbg) {
+		if (!strcmp(dbg, "1") || !strcmp(dbg, "on"))
+			debug_on = 1;
+		else if (strcmp(dbg, "0") && strcmp(dbg, "off"))
+			snprintf(cfg.bad, sizeof(cfg.bad), "PENNY_NCCL_DEBUG='%.40s': on, off, 1 or 0",
+				 dbg);
+	}
 	if (on && *on) {
 		if (!strcmp(on, "0") || !strcmp(on, "off"))
 			cfg.enabled = 0;
@@ -132,6 +138,89 @@ int cfg_wanted(int speak, const void *comm)
 		say("PENNY_NCCL='%.40s' at communicator %p's set-up: on, off, 1 or 0; NCCL runs it",
 		    on, comm);
 	return 0;
+}
+
+/*
+ * A negative errno of the plugin or the host services in NCCL's terms: what
+ * NCCL answers in the same situation (nccl.h's ncclResult_t): arguments
+ * refused, a peer that left or never answered, the system (memory, files),
+ * a CUDA call; anything else is an internal check (a bug, in penny or the
+ * plugin).
+ */
+ncclResult_t errno_result(int ret)
+{
+	switch (ret) {
+	case 0:
+		return ncclSuccess;
+	case -EINVAL:
+	case -EFAULT:
+	case -EOVERFLOW:
+	case -ERANGE:
+		return ncclInvalidArgument;
+	case -ETIMEDOUT:
+	case -EREMOTEIO:
+	case -ECONNRESET:
+	case -ECONNREFUSED:
+	case -ECONNABORTED:
+	case -EPIPE:
+	case -ENOTCONN:
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+		return ncclRemoteError;
+	case -ENOMEM:
+	case -EMFILE:
+	case -ENFILE:
+	case -ENOSPC:
+	case -EAGAIN:
+	case -EPERM:
+	case -EACCES:
+	case -ENOENT:
+		return ncclSystemError;
+	case -EIO:
+	case -ENODEV:
+	case -ENXIO:
+		return ncclUnhandledCudaError;
+	default:
+		return ncclInternalError;
+	}
+}
+
+/* The process's last error of penny's (last_line), while penny_last: no
+ * call of the real NCCL's failed since (seen() clears it). */
+static pthread_mutex_t last_lock = PTHREAD_MUTEX_INITIALIZER;
+static char last_line[sizeof(((struct pcomm *)0)->errmsg) + 16];
+int penny_last;
+
+ncclResult_t set_err(struct pcomm *p, ncclResult_t res, const char *fmt, ...)
+{
+	va_list ap;
+
+	/* the first error stays: a watchdog's poll and the caller's failed call may
+	 * both come here, and ncclGetLastError reads errmsg once err is set */
+	if (__atomic_exchange_n(&p->err_claim, 1, __ATOMIC_ACQ_REL))
+		return res;
+	va_start(ap, fmt);
+	vsnprintf(p->errmsg, sizeof(p->errmsg), fmt, ap);
+	va_end(ap);
+	__atomic_store_n(&p->err, res, __ATOMIC_RELEASE);
+	say("rank %d: %s", p->rank, p->errmsg);
+	pthread_mutex_lock(&last_lock);
+	snprintf(last_line, sizeof(last_line), "rank %d: %s", p->rank, p->errmsg);
+	__atomic_store_n(&penny_last, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&last_lock);
+	return res;
+}
+
+int last_error(char *buf, size_t len)
+{
+	int yes;
+
+	pthread_mutex_lock(&last_lock);
+	yes = __atomic_load_n(&penny_last, __ATOMIC_RELAXED);
+	if (yes)
+		snprintf(buf, len, "%s", last_line);
+	pthread_mutex_unlock(&last_lock);
+	return yes;
 }
 
 const char *const kind_name[K_N] = { "ncclAllReduce", "ncclReduceScatter", "ncclAllGather" };

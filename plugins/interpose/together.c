@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Communicators one thread made every rank of: ncclCommInitAll's, or the
- * ncclCommInitRank(Config) calls of one id in one group that cover all its
- * ranks (nccl-tests makes its communicators so, for -g and -t alike).  The
+ * The calls that make communicators (each into the interposer's table,
+ * penny's state pending until its set-up), and communicators one thread
+ * made every rank of: ncclCommInitAll's, or the ncclCommInitRank(Config)
+ * calls of one id in one group that cover all its ranks (nccl-tests makes its communicators so, for -g and -t alike).  The
  * thread that made them drives them with grouped calls (nccl-tests' -g
  * N), so penny's set-up, a host exchange every rank enters at once (over
  * NCCL's all-gathers on the real communicators), can never wait for the
@@ -17,8 +18,11 @@
 #include "interpose.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
 
 /* A communicator made inside this thread's group, until its ncclGroupEnd. */
 struct born {
@@ -31,6 +35,41 @@ struct born {
 static _Thread_local struct born *born;
 static _Thread_local int nborn, born_room;
 
+/*
+ * A thread that ends inside its group (no ncclGroupEnd) leaves its list to
+ * born_gone, the value of its born_key: the list goes, its communicators
+ * stay as they are (pending: whoever calls them sets them up, or destroys
+ * them; the list holds no reference to them).
+ */
+static pthread_key_t born_key;
+static pthread_once_t born_once = PTHREAD_ONCE_INIT;
+static int born_keyed;
+
+static void born_gone(void *list)
+{
+	free(list);
+}
+
+static void born_key_make(void)
+{
+	born_keyed = !pthread_key_create(&born_key, born_gone);
+}
+
+/* The library unloaded (dlclose): no thread's exit may call born_gone. */
+__attribute__((destructor)) static void born_key_drop(void)
+{
+	if (born_keyed)
+		pthread_key_delete(born_key);
+}
+
+/* born (NULL: none) as the thread's list for born_gone. */
+static void born_keep(void)
+{
+	pthread_once(&born_once, born_key_make);
+	if (born_keyed)
+		pthread_setspecific(born_key, born);
+}
+
 void born_add(ncclComm_t c, const ncclUniqueId *id, int rank, int n, const char *how)
 {
 	struct born *more;
@@ -39,6 +78,7 @@ void born_add(ncclComm_t c, const ncclUniqueId *id, int rank, int n, const char 
 	    (more = realloc(born, (size_t)(born_room + 16) * sizeof(*born)))) {
 		born = more;
 		born_room += 16;
+		born_keep();
 	}
 	if (nborn == born_room) {
 		/* not remembered: its set-up waits for its first call outside a group */
@@ -107,7 +147,7 @@ void together(struct pcomm **v, int k)
 		return;
 	}
 	for (i = 0; i < k; i++)
-		v[i]->together = v[i]->state == PC_ON;
+		v[i]->together = __atomic_load_n(&v[i]->state, __ATOMIC_ACQUIRE) == PC_ON;
 }
 
 /* The communicators of born[0..n) that make up the whole of born[at]'s id,
@@ -115,26 +155,30 @@ void together(struct pcomm **v, int k)
 static int whole(int at, int n, struct pcomm **v)
 {
 	const struct born *b = &born[at];
-	char *seen = calloc((size_t)b->n, 1);
-	int i, k = 0, bad = !seen;
+	char *got = calloc((size_t)b->n, 1);
+	int i, k = 0, bad = !got;
 	ncclResult_t ae;
 
 	for (i = at; i < n && !bad; i++) {
 		if (born[i].n != b->n || memcmp(&born[i].id, &b->id, sizeof(b->id)))
 			continue;
-		if (born[i].rank < 0 || born[i].rank >= b->n || seen[born[i].rank]++ || k == b->n) {
+		if (born[i].rank < 0 || born[i].rank >= b->n || got[born[i].rank]++ || k == b->n) {
 			bad = 1;
 			break;
 		}
-		/* made (a non-blocking communicator may still be on its way) */
-		if (real_async_error(born[i].c, &ae) || ae != ncclSuccess || !(v[k] = hold(born[i].c))) {
+		/* still the table's (another thread may have destroyed it since: then
+		 * NCCL's is gone, and not to be asked), and made (a non-blocking
+		 * communicator may still be on its way) */
+		if (!(v[k] = hold(born[i].c))) {
 			bad = 1;
 			break;
 		}
-		if (v[k++]->state != PC_PENDING)
+		if (real_async_error(born[i].c, &ae) || ae != ncclSuccess ||
+		    __atomic_load_n(&v[k]->state, __ATOMIC_ACQUIRE) != PC_PENDING)
 			bad = 1;
+		k++;
 	}
-	free(seen);
+	free(got);
 	if (bad || k < b->n) {
 		for (i = 0; i < k; i++)
 			unhold(v[i]);
@@ -175,6 +219,7 @@ void born_settle(int made)
 	free(born);
 	born = NULL;
 	born_room = 0;
+	born_keep();
 }
 
 /*
@@ -218,4 +263,139 @@ void park(struct pcomm *p)
 		q->quiet = 1;
 		pcomm_fini(q);
 	}
+}
+
+/*
+ * A communicator how made (its rank and size where the call names them,
+ * else -1; id: its unique id where the call takes one): penny's state
+ * waits for its first allreduce; its rank 0 tells (a split's rank is asked
+ * once it is made: not in a group, not in progress).  Made inside a group,
+ * it waits for the group's end, where the ranks one thread made of one id
+ * are set up at once when they are all of them (born_settle).  Returns r.
+ */
+static ncclResult_t track(ncclResult_t r, ncclComm_t *comm, const char *how, int rank, int n,
+			  const ncclUniqueId *id)
+{
+	if ((seen(r) != ncclSuccess && r != ncclInProgress) || !comm || !*comm ||
+	    !add(*comm, PC_PENDING))
+		return r;
+	cfg_read();
+	if (group_depth && id && rank >= 0 && n >= 2) {
+		born_add(*comm, id, rank, n, how);
+		return r;
+	}
+	if (debug_on && rank < 0 && r == ncclSuccess && !group_depth &&
+	    (R.ncclCommUserRank(*comm, &rank) || R.ncclCommCount(*comm, &n)))
+		rank = -1;
+	if (debug_on && rank == 0)
+		tell_new(*comm, how, n, 0);
+	return r;
+}
+
+EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
+{
+	if (!real())
+		return ncclSystemError;
+	return track(R.ncclCommInitRank(comm, nranks, id, rank), comm, "ncclCommInitRank", rank,
+		     nranks, &id);
+}
+
+EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
+					   ncclConfig_t *config)
+{
+	if (!real())
+		return ncclSystemError;
+	if (!R.ncclCommInitRankConfig)
+		return lacks("ncclCommInitRankConfig");
+	return track(R.ncclCommInitRankConfig(comm, nranks, id, rank, config), comm,
+		     "ncclCommInitRankConfig", rank, nranks, &id);
+}
+
+EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, int nid,
+					     ncclUniqueId *ids, ncclConfig_t *config)
+{
+	if (!real())
+		return ncclSystemError;
+	if (!R.ncclCommInitRankScalable)
+		return lacks("ncclCommInitRankScalable");
+	return track(R.ncclCommInitRankScalable(comm, nranks, rank, nid, ids, config), comm,
+		     "ncclCommInitRankScalable", rank, nranks, NULL);
+}
+
+/* ncclCommInitAll's communicators are one thread's, called in groups: penny's
+ * set-up runs here (inside a group: at its end), a thread a rank
+ * (together()); NCCL's without memory for it. */
+EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
+{
+	struct pcomm **v;
+	ncclResult_t r;
+	int i, k = 0;
+
+	if (!real())
+		return ncclSystemError;
+	if (!R.ncclCommInitAll)
+		return lacks("ncclCommInitAll");
+	r = seen(R.ncclCommInitAll(comm, ndev, devlist));
+	if (r != ncclSuccess || !comm || ndev < 1)
+		return r;
+	cfg_read();
+	v = calloc((size_t)ndev, sizeof(*v));
+	for (i = 0; i < ndev; i++)
+		if (comm[i] && add(comm[i], v ? PC_PENDING : PC_OFF) && v && (v[k] = hold(comm[i])))
+			k++;
+	if (group_depth && k == ndev && ndev > 1) {
+		/* inside the caller's group NCCL makes them at its end: so does
+		 * penny's set-up (born_settle), under an id of their own */
+		ncclUniqueId id;
+
+		memset(&id, 0, sizeof(id));
+		snprintf(id.internal, sizeof(id.internal), "penny ncclCommInitAll %p", (void *)comm[0]);
+		for (i = 0; i < k; i++)
+			born_add(comm[i], &id, i, ndev, "ncclCommInitAll");
+	} else {
+		if (debug_on && k)
+			tell_new(comm[0], "ncclCommInitAll", ndev, k == ndev && ndev > 1);
+		if (k == ndev && ndev > 1)
+			together(v, k);
+	}
+	for (i = 0; i < k; i++) {
+		if (k < ndev)
+			__atomic_store_n(&v[i]->state, PC_OFF, __ATOMIC_RELEASE);
+		unhold(v[i]);
+	}
+	free(v);
+	return r;
+}
+
+EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
+				  ncclConfig_t *config)
+{
+	if (!real())
+		return ncclSystemError;
+	if (!R.ncclCommSplit)
+		return lacks("ncclCommSplit");
+	return track(R.ncclCommSplit(comm, color, key, newcomm, config), newcomm, "ncclCommSplit",
+		     -1, -1, NULL);
+}
+
+EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excl, int nexcl, ncclComm_t *newcomm,
+				   ncclConfig_t *config, int flags)
+{
+	if (!real())
+		return ncclSystemError;
+	if (!R.ncclCommShrink)
+		return lacks("ncclCommShrink");
+	return track(R.ncclCommShrink(comm, excl, nexcl, newcomm, config, flags), newcomm,
+		     "ncclCommShrink", -1, -1, NULL);
+}
+
+EXPORT ncclResult_t ncclCommGrow(ncclComm_t comm, int nranks, const ncclUniqueId *id, int rank,
+				 ncclComm_t *newcomm, ncclConfig_t *config)
+{
+	if (!real())
+		return ncclSystemError;
+	if (!R.ncclCommGrow)
+		return lacks("ncclCommGrow");
+	return track(R.ncclCommGrow(comm, nranks, id, rank, newcomm, config), newcomm,
+		     "ncclCommGrow", -1, -1, NULL);
 }

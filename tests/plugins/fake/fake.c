@@ -123,7 +123,8 @@ struct fake {
 	int device;
 	char desc[256];
 	uint32_t next_reg;	/* registrations so far (reg_buffer) */
-	int calls;		/* allreduce calls so far */
+	int calls;		/* allreduce calls so far (atomic: async_error reads it
+				 * on a watchdog's thread) */
 	long stall_calls;	/* allreduce and xnode_allreduce calls so far (PENNY_FAKE_STALL) */
 	double stalled_us;	/* time spent in that stall (the modeled clock adds it) */
 };
@@ -1187,7 +1188,7 @@ static int fake_allreduce_reg(void *be, void *reg, const void *send, void *recv,
 			return fail(-EINVAL, "allreduce buffers differ between ranks: registration "
 					     "%" PRIu64 " at %" PRIu64 " on rank %d, %" PRIu64 " at %" PRIu64
 					     " here", all[2 * p], all[2 * p + 1], p, mine[0], mine[1]);
-	f->calls++;
+	__atomic_add_fetch(&f->calls, 1, __ATOMIC_RELAXED);
 	return fake_allreduce(be, send, recv, count, dt, op, algo);
 }
 
@@ -1209,7 +1210,7 @@ static int fake_async_error(void *be)
 	struct fake *f = be;
 	const char *e = getenv("PENNY_FAKE_ASYNC_ERROR");
 
-	if (!e || strcmp(e, "1") || !f->calls)
+	if (!e || strcmp(e, "1") || !__atomic_load_n(&f->calls, __ATOMIC_RELAXED))
 		return 0;
 	return fail(-ETIMEDOUT, "allreduce on rank %d timed out waiting for rank %d (fake)",
 		    f->host->rank, (f->host->rank + 1) % f->host->nranks);

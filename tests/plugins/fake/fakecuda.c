@@ -98,11 +98,15 @@ static struct {
 static unsigned long long next_id = 1;
 static pthread_mutex_t blocks_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* PENNY_FAKE_CU_OOM=1: every allocation fails, as on a full GPU. */
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
 {
+	const char *oom = getenv("PENNY_FAKE_CU_OOM");
 	size_t i, pick = sizeof(blocks) / sizeof(blocks[0]);
 	void *m = NULL;
 
+	if (oom && !strcmp(oom, "1"))
+		return 2; /* out of memory */
 	if (!bytes)
 		bytes = 1;
 	pthread_mutex_lock(&blocks_lock);

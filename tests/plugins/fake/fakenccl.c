@@ -24,7 +24,11 @@
  * end (join_flush), so one thread may make every rank of an id.  ncclCommInitAll makes its communicators in one
  * process, to be used by a thread each (a collective waits for every rank);
  * ncclCommShrink and ncclCommGrow make theirs on files named after the
- * communicator they start from.
+ * communicator they start from.  PENNY_FAKE_NCCL_STRICT=1: a call on a
+ * destroyed or aborted communicator ends the process with one line (the
+ * real NCCL's reads freed memory there), for tests of what the interposer
+ * itself calls; PENNY_FAKE_NCCL_BUSY_MS: how long a non-blocking
+ * communicator's call stays in progress (20 ms).
  */
 #define _GNU_SOURCE
 #include "../../../plugins/interpose/nccl_api.h"
@@ -92,6 +96,13 @@ static void logline(int rank, const char *fmt, ...)
 
 static int ok(const struct ncclComm *c)
 {
+	const char *e = getenv("PENNY_FAKE_NCCL_STRICT");
+
+	if (c && !__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) && e && !strcmp(e, "1")) {
+		fprintf(stderr, "fake NCCL: a call on destroyed communicator %p (rank %d)\n",
+			(const void *)c, c->rank);
+		abort();
+	}
 	return c && __atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) == FAKE_MAGIC;
 }
 
@@ -285,6 +296,42 @@ static ncclResult_t join_flush(void)
 
 static _Thread_local int group;
 
+/*
+ * PENNY_FAKE_NCCL_STRICT=1: NCCL runs a group's collectives at its end
+ * (these run at once), so a communicator destroyed or aborted inside the
+ * group that has a collective in it would be used after it is gone: the
+ * collectives of this thread's open group, by communicator, end the
+ * process at such a destroy.
+ */
+#define MAX_PENDING 64
+static _Thread_local const struct ncclComm *pending[MAX_PENDING];
+static _Thread_local int npending;
+
+static int strict(void)
+{
+	const char *e = getenv("PENNY_FAKE_NCCL_STRICT");
+
+	return e && !strcmp(e, "1");
+}
+
+static void pend(const struct ncclComm *c)
+{
+	if (group && npending < MAX_PENDING)
+		pending[npending++] = c;
+}
+
+static void pending_check(const struct ncclComm *c, const char *call)
+{
+	int i;
+
+	for (i = 0; strict() && i < npending; i++)
+		if (pending[i] == c) {
+			fprintf(stderr, "fake NCCL: %s of communicator %p (rank %d) inside a group with "
+					"a collective of it\n", call, (const void *)c, c->rank);
+			abort();
+		}
+}
+
 /* ncclCommInitRank's work; ncclCommInitRankConfig calls it here, not through
  * the exported name, which an interposer in front of this library takes */
 static ncclResult_t init_rank(ncclComm_t *comm, int n, ncclUniqueId id, int rank)
@@ -312,13 +359,16 @@ EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int n, ncclUniqueId id, i
 
 /* A non-blocking communicator (blocking=0) answers ncclInProgress to its
  * creation and its collectives, as NCCL's may, and its
- * ncclCommGetAsyncError says ncclInProgress for 20 ms after, its calls
- * refused meanwhile (ready()). */
+ * ncclCommGetAsyncError says ncclInProgress for PENNY_FAKE_NCCL_BUSY_MS
+ * (20 ms) after, its calls refused meanwhile (ready()). */
 static ncclResult_t progress(struct ncclComm *c, ncclResult_t r)
 {
+	const char *e = getenv("PENNY_FAKE_NCCL_BUSY_MS");
+	double ms = e ? atof(e) : 20;
+
 	if (r != ncclSuccess || !c->nonblocking)
 		return r;
-	c->busy_until = now() + 0.02;
+	c->busy_until = now() + (ms > 0 && ms <= 600000 ? ms : 20) / 1e3;
 	return ncclInProgress;
 }
 
@@ -412,6 +462,7 @@ EXPORT ncclResult_t ncclCommDestroy(ncclComm_t c)
 	if (!ok(c))
 		return ncclInvalidArgument;
 	logline(c->rank, "ncclCommDestroy");
+	pending_check(c, "ncclCommDestroy");
 	drop(c, 1);
 	return ncclSuccess;
 }
@@ -423,6 +474,7 @@ EXPORT ncclResult_t ncclCommAbort(ncclComm_t c)
 	if (!ok(c))
 		return ncclInvalidArgument;
 	logline(c->rank, "ncclCommAbort");
+	pending_check(c, "ncclCommAbort");
 	__atomic_store_n(&c->h->aborted, 1, __ATOMIC_RELAXED);
 	drop(c, 0);
 	return ncclSuccess;
@@ -611,6 +663,7 @@ static ncclResult_t group_end(const char *name, int run)
 	group--;
 	if (group)
 		return ncclSuccess;
+	npending = 0;
 	r = njoin ? join_flush() : ncclSuccess;
 	if (!run) {
 		npq = 0;
@@ -668,6 +721,7 @@ static ncclResult_t gather(struct ncclComm *c, const char *send, size_t bytes, c
 	size_t off, len;
 	int r;
 
+	pend(c);
 	for (off = 0; off < bytes || (!bytes && !off); off += SLOT) {
 		len = bytes - off < SLOT ? bytes - off : SLOT;
 		memcpy(c->slots + (size_t)c->rank * SLOT, send + off, len);

@@ -99,7 +99,27 @@
  *   oddsplit   a non-blocking split the last rank leaves
  *              (NCCL_SPLIT_NOCOLOR), the others reversed, called before
  *              and after it is made
- * peerdies, shrinkgrow and abortwait run in processes only.
+ * Penny's failures in NCCL's terms, and the group list of a thread (t0612):
+ *   setupfail  the first allreduce fails in penny's set-up (as the test
+ *              makes it; NCCL_CALLER_LEAVE: the last rank leaves first):
+ *              its result, the async error, ncclGetLastError of the
+ *              communicator and of NULL said; NCCL's last error after a
+ *              call of NCCL's fails
+ *   setupwait  setupfail on a non-blocking communicator
+ *   callfail   one allreduce, then the last rank leaves: the next fails
+ *              in penny's call, said as setupfail's
+ *   dogerr     a watchdog polls ncclCommGetAsyncError and
+ *              ncclGetLastError while a kernel's error comes
+ *              (PENNY_FAKE_ASYNC_ERROR=1)
+ *   groupleak  300 threads each make communicators in a group, destroy
+ *              them and end inside the group: the heap grows by what the
+ *              fake NCCL keeps alone
+ *   groupdestroy communicators made in a group, destroyed before its end
+ *              (with PENNY_FAKE_NCCL_STRICT=1)
+ *   groupteardown a split penny runs, destroyed inside a group (with
+ *              PENNY_FAKE_NCCL_STRICT=1 and PENNY_FAKE_FINI_BARRIER=1)
+ * peerdies, shrinkgrow, abortwait, setupfail and callfail run in processes
+ * only.
  * args also gives ncclReduceScatter and ncclAllGather NCCL's cases.
  * NCCL_CALLER_RANK0_ENV=NAME=VALUE sets NAME in rank 0 alone (processes).
  * Exit: 0 when every rank found what it expected, 1 otherwise, 2 on usage.
@@ -108,7 +128,9 @@
 #include "../../../plugins/interpose/nccl_api.h"
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1163,6 +1185,195 @@ static int abortwait(ncclComm_t comm, int rank, int n)
 	return 0;
 }
 
+/*
+ * Penny's failures in NCCL's terms (tests/cli/t0612-interposer-round3.sh):
+ * each call's result is what NCCL answers in the same situation, the
+ * communicator's async error the same, and ncclGetLastError (of the
+ * communicator, and of NULL as frameworks ask it) penny's line until a
+ * call of NCCL's fails after it.
+ */
+static void said_penny(ncclComm_t comm, int rank, const char *what)
+{
+	const char *mine = ncclGetLastError(comm), *any = ncclGetLastError(NULL);
+
+	EXPECT(mine && strstr(mine, what), "rank %d: ncclGetLastError(comm) is '%s', not %s", rank,
+	       mine ? mine : "(null)", what);
+	EXPECT(any && strstr(any, what), "rank %d: ncclGetLastError(NULL) is '%s', not %s", rank,
+	       any ? any : "(null)", what);
+	printf("rank %d: last error: %s\n", rank, any ? any : "(null)");
+	/* a call NCCL refuses after it: NCCL's last error is the newer */
+	ncclAllReduce(NULL, NULL, 4, ncclFloat32, ncclSum, NULL, NULL);
+	any = ncclGetLastError(NULL);
+	EXPECT(any && !strstr(any, "penny"), "rank %d: ncclGetLastError(NULL) after NCCL's error: '%s'",
+	       rank, any ? any : "(null)");
+}
+
+/* The result of a failed call and the async error after it, said; then
+ * the last errors checked and the communicator aborted. */
+static void failed_call(ncclComm_t comm, int rank, const char *name, ncclResult_t r,
+			const char *what)
+{
+	ncclResult_t ae = ncclSuccess, ar;
+
+	ar = ncclCommGetAsyncError(comm, &ae);
+	printf("rank %d: %s %d async %d %d\n", rank, name, r, ar, ae);
+	EXPECT(r != ncclSuccess && r != ncclInProgress, "rank %d: %s gave %d", rank, name, r);
+	EXPECT(ar == ncclSuccess && ae == r, "rank %d: async error %d (%d) after %s gave %d", rank, ae,
+	       ar, name, r);
+	said_penny(comm, rank, what);
+	EXPECT(ncclCommAbort(comm) == ncclSuccess, "rank %d: abort failed", rank);
+}
+
+/* setupfail, setupwait: the first allreduce fails in penny's set-up (the
+ * test makes it fail: NCCL_CALLER_LEAVE, the last rank leaves first). */
+static int setupfail(ncclComm_t comm, int rank, int n)
+{
+	float x[4] = { 1, 2, 3, 4 };
+
+	if (getenv("NCCL_CALLER_LEAVE") && rank == n - 1)
+		_exit(0);
+	failed_call(comm, rank, "setupfail", ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, NULL),
+		    "penny's set-up on NCCL's communicator failed");
+	return 0;
+}
+
+/* callfail: one allreduce of penny's, then the last rank leaves: the next
+ * fails in penny's call (the test plugin's host exchange). */
+static int callfail(ncclComm_t comm, int rank, int n)
+{
+	float x[4] = { 1, 2, 3, 4 };
+	int calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+
+	if (rank == n - 1)
+		_exit(bad);
+	failed_call(comm, rank, "callfail", ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, NULL),
+		    "penny's allreduce failed");
+	return calls;
+}
+
+/* dogerr: a watchdog polls ncclCommGetAsyncError and ncclGetLastError while
+ * its rank calls, and a kernel's error comes (PENNY_FAKE_ASYNC_ERROR=1): a
+ * data race on the error and its line, if any, is TSan's to find. */
+static void *errdog_main(void *arg)
+{
+	struct dog *d = arg;
+	ncclResult_t ae;
+	const char *s;
+
+	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
+		ae = ncclSuccess;
+		if (ncclCommGetAsyncError(d->comm, &ae) == ncclSuccess && ae == ncclRemoteError)
+			__atomic_store_n(&d->what, ae, __ATOMIC_RELAXED);
+		s = ncclGetLastError(NULL);
+		d->polls += s && strstr(s, "timed out") ? 1 : 0;
+	}
+	return NULL;
+}
+
+static int dogerr(ncclComm_t comm, int rank, int n)
+{
+	struct dog d = { comm, 0, 0, 0, ncclSuccess };
+	ncclResult_t ae = ncclSuccess;
+	const char *s = NULL;
+	pthread_t t;
+	int calls;
+	double t0;
+
+	calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+	if (pthread_create(&t, NULL, errdog_main, &d)) {
+		printf("rank %d: no thread\n", rank);
+		exit(2);
+	}
+	/* the line asked for while the watchdog finds the error and writes it */
+	for (t0 = secs(); secs() - t0 < 10;) {
+		s = ncclGetLastError(comm);
+		if (s && strstr(s, "timed out"))
+			break;
+	}
+	EXPECT(s && strstr(s, "timed out"), "rank %d: last error '%s'", rank, s ? s : "(null)");
+	for (t0 = secs(); !__atomic_load_n(&d.what, __ATOMIC_RELAXED) && secs() - t0 < 10;)
+		sched_yield();
+	__atomic_store_n(&d.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	EXPECT(ncclCommGetAsyncError(comm, &ae) == ncclSuccess && ae == ncclRemoteError,
+	       "rank %d: async error %d after a kernel's timeout", rank, ae);
+	calls += one(comm, rank, n, ncclFloat32, ncclSum, 100, 1, 0);	/* NCCL's */
+	EXPECT(ncclCommAbort(comm) == ncclSuccess, "rank %d: abort failed", rank);
+	return calls;
+}
+
+/* groupleak: threads that each make communicators inside a group, destroy
+ * them and end without ncclGroupEnd (the interposer's list of the group's
+ * communicators must go with the thread); the heap grows by what the
+ * fake NCCL keeps of a destroyed communicator alone. */
+static void *leaker_main(void *arg)
+{
+	ncclComm_t c[2] = { NULL, NULL };
+	int *made = arg;
+
+	ncclGroupStart();
+	*made = ncclCommInitAll(c, 2, NULL) == ncclSuccess;
+	if (*made) {
+		ncclCommDestroy(c[0]);
+		ncclCommDestroy(c[1]);
+	}
+	return NULL;	/* inside the group */
+}
+
+static int groupleak(ncclComm_t comm, int rank, int n)
+{
+	size_t before = 0, after;
+	pthread_t t;
+	int k, made = 0, rounds = 300, from = 50;
+
+	for (k = 0; k < rounds; k++) {
+		if (k == from)
+			before = mallinfo2().uordblks;
+		if (pthread_create(&t, NULL, leaker_main, &made) || pthread_join(t, NULL) || !made) {
+			printf("rank %d: thread %d: no thread or no communicators\n", rank, k);
+			exit(2);
+		}
+	}
+	after = mallinfo2().uordblks;
+	printf("rank %d: %ld heap bytes a thread\n", rank,
+	       (long)(after - before) / (rounds - from));
+	EXPECT(after < before + (size_t)(rounds - from) * 1500,
+	       "rank %d: the heap grew %zu bytes in %d threads", rank, after - before, rounds - from);
+	return one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+}
+
+/* groupdestroy: communicators made in a group and destroyed before its
+ * end: nothing asks NCCL about them at the end (PENNY_FAKE_NCCL_STRICT=1
+ * ends the process if anything does: the real NCCL's are freed). */
+static int groupdestroy(ncclComm_t comm, int rank, int n)
+{
+	ncclComm_t c[2] = { NULL, NULL };
+
+	ncclGroupStart();
+	ANSWER(ncclCommInitAll(c, 2, NULL), ncclSuccess, "ncclCommInitAll in a group");
+	ANSWER(ncclCommDestroy(c[0]), ncclSuccess, "ncclCommDestroy in the group");
+	ANSWER(ncclCommDestroy(c[1]), ncclSuccess, "ncclCommDestroy in the group");
+	ANSWER(ncclGroupEnd(), ncclSuccess, "ncclGroupEnd after the destroys");
+	return one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+}
+
+/* groupteardown: a split penny runs destroyed inside a group: penny's
+ * release runs no host exchange there (PENNY_FAKE_FINI_BARRIER=1: the
+ * test plugin's release has a barrier; PENNY_FAKE_NCCL_STRICT=1 ends the
+ * process at a destroy inside a group that has a collective of it) */
+static int groupteardown(ncclComm_t comm, int rank, int n)
+{
+	int calls = 0;
+	ncclComm_t sub = split_one(comm, rank, n, &calls);
+
+	if (!sub)
+		return calls;
+	ANSWER(ncclGroupStart(), ncclSuccess, "ncclGroupStart");
+	ANSWER(ncclCommDestroy(sub), ncclSuccess, "ncclCommDestroy inside a group");
+	ANSWER(ncclGroupEnd(), ncclSuccess, "ncclGroupEnd after the destroy");
+	return calls + one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+}
+
 /* threadsmain: the communicators the threads leave to the main thread */
 static ncclComm_t kept[64];
 
@@ -1194,7 +1405,8 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what, int mode
 
 	if (!comm)
 		r = make_comm(&comm, n, id, rank, mode,
-			      !strcmp(what, "nonblocking") ? 1 : !strcmp(what, "notready") ? 2 : 0);
+			      !strcmp(what, "nonblocking") || !strcmp(what, "setupwait") ? 1
+			      : !strcmp(what, "notready") ? 2 : 0);
 	if (!strcmp(what, "nonblocking"))
 		what = "bf16";
 	if (r != ncclSuccess) {
@@ -1363,7 +1575,21 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what, int mode
 	else if (!strcmp(what, "abortwait")) {
 		calls = abortwait(comm, rank, n);
 		comm = NULL;
-	} else if (!strcmp(what, "groupexit")) {
+	} else if (!strcmp(what, "setupfail") || !strcmp(what, "setupwait")) {
+		calls = setupfail(comm, rank, n);
+		comm = NULL;
+	} else if (!strcmp(what, "callfail")) {
+		calls = callfail(comm, rank, n);
+		comm = NULL;
+	} else if (!strcmp(what, "dogerr")) {
+		calls = dogerr(comm, rank, n);
+		comm = NULL;
+	} else if (!strcmp(what, "groupleak"))
+		calls = groupleak(comm, rank, n);
+	else if (!strcmp(what, "groupdestroy"))
+		calls = groupdestroy(comm, rank, n);
+	else if (!strcmp(what, "groupteardown"))
+		calls = groupteardown(comm, rank, n); else if (!strcmp(what, "groupexit")) {
 		float x[4] = { 1, 2, 3, 4 };
 
 		/* a group left open, a call in it, the communicator never destroyed */
@@ -1484,7 +1710,8 @@ int main(int argc, char **argv)
 				"bf16|args|version|abort|nonblocking|groupfirst|peerdies|regcache|"
 				"asyncerr|asyncdestroy|colls|bf16coll|shrinkgrow|offsplit|ctx|nullcomm|"
 				"twice|badinit|groups|counts|secondthread|watchdog|abortwait|groupexit|"
-				"notready|oddsplit\n");
+				"notready|oddsplit|setupfail|setupwait|callfail|dogerr|groupleak|"
+				"groupdestroy|groupteardown\n");
 		return 2;
 	}
 	what = argv[2];
@@ -1504,7 +1731,8 @@ int main(int argc, char **argv)
 	if ((!strcmp(what, "shrinkgrow") && (n < 3 || pipe(grow_pipe))) ||
 	    (mode != M_PROCS && mode != M_UNTRACKED &&
 	     (!strcmp(what, "shrinkgrow") || !strcmp(what, "peerdies") ||
-	      !strcmp(what, "abortwait")))) {
+	      !strcmp(what, "abortwait") || !strcmp(what, "setupfail") ||
+	      !strcmp(what, "setupwait") || !strcmp(what, "callfail")))) {
 		fprintf(stderr, "nccl-caller: %s wants processes (shrinkgrow: 3 or more)\n", what);
 		return 2;
 	}
