@@ -705,8 +705,10 @@ static int detach(ncclComm_t comm, int abort, ncclResult_t *r)
 		while (__atomic_load_n(&p->inflight, __ATOMIC_SEQ_CST))
 			nanosleep(&nap, NULL);
 	}
-	/* after penny's kernels failed, no peer is waited for: as an abort */
-	if (!abort && __atomic_load_n(&p->err, __ATOMIC_ACQUIRE)) {
+	/* after penny's kernels failed, or a revoke, no peer is waited for: as
+	 * an abort */
+	if (!abort && (__atomic_load_n(&p->err, __ATOMIC_ACQUIRE) ||
+		       __atomic_load_n(&p->revoked, __ATOMIC_ACQUIRE))) {
 		abort = 1;
 		__atomic_store_n(&p->aborting, 1, __ATOMIC_RELEASE);
 	}
@@ -734,6 +736,37 @@ static int detach(ncclComm_t comm, int abort, ncclResult_t *r)
 	if (back)
 		pn_cudrv_get()->CtxSetCurrent(was);
 	return done;
+}
+
+/*
+ * NCCL 2.28's revoke ends the communicator's calls in flight and leaves it
+ * to a destroy, split or shrink (as does a shrink with NCCL_SHRINK_ABORT,
+ * to its parent): from here on NCCL runs and answers every call of it,
+ * penny's host exchanges give up, and its destroy does not wait for
+ * penny's last call or its peers.
+ */
+void revoke_comm(ncclComm_t comm)
+{
+	struct pcomm *p = hold(comm);
+
+	if (!p)
+		return;
+	__atomic_store_n(&p->revoked, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&p->aborting, 1, __ATOMIC_SEQ_CST);
+	unhold(p);
+}
+
+EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int flags)
+{
+	if (!real())
+		return ncclSystemError;
+	if (!R.ncclCommRevoke)
+		return lacks("ncclCommRevoke");
+	/* NCCL refuses other flags, and a revoke of a communicator being
+	 * destroyed: penny's part stays as it is then */
+	if (!flags)
+		revoke_comm(comm);
+	return seen(R.ncclCommRevoke(comm, flags));
 }
 
 EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm)
@@ -786,6 +819,7 @@ EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *err)
 		/* what penny's kernels found since (a peer that never came) */
 		ret = 0;
 		if (*err == ncclSuccess && !__atomic_load_n(&p->err, __ATOMIC_ACQUIRE) &&
+		    !__atomic_load_n(&p->revoked, __ATOMIC_ACQUIRE) &&
 		    __atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PC_ON && PLUGIN_HAS(async_error)) {
 			back = ctx_keep(p->cu, &was);
 			ret = P->async_error(p->be);
@@ -922,6 +956,8 @@ static int may_run(struct pcomm *p, int kind, const void *s, const void *r, size
 	ncclResult_t ae;
 
 	*cap = -1;
+	if (__atomic_load_n(&p->revoked, __ATOMIC_ACQUIRE))
+		return -1;
 	if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PC_PENDING && group_depth == 0 && !(*cap = capturing(st))) {
 		if (real_async_error(p->real, &ae) || ae != ncclSuccess)
 			return -1;

@@ -113,6 +113,8 @@ struct pcomm {
 	int colls;		/* the kinds every rank's plugin has (bit 1 << K_*) */
 	unsigned said[K_N];	/* PENNY_NCCL_DEBUG: the reasons told, per kind (1 << WHY_*) */
 	int aborting;		/* host services fail at once (abort; atomic) */
+	int revoked;		/* ncclCommRevoke or a shrink that aborts: NCCL runs every
+				 * later call, the destroy is an abort (atomic) */
 	uint64_t clique;	/* every rank a thread of this process: the set-up's key
 				 * (0: ranks in processes of their own) */
 	int quiet;		/* host barriers answer at once: every rank's work is done */
@@ -153,6 +155,8 @@ void pcomm_fini(struct pcomm *p);
  * succeeded) sets up the ids it made whole; a thread that ends inside its
  * group leaves nothing behind. */
 void together(struct pcomm **v, int k);
+/* interpose.c: penny's part of c takes no more calls (revoked). */
+void revoke_comm(ncclComm_t c);
 void park(struct pcomm *p);
 void born_add(ncclComm_t c, const ncclUniqueId *id, int rank, int n, const char *how);
 void born_settle(int made);

@@ -70,6 +70,7 @@ typedef struct {
 #define NCCL_CONFIG_MAGIC 0xcafebeefu
 #define NCCL_CONFIG_UNDEF_INT (-2147483647 - 1)
 #define NCCL_SPLIT_NOCOLOR (-1)
+#define NCCL_SHRINK_ABORT 0x01
 
 typedef struct ncclSimInfo ncclSimInfo_t;
 typedef struct ncclWaitSignalDesc ncclWaitSignalDesc_t;
@@ -87,7 +88,6 @@ typedef int ncclCommMemStat_t;
 	X(ncclMemFree, (void *ptr), (ptr))                                                         \
 	X(ncclGetVersion, (int *version), (version))                                               \
 	X(ncclGetUniqueId, (ncclUniqueId * uniqueId), (uniqueId))                                  \
-	X(ncclCommRevoke, (ncclComm_t comm, int flags), (comm, flags))                             \
 	X(ncclCommGetUniqueId, (ncclComm_t comm, ncclUniqueId * id), (comm, id))                   \
 	X(ncclCommCount, (const ncclComm_t comm, int *count), (comm, count))                       \
 	X(ncclCommCuDevice, (const ncclComm_t comm, int *device), (comm, device))                  \
@@ -172,6 +172,7 @@ typedef int ncclCommMemStat_t;
 	   ncclConfig_t *config),                                                                  \
 	  (comm, nranks, id, rank, newcomm, config))                                               \
 	X(ncclCommFinalize, (ncclComm_t comm), (comm))                                             \
+	X(ncclCommRevoke, (ncclComm_t comm, int flags), (comm, flags))                             \
 	X(ncclCommDestroy, (ncclComm_t comm), (comm))                                              \
 	X(ncclCommAbort, (ncclComm_t comm), (comm))                                                \
 	X(ncclCommGetAsyncError, (ncclComm_t comm, ncclResult_t * err), (comm, err))              \

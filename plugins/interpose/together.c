@@ -385,6 +385,8 @@ EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excl, int nexcl, ncclCo
 		return ncclSystemError;
 	if (!R.ncclCommShrink)
 		return lacks("ncclCommShrink");
+	if (flags & NCCL_SHRINK_ABORT)
+		revoke_comm(comm);
 	return track(R.ncclCommShrink(comm, excl, nexcl, newcomm, config, flags), newcomm,
 		     "ncclCommShrink", -1, -1, NULL);
 }

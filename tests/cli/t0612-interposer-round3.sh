@@ -12,7 +12,9 @@
 # that ends inside its group leaves nothing behind; communicators made in
 # a group and destroyed before its end are not asked about at its end; a
 # communicator penny runs, destroyed inside a group, runs no hidden
-# collective there; PENNY_NCCL_DEBUG takes on, off, 1 or 0 alone.  Built
+# collective there; PENNY_NCCL_DEBUG takes on, off, 1 or 0 alone; a
+# revoked communicator (ncclCommRevoke, or the parent of a shrink with
+# NCCL_SHRINK_ABORT) is NCCL's from then on.  Built
 # with TSan (BUILD=build-tsan...), the watchdog cases check that the error
 # and its line are read and written without a data race.
 # cost: 10
@@ -109,5 +111,15 @@ test_expect_success 'PENNY_NCCL_DEBUG other than on, off, 1 or 0: one line a pro
 	done &&
 	PENNY_NCCL_DEBUG=on run "$caller" 2 bf16 && all_ok bf16 2 &&
 	grep -q "^penny-nccl: penny runs ncclAllReduce (the first of 6 bytes)" err
+'
+# penny went on taking the calls of a communicator NCCL had revoked (a
+# bfloat16 sum, which only penny runs here, succeeded), and its destroy
+# waited for penny's release barrier on it
+test_expect_success 'a revoked communicator (ncclCommRevoke, a shrink that aborts) is NCCL'"'"'s from then on' '
+	for m in "" threads:; do
+		LIMIT=30 run "$caller" 2 ${m}revoke && all_ok revoke 2 &&
+		test "$(grep -c "ncclCommRevoke" nccl.log)" -eq 2 &&
+		LIMIT=30 run "$caller" 3 ${m}shrinkabort && all_ok shrinkabort 3 || return 1
+	done
 '
 test_done

@@ -61,6 +61,7 @@ struct ncclComm {
 	int rank, n, splits, shrinks, grows;
 	int failed;		/* a barrier gave up: the async error */
 	int nonblocking;	/* config blocking=0: calls say ncclInProgress once */
+	int revoked;		/* ncclCommRevoke: every later collective refused */
 	double busy_until;	/* ncclCommGetAsyncError says ncclInProgress until then (now()) */
 	struct hdr *h;
 	char *slots;
@@ -114,7 +115,7 @@ static double now(void);
  * communicator stays as it was. */
 static int ready(const struct ncclComm *c)
 {
-	return ok(c) && now() >= c->busy_until;
+	return ok(c) && !c->revoked && now() >= c->busy_until;
 }
 
 static double now(void)
@@ -477,6 +478,19 @@ EXPORT ncclResult_t ncclCommAbort(ncclComm_t c)
 	pending_check(c, "ncclCommAbort");
 	__atomic_store_n(&c->h->aborted, 1, __ATOMIC_RELAXED);
 	drop(c, 0);
+	return ncclSuccess;
+}
+
+/* NCCL 2.28's revoke (flags 0 only, once): this rank's calls in flight end
+ * and later collectives are refused; destroy and abort as ever. */
+EXPORT ncclResult_t ncclCommRevoke(ncclComm_t c, int flags)
+{
+	if (!c)
+		return ncclSuccess;
+	if (!ok(c) || flags || c->revoked)
+		return ncclInvalidArgument;
+	logline(c->rank, "ncclCommRevoke");
+	c->revoked = 1;
 	return ncclSuccess;
 }
 

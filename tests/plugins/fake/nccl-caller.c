@@ -118,6 +118,12 @@
  *              (with PENNY_FAKE_NCCL_STRICT=1)
  *   groupteardown a split penny runs, destroyed inside a group (with
  *              PENNY_FAKE_NCCL_STRICT=1 and PENNY_FAKE_FINI_BARRIER=1)
+ *   revoke     one allreduce, then ncclCommRevoke: a bfloat16 sum (which
+ *              only penny runs here) gets NCCL's answer, a second revoke
+ *              too; the destroy does not wait for the peers
+ *   shrinkabort  as revoke, but an ncclCommShrink with NCCL_SHRINK_ABORT
+ *              (none excluded) on the parent, and an allreduce on the new
+ *              communicator, checked
  * peerdies, shrinkgrow, abortwait, setupfail and callfail run in processes
  * only.
  * args also gives ncclReduceScatter and ncclAllGather NCCL's cases.
@@ -1374,6 +1380,30 @@ static int groupteardown(ncclComm_t comm, int rank, int n)
 	return calls + one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
 }
 
+/* revoke, shrinkabort: penny takes no call of a revoked communicator (or
+ * the parent of a shrink that aborts); NCCL answers them */
+static int revoked(ncclComm_t comm, int rank, int n, int shrink)
+{
+	uint16_t v[3] = { 0x3f80, 0x4000, 0x4040 }; /* bfloat16 1, 2, 3 */
+	int calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+	ncclComm_t sub = NULL;
+
+	if (shrink) {
+		ANSWER(ncclCommShrink(comm, NULL, 0, &sub, NULL, NCCL_SHRINK_ABORT), ncclSuccess,
+		       "ncclCommShrink with NCCL_SHRINK_ABORT");
+		if (sub)
+			calls += one(sub, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+	} else {
+		ANSWER(ncclCommRevoke(comm, 0), ncclSuccess, "ncclCommRevoke");
+		ANSWER(ncclCommRevoke(comm, 0), ncclInvalidArgument, "a second ncclCommRevoke");
+	}
+	ANSWER(ncclAllReduce(v, v, 3, ncclBfloat16, ncclSum, comm, NULL), ncclInvalidArgument,
+	       "a bfloat16 allreduce after it");
+	if (sub)
+		ANSWER(ncclCommDestroy(sub), ncclSuccess, "ncclCommDestroy of the shrunk one");
+	return calls;
+}
+
 /* threadsmain: the communicators the threads leave to the main thread */
 static ncclComm_t kept[64];
 
@@ -1589,7 +1619,10 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what, int mode
 	else if (!strcmp(what, "groupdestroy"))
 		calls = groupdestroy(comm, rank, n);
 	else if (!strcmp(what, "groupteardown"))
-		calls = groupteardown(comm, rank, n); else if (!strcmp(what, "groupexit")) {
+		calls = groupteardown(comm, rank, n);
+	else if (!strcmp(what, "revoke") || !strcmp(what, "shrinkabort"))
+		calls = revoked(comm, rank, n, !strcmp(what, "shrinkabort"));
+	else if (!strcmp(what, "groupexit")) {
 		float x[4] = { 1, 2, 3, 4 };
 
 		/* a group left open, a call in it, the communicator never destroyed */
@@ -1711,7 +1744,7 @@ int main(int argc, char **argv)
 				"asyncerr|asyncdestroy|colls|bf16coll|shrinkgrow|offsplit|ctx|nullcomm|"
 				"twice|badinit|groups|counts|secondthread|watchdog|abortwait|groupexit|"
 				"notready|oddsplit|setupfail|setupwait|callfail|dogerr|groupleak|"
-				"groupdestroy|groupteardown\n");
+				"groupdestroy|groupteardown|revoke|shrinkabort\n");
 		return 2;
 	}
 	what = argv[2];
