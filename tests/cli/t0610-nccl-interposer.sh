@@ -13,24 +13,11 @@
 # with PENNY_NCCL_DEBUG; ranks that are threads of one process are penny's.
 . "$(dirname "$0")/../lib.sh"
 
-fakes=$BUILD/tests/plugins
-lib=$BUILD/plugins/libpenny-nccl.so
-caller=$fakes/nccl-caller
-export PENNY_FAKE_NCCL_DIR=$TRASH PENNY_FAKE_NCCL_LOG=$TRASH/nccl.log
-# the sanitizer builds: a preloaded library comes before the runtime
-export ASAN_OPTIONS=verify_asan_link_order=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}
+. "$TOP/tests/helpers/interposer.sh"
 one_line() { test "$(wc -l <"$1")" -eq 1 || { cat "$1"; return 1; }; }
 # a communicator in the debug lines (%p)
 ptr="0x[0-9a-f]*"
-# with the interposer preloaded (PLUGIN: penny's backend)
-ip() {
-	rm -f nccl.log
-	env LD_LIBRARY_PATH="$fakes/fakecuda" LD_PRELOAD="$lib" \
-		PENNY_NCCL_PLUGIN="${PLUGIN:-$fakes/cuda/penny-cuda.so}" timeout 120 "$@"
-}
-# allreduce calls that reached NCCL
-nccl_ar() { grep -c " ncclAllReduce " nccl.log || true; }
-# of them, those of at most / above $1 bytes
+# the allreduce calls that reached NCCL of at most / above $1 bytes
 nccl_ar_bytes() {
 	awk -v max="$1" '$3 == "ncclAllReduce" { es = ($5 < 2) ? 1 : ($5 == 2 || $5 == 3 || $5 == 7) ? 4 : 8
 		if ($4 * es <= max) small++; else big++ } END { print small + 0, big + 0 }' nccl.log

@@ -14,25 +14,10 @@
 # cost: 12
 . "$(dirname "$0")/../lib.sh"
 
-fakes=$BUILD/tests/plugins
-lib=$BUILD/plugins/libpenny-nccl.so
-caller=$fakes/nccl-caller
-export PENNY_FAKE_NCCL_DIR=$TRASH PENNY_FAKE_NCCL_LOG=$TRASH/nccl.log
-# the sanitizer builds: a preloaded library comes before the runtime
-export ASAN_OPTIONS=verify_asan_link_order=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}
+. "$TOP/tests/helpers/interposer.sh"
 # the test plugin's size table: two-shot (NCCL's under auto) from 1 MiB, as
 # the cuda plugin's keeps its one-shot kernels to small sizes
 export PENNY_FAKE_REG_BYTES=1048576
-ip() {
-	rm -f nccl.log
-	env LD_LIBRARY_PATH="$fakes/fakecuda" LD_PRELOAD="$lib" \
-		PENNY_NCCL_PLUGIN="$fakes/cuda/penny-cuda.so" timeout "${LIMIT:-120}" "$@"
-}
-# ip with out and err, both shown when it fails
-run() { ip "$@" >out 2>err || { echo "exit $?: $*"; cat out err; return 1; }; }
-nccl_ar() { grep -c " ncclAllReduce " nccl.log || true; }
-# every one of $2 ranks said "$1 ok"
-all_ok() { test "$(grep -c ": $1 ok" out)" -eq "$2" || { cat out err; return 1; }; }
 
 test_expect_success 'NULL communicators at every entry point: NCCL'"'"'s answers, no line' '
 	run "$caller" 2 nullcomm && all_ok nullcomm 2 && test ! -s err &&
