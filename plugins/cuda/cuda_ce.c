@@ -4,9 +4,12 @@
  * where one GPU's copy engines move about 394 GB/s over NVLink and its SMs'
  * stores about 369 (penny bw --gpu --gpu-engine both, 2 x H200).  The
  * protocol is in kargs.h.  Per piece, on streams of their own:
- *  - push, one stream a peer: from the third piece on a gate (wait until
- *    the peer's slot of this parity is free), copy this rank's slice of the
- *    peer into its CE area, then set the peer's flag for it (a copy);
+ *  - push, one stream a peer: copy this rank's slice of the peer into its
+ *    CE area, then set the peer's flag for it (a copy); from the third
+ *    piece on the copy first waits for an event of the peer's free stream,
+ *    where a gate kernel waits until the peer's slot of this parity is
+ *    free (off the push stream: a kernel between two copies idles the
+ *    link while it starts);
  *  - the caller's stream: the reduce kernel (waits for every push into
  *    this rank's slots, reduces, tells every peer);
  *  - all-gather, one stream a peer: once the reduction is done, copy this
@@ -41,8 +44,8 @@ struct pn_ce {
 	const struct pn_reg *area;
 	uint64_t slot_bytes;
 	CUfunction gate;
-	CUstream push[PN_AR_MAX_RANKS], ag[PN_AR_MAX_RANKS];
-	CUevent fork, red, join[2 * PN_AR_MAX_RANKS];
+	CUstream push[PN_AR_MAX_RANKS], ag[PN_AR_MAX_RANKS], fr[PN_AR_MAX_RANKS];
+	CUevent fork, red, join[2 * PN_AR_MAX_RANKS], freed[PN_AR_MAX_RANKS];
 };
 
 int pn_ce_open(struct pn_gpu *g, int rank, int n, const struct pn_reg *area, CUmodule mod,
@@ -72,6 +75,8 @@ int pn_ce_open(struct pn_gpu *g, int rank, int n, const struct pn_reg *area, CUm
 			continue;
 		PN_CU_GOTO(cu, StreamCreate(&ce->push[p], 1), "cuStreamCreate", ret, fail);
 		PN_CU_GOTO(cu, StreamCreate(&ce->ag[p], 1), "cuStreamCreate", ret, fail);
+		PN_CU_GOTO(cu, StreamCreate(&ce->fr[p], 1), "cuStreamCreate", ret, fail);
+		PN_CU_GOTO(cu, EventCreate(&ce->freed[p], 2), "cuEventCreate", ret, fail);
 		PN_CU_GOTO(cu, EventCreate(&ce->join[2 * p], 2), "cuEventCreate", ret, fail);
 		PN_CU_GOTO(cu, EventCreate(&ce->join[2 * p + 1], 2), "cuEventCreate", ret, fail);
 	}
@@ -95,6 +100,10 @@ void pn_ce_close(struct pn_ce *ce)
 			cu->StreamDestroy(ce->push[p]);
 		if (ce->ag[p])
 			cu->StreamDestroy(ce->ag[p]);
+		if (ce->fr[p])
+			cu->StreamDestroy(ce->fr[p]);
+		if (ce->freed[p])
+			cu->EventDestroy(ce->freed[p]);
 	}
 	for (p = 0; p < 2 * PN_AR_MAX_RANKS; p++)
 		if (ce->join[p])
@@ -179,8 +188,16 @@ int pn_ce_run(struct pn_ce *ce, const struct pn_ce_call *call)
 
 			if (p == r)
 				continue;
-			if (k >= 2)
-				ret = gate(ce, &a, ce->push[p], PN_CE_FREE, p);
+			if (k >= 2) {
+				/* the free stream joins the call at its first gate */
+				if (k == 2)
+					PN_CU(cu, StreamWaitEvent(ce->fr[p], ce->fork, 0), "cuStreamWaitEvent");
+				ret = gate(ce, &a, ce->fr[p], PN_CE_FREE, p);
+				if (ret)
+					break;
+				PN_CU(cu, EventRecord(ce->freed[p], ce->fr[p]), "cuEventRecord");
+				PN_CU(cu, StreamWaitEvent(ce->push[p], ce->freed[p], 0), "cuStreamWaitEvent");
+			}
 			if (!ret && pl)
 				PN_CU(cu, MemcpyAsync(ce->area->peer[p] + PN_CE_HDR +
 							      (par * (uint64_t)(n - 1) + (uint64_t)slot) *

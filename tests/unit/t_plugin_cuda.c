@@ -1362,6 +1362,9 @@ TEST(copy_engine_allreduce_pushes_into_slots_and_peers_recv)
 				reduces++;
 			} else if (!strcmp(l->name, "pn_ce_gate")) {
 				gates++;
+				/* a free-slot gate on a stream of its own: no copy there */
+				for (int j = 0; j < f->ncopy && l->ar.ce_steps == PN_CE_FREE; j++)
+					CHECK(f->copy[j].stream != l->stream);
 			}
 		}
 		CHECK(reduces == (int)g.pieces);

@@ -23,7 +23,7 @@
 struct fake_launch {
 	char name[64];
 	unsigned grid, block;
-	struct pn_ar_args ar;	/* when it is an allreduce kernel or another collective's */
+	struct pn_ar_args ar;	/* an allreduce kernel's, a gate's or another collective's */
 	int graph;		/* replayed from a graph */
 	int pdl;		/* cuLaunchKernelEx with programmatic stream serialization */
 	CUstream stream;	/* the stream it was enqueued on */
@@ -368,7 +368,7 @@ static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
 	l->grid = gx;
 	l->block = bx;
 	l->stream = s;
-	if (!strncmp(name, "pn_ar_", 6) || !strncmp(name, "pn_co_", 6))
+	if (!strncmp(name, "pn_ar_", 6) || !strncmp(name, "pn_co_", 6) || !strcmp(name, "pn_ce_gate"))
 		memcpy(&l->ar, params[0], sizeof(l->ar));
 	if (!strncmp(name, "pn_check_", 9)) { /* a check that finds nothing wrong */
 		const struct pn_testdata_args *a = params[0];
