@@ -478,7 +478,7 @@ static int emit(void *arg, const struct pn_top_sample *s)
 	if (s->rates && to_stdout(r) &&
 	    print_one(r->ctx->out, s->set, s->idx, s->n, s->interval, s->ctx, s->first))
 		return pn_cmd_fail(r->ctx, 2, "out of memory");
-	return 0;
+	return ferror(pn_out_file(r->ctx->out)) ? -1 : 0; /* stdout gone: said at exit */
 }
 
 /* A loop's end: its error said, or how a signal ends top. */

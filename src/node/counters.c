@@ -116,6 +116,12 @@ int pn_counters_set_init(struct pn_counters_set *s, const struct pn_counters_cfg
 
 /* ---- counter arithmetic ---- */
 
+/* a + b, UINT64_MAX when the sum does not fit */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 void pn_counters_update(struct pn_counter *c, int ok, uint64_t raw, uint64_t max_raw)
 {
 	int had = c->flags & PN_CF_VALID;
@@ -163,10 +169,17 @@ void pn_counters_update(struct pn_counter *c, int ok, uint64_t raw, uint64_t max
 				f &= ~(uint32_t)PN_CF_DELTA;
 			}
 		}
+		/* more units than 64 bits hold (a line of unknown rate bounds
+		 * nothing): not traffic of this interval, never a wrapped delta */
+		if ((f & PN_CF_DELTA) && c->scale && d > UINT64_MAX / c->scale) {
+			d = 0;
+			f = (f & ~(uint32_t)PN_CF_DELTA) | (raw >= prev ? PN_CF_JUMP : 0);
+		}
 	}
 	c->raw = raw;
 	c->delta = d * c->scale;
-	c->value = (raw + ((uint64_t)c->wraps << 32)) * c->scale;
+	c->value = sat_add(raw, (uint64_t)c->wraps << 32);
+	c->value = c->scale && c->value > UINT64_MAX / c->scale ? UINT64_MAX : c->value * c->scale;
 	c->flags = f;
 }
 
@@ -573,7 +586,7 @@ static int scan_rdma(struct pn_counters_set *s, char **marks, int *mcap)
 	if (!d)
 		return 0; /* no RDMA devices (any more) */
 	while (!ret && (de = readdir(d))) {
-		int known = 0, i;
+		int known = 0, i, nports;
 
 		if (de->d_name[0] == '.')
 			continue;
@@ -590,11 +603,21 @@ static int scan_rdma(struct pn_counters_set *s, char **marks, int *mcap)
 			continue;
 		/* new, or replaced under the same name: the old ports are dropped */
 		pd = pn_sys_opendir(PN_IB_CLASS "/%s/ports", de->d_name);
+		nports = 0;
 		while (!ret && pd && (pe = readdir(pd))) {
+			char canon[16];
 			int port;
 
-			if (pn_parse_int(pe->d_name, &port) || port <= 0)
+			/* port 1 is "1": "01", "+1" or "0x1" would read ports/1 again */
+			if (pn_parse_int(pe->d_name, &port) || port <= 0 ||
+			    (snprintf(canon, sizeof(canon), "%d", port), strcmp(canon, pe->d_name)))
 				continue;
+			/* as penny topo (pn_nic_read): memory bounded by the tree */
+			if (++nports > PN_NIC_MAX_PORTS) {
+				ret = pn_err(-E2BIG, "RDMA device '%s' has more than %d ports",
+					     de->d_name, PN_NIC_MAX_PORTS);
+				break;
+			}
 			ret = add_rdma_port(s, de->d_name, port);
 			if (ret <= 0)
 				continue;
@@ -939,11 +962,13 @@ static void sample_port(struct pn_counters_set *s, struct pn_counters_port *p)
 		p->flags |= c->flags & (PN_CF_WRAP | PN_CF_RESET | PN_CF_SAT | PN_CF_JUMP);
 		if (c->kind == PN_CK_ERR || c->kind == PN_CK_DISC) {
 			int e = c->kind == PN_CK_ERR;
+			uint64_t *total = e ? &p->err_total : &p->disc_total;
+			uint64_t *delta = e ? &p->err_delta : &p->disc_delta;
 
 			if (c->flags & PN_CF_VALID)
-				*(e ? &p->err_total : &p->disc_total) += c->value;
+				*total = sat_add(*total, c->value);
 			if (c->flags & PN_CF_DELTA) {
-				*(e ? &p->err_delta : &p->disc_delta) += c->delta;
+				*delta = sat_add(*delta, c->delta);
 				*(e ? &p->err_valid : &p->disc_valid) = 1;
 			}
 		}

@@ -40,6 +40,7 @@ struct pn_counters_sampler {
 	int stop, done, err, kick, brief;
 	char detail[80];	/* for live.cfg.detail, under lock */
 	char busy_what[80];
+	char errmsg[1024];	/* the thread's message of err (pn_errmsg is per thread) */
 	uint64_t busy_since;	/* 0: idle */
 	struct pn_counters_sampler *next_abandoned;
 };
@@ -99,8 +100,10 @@ static void *sampler_main(void *arg)
 		s->live.interval = s->interval;
 		if (!ret)
 			ret = pn_counters_set_copy(&s->snap, &s->live);
-		if (ret)
+		if (ret) {
 			s->err = ret;
+			snprintf(s->errmsg, sizeof(s->errmsg), "%s", pn_errmsg(ret));
+		}
 		pthread_mutex_unlock(&s->lock);
 		if (write(s->efd, &one, sizeof(one)) < 0) {
 			/* the counter cannot overflow in practice; nothing to do */
@@ -209,7 +212,7 @@ int pn_sampler_take(struct pn_counters_sampler *s, struct pn_counters_set *view)
 		if (!ret)
 			ret = 1;
 	} else if (s->err) {
-		ret = s->err;
+		ret = pn_err(s->err, "%s", s->errmsg);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return ret;

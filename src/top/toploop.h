@@ -76,8 +76,9 @@ struct pn_top_sample {
 
 struct pn_top_ops {
 	void *arg;
-	/* Batch: every sample; 0 go on, else an exit status (the caller
-	 * said why). */
+	/* Batch: every sample; 0 go on, -1 end the run as --count does (the
+	 * output can no longer be written: the command says so at its exit),
+	 * else an exit status (the caller said why). */
 	int (*sample)(void *arg, const struct pn_top_sample *s);
 	/* Screen: draw; the next key's action (enum pn_topview_action), -1
 	 * when no key waits; the detail view's port (NULL none); whether the
