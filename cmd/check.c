@@ -20,7 +20,6 @@
 #include "check/check_row.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -75,26 +74,12 @@ static int list_keys(struct pn_ctx *ctx)
 	pn_out_open_object(o, NULL);
 	pn_out_open_array(o, "keys");
 	for (i = 0; i < n; i++) {
-		const char *nf = k[i].type == PN_KEY_INT ? "%.0f" : "%g";
-		char dflt[64], range[128], range_fmt[16];
+		char dflt[64], range[128];
+		const char *type = pn_check_key_text(&k[i], dflt, sizeof(dflt), range, sizeof(range));
 
-		if (PN_KEY_IS_NUM(&k[i])) {
-			snprintf(range_fmt, sizeof(range_fmt), "%s..%s", nf, nf);
-			snprintf(range, sizeof(range), range_fmt, k[i].min, k[i].max);
-			if (isnan(k[i].dflt))
-				snprintf(dflt, sizeof(dflt), "none");
-			else
-				snprintf(dflt, sizeof(dflt), nf, k[i].dflt);
-		} else {
-			snprintf(range, sizeof(range), "%s%s",
-				 k[i].type == PN_KEY_LIST ? "comma list of: " : "",
-				 k[i].choices ? k[i].choices : "text");
-			snprintf(dflt, sizeof(dflt), "%s", k[i].dflt_str ? k[i].dflt_str : "none");
-		}
 		pn_out_open_object(o, NULL);
 		pn_out_str(o, PN_ANY, "key", "%-24s", k[i].key);
-		pn_out_str(o, PN_JSON, "type", NULL, k[i].type == PN_KEY_INT ? "integer"
-						     : PN_KEY_IS_NUM(&k[i]) ? "number" : "string");
+		pn_out_str(o, PN_JSON, "type", NULL, type);
 		pn_out_str(o, PN_ANY, "default", " default %-8s", dflt);
 		pn_out_str(o, PN_ANY, "range", " (%s)", range);
 		pn_out_str(o, PN_ANY, "doc", "\n    %s\n", k[i].doc);
@@ -113,37 +98,9 @@ static void progress(void *arg, const char *check, const char *what)
 struct outputs {
 	struct pn_ofile *junit, *prom, *save;
 	int open;	/* rank 0 opened them: every exit writes them */
+	struct pn_ctx *ctx;	/* for a stop's thread */
+	struct pn_check *c;
 };
-
-/*
- * Rank 0 opens its output files before the work: a refused name fails now.
- * The others are still opened, to say why in them.
- */
-static int open_outputs(struct pn_ctx *ctx, struct outputs *f)
-{
-	const char *paths[] = { opt.junit, opt.prom, opt.save };
-	struct pn_ofile **of[] = { &f->junit, &f->prom, &f->save };
-	size_t i;
-	int ret, rc = 0;
-
-	f->open = 1;
-	for (i = 0; i < 3; i++) {
-		if (!paths[i])
-			continue;
-		ret = pn_ofile_open(of[i], paths[i], PN_OFILE_SYNC);
-		if (ret && !rc)
-			rc = pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
-	}
-	return rc;
-}
-
-static void abort_outputs(struct outputs *f)
-{
-	pn_ofile_abort(f->junit);
-	pn_ofile_abort(f->prom);
-	pn_ofile_abort(f->save);
-	memset(f, 0, sizeof(*f));
-}
 
 /* Write and commit one output file; 0, or 2 after one line. */
 static int commit(struct pn_ctx *ctx, struct pn_ofile **of, const char *path, int ret)
@@ -163,10 +120,10 @@ static int commit(struct pn_ctx *ctx, struct pn_ofile **of, const char *path, in
 }
 
 /*
- * Every exit of rank 0 after its outputs were opened: the baseline (only
- * when every check passed), then JUnit and Prometheus with the run's real
- * exit code, and for an exit 2 the reason it said.  Returns the exit code,
- * 2 when an output could not be written.
+ * Every exit of rank 0 after its outputs were opened, once (the run or a
+ * stop's thread): the baseline (only when every check passed), then JUnit
+ * and Prometheus with the run's real exit code, and for an exit 2 the
+ * reason it said.  Returns the exit code, 2 when an output failed.
  */
 static int write_outputs(struct pn_ctx *ctx, struct outputs *f, struct pn_check *c, int code)
 {
@@ -174,6 +131,8 @@ static int write_outputs(struct pn_ctx *ctx, struct outputs *f, struct pn_check 
 	const char *why = NULL;
 	int ran = c->results != NULL && code != 2;
 
+	if (!f->open || !pn_check_stop_hold())
+		return code;
 	if (f->save && code == 0) {
 		code |= commit(ctx, &f->save, opt.save,
 			       pn_check_baseline_write(pn_ofile_file(f->save), c->results));
@@ -194,30 +153,74 @@ static int write_outputs(struct pn_ctx *ctx, struct outputs *f, struct pn_check 
 	if (f->prom)
 		code |= commit(ctx, &f->prom, opt.prom,
 			       pn_verdict_write_prom(pn_ofile_file(f->prom), c->results, code));
+	f->open = 0;
+	pn_check_stop_release();
 	return code & 2 ? 2 : code;
 }
 
-/* Rank 0: the document (valid also when the run could not finish). */
-static int present(struct pn_ctx *ctx, struct pn_check *c, int ret)
+/* The stop's thread (SIGTERM, SIGINT, SIGHUP) before the outputs were written: exit 2. */
+static void stopped(void *arg, int sig)
+{
+	struct outputs *f = arg;
+	struct pn_check none;
+
+	if (!pn_check_stop_hold())
+		return; /* they hold the verdict: the signal's default action */
+	pn_check_init(&none);
+	memcpy(none.node, f->c->node, sizeof(none.node));
+	_exit(write_outputs(f->ctx, f, &none, pn_cmd_fail(f->ctx, 2, "stopped by signal %d (%s) "
+							   "before the verdict", sig, strsignal(sig))));
+}
+
+/*
+ * Rank 0 opens its output files before the work: a refused name fails now.
+ * The others are still opened, to say why in them.
+ */
+static int open_outputs(struct pn_ctx *ctx, struct outputs *f, struct pn_check *c)
+{
+	const char *paths[] = { opt.junit, opt.prom, opt.save };
+	struct pn_ofile **of[] = { &f->junit, &f->prom, &f->save };
+	size_t i;
+	int ret, rc = 0;
+
+	*f = (struct outputs){ .open = 1, .ctx = ctx, .c = c };
+	for (i = 0; i < 3; i++) {
+		if (paths[i] && (ret = pn_ofile_open(of[i], paths[i], PN_OFILE_SYNC)) && !rc)
+			rc = pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
+	}
+	/* a stop (SIGTERM, SIGINT) writes them too; a job's ranks stop by its launcher */
+	if (ctx->job->nranks <= 1 && (opt.junit || opt.prom || opt.save))
+		pn_check_stop_start(stopped, f);
+	return rc;
+}
+
+/*
+ * Rank 0: the verdict said, the output files written, then the document
+ * (valid also when the run could not finish) with the status the command
+ * exits with: 2 also when an output file could not be written.
+ */
+static int present(struct pn_ctx *ctx, struct pn_check *c, int ret, struct outputs *f)
 {
 	struct pn_out *o = ctx->out;
-	int code = ret ? 2 : c->exit_code, nfail;
+	int code = ret ? 2 : c->exit_code, nfail = ret ? 0 : pn_verdict_count(c->results, PN_FAIL);
+	char err[1024];
 
+	snprintf(err, sizeof(err), "%s", ret ? pn_errmsg(ret) : "");
+	if (ret)
+		pn_cmd_fail(ctx, 2, "%s", err);
+	else if (code == 1 && pn_cli.json)
+		pn_cmd_fail(ctx, 1, "FAILED: %d check result%s failed", nfail, nfail == 1 ? "" : "s");
+	else if (code == 2)
+		pn_cmd_fail(ctx, 2, "nothing could be checked here: every check was skipped");
+	code = write_outputs(ctx, f, c, code);
 	pn_out_open_object(o, NULL);
 	/* no empty table and "0 passed" above the error that stopped the run */
 	if (c->results && (!ret || pn_cli.json || pn_verdict_n(c->results)))
 		pn_verdict_write_out(o, c->results);
 	if (ret)
-		pn_out_str(o, PN_JSON, "error", NULL, pn_errmsg(ret));
+		pn_out_str(o, PN_JSON, "error", NULL, err);
 	pn_out_int(o, PN_JSON, "exit", NULL, code);
 	pn_out_close_object(o);
-	if (ret)
-		return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
-	nfail = pn_verdict_count(c->results, PN_FAIL);
-	if (code == 1 && pn_cli.json)
-		pn_cmd_fail(ctx, 1, "FAILED: %d check result%s failed", nfail, nfail == 1 ? "" : "s");
-	else if (code == 2)
-		pn_cmd_fail(ctx, 2, "nothing could be checked here: every check was skipped");
 	return code;
 }
 
@@ -246,7 +249,7 @@ static int setup(struct pn_ctx *ctx, struct pn_check_cfg *cfg, struct pn_check_b
 int cmd_check(struct pn_ctx *ctx, int argc, char **argv)
 {
 	struct pn_cmd_job *job = ctx->job;
-	struct outputs files = { 0 };
+	static struct outputs files;
 	struct pn_check_baseline *base = NULL;
 	struct pn_check_cfg *cfg;
 	struct pn_check c;
@@ -269,7 +272,7 @@ int cmd_check(struct pn_ctx *ctx, int argc, char **argv)
 	rank0 = job->rank <= 0;
 	/* from here every exit of rank 0 rewrites the outputs it was asked for */
 	if (rank0) {
-		int o = open_outputs(ctx, &files);
+		int o = open_outputs(ctx, &files, &c);
 
 		rc = rc ? rc : o;
 	}
@@ -284,16 +287,9 @@ int cmd_check(struct pn_ctx *ctx, int argc, char **argv)
 	c.baseline = base;
 	if (rc)
 		goto out;
-	c.quick = opt.quick;
-	c.timeout = pn_cli.timeout;
-	c.plan_path = opt.plan;
-	c.devspec = opt.dev;
-	c.backends = opt.backend;
-	c.transport = pn_cli.transport;
-	c.node_id = pn_cli.node_id;
-	c.tune_file = pn_cli.tune_file;
-	c.ib_hca = pn_cli.ib_hca;
-	c.ib_disable = pn_cli.ib_disable;
+	c.quick = opt.quick, c.timeout = pn_cli.timeout, c.plan_path = opt.plan, c.devspec = opt.dev;
+	c.backends = opt.backend, c.transport = pn_cli.transport, c.node_id = pn_cli.node_id;
+	c.tune_file = pn_cli.tune_file, c.ib_hca = pn_cli.ib_hca, c.ib_disable = pn_cli.ib_disable;
 	c.xnode = &pn_cli.xnode;
 	if (rank0 && isatty(STDERR_FILENO))
 		c.progress = progress;
@@ -316,11 +312,9 @@ int cmd_check(struct pn_ctx *ctx, int argc, char **argv)
 		rc = ret ? pn_cmd_fail(ctx, 2, "rank %d: %s", c.rank, pn_errmsg(ret)) : c.exit_code;
 		goto out;
 	}
-	rc = present(ctx, &c, ret);
+	rc = present(ctx, &c, ret, &files);
 out:
-	if (files.open)
-		rc = write_outputs(ctx, &files, &c, rc);
-	abort_outputs(&files);
+	rc = write_outputs(ctx, &files, &c, rc);
 	pn_check_release(&c);
 	pn_check_baseline_free(base);
 	pn_check_cfg_free(cfg);

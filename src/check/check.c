@@ -35,6 +35,8 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,8 +158,8 @@ int pn_check_required(const struct pn_check_sel *s, const struct pn_check_cfg *c
 	}
 	for (i = 0; i < PN_CHECK_COUNT; i++)
 		if ((*req & (1u << i)) && !(mask & (1u << i)))
-			return pn_err(-EINVAL, "check '%s' is required but not run (--only, --skip)",
-				      pn_check_name((enum pn_check_id)i));
+			return pn_err(-EINVAL, "check '%s' is required but not run (--only, --skip%s)",
+				      pn_check_name((enum pn_check_id)i), s->passive ? ", --passive" : "");
 	*req |= m;
 	return 0;
 }
@@ -239,7 +241,8 @@ static void node_name(struct pn_check *c)
 /* The topology and every port's counters before the first check. */
 static int setup(struct pn_check *c)
 {
-	struct pn_topo_cfg tc = { .timeout = 0 };
+	/* hwloc's read of a captured tree within its own bound and --timeout */
+	struct pn_topo_cfg tc = { .timeout = fmin(c->timeout, PN_TOPO_LOAD_TIMEOUT) };
 	struct pn_counters_cfg cc;
 	int ret;
 
@@ -667,6 +670,75 @@ int pn_check_run(struct pn_check *c)
 	if (ret)
 		return ret;
 	return finish(c);
+}
+
+/* ------------------------------------------------------------ a stop */
+
+static pthread_mutex_t stop_lock = PTHREAD_MUTEX_INITIALIZER;
+static int stop_done;
+static sigset_t stop_set;
+static void (*stop_fn)(void *arg, int sig);
+static void *stop_arg;
+
+static void *stop_main(void *unused)
+{
+	int sig = 0;
+
+	while (sigwait(&stop_set, &sig))
+		;
+	stop_fn(stop_arg, sig); /* returns only when the outputs were written */
+	signal(sig, SIG_DFL);
+	pthread_sigmask(SIG_UNBLOCK, &stop_set, NULL);
+	raise(sig);
+	return NULL;
+}
+
+int pn_check_stop_start(void (*stop)(void *arg, int sig), void *arg)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	struct sigaction old;
+	pthread_t th;
+	size_t i, n = 0;
+	int ret;
+
+	sigemptyset(&stop_set);
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		/* one ignored (nohup, a background job's SIGINT) stays so */
+		if (!sigaction(sigs[i], NULL, &old) && old.sa_handler != SIG_IGN)
+			n += !sigaddset(&stop_set, sigs[i]);
+	if (!n)
+		return 0;
+	stop_fn = stop;
+	stop_arg = arg;
+	ret = -pthread_sigmask(SIG_BLOCK, &stop_set, NULL);
+	if (!ret && (ret = -pthread_create(&th, NULL, stop_main, NULL)))
+		pthread_sigmask(SIG_UNBLOCK, &stop_set, NULL);
+	if (!ret)
+		pthread_detach(th);
+	return ret ? pn_err(ret, "cannot start the thread that waits for a stop") : 0;
+}
+
+/* held by this thread: a second hold of it is one */
+static _Thread_local int stop_mine;
+
+int pn_check_stop_hold(void)
+{
+	if (stop_mine)
+		return 1;
+	pthread_mutex_lock(&stop_lock);
+	if (!stop_done)
+		return stop_mine = 1;
+	pthread_mutex_unlock(&stop_lock);
+	return 0;
+}
+
+void pn_check_stop_release(void)
+{
+	if (!stop_mine)
+		return;
+	stop_mine = 0;
+	stop_done = 1;
+	pthread_mutex_unlock(&stop_lock);
 }
 
 void pn_check_release(struct pn_check *c)

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,6 +158,27 @@ const struct pn_check_key *pn_check_keys(size_t *n)
 {
 	*n = NKEYS;
 	return keys;
+}
+
+const char *pn_check_key_text(const struct pn_check_key *k, char *dflt, size_t dlen,
+			      char *range, size_t rlen)
+{
+	const char *nf = k->type == PN_KEY_INT ? "%.0f" : "%g";
+	char fmt[16];
+
+	if (!PN_KEY_IS_NUM(k)) {
+		snprintf(range, rlen, "%s%s", k->type == PN_KEY_LIST ? "comma list of: " : "",
+			 k->choices ? k->choices : "text");
+		snprintf(dflt, dlen, "%s", k->dflt_str ? k->dflt_str : "none");
+		return "string";
+	}
+	snprintf(fmt, sizeof(fmt), "%s..%s", nf, nf);
+	snprintf(range, rlen, fmt, k->min, k->max);
+	if (isnan(k->dflt))
+		snprintf(dflt, dlen, "none");
+	else
+		snprintf(dflt, dlen, nf, k->dflt);
+	return k->type == PN_KEY_INT ? "integer" : "number";
 }
 
 struct pn_check_cfg *pn_check_cfg_new(void)
@@ -342,6 +364,9 @@ int pn_check_cfg_parse(struct pn_check_cfg *c, const char *text, size_t len, con
 			      CFG_MAX_BYTES);
 	if (memchr(text, 0, len))
 		return pn_err(-EINVAL, "%s: a NUL byte: not a text file", name);
+	/* an editor's UTF-8 byte order mark is no part of the first key */
+	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
+		text += 3, len -= 3;
 	while (i < len) {
 		const char *nl = memchr(text + i, '\n', len - i);
 		size_t n = nl ? (size_t)(nl - (text + i)) : len - i;

@@ -49,5 +49,8 @@ enum pn_check_key_type { PN_KEY_TEXT, PN_KEY_NUM, PN_KEY_INT, PN_KEY_LIST, PN_KE
 #define PN_KEY_IS_NUM(k) \
 	((k)->type == PN_KEY_NUM || (k)->type == PN_KEY_INT || (k)->type == PN_KEY_SIZE)
 const struct pn_check_key *pn_check_keys(size_t *n);
+/* Its type, default ("none" when it has none) and range, as --list-keys shows them. */
+const char *pn_check_key_text(const struct pn_check_key *k, char *dflt, size_t dlen,
+			      char *range, size_t rlen);
 
 #endif

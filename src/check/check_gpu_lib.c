@@ -144,11 +144,16 @@ int pn_checkgpu_child(int (*fn)(void *arg, void *out), void *arg, void *out, siz
 		return ret;
 	}
 	if (pid == 0) {
+		sigset_t none;
+
 		/* it dies with this process: the sockets of a job it holds too
-		 * close with a killed rank, and the others learn it at once */
+		 * close with a killed rank, and the others learn it at once;
+		 * and by a stop's signal, which the parent's thread takes */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != self)
 			_exit(1);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
 		ret = fn(arg, (char *)sh + CHILD_OUT_OFF);
 		if (ret)
 			snprintf(sh->msg, sizeof(sh->msg), "%s", pn_errmsg(ret));

@@ -448,23 +448,27 @@ static int ctr_port(struct pn_check *c, const struct pn_counters_port *p, double
 				    .expected = PN_VNUM(maxinc), .source = src,
 				    .seconds = secs };
 	char det[PN_VERDICT_DETAIL] = "";
+	const char *unread = NULL;
 	uint64_t sum = 0;
 	size_t dl = 0;
-	int i, judged = 0, sat = 0;
+	int i, judged = 0, sat = 0, nunread = 0;
 
 	if (p->nsamples < 2)
 		return skip(c, "counters", p->name, "the port appeared during the run");
 	for (i = 0; i < p->nctr; i++) {
 		const struct pn_counter *k = &p->ctr[i];
 
-		if (!judged_counter(k) || !(k->flags & PN_CF_VALID))
+		if (!judged_counter(k))
 			continue;
+		/* not read at both samples (a read error, garbage): said, not left out silently */
+		if (!(k->flags & PN_CF_VALID) || !(k->flags & (PN_CF_SAT | PN_CF_DELTA))) {
+			unread = nunread++ ? unread : k->name;
+			continue;
+		}
 		if (k->flags & PN_CF_SAT) {
 			sat++;
 			continue;
 		}
-		if (!(k->flags & PN_CF_DELTA))
-			continue;
 		judged++;
 		if (!k->delta)
 			continue;
@@ -482,6 +486,11 @@ static int ctr_port(struct pn_check *c, const struct pn_counters_port *p, double
 	if (sat && dl < sizeof(det) - 1)
 		snprintf(det + dl, sizeof(det) - dl, "%s%d counter%s stuck at the maximum",
 			 dl ? "; " : "", sat, sat == 1 ? "" : "s");
+	dl = strlen(det);
+	if (nunread && dl < sizeof(det) - 1)
+		snprintf(det + dl, sizeof(det) - dl, "%s%d error counter%s not read at both samples "
+			 "(%s%s), not judged", dl ? "; " : "", nunread, nunread == 1 ? "" : "s", unread,
+			 nunread > 1 ? ", ..." : "");
 	in.measured = PN_VNUM((double)sum);
 	in.verdict = (double)sum > maxinc ? PN_FAIL : PN_PASS;
 	if (p->nleft_out) {
