@@ -96,7 +96,8 @@ int bw_gpu(struct pn_ctx *ctx, const struct pn_bwgpu_cfg *cfg)
 	}
 	if (k > 0)
 		pn_out_close_array(o);
-	pn_out_close_object(o);
+	/* --json: a run cut short ends its document, with why */
+	ret ? pn_out_end_error(o, pn_errmsg(ret)) : pn_out_close_object(o);
 	if (ret) {
 		/* no plugin, no driver, no GPU: the machine cannot run it (2) */
 		pn_cmd_error(ctx, ret);

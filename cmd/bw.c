@@ -73,8 +73,9 @@ const struct pn_opt bw_options[] = {
 	  "(GPUDirect RDMA, like perftest's --use_cuda); needs the cuda plugin", NULL,
 	  OPT_RANGE(0, 1023) },
 	{ "port", 'p', OPT_INT, &opt.port, "PORT",
-	  "TCP port of the server (default 18515)", NULL, OPT_RANGE(1, 65535) },
-	{ "transport", 0, OPT_STRING, &pn_cli.transport, "NAME", "verbs (default) or tcp: the TCP "
+	  "TCP port of the server (default 18515; or the client's HOST:PORT)", NULL,
+	  OPT_RANGE(1, 65535) },
+	{ "transport", 0, OPT_STRING, &opt.transport, "NAME", "verbs (default) or tcp: the TCP "
 	  "path between the same two ends, labelled as such", "tcp verbs", OPT_ONE_OF },
 	{ "loopback", 0, OPT_STRING, &opt.loopback, "DEV1[,DEV2]",
 	  "both ends in this host: on one device, or a link between two", NULL, OPT_LIST },
@@ -176,14 +177,8 @@ static const char dashes[] = "--------------------------------------------------
 
 /* ------------------------------------------------------------- options */
 
-static int parse_cfg(struct bw *b)
-{
-	int ret = pn_bw_opts_cfg(&opt, &b->r.cfg);
-
-	return ret ? pn_cmd_fail(b->ctx, 2, "%s", pn_errmsg(ret)) : 0;
-}
-
-static int bw_mem_fail(struct pn_ctx *ctx, int ret)
+/* An option or setup that cannot run (ret < 0): its line, exit 2; else 0. */
+static int bw_fail2(struct pn_ctx *ctx, int ret)
 {
 	return ret ? pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret)) : 0;
 }
@@ -196,7 +191,7 @@ int bw_prelaunch(struct pn_ctx *ctx, int np)
 		return 0;
 	if (!pn_cli.mem_check)
 		return 0;
-	return bw_mem_fail(ctx, pn_bwrun_mem_ranks(np, opt.all ? 1ull << 23 : opt.size ==
+	return bw_fail2(ctx, pn_bwrun_mem_ranks(np, opt.all ? 1ull << 23 : opt.size ==
 						   PN_BW_SIZE_UNSET ? 65536 : opt.size));
 }
 
@@ -216,8 +211,6 @@ static void print_header(struct bw *b)
 	pn_out_str(o, PN_JSON, "op", NULL, opt.op);
 	pn_out_str(o, PN_JSON, "test", NULL, c->flags & PN_BW_LAT ? "latency" : "bandwidth");
 	pn_out_bool(o, PN_JSON, "bidirectional", NULL, !!(c->flags & PN_BW_BIDIR));
-	pn_out_int(o, PN_JSON, "qps", NULL, c->nqp);
-	pn_out_int(o, PN_JSON, "tx_depth", NULL, c->tx_depth);
 	if (c->iters)
 		pn_out_uint(o, PN_JSON, "iters", NULL, (unsigned long long)c->iters);
 	else
@@ -226,9 +219,14 @@ static void print_header(struct bw *b)
 		    b->r.tcp ? "TCP" : op, c->flags & PN_BW_LAT ? "Latency" : "BW",
 		    c->flags & PN_BW_BIDIR ? " (bidirectional)" : "",
 		    b->r.tcp ? " -- no RDMA, the TCP path" : "");
-	pn_out_text(o, " Number of qps   : %-8u  Transport : %s\n", c->nqp,
-		    b->r.tcp ? "TCP" : "RC (verbs)");
-	pn_out_text(o, " TX depth        : %-8u  Iterations: ", c->tx_depth);
+	if (b->r.tcp) {	/* one stream: no QPs, no queue depth */
+		pn_out_text(o, " Transport       : TCP (one stream)\n Iterations      : ");
+	} else {
+		pn_out_int(o, PN_JSON, "qps", NULL, c->nqp);
+		pn_out_int(o, PN_JSON, "tx_depth", NULL, c->tx_depth);
+		pn_out_text(o, " Number of qps   : %-8u  Transport : RC (verbs)\n TX depth        : "
+			       "%-8u  Iterations: ", c->nqp, c->tx_depth);
+	}
 	if (c->iters)
 		pn_out_text(o, "%llu\n", (unsigned long long)c->iters);
 	else
@@ -455,9 +453,8 @@ static int run_launcher(struct bw *b)
 	struct pn_out *o = b->ctx->out;
 	int i, k, p, ret, differs = 0;
 
-	/* the passive ranks wait in the rendezvous while the test runs */
-	ret = pn_cmd_job_start(b->ctx, pn_bwrun_bound(&r->cfg, pn_cli.timeout, 0,
-						      (int)r->cfg.nsizes));
+	/* the ranks join within --timeout (the test's own waits: pn_bwrun_launcher) */
+	ret = pn_cmd_job_start(b->ctx, 0);
 	if (ret)
 		return ret;
 	r->boot = b->ctx->job->boot;
@@ -521,37 +518,32 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 			.engine = opt.gpu_engine, .bidir = opt.bidir, .lat = opt.lat,
 		};
 
-		ret = pn_bw_opts_gpu(&opt, argc, ctx->launch != NULL);
-		return ret ? pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret)) : bw_gpu(ctx, &g);
+		/* one process: not --np, nor a rank of mpirun, srun or --rank */
+		rc = pn_cmd_job_cfg(ctx);
+		ret = rc ? 0 : pn_bw_opts_gpu(&opt, argc, ctx->launch || job->nranks > 1);
+		return rc ? rc : ret ? bw_fail2(ctx, ret) : bw_gpu(ctx, &g);
 	}
 	pn_bwrun_init(&b->r);
 	b->r.ops = &ops;
-	b->r.ibport = opt.ibport;
-	b->r.gid = opt.gid;
-	b->r.inline_size = opt.inline_size;
-	b->r.use_cuda = opt.use_cuda;
-	b->r.all_rails = opt.all_rails;
 	b->r.timeout = pn_cli.timeout;
-	b->r.qp_timeout = opt.qp_timeout;
-	rc = parse_cfg(b);
-	if (!rc && opt.rdma_cm)
+	pn_bw_opts_run(&opt, &b->r);
+	rc = bw_fail2(ctx, pn_bw_opts_cfg(&opt, &b->r.cfg));
+	/* this process (and the loopback peer it forks); --np checked them all */
+	if (!rc && !ctx->launch && pn_cli.mem_check)
+		rc = bw_fail2(ctx, pn_bwrun_mem_local(opt.loopback ? 2 : 1, &b->r.cfg));
+	if (rc)
+		return rc;
+	ret = pn_bw_opts_args(&opt, opt.transport, argc, argv, &b->r.tcp);
+	if (ret || (ret = pn_bw_opts_devices(&opt)))
+		return bw_fail2(ctx, ret);
+	if (opt.rdma_cm)
 		pn_cmd_say(ctx, "-R: penny connects the QPs over its own TCP exchange on TCP port "
 			   "%d, not rdma_cm (both ends must be penny bw); the test is the same",
 			   opt.port);
-	if (!rc && opt.events)
+	if (opt.events)
 		pn_cmd_say(ctx, "-e: penny polls the completion queue instead of sleeping on its "
 			   "events: the CPU is busy%s", opt.lat ? " and the latency lower than "
 			   "perftest -e's" : "; the bandwidth is the same");
-	/* this process (and the loopback peer it forks); --np checked them all */
-	if (!rc && !ctx->launch && pn_cli.mem_check)
-		rc = bw_mem_fail(ctx, pn_bwrun_mem_local(opt.loopback ? 2 : 1, &b->r.cfg));
-	if (rc)
-		return rc;
-	ret = pn_bw_opts_args(&opt, pn_cli.transport, argc, argv, &b->r.tcp);
-	if (!ret)
-		ret = pn_bw_opts_devices(&opt);
-	if (ret)
-		return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
 	signal(SIGPIPE, SIG_IGN);
 	rc = pn_cmd_job_cfg(ctx);
 	if (rc)
@@ -561,8 +553,8 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 	 * (rank 0 says so).  One rank of an outside launcher (srun -n 1) is a
 	 * plain process: server, client or loopback; --np 1 or --nranks 1 is not.
 	 */
-	ret = pn_bwrun_pairs(job->nranks, !ctx->launch && strcmp(job->cfg.launcher, "explicit"),
-			     argc, opt.loopback, opt.all_rails, job->cfg.launcher, &rank0);
+	ret = pn_bw_opts_pairs(&opt, job->nranks, !ctx->launch && strcmp(job->cfg.launcher,
+			       "explicit"), argc, job->cfg.launcher, &rank0);
 	if (ret) {
 		if (job->rank == 0 || !rank0)
 			pn_cmd_error(ctx, ret);
@@ -573,7 +565,7 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 	if (opt.loopback)
 		ret = pn_bwrun_loopback(&b->r, opt.loopback);
 	else if (argc == 1)
-		ret = pn_bwrun_client(&b->r, opt.dev, argv[0], opt.port);
+		ret = pn_bwrun_client(&b->r, opt.dev, opt.host, opt.port);
 	else if (job->nranks > 1)
 		ret = run_launcher(b);
 	else

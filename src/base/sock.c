@@ -84,10 +84,13 @@ int pn_sock_listen(const char *host, int port, int backlog, int *out_port)
 	if (ret || !res)
 		return pn_err(-EHOSTUNREACH, "cannot resolve '%s': %s", host ? host : "*",
 			      gai_strerror(ret));
-	for (ai = res; ai; ai = ai->ai_next) {
+	/* every address: IPv6's wildcard first, which takes IPv4 too (not
+	 * V6ONLY), then IPv4's alone where the host has no IPv6 */
+	for (ai = res; !host && ai && fd < 0; ai = ai->ai_next)
+		if (ai->ai_family == AF_INET6)
+			fd = pn_sock_listen_addr(ai->ai_addr, ai->ai_addrlen, backlog, &ss, &sl);
+	for (ai = res; ai && fd < 0; ai = ai->ai_next) {
 		fd = pn_sock_listen_addr(ai->ai_addr, ai->ai_addrlen, backlog, &ss, &sl);
-		if (fd >= 0)
-			break;
 		inet |= ai->ai_family == AF_INET;
 	}
 	freeaddrinfo(res);
@@ -216,8 +219,13 @@ void pn_sock_addr_name(const struct sockaddr_storage *ss, char *out, size_t len,
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, host, sizeof(host));
 		port = ntohs(((const struct sockaddr_in *)ss)->sin_port);
 	} else if (ss->ss_family == AF_INET6) {
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, host,
-			  sizeof(host));
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+
+		/* an IPv4 peer of a socket that takes both: its IPv4 address */
+		if (IN6_IS_ADDR_V4MAPPED(a))
+			inet_ntop(AF_INET, a->s6_addr + 12, host, sizeof(host));
+		else
+			inet_ntop(AF_INET6, a, host, sizeof(host));
 		port = ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
 	}
 	if (with_port)

@@ -32,10 +32,11 @@ int pn_sock_resolve(const char *host, int port, int passive, struct sockaddr_sto
 int pn_sock_listen_addr(const struct sockaddr *sa, socklen_t sl, int backlog,
 			struct sockaddr_storage *bound, socklen_t *bl);
 /*
- * Listen on host:port (host NULL: every address, IPv6 and IPv4): each
- * address host resolves to is tried; an IPv4 name that is not a local
- * address (NAT, an alias) listens on any.  *out_port (may be NULL) is the
- * port.  -EHOSTUNREACH (message set) when host does not resolve.
+ * Listen on host:port (host NULL: every address, IPv6 and IPv4, on IPv6's
+ * wildcard where the host has IPv6): each address host resolves to is
+ * tried; an IPv4 name that is not a local address (NAT, an alias) listens
+ * on any.  *out_port (may be NULL) is the port.  -EHOSTUNREACH (message
+ * set) when host does not resolve.
  */
 int pn_sock_listen(const char *host, int port, int backlog, int *out_port);
 /*
@@ -58,7 +59,8 @@ int pn_sock_accept(int lfd, double deadline);
 int pn_sock_listening_port(int fd);
 /* O_NONBLOCK on (1) or off (0): 0 or -errno. */
 int pn_sock_nonblock(int fd, int on);
-/* "address:port" of the peer ("?:0" when unknown); the address alone with port 0. */
+/* "address:port" of the peer ("?:0" when unknown); the address alone with port 0.
+ * An IPv4 peer of an IPv6 socket (::ffff:a.b.c.d) is shown as a.b.c.d. */
 void pn_sock_peer_name(int fd, char *out, size_t len);
 void pn_sock_addr_name(const struct sockaddr_storage *ss, char *out, size_t len, int with_port);
 

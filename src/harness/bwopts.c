@@ -7,6 +7,7 @@
 #include "harness/bwrun.h"
 
 #include "base/log.h"
+#include "base/util.h"
 #include "transport/verbs.h"
 
 #include <arpa/inet.h>
@@ -55,6 +56,7 @@ int pn_bw_opts_cfg(struct pn_bw_opts *o, struct pn_bw_cfg *c)
 	if (o->loopback && o->port)
 		return pn_err(-EINVAL, "-p is the server's port; --loopback connects its two ends "
 				       "on a port of its own");
+	o->port_set = o->port != 0;
 	if (!o->port)
 		o->port = PN_BW_PORT;
 	if (o->gpu_engine)
@@ -141,9 +143,15 @@ int pn_bw_opts_gpu(const struct pn_bw_opts *o, int nargs, int launched)
 	/* RDMA options have no meaning for GPU copies */
 	if (nargs || o->loopback || o->all_rails || o->dev || o->duration > 0 || o->all ||
 	    o->expect || o->min_gbps >= 0 || o->limit_bw >= 0 || o->rdma_cm || o->events ||
-	    launched || o->qps != 1 || strcmp(o->op, "write"))
+	    launched || o->qps != 1 || strcmp(o->op, "write") || o->ibport || o->gid >= 0 ||
+	    o->mtu || o->txdepth != 128 || o->inline_size >= 0 || o->use_cuda >= 0 ||
+	    o->qp_timeout || o->report_gbits || o->no_peak || o->connection || o->cpu_freq ||
+	    o->transport || (o->port && o->port != PN_BW_PORT))
 		return pn_err(-EINVAL, "--gpu measures this host's GPUs in one process: it "
 				       "takes -s, -n, -b, --lat and --gpu-engine only");
+	/* 0 would be taken for "not given" (256M) */
+	if (!o->size)
+		return pn_err(-EINVAL, "--gpu: -s must be between 4K and 1G");
 	return 0;
 }
 
@@ -155,8 +163,31 @@ static int is_pct(const char *arg)
 	return strspn(arg, "0123456789.") == strlen(arg) && inet_pton(AF_INET, arg, &a) != 1;
 }
 
-int pn_bw_opts_args(const struct pn_bw_opts *o, const char *transport, int nargs,
-		    char *const *args, int *tcp)
+/* HOST, HOST:PORT or [IPV6]:PORT into o->host and o->port. */
+static int host_port(struct pn_bw_opts *o, const char *arg)
+{
+	const char *colon = strchr(arg, ':');
+	int port;
+
+	o->host = arg;
+	if (!arg[0])
+		return pn_err(-EINVAL, "the HOST is empty");
+	/* a name, an IPv4 address or a bare IPv6 one */
+	if (arg[0] != '[' && (!colon || strchr(colon + 1, ':')))
+		return 0;
+	if (pn_parse_hostport(arg, o->hostbuf, sizeof(o->hostbuf), &port) || !o->hostbuf[0] ||
+	    port < 1)
+		return pn_err(-EINVAL, "'%s' is not HOST:PORT with a port of 1..65535 (or give "
+				       "the HOST and -p PORT)", arg);
+	if (o->port_set && port != o->port)
+		return pn_err(-EINVAL, "'%s' and -p %d name two ports: give one", arg, o->port);
+	o->host = o->hostbuf;
+	o->port = port;
+	return 0;
+}
+
+int pn_bw_opts_args(struct pn_bw_opts *o, const char *transport, int nargs, char *const *args,
+		    int *tcp)
 {
 	int i;
 
@@ -179,7 +210,33 @@ int pn_bw_opts_args(const struct pn_bw_opts *o, const char *transport, int nargs
 	if (*tcp && o->use_cuda >= 0)
 		return pn_err(-EINVAL, "--use_cuda registers GPU memory with an RDMA device; "
 				       "--transport tcp measures the TCP path, with host memory");
-	return 0;
+	/* it measured nothing: a row of zeros */
+	if (*tcp && o->all_rails)
+		return pn_err(-EINVAL, "--all-rails tests every RDMA NIC pair; --transport tcp "
+				       "measures one TCP stream between the ranks");
+	return nargs ? host_port(o, args[0]) : 0;
+}
+
+int pn_bw_opts_pairs(const struct pn_bw_opts *o, int nranks, int single, int nargs,
+		     const char *launcher, int *rank0)
+{
+	int ret = pn_bwrun_pairs(nranks, single, nargs, o->loopback, o->all_rails, launcher, rank0);
+
+	if (ret || nranks <= 1 || !o->port_set)
+		return ret;
+	*rank0 = 1;
+	return pn_err(-EINVAL, "-p is the server's port; under a launcher (%s) ranks 2k and 2k+1 "
+			       "meet through the job's rendezvous: drop -p", launcher);
+}
+
+void pn_bw_opts_run(const struct pn_bw_opts *o, struct pn_bwrun *r)
+{
+	r->ibport = o->ibport;
+	r->gid = o->gid;
+	r->inline_size = o->inline_size;
+	r->use_cuda = o->use_cuda;
+	r->all_rails = o->all_rails;
+	r->qp_timeout = o->qp_timeout;
 }
 
 /* ", " and one more item onto the list in buf (n: its length so far). */

@@ -22,34 +22,53 @@
  * "not given" (cmd/bw.c's table; -p: 0). */
 struct pn_bw_opts {
 	const char *dev, *op, *loopback, *expect, *gpu_engine, *connection;
+	const char *transport;	/* --transport: verbs, tcp; NULL: not given */
 	int ibport, gid, all, iters, qps, bidir, mtu, lat, txdepth, port, all_rails;
 	int inline_size, use_cuda, gpu, cpu_freq, report_gbits, qp_timeout, no_peak;
 	int rdma_cm, events;	/* accepted, warned: penny's TCP exchange, CQ polling */
 	uint64_t size;		/* 65536 (RDMA) or 256 MiB (--gpu) when not given */
 	double duration, min_gbps, limit_bw;
+	/* set from the above */
+	int port_set;		/* -p was given (pn_bw_opts_cfg) */
+	const char *host;	/* the client's HOST, without a :PORT (pn_bw_opts_args) */
+	char hostbuf[256];
 };
 
 /*
  * The RDMA test's configuration from o into c: 0, or -EINVAL naming the
  * options that do not go together.  Sets o->size and o->port (0: not
- * given) when not given, and o->min_gbps from -w (perftest's limit, in the
- * table's unit).
+ * given) when not given, o->port_set, and o->min_gbps from -w (perftest's
+ * limit, in the table's unit).
  */
 int pn_bw_opts_cfg(struct pn_bw_opts *o, struct pn_bw_cfg *c);
 /* -d and --loopback name what their mode uses: 0 or -EINVAL. */
 int pn_bw_opts_devices(const struct pn_bw_opts *o);
-/* --gpu measures this host's GPUs in one process: the RDMA options, a HOST
- * (nargs) or --np (launched) are refused.  0 or -EINVAL. */
+/* --gpu measures this host's GPUs in one process: the RDMA and TCP
+ * options (-p, --transport, the gates, the table's columns), a HOST
+ * (nargs), --np (launched) and -s 0 are refused.  0 or -EINVAL. */
 int pn_bw_opts_gpu(const struct pn_bw_opts *o, int nargs, int launched);
 /*
  * The HOST arguments and the transport (--transport: verbs, the default,
  * or tcp: *tcp): a bare percentage taken for a HOST after --expect, more
  * than one HOST, --all-rails with a HOST or --loopback, --loopback with a
- * HOST, tcp with --use_cuda (GPU memory; tcp sends host memory).  0 or
- * -EINVAL.
+ * HOST, tcp with --use_cuda (GPU memory; tcp sends host memory) or
+ * --all-rails (one stream; no NIC pairs).  The
+ * HOST into o->host: HOST, or HOST:PORT and [IPV6]:PORT, whose port goes
+ * to o->port (refused when -p names another; a bare IPv6 address is a
+ * HOST).  0 or -EINVAL.
  */
-int pn_bw_opts_args(const struct pn_bw_opts *o, const char *transport, int nargs,
-		    char *const *args, int *tcp);
+int pn_bw_opts_args(struct pn_bw_opts *o, const char *transport, int nargs, char *const *args,
+		    int *tcp);
+/*
+ * How the job pairs up (pn_bwrun_pairs, for o's --loopback and
+ * --all-rails), and -p, the server's port, refused under a launcher of
+ * more than one rank, whose pairs meet through the job's rendezvous.
+ */
+int pn_bw_opts_pairs(const struct pn_bw_opts *o, int nranks, int single, int nargs,
+		     const char *launcher, int *rank0);
+struct pn_bwrun;
+/* The run's settings that are o's (-i -x -I --use_cuda --all-rails -u). */
+void pn_bw_opts_run(const struct pn_bw_opts *o, struct pn_bwrun *r);
 /*
  * With the TCP path (tcp): the RDMA settings given that it does not use (-d
  * -i -x -q -t --mtu --op -I -u), as one line for a warning into buf ("-q 2,

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * penny bw's protocol: the hello frame (encode, check, decode), and the
- * sockets of its server and client modes (see harness/bwproto.h).
+ * penny bw's protocol: the hello frame (encode, check, decode), the
+ * sockets of its server and client modes, and the data connection bound
+ * to its run with the tcp mesh's hello (see harness/bwproto.h).
  */
 #define _GNU_SOURCE
 #include "harness/bwproto.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "transport/tcpmesh.h"
 
 #include <errno.h>
 #include <math.h>
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------ the frame */
@@ -280,6 +283,8 @@ out:
 /* ------------------------------------------------------------ the server */
 
 #define MAX_PENDING 16
+/* the tcp mesh's tag of a bw data connection ("PBWD") */
+#define DATA_TAG 0x44574250u
 
 /* A connection the server accepted that has not said a whole hello yet. */
 struct pending {
@@ -287,7 +292,16 @@ struct pending {
 	double deadline;	/* accepted + timeout */
 	size_t got;
 	char who[80];		/* "address:port" */
+	uint8_t challenge[PN_TCPM_NONCE_LEN];	/* a data connection's */
 	uint8_t h[PN_BW_HELLO_LEN];
+};
+
+/* What the server takes: a client's hello, or the proof of a data key. */
+struct gate {
+	const uint8_t *key;		/* the data connection's key; NULL: a client */
+	int me;				/* data: the listener's rank */
+	struct pn_bw_hello *hello;	/* a client's, decoded */
+	size_t len;			/* the bytes to read: the hello's */
 };
 
 static void drop(struct pending *p, int n, int i, const char *why, pn_bw_drop_fn *fn)
@@ -298,7 +312,58 @@ static void drop(struct pending *p, int n, int i, const char *why, pn_bw_drop_fn
 	p[i] = p[n - 1];
 }
 
-int pn_bw_accept_client(int lfd, double timeout, struct pn_bw_hello *peer, pn_bw_drop_fn *dropfn)
+/* A connection just accepted: a data connection is challenged at once. */
+static int greet(const struct gate *g, struct pending *p)
+{
+	uint8_t c[PN_TCPM_CHALLENGE_LEN];
+
+	if (!g->key)
+		return 0;
+	if (getrandom(p->challenge, sizeof(p->challenge), 0) != (ssize_t)sizeof(p->challenge))
+		return pn_err(-EIO, "no random bytes: %s", strerror(errno));
+	pn_tcpm_challenge(c, p->challenge);
+	return pn_sock_write_full(p->fd, c, sizeof(c), p->deadline);
+}
+
+/* What p said so far: -EAGAIN while it may go on, 0 when it is the one
+ * (a data connection: welcomed), else why it is dropped. */
+static int gate_check(const struct gate *g, struct pending *p)
+{
+	uint8_t nonce[PN_TCPM_NONCE_LEN], w[PN_TCPM_WELCOME_LEN];
+	int rank, ret;
+
+	if (!g->key) {
+		ret = pn_bw_hello_check(p->h, p->got);
+		return ret ? ret : pn_bw_hello_decode(g->hello, p->h, p->got);
+	}
+	if (p->got < PN_TCPM_HELLO_LEN)
+		return -EAGAIN;
+	if (pn_tcpm_hello_check(p->h, p->got, g->key, p->challenge, DATA_TAG, g->me, g->me + 2,
+				&rank, nonce))
+		return pn_err(-EACCES, "not the peer of this run (no proof of its key)");
+	pn_tcpm_welcome(w, g->key, p->challenge, nonce, (uint32_t)rank);
+	ret = pn_sock_write_full(p->fd, w, sizeof(w), p->deadline);
+	return ret ? pn_err(ret, "%s", strerror(-ret)) : 0;
+}
+
+/* One connection's bytes (POLLIN): -EAGAIN, 0 it is the one, else why it goes. */
+static int pending_read(const struct gate *g, struct pending *p)
+{
+	ssize_t got = recv(p->fd, p->h + p->got, g->len - p->got, 0);
+
+	if (got < 0 && (errno == EAGAIN || errno == EINTR))
+		return -EAGAIN;
+	if (got <= 0)
+		return pn_err(got ? -errno : -EPIPE, "%s", got ? strerror(errno) :
+			      g->key ? "closed before it proved the run's key" :
+			      "closed before saying a whole hello");
+	p->got += (size_t)got;
+	return gate_check(g, p);
+}
+
+/* The server's wait (pn_bw_accept_client, pn_bw_data_accept): the socket
+ * of the first connection the gate takes, or -errno. */
+static int accept_gated(int lfd, double timeout, const struct gate *g, pn_bw_drop_fn *dropfn)
 {
 	struct pending *p = calloc(MAX_PENDING, sizeof(*p));
 	struct pollfd pfd[MAX_PENDING + 1];
@@ -314,9 +379,12 @@ int pn_bw_accept_client(int lfd, double timeout, struct pn_bw_hello *peer, pn_bw
 
 		for (i = n - 1; i >= 0; i--)
 			if (p[i].deadline <= now)
-				drop(p, n--, i, "said no hello within the timeout", dropfn);
+				drop(p, n--, i, g->key ? "proved no key of this run within the timeout"
+					       : "said no hello within the timeout", dropfn);
 		if (!listening && !n) {
-			fd = pn_err(-ETIMEDOUT, "no client connected within %g s (--timeout)", timeout);
+			fd = pn_err(-ETIMEDOUT, "%s within %g s (--timeout)", g->key ?
+				    "the peer's data connection did not come" : "no client connected",
+				    timeout);
 			break;
 		}
 		if (listening)
@@ -333,23 +401,11 @@ int pn_bw_accept_client(int lfd, double timeout, struct pn_bw_hello *peer, pn_bw
 		}
 		/* the pending ones first: pfd[listening + i] is p[i] until one goes */
 		for (i = n - 1; i >= 0 && fd < 0; i--) {
-			ssize_t got;
 			int chk;
 
 			if (!(pfd[listening + i].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
-			got = recv(p[i].fd, p[i].h + p[i].got, sizeof(p[i].h) - p[i].got, 0);
-			if (got < 0 && (errno == EAGAIN || errno == EINTR))
-				continue;
-			if (got <= 0) {
-				drop(p, n--, i, got ? strerror(errno) : "closed before saying a whole hello",
-				     dropfn);
-				continue;
-			}
-			p[i].got += (size_t)got;
-			chk = pn_bw_hello_check(p[i].h, p[i].got);
-			if (!chk)
-				chk = pn_bw_hello_decode(peer, p[i].h, p[i].got);
+			chk = pending_read(g, &p[i]);
 			if (chk && chk != -EAGAIN) {
 				snprintf(why, sizeof(why), "%s", pn_errmsg(chk));
 				drop(p, n--, i, why, dropfn);
@@ -369,20 +425,48 @@ int pn_bw_accept_client(int lfd, double timeout, struct pn_bw_hello *peer, pn_bw
 				for (i = 1; i < n; i++)
 					if (p[i].deadline < p[old].deadline)
 						old = i;
-				drop(p, n--, old, "said no hello while newer connections waited", dropfn);
+				drop(p, n--, old, g->key ? "proved nothing while newer connections waited"
+					       : "said no hello while newer connections waited", dropfn);
 			}
 			p[n] = (struct pending){ .fd = c, .deadline = pn_now() + timeout };
 			pn_sock_peer_name(c, p[n].who, sizeof(p[n].who));
-			n++;
+			if (greet(g, &p[n]))
+				drop(p, n + 1, n, "closed before its challenge", dropfn);
+			else
+				n++;
 		}
 	}
 	for (i = n - 1; i >= 0; i--)
-		drop(p, n--, i, fd >= 0 ? "another client said its hello first" : "the server gave up",
+		drop(p, n--, i, fd < 0 ? "the server gave up" : g->key ?
+		     "the peer proved the run's key first" : "another client said its hello first",
 		     dropfn);
 	free(p);
 	if (fd >= 0)
 		pn_sock_nonblock(fd, 0);
 	return fd;
+}
+
+int pn_bw_accept_client(int lfd, double timeout, struct pn_bw_hello *peer, pn_bw_drop_fn *dropfn)
+{
+	struct gate g = { .hello = peer, .len = PN_BW_HELLO_LEN };
+
+	return accept_gated(lfd, timeout, &g, dropfn);
+}
+
+int pn_bw_data_key(uint8_t key[PN_BW_KEY_LEN])
+{
+	if (getrandom(key, PN_BW_KEY_LEN, 0) != PN_BW_KEY_LEN)
+		return pn_err(-EIO, "no random bytes for the data connection's key: %s",
+			      strerror(errno));
+	return 0;
+}
+
+int pn_bw_data_accept(int lfd, const uint8_t key[PN_BW_KEY_LEN], int me, double timeout,
+		      pn_bw_drop_fn *dropfn)
+{
+	struct gate g = { .key = key, .me = me, .len = PN_TCPM_HELLO_LEN };
+
+	return accept_gated(lfd, timeout, &g, dropfn);
 }
 
 int pn_bw_listen(const char *host, int port, int *out_port)
@@ -424,14 +508,39 @@ int pn_bw_connect(const char *host, int port, double timeout, pn_bw_refused_fn *
 		      host, port, strerror(last));
 }
 
-int pn_bw_accept_one(int lfd, double timeout)
+int pn_bw_data_connect(const char *host, int port, const uint8_t key[PN_BW_KEY_LEN], int me,
+		       double timeout)
 {
-	int fd = pn_sock_accept(lfd, pn_now() + timeout);
+	uint8_t c[PN_TCPM_CHALLENGE_LEN], ch[PN_TCPM_NONCE_LEN], nonce[PN_TCPM_NONCE_LEN];
+	uint8_t hello[PN_TCPM_HELLO_LEN], w[PN_TCPM_WELCOME_LEN];
+	double deadline = pn_now() + timeout;
+	int fd = pn_bw_connect(host, port, timeout, NULL, NULL), ret;
 
-	if (fd == -ETIMEDOUT)
-		return pn_err(-ETIMEDOUT, "no client connected within %g s (--timeout)", timeout);
 	if (fd < 0)
-		return pn_err(fd, "accept: %s", strerror(-fd));
-	pn_sock_nonblock(fd, 0);
-	return fd;
+		return fd;
+	/* the listener speaks first: a challenge, answered with the proof of
+	 * the key; its welcome proves it holds the key too */
+	ret = pn_sock_read_full(fd, c, sizeof(c), deadline);
+	if (!ret && pn_tcpm_challenge_parse(c, sizeof(c), ch))
+		ret = -EACCES;
+	if (!ret && getrandom(nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
+		ret = -EIO;
+	if (!ret) {
+		pn_tcpm_hello(hello, key, ch, (uint32_t)me + 1, DATA_TAG, nonce);
+		ret = pn_sock_write_full(fd, hello, sizeof(hello), deadline);
+	}
+	if (!ret)
+		ret = pn_sock_read_full(fd, w, sizeof(w), deadline);
+	if (!ret && pn_tcpm_welcome_check(w, sizeof(w), key, ch, nonce, (uint32_t)me + 1))
+		ret = -EACCES;
+	if (!ret)
+		return fd;
+	close(fd);
+	pn_err_clear();
+	if (ret == -EACCES)
+		return pn_err(ret, "%s port %d is not the data listener of this run's peer (no proof "
+			      "of its key)", host, port);
+	return pn_err(ret, "the data connection to %s port %d: %s", host, port,
+		      ret == -ETIMEDOUT ? "timed out waiting for the peer" : ret == -EPIPE ?
+		      "the peer closed it" : strerror(-ret));
 }

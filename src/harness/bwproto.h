@@ -6,8 +6,10 @@
  * server and client modes.  Exchanged over the socket in server/client
  * mode, through the launcher's rendezvous otherwise.  A peer of another
  * protocol version is refused by name ("speaks bw protocol 1, this penny
- * speaks 2"), a stranger dropped.  Nothing here prints.  Version 3: the
- * rows the sides exchange carry their timed blocks (struct pn_bw_row).
+ * speaks 2"), a stranger dropped.  Also the TCP path's data connection
+ * under a launcher and with --loopback, bound to its run by a key
+ * (pn_bw_data_accept).  Nothing here prints.  Version 3: the rows the
+ * sides exchange carry their timed blocks (struct pn_bw_row).
  */
 #ifndef PENNY_BWPROTO_H
 #define PENNY_BWPROTO_H
@@ -93,7 +95,25 @@ typedef void pn_bw_refused_fn(void *arg, const char *host, int port, double time
  * -errno (-ECONNREFUSED when the server refused to the end). */
 int pn_bw_connect(const char *host, int port, double timeout, pn_bw_refused_fn *refused,
 		  void *arg);
-/* Accept one connection (a blocking socket) within the timeout. */
-int pn_bw_accept_one(int lfd, double timeout);
+/*
+ * The data connection of a launcher's pair and of --loopback over TCP,
+ * bound to its run with the tcp mesh's hello (transport/tcpmesh.h): the
+ * listening side, rank me, draws a key (pn_bw_data_key) that reaches its
+ * peer, rank me + 1, only through the job's rendezvous (or the fork of
+ * --loopback); both sides pass me.  pn_bw_data_accept sends every
+ * connection a challenge and takes the first that proves the key within
+ * the timeout (a blocking socket); one that does not (a stranger: garbage,
+ * silence, a hello made with another key) is dropped (drop, may be NULL)
+ * and waited past, as by pn_bw_accept_client.  pn_bw_data_connect
+ * connects, proves the key and checks the listener's proof: a blocking
+ * socket, or -errno with a message (-EACCES: HOST:PORT is not the peer of
+ * this run).
+ */
+#define PN_BW_KEY_LEN 32
+int pn_bw_data_key(uint8_t key[PN_BW_KEY_LEN]);
+int pn_bw_data_accept(int lfd, const uint8_t key[PN_BW_KEY_LEN], int me, double timeout,
+		      pn_bw_drop_fn *drop);
+int pn_bw_data_connect(const char *host, int port, const uint8_t key[PN_BW_KEY_LEN], int me,
+		       double timeout);
 
 #endif

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -359,6 +360,14 @@ static int agree_and_connect(struct pn_bwrun *b)
 
 /* ------------------------------------------------------- one link, socket */
 
+/* A peer that stops answering between the sizes of a test that ran:
+ * the test failed (exit 1), as within a size (bwtest.c). */
+static int mid_run(int ret)
+{
+	return ret == -ETIMEDOUT ? pn_err_ctx(-EIO, "the peer stopped answering during the test")
+				 : ret;
+}
+
 /* Socket modes: one rail, per-size sync and rows exchanged over fd. */
 static int run_socket(struct pn_bwrun *b)
 {
@@ -374,7 +383,7 @@ static int run_socket(struct pn_bwrun *b)
 
 		ret = pn_bw_xchg_fd(b->fd, &ok, &peer_ok, sizeof(ok), b->timeout);
 		if (ret)
-			return ret;
+			return k ? mid_run(ret) : ret;
 		if (b->tcp)
 			ret = pn_bw_tcp_run(b->fd, &b->cfg, b->initiator, k, b->timeout, &mine);
 		else if (b->cfg.flags & PN_BW_LAT)
@@ -383,12 +392,14 @@ static int run_socket(struct pn_bwrun *b)
 			ret = pn_bw_run(&r->link, k, &mine);
 		if (ret)
 			return ret;
-		ret = pn_bw_xchg_fd(b->fd, &mine, &theirs, sizeof(mine),
+		/* over verbs the passive side waits here while the size runs;
+		 * over TCP both sides ran it together */
+		ret = pn_bw_xchg_fd(b->fd, &mine, &theirs, sizeof(mine), b->tcp ? b->timeout :
 				    pn_bwrun_bound(&b->cfg, b->timeout, k, k + 1));
 		if (!ret)
 			ret = pn_bw_row_check(&b->cfg, k, &theirs);
 		if (ret)
-			return ret;
+			return mid_run(ret);
 		shown = b->initiator ? &mine : &theirs;
 		if (b->cfg.flags & PN_BW_BIDIR)
 			pn_bw_row_add(shown, b->initiator ? &theirs : &mine);
@@ -498,6 +509,62 @@ int pn_bwrun_server(struct pn_bwrun *b, const char *devspec, int port)
 	return ret;
 }
 
+/*
+ * --loopback's peer dies with this process: a SIGTERM, SIGINT or SIGHUP
+ * to it (timeout(1), kill) kills the peer first, before the connection
+ * closes under it and it says so; SIGKILL does the same through the
+ * parent-death signal.
+ */
+static const int loopback_sigs[] = { SIGTERM, SIGINT, SIGHUP };
+static volatile sig_atomic_t loopback_pid;
+static struct sigaction loopback_old[PN_ARRAY_SIZE(loopback_sigs)];
+
+static void loopback_done(void)
+{
+	size_t i;
+
+	for (i = 0; i < PN_ARRAY_SIZE(loopback_sigs); i++)
+		sigaction(loopback_sigs[i], &loopback_old[i], NULL);
+	loopback_pid = 0;
+}
+
+static void loopback_term(int sig)
+{
+	if (loopback_pid > 0)
+		kill((pid_t)loopback_pid, SIGKILL);
+	raise(sig);	/* the default action, once this handler returns */
+}
+
+static pid_t loopback_fork(void)
+{
+	struct sigaction sa = { .sa_handler = loopback_term, .sa_flags = SA_RESETHAND };
+	pid_t parent = getpid(), pid;
+	size_t i;
+
+	for (i = 0; i < PN_ARRAY_SIZE(loopback_sigs); i++) {
+		sigaction(loopback_sigs[i], NULL, &loopback_old[i]);
+		/* one ignored (nohup, a background job's SIGINT) stays so */
+		if (loopback_old[i].sa_handler != SIG_IGN)
+			sigaction(loopback_sigs[i], &sa, NULL);
+	}
+	pid = fork();
+	if (pid == 0) {
+		for (i = 0; i < PN_ARRAY_SIZE(loopback_sigs); i++)
+			sigaction(loopback_sigs[i], &loopback_old[i], NULL);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
+	} else if (pid > 0) {
+		loopback_pid = pid;
+	} else {
+		int e = errno;
+
+		loopback_done();
+		errno = e;
+	}
+	return pid;
+}
+
 int pn_bwrun_loopback(struct pn_bwrun *b, const char *spec)
 {
 	char d1[64], d2[64];
@@ -514,24 +581,29 @@ int pn_bwrun_loopback(struct pn_bwrun *b, const char *spec)
 			return ret;
 	}
 	if (b->tcp) {
+		/* another process of this host may connect first: the key the
+		 * peer inherits tells them apart */
 		lfd = pn_bw_listen("127.0.0.1", 0, &port);
-		if (lfd < 0)
-			return lfd;
+		ret = lfd < 0 ? lfd : pn_bw_data_key(b->key);
 	} else if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
-		return pn_err(-errno, "socketpair: %s", strerror(errno));
+		ret = pn_err(-errno, "socketpair: %s", strerror(errno));
 	}
 	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		return pn_err(-errno, "fork: %s", strerror(errno));
+	pid = ret ? -1 : loopback_fork();
+	if (pid < 0) {
+		ret = ret ? ret : pn_err(-errno, "fork: %s", strerror(errno));
+		goto out;
+	}
 	if (pid == 0) {
 		/* the passive end: presents nothing, says why it failed */
 		const struct pn_bwrun_ops *ops = b->ops;
 
 		b->ops = NULL;
 		b->initiator = 0;
+		if (lfd >= 0)
+			close(lfd);
 		if (b->tcp) {
-			b->fd = pn_bw_connect("127.0.0.1", port, b->timeout, NULL, NULL);
+			b->fd = pn_bw_data_connect("127.0.0.1", port, b->key, 0, b->timeout);
 			ret = b->fd < 0 ? b->fd : 0;
 		} else {
 			close(sv[0]);
@@ -546,12 +618,16 @@ int pn_bwrun_loopback(struct pn_bwrun *b, const char *spec)
 	}
 	b->initiator = 1;
 	if (b->tcp) {
-		b->fd = pn_bw_accept_one(lfd, b->timeout);
-		close(lfd);
+		b->fd = pn_bw_data_accept(lfd, b->key, 0, b->timeout,
+					  b->ops ? b->ops->dropped : NULL);
 		ret = b->fd < 0 ? b->fd : 0;
+		close(lfd);
+		lfd = -1;
 	} else {
 		close(sv[1]);
+		sv[1] = -1;
 		b->fd = sv[0];
+		sv[0] = -1;
 		ret = 0;
 	}
 	if (!ret)
@@ -562,8 +638,15 @@ int pn_bwrun_loopback(struct pn_bwrun *b, const char *spec)
 	if (ret)
 		kill(pid, SIGTERM);
 	waitpid(pid, &st, 0);
+	loopback_done();
 	if (!ret && (!WIFEXITED(st) || WEXITSTATUS(st)))
 		ret = pn_err(-EIO, "the loopback peer failed");
+out:
+	if (lfd >= 0)
+		close(lfd);
+	for (st = 0; st < 2; st++)
+		if (sv[st] >= 0)
+			close(sv[st]);
 	return ret;
 }
 
@@ -616,7 +699,24 @@ static int launcher_tcp(struct pn_bwrun *b, int *lfd)
 	}
 	snprintf(b->me.addr, sizeof(b->me.addr), "%s", addr);
 	b->me.port_tcp = (uint32_t)port;
-	return 0;
+	return b->initiator ? pn_bw_data_key(b->key) : 0;
+}
+
+/*
+ * The data connection of pair (2p, 2p+1) over TCP: the even rank's key
+ * came to the odd one with its hello through the rendezvous, which
+ * strangers are not in; the even rank takes the first connection that
+ * proves it.
+ */
+static int launcher_data(struct pn_bwrun *b, int lfd)
+{
+	if (b->initiator)
+		b->fd = pn_bw_data_accept(lfd, b->key, b->rank, b->timeout,
+					  b->ops ? b->ops->dropped : NULL);
+	else
+		b->fd = pn_bw_data_connect(b->peer.addr, (int)b->peer.port_tcp, b->key, b->rank - 1,
+					   b->timeout);
+	return b->fd < 0 ? b->fd : 0;
 }
 
 /* Every rail of every pair p = ranks 2p (initiator) and 2p+1: the sum of
@@ -680,6 +780,9 @@ int pn_bwrun_agree(struct pn_bwrun *b, int all_sizes, int *differs)
 	return pn_job_params_agree(b->boot, p, n, differs);
 }
 
+/* A rank's part of the hello exchange: its hello, and its data key. */
+#define WIRE_LEN (PN_BW_HELLO_LEN + PN_BW_KEY_LEN)
+
 int pn_bwrun_launcher(struct pn_bwrun *b, const char *devspec)
 {
 	struct pn_bwrun_rows *mine = NULL;
@@ -705,31 +808,34 @@ int pn_bwrun_launcher(struct pn_bwrun *b, const char *devspec)
 		if (ret)
 			goto err_tell;
 	}
-	wire = malloc(PN_BW_HELLO_LEN);
+	wire = calloc(1, WIRE_LEN);
 	b->all_hello = calloc((size_t)b->nranks, sizeof(*b->all_hello));
 	if (!wire || !b->all_hello) {
 		ret = pn_err(-ENOMEM, "out of memory");
 		goto out;
 	}
+	/* each rank's hello, and the even ranks' data keys (TCP) after them */
 	pn_bw_hello_encode(&b->me, wire);
-	ret = boot_xchg(b, wire, NULL, PN_BW_HELLO_LEN, (void **)&all_wire);
+	memcpy(wire + PN_BW_HELLO_LEN, b->key, PN_BW_KEY_LEN);
+	ret = boot_xchg(b, wire, NULL, WIRE_LEN, (void **)&all_wire);
 	for (i = 0; !ret && i < b->nranks; i++) /* rank 0 presents them all */
-		ret = pn_bw_hello_decode(&b->all_hello[i], all_wire + (size_t)i * PN_BW_HELLO_LEN,
+		ret = pn_bw_hello_decode(&b->all_hello[i], all_wire + (size_t)i * WIRE_LEN,
 					 PN_BW_HELLO_LEN);
 	if (ret)
 		goto out;
 	b->peer = b->all_hello[b->rank ^ 1];
+	if (!b->initiator)
+		memcpy(b->key, all_wire + (size_t)(b->rank ^ 1) * WIRE_LEN + PN_BW_HELLO_LEN,
+		       PN_BW_KEY_LEN);
 	ret = agree_and_connect(b);
-	if (!ret && b->tcp) {
-		b->fd = b->initiator ? pn_bw_accept_one(lfd, b->timeout)
-				     : pn_bw_connect(b->peer.addr, (int)b->peer.port_tcp, b->timeout,
-						     NULL, NULL);
-		ret = b->fd < 0 ? b->fd : 0;
-	}
-	/* every rank must be connected before any sends */
+	if (!ret && b->tcp)
+		ret = launcher_data(b, lfd);
+	/* every rank must be connected before any sends (a pair's data
+	 * connection may take the timeout) */
 	{
 		int ok;
 
+		pn_boot_set_extra(b->boot, b->timeout);
 		if (pn_boot_agree(b->boot, !ret, &ok) || (!ret && !ok))
 			ret = ret ? ret : pn_err(-ENOTCONN, "another rank failed to connect");
 	}
@@ -763,6 +869,8 @@ int pn_bwrun_launcher(struct pn_bwrun *b, const char *devspec)
 		struct pn_bwrun_rail *r = &b->rails[0];
 
 		for (k = 0; k < (int)b->cfg.nsizes; k++) {
+			/* the passive side waits here while size k - 1 runs */
+			pn_boot_set_extra(b->boot, pn_bwrun_bound(&b->cfg, 0, k ? k - 1 : 0, k));
 			ret = pn_boot_barrier(b->boot);
 			if (ret)
 				goto out;
@@ -777,6 +885,10 @@ int pn_bwrun_launcher(struct pn_bwrun *b, const char *devspec)
 				goto out;
 		}
 	}
+	/* the rows, once the last size (every size: one thread a rail) ran */
+	k = (int)b->cfg.nsizes;
+	pn_boot_set_extra(b->boot, pn_bwrun_bound(&b->cfg, 0, b->nrails > 1 || b->all_rails ? 0
+						  : k - 1, k));
 	ret = boot_xchg(b, mine, NULL, sizeof(*mine), (void **)&b->all_rows);
 	if (!ret)
 		sum_pairs(b);

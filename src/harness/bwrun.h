@@ -80,6 +80,8 @@ struct pn_bwrun {
 	int ndevs;
 	struct pn_bw_hello me, peer;
 	int fd;			/* socket modes: the connection to the peer */
+	uint8_t key[PN_BW_KEY_LEN];	/* TCP data connection (launcher, --loopback):
+					 * the initiator's key (pn_bw_data_accept) */
 	int rank, nranks;	/* launcher mode */
 	struct pn_bw_hello *all_hello;	/* launcher mode: every rank's, by rank */
 	struct pn_bwrun_rows *all_rows;	/* launcher mode: every rank's; pair p's

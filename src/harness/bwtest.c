@@ -149,8 +149,10 @@ void pn_bw_blocks_push(struct pn_bw_blocks *b, uint64_t done, double now)
 {
 	int k;
 
-	if (b->k >= PN_BW_BLOCKS - 1)
-		return; /* the last block ends with the run */
+	/* the last block, and the one of the last operation (fewer than
+	 * PN_BW_BLOCKS of them), end with the run (pn_bw_blocks_end) */
+	if (b->k >= PN_BW_BLOCKS - 1 || (b->limit && done >= b->limit))
+		return;
 	/* the block this completion falls in; a burst of completions that
 	 * crosses several boundaries closes one block, the next ones start
 	 * from here */
