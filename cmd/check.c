@@ -108,7 +108,7 @@ static int commit(struct pn_ctx *ctx, struct pn_ofile **of, const char *path, in
 	if (!*of)
 		return 0;
 	if (ret) {
-		pn_err(ret, "%s: write error", path);
+		pn_err(ret, "%s: write error: %s", path, strerror(-ret));
 		pn_ofile_abort(*of);
 	} else {
 		ret = pn_ofile_commit(*of); /* frees it either way */

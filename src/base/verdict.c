@@ -334,6 +334,18 @@ static void junit_counts(FILE *f, const struct pn_verdict_list *l, int errors, d
 		tests, l->count[PN_FAIL], errors, l->count[PN_SKIP], total);
 }
 
+/* 0 when every write of a writer reached f, else its errno (-EIO when the
+ * stream kept none; the writers clear errno first) */
+static int flushed(FILE *f)
+{
+	int e;
+
+	if (!fflush(f) && !ferror(f))
+		return 0;
+	e = errno;
+	return -(e ? e : EIO);
+}
+
 int pn_verdict_write_junit(FILE *f, const char *suite, const char *hostname,
 			   const struct pn_verdict_list *list, const char *error)
 {
@@ -342,6 +354,8 @@ int pn_verdict_write_junit(FILE *f, const char *suite, const char *hostname,
 	char num[32], name[2 * PN_VERDICT_NAME + 2];
 	double total = 0;
 	int i;
+
+	errno = 0;
 
 	/* a run that judged nothing is no success, whatever read the file */
 	if (!error && pn_verdict_exit_code(l) == 2)
@@ -405,7 +419,7 @@ int pn_verdict_write_junit(FILE *f, const char *suite, const char *hostname,
 		fprintf(f, "    <system-err>%d results not kept: more than %d</system-err>\n",
 			l->dropped, PN_VERDICT_MAX);
 	fputs("  </testsuite>\n</testsuites>\n", f);
-	return fflush(f) || ferror(f) ? -EIO : 0;
+	return flushed(f);
 }
 
 /* ---- Prometheus ---- */
@@ -493,6 +507,8 @@ int pn_verdict_write_prom(FILE *f, const struct pn_verdict_list *list, int exit_
 	size_t u, j;
 	int i, v;
 
+	errno = 0;
+
 	if (exit_code < 0)
 		exit_code = pn_verdict_exit_code(l);
 
@@ -546,5 +562,5 @@ int pn_verdict_write_prom(FILE *f, const struct pn_verdict_list *list, int exit_
 		  "When this run of penny check ended, in seconds since the epoch.");
 	fprintf(f, "penny_check_last_run_timestamp_seconds %.3f\n",
 		(double)now.tv_sec + now.tv_nsec / 1e9);
-	return fflush(f) || ferror(f) ? -EIO : 0;
+	return flushed(f);
 }

@@ -85,7 +85,7 @@ test_expect_success '--json: "exit" is the status when --junit cannot be written
 	rm -f j.xml &&
 	{ (trap "" XFSZ; ulimit -f 1; exec "$PENNY" check --sysfs-root ok --passive --json \
 		--junit j.xml 2>err) | cat >out.json; rc=${PIPESTATUS[0]}; } &&
-	test "$rc" = 2 && test ! -e j.xml && grep -q "j.xml: write error" err &&
+	test "$rc" = 2 && test ! -e j.xml && grep -q "j.xml: write error: File too large" err &&
 	python3 -c "
 import json
 d = json.load(open(\"out.json\"))
