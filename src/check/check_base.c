@@ -68,7 +68,7 @@ static int parse(struct pn_check_baseline *b, const struct pn_jval *root, const 
 {
 	const struct pn_jval *res = pn_json_get(root, "results");
 	long long ver;
-	unsigned i, n;
+	unsigned i, j, n;
 
 	if (!root || root->type != PN_JSON_OBJECT)
 		return bad(path, root, "not a penny check baseline (an object expected)");
@@ -97,6 +97,11 @@ static int parse(struct pn_check_baseline *b, const struct pn_jval *root, const 
 				   "\"measured\" must not be negative");
 		if (strlen(check) >= sizeof(e->check) || strlen(target) >= sizeof(e->target))
 			return bad(path, r, "a check or target name longer than 63 bytes");
+		/* a run saves one result a check and target: a second would be
+		 * left unread without a word */
+		for (j = 0; j < (unsigned)b->n; j++)
+			if (!strcmp(b->e[j].check, check) && !strcmp(b->e[j].target, target))
+				return bad(path, r, "a second result for the same check and target");
 		strcpy(e->check, check);
 		strcpy(e->target, target);
 		b->n++;

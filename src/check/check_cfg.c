@@ -49,10 +49,10 @@ static const struct pn_check_key keys[] = {
 	{ "job.require", PN_KEY_LIST, 0, 0, 0, NULL,
 	  "checks whose SKIP is a FAIL (comma list; --require adds to it)",
 	  "inventory pcie counters nic-bw gpu-copy allreduce rails settings nccl-path ranks alltoall" },
-	{ "job.baseline-fraction", PN_KEY_NUM, 0, 1, 0.9, NULL,
+	{ "job.baseline-fraction", PN_KEY_NUM, 1e-6, 1, 0.9, NULL,
 	  "with --baseline: the fraction of the baseline's figure a result must reach", NULL },
 	/* check-net: nic-bw, rails */
-	{ "nic-bw.fraction", PN_KEY_NUM, 0, 1, 0.9, NULL,
+	{ "nic-bw.fraction", PN_KEY_NUM, 1e-6, 1, 0.9, NULL,
 	  "fraction of the port rate every NIC must send at", NULL },
 	{ "nic-bw.min-gbps", PN_KEY_NUM, 0, 1e5, NAN, NULL,
 	  "Gb/s every NIC must send at (overrides the fraction of the port rate)", NULL },

@@ -126,4 +126,23 @@ test_expect_success '--require of a check --passive leaves out names --passive' 
 	one_line_error 2 check --sysfs-root ok --passive --require nic-bw &&
 	grep -qx "penny check: check .nic-bw. is required but not run (--only, --skip, --passive)" err
 '
+# a second saved result for a check and target was never read, without a
+# word; a fraction of 0 made nic-bw and --baseline pass anything
+test_expect_success 'a baseline with one check and target twice, and fractions of 0: refused' '
+	penny check --sysfs-root ok --only inventory --save-baseline base.json >out &&
+	python3 -c "
+import json
+d = json.load(open(\"base.json\"))
+d[\"results\"].append(dict(d[\"results\"][0]))
+json.dump(d, open(\"dup.json\", \"w\"), indent=1)
+" &&
+	test_exit 2 penny check --sysfs-root ok --only inventory --baseline dup.json >out 2>err &&
+	test $(wc -l <err) = 1 &&
+	grep -q "^penny check: dup.json: line [0-9]*: a second result for the same check and target" err &&
+	for k in nic-bw.fraction job.baseline-fraction; do
+		echo "$k = 0" >z.conf &&
+		test_exit 2 penny check --sysfs-root ok --passive --config z.conf >out 2>err &&
+		grep -q "z.conf:1: $k must be 1e-06..1, got 0" err || return 1
+	done
+'
 test_done
