@@ -352,6 +352,29 @@ out:
 	return ret;
 }
 
+/*
+ * FILE removed or moved since it was opened (logrotate's rename, an
+ * admin's rm): samples would go on into a file no name reaches, and the
+ * next rotation fail.  The name is taken up again: a new FILE, or the
+ * regular file now there appended to (anything else refused).
+ */
+static int follow(struct pn_record *r)
+{
+	struct stat a, b;
+	int fd;
+
+	if (r->inplace || fstat(r->fd, &b) ||
+	    (!lstat(r->path, &a) && a.st_dev == b.st_dev && a.st_ino == b.st_ino))
+		return 0;
+	fd = pn_ofile_append(r->path);
+	if (fd < 0)
+		return fd;
+	close(r->fd);
+	r->fd = fd;
+	r->size = fstat(fd, &b) ? 0 : (uint64_t)b.st_size;
+	return 0;
+}
+
 static int stop(struct pn_record *r, int ret)
 {
 	r->stopped = 1;
@@ -376,6 +399,9 @@ int pn_record_write(struct pn_record *r, const struct pn_counters_set *v,
 	if (r->len > r->max)
 		return stop(r, pn_err(-EFBIG, "one sample takes %zu bytes, more than --record-max",
 				      r->len));
+	ret = follow(r);
+	if (ret)
+		return stop(r, ret);
 	if (r->size + r->len > r->max && !r->inplace) {
 		ret = rotate(r);
 		if (ret)

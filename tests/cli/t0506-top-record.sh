@@ -136,6 +136,26 @@ test_expect_success 'a rotation onto a FILE.1 that is not a regular file stops r
 	test -p small.1 && test "$(stat -c %s small)" -le 65536
 '
 
+# a recording moved away (logrotate's rename) or removed while top ran
+# went on into the unlinked file; the next rotation then failed and
+# recording stopped
+test_expect_success 'FILE moved or removed while recording: the name is taken up again' '
+	rm -f rec rec.old &&
+	{ penny top --sysfs-root moving --count 40 -i 0.05 --json --record rec >/dev/null 2>err & pid=$!; } &&
+	for i in $(seq 100); do test -s rec && break; sleep 0.05; done &&
+	mv rec rec.old &&
+	for i in $(seq 100); do test -s rec && break; sleep 0.05; done &&
+	rm rec &&
+	wait $pid && test ! -s err && test -s rec && test -s rec.old &&
+	python3 -c "
+import json
+a = [json.loads(l)[\"seq\"] for l in open(\"rec.old\")]
+b = [json.loads(l)[\"seq\"] for l in open(\"rec\")]
+assert a[0] == 1 and b[0] > a[-1] + 1 and b[-1] >= 40, (a, b)
+assert b == list(range(b[0], b[-1] + 1)), b
+"
+'
+
 test_expect_success '--record to a link, FIFO or directory: one line, exit 2, nothing opened' '
 	echo keep >target && ln -s target link &&
 	test_exit 2 penny top --sysfs-root moving --once --record link 2>err &&
