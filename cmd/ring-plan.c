@@ -32,12 +32,12 @@ static struct {
 } opt = { .src = { .nics = -1, .nvlinks = -1 }, .schedule_rank = -1 };
 
 const struct pn_opt ring_plan_options[] = {
-	{ "nodes", 0, OPT_INT, &opt.src.nodes, "N", "synthetic cluster: N nodes", NULL,
-	  OPT_RANGE(1, 1 << 20) },
+	{ "nodes", 0, OPT_INT, &opt.src.nodes, "N", "synthetic cluster: N nodes (524288 GPUs in all "
+	  "at most)", NULL, OPT_RANGE(1, PN_PLAN_MAX_NODES) },
 	{ "gpus", 0, OPT_INT, &opt.src.gpus, "G", "synthetic: GPUs per node (default 8)", NULL,
 	  OPT_RANGE(1, PN_PLAN_MAX_GPUS) },
-	{ "nics", 0, OPT_INT, &opt.src.nics, "K", "synthetic: NIC ports per node (default: --gpus)", NULL,
-	  OPT_RANGE(0, PN_PLAN_MAX_NICS) },
+	{ "nics", 0, OPT_INT, &opt.src.nics, "K", "synthetic: NIC ports per node (default: --gpus "
+	  "/ --gpus-per-nic)", NULL, OPT_RANGE(0, PN_PLAN_MAX_NICS) },
 	{ "gpus-per-nic", 0, OPT_INT, &opt.src.gpus_per_nic, "M",
 	  "synthetic: GPUs i*M..i*M+M-1 are nearest to NIC i (default: spread evenly)", NULL,
 	  OPT_RANGE(1, PN_PLAN_MAX_GPUS) },
@@ -68,7 +68,7 @@ const struct pn_opt ring_plan_options[] = {
 	  "print the multiring allreduce schedule the engine runs for these rings", NULL, NULL },
 	{ "schedule-rank", 0, OPT_INT, &opt.schedule_rank, "R",
 	  "--show-schedule: the rank whose steps are printed (default 0)", NULL,
-	  OPT_RANGE(0, (1 << 24) - 1) },
+	  OPT_RANGE(0, PN_PLAN_MAX_RANKS - 1) },
 	{ "schedule-size", 0, OPT_SIZE, &opt.schedule_size, "SIZE",
 	  "--show-schedule: allreduce size in bytes, float32 (default 1M)", NULL,
 	  OPT_RANGE(4, 1ull << 40) },
@@ -243,7 +243,7 @@ static int make_plan(struct pn_plan *plan, struct pn_plan_model *model, struct p
 	if (ret || plan->refused.n)
 		return ret;
 	ret = pn_plan_validate(plan, viol);
-	if (ret >= 0 && opt.nccl_graph && !strstr(opt.nccl_graph, "%h") && !strstr(opt.nccl_graph, "%n"))
+	if (ret >= 0 && opt.nccl_graph && !pn_plan_graph_per_node(opt.nccl_graph))
 		ret = pn_plan_nccl_shared_ok(plan);
 	if (ret >= 0 && opt.show_schedule)
 		ret = pn_plan_sched_show(sc, plan, opt.schedule_rank, opt.schedule_size, 1);

@@ -14,7 +14,6 @@
 #include "plan/topo_json.h"
 #include "base/util.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,32 +169,6 @@ static void text_topo(struct pn_out *o, const struct pn_topo *t, int pcie)
 		    pcie ? " (not shown: --pcie)" : "");
 }
 
-/* Write the JSON into the file opened before the work and commit it. */
-static int save_json(struct pn_ctx *ctx, struct pn_ofile *of, const struct pn_topo *t,
-		     char **viol, int nv, int checks)
-{
-	struct pn_out *o;
-	int ret;
-
-	o = pn_out_new(pn_ofile_file(of), 1);
-	if (!o) {
-		pn_ofile_abort(of);
-		return pn_cmd_fail(ctx, 2, "out of memory");
-	}
-	pn_topo_write(o, t, opt.pcie, viol, nv, checks);
-	if (pn_out_free(o)) {
-		ret = errno ? errno : EIO;
-		pn_ofile_abort(of);
-		return pn_cmd_fail(ctx, 2, "write error on '%s': %s", opt.save, strerror(ret));
-	}
-	ret = pn_ofile_commit(of);
-	if (ret) {
-		pn_cmd_error(ctx, ret);
-		return 2;
-	}
-	return 0;
-}
-
 int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 {
 	struct pn_topo_cfg cfg = { 0 };
@@ -253,8 +226,12 @@ int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 	else
 		text_topo(ctx->out, &t, opt.pcie);
 	if (save) {
-		ret = save_json(ctx, save, &t, c.v, c.n, checks);
+		ret = pn_topo_save(save, &t, opt.pcie, c.v, c.n, checks);
 		save = NULL;
+		if (ret) {
+			pn_cmd_error(ctx, ret);
+			ret = 2;
+		}
 	}
 	if (!ret && c.n) {
 		fflush(stdout);

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "node/sysfs.h"
 #include "base/log.h"
+#include "base/util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -374,21 +375,31 @@ int pn_sys_read(char *buf, size_t len, const char *fmt, ...)
 	return ret;
 }
 
-int pn_sys_parse_u64(const char *s, uint64_t *v)
+/* s without the white space around it into buf ("12\n" is 12); -EINVAL when
+ * longer than a number can be. */
+static int trim(const char *s, char *buf, size_t len)
 {
-	char *end;
-	unsigned long long x;
+	size_t n;
 
 	while (isspace((unsigned char)*s))
 		s++;
-	if (!*s || *s == '-')
+	n = strlen(s);
+	while (n && isspace((unsigned char)s[n - 1]))
+		n--;
+	if (n >= len)
 		return -EINVAL;
-	errno = 0;
-	x = strtoull(s, &end, 0);
-	if (errno || end == s)
-		return -EINVAL;
-	*v = x;
+	memcpy(buf, s, n);
+	buf[n] = 0;
 	return 0;
+}
+
+/* The whole value is the number: "12abc" or "1 2" is no 12 (a damaged or
+ * foreign file is not read as one), as the counter parser has it. */
+int pn_sys_parse_u64(const char *s, uint64_t *v)
+{
+	char buf[64];
+
+	return trim(s, buf, sizeof(buf)) ? -EINVAL : pn_parse_u64(buf, v);
 }
 
 int pn_sys_u64(uint64_t *v, const char *fmt, ...)
@@ -405,15 +416,9 @@ int pn_sys_u64(uint64_t *v, const char *fmt, ...)
 
 int pn_sys_parse_int(const char *s, int *v)
 {
-	char *end;
-	long x;
+	char buf[64];
 
-	errno = 0;
-	x = strtol(s, &end, 0);
-	if (errno || end == s || x < INT_MIN || x > INT_MAX)
-		return -EINVAL;
-	*v = (int)x;
-	return 0;
+	return trim(s, buf, sizeof(buf)) ? -EINVAL : pn_parse_int(buf, v);
 }
 
 int pn_sys_int(int *v, const char *fmt, ...)

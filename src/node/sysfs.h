@@ -50,7 +50,9 @@ int pn_sys_read_bin(void *buf, size_t len, const char *fmt, ...) PN_FMT(3, 4);
 int pn_sys_u64(uint64_t *v, const char *fmt, ...) PN_FMT(2, 3);
 int pn_sys_int(int *v, const char *fmt, ...) PN_FMT(2, 3);
 DIR *pn_sys_opendir(const char *fmt, ...) PN_FMT(1, 2);
-/* The parsers of pn_sys_u64 and pn_sys_int (what a file holds, white space stripped). */
+/* The parsers of pn_sys_u64 and pn_sys_int: the whole value (white space
+ * around it allowed) is one decimal, 0x-hex (or 0-octal) number; "12abc",
+ * "1 2", "" and "0x" are -EINVAL.  No caller reads a file with units. */
 int pn_sys_parse_u64(const char *s, uint64_t *v);
 int pn_sys_parse_int(const char *s, int *v);
 ssize_t pn_sys_readlink(char *buf, size_t len, const char *fmt, ...) PN_FMT(3, 4);

@@ -336,6 +336,16 @@ static int digits(int n)
 	return d;
 }
 
+/* "GPU7" or "GPUs 6-7" into buf. */
+static const char *span(char *buf, size_t len, const char *what, int lo, int hi)
+{
+	if (lo == hi)
+		snprintf(buf, len, "%s%d", what, lo);
+	else
+		snprintf(buf, len, "%ss %d-%d", what, lo, hi);
+	return buf;
+}
+
 /* Synthetic PCIe switch of a GPU: the first NIC it is nearest to. */
 static int group(int g, int K, int M, int G)
 {
@@ -349,19 +359,24 @@ int pn_plan_model_synthetic(struct pn_plan_model *m, const struct pn_plan_synth 
 	int G = s->gpus, K = s->nics, M = s->gpus_per_nic, g, h, n, ret = 0;
 	int width = digits(s->nodes) < 2 ? 2 : digits(s->nodes);
 	int nv = s->nvlinks;
+	char what[32];
 
-	if (s->nodes < 1 || s->nodes > (1 << 20))
-		return pn_err(-EINVAL, "--nodes must be between 1 and %d", 1 << 20);
+	if (s->nodes < 1 || s->nodes > PN_PLAN_MAX_NODES)
+		return pn_err(-EINVAL, "--nodes must be between 1 and %d", PN_PLAN_MAX_NODES);
 	if (G < 1 || G > PN_PLAN_MAX_GPUS)
 		return pn_err(-EINVAL, "--gpus must be between 1 and %d", PN_PLAN_MAX_GPUS);
+	if ((long)s->nodes * G > PN_PLAN_MAX_RANKS)
+		return pn_err(-EINVAL, "--nodes %d x --gpus %d is %ld GPUs; ring-plan plans at most %d",
+			      s->nodes, G, (long)s->nodes * G, PN_PLAN_MAX_RANKS);
 	if (K < 0 || K > PN_PLAN_MAX_NICS)
 		return pn_err(-EINVAL, "--nics must be between 0 and %d", PN_PLAN_MAX_NICS);
 	if (M < 0 || M > G)
 		return pn_err(-EINVAL, "--gpus-per-nic must be between 1 and --gpus (%d)", G);
+	/* NIC i is near GPUs i*M..i*M+M-1 (more NICs: pn_plan_model_load refuses them) */
 	if (M && (long)M * K < G)
-		return pn_err(-EINVAL,
-			      "--gpus-per-nic %d with %d NICs leaves GPUs %d-%d without a NIC", M, K,
-			      M * K, G - 1);
+		return pn_err(-EINVAL, "--gpus-per-nic %d and --nics %d leave %s without a NIC "
+			      "(%d GPUs need %d NICs)", M, K, span(what, sizeof(what), "GPU", M * K,
+			      G - 1), G, (G + M - 1) / M);
 	if (s->rate_gbps <= 0)
 		return pn_err(-EINVAL, "NIC rate must be positive");
 
@@ -757,8 +772,10 @@ int pn_plan_model_finish(struct pn_plan_model *m)
 
 		if (l->ngpus < 1)
 			return pn_err(-EINVAL, "node '%s' has no GPU", m->nodes[i].host);
-		if (rank > INT_MAX - l->ngpus)
-			return pn_err(-EINVAL, "too many ranks");
+		if (rank > PN_PLAN_MAX_RANKS - l->ngpus || m->nnodes > PN_PLAN_MAX_NODES)
+			return pn_err(-EINVAL, "%d nodes%s: ring-plan plans at most %d nodes and %d "
+				      "GPUs", m->nnodes, m->nnodes > PN_PLAN_MAX_NODES ? "" :
+				      " of more GPUs than that", PN_PLAN_MAX_NODES, PN_PLAN_MAX_RANKS);
 		m->nodes[i].rank0 = rank;
 		rank += l->ngpus;
 	}

@@ -36,6 +36,10 @@ struct pn_plan_best;
 #define PN_PLAN_MAX_NICS 64	/* NIC ports per node */
 #define PN_PLAN_NAME 64
 #define PN_PLAN_MAX_RINGS 64	/* the engine runs one channel per ring, 64 at most (exec.c) */
+/* A cluster: the largest GPU fabrics are ~200k GPUs on 25k-50k nodes; a plan
+ * costs nodes x rings (65536 x 64: 270 MB, 1.4 GB of JSON), refused above. */
+#define PN_PLAN_MAX_NODES 65536
+#define PN_PLAN_MAX_RANKS (1 << 19)
 
 /* Nominal link rates for the bandwidth prediction (GB/s, one direction). */
 #define PN_PLAN_NVLINK_GBS 26.56 /* per NVLink (NVLink4: NV18 = 478 GB/s) */

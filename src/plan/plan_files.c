@@ -262,16 +262,29 @@ int pn_plan_model_load(struct pn_plan_model *m, const struct pn_plan_source *src
 	if (synth && !src->nodes)
 		return pn_err(-EINVAL, "a synthetic cluster needs --nodes N");
 	if (synth) {
+		int g = src->gpus ? src->gpus : 8, per = src->gpus_per_nic;
+		/* NIC i is near GPUs i*M..i*M+M-1 (--gpus-per-nic M): G/M NICs,
+		 * rounded up, by default; more would be near no GPU */
+		int want = per > 0 ? (g + per - 1) / per : g;
 		struct pn_plan_synth s = {
 			.nodes = src->nodes,
-			.gpus = src->gpus ? src->gpus : 8,
-			.nics = src->nics >= 0 ? src->nics : (src->gpus ? src->gpus : 8),
+			.gpus = g,
+			.nics = src->nics >= 0 ? src->nics : want,
 			.gpus_per_nic = src->gpus_per_nic,
 			.rate_gbps = src->nic_rate ? src->nic_rate : 400,
 			.nvlinks = src->nvlinks >= 0 ? src->nvlinks : 18,
 			.hosts = src->hosts,
 		};
+		char nics[32];
 
+		if (per > 0 && per <= g && s.nics > want) {
+			if (s.nics - 1 > want)
+				snprintf(nics, sizeof(nics), "NICs %d-%d", want, s.nics - 1);
+			else
+				snprintf(nics, sizeof(nics), "NIC%d", want);
+			return pn_err(-EINVAL, "--gpus-per-nic %d and --nics %d leave %s near no GPU "
+				      "(%d GPUs need %d NICs)", per, s.nics, nics, g, want);
+		}
 		ret = pn_plan_model_synthetic(m, &s);
 	} else if (src->topo_files) {
 		ret = pn_plan_model_add_topo_files(m, src->topo_files);

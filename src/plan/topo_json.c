@@ -12,6 +12,7 @@
 
 #include "base/log.h"
 #include "base/minijson.h"
+#include "base/ofile.h"
 #include "base/out.h"
 #include "base/util.h"
 
@@ -155,6 +156,31 @@ void pn_topo_write(struct pn_out *o, const struct pn_topo *t, int pcie, char *co
 		pn_out_close_array(o);
 	}
 	pn_out_close_object(o);
+}
+
+int pn_topo_save(struct pn_ofile *of, const struct pn_topo *t, int pcie, char *const *viol, int nv,
+		 int checks)
+{
+	FILE *f = pn_ofile_file(of);
+	struct pn_out *o = pn_out_new(f, 1);
+	int e;
+
+	if (!o) {
+		pn_ofile_abort(of);
+		return pn_err(-ENOMEM, "out of memory");
+	}
+	/* the cause is the errno of a write that failed here: whatever an
+	 * earlier call left (the sysfs walk's ENOENT) must not be named */
+	errno = 0;
+	pn_topo_write(o, t, pcie, viol, nv, checks);
+	e = fflush(f) || ferror(f) ? (errno ? errno : EIO) : 0;
+	pn_out_free(o);
+	if (e) {
+		pn_err(-e, "write error on '%s': %s", pn_ofile_path(of), strerror(e));
+		pn_ofile_abort(of); /* says nothing */
+		return -e;
+	}
+	return pn_ofile_commit(of);
 }
 
 /* ------------------------------------------------------------ topo: read  */

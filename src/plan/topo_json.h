@@ -19,6 +19,15 @@
 void pn_topo_write(struct pn_out *o, const struct pn_topo *t, int pcie, char *const *viol, int nv,
 		   int checks);
 
+struct pn_ofile;
+/*
+ * The document (as pn_topo_write) into of, then committed (topo --save): 0,
+ * or -errno with one line naming the file and why its write failed (the
+ * errno of that write, not one left from before).  Consumes of either way.
+ */
+int pn_topo_save(struct pn_ofile *of, const struct pn_topo *t, int pcie, char *const *viol, int nv,
+		 int checks);
+
 /* Pieces of the format that the ring plan JSON (plan_json.c) reads too: a plan carries layouts. */
 
 /* GPU index in l by name, -1 none. */

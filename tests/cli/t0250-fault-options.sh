@@ -64,7 +64,7 @@ allreduce-test --debug=	--debug must not be empty
 allreduce-test --debug=INIT,	has an empty element
 ring-plan --nodes 2 --gpus 0	--gpus must be 1..16, got 0
 ring-plan --nodes 2 --gpus 17	--gpus must be 1..16, got 17
-ring-plan --nodes 0	--nodes must be 1..1048576, got 0
+ring-plan --nodes 0	--nodes must be 1..65536, got 0
 ring-plan --nodes 2 --rings 0	--rings must be 1..64, got 0
 ring-plan --nodes 2 --nic-rate 0	--nic-rate must be 0.001..100000, got 0
 ring-plan --nodes 2 --pcie-rate 0	--pcie-rate must be 0.001..10000, got 0
