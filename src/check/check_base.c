@@ -15,6 +15,7 @@
 #include "base/verdict.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,6 +96,10 @@ static int parse(struct pn_check_baseline *b, const struct pn_jval *root, const 
 		if (e->v < 0)
 			return bad(path, pn_json_get(r, "measured"),
 				   "\"measured\" must not be negative");
+		/* a count compared for equality: 2.5 GPUs would fail every run */
+		if (!strcmp(check, "inventory") && e->v != floor(e->v))
+			return bad(path, pn_json_get(r, "measured"),
+				   "an inventory count must be a whole number");
 		if (strlen(check) >= sizeof(e->check) || strlen(target) >= sizeof(e->target))
 			return bad(path, r, "a check or target name longer than 63 bytes");
 		/* a run saves one result a check and target: a second would be

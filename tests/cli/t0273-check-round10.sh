@@ -127,8 +127,9 @@ test_expect_success '--require of a check --passive leaves out names --passive' 
 	grep -qx "penny check: check .nic-bw. is required but not run (--only, --skip, --passive)" err
 '
 # a second saved result for a check and target was never read, without a
-# word; a fraction of 0 made nic-bw and --baseline pass anything
-test_expect_success 'a baseline with one check and target twice, and fractions of 0: refused' '
+# word; a saved count of 2.5 failed every run; a fraction of 0 made nic-bw
+# and --baseline pass anything
+test_expect_success 'a baseline with one check and target twice or a count of 2.5, fractions of 0: refused' '
 	penny check --sysfs-root ok --only inventory --save-baseline base.json >out &&
 	python3 -c "
 import json
@@ -139,6 +140,15 @@ json.dump(d, open(\"dup.json\", \"w\"), indent=1)
 	test_exit 2 penny check --sysfs-root ok --only inventory --baseline dup.json >out 2>err &&
 	test $(wc -l <err) = 1 &&
 	grep -q "^penny check: dup.json: line [0-9]*: a second result for the same check and target" err &&
+	python3 -c "
+import json
+d = json.load(open(\"base.json\"))
+r = [r for r in d[\"results\"] if r[\"check\"] == \"inventory\"][0]
+r[\"measured\"] += 0.5
+json.dump(d, open(\"half.json\", \"w\"), indent=1)
+" &&
+	test_exit 2 penny check --sysfs-root ok --only inventory --baseline half.json >out 2>err &&
+	grep -q "^penny check: half.json: line [0-9]*: an inventory count must be a whole number" err &&
 	for k in nic-bw.fraction job.baseline-fraction; do
 		echo "$k = 0" >z.conf &&
 		test_exit 2 penny check --sysfs-root ok --passive --config z.conf >out 2>err &&
