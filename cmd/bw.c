@@ -78,7 +78,7 @@ const struct pn_opt bw_options[] = {
 	{ "transport", 0, OPT_STRING, &opt.transport, "NAME", "verbs (default) or tcp: the TCP "
 	  "path between the same two ends, labelled as such", "tcp verbs", OPT_ONE_OF },
 	{ "loopback", 0, OPT_STRING, &opt.loopback, "DEV1[,DEV2]",
-	  "both ends in this host: on one device, or a link between two", NULL, OPT_LIST },
+	  "both ends in this host: one device, or a link between two (tcp: lo)", NULL, OPT_LIST },
 	{ "all-rails", 0, OPT_BOOL, &opt.all_rails, NULL,
 	  "under a launcher: test every NIC pair of the same index at once", NULL, NULL },
 	{ "expect", 0, OPT_OPTSTRING, &opt.expect, "PCT",
@@ -187,9 +187,7 @@ static int bw_fail2(struct pn_ctx *ctx, int ret)
  * to report; -a's largest size is 8 MiB) */
 int bw_prelaunch(struct pn_ctx *ctx, int np)
 {
-	if (opt.gpu)
-		return 0;
-	if (!pn_cli.mem_check)
+	if (opt.gpu || !pn_cli.mem_check)
 		return 0;
 	return bw_fail2(ctx, pn_bwrun_mem_ranks(np, opt.all ? 1ull << 23 : opt.size ==
 						   PN_BW_SIZE_UNSET ? 65536 : opt.size));
@@ -432,17 +430,27 @@ static void bw_dropped(const char *who, const char *why)
 	pn_cmd_say(bw.ctx, "dropped a connection from %s: %s", who, why);
 }
 
+/* A run cut short (a failure, a stop): --json ends its document with why. */
+static void bw_cut(void *arg, const char *why)
+{
+	pn_out_end_error(bw.ctx->out, why);
+	fflush(pn_out_file(bw.ctx->out));
+}
+
 static void loopback_failed(void *arg, const char *dev, int err)
 {
 	pn_cmd_say(((struct bw *)arg)->ctx, "loopback peer (%s): %s", dev, pn_errmsg(err));
 }
 
-static void say_tcp_unused(struct bw *b)
+/* -R, -e, the RDMA settings unused over TCP: once the options passed */
+static void say_notes(struct bw *b)
 {
 	char u[256];
+	int i;
 
-	if (pn_bw_opts_tcp_unused(&opt, b->r.tcp, u, sizeof(u)))
-		pn_cmd_say(b->ctx, "%s", u);
+	for (i = 0; pn_bw_opts_note(&opt, b->r.tcp, i, u, sizeof(u)); i++)
+		if (u[0])
+			pn_cmd_say(b->ctx, "%s", u);
 }
 
 /* ------------------------------------------------------------- launcher */
@@ -460,7 +468,7 @@ static int run_launcher(struct bw *b)
 	r->boot = b->ctx->job->boot;
 	ret = pn_bwrun_agree(r, opt.all, &differs);
 	if (!ret && b->ctx->job->rank == 0)
-		say_tcp_unused(b);
+		say_notes(b);
 	if (ret == -EINVAL) {
 		/* rank 0 and the ranks that differ from it say which option and ranks */
 		if (b->ctx->job->rank == 0 || differs)
@@ -505,7 +513,8 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 {
 	struct pn_bwrun_ops ops = {
 		.arg = &bw, .begin = sock_begin, .row = sock_row, .end = sock_end,
-		.waiting = sock_waiting, .refused = sock_refused, .dropped = bw_dropped, .peer_failed = loopback_failed,
+		.waiting = sock_waiting, .refused = sock_refused, .dropped = bw_dropped,
+		.peer_failed = loopback_failed, .cut = bw_cut,
 	};
 	struct pn_cmd_job *job = ctx->job;
 	struct bw *b = &bw;
@@ -536,14 +545,6 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 	ret = pn_bw_opts_args(&opt, opt.transport, argc, argv, &b->r.tcp);
 	if (ret || (ret = pn_bw_opts_devices(&opt)))
 		return bw_fail2(ctx, ret);
-	if (opt.rdma_cm)
-		pn_cmd_say(ctx, "-R: penny connects the QPs over its own TCP exchange on TCP port "
-			   "%d, not rdma_cm (both ends must be penny bw); the test is the same",
-			   opt.port);
-	if (opt.events)
-		pn_cmd_say(ctx, "-e: penny polls the completion queue instead of sleeping on its "
-			   "events: the CPU is busy%s", opt.lat ? " and the latency lower than "
-			   "perftest -e's" : "; the bandwidth is the same");
 	signal(SIGPIPE, SIG_IGN);
 	rc = pn_cmd_job_cfg(ctx);
 	if (rc)
@@ -561,7 +562,7 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 		return 2;
 	}
 	if (job->nranks <= 1)
-		say_tcp_unused(b);
+		say_notes(b);
 	if (opt.loopback)
 		ret = pn_bwrun_loopback(&b->r, opt.loopback);
 	else if (argc == 1)
@@ -570,8 +571,6 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 		ret = run_launcher(b);
 	else
 		ret = pn_bwrun_server(&b->r, opt.dev, opt.port);
-	if (ret)	/* --json: a run cut short ends its document, with why */
-		pn_out_end_error(ctx->out, pn_errmsg(ret));
 	if (ret && b->said)
 		rc = b->said;
 	else if (ret && job->boot)

@@ -163,11 +163,13 @@ static int is_pct(const char *arg)
 	return strspn(arg, "0123456789.") == strlen(arg) && inet_pton(AF_INET, arg, &a) != 1;
 }
 
-/* HOST, HOST:PORT or [IPV6]:PORT into o->host and o->port. */
+/* HOST, [IPV6], HOST:PORT or [IPV6]:PORT into o->host and o->port (a
+ * decimal port, as -p's: "0x50" and "010" are no ports 80 and 8). */
 static int host_port(struct pn_bw_opts *o, const char *arg)
 {
-	const char *colon = strchr(arg, ':');
-	int port;
+	const char *colon = strchr(arg, ':'), *h = arg, *ps = colon, *rb = NULL;
+	size_t hl = colon ? (size_t)(colon - arg) : 0;
+	int port = 0;
 
 	o->host = arg;
 	if (!arg[0])
@@ -175,14 +177,28 @@ static int host_port(struct pn_bw_opts *o, const char *arg)
 	/* a name, an IPv4 address or a bare IPv6 one */
 	if (arg[0] != '[' && (!colon || strchr(colon + 1, ':')))
 		return 0;
-	if (pn_parse_hostport(arg, o->hostbuf, sizeof(o->hostbuf), &port) || !o->hostbuf[0] ||
-	    port < 1)
+	if (arg[0] == '[') {
+		rb = strchr(arg, ']');
+		h = arg + 1;
+		hl = rb ? (size_t)(rb - h) : 0;
+		ps = rb && rb[1] == ':' ? rb + 1 : NULL;
+	}
+	/* [IPV6] without a port: the address, as in a URL */
+	if (rb && !rb[1] && memchr(h, ':', hl))
+		ps = NULL;
+	else if (!ps || !ps[1] || strspn(ps + 1, "0123456789") != strlen(ps + 1) ||
+		 pn_parse_dec_int(ps + 1, &port) || port < 1 || port > 65535 || !hl ||
+		 (rb && !memchr(h, ':', hl)))
 		return pn_err(-EINVAL, "'%s' is not HOST:PORT with a port of 1..65535 (or give "
 				       "the HOST and -p PORT)", arg);
-	if (o->port_set && port != o->port)
+	if (hl >= sizeof(o->hostbuf))
+		return pn_err(-ENAMETOOLONG, "'%.64s...': the HOST is too long", arg);
+	if (ps && o->port_set && port != o->port)
 		return pn_err(-EINVAL, "'%s' and -p %d name two ports: give one", arg, o->port);
+	snprintf(o->hostbuf, sizeof(o->hostbuf), "%.*s", (int)hl, h);
 	o->host = o->hostbuf;
-	o->port = port;
+	if (ps)
+		o->port = port;
 	return 0;
 }
 
@@ -194,6 +210,11 @@ int pn_bw_opts_args(struct pn_bw_opts *o, const char *transport, int nargs, char
 	*tcp = transport && !strcmp(transport, "tcp");
 	if (transport && !*tcp && strcmp(transport, "verbs"))
 		return pn_err(-EINVAL, "penny bw measures verbs or tcp, not '%s'", transport);
+	/* "--loopback --transport tcp": the option was taken for the device */
+	if ((o->loopback && o->loopback[0] == '-') || (o->dev && o->dev[0] == '-'))
+		return pn_err(-EINVAL, "%s '%s': that is an option, not a device (%s needs its "
+				       "DEV)", o->loopback ? "--loopback" : "-d",
+			      o->loopback ? o->loopback : o->dev, o->loopback ? "--loopback" : "-d");
 	/* "--expect 95": a percentage taken for a HOST; "--expect 10.0.0.2" is the host */
 	for (i = 0; i < nargs && o->expect && !o->expect[0]; i++)
 		if (is_pct(args[i]))
@@ -210,6 +231,11 @@ int pn_bw_opts_args(struct pn_bw_opts *o, const char *transport, int nargs, char
 	if (*tcp && o->use_cuda >= 0)
 		return pn_err(-EINVAL, "--use_cuda registers GPU memory with an RDMA device; "
 				       "--transport tcp measures the TCP path, with host memory");
+	/* both ends in one host talk over its loopback, whatever NICs are named */
+	if (*tcp && o->loopback && strcmp(o->loopback, "lo"))
+		return pn_err(-EINVAL, "--loopback %s: over --transport tcp both ends talk through "
+				       "this host's loopback interface, never a NIC: give --loopback lo",
+			      o->loopback);
 	/* it measured nothing: a row of zeros */
 	if (*tcp && o->all_rails)
 		return pn_err(-EINVAL, "--all-rails tests every RDMA NIC pair; --transport tcp "
@@ -256,7 +282,9 @@ list_add(char *buf, size_t len, size_t *n, const char *fmt, ...)
 	va_end(ap);
 }
 
-int pn_bw_opts_tcp_unused(const struct pn_bw_opts *o, int tcp, char *buf, size_t len)
+/* With the TCP path: the RDMA settings given that it does not use, as one
+ * line into buf (1), else "" (0). */
+static int tcp_unused(const struct pn_bw_opts *o, int tcp, char *buf, size_t len)
 {
 	size_t n = 0;
 
@@ -285,4 +313,19 @@ int pn_bw_opts_tcp_unused(const struct pn_bw_opts *o, int tcp, char *buf, size_t
 		snprintf(buf + n, len - n, ": RDMA settings, unused by --transport tcp (one TCP "
 					   "stream)");
 	return n > 0;
+}
+
+int pn_bw_opts_note(const struct pn_bw_opts *o, int tcp, int i, char *buf, size_t len)
+{
+	buf[0] = 0;
+	if (i == 0 && o->rdma_cm)
+		snprintf(buf, len, "-R: penny connects the QPs over its own TCP exchange, not "
+				   "rdma_cm (both ends must be penny bw); the test is the same");
+	else if (i == 1 && o->events)
+		snprintf(buf, len, "-e: penny polls the completion queue instead of sleeping on "
+				   "its events: the CPU is busy%s", o->lat ? " and the latency lower "
+				   "than perftest -e's" : "; the bandwidth is the same");
+	else if (i == 2)
+		tcp_unused(o, tcp, buf, len);
+	return i < 3;
 }

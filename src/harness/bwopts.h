@@ -52,10 +52,12 @@ int pn_bw_opts_gpu(const struct pn_bw_opts *o, int nargs, int launched);
  * or tcp: *tcp): a bare percentage taken for a HOST after --expect, more
  * than one HOST, --all-rails with a HOST or --loopback, --loopback with a
  * HOST, tcp with --use_cuda (GPU memory; tcp sends host memory) or
- * --all-rails (one stream; no NIC pairs).  The
- * HOST into o->host: HOST, or HOST:PORT and [IPV6]:PORT, whose port goes
- * to o->port (refused when -p names another; a bare IPv6 address is a
- * HOST).  0 or -EINVAL.
+ * --all-rails (one stream; no NIC pairs), tcp with a --loopback other
+ * than lo (both ends talk through it), and a -d or --loopback that is an
+ * option ("--loopback --transport tcp").  The HOST into o->host: HOST or
+ * [IPV6], or HOST:PORT and [IPV6]:PORT, whose port (decimal, 1..65535)
+ * goes to o->port (refused when -p names another; a bare IPv6 address is
+ * a HOST).  0, -EINVAL or -ENAMETOOLONG.
  */
 int pn_bw_opts_args(struct pn_bw_opts *o, const char *transport, int nargs, char *const *args,
 		    int *tcp);
@@ -70,12 +72,14 @@ struct pn_bwrun;
 /* The run's settings that are o's (-i -x -I --use_cuda --all-rails -u). */
 void pn_bw_opts_run(const struct pn_bw_opts *o, struct pn_bwrun *r);
 /*
- * With the TCP path (tcp): the RDMA settings given that it does not use (-d
- * -i -x -q -t --mtu --op -I -u), as one line for a warning into buf ("-q 2,
- * --op read: RDMA settings, unused by --transport tcp ..."): 1, else 0 and
- * "".  They stay accepted: both sides, and the ranks of a job, still
- * compare them.
+ * The lines said before a run, warnings and not errors, note i of them
+ * into buf: -R (penny's own TCP exchange on -p, not rdma_cm), -e (CQ
+ * polling, not events) and, with the TCP path (tcp), the RDMA settings
+ * given that it does not use (-d -i -x -q -t --mtu --op -I -u: "-q 2, --op
+ * read: RDMA settings, unused by --transport tcp ..."; they stay accepted:
+ * both sides, and the ranks of a job, still compare them).  1 while i
+ * names a note (buf "" when it does not apply), 0 past the last.
  */
-int pn_bw_opts_tcp_unused(const struct pn_bw_opts *o, int tcp, char *buf, size_t len);
+int pn_bw_opts_note(const struct pn_bw_opts *o, int tcp, int i, char *buf, size_t len);
 
 #endif

@@ -361,34 +361,64 @@ static int pending_read(const struct gate *g, struct pending *p)
 	return gate_check(g, p);
 }
 
+/*
+ * accept failed with err: 0 to accept again now, 1 after a pause (the
+ * listener stays readable: no spinning on it), -1 the end.  For want of
+ * descriptors (EMFILE, ENFILE, ENOBUFS, ENOMEM) the oldest pending
+ * connection is dropped for the one waiting; with none, the process's own
+ * limit (EMFILE) is the end, the host's may pass.  *last: err, for the
+ * timeout's line.
+ */
+static int accept_failed(int err, struct pending *p, int *n, const struct gate *g, int *last,
+			 pn_bw_drop_fn *dropfn)
+{
+	int i, old = 0;
+
+	if (err == -ETIMEDOUT || err == -EINTR || err == -ECONNABORTED)
+		return 0;	/* gone before it was taken (EAGAIN), or a signal */
+	*last = -err;
+	if (err != -EMFILE && err != -ENFILE && err != -ENOBUFS && err != -ENOMEM)
+		return 1;
+	if (!*n)
+		return err == -EMFILE ? -1 : 1;
+	for (i = 1; i < *n; i++)
+		if (p[i].deadline < p[old].deadline)
+			old = i;
+	drop(p, (*n)--, old, g->key ? "proved nothing while the descriptors ran out"
+				      : "said no hello while the descriptors ran out", dropfn);
+	return 0;
+}
+
 /* The server's wait (pn_bw_accept_client, pn_bw_data_accept): the socket
  * of the first connection the gate takes, or -errno. */
 static int accept_gated(int lfd, double timeout, const struct gate *g, pn_bw_drop_fn *dropfn)
 {
 	struct pending *p = calloc(MAX_PENDING, sizeof(*p));
 	struct pollfd pfd[MAX_PENDING + 1];
-	double until = pn_now() + timeout;
-	int n = 0, i, fd = -1;
+	double until = pn_now() + timeout, paused = 0;
+	int n = 0, i, fd = -1, full = 0;
 	char why[300];
 
 	if (!p)
 		return pn_err(-ENOMEM, "out of memory");
 	while (fd < 0) {
 		double now = pn_now(), next = now < until ? until : INFINITY;
-		int k = 0, listening = now < until;
+		int k = 0, listening = now < until && now >= paused;
 
 		for (i = n - 1; i >= 0; i--)
 			if (p[i].deadline <= now)
 				drop(p, n--, i, g->key ? "proved no key of this run within the timeout"
 					       : "said no hello within the timeout", dropfn);
-		if (!listening && !n) {
-			fd = pn_err(-ETIMEDOUT, "%s within %g s (--timeout)", g->key ?
+		if (now >= until && !n) {
+			fd = pn_err(-ETIMEDOUT, "%s within %g s (--timeout)%s%s", g->key ?
 				    "the peer's data connection did not come" : "no client connected",
-				    timeout);
+				    timeout, full ? ": accept: " : "", full ? strerror(full) : "");
 			break;
 		}
 		if (listening)
 			pfd[k++] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+		else if (now < until)	/* out of descriptors: listen again then */
+			next = PN_MIN(next, paused);
 		for (i = 0; i < n; i++) {
 			pfd[k++] = (struct pollfd){ .fd = p[i].fd, .events = POLLIN };
 			next = PN_MIN(next, p[i].deadline);
@@ -417,8 +447,18 @@ static int accept_gated(int lfd, double timeout, const struct gate *g, pn_bw_dro
 		if (fd < 0 && listening && (pfd[0].revents & POLLIN)) {
 			int c = pn_sock_accept(lfd, 0);
 
-			if (c < 0)
+			if (c < 0) {
+				int r = accept_failed(c, p, &n, g, &full, dropfn);
+
+				if (r < 0) {
+					fd = pn_err(c, "cannot accept a connection: %s (every "
+						       "descriptor this process may open is in use: "
+						       "ulimit -n)", strerror(-c));
+					break;
+				}
+				paused = r ? pn_now() + 0.1 : 0;
 				continue;
+			}
 			if (n == MAX_PENDING) {
 				int old = 0;
 

@@ -358,6 +358,101 @@ static int agree_and_connect(struct pn_bwrun *b)
 	return 0;
 }
 
+/* ------------------------------------------------------------- a stop */
+
+/*
+ * A stop (SIGTERM, SIGINT, SIGHUP: timeout(1), kill, Ctrl-C, a batch
+ * system) of a socket mode's run: those signals not ignored (nohup) are
+ * blocked and a thread waits for one.  It kills the --loopback peer first
+ * (before the connection closes under it and it says so; SIGKILL does the
+ * same through the parent-death signal), ends the caller's output through
+ * ops->cut unless it was ended already (the caller's callbacks run under
+ * out_lock: its --json document is never cut in half), and the signal's
+ * default action ends the process.  An output blocked for 2 s (a full
+ * pipe) does not hold the stop.
+ */
+static const int stop_sigs[] = { SIGTERM, SIGINT, SIGHUP };
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+static int out_done;			/* under out_lock: the output has its end */
+static sigset_t stop_set;		/* the signals the thread waits for */
+static const struct pn_bwrun_ops *stop_ops;
+static volatile pid_t stop_peer;	/* --loopback's peer, while it runs */
+
+static void *stop_main(void *unused)
+{
+	struct timespec ts;
+	char why[96];
+	int sig = 0;
+
+	while (sigwait(&stop_set, &sig))
+		;
+	if (stop_peer > 0)
+		kill(stop_peer, SIGKILL);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 2;
+	/* the lock stays held: nothing is written after the end */
+	if (!pthread_mutex_timedlock(&out_lock, &ts) && !out_done && stop_ops->cut) {
+		snprintf(why, sizeof(why), "stopped by signal %d (%s)", sig, strsignal(sig));
+		stop_ops->cut(stop_ops->arg, why);
+	}
+	signal(sig, SIG_DFL);
+	pthread_sigmask(SIG_UNBLOCK, &stop_set, NULL);
+	raise(sig);
+	return NULL;
+}
+
+/* The presenting process of a socket mode, once: the thread of a stop. */
+static void stop_start(const struct pn_bwrun *b)
+{
+	static int started;
+	struct sigaction old;
+	pthread_t th;
+	size_t i;
+
+	if (started || !b->ops)
+		return;
+	started = 1;
+	stop_ops = b->ops;
+	sigemptyset(&stop_set);
+	for (i = 0; i < PN_ARRAY_SIZE(stop_sigs); i++)
+		if (!sigaction(stop_sigs[i], NULL, &old) && old.sa_handler != SIG_IGN)
+			sigaddset(&stop_set, stop_sigs[i]);
+	/* failing, the signals' default actions stand */
+	if (pthread_sigmask(SIG_BLOCK, &stop_set, NULL))
+		return;
+	if (pthread_create(&th, NULL, stop_main, NULL))
+		pthread_sigmask(SIG_UNBLOCK, &stop_set, NULL);
+	else
+		pthread_detach(th);
+}
+
+/* The caller's output (ops' begin, row, end, cut): one at a time with a
+ * stop's; end: the output is whole, a stop writes nothing more. */
+static int out_hold(void)
+{
+	pthread_mutex_lock(&out_lock);
+	if (!out_done)
+		return 1;
+	pthread_mutex_unlock(&out_lock);
+	return 0;
+}
+
+static void out_release(int end)
+{
+	out_done |= end;
+	pthread_mutex_unlock(&out_lock);
+}
+
+/* A socket mode's end: a run that failed ends the caller's output with why. */
+static int run_end(struct pn_bwrun *b, int ret)
+{
+	if (ret && b->ops && b->ops->cut && out_hold()) {
+		b->ops->cut(b->ops->arg, pn_errmsg(ret));
+		out_release(1);
+	}
+	return ret;
+}
+
 /* ------------------------------------------------------- one link, socket */
 
 /* A peer that stops answering between the sizes of a test that ran:
@@ -375,8 +470,10 @@ static int run_socket(struct pn_bwrun *b)
 	struct pn_bwrun_rail *r = &b->rails[0];
 	int k, ret;
 
-	if (ops && ops->begin)
+	if (ops && ops->begin && out_hold()) {
 		ops->begin(ops->arg, b);
+		out_release(0);
+	}
 	for (k = 0; k < (int)b->cfg.nsizes; k++) {
 		struct pn_bw_row mine, theirs, *shown;
 		int ok = 1, peer_ok = 0;
@@ -404,11 +501,15 @@ static int run_socket(struct pn_bwrun *b)
 		if (b->cfg.flags & PN_BW_BIDIR)
 			pn_bw_row_add(shown, b->initiator ? &theirs : &mine);
 		r->rows[k] = *shown;
-		if (ops && ops->row)
+		if (ops && ops->row && out_hold()) {
 			ops->row(ops->arg, b, k, shown);
+			out_release(0);
+		}
 	}
-	if (ops && ops->end)
+	if (ops && ops->end && out_hold()) {
 		ops->end(ops->arg, b);
+		out_release(1);
+	}
 	return 0;
 }
 
@@ -482,13 +583,14 @@ int pn_bwrun_client(struct pn_bwrun *b, const char *devspec, const char *host, i
 
 	b->mode = "client";
 	b->initiator = 1;
+	stop_start(b);
 	ret = b->tcp ? 0 : pick_devices(b, devspec);
 	if (!ret) {
 		b->fd = pn_bw_connect(host, port, b->timeout, b->ops ? b->ops->refused : NULL,
 				      b->ops ? b->ops->arg : NULL);
 		ret = b->fd < 0 ? b->fd : socket_side(b, devspec, 0);
 	}
-	return ret;
+	return run_end(b, ret);
 }
 
 int pn_bwrun_server(struct pn_bwrun *b, const char *devspec, int port)
@@ -496,6 +598,7 @@ int pn_bwrun_server(struct pn_bwrun *b, const char *devspec, int port)
 	int ret, lfd;
 
 	b->mode = "server";
+	stop_start(b);
 	ret = b->tcp ? 0 : pick_devices(b, devspec);
 	lfd = ret ? ret : pn_bw_listen(NULL, port, NULL);
 	ret = lfd < 0 ? lfd : 0;
@@ -506,61 +609,21 @@ int pn_bwrun_server(struct pn_bwrun *b, const char *devspec, int port)
 		close(lfd);
 		ret = b->fd < 0 ? b->fd : socket_side(b, devspec, 1);
 	}
-	return ret;
-}
-
-/*
- * --loopback's peer dies with this process: a SIGTERM, SIGINT or SIGHUP
- * to it (timeout(1), kill) kills the peer first, before the connection
- * closes under it and it says so; SIGKILL does the same through the
- * parent-death signal.
- */
-static const int loopback_sigs[] = { SIGTERM, SIGINT, SIGHUP };
-static volatile sig_atomic_t loopback_pid;
-static struct sigaction loopback_old[PN_ARRAY_SIZE(loopback_sigs)];
-
-static void loopback_done(void)
-{
-	size_t i;
-
-	for (i = 0; i < PN_ARRAY_SIZE(loopback_sigs); i++)
-		sigaction(loopback_sigs[i], &loopback_old[i], NULL);
-	loopback_pid = 0;
-}
-
-static void loopback_term(int sig)
-{
-	if (loopback_pid > 0)
-		kill((pid_t)loopback_pid, SIGKILL);
-	raise(sig);	/* the default action, once this handler returns */
+	return run_end(b, ret);
 }
 
 static pid_t loopback_fork(void)
 {
-	struct sigaction sa = { .sa_handler = loopback_term, .sa_flags = SA_RESETHAND };
-	pid_t parent = getpid(), pid;
-	size_t i;
+	pid_t parent = getpid(), pid = fork();
 
-	for (i = 0; i < PN_ARRAY_SIZE(loopback_sigs); i++) {
-		sigaction(loopback_sigs[i], NULL, &loopback_old[i]);
-		/* one ignored (nohup, a background job's SIGINT) stays so */
-		if (loopback_old[i].sa_handler != SIG_IGN)
-			sigaction(loopback_sigs[i], &sa, NULL);
-	}
-	pid = fork();
 	if (pid == 0) {
-		for (i = 0; i < PN_ARRAY_SIZE(loopback_sigs); i++)
-			sigaction(loopback_sigs[i], &loopback_old[i], NULL);
+		/* the peer dies by the signals' default actions, and with penny */
+		pthread_sigmask(SIG_UNBLOCK, &stop_set, NULL);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(1);
 	} else if (pid > 0) {
-		loopback_pid = pid;
-	} else {
-		int e = errno;
-
-		loopback_done();
-		errno = e;
+		stop_peer = pid;
 	}
 	return pid;
 }
@@ -573,13 +636,12 @@ int pn_bwrun_loopback(struct pn_bwrun *b, const char *spec)
 	pid_t pid;
 
 	b->mode = "loopback";
+	stop_start(b);
 	snprintf(d1, sizeof(d1), "%.*s", comma ? (int)(comma - spec) : 63, spec);
 	snprintf(d2, sizeof(d2), "%s", comma ? comma + 1 : d1);
-	if (!b->tcp) {
-		ret = pick_devices(b, spec);
-		if (ret)
-			return ret;
-	}
+	ret = b->tcp ? 0 : pick_devices(b, spec);
+	if (ret)
+		return ret;
 	if (b->tcp) {
 		/* another process of this host may connect first: the key the
 		 * peer inherits tells them apart */
@@ -638,7 +700,7 @@ int pn_bwrun_loopback(struct pn_bwrun *b, const char *spec)
 	if (ret)
 		kill(pid, SIGTERM);
 	waitpid(pid, &st, 0);
-	loopback_done();
+	stop_peer = 0;
 	if (!ret && (!WIFEXITED(st) || WEXITSTATUS(st)))
 		ret = pn_err(-EIO, "the loopback peer failed");
 out:
@@ -647,7 +709,7 @@ out:
 	for (st = 0; st < 2; st++)
 		if (sv[st] >= 0)
 			close(sv[st]);
-	return ret;
+	return run_end(b, ret);
 }
 
 /* ------------------------------------------------------------- launcher */

@@ -56,6 +56,12 @@ struct pn_bwrun_ops {
 	pn_bw_drop_fn *dropped;
 	/* --loopback: the forked peer (on dev, "tcp" for TCP) failed with err */
 	void (*peer_failed)(void *arg, const char *dev, int err);
+	/* the run was cut short after begin, or before it (the output may be
+	 * empty): by a failure, or by a stop (SIGTERM, SIGINT, SIGHUP; its
+	 * default action follows) from another thread, why as "stopped by
+	 * signal 15 (Terminated)": end the output.  begin, row, end and cut
+	 * run one at a time, and none after end or cut. */
+	void (*cut)(void *arg, const char *why);
 };
 
 struct pn_bwrun {
@@ -171,6 +177,13 @@ struct pn_bwrun_pair_link {
 int pn_bwrun_pair_rails(const struct pn_bwrun *r, int p);
 void pn_bwrun_pair_link(const struct pn_bwrun *r, int p, int i, struct pn_bwrun_pair_link *l);
 
+/*
+ * The socket modes (server, client, --loopback) block SIGTERM, SIGINT and
+ * SIGHUP (those not ignored) in every thread and wait for them in one of
+ * their own: a stop kills the --loopback peer, ends the output (ops->cut)
+ * and the process by the signal's default action.  A run that fails ends
+ * it too (ops->cut, why: its error).
+ */
 /* Server: listen on port, take the first client of this version, run. */
 int pn_bwrun_server(struct pn_bwrun *r, const char *devspec, int port);
 /* Client: connect to host:port, run (the initiator). */

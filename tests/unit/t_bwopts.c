@@ -2,7 +2,8 @@
 /* penny bw's options into its configuration (src/harness/bwopts.c): the
  * defaults, -a's sizes, -D against -n, -w in the table's unit, and the
  * combinations refused with the line that names them; --gpu's options,
- * the HOST arguments and the transport. */
+ * the HOST arguments and the transport; HOST, HOST:PORT and [IPV6]:PORT
+ * against -p; how a job pairs up; the notes said before a run. */
 #define _GNU_SOURCE
 #include "unit.h"
 
@@ -170,7 +171,27 @@ TEST(gpu_options_hosts_and_transport)
 	o.loopback = "mlx5_0";
 	CHECK_EQ_INT(pn_bw_opts_args(&o, NULL, 1, one, &tcp), -EINVAL);
 	CHECK_STR(pn_errmsg(-EINVAL), "--loopback runs both ends in this host: no HOST (got '10.0.0.2')");
+	/* over TCP both ends talk through lo, whatever device is named */
+	CHECK_EQ_INT(pn_bw_opts_args(&o, "tcp", 0, NULL, &tcp), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "--loopback mlx5_0: over --transport tcp both ends talk "
+				      "through this host's loopback interface, never a NIC: give "
+				      "--loopback lo");
+	o.loopback = "lo,lo";
+	CHECK_EQ_INT(pn_bw_opts_args(&o, "tcp", 0, NULL, &tcp), -EINVAL);
+	o.loopback = "lo";
 	CHECK_EQ_INT(pn_bw_opts_args(&o, "tcp", 0, NULL, &tcp), 0);
+	CHECK_EQ_INT(pn_bw_opts_args(&o, NULL, 0, NULL, &tcp), 0);
+	/* "--loopback --transport tcp": the option taken for the device */
+	o.loopback = "--transport";
+	CHECK_EQ_INT(pn_bw_opts_args(&o, NULL, 1, one, &tcp), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "--loopback '--transport': that is an option, not a "
+				      "device (--loopback needs its DEV)");
+	o.loopback = NULL;
+	o.dev = "-a";
+	CHECK_EQ_INT(pn_bw_opts_args(&o, NULL, 0, NULL, &tcp), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "-d '-a': that is an option, not a device (-d needs its DEV)");
+	o.dev = NULL;
+	o.loopback = "lo";
 	/* tcp sends host memory: --use_cuda is refused, not ignored */
 	o.use_cuda = 0;
 	CHECK_EQ_INT(pn_bw_opts_args(&o, "tcp", 0, NULL, &tcp), -EINVAL);
@@ -180,11 +201,161 @@ TEST(gpu_options_hosts_and_transport)
 	CHECK_EQ_INT(pn_bw_opts_args(&o, NULL, 0, NULL, &tcp), 0);
 }
 
+/* HOST, [IPV6], HOST:PORT and [IPV6]:PORT, against -p (port_set): the
+ * host and port taken, or the line of the refusal. */
+TEST(host_and_port)
+{
+	static const struct {
+		const char *arg;
+		int port_set;		/* -p 6000 given */
+		const char *host;	/* NULL: refused */
+		int port;		/* taken; or the refusal's line */
+		const char *why;
+	} t[] = {
+		{ "10.0.0.2", 0, "10.0.0.2", 18515, NULL },
+		{ "node1", 1, "node1", 6000, NULL },
+		{ "node1:5000", 0, "node1", 5000, NULL },
+		{ "node1:1", 0, "node1", 1, NULL },
+		{ "node1:65535", 0, "node1", 65535, NULL },
+		{ "node1:00080", 0, "node1", 80, NULL },	/* decimal, as -p */
+		{ "node1:010", 0, "node1", 10, NULL },
+		{ "10.0.0.2:6000", 1, "10.0.0.2", 6000, NULL },
+		{ "[::1]:5000", 0, "::1", 5000, NULL },
+		{ "[fe80::1%eth0]:7", 0, "fe80::1%eth0", 7, NULL },
+		{ "[::1]", 0, "::1", 18515, NULL },
+		{ "[2001:db8::2]", 1, "2001:db8::2", 6000, NULL },
+		/* a bare IPv6 address is a HOST, its last group no port */
+		{ "::1", 0, "::1", 18515, NULL },
+		{ "2001:db8::5:18515", 1, "2001:db8::5:18515", 6000, NULL },
+		{ "fe80::1%lo", 0, "fe80::1%lo", 18515, NULL },
+		{ "", 0, NULL, 0, "the HOST is empty" },
+		{ "node1:5000", 1, NULL, 0, "'node1:5000' and -p 6000 name two ports: give one" },
+		{ "[::1]:5000", 1, NULL, 0, "'[::1]:5000' and -p 6000 name two ports: give one" },
+		{ "node1:0", 0, NULL, 0, "'node1:0' is not HOST:PORT with a port of 1..65535 (or "
+					  "give the HOST and -p PORT)" },
+		{ "node1:65536", 0, NULL, 0, NULL }, { "node1:", 0, NULL, 0, NULL },
+		{ ":5000", 0, NULL, 0, NULL }, { "[]:5000", 0, NULL, 0, NULL },
+		{ "[]", 0, NULL, 0, NULL }, { "[::1", 0, NULL, 0, NULL },
+		{ "[::1]x", 0, NULL, 0, NULL }, { "[::1]:", 0, NULL, 0, NULL },
+		{ "[::1]:99999", 0, NULL, 0, NULL }, { "[node1]", 0, NULL, 0, NULL },
+		{ "node1:5x", 0, NULL, 0, NULL }, { "node1:0x50", 0, NULL, 0, NULL },
+		{ "node1:+80", 0, NULL, 0, NULL }, { "node1:-1", 0, NULL, 0, NULL },
+		{ "node1: 80", 0, NULL, 0, NULL }, { "node1:99999999999", 0, NULL, 0, NULL },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct pn_bw_opts o = defaults();
+		char *arg = (char *)t[i].arg;
+		int tcp, ret;
+
+		if (t[i].port_set) {
+			o.port = 6000;
+			o.port_set = 1;
+		}
+		ret = pn_bw_opts_args(&o, "tcp", 1, &arg, &tcp);
+		CHECK_EQ_INT(ret, t[i].host ? 0 : -EINVAL);
+		if (t[i].host && !ret) {
+			CHECK_STR(o.host, t[i].host);
+			CHECK_EQ_INT(o.port, t[i].port);
+		}
+		if (!t[i].host && t[i].why)
+			CHECK_STR(pn_errmsg(-EINVAL), t[i].why);
+		else if (!t[i].host && !t[i].port_set)
+			CHECK(strstr(pn_errmsg(-EINVAL), "is not HOST:PORT with a port of 1..65535"));
+	}
+	{
+		struct pn_bw_opts o = defaults();
+		char arg[400], *a = arg;
+		int tcp;
+
+		memset(arg, 'a', 300);
+		strcpy(arg + 300, ":80");
+		CHECK_EQ_INT(pn_bw_opts_args(&o, NULL, 1, &a, &tcp), -ENAMETOOLONG);
+	}
+}
+
+/* How a job pairs up, and -p under a launcher; rank0: only rank 0 says it. */
+TEST(pairs)
+{
+	static const struct {
+		int nranks, single, nargs, all_rails, port_set;
+		const char *loopback;
+		int ret, rank0;
+		const char *why;
+	} t[] = {
+		{ 2, 0, 0, 0, 0, NULL, 0, 0, NULL },
+		{ 8, 0, 0, 1, 0, NULL, 0, 0, NULL },
+		{ 1, 1, 0, 0, 0, NULL, 0, 0, NULL },	/* srun -n 1: a plain process */
+		{ 1, 1, 1, 0, 1, NULL, 0, 0, NULL },	/* its client, -p allowed */
+		{ 1, 1, 0, 0, 1, "lo", 0, 0, NULL },
+		{ 1, 0, 0, 0, 0, NULL, -EINVAL, 1, "ranks 2k and 2k+1 pair up: 1 rank is odd "
+			"(the server is 'penny bw' without --np)" },
+		{ 3, 0, 0, 0, 0, NULL, -EINVAL, 1, "ranks 2k and 2k+1 pair up: 3 ranks is odd" },
+		{ 3, 1, 0, 0, 0, NULL, -EINVAL, 1, NULL },
+		{ 2, 0, 1, 0, 0, NULL, -EINVAL, 1, "HOST runs one pair of processes; under a "
+			"launcher (mpirun) ranks 2k and 2k+1 pair up" },
+		{ 2, 0, 0, 0, 0, "lo", -EINVAL, 1, "--loopback runs one pair of processes; under "
+			"a launcher (mpirun) ranks 2k and 2k+1 pair up" },
+		{ 1, 1, 0, 1, 0, NULL, -EINVAL, 0, "--all-rails runs under a launcher (mpirun, "
+			"srun, --np)" },
+		{ 2, 0, 0, 0, 1, NULL, -EINVAL, 1, "-p is the server's port; under a launcher "
+			"(mpirun) ranks 2k and 2k+1 meet through the job's rendezvous: drop -p" },
+		{ 4, 0, 0, 1, 1, NULL, -EINVAL, 1, NULL },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct pn_bw_opts o = defaults();
+		int rank0 = -1;
+
+		o.all_rails = t[i].all_rails;
+		o.port_set = t[i].port_set;
+		o.loopback = t[i].loopback;
+		CHECK_EQ_INT(pn_bw_opts_pairs(&o, t[i].nranks, t[i].single, t[i].nargs, "mpirun",
+					      &rank0), t[i].ret);
+		if (t[i].ret)
+			CHECK_EQ_INT(rank0, t[i].rank0);
+		if (t[i].why)
+			CHECK_STR(pn_errmsg(-EINVAL), t[i].why);
+	}
+}
+
+/* -R, -e and the RDMA settings unused over TCP: the lines said before a run */
+TEST(notes)
+{
+	struct pn_bw_opts o = defaults();
+	char buf[256];
+	int i, n = 0;
+
+	for (i = 0; pn_bw_opts_note(&o, 1, i, buf, sizeof(buf)); i++)
+		n += !!buf[0];
+	CHECK_EQ_INT(i, 3);
+	CHECK_EQ_INT(n, 0);
+	o.rdma_cm = o.events = 1;
+	o.qps = 2;
+	o.op = "read";
+	CHECK_EQ_INT(pn_bw_opts_note(&o, 1, 0, buf, sizeof(buf)), 1);
+	CHECK_STR(buf, "-R: penny connects the QPs over its own TCP exchange, not rdma_cm (both "
+		       "ends must be penny bw); the test is the same");
+	CHECK_EQ_INT(pn_bw_opts_note(&o, 1, 1, buf, sizeof(buf)), 1);
+	CHECK(strstr(buf, "the bandwidth is the same") != NULL);
+	CHECK_EQ_INT(pn_bw_opts_note(&o, 1, 2, buf, sizeof(buf)), 1);
+	CHECK_STR(buf, "-q 2, --op read: RDMA settings, unused by --transport tcp (one TCP "
+		       "stream)");
+	CHECK_EQ_INT(pn_bw_opts_note(&o, 0, 2, buf, sizeof(buf)), 1);
+	CHECK_STR(buf, "");
+	CHECK_EQ_INT(pn_bw_opts_note(&o, 0, 3, buf, sizeof(buf)), 0);
+}
+
 int main(void)
 {
 	RUN(defaults_and_sizes);
 	RUN(refused_combinations);
 	RUN(devices_of_each_mode);
 	RUN(gpu_options_hosts_and_transport);
+	RUN(host_and_port);
+	RUN(pairs);
+	RUN(notes);
 	return unit_done();
 }
