@@ -376,18 +376,20 @@ static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static int out_done;			/* under out_lock: the output has its end */
 static sigset_t stop_set;		/* the signals the thread waits for */
 static const struct pn_bwrun_ops *stop_ops;
-static volatile pid_t stop_peer;	/* --loopback's peer, while it runs */
+static pid_t stop_peer;	/* --loopback's peer, while it runs (atomic) */
 
 static void *stop_main(void *unused)
 {
 	struct timespec ts;
 	char why[96];
 	int sig = 0;
+	pid_t peer;
 
 	while (sigwait(&stop_set, &sig))
 		;
-	if (stop_peer > 0)
-		kill(stop_peer, SIGKILL);
+	peer = __atomic_load_n(&stop_peer, __ATOMIC_ACQUIRE);
+	if (peer > 0)
+		kill(peer, SIGKILL);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_sec += 2;
 	/* the lock stays held: nothing is written after the end */
@@ -623,7 +625,7 @@ static pid_t loopback_fork(void)
 		if (getppid() != parent)
 			_exit(1);
 	} else if (pid > 0) {
-		stop_peer = pid;
+		__atomic_store_n(&stop_peer, pid, __ATOMIC_RELEASE);
 	}
 	return pid;
 }
@@ -700,7 +702,7 @@ int pn_bwrun_loopback(struct pn_bwrun *b, const char *spec)
 	if (ret)
 		kill(pid, SIGTERM);
 	waitpid(pid, &st, 0);
-	stop_peer = 0;
+	__atomic_store_n(&stop_peer, 0, __ATOMIC_RELEASE);
 	if (!ret && (!WIFEXITED(st) || WEXITSTATUS(st)))
 		ret = pn_err(-EIO, "the loopback peer failed");
 out:
