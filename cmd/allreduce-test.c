@@ -125,7 +125,7 @@ const struct pn_opt sweep_options[] = {
 	  OPT_RANGE(1, 1024) },
 	{ "agg_iters", 'm', OPT_INT, &opt.nt.agg_iters, "N",
 	  "calls per iteration, one after another (no group to aggregate them into); the time is "
-	  "per call (default 1)", NULL, OPT_RANGE(1, 1000000) },
+	  "per call (default 1; -n x N and -w x N at most 2^31-1)", NULL, OPT_RANGE(1, 1000000) },
 	{ "run_cycles", 'N', OPT_INT, &opt.nt.run_cycles, "N",
 	  "sweeps run and printed (default 1; nccl-tests' 0, forever, is not supported)", NULL,
 	  OPT_RANGE(0, 1000000) },
@@ -305,22 +305,12 @@ static void print_bad(void *arg, const struct pn_sweep_bad *b)
 			    (unsigned long long)b->got);
 }
 
-/* --np: the planned memory of the ranks about to be forked (a --plan's rings
- * are not read yet: one channel, the ranks check again with them). */
+/* --np: the planned memory of the ranks about to be forked */
 static int prelaunch(struct pn_ctx *ctx, int np, int coll)
 {
-	enum pn_algo algos[PN_SWEEP_MAX_ALGOS] = { PN_ALGO_ONE_SHOT };
-	struct pn_mem_job mj;
-	int nalgos = 1, host = pn_aropts_has_host(ar.backends ? ar.backends : "host"), ret;
+	int ret = pn_aropts_prelaunch(&ar, np, coll, pn_cli.transport, pn_cli.mem_check,
+				      pn_cli.tune_file != NULL);
 
-	/* options that do not parse are the ranks' to report; the other
-	 * collectives' scratch (exec.c) is at most a buffer, one-shot's */
-	if (!coll && pn_aropts_algos(ar.algo, host, algos, &nalgos))
-		return 0;
-	pn_sweep_mem_job(&mj, np, np, pn_cli.transport, pn_aropts_multiring(algos, nalgos) ? 2 : 1,
-			 host ? ar.maxbytes : 0, algos, nalgos, pn_cli.tune_file != NULL);
-	mj.base_bytes = PN_MEM_RANK_BASE;
-	ret = pn_cli.mem_check ? pn_mem_check(&mj) : 0;
 	return ret ? pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret)) : 0;
 }
 

@@ -13,6 +13,7 @@
 #include "harness/plansched.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,15 +93,36 @@ int pn_aropts_backends(const struct pn_aropts *o, struct pn_arback *bk)
 	return 0;
 }
 
-int pn_aropts_has_host(const char *backends)
+/* Whether the list names the host (*host) and a GPU plugin (returned). */
+static int names_gpu(const char *backends, int *host)
 {
 	char copy[512], *tok, *save = NULL;
-	int host = 0;
+	int gpu = 0;
 
+	*host = 0;
 	snprintf(copy, sizeof(copy), "%s", backends);
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-		host |= !strcmp(tok, "host");
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		*host |= !strcmp(tok, "host");
+		gpu |= strcmp(tok, "host") != 0;
+	}
+	return gpu;
+}
+
+int pn_aropts_has_host(const char *backends)
+{
+	int host;
+
+	names_gpu(backends, &host);
 	return host;
+}
+
+/* A rank's host memory for a GPU backend's check (sweep_gpu.c), if any. */
+static uint64_t gpu_staged(const struct pn_aropts *o, int coll)
+{
+	int host;
+
+	return names_gpu(o->backends ? o->backends : "host", &host)
+		       ? pn_sweep_gpu_staged(coll, o->check, o->maxbytes) : 0;
 }
 
 /* Algorithm names that only GPU plugins have (src/harness/sweep_gpu.c): the
@@ -164,6 +186,24 @@ int pn_aropts_algos(const char *spec, int has_host, enum pn_algo *algos, int *n)
 	return ret;
 }
 
+int pn_aropts_prelaunch(const struct pn_aropts *o, int np, int coll, const char *transport,
+			int mem_check, int tuned)
+{
+	enum pn_algo algos[PN_SWEEP_MAX_ALGOS] = { PN_ALGO_ONE_SHOT };
+	struct pn_mem_job mj;
+	int nalgos = 1, host = pn_aropts_has_host(o->backends ? o->backends : "host");
+
+	/* options that do not parse are the ranks' to report; the other
+	 * collectives' scratch (exec.c) is at most a buffer, one-shot's */
+	if (!mem_check || (!coll && pn_aropts_algos(o->algo, host, algos, &nalgos)))
+		return 0;
+	pn_sweep_mem_job(&mj, np, np, transport, pn_aropts_multiring(algos, nalgos) ? 2 : 1,
+			 host ? o->maxbytes : 0, algos, nalgos, tuned);
+	mj.base_bytes = PN_MEM_RANK_BASE;
+	mj.private_bytes = gpu_staged(o, coll);
+	return pn_mem_check(&mj);
+}
+
 int pn_aropts_multiring(const enum pn_algo *algos, int nalgos)
 {
 	while (nalgos-- > 0)
@@ -200,6 +240,11 @@ int pn_aropts_check(struct pn_aropts *o, const struct pn_arback *bk)
 			      PN_SWEEP_MAX_SIZES);
 	if (ret)
 		return pn_err(ret, "out of memory");
+	/* -m repeats every call: a size's calls are counted in an int */
+	if (o->agg > 1 && (long long)PN_MAX(o->iters, o->warmup) * o->agg > INT_MAX)
+		return pn_err(-EINVAL, "-%c %d with -m %d is %lld calls a size: at most %d", o->iters >=
+			      o->warmup ? 'n' : 'w', PN_MAX(o->iters, o->warmup), o->agg,
+			      (long long)PN_MAX(o->iters, o->warmup) * o->agg, INT_MAX);
 	if (o->plan && bk->has_host && bk->ngpu)
 		return pn_err(-EINVAL, "--plan: the host engine runs multiring over the plan, a "
 				       "GPU plugin its ring algorithm; run them in separate jobs");
@@ -262,6 +307,20 @@ int pn_aropts_nccl_tests(const struct pn_ar_nccl_tests *t, int has_host, int ngp
 	return 0;
 }
 
+/* -d or -o (what) that names no type or op: every name it takes, "all" too
+ * (the engine's line leaves it out), and that it takes one, not a list. */
+static int not_one(char what, const char *v)
+{
+	char names[160] = "";
+	int i, n = what == 'd' ? PN_NDTYPES : PN_NREDOPS;
+
+	for (i = 0; i < n; i++)
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s ", what == 'd'
+			 ? pn_dtype_name((enum pn_dtype)i) : pn_redop_name((enum pn_redop)i));
+	return pn_err(-EINVAL, "unknown %s '%s' (valid: %sor all%s)", what == 'd' ? "data type"
+		      : "reduction operation", v, names, strchr(v, ',') ? "; one name, not a list" : "");
+}
+
 int pn_aropts_types(const char *d, const char *op, enum pn_coll_kind k, struct pn_artypes *t)
 {
 	int i;
@@ -271,12 +330,12 @@ int pn_aropts_types(const char *d, const char *op, enum pn_coll_kind k, struct p
 		for (i = 0; i < PN_NDTYPES; i++)
 			t->dtypes[t->ndtypes++] = (enum pn_dtype)i;
 	else if (pn_dtype_parse(d, &t->dtypes[t->ndtypes++]))
-		return -EINVAL;
+		return not_one('d', d);
 	if (!strcmp(op, "all"))
 		for (i = 0; i < PN_NREDOPS; i++)
 			t->ops[t->nops++] = (enum pn_redop)i;
 	else if (pn_redop_parse(op, &t->ops[t->nops++]))
-		return -EINVAL;
+		return not_one('o', op);
 	if (!pn_coll_reduces(k)) {
 		t->ops[0] = PN_SUM;	/* the data's; the table says none */
 		t->nops = 1;
@@ -463,6 +522,7 @@ int pn_aropts_prepare(const struct pn_aropts *o, struct pn_boot *b, struct pn_ar
 	pn_sweep_mem_job(&mj, pn_boot_local_size(b), pn_boot_nranks(b), o->transport,
 			 cfg->nchannels, p->has_host ? o->maxbytes : 0, p->algos, p->nalgos,
 			 p->tuned);
+	mj.private_bytes = gpu_staged(o, o->kind != PN_COLL_ALLREDUCE);
 	ret = pn_boot_agree_err(b, p->mem_check ? pn_mem_check(&mj) : 0, 1, &first);
 	return first >= 0 ? found(p, first == rank, 2, ret) : ret;
 }

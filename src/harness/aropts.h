@@ -72,6 +72,12 @@ int pn_aropts_has_host(const char *backends);
  * when has_host.  0 or -EINVAL (-ENOMEM). */
 int pn_aropts_algos(const char *list, int has_host, enum pn_algo *algos, int *n);
 int pn_aropts_multiring(const enum pn_algo *algos, int nalgos);
+/* --np: the planned memory of the np ranks about to be forked (coll: 1 for
+ * coll-test's collectives; a --plan's rings are not read yet: one channel,
+ * the ranks check again with them), when mem_check; 0, or -ENOSPC/-ENOMEM
+ * with one line (options that do not parse: 0, the ranks report them). */
+int pn_aropts_prelaunch(const struct pn_aropts *o, int np, int coll, const char *transport,
+			int mem_check, int tuned);
 /* -b against -e, and --plan against the backends and --algo: a --plan run
  * by the host is multiring (o->algo becomes it).  0 or -EINVAL. */
 int pn_aropts_check(struct pn_aropts *o, const struct pn_arback *bk);

@@ -343,6 +343,12 @@ uint64_t pn_sweep_gpu_xnode_ll(const struct pn_sweep_backend *be);
 /* Across nodes GPU-driven: the proxy's transport; NULL otherwise. */
 const char *pn_sweep_gpu_xnode(const struct pn_sweep_backend *be);
 int pn_sweep_gpu_graph(const struct pn_sweep_backend *be);
+/* The host memory a rank of a GPU backend stages its check through, at
+ * most: another collective's whole input or output (coll: 1) of max_bytes,
+ * the allreduce's output digest in pieces of PN_SWEEP_GPU_PIECE; 0 without
+ * the check.  For the planned memory (pn_mem_job's private_bytes). */
+#define PN_SWEEP_GPU_PIECE ((uint64_t)16 << 20)
+uint64_t pn_sweep_gpu_staged(int coll, int check, uint64_t max_bytes);
 
 void pn_sweep_backend_close(struct pn_sweep_backend *be);
 

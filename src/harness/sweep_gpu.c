@@ -186,7 +186,7 @@ static int gpu_pick(struct pn_sweep_backend *be, const struct pn_sweep *s, int a
 /* pn_digest64 of bytes of device memory, read back in pieces. */
 static int output_digest(struct gpu *g, const void *dev, size_t bytes, uint64_t *out)
 {
-	size_t piece = PN_MIN(bytes, (size_t)16 << 20), done, n;
+	size_t piece = PN_MIN(bytes, (size_t)PN_SWEEP_GPU_PIECE), done, n;
 	unsigned char *buf = malloc(piece ? piece : 1);
 	uint64_t h = 0;
 	int ret = 0;
@@ -202,6 +202,14 @@ static int output_digest(struct gpu *g, const void *dev, size_t bytes, uint64_t 
 	free(buf);
 	*out = h;
 	return ret;
+}
+
+uint64_t pn_sweep_gpu_staged(int coll, int check, uint64_t max_bytes)
+{
+	/* coll_fill's and coll_check's buffers are not held at once */
+	if (!check)
+		return 0;
+	return coll ? max_bytes : PN_MIN(max_bytes, PN_SWEEP_GPU_PIECE);
 }
 
 /* The host's test data of d into dev (its send part: send count elements). */
