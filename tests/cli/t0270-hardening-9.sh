@@ -83,26 +83,15 @@ cat >bwpeer.py <<'PY'
 import os, socket, struct, sys, time
 sys.path.insert(0, os.environ["TOP"] + "/tests/helpers")
 import peer
-def rd(s, n):
-    b = b""
-    while len(b) < n:
-        d = s.recv(n - len(b))
-        if not d:
-            raise SystemExit("closed after %d of %d bytes" % (len(b), n))
-        b += d
-    return b
+rd = peer.recv_all
 port, mode = int(sys.argv[1]), sys.argv[2]
 if mode == "capture":
-    l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    l.bind(("127.0.0.1", port)); l.listen(1); open("ready", "w").close()
-    c, _ = l.accept(); h = rd(c, 40); h += rd(c, struct.unpack_from("<Q", h, 32)[0])
-    open("hello.bin", "wb").write(h); sys.exit()
+    peer.bw_capture(port, None); sys.exit()
 h = open("hello.bin", "rb").read()
 s = peer.conn(port)
 if mode == "silent":
     s.sendall(h); time.sleep(10); sys.exit()
-s.sendall(h); rd(s, len(h)); s.sendall(b"\1\0\0\0"); rd(s, 4)
-s.sendall(b"\1\0\0\0"); rd(s, 4)
+peer.bw_start(s, h)
 size = struct.unpack_from("<Q", h, 100)[0]
 if mode == "stream":
     t0 = time.time()

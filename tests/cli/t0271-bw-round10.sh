@@ -154,26 +154,14 @@ cat >stall.py <<'PY'
 import os, socket, struct, sys, time
 sys.path.insert(0, os.environ["TOP"] + "/tests/helpers")
 import peer
-def rd(s, n):
-    b = b""
-    while len(b) < n:
-        d = s.recv(n - len(b))
-        if not d:
-            raise SystemExit("closed after %d of %d bytes" % (len(b), n))
-        b += d
-    return b
 port, mode = int(sys.argv[1]), sys.argv[2]
 if mode == "capture":
-    l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    l.bind(("127.0.0.1", port)); l.listen(1); l.settimeout(10); open("ready", "w").close()
-    c, _ = l.accept(); c.settimeout(10); h = rd(c, 40); h += rd(c, struct.unpack_from("<Q", h, 32)[0])
-    open("hello.bin", "wb").write(h); sys.exit()
+    peer.bw_capture(port); sys.exit()
 h = open("hello.bin", "rb").read()
 n, size = int(sys.argv[3]), int(sys.argv[4])
 s = peer.conn(port)
-s.sendall(h); rd(s, len(h)); s.sendall(b"\1\0\0\0"); rd(s, 4)
-s.sendall(b"\1\0\0\0"); rd(s, 4)
-s.sendall((b"\1" + bytes(size)) * n + b"\0"); rd(s, 1)
+peer.bw_start(s, h)
+s.sendall((b"\1" + bytes(size)) * n + b"\0"); peer.recv_all(s, 1)
 open("sent", "w").close(); time.sleep(20)
 PY
 export TOP

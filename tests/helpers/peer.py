@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # For the tests' Python peers (strangers, old-protocol clients): connect to
-# a penny listener on 127.0.0.1 that may not be up yet.
+# a penny listener on 127.0.0.1 that may not be up yet; play a penny bw
+# server or client (bw_capture, bw_start).
 import socket
 import time
 
@@ -85,3 +86,41 @@ def hello_v3(secret, tag, challenge, rank, nranks, pid=4242, host="intruder"):
 def frame(typ, tag, payload, seq=0, version=3):
     """Any frame of the rendezvous (a stranger's challenge or ABORT)."""
     return header(version, typ, tag, 0, seq, len(payload)) + payload
+
+
+def recv_all(s, n):
+    """n bytes from s; SystemExit when the peer closes first."""
+    b = b""
+    while len(b) < n:
+        d = s.recv(n - len(b))
+        if not d:
+            raise SystemExit("closed after %d of %d bytes" % (len(b), n))
+        b += d
+    return b
+
+
+def bw_capture(port, timeout=10):
+    """As a penny bw server on 127.0.0.1:port: the first client's hello
+    into hello.bin ("ready" once listening)."""
+    l = socket.socket()
+    l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    l.bind(("127.0.0.1", port))
+    l.listen(1)
+    l.settimeout(timeout)
+    open("ready", "w").close()
+    c, _ = l.accept()
+    c.settimeout(timeout)
+    h = recv_all(c, 40)
+    h += recv_all(c, struct.unpack_from("<Q", h, 32)[0])
+    open("hello.bin", "wb").write(h)
+
+
+def bw_start(s, h):
+    """As a penny bw client on s: the hello h said and answered, then the
+    two exchanges before the first size."""
+    s.sendall(h)
+    recv_all(s, len(h))
+    s.sendall(b"\1\0\0\0")
+    recv_all(s, 4)
+    s.sendall(b"\1\0\0\0")
+    recv_all(s, 4)
