@@ -623,7 +623,7 @@ int sweep_main(struct pn_ctx *ctx, enum pn_coll_kind kind)
 	j.progress = j.rank == 0 && isatty(STDERR_FILENO) && !pn_cli.json && j.sw.nsizes > 8;
 	j.sw.comm = j.aj.comm;
 	pn_aropts_sweep(&ar, &j.sw);
-	j.sw.keep = j.rank == 0;
+	j.sw.keep = j.rank == 0 && (ar.plot || ar.tune_out || strchr(backends, ','));
 	j.sw.sink = (struct pn_sweep_sink){ .arg = &j, .begin = print_header, .row = print_row,
 					    .end = print_footer, .skip = print_skip,
 					    .bad = print_bad };

@@ -71,4 +71,21 @@ test_expect_success '... and on the ranks of a launcher: every rank exits 2, one
 	grep -qx "penny coll-test: 2 ranks x 129 MiB and 2.1 MiB in /dev/shm need 259 MiB of memory, 64 MiB available" err0
 '
 
+# rank 0 kept a copy of every row for the ratios, --plot and --tune-out
+# even when none of them ran: -N 100000 of one size grew it by 24 MB
+# rss N: the largest resident size (KB) of a host allreduce-test of -N N
+rss() {
+	python3 -c "
+import os, resource, subprocess, sys
+subprocess.run([os.environ[\"PENNY\"], \"allreduce-test\", \"-N\", sys.argv[1], \"-b\", \"8\", \"-e\", \"8\",
+		\"-n\", \"1\", \"-w\", \"0\"], stdout=subprocess.DEVNULL, check=True)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+" "$1"
+}
+test_expect_success '-N sweeps: rows are kept only for the ratios, --plot and --tune-out' '
+	rss 100 >small && rss 100000 >big && echo "$(cat small) KB, $(cat big) KB" &&
+	test $(($(cat big) - $(cat small))) -lt 4096 &&
+	penny allreduce-test -N 3 -b 8 -e 64 --plot p.svg >out && grep -q "<svg" p.svg
+'
+
 test_done
