@@ -13,7 +13,6 @@
 #include "engine/boot.h"
 #include "engine/coll.h"
 #include "base/log.h"
-#include "engine/mem.h"
 #include "plan/plan_job.h"
 #include "gpu/plugin.h"
 #include "harness/arjob.h"
