@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "base/ofile.h"
+#include "base/stop.h"
 #include "base/util.h"
 #include "base/verdict.h"
 #include "check/check.h"
@@ -131,7 +132,7 @@ static int write_outputs(struct pn_ctx *ctx, struct outputs *f, struct pn_check 
 	const char *why = NULL;
 	int ran = c->results != NULL && code != 2;
 
-	if (!f->open || !pn_check_stop_hold())
+	if (!f->open || !pn_stop_hold(-1))
 		return code;
 	if (f->save && code == 0) {
 		code |= commit(ctx, &f->save, opt.save,
@@ -154,7 +155,7 @@ static int write_outputs(struct pn_ctx *ctx, struct outputs *f, struct pn_check 
 		code |= commit(ctx, &f->prom, opt.prom,
 			       pn_verdict_write_prom(pn_ofile_file(f->prom), c->results, code));
 	f->open = 0;
-	pn_check_stop_release();
+	pn_stop_release(1);
 	return code & 2 ? 2 : code;
 }
 
@@ -164,7 +165,7 @@ static void stopped(void *arg, int sig)
 	struct outputs *f = arg;
 	struct pn_check none;
 
-	if (!pn_check_stop_hold())
+	if (!pn_stop_hold(-1))
 		return; /* they hold the verdict: the signal's default action */
 	pn_check_init(&none);
 	memcpy(none.node, f->c->node, sizeof(none.node));
@@ -190,7 +191,7 @@ static int open_outputs(struct pn_ctx *ctx, struct outputs *f, struct pn_check *
 	}
 	/* a stop (SIGTERM, SIGINT) writes them too; a job's ranks stop by its launcher */
 	if (ctx->job->nranks <= 1 && (opt.junit || opt.prom || opt.save))
-		pn_check_stop_start(stopped, f);
+		pn_stop_start(stopped, f);
 	return rc;
 }
 

@@ -35,8 +35,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -670,75 +668,6 @@ int pn_check_run(struct pn_check *c)
 	if (ret)
 		return ret;
 	return finish(c);
-}
-
-/* ------------------------------------------------------------ a stop */
-
-static pthread_mutex_t stop_lock = PTHREAD_MUTEX_INITIALIZER;
-static int stop_done;
-static sigset_t stop_set;
-static void (*stop_fn)(void *arg, int sig);
-static void *stop_arg;
-
-static void *stop_main(void *unused)
-{
-	int sig = 0;
-
-	while (sigwait(&stop_set, &sig))
-		;
-	stop_fn(stop_arg, sig); /* returns only when the outputs were written */
-	signal(sig, SIG_DFL);
-	pthread_sigmask(SIG_UNBLOCK, &stop_set, NULL);
-	raise(sig);
-	return NULL;
-}
-
-int pn_check_stop_start(void (*stop)(void *arg, int sig), void *arg)
-{
-	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
-	struct sigaction old;
-	pthread_t th;
-	size_t i, n = 0;
-	int ret;
-
-	sigemptyset(&stop_set);
-	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		/* one ignored (nohup, a background job's SIGINT) stays so */
-		if (!sigaction(sigs[i], NULL, &old) && old.sa_handler != SIG_IGN)
-			n += !sigaddset(&stop_set, sigs[i]);
-	if (!n)
-		return 0;
-	stop_fn = stop;
-	stop_arg = arg;
-	ret = -pthread_sigmask(SIG_BLOCK, &stop_set, NULL);
-	if (!ret && (ret = -pthread_create(&th, NULL, stop_main, NULL)))
-		pthread_sigmask(SIG_UNBLOCK, &stop_set, NULL);
-	if (!ret)
-		pthread_detach(th);
-	return ret ? pn_err(ret, "cannot start the thread that waits for a stop") : 0;
-}
-
-/* held by this thread: a second hold of it is one */
-static _Thread_local int stop_mine;
-
-int pn_check_stop_hold(void)
-{
-	if (stop_mine)
-		return 1;
-	pthread_mutex_lock(&stop_lock);
-	if (!stop_done)
-		return stop_mine = 1;
-	pthread_mutex_unlock(&stop_lock);
-	return 0;
-}
-
-void pn_check_stop_release(void)
-{
-	if (!stop_mine)
-		return;
-	stop_mine = 0;
-	stop_done = 1;
-	pthread_mutex_unlock(&stop_lock);
 }
 
 void pn_check_release(struct pn_check *c)

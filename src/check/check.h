@@ -105,21 +105,4 @@ int pn_check_job_median(struct pn_verdict_list *l, double margin);
  */
 int pn_check_require(struct pn_verdict_list *l, unsigned require, const char *node);
 
-/*
- * A stop (SIGTERM, SIGINT, SIGHUP: timeout(1), systemd, Ctrl-C) of a run
- * whose outputs must say so.  pn_check_stop_start blocks those signals that
- * are not ignored in every thread (those started later too) and starts a
- * thread that waits for one and calls stop(arg, sig): stop claims the
- * outputs with pn_check_stop_hold, writes them and ends the process.  Where
- * they were written already (hold returns 0 and stop returns), the signal's
- * default action ends it.  0, or a negative errno (the default actions
- * stand).  pn_check_stop_hold: 1 when the calling thread may write the
- * outputs now (the other side waits until its pn_check_stop_release; a
- * second hold of the holder is 1), 0 when they were written.  A child
- * forked without exec unblocks the signals itself.
- */
-int pn_check_stop_start(void (*stop)(void *arg, int sig), void *arg);
-int pn_check_stop_hold(void);
-void pn_check_stop_release(void);
-
 #endif

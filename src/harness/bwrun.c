@@ -10,6 +10,7 @@
 
 #include "base/log.h"
 #include "base/sock.h"
+#include "base/stop.h"
 #include "base/util.h"
 #include "engine/jobparams.h"
 #include "engine/mem.h"
@@ -366,91 +367,45 @@ static int agree_and_connect(struct pn_bwrun *b)
  * blocked and a thread waits for one.  It kills the --loopback peer first
  * (before the connection closes under it and it says so; SIGKILL does the
  * same through the parent-death signal), ends the caller's output through
- * ops->cut unless it was ended already (the caller's callbacks run under
- * out_lock: its --json document is never cut in half), and the signal's
- * default action ends the process.  An output blocked for 2 s (a full
- * pipe) does not hold the stop.
+ * ops->cut unless it was ended already (the caller's callbacks take turns
+ * with it, base/stop.h: its --json document is never cut in half), and the
+ * signal's default action ends the process.  An output blocked for 2 s (a
+ * full pipe) does not hold the stop.
  */
-static const int stop_sigs[] = { SIGTERM, SIGINT, SIGHUP };
-static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
-static int out_done;			/* under out_lock: the output has its end */
-static sigset_t stop_set;		/* the signals the thread waits for */
 static const struct pn_bwrun_ops *stop_ops;
 static pid_t stop_peer;	/* --loopback's peer, while it runs (atomic) */
 
-static void *stop_main(void *unused)
+static void stopped(void *unused, int sig)
 {
-	struct timespec ts;
+	pid_t peer = __atomic_load_n(&stop_peer, __ATOMIC_ACQUIRE);
 	char why[96];
-	int sig = 0;
-	pid_t peer;
 
-	while (sigwait(&stop_set, &sig))
-		;
-	peer = __atomic_load_n(&stop_peer, __ATOMIC_ACQUIRE);
+	(void)unused;
 	if (peer > 0)
 		kill(peer, SIGKILL);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 2;
-	/* the lock stays held: nothing is written after the end */
-	if (!pthread_mutex_timedlock(&out_lock, &ts) && !out_done && stop_ops->cut) {
+	/* the turn stays this thread's: nothing is written after the end */
+	if (pn_stop_hold(2) && stop_ops->cut) {
 		snprintf(why, sizeof(why), "stopped by signal %d (%s)", sig, strsignal(sig));
 		stop_ops->cut(stop_ops->arg, why);
 	}
-	signal(sig, SIG_DFL);
-	pthread_sigmask(SIG_UNBLOCK, &stop_set, NULL);
-	raise(sig);
-	return NULL;
 }
 
-/* The presenting process of a socket mode, once: the thread of a stop. */
+/* The presenting process of a socket mode: the thread of a stop. */
 static void stop_start(const struct pn_bwrun *b)
 {
-	static int started;
-	struct sigaction old;
-	pthread_t th;
-	size_t i;
-
-	if (started || !b->ops)
+	if (!b->ops || stop_ops)
 		return;
-	started = 1;
 	stop_ops = b->ops;
-	sigemptyset(&stop_set);
-	for (i = 0; i < PN_ARRAY_SIZE(stop_sigs); i++)
-		if (!sigaction(stop_sigs[i], NULL, &old) && old.sa_handler != SIG_IGN)
-			sigaddset(&stop_set, stop_sigs[i]);
 	/* failing, the signals' default actions stand */
-	if (pthread_sigmask(SIG_BLOCK, &stop_set, NULL))
-		return;
-	if (pthread_create(&th, NULL, stop_main, NULL))
-		pthread_sigmask(SIG_UNBLOCK, &stop_set, NULL);
-	else
-		pthread_detach(th);
-}
-
-/* The caller's output (ops' begin, row, end, cut): one at a time with a
- * stop's; end: the output is whole, a stop writes nothing more. */
-static int out_hold(void)
-{
-	pthread_mutex_lock(&out_lock);
-	if (!out_done)
-		return 1;
-	pthread_mutex_unlock(&out_lock);
-	return 0;
-}
-
-static void out_release(int end)
-{
-	out_done |= end;
-	pthread_mutex_unlock(&out_lock);
+	pn_stop_start(stopped, NULL);
 }
 
 /* A socket mode's end: a run that failed ends the caller's output with why. */
 static int run_end(struct pn_bwrun *b, int ret)
 {
-	if (ret && b->ops && b->ops->cut && out_hold()) {
+	if (ret && b->ops && b->ops->cut && pn_stop_hold(-1)) {
 		b->ops->cut(b->ops->arg, pn_errmsg(ret));
-		out_release(1);
+		pn_stop_release(1);
 	}
 	return ret;
 }
@@ -472,9 +427,9 @@ static int run_socket(struct pn_bwrun *b)
 	struct pn_bwrun_rail *r = &b->rails[0];
 	int k, ret;
 
-	if (ops && ops->begin && out_hold()) {
+	if (ops && ops->begin && pn_stop_hold(-1)) {
 		ops->begin(ops->arg, b);
-		out_release(0);
+		pn_stop_release(0);
 	}
 	for (k = 0; k < (int)b->cfg.nsizes; k++) {
 		struct pn_bw_row mine, theirs, *shown;
@@ -503,14 +458,14 @@ static int run_socket(struct pn_bwrun *b)
 		if (b->cfg.flags & PN_BW_BIDIR)
 			pn_bw_row_add(shown, b->initiator ? &theirs : &mine);
 		r->rows[k] = *shown;
-		if (ops && ops->row && out_hold()) {
+		if (ops && ops->row && pn_stop_hold(-1)) {
 			ops->row(ops->arg, b, k, shown);
-			out_release(0);
+			pn_stop_release(0);
 		}
 	}
-	if (ops && ops->end && out_hold()) {
+	if (ops && ops->end && pn_stop_hold(-1)) {
 		ops->end(ops->arg, b);
-		out_release(1);
+		pn_stop_release(1);
 	}
 	return 0;
 }
@@ -620,7 +575,7 @@ static pid_t loopback_fork(void)
 
 	if (pid == 0) {
 		/* the peer dies by the signals' default actions, and with penny */
-		pthread_sigmask(SIG_UNBLOCK, &stop_set, NULL);
+		pn_stop_child();
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(1);
