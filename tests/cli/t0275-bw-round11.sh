@@ -6,6 +6,7 @@
 # [IPV6] without a port.
 # cost: 20
 . "$(dirname "$0")/../lib.sh"
+export TOP
 
 # sig.py SIG DELAY OUT ERR PENNY ARGS...: runs penny with SIGINT at its
 # default (a background job of a script ignores it), sends SIG after DELAY
@@ -86,12 +87,10 @@ test_expect_success 'bw server out of descriptors: one line at once, no spinning
 	(ulimit -n 4; exec "$PENNY" bw --transport tcp -p $p --timeout 5 -n 5) >out 2>err &
 	srv=$!
 	python3 -c "
-import socket, sys, time
-for i in range(200):
-    try:
-        s = socket.create_connection((\"127.0.0.1\", $p)); break
-    except OSError:
-        time.sleep(0.02)
+import os, sys, time
+sys.path.insert(0, os.environ[\"TOP\"] + \"/tests/helpers\")
+import peer
+s = peer.conn($p)
 time.sleep(3)
 " &
 	py=$!
@@ -105,12 +104,10 @@ test_expect_success 'bw server out of descriptors: a silent connection gives way
 	(ulimit -n 5; exec "$PENNY" bw --transport tcp -p $p --timeout 5 -n 5 -s 8) >srv.out 2>srv.err &
 	srv=$!
 	python3 -c "
-import socket, time
-for i in range(200):
-    try:
-        s = socket.create_connection((\"127.0.0.1\", $p)); break
-    except OSError:
-        time.sleep(0.02)
+import os, sys, time
+sys.path.insert(0, os.environ[\"TOP\"] + \"/tests/helpers\")
+import peer
+s = peer.conn($p)
 open(\"held\", \"w\").close()
 time.sleep(6)
 " &
