@@ -92,8 +92,10 @@ NVLINK ?= $(dir $(NVCC))nvlink
 PL_NV_INC := $(if $(strip $(NVCC)),$(if $(strip $(NVSHMEM_HOME)),$(wildcard $(NVSHMEM_HOME)/include/nvshmem.h)))
 PL_NV_LIBDIR := $(abspath $(NVSHMEM_HOME)/lib)
 PL_NV_OK := $(if $(PL_NV_INC),$(and $(wildcard $(PL_NV_LIBDIR)/libnvshmem_device.a),$(wildcard $(PL_NV_LIBDIR)/libnvshmem_host.so.3)))
+# (large calls within a node by the cuda plugin's copy-engine allreduce:
+# cuda_ce.c, its geometry in cuda_plan.c, its kernels' image image_ce.o)
 PL_NV_SRC := $(PL_COMMON) $(PL_UNITS) plugins/nvshmem/nv_plugin.c plugins/nvshmem/nv_plan.c \
-	plugins/nvshmem/nv_entry.c
+	plugins/nvshmem/nv_entry.c plugins/cuda/cuda_ce.c plugins/cuda/cuda_plan.c
 PL_NV_OBJ := $(PL_NV_SRC:%.c=$(PL)/obj/%.o)
 PL_NV_KDEPS := $(PL_KDEPS) plugins/nvshmem/nv_kargs.h
 PL_NV_NVCC := $(NVCC) -std=c++17 -I$(NVSHMEM_HOME)/include -Xcompiler -fPIC,-fvisibility=hidden
@@ -125,7 +127,8 @@ $(PL)/gen/image_nvshmem.c: $(PL)/gen/nvshmem.cubin
 		sed 's/^const unsigned char/__attribute__((aligned(64), visibility("hidden"))) const unsigned char/' >$@.tmp
 	mv $@.tmp $@
 
-$(PL)/penny-nvshmem.so: $(PL_NV_OBJ) $(PL)/obj/nv_boot.o $(PL_IMAGE_OBJ) $(PL)/obj/image_nvshmem.o
+$(PL)/penny-nvshmem.so: $(PL_NV_OBJ) $(PL)/obj/nv_boot.o $(PL_IMAGE_OBJ) $(PL)/obj/image_nvshmem.o \
+		$(PL)/obj/image_ce.o
 	$(CC) -shared $(LDFLAGS) -o $@ $^ -L$(PL_NV_LIBDIR) -l:libnvshmem_host.so.3 \
 		-Wl,-rpath,$(PL_NV_LIBDIR) -lstdc++ $(PL_LIBS)
 

@@ -5,11 +5,12 @@
 
 extern const unsigned char pn_image_data[];
 extern const unsigned char pn_image_nvshmem[];
+extern const unsigned char pn_image_ce[];
 
 static int init(const struct penny_host_v1 *host, int device, void **be)
 {
 	pn_plugin_clear_error();
-	return pn_nv_init(pn_image_data, pn_image_nvshmem, host, device, be);
+	return pn_nv_init(pn_image_data, pn_image_nvshmem, pn_image_ce, host, device, be);
 }
 
 __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin_v1 = {

@@ -70,6 +70,14 @@ int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm, double timeout_s)
 		       &cfg->ll_max);
 	ret |= env_u64("PENNY_NVSHMEM_SIMPLE_MAX", 0, 0, 1ull << 30, &cfg->simple_max);
 	ret |= env_u64("PENNY_NVSHMEM_TWOSHOT_MAX", 8u << 20, 0, 1ull << 40, &cfg->twoshot_max);
+	/* copy engines above 128 MiB on 2 PEs, as the cuda plugin (its
+	 * measurements: results/2026-11-30-h200x2/s58-ce-*, s59-ce-sm-mix.txt);
+	 * on more PEs not measured, the ring */
+	ret |= env_u64("PENNY_NVSHMEM_RING_MAX", nranks <= 2 ? 128u << 20 : 1ull << 40, 0, 1ull << 40,
+		       &cfg->ring_max);
+	/* their slots on the symmetric heap, made at the first call auto gives
+	 * them: 512 MiB carries 1 GiB in 2 pieces on 2 PEs */
+	ret |= env_u64("PENNY_NVSHMEM_CE_BYTES", 512u << 20, 0, 16ull << 30, &cfg->ce_bytes);
 	ret |= env_u64("PENNY_NVSHMEM_SLOT", slot_def, 64u << 10, 1ull << 30, &cfg->slot);
 	/* the ring's chunk: each is signalled on its own, so the next PE works on
 	 * one while this one sends the next */
@@ -96,6 +104,9 @@ int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm, double timeout_s)
 	cfg->chunk &= ~(uint64_t)15;
 	if (cfg->ll_max > cfg->slot)
 		cfg->ll_max = cfg->slot;
+	if (cfg->ce_bytes && cfg->ce_bytes < (1u << 20))
+		return pn_plugin_fail(-EINVAL, "PENNY_NVSHMEM_CE_BYTES: 0 or 1 MiB..16 GiB, not %" PRIu64,
+				      cfg->ce_bytes);
 	return 0;
 }
 
@@ -121,7 +132,7 @@ int pn_nv_kernel_for(const struct pn_nv_cfg *cfg, int algo, uint64_t bytes)
 			return PN_NV_SIMPLE;
 		if (bytes <= cfg->twoshot_max)
 			return PN_NV_TWOSHOT;
-		return PN_NV_RING;
+		return cfg->ce_ok && bytes > cfg->ring_max ? PN_NV_CE : PN_NV_RING;
 	default:
 		return pn_plugin_fail(-ENOTSUP, "the nvshmem backend has no algorithm %d (auto, "
 						"oneshot, twoshot, ring, simple ring)",
@@ -131,8 +142,9 @@ int pn_nv_kernel_for(const struct pn_nv_cfg *cfg, int algo, uint64_t bytes)
 
 int pn_nv_kern_algo(int kern)
 {
+	/* the copy engines: a reduce-scatter and an all-gather, as the two-shot */
 	return kern == PN_NV_ONESHOT || kern == PN_NV_ONESHOT_LL ? PENNY_ALGO_ONESHOT
-	       : kern == PN_NV_TWOSHOT ? PENNY_ALGO_TWOSHOT
+	       : kern == PN_NV_TWOSHOT || kern == PN_NV_CE ? PENNY_ALGO_TWOSHOT
 	       : kern == PN_NV_RING    ? PENNY_ALGO_RING
 				       : PENNY_ALGO_SIMPLE_RING;
 }
@@ -192,12 +204,14 @@ uint64_t pn_nv_ws_bytes(const struct pn_nv_cfg *cfg)
 
 void pn_nv_format(const struct pn_nv_cfg *cfg, char *buf, unsigned len)
 {
-	char simple[40] = "", ll[40] = "";
+	char simple[40] = "", ll[40] = "", ce[40] = "";
 
 	if (cfg->ll_max && cfg->ll_ok)
 		snprintf(ll, sizeof(ll), "oneshot_ll<=%" PRIu64 "B,", cfg->ll_max);
 	if (cfg->simple_max)
 		snprintf(simple, sizeof(simple), "simple<=%" PRIu64 "B,", cfg->simple_max);
-	snprintf(buf, len, "%soneshot<=%" PRIu64 "B,%stwoshot<=%" PRIu64 "B,ring", ll,
-		 cfg->oneshot_max, simple, cfg->twoshot_max);
+	if (cfg->ce_ok)
+		snprintf(ce, sizeof(ce), "<=%" PRIu64 "B,ce", cfg->ring_max);
+	snprintf(buf, len, "%soneshot<=%" PRIu64 "B,%stwoshot<=%" PRIu64 "B,ring%s", ll,
+		 cfg->oneshot_max, simple, cfg->twoshot_max, ce);
 }

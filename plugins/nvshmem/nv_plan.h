@@ -14,6 +14,11 @@
 
 extern const char *const pn_nv_kern_names[PN_NV_NKERNS];
 
+/* What pn_nv_kernel_for answers for the copy-engine allreduce (the cuda
+ * plugin's cuda_ce.c on the symmetric heap's NVLink mappings): not an
+ * nvshmem kernel. */
+#define PN_NV_CE PN_NV_NKERNS
+
 struct pn_nv_cfg {
 	int nranks;
 	uint64_t ll_max;	/* the LL one-shot up to this many bytes (0: never) */
@@ -21,6 +26,9 @@ struct pn_nv_cfg {
 	uint64_t oneshot_max;	/* auto: one-shot up to this many bytes */
 	uint64_t simple_max;	/* then the simple ring up to this (0: never) */
 	uint64_t twoshot_max;	/* then two-shot up to this, then the ring */
+	uint64_t ring_max;	/* then the ring up to this, then copy engines where ce_ok */
+	uint64_t ce_bytes;	/* the copy engines' slots (0: none, the ring instead) */
+	int ce_ok;		/* every peer reached by NVLink, at most PN_AR_MAX_RANKS, ce_bytes */
 	uint64_t slot;		/* bytes per work-area slot = most bytes of one launch */
 	uint64_t chunk;		/* the ring's smallest chunk (PENNY_NVSHMEM_CHUNK) */
 	uint32_t blocks;	/* channels: most blocks of a launch */
@@ -32,7 +40,8 @@ struct pn_nv_cfg {
  * the core's --timeout, the kernels' timeout unless PENNY_NVSHMEM_TIMEOUT
  * says, 0: 30 s); 0 or -EINVAL with the plugin error set. */
 int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm, double timeout_s);
-/* The kernel that algo (enum penny_algo) runs for bytes; -ENOTSUP. */
+/* The kernel that algo (enum penny_algo) runs for bytes (PN_NV_CE: the copy
+ * engines, auto only); -ENOTSUP. */
 int pn_nv_kernel_for(const struct pn_nv_cfg *cfg, int algo, uint64_t bytes);
 /* The ABI algorithm of a kernel. */
 int pn_nv_kern_algo(int kern);
@@ -49,7 +58,7 @@ int pn_nv_staged(uintptr_t send, uintptr_t recv, int sym);
 int pn_nv_rings_table(const int32_t *order, int nrings, int n, int32_t *out);
 /* Work-area bytes: data slots and signals (symmetric). */
 uint64_t pn_nv_ws_bytes(const struct pn_nv_cfg *cfg);
-/* "oneshot_ll<=64KiB,oneshot<=64KiB,twoshot<=8MiB,ring" */
+/* "oneshot_ll<=64KiB,oneshot<=64KiB,twoshot<=8MiB,ring<=128MiB,ce" */
 void pn_nv_format(const struct pn_nv_cfg *cfg, char *buf, unsigned len);
 
 #endif

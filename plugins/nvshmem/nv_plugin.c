@@ -23,12 +23,21 @@
  *    is one whose buffers are not 16-byte aligned.
  *  - Small calls within one NVLink domain run the LL one-shot (data and
  *    flag in one store, no fence or signal).
+ *  - Large calls within one NVLink domain (auto above PENNY_NVSHMEM_RING_MAX)
+ *    move by copy engines: the cuda plugin's copy-engine allreduce
+ *    (plugins/cuda/cuda_ce.c, its kernels' image embedded here too) on the
+ *    symmetric heap, every peer's address from nvshmem_ptr.  Where the
+ *    link is the limit a copy engine moves about 394 GB/s and SM stores
+ *    about 369 (2 x H200), and the ring lost the difference: 342 GB/s
+ *    busbw at 1 GiB against the cuda plugin's 388
+ *    (results/2026-11-30-h200x2/s59-nvshmem-1m.txt).
  * fill/check/timing/bw come from plugins/common/gpu.c like the cuda plugin.
  */
 #define _GNU_SOURCE
 #include "nv_plugin.h"
 #include "nv_boot.h"
 #include "nv_plan.h"
+#include "../cuda/cuda_ce.h"
 #include "../include/penny_data.h"
 
 #include <errno.h>
@@ -44,10 +53,14 @@ static const char *const type_names[PENNY_NDTYPES] = { "int8",	 "uint8", "int32"
 							"float", "double" };
 static const char *const op_names[PENNY_NREDOPS] = { "sum", "prod", "min", "max", "avg" };
 
-/* A symmetric buffer from alloc(PENNY_MEM_REGISTERED). */
+/* A symmetric buffer from alloc(PENNY_MEM_REGISTERED); id: its place in
+ * the order of allocations, the same on every PE (nvshmem_malloc is
+ * collective): the copy engines' check that every PE's recv is the same
+ * buffer. */
 struct nv_sym {
 	CUdeviceptr base;
 	size_t bytes;
+	uint32_t id;
 	struct nv_sym *next;
 };
 
@@ -64,13 +77,24 @@ struct pn_nv {
 	CUdeviceptr rings;		/* device: planned rings (pn_nv_rings_table), or 0 */
 	int nrings;
 	struct nv_sym *syms;
-	char desc[320];
+	uint32_t sym_ids;
+	/* the copy engines (cuda_ce.c): state 0 not made yet, 1 made, -1 none
+	 * (a PE could not make them: the ring instead) */
+	const void *ce_image;
+	int ce_state;
+	CUmodule ce_mod;
+	CUfunction ce_fn[PENNY_NDTYPES][PENNY_NREDOPS];
+	struct pn_ce *ce;
+	struct pn_reg ce_area, ce_errs;
+	char desc[400];
 	size_t desc_len;		/* init's description; set_rings adds to it */
 };
 /* the shared entry points (pn_gpu_be_*) take the backend as its struct pn_gpu */
 _Static_assert(offsetof(struct pn_nv, g) == 0, "struct pn_nv begins with its struct pn_gpu");
 
 #define PN_NV_MAGIC 0x70766e73u /* "pnvs" */
+/* the copy engines' kernels record errors in the nvshmem kernels' words */
+_Static_assert(PN_NV_ERR_TIMEOUT == PN_ERR_TIMEOUT, "one error code for both kernel families");
 
 /* Device memory of one PE (not symmetric): an epoch per block, the error
  * words {bits, peer}, the LL one-shot's {epoch, blocks finished}. */
@@ -218,6 +242,8 @@ static void teardown(struct pn_nv *c)
 			pn_nvb_free((void *)(uintptr_t)s->base);
 			free(s);
 		}
+		if (c->ce_area.base)
+			pn_nvb_free((void *)(uintptr_t)c->ce_area.base);
 		if (c->stage)
 			pn_nvb_free((void *)(uintptr_t)c->stage);
 		if (c->ws)
@@ -226,6 +252,9 @@ static void teardown(struct pn_nv *c)
 			pn_nvb_module_fini(c->mod);
 		pn_nvb_fini();
 	}
+	pn_ce_close(c->ce);
+	if (c->ce_mod)
+		c->g.cu->ModuleUnload(c->ce_mod);
 	if (c->local)
 		c->g.cu->MemFree(c->local);
 	if (c->rings)
@@ -263,12 +292,12 @@ static const struct pn_gpu_hooks nv_hooks = {
 	.errors = kernel_errors,
 };
 
-int pn_nv_init(const void *data_image, const void *image, const struct penny_host_v1 *host,
-	       int device, void **be)
+int pn_nv_init(const void *data_image, const void *image, const void *ce_image,
+	       const struct penny_host_v1 *host, int device, void **be)
 {
 	unsigned char uid[512];
 	struct pn_nv *c;
-	char tune[96];
+	char tune[160];
 	int ret;
 
 	*be = NULL;
@@ -285,6 +314,7 @@ int pn_nv_init(const void *data_image, const void *image, const struct penny_hos
 	c->host = host;
 	c->rank = host->rank;
 	c->n = host->nranks;
+	c->ce_image = ce_image;
 	ret = pn_nv_read_cfg(&c->cfg, c->n, 0, (double)host->timeout_ns / 1e9);
 	if (!ret)
 		ret = pn_gpu_open(&c->g, host, device, data_image);
@@ -328,6 +358,7 @@ int pn_nv_init(const void *data_image, const void *image, const struct penny_hos
 	if (ret)
 		goto fail;
 	c->cfg.ll_ok = c->p2p_all;
+	c->cfg.ce_ok = c->p2p_all && c->n <= PN_AR_MAX_RANKS && c->cfg.ce_bytes && c->ce_image;
 	PN_CU_GOTO(c->g.cu, MemAlloc(&c->local, PN_NV_LOCAL_BYTES), "cuMemAlloc", ret, fail);
 	/* zero signals and epochs before anyone can signal: memset, then a barrier */
 	PN_CU_GOTO(c->g.cu, MemsetD8Async(c->ws, 0, pn_nv_ws_bytes(&c->cfg), c->g.stream),
@@ -391,6 +422,7 @@ int pn_nv_alloc(void *be, size_t bytes, unsigned flags, void **ptr)
 		return ret;
 	}
 	s->bytes = bytes;
+	s->id = ++c->sym_ids;
 	s->next = c->syms;
 	c->syms = s;
 	*ptr = (void *)(uintptr_t)s->base;
@@ -423,15 +455,12 @@ int pn_nv_free(void *be, void *ptr)
 	return pn_gpu_free(&c->g, ptr);
 }
 
+static const struct nv_sym *find_sym(const struct pn_nv *c, CUdeviceptr p, uint64_t bytes);
+
 /* [p, p + bytes) inside one symmetric buffer of the same offsets on every PE */
 static int is_sym(struct pn_nv *c, CUdeviceptr p, uint64_t bytes)
 {
-	const struct nv_sym *s;
-
-	for (s = c->syms; s; s = s->next)
-		if (p >= s->base && p - s->base <= s->bytes && bytes <= s->bytes - (p - s->base))
-			return 1;
-	return 0;
+	return find_sym(c, p, bytes) != NULL;
 }
 
 int pn_nv_select(void *be, size_t count, int dtype, int op, int algo)
@@ -478,14 +507,168 @@ static int launch(struct pn_nv *c, int kern, int dt, int op, CUdeviceptr src, CU
 			  : pn_gpu_launch(&c->g, f, pn_nv_grid(&c->cfg, kern, len), 512, &a);
 }
 
+/* kern on [s, s + bytes) into d: launches of at most one slot (every PE
+ * cuts the call the same way), through the staging buffer where the
+ * kernels cannot read send or store 16-byte vectors. */
+static int run(struct pn_nv *c, int kern, int dt, int op, CUdeviceptr s, CUdeviceptr d,
+	       uint64_t bytes)
+{
+	const struct pn_cudrv *cu = c->g.cu;
+	int staged = pn_nv_staged((uintptr_t)s, (uintptr_t)d, c->p2p_all || is_sym(c, s, bytes));
+	uint64_t off;
+	int ret = 0;
+
+	for (off = 0; off < bytes && !ret; off += c->cfg.slot) {
+		uint64_t len = bytes - off < c->cfg.slot ? bytes - off : c->cfg.slot;
+
+		if (!staged) {
+			ret = launch(c, kern, dt, op, s + off, d + off, len);
+			continue;
+		}
+		PN_CU(cu, MemcpyAsync(c->stage, s + off, len, c->g.stream), "cuMemcpyAsync");
+		ret = launch(c, kern, dt, op, c->stage, c->stage, len);
+		if (!ret)
+			PN_CU(cu, MemcpyAsync(d + off, c->stage, len, c->g.stream), "cuMemcpyAsync");
+	}
+	return ret;
+}
+
+/* The symmetric buffer holding [p, p + bytes), or NULL. */
+static const struct nv_sym *find_sym(const struct pn_nv *c, CUdeviceptr p, uint64_t bytes)
+{
+	const struct nv_sym *s;
+
+	for (s = c->syms; s; s = s->next)
+		if (p >= s->base && p - s->base <= s->bytes && bytes <= s->bytes - (p - s->base))
+			return s;
+	return NULL;
+}
+
+/* A symmetric allocation as cuda_ce.c sees a registered buffer: every
+ * PE's copy by its NVLink mapping (nvshmem_ptr), the same size on every PE. */
+static int sym_reg(const struct pn_nv *c, CUdeviceptr base, size_t bytes, uint32_t id,
+		   struct pn_reg *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->id = id;
+	r->base = base;
+	r->bytes = bytes;
+	for (int p = 0; p < c->n; p++) {
+		r->peer[p] = (CUdeviceptr)(uintptr_t)pn_nvb_ptr((void *)(uintptr_t)base, p);
+		r->peer_bytes[p] = bytes;
+		if (!r->peer[p])
+			return pn_plugin_fail(-EFAULT, "nvshmem_ptr gave no address of PE %d's "
+						       "copy of a symmetric buffer", p);
+	}
+	return 0;
+}
+
+/*
+ * The copy engines' slots, made at the first call auto gives them (no
+ * cost to a job that never makes one).  Collective: every PE's auto sends
+ * the same call here.  Not inside a graph capture (nvshmem_malloc is a
+ * barrier): such a call runs the ring.  Zeroed and agreed on before any
+ * peer can signal into them; where any PE fails, every PE goes on with
+ * the ring.  The kernels record errors as the nvshmem kernels do, in the
+ * same two words {bits, detail}: the cuda plugin's kernels find them at
+ * PN_WS_COUNTERS + 4 * PN_CNT_ERR of their workspace, so that workspace's
+ * address is placed that far before them (nothing else of it is touched).
+ */
+static int ce_start(struct pn_nv *c)
+{
+	const struct pn_cudrv *cu = c->g.cu;
+	CUdeviceptr base = 0;
+	int cap = 0, ok, ret;
+
+	if (cu->StreamIsCapturing && cu->StreamIsCapturing(c->g.stream, &cap) == CUDA_SUCCESS && cap)
+		return 0;
+	c->ce_state = -1;
+	ret = sym_alloc(c, PN_CE_HDR + pn_gpu_alloc_size(c->cfg.ce_bytes), &base);
+	if (!ret)
+		ret = sym_reg(c, base, PN_CE_HDR + pn_gpu_alloc_size(c->cfg.ce_bytes), 0, &c->ce_area);
+	c->ce_area.base = base;
+	c->ce_errs.peer[c->rank] = c->local + PN_NV_LOCAL_ERR - PN_WS_COUNTERS - 4 * PN_CNT_ERR;
+	if (!ret && cu->ModuleLoadData(&c->ce_mod, c->ce_image) != CUDA_SUCCESS) {
+		c->ce_mod = NULL;
+		ret = pn_plugin_fail(-EIO, "cuModuleLoadData (copy-engine kernels) failed");
+	}
+	/* the header zeroed, its word PN_CE_ONE 1 (little-endian) */
+	if (!ret && (cu->MemsetD8Async(base, 0, PN_CE_HDR, c->g.stream) != CUDA_SUCCESS ||
+		     cu->MemsetD8Async(base + 4 * PN_CE_ONE, 1, 1, c->g.stream) != CUDA_SUCCESS))
+		ret = pn_plugin_fail(-EIO, "cuMemsetD8Async failed");
+	if (!ret)
+		ret = pn_gpu_sync(&c->g);
+	if (!ret)
+		ret = pn_ce_open(&c->g, c->rank, c->n, &c->ce_area, c->ce_mod, &c->ce);
+	ok = !ret;
+	if (ret)
+		pn_gpu_log(c->host, PENNY_LOG_INFO, "nvshmem: no copy-engine slots on PE %d: %s",
+			   c->rank, pn_plugin_errmsg());
+	if (pn_nv_agree_int(c, &ok))
+		return pn_plugin_fail(-EIO, "copy-engine slots: the PEs could not agree on them");
+	if (ok) {
+		c->ce_state = 1;
+		pn_gpu_log(c->host, PENNY_LOG_DEBUG, "nvshmem: copy-engine slots: %" PRIu64 " bytes of "
+						     "the symmetric heap",
+			   c->ce_area.bytes);
+		return 0;
+	}
+	pn_ce_close(c->ce);
+	c->ce = NULL;
+	pn_gpu_log(c->host, PENNY_LOG_INFO, "nvshmem: no copy-engine slots (the ring instead)");
+	return 0;
+}
+
+/* The copy engines where recv lies in a symmetric buffer and the buffers
+ * are aligned (the ring otherwise), the tail by the one-shot. */
+static int run_ce(struct pn_nv *c, int dt, int op, CUdeviceptr s, CUdeviceptr d, uint64_t bytes)
+{
+	const struct nv_sym *sym = find_sym(c, d, bytes);
+	uint64_t main = bytes & ~(uint64_t)15;
+	struct pn_ce_call call;
+	struct pn_reg reg;
+	char name[64];
+	int ret;
+
+	if (!c->ce_state) {
+		ret = ce_start(c);
+		if (ret)
+			return ret;
+	}
+	if (c->ce_state != 1 || !sym || ((s | d) & 15) || main < 16 * (uint64_t)c->n)
+		return run(c, PN_NV_RING, dt, op, s, d, bytes);
+	ret = sym_reg(c, sym->base, sym->bytes, sym->id, &reg);
+	if (ret)
+		return ret;
+	if (!c->ce_fn[dt][op]) {
+		snprintf(name, sizeof(name), "pn_ar_ce_%s_%s", type_names[dt], op_names[op]);
+		PN_CU(c->g.cu, ModuleGetFunction(&c->ce_fn[dt][op], c->ce_mod, name), name);
+	}
+	memset(&call, 0, sizeof(call));
+	call.reduce = c->ce_fn[dt][op];
+	call.send = s;
+	call.recv = d;
+	call.bytes = main;
+	call.esize = (unsigned)penny_data_size(dt);
+	call.reg = &reg;
+	call.ws = &c->ce_errs;
+	/* room for the gates (2(n - 1) + 1 spin at once) beside every block */
+	call.grid = c->cfg.blocks > 2u * (unsigned)c->n + 8 ? c->cfg.blocks - 2u * (unsigned)c->n - 8 : 1;
+	call.timeout_ns = c->cfg.timeout_ns;
+	ret = pn_ce_run(c->ce, &call);
+	if (!ret && main < bytes)
+		ret = run(c, pn_nv_kernel_for(&c->cfg, PENNY_ALGO_ONESHOT, bytes - main), dt, op, s + main,
+			  d + main, bytes - main);
+	return ret;
+}
+
 int pn_nv_allreduce(void *be, const void *send, void *recv, size_t count, int dtype, int op,
 		    int algo)
 {
 	struct pn_nv *c = be;
 	CUdeviceptr s = (CUdeviceptr)(uintptr_t)send, d = (CUdeviceptr)(uintptr_t)recv;
-	const struct pn_cudrv *cu = c->g.cu;
-	uint64_t bytes, off;
-	int ret, kern, staged;
+	uint64_t bytes;
+	int ret, kern;
 
 	ret = pn_gpu_check_args(count, dtype, op);
 	if (ret || !count)
@@ -499,24 +682,10 @@ int pn_nv_allreduce(void *be, const void *send, void *recv, size_t count, int dt
 		return ret;
 	if (c->n == 1) {
 		if (s != d)
-			PN_CU(cu, MemcpyAsync(d, s, bytes, c->g.stream), "cuMemcpyAsync");
+			PN_CU(c->g.cu, MemcpyAsync(d, s, bytes, c->g.stream), "cuMemcpyAsync");
 		return 0;
 	}
-	staged = pn_nv_staged((uintptr_t)s, (uintptr_t)d, c->p2p_all || is_sym(c, s, bytes));
-	/* launches of at most one slot; every PE cuts the call the same way */
-	for (off = 0; off < bytes && !ret; off += c->cfg.slot) {
-		uint64_t len = bytes - off < c->cfg.slot ? bytes - off : c->cfg.slot;
-
-		if (!staged) {
-			ret = launch(c, kern, dtype, op, s + off, d + off, len);
-			continue;
-		}
-		PN_CU(cu, MemcpyAsync(c->stage, s + off, len, c->g.stream), "cuMemcpyAsync");
-		ret = launch(c, kern, dtype, op, c->stage, c->stage, len);
-		if (!ret)
-			PN_CU(cu, MemcpyAsync(d + off, c->stage, len, c->g.stream), "cuMemcpyAsync");
-	}
-	return ret;
+	return kern == PN_NV_CE ? run_ce(c, dtype, op, s, d, bytes) : run(c, kern, dtype, op, s, d, bytes);
 }
 
 /*
@@ -589,6 +758,10 @@ static int kernel_errors(void *be)
 	if (!w[0])
 		return 0;
 	PN_CU(c->g.cu, MemcpyHtoD(at, zero, sizeof(zero)), "cuMemcpyHtoD");
+	if (w[0] & PN_ERR_DESC)
+		return pn_plugin_fail(-EINVAL, "allreduce on PE %d: PE %u's recv was another buffer "
+					       "or offset (the buffers must be the same on every PE)",
+				      c->rank, PN_ERR_PEER(w[1]));
 	return pn_plugin_fail(-ETIMEDOUT, "allreduce on PE %d timed out waiting for PE %u", c->rank,
-			      w[1]);
+			      PN_ERR_PEER(w[1]));
 }

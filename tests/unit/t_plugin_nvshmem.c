@@ -15,6 +15,8 @@
 #include "../../plugins/common/gpu.c"
 #include "../../plugins/nvshmem/nv_plan.c"
 #include "../../plugins/nvshmem/nv_plugin.c"
+#include "../../plugins/cuda/cuda_ce.c"
+#include "../../plugins/cuda/cuda_plan.c"
 
 #include "t_plugin_fakecu.h"
 
@@ -113,13 +115,13 @@ static char msgs[FAKE_MAX_RANKS][512];
 
 static void do_init(struct fake_world *w, int r)
 {
-	rets[r] = pn_nv_init(img, img, &w->host[r], r, &be[r]);
+	rets[r] = pn_nv_init(img, img, img, &w->host[r], r, &be[r]);
 	snprintf(msgs[r], sizeof(msgs[r]), "%s", rets[r] ? pn_plugin_errmsg() : "");
 }
 
 static void do_init_rank1_bad_device(struct fake_world *w, int r)
 {
-	rets[r] = pn_nv_init(img, img, &w->host[r], r == 1 ? 9 : r, &be[r]);
+	rets[r] = pn_nv_init(img, img, img, &w->host[r], r == 1 ? 9 : r, &be[r]);
 	snprintf(msgs[r], sizeof(msgs[r]), "%s", rets[r] ? pn_plugin_errmsg() : "");
 }
 
@@ -178,6 +180,31 @@ TEST(size_table_and_explicit_algorithms)
 	CHECK_EQ_INT(pn_nv_read_cfg(&c, 16, 132, 0), 0);
 	c.ll_ok = 1;
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 1024), PN_NV_ONESHOT);
+	/* copy engines above 128 MiB on 2 PEs of one NVLink domain (ce_ok: the
+	 * plugin's answer), auto only; the ring on more PEs unless told */
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 2, 132, 0), 0);
+	CHECK(c.ce_bytes == 512u << 20 && c.ring_max == 128u << 20);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 1ull << 30), PN_NV_RING);
+	c.ce_ok = 1;
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 128u << 20), PN_NV_RING);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, (128u << 20) + 16), PN_NV_CE);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_RING, 1ull << 30), PN_NV_RING);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_TWOSHOT, 1ull << 30), PN_NV_TWOSHOT);
+	CHECK_EQ_INT(pn_nv_kern_algo(PN_NV_CE), PENNY_ALGO_TWOSHOT);
+	{
+		char buf[160];
+
+		pn_nv_format(&c, buf, sizeof(buf));
+		CHECK_STR(buf, "oneshot<=4194304B,twoshot<=8388608B,ring<=134217728B,ce");
+	}
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132, 0), 0);
+	c.ce_ok = 1;
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 1ull << 30), PN_NV_RING);
+	setenv("PENNY_NVSHMEM_RING_MAX", "256M", 1);
+	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132, 0), 0);
+	c.ce_ok = 1;
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 1ull << 30), PN_NV_CE);
+	unsetenv("PENNY_NVSHMEM_RING_MAX");
 }
 
 TEST(settings_are_range_checked)
@@ -191,6 +218,8 @@ TEST(settings_are_range_checked)
 		{ "PENNY_NVSHMEM_PDL", "2" },		{ "PENNY_NVSHMEM_LL_MAX", "2M" },
 		{ "PENNY_NVSHMEM_SLOT", "1Ki" },	{ "PENNY_NVSHMEM_TIMEOUT", "1h1" },
 		{ "PENNY_NVSHMEM_CHUNK", "2K" },	{ "PENNY_NVSHMEM_CHUNK", "32M" },
+		{ "PENNY_NVSHMEM_CE_BYTES", "512K" },	{ "PENNY_NVSHMEM_CE_BYTES", "17G" },
+		{ "PENNY_NVSHMEM_RING_MAX", "2T" },	{ "PENNY_NVSHMEM_RING_MAX", "x" },
 	};
 	struct pn_nv_cfg c;
 
@@ -508,6 +537,146 @@ TEST(planned_rings_reach_the_ring_kernel)
 	}
 }
 
+/* 3 MiB of float + 3 elements on 2 PEs of one NVLink domain, auto with
+ * every limit below it: the copy engines (the cuda plugin's cuda_ce.c). */
+static const size_t ce_count = (3u << 20) / 4 + 3;
+
+static void do_ce_call(struct fake_world *w, int r)
+{
+	const uint64_t bytes = ce_count * 4, main = bytes / 16 * 16;
+	void *s = NULL, *d = NULL, *plain = NULL;
+	int reduces = 0, gates = 0, pushes = 0, ags = 0, q = 1 - r, bad = 0, mallocs;
+	struct pn_ce_geom g;
+	struct pn_nv *c;
+
+	do_init(w, r);
+	if (rets[r])
+		return;
+	c = be[r];
+	rets[r] = pn_nv_alloc(c, bytes + 64, PENNY_MEM_REGISTERED, &s);
+	if (!rets[r])
+		rets[r] = pn_nv_alloc(c, bytes + 64, PENNY_MEM_REGISTERED, &d);
+	if (!rets[r])
+		rets[r] = pn_nv_alloc(c, bytes, 0, &plain);
+	if (rets[r])
+		goto out;
+	/* nothing made before the first call, nor inside a capture (the ring) */
+	mallocs = __atomic_load_n(&nvb_mallocs, __ATOMIC_SEQ_CST);
+	me()->capturing = 1;
+	rets[r] = pn_nv_allreduce(c, s, d, ce_count, PENNY_FLOAT, PENNY_SUM, PENNY_ALGO_AUTO);
+	me()->capturing = 0;
+	if (rets[r] || c->ce_state != 0 || c->ce_area.base || !me()->ncaptured) {
+		rets[r] = rets[r] ? rets[r] : -100;
+		goto out;
+	}
+	me()->nlaunch = me()->ncopy = 0;
+	rets[r] = pn_nv_allreduce(c, s, d, ce_count, PENNY_FLOAT, PENNY_SUM, PENNY_ALGO_AUTO);
+	if (!rets[r])
+		rets[r] = pn_gpu_be_sync(c);
+	if (rets[r])
+		goto out;
+	if (c->ce_state != 1 || !c->ce_area.base || !c->ce ||
+	    __atomic_load_n(&nvb_mallocs, __ATOMIC_SEQ_CST) < mallocs + 1 ||
+	    pn_ce_geometry(main, 2, pn_ce_slot_bytes(c->ce_area.bytes - PN_CE_HDR, 2), &g)) {
+		rets[r] = -200;
+		goto out;
+	}
+	for (int i = 0; i < me()->nlaunch; i++) {
+		const struct fake_launch *l = &me()->launch[i];
+
+		if (!strcmp(l->name, "pn_ar_ce_float_sum")) {
+			/* the kernels' error words are the nvshmem kernels' */
+			bad |= l->ar.peer_ws[r] + PN_WS_COUNTERS + 4 * PN_CNT_ERR !=
+			       c->local + PN_NV_LOCAL_ERR;
+			bad |= l->ar.peer_ce[q] != c->ce_area.peer[q] || l->grid >= c->cfg.blocks;
+			bad |= l->ar.recv != (uint64_t)(uintptr_t)d + (uint64_t)reduces * g.piece +
+						     (uint64_t)r * g.slice;
+			/* the recv's identity: its symmetric allocation, the same on every PE */
+			bad |= l->ar.desc != ((uint64_t)c->syms->id << 40);
+			reduces++;
+		} else if (!strcmp(l->name, "pn_ce_gate")) {
+			gates++;
+		} else if (i != me()->nlaunch - 1) {
+			bad |= 2;
+		}
+	}
+	for (int i = 0; i < me()->ncopy; i++) {
+		const struct fake_copy *k = &me()->copy[i];
+
+		if (k->bytes > 8 && k->dst >= c->ce_area.peer[q] + PN_CE_HDR &&
+		    k->dst < c->ce_area.peer[q] + c->ce_area.bytes)
+			pushes++;
+		else if (k->bytes > 8 && k->dst >= (uint64_t)(uintptr_t)d &&
+			 k->dst < (uint64_t)(uintptr_t)d + bytes)
+			ags++;
+	}
+	bad |= reduces != (int)g.pieces || gates != (int)g.pieces - 1;
+	bad |= pushes != (int)g.pieces || ags != (int)g.pieces;
+	/* the last 12 bytes by the LL one-shot */
+	bad |= strcmp(me()->launch[me()->nlaunch - 1].name, "pn_nv_oneshot_ll_float_sum") != 0;
+	if (bad) {
+		snprintf(msgs[r], sizeof(msgs[r]), "bad %d: %d reduces %d gates %d pushes %d ags, %d pieces",
+			 bad, reduces, gates, pushes, ags, (int)g.pieces);
+		rets[r] = -300;
+		goto out;
+	}
+	/* a recv outside the symmetric heap: the ring */
+	me()->nlaunch = me()->ncopy = 0;
+	rets[r] = pn_nv_allreduce(c, s, plain, ce_count, PENNY_FLOAT, PENNY_SUM, PENNY_ALGO_AUTO);
+	if (!rets[r] && strcmp(me()->launch[0].name, "pn_nv_ring_float_sum"))
+		rets[r] = -400;
+	/* auto says two-shot for it (the ABI has no copy-engine algorithm) */
+	if (!rets[r] && pn_nv_select(c, ce_count, PENNY_FLOAT, PENNY_SUM, PENNY_ALGO_AUTO) !=
+				PENNY_ALGO_TWOSHOT)
+		rets[r] = -500;
+out:
+	if (plain)
+		pn_nv_free(c, plain);
+	if (d)
+		pn_nv_free(c, d);
+	if (s)
+		pn_nv_free(c, s);
+	pn_nv_fini(c);
+	be[r] = NULL;
+}
+
+TEST(large_calls_in_one_nvlink_domain_move_by_copy_engines)
+{
+	struct fake_world w;
+
+	setenv("PENNY_NVSHMEM_LL_MAX", "4K", 1);
+	setenv("PENNY_NVSHMEM_ONESHOT_MAX", "4K", 1);
+	setenv("PENNY_NVSHMEM_TWOSHOT_MAX", "4K", 1);
+	setenv("PENNY_NVSHMEM_RING_MAX", "64K", 1);
+	setenv("PENNY_NVSHMEM_CE_BYTES", "1M", 1);
+	fake_world_init(&w, 2);
+	memset(rets, 0, sizeof(rets));
+	memset(msgs, 0, sizeof(msgs));
+	fake_run(&w, do_ce_call);
+	fake_world_free(&w);
+	for (int r = 0; r < 2; r++) {
+		CHECK_EQ_INT(rets[r], 0);
+		if (rets[r])
+			fprintf(stderr, "# PE %d: %s\n", r, msgs[r]);
+	}
+	/* no slots (0): the ring */
+	setenv("PENNY_NVSHMEM_CE_BYTES", "0", 1);
+	run_call(ce_count, PENNY_FLOAT, PENNY_ALGO_AUTO, 1);
+	for (int r = 0; r < 4; r++)
+		CHECK(rets[r] == 0 && !strcmp(msgs[r], "1 launches 0 copies pn_nv_ring_float_sum"));
+	unsetenv("PENNY_NVSHMEM_CE_BYTES");
+	/* PEs behind NICs: the ring */
+	fake_nic_from = 2;
+	run_call(ce_count, PENNY_FLOAT, PENNY_ALGO_AUTO, 1);
+	for (int r = 0; r < 4; r++)
+		CHECK(rets[r] == 0 && !strcmp(msgs[r], "1 launches 0 copies pn_nv_ring_float_sum"));
+	fake_nic_from = FAKE_MAX_RANKS;
+	unsetenv("PENNY_NVSHMEM_LL_MAX");
+	unsetenv("PENNY_NVSHMEM_ONESHOT_MAX");
+	unsetenv("PENNY_NVSHMEM_TWOSHOT_MAX");
+	unsetenv("PENNY_NVSHMEM_RING_MAX");
+}
+
 TEST(bad_arguments)
 {
 	run_call(10, PENNY_NDTYPES, PENNY_ALGO_AUTO, 1);
@@ -534,6 +703,7 @@ int main(void)
 	RUN(calls_larger_than_a_slot_are_cut_into_slots);
 	RUN(planned_rings_table);
 	RUN(planned_rings_reach_the_ring_kernel);
+	RUN(large_calls_in_one_nvlink_domain_move_by_copy_engines);
 	RUN(bad_arguments);
 	fake_funcs_free();
 	return unit_done();
