@@ -950,8 +950,36 @@ static ncclResult_t failed(struct pcomm *p, int kind, int ret)
  * a call on a communicator in progress with ncclInvalidArgument, and the
  * set-up's ncclAllGather would fail there, breaking the communicator).
  */
+/*
+ * The thread's CUDA context around one call: kept before penny's first
+ * work in it (its set-up, or the plugin's call, which enters its own
+ * context) and given back at the call's end; a call NCCL runs makes no
+ * driver call for it (PyTorch's large calls, which NCCL runs, paid two on
+ * every call).
+ */
+struct ctx_guard {
+	const struct pn_cudrv *cu;
+	CUcontext was;
+	int kept, back;
+};
+
+static void ctx_enter(struct ctx_guard *g)
+{
+	if (!g->kept) {
+		g->kept = 1;
+		g->back = ctx_keep(g->cu, &g->was);
+	}
+}
+
+static void ctx_leave(struct ctx_guard *g)
+{
+	if (g->kept && g->back)
+		g->cu->CtxSetCurrent(g->was);
+}
+
 static int may_run(struct pcomm *p, int kind, const void *s, const void *r, size_t count,
-		   int pdt, int pop, cudaStream_t st, int *cap, ncclResult_t *res)
+		   int pdt, int pop, cudaStream_t st, int *cap, struct ctx_guard *cg,
+		   ncclResult_t *res)
 {
 	ncclResult_t ae;
 
@@ -961,6 +989,7 @@ static int may_run(struct pcomm *p, int kind, const void *s, const void *r, size
 	if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PC_PENDING && group_depth == 0 && !(*cap = capturing(st))) {
 		if (real_async_error(p->real, &ae) || ae != ncclSuccess)
 			return -1;
+		ctx_enter(cg);
 		if ((*res = attach(p)) != ncclSuccess)
 			return -2;
 	}
@@ -1000,10 +1029,11 @@ static int size_rule(size_t bytes, int algo, cudaStream_t st, int *cap)
 
 /* The allreduce on penny when it takes it (1), else 0: NCCL runs it. */
 static int penny_allreduce(struct pcomm *p, const void *s, void *r, size_t count,
-			   ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, ncclResult_t *res)
+			   ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, struct ctx_guard *cg,
+			   ncclResult_t *res)
 {
 	int pdt = penny_dtype(dt), pop = penny_op(op), algo, ret, cap;
-	int why = may_run(p, K_ALLREDUCE, s, r, count, pdt, pop, st, &cap, res);
+	int why = may_run(p, K_ALLREDUCE, s, r, count, pdt, pop, st, &cap, cg, res);
 	size_t bytes;
 
 	if (why == -2)
@@ -1023,6 +1053,7 @@ static int penny_allreduce(struct pcomm *p, const void *s, void *r, size_t count
 		return 0;
 	}
 	tell(p, K_ALLREDUCE, WHY_PENNY, bytes);
+	ctx_enter(cg);
 	/* kernels that store into the peers' recv want it registered; the
 	 * agreement on it is a host collective, never in a group or a capture */
 	if ((algo == PENNY_ALGO_TWOSHOT || algo == PENNY_ALGO_RING) && cfg.regcache &&
@@ -1055,10 +1086,11 @@ static int penny_allreduce(struct pcomm *p, const void *s, void *r, size_t count
  * as in NCCL (and not looked for: ranks must never decide apart).
  */
 static int penny_coll(struct pcomm *p, int kind, const void *s, void *r, size_t count,
-		      ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, ncclResult_t *res)
+		      ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, struct ctx_guard *cg,
+		      ncclResult_t *res)
 {
 	int pdt = penny_dtype(dt), pop = kind == K_ALLGATHER ? PENNY_SUM : penny_op(op), algo, ret;
-	int cap, why = may_run(p, kind, s, r, count, pdt, pop, st, &cap, res);
+	int cap, why = may_run(p, kind, s, r, count, pdt, pop, st, &cap, cg, res);
 	size_t bytes;
 
 	if (why == -2)
@@ -1081,6 +1113,7 @@ static int penny_coll(struct pcomm *p, int kind, const void *s, void *r, size_t 
 		return 0;
 	}
 	tell(p, kind, WHY_PENNY, bytes);
+	ctx_enter(cg);
 	if (kind == K_REDUCE_SCATTER)
 		ret = P->reduce_scatter(p->be, s, r, count, pdt, pop, st ? (void *)st : STREAM_LEGACY);
 	else
@@ -1100,20 +1133,17 @@ static int taken(ncclComm_t comm, int kind, const void *s, void *r, size_t count
 		 ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, ncclResult_t *res)
 {
 	struct pcomm *p = hold(comm);
-	const struct pn_cudrv *cu = p ? pn_cudrv_get() : NULL;
-	CUcontext was;
-	int yes, back;
+	struct ctx_guard cg = { p ? pn_cudrv_get() : NULL, NULL, 0, 0 };
+	int yes;
 
 	*res = ncclSuccess;
 	if (!p)
 		return 0;
 	p->hs_res = ncclSuccess;
 	p->hs_why[0] = 0;
-	back = ctx_keep(cu, &was);
-	yes = kind == K_ALLREDUCE ? penny_allreduce(p, s, r, count, dt, op, st, res)
-				  : penny_coll(p, kind, s, r, count, dt, op, st, res);
-	if (back)
-		cu->CtxSetCurrent(was);
+	yes = kind == K_ALLREDUCE ? penny_allreduce(p, s, r, count, dt, op, st, &cg, res)
+				  : penny_coll(p, kind, s, r, count, dt, op, st, &cg, res);
+	ctx_leave(&cg);
 	unhold(p);
 	return yes;
 }

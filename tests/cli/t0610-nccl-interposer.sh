@@ -262,6 +262,10 @@ test_expect_success 'one thread, every rank, grouped calls (nccl-tests -g): penn
 test_expect_success 'the thread'"'"'s CUDA context is given back after penny'"'"'s calls' '
 	ip "$caller" 2 ctx >out 2>err && test "$(grep -c "ctx ok, 2 " out)" -eq 2 && test "$(nccl_ar)" -eq 0
 '
+test_expect_success 'a call NCCL runs makes no CUDA context call of penny'"'"'s' '
+	PENNY_NCCL_MAX_BYTES=1K ip "$caller" 2 ctxnccl >out 2>err &&
+	test "$(grep -c "ctxnccl ok, 2 " out)" -eq 2 && test "$(nccl_ar)" -eq 2 || { cat out err; false; }
+'
 # one thread's communicators torn down as a watchdog or nccl-tests does
 # (grouped:teardown): a group ended by ncclGroupSimulateEnd leaves the next
 # group's set-up to its end (the depth stayed open before, and the ranks'

@@ -68,19 +68,28 @@ EXPORT CUresult cuDevicePrimaryCtxRelease_v2(int d)
 	return 0;
 }
 
-/* this thread's context, as CUDA's: the interposer gives it back */
+/* this thread's context, as CUDA's: the interposer gives it back; the
+ * calls to either counted for the caller (fakecuda_ctx_calls) */
 static _Thread_local CUcontext current;
+static _Thread_local unsigned long ctx_calls;
 
 EXPORT CUresult cuCtxSetCurrent(CUcontext c)
 {
+	ctx_calls++;
 	current = c;
 	return 0;
 }
 
 EXPORT CUresult cuCtxGetCurrent(CUcontext *c)
 {
+	ctx_calls++;
 	*c = current;
 	return 0;
+}
+
+EXPORT unsigned long fakecuda_ctx_calls(void)
+{
+	return ctx_calls;
 }
 
 /*

@@ -1487,6 +1487,21 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what, int mode
 			       "rank %d: call %d: the thread's context is %p, not %#x", rank, i, c,
 			       0x5150 + i);
 		}
+	} else if (!strcmp(what, "ctxnccl")) {
+		/* a call NCCL runs (over PENNY_NCCL_MAX_BYTES, 1K) after one penny
+		 * took makes no CUDA context call: PyTorch's large calls each paid
+		 * a cuCtxGetCurrent and a cuCtxSetCurrent */
+		void *cu = dlopen("libcuda.so.1", RTLD_NOW);
+		unsigned long (*n_ctx)(void) =
+			cu ? (unsigned long (*)(void))dlsym(cu, "fakecuda_ctx_calls") : NULL;
+		unsigned long before;
+
+		EXPECT(n_ctx, "rank %d: no fakecuda_ctx_calls in libcuda.so.1", rank);
+		calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0);
+		before = n_ctx ? n_ctx() : 0;
+		calls += one(comm, rank, n, ncclFloat32, ncclSum, 1000, 0, 0);
+		EXPECT(!n_ctx || n_ctx() == before, "rank %d: NCCL's call made %lu CUDA context calls",
+		       rank, n_ctx ? n_ctx() - before : 0);
 	} else if (!strcmp(what, "offsplit")) {
 		ncclComm_t sub[2] = { NULL, NULL };
 		int i, sn = 0, sr = -1;
