@@ -70,10 +70,12 @@ int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm, double timeout_s)
 		       &cfg->ll_max);
 	ret |= env_u64("PENNY_NVSHMEM_SIMPLE_MAX", 0, 0, 1ull << 30, &cfg->simple_max);
 	ret |= env_u64("PENNY_NVSHMEM_TWOSHOT_MAX", 8u << 20, 0, 1ull << 40, &cfg->twoshot_max);
-	/* copy engines above 128 MiB on 2 PEs, as the cuda plugin (its
-	 * measurements: results/2026-11-30-h200x2/s58-ce-*, s59-ce-sm-mix.txt);
-	 * on more PEs not measured, the ring */
-	ret |= env_u64("PENNY_NVSHMEM_RING_MAX", nranks <= 2 ? 128u << 20 : 1ull << 40, 0, 1ull << 40,
+	/* copy engines above 32 MiB on 2 PEs: 2 x H200, graphs, busbw at 64 MiB
+	 * 338 GB/s against the ring's 328, 128 MiB 363 against 342, 32 MiB
+	 * 294 against 312 (results/2026-11-30-h200x2/s60-nvshmem-ring-vs-ce.txt;
+	 * the cuda plugin's SM ring is faster and keeps them to 128 MiB); on
+	 * more PEs not measured, the ring */
+	ret |= env_u64("PENNY_NVSHMEM_RING_MAX", nranks <= 2 ? 32u << 20 : 1ull << 40, 0, 1ull << 40,
 		       &cfg->ring_max);
 	/* their slots on the symmetric heap, made at the first call auto gives
 	 * them: 512 MiB carries 1 GiB in 2 pieces on 2 PEs */

@@ -29,8 +29,8 @@
  *    symmetric heap, every peer's address from nvshmem_ptr.  Where the
  *    link is the limit a copy engine moves about 394 GB/s and SM stores
  *    about 369 (2 x H200), and the ring lost the difference: 342 GB/s
- *    busbw at 1 GiB against the cuda plugin's 388
- *    (results/2026-11-30-h200x2/s59-nvshmem-1m.txt).
+ *    busbw at 1 GiB against the cuda plugin's 388; by copy engines 388
+ *    (results/2026-11-30-h200x2/s60-nvshmem-ce.txt).
  * fill/check/timing/bw come from plugins/common/gpu.c like the cuda plugin.
  */
 #define _GNU_SOURCE

@@ -180,14 +180,14 @@ TEST(size_table_and_explicit_algorithms)
 	CHECK_EQ_INT(pn_nv_read_cfg(&c, 16, 132, 0), 0);
 	c.ll_ok = 1;
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 1024), PN_NV_ONESHOT);
-	/* copy engines above 128 MiB on 2 PEs of one NVLink domain (ce_ok: the
+	/* copy engines above 32 MiB on 2 PEs of one NVLink domain (ce_ok: the
 	 * plugin's answer), auto only; the ring on more PEs unless told */
 	CHECK_EQ_INT(pn_nv_read_cfg(&c, 2, 132, 0), 0);
-	CHECK(c.ce_bytes == 512u << 20 && c.ring_max == 128u << 20);
+	CHECK(c.ce_bytes == 512u << 20 && c.ring_max == 32u << 20);
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 1ull << 30), PN_NV_RING);
 	c.ce_ok = 1;
-	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 128u << 20), PN_NV_RING);
-	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, (128u << 20) + 16), PN_NV_CE);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 32u << 20), PN_NV_RING);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, (32u << 20) + 16), PN_NV_CE);
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_RING, 1ull << 30), PN_NV_RING);
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_TWOSHOT, 1ull << 30), PN_NV_TWOSHOT);
 	CHECK_EQ_INT(pn_nv_kern_algo(PN_NV_CE), PENNY_ALGO_TWOSHOT);
@@ -195,7 +195,7 @@ TEST(size_table_and_explicit_algorithms)
 		char buf[160];
 
 		pn_nv_format(&c, buf, sizeof(buf));
-		CHECK_STR(buf, "oneshot<=4194304B,twoshot<=8388608B,ring<=134217728B,ce");
+		CHECK_STR(buf, "oneshot<=4194304B,twoshot<=8388608B,ring<=33554432B,ce");
 	}
 	CHECK_EQ_INT(pn_nv_read_cfg(&c, 4, 132, 0), 0);
 	c.ce_ok = 1;
