@@ -543,6 +543,10 @@ int cmd_bw(struct pn_ctx *ctx, int argc, char **argv)
 	if (rc)
 		return rc;
 	ret = pn_bw_opts_args(&opt, opt.transport, argc, argv, &b->r.tcp);
+	/* --expect is a share of the NIC's link rate: the TCP path has none */
+	if (!ret && b->r.tcp && opt.expect)
+		return pn_cmd_fail(ctx, 2, "--expect compares with the RDMA link rate, which "
+				   "--transport tcp has not: gate with --min-gbps GBPS");
 	if (ret || (ret = pn_bw_opts_devices(&opt)))
 		return bw_fail2(ctx, ret);
 	signal(SIGPIPE, SIG_IGN);

@@ -72,8 +72,8 @@ const struct pn_opt ring_plan_options[] = {
 	{ "schedule-size", 0, OPT_SIZE, &opt.schedule_size, "SIZE",
 	  "--show-schedule: allreduce size in bytes, float32 (default 1M)", NULL,
 	  OPT_RANGE(4, 1ull << 40) },
-	{ "nccl-graph", 0, OPT_STRING, &opt.nccl_graph, "FILE",
-	  "write NCCL_GRAPH_FILE XML; %h or %n in FILE: one file per node", NULL, NULL },
+	{ "nccl-graph", 0, OPT_STRING, &opt.nccl_graph, "FILE", "write NCCL_GRAPH_FILE XML; %h "
+	  "or %N (host), %n (index) in FILE: one file per node (%%: a %)", NULL, NULL },
 	{ "check", 0, OPT_STRING, &opt.check, "FILE[,FILE...]",
 	  "validate a plan: ring-plan JSON, or NCCL graph XML (one shared or one per node)", NULL,
 	  OPT_LIST },
@@ -99,14 +99,15 @@ static void write_schedule(struct pn_out *out, const struct pn_plan *p, const st
 	pn_out_text(out, ", %s", pn_fmt_size(sz, sizeof(sz), sc->count * sc->esize));
 	pn_out_uint(out, PN_ANY, "count", " = %llu float32", sc->count);
 	pn_out_uint(out, PN_JSON, "esize", NULL, sc->esize);
-	pn_out_int(out, PN_ANY, "nchannels", ", %lld channels (one per ring)\n", sc->nchan);
+	pn_out_int(out, PN_ANY, "nchannels", ", %lld channel", sc->nchan);
+	pn_out_text(out, "%s (one per ring)\n", PN_PLAN_S(sc->nchan));
 	pn_out_open_array(out, "channels");
 	for (c = 0; c < sc->nchan; c++) {
 		const struct pn_sched_chan *ch = &sc->ch[c];
 
 		pn_out_open_object(out, NULL);
 		pn_out_int(out, PN_ANY, "channel", "channel %lld", c);
-		pn_out_uint(out, PN_ANY, "nsteps", ": %llu steps\n", ch->n);
+		pn_out_uint(out, PN_ANY, "nsteps", ch->n == 1 ? ": %llu step\n" : ": %llu steps\n", ch->n);
 		pn_out_text(out, "  %5s  %-24s %6s %6s %10s %10s\n", "step", "op", "recv", "send",
 			    "offset", "count");
 		pn_out_open_array(out, "steps");
@@ -157,8 +158,6 @@ static void text_loads(struct pn_out *out, const struct pn_plan *p)
 	free(g);
 }
 
-/* ---------------------------------------------------------------- print */
-
 /* ---------------------------------------------------------------- check */
 
 static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
@@ -199,22 +198,24 @@ static int check(struct pn_ctx *ctx, struct pn_plan_model *model)
 	pn_out_str(ctx->out, PN_ANY, "file", "check %s: ", opt.check);
 	pn_out_str(ctx->out, PN_ANY, "format", "%s, ", f.xml ? "nccl-xml" : "json");
 	pn_out_int(ctx->out, PN_ANY, "nnodes", "%lld node", plan.model->nnodes);
-	pn_out_int(ctx->out, PN_ANY, "nranks", plan.model->nnodes == 1 ? ", %lld ranks, " : "s, %lld ranks, ",
-		   plan.model->nranks);
-	pn_out_int(ctx->out, PN_ANY, "nrings", plan.nrings == 1 ? "%lld ring\n" : "%lld rings\n",
-		   plan.nrings);
+	pn_out_text(ctx->out, "%s, ", PN_PLAN_S(plan.model->nnodes));
+	pn_out_int(ctx->out, PN_ANY, "nranks", "%lld rank", plan.model->nranks);
+	pn_out_text(ctx->out, "%s, ", PN_PLAN_S(plan.model->nranks));
+	pn_out_int(ctx->out, PN_ANY, "nrings", "%lld ring", plan.nrings);
+	pn_out_text(ctx->out, "%s\n", PN_PLAN_S(plan.nrings));
 	pn_out_float(ctx->out, PN_JSON, "ring_gbs", NULL, plan.ring_gbs);
 	pn_plan_write_msgs(ctx->out, "notes", "note", &notes, &plan.model->notes);
 	pn_plan_write_msgs(ctx->out, "violations", "violation", &viol, NULL);
 	pn_out_bool(ctx->out, PN_JSON, "ok", NULL, verdict == PN_PLAN_PASS);
-	pn_out_text(ctx->out, "%d violations\n", viol.n + viol.dropped);
+	pn_out_text(ctx->out, "%d violation%s\n", viol.n + viol.dropped, PN_PLAN_S(viol.n + viol.dropped));
 	if (sc.ch)
 		write_schedule(ctx->out, &plan, &sc);
 	pn_out_close_object(ctx->out);
 	rc = verdict;
 	/* JSON: stdout is only the document ("ok"); the verdict line on stderr */
 	if (rc && pn_out_is_json(ctx->out))
-		pn_cmd_fail(ctx, rc, "FAILED: %d violations in %s", viol.n + viol.dropped, opt.check);
+		pn_cmd_fail(ctx, rc, "FAILED: %d violation%s in %s", viol.n + viol.dropped,
+			    PN_PLAN_S(viol.n + viol.dropped), opt.check);
 out:
 	pn_sched_release(&sc);
 	pn_plan_files_release(&f);
@@ -267,11 +268,13 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 					   "--no-degrade and --pcie-rate are for planning");
 	if (!opt.show_schedule && (opt.schedule_rank >= 0 || opt.schedule_size))
 		return pn_cmd_fail(ctx, 2, "--schedule-rank and --schedule-size go with --show-schedule");
+	if (opt.schedule_size % 4)	/* whole float32, never rounded down */
+		return pn_cmd_fail(ctx, 2, "--schedule-size %llu is not a whole number of float32 "
+				   "(4 bytes each)", (unsigned long long)opt.schedule_size);
 	pn_plan_model_init(&model);
 	ret = pn_plan_model_load(&model, &opt.src, !opt.check);
 	if (ret) {
-		pn_cmd_error(ctx, ret);
-		rc = 2;
+		rc = pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
 		goto out_model;
 	}
 	if (opt.check) {
@@ -280,8 +283,7 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 	}
 	ret = make_plan(&plan, &model, &viol, &sc);
 	if (ret) {
-		pn_cmd_error(ctx, ret);
-		rc = 2;
+		rc = pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
 		goto out_plan;
 	}
 	if (plan.refused.n) {
@@ -304,10 +306,8 @@ int cmd_ring_plan(struct pn_ctx *ctx, int argc, char **argv)
 	rc = pn_plan_verdict(&plan, &viol);
 	if (opt.nccl_graph) {
 		ret = pn_plan_graphs_write(opt.nccl_graph, &plan);
-		if (ret) {
-			pn_cmd_error(ctx, ret);
-			rc = 2;
-		}
+		if (ret)
+			rc = pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
 	}
 out_plan:
 	pn_sched_release(&sc);

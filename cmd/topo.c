@@ -183,9 +183,8 @@ int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 	if (opt.expect_state) {
 		want_state = pn_port_state_from_name(opt.expect_state);
 		if (want_state < 0)
-			return pn_cmd_fail(ctx, 2,
-					   "invalid port state '%s' (DOWN, INIT, ARMED, ACTIVE)",
-					   opt.expect_state);
+			return pn_cmd_fail(ctx, 2, "invalid port state '%s' (DOWN, INIT, ARMED, "
+					   "ACTIVE, NOP, ACTIVE_DEFER or 0..5)", opt.expect_state);
 	}
 	/* --expect-gpus, -nics, -rate are in range (the table); -1: not given */
 	e = (struct pn_topo_expect){ .gpus = opt.expect_gpus, .nics = opt.expect_nics,
@@ -193,10 +192,8 @@ int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 				     .state_name = opt.expect_state, .devices = opt.devices,
 				     .rail = opt.expect_rail };
 	ret = pn_topo_expect_valid(&e);
-	if (ret) {
-		pn_cmd_error(ctx, ret);
-		return 2;
-	}
+	if (ret)
+		return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
 	checks = pn_topo_expect_any(&e);
 	cfg.xml_file = opt.xml;
 	if (opt.save && opt.xml && pn_ofile_same(opt.save, opt.xml))
@@ -204,10 +201,8 @@ int cmd_topo(struct pn_ctx *ctx, int argc, char **argv)
 	/* the output first: a file that cannot be written fails before the work */
 	if (opt.save) {
 		ret = pn_ofile_open(&save, opt.save, PN_OFILE_SYNC);
-		if (ret) {
-			pn_cmd_error(ctx, ret);
-			return 2;
-		}
+		if (ret)
+			return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
 	}
 	ret = pn_topo_load(&t, &cfg);
 	if (ret) {

@@ -53,9 +53,9 @@ int pn_plan_nccl_shared_ok(const struct pn_plan *p)
 				       "file name)",
 			      N);
 	if (p->nrings % 2)
-		return pn_err(-EINVAL, "%d rings: NCCL swaps channel pairs only for an even channel "
+		return pn_err(-EINVAL, "%d ring%s: NCCL swaps channel pairs only for an even channel "
 				       "count; use one file per node (%%h or %%n in the file name)",
-			      p->nrings);
+			      p->nrings, PN_PLAN_S(p->nrings));
 	for (i = 1; i < N; i++)
 		if (m->nodes[i].layout != m->nodes[0].layout)
 			return pn_err(-EINVAL, "%s and %s differ, so one file cannot serve both; use "
@@ -496,8 +496,8 @@ static int check_graph_attrs(const struct ngraph *ng, struct pn_plan_msgs *viol)
 	}
 	if (xattr(g, "nchannels") &&
 	    (parse_dec(xattr(g, "nchannels"), &v) || v != ng->nch)) {
-		pn_plan_msg(viol, "'%s' line %d: nchannels=\"%s\" but %d <channel> elements",
-			    ng->name, g->line, xattr(g, "nchannels"), ng->nch);
+		pn_plan_msg(viol, "'%s' line %d: nchannels=\"%s\" but %d <channel> element%s",
+			    ng->name, g->line, xattr(g, "nchannels"), ng->nch, PN_PLAN_S(ng->nch));
 		found++;
 	}
 	if (ng->nch > 64) {
@@ -541,9 +541,9 @@ static int load_graph(const struct xel *root, const char *name, struct ngraph *n
 		}
 		for (k = 0, v = 0; k < g->nkids; k++)
 			v += !strcmp(g->kids[k]->name, "channel");
-		pn_plan_msg(notes, "'%s': graph id %ld (%s) with %ld channels not checked (rings "
+		pn_plan_msg(notes, "'%s': graph id %ld (%s) with %ld channel%s not checked (rings "
 				   "only)",
-			    name, id, id >= 0 && id < 5 ? gnames[id] : "?", v);
+			    name, id, id >= 0 && id < 5 ? gnames[id] : "?", v, PN_PLAN_S(v));
 	}
 	if (!ng->g)
 		return pn_err(-EINVAL, "'%s': no ring graph (<graph id=\"0\">)", name);
@@ -801,17 +801,17 @@ int pn_plan_read_nccl(struct pn_plan *p, struct pn_plan_model *m, const char *co
 	}
 	N = m->nnodes;
 	if (nfiles > 1 && nfiles != N) {
-		ret = pn_err(-EINVAL, "%d graph files for %d nodes: give one shared file or one per "
+		ret = pn_err(-EINVAL, "%d graph files for %d node%s: give one shared file or one per "
 				      "node",
-			     nfiles, N);
+			     nfiles, N, PN_PLAN_S(N));
 		goto out;
 	}
 	R = gs[0].nch;
 	for (i = 1; i < nfiles; i++) {
 		if (gs[i].nch != R)
-			pn_plan_msg(viol, "'%s' has %d channels, '%s' has %d: NCCL uses the smallest "
+			pn_plan_msg(viol, "'%s' has %d channel%s, '%s' has %d: NCCL uses the smallest "
 					  "count on every rank",
-				    names[0], R, names[i], gs[i].nch);
+				    names[0], R, PN_PLAN_S(R), names[i], gs[i].nch);
 		if (gs[i].nch < R)
 			R = gs[i].nch;
 	}

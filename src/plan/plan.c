@@ -276,8 +276,9 @@ int pn_plan_model_add_node_ref(struct pn_plan_model *m, const char *host, int la
 {
 	if (layout < 0 || layout >= m->nlayouts)
 		return pn_err(-EINVAL, "node '%s': no layout %d", host, layout);
-	if (strlen(host) >= PN_PLAN_NAME || !*host)
-		return pn_err(-EINVAL, "host name '%.*s' is empty or too long", 80, host);
+	if (strlen(host) >= PN_PLAN_HOST || !*host)
+		return pn_err(-EINVAL, "host name '%.*s' is empty or longer than %d bytes", 80, host,
+			      PN_PLAN_HOST - 1);
 	return append_node(m, host, layout);
 }
 
@@ -375,8 +376,9 @@ int pn_plan_model_synthetic(struct pn_plan_model *m, const struct pn_plan_synth 
 	/* NIC i is near GPUs i*M..i*M+M-1 (more NICs: pn_plan_model_load refuses them) */
 	if (M && (long)M * K < G)
 		return pn_err(-EINVAL, "--gpus-per-nic %d and --nics %d leave %s without a NIC "
-			      "(%d GPUs need %d NICs)", M, K, span(what, sizeof(what), "GPU", M * K,
-			      G - 1), G, (G + M - 1) / M);
+			      "(%d GPU%s need%s %d NIC%s)", M, K, span(what, sizeof(what), "GPU", M * K,
+			      G - 1), G, PN_PLAN_S(G), G == 1 ? "s" : "", (G + M - 1) / M,
+			      PN_PLAN_S((G + M - 1) / M));
 	if (s->rate_gbps <= 0)
 		return pn_err(-EINVAL, "NIC rate must be positive");
 
@@ -446,7 +448,7 @@ int pn_plan_model_synthetic(struct pn_plan_model *m, const struct pn_plan_synth 
 	snprintf(m->source, sizeof(m->source), "synthetic");
 	m->rails_set = 1;
 	for (n = 0; n < s->nodes; n++) {
-		char host[PN_PLAN_NAME];
+		char host[PN_PLAN_HOST];
 
 		if (hp) {
 			size_t len = strcspn(hp, ",");
@@ -462,8 +464,8 @@ int pn_plan_model_synthetic(struct pn_plan_model *m, const struct pn_plan_synth 
 			if (*hp == ',')
 				hp++;
 			else if (n + 1 < s->nodes) {
-				ret = pn_err(-EINVAL, "--hosts names %d hosts, --nodes is %d", n + 1,
-					     s->nodes);
+				ret = pn_err(-EINVAL, "--hosts names %d host%s, --nodes is %d", n + 1,
+					     PN_PLAN_S(n + 1), s->nodes);
 				break;
 			}
 		} else {
@@ -627,7 +629,7 @@ int pn_plan_model_order_hosts(struct pn_plan_model *m, const char *hosts)
 		goto out;
 	}
 	while (*p) {
-		char host[PN_PLAN_NAME];
+		char host[PN_PLAN_HOST];
 		size_t len = strcspn(p, ",");
 
 		if (len == 0 || len >= sizeof(host)) {

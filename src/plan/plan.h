@@ -35,11 +35,15 @@ struct pn_plan_best;
 #define PN_PLAN_MAX_GPUS 16	/* per node (exact path search is 2^G) */
 #define PN_PLAN_MAX_NICS 64	/* NIC ports per node */
 #define PN_PLAN_NAME 64
+#define PN_PLAN_HOST 65	/* a host name: Linux's HOST_NAME_MAX (64) and its NUL */
 #define PN_PLAN_MAX_RINGS 64	/* the engine runs one channel per ring, 64 at most (exec.c) */
 /* A cluster: the largest GPU fabrics are ~200k GPUs on 25k-50k nodes; a plan
  * costs nodes x rings (65536 x 64: 270 MB, 1.4 GB of JSON), refused above. */
 #define PN_PLAN_MAX_NODES 65536
 #define PN_PLAN_MAX_RANKS (1 << 19)
+
+/* The plural s of a count in the text and messages: "1 ring", "2 rings". */
+#define PN_PLAN_S(n) ((n) == 1 ? "" : "s")
 
 /* Nominal link rates for the bandwidth prediction (GB/s, one direction). */
 #define PN_PLAN_NVLINK_GBS 26.56 /* per NVLink (NVLink4: NV18 = 478 GB/s) */
@@ -93,7 +97,7 @@ struct pn_plan_layout {
 };
 
 struct pn_plan_node {
-	char host[PN_PLAN_NAME];
+	char host[PN_PLAN_HOST];
 	int layout;
 	int rank0;	/* global rank of its first GPU */
 };

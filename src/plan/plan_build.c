@@ -142,11 +142,11 @@ static void note_far_rails(struct pn_plan *p, const int *rails, int nrails)
 			int nic = pn_plan_layout_nic_on_rail(l, rails[k]);
 
 			if (nic >= 0 && !near_set(l, rails[k])) {
-				char where[PN_PLAN_NAME + 32];
+				char where[PN_PLAN_HOST + 32];
 
 				if (count > 1)
-					snprintf(where, sizeof(where), "%s and %d more nodes",
-						 m->nodes[first].host, count - 1);
+					snprintf(where, sizeof(where), "%s and %d more node%s",
+						 m->nodes[first].host, count - 1, PN_PLAN_S(count - 1));
 				else
 					snprintf(where, sizeof(where), "%s", m->nodes[first].host);
 				p->degraded = 1;
@@ -311,9 +311,9 @@ static int choose_rails(struct pn_plan *p, const struct pn_plan_opts *o)
 					      "need a rail active on every node",
 				     m->rails_listed ? " among those --rails names" : "", N);
 		else
-			ret = pn_err(-EINVAL, "no rail has an active NIC on every node (%d rails; "
+			ret = pn_err(-EINVAL, "no rail has an active NIC on every node (%d rail%s; "
 					      "first: %s)",
-				     total_rails, why ? why + 10 : "?");
+				     total_rails, PN_PLAN_S(total_rails), why ? why + 10 : "?");
 		goto out;
 	}
 	if (dropped.n && o->no_degrade) {

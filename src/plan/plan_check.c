@@ -402,15 +402,15 @@ static int nic_balance(struct pn_plan *p, struct pn_plan_msgs *viol, int *found)
 				VIOL("%s %s (rail %d) sends for no ring", m->nodes[i].host,
 				     l->nics[nic].name, rails[j]);
 			else if (sd < loS || sd > hiS)
-				VIOL("%s %s (rail %d) sends for %d rings, balanced is %s",
-				     m->nodes[i].host, l->nics[nic].name, rails[j], sd,
+				VIOL("%s %s (rail %d) sends for %d ring%s, balanced is %s",
+				     m->nodes[i].host, l->nics[nic].name, rails[j], sd, PN_PLAN_S(sd),
 				     range(loS, hiS, bal, sizeof(bal)));
 			if (!rv)
 				VIOL("%s %s (rail %d) receives for no ring", m->nodes[i].host,
 				     l->nics[nic].name, rails[j]);
 			else if (rv < loR || rv > hiR)
-				VIOL("%s %s (rail %d) receives for %d rings, balanced is %s",
-				     m->nodes[i].host, l->nics[nic].name, rails[j], rv,
+				VIOL("%s %s (rail %d) receives for %d ring%s, balanced is %s",
+				     m->nodes[i].host, l->nics[nic].name, rails[j], rv, PN_PLAN_S(rv),
 				     range(loR, hiR, bal, sizeof(bal)));
 		}
 	}
@@ -500,12 +500,13 @@ int pn_plan_validate(struct pn_plan *p, struct pn_plan_msgs *viol)
 				     nic_rail(m, nx->node, nx->in_nic));
 		}
 		if (nonic)
-			VIOL("ring %d: %d node%s (%s%s) lack a receive or send NIC", r, nonic,
-			     nonic == 1 ? "" : "s", m->nodes[first_nonic].host, nonic > 1 ? ", ..." : "");
+			VIOL("ring %d: %d node%s (%s%s) lack%s a receive or send NIC", r, nonic,
+			     PN_PLAN_S(nonic), m->nodes[first_nonic].host, nonic > 1 ? ", ..." : "",
+			     nonic == 1 ? "s" : "");
 		if (N >= 2 && !nonic)
 			engine_nics(p, r, viol, &found);
 		if (dup > 3)
-			VIOL("ring %d: %d more ranks visited twice", r, dup - 3);
+			VIOL("ring %d: %d more rank%s visited twice", r, dup - 3, PN_PLAN_S(dup - 3));
 		for (k = 0; k < m->nranks; k++) {
 			if (seen[k] == stamp)
 				continue;
@@ -515,7 +516,7 @@ int pn_plan_validate(struct pn_plan *p, struct pn_plan_msgs *viol)
 			}
 		}
 		if (miss > 3)
-			VIOL("ring %d: %d more ranks never visited", r, miss - 3);
+			VIOL("ring %d: %d more rank%s never visited", r, miss - 3, PN_PLAN_S(miss - 3));
 		/* path classes: only for segments that cover their node */
 		if (!m->exact)
 			continue;

@@ -124,9 +124,30 @@ int pn_plan_files_check(const struct pn_plan_files *f, struct pn_plan *plan,
 	return ret ? ret : pn_plan_validate(plan, viol);
 }
 
+/*
+ * The patterns of a --nccl-graph name: 1 when one names the node (%h and
+ * Slurm's %N: the host name, %n: the node index), 0 when none does (%%:
+ * a %), -EINVAL at a % that is none of them, as Slurm's %j or %t, which
+ * would otherwise be written as they are.
+ */
+static int graph_pattern(const char *pattern)
+{
+	const char *q = pattern;
+	int per_node = 0;
+
+	while ((q = strchr(q, '%'))) {
+		if (!q[1] || !strchr("hNn%", q[1]))
+			return pn_err(-EINVAL, "--nccl-graph '%s': '%.2s' is not a pattern (%%h or %%N: "
+				      "the host name, %%n: the node index, %%%%: a %%)", pattern, q);
+		per_node |= q[1] != '%';
+		q += 2;
+	}
+	return per_node;
+}
+
 int pn_plan_graph_per_node(const char *pattern)
 {
-	return strstr(pattern, "%h") || strstr(pattern, "%n");
+	return graph_pattern(pattern) > 0;
 }
 
 int pn_plan_graph_name(const char *pattern, const struct pn_plan_model *m, int i, char *path,
@@ -135,9 +156,12 @@ int pn_plan_graph_name(const char *pattern, const struct pn_plan_model *m, int i
 	const char *q, *add;
 	char one[2] = "", num[16];
 	size_t n = 0, k;
+	int ret = graph_pattern(pattern);
 
+	if (ret < 0)
+		return ret;
 	for (q = pattern; *q; q++) {
-		if (q[0] == '%' && q[1] == 'h') {
+		if (q[0] == '%' && (q[1] == 'h' || q[1] == 'N')) {
 			add = m->nodes[i].host;
 			if (strchr(add, '/'))
 				return pn_err(-EINVAL, "--nccl-graph: the host name '%s' of node %d "
@@ -149,6 +173,7 @@ int pn_plan_graph_name(const char *pattern, const struct pn_plan_model *m, int i
 			q++;
 		} else {
 			one[0] = *q;
+			q += q[0] == '%';	/* %%: one % */
 			add = one;
 		}
 		k = strlen(add);
@@ -283,7 +308,8 @@ int pn_plan_model_load(struct pn_plan_model *m, const struct pn_plan_source *src
 			else
 				snprintf(nics, sizeof(nics), "NIC%d", want);
 			return pn_err(-EINVAL, "--gpus-per-nic %d and --nics %d leave %s near no GPU "
-				      "(%d GPUs need %d NICs)", per, s.nics, nics, g, want);
+				      "(%d GPU%s need%s %d NIC%s)", per, s.nics, nics, g, PN_PLAN_S(g),
+				      g == 1 ? "s" : "", want, PN_PLAN_S(want));
 		}
 		ret = pn_plan_model_synthetic(m, &s);
 	} else if (src->topo_files) {

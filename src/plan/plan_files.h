@@ -3,7 +3,7 @@
  * The files of `penny ring-plan` (plan_files.c): the --topo-file list read
  * into a model, the plan files --check reads and validates (ring-plan JSON,
  * or NCCL graph XML: one shared file or one per node), and the --nccl-graph
- * files, one per node where the name holds %h or %n.  Errors are one line
+ * files, one per node where the name holds %h, %N or %n.  Errors are one line
  * in pn_errmsg().
  */
 #ifndef PENNY_PLAN_FILES_H
@@ -54,9 +54,10 @@ int pn_plan_files_check(const struct pn_plan_files *f, struct pn_plan *plan,
 			struct pn_plan_model *own, struct pn_plan_model *model,
 			struct pn_plan_msgs *notes, struct pn_plan_msgs *viol);
 
-/* --nccl-graph: one file per node when the name holds %h or %n. */
+/* --nccl-graph: one file per node when the name holds %h, %N or %n. */
 int pn_plan_graph_per_node(const char *pattern);
-/* Node i's file name: %h its host name, %n its index. */
+/* Node i's file name: %h and %N (Slurm's) its host name, %n its index, %%
+ * a %; -EINVAL for any other % (Slurm's %j, a stray %). */
 int pn_plan_graph_name(const char *pattern, const struct pn_plan_model *m, int i, char *path,
 		       size_t len);
 /* Before the planning: every file can be written, no two nodes share one

@@ -120,9 +120,10 @@ int pn_plan_job_map(struct pn_plan_job *j, const struct pn_plan *p, int nranks, 
 	j->nnodes = nnodes;
 	if (m->nnodes != nnodes)
 		return pn_err(-EINVAL, "the plan is for %d node%s, the job runs on %d", m->nnodes,
-			      m->nnodes == 1 ? "" : "s", nnodes);
+			      PN_PLAN_S(m->nnodes), nnodes);
 	if (m->nranks != nranks)
-		return pn_err(-EINVAL, "the plan is for %d ranks, the job has %d", m->nranks, nranks);
+		return pn_err(-EINVAL, "the plan is for %d rank%s, the job has %d", m->nranks,
+			      PN_PLAN_S(m->nranks), nranks);
 	j->plan_node = calloc((size_t)nnodes, sizeof(int));
 	j->rank_node = calloc((size_t)nranks, sizeof(int));
 	j->rank_gpu = calloc((size_t)nranks, sizeof(int));

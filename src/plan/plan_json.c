@@ -62,12 +62,12 @@ static void print_shape(struct pn_out *out, const struct pn_plan_model *m)
 		uni_g &= layout_of(m, i)->ngpus == l0->ngpus;
 		uni_n &= layout_of(m, i)->nnics == l0->nnics;
 	}
-	pn_out_text(out, "%d node%s", m->nnodes, m->nnodes == 1 ? "" : "s");
+	pn_out_text(out, "%d node%s", m->nnodes, PN_PLAN_S(m->nnodes));
 	if (uni_g)
-		pn_out_text(out, " x %d GPUs", l0->ngpus);
+		pn_out_text(out, " x %d GPU%s", l0->ngpus, PN_PLAN_S(l0->ngpus));
 	if (uni_n)
-		pn_out_text(out, " x %d NIC port%s", l0->nnics, l0->nnics == 1 ? "" : "s");
-	pn_out_text(out, " (%s), %d ranks\n", m->source, m->nranks);
+		pn_out_text(out, " x %d NIC port%s", l0->nnics, PN_PLAN_S(l0->nnics));
+	pn_out_text(out, " (%s), %d rank%s\n", m->source, m->nranks, PN_PLAN_S(m->nranks));
 }
 
 static void print_nic(struct pn_out *out, const char *key, const struct pn_plan_layout *l, int nic)
@@ -93,7 +93,8 @@ static void print_ring(struct pn_out *out, const struct pn_plan *p, int r)
 	pn_out_int(out, PN_ANY, "id", "ring %lld", r);
 	pn_out_open_array(out, "rails");
 	if (ring->rail_a >= 0) {
-		pn_out_int(out, PN_ANY, NULL, "  rails %lld", ring->rail_a);
+		pn_out_int(out, PN_ANY, NULL, ring->rail_b != ring->rail_a ? "  rails %lld" : "  rail %lld",
+			   ring->rail_a);
 		if (ring->rail_b != ring->rail_a)
 			pn_out_int(out, PN_ANY, NULL, ",%lld", ring->rail_b);
 	}
@@ -288,13 +289,14 @@ static void print_bandwidth(struct pn_out *out, const struct pn_plan *p)
 	pn_out_text(out, "\nbandwidth (predicted from link rates): ");
 	pn_out_float(out, PN_ANY, "ring_gbs", "%.2f GB/s per ring", p->ring_gbs);
 	pn_out_float(out, PN_ANY, "busbw_gbs", ", %.2f GB/s", p->busbw_gbs);
-	pn_out_int(out, PN_ANY, "rings", " over %lld rings\n", p->nrings);
+	pn_out_int(out, PN_ANY, "rings", p->nrings == 1 ? " over %lld ring\n" : " over %lld rings\n",
+		   p->nrings);
 	pn_out_open_object(out, "bottleneck");
 	if (p->bottleneck.node >= 0) {
 		pn_out_str(out, PN_ANY, "link", "bottleneck: %s", p->bottleneck.what);
 		pn_out_float(out, PN_ANY, "cap_gbs", ", %.2f GB/s", p->bottleneck.cap_gbs);
 		pn_out_int(out, PN_ANY, "rings", " shared by %lld ring", p->bottleneck.users);
-		pn_out_text(out, "%s\n", p->bottleneck.users == 1 ? "" : "s");
+		pn_out_text(out, "%s\n", PN_PLAN_S(p->bottleneck.users));
 	}
 	pn_out_close_object(out);
 	pn_out_close_object(out);
@@ -318,7 +320,8 @@ void pn_plan_write_begin(struct pn_out *out, const struct pn_plan *p, int summar
 	for (i = 0; i < p->nrails; i++)
 		pn_out_int(out, PN_ANY, NULL, " %lld", p->rails[i]);
 	pn_out_close_array(out);
-	pn_out_int(out, PN_ANY, "nrings", p->nrails ? "; %lld rings\n" : "%lld rings\n", p->nrings);
+	pn_out_text(out, "%s", p->nrails ? "; " : "");
+	pn_out_int(out, PN_ANY, "nrings", p->nrings == 1 ? "%lld ring\n" : "%lld rings\n", p->nrings);
 	print_layouts(out, m);
 	pn_out_open_array(out, "nodes");
 	for (i = 0; i < m->nnodes; i++) {
@@ -353,7 +356,8 @@ void pn_plan_write_tail(struct pn_out *out, const struct pn_plan *p,
 	pn_plan_write_msgs(out, "violations", "violation", viol, NULL);
 	if (!viol->n)
 		pn_out_nl(out);
-	pn_out_text(out, "%d violations\n", viol->n + viol->dropped);
+	pn_out_text(out, "%d violation%s\n", viol->n + viol->dropped,
+		    PN_PLAN_S(viol->n + viol->dropped));
 }
 
 /* ----------------------------------------------------- plan read-back */
@@ -610,7 +614,8 @@ static void check_count(struct pn_plan *p, const struct pn_jval *root, const cha
 	else if (pn_json_int(v, &x))
 		FVIOL("the plan's \"%s\" must be an integer", key);
 	else if (x != want)
-		FVIOL("the plan's \"%s\" is %lld; it has %d %s", key, x, want, what);
+		FVIOL("the plan's \"%s\" is %lld; it has %d %.*s", key, x, want,
+		      (int)strlen(what) - (want == 1), what);	/* "1 rank" */
 }
 
 /* A set of rails as a bit mask (rails 0-63; others are ignored: bit 63 stands in). */

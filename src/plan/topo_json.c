@@ -461,14 +461,14 @@ static int tj_matrix(struct pn_plan_model *m, struct pn_plan_layout *l, const st
 				asym++;
 			}
 	if (missing) {
-		pn_plan_msg(&m->notes, "%s: the matrix lacks %d path classes; they count as unknown "
+		pn_plan_msg(&m->notes, "%s: the matrix lacks %d path class%s; %s as unknown "
 				       "(worst)",
-			    host, missing);
+			    host, missing, missing == 1 ? "" : "es", missing == 1 ? "it counts" : "they count");
 	}
 	if (asym)
-		pn_plan_msg(&m->notes, "%s: %d GPU pairs have different classes each way; the worse "
+		pn_plan_msg(&m->notes, "%s: %d GPU pair%s different classes each way; the worse "
 				       "one is used",
-			    host, asym);
+			    host, asym, asym == 1 ? " has" : "s have");
 	return 0;
 }
 
@@ -542,7 +542,7 @@ int pn_plan_model_add_topo(struct pn_plan_model *m, const char *text, size_t len
 	struct pn_json_doc doc;
 	const struct pn_jval *root, *v, *nics;
 	struct pn_plan_layout l;
-	char host[PN_PLAN_NAME];
+	char host[PN_PLAN_HOST];
 	long long ver;
 	int ret;
 	/* topo NIC i -> first port entry, number of entries */

@@ -64,9 +64,15 @@ test_expect_success 'the gate: a low --min-gbps passes, an impossible one fails 
 	test "$(grep -c "^penny bw: FAILED tcp:.* -> tcp:.*: .* Gb/s at 65536 bytes is below 100000.000 Gb/s (--min-gbps 100000)" err)" = 1 &&
 	test "$(wc -l <err)" = 1
 '
-test_expect_success '--expect needs a link rate: the TCP path has none, so it fails clearly' '
-	test_exit 1 penny bw --transport tcp --loopback lo -n 10 --expect 2>err &&
-	grep -q "link rate unknown, cannot check --expect" err
+test_expect_success '--expect needs a link rate: the TCP path has none, refused before the test' '
+	for args in "--loopback lo --expect" "--loopback lo --expect=50" "--expect" \
+		"--expect=80 127.0.0.1 -p 1" "--np 2 --expect"; do
+		within 10 test_exit 2 penny bw --transport tcp -n 10 $args >out 2>err ||
+			{ echo "args: $args"; cat err; exit 1; }
+		test "$(wc -l <err)" = 1 && test ! -s out &&
+		grep -qx "penny bw: --expect compares with the RDMA link rate, which --transport tcp has not: gate with --min-gbps GBPS" err ||
+			{ echo "args: $args"; cat err; exit 1; }
+	done
 '
 test_expect_success 'TCP server and client: both print the same row, exit 0' '
 	p=$(free_port) &&

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* ring-plan's files (src/plan/plan_files.c): the --topo-file list, the
  * files --check reads and how it tells their format, and the --nccl-graph
- * names (%h, %n) checked before the planning and written after it; the
- * model's source (a shape, files, this node) and a rank's node. */
+ * names (%h, %N, %n; %% a %, another % refused) checked before the planning
+ * and written after it; the model's source (a shape, files, this node) and
+ * a rank's node. */
 #define _GNU_SOURCE
 #include "unit.h"
 
@@ -95,9 +96,18 @@ TEST(graph_names_per_node)
 
 	CHECK_EQ_INT(synth(&m, 2, "a,b"), 0);
 	CHECK(pn_plan_graph_per_node("g-%h.xml") && pn_plan_graph_per_node("g%n") &&
-	      !pn_plan_graph_per_node("g.xml"));
-	CHECK_EQ_INT(pn_plan_graph_name("g-%h-%n%.xml", &m, 1, path, sizeof(path)), 0);
-	CHECK_STR(path, "g-b-1%.xml");
+	      pn_plan_graph_per_node("g-%N.xml") && !pn_plan_graph_per_node("g.xml") &&
+	      !pn_plan_graph_per_node("g-%%n.xml"));
+	CHECK_EQ_INT(pn_plan_graph_name("g-%h-%n.xml", &m, 1, path, sizeof(path)), 0);
+	CHECK_STR(path, "g-b-1.xml");
+	/* Slurm's spelling: %N the host name, %% a %; any other % is refused */
+	CHECK_EQ_INT(pn_plan_graph_name("g-%N-%%n.xml", &m, 1, path, sizeof(path)), 0);
+	CHECK_STR(path, "g-b-%n.xml");
+	CHECK_EQ_INT(pn_plan_graph_name("g-%h-%n%.xml", &m, 1, path, sizeof(path)), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "--nccl-graph 'g-%h-%n%.xml': '%.' is not a pattern (%h or "
+		  "%N: the host name, %n: the node index, %%: a %)");
+	CHECK_EQ_INT(pn_plan_graphs_check("/tmp/t_plan_files-%j.xml", &m, NULL), -EINVAL);
+	CHECK_EQ_INT(pn_plan_graph_name("g%", &m, 0, path, sizeof(path)), -EINVAL);
 	CHECK_EQ_INT(pn_plan_graph_name("0123456789%h", &m, 0, path, 11), -ENAMETOOLONG);
 	/* one file for every node, or one each; never two nodes in one */
 	CHECK_EQ_INT(pn_plan_graphs_check("/nonexistent/g.xml", &m, NULL), -ENOENT);
