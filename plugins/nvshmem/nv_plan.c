@@ -72,8 +72,8 @@ int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm, double timeout_s)
 	ret |= env_u64("PENNY_NVSHMEM_TWOSHOT_MAX", 8u << 20, 0, 1ull << 40, &cfg->twoshot_max);
 	/* copy engines above 32 MiB on 2 PEs: 2 x H200, graphs, busbw at 64 MiB
 	 * 338 GB/s against the ring's 328, 128 MiB 363 against 342, 32 MiB
-	 * 294 against 312 (results/2026-11-30-h200x2/s60-nvshmem-ring-vs-ce.txt;
-	 * the cuda plugin's SM ring is faster and keeps them to 128 MiB); on
+	 * 294 against 312, in results/2026-11-30-h200x2/s60-nvshmem-ring-vs-ce.txt
+	 * (the cuda plugin's SM ring is faster and keeps them to 128 MiB); on
 	 * more PEs not measured, the ring */
 	ret |= env_u64("PENNY_NVSHMEM_RING_MAX", nranks <= 2 ? 32u << 20 : 1ull << 40, 0, 1ull << 40,
 		       &cfg->ring_max);
