@@ -9,6 +9,7 @@
 
 #include "base/util.h"
 #include "base/log.h"
+#include "base/file.h"
 #include "base/ofile.h"
 #include "gpu/plugin.h"
 #include "node/nvml.h"
@@ -541,6 +542,7 @@ int main(int argc, char **argv)
 {
 	int ret;
 
+	pn_file_hold_std();
 	pn_boot_set_notice(boot_notice);
 	ret = dispatch(argc, argv);
 	return stdout_status(ret);

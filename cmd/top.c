@@ -602,10 +602,8 @@ int cmd_top(struct pn_ctx *ctx, int argc, char **argv)
 				  .stop = &got_signal };
 	opt.sysroot = pn_cli.sysroot;
 	ret = pn_top_opts_check(&opt, &r.loop.sort);
-	if (ret) {
-		pn_cmd_error(ctx, ret);
-		return 2;
-	}
+	if (ret)
+		return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
 	{
 		const char *const names[] = { "--prom", "--record", "--plot", "--replay" };
 		const char *const paths[] = { opt.prom, opt.record, opt.plot, opt.replay };

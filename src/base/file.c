@@ -118,3 +118,17 @@ int pn_file_own_dir(const char *dir, unsigned int forbid, const char *what, cons
 	}
 	return dfd;
 }
+
+void pn_file_hold_std(void)
+{
+	int fd, p[2];
+
+	for (fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		if (pipe2(p, O_CLOEXEC))
+			return;
+		/* p[0] is fd, the lowest free; p[1] may be a later closed one */
+		close(p[1]);
+	}
+}

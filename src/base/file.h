@@ -17,6 +17,12 @@
 #define PN_FILE_READ_MAX (64 << 20)
 int pn_file_read(const char *path, char **buf, size_t *len);
 
+/* First of all in main: a closed standard input, output or error takes the
+ * read end of an empty pipe, so that no file penny opens takes its number
+ * (and gets the table or the messages: `penny top --record r >&-` wrote
+ * its table into r); reading it gives the end, writing it EBADF. */
+void pn_file_hold_std(void);
+
 /* What a file of mode m is, for messages: "a directory", "a symbolic link",
  * "a character device", "a block device", "a FIFO", "a socket", "a regular
  * file" or "a special file". */

@@ -580,7 +580,7 @@ static int scan_rdma(struct pn_counters_set *s, char **marks, int *mcap)
 {
 	struct dirent *de, *pe;
 	DIR *d, *pd;
-	int ret = 0;
+	int ret = 0, ndevs = 0;
 
 	d = pn_sys_opendir(PN_IB_CLASS);
 	if (!d)
@@ -590,6 +590,12 @@ static int scan_rdma(struct pn_counters_set *s, char **marks, int *mcap)
 
 		if (de->d_name[0] == '.')
 			continue;
+		/* memory and time (a scan is devices x ports) bounded by the tree */
+		if (++ndevs > PN_COUNTERS_MAX_DEVS) {
+			ret = pn_err(-E2BIG, "%s has more than %d RDMA devices", PN_IB_CLASS,
+				     PN_COUNTERS_MAX_DEVS);
+			break;
+		}
 		for (i = 0; i < s->n && !ret; i++) {
 			const struct pn_counters_port *p = &s->ports[i];
 
@@ -637,7 +643,7 @@ static int scan_net(struct pn_counters_set *s, char **marks, int *mcap)
 {
 	struct dirent *de;
 	DIR *d = pn_sys_opendir(NET_CLASS);
-	int ret = 0;
+	int ret = 0, ndevs = 0;
 
 	if (!d)
 		return 0;
@@ -646,6 +652,11 @@ static int scan_net(struct pn_counters_set *s, char **marks, int *mcap)
 
 		if (de->d_name[0] == '.' || !strcmp(de->d_name, "lo"))
 			continue;
+		if (++ndevs > PN_COUNTERS_MAX_DEVS) {
+			ret = pn_err(-E2BIG, "%s has more than %d network devices", NET_CLASS,
+				     PN_COUNTERS_MAX_DEVS);
+			break;
+		}
 		i = find_port(s, PN_PT_NETDEV, de->d_name, 0);
 		if (i < 0) {
 			ret = add_netdev(s, de->d_name);

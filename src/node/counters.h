@@ -39,6 +39,9 @@
 
 #define PN_COUNTERS_MAX 256	/* counters per port (errors kept first, the rest counted) */
 #define PN_COUNTERS_HIST 256 /* samples of rate history per port */
+/* RDMA devices, and netdevs (-e), a set reads: a tree with more is refused
+ * (-E2BIG), as a device with more than PN_NIC_MAX_PORTS ports is */
+#define PN_COUNTERS_MAX_DEVS 1024
 
 enum pn_counters_group {
 	PN_CG_IB = 0,	/* ports/N/counters/ */

@@ -88,15 +88,34 @@ static void sb_printf(struct sbuf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
-static void sb_str(struct sbuf *b, const char *s)
+/*
+ * s as a JSON string that reads back into a char[len] (get_str): a byte
+ * that is no UTF-8 is written as U+FFFD, three bytes when read back, so a
+ * name of such bytes (a hostile tree's) is cut, at a character, to what its
+ * reader holds, and the recording of it still replays.
+ */
+static void sb_str(struct sbuf *b, const char *s, size_t len)
 {
-	size_t n = pn_json_escape(NULL, 0, s ? s : "");
+	char cut[256];
+	size_t i = 0, back = 0, n;
 
+	s = s ? s : "";
+	while (s[i]) {
+		int u = pn_utf8_len(s + i);
+
+		if (back + (u ? (size_t)u : 3) >= (len < sizeof(cut) ? len : sizeof(cut)))
+			break;
+		back += u ? (size_t)u : 3;
+		i += u ? (size_t)u : 1;
+	}
+	memcpy(cut, s, i);
+	cut[i] = 0;
+	n = pn_json_escape(NULL, 0, cut);
 	sb_grow(b, n + 2);
 	if (b->err)
 		return;
 	(*b->buf)[b->len++] = '"';
-	pn_json_escape(*b->buf + b->len, n + 1, s ? s : "");
+	pn_json_escape(*b->buf + b->len, n + 1, cut);
 	b->len += n;
 	(*b->buf)[b->len++] = '"';
 	(*b->buf)[b->len] = 0;
@@ -129,22 +148,22 @@ static void fmt_port(struct sbuf *b, const struct pn_counters_port *p)
 	int i;
 
 	sb_printf(b, "{\"name\":");
-	sb_str(b, p->name);
+	sb_str(b, p->name, sizeof(p->name));
 	sb_key(b, "dev", 1);
-	sb_str(b, p->dev);
+	sb_str(b, p->dev, sizeof(p->dev));
 	sb_printf(b, ",\"port\":%d,\"type\":%d,\"lid\":%d,\"state\":%d,\"state_name\":", p->port,
 		  p->type, p->lid, p->state);
-	sb_str(b, p->state_name);
+	sb_str(b, p->state_name, sizeof(p->state_name));
 	sb_key(b, "phys_state", 1);
-	sb_str(b, p->phys_state);
+	sb_str(b, p->phys_state, sizeof(p->phys_state));
 	sb_key(b, "rate", 1);
-	sb_str(b, p->rate);
+	sb_str(b, p->rate, sizeof(p->rate));
 	sb_key(b, "rate_gbps", 1);
 	sb_dbl(b, p->rate_gbps);
 	sb_key(b, "link_layer", 1);
-	sb_str(b, p->link_layer);
+	sb_str(b, p->link_layer, sizeof(p->link_layer));
 	sb_key(b, "netdev", 1);
-	sb_str(b, p->netdev);
+	sb_str(b, p->netdev, sizeof(p->netdev));
 	sb_printf(b, ",\"data_group\":%d,\"nsamples\":", p->data_group);
 	sb_u64(b, p->nsamples);
 	sb_key(b, "t_ns", 1);
@@ -183,7 +202,7 @@ static void fmt_port(struct sbuf *b, const struct pn_counters_port *p)
 		const struct pn_counter *c = &p->ctr[i];
 
 		sb_printf(b, "%s[%u,", i ? "," : "", c->group);
-		sb_str(b, c->name);
+		sb_str(b, c->name, sizeof(c->name));
 		sb_printf(b, ",%u,%u,%u,%u,%u,", c->kind, c->scale, c->width, c->flags, c->wraps);
 		sb_u64(b, c->raw);
 		sb_printf(b, ",");
@@ -203,7 +222,7 @@ int pn_record_format(char **buf, size_t *cap, size_t *len, const struct pn_count
 	int i, k;
 
 	sb_printf(&b, "{\"penny_record\":%d,\"host\":", PN_RECORD_VERSION);
-	sb_str(&b, host);
+	sb_str(&b, host, sizeof(((struct pn_record_sample *)0)->host));
 	sb_key(&b, "seq", 1);
 	sb_u64(&b, v->seq);
 	sb_key(&b, "mono_ns", 1);
@@ -215,13 +234,13 @@ int pn_record_format(char **buf, size_t *cap, size_t *len, const struct pn_count
 	sb_key(&b, "elapsed", 1);
 	sb_dbl(&b, v->elapsed);
 	sb_printf(&b, ",\"ngpus\":%d,\"note\":", ctx ? ctx->ngpus : 0);
-	sb_str(&b, ctx ? ctx->note : "");
+	sb_str(&b, ctx ? ctx->note : "", sizeof(ctx->note));
 	sb_printf(&b, ",\"nics\":[");
 	for (i = 0; ctx && i < ctx->nnics; i++) {
 		const struct pn_nicctx *n = &ctx->nics[i];
 
 		sb_printf(&b, "%s{\"dev\":", i ? "," : "");
-		sb_str(&b, n->dev);
+		sb_str(&b, n->dev, sizeof(n->dev));
 		sb_printf(&b, ",\"numa\":%d,\"rail\":%d,\"gpus\":[", n->numa, n->rail);
 		for (k = 0; k < n->ngpus && k < PN_NODECTX_GPUS; k++)
 			sb_printf(&b, "%s%d", k ? "," : "", n->gpu[k]);
@@ -240,7 +259,7 @@ int pn_record_format(char **buf, size_t *cap, size_t *len, const struct pn_count
 			const struct pn_record_gpu *g = &gpus[i];
 
 			sb_printf(&b, "%s{\"index\":%d,\"name\":", i ? "," : "", g->index);
-			sb_str(&b, g->name);
+			sb_str(&b, g->name, sizeof(g->name));
 			sb_key(&b, "nvlink_tx_Bps", 1);
 			sb_dbl(&b, g->nvlink_tx_Bps);
 			sb_key(&b, "nvlink_rx_Bps", 1);
