@@ -19,6 +19,7 @@
 #include "harness/aropts.h"
 #include "harness/plansched.h"
 #include "harness/sweep.h"
+#include "base/stop.h"
 #include "base/timing.h"
 #include "base/util.h"
 
@@ -163,11 +164,10 @@ struct job {
 	struct pn_boot *boot;
 	struct pn_arjob aj;	/* communicator, collective, backends */
 	struct pn_sweep sw;
-	int rank, nranks;
+	int rank, nranks, progress;
 	struct pn_arback bk;	/* --backend, --gpus */
 	struct pn_artypes types; /* -d, -o */
 	struct pn_arout files;	/* rank 0's, opened before the work, committed after it */
-	int progress, doc;	/* doc: rank 0 began the JSON document */
 };
 
 /* The plan in the header: the rings as ranks, in the order data moves. */
@@ -261,11 +261,17 @@ static int print_row(void *arg, const struct pn_sweep_row *rw, size_t i, size_t 
 	pn_out_text(o, "\n");
 	pn_out_close_object(o);
 	fflush(pn_out_file(o));
-	if (j->files.csv)
-		pn_sweep_csv_row(j->files.csv, rw, j->sw.kind);
+	pn_arout_row(&j->files, rw, &j->sw);
 	if (j->progress)
 		fprintf(stderr, "\r%s %zu/%zu sizes ", rw->algo, i + 1, n);
 	return 0;
+}
+
+/* A stop (SIGTERM, SIGINT, SIGHUP) on rank 0: --json ends its document with why. */
+static void cut(void *arg, const char *why)
+{
+	pn_out_end_error(arg, why);
+	fflush(pn_out_file(arg));
 }
 
 static void print_footer(void *arg, const struct pn_sweep_series *sr)
@@ -530,10 +536,8 @@ static int settle(struct job *j, enum pn_coll_kind kind, enum pn_algo *algos, in
 		ret = pn_aropts_calgos(ar.algo, kind, calgos, ncalgos);
 	else if (!ret)
 		ret = pn_aropts_algos(ar.algo, j->bk.has_host, algos, nalgos);
-	if (ret) {
-		pn_cmd_error(ctx, ret);
-		return 2;
-	}
+	if (ret)
+		return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
 	if (warn[0] && ctx->rank <= 0)
 		pn_cmd_say(ctx, "warning: %s", warn);
 	return 0;
@@ -547,8 +551,7 @@ int sweep_main(struct pn_ctx *ctx, enum pn_coll_kind kind)
 				   .tune_file = pn_cli.tune_file, .max_bytes = ar.maxbytes,
 				   .describe = 1, .kind = kind };
 	struct pn_comm_cfg *ccfg = &jc.comm;
-	struct pn_arjob_plan plan = { .minbytes = ar.minbytes, .maxbytes = ar.maxbytes,
-				      .stepbytes = ar.stepbytes, .factor = ar.factor };
+	struct pn_arjob_plan plan = { 0 };
 	struct job j;
 	enum pn_algo algos[PN_SWEEP_MAX_ALGOS] = { PN_ALGO_ONE_SHOT };
 	enum pn_calgo calgos[PN_SWEEP_MAX_ALGOS];
@@ -580,11 +583,12 @@ int sweep_main(struct pn_ctx *ctx, enum pn_coll_kind kind)
 	j.nranks = ctx->job->nranks;
 	if (ret)
 		goto fail;
-	if (pn_coll_rooted(kind) && ar.root >= j.nranks) {
-		/* every rank knows; rank 0 says it */
-		rc = j.rank ? 2 : pn_cmd_fail(ctx, 2, "-r %d: the root is not a rank of the %d "
-						       "(0..%d)", ar.root, j.nranks, j.nranks - 1);
+	if ((ret = pn_aropts_job(&ar, j.nranks))) {
+		/* every rank knows; rank 0 says it, and ends its output at a stop */
+		rc = j.rank ? 2 : pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
 		goto out;
+	} else if (j.rank == 0) {
+		pn_sweep_stop_start(cut, ctx->out);
 	}
 	/* the other collectives' memory: one-shot's, a buffer of scratch */
 	j.prep = (struct pn_arprep){ .dtype = j.sw.dtype, .op = j.sw.op, .algos = algos,
@@ -615,10 +619,7 @@ int sweep_main(struct pn_ctx *ctx, enum pn_coll_kind kind)
 	}
 	if (ret)
 		goto fail;
-	if (j.files.csv)
-		pn_sweep_csv_header(j.files.csv);
-	pn_sweep_sizes(ar.minbytes, ar.maxbytes, ar.stepbytes, ar.factor, 1, &plan.sizes,
-		       &j.sw.nsizes);
+	j.sw.nsizes = pn_aropts_plan(&ar, &plan);
 	j.progress = j.rank == 0 && isatty(STDERR_FILENO) && !pn_cli.json && j.sw.nsizes > 8;
 	j.sw.comm = j.aj.comm;
 	pn_aropts_sweep(&ar, &j.sw);
@@ -627,26 +628,23 @@ int sweep_main(struct pn_ctx *ctx, enum pn_coll_kind kind)
 					    .end = print_footer, .skip = print_skip,
 					    .bad = print_bad };
 	/* only rank 0 presents */
-	if (j.rank == 0) {
+	if (j.rank == 0 && pn_stop_hold(-1)) {
 		pn_out_open_object(ctx->out, NULL);
 		print_job(&j, backends, ctx->job->cfg.launcher);
 		pn_out_open_array(ctx->out, "results");
-		j.doc = 1;
+		pn_stop_release(0);
 	}
-	plan.dtypes = j.types.dtypes;
-	plan.ndtypes = j.types.ndtypes;
-	plan.ops = j.types.ops;
-	plan.nops = j.types.nops;
-	plan.cycles = ar.cycles;
 	ret = pn_arjob_sweep(&j.aj, &j.sw, &plan);
 	if (ret)
 		goto fail;
-	if (j.rank == 0) {
+	if (j.rank == 0 && pn_stop_hold(-1)) {
 		pn_out_close_array(ctx->out);
 		ret = print_ratios(&j, backends);
 		failed = print_summary(&j);
 		if (!ret)
 			ret = pn_arout_finish(&j.files, &ar, &j.sw, j.nranks, j.aj.comm->nnodes);
+		fflush(pn_out_file(ctx->out));	/* whole before a stop */
+		pn_stop_release(1);
 	}
 	if (ret) {
 		/* the results could not be kept: could not run (rank 0 only) */
@@ -656,10 +654,9 @@ int sweep_main(struct pn_ctx *ctx, enum pn_coll_kind kind)
 	rc = failed ? 1 : 0;
 	goto out;
 fail:
-	if (j.doc) {	/* --json: the document ends, with why, as check's */
-		pn_out_close_array(ctx->out);
-		pn_out_str(ctx->out, PN_JSON, "error", NULL, pn_errmsg(ret));
-		pn_out_close_object(ctx->out);
+	if (pn_stop_hold(-1)) {	/* --json: the document ends, with why, as check's */
+		pn_out_end_error(ctx->out, pn_errmsg(ret));
+		pn_stop_release(1);
 	}
 	if (!rc) {
 		pn_cmd_fail(ctx, 1, "rank %d: %s", j.rank, pn_errmsg(ret));

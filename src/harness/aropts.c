@@ -276,6 +276,57 @@ int pn_aropts_check(struct pn_aropts *o, const struct pn_arback *bk)
 	return 0;
 }
 
+int pn_aropts_job(const struct pn_aropts *o, int nranks)
+{
+	uint64_t *sizes = NULL, top;
+	size_t n, es = 0, need;
+	int t, big = 0;
+
+	if (pn_coll_rooted(o->kind) && o->root >= nranks)
+		return pn_err(-EINVAL, "-r %d: the root is not a rank of the %d (0..%d)", o->root,
+			      nranks, nranks - 1);
+	if (o->min_busbw < 0 || !o->types)
+		return 0;
+	if (pn_sweep_sizes(o->minbytes, o->maxbytes, o->stepbytes, o->factor, 1, &sizes, &n))
+		return 0; /* pn_aropts_check said it */
+	top = n ? sizes[n - 1] : 0;
+	free(sizes);
+	/* a size of no element is a row of 0 GB/s: the type's sweep averages
+	 * nothing and the gate fails a healthy run */
+	for (t = 0; t < o->types->ndtypes; t++)
+		if (pn_dtype_size(o->types->dtypes[t]) > es)
+			es = pn_dtype_size(o->types->dtypes[big = t]);
+	need = (size_t)pn_coll_algbw_bytes(o->kind, 1, es, nranks);
+	if (top >= need)
+		return 0;
+	if (need == es)
+		return pn_err(-EINVAL, "--min-busbw needs timed calls of some bytes: the largest "
+				       "size, %llu B, is below one %s (%zu B)", (unsigned long long)top,
+			      pn_dtype_name(o->types->dtypes[big]), es);
+	return pn_err(-EINVAL, "--min-busbw needs timed calls of some bytes: the largest size, "
+			       "%llu B, is below one %s per rank (%zu B: %s over %d ranks)",
+		      (unsigned long long)top, pn_dtype_name(o->types->dtypes[big]), need,
+		      pn_coll_name(o->kind), nranks);
+}
+
+size_t pn_aropts_plan(const struct pn_aropts *o, struct pn_arjob_plan *p)
+{
+	size_t n = 0;
+
+	*p = (struct pn_arjob_plan){ .minbytes = o->minbytes, .maxbytes = o->maxbytes,
+				     .stepbytes = o->stepbytes, .factor = o->factor,
+				     .cycles = o->cycles };
+	if (o->types) {
+		p->dtypes = o->types->dtypes;
+		p->ndtypes = o->types->ndtypes;
+		p->ops = o->types->ops;
+		p->nops = o->types->nops;
+	}
+	if (pn_sweep_sizes(o->minbytes, o->maxbytes, o->stepbytes, o->factor, 1, &p->sizes, &n))
+		p->sizes = NULL;
+	return n;
+}
+
 int pn_aropts_nccl_tests(const struct pn_ar_nccl_tests *t, int has_host, int ngpu,
 			 const char *algo, char *warn, size_t len)
 {
@@ -474,6 +525,15 @@ int pn_arout_open(struct pn_arout *w, const struct pn_aropts *o)
 	if (w->csv_of)
 		w->csv = pn_ofile_file(w->csv_of);
 	return ret;
+}
+
+void pn_arout_row(struct pn_arout *w, const struct pn_sweep_row *rw, const struct pn_sweep *s)
+{
+	if (!w->csv)
+		return;
+	if (!w->csv_rows++)
+		pn_sweep_csv_header(w->csv);
+	pn_sweep_csv_row(w->csv, rw, s);
 }
 
 /* Commit the file, or drop it after an error (it is closed either way). */

@@ -81,6 +81,16 @@ int pn_aropts_prelaunch(const struct pn_aropts *o, int np, int coll, const char 
 /* -b against -e, and --plan against the backends and --algo: a --plan run
  * by the host is multiring (o->algo becomes it).  0 or -EINVAL. */
 int pn_aropts_check(struct pn_aropts *o, const struct pn_arback *bk);
+/* The run as the options give it (pn_arjob_sweep: the sizes, o->types'
+ * lists, -N) into p, with the sizes in bytes (p->sizes, free() it; NULL on
+ * an error pn_aropts_check said); returns how many. */
+struct pn_arjob_plan;
+size_t pn_aropts_plan(const struct pn_aropts *o, struct pn_arjob_plan *p);
+/* Once the job is started, what its size nranks decides: -r a rank of it
+ * (broadcast, reduce), and with --min-busbw a largest size of one element
+ * at least (per rank where the size is the whole buffer: allgather,
+ * reducescatter, alltoall) of every type of o->types.  0 or -EINVAL. */
+int pn_aropts_job(const struct pn_aropts *o, int nranks);
 /*
  * nccl-tests' letters: what penny honours is taken (-m, -N from 1, and on
  * the host -z, -C and -R 1, which the engine does anyway); what changes
@@ -105,6 +115,7 @@ int pn_aropts_params(const struct pn_aropts *o, enum pn_dtype dtype, enum pn_red
 struct pn_arout {
 	struct pn_ofile *csv_of, *plot_of, *tune_of;
 	FILE *csv;	/* the rows' CSV while open */
+	size_t csv_rows;	/* written to it */
 };
 
 /* What the ranks settle before the work (pn_aropts_prepare). */
@@ -140,6 +151,8 @@ int pn_aropts_prepare(const struct pn_aropts *o, struct pn_boot *b, struct pn_ar
 /* Open the files o names (nothing written yet); 0 or an error naming the
  * option. */
 int pn_arout_open(struct pn_arout *w, const struct pn_aropts *o);
+/* A row of s into --csv, if open (its header line before the first). */
+void pn_arout_row(struct pn_arout *w, const struct pn_sweep_row *rw, const struct pn_sweep *s);
 /* After the sweep: the tuning table and the plot written, every file
  * committed. */
 int pn_arout_finish(struct pn_arout *w, const struct pn_aropts *o, const struct pn_sweep *sw,

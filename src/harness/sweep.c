@@ -13,13 +13,16 @@
 #include "engine/mem.h"
 #include "base/plot.h"
 #include "base/log.h"
+#include "base/stop.h"
 #include "base/timing.h"
 #include "base/util.h"
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int pn_sweep_sizes(uint64_t min, uint64_t max, uint64_t step, double factor, size_t es,
 		   uint64_t **out, size_t *n)
@@ -254,8 +257,10 @@ static int series(struct pn_sweep *s, struct pn_sweep_backend *be, int algo)
 
 	if (!blk)
 		return pn_err(-ENOMEM, "out of memory");
-	if (s->sink.begin)
+	if (s->sink.begin && pn_stop_hold(-1)) {
 		s->sink.begin(s->sink.arg, sr.backend, sr.algo);
+		pn_stop_release(0);
+	}
 	for (i = 0; i < s->nsizes; i++) {
 		struct pn_sweep_row rw;
 
@@ -266,8 +271,10 @@ static int series(struct pn_sweep *s, struct pn_sweep_backend *be, int algo)
 		sr.differ += rw.differ[0] + rw.differ[1];
 		if (!ret)
 			ret = keep_row(s, &rw);
-		if (!ret && s->sink.row)
+		if (!ret && s->sink.row && pn_stop_hold(-1)) {
 			ret = s->sink.row(s->sink.arg, &rw, i, s->nsizes);
+			pn_stop_release(0);
+		}
 		if (ret)
 			break;
 		sum += rw.busbw[0];
@@ -277,8 +284,10 @@ static int series(struct pn_sweep *s, struct pn_sweep_backend *be, int algo)
 		return ret;
 	sr.avg_busbw = s->nsizes ? sum / (double)s->nsizes : 0;
 	s->worst_avg = PN_MIN(s->worst_avg, sr.avg_busbw);
-	if (s->sink.end)
+	if (s->sink.end && pn_stop_hold(-1)) {
 		s->sink.end(s->sink.arg, &sr);
+		pn_stop_release(0);
+	}
 	return 0;
 }
 
@@ -420,17 +429,69 @@ const char *pn_sweep_redop_name(enum pn_coll_kind k, enum pn_redop op)
 	return k == PN_COLL_ALLREDUCE || pn_coll_reduces(k) ? pn_redop_name(op) : "none";
 }
 
-void pn_sweep_csv_row(FILE *f, const struct pn_sweep_row *rw, enum pn_coll_kind k)
+/* A count of the CSV row into buf, or "" where the table says N/A. */
+static const char *csv_count(char *buf, size_t len, int have, uint64_t v)
 {
-	fprintf(f, "%s,%zu,%zu,%s,%s,%.3f,%.4f,%.4f,%llu,%.3f,%.4f,%.4f,%llu,%s,%llu,%llu,"
+	if (!have)
+		return "";
+	snprintf(buf, len, "%llu", (unsigned long long)v);
+	return buf;
+}
+
+void pn_sweep_csv_row(FILE *f, const struct pn_sweep_row *rw, const struct pn_sweep *s)
+{
+	int same = s->check && pn_sweep_same_output(s->kind);
+	char v[4][24];
+
+	fprintf(f, "%s,%zu,%zu,%s,%s,%.3f,%.4f,%.4f,%s,%.3f,%.4f,%.4f,%s,%s,%s,%s,"
 		   "%.3f,%.3f,%.3f,%.3f,%d,%d\n", rw->algo,
-		rw->bytes, rw->count, pn_dtype_name(rw->dtype), pn_sweep_redop_name(k, rw->op),
-		rw->time_us[0],
-		rw->algbw[0], rw->busbw[0], (unsigned long long)rw->wrong[0], rw->time_us[1],
-		rw->algbw[1], rw->busbw[1], (unsigned long long)rw->wrong[1], rw->backend,
-		(unsigned long long)rw->differ[0], (unsigned long long)rw->differ[1],
+		rw->bytes, rw->count, pn_dtype_name(rw->dtype), pn_sweep_redop_name(s->kind, rw->op),
+		rw->time_us[0], rw->algbw[0], rw->busbw[0],
+		csv_count(v[0], sizeof(v[0]), s->check, rw->wrong[0]), rw->time_us[1],
+		rw->algbw[1], rw->busbw[1], csv_count(v[1], sizeof(v[1]), s->check, rw->wrong[1]),
+		rw->backend, csv_count(v[2], sizeof(v[2]), same, rw->differ[0]),
+		csv_count(v[3], sizeof(v[3]), same, rw->differ[1]),
 		rw->time_min_us[0], rw->time_max_us[0], rw->time_min_us[1], rw->time_max_us[1],
 		rw->blocks, rw->calls);
+}
+
+/* The stop of the presenting rank (pn_sweep_stop_start). */
+static const int stop_sigs[] = { SIGTERM, SIGINT, SIGHUP };
+static struct sigaction stop_was[PN_ARRAY_SIZE(stop_sigs)];
+static void (*stop_cut)(void *arg, const char *why);
+static void *stop_arg;
+
+static void stopped(void *unused, int sig)
+{
+	char why[96];
+	size_t i;
+
+	(void)unused;
+	/* the turn stays this thread's: nothing is written after the end; an
+	 * output that blocks (a reader that stopped reading) holds the stop 3 s
+	 * at most, then SIGALRM ends the process */
+	alarm(3);
+	if (pn_stop_hold(2)) {
+		snprintf(why, sizeof(why), "stopped by signal %d (%s)", sig, strsignal(sig));
+		stop_cut(stop_arg, why);
+	}
+	alarm(0);
+	/* the handler it had (a self-launched rank's exits); else the default */
+	for (i = 0; i < PN_ARRAY_SIZE(stop_sigs); i++)
+		if (stop_sigs[i] == sig && !(stop_was[i].sa_flags & SA_SIGINFO) &&
+		    stop_was[i].sa_handler != SIG_DFL && stop_was[i].sa_handler != SIG_IGN)
+			stop_was[i].sa_handler(sig);
+}
+
+int pn_sweep_stop_start(void (*cut)(void *arg, const char *why), void *arg)
+{
+	size_t i;
+
+	for (i = 0; i < PN_ARRAY_SIZE(stop_sigs); i++)
+		sigaction(stop_sigs[i], NULL, &stop_was[i]);
+	stop_cut = cut;
+	stop_arg = arg;
+	return pn_stop_start(stopped, NULL);
 }
 
 void pn_sweep_backend_close(struct pn_sweep_backend *be)

@@ -75,7 +75,9 @@ struct pn_sweep_bad {
 };
 
 /* Where the measurements go as they are made (every rank calls them; a
- * sink that presents does so on its rank 0).  Any may be NULL. */
+ * sink that presents does so on its rank 0).  Any may be NULL.  begin, row
+ * and end take turns with a stop (base/stop.h, pn_sweep_stop_start): one
+ * that comes after the output's end is not called. */
 struct pn_sweep_sink {
 	void *arg;
 	void (*begin)(void *arg, const char *backend, const char *algo);
@@ -264,7 +266,19 @@ int pn_sweep_plot(const struct pn_sweep *sw, FILE *f, const char *title);
 int pn_sweep_tune_save(const struct pn_sweep *sw, FILE *f, const char *name, int nranks,
 		       int nnodes);
 void pn_sweep_csv_header(FILE *f);
-void pn_sweep_csv_row(FILE *f, const struct pn_sweep_row *row, enum pn_coll_kind k);
+/* A row of s's collective; wrong and differ are empty where the table says
+ * N/A (without s->check; differ where the ranks hold different outputs). */
+void pn_sweep_csv_row(FILE *f, const struct pn_sweep_row *row, const struct pn_sweep *s);
+/*
+ * The presenting rank: a stop (SIGTERM, SIGINT, SIGHUP) ends its output with
+ * cut(arg, "stopped by signal 15 (Terminated)") in the stop's thread, when
+ * it has no end yet (base/stop.h: the sink's calls and the caller's writes
+ * take turns with it, pn_stop_hold), then the signal's action as it was
+ * before (a self-launched rank's: its job cleaned up) ends the process; an
+ * output that blocks holds it 3 s at most (then SIGALRM ends it).  Start it
+ * before any thread; 0 or a negative errno (the actions stand).
+ */
+int pn_sweep_stop_start(void (*cut)(void *arg, const char *why), void *arg);
 /* The redop column of collective k: the op's name where k reduces, else
  * "none" (nccl-tests'). */
 const char *pn_sweep_redop_name(enum pn_coll_kind k, enum pn_redop op);

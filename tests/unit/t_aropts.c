@@ -185,16 +185,31 @@ TEST(outputs_committed_after_the_run_or_left_alone)
 	memset(&w, 0, sizeof(w));
 	CHECK_EQ_INT(pn_arout_open(&w, &o), 0);
 	CHECK(w.csv != NULL);
-	pn_sweep_csv_header(w.csv);
+	pn_arout_row(&w, one_row_sweep()->rows, one_row_sweep());
 	pn_arout_abort(&w);
 	CHECK(file_size(csv) < 0 && file_size(plot) < 0);
 	/* finished: both written */
 	memset(&w, 0, sizeof(w));
 	CHECK_EQ_INT(pn_arout_open(&w, &o), 0);
-	pn_sweep_csv_header(w.csv);
+	pn_arout_row(&w, one_row_sweep()->rows, one_row_sweep());
+	pn_arout_row(&w, one_row_sweep()->rows, one_row_sweep());
 	CHECK_EQ_INT(pn_arout_finish(&w, &o, one_row_sweep(), 2, 1), 0);
 	CHECK(w.csv == NULL && !w.csv_of && !w.plot_of);
 	CHECK(file_size(csv) > 0 && file_size(plot) > 0);
+	/* the header once, before the first row */
+	f = fopen(csv, "r");
+	CHECK(f != NULL);
+	if (f) {
+		char line[512];
+		int n = 0, head = 0;
+
+		while (fgets(line, sizeof(line), f)) {
+			n++;
+			head += !strncmp(line, "algo,size,", 10);
+		}
+		CHECK(n == 3 && head == 1);
+		fclose(f);
+	}
 	pn_arout_abort(&w);
 	/* an output that cannot be opened is named */
 	o.tune_out = "/nonexistent-dir/x.tune";
@@ -431,6 +446,74 @@ TEST(ranks_settle_the_job_or_fail_together)
 	CHECK(strstr(out[1], " 2 0 2 ") != NULL);
 }
 
+/* Once the job's size is known: -r a rank of it, and --min-busbw over a
+ * largest size of one element (per rank where the size is the whole
+ * buffer) of the largest type: a row of 0 bytes averages 0 GB/s. */
+TEST(the_job_size_checks_the_root_and_the_bandwidth_gate)
+{
+	struct pn_aropts o = defaults();
+	struct pn_artypes t;
+
+	CHECK_EQ_INT(pn_aropts_types("float", "sum", PN_COLL_ALLGATHER, &t), 0);
+	o.types = &t;
+	o.kind = PN_COLL_BROADCAST;
+	o.root = 2;
+	CHECK_EQ_INT(pn_aropts_job(&o, 3), 0);
+	CHECK_EQ_INT(pn_aropts_job(&o, 2), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "-r 2: the root is not a rank of the 2 (0..1)");
+	o.kind = PN_COLL_ALLGATHER;	/* no root: -r is not looked at */
+	CHECK_EQ_INT(pn_aropts_job(&o, 2), 0);
+	o.root = 0;
+	o.min_busbw = 1;
+	o.minbytes = 1, o.maxbytes = 7, o.stepbytes = 2;	/* 1 3 5 7 */
+	CHECK_EQ_INT(pn_aropts_job(&o, 1), 0);
+	CHECK_EQ_INT(pn_aropts_job(&o, 2), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "--min-busbw needs timed calls of some bytes: the largest "
+		  "size, 7 B, is below one float per rank (8 B: allgather over 2 ranks)");
+	o.kind = PN_COLL_ALLREDUCE;
+	CHECK_EQ_INT(pn_aropts_job(&o, 8), 0);
+	o.maxbytes = 6;	/* 1 3 5 with -i 2: the largest is 5 */
+	CHECK_EQ_INT(pn_aropts_job(&o, 8), 0);
+	o.maxbytes = 4;
+	CHECK_EQ_INT(pn_aropts_job(&o, 8), -EINVAL);
+	CHECK_STR(pn_errmsg(-EINVAL), "--min-busbw needs timed calls of some bytes: the largest "
+		  "size, 3 B, is below one float (4 B)");
+	CHECK_EQ_INT(pn_aropts_types("all", "sum", PN_COLL_ALLREDUCE, &t), 0);
+	o.maxbytes = 7;
+	CHECK_EQ_INT(pn_aropts_job(&o, 8), -EINVAL);
+	CHECK(strstr(pn_errmsg(-EINVAL), "below one int64 (8 B)") != NULL);
+	o.min_busbw = -1;	/* no gate: rows of 0 bytes are nccl-tests' */
+	CHECK_EQ_INT(pn_aropts_job(&o, 8), 0);
+}
+
+/* The CSV row says what the table says: nothing where it says N/A. */
+TEST(csv_rows_leave_what_was_not_checked_empty)
+{
+	struct pn_sweep_row rw = { .backend = "host", .algo = "ring", .dtype = PN_FLOAT,
+				   .bytes = 8, .count = 2, .blocks = 5, .calls = 1,
+				   .wrong = { 3, 4 }, .differ = { 1, 2 } };
+	struct pn_sweep s;
+	char buf[512] = "";
+	FILE *f;
+
+	pn_sweep_init(&s);
+	s.check = 1;
+	s.kind = PN_COLL_ALLGATHER;
+	f = fmemopen(buf, sizeof(buf) - 1, "w");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	pn_sweep_csv_row(f, &rw, &s);
+	s.kind = PN_COLL_REDUCE_SCATTER;	/* ranks hold different outputs */
+	pn_sweep_csv_row(f, &rw, &s);
+	s.check = 0;
+	pn_sweep_csv_row(f, &rw, &s);
+	fclose(f);
+	CHECK(strstr(buf, ",0.0000,3,0.000,0.0000,0.0000,4,host,1,2,0.000,") != NULL);
+	CHECK(strstr(buf, ",0.0000,3,0.000,0.0000,0.0000,4,host,,,0.000,") != NULL);
+	CHECK(strstr(buf, ",0.0000,,0.000,0.0000,0.0000,,host,,,0.000,") != NULL);
+}
+
 int main(void)
 {
 	RUN(backends_each_once_and_gpu_options_need_a_gpu);
@@ -445,5 +528,7 @@ int main(void)
 	RUN(bus_factor_and_size_per_kind);
 	RUN(sweep_parameters_and_time_over_the_ranks);
 	RUN(ranks_settle_the_job_or_fail_together);
+	RUN(the_job_size_checks_the_root_and_the_bandwidth_gate);
+	RUN(csv_rows_leave_what_was_not_checked_empty);
 	return unit_done();
 }
