@@ -45,6 +45,8 @@
 # alternated; writes ...-xN-ab.{txt,tsv,json}.  Whatever moves one launch's
 # eager times against the next moves both sides alike there.  AB_SWAP=1:
 # penny on the second group and NCCL on the default one (...-ab-swap).
+# AB_CONTROL=1: NCCL on both groups, the "penny" side too (...-ab-control):
+# the ratio the A/B reads without penny, against which its 3 % is judged.
 # ROUNDS, ALL and BLOCKS do not apply to AB runs (an error there).
 # Builds only libpenny-nccl.so and the cuda plugin (make, a C compiler and
 # nvcc are enough), or none with PLUGINDIR=dir (both built before).  NVLink
@@ -78,6 +80,8 @@ done
 [[ $AB = 0 || ($AB =~ ^[1-9][0-9]{0,2}$ && $AB -ge 2 && $AB -le 200) ]] || die "AB: '$AB' is not 0 or 2..200"
 case ${AB_SWAP:-0} in 0 | 1) ;; *) die "AB_SWAP: '${AB_SWAP}' is not 0 or 1" ;; esac
 [ "${AB_SWAP:-0}" = 0 ] || [ "$AB" != 0 ] || die "AB_SWAP: applies to AB=R runs only (AB is 0)"
+case ${AB_CONTROL:-0} in 0 | 1) ;; *) die "AB_CONTROL: '${AB_CONTROL}' is not 0 or 1" ;; esac
+[ "${AB_CONTROL:-0}" = 0 ] || [ "$AB" != 0 ] || die "AB_CONTROL: applies to AB=R runs only (AB is 0)"
 [ "$AB" = 0 ] || [[ $ROUNDS = 1 && ${ALL:-0} = 0 && -z ${BLOCKS:-} ]] ||
 	die "ROUNDS, ALL and BLOCKS: not with AB=R (its R rounds of one timed block each side)"
 case ${ALL:-0} in 0 | 1 | 2) ;; *) die "ALL: '${ALL}' is not 0, 1 or 2" ;; esac
@@ -186,7 +190,8 @@ compare_pair() {
 ab() {
 	local f=$out/torch-${coll//_/}-$stamp-$kind-x$np-ab swap=()
 	[ "${AB_SWAP:-0}" = 1 ] && swap=(--swap) f=$f-swap
-	echo "## $np GPUs, $coll: NCCL and penny in one process, $AB rounds${swap:+ (penny on the second group)}"
+	[ "${AB_CONTROL:-0}" = 1 ] && swap+=(--control) f=$f-control
+	echo "## $np GPUs, $coll: NCCL and penny in one process, $AB rounds${swap:+ (${swap[*]})}"
 	if ! (export PENNY_NCCL_DEBUG=1 PENNY_NCCL_PLUGIN="$plugin" LD_PRELOAD="$lib"
 		timeout -k 30 "$TIMEOUT" "$PY" -m torch.distributed.run --standalone --nproc-per-node="$np" \
 			"$top/tests/bench/torch_allreduce.py" ab --rounds "$AB" --graph "${GRAPH:-20}" \
@@ -198,7 +203,14 @@ ab() {
 		return
 	fi
 	grep "^penny-nccl:" "$work/ab.log" | sort | uniq -c | sed 's/^/# /' | head -n 20
-	# penny ran the default group, and NCCL the other (the interposer's lines)
+	# penny ran the default group, and NCCL the other (the interposer's lines);
+	# the control: NCCL both
+	if [ "${AB_CONTROL:-0}" = 1 ]; then
+		! grep -q "penny runs $call (the first" "$work/ab.log" ||
+			{ echo "## the control: penny ran $call"; rc=1; }
+		cat "$f.txt"
+		return
+	fi
 	grep -q "penny runs $call (the first" "$work/ab.log" &&
 		grep -q "ranks (PENNY_NCCL=off on some rank)" "$work/ab.log" ||
 		{ echo "## penny ran no $call, or the NCCL group was not NCCL's: the lines above say why"; rc=1; }

@@ -35,7 +35,9 @@ tests/bench/torch-allreduce.sh (one process per GPU under torchrun).
       and in CUDA graphs, so that what moves eager times from one process
       to the next (up to 2x) moves both sides alike.  --swap: penny on the
       second group, NCCL on the default one (what differs between the two
-      groups themselves shows as a ratio that follows the group).  Per size and mode:
+      groups themselves shows as a ratio that follows the group).  --control:
+      NCCL on both groups (the "penny" side too): the A/B's ratio without
+      penny, what the bench itself reads between the two groups.  Per size and mode:
       each side's median block, the ratio of the medians and the per-round
       ratios' min, median and max; rank 0 writes OUTBASE.txt, .tsv, .json.
 """
@@ -461,10 +463,10 @@ def ab(args):
     w = torch.ones(1024, device=dev)
     # every rank alike, before each group's set-up (its first call): the
     # default group penny's and the second NCCL's, or (--swap) the other way
-    os.environ["PENNY_NCCL"] = "off" if args.swap else "on"
+    os.environ["PENNY_NCCL"] = "off" if args.swap or args.control else "on"
     dist.all_reduce(w)
     torch.cuda.synchronize()
-    os.environ["PENNY_NCCL"] = "on" if args.swap else "off"
+    os.environ["PENNY_NCCL"] = "on" if args.swap and not args.control else "off"
     g_two = dist.new_group(list(range(world)))
     dist.all_reduce(w, group=g_two)
     torch.cuda.synchronize()
@@ -473,10 +475,11 @@ def ab(args):
     res = {"coll": coll, "world": world, "rounds": args.rounds, "torch": torch.__version__,
            "nccl": ".".join(str(v) for v in torch.cuda.nccl.version()), "eager": {}, "graph": {}}
     lines = ["# %s, %d ranks, NCCL %s, PyTorch %s: penny (%s) and NCCL (%s) in one process, %d "
-             "rounds of one block each, alternated"
+             "rounds of one block each, alternated%s"
              % (coll, world, res["nccl"], res["torch"],
                 "a second group" if args.swap else "the default group",
-                "the default group" if args.swap else "a second group", args.rounds),
+                "the default group" if args.swap else "a second group", args.rounds,
+                "; CONTROL: NCCL runs the penny side too" if args.control else ""),
              "# mode   bytes       nccl_us   penny_us  ratio   ratio/round min med max"]
     rows = []
     b = args.min_bytes
@@ -778,6 +781,8 @@ def main():
     a.add_argument("--pin", action="store_true")
     a.add_argument("--swap", action="store_true",
                    help="NCCL on the default group, penny on the second (the groups' own difference)")
+    a.add_argument("--control", action="store_true",
+                   help="NCCL on both groups: the ratio the bench reads without penny")
     c = sub.add_parser("compare")
     c.add_argument("nccl")
     c.add_argument("penny")

@@ -21,6 +21,8 @@ test_expect_success 'torch-allreduce.sh: AB, AB_SWAP, ROUNDS, PIN and COLLS out 
 	bench torch-allreduce.sh "torch-allreduce: AB: '"'"'201'"'"' is not 0 or 2..200" AB=201 &&
 	bench torch-allreduce.sh "torch-allreduce: AB: '"'"'x'"'"' is not 0 or 2..200" AB=x &&
 	bench torch-allreduce.sh "torch-allreduce: AB_SWAP: '"'"'2'"'"' is not 0 or 1" AB=4 AB_SWAP=2 &&
+	bench torch-allreduce.sh "torch-allreduce: AB_CONTROL: '"'"'y'"'"' is not 0 or 1" AB=4 AB_CONTROL=y &&
+	bench torch-allreduce.sh "torch-allreduce: AB_CONTROL: applies to AB=R runs only (AB is 0)" AB_CONTROL=1 &&
 	bench torch-allreduce.sh "torch-allreduce: ROUNDS: '"'"'0'"'"' is not 1..50" ROUNDS=0 &&
 	bench torch-allreduce.sh "torch-allreduce: PIN: '"'"'yes'"'"' is not 0 or 1" PIN=yes &&
 	bench torch-allreduce.sh "torch-allreduce: COLLS: '"'"'alltoall'"'"' is not all_reduce, reduce_scatter or all_gather" COLLS=alltoall
