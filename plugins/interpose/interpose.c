@@ -802,6 +802,26 @@ EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
 	return seen(R.ncclCommAbort(comm));
 }
 
+/*
+ * Whether ncclCommGetAsyncError asks the plugin about penny's kernels now:
+ * at most once a millisecond (the plugin's own poll is no more frequent).
+ * PyTorch asks at every collective, NCCL's too, and each time the plugin
+ * was asked, the thread's context was kept and given back: two driver
+ * calls on every eager call of a communicator penny set up.
+ */
+static int poll_due(struct pcomm *p)
+{
+	struct timespec t;
+	uint64_t now;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	now = (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+	if (now < __atomic_load_n(&p->poll_next, __ATOMIC_RELAXED))
+		return 0;
+	__atomic_store_n(&p->poll_next, now + 1000000ull, __ATOMIC_RELAXED);
+	return 1;
+}
+
 EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *err)
 {
 	struct pcomm *p;
@@ -820,7 +840,8 @@ EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *err)
 		ret = 0;
 		if (*err == ncclSuccess && !__atomic_load_n(&p->err, __ATOMIC_ACQUIRE) &&
 		    !__atomic_load_n(&p->revoked, __ATOMIC_ACQUIRE) &&
-		    __atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PC_ON && PLUGIN_HAS(async_error)) {
+		    __atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PC_ON && PLUGIN_HAS(async_error) &&
+		    poll_due(p)) {
 			back = ctx_keep(p->cu, &was);
 			ret = P->async_error(p->be);
 			if (back)

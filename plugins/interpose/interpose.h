@@ -110,6 +110,8 @@ struct pcomm {
 	void *be;		/* the plugin's backend (PC_ON) */
 	CUstream last;		/* the stream of penny's last call */
 	int used;		/* penny ran a call */
+	uint64_t poll_next;	/* ncclCommGetAsyncError asks the plugin from then on
+				 * (CLOCK_MONOTONIC ns; atomic) */
 	int colls;		/* the kinds every rank's plugin has (bit 1 << K_*) */
 	unsigned said[K_N];	/* PENNY_NCCL_DEBUG: the reasons told, per kind (1 << WHY_*) */
 	int aborting;		/* host services fail at once (abort; atomic) */

@@ -1502,6 +1502,24 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what, int mode
 		calls += one(comm, rank, n, ncclFloat32, ncclSum, 1000, 0, 0);
 		EXPECT(!n_ctx || n_ctx() == before, "rank %d: NCCL's call made %lu CUDA context calls",
 		       rank, n_ctx ? n_ctx() - before : 0);
+		/* nor does asking for errors, but once a millisecond: 2,000 asks
+		 * made 4,000 context calls */
+		{
+			struct timespec t0, t1;
+			ncclResult_t e;
+			double ms;
+			int i;
+
+			before = n_ctx ? n_ctx() : 0;
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			for (i = 0; i < 2000; i++)
+				ncclCommGetAsyncError(comm, &e);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+			EXPECT(!n_ctx || (double)(n_ctx() - before) <= 2 * (ms + 2),
+			       "rank %d: 2,000 ncclCommGetAsyncError in %.1f ms made %lu CUDA context calls",
+			       rank, ms, n_ctx ? n_ctx() - before : 0);
+		}
 	} else if (!strcmp(what, "offsplit")) {
 		ncclComm_t sub[2] = { NULL, NULL };
 		int i, sn = 0, sr = -1;
