@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "opt.h"
 
+#include "base/out.h"
 #include "base/units.h"
 #include "base/util.h"
 
@@ -22,13 +23,15 @@ static int quiet;
 static void opt_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void opt_err(const char *cmd, const char *fmt, ...)
 {
+	char esc[sizeof(last_error)];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(last_error, sizeof(last_error), fmt, ap);
 	va_end(ap);
+	pn_text_escape(esc, sizeof(esc), last_error, 0); /* a value may hold any byte */
 	if (!quiet)
-		fprintf(stderr, "penny %s: %s\n", cmd, last_error);
+		fprintf(stderr, "penny %s: %s\n", cmd, esc);
 }
 
 const char *pn_opt_error(void)
@@ -166,17 +169,17 @@ static int set_value(const char *cmd, const struct pn_opt *o, const char *arg,
 	case OPT_BOOL:
 		*(int *)o->dst = 1;
 		return 0;
-	case OPT_INT:
-		ret = pn_parse_dec_int(arg, &v.i);
+	case OPT_INT: /* decimal, as sizes and durations: no '+' */
+		ret = *arg == '+' ? -EINVAL : pn_parse_dec_int(arg, &v.i);
 		break;
 	case OPT_U64:
-		ret = pn_parse_dec_u64(arg, &v.u);
+		ret = *arg == '+' ? -EINVAL : pn_parse_dec_u64(arg, &v.u);
 		break;
 	case OPT_SIZE:
 		ret = pn_parse_size(arg, &v.u);
 		break;
 	case OPT_DOUBLE:
-		ret = pn_parse_double(arg, &v.d);
+		ret = *arg == '+' ? -EINVAL : pn_parse_double(arg, &v.d);
 		break;
 	case OPT_SECONDS:
 		ret = pn_parse_seconds(arg, &v.d);
@@ -255,12 +258,13 @@ int pn_opt_parse(const char *cmd, const struct pn_opt *const *tables, int argc, 
 {
 	struct option lopts[MAX_OPTS + 1];
 	const struct pn_opt *map[MAX_OPTS];
-	char shorts[3 * MAX_OPTS + 2];
-	size_t ns = 0;
-	int n = 0, t, c, longidx, i;
+	char shorts[3 * MAX_OPTS + 3] = "-:";
+	size_t ns = 2;
+	int n = 0, t, c, longidx, i, npos = 0;
 
+	/* "-": positional arguments in order (1), whatever POSIXLY_CORRECT
+	 * says; ":": a missing value is ':' */
 	memset(lopts, 0, sizeof(lopts));
-	shorts[ns++] = ':'; /* report missing values as ':' */
 	for (t = 0; tables[t]; t++) {
 		const struct pn_opt *o;
 
@@ -291,11 +295,15 @@ int pn_opt_parse(const char *cmd, const struct pn_opt *const *tables, int argc, 
 	shorts[ns] = 0;
 
 	opterr = 0;
-	optind = 1;
+	optind = 0; /* a whole new scan (1 would go on with the last one's state) */
 	while ((c = getopt_long(argc, argv, shorts, lopts, &longidx)) != -1) {
 		const struct pn_opt *o = NULL;
 		char spelled[64];
 
+		if (c == 1) { /* argv[npos] was scanned already */
+			argv[npos++] = optarg;
+			continue;
+		}
 		if (c == '?' || c == ':') {
 			const char *bad = argv[optind - 1];
 
@@ -343,10 +351,9 @@ int pn_opt_parse(const char *cmd, const struct pn_opt *const *tables, int argc, 
 			return 2;
 		}
 	}
-	/* positional arguments to the front */
-	for (i = optind; i < argc; i++)
-		argv[i - optind] = argv[i];
-	*nargs = argc - optind;
+	for (i = optind; i < argc; i++) /* after "--" */
+		argv[npos++] = argv[i];
+	*nargs = npos;
 	return 0;
 }
 

@@ -113,7 +113,7 @@ const char *pn_cmd_said(void)
 static void say(const char *cmd, const char *fmt, va_list ap)
 {
 	char msg[1024], line[1024];
-	int n = say_to ? 0 : snprintf(line, sizeof(line), "penny %s: ", cmd), k;
+	int n = say_to ? 0 : snprintf(line, sizeof(line), "penny%s%s: ", *cmd ? " " : "", cmd), k;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	memcpy(said, msg, sizeof(said));
@@ -301,12 +301,11 @@ static int run_body(const struct pn_cmd *c, struct pn_ctx *ctx, int nargs, char 
  * (2, as a --csv - that cannot be written: not 1, which says a check failed) */
 static int stdout_status(int ret)
 {
-	if (fflush(stdout) || ferror(stdout)) {
-		if (!stdout_error_said)
-			fprintf(stderr, "penny: write error on standard output\n");
-		return ret ? ret : 2;
-	}
-	return ret;
+	int err = pn_out_flush(stdout);
+
+	if (err && !stdout_error_said)
+		say_fmt("", "write error on standard output: %s", strerror(-err));
+	return err && !ret ? 2 : ret;
 }
 
 /* A self-launched rank (--np): the command, its error lines to the launcher. */
@@ -440,7 +439,7 @@ static int run_cmd(const struct pn_cmd *c, int argc, char **argv)
 static int run_body(const struct pn_cmd *c, struct pn_ctx *ctx, int nargs, char **argv)
 {
 	struct pn_cmd_job job;
-	int ret;
+	int ret, err;
 
 	if (c->flags & CMD_LAUNCH) {
 		job_init(&job, ctx->launch);
@@ -457,10 +456,9 @@ static int run_body(const struct pn_cmd *c, struct pn_ctx *ctx, int nargs, char 
 	if (ctx->job)
 		pn_boot_free(job.boot);
 	ctx->job = NULL;
-	if (pn_out_free(ctx->out) && !ret) {
-		fprintf(stderr, "penny %s: write error on standard output\n", c->name);
+	if ((err = pn_out_free(ctx->out)) && !ret) { /* its cause: full, closed, no reader */
 		stdout_error_said = 1;
-		ret = 2;
+		ret = pn_cmd_fail(ctx, 2, "write error on standard output: %s", strerror(-err));
 	}
 	return ret;
 }
@@ -489,47 +487,41 @@ static int complete(int argc, char **argv)
 	return 0;
 }
 
+static int is_help(const char *s)
+{
+	return s && (!strcmp(s, "help") || !strcmp(s, "--help") || !strcmp(s, "-h"));
+}
+
+/* penny --version | help [COMMAND] | COMMAND [...]: one line and 2 for a
+ * word it does not take (shown escaped and bounded, as every message) */
 static int dispatch(int argc, char **argv)
 {
-	const struct pn_cmd *c;
+	const char *a = argc > 1 ? argv[1] : "", *name = is_help(a) ? argv[2] : a;
+	int help = is_help(a), version = !strcmp(a, "--version") || !strcmp(a, "version");
+	const struct pn_cmd *c = name ? find_cmd(name) : NULL;
 
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
 	}
-	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
-		printf("penny %s\n", PENNY_VERSION);
-		return 0;
-	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		usage(stdout);
-		return 0;
-	}
-	if (!strcmp(argv[1], "__complete"))
+	if (!strcmp(a, "__complete"))
 		return complete(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "help")) {
-		if (argc < 3) {
-			usage(stdout);
-			return 0;
-		}
-		c = find_cmd(argv[2]);
-		if (!c) {
-			fprintf(stderr, "penny: unknown command '%s' (see 'penny --help')\n", argv[2]);
-			return 2;
-		}
-		cmd_help(c, stdout);
+	if ((help || version) && argc > 2 + (help && name))
+		return say_fmt("", "unexpected argument '%.100s' (see 'penny --help')",
+			       argv[2 + (help && name)]), 2;
+	if (version || (help && (!name || is_help(name)))) {
+		version ? (void)printf("penny %s\n", PENNY_VERSION) : usage(stdout);
 		return 0;
 	}
-	if (argv[1][0] == '-') {
-		fprintf(stderr, "penny: unknown option '%s' (see 'penny --help')\n", argv[1]);
-		return 2;
-	}
-	c = find_cmd(argv[1]);
-	if (!c) {
-		fprintf(stderr, "penny: unknown command '%s' (see 'penny --help')\n", argv[1]);
-		return 2;
-	}
-	return run_cmd(c, argc - 1, argv + 1);
+	if (!c && a[0] == '-' && !help)
+		return say_fmt("", "unknown option '%.100s' (see 'penny --help'; a command's "
+			       "options follow it)", a), 2;
+	if (!c)
+		return say_fmt("", "unknown command '%.100s' (see 'penny --help')", name), 2;
+	if (!help)
+		return run_cmd(c, argc - 1, argv + 1);
+	cmd_help(c, stdout);
+	return 0;
 }
 
 /* What rank 0 says of the strangers it dropped from the rendezvous. */

@@ -6,8 +6,14 @@ _penny()
 	COMPREPLY=()
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD-1]}
-	cmd=
-	for ((i = 1; i < COMP_CWORD; i++)); do
+	cmd= i=1
+	# the first word: a command, help (--help, -h: one command may follow
+	# it) or --version (nothing may)
+	case ${COMP_WORDS[1]} in
+	--version | version) ((COMP_CWORD == 1)) || return ;;
+	-h | --help) ((COMP_CWORD == 1)) || cmd=help ;;
+	esac
+	for ((; i < COMP_CWORD && ${#cmd} == 0; i++)); do
 		case ${COMP_WORDS[i]} in
 		-*) ;;
 		*) cmd=${COMP_WORDS[i]}; break ;;
@@ -18,7 +24,8 @@ _penny()
 		return
 	fi
 	if [[ $cmd == help ]]; then
-		COMPREPLY=($(compgen -W "$(penny __complete 2>/dev/null)" -- "$cur"))
+		((COMP_CWORD == i + 1)) &&
+			COMPREPLY=($(compgen -W "$(penny __complete 2>/dev/null)" -- "$cur"))
 		return
 	fi
 	# options whose value is optional (--debug, bw's --expect) take it in the

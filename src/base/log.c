@@ -59,8 +59,8 @@ int pn_debug_parse(const char *list, unsigned *mask)
 			return pn_err(-EINVAL, "unknown debug subsystem '%.*s' (known: %s)",
 				      (int)len, p, pn_debug_names());
 		p += len;
-		if (*p == ',')
-			p++;
+		if (*p == ',' && !*++p) /* as --debug's list: no empty element */
+			return pn_err(-EINVAL, "debug list '%s' ends with a comma", list);
 	}
 	*mask = invert ? (PN_LOG_ALL & ~m) : m;
 	return 0;

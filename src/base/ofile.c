@@ -3,6 +3,7 @@
 #include "base/ofile.h"
 #include "base/file.h"
 #include "base/log.h"
+#include "base/out.h"
 #include "base/util.h"
 
 #include <errno.h>
@@ -333,9 +334,8 @@ int pn_ofile_commit(struct pn_ofile *of)
 
 	if (!of)
 		return pn_err(-EINVAL, "no output file");
-	errno = 0;
-	if (fflush(of->f) || ferror(of->f)) {
-		e = errno ? errno : EIO;
+	e = -pn_out_flush(of->f);
+	if (e) {
 		ret = pn_err(-e, "write error on '%s': %s", of->path, strerror(e));
 		goto fail;
 	}

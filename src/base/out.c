@@ -3,11 +3,16 @@
 #include "base/out.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #define OUT_MAX_DEPTH 32
 
@@ -31,14 +36,38 @@ struct pn_out *pn_out_new(FILE *f, int json)
 	return o;
 }
 
+int pn_out_flush(FILE *f)
+{
+	struct pollfd p = { .fd = fileno(f), .events = POLLOUT };
+	struct stat st, full;
+	struct statvfs sv;
+
+	errno = 0;
+	if (fflush(f))
+		return errno ? -errno : -EIO;
+	if (!ferror(f))
+		return 0;
+	/* an earlier flush failed, and stdio forgot why: ask the descriptor */
+	if (write(p.fd, "", 0) < 0 || fstat(p.fd, &st))
+		return -errno;	/* EBADF: closed, or not open for writing */
+	if ((S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) && poll(&p, 1, 0) == 1 &&
+	    (p.revents & (POLLERR | POLLHUP)))
+		return -EPIPE;
+	if (S_ISCHR(st.st_mode) && !stat("/dev/full", &full) && S_ISCHR(full.st_mode) &&
+	    st.st_rdev == full.st_rdev)
+		return -ENOSPC;
+	if (S_ISREG(st.st_mode) && !fstatvfs(p.fd, &sv) && !(geteuid() ? sv.f_bavail : sv.f_bfree))
+		return -ENOSPC;
+	return fcntl(p.fd, F_GETFL) & O_NONBLOCK ? -EAGAIN : -EIO; /* a full non-blocking pipe */
+}
+
 int pn_out_free(struct pn_out *o)
 {
-	int ret = 0;
+	int ret;
 
 	if (!o)
 		return 0;
-	if (fflush(o->f) || ferror(o->f))
-		ret = -EIO;
+	ret = pn_out_flush(o->f);
 	free(o);
 	return ret;
 }

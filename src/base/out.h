@@ -22,8 +22,16 @@ struct pn_out;
 #define PN_OUT_VERSION 1
 
 struct pn_out *pn_out_new(FILE *f, int json);
-/* Flush; returns 0 or -EIO (write error on the stream); frees the object. */
+/* pn_out_flush of its stream; frees the object. */
 int pn_out_free(struct pn_out *o);
+/*
+ * Flush f: 0, or why a write on it failed, now or earlier, as a negative
+ * errno: the flush's own; for an earlier failed flush (stdio keeps no
+ * errno), what the descriptor shows: -EBADF not open for writing (closed),
+ * -EPIPE a pipe or socket without a reader, -ENOSPC /dev/full or a full
+ * file system, -EAGAIN non-blocking (a pipe that was full); else -EIO.
+ */
+int pn_out_flush(FILE *f);
 int pn_out_is_json(const struct pn_out *o);
 FILE *pn_out_file(const struct pn_out *o);
 

@@ -81,7 +81,7 @@ int pn_parse_seconds(const char *s, double *out)
 	if (errno || end == s || (size_t)(end - s) != digits || !isfinite(v) || v < 0)
 		return -EINVAL;
 	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (!strcmp(end, units[i].suffix)) {
+		if (!strcmp(end, units[i].suffix) && isfinite(v * units[i].scale)) {
 			*out = v * units[i].scale;
 			return 0;
 		}

@@ -25,7 +25,7 @@
 int pn_parse_size(const char *s, uint64_t *out);
 /* The same over the len bytes at s (a field of a longer string). */
 int pn_parse_size_n(const char *s, size_t len, unsigned flags, uint64_t *out);
-/* A duration as above, in seconds: 0 and *out, or -EINVAL. */
+/* A duration as above, in seconds (finite: 1e308h is none): 0 and *out, or -EINVAL. */
 int pn_parse_seconds(const char *s, double *out);
 
 #endif

@@ -198,12 +198,12 @@ assert p[\"counters\"][\"counters\"][\"port_xmit_data\"][\"delta\"] is None, p
 test_expect_success 'a write error on standard output is reported once, exit 2' '
 	if [ -w /dev/full ]; then
 		test_exit 2 penny topo --sysfs-root T >/dev/full 2>err &&
-		test "$(wc -l <err)" -eq 1 && grep -q "^penny topo: write error on standard output$" err &&
+		test "$(wc -l <err)" -eq 1 && grep -q "^penny topo: write error on standard output: No space left on device$" err &&
 		test_exit 2 penny top --sysfs-root F --once -i 0.1 >/dev/full 2>err &&
 		test "$(wc -l <err)" -eq 1 &&
 		{ test -d ok || tree_pairs ok node-ok >/dev/null; } &&
 		test_exit 2 penny check --sysfs-root ok --passive >/dev/full 2>err &&
-		test "$(wc -l <err)" -eq 1 && grep -q "^penny check: write error on standard output$" err &&
+		test "$(wc -l <err)" -eq 1 && grep -q "^penny check: write error on standard output: No space left on device$" err &&
 		for w in $OUTPUTS; do
 			run_out $w - >/dev/full 2>err
 			test $? -eq 2 && test "$(wc -l <err)" -eq 1 && grep -q ".-.:.*No space left" err ||

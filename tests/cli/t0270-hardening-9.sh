@@ -221,7 +221,7 @@ test_expect_success 'bw: a port in use, and standard output on /dev/full: one li
 	kill $py 2>/dev/null; wait $py
 	test $ok = 0 && grep -qx "penny bw: cannot listen on TCP port $p: Address already in use" err &&
 	test_exit 2 penny bw --transport tcp --loopback lo -n 5 --json >/dev/full 2>err &&
-	test "$(cat err)" = "penny bw: write error on standard output"
+	test "$(cat err)" = "penny bw: write error on standard output: No space left on device"
 '
 test_expect_success 'no penny bw left behind' '
 	no_procs_left

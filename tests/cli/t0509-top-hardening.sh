@@ -34,7 +34,7 @@ test_expect_success 'more than 1024 netdevs with -e: refused in one line, exit 2
 # fd 1 closed: the recording opened as fd 1 and got the table (exit 0)
 test_expect_success 'a closed stdout: one line, exit 2, the recording holds samples only' '
 	"$PENNY" top --count 2 -i 0.1 --record r1 >&- 2>err
-	test $? = 2 && test "$(cat err)" = "penny top: write error on standard output" &&
+	test $? = 2 && test "$(cat err)" = "penny top: write error on standard output: Bad file descriptor" &&
 	test -s r1 && test "$(grep -vc "^{\"penny_record\":1," r1)" = 0
 '
 

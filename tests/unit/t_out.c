@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <stdio.h>
@@ -559,6 +560,70 @@ TEST(ofile_standard_output_in_place)
 	unlink(p);
 }
 
+/* pn_out_flush: the cause of a failed write, also of one whose flush (a
+ * command's own) already failed, when stdio no longer knows its errno */
+TEST(out_flush_names_the_cause_of_a_write_error)
+{
+	char big[8192];
+	FILE *f = fopen("/dev/full", "w");
+	int p[2], fd;
+
+	memset(big, 'x', sizeof(big));
+	if (f) {
+		CHECK_EQ_INT(pn_out_flush(f), 0);
+		fputs("x", f);
+		CHECK_EQ_INT(pn_out_flush(f), -ENOSPC);	/* the flush's own */
+		CHECK_EQ_INT(pn_out_flush(f), -ENOSPC);	/* stdio forgot it */
+		fwrite(big, 1, sizeof(big), f);		/* failed in the middle */
+		fflush(f);
+		CHECK_EQ_INT(pn_out_flush(f), -ENOSPC);
+		fclose(f);
+	}
+	/* a pipe whose reader went away, SIGPIPE ignored */
+	if (!pipe(p) && (f = fdopen(p[1], "w"))) {
+		void (*old)(int) = signal(SIGPIPE, SIG_IGN);
+
+		close(p[0]);
+		fputs("x", f);
+		CHECK_EQ_INT(pn_out_flush(f), -EPIPE);
+		fputs("x", f);
+		fflush(f);
+		CHECK_EQ_INT(pn_out_flush(f), -EPIPE);
+		fclose(f);
+		signal(SIGPIPE, old);
+	}
+	/* not open for writing (a closed stdout held by pn_file_hold_std) */
+	if (!pipe(p) && (f = fdopen(p[1], "w"))) {
+		fd = dup(p[1]);
+		CHECK(dup2(p[0], p[1]) == p[1]);
+		fputs("x", f);
+		CHECK_EQ_INT(pn_out_flush(f), -EBADF);
+		CHECK_EQ_INT(pn_out_flush(f), -EBADF);
+		fclose(f);
+		close(p[0]);
+		close(fd);
+	}
+	/* a full non-blocking pipe */
+	if (!pipe(p) && (f = fdopen(p[1], "w"))) {
+		fcntl(p[1], F_SETFL, O_NONBLOCK);
+		while (write(p[1], big, sizeof(big)) > 0)
+			;
+		fwrite(big, 1, sizeof(big), f);
+		fflush(f);
+		CHECK_EQ_INT(pn_out_flush(f), -EAGAIN);
+		fclose(f);
+		close(p[0]);
+	}
+	/* and pn_out_free says it */
+	if ((f = fopen("/dev/full", "w"))) {
+		struct pn_out *o = pn_out_new(f, 0);
+
+		pn_out_text(o, "x\n");
+		CHECK_EQ_INT(pn_out_free(o), -ENOSPC);
+		fclose(f);
+	}
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof(dir), "%s/penny-t_out.XXXXXX",
@@ -580,6 +645,7 @@ int main(void)
 	RUN(ofile_commit_checks_again);
 	RUN(ofile_volatile_exchanges);
 	RUN(ofile_standard_output_in_place);
+	RUN(out_flush_names_the_cause_of_a_write_error);
 	rmdir(dir);
 	return unit_done();
 }

@@ -90,7 +90,7 @@ TEST(a_duration_is_seconds_with_an_optional_unit)
 TEST(anything_else_is_not_a_duration)
 {
 	const char *bad[] = { "", "s", "-1", "+1", " 1", "1 ", "1y", "1S", "1sec", "1e", "0x10", "inf",
-			      "nan", "1e999", "1..2", "1mss" };
+			      "nan", "1e999", "1..2", "1mss", "1e308h", "1e307m" };
 	double d = 7;
 	size_t i;
 

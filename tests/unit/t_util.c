@@ -129,6 +129,13 @@ TEST(debug_subsystems)
 	CHECK(!pn_debug_parse("", &m) && m == PN_LOG_ALL);
 	CHECK(pn_debug_parse("BOOT,NOPE", &m) == -EINVAL);
 	CHECK(strstr(pn_errmsg(-EINVAL), "'NOPE'") != NULL);
+	/* PENNY_DEBUG's list is --debug's: no empty element, the last one neither */
+	m = 7;
+	CHECK(pn_debug_parse("NET,", &m) == -EINVAL && m == 7);
+	CHECK(strstr(pn_errmsg(-EINVAL), "'NET,' ends with a comma") != NULL);
+	CHECK(pn_debug_parse("NET,,SHM", &m) == -EINVAL && m == 7);
+	CHECK(pn_debug_parse(",NET", &m) == -EINVAL && m == 7);
+	pn_err_clear();
 }
 
 static char *render(int json, void (*fn)(struct pn_out *))
