@@ -44,7 +44,7 @@
 struct real_nccl R;
 static pthread_once_t real_once = PTHREAD_ONCE_INIT;
 static int real_ok, real_told;
-static char real_err[512];
+char real_err[512];
 
 /* Calls without which the interposer cannot stand in for NCCL. */
 static const char *const required[] = { "ncclGetErrorString", "ncclGetUniqueId", "ncclCommInitRank",
@@ -52,6 +52,17 @@ static const char *const required[] = { "ncclGetErrorString", "ncclGetUniqueId",
 					"ncclCommDestroy", "ncclCommAbort", "ncclCommGetAsyncError",
 					"ncclAllReduce", "ncclAllGather", "ncclGroupStart",
 					"ncclGroupEnd" };
+
+static void load_real(void);
+
+/* f is a function of this very object (the name ncclAllReduce here may be
+ * bound to another copy of the interposer's, preloaded before it). */
+static int ours(void *f)
+{
+	Dl_info a, b;
+
+	return f && dladdr(f, &a) && dladdr((void *)load_real, &b) && a.dli_fbase == b.dli_fbase;
+}
 
 static void load_real(void)
 {
@@ -83,8 +94,10 @@ static void load_real(void)
 			return;
 		}
 	}
+	/* this very file, or a copy of it (whose own load_real would take itself
+	 * for the real NCCL and call itself without end) */
 	f = dlsym(h, "ncclAllReduce");
-	if (f == (void *)ncclAllReduce) {
+	if (f == (void *)ncclAllReduce || ours(f)) {
 		snprintf(real_err, sizeof(real_err), "the real NCCL%s%s%s is libpenny-nccl.so itself "
 						     "(set PENNY_NCCL_REAL=/path/to/the/real/libnccl.so.2)",
 			 path && *path ? " PENNY_NCCL_REAL='" : "", path && *path ? path : "",
@@ -93,6 +106,7 @@ static void load_real(void)
 	}
 #define X(name, params, args) *(void **)&R.name = dlsym(h, #name);
 	NCCL_FORWARDS(X)
+	NCCL_ENQUEUES(X)
 	NCCL_OWN(X)
 #undef X
 	*(void **)&R.ncclGetErrorString = dlsym(h, "ncclGetErrorString");
@@ -132,6 +146,42 @@ ncclResult_t lacks(const char *name)
 		return seen(R.name args);                                                          \
 	}
 NCCL_FORWARDS(X)
+#undef X
+
+/*
+ * NCCL's answer to a call that enqueues work on comm where penny's error is
+ * its asynchronous error (ncclSuccess: none, or NCCL answers it itself: a
+ * revoked communicator, one with NCCL's own error or in progress).
+ */
+static ncclResult_t refused(ncclComm_t comm)
+{
+	ncclResult_t e = ncclSuccess, ae;
+	struct pcomm *p;
+
+	if (!__atomic_load_n(&penny_errs, __ATOMIC_ACQUIRE) || !(p = hold(comm)))
+		return ncclSuccess;
+	if (!__atomic_load_n(&p->revoked, __ATOMIC_ACQUIRE))
+		e = __atomic_load_n(&p->err, __ATOMIC_ACQUIRE);
+	if (e && (real_async_error(comm, &ae) || ae != ncclSuccess))
+		e = ncclSuccess;
+	unhold(p);
+	return e;
+}
+
+#define X(name, params, args)                                                                      \
+	EXPORT ncclResult_t name params                                                            \
+	{                                                                                          \
+		ncclResult_t e_;                                                                   \
+                                                                                                   \
+		if (!real())                                                                       \
+			return ncclSystemError;                                                    \
+		if (!R.name)                                                                       \
+			return lacks(#name);                                                       \
+		if ((e_ = refused(comm)) != ncclSuccess)                                           \
+			return e_;                                                                 \
+		return seen(R.name args);                                                          \
+	}
+NCCL_ENQUEUES(X)
 #undef X
 
 static const char *const own_strings[ncclNumResults] = {
@@ -676,7 +726,7 @@ void pcomm_fini(struct pcomm *p)
 /* The thread's CUDA context (1), given back after penny's work on the
  * thread, as NCCL's calls leave it: one thread may call ranks of several
  * GPUs, and penny's plugin enters its own. */
-static int ctx_keep(const struct pn_cudrv *cu, CUcontext *was)
+int ctx_keep(const struct pn_cudrv *cu, CUcontext *was)
 {
 	*was = NULL;
 	return cu && cu->CtxGetCurrent && cu->CtxGetCurrent(was) == CUDA_SUCCESS;
@@ -769,6 +819,24 @@ EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int flags)
 	return seen(R.ncclCommRevoke(comm, flags));
 }
 
+/*
+ * NCCL takes a finalize or destroy of comm now: its last call done and no
+ * error (else it refuses, ncclInvalidArgument while in progress, or the
+ * error: penny's part stays for the caller's next try, or its abort; a
+ * release of penny's there would not meet its peers', who wait for it),
+ * or revoked (its abort flag set: NCCL takes them whatever its error).
+ */
+static int settled(ncclComm_t comm)
+{
+	struct pcomm *p = hold(comm);
+	ncclResult_t ae = ncclSuccess;
+	int yes = !p || __atomic_load_n(&p->revoked, __ATOMIC_ACQUIRE) ||
+		  (!real_async_error(comm, &ae) && ae == ncclSuccess);
+
+	unhold(p);
+	return yes;
+}
+
 EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm)
 {
 	ncclResult_t r;
@@ -777,7 +845,8 @@ EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm)
 		return ncclSystemError;
 	if (!R.ncclCommFinalize)
 		return lacks("ncclCommFinalize");
-	detach(comm, 0, &r);
+	if (settled(comm))
+		detach(comm, 0, &r);
 	return seen(R.ncclCommFinalize(comm));
 }
 
@@ -787,7 +856,8 @@ EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
 
 	if (!real())
 		return ncclSystemError;
-	detach(comm, 0, &r);
+	if (settled(comm))
+		detach(comm, 0, &r);
 	return seen(R.ncclCommDestroy(comm));
 }
 
@@ -800,130 +870,6 @@ EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
 	if (detach(comm, 1, &r))
 		return seen(r);
 	return seen(R.ncclCommAbort(comm));
-}
-
-/*
- * Whether ncclCommGetAsyncError asks the plugin about penny's kernels now:
- * at most once a millisecond (the plugin's own poll is no more frequent).
- * PyTorch asks at every collective, NCCL's too, and each time the plugin
- * was asked, the thread's context was kept and given back: two driver
- * calls on every eager call of a communicator penny set up.
- */
-static int poll_due(struct pcomm *p)
-{
-	struct timespec t;
-	uint64_t now;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	now = (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-	if (now < __atomic_load_n(&p->poll_next, __ATOMIC_RELAXED))
-		return 0;
-	__atomic_store_n(&p->poll_next, now + 1000000ull, __ATOMIC_RELAXED);
-	return 1;
-}
-
-EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *err)
-{
-	struct pcomm *p;
-	ncclResult_t r, mine;
-	CUcontext was;
-	int ret, back;
-
-	if (!real())
-		return ncclSystemError;
-	r = seen(R.ncclCommGetAsyncError(comm, err));
-	/* penny's error once there is one, also while a call of NCCL's is in
-	 * progress (the communicator wants an abort, which may come at once) */
-	if (r == ncclSuccess && err && (*err == ncclSuccess || *err == ncclInProgress) &&
-	    (p = hold(comm))) {
-		/* what penny's kernels found since (a peer that never came) */
-		ret = 0;
-		if (*err == ncclSuccess && !__atomic_load_n(&p->err, __ATOMIC_ACQUIRE) &&
-		    !__atomic_load_n(&p->revoked, __ATOMIC_ACQUIRE) &&
-		    __atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PC_ON && PLUGIN_HAS(async_error) &&
-		    poll_due(p)) {
-			back = ctx_keep(p->cu, &was);
-			ret = P->async_error(p->be);
-			if (back)
-				p->cu->CtxSetCurrent(was);
-		}
-		/* buffers that differ between the ranks are the caller's misuse */
-		if (ret)
-			set_err(p, ret == -EINVAL ? ncclInvalidUsage : ncclRemoteError,
-				"penny's allreduce failed: %s", P->errmsg());
-		if ((mine = __atomic_load_n(&p->err, __ATOMIC_ACQUIRE)))
-			*err = mine;
-		unhold(p);
-	}
-	return r;
-}
-
-/*
- * comm's error where penny's call failed on it; else penny's line while
- * it is the process's last error (NCCL's ncclGetLastError is the
- * process's, whatever comm: frameworks pass NULL), else NCCL's.
- */
-EXPORT const char *ncclGetLastError(ncclComm_t comm)
-{
-	static _Thread_local char last[sizeof(((struct pcomm *)0)->errmsg) + 16];
-	struct pcomm *p;
-	int mine = 0;
-
-	if (!real())
-		return real_err;
-	if ((p = hold(comm))) {
-		/* errmsg is written once, before err */
-		if ((mine = __atomic_load_n(&p->err, __ATOMIC_ACQUIRE) != ncclSuccess))
-			snprintf(last, sizeof(last), "%s", p->errmsg);
-		unhold(p);
-	}
-	if (mine || last_error(last, sizeof(last)))
-		return last;
-	return R.ncclGetLastError ? R.ncclGetLastError(comm) : "";
-}
-
-EXPORT ncclResult_t ncclGroupStart(void)
-{
-	ncclResult_t r;
-
-	if (!real())
-		return ncclSystemError;
-	r = seen(R.ncclGroupStart());
-	if (r == ncclSuccess)
-		group_depth++;
-	return r;
-}
-
-EXPORT ncclResult_t ncclGroupEnd(void)
-{
-	ncclResult_t r;
-
-	if (!real())
-		return ncclSystemError;
-	if (group_depth > 0)
-		group_depth--;
-	r = seen(R.ncclGroupEnd());
-	/* the communicators made in the group are made now (or failed) */
-	if (!group_depth)
-		born_settle(r == ncclSuccess);
-	return r;
-}
-
-/* Closes the group as ncclGroupEnd does, running nothing. */
-EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *info)
-{
-	ncclResult_t r;
-
-	if (!real())
-		return ncclSystemError;
-	if (!R.ncclGroupSimulateEnd)
-		return lacks("ncclGroupSimulateEnd");
-	if (group_depth > 0)
-		group_depth--;
-	r = seen(R.ncclGroupSimulateEnd(info));
-	if (!group_depth)
-		born_settle(0);
-	return r;
 }
 
 int real_async_error(ncclComm_t c, ncclResult_t *ae)
@@ -961,17 +907,6 @@ static ncclResult_t failed(struct pcomm *p, int kind, int ret)
 }
 
 /*
- * Penny's set-up at a communicator's first call of these kinds outside a
- * group and a capture; then whether the call is one penny may run at all
- * (else WHY_* but WHY_SIZE, or -1 when the communicator is not penny's).
- * A communicator NCCL would refuse the call on (a non-blocking one whose
- * last call is still in progress, or one with an error) is not set up:
- * the call is NCCL's, which answers it, and the set-up waits for a call
- * on it once it is ready, as the caller's next call must (NCCL refuses
- * a call on a communicator in progress with ncclInvalidArgument, and the
- * set-up's ncclAllGather would fail there, breaking the communicator).
- */
-/*
  * The thread's CUDA context around one call: kept before penny's first
  * work in it (its set-up, or the plugin's call, which enters its own
  * context) and given back at the call's end; a call NCCL runs makes no
@@ -998,32 +933,52 @@ static void ctx_leave(struct ctx_guard *g)
 		g->cu->CtxSetCurrent(g->was);
 }
 
-static int may_run(struct pcomm *p, int kind, const void *s, const void *r, size_t count,
-		   int pdt, int pop, cudaStream_t st, int *cap, struct ctx_guard *cg,
-		   ncclResult_t *res)
+/*
+ * Whether penny may run c at all (WHY_* but WHY_SIZE; -1: NCCL's
+ * communicator, NCCL runs and answers it; -2: penny answers *res), with
+ * penny's set-up at a communicator's first such call outside a group and a
+ * capture.  NCCL checks a communicator before a call's arguments: a
+ * non-blocking one whose last call is still in progress gets
+ * ncclInvalidArgument, one with an asynchronous error that error
+ * (ncclCommEnsureReady).  So a call NCCL would refuse is NCCL's to answer,
+ * before the set-up too (whose ncclAllGather would fail there and break
+ * the communicator: it waits for a call made once it is ready, as the
+ * caller's next must be), and one on a communicator with penny's error
+ * gets that error, as NCCL's would after its own.
+ */
+static int may_run(struct pcomm *p, const struct call *c, int pdt, int pop, int *cap,
+		   struct ctx_guard *cg, ncclResult_t *res)
 {
-	ncclResult_t ae;
+	ncclResult_t ae, e = __atomic_load_n(&p->err, __ATOMIC_ACQUIRE);
 
 	*cap = -1;
-	if (__atomic_load_n(&p->revoked, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&p->revoked, __ATOMIC_ACQUIRE) ||
+	    (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PC_OFF && !e))
 		return -1;
-	if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PC_PENDING && group_depth == 0 && !(*cap = capturing(st))) {
-		if (real_async_error(p->real, &ae) || ae != ncclSuccess)
-			return -1;
+	if (real_async_error(p->real, &ae) || ae != ncclSuccess)
+		return -1;
+	if (e) {
+		*res = e;
+		return -2;
+	}
+	if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PC_PENDING && group_depth == 0 &&
+	    !(*cap = capturing(c->st))) {
 		ctx_enter(cg);
 		if ((*res = attach(p)) != ncclSuccess)
 			return -2;
 	}
-	if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) != PC_ON ||
-	    __atomic_load_n(&p->err, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) != PC_ON)
 		return -1;
 	/* NCCL's own checks and answers for what penny does not take */
-	if (!count || !s || !r)
+	if (!c->count || !c->s || !c->r)
 		return WHY_ARGS;
 	if (pdt < 0 || pop < 0)
 		return WHY_TYPE;
-	if (!(p->colls & 1 << kind))
+	if (!(p->colls & 1 << c->kind))
 		return WHY_PLUGIN;
+	/* one thread's ranks come in groups alone, each rank's launch on its way */
+	if (c->kind != K_ALLREDUCE && group_depth && !p->together)
+		return WHY_GROUP;
 	return WHY_PENNY;
 }
 
@@ -1048,112 +1003,87 @@ static int size_rule(size_t bytes, int algo, cudaStream_t st, int *cap)
 	return WHY_PENNY;
 }
 
-/* The allreduce on penny when it takes it (1), else 0: NCCL runs it. */
-static int penny_allreduce(struct pcomm *p, const void *s, void *r, size_t count,
-			   ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, struct ctx_guard *cg,
-			   ncclResult_t *res)
-{
-	int pdt = penny_dtype(dt), pop = penny_op(op), algo, ret, cap;
-	int why = may_run(p, K_ALLREDUCE, s, r, count, pdt, pop, st, &cap, cg, res);
-	size_t bytes;
-
-	if (why == -2)
-		return 1;
-	if (why == WHY_PENNY && count > SIZE_MAX / 16)
-		why = WHY_ARGS;
-	if (why) {
-		if (why > 0)
-			tell(p, K_ALLREDUCE, why, 0);
-		return 0;
-	}
-	bytes = count * (size_t)penny_data_size(pdt);
-	algo = P->select(p->be, count, pdt, pop, PENNY_ALGO_AUTO);
-	why = size_rule(bytes, algo, st, &cap);
-	if (why) {
-		tell(p, K_ALLREDUCE, why, bytes);
-		return 0;
-	}
-	tell(p, K_ALLREDUCE, WHY_PENNY, bytes);
-	ctx_enter(cg);
-	/* kernels that store into the peers' recv want it registered; the
-	 * agreement on it is a host collective, never in a group or a capture */
-	if ((algo == PENNY_ALGO_TWOSHOT || algo == PENNY_ALGO_RING) && cfg.regcache &&
-	    PLUGIN_HAS(reg_cache) && p->cu->MemGetAddressRange && group_depth == 0 &&
-	    !(cap < 0 ? capturing(st) : cap))
-		ret = reg_allreduce(p, s, r, count, pdt, pop, st);
-	else
-		ret = P->allreduce_stream(p->be, s, r, count, pdt, pop, PENNY_ALGO_AUTO, st);
-	if (ret) {
-		*res = failed(p, K_ALLREDUCE, ret);
-		return 1;
-	}
-	p->last = st;
-	p->used = 1;
-	return 1;
-}
-
 /* CUDA's CU_STREAM_LEGACY: the caller's NULL stream, which the plugin's
  * other collectives would take for the backend's own. */
 #define STREAM_LEGACY ((void *)(uintptr_t)1)
 
 /*
- * A reduce-scatter (send: n blocks of count elements, recv: one) or an
- * all-gather (send: one block, recv: n) on penny when it takes it (1),
- * else 0: NCCL runs it.  As the allreduce, but never inside a group, and
- * the size that counts is the whole buffer's (n blocks, nccl-tests' size),
- * which the plugin's allreduce of that size must run one-shot under auto.
- * In place is NCCL's placement (the block at rank's offset in the whole
- * buffer), which the plugin's kernels take; other overlaps are undefined,
- * as in NCCL (and not looked for: ranks must never decide apart).
+ * Penny's kernels of c that penny took, on its stream.  An allreduce whose
+ * kernels store into the peers' recv (algo) wants it registered: the
+ * agreement on it is a host collective, never in a group, at a group's end
+ * (one thread may call every rank there) or in a capture (cap: -1
+ * unknown).  A reduce-scatter (send: n blocks of count elements, recv:
+ * one) or an all-gather (send: one block, recv: n) in place is NCCL's
+ * placement (the block at rank's offset in the whole buffer), which the
+ * plugin's kernels take; other overlaps are undefined, as in NCCL (and not
+ * looked for: ranks must never decide apart).
  */
-static int penny_coll(struct pcomm *p, int kind, const void *s, void *r, size_t count,
-		      ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, struct ctx_guard *cg,
+static ncclResult_t enqueue(struct pcomm *p, const struct call *c, int algo, int cap,
+			    struct ctx_guard *cg)
+{
+	int pdt = penny_dtype(c->dt), pop = c->kind == K_ALLGATHER ? PENNY_SUM : penny_op(c->op);
+	void *st = c->st ? (void *)c->st : STREAM_LEGACY;
+	int ret;
+
+	ctx_enter(cg);
+	if (c->kind == K_REDUCE_SCATTER)
+		ret = P->reduce_scatter(p->be, c->s, c->r, c->count, pdt, pop, st);
+	else if (c->kind == K_ALLGATHER)
+		ret = P->allgather_stream(p->be, c->s, c->r, c->count, pdt, st);
+	else if ((algo == PENNY_ALGO_TWOSHOT || algo == PENNY_ALGO_RING) && cfg.regcache &&
+		 PLUGIN_HAS(reg_cache) && p->cu->MemGetAddressRange && group_depth == 0 &&
+		 !(cap < 0 ? capturing(c->st) : cap))
+		ret = reg_allreduce(p, c->s, c->r, c->count, pdt, pop, c->st);
+	else
+		ret = P->allreduce_stream(p->be, c->s, c->r, c->count, pdt, pop, PENNY_ALGO_AUTO, c->st);
+	if (ret)
+		return failed(p, c->kind, ret);
+	p->last = c->st;
+	p->used = 1;
+	return ncclSuccess;
+}
+
+/*
+ * Whether penny takes c (1: *res is its answer) or NCCL runs it (0).  The
+ * size that counts is the whole buffer's (n blocks, nccl-tests' size),
+ * which the plugin's allreduce of that size must run one-shot under auto.
+ * Inside a group, a call penny takes runs at the group's end, as NCCL's
+ * grouped calls do (the ranks make the same calls, so they decide alike).
+ */
+static int penny_call(struct pcomm *p, const struct call *c, struct ctx_guard *cg,
 		      ncclResult_t *res)
 {
-	int pdt = penny_dtype(dt), pop = kind == K_ALLGATHER ? PENNY_SUM : penny_op(op), algo, ret;
-	int cap, why = may_run(p, kind, s, r, count, pdt, pop, st, &cap, cg, res);
-	size_t bytes;
+	int pdt = penny_dtype(c->dt), pop = c->kind == K_ALLGATHER ? PENNY_SUM : penny_op(c->op);
+	int cap, algo, why = may_run(p, c, pdt, pop, &cap, cg, res);
+	size_t n, bytes;
 
 	if (why == -2)
 		return 1;
-	/* one thread's ranks come in groups alone, each rank's launch on its way */
-	if (why == WHY_PENNY && group_depth && !p->together)
-		why = WHY_GROUP;
-	if (why == WHY_PENNY && count > SIZE_MAX / 16 / (size_t)p->n)
+	n = c->kind == K_ALLREDUCE || why ? 1 : (size_t)p->n;
+	if (why == WHY_PENNY && c->count > SIZE_MAX / 16 / n)
 		why = WHY_ARGS;
 	if (why) {
 		if (why > 0)
-			tell(p, kind, why, 0);
+			tell(p, c->kind, why, 0);
 		return 0;
 	}
-	bytes = count * (size_t)p->n * (size_t)penny_data_size(pdt);
-	algo = P->select(p->be, count * (size_t)p->n, pdt, pop, PENNY_ALGO_AUTO);
-	why = size_rule(bytes, algo, st, &cap);
-	if (why) {
-		tell(p, kind, why, bytes);
+	bytes = c->count * n * (size_t)penny_data_size(pdt);
+	algo = P->select(p->be, c->count * n, pdt, pop, PENNY_ALGO_AUTO);
+	why = size_rule(bytes, algo, c->st, &cap);
+	tell(p, c->kind, why, bytes);
+	if (why)
 		return 0;
-	}
-	tell(p, kind, WHY_PENNY, bytes);
-	ctx_enter(cg);
-	if (kind == K_REDUCE_SCATTER)
-		ret = P->reduce_scatter(p->be, s, r, count, pdt, pop, st ? (void *)st : STREAM_LEGACY);
-	else
-		ret = P->allgather_stream(p->be, s, r, count, pdt, st ? (void *)st : STREAM_LEGACY);
-	if (ret) {
-		*res = failed(p, kind, ret);
+	/* no room to keep it: at once, as every rank's call of it is penny's */
+	if (group_depth && !later_add(c))
 		return 1;
-	}
-	p->last = st;
-	p->used = 1;
+	*res = enqueue(p, c, algo, cap, cg);
 	return 1;
 }
 
-/* Whether penny takes a call of kind on comm (1: *res is its answer), or
- * NCCL runs it (0). */
-static int taken(ncclComm_t comm, int kind, const void *s, void *r, size_t count,
-		 ncclDataType_t dt, ncclRedOp_t op, cudaStream_t st, ncclResult_t *res)
+/* Whether penny takes c (1: *res is its answer), or NCCL runs it (0). */
+static int taken(const struct call *c, ncclResult_t *res)
 {
-	struct pcomm *p = hold(comm);
+	struct pcomm *p = hold(c->comm);
 	struct ctx_guard cg = { p ? pn_cudrv_get() : NULL, NULL, 0, 0 };
 	int yes;
 
@@ -1162,44 +1092,81 @@ static int taken(ncclComm_t comm, int kind, const void *s, void *r, size_t count
 		return 0;
 	p->hs_res = ncclSuccess;
 	p->hs_why[0] = 0;
-	yes = kind == K_ALLREDUCE ? penny_allreduce(p, s, r, count, dt, op, st, &cg, res)
-				  : penny_coll(p, kind, s, r, count, dt, op, st, &cg, res);
+	yes = penny_call(p, c, &cg, res);
 	ctx_leave(&cg);
 	unhold(p);
 	return yes;
 }
 
+/*
+ * A call penny took inside a group, at the group's end: not run where its
+ * communicator went meanwhile (destroyed, aborted or revoked inside the
+ * group: NCCL's group would use it after it is gone), or has penny's
+ * error since (an earlier call of the group failed).
+ */
+ncclResult_t run_later(const struct call *c)
+{
+	struct pcomm *p = hold(c->comm);
+	struct ctx_guard cg = { pn_cudrv_get(), NULL, 0, 0 };
+	ncclResult_t res;
+
+	if (!p || __atomic_load_n(&p->revoked, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&p->state, __ATOMIC_ACQUIRE) != PC_ON) {
+		say("%s of communicator %p in a group not run: the communicator was destroyed, "
+		    "aborted or revoked before the group's end", kind_name[c->kind], (void *)c->comm);
+		unhold(p);
+		return ncclInvalidUsage;
+	}
+	p->hs_res = ncclSuccess;
+	p->hs_why[0] = 0;
+	res = __atomic_load_n(&p->err, __ATOMIC_ACQUIRE);
+	if (res == ncclSuccess)
+		res = enqueue(p, c, -1, 1, &cg);
+	ctx_leave(&cg);
+	unhold(p);
+	return res;
+}
+
+ncclResult_t nccl_call(const struct call *c)
+{
+	if (c->kind == K_REDUCE_SCATTER)
+		return seen(R.ncclReduceScatter(c->s, c->r, c->count, c->dt, c->op, c->comm, c->st));
+	if (c->kind == K_ALLGATHER)
+		return seen(R.ncclAllGather(c->s, c->r, c->count, c->dt, c->comm, c->st));
+	return seen(R.ncclAllReduce(c->s, c->r, c->count, c->dt, c->op, c->comm, c->st));
+}
+
 EXPORT ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t dt,
 				  ncclRedOp_t op, ncclComm_t comm, cudaStream_t st)
 {
+	struct call c = { comm, K_ALLREDUCE, s, r, count, dt, op, st };
 	ncclResult_t res;
 
 	if (!real())
 		return ncclSystemError;
-	return taken(comm, K_ALLREDUCE, s, r, count, dt, op, st, &res)
-		       ? res : seen(R.ncclAllReduce(s, r, count, dt, op, comm, st));
+	return taken(&c, &res) ? res : nccl_call(&c);
 }
 
 EXPORT ncclResult_t ncclReduceScatter(const void *s, void *r, size_t count, ncclDataType_t dt,
 				      ncclRedOp_t op, ncclComm_t comm, cudaStream_t st)
 {
+	struct call c = { comm, K_REDUCE_SCATTER, s, r, count, dt, op, st };
 	ncclResult_t res;
 
 	if (!real())
 		return ncclSystemError;
 	if (!R.ncclReduceScatter)
 		return lacks("ncclReduceScatter");
-	return taken(comm, K_REDUCE_SCATTER, s, r, count, dt, op, st, &res)
-		       ? res : seen(R.ncclReduceScatter(s, r, count, dt, op, comm, st));
+	return taken(&c, &res) ? res : nccl_call(&c);
 }
 
 EXPORT ncclResult_t ncclAllGather(const void *s, void *r, size_t count, ncclDataType_t dt,
 				  ncclComm_t comm, cudaStream_t st)
 {
+	struct call c = { comm, K_ALLGATHER, s, r, count, dt, ncclSum, st };
 	ncclResult_t res;
 
 	if (!real())
 		return ncclSystemError;
-	return taken(comm, K_ALLGATHER, s, r, count, dt, ncclSum, st, &res)
-		       ? res : seen(R.ncclAllGather(s, r, count, dt, comm, st));
+	return taken(&c, &res) ? res : nccl_call(&c);
 }

@@ -23,6 +23,7 @@
 struct real_nccl {
 #define X(name, params, args) ncclResult_t(*name) params;
 	NCCL_FORWARDS(X)
+	NCCL_ENQUEUES(X)
 	NCCL_OWN(X)
 #undef X
 	const char *(*ncclGetErrorString)(ncclResult_t r);
@@ -33,6 +34,7 @@ extern struct real_nccl R;
  * call it lacks. */
 int real(void);
 ncclResult_t lacks(const char *name);
+extern char real_err[512];	/* why not */
 /* This thread's depth of ncclGroupStart (NCCL's groups are a thread's own). */
 extern _Thread_local int group_depth;
 
@@ -143,8 +145,11 @@ struct pcomm {
 /* interpose.c: a communicator in the table, in state st (NULL: no memory,
  * NCCL runs it); its state held for a call (NULL: not in the table) and let
  * go; penny's set-up beside it (once: a communicator no longer pending is
- * left as it is); NCCL's ncclCommGetAsyncError (nonzero: the call failed). */
+ * left as it is); NCCL's ncclCommGetAsyncError (nonzero: the call failed);
+ * the thread's CUDA context into *was (1: to be given back after penny's
+ * work). */
 struct pcomm *add(ncclComm_t c, int st);
+int ctx_keep(const struct pn_cudrv *cu, CUcontext *was);
 struct pcomm *hold(ncclComm_t c);
 void unhold(struct pcomm *p);
 ncclResult_t attach(struct pcomm *p);
@@ -172,6 +177,7 @@ void born_settle(int made);
  * (seen(): every result of the real NCCL's passes it), else 0.
  */
 ncclResult_t errno_result(int ret);
+extern int penny_errs;		/* set_err's calls, of every communicator */
 ncclResult_t set_err(struct pcomm *p, ncclResult_t res, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int last_error(char *buf, size_t len);
@@ -182,6 +188,29 @@ static inline ncclResult_t seen(ncclResult_t r)
 		__atomic_store_n(&penny_last, 0, __ATOMIC_RELAXED);
 	return r;
 }
+
+/*
+ * One call of penny's kinds (K_*) as the caller made it (op: the
+ * allreduce's and the reduce-scatter's).  Inside a group, a call penny
+ * takes runs at the group's end, as NCCL's grouped calls do (together.c
+ * keeps them): interpose.c's run_later runs one there (ncclSuccess or
+ * what failed), nccl_call gives one to the real NCCL (an
+ * ncclGroupSimulateEnd's group: NCCL simulates it, nothing runs).
+ */
+struct call {
+	ncclComm_t comm;
+	int kind;
+	const void *s;
+	void *r;
+	size_t count;
+	ncclDataType_t dt;
+	ncclRedOp_t op;
+	cudaStream_t st;
+};
+ncclResult_t run_later(const struct call *c);
+ncclResult_t nccl_call(const struct call *c);
+/* together.c: c kept for this thread's group's end (0; -1: no memory). */
+int later_add(const struct call *c);
 
 /* penny_host_v1.allgather: ncclAllGather on the real communicator. */
 int hs_allgather(void *ctx, const void *mine, void *all, size_t len);

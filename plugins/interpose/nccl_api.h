@@ -2,7 +2,8 @@
 /*
  * The part of NCCL's C API (nccl.h of NCCL 2.28) that the interposer
  * exports, declared here so that nothing of NCCL is needed at build time.
- * Types and values are NCCL's; the list of forwarded calls is NCCL_FORWARDS
+ * Types and values are NCCL's; the lists of forwarded calls are NCCL_FORWARDS
+ * and NCCL_ENQUEUES
  * (interpose.c defines the calls it changes itself).
  */
 #ifndef PENNY_NCCL_API_H
@@ -72,7 +73,15 @@ typedef struct {
 #define NCCL_SPLIT_NOCOLOR (-1)
 #define NCCL_SHRINK_ABORT 0x01
 
-typedef struct ncclSimInfo ncclSimInfo_t;
+/* ncclGroupSimulateEnd's (NCCL_SIM_INFO_INITIALIZER: its size, the magic,
+ * NCCL's version, estimatedTime undefined). */
+typedef struct {
+	size_t size;
+	unsigned int magic;	/* NCCL_SIM_INFO_MAGIC */
+	unsigned int version;
+	float estimatedTime;
+} ncclSimInfo_t;
+#define NCCL_SIM_INFO_MAGIC 0x74685283u
 typedef struct ncclWaitSignalDesc ncclWaitSignalDesc_t;
 typedef int ncclCommMemStat_t;
 
@@ -80,8 +89,8 @@ typedef int ncclCommMemStat_t;
  * Calls passed to the real NCCL unchanged: X(name, (parameters), (arguments)).
  * Each one is exported; with LD_PRELOAD a call the interposer does not
  * export goes straight to the real NCCL anyway, installed as libnccl.so.2
- * it would be missing, so this list is NCCL 2.28's whole C API less what
- * interpose.c defines.
+ * it would be missing, so this list, NCCL_ENQUEUES and NCCL_OWN are NCCL
+ * 2.28's whole C API.
  */
 #define NCCL_FORWARDS(X)                                                                           \
 	X(ncclMemAlloc, (void **ptr, size_t size), (ptr, size))                                    \
@@ -108,7 +117,15 @@ typedef int ncclCommMemStat_t;
 	  (ncclRedOp_t * op, void *scalar, ncclDataType_t dt, ncclScalarResidence_t res,           \
 	   ncclComm_t comm),                                                                       \
 	  (op, scalar, dt, res, comm))                                                             \
-	X(ncclRedOpDestroy, (ncclRedOp_t op, ncclComm_t comm), (op, comm))                         \
+	X(ncclRedOpDestroy, (ncclRedOp_t op, ncclComm_t comm), (op, comm))
+
+/*
+ * The other calls that enqueue work on a communicator (each has a
+ * parameter comm): passed on unchanged but where the communicator has
+ * penny's error, which NCCL answers them with as after its own (NCCL's
+ * ncclCommEnsureReady).
+ */
+#define NCCL_ENQUEUES(X)                                                                           \
 	X(ncclReduce,                                                                              \
 	  (const void *s, void *r, size_t count, ncclDataType_t dt, ncclRedOp_t op, int root,      \
 	   ncclComm_t comm, cudaStream_t st),                                                      \
@@ -194,6 +211,7 @@ typedef int ncclCommMemStat_t;
 
 #define NCCL_DECLARE(name, params, args) ncclResult_t name params;
 NCCL_FORWARDS(NCCL_DECLARE)
+NCCL_ENQUEUES(NCCL_DECLARE)
 NCCL_OWN(NCCL_DECLARE)
 #undef NCCL_DECLARE
 const char *ncclGetErrorString(ncclResult_t result);

@@ -2,7 +2,8 @@
 /*
  * The interposer's settings (PENNY_NCCL*, man/penny-nccl.7), read once
  * (PENNY_NCCL also at each communicator's set-up), its one-line messages
- * and the errors it reports (man/penny-nccl.7, ERRORS).
+ * and the errors it reports (man/penny-nccl.7, ERRORS): ncclCommGetAsyncError
+ * and ncclGetLastError.
  */
 #include "interpose.h"
 
@@ -15,6 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#define EXPORT __attribute__((visibility("default")))
 
 int debug_on;
 
@@ -189,7 +193,7 @@ ncclResult_t errno_result(int ret)
  * call of the real NCCL's failed since (seen() clears it). */
 static pthread_mutex_t last_lock = PTHREAD_MUTEX_INITIALIZER;
 static char last_line[sizeof(((struct pcomm *)0)->errmsg) + 16];
-int penny_last;
+int penny_last, penny_errs;
 
 ncclResult_t set_err(struct pcomm *p, ncclResult_t res, const char *fmt, ...)
 {
@@ -202,6 +206,7 @@ ncclResult_t set_err(struct pcomm *p, ncclResult_t res, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(p->errmsg, sizeof(p->errmsg), fmt, ap);
 	va_end(ap);
+	__atomic_add_fetch(&penny_errs, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&p->err, res, __ATOMIC_RELEASE);
 	say("rank %d: %s", p->rank, p->errmsg);
 	pthread_mutex_lock(&last_lock);
@@ -293,4 +298,84 @@ void tell_new(ncclComm_t c, const char *how, int n, int all_here)
 		say("NCCL runs communicator %p (%s: %d ranks) until its first ncclAllReduce, "
 		    "ncclReduceScatter or ncclAllGather outside a group and a graph capture, where "
 		    "penny's set-up decides", (void *)c, how, n);
+}
+
+/*
+ * Whether ncclCommGetAsyncError asks the plugin about penny's kernels now:
+ * at most once a millisecond (the plugin's own poll is no more frequent).
+ * PyTorch asks at every collective, NCCL's too, and each time the plugin
+ * was asked, the thread's context was kept and given back: two driver
+ * calls on every eager call of a communicator penny set up.
+ */
+static int poll_due(struct pcomm *p)
+{
+	struct timespec t;
+	uint64_t now;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	now = (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+	if (now < __atomic_load_n(&p->poll_next, __ATOMIC_RELAXED))
+		return 0;
+	__atomic_store_n(&p->poll_next, now + 1000000ull, __ATOMIC_RELAXED);
+	return 1;
+}
+
+EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *err)
+{
+	struct pcomm *p;
+	ncclResult_t r, mine;
+	CUcontext was;
+	int ret, back;
+
+	if (!real())
+		return ncclSystemError;
+	r = seen(R.ncclCommGetAsyncError(comm, err));
+	/* penny's error once there is one, also while a call of NCCL's is in
+	 * progress (the communicator wants an abort, which may come at once) */
+	if (r == ncclSuccess && err && (*err == ncclSuccess || *err == ncclInProgress) &&
+	    (p = hold(comm))) {
+		/* what penny's kernels found since (a peer that never came) */
+		ret = 0;
+		if (*err == ncclSuccess && !__atomic_load_n(&p->err, __ATOMIC_ACQUIRE) &&
+		    !__atomic_load_n(&p->revoked, __ATOMIC_ACQUIRE) &&
+		    __atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PC_ON && PLUGIN_HAS(async_error) &&
+		    poll_due(p)) {
+			back = ctx_keep(p->cu, &was);
+			ret = P->async_error(p->be);
+			if (back)
+				p->cu->CtxSetCurrent(was);
+		}
+		/* buffers that differ between the ranks are the caller's misuse */
+		if (ret)
+			set_err(p, ret == -EINVAL ? ncclInvalidUsage : ncclRemoteError,
+				"penny's allreduce failed: %s", P->errmsg());
+		if ((mine = __atomic_load_n(&p->err, __ATOMIC_ACQUIRE)))
+			*err = mine;
+		unhold(p);
+	}
+	return r;
+}
+
+/*
+ * comm's error where penny's call failed on it; else penny's line while
+ * it is the process's last error (NCCL's ncclGetLastError is the
+ * process's, whatever comm: frameworks pass NULL), else NCCL's.
+ */
+EXPORT const char *ncclGetLastError(ncclComm_t comm)
+{
+	static _Thread_local char last[sizeof(((struct pcomm *)0)->errmsg) + 16];
+	struct pcomm *p;
+	int mine = 0;
+
+	if (!real())
+		return real_err;
+	if ((p = hold(comm))) {
+		/* errmsg is written once, before err */
+		if ((mine = __atomic_load_n(&p->err, __ATOMIC_ACQUIRE) != ncclSuccess))
+			snprintf(last, sizeof(last), "%s", p->errmsg);
+		unhold(p);
+	}
+	if (mine || last_error(last, sizeof(last)))
+		return last;
+	return R.ncclGetLastError ? R.ncclGetLastError(comm) : "";
 }

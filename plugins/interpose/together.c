@@ -12,7 +12,9 @@
  * such a communicator lives in another process, so no other process waits
  * on a set-up that would come later.  Calls inside groups on them are then
  * penny's as the plugin's kernels are enqueued without the host (the
- * caller's thread only launches them, one rank after another).
+ * caller's thread only launches them, one rank after another, at the
+ * group's end).  The group calls are here: the calls penny takes inside a
+ * group run at its end.
  */
 #define _GNU_SOURCE
 #include "interpose.h"
@@ -41,9 +43,9 @@ static _Thread_local int nborn, born_room;
  * stay as they are (pending: whoever calls them sets them up, or destroys
  * them; the list holds no reference to them).
  */
-static pthread_key_t born_key;
+static pthread_key_t born_key, later_key;
 static pthread_once_t born_once = PTHREAD_ONCE_INIT;
-static int born_keyed;
+static int born_keyed, later_keyed;
 
 static void born_gone(void *list)
 {
@@ -53,6 +55,7 @@ static void born_gone(void *list)
 static void born_key_make(void)
 {
 	born_keyed = !pthread_key_create(&born_key, born_gone);
+	later_keyed = !pthread_key_create(&later_key, born_gone);
 }
 
 /* The library unloaded (dlclose): no thread's exit may call born_gone. */
@@ -60,6 +63,8 @@ __attribute__((destructor)) static void born_key_drop(void)
 {
 	if (born_keyed)
 		pthread_key_delete(born_key);
+	if (later_keyed)
+		pthread_key_delete(later_key);
 }
 
 /* born (NULL: none) as the thread's list for born_gone. */
@@ -87,6 +92,115 @@ void born_add(ncclComm_t c, const ncclUniqueId *id, int rank, int n, const char 
 		return;
 	}
 	born[nborn++] = (struct born){ .c = c, .id = *id, .rank = rank, .n = n, .how = how };
+}
+
+/*
+ * Calls penny took inside this thread's group (a framework's coalesced
+ * calls, nccl-tests' -g N), kept for the group's outermost end, where they
+ * run after NCCL's own, as NCCL runs its grouped calls there (work the
+ * caller enqueues before ncclGroupEnd comes first), or, at an
+ * ncclGroupSimulateEnd, go to NCCL inside the group, which ends them with
+ * its own (simulated: nothing runs).  A thread that ends inside its group
+ * leaves them to born_gone (never run, as NCCL's); the list stays for the
+ * thread's next group.
+ */
+#define LATER_MAX (1 << 16)
+static _Thread_local struct call *later;
+static _Thread_local int nlater, later_room;
+
+int later_add(const struct call *c)
+{
+	struct call *more;
+	int room = later_room ? 2 * later_room : 16;
+
+	if (nlater == later_room) {
+		if (room > LATER_MAX || !(more = realloc(later, (size_t)room * sizeof(*later))))
+			return -1;
+		later = more;
+		later_room = room;
+		pthread_once(&born_once, born_key_make);
+		if (later_keyed)
+			pthread_setspecific(later_key, later);
+	}
+	later[nlater++] = *c;
+	return 0;
+}
+
+/* The group's kept calls run (ncclSuccess or the first failure), or given
+ * to NCCL's group, still open (those of communicators gone: nothing). */
+static ncclResult_t later_flush(int run)
+{
+	ncclResult_t r, first = ncclSuccess;
+	struct pcomm *p;
+	int i, n = nlater;
+
+	nlater = 0;
+	for (i = 0; i < n; i++) {
+		r = ncclSuccess;
+		if (run)
+			r = run_later(&later[i]);
+		else if ((p = hold(later[i].comm))) {
+			r = nccl_call(&later[i]);
+			unhold(p);
+		}
+		if (first == ncclSuccess && r != ncclSuccess && r != ncclInProgress)
+			first = r;
+	}
+	return first;
+}
+
+EXPORT ncclResult_t ncclGroupStart(void)
+{
+	ncclResult_t r;
+
+	if (!real())
+		return ncclSystemError;
+	r = seen(R.ncclGroupStart());
+	if (r == ncclSuccess)
+		group_depth++;
+	return r;
+}
+
+EXPORT ncclResult_t ncclGroupEnd(void)
+{
+	ncclResult_t r, mine;
+
+	if (!real())
+		return ncclSystemError;
+	if (group_depth > 0)
+		group_depth--;
+	r = seen(R.ncclGroupEnd());
+	if (group_depth)
+		return r;
+	/* the communicators made in the group are made now (or failed) */
+	born_settle(r == ncclSuccess);
+	mine = nlater ? later_flush(1) : ncclSuccess;
+	return mine != ncclSuccess && (r == ncclSuccess || r == ncclInProgress) ? mine : r;
+}
+
+/*
+ * Closes the group as ncclGroupEnd does, where the calls penny took in it
+ * go to NCCL's group first: NCCL ends it as its own, simulating them
+ * (nothing runs, nothing written; its estimate counts them), or running
+ * them where it runs the group (no simInfo, non-blocking communicators), or
+ * dropping them where it refuses the simInfo.
+ */
+EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *info)
+{
+	ncclResult_t r, mine = ncclSuccess;
+
+	if (!real())
+		return ncclSystemError;
+	if (!R.ncclGroupSimulateEnd)
+		return lacks("ncclGroupSimulateEnd");
+	if (group_depth > 0)
+		group_depth--;
+	if (!group_depth && nlater)
+		mine = later_flush(0);
+	r = seen(R.ncclGroupSimulateEnd(info));
+	if (!group_depth)
+		born_settle(0);
+	return mine != ncclSuccess && r == ncclSuccess ? mine : r;
 }
 
 /* The set-up of one rank, once every rank's thread exists (go 1; -1: no

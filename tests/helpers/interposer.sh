@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Sourced by the NCCL interposer's tests (t0610-t0612) after tests/lib.sh:
+# Sourced by the NCCL interposer's tests (t0610-t0613) after tests/lib.sh:
 # the fake NCCL and CUDA driver, the test cuda plugin and nccl-caller.
 #   ip CMD...      CMD with libpenny-nccl.so preloaded over the fakes
 #                  (PLUGIN: penny's backend, LIMIT: seconds, 120)

@@ -12,15 +12,20 @@
  * ranks that never come gives up after PENNY_FAKE_NCCL_TIMEOUT s.  As
  * NCCL's checks answer: a destroyed or aborted communicator gets
  * ncclInvalidArgument for every later call (drop()), a non-blocking one
- * while its last call is in progress (ready()), a config not from
+ * while its last call is in progress (ready(); its finalize and destroy
+ * too, and those of one with an async error get that error, as NCCL's
+ * ncclCommEnsureReady answers), a config not from
  * NCCL_CONFIG_INITIALIZER or with blocking other than 0 or 1 too.  Reductions
  * (ncclAllReduce, ncclReduceScatter, ncclReduce): int8, uint8, int32, uint32, int64,
  * uint64, float, double with sum, prod, max, min and avg; others (half,
  * bfloat16, fp8, PreMulSum ops) are logged and answered ncclInvalidArgument.
+ * Collectives inside a group are checked and logged at the call (marked
+ * "(grouped)") and run at the group's end, in call order (later_flush), as
+ * NCCL's;
  * ncclSend and ncclRecv are matched at the end of their group (p2p_flush),
  * their data read and delivered in an order NCCL may take; groups are a
- * thread's own, as NCCL's (ncclGroupSimulateEnd ends one, running none of
- * its sends and receives).  ncclCommInitRank inside a group joins at its
+ * thread's own, as NCCL's (ncclGroupSimulateEnd with a simInfo ends one,
+ * running none of its collectives, sends and receives).  ncclCommInitRank inside a group joins at its
  * end (join_flush), so one thread may make every rank of an id.  ncclCommInitAll makes its communicators in one
  * process, to be used by a thread each (a collective waits for every rank);
  * ncclCommShrink and ncclCommGrow make theirs on files named after the
@@ -448,21 +453,32 @@ EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devli
 	return r;
 }
 
+/* NCCL's ncclCommEnsureReady before a finalize or destroy: refused while the
+ * last call is in progress, or with the async error (nothing done). */
+static ncclResult_t settled(const struct ncclComm *c)
+{
+	return c->failed ? ncclRemoteError : now() < c->busy_until ? ncclInvalidArgument : ncclSuccess;
+}
+
 EXPORT ncclResult_t ncclCommFinalize(ncclComm_t c)
 {
 	if (!ok(c))
 		return ncclInvalidArgument;
 	logline(c->rank, "ncclCommFinalize");
-	return ncclSuccess;
+	return settled(c);
 }
 
 EXPORT ncclResult_t ncclCommDestroy(ncclComm_t c)
 {
+	ncclResult_t r;
+
 	if (!c)
 		return ncclSuccess;
 	if (!ok(c))
 		return ncclInvalidArgument;
 	logline(c->rank, "ncclCommDestroy");
+	if ((r = settled(c)) != ncclSuccess)
+		return r;
 	pending_check(c, "ncclCommDestroy");
 	drop(c, 1);
 	return ncclSuccess;
@@ -538,6 +554,45 @@ EXPORT const char *ncclGetLastError(ncclComm_t c)
 }
 
 static const size_t type_size[] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2 };
+
+/*
+ * A collective inside a group, checked, kept for the group's end (where
+ * later_flush runs it, unless an ncclGroupSimulateEnd ends the group);
+ * pend(): a destroy of its communicator before then is a use after free
+ * in NCCL (PENNY_FAKE_NCCL_STRICT).
+ */
+enum { L_ALLREDUCE, L_REDUCE_SCATTER, L_REDUCE, L_ALLGATHER, L_BROADCAST };
+struct later {
+	int kind, root;
+	const void *s;
+	void *r;
+	size_t count;
+	ncclDataType_t dt;
+	ncclRedOp_t op;
+	struct ncclComm *c;
+};
+#define MAX_LATER 256
+static _Thread_local struct later lq[MAX_LATER];
+static _Thread_local int nlq;
+
+/* The log's mark of a collective made inside a group (run at its end). */
+static const char *grouped(void)
+{
+	return group ? " (grouped)" : "";
+}
+
+static ncclResult_t later(int kind, const void *s, void *r, size_t count, ncclDataType_t dt,
+			  ncclRedOp_t op, int root, struct ncclComm *c)
+{
+	if (nlq == MAX_LATER)
+		return ncclInvalidUsage;
+	pend(c);
+	lq[nlq++] = (struct later){ .kind = kind, .root = root, .s = s, .r = r, .count = count,
+				    .dt = dt, .op = op, .c = c };
+	return ncclSuccess;
+}
+
+static ncclResult_t later_flush(void);
 static ncclResult_t gather(struct ncclComm *c, const char *send, size_t bytes, char *all,
 			   size_t stride);
 
@@ -669,7 +724,7 @@ EXPORT ncclResult_t ncclGroupStart(void)
  * dropped (NCCL's simulation runs nothing). */
 static ncclResult_t group_end(const char *name, int run)
 {
-	ncclResult_t r;
+	ncclResult_t r, r2;
 
 	logline(-1, "%s", name);
 	if (!group)
@@ -679,11 +734,15 @@ static ncclResult_t group_end(const char *name, int run)
 		return ncclSuccess;
 	npending = 0;
 	r = njoin ? join_flush() : ncclSuccess;
-	if (!run) {
+	if (!run || r != ncclSuccess) {
 		npq = 0;
 		pq_comm = NULL;
+		nlq = 0;
+		return r;
 	}
-	return r == ncclSuccess && run ? p2p_flush() : r;
+	r = later_flush();
+	r2 = p2p_flush();
+	return r != ncclSuccess ? r : r2;
 }
 
 EXPORT ncclResult_t ncclGroupEnd(void)
@@ -691,10 +750,24 @@ EXPORT ncclResult_t ncclGroupEnd(void)
 	return group_end("ncclGroupEnd", 1);
 }
 
+/* NCCL's: without info the group ends as at ncclGroupEnd (NCCL runs it);
+ * info not from NCCL_SIM_INFO_INITIALIZER: ncclInvalidArgument, the group
+ * dropped; else nothing runs, and estimatedTime is 1 us a collective of the
+ * group (so that tests count what NCCL simulated). */
 EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *info)
 {
-	(void)info;
-	return group_end("ncclGroupSimulateEnd", 0);
+	int outer = group == 1, calls = nlq;
+	ncclResult_t r;
+
+	if (!info)
+		return group_end("ncclGroupSimulateEnd", 1);
+	r = group_end("ncclGroupSimulateEnd", 0);
+	if (r != ncclSuccess || !outer)
+		return r;
+	if (info->magic != NCCL_SIM_INFO_MAGIC)
+		return ncclInvalidArgument;
+	info->estimatedTime = (float)calls;
+	return ncclSuccess;
 }
 
 static ncclResult_t p2p_post(int send, const void *s, void *r, size_t count, ncclDataType_t dt,
@@ -810,17 +883,13 @@ static int reducible(const struct ncclComm *c, const void *s, const void *recv, 
 	       dt != ncclBfloat16 && !(count && (!s || !recv)) && count <= (1u << 28);
 }
 
-EXPORT ncclResult_t ncclAllReduce(const void *s, void *recv, size_t count, ncclDataType_t dt,
-				  ncclRedOp_t op, ncclComm_t c, cudaStream_t st)
+static ncclResult_t allreduce_run(const void *s, void *recv, size_t count, ncclDataType_t dt,
+				  ncclRedOp_t op, struct ncclComm *c)
 {
 	size_t es;
 	char *all;
 	ncclResult_t ret;
 
-	(void)st;
-	logline(ok(c) ? c->rank : -1, "ncclAllReduce %zu %d %d", count, (int)dt, (int)op);
-	if (!reducible(c, s, recv, count, dt, op))
-		return ncclInvalidArgument;
 	if (!count)
 		return ncclSuccess;
 	es = type_size[dt];
@@ -834,19 +903,27 @@ EXPORT ncclResult_t ncclAllReduce(const void *s, void *recv, size_t count, ncclD
 	return progress(c, ret);
 }
 
+EXPORT ncclResult_t ncclAllReduce(const void *s, void *recv, size_t count, ncclDataType_t dt,
+				  ncclRedOp_t op, ncclComm_t c, cudaStream_t st)
+{
+	(void)st;
+	logline(ok(c) ? c->rank : -1, "ncclAllReduce %zu %d %d%s", count, (int)dt, (int)op, grouped());
+	if (!reducible(c, s, recv, count, dt, op))
+		return ncclInvalidArgument;
+	if (group)
+		return later(L_ALLREDUCE, s, recv, count, dt, op, 0, c);
+	return allreduce_run(s, recv, count, dt, op, c);
+}
+
 /* recv (count elements) := op over the ranks of block rank of s (c->n blocks). */
-EXPORT ncclResult_t ncclReduceScatter(const void *s, void *recv, size_t count, ncclDataType_t dt,
-				      ncclRedOp_t op, ncclComm_t c, cudaStream_t st)
+static ncclResult_t reduce_scatter_run(const void *s, void *recv, size_t count, ncclDataType_t dt,
+				       ncclRedOp_t op, struct ncclComm *c)
 {
 	size_t es, block;
 	char *all;
 	ncclResult_t ret;
 	int r;
 
-	(void)st;
-	logline(ok(c) ? c->rank : -1, "ncclReduceScatter %zu %d %d", count, (int)dt, (int)op);
-	if (!reducible(c, s, recv, count, dt, op))
-		return ncclInvalidArgument;
 	if (!count)
 		return ncclSuccess;
 	es = type_size[dt];
@@ -864,19 +941,27 @@ EXPORT ncclResult_t ncclReduceScatter(const void *s, void *recv, size_t count, n
 	return progress(c, ret);
 }
 
+EXPORT ncclResult_t ncclReduceScatter(const void *s, void *recv, size_t count, ncclDataType_t dt,
+				      ncclRedOp_t op, ncclComm_t c, cudaStream_t st)
+{
+	(void)st;
+	logline(ok(c) ? c->rank : -1, "ncclReduceScatter %zu %d %d%s", count, (int)dt, (int)op,
+		grouped());
+	if (!reducible(c, s, recv, count, dt, op))
+		return ncclInvalidArgument;
+	if (group)
+		return later(L_REDUCE_SCATTER, s, recv, count, dt, op, 0, c);
+	return reduce_scatter_run(s, recv, count, dt, op, c);
+}
+
 /* On root, recv := op over the ranks of s; recv is not written elsewhere. */
-EXPORT ncclResult_t ncclReduce(const void *s, void *recv, size_t count, ncclDataType_t dt,
-			       ncclRedOp_t op, int root, ncclComm_t c, cudaStream_t st)
+static ncclResult_t reduce_run(const void *s, void *recv, size_t count, ncclDataType_t dt,
+			       ncclRedOp_t op, int root, struct ncclComm *c)
 {
 	size_t es;
 	char *all, *out;
 	ncclResult_t ret;
 
-	(void)st;
-	logline(ok(c) ? c->rank : -1, "ncclReduce %zu %d %d %d", count, (int)dt, (int)op, root);
-	if (!reducible(c, s, s, count, dt, op) || root < 0 || root >= c->n ||
-	    (count && c->rank == root && !recv))
-		return ncclInvalidArgument;
 	if (!count)
 		return ncclSuccess;
 	es = type_size[dt];
@@ -893,30 +978,42 @@ EXPORT ncclResult_t ncclReduce(const void *s, void *recv, size_t count, ncclData
 	return progress(c, ret);
 }
 
+EXPORT ncclResult_t ncclReduce(const void *s, void *recv, size_t count, ncclDataType_t dt,
+			       ncclRedOp_t op, int root, ncclComm_t c, cudaStream_t st)
+{
+	(void)st;
+	logline(ok(c) ? c->rank : -1, "ncclReduce %zu %d %d %d%s", count, (int)dt, (int)op, root,
+		grouped());
+	if (!reducible(c, s, s, count, dt, op) || root < 0 || root >= c->n ||
+	    (count && c->rank == root && !recv))
+		return ncclInvalidArgument;
+	if (group)
+		return later(L_REDUCE, s, recv, count, dt, op, root, c);
+	return reduce_run(s, recv, count, dt, op, root, c);
+}
+
 EXPORT ncclResult_t ncclAllGather(const void *s, void *recv, size_t count, ncclDataType_t dt,
 				  ncclComm_t c, cudaStream_t st)
 {
 	size_t bytes;
 
 	(void)st;
-	logline(ok(c) ? c->rank : -1, "ncclAllGather %zu %d", count, (int)dt);
+	logline(ok(c) ? c->rank : -1, "ncclAllGather %zu %d%s", count, (int)dt, grouped());
 	if (!ready(c) || (unsigned)dt >= 10 || (count && (!s || !recv)) || count > (1u << 28))
 		return ncclInvalidArgument;
+	if (group)
+		return later(L_ALLGATHER, s, recv, count, dt, ncclSum, 0, c);
 	bytes = count * type_size[dt];
 	return progress(c, gather(c, s, bytes, recv, bytes));
 }
 
-EXPORT ncclResult_t ncclBroadcast(const void *s, void *recv, size_t count, ncclDataType_t dt,
-				  int root, ncclComm_t c, cudaStream_t st)
+static ncclResult_t broadcast_run(const void *s, void *recv, size_t count, ncclDataType_t dt,
+				  int root, struct ncclComm *c)
 {
 	size_t bytes;
 	char *all;
 	ncclResult_t ret;
 
-	(void)st;
-	logline(ok(c) ? c->rank : -1, "ncclBroadcast %zu %d %d", count, (int)dt, root);
-	if (!ready(c) || (unsigned)dt >= 10 || root < 0 || root >= c->n || count > (1u << 28))
-		return ncclInvalidArgument;
 	bytes = count * type_size[dt];
 	all = malloc(bytes * (size_t)c->n + 1);
 	if (!all)
@@ -925,6 +1022,48 @@ EXPORT ncclResult_t ncclBroadcast(const void *s, void *recv, size_t count, ncclD
 	if (ret == ncclSuccess)
 		memcpy(recv, all + (size_t)root * bytes, bytes);
 	free(all);
+	return ret;
+}
+
+EXPORT ncclResult_t ncclBroadcast(const void *s, void *recv, size_t count, ncclDataType_t dt,
+				  int root, ncclComm_t c, cudaStream_t st)
+{
+	(void)st;
+	logline(ok(c) ? c->rank : -1, "ncclBroadcast %zu %d %d%s", count, (int)dt, root, grouped());
+	if (!ready(c) || (unsigned)dt >= 10 || root < 0 || root >= c->n || count > (1u << 28))
+		return ncclInvalidArgument;
+	if (group)
+		return later(L_BROADCAST, s, recv, count, dt, ncclSum, root, c);
+	return broadcast_run(s, recv, count, dt, root, c);
+}
+
+/* The group's collectives, in call order (the first failure is the group's;
+ * one of a communicator destroyed since: ncclInvalidArgument). */
+static ncclResult_t later_flush(void)
+{
+	ncclResult_t r, ret = ncclSuccess;
+	int i, n = nlq;
+
+	nlq = 0;
+	for (i = 0; i < n; i++) {
+		const struct later *l = &lq[i];
+
+		if (!ok(l->c))
+			r = ncclInvalidArgument;
+		else if (l->kind == L_ALLREDUCE)
+			r = allreduce_run(l->s, l->r, l->count, l->dt, l->op, l->c);
+		else if (l->kind == L_REDUCE_SCATTER)
+			r = reduce_scatter_run(l->s, l->r, l->count, l->dt, l->op, l->c);
+		else if (l->kind == L_REDUCE)
+			r = reduce_run(l->s, l->r, l->count, l->dt, l->op, l->root, l->c);
+		else if (l->kind == L_ALLGATHER)
+			r = progress(l->c, gather(l->c, l->s, l->count * type_size[l->dt], l->r,
+						  l->count * type_size[l->dt]));
+		else
+			r = broadcast_run(l->s, l->r, l->count, l->dt, l->root, l->c);
+		if (ret == ncclSuccess || ret == ncclInProgress)
+			ret = r == ncclSuccess ? ret : r;
+	}
 	return ret;
 }
 

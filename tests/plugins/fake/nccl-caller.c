@@ -124,6 +124,18 @@
  *   shrinkabort  as revoke, but an ncclCommShrink with NCCL_SHRINK_ABORT
  *              (none excluded) on the parent, and an allreduce on the new
  *              communicator, checked
+ * NCCL's checks of a communicator and its groups (t0613):
+ *   errlater   after penny's async error (PENNY_FAKE_ASYNC_ERROR=1) every
+ *              call that enqueues work gets it (NCCL's own calls too), as
+ *              after NCCL's own error; nothing written
+ *   busyon     (non-blocking) an ncclReduce left in progress: NCCL refuses
+ *              the calls penny would take (ncclInvalidArgument); penny's
+ *              once ready
+ *   destroybusy (non-blocking) rank 0's destroy while an ncclReduce is in
+ *              progress is refused; both destroys once ready return at once
+ *   simulate   an allreduce penny would take in a group that
+ *              ncclGroupSimulateEnd ends: simulated by NCCL, not run;
+ *              nested groups; ncclGroupSimulateEnd(NULL) runs the group
  * peerdies, shrinkgrow, abortwait, setupfail and callfail run in processes
  * only.
  * args also gives ncclReduceScatter and ncclAllGather NCCL's cases.
@@ -723,6 +735,7 @@ static int teardown(int n, ncclUniqueId id)
 	int (*set)(void *) = cu ? (int (*)(void *))dlsym(cu, "cuCtxSetCurrent") : NULL;
 	int (*cur)(void **) = cu ? (int (*)(void **))dlsym(cu, "cuCtxGetCurrent") : NULL;
 	ncclConfig_t cfg = { sizeof(cfg), NCCL_CONFIG_MAGIC, 22809, 1 };
+	ncclSimInfo_t si = { sizeof(si), NCCL_SIM_INFO_MAGIC, 22809, 0 };
 	ncclComm_t comms[64];
 	ncclResult_t ae;
 	int r, k, t0;
@@ -732,7 +745,7 @@ static int teardown(int n, ncclUniqueId id)
 		return 1;
 	}
 	ncclGroupStart();
-	EXPECT(ncclGroupSimulateEnd(NULL) == ncclSuccess, "teardown: ncclGroupSimulateEnd failed");
+	EXPECT(ncclGroupSimulateEnd(&si) == ncclSuccess, "teardown: ncclGroupSimulateEnd failed");
 	ncclGroupStart();
 	for (r = 0; r < n; r++)
 		EXPECT(ncclCommInitRankConfig(&comms[r], n, id, r, &cfg) == ncclSuccess,
@@ -936,15 +949,22 @@ static int badinit(ncclComm_t comm, int rank, int n, ncclUniqueId id)
 static int groups(ncclComm_t comm, int rank, int n)
 {
 	int i, fails = 0, calls;
+	double *in_deep;
 
 	ANSWER(ncclGroupEnd(), ncclInvalidUsage, "ncclGroupEnd without ncclGroupStart");
 	ANSWER(ncclGroupSimulateEnd(NULL), ncclInvalidUsage,
 	       "ncclGroupSimulateEnd without ncclGroupStart");
 	for (i = 0; i < 10000; i++)
 		fails += ncclGroupStart() != ncclSuccess;
-	calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0); /* inside: NCCL's */
+	/* inside (NCCL's, or penny's where the ranks were made by one thread):
+	 * run at the outermost end */
+	in_deep = ar_input(rank, ncclFloat32, 100);
+	fails += ncclAllReduce(in_deep, in_deep, 100, ncclFloat32, ncclSum, comm, NULL) != ncclSuccess;
 	for (i = 0; i < 10000; i++)
 		fails += ncclGroupEnd() != ncclSuccess;
+	ar_check(rank, n, ncclFloat32, ncclSum, 100, in_deep);
+	free(in_deep);
+	calls = 1;
 	EXPECT(!fails, "rank %d: %d of 20000 nested ncclGroupStart and ncclGroupEnd failed", rank,
 	       fails);
 	ANSWER(ncclGroupEnd(), ncclInvalidUsage, "an extra ncclGroupEnd");
@@ -1065,9 +1085,12 @@ static int secondthread(ncclComm_t comm, int rank, int n)
 	int calls = 0, k;
 
 	for (k = 0; k < 2; k++) {
+		double *x = ar_input(rank, ncclFloat64, 1000);
+
 		ANSWER(ncclGroupStart(), ncclSuccess, "ncclGroupStart");
-		if (k)	/* one grouped call first: penny's, at once */
-			calls += one(comm, rank, n, ncclFloat64, ncclSum, 1000, 1, 0);
+		if (k)	/* one grouped call first: penny's, at the group's end */
+			ANSWER(ncclAllReduce(x, x, 1000, ncclFloat64, ncclSum, comm, NULL), ncclSuccess,
+			       "an allreduce in the group");
 		if (pthread_create(&t, NULL, side_main, &s)) {
 			printf("rank %d: no thread\n", rank);
 			exit(2);
@@ -1075,6 +1098,10 @@ static int secondthread(ncclComm_t comm, int rank, int n)
 		pthread_join(t, NULL);
 		calls += s.calls;
 		ANSWER(ncclGroupEnd(), ncclSuccess, "ncclGroupEnd after the other thread's call");
+		if (k)
+			ar_check(rank, n, ncclFloat64, ncclSum, 1000, x);
+		calls += k;
+		free(x);
 	}
 	return calls + one(comm, rank, n, ncclFloat32, ncclMax, 100, 0, 0);
 }
@@ -1303,7 +1330,13 @@ static int dogerr(ncclComm_t comm, int rank, int n)
 	pthread_join(t, NULL);
 	EXPECT(ncclCommGetAsyncError(comm, &ae) == ncclSuccess && ae == ncclRemoteError,
 	       "rank %d: async error %d after a kernel's timeout", rank, ae);
-	calls += one(comm, rank, n, ncclFloat32, ncclSum, 100, 1, 0);	/* NCCL's */
+	/* NCCL answers a call on a communicator with an error with that error */
+	{
+		float x[4] = { 1, 2, 3, 4 };
+
+		ANSWER(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, NULL), ncclRemoteError,
+		       "an allreduce after the error");
+	}
 	EXPECT(ncclCommAbort(comm) == ncclSuccess, "rank %d: abort failed", rank);
 	return calls;
 }
@@ -1404,6 +1437,176 @@ static int revoked(ncclComm_t comm, int rank, int n, int shrink)
 	return calls;
 }
 
+/*
+ * Round 4 (tests/cli/t0613-interposer-round4.sh): NCCL checks a
+ * communicator before a call's arguments (ncclCommEnsureReady), and runs
+ * a group's calls at its end.
+ */
+
+/* errlater: once penny's error is the communicator's async error
+ * (PENNY_FAKE_ASYNC_ERROR=1), its calls get that error, as after NCCL's
+ * own: nothing runs, nothing is written, inside a group too */
+static int errlater(ncclComm_t comm, int rank, int n)
+{
+	float x[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, y[8];
+	ncclResult_t ae = ncclSuccess;
+	int calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0), k;
+	double t0 = secs();
+	const char *line;
+
+	for (k = 0; k < 8; k++)
+		y[k] = -1;
+	while (ncclCommGetAsyncError(comm, &ae) == ncclSuccess && ae == ncclSuccess && secs() - t0 < 10)
+		sched_yield();
+	EXPECT(ae == ncclRemoteError, "rank %d: async error %d after a kernel's timeout", rank, ae);
+	ANSWER(ncclAllReduce(x, y, 4, ncclFloat32, ncclSum, comm, NULL), ncclRemoteError,
+	       "an allreduce after penny's error");
+	ANSWER(ncclReduceScatter(x, y, 2, ncclFloat32, ncclSum, comm, NULL), ncclRemoteError,
+	       "a reduce-scatter after penny's error");
+	ANSWER(ncclAllGather(x, y, 2, ncclFloat32, comm, NULL), ncclRemoteError,
+	       "an all-gather after penny's error");
+	ANSWER(ncclAllReduce(x, y, 4, (ncclDataType_t)99, ncclSum, comm, NULL), ncclRemoteError,
+	       "an allreduce of type 99 after penny's error (the communicator first)");
+	/* NCCL's other calls on it too */
+	ANSWER(ncclBroadcast(x, y, 4, ncclFloat32, 0, comm, NULL), ncclRemoteError,
+	       "a broadcast after penny's error");
+	ANSWER(ncclReduce(x, y, 4, ncclFloat32, ncclSum, 0, comm, NULL), ncclRemoteError,
+	       "a reduce after penny's error");
+	ANSWER(ncclSend(x, 4, ncclFloat32, (rank + 1) % n, comm, NULL), ncclRemoteError,
+	       "a send after penny's error");
+	ANSWER(ncclGroupStart(), ncclSuccess, "ncclGroupStart");
+	ANSWER(ncclAllReduce(x, y, 4, ncclFloat32, ncclSum, comm, NULL), ncclRemoteError,
+	       "an allreduce in a group after penny's error");
+	ANSWER(ncclGroupEnd(), ncclSuccess, "ncclGroupEnd");
+	for (k = 0; k < 8; k++)
+		EXPECT(y[k] == -1, "rank %d: a call after the error wrote element %d: %g", rank, k, y[k]);
+	line = ncclGetLastError(comm);
+	EXPECT(line && strstr(line, "penny's allreduce failed"), "rank %d: last error '%s'", rank,
+	       line ? line : "(null)");
+	EXPECT(ncclCommAbort(comm) == ncclSuccess, "rank %d: abort failed", rank);
+	return calls;
+}
+
+/* A bfloat16 sum of 1, 2, 3 on each rank (only penny runs bfloat16 here):
+ * its result, checked (2 ranks); *v: untouched where refused. */
+static ncclResult_t bf16_sum(ncclComm_t comm, int rank, int n, const char *what)
+{
+	uint16_t v[3] = { 0x3f80, 0x4000, 0x4040 };
+	ncclResult_t r = ncclAllReduce(v, v, 3, ncclBfloat16, ncclSum, comm, NULL);
+
+	if (r == ncclSuccess)
+		EXPECT(n != 2 || (v[0] == 0x4000 && v[1] == 0x4080 && v[2] == 0x40c0),
+		       "rank %d: %s: bfloat16 sum %04x %04x %04x", rank, what, v[0], v[1], v[2]);
+	else
+		EXPECT(v[0] == 0x3f80 && v[1] == 0x4000 && v[2] == 0x4040,
+		       "rank %d: %s: refused, but wrote %04x %04x %04x", rank, what, v[0], v[1], v[2]);
+	return r;
+}
+
+/* An ncclReduce (NCCL's) left in progress on a non-blocking communicator. */
+static void reduce_busy(ncclComm_t comm, int rank)
+{
+	float x[4] = { 1, 2, 3, 4 }, y[4];
+
+	ANSWER(ncclReduce(x, y, 4, ncclFloat32, ncclSum, 0, comm, NULL), ncclInProgress,
+	       "an ncclReduce on the non-blocking communicator");
+}
+
+static void wait_ready(ncclComm_t comm, int rank)
+{
+	ncclResult_t ae = ncclInProgress;
+
+	while (ncclCommGetAsyncError(comm, &ae) == ncclSuccess && ae == ncclInProgress)
+		;
+	EXPECT(ae == ncclSuccess, "rank %d: the communicator is %d once done", rank, ae);
+}
+
+/* busyon: a non-blocking communicator penny runs, whose NCCL call is still
+ * in progress (PENNY_FAKE_NCCL_BUSY_MS): NCCL refuses a call on it
+ * (ncclInvalidArgument), penny's kinds too; penny's once it is ready */
+static int busyon(ncclComm_t comm, int rank, int n)
+{
+	float x[4] = { 1, 2, 3, 4 }, y[2] = { -1, -1 };
+
+	ANSWER(bf16_sum(comm, rank, n, "the first"), ncclSuccess, "the first bfloat16 sum");
+	reduce_busy(comm, rank);
+	ANSWER(bf16_sum(comm, rank, n, "in progress"), ncclInvalidArgument,
+	       "a bfloat16 allreduce while NCCL's call is in progress");
+	ANSWER(ncclReduceScatter(x, y, 2, ncclFloat32, ncclSum, comm, NULL), ncclInvalidArgument,
+	       "a reduce-scatter while NCCL's call is in progress");
+	EXPECT(y[0] == -1 && y[1] == -1, "rank %d: the refused reduce-scatter wrote %g %g", rank,
+	       y[0], y[1]);
+	wait_ready(comm, rank);
+	ANSWER(bf16_sum(comm, rank, n, "once ready"), ncclSuccess, "a bfloat16 allreduce once ready");
+	return 2;
+}
+
+/* destroybusy: rank 0 destroys the non-blocking communicator while NCCL's
+ * call is in progress: NCCL refuses (ncclInvalidArgument), then takes it
+ * once ready; the peer's destroy, made once ready, returns at once, not
+ * after PENNY_NCCL_TIMEOUT (penny's release of rank 0 had run alone) */
+static int destroybusy(ncclComm_t comm, int rank, int n)
+{
+	double t0;
+
+	ANSWER(bf16_sum(comm, rank, n, "the first"), ncclSuccess, "the first bfloat16 sum");
+	reduce_busy(comm, rank);
+	if (rank == 0)
+		ANSWER(ncclCommDestroy(comm), ncclInvalidArgument,
+		       "ncclCommDestroy while NCCL's call is in progress");
+	wait_ready(comm, rank);
+	t0 = secs();
+	ANSWER(ncclCommDestroy(comm), ncclSuccess, "ncclCommDestroy once ready");
+	EXPECT(secs() - t0 < 5, "rank %d: ncclCommDestroy took %.1f s", rank, secs() - t0);
+	return 1;
+}
+
+/* simulate: an allreduce penny would take, in a group that
+ * ncclGroupSimulateEnd ends: NCCL simulates it (its estimate counts it),
+ * nothing runs or is written; in a nested group an inner
+ * ncclGroupSimulateEnd ends nothing, the outer ncclGroupEnd runs it; work
+ * the caller enqueues before ncclGroupEnd comes before a grouped call */
+static int simulate(ncclComm_t comm, int rank, int n)
+{
+	ncclSimInfo_t si = { sizeof(si), NCCL_SIM_INFO_MAGIC, 22809, -1 };
+	float x[7] = { 5, 5, 5, 5, 5, 5, 5 };
+	double *s;
+	int calls = one(comm, rank, n, ncclFloat32, ncclSum, 100, 0, 0), k;
+
+	ANSWER(ncclGroupStart(), ncclSuccess, "ncclGroupStart");
+	ANSWER(ncclAllReduce(x, x, 7, ncclFloat32, ncclSum, comm, NULL), ncclSuccess,
+	       "an allreduce in the simulated group");
+	ANSWER(ncclGroupSimulateEnd(&si), ncclSuccess, "ncclGroupSimulateEnd");
+	for (k = 0; k < 7; k++)
+		EXPECT(x[k] == 5, "rank %d: the simulated allreduce wrote element %d: %g", rank, k, x[k]);
+	EXPECT(si.estimatedTime == 1, "rank %d: NCCL simulated %g calls, not 1", rank,
+	       (double)si.estimatedTime);
+	/* nested: the inner end ends nothing */
+	s = ar_input(rank, ncclFloat32, 7);
+	ANSWER(ncclGroupStart(), ncclSuccess, "ncclGroupStart");
+	ANSWER(ncclGroupStart(), ncclSuccess, "ncclGroupStart (inner)");
+	ANSWER(ncclAllReduce(s, s, 7, ncclFloat32, ncclSum, comm, NULL), ncclSuccess,
+	       "an allreduce in the nested group");
+	ANSWER(ncclGroupSimulateEnd(&si), ncclSuccess, "the inner ncclGroupSimulateEnd");
+	/* the caller's own work on the buffer before the group's end: the
+	 * grouped call reads it (NCCL runs the group at its end) */
+	for (k = 0; k < 7; k++)
+		((float *)s)[k] = (float)input(rank, (size_t)k);
+	ANSWER(ncclGroupEnd(), ncclSuccess, "the outer ncclGroupEnd");
+	ar_check(rank, n, ncclFloat32, ncclSum, 7, s);
+	free(s);
+	/* a group ended by ncclGroupSimulateEnd without a simInfo runs (NCCL's) */
+	s = ar_input(rank, ncclFloat32, 7);
+	ANSWER(ncclGroupStart(), ncclSuccess, "ncclGroupStart");
+	ANSWER(ncclAllReduce(s, s, 7, ncclFloat32, ncclSum, comm, NULL), ncclSuccess,
+	       "an allreduce in a group");
+	ANSWER(ncclGroupSimulateEnd(NULL), ncclSuccess, "ncclGroupSimulateEnd(NULL)");
+	ar_check(rank, n, ncclFloat32, ncclSum, 7, s);
+	free(s);
+	/* the ranks' next calls meet */
+	return calls + 2 + one(comm, rank, n, ncclFloat64, ncclMax, 1000, 0, 0);
+}
+
 /* threadsmain: the communicators the threads leave to the main thread */
 static ncclComm_t kept[64];
 
@@ -1435,7 +1638,8 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what, int mode
 
 	if (!comm)
 		r = make_comm(&comm, n, id, rank, mode,
-			      !strcmp(what, "nonblocking") || !strcmp(what, "setupwait") ? 1
+			      !strcmp(what, "nonblocking") || !strcmp(what, "setupwait") ||
+				      !strcmp(what, "busyon") || !strcmp(what, "destroybusy") ? 1
 			      : !strcmp(what, "notready") ? 2 : 0);
 	if (!strcmp(what, "nonblocking"))
 		what = "bf16";
@@ -1655,6 +1859,16 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what, int mode
 		calls = groupteardown(comm, rank, n);
 	else if (!strcmp(what, "revoke") || !strcmp(what, "shrinkabort"))
 		calls = revoked(comm, rank, n, !strcmp(what, "shrinkabort"));
+	else if (!strcmp(what, "errlater")) {
+		calls = errlater(comm, rank, n);
+		comm = NULL;
+	} else if (!strcmp(what, "busyon"))
+		calls = busyon(comm, rank, n);
+	else if (!strcmp(what, "destroybusy")) {
+		calls = destroybusy(comm, rank, n);
+		comm = NULL;
+	} else if (!strcmp(what, "simulate"))
+		calls = simulate(comm, rank, n);
 	else if (!strcmp(what, "groupexit")) {
 		float x[4] = { 1, 2, 3, 4 };
 
@@ -1777,7 +1991,8 @@ int main(int argc, char **argv)
 				"asyncerr|asyncdestroy|colls|bf16coll|shrinkgrow|offsplit|ctx|nullcomm|"
 				"twice|badinit|groups|counts|secondthread|watchdog|abortwait|groupexit|"
 				"notready|oddsplit|setupfail|setupwait|callfail|dogerr|groupleak|"
-				"groupdestroy|groupteardown|revoke|shrinkabort\n");
+				"groupdestroy|groupteardown|revoke|shrinkabort|errlater|busyon|"
+				"destroybusy|simulate\n");
 		return 2;
 	}
 	what = argv[2];
