@@ -5,6 +5,7 @@
  * and the errors it reports (man/penny-nccl.7, ERRORS): ncclCommGetAsyncError
  * and ncclGetLastError.
  */
+#define _GNU_SOURCE
 #include "interpose.h"
 
 #include "../../src/base/units.h"
