@@ -6,10 +6,11 @@
 # that hold no element.
 . "$(dirname "$0")/../lib.sh"
 
-# rows_then SIG PID FILE: once FILE has a row (10 s at most), SIG to PID
+# rows_then SIG PID FILE: once FILE has a row (60 s at most: the first
+# size's calls take that long under TSan on a loaded machine), SIG to PID
 rows_then() {
 	local i
-	for i in $(seq 100); do
+	for i in $(seq 600); do
 		grep -q '"size"' "$3" 2>/dev/null && break
 		sleep 0.1
 	done
