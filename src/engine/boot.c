@@ -84,6 +84,18 @@ static int was_stopped(struct pn_boot *b, int ret, const char *why)
 		      "others gave up waiting for it (%s)", b->rank, rank_host(b, b->rank), why);
 }
 
+int pn_boot_if_stopped(struct pn_boot *b, int err)
+{
+	char why[300];
+
+	if (!b || err >= 0 || err == -ECANCELED || boot_conts == b->conts)
+		return err;
+	snprintf(why, sizeof(why), "%s", pn_errmsg(err));
+	if (strstr(why, "was stopped and resumed"))
+		return err;
+	return was_stopped(b, err, why);
+}
+
 /* The first way the rendezvous failed under this rank, kept
  * (pn_boot_agreed_error). */
 static void note_lost(struct pn_boot *b, int code, int from, const char *why)
@@ -514,7 +526,8 @@ int pn_boot_poll_abort(struct pn_boot *b)
 	 * notice (the cross-node proxy explaining its own failure) must not
 	 * find only the closed connection behind it */
 	if (b->abort_text[0])
-		return pn_err(-ECANCELED, "%s", b->abort_text);
+		return boot_conts != b->conts ? was_stopped(b, -ECANCELED, b->abort_text)
+					       : pn_err(-ECANCELED, "%s", b->abort_text);
 	for (i = lo; i < hi; i++) {
 		struct pn_frame h;
 		ssize_t n;
@@ -527,6 +540,12 @@ int pn_boot_poll_abort(struct pn_boot *b)
 
 			pn_err(-EPIPE, "rank %d (host %s, pid %d) closed its connection: it failed or "
 			       "was killed", r, rank_host(b, r), b->hello[r].pid);
+			if (boot_conts != b->conts) {
+				char why[300];
+
+				snprintf(why, sizeof(why), "%s", pn_errmsg(-EPIPE));
+				was_stopped(b, -EPIPE, why);
+			}
 			note_lost(b, -EPIPE, r, pn_errmsg(-EPIPE));
 			return -EPIPE;
 		}
@@ -543,6 +562,11 @@ int pn_boot_poll_abort(struct pn_boot *b)
 				  text[0] ? text : "a peer aborted the job");
 			if (b->rank == 0)
 				pn_boot_abort(b, text);
+			/* a rank stopped past the timeout hears the others gave up:
+			 * it says it was stopped, as pn_boot_recv_msg's rank does */
+			if (boot_conts != b->conts)
+				return was_stopped(b, -ECANCELED,
+						   text[0] ? text : "a peer aborted the job");
 			return pn_err(-ECANCELED, "%s", text[0] ? text : "a peer aborted the job");
 		}
 	}

@@ -383,4 +383,12 @@ int pn_boot_agreed_error(const struct pn_boot *b, int code);
 void pn_boot_abort(struct pn_boot *b, const char *why);
 /* Non-blocking: -ECANCELED if a peer aborted, -EPIPE if a connection closed. */
 int pn_boot_poll_abort(struct pn_boot *b);
+/*
+ * err (< 0, its message set) as this rank's own fault when it was stopped
+ * (SIGSTOP) and resumed since the rendezvous: "this rank (R, host H) was
+ * stopped and resumed during the job: the others gave up waiting for it
+ * (the message)", not the peer it then found gone named as the cause.
+ * Otherwise err, its message untouched.
+ */
+int pn_boot_if_stopped(struct pn_boot *b, int err);
 #endif

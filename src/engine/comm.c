@@ -188,6 +188,8 @@ int pn_comm_init(struct pn_comm **out, struct pn_boot *b, const struct pn_comm_c
 		ret = choose_transports(c, cfg ? cfg->transport : NULL);
 	for (i = 0; !ret && pn_transports[i]; i++)
 		ret = pn_transports[i]->setup(&c->tp);
+	/* stopped in the mesh, resumed after the others gave up: its fault */
+	ret = pn_boot_if_stopped(b, ret);
 	c->verbs_port = NULL;
 	c->verbs_port_arg = NULL;
 	if (ret) {

@@ -196,7 +196,8 @@ static int peer_read(struct pn_tp_group *c, struct tcp_peer *tp)
 			tp->fr_got += (size_t)n;
 			if (tp->fr_got < sizeof(tp->fr))
 				return 0;
-			if ((int)tp->fr.chan >= c->nchannels || tp->fr.len > PN_FIFO_SLOT_BYTES)
+			/* unsigned: a channel past INT_MAX is no negative index */
+			if (tp->fr.chan >= (uint32_t)c->nchannels || tp->fr.len > PN_FIFO_SLOT_BYTES)
 				return pn_err(-EPROTO, "rank %d (host %s) sent a bad tcp frame "
 					      "(channel %u, %u bytes)", tp->rank,
 					      pn_tp_host(c, tp->rank), tp->fr.chan, tp->fr.len);
