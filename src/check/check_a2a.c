@@ -497,36 +497,127 @@ static void a2a_medians(const struct a2a_run *st, struct a2a_meas *m)
 	free(v);
 }
 
-/* "n1-n2: rank 0 (mlx5_0/1) - rank 3 (mlx5_0/1) over rail 0 (leaf)" */
-static void lane_name(const struct a2a_run *st, const struct pn_a2a_lane *l, char *out, size_t len)
+/*
+ * "n1-n2: rank 0 (mlx5_0/1) - rank 3 (mlx5_0/1) over rail 0 (leaf)", the
+ * node names at most width bytes each (node names of 63 are kept whole: two
+ * names cut at 30 bytes were often one, "rack07-node01" and "-node02").
+ */
+static void lane_name(const struct a2a_run *st, const struct pn_a2a_lane *l, int width, char *out,
+		      size_t len)
 {
 	struct pn_boot *b = st->c->boot;
 	const struct a2a_info *x = &st->info[l->rank], *y = &st->info[l->peer];
 	char link[64];
 
 	pn_a2a_link_name(l->rail, l->peer_rail, link, sizeof(link));
-	snprintf(out, len, "%.30s-%.30s: rank %d%s%.20s%s - rank %d%s%.20s%s over %s",
-		 pn_boot_node_name(b, l->rank), pn_boot_node_name(b, l->peer), l->rank,
+	snprintf(out, len, "%.*s-%.*s: rank %d%s%.20s%s - rank %d%s%.20s%s over %s", width,
+		 pn_boot_node_name(b, l->rank), width, pn_boot_node_name(b, l->peer), l->rank,
 		 x->nic[0] ? " (" : "", x->nic, x->nic[0] ? ")" : "", l->peer,
 		 y->nic[0] ? " (" : "", y->nic, y->nic[0] ? ")" : "", link);
 }
 
+/*
+ * The detail of a row: its slowest lane l (the node names whole where the
+ * detail holds them, else as long as it does), then the nodes below, as
+ * many as fit whole, "..." for the rest.
+ */
+static void row_detail(const struct a2a_run *st, const struct pn_a2a_lane *l, const char *tp,
+		       double lo, double hi, int fail, int lanes, uint64_t wrong, const char *below,
+		       char *detail, size_t len)
+{
+	char name[PN_VERDICT_DETAIL];
+	int width, n = 0;
+	size_t at;
+
+	for (width = PN_VERDICT_NAME - 1; width >= 16; width -= 8) {
+		lane_name(st, l, width, name, sizeof(name));
+		if (wrong)
+			n = snprintf(detail, len, "%llu wrong values received in the pair exchanges; "
+				     "slowest %s", (unsigned long long)wrong, name);
+		else
+			n = snprintf(detail, len, "slowest %s, %s, blocks %.3g-%.3g Gb/s; %d of %d "
+				     "pairs below", name, tp, lo, hi, fail, lanes);
+		if (n >= 0 && (size_t)n < len)
+			break;
+	}
+	if (wrong || !below[0] || n < 0 || (size_t)n >= len)
+		return;
+	at = (size_t)n;
+	if (at + strlen(": with ") + strlen(below) < len) {
+		snprintf(detail + at, len - at, ": with %s", below);
+		return;
+	}
+	/* the names that fit whole, then "..." */
+	snprintf(detail + at, len - at, ": with ");
+	at += strlen(detail + at);
+	while (*below) {
+		const char *end = strstr(below, ", ");
+		size_t w = end ? (size_t)(end - below) : strlen(below);
+
+		if (at + w + 6 >= len)
+			break;
+		snprintf(detail + at, len - at, "%.*s%s", (int)w, below, end ? ", " : "");
+		at += strlen(detail + at);
+		below += w + (end ? 2 : 0);
+	}
+	if (*below && at + 4 <= len)
+		snprintf(detail + at, len - at, "...");
+}
+
 /* One row of the slowest lane of sums (of node, or all with node -1). */
+/*
+ * The nodes that are slow themselves: more than half of their lanes below
+ * the bar (a node whose NIC or uplinks are degraded is slow with every
+ * other).  A node below the bar only with such nodes is not failed for
+ * them: a health gate that drains every node of a job beside one slow node
+ * drains the healthy ones.  A link slow between two nodes that are not
+ * (tc on one veth, a bad cable) still fails both ends, which the link
+ * serves.  With two nodes every lane is between them: both are.
+ */
+static char *a2a_slow_nodes(const struct a2a_run *st, const struct a2a_sum *sums)
+{
+	int *f = calloc((size_t)st->nnodes + 1, sizeof(int));
+	int *n = calloc((size_t)st->nnodes + 1, sizeof(int));
+	char *slow = calloc((size_t)st->nnodes + 1, 1);
+	int r, k;
+
+	for (r = 0; f && n && slow && r < st->nranks; r++) {
+		k = st->node_of[r];
+		if (sums[r].magic != A2A_MAGIC || k < 0 || k >= st->nnodes)
+			continue;
+		f[k] += sums[r].nfail;
+		n[k] += sums[r].nlanes;
+	}
+	for (k = 0; f && n && slow && k < st->nnodes; k++)
+		slow[k] = n[k] > 0 && 2 * f[k] > n[k];
+	free(f);
+	free(n);
+	if (!f || !n) {
+		free(slow);
+		return NULL;
+	}
+	return slow;
+}
+
 static int a2a_row(struct a2a_run *st, const struct a2a_sum *sums, int node, const char *rnode,
 		   const char *target)
 {
 	struct pn_a2a_lane *l = calloc((size_t)st->nranks + 1, sizeof(*l));
-	char detail[PN_VERDICT_DETAIL], name[160], below[96] = "";
-	int r, n = 0, w, fail = 0, lanes = 0, k;
+	char detail[PN_VERDICT_DETAIL], below[PN_VERDICT_DETAIL] = "";
+	int r, n = 0, w, fail = 0, lanes = 0, k, more = 0;
 	uint64_t wrong = 0;
 	const struct a2a_sum *s;
 	int *idx = calloc((size_t)st->nranks + 1, sizeof(int));
 	char *seen = calloc((size_t)st->nnodes + 1, 1);
+	char *slow = node >= 0 ? a2a_slow_nodes(st, sums) : NULL;
+	/* below the bar only with nodes slow themselves (every such node seen) */
+	int others_only = node >= 0 && slow && !slow[node];
 
-	if (!l || !idx || !seen) {
+	if (!l || !idx || !seen || (node >= 0 && !slow)) {
 		free(l);
 		free(idx);
 		free(seen);
+		free(slow);
 		return pn_err(-ENOMEM, "out of memory");
 	}
 	for (r = 0; r < st->nranks; r++) {
@@ -536,15 +627,25 @@ static int a2a_row(struct a2a_run *st, const struct a2a_sum *sums, int node, con
 		fail += s->nfail;
 		lanes += s->nlanes;
 		wrong += s->wrong;
+		/* a full list may have left nodes out */
+		if (node >= 0 && s->nfail && s->fail_node[A2A_FAILNODES - 1] >= 0)
+			others_only = 0;
 		for (w = 0; node >= 0 && w < A2A_FAILNODES; w++) {
 			int f = s->fail_node[w];
 
-			if (f < 0 || f >= st->nnodes || seen[f] || strlen(below) > sizeof(below) - 40)
+			if (f < 0 || f >= st->nnodes || seen[f])
 				continue;
 			seen[f] = 1;
-			snprintf(below + strlen(below), sizeof(below) - strlen(below), "%s%.30s",
+			others_only &= slow[f];
+			/* room for one more name, its mark and ", ..." */
+			if (strlen(below) + PN_VERDICT_NAME + 24 >= sizeof(below)) {
+				more = 1;
+				continue;
+			}
+			snprintf(below + strlen(below), sizeof(below) - strlen(below), "%s%.63s%s",
 				 below[0] ? ", " : "",
-				 pn_boot_node_name(st->c->boot, st->by_node[st->first[f]]));
+				 pn_boot_node_name(st->c->boot, st->by_node[st->first[f]]),
+				 slow[f] && !slow[node] ? " (slow with most)" : "");
 		}
 		if (s->worst.rank >= 0) {
 			idx[n] = r;
@@ -552,6 +653,9 @@ static int a2a_row(struct a2a_run *st, const struct a2a_sum *sums, int node, con
 		}
 	}
 	free(seen);
+	free(slow);
+	if (more)
+		snprintf(below + strlen(below), sizeof(below) - strlen(below), ", ...");
 	k = pn_a2a_slowest(l, n, -1);
 	if (k < 0) {
 		free(l);
@@ -561,19 +665,14 @@ static int a2a_row(struct a2a_run *st, const struct a2a_sum *sums, int node, con
 			.detail = "no pair of ranks of different nodes measured" });
 	}
 	s = &sums[idx[k]];
-	lane_name(st, &l[k], name, sizeof(name));
 	if (node < 0)
 		lanes /= 2, fail /= 2;	/* the job's lanes, each seen from both ends */
-	if (wrong)
-		snprintf(detail, sizeof(detail), "%llu wrong values received in the pair exchanges; "
-			 "slowest %s", (unsigned long long)wrong, name);
-	else
-		snprintf(detail, sizeof(detail), "slowest %s, %s, blocks %.3g-%.3g Gb/s; %d of %d "
-			 "pairs below%s%s", name, s->tp, s->lo, s->hi, fail, lanes,
-			 below[0] ? ": with " : "", below);
+	row_detail(st, &l[k], s->tp, s->lo, s->hi, fail, lanes, wrong, below, detail,
+		   sizeof(detail));
 	r = pn_check_add(st->c, &(struct pn_verdict_in){
 		.check = CHECK, .node = rnode, .target = target,
-		.verdict = fail || wrong ? PN_FAIL : PN_PASS, .measured = PN_VNUM(l[k].gbps),
+		.verdict = wrong || (fail && !others_only) ? PN_FAIL : PN_PASS,
+		.measured = PN_VNUM(l[k].gbps),
 		.expected = l[k].bar > 0 ? PN_VNUM(l[k].bar) : PN_VTEXT("none"), .unit = "Gb/s",
 		.source = l[k].bar > 0 ? s->src : "none: no expectation (alltoall.min-gbps or "
 						   "--baseline sets one)",

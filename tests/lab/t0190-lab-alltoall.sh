@@ -125,4 +125,18 @@ test_expect_success 'the n1-n4 link slowed: FAIL naming n1-n4 over the spine (ra
 	grep -q "^n2 pairs PASS" r && grep -q "^n3 pairs PASS" r
 '
 
+# a slow node (every link of n3 slowed) FAILs alone: the others are below
+# the bar only with it, and a gate that drained them too would drain the
+# healthy nodes of the job
+test_expect_success 'n3 slowed on all its links: n3 FAILs, the others PASS naming it' '
+	slow 3 1 && slow 3 2 && slow 3 4 &&
+	{ run slow3.json; rc=$?; unslow 3 1; unslow 3 2; unslow 3 4; } &&
+	rows slow3.json >r && cat r && test $rc -eq 1 &&
+	grep -q "^n3 pairs FAIL .*; 3 of 3 pairs below: with " r &&
+	for n in n1 n2 n4; do
+		grep -q "^$n pairs PASS .*; 1 of 3 pairs below: with n3 (slow with most)$" r || exit 1
+	done &&
+	grep -q "^job slowest-pair FAIL .* | slowest n[1-4]-n[1-4]: .*; 3 of 6 pairs below$" r
+'
+
 test_done
