@@ -22,7 +22,7 @@
 #define BASE_VERSION 1
 
 struct base_entry {
-	char check[PN_VERDICT_NAME], target[PN_VERDICT_NAME];
+	char check[PN_VERDICT_NAME], target[PN_VERDICT_NAME], node[PN_VERDICT_NAME];
 	double v;
 };
 
@@ -87,6 +87,7 @@ static int parse(struct pn_check_baseline *b, const struct pn_jval *root, const 
 		const struct pn_jval *r = pn_json_at(res, i);
 		const char *check = pn_json_str(pn_json_get(r, "check"));
 		const char *target = pn_json_str(pn_json_get(r, "target"));
+		const char *node = pn_json_str(pn_json_get(r, "node"));
 		struct base_entry *e = &b->e[b->n];
 
 		if (!check || !target || pn_json_num(pn_json_get(r, "measured"), &e->v))
@@ -100,15 +101,19 @@ static int parse(struct pn_check_baseline *b, const struct pn_jval *root, const 
 		if (!strcmp(check, "inventory") && e->v != floor(e->v))
 			return bad(path, pn_json_get(r, "measured"),
 				   "an inventory count must be a whole number");
-		if (strlen(check) >= sizeof(e->check) || strlen(target) >= sizeof(e->target))
-			return bad(path, r, "a check or target name longer than 63 bytes");
-		/* a run saves one result a check and target: a second would be
+		if (strlen(check) >= sizeof(e->check) || strlen(target) >= sizeof(e->target) ||
+		    (node && strlen(node) >= sizeof(e->node)))
+			return bad(path, r, "a check, target or node name longer than 63 bytes");
+		/* a run saves one result a check, target and node (a job's run
+		 * one per node of the same check and target): a second would be
 		 * left unread without a word */
 		for (j = 0; j < (unsigned)b->n; j++)
-			if (!strcmp(b->e[j].check, check) && !strcmp(b->e[j].target, target))
-				return bad(path, r, "a second result for the same check and target");
+			if (!strcmp(b->e[j].check, check) && !strcmp(b->e[j].target, target) &&
+			    !strcmp(b->e[j].node, node ? node : ""))
+				return bad(path, r, "a second result for the same check, target and node");
 		strcpy(e->check, check);
 		strcpy(e->target, target);
+		strcpy(e->node, node ? node : "");
 		b->n++;
 	}
 	return 0;
@@ -162,12 +167,13 @@ void pn_check_baseline_free(struct pn_check_baseline *b)
 int pn_check_baseline_find(const struct pn_check_baseline *b, const char *check,
 			   const char *target, double *v)
 {
-	int i;
+	int i, found = 0;
 
+	/* saved from a job, one a node: the lowest, so that no healthy node is
+	 * held to another's best */
 	for (i = 0; b && i < b->n; i++)
-		if (!strcmp(b->e[i].check, check) && !strcmp(b->e[i].target, target)) {
+		if (!strcmp(b->e[i].check, check) && !strcmp(b->e[i].target, target) &&
+		    (!found++ || b->e[i].v < *v))
 			*v = b->e[i].v;
-			return 0;
-		}
-	return -ENOENT;
+	return found ? 0 : -ENOENT;
 }

@@ -139,7 +139,7 @@ json.dump(d, open(\"dup.json\", \"w\"), indent=1)
 " &&
 	test_exit 2 penny check --sysfs-root ok --only inventory --baseline dup.json >out 2>err &&
 	test $(wc -l <err) = 1 &&
-	grep -q "^penny check: dup.json: line [0-9]*: a second result for the same check and target" err &&
+	grep -q "^penny check: dup.json: line [0-9]*: a second result for the same check, target and node" err &&
 	python3 -c "
 import json
 d = json.load(open(\"base.json\"))

@@ -74,4 +74,16 @@ test_expect_success 'uneven ranks per node (2 and 1): each rank meets the other 
 	grep -q "^n1 pairs FAIL | slowest n1-n0: rank 2 .*; 2 of 2 pairs below: with n0$" r &&
 	grep -q "^job slowest-pair FAIL | .*; 2 of 2 pairs below$" r
 '
+# a job's baseline holds one alltoall pairs row a node: read back, every
+# rank refused it ("a second result for the same check and target", exit 2)
+test_expect_success 'a job saves its baseline and runs against it' '
+	printf "alltoall.size = 65536\nalltoall.pair-margin = 1\nalltoall.min-gbps = 0.000001\n" >ok.conf &&
+	jobn "n0 n0 n1 n1" --sysfs-root n1 --timeout 20 --only alltoall --config ok.conf \
+		--save-baseline jb.json && test "$rc" = 0000 &&
+	test "$(python3 -c "import json; print(sum(r[\"target\"] == \"pairs\" for r in json.load(open(\"jb.json\"))[\"results\"]))")" = 2 &&
+	printf "alltoall.size = 65536\nalltoall.pair-margin = 1\njob.baseline-fraction = 0.000001\n" >base.conf &&
+	jobn "n0 n0 n1 n1" --sysfs-root n1 --timeout 20 --only alltoall --config base.conf \
+		--baseline jb.json && test "$rc" = 0000 || { cat err0 err1; false; }
+'
+
 test_done

@@ -200,6 +200,28 @@ TEST(expect)
 	CHECK(v == 371.123456789);
 	CHECK_EQ_INT(pn_check_baseline_find(b, "pcie", "GPU0", &v), -ENOENT); /* text: not saved */
 	CHECK_EQ_INT(pn_check_baseline_find(b, "nic-bw", "mlx5_1/1", &v), -ENOENT);
+	/* a job's baseline: one row a node of the same check and target (every
+	 * rank refused it before, exit 2); the lowest is the figure; the same
+	 * node twice is still refused */
+	{
+		static const char job[] =
+			"{\"penny_check_baseline\": 1, \"results\": ["
+			"{\"check\": \"alltoall\", \"target\": \"pairs\", \"node\": \"n1\", \"measured\": 9.5},"
+			"{\"check\": \"alltoall\", \"target\": \"pairs\", \"node\": \"n2\", \"measured\": 8.25},"
+			"{\"check\": \"alltoall\", \"target\": \"pairs\", \"node\": \"n3\", \"measured\": 9}]}";
+		static const char twice[] =
+			"{\"penny_check_baseline\": 1, \"results\": ["
+			"{\"check\": \"nic-bw\", \"target\": \"mlx5_0/1\", \"node\": \"n1\", \"measured\": 9},"
+			"{\"check\": \"nic-bw\", \"target\": \"mlx5_0/1\", \"node\": \"n1\", \"measured\": 8}]}";
+		struct pn_check_baseline *jb = NULL;
+
+		CHECK_EQ_INT(pn_check_baseline_parse(&jb, job, sizeof(job) - 1, "job.json"), 0);
+		CHECK_EQ_INT(pn_check_baseline_find(jb, "alltoall", "pairs", &v), 0);
+		CHECK(v == 8.25);
+		pn_check_baseline_free(jb);
+		CHECK(pn_check_baseline_parse(&jb, twice, sizeof(twice) - 1, "twice.json") < 0);
+		CHECK(strstr(pn_errmsg(-EINVAL), "a second result for the same check, target and node"));
+	}
 	c.baseline = b;
 	v = pn_check_expect(&c, "inventory", "mlx5_0/1", "inventory.port-rate", 400,
 			    "topology: fastest port", src, sizeof(src));
