@@ -69,6 +69,11 @@ throttle() {
 	tc qdisc add dev veth3 parent 1:3 handle 30: tbf rate $1 burst 4kb latency 50ms &&
 	tc filter add dev veth3 parent 1: protocol ip u32 match u16 0x0400 0xfc00 at 2 flowid 1:3
 }
+# Only b rxe3/1 is asserted: the other NICs' verdicts are case 2's business
+# (a healthy run).  In the emulated guest the throttled link's soft-RoCE
+# retransmissions take the vCPUs the other emulated NICs run on: a fresh
+# CI run measured b rxe1/1 at 0.022 Gb/s, 81 % below the job's median, with
+# rxe3 throttled (it passed alone).
 test_expect_success 'veth3 (node b, rxe3, rail 1) throttled by tc: nic-bw fails naming b rxe3/1' '
 	throttle 5mbit &&
 	rc=0 && run_check slow.json --only nic-bw || rc=$?
@@ -76,8 +81,7 @@ test_expect_success 'veth3 (node b, rxe3, rail 1) throttled by tc: nic-bw fails 
 	verdicts slow.json | tee slow.txt &&
 	test $rc -eq 1 &&
 	grep -q "^nic-bw b rxe3/1 FAIL" slow.txt &&
-	test "$(grep -c " FAIL " slow.txt)" -eq 1 &&
-	grep -q "^nic-bw a rxe2/1 PASS" slow.txt && grep -q "^nic-bw b rxe1/1 PASS" slow.txt ||
+	test "$(grep -c "^nic-bw " slow.txt)" -eq 4 ||
 	{ echo "rc $rc"; tail -n 4 err0 err1 err2 err3 | sed "s/^/# /"; false; }
 '
 
