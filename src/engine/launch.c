@@ -548,7 +548,7 @@ static int reap_ranks(pid_t *pids, int np, int errfd, double timeout, double gra
 {
 	int left = np, worst = 0, first = -1, killed = 0, forwarded = 0, i;
 	struct rank_state *rs = calloc((size_t)np, sizeof(*rs));
-	double kill_at = 0, others_at = 0;
+	double kill_at = 0;
 
 	while (left > 0) {
 		struct pollfd pfd = { .fd = errfd, .events = POLLIN };
@@ -588,28 +588,16 @@ static int reap_ranks(pid_t *pids, int np, int errfd, double timeout, double gra
 		}
 		if (!left)
 			break;
-		/* rank 0 first, which ends its output with the stop (a --json
-		 * document: "stopped by signal 15"), then the others once it is
-		 * gone or 0.5 s on: stopped together, rank 0 could first see a
-		 * peer's connection close and end it with that instead */
 		if (parent_sig && !forwarded) {
 			lines_printf(l, "got %s: stopping the ranks", strsignal(parent_sig));
-			if (pids[0] > 0) {
-				kill(pids[0], SIGTERM);
-				kill(pids[0], SIGCONT);	/* a stopped one ends too */
-			}
-			forwarded = 1;
-			others_at = now + 0.5;
-			if (!kill_at)
-				kill_at = now + grace;
-		}
-		if (others_at && (pids[0] <= 0 || now >= others_at)) {
-			for (i = 1; i < np; i++)
+			for (i = 0; i < np; i++)
 				if (pids[i] > 0) {
 					kill(pids[i], SIGTERM);
-					kill(pids[i], SIGCONT);
+					kill(pids[i], SIGCONT);	/* a stopped one ends too */
 				}
-			others_at = 0;
+			forwarded = 1;
+			if (!kill_at)
+				kill_at = now + grace;
 		}
 		for (i = 0; rs && !killed && i < np; i++) {
 			double for_s = now - rs[i].stopped;
