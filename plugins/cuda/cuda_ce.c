@@ -48,6 +48,11 @@ struct pn_ce {
 	CUevent fork, red, join[2 * PN_AR_MAX_RANKS], freed[PN_AR_MAX_RANKS];
 };
 
+unsigned pn_ce_grid(unsigned blocks, int n)
+{
+	return blocks > 2u * (unsigned)n + 8 ? blocks - 2u * (unsigned)n - 8 : 1;
+}
+
 int pn_ce_open(struct pn_gpu *g, int rank, int n, const struct pn_reg *area, CUmodule mod,
 	       struct pn_ce **out)
 {

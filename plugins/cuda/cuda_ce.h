@@ -23,6 +23,10 @@ struct pn_ce_call {
 	uint64_t timeout_ns;
 };
 
+/* The reduce kernel's blocks on a GPU of blocks SMs with n ranks: room for
+ * the gates (2(n - 1) + 1 spin at once) beside every block, at least 1. */
+unsigned pn_ce_grid(unsigned blocks, int n);
+
 int pn_ce_open(struct pn_gpu *g, int rank, int n, const struct pn_reg *area, CUmodule mod,
 	       struct pn_ce **out);
 void pn_ce_close(struct pn_ce *ce);

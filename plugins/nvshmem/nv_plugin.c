@@ -652,8 +652,7 @@ static int run_ce(struct pn_nv *c, int dt, int op, CUdeviceptr s, CUdeviceptr d,
 	call.esize = (unsigned)penny_data_size(dt);
 	call.reg = &reg;
 	call.ws = &c->ce_errs;
-	/* room for the gates (2(n - 1) + 1 spin at once) beside every block */
-	call.grid = c->cfg.blocks > 2u * (unsigned)c->n + 8 ? c->cfg.blocks - 2u * (unsigned)c->n - 8 : 1;
+	call.grid = pn_ce_grid(c->cfg.blocks, c->n);
 	call.timeout_ns = c->cfg.timeout_ns;
 	ret = pn_ce_run(c->ce, &call);
 	if (!ret && main < bytes)
