@@ -128,7 +128,7 @@ $(PL)/gen/image_nvshmem.c: $(PL)/gen/nvshmem.cubin
 	mv $@.tmp $@
 
 $(PL)/penny-nvshmem.so: $(PL_NV_OBJ) $(PL)/obj/nv_boot.o $(PL_IMAGE_OBJ) $(PL)/obj/image_nvshmem.o \
-		$(PL)/obj/image_ce.o
+		$(PL_ALGOS:%=$(PL)/obj/image_%.o)
 	$(CC) -shared $(LDFLAGS) -o $@ $^ -L$(PL_NV_LIBDIR) -l:libnvshmem_host.so.3 \
 		-Wl,-rpath,$(PL_NV_LIBDIR) -lstdc++ $(PL_LIBS)
 

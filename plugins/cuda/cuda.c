@@ -80,111 +80,6 @@ struct pn_cuda_hello {
 
 #define PN_CUDA_MAGIC 0x70637564u /* "pcud" */
 
-static uint64_t env_size(const char *name, uint64_t def, int *bad)
-{
-	const char *s = getenv(name);
-	uint64_t v;
-
-	if (!s || !*s)
-		return def;
-	if (pn_parse_size(s, &v) || v == UINT64_MAX) {
-		*bad = 1;
-		pn_plugin_fail(-EINVAL, "%s: invalid size '%s'", name, s);
-		return def;
-	}
-	return v;
-}
-
-/* Seconds (a duration of units.h: "30", "2m"), 1 s..1 day; def when unset. */
-static double env_seconds(const char *name, double def, int *bad)
-{
-	const char *s = getenv(name);
-	double d;
-
-	if (!s || !*s)
-		return def;
-	if (pn_parse_seconds(s, &d) || d < 1 || d > 86400) {
-		*bad = 1;
-		pn_plugin_fail(-EINVAL, "%s: '%s' is not a duration from 1 s to 1 day", name, s);
-		return def;
-	}
-	return d;
-}
-
-static int read_cfg(struct pn_cuda *c)
-{
-	const char *tune = getenv("PENNY_CUDA_TUNE");
-	int bad = 0;
-	uint64_t v;
-	double d;
-
-	c->cfg.nranks = c->n;
-	c->cfg.ll_max = env_size("PENNY_CUDA_ONESHOT_MAX", 1u << 20, &bad);
-	c->cfg.oneshot_ll_max = env_size("PENNY_CUDA_ONESHOT_LL_MAX", c->n <= 2 ? 512u << 10 : 128u << 10, &bad);
-	c->cfg.twoshot_ll_max = env_size("PENNY_CUDA_TWOSHOT_LL_MAX", c->n <= 2 ? 1u << 20 : 0, &bad);
-	c->cfg.twoshot_hy_max = env_size("PENNY_CUDA_TWOSHOT_HY_MAX", 0, &bad);
-	/* LL lines beat the flag kernels (co_kernels.cu) by 20-35 % at every size
-	 * to 256 KiB on 2 x H200, in and out of graphs (results/2026-11-29-h200x2) */
-	c->cfg.co_ll_max = env_size("PENNY_CUDA_CO_LL_MAX", 256u << 10, &bad);
-	c->cfg.tile_twoshot = (uint32_t)env_size("PENNY_CUDA_TILE", c->n <= 2 ? 64u << 10 : 32u << 10, &bad);
-	c->cfg.tile_ring = (uint32_t)env_size("PENNY_CUDA_RING_TILE", c->n <= 4 ? 128u << 10 : 64u << 10, &bad);
-	c->cfg.stage_bytes = env_size("PENNY_CUDA_STAGING", 64u << 20, &bad);
-	v = env_size("PENNY_CUDA_PDL", 1, &bad);
-	if (v > 1)
-		return pn_plugin_fail(-EINVAL, "PENNY_CUDA_PDL: 0 or 1, not %" PRIu64, v);
-	c->cfg.pdl = (int)v;
-	/* PENNY_CUDA_TIMEOUT if set, else the core's --timeout (at least 1 s: a
-	 * kernel's wait spans its peers' launches), else 30 s */
-	d = c->host->timeout_ns ? (double)c->host->timeout_ns / 1e9 : 30;
-	c->cfg.timeout_ns = (uint64_t)(env_seconds("PENNY_CUDA_TIMEOUT", d < 1 ? 1 : d, &bad) * 1e9);
-	/* one block of 512 threads x 128 registers fills an SM: at most one per SM, so that
-	 * every block of a kernel is resident at once (they wait on each other's peers) */
-	c->cfg.blocks = (uint32_t)env_size("PENNY_CUDA_BLOCKS", (uint64_t)c->g.nsm, &bad);
-	if (bad)
-		return -EINVAL;
-	if (c->cfg.blocks > (uint32_t)c->g.nsm && c->g.nsm > 0)
-		c->cfg.blocks = (uint32_t)c->g.nsm;
-	if (c->cfg.ll_max < 16 || c->cfg.ll_max > (1ull << 30) || c->cfg.tile_twoshot < 512 ||
-	    c->cfg.tile_twoshot > (16u << 20) || c->cfg.tile_twoshot % 16 || c->cfg.tile_ring < 512 ||
-	    c->cfg.tile_ring > (16u << 20) || c->cfg.tile_ring % 16 || c->cfg.stage_bytes < 4096 ||
-	    !c->cfg.blocks || c->cfg.blocks > PN_AR_MAX_BLOCKS)
-		return pn_plugin_fail(-EINVAL, "PENNY_CUDA_*: out of range (one-shot max 16 B..1 GiB, "
-					       "tiles 512 B..16 MiB in 16 B steps, staging >= 4 KiB, "
-					       "blocks 1..%d)",
-				      PN_AR_MAX_BLOCKS);
-	c->cfg.slot_bytes = c->cfg.tile_twoshot > c->cfg.tile_ring ? c->cfg.tile_twoshot
-								    : c->cfg.tile_ring;
-	c->cfg.ll_max = (c->cfg.ll_max + 15) / 16 * 16;
-	if (c->cfg.oneshot_ll_max > c->cfg.ll_max)
-		c->cfg.oneshot_ll_max = c->cfg.ll_max;
-	if (c->cfg.twoshot_hy_max > c->cfg.ll_max)
-		c->cfg.twoshot_hy_max = c->cfg.ll_max;
-	/* a peer's lines and the token line fit one LL slot (2 * ll_max) */
-	if (c->cfg.co_ll_max > c->cfg.ll_max - 8)
-		c->cfg.co_ll_max = c->cfg.ll_max - 8;
-	if (c->cfg.twoshot_ll_max > c->cfg.ll_max / 2 * (uint64_t)c->n)
-		c->cfg.twoshot_ll_max = c->cfg.ll_max / 2 * (uint64_t)c->n;
-	if (tune && *tune && pn_tune_parse(tune, &c->tune))
-		return -EINVAL;
-	if (!tune || !*tune)
-		pn_tune_default(&c->tune, c->n);
-	/* the copy-engine allreduce's slots, where the table names it: they
-	 * bound a piece (512 MiB: 1 GiB in 2 pieces on 2 GPUs, 385 GB/s where 4
-	 * pieces made 381, results/2026-11-30-h200x2/s58-ce-*); 0: none, its
-	 * rows run the ring */
-	c->cfg.ce_bytes = env_size("PENNY_CUDA_CE_BYTES", 512u << 20, &bad);
-	if (bad)
-		return -EINVAL;
-	if (c->cfg.ce_bytes && (c->cfg.ce_bytes < (1u << 20) || c->cfg.ce_bytes > (16ull << 30)))
-		return pn_plugin_fail(-EINVAL, "PENNY_CUDA_CE_BYTES: 0 or 1 MiB..16 GiB, not %" PRIu64,
-				      c->cfg.ce_bytes);
-	for (v = 0; v < (uint64_t)c->tune.nrows && c->n > 1; v++)
-		if (c->tune.row[v].kern == PN_K_CE)
-			return 0;
-	c->cfg.ce_bytes = 0;
-	return 0;
-}
-
 static int allgather(struct pn_cuda *c, const void *mine, void *all, size_t len)
 {
 	int ret = c->host->allgather(c->host->ctx, mine, all, len);
@@ -561,7 +456,7 @@ int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *ho
 	ret = pn_gpu_open(&c->g, host, device, im->data);
 	c->g.hooks = &cuda_hooks;
 	if (!ret)
-		ret = read_cfg(c);
+		ret = pn_cuda_read_cfg(&c->cfg, &c->tune, c->n, c->g.nsm, c->host->timeout_ns);
 	if (!ret)
 		pn_gpu_kernel_timeout(&c->g, c->cfg.timeout_ns);
 	if (!ret)

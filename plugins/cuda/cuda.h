@@ -93,6 +93,15 @@ struct pn_cuda_cfg {
 	int pdl;		/* programmatic dependent launch (PENNY_CUDA_PDL, default on) */
 };
 
+/*
+ * The settings from PENNY_CUDA_* for n ranks on GPUs of nsm SMs (timeout_ns:
+ * the core's --timeout, 0: 30 s) and auto's size table (PENNY_CUDA_TUNE or
+ * the measured default); 0 or -EINVAL with the plugin error set.  The nvshmem
+ * plugin reads them too: it runs these kernels on its symmetric heap.
+ */
+int pn_cuda_read_cfg(struct pn_cuda_cfg *cfg, struct pn_tune *tune, int n, int nsm,
+		     uint64_t timeout_ns);
+
 /* How a call (or part of it) runs: directly on the user's buffers, or
  * through the staging buffer, in launches of at most chunk bytes. */
 struct pn_plan {

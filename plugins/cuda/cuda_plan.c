@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *const pn_kern_names[PN_NKERNS] = { "oneshot", "oneshot_fl", "twoshot_ll", "twoshot",
@@ -24,6 +25,115 @@ int pn_kern_algo(int kern)
 					    PENNY_ALGO_TWOSHOT };
 
 	return kern >= 0 && kern < PN_NKERNS ? map[kern] : -1;
+}
+
+/* ---- settings (PENNY_CUDA_*) ---- */
+
+static uint64_t env_size(const char *name, uint64_t def, int *bad)
+{
+	const char *s = getenv(name);
+	uint64_t v;
+
+	if (!s || !*s)
+		return def;
+	if (pn_parse_size(s, &v) || v == UINT64_MAX) {
+		*bad = 1;
+		pn_plugin_fail(-EINVAL, "%s: invalid size '%s'", name, s);
+		return def;
+	}
+	return v;
+}
+
+/* Seconds (a duration of units.h: "30", "2m"), 1 s..1 day; def when unset. */
+static double env_seconds(const char *name, double def, int *bad)
+{
+	const char *s = getenv(name);
+	double d;
+
+	if (!s || !*s)
+		return def;
+	if (pn_parse_seconds(s, &d) || d < 1 || d > 86400) {
+		*bad = 1;
+		pn_plugin_fail(-EINVAL, "%s: '%s' is not a duration from 1 s to 1 day", name, s);
+		return def;
+	}
+	return d;
+}
+
+int pn_cuda_read_cfg(struct pn_cuda_cfg *cfg, struct pn_tune *tune_out, int n, int nsm,
+		     uint64_t timeout_ns)
+{
+	const char *tune = getenv("PENNY_CUDA_TUNE");
+	int bad = 0;
+	uint64_t v;
+	double d;
+
+	memset(cfg, 0, sizeof(*cfg));
+	memset(tune_out, 0, sizeof(*tune_out));
+	cfg->nranks = n;
+	cfg->ll_max = env_size("PENNY_CUDA_ONESHOT_MAX", 1u << 20, &bad);
+	cfg->oneshot_ll_max = env_size("PENNY_CUDA_ONESHOT_LL_MAX", n <= 2 ? 512u << 10 : 128u << 10, &bad);
+	cfg->twoshot_ll_max = env_size("PENNY_CUDA_TWOSHOT_LL_MAX", n <= 2 ? 1u << 20 : 0, &bad);
+	cfg->twoshot_hy_max = env_size("PENNY_CUDA_TWOSHOT_HY_MAX", 0, &bad);
+	/* LL lines beat the flag kernels (co_kernels.cu) by 20-35 % at every size
+	 * to 256 KiB on 2 x H200, in and out of graphs (results/2026-11-29-h200x2) */
+	cfg->co_ll_max = env_size("PENNY_CUDA_CO_LL_MAX", 256u << 10, &bad);
+	cfg->tile_twoshot = (uint32_t)env_size("PENNY_CUDA_TILE", n <= 2 ? 64u << 10 : 32u << 10, &bad);
+	cfg->tile_ring = (uint32_t)env_size("PENNY_CUDA_RING_TILE", n <= 4 ? 128u << 10 : 64u << 10, &bad);
+	cfg->stage_bytes = env_size("PENNY_CUDA_STAGING", 64u << 20, &bad);
+	v = env_size("PENNY_CUDA_PDL", 1, &bad);
+	if (v > 1)
+		return pn_plugin_fail(-EINVAL, "PENNY_CUDA_PDL: 0 or 1, not %" PRIu64, v);
+	cfg->pdl = (int)v;
+	/* PENNY_CUDA_TIMEOUT if set, else the core's --timeout (at least 1 s: a
+	 * kernel's wait spans its peers' launches), else 30 s */
+	d = timeout_ns ? (double)timeout_ns / 1e9 : 30;
+	cfg->timeout_ns = (uint64_t)(env_seconds("PENNY_CUDA_TIMEOUT", d < 1 ? 1 : d, &bad) * 1e9);
+	/* one block of 512 threads x 128 registers fills an SM: at most one per SM, so that
+	 * every block of a kernel is resident at once (they wait on each other's peers) */
+	cfg->blocks = (uint32_t)env_size("PENNY_CUDA_BLOCKS", (uint64_t)nsm, &bad);
+	if (bad)
+		return -EINVAL;
+	if (cfg->blocks > (uint32_t)nsm && nsm > 0)
+		cfg->blocks = (uint32_t)nsm;
+	if (cfg->ll_max < 16 || cfg->ll_max > (1ull << 30) || cfg->tile_twoshot < 512 ||
+	    cfg->tile_twoshot > (16u << 20) || cfg->tile_twoshot % 16 || cfg->tile_ring < 512 ||
+	    cfg->tile_ring > (16u << 20) || cfg->tile_ring % 16 || cfg->stage_bytes < 4096 ||
+	    !cfg->blocks || cfg->blocks > PN_AR_MAX_BLOCKS)
+		return pn_plugin_fail(-EINVAL, "PENNY_CUDA_*: out of range (one-shot max 16 B..1 GiB, "
+					       "tiles 512 B..16 MiB in 16 B steps, staging >= 4 KiB, "
+					       "blocks 1..%d)",
+				      PN_AR_MAX_BLOCKS);
+	cfg->slot_bytes = cfg->tile_twoshot > cfg->tile_ring ? cfg->tile_twoshot : cfg->tile_ring;
+	cfg->ll_max = (cfg->ll_max + 15) / 16 * 16;
+	if (cfg->oneshot_ll_max > cfg->ll_max)
+		cfg->oneshot_ll_max = cfg->ll_max;
+	if (cfg->twoshot_hy_max > cfg->ll_max)
+		cfg->twoshot_hy_max = cfg->ll_max;
+	/* a peer's lines and the token line fit one LL slot (2 * ll_max) */
+	if (cfg->co_ll_max > cfg->ll_max - 8)
+		cfg->co_ll_max = cfg->ll_max - 8;
+	if (cfg->twoshot_ll_max > cfg->ll_max / 2 * (uint64_t)n)
+		cfg->twoshot_ll_max = cfg->ll_max / 2 * (uint64_t)n;
+	if (tune && *tune && pn_tune_parse(tune, tune_out))
+		return -EINVAL;
+	if (!tune || !*tune)
+		pn_tune_default(tune_out, n);
+	/* the copy-engine allreduce's slots, where the table names it: they
+	 * bound a piece (512 MiB: 1 GiB in 2 pieces on 2 GPUs, 385 GB/s where 4
+	 * pieces made 381, results/2026-11-30-h200x2/s58-ce-*); 0: none, its
+	 * rows run the ring */
+	cfg->ce_bytes = env_size("PENNY_CUDA_CE_BYTES", 512u << 20, &bad);
+	if (bad)
+		return -EINVAL;
+	if (cfg->ce_bytes && (cfg->ce_bytes < (1u << 20) || cfg->ce_bytes > (16ull << 30)))
+		return pn_plugin_fail(-EINVAL, "PENNY_CUDA_CE_BYTES: 0 or 1 MiB..16 GiB, not %" PRIu64,
+				      cfg->ce_bytes);
+	for (v = 0; v < (uint64_t)tune_out->nrows && n > 1; v++)
+		if (tune_out->row[v].kern == PN_K_CE)
+			return 0;
+	cfg->ce_bytes = 0;
+	return 0;
 }
 
 /* ---- size table ---- */

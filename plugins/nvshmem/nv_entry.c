@@ -2,15 +2,25 @@
 /* The nvshmem plugin's exported table (penny_plugin_v1) and embedded kernels. */
 #include "nv_plugin.h"
 #include "../common/gpu.h"
+#include "../cuda/cuda.h"
 
 extern const unsigned char pn_image_data[];
 extern const unsigned char pn_image_nvshmem[];
-extern const unsigned char pn_image_ce[];
+extern const unsigned char pn_image_oneshot[], pn_image_oneshot_fl[], pn_image_twoshot_ll[],
+	pn_image_twoshot[], pn_image_ring[], pn_image_twoshot_hy[], pn_image_ce[];
+
+_Static_assert(PN_NKERNS == 7, "one image a kernel of the cuda plugin");
 
 static int init(const struct penny_host_v1 *host, int device, void **be)
 {
+	/* the cuda plugin's kernels, by enum pn_kern */
+	static const void *const cu_images[PN_NKERNS] = {
+		pn_image_oneshot, pn_image_oneshot_fl, pn_image_twoshot_ll, pn_image_twoshot,
+		pn_image_ring,	  pn_image_twoshot_hy, pn_image_ce,
+	};
+
 	pn_plugin_clear_error();
-	return pn_nv_init(pn_image_data, pn_image_nvshmem, pn_image_ce, host, device, be);
+	return pn_nv_init(pn_image_data, pn_image_nvshmem, cu_images, host, device, be);
 }
 
 __attribute__((visibility("default"))) const struct penny_plugin_v1 penny_plugin_v1 = {

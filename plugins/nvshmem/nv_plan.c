@@ -80,6 +80,13 @@ int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm, double timeout_s)
 	/* their slots on the symmetric heap, made at the first call auto gives
 	 * them: 512 MiB carries 1 GiB in 2 pieces on 2 PEs */
 	ret |= env_u64("PENNY_NVSHMEM_CE_BYTES", 512u << 20, 0, 16ull << 30, &cfg->ce_bytes);
+	/* within one NVLink domain, above this size auto runs the cuda plugin's
+	 * kernels on the symmetric heap (its table: flag one-shot, ring, copy
+	 * engines); below, the LL one-shot here.  2 x H200, graphs: the nvshmem
+	 * kernels took 1.20-1.24x the cuda plugin's time at 1 MiB and 0.73-0.91x
+	 * its busbw at 4-32 MiB (results/2026-11-30-h200x2/s59-*, s60-*) */
+	ret |= env_u64("PENNY_NVSHMEM_CUDA_MIN", nranks <= 2 ? 512u << 10 : 128u << 10, 0, 1ull << 40,
+		       &cfg->cuda_min);
 	ret |= env_u64("PENNY_NVSHMEM_SLOT", slot_def, 64u << 10, 1ull << 30, &cfg->slot);
 	/* the ring's chunk: each is signalled on its own, so the next PE works on
 	 * one while this one sends the next */
@@ -126,6 +133,8 @@ int pn_nv_kernel_for(const struct pn_nv_cfg *cfg, int algo, uint64_t bytes)
 	case PENNY_ALGO_SIMPLE_RING:
 		return PN_NV_SIMPLE;
 	case PENNY_ALGO_AUTO:
+		if (cfg->cuda_ok && bytes > cfg->cuda_min)
+			return PN_NV_CUDA;
 		if (ll)
 			return PN_NV_ONESHOT_LL;
 		if (bytes <= cfg->oneshot_max)
@@ -206,7 +215,7 @@ uint64_t pn_nv_ws_bytes(const struct pn_nv_cfg *cfg)
 
 void pn_nv_format(const struct pn_nv_cfg *cfg, char *buf, unsigned len)
 {
-	char simple[40] = "", ll[40] = "", ce[40] = "";
+	char simple[40] = "", ll[40] = "", ce[40] = "", cuda[40] = "";
 
 	if (cfg->ll_max && cfg->ll_ok)
 		snprintf(ll, sizeof(ll), "oneshot_ll<=%" PRIu64 "B,", cfg->ll_max);
@@ -214,6 +223,8 @@ void pn_nv_format(const struct pn_nv_cfg *cfg, char *buf, unsigned len)
 		snprintf(simple, sizeof(simple), "simple<=%" PRIu64 "B,", cfg->simple_max);
 	if (cfg->ce_ok)
 		snprintf(ce, sizeof(ce), "<=%" PRIu64 "B,ce", cfg->ring_max);
-	snprintf(buf, len, "%soneshot<=%" PRIu64 "B,%stwoshot<=%" PRIu64 "B,ring%s", ll,
-		 cfg->oneshot_max, simple, cfg->twoshot_max, ce);
+	if (cfg->cuda_ok)
+		snprintf(cuda, sizeof(cuda), ";cuda>%" PRIu64 "B", cfg->cuda_min);
+	snprintf(buf, len, "%soneshot<=%" PRIu64 "B,%stwoshot<=%" PRIu64 "B,ring%s%s", ll,
+		 cfg->oneshot_max, simple, cfg->twoshot_max, ce, cuda);
 }

@@ -18,6 +18,9 @@ extern const char *const pn_nv_kern_names[PN_NV_NKERNS];
  * plugin's cuda_ce.c on the symmetric heap's NVLink mappings): not an
  * nvshmem kernel. */
 #define PN_NV_CE PN_NV_NKERNS
+/* ... and for the cuda plugin's kernels (its size table, cuda_plan.c) on the
+ * symmetric heap's NVLink mappings: the call's kernel is that table's. */
+#define PN_NV_CUDA (PN_NV_NKERNS + 1)
 
 struct pn_nv_cfg {
 	int nranks;
@@ -29,6 +32,9 @@ struct pn_nv_cfg {
 	uint64_t ring_max;	/* then the ring up to this, then copy engines where ce_ok */
 	uint64_t ce_bytes;	/* the copy engines' slots (0: none, the ring instead) */
 	int ce_ok;		/* every peer reached by NVLink, at most PN_AR_MAX_RANKS, ce_bytes */
+	uint64_t cuda_min;	/* auto: the cuda plugin's kernels above this many bytes ... */
+	int cuda_ok;		/* ... where every peer is reached by NVLink, at most
+				 * PN_AR_MAX_RANKS (the plugin's answer) */
 	uint64_t slot;		/* bytes per work-area slot = most bytes of one launch */
 	uint64_t chunk;		/* the ring's smallest chunk (PENNY_NVSHMEM_CHUNK) */
 	uint32_t blocks;	/* channels: most blocks of a launch */
@@ -41,7 +47,7 @@ struct pn_nv_cfg {
  * says, 0: 30 s); 0 or -EINVAL with the plugin error set. */
 int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm, double timeout_s);
 /* The kernel that algo (enum penny_algo) runs for bytes (PN_NV_CE: the copy
- * engines, auto only); -ENOTSUP. */
+ * engines, PN_NV_CUDA: the cuda plugin's table; auto only); -ENOTSUP. */
 int pn_nv_kernel_for(const struct pn_nv_cfg *cfg, int algo, uint64_t bytes);
 /* The ABI algorithm of a kernel. */
 int pn_nv_kern_algo(int kern);
@@ -58,7 +64,8 @@ int pn_nv_staged(uintptr_t send, uintptr_t recv, int sym);
 int pn_nv_rings_table(const int32_t *order, int nrings, int n, int32_t *out);
 /* Work-area bytes: data slots and signals (symmetric). */
 uint64_t pn_nv_ws_bytes(const struct pn_nv_cfg *cfg);
-/* "oneshot_ll<=64KiB,oneshot<=64KiB,twoshot<=8MiB,ring<=128MiB,ce" */
+/* "oneshot_ll<=64KiB,oneshot<=64KiB,twoshot<=8MiB,ring<=128MiB,ce", where
+ * cuda_ok followed by ";cuda>524288B" (the cuda plugin's table above it) */
 void pn_nv_format(const struct pn_nv_cfg *cfg, char *buf, unsigned len);
 
 #endif

@@ -31,6 +31,14 @@
  *    about 369 (2 x H200), and the ring lost the difference: 342 GB/s
  *    busbw at 1 GiB against the cuda plugin's 388; by copy engines 388
  *    (results/2026-11-30-h200x2/s60-nvshmem-ce.txt).
+ *  - Mid sizes within one NVLink domain (auto above PENNY_NVSHMEM_CUDA_MIN)
+ *    run the cuda plugin's kernels (plugins/cuda/ar_kernels.cu, images
+ *    embedded here; its size table and PENNY_CUDA_* settings) on a
+ *    workspace of the symmetric heap, every peer's by nvshmem_ptr: within a
+ *    node NVSHMEM's transport is load/store over the same NVLink mappings,
+ *    and those kernels' flag protocol is faster there than put-with-signal
+ *    (the nvshmem kernels: 0.73-0.91x the cuda plugin's busbw at 4-32 MiB).
+ *    Across nodes the nvshmem kernels run, as before.
  * fill/check/timing/bw come from plugins/common/gpu.c like the cuda plugin.
  */
 #define _GNU_SOURCE
@@ -80,12 +88,22 @@ struct pn_nv {
 	uint32_t sym_ids;
 	/* the copy engines (cuda_ce.c): state 0 not made yet, 1 made, -1 none
 	 * (a PE could not make them: the ring instead) */
+	const void *const *cu_images;	/* the cuda plugin's kernels, [PN_NKERNS] */
 	const void *ce_image;
 	int ce_state;
 	CUmodule ce_mod;
 	CUfunction ce_fn[PENNY_NDTYPES][PENNY_NREDOPS];
 	struct pn_ce *ce;
 	struct pn_reg ce_area, ce_errs;
+	/* the cuda plugin's kernels (auto's PN_NV_CUDA): their settings and
+	 * table, agreed at init; state as ce_state (-1: cfg.cuda_ok cleared);
+	 * their workspace and the staging buffer as those kernels see them */
+	struct pn_cuda_cfg ccfg;
+	struct pn_tune ctune;
+	int cu_state;
+	CUmodule cu_mod[PN_NKERNS];
+	CUfunction cu_fn[PN_NKERNS][PENNY_NDTYPES][PENNY_NREDOPS];
+	struct pn_reg cu_ws, cu_stage;
 	char desc[400];
 	size_t desc_len;		/* init's description; set_rings adds to it */
 };
@@ -108,6 +126,10 @@ struct nv_hello {
 	uint32_t magic, version;
 	int32_t ok, blocks;
 	uint64_t oneshot_max, simple_max, twoshot_max, slot, timeout_ns, ll_max, chunk;
+	/* the cuda plugin's kernels: their threshold, settings, table and grid */
+	uint64_t cuda_min, cu_ll_max, cu_oneshot_ll_max, cu_twoshot_ll_max, cu_twoshot_hy_max;
+	uint32_t cu_tile_twoshot, cu_tile_ring, cu_blocks, cu_pdl;
+	char cu_tune[96];
 	char err[160];
 	unsigned char uid[512];
 };
@@ -124,7 +146,7 @@ static int agree(struct pn_nv *c, int local, unsigned char *uid)
 				      ulen);
 	memset(&mine, 0, sizeof(mine));
 	mine.magic = PN_NV_MAGIC;
-	mine.version = 3;
+	mine.version = 4;
 	mine.ok = local == 0;
 	mine.blocks = (int32_t)c->cfg.blocks;
 	mine.oneshot_max = c->cfg.oneshot_max;
@@ -134,6 +156,16 @@ static int agree(struct pn_nv *c, int local, unsigned char *uid)
 	mine.timeout_ns = c->cfg.timeout_ns;
 	mine.ll_max = c->cfg.ll_max;
 	mine.chunk = c->cfg.chunk;
+	mine.cuda_min = c->cfg.cuda_min;
+	mine.cu_ll_max = c->ccfg.ll_max;
+	mine.cu_oneshot_ll_max = c->ccfg.oneshot_ll_max;
+	mine.cu_twoshot_ll_max = c->ccfg.twoshot_ll_max;
+	mine.cu_twoshot_hy_max = c->ccfg.twoshot_hy_max;
+	mine.cu_tile_twoshot = c->ccfg.tile_twoshot;
+	mine.cu_tile_ring = c->ccfg.tile_ring;
+	mine.cu_blocks = c->ccfg.blocks;
+	mine.cu_pdl = (uint32_t)c->ccfg.pdl;
+	pn_tune_format(&c->ctune, mine.cu_tune, sizeof(mine.cu_tune));
 	if (local)
 		snprintf(mine.err, sizeof(mine.err), "%s", pn_plugin_errmsg());
 	else if (c->rank == 0 && pn_nvb_get_uid(mine.uid, ulen))
@@ -148,7 +180,7 @@ static int agree(struct pn_nv *c, int local, unsigned char *uid)
 	for (p = 0; p < c->n && !ret; p++) {
 		const struct nv_hello *h = &all[p];
 
-		if (h->magic != PN_NV_MAGIC || h->version != 3)
+		if (h->magic != PN_NV_MAGIC || h->version != mine.version)
 			ret = pn_plugin_fail(-EPROTO, "rank %d runs another nvshmem plugin", p);
 		else if (!h->ok)
 			ret = p != c->rank ? pn_plugin_fail(-EIO, "rank %d: %.*s", p, 150, h->err)
@@ -157,16 +189,30 @@ static int agree(struct pn_nv *c, int local, unsigned char *uid)
 		else if (h->oneshot_max != mine.oneshot_max ||
 			 h->simple_max != mine.simple_max || h->twoshot_max != mine.twoshot_max ||
 			 h->slot != mine.slot || h->timeout_ns != mine.timeout_ns ||
-			 h->ll_max != mine.ll_max || h->chunk != mine.chunk)
+			 h->ll_max != mine.ll_max || h->chunk != mine.chunk || h->cuda_min != mine.cuda_min)
 			ret = pn_plugin_fail(-EINVAL, "rank %d has other PENNY_NVSHMEM_* settings than "
 						      "rank %d (every rank needs the same)",
+					     p, c->rank);
+		else if (mine.ok && (h->cu_ll_max != mine.cu_ll_max || h->cu_pdl != mine.cu_pdl ||
+			 h->cu_oneshot_ll_max != mine.cu_oneshot_ll_max ||
+			 h->cu_twoshot_ll_max != mine.cu_twoshot_ll_max ||
+			 h->cu_twoshot_hy_max != mine.cu_twoshot_hy_max ||
+			 h->cu_tile_twoshot != mine.cu_tile_twoshot ||
+			 h->cu_tile_ring != mine.cu_tile_ring ||
+			 memcmp(h->cu_tune, mine.cu_tune, sizeof(mine.cu_tune))))
+			ret = pn_plugin_fail(-EINVAL, "rank %d has other PENNY_CUDA_* settings than "
+						      "rank %d (the nvshmem plugin runs the cuda plugin's "
+						      "kernels too: every rank needs the same)",
 					     p, c->rank);
 	}
 	/* channels: the fewest any rank has (GPUs with fewer SMs, a smaller setting), so
 	 * that every PE cuts a call into the same grid */
-	for (p = 0; p < c->n && !ret; p++)
+	for (p = 0; p < c->n && !ret; p++) {
 		if (all[p].blocks > 0 && (uint32_t)all[p].blocks < c->cfg.blocks)
 			c->cfg.blocks = (uint32_t)all[p].blocks;
+		if (all[p].cu_blocks > 0 && all[p].cu_blocks < c->ccfg.blocks)
+			c->ccfg.blocks = all[p].cu_blocks;
+	}
 	if (!ret)
 		memcpy(uid, all[0].uid, ulen);
 	free(all);
@@ -244,6 +290,8 @@ static void teardown(struct pn_nv *c)
 		}
 		if (c->ce_area.base)
 			pn_nvb_free((void *)(uintptr_t)c->ce_area.base);
+		if (c->cu_ws.base)
+			pn_nvb_free((void *)(uintptr_t)c->cu_ws.base);
 		if (c->stage)
 			pn_nvb_free((void *)(uintptr_t)c->stage);
 		if (c->ws)
@@ -255,6 +303,9 @@ static void teardown(struct pn_nv *c)
 	pn_ce_close(c->ce);
 	if (c->ce_mod)
 		c->g.cu->ModuleUnload(c->ce_mod);
+	for (int k = 0; k < PN_NKERNS; k++)
+		if (c->cu_mod[k])
+			c->g.cu->ModuleUnload(c->cu_mod[k]);
 	if (c->local)
 		c->g.cu->MemFree(c->local);
 	if (c->rings)
@@ -292,12 +343,12 @@ static const struct pn_gpu_hooks nv_hooks = {
 	.errors = kernel_errors,
 };
 
-int pn_nv_init(const void *data_image, const void *image, const void *ce_image,
+int pn_nv_init(const void *data_image, const void *image, const void *const *cu_images,
 	       const struct penny_host_v1 *host, int device, void **be)
 {
 	unsigned char uid[512];
 	struct pn_nv *c;
-	char tune[160];
+	char tune[160], cu_tune[96] = "";
 	int ret;
 
 	*be = NULL;
@@ -314,7 +365,8 @@ int pn_nv_init(const void *data_image, const void *image, const void *ce_image,
 	c->host = host;
 	c->rank = host->rank;
 	c->n = host->nranks;
-	c->ce_image = ce_image;
+	c->cu_images = cu_images;
+	c->ce_image = cu_images ? cu_images[PN_K_CE] : NULL;
 	ret = pn_nv_read_cfg(&c->cfg, c->n, 0, (double)host->timeout_ns / 1e9);
 	if (!ret)
 		ret = pn_gpu_open(&c->g, host, device, data_image);
@@ -323,6 +375,9 @@ int pn_nv_init(const void *data_image, const void *image, const void *ce_image,
 		pn_gpu_kernel_timeout(&c->g, c->cfg.timeout_ns);
 	if (!ret && c->g.nsm > 0 && c->cfg.blocks > (uint32_t)c->g.nsm)
 		c->cfg.blocks = (uint32_t)c->g.nsm;
+	if (!ret && cu_images)
+		ret = pn_cuda_read_cfg(&c->ccfg, &c->ctune, c->n, c->g.nsm, host->timeout_ns);
+	c->ccfg.stage_bytes = c->cfg.slot; /* its staging: the symmetric one here */
 	if (!ret)
 		ret = load_module(c, image);
 	ret = agree(c, ret, uid);
@@ -359,6 +414,9 @@ int pn_nv_init(const void *data_image, const void *image, const void *ce_image,
 		goto fail;
 	c->cfg.ll_ok = c->p2p_all;
 	c->cfg.ce_ok = c->p2p_all && c->n <= PN_AR_MAX_RANKS && c->cfg.ce_bytes && c->ce_image;
+	c->cfg.cuda_ok = c->p2p_all && c->n <= PN_AR_MAX_RANKS && c->n > 1 && cu_images;
+	for (int k = 0; k < PN_NKERNS && c->cfg.cuda_ok; k++)
+		c->cfg.cuda_ok = cu_images[k] != NULL;
 	PN_CU_GOTO(c->g.cu, MemAlloc(&c->local, PN_NV_LOCAL_BYTES), "cuMemAlloc", ret, fail);
 	/* zero signals and epochs before anyone can signal: memset, then a barrier */
 	PN_CU_GOTO(c->g.cu, MemsetD8Async(c->ws, 0, pn_nv_ws_bytes(&c->cfg), c->g.stream),
@@ -373,12 +431,17 @@ int pn_nv_init(const void *data_image, const void *image, const void *ce_image,
 		goto fail;
 	}
 	pn_nv_format(&c->cfg, tune, sizeof(tune));
+	if (c->cfg.cuda_ok)
+		pn_tune_format(&c->ctune, cu_tune, sizeof(cu_tune));
 	snprintf(c->desc, sizeof(c->desc),
 		 "%s (%s) sm_%d%d %d SMs, CUDA driver %d.%d, %s, PE %d of %d, %u channels, "
-		 "slot %" PRIu64 " B, auto %s",
+		 "slot %" PRIu64 " B, auto %s%s%s",
 		 c->g.name, c->g.busid, c->g.cc_major, c->g.cc_minor, c->g.nsm,
 		 c->g.driver_version / 1000, c->g.driver_version % 1000 / 10, pn_nvb_version(),
-		 c->rank, c->n, c->cfg.blocks, c->cfg.slot, tune);
+		 c->rank, c->n, c->cfg.blocks, c->cfg.slot, tune,
+		 c->cfg.cuda_ok ? " (the cuda plugin's " : "", c->cfg.cuda_ok ? cu_tune : "");
+	if (c->cfg.cuda_ok && strlen(c->desc) + 2 < sizeof(c->desc))
+		strcat(c->desc, ")");
 	c->desc_len = strlen(c->desc);
 	pn_gpu_log(host, PENNY_LOG_DEBUG, "nvshmem: %s", c->desc);
 	*be = c;
@@ -471,6 +534,8 @@ int pn_nv_select(void *be, size_t count, int dtype, int op, int algo)
 	if (ret)
 		return ret;
 	k = pn_nv_kernel_for(&c->cfg, algo, (uint64_t)count * penny_data_size(dtype));
+	if (k == PN_NV_CUDA)
+		return pn_kern_algo(pn_tune_select(&c->ctune, (uint64_t)count * penny_data_size(dtype)));
 	return k < 0 ? k : pn_nv_kern_algo(k);
 }
 
@@ -619,8 +684,12 @@ static int ce_start(struct pn_nv *c)
 	return 0;
 }
 
+static int run_cuda(struct pn_nv *c, int kern, int dt, int op, CUdeviceptr s, CUdeviceptr d,
+		    uint64_t bytes);
+
 /* The copy engines where recv lies in a symmetric buffer and the buffers
- * are aligned (the ring otherwise), the tail by the one-shot. */
+ * are aligned (the ring otherwise: the cuda plugin's where it runs here),
+ * the tail by the one-shot. */
 static int run_ce(struct pn_nv *c, int dt, int op, CUdeviceptr s, CUdeviceptr d, uint64_t bytes)
 {
 	const struct nv_sym *sym = find_sym(c, d, bytes);
@@ -636,7 +705,8 @@ static int run_ce(struct pn_nv *c, int dt, int op, CUdeviceptr s, CUdeviceptr d,
 			return ret;
 	}
 	if (c->ce_state != 1 || !sym || ((s | d) & 15) || main < 16 * (uint64_t)c->n)
-		return run(c, PN_NV_RING, dt, op, s, d, bytes);
+		return c->cu_state == 1 ? run_cuda(c, PN_K_RING, dt, op, s, d, bytes)
+					: run(c, PN_NV_RING, dt, op, s, d, bytes);
 	ret = sym_reg(c, sym->base, sym->bytes, sym->id, &reg);
 	if (ret)
 		return ret;
@@ -659,6 +729,177 @@ static int run_ce(struct pn_nv *c, int dt, int op, CUdeviceptr s, CUdeviceptr d,
 		ret = run(c, pn_nv_kernel_for(&c->cfg, PENNY_ALGO_ONESHOT, bytes - main), dt, op, s + main,
 			  d + main, bytes - main);
 	return ret;
+}
+
+/* ---- the cuda plugin's kernels on the symmetric heap (PN_NV_CUDA) ---- */
+
+/* The staging buffer's identity in the cuda kernels' buffer check: no
+ * registered buffer's (those count from 1). */
+#define PN_NV_STAGE_ID 0xfffffu
+
+/*
+ * Their workspace (the cuda plugin's layout, kargs.h) on the symmetric
+ * heap, and their modules, at the first call auto gives them, as the copy
+ * engines' slots: collective, not inside a graph capture (nvshmem_malloc
+ * is a barrier; such a call runs the nvshmem table), zeroed before any PE
+ * can signal into it (the agreement after the zeroing is a barrier), and
+ * where any PE fails every PE goes on with the nvshmem table.
+ */
+static int cu_start(struct pn_nv *c)
+{
+	const struct pn_cudrv *cu = c->g.cu;
+	uint64_t bytes = PN_WS_LL + 4ull * (uint64_t)c->n * c->ccfg.ll_max +
+			 (uint64_t)c->ccfg.blocks * 2 * (uint64_t)c->n * c->ccfg.slot_bytes;
+	CUdeviceptr base = 0;
+	int cap = 0, ok, ret, k;
+
+	if (cu->StreamIsCapturing && cu->StreamIsCapturing(c->g.stream, &cap) == CUDA_SUCCESS && cap)
+		return 0;
+	ret = sym_alloc(c, bytes, &base);
+	if (!ret)
+		ret = sym_reg(c, base, bytes, 0, &c->cu_ws);
+	c->cu_ws.base = base;
+	if (!ret)
+		ret = sym_reg(c, c->stage, c->cfg.slot, PN_NV_STAGE_ID, &c->cu_stage);
+	for (k = 0; k < PN_NKERNS && !ret; k++)
+		if (k != PN_K_CE && cu->ModuleLoadData(&c->cu_mod[k], c->cu_images[k]) != CUDA_SUCCESS) {
+			c->cu_mod[k] = NULL;
+			ret = pn_plugin_fail(-EIO, "cuModuleLoadData (the cuda plugin's %s kernels) failed",
+					     pn_kern_names[k]);
+		}
+	if (!ret && cu->MemsetD8Async(base, 0, bytes, c->g.stream) != CUDA_SUCCESS)
+		ret = pn_plugin_fail(-EIO, "cuMemsetD8Async failed");
+	if (!ret)
+		ret = pn_gpu_sync(&c->g);
+	ok = !ret;
+	if (ret)
+		pn_gpu_log(c->host, PENNY_LOG_INFO, "nvshmem: no workspace for the cuda kernels on PE %d: %s",
+			   c->rank, pn_plugin_errmsg());
+	if (pn_nv_agree_int(c, &ok))
+		return pn_plugin_fail(-EIO, "the cuda kernels' workspace: the PEs could not agree on it");
+	c->cu_state = ok ? 1 : -1;
+	if (ok)
+		pn_gpu_log(c->host, PENNY_LOG_DEBUG, "nvshmem: the cuda kernels' workspace: %" PRIu64
+						     " bytes of the symmetric heap", bytes);
+	else
+		c->cfg.cuda_ok = 0, pn_gpu_log(c->host, PENNY_LOG_INFO, "nvshmem: the nvshmem kernels "
+									"instead of the cuda plugin's");
+	return 0;
+}
+
+/* One launch of the cuda plugin's kernel kern (its launch() in cuda.c):
+ * recv inside reg (peers store into it) or, for the LL kernels, anywhere. */
+static int cu_launch(struct pn_nv *c, int kern, int dt, int op, CUdeviceptr send, CUdeviceptr recv,
+		     uint64_t bytes, const struct pn_reg *reg)
+{
+	struct pn_ar_args a;
+	struct pn_launch l;
+	char name[64];
+	CUfunction f;
+
+	if (!c->cu_fn[kern][dt][op]) {
+		snprintf(name, sizeof(name), "pn_ar_%s_%s_%s", pn_kern_names[kern], type_names[dt],
+			 op_names[op]);
+		PN_CU(c->g.cu, ModuleGetFunction(&c->cu_fn[kern][dt][op], c->cu_mod[kern], name), name);
+	}
+	f = c->cu_fn[kern][dt][op];
+	pn_cuda_geometry(&c->ccfg, kern, bytes, &l);
+	memset(&a, 0, sizeof(a));
+	a.send = send;
+	a.recv = recv;
+	for (int p = 0; p < c->n; p++) {
+		a.peer_ws[p] = c->cu_ws.peer[p];
+		a.peer_recv[p] = reg ? reg->peer[p] + (recv - reg->base) : 0;
+	}
+	a.count = bytes / (uint64_t)penny_data_size(dt);
+	a.desc = reg ? ((uint64_t)reg->id << 40 | (recv - reg->base)) : 0;
+	a.timeout_ns = c->cfg.timeout_ns;
+	a.tile = l.tile;
+	a.slot_bytes = c->ccfg.slot_bytes;
+	a.ll_slot_bytes = 2 * c->ccfg.ll_max;
+	a.rank = c->rank;
+	a.nranks = c->n;
+	return c->ccfg.pdl ? pn_gpu_launch_pdl(&c->g, f, l.grid, l.threads, &a)
+			   : pn_gpu_launch(&c->g, f, l.grid, l.threads, &a);
+}
+
+/* kern over [s, s + bytes) -> [d, ...) as the cuda plugin's run(): planned,
+ * in chunks, through the staging buffer where the kernel needs it. */
+static int cu_run(struct pn_nv *c, int kern, int dt, int op, CUdeviceptr s, CUdeviceptr d,
+		  uint64_t bytes, const struct pn_reg *reg)
+{
+	const struct pn_cudrv *cu = c->g.cu;
+	struct pn_plan plan;
+	uint64_t off;
+	int ret = pn_cuda_plan(&c->ccfg, kern, bytes, (uintptr_t)s, (uintptr_t)d, reg, &plan);
+
+	for (off = 0; off < bytes && !ret; off += plan.chunk) {
+		uint64_t len = bytes - off < plan.chunk ? bytes - off : plan.chunk;
+		int k = kern, flags = kern == PN_K_TWOSHOT || kern == PN_K_RING;
+
+		if ((k == PN_K_TWOSHOT_LL || k == PN_K_TWOSHOT_HY) && len < pn_cuda_twoshot_ll_min(c->n))
+			k = PN_K_ONESHOT;
+		if (!plan.staged) {
+			ret = cu_launch(c, k, dt, op, s + off, d + off, len, flags ? reg : NULL);
+			continue;
+		}
+		PN_CU(cu, MemcpyAsync(c->stage, s + off, len, c->g.stream), "cuMemcpyAsync");
+		ret = cu_launch(c, k, dt, op, c->stage, c->stage, len, flags ? &c->cu_stage : NULL);
+		if (!ret)
+			PN_CU(cu, MemcpyAsync(d + off, c->stage, len, c->g.stream), "cuMemcpyAsync");
+	}
+	return ret;
+}
+
+/* The cuda plugin's kernel kern over the call as pn_cuda_allreduce runs
+ * it: "ce" by the copy engines here, the flag kernels' last partial vector
+ * by the LL one-shot. */
+static int run_cuda(struct pn_nv *c, int kern, int dt, int op, CUdeviceptr s, CUdeviceptr d,
+		    uint64_t bytes)
+{
+	const struct nv_sym *sym = find_sym(c, d, bytes);
+	struct pn_reg reg;
+	uint64_t main;
+	int ret;
+
+	if (kern == PN_K_CE && c->cfg.ce_ok)
+		return run_ce(c, dt, op, s, d, bytes);
+	if (kern == PN_K_CE)
+		kern = PN_K_RING;
+	ret = sym ? sym_reg(c, sym->base, sym->bytes, sym->id, &reg) : 0;
+	if (ret)
+		return ret;
+	if (kern == PN_K_ONESHOT || kern == PN_K_TWOSHOT_LL)
+		return cu_run(c, kern, dt, op, s, d, bytes, sym ? &reg : NULL);
+	main = bytes & ~(uint64_t)15;
+	ret = main ? cu_run(c, kern, dt, op, s, d, main, sym ? &reg : NULL) : 0;
+	if (!ret && main < bytes)
+		ret = cu_run(c, PN_K_ONESHOT, dt, op, s + main, d + main, bytes - main, NULL);
+	return ret;
+}
+
+/* kern (pn_nv_kernel_for's answer) over the call. */
+static int dispatch(struct pn_nv *c, int kern, int algo, int dt, int op, CUdeviceptr s,
+		    CUdeviceptr d, uint64_t bytes)
+{
+	int ret;
+
+	if (kern == PN_NV_CUDA && !c->cu_state) {
+		ret = cu_start(c);
+		if (ret)
+			return ret;
+	}
+	if (kern == PN_NV_CUDA && c->cu_state != 1) {
+		/* not made (yet): this call by the nvshmem table */
+		int ok = c->cfg.cuda_ok;
+
+		c->cfg.cuda_ok = 0;
+		kern = pn_nv_kernel_for(&c->cfg, algo, bytes);
+		c->cfg.cuda_ok = ok;
+	}
+	if (kern == PN_NV_CUDA)
+		return run_cuda(c, pn_tune_select(&c->ctune, bytes), dt, op, s, d, bytes);
+	return kern == PN_NV_CE ? run_ce(c, dt, op, s, d, bytes) : run(c, kern, dt, op, s, d, bytes);
 }
 
 int pn_nv_allreduce(void *be, const void *send, void *recv, size_t count, int dtype, int op,
@@ -684,7 +925,7 @@ int pn_nv_allreduce(void *be, const void *send, void *recv, size_t count, int dt
 			PN_CU(c->g.cu, MemcpyAsync(d, s, bytes, c->g.stream), "cuMemcpyAsync");
 		return 0;
 	}
-	return kern == PN_NV_CE ? run_ce(c, dtype, op, s, d, bytes) : run(c, kern, dtype, op, s, d, bytes);
+	return dispatch(c, kern, algo, dtype, op, s, d, bytes);
 }
 
 /*
@@ -754,6 +995,11 @@ static int kernel_errors(void *be)
 	CUdeviceptr at = c->local + PN_NV_LOCAL_ERR;
 
 	PN_CU(c->g.cu, MemcpyDtoH(w, at, sizeof(w)), "cuMemcpyDtoH");
+	if (!w[0] && c->cu_state == 1) {
+		/* the cuda kernels' words, in their workspace's counters */
+		at = c->cu_ws.base + PN_WS_COUNTERS + 4 * PN_CNT_ERR;
+		PN_CU(c->g.cu, MemcpyDtoH(w, at, sizeof(w)), "cuMemcpyDtoH");
+	}
 	if (!w[0])
 		return 0;
 	PN_CU(c->g.cu, MemcpyHtoD(at, zero, sizeof(zero)), "cuMemcpyHtoD");

@@ -6,9 +6,10 @@
 #include "../common/gpu.h"
 
 /* data_image: the fill/check kernels' fatbin; image: the allreduce cubin
- * linked against libnvshmem_device (NULL: not built); ce_image: the copy-engine
- * allreduce's kernels (the cuda plugin's ce_kernels.cu; NULL: the ring). */
-int pn_nv_init(const void *data_image, const void *image, const void *ce_image,
+ * linked against libnvshmem_device (NULL: not built); cu_images: the cuda
+ * plugin's allreduce kernels by enum pn_kern, "ce" the copy-engine
+ * allreduce's (NULL, or a NULL image: those calls run the nvshmem kernels). */
+int pn_nv_init(const void *data_image, const void *image, const void *const *cu_images,
 	       const struct penny_host_v1 *host, int device, void **be);
 void pn_nv_fini(void *be);
 const char *pn_nv_describe(void *be);

@@ -6,7 +6,8 @@
  * and their ranges, the bootstrap (rank 0's unique id reaches every rank;
  * a rank that cannot open its GPU fails every rank before NVSHMEM's
  * collective init), NVSHMEM_DISABLE_NVLS, symmetric and staged buffers,
- * chunking by the slot, and the grid being the same on every rank.
+ * chunking by the slot, the grid being the same on every rank, and the
+ * cuda plugin's kernels run on the symmetric heap within an NVLink domain.
  */
 #define _GNU_SOURCE
 #include "unit.h"
@@ -109,19 +110,24 @@ static CUresult nv_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, u
 
 static struct pn_cudrv nv_cu;
 static const char img[] = "cubin";
+/* the cuda plugin's images: every one, or the copy engines' alone (the
+ * nvshmem kernels' table, as the tests before the cuda kernels expect) */
+static const void *const all_cu[PN_NKERNS] = { img, img, img, img, img, img, img };
+static const void *const ce_only[PN_NKERNS] = { [PN_K_CE] = img };
+static const void *const *use_cu = ce_only;
 static void *be[FAKE_MAX_RANKS];
 static int rets[FAKE_MAX_RANKS];
 static char msgs[FAKE_MAX_RANKS][512];
 
 static void do_init(struct fake_world *w, int r)
 {
-	rets[r] = pn_nv_init(img, img, img, &w->host[r], r, &be[r]);
+	rets[r] = pn_nv_init(img, img, use_cu, &w->host[r], r, &be[r]);
 	snprintf(msgs[r], sizeof(msgs[r]), "%s", rets[r] ? pn_plugin_errmsg() : "");
 }
 
 static void do_init_rank1_bad_device(struct fake_world *w, int r)
 {
-	rets[r] = pn_nv_init(img, img, img, &w->host[r], r == 1 ? 9 : r, &be[r]);
+	rets[r] = pn_nv_init(img, img, use_cu, &w->host[r], r == 1 ? 9 : r, &be[r]);
 	snprintf(msgs[r], sizeof(msgs[r]), "%s", rets[r] ? pn_plugin_errmsg() : "");
 }
 
@@ -677,6 +683,190 @@ TEST(large_calls_in_one_nvlink_domain_move_by_copy_engines)
 	unsetenv("PENNY_NVSHMEM_RING_MAX");
 }
 
+/* Mid sizes on 2 PEs of one NVLink domain: the cuda plugin's table on a
+ * workspace of the symmetric heap. */
+static const char *cu_step;
+
+static int cu_launch_ok(const struct pn_nv *c, const struct fake_launch *l, int r, uint64_t recv,
+			uint64_t reg_base, uint32_t reg_id)
+{
+	int bad = l->ar.rank != r || l->ar.nranks != 2 || l->ar.timeout_ns != c->cfg.timeout_ns;
+
+	for (int q = 0; q < 2; q++) {
+		bad |= l->ar.peer_ws[q] != c->cu_ws.peer[q] || !l->ar.peer_ws[q];
+		if (reg_base)
+			bad |= l->ar.peer_recv[q] != recv; /* every PE's copy (one process here) */
+	}
+	if (reg_base)
+		bad |= l->ar.desc != ((uint64_t)reg_id << 40 | (recv - reg_base));
+	return !bad;
+}
+
+static void do_cuda_call(struct fake_world *w, int r)
+{
+	const size_t n8m = (8u << 20) / 4;
+	void *s = NULL, *d = NULL, *plain = NULL;
+	struct pn_nv *c;
+	int mallocs;
+
+	do_init(w, r);
+	if (rets[r])
+		return;
+	c = be[r];
+	rets[r] = pn_nv_alloc(c, (8u << 20) + 64, PENNY_MEM_REGISTERED, &s);
+	if (!rets[r])
+		rets[r] = pn_nv_alloc(c, (8u << 20) + 64, PENNY_MEM_REGISTERED, &d);
+	if (!rets[r])
+		rets[r] = pn_nv_alloc(c, (8u << 20) + 64, 0, &plain);
+	if (rets[r])
+		goto out;
+	/* nothing made before the first call, nor inside a capture (the nvshmem
+	 * table: two-shot at 8 MiB) */
+	cu_step = "capture";
+	mallocs = __atomic_load_n(&nvb_mallocs, __ATOMIC_SEQ_CST);
+	me()->capturing = 1;
+	me()->nlaunch = 0;
+	rets[r] = pn_nv_allreduce(c, s, d, n8m, PENNY_FLOAT, PENNY_SUM, PENNY_ALGO_AUTO);
+	me()->capturing = 0;
+	if (rets[r] || c->cu_state != 0 || c->cu_ws.base || me()->ncaptured != 1 ||
+	    __atomic_load_n(&nvb_mallocs, __ATOMIC_SEQ_CST) != mallocs) {
+		rets[r] = rets[r] ? rets[r] : -100;
+		goto out;
+	}
+	/* 8 MiB on symmetric buffers: the ring on the user's buffers */
+	cu_step = "ring";
+	me()->nlaunch = me()->ncopy = 0;
+	rets[r] = pn_nv_allreduce(c, s, d, n8m, PENNY_FLOAT, PENNY_SUM, PENNY_ALGO_AUTO);
+	if (!rets[r])
+		rets[r] = pn_gpu_be_sync(c);
+	if (rets[r])
+		goto out;
+	if (c->cu_state != 1 || !c->cu_ws.base ||
+	    __atomic_load_n(&nvb_mallocs, __ATOMIC_SEQ_CST) < mallocs + 1 || me()->nlaunch != 1 ||
+	    me()->ncopy || strcmp(me()->launch[0].name, "pn_ar_ring_float_sum") ||
+	    !cu_launch_ok(c, &me()->launch[0], r, (uintptr_t)d, (uintptr_t)d, c->syms->id) ||
+	    me()->launch[0].ar.count != n8m || me()->launch[0].ar.send != (uintptr_t)s) {
+		rets[r] = -200;
+		goto out;
+	}
+	/* an odd tail: the ring on the whole vectors, the last 4 bytes by LL lines */
+	cu_step = "tail";
+	me()->nlaunch = me()->ncopy = 0;
+	rets[r] = pn_nv_allreduce(c, s, (char *)d + 16, n8m + 1, PENNY_FLOAT, PENNY_SUM,
+				  PENNY_ALGO_AUTO);
+	if (rets[r] || me()->nlaunch != 2 || strcmp(me()->launch[1].name, "pn_ar_oneshot_float_sum") ||
+	    !cu_launch_ok(c, &me()->launch[0], r, (uintptr_t)d + 16, (uintptr_t)d, c->syms->id) ||
+	    me()->launch[1].ar.recv != (uintptr_t)d + 16 + (8u << 20)) {
+		rets[r] = rets[r] ? rets[r] : -300;
+		goto out;
+	}
+	/* recv outside the symmetric heap: the ring through the staging buffer */
+	cu_step = "staged";
+	me()->nlaunch = me()->ncopy = 0;
+	rets[r] = pn_nv_allreduce(c, s, plain, n8m, PENNY_FLOAT, PENNY_SUM, PENNY_ALGO_AUTO);
+	if (rets[r] || me()->nlaunch != 1 || me()->ncopy != 2 ||
+	    strcmp(me()->launch[0].name, "pn_ar_ring_float_sum") ||
+	    !cu_launch_ok(c, &me()->launch[0], r, c->stage, c->stage, PN_NV_STAGE_ID) ||
+	    me()->copy[1].dst != (uintptr_t)plain) {
+		rets[r] = rets[r] ? rets[r] : -400;
+		goto out;
+	}
+	/* 1 MiB: the flag one-shot, on any device memory (its lines go to the
+	 * peers' workspace) */
+	cu_step = "oneshot_fl";
+	me()->nlaunch = me()->ncopy = 0;
+	rets[r] = pn_nv_allreduce(c, plain, plain, (1u << 20) / 4, PENNY_FLOAT, PENNY_SUM,
+				  PENNY_ALGO_AUTO);
+	if (rets[r] || me()->nlaunch != 1 || me()->ncopy ||
+	    strcmp(me()->launch[0].name, "pn_ar_oneshot_fl_float_sum") ||
+	    !cu_launch_ok(c, &me()->launch[0], r, 0, 0, 0)) {
+		rets[r] = rets[r] ? rets[r] : -500;
+		goto out;
+	}
+	/* 256 KiB: the nvshmem LL one-shot (below PENNY_NVSHMEM_CUDA_MIN) */
+	cu_step = "ll";
+	me()->nlaunch = 0;
+	rets[r] = pn_nv_allreduce(c, s, d, (256u << 10) / 4, PENNY_FLOAT, PENNY_SUM, PENNY_ALGO_AUTO);
+	if (rets[r] || strcmp(me()->launch[0].name, "pn_nv_oneshot_ll_float_sum")) {
+		rets[r] = rets[r] ? rets[r] : -600;
+		goto out;
+	}
+	/* auto names the cuda table's algorithm; an explicit one is the nvshmem kernel's */
+	cu_step = "select";
+	if (pn_nv_select(c, n8m, PENNY_FLOAT, PENNY_SUM, PENNY_ALGO_AUTO) != PENNY_ALGO_RING ||
+	    pn_nv_select(c, (1u << 20) / 4, PENNY_FLOAT, PENNY_SUM, PENNY_ALGO_AUTO) !=
+		    PENNY_ALGO_ONESHOT) {
+		rets[r] = -700;
+		goto out;
+	}
+	me()->nlaunch = 0;
+	rets[r] = pn_nv_allreduce(c, s, d, n8m, PENNY_FLOAT, PENNY_SUM, PENNY_ALGO_RING);
+	if (rets[r] || strcmp(me()->launch[0].name, "pn_nv_ring_float_sum")) {
+		rets[r] = rets[r] ? rets[r] : -800;
+		goto out;
+	}
+	/* a cuda kernel's error word: this PE's call fails naming the peer */
+	cu_step = "error";
+	if (r == 0) {
+		uint32_t *cnt = (uint32_t *)(uintptr_t)(c->cu_ws.base + PN_WS_COUNTERS);
+
+		cnt[PN_CNT_ERR] = PN_ERR_TIMEOUT;
+		cnt[PN_CNT_ERR_INFO] = PN_ERR_DETAIL(1, 0);
+		if (kernel_errors(c) != -ETIMEDOUT || !strstr(pn_plugin_errmsg(), "waiting for PE 1"))
+			rets[r] = -900;
+		else if (kernel_errors(c) != 0) /* cleared: reported once */
+			rets[r] = -901;
+	}
+	cu_step = "done";
+out:
+	snprintf(msgs[r], sizeof(msgs[r]), "step %s: %s", cu_step, rets[r] ? pn_plugin_errmsg() : "");
+	if (plain)
+		pn_nv_free(c, plain);
+	if (d)
+		pn_nv_free(c, d);
+	if (s)
+		pn_nv_free(c, s);
+	pn_nv_fini(c);
+	be[r] = NULL;
+}
+
+TEST(mid_sizes_in_one_nvlink_domain_run_the_cuda_kernels)
+{
+	struct fake_world w;
+
+	use_cu = all_cu;
+	fake_world_init(&w, 2);
+	memset(rets, 0, sizeof(rets));
+	memset(msgs, 0, sizeof(msgs));
+	fake_run(&w, do_cuda_call);
+	fake_world_free(&w);
+	for (int r = 0; r < 2; r++) {
+		CHECK_EQ_INT(rets[r], 0);
+		if (rets[r])
+			fprintf(stderr, "# PE %d: %s\n", r, msgs[r]);
+	}
+	/* PEs behind NICs: the nvshmem kernels (two-shot at 8 MiB) */
+	fake_nic_from = 2;
+	run_call((8u << 20) / 4, PENNY_FLOAT, PENNY_ALGO_AUTO, 1);
+	for (int r = 0; r < 4; r++)
+		CHECK(rets[r] == 0 && !strcmp(msgs[r], "1 launches 0 copies pn_nv_twoshot_float_sum"));
+	fake_nic_from = FAKE_MAX_RANKS;
+	/* PENNY_NVSHMEM_CUDA_MIN above the size: the nvshmem kernels */
+	setenv("PENNY_NVSHMEM_CUDA_MIN", "16M", 1);
+	run_call((8u << 20) / 4, PENNY_FLOAT, PENNY_ALGO_AUTO, 1);
+	for (int r = 0; r < 4; r++)
+		CHECK(rets[r] == 0 && !strcmp(msgs[r], "1 launches 0 copies pn_nv_twoshot_float_sum"));
+	unsetenv("PENNY_NVSHMEM_CUDA_MIN");
+	/* a PENNY_CUDA_* setting out of range fails init with its name */
+	setenv("PENNY_CUDA_RING_TILE", "100", 1);
+	fake_world_init(&w, 2);
+	fake_run(&w, do_init);
+	fake_world_free(&w);
+	CHECK(rets[0] != 0 && strstr(msgs[0], "PENNY_CUDA_") != NULL);
+	unsetenv("PENNY_CUDA_RING_TILE");
+	use_cu = ce_only;
+}
+
 TEST(bad_arguments)
 {
 	run_call(10, PENNY_NDTYPES, PENNY_ALGO_AUTO, 1);
@@ -704,6 +894,7 @@ int main(void)
 	RUN(planned_rings_table);
 	RUN(planned_rings_reach_the_ring_kernel);
 	RUN(large_calls_in_one_nvlink_domain_move_by_copy_engines);
+	RUN(mid_sizes_in_one_nvlink_domain_run_the_cuda_kernels);
 	RUN(bad_arguments);
 	fake_funcs_free();
 	return unit_done();
