@@ -81,12 +81,14 @@ int pn_nv_read_cfg(struct pn_nv_cfg *cfg, int nranks, int nsm, double timeout_s)
 	 * them: 512 MiB carries 1 GiB in 2 pieces on 2 PEs */
 	ret |= env_u64("PENNY_NVSHMEM_CE_BYTES", 512u << 20, 0, 16ull << 30, &cfg->ce_bytes);
 	/* within one NVLink domain, above this size auto runs the cuda plugin's
-	 * kernels on the symmetric heap (its table: flag one-shot, ring, copy
-	 * engines); below, the LL one-shot here.  2 x H200, graphs: the nvshmem
-	 * kernels took 1.20-1.24x the cuda plugin's time at 1 MiB and 0.73-0.91x
-	 * its busbw at 4-32 MiB (results/2026-11-30-h200x2/s59-*, s60-*) */
-	ret |= env_u64("PENNY_NVSHMEM_CUDA_MIN", nranks <= 2 ? 512u << 10 : 128u << 10, 0, 1ull << 40,
-		       &cfg->cuda_min);
+	 * kernels on the symmetric heap (its table: LL and flag one-shots, ring,
+	 * copy engines).  2 x H200, bfloat16, graphs, in one call: the nvshmem
+	 * kernels took 1.21x the cuda plugin's time at 1 MiB and 0.85-0.90x its
+	 * busbw at 4-32 MiB; with these kernels 1.00x (and 0.99-1.00x) from
+	 * 1 MiB; below, its LL one-shot took 1.15-1.22x (1-256 KiB) where
+	 * theirs takes 0.94-1.06x: every size by default
+	 * (results/2026-11-30-h200x2/s61-nvshmem-cuda-kernels.txt) */
+	ret |= env_u64("PENNY_NVSHMEM_CUDA_MIN", 0, 0, 1ull << 40, &cfg->cuda_min);
 	ret |= env_u64("PENNY_NVSHMEM_SLOT", slot_def, 64u << 10, 1ull << 30, &cfg->slot);
 	/* the ring's chunk: each is signalled on its own, so the next PE works on
 	 * one while this one sends the next */

@@ -31,14 +31,16 @@
  *    about 369 (2 x H200), and the ring lost the difference: 342 GB/s
  *    busbw at 1 GiB against the cuda plugin's 388; by copy engines 388
  *    (results/2026-11-30-h200x2/s60-nvshmem-ce.txt).
- *  - Mid sizes within one NVLink domain (auto above PENNY_NVSHMEM_CUDA_MIN)
- *    run the cuda plugin's kernels (plugins/cuda/ar_kernels.cu, images
+ *  - Within one NVLink domain auto (above PENNY_NVSHMEM_CUDA_MIN, default
+ *    0) runs the cuda plugin's kernels (plugins/cuda/ar_kernels.cu, images
  *    embedded here; its size table and PENNY_CUDA_* settings) on a
  *    workspace of the symmetric heap, every peer's by nvshmem_ptr: within a
  *    node NVSHMEM's transport is load/store over the same NVLink mappings,
- *    and those kernels' flag protocol is faster there than put-with-signal
- *    (the nvshmem kernels: 0.73-0.91x the cuda plugin's busbw at 4-32 MiB).
- *    Across nodes the nvshmem kernels run, as before.
+ *    and those kernels' LL lines and flags cost less there than the
+ *    nvshmem kernels' (1.15-1.22x the cuda plugin's time to 1 MiB,
+ *    0.85-0.90x its busbw at 4-32 MiB; with these kernels 0.94-1.06x and
+ *    0.99-1.00x: results/2026-11-30-h200x2/s61-nvshmem-cuda-kernels.txt).
+ *    Across nodes, and for an explicit algorithm, the nvshmem kernels run.
  * fill/check/timing/bw come from plugins/common/gpu.c like the cuda plugin.
  */
 #define _GNU_SOURCE

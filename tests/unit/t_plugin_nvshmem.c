@@ -190,6 +190,13 @@ TEST(size_table_and_explicit_algorithms)
 	 * plugin's answer), auto only; the ring on more PEs unless told */
 	CHECK_EQ_INT(pn_nv_read_cfg(&c, 2, 132, 0), 0);
 	CHECK(c.ce_bytes == 512u << 20 && c.ring_max == 32u << 20);
+	/* the cuda plugin's table at every size where the plugin says it runs */
+	CHECK(c.cuda_min == 0 && !c.cuda_ok);
+	c.cuda_ok = 1;
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 1), PN_NV_CUDA);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 1ull << 30), PN_NV_CUDA);
+	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_ONESHOT, 1024), PN_NV_ONESHOT);
+	c.cuda_ok = 0;
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 1ull << 30), PN_NV_RING);
 	c.ce_ok = 1;
 	CHECK_EQ_INT(pn_nv_kernel_for(&c, PENNY_ALGO_AUTO, 32u << 20), PN_NV_RING);
@@ -783,11 +790,12 @@ static void do_cuda_call(struct fake_world *w, int r)
 		rets[r] = rets[r] ? rets[r] : -500;
 		goto out;
 	}
-	/* 256 KiB: the nvshmem LL one-shot (below PENNY_NVSHMEM_CUDA_MIN) */
+	/* 256 KiB: the cuda plugin's LL one-shot (every size by default) */
 	cu_step = "ll";
 	me()->nlaunch = 0;
 	rets[r] = pn_nv_allreduce(c, s, d, (256u << 10) / 4, PENNY_FLOAT, PENNY_SUM, PENNY_ALGO_AUTO);
-	if (rets[r] || strcmp(me()->launch[0].name, "pn_nv_oneshot_ll_float_sum")) {
+	if (rets[r] || strcmp(me()->launch[0].name, "pn_ar_oneshot_float_sum") ||
+	    !cu_launch_ok(c, &me()->launch[0], r, 0, 0, 0)) {
 		rets[r] = rets[r] ? rets[r] : -600;
 		goto out;
 	}
@@ -851,11 +859,14 @@ TEST(mid_sizes_in_one_nvlink_domain_run_the_cuda_kernels)
 	for (int r = 0; r < 4; r++)
 		CHECK(rets[r] == 0 && !strcmp(msgs[r], "1 launches 0 copies pn_nv_twoshot_float_sum"));
 	fake_nic_from = FAKE_MAX_RANKS;
-	/* PENNY_NVSHMEM_CUDA_MIN above the size: the nvshmem kernels */
+	/* PENNY_NVSHMEM_CUDA_MIN: the nvshmem kernels up to it */
 	setenv("PENNY_NVSHMEM_CUDA_MIN", "16M", 1);
 	run_call((8u << 20) / 4, PENNY_FLOAT, PENNY_ALGO_AUTO, 1);
 	for (int r = 0; r < 4; r++)
 		CHECK(rets[r] == 0 && !strcmp(msgs[r], "1 launches 0 copies pn_nv_twoshot_float_sum"));
+	run_call(1000, PENNY_FLOAT, PENNY_ALGO_AUTO, 1);
+	for (int r = 0; r < 4; r++)
+		CHECK(rets[r] == 0 && !strcmp(msgs[r], "1 launches 0 copies pn_nv_oneshot_ll_float_sum"));
 	unsetenv("PENNY_NVSHMEM_CUDA_MIN");
 	/* a PENNY_CUDA_* setting out of range fails init with its name */
 	setenv("PENNY_CUDA_RING_TILE", "100", 1);
