@@ -94,8 +94,8 @@ const struct pn_opt sweep_options[] = {
 	  OPT_RANGE(0, MAX_BYTES) },
 	{ "stepbytes", 'i', OPT_SIZE, &ar.stepbytes, "SIZE",
 	  "size increment when no factor is given (default 1M)", NULL, OPT_RANGE(1, MAX_BYTES) },
-	{ "stepfactor", 'f', OPT_DOUBLE, &ar.factor, "F", "multiply the size by F each step", NULL,
-	  OPT_RANGE(1.01, 1024) },
+	{ "stepfactor", 'f', OPT_DOUBLE, &ar.factor, "F", "multiply the size by F each step (1: "
+	  "no factor, step by -i, as nccl-tests' -f 1)", NULL, OPT_RANGE(1, 1024) },
 	{ "iters", 'n', OPT_INT, &ar.iters, "N", "timed iterations per size, spread over the blocks "
 	  "(default: by size, 32 per block to 1M, 2 from 16M; 0: the check only)", NULL,
 	  OPT_RANGE(0, 1000000) },
@@ -212,12 +212,12 @@ static void print_header(void *arg, const char *backend, const char *algo_name)
 		    "(GB/s)", "", "ranks");
 }
 
-/* Rank 0: a row in the table (or JSON) and in --csv. */
+/* Rank 0: a row in the table (or JSON) and in --csv (a write error stops the sweep). */
 static int print_row(void *arg, const struct pn_sweep_row *rw, size_t i, size_t n)
 {
 	struct job *j = arg;
 	struct pn_out *o = j->ctx->out;
-	int k, same = pn_sweep_same_output(j->sw.kind);
+	int k, same = pn_sweep_same_output(j->sw.kind), err;
 
 	if (j->rank != 0)
 		return 0;
@@ -248,7 +248,8 @@ static int print_row(void *arg, const struct pn_sweep_row *rw, size_t i, size_t 
 				pn_out_uint(o, PN_JSON, "differ", NULL,
 					    (unsigned long long)rw->differ[k]);
 		} else {
-			pn_out_str(o, PN_ANY, "wrong", " %6s", "N/A");
+			pn_out_null(o, PN_JSON, "wrong", NULL);	/* not checked */
+			pn_out_str(o, PN_TEXT, NULL, " %6s", "N/A");
 		}
 		pn_out_close_object(o);
 	}
@@ -260,7 +261,8 @@ static int print_row(void *arg, const struct pn_sweep_row *rw, size_t i, size_t 
 		pn_out_text(o, " %6s", "N/A");
 	pn_out_text(o, "\n");
 	pn_out_close_object(o);
-	fflush(pn_out_file(o));
+	if ((err = pn_out_flush(pn_out_file(o))))
+		return err;
 	pn_arout_row(&j->files, rw, &j->sw);
 	if (j->progress)
 		fprintf(stderr, "\r%s %zu/%zu sizes ", rw->algo, i + 1, n);
@@ -366,7 +368,7 @@ static void print_job(struct job *j, const char *backends, const char *launcher)
 	pn_out_int(o, PN_JSON, "warmup_iters", NULL, ar.warmup);
 	if (ar.iters >= 0)
 		snprintf(iters, sizeof(iters), "%d", ar.iters);
-	pn_out_text(o, "# minBytes %llu maxBytes %llu step: %g(%s) warmup iters: %d iters: %s "
+	pn_out_text(o, "# minBytes %llu maxBytes %llu step: %.15g(%s) warmup iters: %d iters: %s "
 		    "validation: %d\n# Timing: the median of %d timed blocks per size (a block: its "
 		    "time over the ranks, -a); the fastest and slowest in --json and --csv\n",
 		    (unsigned long long)ar.minbytes, (unsigned long long)ar.maxbytes,
@@ -578,9 +580,7 @@ int sweep_main(struct pn_ctx *ctx, enum pn_coll_kind kind)
 	if (rc)
 		goto out;
 	ret = pn_cmd_job_start(ctx, 0);
-	j.boot = ctx->job->boot;
-	j.rank = ctx->job->rank;
-	j.nranks = ctx->job->nranks;
+	j.boot = ctx->job->boot, j.rank = ctx->job->rank, j.nranks = ctx->job->nranks;
 	if (ret)
 		goto fail;
 	if ((ret = pn_aropts_job(&ar, j.nranks))) {
@@ -602,11 +602,8 @@ int sweep_main(struct pn_ctx *ctx, enum pn_coll_kind kind)
 	}
 	if (ret)
 		goto fail;
-	jc.plan = j.prep.plan;
-	jc.algos = algos;
-	jc.nalgos = nalgos;
-	jc.calgos = calgos;
-	jc.ncalgos = ncalgos;
+	jc.plan = j.prep.plan, jc.algos = algos, jc.nalgos = nalgos;
+	jc.calgos = calgos, jc.ncalgos = ncalgos;
 	jc.gpu = (struct pn_sweep_gpu_cfg){ .algos = ar.algo, .graph = ar.graph, .gpus = ar.gpus,
 					    .share = ar.share_gpus, .dev = j.bk.dev, .ndev = j.bk.ndev, .log = plugin_log,
 					    .log_arg = &j, .xnode = &pn_cli.xnode, .no_mem_check = !pn_cli.mem_check };
@@ -635,6 +632,11 @@ int sweep_main(struct pn_ctx *ctx, enum pn_coll_kind kind)
 		pn_stop_release(0);
 	}
 	ret = pn_arjob_sweep(&j.aj, &j.sw, &plan);
+	if (ret && j.sw.sink_err) {	/* rank 0's stdout failed (print_row): said once */
+		ret = j.rank ? 0 : pn_arout_stdout_failed(&j.files, ret);
+		rc = ret ? pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret)) : 2;
+		goto out;
+	}
 	if (ret)
 		goto fail;
 	if (j.rank == 0 && pn_stop_hold(-1)) {

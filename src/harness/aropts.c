@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -532,7 +533,7 @@ void pn_arout_row(struct pn_arout *w, const struct pn_sweep_row *rw, const struc
 	if (!w->csv)
 		return;
 	if (!w->csv_rows++)
-		pn_sweep_csv_header(w->csv);
+		pn_sweep_csv_header(w->csv, s->kind);
 	pn_sweep_csv_row(w->csv, rw, s);
 }
 
@@ -627,6 +628,20 @@ int pn_arout_finish(struct pn_arout *w, const struct pn_aropts *o, const struct 
 		return commit(&w->csv_of, 0);
 	}
 	return 0;
+}
+
+int pn_arout_stdout_failed(const struct pn_arout *w, int err)
+{
+	struct pn_ofile *const ofs[] = { w->csv_of, w->plot_of, w->tune_of };
+	size_t k;
+
+	__fpurge(stdout);
+	clearerr(stdout);
+	for (k = 0; k < PN_ARRAY_SIZE(ofs); k++)
+		if (ofs[k] && pn_ofile_inplace(ofs[k]) && pn_ofile_file(ofs[k]) == stdout)
+			return pn_err(err, "write error on '%s': %s", pn_ofile_path(ofs[k]),
+				      strerror(-err));
+	return pn_err(err, "write error on standard output: %s", strerror(-err));
 }
 
 void pn_arout_abort(struct pn_arout *w)

@@ -159,5 +159,13 @@ int pn_arout_finish(struct pn_arout *w, const struct pn_aropts *o, const struct 
 		    int nranks, int nnodes);
 /* Not committed: a failed run leaves the files as they were. */
 void pn_arout_abort(struct pn_arout *w);
+/*
+ * Standard output could not be written (err, a negative errno): returns it
+ * with the line to say, "write error on standard output: ..." or, where
+ * --csv, --plot or --tune-out writes there too, "write error on '-': ..."
+ * as their commit says it; stdout's unwritten bytes and error flag are
+ * dropped, so that the exit's flush does not say it again.
+ */
+int pn_arout_stdout_failed(const struct pn_arout *w, int err);
 
 #endif

@@ -97,6 +97,7 @@ void pn_sweep_init(struct pn_sweep *s)
 	s->agg = 1;
 	s->wrong = 0;
 	s->worst_avg = INFINITY;
+	s->sink_err = 0;
 }
 
 void pn_sweep_release(struct pn_sweep *s)
@@ -143,16 +144,49 @@ int pn_sweep_calls(const struct pn_sweep *s, size_t bytes)
 	return pn_timing_calls(bytes, s->iters, pn_sweep_blocks(s)) * (s->agg > 1 ? s->agg : 1);
 }
 
+/* A sink error some rank sent (sink_err words of the records, stride rec
+ * words): into s->sink_err on every rank, and returned with its message. */
+static int sink_seen(struct pn_sweep *s, const uint64_t *all, size_t rec)
+{
+	int r;
+
+	for (r = 0; r < s->comm->nranks && !s->sink_err; r++)
+		s->sink_err = (int)(int64_t)all[(size_t)r * rec];
+	if (!s->sink_err)
+		return 0;
+	/* the presenting rank says why (its output cannot be written) */
+	return pn_err(s->sink_err, "the presenting rank's output failed: %s",
+		      strerror(-s->sink_err));
+}
+
+/* The presenting rank's sink error, to every rank (one word each). */
+static int sink_agree(struct pn_sweep *s)
+{
+	uint64_t mine = (uint64_t)(int64_t)s->sink_err;
+	uint64_t *all = calloc((size_t)s->comm->nranks, 8);
+	int ret;
+
+	if (!all)
+		return pn_err(-ENOMEM, "out of memory");
+	ret = pn_boot_allgather(s->comm->boot, &mine, all, 8);
+	if (!ret)
+		ret = sink_seen(s, all, 1);
+	free(all);
+	return ret;
+}
+
 /*
  * Over the ranks: each block's time as time_of says (into the row's
  * per_block, nb of them), the median, fastest and slowest block, the wrong
- * values summed, the ranks whose output digest differs from rank 0's.
- * Every rank sends {wrong, digest, its nb block times}.
+ * values summed, the ranks whose output digest differs from rank 0's, and
+ * the presenting rank's sink error (sink_seen).  Every rank sends {wrong,
+ * digest, sink error, its nb block times}.
  */
-static int over_ranks(struct pn_comm *c, enum pn_sweep_time time_of, int nb, double *per_block,
-		      struct pn_sweep_row *rw, int k)
+static int over_ranks(struct pn_sweep *s, int nb, double *per_block, struct pn_sweep_row *rw,
+		      int k)
 {
-	size_t rec = 2 + (size_t)nb; /* 8-byte words a rank */
+	struct pn_comm *c = s->comm;
+	size_t rec = 3 + (size_t)nb; /* 8-byte words a rank */
 	uint64_t *mine = calloc(rec, 8), *all = calloc(rec * (size_t)c->nranks, 8);
 	struct pn_timing_stat st;
 	int r, ret;
@@ -164,10 +198,13 @@ static int over_ranks(struct pn_comm *c, enum pn_sweep_time time_of, int nb, dou
 	}
 	mine[0] = rw->wrong[k];
 	mine[1] = rw->differ[k];
-	memcpy(mine + 2, per_block, (size_t)nb * sizeof(double));
+	mine[2] = (uint64_t)(int64_t)s->sink_err;
+	memcpy(mine + 3, per_block, (size_t)nb * sizeof(double));
 	ret = pn_boot_allgather(c->boot, mine, all, rec * 8);
+	if (!ret)
+		ret = sink_seen(s, all + 2, rec);
 	if (!ret) {
-		pn_sweep_blocks_over((const double *)(all + 2), rec * 8, c->nranks, nb, time_of,
+		pn_sweep_blocks_over((const double *)(all + 3), rec * 8, c->nranks, nb, s->time_of,
 				     per_block, &st);
 		rw->time_us[k] = st.median;
 		rw->time_min_us[k] = st.min;
@@ -240,7 +277,7 @@ static int one_size(struct pn_sweep *s, struct pn_sweep_backend *be, int algo, s
 			s->sink.bad(s->sink.arg, &bad);
 		rw->wrong[k] = bad.wrong;
 		rw->differ[k] = s->check ? bad.digest : 0;
-		ret = over_ranks(s->comm, s->time_of, rw->blocks, mine, rw, k);
+		ret = over_ranks(s, rw->blocks, mine, rw, k);
 		rw->block_us[k] = mine;
 		rw->algbw[k] = rw->time_us[k] > 0 ? (double)rw->bytes / rw->time_us[k] / 1e3 : 0;
 		rw->busbw[k] = pn_sweep_kind_busbw(s->kind, rw->algbw[k], s->comm->nranks);
@@ -271,8 +308,10 @@ static int series(struct pn_sweep *s, struct pn_sweep_backend *be, int algo)
 		sr.differ += rw.differ[0] + rw.differ[1];
 		if (!ret)
 			ret = keep_row(s, &rw);
-		if (!ret && s->sink.row && pn_stop_hold(-1)) {
-			ret = s->sink.row(s->sink.arg, &rw, i, s->nsizes);
+		/* a row that could not be presented: every rank stops with the
+		 * next size's times (sink_seen), or below after the last one */
+		if (!ret && s->sink.row && !s->sink_err && pn_stop_hold(-1)) {
+			s->sink_err = s->sink.row(s->sink.arg, &rw, i, s->nsizes);
 			pn_stop_release(0);
 		}
 		if (ret)
@@ -280,6 +319,8 @@ static int series(struct pn_sweep *s, struct pn_sweep_backend *be, int algo)
 		sum += rw.busbw[0];
 	}
 	free(blk);
+	if (!ret)
+		ret = sink_agree(s);
 	if (ret)
 		return ret;
 	sr.avg_busbw = s->nsizes ? sum / (double)s->nsizes : 0;
@@ -411,12 +452,12 @@ size_t pn_sweep_best(const struct pn_sweep *s, int ip, size_t *bytes, enum pn_al
 	return none;
 }
 
-void pn_sweep_csv_header(FILE *f)
+void pn_sweep_csv_header(FILE *f, enum pn_coll_kind k)
 {
 	fprintf(f, "algo,size,count,type,redop,oop_time_us,oop_algbw,oop_busbw,oop_wrong,"
 		   "ip_time_us,ip_algbw,ip_busbw,ip_wrong,backend,oop_differ,ip_differ,"
 		   "oop_time_min_us,oop_time_max_us,ip_time_min_us,ip_time_max_us,blocks,"
-		   "iters_per_block\n");
+		   "iters_per_block%s\n", k == PN_COLL_ALLREDUCE ? "" : ",root");
 }
 
 int pn_sweep_same_output(enum pn_coll_kind k)
@@ -444,7 +485,7 @@ void pn_sweep_csv_row(FILE *f, const struct pn_sweep_row *rw, const struct pn_sw
 	char v[4][24];
 
 	fprintf(f, "%s,%zu,%zu,%s,%s,%.3f,%.4f,%.4f,%s,%.3f,%.4f,%.4f,%s,%s,%s,%s,"
-		   "%.3f,%.3f,%.3f,%.3f,%d,%d\n", rw->algo,
+		   "%.3f,%.3f,%.3f,%.3f,%d,%d", rw->algo,
 		rw->bytes, rw->count, pn_dtype_name(rw->dtype), pn_sweep_redop_name(s->kind, rw->op),
 		rw->time_us[0], rw->algbw[0], rw->busbw[0],
 		csv_count(v[0], sizeof(v[0]), s->check, rw->wrong[0]), rw->time_us[1],
@@ -453,6 +494,10 @@ void pn_sweep_csv_row(FILE *f, const struct pn_sweep_row *rw, const struct pn_sw
 		csv_count(v[3], sizeof(v[3]), same, rw->differ[1]),
 		rw->time_min_us[0], rw->time_max_us[0], rw->time_min_us[1], rw->time_max_us[1],
 		rw->blocks, rw->calls);
+	/* the other collectives: the table's root column (-1: none) */
+	if (s->kind != PN_COLL_ALLREDUCE)
+		fprintf(f, ",%d", pn_coll_rooted(s->kind) ? s->root : -1);
+	fputc('\n', f);
 }
 
 /* The stop of the presenting rank (pn_sweep_stop_start). */

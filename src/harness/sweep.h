@@ -81,7 +81,10 @@ struct pn_sweep_bad {
 struct pn_sweep_sink {
 	void *arg;
 	void (*begin)(void *arg, const char *backend, const char *algo);
-	/* row i of the series' n; nonzero stops the sweep with that error */
+	/* row i of the series' n; a negative errno stops the sweep on every
+	 * rank: the presenting rank's error goes to the others with the next
+	 * size's times (or at the series' end), then every rank's pn_sweep_run
+	 * returns it, in s->sink_err too; no sink call follows it */
 	int (*row)(void *arg, const struct pn_sweep_row *row, size_t i, size_t n);
 	void (*end)(void *arg, const struct pn_sweep_series *s);
 	/* an algorithm the backend cannot run on this job (err: why) */
@@ -158,6 +161,7 @@ struct pn_sweep {
 	uint64_t wrong;		/* wrong values of every series */
 	uint64_t differ;	/* rank outputs unlike rank 0's, every series */
 	double worst_avg;	/* smallest average busbw of a series; INFINITY: none ran */
+	int sink_err;		/* the presenting rank's sink.row() error, on every rank */
 };
 
 /* The sizes from min to max, stepping by factor (> 1) or else by step, each
@@ -265,7 +269,9 @@ int pn_sweep_plot(const struct pn_sweep *sw, FILE *f, const char *title);
 /* --tune-out: the best algorithm per size as a tuning table into f. */
 int pn_sweep_tune_save(const struct pn_sweep *sw, FILE *f, const char *name, int nranks,
 		       int nnodes);
-void pn_sweep_csv_header(FILE *f);
+/* The header of collective k's rows: allreduce's 22 columns; the others
+ * add the table's root (-1 where the collective has none). */
+void pn_sweep_csv_header(FILE *f, enum pn_coll_kind k);
 /* A row of s's collective; wrong and differ are empty where the table says
  * N/A (without s->check; differ where the ranks hold different outputs). */
 void pn_sweep_csv_row(FILE *f, const struct pn_sweep_row *row, const struct pn_sweep *s);

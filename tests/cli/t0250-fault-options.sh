@@ -41,11 +41,11 @@ allreduce-test --np 1025	--np must be 1..1024, got 1025
 allreduce-test -n -1	-n must be 0..1000000, got -1
 allreduce-test -w -1	-w must be 0..1000000, got -1
 allreduce-test -c 2	-c must be 0..1, got 2
-allreduce-test -f 1	-f must be 1.01..1024, got 1
+allreduce-test -f 0.5	-f must be 1..1024, got 0.5
 allreduce-test --transport carrier-pigeon	--transport must be one of: shm tcp verbs; got 'carrier-pigeon'
 check --transport frob	--transport must be one of: shm tcp verbs; got 'frob'
 bw --transport tc	--transport must be one of: tcp verbs; got 'tc'
-allreduce-test -f 1e9	-f must be 1.01..1024, got 1e9
+allreduce-test -f 1e9	-f must be 1..1024, got 1e9
 allreduce-test -i 0	-i must be 1..1T, got 0
 allreduce-test -e 2T	-e must be 0..1T, got 2T
 allreduce-test -b 0 -e 1M -i 1	more than 100000 sizes
