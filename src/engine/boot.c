@@ -169,11 +169,17 @@ static void keep_notice(struct pn_boot *b, const char *text)
 static int recv_abort(struct pn_boot *b, int fd, int from, const struct pn_frame *h,
 		      double deadline)
 {
-	char text[300] = "";
-	size_t n = h->len < sizeof(text) - 1 ? h->len : sizeof(text) - 1;
+	char text[300] = "", all[4096];
+	size_t n = PN_MIN(h->len, sizeof(text) - 1);
 
-	if (pn_sock_read_full(fd, text, n, deadline))
-		text[0] = 0;
+	/* a notice is said in one write: its text is there with its header,
+	 * and is short (pn_boot_abort); anything else is not a notice */
+	if (h->len > sizeof(all))
+		return pn_err(-EPROTO, "bad message from rank %d (host %s): an abort notice of "
+			      "%llu bytes", from, rank_host(b, from), (unsigned long long)h->len);
+	if (pn_sock_read_full(fd, all, (size_t)h->len, PN_MIN(deadline, pn_now() + 1.0)))
+		n = 0;
+	memcpy(text, all, n);
 	text[n] = 0;
 	pn_wire_printable(text, sizeof(text));
 	b->abort_code = h->seq > 0 && h->seq < 4096 ? -(int)h->seq : -ECANCELED;
@@ -511,6 +517,39 @@ void pn_boot_abort(struct pn_boot *b, const char *why)
 	}
 }
 
+/* boot.h: the header's 40 wire bytes decoded (pn_frame_get), not peeked
+ * as a struct of this host's byte order and layout. */
+int pn_boot_peek_hdr(int fd, struct pn_frame *h)
+{
+	uint8_t w[PN_FRAME_HDR_LEN];
+	ssize_t n = recv(fd, w, sizeof(w), MSG_PEEK | MSG_DONTWAIT);
+
+	/* a peer that ended with data unread reset the connection: gone too */
+	if (n == 0 || (n < 0 && (errno == ECONNRESET || errno == EPIPE)))
+		return -EPIPE;
+	if (n != (ssize_t)sizeof(w))
+		return 0;
+	pn_frame_get(h, w);
+	return 1;
+}
+
+/* An ABORT's text (header h peeked) taken whole off fd, its first
+ * sizeof(text) - 1 bytes kept: nothing of it is left to be read as a frame. */
+static void take_abort(int fd, const struct pn_frame *h, char *text, size_t tl)
+{
+	uint8_t w[PN_FRAME_HDR_LEN];
+	char all[4096];
+
+	text[0] = 0;
+	if (pn_sock_read_full(fd, w, sizeof(w), pn_now() + 0.5) ||
+	    pn_sock_read_full(fd, all, (size_t)h->len, pn_now() + 0.5))
+		return;
+	tl = PN_MIN(tl - 1, (size_t)h->len);
+	memcpy(text, all, tl);
+	text[tl] = 0;
+	pn_wire_printable(text, tl + 1);
+}
+
 /*
  * Non-blocking check for an ABORT from the root (or, on the root, from any
  * rank, which it forwards).  Returns -ECANCELED with the message, -EPIPE
@@ -530,12 +569,12 @@ int pn_boot_poll_abort(struct pn_boot *b)
 					       : pn_err(-ECANCELED, "%s", b->abort_text);
 	for (i = lo; i < hi; i++) {
 		struct pn_frame h;
-		ssize_t n;
+		int n;
 
 		if (b->fds[i] < 0)
 			continue;
-		n = recv(b->fds[i], &h, sizeof(h), MSG_PEEK | MSG_DONTWAIT);
-		if (n == 0) {
+		n = pn_boot_peek_hdr(b->fds[i], &h);
+		if (n == -EPIPE) {
 			int r = b->rank == 0 ? i : 0;
 
 			pn_err(-EPIPE, "rank %d (host %s, pid %d) closed its connection: it failed or "
@@ -549,14 +588,11 @@ int pn_boot_poll_abort(struct pn_boot *b)
 			note_lost(b, -EPIPE, r, pn_errmsg(-EPIPE));
 			return -EPIPE;
 		}
-		if (n == (ssize_t)sizeof(h) && h.type == PN_MSG_ABORT &&
+		if (n == 1 && h.type == PN_MSG_ABORT &&
 		    !pn_wire_hdr_check(&h, b->cfg.cookie, PN_MSG_ABORT, 4096)) {
-			char text[300] = "";
-			size_t tl = h.len < sizeof(text) - 1 ? h.len : sizeof(text) - 1;
+			char text[300];
 
-			recv(b->fds[i], &h, sizeof(h), MSG_DONTWAIT);
-			pn_sock_read_full(b->fds[i], text, tl, pn_now() + 0.5);
-			pn_wire_printable(text, sizeof(text));
+			take_abort(b->fds[i], &h, text, sizeof(text));
 			keep_notice(b, text);
 			note_lost(b, -ECANCELED, b->rank == 0 ? i : 0,
 				  text[0] ? text : "a peer aborted the job");

@@ -292,7 +292,14 @@ int pn_boot_agree_err(struct pn_boot *b, int code, int name_rank, int *first);
  * (pn_boot_derive_cookie, from the nonce: another for every job, even with
  * the same secret and address), and only what comes after the WELCOME on
  * that connection is believed: an ABORT before it is a stranger's, never
- * shown.  A hello without the proof is dropped with one line (and an
+ * shown.  The hello's seq is the job the rank has met (0: none yet; else
+ * a 32-bit mark of that job's nonce, join.c): a rank that met one rank 0
+ * and finds another at its address (a job restarted with the same secret
+ * while it retried) is dropped by that rank 0 with one line, the job going
+ * on without it, and stops (-EACCES) on seeing the new nonce in the
+ * WELCOME.  No version bump: a rank 0 of before ignores a hello's seq and
+ * a rank of before sends 0, so old and new ranks still meet.  A hello
+ * without the proof is dropped with one line (and an
  * unproven ABORT with seq EACCES: a rank given another secret stops, saying
  * so in its own words); it never fails the job.  A hello with the REFUSE
  * flag is a rank that cannot run the job: an ABORT with its reason follows.
@@ -381,8 +388,19 @@ void pn_boot_set_notice(pn_boot_notice_fn *fn);
 int pn_boot_agreed_error(const struct pn_boot *b, int code);
 /* Best-effort notice to every rank that this one failed (text = reason). */
 void pn_boot_abort(struct pn_boot *b, const char *why);
-/* Non-blocking: -ECANCELED if a peer aborted, -EPIPE if a connection closed. */
+/*
+ * Non-blocking: -ECANCELED if a peer aborted, -EPIPE if a connection
+ * closed.  An ABORT is taken off its connection whole (its text up to 4096
+ * bytes; the first 299 are said).
+ */
 int pn_boot_poll_abort(struct pn_boot *b);
+/*
+ * The frame header waiting on fd, peeked (not taken) and decoded from its
+ * 40 little-endian wire bytes as pn_frame_get does, whatever the host's
+ * byte order: 1 with *h, 0 while fewer bytes are there, -EPIPE when the
+ * peer closed or reset the connection.
+ */
+int pn_boot_peek_hdr(int fd, struct pn_frame *h);
 /*
  * err (< 0, its message set) as this rank's own fault when it was stopped
  * (SIGSTOP) and resumed since the rendezvous: "this rank (R, host H) was

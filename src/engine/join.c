@@ -139,6 +139,30 @@ static int send_tagged(struct pn_boot *b, int fd, uint16_t type, uint32_t seq,
 	return pn_frame_send(fd, &h, payload, pn_now() + 0.05);
 }
 
+/*
+ * The job a rank has met, in its hello's sequence number (covered by the
+ * hello's proof): 0 while it knows no job's nonce, else the first 4 bytes of
+ * SHA-256("penny job mark\0" + the job's nonce) read little-endian, never 0.
+ * A rank learns the nonce from a proven rank 0 (the WELCOME), or before it
+ * starts (a self-launch's); from then on it is of that job: a rank 0 that
+ * took the address since (a restarted job, the same secret) refuses it, and
+ * it refuses that rank 0.
+ */
+static uint32_t job_mark(const uint8_t nonce[PN_WIRE_NONCE_LEN])
+{
+	static const char label[] = "penny job mark";
+	uint8_t h[PN_SHA256_LEN];
+	struct pn_sha256 s;
+	uint32_t m;
+
+	pn_sha256_init(&s);
+	pn_sha256_update(&s, label, sizeof(label));
+	pn_sha256_update(&s, nonce, PN_WIRE_NONCE_LEN);
+	pn_sha256_final(&s, h);
+	pn_get_u32(h, &m);
+	return m ? m : 1;
+}
+
 /* Rank 0 proves itself to the rank whose proven hello h came on p. */
 static int send_welcome(struct pn_boot *b, const struct pending *p, const struct pn_wire_hello *h)
 {
@@ -148,6 +172,25 @@ static int send_welcome(struct pn_boot *b, const struct pending *p, const struct
 			    w);
 	memcpy(w + PN_WIRE_MAC_LEN, b->cfg.nonce, PN_WIRE_NONCE_LEN);
 	return send_tagged(b, p->fd, PN_MSG_WELCOME, 0, w, sizeof(w));
+}
+
+/*
+ * A proven hello (its bytes in p) of a rank that met another job's rank 0
+ * (its mark is not ours): 1 with why, else 0.
+ */
+static int other_job(const struct pn_boot *b, const struct pending *p,
+		     const struct pn_wire_hello *h, char *why, size_t wl)
+{
+	uint32_t ours = job_mark(b->cfg.nonce);
+	struct pn_frame f;
+
+	pn_frame_get(&f, p->msg);
+	if (!f.seq || f.seq == ours)
+		return 0;
+	snprintf(why, wl, "rank %u (pid %d on %s) is of another job: it met another rank 0 at "
+		 "this address (job %08x; this one is job %08x)", h->rank, h->pid, h->host, f.seq,
+		 ours);
+	return 1;
 }
 
 static void drop_conn(int *ndrop, const char *why)
@@ -214,6 +257,44 @@ static int root_refused(struct pn_boot *b, const struct pending *p, const struct
 }
 
 /*
+ * Rank 0 takes the rank of a proven hello h of this job (on p): 1, or
+ * -EINVAL when another process has that rank already (two jobs on one
+ * address, or a rank started twice), failing the job.  A process that
+ * took the rank and has gone since (its connection closed: killed, and
+ * started again) leaves it to the new one, with a notice.
+ */
+static int root_take(struct pn_boot *b, struct root_wait *w, const struct pending *p,
+		     struct pn_wire_hello *h)
+{
+	struct pn_frame f;
+	char why[300];
+	int r = (int)h->rank;
+
+	if (b->fds[r] >= 0 && (b->hello[r].pid != h->pid ||
+			       strcmp(b->hello[r].host_id, h->host_id))) {
+		if (pn_boot_peek_hdr(b->fds[r], &f) != -EPIPE) {
+			snprintf(why, sizeof(why), "rank %d joined twice: pid %d on %s and pid %d "
+				 "on %s: two jobs on one rendezvous address?", r, b->hello[r].pid,
+				 b->hello[r].host, h->pid, h->host);
+			root_refuse(b, -EINVAL, why, p->fd);
+			return pn_err(-EINVAL, "%s", why);
+		}
+		notice("rank 0: rank %d (pid %d on %s) left before the job began; pid %d on %s "
+		       "takes its place", r, b->hello[r].pid, b->hello[r].host, h->pid, h->host);
+	}
+	if (b->fds[r] >= 0) { /* the same process again (its newest), or one gone */
+		close(b->fds[r]);
+		w->have--;
+	}
+	memset(h->mac, 0, sizeof(h->mac));
+	b->hello[r] = *h;
+	b->fds[r] = p->fd;
+	w->have++;
+	PN_DBG(PN_LOG_BOOT, "rank %d joined from %s", r, b->hello[r].host);
+	return 1;
+}
+
+/*
  * One waiting connection: read what came (revents), check its hello and
  * take the rank it proves.  Returns 1 when it leaves the waiting list
  * (joined, or dropped and closed), 0 when it stays, -errno when the job
@@ -232,8 +313,9 @@ static int root_hello(struct pn_boot *b, struct root_wait *w, struct pending *p,
 
 		if (n > 0) {
 			p->got += (size_t)n;
-		} else if (n == 0 && !p->got) {
-			/* a rank of another job on a shared port moved on, or a probe */
+		} else if (!p->got && (n == 0 || errno == ECONNRESET)) {
+			/* a rank of another job on a shared port moved on (closing
+			 * with our challenge unread: a reset), or a probe */
 			PN_DBG(PN_LOG_BOOT, "a connection closed before saying anything");
 			close(p->fd);
 			return 1;
@@ -260,6 +342,15 @@ static int root_hello(struct pn_boot *b, struct root_wait *w, struct pending *p,
 		snprintf(whybuf, sizeof(whybuf), "%s from %s", pn_errmsg(chk), peer);
 		why = whybuf;
 		send_tagged(b, p->fd, PN_MSG_ABORT, EACCES, w->refused, strlen(w->refused));
+	}
+	if ((!chk || chk == -EINVAL) && other_job(b, p, &h, whybuf, sizeof(whybuf))) {
+		/* a rank of a job that met another rank 0 here (a straggler of a
+		 * job restarted with the same secret): the job goes on without it;
+		 * our WELCOME's nonce tells it, proven, that we are not its rank 0 */
+		send_welcome(b, p, &h);
+		drop_conn(&w->ndrop, whybuf);
+		close(p->fd);
+		return 1;
 	}
 	if (chk == -EINVAL) {
 		/* proven, but not of this job: it hears why from a proven rank 0 */
@@ -298,26 +389,8 @@ static int root_hello(struct pn_boot *b, struct root_wait *w, struct pending *p,
 		w->have++;
 		return 1;
 	}
-	if (!chk) {
-		if (b->fds[r] >= 0 && (b->hello[r].pid != h.pid ||
-				       strcmp(b->hello[r].host_id, h.host_id))) {
-			snprintf(whybuf, sizeof(whybuf), "rank %d joined twice: pid %d on %s "
-				 "and pid %d on %s: two jobs on one rendezvous address?",
-				 r, b->hello[r].pid, b->hello[r].host, h.pid, h.host);
-			root_refuse(b, -EINVAL, whybuf, p->fd);
-			return pn_err(-EINVAL, "%s", whybuf);
-		}
-		if (b->fds[r] >= 0) { /* the same process again: its newest */
-			close(b->fds[r]);
-			w->have--;
-		}
-		memset(h.mac, 0, sizeof(h.mac));
-		b->hello[r] = h;
-		b->fds[r] = p->fd;
-		w->have++;
-		PN_DBG(PN_LOG_BOOT, "rank %d joined from %s", r, b->hello[r].host);
-		return 1;
-	}
+	if (!chk)
+		return root_take(b, w, p, &h);
 	if (why) {
 		drop_conn(&w->ndrop, why);
 		close(p->fd);
@@ -477,7 +550,8 @@ int pn_boot_root_accept(struct pn_boot *b, double deadline)
 }
 
 /* What one attempt to join at a candidate address found, least telling first. */
-enum join_kind { JOIN_NOBODY, JOIN_STRANGER, JOIN_OTHER_JOB, JOIN_UNPROVEN, JOIN_REFUSED };
+enum join_kind { JOIN_NOBODY, JOIN_STRANGER, JOIN_OTHER_JOB, JOIN_UNPROVEN, JOIN_REFUSED,
+		 JOIN_REPLACED /* a proven rank 0 of another job (another nonce) */ };
 
 /* One address (host and port) where rank 0 may listen. */
 struct cand {
@@ -554,8 +628,13 @@ static int join_frame(struct pn_boot *b, const struct cand *c, const struct pn_f
 	}
 	if (memcmp(h->cookie, b->tag, 16)) {
 		*kind = JOIN_OTHER_JOB;
-		snprintf(why, wl, "rank 0 of another job listens at %s (another job id or "
-			 "rendezvous address)", c->name);
+		if (b->cfg.root && !b->cfg.jobid[0])
+			snprintf(why, wl, "rank 0 of another job listens at %s (one given "
+				 "another rendezvous address than this rank's '%s': give every "
+				 "rank the same, written alike)", c->name, b->cfg.root);
+		else
+			snprintf(why, wl, "rank 0 of another job listens at %s (another job id or "
+				 "rendezvous address)", c->name);
 		return 1;
 	}
 	if (h->type == PN_MSG_ABORT) {
@@ -631,7 +710,8 @@ static int join_hello(struct pn_boot *b, const uint8_t challenge[PN_WIRE_NONCE_L
 	if (pn_boot_random(me->nonce, sizeof(me->nonce)))
 		return pn_err(-EIO, "cannot read /dev/urandom");
 	me->flags = b->cfg.refuse ? PN_HELLO_REFUSE : 0;
-	pn_wire_hdr_init(&h, b->tag, PN_MSG_HELLO, (uint32_t)b->rank, 0, sizeof(*me));
+	pn_wire_hdr_init(&h, b->tag, PN_MSG_HELLO, (uint32_t)b->rank,
+			 b->cfg.have_nonce ? job_mark(b->cfg.nonce) : 0, sizeof(*me));
 	pn_frame_put(hdr, &h);
 	pn_wire_hello_mac(b->cfg.secret, challenge, hdr, me, me->mac);
 	ret = pn_frame_send(b->fds[0], &h, me, t);
@@ -666,6 +746,14 @@ static int join_welcome(struct pn_boot *b, const struct cand *c, double t,
 			    b->tag, w + PN_WIRE_MAC_LEN, want);
 	if (pn_memeq_ct(want, w, sizeof(want)))
 		return 1;
+	if (b->cfg.have_nonce && memcmp(b->cfg.nonce, w + PN_WIRE_MAC_LEN, PN_WIRE_NONCE_LEN)) {
+		*kind = JOIN_REPLACED;
+		snprintf(why, wl, "rank 0 at %s is of another job (job %08x; this rank's is job "
+			 "%08x): this rank's rank 0 is gone, and one started since with the same "
+			 "secret took its address", c->name, job_mark(w + PN_WIRE_MAC_LEN),
+			 job_mark(b->cfg.nonce));
+		return 1;
+	}
 	memcpy(b->cfg.nonce, w + PN_WIRE_MAC_LEN, PN_WIRE_NONCE_LEN);
 	b->cfg.have_nonce = 1;
 	pn_boot_derive_cookie(&b->cfg);
@@ -758,6 +846,9 @@ int pn_boot_rank_join(struct pn_boot *b, double deadline)
 				worst = kind;
 				snprintf(seen, sizeof(seen), "%s", why);
 			}
+			/* its job is gone: no other address can be its rank 0 */
+			if (!ret && kind == JOIN_REPLACED)
+				ret = pn_err(-EACCES, "%s", why);
 			if (!ret && !r->probe && kind != JOIN_NOBODY)
 				ret = pn_err(kind == JOIN_STRANGER ? -EPROTO : -EACCES, "%s", why);
 		}

@@ -19,6 +19,8 @@
 #include <math.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -258,6 +260,130 @@ TEST(hello_check)
 	memset(x.m.host, '\033', sizeof(x.m.host));
 	CHECK_EQ_INT(HELLO_CHECK(wire(&x), WHOLE, &out), 0);
 	CHECK(strlen(out.host) == sizeof(out.host) - 1 && !strchr(out.host, '\033'));
+}
+
+/* Rank 1 of a job of 2 (cookie ck) whose connection to rank 0 is fd, as
+ * pn_boot_init leaves it. */
+static struct pn_boot *fake_rank1(const uint8_t ck[16], int fd)
+{
+	struct pn_boot *b = calloc(1, sizeof(*b));
+
+	CHECK(b != NULL);
+	if (!b)
+		return NULL;
+	pn_boot_cfg_init(&b->cfg);
+	memcpy(b->cfg.cookie, ck, 16);
+	b->rank = 1;
+	b->nranks = 2;
+	b->fds = malloc(2 * sizeof(int));
+	b->hello = calloc(2, sizeof(*b->hello));
+	CHECK(b->fds && b->hello);
+	b->fds[0] = fd;
+	b->fds[1] = -1;
+	return b;
+}
+
+/*
+ * The frame header on the wire, byte by byte (little-endian, boot.h): what
+ * pn_frame_put writes and what a rank's non-blocking look for an ABORT
+ * (pn_boot_peek_hdr, pn_boot_poll_abort) reads, whatever the host's byte
+ * order.  An ABORT is taken whole off the connection, however long its
+ * text: nothing of it is left behind to be read as the next frame.
+ */
+TEST(frame_layout)
+{
+	static const uint8_t want[PN_FRAME_HDR_LEN] = {
+		0x4e, 0x4e, 0x45, 0x50,		/* magic "PENN", 0x50454e4e */
+		0x03, 0x00, 0x05, 0x00,		/* version 3, type 5 (ABORT) */
+		0xc0, 0xc1, 0xc2, 0xc3, 0xc4, 0xc5, 0xc6, 0xc7,
+		0xc8, 0xc9, 0xca, 0xcb, 0xcc, 0xcd, 0xce, 0xcf, /* cookie */
+		0x00, 0x00, 0x00, 0x00,		/* src 0 */
+		0x0d, 0x00, 0x00, 0x00,		/* seq 13 */
+		0xe8, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* len 1000 */
+	};
+	uint8_t ck[16], w[PN_FRAME_HDR_LEN], msg[PN_FRAME_HDR_LEN + 1000], rest[8];
+	struct pn_frame h;
+	struct pn_boot *b;
+	int sv[2], i;
+
+	for (i = 0; i < 16; i++)
+		ck[i] = (uint8_t)(0xc0 + i);
+	CHECK_EQ_INT(PN_BOOT_VERSION, 3);
+	pn_wire_hdr_init(&h, ck, PN_MSG_ABORT, 0, 13, 1000);
+	pn_frame_put(w, &h);
+	CHECK(!memcmp(w, want, sizeof(want)));
+	memcpy(msg, want, sizeof(want));
+	memset(msg + PN_FRAME_HDR_LEN, 'a', 1000);
+	memcpy(msg + PN_FRAME_HDR_LEN, "stop: ", 6);
+
+	CHECK(!socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	if (!(b = fake_rank1(ck, sv[0])))
+		return;
+	/* a part of a header: nothing yet */
+	CHECK(write(sv[1], msg, 20) == 20);
+	CHECK_EQ_INT(pn_boot_peek_hdr(sv[0], &h), 0);
+	CHECK_EQ_INT(pn_boot_poll_abort(b), 0);
+	CHECK(write(sv[1], msg + 20, sizeof(msg) - 20) == (ssize_t)sizeof(msg) - 20);
+	CHECK_EQ_INT(pn_boot_peek_hdr(sv[0], &h), 1);
+	CHECK(h.magic == PN_BOOT_MAGIC && h.version == 3 && h.type == PN_MSG_ABORT && h.src == 0 &&
+	      h.seq == 13 && h.len == 1000 && !memcmp(h.cookie, ck, 16));
+	CHECK_EQ_INT(pn_boot_poll_abort(b), -ECANCELED);
+	CHECK(!strncmp(pn_errmsg(-ECANCELED), "stop: aaa", 9) &&
+	      strlen(pn_errmsg(-ECANCELED)) == 299);
+	/* taken whole: the 1000 bytes of text too */
+	CHECK(recv(sv[0], rest, sizeof(rest), MSG_DONTWAIT) < 0 && errno == EAGAIN);
+	pn_boot_free(b);
+	close(sv[1]);
+
+	/* the same frame with its type written big-endian (0x0005): not an ABORT */
+	CHECK(!socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	if (!(b = fake_rank1(ck, sv[0])))
+		return;
+	msg[6] = 0x00;
+	msg[7] = 0x05;
+	CHECK(write(sv[1], msg, sizeof(msg)) == (ssize_t)sizeof(msg));
+	CHECK_EQ_INT(pn_boot_peek_hdr(sv[0], &h), 1);
+	CHECK(h.type == 0x0500);
+	CHECK_EQ_INT(pn_boot_poll_abort(b), 0);
+	CHECK(recv(sv[0], w, sizeof(w), MSG_DONTWAIT) == (ssize_t)sizeof(w));
+	/* the peer gone */
+	close(sv[1]);
+	while (recv(sv[0], msg, sizeof(msg), MSG_DONTWAIT) > 0)
+		;
+	CHECK_EQ_INT(pn_boot_peek_hdr(sv[0], &h), -EPIPE);
+	CHECK_EQ_INT(pn_boot_poll_abort(b), -EPIPE);
+	pn_boot_free(b);
+}
+
+/* A peer killed with data it never read resets its TCP connection: the
+ * first look already says it is gone (it said nothing, once). */
+TEST(poll_reset)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	socklen_t al = sizeof(a);
+	uint8_t ck[16] = { 0 };
+	struct pn_boot *b;
+	int l = socket(AF_INET, SOCK_STREAM, 0), c = socket(AF_INET, SOCK_STREAM, 0), s;
+	struct pollfd p;
+
+	CHECK(l >= 0 && c >= 0 && !bind(l, (struct sockaddr *)&a, sizeof(a)) && !listen(l, 1) &&
+	      !getsockname(l, (struct sockaddr *)&a, &al) &&
+	      !connect(c, (struct sockaddr *)&a, sizeof(a)));
+	s = accept(l, NULL, NULL);
+	close(l);
+	CHECK(s >= 0 && write(c, "unread", 6) == 6);
+	if (s < 0 || !(b = fake_rank1(ck, c)))
+		return;
+	/* the peer: its data unread, linger 0: a reset */
+	usleep(20000);
+	setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(s);
+	p = (struct pollfd){ .fd = c, .events = POLLIN };
+	CHECK_EQ_INT(poll(&p, 1, 5000), 1);
+	CHECK_EQ_INT(pn_boot_poll_abort(b), -EPIPE);
+	CHECK(strstr(pn_errmsg(-EPIPE), "rank 0 (host ?, pid 0) closed its connection") != NULL);
+	pn_boot_free(b);
 }
 
 /* Slurm's host lists: every host, its count, and what is not a list. */
@@ -731,6 +857,8 @@ int main(void)
 	RUN(launcher_env_refused);
 	RUN(explicit_ranks);
 	RUN(hello_check);
+	RUN(frame_layout);
+	RUN(poll_reset);
 	RUN(hostlist);
 	RUN(rdv_ports);
 	RUN(rdv_launcher);
