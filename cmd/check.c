@@ -121,10 +121,10 @@ static int commit(struct pn_ctx *ctx, struct pn_ofile **of, const char *path, in
 }
 
 /*
- * Every exit of rank 0 after its outputs were opened, once (the run or a
- * stop's thread): the baseline (only when every check passed), then JUnit
- * and Prometheus with the run's real exit code, and for an exit 2 the
- * reason it said.  Returns the exit code, 2 when an output failed.
+ * Every exit after the outputs were opened, once (the run or a stop's
+ * thread): the baseline (only when every check passed), then JUnit and
+ * Prometheus with the run's real exit code, and for an exit 2 the reason
+ * it said; a job's other ranks: their own results (a node's first rank).
  */
 static int write_outputs(struct pn_ctx *ctx, struct outputs *f, struct pn_check *c, int code)
 {
@@ -134,6 +134,11 @@ static int write_outputs(struct pn_ctx *ctx, struct outputs *f, struct pn_check 
 
 	if (!f->open || !pn_stop_hold(-1))
 		return code;
+	if (ctx->job->rank > 0 && c->nranks > 1 && !c->node_leader) { /* its node's first's */
+		pn_ofile_abort(f->junit);
+		pn_ofile_abort(f->prom);
+		f->junit = f->prom = NULL;
+	}
 	if (f->save && code == 0) {
 		code |= commit(ctx, &f->save, opt.save,
 			       pn_check_baseline_write(pn_ofile_file(f->save), c->results));
@@ -167,30 +172,28 @@ static void stopped(void *arg, int sig)
 
 	if (!pn_stop_hold(-1))
 		return; /* they hold the verdict: the signal's default action */
-	pn_check_init(&none);
-	memcpy(none.node, f->c->node, sizeof(none.node));
+	none = *f->c, none.results = NULL; /* its name, its place in a job: no result */
 	_exit(write_outputs(f->ctx, f, &none, pn_cmd_fail(f->ctx, 2, "stopped by signal %d (%s) "
 							   "before the verdict", sig, strsignal(sig))));
 }
 
 /*
- * Rank 0 opens its output files before the work: a refused name fails now.
- * The others are still opened, to say why in them.
+ * Every rank opens its output files (the baseline rank 0 alone) before the
+ * work: a refused name fails now.  The others are still opened, to say why.
  */
 static int open_outputs(struct pn_ctx *ctx, struct outputs *f, struct pn_check *c)
 {
-	const char *paths[] = { opt.junit, opt.prom, opt.save };
+	const char *paths[] = { opt.junit, opt.prom, ctx->job->rank <= 0 ? opt.save : NULL };
 	struct pn_ofile **of[] = { &f->junit, &f->prom, &f->save };
 	size_t i;
 	int ret, rc = 0;
 
 	*f = (struct outputs){ .open = 1, .ctx = ctx, .c = c };
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < 3; i++)
 		if (paths[i] && (ret = pn_ofile_open(of[i], paths[i], PN_OFILE_SYNC)) && !rc)
 			rc = pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
-	}
-	/* a stop (SIGTERM, SIGINT) writes them too; a job's ranks stop by its launcher */
-	if (ctx->job->nranks <= 1 && (opt.junit || opt.prom || opt.save))
+	/* a stop (SIGTERM, SIGINT) writes them too, a job's rank's as well */
+	if (opt.junit || opt.prom || opt.save)
 		pn_stop_start(stopped, f);
 	return rc;
 }
@@ -271,12 +274,7 @@ int cmd_check(struct pn_ctx *ctx, int argc, char **argv)
 	pn_check_init(&c);
 	rc = pn_cmd_job_cfg(ctx);
 	rank0 = job->rank <= 0;
-	/* from here every exit of rank 0 rewrites the outputs it was asked for */
-	if (rank0) {
-		int o = open_outputs(ctx, &files, &c);
-
-		rc = rc ? rc : o;
-	}
+	rc |= open_outputs(ctx, &files, &c);	/* every exit from here rewrites them (0 or 2) */
 	cfg = pn_check_cfg_new();
 	if (!rc && !cfg)
 		rc = pn_cmd_fail(ctx, 2, "%s", pn_errmsg(-ENOMEM));
@@ -309,10 +307,13 @@ int cmd_check(struct pn_ctx *ctx, int argc, char **argv)
 	}
 	if (!ret)
 		ret = pn_check_run(&c);
-	if (c.rank != 0) {
-		rc = ret ? pn_cmd_fail(ctx, 2, "rank %d: %s", c.rank, pn_errmsg(ret)) : c.exit_code;
+	if (c.rank != 0) /* first: where a node shares a file with rank 0, the job's is kept */
+		rc = write_outputs(ctx, &files, &c, ret ? pn_cmd_fail(ctx, 2, "rank %d: %s", c.rank,
+								  pn_errmsg(ret)) : c.exit_code);
+	if (c.boot && !ret)
+		pn_boot_barrier(c.boot);
+	if (c.rank != 0)
 		goto out;
-	}
 	rc = present(ctx, &c, ret, &files);
 out:
 	rc = write_outputs(ctx, &files, &c, rc);

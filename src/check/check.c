@@ -24,10 +24,12 @@
 #include "check/check_row.h"
 #include "base/file.h"
 #include "base/log.h"
+#include "base/util.h"
 #include "base/verdict.h"
 #include "engine/boot.h"
 #include "engine/jobparams.h"
 #include "node/counters.h"
+#include "node/sysfs.h"
 #include "node/topo.h"
 #include "node/topo_check.h"
 #include "plan/plan.h"
@@ -283,6 +285,91 @@ static int setup(struct pn_check *c)
 	ret = pn_counters_set_init(c->before, &cc);
 	if (!ret)
 		ret = pn_counters_set_sample(c->before);
+	return ret;
+}
+
+/* A node by its name and first rank, to sort by name. */
+struct node_name {
+	const char *name;
+	int rank;
+};
+
+static int cmp_node_name(const void *a, const void *b)
+{
+	return strcmp(((const struct node_name *)a)->name, ((const struct node_name *)b)->name);
+}
+
+/*
+ * The job's nodes as its rows name them (collective, every rank the same
+ * answer), refused rather than judged under a wrong name: a name longer
+ * than a row holds (a PENNY_NODE_ID past 63 bytes), not cut; ranks grouped
+ * as one node (the same hostname and network namespace, or PENNY_NODE_ID)
+ * whose kernels have different boot ids, two machines judged as one; two
+ * nodes of one name (one hostname in two network namespaces, a
+ * PENNY_NODE_ID that is another's hostname), whose results read as one's.
+ */
+#define CHECK_BOOT_ID "/proc/sys/kernel/random/boot_id"
+static int node_machines(struct pn_check *c)
+{
+	char mine[40] = "", *all;
+	struct node_name *nn;
+	int r, s, k, *first, ret;
+
+	if (!c->boot)
+		return strlen(c->node_id ? c->node_id : "") < PN_VERDICT_NAME ? 0
+			: pn_err(-EINVAL, "PENNY_NODE_ID '%.40s...' is %zu bytes: penny check names "
+				 "a node in at most %d", c->node_id, strlen(c->node_id),
+				 PN_VERDICT_NAME - 1);
+	/* unreadable (not Linux, a sandbox, a --sysfs-root tree without it): not compared */
+	if (pn_sys_read(mine, sizeof(mine), "%s", CHECK_BOOT_ID) < 0)
+		mine[0] = 0;
+	all = calloc((size_t)c->nranks, sizeof(mine));
+	first = calloc((size_t)c->nnodes + 1, sizeof(int));	/* 1 + a node's first rank */
+	nn = calloc((size_t)c->nnodes + 1, sizeof(*nn));
+	ret = all && first && nn ? 0 : pn_err(-ENOMEM, "out of memory");
+	if (!ret)
+		ret = pn_boot_allgather(c->boot, mine, all, sizeof(mine));
+	for (r = 0; !ret && r < c->nranks; r++) {
+		const char *name = pn_boot_node_name(c->boot, r), *id = all + r * sizeof(mine);
+
+		k = pn_boot_node(c->boot, r);
+		if (k < 0 || k >= c->nnodes)
+			continue;
+		if (!first[k]) {
+			first[k] = r + 1;
+			nn[k] = (struct node_name){ .name = name, .rank = r };
+			if (strlen(name) >= PN_VERDICT_NAME)
+				ret = pn_err(-EINVAL, "rank %d's node name '%.40s...' (PENNY_NODE_ID) is "
+					     "%zu bytes: penny check names a node in at most %d", r,
+					     name, strlen(name), PN_VERDICT_NAME - 1);
+			continue;
+		}
+		s = first[k] - 1;
+		if (!id[0] || !all[s * sizeof(mine)] || !strncmp(all + s * sizeof(mine), id,
+								  sizeof(mine)))
+			continue;
+		c->node_leader = 1;	/* each machine's ranks write their own files */
+		ret = pn_err(-EINVAL, "ranks %d and %d run on two machines (boot ids %.8s and %.8s) "
+			     "that both call themselves node '%s' (hostname and network namespace, "
+			     "or PENNY_NODE_ID): give each machine its own hostname (in its first "
+			     "60 bytes) or PENNY_NODE_ID", s, r, all + s * sizeof(mine), id, name);
+	}
+	if (!ret) {
+		for (k = 0; k < c->nnodes; k++)
+			nn[k].name = nn[k].name ? nn[k].name : "";
+		qsort(nn, (size_t)c->nnodes, sizeof(*nn), cmp_node_name);
+	}
+	for (k = 1; !ret && k < c->nnodes; k++)
+		if (!strcmp(nn[k - 1].name, nn[k].name))
+			ret = pn_err(-EINVAL, "ranks %d and %d are on two nodes both named '%s' (one "
+				     "hostname in two network namespaces, or a PENNY_NODE_ID that is "
+				     "another node's hostname): their results would read as one "
+				     "node's; give each its own hostname or PENNY_NODE_ID",
+				     PN_MIN(nn[k - 1].rank, nn[k].rank),
+				     PN_MAX(nn[k - 1].rank, nn[k].rank), nn[k].name);
+	free(all);
+	free(first);
+	free(nn);
 	return ret;
 }
 
@@ -633,6 +720,8 @@ int pn_check_run(struct pn_check *c)
 		ret = setup(c);
 	if (c->boot)
 		ret = pn_boot_agree_err(c->boot, ret, 1, NULL);
+	if (!ret)
+		ret = node_machines(c);
 	if (!ret)
 		ret = node_cpus(c);
 	if (ret)

@@ -50,7 +50,7 @@
 #include <string.h>
 
 #define CHECK "alltoall"
-#define A2A_MAGIC 0x504e4132u	/* "PNA2" */
+#define A2A_MAGIC 0x504e4133u	/* "PNA3": struct a2a_sum with nfail_nodes */
 #define A2A_FAILNODES 4
 
 /* ------------------------------------------------------------ pure parts */
@@ -191,6 +191,7 @@ struct a2a_sum {
 	struct pn_a2a_lane worst;	/* worst.rank -1: no lane */
 	double lo, hi;			/* the worst lane's slowest and fastest block, Gb/s */
 	int32_t fail_node[A2A_FAILNODES];
+	int32_t nfail_nodes;		/* the nodes of its lanes below the bar, all counted */
 	char src[PN_VERDICT_SOURCE];
 };
 
@@ -402,12 +403,14 @@ static int a2a_judge(struct a2a_run *st, const struct a2a_meas *all, struct a2a_
 	double *v = calloc((size_t)st->nranks * A2A_Q + 1, sizeof(double));
 	char tsrc[PN_VERDICT_SOURCE], esrc[PN_VERDICT_SOURCE];
 	char (*src)[PN_VERDICT_SOURCE] = calloc((size_t)st->nlanes + 1, sizeof(*src));
+	char *met = calloc((size_t)st->nnodes + 1, 1);
 	int npairs[PN_A2A_NLINKS], k, r, m, i, w, nf;
 
 	memset(sum, 0, sizeof(*sum));
-	if (!v || !src) {
+	if (!v || !src || !met) {
 		free(v);
 		free(src);
+		free(met);
 		return pn_err(-ENOMEM, "out of memory");
 	}
 	sum->magic = A2A_MAGIC;
@@ -448,11 +451,16 @@ static int a2a_judge(struct a2a_run *st, const struct a2a_meas *all, struct a2a_
 		if (!(l->bar > 0 && l->gbps < l->bar))
 			continue;
 		sum->nfail++;
+		if (l->peer_node >= 0 && l->peer_node < st->nnodes && !met[l->peer_node]) {
+			met[l->peer_node] = 1;
+			sum->nfail_nodes++;
+		}
 		for (w = 0; w < nf && sum->fail_node[w] != l->peer_node; w++)
 			;
 		if (w == nf && nf < A2A_FAILNODES)
 			sum->fail_node[nf++] = l->peer_node;
 	}
+	free(met);
 	i = pn_a2a_slowest(st->lanes, st->nlanes, -1);
 	if (i >= 0) {
 		sum->worst = st->lanes[i];
@@ -519,16 +527,23 @@ static void lane_name(const struct a2a_run *st, const struct pn_a2a_lane *l, int
 /*
  * The detail of a row: its slowest lane l (the node names whole where the
  * detail holds them, else as long as it does), then the nodes below, as
- * many as fit whole, "..." for the rest.
+ * many as fit whole, and how many more there are: those left out of below
+ * ("N more"; "at least N more" where a rank's list was full).
  */
 static void row_detail(const struct a2a_run *st, const struct pn_a2a_lane *l, const char *tp,
 		       double lo, double hi, int fail, int lanes, uint64_t wrong, const char *below,
-		       char *detail, size_t len)
+		       int more, int at_least, char *detail, size_t len)
 {
+	const char *least = at_least ? "at least " : "", *p;
 	char name[PN_VERDICT_DETAIL];
-	int width, n = 0;
-	size_t at;
+	int width, n = 0, k, total = more;
+	size_t at, tail = 0;
 
+	for (p = below; *p; total++)
+		p = strstr(p, ", ") ? strstr(p, ", ") + 2 : p + strlen(p);
+	/* the least room the nodes below take: ": with N nodes" */
+	if (!wrong && total)
+		tail = (size_t)snprintf(NULL, 0, ": with %s%d nodes", least, total);
 	for (width = PN_VERDICT_NAME - 1; width >= 16; width -= 8) {
 		lane_name(st, l, width, name, sizeof(name));
 		if (wrong)
@@ -537,31 +552,45 @@ static void row_detail(const struct a2a_run *st, const struct pn_a2a_lane *l, co
 		else
 			n = snprintf(detail, len, "slowest %s, %s, blocks %.3g-%.3g Gb/s; %d of %d "
 				     "pairs below", name, tp, lo, hi, fail, lanes);
-		if (n >= 0 && (size_t)n < len)
+		if (n >= 0 && (size_t)n + tail < len)
 			break;
 	}
-	if (wrong || !below[0] || n < 0 || (size_t)n >= len)
+	if (!tail || n < 0 || (size_t)n + tail >= len)
 		return;
 	at = (size_t)n;
-	if (at + strlen(": with ") + strlen(below) < len) {
-		snprintf(detail + at, len - at, ": with %s", below);
-		return;
-	}
-	/* the names that fit whole, then "..." */
+	/* the names that fit whole, then how many did not */
 	snprintf(detail + at, len - at, ": with ");
 	at += strlen(detail + at);
-	while (*below) {
+	for (k = 0; *below; k++) {
 		const char *end = strstr(below, ", ");
 		size_t w = end ? (size_t)(end - below) : strlen(below);
+		int left = total - k - 1;
+		size_t need = left ? (size_t)snprintf(NULL, 0, " and %s%d more", least, left) : 0;
 
-		if (at + w + 6 >= len)
+		if (at + (k ? 2 : 0) + w + need >= len)
 			break;
-		snprintf(detail + at, len - at, "%.*s%s", (int)w, below, end ? ", " : "");
+		snprintf(detail + at, len - at, "%s%.*s", k ? ", " : "", (int)w, below);
 		at += strlen(detail + at);
-		below += w + (end ? 2 : 0);
+		below = end ? end + 2 : below + w;
 	}
-	if (*below && at + 4 <= len)
-		snprintf(detail + at, len - at, "...");
+	if (!k && *below) {
+		/* not even one whole: the first as long as fits, "...", and the count */
+		size_t w = strstr(below, ", ") ? (size_t)(strstr(below, ", ") - below) : strlen(below);
+		size_t need = total > 1 ? (size_t)snprintf(NULL, 0, " and %s%d more", least,
+							   total - 1) : 0;
+
+		if (at + need + 4 < len) {
+			w = PN_MIN(w, len - at - need - 4);
+			snprintf(detail + at, len - at, "%.*s...", (int)w, below);
+			at += strlen(detail + at);
+			k = 1;
+		}
+	}
+	more = total - k;
+	if (more && k)
+		snprintf(detail + at, len - at, " and %s%d more", least, more);
+	else if (more)
+		snprintf(detail + at, len - at, "%s%d node%s", least, more, more == 1 ? "" : "s");
 }
 
 /* One row of the slowest lane of sums (of node, or all with node -1). */
@@ -604,7 +633,7 @@ static int a2a_row(struct a2a_run *st, const struct a2a_sum *sums, int node, con
 {
 	struct pn_a2a_lane *l = calloc((size_t)st->nranks + 1, sizeof(*l));
 	char detail[PN_VERDICT_DETAIL], below[PN_VERDICT_DETAIL] = "";
-	int r, n = 0, w, fail = 0, lanes = 0, k, more = 0;
+	int r, n = 0, w, fail = 0, lanes = 0, k, more = 0, nbelow = 0, maxr = 0, cut = 0, nr = 0;
 	uint64_t wrong = 0;
 	const struct a2a_sum *s;
 	int *idx = calloc((size_t)st->nranks + 1, sizeof(int));
@@ -627,19 +656,22 @@ static int a2a_row(struct a2a_run *st, const struct a2a_sum *sums, int node, con
 		fail += s->nfail;
 		lanes += s->nlanes;
 		wrong += s->wrong;
-		/* a full list may have left nodes out */
-		if (node >= 0 && s->nfail && s->fail_node[A2A_FAILNODES - 1] >= 0)
-			others_only = 0;
+		/* a full list left nodes out: counted, not named */
+		if (node >= 0 && s->nfail_nodes > A2A_FAILNODES)
+			others_only = 0, cut = 1;
+		maxr = PN_MAX(maxr, (int)s->nfail_nodes);
+		nr += s->nfail_nodes > 0;
 		for (w = 0; node >= 0 && w < A2A_FAILNODES; w++) {
 			int f = s->fail_node[w];
 
 			if (f < 0 || f >= st->nnodes || seen[f])
 				continue;
 			seen[f] = 1;
+			nbelow++;
 			others_only &= slow[f];
-			/* room for one more name, its mark and ", ..." */
+			/* room for one more name and its mark: else counted */
 			if (strlen(below) + PN_VERDICT_NAME + 24 >= sizeof(below)) {
-				more = 1;
+				more++;
 				continue;
 			}
 			snprintf(below + strlen(below), sizeof(below) - strlen(below), "%s%.63s%s",
@@ -654,8 +686,10 @@ static int a2a_row(struct a2a_run *st, const struct a2a_sum *sums, int node, con
 	}
 	free(seen);
 	free(slow);
-	if (more)
-		snprintf(below + strlen(below), sizeof(below) - strlen(below), ", ...");
+	/* a rank's full list: its own count of nodes (one rank's is the node's) */
+	if (cut && maxr > nbelow)
+		more += maxr - nbelow;
+	cut = cut && nr > 1;
 	k = pn_a2a_slowest(l, n, -1);
 	if (k < 0) {
 		free(l);
@@ -667,7 +701,7 @@ static int a2a_row(struct a2a_run *st, const struct a2a_sum *sums, int node, con
 	s = &sums[idx[k]];
 	if (node < 0)
 		lanes /= 2, fail /= 2;	/* the job's lanes, each seen from both ends */
-	row_detail(st, &l[k], s->tp, s->lo, s->hi, fail, lanes, wrong, below, detail,
+	row_detail(st, &l[k], s->tp, s->lo, s->hi, fail, lanes, wrong, below, more, cut, detail,
 		   sizeof(detail));
 	r = pn_check_add(st->c, &(struct pn_verdict_in){
 		.check = CHECK, .node = rnode, .target = target,

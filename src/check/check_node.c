@@ -350,16 +350,20 @@ static int pcie_dev(struct pn_check *c, const char *target, const char *addr, in
 	link_text(exp, sizeof(exp), own->max_gen, own->max_width);
 	in.source = "topology: the link's maximum";
 	if (bad) {
+		char more[40] = "";
+
 		in.verdict = PN_FAIL;
 		link_text(cur, sizeof(cur), bad->cur_gen, bad->cur_width);
 		if (bad != own) {
 			snprintf(meas, sizeof(meas), "%s at %s", cur, bad->addr);
 			link_text(exp, sizeof(exp), bad->max_gen, bad->max_width);
 		}
+		if (nbad > 1)
+			snprintf(more, sizeof(more), " (and %d more link%s)", nbad - 1,
+				 nbad > 2 ? "s" : "");
 		snprintf(det, sizeof(det), "%s link at %s%s: %s of %s%s", pn_pcie_verdict_name(
 			 judged(bad, is_gpu && bad == own, idle_ok)), bad->addr,
-			 bad == own ? "" : " (above the device)", cur, exp,
-			 nbad > 1 ? " (and more links)" : "");
+			 bad == own ? "" : " (above the device)", cur, exp, more);
 	} else if (is_gpu && own->verdict != PN_PCIE_OK && own->verdict != PN_PCIE_UNKNOWN) {
 		snprintf(det, sizeof(det), "speed lowered to Gen%d, as an idle GPU does "
 			 "(pcie.gpu-speed = strict fails it)", own->cur_gen);
@@ -451,7 +455,7 @@ static int ctr_port(struct pn_check *c, const struct pn_counters_port *p, double
 	const char *unread = NULL;
 	uint64_t sum = 0;
 	size_t dl = 0;
-	int i, judged = 0, sat = 0, nunread = 0;
+	int i, judged = 0, sat = 0, nunread = 0, nrose = 0;
 
 	if (p->nsamples < 2)
 		return skip(c, "counters", p->name, "the port appeared during the run");
@@ -473,12 +477,19 @@ static int ctr_port(struct pn_check *c, const struct pn_counters_port *p, double
 		if (!k->delta)
 			continue;
 		sum += k->delta;
-		if (dl < sizeof(det) - 1) {
+		/* whole names, room kept for how many did not fit and the notes */
+		if (dl + strlen(k->name) + 24 + 96 < sizeof(det) && !nrose) {
 			int w = snprintf(det + dl, sizeof(det) - dl, "%s%s +%llu", dl ? ", " : "rose: ",
 					 k->name, (unsigned long long)k->delta);
 			dl = w > 0 ? dl + (size_t)w : dl;
+		} else {
+			nrose++;
 		}
 	}
+	if (nrose && dl < sizeof(det) - 1)
+		snprintf(det + dl, sizeof(det) - dl, "%s%d %s", dl ? " and " : "rose: ", nrose,
+			 dl ? "more" : nrose == 1 ? "counter" : "counters");
+	dl = strlen(det);
 	if (!judged && !sat)
 		return skip(c, "counters", p->name, "no error counter readable");
 	if (dl >= sizeof(det))
