@@ -605,27 +605,13 @@ static int launch(struct pn_cuda *c, int kern, int dt, int op, CUdeviceptr send,
 	struct pn_ar_args a;
 	struct pn_launch l;
 	CUfunction f = NULL;
-	int p, ret;
+	int ret;
 
 	ret = kernel(c, kern, dt, op, &f);
 	if (ret)
 		return ret;
-	pn_cuda_geometry(&c->cfg, kern, bytes, &l);
-	memset(&a, 0, sizeof(a));
-	a.send = send;
-	a.recv = recv;
-	for (p = 0; p < c->n; p++) {
-		a.peer_ws[p] = c->ws->peer[p];
-		a.peer_recv[p] = reg ? reg->peer[p] + (recv - reg->base) : 0;
-	}
-	a.count = bytes / (uint64_t)penny_data_size(dt);
-	a.desc = reg ? ((uint64_t)reg->id << 40 | (recv - reg->base)) : 0;
-	a.timeout_ns = c->cfg.timeout_ns;
-	a.tile = l.tile;
-	a.slot_bytes = c->cfg.slot_bytes;
-	a.ll_slot_bytes = 2 * c->cfg.ll_max;
-	a.rank = c->rank;
-	a.nranks = c->n;
+	pn_cuda_ar_args(&c->cfg, kern, c->rank, send, recv, bytes, (unsigned)penny_data_size(dt),
+			c->ws->peer, reg, &a, &l);
 	return c->cfg.pdl ? pn_gpu_launch_pdl(&c->g, f, l.grid, l.threads, &a)
 			  : pn_gpu_launch(&c->g, f, l.grid, l.threads, &a);
 }

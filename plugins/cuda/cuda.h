@@ -140,6 +140,15 @@ uint64_t pn_ce_len(const struct pn_ce_geom *geo, uint64_t bytes, uint64_t off);
 uint64_t pn_cuda_twoshot_ll_min(int nranks);
 void pn_cuda_geometry(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes,
 		      struct pn_launch *l);
+/* One launch of kern over [send, send + bytes) into recv (elements of esize
+ * bytes) on rank: its geometry into l, its arguments into a; ws: every
+ * rank's workspace as mapped here, reg: the registration holding recv that
+ * the peers store into (NULL: none; its id and offset are the buffer's
+ * identity).  The cuda plugin's launches and the nvshmem plugin's of these
+ * kernels on its symmetric heap. */
+void pn_cuda_ar_args(const struct pn_cuda_cfg *cfg, int kern, int rank, uint64_t send,
+		     uint64_t recv, uint64_t bytes, unsigned esize, const CUdeviceptr *ws,
+		     const struct pn_reg *reg, struct pn_ar_args *a, struct pn_launch *l);
 /* The kernel an ABI algorithm runs for bytes (AUTO: from the table). */
 int pn_cuda_kernel_for(const struct pn_cuda_cfg *cfg, const struct pn_tune *t, int algo,
 		       uint64_t bytes);

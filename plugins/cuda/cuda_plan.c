@@ -411,6 +411,28 @@ void pn_cuda_geometry(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes,
 	}
 }
 
+void pn_cuda_ar_args(const struct pn_cuda_cfg *cfg, int kern, int rank, uint64_t send,
+		     uint64_t recv, uint64_t bytes, unsigned esize, const CUdeviceptr *ws,
+		     const struct pn_reg *reg, struct pn_ar_args *a, struct pn_launch *l)
+{
+	pn_cuda_geometry(cfg, kern, bytes, l);
+	memset(a, 0, sizeof(*a));
+	a->send = send;
+	a->recv = recv;
+	for (int p = 0; p < cfg->nranks; p++) {
+		a->peer_ws[p] = ws[p];
+		a->peer_recv[p] = reg ? reg->peer[p] + (recv - reg->base) : 0;
+	}
+	a->count = bytes / esize;
+	a->desc = reg ? ((uint64_t)reg->id << 40 | (recv - reg->base)) : 0;
+	a->timeout_ns = cfg->timeout_ns;
+	a->tile = l->tile;
+	a->slot_bytes = cfg->slot_bytes;
+	a->ll_slot_bytes = 2 * cfg->ll_max;
+	a->rank = rank;
+	a->nranks = cfg->nranks;
+}
+
 int pn_cuda_kernel_for(const struct pn_cuda_cfg *cfg, const struct pn_tune *t, int algo,
 		       uint64_t bytes)
 {

@@ -379,7 +379,9 @@ int pn_nv_init(const void *data_image, const void *image, const void *const *cu_
 		c->cfg.blocks = (uint32_t)c->g.nsm;
 	if (!ret && cu_images)
 		ret = pn_cuda_read_cfg(&c->ccfg, &c->ctune, c->n, c->g.nsm, host->timeout_ns);
-	c->ccfg.stage_bytes = c->cfg.slot; /* its staging: the symmetric one here */
+	/* its staging: the symmetric one here; its waits: this plugin's timeout */
+	c->ccfg.stage_bytes = c->cfg.slot;
+	c->ccfg.timeout_ns = c->cfg.timeout_ns;
 	if (!ret)
 		ret = load_module(c, image);
 	ret = agree(c, ret, uid);
@@ -805,22 +807,8 @@ static int cu_launch(struct pn_nv *c, int kern, int dt, int op, CUdeviceptr send
 		PN_CU(c->g.cu, ModuleGetFunction(&c->cu_fn[kern][dt][op], c->cu_mod[kern], name), name);
 	}
 	f = c->cu_fn[kern][dt][op];
-	pn_cuda_geometry(&c->ccfg, kern, bytes, &l);
-	memset(&a, 0, sizeof(a));
-	a.send = send;
-	a.recv = recv;
-	for (int p = 0; p < c->n; p++) {
-		a.peer_ws[p] = c->cu_ws.peer[p];
-		a.peer_recv[p] = reg ? reg->peer[p] + (recv - reg->base) : 0;
-	}
-	a.count = bytes / (uint64_t)penny_data_size(dt);
-	a.desc = reg ? ((uint64_t)reg->id << 40 | (recv - reg->base)) : 0;
-	a.timeout_ns = c->cfg.timeout_ns;
-	a.tile = l.tile;
-	a.slot_bytes = c->ccfg.slot_bytes;
-	a.ll_slot_bytes = 2 * c->ccfg.ll_max;
-	a.rank = c->rank;
-	a.nranks = c->n;
+	pn_cuda_ar_args(&c->ccfg, kern, c->rank, send, recv, bytes, (unsigned)penny_data_size(dt),
+			c->cu_ws.peer, reg, &a, &l);
 	return c->ccfg.pdl ? pn_gpu_launch_pdl(&c->g, f, l.grid, l.threads, &a)
 			   : pn_gpu_launch(&c->g, f, l.grid, l.threads, &a);
 }
