@@ -12,9 +12,12 @@
 #include "node/topo.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* The next name of a comma list (malloc'd, may be ""), *p past it; NULL
  * when out of memory. */
@@ -221,6 +224,16 @@ static int graph_not_input(const char *path, const struct pn_plan_source *src)
 	return ret;
 }
 
+/* A node's own file is a file: not standard output or error ("-", a host
+ * named "-" or "out" in /dev/std%h), where the nodes' graphs would mix. */
+static int graph_own_file(const char *path, int per_node, int node)
+{
+	if (per_node && pn_ofile_std(path))
+		return pn_err(-EINVAL, "--nccl-graph: node %d's file '%s' is standard %s, not a file "
+			      "of its own", node, path, pn_ofile_std(path) == 1 ? "output" : "error");
+	return 0;
+}
+
 int pn_plan_graphs_check(const char *pattern, const struct pn_plan_model *m,
 			 const struct pn_plan_source *src)
 {
@@ -245,6 +258,8 @@ int pn_plan_graphs_check(const char *pattern, const struct pn_plan_model *m,
 	for (i = 0; i < n && !ret; i++)
 		ret = graph_not_input(g[i].name, src);
 	for (i = 0; i < n && !ret; i++)
+		ret = graph_own_file(g[i].name, pn_plan_graph_per_node(pattern), g[i].node);
+	for (i = 0; i < n && !ret; i++)
 		ret = pn_ofile_check(g[i].name);
 	for (i = 0; i < n; i++)
 		free(g[i].name);
@@ -252,26 +267,132 @@ int pn_plan_graphs_check(const char *pattern, const struct pn_plan_model *m,
 	return ret;
 }
 
+/* One graph file, committed whole (the shared file, or standard output). */
+static int graph_write_one(const char *path, const struct pn_plan *p, int node)
+{
+	struct pn_ofile *of;
+	int ret = pn_ofile_open(&of, path, PN_OFILE_SYNC);
+
+	if (ret)
+		return ret;
+	ret = pn_plan_write_nccl(p, node, pn_ofile_file(of));
+	if (ret) {
+		pn_ofile_abort(of);
+		return ret;
+	}
+	return pn_ofile_commit(of);
+}
+
+/* Node i's staged file beside final: ".NAME.PID-I~" (hidden, unique to the
+ * run and the node, within NAME_MAX). */
+static char *stage_name(const char *final, int i)
+{
+	const char *slash = strrchr(final, '/'), *base = slash ? slash + 1 : final;
+	int dlen = slash ? (int)(slash - final) + 1 : 0;
+	size_t n = strlen(final) + 48;
+	char *s = malloc(n);
+
+	if (s)
+		snprintf(s, n, "%.*s.%.200s.%ld-%d~", dlen, final, base, (long)getpid(), i);
+	return s;
+}
+
+/* The staged files: removed (a failure) or renamed over their names. */
+struct graph_stage {
+	int n, staged;		/* files, of them staged */
+	char **final, **stage;
+};
+
+static void stage_drop(struct graph_stage *g, int from)
+{
+	int i;
+
+	for (i = from; i < g->staged; i++)
+		unlink(g->stage[i]);
+	for (i = 0; g->final && g->stage && i < g->n; i++) {
+		free(g->final[i]);
+		free(g->stage[i]);
+	}
+	free(g->final);
+	free(g->stage);
+}
+
+/* Every name still absent or a regular file (never replace anything else),
+ * and each staged file given the mode (root: the owner) of the one it
+ * replaces, before the first rename. */
+static int stage_ready(struct graph_stage *g)
+{
+	struct stat st;
+	int i, fd, ret = 0;
+
+	for (i = 0; i < g->n; i++) {
+		if (lstat(g->final[i], &st))
+			continue;
+		if (!S_ISREG(st.st_mode))
+			return pn_err(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
+				      "refusing to write '%s': it is %s, not a regular file; no "
+				      "graph file was replaced", g->final[i], pn_file_kind(st.st_mode));
+		fd = open(g->stage[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || (!geteuid() && fchown(fd, st.st_uid, st.st_gid)) ||
+		    fchmod(fd, st.st_mode & 07777))
+			ret = pn_err(-errno, "cannot write '%s': %s; no graph file was replaced",
+				     g->final[i], strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/*
+ * One file per node, all or nothing: NCCL on every node must load the same
+ * plan.  Every file is written whole beside its name first (synced); only
+ * when all are there are they renamed over their names.  A failure (a full
+ * disk, a directory in the way) leaves every old file as it was.
+ */
 int pn_plan_graphs_write(const char *pattern, const struct pn_plan *p)
 {
 	const struct pn_plan_model *m = p->model;
-	int per_node = pn_plan_graph_per_node(pattern), i, ret = 0;
+	struct graph_stage g = { m->nnodes, 0, NULL, NULL };
+	char path[4096];
+	int i, ret = 0, renamed = 0;
 
-	for (i = 0; i < (per_node ? m->nnodes : 1) && !ret; i++) {
-		struct pn_ofile *of;
-		char path[4096];
-
+	if (!pn_plan_graph_per_node(pattern)) {
+		ret = pn_plan_graph_name(pattern, m, 0, path, sizeof(path));
+		return ret ? ret : graph_write_one(path, p, -1);
+	}
+	g.final = calloc((size_t)g.n + 1, sizeof(char *));
+	g.stage = calloc((size_t)g.n + 1, sizeof(char *));
+	if (!g.final || !g.stage)
+		ret = pn_err(-ENOMEM, "out of memory");
+	for (i = 0; i < g.n && !ret; i++) {
 		ret = pn_plan_graph_name(pattern, m, i, path, sizeof(path));
-		if (!ret)
-			ret = pn_ofile_open(&of, path, PN_OFILE_SYNC);
 		if (ret)
 			break;
-		ret = pn_plan_write_nccl(p, per_node ? i : -1, pn_ofile_file(of));
+		if (!(g.final[i] = strdup(path)) || !(g.stage[i] = stage_name(path, i))) {
+			ret = pn_err(-ENOMEM, "out of memory");
+			break;
+		}
+		ret = graph_own_file(path, 1, i);
 		if (ret)
-			pn_ofile_abort(of);
-		else
-			ret = pn_ofile_commit(of);
+			break;
+		ret = graph_write_one(g.stage[i], p, i);
+		if (ret) {
+			ret = pn_err(ret, "cannot write '%s' (node %d): %s; no graph file was "
+				     "replaced", path, i, strerror(-ret));
+			break;
+		}
+		g.staged++;
 	}
+	if (!ret)
+		ret = stage_ready(&g);
+	for (; renamed < g.n && !ret; renamed++)
+		if (rename(g.stage[renamed], g.final[renamed]))
+			ret = pn_err(-errno, "cannot rename onto '%s': %s; %d of %d graph files "
+				     "were replaced", g.final[renamed], strerror(errno), renamed, g.n);
+	/* what was not renamed goes (a failed rename counted one too many) */
+	stage_drop(&g, ret && renamed ? renamed - 1 : renamed);
 	return ret;
 }
 

@@ -65,7 +65,10 @@ int pn_plan_graph_name(const char *pattern, const struct pn_plan_model *m, int i
  * NULL: none). */
 int pn_plan_graphs_check(const char *pattern, const struct pn_plan_model *m,
 			 const struct pn_plan_source *src);
-/* p's graph into each file, each committed whole. */
+/* p's graph into each file, all or none: every per-node file is written
+ * (and synced) beside its name first, and only when all are there renamed
+ * over the names; on an error every old file is as it was.  A per-node
+ * file that is standard output or error is refused (also by the check). */
 int pn_plan_graphs_write(const char *pattern, const struct pn_plan *p);
 
 #endif

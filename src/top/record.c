@@ -415,6 +415,11 @@ int pn_record_write(struct pn_record *r, const struct pn_counters_set *v,
 	ret = pn_record_format(&r->buf, &r->cap, &r->len, v, ctx, host, interval, gpus, ngpus);
 	if (ret)
 		return stop(r, ret);
+	/* the reader would skip it: not written, so that every line replays */
+	if (r->len - 1 > PN_RECORD_LINE_MAX)
+		return stop(r, pn_err(-EFBIG, "one sample of %d ports takes %zu bytes, more than "
+				      "the %u MiB a line of a recording may take",
+				      v->n, r->len, PN_RECORD_LINE_MAX >> 20));
 	if (r->len > r->max)
 		return stop(r, pn_err(-EFBIG, "one sample takes %zu bytes, more than --record-max",
 				      r->len));

@@ -41,7 +41,14 @@
 #define PN_RECORD_VERSION 1
 #define PN_RECORD_MAX_DEFAULT (64ull << 20)	/* --record-max default */
 #define PN_RECORD_MAX_MIN (64ull << 10)
-#define PN_RECORD_LINE_MAX (8u << 20)		/* longest line the reader takes */
+/*
+ * The longest line: the reader takes no longer one, and the writer writes
+ * none longer (the sample is refused and recording stops: a recording penny
+ * wrote always replays).  32 MiB is 2,048 ports (1,024 RDMA devices and
+ * 1,024 netdevs, a counter set's bound) of 16 KiB each, about 150
+ * counters of mlx5's names; an 8 MiB bound cut a fabric of 4,000 ports.
+ */
+#define PN_RECORD_LINE_MAX (32u << 20)
 #define PN_RECORD_SAMPLES_MAX 1000000		/* samples the reader keeps */
 #define PN_RECORD_ENTRIES_MAX (4u << 20)	/* port and GPU rates it keeps, in all */
 #define PN_RECORD_GPUS_MAX 64			/* GPU rows per sample */
@@ -68,7 +75,7 @@ int pn_record_open(struct pn_record **r, const char *path, uint64_t max_bytes);
 /*
  * Append one sample: v with every port, the context ctx (may be NULL), the
  * host, the interval, and ngpus GPU rows (gpus may be NULL).  One write()
- * per sample.  Returns 0, or -errno (message set): recording has stopped
+ * per sample; a line longer than PN_RECORD_LINE_MAX is refused (-EFBIG).  Returns 0, or -errno (message set): recording has stopped
  * and every later call returns 0 without writing.
  */
 int pn_record_write(struct pn_record *r, const struct pn_counters_set *v,

@@ -50,30 +50,66 @@ struct pn_replay {
 	struct rp_series *ser;
 	int nser;
 	size_t sercap;
+	int *hash;		/* RP_HASH_SIZE slots: series + 1, 0 empty */
+	int untracked;		/* ports past RP_SERIES_MAX seen */
 	int full;		/* a bound was reached: later samples are not kept */
 	char warning[512];
 };
 
-#define RP_SERIES_MAX 4096
+/*
+ * Series (ports and GPUs by name) found through a hash of their names: a
+ * recording of 1,024 devices of several ports each is looked up in
+ * constant time per port, not scanned (a scan per port and sample took
+ * minutes).  Past RP_SERIES_MAX names, a port has no history or plot
+ * series; its sample is still read (pn_replay_warning says so).
+ */
+#define RP_SERIES_MAX 65536
+#define RP_HASH_SIZE (2 * RP_SERIES_MAX)	/* a power of two, half full at most */
+
+static unsigned name_hash(const char *name)
+{
+	unsigned h = 2166136261u;
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 16777619u;
+	return h & (RP_HASH_SIZE - 1);
+}
+
+/* the series named name, or -1; *slot: where it is or would go */
+static int series_find(const struct pn_replay *r, const char *name, unsigned *slot)
+{
+	unsigned h = name_hash(name);
+
+	for (; r->hash && r->hash[h]; h = (h + 1) & (RP_HASH_SIZE - 1))
+		if (!strcmp(r->ser[r->hash[h] - 1].name, name))
+			break;
+	if (slot)
+		*slot = h;
+	return r->hash ? r->hash[h] - 1 : -1;
+}
 
 static int series_id(struct pn_replay *r, const char *name, int rail, int hint)
 {
 	struct rp_series *ns;
-	int i;
+	unsigned slot;
+	int id;
 
 	if (hint >= 0 && hint < r->nser && !strcmp(r->ser[hint].name, name))
 		return hint;
-	for (i = 0; i < r->nser; i++)
-		if (!strcmp(r->ser[i].name, name))
-			return i;
+	id = series_find(r, name, &slot);
+	if (id >= 0)
+		return id;
 	if (r->nser >= RP_SERIES_MAX)
 		return -E2BIG;
+	if (!r->hash && !(r->hash = calloc(RP_HASH_SIZE, sizeof(*r->hash))))
+		return -ENOMEM;
 	ns = pn_grow(r->ser, &r->sercap, (size_t)r->nser, sizeof(*ns), 32, RP_SERIES_MAX);
 	if (!ns)
 		return -ENOMEM;
 	r->ser = ns;
 	snprintf(r->ser[r->nser].name, sizeof(r->ser[0].name), "%s", name);
 	r->ser[r->nser].rail = rail;
+	r->hash[slot] = r->nser + 1;
 	return r->nser++;
 }
 
@@ -86,6 +122,10 @@ static int add_entry(struct pn_replay *r, const char *name, int rail, int has, d
 	if (r->n > 0 && s->ne < r->s[r->n - 1].ne)
 		prev = r->e[r->s[r->n - 1].e0 + (size_t)s->ne].series;
 	id = series_id(r, name, rail, prev);
+	if (id == -E2BIG) {
+		r->untracked = 1; /* no history, no plot: the sample is kept */
+		return 0;
+	}
 	if (id < 0)
 		return id;
 	if (r->ne >= PN_RECORD_ENTRIES_MAX)
@@ -281,6 +321,9 @@ int pn_replay_open_file(struct pn_replay **rp, FILE *f, const char *name)
 			break;
 		}
 	}
+	if (r->untracked && !*stop)
+		snprintf(stop, sizeof(stop), "%s: more than %d ports and GPUs; the others have "
+			 "no history or plot", name, RP_SERIES_MAX);
 	say_damage(r, &d, name, stop);
 	free(line);
 	pn_record_sample_release(s);
@@ -331,6 +374,7 @@ void pn_replay_close(struct pn_replay *r)
 	free(r->s);
 	free(r->e);
 	free(r->ser);
+	free(r->hash);
 	free(r);
 }
 
@@ -347,14 +391,9 @@ const char *pn_replay_warning(const struct pn_replay *r)
 /* the rate history of p up to sample i, as the live sampler kept it */
 static void fill_hist(const struct pn_replay *r, int i, int pos, struct pn_counters_port *p)
 {
-	int j = i - PN_COUNTERS_HIST + 1, id = -1, k;
+	int j = i - PN_COUNTERS_HIST + 1, id = series_find(r, p->name, NULL), k;
 
 	p->hist_n = p->hist_head = 0;
-	for (k = 0; k < r->nser; k++)
-		if (!strcmp(r->ser[k].name, p->name)) {
-			id = k;
-			break;
-		}
 	if (id < 0)
 		return;
 	for (j = j < 0 ? 0 : j; j <= i; j++) {
