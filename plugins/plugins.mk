@@ -65,7 +65,8 @@ PL_ALGOS := oneshot oneshot_fl twoshot_ll twoshot ring twoshot_hy ce
 # real NCCL, ncclAllReduce, ncclReduceScatter and ncclAllGather on the cuda
 # plugin; always built, like penny-nccl.so.
 PL_INTERPOSE_SRC := plugins/common/cudrv.c $(PL_UNITS) src/gpu/plugin_open.c plugins/interpose/interpose.c \
-	plugins/interpose/regcache.c plugins/interpose/settings.c plugins/interpose/together.c
+	plugins/interpose/regcache.c plugins/interpose/settings.c plugins/interpose/together.c \
+	plugins/interpose/lastcall.c
 PL_INTERPOSE_OBJ := $(PL_INTERPOSE_SRC:%.c=$(PL)/obj/%.o)
 
 PLUGIN_SO := $(PL)/penny-nccl.so $(PL)/libpenny-nccl.so

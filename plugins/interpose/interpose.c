@@ -495,6 +495,10 @@ static void release(struct pcomm *p)
 		cu->CtxSetCurrent(p->ctx);
 	if (p->hs)
 		cu->StreamDestroy(p->hs);
+	if (p->done)
+		cu->EventDestroy(p->done);
+	p->done = NULL;
+	p->done_set = 0;
 	if (p->buf)
 		cu->MemFree(p->buf);
 	if (p->ctx)
@@ -770,8 +774,8 @@ static int detach(ncclComm_t comm, int abort, ncclResult_t *r)
 	if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PC_ON) {
 		/* the buffers go: penny's last call on the caller's stream must be done */
 		p->cu->CtxSetCurrent(p->ctx);
-		if (!abort && p->used)
-			p->cu->StreamSynchronize(p->last);
+		if (!abort)
+			wait_last(p);
 		if (p->clique) {
 			/* an abort's backend goes at once; its place in the clique
 			 * stays, so that the others' release still comes */
@@ -1032,7 +1036,7 @@ static ncclResult_t enqueue(struct pcomm *p, const struct call *c, int algo, int
 		ret = P->allgather_stream(p->be, c->s, c->r, c->count, pdt, st);
 	else if ((algo == PENNY_ALGO_TWOSHOT || algo == PENNY_ALGO_RING) && cfg.regcache &&
 		 PLUGIN_HAS(reg_cache) && p->cu->MemGetAddressRange && group_depth == 0 &&
-		 !(cap < 0 ? capturing(c->st) : cap))
+		 !(cap < 0 ? (cap = capturing(c->st)) : cap))
 		ret = reg_allreduce(p, c->s, c->r, c->count, pdt, pop, c->st);
 	else
 		ret = P->allreduce_stream(p->be, c->s, c->r, c->count, pdt, pop, PENNY_ALGO_AUTO, c->st);
@@ -1040,6 +1044,9 @@ static ncclResult_t enqueue(struct pcomm *p, const struct call *c, int algo, int
 		return failed(p, c->kind, ret);
 	p->last = c->st;
 	p->used = 1;
+	/* never in a capture: the record would be a node of the caller's graph */
+	if (!(cap < 0 ? capturing(c->st) : cap))
+		p->done_set = mark_done(p, c->st);
 	return ncclSuccess;
 }
 
@@ -1121,7 +1128,7 @@ ncclResult_t run_later(const struct call *c)
 	p->hs_why[0] = 0;
 	res = __atomic_load_n(&p->err, __ATOMIC_ACQUIRE);
 	if (res == ncclSuccess)
-		res = enqueue(p, c, -1, 1, &cg);
+		res = enqueue(p, c, -1, -1, &cg);
 	ctx_leave(&cg);
 	unhold(p);
 	return res;

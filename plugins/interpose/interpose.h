@@ -4,7 +4,8 @@
  * calls, the communicators and their host services; together.c: the calls
  * that make communicators, and those one thread made every rank of;
  * regcache.c: the registration cache of the allreduce; settings.c:
- * PENNY_NCCL*, the one-line messages and the errors penny reports).
+ * PENNY_NCCL*, the one-line messages and the errors penny reports;
+ * lastcall.c: the wait for penny's last call of a communicator).
  * Nothing here is exported from the library (it is built with hidden
  * visibility; only NCCL's names are exported).
  */
@@ -111,6 +112,10 @@ struct pcomm {
 	struct penny_host_v1 host;
 	void *be;		/* the plugin's backend (PC_ON) */
 	CUstream last;		/* the stream of penny's last call */
+	CUevent done;		/* recorded on the caller's stream after each call penny
+				 * ran at once (none in a capture; NULL until the first) */
+	int done_set;		/* done follows penny's last such call (else wait_last
+				 * waits for the stream last) */
 	int used;		/* penny ran a call */
 	uint64_t poll_next;	/* ncclCommGetAsyncError asks the plugin from then on
 				 * (CLOCK_MONOTONIC ns; atomic) */
@@ -155,6 +160,11 @@ void unhold(struct pcomm *p);
 ncclResult_t attach(struct pcomm *p);
 int real_async_error(ncclComm_t c, ncclResult_t *ae);
 void pcomm_fini(struct pcomm *p);
+/* lastcall.c: penny's call just made on the caller's stream s marked by
+ * p->done (1; 0: not, wait_last waits for the stream); penny's calls of p
+ * so far done on the GPU (p->used). */
+int mark_done(struct pcomm *p, cudaStream_t s);
+void wait_last(struct pcomm *p);
 
 /* together.c: communicators one thread made every rank of, set up at once
  * (a thread a rank); one made in this thread's group (id: its unique id),

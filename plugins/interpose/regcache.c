@@ -17,8 +17,8 @@
 static void rc_drop(struct pcomm *p, struct rc_entry *e, int sync)
 {
 	if (e->reg) {
-		if (sync && p->used)
-			p->cu->StreamSynchronize(p->last);
+		if (sync)
+			wait_last(p);
 		P->dereg_buffer(p->be, e->reg);
 	}
 	*e = p->rc[--p->rc_n];

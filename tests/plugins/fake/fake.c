@@ -451,8 +451,14 @@ static int cvd_device(int i)
  * the backend runs them in order, as a GPU runs a stream's kernels, so
  * that one thread may call every rank of a communicator inside a group
  * (ncclCommInitAll's, nccl-tests' -g N).  The fake libcuda.so.1's
- * cuStreamSynchronize waits for every backend's queue (fakecuda_sync_hook);
- * a queued call that fails says so on stderr.
+ * cuStreamSynchronize waits for every backend's queue (fakecuda_sync_hook),
+ * but CU_STREAM_PER_THREAD's for the calls the same thread queued on it;
+ * its events' for every call.  A queued call that fails says so on
+ * stderr; so does a fini that comes before the backend's queued calls are
+ * done (the interposer frees penny's buffers only after its last call):
+ * they still run, and their results are wrong (0xff bytes), as on a GPU
+ * whose memory went under them.  PENNY_FAKE_ASYNC_DELAY_MS=N: each queued
+ * call waits N ms first, as a busy GPU's.
  */
 #ifndef FAKE_OLD_SIZE
 struct fake_job {
@@ -462,6 +468,7 @@ struct fake_job {
 	size_t count;
 	int dt, op, algo;
 	void *stream;
+	uintptr_t key;		/* its stream's (fakecuda_stream_key; 0: any) */
 	struct fake_job *next;
 };
 
@@ -470,13 +477,66 @@ struct fake_queue {
 	pthread_cond_t c;
 	struct fake_job *head, *tail;
 	int stop;
+	int running;		/* a call is running */
+	int late;		/* fini came before the calls were done */
+	long delay_ms;		/* PENNY_FAKE_ASYNC_DELAY_MS */
 	pthread_t t;
 };
 
 static pthread_mutex_t queued_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t queued_none = PTHREAD_COND_INITIALIZER;
 static int queued;			/* calls queued or running, every backend's */
+static struct {
+	uintptr_t key;
+	int n;
+} keyed[64];				/* of them, those of a per-thread stream */
+static uintptr_t (*stream_key)(void *stream);
 static _Thread_local int in_worker;	/* this thread runs queued calls */
+
+/* The calls queued of key (0: all of them) change by d (queued_lock held). */
+static void keyed_add(uintptr_t *key, int d)
+{
+	unsigned i, free_slot = 64;
+
+	queued += d;
+	for (i = 0; *key && i < 64; i++) {
+		if (keyed[i].n && keyed[i].key == *key) {
+			keyed[i].n += d;
+			return;
+		}
+		if (!keyed[i].n && free_slot == 64)
+			free_slot = i;
+	}
+	if (*key && d > 0 && free_slot < 64) {
+		keyed[free_slot].key = *key;
+		keyed[free_slot].n = d;
+	} else {
+		*key = 0; /* no room: waited for by the stream syncs of every call */
+	}
+}
+
+static int keyed_n(uintptr_t key)
+{
+	unsigned i;
+
+	if (!key)
+		return queued;
+	for (i = 0; i < 64; i++)
+		if (keyed[i].n && keyed[i].key == key)
+			return keyed[i].n;
+	return 0;
+}
+
+/* A call that ran after its backend's fini: its result is wrong. */
+static void late_call(struct fake *f, const struct fake_job *j)
+{
+	size_t es = (size_t)penny_data_size(j->dt);
+
+	fprintf(stderr, "fake plugin: rank %d: a queued call ran after the backend's fini "
+		"(its buffers freed)\n", f->host->rank);
+	if (j->recv)
+		memset(j->recv, 0xff, j->count * es * (j->kind == 2 ? (size_t)f->host->nranks : 1));
+}
 
 static int fake_allreduce_stream(void *be, const void *send, void *recv, size_t count, int dt,
 				 int op, int algo, void *stream);
@@ -502,7 +562,11 @@ static void *fake_worker(void *arg)
 		q->head = j->next;
 		if (!q->head)
 			q->tail = NULL;
+		q->running = 1;
 		pthread_mutex_unlock(&q->m);
+		if (q->delay_ms > 0)
+			nanosleep(&(struct timespec){ .tv_sec = q->delay_ms / 1000,
+						      .tv_nsec = q->delay_ms % 1000 * 1000000L }, NULL);
 		ret = j->kind == 0 ? fake_allreduce_stream(f, j->send, j->recv, j->count, j->dt, j->op,
 							   j->algo, j->stream)
 		      : j->kind == 1 ? fake_reduce_scatter(f, j->send, j->recv, j->count, j->dt, j->op,
@@ -512,24 +576,30 @@ static void *fake_worker(void *arg)
 		if (ret)
 			fprintf(stderr, "fake plugin: rank %d: a queued call failed: %s\n",
 				f->host->rank, err);
-		free(j);
+		pthread_mutex_lock(&q->m);
+		q->running = 0;
+		if (q->late)
+			late_call(f, j);
+		pthread_mutex_unlock(&q->m);
 		pthread_mutex_lock(&queued_lock);
-		if (--queued == 0)
-			pthread_cond_broadcast(&queued_none);
+		keyed_add(&j->key, -1);
+		pthread_cond_broadcast(&queued_none);
 		pthread_mutex_unlock(&queued_lock);
+		free(j);
 		pthread_mutex_lock(&q->m);
 	}
 	pthread_mutex_unlock(&q->m);
 	return NULL;
 }
 
-/* cuStreamSynchronize's hook: every queued call done (not from a worker). */
-static void fake_sync_all(void)
+/* The driver's synchronize: the queued calls of key done (0: every one; not
+ * from a worker). */
+static void fake_sync_key(uintptr_t key)
 {
 	if (in_worker)
 		return;
 	pthread_mutex_lock(&queued_lock);
-	while (queued)
+	while (keyed_n(key))
 		pthread_cond_wait(&queued_none, &queued_lock);
 	pthread_mutex_unlock(&queued_lock);
 }
@@ -542,8 +612,9 @@ static int fake_enqueue(struct fake *f, const struct fake_job *how)
 		return fail(-ENOMEM, "out of memory");
 	*j = *how;
 	j->next = NULL;
+	j->key = __atomic_load_n(&stream_key, __ATOMIC_ACQUIRE)(j->stream);
 	pthread_mutex_lock(&queued_lock);
-	queued++;
+	keyed_add(&j->key, 1);
 	pthread_mutex_unlock(&queued_lock);
 	pthread_mutex_lock(&f->q->m);
 	if (f->q->tail)
@@ -561,18 +632,23 @@ static int fake_async(struct fake *f)
 {
 	const char *a = getenv("PENNY_FAKE_ASYNC");
 	void *cu;
-	void (*hook)(void (*)(void));
+	const char *delay = getenv("PENNY_FAKE_ASYNC_DELAY_MS");
+	void (*hook)(void (*)(uintptr_t));
+	uintptr_t (*key)(void *);
 
 	if (!a || strcmp(a, "1"))
 		return 0;
 	cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-	hook = cu ? (void (*)(void (*)(void)))dlsym(cu, "fakecuda_sync_hook") : NULL;
-	if (!hook)
+	hook = cu ? (void (*)(void (*)(uintptr_t)))dlsym(cu, "fakecuda_sync_hook") : NULL;
+	*(void **)&key = cu ? dlsym(cu, "fakecuda_stream_key") : NULL;
+	if (!hook || !key)
 		return fail(-ENOSYS, "PENNY_FAKE_ASYNC=1 wants the tests' libcuda.so.1 loaded");
-	hook(fake_sync_all);
+	__atomic_store_n(&stream_key, key, __ATOMIC_RELEASE);
+	hook(fake_sync_key);
 	f->q = calloc(1, sizeof(*f->q));
 	if (!f->q)
 		return fail(-ENOMEM, "out of memory");
+	f->q->delay_ms = delay ? atol(delay) : 0;
 	pthread_mutex_init(&f->q->m, NULL);
 	pthread_cond_init(&f->q->c, NULL);
 	if (pthread_create(&f->q->t, NULL, fake_worker, f)) {
@@ -589,6 +665,11 @@ static void fake_async_end(struct fake *f)
 	if (!f->q)
 		return;
 	pthread_mutex_lock(&f->q->m);
+	if (f->q->head || f->q->running) {
+		fprintf(stderr, "fake plugin: rank %d: fini before the queued calls are done\n",
+			f->host->rank);
+		f->q->late = 1;
+	}
 	f->q->stop = 1;
 	pthread_cond_signal(&f->q->c);
 	pthread_mutex_unlock(&f->q->m);

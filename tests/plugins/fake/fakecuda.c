@@ -3,7 +3,7 @@
  * A libcuda.so.1 for tests of the NCCL interposer on machines without a
  * GPU: "device" memory is host memory (cuMemAlloc is malloc, copies are
  * memmove, streams do everything at once, but for the test plugin's
- * queued calls, fakecuda_sync_hook), so that the fake NCCL
+ * queued calls, fakecuda_sync_hook; a destroyed stream's handle fails), so that the fake NCCL
  * (fakenccl.c) and the test plugins work on the pointers it hands out.
  * Every other entry point plugins/common/cudrv.c resolves exists and fails
  * with CUDA_ERROR_NOT_SUPPORTED.
@@ -225,42 +225,100 @@ EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUs
 	return cuMemcpyHtoD_v2(d, s, n);
 }
 
+/*
+ * Streams, as far as the interposer's wait for its last call needs them:
+ * cuStreamCreate hands out distinct handles; cuStreamDestroy marks one
+ * gone, after which a synchronize or a record on it fails
+ * (CUDA_ERROR_INVALID_HANDLE) and waits for nothing; CU_STREAM_PER_THREAD
+ * (0x2) is the calling thread's own (fakecuda_stream_key).
+ */
+#define INVALID_HANDLE 400
+#define STREAM_BASE 0x5000u
+#define STREAMS 65536u	/* tracked; later handles never go */
+static unsigned stream_next;
+static unsigned char stream_gone[STREAMS];
+
+/* the slot of handle s, or -1 (not one of cuStreamCreate's, or untracked) */
+static long stream_slot(CUstream s)
+{
+	uintptr_t v = (uintptr_t)s;
+
+	if (v < STREAM_BASE || (v - STREAM_BASE) % 16 || (v - STREAM_BASE) / 16 >= STREAMS)
+		return -1;
+	return (long)((v - STREAM_BASE) / 16);
+}
+
+static int stream_dead(CUstream s)
+{
+	long i = stream_slot(s);
+
+	return i >= 0 && __atomic_load_n(&stream_gone[i], __ATOMIC_ACQUIRE);
+}
+
 EXPORT CUresult cuStreamCreate(CUstream *s, unsigned flags)
 {
+	unsigned k = __atomic_fetch_add(&stream_next, 1, __ATOMIC_RELAXED);
+
 	(void)flags;
-	*s = (CUstream)(uintptr_t)0x5000;
+	*s = (CUstream)(uintptr_t)(STREAM_BASE + 16 * (uintptr_t)k);
 	return 0;
 }
 
 EXPORT CUresult cuStreamDestroy_v2(CUstream s)
 {
-	(void)s;
+	long i = stream_slot(s);
+
+	if (stream_dead(s))
+		return INVALID_HANDLE;
+	if (i >= 0)
+		__atomic_store_n(&stream_gone[i], 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
-/* The test plugin's queued calls (PENNY_FAKE_ASYNC=1 in fake.c): a stream's
- * synchronize waits for them, as CUDA's waits for a stream's kernels. */
-static void (*sync_hook)(void);
+/* The key of stream s for the test plugin's queued calls: CU_STREAM_PER_THREAD
+ * is the calling thread's own stream (a key a thread, never reused); every
+ * other stream 0 (a synchronize waits for every queued call, as before). */
+static uintptr_t thread_key_next;
+static _Thread_local uintptr_t thread_key;
 
-EXPORT void fakecuda_sync_hook(void (*fn)(void))
+EXPORT uintptr_t fakecuda_stream_key(CUstream s)
+{
+	if ((uintptr_t)s != 2)
+		return 0;
+	if (!thread_key)
+		thread_key = __atomic_add_fetch(&thread_key_next, 1, __ATOMIC_RELAXED);
+	return thread_key;
+}
+
+/* The test plugin's queued calls (PENNY_FAKE_ASYNC=1 in fake.c): a stream's
+ * synchronize waits for those of its key (0: every one), as CUDA's waits
+ * for a stream's kernels; an event's for every one. */
+static void (*sync_hook)(uintptr_t key);
+
+EXPORT void fakecuda_sync_hook(void (*fn)(uintptr_t key))
 {
 	__atomic_store_n(&sync_hook, fn, __ATOMIC_RELEASE);
 }
 
+static void sync_key(uintptr_t key)
+{
+	void (*fn)(uintptr_t) = __atomic_load_n(&sync_hook, __ATOMIC_ACQUIRE);
+
+	if (fn)
+		fn(key);
+}
+
 EXPORT CUresult cuStreamSynchronize(CUstream s)
 {
-	void (*fn)(void) = __atomic_load_n(&sync_hook, __ATOMIC_ACQUIRE);
-
-	(void)s;
-	if (fn)
-		fn();
+	if (stream_dead(s))
+		return INVALID_HANDLE;
+	sync_key(fakecuda_stream_key(s));
 	return 0;
 }
 
 EXPORT CUresult cuStreamQuery(CUstream s)
 {
-	(void)s;
-	return 0;
+	return stream_dead(s) ? INVALID_HANDLE : 0;
 }
 
 /* PENNY_FAKE_CAPTURING=1: every stream is being captured into a graph;
@@ -325,7 +383,8 @@ EXPORT CUresult cuEventRecord(double *e, CUstream st)
 {
 	struct timespec t;
 
-	(void)st;
+	if (stream_dead(st))
+		return INVALID_HANDLE;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	*e = t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 	return 0;
@@ -334,6 +393,7 @@ EXPORT CUresult cuEventRecord(double *e, CUstream st)
 EXPORT CUresult cuEventSynchronize(double *e)
 {
 	(void)e;
+	sync_key(0);
 	return 0;
 }
 

@@ -136,6 +136,13 @@
  *   simulate   an allreduce penny would take in a group that
  *              ncclGroupSimulateEnd ends: simulated by NCCL, not run;
  *              nested groups; ncclGroupSimulateEnd(NULL) runs the group
+ * The interposer's wait for its last call before its buffers go (t0614,
+ * with the fake plugin's PENNY_FAKE_ASYNC=1):
+ *   streamgone an allreduce on a stream of the caller's (cuStreamCreate),
+ *              the stream destroyed, then ncclCommDestroy; the result read
+ *              once the device is synchronized
+ *   ptdsother  an allreduce on CU_STREAM_PER_THREAD by a thread that ends,
+ *              then ncclCommDestroy by the rank's own thread; read so
  * peerdies, shrinkgrow, abortwait, setupfail and callfail run in processes
  * only.
  * args also gives ncclReduceScatter and ncclAllGather NCCL's cases.
@@ -1607,6 +1614,68 @@ static int simulate(ncclComm_t comm, int rank, int n)
 	return calls + 2 + one(comm, rank, n, ncclFloat64, ncclMax, 1000, 0, 0);
 }
 
+/* ptdsother: the allreduce of a thread of its own, on its per-thread stream */
+struct ptds_call {
+	ncclComm_t comm;
+	float *x;
+	size_t count;
+	ncclResult_t r;
+};
+
+static void *ptds_main(void *arg)
+{
+	struct ptds_call *a = arg;
+
+	a->r = ncclAllReduce(a->x, a->x, a->count, ncclFloat32, ncclSum, a->comm,
+			     (cudaStream_t)(uintptr_t)2); /* CU_STREAM_PER_THREAD */
+	return NULL;
+}
+
+/*
+ * streamgone (ptds 0) and ptdsother (1): penny's allreduce on a stream the
+ * destroy cannot wait for (gone, or another thread's), then
+ * ncclCommDestroy, which must still wait for it before penny's buffers
+ * go; then the device synchronized (the legacy stream's synchronize: every
+ * queued call) and the result checked.  comm is destroyed.
+ */
+static int streamgone(ncclComm_t comm, int rank, int n, int ptds)
+{
+	void *cu = dlopen("libcuda.so.1", RTLD_NOW), *s = NULL;
+	int (*mk)(void **, unsigned) = cu ? (int (*)(void **, unsigned))dlsym(cu, "cuStreamCreate") : NULL;
+	int (*rm)(void *) = cu ? (int (*)(void *))dlsym(cu, "cuStreamDestroy_v2") : NULL;
+	int (*sync)(void *) = cu ? (int (*)(void *))dlsym(cu, "cuStreamSynchronize") : NULL;
+	struct ptds_call a = { comm, NULL, 1000, ncclInternalError };
+	size_t i, wrong = 0;
+	pthread_t t;
+
+	if (!mk || !rm || !sync || !(a.x = malloc(a.count * sizeof(float)))) {
+		printf("rank %d: no cuStreamCreate, cuStreamDestroy_v2 or cuStreamSynchronize\n", rank);
+		exit(2);
+	}
+	for (i = 0; i < a.count; i++)
+		a.x[i] = (float)input(rank, i);
+	if (ptds) {
+		EXPECT(!pthread_create(&t, NULL, ptds_main, &a), "rank %d: no thread", rank);
+		pthread_join(t, NULL);
+	} else {
+		EXPECT(mk(&s, 1) == 0, "rank %d: cuStreamCreate failed", rank);
+		a.r = ncclAllReduce(a.x, a.x, a.count, ncclFloat32, ncclSum, comm, (cudaStream_t)s);
+		EXPECT(rm(s) == 0, "rank %d: cuStreamDestroy failed", rank);
+		EXPECT(sync(s) == 400, "rank %d: a destroyed stream synchronized", rank);
+	}
+	EXPECT(a.r == ncclSuccess, "rank %d: allreduce: %s", rank, ncclGetErrorString(a.r));
+	EXPECT(ncclCommDestroy(comm) == ncclSuccess, "rank %d: ncclCommDestroy failed", rank);
+	sync(NULL);
+	for (i = 0; i < a.count && a.r == ncclSuccess; i++)
+		if (a.x[i] != (float)expect(n, i, ncclSum) && !wrong++)
+			printf("rank %d: element %zu is %g, not %g\n", rank, i, a.x[i],
+			       expect(n, i, ncclSum));
+	if (wrong)
+		bad = 1;
+	free(a.x);
+	return 1;
+}
+
 /* threadsmain: the communicators the threads leave to the main thread */
 static ncclComm_t kept[64];
 
@@ -1869,6 +1938,10 @@ static int run_rank(int n, int rank, ncclUniqueId id, const char *what, int mode
 		comm = NULL;
 	} else if (!strcmp(what, "simulate"))
 		calls = simulate(comm, rank, n);
+	else if (!strcmp(what, "streamgone") || !strcmp(what, "ptdsother")) {
+		calls = streamgone(comm, rank, n, !strcmp(what, "ptdsother"));
+		comm = NULL;
+	}
 	else if (!strcmp(what, "groupexit")) {
 		float x[4] = { 1, 2, 3, 4 };
 
@@ -1992,7 +2065,7 @@ int main(int argc, char **argv)
 				"twice|badinit|groups|counts|secondthread|watchdog|abortwait|groupexit|"
 				"notready|oddsplit|setupfail|setupwait|callfail|dogerr|groupleak|"
 				"groupdestroy|groupteardown|revoke|shrinkabort|errlater|busyon|"
-				"destroybusy|simulate\n");
+				"destroybusy|simulate|streamgone|ptdsother\n");
 		return 2;
 	}
 	what = argv[2];
