@@ -782,12 +782,13 @@ static int cu_start(struct pn_nv *c)
 	if (pn_nv_agree_int(c, &ok))
 		return pn_plugin_fail(-EIO, "the cuda kernels' workspace: the PEs could not agree on it");
 	c->cu_state = ok ? 1 : -1;
+	c->cfg.cuda_ok = ok;	/* else auto's table is the nvshmem kernels' from now on */
 	if (ok)
 		pn_gpu_log(c->host, PENNY_LOG_DEBUG, "nvshmem: the cuda kernels' workspace: %" PRIu64
 						     " bytes of the symmetric heap", bytes);
 	else
-		c->cfg.cuda_ok = 0, pn_gpu_log(c->host, PENNY_LOG_INFO, "nvshmem: the nvshmem kernels "
-									"instead of the cuda plugin's");
+		pn_gpu_log(c->host, PENNY_LOG_INFO, "nvshmem: the nvshmem kernels instead of the "
+						    "cuda plugin's");
 	return 0;
 }
 
@@ -880,12 +881,11 @@ static int dispatch(struct pn_nv *c, int kern, int algo, int dt, int op, CUdevic
 			return ret;
 	}
 	if (kern == PN_NV_CUDA && c->cu_state != 1) {
-		/* not made (yet): this call by the nvshmem table */
-		int ok = c->cfg.cuda_ok;
+		/* not made (yet: a capture): this call by the nvshmem table */
+		struct pn_nv_cfg t = c->cfg;
 
-		c->cfg.cuda_ok = 0;
-		kern = pn_nv_kernel_for(&c->cfg, algo, bytes);
-		c->cfg.cuda_ok = ok;
+		t.cuda_ok = 0;
+		kern = pn_nv_kernel_for(&t, algo, bytes);
 	}
 	if (kern == PN_NV_CUDA)
 		return run_cuda(c, pn_tune_select(&c->ctune, bytes), dt, op, s, d, bytes);

@@ -550,6 +550,33 @@ TEST(planned_rings_reach_the_ring_kernel)
 	}
 }
 
+/* The calls' buffers of a rank: send and recv symmetric (bytes + 64), and
+ * plain device memory (plain_bytes); 0 or the first failure. */
+static int bufs_alloc(struct pn_nv *c, size_t bytes, size_t plain_bytes, void **s, void **d,
+		      void **plain)
+{
+	int ret = pn_nv_alloc(c, bytes + 64, PENNY_MEM_REGISTERED, s);
+
+	if (!ret)
+		ret = pn_nv_alloc(c, bytes + 64, PENNY_MEM_REGISTERED, d);
+	if (!ret)
+		ret = pn_nv_alloc(c, plain_bytes, 0, plain);
+	return ret;
+}
+
+/* Their release and the rank's backend's. */
+static void bufs_end(int r, struct pn_nv *c, void *s, void *d, void *plain)
+{
+	if (plain)
+		pn_nv_free(c, plain);
+	if (d)
+		pn_nv_free(c, d);
+	if (s)
+		pn_nv_free(c, s);
+	pn_nv_fini(c);
+	be[r] = NULL;
+}
+
 /* 3 MiB of float + 3 elements on 2 PEs of one NVLink domain, auto with
  * every limit below it: the copy engines (the cuda plugin's cuda_ce.c). */
 static const size_t ce_count = (3u << 20) / 4 + 3;
@@ -566,11 +593,7 @@ static void do_ce_call(struct fake_world *w, int r)
 	if (rets[r])
 		return;
 	c = be[r];
-	rets[r] = pn_nv_alloc(c, bytes + 64, PENNY_MEM_REGISTERED, &s);
-	if (!rets[r])
-		rets[r] = pn_nv_alloc(c, bytes + 64, PENNY_MEM_REGISTERED, &d);
-	if (!rets[r])
-		rets[r] = pn_nv_alloc(c, bytes, 0, &plain);
+	rets[r] = bufs_alloc(c, bytes, bytes, &s, &d, &plain);
 	if (rets[r])
 		goto out;
 	/* nothing made before the first call, nor inside a capture (the ring) */
@@ -643,14 +666,7 @@ static void do_ce_call(struct fake_world *w, int r)
 				PENNY_ALGO_TWOSHOT)
 		rets[r] = -500;
 out:
-	if (plain)
-		pn_nv_free(c, plain);
-	if (d)
-		pn_nv_free(c, d);
-	if (s)
-		pn_nv_free(c, s);
-	pn_nv_fini(c);
-	be[r] = NULL;
+	bufs_end(r, c, s, d, plain);
 }
 
 TEST(large_calls_in_one_nvlink_domain_move_by_copy_engines)
@@ -720,11 +736,7 @@ static void do_cuda_call(struct fake_world *w, int r)
 	if (rets[r])
 		return;
 	c = be[r];
-	rets[r] = pn_nv_alloc(c, (8u << 20) + 64, PENNY_MEM_REGISTERED, &s);
-	if (!rets[r])
-		rets[r] = pn_nv_alloc(c, (8u << 20) + 64, PENNY_MEM_REGISTERED, &d);
-	if (!rets[r])
-		rets[r] = pn_nv_alloc(c, (8u << 20) + 64, 0, &plain);
+	rets[r] = bufs_alloc(c, 8u << 20, (8u << 20) + 64, &s, &d, &plain);
 	if (rets[r])
 		goto out;
 	/* nothing made before the first call, nor inside a capture (the nvshmem
@@ -828,14 +840,7 @@ static void do_cuda_call(struct fake_world *w, int r)
 	cu_step = "done";
 out:
 	snprintf(msgs[r], sizeof(msgs[r]), "step %s: %s", cu_step, rets[r] ? pn_plugin_errmsg() : "");
-	if (plain)
-		pn_nv_free(c, plain);
-	if (d)
-		pn_nv_free(c, d);
-	if (s)
-		pn_nv_free(c, s);
-	pn_nv_fini(c);
-	be[r] = NULL;
+	bufs_end(r, c, s, d, plain);
 }
 
 TEST(mid_sizes_in_one_nvlink_domain_run_the_cuda_kernels)
