@@ -233,6 +233,7 @@ TEST(settings_are_range_checked)
 		{ "PENNY_NVSHMEM_CHUNK", "2K" },	{ "PENNY_NVSHMEM_CHUNK", "32M" },
 		{ "PENNY_NVSHMEM_CE_BYTES", "512K" },	{ "PENNY_NVSHMEM_CE_BYTES", "17G" },
 		{ "PENNY_NVSHMEM_RING_MAX", "2T" },	{ "PENNY_NVSHMEM_RING_MAX", "x" },
+		{ "PENNY_NVSHMEM_CUDA_MIN", "2T" },	{ "PENNY_NVSHMEM_CUDA_MIN", "-1" },
 	};
 	struct pn_nv_cfg c;
 
