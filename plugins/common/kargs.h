@@ -67,7 +67,8 @@ struct pn_ar_args {
 	uint32_t ce_steps;
 	int32_t ce_peer;
 	uint32_t ce_piece;		/* the gate's piece of the call */
-	uint32_t ce_pad;
+	uint32_t two;			/* co_kernels.cu: broadcast and reduce in two steps
+					 * through the non-roots (3+ ranks, flag kernels) */
 };
 
 /*

@@ -216,6 +216,123 @@ template <int K, typename T, int OP> PN_DEV void pn_co_ll(const struct pn_ar_arg
 	pn_ll_done(cnt, epoch);
 }
 
+/*
+ * Broadcast and reduce in two steps (a.two: the host's choice for 3 or more
+ * ranks at the flag kernels' sizes).  In one step the root's links carry
+ * the tile once a peer, n - 1 times its bytes, where a ring carries it
+ * once.  Here a tile is cut into n - 1 pieces, piece i belonging to the
+ * non-root rank root + 1 + i, and no GPU sends or receives more than the
+ * tile:
+ *  - broadcast: step 1, the root pushes piece i to its rank; step 2, each
+ *    non-root copies its piece into its recv and pushes it to every other
+ *    non-root, which copies the pieces into its recv.
+ *  - reduce: step 1, every rank pushes piece i of its send to rank i (its
+ *    own piece stays); step 2, each non-root reduces its piece in rank
+ *    order 0..n-1 (the one-step kernel's order: the same bits) straight
+ *    into the root's scratch, and the root copies the pieces into its recv.
+ * Each step is a flag round of the tile loop (a tile counts twice in the
+ * scratch parity and the flag sequence), and step 2's pushes happen after
+ * step 1's round, into the next parity: pn_co's parity argument holds as
+ * it stands, and one-step and two-step calls mix on one workspace.
+ */
+PN_DEV int pn_co_two_idx(const struct pn_ar_args &a, int j)
+{
+	return (j - a.root - 1 + a.nranks) % a.nranks;
+}
+
+/* Piece i of a tile of len bytes: its offset, and its length in *plen
+ * (16-byte multiples but the last; 0 past the end). */
+PN_DEV uint64_t pn_co_two_piece(const struct pn_ar_args &a, uint64_t len, int i, uint64_t *plen)
+{
+	const uint64_t m = (uint64_t)a.nranks - 1, sub = ((len + m - 1) / m + 15) / 16 * 16;
+	const uint64_t off = (uint64_t)i * sub < len ? (uint64_t)i * sub : len;
+
+	*plen = len - off < sub ? len - off : sub;
+	return off;
+}
+
+/* Step 1's pushes of the tile [base, base + len). */
+template <int K>
+PN_DEV void pn_co_two_push(const struct pn_ar_args &a, unsigned b, unsigned par, uint64_t base,
+			   uint64_t len, unsigned es)
+{
+	const int n = a.nranks, r = a.rank;
+	const char *send = (const char *)a.send + base;
+
+	if (K == PN_CO_BROADCAST && r != a.root)
+		return;
+	for (int i = 0; i < n - 1; i++) {
+		const int j = (a.root + 1 + i) % n;
+		uint64_t pl;
+		const uint64_t po = pn_co_two_piece(a, len, i, &pl);
+
+		if (j != r && pl)
+			pn_block_copy((char *)pn_scratch(a, j, b, par, r), send + po, pl, false, es);
+	}
+}
+
+/* After step's flag round: what this rank takes from its scratch (par),
+ * and after step 1 the pushes of step 2 (the next parity). */
+template <int K, typename T, int OP>
+PN_DEV void pn_co_two_consume(const struct pn_ar_args &a, unsigned b, unsigned par, uint64_t base,
+			      uint64_t len, unsigned es, int step)
+{
+	const int n = a.nranks, r = a.rank, me = pn_co_two_idx(a, r);
+	const char *send = (const char *)a.send + base;
+	char *recv = (char *)a.recv + base;
+	uint64_t ml;
+	const uint64_t mo = pn_co_two_piece(a, len, me, &ml);
+
+	if (step == 0 && r == a.root) {
+		if (K == PN_CO_BROADCAST && recv != send)
+			pn_block_copy(recv, send, len, false, es);
+		return;
+	}
+	if (step == 0) {
+		if constexpr (K == PN_CO_BROADCAST) {
+			const char *mine = (const char *)pn_scratch(a, r, b, par, a.root);
+
+			pn_block_copy(recv + mo, mine, ml, true, es);
+			for (int q = 1; q < n; q++) {
+				const int j = (r + q) % n;
+
+				if (j != a.root && ml)
+					pn_block_copy((char *)pn_scratch(a, j, b, par ^ 1, r), mine, ml, true,
+						      es);
+			}
+		} else {
+			const char *src[PN_AR_MAX_RANKS];
+			bool remote[PN_AR_MAX_RANKS];
+			char *pdst[PN_AR_MAX_RANKS];
+
+#pragma unroll
+			for (int p = 0; p < PN_AR_MAX_RANKS; p++) {
+				src[p] = p == r || p >= n ? send + mo
+							  : (const char *)pn_scratch(a, r, b, par, p);
+				remote[p] = p != r;
+				pdst[p] = NULL;
+			}
+			if (ml)
+				pn_block_reduce<T, OP>(src, remote, n,
+						       (char *)pn_scratch(a, a.root, b, par ^ 1, r), pdst,
+						       0, ml, n, true);
+		}
+		return;
+	}
+	/* step 2: the other non-roots' pieces (broadcast), every non-root's
+	 * reduced piece (reduce, at the root) */
+	if (K == PN_CO_BROADCAST ? r == a.root : r != a.root)
+		return;
+	for (int q = 1; q < n; q++) {
+		const int j = (r + q) % n;
+		uint64_t pl;
+		const uint64_t po = pn_co_two_piece(a, len, pn_co_two_idx(a, j), &pl);
+
+		if (j != a.root && pl)
+			pn_block_copy(recv + po, (const char *)pn_scratch(a, r, b, par, j), pl, true, es);
+	}
+}
+
 template <int K, typename T, int OP> PN_DEV void pn_co(const struct pn_ar_args &a)
 {
 	const int n = a.nranks, r = a.rank;
@@ -225,30 +342,47 @@ template <int K, typename T, int OP> PN_DEV void pn_co(const struct pn_ar_args &
 	uint32_t seq = cnt[PN_CNT_SEQ + b], tiles = cnt[PN_CNT_TILES + b];
 	const uint64_t bytes = a.count * es, tile = a.tile;
 	const uint64_t ntiles = (bytes + tile - 1) / tile;
+	const bool two = (K == PN_CO_BROADCAST || K == PN_CO_REDUCE) && a.two;
 	pn_wait_state w = { false };
 
 	if (a.ll) {
 		pn_co_ll<K, T, OP>(a);
 		return;
 	}
-	for (uint64_t k = b; k < ntiles; k += nb, tiles++) {
-		const unsigned par = tiles & 1;
+	for (uint64_t k = b; k < ntiles; k += nb) {
 		const uint64_t base = k * tile;
 		const uint64_t len = bytes - base < tile ? bytes - base : tile;
 
-		for (int q = 1; q < n; q++) {
-			const int j = (r + q) % n;
-			const char *src = pn_co_push_src<K>(a, j, bytes);
+		for (int step = 0; step < (two ? 2 : 1); step++, tiles++) {
+			const unsigned par = tiles & 1;
 
-			if (src)
-				pn_block_copy((char *)pn_scratch(a, j, b, par, r), src + base, len, false, es);
+			if constexpr (K == PN_CO_BROADCAST || K == PN_CO_REDUCE) {
+				if (two && !step)
+					pn_co_two_push<K>(a, b, par, base, len, es);
+			}
+			if (!two) {
+				for (int q = 1; q < n; q++) {
+					const int j = (r + q) % n;
+					const char *src = pn_co_push_src<K>(a, j, bytes);
+
+					if (src)
+						pn_block_copy((char *)pn_scratch(a, j, b, par, r), src + base,
+							      len, false, es);
+				}
+			}
+			pn_sync();
+			seq++;
+			if ((int)pn_tid() < n && (int)pn_tid() != r)
+				pn_signal(a, (int)pn_tid(), b, seq, false);
+			pn_wait_all(a, b, seq, false, w);
+			if constexpr (K == PN_CO_BROADCAST || K == PN_CO_REDUCE) {
+				if (two) {
+					pn_co_two_consume<K, T, OP>(a, b, par, base, len, es, step);
+					continue;
+				}
+			}
+			pn_co_consume<K, T, OP>(a, b, par, base, len, bytes, es);
 		}
-		pn_sync();
-		seq++;
-		if ((int)pn_tid() < n && (int)pn_tid() != r)
-			pn_signal(a, (int)pn_tid(), b, seq, false);
-		pn_wait_all(a, b, seq, false, w);
-		pn_co_consume<K, T, OP>(a, b, par, base, len, bytes, es);
 	}
 	if (pn_tid() == 0) {
 		cnt[PN_CNT_SEQ + b] = seq;

@@ -70,8 +70,8 @@ struct pn_cuda_hello {
 	uint32_t magic, version;
 	char busid[32];
 	int32_t nsm, blocks;
-	uint64_t ll_max, oneshot_ll_max, twoshot_ll_max, twoshot_hy_max, co_ll_max, stage_bytes,
-		timeout_ns, ce_bytes;
+	uint64_t ll_max, oneshot_ll_max, twoshot_ll_max, twoshot_hy_max, co_ll_max, co_two_min,
+		stage_bytes, timeout_ns, ce_bytes;
 	uint32_t tile_twoshot, tile_ring;
 	int32_t ok;		/* 0: this rank failed before the exchange (err says why) */
 	char tune[96];
@@ -367,7 +367,7 @@ static int agree(struct pn_cuda *c, int local)
 
 	memset(&mine, 0, sizeof(mine));
 	mine.magic = PN_CUDA_MAGIC;
-	mine.version = 4;
+	mine.version = 5;
 	snprintf(mine.busid, sizeof(mine.busid), "%s", c->g.busid);
 	mine.nsm = c->g.nsm;
 	mine.blocks = (int32_t)c->cfg.blocks;
@@ -376,6 +376,7 @@ static int agree(struct pn_cuda *c, int local)
 	mine.twoshot_ll_max = c->cfg.twoshot_ll_max;
 	mine.twoshot_hy_max = c->cfg.twoshot_hy_max;
 	mine.co_ll_max = c->cfg.co_ll_max;
+	mine.co_two_min = c->cfg.co_two_min;
 	mine.stage_bytes = c->cfg.stage_bytes;
 	mine.timeout_ns = c->cfg.timeout_ns;
 	mine.ce_bytes = c->cfg.ce_bytes;
@@ -404,7 +405,8 @@ static int agree(struct pn_cuda *c, int local)
 			 all[p].twoshot_ll_max != mine.twoshot_ll_max ||
 			 all[p].oneshot_ll_max != mine.oneshot_ll_max ||
 			 all[p].twoshot_hy_max != mine.twoshot_hy_max ||
-			 all[p].co_ll_max != mine.co_ll_max || all[p].ce_bytes != mine.ce_bytes ||
+			 all[p].co_ll_max != mine.co_ll_max || all[p].co_two_min != mine.co_two_min ||
+			 all[p].ce_bytes != mine.ce_bytes ||
 			 all[p].tile_twoshot != mine.tile_twoshot || all[p].tile_ring != mine.tile_ring ||
 			 strcmp(all[p].tune, mine.tune))
 			ret = pn_plugin_fail(-EINVAL, "PENNY_CUDA_* settings differ between rank %d and "
@@ -430,7 +432,7 @@ int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *ho
 		 void **be)
 {
 	struct pn_cuda *c;
-	char tune[96];
+	char tune[96], two[40];
 	int ret;
 
 	*be = NULL;
@@ -483,15 +485,20 @@ int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *ho
 		goto fail_gpu;
 	}
 	pn_tune_format(&c->tune, tune, sizeof(tune));
+	if (c->n < 3 || c->cfg.co_two_min == UINT64_MAX)
+		snprintf(two, sizeof(two), "off");
+	else
+		snprintf(two, sizeof(two), "from %" PRIu64 " B", c->cfg.co_two_min);
 	snprintf(c->desc, sizeof(c->desc),
 		 "%s (%s) sm_%d%d %d SMs, CUDA driver %d.%d, rank %d of %d, %u blocks, "
 		 "LL one-shot <= %" PRIu64 " B, LL two-shot <= %" PRIu64 " B, hybrid two-shot <= %" PRIu64
-		 " B, other collectives LL <= %" PRIu64 " B a peer, tiles %u/%u B, "
+		 " B, other collectives LL <= %" PRIu64 " B a peer, broadcast/reduce in two steps %s, "
+		 "tiles %u/%u B, "
 		 "staging %" PRIu64 " B, copy-engine slots %" PRIu64 " B, PDL %s, auto %s",
 		 c->g.name, c->g.busid, c->g.cc_major, c->g.cc_minor, c->g.nsm,
 		 c->g.driver_version / 1000, c->g.driver_version % 1000 / 10, c->rank, c->n,
 		 c->cfg.blocks, c->cfg.oneshot_ll_max, c->cfg.twoshot_ll_max, c->cfg.twoshot_hy_max,
-		 c->cfg.co_ll_max, c->cfg.tile_twoshot,
+		 c->cfg.co_ll_max, two, c->cfg.tile_twoshot,
 		 c->cfg.tile_ring, c->cfg.stage_bytes, c->cfg.ce_bytes,
 		 !c->cfg.pdl ? "off" : c->g.cu->LaunchKernelEx ? "on" : "unavailable", tune);
 	pn_gpu_log(host, PENNY_LOG_DEBUG, "cuda: %s", c->desc);

@@ -83,6 +83,8 @@ struct pn_cuda_cfg {
 	uint64_t twoshot_ll_max; /* explicit two-shot: LL lines up to this size */
 	uint64_t twoshot_hy_max; /* then the hybrid up to this size */
 	uint64_t co_ll_max;	/* other collectives: LL lines up to this many bytes a peer */
+	uint64_t co_two_min;	/* broadcast and reduce on 3+ ranks: two steps from this size
+				 * (UINT64_MAX: never) */
 	uint32_t tile_twoshot;	/* two-shot: largest tile slice */
 	uint32_t tile_ring;	/* ring: largest tile slice */
 	uint32_t slot_bytes;	/* scratch slot = max of the tiles */

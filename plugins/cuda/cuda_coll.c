@@ -86,6 +86,8 @@ static int co_launch(void *be, const struct pn_cuda_co_view *v, int kind, int dt
 	a.esize = (uint32_t)penny_data_size(dt);
 	a.coll = 1 + (uint32_t)kind;
 	a.ll = (uint32_t)ll;
+	a.two = (kind == PN_CO_BROADCAST || kind == PN_CO_REDUCE) && v->n >= 3 && !ll &&
+		bytes >= v->cfg->co_two_min;
 	return pn_cuda_pdl(be) ? pn_gpu_launch_pdl(v->g, f, l.grid, l.threads, &a)
 			       : pn_gpu_launch(v->g, f, l.grid, l.threads, &a);
 }

@@ -78,6 +78,16 @@ int pn_cuda_read_cfg(struct pn_cuda_cfg *cfg, struct pn_tune *tune_out, int n, i
 	/* LL lines beat the flag kernels (co_kernels.cu) by 20-35 % at every size
 	 * to 256 KiB on 2 x H200, in and out of graphs (results/2026-11-29-h200x2) */
 	cfg->co_ll_max = env_size("PENNY_CUDA_CO_LL_MAX", 256u << 10, &bad);
+	/* broadcast and reduce in two steps through the non-roots (3+ ranks):
+	 * the one-step kernels send the root's whole buffer over its links once
+	 * a peer.  From this size (bytes of the buffer) on the flag kernels'
+	 * sizes; "off": never */
+	{
+		const char *s = getenv("PENNY_CUDA_CO_TWOSTEP");
+
+		cfg->co_two_min = s && !strcmp(s, "off") ? UINT64_MAX
+							 : env_size("PENNY_CUDA_CO_TWOSTEP", 0, &bad);
+	}
 	cfg->tile_twoshot = (uint32_t)env_size("PENNY_CUDA_TILE", n <= 2 ? 64u << 10 : 32u << 10, &bad);
 	cfg->tile_ring = (uint32_t)env_size("PENNY_CUDA_RING_TILE", n <= 4 ? 128u << 10 : 64u << 10, &bad);
 	cfg->stage_bytes = env_size("PENNY_CUDA_STAGING", 64u << 20, &bad);

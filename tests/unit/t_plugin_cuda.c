@@ -1187,6 +1187,40 @@ static void do_colls_alone(struct fake_world *w, int r)
 	rets[r] = ok ? 0 : -1;
 }
 
+/* Broadcast and reduce at the flag kernels' sizes on 3+ ranks take two
+ * steps from PENNY_CUDA_CO_TWOSTEP on; LL calls, the other collectives
+ * and 2 ranks never do; every rank chooses alike. */
+static void do_colls_two(struct fake_world *w, int r)
+{
+	struct fake_rank *f = &w->rank[r];
+	struct pn_cuda *c = be[r];
+	char *a = NULL, *b = NULL;
+	int ok, n = c->n;
+	uint64_t min = c->cfg.co_two_min;
+
+	rets[r] = -1;
+	if (pn_cuda_alloc(c, 1u << 20, 0, (void **)&a) || pn_cuda_alloc(c, 1u << 20, 0, (void **)&b))
+		return;
+	f->nlaunch = 0;
+	ok = !pn_cuda_broadcast(c, a, b, 300000, PENNY_INT8, 1, NULL) &&
+	     !pn_cuda_reduce(c, a, b, 100001, PENNY_FLOAT, PENNY_AVG, n - 1, NULL) &&
+	     !pn_cuda_broadcast(c, a, b, 1, PENNY_DOUBLE, 0, NULL) &&
+	     !pn_cuda_allgather(c, a, b, 300000 / n, PENNY_INT8) &&
+	     !pn_cuda_reduce_scatter(c, a, b, 100001 / n, PENNY_FLOAT, PENNY_SUM, NULL) &&
+	     f->nlaunch == 5;
+	ok = ok && f->launch[0].ar.ll == 0 && f->launch[1].ar.ll == 0 && f->launch[2].ar.ll == 1;
+	ok = ok && f->launch[0].ar.two == (n >= 3 && min <= 300000) &&
+	     f->launch[1].ar.two == (n >= 3 && min <= 400004) && f->launch[2].ar.two == 0 &&
+	     f->launch[3].ar.two == 0 && f->launch[4].ar.two == 0;
+	if (!ok)
+		snprintf(msgs[r], sizeof(msgs[r]), "wrong two-step choices: %u %u %u %u %u (min %llu)",
+			 f->launch[0].ar.two, f->launch[1].ar.two, f->launch[2].ar.two,
+			 f->launch[3].ar.two, f->launch[4].ar.two, (unsigned long long)min);
+	pn_cuda_free(c, a);
+	pn_cuda_free(c, b);
+	rets[r] = ok ? 0 : -1;
+}
+
 static const struct pn_cuda_images images_nocoll = {
 	.data = img,
 	.kern = { img, img, img, img, img, img, img },
@@ -1273,6 +1307,41 @@ TEST(other_collectives_launch_one_kernel_each_on_the_callers_stream)
 	fake_world_free(&w);
 }
 
+
+TEST(broadcast_and_reduce_take_two_steps_on_3_or_more_ranks)
+{
+	static const char *const envs[] = { NULL, "off", "350K", "0" };
+	struct fake_world w;
+
+	for (int n = 2; n <= 4; n++) {
+		fake_world_init(&w, n);
+		for (size_t i = 0; i < sizeof(envs) / sizeof(envs[0]); i++) {
+			if (envs[i])
+				setenv("PENNY_CUDA_CO_TWOSTEP", envs[i], 1);
+			fake_run(&w, do_init);
+			unsetenv("PENNY_CUDA_CO_TWOSTEP");
+			CHECK(all_ok(n));
+			if (!all_ok(n))
+				continue;
+			CHECK(((struct pn_cuda *)be[0])->cfg.co_two_min ==
+			      (i == 1 ? UINT64_MAX : i == 2 ? 350u << 10 : 0));
+			CHECK(strstr(((struct pn_cuda *)be[0])->desc,
+				     n < 3 || i == 1 ? "in two steps off" :
+				     i == 2 ? "in two steps from 358400 B" : "in two steps from 0 B"));
+			fake_run(&w, do_colls_two);
+			CHECK(all_ok(n));
+			fake_run(&w, do_fini);
+		}
+		fake_world_free(&w);
+	}
+	/* not a size: refused in one line */
+	fake_world_init(&w, 3);
+	setenv("PENNY_CUDA_CO_TWOSTEP", "sometimes", 1);
+	fake_run(&w, do_init);
+	unsetenv("PENNY_CUDA_CO_TWOSTEP");
+	CHECK(rets[0] == -EINVAL && strstr(msgs[0], "PENNY_CUDA_CO_TWOSTEP"));
+	fake_world_free(&w);
+}
 
 TEST(copy_engine_geometry)
 {
@@ -1472,6 +1541,7 @@ int main(void)
 	RUN(allreduce_kernels_launch_as_programmatic_dependents);
 	RUN(allreduce_stream_enqueues_on_the_callers_stream);
 	RUN(other_collectives_launch_one_kernel_each_on_the_callers_stream);
+	RUN(broadcast_and_reduce_take_two_steps_on_3_or_more_ranks);
 	RUN(copy_engine_geometry);
 	RUN(copy_engine_allreduce_pushes_into_slots_and_peers_recv);
 	fake_funcs_free();
