@@ -267,3 +267,106 @@ int pn_ce_run(struct pn_ce *ce, const struct pn_ce_call *call)
 	}
 	return ret;
 }
+
+/*
+ * A reduce to root by the copy engines: every other rank pushes each piece
+ * of its send whole into the root's slot for it (the allreduce's push and
+ * flag, with the slice the whole piece), and the root's reduce kernel
+ * reduces the piece in rank order into its recv and counts it as the
+ * allreduce's do (PN_CE_RED), which frees the slot for the piece two on.
+ * At the end the root tells every peer that it has reduced every piece
+ * (its AGF flag), and each peer's last gate waits for that, so the next
+ * call, of either kind, finds the slots of its first two pieces free.
+ * Any buffers: nothing is written into a peer's buffer.  For 2 ranks: with
+ * more, the root's links carry every peer's buffer (co_kernels.cu's
+ * two-step reduce does not).
+ */
+int pn_ce_reduce_run(struct pn_ce *ce, const struct pn_ce_call *call, int root)
+{
+	const struct pn_cudrv *cu = ce->g->cu;
+	const int n = ce->n, r = ce->rank;
+	CUstream main = ce->g->stream;
+	struct pn_ce_geom geo;
+	struct pn_ar_args a;
+	uint64_t k;
+	int p, ret;
+
+	if (root < 0 || root >= n)
+		return pn_plugin_fail(-EINVAL, "copy-engine reduce: root %d is not a rank of %d", root, n);
+	ret = pn_ce_geometry(call->bytes, 1, ce->slot_bytes, &geo);
+	if (ret)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	for (p = 0; p < n; p++) {
+		a.peer_ws[p] = call->ws->peer[p];
+		a.peer_ce[p] = ce->area->peer[p];
+	}
+	a.timeout_ns = call->timeout_ns;
+	a.rank = r;
+	a.nranks = n;
+	a.coll = 1 + PN_CO_REDUCE;
+	PN_CU(cu, EventRecord(ce->fork, main), "cuEventRecord");
+	if (r != root)
+		PN_CU(cu, StreamWaitEvent(ce->push[root], ce->fork, 0), "cuStreamWaitEvent");
+	for (k = 0; k < geo.pieces && !ret; k++) {
+		const uint64_t off = k * geo.slice, len = pn_ce_len(&geo, call->bytes, off), par = k & 1;
+
+		a.ce_piece = (uint32_t)k;
+		if (r != root) {
+			const int slot = (r - root - 1 + n) % n;
+
+			if (k >= 2) {
+				if (k == 2)
+					PN_CU(cu, StreamWaitEvent(ce->fr[root], ce->fork, 0),
+					      "cuStreamWaitEvent");
+				ret = gate(ce, &a, ce->fr[root], PN_CE_FREE, root);
+				if (ret)
+					break;
+				PN_CU(cu, EventRecord(ce->freed[root], ce->fr[root]), "cuEventRecord");
+				PN_CU(cu, StreamWaitEvent(ce->push[root], ce->freed[root], 0),
+				      "cuStreamWaitEvent");
+			}
+			if (len)
+				PN_CU(cu, MemcpyAsync(ce->area->peer[root] + PN_CE_HDR +
+							      (par * (uint64_t)(n - 1) + (uint64_t)slot) *
+								      ce->slot_bytes,
+						      call->send + off, len, ce->push[root]),
+				      "cuMemcpyAsync (push)");
+			ret = flag(ce, ce->push[root], root,
+				   PN_CE_RSF + PN_AR_MAX_RANKS * (unsigned)par + (unsigned)r, PN_CE_ONE, 4);
+			continue;
+		}
+		for (p = 0; p < n; p++)
+			a.ce_src[p] = p == r ? call->send + off
+					     : ce->area->base + PN_CE_HDR +
+						       (par * (uint64_t)(n - 1) +
+							(uint64_t)((p - r - 1 + n) % n)) *
+							       ce->slot_bytes;
+		a.send = call->send + off;
+		a.recv = call->recv + off;
+		a.count = len / call->esize;
+		ret = pn_gpu_launch(ce->g, call->reduce, call->grid, 512, &a);
+	}
+	if (ret)
+		return ret;
+	if (r != root) {
+		/* the root has reduced every piece; then the join */
+		PN_CU(cu, EventRecord(ce->join[2 * root], ce->push[root]), "cuEventRecord");
+		ret = gate(ce, &a, main, PN_CE_FINAL_ONE, root);
+		if (!ret)
+			PN_CU(cu, StreamWaitEvent(main, ce->join[2 * root], 0), "cuStreamWaitEvent");
+		return ret;
+	}
+	PN_CU(cu, EventRecord(ce->red, main), "cuEventRecord");
+	for (p = 0; p < n && !ret; p++) {
+		if (p == r)
+			continue;
+		PN_CU(cu, StreamWaitEvent(ce->ag[p], ce->red, 0), "cuStreamWaitEvent");
+		ret = flag(ce, ce->ag[p], p, PN_CE_AGF + (unsigned)r, PN_CE_ONE, 4);
+		if (ret)
+			break;
+		PN_CU(cu, EventRecord(ce->join[2 * p + 1], ce->ag[p]), "cuEventRecord");
+		PN_CU(cu, StreamWaitEvent(main, ce->join[2 * p + 1], 0), "cuStreamWaitEvent");
+	}
+	return ret;
+}
