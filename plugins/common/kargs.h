@@ -105,8 +105,6 @@ struct pn_ar_args {
 #define PN_CE_FREE 2u		/* wait until ce_peer reduced piece ce_piece - 2 of this call */
 #define PN_CE_FINAL 8u		/* wait until every peer's results are in my recv (from the
 				 * same buffer as mine) */
-#define PN_CE_FINAL_ONE 16u	/* a reduce's peer: wait until the root ce_peer has reduced
-				 * every piece of the call */
 
 
 /*

@@ -115,13 +115,6 @@ PN_DEV void pn_ce_gate_run(const struct pn_ar_args &a)
 		 * ended after every peer had reduced all of its pieces) */
 		pn_ce_wait(a, PN_CE_RED, q, *pn_ce_w(me, PN_CE_BASE_RED + q) + a.ce_piece - 1, w);
 	}
-	if (a.ce_steps & PN_CE_FINAL_ONE) {
-		/* a reduce: the root's flag after its last piece; its count of
-		 * pieces is then final for the next call's first gates */
-		pn_ce_take(a, PN_CE_AGF, q, w);
-		if (!w.dead)
-			*pn_ce_w(me, PN_CE_BASE_RED + q) = pn_ld_acquire(pn_ce_w(me, PN_CE_RED + q));
-	}
 	if (a.ce_steps & PN_CE_FINAL) {
 		for (int p = 0; p < a.nranks; p++) {
 			if (p == r)

@@ -60,7 +60,7 @@ struct pn_cuda {
 	/* the copy-engine allreduce's (cuda_ce.c), from its first call on */
 	struct pn_reg *ce_area;
 	struct pn_ce *ce;
-	char desc[512];
+	char desc[400];
 };
 /* the shared entry points (pn_gpu_be_*) take the backend as its struct pn_gpu */
 _Static_assert(offsetof(struct pn_cuda, g) == 0, "struct pn_cuda begins with its struct pn_gpu");
@@ -71,7 +71,7 @@ struct pn_cuda_hello {
 	char busid[32];
 	int32_t nsm, blocks;
 	uint64_t ll_max, oneshot_ll_max, twoshot_ll_max, twoshot_hy_max, co_ll_max, co_two_min,
-		co_ce_min, stage_bytes, timeout_ns, ce_bytes;
+		stage_bytes, timeout_ns, ce_bytes;
 	uint32_t tile_twoshot, tile_ring;
 	int32_t ok;		/* 0: this rank failed before the exchange (err says why) */
 	char tune[96];
@@ -377,7 +377,6 @@ static int agree(struct pn_cuda *c, int local)
 	mine.twoshot_hy_max = c->cfg.twoshot_hy_max;
 	mine.co_ll_max = c->cfg.co_ll_max;
 	mine.co_two_min = c->cfg.co_two_min;
-	mine.co_ce_min = c->cfg.co_ce_min;
 	mine.stage_bytes = c->cfg.stage_bytes;
 	mine.timeout_ns = c->cfg.timeout_ns;
 	mine.ce_bytes = c->cfg.ce_bytes;
@@ -407,7 +406,6 @@ static int agree(struct pn_cuda *c, int local)
 			 all[p].oneshot_ll_max != mine.oneshot_ll_max ||
 			 all[p].twoshot_hy_max != mine.twoshot_hy_max ||
 			 all[p].co_ll_max != mine.co_ll_max || all[p].co_two_min != mine.co_two_min ||
-			 all[p].co_ce_min != mine.co_ce_min ||
 			 all[p].ce_bytes != mine.ce_bytes ||
 			 all[p].tile_twoshot != mine.tile_twoshot || all[p].tile_ring != mine.tile_ring ||
 			 strcmp(all[p].tune, mine.tune))
@@ -434,7 +432,7 @@ int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *ho
 		 void **be)
 {
 	struct pn_cuda *c;
-	char tune[96], two[40], rce[40];
+	char tune[96], two[40];
 	int ret;
 
 	*be = NULL;
@@ -491,20 +489,16 @@ int pn_cuda_init(const struct pn_cuda_images *im, const struct penny_host_v1 *ho
 		snprintf(two, sizeof(two), "off");
 	else
 		snprintf(two, sizeof(two), "from %" PRIu64 " B", c->cfg.co_two_min);
-	if (c->n != 2 || c->cfg.co_ce_min == UINT64_MAX || !c->cfg.ce_bytes)
-		snprintf(rce, sizeof(rce), "off");
-	else
-		snprintf(rce, sizeof(rce), "from %" PRIu64 " B", c->cfg.co_ce_min);
 	snprintf(c->desc, sizeof(c->desc),
 		 "%s (%s) sm_%d%d %d SMs, CUDA driver %d.%d, rank %d of %d, %u blocks, "
 		 "LL one-shot <= %" PRIu64 " B, LL two-shot <= %" PRIu64 " B, hybrid two-shot <= %" PRIu64
 		 " B, other collectives LL <= %" PRIu64 " B a peer, broadcast/reduce in two steps %s, "
-		 "reduce by copy engines %s, tiles %u/%u B, "
+		 "tiles %u/%u B, "
 		 "staging %" PRIu64 " B, copy-engine slots %" PRIu64 " B, PDL %s, auto %s",
 		 c->g.name, c->g.busid, c->g.cc_major, c->g.cc_minor, c->g.nsm,
 		 c->g.driver_version / 1000, c->g.driver_version % 1000 / 10, c->rank, c->n,
 		 c->cfg.blocks, c->cfg.oneshot_ll_max, c->cfg.twoshot_ll_max, c->cfg.twoshot_hy_max,
-		 c->cfg.co_ll_max, two, rce, c->cfg.tile_twoshot,
+		 c->cfg.co_ll_max, two, c->cfg.tile_twoshot,
 		 c->cfg.tile_ring, c->cfg.stage_bytes, c->cfg.ce_bytes,
 		 !c->cfg.pdl ? "off" : c->g.cu->LaunchKernelEx ? "on" : "unavailable", tune);
 	pn_gpu_log(host, PENNY_LOG_DEBUG, "cuda: %s", c->desc);
@@ -742,46 +736,6 @@ static int run_ce(struct pn_cuda *c, int dt, int op, CUdeviceptr s, CUdeviceptr 
 	ret = pn_ce_run(c->ce, &call);
 	if (!ret && main < bytes)
 		ret = run(c, PN_K_ONESHOT, dt, op, s + main, d + main, bytes - main);
-	return ret;
-}
-
-/*
- * A reduce on 2 ranks by the copy engines (cuda_ce.c) from
- * PENNY_CUDA_CO_CE_MIN bytes on: their pushes move about 390 GB/s where
- * the SMs' stores of co_kernels.cu move 360.  The whole 16-byte lines;
- * *main: the bytes it ran, 0 where it did not (no slots, or inside a graph
- * capture before the first call made them: every rank alike), the rest
- * for the kernel.
- */
-int pn_cuda_reduce_ce(void *be, int dt, int op, CUdeviceptr s, CUdeviceptr d, uint64_t bytes,
-		      int root, uint64_t *main)
-{
-	struct pn_cuda *c = be;
-	struct pn_ce_call call;
-	int ret;
-
-	*main = 0;
-	if (c->n != 2 || !c->cfg.ce_bytes || bytes < c->cfg.co_ce_min || bytes < 16)
-		return 0;
-	if (!c->ce) {
-		ret = ce_start(c);
-		if (ret || !c->ce)
-			return ret;
-	}
-	memset(&call, 0, sizeof(call));
-	ret = kernel(c, PN_K_CE, dt, op, &call.reduce);
-	if (ret)
-		return ret;
-	call.send = s;
-	call.recv = d;
-	call.bytes = bytes & ~(uint64_t)15;
-	call.esize = (unsigned)penny_data_size(dt);
-	call.ws = c->ws;
-	call.grid = pn_ce_grid(c->cfg.blocks, c->n);
-	call.timeout_ns = c->cfg.timeout_ns;
-	ret = pn_ce_reduce_run(c->ce, &call, root);
-	if (!ret)
-		*main = call.bytes;
 	return ret;
 }
 

@@ -85,8 +85,6 @@ struct pn_cuda_cfg {
 	uint64_t co_ll_max;	/* other collectives: LL lines up to this many bytes a peer */
 	uint64_t co_two_min;	/* broadcast and reduce on 3+ ranks: two steps from this size
 				 * (UINT64_MAX: never) */
-	uint64_t co_ce_min;	/* reduce on 2 ranks: the copy engines from this size
-				 * (UINT64_MAX: never) */
 	uint32_t tile_twoshot;	/* two-shot: largest tile slice */
 	uint32_t tile_ring;	/* ring: largest tile slice */
 	uint32_t slot_bytes;	/* scratch slot = max of the tiles */
@@ -131,8 +129,7 @@ int pn_cuda_plan(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes, uintpt
  * The copy-engine allreduce's geometry: slots_bytes of slots (PENNY_CUDA_CE_BYTES,
  * after the area's header) make [2 parities][n - 1 senders] slots of
  * pn_ce_slot_bytes each; a call of bytes (a multiple of 16) runs in the
- * fewest even number of pieces of n slices whose slice fits a slot (n = 1:
- * the copy-engine reduce's pieces, a slice each).
+ * fewest even number of pieces of n slices whose slice fits a slot.
  * pn_ce_len: the bytes of the slice at off (0 past the end).
  */
 struct pn_ce_geom {
@@ -220,10 +217,6 @@ struct pn_cuda_co_view {
 	CUfunction *fn;		/* the looked-up kernels, [PN_NCO][PENNY_NDTYPES][PENNY_NREDOPS] */
 };
 void pn_cuda_co_view(void *be, struct pn_cuda_co_view *v);
-/* cuda.c: a reduce on 2 ranks by the copy engines; *main the bytes it ran
- * (0: none, the kernel runs them). */
-int pn_cuda_reduce_ce(void *be, int dt, int op, CUdeviceptr s, CUdeviceptr d, uint64_t bytes,
-		      int root, uint64_t *main);
 /* The registration holding [p, p + bytes), or NULL (tests). */
 const struct pn_reg *pn_cuda_find_reg(void *be, const void *p, size_t bytes);
 

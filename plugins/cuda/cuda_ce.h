@@ -31,7 +31,5 @@ int pn_ce_open(struct pn_gpu *g, int rank, int n, const struct pn_reg *area, CUm
 	       struct pn_ce **out);
 void pn_ce_close(struct pn_ce *ce);
 int pn_ce_run(struct pn_ce *ce, const struct pn_ce_call *call);
-/* A reduce to root (reg unused: any buffers; recv only the root's). */
-int pn_ce_reduce_run(struct pn_ce *ce, const struct pn_ce_call *call, int root);
 
 #endif

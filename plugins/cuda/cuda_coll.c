@@ -124,13 +124,7 @@ static int co_call(void *be, int kind, const void *send, void *recv, size_t coun
 		v.g->stream = (CUstream)stream;
 	bytes = (uint64_t)count * penny_data_size(dt);
 	if (v.n > 1) {
-		uint64_t main = 0;
-
-		if (kind == PN_CO_REDUCE)
-			ret = pn_cuda_reduce_ce(be, dt, op, s, d, bytes, root, &main);
-		if (!ret && main < bytes)
-			ret = co_launch(be, &v, kind, dt, op, s + main, main && d ? d + main : d,
-					(bytes - main) / penny_data_size(dt), root);
+		ret = co_launch(be, &v, kind, dt, op, s, d, count, root);
 	} else if (s != d) {
 		CUresult e = v.g->cu->MemcpyAsync(d, s, bytes, v.g->stream);
 

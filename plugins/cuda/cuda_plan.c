@@ -87,10 +87,6 @@ int pn_cuda_read_cfg(struct pn_cuda_cfg *cfg, struct pn_tune *tune_out, int n, i
 
 		cfg->co_two_min = s && !strcmp(s, "off") ? UINT64_MAX
 							 : env_size("PENNY_CUDA_CO_TWOSTEP", 0, &bad);
-		/* reduce on 2 ranks by the copy engines from this size ("off": never) */
-		s = getenv("PENNY_CUDA_CO_CE_MIN");
-		cfg->co_ce_min = s && !strcmp(s, "off") ? UINT64_MAX
-							: env_size("PENNY_CUDA_CO_CE_MIN", 64u << 20, &bad);
 	}
 	cfg->tile_twoshot = (uint32_t)env_size("PENNY_CUDA_TILE", n <= 2 ? 64u << 10 : 32u << 10, &bad);
 	cfg->tile_ring = (uint32_t)env_size("PENNY_CUDA_RING_TILE", n <= 4 ? 128u << 10 : 64u << 10, &bad);
@@ -337,7 +333,7 @@ int pn_ce_geometry(uint64_t bytes, int n, uint64_t slot_bytes, struct pn_ce_geom
 {
 	uint64_t pieces;
 
-	if (n < 1 || slot_bytes < 16 || bytes % 16)
+	if (n < 2 || slot_bytes < 16 || bytes % 16)
 		return pn_plugin_fail(-EINVAL, "copy-engine allreduce: %" PRIu64 " bytes over %d "
 					       "ranks with %" PRIu64 "-byte slots", bytes, n, slot_bytes);
 	/* the fewest pieces, an even number, whose slices fit a slot */

@@ -1221,87 +1221,6 @@ static void do_colls_two(struct fake_world *w, int r)
 	rets[r] = ok ? 0 : -1;
 }
 
-/* A reduce on 2 ranks from PENNY_CUDA_CO_CE_MIN on: the root's reduce
- * kernel a piece (of 4: 2 MiB in slots of 512 KiB), the peer's pushes and
- * flags into the root's slots, its free-slot gates and its last gate on
- * the root's flag; the tail by the kernel; below the minimum the kernel. */
-static void do_reduce_ce(struct fake_world *w, int r)
-{
-	struct fake_rank *f = &w->rank[r];
-	struct pn_cuda *c = be[r];
-	char *a = NULL, *b = NULL;
-	const size_t count = (2u << 20) / 4 + 3;
-	int ok, reduces = 0, tails = 0, gates = 0, finals = 0, pushes = 0, flags = 0, root = 1;
-	CUstream main = c->g.stream;
-
-	rets[r] = -1;
-	if (pn_cuda_alloc(c, 4u << 20, 0, (void **)&a) || pn_cuda_alloc(c, 4u << 20, 0, (void **)&b))
-		return;
-	f->nlaunch = f->ncopy = 0;
-	ok = !pn_cuda_reduce(c, a, r == root ? b : NULL, count, PENNY_FLOAT, PENNY_SUM, root, NULL);
-	for (int i = 0; i < f->nlaunch && ok; i++) {
-		struct fake_launch *l = &f->launch[i];
-
-		if (!strcmp(l->name, "pn_ar_ce_float_sum")) {
-			ok = l->stream == main && l->ar.recv == (uint64_t)(uintptr_t)b + reduces * (512u << 10) &&
-			     l->ar.ce_src[r] == l->ar.send && l->ar.count == (512u << 10) / 4;
-			reduces++;
-		} else if (!strcmp(l->name, "pn_co_reduce_float_sum")) {
-			ok = l->ar.count == 3 && l->ar.send == (uint64_t)(uintptr_t)a + (2u << 20) &&
-			     i == f->nlaunch - 1;
-			tails++;
-		} else if (!strcmp(l->name, "pn_ce_gate")) {
-			gates++;
-			finals += l->ar.ce_steps == PN_CE_FINAL_ONE && l->stream == main;
-		}
-	}
-	for (int i = 0; i < f->ncopy && ok; i++) {
-		struct fake_copy *k = &f->copy[i];
-		uint64_t at = k->dst - c->ce_area->peer[1 - r];
-
-		ok = k->stream != main && k->dst >= c->ce_area->peer[1 - r] && at < c->ce_area->bytes;
-		if (at >= PN_CE_HDR)
-			pushes++;
-		else
-			flags++;
-	}
-	if (r == root)
-		ok = ok && reduces == 4 && tails == 1 && gates == 0 && pushes == 0 && flags == 1;
-	else
-		ok = ok && reduces == 0 && tails == 1 && gates == 3 && finals == 1 && pushes == 4 &&
-		     flags == 4;
-	/* below the minimum: the kernel alone */
-	f->nlaunch = f->ncopy = 0;
-	ok = ok && !pn_cuda_reduce(c, a, b, 1000, PENNY_FLOAT, PENNY_SUM, 0, NULL) && f->nlaunch == 1 &&
-	     !strcmp(f->launch[0].name, "pn_co_reduce_float_sum") && !f->ncopy;
-	if (!ok)
-		snprintf(msgs[r], sizeof(msgs[r]), "reduce by copy engines: %d launches, %d copies: "
-			 "%d reduces, %d tails, %d gates (%d final), %d pushes, %d flags", f->nlaunch,
-			 f->ncopy, reduces, tails, gates, finals, pushes, flags);
-	pn_cuda_free(c, a);
-	pn_cuda_free(c, b);
-	rets[r] = ok ? 0 : -1;
-}
-
-/* PENNY_CUDA_CO_CE_MIN=off, or 3 ranks: a reduce is the kernel's. */
-static void do_reduce_kernel(struct fake_world *w, int r)
-{
-	struct fake_rank *f = &w->rank[r];
-	char *a = NULL, *b = NULL;
-	int ok;
-
-	rets[r] = -1;
-	if (pn_cuda_alloc(be[r], 4u << 20, 0, (void **)&a) || pn_cuda_alloc(be[r], 4u << 20, 0, (void **)&b))
-		return;
-	f->nlaunch = f->ncopy = 0;
-	ok = !pn_cuda_reduce(be[r], a, b, (2u << 20) / 4 + 3, PENNY_FLOAT, PENNY_SUM, 0, NULL) &&
-	     f->nlaunch == 1 && !strcmp(f->launch[0].name, "pn_co_reduce_float_sum") && !f->ncopy &&
-	     ((struct pn_cuda *)be[r])->ce_area == NULL;
-	pn_cuda_free(be[r], a);
-	pn_cuda_free(be[r], b);
-	rets[r] = ok ? 0 : -1;
-}
-
 static const struct pn_cuda_images images_nocoll = {
 	.data = img,
 	.kern = { img, img, img, img, img, img, img },
@@ -1422,44 +1341,6 @@ TEST(broadcast_and_reduce_take_two_steps_on_3_or_more_ranks)
 	unsetenv("PENNY_CUDA_CO_TWOSTEP");
 	CHECK(rets[0] == -EINVAL && strstr(msgs[0], "PENNY_CUDA_CO_TWOSTEP"));
 	fake_world_free(&w);
-}
-
-TEST(a_large_reduce_on_2_ranks_runs_on_the_copy_engines)
-{
-	struct fake_world w;
-
-	setenv("PENNY_CUDA_CO_CE_MIN", "64K", 1);
-	fake_world_init(&w, 2);
-	fake_run(&w, do_init);
-	CHECK(all_ok(2));
-	CHECK(all_ok(2) && strstr(((struct pn_cuda *)be[0])->desc, "reduce by copy engines from 65536 B"));
-	if (all_ok(2)) {
-		fake_run(&w, do_reduce_ce);
-		CHECK(all_ok(2));
-	}
-	fake_run(&w, do_fini);
-	setenv("PENNY_CUDA_CO_CE_MIN", "off", 1);
-	fake_run(&w, do_init);
-	CHECK(all_ok(2));
-	if (all_ok(2)) {
-		fake_run(&w, do_reduce_kernel);
-		CHECK(all_ok(2));
-	}
-	fake_run(&w, do_fini);
-	fake_world_free(&w);
-	setenv("PENNY_CUDA_CO_CE_MIN", "64K", 1);
-	setenv("PENNY_CUDA_CO_TWOSTEP", "off", 1);
-	fake_world_init(&w, 3);
-	fake_run(&w, do_init);
-	CHECK(all_ok(3));
-	if (all_ok(3)) {
-		fake_run(&w, do_reduce_kernel);
-		CHECK(all_ok(3));
-	}
-	fake_run(&w, do_fini);
-	fake_world_free(&w);
-	unsetenv("PENNY_CUDA_CO_TWOSTEP");
-	unsetenv("PENNY_CUDA_CO_CE_MIN");
 }
 
 TEST(copy_engine_geometry)
@@ -1661,7 +1542,6 @@ int main(void)
 	RUN(allreduce_stream_enqueues_on_the_callers_stream);
 	RUN(other_collectives_launch_one_kernel_each_on_the_callers_stream);
 	RUN(broadcast_and_reduce_take_two_steps_on_3_or_more_ranks);
-	RUN(a_large_reduce_on_2_ranks_runs_on_the_copy_engines);
 	RUN(copy_engine_geometry);
 	RUN(copy_engine_allreduce_pushes_into_slots_and_peers_recv);
 	fake_funcs_free();

@@ -242,7 +242,6 @@ static uint32_t err_word(const world &w, int r)
  * snapshots of recv are taken on each rank's stream after the call. */
 struct ce_call {
 	int dt, op;
-	int root;	/* a reduce to this rank; -1: the allreduce */
 	uint64_t count, off;
 	bool inplace;
 	uint32_t seed;
@@ -294,7 +293,7 @@ static int enqueue(world &w, ce_call &c, int skip, int off_of)
 		k.reduce = (CUfunction)&fns[name];
 		k.grid = 3;
 		k.timeout_ns = 20000000ull;
-		ret = c.root < 0 ? pn_ce_run(w.ce[r], &k) : pn_ce_reduce_run(w.ce[r], &k, c.root);
+		ret = pn_ce_run(w.ce[r], &k);
 		if (ret)
 			return ret;
 		emu_snap_args sa = { c.snap[r].data(), (const char *)recv_at(w, r, c), c.count * es };
@@ -314,15 +313,6 @@ static uint64_t wrong(const world &w, const ce_call &c, uint64_t *first)
 		for (uint64_t i = 0; i < c.count; i++) {
 			uint64_t want = penny_data_expected_bits(c.dt, c.op, c.seed, w.n, i), got = 0;
 
-			/* a reduce's other ranks: recv untouched (in place: their send) */
-			if (c.root >= 0 && r != c.root) {
-				want = 0;
-				if (c.inplace)
-					want = penny_data_input_bits(c.dt, c.op, c.seed, r, i);
-				else
-					memset(&want, 0xA5, es);
-			}
-
 			memcpy(&got, c.snap[r].data() + i * es, es);
 			if (got != want) {
 				bad++;
@@ -334,8 +324,7 @@ static uint64_t wrong(const world &w, const ce_call &c, uint64_t *first)
 
 /* Calls of these byte sizes back to back (every other in place) on a world
  * of n ranks with slots of slot bytes each. */
-static void test_sequence(int n, int dt, int op, uint64_t slot, const std::vector<uint64_t> &sizes,
-			  bool reduces = false)
+static void test_sequence(int n, int dt, int op, uint64_t slot, const std::vector<uint64_t> &sizes)
 {
 	int es = penny_data_size(dt);
 	uint64_t most = 0;
@@ -360,8 +349,6 @@ static void test_sequence(int n, int dt, int op, uint64_t slot, const std::vecto
 		c.count = sizes[k] / es;
 		c.off = (at + 16 * (k % 3)) / es;
 		c.inplace = k % 2 == 1;
-		/* with reduces: every other call a reduce, the root moving */
-		c.root = reduces && k % 2 == 0 ? (int)(k / 2 % n) : -1;
 		c.seed = 500 + (uint32_t)(dt * 10 + op + k);
 		calls.push_back(c);
 	}
@@ -388,9 +375,8 @@ static void test_sequence(int n, int dt, int op, uint64_t slot, const std::vecto
 			bad++;
 			why += " error word set";
 		}
-	snprintf(name, sizeof(name), "ce %s %s on %d ranks, %llu-byte slots, %zu calls%s%s%s",
-		 tnames[dt], onames[op], n, (unsigned long long)slot, sizes.size(),
-		 reduces ? " (reduces and allreduces)" : "", bad || !why.empty() ? ": " : "",
+	snprintf(name, sizeof(name), "ce %s %s on %d ranks, %llu-byte slots, %zu calls%s%s", tnames[dt],
+		 onames[op], n, (unsigned long long)slot, sizes.size(), bad || !why.empty() ? ": " : "",
 		 why.c_str());
 	tap(bad == 0 && why.empty(), name);
 	world_free(w);
@@ -411,7 +397,6 @@ static void test_faults(int n)
 		c.count = 1024;
 		c.off = 0;
 		c.inplace = false;
-		c.root = -1;
 		c.seed = 9;
 		ok = enqueue(w, c, fault ? n - 1 : -1, fault ? -1 : 1) == 0;
 		emu_run();
@@ -446,11 +431,6 @@ int main(void)
 		test_sequence(3, 8, op, 256, sizes); /* float, every op */
 	test_sequence(4, 7, PENNY_SUM, 1024, sizes); /* bfloat16 */
 	test_sequence(2, 9, PENNY_AVG, 4096, { 16 * 4096 + 16 * 3, 16 * 5 });
-	/* the copy-engine reduce, mixed with allreduces on the same slots */
-	for (int dt = 0; dt < PENNY_NDTYPES; dt++)
-		test_sequence(2, dt, (dt + 2) % PENNY_NREDOPS, dt % 2 ? 256 : 512, sizes, true);
-	test_sequence(3, 8, PENNY_AVG, 256, sizes, true);
-	test_sequence(2, 7, PENNY_SUM, 4096, { 16 * 4096 + 16 * 3, 16 * 5, 16 * 2047, 16 }, true);
 	for (int n = 2; n <= 3; n++)
 		test_faults(n);
 	printf("1..%d\n", tap_n);
