@@ -9,13 +9,17 @@
 #include "base/file.h"
 #include "base/log.h"
 #include "base/ofile.h"
+#include "base/stop.h"
 #include "node/topo.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -166,7 +170,12 @@ int pn_plan_graph_name(const char *pattern, const struct pn_plan_model *m, int i
 	for (q = pattern; *q; q++) {
 		if (q[0] == '%' && (q[1] == 'h' || q[1] == 'N')) {
 			add = m->nodes[i].host;
-			if (strchr(add, '/'))
+			/* a / (another folder), a newline or an escape (a file
+			 * name of two lines, one a listing sends to the terminal) */
+			for (k = 0; add[k] && add[k] != '/' && (unsigned char)add[k] >= 0x20 &&
+				    add[k] != 0x7f; k++)
+				;
+			if (add[k])
 				return pn_err(-EINVAL, "--nccl-graph: the host name '%s' of node %d "
 					      "cannot be part of a file name", add, i);
 			q++;
@@ -267,14 +276,25 @@ int pn_plan_graphs_check(const char *pattern, const struct pn_plan_model *m,
 	return ret;
 }
 
-/* One graph file, committed whole (the shared file, or standard output). */
-static int graph_write_one(const char *path, const struct pn_plan *p, int node)
+/*
+ * One graph file, committed whole (the shared file, or standard output).
+ * lock not NULL (a staged file): the file is locked (flock, exclusive)
+ * before it has its name, and *lock keeps the lock until it is renamed or
+ * removed, so that no other run's sweep takes it for a dead run's.
+ */
+static int graph_write_one(const char *path, const struct pn_plan *p, int node, int *lock)
 {
 	struct pn_ofile *of;
-	int ret = pn_ofile_open(&of, path, PN_OFILE_SYNC);
+	int ret = pn_ofile_open(&of, path, PN_OFILE_SYNC), fd;
 
 	if (ret)
 		return ret;
+	if (lock && !pn_ofile_inplace(of)) {
+		fd = fileno(pn_ofile_file(of));
+		/* a file system without locks: the sweep leaves its files alone */
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			*lock = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	}
 	ret = pn_plan_write_nccl(p, node, pn_ofile_file(of));
 	if (ret) {
 		pn_ofile_abort(of);
@@ -282,6 +302,8 @@ static int graph_write_one(const char *path, const struct pn_plan *p, int node)
 	}
 	return pn_ofile_commit(of);
 }
+
+#define STAGE_BASE 200	/* bytes of NAME in a staged file's name */
 
 /* Node i's staged file beside final: ".NAME.PID-I~" (hidden, unique to the
  * run and the node, within NAME_MAX). */
@@ -293,14 +315,161 @@ static char *stage_name(const char *final, int i)
 	char *s = malloc(n);
 
 	if (s)
-		snprintf(s, n, "%.*s.%.200s.%ld-%d~", dlen, final, base, (long)getpid(), i);
+		snprintf(s, n, "%.*s.%.*s.%ld-%d~", dlen, final, STAGE_BASE, base, (long)getpid(),
+			 i);
 	return s;
+}
+
+/* digits without a leading zero (but "0"), backwards from end (exclusive)
+ * to no further than start: where they begin, NULL when there are none */
+static const char *digits_back(const char *start, const char *end)
+{
+	const char *p = end;
+
+	while (p > start && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	if (p == end || end - p > 9 || (p[0] == '0' && end - p > 1))
+		return NULL;
+	return p;
+}
+
+int pn_plan_stage_parse(const char *name, char *base, size_t blen, long *pid)
+{
+	size_t n = strlen(name);
+	const char *i, *d;
+
+	if (n < 6 || name[0] != '.' || name[n - 1] != '~')
+		return 0;
+	i = digits_back(name + 1, name + n - 1);		/* I */
+	if (!i || i[-1] != '-')
+		return 0;
+	d = digits_back(name + 1, i - 1);			/* PID */
+	if (!d || d[-1] != '.' || d - 1 <= name + 1 || (size_t)(d - 2 - name) >= blen)
+		return 0;
+	*pid = strtol(d, NULL, 10);
+	if (*pid <= 0)
+		return 0;
+	memcpy(base, name + 1, (size_t)(d - 2 - name));
+	base[d - 2 - name] = 0;
+	return 1;
+}
+
+/*
+ * A staged file of a run that died between writing and renaming (killed,
+ * its machine down): the process of its PID is gone (or is this one, which
+ * has staged nothing yet), and no one holds its lock (a run of another PID
+ * namespace or host sharing the directory holds it).  Only a regular file,
+ * never through a link, and only this entry of this directory is removed.
+ */
+static void stage_remove_stale(int dfd, const char *name, long pid)
+{
+	struct stat a, b;
+	int fd;
+
+	if (pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+		return;
+	if (fstatat(dfd, name, &a, AT_SYMLINK_NOFOLLOW) || !S_ISREG(a.st_mode))
+		return;
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return;
+	if (!fstat(fd, &b) && S_ISREG(b.st_mode) && a.st_dev == b.st_dev && a.st_ino == b.st_ino &&
+	    !flock(fd, LOCK_SH | LOCK_NB))
+		unlinkat(dfd, name, 0);
+	close(fd);
+}
+
+/* "DIR\0NAME" keys: by directory, then by name */
+static const char *key_name(const char *key)
+{
+	return key + strlen(key) + 1;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	const char *x = *(char *const *)a, *y = *(char *const *)b;
+	int c = strcmp(x, y);
+
+	return c ? c : strcmp(key_name(x), key_name(y));
+}
+
+/* Is name among the names of keys[lo, hi) (one directory's, sorted)? */
+static int key_has(char *const *keys, int lo, int hi, const char *name)
+{
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2, c = strcmp(key_name(keys[mid]), name);
+
+		if (!c)
+			return 1;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+/*
+ * Before staging: the staged files (".NAME.PID-I~") that dead runs left
+ * beside the graph files final[0..n), NAME one of theirs, are removed
+ * (stage_remove_stale).  Best effort: what cannot be read stays.
+ */
+static void stage_sweep(char *const *final, int n)
+{
+	char **keys = n > 0 ? calloc((size_t)n, sizeof(*keys)) : NULL, base[STAGE_BASE + 1];
+	int i, j, dfd;
+	long pid;
+
+	for (i = 0; keys && i < n; i++) {
+		const char *slash = strrchr(final[i], '/'), *dir = ".", *b = final[i];
+		size_t dlen = 1;
+
+		if (slash) {
+			dir = final[i];
+			dlen = slash == final[i] ? 1 : (size_t)(slash - final[i]);
+			b = slash + 1;
+		}
+		/* "DIR\0NAME" (NAME as staged: cut as stage_name cuts it) */
+		keys[i] = malloc(dlen + STAGE_BASE + 2);
+		if (!keys[i])
+			goto out;
+		memcpy(keys[i], dir, dlen);
+		keys[i][dlen] = 0;
+		snprintf(keys[i] + dlen + 1, STAGE_BASE + 1, "%s", b);
+	}
+	if (!keys)
+		return;
+	qsort(keys, (size_t)n, sizeof(*keys), key_cmp);
+	for (i = 0; i < n; i = j) {
+		DIR *d;
+		struct dirent *e;
+
+		for (j = i + 1; j < n && !strcmp(keys[i], keys[j]); j++)
+			;
+		dfd = open(keys[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		d = dfd < 0 ? NULL : fdopendir(dfd);
+		if (!d) {
+			if (dfd >= 0)
+				close(dfd);
+			continue;
+		}
+		while ((e = readdir(d)))
+			if (pn_plan_stage_parse(e->d_name, base, sizeof(base), &pid) &&
+			    key_has(keys, i, j, base))
+				stage_remove_stale(dirfd(d), e->d_name, pid);
+		closedir(d);
+	}
+out:
+	for (i = 0; keys && i < n; i++)
+		free(keys[i]);
+	free(keys);
 }
 
 /* The staged files: removed (a failure) or renamed over their names. */
 struct graph_stage {
 	int n, staged;		/* files, of them staged */
 	char **final, **stage;
+	int *lock;		/* their locks (-1: none) */
 };
 
 static void stage_drop(struct graph_stage *g, int from)
@@ -313,8 +482,31 @@ static void stage_drop(struct graph_stage *g, int from)
 		free(g->final[i]);
 		free(g->stage[i]);
 	}
+	for (i = 0; g->lock && i < g->n; i++)
+		if (g->lock[i] >= 0)
+			close(g->lock[i]);
 	free(g->final);
 	free(g->stage);
+	free(g->lock);
+}
+
+/* The staged files a stop (SIGTERM, SIGINT, SIGHUP: Ctrl-C, timeout(1))
+ * removes before the process ends, so that none is left behind. */
+static struct graph_stage *stopping;
+
+static void graphs_stopped(void *unused, int sig)
+{
+	int i;
+
+	(void)unused;
+	(void)sig;
+	/* the write under way ends first; a file system that hangs holds the
+	 * stop 3 s at most, then SIGALRM ends the process */
+	alarm(3);
+	if (pn_stop_hold(2))
+		for (i = 0; stopping && i < stopping->staged; i++)
+			unlink(stopping->stage[i]);
+	alarm(0);
 }
 
 /* Every name still absent or a regular file (never replace anything else),
@@ -354,37 +546,43 @@ static int stage_ready(struct graph_stage *g)
 int pn_plan_graphs_write(const char *pattern, const struct pn_plan *p)
 {
 	const struct pn_plan_model *m = p->model;
-	struct graph_stage g = { m->nnodes, 0, NULL, NULL };
+	struct graph_stage g = { m->nnodes, 0, NULL, NULL, NULL };
 	char path[4096];
 	int i, ret = 0, renamed = 0;
 
 	if (!pn_plan_graph_per_node(pattern)) {
 		ret = pn_plan_graph_name(pattern, m, 0, path, sizeof(path));
-		return ret ? ret : graph_write_one(path, p, -1);
+		return ret ? ret : graph_write_one(path, p, -1, NULL);
 	}
 	g.final = calloc((size_t)g.n + 1, sizeof(char *));
 	g.stage = calloc((size_t)g.n + 1, sizeof(char *));
-	if (!g.final || !g.stage)
+	g.lock = malloc(((size_t)g.n + 1) * sizeof(int));
+	if (!g.final || !g.stage || !g.lock)
 		ret = pn_err(-ENOMEM, "out of memory");
+	for (i = 0; g.lock && i < g.n; i++)
+		g.lock[i] = -1;
 	for (i = 0; i < g.n && !ret; i++) {
 		ret = pn_plan_graph_name(pattern, m, i, path, sizeof(path));
-		if (ret)
-			break;
-		if (!(g.final[i] = strdup(path)) || !(g.stage[i] = stage_name(path, i))) {
+		if (!ret && (!(g.final[i] = strdup(path)) || !(g.stage[i] = stage_name(path, i))))
 			ret = pn_err(-ENOMEM, "out of memory");
-			break;
-		}
-		ret = graph_own_file(path, 1, i);
-		if (ret)
-			break;
-		ret = graph_write_one(g.stage[i], p, i);
-		if (ret) {
-			ret = pn_err(ret, "cannot write '%s' (node %d): %s; no graph file was "
-				     "replaced", path, i, strerror(-ret));
-			break;
-		}
-		g.staged++;
+		if (!ret)
+			ret = graph_own_file(path, 1, i);
 	}
+	if (!ret) {
+		stage_sweep(g.final, g.n);
+		stopping = &g;
+		pn_stop_start(graphs_stopped, NULL);	/* failing: the default actions */
+	}
+	for (i = 0; i < g.n && !ret; i++) {
+		pn_stop_hold(-1);	/* a stop waits for the file under way */
+		ret = graph_write_one(g.stage[i], p, i, &g.lock[i]);
+		g.staged += !ret;
+		pn_stop_release(0);
+		if (ret)
+			ret = pn_err(ret, "cannot write '%s' (node %d): %s; no graph file was "
+				     "replaced", g.final[i], i, strerror(-ret));
+	}
+	pn_stop_hold(-1);	/* ... and for every rename: all or none */
 	if (!ret)
 		ret = stage_ready(&g);
 	for (; renamed < g.n && !ret; renamed++)
@@ -393,6 +591,8 @@ int pn_plan_graphs_write(const char *pattern, const struct pn_plan *p)
 				     "were replaced", g.final[renamed], strerror(errno), renamed, g.n);
 	/* what was not renamed goes (a failed rename counted one too many) */
 	stage_drop(&g, ret && renamed ? renamed - 1 : renamed);
+	stopping = NULL;
+	pn_stop_release(0);
 	return ret;
 }
 

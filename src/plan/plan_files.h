@@ -68,7 +68,15 @@ int pn_plan_graphs_check(const char *pattern, const struct pn_plan_model *m,
 /* p's graph into each file, all or none: every per-node file is written
  * (and synced) beside its name first, and only when all are there renamed
  * over the names; on an error every old file is as it was.  A per-node
- * file that is standard output or error is refused (also by the check). */
+ * file that is standard output or error is refused (also by the check).
+ * The staged files are ".NAME.PID-I~" beside NAME, locked (flock) until
+ * renamed; a stop (SIGTERM, SIGINT, SIGHUP; base/stop.h) in between
+ * removes them, and those a run killed in between left, of the names
+ * written (a regular file, its process gone, its lock free), are removed
+ * first. */
 int pn_plan_graphs_write(const char *pattern, const struct pn_plan *p);
+/* A staged file's name ".NAME.PID-I~": 1 with NAME in base (blen bytes
+ * with the NUL) and PID, else 0 (not one, or NAME too long). */
+int pn_plan_stage_parse(const char *name, char *base, size_t blen, long *pid);
 
 #endif
