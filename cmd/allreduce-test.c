@@ -263,7 +263,8 @@ static int print_row(void *arg, const struct pn_sweep_row *rw, size_t i, size_t 
 	pn_out_close_object(o);
 	if ((err = pn_out_flush(pn_out_file(o))))
 		return err;
-	pn_arout_row(&j->files, rw, &j->sw);
+	if ((err = pn_arout_row(&j->files, rw, &j->sw)))
+		return err;
 	if (j->progress)
 		fprintf(stderr, "\r%s %zu/%zu sizes ", rw->algo, i + 1, n);
 	return 0;
@@ -563,16 +564,8 @@ int sweep_main(struct pn_ctx *ctx, enum pn_coll_kind kind)
 	memset(&j, 0, sizeof(j));
 	j.ctx = ctx;
 	pn_sweep_init(&j.sw);
-	{
-		/* two outputs, or an output and an input, on one file: refused */
-		const char *const names[] = { "--csv", "--plot", "--tune-out", "--plan",
-					      "PENNY_TUNE_FILE" };
-		const char *const paths[] = { ar.csv, ar.plot, ar.tune_out, ar.plan,
-					      pn_cli.tune_file };
-
-		if ((rc = pn_cmd_refuse_shared(ctx, names, paths, 3, PN_ARRAY_SIZE(paths))))
-			return rc;
-	}
+	if ((ret = pn_aropts_refuse_shared(&ar, pn_cli.tune_file)))
+		return pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret));
 	ar.backends = jc.backends = backends;
 	rc = settle(&j, kind, algos, &nalgos, calgos, &ncalgos);
 	if (!rc)
@@ -632,8 +625,12 @@ int sweep_main(struct pn_ctx *ctx, enum pn_coll_kind kind)
 		pn_stop_release(0);
 	}
 	ret = pn_arjob_sweep(&j.aj, &j.sw, &plan);
-	if (ret && j.sw.sink_err) {	/* rank 0's stdout failed (print_row): said once */
+	if (ret && j.sw.sink_err) {	/* rank 0's stdout or --csv failed (print_row) */
 		ret = j.rank ? 0 : pn_arout_stdout_failed(&j.files, ret);
+		if (ret && j.files.csv_err && pn_stop_hold(-1)) {	/* --json ends with why */
+			pn_out_end_error(ctx->out, pn_errmsg(ret));
+			pn_stop_release(1);
+		}
 		rc = ret ? pn_cmd_fail(ctx, 2, "%s", pn_errmsg(ret)) : 2;
 		goto out;
 	}

@@ -8,6 +8,8 @@
 #include "harness/arjob.h"
 
 #include "base/log.h"
+#include "base/ofile.h"
+#include "base/out.h"
 #include "base/util.h"
 #include "engine/mem.h"
 #include "harness/plansched.h"
@@ -528,13 +530,36 @@ int pn_arout_open(struct pn_arout *w, const struct pn_aropts *o)
 	return ret;
 }
 
-void pn_arout_row(struct pn_arout *w, const struct pn_sweep_row *rw, const struct pn_sweep *s)
+int pn_arout_row(struct pn_arout *w, const struct pn_sweep_row *rw, const struct pn_sweep *s)
 {
+	int err;
+
 	if (!w->csv)
-		return;
+		return 0;
 	if (!w->csv_rows++)
 		pn_sweep_csv_header(w->csv, s->kind);
 	pn_sweep_csv_row(w->csv, rw, s);
+	err = pn_out_flush(w->csv);
+	/* in place ("-", /dev/stdout): standard output's error */
+	if (err && !pn_ofile_inplace(w->csv_of))
+		w->csv_err = err;
+	return err;
+}
+
+int pn_aropts_refuse_shared(const struct pn_aropts *o, const char *tune_file)
+{
+	static const char *const names[] = { "--csv", "--plot", "--tune-out", "--plan",
+					     "PENNY_TUNE_FILE" };
+	const char *const paths[] = { o->csv, o->plot, o->tune_out, o->plan, tune_file };
+	size_t i, j;
+
+	/* two outputs, or an output and an input, on one file */
+	for (i = 0; i < 3; i++)
+		for (j = i + 1; j < PN_ARRAY_SIZE(paths); j++)
+			if (paths[i] && paths[j] && pn_ofile_same(paths[i], paths[j]))
+				return pn_err(-EINVAL, "%s and %s name the same file '%s'",
+					      names[i], names[j], paths[i]);
+	return 0;
 }
 
 /* Commit the file, or drop it after an error (it is closed either way). */
@@ -635,6 +660,9 @@ int pn_arout_stdout_failed(const struct pn_arout *w, int err)
 	struct pn_ofile *const ofs[] = { w->csv_of, w->plot_of, w->tune_of };
 	size_t k;
 
+	if (w->csv_err && w->csv_of)
+		return pn_err(err, "write error on '%s': %s", pn_ofile_path(w->csv_of),
+			      strerror(-err));
 	__fpurge(stdout);
 	clearerr(stdout);
 	for (k = 0; k < PN_ARRAY_SIZE(ofs); k++)

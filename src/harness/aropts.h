@@ -116,6 +116,7 @@ struct pn_arout {
 	struct pn_ofile *csv_of, *plot_of, *tune_of;
 	FILE *csv;	/* the rows' CSV while open */
 	size_t csv_rows;	/* written to it */
+	int csv_err;	/* a write error of the CSV file (not standard output) */
 };
 
 /* What the ranks settle before the work (pn_aropts_prepare). */
@@ -148,11 +149,19 @@ struct pn_comm_cfg;
 int pn_aropts_prepare(const struct pn_aropts *o, struct pn_boot *b, struct pn_arprep *p,
 		      struct pn_arout *w, struct pn_comm_cfg *cfg);
 
+/* -EINVAL with the line to say when two of --csv, --plot and --tune-out,
+ * or one of them and --plan or PENNY_TUNE_FILE (tune_file), name one file. */
+int pn_aropts_refuse_shared(const struct pn_aropts *o, const char *tune_file);
 /* Open the files o names (nothing written yet); 0 or an error naming the
  * option. */
 int pn_arout_open(struct pn_arout *w, const struct pn_aropts *o);
-/* A row of s into --csv, if open (its header line before the first). */
-void pn_arout_row(struct pn_arout *w, const struct pn_sweep_row *rw, const struct pn_sweep *s);
+/*
+ * A row of s into --csv, if open (its header line before the first),
+ * flushed: 0, or the write error (a negative errno; in w->csv_err too
+ * unless the CSV is standard output), so that a full disk stops the sweep
+ * at once, not at the commit after the whole sweep ran.
+ */
+int pn_arout_row(struct pn_arout *w, const struct pn_sweep_row *rw, const struct pn_sweep *s);
 /* After the sweep: the tuning table and the plot written, every file
  * committed. */
 int pn_arout_finish(struct pn_arout *w, const struct pn_aropts *o, const struct pn_sweep *sw,
@@ -160,11 +169,13 @@ int pn_arout_finish(struct pn_arout *w, const struct pn_aropts *o, const struct 
 /* Not committed: a failed run leaves the files as they were. */
 void pn_arout_abort(struct pn_arout *w);
 /*
- * Standard output could not be written (err, a negative errno): returns it
- * with the line to say, "write error on standard output: ..." or, where
- * --csv, --plot or --tune-out writes there too, "write error on '-': ..."
- * as their commit says it; stdout's unwritten bytes and error flag are
- * dropped, so that the exit's flush does not say it again.
+ * A row could not be written (pn_arout_row's err, a negative errno):
+ * returns it with the line to say.  The CSV file (w->csv_err): "write
+ * error on 'FILE': ...", standard output untouched.  Else standard output:
+ * "write error on standard output: ..." or, where --csv, --plot or
+ * --tune-out writes there too, "write error on '-': ..." as their commit
+ * says it; stdout's unwritten bytes and error flag are dropped, so that
+ * the exit's flush does not say it again.
  */
 int pn_arout_stdout_failed(const struct pn_arout *w, int err);
 
