@@ -225,17 +225,21 @@ void pn_check_init(struct pn_check *c)
 
 /* ------------------------------------------------------------ the run */
 
+/* A 64-byte hostname (Linux's longest), or a tree's longer one, is more
+ * than a row holds: cut visibly, never to 63 bytes that read as whole. */
 static void node_name(struct pn_check *c)
 {
 	const char *id = c->node_id;
+	char host[256] = "";
 
 	if (id && *id)
-		snprintf(c->node, sizeof(c->node), "%s", id);
+		pn_check_row_name(c->node, sizeof(c->node), id);
 	else if (c->topo && c->topo->host[0])
-		snprintf(c->node, sizeof(c->node), "%s", c->topo->host);
-	else if (gethostname(c->node, sizeof(c->node) - 1) || !c->node[0])
+		pn_check_row_name(c->node, sizeof(c->node), c->topo->host);
+	else if (!gethostname(host, sizeof(host) - 1) && host[0])
+		pn_check_row_name(c->node, sizeof(c->node), host);
+	else
 		snprintf(c->node, sizeof(c->node), "localhost");
-	c->node[sizeof(c->node) - 1] = 0;
 }
 
 /* The topology and every port's counters before the first check. */
@@ -326,9 +330,16 @@ static int node_machines(struct pn_check *c)
 	all = calloc((size_t)c->nranks, sizeof(mine));
 	first = calloc((size_t)c->nnodes + 1, sizeof(int));	/* 1 + a node's first rank */
 	nn = calloc((size_t)c->nnodes + 1, sizeof(*nn));
-	ret = all && first && nn ? 0 : pn_err(-ENOMEM, "out of memory");
+	free(c->names);
+	c->names = calloc((size_t)c->nranks, PN_VERDICT_NAME);
+	ret = all && first && nn && c->names ? 0 : pn_err(-ENOMEM, "out of memory");
 	if (!ret)
 		ret = pn_boot_allgather(c->boot, mine, all, sizeof(mine));
+	/* every rank's node as its rows name it, for the details (pn_check_node_of) */
+	if (!ret)
+		ret = pn_boot_allgather(c->boot, c->node, c->names, PN_VERDICT_NAME);
+	for (r = 0; !ret && r < c->nranks; r++)	/* as the rows hold them: UTF-8 kept */
+		c->names[(size_t)r * PN_VERDICT_NAME + PN_VERDICT_NAME - 1] = 0;
 	for (r = 0; !ret && r < c->nranks; r++) {
 		const char *name = pn_boot_node_name(c->boot, r), *id = all + r * sizeof(mine);
 
@@ -775,4 +786,6 @@ void pn_check_release(struct pn_check *c)
 	c->results = NULL;
 	free(c->nccl_text);
 	c->nccl_text = NULL;
+	free(c->names);
+	c->names = NULL;
 }

@@ -507,19 +507,22 @@ static void a2a_medians(const struct a2a_run *st, struct a2a_meas *m)
 
 /*
  * "n1-n2: rank 0 (mlx5_0/1) - rank 3 (mlx5_0/1) over rail 0 (leaf)", the
- * node names at most width bytes each (node names of 63 are kept whole: two
- * names cut at 30 bytes were often one, "rack07-node01" and "-node02").
+ * node names at most width bytes each, a longer one cut visibly ("...";
+ * node names of 63 are kept whole where the detail holds them: two names
+ * cut at 30 bytes were often one, "rack07-node01" and "-node02").
  */
 static void lane_name(const struct a2a_run *st, const struct pn_a2a_lane *l, int width, char *out,
 		      size_t len)
 {
-	struct pn_boot *b = st->c->boot;
 	const struct a2a_info *x = &st->info[l->rank], *y = &st->info[l->peer];
-	char link[64];
+	char link[64], a[PN_VERDICT_NAME], b[PN_VERDICT_NAME];
 
 	pn_a2a_link_name(l->rail, l->peer_rail, link, sizeof(link));
-	snprintf(out, len, "%.*s-%.*s: rank %d%s%.20s%s - rank %d%s%.20s%s over %s", width,
-		 pn_boot_node_name(b, l->rank), width, pn_boot_node_name(b, l->peer), l->rank,
+	pn_check_row_name(a, (size_t)PN_MIN(width + 1, PN_VERDICT_NAME),
+			  pn_check_node_of(st->c, l->rank));
+	pn_check_row_name(b, (size_t)PN_MIN(width + 1, PN_VERDICT_NAME),
+			  pn_check_node_of(st->c, l->peer));
+	snprintf(out, len, "%s-%s: rank %d%s%.20s%s - rank %d%s%.20s%s over %s", a, b, l->rank,
 		 x->nic[0] ? " (" : "", x->nic, x->nic[0] ? ")" : "", l->peer,
 		 y->nic[0] ? " (" : "", y->nic, y->nic[0] ? ")" : "", link);
 }
@@ -676,7 +679,7 @@ static int a2a_row(struct a2a_run *st, const struct a2a_sum *sums, int node, con
 			}
 			snprintf(below + strlen(below), sizeof(below) - strlen(below), "%s%.63s%s",
 				 below[0] ? ", " : "",
-				 pn_boot_node_name(st->c->boot, st->by_node[st->first[f]]),
+				 pn_check_node_of(st->c, st->by_node[st->first[f]]),
 				 slow[f] && !slow[node] ? " (slow with most)" : "");
 		}
 		if (s->worst.rank >= 0) {

@@ -132,8 +132,8 @@ static int ab_row(struct pn_check *c, int job, const struct ab_rank *all,
 				 all[r].hca + 1);
 	}
 	if ((r = pn_fresh_failed(ends, c->nranks)) >= 0) {
-		snprintf(det, sizeof(det), "pinned to the rail NICs, rank %d (node %.40s) failed: "
-			 "%s", r, pn_boot_node_name(c->boot, r), ends[r].why);
+		snprintf(det, sizeof(det), "pinned to the rail NICs, rank %d (node %s) failed: "
+			 "%s", r, pn_check_node_of(c, r), ends[r].why);
 	} else if (pn_check_ar_parse(run->out, run->out_len, &m, why, sizeof(why)) ||
 		   (m.wrong && snprintf(why, sizeof(why), "%llu wrong values",
 					(unsigned long long)m.wrong))) {

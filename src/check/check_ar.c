@@ -594,8 +594,8 @@ static int job_allreduce(struct pn_check *c)
 	} else if (k >= 0 && (ends[k].killed || !run.out_len ||
 			      measured(&run, 1, &m, why, sizeof(why)))) {
 		/* a rank that failed, save allreduce-test's own FAILED (wrong values) */
-		snprintf(why, sizeof(why), "rank %d (node %.40s): %.200s", k,
-			 pn_boot_node_name(c->boot, k), ends[k].why);
+		snprintf(why, sizeof(why), "rank %d (node %s): %.200s", k, pn_check_node_of(c, k),
+			 ends[k].why);
 		ret = ar_fail(c, "job", "job", why, backend);
 	} else if (k < 0 && pn_check_ar_parse(run.out, run.out_len, &m, why, sizeof(why))) {
 		ret = ar_fail(c, "job", "job", why, backend);

@@ -177,8 +177,8 @@ int pn_check_fresh_job(struct pn_check *c, int ok, const char *no, const char *c
 		if (r < c->nranks) {
 			oks[r].no[sizeof(oks[r].no) - 1] = 0;
 			pn_wire_printable(oks[r].no, sizeof(oks[r].no));
-			snprintf(go.why, sizeof(go.why), "rank %d (node %.40s) %s", r,
-				 pn_boot_node_name(c->boot, r), oks[r].no);
+			snprintf(go.why, sizeof(go.why), "rank %d (node %s) %s", r,
+				 pn_check_node_of(c, r), oks[r].no);
 		} else {
 			make_go(c, &go, &lfd);
 		}

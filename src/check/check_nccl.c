@@ -247,7 +247,7 @@ static int judge_log(struct pn_check *c, const char *buf, size_t len, const char
 		goto out;
 	}
 	if (!mine && !single) {
-		snprintf(det, sizeof(det), "no line of this node (%.60s) among the log's hosts",
+		snprintf(det, sizeof(det), "no line of this node (%s) among the log's hosts",
 			 c->node);
 		ret = pn_check_add(c, &(struct pn_verdict_in){ .check = CHECK, .target = "log",
 			.verdict = PN_SKIP, .detail = det });

@@ -281,8 +281,8 @@ int pn_ncclpath_capture_job(struct pn_check *c, char **node, size_t *nlen, char 
 	if (!ret) {
 		pn_run_release(&run);
 		if ((k = pn_fresh_failed(ends, c->nranks)) >= 0)
-			snprintf(why, wlen, "the job's allreduce on nccl failed: rank %d (node %.40s): "
-				 "%.180s", k, pn_boot_node_name(c->boot, k), ends[k].why);
+			snprintf(why, wlen, "the job's allreduce on nccl failed: rank %d (node %s): "
+				 "%.180s", k, pn_check_node_of(c, k), ends[k].why);
 	}
 	if (ok && collect(dir, &buf, &len) == -ENOMEM && ret >= 0)
 		ret = -ENOMEM;

@@ -574,6 +574,8 @@ static int nicbw_round(struct pn_check *c, struct pn_netnic *nics, int n, int ro
 	ret = pn_boot_allgather(c->boot, &me, all, sizeof(me));
 	if (ret)
 		return ret;
+	for (i = 0; i < c->nranks; i++)	/* the details name a peer's node whole */
+		all[i].host[sizeof(all[i].host) - 1] = 0;
 	if (partner >= 0)
 		peer = nb_find(all, c->nranks, partner, &prank);
 	for (i = 0; peer && i < n; i++) {
@@ -582,7 +584,8 @@ static int nicbw_round(struct pn_check *c, struct pn_netnic *nics, int n, int ro
 		if (!me.nic[i].ok)
 			continue;
 		if (i >= peer->nnics || !peer->nic[i].ok) {
-			snprintf(j->err, sizeof(j->err), "its peer %.60s NIC%d cannot run", peer->host, i);
+			snprintf(j->err, sizeof(j->err), "its peer %s NIC%d cannot run", peer->host,
+				 i);
 			continue;
 		}
 		ret = pn_verbs_conn_connect(j->conn, &peer->nic[i].info);
@@ -626,12 +629,12 @@ static int nicbw_round(struct pn_check *c, struct pn_netnic *nics, int n, int ro
 						   .verdict = PN_SKIP, .detail = jobs[i].err };
 
 			if (!jobs[i].err[0])
-				snprintf(jobs[i].err, sizeof(jobs[i].err), "no peer NIC%d on %.60s", i,
+				snprintf(jobs[i].err, sizeof(jobs[i].err), "no peer NIC%d on %s", i,
 					 peer ? peer->host : "the partner node");
 			pn_check_add(c, &v);
 			continue;
 		}
-		snprintf(how, sizeof(how), "sent to %.60s %.70s", peer ? peer->host : "?",
+		snprintf(how, sizeof(how), "sent to %s %.70s", peer ? peer->host : "?",
 			 peer && i < peer->nnics ? peer->nic[i].name : "?");
 		nb_result(c, &jobs[i], how);
 	}

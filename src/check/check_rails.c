@@ -218,7 +218,7 @@ static int rails_build(struct pn_check *c, struct pn_planned *pl)
 			for (r = 0; r < c->nranks && pn_boot_node(c->boot, r) != k; r++)
 				;
 			ret = pn_err(-ENOTSUP, "node %s has no topology to plan with: give --plan FILE",
-				     r < c->nranks ? pn_boot_node_name(c->boot, r) : "?");
+				     r < c->nranks ? pn_check_node_of(c, r) : "?");
 			break;
 		}
 		ret = pn_plan_model_add_topo(&pl->model, all + (size_t)r * max, lens[2 * r],
@@ -229,7 +229,7 @@ static int rails_build(struct pn_check *c, struct pn_planned *pl)
 				 pn_boot_node_name(c->boot, r));
 		else
 			ret = pn_err_ctx(-ENOTSUP, "no plan from %s's topology",
-					 pn_boot_node_name(c->boot, r));
+					 pn_check_node_of(c, r));
 	}
 	if (!ret)
 		ret = pn_plan_model_finish(&pl->model);
@@ -413,7 +413,7 @@ static void rails_result(struct pn_check *c, const struct pn_rails_nic *x,
 		v.verdict = PN_FAIL;
 		if (j->peer >= 0)
 			snprintf(detail, sizeof(detail), "bytes crossed rails: %llu B sent from rail %d "
-				 "through the plan's hop to %.40s %.40s on rail %d",
+				 "through the plan's hop to %s %s on rail %d",
 				 (unsigned long long)j->lost, x->rail,
 				 leader[all[j->peer].node] ? leader[all[j->peer].node]->host : "?",
 				 all[j->peer].name, all[j->peer].rail);
@@ -580,6 +580,8 @@ int pn_check_rails(struct pn_check *c)
 		goto out;
 	}
 	ret = pn_boot_allgather(c->boot, &me, all, sizeof(me));
+	for (i = 0; !ret && i < c->nranks; i++)	/* the details name a node whole */
+		all[i].host[sizeof(all[i].host) - 1] = 0;
 	if (!ret && c->node_leader)
 		ret = rails_judge(c, all, hops, nhops, noise, note);
 out:

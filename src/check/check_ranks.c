@@ -185,7 +185,7 @@ static void mine(struct pn_check *c, struct pn_rank_use *u)
 	u->gpu = u->path = u->best_path = -1;
 	snprintf(u->host, sizeof(u->host), "%s", c->node);
 	if (!t->ngpus) {
-		snprintf(u->why, sizeof(u->why), "no GPU on %.60s", c->node);
+		snprintf(u->why, sizeof(u->why), "no GPU on %s", c->node);
 		return;
 	}
 	g = pn_ranks_visible(cvd, pn_boot_local_rank(c->boot), t->ngpus);

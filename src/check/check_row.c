@@ -12,6 +12,7 @@
 #include "check/check_cfg.h"
 #include "base/log.h"
 #include "base/verdict.h"
+#include "engine/boot.h"
 #include "gpu/plugin.h"
 #include "node/topo.h"
 
@@ -61,6 +62,35 @@ int pn_check_add(struct pn_check *c, const struct pn_verdict_in *in)
 		x.node = c->node;
 	ret = pn_verdict_add(c->results, &x);
 	return ret == -ENOSPC || ret == -EEXIST ? 0 : ret;
+}
+
+int pn_check_row_name(char *out, size_t len, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n < len) {
+		memcpy(out, name, n + 1);
+		return 0;
+	}
+	if (len < 4) {		/* no room for the mark: nothing rather than a cut */
+		if (len)
+			out[0] = 0;
+		return 1;
+	}
+	/* room for "..." and the NUL, backed off to a character's lead byte */
+	for (n = len - 4; n > 0 && ((unsigned char)name[n] & 0xc0) == 0x80; n--)
+		;
+	snprintf(out, len, "%.*s...", (int)n, name);
+	return 1;
+}
+
+const char *pn_check_node_of(const struct pn_check *c, int r)
+{
+	if (c->names && r >= 0 && r < c->nranks)
+		return c->names + (size_t)r * PN_VERDICT_NAME;
+	if (c->boot && r >= 0 && r < c->nranks)
+		return pn_boot_node_name(c->boot, r);
+	return r == c->rank ? c->node : "?";
 }
 
 /* Whether the -d entry p (n bytes, "DEV" or "DEV:PORT") names port of dev

@@ -8,6 +8,8 @@
 #ifndef PENNY_CHECK_ROW_H
 #define PENNY_CHECK_ROW_H
 
+#include "base/verdict.h"
+
 #include <stddef.h>
 
 struct pn_boot;
@@ -67,7 +69,11 @@ struct pn_check {
 					 * afresh (default "/proc/self/exe"), NULL: no A/B */
 
 	/* filled by the driver before the checks run */
-	char node[64];			/* this node's name: node_id, the tree's host, hostname */
+	/* this node's name: node_id, the tree's host, hostname; one longer
+	 * than a row holds (a 64-byte hostname) cut visibly (pn_check_row_name) */
+	char node[PN_VERDICT_NAME];
+	char *names;			/* every rank's node (PN_VERDICT_NAME bytes each), as
+					 * its rows name it; NULL alone (pn_check_node_of) */
 	struct pn_topo *topo;		/* this node's topology (through the sysfs root) */
 	struct pn_counters_set *before;	/* every NIC port's counters before the first check */
 	int rank, nranks;		/* 0, 1 alone */
@@ -113,6 +119,12 @@ double pn_check_expect(const struct pn_check *c, const char *check, const char *
  * malformed result (-EINVAL, a bug).
  */
 int pn_check_add(struct pn_check *c, const struct pn_verdict_in *in);
+/* name into out (len bytes) whole when it fits, else cut visibly: its
+ * first bytes (at a UTF-8 character) and "..."; 1 when it was cut. */
+int pn_check_row_name(char *out, size_t len, const char *name);
+/* Rank r's node as its rows name it (c->node on every rank; details that
+ * name another rank's node use this, never a cut of their own). */
+const char *pn_check_node_of(const struct pn_check *c, int r);
 /* Is RDMA port dev/port among c->devspec ("mlx5_0,mlx5_1:1"; NULL: all)?
  * port 0: is any port of dev (or dev itself) named? */
 int pn_check_port_selected(const struct pn_check *c, const char *dev, int port);
