@@ -17,7 +17,9 @@
 # anything else).
 # At most LAB_JOBS lab files that boot a qemu guest (CPU-bound under TCG)
 # run at once (default: a third of the CPUs, at least 1); the lab's cluster
-# files (network-namespace hosts, no guest) are not bounded by it.  Each file gets its
+# files (network-namespace hosts, no guest) are not bounded by it.  A file
+# whose ranks busy-wait ("# spins:" among its first 20 lines) never runs
+# beside one that boots a guest: either waits for the other.  Each file gets its
 # own TMPDIR, its own range of TCP ports (PENNY_TEST_PORTS, below the
 # kernel's ephemeral range; tests/lib.sh's free_port draws from it), a tag
 # that marks its processes (PENNY_TEST_TAG, for no_procs_left) and, where
@@ -153,6 +155,22 @@ is_vm() {
 	[ "${vm_file[$1]}" = yes ]
 }
 
+# a file whose ranks busy-wait ("# spins: why" among its first 20 lines):
+# their threads spin on sched_yield, and a dozen of them take a qemu
+# guest's vCPU threads most of their time (on 2 CPUs a guest's boot took
+# 73 s beside one such job instead of 8, and its command twice as long),
+# which lengthens the lab's chain of guests, the suite's longest; such a
+# file and a guest's never run at once
+declare -A spin_file=()
+is_spin() {
+	if [ -z "${spin_file[$1]:-}" ]; then
+		spin_file[$1]=no
+		[[ $1 == *.sh ]] && head -n 20 "$1" 2>/dev/null | grep -qE '^#[[:space:]]*spins:' &&
+			spin_file[$1]=yes
+	fi
+	[ "${spin_file[$1]}" = yes ]
+}
+
 # Private /dev/shm per file: tests look for segments left behind, and
 # count what is free there.
 private_shm=0
@@ -226,7 +244,7 @@ pass=0 fail=0 skip=0
 failed_files=()
 free_slots=()
 for ((i = 0; i < max_jobs; i++)); do free_slots+=("$i"); done
-running=0 running_vm=0 running_solo=0 cpu_total=0 t_start=$(date +%s)
+running=0 running_vm=0 running_spin=0 running_solo=0 cpu_total=0 t_start=$(date +%s)
 new_durations=() timeline=()
 # the CPUs' idle time over the run (/proc/stat: idle + iowait, in USER_HZ)
 run_idle() {
@@ -246,6 +264,7 @@ finish() {
 	free_slots+=("${job_slot[$pid]}")
 	running=$((running - 1))
 	is_vm "$t" && running_vm=$((running_vm - 1))
+	is_spin "$t" && running_spin=$((running_spin - 1))
 	solo "$t" && running_solo=0
 	rm -rf "${run_root:?}/${job_slot[$pid]}"
 	unset "job_file[$pid]" "job_slot[$pid]" "job_start[$pid]" "job_log[$pid]"
@@ -278,7 +297,10 @@ may_start() {
 		[ "$running" -eq 0 ]
 		return
 	fi
-	if is_vm "$1" && [ "$running_vm" -ge "$LAB_JOBS" ]; then
+	if is_vm "$1" && { [ "$running_vm" -ge "$LAB_JOBS" ] || [ "$running_spin" -gt 0 ]; }; then
+		return 1
+	fi
+	if is_spin "$1" && [ "$running_vm" -gt 0 ]; then
 		return 1
 	fi
 	return 0
@@ -323,6 +345,7 @@ while [ ${#queue[@]} -gt 0 ] || [ "$running" -gt 0 ]; do
 		running=$((running + 1))
 		[ "$running" -gt "$JOBS" ] && extra=$((extra + 1))
 		is_vm "$t" && running_vm=$((running_vm + 1))
+		is_spin "$t" && running_spin=$((running_spin + 1))
 		solo "$t" && running_solo=1
 		i=0
 	done

@@ -11,7 +11,8 @@
 # the first and refused in one line on the second, PENNY_XNODE=0, and a
 # peer killed in the middle.  -n 0 where no timing is asked about: the
 # exact check's calls.
-# cost: 28
+# cost: 32
+# spins: up to 6 ranks and their proxies busy-wait (tests/run.sh keeps it apart from the lab's guests)
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/xcolljob.sh"
 

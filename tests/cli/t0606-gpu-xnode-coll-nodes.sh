@@ -14,7 +14,8 @@
 # the middle of an alltoall across 3 nodes.  On a GPU machine the same
 # with the cuda plugin's kernels (xcolljob.sh):
 #   XBACKEND=cuda XGPUS=2 tests/run.sh tests/cli/t0606-gpu-xnode-coll-nodes.sh
-# cost: 60
+# cost: 105
+# spins: up to 6 ranks and their proxies busy-wait (tests/run.sh keeps it apart from the lab's guests)
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/helpers/xcolljob.sh"
 

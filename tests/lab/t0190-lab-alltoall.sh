@@ -9,6 +9,7 @@
 # topologies (checkjob.sh's tree: a rank's GPU0 is served by mlx5_0, rail 0;
 # n4 lists its NICs the other way round, -d mlx5_3,mlx5_0, so its GPU0's NIC
 # is on rail 1 and its pairs cross the spine).
+# spins: four ranks busy-wait (tests/run.sh keeps it apart from the lab's guests)
 . "$(dirname "$0")/lib-cluster.sh"
 cluster_private "$@"
 . "$(dirname "$0")/../lib.sh"

@@ -8,6 +8,7 @@
  * collective init), NVSHMEM_DISABLE_NVLS, symmetric and staged buffers,
  * chunking by the slot, the grid being the same on every rank, and the
  * cuda plugin's kernels run on the symmetric heap within an NVLink domain.
+ * cost: 12
  */
 #define _GNU_SOURCE
 #include "unit.h"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Guest side of t0140 (after multiring.sh): penny check --only nic-bw,rails on two "nodes"
+# Guest side of t0150 (after multiring.sh): penny check --only nic-bw,rails on two "nodes"
 # (PENNY_NODE_ID a, b) x two rails (vm.sh --pairs 2: rxe0<->rxe1 is rail 0,
 # rxe2<->rxe3 rail 1): node a has rxe0 (rail 0) and rxe2 (rail 1), node b
 # rxe1 and rxe3 (-d gives each node its NICs in rail order).  The ring plan

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Guest side of t0140 (then check.sh): two "nodes" (PENNY_NODE_ID) x two rails (vm.sh
+# Guest side of t0150 (after bw.sh, then check.sh): two "nodes" (PENNY_NODE_ID) x two rails (vm.sh
 # --pairs 2: rxe0<->rxe1 is rail 0, rxe2<->rxe3 rail 1), 2 x 2 ranks, the
 # multiring algorithm with one channel per rail.  Traffic must appear on both
 # rails in both directions, and every packet a rail's device sends is one its

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Guest side of t0160 (then top-procs.sh): penny top watches real soft-RoCE devices while penny bw
+# Guest side of t0120 (first, then top-procs.sh): penny top watches real soft-RoCE devices while penny bw
 # moves data between rxe0 and rxe1 (vm.sh --pairs 1).  The rates top reports
 # must agree with the bytes bw moved (within 10%; top counts the
 # netdev's bytes, which carry the RoCE headers too), and so must a flight

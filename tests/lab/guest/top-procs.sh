@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Guest side of t0160 (after top-bw.sh): penny top --processes while penny bw runs between
+# Guest side of t0120 (after top-bw.sh, before verbs.sh): penny top --processes while penny bw runs between
 # rxe0 and rxe1 (vm.sh --pairs 1): the QP owners read through RDMA netlink
 # name penny bw's pid and command with RC QPs on both devices, as JSON and
 # as the table; after bw is gone, its pid is no longer listed.
@@ -22,10 +22,20 @@ procs_of() {
 
 # bw --loopback DEV1,DEV2 runs DEV1's end itself and forks DEV2's: both are
 # penny bw, the parent and its child
+# The view is first asked once data moves over rxe1 (both ends' QPs made
+# and connected, read from the counters without starting a process): each
+# round of the loop starts penny top and python3, seconds under emulation,
+# and rounds before bw connected found nothing.
 test_expect_success 'during penny bw: its processes own RC QPs on rxe0 and rxe1' '
+	r1=$(hwc rxe1 rcvd_pkts)
 	"$PENNY" bw --loopback rxe0,rxe1 -s 65536 -D 60 >bw.out 2>bw.err &
 	bwp=$! &&
 	echo $bwp >bw.pid &&
+	for ((i = 0; i < 300; i++)); do
+		[ $(($(hwc rxe1 rcvd_pkts) - r1)) -gt 100 ] && break
+		kill -0 $bwp 2>/dev/null || break
+		nap 0.1
+	done
 	ok= &&
 	for ((i = 0; i < 40; i++)); do
 		kids=$(cat /proc/$bwp/task/*/children 2>/dev/null) &&

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Guest side of t0120: the verbs layer (src/transport/verbs.c) between two
+# Guest side of t0120 (after top-procs.sh): the verbs layer (src/transport/verbs.c) between two
 # processes, through tests/helpers/verbs-pair, on rxe0 <-> rxe1 across a veth
 # pair (vm.sh --pairs 1).
 . "$(dirname "$0")/lib-guest.sh"
