@@ -138,6 +138,8 @@ struct pn_ce_geom {
 uint64_t pn_ce_slot_bytes(uint64_t slots_bytes, int n);
 int pn_ce_geometry(uint64_t bytes, int n, uint64_t slot_bytes, struct pn_ce_geom *geo);
 uint64_t pn_ce_len(const struct pn_ce_geom *geo, uint64_t bytes, uint64_t off);
+/* PENNY_CUDA_CO_TWOSTEP's default on n ranks (cuda_plan.c: a cost model's). */
+uint64_t pn_cuda_co_two_default(int n);
 /* twoshot_ll and twoshot_hy need every rank to own data: below this, one-shot runs. */
 uint64_t pn_cuda_twoshot_ll_min(int nranks);
 void pn_cuda_geometry(const struct pn_cuda_cfg *cfg, int kern, uint64_t bytes,

@@ -60,6 +60,11 @@ static double env_seconds(const char *name, double def, int *bad)
 	return d;
 }
 
+uint64_t pn_cuda_co_two_default(int n)
+{
+	return n >= 3 ? ((1u << 20) / (uint64_t)(n - 2) + 15) / 16 * 16 : 0;
+}
+
 int pn_cuda_read_cfg(struct pn_cuda_cfg *cfg, struct pn_tune *tune_out, int n, int nsm,
 		     uint64_t timeout_ns)
 {
@@ -81,12 +86,16 @@ int pn_cuda_read_cfg(struct pn_cuda_cfg *cfg, struct pn_tune *tune_out, int n, i
 	/* broadcast and reduce in two steps through the non-roots (3+ ranks):
 	 * the one-step kernels send the root's whole buffer over its links once
 	 * a peer.  From this size (bytes of the buffer) on the flag kernels'
-	 * sizes; "off": never */
+	 * sizes; "off": never.  The default is a cost model's, not yet measured
+	 * on 3+ GPUs: two steps save (n - 2) x bytes / link bandwidth and cost
+	 * one more flag round (1-2 us over the LL lines on 2 x H200, s52; 2 here),
+	 * so they pay from about 2 us x 370 GB/s / (n - 2): 1 MiB / (n - 2) */
 	{
 		const char *s = getenv("PENNY_CUDA_CO_TWOSTEP");
 
-		cfg->co_two_min = s && !strcmp(s, "off") ? UINT64_MAX
-							 : env_size("PENNY_CUDA_CO_TWOSTEP", 0, &bad);
+		cfg->co_two_min = s && !strcmp(s, "off")
+					  ? UINT64_MAX
+					  : env_size("PENNY_CUDA_CO_TWOSTEP", pn_cuda_co_two_default(n), &bad);
 	}
 	cfg->tile_twoshot = (uint32_t)env_size("PENNY_CUDA_TILE", n <= 2 ? 64u << 10 : 32u << 10, &bad);
 	cfg->tile_ring = (uint32_t)env_size("PENNY_CUDA_RING_TILE", n <= 4 ? 128u << 10 : 64u << 10, &bad);

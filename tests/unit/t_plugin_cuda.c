@@ -1323,11 +1323,15 @@ TEST(broadcast_and_reduce_take_two_steps_on_3_or_more_ranks)
 			CHECK(all_ok(n));
 			if (!all_ok(n))
 				continue;
+			/* the default: 1 MiB on 3 ranks, 512 KiB on 4 */
 			CHECK(((struct pn_cuda *)be[0])->cfg.co_two_min ==
-			      (i == 1 ? UINT64_MAX : i == 2 ? 350u << 10 : 0));
+			      (i == 1 ? UINT64_MAX : i == 2 ? 350u << 10 : i == 3 ? 0 :
+			       n == 3 ? 1u << 20 : n == 4 ? 512u << 10 : 0));
 			CHECK(strstr(((struct pn_cuda *)be[0])->desc,
 				     n < 3 || i == 1 ? "in two steps off" :
-				     i == 2 ? "in two steps from 358400 B" : "in two steps from 0 B"));
+				     i == 2 ? "in two steps from 358400 B" :
+				     i == 3 ? "in two steps from 0 B" :
+				     n == 3 ? "in two steps from 1048576 B" : "in two steps from 524288 B"));
 			fake_run(&w, do_colls_two);
 			CHECK(all_ok(n));
 			fake_run(&w, do_fini);
