@@ -60,7 +60,7 @@ struct pn_cuda {
 	/* the copy-engine allreduce's (cuda_ce.c), from its first call on */
 	struct pn_reg *ce_area;
 	struct pn_ce *ce;
-	char desc[400];
+	char desc[512];
 };
 /* the shared entry points (pn_gpu_be_*) take the backend as its struct pn_gpu */
 _Static_assert(offsetof(struct pn_cuda, g) == 0, "struct pn_cuda begins with its struct pn_gpu");
