@@ -30,6 +30,9 @@
 # alltoall and sendrecv in graphs run with NCCL_GRAPH_REGISTER=0 unless it
 # is set: with NCCL 2.28.9's registration of user buffers in graphs their
 # kernels never finished from 1-4 MiB on 2 x H200 (2026-11-29).
+# AB_TWOSTEP=1: on 3 or more GPUs, broadcast's and reduce's timed runs
+# again with PENNY_CUDA_CO_TWOSTEP=off (the one-step kernels) in the same
+# call, and their times side by side (two steps over one step per size).
 set -u
 export NCCL_NVLS_ENABLE=0
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -136,6 +139,21 @@ for np in $GPUS; do
 			env "${reg[@]}" timeout 300 "$PENNY" coll-test "$c" --backend cuda,nccl --np "$np" --gpus "$gpus" -d "$t" -o sum \
 				-b 1K -e "$MAXB" -f 4 -n "${ITERS:-20}" -w "${WARMUP:-5}" -G "$g" --timeout 60 >"$f" 2>&1
 			timed "$c np$np $t -G $g" "$f" $?
+			case ${AB_TWOSTEP:-0}:$c in
+			1:broadcast | 1:reduce) ;;
+			*) continue ;;
+			esac
+			[ "$np" -ge 3 ] || continue
+			f1=${f%.txt}-onestep.txt
+			env "${reg[@]}" PENNY_CUDA_CO_TWOSTEP=off timeout 300 "$PENNY" coll-test "$c" --backend cuda,nccl \
+				--np "$np" --gpus "$gpus" -d "$t" -o sum -b 1K -e "$MAXB" -f 4 -n "${ITERS:-20}" \
+				-w "${WARMUP:-5}" -G "$g" --timeout 60 >"$f1" 2>&1
+			timed "$c np$np $t -G $g one step" "$f1" $?
+			echo "## $c np$np $t -G $g: two steps (default) over one step, cuda's time (us)"
+			awk '/ratio/ { on = 1 } on && $1 ~ /^[0-9]+$/ && $2 == "cuda" { t[FILENAME, $1] = $4; s[$1] = 1 }
+			     END { for (z in s) if (t[ARGV[1], z] && t[ARGV[2], z])
+				     printf "%12d %10.2f %10.2f %7.3f\n", z, t[ARGV[1], z], t[ARGV[2], z],
+					    t[ARGV[1], z] / t[ARGV[2], z] }' "$f" "$f1" | sort -n
 		done
 		done
 	done
