@@ -24,6 +24,7 @@ job3() {
 	local t=$1 a2=$2 port r
 	shift 3
 	port=$(free_port) || return 1
+	job_port=$port
 	for r in 2 1 0; do
 		# shellcheck disable=SC2086
 		PENNY_NODE_ID=n$r "$PENNY" check --rank $r --nranks 3 --root 127.0.0.1:$port \
@@ -38,6 +39,23 @@ wait3() {
 	took=$(python3 -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 1))" \
 		"$(date +%s.%N)" "$t0")
 	echo "rc=$rc0 $rc1 $rc2 took=$took"; cat err0 err1 err2
+}
+# joined PID...: each PID (a rank) holds a connection to rank 0's port, then
+# 0.3 s for the rendezvous to finish (a rank stopped before it connected is
+# "waiting for ranks 2 to join", another message: on a loaded machine a rank
+# took longer than the fixed 0.5 s this waited before); the job's counters
+# window (2 s) keeps it running well past that
+joined() {
+	local i p
+	for p in "$@"; do
+		for ((i = 0; i < 100; i++)); do
+			ss -tnpH state established "( dport = :$job_port )" 2>/dev/null |
+				grep -q "pid=$p," && break
+			sleep 0.1
+		done
+		[ $i -lt 100 ] || { echo "# pid $p never connected to port $job_port"; return 1; }
+	done
+	sleep 0.3
 }
 took_le() { python3 -c "import sys; sys.exit(float(sys.argv[1]) > float(sys.argv[2]))" "$took" "$1"; }
 
@@ -58,7 +76,7 @@ done
 
 for i in 1 2 3; do
 test_expect_success "a stopped rank is named by the others, and knows it was stopped (run $i)" '
-	job3 3 "" -- --only inventory,counters --config w2.conf && sleep 0.5 && kill -STOP $pid2 &&
+	job3 3 "" -- --only inventory,counters --config w2.conf && joined $pid2 && kill -STOP $pid2 &&
 	sleep 5.5 && kill -CONT $pid2 && wait3 &&
 	test "$rc0 $rc1 $rc2" = "2 2 2" && ! grep -q "disagree" err0 err1 err2 &&
 	for r in 0 1; do
@@ -70,7 +88,7 @@ test_expect_success "a stopped rank is named by the others, and knows it was sto
 done
 
 test_expect_success 'a stopped rank 0: the others name it, rank 0 says it was stopped' '
-	job3 3 "" -- --only inventory,counters --config w2.conf && sleep 0.5 && kill -STOP $pid0 &&
+	job3 3 "" -- --only inventory,counters --config w2.conf && joined $pid1 $pid2 && kill -STOP $pid0 &&
 	sleep 6 && kill -CONT $pid0 && wait3 &&
 	test "$rc0 $rc1 $rc2" = "2 2 2" &&
 	grep -q "rank 1: timed out after 3 s waiting for rank 0 (host [^,]*, pid $pid0)" err1 &&
@@ -79,7 +97,7 @@ test_expect_success 'a stopped rank 0: the others name it, rank 0 says it was st
 '
 
 test_expect_success 'a killed rank: the others name it at once' '
-	job3 10 "" -- --only inventory,counters --config w2.conf && sleep 0.5 && kill -9 $pid2 &&
+	job3 10 "" -- --only inventory,counters --config w2.conf && joined $pid2 && kill -9 $pid2 &&
 	wait3 && test "$rc0 $rc1" = "2 2" && took_le 4 &&
 	for r in 0 1; do
 		test "$(wc -l <err$r)" -eq 1 &&
