@@ -48,6 +48,16 @@ assert len(r) == 1, r
 print(r[0]["verdict"], r[0]["measured_text"] if r[0]["measured"] is None else r[0]["measured"], "|", r[0]["detail"] or "", "|", r[0]["source"] or "")' "$@"
 }
 
+# fails FILE: the results of FILE (a --json document) that did not pass, a
+# line each, to the log (a case that failed once in CI on a loaded machine
+# said only "1 check result failed")
+fails() {
+	python3 -c 'import json,sys
+for x in json.load(open(sys.argv[1]))["results"]:
+    if x["verdict"] not in ("PASS", "SKIP"):
+        print("#  ", x["check"], x["target"], x["verdict"], x["measured_text"], "|", x["detail"])' "$1"
+}
+
 test_expect_success 'a node with every setting right passes each (exit 0)' '
 	penny check --sysfs-root ok --only settings >out 2>err &&
 	test ! -s err &&
@@ -315,10 +325,10 @@ test_expect_success 'RoCE: PFC on an ECN priority, the trust state (qos/pfc, qos
 	roce pf && q=pf/sys/class/net/eth1 && mkdir -p $q/ecn/roce_np/enable $q/ecn/roce_rp/enable $q/qos &&
 	for p in 0 1 2 3 4 5 6 7; do echo 0 >$q/ecn/roce_np/enable/$p; echo 0 >$q/ecn/roce_rp/enable/$p; done &&
 	echo 1 >$q/ecn/roce_np/enable/3 && echo 1 >$q/ecn/roce_rp/enable/3 &&
-	penny check --sysfs-root pf --only settings --json >out.json &&
+	{ penny check --sysfs-root pf --only settings --json >out.json || { fails out.json; false; }; } &&
 	verdict mlx5_1/1:pfc out.json | grep -q "^SKIP None | not exposed in sysfs (no /sys/class/net/eth1/qos/pfc" &&
 	echo 0,0,0,1,0,0,0,0 >$q/qos/pfc && echo dscp >$q/qos/trust &&
-	penny check --sysfs-root pf --only settings --json >out.json &&
+	{ penny check --sysfs-root pf --only settings --json >out.json || { fails out.json; false; }; } &&
 	verdict mlx5_1/1:pfc out.json | grep -q "^PASS pfc 3, trust dscp | eth1: lossless priority 3 with ECN, trust dscp | default: RoCE$" &&
 	printf "priority 0 1 2 3 4 5 6 7\nenabled 0 0 0 0 1 0 0 0\n" >$q/qos/pfc && echo pcp >$q/qos/trust &&
 	test_exit 1 penny check --sysfs-root pf --only settings --json >out.json &&
@@ -331,10 +341,10 @@ c = [t for t in E.parse(\"j.xml\").iter(\"testcase\") if \"mlx5_1/1:pfc\" in t.g
 assert len(c) == 1 and c[0].find(\"failure\") is not None, c" &&
 	grep "^penny_check_result{.*target=\"mlx5_1/1:pfc\".*} 0$" p.prom &&
 	echo "settings.roce-pfc = allow" >p.conf &&
-	penny check --sysfs-root pf --only settings --config p.conf --json >out.json &&
+	{ penny check --sysfs-root pf --only settings --config p.conf --json >out.json || { fails out.json; false; }; } &&
 	verdict mlx5_1/1:pfc out.json | grep -q "^PASS pfc none.*(settings.roce-pfc = allow)" &&
 	rm -r $q/ecn && echo 0,0,0,1,0,0,0,0 >$q/qos/pfc && rm $q/qos/trust &&
-	penny check --sysfs-root pf --only settings --json >out.json &&
+	{ penny check --sysfs-root pf --only settings --json >out.json || { fails out.json; false; }; } &&
 	verdict mlx5_1/1:pfc out.json | grep -q "^PASS pfc 3, trust ? | eth1: lossless priority 3 | default: RoCE$" &&
 	for bad in "0,0,0,1" "0,0,0,1,0,0,0,0,1" "0,0,2,1,0,0,0,0" "10,0,0,1,0,0,0,0" "enabled" ""; do
 		printf "%s\n" "$bad" >$q/qos/pfc &&
