@@ -4,7 +4,8 @@
 # the cost hint a file declares ("# cost: N" in a shell file's header,
 # " * cost: N" in a unit binary's source), else lab, shell, unit.  Run on a
 # copy of run.sh in a tree of its own, over test files that write down when
-# they start, one at a time (JOBS=1).
+# they start, one at a time (JOBS=1); and a file marked "# spins:" never
+# beside a lab file that boots a guest (JOBS=2).
 . "$(dirname "$0")/../lib.sh"
 
 T=$TRASH/top
@@ -75,5 +76,32 @@ test_expect_success 'the durations of a real run win over the hints' '
 		>"$T"/build/test-logs/durations &&
 	KEEP=1 order "$T"/tests/cli/t2-hinted.sh "$T"/tests/cli/t1-plain.sh >started &&
 	before t1-plain.sh t2-hinted.sh
+'
+# a file marked "# spins:" (busy-waiting ranks) never runs beside a lab file
+# that boots a guest (lab_tap, lab_vm), either way round; any other file does
+# (JOBS=2): each writes when it starts and ends
+mkdir -p "$T"/tests/lab
+# sfile PATH SECONDS [HEADER...]
+sfile() {
+	local f=$1 s=$2
+	shift 2
+	{
+		echo '#!/usr/bin/env bash'
+		printf '%s\n' "$@"
+		echo "echo ${f##*/} start >>\"\$ORDER\"; sleep $s; echo ${f##*/} end >>\"\$ORDER\""
+		echo 'echo "ok 1 - ran"; echo 1..1'
+	} >"$f"
+	chmod +x "$f"
+}
+sfile "$T"/tests/lab/tv-guest.sh 2 '# cost: 100' ': lab_tap'
+sfile "$T"/tests/cli/ts-spin.sh 0 '# cost: 50' '# spins: a test'
+sfile "$T"/tests/cli/tp-plain.sh 0 '# cost: 40'
+test_expect_success 'a "# spins:" file waits for a guest; a plain file runs beside it' '
+	: >"$ORDER" && rm -f "$T"/build/test-logs/durations &&
+	JOBS=2 BUILD=$T/build bash "$T"/tests/run.sh "$T"/tests/lab/tv-guest.sh \
+		"$T"/tests/cli/ts-spin.sh "$T"/tests/cli/tp-plain.sh >run.out 2>&1 &&
+	grep -q "^3 passed, 0 failed, 0 skipped$" run.out && cat "$ORDER" >started &&
+	before "tv-guest.sh start" "tp-plain.sh start" && before "tp-plain.sh start" "tv-guest.sh end" &&
+	before "tv-guest.sh end" "ts-spin.sh start"
 '
 test_done
