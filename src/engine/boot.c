@@ -107,6 +107,21 @@ static void note_lost(struct pn_boot *b, int code, int from, const char *why)
 	snprintf(b->lost_why, sizeof(b->lost_why), "%s", why);
 }
 
+/*
+ * A step after a step failed under this rank (a rank that did not answer
+ * or closed its connection, this rank stopped): the first reason again, at
+ * once, rather than the full timeout on the same rank again.  A notice
+ * heard is not such a failure: the ranks still agree after one, so that
+ * rank 0 names the rank at fault.
+ */
+static int lost_before(struct pn_boot *b)
+{
+	if (!b->step_failed)
+		return 0;
+	b->seq++;
+	return pn_err(b->step_failed, "%s", b->step_why);
+}
+
 int pn_boot_agreed_error(const struct pn_boot *b, int code)
 {
 	if (!b || b->rank == 0)
@@ -137,6 +152,18 @@ int pn_boot_peer_error(struct pn_boot *b, int r, int ret, const char *what)
 		snprintf(why, sizeof(why), "timed out after %g s waiting for rank %d (host %s%s) in "
 			 "%s: it did not answer (stopped or hung)", b->cfg.timeout + b->extra, r,
 			 rank_host(b, r), pid, what);
+	} else if ((ret == -EPIPE || ret == -ECONNRESET) && b->abort_text[0] &&
+		   boot_conts == b->conts) {
+		/* a notice heard or told before: the rank left on it, and the
+		 * notice is the cause (as pn_boot_poll_abort says); the last
+		 * one heard, rank 0's latest word (its agreement names the rank
+		 * that did not answer, where its first notice may name a rank
+		 * that waited for it on another node), else the one told */
+		const char *text = b->heard[0] ? b->heard : b->abort_text;
+
+		ret = pn_err(-ECANCELED, "%s", text);
+		note_lost(b, ret, r, text);
+		return ret;
 	} else if (ret == -EPIPE || ret == -ECONNRESET) {
 		ret = -EPIPE;
 		snprintf(why, sizeof(why), "rank %d (host %s%s) closed its connection during %s: it "
@@ -153,6 +180,10 @@ int pn_boot_peer_error(struct pn_boot *b, int r, int ret, const char *what)
 		ret = pn_err(ret, "%s", why);
 	}
 	note_lost(b, ret, r, pn_errmsg(ret));
+	if (!b->step_failed) {
+		b->step_failed = ret;
+		snprintf(b->step_why, sizeof(b->step_why), "%s", pn_errmsg(ret));
+	}
 	return ret;
 }
 
@@ -162,6 +193,14 @@ static void keep_notice(struct pn_boot *b, const char *text)
 {
 	if (text[0] && !b->abort_text[0])
 		snprintf(b->abort_text, sizeof(b->abort_text), "%s", text);
+}
+
+/* A notice heard from a peer: kept (the first) and the last one heard. */
+static void heard_notice(struct pn_boot *b, const char *text)
+{
+	keep_notice(b, text);
+	if (text[0])
+		snprintf(b->heard, sizeof(b->heard), "%s", text);
 }
 
 /* An ABORT's text (h read already) from rank from: -ECANCELED with it as
@@ -183,7 +222,7 @@ static int recv_abort(struct pn_boot *b, int fd, int from, const struct pn_frame
 	text[n] = 0;
 	pn_wire_printable(text, sizeof(text));
 	b->abort_code = h->seq > 0 && h->seq < 4096 ? -(int)h->seq : -ECANCELED;
-	keep_notice(b, text);
+	heard_notice(b, text);
 	note_lost(b, -ECANCELED, from, text[0] ? text : "a peer aborted the job");
 	/* rank 0 passes it on, as pn_boot_poll_abort does: otherwise the other
 	 * ranks see only rank 0's connection close, and blame rank 0 */
@@ -202,6 +241,7 @@ int pn_boot_recv_msg(struct pn_boot *b, int r, uint16_t type, void *buf, size_t 
 	int fd = b->rank == 0 ? b->fds[r] : b->fds[0];
 	int ret;
 
+again:
 	ret = pn_frame_recv(fd, &h, deadline);
 	if (ret)
 		return pn_boot_peer_error(b, r, ret, what);
@@ -210,6 +250,26 @@ int pn_boot_recv_msg(struct pn_boot *b, int r, uint16_t type, void *buf, size_t 
 		return pn_err_ctx(ret, "bad message from rank %d (host %s)", r, rank_host(b, r));
 	if (h.type == PN_MSG_ABORT)
 		return recv_abort(b, fd, r, &h, deadline);
+	/*
+	 * A message of an earlier step after a notice: this rank left that
+	 * step on the notice (read where the message was to be) while r went
+	 * on sending it.  Dropped: read as this step's, it would say "ranks
+	 * disagree" and blame r for the notice's cause.
+	 */
+	if (h.seq < b->seq && b->abort_text[0] && h.len <= PN_BOOT_STALE_MAX) {
+		char sink[4096];
+		uint64_t left = h.len;
+
+		while (left && !ret) {
+			size_t n = (size_t)PN_MIN(left, (uint64_t)sizeof(sink));
+
+			ret = pn_sock_read_full(fd, sink, n, deadline);
+			left -= n;
+		}
+		if (ret)
+			return pn_boot_peer_error(b, r, ret, what);
+		goto again;
+	}
 	if (h.len != len || h.seq != b->seq)
 		return pn_err(-EPROTO, "rank %d (host %s) sent %llu bytes for step %u, expected %zu for "
 			      "step %u (ranks disagree on the work)", r, rank_host(b, r),
@@ -361,6 +421,8 @@ int pn_boot_allgather(struct pn_boot *b, const void *mine, void *all, size_t len
 	if (len && (size_t)b->nranks > SIZE_MAX / len)
 		return pn_err(-E2BIG, "allgather of %zu bytes from each of %d ranks", len, b->nranks);
 	memmove(out + len * (size_t)b->rank, mine, len);
+	if (b->nranks > 1 && (ret = lost_before(b)))
+		return ret;
 	if (b->nranks > 1) {
 		ret = gather(b, out + len * (size_t)b->rank, out, len, deadline, "allgather");
 		if (!ret)
@@ -379,6 +441,8 @@ int pn_boot_bcast(struct pn_boot *b, void *buf, size_t len, int root)
 		return pn_err(-EINVAL, "broadcast from rank %d of %d", root, b->nranks);
 	if (b->nranks == 1)
 		goto done;
+	if ((ret = lost_before(b)))
+		return ret;
 	if (root != 0 && b->rank == root) {
 		ret = send_msg(b, b->fds[0], PN_MSG_GATHER, buf, len, deadline);
 		if (ret)
@@ -400,6 +464,11 @@ static int and_all(struct pn_boot *b, int ok, int *all_ok, const char *what)
 	char c = ok ? 1 : 0, *all = NULL;
 	int ret = 0, i;
 
+	if (b->nranks > 1 && (ret = lost_before(b))) {
+		if (all_ok)
+			*all_ok = 0;
+		return ret;
+	}
 	if (b->nranks > 1 && b->rank == 0 && !(all = malloc((size_t)b->nranks)))
 		return pn_err(-ENOMEM, "out of memory");
 	if (b->nranks > 1) {
@@ -443,6 +512,10 @@ int pn_boot_agree_err(struct pn_boot *b, int code, int name_rank, int *first)
 		verdict[1] = !!code;
 		verdict[2] = code;
 		goto judged;
+	}
+	if ((ret = lost_before(b))) {
+		b->seq++;
+		return ret;
 	}
 	if (b->rank == 0 && !(codes = calloc((size_t)b->nranks, sizeof(*codes))))
 		return pn_err(-ENOMEM, "out of memory");
@@ -593,7 +666,7 @@ int pn_boot_poll_abort(struct pn_boot *b)
 			char text[300];
 
 			take_abort(b->fds[i], &h, text, sizeof(text));
-			keep_notice(b, text);
+			heard_notice(b, text);
 			note_lost(b, -ECANCELED, b->rank == 0 ? i : 0,
 				  text[0] ? text : "a peer aborted the job");
 			if (b->rank == 0)

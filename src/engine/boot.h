@@ -195,6 +195,13 @@ int pn_boot_tell(const struct pn_boot_cfg *cfg, const char *line, size_t len);
  * does not answer; the others hear its reason rather than blame rank 0.
  */
 #define PN_BOOT_ROOT_GRACE 1.0
+/*
+ * The largest message of an earlier step a rank drops after a notice (a
+ * peer that went on with a step this rank left on the notice); a larger
+ * one is an error.  Above every message the rendezvous sends (the table
+ * and allgathers of PN_BOOT_MAX_RANKS ranks: a few MB).
+ */
+#define PN_BOOT_STALE_MAX (64u << 20)
 
 /*
  * Collapse error lines of several ranks: lines "rank N: TEXT" with the same

@@ -27,9 +27,13 @@ struct pn_boot {
 	sig_atomic_t conts;	/* boot_conts when the job began */
 	int abort_code;		/* errno carried by the last ABORT received (rendezvous) */
 	char abort_text[300];	/* the first ABORT's text: every later poll reports it */
+	char heard[300];	/* the last ABORT's text heard (rank 0's latest word) */
 	int lost, lost_from;	/* how the rendezvous failed under this rank: the first
 				 * error of its own (pn_boot_agreed_error) */
 	char lost_why[300];
+	int step_failed;	/* the first step that failed under this rank on a peer (no
+				 * answer, a closed connection): every later step says it */
+	char step_why[300];
 	char rdv_file[320];	/* rank 0: the rendezvous file it published */
 	uint8_t tag[16];	/* the job's public tag (pn_boot_tag) */
 	char root[300];		/* "host:port" the job met at */

@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "base/sha256.h"
 #include "base/util.h"
+#include "t_ranks.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -851,6 +852,116 @@ TEST(run_ranks)
 	CHECK(pn_boot_tell(&cfg, "x\n", 2) < 0);
 }
 
+/*
+ * A rendezvous that failed under a rank fails its later steps at once with
+ * the first reason.  Rank 1 gave up on rank 2 (a transfer timed out): it
+ * tells rank 0, then joins the agreement.  Rank 0 meets the notice where
+ * rank 1's agreement message was to be and stops there, a step ahead of
+ * it; its next step (check's agreement after each check) read that message
+ * and said "rank 1 sent 4 bytes for step 1, expected 4 for step 2 (ranks
+ * disagree on the work)", naming rank 1 (t0860, once in a CI run).
+ */
+static void lost_rank(struct pn_boot_cfg *cfg, int round, int fd)
+{
+	struct pn_boot *b = NULL;
+	char line[T_RANKS_LINE], why[T_RANKS_LINE / 2];
+	int me = cfg->rank, r1 = 0, r2 = 0, r3 = 0, ok = 1, n;
+
+	(void)round;
+	if (pn_boot_init(&b, cfg)) {
+		n = snprintf(line, sizeof(line), "%d init failed\n", me);
+		n = (int)write(fd, line, (size_t)n);
+		return;
+	}
+	if (me == 1) {
+		pn_boot_abort(b, "timed out waiting for rank 2 (a test)");
+		r1 = pn_boot_agree_err(b, -ETIMEDOUT, 1, NULL);
+	} else if (me == 0) {
+		usleep(200000); /* rank 1's notice and its message are both there */
+		r1 = pn_boot_agree_err(b, -ETIMEDOUT, 1, NULL);
+		r2 = pn_boot_agree_err(b, r1, 1, NULL);
+		snprintf(why, sizeof(why), "%s", pn_errmsg(r2));
+		/* every kind of step says the same */
+		if (pn_boot_barrier(b) != r1 || pn_boot_agree(b, 1, &ok) != r1 || ok ||
+		    pn_boot_bcast(b, &n, sizeof(n), 1) != r1 ||
+		    pn_boot_allgather(b, &me, &n, sizeof(me)) != r1 || strcmp(pn_errmsg(r1), why))
+			r3 = -EINVAL;
+	} else {
+		usleep(400000);
+		r1 = pn_boot_barrier(b);
+		snprintf(why, sizeof(why), "%s", pn_errmsg(r1));
+	}
+	if (me == 1)
+		snprintf(why, sizeof(why), "%s", pn_errmsg(r1));
+	n = snprintf(line, sizeof(line), "%d %d %d %d %s\n", me, r1, r2, r3, why);
+	n = (int)write(fd, line, (size_t)n);
+	pn_boot_free(b);
+}
+
+TEST(lost_steps)
+{
+	char out[3][T_RANKS_LINE], want[T_RANKS_LINE];
+
+	t_ranks_run(3, lost_rank, 0, out);
+	snprintf(want, sizeof(want), "%d %d 0 timed out waiting for rank 2 (a test)", -ECANCELED,
+		 -ECANCELED);
+	CHECK_STR(out[0], want);
+	snprintf(want, sizeof(want), "%d 0 0 timed out waiting for rank 2 (a test)", -ECANCELED);
+	CHECK_STR(out[1], want);
+	CHECK_STR(out[2], want);
+}
+
+/*
+ * A step that timed out on a rank: every later step says so at once, not
+ * after the full timeout on the same rank again (check's agreement after
+ * each check waited it out once more: 3 s in t0860).
+ */
+static void silent_rank(struct pn_boot_cfg *cfg, int round, int fd)
+{
+	struct pn_boot *b = NULL;
+	char line[T_RANKS_LINE], why[T_RANKS_LINE / 2] = "";
+	int me = cfg->rank, r1, r2 = 0, n;
+	double t;
+
+	(void)round;
+	if (pn_boot_init(&b, cfg)) {
+		n = snprintf(line, sizeof(line), "%d init failed\n", me);
+		n = (int)write(fd, line, (size_t)n);
+		return;
+	}
+	if (me == 2)
+		usleep(2500000); /* stopped, past rank 0's timeout */
+	r1 = pn_boot_barrier(b);
+	snprintf(why, sizeof(why), "%s", pn_errmsg(r1));
+	t = pn_now();
+	if (me == 0)
+		r2 = pn_boot_agree_err(b, 0, 1, NULL);
+	n = snprintf(line, sizeof(line), "%d %d %d %d|%s|%s\n", me, r1, r2,
+		     pn_now() - t < 0.5, why, me == 0 ? pn_errmsg(r2) : "");
+	n = (int)write(fd, line, (size_t)n);
+	pn_boot_free(b);
+}
+
+TEST(failed_steps)
+{
+	char out[3][T_RANKS_LINE], want[T_RANKS_LINE];
+	const char *a, *b;
+
+	t_ranks_timeout = 1;
+	t_ranks_run(3, silent_rank, 0, out);
+	t_ranks_timeout = 10;
+	snprintf(want, sizeof(want), "%d %d 1|timed out after 1 s waiting for rank 2 (host ",
+		 -ETIMEDOUT, -ETIMEDOUT);
+	CHECK(!strncmp(out[0], want, strlen(want)) && strstr(out[0], "in barrier: it did not answer"));
+	/* the second step says the first's words */
+	a = strchr(out[0], '|');
+	b = a ? strchr(a + 1, '|') : NULL;
+	CHECK(b && strlen(b + 1) == (size_t)(b - a - 1) && !strncmp(a + 1, b + 1, (size_t)(b - a - 1)));
+	snprintf(want, sizeof(want), "%d 0 1|timed out after 1 s waiting for rank 2 (host ",
+		 -ECANCELED);
+	CHECK(!strncmp(out[1], want, strlen(want)));
+}
+
 int main(void)
 {
 	RUN(launcher_env);
@@ -868,5 +979,7 @@ int main(void)
 	RUN(collapse);
 	RUN(poll_ms);
 	RUN(run_ranks);
+	RUN(lost_steps);
+	RUN(failed_steps);
 	return unit_done();
 }

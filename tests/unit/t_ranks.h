@@ -19,6 +19,9 @@
 
 typedef void t_rank_fn(struct pn_boot_cfg *cfg, int round, int fd);
 
+/* The ranks' --timeout (a test of a timeout sets it lower). */
+static double t_ranks_timeout = 10;
+
 static inline void t_ranks_run(int np, t_rank_fn *child, int round, char (*out)[T_RANKS_LINE])
 {
 	struct pn_boot_cfg cfg;
@@ -30,7 +33,7 @@ static inline void t_ranks_run(int np, t_rank_fn *child, int round, char (*out)[
 	if (pipe(pfd))
 		return;
 	pn_boot_cfg_init(&cfg);
-	cfg.timeout = 10;
+	cfg.timeout = t_ranks_timeout;
 	fflush(NULL);
 	if (pn_boot_selflaunch(np, &cfg, &parent, &status, &report)) {
 		close(pfd[0]);
