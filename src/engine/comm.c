@@ -373,13 +373,17 @@ int pn_comm_check(struct pn_comm *c, int waiting_for, double since)
 	if (now - since >= c->timeout) {
 		int end = waiting_for >= 0 ? wait_chain_end(c, waiting_for, now) : -1;
 
+		/* named as the rendezvous names them: host and pid */
 		if (end >= 0 && end != waiting_for)
-			ret = pn_err(-ETIMEDOUT, "timed out after %g s waiting for rank %d (host %s), "
-				     "which waits for rank %d (host %s)", c->timeout, waiting_for,
-				     pn_boot_host(c->boot, waiting_for), end, pn_boot_host(c->boot, end));
+			ret = pn_err(-ETIMEDOUT, "timed out after %g s waiting for rank %d (host %s, "
+				     "pid %d), which waits for rank %d (host %s, pid %d)", c->timeout,
+				     waiting_for, pn_boot_host(c->boot, waiting_for),
+				     c->peers[waiting_for].pid, end, pn_boot_host(c->boot, end),
+				     c->peers[end].pid);
 		else if (waiting_for >= 0)
-			ret = pn_err(-ETIMEDOUT, "timed out after %g s waiting for rank %d (host %s)",
-				     c->timeout, waiting_for, pn_boot_host(c->boot, waiting_for));
+			ret = pn_err(-ETIMEDOUT, "timed out after %g s waiting for rank %d (host %s, "
+				     "pid %d)", c->timeout, waiting_for,
+				     pn_boot_host(c->boot, waiting_for), c->peers[waiting_for].pid);
 		else
 			ret = pn_err(-ETIMEDOUT, "timed out after %g s", c->timeout);
 		snprintf(msg, sizeof(msg), "%s", pn_errmsg(ret));

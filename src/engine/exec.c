@@ -644,14 +644,16 @@ static int try_step(struct run *r, int chan, struct chan_state *cs)
 }
 
 /* Some transport still holds posted sends in this rank's memory. */
+/* A peer this rank's queued sends still wait for (-1: none): with every
+ * step done, the one the rank waits for. */
 static int unsent(struct pn_comm *c)
 {
-	int i;
+	int i, p;
 
 	for (i = 0; pn_transports[i]; i++)
-		if (pn_transports[i]->unsent && pn_transports[i]->unsent(&c->tp))
-			return 1;
-	return 0;
+		if (pn_transports[i]->unsent && (p = pn_transports[i]->unsent(&c->tp)) >= 0)
+			return p;
+	return -1;
 }
 
 int pn_exec_run(struct pn_exec *e, const struct pn_sched *s, const struct pn_exec_args *a)
@@ -709,9 +711,14 @@ int pn_exec_run(struct pn_exec *e, const struct pn_sched *s, const struct pn_exe
 		}
 		/* every step done and every send out of this rank's memory (a
 		 * tcp frame still queued here is data a peer waits for) */
-		if (!left && !unsent(r.c)) {
-			pn_comm_done_waiting(r.c);
-			return 0;
+		if (!left) {
+			int p = unsent(r.c);
+
+			if (p < 0) {
+				pn_comm_done_waiting(r.c);
+				return 0;
+			}
+			r.waiting_for = p;
 		}
 		for (i = 0; pn_transports[i]; i++) {
 			ret = pn_transports[i]->progress(&r.c->tp);

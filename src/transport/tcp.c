@@ -284,8 +284,8 @@ static int tcp_unsent(struct pn_tp_group *c)
 
 	for (p = 0; t && p < t->npeers; p++)
 		if (t->peers[p].fd >= 0 && t->peers[p].qtail < t->peers[p].qhead)
-			return 1;
-	return 0;
+			return p;
+	return -1;
 }
 
 static void tcp_close(struct pn_tp_group *c)

@@ -109,9 +109,10 @@ struct pn_transport {
 	int (*recv_release)(struct pn_conn *k);
 	/* Move bytes (tcp, verbs completions); <0 when a peer is gone. */
 	int (*progress)(struct pn_tp_group *g);
-	/* Optional: 1 while posted sends wait in this rank's memory for
+	/* Optional: a peer whose posted sends wait in this rank's memory for
 	 * progress() (tcp: frames not yet in the socket), which a collective
-	 * must push out before it returns: its peers may still need them. */
+	 * must push out before it returns: that peer may still need them (and
+	 * is the one a timeout names); -1 when none wait. */
 	int (*unsent)(struct pn_tp_group *g);
 	void (*close)(struct pn_tp_group *g);
 };

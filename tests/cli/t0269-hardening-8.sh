@@ -72,7 +72,7 @@ test_expect_success 'a rank stopped mid-run: killed as soon as a peer times out 
 	ok=$?
 	echo "rc=$WITHIN_RC in ${WITHIN_SECS}s" && cat err && test $ok -eq 0 &&
 	test "$WITHIN_RC" -eq 2 &&
-	grep -q "^penny allreduce-test: ranks\? [02,]*: timed out after 2 s waiting for rank 1 " err &&
+	grep -q "^penny allreduce-test: ranks\? [02,]*: timed out after 2 s waiting for rank 1 (host [^,]*, pid $victim)" err &&
 	grep -q "^penny allreduce-test: rank 1 (pid $victim) was stopped (SIGSTOP) when rank [02] failed: killed$" err &&
 	! grep -q "had not ended" err &&
 	no_procs_left && shm_leftovers shm0
