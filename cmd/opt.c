@@ -227,6 +227,8 @@ static int set_value(const char *cmd, const struct pn_opt *o, const char *arg,
 	case OPT_END:
 		return -EINVAL;
 	}
+	if (ret == -ERANGE && o->ext && (o->ext->flags & OPT_F_RANGE))
+		goto bad_range; /* a number past the type's range is past the option's */
 	if (ret) {
 		opt_err(cmd, "invalid %s '%s' for '%s'", type_name(o->type), arg,
 			spelled);

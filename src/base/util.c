@@ -65,8 +65,10 @@ static int parse_u64(const char *s, uint64_t *out, int base)
 		return -EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, base);
-	if (errno || *end)
+	if (*end || end == s)
 		return -EINVAL;
+	if (errno)
+		return errno == ERANGE ? -ERANGE : -EINVAL;
 	*out = v;
 	return 0;
 }
@@ -80,8 +82,10 @@ static int parse_int(const char *s, int *out, int base)
 		return -EINVAL;
 	errno = 0;
 	v = strtol(s, &end, base);
-	if (errno || *end || v < INT_MIN || v > INT_MAX)
+	if (*end || end == s)
 		return -EINVAL;
+	if (errno || v < INT_MIN || v > INT_MAX)
+		return errno && errno != ERANGE ? -EINVAL : -ERANGE;
 	*out = (int)v;
 	return 0;
 }

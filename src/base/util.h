@@ -22,7 +22,8 @@ int pn_natcmp_qsort(const void *a, const void *b);
 const char *pn_fmt_size(char *buf, size_t len, uint64_t bytes);
 /* Whole-string numbers: C's prefixes (0x hex, 0 octal) for what files say
  * (sysfs, LIDs); the _dec forms, decimal only (leading zeros allowed), for
- * what a user types: an option's 010 is ten, its 0x10 refused. */
+ * what a user types: an option's 010 is ten, its 0x10 refused.  -EINVAL
+ * for what is no number, -ERANGE for one the type cannot hold. */
 int pn_parse_u64(const char *s, uint64_t *out);
 int pn_parse_int(const char *s, int *out);
 int pn_parse_dec_u64(const char *s, uint64_t *out);

@@ -40,6 +40,9 @@ allreduce-test --np 0	--np must be 1..1024, got 0
 allreduce-test --np 1025	--np must be 1..1024, got 1025
 allreduce-test -n -1	-n must be 0..1000000, got -1
 allreduce-test -w -1	-w must be 0..1000000, got -1
+allreduce-test -n 99999999999	-n must be 0..1000000, got 99999999999
+allreduce-test --np -99999999999	--np must be 1..1024, got -99999999999
+allreduce-test -b 99999999999999999999	-b must be 0..1T, got 99999999999999999999
 allreduce-test -c 2	-c must be 0..1, got 2
 allreduce-test -f 0.5	-f must be 1..1024, got 0.5
 allreduce-test --transport carrier-pigeon	--transport must be one of: shm tcp verbs; got 'carrier-pigeon'

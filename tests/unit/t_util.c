@@ -45,7 +45,10 @@ TEST(number_parsing)
 
 	CHECK(!pn_parse_int("-3", &i) && i == -3);
 	CHECK(pn_parse_int("3x", &i) == -EINVAL);
-	CHECK(pn_parse_int("99999999999", &i) == -EINVAL);
+	CHECK(pn_parse_int("99999999999", &i) == -ERANGE);
+	CHECK(pn_parse_int("-99999999999", &i) == -ERANGE);
+	CHECK(pn_parse_dec_u64("99999999999999999999", &u) == -ERANGE);
+	CHECK(pn_parse_dec_u64("-1", &u) == -EINVAL && pn_parse_dec_int("", &i) == -EINVAL);
 	/* what files say keeps C's prefixes; what a user types is decimal */
 	CHECK(!pn_parse_int("0x10", &i) && i == 16);
 	CHECK(!pn_parse_dec_int("010", &i) && i == 10);
