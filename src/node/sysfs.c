@@ -232,7 +232,15 @@ static int open_in_root(const char *path, int flags, int follow_last)
 		path = ".";
 	if (use_openat2 && !force_walk) {
 		fd = openat2_in_root(path, follow_last ? flags : flags | O_NOFOLLOW);
-		return fd < 0 ? -errno : fd;
+		/*
+		 * EAGAIN: a rename or mount anywhere on the system raced the
+		 * lookup of a "..", and the kernel could not prove the path
+		 * stayed beneath the root (openat2(2)).  On a busy machine that
+		 * is one lookup in a few through a class link (../../devices):
+		 * a device read as missing.  The walk resolves ".." itself.
+		 */
+		if (fd >= 0 || errno != EAGAIN)
+			return fd < 0 ? -errno : fd;
 	}
 	return walk_open(path, flags, follow_last);
 }
