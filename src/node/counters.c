@@ -361,7 +361,9 @@ static struct pn_counter *add_ctr(struct pn_counters_port *p, int group, const c
 	return &p->ctr[victim];
 }
 
-/* Add every file of a directory as a counter of group. */
+/* Add every file of a directory as a counter of group: how many, or -1
+ * when the directory is there but could not be listed now (out of
+ * descriptors or memory: worth another try, unlike a missing one). */
 static int add_dir(struct pn_counters_port *p, int group, const char *dir)
 {
 	struct dirent *de;
@@ -369,7 +371,8 @@ static int add_dir(struct pn_counters_port *p, int group, const char *dir)
 	int n = 0;
 
 	if (!d)
-		return 0;
+		return errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == EAGAIN ||
+				       errno == EINTR ? -1 : 0;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
@@ -465,11 +468,40 @@ static void drop_port(struct pn_counters_set *s, int i)
 		memmove(&s->ports[i], &s->ports[i + 1], (size_t)(s->n - i) * sizeof(s->ports[0]));
 }
 
+/*
+ * An RDMA port's counter files, listed afresh (a port listed before starts
+ * over: no rate until its next sample).  A directory that could not be
+ * listed marks the port, and the next scan lists them again: else a port
+ * added while the process was out of descriptors had no counters for good.
+ */
+static void rdma_counters(struct pn_counters_port *p)
+{
+	char dir[PATH_MAX];
+	int again;
+
+	io_close(p->io);
+	p->nctr = p->nleft_out = p->nleft_out_err = 0;
+	snprintf(dir, sizeof(dir), PN_IB_CLASS "/%s/ports/%d/counters", p->dev, p->port);
+	again = add_dir(p, PN_CG_IB, dir) < 0;
+	snprintf(dir, sizeof(dir), PN_IB_CLASS "/%s/ports/%d/hw_counters", p->dev, p->port);
+	again |= add_dir(p, PN_CG_HW, dir) < 0;
+	index_counters(p);
+	/* RoCE without counters/ (soft-RoCE): bytes and packets of the netdev */
+	if (p->data_group < 0 && p->netdev[0]) {
+		snprintf(dir, sizeof(dir), NET_CLASS "/%s/statistics", p->netdev);
+		again |= add_dir(p, PN_CG_NET, dir) < 0;
+		index_counters(p);
+	}
+	p->unlisted = again;
+	PN_DBG(PN_LOG_NIC, "%s: %d counters, bytes from %s%s", p->name, p->nctr,
+	       p->data_group < 0 ? "nowhere" : pn_counters_group_name(p->data_group),
+	       again ? " (a directory could not be listed: again at the next scan)" : "");
+}
+
 static int add_rdma_port(struct pn_counters_set *s, const char *dev, int port)
 {
 	struct pn_port info;
 	struct pn_counters_port *p;
-	char dir[PATH_MAX];
 	int ret;
 
 	if (strlen(dev) >= sizeof(p->dev))
@@ -486,19 +518,7 @@ static int add_rdma_port(struct pn_counters_set *s, const char *dev, int port)
 	snprintf(p->name, sizeof(p->name), "%s/%d", dev, port);
 	snprintf(p->link_layer, sizeof(p->link_layer), "%s", info.link_layer);
 	snprintf(p->netdev, sizeof(p->netdev), "%s", info.netdev);
-	snprintf(dir, sizeof(dir), PN_IB_CLASS "/%s/ports/%d/counters", dev, port);
-	add_dir(p, PN_CG_IB, dir);
-	snprintf(dir, sizeof(dir), PN_IB_CLASS "/%s/ports/%d/hw_counters", dev, port);
-	add_dir(p, PN_CG_HW, dir);
-	index_counters(p);
-	/* RoCE without counters/ (soft-RoCE): bytes and packets of the netdev */
-	if (p->data_group < 0 && p->netdev[0]) {
-		snprintf(dir, sizeof(dir), NET_CLASS "/%s/statistics", p->netdev);
-		add_dir(p, PN_CG_NET, dir);
-		index_counters(p);
-	}
-	PN_DBG(PN_LOG_NIC, "%s: %d counters, bytes from %s", p->name, p->nctr,
-	       p->data_group < 0 ? "nowhere" : pn_counters_group_name(p->data_group));
+	rdma_counters(p);
 	return 1;
 }
 
@@ -597,11 +617,13 @@ static int scan_rdma(struct pn_counters_set *s, char **marks, int *mcap)
 			break;
 		}
 		for (i = 0; i < s->n && !ret; i++) {
-			const struct pn_counters_port *p = &s->ports[i];
+			struct pn_counters_port *p = &s->ports[i];
 
 			if (p->type == PN_PT_RDMA && p->dev_ino == (uint64_t)de->d_ino &&
 			    !strcmp(p->dev, de->d_name)) {
 				known = 1;
+				if (p->unlisted)
+					rdma_counters(p);
 				ret = see(s, marks, mcap, i);
 			}
 		}

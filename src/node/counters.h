@@ -131,6 +131,8 @@ struct pn_counters_port {
 
 	struct pn_counters_io *io;	/* held files; NULL in copies */
 	uint64_t dev_ino;	/* inode of the device's class entry (identity) */
+	int unlisted;		/* a counter directory there could not be listed (no
+				 * descriptor, no memory): the next scan lists it again */
 	int ix[PN_CK_COUNT];	/* index of the first counter of each kind, -1 */
 	int nctr;
 	struct pn_counter ctr[PN_COUNTERS_MAX]; /* last member: copies stop at nctr */

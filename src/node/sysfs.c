@@ -60,6 +60,26 @@ void pn_sysfs_force_walk(int on)
 	force_walk = on;
 }
 
+static char fail_suffix[64];	/* tests: opens of paths ending so fail */
+static int fail_err, fail_n;
+
+void pn_sysfs_fail_opens(const char *suffix, int err, int n)
+{
+	snprintf(fail_suffix, sizeof(fail_suffix), "%s", suffix ? suffix : "");
+	fail_err = err;
+	fail_n = n;
+}
+
+static int failing(const char *path)
+{
+	size_t n = strlen(path), k = strlen(fail_suffix);
+
+	if (fail_n <= 0 || !k || n < k || strcmp(path + n - k, fail_suffix))
+		return 0;
+	fail_n--;
+	return 1;
+}
+
 int pn_sysfs_set_root(const char *dir)
 {
 	int fd;
@@ -261,6 +281,8 @@ static int open_path(const char *path, int flags)
 	int fd;
 
 	flags |= O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+	if (fail_n > 0 && failing(path))
+		return -fail_err;
 	if (root_fd < 0) {
 		fd = open(path, flags);
 		return fd < 0 ? -errno : fd;

@@ -30,6 +30,9 @@ const char *pn_sysfs_root(void);
 int pn_sysfs_is_live(void);
 /* Tests: resolve with the component walk even where openat2 works (1), or not (0). */
 void pn_sysfs_force_walk(int on);
+/* Tests: the next n opens of a path ending in suffix fail with -err (as when
+ * the process is out of descriptors); n = 0 ends it. */
+void pn_sysfs_fail_opens(const char *suffix, int err, int n);
 
 /*
  * Nothing here blocks: files are opened non-blocking, and only regular files

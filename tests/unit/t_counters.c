@@ -352,6 +352,44 @@ TEST(port_down_and_back)
 	pn_counters_set_release(&s);
 }
 
+/*
+ * A counter directory that could not be listed when its port was added (the
+ * process out of descriptors) is listed again at the next scan: the port
+ * had no counters for the whole run (penny top showed its rates n/a).
+ */
+TEST(a_directory_not_listed_is_listed_again)
+{
+	struct pn_counters_set s;
+	const struct pn_counters_port *p;
+
+	fake_reset();
+	fake_ib_port("mlx5_0", 1);
+	fake_ctr("mlx5_0", 1, "port_xmit_data", 1000);
+	pn_sysfs_fail_opens("/ports/1/counters", EMFILE, 1);
+	set_init(&s, 0);
+	fake_ns = SEC;
+	CHECK_EQ_INT(pn_counters_set_sample(&s), 0);
+	p = &s.ports[0];
+	CHECK(s.n == 1 && p->unlisted && !ctr(p, PN_CG_IB, "port_xmit_data"));
+	fake_ns += SEC;
+	CHECK_EQ_INT(pn_counters_set_sample(&s), 0);
+	p = &s.ports[0];
+	CHECK(!p->unlisted && ctr(p, PN_CG_IB, "port_xmit_data") && p->data_group == PN_CG_IB);
+	CHECK(isnan(p->tx_Bps)); /* listed afresh: its baseline */
+	fake_ctr("mlx5_0", 1, "port_xmit_data", 1000 + 250000000);
+	fake_ns += SEC;
+	CHECK_EQ_INT(pn_counters_set_sample(&s), 0);
+	CHECK(near(s.ports[0].tx_Bps, 1e9));
+	/* a directory that is not there is no reason to look again */
+	fake_rm("sys/class/infiniband/mlx5_0/ports/1/hw_counters");
+	pn_counters_set_release(&s);
+	set_init(&s, 0);
+	CHECK_EQ_INT(pn_counters_set_sample(&s), 0);
+	CHECK(s.n == 1 && !s.ports[0].unlisted);
+	pn_counters_set_release(&s);
+	pn_sysfs_fail_opens(NULL, 0, 0);
+}
+
 TEST(devices_appear_and_disappear)
 {
 	struct pn_counters_set s;
@@ -848,6 +886,7 @@ int main(void)
 	RUN(no_rate_beyond_the_line);
 	RUN(more_counters_than_kept_errors_first);
 	RUN(port_down_and_back);
+	RUN(a_directory_not_listed_is_listed_again);
 	RUN(devices_appear_and_disappear);
 	RUN(a_device_replaced_under_its_name_starts_over);
 	RUN(brief_reads_only_what_the_list_shows);
