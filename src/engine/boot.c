@@ -119,6 +119,10 @@ static int lost_before(struct pn_boot *b)
 	if (!b->step_failed)
 		return 0;
 	b->seq++;
+	/* rank 0 answers none of this step: the ranks that wait for it hear
+	 * why again (one may have read the first notice in an earlier step) */
+	if (b->rank == 0)
+		pn_boot_abort(b, b->step_why);
 	return pn_err(b->step_failed, "%s", b->step_why);
 }
 
@@ -152,15 +156,20 @@ int pn_boot_peer_error(struct pn_boot *b, int r, int ret, const char *what)
 		snprintf(why, sizeof(why), "timed out after %g s waiting for rank %d (host %s%s) in "
 			 "%s: it did not answer (stopped or hung)", b->cfg.timeout + b->extra, r,
 			 rank_host(b, r), pid, what);
-	} else if ((ret == -EPIPE || ret == -ECONNRESET) && b->abort_text[0] &&
+	} else if ((ret == -EPIPE || ret == -ECONNRESET) && b->said && b->said[r] && b->heard[0] &&
 		   boot_conts == b->conts) {
-		/* a notice heard or told before: the rank left on it, and the
-		 * notice is the cause (as pn_boot_poll_abort says); the last
-		 * one heard, rank 0's latest word (its agreement names the rank
-		 * that did not answer, where its first notice may name a rank
-		 * that waited for it on another node), else the one told */
-		const char *text = b->heard[0] ? b->heard : b->abort_text;
+		/* r said why it failed, then left: its leaving is no news, the
+		 * notice is the cause (as pn_boot_poll_abort says); the last one
+		 * heard, rank 0's latest word (its agreement names the rank that
+		 * did not answer, where its first notice may name a rank that
+		 * waited for it on another node).  A rank that left without a
+		 * word (killed) is named below. */
+		const char *text = b->heard;
 
+		/* rank 0 leaves the step without its answer: the ranks that wait
+		 * for it hear why (else they wait out the timeout) */
+		if (b->rank == 0)
+			pn_boot_abort(b, text);
 		ret = pn_err(-ECANCELED, "%s", text);
 		note_lost(b, ret, r, text);
 		return ret;
@@ -195,12 +204,17 @@ static void keep_notice(struct pn_boot *b, const char *text)
 		snprintf(b->abort_text, sizeof(b->abort_text), "%s", text);
 }
 
-/* A notice heard from a peer: kept (the first) and the last one heard. */
-static void heard_notice(struct pn_boot *b, const char *text)
+/* A notice heard from rank from: kept (the first), the last one heard, and
+ * that from said why before its connection closes. */
+static void heard_notice(struct pn_boot *b, int from, const char *text)
 {
 	keep_notice(b, text);
 	if (text[0])
 		snprintf(b->heard, sizeof(b->heard), "%s", text);
+	if (!b->said && b->nranks > 0)
+		b->said = calloc((size_t)b->nranks, 1);
+	if (b->said && from >= 0 && from < b->nranks)
+		b->said[from] = 1;
 }
 
 /* An ABORT's text (h read already) from rank from: -ECANCELED with it as
@@ -222,7 +236,7 @@ static int recv_abort(struct pn_boot *b, int fd, int from, const struct pn_frame
 	text[n] = 0;
 	pn_wire_printable(text, sizeof(text));
 	b->abort_code = h->seq > 0 && h->seq < 4096 ? -(int)h->seq : -ECANCELED;
-	heard_notice(b, text);
+	heard_notice(b, from, text);
 	note_lost(b, -ECANCELED, from, text[0] ? text : "a peer aborted the job");
 	/* rank 0 passes it on, as pn_boot_poll_abort does: otherwise the other
 	 * ranks see only rank 0's connection close, and blame rank 0 */
@@ -296,6 +310,7 @@ void pn_boot_free(struct pn_boot *b)
 	free(b->fds);
 	free(b->hello);
 	free(b->node);
+	free(b->said);
 	free(b);
 }
 
@@ -666,7 +681,7 @@ int pn_boot_poll_abort(struct pn_boot *b)
 			char text[300];
 
 			take_abort(b->fds[i], &h, text, sizeof(text));
-			heard_notice(b, text);
+			heard_notice(b, b->rank == 0 ? i : 0, text);
 			note_lost(b, -ECANCELED, b->rank == 0 ? i : 0,
 				  text[0] ? text : "a peer aborted the job");
 			if (b->rank == 0)

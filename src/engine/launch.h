@@ -28,6 +28,7 @@ struct pn_boot {
 	int abort_code;		/* errno carried by the last ABORT received (rendezvous) */
 	char abort_text[300];	/* the first ABORT's text: every later poll reports it */
 	char heard[300];	/* the last ABORT's text heard (rank 0's latest word) */
+	unsigned char *said;	/* per rank: it sent this rank a notice (NULL: none yet) */
 	int lost, lost_from;	/* how the rendezvous failed under this rank: the first
 				 * error of its own (pn_boot_agreed_error) */
 	char lost_why[300];
