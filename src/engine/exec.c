@@ -643,9 +643,8 @@ static int try_step(struct run *r, int chan, struct chan_state *cs)
 	return pn_err(-EINVAL, "bad schedule step %d", st->op);
 }
 
-/* Some transport still holds posted sends in this rank's memory. */
-/* A peer this rank's queued sends still wait for (-1: none): with every
- * step done, the one the rank waits for. */
+/* A peer whose posted sends some transport still holds in this rank's
+ * memory (-1: none): with every step done, the one the rank waits for. */
 static int unsent(struct pn_comm *c)
 {
 	int i, p;

@@ -193,7 +193,7 @@ TEST(jail_walk)
  * beneath the root): on a busy machine a replayed tree's class links
  * (../../devices/...) read as missing now and then, a device as "dangling"
  * (t0840) or a port with no rate (t0504).  A process renaming in a loop
- * beside a thousand reads through such a link: every read succeeds.
+ * beside 20,000 reads through such a link: every read succeeds.
  */
 TEST(jail_renames_elsewhere)
 {
