@@ -362,8 +362,8 @@ static int node_machines(struct pn_check *c)
 		c->node_leader = 1;	/* each machine's ranks write their own files */
 		ret = pn_err(-EINVAL, "ranks %d and %d run on two machines (boot ids %.8s and %.8s) "
 			     "that both call themselves node '%s' (hostname and network namespace, "
-			     "or PENNY_NODE_ID): give each machine its own hostname (in its first "
-			     "60 bytes) or PENNY_NODE_ID", s, r, all + s * sizeof(mine), id, name);
+			     "or PENNY_NODE_ID): give each machine its own hostname or PENNY_NODE_ID",
+			     s, r, all + s * sizeof(mine), id, name);
 	}
 	if (!ret) {
 		for (k = 0; k < c->nnodes; k++)
@@ -373,8 +373,9 @@ static int node_machines(struct pn_check *c)
 	for (k = 1; !ret && k < c->nnodes; k++)
 		if (!strcmp(nn[k - 1].name, nn[k].name))
 			ret = pn_err(-EINVAL, "ranks %d and %d are on two nodes both named '%s' (one "
-				     "hostname in two network namespaces, or a PENNY_NODE_ID that is "
-				     "another node's hostname): their results would read as one "
+				     "hostname in two network namespaces, 64-byte hostnames alike "
+				     "in the 63 bytes a rank's hello holds, or a PENNY_NODE_ID that "
+				     "is another node's hostname): their results would read as one "
 				     "node's; give each its own hostname or PENNY_NODE_ID",
 				     PN_MIN(nn[k - 1].rank, nn[k].rank),
 				     PN_MAX(nn[k - 1].rank, nn[k].rank), nn[k].name);

@@ -78,7 +78,9 @@ void pn_host_id(const char *node_id, char *id, size_t len)
 	n = readlink("/proc/self/ns/net", ns, sizeof(ns) - 1);
 	if (n > 0)
 		ns[n] = 0;
-	snprintf(id, len, "%.60s/%s", pn_hostname(), ns);
+	/* the whole host name (Linux's longest is 64 bytes): two hosts alike in
+	 * their first 60 bytes were one node, their ranks meeting over shm */
+	snprintf(id, len, "%.64s/%s", pn_hostname(), ns);
 }
 
 /*

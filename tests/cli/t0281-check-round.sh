@@ -135,12 +135,13 @@ test_expect_success 'two machines of one hostname: refused, the name and the ran
 	test_exit 2 "$PENNY" check --rank 0 --nranks 2 --root 127.0.0.1:$port --sysfs-root n1 \
 		--timeout 20 --only inventory --prom q0.prom >o0 2>e0
 	wait $!; r1=$? && cat e0 e1 && test $r1 = 2 &&
-	grep -q "^penny check: ranks 0 and 1 run on two machines (boot ids 0a0b0c0d and 0f0e0d0c) that both call themselves node .$(hostname | cut -c1-63). (hostname and network namespace, or PENNY_NODE_ID): give each machine its own hostname (in its first 60 bytes) or PENNY_NODE_ID$" e0 &&
+	grep -q "^penny check: ranks 0 and 1 run on two machines (boot ids 0a0b0c0d and 0f0e0d0c) that both call themselves node .$(hostname | cut -c1-63). (hostname and network namespace, or PENNY_NODE_ID): give each machine its own hostname or PENNY_NODE_ID$" e0 &&
 	test "$(wc -l <e0)" = 1 && prom_code q0.prom 2 && prom_code q1.prom 2
 '
-# Hostnames of 64 bytes (Linux's longest) alike but for the last: the
-# rendezvous tells nodes apart by 60 bytes, the rows hold 63: one node,
-# the second machine never judged as its own.
+# Hostnames of 64 bytes (Linux's longest) alike but for the last: two
+# nodes (the rendezvous told nodes apart by 60 bytes: one node, the second
+# machine never judged as its own); a rank's hello holds 63, so both read
+# as one name: refused, as two nodes of one name are.
 if [ "$(id -u)" -eq 0 ] && unshare -u true 2>/dev/null; then
 	H=$(printf "h%.0s" $(seq 63))
 	test_expect_success 'two machines of 64-byte hostnames alike but for the last: refused' '
@@ -151,7 +152,8 @@ if [ "$(id -u)" -eq 0 ] && unshare -u true 2>/dev/null; then
 		{ unshare -u sh -c "hostname ${H}a && exec \"\$0\" check --rank 0 --nranks 2 \
 			--root 127.0.0.1:$port --sysfs-root n1 --timeout 20 --only inventory" \
 			"$PENNY" >o0 2>e0; r0=$?; } ; wait $!; r1=$? && cat e0 e1 &&
-		test "$r0$r1" = 22 && grep -q "^penny check: ranks 0 and 1 run on two machines .* node .${H}. (hostname" e0
+		test "$r0$r1" = 22 &&
+		grep -q "^penny check: ranks 0 and 1 are on two nodes both named .${H}. (one hostname in two network namespaces, 64-byte hostnames alike in the 63 bytes" e0
 	'
 else
 	test_skip 'two machines of 64-byte hostnames' 'needs root and unshare -u'
@@ -167,7 +169,7 @@ test_expect_success 'two nodes of one name: refused, the name and the ranks said
 	test_exit 2 "$PENNY" check --rank 0 --nranks 2 --root 127.0.0.1:$port --sysfs-root n1 \
 		--timeout 20 --only inventory >d0 2>de0
 	wait $!; r1=$? && cat de0 && test $r1 = 2 && test "$(wc -l <de0)" = 1 &&
-	grep -q "^penny check: ranks 0 and 1 are on two nodes both named .$(hostname | cut -c1-63). (one hostname in two network namespaces, or a PENNY_NODE_ID that is another node.s hostname): their results would read as one node.s; give each its own hostname or PENNY_NODE_ID$" de0
+	grep -q "^penny check: ranks 0 and 1 are on two nodes both named .$(hostname | cut -c1-63). (one hostname in two network namespaces, 64-byte hostnames alike in the 63 bytes a rank.s hello holds, or a PENNY_NODE_ID that is another node.s hostname): their results would read as one node.s; give each its own hostname or PENNY_NODE_ID$" de0
 '
 
 # 70 bytes: the rows held the first 63, two such nodes alike but for their
