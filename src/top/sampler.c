@@ -45,6 +45,8 @@ struct pn_counters_sampler {
 	int efd;
 	double interval, first_delay;
 	int stop, done, err, kick, brief;
+	int lossless;			/* wait for each snapshot to be taken */
+	uint64_t taken;			/* seq of the last snapshot taken */
 	char detail[80];	/* for live.cfg.detail, under lock */
 	char busy_what[80];
 	char errmsg[1024];	/* the thread's message of err (pn_errmsg is per thread) */
@@ -130,6 +132,9 @@ static void *sampler_main(void *arg)
 			break;
 
 		pthread_mutex_lock(&s->lock);
+		/* batch output: not one sample lost to a slow caller */
+		while (s->lossless && s->taken < s->snap.seq && !s->stop)
+			pthread_cond_wait(&s->cond, &s->lock);
 		for (;;) {
 			double wait = first && s->first_delay > 0 ? s->first_delay : s->interval;
 			struct timespec ts;
@@ -227,8 +232,12 @@ int pn_sampler_take(struct pn_counters_sampler *s, struct pn_counters_set *view)
 	pthread_mutex_lock(&s->lock);
 	if (s->snap.seq > view->seq) {
 		ret = pn_counters_set_copy(view, &s->snap);
-		if (!ret)
+		if (!ret) {
 			ret = 1;
+			s->taken = s->snap.seq;
+			if (s->lossless)
+				pthread_cond_broadcast(&s->cond);
+		}
 	} else if (s->err) {
 		ret = pn_err(s->err, "%s", s->errmsg);
 	}
@@ -242,6 +251,14 @@ void pn_sampler_set_interval(struct pn_counters_sampler *s, double interval)
 		return;
 	pthread_mutex_lock(&s->lock);
 	s->interval = interval;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void pn_sampler_set_lossless(struct pn_counters_sampler *s, int on)
+{
+	pthread_mutex_lock(&s->lock);
+	s->lossless = !!on;
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 }

@@ -28,6 +28,13 @@ int pn_sampler_fd(const struct pn_counters_sampler *s);
  */
 int pn_sampler_take(struct pn_counters_sampler *s, struct pn_counters_set *view);
 void pn_sampler_set_interval(struct pn_counters_sampler *s, double interval);
+/*
+ * Every sample taken (on, batch output: --json, --record): the thread does
+ * not sample again before the caller took its last snapshot, so a caller
+ * slower than the interval delays the next sample rather than lose one
+ * (whose bytes no later rate would count).  Off (the screen): the newest.
+ */
+void pn_sampler_set_lossless(struct pn_counters_sampler *s, int on);
 /* In brief mode: the port that gets every counter (NULL none); samples now. */
 void pn_sampler_set_detail(struct pn_counters_sampler *s, const char *name);
 double pn_sampler_interval(struct pn_counters_sampler *s);
